@@ -1,0 +1,397 @@
+/*
+ * laminar.h -- the public C API of LaminarDB, an embedded streaming SQL database.
+ *
+ * This header is the API reference: anything not declared here is not API.
+ *
+ * Overview
+ * --------
+ * A database (`laminar_db`) holds sources (named input streams with a schema),
+ * streams (continuous queries declared in SQL) and subscriptions (per-consumer
+ * queues of result batches). Data crosses the boundary only through the Arrow C
+ * Data Interface (`struct ArrowSchema`, `struct ArrowArray`, `struct
+ * ArrowArrayStream`), zero-copy where the layout allows.
+ *
+ *     laminar_db *db;
+ *     laminar_open(NULL, &db, NULL);
+ *     laminar_execute(db, "CREATE SOURCE t (k VARCHAR, v BIGINT, ts BIGINT, "
+ *                         "WATERMARK FOR ts AS ts - INTERVAL '1' SECOND);"
+ *                         "CREATE STREAM s AS SELECT k, SUM(v) AS total FROM t "
+ *                         "GROUP BY k, tumble(ts, INTERVAL '10' SECOND) "
+ *                         "EMIT ON WINDOW CLOSE;", NULL);
+ *     laminar_source *src;  laminar_source_open(db, "t", &src, NULL);
+ *     laminar_subscription *sub;  laminar_subscribe(db, "s", &sub, NULL);
+ *     laminar_source_push(src, &array, &schema, NULL);   // array is moved
+ *     laminar_run_until_idle(db, NULL);                  // or laminar_start(db, NULL)
+ *     laminar_subscription_next(sub, 0, &out, &out_schema, NULL);
+ *
+ * Errors
+ * ------
+ * Every fallible call returns a `laminar_code`. `LAMINAR_OK` is 0; every other
+ * value *is* its LDB number, printed `LDB-NNNN`; `code / 1000` gives the area
+ * (1 SQL, 2 schema/type, 3 ingest, 4 subscription, 5 storage, 6 config,
+ * 9 internal). Detail goes into a caller-owned `laminar_error` passed last (NULL
+ * allowed); its content is defined only when the call failed. A failed call
+ * leaves the database as it was.
+ *
+ * Thread-safety
+ * -------------
+ * Unless a function says otherwise, a handle is used by one thread at a time.
+ * Distinct handles (two sources, a source and a subscription) may be used from
+ * different threads at the same time; the database's catalog calls
+ * (`laminar_execute`, open/close of handles) are serialized internally.
+ *
+ * Time
+ * ----
+ * Event time lives in the source's watermark column: BIGINT epoch milliseconds or
+ * TIMESTAMP. Watermarks passed through this API are always epoch milliseconds.
+ * Windows are [start, end), aligned to the epoch.
+ */
+#ifndef LAMINAR_H
+#define LAMINAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(LAMINAR_BUILDING_LIBRARY)
+#define LAMINAR_API __attribute__((visibility("default")))
+#else
+#define LAMINAR_API
+#endif
+
+/* Version. The one source of truth is this block; CMake reads it for
+ * project(VERSION). LAMINAR_VERSION_NUMBER is major*1000000 + minor*1000 + patch. */
+#define LAMINAR_VERSION_MAJOR 0
+#define LAMINAR_VERSION_MINOR 1
+#define LAMINAR_VERSION_PATCH 0
+#define LAMINAR_VERSION "0.1.0"
+#define LAMINAR_VERSION_NUMBER 1000
+
+/* ------------------------------------------------------------------------------
+ * Arrow C Data Interface (verbatim layout from the Arrow specification)
+ * ---------------------------------------------------------------------------- */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+
+struct ArrowSchema {
+  const char* format;
+  const char* name;
+  const char* metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema** children;
+  struct ArrowSchema* dictionary;
+  void (*release)(struct ArrowSchema*);
+  void* private_data;
+};
+
+struct ArrowArray {
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+  void (*release)(struct ArrowArray*);
+  void* private_data;
+};
+
+#endif /* ARROW_C_DATA_INTERFACE */
+
+#ifndef ARROW_C_STREAM_INTERFACE
+#define ARROW_C_STREAM_INTERFACE
+
+struct ArrowArrayStream {
+  int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out);
+  int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out);
+  const char* (*get_last_error)(struct ArrowArrayStream*);
+  void (*release)(struct ArrowArrayStream*);
+  void* private_data;
+};
+
+#endif /* ARROW_C_STREAM_INTERFACE */
+
+/* ------------------------------------------------------------------------------
+ * Status codes. Values are stable and append-only; the value is the LDB number.
+ * ---------------------------------------------------------------------------- */
+typedef enum laminar_code {
+  LAMINAR_OK = 0,
+
+  /* 1xxx SQL */
+  LAMINAR_ERR_SQL_SYNTAX = 1001,          /* the statement does not parse */
+  LAMINAR_ERR_SQL_UNKNOWN_OBJECT = 1002,  /* no source or stream of that name */
+  LAMINAR_ERR_SQL_UNKNOWN_COLUMN = 1003,  /* no column of that name in scope */
+  LAMINAR_ERR_SQL_DUPLICATE_OBJECT = 1004, /* an object of that name exists */
+  LAMINAR_ERR_SQL_UNSUPPORTED = 1005,     /* valid SQL this version cannot run */
+  LAMINAR_ERR_SQL_GROUPING = 1006,        /* a column neither grouped nor aggregated,
+                                             or an aggregate where none may be */
+  LAMINAR_ERR_SQL_DEPENDENCY = 1007,      /* DROP of an object others read from */
+  LAMINAR_ERR_SQL_LIMIT = 1008,           /* statement too large or nested too deep */
+
+  /* 2xxx schema and types */
+  LAMINAR_ERR_TYPE_MISMATCH = 2001,       /* an expression's operand types do not fit */
+  LAMINAR_ERR_UNKNOWN_TYPE = 2002,        /* a type name SQL does not know */
+  LAMINAR_ERR_SCHEMA_INVALID = 2003,      /* a declared schema is unusable */
+
+  /* 3xxx ingest */
+  LAMINAR_ERR_ARROW_INVALID = 3001,       /* the pushed array breaks the Arrow spec */
+  LAMINAR_ERR_ARROW_RELEASED = 3002,      /* the pushed array or schema is released */
+  LAMINAR_ERR_SCHEMA_MISMATCH = 3003,     /* pushed columns do not match the source */
+  LAMINAR_ERR_COLUMN_TYPE = 3004,         /* a pushed column has the wrong type */
+  LAMINAR_ERR_NULL_VIOLATION = 3005,      /* NULL in a NOT NULL column */
+  LAMINAR_ERR_QUEUE_FULL = 3006,          /* the source queue is full and cannot drain */
+  LAMINAR_ERR_SOURCE_CLOSED = 3007,       /* the source was dropped */
+
+  /* 4xxx subscriptions */
+  LAMINAR_ERR_SUBSCRIPTION_CLOSED = 4001, /* the stream was dropped or the db closed */
+
+  /* 5xxx storage */
+  LAMINAR_ERR_IO = 5001,                  /* a file operation failed */
+
+  /* 6xxx config */
+  LAMINAR_ERR_CONFIG_KEY = 6001,          /* unknown configuration key */
+  LAMINAR_ERR_CONFIG_VALUE = 6002,        /* invalid value for a known key */
+
+  /* 9xxx internal and misuse */
+  LAMINAR_ERR_NOMEM = 9001,               /* an allocation failed */
+  LAMINAR_ERR_MISUSE = 9002,              /* NULL, closed or foreign handle; bad argument */
+  LAMINAR_ERR_STATE = 9003,               /* call not allowed in the current state */
+  LAMINAR_ERR_INTERNAL = 9999             /* an invariant failed: a bug, please report */
+} laminar_code;
+
+/* Detail of a failed call. Caller-owned (stack is fine); filled only on failure.
+ * `line`/`column` are 1-based positions in the SQL text (0 when not SQL);
+ * `object` and `column_name` name the source/stream and column when known
+ * (empty strings otherwise). */
+typedef struct laminar_error {
+  laminar_code code;
+  int32_t line;
+  int32_t column;
+  char object[128];
+  char column_name[128];
+  char message[1024]; /* starts with "LDB-NNNN: " */
+} laminar_error;
+
+/* Static English text for a code ("syntax error", ...); never NULL. Any thread. */
+LAMINAR_API const char* laminar_errstr(laminar_code code);
+
+/* The library's version string ("0.1.0") and number (1000); they equal the macros
+ * of the header the library was built with. Any thread. */
+LAMINAR_API const char* laminar_version(void);
+LAMINAR_API int32_t laminar_version_number(void);
+
+/* ------------------------------------------------------------------------------
+ * Configuration
+ * ---------------------------------------------------------------------------- */
+
+/* A set of key/value options for laminar_open(). Destroy with
+ * laminar_config_destroy(). */
+typedef struct laminar_config laminar_config;
+
+/* Create an empty config (all defaults).
+ * Ownership: *out is the caller's; free with laminar_config_destroy().
+ * Returns: LAMINAR_OK; LAMINAR_ERR_NOMEM (then *out is NULL).
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
+
+/* Set one option from text. Keys:
+ *   buffer_size  slots in each source and subscriber queue; a power of two in
+ *                [2, 2^24]; default 65536.
+ *   data_dir     a directory for durable state (reserved: no durable state is
+ *                written by this version).
+ * Ownership: key and value are copied.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_KEY for an unknown key;
+ *   LAMINAR_ERR_CONFIG_VALUE for an invalid value; on failure the config is
+ *   unchanged.
+ * Thread-safety: one thread at a time per config. */
+LAMINAR_API laminar_code laminar_config_set(laminar_config* config, const char* key,
+                                            const char* value, laminar_error* err);
+
+/* Destroy a config; NULL is a no-op. */
+LAMINAR_API void laminar_config_destroy(laminar_config* config);
+
+/* ------------------------------------------------------------------------------
+ * Database
+ * ---------------------------------------------------------------------------- */
+
+/* An open database. Close with laminar_close(). */
+typedef struct laminar_db laminar_db;
+
+/* Open a database.
+ * config: NULL for defaults; borrowed (copied), may be destroyed after the call.
+ * Ownership: *out is the caller's; close with laminar_close().
+ * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_VALUE; LAMINAR_ERR_IO if data_dir cannot
+ *   be created; LAMINAR_ERR_NOMEM. On failure *out is NULL.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_open(const laminar_config* config, laminar_db** out,
+                                      laminar_error* err);
+
+/* Close a database: stops the reactor if running, closes every source and
+ * subscription handle still open (their later use returns LAMINAR_ERR_MISUSE
+ * only if the memory is still valid: do not use them after this call) and frees
+ * the database. NULL is a no-op returning LAMINAR_OK.
+ * Thread-safety: no other call on this database or its handles may run. */
+LAMINAR_API laminar_code laminar_close(laminar_db* db);
+
+/* Run one or more ';'-separated SQL statements (DDL: CREATE SOURCE, CREATE
+ * STREAM, DROP, and SHOW/DESCRIBE whose result is discarded here; use
+ * laminar_query() for their rows). Statements run in order; the first failing
+ * one stops the call and its error names its line:column; statements before it
+ * stay applied.
+ * Returns: LAMINAR_OK; 1xxx for SQL errors; 2xxx for type errors.
+ * Thread-safety: any thread (serialized with other catalog calls). */
+LAMINAR_API laminar_code laminar_execute(laminar_db* db, const char* sql,
+                                         laminar_error* err);
+
+/* Run one SQL statement that returns rows (SHOW SOURCES, SHOW STREAMS,
+ * DESCRIBE name) and hand them back as an Arrow stream.
+ * Ownership: *out is the caller's on LAMINAR_OK; release it with out->release.
+ * Returns: as laminar_execute(); LAMINAR_ERR_SQL_UNSUPPORTED for a statement
+ *   that returns no rows.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_query(laminar_db* db, const char* sql,
+                                       struct ArrowArrayStream* out, laminar_error* err);
+
+/* Report the Arrow schema of a source's or stream's rows.
+ * Ownership: *out is the caller's on LAMINAR_OK; release with out->release.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_schema(laminar_db* db, const char* name,
+                                        struct ArrowSchema* out, laminar_error* err);
+
+/* Start the runtime: one reactor thread drains the sources, runs every stream and
+ * fans results out to subscribers. Pushes after this call are processed
+ * asynchronously.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_STATE if already started.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_start(laminar_db* db, laminar_error* err);
+
+/* Stop the runtime: the reactor finishes the batches already queued, delivers
+ * their results, and exits; laminar_stop() returns after that. Calling it on a
+ * stopped database is a no-op returning LAMINAR_OK.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_stop(laminar_db* db, laminar_error* err);
+
+/* Drive the same operator graph inline in the caller's thread until no queued
+ * input remains (or until a subscriber's queue is full, which leaves the rest of
+ * the input queued for the next call). Deterministic: the same pushes give the
+ * same output as the reactor.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_STATE while laminar_start() runs.
+ * Thread-safety: any thread, not while the runtime is started. */
+LAMINAR_API laminar_code laminar_run_until_idle(laminar_db* db, laminar_error* err);
+
+/* Rows a stream dropped because they arrived behind its watermark (their window
+ * had already closed), summed since the stream was created.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT.
+ * Thread-safety: any thread (the value may lag the reactor by one batch). */
+LAMINAR_API laminar_code laminar_stream_late_rows(laminar_db* db, const char* name,
+                                                  int64_t* out, laminar_error* err);
+
+/* ------------------------------------------------------------------------------
+ * Sources
+ * ---------------------------------------------------------------------------- */
+
+/* A producer handle on a source. Close with laminar_source_close(). */
+typedef struct laminar_source laminar_source;
+
+/* Open a producer handle on source `name`.
+ * Ownership: *out is the caller's; close with laminar_source_close().
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT; LAMINAR_ERR_STATE if a
+ *   producer handle is already open on it (this version is single-producer).
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_source_open(laminar_db* db, const char* name,
+                                             laminar_source** out, laminar_error* err);
+
+/* Push one batch: `array` is a struct array whose children are the source's
+ * columns, matched by name (any order; a missing nullable column is not
+ * allowed), described by `schema`.
+ * Validation: the schema must match the source (names, types; UTF8, LARGE_UTF8
+ * and dictionary(int32 -> utf8) all fit VARCHAR; any TIMESTAMP unit fits
+ * TIMESTAMP), and the array is validated at nanoarrow's full level (buffer
+ * sizes, offsets, null counts, UTF-8) before anything is ingested.
+ * Ownership: on LAMINAR_OK `*array` has been moved into the core (its release
+ * member is now NULL) and its buffers are kept, zero-copy, until the core no
+ * longer needs them. On failure `*array` is untouched and still the caller's.
+ * `schema` is borrowed for the call only.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_ARROW_RELEASED; LAMINAR_ERR_ARROW_INVALID;
+ *   LAMINAR_ERR_SCHEMA_MISMATCH; LAMINAR_ERR_COLUMN_TYPE;
+ *   LAMINAR_ERR_NULL_VIOLATION; LAMINAR_ERR_QUEUE_FULL; LAMINAR_ERR_SOURCE_CLOSED.
+ *   A rejected batch ingests nothing; data pushed before it is kept.
+ * Thread-safety: the producer thread of this handle; the runtime may run. */
+LAMINAR_API laminar_code laminar_source_push(laminar_source* source,
+                                             struct ArrowArray* array,
+                                             const struct ArrowSchema* schema,
+                                             laminar_error* err);
+
+/* Advance the source's watermark explicitly to `watermark_ms` (epoch
+ * milliseconds); a value below the current watermark is ignored. INT64_MAX
+ * closes every open window.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_QUEUE_FULL; LAMINAR_ERR_SOURCE_CLOSED.
+ * Thread-safety: as laminar_source_push(). */
+LAMINAR_API laminar_code laminar_source_watermark(laminar_source* source,
+                                                  int64_t watermark_ms,
+                                                  laminar_error* err);
+
+/* Close a producer handle; queued batches are still processed. NULL is a no-op.
+ * Thread-safety: the producer thread. */
+LAMINAR_API void laminar_source_close(laminar_source* source);
+
+/* ------------------------------------------------------------------------------
+ * Subscriptions
+ * ---------------------------------------------------------------------------- */
+
+/* A consumer queue of one stream's result batches. Close with
+ * laminar_subscription_close(). */
+typedef struct laminar_subscription laminar_subscription;
+
+/* Subscribe to the results of stream `name` produced from now on.
+ * Ownership: *out is the caller's; close with laminar_subscription_close().
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no stream of that name).
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_subscribe(laminar_db* db, const char* name,
+                                           laminar_subscription** out,
+                                           laminar_error* err);
+
+/* Take the next result batch, waiting up to `timeout_ms` (0: do not wait; -1:
+ * wait until a batch arrives or the subscription ends).
+ * Ownership: on LAMINAR_OK with a batch, `*out` (a struct array) and
+ * `*out_schema` (NULL allowed: not filled) are the caller's; release each with
+ * its release callback, on any thread. With no batch before the timeout,
+ * LAMINAR_OK is returned and out->release is NULL.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SUBSCRIPTION_CLOSED once the stream is
+ *   dropped (or the database closed) and no batch remains.
+ * Thread-safety: one consumer thread per subscription; the runtime may run. */
+LAMINAR_API laminar_code laminar_subscription_next(laminar_subscription* sub,
+                                                   int64_t timeout_ms,
+                                                   struct ArrowArray* out,
+                                                   struct ArrowSchema* out_schema,
+                                                   laminar_error* err);
+
+/* Export the subscription as an ArrowArrayStream. get_next() returns the batches
+ * queued now and then ends (out->release == NULL); it never waits. The stream
+ * borrows the subscription: release the stream before closing it.
+ * Ownership: *out is the caller's; release with out->release.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE.
+ * Thread-safety: as laminar_subscription_next(). */
+LAMINAR_API laminar_code laminar_subscription_stream(laminar_subscription* sub,
+                                                     struct ArrowArrayStream* out,
+                                                     laminar_error* err);
+
+/* Close a subscription and free its queued batches; NULL is a no-op.
+ * Thread-safety: the consumer thread; the runtime may run. */
+LAMINAR_API void laminar_subscription_close(laminar_subscription* sub);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LAMINAR_H */

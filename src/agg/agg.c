@@ -1,0 +1,292 @@
+/*
+ * agg.c -- columnar aggregate state: update kernels, finalize, snapshot.
+ *
+ * The update loops are written per (function, argument type) with the NULL
+ * test hoisted out when the batch has no NULLs, so the common case is a
+ * branch-free gather-and-accumulate the compiler can pipeline.
+ */
+#include "agg/agg.h"
+
+#include "util/util.h"
+
+#include <math.h>
+#include <string.h>
+
+static bool uses_count(lm_agg_fn fn) {
+  return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG;
+}
+static bool uses_sum(lm_agg_fn fn) { return fn == LM_AGG_SUM || fn == LM_AGG_AVG; }
+static bool uses_minmax(lm_agg_fn fn) { return fn == LM_AGG_MIN || fn == LM_AGG_MAX; }
+
+void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type) {
+  *st = (lm_agg_states){0};
+  st->fn = spec->fn;
+  st->arg_type = arg_type;
+  st->result_type = spec->result_type;
+  lm_pool_init(&st->strings);
+}
+
+#define GROW(field, n)                                             \
+  do {                                                             \
+    void* grown_ = lm_realloc(st->field, sizeof(*st->field) * (size_t)(n)); \
+    if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                  \
+    st->field = grown_;                                            \
+  } while (0)
+
+laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
+  if (cap <= st->cap) return LAMINAR_OK;
+  if (uses_count(st->fn)) GROW(count, cap);
+  if (uses_sum(st->fn)) {
+    if (st->arg_type == LM_TYPE_DOUBLE) {
+      GROW(sum_d, cap);
+    } else {
+      GROW(sum_i, cap);
+    }
+  }
+  if (uses_minmax(st->fn)) {
+    if (st->arg_type == LM_TYPE_DOUBLE) {
+      GROW(mm_d, cap);
+    } else if (st->arg_type == LM_TYPE_STRING) {
+      GROW(mm_s, cap);
+    } else {
+      GROW(mm_i, cap);
+    }
+  }
+  if (st->fn != LM_AGG_COUNT && st->fn != LM_AGG_COUNT_STAR) GROW(has, cap);
+  st->cap = cap;
+  return LAMINAR_OK;
+}
+
+void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
+  if (st->count) st->count[g] = 0;
+  if (st->sum_i) st->sum_i[g] = 0;
+  if (st->sum_d) st->sum_d[g] = 0.0;
+  if (st->mm_i) st->mm_i[g] = 0;
+  if (st->mm_d) st->mm_d[g] = 0.0;
+  if (st->mm_s) st->mm_s[g] = (lm_str){NULL, 0};
+  if (st->has) st->has[g] = 0;
+}
+
+void lm_agg_states_clear(lm_agg_states* st) { lm_pool_reset(&st->strings); }
+
+void lm_agg_states_free(lm_agg_states* st) {
+  lm_free(st->count);
+  lm_free(st->sum_i);
+  lm_free(st->sum_d);
+  lm_free(st->mm_i);
+  lm_free(st->mm_d);
+  lm_free(st->mm_s);
+  lm_free(st->has);
+  lm_pool_free(&st->strings);
+  *st = (lm_agg_states){0};
+}
+
+/* ---- update ------------------------------------------------------------- */
+
+#define ROW(j) (sel ? sel[j] : (uint32_t)(j))
+
+static int cmp_str(lm_str a, lm_str b) {
+  int64_t n = a.len < b.len ? a.len : b.len;
+  int c = n > 0 ? memcmp(a.ptr, b.ptr, (size_t)n) : 0;
+  if (c != 0) return c;
+  return (a.len > b.len) - (a.len < b.len);
+}
+
+/* DuckDB orders NaN above every other double; MIN/MAX follow that order. */
+static bool dbl_less(double a, double b) {
+  if (isnan(a)) return false;
+  if (isnan(b)) return true;
+  return a < b;
+}
+
+static int64_t int_value(const lm_vec* v, uint32_t row) {
+  switch (v->type) {
+    case LM_TYPE_INT32: return ((const int32_t*)v->data)[row];
+    case LM_TYPE_BOOL: return ((const uint8_t*)v->data)[row];
+    default: return ((const int64_t*)v->data)[row];
+  }
+}
+
+laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
+                           const uint32_t* gids, int64_t m) {
+  const uint8_t* nulls = arg ? arg->nulls : NULL;
+  switch (st->fn) {
+    case LM_AGG_COUNT_STAR:
+      for (int64_t j = 0; j < m; j++) st->count[gids[j]]++;
+      return LAMINAR_OK;
+    case LM_AGG_COUNT:
+      if (nulls == NULL) {
+        for (int64_t j = 0; j < m; j++) st->count[gids[j]]++;
+      } else {
+        for (int64_t j = 0; j < m; j++) st->count[gids[j]] += !nulls[ROW(j)];
+      }
+      return LAMINAR_OK;
+    case LM_AGG_SUM:
+    case LM_AGG_AVG:
+      if (st->arg_type == LM_TYPE_DOUBLE) {
+        const double* x = arg->data;
+        if (nulls == NULL) {
+          for (int64_t j = 0; j < m; j++) {
+            uint32_t g = gids[j];
+            st->sum_d[g] += x[ROW(j)];
+            st->has[g] = 1;
+            if (st->count) st->count[g]++;
+          }
+        } else {
+          for (int64_t j = 0; j < m; j++) {
+            uint32_t r = ROW(j), g = gids[j];
+            if (nulls[r]) continue;
+            st->sum_d[g] += x[r];
+            st->has[g] = 1;
+            if (st->count) st->count[g]++;
+          }
+        }
+      } else {
+        for (int64_t j = 0; j < m; j++) {
+          uint32_t r = ROW(j), g = gids[j];
+          if (nulls && nulls[r]) continue;
+          st->sum_i[g] += int_value(arg, r);
+          st->has[g] = 1;
+          if (st->count) st->count[g]++;
+        }
+      }
+      return LAMINAR_OK;
+    case LM_AGG_MIN:
+    case LM_AGG_MAX: {
+      bool is_min = st->fn == LM_AGG_MIN;
+      if (st->arg_type == LM_TYPE_DOUBLE) {
+        const double* x = arg->data;
+        for (int64_t j = 0; j < m; j++) {
+          uint32_t r = ROW(j), g = gids[j];
+          if (nulls && nulls[r]) continue;
+          double v = x[r];
+          if (!st->has[g] || (is_min ? dbl_less(v, st->mm_d[g]) : dbl_less(st->mm_d[g], v))) {
+            st->mm_d[g] = v;
+          }
+          st->has[g] = 1;
+        }
+      } else if (st->arg_type == LM_TYPE_STRING) {
+        const lm_str* x = arg->data;
+        for (int64_t j = 0; j < m; j++) {
+          uint32_t r = ROW(j), g = gids[j];
+          if (nulls && nulls[r]) continue;
+          int c = st->has[g] ? cmp_str(x[r], st->mm_s[g]) : 0;
+          if (!st->has[g] || (is_min ? c < 0 : c > 0)) {
+            /* Copy: the input batch is released after this call. Replaced
+             * copies stay in the pool until the window closes (bounded by the
+             * number of improvements, usually tiny). */
+            char* copy = lm_pool_copy(&st->strings, x[r].ptr, (size_t)x[r].len);
+            if (copy == NULL) return LAMINAR_ERR_NOMEM;
+            st->mm_s[g] = (lm_str){copy, x[r].len};
+          }
+          st->has[g] = 1;
+        }
+      } else {
+        for (int64_t j = 0; j < m; j++) {
+          uint32_t r = ROW(j), g = gids[j];
+          if (nulls && nulls[r]) continue;
+          int64_t v = int_value(arg, r);
+          if (!st->has[g] || (is_min ? v < st->mm_i[g] : v > st->mm_i[g])) st->mm_i[g] = v;
+          st->has[g] = 1;
+        }
+      }
+      return LAMINAR_OK;
+    }
+  }
+  return LAMINAR_ERR_INTERNAL;
+}
+
+/* ---- finalize ----------------------------------------------------------- */
+
+bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* data,
+                     uint8_t* nulls) {
+  bool any_null = false;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t g = first + k;
+    uint8_t is_null = 0;
+    switch (st->fn) {
+      case LM_AGG_COUNT_STAR:
+      case LM_AGG_COUNT:
+        ((int64_t*)data)[k] = st->count[g];
+        break;
+      case LM_AGG_SUM:
+        if (!st->has[g]) {
+          is_null = 1;
+          if (st->result_type == LM_TYPE_DOUBLE) {
+            ((double*)data)[k] = 0;
+          } else {
+            ((int64_t*)data)[k] = 0;
+          }
+        } else if (st->arg_type == LM_TYPE_DOUBLE) {
+          ((double*)data)[k] = st->sum_d[g];
+        } else {
+          lm_i128 s = st->sum_i[g];
+          bool fits = s >= INT64_MIN && s <= INT64_MAX;
+          ((int64_t*)data)[k] = fits ? (int64_t)s : 0;
+          is_null = !fits;
+        }
+        break;
+      case LM_AGG_AVG:
+        if (!st->has[g]) {
+          is_null = 1;
+          ((double*)data)[k] = 0;
+        } else if (st->arg_type == LM_TYPE_DOUBLE) {
+          ((double*)data)[k] = st->sum_d[g] / (double)st->count[g];
+        } else {
+          ((double*)data)[k] = (double)st->sum_i[g] / (double)st->count[g];
+        }
+        break;
+      case LM_AGG_MIN:
+      case LM_AGG_MAX:
+        is_null = !st->has[g];
+        switch (st->result_type) {
+          case LM_TYPE_DOUBLE: ((double*)data)[k] = is_null ? 0 : st->mm_d[g]; break;
+          case LM_TYPE_STRING:
+            ((lm_str*)data)[k] = is_null ? (lm_str){NULL, 0} : st->mm_s[g];
+            break;
+          case LM_TYPE_INT32: ((int32_t*)data)[k] = is_null ? 0 : (int32_t)st->mm_i[g]; break;
+          case LM_TYPE_BOOL: ((uint8_t*)data)[k] = is_null ? 0 : (uint8_t)st->mm_i[g]; break;
+          default: ((int64_t*)data)[k] = is_null ? 0 : st->mm_i[g]; break;
+        }
+        break;
+    }
+    nulls[k] = is_null;
+    any_null |= is_null;
+  }
+  return any_null;
+}
+
+/* ---- snapshot ----------------------------------------------------------- */
+
+void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* w) {
+  if (st->count) lm_state_put_i64(w, st->count[g]);
+  if (st->sum_i) {
+    lm_state_put_i64(w, (int64_t)(uint64_t)st->sum_i[g]);
+    lm_state_put_i64(w, (int64_t)(uint64_t)(st->sum_i[g] >> 64));
+  }
+  if (st->sum_d) lm_state_put_f64(w, st->sum_d[g]);
+  if (st->mm_i) lm_state_put_i64(w, st->mm_i[g]);
+  if (st->mm_d) lm_state_put_f64(w, st->mm_d[g]);
+  if (st->mm_s) lm_state_put_bytes(w, st->mm_s[g].ptr, (size_t)st->mm_s[g].len);
+  if (st->has) lm_state_put_u8(w, st->has[g]);
+}
+
+laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader* r) {
+  if (st->count) st->count[g] = lm_state_get_i64(r);
+  if (st->sum_i) {
+    uint64_t lo = (uint64_t)lm_state_get_i64(r);
+    uint64_t hi = (uint64_t)lm_state_get_i64(r);
+    st->sum_i[g] = (lm_i128)(((lm_u128)hi << 64) | lo);
+  }
+  if (st->sum_d) st->sum_d[g] = lm_state_get_f64(r);
+  if (st->mm_i) st->mm_i[g] = lm_state_get_i64(r);
+  if (st->mm_d) st->mm_d[g] = lm_state_get_f64(r);
+  if (st->mm_s) {
+    lm_str s = lm_state_get_bytes(r);
+    char* copy = lm_pool_copy(&st->strings, s.ptr, (size_t)s.len);
+    if (copy == NULL) return LAMINAR_ERR_NOMEM;
+    st->mm_s[g] = (lm_str){copy, s.len};
+  }
+  if (st->has) st->has[g] = lm_state_get_u8(r) ? 1 : 0;
+  return LAMINAR_OK;
+}

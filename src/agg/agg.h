@@ -1,0 +1,83 @@
+/*
+ * agg.h -- aggregate functions as columnar state: one array per field, indexed
+ * by group id, so an update over a batch is a tight loop `state[gid[j]] op=
+ * value[sel[j]]` (DESIGN §2: batch-at-a-time, no per-row allocation).
+ *
+ * Each aggregate supports init (new group), update (a batch), finalize (to an
+ * output column), and snapshot/restore of one group. Merge and retract come with
+ * multi-partition and EMIT CHANGES work.
+ *
+ * Semantics follow DuckDB: COUNT(*) counts rows; COUNT(x), SUM, AVG, MIN, MAX
+ * ignore NULLs; SUM/AVG/MIN/MAX of no non-NULL value is NULL. SUM of BIGINT is
+ * exact (128-bit accumulator) and NULL if the total does not fit BIGINT; AVG
+ * is computed from the exact sum.
+ */
+#ifndef LM_AGG_H
+#define LM_AGG_H
+
+#include "expr/expr.h"
+#include "laminar.h"
+#include "state/state.h"
+#include "util/pool.h"
+#include "util/types.h"
+
+typedef enum lm_agg_fn {
+  LM_AGG_COUNT_STAR = 1,
+  LM_AGG_COUNT = 2,
+  LM_AGG_SUM = 3,
+  LM_AGG_AVG = 4,
+  LM_AGG_MIN = 5,
+  LM_AGG_MAX = 6
+} lm_agg_fn;
+
+typedef struct lm_agg_spec {
+  lm_agg_fn fn;
+  const lm_expr* arg;   /* NULL for COUNT(*) */
+  lm_type result_type;  /* COUNT: INT64; SUM: INT64 or DOUBLE; AVG: DOUBLE; MIN/MAX: arg's */
+} lm_agg_spec;
+
+__extension__ typedef __int128 lm_i128;
+__extension__ typedef unsigned __int128 lm_u128;
+
+/* The state of one aggregate for `cap` groups. Which arrays exist depends on
+ * the function and argument type. */
+typedef struct lm_agg_states {
+  lm_agg_fn fn;
+  lm_type arg_type;     /* LM_TYPE_NULL for COUNT(*) */
+  lm_type result_type;
+  int64_t cap;
+  int64_t* count;       /* COUNT, COUNT(*), AVG */
+  lm_i128* sum_i;       /* SUM/AVG of INT64 */
+  double* sum_d;        /* SUM/AVG of DOUBLE */
+  int64_t* mm_i;        /* MIN/MAX of INT32/INT64/TIMESTAMP/BOOL */
+  double* mm_d;         /* MIN/MAX of DOUBLE */
+  lm_str* mm_s;         /* MIN/MAX of STRING (bytes in `strings`) */
+  uint8_t* has;         /* SUM/MIN/MAX: a non-NULL value was seen */
+  lm_pool strings;
+} lm_agg_states;
+
+void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type);
+/* Make room for `cap` groups (keeps existing ones). LAMINAR_ERR_NOMEM on failure. */
+laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap);
+/* Initialize group `g` (< cap) to the empty state. */
+void lm_agg_states_init_group(lm_agg_states* st, int64_t g);
+/* Forget every group (keeps capacity and string memory for reuse). */
+void lm_agg_states_clear(lm_agg_states* st);
+void lm_agg_states_free(lm_agg_states* st);
+
+/* Update groups gids[j] with arg rows sel[j], j < m (arg NULL for COUNT(*)).
+ * Returns LAMINAR_ERR_NOMEM if a MIN/MAX string copy fails. */
+laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
+                           const uint32_t* gids, int64_t m);
+
+/* Write the results of groups [first, first+n) into `data` (n values of
+ * result_type's width) and `nulls` (n bytes, 1 = NULL); returns true if any
+ * result is NULL. STRING results borrow the state's bytes. */
+bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* data,
+                     uint8_t* nulls);
+
+void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* w);
+/* Restore into group g (already reserved). LAMINAR_ERR_NOMEM on a string copy. */
+laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader* r);
+
+#endif /* LM_AGG_H */

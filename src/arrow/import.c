@@ -1,0 +1,791 @@
+/*
+ * import.c -- pushed Arrow arrays in: match the pushed schema to the source,
+ * validate the array as untrusted input, and compute the lm_vec column views.
+ *
+ * Validation is nanoarrow's FULL level plus what it leaves out. Reading of
+ * nanoarrow 0.9.0 (src/nanoarrow/common/array.c), FULL covers: length/offset
+ * >= 0 and no overflow of offset + length; n_buffers and n_children against
+ * the type; dictionary present iff the type says so; validity/data/offsets
+ * buffers non-NULL where length needs them; first/last offsets >= 0, offsets
+ * non-decreasing; struct children at least as long as the struct; dictionary
+ * indices in [0, dictionary length) for non-null slots. It does NOT cover, so
+ * this file adds:
+ *  - shape checks *before* nanoarrow, which reads buffers[i] for every buffer
+ *    the type has before comparing n_buffers, and dereferences children[i] and
+ *    schema children without NULL checks (a lying producer would crash it);
+ *  - null_count against the validity bitmap (nanoarrow trusts it), and
+ *    null_count == -1 ("unknown"): computed here; nanoarrow would reject -1
+ *    with no bitmap, so it validates a shallow copy carrying the real count;
+ *  - UTF-8 validity of utf8/large_utf8 values (skipping null slots, as Arrow
+ *    C++ does), including dictionary values;
+ *  - alignment of fixed-width, offset and index buffers (reading an int64
+ *    through a misaligned pointer is undefined behaviour);
+ *  - top-level struct nulls, which a row of columns cannot represent.
+ * No buffer size is knowable through the C Data Interface, so "short buffer"
+ * means a size implied by length/offsets that the declared pointers cannot
+ * meet (NULL buffer, child shorter than the struct, offsets past the end).
+ *
+ * Struct offset: a non-zero offset of the struct array is honoured (Arrow
+ * applies it to the children on top of their own offsets).
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "arrow/arrow.h"
+#include "arrow/internal.h"
+#include "util/util.h"
+
+/* Deepest schema tree walked before nanoarrow parses it (a cycle or absurd
+ * nesting is rejected, not recursed into forever). */
+#define MAX_SCHEMA_DEPTH 64
+
+/* ------------------------------------------------------------------------------
+ * Errors
+ * ---------------------------------------------------------------------------- */
+
+/* Set an error about one column: "source 'S': column 'C'<detail>". */
+__attribute__((format(printf, 5, 6))) static laminar_code col_error(
+    laminar_error* err, laminar_code code, const char* source, const char* column,
+    const char* fmt, ...) {
+  char detail[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  lm_error_set(err, code, "source '%s': column '%s'%s", source, column, detail);
+  lm_error_object(err, source, column);
+  return code;
+}
+
+/* Set an error about the batch as a whole: "source 'S': <detail>". */
+__attribute__((format(printf, 4, 5))) static laminar_code batch_error(
+    laminar_error* err, laminar_code code, const char* source, const char* fmt, ...) {
+  char detail[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  lm_error_set(err, code, "source '%s': %s", source, detail);
+  lm_error_object(err, source, NULL);
+  return code;
+}
+
+/* A short pyarrow-like name of a parsed Arrow type for messages ("utf8",
+ * "timestamp[ms]", "dictionary<values=utf8, indices=int8>"). */
+static const char* storage_name(enum ArrowType type) {
+  switch (type) {
+    case NANOARROW_TYPE_STRING:
+      return "utf8";
+    case NANOARROW_TYPE_LARGE_STRING:
+      return "large_utf8";
+    default:
+      return ArrowTypeString(type);
+  }
+}
+
+static void describe_type(const struct ArrowSchemaView* view,
+                          const struct ArrowSchemaView* dict_view, char* buf,
+                          size_t cap) {
+  if (view->type == NANOARROW_TYPE_DICTIONARY) {
+    snprintf(buf, cap, "dictionary<values=%s, indices=%s>",
+             dict_view != NULL ? storage_name(dict_view->type) : "?",
+             storage_name(view->storage_type));
+  } else if (view->type == NANOARROW_TYPE_TIMESTAMP) {
+    snprintf(buf, cap, "timestamp[%s]", ArrowTimeUnitString(view->time_unit));
+  } else {
+    snprintf(buf, cap, "%s", storage_name(view->type));
+  }
+}
+
+/* ------------------------------------------------------------------------------
+ * Checks nanoarrow does not make
+ * ---------------------------------------------------------------------------- */
+
+/* True if nanoarrow can walk this schema tree without dereferencing a NULL
+ * child (it checks children[i] only one level down). */
+static bool schema_tree_ok(const struct ArrowSchema* schema, int depth) {
+  if (schema == NULL || schema->release == NULL || depth > MAX_SCHEMA_DEPTH) return false;
+  if (schema->n_children < 0) return false;
+  if (schema->n_children > 0 && schema->children == NULL) return false;
+  for (int64_t i = 0; i < schema->n_children; i++) {
+    if (!schema_tree_ok(schema->children[i], depth + 1)) return false;
+  }
+  return schema->dictionary == NULL || schema_tree_ok(schema->dictionary, depth + 1);
+}
+
+static int64_t layout_buffers(const struct ArrowLayout* layout) {
+  int64_t n = 0;
+  for (int i = 0; i < NANOARROW_MAX_FIXED_BUFFERS; i++) {
+    if (layout->buffer_type[i] != NANOARROW_BUFFER_TYPE_NONE) n++;
+  }
+  return n;
+}
+
+/* Shape of one leaf array (a column or a dictionary): what must hold before
+ * nanoarrow may read it. Writes a message and returns false on failure. */
+static bool leaf_shape_ok(const struct ArrowArray* a, const struct ArrowLayout* layout,
+                          bool want_dict, const char* what, char* msg, size_t cap) {
+  int64_t nbuf = layout_buffers(layout);
+  if (a->n_buffers != nbuf) {
+    snprintf(msg, cap, "%s: expected %" PRId64 " buffers but found %" PRId64, what, nbuf,
+             a->n_buffers);
+    return false;
+  }
+  if (nbuf > 0 && a->buffers == NULL) {
+    snprintf(msg, cap, "%s: buffers array is NULL", what);
+    return false;
+  }
+  if (a->n_children != 0) {
+    snprintf(msg, cap, "%s: expected 0 children but found %" PRId64, what, a->n_children);
+    return false;
+  }
+  if (want_dict && a->dictionary == NULL) {
+    snprintf(msg, cap, "%s: expected a dictionary but found NULL", what);
+    return false;
+  }
+  if (!want_dict && a->dictionary != NULL) {
+    snprintf(msg, cap, "%s: unexpected dictionary member", what);
+    return false;
+  }
+  if (a->length < 0 || a->offset < 0 || a->length > INT64_MAX - a->offset) {
+    snprintf(msg, cap, "%s: invalid length %" PRId64 " / offset %" PRId64, what,
+             a->length, a->offset);
+    return false;
+  }
+  if (a->null_count < -1) {
+    snprintf(msg, cap, "%s: invalid null_count %" PRId64, what, a->null_count);
+    return false;
+  }
+  /* Alignment: values are read as int32/int64/double through these pointers. */
+  for (int i = 1; i < NANOARROW_MAX_FIXED_BUFFERS; i++) {
+    int64_t bits = layout->element_size_bits[i];
+    enum ArrowBufferType type = layout->buffer_type[i];
+    if (type != NANOARROW_BUFFER_TYPE_DATA && type != NANOARROW_BUFFER_TYPE_DATA_OFFSET) {
+      continue;
+    }
+    if (bits < 16 || a->buffers[i] == NULL) continue;
+    uintptr_t align = (uintptr_t)(bits / 8);
+    if ((uintptr_t)a->buffers[i] % align != 0) {
+      snprintf(msg, cap, "%s: buffer %d is not aligned to %u bytes", what, i,
+               (unsigned)align);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Nulls in [offset, offset + length) per the validity bitmap (0 without one).
+ * The array's shape has been checked (n_buffers >= 1, sane length/offset). */
+static int64_t count_nulls(const struct ArrowArray* a) {
+  const uint8_t* validity = (const uint8_t*)a->buffers[0];
+  if (validity == NULL || a->length == 0) return 0;
+  return a->length - ArrowBitCountSet(validity, a->offset, a->length);
+}
+
+/* null_count must be -1 (unknown) or equal what the bitmap says. */
+static bool null_count_ok(const struct ArrowArray* a, int64_t actual, const char* what,
+                          char* msg, size_t cap) {
+  if (a->null_count == -1 || a->null_count == actual) return true;
+  if (a->buffers[0] == NULL) {
+    snprintf(msg, cap, "%s: null_count is %" PRId64 " but there is no validity bitmap",
+             what, a->null_count);
+  } else {
+    snprintf(msg, cap,
+             "%s: null_count is %" PRId64 " but the validity bitmap has %" PRId64
+             " nulls",
+             what, a->null_count, actual);
+  }
+  return false;
+}
+
+/* Validate one UTF-8 sequence (RFC 3629: no overlongs, no surrogates, at most
+ * U+10FFFF). ASCII runs are skipped eight bytes at a time. */
+static bool utf8_valid(const uint8_t* s, int64_t n) {
+  int64_t i = 0;
+  while (i < n) {
+    if (n - i >= 8) {
+      uint64_t word;
+      memcpy(&word, s + i, 8);
+      if ((word & 0x8080808080808080ULL) == 0) {
+        i += 8;
+        continue;
+      }
+    }
+    uint8_t c = s[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    int64_t need;
+    uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      need = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      need = 2;
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      need = 3;
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // > U+10FFFF
+    } else {
+      return false;
+    }
+    if (n - i <= need) return false;
+    if (s[i + 1] < lo || s[i + 1] > hi) return false;
+    for (int64_t k = 2; k <= need; k++) {
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+    }
+    i += need + 1;
+  }
+  return true;
+}
+
+/* UTF-8 of every non-null value of a utf8 ("u") or large_utf8 ("U") array
+ * already validated by nanoarrow (offsets monotone and within the data). */
+static bool strings_utf8_ok(const struct ArrowArray* a, bool large, const char* what,
+                            char* msg, size_t cap) {
+  const uint8_t* validity = (const uint8_t*)a->buffers[0];
+  const uint8_t* data = (const uint8_t*)a->buffers[2];
+  for (int64_t i = 0; i < a->length; i++) {
+    int64_t at = a->offset + i;
+    if (validity != NULL && !ArrowBitGet(validity, at)) continue;
+    int64_t start, end;
+    if (large) {
+      const int64_t* offsets = (const int64_t*)a->buffers[1];
+      start = offsets[at];
+      end = offsets[at + 1];
+    } else {
+      const int32_t* offsets = (const int32_t*)a->buffers[1];
+      start = offsets[at];
+      end = offsets[at + 1];
+    }
+    if (end > start && !utf8_valid(data + start, end - start)) {
+      snprintf(msg, cap, "%s: invalid UTF-8 in value %" PRId64, what, i);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------------------------
+ * Import
+ * ---------------------------------------------------------------------------- */
+
+/* Per source column scratch, freed when the import returns. */
+typedef struct import_col {
+  int64_t child;              /* index in the pushed struct, -1 until matched */
+  struct ArrowSchemaView sv;  /* the pushed column's type */
+  struct ArrowSchemaView dsv; /* its dictionary's value type (if encoded) */
+  struct ArrowArrayView view; /* nanoarrow validation of the copy below */
+  bool view_init;
+  struct ArrowArray copy; /* shallow copy, null_count made exact */
+  struct ArrowArray dict_copy;
+  int64_t nulls, dict_nulls; /* computed over each array's whole range */
+} import_col;
+
+static bool type_fits(lm_type want, const import_col* c) {
+  const struct ArrowSchemaView* v = &c->sv;
+  switch (want) {
+    case LM_TYPE_BOOL:
+      return v->type == NANOARROW_TYPE_BOOL;
+    case LM_TYPE_INT32:
+      return v->type == NANOARROW_TYPE_INT32;
+    case LM_TYPE_INT64:
+      return v->type == NANOARROW_TYPE_INT64;
+    case LM_TYPE_DOUBLE:
+      return v->type == NANOARROW_TYPE_DOUBLE;
+    case LM_TYPE_TIMESTAMP:
+      return v->type == NANOARROW_TYPE_TIMESTAMP;
+    case LM_TYPE_STRING:
+      if (v->type == NANOARROW_TYPE_STRING || v->type == NANOARROW_TYPE_LARGE_STRING) {
+        return true;
+      }
+      return v->type == NANOARROW_TYPE_DICTIONARY &&
+             v->storage_type == NANOARROW_TYPE_INT32 &&
+             (c->dsv.type == NANOARROW_TYPE_STRING ||
+              c->dsv.type == NANOARROW_TYPE_LARGE_STRING);
+    case LM_TYPE_NULL:
+      return false;
+  }
+  return false;
+}
+
+/* Checks of the top-level struct array itself (its columns come later). */
+static laminar_code check_struct(const struct ArrowArray* array, int64_t ncols,
+                                 const char* src, laminar_error* err) {
+  if (array->n_buffers != 1 || array->buffers == NULL) {
+    return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src,
+                       "struct array: expected 1 buffer but found %" PRId64,
+                       array->n_buffers);
+  }
+  if (array->n_children != ncols || (ncols > 0 && array->children == NULL)) {
+    return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src,
+                       "struct array: schema has %" PRId64
+                       " children but the array has %" PRId64,
+                       ncols, array->n_children);
+  }
+  for (int64_t i = 0; i < ncols; i++) {
+    if (array->children[i] == NULL) {
+      return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src,
+                         "struct array: child %" PRId64 " is NULL", i);
+    }
+  }
+  if (array->dictionary != NULL) {
+    return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src,
+                       "struct array: unexpected dictionary member");
+  }
+  if (array->length < 0 || array->offset < 0 ||
+      array->length > INT64_MAX - array->offset || array->null_count < -1) {
+    return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src,
+                       "struct array: invalid length %" PRId64 " / offset %" PRId64
+                       " / null_count %" PRId64,
+                       array->length, array->offset, array->null_count);
+  }
+  char msg[512];
+  int64_t nulls = count_nulls(array);
+  if (!null_count_ok(array, nulls, "struct array", msg, sizeof msg)) {
+    return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src, "%s", msg);
+  }
+  if (nulls > 0) {
+    return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src,
+                       "the struct array has %" PRId64
+                       " top-level null rows; a pushed "
+                       "batch must put its nulls in the columns",
+                       nulls);
+  }
+  return LAMINAR_OK;
+}
+
+/* Checks of one column (and its dictionary) that need the array; on success
+ * c->nulls/dict_nulls are exact and nanoarrow FULL validation has passed. */
+static laminar_code check_column(import_col* c, const struct ArrowArray* parent,
+                                 const struct ArrowSchema* col_schema, const char* src,
+                                 const char* name, laminar_error* err) {
+  const struct ArrowArray* child = parent->children[c->child];
+  bool encoded = c->sv.type == NANOARROW_TYPE_DICTIONARY;
+  char msg[512];
+  if (!leaf_shape_ok(child, &c->sv.layout, encoded, "array", msg, sizeof msg)) {
+    return col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", msg);
+  }
+  if (encoded && !leaf_shape_ok(child->dictionary, &c->dsv.layout, false, "dictionary",
+                                msg, sizeof msg)) {
+    return col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", msg);
+  }
+  if (child->length < parent->offset + parent->length) {
+    return col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name,
+                     ": length %" PRId64
+                     " is shorter than the struct's offset + length %" PRId64,
+                     child->length, parent->offset + parent->length);
+  }
+  c->nulls = count_nulls(child);
+  if (!null_count_ok(child, c->nulls, "array", msg, sizeof msg)) {
+    return col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", msg);
+  }
+  c->copy = *child;
+  c->copy.null_count = c->nulls;
+  if (encoded) {
+    c->dict_nulls = count_nulls(child->dictionary);
+    if (!null_count_ok(child->dictionary, c->dict_nulls, "dictionary", msg, sizeof msg)) {
+      return col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", msg);
+    }
+    c->dict_copy = *child->dictionary;
+    c->dict_copy.null_count = c->dict_nulls;
+    c->copy.dictionary = &c->dict_copy;
+  }
+
+  struct ArrowError na;
+  na.message[0] = '\0';
+  if (ArrowArrayViewInitFromSchema(&c->view, col_schema, &na) != NANOARROW_OK) {
+    return col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", na.message);
+  }
+  c->view_init = true;
+  if (ArrowArrayViewSetArray(&c->view, &c->copy, &na) != NANOARROW_OK ||
+      ArrowArrayViewValidate(&c->view, NANOARROW_VALIDATION_LEVEL_FULL, &na) !=
+          NANOARROW_OK) {
+    return col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", na.message);
+  }
+
+  const struct ArrowArray* strings = encoded ? child->dictionary : child;
+  enum ArrowType st = encoded ? c->dsv.type : c->sv.type;
+  if (st == NANOARROW_TYPE_STRING || st == NANOARROW_TYPE_LARGE_STRING) {
+    if (!strings_utf8_ok(strings, st == NANOARROW_TYPE_LARGE_STRING,
+                         encoded ? "dictionary" : "array", msg, sizeof msg)) {
+      return col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", msg);
+    }
+  }
+  return LAMINAR_OK;
+}
+
+laminar_code lm_arrow_import(const lm_schema* source_schema, const char* source_name,
+                             struct ArrowArray* array, const struct ArrowSchema* schema,
+                             lm_batch** out, laminar_error* err) {
+  const char* src = source_name != NULL ? source_name : "";
+  if (out != NULL) *out = NULL;
+  if (source_schema == NULL || array == NULL || schema == NULL || out == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "lm_arrow_import: NULL argument");
+  }
+  if (array->release == NULL) {
+    return batch_error(err, LAMINAR_ERR_ARROW_RELEASED, src,
+                       "the pushed array is released");
+  }
+  if (schema->release == NULL) {
+    return batch_error(err, LAMINAR_ERR_ARROW_RELEASED, src,
+                       "the pushed schema is released");
+  }
+
+  /* The schema: a struct nanoarrow can parse, every column parseable. */
+  struct ArrowError na;
+  na.message[0] = '\0';
+  struct ArrowSchemaView top;
+  if (!schema_tree_ok(schema, 0)) {
+    return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src,
+                       "the pushed schema has NULL, released or cyclic children");
+  }
+  if (ArrowSchemaViewInit(&top, schema, &na) != NANOARROW_OK) {
+    return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src, "pushed schema: %s",
+                       na.message);
+  }
+  if (top.type != NANOARROW_TYPE_STRUCT) {
+    return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src,
+                       "the pushed schema must be a struct (\"+s\") but has format '%s'",
+                       schema->format);
+  }
+
+  int32_t ncols = source_schema->ncols;
+  int64_t nchildren = schema->n_children;
+  laminar_code rc = LAMINAR_OK;
+  import_col* cols = lm_calloc((size_t)ncols, sizeof(import_col));
+  lm_arrow_colsrc* srcs = lm_calloc((size_t)ncols, sizeof(lm_arrow_colsrc));
+  if (cols == NULL || srcs == NULL) {
+    rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory importing a batch");
+    goto done;
+  }
+  for (int32_t j = 0; j < ncols; j++) cols[j].child = -1;
+
+  /* Parse every pushed column, then match names (case-insensitive). */
+  for (int64_t i = 0; i < nchildren; i++) {
+    const struct ArrowSchema* cs = schema->children[i];
+    const char* name = cs->name != NULL ? cs->name : "";
+    struct ArrowSchemaView sv, dsv;
+    if (ArrowSchemaViewInit(&sv, cs, &na) != NANOARROW_OK ||
+        (cs->dictionary != NULL &&
+         ArrowSchemaViewInit(&dsv, cs->dictionary, &na) != NANOARROW_OK)) {
+      rc = col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", na.message);
+      goto done;
+    }
+    int32_t j = lm_schema_find(source_schema, name);
+    if (j < 0) {
+      rc = col_error(err, LAMINAR_ERR_SCHEMA_MISMATCH, src, name,
+                     " is not a column of the source");
+      goto done;
+    }
+    if (cols[j].child >= 0) {
+      rc = col_error(err, LAMINAR_ERR_SCHEMA_MISMATCH, src, source_schema->fields[j].name,
+                     " appears more than once in the pushed batch");
+      goto done;
+    }
+    cols[j].child = i;
+    cols[j].sv = sv;
+    if (cs->dictionary != NULL) cols[j].dsv = dsv;
+  }
+  for (int32_t j = 0; j < ncols; j++) {
+    if (cols[j].child < 0) {
+      rc = col_error(err, LAMINAR_ERR_SCHEMA_MISMATCH, src, source_schema->fields[j].name,
+                     " is missing from the pushed batch");
+      goto done;
+    }
+  }
+
+  /* Types, in source order. */
+  for (int32_t j = 0; j < ncols; j++) {
+    const lm_field* f = &source_schema->fields[j];
+    if (!type_fits(f->type, &cols[j])) {
+      char got[128];
+      describe_type(&cols[j].sv,
+                    cols[j].sv.type == NANOARROW_TYPE_DICTIONARY ? &cols[j].dsv : NULL,
+                    got, sizeof got);
+      rc = col_error(err, LAMINAR_ERR_COLUMN_TYPE, src, f->name, " expects %s, got %s",
+                     lm_type_name(f->type), got);
+      goto done;
+    }
+  }
+
+  /* The array: the struct, then each column. */
+  rc = check_struct(array, nchildren, src, err);
+  if (rc != LAMINAR_OK) goto done;
+  for (int32_t j = 0; j < ncols; j++) {
+    rc = check_column(&cols[j], array, schema->children[cols[j].child], src,
+                      source_schema->fields[j].name, err);
+    if (rc != LAMINAR_OK) goto done;
+  }
+
+  /* Views. */
+  for (int32_t j = 0; j < ncols; j++) {
+    const import_col* c = &cols[j];
+    const struct ArrowArray* child = array->children[c->child];
+    lm_arrow_colsrc* s = &srcs[j];
+    s->name = source_schema->fields[j].name;
+    s->type = source_schema->fields[j].type;
+    s->not_null = source_schema->fields[j].not_null;
+    s->array = child;
+    s->offset = child->offset + array->offset;
+    s->storage = c->sv.storage_type;
+    s->unit = c->sv.time_unit;
+    s->may_have_nulls = c->nulls > 0;
+    if (c->sv.type == NANOARROW_TYPE_DICTIONARY) {
+      s->dict = child->dictionary;
+      s->dict_storage = c->dsv.type;
+      s->dict_may_have_nulls = c->dict_nulls > 0;
+    }
+  }
+  rc = lm_arrow_wrap(array, srcs, ncols, array->length, src, out, err);
+
+done:
+  if (cols != NULL) {
+    for (int32_t j = 0; j < ncols; j++) {
+      if (cols[j].view_init) ArrowArrayViewReset(&cols[j].view);
+    }
+  }
+  lm_free(cols);
+  lm_free(srcs);
+  return rc;
+}
+
+/* ------------------------------------------------------------------------------
+ * Column views (shared with lm_arrow_build)
+ * ---------------------------------------------------------------------------- */
+
+#define REGION_ALIGN ((size_t)LM_CACHELINE)
+
+/* Reserve `count` items of `width` bytes at *total (cache-line aligned); false
+ * on size_t overflow. Returns the region's offset through *at. */
+static bool reserve_region(size_t* total, int64_t count, size_t width, size_t* at) {
+  size_t bytes;
+  if (count < 0 || (uint64_t)count > SIZE_MAX ||
+      __builtin_mul_overflow((size_t)count, width, &bytes)) {
+    return false;
+  }
+  size_t start = (*total + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1);
+  if (start < *total || __builtin_add_overflow(start, bytes, total)) return false;
+  *at = start;
+  return true;
+}
+
+/* Bytes of converted data a column's view needs (0 when viewed in place). */
+static size_t converted_width(const lm_arrow_colsrc* c) {
+  switch (c->type) {
+    case LM_TYPE_BOOL:
+      return 1;
+    case LM_TYPE_STRING:
+      return sizeof(lm_str);
+    case LM_TYPE_TIMESTAMP:
+      return c->unit == NANOARROW_TIME_UNIT_MICRO ? 0 : 8;
+    case LM_TYPE_NULL:
+      return 1;  // zeroed placeholders, so data is never NULL
+    default:
+      return 0;
+  }
+}
+
+static bool needs_nulls(const lm_arrow_colsrc* c) {
+  return c->type == LM_TYPE_NULL || c->may_have_nulls ||
+         (c->dict != NULL && c->dict_may_have_nulls);
+}
+
+/* Lay out (when base == NULL: only size) the batch header, cols array and each
+ * column's nulls and data regions. */
+static bool plan_layout(const lm_arrow_colsrc* cols, int32_t ncols, int64_t nrows,
+                        size_t* total, size_t* nulls_at, size_t* data_at) {
+  size_t at;
+  *total = 0;
+  if (!reserve_region(total, 1, sizeof(lm_batch), &at)) return false;
+  if (!reserve_region(total, ncols, sizeof(lm_vec), &at)) return false;
+  for (int32_t i = 0; i < ncols; i++) {
+    size_t n = 0, d = 0;
+    if (needs_nulls(&cols[i]) && !reserve_region(total, nrows, 1, &n)) return false;
+    size_t w = converted_width(&cols[i]);
+    if (w > 0 && !reserve_region(total, nrows, w, &d)) return false;
+    if (nulls_at != NULL) nulls_at[i] = n;
+    if (data_at != NULL) data_at[i] = d;
+  }
+  return true;
+}
+
+static const void* buffer_at(const void* buffer, int64_t offset, int64_t width) {
+  if (buffer == NULL) return NULL;
+  return (const uint8_t*)buffer + offset * width;
+}
+
+/* The string at element `at` of a utf8/large_utf8 array. */
+static lm_str string_at(const struct ArrowArray* a, enum ArrowType storage, int64_t at) {
+  const char* data = (const char*)a->buffers[2];
+  int64_t start, end;
+  if (storage == NANOARROW_TYPE_LARGE_STRING) {
+    const int64_t* offsets = (const int64_t*)a->buffers[1];
+    start = offsets[at];
+    end = offsets[at + 1];
+  } else {
+    const int32_t* offsets = (const int32_t*)a->buffers[1];
+    start = offsets[at];
+    end = offsets[at + 1];
+  }
+  lm_str s = {data != NULL ? data + start : NULL, end - start};
+  return s;
+}
+
+/* Fill one column's view. `nulls` (nrows bytes, or NULL when the column cannot
+ * have nulls) and `conv` (converted data, or NULL) are the column's regions. */
+static laminar_code fill_column(const lm_arrow_colsrc* c, int64_t nrows, uint8_t* nulls,
+                                void* conv, lm_vec* v, const char* src,
+                                laminar_error* err) {
+  const struct ArrowArray* a = c->array;
+  int64_t off = c->offset;
+  v->type = c->type;
+  v->len = nrows;
+  v->nulls = NULL;
+  v->data = NULL;
+
+  if (c->type == LM_TYPE_NULL) {
+    memset(nulls, 1, (size_t)nrows);  // an Arrow null ("n") array: every row NULL
+  } else if (nulls != NULL) {
+    const uint8_t* validity = c->may_have_nulls ? (const uint8_t*)a->buffers[0] : NULL;
+    for (int64_t r = 0; r < nrows; r++) {
+      nulls[r] = validity != NULL && !ArrowBitGet(validity, off + r);
+    }
+  }
+
+  switch (c->type) {
+    case LM_TYPE_BOOL: {
+      uint8_t* out = conv;
+      const uint8_t* bits = (const uint8_t*)a->buffers[1];
+      for (int64_t r = 0; r < nrows; r++) out[r] = (uint8_t)ArrowBitGet(bits, off + r);
+      v->data = out;
+      break;
+    }
+    case LM_TYPE_INT32:
+      v->data = buffer_at(a->buffers[1], off, 4);
+      break;
+    case LM_TYPE_INT64:
+    case LM_TYPE_DOUBLE:
+      v->data = buffer_at(a->buffers[1], off, 8);
+      break;
+    case LM_TYPE_TIMESTAMP: {
+      const int64_t* in = buffer_at(a->buffers[1], off, 8);
+      if (c->unit == NANOARROW_TIME_UNIT_MICRO) {
+        v->data = in;
+        break;
+      }
+      int64_t* out = conv;
+      int64_t scale = c->unit == NANOARROW_TIME_UNIT_SECOND  ? 1000000
+                      : c->unit == NANOARROW_TIME_UNIT_MILLI ? 1000
+                                                             : 0;  // 0: nanoseconds
+      for (int64_t r = 0; r < nrows; r++) {
+        if (nulls != NULL && nulls[r]) {
+          out[r] = 0;
+          continue;
+        }
+        int64_t x = in[r];
+        if (scale == 0) {
+          int64_t q = x / 1000;  // floor division: toward -inf, not zero
+          if (x % 1000 < 0) q--;
+          out[r] = q;
+        } else if (__builtin_mul_overflow(x, scale, &out[r])) {
+          return col_error(err, LAMINAR_ERR_COLUMN_TYPE, src, c->name,
+                           ": timestamp %" PRId64 " (%s) at row %" PRId64
+                           " overflows TIMESTAMP microseconds",
+                           x, ArrowTimeUnitString(c->unit), r);
+        }
+      }
+      v->data = out;
+      break;
+    }
+    case LM_TYPE_STRING: {
+      lm_str* out = conv;
+      if (c->dict == NULL) {
+        for (int64_t r = 0; r < nrows; r++) out[r] = string_at(a, c->storage, off + r);
+      } else {
+        const struct ArrowArray* d = c->dict;
+        const int32_t* idx = buffer_at(a->buffers[1], off, 4);
+        const uint8_t* dvalid =
+            c->dict_may_have_nulls ? (const uint8_t*)d->buffers[0] : NULL;
+        for (int64_t r = 0; r < nrows; r++) {
+          lm_str empty = {NULL, 0};
+          if (nulls != NULL && nulls[r]) {
+            out[r] = empty;  // a null slot's index may be anything: never follow it
+            continue;
+          }
+          int64_t at = d->offset + idx[r];  // in range: nanoarrow FULL checked it
+          if (dvalid != NULL && !ArrowBitGet(dvalid, at)) {
+            nulls[r] = 1;  // a null dictionary value is a null row
+            out[r] = empty;
+            continue;
+          }
+          out[r] = string_at(d, c->dict_storage, at);
+        }
+      }
+      v->data = out;
+      break;
+    }
+    case LM_TYPE_NULL:
+      v->data = conv;
+      break;
+  }
+
+  if (nulls != NULL) {
+    int64_t count = 0;
+    int64_t first = -1;
+    for (int64_t r = 0; r < nrows; r++) {
+      if (nulls[r] && first < 0) first = r;
+      count += nulls[r];
+    }
+    if (count > 0 && c->not_null) {
+      return col_error(err, LAMINAR_ERR_NULL_VIOLATION, src, c->name,
+                       " is NOT NULL but row %" PRId64 " is NULL", first);
+    }
+    if (count > 0) v->nulls = nulls;
+  }
+  return LAMINAR_OK;
+}
+
+laminar_code lm_arrow_wrap(struct ArrowArray* array, const lm_arrow_colsrc* cols,
+                           int32_t ncols, int64_t nrows, const char* source_name,
+                           lm_batch** out, laminar_error* err) {
+  const char* src = source_name != NULL ? source_name : "";
+  *out = NULL;
+  size_t total;
+  size_t* at = lm_calloc((size_t)ncols * 2, sizeof(size_t));
+  if (at == NULL || !plan_layout(cols, ncols, nrows, &total, at, at + ncols)) {
+    lm_free(at);
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory viewing a batch");
+  }
+  uint8_t* mem = lm_alloc_aligned(total);
+  if (mem == NULL) {
+    lm_free(at);
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory viewing a batch");
+  }
+  lm_batch* batch = (lm_batch*)mem;
+  size_t cols_at = (sizeof(lm_batch) + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1);
+  lm_vec* vecs = (lm_vec*)(mem + cols_at);
+  for (int32_t i = 0; i < ncols; i++) {
+    uint8_t* nulls = needs_nulls(&cols[i]) ? mem + at[i] : NULL;
+    void* conv = converted_width(&cols[i]) > 0 ? mem + at[ncols + i] : NULL;
+    laminar_code rc = fill_column(&cols[i], nrows, nulls, conv, &vecs[i], src, err);
+    if (rc != LAMINAR_OK) {
+      lm_free(mem);
+      lm_free(at);
+      return rc;
+    }
+  }
+  lm_free(at);
+  atomic_init(&batch->refs, 1);
+  batch->nrows = nrows;
+  batch->ncols = ncols;
+  batch->cols = vecs;
+  batch->owned = mem;
+  lm_arrow_move(array, &batch->array);
+  *out = batch;
+  return LAMINAR_OK;
+}

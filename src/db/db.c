@@ -1,0 +1,261 @@
+/*
+ * db.c -- the laminar.h entry points for versions, error text, configuration,
+ * database lifecycle and the runtime drivers.
+ */
+#include "db/internal.h"
+
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- version and error text -------------------------------------------------- */
+
+const char* laminar_version(void) { return LAMINAR_VERSION; }
+int32_t laminar_version_number(void) { return LAMINAR_VERSION_NUMBER; }
+
+const char* laminar_errstr(laminar_code code) {
+  switch (code) {
+    case LAMINAR_OK: return "not an error";
+    case LAMINAR_ERR_SQL_SYNTAX: return "SQL syntax error";
+    case LAMINAR_ERR_SQL_UNKNOWN_OBJECT: return "unknown source or stream";
+    case LAMINAR_ERR_SQL_UNKNOWN_COLUMN: return "unknown column";
+    case LAMINAR_ERR_SQL_DUPLICATE_OBJECT: return "object already exists";
+    case LAMINAR_ERR_SQL_UNSUPPORTED: return "SQL not supported";
+    case LAMINAR_ERR_SQL_GROUPING: return "invalid grouping or aggregate use";
+    case LAMINAR_ERR_SQL_DEPENDENCY: return "object is in use";
+    case LAMINAR_ERR_SQL_LIMIT: return "SQL statement too large or too deep";
+    case LAMINAR_ERR_TYPE_MISMATCH: return "type mismatch";
+    case LAMINAR_ERR_UNKNOWN_TYPE: return "unknown type";
+    case LAMINAR_ERR_SCHEMA_INVALID: return "invalid schema";
+    case LAMINAR_ERR_ARROW_INVALID: return "invalid Arrow array";
+    case LAMINAR_ERR_ARROW_RELEASED: return "Arrow structure already released";
+    case LAMINAR_ERR_SCHEMA_MISMATCH: return "batch columns do not match the source";
+    case LAMINAR_ERR_COLUMN_TYPE: return "column has the wrong type";
+    case LAMINAR_ERR_NULL_VIOLATION: return "NULL in a NOT NULL column";
+    case LAMINAR_ERR_QUEUE_FULL: return "source queue full";
+    case LAMINAR_ERR_SOURCE_CLOSED: return "source closed";
+    case LAMINAR_ERR_SUBSCRIPTION_CLOSED: return "subscription closed";
+    case LAMINAR_ERR_IO: return "I/O error";
+    case LAMINAR_ERR_CONFIG_KEY: return "unknown configuration key";
+    case LAMINAR_ERR_CONFIG_VALUE: return "invalid configuration value";
+    case LAMINAR_ERR_NOMEM: return "out of memory";
+    case LAMINAR_ERR_MISUSE: return "API misuse";
+    case LAMINAR_ERR_STATE: return "not allowed in the current state";
+    case LAMINAR_ERR_INTERNAL: return "internal error";
+  }
+  return "unknown error code";
+}
+
+/* ---- configuration ------------------------------------------------------------ */
+
+#define DEFAULT_BUFFER_SIZE 65536u
+
+laminar_code laminar_config_create(laminar_config** out) {
+  if (out == NULL) return LAMINAR_ERR_MISUSE;
+  *out = NULL;
+  laminar_config* c = lm_calloc(1, sizeof *c);
+  if (c == NULL) return LAMINAR_ERR_NOMEM;
+  c->magic = LM_MAGIC_CONFIG;
+  c->buffer_size = DEFAULT_BUFFER_SIZE;
+  *out = c;
+  return LAMINAR_OK;
+}
+
+/* Parse a power of two in [2, 2^24]; false if `text` is anything else. */
+static bool parse_buffer_size(const char* text, uint32_t* out) {
+  char* end;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || text[0] == '-') return false;
+  if (v < 2 || v > (1u << 24) || (v & (v - 1)) != 0) return false;
+  *out = (uint32_t)v;
+  return true;
+}
+
+laminar_code laminar_config_set(laminar_config* config, const char* key, const char* value,
+                                laminar_error* err) {
+  if (config == NULL || config->magic != LM_MAGIC_CONFIG || key == NULL || value == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_config_set: invalid argument");
+  }
+  if (lm_streq_nocase(key, "buffer_size")) {
+    uint32_t v;
+    if (!parse_buffer_size(value, &v)) {
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config 'buffer_size': expected a power of two between 2 and "
+                          "16777216, got '%s'",
+                          value);
+    }
+    config->buffer_size = v;
+    return LAMINAR_OK;
+  }
+  if (lm_streq_nocase(key, "data_dir")) {
+    char* copy = lm_strdup(value);
+    if (copy == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    lm_free(config->data_dir);
+    config->data_dir = copy;
+    return LAMINAR_OK;
+  }
+  return lm_error_set(err, LAMINAR_ERR_CONFIG_KEY,
+                      "unknown config key '%s' (known: buffer_size, data_dir)", key);
+}
+
+void laminar_config_destroy(laminar_config* config) {
+  if (config == NULL || config->magic != LM_MAGIC_CONFIG) return;
+  config->magic = LM_MAGIC_DEAD;
+  lm_free(config->data_dir);
+  lm_free(config);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------ */
+
+laminar_code laminar_open(const laminar_config* config, laminar_db** out,
+                          laminar_error* err) {
+  if (out == NULL) return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_open: out is NULL");
+  *out = NULL;
+  if (config != NULL && config->magic != LM_MAGIC_CONFIG) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_open: invalid config handle");
+  }
+  if (config != NULL && config->data_dir != NULL) {
+    if (mkdir(config->data_dir, 0755) != 0 && errno != EEXIST) {
+      return lm_error_set(err, LAMINAR_ERR_IO, "cannot create data_dir '%s': %s",
+                          config->data_dir, strerror(errno));
+    }
+  }
+  laminar_db* db = lm_calloc(1, sizeof *db);
+  if (db == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  db->buffer_size = config ? config->buffer_size : DEFAULT_BUFFER_SIZE;
+  if (config != NULL && config->data_dir != NULL) {
+    db->data_dir = lm_strdup(config->data_dir);
+    if (db->data_dir == NULL) {
+      lm_free(db);
+      return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    }
+  }
+  pthread_mutex_init(&db->lock, NULL);
+  lm_rt_init(&db->rt, &db->graph);
+  db->magic = LM_MAGIC_DB;
+  *out = db;
+  return LAMINAR_OK;
+}
+
+static bool db_ok(const laminar_db* db) { return db != NULL && db->magic == LM_MAGIC_DB; }
+
+#define CHECK_DB(db, err)                                                         \
+  do {                                                                            \
+    if (!db_ok(db)) {                                                             \
+      return lm_error_set(err, LAMINAR_ERR_MISUSE, "invalid or closed database handle"); \
+    }                                                                             \
+  } while (0)
+
+laminar_code laminar_close(laminar_db* db) {
+  if (db == NULL) return LAMINAR_OK;
+  if (!db_ok(db)) return LAMINAR_ERR_MISUSE;
+  laminar_code rc = lm_rt_stop(&db->rt, NULL);
+  pthread_mutex_lock(&db->lock);
+  lm_db_free_handles(db);
+  lm_db_catalog_free(db);
+  pthread_mutex_unlock(&db->lock);
+  lm_rt_destroy(&db->rt);
+  pthread_mutex_destroy(&db->lock);
+  db->magic = LM_MAGIC_DEAD;
+  lm_free(db->data_dir);
+  lm_free(db);
+  return rc;
+}
+
+laminar_code laminar_execute(laminar_db* db, const char* sql, laminar_error* err) {
+  CHECK_DB(db, err);
+  if (sql == NULL) return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_execute: sql is NULL");
+  pthread_mutex_lock(&db->lock);
+  laminar_code rc = lm_db_execute_locked(db, sql, NULL, err);
+  pthread_mutex_unlock(&db->lock);
+  return rc;
+}
+
+laminar_code laminar_query(laminar_db* db, const char* sql, struct ArrowArrayStream* out,
+                           laminar_error* err) {
+  CHECK_DB(db, err);
+  if (sql == NULL || out == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_query: NULL argument");
+  }
+  out->release = NULL;
+  pthread_mutex_lock(&db->lock);
+  laminar_code rc = lm_db_execute_locked(db, sql, out, err);
+  pthread_mutex_unlock(&db->lock);
+  if (rc == LAMINAR_OK && out->release == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_SQL_UNSUPPORTED,
+                        "laminar_query: the statement returns no rows (use laminar_execute)");
+  }
+  return rc;
+}
+
+laminar_code laminar_schema(laminar_db* db, const char* name, struct ArrowSchema* out,
+                            laminar_error* err) {
+  CHECK_DB(db, err);
+  if (name == NULL || out == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_schema: NULL argument");
+  }
+  pthread_mutex_lock(&db->lock);
+  const lm_schema* schema = NULL;
+  lm_source_def* src = lm_db_find_source(db, name);
+  lm_stream_def* stream = src ? NULL : lm_db_find_stream(db, name);
+  if (src != NULL) schema = &src->schema;
+  if (stream != NULL) schema = &stream->out_schema;
+  laminar_code rc;
+  if (schema == NULL) {
+    rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, "no source or stream named '%s'",
+                      name);
+    lm_error_object(err, name, NULL);
+  } else {
+    rc = lm_arrow_schema_export(schema, out);
+    if (rc != LAMINAR_OK) lm_error_set(err, rc, "cannot export schema of '%s'", name);
+  }
+  pthread_mutex_unlock(&db->lock);
+  return rc;
+}
+
+laminar_code laminar_start(laminar_db* db, laminar_error* err) {
+  CHECK_DB(db, err);
+  pthread_mutex_lock(&db->lock);
+  laminar_code rc = lm_rt_start(&db->rt, err);
+  pthread_mutex_unlock(&db->lock);
+  return rc;
+}
+
+laminar_code laminar_stop(laminar_db* db, laminar_error* err) {
+  CHECK_DB(db, err);
+  pthread_mutex_lock(&db->lock);
+  laminar_code rc = lm_rt_stop(&db->rt, err);
+  pthread_mutex_unlock(&db->lock);
+  return rc;
+}
+
+laminar_code laminar_run_until_idle(laminar_db* db, laminar_error* err) {
+  CHECK_DB(db, err);
+  pthread_mutex_lock(&db->lock);
+  laminar_code rc = lm_rt_run_until_idle(&db->rt, err);
+  pthread_mutex_unlock(&db->lock);
+  return rc;
+}
+
+laminar_code laminar_stream_late_rows(laminar_db* db, const char* name, int64_t* out,
+                                      laminar_error* err) {
+  CHECK_DB(db, err);
+  if (name == NULL || out == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_stream_late_rows: NULL argument");
+  }
+  pthread_mutex_lock(&db->lock);
+  lm_stream_def* s = lm_db_find_stream(db, name);
+  laminar_code rc = LAMINAR_OK;
+  if (s == NULL) {
+    rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, "no stream named '%s'", name);
+    lm_error_object(err, name, NULL);
+  } else {
+    *out = (int64_t)atomic_load_explicit(&s->late_rows, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&db->lock);
+  return rc;
+}

@@ -1,0 +1,74 @@
+/*
+ * internal.h -- the database handle and its catalog (private to src/db).
+ *
+ * Locking: `lock` serializes every catalog call (execute, query, open/close of
+ * handles, start/stop, run_until_idle). While the reactor runs, a catalog call
+ * that changes the graph pauses it (lm_rt_pause) for the change. Pushes and
+ * subscription reads take no lock: they only touch their own ring.
+ */
+#ifndef LM_DB_INTERNAL_H
+#define LM_DB_INTERNAL_H
+
+#include "laminar.h"
+#include "rt/rt.h"
+
+#include <pthread.h>
+
+#define LM_MAGIC_DB 0x4c4d4442u      /* "LMDB" */
+#define LM_MAGIC_SOURCE 0x4c4d5352u  /* "LMSR" */
+#define LM_MAGIC_SUB 0x4c4d5342u     /* "LMSB" */
+#define LM_MAGIC_CONFIG 0x4c4d4346u  /* "LMCF" */
+#define LM_MAGIC_DEAD 0xdeadbeefu
+
+struct laminar_config {
+  uint32_t magic;
+  uint32_t buffer_size;
+  char* data_dir;
+};
+
+struct laminar_source {
+  uint32_t magic;
+  laminar_db* db;
+  lm_source_def* def;
+};
+
+struct laminar_subscription {
+  uint32_t magic;
+  laminar_db* db;
+  lm_stream_def* stream;     /* NULL once the stream is dropped */
+  char* stream_name;
+  lm_schema schema;
+  lm_sub* sub;
+  char stream_error[256];    /* last error text of an exported stream */
+};
+
+struct laminar_db {
+  uint32_t magic;
+  pthread_mutex_t lock;
+  uint32_t buffer_size;
+  char* data_dir;
+  lm_graph graph;
+  lm_rt rt;
+  laminar_source** sources;  /* open producer handles */
+  int32_t nsources;
+  laminar_subscription** subs; /* open subscriptions */
+  int32_t nsubs;
+};
+
+/* catalog.c */
+laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
+                                  struct ArrowArrayStream* out_rows, laminar_error* err);
+void lm_db_catalog_free(laminar_db* db);
+lm_source_def* lm_db_find_source(laminar_db* db, const char* name);
+lm_stream_def* lm_db_find_stream(laminar_db* db, const char* name);
+
+/* rows.c: a one-batch ArrowArrayStream over a built batch. Takes the batch's
+ * reference. */
+laminar_code lm_rows_stream(const lm_schema* schema, lm_batch* batch,
+                            struct ArrowArrayStream* out);
+
+/* handles.c */
+void lm_db_detach_stream_subs(laminar_db* db, lm_stream_def* stream);
+void lm_db_free_handles(laminar_db* db);
+
+#endif /* LM_DB_INTERNAL_H */

@@ -1,0 +1,108 @@
+/*
+ * op.h -- the operators of a stream's pipeline and the chain that drives them.
+ *
+ * A stream is a chain of operators (DESIGN §3 step 3): data flows as lm_chunk
+ * (a set of lm_vec columns, borrowed for the duration of one call) and
+ * watermarks flow behind it, in order. Each operator processes a chunk, emits
+ * zero or more chunks to the next stage through lm_op_emit(), and handles
+ * watermark advances (the window operator closes windows on them). All calls
+ * for one operator instance come from one thread (the reactor that owns its
+ * partition, or the caller of laminar_run_until_idle), so operators hold no
+ * locks. Every stateful operator implements snapshot and restore (DESIGN §4)
+ * and is instantiated once per partition.
+ *
+ * Time: watermarks and window bounds are epoch milliseconds here; a TIMESTAMP
+ * time column (microseconds) is converted by the window operator.
+ */
+#ifndef LM_OP_H
+#define LM_OP_H
+
+#include "agg/agg.h"
+#include "expr/expr.h"
+#include "laminar.h"
+#include "state/state.h"
+#include "util/types.h"
+
+#include <stdint.h>
+
+/* Borrowed columns of `nrows` rows; valid only during the call receiving it. */
+typedef struct lm_chunk {
+  int64_t nrows;
+  int32_t ncols;
+  const lm_vec* cols;
+} lm_chunk;
+
+typedef struct lm_op lm_op;
+
+/* Where the last operator of a chain delivers: the stream's output. */
+typedef laminar_code (*lm_op_sink_fn)(void* arg, const lm_chunk* chunk);
+
+typedef struct lm_op_vtable {
+  const char* name; /* "map", "window" (EXPLAIN and errors) */
+  laminar_code (*on_chunk)(lm_op* op, const lm_chunk* in);
+  /* Called when the input watermark advanced to `watermark_ms`; the chain
+   * forwards it to the next operator after this returns. */
+  laminar_code (*on_watermark)(lm_op* op, int64_t watermark_ms);
+  laminar_code (*snapshot)(const lm_op* op, lm_state_writer* w);
+  laminar_code (*restore)(lm_op* op, lm_state_reader* r, laminar_error* err);
+  void (*destroy)(lm_op* op);
+} lm_op_vtable;
+
+/* Common header of every operator (first member of each concrete struct). */
+struct lm_op {
+  const lm_op_vtable* vt;
+  lm_schema out_schema;      /* columns of the chunks this operator emits */
+  lm_op* next;               /* next operator, or NULL: deliver to sink */
+  lm_op_sink_fn sink;
+  void* sink_arg;
+  int64_t rows_in;
+  int64_t rows_out;
+};
+
+/* Deliver a chunk to the next stage (next operator or sink). */
+laminar_code lm_op_emit(lm_op* op, const lm_chunk* chunk);
+
+/* Push a chunk / watermark into a chain starting at `head`. */
+laminar_code lm_op_chain_chunk(lm_op* head, const lm_chunk* chunk);
+laminar_code lm_op_chain_watermark(lm_op* head, int64_t watermark_ms);
+/* Snapshot / restore every operator of a chain, in order. */
+laminar_code lm_op_chain_snapshot(const lm_op* head, lm_state_writer* w);
+laminar_code lm_op_chain_restore(lm_op* head, lm_state_reader* r, laminar_error* err);
+/* Destroy a whole chain (NULL allowed). */
+void lm_op_chain_destroy(lm_op* head);
+
+/* ---- map: filter + project (stateless) ---------------------------------- */
+
+/* Keep rows where `filter` is TRUE (NULL: keep all), then compute `exprs`
+ * (nexprs columns named by out_schema). The operator takes ownership of
+ * nothing: the expression trees must outlive it (they live in the plan). */
+laminar_code lm_op_map_create(const lm_expr* filter, const lm_expr* const* exprs,
+                              int32_t nexprs, const lm_schema* out_schema, lm_op** out);
+
+/* ---- window: tumbling-window hash aggregation --------------------------- */
+
+/* Window aggregation over tumbling windows of `size_ms` on time column
+ * `time_col` (BIGINT epoch ms or TIMESTAMP) grouped by `keys`.
+ * Emits, when the watermark reaches a window's end, one row per (window, key)
+ * seen: window_start, window_end (the time column's type), the keys, then the
+ * aggregates, windows in ascending start order and keys in first-seen order.
+ * Rows whose window has already closed (end <= watermark) are dropped and
+ * counted in lm_op_window_late_rows(). out_schema must list those columns. */
+typedef struct lm_window_spec {
+  const lm_expr* filter;   /* WHERE: rows where it is not TRUE are skipped; NULL = all */
+  int32_t time_col;
+  lm_type time_type;
+  int64_t size_ms;
+  const lm_expr* const* keys;
+  int32_t nkeys;
+  const lm_agg_spec* aggs;
+  int32_t naggs;
+} lm_window_spec;
+
+laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* out_schema,
+                                 lm_op** out);
+int64_t lm_op_window_late_rows(const lm_op* op);
+/* Number of groups currently held (all open windows). */
+int64_t lm_op_window_state_rows(const lm_op* op);
+
+#endif /* LM_OP_H */

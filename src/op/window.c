@@ -1,0 +1,713 @@
+/*
+ * window.c -- tumbling-window hash aggregation (EMIT ON WINDOW CLOSE).
+ *
+ * State: the open windows, sorted by start. Each window owns a hash table from
+ * group key to group id, the group keys in columnar arrays, and one
+ * lm_agg_states per aggregate, all indexed by group id. Closed windows are
+ * recycled (their arrays keep their capacity), so a steady stream allocates
+ * nothing once the first few windows have grown.
+ *
+ * A chunk is processed in four vectorized passes: evaluate key and argument
+ * expressions; assign each row its window (dropping and counting rows whose
+ * window has closed); hash the keys of every row; then, per window present in
+ * the chunk, probe group ids for its rows and run each aggregate's update loop
+ * over them. A watermark advance emits every window whose end it reached as one
+ * chunk, windows in start order, groups in first-seen order, then recycles them.
+ *
+ * Runs on the thread that owns this partition; no locks.
+ */
+#include "op/op.h"
+
+#include "util/pool.h"
+#include "util/util.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- group keys ------------------------------------------------------------ */
+
+typedef struct key_store {
+  lm_type type;
+  int64_t* i;     /* INT32, INT64, BOOL, TIMESTAMP */
+  double* d;      /* DOUBLE */
+  lm_str* s;      /* STRING (bytes in the window's pool) */
+  uint8_t* nulls;
+} key_store;
+
+typedef struct window {
+  int64_t start;
+  int64_t ngroups;
+  int64_t cap;
+  uint64_t* ghash;
+  key_store* keys;
+  lm_agg_states* aggs;
+  uint32_t* table;      /* group id + 1; 0 = empty */
+  uint32_t table_mask;  /* table size - 1 */
+  lm_pool strings;
+} window;
+
+typedef struct window_op {
+  lm_op base;
+  lm_window_spec spec;
+  lm_eval_ctx* ctx;
+  window** open;        /* sorted by start */
+  int32_t nopen;
+  int32_t cap_open;
+  window** spare;       /* recycled windows */
+  int32_t nspare;
+  int64_t watermark;    /* last watermark seen (epoch ms); INT64_MIN before any */
+  int64_t late_rows;
+  lm_vec* key_vecs;
+  lm_vec* arg_vecs;
+  lm_vec* out_vecs;
+} window_op;
+
+static inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+static inline uint64_t hash_bytes(const char* p, int64_t len) {
+  uint64_t h = 0x243F6A8885A308D3ULL ^ (uint64_t)len;
+  int64_t k = 0;
+  for (; k + 8 <= len; k += 8) {
+    uint64_t w;
+    memcpy(&w, p + k, 8);
+    h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+    h ^= h >> 32;
+  }
+  if (k < len) {
+    uint64_t w = 0;
+    memcpy(&w, p + k, (size_t)(len - k));
+    h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+  }
+  return mix64(h);
+}
+
+/* GROUP BY treats -0.0 as 0.0 and all NaNs as one value (as DuckDB does). */
+static inline double canon_double(double d) {
+  if (d == 0.0) return 0.0;
+  if (isnan(d)) return NAN;
+  return d;
+}
+
+static inline uint64_t hash_double(double d) {
+  d = canon_double(d);
+  uint64_t bits;
+  memcpy(&bits, &d, 8);
+  return mix64(bits);
+}
+
+static inline uint64_t hash_combine(uint64_t h, uint64_t k) {
+  return (h ^ k) * 0x9E3779B97F4A7C15ULL + (h >> 17);
+}
+
+#define NULL_HASH 0x5bd1e995ULL
+
+static int64_t vec_int(const lm_vec* v, int64_t row) {
+  switch (v->type) {
+    case LM_TYPE_INT32: return ((const int32_t*)v->data)[row];
+    case LM_TYPE_BOOL: return ((const uint8_t*)v->data)[row];
+    default: return ((const int64_t*)v->data)[row];
+  }
+}
+
+/* Hash every row's key tuple into h[0..n). */
+static void hash_keys(const lm_vec* keys, int32_t nkeys, int64_t n, uint64_t* h) {
+  for (int64_t k = 0; k < n; k++) h[k] = 0x9E3779B97F4A7C15ULL;
+  for (int32_t c = 0; c < nkeys; c++) {
+    const lm_vec* v = &keys[c];
+    const uint8_t* nulls = v->nulls;
+    for (int64_t k = 0; k < n; k++) {
+      uint64_t kh;
+      if (nulls && nulls[k]) {
+        kh = NULL_HASH;
+      } else if (v->type == LM_TYPE_STRING) {
+        lm_str s = ((const lm_str*)v->data)[k];
+        kh = hash_bytes(s.ptr, s.len);
+      } else if (v->type == LM_TYPE_DOUBLE) {
+        kh = hash_double(((const double*)v->data)[k]);
+      } else {
+        kh = mix64((uint64_t)vec_int(v, k));
+      }
+      h[k] = hash_combine(h[k], kh);
+    }
+  }
+}
+
+/* Hash of a stored group's keys; equals hash_keys() of the row it came from. */
+static uint64_t hash_group(const window* w, int32_t nkeys, int64_t g) {
+  uint64_t h = 0x9E3779B97F4A7C15ULL;
+  for (int32_t c = 0; c < nkeys; c++) {
+    const key_store* ks = &w->keys[c];
+    uint64_t kh;
+    if (ks->nulls[g]) {
+      kh = NULL_HASH;
+    } else if (ks->type == LM_TYPE_STRING) {
+      kh = hash_bytes(ks->s[g].ptr, ks->s[g].len);
+    } else if (ks->type == LM_TYPE_DOUBLE) {
+      kh = hash_double(ks->d[g]);
+    } else {
+      kh = mix64((uint64_t)ks->i[g]);
+    }
+    h = hash_combine(h, kh);
+  }
+  return h;
+}
+
+static bool group_matches(const window* w, int32_t nkeys, int64_t g, const lm_vec* keys,
+                          int64_t row) {
+  for (int32_t c = 0; c < nkeys; c++) {
+    const key_store* ks = &w->keys[c];
+    const lm_vec* v = &keys[c];
+    bool row_null = v->nulls && v->nulls[row];
+    if (row_null || ks->nulls[g]) {
+      if (row_null != (bool)ks->nulls[g]) return false;
+      continue;
+    }
+    if (ks->type == LM_TYPE_STRING) {
+      lm_str a = ks->s[g], b = ((const lm_str*)v->data)[row];
+      if (a.len != b.len || (a.len > 0 && memcmp(a.ptr, b.ptr, (size_t)a.len) != 0)) {
+        return false;
+      }
+    } else if (ks->type == LM_TYPE_DOUBLE) {
+      double a = canon_double(ks->d[g]), b = canon_double(((const double*)v->data)[row]);
+      if (!(a == b || (isnan(a) && isnan(b)))) return false;
+    } else if (ks->i[g] != vec_int(v, row)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* ---- windows ----------------------------------------------------------------- */
+
+static void window_free(window_op* op, window* w) {
+  if (w == NULL) return;
+  for (int32_t c = 0; c < op->spec.nkeys; c++) {
+    lm_free(w->keys[c].i);
+    lm_free(w->keys[c].d);
+    lm_free(w->keys[c].s);
+    lm_free(w->keys[c].nulls);
+  }
+  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_free(&w->aggs[a]);
+  lm_free(w->keys);
+  lm_free(w->aggs);
+  lm_free(w->ghash);
+  lm_free(w->table);
+  lm_pool_free(&w->strings);
+  lm_free(w);
+}
+
+static laminar_code window_new(window_op* op, window** out) {
+  window* w = lm_calloc(1, sizeof *w);
+  if (w == NULL) return LAMINAR_ERR_NOMEM;
+  lm_pool_init(&w->strings);
+  w->keys = lm_calloc((size_t)(op->spec.nkeys + 1), sizeof(key_store));
+  w->aggs = lm_calloc((size_t)(op->spec.naggs + 1), sizeof(lm_agg_states));
+  w->table = lm_calloc(16, sizeof(uint32_t));
+  if (w->keys == NULL || w->aggs == NULL || w->table == NULL) {
+    lm_free(w->keys);
+    lm_free(w->aggs);
+    lm_free(w->table);
+    lm_free(w);
+    return LAMINAR_ERR_NOMEM;
+  }
+  w->table_mask = 15;
+  for (int32_t c = 0; c < op->spec.nkeys; c++) w->keys[c].type = op->spec.keys[c]->type;
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    const lm_agg_spec* spec = &op->spec.aggs[a];
+    lm_agg_states_init(&w->aggs[a], spec, spec->arg ? spec->arg->type : LM_TYPE_NULL);
+  }
+  *out = w;
+  return LAMINAR_OK;
+}
+
+static void window_recycle(window_op* op, window* w) {
+  w->ngroups = 0;
+  memset(w->table, 0, sizeof(uint32_t) * ((size_t)w->table_mask + 1));
+  lm_pool_reset(&w->strings);
+  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&w->aggs[a]);
+  op->spare[op->nspare++] = w;
+}
+
+#define GROW_ARRAY(ptr, n)                                          \
+  do {                                                              \
+    void* grown_ = lm_realloc((ptr), sizeof(*(ptr)) * (size_t)(n)); \
+    if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                   \
+    (ptr) = grown_;                                                 \
+  } while (0)
+
+static laminar_code window_reserve(window_op* op, window* w, int64_t cap) {
+  if (cap <= w->cap) return LAMINAR_OK;
+  int64_t ncap = w->cap ? w->cap * 2 : 64;
+  while (ncap < cap) ncap *= 2;
+  if (ncap > (int64_t)UINT32_MAX / 4) return LAMINAR_ERR_NOMEM;
+  GROW_ARRAY(w->ghash, ncap);
+  for (int32_t c = 0; c < op->spec.nkeys; c++) {
+    key_store* ks = &w->keys[c];
+    GROW_ARRAY(ks->nulls, ncap);
+    if (ks->type == LM_TYPE_STRING) {
+      GROW_ARRAY(ks->s, ncap);
+    } else if (ks->type == LM_TYPE_DOUBLE) {
+      GROW_ARRAY(ks->d, ncap);
+    } else {
+      GROW_ARRAY(ks->i, ncap);
+    }
+  }
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    LM_TRY(lm_agg_states_reserve(&w->aggs[a], ncap));
+  }
+  w->cap = ncap;
+  return LAMINAR_OK;
+}
+
+static void table_insert(window* w, uint64_t h, uint32_t gid) {
+  uint32_t slot = (uint32_t)h & w->table_mask;
+  while (w->table[slot] != 0) slot = (slot + 1) & w->table_mask;
+  w->table[slot] = gid + 1;
+}
+
+/* Keep the load factor at most 1/2. */
+static laminar_code table_grow_if_needed(window* w) {
+  uint64_t size = (uint64_t)w->table_mask + 1;
+  if ((uint64_t)(w->ngroups + 1) * 2 <= size) return LAMINAR_OK;
+  uint64_t nsize = size * 2;
+  uint32_t* fresh = lm_calloc((size_t)nsize, sizeof(uint32_t));
+  if (fresh == NULL) return LAMINAR_ERR_NOMEM;
+  lm_free(w->table);
+  w->table = fresh;
+  w->table_mask = (uint32_t)(nsize - 1);
+  for (int64_t g = 0; g < w->ngroups; g++) table_insert(w, w->ghash[g], (uint32_t)g);
+  return LAMINAR_OK;
+}
+
+/* Append a new empty group; the caller fills its keys. */
+static laminar_code group_append(window_op* op, window* w, uint64_t h, uint32_t* out_gid) {
+  LM_TRY(table_grow_if_needed(w));
+  LM_TRY(window_reserve(op, w, w->ngroups + 1));
+  uint32_t g = (uint32_t)w->ngroups++;
+  w->ghash[g] = h;
+  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&w->aggs[a], g);
+  table_insert(w, h, g);
+  *out_gid = g;
+  return LAMINAR_OK;
+}
+
+static laminar_code group_find_or_add(window_op* op, window* w, uint64_t h,
+                                      const lm_vec* keys, int64_t row, uint32_t* out_gid) {
+  int32_t nkeys = op->spec.nkeys;
+  uint32_t slot = (uint32_t)h & w->table_mask;
+  for (;;) {
+    uint32_t e = w->table[slot];
+    if (e == 0) break;
+    uint32_t g = e - 1;
+    if (w->ghash[g] == h && group_matches(w, nkeys, g, keys, row)) {
+      *out_gid = g;
+      return LAMINAR_OK;
+    }
+    slot = (slot + 1) & w->table_mask;
+  }
+  uint32_t g;
+  LM_TRY(group_append(op, w, h, &g));
+  for (int32_t c = 0; c < nkeys; c++) {
+    key_store* ks = &w->keys[c];
+    const lm_vec* v = &keys[c];
+    bool is_null = v->nulls && v->nulls[row];
+    ks->nulls[g] = is_null;
+    if (ks->type == LM_TYPE_STRING) {
+      lm_str s = is_null ? (lm_str){NULL, 0} : ((const lm_str*)v->data)[row];
+      char* copy = lm_pool_copy(&w->strings, s.ptr, (size_t)s.len);
+      if (copy == NULL) return LAMINAR_ERR_NOMEM;
+      ks->s[g] = (lm_str){copy, s.len};
+    } else if (ks->type == LM_TYPE_DOUBLE) {
+      ks->d[g] = is_null ? 0.0 : ((const double*)v->data)[row];
+    } else {
+      ks->i[g] = is_null ? 0 : vec_int(v, row);
+    }
+  }
+  *out_gid = g;
+  return LAMINAR_OK;
+}
+
+/* Find the open window starting at `start`, creating it in sorted position. */
+static laminar_code window_get(window_op* op, int64_t start, window** out) {
+  int32_t lo = 0, hi = op->nopen;
+  while (lo < hi) {
+    int32_t mid = (lo + hi) / 2;
+    if (op->open[mid]->start < start) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo < op->nopen && op->open[lo]->start == start) {
+    *out = op->open[lo];
+    return LAMINAR_OK;
+  }
+  if (op->nopen == op->cap_open) {
+    int32_t ncap = op->cap_open ? op->cap_open * 2 : 8;
+    GROW_ARRAY(op->open, ncap);
+    GROW_ARRAY(op->spare, ncap);
+    op->cap_open = ncap;
+  }
+  window* w;
+  if (op->nspare > 0) {
+    w = op->spare[--op->nspare];
+  } else {
+    LM_TRY(window_new(op, &w));
+  }
+  w->start = start;
+  memmove(&op->open[lo + 1], &op->open[lo], sizeof(window*) * (size_t)(op->nopen - lo));
+  op->open[lo] = w;
+  op->nopen++;
+  *out = w;
+  return LAMINAR_OK;
+}
+
+/* ---- chunk processing ------------------------------------------------------- */
+
+static inline int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* Epoch ms of row k of the time column. */
+static inline int64_t time_ms(const lm_vec* t, int64_t k) {
+  int64_t v = ((const int64_t*)t->data)[k];
+  return t->type == LM_TYPE_TIMESTAMP ? floor_div(v, 1000) : v;
+}
+
+static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
+  window_op* op = (window_op*)base;
+  const lm_window_spec* spec = &op->spec;
+  int64_t n = in->nrows;
+  lm_eval_ctx_reset(op->ctx);
+  for (int32_t c = 0; c < spec->nkeys; c++) {
+    LM_TRY(lm_expr_eval(op->ctx, spec->keys[c], in->cols, NULL, n, &op->key_vecs[c]));
+  }
+  for (int32_t a = 0; a < spec->naggs; a++) {
+    if (spec->aggs[a].arg == NULL) continue;
+    LM_TRY(lm_expr_eval(op->ctx, spec->aggs[a].arg, in->cols, NULL, n, &op->arg_vecs[a]));
+  }
+  const lm_vec* tcol = &in->cols[spec->time_col];
+  int64_t size = spec->size_ms;
+  /* WHERE: a byte per row, 1 = keep. */
+  uint8_t* keep = NULL;
+  if (spec->filter != NULL) {
+    uint32_t* kept = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(n ? n : 1));
+    keep = lm_eval_ctx_alloc(op->ctx, (size_t)(n ? n : 1));
+    if (kept == NULL || keep == NULL) return LAMINAR_ERR_NOMEM;
+    int64_t nkept = 0;
+    LM_TRY(lm_expr_filter(op->ctx, spec->filter, in->cols, NULL, n, kept, &nkept));
+    memset(keep, 0, (size_t)n);
+    for (int64_t j = 0; j < nkept; j++) keep[kept[j]] = 1;
+  }
+
+  /* Pass 1: window of each row; late rows drop out. Distinct windows of the
+   * chunk are collected in `starts` (usually one or two). */
+  int32_t* widx = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
+  int64_t* starts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)n);
+  int64_t* counts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(n + 1));
+  uint64_t* hashes = lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
+  uint32_t* sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
+  uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
+  if (!widx || !starts || !counts || !hashes || !sel || !gids) return LAMINAR_ERR_NOMEM;
+  int32_t nwin = 0, last = -1;
+  for (int64_t k = 0; k < n; k++) {
+    if (keep != NULL && !keep[k]) {
+      widx[k] = -1;
+      continue;
+    }
+    if (tcol->nulls && tcol->nulls[k]) {
+      op->late_rows++; /* no event time: cannot be placed in a window */
+      widx[k] = -1;
+      continue;
+    }
+    int64_t t = time_ms(tcol, k);
+    /* Fast path: most rows fall in the window of the row before (no division). */
+    int64_t ws = (last >= 0 && t >= starts[last] &&
+                  (uint64_t)t - (uint64_t)starts[last] < (uint64_t)size)
+                     ? starts[last]
+                     : floor_div(t, size) * size;
+    int64_t we;
+    if (__builtin_add_overflow(ws, size, &we)) we = INT64_MAX;
+    if (we <= op->watermark) {
+      op->late_rows++;
+      widx[k] = -1;
+      continue;
+    }
+    if (last < 0 || starts[last] != ws) {
+      last = -1;
+      for (int32_t i = 0; i < nwin; i++) {
+        if (starts[i] == ws) {
+          last = i;
+          break;
+        }
+      }
+      if (last < 0) {
+        last = nwin;
+        starts[nwin] = ws;
+        counts[nwin] = 0;
+        nwin++;
+      }
+    }
+    widx[k] = last;
+    counts[last]++;
+  }
+  if (nwin == 0) return LAMINAR_OK;
+
+  /* Pass 2: hash every row's keys. */
+  hash_keys(op->key_vecs, spec->nkeys, n, hashes);
+
+  /* Pass 3: bucket rows by window (counting sort keeps arrival order). */
+  int64_t* offsets = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(nwin + 1));
+  if (offsets == NULL) return LAMINAR_ERR_NOMEM;
+  offsets[0] = 0;
+  for (int32_t i = 0; i < nwin; i++) offsets[i + 1] = offsets[i] + counts[i];
+  for (int32_t i = 0; i < nwin; i++) counts[i] = offsets[i];
+  for (int64_t k = 0; k < n; k++) {
+    if (widx[k] >= 0) sel[counts[widx[k]]++] = (uint32_t)k;
+  }
+
+  /* Pass 4: per window, group ids then aggregate updates. */
+  for (int32_t i = 0; i < nwin; i++) {
+    window* w;
+    LM_TRY(window_get(op, starts[i], &w));
+    const uint32_t* wsel = sel + offsets[i];
+    int64_t m = offsets[i + 1] - offsets[i];
+    for (int64_t j = 0; j < m; j++) {
+      LM_TRY(group_find_or_add(op, w, hashes[wsel[j]], op->key_vecs, wsel[j], &gids[j]));
+    }
+    for (int32_t a = 0; a < spec->naggs; a++) {
+      const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
+      LM_TRY(lm_agg_update(&w->aggs[a], arg, wsel, gids, m));
+    }
+  }
+  return LAMINAR_OK;
+}
+
+/* ---- emission ------------------------------------------------------------------- */
+
+static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
+  window_op* op = (window_op*)base;
+  if (watermark_ms <= op->watermark) return LAMINAR_OK;
+  op->watermark = watermark_ms;
+  const lm_window_spec* spec = &op->spec;
+  int32_t nclose = 0;
+  int64_t total = 0;
+  while (nclose < op->nopen) {
+    int64_t we;
+    if (__builtin_add_overflow(op->open[nclose]->start, spec->size_ms, &we)) we = INT64_MAX;
+    if (we > watermark_ms) break;
+    total += op->open[nclose]->ngroups;
+    nclose++;
+  }
+  if (nclose == 0) return LAMINAR_OK;
+
+  lm_eval_ctx_reset(op->ctx);
+  int32_t ncols = 2 + spec->nkeys + spec->naggs;
+  int64_t cap = total ? total : 1;
+  for (int32_t c = 0; c < ncols; c++) {
+    lm_type type = op->base.out_schema.fields[c].type;
+    void* data = lm_eval_ctx_alloc(op->ctx, (size_t)(lm_type_width(type) * cap));
+    uint8_t* nulls = lm_eval_ctx_alloc(op->ctx, (size_t)cap);
+    if (data == NULL || nulls == NULL) return LAMINAR_ERR_NOMEM;
+    memset(nulls, 0, (size_t)cap);
+    op->out_vecs[c] = (lm_vec){type, total, nulls, data};
+  }
+  bool* any_null = lm_eval_ctx_alloc(op->ctx, sizeof(bool) * (size_t)ncols);
+  if (any_null == NULL) return LAMINAR_ERR_NOMEM;
+  memset(any_null, 0, sizeof(bool) * (size_t)ncols);
+
+  int64_t row = 0;
+  int64_t scale = spec->time_type == LM_TYPE_TIMESTAMP ? 1000 : 1;
+  for (int32_t i = 0; i < nclose; i++) {
+    window* w = op->open[i];
+    int64_t ng = w->ngroups;
+    int64_t start = w->start * scale, end;
+    if (__builtin_mul_overflow(w->start + spec->size_ms, scale, &end)) end = INT64_MAX;
+    for (int64_t g = 0; g < ng; g++) {
+      ((int64_t*)op->out_vecs[0].data)[row + g] = start;
+      ((int64_t*)op->out_vecs[1].data)[row + g] = end;
+    }
+    for (int32_t c = 0; c < spec->nkeys; c++) {
+      const key_store* ks = &w->keys[c];
+      lm_vec* ov = &op->out_vecs[2 + c];
+      uint8_t* on = (uint8_t*)ov->nulls + row;
+      for (int64_t g = 0; g < ng; g++) {
+        on[g] = ks->nulls[g];
+        any_null[2 + c] |= ks->nulls[g];
+        switch (ks->type) {
+          case LM_TYPE_STRING: ((lm_str*)ov->data)[row + g] = ks->s[g]; break;
+          case LM_TYPE_DOUBLE: ((double*)ov->data)[row + g] = ks->d[g]; break;
+          case LM_TYPE_INT32: ((int32_t*)ov->data)[row + g] = (int32_t)ks->i[g]; break;
+          case LM_TYPE_BOOL: ((uint8_t*)ov->data)[row + g] = (uint8_t)ks->i[g]; break;
+          default: ((int64_t*)ov->data)[row + g] = ks->i[g]; break;
+        }
+      }
+    }
+    for (int32_t a = 0; a < spec->naggs; a++) {
+      lm_vec* ov = &op->out_vecs[2 + spec->nkeys + a];
+      char* data = (char*)ov->data + lm_type_width(ov->type) * row;
+      any_null[2 + spec->nkeys + a] |=
+          lm_agg_finalize(&w->aggs[a], 0, ng, data, (uint8_t*)ov->nulls + row);
+    }
+    row += ng;
+  }
+  for (int32_t c = 0; c < ncols; c++) {
+    if (!any_null[c]) op->out_vecs[c].nulls = NULL;
+  }
+  lm_chunk out = {total, ncols, op->out_vecs};
+  /* Emit before recycling: the chunk borrows the windows' key strings. */
+  laminar_code rc = lm_op_emit(base, &out);
+  for (int32_t i = 0; i < nclose; i++) window_recycle(op, op->open[i]);
+  memmove(&op->open[0], &op->open[nclose], sizeof(window*) * (size_t)(op->nopen - nclose));
+  op->nopen -= nclose;
+  return rc;
+}
+
+/* ---- snapshot / restore ----------------------------------------------------- */
+
+static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
+  const window_op* op = (const window_op*)base;
+  lm_state_put_i64(w, op->watermark);
+  lm_state_put_i64(w, op->late_rows);
+  lm_state_put_u32(w, (uint32_t)op->nopen);
+  for (int32_t i = 0; i < op->nopen; i++) {
+    const window* win = op->open[i];
+    lm_state_put_i64(w, win->start);
+    lm_state_put_i64(w, win->ngroups);
+    for (int64_t g = 0; g < win->ngroups; g++) {
+      for (int32_t c = 0; c < op->spec.nkeys; c++) {
+        const key_store* ks = &win->keys[c];
+        lm_state_put_u8(w, ks->nulls[g]);
+        if (ks->type == LM_TYPE_STRING) {
+          lm_state_put_bytes(w, ks->s[g].ptr, (size_t)ks->s[g].len);
+        } else if (ks->type == LM_TYPE_DOUBLE) {
+          lm_state_put_f64(w, ks->d[g]);
+        } else {
+          lm_state_put_i64(w, ks->i[g]);
+        }
+      }
+      for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&win->aggs[a], g, w);
+    }
+  }
+  return lm_state_writer_status(w);
+}
+
+static void window_clear_all(window_op* op) {
+  for (int32_t i = 0; i < op->nopen; i++) window_recycle(op, op->open[i]);
+  op->nopen = 0;
+}
+
+static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
+  window_op* op = (window_op*)base;
+  window_clear_all(op);
+  op->watermark = lm_state_get_i64(r);
+  op->late_rows = lm_state_get_i64(r);
+  uint32_t nopen = lm_state_get_u32(r);
+  for (uint32_t i = 0; i < nopen && !r->failed; i++) {
+    int64_t start = lm_state_get_i64(r);
+    int64_t ngroups = lm_state_get_i64(r);
+    if (r->failed || ngroups < 0 || (uint64_t)ngroups > r->len) break;
+    window* win;
+    LM_TRY(window_get(op, start, &win));
+    if (win->ngroups != 0) {
+      r->failed = true; /* two windows with one start: not a snapshot of ours */
+      break;
+    }
+    for (int64_t g = 0; g < ngroups && !r->failed; g++) {
+      LM_TRY(window_reserve(op, win, g + 1));
+      for (int32_t c = 0; c < op->spec.nkeys; c++) {
+        key_store* ks = &win->keys[c];
+        ks->nulls[g] = lm_state_get_u8(r) ? 1 : 0;
+        if (ks->type == LM_TYPE_STRING) {
+          lm_str s = lm_state_get_bytes(r);
+          char* copy = lm_pool_copy(&win->strings, s.ptr, (size_t)s.len);
+          if (copy == NULL) return LAMINAR_ERR_NOMEM;
+          ks->s[g] = (lm_str){copy, s.len};
+        } else if (ks->type == LM_TYPE_DOUBLE) {
+          ks->d[g] = lm_state_get_f64(r);
+        } else {
+          ks->i[g] = lm_state_get_i64(r);
+        }
+      }
+      for (int32_t a = 0; a < op->spec.naggs; a++) {
+        lm_agg_states_init_group(&win->aggs[a], g);
+        LM_TRY(lm_agg_restore_group(&win->aggs[a], g, r));
+      }
+      uint64_t h = hash_group(win, op->spec.nkeys, g);
+      win->ngroups = g; /* table_grow_if_needed counts the groups already in */
+      LM_TRY(table_grow_if_needed(win));
+      win->ghash[g] = h;
+      table_insert(win, h, (uint32_t)g);
+      win->ngroups = g + 1;
+    }
+  }
+  laminar_code rc = lm_state_reader_status(r, "window aggregate", err);
+  if (rc != LAMINAR_OK) window_clear_all(op);
+  return rc;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------- */
+
+static void window_destroy(lm_op* base) {
+  window_op* op = (window_op*)base;
+  for (int32_t i = 0; i < op->nopen; i++) window_free(op, op->open[i]);
+  for (int32_t i = 0; i < op->nspare; i++) window_free(op, op->spare[i]);
+  lm_free(op->open);
+  lm_free(op->spare);
+  lm_eval_ctx_destroy(op->ctx);
+  lm_free(op->key_vecs);
+  lm_free(op->arg_vecs);
+  lm_free(op->out_vecs);
+  lm_free(op);
+}
+
+static const lm_op_vtable window_vtable = {
+    .name = "window",
+    .on_chunk = window_on_chunk,
+    .on_watermark = window_on_watermark,
+    .snapshot = window_snapshot,
+    .restore = window_restore,
+    .destroy = window_destroy,
+};
+
+laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* out_schema,
+                                 lm_op** out) {
+  *out = NULL;
+  if (spec->size_ms <= 0 || out_schema->ncols != 2 + spec->nkeys + spec->naggs) {
+    return LAMINAR_ERR_INTERNAL;
+  }
+  window_op* op = lm_calloc(1, sizeof *op);
+  if (op == NULL) return LAMINAR_ERR_NOMEM;
+  op->base.vt = &window_vtable;
+  op->spec = *spec;
+  op->watermark = INT64_MIN;
+  op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
+  op->arg_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
+  op->out_vecs = lm_calloc((size_t)out_schema->ncols, sizeof(lm_vec));
+  if (op->key_vecs == NULL || op->arg_vecs == NULL || op->out_vecs == NULL ||
+      lm_eval_ctx_create(&op->ctx) != LAMINAR_OK ||
+      lm_schema_copy(out_schema, &op->base.out_schema) != 0) {
+    lm_schema_free(&op->base.out_schema);
+    window_destroy(&op->base);
+    return LAMINAR_ERR_NOMEM;
+  }
+  *out = &op->base;
+  return LAMINAR_OK;
+}
+
+int64_t lm_op_window_late_rows(const lm_op* op) {
+  return op->vt == &window_vtable ? ((const window_op*)op)->late_rows : 0;
+}
+
+int64_t lm_op_window_state_rows(const lm_op* op) {
+  if (op->vt != &window_vtable) return 0;
+  const window_op* w = (const window_op*)op;
+  int64_t n = 0;
+  for (int32_t i = 0; i < w->nopen; i++) n += w->open[i]->ngroups;
+  return n;
+}

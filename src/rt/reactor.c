@@ -1,0 +1,369 @@
+/*
+ * reactor.c -- processing of source messages through the stream graph, the
+ * reactor thread, the pause handshake and subscriber queues (see rt.h DESIGN).
+ */
+#include "rt/rt.h"
+
+#include "util/util.h"
+
+#include <string.h>
+
+/* ---- subscriber queues ------------------------------------------------------ */
+
+laminar_code lm_sub_create(uint32_t capacity, lm_sub** out) {
+  *out = NULL;
+  lm_sub* sub = lm_calloc(1, sizeof *sub);
+  if (sub == NULL) return LAMINAR_ERR_NOMEM;
+  laminar_code rc = lm_ring_create(capacity, &sub->ring);
+  if (rc != LAMINAR_OK) {
+    lm_free(sub);
+    return rc;
+  }
+  lm_waiter_init(&sub->waiter);
+  atomic_init(&sub->ended, false);
+  *out = sub;
+  return LAMINAR_OK;
+}
+
+void lm_sub_destroy(lm_sub* sub) {
+  if (sub == NULL) return;
+  void* item;
+  while (lm_ring_pop(sub->ring, &item)) lm_batch_unref(item);
+  lm_ring_destroy(sub->ring);
+  lm_waiter_destroy(&sub->waiter);
+  lm_free(sub);
+}
+
+/* ---- graph bookkeeping ------------------------------------------------------ */
+
+laminar_code lm_graph_add_reader(lm_stream_def*** readers, int32_t* n, lm_stream_def* s) {
+  lm_stream_def** grown = lm_realloc(*readers, sizeof(lm_stream_def*) * (size_t)(*n + 1));
+  if (grown == NULL) return LAMINAR_ERR_NOMEM;
+  grown[(*n)++] = s;
+  *readers = grown;
+  return LAMINAR_OK;
+}
+
+void lm_graph_remove_reader(lm_stream_def** readers, int32_t* n, const lm_stream_def* s) {
+  for (int32_t i = 0; i < *n; i++) {
+    if (readers[i] == s) {
+      memmove(&readers[i], &readers[i + 1], sizeof(lm_stream_def*) * (size_t)(*n - i - 1));
+      (*n)--;
+      return;
+    }
+  }
+}
+
+void lm_source_def_unref(lm_source_def* def) {
+  if (def == NULL) return;
+  /* acq_rel: the last owner sees every write made by the others. */
+  if (atomic_fetch_sub_explicit(&def->refs, 1, memory_order_acq_rel) != 1) return;
+  void* item;
+  while (lm_ring_pop(def->ring, &item)) {
+    lm_msg* msg = item;
+    lm_batch_unref(msg->batch);
+    lm_free(msg);
+  }
+  lm_ring_destroy(def->ring);
+  lm_schema_free(&def->schema);
+  lm_free(def->readers);
+  lm_free(def->name);
+  lm_free(def->sql);
+  lm_free(def);
+}
+
+void lm_stream_def_free(lm_stream_def* def) {
+  if (def == NULL) return;
+  lm_op_chain_destroy(def->chain);
+  lm_plan_free(&def->plan);
+  lm_schema_free(&def->out_schema);
+  lm_free(def->subs);
+  lm_free(def->readers);
+  lm_free(def->name);
+  lm_free(def->sql);
+  lm_free(def);
+}
+
+/* ---- processing (reactor thread or run_until_idle caller) -------------------- */
+
+static laminar_code stream_chunk(lm_stream_def* s, const lm_chunk* chunk);
+static laminar_code stream_watermark(lm_stream_def* s, int64_t watermark_ms);
+
+/* Sink of a stream's chain: build the Arrow batch once, hand a reference to
+ * each subscriber and feed downstream streams from the same buffers. */
+static laminar_code stream_deliver(void* arg, const lm_chunk* chunk) {
+  lm_stream_def* s = arg;
+  if (s->nsubs == 0 && s->nreaders == 0) return LAMINAR_OK;
+  lm_batch* batch;
+  LM_TRY(lm_arrow_build(&s->out_schema, chunk->cols, chunk->nrows, &batch));
+  for (int32_t i = 0; i < s->nsubs; i++) {
+    lm_sub* sub = s->subs[i];
+    lm_batch_ref(batch);
+    if (!lm_ring_push(sub->ring, batch)) {
+      /* Headroom was checked before the message was taken (rt.h). */
+      lm_batch_unref(batch);
+      lm_batch_unref(batch);
+      return LAMINAR_ERR_INTERNAL;
+    }
+    lm_waiter_notify(&sub->waiter);
+  }
+  laminar_code rc = LAMINAR_OK;
+  if (s->nreaders > 0) {
+    lm_chunk down = {batch->nrows, batch->ncols, batch->cols};
+    for (int32_t i = 0; i < s->nreaders && rc == LAMINAR_OK; i++) {
+      rc = stream_chunk(s->readers[i], &down);
+    }
+  }
+  lm_batch_unref(batch);
+  return rc;
+}
+
+static laminar_code stream_chunk(lm_stream_def* s, const lm_chunk* chunk) {
+  lm_op* tail = s->chain;
+  while (tail->next != NULL) tail = tail->next;
+  tail->sink = stream_deliver;
+  tail->sink_arg = s;
+  laminar_code rc = lm_op_chain_chunk(s->chain, chunk);
+  atomic_store_explicit(&s->late_rows, lm_op_window_late_rows(s->chain),
+                        memory_order_relaxed);
+  return rc;
+}
+
+static laminar_code stream_watermark(lm_stream_def* s, int64_t watermark_ms) {
+  if (watermark_ms <= s->watermark_ms) return LAMINAR_OK;
+  s->watermark_ms = watermark_ms;
+  lm_op* tail = s->chain;
+  while (tail->next != NULL) tail = tail->next;
+  tail->sink = stream_deliver;
+  tail->sink_arg = s;
+  LM_TRY(lm_op_chain_watermark(s->chain, watermark_ms));
+  for (int32_t i = 0; i < s->nreaders; i++) {
+    LM_TRY(stream_watermark(s->readers[i], watermark_ms));
+  }
+  return LAMINAR_OK;
+}
+
+/* Largest event time (epoch ms) in the batch's watermark column, or INT64_MIN. */
+static int64_t batch_max_ts(const lm_source_def* src, const lm_batch* batch) {
+  const lm_vec* v = &batch->cols[src->wm_col];
+  int64_t best = INT64_MIN;
+  if (v->type == LM_TYPE_INT32) {
+    const int32_t* x = v->data;
+    for (int64_t k = 0; k < v->len; k++) {
+      if ((!v->nulls || !v->nulls[k]) && x[k] > best) best = x[k];
+    }
+    return best;
+  }
+  const int64_t* x = v->data;
+  for (int64_t k = 0; k < v->len; k++) {
+    if ((!v->nulls || !v->nulls[k]) && x[k] > best) best = x[k];
+  }
+  if (best != INT64_MIN && v->type == LM_TYPE_TIMESTAMP) {
+    best = best / 1000 - (best % 1000 < 0 ? 1 : 0);
+  }
+  return best;
+}
+
+static laminar_code process_msg(lm_source_def* src, lm_msg* msg) {
+  laminar_code rc = LAMINAR_OK;
+  int64_t wm = src->watermark_ms;
+  if (msg->batch != NULL) {
+    lm_batch* batch = msg->batch;
+    lm_chunk chunk = {batch->nrows, batch->ncols, batch->cols};
+    for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
+      rc = stream_chunk(src->readers[i], &chunk);
+    }
+    if (src->wm_col >= 0) {
+      int64_t mx = batch_max_ts(src, batch);
+      if (mx > src->max_ts_ms) src->max_ts_ms = mx;
+      if (src->max_ts_ms != INT64_MIN) {
+        int64_t cand;
+        if (__builtin_sub_overflow(src->max_ts_ms, src->wm_delay_ms, &cand)) cand = INT64_MIN;
+        if (cand > wm) wm = cand;
+      }
+    }
+    lm_batch_unref(batch);
+  } else if (msg->watermark_ms > wm) {
+    wm = msg->watermark_ms;
+  }
+  lm_free(msg);
+  if (rc == LAMINAR_OK && wm > src->watermark_ms) {
+    src->watermark_ms = wm;
+    for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
+      rc = stream_watermark(src->readers[i], wm);
+    }
+  }
+  return rc;
+}
+
+/* Room every subscriber ring must have before a source message is taken: one
+ * message yields at most two batches per stream (data + window close), plus
+ * what cascades bring; 2 * streams + 2 bounds it. */
+static bool have_headroom(const lm_graph* g) {
+  uint32_t need = (uint32_t)(2 * g->nstreams + 2);
+  for (int32_t i = 0; i < g->nstreams; i++) {
+    const lm_stream_def* s = g->streams[i];
+    for (int32_t j = 0; j < s->nsubs; j++) {
+      const lm_ring* r = s->subs[j]->ring;
+      if (lm_ring_capacity(r) - lm_ring_size(r) < need) return false;
+    }
+  }
+  return true;
+}
+
+/* Process up to `budget` messages per source, round robin. *out_progress
+ * tells whether any message was processed; *out_blocked whether a full
+ * subscriber stopped progress. */
+static laminar_code process_round(lm_graph* g, int budget, bool* out_progress,
+                                  bool* out_blocked) {
+  *out_progress = false;
+  *out_blocked = false;
+  for (int32_t i = 0; i < g->nsources; i++) {
+    lm_source_def* src = g->sources[i];
+    for (int b = 0; b < budget; b++) {
+      void* item;
+      if (!lm_ring_peek(src->ring, &item)) break;
+      if (!have_headroom(g)) {
+        *out_blocked = true;
+        return LAMINAR_OK;
+      }
+      lm_ring_pop(src->ring, &item);
+      *out_progress = true;
+      LM_TRY(process_msg(src, item));
+    }
+  }
+  return LAMINAR_OK;
+}
+
+laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err) {
+  if (rt->started) {
+    return lm_error_set(err, LAMINAR_ERR_STATE,
+                        "run_until_idle is not allowed while the runtime is started");
+  }
+  for (;;) {
+    bool progress, blocked;
+    laminar_code rc = process_round(rt->graph, 64, &progress, &blocked);
+    if (rc != LAMINAR_OK) {
+      return lm_error_set(err, rc, "stream processing failed: %s", laminar_errstr(rc));
+    }
+    if (!progress || blocked) return LAMINAR_OK;
+  }
+}
+
+/* ---- the reactor thread ------------------------------------------------------- */
+
+static bool any_input_or_request(void* arg) {
+  lm_rt* rt = arg;
+  if (atomic_load_explicit(&rt->stop, memory_order_acquire) ||
+      atomic_load_explicit(&rt->pause_req, memory_order_acquire)) {
+    return true;
+  }
+  for (int32_t i = 0; i < rt->graph->nsources; i++) {
+    if (lm_ring_size(rt->graph->sources[i]->ring) > 0) return true;
+  }
+  return false;
+}
+
+static bool never_ready(void* arg) {
+  LM_UNUSED(arg);
+  return false;
+}
+
+static void honour_pause(lm_rt* rt) {
+  /* acquire: pairs with the release store in lm_rt_pause(). */
+  if (!atomic_load_explicit(&rt->pause_req, memory_order_acquire)) return;
+  pthread_mutex_lock(&rt->pause_mu);
+  rt->paused = true;
+  pthread_cond_broadcast(&rt->pause_cv);
+  while (atomic_load_explicit(&rt->pause_req, memory_order_acquire)) {
+    pthread_cond_wait(&rt->pause_cv, &rt->pause_mu);
+  }
+  rt->paused = false;
+  pthread_mutex_unlock(&rt->pause_mu);
+}
+
+static void* reactor_main(void* arg) {
+  lm_rt* rt = arg;
+  for (;;) {
+    honour_pause(rt);
+    bool progress = false, blocked = false;
+    laminar_code rc = process_round(rt->graph, 64, &progress, &blocked);
+    if (rc != LAMINAR_OK && rt->error == LAMINAR_OK) {
+      rt->error = rc;
+      lm_error_set(&rt->error_detail, rc, "stream processing failed on the reactor: %s",
+                   laminar_errstr(rc));
+    }
+    if (progress && !blocked) continue;
+    if (atomic_load_explicit(&rt->stop, memory_order_acquire)) break;
+    if (blocked) {
+      /* A subscriber is full: poll for room at a low rate. */
+      lm_waiter_wait(&rt->wake, 200000, never_ready, NULL);
+    } else {
+      lm_waiter_wait(&rt->wake, 50000000, any_input_or_request, rt);
+    }
+  }
+  return NULL;
+}
+
+laminar_code lm_rt_init(lm_rt* rt, lm_graph* graph) {
+  memset(rt, 0, sizeof *rt);
+  rt->graph = graph;
+  atomic_init(&rt->stop, false);
+  atomic_init(&rt->pause_req, false);
+  lm_waiter_init(&rt->wake);
+  pthread_mutex_init(&rt->pause_mu, NULL);
+  pthread_cond_init(&rt->pause_cv, NULL);
+  return LAMINAR_OK;
+}
+
+void lm_rt_destroy(lm_rt* rt) {
+  lm_waiter_destroy(&rt->wake);
+  pthread_mutex_destroy(&rt->pause_mu);
+  pthread_cond_destroy(&rt->pause_cv);
+}
+
+laminar_code lm_rt_start(lm_rt* rt, laminar_error* err) {
+  if (rt->started) return lm_error_set(err, LAMINAR_ERR_STATE, "the runtime is already started");
+  atomic_store_explicit(&rt->stop, false, memory_order_release);
+  rt->error = LAMINAR_OK;
+  if (pthread_create(&rt->thread, NULL, reactor_main, rt) != 0) {
+    return lm_error_set(err, LAMINAR_ERR_INTERNAL, "cannot start the reactor thread");
+  }
+  rt->started = true;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_rt_stop(lm_rt* rt, laminar_error* err) {
+  if (!rt->started) return LAMINAR_OK;
+  atomic_store_explicit(&rt->stop, true, memory_order_release);
+  lm_waiter_notify(&rt->wake);
+  pthread_join(rt->thread, NULL);
+  rt->started = false;
+  if (rt->error != LAMINAR_OK) {
+    if (err != NULL) *err = rt->error_detail;
+    laminar_code rc = rt->error;
+    rt->error = LAMINAR_OK;
+    return rc;
+  }
+  return LAMINAR_OK;
+}
+
+void lm_rt_pause(lm_rt* rt) {
+  if (!rt->started) return;
+  pthread_mutex_lock(&rt->pause_mu);
+  /* release: the reactor's acquire load sees the request. */
+  atomic_store_explicit(&rt->pause_req, true, memory_order_release);
+  lm_waiter_notify(&rt->wake);
+  while (!rt->paused) pthread_cond_wait(&rt->pause_cv, &rt->pause_mu);
+  pthread_mutex_unlock(&rt->pause_mu);
+}
+
+void lm_rt_resume(lm_rt* rt) {
+  if (!rt->started) return;
+  pthread_mutex_lock(&rt->pause_mu);
+  atomic_store_explicit(&rt->pause_req, false, memory_order_release);
+  pthread_cond_broadcast(&rt->pause_cv);
+  pthread_mutex_unlock(&rt->pause_mu);
+}
+
+void lm_rt_notify(lm_rt* rt) { lm_waiter_notify(&rt->wake); }

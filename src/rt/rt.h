@@ -1,0 +1,138 @@
+/*
+ * rt.h -- the runtime graph (sources -> streams -> subscribers) and the
+ * reactor that drives it.
+ *
+ * DESIGN
+ * ------
+ * Producers push messages (a batch, or an explicit watermark) into their
+ * source's SPSC ring and wake the reactor. The reactor -- a thread started by
+ * lm_rt_start(), or the caller of lm_rt_run_until_idle() -- is the only
+ * consumer of every source ring and the only thread that touches operator
+ * state, stream watermarks and the producer side of subscriber rings. For each
+ * message it runs the reading streams' operator chains; a stream's output
+ * batch is built once (Arrow), then shared by reference with every
+ * subscriber's ring and every downstream stream. Order: per source, messages
+ * are processed in push order; a stream's output batches reach each
+ * subscriber in the order they were produced.
+ *
+ * Back-pressure: a source message is only taken when every subscriber ring
+ * has room for all the batches one message can produce (lm_rt_headroom), so
+ * delivery never blocks mid-message and run_until_idle() can stop cleanly when
+ * a consumer is slow. The threaded reactor then waits (parked) for room.
+ *
+ * Catalog changes (new streams, subscriptions, drops) never race with the
+ * reactor: the control thread pauses it at a message boundary
+ * (lm_rt_pause/resume), changes the graph, and resumes it.
+ */
+#ifndef LM_RT_H
+#define LM_RT_H
+
+#include "arrow/arrow.h"
+#include "chan/ring.h"
+#include "laminar.h"
+#include "op/op.h"
+#include "sql/plan.h"
+#include "util/types.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef struct lm_stream_def lm_stream_def;
+
+/* A message in a source ring. batch == NULL: an explicit watermark. */
+typedef struct lm_msg {
+  lm_batch* batch;
+  int64_t watermark_ms;
+} lm_msg;
+
+typedef struct lm_source_def {
+  char* name;
+  char* sql;                 /* the CREATE statement, for SHOW */
+  lm_schema schema;
+  int32_t wm_col;            /* watermark column, -1 if none */
+  int64_t wm_delay_ms;
+  lm_ring* ring;             /* of lm_msg*; producer: the handle's thread */
+  atomic_int refs;           /* catalog + open producer handles */
+  atomic_bool dropped;       /* writer: control; reader: producers (acquire) */
+  atomic_bool has_producer;  /* one producer handle at a time (SPSC) */
+  /* reactor-only */
+  int64_t max_ts_ms;
+  int64_t watermark_ms;
+  lm_stream_def** readers;
+  int32_t nreaders;
+} lm_source_def;
+
+/* A subscriber's queue. The reactor produces, the consumer thread consumes. */
+typedef struct lm_sub {
+  lm_ring* ring;             /* of lm_batch* */
+  lm_waiter waiter;          /* consumer parks here; reactor notifies */
+  atomic_bool ended;         /* stream dropped / db closed: no more batches */
+} lm_sub;
+
+struct lm_stream_def {
+  char* name;
+  char* sql;
+  lm_plan plan;
+  lm_op* chain;              /* partition 0 */
+  lm_schema out_schema;
+  lm_sub** subs;             /* changed only while the reactor is paused */
+  int32_t nsubs;
+  lm_stream_def** readers;   /* downstream streams */
+  int32_t nreaders;
+  int64_t watermark_ms;      /* reactor-only */
+  atomic_int_fast64_t late_rows; /* writer: reactor; reader: any (relaxed) */
+};
+
+typedef struct lm_graph {
+  lm_source_def** sources;
+  int32_t nsources;
+  lm_stream_def** streams;   /* in creation order: upstream before downstream */
+  int32_t nstreams;
+} lm_graph;
+
+typedef struct lm_rt {
+  lm_graph* graph;
+  pthread_t thread;
+  atomic_bool started;       /* writer: control; reader: producers (push back-pressure) */
+  atomic_bool stop;          /* writer: control; reader: reactor */
+  lm_waiter wake;            /* reactor parks here; producers notify */
+  /* pause handshake (control <-> reactor) */
+  pthread_mutex_t pause_mu;
+  pthread_cond_t pause_cv;
+  atomic_bool pause_req;
+  bool paused;               /* under pause_mu */
+  /* first error raised on the reactor thread, reported by laminar_stop() */
+  laminar_code error;
+  laminar_error error_detail;
+} lm_rt;
+
+laminar_code lm_rt_init(lm_rt* rt, lm_graph* graph);
+void lm_rt_destroy(lm_rt* rt);
+
+/* Start the reactor thread. LAMINAR_ERR_STATE if started. */
+laminar_code lm_rt_start(lm_rt* rt, laminar_error* err);
+/* Ask it to finish the queued messages, then join. No-op when not started. */
+laminar_code lm_rt_stop(lm_rt* rt, laminar_error* err);
+/* Pause the reactor at a message boundary / let it go on (no-ops when not
+ * started). Control thread only, nested calls not allowed. */
+void lm_rt_pause(lm_rt* rt);
+void lm_rt_resume(lm_rt* rt);
+/* Wake the reactor after a push (cheap when it is not parked). */
+void lm_rt_notify(lm_rt* rt);
+
+/* Drive the graph inline until no queued message can be processed. Not while
+ * started. */
+laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err);
+
+/* Subscriber queues. */
+laminar_code lm_sub_create(uint32_t capacity, lm_sub** out);
+/* Frees queued batches. The sub must be detached from its stream. */
+void lm_sub_destroy(lm_sub* sub);
+
+/* Graph edits (control thread, reactor paused or not started). */
+void lm_source_def_unref(lm_source_def* def);
+void lm_stream_def_free(lm_stream_def* def);
+laminar_code lm_graph_add_reader(lm_stream_def*** readers, int32_t* n, lm_stream_def* s);
+void lm_graph_remove_reader(lm_stream_def** readers, int32_t* n, const lm_stream_def* s);
+
+#endif /* LM_RT_H */

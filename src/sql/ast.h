@@ -1,0 +1,244 @@
+/*
+ * ast.h -- the abstract syntax tree the SQL parser (parser.c) produces and the
+ * binder (binder.c) and catalog (src/db) consume.
+ *
+ * Every node lives in the lm_arena passed to lm_sql_parse() and dies with it;
+ * nothing here is freed on its own. Strings are NUL-terminated arena copies:
+ * unquoted identifiers are folded to lower case, "quoted" ones are kept as
+ * written (with "" unescaped). Every node records the 1-based line and column
+ * of its first token so later phases can point errors at it.
+ *
+ * Shape guarantees the parser keeps (consumers may rely on them):
+ *  - no expression tree is deeper than LM_SQL_MAX_DEPTH nodes, so recursive
+ *    walks over it are bounded;
+ *  - a unary minus/plus directly on a numeric or INTERVAL literal is folded
+ *    into the literal ("-5" is LITERAL INT -5, never UNARY NEG over 5); other
+ *    operands keep the UNARY node;
+ *  - parentheses leave no node of their own.
+ */
+#ifndef LM_SQL_AST_H
+#define LM_SQL_AST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Deepest expression nesting (and expression tree height) the parser accepts;
+ * deeper input fails with LAMINAR_ERR_SQL_LIMIT. */
+#define LM_SQL_MAX_DEPTH 1000
+/* Longest single statement, in bytes of source text (LAMINAR_ERR_SQL_LIMIT). */
+#define LM_SQL_MAX_STMT_BYTES ((size_t)16 * 1024 * 1024)
+
+/* Column types a statement can name. VARCHAR/TEXT/STRING/VARCHAR(n) -> STRING;
+ * BIGINT/INT8/LONG -> INT64; INT/INTEGER/INT4 -> INT32;
+ * DOUBLE/DOUBLE PRECISION/FLOAT8/FLOAT -> DOUBLE; BOOLEAN/BOOL -> BOOL;
+ * TIMESTAMP[(p)] -> TIMESTAMP. */
+typedef enum lm_sql_type {
+  LM_SQL_TYPE_STRING = 1,
+  LM_SQL_TYPE_INT64,
+  LM_SQL_TYPE_INT32,
+  LM_SQL_TYPE_DOUBLE,
+  LM_SQL_TYPE_BOOL,
+  LM_SQL_TYPE_TIMESTAMP
+} lm_sql_type;
+
+/* Canonical SQL spelling of a type ("VARCHAR", "BIGINT", "INT", "DOUBLE",
+ * "BOOLEAN", "TIMESTAMP"); "UNKNOWN" for a value outside the enum. Static text. */
+const char* lm_sql_type_name(lm_sql_type type);
+
+typedef enum lm_ast_expr_kind {
+  LM_AST_LITERAL, /* lit + b/i/d/s */
+  LM_AST_COLUMN,  /* table (NULL if unqualified) . name */
+  LM_AST_UNARY,   /* op (NOT, NEG, PLUS) over left */
+  LM_AST_BINARY,  /* left op right */
+  LM_AST_IS_NULL, /* left IS [NOT] NULL (negated = IS NOT NULL) */
+  LM_AST_BETWEEN, /* left [NOT] BETWEEN list[0] AND list[1] (nlist == 2) */
+  LM_AST_IN,      /* left [NOT] IN (list[0..nlist)) */
+  LM_AST_LIKE,    /* left [NOT] LIKE right */
+  LM_AST_CASE, /* CASE [operand] WHEN whens[i] THEN thens[i] ... [ELSE else_expr] END */
+  LM_AST_CAST, /* CAST(left AS cast_type) */
+  LM_AST_FUNCTION, /* fname(args) / fname(*) (star) / fname(DISTINCT args) */
+  LM_AST_STAR,     /* '*' or 't.*' in a select list (table set for the latter) */
+  LM_AST_VARIABLE  /* ${name}: a substitution variable, name in `name` */
+} lm_ast_expr_kind;
+
+typedef enum lm_ast_lit_kind {
+  LM_LIT_NULL,
+  LM_LIT_BOOL,    /* b */
+  LM_LIT_INT,     /* i */
+  LM_LIT_DOUBLE,  /* d */
+  LM_LIT_STRING,  /* s (NUL-terminated, '' unescaped), slen bytes */
+  LM_LIT_INTERVAL /* i = length in milliseconds */
+} lm_ast_lit_kind;
+
+typedef enum lm_ast_op {
+  LM_OP_ADD,
+  LM_OP_SUB,
+  LM_OP_MUL,
+  LM_OP_DIV,
+  LM_OP_MOD,
+  LM_OP_EQ,
+  LM_OP_NE, /* both <> and != */
+  LM_OP_LT,
+  LM_OP_LE,
+  LM_OP_GT,
+  LM_OP_GE,
+  LM_OP_AND,
+  LM_OP_OR,
+  LM_OP_CONCAT,
+  LM_OP_NOT, /* unary */
+  LM_OP_NEG, /* unary '-' */
+  LM_OP_PLUS /* unary '+' */
+} lm_ast_op;
+
+typedef struct lm_ast_expr {
+  lm_ast_expr_kind kind;
+  int32_t line, column; /* first token, 1-based */
+  int32_t height;       /* 1 + height of the deepest child (a leaf is 1) */
+
+  /* LITERAL */
+  lm_ast_lit_kind lit;
+  bool b;
+  int64_t i;
+  double d;
+  const char* s;
+  size_t slen;
+
+  /* COLUMN (also STAR's optional table, VARIABLE's name) */
+  const char* table; /* NULL if unqualified */
+  const char* name;
+
+  /* UNARY / BINARY (unary uses left) */
+  lm_ast_op op;
+  struct lm_ast_expr *left, *right;
+
+  /* IS_NULL / BETWEEN / IN / LIKE: operand in left; BETWEEN bounds in
+   * list[0], list[1]; IN values in list; LIKE pattern in right. */
+  bool negated;
+
+  /* CASE */
+  struct lm_ast_expr* operand; /* NULL for a searched CASE */
+  struct lm_ast_expr** whens;
+  struct lm_ast_expr** thens;
+  size_t nwhen;                  /* >= 1 */
+  struct lm_ast_expr* else_expr; /* NULL if no ELSE */
+
+  /* CAST (operand in left) */
+  lm_sql_type cast_type;
+
+  /* FUNCTION */
+  const char* fname; /* lower-cased unless written "quoted" */
+  struct lm_ast_expr** args;
+  size_t nargs; /* 0 for f() and f(*) */
+  bool distinct;
+  bool star; /* f(*) */
+
+  /* general list (BETWEEN bounds, IN values) */
+  struct lm_ast_expr** list;
+  size_t nlist;
+} lm_ast_expr;
+
+typedef struct lm_ast_select_item {
+  lm_ast_expr* expr;
+  const char* alias; /* NULL if none */
+} lm_ast_select_item;
+
+typedef struct lm_ast_order_item {
+  lm_ast_expr* expr;
+  bool desc;
+} lm_ast_order_item;
+
+typedef struct lm_ast_select {
+  bool distinct;
+  lm_ast_select_item* items;
+  size_t nitems; /* >= 1 */
+  const char* from;
+  const char* from_alias; /* NULL if none */
+  int32_t from_line, from_column;
+  lm_ast_expr* where; /* NULL if none */
+  lm_ast_expr** group_by;
+  size_t ngroup;
+  lm_ast_expr* having; /* NULL if none */
+  lm_ast_order_item* order_by;
+  size_t norder;
+  int64_t limit; /* -1 none */
+} lm_ast_select;
+
+/* EMIT clause of a continuous query. EMIT FINAL is parsed as ON_WINDOW_CLOSE. */
+typedef enum lm_emit_mode {
+  LM_EMIT_DEFAULT = 0,
+  LM_EMIT_ON_WINDOW_CLOSE,
+  LM_EMIT_CHANGES
+} lm_emit_mode;
+
+typedef struct lm_ast_column_def {
+  const char* name;
+  lm_sql_type type;
+  bool not_null;
+  int32_t line, column; /* of the column name */
+} lm_ast_column_def;
+
+/* One `key = value` of a WITH (...) clause. The key is lower-cased when written
+ * as an identifier (dotted names joined with '.'), verbatim when written as a
+ * 'string'. The value is a LITERAL (string, int, double, bool, interval) or a
+ * VARIABLE. */
+typedef struct lm_ast_option {
+  const char* key;
+  lm_ast_expr* value;
+} lm_ast_option;
+
+typedef enum lm_stmt_kind {
+  LM_STMT_CREATE_SOURCE,
+  LM_STMT_CREATE_STREAM, /* also CREATE [MATERIALIZED] VIEW (see object, materialized) */
+  LM_STMT_CREATE_SINK,
+  LM_STMT_DROP,
+  LM_STMT_SHOW,
+  LM_STMT_DESCRIBE,
+  LM_STMT_EXPLAIN,
+  LM_STMT_SELECT /* a bare SELECT */
+} lm_stmt_kind;
+
+typedef enum lm_object_kind {
+  LM_OBJ_SOURCE = 1,
+  LM_OBJ_STREAM,
+  LM_OBJ_VIEW,
+  LM_OBJ_SINK
+} lm_object_kind;
+
+typedef struct lm_stmt {
+  lm_stmt_kind kind;
+  int32_t line, column; /* first token of the statement */
+  size_t text_offset;   /* byte span of the statement in the parsed text, */
+  size_t text_len;      /* first token to last token, without the ';' */
+
+  const char* name; /* object created/dropped/described; NULL for SHOW, SELECT */
+  int32_t name_line, name_column;
+  bool if_not_exists, or_replace, if_exists;
+  bool materialized; /* CREATE/DROP/SHOW MATERIALIZED VIEW(S) */
+  /* CREATE SOURCE: SOURCE; CREATE STREAM: STREAM; CREATE [MATERIALIZED] VIEW:
+   * VIEW; CREATE SINK: SINK; DROP / SHOW: the target kind. 0 otherwise. */
+  lm_object_kind object;
+
+  /* CREATE SOURCE (options also for CREATE SINK) */
+  lm_ast_column_def* columns;
+  size_t ncolumns;              /* >= 1 for CREATE SOURCE */
+  const char* watermark_column; /* NULL without a WATERMARK clause */
+  int64_t watermark_delay_ms;   /* `col - INTERVAL ...`; 0 for `WATERMARK FOR col` */
+  bool has_watermark;
+  int32_t wm_line, wm_column; /* of the column name after WATERMARK FOR */
+  lm_ast_option* options;
+  size_t noptions;
+
+  /* CREATE STREAM / VIEW / SELECT */
+  lm_ast_select* select;
+  lm_emit_mode emit;
+
+  /* CREATE SINK name FROM sink_from */
+  const char* sink_from;
+  int32_t sink_from_line, sink_from_column;
+
+  /* EXPLAIN */
+  struct lm_stmt* inner;
+} lm_stmt;
+
+#endif /* LM_SQL_AST_H */

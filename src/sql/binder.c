@@ -1,0 +1,1016 @@
+/*
+ * binder.c -- semantic analysis of CREATE STREAM ... AS SELECT.
+ *
+ * Resolves names against the input's schema, types every expression (inserting
+ * the casts the kernels of src/expr expect: INT32 widens to INT64 in
+ * arithmetic, mixed numbers meet in DOUBLE, '/' is always DOUBLE as in
+ * DuckDB), and splits an aggregating query into the window aggregate (group
+ * keys, aggregate calls with their argument expressions) and the projection
+ * evaluated over the aggregate's output (window_start, window_end, keys,
+ * aggregates). Every error names the line:column of the expression at fault.
+ */
+#include "sql/binder.h"
+
+#include "util/util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef enum bind_mode {
+  MODE_ROW = 0,   /* expressions over the input row */
+  MODE_POST = 1   /* expressions over the aggregate output */
+} bind_mode;
+
+typedef struct binder {
+  lm_plan* plan;
+  laminar_error* err;
+  const lm_schema* input;
+  const char* input_name;
+  const char* input_alias;
+  /* aggregation */
+  bool aggregating;
+  const lm_ast_expr* tumble;          /* the tumble(...) call of GROUP BY */
+  const lm_ast_expr** keys;           /* GROUP BY key expressions (AST) */
+  int32_t nkeys;
+  const lm_ast_expr** agg_calls;      /* distinct aggregate calls (AST) */
+  lm_agg_spec* aggs;
+  int32_t naggs;
+  int32_t cap_aggs;
+} binder;
+
+lm_type lm_bind_sql_type(lm_sql_type type) {
+  switch (type) {
+    case LM_SQL_TYPE_STRING: return LM_TYPE_STRING;
+    case LM_SQL_TYPE_INT64: return LM_TYPE_INT64;
+    case LM_SQL_TYPE_INT32: return LM_TYPE_INT32;
+    case LM_SQL_TYPE_DOUBLE: return LM_TYPE_DOUBLE;
+    case LM_SQL_TYPE_BOOL: return LM_TYPE_BOOL;
+    case LM_SQL_TYPE_TIMESTAMP: return LM_TYPE_TIMESTAMP;
+  }
+  return LM_TYPE_NULL;
+}
+
+/* ---- errors ----------------------------------------------------------------------- */
+
+__attribute__((format(printf, 4, 5))) static laminar_code fail(binder* b, laminar_code code,
+                                                              const lm_ast_expr* at,
+                                                              const char* fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (at != NULL) {
+    lm_error_set(b->err, code, "%s at line %d, column %d", msg, (int)at->line,
+                 (int)at->column);
+    lm_error_at(b->err, at->line, at->column);
+  } else {
+    lm_error_set(b->err, code, "%s", msg);
+  }
+  return code;
+}
+
+/* ---- expression construction -------------------------------------------------- */
+
+static lm_expr* new_expr(binder* b, lm_expr_kind kind, lm_type type) {
+  lm_expr* e = lm_pool_alloc(&b->plan->pool, sizeof *e);
+  if (e == NULL) return NULL;
+  memset(e, 0, sizeof *e);
+  e->kind = kind;
+  e->type = type;
+  return e;
+}
+
+static lm_expr* new_call(binder* b, lm_expr_op op, lm_type type, int32_t nargs) {
+  lm_expr* e = new_expr(b, LM_EXPR_CALL, type);
+  if (e == NULL) return NULL;
+  e->op = op;
+  e->nargs = nargs;
+  e->args = lm_pool_alloc(&b->plan->pool, sizeof(lm_expr*) * (size_t)(nargs ? nargs : 1));
+  if (e->args == NULL) return NULL;
+  return e;
+}
+
+#define NOMEM(b) lm_error_set((b)->err, LAMINAR_ERR_NOMEM, "out of memory")
+
+static bool is_numeric(lm_type t) {
+  return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE;
+}
+
+/* Wrap `e` in a CAST to `type` unless it already has it. A NULL literal just
+ * takes the type. */
+static laminar_code coerce(binder* b, lm_expr** e, lm_type type) {
+  if ((*e)->type == type) return LAMINAR_OK;
+  if ((*e)->kind == LM_EXPR_LITERAL && (*e)->lit.is_null) {
+    (*e)->type = type;
+    return LAMINAR_OK;
+  }
+  lm_expr* c = new_call(b, LM_XOP_CAST, type, 1);
+  if (c == NULL) return NOMEM(b);
+  c->args[0] = *e;
+  *e = c;
+  return LAMINAR_OK;
+}
+
+/* The type two operands meet in for comparison / CASE / COALESCE, or
+ * LM_TYPE_NULL if there is none. */
+static lm_type common_type(lm_type a, lm_type c, bool a_is_str_lit, bool c_is_str_lit) {
+  if (a == c) return a;
+  if (a == LM_TYPE_NULL) return c;
+  if (c == LM_TYPE_NULL) return a;
+  if (is_numeric(a) && is_numeric(c)) {
+    return (a == LM_TYPE_DOUBLE || c == LM_TYPE_DOUBLE) ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
+  }
+  /* A string literal meets a typed value in that value's type ('2024-01-01'
+   * against a TIMESTAMP, '5' against a BIGINT), as in DuckDB. */
+  if (a_is_str_lit && a == LM_TYPE_STRING) return c;
+  if (c_is_str_lit && c == LM_TYPE_STRING) return a;
+  return LM_TYPE_NULL;
+}
+
+static bool is_str_lit(const lm_ast_expr* a) {
+  return a->kind == LM_AST_LITERAL && a->lit == LM_LIT_STRING;
+}
+
+/* ---- AST helpers ------------------------------------------------------------------- */
+
+static bool ast_equal(const lm_ast_expr* x, const lm_ast_expr* y);
+
+static bool ast_list_equal(lm_ast_expr* const* a, size_t na, lm_ast_expr* const* c, size_t nc) {
+  if (na != nc) return false;
+  for (size_t i = 0; i < na; i++) {
+    if (!ast_equal(a[i], c[i])) return false;
+  }
+  return true;
+}
+
+static bool name_eq(const char* a, const char* c) {
+  if (a == NULL || c == NULL) return a == c;
+  return lm_streq_nocase(a, c);
+}
+
+/* Structural equality (GROUP BY key matching). Qualifiers are ignored. */
+static bool ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
+  if (x == NULL || y == NULL) return x == y;
+  if (x->kind != y->kind) return false;
+  switch (x->kind) {
+    case LM_AST_LITERAL:
+      if (x->lit != y->lit) return false;
+      switch (x->lit) {
+        case LM_LIT_NULL: return true;
+        case LM_LIT_BOOL: return x->b == y->b;
+        case LM_LIT_INT:
+        case LM_LIT_INTERVAL: return x->i == y->i;
+        case LM_LIT_DOUBLE: return x->d == y->d;
+        case LM_LIT_STRING: return x->slen == y->slen && memcmp(x->s, y->s, x->slen) == 0;
+      }
+      return false;
+    case LM_AST_COLUMN: return name_eq(x->name, y->name);
+    case LM_AST_UNARY: return x->op == y->op && ast_equal(x->left, y->left);
+    case LM_AST_BINARY:
+      return x->op == y->op && ast_equal(x->left, y->left) && ast_equal(x->right, y->right);
+    case LM_AST_IS_NULL: return x->negated == y->negated && ast_equal(x->left, y->left);
+    case LM_AST_BETWEEN:
+    case LM_AST_IN:
+      return x->negated == y->negated && ast_equal(x->left, y->left) &&
+             ast_list_equal(x->list, x->nlist, y->list, y->nlist);
+    case LM_AST_LIKE:
+      return x->negated == y->negated && ast_equal(x->left, y->left) &&
+             ast_equal(x->right, y->right);
+    case LM_AST_CASE:
+      return ast_equal(x->operand, y->operand) && ast_equal(x->else_expr, y->else_expr) &&
+             ast_list_equal(x->whens, x->nwhen, y->whens, y->nwhen) &&
+             ast_list_equal(x->thens, x->nwhen, y->thens, y->nwhen);
+    case LM_AST_CAST: return x->cast_type == y->cast_type && ast_equal(x->left, y->left);
+    case LM_AST_FUNCTION:
+      return name_eq(x->fname, y->fname) && x->distinct == y->distinct && x->star == y->star &&
+             ast_list_equal(x->args, x->nargs, y->args, y->nargs);
+    case LM_AST_STAR: return true;
+    case LM_AST_VARIABLE: return name_eq(x->name, y->name);
+  }
+  return false;
+}
+
+static bool is_agg_name(const char* f) {
+  return f != NULL && (lm_streq_nocase(f, "count") || lm_streq_nocase(f, "sum") ||
+                       lm_streq_nocase(f, "avg") || lm_streq_nocase(f, "min") ||
+                       lm_streq_nocase(f, "max"));
+}
+
+static bool is_window_fn(const char* f) {
+  return f != NULL && (lm_streq_nocase(f, "tumble") || lm_streq_nocase(f, "hop") ||
+                       lm_streq_nocase(f, "slide") || lm_streq_nocase(f, "session"));
+}
+
+static bool contains_agg(const lm_ast_expr* e) {
+  if (e == NULL) return false;
+  if (e->kind == LM_AST_FUNCTION && is_agg_name(e->fname)) return true;
+  if (contains_agg(e->left) || contains_agg(e->right) || contains_agg(e->operand) ||
+      contains_agg(e->else_expr)) {
+    return true;
+  }
+  for (size_t i = 0; i < e->nlist; i++) {
+    if (contains_agg(e->list[i])) return true;
+  }
+  for (size_t i = 0; i < e->nwhen; i++) {
+    if (contains_agg(e->whens[i]) || contains_agg(e->thens[i])) return true;
+  }
+  for (size_t i = 0; i < e->nargs; i++) {
+    if (contains_agg(e->args[i])) return true;
+  }
+  return false;
+}
+
+/* ---- binding ------------------------------------------------------------------------ */
+
+static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_expr** out);
+
+static laminar_code bind_column_row(binder* b, const lm_ast_expr* a, lm_expr** out) {
+  if (a->table != NULL && !name_eq(a->table, b->input_name) &&
+      !(b->input_alias != NULL && name_eq(a->table, b->input_alias))) {
+    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a, "unknown table '%s' in column '%s.%s'",
+                a->table, a->table, a->name);
+  }
+  int32_t idx = lm_schema_find(b->input, a->name);
+  if (idx < 0) {
+    laminar_code rc = fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a, "no column '%s' in '%s'",
+                           a->name, b->input_name);
+    lm_error_object(b->err, b->input_name, a->name);
+    return rc;
+  }
+  lm_expr* e = new_expr(b, LM_EXPR_COLUMN, b->input->fields[idx].type);
+  if (e == NULL) return NOMEM(b);
+  e->column = idx;
+  *out = e;
+  return LAMINAR_OK;
+}
+
+static laminar_code bind_literal(binder* b, const lm_ast_expr* a, lm_expr** out) {
+  lm_expr* e = new_expr(b, LM_EXPR_LITERAL, LM_TYPE_NULL);
+  if (e == NULL) return NOMEM(b);
+  switch (a->lit) {
+    case LM_LIT_NULL: e->lit.is_null = true; break;
+    case LM_LIT_BOOL:
+      e->type = LM_TYPE_BOOL;
+      e->lit.b = a->b;
+      e->lit.i = a->b;
+      break;
+    case LM_LIT_INT:
+    case LM_LIT_INTERVAL:
+      /* Integer literals are INT when they fit, as in DuckDB; intervals are
+       * BIGINT milliseconds (scaled to micros next to a TIMESTAMP). */
+      e->type = (a->lit == LM_LIT_INT && a->i >= INT32_MIN && a->i <= INT32_MAX)
+                    ? LM_TYPE_INT32
+                    : LM_TYPE_INT64;
+      e->lit.i = a->i;
+      e->lit.d = (double)a->i;
+      break;
+    case LM_LIT_DOUBLE:
+      e->type = LM_TYPE_DOUBLE;
+      e->lit.d = a->d;
+      break;
+    case LM_LIT_STRING: {
+      e->type = LM_TYPE_STRING;
+      char* copy = lm_pool_copy(&b->plan->pool, a->s, a->slen);
+      if (copy == NULL) return NOMEM(b);
+      e->lit.s = (lm_str){copy, (int64_t)a->slen};
+      break;
+    }
+  }
+  *out = e;
+  return LAMINAR_OK;
+}
+
+static const char* op_text(lm_ast_op op) {
+  switch (op) {
+    case LM_OP_ADD: return "+";
+    case LM_OP_SUB: return "-";
+    case LM_OP_MUL: return "*";
+    case LM_OP_DIV: return "/";
+    case LM_OP_MOD: return "%";
+    case LM_OP_EQ: return "=";
+    case LM_OP_NE: return "<>";
+    case LM_OP_LT: return "<";
+    case LM_OP_LE: return "<=";
+    case LM_OP_GT: return ">";
+    case LM_OP_GE: return ">=";
+    case LM_OP_AND: return "AND";
+    case LM_OP_OR: return "OR";
+    case LM_OP_CONCAT: return "||";
+    case LM_OP_NOT: return "NOT";
+    case LM_OP_NEG: return "-";
+    case LM_OP_PLUS: return "+";
+  }
+  return "?";
+}
+
+static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op, lm_expr* l,
+                                lm_expr* r, bool l_str_lit, bool r_str_lit, lm_expr** out);
+
+static laminar_code make_compare(binder* b, const lm_ast_expr* at, lm_expr_op xop, lm_expr* l,
+                                 lm_expr* r, bool l_str_lit, bool r_str_lit, lm_expr** out) {
+  lm_type t = common_type(l->type, r->type, l_str_lit, r_str_lit);
+  if (t == LM_TYPE_NULL && !(l->type == LM_TYPE_NULL && r->type == LM_TYPE_NULL)) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at, "cannot compare %s with %s",
+                lm_type_name(l->type), lm_type_name(r->type));
+  }
+  if (t == LM_TYPE_NULL) t = LM_TYPE_INT32;
+  if (t == LM_TYPE_INT32) t = LM_TYPE_INT64;
+  LM_TRY(coerce(b, &l, t));
+  LM_TRY(coerce(b, &r, t));
+  lm_expr* e = new_call(b, xop, LM_TYPE_BOOL, 2);
+  if (e == NULL) return NOMEM(b);
+  e->args[0] = l;
+  e->args[1] = r;
+  *out = e;
+  return LAMINAR_OK;
+}
+
+static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op, lm_expr* l,
+                                lm_expr* r, bool l_str_lit, bool r_str_lit, lm_expr** out) {
+  lm_expr_op xop;
+  switch (op) {
+    case LM_OP_EQ: return make_compare(b, at, LM_XOP_EQ, l, r, l_str_lit, r_str_lit, out);
+    case LM_OP_NE: return make_compare(b, at, LM_XOP_NE, l, r, l_str_lit, r_str_lit, out);
+    case LM_OP_LT: return make_compare(b, at, LM_XOP_LT, l, r, l_str_lit, r_str_lit, out);
+    case LM_OP_LE: return make_compare(b, at, LM_XOP_LE, l, r, l_str_lit, r_str_lit, out);
+    case LM_OP_GT: return make_compare(b, at, LM_XOP_GT, l, r, l_str_lit, r_str_lit, out);
+    case LM_OP_GE: return make_compare(b, at, LM_XOP_GE, l, r, l_str_lit, r_str_lit, out);
+    case LM_OP_AND:
+    case LM_OP_OR: {
+      if ((l->type != LM_TYPE_BOOL && l->type != LM_TYPE_NULL) ||
+          (r->type != LM_TYPE_BOOL && r->type != LM_TYPE_NULL)) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at, "%s needs BOOLEAN operands, got %s and %s",
+                    op_text(op), lm_type_name(l->type), lm_type_name(r->type));
+      }
+      LM_TRY(coerce(b, &l, LM_TYPE_BOOL));
+      LM_TRY(coerce(b, &r, LM_TYPE_BOOL));
+      xop = op == LM_OP_AND ? LM_XOP_AND : LM_XOP_OR;
+      lm_expr* e = new_call(b, xop, LM_TYPE_BOOL, 2);
+      if (e == NULL) return NOMEM(b);
+      e->args[0] = l;
+      e->args[1] = r;
+      *out = e;
+      return LAMINAR_OK;
+    }
+    case LM_OP_CONCAT: {
+      LM_TRY(coerce(b, &l, LM_TYPE_STRING));
+      LM_TRY(coerce(b, &r, LM_TYPE_STRING));
+      lm_expr* e = new_call(b, LM_XOP_CONCAT, LM_TYPE_STRING, 2);
+      if (e == NULL) return NOMEM(b);
+      e->args[0] = l;
+      e->args[1] = r;
+      *out = e;
+      return LAMINAR_OK;
+    }
+    case LM_OP_ADD:
+    case LM_OP_SUB:
+    case LM_OP_MUL:
+    case LM_OP_DIV:
+    case LM_OP_MOD: break;
+    default: return fail(b, LAMINAR_ERR_INTERNAL, at, "unexpected operator");
+  }
+  xop = op == LM_OP_ADD   ? LM_XOP_ADD
+        : op == LM_OP_SUB ? LM_XOP_SUB
+        : op == LM_OP_MUL ? LM_XOP_MUL
+        : op == LM_OP_DIV ? LM_XOP_DIV
+                          : LM_XOP_MOD;
+  /* TIMESTAMP +/- an integer (an INTERVAL, scaled to micros by the caller). */
+  if ((op == LM_OP_ADD || op == LM_OP_SUB) && l->type == LM_TYPE_TIMESTAMP &&
+      (r->type == LM_TYPE_INT64 || r->type == LM_TYPE_INT32)) {
+    LM_TRY(coerce(b, &r, LM_TYPE_INT64));
+    lm_expr* e = new_call(b, xop, LM_TYPE_TIMESTAMP, 2);
+    if (e == NULL) return NOMEM(b);
+    e->args[0] = l;
+    e->args[1] = r;
+    *out = e;
+    return LAMINAR_OK;
+  }
+  if (op == LM_OP_SUB && l->type == LM_TYPE_TIMESTAMP && r->type == LM_TYPE_TIMESTAMP) {
+    lm_expr* e = new_call(b, xop, LM_TYPE_INT64, 2);
+    if (e == NULL) return NOMEM(b);
+    e->args[0] = l;
+    e->args[1] = r;
+    *out = e;
+    return LAMINAR_OK;
+  }
+  lm_type lt = l->type == LM_TYPE_NULL ? r->type : l->type;
+  lm_type rt = r->type == LM_TYPE_NULL ? l->type : r->type;
+  if (lt == LM_TYPE_NULL) lt = rt = LM_TYPE_INT64;
+  if (!is_numeric(lt) || !is_numeric(rt)) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at, "cannot apply '%s' to %s and %s",
+                op_text(op), lm_type_name(l->type), lm_type_name(r->type));
+  }
+  lm_type t = (op == LM_OP_DIV || lt == LM_TYPE_DOUBLE || rt == LM_TYPE_DOUBLE)
+                  ? LM_TYPE_DOUBLE
+                  : LM_TYPE_INT64;
+  LM_TRY(coerce(b, &l, t));
+  LM_TRY(coerce(b, &r, t));
+  lm_expr* e = new_call(b, xop, t, 2);
+  if (e == NULL) return NOMEM(b);
+  e->args[0] = l;
+  e->args[1] = r;
+  *out = e;
+  return LAMINAR_OK;
+}
+
+static laminar_code make_not(binder* b, lm_expr* inner, lm_expr** out) {
+  lm_expr* e = new_call(b, LM_XOP_NOT, LM_TYPE_BOOL, 1);
+  if (e == NULL) return NOMEM(b);
+  e->args[0] = inner;
+  *out = e;
+  return LAMINAR_OK;
+}
+
+/* An aggregate call in MODE_POST: register it (deduplicated) and reference its
+ * output column. */
+static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out) {
+  int32_t idx = -1;
+  for (int32_t i = 0; i < b->naggs; i++) {
+    if (ast_equal(b->agg_calls[i], a)) {
+      idx = i;
+      break;
+    }
+  }
+  if (idx < 0) {
+    if (a->distinct) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a, "%s(DISTINCT ...) is not supported yet",
+                  a->fname);
+    }
+    lm_agg_spec spec = {0};
+    const char* f = a->fname;
+    if (lm_streq_nocase(f, "count") && (a->star || a->nargs == 0)) {
+      spec.fn = LM_AGG_COUNT_STAR;
+      spec.result_type = LM_TYPE_INT64;
+    } else {
+      if (a->nargs != 1 || a->star) {
+        return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "%s() takes exactly one argument", f);
+      }
+      if (contains_agg(a->args[0])) {
+        return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[0],
+                    "aggregate calls cannot be nested");
+      }
+      lm_expr* arg;
+      LM_TRY(bind(b, a->args[0], MODE_ROW, &arg));
+      lm_type at = arg->type;
+      if (lm_streq_nocase(f, "count")) {
+        spec.fn = LM_AGG_COUNT;
+        spec.result_type = LM_TYPE_INT64;
+      } else if (lm_streq_nocase(f, "sum") || lm_streq_nocase(f, "avg")) {
+        bool avg = lm_streq_nocase(f, "avg");
+        if (!is_numeric(at) && at != LM_TYPE_NULL) {
+          return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "%s() needs a number, got %s",
+                      avg ? "avg" : "sum", lm_type_name(at));
+        }
+        lm_type in = at == LM_TYPE_DOUBLE ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
+        LM_TRY(coerce(b, &arg, in));
+        spec.fn = avg ? LM_AGG_AVG : LM_AGG_SUM;
+        spec.result_type = avg ? LM_TYPE_DOUBLE : in;
+      } else {
+        if (at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+        spec.fn = lm_streq_nocase(f, "min") ? LM_AGG_MIN : LM_AGG_MAX;
+        spec.result_type = arg->type;
+      }
+      spec.arg = arg;
+    }
+    if (b->naggs == b->cap_aggs) {
+      int32_t ncap = b->cap_aggs ? b->cap_aggs * 2 : 8;
+      lm_agg_spec* na = lm_pool_alloc(&b->plan->pool, sizeof(lm_agg_spec) * (size_t)ncap);
+      const lm_ast_expr** nc = lm_pool_alloc(&b->plan->pool, sizeof(void*) * (size_t)ncap);
+      if (na == NULL || nc == NULL) return NOMEM(b);
+      if (b->naggs) {
+        memcpy(na, b->aggs, sizeof(lm_agg_spec) * (size_t)b->naggs);
+        memcpy(nc, b->agg_calls, sizeof(void*) * (size_t)b->naggs);
+      }
+      b->aggs = na;
+      b->agg_calls = nc;
+      b->cap_aggs = ncap;
+    }
+    idx = b->naggs++;
+    b->aggs[idx] = spec;
+    b->agg_calls[idx] = a;
+  }
+  lm_expr* e = new_expr(b, LM_EXPR_COLUMN, b->aggs[idx].result_type);
+  if (e == NULL) return NOMEM(b);
+  e->column = 2 + b->nkeys + idx;
+  *out = e;
+  return LAMINAR_OK;
+}
+
+static lm_type window_bound_type(const binder* b) {
+  return b->plan->window.time_type == LM_TYPE_TIMESTAMP ? LM_TYPE_TIMESTAMP : LM_TYPE_INT64;
+}
+
+static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_expr** out) {
+  if (mode == MODE_POST) {
+    /* A GROUP BY key used as a whole refers to the key column. */
+    for (int32_t i = 0; i < b->nkeys; i++) {
+      if (ast_equal(b->keys[i], a)) {
+        lm_expr* e = new_expr(b, LM_EXPR_COLUMN, b->plan->agg_schema.fields[2 + i].type);
+        if (e == NULL) return NOMEM(b);
+        e->column = 2 + i;
+        *out = e;
+        return LAMINAR_OK;
+      }
+    }
+    if (a->kind == LM_AST_FUNCTION && is_agg_name(a->fname)) return bind_agg_ref(b, a, out);
+    if (a->kind == LM_AST_COLUMN && a->table == NULL &&
+        (lm_streq_nocase(a->name, "window_start") || lm_streq_nocase(a->name, "window_end"))) {
+      lm_expr* e = new_expr(b, LM_EXPR_COLUMN, window_bound_type(b));
+      if (e == NULL) return NOMEM(b);
+      e->column = lm_streq_nocase(a->name, "window_start") ? 0 : 1;
+      *out = e;
+      return LAMINAR_OK;
+    }
+    if (a->kind == LM_AST_COLUMN) {
+      if (lm_schema_find(b->input, a->name) < 0) {
+        laminar_code rc = fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a, "no column '%s' in '%s'",
+                               a->name, b->input_name);
+        lm_error_object(b->err, b->input_name, a->name);
+        return rc;
+      }
+      laminar_code rc = fail(b, LAMINAR_ERR_SQL_GROUPING, a,
+                             "column '%s' must appear in GROUP BY or be used in an aggregate",
+                             a->name);
+      lm_error_object(b->err, b->input_name, a->name);
+      return rc;
+    }
+  } else if (a->kind == LM_AST_FUNCTION && is_agg_name(a->fname)) {
+    return fail(b, LAMINAR_ERR_SQL_GROUPING, a, "aggregate %s() is not allowed here",
+                a->fname);
+  }
+
+  switch (a->kind) {
+    case LM_AST_LITERAL: return bind_literal(b, a, out);
+    case LM_AST_COLUMN: return bind_column_row(b, a, out);
+    case LM_AST_STAR: return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "'*' is not allowed here");
+    case LM_AST_VARIABLE:
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a, "${%s} substitution is not supported yet",
+                  a->name);
+    case LM_AST_LIKE:
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a, "LIKE is not supported yet");
+    case LM_AST_UNARY: {
+      lm_expr* x;
+      LM_TRY(bind(b, a->left, mode, &x));
+      if (a->op == LM_OP_NOT) {
+        if (x->type != LM_TYPE_BOOL && x->type != LM_TYPE_NULL) {
+          return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "NOT needs a BOOLEAN, got %s",
+                      lm_type_name(x->type));
+        }
+        LM_TRY(coerce(b, &x, LM_TYPE_BOOL));
+        return make_not(b, x, out);
+      }
+      if (!is_numeric(x->type) && x->type != LM_TYPE_NULL) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "unary '%s' needs a number, got %s",
+                    op_text(a->op), lm_type_name(x->type));
+      }
+      if (a->op == LM_OP_PLUS) {
+        *out = x;
+        return LAMINAR_OK;
+      }
+      lm_type t = x->type == LM_TYPE_DOUBLE ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
+      LM_TRY(coerce(b, &x, t));
+      lm_expr* e = new_call(b, LM_XOP_NEG, t, 1);
+      if (e == NULL) return NOMEM(b);
+      e->args[0] = x;
+      *out = e;
+      return LAMINAR_OK;
+    }
+    case LM_AST_BINARY: {
+      lm_expr *l, *r;
+      LM_TRY(bind(b, a->left, mode, &l));
+      LM_TRY(bind(b, a->right, mode, &r));
+      /* INTERVAL next to a TIMESTAMP counts microseconds. */
+      if (a->right->kind == LM_AST_LITERAL && a->right->lit == LM_LIT_INTERVAL &&
+          l->type == LM_TYPE_TIMESTAMP) {
+        r->lit.i *= 1000;
+      }
+      if (a->left->kind == LM_AST_LITERAL && a->left->lit == LM_LIT_INTERVAL &&
+          r->type == LM_TYPE_TIMESTAMP) {
+        l->lit.i *= 1000;
+        if (a->op == LM_OP_ADD) { /* INTERVAL + ts == ts + INTERVAL */
+          lm_expr* t = l;
+          l = r;
+          r = t;
+        }
+      }
+      return make_binary(b, a, a->op, l, r, is_str_lit(a->left), is_str_lit(a->right), out);
+    }
+    case LM_AST_IS_NULL: {
+      lm_expr* x;
+      LM_TRY(bind(b, a->left, mode, &x));
+      if (x->type == LM_TYPE_NULL) LM_TRY(coerce(b, &x, LM_TYPE_INT32));
+      lm_expr* e = new_call(b, a->negated ? LM_XOP_IS_NOT_NULL : LM_XOP_IS_NULL, LM_TYPE_BOOL, 1);
+      if (e == NULL) return NOMEM(b);
+      e->args[0] = x;
+      *out = e;
+      return LAMINAR_OK;
+    }
+    case LM_AST_BETWEEN: {
+      /* x BETWEEN lo AND hi == x >= lo AND x <= hi (x bound twice). */
+      lm_expr *x1, *x2, *lo, *hi, *ge, *le, *both;
+      LM_TRY(bind(b, a->left, mode, &x1));
+      LM_TRY(bind(b, a->left, mode, &x2));
+      LM_TRY(bind(b, a->list[0], mode, &lo));
+      LM_TRY(bind(b, a->list[1], mode, &hi));
+      LM_TRY(make_compare(b, a, LM_XOP_GE, x1, lo, is_str_lit(a->left), is_str_lit(a->list[0]), &ge));
+      LM_TRY(make_compare(b, a, LM_XOP_LE, x2, hi, is_str_lit(a->left), is_str_lit(a->list[1]), &le));
+      LM_TRY(make_binary(b, a, LM_OP_AND, ge, le, false, false, &both));
+      if (a->negated) return make_not(b, both, out);
+      *out = both;
+      return LAMINAR_OK;
+    }
+    case LM_AST_IN: {
+      lm_expr* acc = NULL;
+      for (size_t i = 0; i < a->nlist; i++) {
+        lm_expr *x, *v, *eq;
+        LM_TRY(bind(b, a->left, mode, &x));
+        LM_TRY(bind(b, a->list[i], mode, &v));
+        LM_TRY(make_compare(b, a->list[i], LM_XOP_EQ, x, v, is_str_lit(a->left),
+                            is_str_lit(a->list[i]), &eq));
+        if (acc == NULL) {
+          acc = eq;
+        } else {
+          LM_TRY(make_binary(b, a, LM_OP_OR, acc, eq, false, false, &acc));
+        }
+      }
+      if (acc == NULL) return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "IN needs at least one value");
+      if (a->negated) return make_not(b, acc, out);
+      *out = acc;
+      return LAMINAR_OK;
+    }
+    case LM_AST_CASE: {
+      int32_t n = (int32_t)a->nwhen;
+      int32_t nargs = 2 * n + (a->else_expr ? 1 : 0);
+      lm_expr* e = new_call(b, LM_XOP_CASE, LM_TYPE_NULL, nargs);
+      if (e == NULL) return NOMEM(b);
+      e->has_else = a->else_expr != NULL;
+      lm_type t = LM_TYPE_NULL;
+      for (int32_t i = 0; i < n; i++) {
+        lm_expr *w, *th;
+        if (a->operand != NULL) {
+          lm_expr *x, *v;
+          LM_TRY(bind(b, a->operand, mode, &x));
+          LM_TRY(bind(b, a->whens[i], mode, &v));
+          LM_TRY(make_compare(b, a->whens[i], LM_XOP_EQ, x, v, is_str_lit(a->operand),
+                              is_str_lit(a->whens[i]), &w));
+        } else {
+          LM_TRY(bind(b, a->whens[i], mode, &w));
+          if (w->type != LM_TYPE_BOOL && w->type != LM_TYPE_NULL) {
+            return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->whens[i],
+                        "CASE WHEN needs a BOOLEAN condition, got %s", lm_type_name(w->type));
+          }
+          LM_TRY(coerce(b, &w, LM_TYPE_BOOL));
+        }
+        LM_TRY(bind(b, a->thens[i], mode, &th));
+        lm_type nt = common_type(t, th->type, false, false);
+        if (nt == LM_TYPE_NULL && th->type != LM_TYPE_NULL && t != LM_TYPE_NULL) {
+          return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->thens[i],
+                      "CASE branches have incompatible types %s and %s", lm_type_name(t),
+                      lm_type_name(th->type));
+        }
+        t = nt;
+        e->args[2 * i] = w;
+        e->args[2 * i + 1] = th;
+      }
+      if (a->else_expr != NULL) {
+        lm_expr* el;
+        LM_TRY(bind(b, a->else_expr, mode, &el));
+        lm_type nt = common_type(t, el->type, false, false);
+        if (nt == LM_TYPE_NULL && el->type != LM_TYPE_NULL && t != LM_TYPE_NULL) {
+          return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->else_expr,
+                      "CASE branches have incompatible types %s and %s", lm_type_name(t),
+                      lm_type_name(el->type));
+        }
+        t = nt;
+        e->args[nargs - 1] = el;
+      }
+      if (t == LM_TYPE_NULL) t = LM_TYPE_INT32;
+      for (int32_t i = 0; i < n; i++) LM_TRY(coerce(b, &e->args[2 * i + 1], t));
+      if (a->else_expr != NULL) LM_TRY(coerce(b, &e->args[nargs - 1], t));
+      e->type = t;
+      *out = e;
+      return LAMINAR_OK;
+    }
+    case LM_AST_CAST: {
+      lm_expr* x;
+      LM_TRY(bind(b, a->left, mode, &x));
+      lm_type t = lm_bind_sql_type(a->cast_type);
+      if (x->type == LM_TYPE_NULL) {
+        LM_TRY(coerce(b, &x, t));
+        *out = x;
+        return LAMINAR_OK;
+      }
+      lm_expr* e = new_call(b, LM_XOP_CAST, t, 1);
+      if (e == NULL) return NOMEM(b);
+      e->args[0] = x;
+      *out = e;
+      return LAMINAR_OK;
+    }
+    case LM_AST_FUNCTION: {
+      if (is_window_fn(a->fname)) {
+        return fail(b, LAMINAR_ERR_SQL_GROUPING, a, "%s() is only allowed in GROUP BY",
+                    a->fname);
+      }
+      if (lm_streq_nocase(a->fname, "coalesce")) {
+        if (a->nargs == 0) return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "coalesce() needs arguments");
+        lm_expr* e = new_call(b, LM_XOP_COALESCE, LM_TYPE_NULL, (int32_t)a->nargs);
+        if (e == NULL) return NOMEM(b);
+        lm_type t = LM_TYPE_NULL;
+        for (size_t i = 0; i < a->nargs; i++) {
+          LM_TRY(bind(b, a->args[i], mode, &e->args[i]));
+          lm_type nt = common_type(t, e->args[i]->type, false, false);
+          if (nt == LM_TYPE_NULL && t != LM_TYPE_NULL && e->args[i]->type != LM_TYPE_NULL) {
+            return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->args[i],
+                        "coalesce() arguments have incompatible types %s and %s",
+                        lm_type_name(t), lm_type_name(e->args[i]->type));
+          }
+          t = nt;
+        }
+        if (t == LM_TYPE_NULL) t = LM_TYPE_INT32;
+        for (size_t i = 0; i < a->nargs; i++) LM_TRY(coerce(b, &e->args[i], t));
+        e->type = t;
+        *out = e;
+        return LAMINAR_OK;
+      }
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a, "unknown or unsupported function '%s'",
+                  a->fname);
+    }
+  }
+  return fail(b, LAMINAR_ERR_INTERNAL, a, "unexpected expression");
+}
+
+/* ---- output names ------------------------------------------------------------------- */
+
+static const char* item_name(binder* b, const lm_ast_select_item* item, int32_t i) {
+  if (item->alias != NULL) return item->alias;
+  const lm_ast_expr* e = item->expr;
+  if (e->kind == LM_AST_COLUMN) return e->name;
+  if (e->kind == LM_AST_FUNCTION && e->fname != NULL) {
+    if (lm_streq_nocase(e->fname, "count") && (e->star || e->nargs == 0)) return "count_star";
+    return e->fname;
+  }
+  char buf[32];
+  snprintf(buf, sizeof buf, "col%d", (int)i);
+  return lm_pool_copy(&b->plan->pool, buf, strlen(buf) + 1);
+}
+
+/* ---- statement ----------------------------------------------------------------------- */
+
+static laminar_code add_field(binder* b, lm_schema* s, const char* name, lm_type t) {
+  if (t == LM_TYPE_NULL) t = LM_TYPE_INT32;
+  if (lm_schema_add(s, name, t, false) != 0) return NOMEM(b);
+  return LAMINAR_OK;
+}
+
+/* Expand '*' items and bind every select item in `mode`. */
+static laminar_code bind_items(binder* b, const lm_ast_select* sel, bind_mode mode,
+                               lm_expr*** out_exprs, int32_t* out_n) {
+  int32_t n = 0;
+  for (size_t i = 0; i < sel->nitems; i++) {
+    n += sel->items[i].expr->kind == LM_AST_STAR ? b->input->ncols : 1;
+  }
+  lm_expr** exprs = lm_pool_alloc(&b->plan->pool, sizeof(lm_expr*) * (size_t)(n ? n : 1));
+  if (exprs == NULL) return NOMEM(b);
+  int32_t k = 0;
+  for (size_t i = 0; i < sel->nitems; i++) {
+    const lm_ast_select_item* item = &sel->items[i];
+    if (item->expr->kind == LM_AST_STAR) {
+      if (mode == MODE_POST) {
+        return fail(b, LAMINAR_ERR_SQL_GROUPING, item->expr,
+                    "SELECT * is not allowed with GROUP BY");
+      }
+      for (int32_t c = 0; c < b->input->ncols; c++) {
+        lm_expr* e = new_expr(b, LM_EXPR_COLUMN, b->input->fields[c].type);
+        if (e == NULL) return NOMEM(b);
+        e->column = c;
+        exprs[k++] = e;
+        LM_TRY(add_field(b, &b->plan->out_schema, b->input->fields[c].name, e->type));
+      }
+      continue;
+    }
+    lm_expr* e;
+    LM_TRY(bind(b, item->expr, mode, &e));
+    if (e->type == LM_TYPE_NULL) LM_TRY(coerce(b, &e, LM_TYPE_INT32));
+    exprs[k++] = e;
+    LM_TRY(add_field(b, &b->plan->out_schema, item_name(b, item, k - 1), e->type));
+  }
+  *out_exprs = exprs;
+  *out_n = k;
+  return LAMINAR_OK;
+}
+
+static laminar_code bind_where(binder* b, const lm_ast_select* sel) {
+  if (sel->where == NULL) return LAMINAR_OK;
+  if (contains_agg(sel->where)) {
+    return fail(b, LAMINAR_ERR_SQL_GROUPING, sel->where,
+                "aggregates are not allowed in WHERE (use HAVING)");
+  }
+  lm_expr* w;
+  LM_TRY(bind(b, sel->where, MODE_ROW, &w));
+  if (w->type != LM_TYPE_BOOL && w->type != LM_TYPE_NULL) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, sel->where, "WHERE needs a BOOLEAN, got %s",
+                lm_type_name(w->type));
+  }
+  LM_TRY(coerce(b, &w, LM_TYPE_BOOL));
+  b->plan->filter = w;
+  return LAMINAR_OK;
+}
+
+static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
+  lm_plan* plan = b->plan;
+  b->keys = lm_pool_alloc(&plan->pool, sizeof(void*) * (sel->ngroup + 1));
+  lm_expr** key_exprs = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (sel->ngroup + 1));
+  if (b->keys == NULL || key_exprs == NULL) return NOMEM(b);
+  for (size_t i = 0; i < sel->ngroup; i++) {
+    const lm_ast_expr* g = sel->group_by[i];
+    if (g->kind == LM_AST_FUNCTION && is_window_fn(g->fname)) {
+      if (!lm_streq_nocase(g->fname, "tumble")) {
+        return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, g, "%s() windows are not supported yet",
+                    g->fname);
+      }
+      if (b->tumble != NULL) {
+        return fail(b, LAMINAR_ERR_SQL_GROUPING, g, "only one window function per GROUP BY");
+      }
+      if (g->nargs != 2 || g->star) {
+        return fail(b, LAMINAR_ERR_SQL_SYNTAX, g,
+                    "tumble() takes a time column and an INTERVAL: tumble(ts, INTERVAL '1' SECOND)");
+      }
+      const lm_ast_expr* col = g->args[0];
+      if (col->kind != LM_AST_COLUMN) {
+        return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, col, "tumble() needs a column as its time");
+      }
+      lm_expr* t;
+      LM_TRY(bind_column_row(b, col, &t));
+      if (t->type != LM_TYPE_INT64 && t->type != LM_TYPE_TIMESTAMP) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, col,
+                    "tumble() time column '%s' must be BIGINT (epoch ms) or TIMESTAMP, got %s",
+                    col->name, lm_type_name(t->type));
+      }
+      const lm_ast_expr* size = g->args[1];
+      if (size->kind != LM_AST_LITERAL || (size->lit != LM_LIT_INTERVAL && size->lit != LM_LIT_INT)) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, size,
+                    "tumble() size must be an INTERVAL literal");
+      }
+      if (size->i <= 0) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, size, "tumble() size must be positive");
+      }
+      b->tumble = g;
+      plan->window.time_col = t->column;
+      plan->window.time_type = t->type;
+      plan->window.size_ms = size->i;
+      continue;
+    }
+    if (contains_agg(g)) {
+      return fail(b, LAMINAR_ERR_SQL_GROUPING, g, "aggregates are not allowed in GROUP BY");
+    }
+    lm_expr* k;
+    LM_TRY(bind(b, g, MODE_ROW, &k));
+    if (k->type == LM_TYPE_NULL) LM_TRY(coerce(b, &k, LM_TYPE_INT32));
+    b->keys[b->nkeys] = g;
+    key_exprs[b->nkeys] = k;
+    b->nkeys++;
+  }
+  if (b->tumble == NULL) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->ngroup ? sel->group_by[0] : NULL,
+                "GROUP BY without a window (tumble) needs EMIT CHANGES, which is not "
+                "supported yet");
+  }
+  plan->window.keys = (const lm_expr* const*)key_exprs;
+  plan->window.nkeys = b->nkeys;
+  /* agg_schema: window bounds and keys now, aggregates once the items are bound. */
+  LM_TRY(add_field(b, &plan->agg_schema, "window_start", window_bound_type(b)));
+  LM_TRY(add_field(b, &plan->agg_schema, "window_end", window_bound_type(b)));
+  for (int32_t i = 0; i < b->nkeys; i++) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "key%d", (int)i);
+    LM_TRY(add_field(b, &plan->agg_schema, buf, key_exprs[i]->type));
+  }
+  return LAMINAR_OK;
+}
+
+static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
+  const lm_ast_select* sel = stmt->select;
+  lm_plan* plan = b->plan;
+  if (sel->distinct) return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL, "SELECT DISTINCT is not supported yet");
+  if (sel->norder > 0 || sel->limit >= 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->norder ? sel->order_by[0].expr : NULL,
+                "ORDER BY / LIMIT are not supported on continuous queries");
+  }
+  bool has_agg = sel->ngroup > 0 || sel->having != NULL;
+  for (size_t i = 0; i < sel->nitems && !has_agg; i++) has_agg = contains_agg(sel->items[i].expr);
+  if (stmt->emit == LM_EMIT_CHANGES) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL, "EMIT CHANGES is not supported yet");
+  }
+  LM_TRY(bind_where(b, sel));
+  if (!has_agg) {
+    if (stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
+      return fail(b, LAMINAR_ERR_SQL_GROUPING, NULL,
+                  "EMIT ON WINDOW CLOSE needs a GROUP BY with a window");
+    }
+    return bind_items(b, sel, MODE_ROW, &plan->exprs, &plan->nexprs);
+  }
+  if (sel->ngroup == 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "aggregates need GROUP BY with a window, e.g. GROUP BY tumble(ts, INTERVAL "
+                "'1' SECOND)");
+  }
+  plan->windowed = true;
+  b->aggregating = true;
+  LM_TRY(bind_group_by(b, sel));
+  plan->window.filter = plan->filter;
+  LM_TRY(bind_items(b, sel, MODE_POST, &plan->post_exprs, &plan->npost));
+  if (sel->having != NULL) {
+    lm_expr* h;
+    LM_TRY(bind(b, sel->having, MODE_POST, &h));
+    if (h->type != LM_TYPE_BOOL && h->type != LM_TYPE_NULL) {
+      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, sel->having, "HAVING needs a BOOLEAN, got %s",
+                  lm_type_name(h->type));
+    }
+    LM_TRY(coerce(b, &h, LM_TYPE_BOOL));
+    plan->having = h;
+  }
+  for (int32_t i = 0; i < b->naggs; i++) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "agg%d", (int)i);
+    LM_TRY(add_field(b, &plan->agg_schema, buf, b->aggs[i].result_type));
+  }
+  plan->window.aggs = b->aggs;
+  plan->window.naggs = b->naggs;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void* lookup_arg,
+                            lm_plan* out, laminar_error* err) {
+  memset(out, 0, sizeof *out);
+  lm_pool_init(&out->pool);
+  lm_schema_init_empty(&out->out_schema);
+  lm_schema_init_empty(&out->agg_schema);
+  const lm_ast_select* sel = stmt->select;
+  bool is_source = false;
+  const lm_schema* input = lookup(lookup_arg, sel->from, &is_source);
+  if (input == NULL) {
+    lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+                 "no source or stream named '%s' at line %d, column %d", sel->from,
+                 (int)sel->from_line, (int)sel->from_column);
+    lm_error_at(err, sel->from_line, sel->from_column);
+    lm_error_object(err, sel->from, NULL);
+    return LAMINAR_ERR_SQL_UNKNOWN_OBJECT;
+  }
+  binder b = {.plan = out, .err = err, .input = input, .input_name = sel->from,
+              .input_alias = sel->from_alias};
+  laminar_code rc = LAMINAR_OK;
+  out->input = lm_pool_copy(&out->pool, sel->from, strlen(sel->from) + 1);
+  out->input_is_source = is_source;
+  if (out->input == NULL) rc = NOMEM(&b);
+  if (rc == LAMINAR_OK) rc = bind_select(&b, stmt);
+  if (rc != LAMINAR_OK) lm_plan_free(out);
+  return rc;
+}
+
+/* ---- plan lifecycle ----------------------------------------------------------------- */
+
+void lm_plan_free(lm_plan* plan) {
+  lm_schema_free(&plan->out_schema);
+  lm_schema_free(&plan->agg_schema);
+  lm_pool_free(&plan->pool);
+  memset(plan, 0, sizeof *plan);
+}
+
+laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
+  *out = NULL;
+  if (!plan->windowed) {
+    return lm_op_map_create(plan->filter, (const lm_expr* const*)plan->exprs, plan->nexprs,
+                            &plan->out_schema, out);
+  }
+  lm_op* win;
+  LM_TRY(lm_op_window_create(&plan->window, &plan->agg_schema, &win));
+  lm_op* post;
+  laminar_code rc = lm_op_map_create(plan->having, (const lm_expr* const*)plan->post_exprs,
+                                     plan->npost, &plan->out_schema, &post);
+  if (rc != LAMINAR_OK) {
+    lm_op_chain_destroy(win);
+    return rc;
+  }
+  win->next = post;
+  *out = win;
+  return LAMINAR_OK;
+}
+
+const char* lm_plan_describe(lm_plan* plan) {
+  char buf[512];
+  if (plan->windowed) {
+    snprintf(buf, sizeof buf,
+             "window_aggregate(tumble %lld ms on column %d, %d keys, %d aggregates%s) -> "
+             "project(%d columns%s)",
+             (long long)plan->window.size_ms, (int)plan->window.time_col,
+             (int)plan->window.nkeys, (int)plan->window.naggs,
+             plan->window.filter ? ", filtered" : "", (int)plan->npost,
+             plan->having ? ", having" : "");
+  } else {
+    snprintf(buf, sizeof buf, "%sproject(%d columns)", plan->filter ? "filter -> " : "",
+             (int)plan->nexprs);
+  }
+  return lm_pool_copy(&plan->pool, buf, strlen(buf) + 1);
+}

@@ -1,0 +1,22 @@
+/*
+ * binder.h -- semantic analysis: AST of CREATE STREAM -> typed lm_plan.
+ */
+#ifndef LM_SQL_BINDER_H
+#define LM_SQL_BINDER_H
+
+#include "laminar.h"
+#include "sql/ast.h"
+#include "sql/plan.h"
+
+/* Bind the SELECT of a CREATE STREAM statement against the catalog (through
+ * `lookup`). On success *out is a complete plan (free with lm_plan_free).
+ * Errors carry the line:column of the offending expression:
+ * 1002 unknown input, 1003 unknown column, 1005 unsupported construct,
+ * 1006 grouping errors, 2001 type errors. On failure *out is left empty. */
+laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void* lookup_arg,
+                            lm_plan* out, laminar_error* err);
+
+/* Map a SQL type of the AST to the engine's logical type. */
+lm_type lm_bind_sql_type(lm_sql_type type);
+
+#endif /* LM_SQL_BINDER_H */

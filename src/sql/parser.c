@@ -1,0 +1,1439 @@
+/*
+ * parser.c -- recursive-descent parser: SQL text -> statement ASTs (ast.h),
+ * plus the arena that owns them.
+ *
+ * Grammar (keywords case-insensitive; see ast.h for the tree each form makes):
+ *
+ *   stmt    := CREATE [OR REPLACE] SOURCE [IF NOT EXISTS] name
+ *                ( coldef_or_watermark [, ...] ) [WITH ( option [, ...] )]
+ *            | CREATE [OR REPLACE] (STREAM | [MATERIALIZED] VIEW) [IF NOT EXISTS] name
+ *                AS select [emit]
+ *            | CREATE [OR REPLACE] SINK [IF NOT EXISTS] name FROM name [WITH (...)]
+ *            | DROP (SOURCE|STREAM|VIEW|MATERIALIZED VIEW|SINK) [IF EXISTS] name
+ *            | SHOW (SOURCES|STREAMS|VIEWS|MATERIALIZED VIEWS|SINKS)
+ *            | (DESCRIBE | DESC) name  |  EXPLAIN stmt  |  select [emit]
+ *   coldef  := name type [NOT NULL | NULL]
+ *   watermark := WATERMARK FOR col [AS col [- INTERVAL ...]]
+ *   option  := (name[.name]* | 'key') = ('str' | [-]number | TRUE | FALSE | INTERVAL .. |
+ * ${V}) select  := SELECT [DISTINCT|ALL] item [, ...] FROM name [[AS] alias] [WHERE e]
+ *              [GROUP BY e, ...] [HAVING e] [ORDER BY e [ASC|DESC], ...] [LIMIT n]
+ *   emit    := EMIT (ON WINDOW CLOSE | FINAL | CHANGES)
+ *
+ * Expressions by precedence climbing, lowest first: OR; AND; prefix NOT;
+ * comparisons, IS [NOT] NULL, [NOT] BETWEEN, [NOT] IN, [NOT] LIKE; ||; + -;
+ * * / %; unary - +; primaries. All binary operators are left-associative.
+ *
+ * Not parsed in this version (LAMINAR_ERR_SQL_UNSUPPORTED at the token): JOIN
+ * and comma joins, subqueries, CREATE TABLE.
+ *
+ * Recursion: every recursive path goes through parse_binary(), parse_unary()
+ * or parse_statement(), which count depth and stop at LM_SQL_MAX_DEPTH with
+ * LAMINAR_ERR_SQL_LIMIT; left-deep operator chains are built by loops, and
+ * their tree height is checked as nodes are made (finish()), so no consumer
+ * of the AST recurses deeper than LM_SQL_MAX_DEPTH either.
+ */
+#include <stdalign.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sql/lexer.h"
+#include "sql/sql.h"
+#include "util/util.h"
+
+/* ==== arena ========================================================================= */
+
+typedef struct arena_block {
+  struct arena_block* next;
+  size_t cap; /* bytes in data */
+  size_t used;
+  max_align_t data[];
+} arena_block;
+
+struct lm_arena {
+  arena_block* head; /* block being filled; full and oversized blocks behind it */
+  size_t next_size;  /* data bytes of the next ordinary block (doubles to 1 MiB) */
+};
+
+#define ARENA_MIN_BLOCK ((size_t)8 * 1024)
+#define ARENA_MAX_BLOCK ((size_t)1024 * 1024)
+
+laminar_code lm_arena_create(lm_arena** out) {
+  *out = NULL;
+  lm_arena* a = lm_calloc(1, sizeof *a);
+  if (a == NULL) return LAMINAR_ERR_NOMEM;
+  a->next_size = ARENA_MIN_BLOCK;
+  *out = a;
+  return LAMINAR_OK;
+}
+
+void lm_arena_destroy(lm_arena* arena) {
+  if (arena == NULL) return;
+  arena_block* b = arena->head;
+  while (b != NULL) {
+    arena_block* next = b->next;
+    lm_free(b);
+    b = next;
+  }
+  lm_free(arena);
+}
+
+static arena_block* new_block(size_t cap) {
+  if (cap > SIZE_MAX - sizeof(arena_block)) return NULL;
+  arena_block* b =
+      lm_calloc(1, sizeof(arena_block) + cap);  // zeroed: allocations are too
+  if (b != NULL) b->cap = cap;
+  return b;
+}
+
+void* lm_arena_alloc(lm_arena* arena, size_t n) {
+  const size_t align = alignof(max_align_t);
+  if (n == 0) n = 1;
+  if (n > SIZE_MAX - align) return NULL;
+  size_t need = (n + align - 1) & ~(align - 1);
+  arena_block* b = arena->head;
+  if (b != NULL && b->cap - b->used >= need) {
+    char* p = (char*)b->data + b->used;
+    b->used += need;
+    return p;
+  }
+  if (need > arena->next_size / 4) {
+    /* A big allocation gets a block of its own, linked behind the head so the
+     * head's free space stays usable. */
+    arena_block* big = new_block(need);
+    if (big == NULL) return NULL;
+    big->used = need;
+    if (b == NULL) {
+      arena->head = big;
+    } else {
+      big->next = b->next;
+      b->next = big;
+    }
+    return big->data;
+  }
+  arena_block* fresh = new_block(arena->next_size);
+  if (fresh == NULL) return NULL;
+  if (arena->next_size < ARENA_MAX_BLOCK) arena->next_size *= 2;
+  fresh->next = b;
+  arena->head = fresh;
+  fresh->used = need;
+  return fresh->data;
+}
+
+char* lm_arena_strndup(lm_arena* arena, const char* s, size_t n) {
+  if (n == SIZE_MAX) return NULL;
+  char* out = lm_arena_alloc(arena, n + 1);
+  if (out == NULL) return NULL;
+  if (n > 0) memcpy(out, s, n);
+  out[n] = '\0';
+  return out;
+}
+
+/* ==== parser state and helpers ====================================================== */
+
+typedef struct parser {
+  lm_arena* arena;
+  laminar_error* err;
+  lm_lexer lex;
+  lm_token cur;      /* the lookahead token */
+  size_t last_end;   /* byte offset just past the last consumed token */
+  int32_t depth;     /* current recursion depth (enter/leave) */
+  bool in_stmt;      /* the statement length limit applies */
+  size_t stmt_start; /* offset of the statement being parsed */
+  int32_t stmt_line, stmt_column;
+} parser;
+
+/* Error paths are kept out of line (noinline, cold) so their message buffers
+ * do not swell the frames of the recursive functions that call them: the
+ * stack used per nesting level decides how deep LM_SQL_MAX_DEPTH can be. */
+#define COLD __attribute__((noinline, cold))
+/* Rarely-taken branches of parse_primary() kept out of its frame likewise. */
+#define NOINLINE __attribute__((noinline))
+
+static COLD laminar_code nomem(parser* p) {
+  return lm_error_set(p->err, LAMINAR_ERR_NOMEM, "out of memory while parsing SQL");
+}
+
+/* "'text'" of a token for messages, cut at 40 bytes (on a UTF-8 boundary). */
+static COLD void describe(const lm_token* t, char* buf, size_t cap) {
+  if (t->kind == LM_TOK_EOF) {
+    snprintf(buf, cap, "end of input");
+    return;
+  }
+  size_t n = t->len;
+  bool cut = false;
+  if (n > 40) {
+    n = 40;
+    while (n > 0 && ((unsigned char)t->text[n] & 0xC0) == 0x80) n--;
+    cut = true;
+  }
+  snprintf(buf, cap, "'%.*s%s'", (int)n, t->text, cut ? "..." : "");
+}
+
+/* Fail with `code` at line:column; the message is the formatted detail. */
+static COLD laminar_code fail_at(parser* p, laminar_code code, int32_t line,
+                                 int32_t column, const char* fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static laminar_code fail_at(parser* p, laminar_code code, int32_t line, int32_t column,
+                            const char* fmt, ...) {
+  char detail[640];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  return lm_sql_error(p->err, code, line, column, "%s", detail);
+}
+
+/* "expected <what> but found <current token>" at the current token. */
+static COLD laminar_code expected(parser* p, const char* what) {
+  char found[64];
+  describe(&p->cur, found, sizeof found);
+  return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, p->cur.line, p->cur.column,
+                 "expected %s but found %s", what, found);
+}
+
+/* Consume the current token and lex the next one. */
+static laminar_code advance(parser* p) {
+  p->last_end = p->cur.offset + p->cur.len;
+  LM_TRY(lm_lexer_next(&p->lex, &p->cur, p->err));
+  if (p->in_stmt && p->cur.kind != LM_TOK_EOF && p->cur.kind != LM_TOK_SEMICOLON &&
+      p->cur.offset + p->cur.len - p->stmt_start > LM_SQL_MAX_STMT_BYTES) {
+    return fail_at(p, LAMINAR_ERR_SQL_LIMIT, p->stmt_line, p->stmt_column,
+                   "statement is longer than %zu bytes", LM_SQL_MAX_STMT_BYTES);
+  }
+  return LAMINAR_OK;
+}
+
+static laminar_code enter(parser* p) {
+  if (++p->depth > LM_SQL_MAX_DEPTH) {
+    return fail_at(p, LAMINAR_ERR_SQL_LIMIT, p->cur.line, p->cur.column,
+                   "statement nested deeper than %d levels", LM_SQL_MAX_DEPTH);
+  }
+  return LAMINAR_OK;
+}
+
+static void leave(parser* p) { p->depth--; }
+
+static bool is_kw(const lm_token* t, const char* kw) {
+  return t->kind == LM_TOK_IDENT && lm_strneq_nocase(t->text, t->len, kw);
+}
+
+/* Words that cannot be an unquoted name (column, table, alias): they start or
+ * continue clauses, so `SELECT a FROM t` can tell an alias from a clause. */
+static const char* const reserved_words[] = {
+    "all",    "and",      "as",    "asc",      "between",  "by",    "case",   "cast",
+    "create", "cross",    "desc",  "describe", "distinct", "drop",  "else",   "emit",
+    "end",    "explain",  "false", "from",     "full",     "group", "having", "in",
+    "inner",  "interval", "is",    "join",     "like",     "limit", "not",    "null",
+    "on",     "or",       "order", "outer",    "select",   "show",  "then",   "true",
+    "union",  "when",     "where", "with",     NULL};
+
+static bool is_reserved(const lm_token* t) {
+  if (t->kind != LM_TOK_IDENT) return false;
+  for (const char* const* w = reserved_words; *w != NULL; w++) {
+    if (lm_strneq_nocase(t->text, t->len, *w)) return true;
+  }
+  return false;
+}
+
+static laminar_code accept(parser* p, lm_tok_kind kind, bool* out) {
+  *out = p->cur.kind == kind;
+  return *out ? advance(p) : LAMINAR_OK;
+}
+
+static laminar_code accept_kw(parser* p, const char* kw, bool* out) {
+  *out = is_kw(&p->cur, kw);
+  return *out ? advance(p) : LAMINAR_OK;
+}
+
+static const char* tok_name(lm_tok_kind kind) {
+  switch (kind) {
+    case LM_TOK_LPAREN:
+      return "'('";
+    case LM_TOK_RPAREN:
+      return "')'";
+    case LM_TOK_COMMA:
+      return "','";
+    case LM_TOK_EQ:
+      return "'='";
+    case LM_TOK_DOT:
+      return "'.'";
+    case LM_TOK_MINUS:
+      return "'-'";
+    case LM_TOK_INTEGER:
+      return "an integer";
+    case LM_TOK_STRING:
+      return "a string literal";
+    default:
+      return "a token";
+  }
+}
+
+static laminar_code expect(parser* p, lm_tok_kind kind) {
+  if (p->cur.kind != kind) return expected(p, tok_name(kind));
+  return advance(p);
+}
+
+/* kw is given upper case, as it is shown in the message. */
+static laminar_code expect_kw(parser* p, const char* kw) {
+  if (!is_kw(&p->cur, kw)) {
+    char what[48];
+    snprintf(what, sizeof what, "'%s'", kw);
+    return expected(p, what);
+  }
+  return advance(p);
+}
+
+/* Decoded text of token t, as an arena string. */
+static laminar_code tok_string(parser* p, const lm_token* t, const char** out,
+                               size_t* out_len) {
+  char* s = lm_arena_alloc(p->arena, t->len + 1);
+  if (s == NULL) return nomem(p);
+  size_t n = lm_token_decode(t, s);
+  *out = s;
+  if (out_len != NULL) *out_len = n;
+  return LAMINAR_OK;
+}
+
+static bool is_name_token(const lm_token* t) {
+  return t->kind == LM_TOK_QIDENT || (t->kind == LM_TOK_IDENT && !is_reserved(t));
+}
+
+/* A name: an unreserved identifier (folded) or a "quoted" one (verbatim).
+ * `what` names it in the error ("a source name"). */
+static NOINLINE laminar_code parse_name(parser* p, const char* what, const char** out,
+                                        int32_t* line, int32_t* column) {
+  const lm_token t = p->cur;
+  if (!is_name_token(&t)) {
+    if (is_reserved(&t)) {
+      char found[64];
+      describe(&t, found, sizeof found);
+      return fail_at(
+          p, LAMINAR_ERR_SQL_SYNTAX, t.line, t.column,
+          "expected %s but found the keyword %s (quote it as \"...\" to use it "
+          "as a name)",
+          what, found);
+    }
+    return expected(p, what);
+  }
+  if (t.kind == LM_TOK_QIDENT && t.len == 2) {
+    return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, t.line, t.column,
+                   "a quoted identifier cannot be empty");
+  }
+  LM_TRY(tok_string(p, &t, out, NULL));
+  if (line != NULL) *line = t.line;
+  if (column != NULL) *column = t.column;
+  return advance(p);
+}
+
+/* Grow an arena array to hold one more element: *arr has n used of *cap
+ * elements of size elem; on growth the old array is abandoned to the arena
+ * (total waste stays below the final size). */
+static laminar_code grow_array(parser* p, void* arr, size_t n, size_t* cap, size_t elem,
+                               void** out) {
+  *out = arr;
+  if (n < *cap) return LAMINAR_OK;
+  size_t ncap = *cap == 0 ? 4 : *cap * 2;
+  if (ncap > SIZE_MAX / elem) return nomem(p);
+  void* grown = lm_arena_alloc(p->arena, ncap * elem);
+  if (grown == NULL) return nomem(p);
+  if (n > 0) memcpy(grown, arr, n * elem);
+  *cap = ncap;
+  *out = grown;
+  return LAMINAR_OK;
+}
+
+#define PUSH(p, arr, n, cap, value)                                      \
+  do {                                                                   \
+    void* grown_;                                                        \
+    LM_TRY(grow_array((p), (arr), (n), &(cap), sizeof *(arr), &grown_)); \
+    (arr) = grown_;                                                      \
+    (arr)[(n)++] = (value);                                              \
+  } while (0)
+
+/* ==== types and literals ============================================================ */
+
+const char* lm_sql_type_name(lm_sql_type type) {
+  switch (type) {
+    case LM_SQL_TYPE_STRING:
+      return "VARCHAR";
+    case LM_SQL_TYPE_INT64:
+      return "BIGINT";
+    case LM_SQL_TYPE_INT32:
+      return "INT";
+    case LM_SQL_TYPE_DOUBLE:
+      return "DOUBLE";
+    case LM_SQL_TYPE_BOOL:
+      return "BOOLEAN";
+    case LM_SQL_TYPE_TIMESTAMP:
+      return "TIMESTAMP";
+  }
+  return "UNKNOWN";
+}
+
+static const struct {
+  const char* word;
+  lm_sql_type type;
+} type_words[] = {
+    {"varchar", LM_SQL_TYPE_STRING},      {"text", LM_SQL_TYPE_STRING},
+    {"string", LM_SQL_TYPE_STRING},       {"bigint", LM_SQL_TYPE_INT64},
+    {"int8", LM_SQL_TYPE_INT64},          {"long", LM_SQL_TYPE_INT64},
+    {"int", LM_SQL_TYPE_INT32},           {"integer", LM_SQL_TYPE_INT32},
+    {"int4", LM_SQL_TYPE_INT32},          {"double", LM_SQL_TYPE_DOUBLE},
+    {"float8", LM_SQL_TYPE_DOUBLE},       {"float", LM_SQL_TYPE_DOUBLE},
+    {"boolean", LM_SQL_TYPE_BOOL},        {"bool", LM_SQL_TYPE_BOOL},
+    {"timestamp", LM_SQL_TYPE_TIMESTAMP},
+};
+
+/* type := VARCHAR[(n)] | TEXT | STRING | BIGINT | INT8 | LONG | INT | INTEGER |
+ *         INT4 | DOUBLE [PRECISION] | FLOAT8 | FLOAT | BOOLEAN | BOOL |
+ *         TIMESTAMP[(p)]. `column_name` (NULL allowed) goes into the error. */
+static NOINLINE laminar_code parse_type(parser* p, const char* column_name,
+                                        lm_sql_type* out) {
+  const lm_token t = p->cur;
+  if (t.kind != LM_TOK_IDENT || is_reserved(&t)) {
+    if (t.kind != LM_TOK_QIDENT) return expected(p, "a type name");
+  }
+  size_t n = sizeof type_words / sizeof type_words[0];
+  size_t i = 0;
+  if (t.kind == LM_TOK_IDENT) {
+    while (i < n && !lm_strneq_nocase(t.text, t.len, type_words[i].word)) i++;
+  } else {
+    i = n;  // a "quoted" type name is never a type
+  }
+  if (i == n) {
+    char found[64];
+    describe(&t, found, sizeof found);
+    laminar_code rc =
+        fail_at(p, LAMINAR_ERR_UNKNOWN_TYPE, t.line, t.column,
+                "%s is not a type (use VARCHAR, BIGINT, INT, DOUBLE, BOOLEAN "
+                "or TIMESTAMP)",
+                found);
+    lm_error_object(p->err, NULL, column_name);
+    return rc;
+  }
+  *out = type_words[i].type;
+  LM_TRY(advance(p));
+  bool got;
+  if (*out == LM_SQL_TYPE_DOUBLE && lm_strneq_nocase(t.text, t.len, "double")) {
+    LM_TRY(accept_kw(p, "PRECISION", &got));
+  }
+  if (*out == LM_SQL_TYPE_STRING || *out == LM_SQL_TYPE_TIMESTAMP) {
+    LM_TRY(accept(p, LM_TOK_LPAREN, &got));  // VARCHAR(n), TIMESTAMP(p): n is ignored
+    if (got) {
+      LM_TRY(expect(p, LM_TOK_INTEGER));
+      LM_TRY(expect(p, LM_TOK_RPAREN));
+    }
+  }
+  return LAMINAR_OK;
+}
+
+/* Milliseconds in one `unit` (singular or plural, any case); false if unknown. */
+static bool interval_unit(const char* s, size_t n, int64_t* out) {
+  static const struct {
+    const char* word;
+    int64_t ms;
+  } units[] = {{"millisecond", 1}, {"milliseconds", 1}, {"second", 1000},
+               {"seconds", 1000},  {"minute", 60000},   {"minutes", 60000},
+               {"hour", 3600000},  {"hours", 3600000},  {"day", 86400000},
+               {"days", 86400000}};
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (lm_strneq_nocase(s, n, units[i].word)) {
+      *out = units[i].ms;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Parse the quantity of an interval, "[+|-]digits[.digits]", from s[0..n) into
+ * either an exact integer (*is_int) or a double. */
+static bool interval_number(const char* s, size_t n, bool* is_int, int64_t* iv,
+                            double* dv) {
+  size_t i = 0;
+  bool neg = false;
+  if (i < n && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+  size_t digits = 0, frac = 0;
+  uint64_t v = 0;
+  bool big = false;
+  while (i < n && s[i] >= '0' && s[i] <= '9') {
+    if (v > (UINT64_C(1) << 62)) big = true;
+    v = big ? v : v * 10 + (uint64_t)(s[i] - '0');
+    i++;
+    digits++;
+  }
+  if (i < n && s[i] == '.') {
+    i++;
+    while (i < n && s[i] >= '0' && s[i] <= '9') {
+      i++;
+      frac++;
+    }
+  }
+  if (i != n || digits + frac == 0) return false;
+  if (frac == 0 && !big) {
+    *is_int = true;
+    *iv = neg ? -(int64_t)v : (int64_t)v;
+    return true;
+  }
+  char buf[64];
+  if (n >= sizeof buf) return false;
+  memcpy(buf, s, n);
+  buf[n] = '\0';
+  *is_int = false;
+  *dv = strtod(buf, NULL);
+  return true;
+}
+
+/* INTERVAL 'n' unit | INTERVAL 'n unit' | INTERVAL n unit; the current token is
+ * INTERVAL. Makes a LITERAL INTERVAL with i = milliseconds. */
+static laminar_code parse_interval(parser* p, lm_ast_expr** out);
+
+/* ==== expressions =================================================================== */
+
+static lm_ast_expr* new_expr(parser* p, lm_ast_expr_kind kind, int32_t line,
+                             int32_t column) {
+  lm_ast_expr* e = lm_arena_alloc(p->arena, sizeof *e);
+  if (e == NULL) return NULL;
+  e->kind = kind;
+  e->line = line;
+  e->column = column;
+  e->height = 1;
+  return e;
+}
+
+#define NEW_EXPR(var, kind, line, column)          \
+  do {                                             \
+    (var) = new_expr(p, (kind), (line), (column)); \
+    if ((var) == NULL) return nomem(p);            \
+  } while (0)
+
+static int32_t max_height(int32_t h, const lm_ast_expr* e) {
+  return (e != NULL && e->height > h) ? e->height : h;
+}
+
+/* Set e->height from its children and enforce LM_SQL_MAX_DEPTH on it. */
+static laminar_code finish(parser* p, lm_ast_expr* e) {
+  int32_t h = 0;
+  h = max_height(h, e->left);
+  h = max_height(h, e->right);
+  h = max_height(h, e->operand);
+  h = max_height(h, e->else_expr);
+  for (size_t i = 0; i < e->nwhen; i++) {
+    h = max_height(h, e->whens[i]);
+    h = max_height(h, e->thens[i]);
+  }
+  for (size_t i = 0; i < e->nargs; i++) h = max_height(h, e->args[i]);
+  for (size_t i = 0; i < e->nlist; i++) h = max_height(h, e->list[i]);
+  e->height = h + 1;
+  if (e->height > LM_SQL_MAX_DEPTH) {
+    return fail_at(p, LAMINAR_ERR_SQL_LIMIT, e->line, e->column,
+                   "expression nested deeper than %d levels", LM_SQL_MAX_DEPTH);
+  }
+  return LAMINAR_OK;
+}
+
+static laminar_code parse_expr(parser* p, lm_ast_expr** out);
+static laminar_code parse_binary(parser* p, int min_prec, lm_ast_expr** out);
+static laminar_code parse_select(parser* p, lm_ast_select** out);
+
+enum { PREC_OR = 1, PREC_AND, PREC_NOT, PREC_CMP, PREC_CONCAT, PREC_ADD, PREC_MUL };
+
+static NOINLINE laminar_code parse_interval(parser* p, lm_ast_expr** out) {
+  const lm_token kw = p->cur;
+  LM_TRY(advance(p));
+  const lm_token v = p->cur;
+  bool is_int = false;
+  int64_t iv = 0;
+  double dv = 0;
+  int64_t unit_ms = 0;
+  bool have_unit = false;
+  if (v.kind == LM_TOK_STRING) {
+    /* 'n' or 'n unit', blanks around either part allowed. */
+    const char* s = NULL;
+    size_t n = 0;
+    LM_TRY(tok_string(p, &v, &s, &n));
+    size_t a = 0;
+    while (a < n && s[a] == ' ') a++;
+    size_t b = a;
+    while (b < n && s[b] != ' ') b++;
+    size_t c = b;
+    while (c < n && s[c] == ' ') c++;
+    size_t d = c;
+    while (d < n && s[d] != ' ') d++;
+    size_t e = d;
+    while (e < n && s[e] == ' ') e++;
+    bool ok = interval_number(s + a, b - a, &is_int, &iv, &dv) && e == n;
+    if (ok && c < n) {
+      have_unit = true;
+      ok = interval_unit(s + c, d - c, &unit_ms);
+    }
+    if (!ok) {
+      char found[64];
+      describe(&v, found, sizeof found);
+      return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, v.line, v.column,
+                     "invalid INTERVAL value %s (write e.g. INTERVAL '5' SECOND or "
+                     "INTERVAL '5 seconds')",
+                     found);
+    }
+  } else if (v.kind == LM_TOK_INTEGER && !v.int_is_min) {
+    is_int = true;
+    iv = (int64_t)v.uval;
+  } else if (v.kind == LM_TOK_DECIMAL) {
+    dv = v.dval;
+  } else {
+    return expected(p, "an interval quantity such as '1'");
+  }
+  LM_TRY(advance(p));
+  if (!have_unit) {
+    const lm_token u = p->cur;
+    if (u.kind != LM_TOK_IDENT) {
+      return expected(p, "an interval unit (MILLISECOND, SECOND, MINUTE, HOUR or DAY)");
+    }
+    if (!interval_unit(u.text, u.len, &unit_ms)) {
+      char found[64];
+      describe(&u, found, sizeof found);
+      return fail_at(
+          p, LAMINAR_ERR_SQL_SYNTAX, u.line, u.column,
+          "unknown interval unit %s (use MILLISECOND, SECOND, MINUTE, HOUR or DAY)",
+          found);
+    }
+    LM_TRY(advance(p));
+  }
+  int64_t ms;
+  bool overflow;
+  if (is_int) {
+    overflow = __builtin_mul_overflow(iv, unit_ms, &ms);
+  } else {
+    double x = dv * (double)unit_ms;
+    overflow = !(x > -9.0e18 && x < 9.0e18);  // also rejects NaN
+    /* round half away from zero, without libm */
+    ms = overflow ? 0 : x >= 0 ? (int64_t)(x + 0.5) : -(int64_t)(-x + 0.5);
+  }
+  if (overflow) {
+    return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, v.line, v.column,
+                   "INTERVAL is out of range (at most about 292 million years)");
+  }
+  lm_ast_expr* e;
+  NEW_EXPR(e, LM_AST_LITERAL, kw.line, kw.column);
+  e->lit = LM_LIT_INTERVAL;
+  e->i = ms;
+  *out = e;
+  return LAMINAR_OK;
+}
+
+/* f( [* | [DISTINCT|ALL] expr [, expr]*] ): the current token is '('. */
+static NOINLINE laminar_code parse_call(parser* p, const lm_token* name_tok,
+                                        lm_ast_expr** out) {
+  lm_ast_expr* e;
+  NEW_EXPR(e, LM_AST_FUNCTION, name_tok->line, name_tok->column);
+  LM_TRY(tok_string(p, name_tok, &e->fname, NULL));
+  LM_TRY(advance(p));
+  bool got;
+  LM_TRY(accept(p, LM_TOK_STAR, &got));
+  if (got) {
+    e->star = true;
+  } else if (p->cur.kind != LM_TOK_RPAREN) {
+    LM_TRY(accept_kw(p, "DISTINCT", &e->distinct));
+    if (!e->distinct) LM_TRY(accept_kw(p, "ALL", &got));
+    size_t cap = 0;
+    do {
+      lm_ast_expr* arg;
+      LM_TRY(parse_expr(p, &arg));
+      PUSH(p, e->args, e->nargs, cap, arg);
+      LM_TRY(accept(p, LM_TOK_COMMA, &got));
+    } while (got);
+  }
+  LM_TRY(expect(p, LM_TOK_RPAREN));
+  if (is_kw(&p->cur, "OVER") || is_kw(&p->cur, "FILTER")) {
+    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
+                   "%.*s clauses are not supported yet", (int)p->cur.len, p->cur.text);
+  }
+  LM_TRY(finish(p, e));
+  *out = e;
+  return LAMINAR_OK;
+}
+
+/* CASE [operand] WHEN w THEN t ... [ELSE e] END: the current token is CASE. */
+static NOINLINE laminar_code parse_case(parser* p, lm_ast_expr** out) {
+  lm_ast_expr* e;
+  NEW_EXPR(e, LM_AST_CASE, p->cur.line, p->cur.column);
+  LM_TRY(advance(p));
+  if (!is_kw(&p->cur, "WHEN")) LM_TRY(parse_expr(p, &e->operand));
+  size_t wcap = 0, tcap = 0, nthen = 0;
+  bool got;
+  for (;;) {
+    LM_TRY(accept_kw(p, "WHEN", &got));
+    if (!got) break;
+    lm_ast_expr *w, *t;
+    LM_TRY(parse_expr(p, &w));
+    LM_TRY(expect_kw(p, "THEN"));
+    LM_TRY(parse_expr(p, &t));
+    PUSH(p, e->whens, e->nwhen, wcap, w);
+    PUSH(p, e->thens, nthen, tcap, t);
+  }
+  if (e->nwhen == 0) return expected(p, "'WHEN'");
+  LM_TRY(accept_kw(p, "ELSE", &got));
+  if (got) LM_TRY(parse_expr(p, &e->else_expr));
+  LM_TRY(expect_kw(p, "END"));
+  LM_TRY(finish(p, e));
+  *out = e;
+  return LAMINAR_OK;
+}
+
+/* CAST(expr AS type): the current token is CAST. */
+static NOINLINE laminar_code parse_cast(parser* p, lm_ast_expr** out) {
+  lm_ast_expr* e;
+  NEW_EXPR(e, LM_AST_CAST, p->cur.line, p->cur.column);
+  LM_TRY(advance(p));
+  LM_TRY(expect(p, LM_TOK_LPAREN));
+  LM_TRY(parse_expr(p, &e->left));
+  LM_TRY(expect_kw(p, "AS"));
+  LM_TRY(parse_type(p, NULL, &e->cast_type));
+  LM_TRY(expect(p, LM_TOK_RPAREN));
+  LM_TRY(finish(p, e));
+  *out = e;
+  return LAMINAR_OK;
+}
+
+/* Literals, names, t.name, t.* and function calls (the leaves of parse_primary). */
+static NOINLINE laminar_code parse_leaf(parser* p, lm_ast_expr** out) {
+  const lm_token t = p->cur;
+  lm_ast_expr* e;
+  switch (t.kind) {
+    case LM_TOK_INTEGER:
+      if (t.int_is_min) {
+        return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, t.line, t.column,
+                       "integer '%.*s' is out of range for BIGINT", (int)t.len, t.text);
+      }
+      NEW_EXPR(e, LM_AST_LITERAL, t.line, t.column);
+      e->lit = LM_LIT_INT;
+      e->i = (int64_t)t.uval;
+      *out = e;
+      return advance(p);
+    case LM_TOK_DECIMAL:
+      NEW_EXPR(e, LM_AST_LITERAL, t.line, t.column);
+      e->lit = LM_LIT_DOUBLE;
+      e->d = t.dval;
+      *out = e;
+      return advance(p);
+    case LM_TOK_STRING:
+      NEW_EXPR(e, LM_AST_LITERAL, t.line, t.column);
+      e->lit = LM_LIT_STRING;
+      LM_TRY(tok_string(p, &t, &e->s, &e->slen));
+      *out = e;
+      return advance(p);
+    case LM_TOK_VARIABLE:
+      NEW_EXPR(e, LM_AST_VARIABLE, t.line, t.column);
+      LM_TRY(tok_string(p, &t, &e->name, NULL));
+      *out = e;
+      return advance(p);
+    case LM_TOK_IDENT:
+      if (is_kw(&t, "TRUE") || is_kw(&t, "FALSE") || is_kw(&t, "NULL")) {
+        NEW_EXPR(e, LM_AST_LITERAL, t.line, t.column);
+        e->lit = is_kw(&t, "NULL") ? LM_LIT_NULL : LM_LIT_BOOL;
+        e->b = is_kw(&t, "TRUE");
+        *out = e;
+        return advance(p);
+      }
+      if (is_kw(&t, "INTERVAL")) return parse_interval(p, out);
+      if (is_reserved(&t)) return expected(p, "an expression");
+      break;
+    case LM_TOK_QIDENT:
+      break;
+    default:
+      return expected(p, "an expression");
+  }
+  /* A name: column, t.column, t.*, or function call. */
+  if (t.kind == LM_TOK_QIDENT && t.len == 2) {
+    return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, t.line, t.column,
+                   "a quoted identifier cannot be empty");
+  }
+  LM_TRY(advance(p));
+  if (p->cur.kind == LM_TOK_LPAREN) return parse_call(p, &t, out);
+  bool dot;
+  LM_TRY(accept(p, LM_TOK_DOT, &dot));
+  if (dot && p->cur.kind == LM_TOK_STAR) {
+    NEW_EXPR(e, LM_AST_STAR, t.line, t.column);
+    LM_TRY(tok_string(p, &t, &e->table, NULL));
+    *out = e;
+    return advance(p);
+  }
+  NEW_EXPR(e, LM_AST_COLUMN, t.line, t.column);
+  if (dot) {
+    LM_TRY(tok_string(p, &t, &e->table, NULL));
+    LM_TRY(parse_name(p, "a column name", &e->name, NULL, NULL));
+  } else {
+    LM_TRY(tok_string(p, &t, &e->name, NULL));
+  }
+  *out = e;
+  return LAMINAR_OK;
+}
+
+/* primary := ( expr ) | CASE ... | CAST(...) | leaf. The recursive cases stay
+ * in this small frame; everything else is in parse_leaf(). */
+static laminar_code parse_primary(parser* p, lm_ast_expr** out) {
+  if (p->cur.kind == LM_TOK_LPAREN) {
+    LM_TRY(advance(p));
+    if (is_kw(&p->cur, "SELECT")) {
+      return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
+                     "subqueries are not supported yet");
+    }
+    LM_TRY(parse_expr(p, out));
+    return expect(p, LM_TOK_RPAREN);
+  }
+  if (is_kw(&p->cur, "CASE")) return parse_case(p, out);
+  if (is_kw(&p->cur, "CAST")) return parse_cast(p, out);
+  return parse_leaf(p, out);
+}
+
+/* [- | +]* primary. A sign directly on a numeric or INTERVAL literal is folded
+ * into it; -9223372036854775808 is read as INT64_MIN. */
+static laminar_code parse_unary(parser* p, lm_ast_expr** out) {
+  if (p->cur.kind != LM_TOK_MINUS && p->cur.kind != LM_TOK_PLUS)
+    return parse_primary(p, out);
+  const int32_t line = p->cur.line, column = p->cur.column;
+  const bool neg = p->cur.kind == LM_TOK_MINUS;
+  LM_TRY(advance(p));
+  lm_ast_expr* e;
+  if (neg && p->cur.kind == LM_TOK_INTEGER && p->cur.int_is_min) {
+    NEW_EXPR(e, LM_AST_LITERAL, line, column);
+    e->lit = LM_LIT_INT;
+    e->i = INT64_MIN;
+    *out = e;
+    return advance(p);
+  }
+  lm_ast_expr* x;
+  LM_TRY(enter(p));
+  LM_TRY(parse_unary(p, &x));
+  leave(p);
+  if (x->kind == LM_AST_LITERAL &&
+      ((x->lit == LM_LIT_DOUBLE) ||
+       ((x->lit == LM_LIT_INT || x->lit == LM_LIT_INTERVAL) && x->i != INT64_MIN))) {
+    if (neg) {
+      x->i = -x->i;
+      x->d = -x->d;
+    }
+    x->line = line;
+    x->column = column;
+    *out = x;
+    return LAMINAR_OK;
+  }
+  NEW_EXPR(e, LM_AST_UNARY, line, column);
+  e->op = neg ? LM_OP_NEG : LM_OP_PLUS;
+  e->left = x;
+  LM_TRY(finish(p, e));
+  *out = e;
+  return LAMINAR_OK;
+}
+
+/* Binary operator of the current token and its precedence; 0 if none. */
+static int infix_op(const lm_token* t, lm_ast_op* op) {
+  switch (t->kind) {
+    case LM_TOK_EQ:
+      *op = LM_OP_EQ;
+      return PREC_CMP;
+    case LM_TOK_NE:
+      *op = LM_OP_NE;
+      return PREC_CMP;
+    case LM_TOK_LT:
+      *op = LM_OP_LT;
+      return PREC_CMP;
+    case LM_TOK_LE:
+      *op = LM_OP_LE;
+      return PREC_CMP;
+    case LM_TOK_GT:
+      *op = LM_OP_GT;
+      return PREC_CMP;
+    case LM_TOK_GE:
+      *op = LM_OP_GE;
+      return PREC_CMP;
+    case LM_TOK_CONCAT:
+      *op = LM_OP_CONCAT;
+      return PREC_CONCAT;
+    case LM_TOK_PLUS:
+      *op = LM_OP_ADD;
+      return PREC_ADD;
+    case LM_TOK_MINUS:
+      *op = LM_OP_SUB;
+      return PREC_ADD;
+    case LM_TOK_STAR:
+      *op = LM_OP_MUL;
+      return PREC_MUL;
+    case LM_TOK_SLASH:
+      *op = LM_OP_DIV;
+      return PREC_MUL;
+    case LM_TOK_PERCENT:
+      *op = LM_OP_MOD;
+      return PREC_MUL;
+    case LM_TOK_IDENT:
+      if (is_kw(t, "OR")) {
+        *op = LM_OP_OR;
+        return PREC_OR;
+      }
+      if (is_kw(t, "AND")) {
+        *op = LM_OP_AND;
+        return PREC_AND;
+      }
+      return 0;
+    default:
+      return 0;
+  }
+}
+
+/* The postfix predicates after `left`: IS [NOT] NULL, [NOT] BETWEEN, [NOT] IN,
+ * [NOT] LIKE. The current token is IS, NOT, BETWEEN, IN or LIKE. */
+static NOINLINE laminar_code parse_predicate(parser* p, lm_ast_expr* left,
+                                             lm_ast_expr** out) {
+  lm_ast_expr* e;
+  bool got;
+  if (is_kw(&p->cur, "IS")) {
+    NEW_EXPR(e, LM_AST_IS_NULL, left->line, left->column);
+    e->left = left;
+    LM_TRY(advance(p));
+    LM_TRY(accept_kw(p, "NOT", &e->negated));
+    LM_TRY(expect_kw(p, "NULL"));
+    LM_TRY(finish(p, e));
+    *out = e;
+    return LAMINAR_OK;
+  }
+  bool negated;
+  LM_TRY(accept_kw(p, "NOT", &negated));
+  if (is_kw(&p->cur, "BETWEEN")) {
+    NEW_EXPR(e, LM_AST_BETWEEN, left->line, left->column);
+    LM_TRY(advance(p));
+    e->list = lm_arena_alloc(p->arena, 2 * sizeof *e->list);
+    if (e->list == NULL) return nomem(p);
+    LM_TRY(parse_binary(p, PREC_CONCAT, &e->list[0]));
+    LM_TRY(expect_kw(p, "AND"));
+    LM_TRY(parse_binary(p, PREC_CONCAT, &e->list[1]));
+    e->nlist = 2;
+  } else if (is_kw(&p->cur, "IN")) {
+    NEW_EXPR(e, LM_AST_IN, left->line, left->column);
+    LM_TRY(advance(p));
+    LM_TRY(expect(p, LM_TOK_LPAREN));
+    if (is_kw(&p->cur, "SELECT")) {
+      return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
+                     "subqueries are not supported yet");
+    }
+    size_t cap = 0;
+    do {
+      lm_ast_expr* v;
+      LM_TRY(parse_expr(p, &v));
+      PUSH(p, e->list, e->nlist, cap, v);
+      LM_TRY(accept(p, LM_TOK_COMMA, &got));
+    } while (got);
+    LM_TRY(expect(p, LM_TOK_RPAREN));
+  } else if (is_kw(&p->cur, "LIKE")) {
+    NEW_EXPR(e, LM_AST_LIKE, left->line, left->column);
+    LM_TRY(advance(p));
+    LM_TRY(parse_binary(p, PREC_CONCAT, &e->right));
+  } else {
+    return expected(p, "BETWEEN, IN or LIKE after NOT");
+  }
+  e->left = left;
+  e->negated = negated;
+  LM_TRY(finish(p, e));
+  *out = e;
+  return LAMINAR_OK;
+}
+
+static bool at_predicate(const lm_token* t) {
+  return is_kw(t, "IS") || is_kw(t, "NOT") || is_kw(t, "BETWEEN") || is_kw(t, "IN") ||
+         is_kw(t, "LIKE");
+}
+
+/* An expression whose operators all bind at least as tightly as min_prec. A
+ * prefix NOT takes a comparison-level operand (NOT a = b is NOT (a = b)). */
+static laminar_code parse_binary_inner(parser* p, int min_prec, lm_ast_expr** out) {
+  lm_ast_expr* left;
+  if (is_kw(&p->cur, "NOT")) {
+    lm_ast_expr* e;
+    NEW_EXPR(e, LM_AST_UNARY, p->cur.line, p->cur.column);
+    e->op = LM_OP_NOT;
+    LM_TRY(advance(p));
+    LM_TRY(parse_binary(p, PREC_CMP, &e->left));
+    LM_TRY(finish(p, e));
+    left = e;
+  } else {
+    LM_TRY(parse_unary(p, &left));
+  }
+  for (;;) {
+    if (min_prec <= PREC_CMP && at_predicate(&p->cur)) {
+      LM_TRY(parse_predicate(p, left, &left));
+      continue;
+    }
+    lm_ast_op op;
+    int prec = infix_op(&p->cur, &op);
+    if (prec == 0 || prec < min_prec) break;
+    LM_TRY(advance(p));
+    lm_ast_expr* e;
+    NEW_EXPR(e, LM_AST_BINARY, left->line, left->column);
+    e->op = op;
+    e->left = left;
+    LM_TRY(parse_binary(p, prec + 1, &e->right));
+    LM_TRY(finish(p, e));
+    left = e;
+  }
+  *out = left;
+  return LAMINAR_OK;
+}
+
+static laminar_code parse_binary(parser* p, int min_prec, lm_ast_expr** out) {
+  LM_TRY(enter(p));
+  LM_TRY(parse_binary_inner(p, min_prec, out));
+  leave(p);
+  return LAMINAR_OK;
+}
+
+static laminar_code parse_expr(parser* p, lm_ast_expr** out) {
+  return parse_binary(p, PREC_OR, out);
+}
+
+/* ==== SELECT ======================================================================== */
+
+static bool is_join_word(const lm_token* t) {
+  static const char* const words[] = {"join",  "inner", "left",    "right", "full",
+                                      "cross", "outer", "natural", "asof",  NULL};
+  for (const char* const* w = words; *w != NULL; w++) {
+    if (is_kw(t, *w)) return true;
+  }
+  return t->kind == LM_TOK_COMMA;
+}
+
+/* Optional alias: AS name, or a bare name that is no keyword (nor, when
+ * `from`, a join word). */
+static laminar_code parse_alias(parser* p, bool from, const char** out) {
+  bool as;
+  LM_TRY(accept_kw(p, "AS", &as));
+  if (as) return parse_name(p, "an alias", out, NULL, NULL);
+  if (is_name_token(&p->cur) && !(from && is_join_word(&p->cur))) {
+    return parse_name(p, "an alias", out, NULL, NULL);
+  }
+  *out = NULL;
+  return LAMINAR_OK;
+}
+
+/* Parse a comma-separated list of expressions into an arena array. */
+static laminar_code parse_expr_list(parser* p, lm_ast_expr*** out, size_t* out_n) {
+  size_t cap = 0;
+  bool got;
+  *out = NULL;
+  *out_n = 0;
+  do {
+    lm_ast_expr* e;
+    LM_TRY(parse_expr(p, &e));
+    PUSH(p, *out, *out_n, cap, e);
+    LM_TRY(accept(p, LM_TOK_COMMA, &got));
+  } while (got);
+  return LAMINAR_OK;
+}
+
+static laminar_code parse_select(parser* p, lm_ast_select** out) {
+  lm_ast_select* s = lm_arena_alloc(p->arena, sizeof *s);
+  if (s == NULL) return nomem(p);
+  s->limit = -1;
+  LM_TRY(expect_kw(p, "SELECT"));
+  bool got;
+  LM_TRY(accept_kw(p, "DISTINCT", &s->distinct));
+  if (!s->distinct) LM_TRY(accept_kw(p, "ALL", &got));
+
+  size_t cap = 0;
+  do {
+    lm_ast_select_item item = {NULL, NULL};
+    if (p->cur.kind == LM_TOK_STAR) {
+      NEW_EXPR(item.expr, LM_AST_STAR, p->cur.line, p->cur.column);
+      LM_TRY(advance(p));
+    } else {
+      LM_TRY(parse_expr(p, &item.expr));
+      if (item.expr->kind != LM_AST_STAR) LM_TRY(parse_alias(p, false, &item.alias));
+    }
+    PUSH(p, s->items, s->nitems, cap, item);
+    LM_TRY(accept(p, LM_TOK_COMMA, &got));
+  } while (got);
+
+  LM_TRY(expect_kw(p, "FROM"));
+  if (p->cur.kind == LM_TOK_LPAREN) {
+    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
+                   "subqueries in FROM are not supported yet");
+  }
+  LM_TRY(
+      parse_name(p, "a source or stream name", &s->from, &s->from_line, &s->from_column));
+  LM_TRY(parse_alias(p, true, &s->from_alias));
+  if (is_join_word(&p->cur)) {
+    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
+                   "joins are not supported yet: FROM takes a single source or stream");
+  }
+
+  LM_TRY(accept_kw(p, "WHERE", &got));
+  if (got) LM_TRY(parse_expr(p, &s->where));
+  LM_TRY(accept_kw(p, "GROUP", &got));
+  if (got) {
+    LM_TRY(expect_kw(p, "BY"));
+    LM_TRY(parse_expr_list(p, &s->group_by, &s->ngroup));
+  }
+  LM_TRY(accept_kw(p, "HAVING", &got));
+  if (got) LM_TRY(parse_expr(p, &s->having));
+  LM_TRY(accept_kw(p, "ORDER", &got));
+  if (got) {
+    LM_TRY(expect_kw(p, "BY"));
+    size_t ocap = 0;
+    do {
+      lm_ast_order_item item = {NULL, false};
+      LM_TRY(parse_expr(p, &item.expr));
+      LM_TRY(accept_kw(p, "DESC", &item.desc));
+      if (!item.desc) LM_TRY(accept_kw(p, "ASC", &got));
+      PUSH(p, s->order_by, s->norder, ocap, item);
+      LM_TRY(accept(p, LM_TOK_COMMA, &got));
+    } while (got);
+  }
+  LM_TRY(accept_kw(p, "LIMIT", &got));
+  if (got) {
+    if (p->cur.kind != LM_TOK_INTEGER || p->cur.int_is_min) {
+      return expected(p, "a row count (an integer) after LIMIT");
+    }
+    s->limit = (int64_t)p->cur.uval;
+    LM_TRY(advance(p));
+  }
+  *out = s;
+  return LAMINAR_OK;
+}
+
+/* [EMIT (ON WINDOW CLOSE | FINAL | CHANGES)] */
+static laminar_code parse_emit(parser* p, lm_emit_mode* out) {
+  bool got;
+  *out = LM_EMIT_DEFAULT;
+  LM_TRY(accept_kw(p, "EMIT", &got));
+  if (!got) return LAMINAR_OK;
+  LM_TRY(accept_kw(p, "ON", &got));
+  if (got) {
+    LM_TRY(expect_kw(p, "WINDOW"));
+    LM_TRY(expect_kw(p, "CLOSE"));
+    *out = LM_EMIT_ON_WINDOW_CLOSE;
+    return LAMINAR_OK;
+  }
+  LM_TRY(accept_kw(p, "FINAL", &got));
+  if (got) {
+    *out = LM_EMIT_ON_WINDOW_CLOSE;
+    return LAMINAR_OK;
+  }
+  LM_TRY(accept_kw(p, "CHANGES", &got));
+  if (got) {
+    *out = LM_EMIT_CHANGES;
+    return LAMINAR_OK;
+  }
+  return expected(p, "ON WINDOW CLOSE, FINAL or CHANGES after EMIT");
+}
+
+/* ==== statements ==================================================================== */
+
+/* Option value: 'str' | [+|-]number | TRUE | FALSE | INTERVAL ... | ${VAR}. */
+static laminar_code parse_option_value(parser* p, lm_ast_expr** out) {
+  const lm_token t = p->cur;
+  bool ok = t.kind == LM_TOK_STRING || t.kind == LM_TOK_INTEGER ||
+            t.kind == LM_TOK_DECIMAL || t.kind == LM_TOK_VARIABLE ||
+            t.kind == LM_TOK_MINUS || t.kind == LM_TOK_PLUS || is_kw(&t, "TRUE") ||
+            is_kw(&t, "FALSE") || is_kw(&t, "INTERVAL");
+  if (!ok) return expected(p, "an option value (a string, number or INTERVAL)");
+  LM_TRY(parse_unary(p, out));
+  if ((*out)->kind != LM_AST_LITERAL && (*out)->kind != LM_AST_VARIABLE) {
+    return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, t.line, t.column,
+                   "an option value must be a string, number or INTERVAL");
+  }
+  return LAMINAR_OK;
+}
+
+/* WITH ( key = value [, ...] ) — the current token is WITH. */
+static laminar_code parse_options(parser* p, lm_stmt* s) {
+  LM_TRY(advance(p));
+  LM_TRY(expect(p, LM_TOK_LPAREN));
+  size_t cap = 0;
+  bool got;
+  do {
+    lm_ast_option opt = {NULL, NULL};
+    if (p->cur.kind == LM_TOK_STRING) {
+      LM_TRY(tok_string(p, &p->cur, &opt.key, NULL));
+      LM_TRY(advance(p));
+    } else {
+      /* name[.name]*, folded and joined with '.' */
+      const char* key;
+      LM_TRY(parse_name(p, "an option name", &key, NULL, NULL));
+      size_t len = strlen(key);
+      for (;;) {
+        LM_TRY(accept(p, LM_TOK_DOT, &got));
+        if (!got) break;
+        const char* part;
+        LM_TRY(parse_name(p, "an option name", &part, NULL, NULL));
+        size_t plen = strlen(part);
+        char* joined = lm_arena_alloc(p->arena, len + plen + 2);
+        if (joined == NULL) return nomem(p);
+        memcpy(joined, key, len);
+        joined[len] = '.';
+        memcpy(joined + len + 1, part, plen + 1);
+        key = joined;
+        len += plen + 1;
+      }
+      opt.key = key;
+    }
+    LM_TRY(expect(p, LM_TOK_EQ));
+    LM_TRY(parse_option_value(p, &opt.value));
+    PUSH(p, s->options, s->noptions, cap, opt);
+    LM_TRY(accept(p, LM_TOK_COMMA, &got));
+  } while (got);
+  return expect(p, LM_TOK_RPAREN);
+}
+
+/* WATERMARK FOR col [AS col [- INTERVAL ...]] — the current token is WATERMARK. */
+static laminar_code parse_watermark(parser* p, lm_stmt* s) {
+  if (s->has_watermark) {
+    return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, p->cur.line, p->cur.column,
+                   "a source can have only one WATERMARK clause");
+  }
+  LM_TRY(advance(p));
+  LM_TRY(expect_kw(p, "FOR"));
+  LM_TRY(parse_name(p, "the watermark column", &s->watermark_column, &s->wm_line,
+                    &s->wm_column));
+  s->has_watermark = true;
+  s->watermark_delay_ms = 0;
+  bool got;
+  LM_TRY(accept_kw(p, "AS", &got));
+  if (!got) return LAMINAR_OK;
+  const lm_token col = p->cur;
+  const char* again;
+  LM_TRY(parse_name(p, "the watermark column", &again, NULL, NULL));
+  if (strcmp(again, s->watermark_column) != 0) {
+    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, col.line, col.column,
+                   "the watermark must be '%s' or '%s - INTERVAL ...', not based on '%s'",
+                   s->watermark_column, s->watermark_column, again);
+  }
+  LM_TRY(accept(p, LM_TOK_MINUS, &got));
+  if (!got) return LAMINAR_OK;
+  if (!is_kw(&p->cur, "INTERVAL")) return expected(p, "'INTERVAL'");
+  const lm_token at = p->cur;
+  lm_ast_expr* delay;
+  LM_TRY(parse_interval(p, &delay));
+  if (delay->i < 0) {
+    return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, at.line, at.column,
+                   "the watermark delay cannot be negative");
+  }
+  s->watermark_delay_ms = delay->i;
+  return LAMINAR_OK;
+}
+
+/* ( coldef | watermark [, ...] ) [WITH (...)] after CREATE SOURCE name. */
+static laminar_code parse_source_body(parser* p, lm_stmt* s) {
+  const lm_token open = p->cur;
+  LM_TRY(expect(p, LM_TOK_LPAREN));
+  size_t cap = 0;
+  bool got;
+  do {
+    if (is_kw(&p->cur, "WATERMARK")) {
+      LM_TRY(parse_watermark(p, s));
+    } else {
+      lm_ast_column_def col = {NULL, LM_SQL_TYPE_STRING, false, 0, 0};
+      LM_TRY(
+          parse_name(p, "a column name or WATERMARK", &col.name, &col.line, &col.column));
+      LM_TRY(parse_type(p, col.name, &col.type));
+      LM_TRY(accept_kw(p, "NOT", &got));
+      if (got) {
+        LM_TRY(expect_kw(p, "NULL"));
+        col.not_null = true;
+      } else {
+        LM_TRY(accept_kw(p, "NULL", &got));
+      }
+      PUSH(p, s->columns, s->ncolumns, cap, col);
+    }
+    LM_TRY(accept(p, LM_TOK_COMMA, &got));
+  } while (got);
+  if (p->cur.kind != LM_TOK_RPAREN) {
+    return expected(p, "',' or ')'");
+  }
+  if (s->ncolumns == 0) {
+    return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, open.line, open.column,
+                   "source '%s' needs at least one column", s->name);
+  }
+  LM_TRY(advance(p));
+  if (is_kw(&p->cur, "WITH")) LM_TRY(parse_options(p, s));
+  return LAMINAR_OK;
+}
+
+/* IF NOT EXISTS */
+static laminar_code parse_if_not_exists(parser* p, bool* out) {
+  LM_TRY(accept_kw(p, "IF", out));
+  if (!*out) return LAMINAR_OK;
+  LM_TRY(expect_kw(p, "NOT"));
+  return expect_kw(p, "EXISTS");
+}
+
+static laminar_code parse_create(parser* p, lm_stmt* s) {
+  LM_TRY(advance(p));  // CREATE
+  bool got;
+  LM_TRY(accept_kw(p, "OR", &got));
+  if (got) {
+    LM_TRY(expect_kw(p, "REPLACE"));
+    s->or_replace = true;
+  }
+  const lm_token what = p->cur;
+  if (is_kw(&what, "SOURCE")) {
+    s->kind = LM_STMT_CREATE_SOURCE;
+    s->object = LM_OBJ_SOURCE;
+  } else if (is_kw(&what, "STREAM")) {
+    s->kind = LM_STMT_CREATE_STREAM;
+    s->object = LM_OBJ_STREAM;
+  } else if (is_kw(&what, "MATERIALIZED")) {
+    LM_TRY(advance(p));
+    if (!is_kw(&p->cur, "VIEW")) return expected(p, "'VIEW'");
+    s->kind = LM_STMT_CREATE_STREAM;
+    s->object = LM_OBJ_VIEW;
+    s->materialized = true;
+  } else if (is_kw(&what, "VIEW")) {
+    s->kind = LM_STMT_CREATE_STREAM;
+    s->object = LM_OBJ_VIEW;
+  } else if (is_kw(&what, "SINK")) {
+    s->kind = LM_STMT_CREATE_SINK;
+    s->object = LM_OBJ_SINK;
+  } else if (is_kw(&what, "TABLE")) {
+    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, what.line, what.column,
+                   "CREATE TABLE is not supported yet");
+  } else {
+    return expected(p, "SOURCE, STREAM, MATERIALIZED VIEW or SINK after CREATE");
+  }
+  LM_TRY(advance(p));
+  LM_TRY(parse_if_not_exists(p, &s->if_not_exists));
+  LM_TRY(parse_name(p, "a name", &s->name, &s->name_line, &s->name_column));
+  switch (s->kind) {
+    case LM_STMT_CREATE_SOURCE:
+      return parse_source_body(p, s);
+    case LM_STMT_CREATE_SINK:
+      LM_TRY(expect_kw(p, "FROM"));
+      LM_TRY(parse_name(p, "a stream name", &s->sink_from, &s->sink_from_line,
+                        &s->sink_from_column));
+      if (is_kw(&p->cur, "WITH")) LM_TRY(parse_options(p, s));
+      return LAMINAR_OK;
+    default:
+      LM_TRY(expect_kw(p, "AS"));
+      LM_TRY(parse_select(p, &s->select));
+      return parse_emit(p, &s->emit);
+  }
+}
+
+/* The object word after DROP: SOURCE | STREAM | VIEW | MATERIALIZED VIEW | SINK,
+ * or its plural after SHOW. */
+static laminar_code parse_object_kind(parser* p, bool plural, lm_stmt* s) {
+  static const struct {
+    const char* one;
+    const char* many;
+    lm_object_kind kind;
+  } words[] = {{"SOURCE", "SOURCES", LM_OBJ_SOURCE},
+               {"STREAM", "STREAMS", LM_OBJ_STREAM},
+               {"VIEW", "VIEWS", LM_OBJ_VIEW},
+               {"SINK", "SINKS", LM_OBJ_SINK}};
+  bool got;
+  LM_TRY(accept_kw(p, "MATERIALIZED", &got));
+  if (got) {
+    LM_TRY(expect_kw(p, plural ? "VIEWS" : "VIEW"));
+    s->object = LM_OBJ_VIEW;
+    s->materialized = true;
+    return LAMINAR_OK;
+  }
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+    if (is_kw(&p->cur, plural ? words[i].many : words[i].one)) {
+      s->object = words[i].kind;
+      return advance(p);
+    }
+  }
+  return expected(p, plural ? "SOURCES, STREAMS, VIEWS or SINKS"
+                            : "SOURCE, STREAM, VIEW, MATERIALIZED VIEW or SINK");
+}
+
+static laminar_code parse_statement(parser* p, lm_stmt** out);
+
+static laminar_code parse_statement_inner(parser* p, lm_stmt* s) {
+  const lm_token t = p->cur;
+  bool got;
+  if (is_kw(&t, "CREATE")) return parse_create(p, s);
+  if (is_kw(&t, "DROP")) {
+    s->kind = LM_STMT_DROP;
+    LM_TRY(advance(p));
+    LM_TRY(parse_object_kind(p, false, s));
+    LM_TRY(accept_kw(p, "IF", &got));
+    if (got) {
+      LM_TRY(expect_kw(p, "EXISTS"));
+      s->if_exists = true;
+    }
+    return parse_name(p, "a name", &s->name, &s->name_line, &s->name_column);
+  }
+  if (is_kw(&t, "SHOW")) {
+    s->kind = LM_STMT_SHOW;
+    LM_TRY(advance(p));
+    return parse_object_kind(p, true, s);
+  }
+  if (is_kw(&t, "DESCRIBE") || is_kw(&t, "DESC")) {
+    s->kind = LM_STMT_DESCRIBE;
+    LM_TRY(advance(p));
+    return parse_name(p, "a name", &s->name, &s->name_line, &s->name_column);
+  }
+  if (is_kw(&t, "EXPLAIN")) {
+    s->kind = LM_STMT_EXPLAIN;
+    LM_TRY(advance(p));
+    return parse_statement(p, &s->inner);
+  }
+  if (is_kw(&t, "SELECT")) {
+    s->kind = LM_STMT_SELECT;
+    LM_TRY(parse_select(p, &s->select));
+    return parse_emit(p, &s->emit);
+  }
+  return expected(p, "a statement (CREATE, DROP, SHOW, DESCRIBE, EXPLAIN or SELECT)");
+}
+
+static laminar_code parse_statement(parser* p, lm_stmt** out) {
+  LM_TRY(enter(p));
+  lm_stmt* s = lm_arena_alloc(p->arena, sizeof *s);
+  if (s == NULL) return nomem(p);
+  s->line = p->cur.line;
+  s->column = p->cur.column;
+  s->text_offset = p->cur.offset;
+  LM_TRY(parse_statement_inner(p, s));
+  s->text_len = p->last_end - s->text_offset;
+  leave(p);
+  *out = s;
+  return LAMINAR_OK;
+}
+
+/* ==== entry point =================================================================== */
+
+laminar_code lm_sql_parse(lm_arena* arena, const char* sql, lm_stmt*** out,
+                          size_t* out_count, laminar_error* err) {
+  if (out != NULL) *out = NULL;
+  if (out_count != NULL) *out_count = 0;
+  if (arena == NULL || sql == NULL || out == NULL || out_count == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "lm_sql_parse: NULL argument");
+  }
+  parser p;
+  memset(&p, 0, sizeof p);
+  p.arena = arena;
+  p.err = err;
+  lm_lexer_init(&p.lex, sql, strlen(sql));
+  LM_TRY(lm_lexer_next(&p.lex, &p.cur, err));
+
+  lm_stmt** stmts = NULL;
+  size_t n = 0, cap = 0;
+  for (;;) {
+    while (p.cur.kind == LM_TOK_SEMICOLON) LM_TRY(advance(&p));
+    if (p.cur.kind == LM_TOK_EOF) break;
+    p.in_stmt = true;
+    p.stmt_start = p.cur.offset;
+    p.stmt_line = p.cur.line;
+    p.stmt_column = p.cur.column;
+    lm_stmt* s;
+    LM_TRY(parse_statement(&p, &s));
+    p.in_stmt = false;
+    PUSH(&p, stmts, n, cap, s);
+    if (p.cur.kind != LM_TOK_SEMICOLON && p.cur.kind != LM_TOK_EOF) {
+      return expected(&p, "';' or the end of the statement");
+    }
+  }
+  *out = stmts;
+  *out_count = n;
+  return LAMINAR_OK;
+}

@@ -1,0 +1,90 @@
+/*
+ * util.c -- error filling and allocation helpers shared by every module.
+ */
+#include "util/util.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void lm_error_clear(laminar_error* err) {
+  if (err == NULL) return;
+  err->code = LAMINAR_OK;
+  err->line = 0;
+  err->column = 0;
+  err->object[0] = '\0';
+  err->column_name[0] = '\0';
+  err->message[0] = '\0';
+}
+
+laminar_code lm_error_set(laminar_error* err, laminar_code code, const char* fmt, ...) {
+  if (err == NULL) return code;
+  lm_error_clear(err);
+  err->code = code;
+  int n = snprintf(err->message, sizeof err->message, "LDB-%04d: ", (int)code);
+  if (n < 0) n = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->message + n, sizeof err->message - (size_t)n, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+void lm_error_at(laminar_error* err, int32_t line, int32_t column) {
+  if (err == NULL) return;
+  err->line = line;
+  err->column = column;
+}
+
+static void copy_name(char* dst, size_t cap, const char* src) {
+  if (src == NULL) return;
+  size_t n = strlen(src);
+  if (n >= cap) n = cap - 1;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+void lm_error_object(laminar_error* err, const char* object, const char* column_name) {
+  if (err == NULL) return;
+  copy_name(err->object, sizeof err->object, object);
+  copy_name(err->column_name, sizeof err->column_name, column_name);
+}
+
+void* lm_malloc(size_t n) { return malloc(n ? n : 1); }
+void* lm_calloc(size_t count, size_t size) { return calloc(count ? count : 1, size ? size : 1); }
+void* lm_realloc(void* p, size_t n) { return realloc(p, n ? n : 1); }
+
+void* lm_alloc_aligned(size_t n) {
+  size_t rounded = (n + LM_CACHELINE - 1) & ~(size_t)(LM_CACHELINE - 1);
+  if (rounded == 0) rounded = LM_CACHELINE;
+  void* p = aligned_alloc(LM_CACHELINE, rounded);
+  if (p != NULL) memset(p, 0, rounded);
+  return p;
+}
+
+char* lm_strdup(const char* s) {
+  size_t n = strlen(s) + 1;
+  char* out = malloc(n);
+  if (out != NULL) memcpy(out, s, n);
+  return out;
+}
+
+void lm_free(void* p) { free(p); }
+
+bool lm_streq_nocase(const char* a, const char* b) {
+  for (;; a++, b++) {
+    int ca = tolower((unsigned char)*a), cb = tolower((unsigned char)*b);
+    if (ca != cb) return false;
+    if (ca == 0) return true;
+  }
+}
+
+bool lm_strneq_nocase(const char* a, size_t alen, const char* b) {
+  for (size_t i = 0; i < alen; i++) {
+    if (b[i] == '\0') return false;
+    if (tolower((unsigned char)a[i]) != tolower((unsigned char)b[i])) return false;
+  }
+  return b[alen] == '\0';
+}

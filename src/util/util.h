@@ -1,0 +1,76 @@
+/*
+ * util.h -- what every module of the core shares: error filling, the LM_TRY
+ * early-return macro, assertion macros and checked allocation.
+ *
+ * No global state lives here (DESIGN §4): errors go into the caller's
+ * laminar_error, allocation goes through the C allocator.
+ */
+#ifndef LM_UTIL_H
+#define LM_UTIL_H
+
+#include "laminar.h"
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Fill `err` (NULL allowed) with `code` and a printf-formatted message; the
+ * message is prefixed "LDB-NNNN: ". Position, object and column are cleared.
+ * Returns `code`, so callers write `return lm_error_set(err, ...)`. */
+laminar_code lm_error_set(laminar_error* err, laminar_code code, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Record where: SQL position (1-based line and column; 0 = unknown), object name
+ * and column name (NULL = leave). Call after lm_error_set(). */
+void lm_error_at(laminar_error* err, int32_t line, int32_t column);
+void lm_error_object(laminar_error* err, const char* object, const char* column_name);
+
+/* Clear an error struct to "no error" (code LAMINAR_OK, empty strings). */
+void lm_error_clear(laminar_error* err);
+
+/* Return a non-OK laminar_code from the enclosing function. */
+#define LM_TRY(expr)                      \
+  do {                                    \
+    laminar_code lm_try_rc_ = (expr);     \
+    if (lm_try_rc_ != LAMINAR_OK) return lm_try_rc_; \
+  } while (0)
+
+/* Invariants the code guarantees; compiled out with NDEBUG. */
+#define LM_ASSERT(x) assert(x)
+
+/* "Impossible" states: assert in debug builds; in release, evaluate to the
+ * condition so the caller can take a safe path returning LAMINAR_ERR_INTERNAL. */
+#ifdef NDEBUG
+#define LM_ALWAYS(x) (x)
+#define LM_NEVER(x) (x)
+#else
+#define LM_ALWAYS(x) ((x) ? 1 : (assert(0 && #x), 0))
+#define LM_NEVER(x) ((x) ? (assert(0 && #x), 1) : 0)
+#endif
+
+#ifdef LAMINAR_DEBUG_EXPENSIVE
+#define LM_ASSERT_EXPENSIVE(x) assert(x)
+#else
+#define LM_ASSERT_EXPENSIVE(x) ((void)0)
+#endif
+
+#define LM_CACHELINE 64
+#define LM_UNUSED(x) ((void)(x))
+#define LM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define LM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Allocation. NULL on failure (callers map it to LAMINAR_ERR_NOMEM); lm_free
+ * accepts NULL. lm_alloc_aligned returns LM_CACHELINE-aligned zeroed memory. */
+void* lm_malloc(size_t n);
+void* lm_calloc(size_t count, size_t size);
+void* lm_realloc(void* p, size_t n);
+void* lm_alloc_aligned(size_t n);
+char* lm_strdup(const char* s);
+void lm_free(void* p);
+
+/* Case-insensitive ASCII comparison of NUL-terminated / counted strings. */
+bool lm_streq_nocase(const char* a, const char* b);
+bool lm_strneq_nocase(const char* a, size_t alen, const char* b);
+
+#endif /* LM_UTIL_H */

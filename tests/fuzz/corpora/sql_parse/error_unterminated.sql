@@ -1,0 +1,1 @@
+SELECT ((((((((((a)))))))))) + (1 - (2 * (3 / (4 % 5)))) FROM t WHERE x = 'unterminated

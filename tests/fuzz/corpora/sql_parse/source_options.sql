@@ -1,0 +1,1 @@
+CREATE OR REPLACE SOURCE IF NOT EXISTS "My ""Src""" (a INT NOT NULL, b VARCHAR(3) NULL, c DOUBLE PRECISION, t TIMESTAMP(3), WATERMARK FOR t) WITH (buffer_size = 1024, 'k' = 'v''w', x.y = INTERVAL '2 minutes', r = -0.5e-3, s = ${VAR}, b = TRUE)
