@@ -244,9 +244,10 @@ LAMINAR_API laminar_code laminar_close(laminar_db* db);
 
 /* Run one or more ';'-separated SQL statements (DDL: CREATE SOURCE, CREATE
  * STREAM, DROP, and SHOW/DESCRIBE whose result is discarded here; use
- * laminar_query() for their rows). Statements run in order; the first failing
- * one stops the call and its error names its line:column; statements before it
- * stay applied.
+ * laminar_query() for their rows). The whole text is parsed first: a syntax
+ * error anywhere applies nothing. Then the statements run in order; the first
+ * failing one stops the call and its error names its line:column; statements
+ * before it stay applied.
  * Returns: LAMINAR_OK; 1xxx for SQL errors; 2xxx for type errors.
  * Thread-safety: any thread (serialized with other catalog calls). */
 LAMINAR_API laminar_code laminar_execute(laminar_db* db, const char* sql,

@@ -436,9 +436,10 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
   lm_stmt** stmts = NULL;
   size_t n = 0;
   laminar_code rc = lm_sql_parse(arena, sql, &stmts, &n, err);
-  if (rc == LAMINAR_OK && out_rows != NULL && n != 1) {
+  if (rc == LAMINAR_OK && out_rows != NULL &&
+      (n != 1 || (stmts[0]->kind != LM_STMT_SHOW && stmts[0]->kind != LM_STMT_DESCRIBE))) {
     rc = lm_error_set(err, LAMINAR_ERR_SQL_UNSUPPORTED,
-                      "laminar_query takes exactly one statement, got %zu", n);
+                      "laminar_query takes exactly one SHOW or DESCRIBE statement");
   }
   for (size_t i = 0; i < n && rc == LAMINAR_OK; i++) {
     const lm_stmt* st = stmts[i];

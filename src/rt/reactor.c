@@ -59,7 +59,7 @@ void lm_source_def_unref(lm_source_def* def) {
   /* acq_rel: the last owner sees every write made by the others. */
   if (atomic_fetch_sub_explicit(&def->refs, 1, memory_order_acq_rel) != 1) return;
   void* item;
-  while (lm_ring_pop(def->ring, &item)) {
+  while (def->ring != NULL && lm_ring_pop(def->ring, &item)) {
     lm_msg* msg = item;
     lm_batch_unref(msg->batch);
     lm_free(msg);

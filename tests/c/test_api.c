@@ -473,6 +473,7 @@ static int test_show_describe_schema(void) {
 static int test_sql_errors_have_positions(void) {
   laminar_db* db;
   laminar_error err;
+  laminar_subscription* sub_unused = NULL;
   CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, "CREATE SOURCE t (a BIGINT, b VARCHAR, ts BIGINT);", &err),
              LAMINAR_OK, &err);
@@ -508,9 +509,14 @@ static int test_sql_errors_have_positions(void) {
              LAMINAR_ERR_CONFIG_VALUE, &err);
   CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT a FROM t EMIT CHANGES", &err),
              LAMINAR_ERR_SQL_UNSUPPORTED, &err);
-  /* Statements before a failing one stay applied. */
+  /* A syntax error anywhere applies nothing; a later statement's semantic error
+   * leaves the statements before it applied. */
   CHECK_CODE(laminar_execute(db, "CREATE STREAM ok AS SELECT a FROM t; CREATE STREAM bad AS SELECT", &err),
              LAMINAR_ERR_SQL_SYNTAX, &err);
+  CHECK_CODE(laminar_subscribe(db, "ok", &sub_unused, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
+  CHECK_CODE(laminar_execute(db, "CREATE STREAM ok AS SELECT a FROM t;\nCREATE STREAM bad AS SELECT q FROM t", &err),
+             LAMINAR_ERR_SQL_UNKNOWN_COLUMN, &err);
+  EXPECT(err.line == 2 && err.column == 29);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "ok", &sub, &err), LAMINAR_OK, &err);
   laminar_subscription_close(sub);
@@ -557,12 +563,13 @@ static int test_rejected_push_keeps_earlier_data(void) {
   CHECK_CODE(laminar_source_push(src, &array, &schema, &err), LAMINAR_ERR_COLUMN_TYPE, &err);
   EXPECT(strcmp(err.column_name, "price") == 0);
   schema.children[1]->format = saved;
-  /* Malformed: a string offset beyond the data buffer. */
+  /* Malformed: non-monotone string offsets (checked before NULLs). */
   int32_t* offsets = (int32_t*)array.children[0]->buffers[1];
-  int32_t keep = offsets[2];
-  offsets[2] = 1 << 20;
+  int32_t keep = offsets[1];
+  offsets[1] = offsets[2] + 7;
   CHECK_CODE(laminar_source_push(src, &array, &schema, &err), LAMINAR_ERR_ARROW_INVALID, &err);
-  offsets[2] = keep;
+  EXPECT(strcmp(err.column_name, "symbol") == 0);
+  offsets[1] = keep;
   /* Released array. */
   struct ArrowArray released = {0};
   CHECK_CODE(laminar_source_push(src, &released, &schema, &err), LAMINAR_ERR_ARROW_RELEASED, &err);
