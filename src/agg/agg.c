@@ -125,11 +125,19 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
     case LM_AGG_AVG:
       if (st->arg_type == LM_TYPE_DOUBLE) {
         const double* x = arg->data;
-        if (nulls == NULL) {
+        double* sum = st->sum_d;
+        uint8_t* has = st->has;
+        if (nulls == NULL && sel != NULL && st->count == NULL) {
           for (int64_t j = 0; j < m; j++) {
             uint32_t g = gids[j];
-            st->sum_d[g] += x[ROW(j)];
-            st->has[g] = 1;
+            sum[g] += x[sel[j]];
+            has[g] = 1;
+          }
+        } else if (nulls == NULL) {
+          for (int64_t j = 0; j < m; j++) {
+            uint32_t g = gids[j];
+            sum[g] += x[ROW(j)];
+            has[g] = 1;
             if (st->count) st->count[g]++;
           }
         } else {
@@ -142,12 +150,21 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
           }
         }
       } else {
-        for (int64_t j = 0; j < m; j++) {
-          uint32_t r = ROW(j), g = gids[j];
-          if (nulls && nulls[r]) continue;
-          st->sum_i[g] += int_value(arg, r);
-          st->has[g] = 1;
-          if (st->count) st->count[g]++;
+        if (nulls == NULL && arg->type == LM_TYPE_INT64 && st->count == NULL) {
+          const int64_t* x = arg->data;
+          for (int64_t j = 0; j < m; j++) {
+            uint32_t g = gids[j];
+            st->sum_i[g] += x[ROW(j)];
+            st->has[g] = 1;
+          }
+        } else {
+          for (int64_t j = 0; j < m; j++) {
+            uint32_t r = ROW(j), g = gids[j];
+            if (nulls && nulls[r]) continue;
+            st->sum_i[g] += int_value(arg, r);
+            st->has[g] = 1;
+            if (st->count) st->count[g]++;
+          }
         }
       }
       return LAMINAR_OK;
@@ -156,14 +173,19 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
       bool is_min = st->fn == LM_AGG_MIN;
       if (st->arg_type == LM_TYPE_DOUBLE) {
         const double* x = arg->data;
+        double* mm = st->mm_d;
+        uint8_t* has = st->has;
         for (int64_t j = 0; j < m; j++) {
           uint32_t r = ROW(j), g = gids[j];
           if (nulls && nulls[r]) continue;
-          double v = x[r];
-          if (!st->has[g] || (is_min ? dbl_less(v, st->mm_d[g]) : dbl_less(st->mm_d[g], v))) {
-            st->mm_d[g] = v;
+          double v = x[r], cur = mm[g];
+          /* Plain comparisons first; NaN (ordered above all numbers) is rare. */
+          bool better = is_min ? v < cur : v > cur;
+          if (LM_UNLIKELY(isnan(v) || isnan(cur))) {
+            better = is_min ? dbl_less(v, cur) : dbl_less(cur, v);
           }
-          st->has[g] = 1;
+          if (!has[g] || better) mm[g] = v;
+          has[g] = 1;
         }
       } else if (st->arg_type == LM_TYPE_STRING) {
         const lm_str* x = arg->data;
