@@ -694,6 +694,82 @@ static int test_stream_interface(void) {
   return 0;
 }
 
+
+/* ---- TIMESTAMP event time ----------------------------------------------------------- */
+
+/* A batch (k utf8, t timestamp[unit]) built with nanoarrow. */
+static int build_events(const char* const* keys, const int64_t* times, int64_t n,
+                        enum ArrowTimeUnit unit, struct ArrowArray* array,
+                        struct ArrowSchema* schema) {
+  ArrowSchemaInit(schema);
+  CHECK(ArrowSchemaSetTypeStruct(schema, 2) == NANOARROW_OK);
+  CHECK(ArrowSchemaSetType(schema->children[0], NANOARROW_TYPE_STRING) == NANOARROW_OK);
+  CHECK(ArrowSchemaSetName(schema->children[0], "k") == NANOARROW_OK);
+  CHECK(ArrowSchemaSetTypeDateTime(schema->children[1], NANOARROW_TYPE_TIMESTAMP, unit, NULL) ==
+        NANOARROW_OK);
+  CHECK(ArrowSchemaSetName(schema->children[1], "t") == NANOARROW_OK);
+  CHECK(ArrowArrayInitFromSchema(array, schema, NULL) == NANOARROW_OK);
+  CHECK(ArrowArrayStartAppending(array) == NANOARROW_OK);
+  for (int64_t i = 0; i < n; i++) {
+    struct ArrowStringView sv = {keys[i], (int64_t)strlen(keys[i])};
+    CHECK(ArrowArrayAppendString(array->children[0], sv) == NANOARROW_OK);
+    CHECK(ArrowArrayAppendInt(array->children[1], times[i]) == NANOARROW_OK);
+    CHECK(ArrowArrayFinishElement(array) == NANOARROW_OK);
+  }
+  CHECK(ArrowArrayFinishBuildingDefault(array, NULL) == NANOARROW_OK);
+  return 0;
+}
+
+static int test_timestamp_windows(void) {
+  laminar_db* db;
+  laminar_error err;
+  CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db,
+                             "CREATE SOURCE e (k VARCHAR, t TIMESTAMP,"
+                             " WATERMARK FOR t AS t - INTERVAL '2' MINUTE);"
+                             "CREATE STREAM m AS SELECT k, window_start, window_end, COUNT(*) AS c"
+                             " FROM e GROUP BY k, tumble(t, INTERVAL '1' MINUTE)",
+                             &err),
+             LAMINAR_OK, &err);
+  laminar_source* src;
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_source_open(db, "e", &src, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_subscribe(db, "m", &sub, &err), LAMINAR_OK, &err);
+  /* 2023-11-14 22:13:20 UTC = 1700000000 s; the same instants in s, ms and ns. */
+  const char* keys[] = {"a", "a", "b"};
+  const int64_t secs[] = {1700000000, 1700000010, 1700000059};
+  enum ArrowTimeUnit units[] = {NANOARROW_TIME_UNIT_SECOND, NANOARROW_TIME_UNIT_MILLI,
+                                NANOARROW_TIME_UNIT_NANO};
+  int64_t scale[] = {1, 1000, 1000000000};
+  for (int u = 0; u < 3; u++) {
+    int64_t times[3];
+    for (int i = 0; i < 3; i++) times[i] = secs[i] * scale[u];
+    struct ArrowArray array;
+    struct ArrowSchema schema;
+    CHECK(build_events(keys, times, 3, units[u], &array, &schema) == 0);
+    CHECK_CODE(laminar_source_push(src, &array, &schema, &err), LAMINAR_OK, &err);
+    schema.release(&schema);
+  }
+  CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  result_view rv = {0};
+  CHECK_CODE(laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err), LAMINAR_OK, &err);
+  CHECK(rv.array.release != NULL && result_view_init(&rv) == 0);
+  EXPECT(strcmp(rv.schema.children[1]->format, "tsu:") == 0);
+  /* 1700000000 s lies in the minute starting 1699999980 s; 1700000059 in the next. */
+  CHECK(rv.array.length == 2);
+  int64_t ws0 = ArrowArrayViewGetIntUnsafe(rv.view.children[1], 0);
+  int64_t we0 = ArrowArrayViewGetIntUnsafe(rv.view.children[2], 0);
+  EXPECT(ws0 == 1699999980LL * 1000000);
+  EXPECT(we0 == 1700000040LL * 1000000);
+  EXPECT(ArrowArrayViewGetIntUnsafe(rv.view.children[3], 0) == 6); /* a: 2 rows x 3 units */
+  EXPECT(ArrowArrayViewGetIntUnsafe(rv.view.children[1], 1) == 1700000040LL * 1000000);
+  EXPECT(ArrowArrayViewGetIntUnsafe(rv.view.children[3], 1) == 3);
+  result_view_free(&rv);
+  laminar_close(db);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   static const lm_test_case cases[] = {
       {"quickstart", test_quickstart},
@@ -706,6 +782,7 @@ int main(int argc, char** argv) {
       {"misuse_and_config", test_misuse_and_config},
       {"threaded_blocking_next", test_threaded_blocking_next},
       {"stream_interface", test_stream_interface},
+      {"timestamp_windows", test_timestamp_windows},
       {NULL, NULL},
   };
   return lm_test_main(argc, argv, cases);
