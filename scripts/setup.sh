@@ -1,32 +1,80 @@
 #!/usr/bin/env bash
-# setup.sh -- install what LaminarDB needs on a fresh Debian machine, idempotently:
-# system packages (apt-get), a Python virtual environment in .venv with the
-# laminardb package (which builds the C core) and the test tools.
+# setup.sh -- install what LaminarDB needs on a fresh Debian machine; safe to run
+# again (each step is skipped when already done):
+#   1. system packages with apt-get (as root, or through sudo)
+#   2. a Python virtual environment in .venv with an up-to-date pip
+#   3. the pinned nanoarrow source archive in the user cache (sha256-checked), so
+#      every CMake build (C tests, the Python package) finds it without a download
+#   4. the Python package ./bindings/python and its test requirements, if present
+# Environment: PYTHON (interpreter for the venv, default python3).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# ---- 1. system packages -------------------------------------------------------
 pkgs=(build-essential cmake pkg-config liburing-dev libhwloc-dev python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo > /dev/null || { echo "setup: need root or sudo for apt-get" >&2; exit 1; }
+    sudo=(sudo)
+  fi
   echo "setup: apt-get install ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" > /dev/null
+  "${sudo[@]}" apt-get update
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y "${missing[@]}"
+else
+  echo "setup: system packages present"
 fi
 
+# ---- 2. the virtual environment ------------------------------------------------
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
+if ! .venv/bin/python -c 'import sys' > /dev/null 2>&1; then
+  echo "setup: creating .venv with $PY"
+  rm -rf .venv
   "$PY" -m venv .venv
+  .venv/bin/python -m pip install -q -U pip
 fi
-.venv/bin/python -m pip install -q -U pip
+venv_py=$(pwd)/.venv/bin/python
+
+# ---- 3. the nanoarrow archive (see cmake/nanoarrow.cmake) ----------------------
+na_name=nanoarrow-0.9.0.tar.gz
+na_sha=1ce15bbed8532839347faa78824c5dbd3769bff60661003e34c6fba5dd881bd3
+if [ -n "${LAMINAR_CACHE_DIR:-}" ]; then
+  cache=$LAMINAR_CACHE_DIR
+elif [ -n "${XDG_CACHE_HOME:-}" ]; then
+  cache=$XDG_CACHE_HOME/laminardb
+elif [ -n "${HOME:-}" ]; then
+  cache=$HOME/.cache/laminardb
+else
+  cache=$(pwd)/build-cache/laminardb
+fi
+have_sha() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$na_sha" ]; }
+if ! have_sha "$cache/$na_name"; then
+  echo "setup: downloading $na_name (pinned, sha256-checked) into $cache"
+  mkdir -p "$cache"
+  tmp=$(mktemp -d)
+  "$venv_py" -m pip download -q --no-deps --no-binary nanoarrow nanoarrow==0.9.0 -d "$tmp"
+  if ! have_sha "$tmp/$na_name"; then
+    echo "setup: $na_name checksum mismatch (expected $na_sha)" >&2
+    rm -rf "$tmp"
+    exit 1
+  fi
+  mv "$tmp/$na_name" "$cache/$na_name"
+  rm -rf "$tmp"
+fi
+export LAMINAR_NANOARROW_ARCHIVE="$cache/$na_name"
+
+# ---- 4. the Python package and test tools --------------------------------------
 if [ -f bindings/python/requirements-test.txt ]; then
-  .venv/bin/python -m pip install -q -r bindings/python/requirements-test.txt
+  "$venv_py" -m pip install -q -r bindings/python/requirements-test.txt
 fi
 if [ -f bindings/python/pyproject.toml ]; then
-  .venv/bin/python -m pip install -q ./bindings/python
+  echo "setup: installing ./bindings/python into .venv"
+  "$venv_py" -m pip install -q ./bindings/python
 fi
 echo "setup: done"
