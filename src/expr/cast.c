@@ -1,279 +1,698 @@
 /*
- * cast.c -- CAST between the engine's types (DuckDB's conversions; a value
- * that cannot convert gives NULL, like DuckDB's TRY_CAST).
+ * cast.c -- CAST between the engine's types, following DuckDB (the project's
+ * oracle) with TRY_CAST semantics: a value that cannot convert becomes NULL.
+ *
+ * Conversion table (from -> to):
+ *   same type                  identity (zero-copy)
+ *   INT32/INT64 <-> INT32/INT64/DOUBLE
+ *                              exact; INT64 -> INT32 out of range -> NULL
+ *   DOUBLE -> INT32/INT64      rounds to nearest, ties to even (what DuckDB
+ *                              2.0 does: 2.5 -> 2, 3.5 -> 4); NaN, infinities
+ *                              and out-of-range -> NULL
+ *   BOOL -> numbers            false 0, true 1
+ *   numbers -> BOOL            x != 0 (NaN is true, as in DuckDB)
+ *   INT64 <-> TIMESTAMP        the integer is microseconds since the epoch
+ *                              (DuckDB has no such cast; ours is documented)
+ *   INT32 -> TIMESTAMP         as INT64; TIMESTAMP -> INT32 NULL if out of range
+ *   DOUBLE <-> TIMESTAMP       microseconds, as DOUBLE -> INT64
+ *   BOOL <-> TIMESTAMP         always NULL (no meaningful conversion)
+ *   anything -> STRING         DuckDB's text: integers in decimal, doubles in
+ *                              shortest round-trip form ("1.5", "100.0",
+ *                              "1e+20"), booleans "true"/"false", timestamps
+ *                              "YYYY-MM-DD HH:MM:SS[.ffffff]"
+ *   STRING -> numbers          see lm_expr_parse_int64 / _double below
+ *   STRING -> BOOL             true/t/yes/y/1, false/f/no/n/0, any case
+ *   STRING -> TIMESTAMP        see lm_expr_parse_timestamp below
+ *   NULL (type) -> anything    all NULL
  */
-#include "expr/expr.h"
+#include "expr/internal.h"
 
 #include "util/util.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec* out);
+/* ---- calendar ------------------------------------------------------------------- */
 
 static int64_t floor_div(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-/* Shortest text that reads back as the same double; integral values get ".0". */
-static int format_double(double d, char* buf, size_t cap) {
-  if (isnan(d)) return snprintf(buf, cap, "nan");
-  if (isinf(d)) return snprintf(buf, cap, d > 0 ? "inf" : "-inf");
-  int n = 0;
-  for (int prec = 1; prec <= 17; prec++) {
-    n = snprintf(buf, cap, "%.*g", prec, d);
-    if (strtod(buf, NULL) == d) break;
-  }
-  if (strpbrk(buf, ".e") == NULL) n += snprintf(buf + n, cap - (size_t)n, ".0");
-  return n;
-}
-
-static int format_timestamp(int64_t us, char* buf, size_t cap) {
-  int64_t secs = floor_div(us, 1000000);
-  int64_t frac = us - secs * 1000000;
-  int64_t days = floor_div(secs, 86400);
-  int64_t rem = secs - days * 86400;
-  /* civil-from-days (proleptic Gregorian), Howard Hinnant's algorithm */
-  int64_t z = days + 719468;
-  int64_t era = floor_div(z, 146097);
-  int64_t doe = z - era * 146097;
-  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t y = yoe + era * 400;
-  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  int64_t mp = (5 * doy + 2) / 153;
-  int64_t dd = doy - (153 * mp + 2) / 5 + 1;
-  int64_t mm = mp < 10 ? mp + 3 : mp - 9;
-  if (mm <= 2) y++;
-  int n = snprintf(buf, cap, "%04lld-%02lld-%02lld %02lld:%02lld:%02lld", (long long)y,
-                   (long long)mm, (long long)dd, (long long)(rem / 3600),
-                   (long long)(rem / 60 % 60), (long long)(rem % 60));
-  if (frac) {
-    char f[8];
-    snprintf(f, sizeof f, "%06lld", (long long)frac);
-    int len = 6;
-    while (len > 0 && f[len - 1] == '0') len--;
-    n += snprintf(buf + n, cap - (size_t)n, ".%.*s", len, f);
-  }
-  return n;
-}
-
+/* Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's method). */
 static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
   y -= m <= 2;
   int64_t era = floor_div(y, 400);
   int64_t yoe = y - era * 400;
-  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
   int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   return era * 146097 + doe - 719468;
 }
 
-/* Copy a counted string to a NUL-terminated, space-trimmed buffer. */
-static bool trimmed(lm_str s, char* buf, size_t cap) {
-  const char* p = s.ptr;
-  int64_t len = s.len;
-  while (len > 0 && isspace((unsigned char)*p)) {
-    p++;
-    len--;
+static void civil_from_days(int64_t days, int64_t* y, int64_t* m, int64_t* d) {
+  int64_t z = days + 719468;
+  int64_t era = floor_div(z, 146097);
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  *d = doy - (153 * mp + 2) / 5 + 1;
+  *m = mp < 10 ? mp + 3 : mp - 9;
+  *y = yoe + era * 400 + (*m <= 2);
+}
+
+static int days_in_month(int64_t y, int64_t m) {
+  static const int dim[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return m == 2 && leap ? 29 : dim[m - 1];
+}
+
+/* ---- formatting ------------------------------------------------------------------ */
+
+/* Whether the p-digit decimal digits[0..nd) x 10^(exp - nd + 1) reads back as d. */
+static bool digits_read_back(const char* digits, int nd, int exp, double d) {
+  char text[48];
+  int n = 0;
+  text[n++] = digits[0];
+  text[n++] = '.';
+  for (int i = 1; i < nd; i++) text[n++] = digits[i];
+  snprintf(text + n, sizeof text - (size_t)n, "e%d", exp);
+  return strtod(text, NULL) == d;
+}
+
+/* A p-significant-digit decimal that reads back as d (> 0, finite), if one
+ * exists: the correctly rounded one or a neighbour one unit away in the last
+ * digit (needed where the rounding interval is lopsided, at powers of two).
+ * Fills digits (p chars, no dot) and the exponent of the first digit. */
+static bool digits_for(double d, int p, char* digits, int* exp) {
+  char sci[40];
+  snprintf(sci, sizeof sci, "%.*e", p - 1, d);
+  int nd = 0;
+  const char* q = sci;
+  for (; *q != 'e'; q++) {
+    if (*q != '.') digits[nd++] = *q;
   }
-  while (len > 0 && isspace((unsigned char)p[len - 1])) len--;
-  if (len <= 0 || (size_t)len >= cap) return false;
-  memcpy(buf, p, (size_t)len);
-  buf[len] = '\0';
-  return true;
-}
-
-static bool parse_int(lm_str s, int64_t* out) {
-  char buf[64];
-  if (!trimmed(s, buf, sizeof buf)) return false;
-  char* end;
-  errno = 0;
-  long long v = strtoll(buf, &end, 10);
-  if (errno != 0 || *end != '\0') return false;
-  *out = v;
-  return true;
-}
-
-static bool parse_double(lm_str s, double* out) {
-  char buf[128];
-  if (!trimmed(s, buf, sizeof buf)) return false;
-  char* end;
-  errno = 0;
-  double v = strtod(buf, &end);
-  if (*end != '\0' || errno == ERANGE) return false;
-  *out = v;
-  return true;
-}
-
-static bool parse_bool(lm_str s, bool* out) {
-  char buf[16];
-  if (!trimmed(s, buf, sizeof buf)) return false;
-  for (char* p = buf; *p; p++) *p = (char)tolower((unsigned char)*p);
-  if (!strcmp(buf, "true") || !strcmp(buf, "t") || !strcmp(buf, "1")) {
-    *out = true;
-    return true;
-  }
-  if (!strcmp(buf, "false") || !strcmp(buf, "f") || !strcmp(buf, "0")) {
-    *out = false;
-    return true;
+  *exp = atoi(q + 1);
+  if (digits_read_back(digits, nd, *exp, d)) return true;
+  for (int dir = 1; dir >= -1; dir -= 2) {
+    char alt[24];
+    memcpy(alt, digits, (size_t)nd);
+    int i = nd - 1;
+    int e = *exp;
+    /* add or subtract one unit in the last place, with carry / borrow */
+    while (i >= 0 && alt[i] == (dir > 0 ? '9' : '0')) alt[i--] = dir > 0 ? '0' : '9';
+    if (i < 0) continue; /* would change the number of digits: not needed */
+    alt[i] = (char)(alt[i] + dir);
+    if (alt[0] == '0') continue;
+    if (digits_read_back(alt, nd, e, d)) {
+      memcpy(digits, alt, (size_t)nd);
+      return true;
+    }
   }
   return false;
 }
 
-/* 'YYYY-MM-DD[( |T)HH:MM:SS[.ffffff]]' -> micros. */
-static bool parse_timestamp(lm_str s, int64_t* out) {
-  char buf[64];
-  if (!trimmed(s, buf, sizeof buf)) return false;
-  int y, mo, d, h = 0, mi = 0, sec = 0, consumed = 0;
-  if (sscanf(buf, "%4d-%2d-%2d%n", &y, &mo, &d, &consumed) != 3) return false;
-  const char* p = buf + consumed;
-  int64_t frac = 0;
-  if (*p == ' ' || *p == 'T') {
-    int c2 = 0;
-    if (sscanf(p + 1, "%2d:%2d:%2d%n", &h, &mi, &sec, &c2) != 3) return false;
-    p += 1 + c2;
-    if (*p == '.') {
-      p++;
-      int digits = 0;
-      while (isdigit((unsigned char)*p)) {
-        if (digits < 6) {
-          frac = frac * 10 + (*p - '0');
-          digits++;
-        }
-        p++;
+int lm_expr_format_double(double d, char* buf, size_t cap) {
+  if (isnan(d)) return snprintf(buf, cap, "nan");
+  if (isinf(d)) return snprintf(buf, cap, d > 0 ? "inf" : "-inf");
+  bool neg = signbit(d);
+  double a = fabs(d);
+  char digits[24] = "0";
+  int nd = 1, exp = 0;
+  if (a != 0.0) {
+    /* The fewest significant digits that read back (if p digits do, p + 1 do). */
+    int lo = 1, hi = 17;
+    while (lo < hi) {
+      int mid = (lo + hi) / 2;
+      if (digits_for(a, mid, digits, &exp)) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
       }
-      while (digits++ < 6) frac *= 10;
+    }
+    digits_for(a, lo, digits, &exp);
+    nd = lo;
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+  }
+  char out[LM_EXPR_DOUBLE_TEXT_MAX];
+  int n = 0;
+  if (neg) out[n++] = '-';
+  if (exp >= -4 && exp < 16) {
+    if (exp >= 0) {
+      for (int i = 0; i <= exp; i++) out[n++] = i < nd ? digits[i] : '0';
+      out[n++] = '.';
+      if (nd > exp + 1) {
+        for (int i = exp + 1; i < nd; i++) out[n++] = digits[i];
+      } else {
+        out[n++] = '0';
+      }
+    } else {
+      out[n++] = '0';
+      out[n++] = '.';
+      for (int i = 0; i < -exp - 1; i++) out[n++] = '0';
+      for (int i = 0; i < nd; i++) out[n++] = digits[i];
+    }
+  } else {
+    out[n++] = digits[0];
+    if (nd > 1) {
+      out[n++] = '.';
+      for (int i = 1; i < nd; i++) out[n++] = digits[i];
+    }
+    n += snprintf(out + n, sizeof out - (size_t)n, "e%c%02d", exp < 0 ? '-' : '+', abs(exp));
+  }
+  size_t len = (size_t)n < cap ? (size_t)n : cap;
+  memcpy(buf, out, len);
+  return (int)len;
+}
+
+int lm_expr_format_timestamp(int64_t us, char* buf, size_t cap) {
+  int64_t secs = us / 1000000; /* floor division without overflow at INT64_MIN */
+  int64_t frac = us % 1000000;
+  if (frac < 0) {
+    frac += 1000000;
+    secs -= 1;
+  }
+  int64_t days = floor_div(secs, 86400);
+  int64_t rem = secs - days * 86400;
+  int64_t y, m, d;
+  civil_from_days(days, &y, &m, &d);
+  bool bc = y <= 0;
+  char out[LM_EXPR_TIMESTAMP_TEXT_MAX + 16];
+  int n = snprintf(out, sizeof out, "%04lld-%02lld-%02lld%s %02lld:%02lld:%02lld",
+                   (long long)(bc ? 1 - y : y), (long long)m, (long long)d, bc ? " (BC)" : "",
+                   (long long)(rem / 3600), (long long)(rem / 60 % 60), (long long)(rem % 60));
+  if (frac != 0) {
+    char f[8];
+    snprintf(f, sizeof f, "%06lld", (long long)frac);
+    int len = 6;
+    while (f[len - 1] == '0') len--;
+    n += snprintf(out + n, sizeof out - (size_t)n, ".%.*s", len, f);
+  }
+  size_t len = (size_t)n < cap ? (size_t)n : cap;
+  memcpy(buf, out, len);
+  return (int)len;
+}
+
+/* ---- parsing --------------------------------------------------------------------- */
+
+static bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static void trim(const char** p, const char** end) {
+  while (*p < *end && is_space(**p)) (*p)++;
+  while (*end > *p && is_space((*end)[-1])) (*end)--;
+}
+
+static int digit_value(char c) {
+  if (is_digit(c)) return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return 99;
+}
+
+/* Digits in `base` with single '_' allowed between two digits, starting at *p.
+ * Advances *p past them; returns the number of digits, or -1 on a misplaced '_'. */
+static int64_t scan_digits(const char** p, const char* end, int base) {
+  int64_t count = 0;
+  const char* q = *p;
+  while (q < end) {
+    if (digit_value(*q) < base) {
+      count++;
+      q++;
+    } else if (*q == '_') {
+      if (count == 0 || q + 1 >= end || digit_value(q[1]) >= base) return -1;
+      q++;
+    } else {
+      break;
     }
   }
-  if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59) {
-    return false;
+  *p = q;
+  return count;
+}
+
+/* A decimal number: [+-] digits [. digits] [(e|E) [+-] digits], digits in
+ * groups separated by single underscores, at least one mantissa digit. */
+typedef struct dec_parts {
+  bool neg;
+  const char* ibeg; /* integer digits (may include '_') */
+  const char* iend;
+  const char* fbeg; /* fraction digits */
+  const char* fend;
+  int64_t nint;     /* count of integer digits */
+  int64_t exp;      /* decimal exponent, clamped to +-1e6 */
+} dec_parts;
+
+static bool scan_decimal(const char* p, const char* end, dec_parts* out) {
+  out->neg = false;
+  if (p < end && (*p == '+' || *p == '-')) out->neg = *p++ == '-';
+  out->ibeg = p;
+  int64_t ni = scan_digits(&p, end, 10);
+  if (ni < 0) return false;
+  out->iend = p;
+  out->nint = ni;
+  int64_t nf = 0;
+  out->fbeg = out->fend = p;
+  if (p < end && *p == '.') {
+    p++;
+    out->fbeg = p;
+    nf = scan_digits(&p, end, 10);
+    if (nf < 0) return false;
+    out->fend = p;
   }
-  int64_t days = days_from_civil(y, mo, d);
-  *out = ((days * 86400 + h * 3600 + mi * 60 + sec) * 1000000) + frac;
+  if (ni + nf == 0) return false;
+  out->exp = 0;
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    p++;
+    bool eneg = false;
+    if (p < end && (*p == '+' || *p == '-')) eneg = *p++ == '-';
+    const char* eb = p;
+    if (scan_digits(&p, end, 10) <= 0) return false;
+    int64_t e = 0;
+    for (const char* q = eb; q < p; q++) {
+      if (*q != '_' && e < 1000000) e = e * 10 + (*q - '0');
+    }
+    out->exp = eneg ? -e : e;
+  }
+  return p == end;
+}
+
+/* Integer of base 16 or 2 after a "0x"/"0b" prefix; no sign, <= INT64_MAX. */
+static bool parse_radix(const char* p, const char* end, int base, int64_t* out) {
+  const char* q = p;
+  if (scan_digits(&q, end, base) <= 0 || q != end) return false;
+  uint64_t v = 0;
+  for (; p < end; p++) {
+    if (*p == '_') continue;
+    int d = digit_value(*p);
+    if (v > ((uint64_t)INT64_MAX - (uint64_t)d) / (uint64_t)base) return false;
+    v = v * (uint64_t)base + (uint64_t)d;
+  }
+  *out = (int64_t)v;
   return true;
 }
 
-/* Round half away from zero into int64; false when out of range or NaN. */
-static bool double_to_int(double d, int64_t lo, int64_t hi, int64_t* out) {
-  if (isnan(d)) return false;
-  double r = round(d);
-  if (r < (double)lo || r >= -(double)lo) return false; /* 2^63 is not representable */
-  if (r > (double)hi) return false;
+/* DuckDB's text -> integer: surrounding whitespace ignored; decimal with
+ * optional fraction and exponent, rounded half away from zero ("2.5" -> 3,
+ * "15e-1" -> 2); "_" between digits; "0x.."/"0b.." (unsigned, no leading
+ * whitespace). Out of INT64 range -> false. */
+bool lm_expr_parse_int64(lm_str s, int64_t* out) {
+  const char* p = s.ptr;
+  const char* end = s.ptr + s.len;
+  if (s.len <= 0) return false;
+  if (end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X' || p[1] == 'b' || p[1] == 'B')) {
+    int base = (p[1] | 0x20) == 'x' ? 16 : 2;
+    const char* e2 = end;
+    trim(&p, &e2);
+    return parse_radix(p + 2, e2, base, out);
+  }
+  trim(&p, &end);
+  dec_parts dp;
+  if (!scan_decimal(p, end, &dp)) return false;
+  /* Digit i of the mantissa (integer digits then fraction digits) has place
+   * value 10^(point - 1 - i); the integer value takes digits i < point and
+   * digit `point` decides rounding. */
+  const uint64_t limit = (uint64_t)INT64_MAX + 1;
+  int64_t point = dp.nint + dp.exp;
+  uint64_t mag = 0;
+  int round_digit = 0;
+  int64_t i = 0;
+  for (int part = 0; part < 2; part++) {
+    const char* q = part == 0 ? dp.ibeg : dp.fbeg;
+    const char* qe = part == 0 ? dp.iend : dp.fend;
+    for (; q < qe && i <= point; q++) {
+      if (*q == '_') continue;
+      int d = *q - '0';
+      if (i < point) {
+        if (__builtin_mul_overflow(mag, (uint64_t)10, &mag) ||
+            __builtin_add_overflow(mag, (uint64_t)d, &mag) || mag > limit) {
+          return false;
+        }
+      } else {
+        round_digit = d;
+      }
+      i++;
+    }
+  }
+  for (; i < point && mag != 0; i++) { /* exponent beyond the digits */
+    if (__builtin_mul_overflow(mag, (uint64_t)10, &mag) || mag > limit) return false;
+  }
+  if (round_digit >= 5) mag++;
+  if (mag > (dp.neg ? limit : limit - 1)) return false;
+  *out = dp.neg ? (int64_t)(0 - mag) : (int64_t)mag;
+  return true;
+}
+
+static bool word_eq(const char* p, const char* end, const char* w) {
+  return lm_strneq_nocase(p, (size_t)(end - p), w);
+}
+
+/* DuckDB's text -> double: surrounding whitespace ignored; the decimal grammar
+ * of lm_expr_parse_int64 (no hex); "inf", "infinity", "nan" with optional sign,
+ * any case. Overflow gives +-inf, underflow 0 (as DuckDB). Numbers longer than
+ * 1000 characters are not accepted. */
+bool lm_expr_parse_double(lm_str s, double* out) {
+  const char* p = s.ptr;
+  const char* end = s.ptr + s.len;
+  if (s.len <= 0) return false;
+  trim(&p, &end);
+  const char* w = p;
+  bool neg = false;
+  if (w < end && (*w == '+' || *w == '-')) neg = *w++ == '-';
+  if (word_eq(w, end, "inf") || word_eq(w, end, "infinity")) {
+    *out = neg ? -INFINITY : INFINITY;
+    return true;
+  }
+  if (word_eq(w, end, "nan")) {
+    *out = NAN;
+    return true;
+  }
+  dec_parts dp;
+  if (!scan_decimal(p, end, &dp)) return false;
+  char buf[1024];
+  if (end - p >= (ptrdiff_t)sizeof buf) return false;
+  size_t n = 0;
+  for (const char* q = p; q < end; q++) {
+    if (*q != '_') buf[n++] = *q;
+  }
+  buf[n] = '\0';
+  *out = strtod(buf, NULL);
+  return true;
+}
+
+/* DuckDB's text -> boolean (no whitespace trimming, as DuckDB). */
+bool lm_expr_parse_bool(lm_str s, bool* out) {
+  static const char* const yes[] = {"true", "t", "yes", "y", "1"};
+  static const char* const no[] = {"false", "f", "no", "n", "0"};
+  if (s.len <= 0 || s.len > 5) return false;
+  for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+    if (lm_strneq_nocase(s.ptr, (size_t)s.len, yes[i])) {
+      *out = true;
+      return true;
+    }
+    if (lm_strneq_nocase(s.ptr, (size_t)s.len, no[i])) {
+      *out = false;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* 1..maxd decimal digits at *p into *v. */
+static bool take_num(const char** p, const char* end, int maxd, int64_t* v) {
+  int nd = 0;
+  *v = 0;
+  while (*p < end && is_digit(**p) && nd < maxd) {
+    *v = *v * 10 + (**p - '0');
+    (*p)++;
+    nd++;
+  }
+  return nd > 0 && !(*p < end && is_digit(**p));
+}
+
+/* DuckDB's text -> timestamp:
+ *   [ws] Y..Y(-|/)M[M](same sep)D[D] [( +|T)H[H]:M[M][:S[S][.f*]][Z]] [ws]
+ * Year 1..6 digits (AD only); the date is validated (no Feb 30); 24:00[:00]
+ * means midnight of the next day; fraction digits past microseconds are
+ * truncated; "Z" is accepted; numeric zone offsets are not (NULL). */
+bool lm_expr_parse_timestamp(lm_str s, int64_t* out) {
+  const char* p = s.ptr;
+  const char* end = s.ptr + s.len;
+  if (s.len <= 0) return false;
+  while (p < end && is_space(*p)) p++;
+  int64_t y, mo, d, h = 0, mi = 0, sec = 0, frac = 0;
+  if (!take_num(&p, end, 6, &y) || p >= end || (*p != '-' && *p != '/')) return false;
+  char sep = *p++;
+  if (!take_num(&p, end, 2, &mo) || p >= end || *p++ != sep) return false;
+  if (!take_num(&p, end, 2, &d)) return false;
+  if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo)) return false;
+  if (p < end) {
+    if (*p == 'T') {
+      p++;
+    } else if (*p == ' ') {
+      while (p < end && *p == ' ') p++;
+    } else {
+      return false;
+    }
+    if (!take_num(&p, end, 2, &h) || p >= end || *p++ != ':') return false;
+    if (!take_num(&p, end, 2, &mi)) return false;
+    if (p < end && *p == ':') {
+      p++;
+      if (!take_num(&p, end, 2, &sec)) return false;
+      if (p < end && *p == '.') {
+        p++;
+        int digits = 0;
+        while (p < end && is_digit(*p)) {
+          if (digits < 6) {
+            frac = frac * 10 + (*p - '0');
+            digits++;
+          }
+          p++;
+        }
+        for (; digits < 6; digits++) frac *= 10;
+      }
+    }
+    if (p < end && *p == 'Z') p++;
+    while (p < end && is_space(*p)) p++;
+    if (p != end) return false;
+    if (h == 24) {
+      if (mi != 0 || sec != 0 || frac != 0) return false;
+    } else if (h > 23) {
+      return false;
+    }
+    if (mi > 59 || sec > 59) return false;
+  }
+  int64_t days = days_from_civil(y, mo, d);
+  int64_t v;
+  if (__builtin_mul_overflow(days * 86400 + h * 3600 + mi * 60 + sec, (int64_t)1000000, &v) ||
+      __builtin_add_overflow(v, frac, &v)) {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+/* ---- the CAST kernel -------------------------------------------------------------- */
+
+/* The slot data of vector v, typed. */
+#define DATA(T, v) ((const T*)(v)->data)
+
+/* Whether converting a non-null `from` value to `to` can give NULL. */
+static bool cast_can_fail(lm_type from, lm_type to) {
+  switch (to) {
+    case LM_TYPE_STRING: return false;
+    case LM_TYPE_DOUBLE: return from == LM_TYPE_STRING;
+    case LM_TYPE_BOOL: return from == LM_TYPE_STRING || from == LM_TYPE_TIMESTAMP;
+    case LM_TYPE_INT64:
+      return from == LM_TYPE_STRING || from == LM_TYPE_DOUBLE;
+    case LM_TYPE_TIMESTAMP:
+      return from == LM_TYPE_STRING || from == LM_TYPE_DOUBLE || from == LM_TYPE_BOOL;
+    case LM_TYPE_INT32: return from != LM_TYPE_BOOL;
+    case LM_TYPE_NULL: return true;
+  }
+  return true;
+}
+
+/* Round to nearest, ties to even, into [lo, hi]; false for NaN / out of range. */
+static inline bool double_to_i64(double x, double lo, double hi_excl, int64_t* out) {
+  double r = nearbyint(x);
+  if (!(r >= lo && r < hi_excl)) return false; /* also rejects NaN */
   *out = (int64_t)r;
   return true;
 }
 
-static int64_t get_int(const lm_vec* v, int64_t k) {
-  switch (v->type) {
-    case LM_TYPE_INT32: return ((const int32_t*)v->data)[k];
-    case LM_TYPE_BOOL: return ((const uint8_t*)v->data)[k];
-    default: return ((const int64_t*)v->data)[k];
+static laminar_code cast_to_string(lm_eval_ctx* ctx, const lm_vec* in, lm_str* r) {
+  int64_t n = in->len;
+  size_t width = in->type == LM_TYPE_DOUBLE      ? LM_EXPR_DOUBLE_TEXT_MAX
+                 : in->type == LM_TYPE_TIMESTAMP ? LM_EXPR_TIMESTAMP_TEXT_MAX
+                                                 : 24;
+  char* slab = lm_eval_ctx_alloc(ctx, width * (size_t)n);
+  if (slab == NULL) return LAMINAR_ERR_NOMEM;
+  char* w = slab;
+  for (int64_t k = 0; k < n; k++) {
+    if (in->nulls != NULL && in->nulls[k]) {
+      r[k] = (lm_str){NULL, 0};
+      continue;
+    }
+    int len;
+    switch (in->type) {
+      case LM_TYPE_BOOL:
+        len = DATA(uint8_t, in)[k] ? 4 : 5;
+        memcpy(w, DATA(uint8_t, in)[k] ? "true" : "false", (size_t)len);
+        break;
+      case LM_TYPE_INT32: len = snprintf(w, width, "%d", (int)DATA(int32_t, in)[k]); break;
+      case LM_TYPE_INT64: len = snprintf(w, width, "%lld", (long long)DATA(int64_t, in)[k]); break;
+      case LM_TYPE_DOUBLE: len = lm_expr_format_double(DATA(double, in)[k], w, width); break;
+      case LM_TYPE_TIMESTAMP:
+        len = lm_expr_format_timestamp(DATA(int64_t, in)[k], w, width);
+        break;
+      default: len = 0; break;
+    }
+    r[k] = (lm_str){w, len};
+    w += len;
+  }
+  return LAMINAR_OK;
+}
+
+/* STRING -> non-string: parse each non-null row, marking failures in nl. */
+static void cast_from_string(const lm_vec* in, lm_type to, void* data, uint8_t* nl) {
+  const lm_str* s = DATA(lm_str, in);
+  for (int64_t k = 0; k < in->len; k++) {
+    bool ok = false;
+    if (!nl[k]) {
+      switch (to) {
+        case LM_TYPE_BOOL: {
+          bool b = false;
+          ok = lm_expr_parse_bool(s[k], &b);
+          ((uint8_t*)data)[k] = ok && b;
+          break;
+        }
+        case LM_TYPE_INT32: {
+          int64_t v = 0;
+          ok = lm_expr_parse_int64(s[k], &v) && v >= INT32_MIN && v <= INT32_MAX;
+          ((int32_t*)data)[k] = ok ? (int32_t)v : 0;
+          break;
+        }
+        case LM_TYPE_INT64:
+        case LM_TYPE_TIMESTAMP: {
+          int64_t v = 0;
+          ok = to == LM_TYPE_INT64 ? lm_expr_parse_int64(s[k], &v)
+                                   : lm_expr_parse_timestamp(s[k], &v);
+          ((int64_t*)data)[k] = ok ? v : 0;
+          break;
+        }
+        case LM_TYPE_DOUBLE: {
+          double v = 0;
+          ok = lm_expr_parse_double(s[k], &v);
+          ((double*)data)[k] = ok ? v : 0;
+          break;
+        }
+        default: break;
+      }
+    }
+    nl[k] = !ok;
   }
 }
 
+/* Loop over all rows converting with EXPR (uses `x`, the source value). */
+#define CONVERT(ST, DT, EXPR)                                  \
+  do {                                                         \
+    const ST* src_ = (const ST*)in->data;                      \
+    DT* dst_ = (DT*)data;                                      \
+    for (int64_t k = 0; k < n; k++) {                          \
+      ST x = src_[k];                                          \
+      dst_[k] = (DT)(EXPR);                                    \
+    }                                                          \
+  } while (0)
+
+/* Loop converting with a check: OK_EXPR decides, VAL_EXPR gives the value. */
+#define CONVERT_CHECKED(ST, DT, OK_EXPR, VAL_EXPR)             \
+  do {                                                         \
+    const ST* src_ = (const ST*)in->data;                      \
+    DT* dst_ = (DT*)data;                                      \
+    for (int64_t k = 0; k < n; k++) {                          \
+      ST x = src_[k];                                          \
+      bool ok_ = (OK_EXPR);                                    \
+      dst_[k] = ok_ ? (DT)(VAL_EXPR) : (DT)0;                  \
+      nl[k] |= (uint8_t)!ok_;                                  \
+    }                                                          \
+  } while (0)
+
 laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec* out) {
   int64_t n = in->len;
-  if (in->type == to) {
+  lm_type from = in->type;
+  if (from == to) {
     *out = *in;
     return LAMINAR_OK;
   }
-  size_t cnt = (size_t)(n ? n : 1);
+  size_t cnt = (size_t)n;
   void* data = lm_eval_ctx_alloc(ctx, (size_t)lm_type_width(to) * cnt);
-  uint8_t* nulls = lm_eval_ctx_alloc(ctx, cnt);
-  if (data == NULL || nulls == NULL) return LAMINAR_ERR_NOMEM;
-  memset(nulls, 0, cnt);
-  memset(data, 0, (size_t)lm_type_width(to) * cnt);
-  bool any_null = false;
-  for (int64_t k = 0; k < n; k++) {
-    if (in->nulls && in->nulls[k]) {
-      nulls[k] = 1;
-      any_null = true;
-      continue;
-    }
-    bool ok = true;
-    int64_t iv = 0;
-    double dv = 0;
-    bool bv = false;
-    /* Read the input into one of iv / dv / bv / a string, then write `to`. */
-    switch (to) {
-      case LM_TYPE_STRING: {
-        char buf[64];
-        int len;
-        switch (in->type) {
-          case LM_TYPE_BOOL:
-            len = snprintf(buf, sizeof buf, "%s", ((const uint8_t*)in->data)[k] ? "true" : "false");
-            break;
-          case LM_TYPE_DOUBLE: len = format_double(((const double*)in->data)[k], buf, sizeof buf); break;
-          case LM_TYPE_TIMESTAMP:
-            len = format_timestamp(((const int64_t*)in->data)[k], buf, sizeof buf);
-            break;
-          default: len = snprintf(buf, sizeof buf, "%lld", (long long)get_int(in, k)); break;
-        }
-        char* copy = lm_eval_ctx_alloc(ctx, (size_t)len);
-        if (copy == NULL) return LAMINAR_ERR_NOMEM;
-        memcpy(copy, buf, (size_t)len);
-        ((lm_str*)data)[k] = (lm_str){copy, len};
-        continue;
-      }
-      case LM_TYPE_DOUBLE:
-        if (in->type == LM_TYPE_STRING) {
-          ok = parse_double(((const lm_str*)in->data)[k], &dv);
-        } else {
-          dv = (double)get_int(in, k);
-        }
-        if (ok) ((double*)data)[k] = dv;
-        break;
-      case LM_TYPE_BOOL:
-        if (in->type == LM_TYPE_STRING) {
-          ok = parse_bool(((const lm_str*)in->data)[k], &bv);
-        } else if (in->type == LM_TYPE_DOUBLE) {
-          bv = ((const double*)in->data)[k] != 0.0;
-        } else if (in->type == LM_TYPE_TIMESTAMP) {
-          ok = false;
-        } else {
-          bv = get_int(in, k) != 0;
-        }
-        if (ok) ((uint8_t*)data)[k] = bv;
-        break;
-      case LM_TYPE_INT32:
-      case LM_TYPE_INT64:
-      case LM_TYPE_TIMESTAMP: {
-        int64_t lo = to == LM_TYPE_INT32 ? INT32_MIN : INT64_MIN;
-        int64_t hi = to == LM_TYPE_INT32 ? INT32_MAX : INT64_MAX;
-        if (in->type == LM_TYPE_STRING) {
-          lm_str s = ((const lm_str*)in->data)[k];
-          if (to == LM_TYPE_TIMESTAMP) {
-            ok = parse_timestamp(s, &iv);
-          } else {
-            ok = parse_int(s, &iv);
-          }
-        } else if (in->type == LM_TYPE_DOUBLE) {
-          ok = double_to_int(((const double*)in->data)[k], lo, hi, &iv);
-        } else if (in->type == LM_TYPE_BOOL && to == LM_TYPE_TIMESTAMP) {
-          ok = false;
-        } else {
-          iv = get_int(in, k);
-        }
-        ok = ok && iv >= lo && iv <= hi;
-        if (ok) {
-          if (to == LM_TYPE_INT32) {
-            ((int32_t*)data)[k] = (int32_t)iv;
-          } else {
-            ((int64_t*)data)[k] = iv;
-          }
-        }
-        break;
-      }
-      case LM_TYPE_NULL: ok = false; break;
-    }
-    if (!ok) {
-      nulls[k] = 1;
-      any_null = true;
+  if (data == NULL) return LAMINAR_ERR_NOMEM;
+  bool can_fail = from == LM_TYPE_NULL || cast_can_fail(from, to);
+  uint8_t* nl = NULL;
+  if (can_fail) {
+    nl = lm_eval_ctx_alloc(ctx, cnt);
+    if (nl == NULL) return LAMINAR_ERR_NOMEM;
+    if (in->nulls != NULL) {
+      memcpy(nl, in->nulls, cnt);
+    } else {
+      memset(nl, 0, cnt);
     }
   }
-  *out = (lm_vec){to, n, any_null ? nulls : NULL, data};
+  *out = (lm_vec){to, n, can_fail ? nl : in->nulls, data};
+
+  if (from == LM_TYPE_NULL || to == LM_TYPE_NULL ||
+      (from == LM_TYPE_BOOL && to == LM_TYPE_TIMESTAMP) ||
+      (from == LM_TYPE_TIMESTAMP && to == LM_TYPE_BOOL)) {
+    memset(data, 0, (size_t)lm_type_width(to) * cnt);
+    memset(nl, 1, cnt);
+    return LAMINAR_OK;
+  }
+  if (to == LM_TYPE_STRING) return cast_to_string(ctx, in, (lm_str*)data);
+  if (from == LM_TYPE_STRING) {
+    cast_from_string(in, to, data, nl);
+  } else {
+    switch (to) {
+      case LM_TYPE_BOOL:
+        switch (from) {
+          case LM_TYPE_INT32: CONVERT(int32_t, uint8_t, x != 0); break;
+          case LM_TYPE_INT64: CONVERT(int64_t, uint8_t, x != 0); break;
+          case LM_TYPE_DOUBLE: CONVERT(double, uint8_t, x != 0.0); break;
+          default: return LAMINAR_ERR_INTERNAL;
+        }
+        break;
+      case LM_TYPE_INT32:
+        switch (from) {
+          case LM_TYPE_BOOL: CONVERT(uint8_t, int32_t, x != 0); break;
+          case LM_TYPE_INT64:
+          case LM_TYPE_TIMESTAMP:
+            CONVERT_CHECKED(int64_t, int32_t, x >= INT32_MIN && x <= INT32_MAX, x);
+            break;
+          case LM_TYPE_DOUBLE: {
+            int64_t v = 0;
+            CONVERT_CHECKED(double, int32_t, double_to_i64(x, -2147483648.0, 2147483648.0, &v), v);
+            break;
+          }
+          default: return LAMINAR_ERR_INTERNAL;
+        }
+        break;
+      case LM_TYPE_INT64:
+      case LM_TYPE_TIMESTAMP:
+        switch (from) {
+          case LM_TYPE_BOOL: CONVERT(uint8_t, int64_t, x != 0); break;
+          case LM_TYPE_INT32: CONVERT(int32_t, int64_t, x); break;
+          case LM_TYPE_INT64:
+          case LM_TYPE_TIMESTAMP: memcpy(data, in->data, 8 * cnt); break;
+          case LM_TYPE_DOUBLE: {
+            int64_t v = 0;
+            CONVERT_CHECKED(double, int64_t,
+                            double_to_i64(x, -9223372036854775808.0, 9223372036854775808.0, &v),
+                            v);
+            break;
+          }
+          default: return LAMINAR_ERR_INTERNAL;
+        }
+        break;
+      case LM_TYPE_DOUBLE:
+        switch (from) {
+          case LM_TYPE_BOOL: CONVERT(uint8_t, double, x != 0); break;
+          case LM_TYPE_INT32: CONVERT(int32_t, double, x); break;
+          case LM_TYPE_INT64:
+          case LM_TYPE_TIMESTAMP: CONVERT(int64_t, double, x); break;
+          default: return LAMINAR_ERR_INTERNAL;
+        }
+        break;
+      default: return LAMINAR_ERR_INTERNAL;
+    }
+  }
+  if (nl != NULL) {
+    /* Drop the null array when nothing failed and nothing was null. */
+    uint8_t any = 0;
+    for (int64_t k = 0; k < n; k++) any |= nl[k];
+    if (!any) out->nulls = NULL;
+  }
   return LAMINAR_OK;
 }

@@ -48,7 +48,7 @@ typedef enum lm_expr_op {
   LM_XOP_IS_NOT_NULL, /* any [BOOL, never NULL] */
   LM_XOP_CASE,        /* args: when1, then1, ..., whenN, thenN [, else] (has_else);
                          whens BOOL, thens/else all of `type` */
-  LM_XOP_CAST,        /* any -> `type` (see expr.c for the conversion table) */
+  LM_XOP_CAST,        /* any -> `type` (see cast.c for the conversion table) */
   LM_XOP_CONCAT,      /* STRING,STRING [STRING] */
   LM_XOP_COALESCE     /* T... [T] first non-NULL */
 } lm_expr_op;

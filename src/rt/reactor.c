@@ -196,16 +196,19 @@ static laminar_code process_msg(lm_source_def* src, lm_msg* msg) {
   return rc;
 }
 
-/* Room every subscriber ring must have before a source message is taken: one
- * message yields at most two batches per stream (data + window close), plus
- * what cascades bring; 2 * streams + 2 bounds it. */
+/* Room every subscriber ring must have before a source message is taken.
+ * One message makes each stream emit at most one batch: a map stream emits on
+ * its (single) input chunk, a window stream only when the watermark advances,
+ * and by induction no stream receives more than one chunk per message. Two
+ * slots leave a margin and still fit the smallest queue (buffer_size 2). */
+#define LM_SUB_HEADROOM 2u
+
 static bool have_headroom(const lm_graph* g) {
-  uint32_t need = (uint32_t)(2 * g->nstreams + 2);
   for (int32_t i = 0; i < g->nstreams; i++) {
     const lm_stream_def* s = g->streams[i];
     for (int32_t j = 0; j < s->nsubs; j++) {
       const lm_ring* r = s->subs[j]->ring;
-      if (lm_ring_capacity(r) - lm_ring_size(r) < need) return false;
+      if (lm_ring_capacity(r) - lm_ring_size(r) < LM_SUB_HEADROOM) return false;
     }
   }
   return true;

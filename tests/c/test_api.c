@@ -770,6 +770,60 @@ static int test_timestamp_windows(void) {
   return 0;
 }
 
+/* The smallest queues (buffer_size = 2) with a cascade of streams, each with a
+ * subscriber: one message yields at most one batch per stream, so inline runs
+ * always progress once the consumers have drained their queues. */
+static int test_smallest_queues_progress(void) {
+  laminar_config* cfg;
+  laminar_error err;
+  laminar_db* db;
+  CHECK_CODE(laminar_config_create(&cfg), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_config_set(cfg, "buffer_size", "2", &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_open(cfg, &db, &err), LAMINAR_OK, &err);
+  laminar_config_destroy(cfg);
+  CHECK_CODE(laminar_execute(db,
+                             "CREATE SOURCE trades (symbol VARCHAR, price DOUBLE, volume BIGINT,"
+                             " ts BIGINT, WATERMARK FOR ts AS ts);"
+                             "CREATE STREAM m1 AS SELECT symbol, ts, volume FROM trades;"
+                             "CREATE STREAM w1 AS SELECT symbol, window_start AS ws, SUM(volume) AS v"
+                             " FROM m1 GROUP BY symbol, tumble(ts, INTERVAL '10' MILLISECOND);"
+                             "CREATE STREAM m2 AS SELECT symbol, ws, v * 2 AS v2 FROM w1;"
+                             "CREATE STREAM w2 AS SELECT window_start, COUNT(*) AS n FROM m2"
+                             " GROUP BY tumble(ws, INTERVAL '100' MILLISECOND)",
+                             &err),
+             LAMINAR_OK, &err);
+  const char* names[] = {"m1", "w1", "m2", "w2"};
+  laminar_subscription* subs[4];
+  for (int i = 0; i < 4; i++) CHECK_CODE(laminar_subscribe(db, names[i], &subs[i], &err), LAMINAR_OK, &err);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
+  int64_t rows[4] = {0, 0, 0, 0};
+  /* 50 batches, then the final watermark; after each step drain every queue. */
+  for (int b = 0; b <= 50; b++) {
+    if (b < 50) {
+      trade_row r[] = {{"A", 1.0, false, 1, false, b * 7}, {"B", 1.0, false, 2, false, b * 7 + 3}};
+      CHECK(push_rows(src, r, 2, false) == 0);
+    } else {
+      CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
+    }
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+    for (int i = 0; i < 4; i++) {
+      for (;;) {
+        struct ArrowArray arr;
+        CHECK_CODE(laminar_subscription_next(subs[i], 0, &arr, NULL, &err), LAMINAR_OK, &err);
+        if (arr.release == NULL) break;
+        rows[i] += arr.length;
+        arr.release(&arr);
+      }
+    }
+  }
+  EXPECT(rows[0] == 100);
+  EXPECT(rows[1] == rows[2] && rows[1] > 0);
+  EXPECT(rows[3] == 4); /* ts 0..346: windows of 100 ms on ws */
+  laminar_close(db);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   static const lm_test_case cases[] = {
       {"quickstart", test_quickstart},
@@ -783,6 +837,7 @@ int main(int argc, char** argv) {
       {"threaded_blocking_next", test_threaded_blocking_next},
       {"stream_interface", test_stream_interface},
       {"timestamp_windows", test_timestamp_windows},
+      {"smallest_queues_progress", test_smallest_queues_progress},
       {NULL, NULL},
   };
   return lm_test_main(argc, argv, cases);

@@ -44,7 +44,8 @@ def test_codes_match_docs_and_python() -> None:
     assert header["LAMINAR_OK"] == 0
     doc = (ROOT / "docs" / "C-API.md").read_text()
     documented = {
-        name: int(num) for num, name in re.findall(r"^\| (\d+) \| `(LAMINAR_[A-Z_]+)` \|", doc, re.M)
+        name: int(num)
+        for num, name in re.findall(r"^\| (\d+) \| `(LAMINAR_[A-Z_]+)` \|", doc, re.M)
     }
     assert documented == header
     python_numbers = set(laminardb.CODES)

@@ -1,0 +1,203 @@
+"""Arrow plumbing between Python objects and the C core's Arrow structs.
+
+In: PyCapsules (Arrow PyCapsule Interface) are opened with
+``PyCapsule_GetPointer`` after an exact name check, and their struct pointers
+are handed to the core as cffi pointers; dicts and lists of dicts are built
+into a ``pyarrow.RecordBatch`` with the source's schema first.
+
+Out: structs the core fills (``ffi.new``) are moved into pyarrow with its
+``_import_from_c`` entry points, which leave them marked released.
+
+Ownership follows the C Data Interface (STYLE §1.5): a capsule's destructor
+releases its struct if it is still live, and the core moves a pushed array only
+when the push succeeds, so nothing here frees what the core took.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from laminardb._laminar_cffi import ffi
+
+__all__ = [
+    "address",
+    "batch_from_columns",
+    "batch_from_rows",
+    "capsule_pointer",
+    "import_batch",
+    "import_reader",
+    "import_schema",
+]
+
+_get_name = ctypes.pythonapi.PyCapsule_GetName
+_get_name.restype = ctypes.c_char_p
+_get_name.argtypes = [ctypes.py_object]
+
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype = ctypes.c_void_p
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def capsule_pointer(capsule: object, name: str) -> int:
+    """Return the address a PyCapsule holds, after checking its name exactly.
+
+    Args:
+        capsule: The capsule an ``__arrow_c_*__`` method returned.
+        name: The name it must carry: ``"arrow_schema"``, ``"arrow_array"`` or
+            ``"arrow_array_stream"``.
+
+    Returns:
+        The struct's address (never 0).
+
+    Raises:
+        TypeError: If ``capsule`` is not a PyCapsule, or is named otherwise
+            (the message names the capsule received).
+    """
+    if type(capsule).__name__ != "PyCapsule":
+        raise TypeError(f"expected a PyCapsule named '{name}', got {type(capsule).__qualname__}")
+    raw = _get_name(capsule)
+    received = raw.decode("utf-8", "replace") if raw is not None else None
+    if received != name:
+        raise TypeError(f"expected a PyCapsule named '{name}', got one named {received!r}")
+    pointer = _get_pointer(capsule, raw)
+    if not pointer:
+        raise TypeError(f"the PyCapsule named '{name}' holds a NULL pointer")
+    return int(pointer)
+
+
+def address(cdata: object) -> int:
+    """Return the address of a cffi pointer as a Python int (for pyarrow).
+
+    Args:
+        cdata: A cffi pointer.
+
+    Returns:
+        Its address.
+    """
+    return int(ffi.cast("uintptr_t", cdata))
+
+
+def import_batch(array: Any, schema: Any) -> pa.RecordBatch:  # noqa: ANN401 -- cdata
+    """Move a filled ``struct ArrowArray``/``ArrowSchema`` pair into pyarrow.
+
+    Args:
+        array: ``struct ArrowArray*`` (a struct array), filled and live.
+        schema: ``struct ArrowSchema*`` describing it, filled and live.
+
+    Returns:
+        The batch; both structs are left released (moved).
+    """
+    try:
+        return pa.RecordBatch._import_from_c(address(array), address(schema))
+    finally:
+        # pyarrow moves what it imports; whatever it left live is ours to free.
+        if array.release != ffi.NULL:
+            array.release(array)
+        if schema.release != ffi.NULL:
+            schema.release(schema)
+
+
+def import_schema(schema: Any) -> pa.Schema:  # noqa: ANN401 -- cdata
+    """Move a filled ``struct ArrowSchema`` into a ``pyarrow.Schema``.
+
+    Args:
+        schema: ``struct ArrowSchema*``, filled and live.
+
+    Returns:
+        The schema; the struct is left released.
+    """
+    try:
+        return pa.Schema._import_from_c(address(schema))
+    finally:
+        if schema.release != ffi.NULL:
+            schema.release(schema)
+
+
+def import_reader(stream: Any) -> pa.RecordBatchReader:  # noqa: ANN401 -- cdata
+    """Move a filled ``struct ArrowArrayStream`` into a ``pyarrow.RecordBatchReader``.
+
+    Args:
+        stream: ``struct ArrowArrayStream*``, filled and live.
+
+    Returns:
+        The reader, which now owns the stream.
+    """
+    try:
+        return pa.RecordBatchReader._import_from_c(address(stream))
+    finally:
+        if stream.release != ffi.NULL:
+            stream.release(stream)
+
+
+def _column(values: object, field: pa.Field | None) -> pa.Array:
+    """Build one column, with the source's type when the values allow it.
+
+    Args:
+        values: A sequence of Python values, a numpy array, or a pyarrow array.
+        field: The source's field of that name, or None if it has none.
+
+    Returns:
+        The column. pyarrow arrays are kept as they are; other values are
+        converted to the field's type, or by inference when they do not convert
+        (the core then rejects the column with an LDB-3004 naming it).
+    """
+    if isinstance(values, pa.ChunkedArray):
+        return values.combine_chunks()
+    if isinstance(values, pa.Array):
+        return values
+    if field is not None:
+        try:
+            return pa.array(values, type=field.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            pass
+    return pa.array(values)
+
+
+def batch_from_columns(columns: Mapping[str, object], schema: pa.Schema) -> pa.RecordBatch:
+    """Build a record batch from a dict of columns, typed by the source's schema.
+
+    Args:
+        columns: ``{column name: values}``; every value has the same length.
+        schema: The source's schema (types and nullability to use).
+
+    Returns:
+        The batch; columns keep the dict's order.
+
+    Raises:
+        TypeError: If a key is not a string.
+        pyarrow.ArrowInvalid: If the columns' lengths differ.
+    """
+    fields: list[pa.Field] = []
+    arrays: list[pa.Array] = []
+    for name, values in columns.items():
+        if not isinstance(name, str):
+            raise TypeError(f"column names must be str, got {type(name).__qualname__}")
+        index = schema.get_field_index(name)
+        field = schema.field(index) if index >= 0 else None
+        array = _column(values, field)
+        nullable = field.nullable if field is not None else True
+        fields.append(pa.field(name, array.type, nullable=nullable))
+        arrays.append(array)
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def batch_from_rows(rows: Iterable[Mapping[str, object]], schema: pa.Schema) -> pa.RecordBatch:
+    """Build a record batch from a list of dicts, typed by the source's schema.
+
+    Args:
+        rows: One mapping per row; a key missing from a row is NULL there.
+        schema: The source's schema.
+
+    Returns:
+        The batch; columns in order of first appearance.
+    """
+    rows = list(rows)
+    names: dict[str, None] = {}
+    for row in rows:
+        names.update(dict.fromkeys(row))
+    columns = {name: [row.get(name) for row in rows] for name in names}
+    return batch_from_columns(columns, schema)

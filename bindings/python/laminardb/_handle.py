@@ -1,0 +1,130 @@
+"""Shared lifetime machinery of the Python handle objects.
+
+DESIGN: each handle (``Connection``, ``Source``, ``Subscription``) wraps one C
+handle pointer and one ``threading.Lock``. Every C call on the pointer is made
+with the lock held, and ``close`` takes the same lock, so a handle is never
+freed while a call on it runs in another thread (cffi releases the GIL during
+the call, so that can otherwise happen). Blocking waits are cut into short
+calls (``Subscription``: 100 ms) so ``close`` from another thread, and Ctrl-C,
+get through quickly. Use after close raises ``LaminarError`` LDB-9002 instead
+of touching freed memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from types import TracebackType
+from typing import Any, TypeVar
+
+from laminardb._laminar_cffi import ffi
+from laminardb.errors import misuse
+
+__all__ = ["Handle", "c_text"]
+
+_H = TypeVar("_H", bound="Handle")
+
+
+def c_text(value: str, what: str) -> bytes:
+    """Encode a name or SQL text for a ``const char*`` argument.
+
+    Args:
+        value: The text.
+        what: What it is, for the error message (``"source name"``).
+
+    Returns:
+        The UTF-8 bytes.
+
+    Raises:
+        TypeError: If ``value`` is not a str.
+        ValueError: If it contains a NUL character (C would cut it there).
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be str, got {type(value).__qualname__}")
+    if "\0" in value:
+        raise ValueError(f"{what} contains a NUL character")
+    return value.encode("utf-8")
+
+
+class Handle:
+    """Base class: one C handle, its lock, context management and ``repr``."""
+
+    _kind = "handle"
+
+    def __init__(self, pointer: Any, label: str) -> None:  # noqa: ANN401 -- cdata
+        """Wrap an open C handle.
+
+        Args:
+            pointer: The C handle (cffi pointer), not NULL.
+            label: What ``repr`` and error messages call it (``"'trades'"``).
+        """
+        self._lock = threading.Lock()
+        self._pointer: Any = pointer
+        self._label = label
+
+    @property
+    def closed(self) -> bool:
+        """True once the handle is closed (by ``close`` or its connection)."""
+        return self._pointer is None
+
+    def _require_open(self) -> Any:  # noqa: ANN401 -- cdata
+        """Return the C handle; call with ``self._lock`` held.
+
+        Returns:
+            The C handle pointer.
+
+        Raises:
+            LaminarError: LDB-9002 if the handle is closed.
+        """
+        pointer = self._pointer
+        if pointer is None or pointer == ffi.NULL:
+            raise misuse(f"{self._kind} {self._label} is closed")
+        return pointer
+
+    def _release(self, pointer: Any) -> None:  # noqa: ANN401 -- cdata
+        """Free the C handle; subclasses call their ``laminar_*_close``.
+
+        Args:
+            pointer: The C handle being closed.
+        """
+        raise NotImplementedError
+
+    def _detach(self) -> None:
+        """Hook run after the handle is closed (drop back-references)."""
+
+    def close(self) -> None:
+        """Close the handle; closing twice is a no-op.
+
+        Waits for a call running on the handle in another thread to return
+        (at most one short wait slice for a blocked ``poll``).
+        """
+        with self._lock:
+            pointer, self._pointer = self._pointer, None
+            if pointer is not None:
+                self._release(pointer)
+        if pointer is not None:
+            self._detach()
+
+    def __enter__(self: _H) -> _H:
+        """Return the handle itself."""
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Close the handle."""
+        self.close()
+
+    def __del__(self) -> None:
+        """Close a handle that was never closed (garbage collection)."""
+        with contextlib.suppress(Exception):
+            if getattr(self, "_pointer", None) is not None:
+                self.close()
+
+    def __repr__(self) -> str:
+        """Show the kind, the name and whether the handle is open."""
+        state = "closed" if self.closed else "open"
+        return f"<laminardb.{type(self).__name__} {self._label} {state}>"

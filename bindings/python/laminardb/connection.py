@@ -1,0 +1,389 @@
+"""``laminardb.open`` and ``Connection``: an open LaminarDB database.
+
+A connection owns the ``laminar_db`` handle, the ``Source`` handles it opened
+(one per source name, reused by ``insert`` and ``source``) and its
+``Subscription`` objects. Closing it closes those first on the Python side,
+so using them afterwards raises LDB-9002 rather than touching freed memory.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Mapping
+from typing import Any, Union
+
+import pyarrow as pa
+
+from laminardb._arrow import import_reader, import_schema
+from laminardb._handle import Handle, c_text
+from laminardb._laminar_cffi import ffi, lib
+from laminardb.errors import raise_for
+from laminardb.source import Source
+from laminardb.subscription import Subscription
+
+__all__ = ["Connection", "open"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _option_text(key: str, value: object) -> bytes:
+    """Render one option value as the text ``laminar_config_set`` takes.
+
+    Args:
+        key: The option's name (for the error message).
+        value: The value: str, int, float, bool or a path.
+
+    Returns:
+        UTF-8 text; booleans become ``true``/``false``.
+    """
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, os.PathLike):
+        text = os.fspath(value)
+    else:
+        text = str(value)
+    return c_text(text, f"value of option {key!r}")
+
+
+class Connection(Handle):
+    """An open database; create one with :func:`laminardb.open`.
+
+    Catalog calls (``execute``, ``query``, ``schema``, ``source``,
+    ``subscribe``...) may come from any thread; the handles it returns are each
+    used by one thread at a time.
+
+    Example:
+        >>> import laminardb
+        >>> with laminardb.open() as db:
+        ...     _ = db.execute("CREATE SOURCE t (k VARCHAR, v BIGINT, ts BIGINT)")
+        ...     db.schema("t").names
+        ['k', 'v', 'ts']
+    """
+
+    _kind = "connection"
+
+    def __init__(self, pointer: Any, path: str | None) -> None:  # noqa: ANN401 -- cdata
+        """Wrap an open ``laminar_db``; use :func:`laminardb.open`.
+
+        Args:
+            pointer: The ``laminar_db*``.
+            path: The data directory, or None in memory.
+        """
+        super().__init__(pointer, repr(path) if path is not None else "in-memory")
+        self._path = path
+        self._sources: dict[str, Source] = {}
+        self._subscriptions: weakref.WeakSet[Subscription] = weakref.WeakSet()
+
+    @property
+    def path(self) -> str | None:
+        """The data directory, or None for an in-memory database."""
+        return self._path
+
+    # -- lifetime --------------------------------------------------------------
+
+    def _release(self, pointer: Any) -> None:  # noqa: ANN401 -- cdata
+        # Children first, each under its own lock, so none of their calls is
+        # running when the database (which owns their memory) is freed.
+        for source in list(self._sources.values()):
+            source.close()
+        for subscription in list(self._subscriptions):
+            subscription.close()
+        self._sources.clear()
+        lib.laminar_close(pointer)
+
+    def close(self) -> None:
+        """Close the database, its sources and its subscriptions.
+
+        Stops the runtime if it runs. Closing twice is a no-op. Batches already
+        taken from subscriptions stay valid.
+        """
+        super().close()
+
+    # -- SQL -------------------------------------------------------------------
+
+    def execute(self, sql: str) -> Connection:
+        """Run one or more ``;``-separated SQL statements (DDL).
+
+        The whole text is parsed first: a syntax error anywhere applies nothing.
+        The statements then run in order; the first failing one stops the call
+        and those before it stay applied.
+
+        Args:
+            sql: The SQL text.
+
+        Returns:
+            The connection itself, so calls chain.
+
+        Raises:
+            SQLError: LDB-1xxx, with ``.line`` and ``.column`` of the error.
+            SchemaError: LDB-2xxx.
+            LaminarError: LDB-9002 if the connection is closed.
+        """
+        text = c_text(sql, "sql")
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = lib.laminar_execute(self._require_open(), text, err)
+        raise_for(code, err)
+        return self
+
+    def query(self, sql: str) -> pa.Table:
+        """Run one statement that returns rows (SHOW SOURCES, SHOW STREAMS, DESCRIBE).
+
+        Args:
+            sql: The statement.
+
+        Returns:
+            Its rows as a ``pyarrow.Table``.
+
+        Raises:
+            SQLError: LDB-1xxx; LDB-1005 for a statement that returns no rows.
+            LaminarError: LDB-9002 if the connection is closed.
+        """
+        text = c_text(sql, "sql")
+        stream = ffi.new("struct ArrowArrayStream*")
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = lib.laminar_query(self._require_open(), text, stream, err)
+        raise_for(code, err)
+        reader = import_reader(stream)
+        try:
+            return reader.read_all()
+        finally:
+            reader.close()
+
+    def schema(self, name: str) -> pa.Schema:
+        """Report the schema of a source's or a stream's rows.
+
+        Args:
+            name: The source or stream.
+
+        Returns:
+            A ``pyarrow.Schema``.
+
+        Raises:
+            SQLError: LDB-1002 if there is no object of that name.
+            LaminarError: LDB-9002 if the connection is closed.
+        """
+        text = c_text(name, "name")
+        with self._lock:
+            return self._schema_locked(text)
+
+    def _schema_locked(self, name: bytes) -> pa.Schema:
+        """``laminar_schema``; call with ``self._lock`` held.
+
+        Args:
+            name: The encoded object name.
+
+        Returns:
+            The schema.
+        """
+        out = ffi.new("struct ArrowSchema*")
+        err = ffi.new("laminar_error*")
+        code = lib.laminar_schema(self._require_open(), name, out, err)
+        raise_for(code, err)
+        return import_schema(out)
+
+    # -- handles ---------------------------------------------------------------
+
+    def source(self, name: str) -> Source:
+        """Return the producer handle of source ``name``, opening it if needed.
+
+        The connection keeps one open handle per source (the core allows one
+        producer per source) and hands out the same object until it is closed.
+
+        Args:
+            name: The source.
+
+        Returns:
+            The :class:`Source`.
+
+        Raises:
+            SQLError: LDB-1002 if there is no source of that name.
+            InternalError: LDB-9003 if another producer handle holds it.
+            LaminarError: LDB-9002 if the connection is closed.
+        """
+        text = c_text(name, "source name")
+        with self._lock:
+            db = self._require_open()
+            cached = self._sources.get(name)
+            if cached is not None and not cached.closed:
+                return cached
+            out = ffi.new("laminar_source**")
+            err = ffi.new("laminar_error*")
+            code = lib.laminar_source_open(db, text, out, err)
+            raise_for(code, err)
+            try:
+                schema = self._schema_locked(text)
+            except BaseException:
+                lib.laminar_source_close(out[0])
+                raise
+            source = Source(self, name, out[0], schema)
+            self._sources[name] = source
+            return source
+
+    def insert(self, name: str, data: object) -> None:
+        """Push rows into source ``name`` (through its cached :class:`Source`).
+
+        Args:
+            name: The source.
+            data: Anything :meth:`Source.push` accepts: an Arrow stream or array
+                (pyarrow Table/RecordBatch, pandas, nanoarrow...), a dict of
+                columns or a list of row dicts.
+
+        Raises:
+            TypeError: If ``data`` is of no accepted kind.
+            IngestError: LDB-3xxx if the batch was rejected (nothing of it
+                ingested).
+            SQLError: LDB-1002 if there is no source of that name.
+            LaminarError: LDB-9002 if the connection is closed.
+        """
+        self.source(name).push(data)
+
+    def subscribe(self, name: str) -> Subscription:
+        """Subscribe to the results stream ``name`` produces from now on.
+
+        Args:
+            name: The stream.
+
+        Returns:
+            A new :class:`Subscription`.
+
+        Raises:
+            SQLError: LDB-1002 if there is no stream of that name.
+            LaminarError: LDB-9002 if the connection is closed.
+        """
+        text = c_text(name, "stream name")
+        with self._lock:
+            db = self._require_open()
+            out = ffi.new("laminar_subscription**")
+            err = ffi.new("laminar_error*")
+            code = lib.laminar_subscribe(db, text, out, err)
+            raise_for(code, err)
+            try:
+                schema = self._schema_locked(text)
+            except BaseException:
+                lib.laminar_subscription_close(out[0])
+                raise
+            subscription = Subscription(self, name, out[0], schema)
+            self._subscriptions.add(subscription)
+            return subscription
+
+    # -- runtime ---------------------------------------------------------------
+
+    def _simple(self, function: Any) -> None:  # noqa: ANN401 -- a cffi function
+        """Call ``function(db, err)`` and raise on failure.
+
+        Args:
+            function: ``laminar_start``, ``laminar_stop`` or ``laminar_run_until_idle``.
+        """
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = function(self._require_open(), err)
+        raise_for(code, err)
+
+    def start(self) -> None:
+        """Start the runtime: a reactor thread processes pushes as they come.
+
+        Raises:
+            InternalError: LDB-9003 if already started.
+            LaminarError: LDB-9002 if the connection is closed.
+        """
+        self._simple(lib.laminar_start)
+
+    def stop(self) -> None:
+        """Stop the runtime after it has processed what is queued.
+
+        A no-op on a stopped database.
+
+        Raises:
+            LaminarError: LDB-9002 if the connection is closed.
+        """
+        self._simple(lib.laminar_stop)
+
+    def run_until_idle(self) -> None:
+        """Process all queued input inline, in this thread (deterministic).
+
+        Returns early if a subscriber's queue fills; the rest stays queued.
+
+        Raises:
+            InternalError: LDB-9003 while the runtime is started.
+            LaminarError: LDB-9002 if the connection is closed.
+        """
+        self._simple(lib.laminar_run_until_idle)
+
+    def late_rows(self, name: str) -> int:
+        """Count the rows stream ``name`` dropped for arriving behind its watermark.
+
+        Args:
+            name: The stream.
+
+        Returns:
+            The count since the stream was created.
+
+        Raises:
+            SQLError: LDB-1002 if there is no stream of that name.
+            LaminarError: LDB-9002 if the connection is closed.
+        """
+        text = c_text(name, "stream name")
+        out = ffi.new("int64_t*")
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = lib.laminar_stream_late_rows(self._require_open(), text, out, err)
+        raise_for(code, err)
+        return int(out[0])
+
+
+def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.connect
+    path: PathLike | None = None,
+    *,
+    config: Mapping[str, object] | None = None,
+    **options: object,
+) -> Connection:
+    """Open a database.
+
+    Args:
+        path: A data directory for durable state, or None for in memory. It is
+            passed to the engine as the ``data_dir`` option.
+        config: Options as a mapping, e.g. ``{"buffer_size": 1024}``.
+        **options: More options, as keywords; they override ``config``. Values
+            are passed as text (booleans as ``true``/``false``).
+
+    Returns:
+        The open :class:`Connection`.
+
+    Raises:
+        ConfigError: LDB-6001 for an unknown key, LDB-6002 for a bad value.
+        StorageError: LDB-5001 if the data directory cannot be created.
+
+    Example:
+        >>> import laminardb
+        >>> db = laminardb.open(buffer_size=1024)
+        >>> db
+        <laminardb.Connection in-memory open>
+        >>> db.close()
+        >>> db
+        <laminardb.Connection in-memory closed>
+    """
+    settings: dict[str, object] = dict(config or {})
+    settings.update(options)
+    text_path = os.fspath(path) if path is not None else None
+    if text_path is not None:
+        settings["data_dir"] = text_path
+
+    config_out = ffi.new("laminar_config**")
+    raise_for(lib.laminar_config_create(config_out))
+    try:
+        for key, value in settings.items():
+            err = ffi.new("laminar_error*")
+            code = lib.laminar_config_set(
+                config_out[0], c_text(key, "option name"), _option_text(key, value), err
+            )
+            raise_for(code, err)
+        db_out = ffi.new("laminar_db**")
+        err = ffi.new("laminar_error*")
+        code = lib.laminar_open(config_out[0], db_out, err)
+        raise_for(code, err)
+    finally:
+        lib.laminar_config_destroy(config_out[0])
+    return Connection(db_out[0], text_path)

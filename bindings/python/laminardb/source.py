@@ -1,0 +1,258 @@
+"""``Source``: a producer handle pushing Arrow data into one LaminarDB source.
+
+Input kinds, tried in order (STYLE §2.2): ``__arrow_c_stream__`` (each batch of
+the stream is pushed; pyarrow Tables, pandas DataFrames, polars...),
+``__arrow_c_array__`` (pyarrow RecordBatch, nanoarrow arrays...), a dict of
+columns, a list of dicts, then a pandas DataFrame without the stream protocol.
+
+Each batch is checked by the core before anything of it is ingested; a rejected
+batch raises and leaves the source as it was. Arrays are moved into the core
+zero-copy when, and only when, the push succeeds.
+"""
+
+from __future__ import annotations
+
+import errno
+import operator
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from laminardb._arrow import batch_from_columns, batch_from_rows, capsule_pointer
+from laminardb._handle import Handle
+from laminardb._laminar_cffi import ffi, lib
+from laminardb.errors import error_for, raise_for
+
+if TYPE_CHECKING:
+    from laminardb.connection import Connection
+
+__all__ = ["Source"]
+
+_ARROW_INVALID = 3001
+_ARROW_RELEASED = 3002
+
+
+class Source(Handle):
+    """A producer handle on a source; get one with :meth:`Connection.source`.
+
+    One producer handle per source at a time (the core is single-producer); a
+    handle is used by one thread at a time.
+
+    Example:
+        >>> import laminardb
+        >>> db = laminardb.open()
+        >>> _ = db.execute("CREATE SOURCE t (k VARCHAR, v BIGINT, ts BIGINT)")
+        >>> with db.source("t") as src:
+        ...     src.push({"k": ["a"], "v": [1], "ts": [0]})
+        ...     src.watermark(1000)
+        >>> db.close()
+    """
+
+    _kind = "source"
+
+    def __init__(
+        self,
+        connection: Connection,
+        name: str,
+        pointer: Any,  # noqa: ANN401 -- cdata
+        schema: pa.Schema,
+    ) -> None:
+        """Wrap an open ``laminar_source``; use :meth:`Connection.source`.
+
+        Args:
+            connection: The owning connection (kept alive by this handle).
+            name: The source's name.
+            pointer: The ``laminar_source*``.
+            schema: The source's schema (``laminar_schema``).
+        """
+        super().__init__(pointer, repr(name))
+        self._connection: Connection | None = connection
+        self._name = name
+        self._schema = schema
+
+    @property
+    def name(self) -> str:
+        """The source's name."""
+        return self._name
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The source's columns as a ``pyarrow.Schema``."""
+        return self._schema
+
+    def _release(self, pointer: Any) -> None:  # noqa: ANN401 -- cdata
+        lib.laminar_source_close(pointer)
+
+    def _detach(self) -> None:
+        self._connection = None
+
+    # -- pushing ---------------------------------------------------------------
+
+    def _push_struct(self, array: Any, schema: Any) -> None:  # noqa: ANN401 -- cdata
+        """Push one ``struct ArrowArray`` described by ``schema``.
+
+        Args:
+            array: ``struct ArrowArray*``; moved into the core on success only.
+            schema: ``struct ArrowSchema*``; borrowed.
+
+        Raises:
+            LaminarError: LDB-9002 if closed; the core's 3xxx code if rejected.
+        """
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            pointer = self._require_open()
+            code = lib.laminar_source_push(pointer, array, schema, err)
+        raise_for(code, err)
+
+    def _push_array_capsules(self, schema_capsule: object, array_capsule: object) -> None:
+        """Push the pair of capsules an ``__arrow_c_array__`` call returned.
+
+        Args:
+            schema_capsule: PyCapsule named ``"arrow_schema"``.
+            array_capsule: PyCapsule named ``"arrow_array"``.
+        """
+        schema = ffi.cast("struct ArrowSchema*", capsule_pointer(schema_capsule, "arrow_schema"))
+        array = ffi.cast("struct ArrowArray*", capsule_pointer(array_capsule, "arrow_array"))
+        # On success the core moved the array (release is now NULL) and the
+        # capsule's destructor does nothing; on failure the capsule still owns it.
+        self._push_struct(array, schema)
+
+    def _push_stream_capsule(self, stream_capsule: object) -> None:
+        """Push every batch of an ``ArrowArrayStream`` capsule, then release it.
+
+        Args:
+            stream_capsule: PyCapsule named ``"arrow_array_stream"``.
+
+        Raises:
+            IngestError: LDB-3002 if the stream was already consumed; LDB-3001 if
+                the producer's stream fails; or the core's rejection of a batch
+                (the batches before it stay pushed).
+        """
+        stream = ffi.cast(
+            "struct ArrowArrayStream*", capsule_pointer(stream_capsule, "arrow_array_stream")
+        )
+        if stream.release == ffi.NULL:
+            raise error_for(_ARROW_RELEASED, "LDB-3002: the Arrow stream was already consumed")
+        schema = ffi.new("struct ArrowSchema*")
+        try:
+            _stream_check(stream, stream.get_schema(stream, schema))
+            while True:
+                array = ffi.new("struct ArrowArray*")
+                _stream_check(stream, stream.get_next(stream, array))
+                if array.release == ffi.NULL:
+                    break
+                try:
+                    self._push_struct(array, schema)
+                finally:
+                    if array.release != ffi.NULL:  # rejected: still ours
+                        array.release(array)
+        finally:
+            if schema.release != ffi.NULL:
+                schema.release(schema)
+            # Consumed: mark the stream released so the capsule's destructor
+            # (and any second consumer) sees it as moved.
+            if stream.release != ffi.NULL:
+                stream.release(stream)
+
+    def push(self, data: object) -> None:
+        """Push rows into the source.
+
+        Args:
+            data: One of, tried in this order: an object with
+                ``__arrow_c_stream__`` (``pyarrow.Table``, pandas DataFrame,
+                polars DataFrame...; every batch is pushed in turn), an object
+                with ``__arrow_c_array__`` (``pyarrow.RecordBatch``, a nanoarrow
+                struct array...), a dict of columns ``{name: values}``, or a list
+                of row dicts. Dicts are converted with the source's column types,
+                so Python ints fill a DOUBLE column. Columns are matched by name.
+
+        Raises:
+            TypeError: If ``data`` is of none of those kinds (the message names
+                its type), or a capsule carries the wrong name.
+            IngestError: The batch was rejected (LDB-3001 invalid Arrow data,
+                3003 columns do not match, 3004 wrong column type, 3005 NULL in
+                a NOT NULL column, 3006 queue full, 3007 source dropped); nothing
+                of it was ingested and earlier pushes are kept.
+            LaminarError: LDB-9002 if the source is closed.
+        """
+        if hasattr(data, "__arrow_c_stream__"):
+            self._push_stream_capsule(data.__arrow_c_stream__())
+        elif hasattr(data, "__arrow_c_array__"):
+            schema_capsule, array_capsule = data.__arrow_c_array__()
+            self._push_array_capsules(schema_capsule, array_capsule)
+        elif isinstance(data, Mapping):
+            self.push(batch_from_columns(data, self._schema))
+        elif isinstance(data, list) and all(isinstance(row, Mapping) for row in data):
+            if data:
+                self.push(batch_from_rows(data, self._schema))
+        elif _is_pandas_frame(data):
+            self.push(pa.Table.from_pandas(data, preserve_index=False))
+        else:
+            kind = type(data)
+            raise TypeError(
+                f"cannot push a {kind.__module__}.{kind.__qualname__} into source "
+                f"{self._name!r}: expected an Arrow stream or array (PyCapsule "
+                "interface), a dict of columns, a list of dicts or a pandas DataFrame"
+            )
+
+    def watermark(self, ts_ms: int) -> None:
+        """Advance the source's watermark to ``ts_ms`` (epoch milliseconds).
+
+        A value below the current watermark is ignored; ``2**63 - 1`` closes
+        every open window.
+
+        Args:
+            ts_ms: The new watermark, epoch milliseconds.
+
+        Raises:
+            TypeError: If ``ts_ms`` is not an integer.
+            QueueFull: LDB-3006, the queue is full and cannot drain.
+            IngestError: LDB-3007, the source was dropped.
+            LaminarError: LDB-9002 if the source is closed.
+        """
+        if isinstance(ts_ms, bool):
+            raise TypeError("watermark must be an int (epoch milliseconds), got bool")
+        value = operator.index(ts_ms)
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            pointer = self._require_open()
+            code = lib.laminar_source_watermark(pointer, value, err)
+        raise_for(code, err)
+
+
+def _stream_check(stream: Any, rc: int) -> None:  # noqa: ANN401 -- cdata
+    """Raise if a producer's ``get_schema``/``get_next`` returned an error.
+
+    Args:
+        stream: The ``struct ArrowArrayStream*`` called.
+        rc: The errno-style value it returned.
+
+    Raises:
+        IngestError: LDB-3001 with the producer's ``get_last_error`` text.
+    """
+    if rc == 0:
+        return
+    detail = ""
+    if stream.get_last_error != ffi.NULL:
+        text = stream.get_last_error(stream)
+        if text != ffi.NULL:
+            detail = ffi.string(text).decode("utf-8", "replace")
+    reason = os.strerror(rc) if rc in errno.errorcode else f"error {rc}"
+    raise error_for(_ARROW_INVALID, f"LDB-3001: the input Arrow stream failed ({reason}): {detail}")
+
+
+def _is_pandas_frame(data: object) -> bool:
+    """Tell a pandas DataFrame without importing pandas.
+
+    Args:
+        data: Any object.
+
+    Returns:
+        True for a ``pandas.DataFrame`` (or subclass).
+    """
+    return any(
+        cls.__name__ == "DataFrame" and cls.__module__.split(".")[0] == "pandas"
+        for cls in type(data).__mro__
+    )
