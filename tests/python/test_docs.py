@@ -65,3 +65,14 @@ def test_every_code_is_produced_by_a_test() -> None:
         and f"LDB-{number}" not in sources
     ]
     assert missing == []
+
+
+def test_readme_c_quickstart_is_an_excerpt_of_the_tested_program() -> None:
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```c\n(.*?)```", readme, flags=re.S)
+    assert blocks, "README.md lost its C quick start"
+    program = {
+        line.strip() for line in (ROOT / "tests/install/quickstart.c").read_text().splitlines()
+    }
+    lines = [line.strip() for line in blocks[0].splitlines() if line.strip()]
+    assert [line for line in lines if line not in program] == []
