@@ -205,13 +205,19 @@ laminar_code laminar_subscribe(laminar_db* db, const char* name, laminar_subscri
       lm_sub_create(db->buffer_size, &s->sub) != LAMINAR_OK) {
     goto nomem;
   }
-  lm_sub** grown = lm_realloc(stream->subs, sizeof(lm_sub*) * (size_t)(stream->nsubs + 1));
-  if (grown == NULL) goto nomem;
-  stream->subs = grown;
   if (remember((void***)&db->subs, &db->nsubs, s) != LAMINAR_OK) goto nomem;
+  /* The reactor reads stream->subs: grow and publish it only while paused. */
   lm_rt_pause(&db->rt);
-  stream->subs[stream->nsubs++] = s->sub;
+  lm_sub** grown = lm_realloc(stream->subs, sizeof(lm_sub*) * (size_t)(stream->nsubs + 1));
+  if (grown != NULL) {
+    stream->subs = grown;
+    stream->subs[stream->nsubs++] = s->sub;
+  }
   lm_rt_resume(&db->rt);
+  if (grown == NULL) {
+    forget((void**)db->subs, &db->nsubs, s);
+    goto nomem;
+  }
   s->magic = LM_MAGIC_SUB;
   s->db = db;
   s->stream = stream;

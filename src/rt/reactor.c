@@ -297,7 +297,19 @@ static void* reactor_main(void* arg) {
                    laminar_errstr(rc));
     }
     if (progress && !blocked) continue;
-    if (atomic_load_explicit(&rt->stop, memory_order_acquire)) break;
+    if (atomic_load_explicit(&rt->stop, memory_order_acquire)) {
+      /* A push may have landed between the round and the stop request: one
+       * last round after seeing `stop` finishes everything queued before it. */
+      do {
+        rc = process_round(rt->graph, 64, &progress, &blocked);
+        if (rc != LAMINAR_OK && rt->error == LAMINAR_OK) {
+          rt->error = rc;
+          lm_error_set(&rt->error_detail, rc, "stream processing failed on the reactor: %s",
+                       laminar_errstr(rc));
+        }
+      } while (progress && !blocked && rc == LAMINAR_OK);
+      break;
+    }
     if (blocked) {
       /* A subscriber is full: poll for room at a low rate. */
       lm_waiter_wait(&rt->wake, 200000, never_ready, NULL);
