@@ -23,6 +23,7 @@ typedef enum bind_mode {
 } bind_mode;
 
 typedef struct binder {
+  const lm_stmt* stmt;   /* for errors that have no expression to point at */
   lm_plan* plan;
   laminar_error* err;
   const lm_schema* input;
@@ -66,7 +67,10 @@ __attribute__((format(printf, 4, 5))) static laminar_code fail(binder* b, lamina
                  (int)at->column);
     lm_error_at(b->err, at->line, at->column);
   } else {
-    lm_error_set(b->err, code, "%s", msg);
+    /* No expression to blame: point at the statement. */
+    lm_error_set(b->err, code, "%s (statement at line %d, column %d)", msg,
+                 (int)b->stmt->line, (int)b->stmt->column);
+    lm_error_at(b->err, b->stmt->line, b->stmt->column);
   }
   return code;
 }
@@ -622,22 +626,29 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       return LAMINAR_OK;
     }
     case LM_AST_IN: {
-      lm_expr* acc = NULL;
-      for (size_t i = 0; i < a->nlist; i++) {
-        lm_expr *x, *v, *eq;
+      /* x IN (v1..vn) == (x = v1) OR ... OR (x = vn), combined as a balanced
+       * tree: a list of 50,000 values must not make a 50,000-deep expression
+       * (evaluation recurses over the tree). */
+      size_t n = a->nlist;
+      if (n == 0) return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "IN needs at least one value");
+      lm_expr** terms = lm_pool_alloc(&b->plan->pool, sizeof(lm_expr*) * n);
+      if (terms == NULL) return NOMEM(b);
+      for (size_t i = 0; i < n; i++) {
+        lm_expr *x, *v;
         LM_TRY(bind(b, a->left, mode, &x));
         LM_TRY(bind(b, a->list[i], mode, &v));
         LM_TRY(make_compare(b, a->list[i], LM_XOP_EQ, x, v, is_str_lit(a->left),
-                            is_str_lit(a->list[i]), &eq));
-        if (acc == NULL) {
-          acc = eq;
-        } else {
-          LM_TRY(make_binary(b, a, LM_OP_OR, acc, eq, false, false, &acc));
-        }
+                            is_str_lit(a->list[i]), &terms[i]));
       }
-      if (acc == NULL) return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "IN needs at least one value");
-      if (a->negated) return make_not(b, acc, out);
-      *out = acc;
+      for (size_t width = n; width > 1; width = (width + 1) / 2) {
+        for (size_t i = 0; i < width / 2; i++) {
+          LM_TRY(make_binary(b, a, LM_OP_OR, terms[2 * i], terms[2 * i + 1], false, false,
+                             &terms[i]));
+        }
+        if (width % 2) terms[width / 2] = terms[width - 1];
+      }
+      if (a->negated) return make_not(b, terms[0], out);
+      *out = terms[0];
       return LAMINAR_OK;
     }
     case LM_AST_CASE: {
@@ -958,7 +969,7 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void*
     lm_error_object(err, sel->from, NULL);
     return LAMINAR_ERR_SQL_UNKNOWN_OBJECT;
   }
-  binder b = {.plan = out, .err = err, .input = input, .input_name = sel->from,
+  binder b = {.stmt = stmt, .plan = out, .err = err, .input = input, .input_name = sel->from,
               .input_alias = sel->from_alias};
   laminar_code rc = LAMINAR_OK;
   out->input = lm_pool_copy(&out->pool, sel->from, strlen(sel->from) + 1);

@@ -40,86 +40,35 @@
 
 #include "sql/lexer.h"
 #include "sql/sql.h"
+#include "util/pool.h"
 #include "util/util.h"
 
 /* ==== arena ========================================================================= */
 
-typedef struct arena_block {
-  struct arena_block* next;
-  size_t cap; /* bytes in data */
-  size_t used;
-  max_align_t data[];
-} arena_block;
-
+/* The parse arena is the core's bump allocator (util/pool.h) handing out
+ * zeroed memory; everything dies with lm_arena_destroy(). */
 struct lm_arena {
-  arena_block* head; /* block being filled; full and oversized blocks behind it */
-  size_t next_size;  /* data bytes of the next ordinary block (doubles to 1 MiB) */
+  lm_pool pool;
 };
 
 #define ARENA_MIN_BLOCK ((size_t)8 * 1024)
-#define ARENA_MAX_BLOCK ((size_t)1024 * 1024)
 
 laminar_code lm_arena_create(lm_arena** out) {
   *out = NULL;
   lm_arena* a = lm_calloc(1, sizeof *a);
   if (a == NULL) return LAMINAR_ERR_NOMEM;
-  a->next_size = ARENA_MIN_BLOCK;
+  lm_pool_init_sized(&a->pool, ARENA_MIN_BLOCK);
   *out = a;
   return LAMINAR_OK;
 }
 
 void lm_arena_destroy(lm_arena* arena) {
   if (arena == NULL) return;
-  arena_block* b = arena->head;
-  while (b != NULL) {
-    arena_block* next = b->next;
-    lm_free(b);
-    b = next;
-  }
+  lm_pool_free(&arena->pool);
   lm_free(arena);
 }
 
-static arena_block* new_block(size_t cap) {
-  if (cap > SIZE_MAX - sizeof(arena_block)) return NULL;
-  arena_block* b =
-      lm_calloc(1, sizeof(arena_block) + cap);  // zeroed: allocations are too
-  if (b != NULL) b->cap = cap;
-  return b;
-}
-
-void* lm_arena_alloc(lm_arena* arena, size_t n) {
-  const size_t align = alignof(max_align_t);
-  if (n == 0) n = 1;
-  if (n > SIZE_MAX - align) return NULL;
-  size_t need = (n + align - 1) & ~(align - 1);
-  arena_block* b = arena->head;
-  if (b != NULL && b->cap - b->used >= need) {
-    char* p = (char*)b->data + b->used;
-    b->used += need;
-    return p;
-  }
-  if (need > arena->next_size / 4) {
-    /* A big allocation gets a block of its own, linked behind the head so the
-     * head's free space stays usable. */
-    arena_block* big = new_block(need);
-    if (big == NULL) return NULL;
-    big->used = need;
-    if (b == NULL) {
-      arena->head = big;
-    } else {
-      big->next = b->next;
-      b->next = big;
-    }
-    return big->data;
-  }
-  arena_block* fresh = new_block(arena->next_size);
-  if (fresh == NULL) return NULL;
-  if (arena->next_size < ARENA_MAX_BLOCK) arena->next_size *= 2;
-  fresh->next = b;
-  arena->head = fresh;
-  fresh->used = need;
-  return fresh->data;
-}
+void* lm_arena_alloc(lm_arena* arena, size_t n) { return lm_pool_calloc(&arena->pool, n); }
 
 char* lm_arena_strndup(lm_arena* arena, const char* s, size_t n) {
   if (n == SIZE_MAX) return NULL;

@@ -5,35 +5,67 @@
 
 #include "util/util.h"
 
+#include <stdalign.h>
 #include <string.h>
+
+#define POOL_ALIGN ((size_t)alignof(max_align_t))
+#define POOL_DEFAULT_CHUNK ((size_t)4096)
 
 struct lm_pool_chunk {
   lm_pool_chunk* prev;
-  size_t cap;
-  size_t used;
-  /* data follows, 8-byte aligned */
+  size_t cap;   /* bytes in data[] */
+  size_t used;  /* bytes handed out from data[] */
   max_align_t data[];
 };
 
-void lm_pool_init(lm_pool* pool) { *pool = (lm_pool){NULL, 0}; }
+void lm_pool_init_sized(lm_pool* pool, size_t min_chunk) {
+  *pool = (lm_pool){NULL, 0, min_chunk, 0};
+}
+
+void lm_pool_init(lm_pool* pool) { lm_pool_init_sized(pool, 0); }
+
+static lm_pool_chunk* chunk_new(lm_pool* pool, size_t cap, lm_pool_chunk* prev) {
+  if (cap > SIZE_MAX - sizeof(lm_pool_chunk)) return NULL;
+  lm_pool_chunk* c = lm_malloc(sizeof *c + cap);
+  if (c == NULL) return NULL;
+  c->prev = prev;
+  c->cap = cap;
+  c->used = 0;
+  pool->mallocs++;
+  return c;
+}
+
+/* Smallest power-of-two multiple of `base` >= n (n itself on overflow). */
+static size_t chunk_size_for(size_t base, size_t n) {
+  size_t cap = base;
+  while (cap < n) {
+    if (cap > SIZE_MAX / 2) return n;
+    cap *= 2;
+  }
+  return cap;
+}
 
 void* lm_pool_alloc(lm_pool* pool, size_t n) {
-  n = (n + 7) & ~(size_t)7;
-  if (n == 0) n = 8;
+  if (n > SIZE_MAX - POOL_ALIGN) return NULL;
+  n = n == 0 ? POOL_ALIGN : (n + POOL_ALIGN - 1) & ~(POOL_ALIGN - 1);
   lm_pool_chunk* c = pool->head;
-  if (c == NULL || c->cap - c->used < n) {
-    size_t cap = c ? c->cap * 2 : 4096;
-    while (cap < n) cap *= 2;
-    lm_pool_chunk* fresh = lm_malloc(sizeof *fresh + cap);
-    if (fresh == NULL) return NULL;
-    fresh->prev = c;
-    fresh->cap = cap;
-    fresh->used = 0;
-    pool->head = c = fresh;
+  if (LM_UNLIKELY(c == NULL || c->cap - c->used < n)) {
+    size_t base = pool->min_chunk ? pool->min_chunk : POOL_DEFAULT_CHUNK;
+    size_t want = c ? c->cap * 2 : base;
+    if (want < n) want = chunk_size_for(base, n);
+    c = chunk_new(pool, want, c);
+    if (c == NULL) return NULL;
+    pool->head = c;
   }
   void* p = (char*)c->data + c->used;
   c->used += n;
   pool->used_bytes += n;
+  return p;
+}
+
+void* lm_pool_calloc(lm_pool* pool, size_t n) {
+  void* p = lm_pool_alloc(pool, n);
+  if (p != NULL) memset(p, 0, n);
   return p;
 }
 
@@ -46,14 +78,24 @@ char* lm_pool_copy(lm_pool* pool, const void* p, size_t n) {
 void lm_pool_reset(lm_pool* pool) {
   lm_pool_chunk* c = pool->head;
   if (c == NULL) return;
-  /* Keep the newest (largest) chunk, free the older ones. */
-  lm_pool_chunk* old = c->prev;
-  while (old != NULL) {
-    lm_pool_chunk* prev = old->prev;
-    lm_free(old);
-    old = prev;
+  if (c->prev != NULL) {
+    /* Spilled over several chunks: keep one that fits everything. */
+    size_t need = pool->used_bytes;
+    for (lm_pool_chunk* old = c->prev; old != NULL;) {
+      lm_pool_chunk* prev = old->prev;
+      lm_free(old);
+      old = prev;
+    }
+    c->prev = NULL;
+    if (c->cap < need) {
+      lm_pool_chunk* big = chunk_new(pool, chunk_size_for(c->cap, need), NULL);
+      if (big != NULL) { /* else keep the largest we have */
+        lm_free(c);
+        c = big;
+      }
+    }
+    pool->head = c;
   }
-  c->prev = NULL;
   c->used = 0;
   pool->used_bytes = 0;
 }
@@ -65,5 +107,12 @@ void lm_pool_free(lm_pool* pool) {
     lm_free(c);
     c = prev;
   }
-  lm_pool_init(pool);
+  pool->head = NULL;
+  pool->used_bytes = 0;
+}
+
+size_t lm_pool_reserved(const lm_pool* pool) {
+  size_t total = 0;
+  for (const lm_pool_chunk* c = pool->head; c != NULL; c = c->prev) total += c->cap;
+  return total;
 }

@@ -1,8 +1,12 @@
 /*
- * pool.h -- a chunked bump allocator for bytes that live as long as some
- * owner (a window's copied key strings, a plan's names). Allocation is a
- * pointer bump; lm_pool_reset() keeps the largest chunk for reuse so a pool
- * that is filled and reset in a steady state stops calling malloc.
+ * pool.h -- the one bump allocator of the core. Allocation is a pointer bump
+ * in a chain of malloc'd chunks; everything is freed at once. Users: the
+ * expression evaluation context (reset per batch), the SQL parser's arena,
+ * plans (expression trees, names), and windows (copied key strings).
+ *
+ * lm_pool_reset() keeps memory for reuse: when the pool spilled over several
+ * chunks since the last reset, they are replaced by one chunk big enough for
+ * all of it, so a pool filled to a steady size and reset stops calling malloc.
  */
 #ifndef LM_POOL_H
 #define LM_POOL_H
@@ -13,17 +17,26 @@
 typedef struct lm_pool_chunk lm_pool_chunk;
 
 typedef struct lm_pool {
-  lm_pool_chunk* head;   /* current chunk; older chunks linked behind it */
-  size_t used_bytes;     /* bytes handed out since the last reset */
+  lm_pool_chunk* head;   /* current chunk (the largest); older chunks behind it */
+  size_t used_bytes;     /* bytes handed out since the last reset, all chunks */
+  size_t min_chunk;      /* first chunk size (0: the default, 4 KiB) */
+  uint64_t mallocs;      /* chunks ever obtained from malloc (tests, metrics) */
 } lm_pool;
 
 void lm_pool_init(lm_pool* pool);
-/* 8-byte aligned memory, NULL when out of memory. */
+/* Like lm_pool_init, with the size of the first chunk. */
+void lm_pool_init_sized(lm_pool* pool, size_t min_chunk);
+/* 16-byte aligned (max_align_t) memory, NULL when out of memory; n == 0 gives a
+ * valid unique pointer. */
 void* lm_pool_alloc(lm_pool* pool, size_t n);
-/* Copy n bytes; returns the copy (NULL when out of memory; n == 0 gives a
- * valid non-NULL pointer). */
+/* The same, zero-filled. */
+void* lm_pool_calloc(lm_pool* pool, size_t n);
+/* Copy n bytes; returns the copy (NULL when out of memory). */
 char* lm_pool_copy(lm_pool* pool, const void* p, size_t n);
+/* Forget every allocation, keeping (coalesced) memory for reuse. */
 void lm_pool_reset(lm_pool* pool);
 void lm_pool_free(lm_pool* pool);
+/* Bytes of chunk memory currently held. */
+size_t lm_pool_reserved(const lm_pool* pool);
 
 #endif /* LM_POOL_H */
