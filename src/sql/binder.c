@@ -633,9 +633,12 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       if (n == 0) return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "IN needs at least one value");
       lm_expr** terms = lm_pool_alloc(&b->plan->pool, sizeof(lm_expr*) * n);
       if (terms == NULL) return NOMEM(b);
+      /* The left operand is bound once and shared by every comparison. */
+      lm_expr* x;
+      LM_TRY(bind(b, a->left, mode, &x));
+      if (x->type == LM_TYPE_NULL) LM_TRY(coerce(b, &x, LM_TYPE_INT32));
       for (size_t i = 0; i < n; i++) {
-        lm_expr *x, *v;
-        LM_TRY(bind(b, a->left, mode, &x));
+        lm_expr* v;
         LM_TRY(bind(b, a->list[i], mode, &v));
         LM_TRY(make_compare(b, a->list[i], LM_XOP_EQ, x, v, is_str_lit(a->left),
                             is_str_lit(a->list[i]), &terms[i]));

@@ -3,10 +3,10 @@
  * any byte string must parse or fail with a 1xxx/2002 code positioned at
  * line >= 1, never crash, leak or recurse without bound.
  *
- * Build (clang): clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc
- *   tests/fuzz/sql_parse_fuzzer.c src/sql/lexer.c src/sql/parser.c src/util/util.c
- * Seeds: tests/fuzz/corpora/sql_parse/. A standalone driver (see STYLE §3.3) can
- * call LLVMFuzzerTestOneInput on each corpus file under gcc.
+ * The body is lm_fuzz_sql_parse(), callable without libFuzzer: tests/c/
+ * test_fuzz_replay.c #includes this file and replays tests/fuzz/corpora/sql_parse/
+ * through it under gcc and the sanitizers. LLVMFuzzerTestOneInput is defined only
+ * with -DLM_LIBFUZZER (see tests/fuzz/README.md for the clang build).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,9 +15,11 @@
 #include "sql/sql.h"
 #include "util/util.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+/* Parse `data` (up to its first NUL) and abort() if a contract of lm_sql_parse()
+ * is broken. Always returns 0 (libFuzzer's "keep going"). */
+int lm_fuzz_sql_parse(const uint8_t* data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+int lm_fuzz_sql_parse(const uint8_t* data, size_t size) {
   /* The parser takes NUL-terminated text: copy, stopping at an embedded NUL. */
   char* sql = malloc(size + 1);
   if (sql == NULL) return 0;
@@ -51,3 +53,11 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   free(sql);
   return 0;
 }
+
+#ifdef LM_LIBFUZZER
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return lm_fuzz_sql_parse(data, size);
+}
+#endif

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 import laminardb
+from laminardb import bench, demo
 
 __all__ = ["build_parser", "main"]
 
@@ -26,6 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.add_parser("version", help="print the package and core library versions")
+    demo.add_parser(commands)
+    bench.add_parser(commands)
     return parser
 
 
@@ -54,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "version":
             return _version()
+        handler = getattr(args, "handler", None)  # set by demo/bench.add_parser
+        if handler is not None:
+            return int(handler(args))
     except laminardb.LaminarError as e:
         print(f"laminardb: {e}", file=sys.stderr)
         return 1

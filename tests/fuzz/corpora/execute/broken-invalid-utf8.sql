@@ -1,0 +1,1 @@
+CREATE STREAM s AS SELECT ÿþ FROM trades; SELECT 'Ã' FROM trades

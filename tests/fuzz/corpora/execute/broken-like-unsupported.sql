@@ -1,0 +1,1 @@
+CREATE STREAM s AS SELECT symbol FROM trades WHERE symbol LIKE 'A%'

@@ -1,0 +1,1 @@
+CREATE STREAM s AS SELECT symbol + price, NOT volume, symbol AND TRUE FROM trades

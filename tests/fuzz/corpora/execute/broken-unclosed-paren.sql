@@ -1,0 +1,1 @@
+CREATE STREAM s AS SELECT ((price + 1 FROM trades

@@ -1,0 +1,1 @@
+CREATE STREAM g AS SELECT symbol, window_start, window_end, COUNT(*) AS n, COUNT(price) AS np, SUM(volume) AS sv, SUM(price) AS sp, AVG(volume) AS av, MIN(symbol) AS ms, MAX(price) AS mp, SUM(volume) / COUNT(*) AS ratio FROM trades WHERE price > 0 OR price <= 0 GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND) HAVING COUNT(*) > 0 EMIT ON WINDOW CLOSE

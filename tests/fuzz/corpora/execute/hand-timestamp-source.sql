@@ -1,0 +1,3 @@
+CREATE SOURCE e (k VARCHAR, t TIMESTAMP, x INT, b BOOLEAN, WATERMARK FOR t AS t - INTERVAL '2' MINUTE) WITH (buffer_size = 4);
+CREATE STREAM m AS SELECT k, window_start, window_end, COUNT(*) AS c, MIN(t) AS first, MAX(x + 1) AS mx, COUNT(b) AS nb FROM e WHERE b OR x > 2147483647 GROUP BY k, tumble(t, INTERVAL '1' HOUR);
+CREATE STREAM p AS SELECT t + INTERVAL '1' DAY AS tomorrow, CAST(x AS DOUBLE) / 3 AS third, CAST(k AS BIGINT) AS kn FROM e

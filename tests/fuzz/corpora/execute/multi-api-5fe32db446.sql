@@ -1,0 +1,1 @@
+CREATE SOURCE t (symbol VARCHAR, price DOUBLE, volume BIGINT, ts BIGINT, WATERMARK FOR ts AS ts - INTERVAL '50' MILLISECOND);CREATE STREAM w AS SELECT window_start AS ws, symbol, COUNT(*) AS c, COUNT(price) AS cp, SUM(volume) AS sv, MIN(price) AS mn, MAX(price) AS mx, AVG(price) AS ap, window_end AS we FROM t GROUP BY symbol, tumble(ts, INTERVAL '100' MILLISECOND)

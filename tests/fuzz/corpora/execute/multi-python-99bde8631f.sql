@@ -1,0 +1,4 @@
+CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,
+                          WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);
+    CREATE STREAM big AS SELECT symbol, price * volume AS notional, ts
+                         FROM trades WHERE volume > 500;

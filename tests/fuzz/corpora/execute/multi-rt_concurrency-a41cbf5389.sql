@@ -1,0 +1,1 @@
+CREATE STREAM %s AS SELECT seq, seq * 2 AS twice FROM s;CREATE STREAM %s AS SELECT seq FROM %s WHERE twice >= 0;

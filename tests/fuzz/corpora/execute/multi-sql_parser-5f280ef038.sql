@@ -1,0 +1,2 @@
+SHOW SOURCES;
+SELECT a FROM t WHERE b = '

@@ -1,0 +1,1 @@
+CREATE SOURCE u (x BIGINT) WITH (colour = 'red')

@@ -1,0 +1,1 @@
+CREATE STREAM m2 AS SELECT symbol, ws, v * 2 AS v2 FROM w1

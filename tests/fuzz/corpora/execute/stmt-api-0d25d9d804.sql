@@ -1,0 +1,1 @@
+CREATE SOURCE trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts BIGINT, WATERMARK FOR ts AS ts)

@@ -1,0 +1,1 @@
+CREATE SOURCE u (x BIGINT) WITH (buffer_size = 3)

@@ -1,0 +1,2 @@
+CREATE STREAM s AS
+  SELECT a, zz FROM t

@@ -1,0 +1,1 @@
+CREATE STREAM raw AS SELECT symbol, price FROM trades

@@ -1,0 +1,3 @@
+CREATE STREAM s AS
+SELECT a +
+FROM t

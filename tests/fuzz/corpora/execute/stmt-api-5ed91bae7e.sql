@@ -1,0 +1,1 @@
+CREATE SOURCE t (x BIGINT)

@@ -1,0 +1,1 @@
+CREATE STREAM m1 AS SELECT symbol, ts, volume FROM trades

@@ -1,0 +1,1 @@
+CREATE STREAM s AS SELECT a FROM nowhere

@@ -1,0 +1,1 @@
+CREATE STREAM raw AS SELECT * FROM trades

@@ -1,0 +1,1 @@
+WITH (buffer_size = n)

@@ -1,0 +1,1 @@
+CREATE STREAM bad AS\n  SELECT nope FROM trades

@@ -1,0 +1,1 @@
+CREATE STREAM all_rows AS SELECT * FROM s

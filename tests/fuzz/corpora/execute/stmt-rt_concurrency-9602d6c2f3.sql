@@ -1,0 +1,1 @@
+CREATE SOURCE side (seq BIGINT NOT NULL)

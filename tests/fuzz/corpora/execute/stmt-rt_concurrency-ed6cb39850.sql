@@ -1,0 +1,1 @@
+CREATE STREAM evens AS SELECT seq FROM s WHERE seq % 2 = 0

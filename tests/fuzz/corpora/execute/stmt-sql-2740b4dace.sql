@@ -1,0 +1,2 @@
+-- name, input, plan
+DESCRIBE name

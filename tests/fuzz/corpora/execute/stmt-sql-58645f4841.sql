@@ -1,0 +1,2 @@
+-- name, columns, watermark_column
+SHOW STREAMS

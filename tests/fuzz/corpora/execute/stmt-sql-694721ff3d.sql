@@ -1,0 +1,7 @@
+CREATE SOURCE [IF NOT EXISTS] trades (
+  symbol VARCHAR NOT NULL,
+  price  DOUBLE,
+  volume BIGINT,
+  ts     BIGINT,
+  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND
+) [WITH (buffer_size = 1024)]

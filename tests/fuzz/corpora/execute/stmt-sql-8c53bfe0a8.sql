@@ -1,0 +1,2 @@
+-- refused (LDB-1007) while a stream reads it
+DROP STREAM [IF EXISTS] name

@@ -1,0 +1,2 @@
+-- its subscriptions end (LDB-4001 once drained)
+SHOW SOURCES

@@ -1,0 +1,1 @@
+SELECT INTERVAL 'abc' FROM t

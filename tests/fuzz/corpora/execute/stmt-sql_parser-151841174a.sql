@@ -1,0 +1,1 @@
+CREATE SINK out1 FROM vwap WITH (path = '/tmp/x')

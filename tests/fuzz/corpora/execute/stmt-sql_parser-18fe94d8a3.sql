@@ -1,0 +1,1 @@
+SELECT a IN (SELECT b FROM t) FROM t

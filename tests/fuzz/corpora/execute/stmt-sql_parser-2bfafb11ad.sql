@@ -1,0 +1,1 @@
+drop stream if exists vwap

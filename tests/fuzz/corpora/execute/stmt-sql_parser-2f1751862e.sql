@@ -1,0 +1,1 @@
+DROP STREAM s)

@@ -1,0 +1,1 @@
+SELECT INTERVAL '1 fortnight' FROM t

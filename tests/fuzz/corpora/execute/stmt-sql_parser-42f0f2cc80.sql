@@ -1,0 +1,1 @@
+SELECT "select" "as", "x""y" FROM "where"

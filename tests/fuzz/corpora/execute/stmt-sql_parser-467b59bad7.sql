@@ -1,0 +1,1 @@
+CREATE SINK k FROM v

@@ -1,0 +1,1 @@
+EXPLAIN SELECT CAST(a AS BIGINT) || 'x', -a * +b % 3, a IS NOT NULL FROM s

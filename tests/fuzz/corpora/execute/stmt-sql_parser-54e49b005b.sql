@@ -1,0 +1,3 @@
+SELECT
+  -x * y, NOT b, -5
+FROM t

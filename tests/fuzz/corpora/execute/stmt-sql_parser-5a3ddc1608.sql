@@ -1,0 +1,1 @@
+SELECT CASE a END FROM t

@@ -1,0 +1,1 @@
+CREATE SOURCE s (c %s NOT NULL, d %s NULL, e %s)

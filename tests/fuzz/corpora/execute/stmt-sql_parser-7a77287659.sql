@@ -1,0 +1,1 @@
+SELECT a IS 1 FROM t

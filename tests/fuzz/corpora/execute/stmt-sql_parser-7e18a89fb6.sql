@@ -1,0 +1,1 @@
+CREATE SOURCE a (x INT, WATERMARK FOR t AS t - INTERVAL '5 seconds', t BIGINT)

@@ -1,0 +1,2 @@
+SELECT a /* inline */, -- trailing
+  b FROM t

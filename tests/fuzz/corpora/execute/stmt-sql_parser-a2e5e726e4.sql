@@ -1,0 +1,1 @@
+SELECT 12abc FROM t

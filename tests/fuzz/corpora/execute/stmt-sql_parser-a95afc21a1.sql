@@ -1,0 +1,1 @@
+CREATE SOURCE s (a "INT")

@@ -1,0 +1,2 @@
+CREATE SOURCE s (a INT,
+ b INT

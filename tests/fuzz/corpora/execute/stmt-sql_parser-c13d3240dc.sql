@@ -1,0 +1,1 @@
+CREATE SOURCE s (t INT) WITH (a = -x)

@@ -1,0 +1,1 @@
+CREATE SOURCE "My Source" ("first name" VARCHAR, "say ""hi""" INT, "from" INT, "Mixed" BIGINT)

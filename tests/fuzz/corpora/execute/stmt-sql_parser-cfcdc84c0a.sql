@@ -1,0 +1,3 @@
+SELECT a,
+  f(b
+  FROM t

@@ -1,0 +1,1 @@
+SELECT 'éé', ? FROM t

@@ -1,0 +1,3 @@
+SELECT 'a
+b' AS x,
+  y FROM t

@@ -1,0 +1,341 @@
+"""Helpers of the DuckDB oracle tests (DESIGN §5b): data, drivers, comparison.
+
+* ``window_table``: seeded random rows for tumbling-window tests (many keys,
+  NULL keys and values, disorder within the watermark delay, empty stretches).
+* ``split_batches``: cut a table into record batches of random sizes.
+* ``run_engine``: push batches into a fresh in-memory database with the inline
+  (``run_until_idle``) or the threaded (``start``/``stop``) driver, close every
+  window with the final watermark and collect the output and late-row count.
+* ``duck``: run a query over Arrow tables in DuckDB, configured so that
+  division by zero gives NULL as in LaminarDB.
+* ``assert_same_rows``: compare two row multisets with a float tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+import laminardb
+
+#: The watermark that closes every window (INT64_MAX).
+FINAL_WATERMARK = 2**63 - 1
+
+#: Relative and absolute tolerance of floating-point comparisons.
+REL_TOL = 1e-9
+ABS_TOL = 1e-6
+
+
+def seed_strategy_bounds() -> tuple[int, int]:
+    """Return the range of seeds hypothesis draws from (or the replayed seed).
+
+    ``LAMINAR_TEST_SEED`` pins every random test to one seed, as the C tests do.
+    """
+    env = os.environ.get("LAMINAR_TEST_SEED")
+    if env:
+        return int(env), int(env)
+    return 0, 2**32 - 1
+
+
+def announce_seed(seed: int) -> None:
+    """Print the seed (pytest shows it on failure) in the replayable form."""
+    print(f"LAMINAR_TEST_SEED={seed}")
+
+
+# ---------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WindowData:
+    """Random rows for a tumbling-window test and the parameters they obey.
+
+    Attributes:
+        table: Columns ``k`` (string, NULLs), ``g`` (int64 small group id), ``x``
+            (int64, NULLs, zeros), ``y`` (float64, NULLs, zeros), ``s``
+            (string, NULLs), ``ts`` (int64, never NULL); in push order.
+        size_ms: Window size.
+        delay_ms: Watermark delay; every row's disorder is within it.
+    """
+
+    table: pa.Table
+    size_ms: int
+    delay_ms: int
+
+
+def window_table(
+    rng: np.random.Generator,
+    *,
+    rows: int | None = None,
+    keys: int | None = None,
+    size_ms: int | None = None,
+) -> WindowData:
+    """Generate rows for a tumbling-window test.
+
+    Event time advances by small random steps with occasional jumps over several
+    windows (empty stretches); each row's ``ts`` is its position in time minus a
+    random disorder of at most ``delay_ms``, so no row is ever behind the
+    watermark ``max(ts) - delay_ms`` when it arrives. The start may be negative.
+
+    Args:
+        rng: The seeded generator.
+        rows: Row count (random when None).
+        keys: Distinct non-NULL keys (random 50..500 when None).
+        size_ms: Window size (random when None).
+
+    Returns:
+        The data.
+    """
+    n = int(rng.integers(0, 3000)) if rows is None else rows
+    n_keys = int(rng.integers(50, 501)) if keys is None else keys
+    size = int(rng.choice([1, 7, 100, 1000, 60_000])) if size_ms is None else size_ms
+    delay = int(rng.integers(0, 3 * size + 1))
+    start = int(rng.integers(-5 * size, 5 * size)) + int(rng.choice([0, 1_700_000_000_000]))
+
+    steps = rng.integers(0, max(2, size // 4 + 1), size=n)
+    jumps = rng.random(n) < 0.01  # empty stretches of 2..10 windows
+    steps = steps + jumps * rng.integers(2 * size, 10 * size + 1, size=n)
+    clock = start + np.cumsum(steps)
+    disorder = rng.integers(0, delay + 1, size=n)
+    ts = clock - disorder
+
+    null_frac = float(rng.choice([0.0, 0.1, 0.5, 1.0]))
+    key_ids = rng.integers(0, n_keys, size=n)
+    key_names = np.array([f"key{i:03d}" for i in range(n_keys)], dtype=object)
+    k = [None if null else name for null, name in zip(rng.random(n) < 0.05, key_names[key_ids])]
+    x = rng.integers(-1000, 1001, size=n)
+    x[rng.random(n) < 0.1] = 0
+    # y on a coarse grid mixed with arbitrary doubles, zeros included.
+    y = np.where(rng.random(n) < 0.5, rng.integers(-400, 401, size=n) / 4.0, rng.normal(0, 300, n))
+    y[rng.random(n) < 0.1] = 0.0
+    s_pool = np.array(["", "a", "ab", "b", "zz", "Zeta", "alpha", "éclair", "ß"], dtype=object)
+    s = s_pool[rng.integers(0, len(s_pool), size=n)]
+    table = pa.table(
+        {
+            "k": pa.array(k, type=pa.string()),
+            "g": pa.array(rng.integers(0, 3, size=n), type=pa.int64()),
+            "x": pa.array(x, mask=rng.random(n) < null_frac * 0.3, type=pa.int64()),
+            "y": pa.array(y, mask=rng.random(n) < null_frac * 0.3, type=pa.float64()),
+            "s": pa.array(s, mask=rng.random(n) < 0.1, type=pa.string()),
+            "ts": pa.array(ts, type=pa.int64()),
+        }
+    )
+    return WindowData(table=table, size_ms=size, delay_ms=delay)
+
+
+def dictionary_keys(table: pa.Table, column: str = "k") -> pa.Table:
+    """Return ``table`` with ``column`` dictionary-encoded (int32 indices)."""
+    index = table.schema.get_field_index(column)
+    encoded = table.column(column).combine_chunks().dictionary_encode()
+    return table.set_column(index, column, encoded)
+
+
+def split_batches(
+    rng: np.random.Generator, table: pa.Table, *, max_rows: int = 700
+) -> list[pa.RecordBatch]:
+    """Cut ``table`` into record batches of random sizes (some empty).
+
+    Batches are zero-copy slices of one batch, so most have a non-zero offset.
+
+    Args:
+        rng: The seeded generator.
+        table: The rows.
+        max_rows: Largest batch.
+
+    Returns:
+        The batches, in order.
+    """
+    whole = table.combine_chunks().to_batches()
+    batch = whole[0] if whole else pa.RecordBatch.from_pylist([], schema=table.schema)
+    out = []
+    offset = 0
+    while offset < batch.num_rows:
+        size = int(rng.integers(0, max_rows + 1)) if rng.random() < 0.9 else 1
+        out.append(batch.slice(offset, size))
+        offset += size
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Drivers
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class EngineResult:
+    """What a stream produced.
+
+    Attributes:
+        table: Every output row, in arrival order.
+        batches: The output batches, in arrival order.
+        late_rows: The stream's ``late_rows`` count.
+    """
+
+    table: pa.Table
+    batches: list[pa.RecordBatch]
+    late_rows: int
+
+
+def _drain(subscription: laminardb.Subscription, into: list[pa.RecordBatch]) -> int:
+    """Take every batch queued now; return how many were taken."""
+    taken = 0
+    while True:
+        batch = subscription.poll(0)
+        if batch is None:
+            return taken
+        into.append(batch)
+        taken += 1
+
+
+def _pump(db: laminardb.Connection, subscription: laminardb.Subscription, into: list) -> None:
+    """Run the operators inline until the input is consumed and the output taken."""
+    while True:
+        db.run_until_idle()
+        if _drain(subscription, into) == 0:
+            return
+
+
+def run_engine(
+    ddl: str,
+    batches: Sequence[pa.RecordBatch],
+    *,
+    source: str = "t",
+    stream: str = "w",
+    driver: str = "inline",
+    run_every: int = 1,
+    final_watermark: bool = True,
+) -> EngineResult:
+    """Push ``batches`` through a fresh in-memory database and collect ``stream``.
+
+    Args:
+        ddl: The CREATE SOURCE / CREATE STREAM text.
+        batches: The input, in push order.
+        source: The source to push into.
+        stream: The stream to read.
+        driver: ``"inline"`` (``run_until_idle`` after every ``run_every``
+            pushes) or ``"threaded"`` (``start``; pushes; ``stop``).
+        run_every: Pushes between two inline runs.
+        final_watermark: Advance the watermark to INT64_MAX at the end.
+
+    Returns:
+        The output and the late-row count.
+    """
+    out: list[pa.RecordBatch] = []
+    with laminardb.open() as db:
+        db.execute(ddl)
+        src = db.source(source)
+        subscription = db.subscribe(stream)
+        schema = subscription.schema
+        if driver == "threaded":
+            db.start()
+            for batch in batches:
+                src.push(batch)
+                _drain(subscription, out)
+            if final_watermark:
+                src.watermark(FINAL_WATERMARK)
+            db.stop()
+            _drain(subscription, out)
+        elif driver == "inline":
+            for i, batch in enumerate(batches):
+                src.push(batch)
+                if (i + 1) % run_every == 0:
+                    _pump(db, subscription, out)
+            if final_watermark:
+                src.watermark(FINAL_WATERMARK)
+            _pump(db, subscription, out)
+        else:
+            raise ValueError(f"unknown driver {driver!r}")
+        late = db.late_rows(stream)
+    return EngineResult(pa.Table.from_batches(out, schema=schema), out, late)
+
+
+# ---------------------------------------------------------------------------
+# Oracle and comparison
+# ---------------------------------------------------------------------------
+
+
+def duck(sql: str, **tables: pa.Table) -> tuple[list[str], list[tuple]]:
+    """Run ``sql`` in DuckDB over Arrow tables registered under their keyword names.
+
+    Division and modulo by zero give NULL (LaminarDB's rule, DuckDB's ``TRY``).
+
+    Returns:
+        The column names and the rows.
+    """
+    con = duckdb.connect()
+    try:
+        con.execute("SET ieee_floating_point_ops = false")
+        con.execute("SET error_on_division_by_zero = false")
+        for name, table in tables.items():
+            con.register(name, table)
+        cursor = con.execute(sql)
+        names = [d[0] for d in cursor.description]
+        return names, cursor.fetchall()
+    finally:
+        con.close()
+
+
+def rows_of(table: pa.Table, columns: Sequence[str]) -> list[tuple]:
+    """The rows of an Arrow table as tuples of the named columns."""
+    data = [table.column(c).to_pylist() for c in columns]
+    return list(zip(*data)) if data else []
+
+
+def _sort_key(row: tuple) -> tuple:
+    """A total order over rows holding None and floats (rounded for stability)."""
+    key = []
+    for v in row:
+        if v is None:
+            key.append((0, 0))
+        elif isinstance(v, float):
+            key.append((1, round(v, 6)))
+        elif isinstance(v, (int, bool)):
+            key.append((1, v))
+        else:
+            key.append((2, str(v)))
+    return tuple(key)
+
+
+def values_equal(a: object, b: object) -> bool:
+    """Equality with the float tolerance; None equals only None."""
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, float) or isinstance(b, float):
+        if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+            return False
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL)
+    return a == b
+
+
+def assert_same_rows(
+    actual: Iterable[tuple], expected: Iterable[tuple], columns: Sequence[str], *, seed: int = -1
+) -> None:
+    """Assert two row multisets are equal (floats within tolerance).
+
+    Rows are sorted by every column, the leading columns identifying a row in
+    the tests that use this (group keys, window, row id), then compared pairwise.
+
+    Raises:
+        AssertionError: Naming the first differing row and column, and the seed.
+    """
+    got = sorted(actual, key=_sort_key)
+    want = sorted(expected, key=_sort_key)
+    assert len(got) == len(want), (
+        f"seed {seed}: {len(got)} rows from LaminarDB, {len(want)} from DuckDB; "
+        f"first rows: {got[:3]} vs {want[:3]}"
+    )
+    for i, (g, w) in enumerate(zip(got, want)):
+        for col, a, b in zip(columns, g, w):
+            assert values_equal(a, b), (
+                f"seed {seed}: row {i} column {col!r}: LaminarDB {a!r}, DuckDB {b!r}\n"
+                f"  LaminarDB row {g}\n  DuckDB row    {w}"
+            )
