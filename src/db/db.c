@@ -134,8 +134,18 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
       return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
     }
   }
-  pthread_mutex_init(&db->lock, NULL);
-  lm_rt_init(&db->rt, &db->graph);
+  if (pthread_mutex_init(&db->lock, NULL) != 0) {
+    lm_free(db->data_dir);
+    lm_free(db);
+    return lm_error_set(err, LAMINAR_ERR_INTERNAL, "cannot initialize the database lock");
+  }
+  laminar_code rc = lm_rt_init(&db->rt, &db->graph);
+  if (rc != LAMINAR_OK) {
+    pthread_mutex_destroy(&db->lock);
+    lm_free(db->data_dir);
+    lm_free(db);
+    return lm_error_set(err, rc, "cannot initialize the runtime");
+  }
   db->magic = LM_MAGIC_DB;
   *out = db;
   return LAMINAR_OK;

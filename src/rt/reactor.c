@@ -19,7 +19,12 @@ laminar_code lm_sub_create(uint32_t capacity, lm_sub** out) {
     lm_free(sub);
     return rc;
   }
-  lm_waiter_init(&sub->waiter);
+  rc = lm_waiter_init(&sub->waiter);
+  if (rc != LAMINAR_OK) {
+    lm_ring_destroy(sub->ring);
+    lm_free(sub);
+    return rc;
+  }
   atomic_init(&sub->ended, false);
   *out = sub;
   return LAMINAR_OK;
@@ -325,9 +330,16 @@ laminar_code lm_rt_init(lm_rt* rt, lm_graph* graph) {
   rt->graph = graph;
   atomic_init(&rt->stop, false);
   atomic_init(&rt->pause_req, false);
-  lm_waiter_init(&rt->wake);
-  pthread_mutex_init(&rt->pause_mu, NULL);
-  pthread_cond_init(&rt->pause_cv, NULL);
+  LM_TRY(lm_waiter_init(&rt->wake));
+  if (pthread_mutex_init(&rt->pause_mu, NULL) != 0) {
+    lm_waiter_destroy(&rt->wake);
+    return LAMINAR_ERR_INTERNAL;
+  }
+  if (pthread_cond_init(&rt->pause_cv, NULL) != 0) {
+    pthread_mutex_destroy(&rt->pause_mu);
+    lm_waiter_destroy(&rt->wake);
+    return LAMINAR_ERR_INTERNAL;
+  }
   return LAMINAR_OK;
 }
 
