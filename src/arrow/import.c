@@ -245,6 +245,21 @@ static bool utf8_valid(const uint8_t* s, int64_t n) {
 
 /* UTF-8 of every non-null value of a utf8 ("u") or large_utf8 ("U") array
  * already validated by nanoarrow (offsets monotone and within the data). */
+/* Byte span [*start, *end) of element `at` of a utf8 / large_utf8 array whose
+ * offsets were validated. */
+static inline void value_span(const struct ArrowArray* a, bool large, int64_t at,
+                              int64_t* start, int64_t* end) {
+  if (large) {
+    const int64_t* offsets = (const int64_t*)a->buffers[1];
+    *start = offsets[at];
+    *end = offsets[at + 1];
+  } else {
+    const int32_t* offsets = (const int32_t*)a->buffers[1];
+    *start = offsets[at];
+    *end = offsets[at + 1];
+  }
+}
+
 /* True when bytes [0, n) are all ASCII, 8 at a time. */
 static bool all_ascii(const uint8_t* p, int64_t n) {
   uint64_t acc = 0;
@@ -265,30 +280,15 @@ static bool strings_utf8_ok(const struct ArrowArray* a, bool large, const char* 
   if (a->length == 0) return true;
   /* Fast path: when the whole value range is ASCII every value is valid UTF-8
    * (per-value validation cost ~75 instructions per short string, W1/W2 profile). */
-  int64_t first, last;
-  if (large) {
-    const int64_t* offsets = (const int64_t*)a->buffers[1];
-    first = offsets[a->offset];
-    last = offsets[a->offset + a->length];
-  } else {
-    const int32_t* offsets = (const int32_t*)a->buffers[1];
-    first = offsets[a->offset];
-    last = offsets[a->offset + a->length];
-  }
+  int64_t first, last, unused;
+  value_span(a, large, a->offset, &first, &unused);
+  value_span(a, large, a->offset + a->length - 1, &unused, &last);
   if (last <= first || all_ascii(data + first, last - first)) return true;
   for (int64_t i = 0; i < a->length; i++) {
     int64_t at = a->offset + i;
     if (validity != NULL && !ArrowBitGet(validity, at)) continue;
     int64_t start, end;
-    if (large) {
-      const int64_t* offsets = (const int64_t*)a->buffers[1];
-      start = offsets[at];
-      end = offsets[at + 1];
-    } else {
-      const int32_t* offsets = (const int32_t*)a->buffers[1];
-      start = offsets[at];
-      end = offsets[at + 1];
-    }
+    value_span(a, large, at, &start, &end);
     if (end > start && !utf8_valid(data + start, end - start)) {
       snprintf(msg, cap, "%s: invalid UTF-8 in value %" PRId64, what, i);
       return false;
@@ -650,15 +650,7 @@ static const void* buffer_at(const void* buffer, int64_t offset, int64_t width) 
 static lm_str string_at(const struct ArrowArray* a, enum ArrowType storage, int64_t at) {
   const char* data = (const char*)a->buffers[2];
   int64_t start, end;
-  if (storage == NANOARROW_TYPE_LARGE_STRING) {
-    const int64_t* offsets = (const int64_t*)a->buffers[1];
-    start = offsets[at];
-    end = offsets[at + 1];
-  } else {
-    const int32_t* offsets = (const int32_t*)a->buffers[1];
-    start = offsets[at];
-    end = offsets[at + 1];
-  }
+  value_span(a, storage == NANOARROW_TYPE_LARGE_STRING, at, &start, &end);
   lm_str s = {data != NULL ? data + start : NULL, end - start};
   return s;
 }

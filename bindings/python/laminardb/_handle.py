@@ -15,12 +15,17 @@ from __future__ import annotations
 import contextlib
 import threading
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from laminardb._laminar_cffi import ffi
 from laminardb.errors import misuse
 
-__all__ = ["Handle", "c_text"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from laminardb.connection import Connection
+
+__all__ = ["Handle", "NamedHandle", "c_text"]
 
 _H = TypeVar("_H", bound="Handle")
 
@@ -128,3 +133,40 @@ class Handle:
         """Show the kind, the name and whether the handle is open."""
         state = "closed" if self.closed else "open"
         return f"<laminardb.{type(self).__name__} {self._label} {state}>"
+
+
+class NamedHandle(Handle):
+    """A handle on one named object of a connection (a source or a stream)."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        name: str,
+        pointer: Any,  # noqa: ANN401 -- cdata
+        schema: pa.Schema,
+    ) -> None:
+        """Wrap an open C handle on the object ``name``.
+
+        Args:
+            connection: The owning connection (kept alive by this handle).
+            name: The object's name.
+            pointer: The C handle (``laminar_source*``, ``laminar_subscription*``).
+            schema: The object's rows, as ``laminar_schema`` reports them.
+        """
+        super().__init__(pointer, repr(name))
+        self._connection: Connection | None = connection
+        self._name = name
+        self._schema = schema
+
+    @property
+    def name(self) -> str:
+        """The source's or stream's name."""
+        return self._name
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns of the object's rows, as a ``pyarrow.Schema``."""
+        return self._schema
+
+    def _detach(self) -> None:
+        self._connection = None

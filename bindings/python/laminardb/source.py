@@ -16,17 +16,14 @@ import errno
 import operator
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from laminardb._arrow import batch_from_columns, batch_from_rows, capsule_pointer
-from laminardb._handle import Handle
+from laminardb._handle import NamedHandle
 from laminardb._laminar_cffi import ffi, lib
 from laminardb.errors import error_for, raise_for
-
-if TYPE_CHECKING:
-    from laminardb.connection import Connection
 
 __all__ = ["Source"]
 
@@ -34,7 +31,7 @@ _ARROW_INVALID = 3001
 _ARROW_RELEASED = 3002
 
 
-class Source(Handle):
+class Source(NamedHandle):
     """A producer handle on a source; get one with :meth:`Connection.source`.
 
     One producer handle per source at a time (the core is single-producer); a
@@ -52,41 +49,8 @@ class Source(Handle):
 
     _kind = "source"
 
-    def __init__(
-        self,
-        connection: Connection,
-        name: str,
-        pointer: Any,  # noqa: ANN401 -- cdata
-        schema: pa.Schema,
-    ) -> None:
-        """Wrap an open ``laminar_source``; use :meth:`Connection.source`.
-
-        Args:
-            connection: The owning connection (kept alive by this handle).
-            name: The source's name.
-            pointer: The ``laminar_source*``.
-            schema: The source's schema (``laminar_schema``).
-        """
-        super().__init__(pointer, repr(name))
-        self._connection: Connection | None = connection
-        self._name = name
-        self._schema = schema
-
-    @property
-    def name(self) -> str:
-        """The source's name."""
-        return self._name
-
-    @property
-    def schema(self) -> pa.Schema:
-        """The source's columns as a ``pyarrow.Schema``."""
-        return self._schema
-
     def _release(self, pointer: Any) -> None:  # noqa: ANN401 -- cdata
         lib.laminar_source_close(pointer)
-
-    def _detach(self) -> None:
-        self._connection = None
 
     # -- pushing ---------------------------------------------------------------
 

@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Union
 
 import pyarrow as pa
 
 from laminardb._arrow import import_batch, import_reader
-from laminardb._handle import Handle
+from laminardb._handle import NamedHandle
 from laminardb._laminar_cffi import ffi, lib
 from laminardb.errors import SUBSCRIPTION_CLOSED, raise_for
-
-if TYPE_CHECKING:
-    from laminardb.connection import Connection
 
 __all__ = ["Subscription"]
 
@@ -42,7 +39,7 @@ _CLOSED = _Closed()
 _Step = Union[pa.RecordBatch, None, _Ended, _Closed]
 
 
-class Subscription(Handle):
+class Subscription(NamedHandle):
     """The result batches of one stream; get one with :meth:`Connection.subscribe`.
 
     Iterate it for ``pyarrow.RecordBatch`` objects (blocking), or ``poll`` with a
@@ -66,41 +63,8 @@ class Subscription(Handle):
 
     _kind = "subscription"
 
-    def __init__(
-        self,
-        connection: Connection,
-        name: str,
-        pointer: Any,  # noqa: ANN401 -- cdata
-        schema: pa.Schema,
-    ) -> None:
-        """Wrap an open ``laminar_subscription``; use :meth:`Connection.subscribe`.
-
-        Args:
-            connection: The owning connection (kept alive by this handle).
-            name: The stream's name.
-            pointer: The ``laminar_subscription*``.
-            schema: The stream's schema (``laminar_schema``).
-        """
-        super().__init__(pointer, repr(name))
-        self._connection: Connection | None = connection
-        self._name = name
-        self._schema = schema
-
-    @property
-    def name(self) -> str:
-        """The stream's name."""
-        return self._name
-
-    @property
-    def schema(self) -> pa.Schema:
-        """The schema of the result batches, as a ``pyarrow.Schema``."""
-        return self._schema
-
     def _release(self, pointer: Any) -> None:  # noqa: ANN401 -- cdata
         lib.laminar_subscription_close(pointer)
-
-    def _detach(self) -> None:
-        self._connection = None
 
     def _step(self, timeout_ms: int, *, first: bool) -> _Step:
         """One ``laminar_subscription_next`` call.
