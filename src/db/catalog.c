@@ -213,6 +213,7 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_stream_def_free(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
+  lm_stream_def_attach(s);
   lm_source_def* src = s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
   lm_stream_def* up = src ? NULL : lm_db_find_stream(db, s->plan.input);
   lm_rt_pause(&db->rt);

@@ -84,15 +84,19 @@ static bool source_ok(const laminar_source* s) {
   return s != NULL && s->magic == LM_MAGIC_SOURCE;
 }
 
+static laminar_code queue_full(const lm_source_def* def, laminar_error* err) {
+  return lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
+                      "source '%s': queue full (%u batches); call laminar_run_until_idle() "
+                      "or laminar_start() to drain it",
+                      def->name, lm_ring_capacity(def->ring));
+}
+
 /* Enqueue a message; in threaded mode wait for room (block back-pressure). */
 static laminar_code enqueue(laminar_source* src, lm_msg* msg, laminar_error* err) {
   lm_source_def* def = src->def;
   while (!lm_ring_push(def->ring, msg)) {
     if (!src->db->rt.started) {
-      return lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
-                          "source '%s': queue full (%u batches); call "
-                          "laminar_run_until_idle() or laminar_start() to drain it",
-                          def->name, lm_ring_capacity(def->ring));
+      return queue_full(def, err);
     }
     if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
       return lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped",
@@ -121,10 +125,7 @@ laminar_code laminar_source_push(laminar_source* src, struct ArrowArray* array,
     return LAMINAR_ERR_SOURCE_CLOSED;
   }
   if (lm_ring_size(def->ring) >= lm_ring_capacity(def->ring) && !src->db->rt.started) {
-    return lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
-                        "source '%s': queue full (%u batches); call laminar_run_until_idle() "
-                        "or laminar_start() to drain it",
-                        def->name, lm_ring_capacity(def->ring));
+    return queue_full(def, err);
   }
   lm_msg* msg = lm_malloc(sizeof *msg);
   if (msg == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");

@@ -123,11 +123,14 @@ static laminar_code stream_deliver(void* arg, const lm_chunk* chunk) {
   return rc;
 }
 
-static laminar_code stream_chunk(lm_stream_def* s, const lm_chunk* chunk) {
+void lm_stream_def_attach(lm_stream_def* s) {
   lm_op* tail = s->chain;
   while (tail->next != NULL) tail = tail->next;
   tail->sink = stream_deliver;
   tail->sink_arg = s;
+}
+
+static laminar_code stream_chunk(lm_stream_def* s, const lm_chunk* chunk) {
   laminar_code rc = lm_op_chain_chunk(s->chain, chunk);
   atomic_store_explicit(&s->late_rows, lm_op_window_late_rows(s->chain),
                         memory_order_relaxed);
@@ -137,10 +140,6 @@ static laminar_code stream_chunk(lm_stream_def* s, const lm_chunk* chunk) {
 static laminar_code stream_watermark(lm_stream_def* s, int64_t watermark_ms) {
   if (watermark_ms <= s->watermark_ms) return LAMINAR_OK;
   s->watermark_ms = watermark_ms;
-  lm_op* tail = s->chain;
-  while (tail->next != NULL) tail = tail->next;
-  tail->sink = stream_deliver;
-  tail->sink_arg = s;
   LM_TRY(lm_op_chain_watermark(s->chain, watermark_ms));
   for (int32_t i = 0; i < s->nreaders; i++) {
     LM_TRY(stream_watermark(s->readers[i], watermark_ms));
@@ -290,28 +289,28 @@ static void honour_pause(lm_rt* rt) {
   pthread_mutex_unlock(&rt->pause_mu);
 }
 
+/* Keep the first error raised on the reactor thread for laminar_stop(). */
+static void record_error(lm_rt* rt, laminar_code rc) {
+  if (rc == LAMINAR_OK || rt->error != LAMINAR_OK) return;
+  rt->error = rc;
+  lm_error_set(&rt->error_detail, rc, "stream processing failed on the reactor: %s",
+               laminar_errstr(rc));
+}
+
 static void* reactor_main(void* arg) {
   lm_rt* rt = arg;
   for (;;) {
     honour_pause(rt);
     bool progress = false, blocked = false;
     laminar_code rc = process_round(rt->graph, 64, &progress, &blocked);
-    if (rc != LAMINAR_OK && rt->error == LAMINAR_OK) {
-      rt->error = rc;
-      lm_error_set(&rt->error_detail, rc, "stream processing failed on the reactor: %s",
-                   laminar_errstr(rc));
-    }
+    record_error(rt, rc);
     if (progress && !blocked) continue;
     if (atomic_load_explicit(&rt->stop, memory_order_acquire)) {
       /* A push may have landed between the round and the stop request: one
        * last round after seeing `stop` finishes everything queued before it. */
       do {
         rc = process_round(rt->graph, 64, &progress, &blocked);
-        if (rc != LAMINAR_OK && rt->error == LAMINAR_OK) {
-          rt->error = rc;
-          lm_error_set(&rt->error_detail, rc, "stream processing failed on the reactor: %s",
-                       laminar_errstr(rc));
-        }
+        record_error(rt, rc);
       } while (progress && !blocked && rc == LAMINAR_OK);
       break;
     }

@@ -132,6 +132,9 @@ void lm_sub_destroy(lm_sub* sub);
 /* Graph edits (control thread, reactor paused or not started). */
 void lm_source_def_unref(lm_source_def* def);
 void lm_stream_def_free(lm_stream_def* def);
+/* Point the last operator of a new stream's chain at the stream's output
+ * (subscribers and downstream streams). Once, before the stream is published. */
+void lm_stream_def_attach(lm_stream_def* s);
 laminar_code lm_graph_add_reader(lm_stream_def*** readers, int32_t* n, lm_stream_def* s);
 void lm_graph_remove_reader(lm_stream_def** readers, int32_t* n, const lm_stream_def* s);
 
