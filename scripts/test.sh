@@ -5,7 +5,8 @@
 #      the installed-library quick start
 #   2. ASan+UBSan build in build-asan/, ctest: every C test under the sanitizers,
 #      leaks included
-#   3. TSan build in build-tsan/ of the concurrency tests (test_chan_*, test_rt_*)
+#   3. TSan build in build-tsan/ of the concurrency tests (test_chan_*, test_rt_*,
+#      test_store_*)
 #   4. ruff and pytest over the Python package and tests/python, if present
 # Environment: JOBS (parallel jobs, default 2), LAMINAR_SKIP_TSAN=1 skips step 3.
 set -euo pipefail
@@ -36,7 +37,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
 tsan_tests=()
-for f in tests/c/test_chan_*.c tests/c/test_rt_*.c; do
+for f in tests/c/test_chan_*.c tests/c/test_rt_*.c tests/c/test_store_*.c; do
   [ -f "$f" ] && tsan_tests+=("$(basename "$f" .c)")
 done
 if [ "${LAMINAR_SKIP_TSAN:-0}" != 1 ] && [ ${#tsan_tests[@]} -gt 0 ]; then

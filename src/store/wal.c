@@ -1,0 +1,755 @@
+/*
+ * wal.c -- segment files, record framing, group commit, io_uring or pwrite,
+ * recovery scan (see wal.h for the contract and the on-disk format).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // O_CLOEXEC, fdatasync, dirfd under -std=c17
+#endif
+
+#include "store/wal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifdef LAMINAR_HAVE_URING
+#include <liburing.h>
+#endif
+
+#include "store/crc32c.h"
+#include "util/util.h"
+
+#define SEG_MAGIC "LMWALSG1"
+#define SEG_VERSION 1u
+#define SEG_HEADER 32u
+#define REC_HEADER 32u
+#define DEFAULT_SEGMENT_BYTES (64ull << 20)
+#define NAME_DIGITS 20
+
+struct lm_wal {
+  char* dir;
+  int dir_fd;
+  uint64_t segment_bytes;
+  lm_wal_fault_fn fault;
+  void* fault_arg;
+  bool use_uring;
+#ifdef LAMINAR_HAVE_URING
+  struct io_uring ring;
+#endif
+
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+
+  /* Appended and not yet taken by a writer (under mu). */
+  uint8_t* buf;
+  size_t len, cap;
+  uint64_t buf_last_seq;
+  uint64_t next_seq;
+  uint32_t gen;          /* bumped by every failed write or flush */
+  uint64_t* keep_upto;   /* keep_upto[g]: last record of generation g that survived */
+  uint32_t nkeep;
+
+  /* The file side (changed only by the leader, flushing = true). */
+  bool flushing;
+  uint8_t* wbuf;         /* the leader's batch (swapped with buf) */
+  size_t wcap;
+  uint64_t written_seq;
+  uint64_t synced_seq;
+  int fd;                /* active segment */
+  uint64_t file_size;    /* bytes written to the active segment */
+  uint64_t synced_size;  /* bytes of it on stable storage */
+};
+
+/* ---- little-endian encoding ----------------------------------------------- */
+
+static void put32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
+  return v;
+}
+static uint64_t get64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+static uint64_t pad8(uint64_t n) { return (n + 7u) & ~(uint64_t)7u; }
+
+/* Record header: len u32 | crc u32 | seq u64 | epoch u64 | type u16 | flags u16 |
+ * reserved u32. The CRC covers bytes 8..32 and the payload. */
+static uint32_t record_crc(const uint8_t* hdr, const void* payload, uint32_t len) {
+  return lm_crc32c(lm_crc32c(0, hdr + 8, REC_HEADER - 8), payload, len);
+}
+
+static void segment_header(uint8_t* h, uint64_t first_seq) {
+  memset(h, 0, SEG_HEADER);
+  memcpy(h, SEG_MAGIC, 8);
+  put64(h + 8, first_seq);
+  put32(h + 16, SEG_VERSION);
+  put32(h + 24, lm_crc32c(0, h, 24));
+}
+
+static void segment_path(const lm_wal* wal, uint64_t first_seq, char* out, size_t n) {
+  snprintf(out, n, "%s/%0*" PRIu64 ".wal", wal->dir, NAME_DIGITS, first_seq);
+}
+
+/* The file name part of a segment path made by segment_path(). */
+static const char* base_name(const lm_wal* wal, const char* path) {
+  return path + strlen(wal->dir) + 1;
+}
+
+/* ---- file operations ------------------------------------------------------ */
+
+static laminar_code io_error(laminar_error* err, const char* what, const char* dir, int e) {
+  return lm_error_set(err, LAMINAR_ERR_IO, "WAL '%s': %s failed: %s", dir, what, strerror(e));
+}
+
+static int inject(lm_wal* wal, lm_wal_fault_op op) {
+  return wal->fault != NULL ? wal->fault(wal->fault_arg, op) : 0;
+}
+
+static int pwrite_all(int fd, const uint8_t* p, size_t n, uint64_t off) {
+  while (n > 0) {
+    ssize_t w = pwrite(fd, p, n, (off_t)off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    p += w;
+    n -= (size_t)w;
+    off += (uint64_t)w;
+  }
+  return 0;
+}
+
+#ifdef LAMINAR_HAVE_URING
+/* One write (and, linked behind it, one fdatasync) through the ring. Returns 0
+ * or an errno; a short write is finished with further submissions. */
+static int uring_write(lm_wal* wal, int fd, const uint8_t* p, size_t n, uint64_t off,
+                       bool sync) {
+  while (n > 0 || sync) {
+    int want = 0;
+    if (n > 0) {
+      struct io_uring_sqe* sqe = io_uring_get_sqe(&wal->ring);
+      if (sqe == NULL) return EBUSY;
+      io_uring_prep_write(sqe, fd, p, (unsigned)(n > (1u << 30) ? (1u << 30) : n), off);
+      if (sync) sqe->flags |= IOSQE_IO_LINK;
+      sqe->user_data = 1;
+      want++;
+    }
+    if (sync) {
+      struct io_uring_sqe* sqe = io_uring_get_sqe(&wal->ring);
+      if (sqe == NULL) return EBUSY;
+      io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+      sqe->user_data = 2;
+      want++;
+    }
+    int rc = io_uring_submit_and_wait(&wal->ring, (unsigned)want);
+    if (rc < 0) return -rc;
+    int wrote = -1, synced = -1;
+    for (int i = 0; i < want; i++) {
+      struct io_uring_cqe* cqe;
+      rc = io_uring_wait_cqe(&wal->ring, &cqe);
+      if (rc < 0) return -rc;
+      if (cqe->user_data == 1) wrote = cqe->res;
+      else synced = cqe->res;
+      io_uring_cqe_seen(&wal->ring, cqe);
+    }
+    if (n > 0) {
+      if (wrote < 0) return -wrote;
+      p += wrote;
+      n -= (size_t)wrote;
+      off += (uint64_t)wrote;
+      if (n > 0) continue; /* short write: the linked flush was cancelled */
+    }
+    if (sync) {
+      if (synced < 0 && synced != -ECANCELED) return -synced;
+      if (synced == 0) return 0;
+    }
+    if (!sync) return 0;
+  }
+  return 0;
+}
+#endif
+
+/* Write n bytes at off of the active segment, then fdatasync when asked. */
+static int file_write(lm_wal* wal, const uint8_t* p, size_t n, uint64_t off, bool sync) {
+  int e = inject(wal, LM_WAL_FAULT_WRITE);
+  if (e != 0) {
+    (void)pwrite_all(wal->fd, p, n / 2, off); /* a device failing midway */
+    return e;
+  }
+  if (sync && (e = inject(wal, LM_WAL_FAULT_SYNC)) != 0) {
+    (void)pwrite_all(wal->fd, p, n, off);
+    return e;
+  }
+#ifdef LAMINAR_HAVE_URING
+  if (wal->use_uring) return uring_write(wal, wal->fd, p, n, off, sync);
+#endif
+  if ((e = pwrite_all(wal->fd, p, n, off)) != 0) return e;
+  if (sync && fdatasync(wal->fd) != 0) return errno;
+  return 0;
+}
+
+static int file_sync(lm_wal* wal) {
+  int e = inject(wal, LM_WAL_FAULT_SYNC);
+  if (e != 0) return e;
+  return fdatasync(wal->fd) != 0 ? errno : 0;
+}
+
+/* Create segment `first_seq` (header written and flushed, directory flushed)
+ * and make it the active one. */
+static int segment_create(lm_wal* wal, uint64_t first_seq) {
+  char path[4096];
+  segment_path(wal, first_seq, path, sizeof path);
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  int old = wal->fd;
+  wal->fd = fd;
+  uint8_t h[SEG_HEADER];
+  segment_header(h, first_seq);
+  int e = file_write(wal, h, sizeof h, 0, true);
+  if (e == 0 && fsync(wal->dir_fd) != 0) e = errno;
+  if (e != 0) {
+    close(fd);
+    unlink(path);
+    wal->fd = old;
+    return e;
+  }
+  if (old >= 0) close(old);
+  wal->file_size = wal->synced_size = SEG_HEADER;
+  return 0;
+}
+
+/* ---- the scan shared by open and replay ------------------------------------ */
+
+typedef struct scan_result {
+  uint64_t good;        /* bytes of the segment that hold valid data */
+  uint64_t next_seq;    /* expected after the last valid record */
+  uint64_t records;
+  bool bad;             /* stopped before the end */
+  char why[96];
+} scan_result;
+
+/* Walk the records of one segment image from its header on; for each valid
+ * record with seq >= from_seq call fn (NULL: none). */
+static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t name_seq,
+                                 uint64_t from_seq, lm_wal_replay_fn fn, void* arg,
+                                 scan_result* res, laminar_error* err) {
+  memset(res, 0, sizeof *res);
+  res->next_seq = name_seq;
+  if (size < SEG_HEADER || memcmp(img, SEG_MAGIC, 8) != 0 ||
+      get32(img + 24) != lm_crc32c(0, img, 24) || get64(img + 8) != name_seq ||
+      get32(img + 16) != SEG_VERSION) {
+    res->bad = true;
+    snprintf(res->why, sizeof res->why, "segment header %s",
+             size < SEG_HEADER ? "torn" : "invalid");
+    return LAMINAR_OK;
+  }
+  uint64_t off = SEG_HEADER;
+  while (off < size) {
+    const uint8_t* h = img + off;
+    if (size - off < REC_HEADER) {
+      res->bad = true;
+      snprintf(res->why, sizeof res->why, "torn record header at offset %" PRIu64, off);
+      break;
+    }
+    uint32_t len = get32(h);
+    uint64_t seq = get64(h + 8);
+    uint64_t total = REC_HEADER + pad8(len);
+    bool zero = true;
+    for (uint32_t i = 0; i < REC_HEADER && zero; i++) zero = h[i] == 0;
+    if (zero) {
+      res->bad = true;
+      snprintf(res->why, sizeof res->why, "zero-filled tail at offset %" PRIu64, off);
+      break;
+    }
+    if (len > LM_WAL_MAX_RECORD || total > size - off) {
+      res->bad = true;
+      snprintf(res->why, sizeof res->why, "torn record at offset %" PRIu64 " (length %u)", off,
+               len);
+      break;
+    }
+    if (get32(h + 4) != record_crc(h, h + REC_HEADER, len)) {
+      res->bad = true;
+      snprintf(res->why, sizeof res->why, "CRC mismatch at offset %" PRIu64, off);
+      break;
+    }
+    if (seq != res->next_seq) {
+      res->bad = true;
+      snprintf(res->why, sizeof res->why,
+               "record %" PRIu64 " at offset %" PRIu64 " where %" PRIu64 " was expected", seq, off,
+               res->next_seq);
+      break;
+    }
+    if (fn != NULL && seq >= from_seq) {
+      lm_wal_record rec = {.seq = seq, .epoch = get64(h + 16), .type = (uint16_t)(h[24] | h[25] << 8),
+                           .len = len, .payload = h + REC_HEADER};
+      LM_TRY(fn(arg, &rec, err));
+    }
+    res->records++;
+    res->next_seq++;
+    off += total;
+  }
+  res->good = res->bad ? off : size;
+  return LAMINAR_OK;
+}
+
+static int read_file(const char* path, uint8_t** out, uint64_t* out_size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return e;
+  }
+  uint64_t size = (uint64_t)st.st_size;
+  uint8_t* p = lm_malloc(size > 0 ? size : 1);
+  if (p == NULL) {
+    close(fd);
+    return ENOMEM;
+  }
+  uint64_t got = 0;
+  while (got < size) {
+    ssize_t r = pread(fd, p + got, size - got, (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      int e = r < 0 ? errno : EIO;
+      close(fd);
+      lm_free(p);
+      return e;
+    }
+    got += (uint64_t)r;
+  }
+  close(fd);
+  *out = p;
+  *out_size = size;
+  return 0;
+}
+
+/* Read segment file `path` and scan it (scan_segment); *out_size is its size. */
+static laminar_code scan_file(const char* path, uint64_t name_seq, uint64_t from_seq,
+                              lm_wal_replay_fn fn, void* arg, uint64_t* out_size,
+                              scan_result* res, laminar_error* err) {
+  uint8_t* img = NULL;
+  int e = read_file(path, &img, out_size);
+  if (e != 0) return lm_error_set(err, LAMINAR_ERR_IO, "WAL %s: read failed: %s", path, strerror(e));
+  laminar_code rc = scan_segment(img, *out_size, name_seq, from_seq, fn, arg, res, err);
+  lm_free(img);
+  return rc;
+}
+
+static int cmp_u64(const void* a, const void* b) {
+  uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The segments of the directory, sorted by first sequence number. */
+static laminar_code list_segments(lm_wal* wal, uint64_t** out, size_t* out_n,
+                                  laminar_error* err) {
+  *out = NULL;
+  *out_n = 0;
+  DIR* d = opendir(wal->dir);
+  if (d == NULL) return io_error(err, "opendir", wal->dir, errno);
+  uint64_t* v = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL) {
+    const char* s = e->d_name;
+    if (strlen(s) != NAME_DIGITS + 4 || strcmp(s + NAME_DIGITS, ".wal") != 0) continue;
+    uint64_t seq = 0;
+    bool digits = true;
+    for (int i = 0; i < NAME_DIGITS && digits; i++) {
+      digits = s[i] >= '0' && s[i] <= '9';
+      seq = seq * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (!digits) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      uint64_t* nv = lm_realloc(v, cap * sizeof *v);
+      if (nv == NULL) {
+        lm_free(v);
+        closedir(d);
+        return lm_error_set(err, LAMINAR_ERR_NOMEM, "WAL '%s': out of memory", wal->dir);
+      }
+      v = nv;
+    }
+    v[n++] = seq;
+  }
+  closedir(d);
+  if (n > 1) qsort(v, n, sizeof *v, cmp_u64);
+  *out = v;
+  *out_n = n;
+  return LAMINAR_OK;
+}
+
+/* ---- open / close ------------------------------------------------------------ */
+
+static void wal_free(lm_wal* wal) {
+  if (wal->fd >= 0) close(wal->fd);
+  if (wal->dir_fd >= 0) close(wal->dir_fd);
+#ifdef LAMINAR_HAVE_URING
+  if (wal->use_uring) io_uring_queue_exit(&wal->ring);
+#endif
+  pthread_mutex_destroy(&wal->mu);
+  pthread_cond_destroy(&wal->cv);
+  lm_free(wal->buf);
+  lm_free(wal->wbuf);
+  lm_free(wal->keep_upto);
+  lm_free(wal->dir);
+  lm_free(wal);
+}
+
+static laminar_code setup_io(lm_wal* wal, lm_wal_io io, laminar_error* err) {
+  wal->use_uring = false;
+  if (io == LM_WAL_IO_PWRITE) return LAMINAR_OK;
+#ifdef LAMINAR_HAVE_URING
+  int rc = io_uring_queue_init(8, &wal->ring, 0);
+  if (rc == 0) {
+    wal->use_uring = true;
+    return LAMINAR_OK;
+  }
+  if (io == LM_WAL_IO_URING) return io_error(err, "io_uring setup", wal->dir, -rc);
+#else
+  if (io == LM_WAL_IO_URING)
+    return lm_error_set(err, LAMINAR_ERR_IO,
+                        "WAL '%s': io_uring requested but this build has no liburing", wal->dir);
+#endif
+  return LAMINAR_OK;
+}
+
+/* Remove segments[from..n) (after a cut: nothing there can be replayed). */
+static laminar_code drop_segments(lm_wal* wal, const uint64_t* segs, size_t from, size_t n,
+                                  lm_wal_report* rep, laminar_error* err) {
+  char path[4096];
+  for (size_t i = from; i < n; i++) {
+    segment_path(wal, segs[i], path, sizeof path);
+    struct stat st;
+    if (stat(path, &st) == 0) rep->bytes_cut += (uint64_t)st.st_size;
+    if (unlink(path) != 0) return io_error(err, "unlink", path, errno);
+    rep->segments_dropped++;
+  }
+  return LAMINAR_OK;
+}
+
+/* Validate the segments in order; cut at the first problem (see wal.h). Leaves
+ * the last kept segment open as the active one. */
+static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err) {
+  uint64_t* segs;
+  size_t nseg;
+  LM_TRY(list_segments(wal, &segs, &nseg, err));
+  laminar_code rc = LAMINAR_OK;
+  uint64_t expect = nseg > 0 ? segs[0] : 1;
+  size_t kept = 0;
+  char path[4096];
+  for (; kept < nseg; kept++) {
+    segment_path(wal, segs[kept], path, sizeof path);
+    if (segs[kept] != expect) {
+      snprintf(rep->reason, sizeof rep->reason,
+               "missing segment: records %" PRIu64 "..%" PRIu64 " absent before %.32s", expect,
+               segs[kept] - 1, base_name(wal, path));
+      break;
+    }
+    uint64_t size;
+    scan_result sr;
+    rc = scan_file(path, segs[kept], 0, NULL, NULL, &size, &sr, err);
+    if (rc != LAMINAR_OK) break;
+    if (sr.bad) snprintf(rep->reason, sizeof rep->reason, "%.32s: %.96s", base_name(wal, path), sr.why);
+    if (sr.bad && sr.good < SEG_HEADER) break; /* header unusable: nothing in it */
+    rep->records += sr.records;
+    if (sr.records > 0) {
+      if (rep->first_seq == 0) rep->first_seq = expect;
+      rep->last_seq = sr.next_seq - 1;
+    }
+    expect = sr.next_seq;
+    if (wal->fd >= 0) close(wal->fd);
+    wal->fd = open(path, O_RDWR | O_CLOEXEC);
+    if (wal->fd < 0) {
+      rc = io_error(err, "open", path, errno);
+      break;
+    }
+    wal->file_size = wal->synced_size = sr.good;
+    if (sr.bad) {
+      rep->bytes_cut += size - sr.good;
+      if (ftruncate(wal->fd, (off_t)sr.good) != 0 || fdatasync(wal->fd) != 0) {
+        rc = io_error(err, "truncate", path, errno);
+        break;
+      }
+      kept++;
+      break;
+    }
+  }
+  if (rc == LAMINAR_OK) rc = drop_segments(wal, segs, kept, nseg, rep, err);
+  rep->cut = rep->bytes_cut > 0 || rep->segments_dropped > 0;
+  if (rc == LAMINAR_OK && rep->cut && fsync(wal->dir_fd) != 0)
+    rc = io_error(err, "fsync", wal->dir, errno);
+  if (rc == LAMINAR_OK && wal->fd < 0) {
+    /* No usable segment: start one where the numbering left off, so offsets a
+     * checkpoint recorded stay meaningful. */
+    int e = segment_create(wal, expect);
+    if (e != 0) rc = io_error(err, "create segment", wal->dir, e);
+  }
+  rep->segments = kept > 0 ? kept : 1;
+  wal->next_seq = expect;
+  wal->written_seq = wal->synced_seq = expect - 1;
+  lm_free(segs);
+  return rc;
+}
+
+laminar_code lm_wal_open(const lm_wal_options* opt, lm_wal** out, lm_wal_report* report,
+                         laminar_error* err) {
+  *out = NULL;
+  lm_wal_report scratch;
+  lm_wal_report* rep = report != NULL ? report : &scratch;
+  memset(rep, 0, sizeof *rep);
+  if (opt == NULL || opt->dir == NULL || opt->dir[0] == '\0')
+    return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE, "WAL: no directory given");
+  if (mkdir(opt->dir, 0755) != 0 && errno != EEXIST)
+    return io_error(err, "mkdir", opt->dir, errno);
+  lm_wal* wal = lm_calloc(1, sizeof *wal);
+  if (wal == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "WAL: out of memory");
+  wal->fd = -1;
+  wal->dir_fd = -1;
+  pthread_mutex_init(&wal->mu, NULL);
+  pthread_cond_init(&wal->cv, NULL);
+  wal->dir = lm_strdup(opt->dir);
+  wal->segment_bytes = opt->segment_bytes ? opt->segment_bytes : DEFAULT_SEGMENT_BYTES;
+  wal->fault = opt->fault;
+  wal->fault_arg = opt->fault_arg;
+  laminar_code rc = LAMINAR_OK;
+  if (wal->dir == NULL) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "WAL: out of memory");
+  if (rc == LAMINAR_OK) {
+    wal->dir_fd = open(opt->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (wal->dir_fd < 0) rc = io_error(err, "open", opt->dir, errno);
+  }
+  if (rc == LAMINAR_OK) rc = setup_io(wal, opt->io, err);
+  if (rc == LAMINAR_OK) rc = recover(wal, rep, err);
+  if (rc != LAMINAR_OK) {
+    wal_free(wal);
+    return rc;
+  }
+  *out = wal;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_wal_close(lm_wal* wal, laminar_error* err) {
+  if (wal == NULL) return LAMINAR_OK;
+  laminar_code rc = LAMINAR_OK;
+  pthread_mutex_lock(&wal->mu);
+  uint64_t last = wal->next_seq - 1;
+  uint32_t gen = wal->gen;
+  pthread_mutex_unlock(&wal->mu);
+  if (last > 0) rc = lm_wal_commit(wal, (lm_wal_ticket){.seq = last, .gen = gen}, true, err);
+  wal_free(wal);
+  return rc;
+}
+
+const char* lm_wal_io_name(const lm_wal* wal) { return wal->use_uring ? "io_uring" : "pwrite"; }
+
+uint64_t lm_wal_next_seq(lm_wal* wal) {
+  pthread_mutex_lock(&wal->mu);
+  uint64_t v = wal->next_seq;
+  pthread_mutex_unlock(&wal->mu);
+  return v;
+}
+
+/* ---- append and commit --------------------------------------------------------- */
+
+laminar_code lm_wal_append(lm_wal* wal, uint16_t type, uint64_t epoch, const void* payload,
+                           uint32_t len, lm_wal_ticket* out, laminar_error* err) {
+  if (len > LM_WAL_MAX_RECORD)
+    return lm_error_set(err, LAMINAR_ERR_IO, "WAL '%s': record of %u bytes exceeds the limit",
+                        wal->dir, len);
+  uint64_t total = REC_HEADER + pad8(len);
+  pthread_mutex_lock(&wal->mu);
+  if (wal->len + total > wal->cap) {
+    size_t cap = wal->cap ? wal->cap : 1u << 16;
+    while (cap < wal->len + total) cap *= 2;
+    uint8_t* nb = lm_realloc(wal->buf, cap);
+    if (nb == NULL) {
+      pthread_mutex_unlock(&wal->mu);
+      return lm_error_set(err, LAMINAR_ERR_NOMEM, "WAL '%s': out of memory", wal->dir);
+    }
+    wal->buf = nb;
+    wal->cap = cap;
+  }
+  uint8_t* h = wal->buf + wal->len;
+  uint64_t seq = wal->next_seq++;
+  put32(h, len);
+  put64(h + 8, seq);
+  put64(h + 16, epoch);
+  h[24] = (uint8_t)type;
+  h[25] = (uint8_t)(type >> 8);
+  memset(h + 26, 0, 6);
+  if (len > 0) memcpy(h + REC_HEADER, payload, len);
+  memset(h + REC_HEADER + len, 0, (size_t)(total - REC_HEADER - len));
+  put32(h + 4, record_crc(h, h + REC_HEADER, len));
+  wal->len += total;
+  wal->buf_last_seq = seq;
+  *out = (lm_wal_ticket){.seq = seq, .gen = wal->gen};
+  pthread_mutex_unlock(&wal->mu);
+  return LAMINAR_OK;
+}
+
+/* The ticket's record was discarded by a failure after it was appended. */
+static bool ticket_lost(const lm_wal* wal, lm_wal_ticket t) {
+  return t.gen != wal->gen && t.seq > wal->keep_upto[t.gen];
+}
+
+/* Leader: write the taken batch, rolling to a new segment first when the
+ * active one is full (the old one is flushed before: *rolled tells). Sets
+ * *before to the active segment's size the batch is written at. Called
+ * without the mutex; returns 0 or an errno. */
+static int write_batch(lm_wal* wal, const uint8_t* p, size_t n, uint64_t first_seq, bool sync,
+                       bool* rolled, uint64_t* before) {
+  *rolled = false;
+  if (n > 0 && wal->file_size >= wal->segment_bytes) {
+    int e = wal->synced_size < wal->file_size ? file_sync(wal) : 0;
+    if (e != 0) {
+      *before = wal->file_size;
+      return e;
+    }
+    wal->synced_size = wal->file_size;
+    *rolled = true;
+    if ((e = segment_create(wal, first_seq)) != 0) {
+      *before = wal->file_size;
+      return e;
+    }
+  }
+  *before = wal->file_size;
+  if (n == 0) return sync && wal->synced_size < wal->file_size ? file_sync(wal) : 0;
+  return file_write(wal, p, n, wal->file_size, sync);
+}
+
+laminar_code lm_wal_commit(lm_wal* wal, lm_wal_ticket t, bool sync, laminar_error* err) {
+  pthread_mutex_lock(&wal->mu);
+  for (;;) {
+    if (ticket_lost(wal, t)) {
+      pthread_mutex_unlock(&wal->mu);
+      return lm_error_set(err, LAMINAR_ERR_IO,
+                          "WAL '%s': record %" PRIu64 " was discarded by a failed write",
+                          wal->dir, t.seq);
+    }
+    if (t.seq <= (sync ? wal->synced_seq : wal->written_seq)) break;
+    if (wal->flushing) {
+      pthread_cond_wait(&wal->cv, &wal->mu);
+      continue;
+    }
+    /* Lead: take everything appended so far. Reserve the failure record
+     * first, so a failed write can always be accounted for. */
+    if (wal->nkeep <= wal->gen) {
+      uint64_t* nk = lm_realloc(wal->keep_upto, ((size_t)wal->gen + 1) * sizeof *nk);
+      if (nk == NULL) {
+        pthread_mutex_unlock(&wal->mu);
+        return lm_error_set(err, LAMINAR_ERR_NOMEM, "WAL '%s': out of memory", wal->dir);
+      }
+      wal->keep_upto = nk;
+      wal->nkeep = wal->gen + 1;
+    }
+    wal->flushing = true;
+    uint8_t* batch = wal->buf;
+    size_t n = wal->len, batch_cap = wal->cap;
+    uint64_t last = n > 0 ? wal->buf_last_seq : wal->written_seq;
+    uint64_t first = wal->written_seq + 1;
+    wal->buf = wal->wbuf;
+    wal->cap = wal->wcap;
+    wal->len = 0;
+    wal->wbuf = batch;
+    wal->wcap = batch_cap;
+    pthread_mutex_unlock(&wal->mu);
+
+    bool rolled;
+    uint64_t before;
+    int e = write_batch(wal, batch, n, first, sync, &rolled, &before);
+
+    pthread_mutex_lock(&wal->mu);
+    wal->flushing = false;
+    if (rolled) wal->synced_seq = wal->written_seq; /* the old segment was flushed */
+    if (e == 0) {
+      wal->file_size = before + n;
+      wal->written_seq = last;
+      if (sync) {
+        wal->synced_seq = last;
+        wal->synced_size = wal->file_size;
+      }
+    } else {
+      /* Cut back to what is known safe: after a failed write, what was there
+       * before it; after a failed flush, what the last good flush covered
+       * (the unflushed bytes may or may not be on the device). Records taken
+       * or appended since are discarded; their commits fail. */
+      bool flush_failed = sync;
+      uint64_t keep_size = flush_failed ? wal->synced_size : before;
+      uint64_t keep_seq = flush_failed ? wal->synced_seq : wal->written_seq;
+      (void)!ftruncate(wal->fd, (off_t)keep_size);
+      wal->keep_upto[wal->gen++] = keep_seq; /* room reserved before the write */
+      laminar_code rc = io_error(err, sync ? "write+fdatasync" : "write", wal->dir, e);
+      wal->file_size = keep_size;
+      wal->written_seq = keep_seq;
+      wal->len = 0;
+      wal->next_seq = keep_seq + 1;
+      pthread_cond_broadcast(&wal->cv);
+      pthread_mutex_unlock(&wal->mu);
+      return rc;
+    }
+    pthread_cond_broadcast(&wal->cv);
+  }
+  pthread_mutex_unlock(&wal->mu);
+  return LAMINAR_OK;
+}
+
+/* ---- replay and truncation ------------------------------------------------------- */
+
+laminar_code lm_wal_replay(lm_wal* wal, uint64_t from_seq, lm_wal_replay_fn fn, void* arg,
+                           laminar_error* err) {
+  uint64_t* segs;
+  size_t nseg;
+  LM_TRY(list_segments(wal, &segs, &nseg, err));
+  laminar_code rc = LAMINAR_OK;
+  char path[4096];
+  for (size_t i = 0; i < nseg && rc == LAMINAR_OK; i++) {
+    if (i + 1 < nseg && segs[i + 1] <= from_seq) continue; /* all below from_seq */
+    segment_path(wal, segs[i], path, sizeof path);
+    uint64_t size;
+    scan_result sr;
+    rc = scan_file(path, segs[i], from_seq, fn, arg, &size, &sr, err);
+    if (rc == LAMINAR_OK && sr.bad)
+      rc = lm_error_set(err, LAMINAR_ERR_IO, "WAL %s: %s", path, sr.why);
+  }
+  lm_free(segs);
+  return rc;
+}
+
+laminar_code lm_wal_truncate_before(lm_wal* wal, uint64_t seq, laminar_error* err) {
+  uint64_t* segs;
+  size_t nseg;
+  LM_TRY(list_segments(wal, &segs, &nseg, err));
+  laminar_code rc = LAMINAR_OK;
+  bool removed = false;
+  char path[4096];
+  /* Segment i holds [segs[i], segs[i+1]); the last one is active. */
+  for (size_t i = 0; i + 1 < nseg && segs[i + 1] <= seq; i++) {
+    segment_path(wal, segs[i], path, sizeof path);
+    if (unlink(path) != 0) {
+      rc = io_error(err, "unlink", path, errno);
+      break;
+    }
+    removed = true;
+  }
+  if (rc == LAMINAR_OK && removed && fsync(wal->dir_fd) != 0)
+    rc = io_error(err, "fsync", wal->dir, errno);
+  lm_free(segs);
+  return rc;
+}

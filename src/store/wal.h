@@ -1,0 +1,129 @@
+/*
+ * wal.h -- the write-ahead log of one partition (DESIGN §8): a directory of
+ * segment files, each record framed with its length, type, epoch, sequence
+ * number and a CRC-32C.
+ *
+ * Records get consecutive sequence numbers from 1 and are appended to an
+ * in-memory buffer (any thread; a mutex orders them). lm_wal_commit() makes a
+ * record written (async) or written and fdatasync'ed (sync). Commits from
+ * several threads share one write and one flush (group commit): one caller
+ * becomes the leader and writes everything appended so far while the others
+ * wait for it. Writes go through io_uring (liburing) when the build has it and
+ * the kernel accepts a ring at open time; otherwise, or when told so, pwrite.
+ *
+ * On disk: `<dir>/<first seq, 20 digits>.wal`. A segment starts with a 32-byte
+ * header (magic "LMWALSG1", first sequence number, version, CRC); each record
+ * is a 32-byte header (payload length, CRC, seq, epoch, type, flags) and the
+ * payload padded to 8 bytes. The CRC covers the header after its CRC field and
+ * the payload.
+ *
+ * Opening an existing directory validates every record. The log is cut at the
+ * first record that is torn (shorter than its length), corrupt (CRC), out of
+ * sequence (zero-filled tails land here) or preceded by a missing segment; the
+ * cut is reported in lm_wal_report, never replayed as data.
+ *
+ * A failed write or flush (EIO, ENOSPC, ...) fails the commits waiting on it,
+ * cuts the file back to what was safely there before, discards the records
+ * appended but not yet written, and leaves the log usable: later appends and
+ * commits work again once the device does. No committed record is lost.
+ */
+#ifndef LM_WAL_H
+#define LM_WAL_H
+
+#include "laminar.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct lm_wal lm_wal;
+
+/* How records reach the file. AUTO: io_uring when built with liburing and the
+ * kernel gives a ring, else pwrite. URING: io_uring or fail at open. */
+typedef enum lm_wal_io {
+  LM_WAL_IO_AUTO = 0,
+  LM_WAL_IO_URING = 1,
+  LM_WAL_IO_PWRITE = 2,
+} lm_wal_io;
+
+/* Fault injection for tests: called before each write and each flush; a
+ * non-zero return is the errno that operation fails with (a failing write
+ * first writes half of its bytes, like a device that filled up midway). */
+typedef enum lm_wal_fault_op { LM_WAL_FAULT_WRITE = 1, LM_WAL_FAULT_SYNC = 2 } lm_wal_fault_op;
+typedef int (*lm_wal_fault_fn)(void* arg, lm_wal_fault_op op);
+
+typedef struct lm_wal_options {
+  const char* dir;          /* created when missing (its parent must exist) */
+  uint64_t segment_bytes;   /* start a new segment past this size; 0 = 64 MiB */
+  lm_wal_io io;
+  lm_wal_fault_fn fault;    /* NULL outside tests */
+  void* fault_arg;
+} lm_wal_options;
+
+/* What lm_wal_open found. */
+typedef struct lm_wal_report {
+  uint64_t records;          /* valid records kept */
+  uint64_t first_seq;        /* first kept record (0: none) */
+  uint64_t last_seq;         /* last kept record (0: none) */
+  uint64_t segments;         /* segment files kept */
+  bool cut;                  /* something was removed */
+  uint64_t bytes_cut;        /* bytes removed, dropped segments included */
+  uint64_t segments_dropped; /* whole segment files removed */
+  char reason[192];          /* why, when cut: file, offset, what was wrong */
+} lm_wal_report;
+
+typedef struct lm_wal_record {
+  uint64_t seq;
+  uint64_t epoch;
+  uint16_t type;
+  uint32_t len;
+  const void* payload;       /* borrowed for the duration of the callback */
+} lm_wal_record;
+
+/* Returned by lm_wal_append, handed to lm_wal_commit: the sequence number and
+ * the log's failure generation it was appended in. */
+typedef struct lm_wal_ticket {
+  uint64_t seq;
+  uint32_t gen;
+} lm_wal_ticket;
+
+#define LM_WAL_MAX_RECORD (1u << 30)
+
+/* Open (or create) the log in opt->dir, validating and cutting as described.
+ * report may be NULL. Errors: LAMINAR_ERR_IO (directory or file operations,
+ * io_uring refused with LM_WAL_IO_URING), LAMINAR_ERR_NOMEM. */
+laminar_code lm_wal_open(const lm_wal_options* opt, lm_wal** out, lm_wal_report* report,
+                         laminar_error* err);
+
+/* Close: commit (sync) what is appended, release everything. Returns the
+ * flush's error if it fails; the log is closed either way. NULL allowed. */
+laminar_code lm_wal_close(lm_wal* wal, laminar_error* err);
+
+/* Call fn for every written record with seq >= from_seq, in order. Stops at
+ * fn's first error and returns it. Not concurrent with appends. */
+typedef laminar_code (*lm_wal_replay_fn)(void* arg, const lm_wal_record* rec,
+                                         laminar_error* err);
+laminar_code lm_wal_replay(lm_wal* wal, uint64_t from_seq, lm_wal_replay_fn fn, void* arg,
+                           laminar_error* err);
+
+/* Append one record (copied). Thread-safe. Errors: LAMINAR_ERR_IO for a
+ * payload over LM_WAL_MAX_RECORD, LAMINAR_ERR_NOMEM. */
+laminar_code lm_wal_append(lm_wal* wal, uint16_t type, uint64_t epoch, const void* payload,
+                           uint32_t len, lm_wal_ticket* out, laminar_error* err);
+
+/* Return once the ticket's record is written (sync = false) or written and on
+ * stable storage (sync = true). Thread-safe; concurrent commits share one
+ * write and flush. LAMINAR_ERR_IO when the write or flush failed (the record
+ * was discarded: append it again) or failed earlier for this record. */
+laminar_code lm_wal_commit(lm_wal* wal, lm_wal_ticket ticket, bool sync, laminar_error* err);
+
+/* Delete the segment files that hold only records below `seq` (a checkpoint
+ * covers them). The newest segment is always kept. */
+laminar_code lm_wal_truncate_before(lm_wal* wal, uint64_t seq, laminar_error* err);
+
+/* Sequence number the next append gets. */
+uint64_t lm_wal_next_seq(lm_wal* wal);
+/* "io_uring" or "pwrite". */
+const char* lm_wal_io_name(const lm_wal* wal);
+
+#endif /* LM_WAL_H */
