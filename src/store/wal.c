@@ -24,6 +24,7 @@
 #endif
 
 #include "store/crc32c.h"
+#include "store/fs.h"
 #include "util/util.h"
 
 #define SEG_MAGIC "LMWALSG1"
@@ -69,22 +70,6 @@ struct lm_wal {
 
 /* ---- little-endian encoding ----------------------------------------------- */
 
-static void put32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t* p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
-  return v;
-}
-static uint64_t get64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
 static uint64_t pad8(uint64_t n) { return (n + 7u) & ~(uint64_t)7u; }
 
 /* Record header: len u32 | crc u32 | seq u64 | epoch u64 | type u16 | flags u16 |
@@ -96,9 +81,9 @@ static uint32_t record_crc(const uint8_t* hdr, const void* payload, uint32_t len
 static void segment_header(uint8_t* h, uint64_t first_seq) {
   memset(h, 0, SEG_HEADER);
   memcpy(h, SEG_MAGIC, 8);
-  put64(h + 8, first_seq);
-  put32(h + 16, SEG_VERSION);
-  put32(h + 24, lm_crc32c(0, h, 24));
+  lm_le_put64(h + 8, first_seq);
+  lm_le_put32(h + 16, SEG_VERSION);
+  lm_le_put32(h + 24, lm_crc32c(0, h, 24));
 }
 
 static void segment_path(const lm_wal* wal, uint64_t first_seq, char* out, size_t n) {
@@ -120,19 +105,6 @@ static int inject(lm_wal* wal, lm_wal_fault_op op) {
   return wal->fault != NULL ? wal->fault(wal->fault_arg, op) : 0;
 }
 
-static int pwrite_all(int fd, const uint8_t* p, size_t n, uint64_t off) {
-  while (n > 0) {
-    ssize_t w = pwrite(fd, p, n, (off_t)off);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    p += w;
-    n -= (size_t)w;
-    off += (uint64_t)w;
-  }
-  return 0;
-}
 
 #ifdef LAMINAR_HAVE_URING
 /* One write (and, linked behind it, one fdatasync) through the ring. Returns 0
@@ -188,17 +160,17 @@ static int uring_write(lm_wal* wal, int fd, const uint8_t* p, size_t n, uint64_t
 static int file_write(lm_wal* wal, const uint8_t* p, size_t n, uint64_t off, bool sync) {
   int e = inject(wal, LM_WAL_FAULT_WRITE);
   if (e != 0) {
-    (void)pwrite_all(wal->fd, p, n / 2, off); /* a device failing midway */
+    (void)lm_fs_pwrite_all(wal->fd, p, n / 2, off); /* a device failing midway */
     return e;
   }
   if (sync && (e = inject(wal, LM_WAL_FAULT_SYNC)) != 0) {
-    (void)pwrite_all(wal->fd, p, n, off);
+    (void)lm_fs_pwrite_all(wal->fd, p, n, off);
     return e;
   }
 #ifdef LAMINAR_HAVE_URING
   if (wal->use_uring) return uring_write(wal, wal->fd, p, n, off, sync);
 #endif
-  if ((e = pwrite_all(wal->fd, p, n, off)) != 0) return e;
+  if ((e = lm_fs_pwrite_all(wal->fd, p, n, off)) != 0) return e;
   if (sync && fdatasync(wal->fd) != 0) return errno;
   return 0;
 }
@@ -251,8 +223,8 @@ static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t nam
   memset(res, 0, sizeof *res);
   res->next_seq = name_seq;
   if (size < SEG_HEADER || memcmp(img, SEG_MAGIC, 8) != 0 ||
-      get32(img + 24) != lm_crc32c(0, img, 24) || get64(img + 8) != name_seq ||
-      get32(img + 16) != SEG_VERSION) {
+      lm_le_get32(img + 24) != lm_crc32c(0, img, 24) || lm_le_get64(img + 8) != name_seq ||
+      lm_le_get32(img + 16) != SEG_VERSION) {
     res->bad = true;
     snprintf(res->why, sizeof res->why, "segment header %s",
              size < SEG_HEADER ? "torn" : "invalid");
@@ -266,8 +238,8 @@ static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t nam
       snprintf(res->why, sizeof res->why, "torn record header at offset %" PRIu64, off);
       break;
     }
-    uint32_t len = get32(h);
-    uint64_t seq = get64(h + 8);
+    uint32_t len = lm_le_get32(h);
+    uint64_t seq = lm_le_get64(h + 8);
     uint64_t total = REC_HEADER + pad8(len);
     bool zero = true;
     for (uint32_t i = 0; i < REC_HEADER && zero; i++) zero = h[i] == 0;
@@ -282,7 +254,7 @@ static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t nam
                len);
       break;
     }
-    if (get32(h + 4) != record_crc(h, h + REC_HEADER, len)) {
+    if (lm_le_get32(h + 4) != record_crc(h, h + REC_HEADER, len)) {
       res->bad = true;
       snprintf(res->why, sizeof res->why, "CRC mismatch at offset %" PRIu64, off);
       break;
@@ -295,7 +267,7 @@ static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t nam
       break;
     }
     if (fn != NULL && seq >= from_seq) {
-      lm_wal_record rec = {.seq = seq, .epoch = get64(h + 16), .type = (uint16_t)(h[24] | h[25] << 8),
+      lm_wal_record rec = {.seq = seq, .epoch = lm_le_get64(h + 16), .type = (uint16_t)(h[24] | h[25] << 8),
                            .len = len, .payload = h + REC_HEADER};
       LM_TRY(fn(arg, &rec, err));
     }
@@ -588,15 +560,15 @@ laminar_code lm_wal_append(lm_wal* wal, uint16_t type, uint64_t epoch, const voi
   }
   uint8_t* h = wal->buf + wal->len;
   uint64_t seq = wal->next_seq++;
-  put32(h, len);
-  put64(h + 8, seq);
-  put64(h + 16, epoch);
+  lm_le_put32(h, len);
+  lm_le_put64(h + 8, seq);
+  lm_le_put64(h + 16, epoch);
   h[24] = (uint8_t)type;
   h[25] = (uint8_t)(type >> 8);
   memset(h + 26, 0, 6);
   if (len > 0) memcpy(h + REC_HEADER, payload, len);
   memset(h + REC_HEADER + len, 0, (size_t)(total - REC_HEADER - len));
-  put32(h + 4, record_crc(h, h + REC_HEADER, len));
+  lm_le_put32(h + 4, record_crc(h, h + REC_HEADER, len));
   wal->len += total;
   wal->buf_last_seq = seq;
   *out = (lm_wal_ticket){.seq = seq, .gen = wal->gen};

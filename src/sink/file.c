@@ -1,0 +1,359 @@
+/*
+ * file.c -- two-phase JSONL/CSV part-file sink (see file.h).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // O_CLOEXEC, fdatasync under -std=c17
+#endif
+
+#include "sink/file.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "expr/internal.h"
+#include "store/fs.h"
+#include "util/util.h"
+
+#define EPOCH_DIGITS 20
+#define FLUSH_BYTES (1u << 20)
+
+struct lm_file_sink {
+  char* dir;
+  lm_sink_format format;
+  lm_schema schema;
+  uint64_t committed;   /* highest committed epoch */
+  uint64_t current;     /* epoch begun (0: none) */
+  bool staged;          /* the current epoch was pre-committed */
+  int fd;               /* staging file of `current`, -1 until the first row */
+  bool header_done;     /* CSV header written for `current` */
+  char* buf;            /* formatted rows not yet written */
+  size_t len, cap;
+  bool nomem;
+};
+
+static const char* ext(const lm_file_sink* s) { return s->format == LM_SINK_CSV ? "csv" : "jsonl"; }
+
+static void part_path(const lm_file_sink* s, uint64_t epoch, bool staged, char* out, size_t n) {
+  snprintf(out, n, "%s/%spart-%0*" PRIu64 ".%s%s", s->dir, staged ? "." : "", EPOCH_DIGITS,
+           epoch, ext(s), staged ? ".pending" : "");
+}
+
+static laminar_code io_fail(laminar_error* err, const char* what, const char* path, int e) {
+  return lm_error_set(err, LAMINAR_ERR_IO, "sink: %s '%s' failed: %s", what, path, strerror(e));
+}
+
+
+/* Epoch of a directory entry named like a part file (staged or not), or 0. */
+static uint64_t entry_epoch(const lm_file_sink* s, const char* name, bool* staged) {
+  *staged = name[0] == '.';
+  const char* p = name + (*staged ? 1 : 0);
+  if (strncmp(p, "part-", 5) != 0) return 0;
+  p += 5;
+  uint64_t e = 0;
+  for (int i = 0; i < EPOCH_DIGITS; i++) {
+    if (p[i] < '0' || p[i] > '9') return 0;
+    e = e * 10 + (uint64_t)(p[i] - '0');
+  }
+  p += EPOCH_DIGITS;
+  char want[32];
+  snprintf(want, sizeof want, ".%s%s", ext(s), *staged ? ".pending" : "");
+  return strcmp(p, want) == 0 ? e : 0;
+}
+
+/* ---- formatting --------------------------------------------------------------- */
+
+static void put(lm_file_sink* s, const char* p, size_t n) {
+  if (s->len + n > s->cap) {
+    size_t cap = s->cap ? s->cap : 1u << 16;
+    while (cap < s->len + n) cap *= 2;
+    char* nb = lm_realloc(s->buf, cap);
+    if (nb == NULL) {
+      s->nomem = true;
+      return;
+    }
+    s->buf = nb;
+    s->cap = cap;
+  }
+  memcpy(s->buf + s->len, p, n);
+  s->len += n;
+}
+static void puts_(lm_file_sink* s, const char* p) { put(s, p, strlen(p)); }
+
+static void json_string(lm_file_sink* s, const char* p, int64_t n) {
+  put(s, "\"", 1);
+  int64_t run = 0; /* bytes copied as they are */
+  for (int64_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)p[i];
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    put(s, p + run, (size_t)(i - run));
+    char esc[8];
+    switch (c) {
+      case '"': puts_(s, "\\\""); break;
+      case '\\': puts_(s, "\\\\"); break;
+      case '\n': puts_(s, "\\n"); break;
+      case '\r': puts_(s, "\\r"); break;
+      case '\t': puts_(s, "\\t"); break;
+      default:
+        snprintf(esc, sizeof esc, "\\u%04x", c);
+        puts_(s, esc);
+    }
+    run = i + 1;
+  }
+  put(s, p + run, (size_t)(n - run));
+  put(s, "\"", 1);
+}
+
+static void csv_string(lm_file_sink* s, const char* p, int64_t n) {
+  bool quote = n == 0; /* "" tells an empty string from NULL */
+  for (int64_t i = 0; i < n && !quote; i++)
+    quote = p[i] == ',' || p[i] == '"' || p[i] == '\n' || p[i] == '\r';
+  if (!quote) {
+    put(s, p, (size_t)n);
+    return;
+  }
+  put(s, "\"", 1);
+  int64_t run = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (p[i] != '"') continue;
+    put(s, p + run, (size_t)(i + 1 - run)); /* the quote, then once more */
+    run = i;
+  }
+  put(s, p + run, (size_t)(n - run));
+  put(s, "\"", 1);
+}
+
+/* One value, formatted as text (strings excepted: the caller escapes them).
+ * Returns false for a value to write as NULL. */
+static bool scalar_text(const lm_vec* v, int64_t r, char* out, size_t cap, size_t* n) {
+  switch (v->type) {
+    case LM_TYPE_BOOL:
+      *n = (size_t)snprintf(out, cap, "%s", ((const uint8_t*)v->data)[r] ? "true" : "false");
+      return true;
+    case LM_TYPE_INT32:
+      *n = (size_t)snprintf(out, cap, "%" PRId32, ((const int32_t*)v->data)[r]);
+      return true;
+    case LM_TYPE_INT64:
+      *n = (size_t)snprintf(out, cap, "%" PRId64, ((const int64_t*)v->data)[r]);
+      return true;
+    case LM_TYPE_DOUBLE: {
+      double d = ((const double*)v->data)[r];
+      if (!isfinite(d)) return false;
+      *n = (size_t)lm_expr_format_double(d, out, cap);
+      return true;
+    }
+    case LM_TYPE_TIMESTAMP:
+      *n = (size_t)lm_expr_format_timestamp(((const int64_t*)v->data)[r], out, cap);
+      return true;
+    case LM_TYPE_STRING:
+    case LM_TYPE_NULL: break;
+  }
+  return false;
+}
+
+static void format_rows(lm_file_sink* s, const lm_vec* cols, int64_t nrows) {
+  const lm_schema* sc = &s->schema;
+  bool csv = s->format == LM_SINK_CSV;
+  if (csv && !s->header_done) {
+    for (int32_t c = 0; c < sc->ncols; c++) {
+      if (c > 0) put(s, ",", 1);
+      csv_string(s, sc->fields[c].name, (int64_t)strlen(sc->fields[c].name));
+    }
+    put(s, "\n", 1);
+    s->header_done = true;
+  }
+  char num[64];
+  for (int64_t r = 0; r < nrows; r++) {
+    if (!csv) put(s, "{", 1);
+    for (int32_t c = 0; c < sc->ncols; c++) {
+      const lm_vec* v = &cols[c];
+      if (c > 0) put(s, ",", 1);
+      if (!csv) {
+        json_string(s, sc->fields[c].name, (int64_t)strlen(sc->fields[c].name));
+        put(s, ":", 1);
+      }
+      bool null = v->nulls != NULL && v->nulls[r];
+      if (!null && v->type == LM_TYPE_STRING) {
+        lm_str str = ((const lm_str*)v->data)[r];
+        if (csv) csv_string(s, str.ptr, str.len);
+        else json_string(s, str.ptr, str.len);
+        continue;
+      }
+      size_t n = 0;
+      if (!null && scalar_text(v, r, num, sizeof num, &n)) {
+        if (!csv && v->type == LM_TYPE_TIMESTAMP) json_string(s, num, (int64_t)n);
+        else put(s, num, n);
+      } else if (!csv) {
+        puts_(s, "null");
+      }
+    }
+    put(s, csv ? "\n" : "}\n", csv ? 1 : 2);
+  }
+}
+
+/* ---- staging file ------------------------------------------------------------------- */
+
+
+static laminar_code flush_buf(lm_file_sink* s, laminar_error* err) {
+  if (s->len == 0) return LAMINAR_OK;
+  char path[4096];
+  part_path(s, s->current, true, path, sizeof path);
+  if (s->fd < 0) {
+    s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (s->fd < 0) return io_fail(err, "create", path, errno);
+  }
+  int e = lm_fs_write_all(s->fd, s->buf, s->len);
+  if (e != 0) return io_fail(err, "write", path, e);
+  s->len = 0;
+  return LAMINAR_OK;
+}
+
+static void end_epoch(lm_file_sink* s) {
+  if (s->fd >= 0) close(s->fd);
+  s->fd = -1;
+  s->len = 0;
+  s->current = 0;
+  s->staged = false;
+  s->header_done = false;
+}
+
+/* ---- the protocol -------------------------------------------------------------------- */
+
+laminar_code lm_file_sink_open(const char* dir, lm_sink_format format, const lm_schema* schema,
+                               lm_file_sink** out, laminar_error* err) {
+  *out = NULL;
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return io_fail(err, "mkdir", dir, errno);
+  lm_file_sink* s = lm_calloc(1, sizeof *s);
+  if (s == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "sink: out of memory");
+  s->fd = -1;
+  s->format = format;
+  s->dir = lm_strdup(dir);
+  if (s->dir == NULL || lm_schema_copy(schema, &s->schema) != 0) {
+    lm_file_sink_close(s);
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "sink: out of memory");
+  }
+  DIR* d = opendir(dir);
+  if (d == NULL) {
+    laminar_code rc = io_fail(err, "opendir", dir, errno);
+    lm_file_sink_close(s);
+    return rc;
+  }
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL) {
+    bool staged;
+    uint64_t epoch = entry_epoch(s, e->d_name, &staged);
+    if (!staged && epoch > s->committed) s->committed = epoch;
+  }
+  closedir(d);
+  *out = s;
+  return LAMINAR_OK;
+}
+
+void lm_file_sink_close(lm_file_sink* s) {
+  if (s == NULL) return;
+  if (s->fd >= 0) close(s->fd);
+  lm_schema_free(&s->schema);
+  lm_free(s->buf);
+  lm_free(s->dir);
+  lm_free(s);
+}
+
+uint64_t lm_file_sink_committed_epoch(const lm_file_sink* s) { return s->committed; }
+
+laminar_code lm_file_sink_begin(lm_file_sink* s, uint64_t epoch, laminar_error* err) {
+  if (s->current != 0 || epoch <= s->committed)
+    return lm_error_set(err, LAMINAR_ERR_STATE,
+                        "sink '%s': cannot begin epoch %" PRIu64 " (current %" PRIu64
+                        ", committed %" PRIu64 ")",
+                        s->dir, epoch, s->current, s->committed);
+  s->current = epoch;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_file_sink_write(lm_file_sink* s, const lm_vec* cols, int64_t nrows,
+                                laminar_error* err) {
+  if (s->current == 0 || s->staged)
+    return lm_error_set(err, LAMINAR_ERR_STATE, "sink '%s': write outside an open epoch", s->dir);
+  format_rows(s, cols, nrows);
+  if (s->nomem) {
+    s->nomem = false;
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "sink '%s': out of memory", s->dir);
+  }
+  return s->len >= FLUSH_BYTES ? flush_buf(s, err) : LAMINAR_OK;
+}
+
+laminar_code lm_file_sink_pre_commit(lm_file_sink* s, laminar_error* err) {
+  if (s->current == 0 || s->staged)
+    return lm_error_set(err, LAMINAR_ERR_STATE, "sink '%s': no epoch to pre-commit", s->dir);
+  LM_TRY(flush_buf(s, err));
+  if (s->fd >= 0 && fdatasync(s->fd) != 0) {
+    char path[4096];
+    part_path(s, s->current, true, path, sizeof path);
+    return io_fail(err, "fdatasync", path, errno);
+  }
+  s->staged = true;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_file_sink_commit(lm_file_sink* s, uint64_t epoch, laminar_error* err) {
+  if (epoch == s->current && !s->staged)
+    return lm_error_set(err, LAMINAR_ERR_STATE,
+                        "sink '%s': epoch %" PRIu64 " committed before pre-commit", s->dir, epoch);
+  if (epoch == s->current) end_epoch(s);
+  char from[4096], to[4096];
+  part_path(s, epoch, true, from, sizeof from);
+  part_path(s, epoch, false, to, sizeof to);
+  if (rename(from, to) != 0) {
+    if (errno != ENOENT) return io_fail(err, "rename", from, errno);
+    /* Nothing staged: an empty epoch, or committed already. */
+  } else {
+    int e = lm_fs_fsync_dir(s->dir);
+    if (e != 0) return io_fail(err, "fsync", s->dir, e);
+  }
+  if (epoch > s->committed) s->committed = epoch;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_file_sink_rollback(lm_file_sink* s, uint64_t epoch, laminar_error* err) {
+  if (epoch == s->current) end_epoch(s);
+  char path[4096];
+  part_path(s, epoch, true, path, sizeof path);
+  if (unlink(path) != 0 && errno != ENOENT) return io_fail(err, "unlink", path, errno);
+  return LAMINAR_OK;
+}
+
+laminar_code lm_file_sink_recover(lm_file_sink* s, uint64_t checkpointed_epoch,
+                                  laminar_error* err) {
+  if (s->current != 0) end_epoch(s);
+  DIR* d = opendir(s->dir);
+  if (d == NULL) return io_fail(err, "opendir", s->dir, errno);
+  /* Collect first: renaming while reading a directory is unspecified. */
+  uint64_t staged_epochs[256];
+  size_t n = 0;
+  bool more = false;
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL) {
+    bool staged;
+    uint64_t epoch = entry_epoch(s, e->d_name, &staged);
+    if (epoch == 0 || !staged) continue;
+    if (n == sizeof staged_epochs / sizeof staged_epochs[0]) {
+      more = true;
+      break;
+    }
+    staged_epochs[n++] = epoch;
+  }
+  closedir(d);
+  for (size_t i = 0; i < n; i++) {
+    if (staged_epochs[i] <= checkpointed_epoch) LM_TRY(lm_file_sink_commit(s, staged_epochs[i], err));
+    else LM_TRY(lm_file_sink_rollback(s, staged_epochs[i], err));
+  }
+  /* More than a directory-full of staged epochs: go round again. */
+  return more ? lm_file_sink_recover(s, checkpointed_epoch, err) : LAMINAR_OK;
+}

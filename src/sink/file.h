@@ -1,0 +1,80 @@
+/*
+ * file.h -- the exactly-once file sink (DESIGN §8): a stream's output written
+ * to a directory as one part file per checkpoint epoch, committed in two
+ * phases so that a process killed at any moment and restarted from its last
+ * checkpoint leaves no duplicate and no partial epoch in the committed output.
+ *
+ * Layout of the directory:
+ *   part-<epoch, 20 digits>.<jsonl|csv>            committed output of an epoch
+ *   .part-<epoch>.<jsonl|csv>.pending              staged, not yet committed
+ * The committed output is the part files in epoch order; readers never see a
+ * pending file under a part name (a commit is a rename).
+ *
+ * Protocol, driven by the checkpoint coordinator:
+ *   begin(e)        open the staging file of epoch e (after the last committed)
+ *   write(...)      append rows (formatted, buffered)
+ *   pre_commit()    flush and fdatasync the staging file; from here on the
+ *                   epoch survives a crash as staged data
+ *   -- the checkpoint manifest naming epoch e becomes durable --
+ *   commit(e)       rename staging -> part, fsync the directory; idempotent
+ *   rollback(e)     delete the staging file (the epoch will be produced again)
+ * Recovery: recover(c), c the epoch of the checkpoint restored: staged epochs
+ * <= c were pre-committed under a durable manifest, so they are committed now;
+ * staged epochs > c are rolled back (their rows are produced again by replay).
+ * An epoch with no rows leaves no file.
+ *
+ * Formats: JSONL, one object per row with the schema's column names (NULL ->
+ * null; NaN/±inf -> null, JSON has no such numbers; TIMESTAMP -> "YYYY-MM-DD
+ * HH:MM:SS[.ffffff]"); CSV (RFC 4180) with a header line per part file, NULL
+ * as an empty field, fields quoted when they hold a comma, quote or line break.
+ */
+#ifndef LM_SINK_FILE_H
+#define LM_SINK_FILE_H
+
+#include "laminar.h"
+#include "util/types.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum lm_sink_format { LM_SINK_JSONL = 1, LM_SINK_CSV = 2 } lm_sink_format;
+
+typedef struct lm_file_sink lm_file_sink;
+
+/* Open the sink on `dir` (created when missing) for rows of `schema` (copied).
+ * Nothing is committed or removed until recover(). Errors: LAMINAR_ERR_IO,
+ * LAMINAR_ERR_NOMEM. */
+laminar_code lm_file_sink_open(const char* dir, lm_sink_format format, const lm_schema* schema,
+                               lm_file_sink** out, laminar_error* err);
+
+/* Close: an open staging file is closed, not committed (recover() decides). */
+void lm_file_sink_close(lm_file_sink* sink);
+
+/* Commit staged epochs <= checkpointed_epoch, roll back later ones. */
+laminar_code lm_file_sink_recover(lm_file_sink* sink, uint64_t checkpointed_epoch,
+                                  laminar_error* err);
+
+/* Start epoch `epoch`: greater than any committed or begun epoch, else
+ * LAMINAR_ERR_STATE. */
+laminar_code lm_file_sink_begin(lm_file_sink* sink, uint64_t epoch, laminar_error* err);
+
+/* Append nrows rows of the columns (in schema order) to the current epoch.
+ * LAMINAR_ERR_STATE outside begin..pre_commit. */
+laminar_code lm_file_sink_write(lm_file_sink* sink, const lm_vec* cols, int64_t nrows,
+                                laminar_error* err);
+
+/* Make the current epoch's rows durable as staged data. */
+laminar_code lm_file_sink_pre_commit(lm_file_sink* sink, laminar_error* err);
+
+/* Publish epoch `epoch` (pre-committed in this run, or staged before a crash).
+ * Committing an already committed epoch is a no-op. */
+laminar_code lm_file_sink_commit(lm_file_sink* sink, uint64_t epoch, laminar_error* err);
+
+/* Drop epoch `epoch`'s staged rows. */
+laminar_code lm_file_sink_rollback(lm_file_sink* sink, uint64_t epoch, laminar_error* err);
+
+/* Highest committed epoch seen by this handle (part files found at open, or
+ * committed since); 0 when none. */
+uint64_t lm_file_sink_committed_epoch(const lm_file_sink* sink);
+
+#endif /* LM_SINK_FILE_H */
