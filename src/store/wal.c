@@ -66,6 +66,8 @@ struct lm_wal {
   int fd;                /* active segment */
   uint64_t file_size;    /* bytes written to the active segment */
   uint64_t synced_size;  /* bytes of it on stable storage */
+  bool must_roll;        /* a flush failed: continue in a fresh segment */
+  bool strict;
 };
 
 /* ---- little-endian encoding ----------------------------------------------- */
@@ -192,7 +194,12 @@ static int segment_create(lm_wal* wal, uint64_t first_seq) {
   wal->fd = fd;
   uint8_t h[SEG_HEADER];
   segment_header(h, first_seq);
-  int e = file_write(wal, h, sizeof h, 0, true);
+  /* Reserve the segment's space now, so a full disk shows here (a clean
+   * failure) rather than halfway through a record. */
+  int e = fallocate(fd, 0, 0, (off_t)wal->segment_bytes) != 0 ? errno : 0;
+  if (e == EOPNOTSUPP || e == ENOSYS) e = 0;
+  if (e == 0) e = inject(wal, LM_WAL_FAULT_ALLOCATE);
+  if (e == 0) e = file_write(wal, h, sizeof h, 0, true);
   if (e == 0 && fsync(wal->dir_fd) != 0) e = errno;
   if (e != 0) {
     close(fd);
@@ -202,6 +209,7 @@ static int segment_create(lm_wal* wal, uint64_t first_seq) {
   }
   if (old >= 0) close(old);
   wal->file_size = wal->synced_size = SEG_HEADER;
+  wal->must_roll = false;
   return 0;
 }
 
@@ -212,8 +220,21 @@ typedef struct scan_result {
   uint64_t next_seq;    /* expected after the last valid record */
   uint64_t records;
   bool bad;             /* stopped before the end */
+  uint64_t zero_tail;   /* zero bytes after the last record (clean end) */
   char why[96];
 } scan_result;
+
+static bool all_zero(const uint8_t* p, uint64_t n) {
+  uint64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    if (w != 0) return false;
+  }
+  for (; i < n; i++)
+    if (p[i] != 0) return false;
+  return true;
+}
 
 /* Walk the records of one segment image from its header on; for each valid
  * record with seq >= from_seq call fn (NULL: none). */
@@ -241,11 +262,15 @@ static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t nam
     uint32_t len = lm_le_get32(h);
     uint64_t seq = lm_le_get64(h + 8);
     uint64_t total = REC_HEADER + pad8(len);
-    bool zero = true;
-    for (uint32_t i = 0; i < REC_HEADER && zero; i++) zero = h[i] == 0;
-    if (zero) {
-      res->bad = true;
-      snprintf(res->why, sizeof res->why, "zero-filled tail at offset %" PRIu64, off);
+    if (all_zero(h, REC_HEADER)) {
+      /* Clean end of the log (preallocated or never written space) — unless
+       * data follows, which means a record was zeroed in place. */
+      if (!all_zero(h, size - off)) {
+        res->bad = true;
+        snprintf(res->why, sizeof res->why, "zeroed record at offset %" PRIu64 " before more data",
+                 off);
+      }
+      res->zero_tail = size - off;
       break;
     }
     if (len > LM_WAL_MAX_RECORD || total > size - off) {
@@ -275,7 +300,7 @@ static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t nam
     res->next_seq++;
     off += total;
   }
-  res->good = res->bad ? off : size;
+  res->good = res->bad || res->zero_tail > 0 ? off : size;
   return LAMINAR_OK;
 }
 
@@ -417,6 +442,14 @@ static laminar_code drop_segments(lm_wal* wal, const uint64_t* segs, size_t from
   return LAMINAR_OK;
 }
 
+static laminar_code strict_refusal(const lm_wal* wal, lm_wal_report* rep, laminar_error* err) {
+  rep->cut = false;
+  return lm_error_set(err, LAMINAR_ERR_IO,
+                      "WAL '%s' is damaged before its tail (%s); nothing was changed: open it "
+                      "without strict recovery to cut the log there",
+                      wal->dir, rep->reason);
+}
+
 /* Validate the segments in order; cut at the first problem (see wal.h). Leaves
  * the last kept segment open as the active one. */
 static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err) {
@@ -433,13 +466,22 @@ static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err)
       snprintf(rep->reason, sizeof rep->reason,
                "missing segment: records %" PRIu64 "..%" PRIu64 " absent before %.32s", expect,
                segs[kept] - 1, base_name(wal, path));
+      if (wal->strict) rc = strict_refusal(wal, rep, err);
       break;
     }
     uint64_t size;
     scan_result sr;
     rc = scan_file(path, segs[kept], 0, NULL, NULL, &size, &sr, err);
     if (rc != LAMINAR_OK) break;
-    if (sr.bad) snprintf(rep->reason, sizeof rep->reason, "%.32s: %.96s", base_name(wal, path), sr.why);
+    if (sr.bad) {
+      snprintf(rep->reason, sizeof rep->reason, "%.32s: %.96s", base_name(wal, path), sr.why);
+      /* Damage in the newest segment is a torn tail; anywhere else it cuts
+       * off records that were whole, which strict mode refuses to do. */
+      if (wal->strict && kept + 1 < nseg) {
+        rc = strict_refusal(wal, rep, err);
+        break;
+      }
+    }
     if (sr.bad && sr.good < SEG_HEADER) break; /* header unusable: nothing in it */
     rep->records += sr.records;
     if (sr.records > 0) {
@@ -464,7 +506,11 @@ static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err)
       break;
     }
   }
-  if (rc == LAMINAR_OK) rc = drop_segments(wal, segs, kept, nseg, rep, err);
+  if (rc != LAMINAR_OK) {
+    lm_free(segs);
+    return rc;
+  }
+  rc = drop_segments(wal, segs, kept, nseg, rep, err);
   rep->cut = rep->bytes_cut > 0 || rep->segments_dropped > 0;
   if (rc == LAMINAR_OK && rep->cut && fsync(wal->dir_fd) != 0)
     rc = io_error(err, "fsync", wal->dir, errno);
@@ -501,6 +547,7 @@ laminar_code lm_wal_open(const lm_wal_options* opt, lm_wal** out, lm_wal_report*
   wal->segment_bytes = opt->segment_bytes ? opt->segment_bytes : DEFAULT_SEGMENT_BYTES;
   wal->fault = opt->fault;
   wal->fault_arg = opt->fault_arg;
+  wal->strict = opt->strict;
   laminar_code rc = LAMINAR_OK;
   if (wal->dir == NULL) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "WAL: out of memory");
   if (rc == LAMINAR_OK) {
@@ -588,7 +635,7 @@ static bool ticket_lost(const lm_wal* wal, lm_wal_ticket t) {
 static int write_batch(lm_wal* wal, const uint8_t* p, size_t n, uint64_t first_seq, bool sync,
                        bool* rolled, uint64_t* before) {
   *rolled = false;
-  if (n > 0 && wal->file_size >= wal->segment_bytes) {
+  if (n > 0 && (wal->file_size >= wal->segment_bytes || wal->must_roll)) {
     int e = wal->synced_size < wal->file_size ? file_sync(wal) : 0;
     if (e != 0) {
       *before = wal->file_size;
@@ -662,10 +709,16 @@ laminar_code lm_wal_commit(lm_wal* wal, lm_wal_ticket t, bool sync, laminar_erro
        * before it; after a failed flush, what the last good flush covered
        * (the unflushed bytes may or may not be on the device). Records taken
        * or appended since are discarded; their commits fail. */
+      /* A sync commit's failure may be the flush's: treated as one. */
       bool flush_failed = sync;
       uint64_t keep_size = flush_failed ? wal->synced_size : before;
       uint64_t keep_seq = flush_failed ? wal->synced_seq : wal->written_seq;
       (void)!ftruncate(wal->fd, (off_t)keep_size);
+      /* After a failed fdatasync nothing written since the last good one can
+       * be trusted to reach the device, and a later fdatasync of the same
+       * file would not prove it did (PostgreSQL's lesson): what follows goes
+       * to a fresh segment. */
+      if (flush_failed) wal->must_roll = true;
       wal->keep_upto[wal->gen++] = keep_seq; /* room reserved before the write */
       laminar_code rc = io_error(err, sync ? "write+fdatasync" : "write", wal->dir, e);
       wal->file_size = keep_size;

@@ -17,15 +17,22 @@
  * payload padded to 8 bytes. The CRC covers the header after its CRC field and
  * the payload.
  *
- * Opening an existing directory validates every record. The log is cut at the
- * first record that is torn (shorter than its length), corrupt (CRC), out of
- * sequence (zero-filled tails land here) or preceded by a missing segment; the
- * cut is reported in lm_wal_report, never replayed as data.
+ * Opening an existing directory validates every record. An all-zero record
+ * header is the clean end of the log (segments are preallocated with
+ * fallocate, so a full disk shows when a segment is created, not mid-record)
+ * provided nothing but zeros follows. The log is cut at the first record that
+ * is torn (shorter than its length), corrupt (CRC), out of sequence, zeroed in
+ * place, or preceded by a missing segment; the cut is reported in
+ * lm_wal_report, never replayed as data. Strict mode refuses to cut anywhere
+ * but in the newest segment. A segment whose header names another first
+ * record (copied or foreign) counts as damaged.
  *
  * A failed write or flush (EIO, ENOSPC, ...) fails the commits waiting on it,
- * cuts the file back to what was safely there before, discards the records
- * appended but not yet written, and leaves the log usable: later appends and
- * commits work again once the device does. No committed record is lost.
+ * cuts the file back to what was safely there before (after a failed flush:
+ * to the last good flush, and later records go to a fresh segment), discards
+ * the records appended but not yet written, and leaves the log usable: later
+ * appends and commits work again once the device does. No committed record
+ * is lost.
  */
 #ifndef LM_WAL_H
 #define LM_WAL_H
@@ -49,7 +56,11 @@ typedef enum lm_wal_io {
 /* Fault injection for tests: called before each write and each flush; a
  * non-zero return is the errno that operation fails with (a failing write
  * first writes half of its bytes, like a device that filled up midway). */
-typedef enum lm_wal_fault_op { LM_WAL_FAULT_WRITE = 1, LM_WAL_FAULT_SYNC = 2 } lm_wal_fault_op;
+typedef enum lm_wal_fault_op {
+  LM_WAL_FAULT_WRITE = 1,
+  LM_WAL_FAULT_SYNC = 2,
+  LM_WAL_FAULT_ALLOCATE = 3, /* reserving a new segment's space */
+} lm_wal_fault_op;
 typedef int (*lm_wal_fault_fn)(void* arg, lm_wal_fault_op op);
 
 typedef struct lm_wal_options {
@@ -58,6 +69,9 @@ typedef struct lm_wal_options {
   lm_wal_io io;
   lm_wal_fault_fn fault;    /* NULL outside tests */
   void* fault_arg;
+  /* Refuse to open (LAMINAR_ERR_IO, nothing changed) when damage lies before
+   * the newest segment, instead of cutting whole records off there. */
+  bool strict;
 } lm_wal_options;
 
 /* What lm_wal_open found. */

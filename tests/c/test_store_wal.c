@@ -1,8 +1,8 @@
 /*
  * test_store_wal.c -- white-box tests of the WAL (src/store/wal.h) and CRC-32C:
- * round trips, segment rolling and truncation, recovery from a torn tail, a
- * flipped byte, a zero-filled tail and a missing segment, injected EIO/ENOSPC
- * on write and flush, and group commit from several threads. Every WAL case
+ * round trips, segment rolling and truncation, recovery from seven kinds of
+ * damage (default cut and strict refusal), a clean zero-filled end,
+ * injected EIO/ENOSPC on write and flush, and group commit from several threads. Every WAL case
  * runs twice: through io_uring (skipped where the build or kernel has none)
  * and through pwrite.
  */
@@ -68,11 +68,6 @@ static int segments(const char* dir, char out[][512], int max) {
       memcpy(out[j - 1], tmp, 512);
     }
   return n;
-}
-
-static off_t file_size(const char* path) {
-  struct stat st;
-  return stat(path, &st) == 0 ? st.st_size : -1;
 }
 
 /* Payload of record i: a deterministic length (0..300) and bytes. */
@@ -223,11 +218,29 @@ out:
 
 /* ---- recovery from damage -------------------------------------------------------- */
 
-typedef enum damage { TORN_TAIL, FLIPPED_BYTE, ZERO_TAIL, MISSING_SEGMENT } damage;
+typedef enum damage {
+  TORN_TAIL,       /* the newest record lost its last bytes */
+  FLIPPED_BYTE,    /* one bit of a record in a middle segment */
+  OVERWRITE16,     /* 16 bytes of garbage over a record in a middle segment */
+  ZERO_TAIL,       /* zeros after the last record: the clean end, no cut */
+  ZEROED_RECORD,   /* a record header zeroed in place, data after it */
+  MISSING_SEGMENT, /* a middle segment file removed */
+  FOREIGN_SEGMENT, /* a copy of a segment under a later segment's name */
+} damage;
+
+/* Bytes of records first..last as written (header + payload padded to 8). */
+static uint64_t records_bytes(uint64_t first, uint64_t last) {
+  uint8_t buf[512];
+  uint64_t n = 0;
+  for (uint64_t i = first; i <= last; i++) n += 32 + ((payload(i, buf) + 7u) & ~7u);
+  return n;
+}
 
 /* Write 200 records in small segments, damage the files, reopen: the log must
- * end at the last good record before the damage, say why, and take appends. */
-static int recover_from(lm_wal_io io, damage what) {
+ * end at the last good record before the damage, say why, and take appends.
+ * With `strict`, damage before the newest segment refuses the open and
+ * changes nothing. */
+static int recover_from(lm_wal_io io, damage what, bool strict) {
   tmpdir t;
   CHECK(tmpdir_make(&t) == 0);
   if (skip_io(io, &t)) {
@@ -238,6 +251,7 @@ static int recover_from(lm_wal_io io, damage what) {
   lm_wal_report rep;
   lm_wal* wal;
   lm_wal_options o = opts(&t, io, 2048);
+  o.strict = strict;
   CHECK_CODE(lm_wal_open(&o, &wal, &rep, &err), LAMINAR_OK, &err);
   CHECK_CODE(append_n(wal, 1, 200, true), LAMINAR_OK, NULL);
   CHECK_CODE(lm_wal_close(wal, &err), LAMINAR_OK, &err);
@@ -245,55 +259,87 @@ static int recover_from(lm_wal_io io, damage what) {
   char segs[64][512];
   int nseg = segments(t.path, segs, 64);
   CHECK(nseg >= 6);
-  const char* want = NULL;
-  /* The records of the segment that gets damaged start at its name. */
-  int victim = what == TORN_TAIL || what == ZERO_TAIL ? nseg - 1 : nseg / 2;
+  bool tail = what == TORN_TAIL || what == ZERO_TAIL || what == FOREIGN_SEGMENT;
+  int victim = tail ? nseg - 1 : nseg / 2;
   uint64_t victim_first = strtoull(strrchr(segs[victim], '/') + 1, NULL, 10);
-  uint64_t expect_last = 0;
+  uint64_t end = 32 + records_bytes(victim_first, 200); /* of the newest segment */
+  uint64_t expect_last = victim_first - 1;
+  bool expect_cut = true;
+  const char* want = NULL;
   int fd = open(segs[victim], O_RDWR);
   CHECK(fd >= 0);
-  off_t size = file_size(segs[victim]);
+  static const uint8_t garbage[16] = {0xA5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  uint8_t zeros[4096] = {0};
   switch (what) {
-    case TORN_TAIL: /* the last record loses its last 5 bytes */
-      CHECK(ftruncate(fd, size - 5) == 0);
+    case TORN_TAIL:
+      CHECK(ftruncate(fd, (off_t)end - 5) == 0);
       expect_last = 199;
       want = "torn record";
       break;
-    case FLIPPED_BYTE: { /* a byte inside the victim's first record's payload */
+    case FLIPPED_BYTE: { /* in the sequence number of the segment's first record */
       uint8_t b;
-      CHECK(pread(fd, &b, 1, 32 + 32 + 1) == 1);
-      b ^= 0x40;
-      CHECK(pwrite(fd, &b, 1, 32 + 32 + 1) == 1);
-      expect_last = victim_first - 1;
+      CHECK(pread(fd, &b, 1, 32 + 9) == 1);
+      b ^= 0x10;
+      CHECK(pwrite(fd, &b, 1, 32 + 9) == 1);
       want = "CRC mismatch";
       break;
     }
-    case ZERO_TAIL: { /* preallocated-but-unwritten blocks after a crash */
-      uint8_t z[4096] = {0};
-      CHECK(pwrite(fd, z, sizeof z, size) == (ssize_t)sizeof z);
-      expect_last = 200;
-      want = "zero-filled tail";
+    case OVERWRITE16:
+      CHECK(pwrite(fd, garbage, sizeof garbage, 32 + 4) == (ssize_t)sizeof garbage);
+      want = "CRC mismatch";
       break;
-    }
+    case ZERO_TAIL:
+      CHECK(pwrite(fd, zeros, sizeof zeros, (off_t)end) == (ssize_t)sizeof zeros);
+      expect_last = 200;
+      expect_cut = false;
+      break;
+    case ZEROED_RECORD:
+      CHECK(pwrite(fd, zeros, 32, 32) == 32);
+      want = "zeroed record";
+      break;
     case MISSING_SEGMENT:
       CHECK(unlink(segs[victim]) == 0);
-      expect_last = victim_first - 1;
       want = "missing segment";
       break;
+    case FOREIGN_SEGMENT: { /* segment 0's bytes named as if they came after 200 */
+      char name[600];
+      snprintf(name, sizeof name, "%s/%020d.wal", t.path, 201);
+      int src = open(segs[0], O_RDONLY);
+      int dst = open(name, O_WRONLY | O_CREAT, 0644);
+      CHECK(src >= 0 && dst >= 0);
+      ssize_t n = read(src, zeros, sizeof zeros);
+      CHECK(n > 0 && write(dst, zeros, (size_t)n) == n);
+      close(src);
+      close(dst);
+      expect_last = 200;
+      want = "segment header invalid";
+      break;
+    }
   }
   close(fd);
 
+  if (strict && !tail) {
+    /* Refused, and nothing on disk was touched. */
+    char before[64][512];
+    int nbefore = segments(t.path, before, 64);
+    CHECK_CODE(lm_wal_open(&o, &wal, &rep, &err), LAMINAR_ERR_IO, &err);
+    CHECK(strstr(err.message, "damaged before its tail") != NULL);
+    CHECK(strstr(err.message, want) != NULL);
+    CHECK(segments(t.path, segs, 64) == nbefore);
+    tmpdir_remove(&t);
+    return 0;
+  }
   CHECK_CODE(lm_wal_open(&o, &wal, &rep, &err), LAMINAR_OK, &err);
   int rc = 0;
-  EXPECT(rep.cut);
+  EXPECT(rep.cut == expect_cut);
   EXPECT(rep.last_seq == expect_last);
   EXPECT(rep.records == expect_last);
-  EXPECT(rep.bytes_cut > 0);
-  if (strstr(rep.reason, want) == NULL) {
+  EXPECT((rep.bytes_cut > 0) == expect_cut);
+  if (want != NULL && strstr(rep.reason, want) == NULL) {
     fprintf(stderr, "reason '%s' lacks '%s'\n", rep.reason, want);
     rc = 1;
   }
-  if (what == FLIPPED_BYTE || what == MISSING_SEGMENT) EXPECT(rep.segments_dropped > 0);
+  if (!tail) EXPECT(rep.segments_dropped > 0);
   EXPECT(lm_wal_next_seq(wal) == expect_last + 1);
   rc |= check_replay(wal, 1, expect_last);
   /* The log goes on after the cut and survives another reopen intact. */
@@ -307,17 +353,35 @@ static int recover_from(lm_wal_io io, damage what) {
   return rc;
 }
 
+/* Every damage, cut (default) and strict. */
+static int all_damage(lm_wal_io io) {
+  static const char* names[] = {"torn_tail",     "flipped_byte",    "overwrite16",    "zero_tail",
+                                "zeroed_record", "missing_segment", "foreign_segment"};
+  int failed = 0;
+  for (int strict = 0; strict <= 1; strict++)
+    for (int d = TORN_TAIL; d <= FOREIGN_SEGMENT; d++) {
+      int rc = recover_from(io, (damage)d, strict);
+      if (rc == LM_TEST_SKIP) return rc;
+      if (rc != 0) {
+        fprintf(stderr, "damage %s%s failed\n", names[d], strict ? " (strict)" : "");
+        failed = 1;
+      }
+    }
+  return failed;
+}
+
 /* ---- injected write and flush failures -------------------------------------------- */
 
 typedef struct fault_plan {
-  int write_calls, sync_calls;
-  int fail_write_at, fail_sync_at; /* 1-based call to fail; 0 = never */
+  int write_calls, sync_calls, alloc_calls;
+  int fail_write_at, fail_sync_at, fail_alloc_at; /* 1-based call to fail; 0 = never */
   int err;
 } fault_plan;
 
 static int fault_hook(void* arg, lm_wal_fault_op op) {
   fault_plan* f = arg;
   if (op == LM_WAL_FAULT_WRITE) return ++f->write_calls == f->fail_write_at ? f->err : 0;
+  if (op == LM_WAL_FAULT_ALLOCATE) return ++f->alloc_calls == f->fail_alloc_at ? f->err : 0;
   return ++f->sync_calls == f->fail_sync_at ? f->err : 0;
 }
 
@@ -358,8 +422,12 @@ static int fault_case(lm_wal_io io, bool on_sync, int e) {
   CHECK_CODE(lm_wal_commit(wal, b, true, &err), LAMINAR_ERR_IO, &err);
   EXPECT(strstr(err.message, "discarded") != NULL);
   EXPECT(lm_wal_next_seq(wal) == 21);
-  /* The device works again: the same records go in under the same numbers. */
+  char segs[8][512];
+  int nseg = segments(t.path, segs, 8);
+  /* The device works again: the same records go in under the same numbers,
+   * in a fresh segment (the failed commit asked for a flush). */
   CHECK_CODE(append_n(wal, 21, 10, true), LAMINAR_OK, NULL);
+  EXPECT(segments(t.path, segs, 8) == nseg + 1);
   rc |= check_replay(wal, 1, 30);
   CHECK_CODE(lm_wal_close(wal, &err), LAMINAR_OK, &err);
   lm_wal_report rep;
@@ -370,6 +438,42 @@ static int fault_case(lm_wal_io io, bool on_sync, int e) {
   lm_wal_close(wal, NULL);
   tmpdir_remove(&t);
   return rc;
+}
+
+/* A full disk when a new segment is reserved fails that commit cleanly; the
+ * log goes on in the old segment and rolls once space is back. */
+static int alloc_enospc(lm_wal_io io) {
+  tmpdir t;
+  CHECK(tmpdir_make(&t) == 0);
+  if (skip_io(io, &t)) {
+    tmpdir_remove(&t);
+    return LM_TEST_SKIP;
+  }
+  fault_plan plan = {.err = ENOSPC, .fail_alloc_at = 2}; /* 1: the first segment */
+  lm_wal_options o = opts(&t, io, 1024);
+  o.fault = fault_hook;
+  o.fault_arg = &plan;
+  laminar_error err;
+  lm_wal* wal;
+  CHECK_CODE(lm_wal_open(&o, &wal, NULL, &err), LAMINAR_OK, &err);
+  uint64_t seq = 1;
+  laminar_code rc = LAMINAR_OK;
+  while (plan.alloc_calls < 2 && rc == LAMINAR_OK) {
+    rc = append_n(wal, seq, 1, true);
+    if (rc == LAMINAR_OK) seq++;
+  }
+  CHECK(rc == LAMINAR_ERR_IO && plan.alloc_calls == 2);
+  CHECK(lm_wal_next_seq(wal) == seq);
+  CHECK_CODE(append_n(wal, seq, 20, true), LAMINAR_OK, NULL);
+  int ok = check_replay(wal, 1, seq + 19);
+  lm_wal_close(wal, NULL);
+  lm_wal_report rep;
+  o.fault = NULL;
+  CHECK_CODE(lm_wal_open(&o, &wal, &rep, &err), LAMINAR_OK, &err);
+  EXPECT(!rep.cut && rep.last_seq == seq + 19);
+  lm_wal_close(wal, NULL);
+  tmpdir_remove(&t);
+  return ok;
 }
 
 /* ---- group commit --------------------------------------------------------------- */
@@ -478,23 +582,17 @@ static int test_bad_open(void) {
   static int test_##name##_uring(void) { return call(LM_WAL_IO_URING); } \
   static int test_##name##_pwrite(void) { return call(LM_WAL_IO_PWRITE); }
 
-static int torn(lm_wal_io io) { return recover_from(io, TORN_TAIL); }
-static int flipped(lm_wal_io io) { return recover_from(io, FLIPPED_BYTE); }
-static int zeroed(lm_wal_io io) { return recover_from(io, ZERO_TAIL); }
-static int missing(lm_wal_io io) { return recover_from(io, MISSING_SEGMENT); }
 static int write_eio(lm_wal_io io) { return fault_case(io, false, EIO); }
 static int write_enospc(lm_wal_io io) { return fault_case(io, false, ENOSPC); }
 static int sync_eio(lm_wal_io io) { return fault_case(io, true, EIO); }
 
 BOTH(roundtrip, roundtrip)
-BOTH(torn_tail, torn)
-BOTH(flipped_byte, flipped)
-BOTH(zero_tail, zeroed)
-BOTH(missing_segment, missing)
+BOTH(damage, all_damage)
 BOTH(write_eio, write_eio)
 BOTH(write_enospc, write_enospc)
 BOTH(sync_eio, sync_eio)
 BOTH(group_commit, group_commit)
+BOTH(alloc_enospc, alloc_enospc)
 
 #define CASES(name) {#name "_uring", test_##name##_uring}, {#name "_pwrite", test_##name##_pwrite}
 
@@ -502,14 +600,12 @@ static const lm_test_case cases[] = {
     {"crc32c", test_crc32c},
     {"bad_open", test_bad_open},
     CASES(roundtrip),
-    CASES(torn_tail),
-    CASES(flipped_byte),
-    CASES(zero_tail),
-    CASES(missing_segment),
+    CASES(damage),
     CASES(write_eio),
     CASES(write_enospc),
     CASES(sync_eio),
     CASES(group_commit),
+    CASES(alloc_enospc),
     {NULL, NULL},
 };
 
