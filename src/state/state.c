@@ -50,6 +50,8 @@ void lm_state_put_bytes(lm_state_writer* w, const void* p, size_t n) {
   put(w, p, n);
 }
 
+void lm_state_put_raw(lm_state_writer* w, const void* p, size_t n) { put(w, p, n); }
+
 laminar_code lm_state_writer_status(const lm_state_writer* w) {
   return w->failed ? LAMINAR_ERR_NOMEM : LAMINAR_OK;
 }
@@ -99,6 +101,16 @@ lm_str lm_state_get_bytes(lm_state_reader* r) {
   lm_str s = {(const char*)r->data + r->pos, (int64_t)n};
   r->pos += n;
   return s;
+}
+
+const void* lm_state_get_raw(lm_state_reader* r, size_t n) {
+  if (r->failed || r->len - r->pos < n) {
+    r->failed = true;
+    return NULL;
+  }
+  const void* p = r->data + r->pos;
+  r->pos += n;
+  return p;
 }
 
 laminar_code lm_state_reader_status(const lm_state_reader* r, const char* what,

@@ -34,6 +34,7 @@ void lm_state_put_u32(lm_state_writer* w, uint32_t v);
 void lm_state_put_i64(lm_state_writer* w, int64_t v);
 void lm_state_put_f64(lm_state_writer* w, double v);
 void lm_state_put_bytes(lm_state_writer* w, const void* p, size_t n); /* u32 len + bytes */
+void lm_state_put_raw(lm_state_writer* w, const void* p, size_t n);   /* bytes, no length */
 /* LAMINAR_OK, or LAMINAR_ERR_NOMEM when any put failed. */
 laminar_code lm_state_writer_status(const lm_state_writer* w);
 
@@ -44,6 +45,8 @@ int64_t lm_state_get_i64(lm_state_reader* r);
 double lm_state_get_f64(lm_state_reader* r);
 /* Borrowed view into the reader's data (valid as long as the data). */
 lm_str lm_state_get_bytes(lm_state_reader* r);
+/* Borrowed view of the next n bytes (no length prefix); NULL when fewer remain. */
+const void* lm_state_get_raw(lm_state_reader* r, size_t n);
 /* LAMINAR_OK, or LAMINAR_ERR_IO (message names `what`) when a read failed. */
 laminar_code lm_state_reader_status(const lm_state_reader* r, const char* what,
                                     laminar_error* err);

@@ -1,0 +1,111 @@
+/*
+ * codec.c -- batch encoding for the WAL (see codec.h).
+ */
+#include "arrow/codec.h"
+
+#include <string.h>
+
+#include "util/util.h"
+
+void lm_batch_encode(const lm_batch* batch, lm_state_writer* w) {
+  int64_t n = batch->nrows;
+  lm_state_put_u32(w, (uint32_t)batch->ncols);
+  lm_state_put_i64(w, n);
+  for (int32_t c = 0; c < batch->ncols; c++) {
+    const lm_vec* v = &batch->cols[c];
+    lm_state_put_u8(w, (uint8_t)v->type);
+    lm_state_put_u8(w, v->nulls != NULL);
+    if (v->nulls != NULL) lm_state_put_raw(w, v->nulls, (size_t)n);
+    if (v->type != LM_TYPE_STRING) {
+      lm_state_put_raw(w, v->data, (size_t)(n * lm_type_width(v->type)));
+      continue;
+    }
+    const lm_str* s = v->data;
+    int64_t total = 0;
+    lm_state_put_i64(w, 0);
+    for (int64_t i = 0; i < n; i++) {
+      total += s[i].len;
+      lm_state_put_i64(w, total);
+    }
+    for (int64_t i = 0; i < n; i++) lm_state_put_raw(w, s[i].ptr, (size_t)s[i].len);
+  }
+}
+
+static laminar_code corrupt(laminar_error* err, const lm_state_reader* r, const char* what) {
+  return lm_error_set(err, LAMINAR_ERR_IO, "logged batch: %s at byte %zu of %zu", what, r->pos,
+                      r->len);
+}
+
+laminar_code lm_batch_decode(const lm_schema* schema, lm_state_reader* r, lm_batch** out,
+                             laminar_error* err) {
+  *out = NULL;
+  uint32_t ncols = lm_state_get_u32(r);
+  int64_t n = lm_state_get_i64(r);
+  if (r->failed) return corrupt(err, r, "truncated header");
+  if (ncols != (uint32_t)schema->ncols) return corrupt(err, r, "column count differs");
+  if (n < 0 || (uint64_t)n > r->len) return corrupt(err, r, "bad row count");
+  lm_vec* cols = lm_calloc(ncols > 0 ? ncols : 1, sizeof *cols);
+  void** owned = lm_calloc(ncols > 0 ? ncols : 1, sizeof *owned);
+  laminar_code rc = LAMINAR_OK;
+  if (cols == NULL || owned == NULL) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  for (uint32_t c = 0; c < ncols && rc == LAMINAR_OK; c++) {
+    lm_type type = (lm_type)lm_state_get_u8(r);
+    uint8_t has_nulls = lm_state_get_u8(r);
+    if (r->failed || type != schema->fields[c].type || has_nulls > 1) {
+      rc = corrupt(err, r, "column type differs");
+      break;
+    }
+    lm_vec* v = &cols[c];
+    *v = (lm_vec){.type = type, .len = n};
+    if (has_nulls) v->nulls = lm_state_get_raw(r, (size_t)n);
+    int64_t width = lm_type_width(type);
+    /* Values are copied to aligned memory: the log's bytes carry no alignment. */
+    size_t bytes = (size_t)(n * width);
+    owned[c] = lm_malloc(bytes > 0 ? bytes : 1);
+    if (owned[c] == NULL) {
+      rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+      break;
+    }
+    v->data = owned[c];
+    if (type != LM_TYPE_STRING) {
+      const void* p = lm_state_get_raw(r, bytes);
+      if (p == NULL) {
+        rc = corrupt(err, r, "truncated values");
+        break;
+      }
+      memcpy(owned[c], p, bytes);
+      continue;
+    }
+    const uint8_t* offs = lm_state_get_raw(r, (size_t)(n + 1) * 8);
+    if (offs == NULL) {
+      rc = corrupt(err, r, "truncated string offsets");
+      break;
+    }
+    int64_t prev, last;
+    memcpy(&prev, offs, 8);
+    memcpy(&last, offs + 8 * n, 8);
+    const char* chars = prev == 0 && last >= 0 ? lm_state_get_raw(r, (size_t)last) : NULL;
+    if (chars == NULL) {
+      rc = corrupt(err, r, "bad string data");
+      break;
+    }
+    lm_str* s = owned[c];
+    for (int64_t i = 0; i < n; i++) {
+      int64_t next;
+      memcpy(&next, offs + 8 * (i + 1), 8);
+      if (next < prev || next > last) {
+        rc = corrupt(err, r, "string offsets out of order");
+        break;
+      }
+      s[i] = (lm_str){chars + prev, next - prev};
+      prev = next;
+    }
+  }
+  if (rc == LAMINAR_OK && r->failed) rc = corrupt(err, r, "truncated");
+  if (rc == LAMINAR_OK && lm_arrow_build(schema, cols, n, out) != LAMINAR_OK)
+    rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  for (uint32_t c = 0; owned != NULL && c < ncols; c++) lm_free(owned[c]);
+  lm_free(owned);
+  lm_free(cols);
+  return rc;
+}
