@@ -3,8 +3,8 @@
 # this). Sets up, then builds and runs every test, stopping at the first failure:
 #   1. Release build in build/ (-Werror), ctest: unit tests, headertest, exports,
 #      the installed-library quick start
-#   2. ASan+UBSan build in build-asan/, ctest: every C test under the sanitizers,
-#      leaks included
+#   2. ASan+UBSan build in build-asan/ with allocation fault injection, ctest:
+#      every C test under the sanitizers, leaks included
 #   3. TSan build in build-tsan/ of the concurrency tests (test_chan_*, test_rt_*,
 #      test_store_*)
 #   4. ruff and pytest over the Python package and tests/python, if present
@@ -30,7 +30,7 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 
 echo "== 2. ASan+UBSan build + ctest (build-asan/)"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DLAMINAR_SANITIZE=address,undefined \
-      -DLAMINAR_BUILD_BENCH=OFF "${cmake_common[@]}"
+      -DLAMINAR_FAULT_INJECTION=ON -DLAMINAR_BUILD_BENCH=OFF "${cmake_common[@]}"
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -251,18 +251,18 @@ static laminar_code pop_batch(laminar_subscription* s, struct ArrowArray* out,
                               struct ArrowSchema* out_schema, bool* out_got) {
   void* item;
   *out_got = false;
-  if (!lm_ring_pop(s->sub->ring, &item)) return LAMINAR_OK;
+  /* Export first, take the batch off the queue after: when an export fails
+   * (out of memory) the batch stays queued for the next call. */
+  if (!lm_ring_peek(s->sub->ring, &item)) return LAMINAR_OK;
   lm_batch* batch = item;
+  if (out_schema != NULL) LM_TRY(lm_arrow_schema_export(&s->schema, out_schema));
   laminar_code rc = lm_batch_export(batch, out);
-  lm_batch_unref(batch);
-  if (rc != LAMINAR_OK) return rc;
-  if (out_schema != NULL) {
-    rc = lm_arrow_schema_export(&s->schema, out_schema);
-    if (rc != LAMINAR_OK) {
-      out->release(out);
-      return rc;
-    }
+  if (rc != LAMINAR_OK) {
+    if (out_schema != NULL) out_schema->release(out_schema);
+    return rc;
   }
+  lm_ring_pop(s->sub->ring, &item);
+  lm_batch_unref(batch);
   *out_got = true;
   return LAMINAR_OK;
 }

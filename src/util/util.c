@@ -52,11 +52,57 @@ void lm_error_object(laminar_error* err, const char* object, const char* column_
   copy_name(err->column_name, sizeof err->column_name, column_name);
 }
 
-void* lm_malloc(size_t n) { return malloc(n ? n : 1); }
-void* lm_calloc(size_t count, size_t size) { return calloc(count ? count : 1, size ? size : 1); }
-void* lm_realloc(void* p, size_t n) { return realloc(p, n ? n : 1); }
+#ifdef LAMINAR_FAULT_INJECTION
+/* Test builds only: the calling thread's allocation countdown (RELIABILITY:
+ * fail the N-th allocation, once or from then on). Thread-local, so a test
+ * aims at its own calls and the reactor thread is untouched. */
+static _Thread_local int64_t fault_countdown;
+static _Thread_local bool fault_persistent;
+static _Thread_local int64_t fault_failures;
+
+void lm_fault_alloc_set(int64_t nth, bool persistent) {
+  fault_countdown = nth > 0 ? nth : 0;
+  fault_persistent = persistent;
+  fault_failures = 0;
+}
+
+int64_t lm_fault_alloc_failures(void) { return fault_failures; }
+
+int64_t lm_fault_alloc_remaining(void) { return fault_countdown; }
+
+static bool fault_now(void) {
+  if (fault_countdown == 0) return false;
+  if (fault_countdown > 1) {
+    fault_countdown--;
+    return false;
+  }
+  if (!fault_persistent) fault_countdown = 0;
+  fault_failures++;
+  return true;
+}
+#define FAULT_NULL() \
+  do {               \
+    if (fault_now()) return NULL; \
+  } while (0)
+#else
+#define FAULT_NULL() ((void)0)
+#endif
+
+void* lm_malloc(size_t n) {
+  FAULT_NULL();
+  return malloc(n ? n : 1);
+}
+void* lm_calloc(size_t count, size_t size) {
+  FAULT_NULL();
+  return calloc(count ? count : 1, size ? size : 1);
+}
+void* lm_realloc(void* p, size_t n) {
+  FAULT_NULL();
+  return realloc(p, n ? n : 1);
+}
 
 void* lm_alloc_aligned(size_t n) {
+  FAULT_NULL();
   size_t rounded = (n + LM_CACHELINE - 1) & ~(size_t)(LM_CACHELINE - 1);
   if (rounded == 0) rounded = LM_CACHELINE;
   void* p = aligned_alloc(LM_CACHELINE, rounded);
@@ -65,6 +111,7 @@ void* lm_alloc_aligned(size_t n) {
 }
 
 char* lm_strdup(const char* s) {
+  FAULT_NULL();
   size_t n = strlen(s) + 1;
   char* out = malloc(n);
   if (out != NULL) memcpy(out, s, n);

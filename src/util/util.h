@@ -69,6 +69,17 @@ void* lm_alloc_aligned(size_t n);
 char* lm_strdup(const char* s);
 void lm_free(void* p);
 
+#ifdef LAMINAR_FAULT_INJECTION
+/* Test builds (CMake LAMINAR_FAULT_INJECTION=ON): make the calling thread's
+ * nth allocation through the functions above fail (1 = the next one), and
+ * with `persistent` every later one too; nth = 0 turns it off. The count of
+ * allocations failed since the last set is lm_fault_alloc_failures();
+ * lm_fault_alloc_remaining() is the countdown (0: off), to pause and resume. */
+void lm_fault_alloc_set(int64_t nth, bool persistent);
+int64_t lm_fault_alloc_failures(void);
+int64_t lm_fault_alloc_remaining(void);
+#endif
+
 /* Case-insensitive ASCII comparison of NUL-terminated / counted strings. */
 bool lm_streq_nocase(const char* a, const char* b);
 bool lm_strneq_nocase(const char* a, size_t alen, const char* b);

@@ -1,0 +1,230 @@
+/*
+ * test_fault_alloc.c -- out of memory, everywhere (RELIABILITY "out of
+ * memory"): a whole session through laminar.h — open, DDL, producer,
+ * subscription, pushes, watermarks, reads, SHOW — is run once per
+ * allocation it makes, failing that allocation (n = 1, 2, ... until a run
+ * completes without reaching n). Each failing call must return
+ * LAMINAR_ERR_NOMEM and leave nothing half-done: the same call, retried with
+ * allocations working again, succeeds, and the session's final results equal
+ * an unfaulted run's. ASan/LSan (the test command's sanitizer build) checks
+ * that no failure path leaks. Needs LAMINAR_FAULT_INJECTION (skipped without).
+ */
+/* lm_ctest: TIMEOUT 300 */
+#include "util/util.h"
+
+#include <math.h>
+
+#include "arrow_build.h"
+#include "lm_test.h"
+
+#ifndef LAMINAR_FAULT_INJECTION
+int main(void) {
+  fprintf(stderr, "skip: built without LAMINAR_FAULT_INJECTION\n");
+  return LM_TEST_SKIP;
+}
+#else
+
+static const char* SOURCE_SQL =
+    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
+    "  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND)";
+static const char* STREAM_SQL =
+    "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / SUM(volume) AS vwap,\n"
+    "  COUNT(*) AS n FROM trades WHERE volume > 0 GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND)";
+
+/* What the session read: one line per output row, in order. */
+typedef struct session {
+  laminar_db* db;
+  laminar_source* src;
+  laminar_subscription* sub;
+  char out[4096];
+  size_t out_len;
+  int64_t rows;
+} session;
+
+static int64_t g_batch; /* which batch push_batch builds */
+
+static laminar_code push_batch(session* s, laminar_error* err) {
+  trade_row rows[64];
+  static const char* syms[] = {"AAPL", "MSFT", "M\xc3\xbcnchen", "X"};
+  for (int i = 0; i < 64; i++) {
+    int64_t k = g_batch * 64 + i;
+    rows[i] = (trade_row){syms[k % 4], 10.0 + (double)(k % 7), false, 1 + k % 5, false,
+                          1000 + k * 37};
+  }
+  struct ArrowArray array;
+  struct ArrowSchema schema;
+  if (build_trades(rows, 64, g_batch % 2 == 1, &array, &schema) != 0) return LAMINAR_ERR_INTERNAL;
+  laminar_code rc = laminar_source_push(s->src, &array, &schema, err);
+  /* On failure the array is still ours (laminar.h). */
+  if (rc != LAMINAR_OK && array.release != NULL) array.release(&array);
+  schema.release(&schema);
+  return rc;
+}
+
+static laminar_code read_all(session* s, laminar_error* err) {
+  for (;;) {
+    struct ArrowArray a;
+    struct ArrowSchema sc;
+    laminar_code rc = laminar_subscription_next(s->sub, 0, &a, &sc, err);
+    if (rc != LAMINAR_OK) return rc;
+    if (a.release == NULL) return LAMINAR_OK;
+    struct ArrowArrayView view;
+    struct ArrowError aerr;
+    if (ArrowArrayViewInitFromSchema(&view, &sc, &aerr) != NANOARROW_OK ||
+        ArrowArrayViewSetArray(&view, &a, &aerr) != NANOARROW_OK) {
+      a.release(&a);
+      sc.release(&sc);
+      return LAMINAR_ERR_INTERNAL;
+    }
+    for (int64_t r = 0; r < a.length; r++) {
+      struct ArrowStringView sym = ArrowArrayViewGetStringUnsafe(view.children[0], r);
+      int n = snprintf(s->out + s->out_len, sizeof s->out - s->out_len, "%.*s %lld %.9f %lld\n",
+                       (int)sym.size_bytes, sym.data,
+                       (long long)ArrowArrayViewGetIntUnsafe(view.children[1], r),
+                       ArrowArrayViewGetDoubleUnsafe(view.children[2], r),
+                       (long long)ArrowArrayViewGetIntUnsafe(view.children[3], r));
+      if (n > 0 && s->out_len + (size_t)n < sizeof s->out) s->out_len += (size_t)n;
+      s->rows++;
+    }
+    ArrowArrayViewReset(&view);
+    a.release(&a);
+    sc.release(&sc);
+  }
+}
+
+static laminar_code show_streams(session* s, laminar_error* err) {
+  struct ArrowArrayStream st;
+  laminar_code rc = laminar_query(s->db, "SHOW STREAMS", &st, err);
+  if (rc != LAMINAR_OK) return rc;
+  struct ArrowArray a;
+  int64_t n = 0;
+  int e;
+  while ((e = st.get_next(&st, &a)) == 0 && a.release != NULL) {
+    n += a.length;
+    a.release(&a);
+  }
+  st.release(&st);
+  /* A stream reports failure as an errno (ENOMEM); the query can be rerun. */
+  if (e != 0) return e == 12 ? LAMINAR_ERR_NOMEM : LAMINAR_ERR_INTERNAL;
+  return n == 1 ? LAMINAR_OK : LAMINAR_ERR_INTERNAL;
+}
+
+/* Stream processing itself (the operators, run by run_until_idle) is not
+ * covered: an operator that runs out of memory halfway through a batch cannot
+ * yet undo what it applied, so those steps run with the countdown paused (see
+ * docs/ARCHITECTURE.md, "not yet"). */
+static bool g_persistent;
+
+static laminar_code run_unfaulted(session* s, laminar_error* err) {
+  int64_t left = lm_fault_alloc_remaining();
+  lm_fault_alloc_set(0, false);
+  laminar_code rc = laminar_run_until_idle(s->db, err);
+  lm_fault_alloc_set(left, g_persistent);
+  return rc;
+}
+
+/* The session, one call per step. */
+static laminar_code step(session* s, int i, laminar_error* err) {
+  switch (i) {
+    case 0: return laminar_open(NULL, &s->db, err);
+    case 1: return laminar_execute(s->db, SOURCE_SQL, err);
+    case 2: return laminar_execute(s->db, STREAM_SQL, err);
+    case 3: return laminar_source_open(s->db, "trades", &s->src, err);
+    case 4: return laminar_subscribe(s->db, "vwap", &s->sub, err);
+    case 5: g_batch = 0; return push_batch(s, err);
+    case 6: return run_unfaulted(s, err);
+    case 7: return read_all(s, err);
+    case 8: g_batch = 1; return push_batch(s, err);
+    case 9: g_batch = 2; return push_batch(s, err);
+    case 10: return run_unfaulted(s, err);
+    case 11: return read_all(s, err);
+    case 12: return laminar_source_watermark(s->src, INT64_MAX, err);
+    case 13: return run_unfaulted(s, err);
+    case 14: return read_all(s, err);
+    case 15: return show_streams(s, err);
+    default: return LAMINAR_OK;
+  }
+}
+#define NSTEPS 16
+
+static void session_end(session* s) {
+  laminar_subscription_close(s->sub);
+  laminar_source_close(s->src);
+  laminar_close(s->db);
+}
+
+/* persistent: after the first failure every allocation fails; the failing
+ * call is repeated three times under that (each must fail cleanly) before
+ * allocations work again. */
+static int every_allocation(bool persistent) {
+  g_persistent = persistent;
+  /* The reference: no faults. */
+  session ref;
+  memset(&ref, 0, sizeof ref);
+  laminar_error err;
+  for (int i = 0; i < NSTEPS; i++) CHECK_CODE(step(&ref, i, &err), LAMINAR_OK, &err);
+  session_end(&ref);
+  CHECK(ref.rows > 10);
+
+  int64_t failures = 0, runs = 0;
+  for (int64_t nth = 1;; nth++) {
+    session s;
+    memset(&s, 0, sizeof s);
+    lm_fault_alloc_set(nth, persistent);
+    int failed_step = -1;
+    for (int i = 0; i < NSTEPS; i++) {
+      laminar_code rc = step(&s, i, &err);
+      if (rc == LAMINAR_OK) continue;
+      for (int again = 0; persistent && again < 3 && rc == LAMINAR_ERR_NOMEM; again++)
+        rc = step(&s, i, &err);
+      lm_fault_alloc_set(0, false);
+      if (rc != LAMINAR_ERR_NOMEM) {
+        fprintf(stderr, "nth=%lld step %d: code %d, want LAMINAR_ERR_NOMEM: %s\n", (long long)nth,
+                i, (int)rc, err.message);
+        session_end(&s);
+        return 1;
+      }
+      if (failed_step >= 0) {
+        fprintf(stderr, "nth=%lld: second failure at step %d\n", (long long)nth, i);
+        session_end(&s);
+        return 1;
+      }
+      failed_step = i;
+      /* Nothing half-done: the same call works now. */
+      rc = step(&s, i, &err);
+      if (rc != LAMINAR_OK) {
+        fprintf(stderr, "nth=%lld step %d retried: %s\n", (long long)nth, i, err.message);
+        session_end(&s);
+        return 1;
+      }
+    }
+    /* The countdown still running: the session made fewer than nth allocations. */
+    bool hit = failed_step >= 0 || lm_fault_alloc_remaining() == 0;
+    lm_fault_alloc_set(0, false);
+    session_end(&s);
+    runs++;
+    if (!hit) break; /* the session makes fewer than nth allocations: done */
+    failures++;
+    if (s.out_len != ref.out_len || memcmp(s.out, ref.out, ref.out_len) != 0) {
+      fprintf(stderr, "nth=%lld (failed at step %d): output differs\n--- got\n%.*s--- want\n%.*s",
+              (long long)nth, failed_step, (int)s.out_len, s.out, (int)ref.out_len, ref.out);
+      return 1;
+    }
+  }
+  fprintf(stderr, "fault_alloc%s: runs=%lld injected=%lld\n", persistent ? " (persistent)" : "",
+          (long long)runs, (long long)failures);
+  CHECK(failures > 50);
+  return 0;
+}
+
+static int test_every_allocation_fails_once(void) { return every_allocation(false); }
+static int test_every_allocation_fails_from_then_on(void) { return every_allocation(true); }
+
+static const lm_test_case cases[] = {
+    {"every_allocation_fails_once", test_every_allocation_fails_once},
+    {"every_allocation_fails_from_then_on", test_every_allocation_fails_from_then_on},
+    {NULL, NULL},
+};
+
+int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
+#endif
