@@ -8,7 +8,9 @@
 #   3. TSan build in build-tsan/ of the concurrency tests (test_chan_*, test_rt_*,
 #      test_store_*)
 #   4. ruff and pytest over the Python package and tests/python, if present
-# Environment: JOBS (parallel jobs, default 2), LAMINAR_SKIP_TSAN=1 skips step 3.
+#   5. pytest again with the package bound to step 2's ASan+UBSan core
+# Environment: JOBS (parallel jobs, default 2), LAMINAR_SKIP_TSAN=1 skips step 3,
+# LAMINAR_SKIP_PY_ASAN=1 skips step 5.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -72,5 +74,25 @@ if [ -d tests/python ]; then
   elif [ "$rc" -ne 0 ]; then
     exit "$rc"
   fi
+fi
+if [ -d tests/python ] && [ "${LAMINAR_SKIP_PY_ASAN:-0}" != 1 ]; then
+  # The Python tests once more, with the package bound to the ASan+UBSan core
+  # of step 2 (RELIABILITY "sanitizers"). The interpreter is not instrumented:
+  # libasan is preloaded, with libstdc++ so C++ extensions (duckdb) can throw;
+  # leak checking is off because CPython keeps memory until exit by design.
+  # Spark tests are left out: the JVM they start would inherit the preload.
+  echo "== 5. pytest against the ASan+UBSan core (.venv-asan/)"
+  if ! .venv-asan/bin/python -c 'import sys' > /dev/null 2>&1; then
+    rm -rf .venv-asan
+    "$py" -m venv .venv-asan
+  fi
+  .venv-asan/bin/python -m pip install -q -r bindings/python/requirements-test.txt
+  LAMINAR_LIBRARY="$root/build-asan/liblaminar.so" \
+    .venv-asan/bin/python -m pip install -q ./bindings/python
+  preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)"
+  LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    .venv-asan/bin/python -m pytest tests/python -q -p no:cacheprovider \
+      --ignore-glob='tests/python/test_spark*'
 fi
 echo "== all tests passed"

@@ -167,7 +167,7 @@ class BuildCoreAndExt(build_ext):
         """Build the core, generate and compile the extension, ship the library."""
         root = _repo_root()
         prebuilt = os.environ.get("LAMINAR_LIBRARY")
-        library = Path(prebuilt).resolve() if prebuilt else self._build_core(root)
+        library = Path(prebuilt).absolute() if prebuilt else self._build_core(root)
         if prebuilt and library.name != "liblaminar.so":
             raise RuntimeError(f"LAMINAR_LIBRARY must name a liblaminar.so, got {library}")
         soname = _soname(library)
