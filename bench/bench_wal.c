@@ -77,7 +77,7 @@ static void remove_tree(const char* dir) {
   char p[4096];
   while (d != NULL && (e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.') continue;
-    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p) continue;
     unlink(p);
   }
   if (d != NULL) closedir(d);
