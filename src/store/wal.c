@@ -40,6 +40,9 @@ struct lm_wal {
   uint64_t segment_bytes;
   lm_wal_fault_fn fault;
   void* fault_arg;
+  lm_wal_observe_fn observe;
+  void* observe_arg;
+  char seg_path[4096];   /* the active segment's path */
   bool use_uring;
 #ifdef LAMINAR_HAVE_URING
   struct io_uring ring;
@@ -107,6 +110,16 @@ static int inject(lm_wal* wal, lm_wal_fault_op op) {
   return wal->fault != NULL ? wal->fault(wal->fault_arg, op) : 0;
 }
 
+static void observe(lm_wal* wal, lm_wal_event ev, const char* path, uint64_t size) {
+  if (wal->observe != NULL) wal->observe(wal->observe_arg, ev, path, size);
+}
+
+static int dir_sync(lm_wal* wal) {
+  if (fsync(wal->dir_fd) != 0) return errno;
+  observe(wal, LM_WAL_EVENT_DIR_SYNCED, wal->dir, 0);
+  return 0;
+}
+
 
 #ifdef LAMINAR_HAVE_URING
 /* One write (and, linked behind it, one fdatasync) through the ring. Returns 0
@@ -166,21 +179,29 @@ static int file_write(lm_wal* wal, const uint8_t* p, size_t n, uint64_t off, boo
     return e;
   }
   if (sync && (e = inject(wal, LM_WAL_FAULT_SYNC)) != 0) {
+    if (e == LM_WAL_FAULT_PRETEND) return lm_fs_pwrite_all(wal->fd, p, n, off);
     (void)lm_fs_pwrite_all(wal->fd, p, n, off);
     return e;
   }
 #ifdef LAMINAR_HAVE_URING
-  if (wal->use_uring) return uring_write(wal, wal->fd, p, n, off, sync);
+  if (wal->use_uring) e = uring_write(wal, wal->fd, p, n, off, sync);
+  else
 #endif
-  if ((e = lm_fs_pwrite_all(wal->fd, p, n, off)) != 0) return e;
-  if (sync && fdatasync(wal->fd) != 0) return errno;
-  return 0;
+  {
+    e = lm_fs_pwrite_all(wal->fd, p, n, off);
+    if (e == 0 && sync && fdatasync(wal->fd) != 0) e = errno;
+  }
+  if (e == 0 && sync) observe(wal, LM_WAL_EVENT_FILE_SYNCED, wal->seg_path, off + n);
+  return e;
 }
 
 static int file_sync(lm_wal* wal) {
   int e = inject(wal, LM_WAL_FAULT_SYNC);
+  if (e == LM_WAL_FAULT_PRETEND) return 0;
   if (e != 0) return e;
-  return fdatasync(wal->fd) != 0 ? errno : 0;
+  if (fdatasync(wal->fd) != 0) return errno;
+  observe(wal, LM_WAL_EVENT_FILE_SYNCED, wal->seg_path, wal->file_size);
+  return 0;
 }
 
 /* Create segment `first_seq` (header written and flushed, directory flushed)
@@ -191,7 +212,10 @@ static int segment_create(lm_wal* wal, uint64_t first_seq) {
   int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return errno;
   int old = wal->fd;
+  char old_path[sizeof wal->seg_path];
+  memcpy(old_path, wal->seg_path, sizeof old_path);
   wal->fd = fd;
+  snprintf(wal->seg_path, sizeof wal->seg_path, "%s", path);
   uint8_t h[SEG_HEADER];
   segment_header(h, first_seq);
   /* Reserve the segment's space now, so a full disk shows here (a clean
@@ -200,11 +224,12 @@ static int segment_create(lm_wal* wal, uint64_t first_seq) {
   if (e == EOPNOTSUPP || e == ENOSYS) e = 0;
   if (e == 0) e = inject(wal, LM_WAL_FAULT_ALLOCATE);
   if (e == 0) e = file_write(wal, h, sizeof h, 0, true);
-  if (e == 0 && fsync(wal->dir_fd) != 0) e = errno;
+  if (e == 0) e = dir_sync(wal);
   if (e != 0) {
     close(fd);
     unlink(path);
     wal->fd = old;
+    memcpy(wal->seg_path, old_path, sizeof old_path);
     return e;
   }
   if (old >= 0) close(old);
@@ -495,6 +520,7 @@ static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err)
       rc = io_error(err, "open", path, errno);
       break;
     }
+    snprintf(wal->seg_path, sizeof wal->seg_path, "%s", path);
     wal->file_size = wal->synced_size = sr.good;
     if (sr.bad) {
       rep->bytes_cut += size - sr.good;
@@ -512,8 +538,10 @@ static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err)
   }
   rc = drop_segments(wal, segs, kept, nseg, rep, err);
   rep->cut = rep->bytes_cut > 0 || rep->segments_dropped > 0;
-  if (rc == LAMINAR_OK && rep->cut && fsync(wal->dir_fd) != 0)
-    rc = io_error(err, "fsync", wal->dir, errno);
+  if (rc == LAMINAR_OK && rep->cut) {
+    int e = dir_sync(wal);
+    if (e != 0) rc = io_error(err, "fsync", wal->dir, e);
+  }
   if (rc == LAMINAR_OK && wal->fd < 0) {
     /* No usable segment: start one where the numbering left off, so offsets a
      * checkpoint recorded stay meaningful. */
@@ -547,6 +575,8 @@ laminar_code lm_wal_open(const lm_wal_options* opt, lm_wal** out, lm_wal_report*
   wal->segment_bytes = opt->segment_bytes ? opt->segment_bytes : DEFAULT_SEGMENT_BYTES;
   wal->fault = opt->fault;
   wal->fault_arg = opt->fault_arg;
+  wal->observe = opt->observe;
+  wal->observe_arg = opt->observe_arg;
   wal->strict = opt->strict;
   laminar_code rc = LAMINAR_OK;
   if (wal->dir == NULL) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "WAL: out of memory");
@@ -773,8 +803,10 @@ laminar_code lm_wal_truncate_before(lm_wal* wal, uint64_t seq, laminar_error* er
     }
     removed = true;
   }
-  if (rc == LAMINAR_OK && removed && fsync(wal->dir_fd) != 0)
-    rc = io_error(err, "fsync", wal->dir, errno);
+  if (rc == LAMINAR_OK && removed) {
+    int e = dir_sync(wal);
+    if (e != 0) rc = io_error(err, "fsync", wal->dir, e);
+  }
   lm_free(segs);
   return rc;
 }

@@ -62,6 +62,16 @@ typedef enum lm_wal_fault_op {
   LM_WAL_FAULT_ALLOCATE = 3, /* reserving a new segment's space */
 } lm_wal_fault_op;
 typedef int (*lm_wal_fault_fn)(void* arg, lm_wal_fault_op op);
+/* A fault hook's answer that skips a flush and reports success: a broken
+ * build that forgets an fdatasync, for testing the power-loss test. */
+#define LM_WAL_FAULT_PRETEND (-1)
+
+/* Observation for tests that simulate power loss: called after each
+ * successful flush of a segment file (its first `size` bytes are on stable
+ * storage) and of the directory (the entries created so far are). */
+typedef enum lm_wal_event { LM_WAL_EVENT_FILE_SYNCED = 1, LM_WAL_EVENT_DIR_SYNCED = 2 } lm_wal_event;
+typedef void (*lm_wal_observe_fn)(void* arg, lm_wal_event event, const char* path,
+                                  uint64_t size);
 
 typedef struct lm_wal_options {
   const char* dir;          /* created when missing (its parent must exist) */
@@ -69,6 +79,8 @@ typedef struct lm_wal_options {
   lm_wal_io io;
   lm_wal_fault_fn fault;    /* NULL outside tests */
   void* fault_arg;
+  lm_wal_observe_fn observe; /* NULL outside tests */
+  void* observe_arg;
   /* Refuse to open (LAMINAR_ERR_IO, nothing changed) when damage lies before
    * the newest segment, instead of cutting whole records off there. */
   bool strict;

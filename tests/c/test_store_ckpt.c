@@ -20,26 +20,9 @@
 #include <unistd.h>
 
 #include "lm_test.h"
+#include "lm_test_fs.h"
 
-static int make_dir(char* path, size_t n) {
-  snprintf(path, n, "/tmp/lm_ckpt_XXXXXX");
-  return mkdtemp(path) != NULL ? 0 : -1;
-}
 
-static void remove_dir(const char* path) {
-  DIR* d = opendir(path);
-  if (d != NULL) {
-    struct dirent* e;
-    char p[512];
-    while ((e = readdir(d)) != NULL) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-      snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-      unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(path);
-}
 
 /* Whole content of a file (NUL-terminated, caller frees) or NULL. */
 static char* slurp(const char* path) {
@@ -56,7 +39,7 @@ static char* slurp(const char* path) {
 
 static int test_atomic_replace(void) {
   char dir[64];
-  CHECK(make_dir(dir, sizeof dir) == 0);
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_ckpt_") == 0);
   laminar_error err;
   CHECK_CODE(lm_store_write_atomic(dir, "m", "first", 5, &err), LAMINAR_OK, &err);
   CHECK_CODE(lm_store_write_atomic(dir, "m", "second!", 7, &err), LAMINAR_OK, &err);
@@ -69,13 +52,13 @@ static int test_atomic_replace(void) {
   EXPECT(access(p, F_OK) != 0);
   CHECK_CODE(lm_store_write_atomic("/nonexistent-dir", "m", "x", 1, &err), LAMINAR_ERR_IO, &err);
   CHECK(strstr(err.message, "/nonexistent-dir/m.tmp") != NULL);
-  remove_dir(dir);
+  lm_test_rmdir(dir);
   return rc;
 }
 
 static int test_ckpt_latest_and_gc(void) {
   char dir[64];
-  CHECK(make_dir(dir, sizeof dir) == 0);
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_ckpt_") == 0);
   laminar_error err;
   bool found;
   uint64_t epoch;
@@ -132,7 +115,7 @@ static int test_ckpt_latest_and_gc(void) {
   EXPECT(left == ((1 << 7) | (1 << 3)));
   CHECK_CODE(lm_ckpt_load_latest("/nonexistent-dir", &found, &epoch, &data, &len, NULL, &err),
              LAMINAR_ERR_IO, &err);
-  remove_dir(dir);
+  lm_test_rmdir(dir);
   return 0;
 }
 
@@ -193,7 +176,7 @@ static const char* const CSV =
 
 static int sink_text(lm_sink_format fmt, const char* want) {
   char dir[64];
-  CHECK(make_dir(dir, sizeof dir) == 0);
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_ckpt_") == 0);
   rows r;
   make_rows(&r);
   laminar_error err;
@@ -214,7 +197,7 @@ static int sink_text(lm_sink_format fmt, const char* want) {
   }
   free(got);
   lm_schema_free(&r.schema);
-  remove_dir(dir);
+  lm_test_rmdir(dir);
   return rc;
 }
 
@@ -230,7 +213,7 @@ static bool exists(const char* dir, int epoch, bool staged) {
 
 static int test_sink_protocol(void) {
   char dir[64];
-  CHECK(make_dir(dir, sizeof dir) == 0);
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_ckpt_") == 0);
   rows r;
   make_rows(&r);
   laminar_error err;
@@ -288,7 +271,7 @@ static int test_sink_protocol(void) {
   CHECK(!exists(dir, 5, true) && !exists(dir, 5, false));
   lm_file_sink_close(s);
   lm_schema_free(&r.schema);
-  remove_dir(dir);
+  lm_test_rmdir(dir);
   return 0;
 }
 

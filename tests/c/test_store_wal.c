@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "lm_test.h"
+#include "lm_test_fs.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -29,25 +30,8 @@ typedef struct tmpdir {
   char path[256];
 } tmpdir;
 
-static int tmpdir_make(tmpdir* t) {
-  snprintf(t->path, sizeof t->path, "/tmp/lm_wal_XXXXXX");
-  return mkdtemp(t->path) != NULL ? 0 : -1;
-}
-
-static void tmpdir_remove(tmpdir* t) {
-  DIR* d = opendir(t->path);
-  if (d != NULL) {
-    struct dirent* e;
-    char p[512];
-    while ((e = readdir(d)) != NULL) {
-      if (e->d_name[0] == '.') continue;
-      snprintf(p, sizeof p, "%s/%s", t->path, e->d_name);
-      unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(t->path);
-}
+static int tmpdir_make(tmpdir* t) { return lm_test_mkdtemp(t->path, sizeof t->path, "lm_wal_"); }
+static void tmpdir_remove(tmpdir* t) { lm_test_rmdir(t->path); }
 
 /* Sorted segment file paths of a directory (at most 64). */
 static int segments(const char* dir, char out[][512], int max) {
