@@ -156,10 +156,13 @@ typedef enum laminar_code {
 
   /* 5xxx storage */
   LAMINAR_ERR_IO = 5001,                  /* a file operation failed */
+  LAMINAR_ERR_RECOVERY = 5002,            /* stored state does not recover (damage,
+                                             catalog mismatch, strict WAL refusal) */
 
   /* 6xxx config */
   LAMINAR_ERR_CONFIG_KEY = 6001,          /* unknown configuration key */
   LAMINAR_ERR_CONFIG_VALUE = 6002,        /* invalid value for a known key */
+  LAMINAR_ERR_CONFIG_CONFLICT = 6003,     /* settings that do not go together */
 
   /* 9xxx internal and misuse */
   LAMINAR_ERR_NOMEM = 9001,               /* an allocation failed */
@@ -206,8 +209,22 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
 /* Set one option from text. Keys:
  *   buffer_size  slots in each source and subscriber queue; a power of two in
  *                [2, 2^24]; default 65536.
- *   data_dir     a directory for durable state (reserved: no durable state is
- *                written by this version).
+ *   data_dir     a directory for durable state; created if missing. Nothing is
+ *                written there unless checkpoint_interval is set too.
+ *   checkpoint_interval  'none' (default: durability off) or a duration such as
+ *                '10 seconds', '500 ms', '2 min'; needs data_dir. Turns on
+ *                checkpoints, the persisted catalog and recovery at open.
+ *   checkpoint_keep      checkpoints kept on disk, 1..1000; default 3.
+ *   wal_mode     none (default) | async | sync: each source logs its pushes
+ *                (sync: a push returns after its record is on stable storage,
+ *                concurrent pushes sharing one flush; async: flushed within
+ *                wal_flush_interval); needs checkpoint_interval. A source's
+ *                WITH (wal_mode = '...') overrides it.
+ *   wal_flush_interval   async mode's longest flush delay; default '10 ms'.
+ *   wal_io       auto (default: io_uring when available) | io_uring | pwrite.
+ *   wal_recovery cut (default: damage is cut at the last good record and
+ *                reported) | strict (laminar_open fails on damage before the
+ *                tail of a WAL, LAMINAR_ERR_RECOVERY).
  * Ownership: key and value are copied.
  * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_KEY for an unknown key;
  *   LAMINAR_ERR_CONFIG_VALUE for an invalid value; on failure the config is
@@ -228,9 +245,22 @@ typedef struct laminar_db laminar_db;
 
 /* Open a database.
  * config: NULL for defaults; borrowed (copied), may be destroyed after the call.
+ * With data_dir and checkpoint_interval set, opening a directory that holds a
+ * database recovers it: the catalog (sources, streams, sinks) is re-created
+ * from data_dir/catalog.sql (running the same DDL again afterwards is
+ * harmless; a different definition under a used name is
+ * LAMINAR_ERR_SQL_DUPLICATE_OBJECT), the newest whole checkpoint is restored
+ * (open windows, watermarks, offsets), file sinks publish the epochs that
+ * checkpoint covers and drop later ones, and each source's WAL records after
+ * the checkpoint are run through the graph again. Sources continue with the
+ * next offsets (laminar_source_offset()).
  * Ownership: *out is the caller's; close with laminar_close().
- * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_VALUE; LAMINAR_ERR_IO if data_dir cannot
- *   be created; LAMINAR_ERR_NOMEM. On failure *out is NULL.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_VALUE; LAMINAR_ERR_CONFIG_CONFLICT
+ *   (wal_mode without checkpoint_interval, checkpoint_interval without
+ *   data_dir); LAMINAR_ERR_IO if data_dir cannot be created or read;
+ *   LAMINAR_ERR_RECOVERY when stored state does not recover; LAMINAR_ERR_NOMEM.
+ *   On failure *out is NULL and nothing in data_dir was changed except cut
+ *   WAL tails.
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_open(const laminar_config* config, laminar_db** out,
                                       laminar_error* err);
@@ -290,6 +320,18 @@ LAMINAR_API laminar_code laminar_stop(laminar_db* db, laminar_error* err);
  * Thread-safety: any thread, not while the runtime is started. */
 LAMINAR_API laminar_code laminar_run_until_idle(laminar_db* db, laminar_error* err);
 
+/* Take a checkpoint now (the interval timer takes them too): every source's
+ * WAL is flushed, the operators' state is copied with the graph stopped
+ * between two messages (on the reactor or between inline runs), then written
+ * to data_dir/checkpoints atomically; once it is durable, file sinks publish
+ * the epoch's output and WAL segments it covers are deleted; old checkpoints
+ * beyond checkpoint_keep are removed.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_STATE when checkpoints are off;
+ *   LAMINAR_ERR_IO (the previous checkpoint stays the one recovery uses, and
+ *   the epoch's output is published by the next checkpoint that succeeds).
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_checkpoint(laminar_db* db, laminar_error* err);
+
 /* Rows a stream dropped because they arrived behind its watermark (their window
  * had already closed), summed since the stream was created.
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT.
@@ -325,8 +367,10 @@ LAMINAR_API laminar_code laminar_source_open(laminar_db* db, const char* name,
  * `schema` is borrowed for the call only.
  * Returns: LAMINAR_OK; LAMINAR_ERR_ARROW_RELEASED; LAMINAR_ERR_ARROW_INVALID;
  *   LAMINAR_ERR_SCHEMA_MISMATCH; LAMINAR_ERR_COLUMN_TYPE;
- *   LAMINAR_ERR_NULL_VIOLATION; LAMINAR_ERR_QUEUE_FULL; LAMINAR_ERR_SOURCE_CLOSED.
- *   A rejected batch ingests nothing; data pushed before it is kept.
+ *   LAMINAR_ERR_NULL_VIOLATION; LAMINAR_ERR_QUEUE_FULL; LAMINAR_ERR_SOURCE_CLOSED;
+ *   LAMINAR_ERR_IO when the source's WAL cannot log it (then nothing is
+ *   ingested; with wal_mode sync, LAMINAR_OK means the batch is on stable
+ *   storage). A rejected batch ingests nothing; data pushed before it is kept.
  * Thread-safety: the producer thread of this handle; the runtime may run. */
 LAMINAR_API laminar_code laminar_source_push(laminar_source* source,
                                              struct ArrowArray* array,
@@ -341,6 +385,16 @@ LAMINAR_API laminar_code laminar_source_push(laminar_source* source,
 LAMINAR_API laminar_code laminar_source_watermark(laminar_source* source,
                                                   int64_t watermark_ms,
                                                   laminar_error* err);
+
+/* The offset the next push or watermark on this source will get: 1 + the
+ * number of messages its WAL holds or has checkpointed (1 for a new source).
+ * After recovery a producer resumes its input from here: messages below it
+ * were accepted before the restart. Without a WAL (wal_mode none) it is 0:
+ * input is not logged.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE.
+ * Thread-safety: as laminar_source_push(). */
+LAMINAR_API laminar_code laminar_source_offset(laminar_source* source, int64_t* out,
+                                               laminar_error* err);
 
 /* Close a producer handle; queued batches are still processed. NULL is a no-op.
  * Thread-safety: the producer thread. */

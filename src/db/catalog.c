@@ -5,6 +5,8 @@
  */
 #include "db/internal.h"
 
+#include "sink/file.h"
+
 #include "sql/binder.h"
 #include "sql/sql.h"
 #include "util/util.h"
@@ -58,13 +60,31 @@ static char* stmt_text(const char* sql, const lm_stmt* stmt) {
   return t;
 }
 
-static laminar_code check_new_name(laminar_db* db, const lm_stmt* stmt, laminar_error* err,
-                                   bool* out_skip) {
+static lm_sink_def* find_sink(laminar_db* db, const char* name) {
+  for (int32_t i = 0; i < db->nsinks; i++)
+    if (lm_streq_nocase(db->sinks[i]->name, name)) return db->sinks[i];
+  return NULL;
+}
+
+/* The CREATE text of an existing object of that name, or NULL. */
+static const char* existing_sql(laminar_db* db, const char* name) {
+  lm_source_def* src = lm_db_find_source(db, name);
+  if (src != NULL) return src->sql;
+  lm_stream_def* st = lm_db_find_stream(db, name);
+  if (st != NULL) return st->sql;
+  lm_sink_def* sk = find_sink(db, name);
+  return sk != NULL ? sk->sql : NULL;
+}
+
+static laminar_code check_new_name(laminar_db* db, const char* sql, const lm_stmt* stmt,
+                                   laminar_error* err, bool* out_skip) {
   *out_skip = false;
-  if (lm_db_find_source(db, stmt->name) == NULL && lm_db_find_stream(db, stmt->name) == NULL) {
-    return LAMINAR_OK;
-  }
-  if (stmt->if_not_exists) {
+  const char* have = existing_sql(db, stmt->name);
+  if (have == NULL) return LAMINAR_OK;
+  /* IF NOT EXISTS, or the very same statement again (re-running the DDL of a
+   * durable database after it recovered its catalog): nothing to do. */
+  if (stmt->if_not_exists ||
+      (strlen(have) == stmt->text_len && memcmp(have, sql + stmt->text_offset, stmt->text_len) == 0)) {
     *out_skip = true;
     return LAMINAR_OK;
   }
@@ -87,14 +107,37 @@ static laminar_code append_ptr(void*** arr, int32_t* n, void* p) {
 static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt* stmt,
                                   laminar_error* err) {
   bool skip;
-  LM_TRY(check_new_name(db, stmt, err, &skip));
+  LM_TRY(check_new_name(db, sql, stmt, err, &skip));
   if (skip) return LAMINAR_OK;
   char msg[256];
   uint32_t capacity = db->buffer_size;
+  char wal_mode[16] = {0};
   for (size_t i = 0; i < stmt->noptions; i++) {
     const lm_ast_option* o = &stmt->options[i];
     const lm_ast_expr* v = o->value;
-    if (lm_streq_nocase(o->key, "buffer_size")) {
+    if (lm_streq_nocase(o->key, "wal_mode") || lm_streq_nocase(o->key, "checkpoint_interval")) {
+      bool is_string = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING;
+      char text[64] = {0};
+      if (is_string) memcpy(text, v->s, v->slen < sizeof text - 1 ? v->slen : sizeof text - 1);
+      int64_t ms = 0;
+      lm_wal_mode mode;
+      bool ok = is_string && (lm_streq_nocase(o->key, "wal_mode")
+                                  ? lm_durable_parse_wal_mode(text, &mode)
+                                  : lm_durable_parse_interval(text, &ms) && ms != 0);
+      if (!ok) {
+        snprintf(msg, sizeof msg, "source option '%s': expected %s", o->key,
+                 lm_streq_nocase(o->key, "wal_mode") ? "'none', 'async' or 'sync'"
+                                                     : "a duration such as '10 seconds'");
+        return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, v->line, v->column, stmt->name, msg);
+      }
+      if (db->dur == NULL) {
+        snprintf(msg, sizeof msg, "source option '%s' needs durability: open the database with "
+                 "data_dir and checkpoint_interval", o->key);
+        return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, v->line, v->column, stmt->name, msg);
+      }
+      if (lm_streq_nocase(o->key, "wal_mode")) memcpy(wal_mode, text, sizeof wal_mode - 1);
+      else lm_durable_lower_interval(db->dur, ms);
+    } else if (lm_streq_nocase(o->key, "buffer_size")) {
       int64_t n = -1;
       if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_INT) n = v->i;
       if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING) {
@@ -110,7 +153,9 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       }
       capacity = (uint32_t)n;
     } else {
-      snprintf(msg, sizeof msg, "unknown source option '%s' (known: buffer_size)", o->key);
+      snprintf(msg, sizeof msg,
+               "unknown source option '%s' (known: buffer_size, wal_mode, checkpoint_interval)",
+               o->key);
       return fail_at(err, LAMINAR_ERR_CONFIG_KEY, v->line, v->column, stmt->name, msg);
     }
   }
@@ -174,11 +219,13 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
     def->wm_delay_ms = stmt->watermark_delay_ms;
   }
   if (lm_ring_create(capacity, &def->ring) != LAMINAR_OK) goto nomem;
+  rc = lm_durable_source_created(db, def, wal_mode[0] ? wal_mode : NULL, err);
+  if (rc != LAMINAR_OK) goto fail;
   lm_rt_pause(&db->rt);
   rc = append_ptr((void***)&db->graph.sources, &db->graph.nsources, def);
   lm_rt_resume(&db->rt);
   if (rc != LAMINAR_OK) goto nomem;
-  return LAMINAR_OK;
+  return lm_durable_catalog_changed(db, err);
 nomem:
   rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
 fail:
@@ -191,7 +238,7 @@ fail:
 static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt* stmt,
                                   laminar_error* err) {
   bool skip;
-  LM_TRY(check_new_name(db, stmt, err, &skip));
+  LM_TRY(check_new_name(db, sql, stmt, err, &skip));
   if (skip) return LAMINAR_OK;
   if (stmt->materialized || stmt->object == LM_OBJ_VIEW) {
     return fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->line, stmt->column, stmt->name,
@@ -243,7 +290,90 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_stream_def_free(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
-  return LAMINAR_OK;
+  return lm_durable_catalog_changed(db, err);
+}
+
+/* ---- CREATE SINK ... INTO FILE ------------------------------------------------------- */
+
+static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* stmt,
+                                laminar_error* err) {
+  bool skip;
+  LM_TRY(check_new_name(db, sql, stmt, err, &skip));
+  if (skip) return LAMINAR_OK;
+  char msg[512];
+  lm_stream_def* stream = lm_db_find_stream(db, stmt->sink_from);
+  if (stream == NULL) {
+    snprintf(msg, sizeof msg, "sink '%s': no stream named '%s'", stmt->name, stmt->sink_from);
+    return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->sink_from_line,
+                   stmt->sink_from_column, stmt->sink_from, msg);
+  }
+  if (!stmt->sink_into_file) {
+    return fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->line, stmt->column, stmt->name,
+                   "CREATE SINK needs INTO FILE (path = '...', format = 'jsonl' | 'csv') in "
+                   "this version");
+  }
+  char path[4096] = {0};
+  lm_sink_format format = LM_SINK_JSONL;
+  for (size_t i = 0; i < stmt->noptions; i++) {
+    const lm_ast_option* o = &stmt->options[i];
+    const lm_ast_expr* v = o->value;
+    bool is_string = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING;
+    if (lm_streq_nocase(o->key, "path") && is_string && v->slen > 0 && v->slen < sizeof path) {
+      memcpy(path, v->s, v->slen);
+    } else if (lm_streq_nocase(o->key, "format") && is_string &&
+               (lm_strneq_nocase(v->s, v->slen, "jsonl") || lm_strneq_nocase(v->s, v->slen, "csv"))) {
+      format = lm_strneq_nocase(v->s, v->slen, "csv") ? LM_SINK_CSV : LM_SINK_JSONL;
+    } else {
+      snprintf(msg, sizeof msg,
+               "sink '%s': option '%s' must be path = '<directory>' or format = 'jsonl' | 'csv'",
+               stmt->name, o->key);
+      return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, v->line, v->column, stmt->name, msg);
+    }
+  }
+  if (path[0] == '\0') {
+    return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, stmt->line, stmt->column, stmt->name,
+                   "a file sink needs path = '<directory>'");
+  }
+  if (db->dur == NULL) {
+    return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, stmt->line, stmt->column, stmt->name,
+                   "a file sink publishes its output at checkpoints: open the database with "
+                   "data_dir and checkpoint_interval");
+  }
+  lm_sink_def* k = lm_calloc(1, sizeof *k);
+  if (k == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  k->stream = stream;
+  k->name = lm_strdup(stmt->name);
+  k->sql = stmt_text(sql, stmt);
+  laminar_code rc = LAMINAR_OK;
+  if (k->name == NULL || k->sql == NULL) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  if (rc == LAMINAR_OK) rc = lm_file_sink_open(path, format, &stream->out_schema, &k->fs, err);
+  if (rc == LAMINAR_OK && !lm_durable_recovering(db->dur))
+    rc = lm_file_sink_begin(k->fs, lm_durable_next_epoch(db->dur), err);
+  if (rc == LAMINAR_OK) {
+    lm_rt_pause(&db->rt);
+    rc = append_ptr((void***)&stream->file_sinks, &stream->nfile_sinks, k->fs);
+    if (rc == LAMINAR_OK) {
+      rc = append_ptr((void***)&db->sinks, &db->nsinks, k);
+      if (rc != LAMINAR_OK) stream->nfile_sinks--;
+    }
+    lm_rt_resume(&db->rt);
+    if (rc != LAMINAR_OK) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
+  if (rc != LAMINAR_OK) {
+    lm_file_sink_close(k->fs);
+    lm_free(k->name);
+    lm_free(k->sql);
+    lm_free(k);
+    return rc;
+  }
+  return lm_durable_catalog_changed(db, err);
+}
+
+static void sink_free(lm_sink_def* k) {
+  lm_file_sink_close(k->fs);
+  lm_free(k->name);
+  lm_free(k->sql);
+  lm_free(k);
 }
 
 /* ---- DROP ------------------------------------------------------------------------------ */
@@ -276,6 +406,13 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
     return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
                    stmt->name, msg);
   }
+  for (int32_t i = 0; !want_source && i < db->nsinks; i++) {
+    if (db->sinks[i]->stream != s) continue;
+    snprintf(msg, sizeof msg, "cannot drop '%s': sink '%s' writes its rows", stmt->name,
+             db->sinks[i]->name);
+    return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
+                   stmt->name, msg);
+  }
   lm_rt_pause(&db->rt);
   if (want_source) {
     remove_ptr((void**)db->graph.sources, &db->graph.nsources, src);
@@ -293,11 +430,32 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
   }
   lm_rt_resume(&db->rt);
   if (want_source) {
+    /* Its WAL goes with it: a source created later under this name starts
+     * from nothing. */
+    laminar_code rc = lm_durable_source_dropped(db, src, err);
     lm_source_def_unref(src);
+    LM_TRY(rc);
   } else {
     lm_stream_def_free(s);
   }
-  return LAMINAR_OK;
+  return lm_durable_catalog_changed(db, err);
+}
+
+static laminar_code drop_sink(laminar_db* db, const lm_stmt* stmt, laminar_error* err) {
+  lm_sink_def* k = find_sink(db, stmt->name);
+  if (k == NULL) {
+    if (stmt->if_exists) return LAMINAR_OK;
+    char msg[256];
+    snprintf(msg, sizeof msg, "no sink named '%s'", stmt->name);
+    return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line, stmt->name_column,
+                   stmt->name, msg);
+  }
+  lm_rt_pause(&db->rt);
+  remove_ptr((void**)k->stream->file_sinks, &k->stream->nfile_sinks, k->fs);
+  remove_ptr((void**)db->sinks, &db->nsinks, k);
+  lm_rt_resume(&db->rt);
+  sink_free(k); /* what it staged since the last checkpoint is not published */
+  return lm_durable_catalog_changed(db, err);
 }
 
 /* ---- SHOW / DESCRIBE ----------------------------------------------------------------- */
@@ -451,10 +609,13 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
     switch (st->kind) {
       case LM_STMT_CREATE_SOURCE: rc = create_source(db, sql, st, err); break;
       case LM_STMT_CREATE_STREAM: rc = create_stream(db, sql, st, err); break;
+      case LM_STMT_CREATE_SINK: rc = create_sink(db, sql, st, err); break;
       case LM_STMT_DROP:
-        if (st->object != LM_OBJ_SOURCE && st->object != LM_OBJ_STREAM) {
+        if (st->object == LM_OBJ_SINK) {
+          rc = drop_sink(db, st, err);
+        } else if (st->object != LM_OBJ_SOURCE && st->object != LM_OBJ_STREAM) {
           rc = fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, st->line, st->column, st->name,
-                       "only DROP SOURCE and DROP STREAM are supported");
+                       "only DROP SOURCE, DROP STREAM and DROP SINK are supported");
         } else {
           rc = drop(db, st, err);
         }
@@ -472,6 +633,10 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
 }
 
 void lm_db_catalog_free(laminar_db* db) {
+  for (int32_t i = db->nsinks - 1; i >= 0; i--) sink_free(db->sinks[i]);
+  lm_free(db->sinks);
+  db->sinks = NULL;
+  db->nsinks = 0;
   for (int32_t i = db->graph.nstreams - 1; i >= 0; i--) lm_stream_def_free(db->graph.streams[i]);
   lm_free(db->graph.streams);
   for (int32_t i = 0; i < db->graph.nsources; i++) lm_source_def_unref(db->graph.sources[i]);

@@ -39,8 +39,10 @@ const char* laminar_errstr(laminar_code code) {
     case LAMINAR_ERR_SOURCE_CLOSED: return "source closed";
     case LAMINAR_ERR_SUBSCRIPTION_CLOSED: return "subscription closed";
     case LAMINAR_ERR_IO: return "I/O error";
+    case LAMINAR_ERR_RECOVERY: return "stored state does not recover";
     case LAMINAR_ERR_CONFIG_KEY: return "unknown configuration key";
     case LAMINAR_ERR_CONFIG_VALUE: return "invalid configuration value";
+    case LAMINAR_ERR_CONFIG_CONFLICT: return "conflicting configuration";
     case LAMINAR_ERR_NOMEM: return "out of memory";
     case LAMINAR_ERR_MISUSE: return "API misuse";
     case LAMINAR_ERR_STATE: return "not allowed in the current state";
@@ -60,6 +62,7 @@ laminar_code laminar_config_create(laminar_config** out) {
   if (c == NULL) return LAMINAR_ERR_NOMEM;
   c->magic = LM_MAGIC_CONFIG;
   c->buffer_size = DEFAULT_BUFFER_SIZE;
+  lm_durable_config_init(&c->durable);
   *out = c;
   return LAMINAR_OK;
 }
@@ -98,8 +101,14 @@ laminar_code laminar_config_set(laminar_config* config, const char* key, const c
     config->data_dir = copy;
     return LAMINAR_OK;
   }
+  bool handled;
+  LM_TRY(lm_durable_config_set(&config->durable, key, value, &handled, err));
+  if (handled) return LAMINAR_OK;
   return lm_error_set(err, LAMINAR_ERR_CONFIG_KEY,
-                      "unknown config key '%s' (known: buffer_size, data_dir)", key);
+                      "unknown config key '%s' (known: buffer_size, data_dir, "
+                      "checkpoint_interval, checkpoint_keep, wal_mode, wal_flush_interval, "
+                      "wal_io, wal_recovery)",
+                      key);
 }
 
 void laminar_config_destroy(laminar_config* config) {
@@ -110,6 +119,19 @@ void laminar_config_destroy(laminar_config* config) {
 }
 
 /* ---- lifecycle ------------------------------------------------------------------ */
+
+/* Free an opened database whose runtime is stopped (close, or a failed open). */
+static void db_free(laminar_db* db) {
+  pthread_mutex_lock(&db->lock);
+  lm_db_free_handles(db);
+  lm_db_catalog_free(db);
+  pthread_mutex_unlock(&db->lock);
+  lm_rt_destroy(&db->rt);
+  pthread_mutex_destroy(&db->lock);
+  db->magic = LM_MAGIC_DEAD;
+  lm_free(db->data_dir);
+  lm_free(db);
+}
 
 laminar_code laminar_open(const laminar_config* config, laminar_db** out,
                           laminar_error* err) {
@@ -147,6 +169,16 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
     return lm_error_set(err, rc, "cannot initialize the runtime");
   }
   db->magic = LM_MAGIC_DB;
+  lm_durable_config dc;
+  lm_durable_config_init(&dc);
+  if (config != NULL) dc = config->durable;
+  pthread_mutex_lock(&db->lock);
+  rc = lm_durable_open(db, db->data_dir, &dc, &db->dur, err);
+  pthread_mutex_unlock(&db->lock);
+  if (rc != LAMINAR_OK) {
+    db_free(db); /* nothing of a half-recovered catalog survives */
+    return rc;
+  }
   *out = db;
   return LAMINAR_OK;
 }
@@ -163,16 +195,10 @@ static bool db_ok(const laminar_db* db) { return db != NULL && db->magic == LM_M
 laminar_code laminar_close(laminar_db* db) {
   if (db == NULL) return LAMINAR_OK;
   if (!db_ok(db)) return LAMINAR_ERR_MISUSE;
+  lm_durable_close(db->dur); /* its thread takes db->lock: stopped first */
+  db->dur = NULL;
   laminar_code rc = lm_rt_stop(&db->rt, NULL);
-  pthread_mutex_lock(&db->lock);
-  lm_db_free_handles(db);
-  lm_db_catalog_free(db);
-  pthread_mutex_unlock(&db->lock);
-  lm_rt_destroy(&db->rt);
-  pthread_mutex_destroy(&db->lock);
-  db->magic = LM_MAGIC_DEAD;
-  lm_free(db->data_dir);
-  lm_free(db);
+  db_free(db);
   return rc;
 }
 
@@ -247,6 +273,14 @@ laminar_code laminar_run_until_idle(laminar_db* db, laminar_error* err) {
   CHECK_DB(db, err);
   pthread_mutex_lock(&db->lock);
   laminar_code rc = lm_rt_run_until_idle(&db->rt, err);
+  pthread_mutex_unlock(&db->lock);
+  return rc;
+}
+
+laminar_code laminar_checkpoint(laminar_db* db, laminar_error* err) {
+  CHECK_DB(db, err);
+  pthread_mutex_lock(&db->lock);
+  laminar_code rc = lm_durable_checkpoint(db, err);
   pthread_mutex_unlock(&db->lock);
   return rc;
 }

@@ -10,6 +10,8 @@
 
 #include "db/internal.h"
 
+#include "store/wal.h"
+
 #include "util/util.h"
 
 #include <stdio.h>
@@ -138,7 +140,10 @@ laminar_code laminar_source_push(laminar_source* src, struct ArrowArray* array,
   }
   msg->batch = batch;
   msg->watermark_ms = INT64_MIN;
-  rc = enqueue(src, msg, err);
+  msg->seq = 0;
+  /* Logged before it is queued: what the reactor takes is in the WAL. */
+  if (def->wal != NULL) rc = lm_durable_log(def, msg, err);
+  if (rc == LAMINAR_OK) rc = enqueue(src, msg, err);
   if (rc != LAMINAR_OK) {
     /* Give the array back untouched: the batch holds it as moved. */
     lm_arrow_move(&batch->array, array);
@@ -161,9 +166,20 @@ laminar_code laminar_source_watermark(laminar_source* src, int64_t watermark_ms,
   if (msg == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   msg->batch = NULL;
   msg->watermark_ms = watermark_ms;
-  laminar_code rc = enqueue(src, msg, err);
+  msg->seq = 0;
+  laminar_code rc = LAMINAR_OK;
+  if (src->def->wal != NULL) rc = lm_durable_log(src->def, msg, err);
+  if (rc == LAMINAR_OK) rc = enqueue(src, msg, err);
   if (rc != LAMINAR_OK) lm_free(msg);
   return rc;
+}
+
+laminar_code laminar_source_offset(laminar_source* src, int64_t* out, laminar_error* err) {
+  if (!source_ok(src) || out == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_source_offset: invalid argument");
+  }
+  *out = src->def->wal != NULL ? (int64_t)lm_wal_next_seq(src->def->wal) : 0;
+  return LAMINAR_OK;
 }
 
 static void source_free(laminar_source* src) {

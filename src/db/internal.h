@@ -9,6 +9,7 @@
 #ifndef LM_DB_INTERNAL_H
 #define LM_DB_INTERNAL_H
 
+#include "db/durable.h"
 #include "laminar.h"
 #include "rt/rt.h"
 
@@ -24,7 +25,16 @@ struct laminar_config {
   uint32_t magic;
   uint32_t buffer_size;
   char* data_dir;
+  lm_durable_config durable;
 };
+
+/* CREATE SINK name FROM stream INTO FILE (...): a file sink on a stream. */
+typedef struct lm_sink_def {
+  char* name;
+  char* sql;
+  lm_stream_def* stream;
+  struct lm_file_sink* fs;
+} lm_sink_def;
 
 struct laminar_source {
   uint32_t magic;
@@ -53,6 +63,9 @@ struct laminar_db {
   int32_t nsources;
   laminar_subscription** subs; /* open subscriptions */
   int32_t nsubs;
+  lm_sink_def** sinks;       /* file sinks, in creation order */
+  int32_t nsinks;
+  lm_durable* dur;           /* NULL: durability off */
 };
 
 /* catalog.c */

@@ -4,6 +4,8 @@
  */
 #include "rt/rt.h"
 
+#include "sink/file.h"
+#include "store/wal.h"
 #include "util/util.h"
 
 #include <string.h>
@@ -70,6 +72,7 @@ void lm_source_def_unref(lm_source_def* def) {
     lm_free(msg);
   }
   lm_ring_destroy(def->ring);
+  lm_wal_close(def->wal, NULL); /* flushes what is appended */
   lm_schema_free(&def->schema);
   lm_free(def->readers);
   lm_free(def->name);
@@ -84,6 +87,7 @@ void lm_stream_def_free(lm_stream_def* def) {
   lm_schema_free(&def->out_schema);
   lm_free(def->subs);
   lm_free(def->readers);
+  lm_free(def->file_sinks);
   lm_free(def->name);
   lm_free(def->sql);
   lm_free(def);
@@ -98,6 +102,9 @@ static laminar_code stream_watermark(lm_stream_def* s, int64_t watermark_ms);
  * each subscriber and feed downstream streams from the same buffers. */
 static laminar_code stream_deliver(void* arg, const lm_chunk* chunk) {
   lm_stream_def* s = arg;
+  for (int32_t i = 0; i < s->nfile_sinks; i++) {
+    LM_TRY(lm_file_sink_write(s->file_sinks[i], chunk->cols, chunk->nrows, NULL));
+  }
   if (s->nsubs == 0 && s->nreaders == 0) return LAMINAR_OK;
   lm_batch* batch;
   LM_TRY(lm_arrow_build(&s->out_schema, chunk->cols, chunk->nrows, &batch));
@@ -171,6 +178,7 @@ static int64_t batch_max_ts(const lm_source_def* src, const lm_batch* batch) {
 static laminar_code process_msg(lm_source_def* src, lm_msg* msg) {
   laminar_code rc = LAMINAR_OK;
   int64_t wm = src->watermark_ms;
+  if (msg->seq > src->processed_seq) src->processed_seq = msg->seq;
   if (msg->batch != NULL) {
     lm_batch* batch = msg->batch;
     lm_chunk chunk = {batch->nrows, batch->ncols, batch->cols};
@@ -199,6 +207,8 @@ static laminar_code process_msg(lm_source_def* src, lm_msg* msg) {
   }
   return rc;
 }
+
+laminar_code lm_rt_process_now(lm_source_def* src, lm_msg* msg) { return process_msg(src, msg); }
 
 /* Room every subscriber ring must have before a source message is taken.
  * One message makes each stream emit at most one batch: a map stream emits on

@@ -43,6 +43,7 @@ typedef struct lm_stream_def lm_stream_def;
 typedef struct lm_msg {
   lm_batch* batch;
   int64_t watermark_ms;
+  uint64_t seq;              /* WAL sequence number (0: the source keeps no WAL) */
 } lm_msg;
 
 typedef struct lm_source_def {
@@ -55,7 +56,10 @@ typedef struct lm_source_def {
   atomic_int refs;           /* catalog + open producer handles */
   atomic_bool dropped;       /* writer: control; reader: producers (acquire) */
   atomic_bool has_producer;  /* one producer handle at a time (SPSC) */
+  struct lm_wal* wal;        /* NULL unless durable (src/db/durable.c); producer side */
+  bool wal_sync;             /* acknowledge a push after fdatasync */
   /* reactor-only */
+  uint64_t processed_seq;    /* last WAL record taken through the graph */
   int64_t max_ts_ms;
   int64_t watermark_ms;
   lm_stream_def** readers;
@@ -81,6 +85,8 @@ struct lm_stream_def {
   int32_t nreaders;
   int64_t watermark_ms;      /* reactor-only */
   atomic_int_fast64_t late_rows; /* writer: reactor; reader: any (relaxed) */
+  struct lm_file_sink** file_sinks; /* CREATE SINK ... INTO FILE; changed while paused */
+  int32_t nfile_sinks;
 };
 
 typedef struct lm_graph {
@@ -119,6 +125,10 @@ void lm_rt_pause(lm_rt* rt);
 void lm_rt_resume(lm_rt* rt);
 /* Wake the reactor after a push (cheap when it is not parked). */
 void lm_rt_notify(lm_rt* rt);
+
+/* Take one message through the graph now, in the calling thread (WAL replay
+ * at open, before any reactor runs). Consumes msg. */
+laminar_code lm_rt_process_now(lm_source_def* src, lm_msg* msg);
 
 /* Drive the graph inline until no queued message can be processed. Not while
  * started. */

@@ -30,8 +30,8 @@ struct lm_file_sink {
   lm_sink_format format;
   lm_schema schema;
   uint64_t committed;   /* highest committed epoch */
-  uint64_t current;     /* epoch begun (0: none) */
-  bool staged;          /* the current epoch was pre-committed */
+  uint64_t current;     /* epoch open for writes (0: none) */
+  uint64_t last_begun;  /* highest epoch begun */
   int fd;               /* staging file of `current`, -1 until the first row */
   bool header_done;     /* CSV header written for `current` */
   char* buf;            /* formatted rows not yet written */
@@ -220,7 +220,6 @@ static void end_epoch(lm_file_sink* s) {
   s->fd = -1;
   s->len = 0;
   s->current = 0;
-  s->staged = false;
   s->header_done = false;
 }
 
@@ -268,18 +267,19 @@ void lm_file_sink_close(lm_file_sink* s) {
 uint64_t lm_file_sink_committed_epoch(const lm_file_sink* s) { return s->committed; }
 
 laminar_code lm_file_sink_begin(lm_file_sink* s, uint64_t epoch, laminar_error* err) {
-  if (s->current != 0 || epoch <= s->committed)
+  if (s->current != 0 || epoch <= s->committed || epoch <= s->last_begun)
     return lm_error_set(err, LAMINAR_ERR_STATE,
-                        "sink '%s': cannot begin epoch %" PRIu64 " (current %" PRIu64
-                        ", committed %" PRIu64 ")",
-                        s->dir, epoch, s->current, s->committed);
+                        "sink '%s': cannot begin epoch %" PRIu64 " (open %" PRIu64
+                        ", last begun %" PRIu64 ", committed %" PRIu64 ")",
+                        s->dir, epoch, s->current, s->last_begun, s->committed);
   s->current = epoch;
+  s->last_begun = epoch;
   return LAMINAR_OK;
 }
 
 laminar_code lm_file_sink_write(lm_file_sink* s, const lm_vec* cols, int64_t nrows,
                                 laminar_error* err) {
-  if (s->current == 0 || s->staged)
+  if (s->current == 0)
     return lm_error_set(err, LAMINAR_ERR_STATE, "sink '%s': write outside an open epoch", s->dir);
   format_rows(s, cols, nrows);
   if (s->nomem) {
@@ -290,7 +290,7 @@ laminar_code lm_file_sink_write(lm_file_sink* s, const lm_vec* cols, int64_t nro
 }
 
 laminar_code lm_file_sink_pre_commit(lm_file_sink* s, laminar_error* err) {
-  if (s->current == 0 || s->staged)
+  if (s->current == 0)
     return lm_error_set(err, LAMINAR_ERR_STATE, "sink '%s': no epoch to pre-commit", s->dir);
   LM_TRY(flush_buf(s, err));
   if (s->fd >= 0 && fdatasync(s->fd) != 0) {
@@ -298,15 +298,14 @@ laminar_code lm_file_sink_pre_commit(lm_file_sink* s, laminar_error* err) {
     part_path(s, s->current, true, path, sizeof path);
     return io_fail(err, "fdatasync", path, errno);
   }
-  s->staged = true;
+  end_epoch(s); /* staged: the next epoch may begin, this one awaits commit */
   return LAMINAR_OK;
 }
 
 laminar_code lm_file_sink_commit(lm_file_sink* s, uint64_t epoch, laminar_error* err) {
-  if (epoch == s->current && !s->staged)
+  if (epoch == s->current)
     return lm_error_set(err, LAMINAR_ERR_STATE,
                         "sink '%s': epoch %" PRIu64 " committed before pre-commit", s->dir, epoch);
-  if (epoch == s->current) end_epoch(s);
   char from[4096], to[4096];
   part_path(s, epoch, true, from, sizeof from);
   part_path(s, epoch, false, to, sizeof to);

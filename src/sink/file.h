@@ -14,7 +14,8 @@
  *   begin(e)        open the staging file of epoch e (after the last committed)
  *   write(...)      append rows (formatted, buffered)
  *   pre_commit()    flush and fdatasync the staging file; from here on the
- *                   epoch survives a crash as staged data
+ *                   epoch survives a crash as staged data, and the next
+ *                   epoch may begin while this one awaits its commit
  *   -- the checkpoint manifest naming epoch e becomes durable --
  *   commit(e)       rename staging -> part, fsync the directory; idempotent
  *   rollback(e)     delete the staging file (the epoch will be produced again)
@@ -54,8 +55,8 @@ void lm_file_sink_close(lm_file_sink* sink);
 laminar_code lm_file_sink_recover(lm_file_sink* sink, uint64_t checkpointed_epoch,
                                   laminar_error* err);
 
-/* Start epoch `epoch`: greater than any committed or begun epoch, else
- * LAMINAR_ERR_STATE. */
+/* Start epoch `epoch`: none open, and greater than any committed or begun
+ * epoch, else LAMINAR_ERR_STATE. */
 laminar_code lm_file_sink_begin(lm_file_sink* sink, uint64_t epoch, laminar_error* err);
 
 /* Append nrows rows of the columns (in schema order) to the current epoch.

@@ -233,9 +233,10 @@ typedef struct lm_stmt {
   lm_ast_select* select;
   lm_emit_mode emit;
 
-  /* CREATE SINK name FROM sink_from */
+  /* CREATE SINK name FROM sink_from [INTO FILE (options) | WITH (options)] */
   const char* sink_from;
   int32_t sink_from_line, sink_from_column;
+  bool sink_into_file;
 
   /* EXPLAIN */
   struct lm_stmt* inner;

@@ -8,7 +8,8 @@
  *                ( coldef_or_watermark [, ...] ) [WITH ( option [, ...] )]
  *            | CREATE [OR REPLACE] (STREAM | [MATERIALIZED] VIEW) [IF NOT EXISTS] name
  *                AS select [emit]
- *            | CREATE [OR REPLACE] SINK [IF NOT EXISTS] name FROM name [WITH (...)]
+ *            | CREATE [OR REPLACE] SINK [IF NOT EXISTS] name FROM name
+ *                  [INTO FILE (option [, ...]) | WITH (...)]
  *            | DROP (SOURCE|STREAM|VIEW|MATERIALIZED VIEW|SINK) [IF EXISTS] name
  *            | SHOW (SOURCES|STREAMS|VIEWS|MATERIALIZED VIEWS|SINKS)
  *            | (DESCRIBE | DESC) name  |  EXPLAIN stmt  |  select [emit]
@@ -1257,6 +1258,12 @@ static laminar_code parse_create(parser* p, lm_stmt* s) {
       LM_TRY(expect_kw(p, "FROM"));
       LM_TRY(parse_name(p, "a stream name", &s->sink_from, &s->sink_from_line,
                         &s->sink_from_column));
+      if (is_kw(&p->cur, "INTO")) {
+        LM_TRY(advance(p));
+        if (!is_kw(&p->cur, "FILE")) return expected(p, "FILE after INTO");
+        s->sink_into_file = true;
+        return parse_options(p, s); /* FILE ( key = value, ... ): FILE stands where WITH does */
+      }
       if (is_kw(&p->cur, "WITH")) LM_TRY(parse_options(p, s));
       return LAMINAR_OK;
     default:

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,7 +32,7 @@
 #define SEG_VERSION 1u
 #define SEG_HEADER 32u
 #define REC_HEADER 32u
-#define DEFAULT_SEGMENT_BYTES (64ull << 20)
+#define DEFAULT_SEGMENT_BYTES (16ull << 20)
 #define NAME_DIGITS 20
 
 struct lm_wal {
@@ -329,48 +330,34 @@ static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t nam
   return LAMINAR_OK;
 }
 
-static int read_file(const char* path, uint8_t** out, uint64_t* out_size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    close(fd);
-    return e;
-  }
-  uint64_t size = (uint64_t)st.st_size;
-  uint8_t* p = lm_malloc(size > 0 ? size : 1);
-  if (p == NULL) {
-    close(fd);
-    return ENOMEM;
-  }
-  uint64_t got = 0;
-  while (got < size) {
-    ssize_t r = pread(fd, p + got, size - got, (off_t)got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      int e = r < 0 ? errno : EIO;
-      close(fd);
-      lm_free(p);
-      return e;
-    }
-    got += (uint64_t)r;
-  }
-  close(fd);
-  *out = p;
-  *out_size = size;
-  return 0;
-}
-
-/* Read segment file `path` and scan it (scan_segment); *out_size is its size. */
+/* Map segment file `path` read-only and scan it (scan_segment); *out_size is
+ * its size. Mapped, not read: a preallocated segment is mostly zero pages. */
 static laminar_code scan_file(const char* path, uint64_t name_seq, uint64_t from_seq,
                               lm_wal_replay_fn fn, void* arg, uint64_t* out_size,
                               scan_result* res, laminar_error* err) {
-  uint8_t* img = NULL;
-  int e = read_file(path, &img, out_size);
-  if (e != 0) return lm_error_set(err, LAMINAR_ERR_IO, "WAL %s: read failed: %s", path, strerror(e));
-  laminar_code rc = scan_segment(img, *out_size, name_seq, from_seq, fn, arg, res, err);
-  lm_free(img);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    int e = errno;
+    if (fd >= 0) close(fd);
+    return lm_error_set(err, LAMINAR_ERR_IO, "WAL %s: open failed: %s", path, strerror(e));
+  }
+  uint64_t size = (uint64_t)st.st_size;
+  *out_size = size;
+  static const uint8_t empty[1] = {0};
+  const uint8_t* img = empty;
+  if (size > 0) {
+    void* m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) {
+      int e = errno;
+      close(fd);
+      return lm_error_set(err, LAMINAR_ERR_IO, "WAL %s: mmap failed: %s", path, strerror(e));
+    }
+    img = m;
+  }
+  close(fd);
+  laminar_code rc = scan_segment(img, size, name_seq, from_seq, fn, arg, res, err);
+  if (size > 0) munmap((void*)img, (size_t)size);
   return rc;
 }
 
@@ -613,6 +600,13 @@ uint64_t lm_wal_next_seq(lm_wal* wal) {
   uint64_t v = wal->next_seq;
   pthread_mutex_unlock(&wal->mu);
   return v;
+}
+
+lm_wal_ticket lm_wal_ticket_last(lm_wal* wal) {
+  pthread_mutex_lock(&wal->mu);
+  lm_wal_ticket t = {.seq = wal->next_seq - 1, .gen = wal->gen};
+  pthread_mutex_unlock(&wal->mu);
+  return t;
 }
 
 /* ---- append and commit --------------------------------------------------------- */

@@ -75,7 +75,7 @@ typedef void (*lm_wal_observe_fn)(void* arg, lm_wal_event event, const char* pat
 
 typedef struct lm_wal_options {
   const char* dir;          /* created when missing (its parent must exist) */
-  uint64_t segment_bytes;   /* start a new segment past this size; 0 = 64 MiB */
+  uint64_t segment_bytes;   /* start a new segment past this size; 0 = 16 MiB */
   lm_wal_io io;
   lm_wal_fault_fn fault;    /* NULL outside tests */
   void* fault_arg;
@@ -149,6 +149,9 @@ laminar_code lm_wal_truncate_before(lm_wal* wal, uint64_t seq, laminar_error* er
 
 /* Sequence number the next append gets. */
 uint64_t lm_wal_next_seq(lm_wal* wal);
+/* A ticket for the last record appended (seq 0 when none): committing it
+ * commits everything appended so far. */
+lm_wal_ticket lm_wal_ticket_last(lm_wal* wal);
 /* "io_uring" or "pwrite". */
 const char* lm_wal_io_name(const lm_wal* wal);
 

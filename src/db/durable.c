@@ -1,0 +1,654 @@
+/*
+ * durable.c -- settings, per-source WALs, checkpoints and recovery (see
+ * durable.h).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // clock_gettime, pthread_cond_timedwait under -std=c17
+#endif
+
+#include "db/durable.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "arrow/codec.h"
+#include "db/internal.h"
+#include "sink/file.h"
+#include "state/state.h"
+#include "store/ckpt.h"
+#include "util/util.h"
+
+#define WAL_BATCH 1      /* WAL record types */
+#define WAL_WATERMARK 2
+#define CKPT_MAGIC 0x4b434d4cu /* "LMCK" */
+#define CKPT_VERSION 1u
+
+struct lm_durable {
+  laminar_db* db;
+  char* dir;
+  char* ckpt_dir;
+  char* wal_dir;
+  lm_durable_config conf;
+  uint64_t epoch;            /* last completed checkpoint (0: none) */
+  uint64_t attempted;        /* last checkpoint number handed out */
+  bool recovering;           /* running the catalog at open */
+  /* background thread: async WAL flushes and interval checkpoints */
+  pthread_t thread;
+  bool thread_started;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool stop;                 /* under mu */
+  int64_t last_stall_ns;     /* the graph's pause of the last checkpoint */
+};
+
+/* ---- settings ------------------------------------------------------------------- */
+
+void lm_durable_config_init(lm_durable_config* c) {
+  *c = (lm_durable_config){.checkpoint_interval_ms = -1,
+                           .wal_mode = LM_WAL_NONE,
+                           .keep = 3,
+                           .io = LM_WAL_IO_AUTO,
+                           .strict = false,
+                           .flush_ms = 10};
+}
+
+bool lm_durable_parse_interval(const char* text, int64_t* out_ms) {
+  while (*text == ' ') text++;
+  if (lm_streq_nocase(text, "none") || lm_streq_nocase(text, "off")) {
+    *out_ms = -1;
+    return true;
+  }
+  char* end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (end == text || errno != 0 || !(v >= 0)) return false;
+  while (*end == ' ') end++;
+  static const struct {
+    const char* unit;
+    double ms;
+  } units[] = {{"", 1},           {"ms", 1},         {"millisecond", 1}, {"milliseconds", 1},
+               {"s", 1000},       {"sec", 1000},     {"second", 1000},   {"seconds", 1000},
+               {"m", 60000},      {"min", 60000},    {"minute", 60000},  {"minutes", 60000},
+               {"h", 3600000},    {"hour", 3600000}, {"hours", 3600000}};
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (lm_streq_nocase(end, units[i].unit)) {
+      double ms = v * units[i].ms;
+      if (ms > 1e15) return false;
+      *out_ms = (int64_t)ms;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool lm_durable_parse_wal_mode(const char* v, lm_wal_mode* out) {
+  if (lm_streq_nocase(v, "none")) *out = LM_WAL_NONE;
+  else if (lm_streq_nocase(v, "async")) *out = LM_WAL_ASYNC;
+  else if (lm_streq_nocase(v, "sync")) *out = LM_WAL_SYNC;
+  else return false;
+  return true;
+}
+
+laminar_code lm_durable_config_set(lm_durable_config* c, const char* key, const char* value,
+                                   bool* handled, laminar_error* err) {
+  *handled = true;
+  if (lm_streq_nocase(key, "checkpoint_interval")) {
+    int64_t ms;
+    if (!lm_durable_parse_interval(value, &ms) || ms == 0)
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config 'checkpoint_interval': expected a duration such as '10 seconds' "
+                          "or 'none', got '%s'",
+                          value);
+    c->checkpoint_interval_ms = ms;
+  } else if (lm_streq_nocase(key, "wal_mode")) {
+    if (!lm_durable_parse_wal_mode(value, &c->wal_mode))
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config 'wal_mode': expected none, async or sync, got '%s'", value);
+  } else if (lm_streq_nocase(key, "checkpoint_keep")) {
+    char* end;
+    long v = strtol(value, &end, 10);
+    if (end == value || *end != '\0' || v < 1 || v > 1000)
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config 'checkpoint_keep': expected a count from 1 to 1000, got '%s'",
+                          value);
+    c->keep = (int32_t)v;
+  } else if (lm_streq_nocase(key, "wal_io")) {
+    if (lm_streq_nocase(value, "auto")) c->io = LM_WAL_IO_AUTO;
+    else if (lm_streq_nocase(value, "io_uring")) c->io = LM_WAL_IO_URING;
+    else if (lm_streq_nocase(value, "pwrite")) c->io = LM_WAL_IO_PWRITE;
+    else
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config 'wal_io': expected auto, io_uring or pwrite, got '%s'", value);
+  } else if (lm_streq_nocase(key, "wal_recovery")) {
+    if (lm_streq_nocase(value, "cut")) c->strict = false;
+    else if (lm_streq_nocase(value, "strict")) c->strict = true;
+    else
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config 'wal_recovery': expected cut or strict, got '%s'", value);
+  } else if (lm_streq_nocase(key, "wal_flush_interval")) {
+    int64_t ms;
+    if (!lm_durable_parse_interval(value, &ms) || ms <= 0)
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config 'wal_flush_interval': expected a duration, got '%s'", value);
+    c->flush_ms = ms;
+  } else {
+    *handled = false;
+  }
+  return LAMINAR_OK;
+}
+
+/* ---- paths ------------------------------------------------------------------------- */
+
+static char* join(const char* a, const char* b) {
+  size_t n = strlen(a) + strlen(b) + 2;
+  char* p = lm_malloc(n);
+  if (p != NULL) snprintf(p, n, "%s/%s", a, b);
+  return p;
+}
+
+static laminar_code make_dir(const char* path, laminar_error* err) {
+  if (mkdir(path, 0755) != 0 && errno != EEXIST)
+    return lm_error_set(err, LAMINAR_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+  return LAMINAR_OK;
+}
+
+uint64_t lm_durable_next_epoch(const lm_durable* d) { return d->attempted + 1; }
+
+bool lm_durable_recovering(const lm_durable* d) { return d->recovering; }
+
+/* ---- the catalog file -------------------------------------------------------------- */
+
+static bool append_text(char** buf, size_t* len, size_t* cap, const char* s) {
+  size_t n = strlen(s);
+  if (*len + n + 1 > *cap) {
+    size_t c = *cap ? *cap * 2 : 1024;
+    while (c < *len + n + 1) c *= 2;
+    char* g = lm_realloc(*buf, c);
+    if (g == NULL) return false;
+    *buf = g;
+    *cap = c;
+  }
+  memcpy(*buf + *len, s, n + 1);
+  *len += n;
+  return true;
+}
+
+laminar_code lm_durable_catalog_changed(laminar_db* db, laminar_error* err) {
+  /* While the stored catalog runs at open, the file already says it all:
+   * rewriting it statement by statement would leave a prefix on a crash. */
+  if (db->dur == NULL || db->dur->recovering) return LAMINAR_OK;
+  char* text = NULL;
+  size_t len = 0, cap = 0;
+  bool ok = true;
+  lm_graph* g = &db->graph;
+  for (int32_t i = 0; i < g->nsources && ok; i++)
+    ok = append_text(&text, &len, &cap, g->sources[i]->sql) && append_text(&text, &len, &cap, ";\n");
+  for (int32_t i = 0; i < g->nstreams && ok; i++)
+    ok = append_text(&text, &len, &cap, g->streams[i]->sql) && append_text(&text, &len, &cap, ";\n");
+  for (int32_t i = 0; i < db->nsinks && ok; i++)
+    ok = append_text(&text, &len, &cap, db->sinks[i]->sql) && append_text(&text, &len, &cap, ";\n");
+  laminar_code rc;
+  if (!ok) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  else rc = lm_store_write_atomic(db->dur->dir, "catalog.sql", text ? text : "", len, err);
+  lm_free(text);
+  return rc;
+}
+
+/* ---- the WAL of a source ------------------------------------------------------------ */
+
+laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
+                                       const char* wal_mode_option, laminar_error* err) {
+  lm_durable* d = db->dur;
+  if (d == NULL) return LAMINAR_OK;
+  lm_wal_mode mode = d->conf.wal_mode;
+  if (wal_mode_option != NULL && !lm_durable_parse_wal_mode(wal_mode_option, &mode))
+    return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                        "source '%s': wal_mode must be none, async or sync, got '%s'", def->name,
+                        wal_mode_option);
+  if (mode == LM_WAL_NONE) return LAMINAR_OK;
+  char* dir = join(d->wal_dir, def->name);
+  if (dir == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  lm_wal_options o = {.dir = dir, .io = d->conf.io, .strict = d->conf.strict};
+  lm_wal_report rep;
+  laminar_code rc = lm_wal_open(&o, &def->wal, &rep, err);
+  lm_free(dir);
+  if (rc == LAMINAR_OK && rep.cut) {
+    /* Recovered to the last good record; the cut is reported, never replayed. */
+    fprintf(stderr, "laminardb: source '%s': WAL cut: %s (%" PRIu64 " bytes)\n", def->name,
+            rep.reason, rep.bytes_cut);
+  }
+  def->wal_sync = mode == LM_WAL_SYNC;
+  return rc;
+}
+
+laminar_code lm_durable_source_dropped(laminar_db* db, lm_source_def* def, laminar_error* err) {
+  lm_durable* d = db->dur;
+  if (d == NULL || def->wal == NULL) return LAMINAR_OK;
+  char* dir = join(d->wal_dir, def->name);
+  if (dir == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  DIR* dh = opendir(dir);
+  struct dirent* e;
+  char path[4096];
+  while (dh != NULL && (e = readdir(dh)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path) unlink(path);
+  }
+  if (dh != NULL) closedir(dh);
+  laminar_code rc = LAMINAR_OK;
+  if (rmdir(dir) != 0 && errno != ENOENT)
+    rc = lm_error_set(err, LAMINAR_ERR_IO, "cannot remove the WAL of source '%s' (%s): %s",
+                      def->name, dir, strerror(errno));
+  lm_free(dir);
+  return rc;
+}
+
+void lm_durable_lower_interval(lm_durable* d, int64_t ms) {
+  pthread_mutex_lock(&d->mu);
+  if (ms > 0 && ms < d->conf.checkpoint_interval_ms) d->conf.checkpoint_interval_ms = ms;
+  pthread_mutex_unlock(&d->mu);
+}
+
+laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, laminar_error* err) {
+  lm_state_writer w;
+  lm_state_writer_init(&w);
+  uint16_t type;
+  if (msg->batch != NULL) {
+    type = WAL_BATCH;
+    lm_batch_encode(msg->batch, &w);
+  } else {
+    type = WAL_WATERMARK;
+    lm_state_put_i64(&w, msg->watermark_ms);
+  }
+  laminar_code rc = lm_state_writer_status(&w);
+  if (rc != LAMINAR_OK) {
+    lm_state_writer_free(&w);
+    return lm_error_set(err, rc, "source '%s': out of memory logging a batch", def->name);
+  }
+  if (w.len > LM_WAL_MAX_RECORD) {
+    lm_state_writer_free(&w);
+    return lm_error_set(err, LAMINAR_ERR_IO, "source '%s': a batch of %zu bytes exceeds the WAL's "
+                        "record limit; push smaller batches", def->name, w.len);
+  }
+  lm_wal_ticket t;
+  rc = lm_wal_append(def->wal, type, 0, w.data, (uint32_t)w.len, &t, err);
+  lm_state_writer_free(&w);
+  if (rc == LAMINAR_OK && def->wal_sync) rc = lm_wal_commit(def->wal, t, true, err);
+  if (rc == LAMINAR_OK) msg->seq = t.seq;
+  return rc;
+}
+
+/* ---- checkpoints ----------------------------------------------------------------------- */
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void put_name(lm_state_writer* w, const char* name) { lm_state_put_bytes(w, name, strlen(name)); }
+
+/* Serialize the graph's state (the graph is stopped). */
+static laminar_code serialize(laminar_db* db, uint64_t epoch, lm_state_writer* w,
+                              laminar_error* err) {
+  lm_graph* g = &db->graph;
+  lm_state_put_u32(w, CKPT_MAGIC);
+  lm_state_put_u32(w, CKPT_VERSION);
+  lm_state_put_i64(w, (int64_t)epoch);
+  lm_state_put_u32(w, (uint32_t)g->nsources);
+  for (int32_t i = 0; i < g->nsources; i++) {
+    const lm_source_def* s = g->sources[i];
+    put_name(w, s->name);
+    lm_state_put_i64(w, (int64_t)s->processed_seq);
+    lm_state_put_i64(w, s->watermark_ms);
+    lm_state_put_i64(w, s->max_ts_ms);
+  }
+  lm_state_put_u32(w, (uint32_t)g->nstreams);
+  for (int32_t i = 0; i < g->nstreams; i++) {
+    const lm_stream_def* s = g->streams[i];
+    put_name(w, s->name);
+    lm_state_put_i64(w, s->watermark_ms);
+    lm_state_writer chain;
+    lm_state_writer_init(&chain);
+    laminar_code rc = lm_op_chain_snapshot(s->chain, &chain);
+    if (rc == LAMINAR_OK) rc = lm_state_writer_status(&chain);
+    if (rc == LAMINAR_OK) lm_state_put_bytes(w, chain.data, chain.len);
+    lm_state_writer_free(&chain);
+    if (rc != LAMINAR_OK) return lm_error_set(err, rc, "stream '%s': snapshot failed", s->name);
+  }
+  return lm_state_writer_status(w) == LAMINAR_OK
+             ? LAMINAR_OK
+             : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory serializing a checkpoint");
+}
+
+/* Flush every source's WAL up to what it holds, so that the offsets a
+ * checkpoint records are never ahead of the log (async mode). */
+static laminar_code flush_wals(laminar_db* db, laminar_error* err) {
+  lm_graph* g = &db->graph;
+  for (int32_t i = 0; i < g->nsources; i++) {
+    lm_wal* wal = g->sources[i]->wal;
+    if (wal == NULL) continue;
+    lm_wal_ticket t = lm_wal_ticket_last(wal);
+    if (t.seq > 0) LM_TRY(lm_wal_commit(wal, t, true, err));
+  }
+  return LAMINAR_OK;
+}
+
+laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
+  lm_durable* d = db->dur;
+  if (d == NULL)
+    return lm_error_set(err, LAMINAR_ERR_STATE,
+                        "checkpoints are off: set data_dir and checkpoint_interval");
+  uint64_t epoch = ++d->attempted; /* numbers are never reused, even after a failure */
+  lm_graph* g = &db->graph;
+  uint64_t* covered = lm_calloc((size_t)g->nsources + 1, sizeof *covered);
+  if (covered == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  lm_state_writer w;
+  lm_state_writer_init(&w);
+  /* The stall: the graph stops between two messages. */
+  int64_t t0 = now_ns();
+  lm_rt_pause(&db->rt);
+  laminar_code rc = flush_wals(db, err);
+  if (rc == LAMINAR_OK) rc = serialize(db, epoch, &w, err);
+  for (int32_t i = 0; i < g->nsources; i++) covered[i] = g->sources[i]->processed_seq;
+  for (int32_t i = 0; i < db->nsinks && rc == LAMINAR_OK; i++) {
+    lm_file_sink* fs = db->sinks[i]->fs;
+    rc = lm_file_sink_pre_commit(fs, err);
+    if (rc == LAMINAR_OK) rc = lm_file_sink_begin(fs, epoch + 1, err);
+  }
+  lm_rt_resume(&db->rt);
+  d->last_stall_ns = now_ns() - t0;
+  /* Ring 1: write, then publish. */
+  if (rc == LAMINAR_OK) rc = lm_ckpt_write(d->ckpt_dir, epoch, w.data, w.len, err);
+  lm_state_writer_free(&w);
+  if (rc == LAMINAR_OK) {
+    /* Durable: publish every epoch it covers (an earlier failed checkpoint
+     * left its epoch staged; this one covers it too). */
+    for (int32_t i = 0; i < db->nsinks && rc == LAMINAR_OK; i++)
+      for (uint64_t e = d->epoch + 1; e <= epoch && rc == LAMINAR_OK; e++)
+        rc = lm_file_sink_commit(db->sinks[i]->fs, e, err);
+    if (rc == LAMINAR_OK) d->epoch = epoch;
+    for (int32_t i = 0; i < g->nsources && rc == LAMINAR_OK; i++) {
+      lm_source_def* s = g->sources[i];
+      if (s->wal != NULL) rc = lm_wal_truncate_before(s->wal, covered[i] + 1, err);
+    }
+    if (rc == LAMINAR_OK) rc = lm_ckpt_gc(d->ckpt_dir, d->conf.keep, err);
+  }
+  lm_free(covered);
+  return rc;
+}
+
+/* ---- recovery ------------------------------------------------------------------------------ */
+
+/* Restore the graph from checkpoint bytes (the graph is not running). */
+static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, laminar_error* err) {
+  lm_state_reader r;
+  lm_state_reader_init(&r, data, len);
+  if (lm_state_get_u32(&r) != CKPT_MAGIC || lm_state_get_u32(&r) != CKPT_VERSION)
+    return lm_error_set(err, LAMINAR_ERR_RECOVERY, "checkpoint: unknown format");
+  (void)lm_state_get_i64(&r); /* epoch: the file's name says it too */
+  char name[256];
+  uint32_t n = lm_state_get_u32(&r);
+  for (uint32_t i = 0; i < n && !r.failed; i++) {
+    lm_str nm = lm_state_get_bytes(&r);
+    snprintf(name, sizeof name, "%.*s", (int)nm.len, nm.ptr ? nm.ptr : "");
+    lm_source_def* s = lm_db_find_source(db, name);
+    int64_t seq = lm_state_get_i64(&r), wm = lm_state_get_i64(&r), mx = lm_state_get_i64(&r);
+    if (s == NULL) continue; /* dropped after the checkpoint: the catalog is newer */
+    s->processed_seq = (uint64_t)seq;
+    s->watermark_ms = wm;
+    s->max_ts_ms = mx;
+  }
+  n = lm_state_get_u32(&r);
+  for (uint32_t i = 0; i < n && !r.failed; i++) {
+    lm_str nm = lm_state_get_bytes(&r);
+    snprintf(name, sizeof name, "%.*s", (int)nm.len, nm.ptr ? nm.ptr : "");
+    lm_stream_def* s = lm_db_find_stream(db, name);
+    int64_t wm = lm_state_get_i64(&r);
+    lm_str chain = lm_state_get_bytes(&r);
+    if (r.failed) break;
+    if (s == NULL) continue; /* dropped after the checkpoint */
+    s->watermark_ms = wm;
+    lm_state_reader cr;
+    lm_state_reader_init(&cr, chain.ptr, (size_t)chain.len);
+    laminar_code rc = lm_op_chain_restore(s->chain, &cr, err);
+    if (rc != LAMINAR_OK) return lm_error_set(err, LAMINAR_ERR_RECOVERY, "stream '%s': %s", name,
+                                              err ? err->message : "state does not restore");
+    atomic_store_explicit(&s->late_rows, lm_op_window_late_rows(s->chain), memory_order_relaxed);
+  }
+  if (r.failed) return lm_error_set(err, LAMINAR_ERR_RECOVERY, "checkpoint: truncated content");
+  return LAMINAR_OK;
+}
+
+typedef struct replay_ctx {
+  lm_source_def* src;
+  uint64_t replayed;
+} replay_ctx;
+
+static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_error* err) {
+  replay_ctx* c = arg;
+  lm_source_def* src = c->src;
+  if (rec->seq <= src->processed_seq) return LAMINAR_OK;
+  lm_msg* msg = lm_calloc(1, sizeof *msg);
+  if (msg == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  msg->seq = rec->seq;
+  msg->watermark_ms = INT64_MIN;
+  lm_state_reader r;
+  lm_state_reader_init(&r, rec->payload, rec->len);
+  laminar_code rc = LAMINAR_OK;
+  if (rec->type == WAL_BATCH) {
+    rc = lm_batch_decode(&src->schema, &r, &msg->batch, err);
+  } else if (rec->type == WAL_WATERMARK) {
+    msg->watermark_ms = lm_state_get_i64(&r);
+    if (r.failed) rc = lm_error_set(err, LAMINAR_ERR_RECOVERY, "WAL: truncated watermark record");
+  } else {
+    rc = lm_error_set(err, LAMINAR_ERR_RECOVERY, "WAL: unknown record type %u", rec->type);
+  }
+  if (rc != LAMINAR_OK) {
+    lm_free(msg);
+    return lm_error_set(err, LAMINAR_ERR_RECOVERY, "source '%s': WAL record %" PRIu64 ": %s",
+                        src->name, rec->seq, err ? err->message : "undecodable");
+  }
+  c->replayed++;
+  return lm_rt_process_now(src, msg); /* consumes msg */
+}
+
+static char* read_text(const char* path, bool* missing) {
+  *missing = false;
+  FILE* f = fopen(path, "rb");
+  if (f == NULL) {
+    *missing = errno == ENOENT;
+    return NULL;
+  }
+  char* buf = NULL;
+  size_t len = 0, cap = 0;
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+    if (len + n + 1 > cap) {
+      cap = (len + n + 1) * 2;
+      char* g = lm_realloc(buf, cap);
+      if (g == NULL) {
+        lm_free(buf);
+        fclose(f);
+        return NULL;
+      }
+      buf = g;
+    }
+    memcpy(buf + len, chunk, n);
+    len += n;
+  }
+  fclose(f);
+  if (buf == NULL) buf = lm_calloc(1, 1);
+  else buf[len] = '\0';
+  return buf;
+}
+
+static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
+  char* path = join(d->dir, "catalog.sql");
+  if (path == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  bool missing;
+  char* sql = read_text(path, &missing);
+  lm_free(path);
+  if (sql == NULL && !missing)
+    return lm_error_set(err, LAMINAR_ERR_IO, "cannot read %s/catalog.sql: %s", d->dir,
+                        strerror(errno));
+  laminar_code rc = LAMINAR_OK;
+  if (sql != NULL) {
+    d->recovering = true;
+    rc = lm_db_execute_locked(db, sql, NULL, err);
+    d->recovering = false;
+    lm_free(sql);
+    if (rc != LAMINAR_OK) {
+      char msg[sizeof err->message];
+      snprintf(msg, sizeof msg, "%s", err ? err->message : "");
+      return lm_error_set(err, LAMINAR_ERR_RECOVERY, "%s/catalog.sql does not run: %s", d->dir,
+                          msg);
+    }
+  }
+  bool found;
+  uint64_t epoch = 0;
+  uint8_t* data;
+  size_t len;
+  lm_ckpt_report crep;
+  LM_TRY(lm_ckpt_load_latest(d->ckpt_dir, &found, &epoch, &data, &len, &crep, err));
+  if (crep.skipped > 0)
+    fprintf(stderr, "laminardb: %d damaged checkpoint(s) skipped: %s\n", crep.skipped, crep.reason);
+  if (found) {
+    rc = restore(db, data, len, err);
+    lm_free(data);
+    LM_TRY(rc);
+  }
+  d->epoch = d->attempted = epoch;
+  /* Sinks: staged epochs up to the checkpoint are published, later dropped;
+   * the replay below writes the next epoch again. */
+  for (int32_t i = 0; i < db->nsinks; i++) {
+    LM_TRY(lm_file_sink_recover(db->sinks[i]->fs, epoch, err));
+    LM_TRY(lm_file_sink_begin(db->sinks[i]->fs, epoch + 1, err));
+  }
+  lm_graph* g = &db->graph;
+  for (int32_t i = 0; i < g->nsources; i++) {
+    lm_source_def* s = g->sources[i];
+    if (s->wal == NULL) continue;
+    replay_ctx c = {.src = s};
+    LM_TRY(lm_wal_replay(s->wal, s->processed_seq + 1, replay_record, &c, err));
+  }
+  return LAMINAR_OK;
+}
+
+/* ---- the background thread ---------------------------------------------------------------- */
+
+static void* background(void* arg) {
+  lm_durable* d = arg;
+  laminar_db* db = d->db;
+  pthread_mutex_lock(&d->mu);
+  int64_t last_ckpt = now_ns();
+  while (!d->stop) {
+    int64_t interval_ms = d->conf.checkpoint_interval_ms; /* a source may lower it */
+    int64_t tick_ms = interval_ms < d->conf.flush_ms ? interval_ms : d->conf.flush_ms;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    int64_t ns = until.tv_nsec + tick_ms * 1000000;
+    until.tv_sec += ns / 1000000000;
+    until.tv_nsec = ns % 1000000000;
+    pthread_cond_timedwait(&d->cv, &d->mu, &until);
+    if (d->stop) break;
+    pthread_mutex_unlock(&d->mu);
+    pthread_mutex_lock(&db->lock);
+    /* Async WALs: flush what was appended (bounded delay: one tick). */
+    lm_graph* g = &db->graph;
+    for (int32_t i = 0; i < g->nsources; i++) {
+      lm_wal* wal = g->sources[i]->wal;
+      if (wal == NULL || g->sources[i]->wal_sync) continue;
+      lm_wal_ticket t = lm_wal_ticket_last(wal);
+      if (t.seq > 0) (void)lm_wal_commit(wal, t, true, NULL); /* a failure resurfaces on push */
+    }
+    if (now_ns() - last_ckpt >= interval_ms * 1000000) {
+      laminar_error e;
+      if (lm_durable_checkpoint(db, &e) != LAMINAR_OK)
+        fprintf(stderr, "laminardb: checkpoint failed: %s\n", e.message);
+      last_ckpt = now_ns();
+    }
+    pthread_mutex_unlock(&db->lock);
+    pthread_mutex_lock(&d->mu);
+  }
+  pthread_mutex_unlock(&d->mu);
+  return NULL;
+}
+
+/* ---- open / close ------------------------------------------------------------------------- */
+
+static void durable_free(lm_durable* d) {
+  pthread_mutex_destroy(&d->mu);
+  pthread_cond_destroy(&d->cv);
+  lm_free(d->dir);
+  lm_free(d->ckpt_dir);
+  lm_free(d->wal_dir);
+  lm_free(d);
+}
+
+laminar_code lm_durable_open(laminar_db* db, const char* data_dir, const lm_durable_config* c,
+                             lm_durable** out, laminar_error* err) {
+  *out = NULL;
+  bool on = c->checkpoint_interval_ms > 0;
+  if (!on) {
+    if (c->wal_mode != LM_WAL_NONE)
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_CONFLICT,
+                          "config 'wal_mode' = %s needs checkpoints: set checkpoint_interval "
+                          "(the WAL is replayed from the last checkpoint)",
+                          c->wal_mode == LM_WAL_SYNC ? "sync" : "async");
+    return LAMINAR_OK;
+  }
+  if (data_dir == NULL)
+    return lm_error_set(err, LAMINAR_ERR_CONFIG_CONFLICT,
+                        "config 'checkpoint_interval' needs 'data_dir': checkpoints are files");
+  lm_durable* d = lm_calloc(1, sizeof *d);
+  if (d == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  pthread_mutex_init(&d->mu, NULL);
+  pthread_cond_init(&d->cv, NULL);
+  d->db = db;
+  d->conf = *c;
+  d->dir = lm_strdup(data_dir);
+  d->ckpt_dir = join(data_dir, "checkpoints");
+  d->wal_dir = join(data_dir, "wal");
+  laminar_code rc = LAMINAR_OK;
+  if (d->dir == NULL || d->ckpt_dir == NULL || d->wal_dir == NULL)
+    rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  if (rc == LAMINAR_OK) rc = make_dir(d->ckpt_dir, err);
+  if (rc == LAMINAR_OK) rc = make_dir(d->wal_dir, err);
+  if (rc != LAMINAR_OK) {
+    durable_free(d);
+    return rc;
+  }
+  /* From here DDL sees db->dur (sources get WALs, the catalog is persisted). */
+  db->dur = d;
+  rc = recover(db, d, err);
+  if (rc == LAMINAR_OK && pthread_create(&d->thread, NULL, background, d) != 0)
+    rc = lm_error_set(err, LAMINAR_ERR_INTERNAL, "cannot start the checkpoint thread");
+  if (rc != LAMINAR_OK) {
+    db->dur = NULL;
+    durable_free(d);
+    return rc;
+  }
+  d->thread_started = true;
+  *out = d;
+  return LAMINAR_OK;
+}
+
+void lm_durable_close(lm_durable* d) {
+  if (d == NULL) return;
+  if (d->thread_started) {
+    pthread_mutex_lock(&d->mu);
+    d->stop = true;
+    pthread_cond_signal(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->thread, NULL);
+  }
+  durable_free(d);
+}

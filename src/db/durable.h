@@ -1,0 +1,109 @@
+/*
+ * durable.h -- durability of a database (DESIGN §8, issue 6): settings, the
+ * per-source WAL, checkpoints, recovery at open, file sinks' epochs, and the
+ * background thread that flushes async WALs and takes interval checkpoints.
+ *
+ * Off unless data_dir and checkpoint_interval are both set; then nothing of
+ * this runs and a push costs what it cost before (zero overhead when off).
+ *
+ * On disk under data_dir:
+ *   catalog.sql            the DDL of every live source, stream and sink, in
+ *                          creation order, rewritten atomically after each DDL
+ *   checkpoints/ckpt-N.bin checkpoint N (store/ckpt.h), the newest `keep` kept
+ *   wal/<source>/          the source's WAL segments (store/wal.h), when its
+ *                          wal_mode is not none
+ *
+ * A checkpoint is taken with the graph stopped between two messages (the
+ * reactor paused, or no inline run in progress): with one reactor that point is
+ * an aligned barrier on every input at once. Operator state is serialized
+ * into memory there (the stall), and written, flushed and published after the
+ * graph runs again. Epoch N's sink output is the rows produced between
+ * checkpoints N-1 and N: pre-committed in the stall, committed once checkpoint N
+ * is durable.
+ *
+ * Recovery (laminar_open on a data_dir that holds a catalog): run the catalog,
+ * restore the newest whole checkpoint, settle the sinks (staged epochs up to it
+ * committed, later ones dropped), and replay each source's WAL records after
+ * the checkpoint's offsets through the graph. Pushes then continue with the
+ * next offsets.
+ */
+#ifndef LM_DB_DURABLE_H
+#define LM_DB_DURABLE_H
+
+#include "laminar.h"
+#include "store/wal.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum lm_wal_mode { LM_WAL_NONE = 0, LM_WAL_ASYNC = 1, LM_WAL_SYNC = 2 } lm_wal_mode;
+
+typedef struct lm_durable_config {
+  int64_t checkpoint_interval_ms; /* -1: none (durability off) */
+  lm_wal_mode wal_mode;
+  int32_t keep;                   /* checkpoints kept */
+  lm_wal_io io;
+  bool strict;                    /* refuse to open on WAL damage before the tail */
+  int64_t flush_ms;               /* async WAL: longest delay before a flush */
+} lm_durable_config;
+
+void lm_durable_config_init(lm_durable_config* c);
+
+/* Handle a durability key of laminar_config_set (*handled false for other keys). */
+laminar_code lm_durable_config_set(lm_durable_config* c, const char* key, const char* value,
+                                   bool* handled, laminar_error* err);
+
+/* Parse "none", "<n>", "<n> ms|s|seconds|minutes|..." into milliseconds (-1:
+ * none). False when the text is not a duration. */
+bool lm_durable_parse_interval(const char* text, int64_t* out_ms);
+
+/* Parse "none" | "async" | "sync". */
+bool lm_durable_parse_wal_mode(const char* text, lm_wal_mode* out);
+
+typedef struct lm_durable lm_durable;
+struct laminar_db;
+struct lm_source_def;
+struct lm_stream_def;
+
+/* At laminar_open: validate the settings against data_dir (LAMINAR_ERR_CONFIG_CONFLICT),
+ * and when durability is on, recover from data_dir and start the background
+ * thread. *out stays NULL when durability is off. */
+laminar_code lm_durable_open(struct laminar_db* db, const char* data_dir,
+                             const lm_durable_config* c, lm_durable** out, laminar_error* err);
+
+/* At laminar_close, before the catalog is freed: stop the thread. */
+void lm_durable_close(lm_durable* d);
+
+/* After a DDL statement changed the catalog: rewrite catalog.sql. */
+laminar_code lm_durable_catalog_changed(struct laminar_db* db, laminar_error* err);
+
+/* CREATE SOURCE with durability on: open its WAL (wal_mode from the source's
+ * WITH options, else the database's). */
+laminar_code lm_durable_source_created(struct laminar_db* db, struct lm_source_def* def,
+                                       const char* wal_mode_option, laminar_error* err);
+
+/* DROP SOURCE: remove the source's WAL files. */
+laminar_code lm_durable_source_dropped(struct laminar_db* db, struct lm_source_def* def,
+                                       laminar_error* err);
+
+/* A source's checkpoint_interval option: checkpoints are database-wide, so
+ * the shortest interval asked for wins. */
+void lm_durable_lower_interval(lm_durable* d, int64_t ms);
+
+/* The push path: log the message (batch or watermark) and, in sync mode, wait
+ * for its flush; sets msg->seq. */
+struct lm_msg;
+laminar_code lm_durable_log(struct lm_source_def* def, struct lm_msg* msg, laminar_error* err);
+
+/* Take a checkpoint now (laminar_checkpoint; the interval timer). Caller
+ * holds db->lock. */
+laminar_code lm_durable_checkpoint(struct laminar_db* db, laminar_error* err);
+
+/* The epoch the next checkpoint will have (file sinks begin there). */
+uint64_t lm_durable_next_epoch(const lm_durable* d);
+
+/* True while laminar_open runs the stored catalog: file sinks created then
+ * begin their epoch once recovery knows which (not at creation). */
+bool lm_durable_recovering(const lm_durable* d);
+
+#endif /* LM_DB_DURABLE_H */
