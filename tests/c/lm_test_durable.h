@@ -1,0 +1,199 @@
+/*
+ * lm_test_durable.h -- the durable pipeline the durability and crash tests
+ * share: a windowed VWAP stream, a stream cascaded from it, a file sink on
+ * each, a deterministic input of NBATCH batches, and the committed output of
+ * the sinks read back (lines sorted: epoch boundaries depend on timing,
+ * RELIABILITY "equal output").
+ */
+#ifndef LM_TEST_DURABLE_H
+#define LM_TEST_DURABLE_H
+
+#include <dirent.h>
+
+#include "arrow_build.h"
+#include "lm_test.h"
+#include "lm_test_fs.h"
+
+static const char* DDL =
+    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
+    "  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);\n"
+    "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / SUM(volume) AS vwap,\n"
+    "  COUNT(*) AS n FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);\n"
+    "CREATE STREAM busy AS SELECT symbol, window_start, vwap, n FROM vwap WHERE n >= 12;\n";
+
+#define NBATCH 40
+#define ROWS 50
+
+/* Batch b of the deterministic input: 4 symbols, time moving forward with a
+ * little disorder inside the watermark delay. */
+static inline int push_batch(laminar_source* src, int64_t b, laminar_error* err) {
+  trade_row rows[ROWS];
+  static const char* syms[] = {"AAPL", "MSFT", "M\xc3\xbcnchen", "X"};
+  for (int i = 0; i < ROWS; i++) {
+    int64_t k = b * ROWS + i;
+    rows[i] = (trade_row){syms[k % 4], 10.0 + (double)(k % 13) * 0.5, false, 1 + k % 7, false,
+                          1000 + k * 20 - (k % 3) * 30};
+  }
+  struct ArrowArray array;
+  struct ArrowSchema schema;
+  if (build_trades(rows, ROWS, b % 2 == 1, &array, &schema) != 0) return -1;
+  laminar_code rc = laminar_source_push(src, &array, &schema, err);
+  if (array.release != NULL) array.release(&array);
+  schema.release(&schema);
+  return (int)rc;
+}
+
+static inline laminar_code open_db(const char* dir, const char* wal_mode, laminar_db** db,
+                            laminar_error* err) {
+  laminar_config* c;
+  if (laminar_config_create(&c) != LAMINAR_OK) return LAMINAR_ERR_NOMEM;
+  laminar_code rc = laminar_config_set(c, "data_dir", dir, err);
+  if (rc == LAMINAR_OK) rc = laminar_config_set(c, "checkpoint_interval", "1 hour", err);
+  if (rc == LAMINAR_OK) rc = laminar_config_set(c, "wal_mode", wal_mode, err);
+  if (rc == LAMINAR_OK) rc = laminar_open(c, db, err);
+  laminar_config_destroy(c);
+  return rc;
+}
+
+static inline void sink_sql(const char* dir, char* out, size_t n) {
+  snprintf(out, n,
+           "CREATE SINK out FROM vwap INTO FILE (path = '%s/out', format = 'jsonl');\n"
+           "CREATE SINK busy_out FROM busy INTO FILE (path = '%s/busy', format = 'csv')",
+           dir, dir);
+}
+
+/* The committed sink output: its part files concatenated in epoch order,
+ * then its lines sorted (rows of one epoch keep their order; epoch
+ * boundaries depend on timing, RELIABILITY "equal output"). */
+static inline char* sink_dir_output(const char* dir, const char* sub) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, sub);
+  struct dirent** list;
+  int n = scandir(path, &list, NULL, alphasort);
+  size_t cap = 1 << 16, len = 0;
+  char* all = calloc(1, cap);
+  for (int i = 0; i < n; i++) {
+    if (strncmp(list[i]->d_name, "part-", 5) == 0) {
+      char p[800];
+      snprintf(p, sizeof p, "%s/%s", path, list[i]->d_name);
+      FILE* f = fopen(p, "rb");
+      size_t nlen = strlen(list[i]->d_name);
+      if (f != NULL && nlen > 4 && strcmp(list[i]->d_name + nlen - 4, ".csv") == 0) {
+        int c; /* each CSV part file starts with its header line: skip it */
+        while ((c = fgetc(f)) != EOF && c != '\n') {
+        }
+      }
+      size_t got;
+      char buf[4096];
+      while (f != NULL && (got = fread(buf, 1, sizeof buf, f)) > 0) {
+        while (len + got + 1 > cap) {
+          cap *= 2;
+          all = realloc(all, cap);
+        }
+        memcpy(all + len, buf, got);
+        len += got;
+      }
+      if (f != NULL) fclose(f);
+    }
+    free(list[i]);
+  }
+  if (n > 0) free(list);
+  all[len] = '\0';
+  /* sort lines */
+  size_t nl = 0;
+  for (size_t i = 0; i < len; i++) nl += all[i] == '\n';
+  char** lines = calloc(nl + 1, sizeof *lines);
+  size_t k = 0;
+  for (char* p = all; *p != '\0';) {
+    char* e = strchr(p, '\n');
+    *e = '\0';
+    lines[k++] = p;
+    p = e + 1;
+  }
+  for (size_t i = 1; i < k; i++)
+    for (size_t j = i; j > 0 && strcmp(lines[j - 1], lines[j]) > 0; j--) {
+      char* t = lines[j];
+      lines[j] = lines[j - 1];
+      lines[j - 1] = t;
+    }
+  char* out = calloc(1, len + 2);
+  size_t o = 0;
+  for (size_t i = 0; i < k; i++) {
+    size_t l = strlen(lines[i]);
+    memcpy(out + o, lines[i], l);
+    o += l;
+    out[o++] = '\n';
+  }
+  free(lines);
+  free(all);
+  return out;
+}
+
+/* Push batches [from, to), run inline, checkpoint every `every` batches. */
+/* Both sinks' committed output, the cascaded one after a separator. */
+static inline char* sink_output(const char* dir) {
+  char* a = sink_dir_output(dir, "out");
+  char* b = sink_dir_output(dir, "busy");
+  size_t la = strlen(a), lb = strlen(b);
+  char* all = malloc(la + lb + 16);
+  memcpy(all, a, la);
+  memcpy(all + la, "--- busy\n", 9);
+  memcpy(all + la + 9, b, lb + 1);
+  free(a);
+  free(b);
+  return all;
+}
+
+static inline int feed(laminar_db* db, laminar_source* src, int64_t from, int64_t to, int every) {
+  laminar_error err;
+  for (int64_t b = from; b < to; b++) {
+    CHECK_CODE(push_batch(src, b, &err), LAMINAR_OK, &err);
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+    if (every > 0 && (b + 1) % every == 0)
+      CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
+  }
+  return 0;
+}
+
+static inline int finish(laminar_db* db, laminar_source* src) {
+  laminar_error err;
+  CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
+  return 0;
+}
+
+static inline void remove_db(const char* dir) {
+  const char* subs[] = {"out", "busy", "checkpoints", "wal/trades", "wal"};
+  char p[600];
+  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, subs[i]);
+    lm_test_rmdir(p);
+  }
+  lm_test_rmdir(dir);
+}
+
+/* The uninterrupted run's committed output. */
+static inline char* reference_output(void) {
+  char dir[64];
+  if (lm_test_mkdtemp(dir, sizeof dir, "lm_dur_ref_") != 0) return NULL;
+  laminar_db* db;
+  laminar_source* src;
+  laminar_error err;
+  char sql[600];
+  sink_sql(dir, sql, sizeof sql);
+  char* out = NULL;
+  if (open_db(dir, "sync", &db, &err) == LAMINAR_OK) {
+    if (laminar_execute(db, DDL, &err) == LAMINAR_OK && laminar_execute(db, sql, &err) == LAMINAR_OK &&
+        laminar_source_open(db, "trades", &src, &err) == LAMINAR_OK) {
+      if (feed(db, src, 0, NBATCH, 7) == 0 && finish(db, src) == 0) out = sink_output(dir);
+      laminar_source_close(src);
+    }
+    laminar_close(db);
+  }
+  remove_db(dir);
+  return out;
+}
+
+
+#endif /* LM_TEST_DURABLE_H */

@@ -1,0 +1,149 @@
+/*
+ * test_crash.c -- kill -9 at random moments (issue 6, RELIABILITY "crash").
+ *
+ * A child process runs the durable pipeline of lm_test_durable.h — a 1-second
+ * tumbling VWAP, a stream cascaded from it, a JSONL and a CSV file sink, sync
+ * WAL, a checkpoint every 7 batches — over a deterministic input, resuming at
+ * its source's offset after every restart. The parent kills it with SIGKILL
+ * after a random delay (seeded; LAMINAR_TEST_SEED replays), restarts it, and
+ * repeats until a run completes; that episode's committed sink output must
+ * equal an uninterrupted run's: no duplicate, no gap, no partial epoch.
+ * Episodes repeat until at least 100 kills. The summary line counts kills by
+ * the phase the child was in (its own marker in shared memory: open and
+ * recovery, push with its WAL append and flush, the inline run, checkpoint
+ * with its sink commits, the final watermark).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // fork, mmap, usleep under -std=c17
+#endif
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lm_test_durable.h"
+
+/* ---- kill -9 ------------------------------------------------------------------------------- */
+
+/* What the child is doing, as seen from the API, shared with the parent. */
+enum { PH_OPEN, PH_PUSH, PH_RUN, PH_CHECKPOINT, PH_FINISH, PH_COUNT };
+static const char* PHASES[PH_COUNT] = {"open/recover", "push", "run", "checkpoint", "finish"};
+
+static void child_run(const char* dir, volatile int* phase) {
+  laminar_db* db;
+  laminar_source* src;
+  laminar_error err;
+  char sql[600];
+  sink_sql(dir, sql, sizeof sql);
+  *phase = PH_OPEN;
+  if (open_db(dir, "sync", &db, &err) != LAMINAR_OK) {
+    fprintf(stderr, "child: open: %s\n", err.message);
+    _exit(3);
+  }
+  if (laminar_execute(db, DDL, &err) != LAMINAR_OK || laminar_execute(db, sql, &err) != LAMINAR_OK ||
+      laminar_source_open(db, "trades", &src, &err) != LAMINAR_OK)
+    _exit(4);
+  int64_t off;
+  laminar_source_offset(src, &off, &err);
+  for (int64_t b = off - 1; b < NBATCH; b++) {
+    *phase = PH_PUSH;
+    if (push_batch(src, b, &err) != LAMINAR_OK) _exit(5);
+    *phase = PH_RUN;
+    if (laminar_run_until_idle(db, &err) != LAMINAR_OK) _exit(6);
+    if ((b + 1) % 7 == 0) {
+      *phase = PH_CHECKPOINT;
+      if (laminar_checkpoint(db, &err) != LAMINAR_OK) _exit(7);
+    }
+  }
+  *phase = PH_FINISH;
+  if (finish(db, src) != 0) _exit(8);
+  laminar_source_close(src);
+  laminar_close(db);
+  _exit(0);
+}
+
+static int64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Children feed the input (sync WAL, a checkpoint every 7 batches) and are
+ * killed with SIGKILL at random moments, each restart recovering from what
+ * the last one left; an episode ends when a child completes, and its
+ * committed output must equal the uninterrupted run's. Episodes repeat until
+ * 100 kills. */
+static int test_sigkill_loop(void) {
+  char* want = reference_output();
+  CHECK(want != NULL);
+  volatile int* phase = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  CHECK(phase != MAP_FAILED);
+  uint64_t seed = lm_test_seed(), r = seed | 1;
+  int kills = 0, episodes = 0, runs = 0, mismatches = 0;
+  int hist[PH_COUNT] = {0};
+  int64_t full_ns = 0;
+  while (kills < 100) {
+    char dir[64];
+    CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_kill_") == 0);
+    episodes++;
+    int streak = 0; /* kills in a row in this episode */
+    for (;;) {
+      runs++;
+      int64_t t0 = mono_ns();
+      pid_t pid = fork();
+      CHECK(pid >= 0);
+      if (pid == 0) child_run(dir, phase);
+      int status;
+      /* Kill at a random moment of a run's span; after 8 kills in a row the
+       * run may finish, so every episode ends. */
+      if (full_ns > 0 && streak < 8) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        usleep((useconds_t)((r % (uint64_t)full_ns) / 1000));
+        if (waitpid(pid, &status, WNOHANG) == 0) {
+          int ph = *phase;
+          kill(pid, SIGKILL);
+          waitpid(pid, &status, 0);
+          if (WIFSIGNALED(status)) {
+            kills++;
+            streak++;
+            if (ph >= 0 && ph < PH_COUNT) hist[ph]++;
+            continue;
+          }
+        }
+      } else {
+        waitpid(pid, &status, 0);
+        int64_t took = mono_ns() - t0; /* an uninterrupted run sets the scale */
+        if (took > full_ns) full_ns = took;
+      }
+      CHECK(WIFEXITED(status));
+      if (WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "child exited %d\n", WEXITSTATUS(status));
+        return 1;
+      }
+      break;
+    }
+    char* got = sink_output(dir);
+    if (strcmp(got, want) != 0) {
+      mismatches++;
+      fprintf(stderr, "episode %d: output differs\n--- got\n%s--- want\n%s", episodes, got, want);
+    }
+    free(got);
+    remove_db(dir);
+    if (mismatches) break;
+  }
+  fprintf(stderr, "crash: kills=%d episodes=%d runs=%d mismatched_episodes=%d match=%s seed=%llu\n",
+          kills, episodes, runs, mismatches, mismatches ? "no" : "yes",
+          (unsigned long long)seed);
+  fprintf(stderr, "crash: kills by phase:");
+  for (int i = 0; i < PH_COUNT; i++) fprintf(stderr, " %s=%d", PHASES[i], hist[i]);
+  fprintf(stderr, "\n");
+  munmap((void*)phase, 4096);
+  free(want);
+  return mismatches == 0 ? 0 : 1;
+}
+
+static const lm_test_case cases[] = {{"sigkill_loop", test_sigkill_loop}, {NULL, NULL}};
+
+int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
