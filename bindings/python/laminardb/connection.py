@@ -312,6 +312,29 @@ class Connection(Handle):
         """
         self._simple(lib.laminar_run_until_idle)
 
+    def checkpoint(self) -> None:
+        """Take a checkpoint now (``checkpoint_interval`` also takes them).
+
+        Every source's WAL is flushed, operator state is copied with the graph
+        stopped between two messages and written to ``data_dir/checkpoints``;
+        once it is durable, file sinks publish the epoch's rows and the WAL
+        segments it covers are deleted.
+
+        Raises:
+            InternalError: LDB-9003 when checkpoints are off (open with a data
+                directory and ``checkpoint_interval``).
+            StorageError: LDB-5001 when a file operation fails; the previous
+                checkpoint stays the one recovery uses.
+            LaminarError: LDB-9002 if the connection is closed.
+
+        Example:
+            >>> import laminardb, tempfile
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     with laminardb.open(d, checkpoint_interval="1 hour") as db:
+            ...         db.checkpoint()
+        """
+        self._simple(lib.laminar_checkpoint)
+
     def late_rows(self, name: str) -> int:
         """Count the rows stream ``name`` dropped for arriving behind its watermark.
 
@@ -344,7 +367,10 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
 
     Args:
         path: A data directory for durable state, or None for in memory. It is
-            passed to the engine as the ``data_dir`` option.
+            passed to the engine as the ``data_dir`` option. With
+            ``checkpoint_interval`` set too, the database is durable: opening a
+            directory that holds one recovers it (catalog, last checkpoint,
+            WAL replay); see docs/DURABILITY.md.
         config: Options as a mapping, e.g. ``{"buffer_size": 1024}``.
         **options: More options, as keywords; they override ``config``. Values
             are passed as text (booleans as ``true``/``false``).
@@ -353,8 +379,11 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
         The open :class:`Connection`.
 
     Raises:
-        ConfigError: LDB-6001 for an unknown key, LDB-6002 for a bad value.
-        StorageError: LDB-5001 if the data directory cannot be created.
+        ConfigError: LDB-6001 for an unknown key, LDB-6002 for a bad value,
+            LDB-6003 for settings that conflict (``wal_mode`` without
+            ``checkpoint_interval``, ``checkpoint_interval`` without a path).
+        StorageError: LDB-5001 if the data directory cannot be created,
+            LDB-5002 if stored state does not recover.
 
     Example:
         >>> import laminardb

@@ -186,6 +186,25 @@ class Source(NamedHandle):
         raise_for(code, err)
 
 
+    @property
+    def offset(self) -> int:
+        """The offset the next push or watermark will get (1 for a new source).
+
+        With a WAL (``wal_mode`` async or sync), messages below it were
+        accepted: after a restart a producer resumes its input here. Without
+        a WAL it is 0.
+
+        Raises:
+            LaminarError: LDB-9002 if the source is closed.
+        """
+        out = ffi.new("int64_t*")
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = lib.laminar_source_offset(self._require_open(), out, err)
+        raise_for(code, err)
+        return int(out[0])
+
+
 def _stream_check(stream: Any, rc: int) -> None:  # noqa: ANN401 -- cdata
     """Raise if a producer's ``get_schema``/``get_next`` returned an error.
 
