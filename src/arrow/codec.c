@@ -7,28 +7,62 @@
 
 #include "util/util.h"
 
-void lm_batch_encode(const lm_batch* batch, lm_state_writer* w) {
-  int64_t n = batch->nrows;
-  lm_state_put_u32(w, (uint32_t)batch->ncols);
-  lm_state_put_i64(w, n);
+size_t lm_batch_encoded_size(const lm_batch* batch) {
+  size_t n = (size_t)batch->nrows, size = 4 + 8;
   for (int32_t c = 0; c < batch->ncols; c++) {
     const lm_vec* v = &batch->cols[c];
-    lm_state_put_u8(w, (uint8_t)v->type);
-    lm_state_put_u8(w, v->nulls != NULL);
-    if (v->nulls != NULL) lm_state_put_raw(w, v->nulls, (size_t)n);
+    size += 2 + (v->nulls != NULL ? n : 0);
     if (v->type != LM_TYPE_STRING) {
-      lm_state_put_raw(w, v->data, (size_t)(n * lm_type_width(v->type)));
+      size += n * (size_t)lm_type_width(v->type);
+      continue;
+    }
+    size += (n + 1) * 8;
+    const lm_str* s = v->data;
+    for (size_t i = 0; i < n; i++) size += (size_t)s[i].len;
+  }
+  return size;
+}
+
+/* The lm_state encoding (host order = little-endian, state.c checks it). */
+void lm_batch_encode_to(const lm_batch* batch, uint8_t* dst) {
+  int64_t n = batch->nrows;
+  uint32_t ncols = (uint32_t)batch->ncols;
+  memcpy(dst, &ncols, 4);
+  memcpy(dst + 4, &n, 8);
+  dst += 12;
+  for (int32_t c = 0; c < batch->ncols; c++) {
+    const lm_vec* v = &batch->cols[c];
+    *dst++ = (uint8_t)v->type;
+    *dst++ = v->nulls != NULL;
+    if (v->nulls != NULL) {
+      memcpy(dst, v->nulls, (size_t)n);
+      dst += n;
+    }
+    if (v->type != LM_TYPE_STRING) {
+      size_t bytes = (size_t)(n * lm_type_width(v->type));
+      if (bytes > 0) memcpy(dst, v->data, bytes);
+      dst += bytes;
       continue;
     }
     const lm_str* s = v->data;
     int64_t total = 0;
-    lm_state_put_i64(w, 0);
+    memcpy(dst, &total, 8);
     for (int64_t i = 0; i < n; i++) {
       total += s[i].len;
-      lm_state_put_i64(w, total);
+      memcpy(dst + 8 * (i + 1), &total, 8);
     }
-    for (int64_t i = 0; i < n; i++) lm_state_put_raw(w, s[i].ptr, (size_t)s[i].len);
+    dst += 8 * (n + 1);
+    for (int64_t i = 0; i < n; i++) {
+      if (s[i].len > 0) memcpy(dst, s[i].ptr, (size_t)s[i].len);
+      dst += s[i].len;
+    }
   }
+}
+
+void lm_batch_encode(const lm_batch* batch, lm_state_writer* w) {
+  size_t size = lm_batch_encoded_size(batch);
+  uint8_t* dst = lm_state_reserve(w, size);
+  if (dst != NULL) lm_batch_encode_to(batch, dst);
 }
 
 static laminar_code corrupt(laminar_error* err, const lm_state_reader* r, const char* what) {

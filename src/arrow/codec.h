@@ -15,6 +15,12 @@
 #include "arrow/arrow.h"
 #include "state/state.h"
 
+/* Bytes the encoding of `batch` takes. */
+size_t lm_batch_encoded_size(const lm_batch* batch);
+
+/* Write the encoding into dst (lm_batch_encoded_size bytes). */
+void lm_batch_encode_to(const lm_batch* batch, uint8_t* dst);
+
 /* Append the encoding of `batch` to w (check lm_state_writer_status). */
 void lm_batch_encode(const lm_batch* batch, lm_state_writer* w);
 

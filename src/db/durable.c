@@ -255,30 +255,24 @@ void lm_durable_lower_interval(lm_durable* d, int64_t ms) {
   pthread_mutex_unlock(&d->mu);
 }
 
+static void fill_batch(void* arg, uint8_t* dst) { lm_batch_encode_to(arg, dst); }
+
+static void fill_watermark(void* arg, uint8_t* dst) { memcpy(dst, arg, 8); }
+
 laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, laminar_error* err) {
-  lm_state_writer w;
-  lm_state_writer_init(&w);
-  uint16_t type;
-  if (msg->batch != NULL) {
-    type = WAL_BATCH;
-    lm_batch_encode(msg->batch, &w);
-  } else {
-    type = WAL_WATERMARK;
-    lm_state_put_i64(&w, msg->watermark_ms);
-  }
-  laminar_code rc = lm_state_writer_status(&w);
-  if (rc != LAMINAR_OK) {
-    lm_state_writer_free(&w);
-    return lm_error_set(err, rc, "source '%s': out of memory logging a batch", def->name);
-  }
-  if (w.len > LM_WAL_MAX_RECORD) {
-    lm_state_writer_free(&w);
-    return lm_error_set(err, LAMINAR_ERR_IO, "source '%s': a batch of %zu bytes exceeds the WAL's "
-                        "record limit; push smaller batches", def->name, w.len);
-  }
+  /* Encoded straight into the log's buffer: no intermediate copy. */
+  size_t size = msg->batch != NULL ? lm_batch_encoded_size(msg->batch) : 8;
+  if (size > LM_WAL_MAX_RECORD)
+    return lm_error_set(err, LAMINAR_ERR_IO,
+                        "source '%s': a batch of %zu bytes exceeds the WAL's record limit; push "
+                        "smaller batches",
+                        def->name, size);
   lm_wal_ticket t;
-  rc = lm_wal_append(def->wal, type, 0, w.data, (uint32_t)w.len, &t, err);
-  lm_state_writer_free(&w);
+  laminar_code rc =
+      msg->batch != NULL
+          ? lm_wal_append_fill(def->wal, WAL_BATCH, 0, (uint32_t)size, fill_batch, msg->batch, &t, err)
+          : lm_wal_append_fill(def->wal, WAL_WATERMARK, 0, 8, fill_watermark, &msg->watermark_ms, &t,
+                               err);
   if (rc == LAMINAR_OK && def->wal_sync) rc = lm_wal_commit(def->wal, t, true, err);
   if (rc == LAMINAR_OK) msg->seq = t.seq;
   return rc;

@@ -15,19 +15,25 @@ void lm_state_writer_free(lm_state_writer* w) {
   *w = (lm_state_writer){0};
 }
 
-static void put(lm_state_writer* w, const void* p, size_t n) {
-  if (w->failed) return;
+/* Room for n more bytes; false (and failed) when the allocation fails. */
+static bool grow(lm_state_writer* w, size_t n) {
+  if (w->failed) return false;
   if (w->len + n > w->cap) {
     size_t cap = w->cap ? w->cap : 256;
     while (cap < w->len + n) cap *= 2;
     uint8_t* grown = lm_realloc(w->data, cap);
     if (grown == NULL) {
       w->failed = true;
-      return;
+      return false;
     }
     w->data = grown;
     w->cap = cap;
   }
+  return true;
+}
+
+static void put(lm_state_writer* w, const void* p, size_t n) {
+  if (!grow(w, n)) return;
   if (n) memcpy(w->data + w->len, p, n);
   w->len += n;
 }
@@ -51,6 +57,13 @@ void lm_state_put_bytes(lm_state_writer* w, const void* p, size_t n) {
 }
 
 void lm_state_put_raw(lm_state_writer* w, const void* p, size_t n) { put(w, p, n); }
+
+uint8_t* lm_state_reserve(lm_state_writer* w, size_t n) {
+  if (!grow(w, n)) return NULL;
+  uint8_t* p = w->data + w->len;
+  w->len += n;
+  return p;
+}
 
 laminar_code lm_state_writer_status(const lm_state_writer* w) {
   return w->failed ? LAMINAR_ERR_NOMEM : LAMINAR_OK;

@@ -35,6 +35,8 @@ void lm_state_put_i64(lm_state_writer* w, int64_t v);
 void lm_state_put_f64(lm_state_writer* w, double v);
 void lm_state_put_bytes(lm_state_writer* w, const void* p, size_t n); /* u32 len + bytes */
 void lm_state_put_raw(lm_state_writer* w, const void* p, size_t n);   /* bytes, no length */
+/* Append n bytes to be written by the caller; NULL (and failed) on OOM. */
+uint8_t* lm_state_reserve(lm_state_writer* w, size_t n);
 /* LAMINAR_OK, or LAMINAR_ERR_NOMEM when any put failed. */
 laminar_code lm_state_writer_status(const lm_state_writer* w);
 

@@ -611,8 +611,9 @@ lm_wal_ticket lm_wal_ticket_last(lm_wal* wal) {
 
 /* ---- append and commit --------------------------------------------------------- */
 
-laminar_code lm_wal_append(lm_wal* wal, uint16_t type, uint64_t epoch, const void* payload,
-                           uint32_t len, lm_wal_ticket* out, laminar_error* err) {
+laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint32_t len,
+                                lm_wal_fill_fn fill, void* arg, lm_wal_ticket* out,
+                                laminar_error* err) {
   if (len > LM_WAL_MAX_RECORD)
     return lm_error_set(err, LAMINAR_ERR_IO, "WAL '%s': record of %u bytes exceeds the limit",
                         wal->dir, len);
@@ -637,7 +638,7 @@ laminar_code lm_wal_append(lm_wal* wal, uint16_t type, uint64_t epoch, const voi
   h[24] = (uint8_t)type;
   h[25] = (uint8_t)(type >> 8);
   memset(h + 26, 0, 6);
-  if (len > 0) memcpy(h + REC_HEADER, payload, len);
+  if (len > 0) fill(arg, h + REC_HEADER);
   memset(h + REC_HEADER + len, 0, (size_t)(total - REC_HEADER - len));
   lm_le_put32(h + 4, record_crc(h, h + REC_HEADER, len));
   wal->len += total;
@@ -645,6 +646,22 @@ laminar_code lm_wal_append(lm_wal* wal, uint16_t type, uint64_t epoch, const voi
   *out = (lm_wal_ticket){.seq = seq, .gen = wal->gen};
   pthread_mutex_unlock(&wal->mu);
   return LAMINAR_OK;
+}
+
+typedef struct copy_arg {
+  const void* p;
+  uint32_t n;
+} copy_arg;
+
+static void copy_fill(void* arg, uint8_t* dst) {
+  const copy_arg* c = arg;
+  memcpy(dst, c->p, c->n);
+}
+
+laminar_code lm_wal_append(lm_wal* wal, uint16_t type, uint64_t epoch, const void* payload,
+                           uint32_t len, lm_wal_ticket* out, laminar_error* err) {
+  copy_arg c = {payload, len};
+  return lm_wal_append_fill(wal, type, epoch, len, copy_fill, &c, out, err);
 }
 
 /* The ticket's record was discarded by a failure after it was appended. */

@@ -137,6 +137,13 @@ laminar_code lm_wal_replay(lm_wal* wal, uint64_t from_seq, lm_wal_replay_fn fn, 
 laminar_code lm_wal_append(lm_wal* wal, uint16_t type, uint64_t epoch, const void* payload,
                            uint32_t len, lm_wal_ticket* out, laminar_error* err);
 
+/* As lm_wal_append, the payload written in place by fill(arg, dst) (len
+ * bytes), under the log's lock: no intermediate copy. */
+typedef void (*lm_wal_fill_fn)(void* arg, uint8_t* dst);
+laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint32_t len,
+                                lm_wal_fill_fn fill, void* arg, lm_wal_ticket* out,
+                                laminar_error* err);
+
 /* Return once the ticket's record is written (sync = false) or written and on
  * stable storage (sync = true). Thread-safe; concurrent commits share one
  * write and flush. LAMINAR_ERR_IO when the write or flush failed (the record
