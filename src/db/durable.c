@@ -554,22 +554,33 @@ static void* background(void* arg) {
     pthread_cond_timedwait(&d->cv, &d->mu, &until);
     if (d->stop) break;
     pthread_mutex_unlock(&d->mu);
+    /* Async WALs: flush what was appended (bounded delay: one tick). The
+     * catalog lock is held only to take references to the sources, not
+     * across the I/O, so inline runs and DDL do not wait for a flush. */
+    lm_source_def* async_srcs[64];
+    int32_t nasync = 0;
     pthread_mutex_lock(&db->lock);
-    /* Async WALs: flush what was appended (bounded delay: one tick). */
     lm_graph* g = &db->graph;
-    for (int32_t i = 0; i < g->nsources; i++) {
-      lm_wal* wal = g->sources[i]->wal;
-      if (wal == NULL || g->sources[i]->wal_sync) continue;
-      lm_wal_ticket t = lm_wal_ticket_last(wal);
-      if (t.seq > 0) (void)lm_wal_commit(wal, t, true, NULL); /* a failure resurfaces on push */
+    for (int32_t i = 0; i < g->nsources && nasync < 64; i++) {
+      lm_source_def* src = g->sources[i];
+      if (src->wal == NULL || src->wal_sync) continue;
+      atomic_fetch_add_explicit(&src->refs, 1, memory_order_relaxed);
+      async_srcs[nasync++] = src;
+    }
+    pthread_mutex_unlock(&db->lock);
+    for (int32_t i = 0; i < nasync; i++) {
+      lm_wal_ticket t = lm_wal_ticket_last(async_srcs[i]->wal);
+      if (t.seq > 0) (void)lm_wal_commit(async_srcs[i]->wal, t, true, NULL); /* resurfaces on push */
+      lm_source_def_unref(async_srcs[i]);
     }
     if (now_ns() - last_ckpt >= interval_ms * 1000000) {
       laminar_error e;
+      pthread_mutex_lock(&db->lock);
       if (lm_durable_checkpoint(db, &e) != LAMINAR_OK)
         fprintf(stderr, "laminardb: checkpoint failed: %s\n", e.message);
+      pthread_mutex_unlock(&db->lock);
       last_ckpt = now_ns();
     }
-    pthread_mutex_unlock(&db->lock);
     pthread_mutex_lock(&d->mu);
   }
   pthread_mutex_unlock(&d->mu);
