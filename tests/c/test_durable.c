@@ -153,7 +153,57 @@ static int test_damaged_checkpoint_and_catalog(void) {
   return 0;
 }
 
+/* ---- the reactor with interval checkpoints --------------------------------------------- */
+
+/* Pushes from this thread while the reactor processes, the async WAL flushes
+ * and checkpoints are taken every 20 ms by the background thread (this case
+ * also runs under TSan): the committed output reaches the reference. */
+static int test_threaded_interval_checkpoints(void) {
+  char* want = reference_output();
+  CHECK(want != NULL);
+  char dir[64];
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dur_") == 0);
+  laminar_config* c;
+  laminar_error err;
+  CHECK(laminar_config_create(&c) == LAMINAR_OK);
+  CHECK_CODE(laminar_config_set(c, "data_dir", dir, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_config_set(c, "checkpoint_interval", "20 ms", &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_config_set(c, "wal_mode", "async", &err), LAMINAR_OK, &err);
+  laminar_db* db;
+  CHECK_CODE(laminar_open(c, &db, &err), LAMINAR_OK, &err);
+  laminar_config_destroy(c);
+  char sql[600];
+  sink_sql(dir, sql, sizeof sql);
+  CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
+  for (int64_t b = 0; b < NBATCH; b++) {
+    CHECK_CODE(push_batch(src, b, &err), LAMINAR_OK, &err);
+    if (b % 10 == 0) usleep(5000); /* let a few checkpoints fall mid-stream */
+  }
+  CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
+  char* got = NULL;
+  for (int tries = 0; tries < 1000; tries++) { /* up to ~20 s under sanitizers */
+    free(got);
+    got = sink_output(dir);
+    if (strcmp(got, want) == 0) break;
+    usleep(20000);
+  }
+  CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  int rc = strcmp(got, want) == 0 ? 0 : 1;
+  if (rc) fprintf(stderr, "--- got\n%s--- want\n%s", got, want);
+  free(got);
+  free(want);
+  remove_db(dir);
+  return rc;
+}
+
 static const lm_test_case cases[] = {
+    {"threaded_interval_checkpoints", test_threaded_interval_checkpoints},
     {"settings", test_settings},
     {"restart_sync", test_restart_sync},
     {"restart_async", test_restart_async},
