@@ -34,6 +34,7 @@ struct lm_file_sink {
   uint64_t last_begun;  /* highest epoch begun */
   int fd;               /* staging file of `current`, -1 until the first row */
   bool header_done;     /* CSV header written for `current` */
+  uint64_t file_len;    /* bytes of the staging file written for sure */
   char* buf;            /* formatted rows not yet written */
   size_t len, cap;
   bool nomem;
@@ -209,8 +210,11 @@ static laminar_code flush_buf(lm_file_sink* s, laminar_error* err) {
     s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (s->fd < 0) return io_fail(err, "create", path, errno);
   }
-  int e = lm_fs_write_all(s->fd, s->buf, s->len);
+  /* At the known end: a write that failed halfway is overwritten by the
+   * next attempt, and cut off before the flush. */
+  int e = lm_fs_pwrite_all(s->fd, s->buf, s->len, s->file_len);
   if (e != 0) return io_fail(err, "write", path, e);
+  s->file_len += s->len;
   s->len = 0;
   return LAMINAR_OK;
 }
@@ -219,6 +223,7 @@ static void end_epoch(lm_file_sink* s) {
   if (s->fd >= 0) close(s->fd);
   s->fd = -1;
   s->len = 0;
+  s->file_len = 0;
   s->current = 0;
   s->header_done = false;
 }
@@ -293,10 +298,13 @@ laminar_code lm_file_sink_pre_commit(lm_file_sink* s, laminar_error* err) {
   if (s->current == 0)
     return lm_error_set(err, LAMINAR_ERR_STATE, "sink '%s': no epoch to pre-commit", s->dir);
   LM_TRY(flush_buf(s, err));
-  if (s->fd >= 0 && fdatasync(s->fd) != 0) {
+  int e = s->fd >= 0 ? lm_fault_io() : 0;
+  if (e == 0 && s->fd >= 0 && ftruncate(s->fd, (off_t)s->file_len) != 0) e = errno;
+  if (e == 0 && s->fd >= 0 && fdatasync(s->fd) != 0) e = errno;
+  if (e != 0) {
     char path[4096];
     part_path(s, s->current, true, path, sizeof path);
-    return io_fail(err, "fdatasync", path, errno);
+    return io_fail(err, "fdatasync", path, e);
   }
   end_epoch(s); /* staged: the next epoch may begin, this one awaits commit */
   return LAMINAR_OK;
@@ -309,12 +317,13 @@ laminar_code lm_file_sink_commit(lm_file_sink* s, uint64_t epoch, laminar_error*
   char from[4096], to[4096];
   part_path(s, epoch, true, from, sizeof from);
   part_path(s, epoch, false, to, sizeof to);
+  int e = lm_fault_io();
+  if (e != 0) return io_fail(err, "rename", from, e);
   if (rename(from, to) != 0) {
     if (errno != ENOENT) return io_fail(err, "rename", from, errno);
     /* Nothing staged: an empty epoch, or committed already. */
-  } else {
-    int e = lm_fs_fsync_dir(s->dir);
-    if (e != 0) return io_fail(err, "fsync", s->dir, e);
+  } else if ((e = lm_fs_fsync_dir(s->dir)) != 0) {
+    return io_fail(err, "fsync", s->dir, e);
   }
   if (epoch > s->committed) s->committed = epoch;
   return LAMINAR_OK;

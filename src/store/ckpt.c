@@ -46,14 +46,15 @@ static laminar_code write_atomic2(const char* dir, const char* name, const void*
   if (fd < 0) return io_fail(err, "create", tmp, errno);
   int e = lm_fs_write_all(fd, head, hlen);
   if (e == 0) e = lm_fs_write_all(fd, body, blen);
+  if (e == 0) e = lm_fault_io();
   if (e == 0 && fdatasync(fd) != 0) e = errno;
   if (close(fd) != 0 && e == 0) e = errno;
   if (e != 0) {
     unlink(tmp);
     return io_fail(err, "write", tmp, e);
   }
-  if (rename(tmp, final) != 0) {
-    e = errno;
+  if ((e = lm_fault_io()) != 0 || rename(tmp, final) != 0) {
+    if (e == 0) e = errno;
     unlink(tmp);
     return io_fail(err, "rename", tmp, e);
   }

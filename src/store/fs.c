@@ -7,11 +7,15 @@
 
 #include "store/fs.h"
 
+#include "util/util.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 int lm_fs_write_all(int fd, const void* p, size_t n) {
+  int fault = lm_fault_io();
+  if (fault != 0) return fault;
   const char* b = p;
   while (n > 0) {
     ssize_t w = write(fd, b, n);
@@ -26,6 +30,8 @@ int lm_fs_write_all(int fd, const void* p, size_t n) {
 }
 
 int lm_fs_pwrite_all(int fd, const void* p, size_t n, uint64_t off) {
+  int fault = lm_fault_io();
+  if (fault != 0) return fault;
   const char* b = p;
   while (n > 0) {
     ssize_t w = pwrite(fd, b, n, (off_t)off);
@@ -41,6 +47,8 @@ int lm_fs_pwrite_all(int fd, const void* p, size_t n, uint64_t off) {
 }
 
 int lm_fs_fsync_dir(const char* dir) {
+  int fault = lm_fault_io();
+  if (fault != 0) return fault;
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return errno;
   int e = fsync(fd) != 0 ? errno : 0;

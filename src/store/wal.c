@@ -108,6 +108,8 @@ static laminar_code io_error(laminar_error* err, const char* what, const char* d
 }
 
 static int inject(lm_wal* wal, lm_wal_fault_op op) {
+  int e = lm_fault_io(); /* test builds: the thread's I/O countdown */
+  if (e != 0) return e;
   return wal->fault != NULL ? wal->fault(wal->fault_arg, op) : 0;
 }
 
@@ -116,6 +118,8 @@ static void observe(lm_wal* wal, lm_wal_event ev, const char* path, uint64_t siz
 }
 
 static int dir_sync(lm_wal* wal) {
+  int e = lm_fault_io();
+  if (e != 0) return e;
   if (fsync(wal->dir_fd) != 0) return errno;
   observe(wal, LM_WAL_EVENT_DIR_SYNCED, wal->dir, 0);
   return 0;

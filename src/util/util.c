@@ -80,6 +80,22 @@ static bool fault_now(void) {
   fault_failures++;
   return true;
 }
+static _Thread_local int64_t io_countdown;
+static _Thread_local int io_error;
+
+void lm_fault_io_set(int64_t nth, int error) {
+  io_countdown = nth > 0 ? nth : 0;
+  io_error = error;
+}
+
+int64_t lm_fault_io_remaining(void) { return io_countdown; }
+
+int lm_fault_io(void) {
+  if (io_countdown == 0) return 0;
+  if (--io_countdown > 0) return 0;
+  return io_error;
+}
+
 #define FAULT_NULL() \
   do {               \
     if (fault_now()) return NULL; \

@@ -78,6 +78,15 @@ void lm_free(void* p);
 void lm_fault_alloc_set(int64_t nth, bool persistent);
 int64_t lm_fault_alloc_failures(void);
 int64_t lm_fault_alloc_remaining(void);
+
+/* The same for I/O: the calling thread's nth I/O step of src/store and
+ * src/sink (a write, a flush, a rename, a segment allocation) fails with
+ * errno `error`; lm_fault_io() is the check those steps make. */
+void lm_fault_io_set(int64_t nth, int error);
+int64_t lm_fault_io_remaining(void);
+int lm_fault_io(void);
+#else
+static inline int lm_fault_io(void) { return 0; }
 #endif
 
 /* Case-insensitive ASCII comparison of NUL-terminated / counted strings. */
