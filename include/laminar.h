@@ -332,6 +332,68 @@ LAMINAR_API laminar_code laminar_run_until_idle(laminar_db* db, laminar_error* e
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_checkpoint(laminar_db* db, laminar_error* err);
 
+/* An exactly-once sink written by the application (a connector): the engine
+ * drives it through the same two-phase epoch protocol as its file sinks.
+ * Epoch e holds the rows a stream produced between checkpoints e-1 and e.
+ *   begin_epoch(e)   rows of epoch e follow
+ *   write(array, schema)  a batch of the stream's rows (a struct array); both
+ *                    structs are moved to the callee, which releases them,
+ *                    whatever it returns
+ *   pre_commit(e)    make epoch e durable as staged data (the checkpoint is
+ *                    being taken); the next epoch may begin after it
+ *   commit(e)        publish epoch e: its checkpoint is durable. May be called
+ *                    again for a published epoch (a no-op for the callee)
+ *   rollback(e)      drop epoch e (the sink goes away with e open)
+ *   recover(c)       at registration on a recovered database: publish staged
+ *                    epochs <= c, drop later ones (their rows come again)
+ *   release(user)    the sink is gone: free `user`
+ * Each returns 0, or non-zero to fail the step (the call that drove it returns
+ * LAMINAR_ERR_IO naming the sink). Any member may be NULL (a no-op). Calls
+ * come from the thread that runs the graph (write) or takes the checkpoint
+ * (the rest), never two at once. */
+typedef struct laminar_sink_callbacks {
+  void* user;
+  int (*begin_epoch)(void* user, uint64_t epoch);
+  int (*write)(void* user, struct ArrowArray* array, struct ArrowSchema* schema);
+  int (*pre_commit)(void* user, uint64_t epoch);
+  int (*commit)(void* user, uint64_t epoch);
+  int (*rollback)(void* user, uint64_t epoch);
+  int (*recover)(void* user, uint64_t checkpointed_epoch);
+  void (*release)(void* user);
+} laminar_sink_callbacks;
+
+/* Attach a connector sink `name` to `stream`'s output (durable databases only:
+ * epochs end at checkpoints). It is not part of the stored catalog: after a
+ * restart, register it again — in the config (laminar_config_add_sink) so it
+ * is attached before the WAL replay regenerates its epoch, or with this call
+ * (then recover() is called with the restored checkpoint's epoch). DROP SINK
+ * name detaches it.
+ * Ownership: callbacks are copied; release(user) is called when it goes.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no such stream);
+ *   LAMINAR_ERR_SQL_DUPLICATE_OBJECT; LAMINAR_ERR_CONFIG_CONFLICT (durability
+ *   off); LAMINAR_ERR_IO (recover or begin_epoch failed; not attached, and
+ *   release is not called).
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_sink_register(laminar_db* db, const char* name,
+                                               const char* stream,
+                                               const laminar_sink_callbacks* callbacks,
+                                               laminar_error* err);
+
+/* Register a connector sink to attach when laminar_open() recovers the
+ * database: after the stored catalog and checkpoint, before the WAL replay
+ * (so the replayed rows reach it). The stream must exist in the stored
+ * catalog (else laminar_open fails with LAMINAR_ERR_SQL_UNKNOWN_OBJECT).
+ * Ownership: callbacks are copied. release(user) is called once: when the
+ * sink goes, by the database that attached it, or by laminar_config_destroy if
+ * none did. A config's sinks attach to one database (a second open with the
+ * same config fails with LAMINAR_ERR_STATE).
+ * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
+ * Thread-safety: one thread at a time per config. */
+LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const char* name,
+                                                 const char* stream,
+                                                 const laminar_sink_callbacks* callbacks,
+                                                 laminar_error* err);
+
 /* Rows a stream dropped because they arrived behind its watermark (their window
  * had already closed), summed since the stream was created.
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT.

@@ -6,6 +6,7 @@
 #include "db/internal.h"
 
 #include "sink/file.h"
+#include "sink/sink.h"
 
 #include "sql/binder.h"
 #include "sql/sql.h"
@@ -346,35 +347,38 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
   k->sql = stmt_text(sql, stmt);
   laminar_code rc = LAMINAR_OK;
   if (k->name == NULL || k->sql == NULL) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  if (rc == LAMINAR_OK) rc = lm_file_sink_open(path, format, &stream->out_schema, &k->fs, err);
-  if (rc == LAMINAR_OK && !lm_durable_recovering(db->dur))
-    rc = lm_file_sink_begin(k->fs, lm_durable_next_epoch(db->dur), err);
-  if (rc == LAMINAR_OK) {
-    lm_rt_pause(&db->rt);
-    rc = append_ptr((void***)&stream->file_sinks, &stream->nfile_sinks, k->fs);
-    if (rc == LAMINAR_OK) {
-      rc = append_ptr((void***)&db->sinks, &db->nsinks, k);
-      if (rc != LAMINAR_OK) stream->nfile_sinks--;
-    }
-    lm_rt_resume(&db->rt);
-    if (rc != LAMINAR_OK) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  }
+  lm_file_sink* fs = NULL;
+  if (rc == LAMINAR_OK) rc = lm_file_sink_open(path, format, &stream->out_schema, &fs, err);
+  if (fs != NULL) k->sink = lm_file_sink_base(fs);
+  if (rc == LAMINAR_OK) rc = lm_db_attach_sink(db, k, err);
   if (rc != LAMINAR_OK) {
-    lm_file_sink_close(k->fs);
-    lm_free(k->name);
-    lm_free(k->sql);
-    lm_free(k);
+    lm_db_sink_free(k);
     return rc;
   }
   return lm_durable_catalog_changed(db, err);
 }
 
-static void sink_free(lm_sink_def* k) {
-  lm_file_sink_close(k->fs);
+laminar_code lm_db_attach_sink(laminar_db* db, lm_sink_def* k, laminar_error* err) {
+  /* While the stored catalog runs at open, recovery decides the epoch. */
+  if (!lm_durable_recovering(db->dur))
+    LM_TRY(k->sink->vt->begin(k->sink, lm_durable_next_epoch(db->dur), err));
+  lm_rt_pause(&db->rt);
+  laminar_code rc = append_ptr((void***)&k->stream->sinks, &k->stream->nsinks, k->sink);
+  if (rc == LAMINAR_OK) {
+    rc = append_ptr((void***)&db->sinks, &db->nsinks, k);
+    if (rc != LAMINAR_OK) k->stream->nsinks--;
+  }
+  lm_rt_resume(&db->rt);
+  return rc == LAMINAR_OK ? LAMINAR_OK : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+}
+
+void lm_db_sink_free(lm_sink_def* k) {
+  if (k->sink != NULL) k->sink->vt->close(k->sink);
   lm_free(k->name);
   lm_free(k->sql);
   lm_free(k);
 }
+
 
 /* ---- DROP ------------------------------------------------------------------------------ */
 
@@ -451,10 +455,10 @@ static laminar_code drop_sink(laminar_db* db, const lm_stmt* stmt, laminar_error
                    stmt->name, msg);
   }
   lm_rt_pause(&db->rt);
-  remove_ptr((void**)k->stream->file_sinks, &k->stream->nfile_sinks, k->fs);
+  remove_ptr((void**)k->stream->sinks, &k->stream->nsinks, k->sink);
   remove_ptr((void**)db->sinks, &db->nsinks, k);
   lm_rt_resume(&db->rt);
-  sink_free(k); /* what it staged since the last checkpoint is not published */
+  lm_db_sink_free(k); /* what it staged since the last checkpoint is not published */
   return lm_durable_catalog_changed(db, err);
 }
 
@@ -633,7 +637,7 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
 }
 
 void lm_db_catalog_free(laminar_db* db) {
-  for (int32_t i = db->nsinks - 1; i >= 0; i--) sink_free(db->sinks[i]);
+  for (int32_t i = db->nsinks - 1; i >= 0; i--) lm_db_sink_free(db->sinks[i]);
   lm_free(db->sinks);
   db->sinks = NULL;
   db->nsinks = 0;

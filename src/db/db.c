@@ -111,8 +111,35 @@ laminar_code laminar_config_set(laminar_config* config, const char* key, const c
                       key);
 }
 
+laminar_code laminar_config_add_sink(laminar_config* config, const char* name,
+                                     const char* stream, const laminar_sink_callbacks* cb,
+                                     laminar_error* err) {
+  if (config == NULL || config->magic != LM_MAGIC_CONFIG || name == NULL || stream == NULL ||
+      cb == NULL)
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_config_add_sink: invalid argument");
+  lm_config_sink* grown = lm_realloc(config->sinks, sizeof *grown * (size_t)(config->nsinks + 1));
+  if (grown == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  config->sinks = grown;
+  lm_config_sink* c = &grown[config->nsinks];
+  *c = (lm_config_sink){.name = lm_strdup(name), .stream = lm_strdup(stream), .cb = *cb};
+  if (c->name == NULL || c->stream == NULL) {
+    lm_free(c->name);
+    lm_free(c->stream);
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
+  config->nsinks++;
+  return LAMINAR_OK;
+}
+
 void laminar_config_destroy(laminar_config* config) {
   if (config == NULL || config->magic != LM_MAGIC_CONFIG) return;
+  for (int32_t i = 0; i < config->nsinks; i++) {
+    lm_config_sink* c = &config->sinks[i];
+    if (!c->attached && c->cb.release != NULL) c->cb.release(c->cb.user);
+    lm_free(c->name);
+    lm_free(c->stream);
+  }
+  lm_free(config->sinks);
   config->magic = LM_MAGIC_DEAD;
   lm_free(config->data_dir);
   lm_free(config);
@@ -173,7 +200,8 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
   lm_durable_config_init(&dc);
   if (config != NULL) dc = config->durable;
   pthread_mutex_lock(&db->lock);
-  rc = lm_durable_open(db, db->data_dir, &dc, &db->dur, err);
+  rc = lm_durable_open(db, db->data_dir, &dc, config ? ((laminar_config*)config)->sinks : NULL,
+                       config ? config->nsinks : 0, &db->dur, err);
   pthread_mutex_unlock(&db->lock);
   if (rc != LAMINAR_OK) {
     db_free(db); /* nothing of a half-recovered catalog survives */
@@ -281,6 +309,17 @@ laminar_code laminar_checkpoint(laminar_db* db, laminar_error* err) {
   CHECK_DB(db, err);
   pthread_mutex_lock(&db->lock);
   laminar_code rc = lm_durable_checkpoint(db, err);
+  pthread_mutex_unlock(&db->lock);
+  return rc;
+}
+
+laminar_code laminar_sink_register(laminar_db* db, const char* name, const char* stream,
+                                   const laminar_sink_callbacks* callbacks, laminar_error* err) {
+  CHECK_DB(db, err);
+  if (name == NULL || stream == NULL || callbacks == NULL)
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_sink_register: NULL argument");
+  pthread_mutex_lock(&db->lock);
+  laminar_code rc = lm_durable_register_sink(db, name, stream, callbacks, err);
   pthread_mutex_unlock(&db->lock);
   return rc;
 }

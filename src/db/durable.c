@@ -20,7 +20,7 @@
 
 #include "arrow/codec.h"
 #include "db/internal.h"
-#include "sink/file.h"
+#include "sink/sink.h"
 #include "state/state.h"
 #include "store/ckpt.h"
 #include "util/util.h"
@@ -39,6 +39,8 @@ struct lm_durable {
   uint64_t epoch;            /* last completed checkpoint (0: none) */
   uint64_t attempted;        /* last checkpoint number handed out */
   bool recovering;           /* running the catalog at open */
+  lm_config_sink* config_sinks; /* the config's connector sinks (borrowed) */
+  int32_t nconfig_sinks;
   /* background thread: async WAL flushes and interval checkpoints */
   pthread_t thread;
   bool thread_started;
@@ -352,9 +354,9 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
   if (rc == LAMINAR_OK) rc = serialize(db, epoch, &w, err);
   for (int32_t i = 0; i < g->nsources; i++) covered[i] = g->sources[i]->processed_seq;
   for (int32_t i = 0; i < db->nsinks && rc == LAMINAR_OK; i++) {
-    lm_file_sink* fs = db->sinks[i]->fs;
-    rc = lm_file_sink_pre_commit(fs, err);
-    if (rc == LAMINAR_OK) rc = lm_file_sink_begin(fs, epoch + 1, err);
+    lm_sink* k = db->sinks[i]->sink;
+    rc = k->vt->pre_commit(k, err);
+    if (rc == LAMINAR_OK) rc = k->vt->begin(k, epoch + 1, err);
   }
   lm_rt_resume(&db->rt);
   d->last_stall_ns = now_ns() - t0;
@@ -366,7 +368,7 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
      * left its epoch staged; this one covers it too). */
     for (int32_t i = 0; i < db->nsinks && rc == LAMINAR_OK; i++)
       for (uint64_t e = d->epoch + 1; e <= epoch && rc == LAMINAR_OK; e++)
-        rc = lm_file_sink_commit(db->sinks[i]->fs, e, err);
+        rc = db->sinks[i]->sink->vt->commit(db->sinks[i]->sink, e, err);
     if (rc == LAMINAR_OK) d->epoch = epoch;
     for (int32_t i = 0; i < g->nsources && rc == LAMINAR_OK; i++) {
       lm_source_def* s = g->sources[i];
@@ -484,6 +486,69 @@ static char* read_text(const char* path, bool* missing) {
   return buf;
 }
 
+/* Attach a connector sink: recover(epoch of the restored checkpoint), then
+ * begin the next epoch. On failure nothing is attached (cb not released). */
+static laminar_code attach_callback_sink(laminar_db* db, const char* name, const char* stream,
+                                         const laminar_sink_callbacks* cb, laminar_error* err) {
+  lm_stream_def* st = lm_db_find_stream(db, stream);
+  if (st == NULL) {
+    laminar_code rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+                                   "sink '%s': no stream named '%s'", name, stream);
+    lm_error_object(err, stream, NULL);
+    return rc;
+  }
+  for (int32_t i = 0; i < db->nsinks; i++) {
+    if (!lm_streq_nocase(db->sinks[i]->name, name)) continue;
+    laminar_code rc = lm_error_set(err, LAMINAR_ERR_SQL_DUPLICATE_OBJECT,
+                                   "a sink named '%s' already exists", name);
+    lm_error_object(err, name, NULL);
+    return rc;
+  }
+  laminar_sink_callbacks quiet = *cb;
+  quiet.release = NULL; /* the caller keeps ownership until attached */
+  lm_sink_def* k = lm_calloc(1, sizeof *k);
+  if (k == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  k->stream = st;
+  k->name = lm_strdup(name);
+  laminar_code rc = k->name == NULL ? lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory")
+                                    : lm_callback_sink_create(name, &st->out_schema, &quiet,
+                                                              &k->sink, err);
+  if (rc == LAMINAR_OK) rc = k->sink->vt->recover(k->sink, db->dur->epoch, err);
+  bool was = db->dur->recovering;
+  db->dur->recovering = false; /* begin now */
+  if (rc == LAMINAR_OK) rc = lm_db_attach_sink(db, k, err);
+  db->dur->recovering = was;
+  if (rc != LAMINAR_OK) {
+    lm_db_sink_free(k);
+    return rc;
+  }
+  lm_callback_sink_own(k->sink, cb->release); /* attached: release with the sink */
+  return LAMINAR_OK;
+}
+
+laminar_code lm_durable_register_sink(laminar_db* db, const char* name, const char* stream,
+                                      const laminar_sink_callbacks* cb, laminar_error* err) {
+  if (db->dur == NULL)
+    return lm_error_set(err, LAMINAR_ERR_CONFIG_CONFLICT,
+                        "sink '%s': a sink publishes at checkpoints: open the database with "
+                        "data_dir and checkpoint_interval",
+                        name);
+  return attach_callback_sink(db, name, stream, cb, err);
+}
+
+static laminar_code attach_config_sinks(laminar_db* db, lm_durable* d, laminar_error* err) {
+  for (int32_t i = 0; i < d->nconfig_sinks; i++) {
+    lm_config_sink* c = &d->config_sinks[i];
+    if (c->attached)
+      return lm_error_set(err, LAMINAR_ERR_STATE,
+                          "sink '%s': this config's sinks were attached by another database",
+                          c->name);
+    LM_TRY(attach_callback_sink(db, c->name, c->stream, &c->cb, err));
+    c->attached = true;
+  }
+  return LAMINAR_OK;
+}
+
 static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
   char* path = join(d->dir, "catalog.sql");
   if (path == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -523,9 +588,12 @@ static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
   /* Sinks: staged epochs up to the checkpoint are published, later dropped;
    * the replay below writes the next epoch again. */
   for (int32_t i = 0; i < db->nsinks; i++) {
-    LM_TRY(lm_file_sink_recover(db->sinks[i]->fs, epoch, err));
-    LM_TRY(lm_file_sink_begin(db->sinks[i]->fs, epoch + 1, err));
+    lm_sink* k = db->sinks[i]->sink;
+    LM_TRY(k->vt->recover(k, epoch, err));
+    LM_TRY(k->vt->begin(k, epoch + 1, err));
   }
+  /* Connector sinks named in the config join here, before the replay. */
+  LM_TRY(attach_config_sinks(db, d, err));
   lm_graph* g = &db->graph;
   for (int32_t i = 0; i < g->nsources; i++) {
     lm_source_def* s = g->sources[i];
@@ -599,9 +667,15 @@ static void durable_free(lm_durable* d) {
 }
 
 laminar_code lm_durable_open(laminar_db* db, const char* data_dir, const lm_durable_config* c,
-                             lm_durable** out, laminar_error* err) {
+                             lm_config_sink* sinks, int32_t nsinks, lm_durable** out,
+                             laminar_error* err) {
   *out = NULL;
   bool on = c->checkpoint_interval_ms > 0;
+  if (!on && nsinks > 0)
+    return lm_error_set(err, LAMINAR_ERR_CONFIG_CONFLICT,
+                        "sink '%s': a sink publishes at checkpoints: set data_dir and "
+                        "checkpoint_interval",
+                        sinks[0].name);
   if (!on) {
     if (c->wal_mode != LM_WAL_NONE)
       return lm_error_set(err, LAMINAR_ERR_CONFIG_CONFLICT,
@@ -619,6 +693,8 @@ laminar_code lm_durable_open(laminar_db* db, const char* data_dir, const lm_dura
   pthread_cond_init(&d->cv, NULL);
   d->db = db;
   d->conf = *c;
+  d->config_sinks = sinks;
+  d->nconfig_sinks = nsinks;
   d->dir = lm_strdup(data_dir);
   d->ckpt_dir = join(data_dir, "checkpoints");
   d->wal_dir = join(data_dir, "wal");

@@ -68,8 +68,14 @@ struct lm_stream_def;
 /* At laminar_open: validate the settings against data_dir (LAMINAR_ERR_CONFIG_CONFLICT),
  * and when durability is on, recover from data_dir and start the background
  * thread. *out stays NULL when durability is off. */
+struct lm_config_sink;
 laminar_code lm_durable_open(struct laminar_db* db, const char* data_dir,
-                             const lm_durable_config* c, lm_durable** out, laminar_error* err);
+                             const lm_durable_config* c, struct lm_config_sink* sinks,
+                             int32_t nsinks, lm_durable** out, laminar_error* err);
+
+/* laminar_sink_register (caller holds db->lock). */
+laminar_code lm_durable_register_sink(struct laminar_db* db, const char* name, const char* stream,
+                                      const laminar_sink_callbacks* cb, laminar_error* err);
 
 /* At laminar_close, before the catalog is freed: stop the thread. */
 void lm_durable_close(lm_durable* d);

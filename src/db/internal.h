@@ -21,20 +21,33 @@
 #define LM_MAGIC_CONFIG 0x4c4d4346u  /* "LMCF" */
 #define LM_MAGIC_DEAD 0xdeadbeefu
 
+/* A connector sink named in the config, attached when laminar_open recovers. */
+typedef struct lm_config_sink {
+  char* name;
+  char* stream;
+  laminar_sink_callbacks cb;
+  bool attached;             /* a database took it (and its release) */
+} lm_config_sink;
+
 struct laminar_config {
   uint32_t magic;
   uint32_t buffer_size;
   char* data_dir;
   lm_durable_config durable;
+  lm_config_sink* sinks;
+  int32_t nsinks;
 };
 
-/* CREATE SINK name FROM stream INTO FILE (...): a file sink on a stream. */
+/* A sink on a stream: CREATE SINK ... INTO FILE (sql set: part of the stored
+ * catalog) or a connector's callbacks (sql NULL: registered by the application). */
 typedef struct lm_sink_def {
   char* name;
   char* sql;
   lm_stream_def* stream;
-  struct lm_file_sink* fs;
+  struct lm_sink* sink;
 } lm_sink_def;
+
+
 
 struct laminar_source {
   uint32_t magic;
@@ -82,6 +95,13 @@ laminar_code lm_rows_stream(const lm_schema* schema, lm_batch* batch,
 
 /* handles.c */
 void lm_db_detach_stream_subs(laminar_db* db, lm_stream_def* stream);
+
+/* Attach sink `k` (name, stream and sink set; sql may be NULL) to its stream
+ * and the catalog, pausing the graph. On failure nothing is attached and k is
+ * still the caller's. */
+laminar_code lm_db_attach_sink(laminar_db* db, lm_sink_def* k, laminar_error* err);
+/* Close a sink definition (its sink too). */
+void lm_db_sink_free(lm_sink_def* k);
 void lm_db_free_handles(laminar_db* db);
 
 #endif /* LM_DB_INTERNAL_H */

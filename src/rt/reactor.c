@@ -4,7 +4,7 @@
  */
 #include "rt/rt.h"
 
-#include "sink/file.h"
+#include "sink/sink.h"
 #include "store/wal.h"
 #include "util/util.h"
 
@@ -87,7 +87,7 @@ void lm_stream_def_free(lm_stream_def* def) {
   lm_schema_free(&def->out_schema);
   lm_free(def->subs);
   lm_free(def->readers);
-  lm_free(def->file_sinks);
+  lm_free(def->sinks);
   lm_free(def->name);
   lm_free(def->sql);
   lm_free(def);
@@ -102,8 +102,8 @@ static laminar_code stream_watermark(lm_stream_def* s, int64_t watermark_ms);
  * each subscriber and feed downstream streams from the same buffers. */
 static laminar_code stream_deliver(void* arg, const lm_chunk* chunk) {
   lm_stream_def* s = arg;
-  for (int32_t i = 0; i < s->nfile_sinks; i++) {
-    LM_TRY(lm_file_sink_write(s->file_sinks[i], chunk->cols, chunk->nrows, NULL));
+  for (int32_t i = 0; i < s->nsinks; i++) {
+    LM_TRY(s->sinks[i]->vt->write(s->sinks[i], chunk->cols, chunk->nrows, NULL));
   }
   if (s->nsubs == 0 && s->nreaders == 0) return LAMINAR_OK;
   lm_batch* batch;

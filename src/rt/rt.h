@@ -85,8 +85,8 @@ struct lm_stream_def {
   int32_t nreaders;
   int64_t watermark_ms;      /* reactor-only */
   atomic_int_fast64_t late_rows; /* writer: reactor; reader: any (relaxed) */
-  struct lm_file_sink** file_sinks; /* CREATE SINK ... INTO FILE; changed while paused */
-  int32_t nfile_sinks;
+  struct lm_sink** sinks;    /* exactly-once sinks on the output; changed while paused */
+  int32_t nsinks;
 };
 
 typedef struct lm_graph {

@@ -7,6 +7,8 @@
 
 #include "sink/file.h"
 
+#include "sink/sink.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +28,7 @@
 #define FLUSH_BYTES (1u << 20)
 
 struct lm_file_sink {
+  lm_sink base;         /* the engine's view (sink.h) */
   char* dir;
   lm_sink_format format;
   lm_schema schema;
@@ -230,12 +233,37 @@ static void end_epoch(lm_file_sink* s) {
 
 /* ---- the protocol -------------------------------------------------------------------- */
 
+/* ---- the engine's view (sink.h) ---------------------------------------------------- */
+
+static laminar_code vt_write(lm_sink* b, const lm_vec* cols, int64_t n, laminar_error* err) {
+  return lm_file_sink_write((lm_file_sink*)b, cols, n, err);
+}
+static laminar_code vt_begin(lm_sink* b, uint64_t epoch, laminar_error* err) {
+  return lm_file_sink_begin((lm_file_sink*)b, epoch, err);
+}
+static laminar_code vt_pre_commit(lm_sink* b, laminar_error* err) {
+  return lm_file_sink_pre_commit((lm_file_sink*)b, err);
+}
+static laminar_code vt_commit(lm_sink* b, uint64_t epoch, laminar_error* err) {
+  return lm_file_sink_commit((lm_file_sink*)b, epoch, err);
+}
+static laminar_code vt_recover(lm_sink* b, uint64_t epoch, laminar_error* err) {
+  return lm_file_sink_recover((lm_file_sink*)b, epoch, err);
+}
+static void vt_close(lm_sink* b) { lm_file_sink_close((lm_file_sink*)b); }
+
+static const lm_sink_vt FILE_VT = {vt_write, vt_begin, vt_pre_commit, vt_commit, vt_recover,
+                                   vt_close};
+
+lm_sink* lm_file_sink_base(lm_file_sink* sink) { return &sink->base; }
+
 laminar_code lm_file_sink_open(const char* dir, lm_sink_format format, const lm_schema* schema,
                                lm_file_sink** out, laminar_error* err) {
   *out = NULL;
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) return io_fail(err, "mkdir", dir, errno);
   lm_file_sink* s = lm_calloc(1, sizeof *s);
   if (s == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "sink: out of memory");
+  s->base.vt = &FILE_VT;
   s->fd = -1;
   s->format = format;
   s->dir = lm_strdup(dir);

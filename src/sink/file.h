@@ -74,6 +74,9 @@ laminar_code lm_file_sink_commit(lm_file_sink* sink, uint64_t epoch, laminar_err
 /* Drop epoch `epoch`'s staged rows. */
 laminar_code lm_file_sink_rollback(lm_file_sink* sink, uint64_t epoch, laminar_error* err);
 
+/* The same sink as the engine's lm_sink (sink.h); closing that closes this. */
+struct lm_sink* lm_file_sink_base(lm_file_sink* sink);
+
 /* Highest committed epoch seen by this handle (part files found at open, or
  * committed since); 0 when none. */
 uint64_t lm_file_sink_committed_epoch(const lm_file_sink* sink);

@@ -153,6 +153,89 @@ static int test_damaged_checkpoint_and_catalog(void) {
   return 0;
 }
 
+/* ---- connector sinks (laminar_sink_callbacks) ----------------------------------------- */
+
+typedef struct recorder {
+  char log[4096];
+  size_t len;
+  int64_t rows;
+  int released;
+} recorder;
+
+static void note(recorder* r, const char* step, uint64_t v) {
+  int n = snprintf(r->log + r->len, sizeof r->log - r->len, "%s %llu;", step, (unsigned long long)v);
+  if (n > 0 && r->len + (size_t)n < sizeof r->log) r->len += (size_t)n;
+}
+static int rec_begin(void* u, uint64_t e) { note(u, "begin", e); return 0; }
+static int rec_pre(void* u, uint64_t e) { note(u, "pre", e); return 0; }
+static int rec_commit(void* u, uint64_t e) { note(u, "commit", e); return 0; }
+static int rec_rollback(void* u, uint64_t e) { note(u, "rollback", e); return 0; }
+static int rec_recover(void* u, uint64_t e) { note(u, "recover", e); return 0; }
+static void rec_release(void* u) { ((recorder*)u)->released++; }
+static int rec_write(void* u, struct ArrowArray* a, struct ArrowSchema* s) {
+  ((recorder*)u)->rows += a->length;
+  a->release(a);
+  s->release(s);
+  return 0;
+}
+
+static laminar_sink_callbacks rec_callbacks(recorder* r) {
+  return (laminar_sink_callbacks){.user = r, .begin_epoch = rec_begin, .write = rec_write,
+                                  .pre_commit = rec_pre, .commit = rec_commit,
+                                  .rollback = rec_rollback, .recover = rec_recover,
+                                  .release = rec_release};
+}
+
+static int test_connector_sink(void) {
+  char dir[64];
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dur_") == 0);
+  recorder r = {0};
+  laminar_sink_callbacks cb = rec_callbacks(&r);
+  laminar_db* db;
+  laminar_source* src;
+  laminar_error err;
+  CHECK_CODE(open_db(dir, "sync", &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_sink_register(db, "rec", "nope", &cb, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+             &err);
+  CHECK_CODE(laminar_sink_register(db, "rec", "vwap", &cb, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_sink_register(db, "rec", "vwap", &cb, &err), LAMINAR_ERR_SQL_DUPLICATE_OBJECT,
+             &err);
+  CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
+  CHECK(feed(db, src, 0, 10, 5) == 0);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  EXPECT(strcmp(r.log, "recover 0;begin 1;pre 1;begin 2;commit 1;pre 2;begin 3;commit 2;"
+                       "rollback 3;") == 0);
+  EXPECT(r.rows > 0 && r.released == 1);
+  /* Reopened with the sink in the config: attached before the WAL replay. */
+  recorder r2 = {0};
+  laminar_sink_callbacks cb2 = rec_callbacks(&r2);
+  laminar_config* c;
+  CHECK(laminar_config_create(&c) == LAMINAR_OK);
+  CHECK_CODE(laminar_config_set(c, "data_dir", dir, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_config_set(c, "checkpoint_interval", "1 hour", &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_config_set(c, "wal_mode", "sync", &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_config_add_sink(c, "rec", "vwap", &cb2, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_open(c, &db, &err), LAMINAR_OK, &err);
+  laminar_db* db2 = NULL;
+  CHECK_CODE(laminar_open(c, &db2, &err), LAMINAR_ERR_STATE, &err); /* the config's sink is taken */
+  laminar_config_destroy(c);
+  EXPECT(strncmp(r2.log, "recover 2;begin 3;", 18) == 0);
+  CHECK_CODE(laminar_execute(db, "DROP SINK rec", &err), LAMINAR_OK, &err);
+  EXPECT(r2.released == 1);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  /* A config never used releases its sinks. */
+  recorder r3 = {0};
+  laminar_sink_callbacks cb3 = rec_callbacks(&r3);
+  CHECK(laminar_config_create(&c) == LAMINAR_OK);
+  CHECK_CODE(laminar_config_add_sink(c, "x", "vwap", &cb3, &err), LAMINAR_OK, &err);
+  laminar_config_destroy(c);
+  EXPECT(r3.released == 1);
+  remove_db(dir);
+  return 0;
+}
+
 /* ---- the reactor with interval checkpoints --------------------------------------------- */
 
 /* Pushes from this thread while the reactor processes, the async WAL flushes
@@ -203,6 +286,7 @@ static int test_threaded_interval_checkpoints(void) {
 }
 
 static const lm_test_case cases[] = {
+    {"connector_sink", test_connector_sink},
     {"threaded_interval_checkpoints", test_threaded_interval_checkpoints},
     {"settings", test_settings},
     {"restart_sync", test_restart_sync},

@@ -22,6 +22,17 @@ from pathlib import Path
 
 MODULE_NAME = "laminardb._laminar_cffi"
 
+#: Functions implemented in Python (``@ffi.def_extern`` in ``laminardb.sinks``)
+#: that the core calls through ``laminar_sink_callbacks``.
+PYTHON_CALLBACKS = """
+extern "Python" int lm_py_sink_begin(void*, uint64_t);
+extern "Python" int lm_py_sink_write(void*, struct ArrowArray*, struct ArrowSchema*);
+extern "Python" int lm_py_sink_pre_commit(void*, uint64_t);
+extern "Python" int lm_py_sink_commit(void*, uint64_t);
+extern "Python" int lm_py_sink_rollback(void*, uint64_t);
+extern "Python" int lm_py_sink_recover(void*, uint64_t);
+"""
+
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 _LINE_COMMENT = re.compile(r"//[^\n]*")
 
@@ -99,6 +110,7 @@ def make_ffibuilder(
 
     ffibuilder = cffi.FFI()
     ffibuilder.cdef(cdef_from_header(header.read_text(encoding="utf-8")))
+    ffibuilder.cdef(PYTHON_CALLBACKS)
     ffibuilder.set_source(
         MODULE_NAME,
         '#include "laminar.h"\n',

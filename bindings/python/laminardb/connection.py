@@ -19,6 +19,7 @@ from laminardb._arrow import import_reader, import_schema
 from laminardb._handle import Handle, c_text
 from laminardb._laminar_cffi import ffi, lib
 from laminardb.errors import raise_for
+from laminardb.sinks import SinkConnector, callbacks_for
 from laminardb.source import Source
 from laminardb.subscription import Subscription
 
@@ -63,6 +64,8 @@ class Connection(Handle):
 
     _kind = "connection"
 
+    _sink_handles: list[Any]  # keeps Python sinks' cffi handles alive
+
     def __init__(self, pointer: Any, path: str | None) -> None:  # noqa: ANN401 -- cdata
         """Wrap an open ``laminar_db``; use :func:`laminardb.open`.
 
@@ -74,6 +77,7 @@ class Connection(Handle):
         self._path = path
         self._sources: dict[str, Source] = {}
         self._subscriptions: weakref.WeakSet[Subscription] = weakref.WeakSet()
+        self._sink_handles = []
 
     @property
     def path(self) -> str | None:
@@ -312,6 +316,33 @@ class Connection(Handle):
         """
         self._simple(lib.laminar_run_until_idle)
 
+    def add_sink(self, name: str, stream: str, connector: SinkConnector) -> None:
+        """Attach an exactly-once sink written in Python to ``stream``'s output.
+
+        ``connector`` receives the two-phase epoch protocol of
+        :mod:`laminardb.sinks` (e.g. :class:`laminardb.sinks.ParquetSink`).
+        Durable databases only. It is not part of the stored catalog: on later
+        opens pass it in ``laminardb.open(path, sinks={name: (stream,
+        connector)})`` so the WAL replay reaches it. ``DROP SINK name``
+        detaches it.
+
+        Raises:
+            SQLError: LDB-1002 (no such stream), LDB-1004 (name taken).
+            ConfigError: LDB-6003 when the database is not durable.
+            StorageError: LDB-5001 when the connector's ``recover`` or
+                ``begin_epoch`` fails.
+        """
+        cb, handle = callbacks_for(connector)
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = lib.laminar_sink_register(
+                self._require_open(), c_text(name, "sink name"), c_text(stream, "stream name"),
+                cb, err,
+            )
+            if code == 0:
+                self._sink_handles.append(handle)
+        raise_for(code, err)
+
     def checkpoint(self) -> None:
         """Take a checkpoint now (``checkpoint_interval`` also takes them).
 
@@ -361,6 +392,7 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
     path: PathLike | None = None,
     *,
     config: Mapping[str, object] | None = None,
+    sinks: Mapping[str, tuple[str, SinkConnector]] | None = None,
     **options: object,
 ) -> Connection:
     """Open a database.
@@ -372,6 +404,9 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
             directory that holds one recovers it (catalog, last checkpoint,
             WAL replay); see docs/DURABILITY.md.
         config: Options as a mapping, e.g. ``{"buffer_size": 1024}``.
+        sinks: Python sinks to attach while a durable database recovers,
+            ``{name: (stream, connector)}`` (see :meth:`Connection.add_sink`);
+            the streams must be in the stored catalog.
         **options: More options, as keywords; they override ``config``. Values
             are passed as text (booleans as ``true``/``false``).
 
@@ -402,11 +437,20 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
 
     config_out = ffi.new("laminar_config**")
     raise_for(lib.laminar_config_create(config_out))
+    handles = []
     try:
         for key, value in settings.items():
             err = ffi.new("laminar_error*")
             code = lib.laminar_config_set(
                 config_out[0], c_text(key, "option name"), _option_text(key, value), err
+            )
+            raise_for(code, err)
+        for name, (stream, connector) in (sinks or {}).items():
+            cb, handle = callbacks_for(connector)
+            handles.append(handle)
+            err = ffi.new("laminar_error*")
+            code = lib.laminar_config_add_sink(
+                config_out[0], c_text(name, "sink name"), c_text(stream, "stream name"), cb, err
             )
             raise_for(code, err)
         db_out = ffi.new("laminar_db**")
@@ -415,4 +459,6 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
         raise_for(code, err)
     finally:
         lib.laminar_config_destroy(config_out[0])
-    return Connection(db_out[0], text_path)
+    connection = Connection(db_out[0], text_path)
+    connection._sink_handles.extend(handles)
+    return connection
