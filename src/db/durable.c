@@ -165,6 +165,8 @@ uint64_t lm_durable_next_epoch(const lm_durable* d) { return d->attempted + 1; }
 
 bool lm_durable_recovering(const lm_durable* d) { return d->recovering; }
 
+int64_t lm_durable_last_stall_ns(const lm_durable* d) { return d->last_stall_ns; }
+
 /* ---- the catalog file -------------------------------------------------------------- */
 
 static bool append_text(char** buf, size_t* len, size_t* cap, const char* s) {

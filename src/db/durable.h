@@ -112,4 +112,7 @@ uint64_t lm_durable_next_epoch(const lm_durable* d);
  * begin their epoch once recovery knows which (not at creation). */
 bool lm_durable_recovering(const lm_durable* d);
 
+/* How long the last checkpoint held the graph stopped (copying state), ns. */
+int64_t lm_durable_last_stall_ns(const lm_durable* d);
+
 #endif /* LM_DB_DURABLE_H */
