@@ -332,6 +332,16 @@ LAMINAR_API laminar_code laminar_run_until_idle(laminar_db* db, laminar_error* e
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_checkpoint(laminar_db* db, laminar_error* err);
 
+/* What durability had to report, one line each: WAL tails cut at recovery (the
+ * source, records kept, bytes removed, why), damaged checkpoints skipped,
+ * interval checkpoints that failed on the background thread. Empty when
+ * there is nothing (or durability is off). Copied into buf (cap bytes,
+ * NUL-terminated, truncated if longer).
+ * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_durability_report(laminar_db* db, char* buf, size_t cap,
+                                                   laminar_error* err);
+
 /* An exactly-once sink written by the application (a connector): the engine
  * drives it through the same two-phase epoch protocol as its file sinks.
  * Epoch e holds the rows a stream produced between checkpoints e-1 and e.

@@ -313,6 +313,18 @@ laminar_code laminar_checkpoint(laminar_db* db, laminar_error* err) {
   return rc;
 }
 
+laminar_code laminar_durability_report(laminar_db* db, char* buf, size_t cap,
+                                      laminar_error* err) {
+  CHECK_DB(db, err);
+  if (buf == NULL || cap == 0)
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_durability_report: no buffer");
+  buf[0] = '\0';
+  pthread_mutex_lock(&db->lock);
+  if (db->dur != NULL) lm_durable_report(db->dur, buf, cap);
+  pthread_mutex_unlock(&db->lock);
+  return LAMINAR_OK;
+}
+
 laminar_code laminar_sink_register(laminar_db* db, const char* name, const char* stream,
                                    const laminar_sink_callbacks* callbacks, laminar_error* err) {
   CHECK_DB(db, err);

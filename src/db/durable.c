@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -48,7 +49,32 @@ struct lm_durable {
   pthread_cond_t cv;
   bool stop;                 /* under mu */
   int64_t last_stall_ns;     /* the graph's pause of the last checkpoint */
+  char report[2048];         /* what recovery cut, failed background checkpoints (under mu) */
 };
+
+/* Add a line to the durability report (laminar_durability_report). */
+static void report(lm_durable* d, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static void report(lm_durable* d, const char* fmt, ...) {
+  pthread_mutex_lock(&d->mu);
+  size_t len = strlen(d->report);
+  if (len + 2 < sizeof d->report) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->report + len, sizeof d->report - len - 1, fmt, ap);
+    va_end(ap);
+    len = strlen(d->report);
+    d->report[len] = '\n';
+    d->report[len + 1] = '\0';
+  }
+  pthread_mutex_unlock(&d->mu);
+}
+
+void lm_durable_report(lm_durable* d, char* buf, size_t cap) {
+  if (cap == 0) return;
+  pthread_mutex_lock(&d->mu);
+  snprintf(buf, cap, "%s", d->report);
+  pthread_mutex_unlock(&d->mu);
+}
 
 /* ---- settings ------------------------------------------------------------------- */
 
@@ -225,8 +251,8 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
   lm_free(dir);
   if (rc == LAMINAR_OK && rep.cut) {
     /* Recovered to the last good record; the cut is reported, never replayed. */
-    fprintf(stderr, "laminardb: source '%s': WAL cut: %s (%" PRIu64 " bytes)\n", def->name,
-            rep.reason, rep.bytes_cut);
+    report(d, "source '%s': WAL cut at the last good record (%" PRIu64 " records kept, %" PRIu64
+           " bytes removed): %s", def->name, rep.records, rep.bytes_cut, rep.reason);
   }
   def->wal_sync = mode == LM_WAL_SYNC;
   return rc;
@@ -580,7 +606,7 @@ static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
   lm_ckpt_report crep;
   LM_TRY(lm_ckpt_load_latest(d->ckpt_dir, &found, &epoch, &data, &len, &crep, err));
   if (crep.skipped > 0)
-    fprintf(stderr, "laminardb: %d damaged checkpoint(s) skipped: %s\n", crep.skipped, crep.reason);
+    report(d, "%d damaged checkpoint(s) skipped: %s", crep.skipped, crep.reason);
   if (found) {
     rc = restore(db, data, len, err);
     lm_free(data);
@@ -647,7 +673,7 @@ static void* background(void* arg) {
       laminar_error e;
       pthread_mutex_lock(&db->lock);
       if (lm_durable_checkpoint(db, &e) != LAMINAR_OK)
-        fprintf(stderr, "laminardb: checkpoint failed: %s\n", e.message);
+        report(d, "interval checkpoint failed: %s", e.message);
       pthread_mutex_unlock(&db->lock);
       last_ckpt = now_ns();
     }

@@ -112,6 +112,9 @@ uint64_t lm_durable_next_epoch(const lm_durable* d);
  * begin their epoch once recovery knows which (not at creation). */
 bool lm_durable_recovering(const lm_durable* d);
 
+/* Copy the durability report (see laminar_durability_report) into buf. */
+void lm_durable_report(lm_durable* d, char* buf, size_t cap);
+
 /* How long the last checkpoint held the graph stopped (copying state), ns. */
 int64_t lm_durable_last_stall_ns(const lm_durable* d);
 

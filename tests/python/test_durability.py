@@ -192,3 +192,23 @@ def test_interval_checkpoints_publish_without_being_asked(tmp_path: Path) -> Non
         db.stop()
     assert set(committed(tmp_path)) == expected(batches)
     assert list((tmp_path / "checkpoints").glob("ckpt-*.bin")), "no checkpoint was written"
+
+
+def test_cut_wal_tail_is_reported(tmp_path: Path) -> None:
+    settings = {"checkpoint_interval": "1 hour", "wal_mode": "sync"}
+    batches = make_batches(3, nbatches=5)
+    with laminardb.open(tmp_path, **settings) as db:
+        db.execute(DDL)
+        src = db.source("trades")
+        for batch in batches:
+            src.push(batch)
+        assert db.durability_report() == ""
+    segment = sorted((tmp_path / "wal" / "trades").glob("*.wal"))[-1]
+    data = bytearray(segment.read_bytes())
+    data[200:208] = b"garbage!"  # inside the first record: its CRC breaks
+    segment.write_bytes(bytes(data))
+    with laminardb.open(tmp_path, **settings) as db:
+        report = db.durability_report()
+        assert "source 'trades': WAL cut at the last good record" in report
+        assert "CRC mismatch" in report
+        assert db.source("trades").offset == 1  # nothing before the damage survived

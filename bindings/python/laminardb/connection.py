@@ -343,6 +343,20 @@ class Connection(Handle):
                 self._sink_handles.append(handle)
         raise_for(code, err)
 
+    def durability_report(self) -> str:
+        """What durability had to report, one line each (empty when nothing).
+
+        WAL tails cut at recovery (source, records kept, bytes removed, why),
+        damaged checkpoints skipped, interval checkpoints that failed on the
+        background thread.
+        """
+        buf = ffi.new("char[]", 4096)
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = lib.laminar_durability_report(self._require_open(), buf, 4096, err)
+        raise_for(code, err)
+        return ffi.string(buf).decode("utf-8", "replace")
+
     def checkpoint(self) -> None:
         """Take a checkpoint now (``checkpoint_interval`` also takes them).
 
