@@ -74,8 +74,11 @@ static const char* existing_sql(laminar_db* db, const char* name) {
   lm_stream_def* st = lm_db_find_stream(db, name);
   if (st != NULL) return st->sql;
   lm_sink_def* sk = find_sink(db, name);
-  return sk != NULL ? sk->sql : NULL;
+  if (sk == NULL) return NULL;
+  return sk->sql != NULL ? sk->sql : ""; /* a connector sink: no statement to match */
 }
+
+bool lm_db_name_taken(laminar_db* db, const char* name) { return existing_sql(db, name) != NULL; }
 
 static laminar_code check_new_name(laminar_db* db, const char* sql, const lm_stmt* stmt,
                                    laminar_error* err, bool* out_skip) {

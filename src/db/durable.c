@@ -525,10 +525,9 @@ static laminar_code attach_callback_sink(laminar_db* db, const char* name, const
     lm_error_object(err, stream, NULL);
     return rc;
   }
-  for (int32_t i = 0; i < db->nsinks; i++) {
-    if (!lm_streq_nocase(db->sinks[i]->name, name)) continue;
+  if (lm_db_name_taken(db, name)) {
     laminar_code rc = lm_error_set(err, LAMINAR_ERR_SQL_DUPLICATE_OBJECT,
-                                   "a sink named '%s' already exists", name);
+                                   "an object named '%s' already exists", name);
     lm_error_object(err, name, NULL);
     return rc;
   }

@@ -100,6 +100,8 @@ void lm_db_detach_stream_subs(laminar_db* db, lm_stream_def* stream);
  * and the catalog, pausing the graph. On failure nothing is attached and k is
  * still the caller's. */
 laminar_code lm_db_attach_sink(laminar_db* db, lm_sink_def* k, laminar_error* err);
+/* True when a source, stream or sink is named `name`. */
+bool lm_db_name_taken(laminar_db* db, const char* name);
 /* Close a sink definition (its sink too). */
 void lm_db_sink_free(lm_sink_def* k);
 void lm_db_free_handles(laminar_db* db);

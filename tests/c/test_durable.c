@@ -224,6 +224,11 @@ static int test_connector_sink(void) {
   CHECK_CODE(laminar_sink_register(db, "rec", "vwap", &cb, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_sink_register(db, "rec", "vwap", &cb, &err), LAMINAR_ERR_SQL_DUPLICATE_OBJECT,
              &err);
+  CHECK_CODE(laminar_sink_register(db, "trades", "vwap", &cb, &err),
+             LAMINAR_ERR_SQL_DUPLICATE_OBJECT, &err); /* one namespace for every object */
+  char sql[600];
+  snprintf(sql, sizeof sql, "CREATE SINK rec FROM vwap INTO FILE (path = '%s/x')", dir);
+  CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_ERR_SQL_DUPLICATE_OBJECT, &err);
   CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
   CHECK(feed(db, src, 0, 10, 5) == 0);
   laminar_source_close(src);
