@@ -16,7 +16,7 @@ size_t lm_batch_encoded_size(const lm_batch* batch) {
       size += n * (size_t)lm_type_width(v->type);
       continue;
     }
-    size += (n + 1) * 8;
+    size += (n + 1) * 4;
     const lm_str* s = v->data;
     for (size_t i = 0; i < n; i++) size += (size_t)s[i].len;
   }
@@ -45,13 +45,13 @@ void lm_batch_encode_to(const lm_batch* batch, uint8_t* dst) {
       continue;
     }
     const lm_str* s = v->data;
-    int64_t total = 0;
-    memcpy(dst, &total, 8);
+    uint32_t total = 0; /* < 4 GiB: callers bound a record (the WAL's limit is 1 GiB) */
+    memcpy(dst, &total, 4);
     for (int64_t i = 0; i < n; i++) {
-      total += s[i].len;
-      memcpy(dst + 8 * (i + 1), &total, 8);
+      total += (uint32_t)s[i].len;
+      memcpy(dst + 4 * (i + 1), &total, 4);
     }
-    dst += 8 * (n + 1);
+    dst += 4 * (n + 1);
     for (int64_t i = 0; i < n; i++) {
       if (s[i].len > 0) memcpy(dst, s[i].ptr, (size_t)s[i].len);
       dst += s[i].len;
@@ -110,28 +110,28 @@ laminar_code lm_batch_decode(const lm_schema* schema, lm_state_reader* r, lm_bat
       memcpy(owned[c], p, bytes);
       continue;
     }
-    const uint8_t* offs = lm_state_get_raw(r, (size_t)(n + 1) * 8);
+    const uint8_t* offs = lm_state_get_raw(r, (size_t)(n + 1) * 4);
     if (offs == NULL) {
       rc = corrupt(err, r, "truncated string offsets");
       break;
     }
-    int64_t prev, last;
-    memcpy(&prev, offs, 8);
-    memcpy(&last, offs + 8 * n, 8);
-    const char* chars = prev == 0 && last >= 0 ? lm_state_get_raw(r, (size_t)last) : NULL;
+    uint32_t prev, last;
+    memcpy(&prev, offs, 4);
+    memcpy(&last, offs + 4 * n, 4);
+    const char* chars = prev == 0 ? lm_state_get_raw(r, (size_t)last) : NULL;
     if (chars == NULL) {
       rc = corrupt(err, r, "bad string data");
       break;
     }
     lm_str* s = owned[c];
     for (int64_t i = 0; i < n; i++) {
-      int64_t next;
-      memcpy(&next, offs + 8 * (i + 1), 8);
+      uint32_t next;
+      memcpy(&next, offs + 4 * (i + 1), 4);
       if (next < prev || next > last) {
         rc = corrupt(err, r, "string offsets out of order");
         break;
       }
-      s[i] = (lm_str){chars + prev, next - prev};
+      s[i] = (lm_str){chars + prev, (int64_t)(next - prev)};
       prev = next;
     }
   }

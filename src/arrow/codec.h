@@ -6,8 +6,9 @@
  *
  * Layout (lm_state encoding): ncols u32, nrows i64, then per column its type
  * u8, a has-nulls u8, the null bytes when it has nulls, and the values:
- * fixed-width types as their bytes, strings as nrows + 1 offsets (i64) and
- * the concatenated UTF-8.
+ * fixed-width types as their bytes, strings as nrows + 1 offsets (u32: a
+ * batch's strings stay under 4 GiB; the WAL bounds a record at 1 GiB) and the
+ * concatenated UTF-8.
  */
 #ifndef LM_ARROW_CODEC_H
 #define LM_ARROW_CODEC_H
