@@ -285,18 +285,29 @@ static void table_insert(window* w, uint64_t h, uint32_t gid) {
   w->table[slot] = gid + 1;
 }
 
-/* Keep the load factor at most 1/2. */
-static laminar_code table_grow_if_needed(window* w) {
-  uint64_t size = (uint64_t)w->table_mask + 1;
-  if ((uint64_t)(w->ngroups + 1) * 2 <= size) return LAMINAR_OK;
-  uint64_t nsize = size * 2;
+/* Replace the table by one of nsize slots (a power of two) holding groups
+ * 0..ngroups-1 by their ghash. Inserts prefetch the slot a few groups ahead:
+ * a big table misses the cache on nearly every insert. */
+static laminar_code table_rebuild(window* w, uint64_t nsize) {
   uint32_t* fresh = lm_calloc((size_t)nsize, sizeof(uint32_t));
   if (fresh == NULL) return LAMINAR_ERR_NOMEM;
   lm_free(w->table);
   w->table = fresh;
   w->table_mask = (uint32_t)(nsize - 1);
-  for (int64_t g = 0; g < w->ngroups; g++) table_insert(w, w->ghash[g], (uint32_t)g);
+  enum { AHEAD = 8 };
+  for (int64_t g = 0; g < w->ngroups; g++) {
+    if (g + AHEAD < w->ngroups)
+      __builtin_prefetch(&w->table[(uint32_t)w->ghash[g + AHEAD] & w->table_mask], 1);
+    table_insert(w, w->ghash[g], (uint32_t)g);
+  }
   return LAMINAR_OK;
+}
+
+/* Keep the load factor at most 1/2. */
+static laminar_code table_grow_if_needed(window* w) {
+  uint64_t size = (uint64_t)w->table_mask + 1;
+  if ((uint64_t)(w->ngroups + 1) * 2 <= size) return LAMINAR_OK;
+  return table_rebuild(w, size * 2);
 }
 
 /* Append a new empty group; the caller fills its keys. */
@@ -634,8 +645,9 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
       r->failed = true; /* two windows with one start: not a snapshot of ours */
       break;
     }
-    for (int64_t g = 0; g < ngroups && !r->failed; g++) {
-      LM_TRY(window_reserve(op, win, g + 1));
+    LM_TRY(window_reserve(op, win, ngroups));
+    int64_t g = 0;
+    for (; g < ngroups && !r->failed; g++) {
       for (int32_t c = 0; c < op->spec.nkeys; c++) {
         key_store* ks = &win->keys[c];
         ks->nulls[g] = lm_state_get_u8(r) ? 1 : 0;
@@ -654,13 +666,14 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
         lm_agg_states_init_group(&win->aggs[a], g);
         LM_TRY(lm_agg_restore_group(&win->aggs[a], g, r));
       }
-      uint64_t h = hash_group(win, op->spec.nkeys, g);
-      win->ngroups = g; /* table_grow_if_needed counts the groups already in */
-      LM_TRY(table_grow_if_needed(win));
-      win->ghash[g] = h;
-      table_insert(win, h, (uint32_t)g);
-      win->ngroups = g + 1;
+      win->ghash[g] = hash_group(win, op->spec.nkeys, g);
     }
+    /* One table sized for all the groups, filled once (not grown and rehashed
+     * as they come). */
+    win->ngroups = g;
+    uint64_t size = 64;
+    while (size < (uint64_t)(g + 1) * 2) size *= 2;
+    LM_TRY(table_rebuild(win, size));
   }
   laminar_code rc = lm_state_reader_status(r, "window aggregate", err);
   if (rc != LAMINAR_OK) window_clear_all(op);
