@@ -375,10 +375,17 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
   if (covered == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   lm_state_writer w;
   lm_state_writer_init(&w);
+  /* Flush the logs before the stall, so the one inside it (which makes sure
+   * no recorded offset is ahead of its log) has only the last few records. */
+  laminar_code rc = flush_wals(db, err);
+  if (rc != LAMINAR_OK) {
+    lm_free(covered);
+    return rc;
+  }
   /* The stall: the graph stops between two messages. */
   int64_t t0 = now_ns();
   lm_rt_pause(&db->rt);
-  laminar_code rc = flush_wals(db, err);
+  rc = flush_wals(db, err);
   if (rc == LAMINAR_OK) rc = serialize(db, epoch, &w, err);
   for (int32_t i = 0; i < g->nsources; i++) covered[i] = g->sources[i]->processed_seq;
   for (int32_t i = 0; i < db->nsinks && rc == LAMINAR_OK; i++) {

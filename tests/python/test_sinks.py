@@ -153,6 +153,7 @@ def test_connector_failures_are_reported(tmp_path: Path) -> None:
 CHILD = textwrap.dedent(
     """
     import sys
+    import time
     import laminardb
     from laminardb.sinks import ParquetSink
     from test_durability import DDL, make_batches
@@ -172,6 +173,7 @@ CHILD = textwrap.dedent(
         db.run_until_idle()
         if i % 4 == 3:
             db.checkpoint()
+        time.sleep(0.03)  # a run lasts > 0.9 s: every kill lands mid-run
     src.watermark(2**63 - 1)
     db.run_until_idle()
     db.checkpoint()
@@ -193,7 +195,9 @@ def test_parquet_sink_survives_kill_9(tmp_path: Path) -> None:
             [sys.executable, str(script), str(root), str(out)], env=env, stdout=subprocess.PIPE
         )
         if kills < 8:
-            time.sleep(float(rng.uniform(0.3, 1.5)))  # imports take most of the first 0.3 s
+            # Shorter than any run (imports plus 30 batches at >= 30 ms each),
+            # so every kill lands mid-run: during imports, recovery or work.
+            time.sleep(float(rng.uniform(0.1, 0.9)))
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
@@ -203,7 +207,7 @@ def test_parquet_sink_survives_kill_9(tmp_path: Path) -> None:
         assert proc.returncode == 0
         assert b"done" in stdout
         break
-    assert kills >= 1
+    assert kills == 8
     rows = parquet_rows(out)
     assert len(rows) == len(set(rows)), "a window was published twice"
     assert set(rows) == expected(make_batches(9))
