@@ -449,6 +449,23 @@ LAMINAR_API laminar_code laminar_source_push(laminar_source* source,
                                              const struct ArrowSchema* schema,
                                              laminar_error* err);
 
+/* As laminar_source_push(), but never waits: when the source's queue is full
+ * it returns LAMINAR_ERR_QUEUE_FULL at once, whether or not the reactor runs,
+ * and nothing is ingested or logged (`*array` is still the caller's).
+ * Thread-safety: as laminar_source_push(). */
+LAMINAR_API laminar_code laminar_source_try_push(laminar_source* source,
+                                                 struct ArrowArray* array,
+                                                 const struct ArrowSchema* schema,
+                                                 laminar_error* err);
+
+/* Free slots in the source's queue now (each push or watermark takes one; the
+ * reactor or laminar_run_until_idle frees them). A snapshot: with the reactor
+ * running it may grow at any moment.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_source_free_slots(laminar_source* source, int64_t* out,
+                                                   laminar_error* err);
+
 /* Advance the source's watermark explicitly to `watermark_ms` (epoch
  * milliseconds); a value below the current watermark is ignored. INT64_MAX
  * closes every open window.

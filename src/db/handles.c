@@ -93,6 +93,15 @@ static laminar_code queue_full(const lm_source_def* def, laminar_error* err) {
                       def->name, lm_ring_capacity(def->ring));
 }
 
+/* Whether a push must be refused now for lack of room: the queue is full and
+ * nothing may wait for it to drain (no reactor, or a non-blocking push).
+ * Checked before anything is logged, so a refused message leaves no trace. */
+static bool refuse_full(const laminar_source* src, bool wait) {
+  const lm_source_def* def = src->def;
+  return lm_ring_size(def->ring) >= lm_ring_capacity(def->ring) &&
+         (!wait || !src->db->rt.started);
+}
+
 /* Enqueue a message; in threaded mode wait for room (block back-pressure). */
 static laminar_code enqueue(laminar_source* src, lm_msg* msg, laminar_error* err) {
   lm_source_def* def = src->def;
@@ -112,8 +121,10 @@ static laminar_code enqueue(laminar_source* src, lm_msg* msg, laminar_error* err
   return LAMINAR_OK;
 }
 
-laminar_code laminar_source_push(laminar_source* src, struct ArrowArray* array,
-                                 const struct ArrowSchema* schema, laminar_error* err) {
+/* laminar_source_push (wait: block for room while the reactor runs) and
+ * laminar_source_try_push (never wait). */
+static laminar_code push(laminar_source* src, struct ArrowArray* array,
+                         const struct ArrowSchema* schema, bool wait, laminar_error* err) {
   if (!source_ok(src)) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "invalid or closed source handle");
   }
@@ -126,9 +137,7 @@ laminar_code laminar_source_push(laminar_source* src, struct ArrowArray* array,
     lm_error_object(err, def->name, NULL);
     return LAMINAR_ERR_SOURCE_CLOSED;
   }
-  if (lm_ring_size(def->ring) >= lm_ring_capacity(def->ring) && !src->db->rt.started) {
-    return queue_full(def, err);
-  }
+  if (refuse_full(src, wait)) return queue_full(def, err);
   lm_msg* msg = lm_malloc(sizeof *msg);
   if (msg == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   /* Import moves the array only on success. */
@@ -153,6 +162,25 @@ laminar_code laminar_source_push(laminar_source* src, struct ArrowArray* array,
   return rc;
 }
 
+laminar_code laminar_source_push(laminar_source* src, struct ArrowArray* array,
+                                 const struct ArrowSchema* schema, laminar_error* err) {
+  return push(src, array, schema, true, err);
+}
+
+laminar_code laminar_source_try_push(laminar_source* src, struct ArrowArray* array,
+                                     const struct ArrowSchema* schema, laminar_error* err) {
+  return push(src, array, schema, false, err);
+}
+
+laminar_code laminar_source_free_slots(laminar_source* src, int64_t* out, laminar_error* err) {
+  if (!source_ok(src) || out == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_source_free_slots: invalid argument");
+  }
+  const lm_ring* ring = src->def->ring;
+  *out = (int64_t)lm_ring_capacity(ring) - (int64_t)lm_ring_size(ring);
+  return LAMINAR_OK;
+}
+
 laminar_code laminar_source_watermark(laminar_source* src, int64_t watermark_ms,
                                       laminar_error* err) {
   if (!source_ok(src)) {
@@ -168,7 +196,8 @@ laminar_code laminar_source_watermark(laminar_source* src, int64_t watermark_ms,
   msg->watermark_ms = watermark_ms;
   msg->seq = 0;
   laminar_code rc = LAMINAR_OK;
-  if (src->def->wal != NULL) rc = lm_durable_log(src->def, msg, err);
+  if (refuse_full(src, true)) rc = queue_full(src->def, err); /* before it is logged */
+  if (rc == LAMINAR_OK && src->def->wal != NULL) rc = lm_durable_log(src->def, msg, err);
   if (rc == LAMINAR_OK) rc = enqueue(src, msg, err);
   if (rc != LAMINAR_OK) lm_free(msg);
   return rc;

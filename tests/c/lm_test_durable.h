@@ -43,14 +43,27 @@ static inline int push_batch(laminar_source* src, int64_t b, laminar_error* err)
   return (int)rc;
 }
 
-static inline laminar_code open_db(const char* dir, const char* wal_mode, laminar_db** db,
-                            laminar_error* err) {
+/* A config for a durable database in dir (NULL on failure). */
+static inline laminar_config* durable_config(const char* dir, const char* interval,
+                                             const char* wal_mode) {
   laminar_config* c;
-  if (laminar_config_create(&c) != LAMINAR_OK) return LAMINAR_ERR_NOMEM;
-  laminar_code rc = laminar_config_set(c, "data_dir", dir, err);
-  if (rc == LAMINAR_OK) rc = laminar_config_set(c, "checkpoint_interval", "1 hour", err);
-  if (rc == LAMINAR_OK) rc = laminar_config_set(c, "wal_mode", wal_mode, err);
-  if (rc == LAMINAR_OK) rc = laminar_open(c, db, err);
+  if (laminar_config_create(&c) != LAMINAR_OK) return NULL;
+  laminar_error err;
+  if (laminar_config_set(c, "data_dir", dir, &err) != LAMINAR_OK ||
+      laminar_config_set(c, "checkpoint_interval", interval, &err) != LAMINAR_OK ||
+      laminar_config_set(c, "wal_mode", wal_mode, &err) != LAMINAR_OK) {
+    fprintf(stderr, "durable_config: %s\n", err.message);
+    laminar_config_destroy(c);
+    return NULL;
+  }
+  return c;
+}
+
+static inline laminar_code open_db(const char* dir, const char* wal_mode, laminar_db** db,
+                                   laminar_error* err) {
+  laminar_config* c = durable_config(dir, "1 hour", wal_mode);
+  if (c == NULL) return LAMINAR_ERR_NOMEM;
+  laminar_code rc = laminar_open(c, db, err);
   laminar_config_destroy(c);
   return rc;
 }

@@ -176,6 +176,58 @@ static int test_damaged_checkpoint_and_catalog(void) {
   return 0;
 }
 
+/* ---- non-blocking pushes ---------------------------------------------------------------- */
+
+/* try_push refuses a full queue at once and ingests (and logs) nothing;
+ * free_slots follows the queue; a refused watermark is not logged either. */
+static int test_try_push_and_free_slots(void) {
+  char dir[64];
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dur_") == 0);
+  laminar_error err;
+  laminar_config* c = durable_config(dir, "1 hour", "sync");
+  CHECK(c != NULL);
+  CHECK_CODE(laminar_config_set(c, "buffer_size", "2", &err), LAMINAR_OK, &err);
+  laminar_db* db;
+  CHECK_CODE(laminar_open(c, &db, &err), LAMINAR_OK, &err);
+  laminar_config_destroy(c);
+  CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
+  int64_t free_slots = -1, off = -1;
+  CHECK_CODE(laminar_source_free_slots(src, &free_slots, &err), LAMINAR_OK, &err);
+  CHECK(free_slots == 2);
+  trade_row rows[3] = {{"A", 1.0, false, 1, false, 1000},
+                       {"B", 2.0, false, 2, false, 1100},
+                       {"A", 3.0, false, 3, false, 1200}};
+  for (int i = 0; i < 3; i++) {
+    struct ArrowArray array;
+    struct ArrowSchema schema;
+    CHECK(build_trades(rows + i, 1, false, &array, &schema) == 0);
+    laminar_code rc = laminar_source_try_push(src, &array, &schema, &err);
+    if (i < 2) {
+      CHECK_CODE(rc, LAMINAR_OK, &err);
+      CHECK(array.release == NULL);
+    } else {
+      CHECK_CODE(rc, LAMINAR_ERR_QUEUE_FULL, &err);
+      CHECK(array.release != NULL); /* still the caller's */
+      array.release(&array);
+    }
+    schema.release(&schema);
+  }
+  CHECK_CODE(laminar_source_free_slots(src, &free_slots, &err), LAMINAR_OK, &err);
+  CHECK(free_slots == 0);
+  CHECK_CODE(laminar_source_watermark(src, 5000, &err), LAMINAR_ERR_QUEUE_FULL, &err);
+  CHECK_CODE(laminar_source_offset(src, &off, &err), LAMINAR_OK, &err);
+  CHECK(off == 3); /* the two accepted pushes only: nothing refused was logged */
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_source_free_slots(src, &free_slots, &err), LAMINAR_OK, &err);
+  CHECK(free_slots == 2);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  remove_db(dir);
+  return 0;
+}
+
 /* ---- connector sinks (laminar_sink_callbacks) ----------------------------------------- */
 
 typedef struct recorder {
@@ -239,11 +291,8 @@ static int test_connector_sink(void) {
   /* Reopened with the sink in the config: attached before the WAL replay. */
   recorder r2 = {0};
   laminar_sink_callbacks cb2 = rec_callbacks(&r2);
-  laminar_config* c;
-  CHECK(laminar_config_create(&c) == LAMINAR_OK);
-  CHECK_CODE(laminar_config_set(c, "data_dir", dir, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_config_set(c, "checkpoint_interval", "1 hour", &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_config_set(c, "wal_mode", "sync", &err), LAMINAR_OK, &err);
+  laminar_config* c = durable_config(dir, "1 hour", "sync");
+  CHECK(c != NULL);
   CHECK_CODE(laminar_config_add_sink(c, "rec", "vwap", &cb2, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_open(c, &db, &err), LAMINAR_OK, &err);
   laminar_db* db2 = NULL;
@@ -274,12 +323,9 @@ static int test_threaded_interval_checkpoints(void) {
   CHECK(want != NULL);
   char dir[64];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dur_") == 0);
-  laminar_config* c;
   laminar_error err;
-  CHECK(laminar_config_create(&c) == LAMINAR_OK);
-  CHECK_CODE(laminar_config_set(c, "data_dir", dir, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_config_set(c, "checkpoint_interval", "20 ms", &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_config_set(c, "wal_mode", "async", &err), LAMINAR_OK, &err);
+  laminar_config* c = durable_config(dir, "20 ms", "async");
+  CHECK(c != NULL);
   laminar_db* db;
   CHECK_CODE(laminar_open(c, &db, &err), LAMINAR_OK, &err);
   laminar_config_destroy(c);
@@ -314,6 +360,7 @@ static int test_threaded_interval_checkpoints(void) {
 }
 
 static const lm_test_case cases[] = {
+    {"try_push_and_free_slots", test_try_push_and_free_slots},
     {"connector_sink", test_connector_sink},
     {"threaded_interval_checkpoints", test_threaded_interval_checkpoints},
     {"settings", test_settings},

@@ -212,3 +212,23 @@ def test_cut_wal_tail_is_reported(tmp_path: Path) -> None:
         assert "source 'trades': WAL cut at the last good record" in report
         assert "CRC mismatch" in report
         assert db.source("trades").offset == 1  # nothing before the damage survived
+
+
+def test_try_push_refuses_a_full_queue_and_logs_nothing(tmp_path: Path) -> None:
+    settings = {"checkpoint_interval": "1 hour", "wal_mode": "sync", "buffer_size": 2}
+    with laminardb.open(tmp_path, **settings) as db:
+        db.execute(DDL)
+        src = db.source("trades")
+        one = {"symbol": ["A"], "price": [1.0], "volume": [1], "ts": [1_000]}
+        assert src.free_slots == 2
+        src.try_push(one)
+        src.try_push(one)
+        assert src.free_slots == 0
+        with pytest.raises(laminardb.QueueFull) as e:
+            src.try_push(one)
+        assert e.value.code == "LDB-3006"
+        assert src.offset == 3  # the refused batch was not logged
+        db.run_until_idle()
+        assert src.free_slots == 2
+        src.try_push(one)
+        assert src.offset == 4

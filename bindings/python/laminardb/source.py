@@ -54,40 +54,47 @@ class Source(NamedHandle):
 
     # -- pushing ---------------------------------------------------------------
 
-    def _push_struct(self, array: Any, schema: Any) -> None:  # noqa: ANN401 -- cdata
+    def _push_struct(self, array: Any, schema: Any, *, wait: bool) -> None:  # noqa: ANN401 -- cdata
         """Push one ``struct ArrowArray`` described by ``schema``.
 
         Args:
             array: ``struct ArrowArray*``; moved into the core on success only.
             schema: ``struct ArrowSchema*``; borrowed.
+            wait: Block for room while the reactor runs (``push``), or refuse
+                a full queue at once (``try_push``).
 
         Raises:
             LaminarError: LDB-9002 if closed; the core's 3xxx code if rejected.
         """
+        function = lib.laminar_source_push if wait else lib.laminar_source_try_push
         err = ffi.new("laminar_error*")
         with self._lock:
             pointer = self._require_open()
-            code = lib.laminar_source_push(pointer, array, schema, err)
+            code = function(pointer, array, schema, err)
         raise_for(code, err)
 
-    def _push_array_capsules(self, schema_capsule: object, array_capsule: object) -> None:
+    def _push_array_capsules(
+        self, schema_capsule: object, array_capsule: object, *, wait: bool
+    ) -> None:
         """Push the pair of capsules an ``__arrow_c_array__`` call returned.
 
         Args:
             schema_capsule: PyCapsule named ``"arrow_schema"``.
             array_capsule: PyCapsule named ``"arrow_array"``.
+            wait: As :meth:`_push_struct`.
         """
         schema = ffi.cast("struct ArrowSchema*", capsule_pointer(schema_capsule, "arrow_schema"))
         array = ffi.cast("struct ArrowArray*", capsule_pointer(array_capsule, "arrow_array"))
         # On success the core moved the array (release is now NULL) and the
         # capsule's destructor does nothing; on failure the capsule still owns it.
-        self._push_struct(array, schema)
+        self._push_struct(array, schema, wait=wait)
 
-    def _push_stream_capsule(self, stream_capsule: object) -> None:
+    def _push_stream_capsule(self, stream_capsule: object, *, wait: bool) -> None:
         """Push every batch of an ``ArrowArrayStream`` capsule, then release it.
 
         Args:
             stream_capsule: PyCapsule named ``"arrow_array_stream"``.
+            wait: As :meth:`_push_struct`.
 
         Raises:
             IngestError: LDB-3002 if the stream was already consumed; LDB-3001 if
@@ -108,7 +115,7 @@ class Source(NamedHandle):
                 if array.release == ffi.NULL:
                     break
                 try:
-                    self._push_struct(array, schema)
+                    self._push_struct(array, schema, wait=wait)
                 finally:
                     if array.release != ffi.NULL:  # rejected: still ours
                         array.release(array)
@@ -141,18 +148,46 @@ class Source(NamedHandle):
                 of it was ingested and earlier pushes are kept.
             LaminarError: LDB-9002 if the source is closed.
         """
+        self._push(data, wait=True)
+
+    def try_push(self, data: object) -> None:
+        """Push like :meth:`push`, but never wait for room.
+
+        When the source's queue is full, raise :class:`laminardb.QueueFull`
+        (LDB-3006) at once — even while the reactor runs — and ingest (and
+        log) nothing of that batch. For a multi-batch input (a table or a
+        stream), the batches before the refused one stay pushed.
+
+        Raises:
+            QueueFull: LDB-3006, the queue is full.
+            IngestError, TypeError, LaminarError: as :meth:`push`.
+        """
+        self._push(data, wait=False)
+
+    @property
+    def free_slots(self) -> int:
+        """Free slots in the source's queue now (a push takes one)."""
+        out = ffi.new("int64_t*")
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = lib.laminar_source_free_slots(self._require_open(), out, err)
+        raise_for(code, err)
+        return int(out[0])
+
+    def _push(self, data: object, *, wait: bool) -> None:
+        """The body of :meth:`push` and :meth:`try_push`."""
         if hasattr(data, "__arrow_c_stream__"):
-            self._push_stream_capsule(data.__arrow_c_stream__())
+            self._push_stream_capsule(data.__arrow_c_stream__(), wait=wait)
         elif hasattr(data, "__arrow_c_array__"):
             schema_capsule, array_capsule = data.__arrow_c_array__()
-            self._push_array_capsules(schema_capsule, array_capsule)
+            self._push_array_capsules(schema_capsule, array_capsule, wait=wait)
         elif isinstance(data, Mapping):
-            self.push(batch_from_columns(data, self._schema))
+            self._push(batch_from_columns(data, self._schema), wait=wait)
         elif isinstance(data, list) and all(isinstance(row, Mapping) for row in data):
             if data:
-                self.push(batch_from_rows(data, self._schema))
+                self._push(batch_from_rows(data, self._schema), wait=wait)
         elif _is_pandas_frame(data):
-            self.push(pa.Table.from_pandas(data, preserve_index=False))
+            self._push(pa.Table.from_pandas(data, preserve_index=False), wait=wait)
         else:
             kind = type(data)
             raise TypeError(
