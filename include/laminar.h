@@ -404,6 +404,21 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
                                                  const laminar_sink_callbacks* callbacks,
                                                  laminar_error* err);
 
+/* The engine's counters now, as rows (kind VARCHAR, name VARCHAR, metric
+ * VARCHAR, value BIGINT):
+ *   source:  pushed_batches, pushed_rows, queue_depth, queue_capacity,
+ *            watermark_ms; with a WAL also wal_next_offset, processed_offset
+ *   stream:  rows_in, rows_out, late_rows, state_groups (open window groups),
+ *            watermark_ms, subscribers
+ *   subscription (name: its stream): delivered_batches, queue_depth
+ *   database (durable): last_checkpoint, last_checkpoint_stall_ns
+ * The graph is paused for the moment it takes to read them.
+ * Ownership: *out is the caller's; release it.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_metrics(laminar_db* db, struct ArrowArrayStream* out,
+                                         laminar_error* err);
+
 /* Rows a stream dropped because they arrived behind its watermark (their window
  * had already closed), summed since the stream was created.
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT.

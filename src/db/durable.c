@@ -193,6 +193,8 @@ bool lm_durable_recovering(const lm_durable* d) { return d->recovering; }
 
 int64_t lm_durable_last_stall_ns(const lm_durable* d) { return d->last_stall_ns; }
 
+uint64_t lm_durable_last_epoch(const lm_durable* d) { return d->epoch; }
+
 /* ---- the catalog file -------------------------------------------------------------- */
 
 static bool append_text(char** buf, size_t* len, size_t* cap, const char* s) {

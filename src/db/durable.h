@@ -117,5 +117,7 @@ void lm_durable_report(lm_durable* d, char* buf, size_t cap);
 
 /* How long the last checkpoint held the graph stopped (copying state), ns. */
 int64_t lm_durable_last_stall_ns(const lm_durable* d);
+/* The last checkpoint that became durable (0: none). */
+uint64_t lm_durable_last_epoch(const lm_durable* d);
 
 #endif /* LM_DB_DURABLE_H */

@@ -150,9 +150,14 @@ static laminar_code push(laminar_source* src, struct ArrowArray* array,
   msg->batch = batch;
   msg->watermark_ms = INT64_MIN;
   msg->seq = 0;
+  int64_t nrows = batch->nrows; /* once queued, the batch is the reactor's */
   /* Logged before it is queued: what the reactor takes is in the WAL. */
   if (def->wal != NULL) rc = lm_durable_log(def, msg, err);
   if (rc == LAMINAR_OK) rc = enqueue(src, msg, err);
+  if (rc == LAMINAR_OK) {
+    atomic_fetch_add_explicit(&def->pushed_batches, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&def->pushed_rows, nrows, memory_order_relaxed);
+  }
   if (rc != LAMINAR_OK) {
     /* Give the array back untouched: the batch holds it as moved. */
     lm_arrow_move(&batch->array, array);
@@ -308,6 +313,7 @@ static laminar_code pop_batch(laminar_subscription* s, struct ArrowArray* out,
   }
   lm_ring_pop(s->sub->ring, &item);
   lm_batch_unref(batch);
+  atomic_fetch_add_explicit(&s->delivered, 1, memory_order_relaxed);
   *out_got = true;
   return LAMINAR_OK;
 }

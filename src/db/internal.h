@@ -63,6 +63,7 @@ struct laminar_subscription {
   lm_schema schema;
   lm_sub* sub;
   char stream_error[256];    /* last error text of an exported stream */
+  atomic_int_fast64_t delivered; /* batches handed to the reader (relaxed) */
 };
 
 struct laminar_db {

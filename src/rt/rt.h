@@ -56,6 +56,8 @@ typedef struct lm_source_def {
   atomic_int refs;           /* catalog + open producer handles */
   atomic_bool dropped;       /* writer: control; reader: producers (acquire) */
   atomic_bool has_producer;  /* one producer handle at a time (SPSC) */
+  atomic_int_fast64_t pushed_batches; /* accepted pushes; writer: producer (relaxed) */
+  atomic_int_fast64_t pushed_rows;
   struct lm_wal* wal;        /* NULL unless durable (src/db/durable.c); producer side */
   bool wal_sync;             /* acknowledge a push after fdatasync */
   /* reactor-only */

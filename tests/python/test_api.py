@@ -595,3 +595,28 @@ def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_metrics_count_what_went_through(quickstart_db: laminardb.Connection) -> None:
+    db = quickstart_db
+    sub = db.subscribe("vwap")
+    src = db.source("trades")
+    src.push(trades_table())
+    src.watermark(FINAL_WATERMARK)
+    db.run_until_idle()
+    assert sub.poll(timeout=0) is not None
+
+    def value(kind: str, name: str, metric: str) -> int:
+        rows = db.metrics().to_pylist()
+        key = (kind, name, metric)
+        hits = [r["value"] for r in rows if (r["kind"], r["name"], r["metric"]) == key]
+        assert len(hits) == 1, (kind, name, metric)
+        return hits[0]
+
+    n = trades_table().num_rows
+    assert value("source", "trades", "pushed_batches") == 1
+    assert value("source", "trades", "pushed_rows") == n
+    assert value("stream", "vwap", "rows_in") == n
+    assert value("stream", "vwap", "subscribers") == 1
+    assert value("subscription", "vwap", "delivered_batches") == 1
+    assert db.metrics().schema.names == ["kind", "name", "metric", "value"]

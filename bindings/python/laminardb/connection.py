@@ -343,6 +343,31 @@ class Connection(Handle):
                 self._sink_handles.append(handle)
         raise_for(code, err)
 
+    def metrics(self) -> pa.Table:
+        """The engine's counters now: rows of (kind, name, metric, value).
+
+        Sources: pushed_batches, pushed_rows, queue_depth, queue_capacity,
+        watermark_ms (with a WAL: wal_next_offset, processed_offset). Streams:
+        rows_in, rows_out, late_rows, state_groups, watermark_ms, subscribers.
+        Subscriptions: delivered_batches, queue_depth. Durable databases:
+        last_checkpoint, last_checkpoint_stall_ns.
+
+        Example:
+            >>> import laminardb
+            >>> with laminardb.open() as db:
+            ...     _ = db.execute("CREATE SOURCE t (x BIGINT)")
+            ...     db.source("t").push({"x": [1, 2, 3]})
+            ...     m = db.metrics().to_pylist()
+            >>> [r["value"] for r in m if r["metric"] == "pushed_rows"]
+            [3]
+        """
+        stream = ffi.new("struct ArrowArrayStream*")
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = lib.laminar_metrics(self._require_open(), stream, err)
+        raise_for(code, err)
+        return import_reader(stream).read_all()
+
     def durability_report(self) -> str:
         """What durability had to report, one line each (empty when nothing).
 

@@ -1,0 +1,126 @@
+/*
+ * metrics.c -- laminar_metrics: the counters of every source, stream and
+ * subscription as rows (kind, name, metric, value), read with the graph
+ * paused for the counters only the reactor writes.
+ */
+#include "db/internal.h"
+
+#include <string.h>
+
+#include "arrow/arrow.h"
+#include "store/wal.h"
+#include "util/util.h"
+
+typedef struct rows {
+  lm_str* kind;
+  lm_str* name;
+  lm_str* metric;
+  int64_t* value;
+  int64_t n, cap;
+  bool nomem;
+} rows;
+
+static lm_str text(const char* s) { return (lm_str){s, (int64_t)strlen(s)}; }
+
+static void add(rows* r, const char* kind, const char* name, const char* metric, int64_t v) {
+  if (r->nomem) return;
+  if (r->n == r->cap) {
+    int64_t cap = r->cap ? r->cap * 2 : 64;
+    lm_str* k = lm_realloc(r->kind, sizeof *k * (size_t)cap);
+    if (k != NULL) r->kind = k;
+    lm_str* nm = lm_realloc(r->name, sizeof *nm * (size_t)cap);
+    if (nm != NULL) r->name = nm;
+    lm_str* m = lm_realloc(r->metric, sizeof *m * (size_t)cap);
+    if (m != NULL) r->metric = m;
+    int64_t* val = lm_realloc(r->value, sizeof *val * (size_t)cap);
+    if (val != NULL) r->value = val;
+    if (k == NULL || nm == NULL || m == NULL || val == NULL) {
+      r->nomem = true;
+      return;
+    }
+    r->cap = cap;
+  }
+  r->kind[r->n] = text(kind);
+  r->name[r->n] = text(name);
+  r->metric[r->n] = text(metric);
+  r->value[r->n] = v;
+  r->n++;
+}
+
+static void collect(laminar_db* db, rows* r) {
+  lm_graph* g = &db->graph;
+  for (int32_t i = 0; i < g->nsources; i++) {
+    lm_source_def* s = g->sources[i];
+    add(r, "source", s->name, "pushed_batches",
+        (int64_t)atomic_load_explicit(&s->pushed_batches, memory_order_relaxed));
+    add(r, "source", s->name, "pushed_rows",
+        (int64_t)atomic_load_explicit(&s->pushed_rows, memory_order_relaxed));
+    add(r, "source", s->name, "queue_depth", (int64_t)lm_ring_size(s->ring));
+    add(r, "source", s->name, "queue_capacity", (int64_t)lm_ring_capacity(s->ring));
+    add(r, "source", s->name, "watermark_ms", s->watermark_ms);
+    if (s->wal != NULL) {
+      add(r, "source", s->name, "wal_next_offset", (int64_t)lm_wal_next_seq(s->wal));
+      add(r, "source", s->name, "processed_offset", (int64_t)s->processed_seq);
+    }
+  }
+  for (int32_t i = 0; i < g->nstreams; i++) {
+    lm_stream_def* s = g->streams[i];
+    const lm_op* tail = s->chain;
+    while (tail->next != NULL) tail = tail->next;
+    add(r, "stream", s->name, "rows_in", s->chain->rows_in);
+    add(r, "stream", s->name, "rows_out", tail->rows_out);
+    add(r, "stream", s->name, "late_rows", lm_op_window_late_rows(s->chain));
+    add(r, "stream", s->name, "state_groups", lm_op_window_state_rows(s->chain));
+    add(r, "stream", s->name, "watermark_ms", s->watermark_ms);
+    add(r, "stream", s->name, "subscribers", s->nsubs);
+  }
+  for (int32_t i = 0; i < db->nsubs; i++) {
+    laminar_subscription* sub = db->subs[i];
+    if (sub->stream == NULL) continue;
+    add(r, "subscription", sub->stream_name, "delivered_batches",
+        (int64_t)atomic_load_explicit(&sub->delivered, memory_order_relaxed));
+    add(r, "subscription", sub->stream_name, "queue_depth", (int64_t)lm_ring_size(sub->sub->ring));
+  }
+  if (db->dur != NULL) {
+    add(r, "database", "", "last_checkpoint", (int64_t)lm_durable_last_epoch(db->dur));
+    add(r, "database", "", "last_checkpoint_stall_ns", lm_durable_last_stall_ns(db->dur));
+  }
+}
+
+laminar_code laminar_metrics(laminar_db* db, struct ArrowArrayStream* out, laminar_error* err) {
+  if (db == NULL || db->magic != LM_MAGIC_DB || out == NULL)
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_metrics: invalid argument");
+  out->release = NULL;
+  rows r = {0};
+  lm_schema schema;
+  lm_schema_init_empty(&schema);
+  bool ok = lm_schema_add(&schema, "kind", LM_TYPE_STRING, true) == 0 &&
+            lm_schema_add(&schema, "name", LM_TYPE_STRING, true) == 0 &&
+            lm_schema_add(&schema, "metric", LM_TYPE_STRING, true) == 0 &&
+            lm_schema_add(&schema, "value", LM_TYPE_INT64, true) == 0;
+  laminar_code rc = ok ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
+  pthread_mutex_lock(&db->lock);
+  if (rc == LAMINAR_OK) {
+    lm_rt_pause(&db->rt); /* the reactor's own counters hold still */
+    collect(db, &r);
+    lm_rt_resume(&db->rt);
+    if (r.nomem) rc = LAMINAR_ERR_NOMEM;
+  }
+  if (rc == LAMINAR_OK) {
+    /* Built while the names are alive (under the lock): the batch copies them. */
+    lm_vec cols[4] = {{LM_TYPE_STRING, r.n, NULL, r.kind},
+                      {LM_TYPE_STRING, r.n, NULL, r.name},
+                      {LM_TYPE_STRING, r.n, NULL, r.metric},
+                      {LM_TYPE_INT64, r.n, NULL, r.value}};
+    lm_batch* batch;
+    rc = lm_arrow_build(&schema, cols, r.n, &batch);
+    if (rc == LAMINAR_OK) rc = lm_rows_stream(&schema, batch, out);
+  }
+  pthread_mutex_unlock(&db->lock);
+  lm_schema_free(&schema);
+  lm_free(r.kind);
+  lm_free(r.name);
+  lm_free(r.metric);
+  lm_free(r.value);
+  return rc == LAMINAR_OK ? LAMINAR_OK : lm_error_set(err, rc, "laminar_metrics: out of memory");
+}
