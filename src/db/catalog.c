@@ -30,7 +30,7 @@ lm_stream_def* lm_db_find_stream(laminar_db* db, const char* name) {
   return NULL;
 }
 
-static const lm_schema* lookup_input(void* arg, const char* name, bool* out_is_source) {
+const lm_schema* lm_db_lookup_input(void* arg, const char* name, bool* out_is_source) {
   laminar_db* db = arg;
   lm_source_def* src = lm_db_find_source(db, name);
   if (src != NULL) {
@@ -53,7 +53,7 @@ static laminar_code fail_at(laminar_error* err, laminar_code code, int32_t line,
   return code;
 }
 
-static char* stmt_text(const char* sql, const lm_stmt* stmt) {
+char* lm_db_stmt_text(const char* sql, const lm_stmt* stmt) {
   char* t = lm_malloc(stmt->text_len + 1);
   if (t == NULL) return NULL;
   memcpy(t, sql + stmt->text_offset, stmt->text_len);
@@ -174,7 +174,7 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   lm_schema_init_empty(&def->schema);
   laminar_code rc = LAMINAR_OK;
   def->name = lm_strdup(stmt->name);
-  def->sql = stmt_text(sql, stmt);
+  def->sql = lm_db_stmt_text(sql, stmt);
   if (def->name == NULL || def->sql == NULL) goto nomem;
   for (size_t i = 0; i < stmt->ncolumns; i++) {
     const lm_ast_column_def* c = &stmt->columns[i];
@@ -244,25 +244,30 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   bool skip;
   LM_TRY(check_new_name(db, sql, stmt, err, &skip));
   if (skip) return LAMINAR_OK;
-  if (stmt->materialized || stmt->object == LM_OBJ_VIEW) {
+  if (stmt->object == LM_OBJ_VIEW && !stmt->materialized) {
     return fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->line, stmt->column, stmt->name,
-                   "CREATE [MATERIALIZED] VIEW is not supported yet (use CREATE STREAM)");
+                   "CREATE VIEW (not materialized) is not supported: CREATE MATERIALIZED VIEW "
+                   "keeps the result queryable, CREATE STREAM emits it");
   }
   lm_stream_def* s = lm_calloc(1, sizeof *s);
   if (s == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   s->watermark_ms = INT64_MIN;
   atomic_init(&s->late_rows, 0);
-  laminar_code rc = lm_bind_stream(stmt, lookup_input, db, &s->plan, err);
+  laminar_code rc = lm_bind_stream(stmt, lm_db_lookup_input, db, &s->plan, err);
   if (rc != LAMINAR_OK) {
     lm_free(s);
     return rc;
   }
   s->name = lm_strdup(stmt->name);
-  s->sql = stmt_text(sql, stmt);
+  s->sql = lm_db_stmt_text(sql, stmt);
   if (s->name == NULL || s->sql == NULL || lm_schema_copy(&s->plan.out_schema, &s->out_schema) != 0 ||
       lm_plan_build_chain(&s->plan, &s->chain) != LAMINAR_OK) {
     lm_stream_def_free(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
+  if (stmt->materialized && (rc = lm_db_view_attach(s, stmt, err)) != LAMINAR_OK) {
+    lm_stream_def_free(s);
+    return rc;
   }
   lm_stream_def_attach(s);
   lm_source_def* src = s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
@@ -311,11 +316,7 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
     return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->sink_from_line,
                    stmt->sink_from_column, stmt->sink_from, msg);
   }
-  if (!stmt->sink_into_file) {
-    return fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->line, stmt->column, stmt->name,
-                   "CREATE SINK needs INTO FILE (path = '...', format = 'jsonl' | 'csv') in "
-                   "this version");
-  }
+  if (!stmt->sink_into_file) return lm_db_create_endpoint(db, sql, stmt, stream, err);
   char path[4096] = {0};
   lm_sink_format format = LM_SINK_JSONL;
   for (size_t i = 0; i < stmt->noptions; i++) {
@@ -347,7 +348,7 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
   if (k == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   k->stream = stream;
   k->name = lm_strdup(stmt->name);
-  k->sql = stmt_text(sql, stmt);
+  k->sql = lm_db_stmt_text(sql, stmt);
   laminar_code rc = LAMINAR_OK;
   if (k->name == NULL || k->sql == NULL) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   lm_file_sink* fs = NULL;
@@ -400,9 +401,11 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
   lm_source_def* src = lm_db_find_source(db, stmt->name);
   lm_stream_def* s = lm_db_find_stream(db, stmt->name);
   bool want_source = stmt->object == LM_OBJ_SOURCE;
+  if (s != NULL && lm_db_is_view(s) != (stmt->object == LM_OBJ_VIEW)) s = NULL; /* other kind */
   if ((want_source && src == NULL) || (!want_source && s == NULL)) {
     if (stmt->if_exists) return LAMINAR_OK;
-    snprintf(msg, sizeof msg, "no %s named '%s'", want_source ? "source" : "stream", stmt->name);
+    snprintf(msg, sizeof msg, "no %s named '%s'",
+             want_source ? "source" : lm_db_object_word(stmt->object), stmt->name);
     return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line, stmt->name_column,
                    stmt->name, msg);
   }
@@ -468,7 +471,7 @@ static laminar_code drop_sink(laminar_db* db, const lm_stmt* stmt, laminar_error
 /* ---- SHOW / DESCRIBE ----------------------------------------------------------------- */
 
 /* Build a table of string columns (`ncols` names) from rows of strings. */
-static laminar_code string_table(const char* const* names, int32_t ncols, char** cells,
+laminar_code lm_db_string_table(const char* const* names, int32_t ncols, char** cells,
                                  int64_t nrows, struct ArrowArrayStream* out) {
   lm_schema schema;
   lm_schema_init_empty(&schema);
@@ -500,7 +503,7 @@ done:
   return rc;
 }
 
-static char* format_columns(const lm_schema* s) {
+char* lm_db_format_columns(const lm_schema* s) {
   size_t cap = 64;
   for (int32_t i = 0; i < s->ncols; i++) cap += strlen(s->fields[i].name) + 32;
   char* out = lm_malloc(cap);
@@ -518,10 +521,8 @@ static char* format_columns(const lm_schema* s) {
 static laminar_code show(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayStream* out,
                          laminar_error* err) {
   bool sources = stmt->object == LM_OBJ_SOURCE;
-  if (stmt->object != LM_OBJ_SOURCE && stmt->object != LM_OBJ_STREAM) {
-    return fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->line, stmt->column, NULL,
-                   "only SHOW SOURCES and SHOW STREAMS are supported");
-  }
+  if (stmt->object == LM_OBJ_SINK) return lm_db_show_sinks(db, out, err);
+  bool views = stmt->object == LM_OBJ_VIEW; /* SHOW STREAMS lists the others */
   if (out == NULL) return LAMINAR_OK;
   int64_t n = sources ? db->graph.nsources : db->graph.nstreams;
   char** cells = lm_calloc((size_t)(n * 3 + 1), sizeof(char*));
@@ -531,32 +532,35 @@ static laminar_code show(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayS
     rc = LAMINAR_ERR_NOMEM;
     goto done;
   }
+  int64_t k = 0; /* rows filled */
   for (int64_t i = 0; i < n; i++) {
+    if (!sources && lm_db_is_view(db->graph.streams[i]) != views) continue;
     if (sources) {
       lm_source_def* s = db->graph.sources[i];
-      owned[i] = format_columns(&s->schema);
+      owned[i] = lm_db_format_columns(&s->schema);
       if (owned[i] == NULL) {
         rc = LAMINAR_ERR_NOMEM;
         goto done;
       }
-      cells[i * 3] = s->name;
-      cells[i * 3 + 1] = owned[i];
-      cells[i * 3 + 2] = s->wm_col >= 0 ? s->schema.fields[s->wm_col].name : "";
+      cells[k * 3] = s->name;
+      cells[k * 3 + 1] = owned[i];
+      cells[k * 3 + 2] = s->wm_col >= 0 ? s->schema.fields[s->wm_col].name : "";
     } else {
       lm_stream_def* s = db->graph.streams[i];
-      cells[i * 3] = s->name;
-      cells[i * 3 + 1] = s->plan.input;
-      cells[i * 3 + 2] = (char*)lm_plan_describe(&s->plan);
-      if (cells[i * 3 + 2] == NULL) {
+      cells[k * 3] = s->name;
+      cells[k * 3 + 1] = s->plan.input;
+      cells[k * 3 + 2] = (char*)lm_plan_describe(&s->plan);
+      if (cells[k * 3 + 2] == NULL) {
         rc = LAMINAR_ERR_NOMEM;
         goto done;
       }
     }
+    k++;
   }
   {
     static const char* const src_names[] = {"name", "columns", "watermark_column"};
     static const char* const stream_names[] = {"name", "input", "plan"};
-    rc = string_table(sources ? src_names : stream_names, 3, cells, n, out);
+    rc = lm_db_string_table(sources ? src_names : stream_names, 3, cells, k, out);
   }
 done:
   for (int64_t i = 0; owned != NULL && i < n; i++) lm_free(owned[i]);
@@ -572,10 +576,10 @@ static laminar_code describe(laminar_db* db, const lm_stmt* stmt, struct ArrowAr
   lm_source_def* src = lm_db_find_source(db, stmt->name);
   lm_stream_def* s = src ? NULL : lm_db_find_stream(db, stmt->name);
   if (src) schema = &src->schema;
-  if (s) schema = &s->out_schema;
+  if (s) schema = lm_db_is_view(s) ? lm_db_view_columns(s) : &s->out_schema;
   if (schema == NULL) {
     char msg[256];
-    snprintf(msg, sizeof msg, "no source or stream named '%s'", stmt->name);
+    snprintf(msg, sizeof msg, "no source, stream or view named '%s'", stmt->name);
     return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line, stmt->name_column,
                    stmt->name, msg);
   }
@@ -589,7 +593,7 @@ static laminar_code describe(laminar_db* db, const lm_stmt* stmt, struct ArrowAr
     cells[i * 3 + 2] = schema->fields[i].not_null ? "NO" : "YES";
   }
   static const char* const names[] = {"column_name", "column_type", "null"};
-  laminar_code rc = string_table(names, 3, cells, n, out);
+  laminar_code rc = lm_db_string_table(names, 3, cells, n, out);
   lm_free(cells);
   if (rc != LAMINAR_OK) return lm_error_set(err, rc, "out of memory");
   return LAMINAR_OK;
@@ -607,9 +611,11 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
   size_t n = 0;
   laminar_code rc = lm_sql_parse(arena, sql, &stmts, &n, err);
   if (rc == LAMINAR_OK && out_rows != NULL &&
-      (n != 1 || (stmts[0]->kind != LM_STMT_SHOW && stmts[0]->kind != LM_STMT_DESCRIBE))) {
+      (n != 1 || (stmts[0]->kind != LM_STMT_SHOW && stmts[0]->kind != LM_STMT_DESCRIBE &&
+                  stmts[0]->kind != LM_STMT_SELECT && stmts[0]->kind != LM_STMT_EXPLAIN))) {
     rc = lm_error_set(err, LAMINAR_ERR_SQL_UNSUPPORTED,
-                      "laminar_query takes exactly one SHOW or DESCRIBE statement");
+                      "laminar_query takes exactly one SELECT, EXPLAIN, SHOW or DESCRIBE "
+                      "statement");
   }
   for (size_t i = 0; i < n && rc == LAMINAR_OK; i++) {
     const lm_stmt* st = stmts[i];
@@ -620,15 +626,19 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
       case LM_STMT_DROP:
         if (st->object == LM_OBJ_SINK) {
           rc = drop_sink(db, st, err);
-        } else if (st->object != LM_OBJ_SOURCE && st->object != LM_OBJ_STREAM) {
+        } else if (st->object != LM_OBJ_SOURCE && st->object != LM_OBJ_STREAM &&
+                   st->object != LM_OBJ_VIEW) {
           rc = fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, st->line, st->column, st->name,
-                       "only DROP SOURCE, DROP STREAM and DROP SINK are supported");
+                       "only DROP SOURCE, DROP STREAM, DROP MATERIALIZED VIEW and DROP SINK "
+                       "are supported");
         } else {
           rc = drop(db, st, err);
         }
         break;
       case LM_STMT_SHOW: rc = show(db, st, out_rows, err); break;
       case LM_STMT_DESCRIBE: rc = describe(db, st, out_rows, err); break;
+      case LM_STMT_SELECT: rc = lm_db_select(db, st, out_rows, err); break;
+      case LM_STMT_EXPLAIN: rc = lm_db_explain(db, st, out_rows, err); break;
       default:
         rc = fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, st->line, st->column, NULL,
                      "this statement is not supported yet");

@@ -27,6 +27,8 @@ const char* laminar_errstr(laminar_code code) {
     case LAMINAR_ERR_SQL_GROUPING: return "invalid grouping or aggregate use";
     case LAMINAR_ERR_SQL_DEPENDENCY: return "object is in use";
     case LAMINAR_ERR_SQL_LIMIT: return "SQL statement too large or too deep";
+    case LAMINAR_ERR_SQL_NOT_MATERIALIZED: return "not a materialized view";
+    case LAMINAR_ERR_SQL_UNDEFINED_VARIABLE: return "undefined variable";
     case LAMINAR_ERR_TYPE_MISMATCH: return "type mismatch";
     case LAMINAR_ERR_UNKNOWN_TYPE: return "unknown type";
     case LAMINAR_ERR_SCHEMA_INVALID: return "invalid schema";
@@ -101,13 +103,16 @@ laminar_code laminar_config_set(laminar_config* config, const char* key, const c
     config->data_dir = copy;
     return LAMINAR_OK;
   }
+  if (strlen(key) > 4 && lm_strneq_nocase(key, 4, "var.")) {
+    return lm_vars_set(&config->vars, key + 4, value, err); /* ${NAME} substitution */
+  }
   bool handled;
   LM_TRY(lm_durable_config_set(&config->durable, key, value, &handled, err));
   if (handled) return LAMINAR_OK;
   return lm_error_set(err, LAMINAR_ERR_CONFIG_KEY,
                       "unknown config key '%s' (known: buffer_size, data_dir, "
                       "checkpoint_interval, checkpoint_keep, wal_mode, wal_flush_interval, "
-                      "wal_io, wal_recovery)",
+                      "wal_io, wal_recovery, var.NAME)",
                       key);
 }
 
@@ -140,6 +145,7 @@ void laminar_config_destroy(laminar_config* config) {
     lm_free(c->stream);
   }
   lm_free(config->sinks);
+  lm_vars_free(&config->vars);
   config->magic = LM_MAGIC_DEAD;
   lm_free(config->data_dir);
   lm_free(config);
@@ -156,6 +162,7 @@ static void db_free(laminar_db* db) {
   lm_rt_destroy(&db->rt);
   pthread_mutex_destroy(&db->lock);
   db->magic = LM_MAGIC_DEAD;
+  lm_vars_free(&db->vars);
   lm_free(db->data_dir);
   lm_free(db);
 }
@@ -196,6 +203,10 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
     return lm_error_set(err, rc, "cannot initialize the runtime");
   }
   db->magic = LM_MAGIC_DB;
+  if (config != NULL && lm_vars_copy(&config->vars, &db->vars) != LAMINAR_OK) {
+    db_free(db);
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
   lm_durable_config dc;
   lm_durable_config_init(&dc);
   if (config != NULL) dc = config->durable;
@@ -234,7 +245,7 @@ laminar_code laminar_execute(laminar_db* db, const char* sql, laminar_error* err
   CHECK_DB(db, err);
   if (sql == NULL) return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_execute: sql is NULL");
   pthread_mutex_lock(&db->lock);
-  laminar_code rc = lm_db_execute_locked(db, sql, NULL, err);
+  laminar_code rc = lm_db_execute_sql(db, sql, NULL, err);
   pthread_mutex_unlock(&db->lock);
   return rc;
 }
@@ -247,7 +258,7 @@ laminar_code laminar_query(laminar_db* db, const char* sql, struct ArrowArrayStr
   }
   out->release = NULL;
   pthread_mutex_lock(&db->lock);
-  laminar_code rc = lm_db_execute_locked(db, sql, out, err);
+  laminar_code rc = lm_db_execute_sql(db, sql, out, err);
   pthread_mutex_unlock(&db->lock);
   if (rc == LAMINAR_OK && out->release == NULL) {
     return lm_error_set(err, LAMINAR_ERR_SQL_UNSUPPORTED,
@@ -265,13 +276,13 @@ laminar_code laminar_schema(laminar_db* db, const char* name, struct ArrowSchema
   pthread_mutex_lock(&db->lock);
   const lm_schema* schema = NULL;
   lm_source_def* src = lm_db_find_source(db, name);
-  lm_stream_def* stream = src ? NULL : lm_db_find_stream(db, name);
+  lm_stream_def* stream = src ? NULL : lm_db_find_output(db, name); /* stream, view, sink */
   if (src != NULL) schema = &src->schema;
   if (stream != NULL) schema = &stream->out_schema;
   laminar_code rc;
   if (schema == NULL) {
-    rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, "no source or stream named '%s'",
-                      name);
+    rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+                      "no source, stream, materialized view or sink named '%s'", name);
     lm_error_object(err, name, NULL);
   } else {
     rc = lm_arrow_schema_export(schema, out);

@@ -243,15 +243,17 @@ laminar_code laminar_subscribe(laminar_db* db, const char* name, laminar_subscri
   pthread_mutex_lock(&db->lock);
   laminar_code rc = LAMINAR_OK;
   laminar_subscription* s = NULL;
-  lm_stream_def* stream = lm_db_find_stream(db, name);
+  lm_stream_def* stream = lm_db_find_output(db, name); /* a stream, view or sink */
   if (stream == NULL) {
-    rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, "no stream named '%s'", name);
+    rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+                      "no stream, materialized view or sink named '%s'", name);
     lm_error_object(err, name, NULL);
     goto done;
   }
   s = lm_calloc(1, sizeof *s);
   if (s == NULL) goto nomem;
-  s->stream_name = lm_strdup(stream->name);
+  /* The stream's or view's own spelling, or the sink's name as given. */
+  s->stream_name = lm_strdup(lm_streq_nocase(stream->name, name) ? stream->name : name);
   if (s->stream_name == NULL || lm_schema_copy(&stream->out_schema, &s->schema) != 0 ||
       lm_sub_create(db->buffer_size, &s->sub) != LAMINAR_OK) {
     goto nomem;

@@ -10,8 +10,10 @@
 #define LM_DB_INTERNAL_H
 
 #include "db/durable.h"
+#include "db/vars.h"
 #include "laminar.h"
 #include "rt/rt.h"
+#include "sql/ast.h"
 
 #include <pthread.h>
 
@@ -36,6 +38,7 @@ struct laminar_config {
   lm_durable_config durable;
   lm_config_sink* sinks;
   int32_t nsinks;
+  lm_vars vars;              /* `var.NAME` keys: ${NAME} substitution (vars.h) */
 };
 
 /* A sink on a stream: CREATE SINK ... INTO FILE (sql set: part of the stored
@@ -80,6 +83,7 @@ struct laminar_db {
   lm_sink_def** sinks;       /* file sinks, in creation order */
   int32_t nsinks;
   lm_durable* dur;           /* NULL: durability off */
+  lm_vars vars;              /* ${NAME} substitution variables, from the config */
 };
 
 /* catalog.c */
@@ -106,5 +110,44 @@ bool lm_db_name_taken(laminar_db* db, const char* name);
 /* Close a sink definition (its sink too). */
 void lm_db_sink_free(lm_sink_def* k);
 void lm_db_free_handles(laminar_db* db);
+
+/* catalog.c helpers shared with view.c and query.c */
+const lm_schema* lm_db_lookup_input(void* arg, const char* name, bool* out_is_source);
+/* A malloc'd copy of the statement's text (free with lm_free), NULL on OOM. */
+char* lm_db_stmt_text(const char* sql, const lm_stmt* stmt);
+/* An ArrowArrayStream of one batch of string columns: cells[row * ncols + col]. */
+laminar_code lm_db_string_table(const char* const* names, int32_t ncols, char** cells,
+                                int64_t nrows, struct ArrowArrayStream* out);
+/* "a BIGINT, b VARCHAR NOT NULL" (malloc'd), NULL on OOM. */
+char* lm_db_format_columns(const lm_schema* s);
+
+/* vars.c: laminar_execute / laminar_query: ${VAR} substitution, then
+ * lm_db_execute_locked on the result; errors point into `sql`. */
+laminar_code lm_db_execute_sql(laminar_db* db, const char* sql,
+                               struct ArrowArrayStream* out_rows, laminar_error* err);
+
+/* view.c: materialized views and named sinks in the catalog */
+/* True when stream `s` is a materialized view (its chain ends in materialize). */
+bool lm_db_is_view(const lm_stream_def* s);
+/* A view's own columns (its output without _weight). */
+const lm_schema* lm_db_view_columns(const lm_stream_def* s);
+/* End a new view's chain with the materialize operator (before
+ * lm_stream_def_attach); s->out_schema becomes the view's changelog. */
+laminar_code lm_db_view_attach(lm_stream_def* s, const lm_stmt* stmt, laminar_error* err);
+/* "stream", "materialized view", ... for messages. */
+const char* lm_db_object_word(lm_object_kind kind);
+/* CREATE SINK name FROM stream_or_view (no INTO): a named endpoint. */
+laminar_code lm_db_create_endpoint(laminar_db* db, const char* sql, const lm_stmt* stmt,
+                                   lm_stream_def* stream, laminar_error* err);
+/* The stream, view, or the input of the sink, called `name` (laminar_subscribe). */
+lm_stream_def* lm_db_find_output(laminar_db* db, const char* name);
+laminar_code lm_db_show_sinks(laminar_db* db, struct ArrowArrayStream* out,
+                              laminar_error* err);
+
+/* query.c: ad-hoc SELECT over a materialized view; EXPLAIN */
+laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayStream* out,
+                          laminar_error* err);
+laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayStream* out,
+                           laminar_error* err);
 
 #endif /* LM_DB_INTERNAL_H */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arrow/arrow.h"
+#include "op/view.h"
 #include "store/wal.h"
 #include "util/util.h"
 
@@ -73,6 +74,11 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "stream", s->name, "state_groups", lm_op_window_state_rows(s->chain));
     add(r, "stream", s->name, "watermark_ms", s->watermark_ms);
     add(r, "stream", s->name, "subscribers", s->nsubs);
+    const lm_op* view = lm_op_view_of(s->chain);
+    if (view != NULL) {
+      add(r, "stream", s->name, "view_rows", lm_op_view_rows(view));
+      add(r, "stream", s->name, "retract_errors", lm_op_view_retract_errors(view));
+    }
   }
   for (int32_t i = 0; i < db->nsubs; i++) {
     laminar_subscription* sub = db->subs[i];

@@ -146,6 +146,7 @@ typedef struct lm_ast_select_item {
 typedef struct lm_ast_order_item {
   lm_ast_expr* expr;
   bool desc;
+  bool nulls_first;    /* NULLS FIRST; without NULLS ..., NULLs sort last (DuckDB) */
 } lm_ast_order_item;
 
 typedef struct lm_ast_select {
@@ -162,6 +163,7 @@ typedef struct lm_ast_select {
   lm_ast_order_item* order_by;
   size_t norder;
   int64_t limit; /* -1 none */
+  int64_t offset; /* OFFSET m; 0 none */
 } lm_ast_select;
 
 /* EMIT clause of a continuous query. EMIT FINAL is parsed as ON_WINDOW_CLOSE. */
@@ -238,7 +240,7 @@ typedef struct lm_stmt {
   int32_t sink_from_line, sink_from_column;
   bool sink_into_file;
 
-  /* EXPLAIN */
+  /* EXPLAIN: the statement explained, or NULL for EXPLAIN name (in `name`) */
   struct lm_stmt* inner;
 } lm_stmt;
 

@@ -11,6 +11,7 @@
  */
 #include "sql/binder.h"
 
+#include "op/view.h"
 #include "util/util.h"
 
 #include <stdarg.h>
@@ -778,6 +779,34 @@ static laminar_code add_field(binder* b, lm_schema* s, const char* name, lm_type
   return LAMINAR_OK;
 }
 
+/* ---- changelog inputs (views, EMIT CHANGES streams) ---------------------------------- */
+
+/* The input is a changelog: its last column is _weight BIGINT (op/view.h). */
+static bool changelog_input(const binder* b) { return lm_op_view_is_changelog(b->input); }
+
+/* A plain query over a changelog keeps each row's weight: `*` leaves _weight
+ * out and the weight is appended as the last output column, so the stream is
+ * a changelog too (a filter keeps or drops a delta whole; a projection maps
+ * it). Naming an output column _weight would make a second one. */
+static laminar_code carry_weight(binder* b) {
+  lm_plan* plan = b->plan;
+  if (!changelog_input(b)) return LAMINAR_OK;
+  if (lm_schema_find(&plan->out_schema, LM_WEIGHT_COLUMN) >= 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "'%s' is a changelog: its _weight column is carried to the output by the "
+                "engine and cannot be selected or named",
+                b->input_name);
+  }
+  lm_expr** exprs = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(plan->nexprs + 1));
+  lm_expr* w = new_expr(b, LM_EXPR_COLUMN, LM_TYPE_INT64);
+  if (exprs == NULL || w == NULL) return NOMEM(b);
+  w->column = b->input->ncols - 1;
+  memcpy(exprs, plan->exprs, sizeof(lm_expr*) * (size_t)plan->nexprs);
+  exprs[plan->nexprs++] = w;
+  plan->exprs = exprs;
+  return add_field(b, &plan->out_schema, LM_WEIGHT_COLUMN, LM_TYPE_INT64);
+}
+
 /* Expand '*' items and bind every select item in `mode`. */
 static laminar_code bind_items(binder* b, const lm_ast_select* sel, bind_mode mode,
                                lm_expr*** out_exprs, int32_t* out_n) {
@@ -795,7 +824,7 @@ static laminar_code bind_items(binder* b, const lm_ast_select* sel, bind_mode mo
         return fail(b, LAMINAR_ERR_SQL_GROUPING, item->expr,
                     "SELECT * is not allowed with GROUP BY");
       }
-      for (int32_t c = 0; c < b->input->ncols; c++) {
+      for (int32_t c = 0; c < b->input->ncols - (changelog_input(b) ? 1 : 0); c++) {
         lm_expr* e = new_expr(b, LM_EXPR_COLUMN, b->input->fields[c].type);
         if (e == NULL) return NOMEM(b);
         e->column = c;
@@ -923,12 +952,19 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
       return fail(b, LAMINAR_ERR_SQL_GROUPING, NULL,
                   "EMIT ON WINDOW CLOSE needs a GROUP BY with a window");
     }
-    return bind_items(b, sel, MODE_ROW, &plan->exprs, &plan->nexprs);
+    LM_TRY(bind_items(b, sel, MODE_ROW, &plan->exprs, &plan->nexprs));
+    return carry_weight(b);
   }
   if (sel->ngroup == 0) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
                 "aggregates need GROUP BY with a window, e.g. GROUP BY tumble(ts, INTERVAL "
                 "'1' SECOND)");
+  }
+  if (changelog_input(b)) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->group_by[0],
+                "GROUP BY over a changelog ('%s' ends in a _weight column: a materialized "
+                "view or an EMIT CHANGES stream) is not supported yet",
+                b->input_name);
   }
   plan->windowed = true;
   b->aggregating = true;
@@ -982,6 +1018,8 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void*
   if (rc != LAMINAR_OK) lm_plan_free(out);
   return rc;
 }
+
+bool lm_bind_has_aggregate(const lm_ast_expr* e) { return contains_agg(e); }
 
 /* ---- plan lifecycle ----------------------------------------------------------------- */
 

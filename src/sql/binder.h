@@ -16,6 +16,9 @@
 laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void* lookup_arg,
                             lm_plan* out, laminar_error* err);
 
+/* True when expression `e` calls an aggregate function anywhere in it. */
+bool lm_bind_has_aggregate(const lm_ast_expr* e);
+
 /* Map a SQL type of the AST to the engine's logical type. */
 lm_type lm_bind_sql_type(lm_sql_type type);
 

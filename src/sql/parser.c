@@ -12,12 +12,13 @@
  *                  [INTO FILE (option [, ...]) | WITH (...)]
  *            | DROP (SOURCE|STREAM|VIEW|MATERIALIZED VIEW|SINK) [IF EXISTS] name
  *            | SHOW (SOURCES|STREAMS|VIEWS|MATERIALIZED VIEWS|SINKS)
- *            | (DESCRIBE | DESC) name  |  EXPLAIN stmt  |  select [emit]
+ *            | (DESCRIBE | DESC) name  |  EXPLAIN (stmt | name)  |  select [emit]
  *   coldef  := name type [NOT NULL | NULL]
  *   watermark := WATERMARK FOR col [AS col [- INTERVAL ...]]
  *   option  := (name[.name]* | 'key') = ('str' | [-]number | TRUE | FALSE | INTERVAL .. |
  * ${V}) select  := SELECT [DISTINCT|ALL] item [, ...] FROM name [[AS] alias] [WHERE e]
- *              [GROUP BY e, ...] [HAVING e] [ORDER BY e [ASC|DESC], ...] [LIMIT n]
+ *              [GROUP BY e, ...] [HAVING e]
+ *              [ORDER BY e [ASC|DESC] [NULLS FIRST|LAST], ...] [LIMIT n] [OFFSET m]
  *   emit    := EMIT (ON WINDOW CLOSE | FINAL | CHANGES)
  *
  * Expressions by precedence climbing, lowest first: OR; AND; prefix NOT;
@@ -957,7 +958,8 @@ static laminar_code parse_alias(parser* p, bool from, const char** out) {
   bool as;
   LM_TRY(accept_kw(p, "AS", &as));
   if (as) return parse_name(p, "an alias", out, NULL, NULL);
-  if (is_name_token(&p->cur) && !(from && is_join_word(&p->cur))) {
+  if (is_name_token(&p->cur) &&
+      !(from && (is_join_word(&p->cur) || is_kw(&p->cur, "OFFSET")))) {
     return parse_name(p, "an alias", out, NULL, NULL);
   }
   *out = NULL;
@@ -977,6 +979,17 @@ static laminar_code parse_expr_list(parser* p, lm_ast_expr*** out, size_t* out_n
     LM_TRY(accept(p, LM_TOK_COMMA, &got));
   } while (got);
   return LAMINAR_OK;
+}
+
+/* [NULLS (FIRST | LAST)] after an ORDER BY item. */
+static laminar_code parse_nulls_order(parser* p, bool* out_first) {
+  bool got;
+  LM_TRY(accept_kw(p, "NULLS", &got));
+  if (!got) return LAMINAR_OK;
+  LM_TRY(accept_kw(p, "FIRST", out_first));
+  if (*out_first) return LAMINAR_OK;
+  if (!is_kw(&p->cur, "LAST")) return expected(p, "FIRST or LAST after NULLS");
+  return advance(p);
 }
 
 static laminar_code parse_select(parser* p, lm_ast_select** out) {
@@ -1029,10 +1042,11 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
     LM_TRY(expect_kw(p, "BY"));
     size_t ocap = 0;
     do {
-      lm_ast_order_item item = {NULL, false};
+      lm_ast_order_item item = {NULL, false, false};
       LM_TRY(parse_expr(p, &item.expr));
       LM_TRY(accept_kw(p, "DESC", &item.desc));
       if (!item.desc) LM_TRY(accept_kw(p, "ASC", &got));
+      LM_TRY(parse_nulls_order(p, &item.nulls_first));
       PUSH(p, s->order_by, s->norder, ocap, item);
       LM_TRY(accept(p, LM_TOK_COMMA, &got));
     } while (got);
@@ -1043,6 +1057,14 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
       return expected(p, "a row count (an integer) after LIMIT");
     }
     s->limit = (int64_t)p->cur.uval;
+    LM_TRY(advance(p));
+  }
+  LM_TRY(accept_kw(p, "OFFSET", &got));
+  if (got) {
+    if (p->cur.kind != LM_TOK_INTEGER || p->cur.int_is_min) {
+      return expected(p, "a row count (an integer) after OFFSET");
+    }
+    s->offset = (int64_t)p->cur.uval;
     LM_TRY(advance(p));
   }
   *out = s;
@@ -1332,6 +1354,10 @@ static laminar_code parse_statement_inner(parser* p, lm_stmt* s) {
   if (is_kw(&t, "EXPLAIN")) {
     s->kind = LM_STMT_EXPLAIN;
     LM_TRY(advance(p));
+    /* EXPLAIN name (a stream or view; statement words are reserved) */
+    if (is_name_token(&p->cur)) {
+      return parse_name(p, "a stream or view name", &s->name, &s->name_line, &s->name_column);
+    }
     return parse_statement(p, &s->inner);
   }
   if (is_kw(&t, "SELECT")) {

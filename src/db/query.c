@@ -1,0 +1,812 @@
+/*
+ * query.c -- ad-hoc SELECT over a materialized view, and EXPLAIN.
+ *
+ * SELECT items FROM view [WHERE c] [ORDER BY k [ASC|DESC] [NULLS FIRST|LAST],
+ * ...] [LIMIT n] [OFFSET m] reads a consistent snapshot of the view: the
+ * graph is paused (rt.h) only while the view's encoded rows are copied; the
+ * copy is decoded, filtered, projected, sorted and cut after the graph runs
+ * again. The query is bound by the stream binder over the view's columns;
+ * ORDER BY names an output column (by alias or position, as in DuckDB) or is
+ * bound as an extra, hidden projection. A row the view holds k times is k
+ * rows of the result (bag semantics, as a table with duplicates in DuckDB).
+ * NULLs sort last unless NULLS FIRST is given, NaN above every number, strings
+ * by their bytes (DuckDB's defaults).
+ *
+ * EXPLAIN name | EXPLAIN CREATE STREAM/MATERIALIZED VIEW ... | EXPLAIN SELECT
+ * returns the operator DAG as rows (id, operator, details, input, output).
+ *
+ * Control thread, under db->lock.
+ */
+#include "db/internal.h"
+
+#include "db/text.h"
+#include "op/view.h"
+#include "sql/binder.h"
+#include "util/util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* An error at an SQL position: "<msg> at line L, column C". */
+__attribute__((format(printf, 6, 7))) static laminar_code fail_sql(
+    laminar_error* err, laminar_code code, int32_t line, int32_t column, const char* object,
+    const char* fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  lm_error_set(err, code, "%s at line %d, column %d", msg, (int)line, (int)column);
+  lm_error_at(err, line, column);
+  lm_error_object(err, object, NULL);
+  return code;
+}
+
+/* ==== binding a query over a view ====================================================== */
+
+typedef struct sort_key {
+  int32_t col; /* index into the plan's expressions */
+  bool desc;
+  bool nulls_first;
+} sort_key;
+
+typedef struct query {
+  lm_plan plan;    /* over the view's columns: filter, outputs then hidden sort keys */
+  int32_t nout;    /* output columns: the first nout expressions */
+  sort_key* keys;
+  int32_t nkeys;
+  int64_t limit;   /* -1: all */
+  int64_t offset;
+} query;
+
+static void query_free(query* q) {
+  lm_plan_free(&q->plan);
+  lm_free(q->keys);
+  q->keys = NULL;
+}
+
+/* The catalog a query sees: the one view, under its name. */
+typedef struct view_scope {
+  const char* name;
+  const lm_schema* columns;
+} view_scope;
+
+static const lm_schema* view_lookup(void* arg, const char* name, bool* out_is_source) {
+  const view_scope* v = arg;
+  if (!lm_streq_nocase(name, v->name)) return NULL;
+  *out_is_source = true;
+  return v->columns;
+}
+
+/* The view a SELECT reads, or an error saying why FROM names none. */
+static laminar_code find_view(laminar_db* db, const lm_ast_select* sel, lm_stream_def** out,
+                              laminar_error* err) {
+  lm_stream_def* s = lm_db_find_stream(db, sel->from);
+  if (s != NULL && lm_db_is_view(s)) {
+    *out = s;
+    return LAMINAR_OK;
+  }
+  if (s != NULL || lm_db_find_source(db, sel->from) != NULL) {
+    return fail_sql(err, LAMINAR_ERR_SQL_NOT_MATERIALIZED, sel->from_line, sel->from_column,
+                    sel->from,
+                    "'%s' is a %s, not a materialized view: only a materialized view keeps "
+                    "rows to SELECT (CREATE MATERIALIZED VIEW name AS SELECT ... FROM %s, "
+                    "then SELECT ... FROM name)",
+                    sel->from, s != NULL ? "stream" : "source", sel->from);
+  }
+  return fail_sql(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, sel->from_line, sel->from_column,
+                  sel->from, "no materialized view named '%s'", sel->from);
+}
+
+/* What a query over a view cannot do (yet): clear errors before binding. */
+static laminar_code check_query_shape(const lm_stmt* stmt, laminar_error* err) {
+  const lm_ast_select* sel = stmt->select;
+  if (stmt->emit != LM_EMIT_DEFAULT) {
+    return fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->line, stmt->column, NULL,
+                    "EMIT belongs to continuous queries (CREATE STREAM, CREATE MATERIALIZED "
+                    "VIEW); a SELECT reads the view's current rows");
+  }
+  const lm_ast_expr* agg = NULL;
+  if (sel->ngroup > 0) agg = sel->group_by[0];
+  if (sel->having != NULL) agg = sel->having;
+  for (size_t i = 0; agg == NULL && i < sel->nitems; i++) {
+    if (lm_bind_has_aggregate(sel->items[i].expr)) agg = sel->items[i].expr;
+  }
+  for (size_t i = 0; agg == NULL && i < sel->norder; i++) {
+    if (lm_bind_has_aggregate(sel->order_by[i].expr)) agg = sel->order_by[i].expr;
+  }
+  if (agg != NULL) {
+    return fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, agg->line, agg->column, NULL,
+                    "aggregates, GROUP BY and HAVING in a SELECT over a view are not "
+                    "supported yet: aggregate in the view's own definition");
+  }
+  return LAMINAR_OK;
+}
+
+/* Bind `stmt` (a SELECT) over view `s` into *q. */
+static laminar_code bind_query(const lm_stmt* stmt, lm_stream_def* s, query* q,
+                               laminar_error* err) {
+  memset(q, 0, sizeof *q);
+  const lm_ast_select* sel = stmt->select;
+  LM_TRY(check_query_shape(stmt, err));
+  view_scope scope = {sel->from, lm_db_view_columns(s)};
+  lm_ast_select body = *sel;
+  body.order_by = NULL;
+  body.norder = 0;
+  body.limit = -1;
+  body.offset = 0;
+  lm_stmt bound = *stmt;
+  bound.select = &body;
+  LM_TRY(lm_bind_stream(&bound, view_lookup, &scope, &q->plan, err));
+  q->nout = q->plan.nexprs;
+  q->limit = sel->limit;
+  q->offset = sel->offset;
+  if (sel->norder == 0) return LAMINAR_OK;
+
+  /* ORDER BY: an output column by position or name, else a hidden projection. */
+  q->keys = lm_calloc(sel->norder, sizeof(sort_key));
+  lm_ast_select_item* items = lm_calloc(sel->nitems + sel->norder, sizeof *items);
+  if (q->keys == NULL || items == NULL) {
+    lm_free(items);
+    query_free(q);
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
+  memcpy(items, sel->items, sizeof *items * sel->nitems);
+  size_t nextra = 0;
+  laminar_code rc = LAMINAR_OK;
+  for (size_t i = 0; i < sel->norder && rc == LAMINAR_OK; i++) {
+    const lm_ast_expr* e = sel->order_by[i].expr;
+    sort_key* k = &q->keys[q->nkeys++];
+    k->desc = sel->order_by[i].desc;
+    k->nulls_first = sel->order_by[i].nulls_first;
+    int32_t named = e->kind == LM_AST_COLUMN && e->table == NULL
+                        ? lm_schema_find(&q->plan.out_schema, e->name)
+                        : -1;
+    if (e->kind == LM_AST_LITERAL && e->lit == LM_LIT_INT) {
+      if (e->i < 1 || e->i > q->nout) {
+        rc = fail_sql(err, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, e->line, e->column, NULL,
+                      "ORDER BY position %lld is not in the select list (1 to %d)",
+                      (long long)e->i, (int)q->nout);
+      }
+      k->col = (int32_t)e->i - 1;
+    } else if (named >= 0) {
+      k->col = named;
+    } else {
+      k->col = q->nout + (int32_t)nextra;
+      items[sel->nitems + nextra++] = (lm_ast_select_item){(lm_ast_expr*)e, NULL};
+    }
+  }
+  if (rc == LAMINAR_OK && nextra > 0) {
+    lm_plan_free(&q->plan);
+    body.items = items;
+    body.nitems = sel->nitems + nextra;
+    rc = lm_bind_stream(&bound, view_lookup, &scope, &q->plan, err);
+  }
+  lm_free(items);
+  if (rc != LAMINAR_OK) query_free(q);
+  return rc;
+}
+
+/* ==== running it ========================================================================= */
+
+static int cmp_value(const lm_vec* v, uint32_t a, uint32_t b) {
+  switch (v->type) {
+    case LM_TYPE_BOOL: {
+      const uint8_t* x = v->data;
+      return (x[a] > x[b]) - (x[a] < x[b]);
+    }
+    case LM_TYPE_INT32: {
+      const int32_t* x = v->data;
+      return (x[a] > x[b]) - (x[a] < x[b]);
+    }
+    case LM_TYPE_INT64:
+    case LM_TYPE_TIMESTAMP: {
+      const int64_t* x = v->data;
+      return (x[a] > x[b]) - (x[a] < x[b]);
+    }
+    case LM_TYPE_DOUBLE: {
+      double x = ((const double*)v->data)[a], y = ((const double*)v->data)[b];
+      bool nx = isnan(x), ny = isnan(y);
+      if (nx || ny) return (int)nx - (int)ny; /* NaN above every number */
+      return (x > y) - (x < y);
+    }
+    case LM_TYPE_STRING: {
+      lm_str x = ((const lm_str*)v->data)[a], y = ((const lm_str*)v->data)[b];
+      int64_t n = x.len < y.len ? x.len : y.len;
+      int c = n > 0 ? memcmp(x.ptr, y.ptr, (size_t)n) : 0;
+      if (c != 0) return c < 0 ? -1 : 1;
+      return (x.len > y.len) - (x.len < y.len);
+    }
+    case LM_TYPE_NULL: return 0;
+  }
+  return 0;
+}
+
+typedef struct sorter {
+  const lm_vec* cols;
+  const sort_key* keys;
+  int32_t nkeys;
+} sorter;
+
+static int cmp_rows(const sorter* s, uint32_t a, uint32_t b) {
+  for (int32_t i = 0; i < s->nkeys; i++) {
+    const sort_key* k = &s->keys[i];
+    const lm_vec* v = &s->cols[k->col];
+    bool na = v->nulls != NULL && v->nulls[a], nb = v->nulls != NULL && v->nulls[b];
+    int c;
+    if (na || nb) {
+      if (na && nb) continue;
+      c = na == k->nulls_first ? -1 : 1; /* NULL placement ignores ASC/DESC */
+    } else {
+      c = cmp_value(v, a, b);
+      if (k->desc) c = -c;
+    }
+    if (c != 0) return c;
+  }
+  return 0;
+}
+
+/* Stable bottom-up merge sort of idx[0..n) (tmp: room for n). */
+static void merge_sort(uint32_t* idx, uint32_t* tmp, int64_t n, const sorter* s) {
+  uint32_t* from = idx;
+  uint32_t* to = tmp;
+  for (int64_t width = 1; width < n; width *= 2) {
+    for (int64_t lo = 0; lo < n; lo += 2 * width) {
+      int64_t mid = lo + width < n ? lo + width : n;
+      int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+      int64_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) to[k++] = cmp_rows(s, from[j], from[i]) < 0 ? from[j++] : from[i++];
+      while (i < mid) to[k++] = from[i++];
+      while (j < hi) to[k++] = from[j++];
+    }
+    uint32_t* t = from;
+    from = to;
+    to = t;
+  }
+  if (from != idx) memcpy(idx, from, sizeof(uint32_t) * (size_t)n);
+}
+
+/* Filter, project, sort, expand multiplicities and cut rows of `rows` into
+ * the result batch. Scratch from ctx. */
+static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_ctx* ctx,
+                             const lm_schema* out_schema, lm_batch** out, laminar_error* err) {
+  int64_t n = rows->nrows;
+  if (n > (int64_t)UINT32_MAX) {
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "the view has too many rows to query");
+  }
+  uint32_t* sel = NULL;
+  int64_t m = n;
+  if (q->plan.filter != NULL) {
+    sel = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * (size_t)(n ? n : 1));
+    if (sel == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    LM_TRY(lm_expr_filter(ctx, q->plan.filter, rows->cols, NULL, n, sel, &m));
+  }
+  int32_t nexprs = q->plan.nexprs;
+  lm_vec* vals = lm_eval_ctx_alloc(ctx, sizeof(lm_vec) * (size_t)(nexprs ? nexprs : 1));
+  uint32_t* order = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * (size_t)(m ? m : 1));
+  uint32_t* tmp = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * (size_t)(m ? m : 1));
+  if (vals == NULL || order == NULL || tmp == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
+  for (int32_t i = 0; i < nexprs; i++) {
+    laminar_code rc = lm_expr_eval(ctx, q->plan.exprs[i], rows->cols, sel, m, &vals[i]);
+    if (rc != LAMINAR_OK) return lm_error_set(err, rc, "out of memory evaluating the query");
+  }
+  for (int64_t k = 0; k < m; k++) order[k] = (uint32_t)k;
+  sorter s = {vals, q->keys, q->nkeys};
+  if (q->nkeys > 0) merge_sort(order, tmp, m, &s);
+
+  /* A row held w times is w result rows; OFFSET and LIMIT count those. */
+  int64_t skip = q->offset, take = q->limit < 0 ? INT64_MAX : q->limit, total = 0;
+  for (int64_t k = 0; k < m && total < take; k++) {
+    int64_t w = rows->weights[sel != NULL ? sel[order[k]] : order[k]];
+    int64_t drop = skip < w ? skip : w;
+    skip -= drop;
+    w -= drop;
+    total += w < take - total ? w : take - total;
+  }
+  if (total > (int64_t)INT32_MAX) {
+    return lm_error_set(err, LAMINAR_ERR_NOMEM,
+                        "the result would have %lld rows: add a LIMIT", (long long)total);
+  }
+  uint32_t* pick = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * (size_t)(total ? total : 1));
+  lm_vec* cols = lm_eval_ctx_alloc(ctx, sizeof(lm_vec) * (size_t)(q->nout ? q->nout : 1));
+  if (pick == NULL || cols == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  skip = q->offset;
+  int64_t got = 0;
+  for (int64_t k = 0; k < m && got < total; k++) {
+    int64_t w = rows->weights[sel != NULL ? sel[order[k]] : order[k]];
+    for (int64_t r = 0; r < w && got < total; r++) {
+      if (skip > 0) {
+        skip--;
+        continue;
+      }
+      pick[got++] = order[k];
+    }
+  }
+  for (int32_t c = 0; c < q->nout; c++) {
+    laminar_code rc = lm_op_gather(ctx, &vals[c], pick, total, &cols[c]);
+    if (rc != LAMINAR_OK) return lm_error_set(err, rc, "out of memory");
+  }
+  laminar_code rc = lm_arrow_build(out_schema, cols, total, out);
+  return rc == LAMINAR_OK ? LAMINAR_OK : lm_error_set(err, rc, "out of memory");
+}
+
+laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayStream* out,
+                          laminar_error* err) {
+  lm_stream_def* s;
+  LM_TRY(find_view(db, stmt->select, &s, err));
+  query q;
+  LM_TRY(bind_query(stmt, s, &q, err));
+  if (out == NULL) { /* laminar_execute: checked, nothing to return */
+    query_free(&q);
+    return LAMINAR_OK;
+  }
+  lm_view_rows rows;
+  lm_schema out_schema;
+  lm_schema_init_empty(&out_schema);
+  lm_eval_ctx* ctx = NULL;
+  /* The consistent snapshot: the graph holds still between two messages
+   * while the view's rows are copied, and runs on during the rest. */
+  lm_rt_pause(&db->rt);
+  laminar_code rc = lm_op_view_copy(lm_op_view_of(s->chain), &rows);
+  lm_rt_resume(&db->rt);
+  if (rc == LAMINAR_OK) rc = lm_view_rows_decode(lm_db_view_columns(s), &rows);
+  if (rc == LAMINAR_OK) rc = lm_eval_ctx_create(&ctx);
+  for (int32_t c = 0; rc == LAMINAR_OK && c < q.nout; c++) {
+    const lm_field* f = &q.plan.out_schema.fields[c];
+    if (lm_schema_add(&out_schema, f->name, f->type, false) != 0) rc = LAMINAR_ERR_NOMEM;
+  }
+  if (rc != LAMINAR_OK) {
+    rc = lm_error_set(err, rc, "out of memory");
+  } else {
+    lm_batch* batch;
+    rc = evaluate(&q, &rows, ctx, &out_schema, &batch, err);
+    if (rc == LAMINAR_OK) {
+      rc = lm_rows_stream(&out_schema, batch, out);
+      if (rc != LAMINAR_OK) rc = lm_error_set(err, rc, "out of memory");
+    }
+  }
+  lm_eval_ctx_destroy(ctx);
+  lm_view_rows_free(&rows);
+  lm_schema_free(&out_schema);
+  query_free(&q);
+  return rc;
+}
+
+/* ==== EXPLAIN =============================================================================== */
+
+static const char* op_symbol(lm_expr_op op) {
+  switch (op) {
+    case LM_XOP_ADD: return "+";
+    case LM_XOP_SUB: return "-";
+    case LM_XOP_MUL: return "*";
+    case LM_XOP_DIV: return "/";
+    case LM_XOP_MOD: return "%";
+    case LM_XOP_EQ: return "=";
+    case LM_XOP_NE: return "<>";
+    case LM_XOP_LT: return "<";
+    case LM_XOP_LE: return "<=";
+    case LM_XOP_GT: return ">";
+    case LM_XOP_GE: return ">=";
+    case LM_XOP_AND: return "AND";
+    case LM_XOP_OR: return "OR";
+    case LM_XOP_CONCAT: return "||";
+    default: return NULL;
+  }
+}
+
+/* SQL-like text of a bound expression; `names` name its input columns. */
+static void put_expr(lm_text* b, const lm_expr* e, const char* const* names) {
+  if (e->kind == LM_EXPR_COLUMN) {
+    lm_text_printf(b, "%s", names[e->column]);
+    return;
+  }
+  if (e->kind == LM_EXPR_LITERAL) {
+    const lm_value* v = &e->lit;
+    if (v->is_null) {
+      lm_text_printf(b, "NULL");
+    } else if (e->type == LM_TYPE_BOOL) {
+      lm_text_printf(b, "%s", v->b ? "TRUE" : "FALSE");
+    } else if (e->type == LM_TYPE_DOUBLE) {
+      lm_text_printf(b, "%.17g", v->d);
+    } else if (e->type == LM_TYPE_STRING) {
+      lm_text_printf(b, "'");
+      for (int64_t i = 0; i < v->s.len; i++) {
+        lm_text_printf(b, v->s.ptr[i] == '\'' ? "''" : "%c", v->s.ptr[i]);
+      }
+      lm_text_printf(b, "'");
+    } else {
+      lm_text_printf(b, "%lld", (long long)v->i);
+    }
+    return;
+  }
+  const char* sym = op_symbol(e->op);
+  if (sym != NULL && e->nargs == 2) {
+    lm_text_printf(b, "(");
+    put_expr(b, e->args[0], names);
+    lm_text_printf(b, " %s ", sym);
+    put_expr(b, e->args[1], names);
+    lm_text_printf(b, ")");
+    return;
+  }
+  switch (e->op) {
+    case LM_XOP_NEG:
+    case LM_XOP_NOT:
+      lm_text_printf(b, "%s", e->op == LM_XOP_NEG ? "-" : "NOT ");
+      put_expr(b, e->args[0], names);
+      return;
+    case LM_XOP_IS_NULL:
+    case LM_XOP_IS_NOT_NULL:
+      put_expr(b, e->args[0], names);
+      lm_text_printf(b, "%s", e->op == LM_XOP_IS_NULL ? " IS NULL" : " IS NOT NULL");
+      return;
+    case LM_XOP_CAST:
+      lm_text_printf(b, "CAST(");
+      put_expr(b, e->args[0], names);
+      lm_text_printf(b, " AS %s)", lm_type_name(e->type));
+      return;
+    case LM_XOP_CASE: {
+      int32_t pairs = (e->nargs - (e->has_else ? 1 : 0)) / 2;
+      lm_text_printf(b, "CASE");
+      for (int32_t i = 0; i < pairs; i++) {
+        lm_text_printf(b, " WHEN ");
+        put_expr(b, e->args[2 * i], names);
+        lm_text_printf(b, " THEN ");
+        put_expr(b, e->args[2 * i + 1], names);
+      }
+      if (e->has_else) {
+        lm_text_printf(b, " ELSE ");
+        put_expr(b, e->args[e->nargs - 1], names);
+      }
+      lm_text_printf(b, " END");
+      return;
+    }
+    default: break;
+  }
+  if (e->op == LM_XOP_COALESCE) {
+    lm_text_printf(b, "coalesce(");
+  } else {
+    lm_text_printf(b, "op%d(", (int)e->op);
+  }
+  for (int32_t i = 0; i < e->nargs; i++) {
+    if (i > 0) lm_text_printf(b, ", ");
+    put_expr(b, e->args[i], names);
+  }
+  lm_text_printf(b, ")");
+}
+
+/* "e1 AS n1, e2 AS n2, ..." (the AS only where the name differs from e's text). */
+static void put_projection(lm_text* b, lm_expr* const* exprs, int32_t n, const lm_schema* out,
+                          const char* const* names) {
+  for (int32_t i = 0; i < n; i++) {
+    if (i > 0) lm_text_printf(b, ", ");
+    size_t at = b->len;
+    put_expr(b, exprs[i], names);
+    const char* name = out->fields[i].name;
+    if (b->nomem || strcmp(b->p + at, name) != 0) lm_text_printf(b, " AS %s", name);
+  }
+}
+
+static const char* agg_name(lm_agg_fn fn) {
+  switch (fn) {
+    case LM_AGG_COUNT_STAR: return "count(*)";
+    case LM_AGG_COUNT: return "count";
+    case LM_AGG_SUM: return "sum";
+    case LM_AGG_AVG: return "avg";
+    case LM_AGG_MIN: return "min";
+    case LM_AGG_MAX: return "max";
+    default: return "aggregate";
+  }
+}
+
+/* "sum(price * volume)", "count(*)". */
+static void put_agg(lm_text* b, const lm_agg_spec* a, const char* const* names) {
+  lm_text_printf(b, "%s", agg_name(a->fn));
+  if (a->arg == NULL) return;
+  lm_text_printf(b, "(");
+  put_expr(b, a->arg, names);
+  lm_text_printf(b, ")");
+}
+
+/* The rows of an EXPLAIN: cells (id, operator, details, input, output), owned. */
+typedef struct explain {
+  char** cells;
+  int64_t n, cap;
+  bool nomem;
+} explain;
+
+static void add_row(explain* x, const char* op, char* details, const char* input,
+                    const char* output) {
+  if (details == NULL) x->nomem = true;
+  if (!x->nomem && x->n == x->cap) {
+    int64_t cap = x->cap ? x->cap * 2 : 8;
+    char** grown = lm_realloc(x->cells, sizeof(char*) * 5 * (size_t)cap);
+    if (grown == NULL) {
+      x->nomem = true;
+    } else {
+      x->cells = grown;
+      x->cap = cap;
+    }
+  }
+  if (x->nomem) {
+    lm_free(details);
+    return;
+  }
+  char id[24];
+  snprintf(id, sizeof id, "%lld", (long long)(x->n + 1));
+  char** row = &x->cells[x->n * 5];
+  row[0] = lm_strdup(id);
+  row[1] = lm_strdup(op);
+  row[2] = details;
+  row[3] = lm_strdup(input);
+  row[4] = lm_strdup(output);
+  x->n++;
+  for (int i = 0; i < 5; i++) {
+    if (row[i] == NULL) x->nomem = true;
+  }
+}
+
+/* Input of the next row: the previous one's id. */
+static const char* prev_id(const explain* x, char* buf, size_t cap) {
+  snprintf(buf, cap, "%lld", (long long)x->n);
+  return buf;
+}
+
+static const char* next_id(const explain* x, char* buf, size_t cap) {
+  snprintf(buf, cap, "%lld", (long long)x->n + 2);
+  return buf;
+}
+
+static char* text_columns(const char* name, const lm_schema* s) {
+  char* cols = lm_db_format_columns(s);
+  if (cols == NULL) return NULL;
+  lm_text b = {0};
+  lm_text_printf(&b, "%s (%s)", name, cols);
+  lm_free(cols);
+  return lm_text_take(&b);
+}
+
+/* Field names of a schema, as the expression printer wants them. */
+static const char** names_of(const lm_schema* s) {
+  const char** names = lm_calloc((size_t)s->ncols + 1, sizeof(char*));
+  for (int32_t i = 0; names != NULL && i < s->ncols; i++) names[i] = s->fields[i].name;
+  return names;
+}
+
+/* Row for what a plan reads: a source or an upstream stream / view. */
+static void explain_input(explain* x, laminar_db* db, const char* name) {
+  char buf[24];
+  lm_source_def* src = lm_db_find_source(db, name);
+  if (src != NULL) {
+    lm_text b = {0};
+    char* cols = lm_db_format_columns(&src->schema);
+    lm_text_printf(&b, "%s (%s)", src->name, cols ? cols : "?");
+    if (cols == NULL) b.nomem = true;
+    lm_free(cols);
+    if (src->wm_col >= 0) {
+      lm_text_printf(&b, "; watermark %s - %lld ms", src->schema.fields[src->wm_col].name,
+                (long long)src->wm_delay_ms);
+    }
+    add_row(x, "source", lm_text_take(&b), "push", next_id(x, buf, sizeof buf));
+    return;
+  }
+  lm_stream_def* up = lm_db_find_stream(db, name);
+  lm_text b = {0};
+  char* cols = lm_db_format_columns(&up->out_schema);
+  if (cols == NULL) b.nomem = true;
+  lm_text_printf(&b, "%s (%s)%s; EXPLAIN %s shows its plan", up->name, cols ? cols : "",
+            lm_op_view_is_changelog(&up->out_schema) ? ", a changelog" : "", up->name);
+  lm_free(cols);
+  add_row(x, lm_db_is_view(up) ? "materialized view" : "stream", lm_text_take(&b), "",
+          next_id(x, buf, sizeof buf));
+}
+
+/* Rows of a map operator: "filter" (`clause` and the condition, when there is
+ * one) and "project". */
+static void explain_map(explain* x, const char* clause, const lm_expr* filter,
+                        lm_expr* const* exprs, int32_t n, const lm_schema* out,
+                        const char* const* names) {
+  char pbuf[24], nbuf[24];
+  if (filter != NULL) {
+    lm_text b = {0};
+    lm_text_printf(&b, "%s", clause);
+    put_expr(&b, filter, names);
+    add_row(x, "filter", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
+            next_id(x, nbuf, sizeof nbuf));
+  }
+  lm_text b = {0};
+  put_projection(&b, exprs, n, out, names);
+  add_row(x, "project", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
+          next_id(x, nbuf, sizeof nbuf));
+}
+
+/* Rows for the operators of a bound plan, reading `in` (the input schema). */
+static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, bool view) {
+  char pbuf[24], nbuf[24];
+  const char** names = names_of(in);
+  if (names == NULL) {
+    x->nomem = true;
+    return;
+  }
+  if (plan->windowed) {
+    const lm_window_spec* w = &plan->window;
+    lm_text b = {0};
+    lm_text_printf(&b, "tumble(%s, %lld ms)", names[w->time_col], (long long)w->size_ms);
+    if (w->nkeys > 0) lm_text_printf(&b, " GROUP BY ");
+    for (int32_t i = 0; i < w->nkeys; i++) {
+      if (i > 0) lm_text_printf(&b, ", ");
+      put_expr(&b, w->keys[i], names);
+    }
+    lm_text_printf(&b, "; aggregates ");
+    for (int32_t i = 0; i < w->naggs; i++) {
+      if (i > 0) lm_text_printf(&b, ", ");
+      put_agg(&b, &w->aggs[i], names);
+    }
+    if (w->filter != NULL) {
+      lm_text_printf(&b, "; WHERE ");
+      put_expr(&b, w->filter, names);
+    }
+    lm_text_printf(&b, "; EMIT ON WINDOW CLOSE");
+    add_row(x, "window_aggregate", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
+            next_id(x, nbuf, sizeof nbuf));
+    /* The projection reads window_start, window_end, keys, then aggregates. */
+    lm_text* texts = lm_calloc((size_t)plan->agg_schema.ncols + 1, sizeof(lm_text));
+    const char** post = lm_calloc((size_t)plan->agg_schema.ncols + 1, sizeof(char*));
+    if (texts == NULL || post == NULL) {
+      x->nomem = true;
+    } else {
+      for (int32_t i = 0; i < plan->agg_schema.ncols; i++) {
+        int32_t k = i - 2, a = i - 2 - w->nkeys;
+        if (i < 2) {
+          lm_text_printf(&texts[i], "%s", plan->agg_schema.fields[i].name);
+        } else if (k < w->nkeys) {
+          put_expr(&texts[i], w->keys[k], names);
+        } else {
+          put_agg(&texts[i], &w->aggs[a], names);
+        }
+        post[i] = texts[i].p != NULL ? texts[i].p : "?";
+        if (texts[i].nomem) x->nomem = true;
+      }
+      explain_map(x, "HAVING ", plan->having, plan->post_exprs, plan->npost, &plan->out_schema,
+                  post);
+    }
+    for (int32_t i = 0; texts != NULL && i < plan->agg_schema.ncols; i++) lm_free(texts[i].p);
+    lm_free(texts);
+    lm_free(post);
+  } else {
+    explain_map(x, "WHERE ", plan->filter, plan->exprs, plan->nexprs, &plan->out_schema, names);
+  }
+  if (view) {
+    lm_text b = {0};
+    lm_text_printf(&b, "%s",
+              lm_op_view_is_changelog(&plan->out_schema)
+                  ? "Z-set of the rows: each input row adds its _weight; forwards the "
+                    "changes it applied (_weight)"
+                  : "Z-set of the rows: each input row adds 1; forwards the changes it "
+                    "applied (_weight)");
+    add_row(x, "materialize", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
+            next_id(x, nbuf, sizeof nbuf));
+  }
+  lm_free(names);
+}
+
+/* Where an existing stream's rows go: "2 subscribers; stream b; sink s". */
+static char* outputs_of(laminar_db* db, const lm_stream_def* s) {
+  lm_text b = {0};
+  const char* sep = "";
+  if (s->nsubs > 0) {
+    lm_text_printf(&b, "%d subscriber%s", (int)s->nsubs, s->nsubs == 1 ? "" : "s");
+    sep = "; ";
+  }
+  for (int32_t i = 0; i < s->nreaders; i++) {
+    lm_text_printf(&b, "%s%s %s", sep, lm_db_is_view(s->readers[i]) ? "materialized view" : "stream",
+              s->readers[i]->name);
+    sep = "; ";
+  }
+  for (int32_t i = 0; i < db->nsinks; i++) {
+    if (db->sinks[i]->stream != s) continue;
+    lm_text_printf(&b, "%ssink %s", sep, db->sinks[i]->name);
+    sep = "; ";
+  }
+  if (*sep == '\0') lm_text_printf(&b, "(none yet)");
+  return lm_text_take(&b);
+}
+
+/* Hand the rows out (out NULL: laminar_execute, nothing to hand) and free them. */
+static laminar_code explain_rows(explain* x, struct ArrowArrayStream* out, laminar_error* err) {
+  laminar_code rc = x->nomem ? LAMINAR_ERR_NOMEM : LAMINAR_OK;
+  if (rc == LAMINAR_OK && out != NULL) {
+    static const char* const names[] = {"id", "operator", "details", "input", "output"};
+    rc = lm_db_string_table(names, 5, x->cells, x->n, out);
+  }
+  for (int64_t i = 0; i < x->n * 5; i++) lm_free(x->cells[i]);
+  lm_free(x->cells);
+  return rc == LAMINAR_OK ? LAMINAR_OK : lm_error_set(err, rc, "out of memory");
+}
+
+/* EXPLAIN SELECT ... FROM view. */
+static laminar_code explain_select(laminar_db* db, const lm_stmt* stmt, explain* x,
+                                   laminar_error* err) {
+  lm_stream_def* s;
+  LM_TRY(find_view(db, stmt->select, &s, err));
+  query q;
+  LM_TRY(bind_query(stmt, s, &q, err));
+  char pbuf[24], nbuf[24];
+  add_row(x, "scan", text_columns(s->name, lm_db_view_columns(s)), "materialized view",
+          next_id(x, nbuf, sizeof nbuf));
+  explain_plan(x, &q.plan, lm_db_view_columns(s), false);
+  const char** names = names_of(&q.plan.out_schema);
+  if (names == NULL) x->nomem = true;
+  if (q.nkeys > 0 && names != NULL) {
+    lm_text b = {0};
+    lm_text_printf(&b, "ORDER BY ");
+    for (int32_t i = 0; i < q.nkeys; i++) {
+      lm_text_printf(&b, "%s%s%s%s", i ? ", " : "", names[q.keys[i].col], q.keys[i].desc ? " DESC" : "",
+                q.keys[i].nulls_first ? " NULLS FIRST" : "");
+    }
+    add_row(x, "sort", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf), next_id(x, nbuf, sizeof nbuf));
+  }
+  if (q.limit >= 0 || q.offset > 0) {
+    lm_text b = {0};
+    if (q.limit >= 0) lm_text_printf(&b, "LIMIT %lld ", (long long)q.limit);
+    lm_text_printf(&b, "OFFSET %lld (rows a view holds k times count k times)", (long long)q.offset);
+    add_row(x, "limit", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf), next_id(x, nbuf, sizeof nbuf));
+  }
+  lm_free(names);
+  /* The result has the first nout columns only (the rest were sort keys). */
+  lm_schema shown = q.plan.out_schema;
+  shown.ncols = q.nout;
+  add_row(x, "output", text_columns("result", &shown), prev_id(x, pbuf, sizeof pbuf),
+          "laminar_query");
+  query_free(&q);
+  return LAMINAR_OK;
+}
+
+laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayStream* out,
+                           laminar_error* err) {
+  explain x = {0};
+  char pbuf[24];
+  const lm_stmt* inner = stmt->inner;
+  if (inner == NULL) { /* EXPLAIN name */
+    lm_stream_def* s = lm_db_find_stream(db, stmt->name);
+    if (s == NULL) {
+      return fail_sql(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line, stmt->name_column,
+                      stmt->name, "no stream or materialized view named '%s'", stmt->name);
+    }
+    bool is_source = false;
+    const lm_schema* in = lm_db_lookup_input(db, s->plan.input, &is_source);
+    if (LM_NEVER(in == NULL)) return lm_error_set(err, LAMINAR_ERR_INTERNAL, "input vanished");
+    explain_input(&x, db, s->plan.input);
+    explain_plan(&x, &s->plan, in, lm_db_is_view(s));
+    char* where = outputs_of(db, s);
+    add_row(&x, "output",
+            text_columns(s->name, lm_db_is_view(s) ? lm_db_view_columns(s) : &s->out_schema),
+            prev_id(&x, pbuf, sizeof pbuf), where != NULL ? where : "");
+    if (where == NULL) x.nomem = true;
+    lm_free(where);
+  } else if (inner->kind == LM_STMT_CREATE_STREAM &&
+             (inner->object != LM_OBJ_VIEW || inner->materialized)) {
+    lm_plan plan;
+    LM_TRY(lm_bind_stream(inner, lm_db_lookup_input, db, &plan, err));
+    bool is_source = false;
+    const lm_schema* in = lm_db_lookup_input(db, plan.input, &is_source);
+    explain_input(&x, db, plan.input);
+    explain_plan(&x, &plan, in, inner->materialized);
+    /* A view's own columns: its plan's output without a carried _weight. */
+    lm_schema shown = plan.out_schema;
+    if (inner->materialized && lm_op_view_is_changelog(&shown)) shown.ncols--;
+    add_row(&x, "output", text_columns(inner->name, &shown), prev_id(&x, pbuf, sizeof pbuf),
+            "(not created: EXPLAIN only)");
+    lm_plan_free(&plan);
+  } else if (inner->kind == LM_STMT_SELECT) {
+    LM_TRY(explain_select(db, inner, &x, err));
+  } else {
+    return fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, inner->line, inner->column, NULL,
+                    "EXPLAIN takes a stream or view name, CREATE STREAM / CREATE "
+                    "MATERIALIZED VIEW ... AS SELECT, or a SELECT over a view");
+  }
+  return explain_rows(&x, out, err);
+}
