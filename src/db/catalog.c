@@ -401,11 +401,20 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
   lm_source_def* src = lm_db_find_source(db, stmt->name);
   lm_stream_def* s = lm_db_find_stream(db, stmt->name);
   bool want_source = stmt->object == LM_OBJ_SOURCE;
-  if (s != NULL && lm_db_is_view(s) != (stmt->object == LM_OBJ_VIEW)) s = NULL; /* other kind */
+  const char* other = NULL; /* DROP STREAM of a view, DROP VIEW of a stream */
+  if (s != NULL && lm_db_is_view(s) != (stmt->object == LM_OBJ_VIEW)) {
+    other = lm_db_is_view(s) ? "MATERIALIZED VIEW" : "STREAM";
+    s = NULL;
+  }
   if ((want_source && src == NULL) || (!want_source && s == NULL)) {
     if (stmt->if_exists) return LAMINAR_OK;
-    snprintf(msg, sizeof msg, "no %s named '%s'",
-             want_source ? "source" : lm_db_object_word(stmt->object), stmt->name);
+    int n = snprintf(msg, sizeof msg, "no %s named '%s'",
+                     want_source ? "source" : lm_db_object_word(stmt->object), stmt->name);
+    if (other != NULL && n > 0 && (size_t)n < sizeof msg) {
+      snprintf(msg + n, sizeof msg - (size_t)n, " (it is a %s: DROP %s %s)",
+               lm_streq_nocase(other, "STREAM") ? "stream" : "materialized view", other,
+               stmt->name);
+    }
     return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line, stmt->name_column,
                    stmt->name, msg);
   }

@@ -49,7 +49,8 @@ laminar_code lm_db_view_attach(lm_stream_def* s, const lm_stmt* stmt, laminar_er
   laminar_code rc = lm_op_view_create(&s->plan.out_schema, &view);
   if (rc == LAMINAR_ERR_SCHEMA_INVALID) {
     lm_error_set(err, rc,
-                 "materialized view '%s' needs a column besides _weight at line %d, column %d",
+                 "materialized view '%s' needs columns other than _weight (the name is "
+                 "reserved for the changelog weight) at line %d, column %d",
                  stmt->name, (int)stmt->line, (int)stmt->column);
     lm_error_at(err, stmt->line, stmt->column);
     lm_error_object(err, stmt->name, NULL);

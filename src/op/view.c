@@ -439,6 +439,11 @@ laminar_code lm_op_view_create(const lm_schema* in_schema, lm_op** out) {
   bool changelog = lm_op_view_is_changelog(in_schema);
   int32_t ncols = in_schema->ncols - (changelog ? 1 : 0);
   if (ncols <= 0) return LAMINAR_ERR_SCHEMA_INVALID;
+  for (int32_t c = 0; c < ncols; c++) { /* the weight's name is reserved */
+    if (lm_streq_nocase(in_schema->fields[c].name, LM_WEIGHT_COLUMN)) {
+      return LAMINAR_ERR_SCHEMA_INVALID;
+    }
+  }
   view_op* v = lm_calloc(1, sizeof *v);
   if (v == NULL) return LAMINAR_ERR_NOMEM;
   v->base.vt = &view_vtable;

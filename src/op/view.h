@@ -38,7 +38,8 @@ bool lm_op_view_is_changelog(const lm_schema* schema);
  * `in_schema`'s columns (a changelog or insert-only, decided by
  * lm_op_view_is_changelog). The view's columns are in_schema without its
  * weight column. Returns LAMINAR_OK, LAMINAR_ERR_NOMEM, or
- * LAMINAR_ERR_SCHEMA_INVALID when in_schema has no column besides _weight. */
+ * LAMINAR_ERR_SCHEMA_INVALID when in_schema has no column besides the weight
+ * or another column named _weight. */
 laminar_code lm_op_view_create(const lm_schema* in_schema, lm_op** out);
 
 /* The materialize operator ending `chain`, or NULL when the chain is not a

@@ -132,7 +132,11 @@ class Connection(Handle):
         return self
 
     def query(self, sql: str) -> pa.Table:
-        """Run one statement that returns rows (SHOW SOURCES, SHOW STREAMS, DESCRIBE).
+        """Run one statement that returns rows and return them.
+
+        The statement is a ``SELECT`` over a materialized view (a consistent
+        snapshot of its current rows, taken while the runtime runs or not),
+        ``EXPLAIN``, ``SHOW`` or ``DESCRIBE``.
 
         Args:
             sql: The statement.
@@ -141,8 +145,21 @@ class Connection(Handle):
             Its rows as a ``pyarrow.Table``.
 
         Raises:
-            SQLError: LDB-1xxx; LDB-1005 for a statement that returns no rows.
+            SQLError: LDB-1xxx; LDB-1005 for a statement that returns no rows;
+                LDB-1030 for a SELECT from a stream or source (only a
+                materialized view keeps rows); LDB-1031 for an undefined
+                ``${NAME}`` variable.
             LaminarError: LDB-9002 if the connection is closed.
+
+        Example:
+            >>> import laminardb
+            >>> db = laminardb.open()
+            >>> _ = db.execute("CREATE SOURCE t (k VARCHAR, v BIGINT); "
+            ...                "CREATE MATERIALIZED VIEW big AS SELECT k, v FROM t WHERE v > 1")
+            >>> db.insert("t", {"k": ["a", "b", "c"], "v": [1, 5, 3]})
+            >>> db.run_until_idle()
+            >>> db.query("SELECT k FROM big ORDER BY v DESC").column("k").to_pylist()
+            ['b', 'c']
         """
         text = c_text(sql, "sql")
         stream = ffi.new("struct ArrowArrayStream*")
@@ -432,6 +449,7 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
     *,
     config: Mapping[str, object] | None = None,
     sinks: Mapping[str, tuple[str, SinkConnector]] | None = None,
+    vars: Mapping[str, object] | None = None,  # noqa: A002 -- the documented name
     **options: object,
 ) -> Connection:
     """Open a database.
@@ -446,6 +464,11 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
         sinks: Python sinks to attach while a durable database recovers,
             ``{name: (stream, connector)}`` (see :meth:`Connection.add_sink`);
             the streams must be in the stored catalog.
+        vars: ``${NAME}`` substitution variables, ``{NAME: value}``: every
+            ``${NAME}`` in the SQL text of ``execute`` and ``query`` is replaced
+            by ``str(value)`` before parsing (the same as the option
+            ``var.NAME``; see docs/SQL.md, "Variables"). The value is pasted
+            in as text, unescaped: do not pass untrusted input.
         **options: More options, as keywords; they override ``config``. Values
             are passed as text (booleans as ``true``/``false``).
 
@@ -453,7 +476,8 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
         The open :class:`Connection`.
 
     Raises:
-        ConfigError: LDB-6001 for an unknown key, LDB-6002 for a bad value,
+        ConfigError: LDB-6001 for an unknown key (or a variable name that is
+            not a letter or '_' then letters, digits, '_' or '.'), LDB-6002 for a bad value,
             LDB-6003 for settings that conflict (``wal_mode`` without
             ``checkpoint_interval``, ``checkpoint_interval`` without a path).
         StorageError: LDB-5001 if the data directory cannot be created,
@@ -470,6 +494,7 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
     """
     settings: dict[str, object] = dict(config or {})
     settings.update(options)
+    settings.update({f"var.{name}": value for name, value in (vars or {}).items()})
     text_path = os.fspath(path) if path is not None else None
     if text_path is not None:
         settings["data_dir"] = text_path
