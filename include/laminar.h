@@ -228,10 +228,16 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *   wal_recovery cut (default: damage is cut at the last good record and
  *                reported) | strict (laminar_open fails on damage before the
  *                tail of a WAL, LAMINAR_ERR_RECOVERY).
+ *   var.NAME     the value of substitution variable NAME: laminar_execute()
+ *                and laminar_query() replace every ${NAME} in their SQL text
+ *                by it, verbatim, before parsing (not inside comments; $${
+ *                writes a literal ${). NAME is case-sensitive: a letter or
+ *                '_', then letters, digits, '_' or '.'. The value is pasted in
+ *                unescaped: never put untrusted input there (SQL injection).
  * Ownership: key and value are copied.
- * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_KEY for an unknown key;
- *   LAMINAR_ERR_CONFIG_VALUE for an invalid value; on failure the config is
- *   unchanged.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_KEY for an unknown key (or an
+ *   invalid variable name); LAMINAR_ERR_CONFIG_VALUE for an invalid value; on
+ *   failure the config is unchanged.
  * Thread-safety: one thread at a time per config. */
 LAMINAR_API laminar_code laminar_config_set(laminar_config* config, const char* key,
                                             const char* value, laminar_error* err);
@@ -276,26 +282,39 @@ LAMINAR_API laminar_code laminar_open(const laminar_config* config, laminar_db**
 LAMINAR_API laminar_code laminar_close(laminar_db* db);
 
 /* Run one or more ';'-separated SQL statements (DDL: CREATE SOURCE, CREATE
- * STREAM, DROP, and SHOW/DESCRIBE whose result is discarded here; use
- * laminar_query() for their rows). The whole text is parsed first: a syntax
- * error anywhere applies nothing. Then the statements run in order; the first
- * failing one stops the call and its error names its line:column; statements
- * before it stay applied.
- * Returns: LAMINAR_OK; 1xxx for SQL errors; 2xxx for type errors.
+ * STREAM, CREATE MATERIALIZED VIEW, CREATE SINK, DROP; SELECT, EXPLAIN, SHOW
+ * and DESCRIBE are checked and their rows discarded here: use laminar_query()
+ * for them). ${NAME} variables (config key var.NAME) are substituted first.
+ * The whole text is parsed first: a syntax error anywhere applies nothing.
+ * Then the statements run in order; the first failing one stops the call and
+ * its error names its line:column (in `sql` as given, before substitution);
+ * statements before it stay applied.
+ * Returns: LAMINAR_OK; 1xxx for SQL errors (LAMINAR_ERR_SQL_UNDEFINED_VARIABLE
+ *   for a ${NAME} with no variable, nothing run); 2xxx for type errors.
  * Thread-safety: any thread (serialized with other catalog calls). */
 LAMINAR_API laminar_code laminar_execute(laminar_db* db, const char* sql,
                                          laminar_error* err);
 
-/* Run one SQL statement that returns rows (SHOW SOURCES, SHOW STREAMS,
- * DESCRIBE name) and hand them back as an Arrow stream.
+/* Run one SQL statement that returns rows and hand them back as an Arrow
+ * stream (one batch): SELECT ... FROM a materialized view [WHERE] [ORDER BY
+ * ... [NULLS FIRST|LAST]] [LIMIT n] [OFFSET m], EXPLAIN (a stream or view name,
+ * CREATE STREAM / MATERIALIZED VIEW ..., or such a SELECT), SHOW SOURCES /
+ * STREAMS / VIEWS / SINKS, DESCRIBE name. A SELECT reads a consistent snapshot
+ * of the view -- its rows between two whole input batches -- also while the
+ * runtime runs (the reactor pauses only while the rows are copied).
+ * ${NAME} variables are substituted as in laminar_execute().
  * Ownership: *out is the caller's on LAMINAR_OK; release it with out->release.
  * Returns: as laminar_execute(); LAMINAR_ERR_SQL_UNSUPPORTED for a statement
- *   that returns no rows.
+ *   that returns no rows; LAMINAR_ERR_SQL_NOT_MATERIALIZED for a SELECT from a
+ *   stream or source (they keep no rows: create a materialized view).
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_query(laminar_db* db, const char* sql,
                                        struct ArrowArrayStream* out, laminar_error* err);
 
-/* Report the Arrow schema of a source's or stream's rows.
+/* Report the Arrow schema of a source's, stream's or sink's rows (a sink: its
+ * input's). A materialized view's rows as subscribers get them: its columns
+ * and `_weight` (BIGINT: +1 inserted, -1 retracted; DESCRIBE lists the view's
+ * own columns).
  * Ownership: *out is the caller's on LAMINAR_OK; release with out->release.
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT.
  * Thread-safety: any thread. */
@@ -515,9 +534,12 @@ LAMINAR_API void laminar_source_close(laminar_source* source);
  * laminar_subscription_close(). */
 typedef struct laminar_subscription laminar_subscription;
 
-/* Subscribe to the results of stream `name` produced from now on.
+/* Subscribe to the results of stream `name` produced from now on. `name` may
+ * also be a materialized view (its changes: its columns and `_weight`) or a
+ * sink (CREATE SINK name FROM x: subscribes to x; dropping the sink later
+ * leaves the subscription on x).
  * Ownership: *out is the caller's; close with laminar_subscription_close().
- * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no stream of that name).
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (nothing of that name).
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_subscribe(laminar_db* db, const char* name,
                                            laminar_subscription** out,
