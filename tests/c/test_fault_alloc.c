@@ -16,6 +16,7 @@
 
 #include "arrow_build.h"
 #include "lm_test.h"
+#include "lm_test_fault.h"
 
 #ifndef LAMINAR_FAULT_INJECTION
 int main(void) {
@@ -113,15 +114,6 @@ static laminar_code show_streams(session* s, laminar_error* err) {
  * covered: an operator that runs out of memory halfway through a batch cannot
  * yet undo what it applied, so those steps run with the countdown paused (see
  * docs/ARCHITECTURE.md, "not yet"). */
-static bool g_persistent;
-
-static laminar_code run_unfaulted(session* s, laminar_error* err) {
-  int64_t left = lm_fault_alloc_remaining();
-  lm_fault_alloc_set(0, false);
-  laminar_code rc = laminar_run_until_idle(s->db, err);
-  lm_fault_alloc_set(left, g_persistent);
-  return rc;
-}
 
 /* The session, one call per step. */
 static laminar_code step(session* s, int i, laminar_error* err) {
@@ -132,14 +124,14 @@ static laminar_code step(session* s, int i, laminar_error* err) {
     case 3: return laminar_source_open(s->db, "trades", &s->src, err);
     case 4: return laminar_subscribe(s->db, "vwap", &s->sub, err);
     case 5: g_batch = 0; return push_batch(s, err);
-    case 6: return run_unfaulted(s, err);
+    case 6: return lm_fault_run_unfaulted(s->db, err);
     case 7: return read_all(s, err);
     case 8: g_batch = 1; return push_batch(s, err);
     case 9: g_batch = 2; return push_batch(s, err);
-    case 10: return run_unfaulted(s, err);
+    case 10: return lm_fault_run_unfaulted(s->db, err);
     case 11: return read_all(s, err);
     case 12: return laminar_source_watermark(s->src, INT64_MAX, err);
-    case 13: return run_unfaulted(s, err);
+    case 13: return lm_fault_run_unfaulted(s->db, err);
     case 14: return read_all(s, err);
     case 15: return show_streams(s, err);
     default: return LAMINAR_OK;
@@ -147,74 +139,30 @@ static laminar_code step(session* s, int i, laminar_error* err) {
 }
 #define NSTEPS 16
 
-static void session_end(session* s) {
+static void session_end(void* arg) {
+  session* s = arg;
   laminar_subscription_close(s->sub);
   laminar_source_close(s->src);
   laminar_close(s->db);
 }
 
+static const char* session_output(const void* arg, size_t* len) {
+  const session* s = arg;
+  *len = s->out_len;
+  return s->out;
+}
+
+static laminar_code session_step(void* s, int i, laminar_error* err) { return step(s, i, err); }
+
+static bool reference_ok(const void* arg) { return ((const session*)arg)->rows > 10; }
+
 /* persistent: after the first failure every allocation fails; the failing
  * call is repeated three times under that (each must fail cleanly) before
- * allocations work again. */
+ * allocations work again (lm_test_fault.h). */
 static int every_allocation(bool persistent) {
-  g_persistent = persistent;
-  /* The reference: no faults. */
-  session ref;
-  memset(&ref, 0, sizeof ref);
-  laminar_error err;
-  for (int i = 0; i < NSTEPS; i++) CHECK_CODE(step(&ref, i, &err), LAMINAR_OK, &err);
-  session_end(&ref);
-  CHECK(ref.rows > 10);
-
-  int64_t failures = 0, runs = 0;
-  for (int64_t nth = 1;; nth++) {
-    session s;
-    memset(&s, 0, sizeof s);
-    lm_fault_alloc_set(nth, persistent);
-    int failed_step = -1;
-    for (int i = 0; i < NSTEPS; i++) {
-      laminar_code rc = step(&s, i, &err);
-      if (rc == LAMINAR_OK) continue;
-      for (int again = 0; persistent && again < 3 && rc == LAMINAR_ERR_NOMEM; again++)
-        rc = step(&s, i, &err);
-      lm_fault_alloc_set(0, false);
-      if (rc != LAMINAR_ERR_NOMEM) {
-        fprintf(stderr, "nth=%lld step %d: code %d, want LAMINAR_ERR_NOMEM: %s\n", (long long)nth,
-                i, (int)rc, err.message);
-        session_end(&s);
-        return 1;
-      }
-      if (failed_step >= 0) {
-        fprintf(stderr, "nth=%lld: second failure at step %d\n", (long long)nth, i);
-        session_end(&s);
-        return 1;
-      }
-      failed_step = i;
-      /* Nothing half-done: the same call works now. */
-      rc = step(&s, i, &err);
-      if (rc != LAMINAR_OK) {
-        fprintf(stderr, "nth=%lld step %d retried: %s\n", (long long)nth, i, err.message);
-        session_end(&s);
-        return 1;
-      }
-    }
-    /* The countdown still running: the session made fewer than nth allocations. */
-    bool hit = failed_step >= 0 || lm_fault_alloc_remaining() == 0;
-    lm_fault_alloc_set(0, false);
-    session_end(&s);
-    runs++;
-    if (!hit) break; /* the session makes fewer than nth allocations: done */
-    failures++;
-    if (s.out_len != ref.out_len || memcmp(s.out, ref.out, ref.out_len) != 0) {
-      fprintf(stderr, "nth=%lld (failed at step %d): output differs\n--- got\n%.*s--- want\n%.*s",
-              (long long)nth, failed_step, (int)s.out_len, s.out, (int)ref.out_len, ref.out);
-      return 1;
-    }
-  }
-  fprintf(stderr, "fault_alloc%s: runs=%lld injected=%lld\n", persistent ? " (persistent)" : "",
-          (long long)runs, (long long)failures);
-  CHECK(failures > 50);
-  return 0;
+  lm_fault_session f = {sizeof(session), NSTEPS,         session_step,
+                        session_end,     session_output, reference_ok};
+  return lm_fault_every_allocation(&f, persistent, 50);
 }
 
 static int test_every_allocation_fails_once(void) { return every_allocation(false); }

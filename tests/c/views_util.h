@@ -87,9 +87,12 @@ static inline laminar_code query_text(laminar_db* db, const char* sql, char* out
   if (rc != LAMINAR_OK) return rc;
   result_view rv;
   memset(&rv, 0, sizeof rv);
-  if (st.get_schema(&st, &rv.schema) != 0) rc = LAMINAR_ERR_INTERNAL;
+  /* A stream reports failure as an errno: ENOMEM (12) when out of memory. */
+  int e = st.get_schema(&st, &rv.schema);
+  if (e != 0) rc = e == 12 ? LAMINAR_ERR_NOMEM : LAMINAR_ERR_INTERNAL;
   while (rc == LAMINAR_OK) {
-    if (st.get_next(&st, &rv.array) != 0) rc = LAMINAR_ERR_INTERNAL;
+    e = st.get_next(&st, &rv.array);
+    if (e != 0) rc = e == 12 ? LAMINAR_ERR_NOMEM : LAMINAR_ERR_INTERNAL;
     if (rc != LAMINAR_OK || rv.array.release == NULL) break;
     if (result_view_init(&rv) != 0) rc = LAMINAR_ERR_INTERNAL;
     for (int64_t r = 0; rc == LAMINAR_OK && r < rv.array.length; r++) {
