@@ -1,0 +1,1 @@
+SELECT ${X} FROM trades; SELECT '$${Y}' -- ${Z}
