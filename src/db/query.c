@@ -268,6 +268,46 @@ static void merge_sort(uint32_t* idx, uint32_t* tmp, int64_t n, const sorter* s)
   if (from != idx) memcpy(idx, from, sizeof(uint32_t) * (size_t)n);
 }
 
+/* (keys, position) order: the order of a stable sort, but total. */
+static bool before(const sorter* s, uint32_t a, uint32_t b) {
+  int c = cmp_rows(s, a, b);
+  return c < 0 || (c == 0 && a < b);
+}
+
+static void sift_down(uint32_t* heap, int64_t n, int64_t i, const sorter* s) {
+  for (;;) {
+    int64_t big = i, l = 2 * i + 1, r = l + 1;
+    if (l < n && before(s, heap[big], heap[l])) big = l;
+    if (r < n && before(s, heap[big], heap[r])) big = r;
+    if (big == i) return;
+    uint32_t t = heap[i];
+    heap[i] = heap[big];
+    heap[big] = t;
+    i = big;
+  }
+}
+
+/* The first k of rows 0..m-1 in stable sorted order, into out[0..k), with a
+ * max-heap of the k best so far: O(m log k) where a full sort is O(m log m).
+ * ORDER BY ... LIMIT needs no more: a row counts at least once. */
+static void top_k(uint32_t* out, uint32_t* tmp, int64_t m, int64_t k, const sorter* s) {
+  int64_t n = 0;
+  for (int64_t r = 0; r < m && k > 0; r++) {
+    if (n < k) {
+      out[n] = (uint32_t)r;
+      for (int64_t i = n++; i > 0 && before(s, out[(i - 1) / 2], out[i]); i = (i - 1) / 2) {
+        uint32_t t = out[i];
+        out[i] = out[(i - 1) / 2];
+        out[(i - 1) / 2] = t;
+      }
+    } else if (before(s, (uint32_t)r, out[0])) {
+      out[0] = (uint32_t)r;
+      sift_down(out, n, 0, s);
+    }
+  }
+  merge_sort(out, tmp, n, s); /* ties cannot remain: positions differ */
+}
+
 /* Filter, project, sort, expand multiplicities and cut rows of `rows` into
  * the result batch. Scratch from ctx. */
 static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_ctx* ctx,
@@ -294,9 +334,15 @@ static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_c
     laminar_code rc = lm_expr_eval(ctx, q->plan.exprs[i], rows->cols, sel, m, &vals[i]);
     if (rc != LAMINAR_OK) return lm_error_set(err, rc, "out of memory evaluating the query");
   }
-  for (int64_t k = 0; k < m; k++) order[k] = (uint32_t)k;
   sorter s = {vals, q->keys, q->nkeys};
-  if (q->nkeys > 0) merge_sort(order, tmp, m, &s);
+  int64_t need = q->limit < 0 || q->offset > INT64_MAX - q->limit ? m : q->offset + q->limit;
+  if (q->nkeys > 0 && need < m / 4) {
+    top_k(order, tmp, m, need, &s); /* only the first `need` rows can be in the result */
+    m = need;
+  } else {
+    for (int64_t k = 0; k < m; k++) order[k] = (uint32_t)k;
+    if (q->nkeys > 0) merge_sort(order, tmp, m, &s);
+  }
 
   /* A row held w times is w result rows; OFFSET and LIMIT count those. */
   int64_t skip = q->offset, take = q->limit < 0 ? INT64_MAX : q->limit, total = 0;
