@@ -118,6 +118,20 @@ static int test_changelog_weights(void) {
   CHECK_TEXT(db, "SELECT * FROM mv ORDER BY k", "a,1;b,3");
   EXPECT(stream_metric(db, "mv", "retract_errors") == 2);
   EXPECT(stream_metric(db, "mv", "view_rows") == 2);
+  /* LIMIT far below the row count takes the top-k path: with multiplicities. */
+  kv_row many[24];
+  static const char* names[24] = {"k00", "k01", "k02", "k03", "k04", "k05", "k06", "k07",
+                                  "k08", "k09", "k10", "k11", "k12", "k13", "k14", "k15",
+                                  "k16", "k17", "k18", "k19", "k20", "k21", "k22", "k23"};
+  for (int i = 0; i < 24; i++) many[i] = (kv_row){names[i], 100 - (i * 7) % 24, 0, 1 + i % 3};
+  CHECK(push_kv(src, many, 24, 1, &err) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  /* v 77 (k17) x3, 78 (k10) x2, 79 (k03) x1, 80 (k20) x3, ... */
+  CHECK_TEXT(db, "SELECT k, v FROM mv WHERE v > 50 ORDER BY v LIMIT 4 OFFSET 1",
+             "k17,77;k17,77;k10,78;k10,78");
+  CHECK_TEXT(db, "SELECT k, v FROM mv WHERE v > 50 ORDER BY v LIMIT 3 OFFSET 4",
+             "k10,78;k03,79;k20,80");
+  CHECK_TEXT(db, "SELECT k FROM mv WHERE v > 50 ORDER BY v DESC LIMIT 1", "k00");
   laminar_source_close(src);
   laminar_close(db);
   return 0;
