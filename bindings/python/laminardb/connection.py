@@ -174,10 +174,13 @@ class Connection(Handle):
             reader.close()
 
     def schema(self, name: str) -> pa.Schema:
-        """Report the schema of a source's or a stream's rows.
+        """Report the schema of a source's, stream's, view's or sink's rows.
+
+        A materialized view's rows are its changes as subscribers get them:
+        its columns, then ``_weight`` (+1 inserted, -1 retracted).
 
         Args:
-            name: The source or stream.
+            name: The source, stream, materialized view or sink.
 
         Returns:
             A ``pyarrow.Schema``.
@@ -265,13 +268,15 @@ class Connection(Handle):
         """Subscribe to the results stream ``name`` produces from now on.
 
         Args:
-            name: The stream.
+            name: The stream; or a materialized view (its changes, with a
+                ``_weight`` column); or a sink made by ``CREATE SINK name FROM
+                x`` (the rows of ``x``).
 
         Returns:
             A new :class:`Subscription`.
 
         Raises:
-            SQLError: LDB-1002 if there is no stream of that name.
+            SQLError: LDB-1002 if there is nothing of that name.
             LaminarError: LDB-9002 if the connection is closed.
         """
         text = c_text(name, "stream name")
