@@ -136,6 +136,9 @@ typedef enum laminar_code {
                                              or an aggregate where none may be */
   LAMINAR_ERR_SQL_DEPENDENCY = 1007,      /* DROP of an object others read from */
   LAMINAR_ERR_SQL_LIMIT = 1008,           /* statement too large or nested too deep */
+  LAMINAR_ERR_SQL_UNKNOWN_FUNCTION = 1101, /* no scalar function of that name */
+  LAMINAR_ERR_SQL_FUNCTION_ARGS = 1102,   /* wrong number of arguments, or an argument
+                                             that must be a valid constant is not */
 
   /* 2xxx schema and types */
   LAMINAR_ERR_TYPE_MISMATCH = 2001,       /* an expression's operand types do not fit */

@@ -27,6 +27,8 @@ const char* laminar_errstr(laminar_code code) {
     case LAMINAR_ERR_SQL_GROUPING: return "invalid grouping or aggregate use";
     case LAMINAR_ERR_SQL_DEPENDENCY: return "object is in use";
     case LAMINAR_ERR_SQL_LIMIT: return "SQL statement too large or too deep";
+    case LAMINAR_ERR_SQL_UNKNOWN_FUNCTION: return "unknown function";
+    case LAMINAR_ERR_SQL_FUNCTION_ARGS: return "invalid function arguments";
     case LAMINAR_ERR_TYPE_MISMATCH: return "type mismatch";
     case LAMINAR_ERR_UNKNOWN_TYPE: return "unknown type";
     case LAMINAR_ERR_SCHEMA_INVALID: return "invalid schema";

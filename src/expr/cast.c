@@ -36,33 +36,6 @@
 
 /* ---- calendar ------------------------------------------------------------------- */
 
-static int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's method). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2;
-  int64_t era = floor_div(y, 400);
-  int64_t yoe = y - era * 400;
-  int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-static void civil_from_days(int64_t days, int64_t* y, int64_t* m, int64_t* d) {
-  int64_t z = days + 719468;
-  int64_t era = floor_div(z, 146097);
-  int64_t doe = z - era * 146097;
-  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  int64_t mp = (5 * doy + 2) / 153;
-  *d = doy - (153 * mp + 2) / 5 + 1;
-  *m = mp < 10 ? mp + 3 : mp - 9;
-  *y = yoe + era * 400 + (*m <= 2);
-}
-
 static int days_in_month(int64_t y, int64_t m) {
   static const int dim[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -174,10 +147,10 @@ int lm_expr_format_timestamp(int64_t us, char* buf, size_t cap) {
     frac += 1000000;
     secs -= 1;
   }
-  int64_t days = floor_div(secs, 86400);
+  int64_t days = lm_floor_div(secs, 86400);
   int64_t rem = secs - days * 86400;
   int64_t y, m, d;
-  civil_from_days(days, &y, &m, &d);
+  lm_civil_from_days(days, &y, &m, &d);
   bool bc = y <= 0;
   char out[LM_EXPR_TIMESTAMP_TEXT_MAX + 16];
   int n = snprintf(out, sizeof out, "%04lld-%02lld-%02lld%s %02lld:%02lld:%02lld",
@@ -465,7 +438,7 @@ bool lm_expr_parse_timestamp(lm_str s, int64_t* out) {
     }
     if (mi > 59 || sec > 59) return false;
   }
-  int64_t days = days_from_civil(y, mo, d);
+  int64_t days = lm_days_from_civil(y, mo, d);
   int64_t v;
   if (__builtin_mul_overflow(days * 86400 + h * 3600 + mi * 60 + sec, (int64_t)1000000, &v) ||
       __builtin_add_overflow(v, frac, &v)) {
