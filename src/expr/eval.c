@@ -409,12 +409,6 @@ static laminar_code arith_i32(lm_eval_ctx* ctx, lm_expr_op op, const lm_xvec* a,
   return LAMINAR_OK;
 }
 
-/* x / 0 as DuckDB computes it (for either zero): +inf for x > 0, -inf for
- * x < 0, NaN for 0 and NaN. */
-static inline double div_by_zero(double x) {
-  return x > 0 ? INFINITY : x < 0 ? -INFINITY : NAN;
-}
-
 static laminar_code arith_f64(lm_eval_ctx* ctx, lm_expr_op op, const lm_xvec* a,
                               const lm_xvec* b, int64_t n, lm_xvec* out) {
   bin_shape s;
@@ -426,30 +420,14 @@ static laminar_code arith_f64(lm_eval_ctx* ctx, lm_expr_op op, const lm_xvec* a,
   double* restrict r = data;
   int mode = s.mode;
   int64_t m = s.m;
-  uint8_t bad = 0;
   switch (op) {
     case LM_XOP_ADD: FOR3(double, double, mode, m, x, y, r[k] = X + Y); break;
     case LM_XOP_SUB: FOR3(double, double, mode, m, x, y, r[k] = X - Y); break;
     case LM_XOP_MUL: FOR3(double, double, mode, m, x, y, r[k] = X * Y); break;
-    case LM_XOP_DIV:
-      FOR3(double, double, mode, m, x, y, r[k] = Y == 0.0 ? div_by_zero(X) : X / Y);
-      break;
-    case LM_XOP_MOD:
-      FOR3(double, double, mode, m, x, y, r[k] = fmod(X, Y == 0.0 ? 1.0 : Y);
-           bad |= (uint8_t)(Y == 0.0));
-      break;
+    /* IEEE, as DuckDB's DOUBLE '/' and '%': 1/0 = inf, 0/0 = NaN, x % 0 = NaN. */
+    case LM_XOP_DIV: FOR3(double, double, mode, m, x, y, r[k] = X / Y); break;
+    case LM_XOP_MOD: FOR3(double, double, mode, m, x, y, r[k] = fmod(X, Y)); break;
     default: return LAMINAR_ERR_INTERNAL;
-  }
-  if (LM_UNLIKELY(bad)) {
-    uint8_t* nl = writable_nulls(ctx, s.nulls, s.owned, m);
-    if (nl == NULL) return LAMINAR_ERR_NOMEM;
-    for (int64_t k = 0; k < m; k++) {
-      if (AT(y, mode, 1, k) == 0.0) {
-        nl[k] = 1;
-        r[k] = 0;
-      }
-    }
-    out->v.nulls = nl;
   }
   return LAMINAR_OK;
 }

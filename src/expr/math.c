@@ -57,15 +57,15 @@ static laminar_code fn_abs(lm_fcall* c) {
 
 /* round(x, d) of a double, as DuckDB computes it: scale by 10^|d|, round half
  * away from zero, scale back. A non-finite input is returned as is; a
- * non-finite result gives x for d >= 0 (the scale overflowed: nothing to
- * round) and 0 for d < 0 (x is below the rounding unit). */
+ * non-finite result gives x (the scaling overflowed: nothing to round), except
+ * NaN for d < 0, which gives 0 (the unit 10^-d is infinite). */
 static inline double round_double(double x, int64_t d) {
   if (!isfinite(x)) return x;
   double r;
   if (d < 0) {
     double mod = d < -400 ? INFINITY : pow(10.0, (double)-d);
     r = round(x / mod) * mod;
-    return isfinite(r) ? r : 0.0;
+    return isnan(r) ? 0.0 : isinf(r) ? x : r;
   }
   double mod = d > 400 ? INFINITY : pow(10.0, (double)d);
   r = round(x * mod) / mod;
