@@ -445,12 +445,11 @@ bool lm_expr_parse_timestamp(lm_str s, int64_t* out) {
     if (mi > 59 || sec > 59) return false;
   }
   int64_t days = lm_days_from_civil(y, mo, d);
-  int64_t v;
-  if (__builtin_mul_overflow(days * 86400 + h * 3600 + mi * 60 + sec, (int64_t)1000000, &v) ||
-      __builtin_add_overflow(v, frac, &v)) {
-    return false;
-  }
-  *out = v;
+  /* In 128 bits: the whole seconds alone may pass INT64_MIN while the value
+   * with its fraction does not (the earliest timestamps). */
+  __extension__ __int128 v = (__int128)(days * 86400 + h * 3600 + mi * 60 + sec) * 1000000 + frac;
+  if (v < INT64_MIN || v > INT64_MAX) return false;
+  *out = (int64_t)v;
   return true;
 }
 

@@ -174,11 +174,7 @@ laminar_code lm_fn_date_part(lm_fcall* c) {
   int64_t m = c->m;
   if (p == LM_DP_EPOCH) {
     double* r = c->data;
-    for (int64_t k = 0; k < m; k++) {
-      int64_t us = x[c->args[1].cst ? 0 : k];
-      int64_t secs = lm_floor_div(us, US_PER_SEC);
-      r[k] = (double)secs + (double)(us - secs * US_PER_SEC) / 1e6;
-    }
+    for (int64_t k = 0; k < m; k++) r[k] = (double)x[c->args[1].cst ? 0 : k] / 1e6;
     return LAMINAR_OK;
   }
   if (p == LM_DP_JULIAN) {
