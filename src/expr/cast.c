@@ -29,6 +29,7 @@
 
 #include "util/util.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +69,7 @@ static bool digits_for(double d, int p, char* digits, int* exp) {
     if (*q != '.') digits[nd++] = *q;
   }
   *exp = atoi(q + 1);
-  if (digits_read_back(digits, nd, *exp, d)) return true;
+  if (strtod(sci, NULL) == d) return true; /* the correctly rounded digits read back */
   for (int dir = 1; dir >= -1; dir -= 2) {
     char alt[24];
     memcpy(alt, digits, (size_t)nd);
@@ -95,18 +96,13 @@ int lm_expr_format_double(double d, char* buf, size_t cap) {
   char digits[24] = "0";
   int nd = 1, exp = 0;
   if (a != 0.0) {
-    /* The fewest significant digits that read back (if p digits do, p + 1 do). */
-    int lo = 1, hi = 17;
-    while (lo < hi) {
-      int mid = (lo + hi) / 2;
-      if (digits_for(a, mid, digits, &exp)) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
-      }
-    }
-    digits_for(a, lo, digits, &exp);
-    nd = lo;
+    /* The fewest significant digits that read back. A normal double carries
+     * more than 15 decimal digits, so when some p <= 15 digits read back, the
+     * 15-digit rounding is those digits followed by zeros: one try covers
+     * every p <= 15 (stripping the zeros), then 16, then 17 (always enough).
+     * A subnormal has fewer digits: search from 1. */
+    nd = a < DBL_MIN ? 1 : 15;
+    while (!digits_for(a, nd, digits, &exp)) nd++;
     while (nd > 1 && digits[nd - 1] == '0') nd--;
   }
   char out[LM_EXPR_DOUBLE_TEXT_MAX];
