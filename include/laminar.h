@@ -139,6 +139,9 @@ typedef enum laminar_code {
   LAMINAR_ERR_SQL_NOT_MATERIALIZED = 1030, /* SELECT from a stream or source: only
                                              materialized views keep rows to read */
   LAMINAR_ERR_SQL_UNDEFINED_VARIABLE = 1031, /* ${NAME} with no variable NAME set */
+  LAMINAR_ERR_SQL_UNKNOWN_FUNCTION = 1101, /* no scalar function of that name */
+  LAMINAR_ERR_SQL_FUNCTION_ARGS = 1102,   /* wrong number of arguments, or an argument
+                                             that must be a valid constant is not */
 
   /* 2xxx schema and types */
   LAMINAR_ERR_TYPE_MISMATCH = 2001,       /* an expression's operand types do not fit */

@@ -29,6 +29,8 @@ const char* laminar_errstr(laminar_code code) {
     case LAMINAR_ERR_SQL_LIMIT: return "SQL statement too large or too deep";
     case LAMINAR_ERR_SQL_NOT_MATERIALIZED: return "not a materialized view";
     case LAMINAR_ERR_SQL_UNDEFINED_VARIABLE: return "undefined variable";
+    case LAMINAR_ERR_SQL_UNKNOWN_FUNCTION: return "unknown function";
+    case LAMINAR_ERR_SQL_FUNCTION_ARGS: return "invalid function arguments";
     case LAMINAR_ERR_TYPE_MISMATCH: return "type mismatch";
     case LAMINAR_ERR_UNKNOWN_TYPE: return "unknown type";
     case LAMINAR_ERR_SCHEMA_INVALID: return "invalid schema";

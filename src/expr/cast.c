@@ -29,39 +29,13 @@
 
 #include "util/util.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- calendar ------------------------------------------------------------------- */
-
-static int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's method). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2;
-  int64_t era = floor_div(y, 400);
-  int64_t yoe = y - era * 400;
-  int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-static void civil_from_days(int64_t days, int64_t* y, int64_t* m, int64_t* d) {
-  int64_t z = days + 719468;
-  int64_t era = floor_div(z, 146097);
-  int64_t doe = z - era * 146097;
-  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  int64_t mp = (5 * doy + 2) / 153;
-  *d = doy - (153 * mp + 2) / 5 + 1;
-  *m = mp < 10 ? mp + 3 : mp - 9;
-  *y = yoe + era * 400 + (*m <= 2);
-}
 
 static int days_in_month(int64_t y, int64_t m) {
   static const int dim[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
@@ -95,7 +69,7 @@ static bool digits_for(double d, int p, char* digits, int* exp) {
     if (*q != '.') digits[nd++] = *q;
   }
   *exp = atoi(q + 1);
-  if (digits_read_back(digits, nd, *exp, d)) return true;
+  if (strtod(sci, NULL) == d) return true; /* the correctly rounded digits read back */
   for (int dir = 1; dir >= -1; dir -= 2) {
     char alt[24];
     memcpy(alt, digits, (size_t)nd);
@@ -122,18 +96,13 @@ int lm_expr_format_double(double d, char* buf, size_t cap) {
   char digits[24] = "0";
   int nd = 1, exp = 0;
   if (a != 0.0) {
-    /* The fewest significant digits that read back (if p digits do, p + 1 do). */
-    int lo = 1, hi = 17;
-    while (lo < hi) {
-      int mid = (lo + hi) / 2;
-      if (digits_for(a, mid, digits, &exp)) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
-      }
-    }
-    digits_for(a, lo, digits, &exp);
-    nd = lo;
+    /* The fewest significant digits that read back. A normal double carries
+     * more than 15 decimal digits, so when some p <= 15 digits read back, the
+     * 15-digit rounding is those digits followed by zeros: one try covers
+     * every p <= 15 (stripping the zeros), then 16, then 17 (always enough).
+     * A subnormal has fewer digits: search from 1. */
+    nd = a < DBL_MIN ? 1 : 15;
+    while (!digits_for(a, nd, digits, &exp)) nd++;
     while (nd > 1 && digits[nd - 1] == '0') nd--;
   }
   char out[LM_EXPR_DOUBLE_TEXT_MAX];
@@ -174,10 +143,10 @@ int lm_expr_format_timestamp(int64_t us, char* buf, size_t cap) {
     frac += 1000000;
     secs -= 1;
   }
-  int64_t days = floor_div(secs, 86400);
+  int64_t days = lm_floor_div(secs, 86400);
   int64_t rem = secs - days * 86400;
   int64_t y, m, d;
-  civil_from_days(days, &y, &m, &d);
+  lm_civil_from_days(days, &y, &m, &d);
   bool bc = y <= 0;
   char out[LM_EXPR_TIMESTAMP_TEXT_MAX + 16];
   int n = snprintf(out, sizeof out, "%04lld-%02lld-%02lld%s %02lld:%02lld:%02lld",
@@ -414,8 +383,9 @@ static bool take_num(const char** p, const char* end, int maxd, int64_t* v) {
 }
 
 /* DuckDB's text -> timestamp:
- *   [ws] Y..Y(-|/)M[M](same sep)D[D] [( +|T)H[H]:M[M][:S[S][.f*]][Z]] [ws]
- * Year 1..6 digits (AD only); the date is validated (no Feb 30); 24:00[:00]
+ *   [ws] Y..Y(-|/)M[M](same sep)D[D][ (BC)] [( +|T)H[H]:M[M][:S[S][.f*]][Z]] [ws]
+ * Year 1..6 digits, " (BC)" after the date for years before 1 AD (the form
+ * CAST(ts AS VARCHAR) writes); the date is validated (no Feb 30); 24:00[:00]
  * means midnight of the next day; fraction digits past microseconds are
  * truncated; "Z" is accepted; numeric zone offsets are not (NULL). */
 bool lm_expr_parse_timestamp(lm_str s, int64_t* out) {
@@ -428,7 +398,12 @@ bool lm_expr_parse_timestamp(lm_str s, int64_t* out) {
   char sep = *p++;
   if (!take_num(&p, end, 2, &mo) || p >= end || *p++ != sep) return false;
   if (!take_num(&p, end, 2, &d)) return false;
-  if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo)) return false;
+  if (y < 1) return false;
+  if (end - p >= 5 && memcmp(p, " (BC)", 5) == 0) {
+    p += 5;
+    y = 1 - y; /* astronomical: 1 BC is year 0 */
+  }
+  if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo)) return false;
   if (p < end) {
     if (*p == 'T') {
       p++;
@@ -465,13 +440,12 @@ bool lm_expr_parse_timestamp(lm_str s, int64_t* out) {
     }
     if (mi > 59 || sec > 59) return false;
   }
-  int64_t days = days_from_civil(y, mo, d);
-  int64_t v;
-  if (__builtin_mul_overflow(days * 86400 + h * 3600 + mi * 60 + sec, (int64_t)1000000, &v) ||
-      __builtin_add_overflow(v, frac, &v)) {
-    return false;
-  }
-  *out = v;
+  int64_t days = lm_days_from_civil(y, mo, d);
+  /* In 128 bits: the whole seconds alone may pass INT64_MIN while the value
+   * with its fraction does not (the earliest timestamps). */
+  __extension__ __int128 v = (__int128)(days * 86400 + h * 3600 + mi * 60 + sec) * 1000000 + frac;
+  if (v < INT64_MIN || v > INT64_MAX) return false;
+  *out = (int64_t)v;
   return true;
 }
 

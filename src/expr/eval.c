@@ -302,7 +302,7 @@ static bool i64_faults(lm_expr_op op, int64_t x, int64_t y) {
     case LM_XOP_SUB: return __builtin_sub_overflow(x, y, &r);
     case LM_XOP_MUL: return __builtin_mul_overflow(x, y, &r);
     case LM_XOP_DIV: return y == 0 || (y == -1 && x == INT64_MIN);
-    case LM_XOP_MOD: return y == 0;
+    case LM_XOP_MOD: return y == 0 || (y == -1 && x == INT64_MIN);
     default: return false;
   }
 }
@@ -338,9 +338,10 @@ static laminar_code arith_i64(lm_eval_ctx* ctx, lm_expr_op op, lm_type type, con
            r[k] = Y == -1 ? (int64_t)(0 - (uint64_t)X) : X / D;
            bad |= (uint8_t)(Y == 0 || (Y == -1 && X == INT64_MIN)));
       break;
-    case LM_XOP_MOD: /* sign of the dividend (C's %); x % -1 is 0, never a trap */
+    case LM_XOP_MOD: /* sign of the dividend (C's %); x % -1 is 0, never a trap;
+                        INT64_MIN % -1 is NULL (DuckDB: overflow error) */
       FOR3(int64_t, int64_t, mode, m, x, y, int64_t D = (Y == 0 || Y == -1) ? 1 : Y;
-           r[k] = X % D; bad |= (uint8_t)(Y == 0));
+           r[k] = X % D; bad |= (uint8_t)(Y == 0 || (Y == -1 && X == INT64_MIN)));
       break;
     default: return LAMINAR_ERR_INTERNAL;
   }
@@ -349,6 +350,56 @@ static laminar_code arith_i64(lm_eval_ctx* ctx, lm_expr_op op, lm_type type, con
     if (nl == NULL) return LAMINAR_ERR_NOMEM;
     for (int64_t k = 0; k < m; k++) {
       if (i64_faults(op, AT(x, mode, 2, k), AT(y, mode, 1, k))) {
+        nl[k] = 1;
+        r[k] = 0;
+      }
+    }
+    out->v.nulls = nl;
+  }
+  return LAMINAR_OK;
+}
+
+/* INT32 arithmetic as DuckDB's: the result is INT and a value outside INT's
+ * range is an overflow (NULL here). Computed exactly in 64 bits. */
+static laminar_code arith_i32(lm_eval_ctx* ctx, lm_expr_op op, const lm_xvec* a,
+                              const lm_xvec* b, int64_t n, lm_xvec* out) {
+  bin_shape s;
+  LM_TRY(bin_prepare(ctx, a, b, n, &s));
+  void* data;
+  LM_TRY(bin_output(ctx, LM_TYPE_INT32, n, &s, &data, out));
+  const int32_t* restrict x = a->v.data;
+  const int32_t* restrict y = b->v.data;
+  int32_t* restrict r = data;
+  int mode = s.mode;
+  int64_t m = s.m;
+  uint8_t bad = 0;
+#define I32_STORE(EXPR)                                      \
+  int64_t W = (EXPR);                                        \
+  r[k] = (int32_t)(uint32_t)(uint64_t)W;                     \
+  bad |= (uint8_t)(W < INT32_MIN || W > INT32_MAX)
+  switch (op) {
+    case LM_XOP_ADD: FOR3(int32_t, int32_t, mode, m, x, y, I32_STORE((int64_t)X + Y)); break;
+    case LM_XOP_SUB: FOR3(int32_t, int32_t, mode, m, x, y, I32_STORE((int64_t)X - Y)); break;
+    case LM_XOP_MUL: FOR3(int32_t, int32_t, mode, m, x, y, I32_STORE((int64_t)X * Y)); break;
+    case LM_XOP_MOD: /* INT_MIN % -1 is 0 in 64 bits, but DuckDB calls it an overflow */
+      FOR3(int32_t, int32_t, mode, m, x, y, int64_t D = Y == 0 ? 1 : Y;
+           I32_STORE((int64_t)X % D); bad |= (uint8_t)(Y == 0 || (Y == -1 && X == INT32_MIN)));
+      break;
+    default: return LAMINAR_ERR_INTERNAL;
+  }
+#undef I32_STORE
+  if (LM_UNLIKELY(bad)) {
+    uint8_t* nl = writable_nulls(ctx, s.nulls, s.owned, m);
+    if (nl == NULL) return LAMINAR_ERR_NOMEM;
+    for (int64_t k = 0; k < m; k++) {
+      int64_t X = AT(x, mode, 2, k), Y = AT(y, mode, 1, k), W;
+      switch (op) {
+        case LM_XOP_ADD: W = X + Y; break;
+        case LM_XOP_SUB: W = X - Y; break;
+        case LM_XOP_MUL: W = X * Y; break;
+        default: W = (Y == 0 || (Y == -1 && X == INT32_MIN)) ? INT64_MAX : 0; break;
+      }
+      if (W < INT32_MIN || W > INT32_MAX) {
         nl[k] = 1;
         r[k] = 0;
       }
@@ -369,31 +420,14 @@ static laminar_code arith_f64(lm_eval_ctx* ctx, lm_expr_op op, const lm_xvec* a,
   double* restrict r = data;
   int mode = s.mode;
   int64_t m = s.m;
-  uint8_t bad = 0;
   switch (op) {
     case LM_XOP_ADD: FOR3(double, double, mode, m, x, y, r[k] = X + Y); break;
     case LM_XOP_SUB: FOR3(double, double, mode, m, x, y, r[k] = X - Y); break;
     case LM_XOP_MUL: FOR3(double, double, mode, m, x, y, r[k] = X * Y); break;
-    case LM_XOP_DIV:
-      FOR3(double, double, mode, m, x, y, r[k] = X / (Y == 0.0 ? 1.0 : Y);
-           bad |= (uint8_t)(Y == 0.0));
-      break;
-    case LM_XOP_MOD:
-      FOR3(double, double, mode, m, x, y, r[k] = fmod(X, Y == 0.0 ? 1.0 : Y);
-           bad |= (uint8_t)(Y == 0.0));
-      break;
+    /* IEEE, as DuckDB's DOUBLE '/' and '%': 1/0 = inf, 0/0 = NaN, x % 0 = NaN. */
+    case LM_XOP_DIV: FOR3(double, double, mode, m, x, y, r[k] = X / Y); break;
+    case LM_XOP_MOD: FOR3(double, double, mode, m, x, y, r[k] = fmod(X, Y)); break;
     default: return LAMINAR_ERR_INTERNAL;
-  }
-  if (LM_UNLIKELY(bad)) {
-    uint8_t* nl = writable_nulls(ctx, s.nulls, s.owned, m);
-    if (nl == NULL) return LAMINAR_ERR_NOMEM;
-    for (int64_t k = 0; k < m; k++) {
-      if (AT(y, mode, 1, k) == 0.0) {
-        nl[k] = 1;
-        r[k] = 0;
-      }
-    }
-    out->v.nulls = nl;
   }
   return LAMINAR_OK;
 }
@@ -408,6 +442,22 @@ static laminar_code eval_neg(lm_eval_ctx* ctx, lm_type type, const lm_xvec* a, i
   if (type == LM_TYPE_DOUBLE) {
     const double* x = a->v.data;
     for (int64_t k = 0; k < m; k++) ((double*)data)[k] = -x[k];
+    return LAMINAR_OK;
+  }
+  if (type == LM_TYPE_INT32) {
+    const int32_t* x = a->v.data;
+    int32_t* r = data;
+    uint8_t bad = 0;
+    for (int64_t k = 0; k < m; k++) {
+      r[k] = (int32_t)(0u - (uint32_t)x[k]);
+      bad |= (uint8_t)(x[k] == INT32_MIN);
+    }
+    if (LM_UNLIKELY(bad)) {
+      uint8_t* nl = writable_nulls(ctx, a->v.nulls, false, m);
+      if (nl == NULL) return LAMINAR_ERR_NOMEM;
+      for (int64_t k = 0; k < m; k++) nl[k] |= (uint8_t)(x[k] == INT32_MIN);
+      out->v.nulls = nl;
+    }
     return LAMINAR_OK;
   }
   const int64_t* x = a->v.data;
@@ -899,6 +949,7 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
   switch (e->op) {
     case LM_XOP_CASE: return eval_case(ctx, e, in, sel, n, out);
     case LM_XOP_COALESCE: return eval_coalesce(ctx, e, in, sel, n, out);
+    case LM_XOP_FUNC: return lm_expr_eval_func(ctx, e, in, sel, n, out);
     default: break;
   }
   if (e->nargs < 1 || e->nargs > 2) return LAMINAR_ERR_INTERNAL;
@@ -927,7 +978,7 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
   }
   switch (e->op) {
     case LM_XOP_NEG: {
-      lm_type t = e->type == LM_TYPE_DOUBLE ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
+      lm_type t = e->type == LM_TYPE_DOUBLE || e->type == LM_TYPE_INT32 ? e->type : LM_TYPE_INT64;
       LM_TRY(coerce(ctx, &a, t));
       LM_TRY(eval_neg(ctx, t, &a, n, out));
       out->v.type = e->type;
@@ -943,6 +994,11 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
         LM_TRY(coerce(ctx, &a, LM_TYPE_DOUBLE));
         LM_TRY(coerce(ctx, &b, LM_TYPE_DOUBLE));
         return arith_f64(ctx, e->op, &a, &b, n, out);
+      }
+      if (e->type == LM_TYPE_INT32 && e->op != LM_XOP_DIV) {
+        LM_TRY(coerce(ctx, &a, LM_TYPE_INT32));
+        LM_TRY(coerce(ctx, &b, LM_TYPE_INT32));
+        return arith_i32(ctx, e->op, &a, &b, n, out);
       }
       /* INT64, and TIMESTAMP +- INT64 micros / TIMESTAMP - TIMESTAMP. */
       LM_TRY(coerce(ctx, &a, LM_TYPE_INT64));

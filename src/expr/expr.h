@@ -8,9 +8,16 @@
  * vector: no allocation per row; scratch memory comes from an lm_eval_ctx that
  * is reset between batches.
  *
- * NULL semantics are standard SQL three-valued logic. Runtime faults give NULL
- * rather than aborting a continuous query: division or modulo by zero, integer
- * overflow, a CAST that cannot convert (DuckDB's TRY() semantics).
+ * NULL semantics are standard SQL three-valued logic. Results follow DuckDB
+ * (the project's oracle) where DuckDB returns a value: `/` by zero gives
+ * +-inf or NaN, math functions return IEEE NaN / inf. Where DuckDB raises an
+ * error at run time the row gets NULL instead, since a continuous query cannot
+ * abort on one bad row: modulo by zero, integer overflow, a CAST that cannot
+ * convert (DuckDB's TRY() semantics). docs/SQL.md lists every rule.
+ *
+ * Scalar functions (ABS, ROUND, UPPER, SUBSTRING, date_trunc, ...) are
+ * LM_XOP_FUNC calls whose `fn` names the kernel; the binder finds them by name
+ * in the registry below (func.c), which also holds their type rules.
  */
 #ifndef LM_EXPR_H
 #define LM_EXPR_H
@@ -24,8 +31,9 @@ typedef enum lm_expr_kind {
   LM_EXPR_CALL = 3      /* operator `op` over args[0..nargs) */
 } lm_expr_kind;
 
-/* Operators and the operand types the binder guarantees. "num" = INT64 or
- * DOUBLE (both args the same type; INT32 is cast to INT64 by the binder).
+/* Operators and the operand types the binder guarantees. "num" = INT32, INT64
+ * or DOUBLE (both args the same type; mixed operands are cast to the wider one
+ * by the binder, as in DuckDB: INT op INT stays INT and overflows at 32 bits).
  * Result types in brackets. */
 typedef enum lm_expr_op {
   LM_XOP_NEG = 1,     /* num [same] */
@@ -34,7 +42,7 @@ typedef enum lm_expr_op {
   LM_XOP_SUB,         /* num,num [same]; TIMESTAMP,INT64 [TIMESTAMP];
                          TIMESTAMP,TIMESTAMP [INT64 micros] */
   LM_XOP_MUL,         /* num,num [same] */
-  LM_XOP_DIV,         /* DOUBLE,DOUBLE [DOUBLE]; x/0 -> NULL */
+  LM_XOP_DIV,         /* DOUBLE,DOUBLE [DOUBLE]; x/0 -> +inf, -inf or NaN (DuckDB) */
   LM_XOP_MOD,         /* num,num [same]; x%0 -> NULL; sign of the dividend */
   LM_XOP_EQ,          /* T,T [BOOL] for any T (both the same type) */
   LM_XOP_NE,
@@ -50,8 +58,64 @@ typedef enum lm_expr_op {
                          whens BOOL, thens/else all of `type` */
   LM_XOP_CAST,        /* any -> `type` (see cast.c for the conversion table) */
   LM_XOP_CONCAT,      /* STRING,STRING [STRING] */
-  LM_XOP_COALESCE     /* T... [T] first non-NULL */
+  LM_XOP_COALESCE,    /* T... [T] first non-NULL */
+  LM_XOP_FUNC         /* scalar function `fn` (lm_func_id) over args, see func.c */
 } lm_expr_op;
+
+/* The scalar functions (kernels in math.c, strfn.c, time.c). Argument and
+ * result types are those lm_func_bind() chose; "int" = INT32 or INT64. */
+typedef enum lm_func_id {
+  LM_FN_ABS = 1,     /* int|DOUBLE [same]; ABS(INT_MIN) -> NULL */
+  LM_FN_ROUND,       /* x [, int digits]: int [same] half away from zero;
+                        DOUBLE [DOUBLE]; integer overflow -> NULL */
+  LM_FN_FLOOR,       /* DOUBLE [DOUBLE] */
+  LM_FN_CEIL,        /* DOUBLE [DOUBLE] */
+  LM_FN_SQRT,        /* DOUBLE [DOUBLE]; IEEE (sqrt(-1) = NaN) */
+  LM_FN_POWER,       /* DOUBLE,DOUBLE [DOUBLE] */
+  LM_FN_LN,          /* DOUBLE [DOUBLE]; ln(0) = -inf, ln(-1) = NaN */
+  LM_FN_EXP,         /* DOUBLE [DOUBLE] */
+  LM_FN_LOG10,       /* DOUBLE [DOUBLE] */
+  LM_FN_UPPER,       /* STRING [STRING]; Unicode simple case mapping */
+  LM_FN_LOWER,       /* STRING [STRING] */
+  LM_FN_LENGTH,      /* STRING [INT64] characters (code points) */
+  LM_FN_SUBSTRING,   /* STRING, INT64 start [, INT64 count] [STRING], in characters */
+  LM_FN_TRIM,        /* STRING [, STRING chars] [STRING]; default: spaces */
+  LM_FN_LTRIM,
+  LM_FN_RTRIM,
+  LM_FN_CONCAT,      /* STRING... [STRING]; NULL arguments are skipped */
+  LM_FN_REPLACE,     /* STRING, STRING from, STRING to [STRING] */
+  LM_FN_STARTS_WITH, /* STRING, STRING [BOOL] */
+  LM_FN_LIKE,        /* STRING, STRING pattern [BOOL]; fn_arg = escape char or -1 */
+  LM_FN_ILIKE,       /* as LIKE, case-insensitive (simple lower-case mapping) */
+  LM_FN_DATE_PART,   /* TIMESTAMP [INT64 or DOUBLE]; fn_arg = lm_date_part */
+  LM_FN_DATE_TRUNC   /* TIMESTAMP [TIMESTAMP]; fn_arg = lm_date_part */
+} lm_func_id;
+
+/* Fields of EXTRACT / date_part and units of date_trunc (time.c). */
+typedef enum lm_date_part {
+  LM_DP_YEAR = 1,
+  LM_DP_QUARTER,
+  LM_DP_MONTH,
+  LM_DP_WEEK,        /* ISO week */
+  LM_DP_DAY,
+  LM_DP_DOW,         /* Sunday 0 .. Saturday 6 */
+  LM_DP_ISODOW,      /* Monday 1 .. Sunday 7 */
+  LM_DP_DOY,
+  LM_DP_HOUR,
+  LM_DP_MINUTE,
+  LM_DP_SECOND,
+  LM_DP_MILLISECOND, /* seconds * 1000 + milliseconds, as DuckDB */
+  LM_DP_MICROSECOND, /* seconds * 1000000 + microseconds */
+  LM_DP_EPOCH,       /* seconds since the epoch, DOUBLE */
+  LM_DP_ISOYEAR,
+  LM_DP_YEARWEEK,    /* isoyear * 100 + week */
+  LM_DP_DECADE,
+  LM_DP_CENTURY,
+  LM_DP_MILLENNIUM,
+  LM_DP_ERA,
+  LM_DP_JULIAN,      /* Julian day with the day's fraction, DOUBLE */
+  LM_DP_TIMEZONE     /* always 0 (TIMESTAMP has no zone) */
+} lm_date_part;
 
 /* A literal value. For STRING, s points at bytes owned by whoever built the tree. */
 typedef struct lm_value {
@@ -68,10 +132,52 @@ typedef struct lm_expr {
   int32_t column;          /* COLUMN */
   lm_value lit;            /* LITERAL */
   lm_expr_op op;           /* CALL */
+  lm_func_id fn;           /* CALL FUNC */
+  int32_t fn_arg;          /* CALL FUNC: a bound constant (LIKE escape, date part) */
   bool has_else;           /* CALL CASE */
   int32_t nargs;           /* CALL */
   struct lm_expr** args;   /* CALL */
 } lm_expr;
+
+/* ---- the function registry (func.c) ------------------------------------------------ */
+
+/* A scalar function known by name; opaque to the binder. */
+typedef struct lm_func_def lm_func_def;
+
+/* The function called `name` (case-insensitive; aliases such as POW, CEILING,
+ * SUBSTR included), or NULL when there is none. */
+const lm_func_def* lm_func_find(const char* name);
+
+/* The entry of a function id, including those reached through syntax only
+ * (LIKE, ILIKE); NULL if none. */
+const lm_func_def* lm_func_by_id(lm_func_id fn);
+
+/* Canonical lower-case name of `f` (static text). */
+const char* lm_func_name(const lm_func_def* f);
+
+/* The outcome of typing one call (lm_func_bind). */
+typedef struct lm_func_binding {
+  lm_func_id fn;
+  lm_type result;
+  int32_t fn_arg;      /* see lm_func_id */
+  int32_t bad_arg;     /* on failure: index of the argument at fault, -1 for the call */
+  char message[200];   /* on failure: what is wrong, without position */
+} lm_func_binding;
+
+/* Type a call of `f` over the bound arguments args[0..nargs) and write to
+ * want[i] the type argument i must be cast to (the binder inserts the casts;
+ * a string literal may be cast to a number or TIMESTAMP, as DuckDB's string
+ * literals are). Constant arguments (date part names) are read from literals.
+ * Returns LAMINAR_OK, LAMINAR_ERR_SQL_FUNCTION_ARGS (wrong argument count, or
+ * a constant argument that is invalid or not constant) or
+ * LAMINAR_ERR_TYPE_MISMATCH, with out->message and out->bad_arg set. */
+laminar_code lm_func_bind(const lm_func_def* f, const lm_expr* const* args, int32_t nargs,
+                          lm_type* want, lm_func_binding* out);
+
+/* The date part / date_trunc unit named `name` (DuckDB's names and aliases,
+ * case-insensitive), or 0. For date_trunc (`trunc` true) only units that
+ * truncate are accepted. */
+lm_date_part lm_date_part_find(lm_str name, bool trunc);
 
 /* Scratch memory for evaluation. Results of lm_expr_eval stay valid until the
  * next lm_eval_ctx_reset. Grows to the largest batch seen, then reuses. */

@@ -58,6 +58,73 @@ bool lm_expr_parse_double(lm_str s, double* out);
 bool lm_expr_parse_bool(lm_str s, bool* out);
 bool lm_expr_parse_timestamp(lm_str s, int64_t* out);
 
+/* ---- scalar functions (func.c and the kernel files) ------------------------------ */
+
+/* Evaluate an LM_XOP_FUNC call (func.c); same contract as lm_expr_eval_x. */
+laminar_code lm_expr_eval_func(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in,
+                               const uint32_t* sel, int64_t n, lm_xvec* out);
+
+
+/* One function call over a batch, as a kernel sees it. The arguments are
+ * evaluated; for a strict function none is a constant NULL. A kernel computes
+ * m rows (1 when every argument is constant; a constant argument is read at
+ * index 0, see FARG) into `data` (m values of e->type, allocated), skipping or
+ * ignoring rows where `nulls` is set, and makes a row NULL through
+ * lm_fcall_nulls(). */
+typedef struct lm_fcall {
+  lm_eval_ctx* ctx;
+  const lm_expr* e;
+  const lm_xvec* args;
+  int32_t nargs;
+  int64_t m;
+  const uint8_t* nulls; /* merged argument nulls over m rows; NULL: none */
+  bool owned;           /* nulls is writable context memory */
+  void* data;
+} lm_fcall;
+
+/* Row k of argument i's values as type T (index 0 for a constant). */
+#define FARG(c, T, i, k) (((const T*)(c)->args[i].v.data)[(c)->args[i].cst ? 0 : (k)])
+/* Whether row k of the call is NULL on input. */
+#define FNULL(c, k) ((c)->nulls != NULL && (c)->nulls[k])
+
+/* A writable null array of m rows for the call (allocated on first use,
+ * holding the input nulls); NULL when out of memory. */
+uint8_t* lm_fcall_nulls(lm_fcall* c);
+
+laminar_code lm_fn_math(lm_fcall* c);        /* math.c: ABS ROUND FLOOR CEIL SQRT POWER LN
+                                                EXP LOG10 */
+laminar_code lm_fn_case(lm_fcall* c);        /* strfn.c: UPPER LOWER */
+laminar_code lm_fn_length(lm_fcall* c);
+laminar_code lm_fn_substring(lm_fcall* c);
+laminar_code lm_fn_trim(lm_fcall* c);        /* TRIM LTRIM RTRIM */
+laminar_code lm_fn_concat(lm_fcall* c);
+laminar_code lm_fn_replace(lm_fcall* c);
+laminar_code lm_fn_starts_with(lm_fcall* c);
+laminar_code lm_fn_like(lm_fcall* c);        /* LIKE ILIKE */
+laminar_code lm_fn_date_part(lm_fcall* c);   /* time.c */
+laminar_code lm_fn_date_trunc(lm_fcall* c);
+
+/* ---- UTF-8 and case mapping (strfn.c) ----------------------------------------------- */
+
+/* Decode one UTF-8 character from s[0..len) (len > 0) into *cp; returns the
+ * bytes used (1..4). Input is valid UTF-8 (checked at import); a stray byte
+ * decodes as itself and uses 1 byte. */
+int64_t lm_utf8_decode(const char* s, int64_t len, int32_t* cp);
+/* Whether a LIKE pattern is well formed: it does not end with the escape
+ * character (code point; -1 for no escape). */
+bool lm_like_pattern_ok(lm_str p, int32_t escape);
+/* Unicode simple case mappings (casemap.h tables); identity when none. */
+int32_t lm_unicode_upper(int32_t cp);
+int32_t lm_unicode_lower(int32_t cp);
+
+/* ---- calendar (time.c) ----------------------------------------------------------- */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date and back. */
+int64_t lm_days_from_civil(int64_t y, int64_t m, int64_t d);
+void lm_civil_from_days(int64_t days, int64_t* y, int64_t* m, int64_t* d);
+/* Floor division (b > 0). */
+int64_t lm_floor_div(int64_t a, int64_t b);
+
 /* Context statistics (ctx.c): chunks obtained from malloc over the context's
  * life, and bytes currently reserved. */
 uint64_t lm_eval_ctx_mallocs(const lm_eval_ctx* ctx);

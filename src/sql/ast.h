@@ -54,9 +54,10 @@ typedef enum lm_ast_expr_kind {
   LM_AST_IS_NULL, /* left IS [NOT] NULL (negated = IS NOT NULL) */
   LM_AST_BETWEEN, /* left [NOT] BETWEEN list[0] AND list[1] (nlist == 2) */
   LM_AST_IN,      /* left [NOT] IN (list[0..nlist)) */
-  LM_AST_LIKE,    /* left [NOT] LIKE right */
+  LM_AST_LIKE,    /* left [NOT] LIKE|ILIKE right [ESCAPE list[0]] */
   LM_AST_CASE, /* CASE [operand] WHEN whens[i] THEN thens[i] ... [ELSE else_expr] END */
-  LM_AST_CAST, /* CAST(left AS cast_type) */
+  LM_AST_CAST, /* CAST(left AS cast_type) and TRY_CAST (same semantics: a value
+                  that does not convert is NULL) */
   LM_AST_FUNCTION, /* fname(args) / fname(*) (star) / fname(DISTINCT args) */
   LM_AST_STAR,     /* '*' or 't.*' in a select list (table set for the latter) */
   LM_AST_VARIABLE  /* ${name}: a substitution variable, name in `name` */
@@ -113,8 +114,10 @@ typedef struct lm_ast_expr {
   struct lm_ast_expr *left, *right;
 
   /* IS_NULL / BETWEEN / IN / LIKE: operand in left; BETWEEN bounds in
-   * list[0], list[1]; IN values in list; LIKE pattern in right. */
+   * list[0], list[1]; IN values in list; LIKE pattern in right and its
+   * ESCAPE, if any, in list[0] (nlist == 1). */
   bool negated;
+  bool ilike; /* LIKE: ILIKE (case-insensitive) */
 
   /* CASE */
   struct lm_ast_expr* operand; /* NULL for a searched CASE */

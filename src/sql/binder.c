@@ -181,8 +181,8 @@ static bool ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
       return x->negated == y->negated && ast_equal(x->left, y->left) &&
              ast_list_equal(x->list, x->nlist, y->list, y->nlist);
     case LM_AST_LIKE:
-      return x->negated == y->negated && ast_equal(x->left, y->left) &&
-             ast_equal(x->right, y->right);
+      return x->negated == y->negated && x->ilike == y->ilike && ast_equal(x->left, y->left) &&
+             ast_equal(x->right, y->right) && ast_list_equal(x->list, x->nlist, y->list, y->nlist);
     case LM_AST_CASE:
       return ast_equal(x->operand, y->operand) && ast_equal(x->else_expr, y->else_expr) &&
              ast_list_equal(x->whens, x->nwhen, y->whens, y->nwhen) &&
@@ -407,9 +407,10 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op, 
     return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at, "cannot apply '%s' to %s and %s",
                 op_text(op), lm_type_name(l->type), lm_type_name(r->type));
   }
-  lm_type t = (op == LM_OP_DIV || lt == LM_TYPE_DOUBLE || rt == LM_TYPE_DOUBLE)
-                  ? LM_TYPE_DOUBLE
-                  : LM_TYPE_INT64;
+  /* As DuckDB: '/' is DOUBLE; INT op INT stays INT (and overflows at 32 bits). */
+  lm_type t = (op == LM_OP_DIV || lt == LM_TYPE_DOUBLE || rt == LM_TYPE_DOUBLE) ? LM_TYPE_DOUBLE
+              : (lt == LM_TYPE_INT32 && rt == LM_TYPE_INT32)                    ? LM_TYPE_INT32
+                                                                               : LM_TYPE_INT64;
   LM_TRY(coerce(b, &l, t));
   LM_TRY(coerce(b, &r, t));
   lm_expr* e = new_call(b, xop, t, 2);
@@ -503,6 +504,72 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
   return LAMINAR_OK;
 }
 
+/* A call of registry function `f` over argv[0..nargs) (the AST node `a` is
+ * where errors point unless one argument is at fault). */
+static laminar_code bind_func(binder* b, const lm_ast_expr* a, const lm_func_def* f,
+                              lm_ast_expr* const* argv, size_t nargs, bind_mode mode,
+                              lm_expr** out) {
+  if (a->star || a->distinct) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a, "%s(%s) is only valid for aggregates",
+                lm_func_name(f), a->star ? "*" : "DISTINCT ...");
+  }
+  lm_expr* e = new_call(b, LM_XOP_FUNC, LM_TYPE_NULL, (int32_t)nargs);
+  lm_type* want = lm_pool_alloc(&b->plan->pool, sizeof(lm_type) * (nargs ? nargs : 1));
+  if (e == NULL || want == NULL) return NOMEM(b);
+  for (size_t i = 0; i < nargs; i++) LM_TRY(bind(b, argv[i], mode, &e->args[i]));
+  lm_func_binding fb;
+  laminar_code rc = lm_func_bind(f, (const lm_expr* const*)e->args, (int32_t)nargs, want, &fb);
+  if (rc != LAMINAR_OK) {
+    return fail(b, rc, fb.bad_arg >= 0 ? argv[fb.bad_arg] : a, "%s", fb.message);
+  }
+  for (size_t i = 0; i < nargs; i++) LM_TRY(coerce(b, &e->args[i], want[i]));
+  e->type = fb.result;
+  e->fn = fb.fn;
+  e->fn_arg = fb.fn_arg;
+  *out = e;
+  return LAMINAR_OK;
+}
+
+/* s [NOT] LIKE | ILIKE pattern [ESCAPE c]: the escape, if any, is list[0]. */
+static laminar_code bind_like(binder* b, const lm_ast_expr* a, bind_mode mode, lm_expr** out) {
+  lm_ast_expr* argv[3] = {a->left, a->right, a->nlist == 1 ? a->list[0] : NULL};
+  const lm_func_def* f = lm_func_by_id(a->ilike ? LM_FN_ILIKE : LM_FN_LIKE);
+  lm_expr* e;
+  LM_TRY(bind_func(b, a, f, argv, a->nlist == 1 ? 3 : 2, mode, &e));
+  if (a->negated) return make_not(b, e, out);
+  *out = e;
+  return LAMINAR_OK;
+}
+
+/* NULLIF(x, y) = CASE WHEN x = y THEN NULL ELSE x END, of x's type (DuckDB). */
+static laminar_code bind_nullif(binder* b, const lm_ast_expr* a, bind_mode mode, lm_expr** out) {
+  if (a->nargs != 2 || a->star || a->distinct) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
+                "nullif() takes 2 arguments, got %d (usage: nullif(value, other))",
+                (int)a->nargs);
+  }
+  lm_expr *x1, *x2, *y, *eq;
+  LM_TRY(bind(b, a->args[0], mode, &x1));
+  LM_TRY(bind(b, a->args[0], mode, &x2));
+  LM_TRY(bind(b, a->args[1], mode, &y));
+  if (x1->type == LM_TYPE_NULL) {
+    LM_TRY(coerce(b, &x1, LM_TYPE_INT32));
+    LM_TRY(coerce(b, &x2, LM_TYPE_INT32));
+  }
+  LM_TRY(make_compare(b, a, LM_XOP_EQ, x1, y, is_str_lit(a->args[0]), is_str_lit(a->args[1]),
+                      &eq));
+  lm_expr* null_lit = new_expr(b, LM_EXPR_LITERAL, x2->type);
+  lm_expr* e = new_call(b, LM_XOP_CASE, x2->type, 3);
+  if (null_lit == NULL || e == NULL) return NOMEM(b);
+  null_lit->lit.is_null = true;
+  e->has_else = true;
+  e->args[0] = eq;
+  e->args[1] = null_lit;
+  e->args[2] = x2;
+  *out = e;
+  return LAMINAR_OK;
+}
+
 static lm_type window_bound_type(const binder* b) {
   return b->plan->window.time_type == LM_TYPE_TIMESTAMP ? LM_TYPE_TIMESTAMP : LM_TYPE_INT64;
 }
@@ -553,8 +620,7 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
     case LM_AST_VARIABLE:
       return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a, "${%s} substitution is not supported yet",
                   a->name);
-    case LM_AST_LIKE:
-      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a, "LIKE is not supported yet");
+    case LM_AST_LIKE: return bind_like(b, a, mode, out);
     case LM_AST_UNARY: {
       lm_expr* x;
       LM_TRY(bind(b, a->left, mode, &x));
@@ -574,7 +640,7 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
         *out = x;
         return LAMINAR_OK;
       }
-      lm_type t = x->type == LM_TYPE_DOUBLE ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
+      lm_type t = x->type == LM_TYPE_DOUBLE || x->type == LM_TYPE_INT32 ? x->type : LM_TYPE_INT64;
       LM_TRY(coerce(b, &x, t));
       lm_expr* e = new_call(b, LM_XOP_NEG, t, 1);
       if (e == NULL) return NOMEM(b);
@@ -749,8 +815,12 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
         *out = e;
         return LAMINAR_OK;
       }
-      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a, "unknown or unsupported function '%s'",
-                  a->fname);
+      if (lm_streq_nocase(a->fname, "nullif")) return bind_nullif(b, a, mode, out);
+      const lm_func_def* f = lm_func_find(a->fname);
+      if (f == NULL) {
+        return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, a, "unknown function '%s'", a->fname);
+      }
+      return bind_func(b, a, f, a->args, a->nargs, mode, out);
     }
   }
   return fail(b, LAMINAR_ERR_INTERNAL, a, "unexpected expression");

@@ -22,7 +22,8 @@
  *   emit    := EMIT (ON WINDOW CLOSE | FINAL | CHANGES)
  *
  * Expressions by precedence climbing, lowest first: OR; AND; prefix NOT;
- * comparisons, IS [NOT] NULL, [NOT] BETWEEN, [NOT] IN, [NOT] LIKE; ||; + -;
+ * comparisons, IS [NOT] NULL, [NOT] BETWEEN, [NOT] IN, [NOT] LIKE | ILIKE [ESCAPE e];
+ * ||; + -;
  * * / %; unary - +; primaries. All binary operators are left-associative.
  *
  * Not parsed in this version (LAMINAR_ERR_SQL_UNSUPPORTED at the token): JOIN
@@ -573,6 +574,9 @@ static NOINLINE laminar_code parse_interval(parser* p, lm_ast_expr** out) {
   return LAMINAR_OK;
 }
 
+static laminar_code parse_special_call(parser* p, const lm_token* name_tok, lm_ast_expr* e,
+                                       bool* handled);
+
 /* f( [* | [DISTINCT|ALL] expr [, expr]*] ): the current token is '('. */
 static NOINLINE laminar_code parse_call(parser* p, const lm_token* name_tok,
                                         lm_ast_expr** out) {
@@ -581,6 +585,12 @@ static NOINLINE laminar_code parse_call(parser* p, const lm_token* name_tok,
   LM_TRY(tok_string(p, name_tok, &e->fname, NULL));
   LM_TRY(advance(p));
   bool got;
+  LM_TRY(parse_special_call(p, name_tok, e, &got));
+  if (got) {
+    LM_TRY(finish(p, e));
+    *out = e;
+    return LAMINAR_OK;
+  }
   LM_TRY(accept(p, LM_TOK_STAR, &got));
   if (got) {
     e->star = true;
@@ -602,6 +612,128 @@ static NOINLINE laminar_code parse_call(parser* p, const lm_token* name_tok,
   }
   LM_TRY(finish(p, e));
   *out = e;
+  return LAMINAR_OK;
+}
+
+/* Append `arg` to the arguments of call e. */
+static laminar_code add_arg(parser* p, lm_ast_expr* e, size_t* cap, lm_ast_expr* arg) {
+  PUSH(p, e->args, e->nargs, *cap, arg);
+  return LAMINAR_OK;
+}
+
+/* Append `first`, then ", expr" as long as commas follow. */
+static laminar_code add_args(parser* p, lm_ast_expr* e, size_t* cap, lm_ast_expr* first) {
+  LM_TRY(add_arg(p, e, cap, first));
+  for (;;) {
+    bool got;
+    LM_TRY(accept(p, LM_TOK_COMMA, &got));
+    if (!got) return LAMINAR_OK;
+    lm_ast_expr* arg;
+    LM_TRY(parse_expr(p, &arg));
+    LM_TRY(add_arg(p, e, cap, arg));
+  }
+}
+
+/* A string literal node holding `text` (static or arena memory). */
+static laminar_code word_literal(parser* p, const lm_token* t, lm_ast_expr** out) {
+  lm_ast_expr* w;
+  NEW_EXPR(w, LM_AST_LITERAL, t->line, t->column);
+  w->lit = LM_LIT_STRING;
+  LM_TRY(tok_string(p, t, &w->s, &w->slen));
+  *out = w;
+  return LAMINAR_OK;
+}
+
+/* The SQL-standard call forms with keywords inside the parentheses, rewritten
+ * into plain calls (the current token follows '('; on *handled the closing
+ * ')' is consumed and e is complete):
+ *   TRY_CAST(x AS type)                       -> CAST node (same semantics)
+ *   SUBSTRING(s FROM a [FOR n]) | (s FOR n)   -> substring(s, a [, n]) / (s, 1, n)
+ *   TRIM([LEADING|TRAILING|BOTH] [chars] FROM s) -> ltrim/rtrim/trim(s [, chars])
+ *   EXTRACT(field FROM ts)                    -> date_part('field', ts)
+ * Other calls, and SUBSTRING / TRIM written with commas, are left alone. */
+static NOINLINE laminar_code parse_special_call(parser* p, const lm_token* name_tok,
+                                                lm_ast_expr* e, bool* handled) {
+  *handled = false;
+  bool got;
+  size_t cap = 0;
+  if (is_kw(name_tok, "TRY_CAST")) {
+    e->kind = LM_AST_CAST;
+    e->fname = NULL;
+    LM_TRY(parse_expr(p, &e->left));
+    LM_TRY(expect_kw(p, "AS"));
+    LM_TRY(parse_type(p, NULL, &e->cast_type));
+  } else if (is_kw(name_tok, "EXTRACT")) {
+    const lm_token f = p->cur;
+    if (f.kind != LM_TOK_IDENT && f.kind != LM_TOK_QIDENT && f.kind != LM_TOK_STRING) {
+      return expected(p, "a date part such as YEAR");
+    }
+    lm_ast_expr *field = NULL, *ts = NULL;
+    LM_TRY(word_literal(p, &f, &field));
+    LM_TRY(advance(p));
+    LM_TRY(expect_kw(p, "FROM"));
+    LM_TRY(parse_expr(p, &ts));
+    e->fname = "date_part";
+    LM_TRY(add_arg(p, e, &cap, field));
+    LM_TRY(add_arg(p, e, &cap, ts));
+  } else if (is_kw(name_tok, "SUBSTRING")) {
+    if (p->cur.kind == LM_TOK_RPAREN) return LAMINAR_OK;
+    lm_ast_expr* s;
+    LM_TRY(parse_expr(p, &s));
+    if (!is_kw(&p->cur, "FROM") && !is_kw(&p->cur, "FOR")) {
+      /* substring(s, a [, n]): the generic path, with s already parsed. */
+      LM_TRY(add_args(p, e, &cap, s));
+    } else {
+      lm_ast_expr *from = NULL, *count = NULL;
+      LM_TRY(accept_kw(p, "FROM", &got));
+      if (got) LM_TRY(parse_expr(p, &from));
+      LM_TRY(accept_kw(p, "FOR", &got));
+      if (got) LM_TRY(parse_expr(p, &count));
+      if (from == NULL) {
+        NEW_EXPR(from, LM_AST_LITERAL, count->line, count->column);
+        from->lit = LM_LIT_INT;
+        from->i = 1;
+      }
+      LM_TRY(add_arg(p, e, &cap, s));
+      LM_TRY(add_arg(p, e, &cap, from));
+      if (count != NULL) LM_TRY(add_arg(p, e, &cap, count));
+    }
+  } else if (is_kw(name_tok, "TRIM")) {
+    if (p->cur.kind == LM_TOK_RPAREN) return LAMINAR_OK;
+    const char* fname = "trim";
+    bool side = false;
+    if (is_kw(&p->cur, "LEADING") || is_kw(&p->cur, "TRAILING") || is_kw(&p->cur, "BOTH")) {
+      fname = is_kw(&p->cur, "LEADING") ? "ltrim" : is_kw(&p->cur, "TRAILING") ? "rtrim" : "trim";
+      side = true;
+      LM_TRY(advance(p));
+    }
+    lm_ast_expr *chars = NULL, *s = NULL;
+    LM_TRY(accept_kw(p, "FROM", &got));
+    if (!got) {
+      lm_ast_expr* first;
+      LM_TRY(parse_expr(p, &first));
+      LM_TRY(accept_kw(p, "FROM", &got));
+      if (got) {
+        chars = first;
+      } else if (side) {
+        return expected(p, "FROM");
+      } else {
+        /* trim(s [, chars]): the generic path, with s already parsed. */
+        LM_TRY(add_args(p, e, &cap, first));
+        LM_TRY(expect(p, LM_TOK_RPAREN));
+        *handled = true;
+        return LAMINAR_OK;
+      }
+    }
+    LM_TRY(parse_expr(p, &s));
+    e->fname = fname;
+    LM_TRY(add_arg(p, e, &cap, s));
+    if (chars != NULL) LM_TRY(add_arg(p, e, &cap, chars));
+  } else {
+    return LAMINAR_OK;
+  }
+  LM_TRY(expect(p, LM_TOK_RPAREN));
+  *handled = true;
   return LAMINAR_OK;
 }
 
@@ -875,12 +1007,20 @@ static NOINLINE laminar_code parse_predicate(parser* p, lm_ast_expr* left,
       LM_TRY(accept(p, LM_TOK_COMMA, &got));
     } while (got);
     LM_TRY(expect(p, LM_TOK_RPAREN));
-  } else if (is_kw(&p->cur, "LIKE")) {
+  } else if (is_kw(&p->cur, "LIKE") || is_kw(&p->cur, "ILIKE")) {
     NEW_EXPR(e, LM_AST_LIKE, left->line, left->column);
+    e->ilike = is_kw(&p->cur, "ILIKE");
     LM_TRY(advance(p));
     LM_TRY(parse_binary(p, PREC_CONCAT, &e->right));
+    LM_TRY(accept_kw(p, "ESCAPE", &got));
+    if (got) {
+      e->list = lm_arena_alloc(p->arena, sizeof *e->list);
+      if (e->list == NULL) return nomem(p);
+      LM_TRY(parse_binary(p, PREC_CONCAT, &e->list[0]));
+      e->nlist = 1;
+    }
   } else {
-    return expected(p, "BETWEEN, IN or LIKE after NOT");
+    return expected(p, "BETWEEN, IN or LIKE/ILIKE after NOT");
   }
   e->left = left;
   e->negated = negated;
@@ -891,7 +1031,7 @@ static NOINLINE laminar_code parse_predicate(parser* p, lm_ast_expr* left,
 
 static bool at_predicate(const lm_token* t) {
   return is_kw(t, "IS") || is_kw(t, "NOT") || is_kw(t, "BETWEEN") || is_kw(t, "IN") ||
-         is_kw(t, "LIKE");
+         is_kw(t, "LIKE") || is_kw(t, "ILIKE");
 }
 
 /* An expression whose operators all bind at least as tightly as min_prec. A

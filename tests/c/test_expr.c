@@ -200,7 +200,7 @@ static int test_arith_int(void) {
   EXPECT(vi(&r, 4) == 1);
   EXPECT(vnull(&r, 5)); /* x % 0 */
   EXPECT(!vnull(&r, 6) && vi(&r, 6) == 0);
-  EXPECT(!vnull(&r, 7) && vi(&r, 7) == 0); /* INT64_MIN % -1 */
+  EXPECT(vnull(&r, 7)); /* INT64_MIN % -1 overflows (DuckDB raises) */
 
   CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_NEG, LM_TYPE_INT64, x), in, NULL, 8, &r) == LAMINAR_OK);
   EXPECT(vi(&r, 0) == -1 && vi(&r, 1) == -INT64_MAX && vnull(&r, 2) && vi(&r, 3) == 7);
@@ -266,13 +266,15 @@ static int test_arith_double(void) {
   lm_expr* y = col(&t, 1, LM_TYPE_DOUBLE);
   lm_vec r;
   CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_DIV, LM_TYPE_DOUBLE, x, y), in, NULL, 8, &r) == LAMINAR_OK);
-  EXPECT(vd(&r, 0) == 3.0 && vnull(&r, 1) && vd(&r, 2) == -3.75);
-  EXPECT(vnull(&r, 3)); /* division by -0.0 is division by zero */
+  /* IEEE division, as DuckDB's: 1 / 0 = inf, 5 / -0.0 = -inf, 0 / 0 = NaN. */
+  EXPECT(vd(&r, 0) == 3.0 && !vnull(&r, 1) && vd(&r, 1) == INFINITY && vd(&r, 2) == -3.75);
+  EXPECT(!vnull(&r, 3) && vd(&r, 3) == -INFINITY);
   EXPECT(!vnull(&r, 4) && isnan(vd(&r, 4)));
   EXPECT(!vnull(&r, 5) && isnan(vd(&r, 5)));
   EXPECT(vd(&r, 6) == 1e307 && vnull(&r, 7));
   CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_MOD, LM_TYPE_DOUBLE, x, y), in, NULL, 8, &r) == LAMINAR_OK);
-  EXPECT(vd(&r, 0) == 0.0 && vnull(&r, 1) && vd(&r, 2) == -1.5 && vnull(&r, 3));
+  EXPECT(vd(&r, 0) == 0.0 && isnan(vd(&r, 1)) && vd(&r, 2) == -1.5 && isnan(vd(&r, 3)));
+  EXPECT(r.nulls != NULL && !vnull(&r, 1) && vnull(&r, 7)); /* fmod(x, 0) is NaN, not NULL */
   CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_MUL, LM_TYPE_DOUBLE, x, y), in, NULL, 8, &r) == LAMINAR_OK);
   EXPECT(vd(&r, 0) == 0.75 && isinf(vd(&r, 6)) && vnull(&r, 7) && !vnull(&r, 6));
   EXPECT(same_double(vd(&r, 3), -0.0));
@@ -283,7 +285,7 @@ static int test_arith_double(void) {
   EXPECT(vd(&r, 0) == -1.5 && same_double(vd(&r, 7), -0.0));
   CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_DIV, LM_TYPE_DOUBLE, lit_d(&t, 1.0), lit_d(&t, 0.0)), in,
                      NULL, 3, &r) == LAMINAR_OK);
-  EXPECT(r.len == 3 && vnull(&r, 0) && vnull(&r, 1) && vnull(&r, 2));
+  EXPECT(r.len == 3 && r.nulls == NULL && vd(&r, 0) == INFINITY && vd(&r, 2) == INFINITY);
   lm_eval_ctx_destroy(ctx);
   tb_free(&t);
   return 0;
@@ -1231,14 +1233,8 @@ static sval ref_call(const lm_expr* e, const lm_vec* in, int64_t row) {
           case LM_XOP_ADD: r.d = a.d + b.d; break;
           case LM_XOP_SUB: r.d = a.d - b.d; break;
           case LM_XOP_MUL: r.d = a.d * b.d; break;
-          case LM_XOP_DIV:
-            if (b.d == 0) return ref_null();
-            r.d = a.d / b.d;
-            break;
-          default:
-            if (b.d == 0) return ref_null();
-            r.d = fmod(a.d, b.d);
-            break;
+          case LM_XOP_DIV: r.d = a.d / b.d; break; /* IEEE, as DuckDB's DOUBLE '/' */
+          default: r.d = fmod(a.d, b.d); break;
         }
         return r;
       }
@@ -1253,7 +1249,7 @@ static sval ref_call(const lm_expr* e, const lm_vec* in, int64_t row) {
           if (__builtin_mul_overflow(a.i, b.i, &r.i)) return ref_null();
           break;
         default:
-          if (b.i == 0) return ref_null();
+          if (b.i == 0 || (b.i == -1 && a.i == INT64_MIN)) return ref_null();
           r.i = b.i == -1 ? 0 : a.i % b.i;
           break;
       }

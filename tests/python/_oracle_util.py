@@ -6,8 +6,7 @@
 * ``run_engine``: push batches into a fresh in-memory database with the inline
   (``run_until_idle``) or the threaded (``start``/``stop``) driver, close every
   window with the final watermark and collect the output and late-row count.
-* ``duck``: run a query over Arrow tables in DuckDB, configured so that
-  division by zero gives NULL as in LaminarDB.
+* ``duck``: run a query over Arrow tables in DuckDB (default settings).
 * ``assert_same_rows``: compare two row multisets with a float tolerance.
 """
 
@@ -264,15 +263,15 @@ def run_engine(
 def duck(sql: str, **tables: pa.Table) -> tuple[list[str], list[tuple]]:
     """Run ``sql`` in DuckDB over Arrow tables registered under their keyword names.
 
-    Division and modulo by zero give NULL (LaminarDB's rule, DuckDB's ``TRY``).
+    DuckDB runs with its default settings, whose ``/`` LaminarDB matches (``x / 0``
+    is +-inf or NaN). Where DuckDB raises (``%`` by zero, integer overflow) and
+    LaminarDB gives NULL, the caller wraps the expression in ``TRY(...)``.
 
     Returns:
         The column names and the rows.
     """
     con = duckdb.connect()
     try:
-        con.execute("SET ieee_floating_point_ops = false")
-        con.execute("SET error_on_division_by_zero = false")
         for name, table in tables.items():
             con.register(name, table)
         cursor = con.execute(sql)

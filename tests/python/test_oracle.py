@@ -192,7 +192,7 @@ PROJECTIONS = [
     ("y / x", "y / x", "d2"),
     ("x / 7", "x / 7", "d3"),
     ("x % 7", "x % 7", "m1"),
-    ("x % g", "x % g", "m2"),
+    ("x % g", "TRY(x % g)", "m2"),  # g may be 0: DuckDB raises, LaminarDB gives NULL
     ("y % 2.5", "y % 2.5", "m3"),
     ("-x", "-x", "neg"),
     (
