@@ -17,7 +17,9 @@ the seed (``LAMINAR_TEST_SEED`` replays one).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -377,3 +379,63 @@ def test_duckdb_raises_where_we_give_null(sql: str) -> None:
     """The premise of TRY(...) in the oracle: these raise in DuckDB (not NULL)."""
     with pytest.raises(duckdb.Error):
         duckdb.connect().execute(sql).fetchall()
+
+
+# ---------------------------------------------------------------------------
+# The inline examples of docs/SQL.md
+# ---------------------------------------------------------------------------
+
+DOCS_SQL = Path(__file__).resolve().parents[2] / "docs" / "SQL.md"
+
+
+def _doc_examples() -> list[tuple[str, str]]:
+    """Every `expr` = `result` pair of the Expressions section of docs/SQL.md."""
+    text = DOCS_SQL.read_text(encoding="utf-8")
+    section = text[text.index("## Expressions") : text.index("## CREATE SINK")]
+    return re.findall(r"`([^`]+)` = `([^`]+)`", section)
+
+
+def _expected(text: str) -> object:
+    """The Python value a documented result stands for."""
+    words = {"NULL": None, "TRUE": True, "FALSE": False, "inf": math.inf, "-inf": -math.inf}
+    if text in words:
+        return words[text]
+    if text == "NaN":
+        return math.nan
+    if text.startswith("'"):
+        return text[1:-1]
+    return float(text) if "." in text else int(text)
+
+
+def _duck_sql(expr: str) -> str:
+    """DuckDB reads 1.5 as DECIMAL; LaminarDB as DOUBLE: say DOUBLE (outside strings)."""
+    parts = expr.split("'")
+    for k in range(0, len(parts), 2):
+        parts[k] = re.sub(r"(?<![\w.])(\d+\.\d+)(?![\w.])", r"CAST(\1 AS DOUBLE)", parts[k])
+    return "'".join(parts)
+
+
+def test_sql_md_inline_examples_hold_in_laminardb_and_duckdb() -> None:
+    """Each documented `expr` = `result`: LaminarDB gives it, and so does DuckDB."""
+    examples = _doc_examples()
+    assert len(examples) >= 40, "the expression reference lost its examples"
+    con = duckdb.connect()
+    wrong = []
+    with laminardb.open() as db:
+        db.execute("CREATE SOURCE one (x INT)")
+        for k, (expr, result) in enumerate(examples):
+            text = result.startswith("'")
+            ours = f"CAST(({expr}) AS VARCHAR)" if text else expr
+            db.execute(f"CREATE STREAM q{k} AS SELECT {ours} AS v FROM one")
+        subs = [db.subscribe(f"q{k}") for k in range(len(examples))]
+        db.insert("one", {"x": [1]})
+        db.run_until_idle()
+        for (expr, result), sub in zip(examples, subs):
+            got = sub.poll(1).column("v")[0].as_py()
+            theirs = _duck_sql(f"CAST(TRY({expr}) AS VARCHAR)" if result.startswith("'") else expr)
+            duck_value = con.execute(f"SELECT TRY({theirs})").fetchall()[0][0]
+            want = _expected(result)
+            for engine, value in (("LaminarDB", got), ("DuckDB", duck_value)):
+                if not values_equal(value, want):
+                    wrong.append(f"{expr}: {engine} gives {value!r}, the docs say {result}")
+    assert not wrong, "\n".join(wrong)
