@@ -19,7 +19,8 @@ static const char* DDL =
     "  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);\n"
     "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / SUM(volume) AS vwap,\n"
     "  COUNT(*) AS n FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);\n"
-    "CREATE STREAM busy AS SELECT symbol, window_start, vwap, n FROM vwap WHERE n >= 12;\n";
+    "CREATE STREAM busy AS SELECT symbol, window_start, vwap, n FROM vwap WHERE n >= 12;\n"
+    "CREATE MATERIALIZED VIEW busiest AS SELECT symbol, window_start, n FROM busy WHERE n >= 13;\n";
 
 #define NBATCH 40
 #define ROWS 50
@@ -71,8 +72,9 @@ static inline laminar_code open_db(const char* dir, const char* wal_mode, lamina
 static inline void sink_sql(const char* dir, char* out, size_t n) {
   snprintf(out, n,
            "CREATE SINK out FROM vwap INTO FILE (path = '%s/out', format = 'jsonl');\n"
-           "CREATE SINK busy_out FROM busy INTO FILE (path = '%s/busy', format = 'csv')",
-           dir, dir);
+           "CREATE SINK busy_out FROM busy INTO FILE (path = '%s/busy', format = 'csv');\n"
+           "CREATE SINK busiest_out FROM busiest INTO FILE (path = '%s/busiest', format = 'jsonl')",
+           dir, dir, dir);
 }
 
 /* The committed sink output: its part files concatenated in epoch order,
@@ -142,21 +144,29 @@ static inline char* sink_dir_output(const char* dir, const char* sub) {
   return out;
 }
 
-/* Push batches [from, to), run inline, checkpoint every `every` batches. */
-/* Both sinks' committed output, the cascaded one after a separator. */
+/* The file sinks of sink_sql(), in the order sink_output() joins them. */
+static const char* const SINK_DIRS[] = {"out", "busy", "busiest"};
+
+/* Every sink's committed output, each after a "--- name" separator. */
 static inline char* sink_output(const char* dir) {
-  char* a = sink_dir_output(dir, "out");
-  char* b = sink_dir_output(dir, "busy");
-  size_t la = strlen(a), lb = strlen(b);
-  char* all = malloc(la + lb + 16);
-  memcpy(all, a, la);
-  memcpy(all + la, "--- busy\n", 9);
-  memcpy(all + la + 9, b, lb + 1);
-  free(a);
-  free(b);
+  size_t len = 0, cap = 1 << 12;
+  char* all = malloc(cap);
+  for (size_t i = 0; i < sizeof SINK_DIRS / sizeof SINK_DIRS[0]; i++) {
+    char* part = sink_dir_output(dir, SINK_DIRS[i]);
+    size_t lp = strlen(part), lh = strlen(SINK_DIRS[i]) + 5;
+    while (len + lh + lp + 1 > cap) {
+      cap *= 2;
+      all = realloc(all, cap);
+    }
+    len += (size_t)snprintf(all + len, cap - len, "--- %s\n", SINK_DIRS[i]);
+    memcpy(all + len, part, lp + 1);
+    len += lp;
+    free(part);
+  }
   return all;
 }
 
+/* Push batches [from, to), run inline, checkpoint every `every` batches. */
 static inline int feed(laminar_db* db, laminar_source* src, int64_t from, int64_t to, int every) {
   laminar_error err;
   for (int64_t b = from; b < to; b++) {
@@ -177,7 +187,7 @@ static inline int finish(laminar_db* db, laminar_source* src) {
 }
 
 static inline void remove_db(const char* dir) {
-  const char* subs[] = {"out", "busy", "checkpoints", "wal/trades", "wal"};
+  const char* subs[] = {"out", "busy", "busiest", "checkpoints", "wal/trades", "wal"};
   char p[600];
   for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
     snprintf(p, sizeof p, "%s/%s", dir, subs[i]);

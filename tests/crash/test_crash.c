@@ -2,7 +2,8 @@
  * test_crash.c -- kill -9 at random moments (issue 6, RELIABILITY "crash").
  *
  * A child process runs the durable pipeline of lm_test_durable.h — a 1-second
- * tumbling VWAP, a stream cascaded from it, a JSONL and a CSV file sink, sync
+ * tumbling VWAP, a stream cascaded from it, a materialized view over that,
+ * JSONL and CSV file sinks on all three, sync
  * WAL, a checkpoint every 7 batches — over a deterministic input, resuming at
  * its source's offset after every restart. The parent kills it with SIGKILL
  * after a random delay (seeded; LAMINAR_TEST_SEED replays), restarts it, and
@@ -78,6 +79,12 @@ static int64_t mono_ns(void) {
 static int test_sigkill_loop(void) {
   char* want = reference_output();
   CHECK(want != NULL);
+  for (size_t i = 0; i < sizeof SINK_DIRS / sizeof SINK_DIRS[0]; i++) {
+    char head[64]; /* every sink has rows to lose: a section is never empty */
+    snprintf(head, sizeof head, "--- %s\n", SINK_DIRS[i]);
+    const char* at = strstr(want, head);
+    CHECK(at != NULL && at[strlen(head)] != '\0' && strncmp(at + strlen(head), "---", 3) != 0);
+  }
   volatile int* phase = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   CHECK(phase != MAP_FAILED);
   uint64_t seed = lm_test_seed(), r = seed | 1;
