@@ -5,6 +5,11 @@
  * stopped while operator state is copied into memory (the rest — writing,
  * flushing, renaming, publishing — runs with the graph going again). A full
  * copy, not incremental or copy-on-write: the stall grows with the state.
+ * Then a small pipeline with a sync WAL and a JSONL file sink (1000 keys,
+ * windows closing into the sink every round): 40 rounds of push, run and
+ * checkpoint, printing the median and largest stall — the part of a
+ * checkpoint that is not the state copy (sink epochs, WAL flushes) must not
+ * wait on the disk while the graph is stopped.
  *
  *   bench_checkpoint [max groups, default 4000000]
  *
@@ -33,8 +38,9 @@ static void check(laminar_code rc, const laminar_error* err, const char* what) {
   exit(1);
 }
 
-/* Push rows [first, first + n) with distinct keys "key-<i>". */
-static void push_keys(laminar_source* src, const lm_schema* schema, int64_t first, int64_t n) {
+/* Push rows [first, first + n) with distinct keys "key-<i>" at time `at`. */
+static void push_keys(laminar_source* src, const lm_schema* schema, int64_t first, int64_t n,
+                      int64_t at) {
   char* text = malloc((size_t)n * 16);
   lm_str* keys = malloc((size_t)n * sizeof *keys);
   double* v = malloc((size_t)n * sizeof *v);
@@ -43,7 +49,7 @@ static void push_keys(laminar_source* src, const lm_schema* schema, int64_t firs
     int len = snprintf(text + 16 * i, 16, "key-%lld", (long long)(first + i));
     keys[i] = (lm_str){text + 16 * i, len};
     v[i] = (double)(i % 1000);
-    ts[i] = 1000;
+    ts[i] = at;
   }
   lm_vec cols[3] = {{LM_TYPE_STRING, n, NULL, keys}, {LM_TYPE_DOUBLE, n, NULL, v},
                     {LM_TYPE_INT64, n, NULL, ts}};
@@ -63,6 +69,61 @@ static void push_keys(laminar_source* src, const lm_schema* schema, int64_t firs
   free(ts);
 }
 
+static int cmp_i64(const void* a, const void* b) {
+  int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
+  return (x > y) - (x < y);
+}
+
+/* A durable database in a fresh temp dir (written to dir): checkpoints on
+ * demand, the given WAL mode. */
+static laminar_db* open_durable(char* dir, const char* wal_mode) {
+  if (mkdtemp(dir) == NULL) exit(1);
+  laminar_config* c;
+  laminar_error err;
+  laminar_db* db;
+  check(laminar_config_create(&c), NULL, "config");
+  check(laminar_config_set(c, "data_dir", dir, &err), &err, "data_dir");
+  check(laminar_config_set(c, "checkpoint_interval", "1 hour", &err), &err, "interval");
+  check(laminar_config_set(c, "wal_mode", wal_mode, &err), &err, "wal_mode");
+  check(laminar_open(c, &db, &err), &err, "open");
+  laminar_config_destroy(c);
+  return db;
+}
+
+/* Stalls of checkpoints with a sync WAL and a file sink taking rows. */
+static void sink_stalls(const lm_schema* schema) {
+  char dir[] = "/tmp/lm_bench_ckpt_XXXXXX";
+  laminar_db* db = open_durable(dir, "sync");
+  laminar_error err;
+  laminar_source* src;
+  char ddl[512];
+  snprintf(ddl, sizeof ddl,
+           "CREATE SOURCE t (k VARCHAR, v DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);"
+           "CREATE STREAM s AS SELECT k, COUNT(*) AS n, SUM(v) AS total FROM t"
+           " GROUP BY k, tumble(ts, INTERVAL '1' SECOND);"
+           "CREATE SINK out FROM s INTO FILE (path = '%s/out', format = 'jsonl')",
+           dir);
+  check(laminar_execute(db, ddl, &err), &err, "DDL");
+  check(laminar_source_open(db, "t", &src, &err), &err, "source");
+  enum { ROUNDS = 40, KEYS = 1000 };
+  int64_t stalls[ROUNDS];
+  for (int r = 0; r < ROUNDS; r++) {
+    push_keys(src, schema, 0, KEYS, 1000 * (int64_t)(r + 1));
+    check(laminar_source_watermark(src, 1000 * (int64_t)(r + 2), &err), &err, "watermark");
+    check(laminar_run_until_idle(db, &err), &err, "run");
+    check(laminar_checkpoint(db, &err), &err, "checkpoint");
+    stalls[r] = lm_durable_last_stall_ns(db->dur);
+  }
+  qsort(stalls, ROUNDS, sizeof stalls[0], cmp_i64);
+  printf("RESULT checkpoint_stall sink=jsonl wal=sync keys=%d rounds=%d median=%.1f us max=%.1f us\n",
+         KEYS, ROUNDS, (double)stalls[ROUNDS / 2] / 1e3, (double)stalls[ROUNDS - 1] / 1e3);
+  laminar_source_close(src);
+  laminar_close(db);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
 int main(int argc, char** argv) {
   int64_t max = argc > 1 ? (int64_t)strtod(argv[1], NULL) : 4000000;
   lm_schema schema;
@@ -72,16 +133,9 @@ int main(int argc, char** argv) {
   lm_schema_add(&schema, "ts", LM_TYPE_INT64, false);
   for (int64_t groups = 100000; groups <= max; groups *= 4) {
     char dir[] = "/tmp/lm_bench_ckpt_XXXXXX";
-    if (mkdtemp(dir) == NULL) return 1;
-    laminar_config* c;
+    laminar_db* db = open_durable(dir, "none");
     laminar_error err;
-    laminar_db* db;
     laminar_source* src;
-    check(laminar_config_create(&c), NULL, "config");
-    check(laminar_config_set(c, "data_dir", dir, &err), &err, "data_dir");
-    check(laminar_config_set(c, "checkpoint_interval", "1 hour", &err), &err, "interval");
-    check(laminar_open(c, &db, &err), &err, "open");
-    laminar_config_destroy(c);
     check(laminar_execute(db,
                           "CREATE SOURCE t (k VARCHAR, v DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);"
                           "CREATE STREAM s AS SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo,"
@@ -90,7 +144,7 @@ int main(int argc, char** argv) {
           &err, "DDL");
     check(laminar_source_open(db, "t", &src, &err), &err, "source");
     for (int64_t at = 0; at < groups; at += 65536) {
-      push_keys(src, &schema, at, groups - at < 65536 ? groups - at : 65536);
+      push_keys(src, &schema, at, groups - at < 65536 ? groups - at : 65536, 1000);
       check(laminar_run_until_idle(db, &err), &err, "run");
     }
     double t0 = now_s();
@@ -106,6 +160,7 @@ int main(int argc, char** argv) {
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
   }
+  sink_stalls(&schema);
   lm_schema_free(&schema);
   return 0;
 }

@@ -375,7 +375,8 @@ LAMINAR_API laminar_code laminar_durability_report(laminar_db* db, char* buf, si
  *                    structs are moved to the callee, which releases them,
  *                    whatever it returns
  *   pre_commit(e)    make epoch e durable as staged data (the checkpoint is
- *                    being taken); the next epoch may begin after it
+ *                    being taken, with the graph stopped: keep it short);
+ *                    the next epoch may begin after it
  *   commit(e)        publish epoch e: its checkpoint is durable. May be called
  *                    again for a published epoch (a no-op for the callee)
  *   rollback(e)      drop epoch e (the sink goes away with e open)

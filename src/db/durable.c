@@ -377,18 +377,19 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
   if (covered == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   lm_state_writer w;
   lm_state_writer_init(&w);
-  /* Flush the logs before the stall, so the one inside it (which makes sure
-   * no recorded offset is ahead of its log) has only the last few records. */
+  /* Flush the logs before the stall too, so the one after it (which makes
+   * sure no recorded offset is ahead of its log) has only the last records. */
   laminar_code rc = flush_wals(db, err);
   if (rc != LAMINAR_OK) {
     lm_free(covered);
     return rc;
   }
-  /* The stall: the graph stops between two messages. */
+  /* The stall: the graph stops between two messages, its state is copied,
+   * the sinks' open epoch is closed for writes and the next one begun. No
+   * I/O waits in here: files are flushed after the graph goes on. */
   int64_t t0 = now_ns();
   lm_rt_pause(&db->rt);
-  rc = flush_wals(db, err);
-  if (rc == LAMINAR_OK) rc = serialize(db, epoch, &w, err);
+  rc = serialize(db, epoch, &w, err);
   for (int32_t i = 0; i < g->nsources; i++) covered[i] = g->sources[i]->processed_seq;
   for (int32_t i = 0; i < db->nsinks && rc == LAMINAR_OK; i++) {
     lm_sink* k = db->sinks[i]->sink;
@@ -397,7 +398,15 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
   }
   lm_rt_resume(&db->rt);
   d->last_stall_ns = now_ns() - t0;
-  /* Ring 1: write, then publish. */
+  /* Ring 1. The logs first: the offsets recorded (covered) must never be
+   * ahead of what the WALs hold on disk (every processed record was appended
+   * before it was queued, so flushing all appended records covers them).
+   * Then the sinks' sealed epochs, the checkpoint file, and the publishing. */
+  if (rc == LAMINAR_OK) rc = flush_wals(db, err);
+  for (int32_t i = 0; i < db->nsinks && rc == LAMINAR_OK; i++) {
+    lm_sink* k = db->sinks[i]->sink;
+    if (k->vt->sync != NULL) rc = k->vt->sync(k, err);
+  }
   if (rc == LAMINAR_OK) rc = lm_ckpt_write(d->ckpt_dir, epoch, w.data, w.len, err);
   lm_state_writer_free(&w);
   if (rc == LAMINAR_OK) {

@@ -41,7 +41,20 @@ struct lm_file_sink {
   char* buf;            /* formatted rows not yet written */
   size_t len, cap;
   bool nomem;
+  /* Epochs sealed (closed for writes, graph stopped) and not yet synced:
+   * only the checkpoint coordinator touches these, never the writer. */
+  struct sealed_epoch* sealed;
+  int32_t nsealed, cap_sealed;
 };
+
+/* A sealed epoch: its staging file and the rows still to write to it. */
+typedef struct sealed_epoch {
+  uint64_t epoch;
+  int fd;               /* -1: not created yet */
+  uint64_t file_len;
+  char* buf;
+  size_t len;
+} sealed_epoch;
 
 static const char* ext(const lm_file_sink* s) { return s->format == LM_SINK_CSV ? "csv" : "jsonl"; }
 
@@ -205,21 +218,28 @@ static void format_rows(lm_file_sink* s, const lm_vec* cols, int64_t nrows) {
 /* ---- staging file ------------------------------------------------------------------- */
 
 
-static laminar_code flush_buf(lm_file_sink* s, laminar_error* err) {
-  if (s->len == 0) return LAMINAR_OK;
+/* Append buf[0..*len) to epoch's staging file at *file_len (created on the
+ * first write), then empty it. At the known end: a write that failed halfway
+ * is overwritten by the next attempt, and cut off before the flush. */
+static laminar_code write_staged(const lm_file_sink* s, uint64_t epoch, int* fd,
+                                 uint64_t* file_len, const char* buf, size_t* len,
+                                 laminar_error* err) {
+  if (*len == 0) return LAMINAR_OK;
   char path[4096];
-  part_path(s, s->current, true, path, sizeof path);
-  if (s->fd < 0) {
-    s->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (s->fd < 0) return io_fail(err, "create", path, errno);
+  part_path(s, epoch, true, path, sizeof path);
+  if (*fd < 0) {
+    *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (*fd < 0) return io_fail(err, "create", path, errno);
   }
-  /* At the known end: a write that failed halfway is overwritten by the
-   * next attempt, and cut off before the flush. */
-  int e = lm_fs_pwrite_all(s->fd, s->buf, s->len, s->file_len);
+  int e = lm_fs_pwrite_all(*fd, buf, *len, *file_len);
   if (e != 0) return io_fail(err, "write", path, e);
-  s->file_len += s->len;
-  s->len = 0;
+  *file_len += *len;
+  *len = 0;
   return LAMINAR_OK;
+}
+
+static laminar_code flush_buf(lm_file_sink* s, laminar_error* err) {
+  return write_staged(s, s->current, &s->fd, &s->file_len, s->buf, &s->len, err);
 }
 
 static void end_epoch(lm_file_sink* s) {
@@ -229,6 +249,13 @@ static void end_epoch(lm_file_sink* s) {
   s->file_len = 0;
   s->current = 0;
   s->header_done = false;
+}
+
+static void drop_sealed(lm_file_sink* s, int32_t i) {
+  if (s->sealed[i].fd >= 0) close(s->sealed[i].fd);
+  lm_free(s->sealed[i].buf);
+  memmove(&s->sealed[i], &s->sealed[i + 1], (size_t)(s->nsealed - i - 1) * sizeof *s->sealed);
+  s->nsealed--;
 }
 
 /* ---- the protocol -------------------------------------------------------------------- */
@@ -242,7 +269,10 @@ static laminar_code vt_begin(lm_sink* b, uint64_t epoch, laminar_error* err) {
   return lm_file_sink_begin((lm_file_sink*)b, epoch, err);
 }
 static laminar_code vt_pre_commit(lm_sink* b, laminar_error* err) {
-  return lm_file_sink_pre_commit((lm_file_sink*)b, err);
+  return lm_file_sink_seal((lm_file_sink*)b, err);
+}
+static laminar_code vt_sync(lm_sink* b, laminar_error* err) {
+  return lm_file_sink_sync((lm_file_sink*)b, err);
 }
 static laminar_code vt_commit(lm_sink* b, uint64_t epoch, laminar_error* err) {
   return lm_file_sink_commit((lm_file_sink*)b, epoch, err);
@@ -252,8 +282,13 @@ static laminar_code vt_recover(lm_sink* b, uint64_t epoch, laminar_error* err) {
 }
 static void vt_close(lm_sink* b) { lm_file_sink_close((lm_file_sink*)b); }
 
-static const lm_sink_vt FILE_VT = {vt_write, vt_begin, vt_pre_commit, vt_commit, vt_recover,
-                                   vt_close};
+static const lm_sink_vt FILE_VT = {.write = vt_write,
+                                   .begin = vt_begin,
+                                   .pre_commit = vt_pre_commit,
+                                   .sync = vt_sync,
+                                   .commit = vt_commit,
+                                   .recover = vt_recover,
+                                   .close = vt_close};
 
 lm_sink* lm_file_sink_base(lm_file_sink* sink) { return &sink->base; }
 
@@ -291,6 +326,8 @@ laminar_code lm_file_sink_open(const char* dir, lm_sink_format format, const lm_
 void lm_file_sink_close(lm_file_sink* s) {
   if (s == NULL) return;
   if (s->fd >= 0) close(s->fd);
+  while (s->nsealed > 0) drop_sealed(s, 0);
+  lm_free(s->sealed);
   lm_schema_free(&s->schema);
   lm_free(s->buf);
   lm_free(s->dir);
@@ -322,26 +359,73 @@ laminar_code lm_file_sink_write(lm_file_sink* s, const lm_vec* cols, int64_t nro
   return s->len >= FLUSH_BYTES ? flush_buf(s, err) : LAMINAR_OK;
 }
 
-laminar_code lm_file_sink_pre_commit(lm_file_sink* s, laminar_error* err) {
+laminar_code lm_file_sink_seal(lm_file_sink* s, laminar_error* err) {
   if (s->current == 0)
     return lm_error_set(err, LAMINAR_ERR_STATE, "sink '%s': no epoch to pre-commit", s->dir);
-  LM_TRY(flush_buf(s, err));
-  int e = s->fd >= 0 ? lm_fault_io() : 0;
-  if (e == 0 && s->fd >= 0 && ftruncate(s->fd, (off_t)s->file_len) != 0) e = errno;
-  if (e == 0 && s->fd >= 0 && fdatasync(s->fd) != 0) e = errno;
-  if (e != 0) {
-    char path[4096];
-    part_path(s, s->current, true, path, sizeof path);
-    return io_fail(err, "fdatasync", path, e);
+  if (s->nsealed == s->cap_sealed) {
+    int32_t cap = s->cap_sealed ? s->cap_sealed * 2 : 4;
+    sealed_epoch* grown = lm_realloc(s->sealed, (size_t)cap * sizeof *grown);
+    if (grown == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "sink '%s': out of memory", s->dir);
+    s->sealed = grown;
+    s->cap_sealed = cap;
   }
-  end_epoch(s); /* staged: the next epoch may begin, this one awaits commit */
+  s->sealed[s->nsealed++] =
+      (sealed_epoch){.epoch = s->current, .fd = s->fd, .file_len = s->file_len, .buf = s->buf, .len = s->len};
+  /* The next epoch starts with a buffer of its own. */
+  s->fd = -1;
+  s->buf = NULL;
+  s->len = s->cap = 0;
+  s->file_len = 0;
+  s->current = 0;
+  s->header_done = false;
   return LAMINAR_OK;
 }
 
+/* Write what is left of sealed epoch k, cut and flush its file, close it. */
+/* Write what is left of sealed epoch k, cut and flush its file, close it. */
+static laminar_code sync_one(lm_file_sink* s, sealed_epoch* k, laminar_error* err) {
+  LM_TRY(write_staged(s, k->epoch, &k->fd, &k->file_len, k->buf, &k->len, err));
+  if (k->fd < 0) return LAMINAR_OK; /* no row: no file */
+  int e = lm_fault_io();
+  if (e == 0 && ftruncate(k->fd, (off_t)k->file_len) != 0) e = errno;
+  if (e == 0 && fdatasync(k->fd) != 0) e = errno;
+  if (e != 0) {
+    char path[4096];
+    part_path(s, k->epoch, true, path, sizeof path);
+    return io_fail(err, "fdatasync", path, e);
+  }
+  close(k->fd);
+  k->fd = -1;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_file_sink_sync(lm_file_sink* s, laminar_error* err) {
+  /* Oldest first; a failure keeps that epoch and the later ones sealed, with
+   * what was written, for the next attempt. */
+  while (s->nsealed > 0) {
+    LM_TRY(sync_one(s, &s->sealed[0], err));
+    drop_sealed(s, 0);
+  }
+  return LAMINAR_OK;
+}
+
+laminar_code lm_file_sink_pre_commit(lm_file_sink* s, laminar_error* err) {
+  LM_TRY(lm_file_sink_seal(s, err));
+  return lm_file_sink_sync(s, err);
+}
+
+/* Index of sealed epoch `epoch`, or -1. */
+static int32_t find_sealed(const lm_file_sink* s, uint64_t epoch) {
+  for (int32_t i = 0; i < s->nsealed; i++)
+    if (s->sealed[i].epoch == epoch) return i;
+  return -1;
+}
+
 laminar_code lm_file_sink_commit(lm_file_sink* s, uint64_t epoch, laminar_error* err) {
-  if (epoch == s->current)
+  if (epoch == s->current || find_sealed(s, epoch) >= 0)
     return lm_error_set(err, LAMINAR_ERR_STATE,
-                        "sink '%s': epoch %" PRIu64 " committed before pre-commit", s->dir, epoch);
+                        "sink '%s': epoch %" PRIu64 " committed before it was pre-committed",
+                        s->dir, epoch);
   char from[4096], to[4096];
   part_path(s, epoch, true, from, sizeof from);
   part_path(s, epoch, false, to, sizeof to);
@@ -359,6 +443,8 @@ laminar_code lm_file_sink_commit(lm_file_sink* s, uint64_t epoch, laminar_error*
 
 laminar_code lm_file_sink_rollback(lm_file_sink* s, uint64_t epoch, laminar_error* err) {
   if (epoch == s->current) end_epoch(s);
+  int32_t k = find_sealed(s, epoch);
+  if (k >= 0) drop_sealed(s, k);
   char path[4096];
   part_path(s, epoch, true, path, sizeof path);
   if (unlink(path) != 0 && errno != ENOENT) return io_fail(err, "unlink", path, errno);
@@ -368,6 +454,7 @@ laminar_code lm_file_sink_rollback(lm_file_sink* s, uint64_t epoch, laminar_erro
 laminar_code lm_file_sink_recover(lm_file_sink* s, uint64_t checkpointed_epoch,
                                   laminar_error* err) {
   if (s->current != 0) end_epoch(s);
+  while (s->nsealed > 0) drop_sealed(s, 0);
   DIR* d = opendir(s->dir);
   if (d == NULL) return io_fail(err, "opendir", s->dir, errno);
   /* Collect first: renaming while reading a directory is unspecified. */

@@ -13,9 +13,12 @@
  * Protocol, driven by the checkpoint coordinator:
  *   begin(e)        open the staging file of epoch e (after the last committed)
  *   write(...)      append rows (formatted, buffered)
- *   pre_commit()    flush and fdatasync the staging file; from here on the
- *                   epoch survives a crash as staged data, and the next
- *                   epoch may begin while this one awaits its commit
+ *   seal()          close the epoch for writes (graph stopped: no I/O, its
+ *                   buffer and file move aside); the next epoch may begin
+ *   sync()          write, cut and fdatasync every sealed epoch's staging
+ *                   file (graph running, coordinator thread); from here on
+ *                   those epochs survive a crash as staged data
+ *   (pre_commit() is seal() then sync())
  *   -- the checkpoint manifest naming epoch e becomes durable --
  *   commit(e)       rename staging -> part, fsync the directory; idempotent
  *   rollback(e)     delete the staging file (the epoch will be produced again)
@@ -64,11 +67,25 @@ laminar_code lm_file_sink_begin(lm_file_sink* sink, uint64_t epoch, laminar_erro
 laminar_code lm_file_sink_write(lm_file_sink* sink, const lm_vec* cols, int64_t nrows,
                                 laminar_error* err);
 
-/* Make the current epoch's rows durable as staged data. */
+/* Close the current epoch for writes without I/O: its unwritten rows and its
+ * staging file are set aside for lm_file_sink_sync(). LAMINAR_ERR_STATE with
+ * no epoch open; LAMINAR_ERR_NOMEM (nothing changed). The writer may begin
+ * the next epoch and write to it while another thread syncs. */
+laminar_code lm_file_sink_seal(lm_file_sink* sink, laminar_error* err);
+
+/* Make every sealed epoch durable as staged data (write, ftruncate,
+ * fdatasync), oldest first. On failure the epoch that failed and later ones
+ * stay sealed, with what was written, and the next call goes on from there.
+ * Not concurrent with seal(), commit() or rollback(); concurrent writes to
+ * the open epoch are fine. */
+laminar_code lm_file_sink_sync(lm_file_sink* sink, laminar_error* err);
+
+/* seal() then sync(): make the current epoch's rows durable as staged data. */
 laminar_code lm_file_sink_pre_commit(lm_file_sink* sink, laminar_error* err);
 
-/* Publish epoch `epoch` (pre-committed in this run, or staged before a crash).
- * Committing an already committed epoch is a no-op. */
+/* Publish epoch `epoch` (pre-committed and synced in this run, or staged
+ * before a crash). Committing an already committed epoch is a no-op; an epoch
+ * still open or sealed and not synced is LAMINAR_ERR_STATE. */
 laminar_code lm_file_sink_commit(lm_file_sink* sink, uint64_t epoch, laminar_error* err);
 
 /* Drop epoch `epoch`'s staged rows. */

@@ -6,7 +6,9 @@
  *
  * write   rows of the open epoch           (reactor; the graph's thread)
  * begin   open epoch e                     (coordinator, graph stopped)
- * pre_commit  make the open epoch durable as staged data and close it
+ * pre_commit  close the open epoch for writes    (coordinator, graph stopped)
+ * sync    make the epochs closed by pre_commit durable as staged data
+ *         (coordinator, graph running; NULL: pre_commit already did)
  * commit  publish epoch e (idempotent)     (coordinator, after the checkpoint)
  * recover commit staged epochs <= c, drop later ones (open, before replay)
  */
@@ -24,6 +26,7 @@ typedef struct lm_sink_vt {
   laminar_code (*write)(lm_sink* s, const lm_vec* cols, int64_t nrows, laminar_error* err);
   laminar_code (*begin)(lm_sink* s, uint64_t epoch, laminar_error* err);
   laminar_code (*pre_commit)(lm_sink* s, laminar_error* err);
+  laminar_code (*sync)(lm_sink* s, laminar_error* err);
   laminar_code (*commit)(lm_sink* s, uint64_t epoch, laminar_error* err);
   laminar_code (*recover)(lm_sink* s, uint64_t checkpointed_epoch, laminar_error* err);
   void (*close)(lm_sink* s);
