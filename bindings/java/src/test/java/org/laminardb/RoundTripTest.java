@@ -113,6 +113,43 @@ class RoundTripTest extends AllocatorTest {
   }
 
   @Test
+  void queryReadsAMaterializedView() throws java.io.IOException {
+    try (LaminarDB db = LaminarDB.open()) {
+      db.execute(SQL);
+      db.execute("CREATE MATERIALIZED VIEW v AS SELECT k, n FROM t WHERE d IS NOT NULL;");
+      Schema schema = db.schema("t", allocator);
+      try (Source source = db.source("t");
+          VectorSchemaRoot in = rows(allocator, schema)) {
+        source.push(in);
+        db.runUntilIdle();
+        List<String> expected = new ArrayList<>();
+        for (int i = 0; i < KEYS.length; i++) {
+          if (!in.getVector("d").isNull(i)) {
+            expected.add(KEYS[i] + "|" + in.getVector("n").getObject(i));
+          }
+        }
+        List<String> got = new ArrayList<>();
+        try (org.apache.arrow.vector.ipc.ArrowReader reader =
+            db.query("SELECT k, n FROM v", allocator)) {
+          while (reader.loadNextBatch()) {
+            VectorSchemaRoot b = reader.getVectorSchemaRoot();
+            for (int i = 0; i < b.getRowCount(); i++) {
+              Object k = b.getVector("k").getObject(i);
+              got.add((k == null ? null : k.toString()) + "|" + b.getVector("n").getObject(i));
+            }
+          }
+        }
+        java.util.Collections.sort(expected, java.util.Comparator.nullsFirst(String::compareTo));
+        java.util.Collections.sort(got, java.util.Comparator.nullsFirst(String::compareTo));
+        assertEquals(expected, got);
+      }
+      LaminarException e =
+          assertThrows(LaminarException.class, () -> db.query("SELECT * FROM s", allocator));
+      assertEquals("LDB-1030", e.code());
+    }
+  }
+
+  @Test
   void nonAsciiNamesInErrors() {
     try (LaminarDB db = LaminarDB.open()) {
       LaminarException e = assertThrows(LaminarException.class, () -> db.source("tråd_日本"));
