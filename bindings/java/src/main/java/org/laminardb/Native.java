@@ -18,14 +18,25 @@ import java.io.File;
 final class Native {
   static {
     String path = System.getProperty("laminardb.library.path");
-    if (path != null && !path.isEmpty()) {
-      File file = new File(path);
-      if (file.isDirectory()) {
-        file = new File(file, System.mapLibraryName("laminar_jni"));
+    try {
+      if (path != null && !path.isEmpty()) {
+        File file = new File(path);
+        if (file.isDirectory()) {
+          file = new File(file, System.mapLibraryName("laminar_jni"));
+        }
+        System.load(file.getAbsolutePath());
+      } else {
+        System.loadLibrary("laminar_jni");
       }
-      System.load(file.getAbsolutePath());
-    } else {
-      System.loadLibrary("laminar_jni");
+    } catch (UnsatisfiedLinkError e) {
+      UnsatisfiedLinkError hint =
+          new UnsatisfiedLinkError(
+              "LaminarDB's JNI library could not be loaded ("
+                  + e.getMessage()
+                  + "): set -Dlaminardb.library.path to liblaminar_jni.so or its directory, "
+                  + "or put that directory on java.library.path (docs/JAVA.md)");
+      hint.initCause(e);
+      throw hint;
     }
   }
 
