@@ -158,4 +158,85 @@ class ConcurrencyTest extends AllocatorTest {
     assertTrue(sub.isClosed());
     pool.shutdown();
   }
+
+  @Test
+  void closingTheDatabaseUnderLoadNeverCrashes() throws Exception {
+    // Producers, a consumer and a catalog caller run while the main thread closes the
+    // database at an arbitrary moment: every call either works or throws LDB-9002
+    // (closed), and nothing touches freed memory (the ASan run checks that too).
+    List<BufferAllocator> allocators = new ArrayList<>();
+    for (int r = 0; r < 20; r++) {
+      final int round = r;
+      LaminarDB db = LaminarDB.open();
+      db.execute("CREATE SOURCE a (v BIGINT, ts BIGINT); CREATE SOURCE b (v BIGINT, ts BIGINT);"
+          + "CREATE STREAM s AS SELECT v FROM a WHERE v > 10;");
+      if (round % 2 == 0) {
+        db.start();
+      }
+      BufferAllocator mine = allocator.newChildAllocator("round" + round, 0, Long.MAX_VALUE);
+      allocators.add(mine);
+      Subscription sub = db.subscribe("s", mine);
+      ExecutorService pool = Executors.newFixedThreadPool(4);
+      List<Future<String>> outcomes = new ArrayList<>();
+      for (String name : List.of("a", "b")) {
+        outcomes.add(
+            pool.submit(
+                () -> {
+                  try (Source source = db.source(name);
+                      VectorSchemaRoot root = VectorSchemaRoot.create(
+                          db.schema(name, mine), mine)) {
+                    for (long i = 0; ; i++) {
+                      root.allocateNew();
+                      ((BigIntVector) root.getVector("v")).setSafe(0, i);
+                      ((BigIntVector) root.getVector("ts")).setSafe(0, i);
+                      root.setRowCount(1);
+                      source.push(root);
+                    }
+                  } catch (LaminarException e) {
+                    return e.code();
+                  }
+                }));
+      }
+      outcomes.add(
+          pool.submit(
+              () -> {
+                try {
+                  while (true) {
+                    VectorSchemaRoot b = sub.poll(Duration.ofMillis(5));
+                    if (b != null) {
+                      b.close();
+                    }
+                  }
+                } catch (LaminarException e) {
+                  return e.code();
+                }
+              }));
+      outcomes.add(
+          pool.submit(
+              () -> {
+                try {
+                  for (int i = 0; ; i++) {
+                    db.execute("CREATE STREAM x" + i + " AS SELECT v FROM b;");
+                    if (round % 2 == 1) {
+                      db.runUntilIdle();
+                    }
+                  }
+                } catch (LaminarException e) {
+                  return e.code();
+                }
+              }));
+      Thread.sleep(5 + 7 * round % 40);
+      db.close();
+      for (Future<String> outcome : outcomes) {
+        String code = outcome.get(30, TimeUnit.SECONDS);
+        assertTrue(code.equals("LDB-9002") || code.equals("LDB-3006"), code);
+      }
+      pool.shutdown();
+      assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS));
+      assertTrue(sub.isClosed());
+    }
+    for (BufferAllocator a : allocators) {
+      a.close();
+    }
+  }
 }
