@@ -159,6 +159,20 @@ class ConcurrencyTest extends AllocatorTest {
     pool.shutdown();
   }
 
+  /** Run body(0), body(1), ... until it throws LaminarException; give its code. */
+  private static java.util.concurrent.Callable<String> untilThrows(
+      java.util.function.LongConsumer body) {
+    return () -> {
+      try {
+        for (long i = 0; ; i++) {
+          body.accept(i);
+        }
+      } catch (LaminarException e) {
+        return e.code();
+      }
+    };
+  }
+
   @Test
   void closingTheDatabaseUnderLoadNeverCrashes() throws Exception {
     // Producers, a consumer and a catalog caller run while the main thread closes the
@@ -199,32 +213,22 @@ class ConcurrencyTest extends AllocatorTest {
       }
       outcomes.add(
           pool.submit(
-              () -> {
-                try {
-                  while (true) {
+              untilThrows(
+                  i -> {
                     VectorSchemaRoot b = sub.poll(Duration.ofMillis(5));
                     if (b != null) {
                       b.close();
                     }
-                  }
-                } catch (LaminarException e) {
-                  return e.code();
-                }
-              }));
+                  })));
       outcomes.add(
           pool.submit(
-              () -> {
-                try {
-                  for (int i = 0; ; i++) {
+              untilThrows(
+                  i -> {
                     db.execute("CREATE STREAM x" + i + " AS SELECT v FROM b;");
                     if (round % 2 == 1) {
                       db.runUntilIdle();
                     }
-                  }
-                } catch (LaminarException e) {
-                  return e.code();
-                }
-              }));
+                  })));
       Thread.sleep(5 + 7 * round % 40);
       db.close();
       for (Future<String> outcome : outcomes) {
