@@ -1,6 +1,10 @@
 package org.laminardb;
 
 import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
 
 /**
  * The JNI entry points of liblaminar_jni.so, one per laminar.h call (see
@@ -10,13 +14,24 @@ import java.io.File;
  * used by one thread at a time.
  *
  * <p>The library is found, in order: the system property {@code laminardb.library.path}
- * (the library file, or a directory holding liblaminar_jni.so), then
- * {@code java.library.path} ({@code System.loadLibrary("laminar_jni")}).
+ * (the library file, or a directory holding liblaminar_jni.so); {@code
+ * java.library.path} ({@code System.loadLibrary("laminar_jni")}); the copy bundled in
+ * the jar (built with {@code -Dlaminardb.native.bundle=DIR}, see pom.xml), extracted
+ * with liblaminar.so.0 to a temporary directory that is deleted at exit.
  * liblaminar_jni.so finds liblaminar.so.0 through its RUNPATH (its own directory,
- * and the build tree when run from there) or the system's library path.
+ * and the build tree when run from there) or the system's library path; the bundled
+ * pair is loaded core first, so its soname is already present.
  */
 final class Native {
+  /** Where the jar holds the bundled libraries (pom.xml, laminardb.native.bundle). */
+  static final String BUNDLE = "/org/laminardb/native/linux-x86_64/";
+
   static {
+    load();
+  }
+
+  /** Load liblaminar_jni.so as the class comment says; throws UnsatisfiedLinkError. */
+  private static void load() {
     String path = System.getProperty("laminardb.library.path");
     try {
       if (path != null && !path.isEmpty()) {
@@ -29,18 +44,55 @@ final class Native {
         System.loadLibrary("laminar_jni");
       }
     } catch (UnsatisfiedLinkError e) {
+      if ((path == null || path.isEmpty()) && loadBundled()) {
+        return;
+      }
       UnsatisfiedLinkError hint =
           new UnsatisfiedLinkError(
               "LaminarDB's JNI library could not be loaded ("
                   + e.getMessage()
                   + "): set -Dlaminardb.library.path to liblaminar_jni.so or its directory, "
-                  + "or put that directory on java.library.path (docs/JAVA.md)");
+                  + "put that directory on java.library.path, or use a jar that bundles it "
+                  + "(docs/JAVA.md)");
       hint.initCause(e);
       throw hint;
     }
   }
 
   private Native() {}
+
+  /**
+   * Load liblaminar.so.0 and liblaminar_jni.so from the jar, if it bundles them.
+   *
+   * @return false if the jar has no bundled libraries
+   * @throws UnsatisfiedLinkError if they are there but cannot be extracted or loaded
+   */
+  private static boolean loadBundled() {
+    if (Native.class.getResource(BUNDLE + "liblaminar_jni.so") == null) {
+      return false;
+    }
+    try {
+      Path dir = Files.createTempDirectory("laminardb-native");
+      dir.toFile().deleteOnExit();
+      for (String name : new String[] {"liblaminar.so.0", "liblaminar_jni.so"}) {
+        Path file = dir.resolve(name);
+        try (InputStream in = Native.class.getResourceAsStream(BUNDLE + name)) {
+          if (in == null) {
+            throw new IOException(BUNDLE + name + " is missing from the jar");
+          }
+          Files.copy(in, file);
+        }
+        file.toFile().deleteOnExit();
+        System.load(file.toAbsolutePath().toString());
+      }
+      return true;
+    } catch (IOException e) {
+      UnsatisfiedLinkError error =
+          new UnsatisfiedLinkError("cannot extract LaminarDB's bundled native library: " + e);
+      error.initCause(e);
+      throw error;
+    }
+  }
 
   static native byte[] version();
 
