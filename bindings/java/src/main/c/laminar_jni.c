@@ -207,6 +207,14 @@ JNIEXPORT void JNICALL Java_org_laminardb_Native_query(JNIEnv* env, jclass cls, 
   failed(env, code, &err);
 }
 
+/* laminar_metrics into the ArrowArrayStream at `stream`. */
+JNIEXPORT void JNICALL Java_org_laminardb_Native_metrics(JNIEnv* env, jclass cls, jlong db,
+                                                         jlong stream) {
+  (void)cls;
+  laminar_error err;
+  failed(env, laminar_metrics(DB(db), PTR(struct ArrowArrayStream, stream), &err), &err);
+}
+
 /* laminar_schema of `name` into the ArrowSchema at `schema`. */
 JNIEXPORT void JNICALL Java_org_laminardb_Native_schema(JNIEnv* env, jclass cls, jlong db,
                                                         jbyteArray name_bytes,

@@ -113,6 +113,22 @@ public final class LaminarDB implements AutoCloseable {
   }
 
   /**
+   * The engine's counters now, as rows (kind, name, metric, value): per source
+   * pushed_batches, pushed_rows, queue_depth, ...; per stream rows_in, rows_out,
+   * late_rows, subscribers, ...; see {@code laminar_metrics} in laminar.h. Close the
+   * reader.
+   */
+  public ArrowReader metrics(BufferAllocator allocator) {
+    try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
+      locked(p -> {
+        Native.metrics(p, stream.memoryAddress());
+        return null;
+      });
+      return Data.importArrayStream(allocator, stream);
+    }
+  }
+
+  /**
    * The Arrow schema of a source's, stream's or view's rows (a view's as subscribers
    * get them, with {@code _weight}).
    *

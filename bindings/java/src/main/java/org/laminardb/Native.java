@@ -106,6 +106,8 @@ final class Native {
 
   static native void schema(long db, byte[] name, long schemaAddress);
 
+  static native void metrics(long db, long streamAddress);
+
   static native void start(long db);
 
   static native void stop(long db);

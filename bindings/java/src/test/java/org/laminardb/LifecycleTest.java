@@ -39,6 +39,46 @@ class LifecycleTest extends AllocatorTest {
     }
   }
 
+  @Test
+  void cleanerClosesAnUnreachableSubscription() throws InterruptedException {
+    try (LaminarDB db = LaminarDB.open()) {
+      db.execute(SQL);
+      try (Subscription kept = db.subscribe("s", allocator)) {
+        db.subscribe("s", allocator); // dropped without close
+        assertEquals(2, subscribers(db));
+        assertTrue(!kept.isClosed());
+      }
+      // The core counts subscribers; the Cleaner's close of the dropped one brings
+      // the count to zero.
+      for (int i = 0; i < 200 && subscribers(db) != 0; i++) {
+        System.gc();
+        Thread.sleep(25);
+      }
+      assertEquals(0, subscribers(db), "the Cleaner never closed the dropped subscription");
+    }
+  }
+
+  /** The "subscribers" metric of stream s (LaminarDB.metrics). */
+  private long subscribers(LaminarDB db) {
+    long found = -1;
+    try (org.apache.arrow.vector.ipc.ArrowReader reader = db.metrics(allocator)) {
+      while (reader.loadNextBatch()) {
+        VectorSchemaRoot rows = reader.getVectorSchemaRoot();
+        for (int r = 0; r < rows.getRowCount(); r++) {
+          if ("stream".equals(String.valueOf(rows.getVector("kind").getObject(r)))
+              && "s".equals(String.valueOf(rows.getVector("name").getObject(r)))
+              && "subscribers".equals(String.valueOf(rows.getVector("metric").getObject(r)))) {
+            found = (Long) rows.getVector("value").getObject(r);
+          }
+        }
+      }
+    } catch (IOException e) {
+      throw new AssertionError(e);
+    }
+    assertTrue(found >= 0, "no subscribers metric for stream s");
+    return found;
+  }
+
   private static long rssKiB() throws IOException {
     for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
       if (line.startsWith("VmRSS:")) {
