@@ -8,6 +8,7 @@
 #   bench/run.sh [N]          N events (default 10000000; or BENCH_N=...)
 #   BENCH_REPS=5 bench/run.sh reps per figure (default 3; median reported)
 #   BENCH_RING_ITEMS=1e8      items for bench_ring (default 100000000)
+#   BENCH_JAVA=0              skip W1 from Java (bindings/java W1Bench)
 #
 # Exit status: non-zero if a build fails, limit_vwap is missing, or a result check fails.
 set -euo pipefail
@@ -68,6 +69,20 @@ STATUS=0
 "$BUILD/bench/bench_vwap" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6" \
   --w2b-rows-per-s "${W2B}e6" | tee "$OUT/bench_vwap.txt" || STATUS=$?
 
+# W1 from Java (bindings/java W1Bench, docs/BENCHMARKS.md "Java"), when the build made
+# the JNI library (a JDK and mvn were found); BENCH_JAVA=0 skips it.
+JAVA_LIB="$BUILD/bindings/java/liblaminar_jni.so"
+if [[ "${BENCH_JAVA:-1}" != 0 && -f "$JAVA_LIB" ]]; then
+  echo "== W1Bench $N --reps $REPS (Java)"
+  C_W1="$(sed -n 's/^RESULT W1 *inline .* \([0-9.][0-9.]*\) M rows\/s.*/\1/p' "$OUT/bench_vwap.txt")"
+  JAVA_OPTS="-Xmx2g" "$ROOT/bindings/java/run.sh" "$BUILD/bindings/java" \
+    "$BUILD/bindings/java/maven" org.laminardb.W1Bench "$N" --reps "$REPS" \
+    --w1b-rows-per-s "${W1B}e6" ${C_W1:+--c-rows-per-s "${C_W1}e6"} \
+    | tee "$OUT/bench_java.txt" || STATUS=$?
+else
+  : >"$OUT/bench_java.txt"
+fi
+
 echo "== limit_vwap $N $REPS (after)"
 "$BUILD/limit_vwap" "$N" "$REPS" | tee "$OUT/limit_vwap_after.txt"
 W1B_BEFORE="$W1B"
@@ -116,6 +131,15 @@ for w in W1 W2; do
   done
   printf "%-22s %12s %10s %8s   %s\n" "$w paced (50%)" "-" "-" "-" \
     "$(lat "$w" 'paced@[0-9]+%')"
+done
+for m in inline threaded; do
+  jw1="$(sed -n "s/^RESULT JW1 *$m .* \([0-9.][0-9.]*\) M rows\/s.*/\1/p" "$OUT/bench_java.txt")"
+  if [[ -n "$jw1" ]]; then
+    printf "%-22s %12s %10s %8s   %s\n" "Java W1 $m" "$jw1" \
+      "$(awk -v a="$jw1" -v b="$W1B" 'BEGIN { printf "%.3f", a / b }')x W1b" ">=0.4" \
+      "$(awk -v a="$jw1" -v c="$(mrows W1 inline)" \
+         'BEGIN { if (c > 0) printf "%.2fx C W1 inline", a / c }')"
+  fi
 done
 if [[ -s "$OUT/bench_ring.txt" ]]; then
   printf "%-22s %12s %10s %8s\n" "SPSC ring single" \

@@ -6,6 +6,8 @@
 #   3. the pinned nanoarrow source archive in the user cache (sha256-checked), so
 #      every CMake build (C tests, the Python package) finds it without a download
 #   4. the Python package ./bindings/python and its test requirements, if present
+#   5. the Java binding's Maven dependencies (bindings/java), when a JDK and mvn are
+#      present, so ctest can build and test it offline (mvn -o)
 # Environment: PYTHON (interpreter for the venv, default python3).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -76,5 +78,22 @@ fi
 if [ -f bindings/python/pyproject.toml ]; then
   echo "setup: installing ./bindings/python into .venv"
   "$venv_py" -m pip install -q ./bindings/python
+fi
+# ---- 5. the Java binding's Maven dependencies ----------------------------------
+# A package run with no test selected resolves the compile/test classpaths and the
+# plugins (jar and dependency, which bindings/java/run.sh uses, included); surefire's JUnit provider is resolved only when tests
+# run, so it is fetched by name. Both are no-ops once ~/.m2 holds everything.
+if [ -f bindings/java/pom.xml ] && command -v mvn > /dev/null && command -v javac > /dev/null; then
+  echo "setup: fetching the Java binding's Maven dependencies"
+  m2_build=$(mktemp -d)
+  surefire=$(sed -n 's|.*<surefire.version>\(.*\)</surefire.version>.*|\1|p' bindings/java/pom.xml)
+  mvn -q -B -f bindings/java/pom.xml "-Dlaminardb.build.dir=$m2_build" \
+      -Dtest=NoSuchTest -Dsurefire.failIfNoSpecifiedTests=false package \
+      dependency:build-classpath "-Dmdep.outputFile=$m2_build/classpath.txt"
+  # Outside the project: inside it, the pinned dependency plugin resolves the
+  # provider's JUnit platform to other versions than surefire later asks for.
+  (cd "$m2_build" && mvn -q -B dependency:get \
+      "-Dartifact=org.apache.maven.surefire:surefire-junit-platform:$surefire")
+  rm -rf "$m2_build"
 fi
 echo "setup: done"

@@ -1,0 +1,94 @@
+package org.laminardb;
+
+import java.nio.charset.StandardCharsets;
+
+/**
+ * An error reported by LaminarDB: the core's stable code ({@code "LDB-1001"}) and its
+ * message, which names the object, the column and, for SQL, the line:column.
+ *
+ * <p>Unchecked, like {@code java.sql.SQLException}'s modern wrappers: a failed call
+ * leaves the database as it was, so most callers let it propagate. The code's
+ * thousands digit is the area: 1 SQL, 2 schema/type, 3 ingest, 4 subscription,
+ * 5 storage, 6 config, 9 internal or misuse (LDB-9002: a closed or foreign handle).
+ */
+public class LaminarException extends RuntimeException {
+  private static final long serialVersionUID = 1L;
+
+  /** LDB-9002: a closed handle or a bad argument. */
+  public static final int MISUSE = 9002;
+  /** LDB-4001: the subscription's stream was dropped or its database closed. */
+  public static final int SUBSCRIPTION_CLOSED = 4001;
+
+  private final int number;
+  private final int line;
+  private final int column;
+  private final String objectName;
+  private final String columnName;
+
+  /**
+   * An exception with the given detail.
+   *
+   * @param number the LDB number (e.g. 1001)
+   * @param message the message, starting with "LDB-NNNN: "
+   * @param line 1-based SQL line, 0 when not SQL
+   * @param column 1-based SQL column, 0 when not SQL
+   * @param objectName the source or stream named, "" when none
+   * @param columnName the column named, "" when none
+   */
+  public LaminarException(
+      int number, String message, int line, int column, String objectName, String columnName) {
+    super(message);
+    this.number = number;
+    this.line = line;
+    this.column = column;
+    this.objectName = objectName;
+    this.columnName = columnName;
+  }
+
+  /** Called by the JNI library with the core's laminar_error (text as UTF-8 bytes). */
+  static LaminarException fromNative(
+      int number, byte[] message, int line, int column, byte[] objectName, byte[] columnName) {
+    return new LaminarException(
+        number,
+        new String(message, StandardCharsets.UTF_8),
+        line,
+        column,
+        new String(objectName, StandardCharsets.UTF_8),
+        new String(columnName, StandardCharsets.UTF_8));
+  }
+
+  /** LDB-9002 for misuse detected on the Java side (a closed handle, a bad argument). */
+  static LaminarException misuse(String what) {
+    return new LaminarException(MISUSE, String.format("LDB-%04d: %s", MISUSE, what), 0, 0, "", "");
+  }
+
+  /** The stable code, {@code "LDB-NNNN"}. */
+  public String code() {
+    return String.format("LDB-%04d", number);
+  }
+
+  /** The code's number (1001 for LDB-1001). */
+  public int number() {
+    return number;
+  }
+
+  /** The 1-based line of the SQL text the error points at, 0 when not SQL. */
+  public int line() {
+    return line;
+  }
+
+  /** The 1-based column of the SQL text the error points at, 0 when not SQL. */
+  public int column() {
+    return column;
+  }
+
+  /** The source or stream the error names, "" when none. */
+  public String objectName() {
+    return objectName;
+  }
+
+  /** The column the error names, "" when none. */
+  public String columnName() {
+    return columnName;
+  }
+}

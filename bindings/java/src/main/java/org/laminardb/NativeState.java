@@ -1,0 +1,131 @@
+package org.laminardb;
+
+import java.lang.ref.Cleaner;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+
+/**
+ * The lifetime machinery behind every handle class: the C pointer, the locks, and the
+ * {@link Cleaner} action that frees it if the user forgets to close.
+ *
+ * <p>DESIGN. laminar.h lets distinct handles be used from different threads at once,
+ * one thread at a time per handle, and forbids any call while {@code laminar_close}
+ * runs. So each database has a read-write lock: every call on the database or one of
+ * its sources or subscriptions holds the read lock, {@code close} of the database takes
+ * the write lock (waiting for calls in flight, at most one 100 ms wait slice of a
+ * subscription). Each child handle's monitor makes its calls one at a time. Lock order:
+ * the database's lock, then the child's monitor. A closed handle has pointer 0 and every
+ * call on it throws LDB-9002 instead of touching freed memory.
+ *
+ * <p>The state objects never point back at the public wrapper, so an unreachable
+ * wrapper can be cleaned; a database's state keeps its open children's states and
+ * closes them before {@code laminar_close} (which would otherwise free them under the
+ * children's feet).
+ */
+final class NativeState {
+  static final Cleaner CLEANER = Cleaner.create();
+
+  private NativeState() {}
+
+  /** The state of one database handle. */
+  static final class Db implements Runnable {
+    final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+    final Set<Child> children = ConcurrentHashMap.newKeySet();
+    private long pointer;
+
+    Db(long pointer) {
+      this.pointer = pointer;
+    }
+
+    /** The pointer; call with the read or write lock held. Throws LDB-9002 if closed. */
+    long require() {
+      if (pointer == 0) {
+        throw LaminarException.misuse("database is closed");
+      }
+      return pointer;
+    }
+
+    boolean isClosed() {
+      lock.readLock().lock();
+      try {
+        return pointer == 0;
+      } finally {
+        lock.readLock().unlock();
+      }
+    }
+
+    /** Close the children, then the database; idempotent (close() and the Cleaner). */
+    @Override
+    public void run() {
+      lock.writeLock().lock();
+      try {
+        if (pointer == 0) {
+          return;
+        }
+        for (Child child : children) {
+          child.free();
+        }
+        children.clear();
+        long p = pointer;
+        pointer = 0;
+        Native.close(p);
+      } finally {
+        lock.writeLock().unlock();
+      }
+    }
+  }
+
+  /** The state of a source or subscription handle. */
+  abstract static class Child implements Runnable {
+    final Db db;
+    final String label;
+    private long pointer;
+
+    Child(Db db, long pointer, String label) {
+      this.db = db;
+      this.pointer = pointer;
+      this.label = label;
+    }
+
+    /** The pointer; call with db's read lock and this monitor held. Throws if closed. */
+    final long require() {
+      if (pointer == 0) {
+        throw LaminarException.misuse(label + " is closed");
+      }
+      return pointer;
+    }
+
+    final synchronized boolean isClosed() {
+      return pointer == 0;
+    }
+
+    /** Free the C handle and what the Java side holds for it; a no-op once done. */
+    final synchronized void free() {
+      if (pointer != 0) {
+        long p = pointer;
+        pointer = 0;
+        freeNative(p);
+      }
+      freeJava();
+    }
+
+    /** Free the C handle (called once). */
+    abstract void freeNative(long p);
+
+    /** Free Java-side resources (Arrow structs); may be called more than once. */
+    void freeJava() {}
+
+    /** Close: under db's read lock (the db may be closing: then it frees us). */
+    @Override
+    public final void run() {
+      db.lock.readLock().lock();
+      try {
+        free();
+        db.children.remove(this);
+      } finally {
+        db.lock.readLock().unlock();
+      }
+    }
+  }
+}
