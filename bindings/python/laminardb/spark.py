@@ -501,7 +501,8 @@ def _stream_task(p: Plan, location: str,
     out_schema = _spark_out_schema(p)
     # Sort the micro-batch by event time (then the key) so every attempt
     # pushes the same rows in the same order, whatever order the shuffle gave.
-    table = pa.Table.from_batches(list(batches), schema=p.input_schema)
+    received = list(batches)
+    table = pa.Table.from_batches(received) if received else p.input_schema.empty_table()
     if table.num_rows:
         order = [(p.event_time, "ascending")] + [(k, "ascending") for k in p.keys]
         table = table.take(pc.sort_indices(table, sort_keys=order))
