@@ -207,3 +207,10 @@ def test_streaming_needs_a_state_location(spark: Any, tmp_path: Path) -> None:  
     assert "WATERMARK" not in no_wm
     with pytest.raises(laminardb.SchemaError, match="LDB-2003.*WATERMARK"):
         lspark.run(stream, no_wm, state_location=str(tmp_path / "s"))
+    # A state location keeps the SQL and the partitions of its query.
+    lspark.run(stream, SQL, state_location=str(tmp_path / "s"), partitions=3)
+    with pytest.raises(laminardb.ConfigError, match="LDB-6003.*other partitions"):
+        lspark.run(stream, SQL, state_location=str(tmp_path / "s"), partitions=4)
+    with pytest.raises(laminardb.ConfigError, match="LDB-6003.*other SQL"):
+        lspark.run(stream, SQL.replace("COUNT(*) AS n", "COUNT(*) AS c"),
+                   state_location=str(tmp_path / "s"), partitions=3)

@@ -60,6 +60,7 @@ _COLUMN_TYPE = 3004
 _UNKNOWN_OBJECT = 1002
 _UNSUPPORTED = 1005
 _CONFIG_VALUE = 6002
+_CONFIG_CONFLICT = 6003
 _SCHEMA_INVALID = 2003
 
 #: Spark's local property holding the micro-batch id of a streaming query.
@@ -244,7 +245,7 @@ def _db_has_no(db: laminardb.Connection, name: str) -> bool:
     return False
 
 
-def _input_frame(df: DataFrame, p: Plan, partitions: int | None) -> DataFrame:
+def _input_frame(df: DataFrame, p: Plan, partitions: int | None) -> tuple[DataFrame, int]:
     """Select, cast, partition (and, in batch, sort) ``df`` for the tasks.
 
     Args:
@@ -253,7 +254,8 @@ def _input_frame(df: DataFrame, p: Plan, partitions: int | None) -> DataFrame:
         partitions: Number of partitions (None: ``spark.sql.shuffle.partitions``).
 
     Returns:
-        The DataFrame ``mapInArrow`` runs over.
+        The DataFrame ``mapInArrow`` runs over, and its number of engines
+        (0: as many as ``df`` has partitions, for ``any``).
     """
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
@@ -273,12 +275,14 @@ def _input_frame(df: DataFrame, p: Plan, partitions: int | None) -> DataFrame:
     if p.partitioning == "key":
         out = out.repartition(partitions, *[F.col(k) for k in p.keys])
     elif p.partitioning == "single":
-        out = out.repartition(1)
+        out = out.repartition(partitions := 1)
+    else:
+        partitions = 0
     if p.event_time is not None and p.partitioning != "any" and not df.isStreaming:
         # Streaming DataFrames cannot be sorted: their tasks sort each
         # micro-batch themselves (_stream_task).
         out = out.sortWithinPartitions(p.event_time)
-    return out
+    return out, partitions
 
 
 def run(
@@ -316,7 +320,9 @@ def run(
 
     Raises:
         SQLError, IngestError: As :func:`plan`, on the driver.
-        ConfigError: LDB-6002 for a streaming ``df`` without ``state_location``.
+        ConfigError: LDB-6002 for a streaming ``df`` without ``state_location``;
+            LDB-6003 when it holds another query's state (other SQL or
+            number of partitions).
         SchemaError: LDB-2003 for a streaming windowed stream whose source
             declares no WATERMARK (nothing would ever close its windows).
 
@@ -327,7 +333,7 @@ def run(
 
     p = plan(df, sql, source=source, stream=stream, **options)
     out_type = from_arrow_schema(p.output_schema)
-    frame = _input_frame(df, p, partitions)
+    frame, engines = _input_frame(df, p, partitions)
     if not df.isStreaming or p.partitioning == "any":
         # Without windows there is no state to carry: a streaming query's
         # micro-batches run exactly as batch partitions (no final watermark,
@@ -348,9 +354,38 @@ def run(
             object=p.source,
         )
     location = os.fspath(state_location)
-    os.makedirs(location, exist_ok=True)
+    _check_state_location(Path(location), p, engines)
     task = functools.partial(_stream_task, p, location)
     return frame.mapInArrow(task, out_type)
+
+
+def _check_state_location(location: Path, p: Plan, partitions: int) -> None:
+    """Record what the states under ``location`` belong to; refuse another query.
+
+    State is kept per partition id, so a restart must hash the rows into the
+    same number of partitions and run the same SQL.
+
+    Raises:
+        ConfigError: LDB-6003 when ``location`` holds the state of a query
+            with other SQL or another number of partitions.
+    """
+    location.mkdir(parents=True, exist_ok=True)
+    meta = {"sql": p.sql, "stream": p.stream, "partitions": partitions}
+    path = location / "query.json"
+    if path.exists():
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored != meta:
+            what = "partitions" if stored.get("sql") == p.sql else "SQL"
+            raise error_for(
+                _CONFIG_CONFLICT,
+                f"LDB-6003: state_location '{location}' holds the state of a query with "
+                f"other {what} ({stored.get('partitions')} partitions): keep the SQL and "
+                "partitions of a streaming query, or use a new location",
+            )
+        return
+    tmp = location / ".query.json.tmp"
+    tmp.write_text(json.dumps(meta), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------------------
