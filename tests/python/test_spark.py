@@ -10,6 +10,7 @@ left out of the ASan pytest run (scripts/test.sh).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +202,18 @@ def test_with_expr_errors_point_into_the_expression(spark: Any, tmp_path: Path) 
     err = no_job_runs(spark, lambda: lspark.with_expr(df, "x", "price + nope"))
     assert err.code == "LDB-1003"
     assert (err.line, err.column) == (1, 9)
+
+
+def test_spark_md_examples_run(spark: Any) -> None:  # noqa: ANN401
+    """docs/SPARK.md's examples (```py blocks, in order) run in this session.
+
+    They are fenced ``py`` rather than ``python`` so test_docs.py, which also
+    runs in the ASan pass where no JVM may start, leaves them to this test.
+    """
+    text = (Path(__file__).resolve().parents[2] / "docs" / "SPARK.md").read_text()
+    blocks = re.findall(r"```py\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 4
+    namespace: dict[str, object] = {"__name__": "doc:SPARK.md"}
+    for block in blocks:
+        exec(compile(block, "docs/SPARK.md", "exec"), namespace)  # noqa: S102 -- our docs
+    assert namespace["spark"] is spark  # getOrCreate() found the suite's session
