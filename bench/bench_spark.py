@@ -8,7 +8,9 @@ both read the same directory of Parquet files, ``--files-per-batch`` per
 micro-batch, with ``trigger(availableNow=True)`` into the ``noop`` sink; Spark's
 operator uses a zero-delay watermark (as W1's ``WATERMARK FOR ts AS ts``) in
 append mode. Prints one line per figure (median of ``--reps``) and the ratios,
-and checks the two batch answers have the same number of rows.
+and checks the two batch answers have the same number of rows. ``transfer_only_s``
+is the adapter's pipeline with the core left out (shuffle, sort, Arrow batches
+into the Python worker, dropped there): the rest of ``adapter_s`` is the core.
 
     .venv/bin/python bench/bench_spark.py --rows 5000000 --reps 3
 """
@@ -60,6 +62,13 @@ def spark_w1(df: Any, *, streaming: bool) -> Any:  # noqa: ANN401
         F.min("price").alias("min_price"))
 
 
+def _consume(batches: Any) -> Any:  # noqa: ANN401 -- a mapInArrow function
+    """Take every Arrow batch Spark hands the task, yield nothing."""
+    for _ in batches:
+        pass
+    return iter(())
+
+
 def median_seconds(reps: int, body: Callable[[int], None]) -> float:
     """Run ``body(rep)`` ``reps`` times; return the median wall time in seconds."""
     times = []
@@ -105,9 +114,16 @@ def main(argv: list[str] | None = None) -> int:
             args.reps, lambda _: adapter.write.format("noop").mode("overwrite").save())
         batch_spark = median_seconds(
             args.reps, lambda _: own.write.format("noop").mode("overwrite").save())
+        # The adapter's pipeline without the core: the same select, shuffle,
+        # sort and Arrow transfer into the Python worker, batches dropped.
+        plan = lspark.plan(df, W1_SQL)
+        transfer = (df.select(*plan.columns).repartition(args.partitions, *plan.keys)
+                    .sortWithinPartitions("ts").mapInArrow(_consume, df.schema))
+        batch_transfer = median_seconds(
+            args.reps, lambda _: transfer.write.format("noop").mode("overwrite").save())
         print(f"RESULT spark-batch W1 rows={args.rows} adapter_s={batch_adapter:.2f} "
               f"spark_s={batch_spark:.2f} ratio={batch_spark / batch_adapter:.2f} "
-              f"(result rows {n_adapter})")
+              f"transfer_only_s={batch_transfer:.2f} (result rows {n_adapter})")
 
         if not args.skip_streaming:
             schema = "symbol string, price double, volume long, ts long"

@@ -170,6 +170,9 @@ def test_errors_on_the_driver(spark: Any, tmp_path: Path) -> None:
     source = no_job_runs(spark, lambda: lspark.run(df, W1_SQL, source="quotes"))
     assert source.code == "LDB-1002"
     assert "reads source 'trades'" in str(source)
+    view = no_job_runs(spark, lambda: lspark.run(
+        df, W1_SQL + " CREATE MATERIALIZED VIEW mv AS SELECT symbol FROM trades", stream="mv"))
+    assert view.code == "LDB-1005"
     two = no_job_runs(spark, lambda: lspark.run(df, W1_SQL + W2_SQL.split(";", 1)[1]))
     assert two.code == "LDB-1005"
     assert "stream=" in str(two)
