@@ -214,3 +214,23 @@ def test_streaming_needs_a_state_location(spark: Any, tmp_path: Path) -> None:  
     with pytest.raises(laminardb.ConfigError, match="LDB-6003.*other SQL"):
         lspark.run(stream, SQL.replace("COUNT(*) AS n", "COUNT(*) AS c"),
                    state_location=str(tmp_path / "s"), partitions=3)
+
+
+def test_stream_without_windows_runs_per_micro_batch(
+        spark: Any, rng: np.random.Generator, tmp_path: Path) -> None:  # noqa: ANN401
+    """A filter/project stream keeps no state: no shuffle, no state_location."""
+    tables = feed_files(rng, rows=600, files=2)[:2]
+    add_files(tmp_path / "in", tables, 0)
+    stream = spark.readStream.schema("symbol string, price double, volume long, ts long") \
+        .option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
+    sql = SQL.split("CREATE STREAM")[0] + (
+        "CREATE STREAM big AS SELECT symbol, price * volume AS notional, ts FROM trades "
+        "WHERE volume > 50;")
+    out = lspark.run(stream, sql)
+    query = (out.writeStream.format("parquet").option("path", str(tmp_path / "out"))
+             .option("checkpointLocation", str(tmp_path / "ckpt")).start())
+    run_to_end(query)
+    got = [tuple(r) for r in spark.read.parquet(str(tmp_path / "out")).collect()]
+    columns, want = duck("SELECT symbol, price * volume, ts FROM t WHERE volume > 50",
+                         t=pa.concat_tables(tables))
+    assert_same_rows(got, want, columns)
