@@ -452,6 +452,27 @@ LAMINAR_API laminar_code laminar_metrics(laminar_db* db, struct ArrowArrayStream
 LAMINAR_API laminar_code laminar_stream_late_rows(laminar_db* db, const char* name,
                                                   int64_t* out, laminar_error* err);
 
+/* Report how stream `name`'s input may be split across independent databases
+ * (one per worker, as the Spark adapter does), as rows (role VARCHAR, name
+ * VARCHAR, value VARCHAR):
+ *   source        name: the root source the stream reads (through other
+ *                 streams)
+ *   event_time    name: that source's watermark column, value: its delay in
+ *                 ms (no row when the source declares no watermark)
+ *   key           name: a source column to hash on (one row each, in the
+ *                 source's column order): every
+ *                 windowed stream on the path groups by it as a plain column
+ *   partitioning  name: `key` (hash on the key rows), `single` (windowed, but
+ *                 no such column: all rows in one database) or `any` (no
+ *                 window on the path: any split gives the same rows)
+ * Ownership: *out is the caller's on LAMINAR_OK; release it with out->release.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no stream of that
+ *   name); LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_stream_partitioning(laminar_db* db, const char* name,
+                                                     struct ArrowArrayStream* out,
+                                                     laminar_error* err);
+
 /* ------------------------------------------------------------------------------
  * Sources
  * ---------------------------------------------------------------------------- */

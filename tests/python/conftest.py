@@ -8,16 +8,22 @@ Helpers: ``trades_table`` / ``TRADES`` / ``VWAP_EXPECTED`` (the quick-start
 data and its results computed by hand), ``drain`` (read a subscription until it
 has produced a number of rows).
 
-Markers: ``slow`` (long randomized runs) and ``spark`` (needs PySpark) are
-skipped unless ``--run-slow`` / ``--run-spark`` is given.
+Markers: ``slow`` (long randomized runs) is skipped unless ``--run-slow`` is
+given; ``spark`` (needs PySpark, tests/python/test_spark*.py) runs when pyspark
+is installed (the test requirements install it) or with ``--run-spark``.
+``spark`` is a local Spark session (``local[2,2]``: two threads, a failed task
+is tried once more) started once for the whole run.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -87,6 +93,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for marker in ("slow", "spark"):
         if config.getoption(f"--run-{marker}"):
             continue
+        if marker == "spark" and importlib.util.find_spec("pyspark") is not None:
+            continue
         skip = pytest.mark.skip(reason=f"needs --run-{marker}")
         for item in items:
             if marker in item.keywords:
@@ -134,6 +142,32 @@ def db() -> Iterator[laminardb.Connection]:
 def quickstart_db(db: laminardb.Connection) -> laminardb.Connection:
     """``db`` with the quick start's ``trades`` source and ``vwap`` stream."""
     return db.execute(QUICKSTART_SQL)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """A local Spark session for every Spark test (started once, stopped at the end).
+
+    Python workers run this interpreter (the venv with laminardb installed).
+    """
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2,2]")
+        .appName("laminardb-tests")
+        .config("spark.sql.shuffle.partitions", "3")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
 
 
 @pytest.fixture

@@ -161,11 +161,22 @@ class Connection(Handle):
             >>> db.query("SELECT k FROM big ORDER BY v DESC").column("k").to_pylist()
             ['b', 'c']
         """
-        text = c_text(sql, "sql")
+        return self._rows(lib.laminar_query, c_text(sql, "sql"))
+
+    def _rows(self, function: Any, text: bytes) -> pa.Table:  # noqa: ANN401 -- a cffi function
+        """Call ``function(db, text, &stream, err)`` and read the stream whole.
+
+        Args:
+            function: ``laminar_query`` or ``laminar_stream_partitioning``.
+            text: The encoded SQL or name.
+
+        Returns:
+            The rows as a ``pyarrow.Table``.
+        """
         stream = ffi.new("struct ArrowArrayStream*")
         err = ffi.new("laminar_error*")
         with self._lock:
-            code = lib.laminar_query(self._require_open(), text, stream, err)
+            code = function(self._require_open(), text, stream, err)
         raise_for(code, err)
         reader = import_reader(stream)
         try:
@@ -447,6 +458,27 @@ class Connection(Handle):
             code = lib.laminar_stream_late_rows(self._require_open(), text, out, err)
         raise_for(code, err)
         return int(out[0])
+
+    def partitioning(self, name: str) -> pa.Table:
+        """Report how stream ``name``'s input may be split across databases.
+
+        Rows of (role, name, value): ``source`` (the root source),
+        ``event_time`` (its watermark column; value: the delay in ms),
+        ``key`` (a source column to hash on, one row each) and
+        ``partitioning`` (``key``, ``single`` or ``any``);
+        ``laminar_stream_partitioning`` in include/laminar.h.
+
+        Args:
+            name: The stream.
+
+        Returns:
+            The rows as a ``pyarrow.Table``.
+
+        Raises:
+            SQLError: LDB-1002 if there is no stream of that name.
+            LaminarError: LDB-9002 if the connection is closed.
+        """
+        return self._rows(lib.laminar_stream_partitioning, c_text(name, "stream name"))
 
 
 def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.connect

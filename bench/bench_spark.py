@@ -1,0 +1,157 @@
+"""W1 (1-second tumbling VWAP per symbol) on local Spark: laminardb.spark against
+Spark's own ``groupBy(window(...), symbol).agg(...)``, batch and streaming, on
+the same data (the reference trades of ``laminardb.bench``).
+
+Batch: both read one cached DataFrame and write to Spark's ``noop`` sink, so
+each timing is one whole Spark job (its fixed overhead included). Streaming:
+both read the same directory of Parquet files, ``--files-per-batch`` per
+micro-batch, with ``trigger(availableNow=True)`` into the ``noop`` sink; Spark's
+operator uses a zero-delay watermark (as W1's ``WATERMARK FOR ts AS ts``) in
+append mode. Prints one line per figure (median of ``--reps``) and the ratios,
+and checks the two batch answers have the same number of rows. ``transfer_only_s``
+is the adapter's pipeline with the core left out (shuffle, sort, Arrow batches
+into the Python worker, dropped there): the rest of ``adapter_s`` is the core.
+
+    .venv/bin/python bench/bench_spark.py --rows 5000000 --reps 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import laminardb.spark as lspark
+from laminardb.bench import TRADES_SCHEMA, W1_SQL, symbol_array, trade_columns
+
+
+def write_files(directory: Path, rows: int, files: int) -> None:
+    """The first ``rows`` reference trades as ``files`` Parquet files, in time order."""
+    directory.mkdir(parents=True)
+    step = -(-rows // files)
+    for i in range(files):
+        count = min(step, rows - i * step)
+        cols = trade_columns(i * step, count)
+        table = pa.table([symbol_array(cols["symbol_id"]), pa.array(cols["price"]),
+                          pa.array(cols["volume"]), pa.array(cols["ts"])], schema=TRADES_SCHEMA)
+        path = directory / f"part-{i:04d}.parquet"
+        pq.write_table(table, path)
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+
+
+def spark_w1(df: Any, *, streaming: bool) -> Any:  # noqa: ANN401
+    """W1 with Spark's own operators."""
+    from pyspark.sql import functions as F
+
+    t = df.withColumn("event", F.expr("timestamp_millis(ts)"))
+    if streaming:
+        t = t.withWatermark("event", "0 seconds")
+    return t.groupBy(F.window("event", "1 second"), "symbol").agg(
+        (F.sum(F.col("price") * F.col("volume")) / F.sum("volume")).alias("vwap"),
+        F.count("*").alias("trades"), F.max("price").alias("max_price"),
+        F.min("price").alias("min_price"))
+
+
+def _consume(batches: Any) -> Any:  # noqa: ANN401 -- a mapInArrow function
+    """Take every Arrow batch Spark hands the task, yield nothing."""
+    for _ in batches:
+        pass
+    return iter(())
+
+
+def median_seconds(reps: int, body: Callable[[int], None]) -> float:
+    """Run ``body(rep)`` ``reps`` times; return the median wall time in seconds."""
+    times = []
+    for rep in range(reps):
+        start = time.perf_counter()
+        body(rep)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; print RESULT lines."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--files", type=int, default=20)
+    parser.add_argument("--files-per-batch", type=int, default=4)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--skip-streaming", action="store_true")
+    args = parser.parse_args(argv)
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName("laminardb-bench")
+             .config("spark.sql.shuffle.partitions", str(args.partitions))
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "4g")
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    work = Path(tempfile.mkdtemp(prefix="laminardb-bench-spark-"))
+    try:
+        inp = work / "in"
+        write_files(inp, args.rows, args.files)
+        df = spark.read.parquet(str(inp)).cache()
+        assert df.count() == args.rows
+
+        adapter = lspark.run(df, W1_SQL, partitions=args.partitions)
+        own = spark_w1(df, streaming=False)
+        n_adapter, n_spark = adapter.count(), own.count()
+        assert n_adapter == n_spark, (n_adapter, n_spark)
+        batch_adapter = median_seconds(
+            args.reps, lambda _: adapter.write.format("noop").mode("overwrite").save())
+        batch_spark = median_seconds(
+            args.reps, lambda _: own.write.format("noop").mode("overwrite").save())
+        # The adapter's pipeline without the core: the same select, shuffle,
+        # sort and Arrow transfer into the Python worker, batches dropped.
+        plan = lspark.plan(df, W1_SQL)
+        transfer = (df.select(*plan.columns).repartition(args.partitions, *plan.keys)
+                    .sortWithinPartitions("ts").mapInArrow(_consume, df.schema))
+        batch_transfer = median_seconds(
+            args.reps, lambda _: transfer.write.format("noop").mode("overwrite").save())
+        print(f"RESULT spark-batch W1 rows={args.rows} adapter_s={batch_adapter:.2f} "
+              f"spark_s={batch_spark:.2f} ratio={batch_spark / batch_adapter:.2f} "
+              f"transfer_only_s={batch_transfer:.2f} (result rows {n_adapter})")
+
+        if not args.skip_streaming:
+            schema = "symbol string, price double, volume long, ts long"
+
+            def stream_run(which: str, rep: int) -> None:
+                src = (spark.readStream.schema(schema)
+                       .option("maxFilesPerTrigger", args.files_per_batch).parquet(str(inp)))
+                ckpt = work / f"ckpt-{which}-{rep}"
+                if which == "adapter":
+                    out = lspark.run(src, W1_SQL, partitions=args.partitions,
+                                     state_location=str(ckpt / "laminardb"))
+                else:
+                    out = spark_w1(src, streaming=True)
+                query = (out.writeStream.format("noop").outputMode("append")
+                         .option("checkpointLocation", str(ckpt))
+                         .trigger(availableNow=True).start())
+                query.awaitTermination()
+
+            stream_adapter = median_seconds(args.reps, lambda r: stream_run("adapter", r))
+            stream_spark = median_seconds(args.reps, lambda r: stream_run("spark", r))
+            print(f"RESULT spark-stream W1 rows={args.rows} micro_batches="
+                  f"{-(-args.files // args.files_per_batch)} adapter_s={stream_adapter:.2f} "
+                  f"spark_s={stream_spark:.2f} ratio={stream_spark / stream_adapter:.2f}")
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,669 @@
+"""``laminardb.spark``: run LaminarDB's streaming SQL inside PySpark tasks.
+
+:func:`run` takes a Spark DataFrame (batch or streaming) and the SQL that
+declares a source and a stream over it, and returns a DataFrame of the
+stream's rows. On the driver it opens an in-memory database, runs the SQL
+(bad SQL fails here, before any task), checks the DataFrame against the
+source, asks the core how the input may be split
+(:meth:`laminardb.Connection.partitioning`) and what the stream's rows look
+like (:meth:`laminardb.Connection.schema`, mapped to a Spark ``StructType``).
+Then it hash-partitions the DataFrame by the key, sorts each partition by
+event time and runs one embedded engine per task through ``mapInArrow``: each
+Arrow record batch Spark hands the task is pushed into the core through the
+Arrow C Data Interface (no row conversion, no pandas), the inline driver
+(``run_until_idle``) runs the graph, and result batches go back to Spark as
+they are produced. A batch task ends with the final watermark, closing every
+window.
+
+A streaming DataFrame gets the same treatment per micro-batch, with each
+partition's engine state (its open windows and watermark) carried from one
+micro-batch to the next as a durable engine checkpoint stored under
+``state_location``, one per (partition, batch id): a retried task or a
+restarted query reads the state the previous batch id left and gives the
+same output again (docs/SPARK.md, "Streaming").
+
+:func:`with_expr` evaluates a LaminarDB SQL expression over a DataFrame's
+Arrow batches the same way (a vectorized column, no pandas).
+
+Spark is an optional dependency: ``pip install laminardb[spark]``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import laminardb
+from laminardb.errors import error_for
+
+if TYPE_CHECKING:  # pragma: no cover -- typing only
+    from pyspark.sql import DataFrame
+
+__all__ = ["Plan", "plan", "run", "with_expr"]
+
+#: The watermark that closes every window (INT64_MAX).
+FINAL_WATERMARK = 2**63 - 1
+
+_SCHEMA_MISMATCH = 3003
+_COLUMN_TYPE = 3004
+_UNKNOWN_OBJECT = 1002
+_UNSUPPORTED = 1005
+_CONFIG_VALUE = 6002
+_CONFIG_CONFLICT = 6003
+_SCHEMA_INVALID = 2003
+
+#: Spark's local property holding the micro-batch id of a streaming query.
+_BATCH_ID_PROPERTY = "streaming.sql.batchId"
+#: Durable settings of a task's engine in streaming mode: checkpoints are taken
+#: explicitly at the end of each micro-batch, never by the timer.
+_STATE_SETTINGS = {"checkpoint_interval": "1000 min", "checkpoint_keep": 1}
+_STATE_DIR = re.compile(r"^b(\d+)$")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the driver worked out for one :func:`run` call.
+
+    Attributes:
+        sql: The SQL text (sources and streams).
+        source: The source the DataFrame feeds.
+        stream: The stream whose rows come out.
+        columns: The source's column names, in its order.
+        event_time: The source's watermark column, or None.
+        delay_ms: Its watermark delay in milliseconds (0 without one).
+        partitioning: ``"key"``, ``"single"`` or ``"any"`` (the core's word).
+        keys: The source columns to hash on (``"key"`` only).
+        input_schema: The Arrow schema the tasks push (the source's columns).
+        output_schema: The Arrow schema of the stream's rows.
+        options: ``laminardb.open`` options of each task's engine.
+    """
+
+    sql: str
+    source: str
+    stream: str
+    columns: tuple[str, ...]
+    event_time: str | None
+    delay_ms: int
+    partitioning: str
+    keys: tuple[str, ...]
+    input_schema: pa.Schema
+    output_schema: pa.Schema
+    options: tuple[tuple[str, Any], ...]
+
+
+# ---------------------------------------------------------------------------
+# Driver side
+# ---------------------------------------------------------------------------
+
+
+def _streams(db: laminardb.Connection) -> list[str]:
+    """Names of the plain streams (not views) the SQL declared."""
+    table = db.query("SHOW STREAMS")
+    return [str(name) for name in table.column(0).to_pylist()]
+
+
+def _arrow_type_fits(spark_type: pa.DataType, source_type: pa.DataType) -> bool:
+    """Tell whether a DataFrame column of ``spark_type`` can be pushed as ``source_type``.
+
+    Args:
+        spark_type: The Arrow type Spark sends for the DataFrame column.
+        source_type: The source column's Arrow type (as ``laminar_schema``
+            reports it).
+
+    Returns:
+        True when the core accepts it as it is (any string kind for VARCHAR,
+        any timestamp unit for TIMESTAMP) or after an integer widening the
+        adapter does in Spark.
+    """
+    if pa.types.is_string(source_type) or pa.types.is_large_string(source_type):
+        return pa.types.is_string(spark_type) or pa.types.is_large_string(spark_type)
+    if pa.types.is_timestamp(source_type):
+        return pa.types.is_timestamp(spark_type)
+    if pa.types.is_integer(source_type) and pa.types.is_integer(spark_type):
+        return spark_type.bit_width <= source_type.bit_width
+    return spark_type == source_type
+
+
+def plan(df: DataFrame, sql: str, *, source: str | None = None, stream: str | None = None,
+         **options: Any) -> Plan:  # noqa: ANN401 -- laminardb.open's option values
+    """Check ``df`` against ``sql`` on the driver and work out how to run it.
+
+    Args:
+        df: The input DataFrame.
+        sql: ``CREATE SOURCE`` / ``CREATE STREAM`` statements.
+        source: The source ``df`` feeds (default: the stream's root source).
+        stream: The stream to return (default: the only stream declared).
+        **options: ``laminardb.open`` options for each task's engine.
+
+    Returns:
+        The :class:`Plan`.
+
+    Raises:
+        SQLError: The SQL does not run (its LDB-1xxx code, line and column);
+            LDB-1002 for an unknown ``source``/``stream``, or a ``source`` the
+            stream does not read; LDB-1005 for a materialized view or for SQL
+            declaring several streams without ``stream=``.
+        IngestError: LDB-3003 when ``df`` lacks a column of the source (the
+            event-time column included); LDB-3004 when a column's type does
+            not fit.
+    """
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    with laminardb.open(**options) as db:
+        db.execute(sql)
+        names = _streams(db)
+        if stream is None:
+            if len(names) != 1:
+                raise error_for(
+                    _UNSUPPORTED,
+                    f"LDB-1005: the SQL declares {len(names)} streams ({', '.join(names)}): "
+                    "name the one to return with stream=",
+                )
+            stream = names[0]
+        elif stream.lower() not in (n.lower() for n in names):
+            code = _UNKNOWN_OBJECT if _db_has_no(db, stream) else _UNSUPPORTED
+            raise error_for(
+                code,
+                f"LDB-{code}: '{stream}' is not a stream the SQL declares "
+                f"(streams: {', '.join(names)})",
+                object=stream,
+            )
+        rows = db.partitioning(stream).to_pylist()
+        root = next(r["name"] for r in rows if r["role"] == "source")
+        if source is not None and source.lower() != root.lower():
+            raise error_for(
+                _UNKNOWN_OBJECT,
+                f"LDB-1002: stream '{stream}' reads source '{root}', not '{source}'",
+                object=source,
+            )
+        event = next((r for r in rows if r["role"] == "event_time"), None)
+        kind = next(r["name"] for r in rows if r["role"] == "partitioning")
+        keys = tuple(r["name"] for r in rows if r["role"] == "key")
+        source_schema = db.schema(root)
+        output_schema = db.schema(stream)
+
+    df_schema = to_arrow_schema(df.schema)
+    by_lower = {name.lower(): name for name in df_schema.names}
+    fields = []
+    for field in source_schema:
+        found = by_lower.get(field.name.lower())
+        if found is None:
+            what = (
+                f"the event-time column of source '{root}'"
+                if event is not None and field.name == event["name"]
+                else f"a column of source '{root}'"
+            )
+            raise error_for(
+                _SCHEMA_MISMATCH,
+                f"LDB-3003: the DataFrame has no column '{field.name}', {what} "
+                f"(DataFrame columns: {', '.join(df_schema.names)})",
+                object=root,
+                column_name=field.name,
+            )
+        have = df_schema.field(found).type
+        if not _arrow_type_fits(have, field.type):
+            raise error_for(
+                _COLUMN_TYPE,
+                f"LDB-3004: DataFrame column '{found}' is {have}, source '{root}' "
+                f"declares {field.type}",
+                object=root,
+                column_name=field.name,
+            )
+        fields.append(pa.field(field.name, field.type, nullable=field.nullable))
+    return Plan(
+        sql=sql,
+        source=root,
+        stream=stream,
+        columns=tuple(f.name for f in fields),
+        event_time=None if event is None else str(event["name"]),
+        delay_ms=0 if event is None else int(event["value"]),
+        partitioning=str(kind),
+        keys=keys,
+        input_schema=pa.schema(fields),
+        output_schema=output_schema,
+        options=tuple(sorted(options.items())),
+    )
+
+
+def _db_has_no(db: laminardb.Connection, name: str) -> bool:
+    """Tell whether ``db`` has no object ``name`` at all (for the error code)."""
+    try:
+        db.schema(name)
+    except laminardb.SQLError:
+        return True
+    return False
+
+
+def _input_frame(df: DataFrame, p: Plan, partitions: int | None) -> tuple[DataFrame, int]:
+    """Select, cast, partition (and, in batch, sort) ``df`` for the tasks.
+
+    Args:
+        df: The user's DataFrame.
+        p: The plan.
+        partitions: Number of partitions (None: ``spark.sql.shuffle.partitions``).
+
+    Returns:
+        The DataFrame ``mapInArrow`` runs over, and its number of engines
+        (0: as many as ``df`` has partitions, for ``any``).
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
+
+    have = to_arrow_schema(df.schema)
+    by_lower = {name.lower(): name for name in have.names}
+    cols = []
+    for field in p.input_schema:
+        name = by_lower[field.name.lower()]
+        col = F.col(name)
+        if pa.types.is_integer(field.type) and have.field(name).type != field.type:
+            col = col.cast(from_arrow_type(field.type))
+        cols.append(col.alias(field.name))
+    out = df.select(*cols)
+    if partitions is None:
+        partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    if p.partitioning == "key":
+        out = out.repartition(partitions, *[F.col(k) for k in p.keys])
+    elif p.partitioning == "single":
+        out = out.repartition(partitions := 1)
+    else:
+        partitions = 0
+    if p.event_time is not None and p.partitioning != "any" and not df.isStreaming:
+        # Streaming DataFrames cannot be sorted: their tasks sort each
+        # micro-batch themselves (_stream_task).
+        out = out.sortWithinPartitions(p.event_time)
+    return out, partitions
+
+
+def run(
+    df: DataFrame,
+    sql: str,
+    *,
+    source: str | None = None,
+    stream: str | None = None,
+    partitions: int | None = None,
+    state_location: str | os.PathLike[str] | None = None,
+    **options: Any,  # noqa: ANN401 -- laminardb.open's option values
+) -> DataFrame:
+    """Run a LaminarDB stream over a Spark DataFrame; return its rows as a DataFrame.
+
+    Args:
+        df: The input rows: a batch or a streaming DataFrame with (at least)
+            the source's columns, matched by name.
+        sql: ``CREATE SOURCE`` and ``CREATE STREAM`` statements, as for
+            :meth:`laminardb.Connection.execute`.
+        source: The source ``df`` feeds (default: the stream's root source).
+        stream: The stream to return (default: the only one declared).
+        partitions: Engines (Spark partitions) to run the stream in (default
+            ``spark.sql.shuffle.partitions``); 1 when the stream's windows
+            have no plain-column key. Keep it fixed for a streaming query.
+        state_location: Streaming only (required there): a directory every
+            executor can reach, where each partition's engine state is kept
+            per micro-batch; put it beside the query's checkpoint location
+            and keep it with it.
+        **options: ``laminardb.open`` options of each task's engine
+            (``buffer_size``, ``vars``...).
+
+    Returns:
+        A DataFrame (streaming when ``df`` is) with the stream's columns, its
+        ``StructType`` mapped from the core's schema.
+
+    Raises:
+        SQLError, IngestError: As :func:`plan`, on the driver.
+        ConfigError: LDB-6002 for a streaming ``df`` without ``state_location``;
+            LDB-6003 when it holds another query's state (other SQL or
+            number of partitions).
+        SchemaError: LDB-2003 for a streaming windowed stream whose source
+            declares no WATERMARK (nothing would ever close its windows).
+
+    Example:
+        See docs/SPARK.md.
+    """
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    p = plan(df, sql, source=source, stream=stream, **options)
+    out_type = from_arrow_schema(p.output_schema)
+    frame, engines = _input_frame(df, p, partitions)
+    if not df.isStreaming or p.partitioning == "any":
+        # Without windows there is no state to carry: a streaming query's
+        # micro-batches run exactly as batch partitions (no final watermark,
+        # which only closes windows).
+        task = functools.partial(_batch_task, p, final=not df.isStreaming)
+        return frame.mapInArrow(task, out_type)
+    if state_location is None:
+        raise error_for(
+            _CONFIG_VALUE,
+            "LDB-6002: a streaming DataFrame needs state_location= (a directory beside "
+            "the query's checkpoint location) to carry each partition's windows",
+        )
+    if p.event_time is None:
+        raise error_for(
+            _SCHEMA_INVALID,
+            f"LDB-2003: source '{p.source}' declares no WATERMARK: stream '{p.stream}' "
+            "would never close a window across micro-batches",
+            object=p.source,
+        )
+    location = os.fspath(state_location)
+    _check_state_location(Path(location), p, engines)
+    task = functools.partial(_stream_task, p, location)
+    return frame.mapInArrow(task, out_type)
+
+
+def _check_state_location(location: Path, p: Plan, partitions: int) -> None:
+    """Record what the states under ``location`` belong to; refuse another query.
+
+    State is kept per partition id, so a restart must hash the rows into the
+    same number of partitions and run the same SQL.
+
+    Raises:
+        ConfigError: LDB-6003 when ``location`` holds the state of a query
+            with other SQL or another number of partitions.
+    """
+    location.mkdir(parents=True, exist_ok=True)
+    meta = {"sql": p.sql, "stream": p.stream, "partitions": partitions}
+    path = location / "query.json"
+    if path.exists():
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored != meta:
+            what = "partitions" if stored.get("sql") == p.sql else "SQL"
+            raise error_for(
+                _CONFIG_CONFLICT,
+                f"LDB-6003: state_location '{location}' holds the state of a query with "
+                f"other {what} ({stored.get('partitions')} partitions): keep the SQL and "
+                "partitions of a streaming query, or use a new location",
+            )
+        return
+    tmp = location / ".query.json.tmp"
+    tmp.write_text(json.dumps(meta), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------
+# Task side
+# ---------------------------------------------------------------------------
+
+
+def _drain(db: laminardb.Connection, sub: laminardb.Subscription,
+           out_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Run the graph until idle, yielding each result batch (as Spark expects it).
+
+    ``run_until_idle`` stops early when the subscriber queue is full, so it is
+    run again after each drain until no batch comes.
+    """
+    while True:
+        db.run_until_idle()
+        got = False
+        while (batch := sub.poll(timeout=0)) is not None:
+            got = True
+            if batch.num_rows:
+                yield _conform(batch, out_schema)
+        if not got:
+            return
+
+
+def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """Cast a result batch to the Arrow schema Spark derives from the StructType.
+
+    Columnar (pyarrow compute); a no-op for the types that already match.
+    """
+    if batch.schema.equals(schema):
+        return batch
+    return pa.RecordBatch.from_arrays(
+        [batch.column(i).cast(schema.field(i).type) for i in range(batch.num_columns)],
+        schema=schema,
+    )
+
+
+def _spark_out_schema(p: Plan) -> pa.Schema:
+    """The Arrow schema Spark expects back (from the StructType of the output)."""
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+    return to_arrow_schema(from_arrow_schema(p.output_schema))
+
+
+def _open_task_db(p: Plan, path: str | None = None,
+                  settings: Mapping[str, Any] | None = None) -> laminardb.Connection:
+    """Open a task's engine and declare the plan's SQL in it."""
+    options = dict(p.options)
+    options.update(settings or {})
+    db = laminardb.open(path, **options)
+    db.execute(p.sql)
+    return db
+
+
+def _batch_task(p: Plan, batches: Iterator[pa.RecordBatch], *,
+                final: bool) -> Iterator[pa.RecordBatch]:
+    """The body of one task: push every batch, then (batch mode) close every window.
+
+    Args:
+        p: The plan.
+        batches: The partition's Arrow record batches, from Spark.
+        final: Push the final watermark at the end of the partition.
+
+    Yields:
+        Result record batches.
+    """
+    out_schema = _spark_out_schema(p)
+    with _open_task_db(p) as db:
+        sub = db.subscribe(p.stream)
+        src = db.source(p.source)
+        for batch in batches:
+            if batch.num_rows:
+                src.push(batch)  # Arrow C Data Interface: moved into the core
+                yield from _drain(db, sub, out_schema)
+        if final:
+            src.watermark(FINAL_WATERMARK)
+        yield from _drain(db, sub, out_schema)
+
+
+def _event_ms(p: Plan, table: pa.Table) -> pa.Array:
+    """The event-time column of ``table`` as int64 epoch milliseconds."""
+    assert p.event_time is not None
+    col = table.column(p.event_time)
+    if pa.types.is_timestamp(col.type):
+        col = col.cast(pa.timestamp("ms", col.type.tz)).cast(pa.int64())
+    return col
+
+
+def _latest_state(part_dir: Path, before: int) -> Path | None:
+    """The newest state directory ``b<id>`` of a partition with ``id < before``."""
+    best: tuple[int, Path] | None = None
+    if part_dir.is_dir():
+        for entry in part_dir.iterdir():
+            match = _STATE_DIR.match(entry.name)
+            if match is not None:
+                batch_id = int(match.group(1))
+                if batch_id < before and (best is None or batch_id > best[0]):
+                    best = (batch_id, entry)
+    return None if best is None else best[1]
+
+
+def _global_max_ts(location: Path, before: int) -> int | None:
+    """The largest event time every partition had seen before micro-batch ``before``.
+
+    Each partition records its own in its state's ``meta.json``; their
+    maximum, less the watermark delay, is the watermark a single engine
+    reading all partitions would have had -- Spark's own watermark is global
+    the same way (and lags a micro-batch the same way).
+    """
+    best: int | None = None
+    for part_dir in location.glob("p*"):
+        state = _latest_state(part_dir, before)
+        if state is None:
+            continue
+        meta = json.loads((state / "meta.json").read_text(encoding="utf-8"))
+        if meta["max_ts"] is not None and (best is None or meta["max_ts"] > best):
+            best = int(meta["max_ts"])
+    return best
+
+
+def _stream_task(p: Plan, location: str,
+                 batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The body of one streaming task: restore, push the micro-batch, save.
+
+    The state of (partition, batch id) is the engine's checkpoint after the
+    micro-batch plus its largest event time; the task of batch ``n`` starts
+    from the newest state below ``n``, so a retried or re-run batch starts
+    from the same state and gives the same rows.
+
+    Args:
+        p: The plan.
+        location: The state location.
+        batches: The partition's rows of this micro-batch.
+
+    Yields:
+        Result record batches (windows the watermark closed).
+    """
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    assert ctx is not None
+    batch_id = int(ctx.getLocalProperty(_BATCH_ID_PROPERTY) or 0)
+    root = Path(location)
+    part_dir = root / f"p{ctx.partitionId():05d}"
+    prev = _latest_state(part_dir, batch_id)
+    floor = _global_max_ts(root, batch_id)
+    out_schema = _spark_out_schema(p)
+    # Sort the micro-batch by event time (then the key) so every attempt
+    # pushes the same rows in the same order, whatever order the shuffle gave.
+    received = list(batches)
+    table = pa.Table.from_batches(received) if received else p.input_schema.empty_table()
+    if table.num_rows:
+        order = [(p.event_time, "ascending")] + [(k, "ascending") for k in p.keys]
+        table = table.take(pc.sort_indices(table, sort_keys=order))
+    max_ts = None if prev is None else json.loads(
+        (prev / "meta.json").read_text(encoding="utf-8"))["max_ts"]
+    if table.num_rows:
+        batch_max = pc.max(_event_ms(p, table)).as_py()
+        max_ts = batch_max if max_ts is None else max(max_ts, batch_max)
+    work = Path(tempfile.mkdtemp(prefix="laminardb-spark-"))
+    try:
+        data = work / "db"
+        if prev is not None:
+            shutil.copytree(prev / "db", data)
+        with _open_task_db(p, os.fspath(data), _STATE_SETTINGS) as db:
+            sub = db.subscribe(p.stream)
+            src = db.source(p.source)
+            for batch in table.to_batches():
+                src.push(batch)
+                yield from _drain(db, sub, out_schema)
+            if floor is not None:
+                src.watermark(floor - p.delay_ms)
+            yield from _drain(db, sub, out_schema)
+            db.checkpoint()
+        (work / "meta.json").write_text(json.dumps({"max_ts": max_ts}), encoding="utf-8")
+        _publish_state(part_dir, batch_id, work, data)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _publish_state(part_dir: Path, batch_id: int, work: Path, data: Path) -> None:
+    """Store a task's state as ``part_dir/b<batch_id>`` atomically; prune old ones.
+
+    A state already there (an earlier attempt of the same batch wrote it) is
+    kept: attempts of one batch id produce the same state. States older than
+    the one before this batch are removed -- a re-run of this batch id needs
+    that one, nothing earlier.
+    """
+    part_dir.mkdir(parents=True, exist_ok=True)
+    final = part_dir / f"b{batch_id}"
+    if not final.exists():
+        staging = Path(tempfile.mkdtemp(prefix=f".b{batch_id}-", dir=part_dir))
+        shutil.copytree(data, staging / "db")
+        shutil.copy2(work / "meta.json", staging / "meta.json")
+        try:
+            os.rename(staging, final)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)  # another attempt won the race
+    keep = _latest_state(part_dir, batch_id)
+    for entry in part_dir.iterdir():
+        match = _STATE_DIR.match(entry.name)
+        if match is not None and int(match.group(1)) < batch_id and entry != keep:
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# Expressions
+# ---------------------------------------------------------------------------
+
+
+def _sql_type(arrow_type: pa.DataType) -> str:
+    """The SQL type of a source column for a DataFrame column's Arrow type.
+
+    Raises:
+        SchemaError: LDB-2002 for a type LaminarDB has no SQL type for.
+    """
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "VARCHAR"
+    if pa.types.is_boolean(arrow_type):
+        return "BOOLEAN"
+    if pa.types.is_integer(arrow_type):
+        return "INT" if arrow_type.bit_width <= 32 else "BIGINT"
+    if pa.types.is_floating(arrow_type):
+        return "DOUBLE"
+    if pa.types.is_timestamp(arrow_type):
+        return "TIMESTAMP"
+    raise error_for(2002, f"LDB-2002: no LaminarDB SQL type for Arrow type {arrow_type}")
+
+
+def _quote(name: str) -> str:
+    """Quote an identifier for LaminarDB SQL."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def with_expr(df: DataFrame, name: str, expr: str, **options: Any) -> DataFrame:  # noqa: ANN401
+    """Add column ``name`` = the LaminarDB SQL expression ``expr`` over ``df``'s columns.
+
+    Vectorized over Spark's Arrow batches through the C Data Interface, like
+    :func:`run` (``mapInArrow``; no pandas, no rows). The expression is checked
+    and typed on the driver: a bad expression fails there with its LDB code
+    and the position in ``expr``.
+
+    Args:
+        df: A batch or streaming DataFrame.
+        name: The new column (replaces a column of that name).
+        expr: A scalar SQL expression, e.g. ``"price * volume"``.
+        **options: ``laminardb.open`` options of each task's engine.
+
+    Returns:
+        ``df`` with the column added (last) or replaced (in place).
+
+    Raises:
+        SQLError, SchemaError: The expression does not bind (LDB-1xxx/2xxx).
+    """
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+    have = to_arrow_schema(df.schema)
+    columns = ", ".join(f"{_quote(f.name)} {_sql_type(f.type)}" for f in have)
+    select = [_quote(f.name) for f in have if f.name.lower() != name.lower()]
+    at = next((i for i, f in enumerate(have) if f.name.lower() == name.lower()), len(select))
+    # The expression gets a line of its own, so an error's column is its own.
+    select.insert(at, f"\n{expr}\n AS {_quote(name)}")
+    head = f"CREATE SOURCE spark_input ({columns});\nCREATE STREAM spark_expr AS SELECT "
+    sql = f"{head}{', '.join(select)}\nFROM spark_input"
+    expr_line = sql[: sql.index(f"\n{expr}\n")].count("\n") + 2
+    try:
+        p = plan(df, sql, source="spark_input", stream="spark_expr", **options)
+    except laminardb.LaminarError as e:
+        if e.line is None or not expr_line <= e.line < expr_line + expr.count("\n") + 1:
+            raise
+        line = e.line - expr_line + 1
+        raise error_for(
+            e.number,
+            f"{e.code}: in expression {expr!r} at line {line}, column {e.column}: {e}",
+            line=line,
+            column=e.column,
+            column_name=e.column_name,
+        ) from e
+    task = functools.partial(_batch_task, p, final=False)
+    return df.select(*p.columns).mapInArrow(task, from_arrow_schema(p.output_schema))
