@@ -124,17 +124,19 @@ laminar_code laminar_source_clone(laminar_source* src, laminar_source** out,
 }
 
 static laminar_code queue_full(const lm_source_def* def, laminar_error* err) {
-  lm_error_object(err, def->name, NULL);
   if (def->backpressure == LM_BP_REJECT) {
-    return lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
-                        "source '%s': queue full (%u messages), push rejected "
-                        "(backpressure = 'reject')",
-                        def->name, lm_mpsc_capacity(def->queue));
+    lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
+                 "source '%s': queue full (%u messages), push rejected "
+                 "(backpressure = 'reject')",
+                 def->name, lm_mpsc_capacity(def->queue));
+  } else {
+    lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
+                 "source '%s': queue full (%u messages); call laminar_run_until_idle() "
+                 "or laminar_start() to drain it",
+                 def->name, lm_mpsc_capacity(def->queue));
   }
-  return lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
-                      "source '%s': queue full (%u messages); call laminar_run_until_idle() "
-                      "or laminar_start() to drain it",
-                      def->name, lm_mpsc_capacity(def->queue));
+  lm_error_object(err, def->name, NULL);
+  return LAMINAR_ERR_QUEUE_FULL;
 }
 
 static bool runtime_started(const laminar_source* src) {
@@ -209,9 +211,9 @@ static laminar_code enqueue(laminar_source* src, lm_msg* const* msgs, uint32_t n
   lm_source_def* def = src->def;
   while (!lm_mpsc_push_all(def->queue, (void* const*)msgs, n)) {
     if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
+      lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped", def->name);
       lm_error_object(err, def->name, NULL);
-      return lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped",
-                          def->name);
+      return LAMINAR_ERR_SOURCE_CLOSED;
     }
     switch (on_full(src, wait)) {
       case FULL_DROP:
