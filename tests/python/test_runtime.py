@@ -448,3 +448,25 @@ def test_recv_and_recv_timeout() -> None:
         db.execute("DROP STREAM s")
         with pytest.raises(laminardb.SubscriptionError):
             sub.recv()
+
+
+def test_closing_the_connection_from_under_a_callback_that_uses_it() -> None:
+    """A callback calling into the connection while the connection closes does
+    not deadlock: it gets LDB-9002 and its thread ends."""
+    db = make_db()
+    entered = threading.Event()
+
+    def cb(b: pa.RecordBatch) -> None:
+        entered.set()
+        time.sleep(0.2)  # the connection closes meanwhile
+        db.metrics()
+
+    sub = db.subscribe("s", callback=cb)
+    db.source("t").push(batch(0, 0, 1))
+    db.run_until_idle()
+    assert entered.wait(10)
+    db.close()
+    with pytest.raises(laminardb.LaminarError) as info:
+        sub.join(10)
+    assert info.value.code == "LDB-9002"
+    assert sub.callback_error is info.value

@@ -93,7 +93,7 @@ class Connection(Handle):
         for source in [*self._sources.values(), *self._clones]:
             source.close()
         for subscription in list(self._subscriptions):
-            subscription.close()
+            subscription._close(join=False)  # a callback may wait for our lock
         self._sources.clear()
         lib.laminar_close(pointer)
 

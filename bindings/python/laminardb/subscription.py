@@ -79,9 +79,20 @@ class Subscription(NamedHandle):
         A callback subscription's thread sees the close within one wait slice
         and ends; this waits for it (unless called from the callback itself).
         """
+        self._close(join=True)
+
+    def _close(self, *, join: bool) -> None:
+        """Close; with ``join``, also wait for a callback thread to end.
+
+        Args:
+            join: Wait for the callback thread. The connection closes its
+                subscriptions with ``join=False`` (holding its own lock, which
+                a callback may be waiting for); their callbacks then see
+                LDB-9002 on their next call.
+        """
         super().close()
         thread = self._callback_thread
-        if thread is not None and thread is not threading.current_thread():
+        if join and thread is not None and thread is not threading.current_thread():
             thread.join()
 
     def _step(self, timeout_ms: int, *, first: bool) -> _Step:
