@@ -17,6 +17,7 @@
  * Usage: bench_latency [--rate N (default 100000)] [--seconds S (default 3)]
  *                      [--strategy spin|park|spin_yield(n)|all (default all)]
  *                      [--runs R (default 3)]
+ *        bench_latency --inline   (the same work in one thread, per stage)
  * Prints per run p50/p99/p99.9/max, then "RESULT latency <strategy> ..." with
  * the median of each figure over the runs. Target (issue 5): p99 < 5 us with spin.
  */
@@ -164,6 +165,60 @@ static int run_once(const char* strategy, double rate, double seconds, figures* 
   return 0;
 }
 
+/* --inline: the work of one event without threads -- push, the operators
+ * (laminar_run_until_idle), laminar_subscription_next -- as mean ns per stage:
+ * the floor of the threaded latency when every thread has a core. */
+static int run_inline(int64_t events) {
+  laminar_db* db;
+  laminar_error err;
+  laminar_source* src;
+  laminar_subscription* sub;
+  if (laminar_open(NULL, &db, &err) != LAMINAR_OK) return 1;
+  if (laminar_execute(db, "CREATE SOURCE t (seq BIGINT NOT NULL); "
+                          "CREATE STREAM s AS SELECT seq FROM t", &err) != LAMINAR_OK ||
+      laminar_source_open(db, "t", &src, &err) != LAMINAR_OK ||
+      laminar_subscribe(db, "s", &sub, &err) != LAMINAR_OK) {
+    laminar_close(db);
+    return 1;
+  }
+  struct ArrowSchema schema;
+  ArrowSchemaInit(&schema);
+  ArrowSchemaSetTypeStruct(&schema, 1);
+  ArrowSchemaSetType(schema.children[0], NANOARROW_TYPE_INT64);
+  ArrowSchemaSetName(schema.children[0], "seq");
+  int64_t t_build = 0, t_push = 0, t_run = 0, t_next = 0;
+  int rc = 0;
+  for (int64_t i = 0; i < events && rc == 0; i++) {
+    int64_t a = now_ns();
+    struct ArrowArray arr, got;
+    if (one_row(&schema, i, &arr) != 0) rc = 1;
+    int64_t b = now_ns();
+    if (rc == 0 && laminar_source_push(src, &arr, &schema, &err) != LAMINAR_OK) rc = 1;
+    int64_t c = now_ns();
+    if (rc == 0 && laminar_run_until_idle(db, &err) != LAMINAR_OK) rc = 1;
+    int64_t d = now_ns();
+    if (rc == 0 && (laminar_subscription_next(sub, 0, &got, NULL, &err) != LAMINAR_OK ||
+                    got.release == NULL)) {
+      rc = 1;
+    }
+    int64_t e = now_ns();
+    if (rc == 0) got.release(&got);
+    t_build += b - a;
+    t_push += c - b;
+    t_run += d - c;
+    t_next += e - d;
+  }
+  schema.release(&schema);
+  laminar_close(db);
+  if (rc != 0) return rc;
+  double n = (double)events;
+  printf("RESULT latency inline per event: build %.0f ns, push %.0f ns, operators %.0f ns, "
+         "next %.0f ns; push..next %.0f ns\n",
+         (double)t_build / n, (double)t_push / n, (double)t_run / n, (double)t_next / n,
+         (double)(t_push + t_run + t_next) / n);
+  return 0;
+}
+
 static int cmp_double(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
@@ -187,9 +242,12 @@ int main(int argc, char** argv) {
       which = argv[++i];
     } else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
       runs = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--inline") == 0) {
+      return run_inline(200000);
     } else {
       fprintf(stderr,
-              "usage: bench_latency [--rate N] [--seconds S] [--strategy S|all] [--runs R]\n");
+              "usage: bench_latency [--rate N] [--seconds S] [--strategy S|all] [--runs R] | "
+              "--inline\n");
       return 2;
     }
   }
