@@ -465,6 +465,10 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  *   subscription (name: its stream): delivered_batches, queue_depth (its
  *            lag, in batches), dropped_batches, dropped_rows (slow_subscriber
  *            drop)
+ *   reactor (name "0": one per database in this version): messages (taken
+ *            through the graph, by the reactor or laminar_run_until_idle),
+ *            busy_ns (reactor time in rounds that took messages), running_ns
+ *            (since laminar_start; 0 when stopped), busy_pct
  *   database (durable): last_checkpoint, last_checkpoint_stall_ns
  * The graph is paused for the moment it takes to read them.
  * Ownership: *out is the caller's; release it.

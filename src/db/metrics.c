@@ -99,6 +99,14 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "subscription", sub->stream_name, "dropped_rows",
         (int64_t)atomic_load_explicit(&sub->sub->dropped_rows, memory_order_relaxed));
   }
+  /* The reactor (one per database in this version; name "0"). */
+  int64_t busy = (int64_t)atomic_load_explicit(&db->rt.busy_ns, memory_order_relaxed);
+  int64_t running = db->rt.started_ns != 0 ? lm_rt_now_ns() - db->rt.started_ns : 0;
+  add(r, "reactor", "0", "messages",
+      (int64_t)atomic_load_explicit(&db->rt.messages, memory_order_relaxed));
+  add(r, "reactor", "0", "busy_ns", busy);
+  add(r, "reactor", "0", "running_ns", running);
+  add(r, "reactor", "0", "busy_pct", running > 0 ? busy * 100 / running : 0);
   if (db->dur != NULL) {
     add(r, "database", "", "last_checkpoint", (int64_t)lm_durable_last_epoch(db->dur));
     add(r, "database", "", "last_checkpoint_stall_ns", lm_durable_last_stall_ns(db->dur));

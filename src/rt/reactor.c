@@ -2,6 +2,9 @@
  * reactor.c -- processing of source messages through the stream graph, the
  * reactor thread, the pause handshake and subscriber queues (see rt.h DESIGN).
  */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L  // clock_gettime
+#endif
 #include "rt/rt.h"
 
 #include "sink/sink.h"
@@ -9,6 +12,7 @@
 #include "util/util.h"
 
 #include <string.h>
+#include <time.h>
 
 /* ---- subscriber queues ------------------------------------------------------ */
 
@@ -299,10 +303,13 @@ static bool have_headroom(const lm_graph* g) {
 /* Process up to `budget` messages per source, round robin. *out_progress
  * tells whether any message was processed; *out_blocked whether a full
  * subscriber stopped progress. */
-static laminar_code process_round(lm_graph* g, int budget, bool* out_progress,
+static laminar_code process_round(lm_rt* rt, int budget, bool* out_progress,
                                   bool* out_blocked) {
+  lm_graph* g = rt->graph;
   *out_progress = false;
   *out_blocked = false;
+  int64_t total = 0;
+  laminar_code round_rc = LAMINAR_OK;
   for (int32_t i = 0; i < g->nsources; i++) {
     lm_source_def* src = g->sources[i];
     int taken = 0;
@@ -322,9 +329,14 @@ static laminar_code process_round(lm_graph* g, int budget, bool* out_progress,
     /* Producers blocked on a full queue: one notify per round, not per message
      * (a fence and a load when none is parked). */
     if (taken > 0) lm_waiter_notify(&src->room);
-    if (rc != LAMINAR_OK || *out_blocked) return rc;
+    total += taken;
+    if (rc != LAMINAR_OK || *out_blocked) {
+      round_rc = rc;
+      break;
+    }
   }
-  return LAMINAR_OK;
+  if (total > 0) atomic_fetch_add_explicit(&rt->messages, total, memory_order_relaxed);
+  return round_rc;
 }
 
 laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err) {
@@ -334,7 +346,7 @@ laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err) {
   }
   for (;;) {
     bool progress, blocked;
-    laminar_code rc = process_round(rt->graph, 64, &progress, &blocked);
+    laminar_code rc = process_round(rt, 64, &progress, &blocked);
     if (rc != LAMINAR_OK) {
       return lm_error_set(err, rc, "stream processing failed: %s", laminar_errstr(rc));
     }
@@ -387,14 +399,18 @@ static void* reactor_main(void* arg) {
   for (;;) {
     honour_pause(rt);
     bool progress = false, blocked = false;
-    laminar_code rc = process_round(rt->graph, 64, &progress, &blocked);
+    int64_t t0 = lm_rt_now_ns();
+    laminar_code rc = process_round(rt, 64, &progress, &blocked);
+    if (progress) {
+      atomic_fetch_add_explicit(&rt->busy_ns, lm_rt_now_ns() - t0, memory_order_relaxed);
+    }
     record_error(rt, rc);
     if (progress && !blocked) continue;
     if (atomic_load_explicit(&rt->stop, memory_order_acquire)) {
       /* A push may have landed between the round and the stop request: one
        * last round after seeing `stop` finishes everything queued before it. */
       do {
-        rc = process_round(rt->graph, 64, &progress, &blocked);
+        rc = process_round(rt, 64, &progress, &blocked);
         record_error(rt, rc);
       } while (progress && !blocked && rc == LAMINAR_OK);
       break;
@@ -418,6 +434,8 @@ static void* reactor_main(void* arg) {
 laminar_code lm_rt_init(lm_rt* rt, lm_graph* graph) {
   memset(rt, 0, sizeof *rt);
   rt->graph = graph;
+  atomic_init(&rt->messages, 0);
+  atomic_init(&rt->busy_ns, 0);
   atomic_init(&rt->stop, false);
   atomic_init(&rt->pause_req, false);
   LM_TRY(lm_waiter_init(&rt->wake));
@@ -443,6 +461,7 @@ laminar_code lm_rt_start(lm_rt* rt, laminar_error* err) {
   if (rt->started) return lm_error_set(err, LAMINAR_ERR_STATE, "the runtime is already started");
   atomic_store_explicit(&rt->stop, false, memory_order_release);
   rt->error = LAMINAR_OK;
+  rt->started_ns = lm_rt_now_ns();
   if (pthread_create(&rt->thread, NULL, reactor_main, rt) != 0) {
     return lm_error_set(err, LAMINAR_ERR_INTERNAL, "cannot start the reactor thread");
   }
@@ -456,6 +475,7 @@ laminar_code lm_rt_stop(lm_rt* rt, laminar_error* err) {
   lm_waiter_notify(&rt->wake);
   pthread_join(rt->thread, NULL);
   rt->started = false;
+  rt->started_ns = 0;
   /* Producers blocked on a full queue see `started` false and give up. */
   for (int32_t i = 0; i < rt->graph->nsources; i++) {
     lm_waiter_notify(&rt->graph->sources[i]->room);
@@ -488,3 +508,9 @@ void lm_rt_resume(lm_rt* rt) {
 }
 
 void lm_rt_notify(lm_rt* rt) { lm_waiter_notify(&rt->wake); }
+
+int64_t lm_rt_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}

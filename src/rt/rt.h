@@ -148,6 +148,13 @@ typedef struct lm_rt {
   pthread_cond_t pause_cv;
   atomic_bool pause_req;
   bool paused;               /* under pause_mu */
+  /* Counters (issue 5 observability). writer: the thread driving the graph
+   * (relaxed); reader: laminar_metrics. busy_ns: time in rounds that took
+   * messages, on the reactor thread; started_ns: CLOCK_MONOTONIC at
+   * lm_rt_start (0 when stopped; written by control under db->lock). */
+  atomic_int_fast64_t messages;
+  atomic_int_fast64_t busy_ns;
+  int64_t started_ns;
   /* first error raised on the reactor thread, reported by laminar_stop() */
   laminar_code error;
   laminar_error error_detail;
@@ -164,6 +171,9 @@ laminar_code lm_rt_stop(lm_rt* rt, laminar_error* err);
  * started). Control thread only, nested calls not allowed. */
 void lm_rt_pause(lm_rt* rt);
 void lm_rt_resume(lm_rt* rt);
+/* CLOCK_MONOTONIC in nanoseconds. */
+int64_t lm_rt_now_ns(void);
+
 /* Wake the reactor after a push (cheap when it is not parked). */
 void lm_rt_notify(lm_rt* rt);
 

@@ -317,6 +317,12 @@ static int test_four_producers_three_subscribers(void) {
     for (int p = 0; p < NPROD; p++) EXPECT(rd[i].next[p] == per);
   }
   EXPECT(lm_test_metric(db, "source", "t", "pushed_rows") == per * NPROD);
+  int64_t batches = spsc_rows / 100;
+  for (int i = 0; i < NPROD; i++) {
+    batches += (pr[i].rows + pr[i].batch_rows - 1) / pr[i].batch_rows;
+  }
+  EXPECT(lm_test_metric(db, "reactor", "0", "messages") == batches);
+  EXPECT(lm_test_metric(db, "reactor", "0", "busy_ns") > 0);
   EXPECT(lm_test_metric(db, "source", "t", "dropped_batches") == 0);
   printf("rows=%lld producers=%d subscribers=%d lost=0 dup=0 out_of_order=0\n",
          (long long)(per * NPROD), NPROD, NSUBS);
@@ -359,6 +365,10 @@ static int test_clone_keeps_queued(void) {
   while (got) CHECK(reader_step(&rd, 0, &got) == 0);
   EXPECT(rd.rows == 60);
   EXPECT(rd.next[0] == 40 && rd.next[1] == 10 && rd.next[2] == 10);
+  // The inline driver counts the messages it took; no reactor ran.
+  EXPECT(lm_test_metric(db, "reactor", "0", "messages") == 40);
+  EXPECT(lm_test_metric(db, "reactor", "0", "running_ns") == 0);
+  EXPECT(lm_test_metric(db, "reactor", "0", "busy_pct") == 0);
   laminar_source_close(a);  // the original may close first; clones go on
   CHECK_CODE(push_rows(c, 2, 10, 1, &err), LAMINAR_OK, &err);
   laminar_source_close(b);
@@ -716,6 +726,8 @@ static int test_park_idle_cpu(void) {
   double wall = (double)(now_ms() - t0) / 1000.0;
   printf("park idle: %.4f s CPU over %.3f s (%.2f%%)\n", used, wall, 100.0 * used / wall);
   EXPECT(used < 0.05 * wall);
+  EXPECT(lm_test_metric(db, "reactor", "0", "running_ns") >= 1000000000);
+  EXPECT(lm_test_metric(db, "reactor", "0", "busy_pct") < 5);  // idle
   // Then a push wakes the parked reactor and the parked consumer.
   CHECK_CODE(push_rows(src, 0, 0, 1, &err), LAMINAR_OK, &err);
   pthread_join(t, NULL);

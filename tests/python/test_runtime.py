@@ -114,6 +114,9 @@ def test_four_threads_on_clones_with_three_subscribers() -> None:
         for h in handles[1:]:
             h.close()
         assert metric(db, "source", "t", "producers") == 1
+        assert metric(db, "reactor", "0", "messages") == 4 * per // rows_per_batch
+        assert metric(db, "reactor", "0", "running_ns") > 0
+        assert 0 <= metric(db, "reactor", "0", "busy_pct") <= 100
 
 
 def test_gil_is_released_while_a_push_blocks() -> None:

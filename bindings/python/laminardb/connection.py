@@ -214,8 +214,9 @@ class Connection(Handle):
     def source(self, name: str) -> Source:
         """Return the producer handle of source ``name``, opening it if needed.
 
-        The connection keeps one open handle per source (the core allows one
-        producer per source) and hands out the same object until it is closed.
+        The connection keeps one open handle per source and hands out the same
+        object until it is closed; for more producer threads, give each a
+        :meth:`Source.clone` of it.
 
         Args:
             name: The source.
@@ -225,7 +226,8 @@ class Connection(Handle):
 
         Raises:
             SQLError: LDB-1002 if there is no source of that name.
-            InternalError: LDB-9003 if another producer handle holds it.
+            InternalError: LDB-9003 if a producer handle opened elsewhere (not
+                through this connection) holds it.
             LaminarError: LDB-9002 if the connection is closed.
         """
         text = c_text(name, "source name")
