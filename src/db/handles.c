@@ -3,8 +3,13 @@
  * (laminar_subscribe, laminar_subscription_*).
  *
  * A push runs on the producer's thread: import + validation of the Arrow
- * batch (src/arrow), then one SPSC ring push and a wake-up of the reactor. No
- * lock is taken on this path.
+ * batch (src/arrow), then one push on the source queue (chan/mpsc.h: a store
+ * while the source has one handle, a CAS after laminar_source_clone) and a
+ * wake-up of the reactor. No lock is taken on this path, except with a WAL
+ * (log and enqueue under the source's log_mu, so queue order is WAL order).
+ * A full queue gets the source's back-pressure policy: block (wait with the
+ * source's wait strategy on its `room` waiter, which the reactor notifies),
+ * drop_oldest (take the head message off the queue, counted) or reject.
  */
 
 #include "db/internal.h"
