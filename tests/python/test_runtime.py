@@ -473,3 +473,35 @@ def test_closing_the_connection_from_under_a_callback_that_uses_it() -> None:
         sub.join(10)
     assert info.value.code == "LDB-9002"
     assert sub.callback_error is info.value
+
+
+def test_close_while_a_push_is_blocked_does_not_hang() -> None:
+    """A producer blocked on a stalled pipeline (nobody reads) gets QueueFull
+    when the connection closes; the close returns."""
+    db = make_db("buffer_size = 2", buffer_size=2)
+    sub = db.subscribe("s")  # never read (kept alive: collected, it would unsubscribe)
+    src = db.source("t")
+    db.start()
+    outcome: list[object] = []
+
+    def produce() -> None:
+        try:
+            for s in range(20):
+                src.push(batch(0, s, 1))
+        except laminardb.LaminarError as exc:
+            outcome.append(exc.code)
+
+    t = threading.Thread(target=produce)
+    t.start()
+    # The queue fills, then the push blocks (holding the Source's lock: watch
+    # the metrics, not the handle).
+    deadline = time.monotonic() + 10
+    while metric(db, "source", "t", "queue_depth") < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    assert t.is_alive()
+    db.close()
+    t.join(10)
+    assert not t.is_alive()
+    assert outcome == ["LDB-3006"]
+    assert sub.closed

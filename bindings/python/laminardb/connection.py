@@ -88,7 +88,10 @@ class Connection(Handle):
     # -- lifetime --------------------------------------------------------------
 
     def _release(self, pointer: Any) -> None:  # noqa: ANN401 -- cdata
-        # Children first, each under its own lock, so none of their calls is
+        # Stop the runtime first: a push blocked on a full queue (holding its
+        # Source's lock) then returns QueueFull, so closing it cannot hang.
+        lib.laminar_stop(pointer, ffi.NULL)
+        # Children next, each under its own lock, so none of their calls is
         # running when the database (which owns their memory) is freed.
         for source in [*self._sources.values(), *self._clones]:
             source.close()
