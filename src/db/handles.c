@@ -273,6 +273,9 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
     }
     return queue_full(def, err);
   }
+  /* A full queue that neither waits nor drops refuses before the import's
+   * work (the WAL path checks under its lock instead, before logging). */
+  if (def->wal == NULL) LM_TRY(refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, wait, err));
   lm_msg* one;
   lm_msg** msgs = n == 1 ? &one : lm_calloc((size_t)n, sizeof *msgs);
   if (msgs == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -289,13 +292,11 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
     rc = lm_arrow_import(&def->schema, def->name, &arrays[imported], schema, &batch, err);
     if (rc != LAMINAR_OK) {
       lm_free(msg);
-      if (n > 1) {
+      if (n > 1 && err != NULL) { /* say which array */
         char text[sizeof err->message];
-        if (err != NULL) {
-          snprintf(text, sizeof text, "%.960s (array %lld of %lld)", err->message,
-                   (long long)imported, (long long)n);
-          memcpy(err->message, text, sizeof text);
-        }
+        snprintf(text, sizeof text, "%.960s (array %lld of %lld)", err->message,
+                 (long long)imported, (long long)n);
+        memcpy(err->message, text, sizeof text);
       }
       break;
     }
