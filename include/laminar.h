@@ -231,6 +231,31 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *   wal_recovery cut (default: damage is cut at the last good record and
  *                reported) | strict (laminar_open fails on damage before the
  *                tail of a WAL, LAMINAR_ERR_RECOVERY).
+ *   backpressure what a push does when its source's queue is full (default
+ *                for every source; CREATE SOURCE ... WITH (backpressure = '...')
+ *                overrides it): block (default: wait for room while the
+ *                runtime runs; LAMINAR_ERR_QUEUE_FULL when it does not) |
+ *                drop_oldest (remove the oldest unread message to make room,
+ *                counted in laminar_metrics as dropped_batches/dropped_rows; an
+ *                explicit watermark removed so still takes effect; not with a
+ *                WAL) | reject (fail the push with LAMINAR_ERR_QUEUE_FULL,
+ *                counted as rejected_batches).
+ *   wait_strategy how a thread waits on an empty or full queue (default for
+ *                sources and subscriptions; WITH (wait_strategy = '...') and
+ *                laminar_subscribe_with() override it): park (default: a
+ *                short poll, then sleep on a futex/condvar, no CPU while idle)
+ *                | spin (busy-poll: lowest latency, one core busy) |
+ *                spin_yield(n) (n busy polls, then sched_yield between polls;
+ *                spin_yield alone means n = 100). A source's strategy applies to
+ *                its blocked producers and, for the reactor waiting for input,
+ *                the most eager strategy of all sources applies.
+ *   slow_subscriber  block (default: a subscriber whose queue is full stops
+ *                the reactor from taking input until it reads: nothing is lost,
+ *                the pipeline runs at the slowest reader's pace) | drop (a
+ *                result batch that does not fit a full subscriber queue is
+ *                dropped for that subscriber only, counted in laminar_metrics
+ *                as its dropped_batches/dropped_rows). Default for
+ *                laminar_subscribe(); laminar_subscribe_with() overrides it.
  *   var.NAME     the value of substitution variable NAME: laminar_execute()
  *                and laminar_query() replace every ${NAME} in their SQL text
  *                by it, verbatim, before parsing (not inside comments; $${
@@ -433,10 +458,18 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
 /* The engine's counters now, as rows (kind VARCHAR, name VARCHAR, metric
  * VARCHAR, value BIGINT):
  *   source:  pushed_batches, pushed_rows, queue_depth, queue_capacity,
- *            watermark_ms; with a WAL also wal_next_offset, processed_offset
+ *            dropped_batches, dropped_rows (drop_oldest), rejected_batches
+ *            (reject), producers (open handles), watermark_ms; with a WAL also
+ *            wal_next_offset, processed_offset
  *   stream:  rows_in, rows_out, late_rows, state_groups (open window groups),
  *            watermark_ms, subscribers
- *   subscription (name: its stream): delivered_batches, queue_depth
+ *   subscription (name: its stream): delivered_batches, queue_depth (its
+ *            lag, in batches), dropped_batches, dropped_rows (slow_subscriber
+ *            drop)
+ *   reactor (name "0": one per database in this version): messages (taken
+ *            through the graph, by the reactor or laminar_run_until_idle),
+ *            busy_ns (reactor time in rounds that took messages), running_ns
+ *            (since laminar_start; 0 when stopped), busy_pct
  *   database (durable): last_checkpoint, last_checkpoint_stall_ns
  * The graph is paused for the moment it takes to read them.
  * Ownership: *out is the caller's; release it.
@@ -480,10 +513,12 @@ LAMINAR_API laminar_code laminar_stream_partitioning(laminar_db* db, const char*
 /* A producer handle on a source. Close with laminar_source_close(). */
 typedef struct laminar_source laminar_source;
 
-/* Open a producer handle on source `name`.
+/* Open a producer handle on source `name`. A source starts single-producer
+ * (its queue is an SPSC-fast path); more producer threads get their own
+ * handle with laminar_source_clone().
  * Ownership: *out is the caller's; close with laminar_source_close().
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT; LAMINAR_ERR_STATE if a
- *   producer handle is already open on it (this version is single-producer).
+ *   producer handle (or a clone of one) is already open on it: clone that one.
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_source_open(laminar_db* db, const char* name,
                                              laminar_source** out, laminar_error* err);
@@ -505,20 +540,68 @@ LAMINAR_API laminar_code laminar_source_open(laminar_db* db, const char* name,
  *   LAMINAR_ERR_IO when the source's WAL cannot log it (then nothing is
  *   ingested; with wal_mode sync, LAMINAR_OK means the batch is on stable
  *   storage). A rejected batch ingests nothing; data pushed before it is kept.
- * Thread-safety: the producer thread of this handle; the runtime may run. */
+ * Back-pressure when the queue is full: the source's policy (block, drop_oldest,
+ * reject; see laminar_config_set). Block waits with the source's wait strategy
+ * while the runtime runs and returns LAMINAR_ERR_QUEUE_FULL when it does not.
+ * Thread-safety: the producer thread of this handle (one thread at a time per
+ *   handle; clones push from their own threads at the same time); the
+ *   runtime may run. */
 LAMINAR_API laminar_code laminar_source_push(laminar_source* source,
                                              struct ArrowArray* array,
                                              const struct ArrowSchema* schema,
                                              laminar_error* err);
 
-/* As laminar_source_push(), but never waits: when the source's queue is full
- * it returns LAMINAR_ERR_QUEUE_FULL at once, whether or not the reactor runs,
- * and nothing is ingested or logged (`*array` is still the caller's).
+/* As laminar_source_push(), but never waits: when a block source's queue is
+ * full it returns LAMINAR_ERR_QUEUE_FULL at once, whether or not the reactor
+ * runs, and nothing is ingested or logged (`*array` is still the caller's).
+ * drop_oldest and reject sources never wait anyway: they behave as push.
  * Thread-safety: as laminar_source_push(). */
 LAMINAR_API laminar_code laminar_source_try_push(laminar_source* source,
                                                  struct ArrowArray* array,
                                                  const struct ArrowSchema* schema,
                                                  laminar_error* err);
+
+/* Another producer handle on the same source, for another thread. The first
+ * clone switches the source's queue to multi-producer mode for good (a CAS per
+ * push instead of a store); messages already queued stay queued, in order.
+ * Each handle's messages reach the graph in the order that handle pushed
+ * them; messages of different handles interleave. Close each clone with
+ * laminar_source_close(); the source accepts a new laminar_source_open() once
+ * every handle is closed.
+ * Ownership: *out is the caller's; close with laminar_source_close().
+ * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE; LAMINAR_ERR_SOURCE_CLOSED;
+ *   LAMINAR_ERR_NOMEM (then *out is NULL).
+ * Thread-safety: the thread using `source` (no push on `source` may run
+ *   during the call); hand the clone to its thread afterwards. */
+LAMINAR_API laminar_code laminar_source_clone(laminar_source* source, laminar_source** out,
+                                              laminar_error* err);
+
+/* Push `n` batches in one call: arrays[0..n), each a struct array described
+ * by the same `schema`, validated as laminar_source_push() validates one. All
+ * are validated before any is queued, then they are queued in order as one
+ * contiguous run (no other producer's message lands between them, up to the
+ * queue's capacity per run), with one wake-up of the reactor.
+ * Ownership: on LAMINAR_OK every array has been moved (release == NULL). On
+ *   failure arrays[*out_pushed..n) are untouched and still the caller's; the
+ *   first *out_pushed were ingested -- 0 except when the source was dropped or
+ *   the runtime stopped while a run longer than the queue waited for room.
+ * out_pushed: NULL allowed.
+ * Returns: as laminar_source_push(); a validation error names the array's
+ *   index ("array 3 of 10"). Back-pressure: block waits for room; reject
+ *   refuses the whole call when the queue lacks room for all n (counted as n
+ *   rejected); drop_oldest drops as many old messages as needed.
+ * Thread-safety: as laminar_source_push(). */
+LAMINAR_API laminar_code laminar_source_push_batch(laminar_source* source,
+                                                   struct ArrowArray* arrays, int64_t n,
+                                                   const struct ArrowSchema* schema,
+                                                   int64_t* out_pushed, laminar_error* err);
+
+/* Whether the source's queue has room for `n` messages now: *out = 1 or 0. A
+ * snapshot: other producers may take the room, the reactor makes more.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE (n < 0, NULL out, bad handle).
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_source_has_capacity(laminar_source* source, int64_t n,
+                                                     int32_t* out, laminar_error* err);
 
 /* Free slots in the source's queue now (each push or watermark takes one; the
  * reactor or laminar_run_until_idle frees them). A snapshot: with the reactor
@@ -570,12 +653,30 @@ LAMINAR_API laminar_code laminar_subscribe(laminar_db* db, const char* name,
                                            laminar_subscription** out,
                                            laminar_error* err);
 
+/* As laminar_subscribe(), with options for this subscription, as text
+ * "key = value, key = 'value'" (NULL or "" for the database's defaults):
+ *   buffer_size      slots in its queue (a power of two in [2, 2^24]; default
+ *                    the config's buffer_size)
+ *   slow_subscriber  block | drop (see laminar_config_set)
+ *   wait_strategy    park | spin | spin_yield(n): how
+ *                    laminar_subscription_next() waits for a batch
+ * Each subscription has its own queue: a stream's output batch is shared by
+ * reference with every subscriber (broadcast) and each reads at its own pace.
+ * Returns: as laminar_subscribe(); LAMINAR_ERR_CONFIG_KEY (unknown option) or
+ *   LAMINAR_ERR_CONFIG_VALUE (bad value): nothing subscribed.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_subscribe_with(laminar_db* db, const char* name,
+                                                const char* options,
+                                                laminar_subscription** out,
+                                                laminar_error* err);
+
 /* Take the next result batch, waiting up to `timeout_ms` (0: do not wait; -1:
  * wait until a batch arrives or the subscription ends).
  * Ownership: on LAMINAR_OK with a batch, `*out` (a struct array) and
  * `*out_schema` (NULL allowed: not filled) are the caller's; release each with
  * its release callback, on any thread. With no batch before the timeout,
  * LAMINAR_OK is returned and out->release is NULL.
+ * The wait follows the subscription's wait strategy (laminar_subscribe_with).
  * Returns: LAMINAR_OK; LAMINAR_ERR_SUBSCRIPTION_CLOSED once the stream is
  *   dropped (or the database closed) and no batch remains.
  * Thread-safety: one consumer thread per subscription; the runtime may run. */

@@ -115,6 +115,9 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   if (skip) return LAMINAR_OK;
   char msg[256];
   uint32_t capacity = db->buffer_size;
+  lm_backpressure backpressure = db->backpressure;
+  lm_wait wait = db->wait;
+  const lm_ast_expr* bp_value = NULL; /* where backpressure was set, for errors */
   char wal_mode[16] = {0};
   for (size_t i = 0; i < stmt->noptions; i++) {
     const lm_ast_option* o = &stmt->options[i];
@@ -141,6 +144,20 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       }
       if (lm_streq_nocase(o->key, "wal_mode")) memcpy(wal_mode, text, sizeof wal_mode - 1);
       else lm_durable_lower_interval(db->dur, ms);
+    } else if (lm_streq_nocase(o->key, "backpressure") ||
+               lm_streq_nocase(o->key, "wait_strategy")) { /* issue 5 */
+      bool is_bp = lm_streq_nocase(o->key, "backpressure");
+      char text[64] = {0};
+      bool ok = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING && v->slen < sizeof text;
+      if (ok) memcpy(text, v->s, v->slen);
+      ok = ok && (is_bp ? lm_backpressure_parse(text, &backpressure) : lm_wait_parse(text, &wait));
+      if (!ok) {
+        snprintf(msg, sizeof msg, "source option '%s': expected %s", o->key,
+                 is_bp ? "'block', 'drop_oldest' or 'reject'"
+                       : "'spin', 'spin_yield(n)' or 'park'");
+        return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, v->line, v->column, stmt->name, msg);
+      }
+      if (is_bp) bp_value = v;
     } else if (lm_streq_nocase(o->key, "buffer_size")) {
       int64_t n = -1;
       if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_INT) n = v->i;
@@ -158,7 +175,8 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       capacity = (uint32_t)n;
     } else {
       snprintf(msg, sizeof msg,
-               "unknown source option '%s' (known: buffer_size, wal_mode, checkpoint_interval)",
+               "unknown source option '%s' (known: buffer_size, backpressure, wait_strategy, "
+               "wal_mode, checkpoint_interval)",
                o->key);
       return fail_at(err, LAMINAR_ERR_CONFIG_KEY, v->line, v->column, stmt->name, msg);
     }
@@ -167,7 +185,6 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   if (def == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   atomic_init(&def->refs, 1);
   atomic_init(&def->dropped, false);
-  atomic_init(&def->has_producer, false);
   def->wm_col = -1;
   def->max_ts_ms = INT64_MIN;
   def->watermark_ms = INT64_MIN;
@@ -222,9 +239,24 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
     def->wm_col = idx;
     def->wm_delay_ms = stmt->watermark_delay_ms;
   }
-  if (lm_ring_create(capacity, &def->ring) != LAMINAR_OK) goto nomem;
+  rc = lm_source_def_init_queue(def, capacity, backpressure, wait);
+  if (rc == LAMINAR_ERR_NOMEM) goto nomem;
+  if (rc != LAMINAR_OK) {
+    rc = lm_error_set(err, rc, "source '%s': cannot set up its queue", stmt->name);
+    goto fail;
+  }
   rc = lm_durable_source_created(db, def, wal_mode[0] ? wal_mode : NULL, err);
   if (rc != LAMINAR_OK) goto fail;
+  if (def->wal != NULL && backpressure == LM_BP_DROP_OLDEST) {
+    /* A dropped message is in the WAL: recovery would replay what the live run
+     * never processed. */
+    int32_t line = bp_value != NULL ? bp_value->line : stmt->line;
+    int32_t col = bp_value != NULL ? bp_value->column : stmt->column;
+    rc = fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, line, col, stmt->name,
+                 "backpressure 'drop_oldest' cannot go with a WAL (wal_mode async or sync): "
+                 "use 'block' or 'reject', or wal_mode 'none' for this source");
+    goto fail;
+  }
   lm_rt_pause(&db->rt);
   rc = append_ptr((void***)&db->graph.sources, &db->graph.nsources, def);
   lm_rt_resume(&db->rt);
@@ -436,6 +468,7 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
   if (want_source) {
     remove_ptr((void**)db->graph.sources, &db->graph.nsources, src);
     atomic_store_explicit(&src->dropped, true, memory_order_release);
+    lm_waiter_notify(&src->room); /* producers blocked on its full queue give up */
   } else {
     remove_ptr((void**)db->graph.streams, &db->graph.nstreams, s);
     lm_source_def* in = s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;

@@ -66,9 +66,23 @@ laminar_code laminar_config_create(laminar_config** out) {
   if (c == NULL) return LAMINAR_ERR_NOMEM;
   c->magic = LM_MAGIC_CONFIG;
   c->buffer_size = DEFAULT_BUFFER_SIZE;
+  c->backpressure = LM_BP_BLOCK;
+  c->wait = lm_wait_default();
+  c->slow_drop = false;
   lm_durable_config_init(&c->durable);
   *out = c;
   return LAMINAR_OK;
+}
+
+bool lm_db_parse_slow_subscriber(const char* text, bool* out_drop) {
+  if (lm_streq_nocase(text, "block")) {
+    *out_drop = false;
+  } else if (lm_streq_nocase(text, "drop")) {
+    *out_drop = true;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 /* Parse a power of two in [2, 2^24]; false if `text` is anything else. */
@@ -98,6 +112,31 @@ laminar_code laminar_config_set(laminar_config* config, const char* key, const c
     config->buffer_size = v;
     return LAMINAR_OK;
   }
+  if (lm_streq_nocase(key, "backpressure")) { /* issue 5: runtime defaults */
+    if (!lm_backpressure_parse(value, &config->backpressure)) {
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config 'backpressure': expected block, drop_oldest or reject, "
+                          "got '%s'",
+                          value);
+    }
+    return LAMINAR_OK;
+  }
+  if (lm_streq_nocase(key, "wait_strategy")) {
+    if (!lm_wait_parse(value, &config->wait)) {
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config 'wait_strategy': expected spin, spin_yield(n) or park, "
+                          "got '%s'",
+                          value);
+    }
+    return LAMINAR_OK;
+  }
+  if (lm_streq_nocase(key, "slow_subscriber")) {
+    if (!lm_db_parse_slow_subscriber(value, &config->slow_drop)) {
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config 'slow_subscriber': expected block or drop, got '%s'", value);
+    }
+    return LAMINAR_OK;
+  }
   if (lm_streq_nocase(key, "data_dir")) {
     char* copy = lm_strdup(value);
     if (copy == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -112,7 +151,8 @@ laminar_code laminar_config_set(laminar_config* config, const char* key, const c
   LM_TRY(lm_durable_config_set(&config->durable, key, value, &handled, err));
   if (handled) return LAMINAR_OK;
   return lm_error_set(err, LAMINAR_ERR_CONFIG_KEY,
-                      "unknown config key '%s' (known: buffer_size, data_dir, "
+                      "unknown config key '%s' (known: buffer_size, backpressure, "
+                      "wait_strategy, slow_subscriber, data_dir, "
                       "checkpoint_interval, checkpoint_keep, wal_mode, wal_flush_interval, "
                       "wal_io, wal_recovery, var.NAME)",
                       key);
@@ -185,6 +225,9 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
   laminar_db* db = lm_calloc(1, sizeof *db);
   if (db == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   db->buffer_size = config ? config->buffer_size : DEFAULT_BUFFER_SIZE;
+  db->backpressure = config ? config->backpressure : LM_BP_BLOCK;
+  db->wait = config ? config->wait : lm_wait_default();
+  db->slow_drop = config ? config->slow_drop : false;
   if (config != NULL && config->data_dir != NULL) {
     db->data_dir = lm_strdup(config->data_dir);
     if (db->data_dir == NULL) {

@@ -3,10 +3,14 @@
  * (laminar_subscribe, laminar_subscription_*).
  *
  * A push runs on the producer's thread: import + validation of the Arrow
- * batch (src/arrow), then one SPSC ring push and a wake-up of the reactor. No
- * lock is taken on this path.
+ * batch (src/arrow), then one push on the source queue (chan/mpsc.h: a store
+ * while the source has one handle, a CAS after laminar_source_clone) and a
+ * wake-up of the reactor. No lock is taken on this path, except with a WAL
+ * (log and enqueue under the source's log_mu, so queue order is WAL order).
+ * A full queue gets the source's back-pressure policy: block (wait with the
+ * source's wait strategy on its `room` waiter, which the reactor notifies),
+ * drop_oldest (take the head message off the queue, counted) or reject.
  */
-#define _POSIX_C_SOURCE 200809L /* nanosleep */
 
 #include "db/internal.h"
 
@@ -15,8 +19,8 @@
 #include "util/util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ---- bookkeeping of open handles (under db->lock) ----------------------------- */
 
@@ -54,20 +58,21 @@ laminar_code laminar_source_open(laminar_db* db, const char* name, laminar_sourc
     lm_error_object(err, name, NULL);
     goto done;
   }
-  bool expected = false;
-  /* acq_rel: exactly one handle wins the producer side of the SPSC ring. */
-  if (!atomic_compare_exchange_strong_explicit(&def->has_producer, &expected, true,
+  int expected = 0;
+  /* acq_rel: the first handle takes the producer side; the previous last
+   * handle's pushes (released by its close) happen-before ours. */
+  if (!atomic_compare_exchange_strong_explicit(&def->producers, &expected, 1,
                                                memory_order_acq_rel, memory_order_acquire)) {
     rc = lm_error_set(err, LAMINAR_ERR_STATE,
-                      "source '%s' already has an open producer handle (this version "
-                      "allows one producer per source)",
+                      "source '%s' already has an open producer handle: clone it "
+                      "(laminar_source_clone) for another producer thread",
                       name);
     lm_error_object(err, name, NULL);
     goto done;
   }
   src = lm_calloc(1, sizeof *src);
   if (src == NULL || remember((void***)&db->sources, &db->nsources, src) != LAMINAR_OK) {
-    atomic_store_explicit(&def->has_producer, false, memory_order_release);
+    atomic_fetch_sub_explicit(&def->producers, 1, memory_order_acq_rel);
     lm_free(src);
     rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
     goto done;
@@ -86,103 +91,294 @@ static bool source_ok(const laminar_source* s) {
   return s != NULL && s->magic == LM_MAGIC_SOURCE;
 }
 
-static laminar_code queue_full(const lm_source_def* def, laminar_error* err) {
-  return lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
-                      "source '%s': queue full (%u batches); call laminar_run_until_idle() "
-                      "or laminar_start() to drain it",
-                      def->name, lm_ring_capacity(def->ring));
-}
-
-/* Whether a push must be refused now for lack of room: the queue is full and
- * nothing may wait for it to drain (no reactor, or a non-blocking push).
- * Checked before anything is logged, so a refused message leaves no trace. */
-static bool refuse_full(const laminar_source* src, bool wait) {
-  const lm_source_def* def = src->def;
-  return lm_ring_size(def->ring) >= lm_ring_capacity(def->ring) &&
-         (!wait || !src->db->rt.started);
-}
-
-/* Enqueue a message; in threaded mode wait for room (block back-pressure). */
-static laminar_code enqueue(laminar_source* src, lm_msg* msg, laminar_error* err) {
-  lm_source_def* def = src->def;
-  while (!lm_ring_push(def->ring, msg)) {
-    if (!src->db->rt.started) {
-      return queue_full(def, err);
-    }
-    if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
-      return lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped",
-                          def->name);
-    }
-    lm_rt_notify(&src->db->rt);
-    struct timespec ts = {0, 20000};
-    nanosleep(&ts, NULL);
+laminar_code laminar_source_clone(laminar_source* src, laminar_source** out,
+                                  laminar_error* err) {
+  if (out != NULL) *out = NULL;
+  if (!source_ok(src) || out == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_source_clone: invalid argument");
   }
-  lm_rt_notify(&src->db->rt);
-  return LAMINAR_OK;
-}
-
-/* laminar_source_push (wait: block for room while the reactor runs) and
- * laminar_source_try_push (never wait). */
-static laminar_code push(laminar_source* src, struct ArrowArray* array,
-                         const struct ArrowSchema* schema, bool wait, laminar_error* err) {
-  if (!source_ok(src)) {
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "invalid or closed source handle");
-  }
-  if (array == NULL || schema == NULL) {
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_source_push: NULL array or schema");
-  }
+  laminar_db* db = src->db;
   lm_source_def* def = src->def;
   if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
     lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped", def->name);
     lm_error_object(err, def->name, NULL);
     return LAMINAR_ERR_SOURCE_CLOSED;
   }
-  if (refuse_full(src, wait)) return queue_full(def, err);
-  lm_msg* msg = lm_malloc(sizeof *msg);
-  if (msg == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  /* Import moves the array only on success. */
-  lm_batch* batch = NULL;
-  laminar_code rc = lm_arrow_import(&def->schema, def->name, array, schema, &batch, err);
-  if (rc != LAMINAR_OK) {
-    lm_free(msg);
-    return rc;
-  }
-  msg->batch = batch;
-  msg->watermark_ms = INT64_MIN;
-  msg->seq = 0;
-  int64_t nrows = batch->nrows; /* once queued, the batch is the reactor's */
-  /* Logged before it is queued: what the reactor takes is in the WAL. */
-  if (def->wal != NULL) rc = lm_durable_log(def, msg, err);
-  if (rc == LAMINAR_OK) rc = enqueue(src, msg, err);
+  laminar_source* c = lm_calloc(1, sizeof *c);
+  if (c == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  pthread_mutex_lock(&db->lock);
+  laminar_code rc = remember((void***)&db->sources, &db->nsources, c);
   if (rc == LAMINAR_OK) {
-    atomic_fetch_add_explicit(&def->pushed_batches, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&def->pushed_rows, nrows, memory_order_relaxed);
+    /* The upgrade: the caller is the one producer of `src` (no push of its own
+     * runs), and the clone reaches other threads only after this returns, so
+     * every later push sees multi mode (chan/mpsc.h). Queued messages stay. */
+    lm_mpsc_set_multi(def->queue);
+    atomic_fetch_add_explicit(&def->producers, 1, memory_order_acq_rel);
+    atomic_fetch_add_explicit(&def->refs, 1, memory_order_relaxed);
+    c->magic = LM_MAGIC_SOURCE;
+    c->db = db;
+    c->def = def;
+    *out = c;
   }
+  pthread_mutex_unlock(&db->lock);
   if (rc != LAMINAR_OK) {
-    /* Give the array back untouched: the batch holds it as moved. */
-    lm_arrow_move(&batch->array, array);
-    lm_batch_unref(batch);
-    lm_free(msg);
+    lm_free(c);
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
+  return LAMINAR_OK;
+}
+
+static laminar_code queue_full(const lm_source_def* def, laminar_error* err) {
+  if (def->backpressure == LM_BP_REJECT) {
+    lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
+                 "source '%s': queue full (%u messages), push rejected "
+                 "(backpressure = 'reject')",
+                 def->name, lm_mpsc_capacity(def->queue));
+  } else {
+    lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
+                 "source '%s': queue full (%u messages); call laminar_run_until_idle() "
+                 "or laminar_start() to drain it",
+                 def->name, lm_mpsc_capacity(def->queue));
+  }
+  lm_error_object(err, def->name, NULL);
+  return LAMINAR_ERR_QUEUE_FULL;
+}
+
+static bool runtime_started(const laminar_source* src) {
+  return atomic_load_explicit(&src->db->rt.started, memory_order_acquire);
+}
+
+/* What a push of `n` messages does about a full queue when it may not wait. */
+typedef enum full_action { FULL_WAIT, FULL_REFUSE, FULL_REJECT, FULL_DROP } full_action;
+
+static full_action on_full(const laminar_source* src, bool wait) {
+  switch (src->def->backpressure) {
+    case LM_BP_DROP_OLDEST: return FULL_DROP;
+    case LM_BP_REJECT: return FULL_REJECT;
+    case LM_BP_BLOCK: break;
+  }
+  return wait && runtime_started(src) ? FULL_WAIT : FULL_REFUSE;
+}
+
+/* Whether `n` messages must be refused now, before anything is logged: the
+ * queue lacks room and the policy neither waits nor drops. Exact under
+ * def->log_mu (only the reactor moves the queue then, and only makes room). */
+static laminar_code refuse_early(laminar_source* src, uint32_t n, bool wait,
+                                 laminar_error* err) {
+  lm_source_def* def = src->def;
+  if (lm_mpsc_capacity(def->queue) - lm_mpsc_size(def->queue) >= n) return LAMINAR_OK;
+  full_action act = on_full(src, wait);
+  if (act == FULL_REJECT) {
+    atomic_fetch_add_explicit(&def->rejected_batches, n, memory_order_relaxed);
+  }
+  if (act == FULL_REJECT || act == FULL_REFUSE) return queue_full(def, err);
+  return LAMINAR_OK;
+}
+
+typedef struct room_wait {
+  laminar_source* src;
+  uint32_t need;
+} room_wait;
+
+/* Ready for a producer blocked on a full queue: room for its run, or a reason
+ * to give up (dropped source, stopped runtime). */
+static bool room_or_abort(void* arg) {
+  const room_wait* w = arg;
+  const lm_source_def* def = w->src->def;
+  return lm_mpsc_capacity(def->queue) - lm_mpsc_size(def->queue) >= w->need ||
+         atomic_load_explicit(&def->dropped, memory_order_acquire) || !runtime_started(w->src);
+}
+
+/* drop_oldest: take the oldest queued message off the queue and count it. An
+ * explicit watermark is not lost: its value is carried to the reactor. */
+static void drop_oldest(lm_source_def* def) {
+  void* item;
+  if (!lm_mpsc_steal(def->queue, &item)) return; /* drained meanwhile: room now */
+  lm_msg* msg = item;
+  if (msg->batch != NULL) {
+    atomic_fetch_add_explicit(&def->dropped_batches, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&def->dropped_rows, msg->batch->nrows, memory_order_relaxed);
+  } else {
+    int64_t cur = atomic_load_explicit(&def->carried_watermark, memory_order_relaxed);
+    while (msg->watermark_ms > cur &&
+           !atomic_compare_exchange_weak_explicit(&def->carried_watermark, &cur,
+                                                  msg->watermark_ms, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+    }
+  }
+  lm_msg_free(msg);
+}
+
+/* Enqueue msgs[0..n) (n <= capacity) as one contiguous run, applying the
+ * source's back-pressure policy to a full queue. */
+static laminar_code enqueue(laminar_source* src, lm_msg* const* msgs, uint32_t n, bool wait,
+                            laminar_error* err) {
+  lm_source_def* def = src->def;
+  while (!lm_mpsc_push_all(def->queue, (void* const*)msgs, n)) {
+    if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
+      lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped", def->name);
+      lm_error_object(err, def->name, NULL);
+      return LAMINAR_ERR_SOURCE_CLOSED;
+    }
+    switch (on_full(src, wait)) {
+      case FULL_DROP:
+        drop_oldest(def);
+        continue;
+      case FULL_REJECT:
+        atomic_fetch_add_explicit(&def->rejected_batches, n, memory_order_relaxed);
+        return queue_full(def, err);
+      case FULL_REFUSE:
+        return queue_full(def, err);
+      case FULL_WAIT:
+        break;
+    }
+    /* Block back-pressure: the reactor notifies `room` after taking messages;
+     * waits are cut into 10 ms slices so a missed condition costs little. */
+    lm_rt_notify(&src->db->rt);
+    room_wait w = {src, n};
+    lm_wait_until(&def->wait, &def->room, 10000000, room_or_abort, &w);
+  }
+  lm_rt_notify(&src->db->rt);
+  return LAMINAR_OK;
+}
+
+/* Push arrays[0..n) described by one schema: import (validate) all, then log
+ * and enqueue them in order. All or nothing, except that a source dropped or a
+ * runtime stopped while a run longer than the queue waits for room leaves
+ * the first *out_pushed arrays ingested. */
+static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, int64_t n,
+                              const struct ArrowSchema* schema, bool wait, int64_t* out_pushed,
+                              laminar_error* err) {
+  if (out_pushed != NULL) *out_pushed = 0;
+  if (!source_ok(src)) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "invalid or closed source handle");
+  }
+  if (arrays == NULL || schema == NULL || n < 0 || n > (int64_t)UINT32_MAX) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_source_push: NULL array or schema, or a bad count");
+  }
+  if (n == 0) return LAMINAR_OK;
+  lm_source_def* def = src->def;
+  if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
+    lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped", def->name);
+    lm_error_object(err, def->name, NULL);
+    return LAMINAR_ERR_SOURCE_CLOSED;
+  }
+  uint32_t cap = lm_mpsc_capacity(def->queue);
+  /* A run that can never fit is refused before any work by reject (and by a
+   * push that may not wait): it would be refused anyway. */
+  if (n > (int64_t)cap && on_full(src, wait) != FULL_WAIT && on_full(src, wait) != FULL_DROP) {
+    if (def->backpressure == LM_BP_REJECT) {
+      atomic_fetch_add_explicit(&def->rejected_batches, n, memory_order_relaxed);
+    }
+    return queue_full(def, err);
+  }
+  /* A full queue that neither waits nor drops refuses before the import's
+   * work (the WAL path checks under its lock instead, before logging). */
+  if (def->wal == NULL) LM_TRY(refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, wait, err));
+  lm_msg* one;
+  lm_msg** msgs = n == 1 ? &one : lm_calloc((size_t)n, sizeof *msgs);
+  if (msgs == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  laminar_code rc = LAMINAR_OK;
+  int64_t imported = 0, queued = 0, rows = 0;
+  for (; imported < n; imported++) {
+    lm_msg* msg = lm_malloc(sizeof *msg);
+    if (msg == NULL) {
+      rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+      break;
+    }
+    /* Import moves the array only on success. */
+    lm_batch* batch = NULL;
+    rc = lm_arrow_import(&def->schema, def->name, &arrays[imported], schema, &batch, err);
+    if (rc != LAMINAR_OK) {
+      lm_free(msg);
+      if (n > 1 && err != NULL) { /* say which array */
+        char text[sizeof err->message];
+        snprintf(text, sizeof text, "%.960s (array %lld of %lld)", err->message,
+                 (long long)imported, (long long)n);
+        memcpy(err->message, text, sizeof text);
+      }
+      break;
+    }
+    msg->batch = batch;
+    msg->watermark_ms = INT64_MIN;
+    msg->seq = 0;
+    rows += batch->nrows;
+    msgs[imported] = msg;
+  }
+  if (rc == LAMINAR_OK) {
+    if (def->wal != NULL) {
+      /* Logged before it is queued (what the reactor takes is in the WAL), and
+       * log + enqueue under one lock so queue order is WAL order when cloned
+       * producers push at once. */
+      pthread_mutex_lock(&def->log_mu);
+      /* Refused before anything is logged. Under the lock only the reactor
+       * moves the queue (a WAL source never drops), so room seen stays. */
+      rc = refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, wait, err);
+      while (queued < n && rc == LAMINAR_OK) {
+        rc = lm_durable_log(def, msgs[queued], err);
+        if (rc == LAMINAR_OK) rc = enqueue(src, &msgs[queued], 1, wait, err);
+        if (rc == LAMINAR_OK) queued++;
+      }
+      pthread_mutex_unlock(&def->log_mu);
+    } else {
+      while (queued < n && rc == LAMINAR_OK) {
+        uint32_t run = n - queued > (int64_t)cap ? cap : (uint32_t)(n - queued);
+        rc = enqueue(src, &msgs[queued], run, wait, err);
+        if (rc == LAMINAR_OK) queued += run;
+      }
+    }
+  }
+  if (queued > 0) {
+    int64_t queued_rows = rows;
+    /* Rows of what did not go in (a partial run). */
+    for (int64_t k = queued; k < imported; k++) queued_rows -= msgs[k]->batch->nrows;
+    atomic_fetch_add_explicit(&def->pushed_batches, queued, memory_order_relaxed);
+    atomic_fetch_add_explicit(&def->pushed_rows, queued_rows, memory_order_relaxed);
+  }
+  /* Give what did not go in back untouched: each batch holds its array as moved. */
+  for (int64_t k = queued; k < imported; k++) {
+    lm_arrow_move(&msgs[k]->batch->array, &arrays[k]);
+    lm_msg_free(msgs[k]);
+  }
+  if (msgs != &one) lm_free(msgs);
+  if (out_pushed != NULL) *out_pushed = queued;
   return rc;
 }
 
 laminar_code laminar_source_push(laminar_source* src, struct ArrowArray* array,
                                  const struct ArrowSchema* schema, laminar_error* err) {
-  return push(src, array, schema, true, err);
+  return push_many(src, array, 1, schema, true, NULL, err);
 }
 
 laminar_code laminar_source_try_push(laminar_source* src, struct ArrowArray* array,
                                      const struct ArrowSchema* schema, laminar_error* err) {
-  return push(src, array, schema, false, err);
+  return push_many(src, array, 1, schema, false, NULL, err);
+}
+
+laminar_code laminar_source_push_batch(laminar_source* src, struct ArrowArray* arrays,
+                                       int64_t n, const struct ArrowSchema* schema,
+                                       int64_t* out_pushed, laminar_error* err) {
+  return push_many(src, arrays, n, schema, true, out_pushed, err);
 }
 
 laminar_code laminar_source_free_slots(laminar_source* src, int64_t* out, laminar_error* err) {
   if (!source_ok(src) || out == NULL) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_source_free_slots: invalid argument");
   }
-  const lm_ring* ring = src->def->ring;
-  *out = (int64_t)lm_ring_capacity(ring) - (int64_t)lm_ring_size(ring);
+  const lm_mpsc* q = src->def->queue;
+  *out = (int64_t)lm_mpsc_capacity(q) - (int64_t)lm_mpsc_size(q);
+  return LAMINAR_OK;
+}
+
+laminar_code laminar_source_has_capacity(laminar_source* src, int64_t n, int32_t* out,
+                                         laminar_error* err) {
+  int64_t free_slots;
+  if (out == NULL || n < 0) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_source_has_capacity: invalid argument");
+  }
+  LM_TRY(laminar_source_free_slots(src, &free_slots, err));
+  *out = free_slots >= n ? 1 : 0;
   return LAMINAR_OK;
 }
 
@@ -191,9 +387,10 @@ laminar_code laminar_source_watermark(laminar_source* src, int64_t watermark_ms,
   if (!source_ok(src)) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "invalid or closed source handle");
   }
-  if (atomic_load_explicit(&src->def->dropped, memory_order_acquire)) {
+  lm_source_def* def = src->def;
+  if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
     return lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped",
-                        src->def->name);
+                        def->name);
   }
   lm_msg* msg = lm_malloc(sizeof *msg);
   if (msg == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -201,9 +398,15 @@ laminar_code laminar_source_watermark(laminar_source* src, int64_t watermark_ms,
   msg->watermark_ms = watermark_ms;
   msg->seq = 0;
   laminar_code rc = LAMINAR_OK;
-  if (refuse_full(src, true)) rc = queue_full(src->def, err); /* before it is logged */
-  if (rc == LAMINAR_OK && src->def->wal != NULL) rc = lm_durable_log(src->def, msg, err);
-  if (rc == LAMINAR_OK) rc = enqueue(src, msg, err);
+  if (def->wal != NULL) {
+    pthread_mutex_lock(&def->log_mu); /* see push_many */
+    rc = refuse_early(src, 1, true, err); /* before it is logged */
+    if (rc == LAMINAR_OK) rc = lm_durable_log(def, msg, err);
+    if (rc == LAMINAR_OK) rc = enqueue(src, &msg, 1, true, err);
+    pthread_mutex_unlock(&def->log_mu);
+  } else {
+    rc = enqueue(src, &msg, 1, true, err);
+  }
   if (rc != LAMINAR_OK) lm_free(msg);
   return rc;
 }
@@ -217,7 +420,8 @@ laminar_code laminar_source_offset(laminar_source* src, int64_t* out, laminar_er
 }
 
 static void source_free(laminar_source* src) {
-  atomic_store_explicit(&src->def->has_producer, false, memory_order_release);
+  /* acq_rel: this handle's pushes happen-before a later open's (see open). */
+  atomic_fetch_sub_explicit(&src->def->producers, 1, memory_order_acq_rel);
   lm_source_def_unref(src->def);
   src->magic = LM_MAGIC_DEAD;
   lm_free(src);
@@ -234,12 +438,106 @@ void laminar_source_close(laminar_source* src) {
 
 /* ---- subscriptions ------------------------------------------------------------------ */
 
+/* Subscription options: buffer_size, slow_subscriber, wait_strategy. */
+typedef struct sub_options {
+  uint32_t buffer_size;
+  bool drop_when_full;
+  lm_wait wait;
+} sub_options;
+
+/* Copy the next `key = value` of "k = v, k = 'v'" into key/value; the rest
+ * of the text after it, or NULL at the end. *out_ok false on a malformed item. */
+static const char* next_option(const char* s, char* key, size_t kcap, char* value, size_t vcap,
+                               bool* out_ok) {
+  *out_ok = false;
+  while (*s == ' ' || *s == '\t' || *s == ',') s++;
+  if (*s == '\0') {
+    *out_ok = true;
+    return NULL;
+  }
+  size_t k = 0;
+  while (*s != '\0' && *s != '=' && *s != ',') {
+    if (k + 1 < kcap && *s != ' ' && *s != '\t') key[k++] = *s;
+    s++;
+  }
+  key[k] = '\0';
+  if (*s != '=' || k == 0) return NULL;
+  s++;
+  while (*s == ' ' || *s == '\t') s++;
+  char quote = (*s == '\'' || *s == '"') ? *s++ : 0;
+  size_t v = 0;
+  while (*s != '\0' && (quote ? *s != quote : *s != ',')) {
+    if (v + 1 < vcap) value[v++] = *s;
+    s++;
+  }
+  if (quote) {
+    if (*s != quote) return NULL;
+    s++;
+  }
+  while (v > 0 && (value[v - 1] == ' ' || value[v - 1] == '\t')) v--;
+  value[v] = '\0';
+  *out_ok = true;
+  return s;
+}
+
+static laminar_code parse_sub_options(const char* text, sub_options* o, laminar_error* err) {
+  const char* s = text;
+  while (s != NULL) {
+    char key[64], value[64];
+    bool ok;
+    s = next_option(s, key, sizeof key, value, sizeof value, &ok);
+    if (!ok) {
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "subscription options: expected 'key = value, ...', got '%s'", text);
+    }
+    if (s == NULL) break;
+    if (lm_streq_nocase(key, "buffer_size")) {
+      char* end;
+      unsigned long long n = strtoull(value, &end, 10);
+      if (*end != '\0' || end == value || n < 2 || n > (1u << 24) || (n & (n - 1)) != 0) {
+        return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                            "subscription option 'buffer_size': expected a power of two "
+                            "between 2 and 16777216, got '%s'",
+                            value);
+      }
+      o->buffer_size = (uint32_t)n;
+    } else if (lm_streq_nocase(key, "slow_subscriber")) {
+      if (!lm_db_parse_slow_subscriber(value, &o->drop_when_full)) {
+        return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                            "subscription option 'slow_subscriber': expected 'block' or "
+                            "'drop', got '%s'",
+                            value);
+      }
+    } else if (lm_streq_nocase(key, "wait_strategy")) {
+      if (!lm_wait_parse(value, &o->wait)) {
+        return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                            "subscription option 'wait_strategy': expected 'spin', "
+                            "'spin_yield(n)' or 'park', got '%s'",
+                            value);
+      }
+    } else {
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_KEY,
+                          "unknown subscription option '%s' (known: buffer_size, "
+                          "slow_subscriber, wait_strategy)",
+                          key);
+    }
+  }
+  return LAMINAR_OK;
+}
+
 laminar_code laminar_subscribe(laminar_db* db, const char* name, laminar_subscription** out,
                                laminar_error* err) {
+  return laminar_subscribe_with(db, name, NULL, out, err);
+}
+
+laminar_code laminar_subscribe_with(laminar_db* db, const char* name, const char* options,
+                                    laminar_subscription** out, laminar_error* err) {
   if (out != NULL) *out = NULL;
   if (db == NULL || db->magic != LM_MAGIC_DB || name == NULL || out == NULL) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_subscribe: invalid argument");
   }
+  sub_options opts = {db->buffer_size, db->slow_drop, db->wait};
+  if (options != NULL) LM_TRY(parse_sub_options(options, &opts, err));
   pthread_mutex_lock(&db->lock);
   laminar_code rc = LAMINAR_OK;
   laminar_subscription* s = NULL;
@@ -255,9 +553,11 @@ laminar_code laminar_subscribe(laminar_db* db, const char* name, laminar_subscri
   /* The stream's or view's own spelling, or the sink's name as given. */
   s->stream_name = lm_strdup(lm_streq_nocase(stream->name, name) ? stream->name : name);
   if (s->stream_name == NULL || lm_schema_copy(&stream->out_schema, &s->schema) != 0 ||
-      lm_sub_create(db->buffer_size, &s->sub) != LAMINAR_OK) {
+      lm_sub_create(opts.buffer_size, &s->sub) != LAMINAR_OK) {
     goto nomem;
   }
+  s->sub->drop_when_full = opts.drop_when_full;
+  s->sub->wait = opts.wait;
   if (remember((void***)&db->subs, &db->nsubs, s) != LAMINAR_OK) goto nomem;
   /* The reactor reads stream->subs: grow and publish it only while paused. */
   lm_rt_pause(&db->rt);
@@ -344,8 +644,10 @@ laminar_code laminar_subscription_next(laminar_subscription* s, int64_t timeout_
       return LAMINAR_ERR_SUBSCRIPTION_CLOSED;
     }
     if (timeout_ms == 0) return LAMINAR_OK;
-    int64_t ns = timeout_ms < 0 ? -1 : timeout_ms * 1000000;
-    if (!lm_waiter_wait(&s->sub->waiter, ns, sub_ready, s->sub)) return LAMINAR_OK;
+    int64_t ns = timeout_ms < 0 || timeout_ms > INT64_MAX / 1000000 ? -1 : timeout_ms * 1000000;
+    if (!lm_wait_until(&s->sub->wait, &s->sub->waiter, ns, sub_ready, s->sub)) {
+      return LAMINAR_OK;
+    }
   }
 }
 

@@ -39,6 +39,11 @@ struct laminar_config {
   lm_config_sink* sinks;
   int32_t nsinks;
   lm_vars vars;              /* `var.NAME` keys: ${NAME} substitution (vars.h) */
+  /* Runtime defaults (issue 5): sources' back-pressure and wait strategy,
+   * subscriptions' wait strategy and slow-subscriber policy. */
+  lm_backpressure backpressure;
+  lm_wait wait;
+  bool slow_drop;
 };
 
 /* A sink on a stream: CREATE SINK ... INTO FILE (sql set: part of the stored
@@ -84,6 +89,9 @@ struct laminar_db {
   int32_t nsinks;
   lm_durable* dur;           /* NULL: durability off */
   lm_vars vars;              /* ${NAME} substitution variables, from the config */
+  lm_backpressure backpressure; /* defaults from the config (see laminar_config) */
+  lm_wait wait;
+  bool slow_drop;
 };
 
 /* catalog.c */
@@ -100,6 +108,9 @@ laminar_code lm_rows_stream(const lm_schema* schema, lm_batch* batch,
 
 /* handles.c */
 void lm_db_detach_stream_subs(laminar_db* db, lm_stream_def* stream);
+
+/* db.c: 'block' -> false, 'drop' -> true (slow_subscriber); false if neither. */
+bool lm_db_parse_slow_subscriber(const char* text, bool* out_drop);
 
 /* Attach sink `k` (name, stream and sink set; sql may be NULL) to its stream
  * and the catalog, pausing the graph. On failure nothing is attached and k is

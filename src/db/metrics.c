@@ -56,8 +56,16 @@ static void collect(laminar_db* db, rows* r) {
         (int64_t)atomic_load_explicit(&s->pushed_batches, memory_order_relaxed));
     add(r, "source", s->name, "pushed_rows",
         (int64_t)atomic_load_explicit(&s->pushed_rows, memory_order_relaxed));
-    add(r, "source", s->name, "queue_depth", (int64_t)lm_ring_size(s->ring));
-    add(r, "source", s->name, "queue_capacity", (int64_t)lm_ring_capacity(s->ring));
+    add(r, "source", s->name, "queue_depth", (int64_t)lm_mpsc_size(s->queue));
+    add(r, "source", s->name, "queue_capacity", (int64_t)lm_mpsc_capacity(s->queue));
+    add(r, "source", s->name, "dropped_batches",
+        (int64_t)atomic_load_explicit(&s->dropped_batches, memory_order_relaxed));
+    add(r, "source", s->name, "dropped_rows",
+        (int64_t)atomic_load_explicit(&s->dropped_rows, memory_order_relaxed));
+    add(r, "source", s->name, "rejected_batches",
+        (int64_t)atomic_load_explicit(&s->rejected_batches, memory_order_relaxed));
+    add(r, "source", s->name, "producers",
+        (int64_t)atomic_load_explicit(&s->producers, memory_order_relaxed));
     add(r, "source", s->name, "watermark_ms", s->watermark_ms);
     if (s->wal != NULL) {
       add(r, "source", s->name, "wal_next_offset", (int64_t)lm_wal_next_seq(s->wal));
@@ -86,7 +94,19 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "subscription", sub->stream_name, "delivered_batches",
         (int64_t)atomic_load_explicit(&sub->delivered, memory_order_relaxed));
     add(r, "subscription", sub->stream_name, "queue_depth", (int64_t)lm_ring_size(sub->sub->ring));
+    add(r, "subscription", sub->stream_name, "dropped_batches",
+        (int64_t)atomic_load_explicit(&sub->sub->dropped_batches, memory_order_relaxed));
+    add(r, "subscription", sub->stream_name, "dropped_rows",
+        (int64_t)atomic_load_explicit(&sub->sub->dropped_rows, memory_order_relaxed));
   }
+  /* The reactor (one per database in this version; name "0"). */
+  int64_t busy = (int64_t)atomic_load_explicit(&db->rt.busy_ns, memory_order_relaxed);
+  int64_t running = db->rt.started_ns != 0 ? lm_rt_now_ns() - db->rt.started_ns : 0;
+  add(r, "reactor", "0", "messages",
+      (int64_t)atomic_load_explicit(&db->rt.messages, memory_order_relaxed));
+  add(r, "reactor", "0", "busy_ns", busy);
+  add(r, "reactor", "0", "running_ns", running);
+  add(r, "reactor", "0", "busy_pct", running > 0 ? busy * 100 / running : 0);
   if (db->dur != NULL) {
     add(r, "database", "", "last_checkpoint", (int64_t)lm_durable_last_epoch(db->dur));
     add(r, "database", "", "last_checkpoint_stall_ns", lm_durable_last_stall_ns(db->dur));

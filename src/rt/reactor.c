@@ -2,6 +2,9 @@
  * reactor.c -- processing of source messages through the stream graph, the
  * reactor thread, the pause handshake and subscriber queues (see rt.h DESIGN).
  */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L  // clock_gettime
+#endif
 #include "rt/rt.h"
 
 #include "sink/sink.h"
@@ -9,6 +12,7 @@
 #include "util/util.h"
 
 #include <string.h>
+#include <time.h>
 
 /* ---- subscriber queues ------------------------------------------------------ */
 
@@ -28,6 +32,10 @@ laminar_code lm_sub_create(uint32_t capacity, lm_sub** out) {
     return rc;
   }
   atomic_init(&sub->ended, false);
+  sub->drop_when_full = false;
+  sub->wait = lm_wait_default();
+  atomic_init(&sub->dropped_batches, 0);
+  atomic_init(&sub->dropped_rows, 0);
   *out = sub;
   return LAMINAR_OK;
 }
@@ -39,6 +47,58 @@ void lm_sub_destroy(lm_sub* sub) {
   lm_ring_destroy(sub->ring);
   lm_waiter_destroy(&sub->waiter);
   lm_free(sub);
+}
+
+/* ---- source queues ------------------------------------------------------------ */
+
+bool lm_backpressure_parse(const char* text, lm_backpressure* out) {
+  if (lm_streq_nocase(text, "block")) {
+    *out = LM_BP_BLOCK;
+  } else if (lm_streq_nocase(text, "drop_oldest")) {
+    *out = LM_BP_DROP_OLDEST;
+  } else if (lm_streq_nocase(text, "reject")) {
+    *out = LM_BP_REJECT;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+const char* lm_backpressure_name(lm_backpressure bp) {
+  switch (bp) {
+    case LM_BP_DROP_OLDEST: return "drop_oldest";
+    case LM_BP_REJECT: return "reject";
+    case LM_BP_BLOCK: break;
+  }
+  return "block";
+}
+
+laminar_code lm_source_def_init_queue(lm_source_def* def, uint32_t capacity,
+                                      lm_backpressure bp, lm_wait wait) {
+  def->backpressure = bp;
+  def->wait = wait;
+  atomic_init(&def->producers, 0);
+  atomic_init(&def->dropped_batches, 0);
+  atomic_init(&def->dropped_rows, 0);
+  atomic_init(&def->rejected_batches, 0);
+  atomic_init(&def->carried_watermark, INT64_MIN);
+  LM_TRY(lm_waiter_init(&def->room));
+  if (pthread_mutex_init(&def->log_mu, NULL) != 0) {
+    lm_waiter_destroy(&def->room);
+    return LAMINAR_ERR_INTERNAL;
+  }
+  /* Created last: queue != NULL means the waiter and the lock exist too. */
+  laminar_code rc = lm_mpsc_create(capacity, bp == LM_BP_DROP_OLDEST, &def->queue);
+  if (rc != LAMINAR_OK) {
+    pthread_mutex_destroy(&def->log_mu);
+    lm_waiter_destroy(&def->room);
+  }
+  return rc;
+}
+
+void lm_msg_free(lm_msg* msg) {
+  lm_batch_unref(msg->batch);
+  lm_free(msg);
 }
 
 /* ---- graph bookkeeping ------------------------------------------------------ */
@@ -65,13 +125,13 @@ void lm_source_def_unref(lm_source_def* def) {
   if (def == NULL) return;
   /* acq_rel: the last owner sees every write made by the others. */
   if (atomic_fetch_sub_explicit(&def->refs, 1, memory_order_acq_rel) != 1) return;
-  void* item;
-  while (def->ring != NULL && lm_ring_pop(def->ring, &item)) {
-    lm_msg* msg = item;
-    lm_batch_unref(msg->batch);
-    lm_free(msg);
+  if (def->queue != NULL) {
+    void* item;
+    while (lm_mpsc_pop(def->queue, &item)) lm_msg_free(item);
+    lm_mpsc_destroy(def->queue);
+    pthread_mutex_destroy(&def->log_mu);
+    lm_waiter_destroy(&def->room);
   }
-  lm_ring_destroy(def->ring);
   lm_wal_close(def->wal, NULL); /* flushes what is appended */
   lm_schema_free(&def->schema);
   lm_free(def->readers);
@@ -112,8 +172,15 @@ static laminar_code stream_deliver(void* arg, const lm_chunk* chunk) {
     lm_sub* sub = s->subs[i];
     lm_batch_ref(batch);
     if (!lm_ring_push(sub->ring, batch)) {
-      /* Headroom was checked before the message was taken (rt.h). */
       lm_batch_unref(batch);
+      if (sub->drop_when_full) {
+        /* The drop policy: this subscriber misses the batch, counted. */
+        atomic_fetch_add_explicit(&sub->dropped_batches, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&sub->dropped_rows, batch->nrows, memory_order_relaxed);
+        continue;
+      }
+      /* A blocking subscriber's headroom was checked before the message was
+       * taken (rt.h): a full ring here is a broken invariant. */
       lm_batch_unref(batch);
       return LAMINAR_ERR_INTERNAL;
     }
@@ -178,6 +245,10 @@ static int64_t batch_max_ts(const lm_source_def* src, const lm_batch* batch) {
 static laminar_code process_msg(lm_source_def* src, lm_msg* msg) {
   laminar_code rc = LAMINAR_OK;
   int64_t wm = src->watermark_ms;
+  /* An explicit watermark a drop_oldest producer removed unread still counts
+   * (relaxed: see carried_watermark in rt.h). */
+  int64_t carried = atomic_load_explicit(&src->carried_watermark, memory_order_relaxed);
+  if (carried > wm) wm = carried;
   if (msg->seq > src->processed_seq) src->processed_seq = msg->seq;
   if (msg->batch != NULL) {
     lm_batch* batch = msg->batch;
@@ -221,6 +292,7 @@ static bool have_headroom(const lm_graph* g) {
   for (int32_t i = 0; i < g->nstreams; i++) {
     const lm_stream_def* s = g->streams[i];
     for (int32_t j = 0; j < s->nsubs; j++) {
+      if (s->subs[j]->drop_when_full) continue; /* never holds the pipeline */
       const lm_ring* r = s->subs[j]->ring;
       if (lm_ring_capacity(r) - lm_ring_size(r) < LM_SUB_HEADROOM) return false;
     }
@@ -231,25 +303,40 @@ static bool have_headroom(const lm_graph* g) {
 /* Process up to `budget` messages per source, round robin. *out_progress
  * tells whether any message was processed; *out_blocked whether a full
  * subscriber stopped progress. */
-static laminar_code process_round(lm_graph* g, int budget, bool* out_progress,
+static laminar_code process_round(lm_rt* rt, int budget, bool* out_progress,
                                   bool* out_blocked) {
+  lm_graph* g = rt->graph;
   *out_progress = false;
   *out_blocked = false;
+  int64_t total = 0;
+  laminar_code round_rc = LAMINAR_OK;
   for (int32_t i = 0; i < g->nsources; i++) {
     lm_source_def* src = g->sources[i];
-    for (int b = 0; b < budget; b++) {
-      void* item;
-      if (!lm_ring_peek(src->ring, &item)) break;
+    int taken = 0;
+    laminar_code rc = LAMINAR_OK;
+    for (; taken < budget && rc == LAMINAR_OK; taken++) {
+      if (lm_mpsc_size(src->queue) == 0) break;
       if (!have_headroom(g)) {
         *out_blocked = true;
-        return LAMINAR_OK;
+        break;
       }
-      lm_ring_pop(src->ring, &item);
+      /* Not a peek-then-pop: a drop_oldest producer may take the head first. */
+      void* item;
+      if (!lm_mpsc_pop(src->queue, &item)) break;
       *out_progress = true;
-      LM_TRY(process_msg(src, item));
+      rc = process_msg(src, item);
+    }
+    /* Producers blocked on a full queue: one notify per round, not per message
+     * (a fence and a load when none is parked). */
+    if (taken > 0) lm_waiter_notify(&src->room);
+    total += taken;
+    if (rc != LAMINAR_OK || *out_blocked) {
+      round_rc = rc;
+      break;
     }
   }
-  return LAMINAR_OK;
+  if (total > 0) atomic_fetch_add_explicit(&rt->messages, total, memory_order_relaxed);
+  return round_rc;
 }
 
 laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err) {
@@ -259,7 +346,7 @@ laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err) {
   }
   for (;;) {
     bool progress, blocked;
-    laminar_code rc = process_round(rt->graph, 64, &progress, &blocked);
+    laminar_code rc = process_round(rt, 64, &progress, &blocked);
     if (rc != LAMINAR_OK) {
       return lm_error_set(err, rc, "stream processing failed: %s", laminar_errstr(rc));
     }
@@ -276,7 +363,7 @@ static bool any_input_or_request(void* arg) {
     return true;
   }
   for (int32_t i = 0; i < rt->graph->nsources; i++) {
-    if (lm_ring_size(rt->graph->sources[i]->ring) > 0) return true;
+    if (lm_mpsc_size(rt->graph->sources[i]->queue) > 0) return true;
   }
   return false;
 }
@@ -312,14 +399,18 @@ static void* reactor_main(void* arg) {
   for (;;) {
     honour_pause(rt);
     bool progress = false, blocked = false;
-    laminar_code rc = process_round(rt->graph, 64, &progress, &blocked);
+    int64_t t0 = lm_rt_now_ns();
+    laminar_code rc = process_round(rt, 64, &progress, &blocked);
+    if (progress) {
+      atomic_fetch_add_explicit(&rt->busy_ns, lm_rt_now_ns() - t0, memory_order_relaxed);
+    }
     record_error(rt, rc);
     if (progress && !blocked) continue;
     if (atomic_load_explicit(&rt->stop, memory_order_acquire)) {
       /* A push may have landed between the round and the stop request: one
        * last round after seeing `stop` finishes everything queued before it. */
       do {
-        rc = process_round(rt->graph, 64, &progress, &blocked);
+        rc = process_round(rt, 64, &progress, &blocked);
         record_error(rt, rc);
       } while (progress && !blocked && rc == LAMINAR_OK);
       break;
@@ -328,7 +419,13 @@ static void* reactor_main(void* arg) {
       /* A subscriber is full: poll for room at a low rate. */
       lm_waiter_wait(&rt->wake, 200000, never_ready, NULL);
     } else {
-      lm_waiter_wait(&rt->wake, 50000000, any_input_or_request, rt);
+      /* Idle: wait the way the most eager source asks (spin sources get a
+       * spinning reactor); at most 50 ms, then look again. */
+      lm_wait how = lm_wait_default();
+      for (int32_t i = 0; i < rt->graph->nsources; i++) {
+        how = lm_wait_eager(how, rt->graph->sources[i]->wait);
+      }
+      lm_wait_until(&how, &rt->wake, 50000000, any_input_or_request, rt);
     }
   }
   return NULL;
@@ -337,6 +434,8 @@ static void* reactor_main(void* arg) {
 laminar_code lm_rt_init(lm_rt* rt, lm_graph* graph) {
   memset(rt, 0, sizeof *rt);
   rt->graph = graph;
+  atomic_init(&rt->messages, 0);
+  atomic_init(&rt->busy_ns, 0);
   atomic_init(&rt->stop, false);
   atomic_init(&rt->pause_req, false);
   LM_TRY(lm_waiter_init(&rt->wake));
@@ -362,6 +461,7 @@ laminar_code lm_rt_start(lm_rt* rt, laminar_error* err) {
   if (rt->started) return lm_error_set(err, LAMINAR_ERR_STATE, "the runtime is already started");
   atomic_store_explicit(&rt->stop, false, memory_order_release);
   rt->error = LAMINAR_OK;
+  rt->started_ns = lm_rt_now_ns();
   if (pthread_create(&rt->thread, NULL, reactor_main, rt) != 0) {
     return lm_error_set(err, LAMINAR_ERR_INTERNAL, "cannot start the reactor thread");
   }
@@ -375,6 +475,11 @@ laminar_code lm_rt_stop(lm_rt* rt, laminar_error* err) {
   lm_waiter_notify(&rt->wake);
   pthread_join(rt->thread, NULL);
   rt->started = false;
+  rt->started_ns = 0;
+  /* Producers blocked on a full queue see `started` false and give up. */
+  for (int32_t i = 0; i < rt->graph->nsources; i++) {
+    lm_waiter_notify(&rt->graph->sources[i]->room);
+  }
   if (rt->error != LAMINAR_OK) {
     if (err != NULL) *err = rt->error_detail;
     laminar_code rc = rt->error;
@@ -403,3 +508,9 @@ void lm_rt_resume(lm_rt* rt) {
 }
 
 void lm_rt_notify(lm_rt* rt) { lm_waiter_notify(&rt->wake); }
+
+int64_t lm_rt_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}

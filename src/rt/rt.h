@@ -28,7 +28,9 @@
 #define LM_RT_H
 
 #include "arrow/arrow.h"
+#include "chan/mpsc.h"
 #include "chan/ring.h"
+#include "chan/wait.h"
 #include "laminar.h"
 #include "op/op.h"
 #include "sql/plan.h"
@@ -46,18 +48,48 @@ typedef struct lm_msg {
   uint64_t seq;              /* WAL sequence number (0: the source keeps no WAL) */
 } lm_msg;
 
+/* What a push does when its source's queue is full (CREATE SOURCE ... WITH
+ * (backpressure = '...'), config key `backpressure`). */
+typedef enum lm_backpressure {
+  LM_BP_BLOCK = 0,       /* wait for room (the source's wait strategy); default */
+  LM_BP_DROP_OLDEST = 1, /* remove the oldest queued message, counted */
+  LM_BP_REJECT = 2       /* fail the push with LAMINAR_ERR_QUEUE_FULL, counted */
+} lm_backpressure;
+
+/* Parse 'block' | 'drop_oldest' | 'reject' (case-insensitive). */
+bool lm_backpressure_parse(const char* text, lm_backpressure* out);
+const char* lm_backpressure_name(lm_backpressure bp);
+
 typedef struct lm_source_def {
   char* name;
   char* sql;                 /* the CREATE statement, for SHOW */
   lm_schema schema;
   int32_t wm_col;            /* watermark column, -1 if none */
   int64_t wm_delay_ms;
-  lm_ring* ring;             /* of lm_msg*; producer: the handle's thread */
+  /* Of lm_msg*: single-producer until the first clone of a handle, then
+   * multi-producer (chan/mpsc.h); consumer: the reactor / run_until_idle. */
+  lm_mpsc* queue;
+  lm_backpressure backpressure; /* fixed at CREATE */
+  lm_wait wait;              /* producers on a full queue; the reactor on empty ones */
+  lm_waiter room;            /* producers blocked on a full queue park here;
+                                the reactor notifies after taking messages */
+  pthread_mutex_t log_mu;    /* WAL + several producers: log and enqueue as one
+                                step, so queue order is WAL order */
   atomic_int refs;           /* catalog + open producer handles */
   atomic_bool dropped;       /* writer: control; reader: producers (acquire) */
-  atomic_bool has_producer;  /* one producer handle at a time (SPSC) */
-  atomic_int_fast64_t pushed_batches; /* accepted pushes; writer: producer (relaxed) */
+  /* Open producer handles (open: 0 -> 1 by CAS; clone: +1; close: -1).
+   * writer: any producer/control thread (acq_rel RMW). */
+  atomic_int producers;
+  atomic_int_fast64_t pushed_batches; /* accepted pushes; writer: producers (relaxed) */
   atomic_int_fast64_t pushed_rows;
+  /* Back-pressure counters; writer: producers (relaxed); reader: metrics. */
+  atomic_int_fast64_t dropped_batches;  /* drop_oldest: messages removed unread */
+  atomic_int_fast64_t dropped_rows;
+  atomic_int_fast64_t rejected_batches; /* reject: pushes refused for a full queue */
+  /* The largest explicit watermark of a message dropped by drop_oldest: the
+   * reactor applies it with the next message it takes. writer: producers
+   * (CAS max); reader: the reactor. Relaxed: a lagging read only delays it. */
+  atomic_int_fast64_t carried_watermark;
   struct lm_wal* wal;        /* NULL unless durable (src/db/durable.c); producer side */
   bool wal_sync;             /* acknowledge a push after fdatasync */
   /* reactor-only */
@@ -73,6 +105,13 @@ typedef struct lm_sub {
   lm_ring* ring;             /* of lm_batch* */
   lm_waiter waiter;          /* consumer parks here; reactor notifies */
   atomic_bool ended;         /* stream dropped / db closed: no more batches */
+  /* Slow-subscriber policy, fixed at subscribe: false = block (the reactor
+   * takes no input while this queue lacks headroom), true = drop (a batch
+   * that does not fit is dropped for this subscriber and counted). */
+  bool drop_when_full;
+  lm_wait wait;              /* how the consumer waits for a batch */
+  atomic_int_fast64_t dropped_batches; /* writer: reactor (relaxed); reader: any */
+  atomic_int_fast64_t dropped_rows;
 } lm_sub;
 
 struct lm_stream_def {
@@ -109,6 +148,13 @@ typedef struct lm_rt {
   pthread_cond_t pause_cv;
   atomic_bool pause_req;
   bool paused;               /* under pause_mu */
+  /* Counters (issue 5 observability). writer: the thread driving the graph
+   * (relaxed); reader: laminar_metrics. busy_ns: time in rounds that took
+   * messages, on the reactor thread; started_ns: CLOCK_MONOTONIC at
+   * lm_rt_start (0 when stopped; written by control under db->lock). */
+  atomic_int_fast64_t messages;
+  atomic_int_fast64_t busy_ns;
+  int64_t started_ns;
   /* first error raised on the reactor thread, reported by laminar_stop() */
   laminar_code error;
   laminar_error error_detail;
@@ -125,6 +171,9 @@ laminar_code lm_rt_stop(lm_rt* rt, laminar_error* err);
  * started). Control thread only, nested calls not allowed. */
 void lm_rt_pause(lm_rt* rt);
 void lm_rt_resume(lm_rt* rt);
+/* CLOCK_MONOTONIC in nanoseconds. */
+int64_t lm_rt_now_ns(void);
+
 /* Wake the reactor after a push (cheap when it is not parked). */
 void lm_rt_notify(lm_rt* rt);
 
@@ -138,6 +187,14 @@ laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err);
 
 /* Subscriber queues. */
 laminar_code lm_sub_create(uint32_t capacity, lm_sub** out);
+
+/* Set up a new source's queue, waiter and lock (control thread, before the
+ * source is published). On failure nothing needs undoing but the def itself
+ * (lm_source_def_unref copes with a def whose queue is NULL). */
+laminar_code lm_source_def_init_queue(lm_source_def* def, uint32_t capacity,
+                                      lm_backpressure bp, lm_wait wait);
+/* Free a message taken off a source queue without processing it. */
+void lm_msg_free(lm_msg* msg);
 /* Frees queued batches. The sub must be detached from its stream. */
 void lm_sub_destroy(lm_sub* sub);
 

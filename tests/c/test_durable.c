@@ -17,6 +17,7 @@
 
 #include "lm_test.h"
 #include "lm_test_durable.h"
+#include "lm_test_metrics.h"
 
 /* ---- settings ------------------------------------------------------------------------ */
 
@@ -230,39 +231,6 @@ static int test_try_push_and_free_slots(void) {
 
 /* ---- metrics -------------------------------------------------------------------------------- */
 
-/* The value of (kind, name, metric) in laminar_metrics' rows, or -1. */
-static int64_t metric(laminar_db* db, const char* kind, const char* name, const char* what) {
-  struct ArrowArrayStream st;
-  laminar_error err;
-  if (laminar_metrics(db, &st, &err) != LAMINAR_OK) return -1;
-  struct ArrowSchema schema;
-  struct ArrowArray array;
-  int64_t found = -1;
-  if (st.get_schema(&st, &schema) == 0) {
-    while (found < 0 && st.get_next(&st, &array) == 0 && array.release != NULL) {
-      struct ArrowArrayView view;
-      struct ArrowError aerr;
-      if (ArrowArrayViewInitFromSchema(&view, &schema, &aerr) == NANOARROW_OK &&
-          ArrowArrayViewSetArray(&view, &array, &aerr) == NANOARROW_OK) {
-        for (int64_t r = 0; r < array.length; r++) {
-          struct ArrowStringView k = ArrowArrayViewGetStringUnsafe(view.children[0], r);
-          struct ArrowStringView n = ArrowArrayViewGetStringUnsafe(view.children[1], r);
-          struct ArrowStringView m = ArrowArrayViewGetStringUnsafe(view.children[2], r);
-          if ((size_t)k.size_bytes == strlen(kind) && memcmp(k.data, kind, strlen(kind)) == 0 &&
-              (size_t)n.size_bytes == strlen(name) && memcmp(n.data, name, strlen(name)) == 0 &&
-              (size_t)m.size_bytes == strlen(what) && memcmp(m.data, what, strlen(what)) == 0)
-            found = ArrowArrayViewGetIntUnsafe(view.children[3], r);
-        }
-      }
-      ArrowArrayViewReset(&view);
-      array.release(&array);
-    }
-    schema.release(&schema);
-  }
-  st.release(&st);
-  return found;
-}
-
 static int test_metrics(void) {
   char dir[64];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dur_") == 0);
@@ -274,25 +242,25 @@ static int test_metrics(void) {
   CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_subscribe(db, "vwap", &sub, &err), LAMINAR_OK, &err);
-  CHECK(metric(db, "source", "trades", "pushed_batches") == 0);
+  CHECK(lm_test_metric(db, "source", "trades", "pushed_batches") == 0);
   CHECK(feed(db, src, 0, 10, 5) == 0);
   struct ArrowArray out;
   CHECK_CODE(laminar_subscription_next(sub, 0, &out, NULL, &err), LAMINAR_OK, &err);
   CHECK(out.release != NULL);
   out.release(&out);
-  EXPECT(metric(db, "source", "trades", "pushed_batches") == 10);
-  EXPECT(metric(db, "source", "trades", "pushed_rows") == 10 * ROWS);
-  EXPECT(metric(db, "source", "trades", "wal_next_offset") == 11);
-  EXPECT(metric(db, "source", "trades", "processed_offset") == 10);
-  EXPECT(metric(db, "source", "trades", "queue_depth") == 0);
-  EXPECT(metric(db, "stream", "vwap", "rows_in") == 10 * ROWS);
-  EXPECT(metric(db, "stream", "vwap", "rows_out") > 0);
-  EXPECT(metric(db, "stream", "vwap", "state_groups") > 0);
-  EXPECT(metric(db, "stream", "vwap", "subscribers") == 1);
-  EXPECT(metric(db, "stream", "busy", "rows_in") == metric(db, "stream", "vwap", "rows_out"));
-  EXPECT(metric(db, "subscription", "vwap", "delivered_batches") == 1);
-  EXPECT(metric(db, "database", "", "last_checkpoint") == 2);
-  EXPECT(metric(db, "database", "", "last_checkpoint_stall_ns") > 0);
+  EXPECT(lm_test_metric(db, "source", "trades", "pushed_batches") == 10);
+  EXPECT(lm_test_metric(db, "source", "trades", "pushed_rows") == 10 * ROWS);
+  EXPECT(lm_test_metric(db, "source", "trades", "wal_next_offset") == 11);
+  EXPECT(lm_test_metric(db, "source", "trades", "processed_offset") == 10);
+  EXPECT(lm_test_metric(db, "source", "trades", "queue_depth") == 0);
+  EXPECT(lm_test_metric(db, "stream", "vwap", "rows_in") == 10 * ROWS);
+  EXPECT(lm_test_metric(db, "stream", "vwap", "rows_out") > 0);
+  EXPECT(lm_test_metric(db, "stream", "vwap", "state_groups") > 0);
+  EXPECT(lm_test_metric(db, "stream", "vwap", "subscribers") == 1);
+  EXPECT(lm_test_metric(db, "stream", "busy", "rows_in") == lm_test_metric(db, "stream", "vwap", "rows_out"));
+  EXPECT(lm_test_metric(db, "subscription", "vwap", "delivered_batches") == 1);
+  EXPECT(lm_test_metric(db, "database", "", "last_checkpoint") == 2);
+  EXPECT(lm_test_metric(db, "database", "", "last_checkpoint_stall_ns") > 0);
   laminar_subscription_close(sub);
   laminar_source_close(src);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Union
 
 import pyarrow as pa
@@ -76,6 +76,7 @@ class Connection(Handle):
         super().__init__(pointer, repr(path) if path is not None else "in-memory")
         self._path = path
         self._sources: dict[str, Source] = {}
+        self._clones: weakref.WeakSet[Source] = weakref.WeakSet()  # Source.clone()
         self._subscriptions: weakref.WeakSet[Subscription] = weakref.WeakSet()
         self._sink_handles = []
 
@@ -87,12 +88,15 @@ class Connection(Handle):
     # -- lifetime --------------------------------------------------------------
 
     def _release(self, pointer: Any) -> None:  # noqa: ANN401 -- cdata
-        # Children first, each under its own lock, so none of their calls is
+        # Stop the runtime first: a push blocked on a full queue (holding its
+        # Source's lock) then returns QueueFull, so closing it cannot hang.
+        lib.laminar_stop(pointer, ffi.NULL)
+        # Children next, each under its own lock, so none of their calls is
         # running when the database (which owns their memory) is freed.
-        for source in list(self._sources.values()):
+        for source in [*self._sources.values(), *self._clones]:
             source.close()
         for subscription in list(self._subscriptions):
-            subscription.close()
+            subscription._close(join=False)  # a callback may wait for our lock
         self._sources.clear()
         lib.laminar_close(pointer)
 
@@ -224,8 +228,9 @@ class Connection(Handle):
     def source(self, name: str) -> Source:
         """Return the producer handle of source ``name``, opening it if needed.
 
-        The connection keeps one open handle per source (the core allows one
-        producer per source) and hands out the same object until it is closed.
+        The connection keeps one open handle per source and hands out the same
+        object until it is closed; for more producer threads, give each a
+        :meth:`Source.clone` of it.
 
         Args:
             name: The source.
@@ -235,7 +240,8 @@ class Connection(Handle):
 
         Raises:
             SQLError: LDB-1002 if there is no source of that name.
-            InternalError: LDB-9003 if another producer handle holds it.
+            InternalError: LDB-9003 if a producer handle opened elsewhere (not
+                through this connection) holds it.
             LaminarError: LDB-9002 if the connection is closed.
         """
         text = c_text(name, "source name")
@@ -275,27 +281,63 @@ class Connection(Handle):
         """
         self.source(name).push(data)
 
-    def subscribe(self, name: str) -> Subscription:
+    def subscribe(
+        self,
+        name: str,
+        *,
+        callback: Callable[[pa.RecordBatch], object] | None = None,
+        buffer_size: int | None = None,
+        slow_subscriber: str | None = None,
+        wait_strategy: str | None = None,
+    ) -> Subscription:
         """Subscribe to the results stream ``name`` produces from now on.
+
+        Every subscription has its own queue (broadcast: each gets every
+        batch, at its own pace).
 
         Args:
             name: The stream; or a materialized view (its changes, with a
                 ``_weight`` column); or a sink made by ``CREATE SINK name FROM
                 x`` (the rows of ``x``).
+            callback: Call ``callback(batch)`` for every batch, on a thread of
+                the subscription's own, until it is closed or the stream ends;
+                do not also iterate it. An exception from the callback ends
+                the thread; :meth:`Subscription.join` re-raises it.
+            buffer_size: Slots in this subscription's queue (a power of two);
+                default: the connection's ``buffer_size``.
+            slow_subscriber: ``"block"`` (default: when this queue is full the
+                runtime waits for the reader, nothing is lost) or ``"drop"``
+                (a batch that does not fit is dropped for this subscriber and
+                counted in :meth:`metrics` as ``dropped_batches``).
+            wait_strategy: How a blocking read waits: ``"park"`` (default),
+                ``"spin"`` or ``"spin_yield(n)"``.
 
         Returns:
             A new :class:`Subscription`.
 
         Raises:
             SQLError: LDB-1002 if there is nothing of that name.
+            ConfigError: LDB-6002 for a bad option value.
             LaminarError: LDB-9002 if the connection is closed.
         """
         text = c_text(name, "stream name")
+        pairs = {
+            "buffer_size": buffer_size,
+            "slow_subscriber": slow_subscriber,
+            "wait_strategy": wait_strategy,
+        }
+        options = ", ".join(
+            f"{key} = '{value}'" for key, value in pairs.items() if value is not None
+        )
+        if "'" in "".join(str(v) for v in pairs.values() if v is not None):
+            raise ValueError("subscription options must not contain a quote character")
         with self._lock:
             db = self._require_open()
             out = ffi.new("laminar_subscription**")
             err = ffi.new("laminar_error*")
-            code = lib.laminar_subscribe(db, text, out, err)
+            code = lib.laminar_subscribe_with(
+                db, text, c_text(options, "subscription options"), out, err
+            )
             raise_for(code, err)
             try:
                 schema = self._schema_locked(text)
@@ -304,7 +346,9 @@ class Connection(Handle):
                 raise
             subscription = Subscription(self, name, out[0], schema)
             self._subscriptions.add(subscription)
-            return subscription
+        if callback is not None:
+            subscription._start_callback(callback)
+        return subscription
 
     # -- runtime ---------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import errno
 import operator
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -23,7 +23,7 @@ import pyarrow as pa
 from laminardb._arrow import batch_from_columns, batch_from_rows, capsule_pointer
 from laminardb._handle import NamedHandle
 from laminardb._laminar_cffi import ffi, lib
-from laminardb.errors import error_for, raise_for
+from laminardb.errors import error_for, misuse, raise_for
 
 __all__ = ["Source"]
 
@@ -34,8 +34,11 @@ _ARROW_RELEASED = 3002
 class Source(NamedHandle):
     """A producer handle on a source; get one with :meth:`Connection.source`.
 
-    One producer handle per source at a time (the core is single-producer); a
-    handle is used by one thread at a time.
+    A handle is used by one thread at a time. For more producer threads,
+    :meth:`clone` the handle: each thread pushes through its own clone, at the
+    same time (the GIL is released while the core validates, queues or waits
+    for room). The first clone switches the source from single- to
+    multi-producer mode; each handle's rows arrive in the order it pushed them.
 
     Example:
         >>> import laminardb
@@ -163,6 +166,140 @@ class Source(NamedHandle):
             IngestError, TypeError, LaminarError: as :meth:`push`.
         """
         self._push(data, wait=False)
+
+    def clone(self) -> Source:
+        """Return another producer handle on the same source, for another thread.
+
+        The first clone switches the source's queue to multi-producer mode for
+        good; what is queued stays queued, in order. Each clone is closed on
+        its own (or with the connection).
+
+        Returns:
+            A new :class:`Source`.
+
+        Raises:
+            IngestError: LDB-3007 if the source was dropped.
+            LaminarError: LDB-9002 if this handle or its connection is closed.
+
+        Example:
+            >>> import threading, laminardb
+            >>> db = laminardb.open()
+            >>> _ = db.execute("CREATE SOURCE t (p BIGINT, v BIGINT);"
+            ...                "CREATE STREAM s AS SELECT p, v FROM t")
+            >>> sub = db.subscribe("s")
+            >>> src = db.source("t")
+            >>> handles = [src] + [src.clone() for _ in range(3)]
+            >>> def produce(handle, p):
+            ...     for v in range(5):
+            ...         handle.push({"p": [p], "v": [v]})
+            >>> threads = [threading.Thread(target=produce, args=(h, p))
+            ...            for p, h in enumerate(handles)]
+            >>> for t in threads: t.start()
+            >>> for t in threads: t.join()
+            >>> db.run_until_idle()
+            >>> rows = sub.to_arrow_table().to_pylist()
+            >>> len(rows), [r["v"] for r in rows if r["p"] == 2]
+            (20, [0, 1, 2, 3, 4])
+            >>> db.close()
+        """
+        connection = self._connection
+        if connection is None:
+            raise misuse(f"source {self._label} is closed")
+        # Lock order connection -> handle, as Connection.close takes them.
+        with connection._lock:
+            connection._require_open()
+            with self._lock:
+                pointer = self._require_open()
+                out = ffi.new("laminar_source**")
+                err = ffi.new("laminar_error*")
+                code = lib.laminar_source_clone(pointer, out, err)
+            raise_for(code, err)
+            clone = Source(connection, self._name, out[0], self._schema)
+            connection._clones.add(clone)
+        return clone
+
+    def has_capacity(self, n: int = 1) -> bool:
+        """Tell whether the source's queue has room for ``n`` more messages now.
+
+        A snapshot: other producers may take the room, the runtime makes more.
+
+        Args:
+            n: Messages (a push or a watermark takes one; a table takes one
+                per batch).
+
+        Returns:
+            True when at least ``n`` slots are free.
+
+        Raises:
+            ValueError: If ``n`` is negative.
+            LaminarError: LDB-9002 if the source is closed.
+        """
+        if isinstance(n, bool) or operator.index(n) < 0:
+            raise ValueError(f"n must be an int >= 0, got {n!r}")
+        out = ffi.new("int32_t*")
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = lib.laminar_source_has_capacity(self._require_open(), n, out, err)
+        raise_for(code, err)
+        return bool(out[0])
+
+    def push_batch(self, batches: Iterable[object]) -> None:
+        """Push many batches of one schema in one call to the core.
+
+        All batches are validated before any is queued; they are queued in
+        order as one run (no other producer's rows land between them) with
+        one wake-up of the runtime. Cheaper than one :meth:`push` per batch.
+
+        Args:
+            batches: Objects with ``__arrow_c_array__`` (``pyarrow.RecordBatch``
+                ...), or a ``pyarrow.Table`` (its batches); all with the same
+                schema.
+
+        Raises:
+            TypeError: If an item has no ``__arrow_c_array__`` or the schemas
+                differ (nothing is pushed).
+            IngestError: A batch was rejected (its index is in the message);
+                nothing of the call was ingested. QueueFull (LDB-3006) for a
+                ``reject`` source without room for all of them.
+            LaminarError: LDB-9002 if the source is closed.
+        """
+        if isinstance(batches, pa.Table):
+            batches = batches.to_batches()
+        items = [pa.record_batch(b) if not isinstance(b, pa.RecordBatch) else b for b in batches]
+        if not items:
+            return
+        schema0 = items[0].schema
+        for index, item in enumerate(items):
+            if not item.schema.equals(schema0):
+                raise TypeError(
+                    f"push_batch: batch {index} has schema {item.schema} but batch 0 has "
+                    f"{schema0}; push batches of different schemas separately"
+                )
+        n = len(items)
+        arrays = ffi.new("struct ArrowArray[]", n)
+        schema_capsule = None
+        keep = []
+        # Move each exported array into one contiguous C array (ours now).
+        for index, item in enumerate(items):
+            schema_cap, array_cap = item.__arrow_c_array__()
+            keep.append(array_cap)
+            if schema_capsule is None:
+                schema_capsule = schema_cap
+            source = ffi.cast("struct ArrowArray*", capsule_pointer(array_cap, "arrow_array"))
+            ffi.memmove(arrays + index, source, ffi.sizeof("struct ArrowArray"))
+            source.release = ffi.NULL  # moved: the capsule's destructor does nothing
+        schema = ffi.cast("struct ArrowSchema*", capsule_pointer(schema_capsule, "arrow_schema"))
+        pushed = ffi.new("int64_t*")
+        err = ffi.new("laminar_error*")
+        try:
+            with self._lock:
+                pointer = self._require_open()
+                code = lib.laminar_source_push_batch(pointer, arrays, n, schema, pushed, err)
+            raise_for(code, err)
+        finally:
+            for index in range(n):  # what the core did not take is still ours
+                if arrays[index].release != ffi.NULL:
+                    arrays[index].release(arrays + index)
 
     @property
     def free_slots(self) -> int:

@@ -9,8 +9,11 @@ or the database closed).
 
 from __future__ import annotations
 
+import asyncio
 import math
+import threading
 import time
+from collections.abc import Callable
 from typing import Any, Union
 
 import pyarrow as pa
@@ -18,7 +21,7 @@ import pyarrow as pa
 from laminardb._arrow import import_batch, import_reader
 from laminardb._handle import NamedHandle
 from laminardb._laminar_cffi import ffi, lib
-from laminardb.errors import SUBSCRIPTION_CLOSED, raise_for
+from laminardb.errors import SUBSCRIPTION_CLOSED, misuse, raise_for
 
 __all__ = ["Subscription"]
 
@@ -63,8 +66,34 @@ class Subscription(NamedHandle):
 
     _kind = "subscription"
 
+    _callback_thread: threading.Thread | None = None
+    _callback_error: BaseException | None = None
+    _async_pending: asyncio.Future[_Step] | None = None
+
     def _release(self, pointer: Any) -> None:  # noqa: ANN401 -- cdata
         lib.laminar_subscription_close(pointer)
+
+    def close(self) -> None:
+        """Close the subscription; closing twice is a no-op.
+
+        A callback subscription's thread sees the close within one wait slice
+        and ends; this waits for it (unless called from the callback itself).
+        """
+        self._close(join=True)
+
+    def _close(self, *, join: bool) -> None:
+        """Close; with ``join``, also wait for a callback thread to end.
+
+        Args:
+            join: Wait for the callback thread. The connection closes its
+                subscriptions with ``join=False`` (holding its own lock, which
+                a callback may be waiting for); their callbacks then see
+                LDB-9002 on their next call.
+        """
+        super().close()
+        thread = self._callback_thread
+        if join and thread is not None and thread is not threading.current_thread():
+            thread.join()
 
     def _step(self, timeout_ms: int, *, first: bool) -> _Step:
         """One ``laminar_subscription_next`` call.
@@ -151,6 +180,120 @@ class Subscription(NamedHandle):
         if isinstance(step, (_Ended, _Closed)):
             return None
         return step
+
+    def recv(self) -> pa.RecordBatch:
+        """Wait for the next batch, however long it takes (Ctrl-C still works).
+
+        Returns:
+            The next batch.
+
+        Raises:
+            SubscriptionError: LDB-4001 once the stream was dropped (or the
+                database closed) and no batch remains.
+            LaminarError: LDB-9002 if the subscription is (or gets) closed.
+        """
+        step = self._wait(None)
+        if step is _ENDED:
+            raise_for(SUBSCRIPTION_CLOSED)
+        if not isinstance(step, pa.RecordBatch):
+            raise misuse(f"subscription {self._label} was closed while waiting")
+        return step
+
+    def recv_timeout(self, timeout: float) -> pa.RecordBatch | None:
+        """Wait up to ``timeout`` seconds for the next batch.
+
+        Args:
+            timeout: Seconds (0: do not wait).
+
+        Returns:
+            The next batch, or None if none came in time.
+
+        Raises:
+            ValueError: If ``timeout`` is negative or NaN.
+            SubscriptionError: LDB-4001 once the stream ended and no batch remains.
+        """
+        if timeout is None:
+            raise ValueError("recv_timeout needs a timeout in seconds; use recv() to wait forever")
+        return self.poll(timeout)
+
+    # -- callback and asyncio forms ---------------------------------------------
+
+    def _start_callback(self, callback: Callable[[pa.RecordBatch], object]) -> None:
+        """Run ``callback(batch)`` for every batch on a thread of its own.
+
+        Args:
+            callback: Called with each ``pyarrow.RecordBatch``.
+        """
+
+        def run() -> None:
+            try:
+                for batch in self:
+                    callback(batch)
+            except BaseException as exc:  # noqa: BLE001 -- kept for join()
+                self._callback_error = exc
+
+        thread = threading.Thread(target=run, name=f"laminardb-callback-{self._name}", daemon=True)
+        self._callback_thread = thread
+        thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait until a callback subscription's thread ends.
+
+        It ends when the subscription is closed, the stream is dropped or the
+        database closed, or the callback raised.
+
+        Args:
+            timeout: Seconds to wait at most; None waits until it ends.
+
+        Raises:
+            BaseException: The exception the callback raised, if it did.
+        """
+        thread = self._callback_thread
+        if thread is not None:
+            thread.join(timeout)
+        if self._callback_error is not None:
+            raise self._callback_error
+
+    @property
+    def callback_error(self) -> BaseException | None:
+        """The exception that ended a callback subscription, or None."""
+        return self._callback_error
+
+    def _async_step(self) -> _Step:
+        """One wait slice for the asyncio form, on an executor thread."""
+        return self._step(WAIT_SLICE_MS, first=False)
+
+    def __aiter__(self) -> Subscription:
+        """Return the subscription itself (an async iterator of batches)."""
+        return self
+
+    async def __anext__(self) -> pa.RecordBatch:
+        """Wait for the next batch without blocking the event loop.
+
+        Each wait slice (at most 100 ms) runs on the loop's default executor;
+        the loop stays free meanwhile. If the awaiting task is cancelled, the
+        slice in flight finishes in the background and a batch it took is
+        handed to the next ``__anext__``, so nothing is lost.
+
+        Returns:
+            The next batch.
+
+        Raises:
+            StopAsyncIteration: When the stream was dropped or the database
+                closed (LDB-4001), or the subscription was closed.
+        """
+        loop = asyncio.get_running_loop()
+        while True:
+            pending = self._async_pending
+            if pending is None or pending.get_loop() is not loop:
+                pending = loop.run_in_executor(None, self._async_step)
+                self._async_pending = pending
+            step = await asyncio.shield(pending)
+            self._async_pending = None
+            if isinstance(step, (_Ended, _Closed)):
+                raise StopAsyncIteration
+            if step is not None:
+                return step
 
     def __iter__(self) -> Subscription:
         """Return the subscription itself (an iterator of batches)."""
