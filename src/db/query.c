@@ -680,7 +680,12 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, b
   if (plan->windowed) {
     const lm_window_spec* w = &plan->window;
     lm_text b = {0};
-    lm_text_printf(&b, "tumble(%s, %lld ms)", names[w->time_col], (long long)w->size_ms);
+    if (w->hop_ms != w->size_ms) {
+      lm_text_printf(&b, "hop(%s, %lld ms, %lld ms)", names[w->time_col], (long long)w->size_ms,
+                     (long long)w->hop_ms);
+    } else {
+      lm_text_printf(&b, "tumble(%s, %lld ms)", names[w->time_col], (long long)w->size_ms);
+    }
     if (w->nkeys > 0) lm_text_printf(&b, " GROUP BY ");
     for (int32_t i = 0; i < w->nkeys; i++) {
       if (i > 0) lm_text_printf(&b, ", ");

@@ -1,5 +1,5 @@
 /*
- * window.c -- tumbling-window hash aggregation (EMIT ON WINDOW CLOSE).
+ * window.c -- tumbling and hopping window hash aggregation (EMIT ON WINDOW CLOSE).
  *
  * State: the open windows, sorted by start. Each window owns a hash table from
  * group key to group id, the group keys in columnar arrays, and one
@@ -8,8 +8,10 @@
  * nothing once the first few windows have grown.
  *
  * A chunk is processed in four vectorized passes: evaluate key and argument
- * expressions; assign each row its window (dropping and counting rows whose
- * window has closed); hash the keys of every row; then, per window present in
+ * expressions; assign each row its windows (one for a tumbling window, up to
+ * ceil(size / hop) for a hopping one, as (row, window) pairs; dropping and
+ * counting rows whose windows have all closed); hash the keys of every row;
+ * then, per window present in
  * the chunk, probe group ids for its rows and run each aggregate's update loop
  * over them. A watermark advance emits every window whose end it reached as one
  * chunk, windows in start order, groups in first-seen order, then recycles them.
@@ -406,10 +408,119 @@ static inline int64_t time_ms(const lm_vec* t, int64_t k) {
   return t->type == LM_TYPE_TIMESTAMP ? floor_div(v, 1000) : v;
 }
 
+/* Rows of a chunk assigned at once: bounds the (row, window) pairs held. */
+#define PAIRS_PER_SLICE 65536
+
+/* Per-chunk scratch of the window assignment (from the eval context). */
+typedef struct assign_scratch {
+  int64_t* starts;   /* distinct window starts of the slice */
+  int64_t* counts;   /* rows per window, then the bucket cursor */
+  int64_t* offsets;  /* nwin + 1 */
+  uint32_t* prow;    /* (row, window) pairs */
+  int32_t* pwin;
+  uint32_t* sel;     /* rows bucketed by window, arrival order within one */
+  int32_t* cache;    /* local window indices of the last row's windows */
+} assign_scratch;
+
+/* The local index of window `start` in this slice, adding it if new. */
+static int32_t local_window(assign_scratch* s, int32_t* nwin, int64_t start) {
+  for (int32_t i = *nwin - 1; i >= 0; i--) {
+    if (s->starts[i] == start) return i;
+  }
+  s->starts[*nwin] = start;
+  s->counts[*nwin] = 0;
+  return (*nwin)++;
+}
+
+/* Pass 1 over rows [r0, r1): the windows of each row as (row, window) pairs;
+ * rows none of whose windows is open are dropped and counted. Windows start at
+ * multiples of `hop` (== size for tumbling ones); a row at t is in every
+ * window with start in (t - size, t]. Consecutive rows in the same hop (the
+ * common case) reuse the last row's window list. Returns the pair count. */
+static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* keep,
+                              int64_t r0, int64_t r1, assign_scratch* s, int32_t* out_nwin) {
+  const lm_window_spec* spec = &op->spec;
+  const lm_vec* tcol = &in->cols[spec->time_col];
+  int64_t size = spec->size_ms, hop = spec->hop_ms;
+  int64_t np = 0;
+  int32_t nwin = 0;
+  int64_t cache_q = 0;
+  int32_t cache_n = -1; /* open windows of hop cache_q, newest first; -1: none yet */
+  for (int64_t k = r0; k < r1; k++) {
+    if (keep != NULL && !keep[k]) continue;
+    if (tcol->nulls && tcol->nulls[k]) {
+      op->late_rows++; /* no event time: cannot be placed in a window */
+      continue;
+    }
+    int64_t t = time_ms(tcol, k);
+    int64_t q = (cache_n >= 0 && t >= cache_q && (uint64_t)t - (uint64_t)cache_q < (uint64_t)hop)
+                    ? cache_q
+                    : floor_div(t, hop) * hop;
+    if (cache_n < 0 || q != cache_q) {
+      cache_q = q;
+      cache_n = 0;
+      int64_t ws = q;
+      for (int32_t j = 0; j < LM_MAX_WINDOWS_PER_ROW; j++) {
+        int64_t we, close;
+        if (__builtin_add_overflow(ws, size, &we)) we = INT64_MAX;
+        if (__builtin_add_overflow(we, spec->lateness_ms, &close)) close = INT64_MAX;
+        /* Older windows are in the row's hop only while start > q - size. */
+        if (close <= op->watermark || we <= q) break;
+        s->cache[cache_n++] = local_window(s, &nwin, ws);
+        if (__builtin_sub_overflow(ws, hop, &ws)) break;
+      }
+    }
+    /* Windows containing t: start > t - size, i.e. the first ceil((size - (t - q)) / hop). */
+    int64_t off = t - q;
+    int64_t n_t = off >= size ? 0 : 1 + (size - off - 1) / hop;
+    int64_t use = n_t < cache_n ? n_t : cache_n;
+    if (use == 0) {
+      if (n_t > 0) op->late_rows++; /* every window of the row has closed */
+      continue;
+    }
+    for (int64_t j = 0; j < use; j++) {
+      int32_t w = s->cache[j];
+      s->prow[np] = (uint32_t)k;
+      s->pwin[np] = w;
+      s->counts[w]++;
+      np++;
+    }
+  }
+  *out_nwin = nwin;
+  return np;
+}
+
+/* Passes 3 and 4 over the pairs of one slice: bucket rows by window (a
+ * counting sort keeps arrival order), then per window find group ids and run
+ * each aggregate's update loop. */
+static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np, int32_t nwin,
+                                   const uint64_t* hashes, uint32_t* gids) {
+  const lm_window_spec* spec = &op->spec;
+  s->offsets[0] = 0;
+  for (int32_t i = 0; i < nwin; i++) s->offsets[i + 1] = s->offsets[i] + s->counts[i];
+  for (int32_t i = 0; i < nwin; i++) s->counts[i] = s->offsets[i];
+  for (int64_t p = 0; p < np; p++) s->sel[s->counts[s->pwin[p]]++] = s->prow[p];
+  for (int32_t i = 0; i < nwin; i++) {
+    window* w;
+    LM_TRY(window_get(op, s->starts[i], &w));
+    const uint32_t* wsel = s->sel + s->offsets[i];
+    int64_t m = s->offsets[i + 1] - s->offsets[i];
+    for (int64_t j = 0; j < m; j++) {
+      LM_TRY(group_find_or_add(op, w, hashes[wsel[j]], op->key_vecs, wsel[j], &gids[j]));
+    }
+    for (int32_t a = 0; a < spec->naggs; a++) {
+      const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
+      LM_TRY(lm_agg_update(&w->aggs[a], arg, wsel, gids, m));
+    }
+  }
+  return LAMINAR_OK;
+}
+
 static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   window_op* op = (window_op*)base;
   const lm_window_spec* spec = &op->spec;
   int64_t n = in->nrows;
+  if (n == 0) return LAMINAR_OK;
   lm_eval_ctx_reset(op->ctx);
   for (int32_t c = 0; c < spec->nkeys; c++) {
     LM_TRY(lm_expr_eval(op->ctx, spec->keys[c], in->cols, NULL, n, &op->key_vecs[c]));
@@ -418,13 +529,11 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     if (spec->aggs[a].arg == NULL) continue;
     LM_TRY(lm_expr_eval(op->ctx, spec->aggs[a].arg, in->cols, NULL, n, &op->arg_vecs[a]));
   }
-  const lm_vec* tcol = &in->cols[spec->time_col];
-  int64_t size = spec->size_ms;
   /* WHERE: a byte per row, 1 = keep. */
   uint8_t* keep = NULL;
   if (spec->filter != NULL) {
-    uint32_t* kept = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(n ? n : 1));
-    keep = lm_eval_ctx_alloc(op->ctx, (size_t)(n ? n : 1));
+    uint32_t* kept = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
+    keep = lm_eval_ctx_alloc(op->ctx, (size_t)n);
     if (kept == NULL || keep == NULL) return LAMINAR_ERR_NOMEM;
     int64_t nkept = 0;
     LM_TRY(lm_expr_filter(op->ctx, spec->filter, in->cols, NULL, n, kept, &nkept));
@@ -432,85 +541,37 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     for (int64_t j = 0; j < nkept; j++) keep[kept[j]] = 1;
   }
 
-  /* Pass 1: window of each row; late rows drop out. Distinct windows of the
-   * chunk are collected in `starts` (usually one or two). */
-  int32_t* widx = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
-  int64_t* starts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)n);
-  int64_t* counts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(n + 1));
+  int64_t per = 1 + (spec->size_ms - 1) / spec->hop_ms; /* most windows of one row */
+  if (per > LM_MAX_WINDOWS_PER_ROW) per = LM_MAX_WINDOWS_PER_ROW;
+  int64_t slice = PAIRS_PER_SLICE / per;
+  if (slice > n) slice = n;
+  size_t npairs = (size_t)(slice * per);
+  assign_scratch s = {
+      .starts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * npairs),
+      .counts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * npairs),
+      .offsets = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (npairs + 1)),
+      .prow = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs),
+      .pwin = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * npairs),
+      .sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs),
+      .cache = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)per),
+  };
   uint64_t* hashes = lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
-  uint32_t* sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
-  uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
-  if (!widx || !starts || !counts || !hashes || !sel || !gids) return LAMINAR_ERR_NOMEM;
-  int32_t nwin = 0, last = -1;
-  for (int64_t k = 0; k < n; k++) {
-    if (keep != NULL && !keep[k]) {
-      widx[k] = -1;
-      continue;
-    }
-    if (tcol->nulls && tcol->nulls[k]) {
-      op->late_rows++; /* no event time: cannot be placed in a window */
-      widx[k] = -1;
-      continue;
-    }
-    int64_t t = time_ms(tcol, k);
-    /* Fast path: most rows fall in the window of the row before (no division). */
-    int64_t ws = (last >= 0 && t >= starts[last] &&
-                  (uint64_t)t - (uint64_t)starts[last] < (uint64_t)size)
-                     ? starts[last]
-                     : floor_div(t, size) * size;
-    int64_t we;
-    if (__builtin_add_overflow(ws, size, &we)) we = INT64_MAX;
-    if (we <= op->watermark) {
-      op->late_rows++;
-      widx[k] = -1;
-      continue;
-    }
-    if (last < 0 || starts[last] != ws) {
-      last = -1;
-      for (int32_t i = 0; i < nwin; i++) {
-        if (starts[i] == ws) {
-          last = i;
-          break;
-        }
-      }
-      if (last < 0) {
-        last = nwin;
-        starts[nwin] = ws;
-        counts[nwin] = 0;
-        nwin++;
-      }
-    }
-    widx[k] = last;
-    counts[last]++;
+  uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
+  if (!s.starts || !s.counts || !s.offsets || !s.prow || !s.pwin || !s.sel || !s.cache ||
+      !hashes || !gids) {
+    return LAMINAR_ERR_NOMEM;
   }
-  if (nwin == 0) return LAMINAR_OK;
-
-  /* Pass 2: hash every row's keys. */
-  hash_keys(op->key_vecs, spec->nkeys, n, hashes);
-
-  /* Pass 3: bucket rows by window (counting sort keeps arrival order). */
-  int64_t* offsets = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(nwin + 1));
-  if (offsets == NULL) return LAMINAR_ERR_NOMEM;
-  offsets[0] = 0;
-  for (int32_t i = 0; i < nwin; i++) offsets[i + 1] = offsets[i] + counts[i];
-  for (int32_t i = 0; i < nwin; i++) counts[i] = offsets[i];
-  for (int64_t k = 0; k < n; k++) {
-    if (widx[k] >= 0) sel[counts[widx[k]]++] = (uint32_t)k;
-  }
-
-  /* Pass 4: per window, group ids then aggregate updates. */
-  for (int32_t i = 0; i < nwin; i++) {
-    window* w;
-    LM_TRY(window_get(op, starts[i], &w));
-    const uint32_t* wsel = sel + offsets[i];
-    int64_t m = offsets[i + 1] - offsets[i];
-    for (int64_t j = 0; j < m; j++) {
-      LM_TRY(group_find_or_add(op, w, hashes[wsel[j]], op->key_vecs, wsel[j], &gids[j]));
+  bool hashed = false;
+  for (int64_t r0 = 0; r0 < n; r0 += slice) {
+    int64_t r1 = r0 + slice < n ? r0 + slice : n;
+    int32_t nwin;
+    int64_t np = assign_windows(op, in, keep, r0, r1, &s, &nwin);
+    if (np == 0) continue;
+    if (!hashed) { /* Pass 2: hash every row's keys (once, and not when all are late). */
+      hash_keys(op->key_vecs, spec->nkeys, n, hashes);
+      hashed = true;
     }
-    for (int32_t a = 0; a < spec->naggs; a++) {
-      const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
-      LM_TRY(lm_agg_update(&w->aggs[a], arg, wsel, gids, m));
-    }
+    LM_TRY(update_windows(op, &s, np, nwin, hashes, gids));
   }
   return LAMINAR_OK;
 }
@@ -527,6 +588,7 @@ static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   while (nclose < op->nopen) {
     int64_t we;
     if (__builtin_add_overflow(op->open[nclose]->start, spec->size_ms, &we)) we = INT64_MAX;
+    if (__builtin_add_overflow(we, spec->lateness_ms, &we)) we = INT64_MAX;
     if (we > watermark_ms) break;
     total += op->open[nclose]->ngroups;
     nclose++;
@@ -714,6 +776,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   if (op == NULL) return LAMINAR_ERR_NOMEM;
   op->base.vt = &window_vtable;
   op->spec = *spec;
+  if (op->spec.hop_ms <= 0) op->spec.hop_ms = spec->size_ms;
   op->watermark = INT64_MIN;
   op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
   op->arg_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));

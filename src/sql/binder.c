@@ -931,6 +931,75 @@ static laminar_code bind_where(binder* b, const lm_ast_select* sel) {
   return LAMINAR_OK;
 }
 
+/* An INTERVAL (or integer milliseconds) literal argument of a window
+ * function, positive. */
+static laminar_code window_interval(binder* b, const lm_ast_expr* g, const lm_ast_expr* arg,
+                                    const char* what, int64_t* out) {
+  if (arg->kind != LM_AST_LITERAL || (arg->lit != LM_LIT_INTERVAL && arg->lit != LM_LIT_INT)) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, arg, "%s() %s must be an INTERVAL literal",
+                g->fname, what);
+  }
+  if (arg->i <= 0) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, arg, "%s() %s must be positive", g->fname, what);
+  }
+  *out = arg->i;
+  return LAMINAR_OK;
+}
+
+/* tumble(ts, size), hop(ts, size, hop) / slide(ts, size, slide) in GROUP BY. */
+static laminar_code bind_window_fn(binder* b, const lm_ast_expr* g) {
+  lm_plan* plan = b->plan;
+  if (!lm_streq_nocase(g->fname, "tumble") && !lm_streq_nocase(g->fname, "hop") &&
+      !lm_streq_nocase(g->fname, "slide")) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, g, "%s() windows are not supported yet",
+                g->fname);
+  }
+  if (b->tumble != NULL) {
+    return fail(b, LAMINAR_ERR_SQL_GROUPING, g, "only one window function per GROUP BY");
+  }
+  bool tumble = lm_streq_nocase(g->fname, "tumble");
+  if (g->nargs != (tumble ? 2u : 3u) || g->star) {
+    return fail(b, LAMINAR_ERR_SQL_SYNTAX, g,
+                tumble ? "tumble() takes a time column and an INTERVAL: tumble(ts, INTERVAL "
+                         "'1' SECOND)"
+                       : "%s() takes a time column, the window size and the hop: %s(ts, "
+                         "INTERVAL '10' SECOND, INTERVAL '1' SECOND)",
+                g->fname, g->fname);
+  }
+  const lm_ast_expr* col = g->args[0];
+  if (col->kind != LM_AST_COLUMN) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, col, "%s() needs a column as its time",
+                g->fname);
+  }
+  lm_expr* t;
+  LM_TRY(bind_column_row(b, col, &t));
+  if (t->type != LM_TYPE_INT64 && t->type != LM_TYPE_TIMESTAMP) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, col,
+                "%s() time column '%s' must be BIGINT (epoch ms) or TIMESTAMP, got %s",
+                g->fname, col->name, lm_type_name(t->type));
+  }
+  int64_t size = 0, hop = 0;
+  LM_TRY(window_interval(b, g, g->args[1], "size", &size));
+  hop = size;
+  if (!tumble) {
+    LM_TRY(window_interval(b, g, g->args[2], lm_streq_nocase(g->fname, "hop") ? "hop" : "slide",
+                           &hop));
+    if (1 + (size - 1) / hop > LM_MAX_WINDOWS_PER_ROW) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, g->args[2],
+                  "%s() puts each row in %lld windows; at most %d are supported (make the "
+                  "hop larger)",
+                  g->fname, (long long)(1 + (size - 1) / hop),
+                  LM_MAX_WINDOWS_PER_ROW);
+    }
+  }
+  b->tumble = g;
+  plan->window.time_col = t->column;
+  plan->window.time_type = t->type;
+  plan->window.size_ms = size;
+  plan->window.hop_ms = hop;
+  return LAMINAR_OK;
+}
+
 static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
   lm_plan* plan = b->plan;
   b->keys = lm_pool_alloc(&plan->pool, sizeof(void*) * (sel->ngroup + 1));
@@ -939,40 +1008,7 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
   for (size_t i = 0; i < sel->ngroup; i++) {
     const lm_ast_expr* g = sel->group_by[i];
     if (g->kind == LM_AST_FUNCTION && is_window_fn(g->fname)) {
-      if (!lm_streq_nocase(g->fname, "tumble")) {
-        return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, g, "%s() windows are not supported yet",
-                    g->fname);
-      }
-      if (b->tumble != NULL) {
-        return fail(b, LAMINAR_ERR_SQL_GROUPING, g, "only one window function per GROUP BY");
-      }
-      if (g->nargs != 2 || g->star) {
-        return fail(b, LAMINAR_ERR_SQL_SYNTAX, g,
-                    "tumble() takes a time column and an INTERVAL: tumble(ts, INTERVAL '1' SECOND)");
-      }
-      const lm_ast_expr* col = g->args[0];
-      if (col->kind != LM_AST_COLUMN) {
-        return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, col, "tumble() needs a column as its time");
-      }
-      lm_expr* t;
-      LM_TRY(bind_column_row(b, col, &t));
-      if (t->type != LM_TYPE_INT64 && t->type != LM_TYPE_TIMESTAMP) {
-        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, col,
-                    "tumble() time column '%s' must be BIGINT (epoch ms) or TIMESTAMP, got %s",
-                    col->name, lm_type_name(t->type));
-      }
-      const lm_ast_expr* size = g->args[1];
-      if (size->kind != LM_AST_LITERAL || (size->lit != LM_LIT_INTERVAL && size->lit != LM_LIT_INT)) {
-        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, size,
-                    "tumble() size must be an INTERVAL literal");
-      }
-      if (size->i <= 0) {
-        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, size, "tumble() size must be positive");
-      }
-      b->tumble = g;
-      plan->window.time_col = t->column;
-      plan->window.time_type = t->type;
-      plan->window.size_ms = size->i;
+      LM_TRY(bind_window_fn(b, g));
       continue;
     }
     if (contains_agg(g)) {
@@ -1123,10 +1159,17 @@ laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
 const char* lm_plan_describe(lm_plan* plan) {
   char buf[512];
   if (plan->windowed) {
+    char shape[64];
+    if (plan->window.hop_ms != plan->window.size_ms) {
+      snprintf(shape, sizeof shape, "hop %lld ms every %lld ms", (long long)plan->window.size_ms,
+               (long long)plan->window.hop_ms);
+    } else {
+      snprintf(shape, sizeof shape, "tumble %lld ms", (long long)plan->window.size_ms);
+    }
     snprintf(buf, sizeof buf,
-             "window_aggregate(tumble %lld ms on column %d, %d keys, %d aggregates%s) -> "
+             "window_aggregate(%s on column %d, %d keys, %d aggregates%s) -> "
              "project(%d columns%s)",
-             (long long)plan->window.size_ms, (int)plan->window.time_col,
+             shape, (int)plan->window.time_col,
              (int)plan->window.nkeys, (int)plan->window.naggs,
              plan->window.filter ? ", filtered" : "", (int)plan->npost,
              plan->having ? ", having" : "");

@@ -48,17 +48,24 @@ static laminar_code collect(void* arg, const lm_chunk* chunk) {
   return LAMINAR_OK;
 }
 
+/* The query under test (each case sets it). */
+static const char* g_sql;
+
+static const char TUMBLE_SQL[] =
+    "CREATE STREAM s AS SELECT k, window_start, SUM(v) AS sv, COUNT(*) AS "
+    "c, MIN(name) AS mn, AVG(x) AS ax FROM t GROUP BY k, "
+    "tumble(ts, INTERVAL '10' MILLISECOND)";
+static const char HOP_SQL[] =
+    "CREATE STREAM s AS SELECT k, window_start, window_end, SUM(v) AS sv, COUNT(*) AS "
+    "c, MAX(name) AS mx, AVG(x) AS ax FROM t GROUP BY k, "
+    "hop(ts, INTERVAL '25' MILLISECOND, INTERVAL '10' MILLISECOND)";
+
 static int build_chain(lm_arena* arena, const lm_schema* input, lm_plan* plan, lm_op** chain,
                        collected* sink) {
   lm_stmt** stmts;
   size_t n;
   laminar_error err;
-  CHECK_CODE(lm_sql_parse(arena,
-                          "CREATE STREAM s AS SELECT k, window_start, SUM(v) AS sv, COUNT(*) AS "
-                          "c, MIN(name) AS mn, AVG(x) AS ax FROM t GROUP BY k, "
-                          "tumble(ts, INTERVAL '10' MILLISECOND)",
-                          &stmts, &n, &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(lm_sql_parse(arena, g_sql, &stmts, &n, &err), LAMINAR_OK, &err);
   CHECK(n == 1);
   CHECK_CODE(lm_bind_stream(stmts[0], lookup, (void*)input, plan, &err), LAMINAR_OK, &err);
   CHECK_CODE(lm_plan_build_chain(plan, chain), LAMINAR_OK, &err);
@@ -121,7 +128,8 @@ static void make_schema(lm_schema* s) {
   lm_schema_add(s, "name", LM_TYPE_STRING, false);
 }
 
-static int test_snapshot_restore_equals_uninterrupted(void) {
+static int snapshot_restore_equals_uninterrupted(const char* sql) {
+  g_sql = sql;
   lm_schema input;
   make_schema(&input);
   lm_arena* arena;
@@ -177,9 +185,20 @@ static int test_snapshot_restore_equals_uninterrupted(void) {
   return 0;
 }
 
+static int test_snapshot_restore_equals_uninterrupted(void) {
+  return snapshot_restore_equals_uninterrupted(TUMBLE_SQL);
+}
+
+/* Hopping windows overlap: several windows of one row are open at the snapshot. */
+static int test_hop_snapshot_restore_equals_uninterrupted(void) {
+  return snapshot_restore_equals_uninterrupted(HOP_SQL);
+}
+
 int main(int argc, char** argv) {
   static const lm_test_case cases[] = {
       {"snapshot_restore_equals_uninterrupted", test_snapshot_restore_equals_uninterrupted},
+      {"hop_snapshot_restore_equals_uninterrupted",
+       test_hop_snapshot_restore_equals_uninterrupted},
       {NULL, NULL},
   };
   return lm_test_main(argc, argv, cases);

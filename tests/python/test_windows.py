@@ -1,0 +1,226 @@
+"""Hopping windows against DuckDB over the same rows (DESIGN §5b).
+
+DuckDB has no hopping window, so the oracle builds one: every row is joined
+with the ``ceil(size / hop)`` window starts ``floor(ts / hop) * hop - j * hop``
+(an unnested range) and kept where ``start > ts - size``; the aggregates are a
+plain ``GROUP BY key, start``. Late rows follow the engine's documented model,
+written in SQL too: each row carries the watermark it met (the watermark after
+the batch before it), and a (row, window) pair counts when the window's end
+plus the allowed lateness is above it. A row none of whose windows is open is
+late and counted (NULL times too).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from _oracle_util import (
+    WindowData,
+    announce_seed,
+    assert_same_rows,
+    duck,
+    rows_of,
+    run_engine,
+    seed_strategy_bounds,
+    split_batches,
+    window_table,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import laminardb
+
+SEEDS = st.integers(*seed_strategy_bounds())
+
+#: (LaminarDB select item, DuckDB select item, alias).
+AGGREGATES = [
+    ("COUNT(*)", "COUNT(*)", "n"),
+    ("COUNT(x)", "COUNT(x)", "nx"),
+    ("SUM(x)", "SUM(x)", "sx"),
+    ("SUM(y)", "SUM(y)", "sy"),
+    ("AVG(y)", "AVG(y)", "ay"),
+    ("MIN(x)", "MIN(x)", "mnx"),
+    ("MAX(y)", "MAX(y)", "mxy"),
+    ("MIN(s)", "MIN(s)", "mns"),
+    ("MAX(s)", "MAX(s)", "mxs"),
+]
+
+FILTERS = ["", "WHERE x > 0", "WHERE y IS NULL OR x < -100", "WHERE k IS NOT NULL"]
+GROUPINGS = [["k"], ["k", "g"], ["g"]]
+
+
+def with_late_rows(rng: np.random.Generator, data: WindowData, frac: float) -> pa.Table:
+    """Move a fraction of the rows further back than the watermark delay.
+
+    Some of them land in windows still open (hopping windows overlap, so a row
+    may lose its older windows and keep its newer ones), others are late.
+    """
+    table = data.table
+    n = table.num_rows
+    ts = np.array(table.column("ts").to_pylist(), dtype=np.int64)
+    moved = rng.random(n) < frac
+    back = data.delay_ms + rng.integers(1, 3 * data.size_ms + 2, size=n)
+    ts = np.where(moved, ts - back, ts)
+    return table.set_column(table.schema.get_field_index("ts"), "ts", pa.array(ts, pa.int64()))
+
+
+def arrival_watermarks(batches: list[pa.RecordBatch], delay: int) -> pa.Table:
+    """The rows in push order with the watermark each met (``wm``; INT64_MIN first).
+
+    The source's watermark is ``max(ts) - delay`` over the batches pushed before,
+    applied after each batch (docs/SQL.md, "Watermarks").
+    """
+    wm = -(2**63)
+    high = None
+    marks: list[int] = []
+    for batch in batches:
+        marks.extend([wm] * batch.num_rows)
+        values = [v for v in batch.column("ts").to_pylist() if v is not None]
+        if values:
+            high = max(values) if high is None else max(high, max(values))
+            wm = max(wm, high - delay)
+    table = pa.Table.from_batches(batches) if batches else None
+    assert table is not None
+    return table.append_column("wm", pa.array(marks, pa.int64()))
+
+
+def hop_oracle(keys: list[str], where: str, size: int, hop: int, lateness: int) -> str:
+    """DuckDB SQL: the hopping-window aggregates of ``t`` (with its ``wm`` column)."""
+    per = -(-size // hop)
+    newest = f"(ts - ((ts % {hop}) + {hop}) % {hop})"  # floor to the hop, any sign
+    cond = where.replace("WHERE", "AND") if where else ""
+    items = ", ".join(f"{theirs} AS {alias}" for _, theirs, alias in AGGREGATES)
+    return f"""
+        WITH pairs AS (
+          SELECT t.*, {newest} - j * {hop} AS ws
+          FROM t, (SELECT unnest(range(0, {per})) AS j)
+          WHERE ts IS NOT NULL {cond}
+        )
+        SELECT {', '.join(keys)}, ws AS window_start, ws + {size} AS window_end, {items}
+        FROM pairs
+        WHERE ws > ts - {size} AND ws + {size} + {lateness} > wm
+        GROUP BY ALL"""
+
+
+def late_oracle(where: str, size: int, hop: int, lateness: int) -> str:
+    """DuckDB SQL: rows (passing WHERE) with a NULL time or no open window."""
+    per = -(-size // hop)
+    newest = f"(ts - ((ts % {hop}) + {hop}) % {hop})"
+    cond = where.replace("WHERE", "AND") if where else ""
+    return f"""
+        WITH r AS (SELECT row_number() OVER () AS id, * FROM t),
+        pairs AS (
+          SELECT r.id, r.ts, r.wm, {newest} - j * {hop} AS ws
+          FROM r, (SELECT unnest(range(0, {per})) AS j) WHERE true {cond}
+        )
+        SELECT count(*) FROM (
+          SELECT id FROM pairs WHERE ts IS NULL OR ws > ts - {size}
+          GROUP BY id
+          HAVING bool_and(ts IS NULL OR ws + {size} + {lateness} <= wm)
+        )"""
+
+
+def hop_case(seed: int, *, late_frac: float = 0.0, timestamp: bool = False) -> None:
+    """One random hopping-window case through LaminarDB and DuckDB."""
+    announce_seed(seed)
+    rng = np.random.default_rng(seed)
+    size = int(rng.choice([10, 60, 100, 1000, 60_000]))
+    hop = int(rng.choice([size // 10, size // 4, size // 3 + 1, size // 2, size, size + 7]))
+    data = window_table(rng, size_ms=size)
+    keys = GROUPINGS[int(rng.integers(len(GROUPINGS)))]
+    where = FILTERS[int(rng.integers(len(FILTERS)))]
+    fn = str(rng.choice(["hop", "slide"]))
+    table = with_late_rows(rng, data, late_frac) if late_frac else data.table
+    batches = split_batches(rng, table)
+    print(f"case: {fn} size={size} hop={hop} delay={data.delay_ms} keys={keys} {where!r}")
+    pushed = batches
+    ts_type = "BIGINT"
+    if timestamp:
+        ts_type = "TIMESTAMP"
+        pushed = [b.set_column(b.schema.get_field_index("ts"), "ts", b.column("ts").cast(
+            pa.timestamp("ms"))) for b in batches]
+    items = ", ".join(f"{ours} AS {alias}" for ours, _, alias in AGGREGATES)
+    ddl = (
+        f"CREATE SOURCE t (k VARCHAR, g BIGINT, x BIGINT, y DOUBLE, s VARCHAR, ts {ts_type},"
+        f" WATERMARK FOR ts AS ts - INTERVAL '{data.delay_ms}' MILLISECOND);"
+        f"CREATE STREAM w AS SELECT {', '.join(keys)}, window_start, window_end, {items} "
+        f"FROM t {where} GROUP BY {', '.join(keys)}, {fn}(ts, INTERVAL '{size}' MILLISECOND, "
+        f"INTERVAL '{hop}' MILLISECOND);"
+    )
+    result = run_engine(ddl, pushed, run_every=int(rng.choice([1, 3])))
+    t = arrival_watermarks(batches, data.delay_ms)
+    names, expected = duck(hop_oracle(keys, where, size, hop, 0), t=t)
+    got = result.table
+    if timestamp:
+        for col in ("window_start", "window_end"):
+            i = got.schema.get_field_index(col)
+            assert got.schema.field(col).type == pa.timestamp("us")
+            micros = got.column(col).cast(pa.int64()).to_numpy()
+            got = got.set_column(i, col, pa.array(micros // 1000, pa.int64()))
+    assert_same_rows(rows_of(got, names), expected, names, seed=seed)
+    _, late = duck(late_oracle(where, size, hop, 0), t=t)
+    assert result.late_rows == late[0][0], f"seed {seed}"
+    if not late_frac:
+        assert result.late_rows == 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=SEEDS)
+def test_hop_matches_duckdb(seed):
+    hop_case(seed)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=SEEDS)
+def test_hop_late_rows_match_duckdb(seed):
+    """Rows beyond the watermark delay: open windows still count them, the rest is late."""
+    hop_case(seed, late_frac=0.05)
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=SEEDS)
+def test_hop_timestamp_matches_duckdb(seed):
+    """A TIMESTAMP time column gives TIMESTAMP window bounds and the same windows."""
+    hop_case(seed, late_frac=0.02, timestamp=True)
+
+
+def test_hop_null_times_and_duplicates_by_hand():
+    """A row is in every window containing it; NULL times are counted late."""
+    ddl = (
+        "CREATE SOURCE t (k VARCHAR, v BIGINT, ts BIGINT,"
+        " WATERMARK FOR ts AS ts - INTERVAL '0' MILLISECOND);"
+        "CREATE STREAM w AS SELECT k, window_start, window_end, COUNT(*) AS n, SUM(v) AS sv"
+        " FROM t GROUP BY k, slide(ts, INTERVAL '25' MILLISECOND, INTERVAL '10' MILLISECOND)"
+    )
+    batch = pa.RecordBatch.from_pydict(
+        {"k": ["a", "a", "a", "b", None], "v": [1, 1, 5, 7, 9], "ts": [14, 14, None, 16, 30]},
+        schema=pa.schema([("k", pa.string()), ("v", pa.int64()), ("ts", pa.int64())]),
+    )
+    result = run_engine(ddl, [batch])
+    assert result.late_rows == 1
+    got = sorted(rows_of(result.table, ["k", "window_start", "window_end", "n", "sv"]),
+                 key=lambda r: (r[0] or "", r[1]))
+    assert got == [
+        (None, 10, 35, 1, 9), (None, 20, 45, 1, 9), (None, 30, 55, 1, 9),
+        ("a", -10, 15, 2, 2), ("a", 0, 25, 2, 2), ("a", 10, 35, 2, 2),
+        ("b", 0, 25, 1, 7), ("b", 10, 35, 1, 7),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("group_by", "code", "column"),
+    [
+        ("hop(ts, INTERVAL '10' SECOND)", "LDB-1001", 52),
+        ("hop(k, INTERVAL '10' SECOND, INTERVAL '1' SECOND)", "LDB-2001", 56),
+        ("hop(ts, INTERVAL '10' SECOND, INTERVAL '0' SECOND)", "LDB-2001", 82),
+        ("hop(ts, INTERVAL '1' DAY, INTERVAL '1' MILLISECOND)", "LDB-1005", 78),
+    ],
+)
+def test_bad_hop_fails_at_create(group_by, code, column):
+    with laminardb.open() as db:
+        db.execute("CREATE SOURCE t (k VARCHAR, ts BIGINT)")
+        with pytest.raises(laminardb.LaminarError) as info:
+            db.execute(f"CREATE STREAM w AS SELECT COUNT(*) FROM t GROUP BY {group_by}")
+        assert info.value.code == code
+        assert (info.value.line, info.value.column) == (1, column), str(info.value)
