@@ -15,6 +15,14 @@
 static bool uses_count(lm_agg_fn fn) {
   return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG;
 }
+
+bool lm_agg_retractable(lm_agg_fn fn) { return uses_count(fn) || fn == LM_AGG_SUM; }
+
+bool lm_agg_states_set_weighted(lm_agg_states* st) {
+  if (!lm_agg_retractable(st->fn)) return false;
+  st->weighted = true;
+  return true;
+}
 static bool uses_sum(lm_agg_fn fn) { return fn == LM_AGG_SUM || fn == LM_AGG_AVG; }
 static bool uses_minmax(lm_agg_fn fn) { return fn == LM_AGG_MIN || fn == LM_AGG_MAX; }
 
@@ -35,7 +43,7 @@ void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_
 
 laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
   if (cap <= st->cap) return LAMINAR_OK;
-  if (uses_count(st->fn)) GROW(count, cap);
+  if (uses_count(st->fn) || st->weighted) GROW(count, cap);
   if (uses_sum(st->fn)) {
     if (st->arg_type == LM_TYPE_DOUBLE) {
       GROW(sum_d, cap);
@@ -79,6 +87,11 @@ void lm_agg_states_free(lm_agg_states* st) {
   lm_free(st->has);
   lm_pool_free(&st->strings);
   *st = (lm_agg_states){0};
+}
+
+/* Non-NULL values of group g: weighted states count them, others flag them. */
+static inline bool has_value(const lm_agg_states* st, int64_t g) {
+  return st->weighted ? st->count[g] != 0 : st->has[g] != 0;
 }
 
 /* ---- update ------------------------------------------------------------- */
@@ -224,6 +237,29 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
   return LAMINAR_ERR_INTERNAL;
 }
 
+laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
+                                    const uint32_t* gids, const int64_t* weight, int64_t m) {
+  if (!st->weighted) return LAMINAR_ERR_INTERNAL;
+  const uint8_t* nulls = arg ? arg->nulls : NULL;
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t r = ROW(j), g = gids[j];
+    int64_t w = weight[r];
+    if (st->fn == LM_AGG_COUNT_STAR) {
+      st->count[g] += w;
+      continue;
+    }
+    if (nulls && nulls[r]) continue;
+    st->count[g] += w;
+    if (st->fn == LM_AGG_COUNT) continue;
+    if (st->arg_type == LM_TYPE_DOUBLE) {
+      st->sum_d[g] += (double)w * ((const double*)arg->data)[r];
+    } else {
+      st->sum_i[g] += (lm_i128)w * int_value(arg, r);
+    }
+  }
+  return LAMINAR_OK;
+}
+
 /* ---- finalize ----------------------------------------------------------- */
 
 bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* data,
@@ -238,7 +274,7 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
         ((int64_t*)data)[k] = st->count[g];
         break;
       case LM_AGG_SUM:
-        if (!st->has[g]) {
+        if (!has_value(st, g)) {
           is_null = 1;
           if (st->result_type == LM_TYPE_DOUBLE) {
             ((double*)data)[k] = 0;
@@ -255,7 +291,7 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
         }
         break;
       case LM_AGG_AVG:
-        if (!st->has[g]) {
+        if (!has_value(st, g)) {
           is_null = 1;
           ((double*)data)[k] = 0;
         } else if (st->arg_type == LM_TYPE_DOUBLE) {

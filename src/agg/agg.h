@@ -4,8 +4,12 @@
  * value[sel[j]]` (DESIGN §2: batch-at-a-time, no per-row allocation).
  *
  * Each aggregate supports init (new group), update (a batch), finalize (to an
- * output column), and snapshot/restore of one group. Merge and retract come with
- * multi-partition and EMIT CHANGES work.
+ * output column), and snapshot/restore of one group. Over a changelog input
+ * (rows with a weight: +1 insert, -1 retract, any integer) COUNT, SUM and AVG
+ * are retractable: lm_agg_states_set_weighted() before the first reserve, then
+ * lm_agg_update_weighted(); SUM and AVG count their non-NULL values (weighted)
+ * so that a group whose values are all retracted is NULL again. Merge comes
+ * with multi-partition work.
  *
  * Semantics follow DuckDB: COUNT(*) counts rows; COUNT(x), SUM, AVG, MIN, MAX
  * ignore NULLs; SUM/AVG/MIN/MAX of no non-NULL value is NULL. SUM of BIGINT is
@@ -53,10 +57,17 @@ typedef struct lm_agg_states {
   double* mm_d;         /* MIN/MAX of DOUBLE */
   lm_str* mm_s;         /* MIN/MAX of STRING (bytes in `strings`) */
   uint8_t* has;         /* SUM/MIN/MAX: a non-NULL value was seen */
+  bool weighted;        /* retractable: `count` counts non-NULL values for SUM too */
   lm_pool strings;
 } lm_agg_states;
 
 void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type);
+/* Make the state retractable (COUNT, COUNT(*), SUM, AVG only; call before
+ * lm_agg_states_reserve). Returns false for an aggregate that cannot be. */
+bool lm_agg_states_set_weighted(lm_agg_states* st);
+/* True if aggregate `fn` can take retractions (lm_agg_update_weighted). */
+bool lm_agg_retractable(lm_agg_fn fn);
+
 /* Make room for `cap` groups (keeps existing ones). LAMINAR_ERR_NOMEM on failure. */
 laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap);
 /* Initialize group `g` (< cap) to the empty state. */
@@ -69,6 +80,11 @@ void lm_agg_states_free(lm_agg_states* st);
  * Returns LAMINAR_ERR_NOMEM if a MIN/MAX string copy fails. */
 laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                            const uint32_t* gids, int64_t m);
+
+/* As lm_agg_update, each row counting weight[row] times (negative: retracted).
+ * Needs a weighted state. */
+laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
+                                    const uint32_t* gids, const int64_t* weight, int64_t m);
 
 /* Write the results of groups [first, first+n) into `data` (n values of
  * result_type's width) and `nulls` (n bytes, 1 = NULL); returns true if any

@@ -680,7 +680,9 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, b
   if (plan->windowed) {
     const lm_window_spec* w = &plan->window;
     lm_text b = {0};
-    if (w->hop_ms != w->size_ms) {
+    if (w->global) {
+      lm_text_printf(&b, "no window");
+    } else if (w->hop_ms != w->size_ms) {
       lm_text_printf(&b, "hop(%s, %lld ms, %lld ms)", names[w->time_col], (long long)w->size_ms,
                      (long long)w->hop_ms);
     } else {
@@ -700,7 +702,8 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, b
       lm_text_printf(&b, "; WHERE ");
       put_expr(&b, w->filter, names);
     }
-    lm_text_printf(&b, "; EMIT ON WINDOW CLOSE");
+    if (w->changelog) lm_text_printf(&b, "; input weighted by %s", names[w->weight_col]);
+    lm_text_printf(&b, w->emit_changes ? "; EMIT CHANGES" : "; EMIT ON WINDOW CLOSE");
     add_row(x, "window_aggregate", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
             next_id(x, nbuf, sizeof nbuf));
     /* The projection reads window_start, window_end, keys, then aggregates. */
@@ -711,7 +714,7 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, b
     } else {
       for (int32_t i = 0; i < plan->agg_schema.ncols; i++) {
         int32_t k = i - 2, a = i - 2 - w->nkeys;
-        if (i < 2) {
+        if (i < 2 || a >= w->naggs) {
           lm_text_printf(&texts[i], "%s", plan->agg_schema.fields[i].name);
         } else if (k < w->nkeys) {
           put_expr(&texts[i], w->keys[k], names);

@@ -91,7 +91,8 @@ laminar_code lm_op_map_create(const lm_expr* filter, const lm_expr* const* exprs
  * the keys, then the aggregates, windows in ascending start order and keys in
  * first-seen order. A row none of whose windows is still open is dropped and
  * counted in lm_op_window_late_rows() (a hopping row whose older windows have
- * closed still counts in the open ones). out_schema must list those columns. */
+ * closed still counts in the open ones). out_schema must list those columns
+ * (plus `_weight` with emit_changes). */
 typedef struct lm_window_spec {
   const lm_expr* filter;   /* WHERE: rows where it is not TRUE are skipped; NULL = all */
   int32_t time_col;
@@ -104,6 +105,18 @@ typedef struct lm_window_spec {
   int32_t nkeys;
   const lm_agg_spec* aggs;
   int32_t naggs;
+  /* EMIT CHANGES: after each chunk, every group it changed emits a -1 row of its
+   * previous result (if it had one) and a +1 row of its new one (if it still
+   * has rows), in a trailing `_weight` BIGINT column; closing a window emits
+   * nothing more (its last result stands). */
+  bool emit_changes;
+  /* GROUP BY without a window: one window that never closes (time_col unused;
+   * window_start / window_end are NULL). */
+  bool global;
+  /* Changelog input: column weight_col (BIGINT) weighs each row (+1 insert,
+   * -1 retract; NULL and 0 rows are skipped); aggregates must be retractable. */
+  bool changelog;
+  int32_t weight_col;
 } lm_window_spec;
 
 /* Most windows a hopping window may put one row in (the binder refuses more). */

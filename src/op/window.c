@@ -46,6 +46,10 @@ typedef struct window {
   uint32_t* table;      /* group id + 1; 0 = empty */
   uint32_t table_mask;  /* table size - 1 */
   lm_pool strings;
+  /* Tracked groups (EMIT CHANGES or a changelog input), else NULL: */
+  int64_t* nrows;       /* rows of the group (sum of weights) */
+  uint8_t* live;        /* EMIT CHANGES: its current result was emitted (+1) */
+  uint64_t* stamp;      /* the update pass that last touched it */
 } window;
 
 typedef struct window_op {
@@ -62,6 +66,13 @@ typedef struct window_op {
   lm_vec* key_vecs;
   lm_vec* arg_vecs;
   lm_vec* out_vecs;
+  bool track;           /* emit_changes or a changelog input: per-group nrows */
+  uint64_t pass;        /* update passes so far (stamps touched groups) */
+  const int64_t* weights; /* this chunk's row weights (changelog input), else NULL */
+  /* Rows built one group at a time (EMIT CHANGES deltas; closing windows of a
+   * changelog input), out_schema's columns; op-owned, reused. */
+  lm_vec* dvecs;
+  int64_t dn, dcap;
 } window_op;
 
 static inline uint64_t mix64(uint64_t z) {
@@ -214,6 +225,9 @@ static void window_free(window_op* op, window* w) {
   lm_free(w->aggs);
   lm_free(w->ghash);
   lm_free(w->table);
+  lm_free(w->nrows);
+  lm_free(w->live);
+  lm_free(w->stamp);
   lm_pool_free(&w->strings);
   lm_free(w);
 }
@@ -237,6 +251,7 @@ static laminar_code window_new(window_op* op, window** out) {
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     const lm_agg_spec* spec = &op->spec.aggs[a];
     lm_agg_states_init(&w->aggs[a], spec, spec->arg ? spec->arg->type : LM_TYPE_NULL);
+    if (op->spec.changelog) lm_agg_states_set_weighted(&w->aggs[a]);
   }
   *out = w;
   return LAMINAR_OK;
@@ -276,6 +291,11 @@ static laminar_code window_reserve(window_op* op, window* w, int64_t cap) {
   }
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     LM_TRY(lm_agg_states_reserve(&w->aggs[a], ncap));
+  }
+  if (op->track) {
+    GROW_ARRAY(w->nrows, ncap);
+    GROW_ARRAY(w->live, ncap);
+    GROW_ARRAY(w->stamp, ncap);
   }
   w->cap = ncap;
   return LAMINAR_OK;
@@ -319,6 +339,11 @@ static laminar_code group_append(window_op* op, window* w, uint64_t h, uint32_t*
   uint32_t g = (uint32_t)w->ngroups++;
   w->ghash[g] = h;
   for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&w->aggs[a], g);
+  if (op->track) {
+    w->nrows[g] = 0;
+    w->live[g] = 0;
+    w->stamp[g] = 0;
+  }
   table_insert(w, h, g);
   *out_gid = g;
   return LAMINAR_OK;
@@ -395,6 +420,80 @@ static laminar_code window_get(window_op* op, int64_t start, window** out) {
   return LAMINAR_OK;
 }
 
+/* ---- rows built one group at a time ------------------------------------------ */
+
+/* Room for `more` rows in the op's row buffer. */
+static laminar_code rows_reserve(window_op* op, int64_t more) {
+  if (op->dn + more <= op->dcap) return LAMINAR_OK;
+  int64_t ncap = op->dcap ? op->dcap * 2 : 256;
+  while (ncap < op->dn + more) ncap *= 2;
+  for (int32_t c = 0; c < op->base.out_schema.ncols; c++) {
+    lm_vec* v = &op->dvecs[c];
+    void* data = lm_realloc((void*)v->data, (size_t)(lm_type_width(v->type) * ncap));
+    if (data == NULL) return LAMINAR_ERR_NOMEM;
+    v->data = data;
+    uint8_t* nulls = lm_realloc((void*)v->nulls, (size_t)ncap);
+    if (nulls == NULL) return LAMINAR_ERR_NOMEM;
+    v->nulls = nulls;
+  }
+  op->dcap = ncap;
+  return LAMINAR_OK;
+}
+
+/* Window bounds in the output's unit (micros for a TIMESTAMP time column). */
+static void window_bounds(const window_op* op, const window* w, int64_t* start, int64_t* end) {
+  int64_t scale = op->spec.time_type == LM_TYPE_TIMESTAMP ? 1000 : 1;
+  *start = w->start * scale;
+  if (__builtin_mul_overflow(w->start + op->spec.size_ms, scale, end)) *end = INT64_MAX;
+}
+
+static void put_key(lm_vec* ov, const key_store* ks, int64_t g, int64_t row) {
+  ((uint8_t*)ov->nulls)[row] = ks->nulls[g];
+  switch (ks->type) {
+    case LM_TYPE_STRING: ((lm_str*)ov->data)[row] = ks->s[g]; break;
+    case LM_TYPE_DOUBLE: ((double*)ov->data)[row] = ks->d[g]; break;
+    case LM_TYPE_INT32: ((int32_t*)ov->data)[row] = (int32_t)ks->i[g]; break;
+    case LM_TYPE_BOOL: ((uint8_t*)ov->data)[row] = (uint8_t)ks->i[g]; break;
+    default: ((int64_t*)ov->data)[row] = ks->i[g]; break;
+  }
+}
+
+/* Append group g of window w as one row (reserved by the caller): bounds, keys,
+ * the aggregates' current results, and `weight` when emitting changes. The row
+ * borrows key and MIN/MAX strings from the window until it is recycled. */
+static void put_group_row(window_op* op, const window* w, int64_t g, int64_t weight) {
+  const lm_window_spec* spec = &op->spec;
+  int64_t row = op->dn++;
+  lm_vec* v = op->dvecs;
+  int64_t start, end;
+  window_bounds(op, w, &start, &end);
+  ((int64_t*)v[0].data)[row] = start;
+  ((int64_t*)v[1].data)[row] = end;
+  ((uint8_t*)v[0].nulls)[row] = spec->global;
+  ((uint8_t*)v[1].nulls)[row] = spec->global;
+  for (int32_t c = 0; c < spec->nkeys; c++) put_key(&v[2 + c], &w->keys[c], g, row);
+  for (int32_t a = 0; a < spec->naggs; a++) {
+    lm_vec* ov = &v[2 + spec->nkeys + a];
+    lm_agg_finalize(&w->aggs[a], g, 1, (char*)ov->data + lm_type_width(ov->type) * row,
+                    (uint8_t*)ov->nulls + row);
+  }
+  if (spec->emit_changes) {
+    lm_vec* wv = &v[2 + spec->nkeys + spec->naggs];
+    ((int64_t*)wv->data)[row] = weight;
+    ((uint8_t*)wv->nulls)[row] = 0;
+  }
+}
+
+/* Emit the buffered rows as one chunk and empty the buffer. */
+static laminar_code rows_flush(window_op* op) {
+  if (op->dn == 0) return LAMINAR_OK;
+  int32_t ncols = op->base.out_schema.ncols;
+  for (int32_t c = 0; c < ncols; c++) op->dvecs[c].len = op->dn;
+  lm_chunk out = {op->dn, ncols, op->dvecs};
+  op->dn = 0;
+  return lm_op_emit(&op->base, &out);
+}
+
 /* ---- chunk processing ------------------------------------------------------- */
 
 static inline int64_t floor_div(int64_t a, int64_t b) {
@@ -446,6 +545,17 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
   int32_t nwin = 0;
   int64_t cache_q = 0;
   int32_t cache_n = -1; /* open windows of hop cache_q, newest first; -1: none yet */
+  if (spec->global) { /* GROUP BY without a window: every row in the one window */
+    for (int64_t k = r0; k < r1; k++) {
+      if (keep != NULL && !keep[k]) continue;
+      if (nwin == 0) local_window(s, &nwin, 0);
+      s->prow[np] = (uint32_t)k;
+      s->pwin[np++] = 0;
+      s->counts[0]++;
+    }
+    *out_nwin = nwin;
+    return np;
+  }
   for (int64_t k = r0; k < r1; k++) {
     if (keep != NULL && !keep[k]) continue;
     if (tcol->nulls && tcol->nulls[k]) {
@@ -494,7 +604,7 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
  * counting sort keeps arrival order), then per window find group ids and run
  * each aggregate's update loop. */
 static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np, int32_t nwin,
-                                   const uint64_t* hashes, uint32_t* gids) {
+                                   const uint64_t* hashes, uint32_t* gids, uint32_t* touched) {
   const lm_window_spec* spec = &op->spec;
   s->offsets[0] = 0;
   for (int32_t i = 0; i < nwin; i++) s->offsets[i + 1] = s->offsets[i] + s->counts[i];
@@ -508,9 +618,42 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
     for (int64_t j = 0; j < m; j++) {
       LM_TRY(group_find_or_add(op, w, hashes[wsel[j]], op->key_vecs, wsel[j], &gids[j]));
     }
+    int64_t nt = 0;
+    if (op->track) {
+      /* The distinct groups of this pass, in first-touch order; with EMIT
+       * CHANGES each retracts its previous result before the update. */
+      uint64_t pass = ++op->pass;
+      for (int64_t j = 0; j < m; j++) {
+        uint32_t g = gids[j];
+        if (w->stamp[g] != pass) {
+          w->stamp[g] = pass;
+          touched[nt++] = g;
+        }
+      }
+      if (spec->emit_changes) {
+        LM_TRY(rows_reserve(op, 2 * nt));
+        for (int64_t i = 0; i < nt; i++) {
+          if (w->live[touched[i]]) put_group_row(op, w, touched[i], -1);
+        }
+      }
+    }
     for (int32_t a = 0; a < spec->naggs; a++) {
       const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
-      LM_TRY(lm_agg_update(&w->aggs[a], arg, wsel, gids, m));
+      if (op->weights != NULL) {
+        LM_TRY(lm_agg_update_weighted(&w->aggs[a], arg, wsel, gids, op->weights, m));
+      } else {
+        LM_TRY(lm_agg_update(&w->aggs[a], arg, wsel, gids, m));
+      }
+    }
+    if (op->track) {
+      for (int64_t j = 0; j < m; j++) w->nrows[gids[j]] += op->weights ? op->weights[wsel[j]] : 1;
+      if (spec->emit_changes) {
+        for (int64_t i = 0; i < nt; i++) {
+          uint32_t g = touched[i];
+          w->live[g] = w->nrows[g] > 0;
+          if (w->live[g]) put_group_row(op, w, g, +1);
+        }
+      }
     }
   }
   return LAMINAR_OK;
@@ -540,6 +683,21 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     memset(keep, 0, (size_t)n);
     for (int64_t j = 0; j < nkept; j++) keep[kept[j]] = 1;
   }
+  /* A changelog's weights; rows weighing NULL or 0 change nothing. */
+  op->weights = NULL;
+  if (spec->changelog) {
+    const lm_vec* wv = &in->cols[spec->weight_col];
+    if (keep == NULL) {
+      keep = lm_eval_ctx_alloc(op->ctx, (size_t)n);
+      if (keep == NULL) return LAMINAR_ERR_NOMEM;
+      memset(keep, 1, (size_t)n);
+    }
+    const int64_t* wd = wv->data;
+    for (int64_t k = 0; k < n; k++) {
+      if ((wv->nulls && wv->nulls[k]) || wd[k] == 0) keep[k] = 0;
+    }
+    op->weights = wd;
+  }
 
   int64_t per = 1 + (spec->size_ms - 1) / spec->hop_ms; /* most windows of one row */
   if (per > LM_MAX_WINDOWS_PER_ROW) per = LM_MAX_WINDOWS_PER_ROW;
@@ -557,8 +715,9 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   };
   uint64_t* hashes = lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
   uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
+  uint32_t* touched = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
   if (!s.starts || !s.counts || !s.offsets || !s.prow || !s.pwin || !s.sel || !s.cache ||
-      !hashes || !gids) {
+      !hashes || !gids || !touched) {
     return LAMINAR_ERR_NOMEM;
   }
   bool hashed = false;
@@ -571,18 +730,41 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
       hash_keys(op->key_vecs, spec->nkeys, n, hashes);
       hashed = true;
     }
-    LM_TRY(update_windows(op, &s, np, nwin, hashes, gids));
+    LM_TRY(update_windows(op, &s, np, nwin, hashes, gids, touched));
   }
-  return LAMINAR_OK;
+  return rows_flush(op); /* EMIT CHANGES: this chunk's deltas */
 }
 
 /* ---- emission ------------------------------------------------------------------- */
+
+/* Recycle the first nclose open windows. */
+static void drop_closed(window_op* op, int32_t nclose) {
+  for (int32_t i = 0; i < nclose; i++) window_recycle(op, op->open[i]);
+  memmove(&op->open[0], &op->open[nclose], sizeof(window*) * (size_t)(op->nopen - nclose));
+  op->nopen -= nclose;
+}
+
+/* Closing windows of a changelog input: groups whose rows were all retracted
+ * are left out, so rows go out one group at a time. */
+static laminar_code close_tracked(window_op* op, int32_t nclose, int64_t total) {
+  LM_TRY(rows_reserve(op, total));
+  for (int32_t i = 0; i < nclose; i++) {
+    const window* w = op->open[i];
+    for (int64_t g = 0; g < w->ngroups; g++) {
+      if (w->nrows[g] > 0) put_group_row(op, w, g, +1);
+    }
+  }
+  laminar_code rc = rows_flush(op);
+  drop_closed(op, nclose);
+  return rc;
+}
 
 static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   window_op* op = (window_op*)base;
   if (watermark_ms <= op->watermark) return LAMINAR_OK;
   op->watermark = watermark_ms;
   const lm_window_spec* spec = &op->spec;
+  if (spec->global) return LAMINAR_OK; /* the one window never closes */
   int32_t nclose = 0;
   int64_t total = 0;
   while (nclose < op->nopen) {
@@ -594,6 +776,11 @@ static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
     nclose++;
   }
   if (nclose == 0) return LAMINAR_OK;
+  if (spec->emit_changes) { /* every result was emitted as it changed */
+    drop_closed(op, nclose);
+    return LAMINAR_OK;
+  }
+  if (op->track) return close_tracked(op, nclose, total);
 
   lm_eval_ctx_reset(op->ctx);
   int32_t ncols = 2 + spec->nkeys + spec->naggs;
@@ -651,9 +838,7 @@ static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   lm_chunk out = {total, ncols, op->out_vecs};
   /* Emit before recycling: the chunk borrows the windows' key strings. */
   laminar_code rc = lm_op_emit(base, &out);
-  for (int32_t i = 0; i < nclose; i++) window_recycle(op, op->open[i]);
-  memmove(&op->open[0], &op->open[nclose], sizeof(window*) * (size_t)(op->nopen - nclose));
-  op->nopen -= nclose;
+  drop_closed(op, nclose);
   return rc;
 }
 
@@ -681,6 +866,10 @@ static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
         }
       }
       for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&win->aggs[a], g, w);
+      if (op->track) {
+        lm_state_put_i64(w, win->nrows[g]);
+        lm_state_put_u8(w, win->live[g]);
+      }
     }
   }
   return lm_state_writer_status(w);
@@ -728,6 +917,11 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
         lm_agg_states_init_group(&win->aggs[a], g);
         LM_TRY(lm_agg_restore_group(&win->aggs[a], g, r));
       }
+      if (op->track) {
+        win->nrows[g] = lm_state_get_i64(r);
+        win->live[g] = lm_state_get_u8(r) ? 1 : 0;
+        win->stamp[g] = 0;
+      }
       win->ghash[g] = hash_group(win, op->spec.nkeys, g);
     }
     /* One table sized for all the groups, filled once (not grown and rehashed
@@ -754,6 +948,13 @@ static void window_destroy(lm_op* base) {
   lm_free(op->key_vecs);
   lm_free(op->arg_vecs);
   lm_free(op->out_vecs);
+  if (op->dvecs != NULL) {
+    for (int32_t c = 0; c < op->base.out_schema.ncols; c++) {
+      lm_free((void*)op->dvecs[c].data);
+      lm_free((void*)op->dvecs[c].nulls);
+    }
+  }
+  lm_free(op->dvecs);
   lm_free(op);
 }
 
@@ -769,19 +970,26 @@ static const lm_op_vtable window_vtable = {
 laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* out_schema,
                                  lm_op** out) {
   *out = NULL;
-  if (spec->size_ms <= 0 || out_schema->ncols != 2 + spec->nkeys + spec->naggs) {
+  if ((spec->size_ms <= 0 && !spec->global) ||
+      out_schema->ncols != 2 + spec->nkeys + spec->naggs + (spec->emit_changes ? 1 : 0)) {
     return LAMINAR_ERR_INTERNAL;
   }
   window_op* op = lm_calloc(1, sizeof *op);
   if (op == NULL) return LAMINAR_ERR_NOMEM;
   op->base.vt = &window_vtable;
   op->spec = *spec;
+  if (op->spec.global) op->spec.size_ms = op->spec.hop_ms = 1;
   if (op->spec.hop_ms <= 0) op->spec.hop_ms = spec->size_ms;
   op->watermark = INT64_MIN;
+  op->track = spec->emit_changes || spec->changelog;
   op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
   op->arg_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
   op->out_vecs = lm_calloc((size_t)out_schema->ncols, sizeof(lm_vec));
-  if (op->key_vecs == NULL || op->arg_vecs == NULL || op->out_vecs == NULL ||
+  op->dvecs = lm_calloc((size_t)out_schema->ncols, sizeof(lm_vec));
+  if (op->dvecs != NULL) {
+    for (int32_t c = 0; c < out_schema->ncols; c++) op->dvecs[c].type = out_schema->fields[c].type;
+  }
+  if (op->key_vecs == NULL || op->arg_vecs == NULL || op->out_vecs == NULL || op->dvecs == NULL ||
       lm_eval_ctx_create(&op->ctx) != LAMINAR_OK ||
       lm_schema_copy(out_schema, &op->base.out_schema) != 0) {
     lm_schema_free(&op->base.out_schema);

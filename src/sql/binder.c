@@ -589,6 +589,10 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
     if (a->kind == LM_AST_FUNCTION && is_agg_name(a->fname)) return bind_agg_ref(b, a, out);
     if (a->kind == LM_AST_COLUMN && a->table == NULL &&
         (lm_streq_nocase(a->name, "window_start") || lm_streq_nocase(a->name, "window_end"))) {
+      if (b->plan->window.global) {
+        return fail(b, LAMINAR_ERR_SQL_GROUPING, a,
+                    "%s needs a window in GROUP BY (tumble, hop or slide)", a->name);
+      }
       lm_expr* e = new_expr(b, LM_EXPR_COLUMN, window_bound_type(b));
       if (e == NULL) return NOMEM(b);
       e->column = lm_streq_nocase(a->name, "window_start") ? 0 : 1;
@@ -1022,9 +1026,13 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
     b->nkeys++;
   }
   if (b->tumble == NULL) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->ngroup ? sel->group_by[0] : NULL,
-                "GROUP BY without a window (tumble) needs EMIT CHANGES, which is not "
-                "supported yet");
+    /* No window: a running aggregate, which only EMIT CHANGES can express. */
+    if (b->stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
+      return fail(b, LAMINAR_ERR_SQL_GROUPING, sel->ngroup ? sel->group_by[0] : NULL,
+                  "EMIT ON WINDOW CLOSE needs a window in GROUP BY (tumble, hop or slide); "
+                  "a GROUP BY without one emits its changes (EMIT CHANGES)");
+    }
+    plan->window.global = true;
   }
   plan->window.keys = (const lm_expr* const*)key_exprs;
   plan->window.nkeys = b->nkeys;
@@ -1039,6 +1047,44 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
   return LAMINAR_OK;
 }
 
+/* GROUP BY over a changelog: every row counts its weight times, which the
+ * retractable aggregates (COUNT, SUM, AVG) can follow. */
+static laminar_code bind_changelog_aggs(binder* b) {
+  if (!changelog_input(b)) return LAMINAR_OK;
+  for (int32_t i = 0; i < b->naggs; i++) {
+    if (!lm_agg_retractable(b->aggs[i].fn)) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
+                  "%s() over a changelog ('%s' ends in a _weight column) is not supported "
+                  "yet: only COUNT, SUM and AVG take retractions",
+                  b->agg_calls[i]->fname, b->input_name);
+    }
+  }
+  b->plan->window.changelog = true;
+  b->plan->window.weight_col = b->input->ncols - 1;
+  return LAMINAR_OK;
+}
+
+/* EMIT CHANGES: the aggregate's output and the stream's end in _weight, the
+ * projection carrying it through (HAVING keeps or drops a delta whole). */
+static laminar_code emit_changes(binder* b) {
+  lm_plan* plan = b->plan;
+  if (lm_schema_find(&plan->out_schema, LM_WEIGHT_COLUMN) >= 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "an EMIT CHANGES query ends in the engine's _weight column: no output column "
+                "may be named _weight");
+  }
+  plan->window.emit_changes = true;
+  LM_TRY(add_field(b, &plan->agg_schema, LM_WEIGHT_COLUMN, LM_TYPE_INT64));
+  lm_expr** exprs = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(plan->npost + 1));
+  lm_expr* w = new_expr(b, LM_EXPR_COLUMN, LM_TYPE_INT64);
+  if (exprs == NULL || w == NULL) return NOMEM(b);
+  w->column = plan->agg_schema.ncols - 1;
+  memcpy(exprs, plan->post_exprs, sizeof(lm_expr*) * (size_t)plan->npost);
+  exprs[plan->npost++] = w;
+  plan->post_exprs = exprs;
+  return add_field(b, &plan->out_schema, LM_WEIGHT_COLUMN, LM_TYPE_INT64);
+}
+
 static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   const lm_ast_select* sel = stmt->select;
   lm_plan* plan = b->plan;
@@ -1049,28 +1095,25 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   }
   bool has_agg = sel->ngroup > 0 || sel->having != NULL;
   for (size_t i = 0; i < sel->nitems && !has_agg; i++) has_agg = contains_agg(sel->items[i].expr);
-  if (stmt->emit == LM_EMIT_CHANGES) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL, "EMIT CHANGES is not supported yet");
-  }
+  bool changes = stmt->emit == LM_EMIT_CHANGES;
   LM_TRY(bind_where(b, sel));
   if (!has_agg) {
     if (stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
       return fail(b, LAMINAR_ERR_SQL_GROUPING, NULL,
                   "EMIT ON WINDOW CLOSE needs a GROUP BY with a window");
     }
+    if (changes) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                  "EMIT CHANGES needs an aggregate (GROUP BY): a plain query emits each row "
+                  "once, as an insert");
+    }
     LM_TRY(bind_items(b, sel, MODE_ROW, &plan->exprs, &plan->nexprs));
     return carry_weight(b);
   }
-  if (sel->ngroup == 0) {
+  if (sel->ngroup == 0 && !changes) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
                 "aggregates need GROUP BY with a window, e.g. GROUP BY tumble(ts, INTERVAL "
-                "'1' SECOND)");
-  }
-  if (changelog_input(b)) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->group_by[0],
-                "GROUP BY over a changelog ('%s' ends in a _weight column: a materialized "
-                "view or an EMIT CHANGES stream) is not supported yet",
-                b->input_name);
+                "'1' SECOND), or EMIT CHANGES for a running total");
   }
   plan->windowed = true;
   b->aggregating = true;
@@ -1094,6 +1137,8 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   }
   plan->window.aggs = b->aggs;
   plan->window.naggs = b->naggs;
+  LM_TRY(bind_changelog_aggs(b));
+  if (changes || plan->window.global) LM_TRY(emit_changes(b));
   return LAMINAR_OK;
 }
 
@@ -1160,18 +1205,21 @@ const char* lm_plan_describe(lm_plan* plan) {
   char buf[512];
   if (plan->windowed) {
     char shape[64];
-    if (plan->window.hop_ms != plan->window.size_ms) {
+    if (plan->window.global) {
+      snprintf(shape, sizeof shape, "no window");
+    } else if (plan->window.hop_ms != plan->window.size_ms) {
       snprintf(shape, sizeof shape, "hop %lld ms every %lld ms", (long long)plan->window.size_ms,
                (long long)plan->window.hop_ms);
     } else {
       snprintf(shape, sizeof shape, "tumble %lld ms", (long long)plan->window.size_ms);
     }
     snprintf(buf, sizeof buf,
-             "window_aggregate(%s on column %d, %d keys, %d aggregates%s) -> "
+             "window_aggregate(%s on column %d, %d keys, %d aggregates%s%s) -> "
              "project(%d columns%s)",
              shape, (int)plan->window.time_col,
              (int)plan->window.nkeys, (int)plan->window.naggs,
-             plan->window.filter ? ", filtered" : "", (int)plan->npost,
+             plan->window.filter ? ", filtered" : "",
+             plan->window.emit_changes ? ", emit changes" : "", (int)plan->npost,
              plan->having ? ", having" : "");
   } else {
     snprintf(buf, sizeof buf, "%sproject(%d columns)", plan->filter ? "filter -> " : "",

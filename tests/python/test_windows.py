@@ -85,19 +85,27 @@ def arrival_watermarks(batches: list[pa.RecordBatch], delay: int) -> pa.Table:
     return table.append_column("wm", pa.array(marks, pa.int64()))
 
 
-def hop_oracle(keys: list[str], where: str, size: int, hop: int, lateness: int) -> str:
+def hop_oracle(
+    keys: list[str],
+    where: str,
+    size: int,
+    hop: int,
+    lateness: int,
+    *,
+    aggregates: list[tuple[str, str, str]] = AGGREGATES,
+) -> str:
     """DuckDB SQL: the hopping-window aggregates of ``t`` (with its ``wm`` column)."""
     per = -(-size // hop)
     newest = f"(ts - ((ts % {hop}) + {hop}) % {hop})"  # floor to the hop, any sign
     cond = where.replace("WHERE", "AND") if where else ""
-    items = ", ".join(f"{theirs} AS {alias}" for _, theirs, alias in AGGREGATES)
+    items = ", ".join(f"{theirs} AS {alias}" for _, theirs, alias in aggregates)
     return f"""
         WITH pairs AS (
           SELECT t.*, {newest} - j * {hop} AS ws
           FROM t, (SELECT unnest(range(0, {per})) AS j)
           WHERE ts IS NOT NULL {cond}
         )
-        SELECT {', '.join(keys)}, ws AS window_start, ws + {size} AS window_end, {items}
+        SELECT {", ".join(keys)}, ws AS window_start, ws + {size} AS window_end, {items}
         FROM pairs
         WHERE ws > ts - {size} AND ws + {size} + {lateness} > wm
         GROUP BY ALL"""
@@ -138,8 +146,12 @@ def hop_case(seed: int, *, late_frac: float = 0.0, timestamp: bool = False) -> N
     ts_type = "BIGINT"
     if timestamp:
         ts_type = "TIMESTAMP"
-        pushed = [b.set_column(b.schema.get_field_index("ts"), "ts", b.column("ts").cast(
-            pa.timestamp("ms"))) for b in batches]
+        pushed = [
+            b.set_column(
+                b.schema.get_field_index("ts"), "ts", b.column("ts").cast(pa.timestamp("ms"))
+            )
+            for b in batches
+        ]
     items = ", ".join(f"{ours} AS {alias}" for ours, _, alias in AGGREGATES)
     ddl = (
         f"CREATE SOURCE t (k VARCHAR, g BIGINT, x BIGINT, y DOUBLE, s VARCHAR, ts {ts_type},"
@@ -199,12 +211,19 @@ def test_hop_null_times_and_duplicates_by_hand():
     )
     result = run_engine(ddl, [batch])
     assert result.late_rows == 1
-    got = sorted(rows_of(result.table, ["k", "window_start", "window_end", "n", "sv"]),
-                 key=lambda r: (r[0] or "", r[1]))
+    got = sorted(
+        rows_of(result.table, ["k", "window_start", "window_end", "n", "sv"]),
+        key=lambda r: (r[0] or "", r[1]),
+    )
     assert got == [
-        (None, 10, 35, 1, 9), (None, 20, 45, 1, 9), (None, 30, 55, 1, 9),
-        ("a", -10, 15, 2, 2), ("a", 0, 25, 2, 2), ("a", 10, 35, 2, 2),
-        ("b", 0, 25, 1, 7), ("b", 10, 35, 1, 7),
+        (None, 10, 35, 1, 9),
+        (None, 20, 45, 1, 9),
+        (None, 30, 55, 1, 9),
+        ("a", -10, 15, 2, 2),
+        ("a", 0, 25, 2, 2),
+        ("a", 10, 35, 2, 2),
+        ("b", 0, 25, 1, 7),
+        ("b", 10, 35, 1, 7),
     ]
 
 
