@@ -260,6 +260,27 @@ laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const 
   return LAMINAR_OK;
 }
 
+void lm_agg_merge_group(lm_agg_states* st, int64_t dst, int64_t src) {
+  if (st->count) st->count[dst] += st->count[src];
+  if (st->sum_i) st->sum_i[dst] += st->sum_i[src];
+  if (st->sum_d) st->sum_d[dst] += st->sum_d[src];
+  if (uses_minmax(st->fn) && st->has[src]) {
+    bool is_min = st->fn == LM_AGG_MIN, take = !st->has[dst];
+    if (st->mm_d) {
+      if (!take) take = is_min ? dbl_less(st->mm_d[src], st->mm_d[dst])
+                               : dbl_less(st->mm_d[dst], st->mm_d[src]);
+      if (take) st->mm_d[dst] = st->mm_d[src];
+    } else if (st->mm_s) {
+      int c = take ? 0 : cmp_str(st->mm_s[src], st->mm_s[dst]);
+      if (take || (is_min ? c < 0 : c > 0)) st->mm_s[dst] = st->mm_s[src]; /* same pool */
+    } else {
+      if (!take) take = is_min ? st->mm_i[src] < st->mm_i[dst] : st->mm_i[src] > st->mm_i[dst];
+      if (take) st->mm_i[dst] = st->mm_i[src];
+    }
+  }
+  if (st->has) st->has[dst] |= st->has[src];
+}
+
 /* ---- finalize ----------------------------------------------------------- */
 
 bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* data,

@@ -86,6 +86,10 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
 laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                                     const uint32_t* gids, const int64_t* weight, int64_t m);
 
+/* Fold group `src` into group `dst` of the same state (session windows that
+ * merge): counts and sums add, MIN/MAX keep the better value. */
+void lm_agg_merge_group(lm_agg_states* st, int64_t dst, int64_t src);
+
 /* Write the results of groups [first, first+n) into `data` (n values of
  * result_type's width) and `nulls` (n bytes, 1 = NULL); returns true if any
  * result is NULL. STRING results borrow the state's bytes. */

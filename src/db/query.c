@@ -682,6 +682,8 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, b
     lm_text b = {0};
     if (w->global) {
       lm_text_printf(&b, "no window");
+    } else if (w->session) {
+      lm_text_printf(&b, "session(%s, %lld ms)", names[w->time_col], (long long)w->size_ms);
     } else if (w->hop_ms != w->size_ms) {
       lm_text_printf(&b, "hop(%s, %lld ms, %lld ms)", names[w->time_col], (long long)w->size_ms,
                      (long long)w->hop_ms);

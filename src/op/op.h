@@ -110,6 +110,9 @@ typedef struct lm_window_spec {
    * has rows), in a trailing `_weight` BIGINT column; closing a window emits
    * nothing more (its last result stands). */
   bool emit_changes;
+  /* session(ts, gap): per key, rows closer than size_ms (the gap) form one
+   * session [first, last + gap); hop_ms unused. */
+  bool session;
   /* GROUP BY without a window: one window that never closes (time_col unused;
    * window_start / window_end are NULL). */
   bool global;

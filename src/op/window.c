@@ -24,6 +24,7 @@
 #include "util/util.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- group keys ------------------------------------------------------------ */
@@ -72,7 +73,19 @@ typedef struct window_op {
   /* Rows built one group at a time (EMIT CHANGES deltas; closing windows of a
    * changelog input), out_schema's columns; op-owned, reused. */
   lm_vec* dvecs;
+  int32_t dcols;          /* out_schema's column count (the chain frees the schema first) */
   int64_t dn, dcap;
+  /* session windows (see "session windows" below) */
+  window* keyset;         /* key interning only: key id = group id */
+  lm_agg_states* sagg;    /* per aggregate, indexed by session slot */
+  int64_t *s_start, *s_end;
+  uint32_t* s_key;
+  int32_t* s_next;        /* next session of the key (by start), or next free slot */
+  int32_t* s_parent;      /* the slot a merged slot was folded into (itself if not) */
+  uint8_t* s_used;
+  int32_t s_cap, s_hw, s_free, s_open;
+  int32_t* k_first;       /* per key id: its first open session, -1 if none */
+  int64_t k_cap;
 } window_op;
 
 static inline uint64_t mix64(uint64_t z) {
@@ -427,7 +440,7 @@ static laminar_code rows_reserve(window_op* op, int64_t more) {
   if (op->dn + more <= op->dcap) return LAMINAR_OK;
   int64_t ncap = op->dcap ? op->dcap * 2 : 256;
   while (ncap < op->dn + more) ncap *= 2;
-  for (int32_t c = 0; c < op->base.out_schema.ncols; c++) {
+  for (int32_t c = 0; c < op->dcols; c++) {
     lm_vec* v = &op->dvecs[c];
     void* data = lm_realloc((void*)v->data, (size_t)(lm_type_width(v->type) * ncap));
     if (data == NULL) return LAMINAR_ERR_NOMEM;
@@ -659,6 +672,8 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
   return LAMINAR_OK;
 }
 
+static laminar_code session_on_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep);
+
 static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   window_op* op = (window_op*)base;
   const lm_window_spec* spec = &op->spec;
@@ -698,6 +713,7 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     }
     op->weights = wd;
   }
+  if (spec->session) return session_on_chunk(op, in, keep);
 
   int64_t per = 1 + (spec->size_ms - 1) / spec->hop_ms; /* most windows of one row */
   if (per > LM_MAX_WINDOWS_PER_ROW) per = LM_MAX_WINDOWS_PER_ROW;
@@ -735,6 +751,314 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   return rows_flush(op); /* EMIT CHANGES: this chunk's deltas */
 }
 
+/* ---- session windows ------------------------------------------------------------ */
+
+static void put_group_keys(const window_op* op, const window* win, int64_t g,
+                           lm_state_writer* w);
+static laminar_code get_group_keys(window_op* op, window* win, int64_t g, lm_state_reader* r);
+
+/*
+ * session(ts, gap): per key, a row at t opens the window [t, t + gap); windows
+ * of one key that overlap merge into one session [first, last + gap). Keys are
+ * interned in `keyset` (a window used only for its key table: key id = group
+ * id); each open session is a slot with its bounds, its key and one group of
+ * aggregate state in `sagg`; a key's open sessions form a list sorted by start
+ * (they never overlap). Within a chunk rows are assigned slots first and the
+ * aggregates updated in one pass: a row that bridges two sessions merges the
+ * later one's state into the earlier (lm_agg_merge_group) and points it there
+ * (`s_parent`), so rows of the chunk already assigned to it follow. A session
+ * closes when the watermark reaches its end plus the allowed lateness; a row
+ * is late when it joins no open session and its own window has closed.
+ */
+
+static int32_t slot_find(const window_op* op, int32_t s) {
+  while (op->s_parent[s] != s) s = op->s_parent[s];
+  return s;
+}
+
+/* A fresh slot for key `kid`, [start, end), linked into the key's list. */
+static laminar_code slot_new(window_op* op, uint32_t kid, int64_t start, int64_t end,
+                             int32_t* out) {
+  int32_t s;
+  if (op->s_free >= 0) {
+    s = op->s_free;
+    op->s_free = op->s_next[s];
+  } else {
+    if (op->s_hw == op->s_cap) {
+      int32_t ncap = op->s_cap ? op->s_cap * 2 : 64;
+      GROW_ARRAY(op->s_start, ncap);
+      GROW_ARRAY(op->s_end, ncap);
+      GROW_ARRAY(op->s_key, ncap);
+      GROW_ARRAY(op->s_next, ncap);
+      GROW_ARRAY(op->s_parent, ncap);
+      GROW_ARRAY(op->s_used, ncap);
+      for (int32_t a = 0; a < op->spec.naggs; a++) {
+        LM_TRY(lm_agg_states_reserve(&op->sagg[a], ncap));
+      }
+      op->s_cap = ncap;
+    }
+    s = op->s_hw++;
+  }
+  op->s_start[s] = start;
+  op->s_end[s] = end;
+  op->s_key[s] = kid;
+  op->s_parent[s] = s;
+  op->s_used[s] = 1;
+  op->s_open++;
+  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&op->sagg[a], s);
+  /* Sorted insert into the key's list. */
+  int32_t prev = -1, cur = op->k_first[kid];
+  while (cur >= 0 && op->s_start[cur] < start) {
+    prev = cur;
+    cur = op->s_next[cur];
+  }
+  op->s_next[s] = cur;
+  if (prev < 0) {
+    op->k_first[kid] = s;
+  } else {
+    op->s_next[prev] = s;
+  }
+  *out = s;
+  return LAMINAR_OK;
+}
+
+static void slot_release(window_op* op, int32_t s) {
+  op->s_used[s] = 0;
+  op->s_parent[s] = s;
+  op->s_next[s] = op->s_free;
+  op->s_free = s;
+  op->s_open--;
+}
+
+/* Room for key ids < n in k_first. */
+static laminar_code keys_reserve(window_op* op, int64_t n) {
+  if (n <= op->k_cap) return LAMINAR_OK;
+  int64_t ncap = op->k_cap ? op->k_cap * 2 : 64;
+  while (ncap < n) ncap *= 2;
+  GROW_ARRAY(op->k_first, ncap);
+  for (int64_t k = op->k_cap; k < ncap; k++) op->k_first[k] = -1;
+  op->k_cap = ncap;
+  return LAMINAR_OK;
+}
+
+/* The slot row k at time t joins (merging the sessions it bridges), or -1 if
+ * the row is late. Merged-away slots are appended to `dead`. */
+static laminar_code session_assign(window_op* op, uint32_t kid, int64_t t, int32_t* dead,
+                                   int64_t* ndead, int32_t* out) {
+  int64_t lo = t, hi;
+  if (__builtin_add_overflow(t, op->spec.size_ms, &hi)) hi = INT64_MAX;
+  int32_t survivor = -1, prev = -1, cur = op->k_first[kid];
+  while (cur >= 0 && op->s_start[cur] < hi) {
+    int32_t next = op->s_next[cur];
+    if (op->s_end[cur] > lo) { /* overlaps [lo, hi) */
+      if (survivor < 0) {
+        survivor = cur;
+        if (lo < op->s_start[cur]) op->s_start[cur] = lo;
+        if (hi > op->s_end[cur]) op->s_end[cur] = hi;
+        prev = cur;
+      } else { /* a bridge: fold cur into the survivor */
+        if (op->s_end[cur] > op->s_end[survivor]) op->s_end[survivor] = op->s_end[cur];
+        for (int32_t a = 0; a < op->spec.naggs; a++) {
+          lm_agg_merge_group(&op->sagg[a], survivor, cur);
+        }
+        op->s_parent[cur] = survivor;
+        op->s_next[prev] = next;
+        dead[(*ndead)++] = cur;
+      }
+    } else {
+      prev = cur;
+    }
+    cur = next;
+  }
+  if (survivor >= 0) {
+    *out = survivor;
+    return LAMINAR_OK;
+  }
+  int64_t close;
+  if (__builtin_add_overflow(hi, op->spec.lateness_ms, &close)) close = INT64_MAX;
+  if (close <= op->watermark) {
+    *out = -1;
+    return LAMINAR_OK;
+  }
+  return slot_new(op, kid, lo, hi, out);
+}
+
+static laminar_code session_on_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep) {
+  const lm_window_spec* spec = &op->spec;
+  int64_t n = in->nrows;
+  const lm_vec* tcol = &in->cols[spec->time_col];
+  uint64_t* hashes = lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
+  uint32_t* sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
+  uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
+  int32_t* dead = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
+  if (!hashes || !sel || !gids || !dead) return LAMINAR_ERR_NOMEM;
+  hash_keys(op->key_vecs, spec->nkeys, n, hashes);
+  int64_t m = 0, ndead = 0;
+  for (int64_t k = 0; k < n; k++) {
+    if (keep != NULL && !keep[k]) continue;
+    if (tcol->nulls && tcol->nulls[k]) {
+      op->late_rows++;
+      continue;
+    }
+    uint32_t kid;
+    LM_TRY(group_find_or_add(op, op->keyset, hashes[k], op->key_vecs, k, &kid));
+    LM_TRY(keys_reserve(op, (int64_t)kid + 1));
+    int32_t s;
+    LM_TRY(session_assign(op, kid, time_ms(tcol, k), dead, &ndead, &s));
+    if (s < 0) {
+      op->late_rows++;
+      continue;
+    }
+    sel[m] = (uint32_t)k;
+    gids[m++] = (uint32_t)s;
+  }
+  for (int64_t j = 0; j < m; j++) gids[j] = (uint32_t)slot_find(op, (int32_t)gids[j]);
+  for (int32_t a = 0; a < spec->naggs; a++) {
+    const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
+    LM_TRY(lm_agg_update(&op->sagg[a], arg, sel, gids, m));
+  }
+  for (int64_t i = 0; i < ndead; i++) slot_release(op, dead[i]);
+  return LAMINAR_OK;
+}
+
+typedef struct closing_session {
+  int64_t start;
+  uint32_t key;
+  int32_t slot;
+} closing_session;
+
+static int cmp_session(const void* x, const void* y) {
+  const closing_session *a = x, *b = y;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  return (a->key > b->key) - (a->key < b->key);
+}
+
+/* One output row for session slot s. */
+static void put_session_row(window_op* op, int32_t s) {
+  const lm_window_spec* spec = &op->spec;
+  int64_t row = op->dn++;
+  lm_vec* v = op->dvecs;
+  int64_t scale = spec->time_type == LM_TYPE_TIMESTAMP ? 1000 : 1, start, end;
+  if (__builtin_mul_overflow(op->s_start[s], scale, &start)) start = INT64_MIN;
+  if (__builtin_mul_overflow(op->s_end[s], scale, &end)) end = INT64_MAX;
+  ((int64_t*)v[0].data)[row] = start;
+  ((int64_t*)v[1].data)[row] = end;
+  ((uint8_t*)v[0].nulls)[row] = 0;
+  ((uint8_t*)v[1].nulls)[row] = 0;
+  for (int32_t c = 0; c < spec->nkeys; c++) {
+    put_key(&v[2 + c], &op->keyset->keys[c], op->s_key[s], row);
+  }
+  for (int32_t a = 0; a < spec->naggs; a++) {
+    lm_vec* ov = &v[2 + spec->nkeys + a];
+    lm_agg_finalize(&op->sagg[a], s, 1, (char*)ov->data + lm_type_width(ov->type) * row,
+                    (uint8_t*)ov->nulls + row);
+  }
+}
+
+/* Emit every session whose end plus lateness the watermark reached, by start
+ * then key, and free their slots. */
+static laminar_code session_on_watermark(window_op* op) {
+  int32_t nclose = 0;
+  for (int32_t s = 0; s < op->s_hw; s++) {
+    int64_t close;
+    if (!op->s_used[s]) continue;
+    if (__builtin_add_overflow(op->s_end[s], op->spec.lateness_ms, &close)) close = INT64_MAX;
+    if (close <= op->watermark) nclose++;
+  }
+  if (nclose == 0) return LAMINAR_OK;
+  lm_eval_ctx_reset(op->ctx);
+  closing_session* closing = lm_eval_ctx_alloc(op->ctx, sizeof *closing * (size_t)nclose);
+  if (closing == NULL) return LAMINAR_ERR_NOMEM;
+  LM_TRY(rows_reserve(op, nclose));
+  int32_t k = 0;
+  for (int32_t s = 0; s < op->s_hw; s++) {
+    int64_t close;
+    if (!op->s_used[s]) continue;
+    if (__builtin_add_overflow(op->s_end[s], op->spec.lateness_ms, &close)) close = INT64_MAX;
+    if (close <= op->watermark) closing[k++] = (closing_session){op->s_start[s], op->s_key[s], s};
+  }
+  qsort(closing, (size_t)nclose, sizeof *closing, cmp_session);
+  for (int32_t i = 0; i < nclose; i++) put_session_row(op, closing[i].slot);
+  laminar_code rc = rows_flush(op);
+  for (int32_t i = 0; i < nclose; i++) {
+    int32_t s = closing[i].slot;
+    uint32_t kid = op->s_key[s];
+    int32_t prev = -1, cur = op->k_first[kid];
+    while (cur != s) {
+      prev = cur;
+      cur = op->s_next[cur];
+    }
+    if (prev < 0) {
+      op->k_first[kid] = op->s_next[s];
+    } else {
+      op->s_next[prev] = op->s_next[s];
+    }
+    slot_release(op, s);
+  }
+  if (op->s_open == 0) { /* nothing open: drop replaced MIN/MAX strings */
+    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&op->sagg[a]);
+  }
+  return rc;
+}
+
+static void session_snapshot(const window_op* op, lm_state_writer* w) {
+  const window* ks = op->keyset;
+  lm_state_put_i64(w, ks->ngroups);
+  for (int64_t g = 0; g < ks->ngroups; g++) put_group_keys(op, ks, g, w);
+  lm_state_put_u32(w, (uint32_t)op->s_open);
+  for (int32_t s = 0; s < op->s_hw; s++) {
+    if (!op->s_used[s]) continue;
+    lm_state_put_u32(w, op->s_key[s]);
+    lm_state_put_i64(w, op->s_start[s]);
+    lm_state_put_i64(w, op->s_end[s]);
+    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&op->sagg[a], s, w);
+  }
+}
+
+static void session_clear(window_op* op) {
+  op->keyset->ngroups = 0;
+  memset(op->keyset->table, 0, sizeof(uint32_t) * ((size_t)op->keyset->table_mask + 1));
+  lm_pool_reset(&op->keyset->strings);
+  for (int64_t k = 0; k < op->k_cap; k++) op->k_first[k] = -1;
+  op->s_hw = op->s_open = 0;
+  op->s_free = -1;
+  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&op->sagg[a]);
+}
+
+static laminar_code session_restore(window_op* op, lm_state_reader* r) {
+  session_clear(op);
+  window* ks = op->keyset;
+  int64_t nkeys = lm_state_get_i64(r);
+  if (r->failed || nkeys < 0 || (uint64_t)nkeys > r->len) {
+    r->failed = true;
+    return LAMINAR_OK;
+  }
+  LM_TRY(window_reserve(op, ks, nkeys));
+  LM_TRY(keys_reserve(op, nkeys));
+  int64_t g = 0;
+  for (; g < nkeys && !r->failed; g++) {
+    LM_TRY(get_group_keys(op, ks, g, r));
+    ks->ghash[g] = hash_group(ks, op->spec.nkeys, g);
+  }
+  ks->ngroups = g;
+  uint64_t size = 64;
+  while (size < (uint64_t)(g + 1) * 2) size *= 2;
+  LM_TRY(table_rebuild(ks, size));
+  uint32_t nsess = lm_state_get_u32(r);
+  for (uint32_t i = 0; i < nsess && !r->failed; i++) {
+    uint32_t kid = lm_state_get_u32(r);
+    int64_t start = lm_state_get_i64(r), end = lm_state_get_i64(r);
+    if (r->failed || kid >= (uint64_t)ks->ngroups || end <= start) {
+      r->failed = true;
+      break;
+    }
+    int32_t s;
+    LM_TRY(slot_new(op, kid, start, end, &s));
+    for (int32_t a = 0; a < op->spec.naggs; a++) LM_TRY(lm_agg_restore_group(&op->sagg[a], s, r));
+  }
+  return LAMINAR_OK;
+}
+
 /* ---- emission ------------------------------------------------------------------- */
 
 /* Recycle the first nclose open windows. */
@@ -765,6 +1089,7 @@ static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   op->watermark = watermark_ms;
   const lm_window_spec* spec = &op->spec;
   if (spec->global) return LAMINAR_OK; /* the one window never closes */
+  if (spec->session) return session_on_watermark(op);
   int32_t nclose = 0;
   int64_t total = 0;
   while (nclose < op->nopen) {
@@ -844,27 +1169,55 @@ static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
 
 /* ---- snapshot / restore ----------------------------------------------------- */
 
+static void put_group_keys(const window_op* op, const window* win, int64_t g,
+                           lm_state_writer* w) {
+  for (int32_t c = 0; c < op->spec.nkeys; c++) {
+    const key_store* ks = &win->keys[c];
+    lm_state_put_u8(w, ks->nulls[g]);
+    if (ks->type == LM_TYPE_STRING) {
+      lm_state_put_bytes(w, ks->s[g].ptr, (size_t)ks->s[g].len);
+    } else if (ks->type == LM_TYPE_DOUBLE) {
+      lm_state_put_f64(w, ks->d[g]);
+    } else {
+      lm_state_put_i64(w, ks->i[g]);
+    }
+  }
+}
+
+/* Read the keys of group g (reserved) and set its hash. */
+static laminar_code get_group_keys(window_op* op, window* win, int64_t g, lm_state_reader* r) {
+  for (int32_t c = 0; c < op->spec.nkeys; c++) {
+    key_store* ks = &win->keys[c];
+    ks->nulls[g] = lm_state_get_u8(r) ? 1 : 0;
+    if (ks->type == LM_TYPE_STRING) {
+      lm_str s = lm_state_get_bytes(r);
+      char* copy = lm_pool_copy(&win->strings, s.ptr, (size_t)s.len);
+      if (copy == NULL) return LAMINAR_ERR_NOMEM;
+      ks->s[g] = (lm_str){copy, s.len};
+    } else if (ks->type == LM_TYPE_DOUBLE) {
+      ks->d[g] = lm_state_get_f64(r);
+    } else {
+      ks->i[g] = lm_state_get_i64(r);
+    }
+  }
+  return LAMINAR_OK;
+}
+
 static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
   const window_op* op = (const window_op*)base;
   lm_state_put_i64(w, op->watermark);
   lm_state_put_i64(w, op->late_rows);
+  if (op->spec.session) {
+    session_snapshot(op, w);
+    return lm_state_writer_status(w);
+  }
   lm_state_put_u32(w, (uint32_t)op->nopen);
   for (int32_t i = 0; i < op->nopen; i++) {
     const window* win = op->open[i];
     lm_state_put_i64(w, win->start);
     lm_state_put_i64(w, win->ngroups);
     for (int64_t g = 0; g < win->ngroups; g++) {
-      for (int32_t c = 0; c < op->spec.nkeys; c++) {
-        const key_store* ks = &win->keys[c];
-        lm_state_put_u8(w, ks->nulls[g]);
-        if (ks->type == LM_TYPE_STRING) {
-          lm_state_put_bytes(w, ks->s[g].ptr, (size_t)ks->s[g].len);
-        } else if (ks->type == LM_TYPE_DOUBLE) {
-          lm_state_put_f64(w, ks->d[g]);
-        } else {
-          lm_state_put_i64(w, ks->i[g]);
-        }
-      }
+      put_group_keys(op, win, g, w);
       for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&win->aggs[a], g, w);
       if (op->track) {
         lm_state_put_i64(w, win->nrows[g]);
@@ -885,6 +1238,12 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
   window_clear_all(op);
   op->watermark = lm_state_get_i64(r);
   op->late_rows = lm_state_get_i64(r);
+  if (op->spec.session) {
+    LM_TRY(session_restore(op, r));
+    laminar_code rc = lm_state_reader_status(r, "session window aggregate", err);
+    if (rc != LAMINAR_OK) session_clear(op);
+    return rc;
+  }
   uint32_t nopen = lm_state_get_u32(r);
   for (uint32_t i = 0; i < nopen && !r->failed; i++) {
     int64_t start = lm_state_get_i64(r);
@@ -899,20 +1258,7 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
     LM_TRY(window_reserve(op, win, ngroups));
     int64_t g = 0;
     for (; g < ngroups && !r->failed; g++) {
-      for (int32_t c = 0; c < op->spec.nkeys; c++) {
-        key_store* ks = &win->keys[c];
-        ks->nulls[g] = lm_state_get_u8(r) ? 1 : 0;
-        if (ks->type == LM_TYPE_STRING) {
-          lm_str s = lm_state_get_bytes(r);
-          char* copy = lm_pool_copy(&win->strings, s.ptr, (size_t)s.len);
-          if (copy == NULL) return LAMINAR_ERR_NOMEM;
-          ks->s[g] = (lm_str){copy, s.len};
-        } else if (ks->type == LM_TYPE_DOUBLE) {
-          ks->d[g] = lm_state_get_f64(r);
-        } else {
-          ks->i[g] = lm_state_get_i64(r);
-        }
-      }
+      LM_TRY(get_group_keys(op, win, g, r));
       for (int32_t a = 0; a < op->spec.naggs; a++) {
         lm_agg_states_init_group(&win->aggs[a], g);
         LM_TRY(lm_agg_restore_group(&win->aggs[a], g, r));
@@ -949,12 +1295,24 @@ static void window_destroy(lm_op* base) {
   lm_free(op->arg_vecs);
   lm_free(op->out_vecs);
   if (op->dvecs != NULL) {
-    for (int32_t c = 0; c < op->base.out_schema.ncols; c++) {
+    for (int32_t c = 0; c < op->dcols; c++) {
       lm_free((void*)op->dvecs[c].data);
       lm_free((void*)op->dvecs[c].nulls);
     }
   }
   lm_free(op->dvecs);
+  window_free(op, op->keyset);
+  if (op->sagg != NULL) {
+    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_free(&op->sagg[a]);
+  }
+  lm_free(op->sagg);
+  lm_free(op->s_start);
+  lm_free(op->s_end);
+  lm_free(op->s_key);
+  lm_free(op->s_next);
+  lm_free(op->s_parent);
+  lm_free(op->s_used);
+  lm_free(op->k_first);
   lm_free(op);
 }
 
@@ -987,10 +1345,21 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   op->out_vecs = lm_calloc((size_t)out_schema->ncols, sizeof(lm_vec));
   op->dvecs = lm_calloc((size_t)out_schema->ncols, sizeof(lm_vec));
   if (op->dvecs != NULL) {
+    op->dcols = out_schema->ncols;
     for (int32_t c = 0; c < out_schema->ncols; c++) op->dvecs[c].type = out_schema->fields[c].type;
   }
+  op->s_free = -1;
+  bool session_ok = true;
+  if (spec->session) {
+    op->sagg = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_agg_states));
+    session_ok = op->sagg != NULL && window_new(op, &op->keyset) == LAMINAR_OK;
+    for (int32_t a = 0; op->sagg != NULL && a < spec->naggs; a++) {
+      const lm_agg_spec* as = &spec->aggs[a];
+      lm_agg_states_init(&op->sagg[a], as, as->arg ? as->arg->type : LM_TYPE_NULL);
+    }
+  }
   if (op->key_vecs == NULL || op->arg_vecs == NULL || op->out_vecs == NULL || op->dvecs == NULL ||
-      lm_eval_ctx_create(&op->ctx) != LAMINAR_OK ||
+      !session_ok || lm_eval_ctx_create(&op->ctx) != LAMINAR_OK ||
       lm_schema_copy(out_schema, &op->base.out_schema) != 0) {
     lm_schema_free(&op->base.out_schema);
     window_destroy(&op->base);
@@ -1007,6 +1376,7 @@ int64_t lm_op_window_late_rows(const lm_op* op) {
 int64_t lm_op_window_state_rows(const lm_op* op) {
   if (op->vt != &window_vtable) return 0;
   const window_op* w = (const window_op*)op;
+  if (w->spec.session) return w->s_open;
   int64_t n = 0;
   for (int32_t i = 0; i < w->nopen; i++) n += w->open[i]->ngroups;
   return n;

@@ -950,25 +950,26 @@ static laminar_code window_interval(binder* b, const lm_ast_expr* g, const lm_as
   return LAMINAR_OK;
 }
 
-/* tumble(ts, size), hop(ts, size, hop) / slide(ts, size, slide) in GROUP BY. */
+/* tumble(ts, size), hop(ts, size, hop) / slide(ts, size, slide) and
+ * session(ts, gap) in GROUP BY. */
 static laminar_code bind_window_fn(binder* b, const lm_ast_expr* g) {
   lm_plan* plan = b->plan;
-  if (!lm_streq_nocase(g->fname, "tumble") && !lm_streq_nocase(g->fname, "hop") &&
-      !lm_streq_nocase(g->fname, "slide")) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, g, "%s() windows are not supported yet",
-                g->fname);
-  }
   if (b->tumble != NULL) {
     return fail(b, LAMINAR_ERR_SQL_GROUPING, g, "only one window function per GROUP BY");
   }
-  bool tumble = lm_streq_nocase(g->fname, "tumble");
+  bool session = lm_streq_nocase(g->fname, "session");
+  bool tumble = lm_streq_nocase(g->fname, "tumble") || session;
   if (g->nargs != (tumble ? 2u : 3u) || g->star) {
     return fail(b, LAMINAR_ERR_SQL_SYNTAX, g,
-                tumble ? "tumble() takes a time column and an INTERVAL: tumble(ts, INTERVAL "
-                         "'1' SECOND)"
+                tumble ? "%s() takes a time column and an INTERVAL: %s(ts, INTERVAL '1' SECOND)"
                        : "%s() takes a time column, the window size and the hop: %s(ts, "
                          "INTERVAL '10' SECOND, INTERVAL '1' SECOND)",
                 g->fname, g->fname);
+  }
+  if (session && (b->stmt->emit == LM_EMIT_CHANGES || changelog_input(b))) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, g,
+                "session() windows with EMIT CHANGES or over a changelog are not supported "
+                "yet");
   }
   const lm_ast_expr* col = g->args[0];
   if (col->kind != LM_AST_COLUMN) {
@@ -983,7 +984,7 @@ static laminar_code bind_window_fn(binder* b, const lm_ast_expr* g) {
                 g->fname, col->name, lm_type_name(t->type));
   }
   int64_t size = 0, hop = 0;
-  LM_TRY(window_interval(b, g, g->args[1], "size", &size));
+  LM_TRY(window_interval(b, g, g->args[1], session ? "gap" : "size", &size));
   hop = size;
   if (!tumble) {
     LM_TRY(window_interval(b, g, g->args[2], lm_streq_nocase(g->fname, "hop") ? "hop" : "slide",
@@ -1001,6 +1002,7 @@ static laminar_code bind_window_fn(binder* b, const lm_ast_expr* g) {
   plan->window.time_type = t->type;
   plan->window.size_ms = size;
   plan->window.hop_ms = hop;
+  plan->window.session = session;
   return LAMINAR_OK;
 }
 
@@ -1207,6 +1209,8 @@ const char* lm_plan_describe(lm_plan* plan) {
     char shape[64];
     if (plan->window.global) {
       snprintf(shape, sizeof shape, "no window");
+    } else if (plan->window.session) {
+      snprintf(shape, sizeof shape, "session gap %lld ms", (long long)plan->window.size_ms);
     } else if (plan->window.hop_ms != plan->window.size_ms) {
       snprintf(shape, sizeof shape, "hop %lld ms every %lld ms", (long long)plan->window.size_ms,
                (long long)plan->window.hop_ms);

@@ -68,6 +68,11 @@ static const char RUNNING_SQL[] =
     "CREATE STREAM s AS SELECT k % 3 AS k3, SUM(v) AS sv, COUNT(*) AS c, MAX(x) AS mx "
     "FROM t GROUP BY k % 3 EMIT CHANGES";
 
+static const char SESSION_SQL[] =
+    "CREATE STREAM s AS SELECT k, window_start, window_end, SUM(v) AS sv, COUNT(*) AS c, "
+    "MIN(name) AS mn, MAX(x) AS mx, AVG(x) AS ax FROM t WHERE ts % 20 < 8 GROUP BY k, "
+    "session(ts, INTERVAL '3' MILLISECOND)";
+
 static int build_chain(lm_arena* arena, const lm_schema* input, lm_plan* plan, lm_op** chain,
                        collected* sink) {
   lm_stmt** stmts;
@@ -212,6 +217,11 @@ static int test_running_snapshot_restore_equals_uninterrupted(void) {
   return snapshot_restore_equals_uninterrupted(RUNNING_SQL);
 }
 
+/* Sessions: open ones (bounds, key, state) and the interned keys carry over. */
+static int test_session_snapshot_restore_equals_uninterrupted(void) {
+  return snapshot_restore_equals_uninterrupted(SESSION_SQL);
+}
+
 int main(int argc, char** argv) {
   static const lm_test_case cases[] = {
       {"snapshot_restore_equals_uninterrupted", test_snapshot_restore_equals_uninterrupted},
@@ -221,6 +231,8 @@ int main(int argc, char** argv) {
        test_changes_snapshot_restore_equals_uninterrupted},
       {"running_snapshot_restore_equals_uninterrupted",
        test_running_snapshot_restore_equals_uninterrupted},
+      {"session_snapshot_restore_equals_uninterrupted",
+       test_session_snapshot_restore_equals_uninterrupted},
       {NULL, NULL},
   };
   return lm_test_main(argc, argv, cases);

@@ -129,6 +129,23 @@ def late_oracle(where: str, size: int, hop: int, lateness: int) -> str:
         )"""
 
 
+def timestamp_batches(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    """The batches with ``ts`` as ``timestamp[ms]`` (same instants)."""
+    return [
+        b.set_column(b.schema.get_field_index("ts"), "ts", b.column("ts").cast(pa.timestamp("ms")))
+        for b in batches
+    ]
+
+
+def bounds_to_ms(table: pa.Table) -> pa.Table:
+    """``window_start`` / ``window_end`` of TIMESTAMP output as epoch ms (BIGINT)."""
+    for col in ("window_start", "window_end"):
+        assert table.schema.field(col).type == pa.timestamp("us")
+        micros = table.column(col).cast(pa.int64()).to_numpy()
+        table = table.set_column(table.schema.get_field_index(col), col, pa.array(micros // 1000))
+    return table
+
+
 def hop_case(seed: int, *, late_frac: float = 0.0, timestamp: bool = False) -> None:
     """One random hopping-window case through LaminarDB and DuckDB."""
     announce_seed(seed)
@@ -142,16 +159,8 @@ def hop_case(seed: int, *, late_frac: float = 0.0, timestamp: bool = False) -> N
     table = with_late_rows(rng, data, late_frac) if late_frac else data.table
     batches = split_batches(rng, table)
     print(f"case: {fn} size={size} hop={hop} delay={data.delay_ms} keys={keys} {where!r}")
-    pushed = batches
-    ts_type = "BIGINT"
-    if timestamp:
-        ts_type = "TIMESTAMP"
-        pushed = [
-            b.set_column(
-                b.schema.get_field_index("ts"), "ts", b.column("ts").cast(pa.timestamp("ms"))
-            )
-            for b in batches
-        ]
+    ts_type = "TIMESTAMP" if timestamp else "BIGINT"
+    pushed = timestamp_batches(batches) if timestamp else batches
     items = ", ".join(f"{ours} AS {alias}" for ours, _, alias in AGGREGATES)
     ddl = (
         f"CREATE SOURCE t (k VARCHAR, g BIGINT, x BIGINT, y DOUBLE, s VARCHAR, ts {ts_type},"
@@ -163,13 +172,7 @@ def hop_case(seed: int, *, late_frac: float = 0.0, timestamp: bool = False) -> N
     result = run_engine(ddl, pushed, run_every=int(rng.choice([1, 3])))
     t = arrival_watermarks(batches, data.delay_ms)
     names, expected = duck(hop_oracle(keys, where, size, hop, 0), t=t)
-    got = result.table
-    if timestamp:
-        for col in ("window_start", "window_end"):
-            i = got.schema.get_field_index(col)
-            assert got.schema.field(col).type == pa.timestamp("us")
-            micros = got.column(col).cast(pa.int64()).to_numpy()
-            got = got.set_column(i, col, pa.array(micros // 1000, pa.int64()))
+    got = bounds_to_ms(result.table) if timestamp else result.table
     assert_same_rows(rows_of(got, names), expected, names, seed=seed)
     _, late = duck(late_oracle(where, size, hop, 0), t=t)
     assert result.late_rows == late[0][0], f"seed {seed}"
@@ -243,3 +246,93 @@ def test_bad_hop_fails_at_create(group_by, code, column):
             db.execute(f"CREATE STREAM w AS SELECT COUNT(*) FROM t GROUP BY {group_by}")
         assert info.value.code == code
         assert (info.value.line, info.value.column) == (1, column), str(info.value)
+
+
+# ---------------------------------------------------------------------------
+# Session windows
+# ---------------------------------------------------------------------------
+
+
+def session_oracle(keys: list[str], where: str, gap: int) -> str:
+    """DuckDB SQL: sessions as gaps and islands (a new session where the gap to
+    the key's previous row is at least ``gap``)."""
+    cond = where.replace("WHERE", "AND") if where else ""
+    part = f"PARTITION BY {', '.join(keys)}" if keys else ""
+    items = ", ".join(f"{theirs} AS {alias}" for _, theirs, alias in AGGREGATES)
+    return f"""
+        WITH f AS (SELECT * FROM t WHERE ts IS NOT NULL {cond}),
+        o AS (
+          SELECT *, CASE WHEN ts - lag(ts) OVER ({part} ORDER BY ts) < {gap} THEN 0 ELSE 1 END
+                    AS brk
+          FROM f),
+        s AS (SELECT *, sum(brk) OVER ({part} ORDER BY ts ROWS UNBOUNDED PRECEDING) AS sid FROM o)
+        SELECT {", ".join(keys)}, min(ts) AS window_start, max(ts) + {gap} AS window_end, {items}
+        FROM s GROUP BY {", ".join(keys)}, sid"""
+
+
+def session_case(seed: int, *, timestamp: bool = False) -> None:
+    """One random session case (disorder within the delay, so no row is late)."""
+    announce_seed(seed)
+    rng = np.random.default_rng(seed)
+    size = int(rng.choice([10, 100, 1000]))
+    data = window_table(rng, size_ms=size)
+    gap = int(rng.integers(1, 3 * size + 1))
+    keys = GROUPINGS[int(rng.integers(len(GROUPINGS)))]
+    where = FILTERS[int(rng.integers(len(FILTERS)))]
+    batches = split_batches(rng, data.table)
+    print(f"case: session gap={gap} delay={data.delay_ms} keys={keys} {where!r}")
+    items = ", ".join(f"{ours} AS {alias}" for ours, _, alias in AGGREGATES)
+    ts_type = "TIMESTAMP" if timestamp else "BIGINT"
+    pushed = timestamp_batches(batches) if timestamp else batches
+    ddl = (
+        f"CREATE SOURCE t (k VARCHAR, g BIGINT, x BIGINT, y DOUBLE, s VARCHAR, ts {ts_type},"
+        f" WATERMARK FOR ts AS ts - INTERVAL '{data.delay_ms}' MILLISECOND);"
+        f"CREATE STREAM w AS SELECT {', '.join(keys)}, window_start, window_end, {items} "
+        f"FROM t {where} GROUP BY {', '.join(keys)}, session(ts, INTERVAL '{gap}' MILLISECOND);"
+    )
+    result = run_engine(ddl, pushed, run_every=int(rng.choice([1, 3])))
+    names, expected = duck(session_oracle(keys, where, gap), t=data.table)
+    got = bounds_to_ms(result.table) if timestamp else result.table
+    assert result.late_rows == 0
+    assert_same_rows(rows_of(got, names), expected, names, seed=seed)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=SEEDS)
+def test_session_matches_duckdb(seed):
+    session_case(seed)
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=SEEDS)
+def test_session_timestamp_matches_duckdb(seed):
+    session_case(seed, timestamp=True)
+
+
+def test_session_bridge_merges_and_late_rows_count():
+    """An out-of-order row within the delay bridges two open sessions of its key;
+    a row whose session already closed is late, and so is a NULL time."""
+    ddl = (
+        "CREATE SOURCE t (k VARCHAR, v BIGINT, ts BIGINT,"
+        " WATERMARK FOR ts AS ts - INTERVAL '50' MILLISECOND);"
+        "CREATE STREAM w AS SELECT k, window_start, window_end, COUNT(*) AS n, SUM(v) AS sv,"
+        " MAX(v) AS mx FROM t GROUP BY k, session(ts, INTERVAL '10' MILLISECOND)"
+    )
+    schema = pa.schema([("k", pa.string()), ("v", pa.int64()), ("ts", pa.int64())])
+    batches = [
+        pa.RecordBatch.from_pydict(
+            {"k": ["a", "a", "b", "a"], "v": [1, 2, 3, 4], "ts": [0, 5, 3, 30]}, schema=schema
+        ),
+        # 22 joins [30, 40); 13 then bridges [0, 15) and [22, 40)
+        pa.RecordBatch.from_pydict({"k": ["a", "a"], "v": [7, 8], "ts": [22, 13]}, schema=schema),
+        pa.RecordBatch.from_pydict({"k": ["a"], "v": [9], "ts": [200]}, schema=schema),
+        # watermark is 150: [0, 40) has closed, so 1 is late; NULL time is late
+        pa.RecordBatch.from_pydict({"k": ["a", "b"], "v": [9, 1], "ts": [1, None]}, schema=schema),
+    ]
+    result = run_engine(ddl, batches)
+    assert result.late_rows == 2
+    assert result.table.to_pylist() == [
+        {"k": "a", "window_start": 0, "window_end": 40, "n": 5, "sv": 22, "mx": 8},
+        {"k": "b", "window_start": 3, "window_end": 13, "n": 1, "sv": 3, "mx": 3},
+        {"k": "a", "window_start": 200, "window_end": 210, "n": 1, "sv": 9, "mx": 9},
+    ]
