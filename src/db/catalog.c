@@ -116,10 +116,16 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   char msg[256];
   uint32_t capacity = db->buffer_size;
   char wal_mode[16] = {0};
+  /* The watermark: a WATERMARK FOR clause or WITH (watermark = 'col'). */
+  lm_stmt wm = *stmt;
+  char wm_name[128] = {0};
+  int64_t lateness = 0;
   for (size_t i = 0; i < stmt->noptions; i++) {
     const lm_ast_option* o = &stmt->options[i];
     const lm_ast_expr* v = o->value;
-    if (lm_streq_nocase(o->key, "wal_mode") || lm_streq_nocase(o->key, "checkpoint_interval")) {
+    if (lm_streq_nocase(o->key, "allowed_lateness") || lm_streq_nocase(o->key, "watermark")) {
+      LM_TRY(lm_bind_time_option(stmt->name, o, &wm, wm_name, sizeof wm_name, &lateness, err));
+    } else if (lm_streq_nocase(o->key, "wal_mode") || lm_streq_nocase(o->key, "checkpoint_interval")) {
       bool is_string = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING;
       char text[64] = {0};
       if (is_string) memcpy(text, v->s, v->slen < sizeof text - 1 ? v->slen : sizeof text - 1);
@@ -158,7 +164,8 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       capacity = (uint32_t)n;
     } else {
       snprintf(msg, sizeof msg,
-               "unknown source option '%s' (known: buffer_size, wal_mode, checkpoint_interval)",
+               "unknown source option '%s' (known: buffer_size, watermark, allowed_lateness, "
+               "wal_mode, checkpoint_interval)",
                o->key);
       return fail_at(err, LAMINAR_ERR_CONFIG_KEY, v->line, v->column, stmt->name, msg);
     }
@@ -169,6 +176,8 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   atomic_init(&def->dropped, false);
   atomic_init(&def->has_producer, false);
   def->wm_col = -1;
+  def->lateness_ms = lateness;
+  stmt = &wm;
   def->max_ts_ms = INT64_MIN;
   def->watermark_ms = INT64_MIN;
   lm_schema_init_empty(&def->schema);
@@ -257,6 +266,11 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   if (rc != LAMINAR_OK) {
     lm_free(s);
     return rc;
+  }
+  if (s->plan.windowed && !s->plan.lateness_set && s->plan.input_is_source) {
+    /* A window's allowed lateness defaults to its source's. */
+    const lm_source_def* in = lm_db_find_source(db, s->plan.input);
+    if (in != NULL) s->plan.window.lateness_ms = in->lateness_ms;
   }
   s->name = lm_strdup(stmt->name);
   s->sql = lm_db_stmt_text(sql, stmt);

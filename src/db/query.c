@@ -706,6 +706,9 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, b
     }
     if (w->changelog) lm_text_printf(&b, "; input weighted by %s", names[w->weight_col]);
     lm_text_printf(&b, w->emit_changes ? "; EMIT CHANGES" : "; EMIT ON WINDOW CLOSE");
+    if (w->lateness_ms > 0) {
+      lm_text_printf(&b, "; allowed lateness %lld ms", (long long)w->lateness_ms);
+    }
     add_row(x, "window_aggregate", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
             next_id(x, nbuf, sizeof nbuf));
     /* The projection reads window_start, window_end, keys, then aggregates. */

@@ -52,6 +52,7 @@ typedef struct lm_source_def {
   lm_schema schema;
   int32_t wm_col;            /* watermark column, -1 if none */
   int64_t wm_delay_ms;
+  int64_t lateness_ms;       /* WITH (allowed_lateness = ...): the default of its windows */
   lm_ring* ring;             /* of lm_msg*; producer: the handle's thread */
   atomic_int refs;           /* catalog + open producer handles */
   atomic_bool dropped;       /* writer: control; reader: producers (acquire) */

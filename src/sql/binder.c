@@ -1144,6 +1144,8 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   return LAMINAR_OK;
 }
 
+static laminar_code bind_stream_options(binder* b, const lm_stmt* stmt);
+
 laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void* lookup_arg,
                             lm_plan* out, laminar_error* err) {
   memset(out, 0, sizeof *out);
@@ -1168,11 +1170,78 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void*
   out->input_is_source = is_source;
   if (out->input == NULL) rc = NOMEM(&b);
   if (rc == LAMINAR_OK) rc = bind_select(&b, stmt);
+  if (rc == LAMINAR_OK && stmt->kind == LM_STMT_CREATE_STREAM) rc = bind_stream_options(&b, stmt);
   if (rc != LAMINAR_OK) lm_plan_free(out);
   return rc;
 }
 
 bool lm_bind_has_aggregate(const lm_ast_expr* e) { return contains_agg(e); }
+
+/* An allowed_lateness value: an INTERVAL (or integer milliseconds) >= 0. */
+static bool lateness_value(const lm_ast_expr* v, int64_t* out) {
+  if (v->kind != LM_AST_LITERAL || (v->lit != LM_LIT_INTERVAL && v->lit != LM_LIT_INT) ||
+      v->i < 0) {
+    return false;
+  }
+  *out = v->i;
+  return true;
+}
+
+laminar_code lm_bind_time_option(const char* object, const lm_ast_option* o, lm_stmt* wm,
+                                 char* name_buf, size_t cap, int64_t* lateness_ms,
+                                 laminar_error* err) {
+  const lm_ast_expr* v = o->value;
+  const char* problem = NULL;
+  laminar_code code = LAMINAR_ERR_CONFIG_VALUE;
+  if (lm_streq_nocase(o->key, "allowed_lateness")) {
+    if (!lateness_value(v, lateness_ms)) {
+      problem = "allowed_lateness must be an INTERVAL of zero or more, e.g. INTERVAL '5' SECOND";
+    }
+  } else if (v->kind != LM_AST_LITERAL || v->lit != LM_LIT_STRING || v->slen == 0 ||
+             v->slen >= cap) {
+    problem = "watermark must name a column: watermark = 'ts'";
+  } else if (wm->has_watermark) {
+    problem = "the watermark is set twice (WATERMARK FOR and WITH (watermark = ...))";
+    code = LAMINAR_ERR_CONFIG_CONFLICT;
+  } else {
+    memcpy(name_buf, v->s, v->slen);
+    name_buf[v->slen] = '\0';
+    wm->has_watermark = true;
+    wm->watermark_column = name_buf;
+    wm->watermark_delay_ms = 0;
+    wm->wm_line = v->line;
+    wm->wm_column = v->column;
+  }
+  if (problem == NULL) return LAMINAR_OK;
+  lm_error_set(err, code, "source '%s': %s at line %d, column %d", object, problem, (int)v->line,
+               (int)v->column);
+  lm_error_at(err, v->line, v->column);
+  lm_error_object(err, object, NULL);
+  return code;
+}
+
+/* CREATE STREAM ... WITH (allowed_lateness = INTERVAL ...): windows close that
+ * long after their end (the default is the source's). */
+static laminar_code bind_stream_options(binder* b, const lm_stmt* stmt) {
+  for (size_t i = 0; i < stmt->noptions; i++) {
+    const lm_ast_option* o = &stmt->options[i];
+    if (!lm_streq_nocase(o->key, "allowed_lateness")) {
+      return fail(b, LAMINAR_ERR_CONFIG_KEY, o->value,
+                  "unknown stream option '%s' (known: allowed_lateness)", o->key);
+    }
+    if (!lateness_value(o->value, &b->plan->window.lateness_ms)) {
+      return fail(b, LAMINAR_ERR_CONFIG_VALUE, o->value,
+                  "allowed_lateness must be an INTERVAL of zero or more, e.g. INTERVAL '5' "
+                  "SECOND");
+    }
+    if (!b->plan->windowed || b->plan->window.global) {
+      return fail(b, LAMINAR_ERR_CONFIG_CONFLICT, o->value,
+                  "allowed_lateness needs a window in GROUP BY (tumble, hop, slide or session)");
+    }
+    b->plan->lateness_set = true;
+  }
+  return LAMINAR_OK;
+}
 
 /* ---- plan lifecycle ----------------------------------------------------------------- */
 

@@ -146,8 +146,15 @@ def bounds_to_ms(table: pa.Table) -> pa.Table:
     return table
 
 
-def hop_case(seed: int, *, late_frac: float = 0.0, timestamp: bool = False) -> None:
-    """One random hopping-window case through LaminarDB and DuckDB."""
+def hop_case(
+    seed: int, *, late_frac: float = 0.0, timestamp: bool = False, lateness: bool = False
+) -> None:
+    """One random hopping-window case through LaminarDB and DuckDB.
+
+    With ``lateness``, an allowed lateness (0 .. 2 windows) is declared on the
+    source or on the stream: windows close that much later and take late rows
+    until then.
+    """
     announce_seed(seed)
     rng = np.random.default_rng(seed)
     size = int(rng.choice([10, 60, 100, 1000, 60_000]))
@@ -162,19 +169,23 @@ def hop_case(seed: int, *, late_frac: float = 0.0, timestamp: bool = False) -> N
     ts_type = "TIMESTAMP" if timestamp else "BIGINT"
     pushed = timestamp_batches(batches) if timestamp else batches
     items = ", ".join(f"{ours} AS {alias}" for ours, _, alias in AGGREGATES)
+    allowed = int(rng.integers(0, 2 * size + 1)) if lateness else 0
+    on_source = bool(rng.integers(2))
+    late_src = f" WITH (allowed_lateness = INTERVAL '{allowed}' MILLISECOND)" if on_source else ""
+    late_stream = "" if on_source else f" WITH (allowed_lateness = {allowed})"
     ddl = (
         f"CREATE SOURCE t (k VARCHAR, g BIGINT, x BIGINT, y DOUBLE, s VARCHAR, ts {ts_type},"
-        f" WATERMARK FOR ts AS ts - INTERVAL '{data.delay_ms}' MILLISECOND);"
+        f" WATERMARK FOR ts AS ts - INTERVAL '{data.delay_ms}' MILLISECOND){late_src};"
         f"CREATE STREAM w AS SELECT {', '.join(keys)}, window_start, window_end, {items} "
         f"FROM t {where} GROUP BY {', '.join(keys)}, {fn}(ts, INTERVAL '{size}' MILLISECOND, "
-        f"INTERVAL '{hop}' MILLISECOND);"
+        f"INTERVAL '{hop}' MILLISECOND){late_stream};"
     )
     result = run_engine(ddl, pushed, run_every=int(rng.choice([1, 3])))
     t = arrival_watermarks(batches, data.delay_ms)
-    names, expected = duck(hop_oracle(keys, where, size, hop, 0), t=t)
+    names, expected = duck(hop_oracle(keys, where, size, hop, allowed), t=t)
     got = bounds_to_ms(result.table) if timestamp else result.table
     assert_same_rows(rows_of(got, names), expected, names, seed=seed)
-    _, late = duck(late_oracle(where, size, hop, 0), t=t)
+    _, late = duck(late_oracle(where, size, hop, allowed), t=t)
     assert result.late_rows == late[0][0], f"seed {seed}"
     if not late_frac:
         assert result.late_rows == 0
@@ -191,6 +202,13 @@ def test_hop_matches_duckdb(seed):
 def test_hop_late_rows_match_duckdb(seed):
     """Rows beyond the watermark delay: open windows still count them, the rest is late."""
     hop_case(seed, late_frac=0.05)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=SEEDS)
+def test_allowed_lateness_matches_duckdb(seed):
+    """allowed_lateness (on the source or the stream) keeps windows open for late rows."""
+    hop_case(seed, late_frac=0.08, lateness=True)
 
 
 @settings(max_examples=5, deadline=None)
@@ -270,16 +288,21 @@ def session_oracle(keys: list[str], where: str, gap: int) -> str:
         FROM s GROUP BY {", ".join(keys)}, sid"""
 
 
-def session_case(seed: int, *, timestamp: bool = False) -> None:
-    """One random session case (disorder within the delay, so no row is late)."""
+def session_case(seed: int, *, timestamp: bool = False, late_frac: float = 0.0) -> None:
+    """One random session case; no row is late: rows are out of order within the
+    delay, or (``late_frac``) beyond it but within the allowed lateness, where a
+    late row may bridge two sessions still open."""
     announce_seed(seed)
     rng = np.random.default_rng(seed)
     size = int(rng.choice([10, 100, 1000]))
     data = window_table(rng, size_ms=size)
     gap = int(rng.integers(1, 3 * size + 1))
+    table = with_late_rows(rng, data, late_frac) if late_frac else data.table
+    # A row is at most delay + 3 * size + 1 behind the watermark (with_late_rows).
+    allowed = data.delay_ms + 3 * size + 2 if late_frac else 0
     keys = GROUPINGS[int(rng.integers(len(GROUPINGS)))]
     where = FILTERS[int(rng.integers(len(FILTERS)))]
-    batches = split_batches(rng, data.table)
+    batches = split_batches(rng, table)
     print(f"case: session gap={gap} delay={data.delay_ms} keys={keys} {where!r}")
     items = ", ".join(f"{ours} AS {alias}" for ours, _, alias in AGGREGATES)
     ts_type = "TIMESTAMP" if timestamp else "BIGINT"
@@ -288,10 +311,11 @@ def session_case(seed: int, *, timestamp: bool = False) -> None:
         f"CREATE SOURCE t (k VARCHAR, g BIGINT, x BIGINT, y DOUBLE, s VARCHAR, ts {ts_type},"
         f" WATERMARK FOR ts AS ts - INTERVAL '{data.delay_ms}' MILLISECOND);"
         f"CREATE STREAM w AS SELECT {', '.join(keys)}, window_start, window_end, {items} "
-        f"FROM t {where} GROUP BY {', '.join(keys)}, session(ts, INTERVAL '{gap}' MILLISECOND);"
+        f"FROM t {where} GROUP BY {', '.join(keys)}, session(ts, INTERVAL '{gap}' MILLISECOND)"
+        f" WITH (allowed_lateness = {allowed});"
     )
     result = run_engine(ddl, pushed, run_every=int(rng.choice([1, 3])))
-    names, expected = duck(session_oracle(keys, where, gap), t=data.table)
+    names, expected = duck(session_oracle(keys, where, gap), t=table)
     got = bounds_to_ms(result.table) if timestamp else result.table
     assert result.late_rows == 0
     assert_same_rows(rows_of(got, names), expected, names, seed=seed)
@@ -301,6 +325,13 @@ def session_case(seed: int, *, timestamp: bool = False) -> None:
 @given(seed=SEEDS)
 def test_session_matches_duckdb(seed):
     session_case(seed)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=SEEDS)
+def test_session_late_rows_within_lateness_match_duckdb(seed):
+    """Rows beyond the delay but within allowed_lateness join (and bridge) open sessions."""
+    session_case(seed, late_frac=0.1)
 
 
 @settings(max_examples=5, deadline=None)
