@@ -13,10 +13,14 @@
 #include <string.h>
 
 static bool uses_count(lm_agg_fn fn) {
-  return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG;
+  return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG ||
+         fn == LM_AGG_COUNT_DISTINCT;
 }
+static bool is_first_last(lm_agg_fn fn) { return fn == LM_AGG_FIRST || fn == LM_AGG_LAST; }
 
-bool lm_agg_retractable(lm_agg_fn fn) { return uses_count(fn) || fn == LM_AGG_SUM; }
+bool lm_agg_retractable(lm_agg_fn fn) {
+  return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG || fn == LM_AGG_SUM;
+}
 
 bool lm_agg_states_set_weighted(lm_agg_states* st) {
   if (!lm_agg_retractable(st->fn)) return false;
@@ -25,6 +29,8 @@ bool lm_agg_states_set_weighted(lm_agg_states* st) {
 }
 static bool uses_sum(lm_agg_fn fn) { return fn == LM_AGG_SUM || fn == LM_AGG_AVG; }
 static bool uses_minmax(lm_agg_fn fn) { return fn == LM_AGG_MIN || fn == LM_AGG_MAX; }
+/* Keeps one value of the argument's type per group. */
+static bool keeps_value(lm_agg_fn fn) { return uses_minmax(fn) || is_first_last(fn); }
 
 void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type) {
   *st = (lm_agg_states){0};
@@ -51,7 +57,7 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
       GROW(sum_i, cap);
     }
   }
-  if (uses_minmax(st->fn)) {
+  if (keeps_value(st->fn)) {
     if (st->arg_type == LM_TYPE_DOUBLE) {
       GROW(mm_d, cap);
     } else if (st->arg_type == LM_TYPE_STRING) {
@@ -60,7 +66,14 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
       GROW(mm_i, cap);
     }
   }
-  if (st->fn != LM_AGG_COUNT && st->fn != LM_AGG_COUNT_STAR) GROW(has, cap);
+  if (is_first_last(st->fn)) {
+    GROW(ord, cap);
+    GROW(vnull, cap);
+  }
+  if (st->fn == LM_AGG_COUNT_DISTINCT) GROW(d_head, cap);
+  if (st->fn != LM_AGG_COUNT && st->fn != LM_AGG_COUNT_STAR && st->fn != LM_AGG_COUNT_DISTINCT) {
+    GROW(has, cap);
+  }
   st->cap = cap;
   return LAMINAR_OK;
 }
@@ -73,9 +86,22 @@ void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
   if (st->mm_d) st->mm_d[g] = 0.0;
   if (st->mm_s) st->mm_s[g] = (lm_str){NULL, 0};
   if (st->has) st->has[g] = 0;
+  if (st->ord) st->ord[g] = 0;
+  if (st->vnull) st->vnull[g] = 0;
+  if (st->d_head) st->d_head[g] = -1;
 }
 
-void lm_agg_states_clear(lm_agg_states* st) { lm_pool_reset(&st->strings); }
+void lm_agg_states_drop_group(lm_agg_states* st, int64_t g) {
+  if (st->d_head == NULL) return;
+  for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) st->d_group[e] = UINT32_MAX;
+  st->d_head[g] = -1;
+}
+
+void lm_agg_states_clear(lm_agg_states* st) {
+  lm_pool_reset(&st->strings);
+  st->d_n = 0;
+  if (st->d_table) memset(st->d_table, 0, sizeof(uint32_t) * ((size_t)st->d_mask + 1));
+}
 
 void lm_agg_states_free(lm_agg_states* st) {
   lm_free(st->count);
@@ -85,6 +111,16 @@ void lm_agg_states_free(lm_agg_states* st) {
   lm_free(st->mm_d);
   lm_free(st->mm_s);
   lm_free(st->has);
+  lm_free(st->ord);
+  lm_free(st->vnull);
+  lm_free(st->d_hash);
+  lm_free(st->d_group);
+  lm_free(st->d_i);
+  lm_free(st->d_d);
+  lm_free(st->d_s);
+  lm_free(st->d_next);
+  lm_free(st->d_head);
+  lm_free(st->d_table);
   lm_pool_free(&st->strings);
   *st = (lm_agg_states){0};
 }
@@ -120,10 +156,189 @@ static int64_t int_value(const lm_vec* v, uint32_t row) {
   }
 }
 
+/* ---- COUNT(DISTINCT): the (group, value) set ----------------------------- */
+
+static inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+/* One distinct value: its kind follows the state's argument type. */
+typedef struct dvalue {
+  int64_t i;
+  double d;
+  lm_str s;
+} dvalue;
+
+static dvalue value_at(const lm_agg_states* st, const lm_vec* arg, uint32_t r) {
+  dvalue v = {0, 0.0, {NULL, 0}};
+  if (st->arg_type == LM_TYPE_DOUBLE) {
+    double d = ((const double*)arg->data)[r];
+    v.d = d == 0.0 ? 0.0 : isnan(d) ? NAN : d; /* DuckDB: -0.0 = 0.0, NaN = NaN */
+  } else if (st->arg_type == LM_TYPE_STRING) {
+    v.s = ((const lm_str*)arg->data)[r];
+  } else {
+    v.i = int_value(arg, r);
+  }
+  return v;
+}
+
+static uint64_t dvalue_hash(const lm_agg_states* st, int64_t g, dvalue v) {
+  uint64_t h = mix64((uint64_t)g * 0x9E3779B97F4A7C15ULL + 1);
+  if (st->arg_type == LM_TYPE_DOUBLE) {
+    uint64_t bits;
+    memcpy(&bits, &v.d, 8);
+    return mix64(h ^ bits);
+  }
+  if (st->arg_type == LM_TYPE_STRING) {
+    for (int64_t k = 0; k < v.s.len; k++) h = (h ^ (uint8_t)v.s.ptr[k]) * 0x100000001B3ULL;
+    return mix64(h ^ (uint64_t)v.s.len);
+  }
+  return mix64(h ^ (uint64_t)v.i);
+}
+
+static bool dvalue_eq(const lm_agg_states* st, int32_t e, dvalue v) {
+  if (st->arg_type == LM_TYPE_DOUBLE) {
+    double a = st->d_d[e];
+    return a == v.d || (isnan(a) && isnan(v.d));
+  }
+  if (st->arg_type == LM_TYPE_STRING) return cmp_str(st->d_s[e], v.s) == 0;
+  return st->d_i[e] == v.i;
+}
+
+static void dset_link(lm_agg_states* st, int32_t e) {
+  uint32_t slot = (uint32_t)st->d_hash[e] & st->d_mask;
+  while (st->d_table[slot] != 0) slot = (slot + 1) & st->d_mask;
+  st->d_table[slot] = (uint32_t)e + 1;
+}
+
+/* Room for one more entry, the table at most half full. */
+static laminar_code dset_reserve(lm_agg_states* st) {
+  if (st->d_n == st->d_cap) {
+    int64_t ncap = st->d_cap ? st->d_cap * 2 : 64;
+    if (ncap > INT32_MAX / 4) return LAMINAR_ERR_NOMEM;
+    GROW(d_hash, ncap);
+    GROW(d_group, ncap);
+    GROW(d_next, ncap);
+    if (st->arg_type == LM_TYPE_DOUBLE) {
+      GROW(d_d, ncap);
+    } else if (st->arg_type == LM_TYPE_STRING) {
+      GROW(d_s, ncap);
+    } else {
+      GROW(d_i, ncap);
+    }
+    st->d_cap = ncap;
+  }
+  uint64_t size = st->d_table ? (uint64_t)st->d_mask + 1 : 0;
+  if ((uint64_t)(st->d_n + 1) * 2 > size) {
+    uint64_t nsize = size ? size * 2 : 128;
+    uint32_t* fresh = lm_calloc((size_t)nsize, sizeof(uint32_t));
+    if (fresh == NULL) return LAMINAR_ERR_NOMEM;
+    lm_free(st->d_table);
+    st->d_table = fresh;
+    st->d_mask = (uint32_t)(nsize - 1);
+    for (int64_t e = 0; e < st->d_n; e++) dset_link(st, (int32_t)e);
+  }
+  return LAMINAR_OK;
+}
+
+/* Add value v to group g's set (count[g] + 1 if it is new). */
+static laminar_code dset_insert(lm_agg_states* st, uint32_t g, dvalue v) {
+  uint64_t h = dvalue_hash(st, g, v);
+  if (st->d_table != NULL) {
+    for (uint32_t slot = (uint32_t)h & st->d_mask; st->d_table[slot] != 0;
+         slot = (slot + 1) & st->d_mask) {
+      int32_t e = (int32_t)st->d_table[slot] - 1;
+      if (st->d_hash[e] == h && st->d_group[e] == g && dvalue_eq(st, e, v)) return LAMINAR_OK;
+    }
+  }
+  LM_TRY(dset_reserve(st));
+  int32_t e = (int32_t)st->d_n++;
+  st->d_hash[e] = h;
+  st->d_group[e] = g;
+  if (st->arg_type == LM_TYPE_DOUBLE) {
+    st->d_d[e] = v.d;
+  } else if (st->arg_type == LM_TYPE_STRING) {
+    char* copy = lm_pool_copy(&st->strings, v.s.ptr, (size_t)v.s.len);
+    if (copy == NULL && v.s.len > 0) return LAMINAR_ERR_NOMEM;
+    st->d_s[e] = (lm_str){copy, v.s.len};
+  } else {
+    st->d_i[e] = v.i;
+  }
+  st->d_next[e] = st->d_head[g];
+  st->d_head[g] = e;
+  dset_link(st, e);
+  st->count[g]++;
+  return LAMINAR_OK;
+}
+
+static dvalue entry_value(const lm_agg_states* st, int32_t e) {
+  dvalue v = {0, 0.0, {NULL, 0}};
+  if (st->arg_type == LM_TYPE_DOUBLE) {
+    v.d = st->d_d[e];
+  } else if (st->arg_type == LM_TYPE_STRING) {
+    v.s = st->d_s[e];
+  } else {
+    v.i = st->d_i[e];
+  }
+  return v;
+}
+
+/* ---- FIRST / LAST ------------------------------------------------------------ */
+
+/* Keep row r's value of `arg` (NULL included) as group g's. */
+static laminar_code keep_value(lm_agg_states* st, const lm_vec* arg, uint32_t g, uint32_t r) {
+  bool is_null = arg->nulls && arg->nulls[r];
+  st->vnull[g] = is_null;
+  st->has[g] = 1;
+  if (is_null) return LAMINAR_OK;
+  if (st->arg_type == LM_TYPE_DOUBLE) {
+    st->mm_d[g] = ((const double*)arg->data)[r];
+  } else if (st->arg_type == LM_TYPE_STRING) {
+    lm_str s = ((const lm_str*)arg->data)[r];
+    char* copy = lm_pool_copy(&st->strings, s.ptr, (size_t)s.len);
+    if (copy == NULL && s.len > 0) return LAMINAR_ERR_NOMEM;
+    st->mm_s[g] = (lm_str){copy, s.len};
+  } else {
+    st->mm_i[g] = int_value(arg, r);
+  }
+  return LAMINAR_OK;
+}
+
+laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg, const lm_vec* order,
+                                   const uint32_t* sel, const uint32_t* gids, int64_t m) {
+  if (!is_first_last(st->fn)) return lm_agg_update(st, arg, sel, gids, m);
+  bool first = st->fn == LM_AGG_FIRST;
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t r = ROW(j), g = gids[j];
+    int64_t t = 0;
+    if (order != NULL) {
+      if (order->nulls && order->nulls[r]) continue; /* no event time: no place in the order */
+      t = ((const int64_t*)order->data)[r];
+    }
+    /* Ties go by arrival: FIRST keeps the earlier row, LAST takes the later. */
+    bool take = !st->has[g] || (first ? t < st->ord[g] : t >= st->ord[g]);
+    if (!take) continue;
+    st->ord[g] = t;
+    LM_TRY(keep_value(st, arg, g, r));
+  }
+  return LAMINAR_OK;
+}
+
 laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                            const uint32_t* gids, int64_t m) {
   const uint8_t* nulls = arg ? arg->nulls : NULL;
   switch (st->fn) {
+    case LM_AGG_FIRST:
+    case LM_AGG_LAST: return lm_agg_update_ordered(st, arg, NULL, sel, gids, m);
+    case LM_AGG_COUNT_DISTINCT:
+      for (int64_t j = 0; j < m; j++) {
+        uint32_t r = ROW(j);
+        if (nulls && nulls[r]) continue;
+        LM_TRY(dset_insert(st, gids[j], value_at(st, arg, r)));
+      }
+      return LAMINAR_OK;
     case LM_AGG_COUNT_STAR:
       for (int64_t j = 0; j < m; j++) st->count[gids[j]]++;
       return LAMINAR_OK;
@@ -260,7 +475,26 @@ laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const 
   return LAMINAR_OK;
 }
 
-void lm_agg_merge_group(lm_agg_states* st, int64_t dst, int64_t src) {
+laminar_code lm_agg_merge_group(lm_agg_states* st, int64_t dst, int64_t src) {
+  if (st->fn == LM_AGG_COUNT_DISTINCT) {
+    for (int32_t e = st->d_head[src]; e >= 0; e = st->d_next[e]) {
+      LM_TRY(dset_insert(st, (uint32_t)dst, entry_value(st, e)));
+    }
+    return LAMINAR_OK;
+  }
+  if (is_first_last(st->fn)) {
+    bool first = st->fn == LM_AGG_FIRST;
+    if (st->has[src] && (!st->has[dst] || (first ? st->ord[src] < st->ord[dst]
+                                                 : st->ord[src] >= st->ord[dst]))) {
+      st->ord[dst] = st->ord[src];
+      st->vnull[dst] = st->vnull[src];
+      if (st->mm_i) st->mm_i[dst] = st->mm_i[src];
+      if (st->mm_d) st->mm_d[dst] = st->mm_d[src];
+      if (st->mm_s) st->mm_s[dst] = st->mm_s[src]; /* same pool */
+      st->has[dst] = 1;
+    }
+    return LAMINAR_OK;
+  }
   if (st->count) st->count[dst] += st->count[src];
   if (st->sum_i) st->sum_i[dst] += st->sum_i[src];
   if (st->sum_d) st->sum_d[dst] += st->sum_d[src];
@@ -279,6 +513,7 @@ void lm_agg_merge_group(lm_agg_states* st, int64_t dst, int64_t src) {
     }
   }
   if (st->has) st->has[dst] |= st->has[src];
+  return LAMINAR_OK;
 }
 
 /* ---- finalize ----------------------------------------------------------- */
@@ -292,6 +527,7 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
     switch (st->fn) {
       case LM_AGG_COUNT_STAR:
       case LM_AGG_COUNT:
+      case LM_AGG_COUNT_DISTINCT:
         ((int64_t*)data)[k] = st->count[g];
         break;
       case LM_AGG_SUM:
@@ -323,7 +559,9 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
         break;
       case LM_AGG_MIN:
       case LM_AGG_MAX:
-        is_null = !st->has[g];
+      case LM_AGG_FIRST:
+      case LM_AGG_LAST:
+        is_null = !st->has[g] || (st->vnull && st->vnull[g]);
         switch (st->result_type) {
           case LM_TYPE_DOUBLE: ((double*)data)[k] = is_null ? 0 : st->mm_d[g]; break;
           case LM_TYPE_STRING:
@@ -354,6 +592,19 @@ void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* 
   if (st->mm_d) lm_state_put_f64(w, st->mm_d[g]);
   if (st->mm_s) lm_state_put_bytes(w, st->mm_s[g].ptr, (size_t)st->mm_s[g].len);
   if (st->has) lm_state_put_u8(w, st->has[g]);
+  if (st->ord) lm_state_put_i64(w, st->ord[g]);
+  if (st->vnull) lm_state_put_u8(w, st->vnull[g]);
+  if (st->fn == LM_AGG_COUNT_DISTINCT) { /* the values, newest first */
+    for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) {
+      if (st->d_s) {
+        lm_state_put_bytes(w, st->d_s[e].ptr, (size_t)st->d_s[e].len);
+      } else if (st->d_d) {
+        lm_state_put_f64(w, st->d_d[e]);
+      } else {
+        lm_state_put_i64(w, st->d_i[e]);
+      }
+    }
+  }
 }
 
 laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader* r) {
@@ -373,5 +624,23 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
     st->mm_s[g] = (lm_str){copy, s.len};
   }
   if (st->has) st->has[g] = lm_state_get_u8(r) ? 1 : 0;
+  if (st->ord) st->ord[g] = lm_state_get_i64(r);
+  if (st->vnull) st->vnull[g] = lm_state_get_u8(r) ? 1 : 0;
+  if (st->fn == LM_AGG_COUNT_DISTINCT) {
+    int64_t n = st->count[g];
+    st->count[g] = 0;
+    if (n < 0 || (uint64_t)n > r->len) r->failed = true;
+    for (int64_t k = 0; k < n && !r->failed; k++) {
+      dvalue v = {0, 0.0, {NULL, 0}};
+      if (st->arg_type == LM_TYPE_STRING) {
+        v.s = lm_state_get_bytes(r);
+      } else if (st->arg_type == LM_TYPE_DOUBLE) {
+        v.d = lm_state_get_f64(r);
+      } else {
+        v.i = lm_state_get_i64(r);
+      }
+      if (!r->failed) LM_TRY(dset_insert(st, (uint32_t)g, v));
+    }
+  }
   return LAMINAR_OK;
 }

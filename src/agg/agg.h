@@ -31,12 +31,18 @@ typedef enum lm_agg_fn {
   LM_AGG_SUM = 3,
   LM_AGG_AVG = 4,
   LM_AGG_MIN = 5,
-  LM_AGG_MAX = 6
+  LM_AGG_MAX = 6,
+  LM_AGG_FIRST = 7,          /* FIRST_VALUE / FIRST: the value of the earliest row */
+  LM_AGG_LAST = 8,           /* LAST_VALUE / LAST: the value of the latest row */
+  LM_AGG_COUNT_DISTINCT = 9  /* COUNT(DISTINCT x) */
 } lm_agg_fn;
 
 typedef struct lm_agg_spec {
   lm_agg_fn fn;
   const lm_expr* arg;   /* NULL for COUNT(*) */
+  /* FIRST / LAST: the event time ordering the rows (ties: arrival order);
+   * NULL: arrival order only. */
+  const lm_expr* order;
   lm_type result_type;  /* COUNT: INT64; SUM: INT64 or DOUBLE; AVG: DOUBLE; MIN/MAX: arg's */
 } lm_agg_spec;
 
@@ -56,7 +62,22 @@ typedef struct lm_agg_states {
   int64_t* mm_i;        /* MIN/MAX of INT32/INT64/TIMESTAMP/BOOL */
   double* mm_d;         /* MIN/MAX of DOUBLE */
   lm_str* mm_s;         /* MIN/MAX of STRING (bytes in `strings`) */
-  uint8_t* has;         /* SUM/MIN/MAX: a non-NULL value was seen */
+  uint8_t* has;         /* SUM/MIN/MAX/FIRST/LAST: a value (FIRST/LAST: a row) was seen */
+  int64_t* ord;         /* FIRST/LAST: the event time of the value kept */
+  uint8_t* vnull;       /* FIRST/LAST: the value kept is NULL (DuckDB's first keeps NULLs) */
+  /* COUNT(DISTINCT): a hash set of (group, value) entries; each group's
+   * entries are chained from d_head[g] (for snapshots and merges); `count`
+   * holds each group's number of entries. */
+  uint64_t* d_hash;
+  uint32_t* d_group;
+  int64_t* d_i;         /* the value: integer types */
+  double* d_d;          /* DOUBLE (canonical: -0.0 is 0.0, one NaN) */
+  lm_str* d_s;          /* STRING (bytes in `strings`) */
+  int32_t* d_next;
+  int32_t* d_head;      /* per group, -1: none */
+  int64_t d_n, d_cap;
+  uint32_t* d_table;    /* entry + 1; 0 = empty */
+  uint32_t d_mask;
   bool weighted;        /* retractable: `count` counts non-NULL values for SUM too */
   lm_pool strings;
 } lm_agg_states;
@@ -72,6 +93,9 @@ bool lm_agg_retractable(lm_agg_fn fn);
 laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap);
 /* Initialize group `g` (< cap) to the empty state. */
 void lm_agg_states_init_group(lm_agg_states* st, int64_t g);
+/* Forget group g, whose id will be reused (session slots): COUNT(DISTINCT)
+ * entries of it stop matching (their memory goes at the next clear). */
+void lm_agg_states_drop_group(lm_agg_states* st, int64_t g);
 /* Forget every group (keeps capacity and string memory for reuse). */
 void lm_agg_states_clear(lm_agg_states* st);
 void lm_agg_states_free(lm_agg_states* st);
@@ -81,6 +105,11 @@ void lm_agg_states_free(lm_agg_states* st);
 laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                            const uint32_t* gids, int64_t m);
 
+/* FIRST / LAST with the event time of each row in `order` (rows in arrival
+ * order; `order` NULL: by arrival only). Other functions ignore `order`. */
+laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg, const lm_vec* order,
+                                   const uint32_t* sel, const uint32_t* gids, int64_t m);
+
 /* As lm_agg_update, each row counting weight[row] times (negative: retracted).
  * Needs a weighted state. */
 laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
@@ -88,7 +117,7 @@ laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const 
 
 /* Fold group `src` into group `dst` of the same state (session windows that
  * merge): counts and sums add, MIN/MAX keep the better value. */
-void lm_agg_merge_group(lm_agg_states* st, int64_t dst, int64_t src);
+laminar_code lm_agg_merge_group(lm_agg_states* st, int64_t dst, int64_t src);
 
 /* Write the results of groups [first, first+n) into `data` (n values of
  * result_type's width) and `nulls` (n bytes, 1 = NULL); returns true if any

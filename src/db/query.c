@@ -544,6 +544,9 @@ static const char* agg_name(lm_agg_fn fn) {
     case LM_AGG_AVG: return "avg";
     case LM_AGG_MIN: return "min";
     case LM_AGG_MAX: return "max";
+    case LM_AGG_FIRST: return "first";
+    case LM_AGG_LAST: return "last";
+    case LM_AGG_COUNT_DISTINCT: return "count distinct";
     default: return "aggregate";
   }
 }

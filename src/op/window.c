@@ -66,6 +66,7 @@ typedef struct window_op {
   int64_t late_rows;
   lm_vec* key_vecs;
   lm_vec* arg_vecs;
+  lm_vec* ord_vecs;       /* FIRST / LAST: the event time of each row */
   lm_vec* out_vecs;
   bool track;           /* emit_changes or a changelog input: per-group nrows */
   uint64_t pass;        /* update passes so far (stamps touched groups) */
@@ -654,6 +655,8 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
       const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
       if (op->weights != NULL) {
         LM_TRY(lm_agg_update_weighted(&w->aggs[a], arg, wsel, gids, op->weights, m));
+      } else if (spec->aggs[a].order != NULL) {
+        LM_TRY(lm_agg_update_ordered(&w->aggs[a], arg, &op->ord_vecs[a], wsel, gids, m));
       } else {
         LM_TRY(lm_agg_update(&w->aggs[a], arg, wsel, gids, m));
       }
@@ -684,8 +687,12 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     LM_TRY(lm_expr_eval(op->ctx, spec->keys[c], in->cols, NULL, n, &op->key_vecs[c]));
   }
   for (int32_t a = 0; a < spec->naggs; a++) {
-    if (spec->aggs[a].arg == NULL) continue;
-    LM_TRY(lm_expr_eval(op->ctx, spec->aggs[a].arg, in->cols, NULL, n, &op->arg_vecs[a]));
+    if (spec->aggs[a].arg != NULL) {
+      LM_TRY(lm_expr_eval(op->ctx, spec->aggs[a].arg, in->cols, NULL, n, &op->arg_vecs[a]));
+    }
+    if (spec->aggs[a].order != NULL) {
+      LM_TRY(lm_expr_eval(op->ctx, spec->aggs[a].order, in->cols, NULL, n, &op->ord_vecs[a]));
+    }
   }
   /* WHERE: a byte per row, 1 = keep. */
   uint8_t* keep = NULL;
@@ -823,6 +830,7 @@ static laminar_code slot_new(window_op* op, uint32_t kid, int64_t start, int64_t
 }
 
 static void slot_release(window_op* op, int32_t s) {
+  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_drop_group(&op->sagg[a], s);
   op->s_used[s] = 0;
   op->s_parent[s] = s;
   op->s_next[s] = op->s_free;
@@ -859,7 +867,7 @@ static laminar_code session_assign(window_op* op, uint32_t kid, int64_t t, int32
       } else { /* a bridge: fold cur into the survivor */
         if (op->s_end[cur] > op->s_end[survivor]) op->s_end[survivor] = op->s_end[cur];
         for (int32_t a = 0; a < op->spec.naggs; a++) {
-          lm_agg_merge_group(&op->sagg[a], survivor, cur);
+          LM_TRY(lm_agg_merge_group(&op->sagg[a], survivor, cur));
         }
         op->s_parent[cur] = survivor;
         op->s_next[prev] = next;
@@ -915,7 +923,8 @@ static laminar_code session_on_chunk(window_op* op, const lm_chunk* in, const ui
   for (int64_t j = 0; j < m; j++) gids[j] = (uint32_t)slot_find(op, (int32_t)gids[j]);
   for (int32_t a = 0; a < spec->naggs; a++) {
     const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
-    LM_TRY(lm_agg_update(&op->sagg[a], arg, sel, gids, m));
+    const lm_vec* ord = spec->aggs[a].order ? &op->ord_vecs[a] : NULL;
+    LM_TRY(lm_agg_update_ordered(&op->sagg[a], arg, ord, sel, gids, m));
   }
   for (int64_t i = 0; i < ndead; i++) slot_release(op, dead[i]);
   return LAMINAR_OK;
@@ -1293,6 +1302,7 @@ static void window_destroy(lm_op* base) {
   lm_eval_ctx_destroy(op->ctx);
   lm_free(op->key_vecs);
   lm_free(op->arg_vecs);
+  lm_free(op->ord_vecs);
   lm_free(op->out_vecs);
   if (op->dvecs != NULL) {
     for (int32_t c = 0; c < op->dcols; c++) {
@@ -1342,6 +1352,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   op->track = spec->emit_changes || spec->changelog;
   op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
   op->arg_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
+  op->ord_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
   op->out_vecs = lm_calloc((size_t)out_schema->ncols, sizeof(lm_vec));
   op->dvecs = lm_calloc((size_t)out_schema->ncols, sizeof(lm_vec));
   if (op->dvecs != NULL) {
@@ -1358,7 +1369,8 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
       lm_agg_states_init(&op->sagg[a], as, as->arg ? as->arg->type : LM_TYPE_NULL);
     }
   }
-  if (op->key_vecs == NULL || op->arg_vecs == NULL || op->out_vecs == NULL || op->dvecs == NULL ||
+  if (op->key_vecs == NULL || op->arg_vecs == NULL || op->ord_vecs == NULL ||
+      op->out_vecs == NULL || op->dvecs == NULL ||
       !session_ok || lm_eval_ctx_create(&op->ctx) != LAMINAR_OK ||
       lm_schema_copy(out_schema, &op->base.out_schema) != 0) {
     lm_schema_free(&op->base.out_schema);

@@ -200,7 +200,9 @@ static bool ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
 static bool is_agg_name(const char* f) {
   return f != NULL && (lm_streq_nocase(f, "count") || lm_streq_nocase(f, "sum") ||
                        lm_streq_nocase(f, "avg") || lm_streq_nocase(f, "min") ||
-                       lm_streq_nocase(f, "max"));
+                       lm_streq_nocase(f, "max") || lm_streq_nocase(f, "first") ||
+                       lm_streq_nocase(f, "first_value") || lm_streq_nocase(f, "last") ||
+                       lm_streq_nocase(f, "last_value"));
 }
 
 static bool is_window_fn(const char* f) {
@@ -440,9 +442,9 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
     }
   }
   if (idx < 0) {
-    if (a->distinct) {
-      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a, "%s(DISTINCT ...) is not supported yet",
-                  a->fname);
+    if (a->distinct && !lm_streq_nocase(a->fname, "count")) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                  "%s(DISTINCT ...) is not supported yet (COUNT(DISTINCT x) is)", a->fname);
     }
     lm_agg_spec spec = {0};
     const char* f = a->fname;
@@ -461,8 +463,21 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
       LM_TRY(bind(b, a->args[0], MODE_ROW, &arg));
       lm_type at = arg->type;
       if (lm_streq_nocase(f, "count")) {
-        spec.fn = LM_AGG_COUNT;
+        spec.fn = a->distinct ? LM_AGG_COUNT_DISTINCT : LM_AGG_COUNT;
         spec.result_type = LM_TYPE_INT64;
+        if (a->distinct && at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+      } else if (lm_streq_nocase(f, "first") || lm_streq_nocase(f, "first_value") ||
+                 lm_streq_nocase(f, "last") || lm_streq_nocase(f, "last_value")) {
+        if (at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+        spec.fn = (f[0] == 'f' || f[0] == 'F') ? LM_AGG_FIRST : LM_AGG_LAST;
+        spec.result_type = arg->type;
+        /* By event time: the window's time column (arrival order without one). */
+        if (!b->plan->window.global) {
+          lm_expr* t = new_expr(b, LM_EXPR_COLUMN, b->plan->window.time_type);
+          if (t == NULL) return NOMEM(b);
+          t->column = b->plan->window.time_col;
+          spec.order = t;
+        }
       } else if (lm_streq_nocase(f, "sum") || lm_streq_nocase(f, "avg")) {
         bool avg = lm_streq_nocase(f, "avg");
         if (!is_numeric(at) && at != LM_TYPE_NULL) {

@@ -57,7 +57,8 @@ static const char TUMBLE_SQL[] =
     "tumble(ts, INTERVAL '10' MILLISECOND)";
 static const char HOP_SQL[] =
     "CREATE STREAM s AS SELECT k, window_start, window_end, SUM(v) AS sv, COUNT(*) AS "
-    "c, MAX(name) AS mx, AVG(x) AS ax FROM t GROUP BY k, "
+    "c, MAX(name) AS mx, AVG(x) AS ax, COUNT(DISTINCT name) AS dn, FIRST(v) AS fv, "
+    "LAST_VALUE(name) AS ln FROM t GROUP BY k, "
     "hop(ts, INTERVAL '25' MILLISECOND, INTERVAL '10' MILLISECOND)";
 
 static const char CHANGES_SQL[] =
@@ -70,7 +71,8 @@ static const char RUNNING_SQL[] =
 
 static const char SESSION_SQL[] =
     "CREATE STREAM s AS SELECT k, window_start, window_end, SUM(v) AS sv, COUNT(*) AS c, "
-    "MIN(name) AS mn, MAX(x) AS mx, AVG(x) AS ax FROM t WHERE ts % 20 < 8 GROUP BY k, "
+    "MIN(name) AS mn, MAX(x) AS mx, AVG(x) AS ax, COUNT(DISTINCT v % 4) AS dv, "
+    "FIRST_VALUE(name) AS fn, LAST(x) AS lx FROM t WHERE ts % 20 < 8 GROUP BY k, "
     "session(ts, INTERVAL '3' MILLISECOND)";
 
 static int build_chain(lm_arena* arena, const lm_schema* input, lm_plan* plan, lm_op** chain,

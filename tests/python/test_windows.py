@@ -46,6 +46,19 @@ AGGREGATES = [
     ("MAX(s)", "MAX(s)", "mxs"),
 ]
 
+#: FIRST/LAST (by event time, ties by arrival: DuckDB orders by ``ts, seq``, the
+#: push position) and COUNT(DISTINCT), added to the window cases.
+ORDERED = [
+    ("FIRST_VALUE(x)", "first(x ORDER BY ts, seq)", "fx"),
+    ("LAST(s)", "last(s ORDER BY ts, seq)", "ls"),
+    ("FIRST(y)", "first(y ORDER BY ts, seq)", "fy"),
+    ("LAST_VALUE(k)", "last(k ORDER BY ts, seq)", "lk"),
+    ("COUNT(DISTINCT s)", "COUNT(DISTINCT s)", "cds"),
+    ("COUNT(DISTINCT x)", "COUNT(DISTINCT x)", "cdx"),
+    ("COUNT(DISTINCT y)", "COUNT(DISTINCT y)", "cdy"),
+]
+WINDOW_AGGREGATES = AGGREGATES + ORDERED
+
 FILTERS = ["", "WHERE x > 0", "WHERE y IS NULL OR x < -100", "WHERE k IS NOT NULL"]
 GROUPINGS = [["k"], ["k", "g"], ["g"]]
 
@@ -82,6 +95,7 @@ def arrival_watermarks(batches: list[pa.RecordBatch], delay: int) -> pa.Table:
             wm = max(wm, high - delay)
     table = pa.Table.from_batches(batches) if batches else None
     assert table is not None
+    table = table.append_column("seq", pa.array(range(table.num_rows), pa.int64()))
     return table.append_column("wm", pa.array(marks, pa.int64()))
 
 
@@ -168,7 +182,7 @@ def hop_case(
     print(f"case: {fn} size={size} hop={hop} delay={data.delay_ms} keys={keys} {where!r}")
     ts_type = "TIMESTAMP" if timestamp else "BIGINT"
     pushed = timestamp_batches(batches) if timestamp else batches
-    items = ", ".join(f"{ours} AS {alias}" for ours, _, alias in AGGREGATES)
+    items = ", ".join(f"{ours} AS {alias}" for ours, _, alias in WINDOW_AGGREGATES)
     allowed = int(rng.integers(0, 2 * size + 1)) if lateness else 0
     on_source = bool(rng.integers(2))
     late_src = f" WITH (allowed_lateness = INTERVAL '{allowed}' MILLISECOND)" if on_source else ""
@@ -182,7 +196,9 @@ def hop_case(
     )
     result = run_engine(ddl, pushed, run_every=int(rng.choice([1, 3])))
     t = arrival_watermarks(batches, data.delay_ms)
-    names, expected = duck(hop_oracle(keys, where, size, hop, allowed), t=t)
+    names, expected = duck(
+        hop_oracle(keys, where, size, hop, allowed, aggregates=WINDOW_AGGREGATES), t=t
+    )
     got = bounds_to_ms(result.table) if timestamp else result.table
     assert_same_rows(rows_of(got, names), expected, names, seed=seed)
     _, late = duck(late_oracle(where, size, hop, allowed), t=t)
@@ -271,12 +287,18 @@ def test_bad_hop_fails_at_create(group_by, code, column):
 # ---------------------------------------------------------------------------
 
 
-def session_oracle(keys: list[str], where: str, gap: int) -> str:
+def session_oracle(
+    keys: list[str],
+    where: str,
+    gap: int,
+    *,
+    aggregates: list[tuple[str, str, str]] = WINDOW_AGGREGATES,
+) -> str:
     """DuckDB SQL: sessions as gaps and islands (a new session where the gap to
     the key's previous row is at least ``gap``)."""
     cond = where.replace("WHERE", "AND") if where else ""
     part = f"PARTITION BY {', '.join(keys)}" if keys else ""
-    items = ", ".join(f"{theirs} AS {alias}" for _, theirs, alias in AGGREGATES)
+    items = ", ".join(f"{theirs} AS {alias}" for _, theirs, alias in aggregates)
     return f"""
         WITH f AS (SELECT * FROM t WHERE ts IS NOT NULL {cond}),
         o AS (
@@ -304,9 +326,9 @@ def session_case(seed: int, *, timestamp: bool = False, late_frac: float = 0.0) 
     where = FILTERS[int(rng.integers(len(FILTERS)))]
     batches = split_batches(rng, table)
     print(f"case: session gap={gap} delay={data.delay_ms} keys={keys} {where!r}")
-    items = ", ".join(f"{ours} AS {alias}" for ours, _, alias in AGGREGATES)
     ts_type = "TIMESTAMP" if timestamp else "BIGINT"
     pushed = timestamp_batches(batches) if timestamp else batches
+    items = ", ".join(f"{ours} AS {alias}" for ours, _, alias in WINDOW_AGGREGATES)
     ddl = (
         f"CREATE SOURCE t (k VARCHAR, g BIGINT, x BIGINT, y DOUBLE, s VARCHAR, ts {ts_type},"
         f" WATERMARK FOR ts AS ts - INTERVAL '{data.delay_ms}' MILLISECOND);"
@@ -315,7 +337,7 @@ def session_case(seed: int, *, timestamp: bool = False, late_frac: float = 0.0) 
         f" WITH (allowed_lateness = {allowed});"
     )
     result = run_engine(ddl, pushed, run_every=int(rng.choice([1, 3])))
-    names, expected = duck(session_oracle(keys, where, gap), t=table)
+    names, expected = duck(session_oracle(keys, where, gap), t=arrival_watermarks(batches, 0))
     got = bounds_to_ms(result.table) if timestamp else result.table
     assert result.late_rows == 0
     assert_same_rows(rows_of(got, names), expected, names, seed=seed)
@@ -367,3 +389,29 @@ def test_session_bridge_merges_and_late_rows_count():
         {"k": "b", "window_start": 3, "window_end": 13, "n": 1, "sv": 3, "mx": 3},
         {"k": "a", "window_start": 200, "window_end": 210, "n": 1, "sv": 9, "mx": 9},
     ]
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=SEEDS)
+def test_group_by_expressions_match_duckdb(seed):
+    """GROUP BY expressions (not just columns), repeated in the select list."""
+    announce_seed(seed)
+    rng = np.random.default_rng(seed)
+    data = window_table(rng, size_ms=100)
+    exprs = ["upper(k)", "x % 3", "coalesce(s, 'none') || '/' || CAST(g AS VARCHAR)"]
+    keys = [str(e) for e in rng.choice(exprs, size=int(rng.integers(1, 3)), replace=False)]
+    aliased = ", ".join(f"{e} AS key{i}" for i, e in enumerate(keys))
+    ddl = (
+        f"CREATE SOURCE t (k VARCHAR, g BIGINT, x BIGINT, y DOUBLE, s VARCHAR, ts BIGINT,"
+        f" WATERMARK FOR ts AS ts - INTERVAL '{data.delay_ms}' MILLISECOND);"
+        f"CREATE STREAM w AS SELECT {aliased}, window_start, COUNT(*) AS n, SUM(y) AS sy"
+        f" FROM t GROUP BY {', '.join(keys)}, tumble(ts, INTERVAL '100' MILLISECOND);"
+    )
+    result = run_engine(ddl, split_batches(rng, data.table))
+    start = "(ts - ((ts % 100) + 100) % 100)"
+    names, expected = duck(
+        f"SELECT {aliased}, {start} AS window_start, COUNT(*) AS n, SUM(y) AS sy FROM t "
+        f"GROUP BY {', '.join(keys)}, {start}",
+        t=data.table,
+    )
+    assert_same_rows(rows_of(result.table, names), expected, names, seed=seed)
