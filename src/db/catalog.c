@@ -267,10 +267,21 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_free(s);
     return rc;
   }
-  if (s->plan.windowed && !s->plan.lateness_set && s->plan.input_is_source) {
-    /* A window's allowed lateness defaults to its source's. */
+  if (s->plan.windowed && s->plan.input_is_source) {
     const lm_source_def* in = lm_db_find_source(db, s->plan.input);
-    if (in != NULL) s->plan.window.lateness_ms = in->lateness_ms;
+    /* A window's allowed lateness defaults to its source's. */
+    if (in != NULL && !s->plan.lateness_set) s->plan.window.lateness_ms = in->lateness_ms;
+    if (in != NULL && in->wm_col < 0 && stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
+      char msg[256];
+      snprintf(msg, sizeof msg,
+               "EMIT ON WINDOW CLOSE needs a watermark, and source '%s' has none: declare "
+               "WATERMARK FOR col or WITH (watermark = 'col')",
+               in->name);
+      lm_plan_free(&s->plan);
+      lm_free(s);
+      return fail_at(err, LAMINAR_ERR_SQL_GROUPING, stmt->emit_line, stmt->emit_column,
+                     stmt->name, msg);
+    }
   }
   s->name = lm_strdup(stmt->name);
   s->sql = lm_db_stmt_text(sql, stmt);
