@@ -295,17 +295,18 @@ def session_oracle(
     aggregates: list[tuple[str, str, str]] = WINDOW_AGGREGATES,
 ) -> str:
     """DuckDB SQL: sessions as gaps and islands (a new session where the gap to
-    the key's previous row is at least ``gap``)."""
+    the key's previous row is at least ``gap``). Both window functions order
+    by ``ts, seq`` so that rows with equal times fall in the same order."""
     cond = where.replace("WHERE", "AND") if where else ""
     part = f"PARTITION BY {', '.join(keys)}" if keys else ""
     items = ", ".join(f"{theirs} AS {alias}" for _, theirs, alias in aggregates)
     return f"""
         WITH f AS (SELECT * FROM t WHERE ts IS NOT NULL {cond}),
         o AS (
-          SELECT *, CASE WHEN ts - lag(ts) OVER ({part} ORDER BY ts) < {gap} THEN 0 ELSE 1 END
+          SELECT *, CASE WHEN ts - lag(ts) OVER ({part} ORDER BY ts, seq) < {gap} THEN 0 ELSE 1 END
                     AS brk
           FROM f),
-        s AS (SELECT *, sum(brk) OVER ({part} ORDER BY ts ROWS UNBOUNDED PRECEDING) AS sid FROM o)
+        s AS (SELECT *, sum(brk) OVER ({part} ORDER BY ts, seq ROWS UNBOUNDED PRECEDING) AS sid FROM o)
         SELECT {", ".join(keys)}, min(ts) AS window_start, max(ts) + {gap} AS window_end, {items}
         FROM s GROUP BY {", ".join(keys)}, sid"""
 
