@@ -68,6 +68,10 @@ STATUS=0
 "$BUILD/bench/bench_vwap" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6" \
   --w2b-rows-per-s "${W2B}e6" | tee "$OUT/bench_vwap.txt" || STATUS=$?
 
+echo "== bench_windows $N --reps $REPS (hop, session, EMIT CHANGES variants of W1)"
+"$BUILD/bench/bench_windows" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6" |
+  tee "$OUT/bench_windows.txt" || STATUS=$?
+
 echo "== limit_vwap $N $REPS (after)"
 "$BUILD/limit_vwap" "$N" "$REPS" | tee "$OUT/limit_vwap_after.txt"
 W1B_BEFORE="$W1B"
@@ -116,6 +120,13 @@ for w in W1 W2; do
   done
   printf "%-22s %12s %10s %8s   %s\n" "$w paced (50%)" "-" "-" "-" \
     "$(lat "$w" 'paced@[0-9]+%')"
+done
+wmrows() { field "^RESULT $1 " "$OUT/bench_windows.txt" \
+  '{for (i = 1; i < NF; i++) if ($(i+1) == "M" && $(i+2) == "rows/s") print $i}'; }
+for v in hop session changes running; do
+  target=$(case $v in hop | changes) echo ">=0.15" ;; session) echo ">=0.2" ;; *) echo "-" ;; esac)
+  r="$(awk -v a="$(wmrows "$v")" -v b="$W1B" 'BEGIN { if (a != "" && b > 0) printf "%.3f", a / b }')"
+  printf "%-22s %12s %10s %8s\n" "W1 $v inline" "$(wmrows "$v")" "${r}x W1b" "$target"
 done
 if [[ -s "$OUT/bench_ring.txt" ]]; then
   printf "%-22s %12s %10s %8s\n" "SPSC ring single" \

@@ -475,44 +475,103 @@ laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const 
   return LAMINAR_OK;
 }
 
-laminar_code lm_agg_merge_group(lm_agg_states* st, int64_t dst, int64_t src) {
+/* A string kept by `st`: copied into its pool unless it is there already. */
+static laminar_code keep_str(lm_agg_states* st, bool same, lm_str v, lm_str* out) {
+  if (same) {
+    *out = v;
+    return LAMINAR_OK;
+  }
+  char* copy = lm_pool_copy(&st->strings, v.ptr, (size_t)v.len);
+  if (copy == NULL && v.len > 0) return LAMINAR_ERR_NOMEM;
+  *out = (lm_str){copy, v.len};
+  return LAMINAR_OK;
+}
+
+laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* from,
+                          int64_t src) {
+  bool same = st == from;
   if (st->fn == LM_AGG_COUNT_DISTINCT) {
-    for (int32_t e = st->d_head[src]; e >= 0; e = st->d_next[e]) {
-      LM_TRY(dset_insert(st, (uint32_t)dst, entry_value(st, e)));
+    for (int32_t e = from->d_head[src]; e >= 0; e = from->d_next[e]) {
+      LM_TRY(dset_insert(st, (uint32_t)dst, entry_value(from, e)));
     }
     return LAMINAR_OK;
   }
   if (is_first_last(st->fn)) {
     bool first = st->fn == LM_AGG_FIRST;
-    if (st->has[src] && (!st->has[dst] || (first ? st->ord[src] < st->ord[dst]
-                                                 : st->ord[src] >= st->ord[dst]))) {
-      st->ord[dst] = st->ord[src];
-      st->vnull[dst] = st->vnull[src];
-      if (st->mm_i) st->mm_i[dst] = st->mm_i[src];
-      if (st->mm_d) st->mm_d[dst] = st->mm_d[src];
-      if (st->mm_s) st->mm_s[dst] = st->mm_s[src]; /* same pool */
+    if (from->has[src] && (!st->has[dst] || (first ? from->ord[src] < st->ord[dst]
+                                                   : from->ord[src] >= st->ord[dst]))) {
+      st->ord[dst] = from->ord[src];
+      st->vnull[dst] = from->vnull[src];
+      if (st->mm_i) st->mm_i[dst] = from->mm_i[src];
+      if (st->mm_d) st->mm_d[dst] = from->mm_d[src];
+      if (st->mm_s && !from->vnull[src]) LM_TRY(keep_str(st, same, from->mm_s[src], &st->mm_s[dst]));
       st->has[dst] = 1;
     }
     return LAMINAR_OK;
   }
-  if (st->count) st->count[dst] += st->count[src];
-  if (st->sum_i) st->sum_i[dst] += st->sum_i[src];
-  if (st->sum_d) st->sum_d[dst] += st->sum_d[src];
-  if (uses_minmax(st->fn) && st->has[src]) {
+  if (st->count) st->count[dst] += from->count[src];
+  if (st->sum_i) st->sum_i[dst] += from->sum_i[src];
+  if (st->sum_d) st->sum_d[dst] += from->sum_d[src];
+  if (uses_minmax(st->fn) && from->has[src]) {
     bool is_min = st->fn == LM_AGG_MIN, take = !st->has[dst];
     if (st->mm_d) {
-      if (!take) take = is_min ? dbl_less(st->mm_d[src], st->mm_d[dst])
-                               : dbl_less(st->mm_d[dst], st->mm_d[src]);
-      if (take) st->mm_d[dst] = st->mm_d[src];
+      if (!take) take = is_min ? dbl_less(from->mm_d[src], st->mm_d[dst])
+                               : dbl_less(st->mm_d[dst], from->mm_d[src]);
+      if (take) st->mm_d[dst] = from->mm_d[src];
     } else if (st->mm_s) {
-      int c = take ? 0 : cmp_str(st->mm_s[src], st->mm_s[dst]);
-      if (take || (is_min ? c < 0 : c > 0)) st->mm_s[dst] = st->mm_s[src]; /* same pool */
+      int c = take ? 0 : cmp_str(from->mm_s[src], st->mm_s[dst]);
+      if (take || (is_min ? c < 0 : c > 0)) LM_TRY(keep_str(st, same, from->mm_s[src], &st->mm_s[dst]));
     } else {
-      if (!take) take = is_min ? st->mm_i[src] < st->mm_i[dst] : st->mm_i[src] > st->mm_i[dst];
-      if (take) st->mm_i[dst] = st->mm_i[src];
+      if (!take) take = is_min ? from->mm_i[src] < st->mm_i[dst] : from->mm_i[src] > st->mm_i[dst];
+      if (take) st->mm_i[dst] = from->mm_i[src];
     }
   }
-  if (st->has) st->has[dst] |= st->has[src];
+  if (st->has) st->has[dst] |= from->has[src];
+  return LAMINAR_OK;
+}
+
+laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_agg_states* from,
+                               int64_t n) {
+  /* The common kinds as plain loops; the rest one group at a time. */
+  switch (st->fn) {
+    case LM_AGG_COUNT_STAR:
+    case LM_AGG_COUNT:
+      for (int64_t g = 0; g < n; g++) st->count[dst[g]] += from->count[g];
+      return LAMINAR_OK;
+    case LM_AGG_SUM:
+    case LM_AGG_AVG:
+      if (st->weighted) break;
+      for (int64_t g = 0; g < n; g++) {
+        uint32_t d = dst[g];
+        if (st->count) st->count[d] += from->count[g];
+        if (st->sum_d) {
+          st->sum_d[d] += from->sum_d[g];
+        } else {
+          st->sum_i[d] += from->sum_i[g];
+        }
+        st->has[d] |= from->has[g];
+      }
+      return LAMINAR_OK;
+    case LM_AGG_MIN:
+    case LM_AGG_MAX:
+      if (st->mm_d == NULL && st->mm_i == NULL) break;
+      for (int64_t g = 0; g < n; g++) {
+        uint32_t d = dst[g];
+        if (!from->has[g]) continue;
+        bool is_min = st->fn == LM_AGG_MIN;
+        if (st->mm_d) {
+          double v = from->mm_d[g], cur = st->mm_d[d];
+          if (!st->has[d] || (is_min ? dbl_less(v, cur) : dbl_less(cur, v))) st->mm_d[d] = v;
+        } else {
+          int64_t v = from->mm_i[g], cur = st->mm_i[d];
+          if (!st->has[d] || (is_min ? v < cur : v > cur)) st->mm_i[d] = v;
+        }
+        st->has[d] = 1;
+      }
+      return LAMINAR_OK;
+    default: break;
+  }
+  for (int64_t g = 0; g < n; g++) LM_TRY(lm_agg_merge(st, dst[g], from, g));
   return LAMINAR_OK;
 }
 

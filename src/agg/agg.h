@@ -115,9 +115,18 @@ laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg, const l
 laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                                     const uint32_t* gids, const int64_t* weight, int64_t m);
 
-/* Fold group `src` into group `dst` of the same state (session windows that
- * merge): counts and sums add, MIN/MAX keep the better value. */
-laminar_code lm_agg_merge_group(lm_agg_states* st, int64_t dst, int64_t src);
+/* Fold group `src` of `from` into group `dst` of `st` (the same function and
+ * argument type; `from` may be `st`): counts and sums add, MIN/MAX keep the
+ * better value, FIRST/LAST the earlier/later, COUNT(DISTINCT) unites the sets.
+ * Strings are copied into st's pool unless from == st. Used by merging session
+ * windows and by hop windows built from panes. LAMINAR_ERR_NOMEM on a copy. */
+laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* from,
+                          int64_t src);
+
+/* lm_agg_merge of every group g < n of `from` into group dst[g] of `st`
+ * (several may go to one), with the common functions as tight loops. */
+laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_agg_states* from,
+                               int64_t n);
 
 /* Write the results of groups [first, first+n) into `data` (n values of
  * result_type's width) and `nulls` (n bytes, 1 = NULL); returns true if any

@@ -51,6 +51,7 @@ typedef struct window {
   int64_t* nrows;       /* rows of the group (sum of weights) */
   uint8_t* live;        /* EMIT CHANGES: its current result was emitted (+1) */
   uint64_t* stamp;      /* the update pass that last touched it */
+  uint32_t* kid;        /* panes: the group's key id in the op's keyset */
 } window;
 
 typedef struct window_op {
@@ -71,6 +72,17 @@ typedef struct window_op {
   bool track;           /* emit_changes or a changelog input: per-group nrows */
   uint64_t pass;        /* update passes so far (stamps touched groups) */
   const int64_t* weights; /* this chunk's row weights (changelog input), else NULL */
+  /* Hopping windows (EMIT ON WINDOW CLOSE, insert-only input) run on panes:
+   * tumbling windows of gcd(size, hop) (spec.size_ms and hop_ms then hold the
+   * pane); a window [ws, ws + out_size) is the merge of its panes when it
+   * closes, so a row is aggregated once, not once per window. */
+  bool panes;
+  window* acc;            /* panes: the window being built from its panes */
+  uint32_t* kmap;         /* panes: key id -> group of acc, valid where kstamp == pass */
+  uint64_t* kstamp;
+  int64_t kmap_cap;
+  int64_t out_size;       /* window size of the output (bounds) */
+  int64_t out_hop;        /* panes: the hop between window starts */
   /* Rows built one group at a time (EMIT CHANGES deltas; closing windows of a
    * changelog input), out_schema's columns; op-owned, reused. */
   lm_vec* dvecs;
@@ -242,6 +254,7 @@ static void window_free(window_op* op, window* w) {
   lm_free(w->nrows);
   lm_free(w->live);
   lm_free(w->stamp);
+  lm_free(w->kid);
   lm_pool_free(&w->strings);
   lm_free(w);
 }
@@ -271,11 +284,16 @@ static laminar_code window_new(window_op* op, window** out) {
   return LAMINAR_OK;
 }
 
-static void window_recycle(window_op* op, window* w) {
+/* Empty a window, keeping its capacity. */
+static void window_reset(window_op* op, window* w) {
   w->ngroups = 0;
   memset(w->table, 0, sizeof(uint32_t) * ((size_t)w->table_mask + 1));
   lm_pool_reset(&w->strings);
   for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&w->aggs[a]);
+}
+
+static void window_recycle(window_op* op, window* w) {
+  window_reset(op, w);
   op->spare[op->nspare++] = w;
 }
 
@@ -311,6 +329,7 @@ static laminar_code window_reserve(window_op* op, window* w, int64_t cap) {
     GROW_ARRAY(w->live, ncap);
     GROW_ARRAY(w->stamp, ncap);
   }
+  if (op->panes) GROW_ARRAY(w->kid, ncap);
   w->cap = ncap;
   return LAMINAR_OK;
 }
@@ -395,6 +414,11 @@ static laminar_code group_find_or_add(window_op* op, window* w, uint64_t h,
       ks->i[g] = is_null ? 0 : vec_int(v, row);
     }
   }
+  if (op->panes && w != op->keyset) { /* a pane's new group: its key id */
+    uint32_t k;
+    LM_TRY(group_find_or_add(op, op->keyset, h, keys, row, &k));
+    w->kid[g] = k;
+  }
   *out_gid = g;
   return LAMINAR_OK;
 }
@@ -457,8 +481,11 @@ static laminar_code rows_reserve(window_op* op, int64_t more) {
 /* Window bounds in the output's unit (micros for a TIMESTAMP time column). */
 static void window_bounds(const window_op* op, const window* w, int64_t* start, int64_t* end) {
   int64_t scale = op->spec.time_type == LM_TYPE_TIMESTAMP ? 1000 : 1;
+  int64_t e;
   *start = w->start * scale;
-  if (__builtin_mul_overflow(w->start + op->spec.size_ms, scale, end)) *end = INT64_MAX;
+  if (__builtin_add_overflow(w->start, op->out_size, &e) || __builtin_mul_overflow(e, scale, end)) {
+    *end = INT64_MAX;
+  }
 }
 
 static void put_key(lm_vec* ov, const key_store* ks, int64_t g, int64_t row) {
@@ -524,6 +551,21 @@ static inline int64_t time_ms(const lm_vec* t, int64_t k) {
 /* Rows of a chunk assigned at once: bounds the (row, window) pairs held. */
 #define PAIRS_PER_SLICE 65536
 
+/* When the window (or pane) starting at ws stops taking rows: its end plus the
+ * allowed lateness; a pane's, when the last window containing it closes. */
+static int64_t window_close(const window_op* op, int64_t ws) {
+  int64_t base = ws, size = op->spec.size_ms, close;
+  if (op->panes) {
+    base = floor_div(ws, op->out_hop) * op->out_hop;
+    size = op->out_size;
+  }
+  if (__builtin_add_overflow(base, size, &close) ||
+      __builtin_add_overflow(close, op->spec.lateness_ms, &close)) {
+    return INT64_MAX;
+  }
+  return close;
+}
+
 /* Per-chunk scratch of the window assignment (from the eval context). */
 typedef struct assign_scratch {
   int64_t* starts;   /* distinct window starts of the slice */
@@ -587,7 +629,7 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
       for (int32_t j = 0; j < LM_MAX_WINDOWS_PER_ROW; j++) {
         int64_t we, close;
         if (__builtin_add_overflow(ws, size, &we)) we = INT64_MAX;
-        if (__builtin_add_overflow(we, spec->lateness_ms, &close)) close = INT64_MAX;
+        close = window_close(op, ws);
         /* Older windows are in the row's hop only while start > q - size. */
         if (close <= op->watermark || we <= q) break;
         s->cache[cache_n++] = local_window(s, &nwin, ws);
@@ -772,7 +814,7 @@ static laminar_code get_group_keys(window_op* op, window* win, int64_t g, lm_sta
  * aggregate state in `sagg`; a key's open sessions form a list sorted by start
  * (they never overlap). Within a chunk rows are assigned slots first and the
  * aggregates updated in one pass: a row that bridges two sessions merges the
- * later one's state into the earlier (lm_agg_merge_group) and points it there
+ * later one's state into the earlier (lm_agg_merge) and points it there
  * (`s_parent`), so rows of the chunk already assigned to it follow. A session
  * closes when the watermark reaches its end plus the allowed lateness; a row
  * is late when it joins no open session and its own window has closed.
@@ -867,7 +909,7 @@ static laminar_code session_assign(window_op* op, uint32_t kid, int64_t t, int32
       } else { /* a bridge: fold cur into the survivor */
         if (op->s_end[cur] > op->s_end[survivor]) op->s_end[survivor] = op->s_end[cur];
         for (int32_t a = 0; a < op->spec.naggs; a++) {
-          LM_TRY(lm_agg_merge_group(&op->sagg[a], survivor, cur));
+          LM_TRY(lm_agg_merge(&op->sagg[a], survivor, &op->sagg[a], cur));
         }
         op->s_parent[cur] = survivor;
         op->s_next[prev] = next;
@@ -1092,10 +1134,14 @@ static laminar_code close_tracked(window_op* op, int32_t nclose, int64_t total) 
   return rc;
 }
 
+static laminar_code panes_on_watermark(window_op* op, int64_t prev);
+
 static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   window_op* op = (window_op*)base;
   if (watermark_ms <= op->watermark) return LAMINAR_OK;
+  int64_t prev = op->watermark;
   op->watermark = watermark_ms;
+  if (op->panes) return panes_on_watermark(op, prev);
   const lm_window_spec* spec = &op->spec;
   if (spec->global) return LAMINAR_OK; /* the one window never closes */
   if (spec->session) return session_on_watermark(op);
@@ -1172,6 +1218,182 @@ static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   lm_chunk out = {total, ncols, op->out_vecs};
   /* Emit before recycling: the chunk borrows the windows' key strings. */
   laminar_code rc = lm_op_emit(base, &out);
+  drop_closed(op, nclose);
+  return rc;
+}
+
+/* ---- hopping windows from panes -------------------------------------------------- */
+
+static bool stored_keys_equal(const window* a, int64_t ga, const window* b, int64_t gb,
+                              int32_t nkeys) {
+  for (int32_t c = 0; c < nkeys; c++) {
+    const key_store *x = &a->keys[c], *y = &b->keys[c];
+    if (x->nulls[ga] || y->nulls[gb]) {
+      if (x->nulls[ga] != y->nulls[gb]) return false;
+      continue;
+    }
+    if (x->type == LM_TYPE_STRING) {
+      if (!str_eq(x->s[ga], y->s[gb])) return false;
+    } else if (x->type == LM_TYPE_DOUBLE) {
+      double p = canon_double(x->d[ga]), q = canon_double(y->d[gb]);
+      if (!(p == q || (isnan(p) && isnan(q)))) return false;
+    } else if (x->i[ga] != y->i[gb]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* The group of `acc` with the keys of group g of pane `src`, added if new. */
+static laminar_code acc_group(window_op* op, window* acc, const window* src, int64_t g,
+                              uint32_t* out) {
+  uint64_t h = src->ghash[g];
+  int32_t nkeys = op->spec.nkeys;
+  for (uint32_t slot = (uint32_t)h & acc->table_mask; acc->table[slot] != 0;
+       slot = (slot + 1) & acc->table_mask) {
+    uint32_t a = acc->table[slot] - 1;
+    if (acc->ghash[a] == h && stored_keys_equal(acc, a, src, g, nkeys)) {
+      *out = a;
+      return LAMINAR_OK;
+    }
+  }
+  uint32_t a;
+  LM_TRY(group_append(op, acc, h, &a));
+  for (int32_t c = 0; c < nkeys; c++) {
+    key_store *ks = &acc->keys[c];
+    const key_store* from = &src->keys[c];
+    ks->nulls[a] = from->nulls[g];
+    if (ks->type == LM_TYPE_STRING) {
+      char* copy = lm_pool_copy(&acc->strings, from->s[g].ptr, (size_t)from->s[g].len);
+      if (copy == NULL && from->s[g].len > 0) return LAMINAR_ERR_NOMEM;
+      ks->s[a] = (lm_str){copy, from->s[g].len};
+    } else if (ks->type == LM_TYPE_DOUBLE) {
+      ks->d[a] = from->d[g];
+    } else {
+      ks->i[a] = from->i[g];
+    }
+  }
+  *out = a;
+  return LAMINAR_OK;
+}
+
+/* Fold pane `pane` into `acc`: groups found by key id (kmap, stamped with
+ * `pass`), new ones appended with the pane's keys (borrowed: the pane outlives
+ * the rows built from acc), then each aggregate merged in one loop. */
+static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane, uint64_t pass) {
+  uint32_t* dst = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(pane->ngroups + 1));
+  if (dst == NULL) return LAMINAR_ERR_NOMEM;
+  LM_TRY(window_reserve(op, acc, acc->ngroups + pane->ngroups));
+  for (int64_t g = 0; g < pane->ngroups; g++) {
+    uint32_t k = pane->kid[g];
+    if (op->kstamp[k] != pass) {
+      op->kstamp[k] = pass;
+      uint32_t a = (uint32_t)acc->ngroups++;
+      for (int32_t f = 0; f < op->spec.naggs; f++) lm_agg_states_init_group(&acc->aggs[f], a);
+      for (int32_t c = 0; c < op->spec.nkeys; c++) {
+        key_store *to = &acc->keys[c];
+        const key_store* from = &pane->keys[c];
+        to->nulls[a] = from->nulls[g];
+        if (to->type == LM_TYPE_STRING) {
+          to->s[a] = from->s[g];
+        } else if (to->type == LM_TYPE_DOUBLE) {
+          to->d[a] = from->d[g];
+        } else {
+          to->i[a] = from->i[g];
+        }
+      }
+      op->kmap[k] = a;
+    }
+    dst[g] = op->kmap[k];
+  }
+  for (int32_t f = 0; f < op->spec.naggs; f++) {
+    LM_TRY(lm_agg_merge_many(&acc->aggs[f], dst, &pane->aggs[f], pane->ngroups));
+  }
+  return LAMINAR_OK;
+}
+
+/* Every group of window w as rows (columnar), then emitted. */
+static laminar_code put_window_rows(window_op* op, const window* w) {
+  int64_t ng = w->ngroups;
+  if (ng == 0) return LAMINAR_OK;
+  LM_TRY(rows_reserve(op, ng));
+  int64_t row = op->dn;
+  lm_vec* v = op->dvecs;
+  int64_t start, end;
+  window_bounds(op, w, &start, &end);
+  for (int64_t g = 0; g < ng; g++) {
+    ((int64_t*)v[0].data)[row + g] = start;
+    ((int64_t*)v[1].data)[row + g] = end;
+    ((uint8_t*)v[0].nulls)[row + g] = 0;
+    ((uint8_t*)v[1].nulls)[row + g] = 0;
+  }
+  for (int32_t c = 0; c < op->spec.nkeys; c++) {
+    for (int64_t g = 0; g < ng; g++) put_key(&v[2 + c], &w->keys[c], g, row + g);
+  }
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    lm_vec* ov = &v[2 + op->spec.nkeys + a];
+    lm_agg_finalize(&w->aggs[a], 0, ng, (char*)ov->data + lm_type_width(ov->type) * row,
+                    (uint8_t*)ov->nulls + row);
+  }
+  op->dn += ng;
+  return rows_flush(op);
+}
+
+static int cmp_i64(const void* x, const void* y) {
+  int64_t a = *(const int64_t*)x, b = *(const int64_t*)y;
+  return (a > b) - (a < b);
+}
+
+/* The watermark went from `prev` to op->watermark: every window that closed in
+ * between and holds a row (it overlaps an open pane) is built from its panes
+ * and emitted, in start order (groups in the order of their first pane); panes
+ * no window needs any more are recycled. */
+static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
+  int64_t wm = op->watermark, hop = op->out_hop, size = op->out_size;
+  int64_t per = 1 + (size - 1) / hop;
+  lm_eval_ctx_reset(op->ctx);
+  int64_t* starts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(op->nopen * per + 1));
+  if (starts == NULL) return LAMINAR_ERR_NOMEM;
+  int64_t nstarts = 0;
+  for (int32_t i = 0; i < op->nopen; i++) {
+    int64_t p = op->open[i]->start;
+    int64_t ws = floor_div(p, hop) * hop;
+    for (int64_t j = 0; j < per; j++) {
+      int64_t end, close;
+      if (__builtin_add_overflow(ws, size, &end)) end = INT64_MAX;
+      if (end <= p) break; /* older windows end before the pane */
+      if (__builtin_add_overflow(end, op->spec.lateness_ms, &close)) close = INT64_MAX;
+      if (close <= wm && close > prev) starts[nstarts++] = ws;
+      if (__builtin_sub_overflow(ws, hop, &ws)) break;
+    }
+  }
+  qsort(starts, (size_t)nstarts, sizeof *starts, cmp_i64);
+  if (op->kmap_cap < op->keyset->ngroups) {
+    int64_t ncap = op->keyset->ngroups * 2;
+    GROW_ARRAY(op->kmap, ncap);
+    GROW_ARRAY(op->kstamp, ncap);
+    memset(op->kstamp + op->kmap_cap, 0, sizeof(uint64_t) * (size_t)(ncap - op->kmap_cap));
+    op->kmap_cap = ncap;
+  }
+  if (op->acc == NULL) LM_TRY(window_new(op, &op->acc));
+  window* acc = op->acc;
+  laminar_code rc = LAMINAR_OK;
+  int32_t first = 0; /* first open pane that may lie in the next window */
+  for (int64_t k = 0; k < nstarts && rc == LAMINAR_OK; k++) {
+    if (k > 0 && starts[k] == starts[k - 1]) continue;
+    int64_t ws = starts[k], we;
+    if (__builtin_add_overflow(ws, size, &we)) we = INT64_MAX;
+    while (first < op->nopen && op->open[first]->start < ws) first++;
+    acc->start = ws;
+    uint64_t pass = ++op->pass;
+    for (int32_t i = first; i < op->nopen && op->open[i]->start < we && rc == LAMINAR_OK; i++) {
+      rc = acc_add_pane(op, acc, op->open[i], pass);
+    }
+    if (rc == LAMINAR_OK) rc = put_window_rows(op, acc);
+    window_reset(op, acc);
+  }
+  int32_t nclose = 0;
+  while (nclose < op->nopen && window_close(op, op->open[nclose]->start) <= wm) nclose++;
   drop_closed(op, nclose);
   return rc;
 }
@@ -1285,6 +1507,9 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
     uint64_t size = 64;
     while (size < (uint64_t)(g + 1) * 2) size *= 2;
     LM_TRY(table_rebuild(win, size));
+    for (int64_t k = 0; op->panes && k < g; k++) {
+      LM_TRY(acc_group(op, op->keyset, win, k, &win->kid[k]));
+    }
   }
   laminar_code rc = lm_state_reader_status(r, "window aggregate", err);
   if (rc != LAMINAR_OK) window_clear_all(op);
@@ -1312,6 +1537,7 @@ static void window_destroy(lm_op* base) {
   }
   lm_free(op->dvecs);
   window_free(op, op->keyset);
+  window_free(op, op->acc);
   if (op->sagg != NULL) {
     for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_free(&op->sagg[a]);
   }
@@ -1323,6 +1549,8 @@ static void window_destroy(lm_op* base) {
   lm_free(op->s_parent);
   lm_free(op->s_used);
   lm_free(op->k_first);
+  lm_free(op->kmap);
+  lm_free(op->kstamp);
   lm_free(op);
 }
 
@@ -1348,6 +1576,22 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   op->spec = *spec;
   if (op->spec.global) op->spec.size_ms = op->spec.hop_ms = 1;
   if (op->spec.hop_ms <= 0) op->spec.hop_ms = spec->size_ms;
+  op->out_size = op->spec.size_ms;
+  op->out_hop = op->spec.hop_ms;
+  /* Panes when windows overlap (hop < size); a larger hop leaves gaps, and each
+   * row is in one window at most. */
+  if (op->spec.hop_ms < op->spec.size_ms && !spec->global && !spec->session &&
+      !spec->emit_changes && !spec->changelog) {
+    int64_t a = op->spec.size_ms, b = op->spec.hop_ms;
+    while (b != 0) {
+      int64_t t = a % b;
+      a = b;
+      b = t;
+    }
+    op->panes = true;
+    op->spec.size_ms = op->spec.hop_ms = a; /* the pane: gcd(size, hop) */
+  }
+  bool keyset_ok = !op->panes || window_new(op, &op->keyset) == LAMINAR_OK;
   op->watermark = INT64_MIN;
   op->track = spec->emit_changes || spec->changelog;
   op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
@@ -1371,7 +1615,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   }
   if (op->key_vecs == NULL || op->arg_vecs == NULL || op->ord_vecs == NULL ||
       op->out_vecs == NULL || op->dvecs == NULL ||
-      !session_ok || lm_eval_ctx_create(&op->ctx) != LAMINAR_OK ||
+      !session_ok || !keyset_ok || lm_eval_ctx_create(&op->ctx) != LAMINAR_OK ||
       lm_schema_copy(out_schema, &op->base.out_schema) != 0) {
     lm_schema_free(&op->base.out_schema);
     window_destroy(&op->base);

@@ -306,7 +306,9 @@ def session_oracle(
           SELECT *, CASE WHEN ts - lag(ts) OVER ({part} ORDER BY ts, seq) < {gap} THEN 0 ELSE 1 END
                     AS brk
           FROM f),
-        s AS (SELECT *, sum(brk) OVER ({part} ORDER BY ts, seq ROWS UNBOUNDED PRECEDING) AS sid FROM o)
+        s AS (
+          SELECT *, sum(brk) OVER ({part} ORDER BY ts, seq ROWS UNBOUNDED PRECEDING) AS sid
+          FROM o)
         SELECT {", ".join(keys)}, min(ts) AS window_start, max(ts) + {gap} AS window_end, {items}
         FROM s GROUP BY {", ".join(keys)}, sid"""
 
