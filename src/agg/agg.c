@@ -18,8 +18,13 @@ static bool uses_count(lm_agg_fn fn) {
 }
 static bool is_first_last(lm_agg_fn fn) { return fn == LM_AGG_FIRST || fn == LM_AGG_LAST; }
 
+/* MIN/MAX over a changelog keep a multiset of each group's values (the
+ * COUNT(DISTINCT) set with a multiplicity per value): a retraction lowers a
+ * value's multiplicity, and the result is the least / greatest value still
+ * held, found by a scan of the group's values when it is finalized. */
 bool lm_agg_retractable(lm_agg_fn fn) {
-  return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG || fn == LM_AGG_SUM;
+  return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG || fn == LM_AGG_SUM ||
+         fn == LM_AGG_MIN || fn == LM_AGG_MAX;
 }
 
 bool lm_agg_states_set_weighted(lm_agg_states* st) {
@@ -70,7 +75,7 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
     GROW(ord, cap);
     GROW(vnull, cap);
   }
-  if (st->fn == LM_AGG_COUNT_DISTINCT) GROW(d_head, cap);
+  if (st->fn == LM_AGG_COUNT_DISTINCT || (st->weighted && uses_minmax(st->fn))) GROW(d_head, cap);
   if (st->fn != LM_AGG_COUNT && st->fn != LM_AGG_COUNT_STAR && st->fn != LM_AGG_COUNT_DISTINCT) {
     GROW(has, cap);
   }
@@ -119,6 +124,7 @@ void lm_agg_states_free(lm_agg_states* st) {
   lm_free(st->d_d);
   lm_free(st->d_s);
   lm_free(st->d_next);
+  lm_free(st->d_cnt);
   lm_free(st->d_head);
   lm_free(st->d_table);
   lm_pool_free(&st->strings);
@@ -221,6 +227,7 @@ static laminar_code dset_reserve(lm_agg_states* st) {
     GROW(d_hash, ncap);
     GROW(d_group, ncap);
     GROW(d_next, ncap);
+    if (st->weighted) GROW(d_cnt, ncap);
     if (st->arg_type == LM_TYPE_DOUBLE) {
       GROW(d_d, ncap);
     } else if (st->arg_type == LM_TYPE_STRING) {
@@ -243,18 +250,24 @@ static laminar_code dset_reserve(lm_agg_states* st) {
   return LAMINAR_OK;
 }
 
-/* Add value v to group g's set (count[g] + 1 if it is new). */
-static laminar_code dset_insert(lm_agg_states* st, uint32_t g, dvalue v) {
+/* The entry of value v in group g's set, added if new (*out_added). */
+static laminar_code dset_find_or_add(lm_agg_states* st, uint32_t g, dvalue v, int32_t* out,
+                                     bool* out_added) {
   uint64_t h = dvalue_hash(st, g, v);
+  *out_added = false;
   if (st->d_table != NULL) {
     for (uint32_t slot = (uint32_t)h & st->d_mask; st->d_table[slot] != 0;
          slot = (slot + 1) & st->d_mask) {
       int32_t e = (int32_t)st->d_table[slot] - 1;
-      if (st->d_hash[e] == h && st->d_group[e] == g && dvalue_eq(st, e, v)) return LAMINAR_OK;
+      if (st->d_hash[e] == h && st->d_group[e] == g && dvalue_eq(st, e, v)) {
+        *out = e;
+        return LAMINAR_OK;
+      }
     }
   }
   LM_TRY(dset_reserve(st));
   int32_t e = (int32_t)st->d_n++;
+  if (st->d_cnt) st->d_cnt[e] = 0;
   st->d_hash[e] = h;
   st->d_group[e] = g;
   if (st->arg_type == LM_TYPE_DOUBLE) {
@@ -269,8 +282,47 @@ static laminar_code dset_insert(lm_agg_states* st, uint32_t g, dvalue v) {
   st->d_next[e] = st->d_head[g];
   st->d_head[g] = e;
   dset_link(st, e);
-  st->count[g]++;
+  *out = e;
+  *out_added = true;
   return LAMINAR_OK;
+}
+
+/* Add value v to group g's set (count[g] + 1 if it is new). */
+static laminar_code dset_insert(lm_agg_states* st, uint32_t g, dvalue v) {
+  int32_t e;
+  bool added;
+  LM_TRY(dset_find_or_add(st, g, v, &e, &added));
+  if (added) st->count[g]++;
+  return LAMINAR_OK;
+}
+
+/* MIN/MAX over a changelog: value v of group g held `w` more times. */
+static laminar_code dset_weigh(lm_agg_states* st, uint32_t g, dvalue v, int64_t w) {
+  int32_t e;
+  bool added;
+  LM_TRY(dset_find_or_add(st, g, v, &e, &added));
+  st->d_cnt[e] += w;
+  return LAMINAR_OK;
+}
+
+/* The least (MIN) or greatest (MAX) value group g holds, or -1 if none. */
+static int32_t dset_extreme(const lm_agg_states* st, int64_t g) {
+  bool is_min = st->fn == LM_AGG_MIN;
+  int32_t best = -1;
+  for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) {
+    if (st->d_cnt[e] <= 0) continue;
+    bool better = best < 0;
+    if (!better && st->d_d) {
+      better = is_min ? dbl_less(st->d_d[e], st->d_d[best]) : dbl_less(st->d_d[best], st->d_d[e]);
+    } else if (!better && st->d_s) {
+      int c = cmp_str(st->d_s[e], st->d_s[best]);
+      better = is_min ? c < 0 : c > 0;
+    } else if (!better) {
+      better = is_min ? st->d_i[e] < st->d_i[best] : st->d_i[e] > st->d_i[best];
+    }
+    if (better) best = e;
+  }
+  return best;
 }
 
 static dvalue entry_value(const lm_agg_states* st, int32_t e) {
@@ -466,6 +518,10 @@ laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const 
     if (nulls && nulls[r]) continue;
     st->count[g] += w;
     if (st->fn == LM_AGG_COUNT) continue;
+    if (uses_minmax(st->fn)) {
+      LM_TRY(dset_weigh(st, g, value_at(st, arg, r), w));
+      continue;
+    }
     if (st->arg_type == LM_TYPE_DOUBLE) {
       st->sum_d[g] += (double)w * ((const double*)arg->data)[r];
     } else {
@@ -620,6 +676,19 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
       case LM_AGG_MAX:
       case LM_AGG_FIRST:
       case LM_AGG_LAST:
+        if (st->weighted) { /* MIN/MAX over a changelog: from the multiset */
+          int32_t e = dset_extreme(st, g);
+          is_null = e < 0;
+          dvalue v = is_null ? (dvalue){0, 0.0, {NULL, 0}} : entry_value(st, e);
+          switch (st->result_type) {
+            case LM_TYPE_DOUBLE: ((double*)data)[k] = v.d; break;
+            case LM_TYPE_STRING: ((lm_str*)data)[k] = v.s; break;
+            case LM_TYPE_INT32: ((int32_t*)data)[k] = (int32_t)v.i; break;
+            case LM_TYPE_BOOL: ((uint8_t*)data)[k] = (uint8_t)v.i; break;
+            default: ((int64_t*)data)[k] = v.i; break;
+          }
+          break;
+        }
         is_null = !st->has[g] || (st->vnull && st->vnull[g]);
         switch (st->result_type) {
           case LM_TYPE_DOUBLE: ((double*)data)[k] = is_null ? 0 : st->mm_d[g]; break;
@@ -653,6 +722,23 @@ void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* 
   if (st->has) lm_state_put_u8(w, st->has[g]);
   if (st->ord) lm_state_put_i64(w, st->ord[g]);
   if (st->vnull) lm_state_put_u8(w, st->vnull[g]);
+  if (st->d_cnt != NULL || (st->weighted && uses_minmax(st->fn))) {
+    /* MIN/MAX over a changelog: the values held, with their multiplicities */
+    uint32_t n = 0;
+    for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) n += st->d_cnt[e] != 0;
+    lm_state_put_u32(w, n);
+    for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) {
+      if (st->d_cnt[e] == 0) continue;
+      lm_state_put_i64(w, st->d_cnt[e]);
+      if (st->d_s) {
+        lm_state_put_bytes(w, st->d_s[e].ptr, (size_t)st->d_s[e].len);
+      } else if (st->d_d) {
+        lm_state_put_f64(w, st->d_d[e]);
+      } else {
+        lm_state_put_i64(w, st->d_i[e]);
+      }
+    }
+  }
   if (st->fn == LM_AGG_COUNT_DISTINCT) { /* the values, newest first */
     for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) {
       if (st->d_s) {
@@ -685,6 +771,22 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
   if (st->has) st->has[g] = lm_state_get_u8(r) ? 1 : 0;
   if (st->ord) st->ord[g] = lm_state_get_i64(r);
   if (st->vnull) st->vnull[g] = lm_state_get_u8(r) ? 1 : 0;
+  if (st->weighted && uses_minmax(st->fn)) {
+    uint32_t n = lm_state_get_u32(r);
+    if (n > r->len) r->failed = true;
+    for (uint32_t k = 0; k < n && !r->failed; k++) {
+      int64_t cnt = lm_state_get_i64(r);
+      dvalue v = {0, 0.0, {NULL, 0}};
+      if (st->arg_type == LM_TYPE_STRING) {
+        v.s = lm_state_get_bytes(r);
+      } else if (st->arg_type == LM_TYPE_DOUBLE) {
+        v.d = lm_state_get_f64(r);
+      } else {
+        v.i = lm_state_get_i64(r);
+      }
+      if (!r->failed) LM_TRY(dset_weigh(st, (uint32_t)g, v, cnt));
+    }
+  }
   if (st->fn == LM_AGG_COUNT_DISTINCT) {
     int64_t n = st->count[g];
     st->count[g] = 0;

@@ -74,6 +74,7 @@ typedef struct lm_agg_states {
   double* d_d;          /* DOUBLE (canonical: -0.0 is 0.0, one NaN) */
   lm_str* d_s;          /* STRING (bytes in `strings`) */
   int32_t* d_next;
+  int64_t* d_cnt;       /* MIN/MAX over a changelog: the value's multiplicity */
   int32_t* d_head;      /* per group, -1: none */
   int64_t d_n, d_cap;
   uint32_t* d_table;    /* entry + 1; 0 = empty */
@@ -83,7 +84,7 @@ typedef struct lm_agg_states {
 } lm_agg_states;
 
 void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type);
-/* Make the state retractable (COUNT, COUNT(*), SUM, AVG only; call before
+/* Make the state retractable (COUNT, COUNT(*), SUM, AVG, MIN, MAX; call before
  * lm_agg_states_reserve). Returns false for an aggregate that cannot be. */
 bool lm_agg_states_set_weighted(lm_agg_states* st);
 /* True if aggregate `fn` can take retractions (lm_agg_update_weighted). */
