@@ -709,6 +709,29 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
 
 /* ---- snapshot ----------------------------------------------------------- */
 
+/* One value of the set (snapshot) and back. */
+static void write_value(const lm_agg_states* st, int32_t e, lm_state_writer* w) {
+  if (st->d_s) {
+    lm_state_put_bytes(w, st->d_s[e].ptr, (size_t)st->d_s[e].len);
+  } else if (st->d_d) {
+    lm_state_put_f64(w, st->d_d[e]);
+  } else {
+    lm_state_put_i64(w, st->d_i[e]);
+  }
+}
+
+static dvalue read_value(const lm_agg_states* st, lm_state_reader* r) {
+  dvalue v = {0, 0.0, {NULL, 0}};
+  if (st->arg_type == LM_TYPE_STRING) {
+    v.s = lm_state_get_bytes(r);
+  } else if (st->arg_type == LM_TYPE_DOUBLE) {
+    v.d = lm_state_get_f64(r);
+  } else {
+    v.i = lm_state_get_i64(r);
+  }
+  return v;
+}
+
 void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* w) {
   if (st->count) lm_state_put_i64(w, st->count[g]);
   if (st->sum_i) {
@@ -730,24 +753,12 @@ void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* 
     for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) {
       if (st->d_cnt[e] == 0) continue;
       lm_state_put_i64(w, st->d_cnt[e]);
-      if (st->d_s) {
-        lm_state_put_bytes(w, st->d_s[e].ptr, (size_t)st->d_s[e].len);
-      } else if (st->d_d) {
-        lm_state_put_f64(w, st->d_d[e]);
-      } else {
-        lm_state_put_i64(w, st->d_i[e]);
-      }
+      write_value(st, e, w);
     }
   }
   if (st->fn == LM_AGG_COUNT_DISTINCT) { /* the values, newest first */
     for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) {
-      if (st->d_s) {
-        lm_state_put_bytes(w, st->d_s[e].ptr, (size_t)st->d_s[e].len);
-      } else if (st->d_d) {
-        lm_state_put_f64(w, st->d_d[e]);
-      } else {
-        lm_state_put_i64(w, st->d_i[e]);
-      }
+      write_value(st, e, w);
     }
   }
 }
@@ -776,14 +787,7 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
     if (n > r->len) r->failed = true;
     for (uint32_t k = 0; k < n && !r->failed; k++) {
       int64_t cnt = lm_state_get_i64(r);
-      dvalue v = {0, 0.0, {NULL, 0}};
-      if (st->arg_type == LM_TYPE_STRING) {
-        v.s = lm_state_get_bytes(r);
-      } else if (st->arg_type == LM_TYPE_DOUBLE) {
-        v.d = lm_state_get_f64(r);
-      } else {
-        v.i = lm_state_get_i64(r);
-      }
+      dvalue v = read_value(st, r);
       if (!r->failed) LM_TRY(dset_weigh(st, (uint32_t)g, v, cnt));
     }
   }
@@ -792,14 +796,7 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
     st->count[g] = 0;
     if (n < 0 || (uint64_t)n > r->len) r->failed = true;
     for (int64_t k = 0; k < n && !r->failed; k++) {
-      dvalue v = {0, 0.0, {NULL, 0}};
-      if (st->arg_type == LM_TYPE_STRING) {
-        v.s = lm_state_get_bytes(r);
-      } else if (st->arg_type == LM_TYPE_DOUBLE) {
-        v.d = lm_state_get_f64(r);
-      } else {
-        v.i = lm_state_get_i64(r);
-      }
+      dvalue v = read_value(st, r);
       if (!r->failed) LM_TRY(dset_insert(st, (uint32_t)g, v));
     }
   }
