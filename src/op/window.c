@@ -1114,6 +1114,7 @@ static laminar_code session_restore(window_op* op, lm_state_reader* r) {
 
 /* Recycle the first nclose open windows. */
 static void drop_closed(window_op* op, int32_t nclose) {
+  if (nclose == 0) return; /* (open may still be NULL) */
   for (int32_t i = 0; i < nclose; i++) window_recycle(op, op->open[i]);
   memmove(&op->open[0], &op->open[nclose], sizeof(window*) * (size_t)(op->nopen - nclose));
   op->nopen -= nclose;
