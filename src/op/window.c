@@ -1,5 +1,8 @@
 /*
- * window.c -- tumbling and hopping window hash aggregation (EMIT ON WINDOW CLOSE).
+ * window.c -- the window operator: tumbling and hopping windows (hopping ones on
+ * panes), GROUP BY without a window, EMIT ON WINDOW CLOSE and EMIT CHANGES, over
+ * insert-only or changelog input; session windows are in session.c, the shared
+ * structs in internal.h.
  *
  * State: the open windows, sorted by start. Each window owns a hash table from
  * group key to group id, the group keys in columnar arrays, and one
@@ -20,8 +23,7 @@
  */
 #include "op/op.h"
 
-#include "util/pool.h"
-#include "util/util.h"
+#include "op/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,77 +31,8 @@
 
 /* ---- group keys ------------------------------------------------------------ */
 
-typedef struct key_store {
-  lm_type type;
-  int64_t* i;     /* INT32, INT64, BOOL, TIMESTAMP */
-  double* d;      /* DOUBLE */
-  lm_str* s;      /* STRING (bytes in the window's pool) */
-  uint8_t* nulls;
-} key_store;
 
-typedef struct window {
-  int64_t start;
-  int64_t ngroups;
-  int64_t cap;
-  uint64_t* ghash;
-  key_store* keys;
-  lm_agg_states* aggs;
-  uint32_t* table;      /* group id + 1; 0 = empty */
-  uint32_t table_mask;  /* table size - 1 */
-  lm_pool strings;
-  /* Tracked groups (EMIT CHANGES or a changelog input), else NULL: */
-  int64_t* nrows;       /* rows of the group (sum of weights) */
-  uint8_t* live;        /* EMIT CHANGES: its current result was emitted (+1) */
-  uint64_t* stamp;      /* the update pass that last touched it */
-  uint32_t* kid;        /* panes: the group's key id in the op's keyset */
-} window;
 
-typedef struct window_op {
-  lm_op base;
-  lm_window_spec spec;
-  lm_eval_ctx* ctx;
-  window** open;        /* sorted by start */
-  int32_t nopen;
-  int32_t cap_open;
-  window** spare;       /* recycled windows */
-  int32_t nspare;
-  int64_t watermark;    /* last watermark seen (epoch ms); INT64_MIN before any */
-  int64_t late_rows;
-  lm_vec* key_vecs;
-  lm_vec* arg_vecs;
-  lm_vec* ord_vecs;       /* FIRST / LAST: the event time of each row */
-  lm_vec* out_vecs;
-  bool track;           /* emit_changes or a changelog input: per-group nrows */
-  uint64_t pass;        /* update passes so far (stamps touched groups) */
-  const int64_t* weights; /* this chunk's row weights (changelog input), else NULL */
-  /* Hopping windows (EMIT ON WINDOW CLOSE, insert-only input) run on panes:
-   * tumbling windows of gcd(size, hop) (spec.size_ms and hop_ms then hold the
-   * pane); a window [ws, ws + out_size) is the merge of its panes when it
-   * closes, so a row is aggregated once, not once per window. */
-  bool panes;
-  window* acc;            /* panes: the window being built from its panes */
-  uint32_t* kmap;         /* panes: key id -> group of acc, valid where kstamp == pass */
-  uint64_t* kstamp;
-  int64_t kmap_cap;
-  int64_t out_size;       /* window size of the output (bounds) */
-  int64_t out_hop;        /* panes: the hop between window starts */
-  /* Rows built one group at a time (EMIT CHANGES deltas; closing windows of a
-   * changelog input), out_schema's columns; op-owned, reused. */
-  lm_vec* dvecs;
-  int32_t dcols;          /* out_schema's column count (the chain frees the schema first) */
-  int64_t dn, dcap;
-  /* session windows (see "session windows" below) */
-  window* keyset;         /* key interning only: key id = group id */
-  lm_agg_states* sagg;    /* per aggregate, indexed by session slot */
-  int64_t *s_start, *s_end;
-  uint32_t* s_key;
-  int32_t* s_next;        /* next session of the key (by start), or next free slot */
-  int32_t* s_parent;      /* the slot a merged slot was folded into (itself if not) */
-  uint8_t* s_used;
-  int32_t s_cap, s_hw, s_free, s_open;
-  int32_t* k_first;       /* per key id: its first open session, -1 if none */
-  int64_t k_cap;
-} window_op;
 
 static inline uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -172,7 +105,7 @@ static int64_t vec_int(const lm_vec* v, int64_t row) {
 }
 
 /* Hash every row's key tuple into h[0..n). */
-static void hash_keys(const lm_vec* keys, int32_t nkeys, int64_t n, uint64_t* h) {
+void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, int64_t n, uint64_t* h) {
   for (int64_t k = 0; k < n; k++) h[k] = 0x9E3779B97F4A7C15ULL;
   for (int32_t c = 0; c < nkeys; c++) {
     const lm_vec* v = &keys[c];
@@ -194,8 +127,8 @@ static void hash_keys(const lm_vec* keys, int32_t nkeys, int64_t n, uint64_t* h)
   }
 }
 
-/* Hash of a stored group's keys; equals hash_keys() of the row it came from. */
-static uint64_t hash_group(const window* w, int32_t nkeys, int64_t g) {
+/* Hash of a stored group's keys; equals lm_op_hash_keys() of the row it came from. */
+uint64_t lm_op_hash_group(const window* w, int32_t nkeys, int64_t g) {
   uint64_t h = 0x9E3779B97F4A7C15ULL;
   for (int32_t c = 0; c < nkeys; c++) {
     const key_store* ks = &w->keys[c];
@@ -259,7 +192,7 @@ static void window_free(window_op* op, window* w) {
   lm_free(w);
 }
 
-static laminar_code window_new(window_op* op, window** out) {
+laminar_code lm_op_window_new(window_op* op, window** out) {
   window* w = lm_calloc(1, sizeof *w);
   if (w == NULL) return LAMINAR_ERR_NOMEM;
   lm_pool_init(&w->strings);
@@ -297,14 +230,8 @@ static void window_recycle(window_op* op, window* w) {
   op->spare[op->nspare++] = w;
 }
 
-#define GROW_ARRAY(ptr, n)                                          \
-  do {                                                              \
-    void* grown_ = lm_realloc((ptr), sizeof(*(ptr)) * (size_t)(n)); \
-    if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                   \
-    (ptr) = grown_;                                                 \
-  } while (0)
 
-static laminar_code window_reserve(window_op* op, window* w, int64_t cap) {
+laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap) {
   if (cap <= w->cap) return LAMINAR_OK;
   int64_t ncap = w->cap ? w->cap * 2 : 64;
   while (ncap < cap) ncap *= 2;
@@ -343,7 +270,7 @@ static void table_insert(window* w, uint64_t h, uint32_t gid) {
 /* Replace the table by one of nsize slots (a power of two) holding groups
  * 0..ngroups-1 by their ghash. Inserts prefetch the slot a few groups ahead:
  * a big table misses the cache on nearly every insert. */
-static laminar_code table_rebuild(window* w, uint64_t nsize) {
+laminar_code lm_op_table_rebuild(window* w, uint64_t nsize) {
   uint32_t* fresh = lm_calloc((size_t)nsize, sizeof(uint32_t));
   if (fresh == NULL) return LAMINAR_ERR_NOMEM;
   lm_free(w->table);
@@ -362,13 +289,13 @@ static laminar_code table_rebuild(window* w, uint64_t nsize) {
 static laminar_code table_grow_if_needed(window* w) {
   uint64_t size = (uint64_t)w->table_mask + 1;
   if ((uint64_t)(w->ngroups + 1) * 2 <= size) return LAMINAR_OK;
-  return table_rebuild(w, size * 2);
+  return lm_op_table_rebuild(w, size * 2);
 }
 
 /* Append a new empty group; the caller fills its keys. */
 static laminar_code group_append(window_op* op, window* w, uint64_t h, uint32_t* out_gid) {
   LM_TRY(table_grow_if_needed(w));
-  LM_TRY(window_reserve(op, w, w->ngroups + 1));
+  LM_TRY(lm_op_window_reserve(op, w, w->ngroups + 1));
   uint32_t g = (uint32_t)w->ngroups++;
   w->ghash[g] = h;
   for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&w->aggs[a], g);
@@ -382,7 +309,7 @@ static laminar_code group_append(window_op* op, window* w, uint64_t h, uint32_t*
   return LAMINAR_OK;
 }
 
-static laminar_code group_find_or_add(window_op* op, window* w, uint64_t h,
+laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
                                       const lm_vec* keys, int64_t row, uint32_t* out_gid) {
   int32_t nkeys = op->spec.nkeys;
   uint32_t slot = (uint32_t)h & w->table_mask;
@@ -416,7 +343,7 @@ static laminar_code group_find_or_add(window_op* op, window* w, uint64_t h,
   }
   if (op->panes && w != op->keyset) { /* a pane's new group: its key id */
     uint32_t k;
-    LM_TRY(group_find_or_add(op, op->keyset, h, keys, row, &k));
+    LM_TRY(lm_op_group_find_or_add(op, op->keyset, h, keys, row, &k));
     w->kid[g] = k;
   }
   *out_gid = g;
@@ -448,7 +375,7 @@ static laminar_code window_get(window_op* op, int64_t start, window** out) {
   if (op->nspare > 0) {
     w = op->spare[--op->nspare];
   } else {
-    LM_TRY(window_new(op, &w));
+    LM_TRY(lm_op_window_new(op, &w));
   }
   w->start = start;
   memmove(&op->open[lo + 1], &op->open[lo], sizeof(window*) * (size_t)(op->nopen - lo));
@@ -461,7 +388,7 @@ static laminar_code window_get(window_op* op, int64_t start, window** out) {
 /* ---- rows built one group at a time ------------------------------------------ */
 
 /* Room for `more` rows in the op's row buffer. */
-static laminar_code rows_reserve(window_op* op, int64_t more) {
+laminar_code lm_op_rows_reserve(window_op* op, int64_t more) {
   if (op->dn + more <= op->dcap) return LAMINAR_OK;
   int64_t ncap = op->dcap ? op->dcap * 2 : 256;
   while (ncap < op->dn + more) ncap *= 2;
@@ -488,7 +415,7 @@ static void window_bounds(const window_op* op, const window* w, int64_t* start, 
   }
 }
 
-static void put_key(lm_vec* ov, const key_store* ks, int64_t g, int64_t row) {
+void lm_op_put_key(lm_vec* ov, const key_store* ks, int64_t g, int64_t row) {
   ((uint8_t*)ov->nulls)[row] = ks->nulls[g];
   switch (ks->type) {
     case LM_TYPE_STRING: ((lm_str*)ov->data)[row] = ks->s[g]; break;
@@ -512,7 +439,7 @@ static void put_group_row(window_op* op, const window* w, int64_t g, int64_t wei
   ((int64_t*)v[1].data)[row] = end;
   ((uint8_t*)v[0].nulls)[row] = spec->global;
   ((uint8_t*)v[1].nulls)[row] = spec->global;
-  for (int32_t c = 0; c < spec->nkeys; c++) put_key(&v[2 + c], &w->keys[c], g, row);
+  for (int32_t c = 0; c < spec->nkeys; c++) lm_op_put_key(&v[2 + c], &w->keys[c], g, row);
   for (int32_t a = 0; a < spec->naggs; a++) {
     lm_vec* ov = &v[2 + spec->nkeys + a];
     lm_agg_finalize(&w->aggs[a], g, 1, (char*)ov->data + lm_type_width(ov->type) * row,
@@ -526,7 +453,7 @@ static void put_group_row(window_op* op, const window* w, int64_t g, int64_t wei
 }
 
 /* Emit the buffered rows as one chunk and empty the buffer. */
-static laminar_code rows_flush(window_op* op) {
+laminar_code lm_op_rows_flush(window_op* op) {
   if (op->dn == 0) return LAMINAR_OK;
   int32_t ncols = op->base.out_schema.ncols;
   for (int32_t c = 0; c < ncols; c++) op->dvecs[c].len = op->dn;
@@ -537,16 +464,7 @@ static laminar_code rows_flush(window_op* op) {
 
 /* ---- chunk processing ------------------------------------------------------- */
 
-static inline int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
 
-/* Epoch ms of row k of the time column. */
-static inline int64_t time_ms(const lm_vec* t, int64_t k) {
-  int64_t v = ((const int64_t*)t->data)[k];
-  return t->type == LM_TYPE_TIMESTAMP ? floor_div(v, 1000) : v;
-}
 
 /* Rows of a chunk assigned at once: bounds the (row, window) pairs held. */
 #define PAIRS_PER_SLICE 65536
@@ -556,7 +474,7 @@ static inline int64_t time_ms(const lm_vec* t, int64_t k) {
 static int64_t window_close(const window_op* op, int64_t ws) {
   int64_t base = ws, size = op->spec.size_ms, close;
   if (op->panes) {
-    base = floor_div(ws, op->out_hop) * op->out_hop;
+    base = lm_op_floor_div(ws, op->out_hop) * op->out_hop;
     size = op->out_size;
   }
   if (__builtin_add_overflow(base, size, &close) ||
@@ -618,10 +536,10 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
       op->late_rows++; /* no event time: cannot be placed in a window */
       continue;
     }
-    int64_t t = time_ms(tcol, k);
+    int64_t t = lm_op_time_ms(tcol, k);
     int64_t q = (cache_n >= 0 && t >= cache_q && (uint64_t)t - (uint64_t)cache_q < (uint64_t)hop)
                     ? cache_q
-                    : floor_div(t, hop) * hop;
+                    : lm_op_floor_div(t, hop) * hop;
     if (cache_n < 0 || q != cache_q) {
       cache_q = q;
       cache_n = 0;
@@ -672,7 +590,7 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
     const uint32_t* wsel = s->sel + s->offsets[i];
     int64_t m = s->offsets[i + 1] - s->offsets[i];
     for (int64_t j = 0; j < m; j++) {
-      LM_TRY(group_find_or_add(op, w, hashes[wsel[j]], op->key_vecs, wsel[j], &gids[j]));
+      LM_TRY(lm_op_group_find_or_add(op, w, hashes[wsel[j]], op->key_vecs, wsel[j], &gids[j]));
     }
     int64_t nt = 0;
     if (op->track) {
@@ -687,7 +605,7 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
         }
       }
       if (spec->emit_changes) {
-        LM_TRY(rows_reserve(op, 2 * nt));
+        LM_TRY(lm_op_rows_reserve(op, 2 * nt));
         for (int64_t i = 0; i < nt; i++) {
           if (w->live[touched[i]]) put_group_row(op, w, touched[i], -1);
         }
@@ -716,8 +634,6 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
   }
   return LAMINAR_OK;
 }
-
-static laminar_code session_on_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep);
 
 static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   window_op* op = (window_op*)base;
@@ -762,7 +678,7 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     }
     op->weights = wd;
   }
-  if (spec->session) return session_on_chunk(op, in, keep);
+  if (spec->session) return lm_op_session_chunk(op, in, keep);
 
   int64_t per = 1 + (spec->size_ms - 1) / spec->hop_ms; /* most windows of one row */
   if (per > LM_MAX_WINDOWS_PER_ROW) per = LM_MAX_WINDOWS_PER_ROW;
@@ -792,322 +708,12 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     int64_t np = assign_windows(op, in, keep, r0, r1, &s, &nwin);
     if (np == 0) continue;
     if (!hashed) { /* Pass 2: hash every row's keys (once, and not when all are late). */
-      hash_keys(op->key_vecs, spec->nkeys, n, hashes);
+      lm_op_hash_keys(op->key_vecs, spec->nkeys, n, hashes);
       hashed = true;
     }
     LM_TRY(update_windows(op, &s, np, nwin, hashes, gids, touched));
   }
-  return rows_flush(op); /* EMIT CHANGES: this chunk's deltas */
-}
-
-/* ---- session windows ------------------------------------------------------------ */
-
-static void put_group_keys(const window_op* op, const window* win, int64_t g,
-                           lm_state_writer* w);
-static laminar_code get_group_keys(window_op* op, window* win, int64_t g, lm_state_reader* r);
-
-/*
- * session(ts, gap): per key, a row at t opens the window [t, t + gap); windows
- * of one key that overlap merge into one session [first, last + gap). Keys are
- * interned in `keyset` (a window used only for its key table: key id = group
- * id); each open session is a slot with its bounds, its key and one group of
- * aggregate state in `sagg`; a key's open sessions form a list sorted by start
- * (they never overlap). Within a chunk rows are assigned slots first and the
- * aggregates updated in one pass: a row that bridges two sessions merges the
- * later one's state into the earlier (lm_agg_merge) and points it there
- * (`s_parent`), so rows of the chunk already assigned to it follow. A session
- * closes when the watermark reaches its end plus the allowed lateness; a row
- * is late when it joins no open session and its own window has closed.
- */
-
-static int32_t slot_find(const window_op* op, int32_t s) {
-  while (op->s_parent[s] != s) s = op->s_parent[s];
-  return s;
-}
-
-/* A fresh slot for key `kid`, [start, end), linked into the key's list. */
-static laminar_code slot_new(window_op* op, uint32_t kid, int64_t start, int64_t end,
-                             int32_t* out) {
-  int32_t s;
-  if (op->s_free >= 0) {
-    s = op->s_free;
-    op->s_free = op->s_next[s];
-  } else {
-    if (op->s_hw == op->s_cap) {
-      int32_t ncap = op->s_cap ? op->s_cap * 2 : 64;
-      GROW_ARRAY(op->s_start, ncap);
-      GROW_ARRAY(op->s_end, ncap);
-      GROW_ARRAY(op->s_key, ncap);
-      GROW_ARRAY(op->s_next, ncap);
-      GROW_ARRAY(op->s_parent, ncap);
-      GROW_ARRAY(op->s_used, ncap);
-      for (int32_t a = 0; a < op->spec.naggs; a++) {
-        LM_TRY(lm_agg_states_reserve(&op->sagg[a], ncap));
-      }
-      op->s_cap = ncap;
-    }
-    s = op->s_hw++;
-  }
-  op->s_start[s] = start;
-  op->s_end[s] = end;
-  op->s_key[s] = kid;
-  op->s_parent[s] = s;
-  op->s_used[s] = 1;
-  op->s_open++;
-  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&op->sagg[a], s);
-  /* Sorted insert into the key's list. */
-  int32_t prev = -1, cur = op->k_first[kid];
-  while (cur >= 0 && op->s_start[cur] < start) {
-    prev = cur;
-    cur = op->s_next[cur];
-  }
-  op->s_next[s] = cur;
-  if (prev < 0) {
-    op->k_first[kid] = s;
-  } else {
-    op->s_next[prev] = s;
-  }
-  *out = s;
-  return LAMINAR_OK;
-}
-
-static void slot_release(window_op* op, int32_t s) {
-  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_drop_group(&op->sagg[a], s);
-  op->s_used[s] = 0;
-  op->s_parent[s] = s;
-  op->s_next[s] = op->s_free;
-  op->s_free = s;
-  op->s_open--;
-}
-
-/* Room for key ids < n in k_first. */
-static laminar_code keys_reserve(window_op* op, int64_t n) {
-  if (n <= op->k_cap) return LAMINAR_OK;
-  int64_t ncap = op->k_cap ? op->k_cap * 2 : 64;
-  while (ncap < n) ncap *= 2;
-  GROW_ARRAY(op->k_first, ncap);
-  for (int64_t k = op->k_cap; k < ncap; k++) op->k_first[k] = -1;
-  op->k_cap = ncap;
-  return LAMINAR_OK;
-}
-
-/* The slot row k at time t joins (merging the sessions it bridges), or -1 if
- * the row is late. Merged-away slots are appended to `dead`. */
-static laminar_code session_assign(window_op* op, uint32_t kid, int64_t t, int32_t* dead,
-                                   int64_t* ndead, int32_t* out) {
-  int64_t lo = t, hi;
-  if (__builtin_add_overflow(t, op->spec.size_ms, &hi)) hi = INT64_MAX;
-  int32_t survivor = -1, prev = -1, cur = op->k_first[kid];
-  while (cur >= 0 && op->s_start[cur] < hi) {
-    int32_t next = op->s_next[cur];
-    if (op->s_end[cur] > lo) { /* overlaps [lo, hi) */
-      if (survivor < 0) {
-        survivor = cur;
-        if (lo < op->s_start[cur]) op->s_start[cur] = lo;
-        if (hi > op->s_end[cur]) op->s_end[cur] = hi;
-        prev = cur;
-      } else { /* a bridge: fold cur into the survivor */
-        if (op->s_end[cur] > op->s_end[survivor]) op->s_end[survivor] = op->s_end[cur];
-        for (int32_t a = 0; a < op->spec.naggs; a++) {
-          LM_TRY(lm_agg_merge(&op->sagg[a], survivor, &op->sagg[a], cur));
-        }
-        op->s_parent[cur] = survivor;
-        op->s_next[prev] = next;
-        dead[(*ndead)++] = cur;
-      }
-    } else {
-      prev = cur;
-    }
-    cur = next;
-  }
-  if (survivor >= 0) {
-    *out = survivor;
-    return LAMINAR_OK;
-  }
-  int64_t close;
-  if (__builtin_add_overflow(hi, op->spec.lateness_ms, &close)) close = INT64_MAX;
-  if (close <= op->watermark) {
-    *out = -1;
-    return LAMINAR_OK;
-  }
-  return slot_new(op, kid, lo, hi, out);
-}
-
-static laminar_code session_on_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep) {
-  const lm_window_spec* spec = &op->spec;
-  int64_t n = in->nrows;
-  const lm_vec* tcol = &in->cols[spec->time_col];
-  uint64_t* hashes = lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
-  uint32_t* sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
-  uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
-  int32_t* dead = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
-  if (!hashes || !sel || !gids || !dead) return LAMINAR_ERR_NOMEM;
-  hash_keys(op->key_vecs, spec->nkeys, n, hashes);
-  int64_t m = 0, ndead = 0;
-  for (int64_t k = 0; k < n; k++) {
-    if (keep != NULL && !keep[k]) continue;
-    if (tcol->nulls && tcol->nulls[k]) {
-      op->late_rows++;
-      continue;
-    }
-    uint32_t kid;
-    LM_TRY(group_find_or_add(op, op->keyset, hashes[k], op->key_vecs, k, &kid));
-    LM_TRY(keys_reserve(op, (int64_t)kid + 1));
-    int32_t s;
-    LM_TRY(session_assign(op, kid, time_ms(tcol, k), dead, &ndead, &s));
-    if (s < 0) {
-      op->late_rows++;
-      continue;
-    }
-    sel[m] = (uint32_t)k;
-    gids[m++] = (uint32_t)s;
-  }
-  for (int64_t j = 0; j < m; j++) gids[j] = (uint32_t)slot_find(op, (int32_t)gids[j]);
-  for (int32_t a = 0; a < spec->naggs; a++) {
-    const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
-    const lm_vec* ord = spec->aggs[a].order ? &op->ord_vecs[a] : NULL;
-    LM_TRY(lm_agg_update_ordered(&op->sagg[a], arg, ord, sel, gids, m));
-  }
-  for (int64_t i = 0; i < ndead; i++) slot_release(op, dead[i]);
-  return LAMINAR_OK;
-}
-
-typedef struct closing_session {
-  int64_t start;
-  uint32_t key;
-  int32_t slot;
-} closing_session;
-
-static int cmp_session(const void* x, const void* y) {
-  const closing_session *a = x, *b = y;
-  if (a->start != b->start) return a->start < b->start ? -1 : 1;
-  return (a->key > b->key) - (a->key < b->key);
-}
-
-/* One output row for session slot s. */
-static void put_session_row(window_op* op, int32_t s) {
-  const lm_window_spec* spec = &op->spec;
-  int64_t row = op->dn++;
-  lm_vec* v = op->dvecs;
-  int64_t scale = spec->time_type == LM_TYPE_TIMESTAMP ? 1000 : 1, start, end;
-  if (__builtin_mul_overflow(op->s_start[s], scale, &start)) start = INT64_MIN;
-  if (__builtin_mul_overflow(op->s_end[s], scale, &end)) end = INT64_MAX;
-  ((int64_t*)v[0].data)[row] = start;
-  ((int64_t*)v[1].data)[row] = end;
-  ((uint8_t*)v[0].nulls)[row] = 0;
-  ((uint8_t*)v[1].nulls)[row] = 0;
-  for (int32_t c = 0; c < spec->nkeys; c++) {
-    put_key(&v[2 + c], &op->keyset->keys[c], op->s_key[s], row);
-  }
-  for (int32_t a = 0; a < spec->naggs; a++) {
-    lm_vec* ov = &v[2 + spec->nkeys + a];
-    lm_agg_finalize(&op->sagg[a], s, 1, (char*)ov->data + lm_type_width(ov->type) * row,
-                    (uint8_t*)ov->nulls + row);
-  }
-}
-
-/* Emit every session whose end plus lateness the watermark reached, by start
- * then key, and free their slots. */
-static laminar_code session_on_watermark(window_op* op) {
-  int32_t nclose = 0;
-  for (int32_t s = 0; s < op->s_hw; s++) {
-    int64_t close;
-    if (!op->s_used[s]) continue;
-    if (__builtin_add_overflow(op->s_end[s], op->spec.lateness_ms, &close)) close = INT64_MAX;
-    if (close <= op->watermark) nclose++;
-  }
-  if (nclose == 0) return LAMINAR_OK;
-  lm_eval_ctx_reset(op->ctx);
-  closing_session* closing = lm_eval_ctx_alloc(op->ctx, sizeof *closing * (size_t)nclose);
-  if (closing == NULL) return LAMINAR_ERR_NOMEM;
-  LM_TRY(rows_reserve(op, nclose));
-  int32_t k = 0;
-  for (int32_t s = 0; s < op->s_hw; s++) {
-    int64_t close;
-    if (!op->s_used[s]) continue;
-    if (__builtin_add_overflow(op->s_end[s], op->spec.lateness_ms, &close)) close = INT64_MAX;
-    if (close <= op->watermark) closing[k++] = (closing_session){op->s_start[s], op->s_key[s], s};
-  }
-  qsort(closing, (size_t)nclose, sizeof *closing, cmp_session);
-  for (int32_t i = 0; i < nclose; i++) put_session_row(op, closing[i].slot);
-  laminar_code rc = rows_flush(op);
-  for (int32_t i = 0; i < nclose; i++) {
-    int32_t s = closing[i].slot;
-    uint32_t kid = op->s_key[s];
-    int32_t prev = -1, cur = op->k_first[kid];
-    while (cur != s) {
-      prev = cur;
-      cur = op->s_next[cur];
-    }
-    if (prev < 0) {
-      op->k_first[kid] = op->s_next[s];
-    } else {
-      op->s_next[prev] = op->s_next[s];
-    }
-    slot_release(op, s);
-  }
-  if (op->s_open == 0) { /* nothing open: drop replaced MIN/MAX strings */
-    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&op->sagg[a]);
-  }
-  return rc;
-}
-
-static void session_snapshot(const window_op* op, lm_state_writer* w) {
-  const window* ks = op->keyset;
-  lm_state_put_i64(w, ks->ngroups);
-  for (int64_t g = 0; g < ks->ngroups; g++) put_group_keys(op, ks, g, w);
-  lm_state_put_u32(w, (uint32_t)op->s_open);
-  for (int32_t s = 0; s < op->s_hw; s++) {
-    if (!op->s_used[s]) continue;
-    lm_state_put_u32(w, op->s_key[s]);
-    lm_state_put_i64(w, op->s_start[s]);
-    lm_state_put_i64(w, op->s_end[s]);
-    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&op->sagg[a], s, w);
-  }
-}
-
-static void session_clear(window_op* op) {
-  op->keyset->ngroups = 0;
-  memset(op->keyset->table, 0, sizeof(uint32_t) * ((size_t)op->keyset->table_mask + 1));
-  lm_pool_reset(&op->keyset->strings);
-  for (int64_t k = 0; k < op->k_cap; k++) op->k_first[k] = -1;
-  op->s_hw = op->s_open = 0;
-  op->s_free = -1;
-  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&op->sagg[a]);
-}
-
-static laminar_code session_restore(window_op* op, lm_state_reader* r) {
-  session_clear(op);
-  window* ks = op->keyset;
-  int64_t nkeys = lm_state_get_i64(r);
-  if (r->failed || nkeys < 0 || (uint64_t)nkeys > r->len) {
-    r->failed = true;
-    return LAMINAR_OK;
-  }
-  LM_TRY(window_reserve(op, ks, nkeys));
-  LM_TRY(keys_reserve(op, nkeys));
-  int64_t g = 0;
-  for (; g < nkeys && !r->failed; g++) {
-    LM_TRY(get_group_keys(op, ks, g, r));
-    ks->ghash[g] = hash_group(ks, op->spec.nkeys, g);
-  }
-  ks->ngroups = g;
-  uint64_t size = 64;
-  while (size < (uint64_t)(g + 1) * 2) size *= 2;
-  LM_TRY(table_rebuild(ks, size));
-  uint32_t nsess = lm_state_get_u32(r);
-  for (uint32_t i = 0; i < nsess && !r->failed; i++) {
-    uint32_t kid = lm_state_get_u32(r);
-    int64_t start = lm_state_get_i64(r), end = lm_state_get_i64(r);
-    if (r->failed || kid >= (uint64_t)ks->ngroups || end <= start) {
-      r->failed = true;
-      break;
-    }
-    int32_t s;
-    LM_TRY(slot_new(op, kid, start, end, &s));
-    for (int32_t a = 0; a < op->spec.naggs; a++) LM_TRY(lm_agg_restore_group(&op->sagg[a], s, r));
-  }
-  return LAMINAR_OK;
+  return lm_op_rows_flush(op); /* EMIT CHANGES: this chunk's deltas */
 }
 
 /* ---- emission ------------------------------------------------------------------- */
@@ -1123,14 +729,14 @@ static void drop_closed(window_op* op, int32_t nclose) {
 /* Closing windows of a changelog input: groups whose rows were all retracted
  * are left out, so rows go out one group at a time. */
 static laminar_code close_tracked(window_op* op, int32_t nclose, int64_t total) {
-  LM_TRY(rows_reserve(op, total));
+  LM_TRY(lm_op_rows_reserve(op, total));
   for (int32_t i = 0; i < nclose; i++) {
     const window* w = op->open[i];
     for (int64_t g = 0; g < w->ngroups; g++) {
       if (w->nrows[g] > 0) put_group_row(op, w, g, +1);
     }
   }
-  laminar_code rc = rows_flush(op);
+  laminar_code rc = lm_op_rows_flush(op);
   drop_closed(op, nclose);
   return rc;
 }
@@ -1145,7 +751,7 @@ static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   if (op->panes) return panes_on_watermark(op, prev);
   const lm_window_spec* spec = &op->spec;
   if (spec->global) return LAMINAR_OK; /* the one window never closes */
-  if (spec->session) return session_on_watermark(op);
+  if (spec->session) return lm_op_session_watermark(op);
   int32_t nclose = 0;
   int64_t total = 0;
   while (nclose < op->nopen) {
@@ -1284,7 +890,7 @@ static laminar_code acc_group(window_op* op, window* acc, const window* src, int
 static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane, uint64_t pass) {
   uint32_t* dst = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(pane->ngroups + 1));
   if (dst == NULL) return LAMINAR_ERR_NOMEM;
-  LM_TRY(window_reserve(op, acc, acc->ngroups + pane->ngroups));
+  LM_TRY(lm_op_window_reserve(op, acc, acc->ngroups + pane->ngroups));
   for (int64_t g = 0; g < pane->ngroups; g++) {
     uint32_t k = pane->kid[g];
     if (op->kstamp[k] != pass) {
@@ -1317,7 +923,7 @@ static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane,
 static laminar_code put_window_rows(window_op* op, const window* w) {
   int64_t ng = w->ngroups;
   if (ng == 0) return LAMINAR_OK;
-  LM_TRY(rows_reserve(op, ng));
+  LM_TRY(lm_op_rows_reserve(op, ng));
   int64_t row = op->dn;
   lm_vec* v = op->dvecs;
   int64_t start, end;
@@ -1329,7 +935,7 @@ static laminar_code put_window_rows(window_op* op, const window* w) {
     ((uint8_t*)v[1].nulls)[row + g] = 0;
   }
   for (int32_t c = 0; c < op->spec.nkeys; c++) {
-    for (int64_t g = 0; g < ng; g++) put_key(&v[2 + c], &w->keys[c], g, row + g);
+    for (int64_t g = 0; g < ng; g++) lm_op_put_key(&v[2 + c], &w->keys[c], g, row + g);
   }
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_vec* ov = &v[2 + op->spec.nkeys + a];
@@ -1337,7 +943,7 @@ static laminar_code put_window_rows(window_op* op, const window* w) {
                     (uint8_t*)ov->nulls + row);
   }
   op->dn += ng;
-  return rows_flush(op);
+  return lm_op_rows_flush(op);
 }
 
 static int cmp_i64(const void* x, const void* y) {
@@ -1358,7 +964,7 @@ static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
   int64_t nstarts = 0;
   for (int32_t i = 0; i < op->nopen; i++) {
     int64_t p = op->open[i]->start;
-    int64_t ws = floor_div(p, hop) * hop;
+    int64_t ws = lm_op_floor_div(p, hop) * hop;
     for (int64_t j = 0; j < per; j++) {
       int64_t end, close;
       if (__builtin_add_overflow(ws, size, &end)) end = INT64_MAX;
@@ -1376,7 +982,7 @@ static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
     memset(op->kstamp + op->kmap_cap, 0, sizeof(uint64_t) * (size_t)(ncap - op->kmap_cap));
     op->kmap_cap = ncap;
   }
-  if (op->acc == NULL) LM_TRY(window_new(op, &op->acc));
+  if (op->acc == NULL) LM_TRY(lm_op_window_new(op, &op->acc));
   window* acc = op->acc;
   laminar_code rc = LAMINAR_OK;
   int32_t first = 0; /* first open pane that may lie in the next window */
@@ -1401,7 +1007,7 @@ static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
 
 /* ---- snapshot / restore ----------------------------------------------------- */
 
-static void put_group_keys(const window_op* op, const window* win, int64_t g,
+void lm_op_put_group_keys(const window_op* op, const window* win, int64_t g,
                            lm_state_writer* w) {
   for (int32_t c = 0; c < op->spec.nkeys; c++) {
     const key_store* ks = &win->keys[c];
@@ -1417,7 +1023,7 @@ static void put_group_keys(const window_op* op, const window* win, int64_t g,
 }
 
 /* Read the keys of group g (reserved) and set its hash. */
-static laminar_code get_group_keys(window_op* op, window* win, int64_t g, lm_state_reader* r) {
+laminar_code lm_op_get_group_keys(window_op* op, window* win, int64_t g, lm_state_reader* r) {
   for (int32_t c = 0; c < op->spec.nkeys; c++) {
     key_store* ks = &win->keys[c];
     ks->nulls[g] = lm_state_get_u8(r) ? 1 : 0;
@@ -1440,7 +1046,7 @@ static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
   lm_state_put_i64(w, op->watermark);
   lm_state_put_i64(w, op->late_rows);
   if (op->spec.session) {
-    session_snapshot(op, w);
+    lm_op_session_snapshot(op, w);
     return lm_state_writer_status(w);
   }
   lm_state_put_u32(w, (uint32_t)op->nopen);
@@ -1449,7 +1055,7 @@ static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
     lm_state_put_i64(w, win->start);
     lm_state_put_i64(w, win->ngroups);
     for (int64_t g = 0; g < win->ngroups; g++) {
-      put_group_keys(op, win, g, w);
+      lm_op_put_group_keys(op, win, g, w);
       for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&win->aggs[a], g, w);
       if (op->track) {
         lm_state_put_i64(w, win->nrows[g]);
@@ -1471,9 +1077,9 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
   op->watermark = lm_state_get_i64(r);
   op->late_rows = lm_state_get_i64(r);
   if (op->spec.session) {
-    LM_TRY(session_restore(op, r));
+    LM_TRY(lm_op_session_restore(op, r));
     laminar_code rc = lm_state_reader_status(r, "session window aggregate", err);
-    if (rc != LAMINAR_OK) session_clear(op);
+    if (rc != LAMINAR_OK) lm_op_session_clear(op);
     return rc;
   }
   uint32_t nopen = lm_state_get_u32(r);
@@ -1487,10 +1093,10 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
       r->failed = true; /* two windows with one start: not a snapshot of ours */
       break;
     }
-    LM_TRY(window_reserve(op, win, ngroups));
+    LM_TRY(lm_op_window_reserve(op, win, ngroups));
     int64_t g = 0;
     for (; g < ngroups && !r->failed; g++) {
-      LM_TRY(get_group_keys(op, win, g, r));
+      LM_TRY(lm_op_get_group_keys(op, win, g, r));
       for (int32_t a = 0; a < op->spec.naggs; a++) {
         lm_agg_states_init_group(&win->aggs[a], g);
         LM_TRY(lm_agg_restore_group(&win->aggs[a], g, r));
@@ -1500,14 +1106,14 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
         win->live[g] = lm_state_get_u8(r) ? 1 : 0;
         win->stamp[g] = 0;
       }
-      win->ghash[g] = hash_group(win, op->spec.nkeys, g);
+      win->ghash[g] = lm_op_hash_group(win, op->spec.nkeys, g);
     }
     /* One table sized for all the groups, filled once (not grown and rehashed
      * as they come). */
     win->ngroups = g;
     uint64_t size = 64;
     while (size < (uint64_t)(g + 1) * 2) size *= 2;
-    LM_TRY(table_rebuild(win, size));
+    LM_TRY(lm_op_table_rebuild(win, size));
     for (int64_t k = 0; op->panes && k < g; k++) {
       LM_TRY(acc_group(op, op->keyset, win, k, &win->kid[k]));
     }
@@ -1592,7 +1198,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
     op->panes = true;
     op->spec.size_ms = op->spec.hop_ms = a; /* the pane: gcd(size, hop) */
   }
-  bool keyset_ok = !op->panes || window_new(op, &op->keyset) == LAMINAR_OK;
+  bool keyset_ok = !op->panes || lm_op_window_new(op, &op->keyset) == LAMINAR_OK;
   op->watermark = INT64_MIN;
   op->track = spec->emit_changes || spec->changelog;
   op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
@@ -1608,7 +1214,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   bool session_ok = true;
   if (spec->session) {
     op->sagg = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_agg_states));
-    session_ok = op->sagg != NULL && window_new(op, &op->keyset) == LAMINAR_OK;
+    session_ok = op->sagg != NULL && lm_op_window_new(op, &op->keyset) == LAMINAR_OK;
     for (int32_t a = 0; op->sagg != NULL && a < spec->naggs; a++) {
       const lm_agg_spec* as = &spec->aggs[a];
       lm_agg_states_init(&op->sagg[a], as, as->arg ? as->arg->type : LM_TYPE_NULL);
