@@ -82,6 +82,9 @@ if [[ "${BENCH_JAVA:-1}" != 0 && -f "$JAVA_LIB" ]]; then
 else
   : >"$OUT/bench_java.txt"
 fi
+echo "== bench_windows $N --reps $REPS (hop, session, EMIT CHANGES variants of W1)"
+"$BUILD/bench/bench_windows" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6" |
+  tee "$OUT/bench_windows.txt" || STATUS=$?
 
 echo "== limit_vwap $N $REPS (after)"
 "$BUILD/limit_vwap" "$N" "$REPS" | tee "$OUT/limit_vwap_after.txt"
@@ -140,6 +143,13 @@ for m in inline threaded; do
       "$(awk -v a="$jw1" -v c="$(mrows W1 inline)" \
          'BEGIN { if (c > 0) printf "%.2fx C W1 inline", a / c }')"
   fi
+done
+wmrows() { field "^RESULT $1 " "$OUT/bench_windows.txt" \
+  '{for (i = 1; i < NF; i++) if ($(i+1) == "M" && $(i+2) == "rows/s") print $i}'; }
+for v in hop session changes running; do
+  target=$(case $v in hop | changes) echo ">=0.15" ;; session) echo ">=0.2" ;; *) echo "-" ;; esac)
+  r="$(awk -v a="$(wmrows "$v")" -v b="$W1B" 'BEGIN { if (a != "" && b > 0) printf "%.3f", a / b }')"
+  printf "%-22s %12s %10s %8s\n" "W1 $v inline" "$(wmrows "$v")" "${r}x W1b" "$target"
 done
 if [[ -s "$OUT/bench_ring.txt" ]]; then
   printf "%-22s %12s %10s %8s\n" "SPSC ring single" \

@@ -13,10 +13,29 @@
 #include <string.h>
 
 static bool uses_count(lm_agg_fn fn) {
-  return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG;
+  return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG ||
+         fn == LM_AGG_COUNT_DISTINCT;
+}
+static bool is_first_last(lm_agg_fn fn) { return fn == LM_AGG_FIRST || fn == LM_AGG_LAST; }
+
+/* MIN/MAX over a changelog keep a multiset of each group's values (the
+ * COUNT(DISTINCT) set with a multiplicity per value): a retraction lowers a
+ * value's multiplicity, and the result is the least / greatest value still
+ * held, found by a scan of the group's values when it is finalized. */
+bool lm_agg_retractable(lm_agg_fn fn) {
+  return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG || fn == LM_AGG_SUM ||
+         fn == LM_AGG_MIN || fn == LM_AGG_MAX;
+}
+
+bool lm_agg_states_set_weighted(lm_agg_states* st) {
+  if (!lm_agg_retractable(st->fn)) return false;
+  st->weighted = true;
+  return true;
 }
 static bool uses_sum(lm_agg_fn fn) { return fn == LM_AGG_SUM || fn == LM_AGG_AVG; }
 static bool uses_minmax(lm_agg_fn fn) { return fn == LM_AGG_MIN || fn == LM_AGG_MAX; }
+/* Keeps one value of the argument's type per group. */
+static bool keeps_value(lm_agg_fn fn) { return uses_minmax(fn) || is_first_last(fn); }
 
 void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type) {
   *st = (lm_agg_states){0};
@@ -35,7 +54,7 @@ void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_
 
 laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
   if (cap <= st->cap) return LAMINAR_OK;
-  if (uses_count(st->fn)) GROW(count, cap);
+  if (uses_count(st->fn) || st->weighted) GROW(count, cap);
   if (uses_sum(st->fn)) {
     if (st->arg_type == LM_TYPE_DOUBLE) {
       GROW(sum_d, cap);
@@ -43,7 +62,7 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
       GROW(sum_i, cap);
     }
   }
-  if (uses_minmax(st->fn)) {
+  if (keeps_value(st->fn)) {
     if (st->arg_type == LM_TYPE_DOUBLE) {
       GROW(mm_d, cap);
     } else if (st->arg_type == LM_TYPE_STRING) {
@@ -52,7 +71,14 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
       GROW(mm_i, cap);
     }
   }
-  if (st->fn != LM_AGG_COUNT && st->fn != LM_AGG_COUNT_STAR) GROW(has, cap);
+  if (is_first_last(st->fn)) {
+    GROW(ord, cap);
+    GROW(vnull, cap);
+  }
+  if (st->fn == LM_AGG_COUNT_DISTINCT || (st->weighted && uses_minmax(st->fn))) GROW(d_head, cap);
+  if (st->fn != LM_AGG_COUNT && st->fn != LM_AGG_COUNT_STAR && st->fn != LM_AGG_COUNT_DISTINCT) {
+    GROW(has, cap);
+  }
   st->cap = cap;
   return LAMINAR_OK;
 }
@@ -65,9 +91,22 @@ void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
   if (st->mm_d) st->mm_d[g] = 0.0;
   if (st->mm_s) st->mm_s[g] = (lm_str){NULL, 0};
   if (st->has) st->has[g] = 0;
+  if (st->ord) st->ord[g] = 0;
+  if (st->vnull) st->vnull[g] = 0;
+  if (st->d_head) st->d_head[g] = -1;
 }
 
-void lm_agg_states_clear(lm_agg_states* st) { lm_pool_reset(&st->strings); }
+void lm_agg_states_drop_group(lm_agg_states* st, int64_t g) {
+  if (st->d_head == NULL) return;
+  for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) st->d_group[e] = UINT32_MAX;
+  st->d_head[g] = -1;
+}
+
+void lm_agg_states_clear(lm_agg_states* st) {
+  lm_pool_reset(&st->strings);
+  st->d_n = 0;
+  if (st->d_table) memset(st->d_table, 0, sizeof(uint32_t) * ((size_t)st->d_mask + 1));
+}
 
 void lm_agg_states_free(lm_agg_states* st) {
   lm_free(st->count);
@@ -77,8 +116,24 @@ void lm_agg_states_free(lm_agg_states* st) {
   lm_free(st->mm_d);
   lm_free(st->mm_s);
   lm_free(st->has);
+  lm_free(st->ord);
+  lm_free(st->vnull);
+  lm_free(st->d_hash);
+  lm_free(st->d_group);
+  lm_free(st->d_i);
+  lm_free(st->d_d);
+  lm_free(st->d_s);
+  lm_free(st->d_next);
+  lm_free(st->d_cnt);
+  lm_free(st->d_head);
+  lm_free(st->d_table);
   lm_pool_free(&st->strings);
   *st = (lm_agg_states){0};
+}
+
+/* Non-NULL values of group g: weighted states count them, others flag them. */
+static inline bool has_value(const lm_agg_states* st, int64_t g) {
+  return st->weighted ? st->count[g] != 0 : st->has[g] != 0;
 }
 
 /* ---- update ------------------------------------------------------------- */
@@ -107,10 +162,235 @@ static int64_t int_value(const lm_vec* v, uint32_t row) {
   }
 }
 
+/* ---- COUNT(DISTINCT): the (group, value) set ----------------------------- */
+
+static inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+/* One distinct value: its kind follows the state's argument type. */
+typedef struct dvalue {
+  int64_t i;
+  double d;
+  lm_str s;
+} dvalue;
+
+static dvalue value_at(const lm_agg_states* st, const lm_vec* arg, uint32_t r) {
+  dvalue v = {0, 0.0, {NULL, 0}};
+  if (st->arg_type == LM_TYPE_DOUBLE) {
+    double d = ((const double*)arg->data)[r];
+    v.d = d == 0.0 ? 0.0 : isnan(d) ? NAN : d; /* DuckDB: -0.0 = 0.0, NaN = NaN */
+  } else if (st->arg_type == LM_TYPE_STRING) {
+    v.s = ((const lm_str*)arg->data)[r];
+  } else {
+    v.i = int_value(arg, r);
+  }
+  return v;
+}
+
+static uint64_t dvalue_hash(const lm_agg_states* st, int64_t g, dvalue v) {
+  uint64_t h = mix64((uint64_t)g * 0x9E3779B97F4A7C15ULL + 1);
+  if (st->arg_type == LM_TYPE_DOUBLE) {
+    uint64_t bits;
+    memcpy(&bits, &v.d, 8);
+    return mix64(h ^ bits);
+  }
+  if (st->arg_type == LM_TYPE_STRING) {
+    for (int64_t k = 0; k < v.s.len; k++) h = (h ^ (uint8_t)v.s.ptr[k]) * 0x100000001B3ULL;
+    return mix64(h ^ (uint64_t)v.s.len);
+  }
+  return mix64(h ^ (uint64_t)v.i);
+}
+
+static bool dvalue_eq(const lm_agg_states* st, int32_t e, dvalue v) {
+  if (st->arg_type == LM_TYPE_DOUBLE) {
+    double a = st->d_d[e];
+    return a == v.d || (isnan(a) && isnan(v.d));
+  }
+  if (st->arg_type == LM_TYPE_STRING) return cmp_str(st->d_s[e], v.s) == 0;
+  return st->d_i[e] == v.i;
+}
+
+static void dset_link(lm_agg_states* st, int32_t e) {
+  uint32_t slot = (uint32_t)st->d_hash[e] & st->d_mask;
+  while (st->d_table[slot] != 0) slot = (slot + 1) & st->d_mask;
+  st->d_table[slot] = (uint32_t)e + 1;
+}
+
+/* Room for one more entry, the table at most half full. */
+static laminar_code dset_reserve(lm_agg_states* st) {
+  if (st->d_n == st->d_cap) {
+    int64_t ncap = st->d_cap ? st->d_cap * 2 : 64;
+    if (ncap > INT32_MAX / 4) return LAMINAR_ERR_NOMEM;
+    GROW(d_hash, ncap);
+    GROW(d_group, ncap);
+    GROW(d_next, ncap);
+    if (st->weighted) GROW(d_cnt, ncap);
+    if (st->arg_type == LM_TYPE_DOUBLE) {
+      GROW(d_d, ncap);
+    } else if (st->arg_type == LM_TYPE_STRING) {
+      GROW(d_s, ncap);
+    } else {
+      GROW(d_i, ncap);
+    }
+    st->d_cap = ncap;
+  }
+  uint64_t size = st->d_table ? (uint64_t)st->d_mask + 1 : 0;
+  if ((uint64_t)(st->d_n + 1) * 2 > size) {
+    uint64_t nsize = size ? size * 2 : 128;
+    uint32_t* fresh = lm_calloc((size_t)nsize, sizeof(uint32_t));
+    if (fresh == NULL) return LAMINAR_ERR_NOMEM;
+    lm_free(st->d_table);
+    st->d_table = fresh;
+    st->d_mask = (uint32_t)(nsize - 1);
+    for (int64_t e = 0; e < st->d_n; e++) dset_link(st, (int32_t)e);
+  }
+  return LAMINAR_OK;
+}
+
+/* The entry of value v in group g's set, added if new (*out_added). */
+static laminar_code dset_find_or_add(lm_agg_states* st, uint32_t g, dvalue v, int32_t* out,
+                                     bool* out_added) {
+  uint64_t h = dvalue_hash(st, g, v);
+  *out_added = false;
+  if (st->d_table != NULL) {
+    for (uint32_t slot = (uint32_t)h & st->d_mask; st->d_table[slot] != 0;
+         slot = (slot + 1) & st->d_mask) {
+      int32_t e = (int32_t)st->d_table[slot] - 1;
+      if (st->d_hash[e] == h && st->d_group[e] == g && dvalue_eq(st, e, v)) {
+        *out = e;
+        return LAMINAR_OK;
+      }
+    }
+  }
+  LM_TRY(dset_reserve(st));
+  int32_t e = (int32_t)st->d_n++;
+  if (st->d_cnt) st->d_cnt[e] = 0;
+  st->d_hash[e] = h;
+  st->d_group[e] = g;
+  if (st->arg_type == LM_TYPE_DOUBLE) {
+    st->d_d[e] = v.d;
+  } else if (st->arg_type == LM_TYPE_STRING) {
+    char* copy = lm_pool_copy(&st->strings, v.s.ptr, (size_t)v.s.len);
+    if (copy == NULL && v.s.len > 0) return LAMINAR_ERR_NOMEM;
+    st->d_s[e] = (lm_str){copy, v.s.len};
+  } else {
+    st->d_i[e] = v.i;
+  }
+  st->d_next[e] = st->d_head[g];
+  st->d_head[g] = e;
+  dset_link(st, e);
+  *out = e;
+  *out_added = true;
+  return LAMINAR_OK;
+}
+
+/* Add value v to group g's set (count[g] + 1 if it is new). */
+static laminar_code dset_insert(lm_agg_states* st, uint32_t g, dvalue v) {
+  int32_t e;
+  bool added;
+  LM_TRY(dset_find_or_add(st, g, v, &e, &added));
+  if (added) st->count[g]++;
+  return LAMINAR_OK;
+}
+
+/* MIN/MAX over a changelog: value v of group g held `w` more times. */
+static laminar_code dset_weigh(lm_agg_states* st, uint32_t g, dvalue v, int64_t w) {
+  int32_t e;
+  bool added;
+  LM_TRY(dset_find_or_add(st, g, v, &e, &added));
+  st->d_cnt[e] += w;
+  return LAMINAR_OK;
+}
+
+/* The least (MIN) or greatest (MAX) value group g holds, or -1 if none. */
+static int32_t dset_extreme(const lm_agg_states* st, int64_t g) {
+  bool is_min = st->fn == LM_AGG_MIN;
+  int32_t best = -1;
+  for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) {
+    if (st->d_cnt[e] <= 0) continue;
+    bool better = best < 0;
+    if (!better && st->d_d) {
+      better = is_min ? dbl_less(st->d_d[e], st->d_d[best]) : dbl_less(st->d_d[best], st->d_d[e]);
+    } else if (!better && st->d_s) {
+      int c = cmp_str(st->d_s[e], st->d_s[best]);
+      better = is_min ? c < 0 : c > 0;
+    } else if (!better) {
+      better = is_min ? st->d_i[e] < st->d_i[best] : st->d_i[e] > st->d_i[best];
+    }
+    if (better) best = e;
+  }
+  return best;
+}
+
+static dvalue entry_value(const lm_agg_states* st, int32_t e) {
+  dvalue v = {0, 0.0, {NULL, 0}};
+  if (st->arg_type == LM_TYPE_DOUBLE) {
+    v.d = st->d_d[e];
+  } else if (st->arg_type == LM_TYPE_STRING) {
+    v.s = st->d_s[e];
+  } else {
+    v.i = st->d_i[e];
+  }
+  return v;
+}
+
+/* ---- FIRST / LAST ------------------------------------------------------------ */
+
+/* Keep row r's value of `arg` (NULL included) as group g's. */
+static laminar_code keep_value(lm_agg_states* st, const lm_vec* arg, uint32_t g, uint32_t r) {
+  bool is_null = arg->nulls && arg->nulls[r];
+  st->vnull[g] = is_null;
+  st->has[g] = 1;
+  if (is_null) return LAMINAR_OK;
+  if (st->arg_type == LM_TYPE_DOUBLE) {
+    st->mm_d[g] = ((const double*)arg->data)[r];
+  } else if (st->arg_type == LM_TYPE_STRING) {
+    lm_str s = ((const lm_str*)arg->data)[r];
+    char* copy = lm_pool_copy(&st->strings, s.ptr, (size_t)s.len);
+    if (copy == NULL && s.len > 0) return LAMINAR_ERR_NOMEM;
+    st->mm_s[g] = (lm_str){copy, s.len};
+  } else {
+    st->mm_i[g] = int_value(arg, r);
+  }
+  return LAMINAR_OK;
+}
+
+laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg, const lm_vec* order,
+                                   const uint32_t* sel, const uint32_t* gids, int64_t m) {
+  if (!is_first_last(st->fn)) return lm_agg_update(st, arg, sel, gids, m);
+  bool first = st->fn == LM_AGG_FIRST;
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t r = ROW(j), g = gids[j];
+    int64_t t = 0;
+    if (order != NULL) {
+      if (order->nulls && order->nulls[r]) continue; /* no event time: no place in the order */
+      t = ((const int64_t*)order->data)[r];
+    }
+    /* Ties go by arrival: FIRST keeps the earlier row, LAST takes the later. */
+    bool take = !st->has[g] || (first ? t < st->ord[g] : t >= st->ord[g]);
+    if (!take) continue;
+    st->ord[g] = t;
+    LM_TRY(keep_value(st, arg, g, r));
+  }
+  return LAMINAR_OK;
+}
+
 laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                            const uint32_t* gids, int64_t m) {
   const uint8_t* nulls = arg ? arg->nulls : NULL;
   switch (st->fn) {
+    case LM_AGG_FIRST:
+    case LM_AGG_LAST: return lm_agg_update_ordered(st, arg, NULL, sel, gids, m);
+    case LM_AGG_COUNT_DISTINCT:
+      for (int64_t j = 0; j < m; j++) {
+        uint32_t r = ROW(j);
+        if (nulls && nulls[r]) continue;
+        LM_TRY(dset_insert(st, gids[j], value_at(st, arg, r)));
+      }
+      return LAMINAR_OK;
     case LM_AGG_COUNT_STAR:
       for (int64_t j = 0; j < m; j++) st->count[gids[j]]++;
       return LAMINAR_OK;
@@ -224,6 +504,133 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
   return LAMINAR_ERR_INTERNAL;
 }
 
+laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
+                                    const uint32_t* gids, const int64_t* weight, int64_t m) {
+  if (!st->weighted) return LAMINAR_ERR_INTERNAL;
+  const uint8_t* nulls = arg ? arg->nulls : NULL;
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t r = ROW(j), g = gids[j];
+    int64_t w = weight[r];
+    if (st->fn == LM_AGG_COUNT_STAR) {
+      st->count[g] += w;
+      continue;
+    }
+    if (nulls && nulls[r]) continue;
+    st->count[g] += w;
+    if (st->fn == LM_AGG_COUNT) continue;
+    if (uses_minmax(st->fn)) {
+      LM_TRY(dset_weigh(st, g, value_at(st, arg, r), w));
+      continue;
+    }
+    if (st->arg_type == LM_TYPE_DOUBLE) {
+      st->sum_d[g] += (double)w * ((const double*)arg->data)[r];
+    } else {
+      st->sum_i[g] += (lm_i128)w * int_value(arg, r);
+    }
+  }
+  return LAMINAR_OK;
+}
+
+/* A string kept by `st`: copied into its pool unless it is there already. */
+static laminar_code keep_str(lm_agg_states* st, bool same, lm_str v, lm_str* out) {
+  if (same) {
+    *out = v;
+    return LAMINAR_OK;
+  }
+  char* copy = lm_pool_copy(&st->strings, v.ptr, (size_t)v.len);
+  if (copy == NULL && v.len > 0) return LAMINAR_ERR_NOMEM;
+  *out = (lm_str){copy, v.len};
+  return LAMINAR_OK;
+}
+
+laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* from,
+                          int64_t src) {
+  bool same = st == from;
+  if (st->fn == LM_AGG_COUNT_DISTINCT) {
+    for (int32_t e = from->d_head[src]; e >= 0; e = from->d_next[e]) {
+      LM_TRY(dset_insert(st, (uint32_t)dst, entry_value(from, e)));
+    }
+    return LAMINAR_OK;
+  }
+  if (is_first_last(st->fn)) {
+    bool first = st->fn == LM_AGG_FIRST;
+    if (from->has[src] && (!st->has[dst] || (first ? from->ord[src] < st->ord[dst]
+                                                   : from->ord[src] >= st->ord[dst]))) {
+      st->ord[dst] = from->ord[src];
+      st->vnull[dst] = from->vnull[src];
+      if (st->mm_i) st->mm_i[dst] = from->mm_i[src];
+      if (st->mm_d) st->mm_d[dst] = from->mm_d[src];
+      if (st->mm_s && !from->vnull[src]) LM_TRY(keep_str(st, same, from->mm_s[src], &st->mm_s[dst]));
+      st->has[dst] = 1;
+    }
+    return LAMINAR_OK;
+  }
+  if (st->count) st->count[dst] += from->count[src];
+  if (st->sum_i) st->sum_i[dst] += from->sum_i[src];
+  if (st->sum_d) st->sum_d[dst] += from->sum_d[src];
+  if (uses_minmax(st->fn) && from->has[src]) {
+    bool is_min = st->fn == LM_AGG_MIN, take = !st->has[dst];
+    if (st->mm_d) {
+      if (!take) take = is_min ? dbl_less(from->mm_d[src], st->mm_d[dst])
+                               : dbl_less(st->mm_d[dst], from->mm_d[src]);
+      if (take) st->mm_d[dst] = from->mm_d[src];
+    } else if (st->mm_s) {
+      int c = take ? 0 : cmp_str(from->mm_s[src], st->mm_s[dst]);
+      if (take || (is_min ? c < 0 : c > 0)) LM_TRY(keep_str(st, same, from->mm_s[src], &st->mm_s[dst]));
+    } else {
+      if (!take) take = is_min ? from->mm_i[src] < st->mm_i[dst] : from->mm_i[src] > st->mm_i[dst];
+      if (take) st->mm_i[dst] = from->mm_i[src];
+    }
+  }
+  if (st->has) st->has[dst] |= from->has[src];
+  return LAMINAR_OK;
+}
+
+laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_agg_states* from,
+                               int64_t n) {
+  /* The common kinds as plain loops; the rest one group at a time. */
+  switch (st->fn) {
+    case LM_AGG_COUNT_STAR:
+    case LM_AGG_COUNT:
+      for (int64_t g = 0; g < n; g++) st->count[dst[g]] += from->count[g];
+      return LAMINAR_OK;
+    case LM_AGG_SUM:
+    case LM_AGG_AVG:
+      if (st->weighted) break;
+      for (int64_t g = 0; g < n; g++) {
+        uint32_t d = dst[g];
+        if (st->count) st->count[d] += from->count[g];
+        if (st->sum_d) {
+          st->sum_d[d] += from->sum_d[g];
+        } else {
+          st->sum_i[d] += from->sum_i[g];
+        }
+        st->has[d] |= from->has[g];
+      }
+      return LAMINAR_OK;
+    case LM_AGG_MIN:
+    case LM_AGG_MAX:
+      if (st->mm_d == NULL && st->mm_i == NULL) break;
+      for (int64_t g = 0; g < n; g++) {
+        uint32_t d = dst[g];
+        if (!from->has[g]) continue;
+        bool is_min = st->fn == LM_AGG_MIN;
+        if (st->mm_d) {
+          double v = from->mm_d[g], cur = st->mm_d[d];
+          if (!st->has[d] || (is_min ? dbl_less(v, cur) : dbl_less(cur, v))) st->mm_d[d] = v;
+        } else {
+          int64_t v = from->mm_i[g], cur = st->mm_i[d];
+          if (!st->has[d] || (is_min ? v < cur : v > cur)) st->mm_i[d] = v;
+        }
+        st->has[d] = 1;
+      }
+      return LAMINAR_OK;
+    default: break;
+  }
+  for (int64_t g = 0; g < n; g++) LM_TRY(lm_agg_merge(st, dst[g], from, g));
+  return LAMINAR_OK;
+}
+
 /* ---- finalize ----------------------------------------------------------- */
 
 bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* data,
@@ -235,10 +642,11 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
     switch (st->fn) {
       case LM_AGG_COUNT_STAR:
       case LM_AGG_COUNT:
+      case LM_AGG_COUNT_DISTINCT:
         ((int64_t*)data)[k] = st->count[g];
         break;
       case LM_AGG_SUM:
-        if (!st->has[g]) {
+        if (!has_value(st, g)) {
           is_null = 1;
           if (st->result_type == LM_TYPE_DOUBLE) {
             ((double*)data)[k] = 0;
@@ -255,7 +663,7 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
         }
         break;
       case LM_AGG_AVG:
-        if (!st->has[g]) {
+        if (!has_value(st, g)) {
           is_null = 1;
           ((double*)data)[k] = 0;
         } else if (st->arg_type == LM_TYPE_DOUBLE) {
@@ -266,7 +674,22 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
         break;
       case LM_AGG_MIN:
       case LM_AGG_MAX:
-        is_null = !st->has[g];
+      case LM_AGG_FIRST:
+      case LM_AGG_LAST:
+        if (st->weighted) { /* MIN/MAX over a changelog: from the multiset */
+          int32_t e = dset_extreme(st, g);
+          is_null = e < 0;
+          dvalue v = is_null ? (dvalue){0, 0.0, {NULL, 0}} : entry_value(st, e);
+          switch (st->result_type) {
+            case LM_TYPE_DOUBLE: ((double*)data)[k] = v.d; break;
+            case LM_TYPE_STRING: ((lm_str*)data)[k] = v.s; break;
+            case LM_TYPE_INT32: ((int32_t*)data)[k] = (int32_t)v.i; break;
+            case LM_TYPE_BOOL: ((uint8_t*)data)[k] = (uint8_t)v.i; break;
+            default: ((int64_t*)data)[k] = v.i; break;
+          }
+          break;
+        }
+        is_null = !st->has[g] || (st->vnull && st->vnull[g]);
         switch (st->result_type) {
           case LM_TYPE_DOUBLE: ((double*)data)[k] = is_null ? 0 : st->mm_d[g]; break;
           case LM_TYPE_STRING:
@@ -286,6 +709,29 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
 
 /* ---- snapshot ----------------------------------------------------------- */
 
+/* One value of the set (snapshot) and back. */
+static void write_value(const lm_agg_states* st, int32_t e, lm_state_writer* w) {
+  if (st->d_s) {
+    lm_state_put_bytes(w, st->d_s[e].ptr, (size_t)st->d_s[e].len);
+  } else if (st->d_d) {
+    lm_state_put_f64(w, st->d_d[e]);
+  } else {
+    lm_state_put_i64(w, st->d_i[e]);
+  }
+}
+
+static dvalue read_value(const lm_agg_states* st, lm_state_reader* r) {
+  dvalue v = {0, 0.0, {NULL, 0}};
+  if (st->arg_type == LM_TYPE_STRING) {
+    v.s = lm_state_get_bytes(r);
+  } else if (st->arg_type == LM_TYPE_DOUBLE) {
+    v.d = lm_state_get_f64(r);
+  } else {
+    v.i = lm_state_get_i64(r);
+  }
+  return v;
+}
+
 void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* w) {
   if (st->count) lm_state_put_i64(w, st->count[g]);
   if (st->sum_i) {
@@ -297,6 +743,24 @@ void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* 
   if (st->mm_d) lm_state_put_f64(w, st->mm_d[g]);
   if (st->mm_s) lm_state_put_bytes(w, st->mm_s[g].ptr, (size_t)st->mm_s[g].len);
   if (st->has) lm_state_put_u8(w, st->has[g]);
+  if (st->ord) lm_state_put_i64(w, st->ord[g]);
+  if (st->vnull) lm_state_put_u8(w, st->vnull[g]);
+  if (st->d_cnt != NULL || (st->weighted && uses_minmax(st->fn))) {
+    /* MIN/MAX over a changelog: the values held, with their multiplicities */
+    uint32_t n = 0;
+    for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) n += st->d_cnt[e] != 0;
+    lm_state_put_u32(w, n);
+    for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) {
+      if (st->d_cnt[e] == 0) continue;
+      lm_state_put_i64(w, st->d_cnt[e]);
+      write_value(st, e, w);
+    }
+  }
+  if (st->fn == LM_AGG_COUNT_DISTINCT) { /* the values, newest first */
+    for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) {
+      write_value(st, e, w);
+    }
+  }
 }
 
 laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader* r) {
@@ -316,5 +780,25 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
     st->mm_s[g] = (lm_str){copy, s.len};
   }
   if (st->has) st->has[g] = lm_state_get_u8(r) ? 1 : 0;
+  if (st->ord) st->ord[g] = lm_state_get_i64(r);
+  if (st->vnull) st->vnull[g] = lm_state_get_u8(r) ? 1 : 0;
+  if (st->weighted && uses_minmax(st->fn)) {
+    uint32_t n = lm_state_get_u32(r);
+    if (n > r->len) r->failed = true;
+    for (uint32_t k = 0; k < n && !r->failed; k++) {
+      int64_t cnt = lm_state_get_i64(r);
+      dvalue v = read_value(st, r);
+      if (!r->failed) LM_TRY(dset_weigh(st, (uint32_t)g, v, cnt));
+    }
+  }
+  if (st->fn == LM_AGG_COUNT_DISTINCT) {
+    int64_t n = st->count[g];
+    st->count[g] = 0;
+    if (n < 0 || (uint64_t)n > r->len) r->failed = true;
+    for (int64_t k = 0; k < n && !r->failed; k++) {
+      dvalue v = read_value(st, r);
+      if (!r->failed) LM_TRY(dset_insert(st, (uint32_t)g, v));
+    }
+  }
   return LAMINAR_OK;
 }

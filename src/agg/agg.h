@@ -4,8 +4,12 @@
  * value[sel[j]]` (DESIGN §2: batch-at-a-time, no per-row allocation).
  *
  * Each aggregate supports init (new group), update (a batch), finalize (to an
- * output column), and snapshot/restore of one group. Merge and retract come with
- * multi-partition and EMIT CHANGES work.
+ * output column), and snapshot/restore of one group. Over a changelog input
+ * (rows with a weight: +1 insert, -1 retract, any integer) COUNT, SUM and AVG
+ * are retractable: lm_agg_states_set_weighted() before the first reserve, then
+ * lm_agg_update_weighted(); SUM and AVG count their non-NULL values (weighted)
+ * so that a group whose values are all retracted is NULL again. Merge comes
+ * with multi-partition work.
  *
  * Semantics follow DuckDB: COUNT(*) counts rows; COUNT(x), SUM, AVG, MIN, MAX
  * ignore NULLs; SUM/AVG/MIN/MAX of no non-NULL value is NULL. SUM of BIGINT is
@@ -27,12 +31,18 @@ typedef enum lm_agg_fn {
   LM_AGG_SUM = 3,
   LM_AGG_AVG = 4,
   LM_AGG_MIN = 5,
-  LM_AGG_MAX = 6
+  LM_AGG_MAX = 6,
+  LM_AGG_FIRST = 7,          /* FIRST_VALUE / FIRST: the value of the earliest row */
+  LM_AGG_LAST = 8,           /* LAST_VALUE / LAST: the value of the latest row */
+  LM_AGG_COUNT_DISTINCT = 9  /* COUNT(DISTINCT x) */
 } lm_agg_fn;
 
 typedef struct lm_agg_spec {
   lm_agg_fn fn;
   const lm_expr* arg;   /* NULL for COUNT(*) */
+  /* FIRST / LAST: the event time ordering the rows (ties: arrival order);
+   * NULL: arrival order only. */
+  const lm_expr* order;
   lm_type result_type;  /* COUNT: INT64; SUM: INT64 or DOUBLE; AVG: DOUBLE; MIN/MAX: arg's */
 } lm_agg_spec;
 
@@ -52,15 +62,41 @@ typedef struct lm_agg_states {
   int64_t* mm_i;        /* MIN/MAX of INT32/INT64/TIMESTAMP/BOOL */
   double* mm_d;         /* MIN/MAX of DOUBLE */
   lm_str* mm_s;         /* MIN/MAX of STRING (bytes in `strings`) */
-  uint8_t* has;         /* SUM/MIN/MAX: a non-NULL value was seen */
+  uint8_t* has;         /* SUM/MIN/MAX/FIRST/LAST: a value (FIRST/LAST: a row) was seen */
+  int64_t* ord;         /* FIRST/LAST: the event time of the value kept */
+  uint8_t* vnull;       /* FIRST/LAST: the value kept is NULL (DuckDB's first keeps NULLs) */
+  /* COUNT(DISTINCT): a hash set of (group, value) entries; each group's
+   * entries are chained from d_head[g] (for snapshots and merges); `count`
+   * holds each group's number of entries. */
+  uint64_t* d_hash;
+  uint32_t* d_group;
+  int64_t* d_i;         /* the value: integer types */
+  double* d_d;          /* DOUBLE (canonical: -0.0 is 0.0, one NaN) */
+  lm_str* d_s;          /* STRING (bytes in `strings`) */
+  int32_t* d_next;
+  int64_t* d_cnt;       /* MIN/MAX over a changelog: the value's multiplicity */
+  int32_t* d_head;      /* per group, -1: none */
+  int64_t d_n, d_cap;
+  uint32_t* d_table;    /* entry + 1; 0 = empty */
+  uint32_t d_mask;
+  bool weighted;        /* retractable: `count` counts non-NULL values for SUM too */
   lm_pool strings;
 } lm_agg_states;
 
 void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type);
+/* Make the state retractable (COUNT, COUNT(*), SUM, AVG, MIN, MAX; call before
+ * lm_agg_states_reserve). Returns false for an aggregate that cannot be. */
+bool lm_agg_states_set_weighted(lm_agg_states* st);
+/* True if aggregate `fn` can take retractions (lm_agg_update_weighted). */
+bool lm_agg_retractable(lm_agg_fn fn);
+
 /* Make room for `cap` groups (keeps existing ones). LAMINAR_ERR_NOMEM on failure. */
 laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap);
 /* Initialize group `g` (< cap) to the empty state. */
 void lm_agg_states_init_group(lm_agg_states* st, int64_t g);
+/* Forget group g, whose id will be reused (session slots): COUNT(DISTINCT)
+ * entries of it stop matching (their memory goes at the next clear). */
+void lm_agg_states_drop_group(lm_agg_states* st, int64_t g);
 /* Forget every group (keeps capacity and string memory for reuse). */
 void lm_agg_states_clear(lm_agg_states* st);
 void lm_agg_states_free(lm_agg_states* st);
@@ -69,6 +105,29 @@ void lm_agg_states_free(lm_agg_states* st);
  * Returns LAMINAR_ERR_NOMEM if a MIN/MAX string copy fails. */
 laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                            const uint32_t* gids, int64_t m);
+
+/* FIRST / LAST with the event time of each row in `order` (rows in arrival
+ * order; `order` NULL: by arrival only). Other functions ignore `order`. */
+laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg, const lm_vec* order,
+                                   const uint32_t* sel, const uint32_t* gids, int64_t m);
+
+/* As lm_agg_update, each row counting weight[row] times (negative: retracted).
+ * Needs a weighted state. */
+laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
+                                    const uint32_t* gids, const int64_t* weight, int64_t m);
+
+/* Fold group `src` of `from` into group `dst` of `st` (the same function and
+ * argument type; `from` may be `st`): counts and sums add, MIN/MAX keep the
+ * better value, FIRST/LAST the earlier/later, COUNT(DISTINCT) unites the sets.
+ * Strings are copied into st's pool unless from == st. Used by merging session
+ * windows and by hop windows built from panes. LAMINAR_ERR_NOMEM on a copy. */
+laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* from,
+                          int64_t src);
+
+/* lm_agg_merge of every group g < n of `from` into group dst[g] of `st`
+ * (several may go to one), with the common functions as tight loops. */
+laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_agg_states* from,
+                               int64_t n);
 
 /* Write the results of groups [first, first+n) into `data` (n values of
  * result_type's width) and `nulls` (n bytes, 1 = NULL); returns true if any

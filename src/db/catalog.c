@@ -119,10 +119,16 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   lm_wait wait = db->wait;
   const lm_ast_expr* bp_value = NULL; /* where backpressure was set, for errors */
   char wal_mode[16] = {0};
+  /* The watermark: a WATERMARK FOR clause or WITH (watermark = 'col'). */
+  lm_stmt wm = *stmt;
+  char wm_name[128] = {0};
+  int64_t lateness = 0;
   for (size_t i = 0; i < stmt->noptions; i++) {
     const lm_ast_option* o = &stmt->options[i];
     const lm_ast_expr* v = o->value;
-    if (lm_streq_nocase(o->key, "wal_mode") || lm_streq_nocase(o->key, "checkpoint_interval")) {
+    if (lm_streq_nocase(o->key, "allowed_lateness") || lm_streq_nocase(o->key, "watermark")) {
+      LM_TRY(lm_bind_time_option(stmt->name, o, &wm, wm_name, sizeof wm_name, &lateness, err));
+    } else if (lm_streq_nocase(o->key, "wal_mode") || lm_streq_nocase(o->key, "checkpoint_interval")) {
       bool is_string = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING;
       char text[64] = {0};
       if (is_string) memcpy(text, v->s, v->slen < sizeof text - 1 ? v->slen : sizeof text - 1);
@@ -176,6 +182,7 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
     } else {
       snprintf(msg, sizeof msg,
                "unknown source option '%s' (known: buffer_size, backpressure, wait_strategy, "
+               "watermark, allowed_lateness, "
                "wal_mode, checkpoint_interval)",
                o->key);
       return fail_at(err, LAMINAR_ERR_CONFIG_KEY, v->line, v->column, stmt->name, msg);
@@ -186,6 +193,8 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   atomic_init(&def->refs, 1);
   atomic_init(&def->dropped, false);
   def->wm_col = -1;
+  def->lateness_ms = lateness;
+  stmt = &wm;
   def->max_ts_ms = INT64_MIN;
   def->watermark_ms = INT64_MIN;
   lm_schema_init_empty(&def->schema);
@@ -289,6 +298,22 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   if (rc != LAMINAR_OK) {
     lm_free(s);
     return rc;
+  }
+  if (s->plan.windowed && s->plan.input_is_source) {
+    const lm_source_def* in = lm_db_find_source(db, s->plan.input);
+    /* A window's allowed lateness defaults to its source's. */
+    if (in != NULL && !s->plan.lateness_set) s->plan.window.lateness_ms = in->lateness_ms;
+    if (in != NULL && in->wm_col < 0 && stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
+      char msg[256];
+      snprintf(msg, sizeof msg,
+               "EMIT ON WINDOW CLOSE needs a watermark, and source '%s' has none: declare "
+               "WATERMARK FOR col or WITH (watermark = 'col')",
+               in->name);
+      lm_plan_free(&s->plan);
+      lm_free(s);
+      return fail_at(err, LAMINAR_ERR_SQL_GROUPING, stmt->emit_line, stmt->emit_column,
+                     stmt->name, msg);
+    }
   }
   s->name = lm_strdup(stmt->name);
   s->sql = lm_db_stmt_text(sql, stmt);

@@ -544,6 +544,9 @@ static const char* agg_name(lm_agg_fn fn) {
     case LM_AGG_AVG: return "avg";
     case LM_AGG_MIN: return "min";
     case LM_AGG_MAX: return "max";
+    case LM_AGG_FIRST: return "first";
+    case LM_AGG_LAST: return "last";
+    case LM_AGG_COUNT_DISTINCT: return "count distinct";
     default: return "aggregate";
   }
 }
@@ -680,7 +683,16 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, b
   if (plan->windowed) {
     const lm_window_spec* w = &plan->window;
     lm_text b = {0};
-    lm_text_printf(&b, "tumble(%s, %lld ms)", names[w->time_col], (long long)w->size_ms);
+    if (w->global) {
+      lm_text_printf(&b, "no window");
+    } else if (w->session) {
+      lm_text_printf(&b, "session(%s, %lld ms)", names[w->time_col], (long long)w->size_ms);
+    } else if (w->hop_ms != w->size_ms) {
+      lm_text_printf(&b, "hop(%s, %lld ms, %lld ms)", names[w->time_col], (long long)w->size_ms,
+                     (long long)w->hop_ms);
+    } else {
+      lm_text_printf(&b, "tumble(%s, %lld ms)", names[w->time_col], (long long)w->size_ms);
+    }
     if (w->nkeys > 0) lm_text_printf(&b, " GROUP BY ");
     for (int32_t i = 0; i < w->nkeys; i++) {
       if (i > 0) lm_text_printf(&b, ", ");
@@ -695,7 +707,11 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, b
       lm_text_printf(&b, "; WHERE ");
       put_expr(&b, w->filter, names);
     }
-    lm_text_printf(&b, "; EMIT ON WINDOW CLOSE");
+    if (w->changelog) lm_text_printf(&b, "; input weighted by %s", names[w->weight_col]);
+    lm_text_printf(&b, w->emit_changes ? "; EMIT CHANGES" : "; EMIT ON WINDOW CLOSE");
+    if (w->lateness_ms > 0) {
+      lm_text_printf(&b, "; allowed lateness %lld ms", (long long)w->lateness_ms);
+    }
     add_row(x, "window_aggregate", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
             next_id(x, nbuf, sizeof nbuf));
     /* The projection reads window_start, window_end, keys, then aggregates. */
@@ -706,7 +722,7 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, b
     } else {
       for (int32_t i = 0; i < plan->agg_schema.ncols; i++) {
         int32_t k = i - 2, a = i - 2 - w->nkeys;
-        if (i < 2) {
+        if (i < 2 || a >= w->naggs) {
           lm_text_printf(&texts[i], "%s", plan->agg_schema.fields[i].name);
         } else if (k < w->nkeys) {
           put_expr(&texts[i], w->keys[k], names);

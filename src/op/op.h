@@ -79,25 +79,51 @@ void lm_op_chain_destroy(lm_op* head);
 laminar_code lm_op_map_create(const lm_expr* filter, const lm_expr* const* exprs,
                               int32_t nexprs, const lm_schema* out_schema, lm_op** out);
 
-/* ---- window: tumbling-window hash aggregation --------------------------- */
+/* ---- window: tumbling / hopping window hash aggregation ------------------ */
 
-/* Window aggregation over tumbling windows of `size_ms` on time column
- * `time_col` (BIGINT epoch ms or TIMESTAMP) grouped by `keys`.
- * Emits, when the watermark reaches a window's end, one row per (window, key)
- * seen: window_start, window_end (the time column's type), the keys, then the
- * aggregates, windows in ascending start order and keys in first-seen order.
- * Rows whose window has already closed (end <= watermark) are dropped and
- * counted in lm_op_window_late_rows(). out_schema must list those columns. */
+/* Window aggregation over windows [start, start + size_ms) on time column
+ * `time_col` (BIGINT epoch ms or TIMESTAMP) grouped by `keys`. Tumbling
+ * windows start at multiples of size_ms; hopping windows (hop_ms < size_ms or
+ * any hop_ms != size_ms) start at multiples of hop_ms, and a row belongs to
+ * every window that contains it.
+ * Emits, when the watermark reaches a window's end plus lateness_ms, one row
+ * per (window, key) seen: window_start, window_end (the time column's type),
+ * the keys, then the aggregates, windows in ascending start order and keys in
+ * first-seen order. A row none of whose windows is still open is dropped and
+ * counted in lm_op_window_late_rows() (a hopping row whose older windows have
+ * closed still counts in the open ones). out_schema must list those columns
+ * (plus `_weight` with emit_changes). */
 typedef struct lm_window_spec {
   const lm_expr* filter;   /* WHERE: rows where it is not TRUE are skipped; NULL = all */
   int32_t time_col;
   lm_type time_type;
   int64_t size_ms;
+  int64_t hop_ms;          /* hop/slide: distance between window starts (0 or size_ms: tumble) */
+  int64_t lateness_ms;     /* allowed lateness: a window closes when the watermark reaches
+                            * end + lateness_ms; rows are late only after that */
   const lm_expr* const* keys;
   int32_t nkeys;
   const lm_agg_spec* aggs;
   int32_t naggs;
+  /* EMIT CHANGES: after each chunk, every group it changed emits a -1 row of its
+   * previous result (if it had one) and a +1 row of its new one (if it still
+   * has rows), in a trailing `_weight` BIGINT column; closing a window emits
+   * nothing more (its last result stands). */
+  bool emit_changes;
+  /* session(ts, gap): per key, rows closer than size_ms (the gap) form one
+   * session [first, last + gap); hop_ms unused. */
+  bool session;
+  /* GROUP BY without a window: one window that never closes (time_col unused;
+   * window_start / window_end are NULL). */
+  bool global;
+  /* Changelog input: column weight_col (BIGINT) weighs each row (+1 insert,
+   * -1 retract; NULL and 0 rows are skipped); aggregates must be retractable. */
+  bool changelog;
+  int32_t weight_col;
 } lm_window_spec;
+
+/* Most windows a hopping window may put one row in (the binder refuses more). */
+#define LM_MAX_WINDOWS_PER_ROW 1024
 
 laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* out_schema,
                                  lm_op** out);

@@ -1,5 +1,8 @@
 /*
- * window.c -- tumbling-window hash aggregation (EMIT ON WINDOW CLOSE).
+ * window.c -- the window operator: tumbling and hopping windows (hopping ones on
+ * panes), GROUP BY without a window, EMIT ON WINDOW CLOSE and EMIT CHANGES, over
+ * insert-only or changelog input; session windows are in session.c, the shared
+ * structs in internal.h.
  *
  * State: the open windows, sorted by start. Each window owns a hash table from
  * group key to group id, the group keys in columnar arrays, and one
@@ -8,8 +11,10 @@
  * nothing once the first few windows have grown.
  *
  * A chunk is processed in four vectorized passes: evaluate key and argument
- * expressions; assign each row its window (dropping and counting rows whose
- * window has closed); hash the keys of every row; then, per window present in
+ * expressions; assign each row its windows (one for a tumbling window, up to
+ * ceil(size / hop) for a hopping one, as (row, window) pairs; dropping and
+ * counting rows whose windows have all closed); hash the keys of every row;
+ * then, per window present in
  * the chunk, probe group ids for its rows and run each aggregate's update loop
  * over them. A watermark advance emits every window whose end it reached as one
  * chunk, windows in start order, groups in first-seen order, then recycles them.
@@ -18,49 +23,16 @@
  */
 #include "op/op.h"
 
-#include "util/pool.h"
-#include "util/util.h"
+#include "op/internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- group keys ------------------------------------------------------------ */
 
-typedef struct key_store {
-  lm_type type;
-  int64_t* i;     /* INT32, INT64, BOOL, TIMESTAMP */
-  double* d;      /* DOUBLE */
-  lm_str* s;      /* STRING (bytes in the window's pool) */
-  uint8_t* nulls;
-} key_store;
 
-typedef struct window {
-  int64_t start;
-  int64_t ngroups;
-  int64_t cap;
-  uint64_t* ghash;
-  key_store* keys;
-  lm_agg_states* aggs;
-  uint32_t* table;      /* group id + 1; 0 = empty */
-  uint32_t table_mask;  /* table size - 1 */
-  lm_pool strings;
-} window;
 
-typedef struct window_op {
-  lm_op base;
-  lm_window_spec spec;
-  lm_eval_ctx* ctx;
-  window** open;        /* sorted by start */
-  int32_t nopen;
-  int32_t cap_open;
-  window** spare;       /* recycled windows */
-  int32_t nspare;
-  int64_t watermark;    /* last watermark seen (epoch ms); INT64_MIN before any */
-  int64_t late_rows;
-  lm_vec* key_vecs;
-  lm_vec* arg_vecs;
-  lm_vec* out_vecs;
-} window_op;
 
 static inline uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -133,7 +105,7 @@ static int64_t vec_int(const lm_vec* v, int64_t row) {
 }
 
 /* Hash every row's key tuple into h[0..n). */
-static void hash_keys(const lm_vec* keys, int32_t nkeys, int64_t n, uint64_t* h) {
+void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, int64_t n, uint64_t* h) {
   for (int64_t k = 0; k < n; k++) h[k] = 0x9E3779B97F4A7C15ULL;
   for (int32_t c = 0; c < nkeys; c++) {
     const lm_vec* v = &keys[c];
@@ -155,8 +127,8 @@ static void hash_keys(const lm_vec* keys, int32_t nkeys, int64_t n, uint64_t* h)
   }
 }
 
-/* Hash of a stored group's keys; equals hash_keys() of the row it came from. */
-static uint64_t hash_group(const window* w, int32_t nkeys, int64_t g) {
+/* Hash of a stored group's keys; equals lm_op_hash_keys() of the row it came from. */
+uint64_t lm_op_hash_group(const window* w, int32_t nkeys, int64_t g) {
   uint64_t h = 0x9E3779B97F4A7C15ULL;
   for (int32_t c = 0; c < nkeys; c++) {
     const key_store* ks = &w->keys[c];
@@ -212,11 +184,15 @@ static void window_free(window_op* op, window* w) {
   lm_free(w->aggs);
   lm_free(w->ghash);
   lm_free(w->table);
+  lm_free(w->nrows);
+  lm_free(w->live);
+  lm_free(w->stamp);
+  lm_free(w->kid);
   lm_pool_free(&w->strings);
   lm_free(w);
 }
 
-static laminar_code window_new(window_op* op, window** out) {
+laminar_code lm_op_window_new(window_op* op, window** out) {
   window* w = lm_calloc(1, sizeof *w);
   if (w == NULL) return LAMINAR_ERR_NOMEM;
   lm_pool_init(&w->strings);
@@ -235,27 +211,27 @@ static laminar_code window_new(window_op* op, window** out) {
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     const lm_agg_spec* spec = &op->spec.aggs[a];
     lm_agg_states_init(&w->aggs[a], spec, spec->arg ? spec->arg->type : LM_TYPE_NULL);
+    if (op->spec.changelog) lm_agg_states_set_weighted(&w->aggs[a]);
   }
   *out = w;
   return LAMINAR_OK;
 }
 
-static void window_recycle(window_op* op, window* w) {
+/* Empty a window, keeping its capacity. */
+static void window_reset(window_op* op, window* w) {
   w->ngroups = 0;
   memset(w->table, 0, sizeof(uint32_t) * ((size_t)w->table_mask + 1));
   lm_pool_reset(&w->strings);
   for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&w->aggs[a]);
+}
+
+static void window_recycle(window_op* op, window* w) {
+  window_reset(op, w);
   op->spare[op->nspare++] = w;
 }
 
-#define GROW_ARRAY(ptr, n)                                          \
-  do {                                                              \
-    void* grown_ = lm_realloc((ptr), sizeof(*(ptr)) * (size_t)(n)); \
-    if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                   \
-    (ptr) = grown_;                                                 \
-  } while (0)
 
-static laminar_code window_reserve(window_op* op, window* w, int64_t cap) {
+laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap) {
   if (cap <= w->cap) return LAMINAR_OK;
   int64_t ncap = w->cap ? w->cap * 2 : 64;
   while (ncap < cap) ncap *= 2;
@@ -275,6 +251,12 @@ static laminar_code window_reserve(window_op* op, window* w, int64_t cap) {
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     LM_TRY(lm_agg_states_reserve(&w->aggs[a], ncap));
   }
+  if (op->track) {
+    GROW_ARRAY(w->nrows, ncap);
+    GROW_ARRAY(w->live, ncap);
+    GROW_ARRAY(w->stamp, ncap);
+  }
+  if (op->panes) GROW_ARRAY(w->kid, ncap);
   w->cap = ncap;
   return LAMINAR_OK;
 }
@@ -288,7 +270,7 @@ static void table_insert(window* w, uint64_t h, uint32_t gid) {
 /* Replace the table by one of nsize slots (a power of two) holding groups
  * 0..ngroups-1 by their ghash. Inserts prefetch the slot a few groups ahead:
  * a big table misses the cache on nearly every insert. */
-static laminar_code table_rebuild(window* w, uint64_t nsize) {
+laminar_code lm_op_table_rebuild(window* w, uint64_t nsize) {
   uint32_t* fresh = lm_calloc((size_t)nsize, sizeof(uint32_t));
   if (fresh == NULL) return LAMINAR_ERR_NOMEM;
   lm_free(w->table);
@@ -307,22 +289,27 @@ static laminar_code table_rebuild(window* w, uint64_t nsize) {
 static laminar_code table_grow_if_needed(window* w) {
   uint64_t size = (uint64_t)w->table_mask + 1;
   if ((uint64_t)(w->ngroups + 1) * 2 <= size) return LAMINAR_OK;
-  return table_rebuild(w, size * 2);
+  return lm_op_table_rebuild(w, size * 2);
 }
 
 /* Append a new empty group; the caller fills its keys. */
 static laminar_code group_append(window_op* op, window* w, uint64_t h, uint32_t* out_gid) {
   LM_TRY(table_grow_if_needed(w));
-  LM_TRY(window_reserve(op, w, w->ngroups + 1));
+  LM_TRY(lm_op_window_reserve(op, w, w->ngroups + 1));
   uint32_t g = (uint32_t)w->ngroups++;
   w->ghash[g] = h;
   for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&w->aggs[a], g);
+  if (op->track) {
+    w->nrows[g] = 0;
+    w->live[g] = 0;
+    w->stamp[g] = 0;
+  }
   table_insert(w, h, g);
   *out_gid = g;
   return LAMINAR_OK;
 }
 
-static laminar_code group_find_or_add(window_op* op, window* w, uint64_t h,
+laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
                                       const lm_vec* keys, int64_t row, uint32_t* out_gid) {
   int32_t nkeys = op->spec.nkeys;
   uint32_t slot = (uint32_t)h & w->table_mask;
@@ -354,6 +341,11 @@ static laminar_code group_find_or_add(window_op* op, window* w, uint64_t h,
       ks->i[g] = is_null ? 0 : vec_int(v, row);
     }
   }
+  if (op->panes && w != op->keyset) { /* a pane's new group: its key id */
+    uint32_t k;
+    LM_TRY(lm_op_group_find_or_add(op, op->keyset, h, keys, row, &k));
+    w->kid[g] = k;
+  }
   *out_gid = g;
   return LAMINAR_OK;
 }
@@ -383,7 +375,7 @@ static laminar_code window_get(window_op* op, int64_t start, window** out) {
   if (op->nspare > 0) {
     w = op->spare[--op->nspare];
   } else {
-    LM_TRY(window_new(op, &w));
+    LM_TRY(lm_op_window_new(op, &w));
   }
   w->start = start;
   memmove(&op->open[lo + 1], &op->open[lo], sizeof(window*) * (size_t)(op->nopen - lo));
@@ -393,145 +385,389 @@ static laminar_code window_get(window_op* op, int64_t start, window** out) {
   return LAMINAR_OK;
 }
 
-/* ---- chunk processing ------------------------------------------------------- */
+/* ---- rows built one group at a time ------------------------------------------ */
 
-static inline int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+/* Room for `more` rows in the op's row buffer. */
+laminar_code lm_op_rows_reserve(window_op* op, int64_t more) {
+  if (op->dn + more <= op->dcap) return LAMINAR_OK;
+  int64_t ncap = op->dcap ? op->dcap * 2 : 256;
+  while (ncap < op->dn + more) ncap *= 2;
+  for (int32_t c = 0; c < op->dcols; c++) {
+    lm_vec* v = &op->dvecs[c];
+    void* data = lm_realloc((void*)v->data, (size_t)(lm_type_width(v->type) * ncap));
+    if (data == NULL) return LAMINAR_ERR_NOMEM;
+    v->data = data;
+    uint8_t* nulls = lm_realloc((void*)v->nulls, (size_t)ncap);
+    if (nulls == NULL) return LAMINAR_ERR_NOMEM;
+    v->nulls = nulls;
+  }
+  op->dcap = ncap;
+  return LAMINAR_OK;
 }
 
-/* Epoch ms of row k of the time column. */
-static inline int64_t time_ms(const lm_vec* t, int64_t k) {
-  int64_t v = ((const int64_t*)t->data)[k];
-  return t->type == LM_TYPE_TIMESTAMP ? floor_div(v, 1000) : v;
+/* Window bounds in the output's unit (micros for a TIMESTAMP time column). */
+static void window_bounds(const window_op* op, const window* w, int64_t* start, int64_t* end) {
+  int64_t scale = op->spec.time_type == LM_TYPE_TIMESTAMP ? 1000 : 1;
+  int64_t e;
+  *start = w->start * scale;
+  if (__builtin_add_overflow(w->start, op->out_size, &e) || __builtin_mul_overflow(e, scale, end)) {
+    *end = INT64_MAX;
+  }
+}
+
+void lm_op_put_key(lm_vec* ov, const key_store* ks, int64_t g, int64_t row) {
+  ((uint8_t*)ov->nulls)[row] = ks->nulls[g];
+  switch (ks->type) {
+    case LM_TYPE_STRING: ((lm_str*)ov->data)[row] = ks->s[g]; break;
+    case LM_TYPE_DOUBLE: ((double*)ov->data)[row] = ks->d[g]; break;
+    case LM_TYPE_INT32: ((int32_t*)ov->data)[row] = (int32_t)ks->i[g]; break;
+    case LM_TYPE_BOOL: ((uint8_t*)ov->data)[row] = (uint8_t)ks->i[g]; break;
+    default: ((int64_t*)ov->data)[row] = ks->i[g]; break;
+  }
+}
+
+/* Append group g of window w as one row (reserved by the caller): bounds, keys,
+ * the aggregates' current results, and `weight` when emitting changes. The row
+ * borrows key and MIN/MAX strings from the window until it is recycled. */
+static void put_group_row(window_op* op, const window* w, int64_t g, int64_t weight) {
+  const lm_window_spec* spec = &op->spec;
+  int64_t row = op->dn++;
+  lm_vec* v = op->dvecs;
+  int64_t start, end;
+  window_bounds(op, w, &start, &end);
+  ((int64_t*)v[0].data)[row] = start;
+  ((int64_t*)v[1].data)[row] = end;
+  ((uint8_t*)v[0].nulls)[row] = spec->global;
+  ((uint8_t*)v[1].nulls)[row] = spec->global;
+  for (int32_t c = 0; c < spec->nkeys; c++) lm_op_put_key(&v[2 + c], &w->keys[c], g, row);
+  for (int32_t a = 0; a < spec->naggs; a++) {
+    lm_vec* ov = &v[2 + spec->nkeys + a];
+    lm_agg_finalize(&w->aggs[a], g, 1, (char*)ov->data + lm_type_width(ov->type) * row,
+                    (uint8_t*)ov->nulls + row);
+  }
+  if (spec->emit_changes) {
+    lm_vec* wv = &v[2 + spec->nkeys + spec->naggs];
+    ((int64_t*)wv->data)[row] = weight;
+    ((uint8_t*)wv->nulls)[row] = 0;
+  }
+}
+
+/* Emit the buffered rows as one chunk and empty the buffer. */
+laminar_code lm_op_rows_flush(window_op* op) {
+  if (op->dn == 0) return LAMINAR_OK;
+  int32_t ncols = op->base.out_schema.ncols;
+  for (int32_t c = 0; c < ncols; c++) op->dvecs[c].len = op->dn;
+  lm_chunk out = {op->dn, ncols, op->dvecs};
+  op->dn = 0;
+  return lm_op_emit(&op->base, &out);
+}
+
+/* ---- chunk processing ------------------------------------------------------- */
+
+
+
+/* Rows of a chunk assigned at once: bounds the (row, window) pairs held. */
+#define PAIRS_PER_SLICE 65536
+
+/* When the window (or pane) starting at ws stops taking rows: its end plus the
+ * allowed lateness; a pane's, when the last window containing it closes. */
+static int64_t window_close(const window_op* op, int64_t ws) {
+  int64_t base = ws, size = op->spec.size_ms, close;
+  if (op->panes) {
+    base = lm_op_floor_div(ws, op->out_hop) * op->out_hop;
+    size = op->out_size;
+  }
+  if (__builtin_add_overflow(base, size, &close) ||
+      __builtin_add_overflow(close, op->spec.lateness_ms, &close)) {
+    return INT64_MAX;
+  }
+  return close;
+}
+
+/* Per-chunk scratch of the window assignment (from the eval context). */
+typedef struct assign_scratch {
+  int64_t* starts;   /* distinct window starts of the slice */
+  int64_t* counts;   /* rows per window, then the bucket cursor */
+  int64_t* offsets;  /* nwin + 1 */
+  uint32_t* prow;    /* (row, window) pairs */
+  int32_t* pwin;
+  uint32_t* sel;     /* rows bucketed by window, arrival order within one */
+  int32_t* cache;    /* local window indices of the last row's windows */
+} assign_scratch;
+
+/* The local index of window `start` in this slice, adding it if new. */
+static int32_t local_window(assign_scratch* s, int32_t* nwin, int64_t start) {
+  for (int32_t i = *nwin - 1; i >= 0; i--) {
+    if (s->starts[i] == start) return i;
+  }
+  s->starts[*nwin] = start;
+  s->counts[*nwin] = 0;
+  return (*nwin)++;
+}
+
+/* Pass 1 over rows [r0, r1): the windows of each row as (row, window) pairs;
+ * rows none of whose windows is open are dropped and counted. Windows start at
+ * multiples of `hop` (== size for tumbling ones); a row at t is in every
+ * window with start in (t - size, t]. Consecutive rows in the same hop (the
+ * common case) reuse the last row's window list. Returns the pair count. */
+static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* keep,
+                              int64_t r0, int64_t r1, assign_scratch* s, int32_t* out_nwin) {
+  const lm_window_spec* spec = &op->spec;
+  const lm_vec* tcol = &in->cols[spec->time_col];
+  int64_t size = spec->size_ms, hop = spec->hop_ms;
+  int64_t np = 0;
+  int32_t nwin = 0;
+  int64_t cache_q = 0;
+  int32_t cache_n = -1; /* open windows of hop cache_q, newest first; -1: none yet */
+  if (spec->global) { /* GROUP BY without a window: every row in the one window */
+    for (int64_t k = r0; k < r1; k++) {
+      if (keep != NULL && !keep[k]) continue;
+      if (nwin == 0) local_window(s, &nwin, 0);
+      s->prow[np] = (uint32_t)k;
+      s->pwin[np++] = 0;
+      s->counts[0]++;
+    }
+    *out_nwin = nwin;
+    return np;
+  }
+  for (int64_t k = r0; k < r1; k++) {
+    if (keep != NULL && !keep[k]) continue;
+    if (tcol->nulls && tcol->nulls[k]) {
+      op->late_rows++; /* no event time: cannot be placed in a window */
+      continue;
+    }
+    int64_t t = lm_op_time_ms(tcol, k);
+    int64_t q = (cache_n >= 0 && t >= cache_q && (uint64_t)t - (uint64_t)cache_q < (uint64_t)hop)
+                    ? cache_q
+                    : lm_op_floor_div(t, hop) * hop;
+    if (cache_n < 0 || q != cache_q) {
+      cache_q = q;
+      cache_n = 0;
+      int64_t ws = q;
+      for (int32_t j = 0; j < LM_MAX_WINDOWS_PER_ROW; j++) {
+        int64_t we, close;
+        if (__builtin_add_overflow(ws, size, &we)) we = INT64_MAX;
+        close = window_close(op, ws);
+        /* Older windows are in the row's hop only while start > q - size. */
+        if (close <= op->watermark || we <= q) break;
+        s->cache[cache_n++] = local_window(s, &nwin, ws);
+        if (__builtin_sub_overflow(ws, hop, &ws)) break;
+      }
+    }
+    /* Windows containing t: start > t - size, i.e. the first ceil((size - (t - q)) / hop). */
+    int64_t off = t - q;
+    int64_t n_t = off >= size ? 0 : 1 + (size - off - 1) / hop;
+    int64_t use = n_t < cache_n ? n_t : cache_n;
+    if (use == 0) {
+      if (n_t > 0) op->late_rows++; /* every window of the row has closed */
+      continue;
+    }
+    for (int64_t j = 0; j < use; j++) {
+      int32_t w = s->cache[j];
+      s->prow[np] = (uint32_t)k;
+      s->pwin[np] = w;
+      s->counts[w]++;
+      np++;
+    }
+  }
+  *out_nwin = nwin;
+  return np;
+}
+
+/* Passes 3 and 4 over the pairs of one slice: bucket rows by window (a
+ * counting sort keeps arrival order), then per window find group ids and run
+ * each aggregate's update loop. */
+static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np, int32_t nwin,
+                                   const uint64_t* hashes, uint32_t* gids, uint32_t* touched) {
+  const lm_window_spec* spec = &op->spec;
+  s->offsets[0] = 0;
+  for (int32_t i = 0; i < nwin; i++) s->offsets[i + 1] = s->offsets[i] + s->counts[i];
+  for (int32_t i = 0; i < nwin; i++) s->counts[i] = s->offsets[i];
+  for (int64_t p = 0; p < np; p++) s->sel[s->counts[s->pwin[p]]++] = s->prow[p];
+  for (int32_t i = 0; i < nwin; i++) {
+    window* w;
+    LM_TRY(window_get(op, s->starts[i], &w));
+    const uint32_t* wsel = s->sel + s->offsets[i];
+    int64_t m = s->offsets[i + 1] - s->offsets[i];
+    for (int64_t j = 0; j < m; j++) {
+      LM_TRY(lm_op_group_find_or_add(op, w, hashes[wsel[j]], op->key_vecs, wsel[j], &gids[j]));
+    }
+    int64_t nt = 0;
+    if (op->track) {
+      /* The distinct groups of this pass, in first-touch order; with EMIT
+       * CHANGES each retracts its previous result before the update. */
+      uint64_t pass = ++op->pass;
+      for (int64_t j = 0; j < m; j++) {
+        uint32_t g = gids[j];
+        if (w->stamp[g] != pass) {
+          w->stamp[g] = pass;
+          touched[nt++] = g;
+        }
+      }
+      if (spec->emit_changes) {
+        LM_TRY(lm_op_rows_reserve(op, 2 * nt));
+        for (int64_t i = 0; i < nt; i++) {
+          if (w->live[touched[i]]) put_group_row(op, w, touched[i], -1);
+        }
+      }
+    }
+    for (int32_t a = 0; a < spec->naggs; a++) {
+      const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
+      if (op->weights != NULL) {
+        LM_TRY(lm_agg_update_weighted(&w->aggs[a], arg, wsel, gids, op->weights, m));
+      } else if (spec->aggs[a].order != NULL) {
+        LM_TRY(lm_agg_update_ordered(&w->aggs[a], arg, &op->ord_vecs[a], wsel, gids, m));
+      } else {
+        LM_TRY(lm_agg_update(&w->aggs[a], arg, wsel, gids, m));
+      }
+    }
+    if (op->track) {
+      for (int64_t j = 0; j < m; j++) w->nrows[gids[j]] += op->weights ? op->weights[wsel[j]] : 1;
+      if (spec->emit_changes) {
+        for (int64_t i = 0; i < nt; i++) {
+          uint32_t g = touched[i];
+          w->live[g] = w->nrows[g] > 0;
+          if (w->live[g]) put_group_row(op, w, g, +1);
+        }
+      }
+    }
+  }
+  return LAMINAR_OK;
 }
 
 static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   window_op* op = (window_op*)base;
   const lm_window_spec* spec = &op->spec;
   int64_t n = in->nrows;
+  if (n == 0) return LAMINAR_OK;
   lm_eval_ctx_reset(op->ctx);
   for (int32_t c = 0; c < spec->nkeys; c++) {
     LM_TRY(lm_expr_eval(op->ctx, spec->keys[c], in->cols, NULL, n, &op->key_vecs[c]));
   }
   for (int32_t a = 0; a < spec->naggs; a++) {
-    if (spec->aggs[a].arg == NULL) continue;
-    LM_TRY(lm_expr_eval(op->ctx, spec->aggs[a].arg, in->cols, NULL, n, &op->arg_vecs[a]));
+    if (spec->aggs[a].arg != NULL) {
+      LM_TRY(lm_expr_eval(op->ctx, spec->aggs[a].arg, in->cols, NULL, n, &op->arg_vecs[a]));
+    }
+    if (spec->aggs[a].order != NULL) {
+      LM_TRY(lm_expr_eval(op->ctx, spec->aggs[a].order, in->cols, NULL, n, &op->ord_vecs[a]));
+    }
   }
-  const lm_vec* tcol = &in->cols[spec->time_col];
-  int64_t size = spec->size_ms;
   /* WHERE: a byte per row, 1 = keep. */
   uint8_t* keep = NULL;
   if (spec->filter != NULL) {
-    uint32_t* kept = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(n ? n : 1));
-    keep = lm_eval_ctx_alloc(op->ctx, (size_t)(n ? n : 1));
+    uint32_t* kept = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
+    keep = lm_eval_ctx_alloc(op->ctx, (size_t)n);
     if (kept == NULL || keep == NULL) return LAMINAR_ERR_NOMEM;
     int64_t nkept = 0;
     LM_TRY(lm_expr_filter(op->ctx, spec->filter, in->cols, NULL, n, kept, &nkept));
     memset(keep, 0, (size_t)n);
     for (int64_t j = 0; j < nkept; j++) keep[kept[j]] = 1;
   }
+  /* A changelog's weights; rows weighing NULL or 0 change nothing. */
+  op->weights = NULL;
+  if (spec->changelog) {
+    const lm_vec* wv = &in->cols[spec->weight_col];
+    if (keep == NULL) {
+      keep = lm_eval_ctx_alloc(op->ctx, (size_t)n);
+      if (keep == NULL) return LAMINAR_ERR_NOMEM;
+      memset(keep, 1, (size_t)n);
+    }
+    const int64_t* wd = wv->data;
+    for (int64_t k = 0; k < n; k++) {
+      if ((wv->nulls && wv->nulls[k]) || wd[k] == 0) keep[k] = 0;
+    }
+    op->weights = wd;
+  }
+  if (spec->session) return lm_op_session_chunk(op, in, keep);
 
-  /* Pass 1: window of each row; late rows drop out. Distinct windows of the
-   * chunk are collected in `starts` (usually one or two). */
-  int32_t* widx = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
-  int64_t* starts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)n);
-  int64_t* counts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(n + 1));
+  int64_t per = 1 + (spec->size_ms - 1) / spec->hop_ms; /* most windows of one row */
+  if (per > LM_MAX_WINDOWS_PER_ROW) per = LM_MAX_WINDOWS_PER_ROW;
+  int64_t slice = PAIRS_PER_SLICE / per;
+  if (slice > n) slice = n;
+  size_t npairs = (size_t)(slice * per);
+  assign_scratch s = {
+      .starts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * npairs),
+      .counts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * npairs),
+      .offsets = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (npairs + 1)),
+      .prow = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs),
+      .pwin = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * npairs),
+      .sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs),
+      .cache = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)per),
+  };
   uint64_t* hashes = lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
-  uint32_t* sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
-  uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
-  if (!widx || !starts || !counts || !hashes || !sel || !gids) return LAMINAR_ERR_NOMEM;
-  int32_t nwin = 0, last = -1;
-  for (int64_t k = 0; k < n; k++) {
-    if (keep != NULL && !keep[k]) {
-      widx[k] = -1;
-      continue;
-    }
-    if (tcol->nulls && tcol->nulls[k]) {
-      op->late_rows++; /* no event time: cannot be placed in a window */
-      widx[k] = -1;
-      continue;
-    }
-    int64_t t = time_ms(tcol, k);
-    /* Fast path: most rows fall in the window of the row before (no division). */
-    int64_t ws = (last >= 0 && t >= starts[last] &&
-                  (uint64_t)t - (uint64_t)starts[last] < (uint64_t)size)
-                     ? starts[last]
-                     : floor_div(t, size) * size;
-    int64_t we;
-    if (__builtin_add_overflow(ws, size, &we)) we = INT64_MAX;
-    if (we <= op->watermark) {
-      op->late_rows++;
-      widx[k] = -1;
-      continue;
-    }
-    if (last < 0 || starts[last] != ws) {
-      last = -1;
-      for (int32_t i = 0; i < nwin; i++) {
-        if (starts[i] == ws) {
-          last = i;
-          break;
-        }
-      }
-      if (last < 0) {
-        last = nwin;
-        starts[nwin] = ws;
-        counts[nwin] = 0;
-        nwin++;
-      }
-    }
-    widx[k] = last;
-    counts[last]++;
+  uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
+  uint32_t* touched = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
+  if (!s.starts || !s.counts || !s.offsets || !s.prow || !s.pwin || !s.sel || !s.cache ||
+      !hashes || !gids || !touched) {
+    return LAMINAR_ERR_NOMEM;
   }
-  if (nwin == 0) return LAMINAR_OK;
-
-  /* Pass 2: hash every row's keys. */
-  hash_keys(op->key_vecs, spec->nkeys, n, hashes);
-
-  /* Pass 3: bucket rows by window (counting sort keeps arrival order). */
-  int64_t* offsets = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(nwin + 1));
-  if (offsets == NULL) return LAMINAR_ERR_NOMEM;
-  offsets[0] = 0;
-  for (int32_t i = 0; i < nwin; i++) offsets[i + 1] = offsets[i] + counts[i];
-  for (int32_t i = 0; i < nwin; i++) counts[i] = offsets[i];
-  for (int64_t k = 0; k < n; k++) {
-    if (widx[k] >= 0) sel[counts[widx[k]]++] = (uint32_t)k;
-  }
-
-  /* Pass 4: per window, group ids then aggregate updates. */
-  for (int32_t i = 0; i < nwin; i++) {
-    window* w;
-    LM_TRY(window_get(op, starts[i], &w));
-    const uint32_t* wsel = sel + offsets[i];
-    int64_t m = offsets[i + 1] - offsets[i];
-    for (int64_t j = 0; j < m; j++) {
-      LM_TRY(group_find_or_add(op, w, hashes[wsel[j]], op->key_vecs, wsel[j], &gids[j]));
+  bool hashed = false;
+  for (int64_t r0 = 0; r0 < n; r0 += slice) {
+    int64_t r1 = r0 + slice < n ? r0 + slice : n;
+    int32_t nwin;
+    int64_t np = assign_windows(op, in, keep, r0, r1, &s, &nwin);
+    if (np == 0) continue;
+    if (!hashed) { /* Pass 2: hash every row's keys (once, and not when all are late). */
+      lm_op_hash_keys(op->key_vecs, spec->nkeys, n, hashes);
+      hashed = true;
     }
-    for (int32_t a = 0; a < spec->naggs; a++) {
-      const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
-      LM_TRY(lm_agg_update(&w->aggs[a], arg, wsel, gids, m));
-    }
+    LM_TRY(update_windows(op, &s, np, nwin, hashes, gids, touched));
   }
-  return LAMINAR_OK;
+  return lm_op_rows_flush(op); /* EMIT CHANGES: this chunk's deltas */
 }
 
 /* ---- emission ------------------------------------------------------------------- */
 
+/* Recycle the first nclose open windows. */
+static void drop_closed(window_op* op, int32_t nclose) {
+  if (nclose == 0) return; /* (open may still be NULL) */
+  for (int32_t i = 0; i < nclose; i++) window_recycle(op, op->open[i]);
+  memmove(&op->open[0], &op->open[nclose], sizeof(window*) * (size_t)(op->nopen - nclose));
+  op->nopen -= nclose;
+}
+
+/* Closing windows of a changelog input: groups whose rows were all retracted
+ * are left out, so rows go out one group at a time. */
+static laminar_code close_tracked(window_op* op, int32_t nclose, int64_t total) {
+  LM_TRY(lm_op_rows_reserve(op, total));
+  for (int32_t i = 0; i < nclose; i++) {
+    const window* w = op->open[i];
+    for (int64_t g = 0; g < w->ngroups; g++) {
+      if (w->nrows[g] > 0) put_group_row(op, w, g, +1);
+    }
+  }
+  laminar_code rc = lm_op_rows_flush(op);
+  drop_closed(op, nclose);
+  return rc;
+}
+
+static laminar_code panes_on_watermark(window_op* op, int64_t prev);
+
 static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   window_op* op = (window_op*)base;
   if (watermark_ms <= op->watermark) return LAMINAR_OK;
+  int64_t prev = op->watermark;
   op->watermark = watermark_ms;
+  if (op->panes) return panes_on_watermark(op, prev);
   const lm_window_spec* spec = &op->spec;
+  if (spec->global) return LAMINAR_OK; /* the one window never closes */
+  if (spec->session) return lm_op_session_watermark(op);
   int32_t nclose = 0;
   int64_t total = 0;
   while (nclose < op->nopen) {
     int64_t we;
     if (__builtin_add_overflow(op->open[nclose]->start, spec->size_ms, &we)) we = INT64_MAX;
+    if (__builtin_add_overflow(we, spec->lateness_ms, &we)) we = INT64_MAX;
     if (we > watermark_ms) break;
     total += op->open[nclose]->ngroups;
     nclose++;
   }
   if (nclose == 0) return LAMINAR_OK;
+  if (spec->emit_changes) { /* every result was emitted as it changed */
+    drop_closed(op, nclose);
+    return LAMINAR_OK;
+  }
+  if (op->track) return close_tracked(op, nclose, total);
 
   lm_eval_ctx_reset(op->ctx);
   int32_t ncols = 2 + spec->nkeys + spec->naggs;
@@ -589,36 +825,242 @@ static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   lm_chunk out = {total, ncols, op->out_vecs};
   /* Emit before recycling: the chunk borrows the windows' key strings. */
   laminar_code rc = lm_op_emit(base, &out);
-  for (int32_t i = 0; i < nclose; i++) window_recycle(op, op->open[i]);
-  memmove(&op->open[0], &op->open[nclose], sizeof(window*) * (size_t)(op->nopen - nclose));
-  op->nopen -= nclose;
+  drop_closed(op, nclose);
+  return rc;
+}
+
+/* ---- hopping windows from panes -------------------------------------------------- */
+
+static bool stored_keys_equal(const window* a, int64_t ga, const window* b, int64_t gb,
+                              int32_t nkeys) {
+  for (int32_t c = 0; c < nkeys; c++) {
+    const key_store *x = &a->keys[c], *y = &b->keys[c];
+    if (x->nulls[ga] || y->nulls[gb]) {
+      if (x->nulls[ga] != y->nulls[gb]) return false;
+      continue;
+    }
+    if (x->type == LM_TYPE_STRING) {
+      if (!str_eq(x->s[ga], y->s[gb])) return false;
+    } else if (x->type == LM_TYPE_DOUBLE) {
+      double p = canon_double(x->d[ga]), q = canon_double(y->d[gb]);
+      if (!(p == q || (isnan(p) && isnan(q)))) return false;
+    } else if (x->i[ga] != y->i[gb]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* The group of `acc` with the keys of group g of pane `src`, added if new. */
+static laminar_code acc_group(window_op* op, window* acc, const window* src, int64_t g,
+                              uint32_t* out) {
+  uint64_t h = src->ghash[g];
+  int32_t nkeys = op->spec.nkeys;
+  for (uint32_t slot = (uint32_t)h & acc->table_mask; acc->table[slot] != 0;
+       slot = (slot + 1) & acc->table_mask) {
+    uint32_t a = acc->table[slot] - 1;
+    if (acc->ghash[a] == h && stored_keys_equal(acc, a, src, g, nkeys)) {
+      *out = a;
+      return LAMINAR_OK;
+    }
+  }
+  uint32_t a;
+  LM_TRY(group_append(op, acc, h, &a));
+  for (int32_t c = 0; c < nkeys; c++) {
+    key_store *ks = &acc->keys[c];
+    const key_store* from = &src->keys[c];
+    ks->nulls[a] = from->nulls[g];
+    if (ks->type == LM_TYPE_STRING) {
+      char* copy = lm_pool_copy(&acc->strings, from->s[g].ptr, (size_t)from->s[g].len);
+      if (copy == NULL && from->s[g].len > 0) return LAMINAR_ERR_NOMEM;
+      ks->s[a] = (lm_str){copy, from->s[g].len};
+    } else if (ks->type == LM_TYPE_DOUBLE) {
+      ks->d[a] = from->d[g];
+    } else {
+      ks->i[a] = from->i[g];
+    }
+  }
+  *out = a;
+  return LAMINAR_OK;
+}
+
+/* Fold pane `pane` into `acc`: groups found by key id (kmap, stamped with
+ * `pass`), new ones appended with the pane's keys (borrowed: the pane outlives
+ * the rows built from acc), then each aggregate merged in one loop. */
+static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane, uint64_t pass) {
+  uint32_t* dst = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(pane->ngroups + 1));
+  if (dst == NULL) return LAMINAR_ERR_NOMEM;
+  LM_TRY(lm_op_window_reserve(op, acc, acc->ngroups + pane->ngroups));
+  for (int64_t g = 0; g < pane->ngroups; g++) {
+    uint32_t k = pane->kid[g];
+    if (op->kstamp[k] != pass) {
+      op->kstamp[k] = pass;
+      uint32_t a = (uint32_t)acc->ngroups++;
+      for (int32_t f = 0; f < op->spec.naggs; f++) lm_agg_states_init_group(&acc->aggs[f], a);
+      for (int32_t c = 0; c < op->spec.nkeys; c++) {
+        key_store *to = &acc->keys[c];
+        const key_store* from = &pane->keys[c];
+        to->nulls[a] = from->nulls[g];
+        if (to->type == LM_TYPE_STRING) {
+          to->s[a] = from->s[g];
+        } else if (to->type == LM_TYPE_DOUBLE) {
+          to->d[a] = from->d[g];
+        } else {
+          to->i[a] = from->i[g];
+        }
+      }
+      op->kmap[k] = a;
+    }
+    dst[g] = op->kmap[k];
+  }
+  for (int32_t f = 0; f < op->spec.naggs; f++) {
+    LM_TRY(lm_agg_merge_many(&acc->aggs[f], dst, &pane->aggs[f], pane->ngroups));
+  }
+  return LAMINAR_OK;
+}
+
+/* Every group of window w as rows (columnar), then emitted. */
+static laminar_code put_window_rows(window_op* op, const window* w) {
+  int64_t ng = w->ngroups;
+  if (ng == 0) return LAMINAR_OK;
+  LM_TRY(lm_op_rows_reserve(op, ng));
+  int64_t row = op->dn;
+  lm_vec* v = op->dvecs;
+  int64_t start, end;
+  window_bounds(op, w, &start, &end);
+  for (int64_t g = 0; g < ng; g++) {
+    ((int64_t*)v[0].data)[row + g] = start;
+    ((int64_t*)v[1].data)[row + g] = end;
+    ((uint8_t*)v[0].nulls)[row + g] = 0;
+    ((uint8_t*)v[1].nulls)[row + g] = 0;
+  }
+  for (int32_t c = 0; c < op->spec.nkeys; c++) {
+    for (int64_t g = 0; g < ng; g++) lm_op_put_key(&v[2 + c], &w->keys[c], g, row + g);
+  }
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    lm_vec* ov = &v[2 + op->spec.nkeys + a];
+    lm_agg_finalize(&w->aggs[a], 0, ng, (char*)ov->data + lm_type_width(ov->type) * row,
+                    (uint8_t*)ov->nulls + row);
+  }
+  op->dn += ng;
+  return lm_op_rows_flush(op);
+}
+
+static int cmp_i64(const void* x, const void* y) {
+  int64_t a = *(const int64_t*)x, b = *(const int64_t*)y;
+  return (a > b) - (a < b);
+}
+
+/* The watermark went from `prev` to op->watermark: every window that closed in
+ * between and holds a row (it overlaps an open pane) is built from its panes
+ * and emitted, in start order (groups in the order of their first pane); panes
+ * no window needs any more are recycled. */
+static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
+  int64_t wm = op->watermark, hop = op->out_hop, size = op->out_size;
+  int64_t per = 1 + (size - 1) / hop;
+  lm_eval_ctx_reset(op->ctx);
+  int64_t* starts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(op->nopen * per + 1));
+  if (starts == NULL) return LAMINAR_ERR_NOMEM;
+  int64_t nstarts = 0;
+  for (int32_t i = 0; i < op->nopen; i++) {
+    int64_t p = op->open[i]->start;
+    int64_t ws = lm_op_floor_div(p, hop) * hop;
+    for (int64_t j = 0; j < per; j++) {
+      int64_t end, close;
+      if (__builtin_add_overflow(ws, size, &end)) end = INT64_MAX;
+      if (end <= p) break; /* older windows end before the pane */
+      if (__builtin_add_overflow(end, op->spec.lateness_ms, &close)) close = INT64_MAX;
+      if (close <= wm && close > prev) starts[nstarts++] = ws;
+      if (__builtin_sub_overflow(ws, hop, &ws)) break;
+    }
+  }
+  qsort(starts, (size_t)nstarts, sizeof *starts, cmp_i64);
+  if (op->kmap_cap < op->keyset->ngroups) {
+    int64_t ncap = op->keyset->ngroups * 2;
+    GROW_ARRAY(op->kmap, ncap);
+    GROW_ARRAY(op->kstamp, ncap);
+    memset(op->kstamp + op->kmap_cap, 0, sizeof(uint64_t) * (size_t)(ncap - op->kmap_cap));
+    op->kmap_cap = ncap;
+  }
+  if (op->acc == NULL) LM_TRY(lm_op_window_new(op, &op->acc));
+  window* acc = op->acc;
+  laminar_code rc = LAMINAR_OK;
+  int32_t first = 0; /* first open pane that may lie in the next window */
+  for (int64_t k = 0; k < nstarts && rc == LAMINAR_OK; k++) {
+    if (k > 0 && starts[k] == starts[k - 1]) continue;
+    int64_t ws = starts[k], we;
+    if (__builtin_add_overflow(ws, size, &we)) we = INT64_MAX;
+    while (first < op->nopen && op->open[first]->start < ws) first++;
+    acc->start = ws;
+    uint64_t pass = ++op->pass;
+    for (int32_t i = first; i < op->nopen && op->open[i]->start < we && rc == LAMINAR_OK; i++) {
+      rc = acc_add_pane(op, acc, op->open[i], pass);
+    }
+    if (rc == LAMINAR_OK) rc = put_window_rows(op, acc);
+    window_reset(op, acc);
+  }
+  int32_t nclose = 0;
+  while (nclose < op->nopen && window_close(op, op->open[nclose]->start) <= wm) nclose++;
+  drop_closed(op, nclose);
   return rc;
 }
 
 /* ---- snapshot / restore ----------------------------------------------------- */
 
+void lm_op_put_group_keys(const window_op* op, const window* win, int64_t g,
+                           lm_state_writer* w) {
+  for (int32_t c = 0; c < op->spec.nkeys; c++) {
+    const key_store* ks = &win->keys[c];
+    lm_state_put_u8(w, ks->nulls[g]);
+    if (ks->type == LM_TYPE_STRING) {
+      lm_state_put_bytes(w, ks->s[g].ptr, (size_t)ks->s[g].len);
+    } else if (ks->type == LM_TYPE_DOUBLE) {
+      lm_state_put_f64(w, ks->d[g]);
+    } else {
+      lm_state_put_i64(w, ks->i[g]);
+    }
+  }
+}
+
+/* Read the keys of group g (reserved) and set its hash. */
+laminar_code lm_op_get_group_keys(window_op* op, window* win, int64_t g, lm_state_reader* r) {
+  for (int32_t c = 0; c < op->spec.nkeys; c++) {
+    key_store* ks = &win->keys[c];
+    ks->nulls[g] = lm_state_get_u8(r) ? 1 : 0;
+    if (ks->type == LM_TYPE_STRING) {
+      lm_str s = lm_state_get_bytes(r);
+      char* copy = lm_pool_copy(&win->strings, s.ptr, (size_t)s.len);
+      if (copy == NULL) return LAMINAR_ERR_NOMEM;
+      ks->s[g] = (lm_str){copy, s.len};
+    } else if (ks->type == LM_TYPE_DOUBLE) {
+      ks->d[g] = lm_state_get_f64(r);
+    } else {
+      ks->i[g] = lm_state_get_i64(r);
+    }
+  }
+  return LAMINAR_OK;
+}
+
 static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
   const window_op* op = (const window_op*)base;
   lm_state_put_i64(w, op->watermark);
   lm_state_put_i64(w, op->late_rows);
+  if (op->spec.session) {
+    lm_op_session_snapshot(op, w);
+    return lm_state_writer_status(w);
+  }
   lm_state_put_u32(w, (uint32_t)op->nopen);
   for (int32_t i = 0; i < op->nopen; i++) {
     const window* win = op->open[i];
     lm_state_put_i64(w, win->start);
     lm_state_put_i64(w, win->ngroups);
     for (int64_t g = 0; g < win->ngroups; g++) {
-      for (int32_t c = 0; c < op->spec.nkeys; c++) {
-        const key_store* ks = &win->keys[c];
-        lm_state_put_u8(w, ks->nulls[g]);
-        if (ks->type == LM_TYPE_STRING) {
-          lm_state_put_bytes(w, ks->s[g].ptr, (size_t)ks->s[g].len);
-        } else if (ks->type == LM_TYPE_DOUBLE) {
-          lm_state_put_f64(w, ks->d[g]);
-        } else {
-          lm_state_put_i64(w, ks->i[g]);
-        }
-      }
+      lm_op_put_group_keys(op, win, g, w);
       for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&win->aggs[a], g, w);
+      if (op->track) {
+        lm_state_put_i64(w, win->nrows[g]);
+        lm_state_put_u8(w, win->live[g]);
+      }
     }
   }
   return lm_state_writer_status(w);
@@ -634,6 +1076,12 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
   window_clear_all(op);
   op->watermark = lm_state_get_i64(r);
   op->late_rows = lm_state_get_i64(r);
+  if (op->spec.session) {
+    LM_TRY(lm_op_session_restore(op, r));
+    laminar_code rc = lm_state_reader_status(r, "session window aggregate", err);
+    if (rc != LAMINAR_OK) lm_op_session_clear(op);
+    return rc;
+  }
   uint32_t nopen = lm_state_get_u32(r);
   for (uint32_t i = 0; i < nopen && !r->failed; i++) {
     int64_t start = lm_state_get_i64(r);
@@ -645,35 +1093,30 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
       r->failed = true; /* two windows with one start: not a snapshot of ours */
       break;
     }
-    LM_TRY(window_reserve(op, win, ngroups));
+    LM_TRY(lm_op_window_reserve(op, win, ngroups));
     int64_t g = 0;
     for (; g < ngroups && !r->failed; g++) {
-      for (int32_t c = 0; c < op->spec.nkeys; c++) {
-        key_store* ks = &win->keys[c];
-        ks->nulls[g] = lm_state_get_u8(r) ? 1 : 0;
-        if (ks->type == LM_TYPE_STRING) {
-          lm_str s = lm_state_get_bytes(r);
-          char* copy = lm_pool_copy(&win->strings, s.ptr, (size_t)s.len);
-          if (copy == NULL) return LAMINAR_ERR_NOMEM;
-          ks->s[g] = (lm_str){copy, s.len};
-        } else if (ks->type == LM_TYPE_DOUBLE) {
-          ks->d[g] = lm_state_get_f64(r);
-        } else {
-          ks->i[g] = lm_state_get_i64(r);
-        }
-      }
+      LM_TRY(lm_op_get_group_keys(op, win, g, r));
       for (int32_t a = 0; a < op->spec.naggs; a++) {
         lm_agg_states_init_group(&win->aggs[a], g);
         LM_TRY(lm_agg_restore_group(&win->aggs[a], g, r));
       }
-      win->ghash[g] = hash_group(win, op->spec.nkeys, g);
+      if (op->track) {
+        win->nrows[g] = lm_state_get_i64(r);
+        win->live[g] = lm_state_get_u8(r) ? 1 : 0;
+        win->stamp[g] = 0;
+      }
+      win->ghash[g] = lm_op_hash_group(win, op->spec.nkeys, g);
     }
     /* One table sized for all the groups, filled once (not grown and rehashed
      * as they come). */
     win->ngroups = g;
     uint64_t size = 64;
     while (size < (uint64_t)(g + 1) * 2) size *= 2;
-    LM_TRY(table_rebuild(win, size));
+    LM_TRY(lm_op_table_rebuild(win, size));
+    for (int64_t k = 0; op->panes && k < g; k++) {
+      LM_TRY(acc_group(op, op->keyset, win, k, &win->kid[k]));
+    }
   }
   laminar_code rc = lm_state_reader_status(r, "window aggregate", err);
   if (rc != LAMINAR_OK) window_clear_all(op);
@@ -691,7 +1134,30 @@ static void window_destroy(lm_op* base) {
   lm_eval_ctx_destroy(op->ctx);
   lm_free(op->key_vecs);
   lm_free(op->arg_vecs);
+  lm_free(op->ord_vecs);
   lm_free(op->out_vecs);
+  if (op->dvecs != NULL) {
+    for (int32_t c = 0; c < op->dcols; c++) {
+      lm_free((void*)op->dvecs[c].data);
+      lm_free((void*)op->dvecs[c].nulls);
+    }
+  }
+  lm_free(op->dvecs);
+  window_free(op, op->keyset);
+  window_free(op, op->acc);
+  if (op->sagg != NULL) {
+    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_free(&op->sagg[a]);
+  }
+  lm_free(op->sagg);
+  lm_free(op->s_start);
+  lm_free(op->s_end);
+  lm_free(op->s_key);
+  lm_free(op->s_next);
+  lm_free(op->s_parent);
+  lm_free(op->s_used);
+  lm_free(op->k_first);
+  lm_free(op->kmap);
+  lm_free(op->kstamp);
   lm_free(op);
 }
 
@@ -707,19 +1173,56 @@ static const lm_op_vtable window_vtable = {
 laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* out_schema,
                                  lm_op** out) {
   *out = NULL;
-  if (spec->size_ms <= 0 || out_schema->ncols != 2 + spec->nkeys + spec->naggs) {
+  if ((spec->size_ms <= 0 && !spec->global) ||
+      out_schema->ncols != 2 + spec->nkeys + spec->naggs + (spec->emit_changes ? 1 : 0)) {
     return LAMINAR_ERR_INTERNAL;
   }
   window_op* op = lm_calloc(1, sizeof *op);
   if (op == NULL) return LAMINAR_ERR_NOMEM;
   op->base.vt = &window_vtable;
   op->spec = *spec;
+  if (op->spec.global) op->spec.size_ms = op->spec.hop_ms = 1;
+  if (op->spec.hop_ms <= 0) op->spec.hop_ms = spec->size_ms;
+  op->out_size = op->spec.size_ms;
+  op->out_hop = op->spec.hop_ms;
+  /* Panes when windows overlap (hop < size); a larger hop leaves gaps, and each
+   * row is in one window at most. */
+  if (op->spec.hop_ms < op->spec.size_ms && !spec->global && !spec->session &&
+      !spec->emit_changes && !spec->changelog) {
+    int64_t a = op->spec.size_ms, b = op->spec.hop_ms;
+    while (b != 0) {
+      int64_t t = a % b;
+      a = b;
+      b = t;
+    }
+    op->panes = true;
+    op->spec.size_ms = op->spec.hop_ms = a; /* the pane: gcd(size, hop) */
+  }
+  bool keyset_ok = !op->panes || lm_op_window_new(op, &op->keyset) == LAMINAR_OK;
   op->watermark = INT64_MIN;
+  op->track = spec->emit_changes || spec->changelog;
   op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
   op->arg_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
+  op->ord_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
   op->out_vecs = lm_calloc((size_t)out_schema->ncols, sizeof(lm_vec));
-  if (op->key_vecs == NULL || op->arg_vecs == NULL || op->out_vecs == NULL ||
-      lm_eval_ctx_create(&op->ctx) != LAMINAR_OK ||
+  op->dvecs = lm_calloc((size_t)out_schema->ncols, sizeof(lm_vec));
+  if (op->dvecs != NULL) {
+    op->dcols = out_schema->ncols;
+    for (int32_t c = 0; c < out_schema->ncols; c++) op->dvecs[c].type = out_schema->fields[c].type;
+  }
+  op->s_free = -1;
+  bool session_ok = true;
+  if (spec->session) {
+    op->sagg = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_agg_states));
+    session_ok = op->sagg != NULL && lm_op_window_new(op, &op->keyset) == LAMINAR_OK;
+    for (int32_t a = 0; op->sagg != NULL && a < spec->naggs; a++) {
+      const lm_agg_spec* as = &spec->aggs[a];
+      lm_agg_states_init(&op->sagg[a], as, as->arg ? as->arg->type : LM_TYPE_NULL);
+    }
+  }
+  if (op->key_vecs == NULL || op->arg_vecs == NULL || op->ord_vecs == NULL ||
+      op->out_vecs == NULL || op->dvecs == NULL ||
+      !session_ok || !keyset_ok || lm_eval_ctx_create(&op->ctx) != LAMINAR_OK ||
       lm_schema_copy(out_schema, &op->base.out_schema) != 0) {
     lm_schema_free(&op->base.out_schema);
     window_destroy(&op->base);
@@ -736,6 +1239,7 @@ int64_t lm_op_window_late_rows(const lm_op* op) {
 int64_t lm_op_window_state_rows(const lm_op* op) {
   if (op->vt != &window_vtable) return 0;
   const window_op* w = (const window_op*)op;
+  if (w->spec.session) return w->s_open;
   int64_t n = 0;
   for (int32_t i = 0; i < w->nopen; i++) n += w->open[i]->ngroups;
   return n;

@@ -75,6 +75,7 @@ typedef struct lm_source_def {
                                 the reactor notifies after taking messages */
   pthread_mutex_t log_mu;    /* WAL + several producers: log and enqueue as one
                                 step, so queue order is WAL order */
+  int64_t lateness_ms;       /* WITH (allowed_lateness = ...): the default of its windows */
   atomic_int refs;           /* catalog + open producer handles */
   atomic_bool dropped;       /* writer: control; reader: producers (acquire) */
   /* Open producer handles (open: 0 -> 1 by CAS; clone: +1; close: -1).

@@ -237,6 +237,7 @@ typedef struct lm_stmt {
   /* CREATE STREAM / VIEW / SELECT */
   lm_ast_select* select;
   lm_emit_mode emit;
+  int32_t emit_line, emit_column; /* of EMIT (CREATE STREAM / VIEW), 0 without one */
 
   /* CREATE SINK name FROM sink_from [INTO FILE (options) | WITH (options)] */
   const char* sink_from;

@@ -200,7 +200,9 @@ static bool ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
 static bool is_agg_name(const char* f) {
   return f != NULL && (lm_streq_nocase(f, "count") || lm_streq_nocase(f, "sum") ||
                        lm_streq_nocase(f, "avg") || lm_streq_nocase(f, "min") ||
-                       lm_streq_nocase(f, "max"));
+                       lm_streq_nocase(f, "max") || lm_streq_nocase(f, "first") ||
+                       lm_streq_nocase(f, "first_value") || lm_streq_nocase(f, "last") ||
+                       lm_streq_nocase(f, "last_value"));
 }
 
 static bool is_window_fn(const char* f) {
@@ -440,9 +442,9 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
     }
   }
   if (idx < 0) {
-    if (a->distinct) {
-      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a, "%s(DISTINCT ...) is not supported yet",
-                  a->fname);
+    if (a->distinct && !lm_streq_nocase(a->fname, "count")) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                  "%s(DISTINCT ...) is not supported yet (COUNT(DISTINCT x) is)", a->fname);
     }
     lm_agg_spec spec = {0};
     const char* f = a->fname;
@@ -461,8 +463,21 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
       LM_TRY(bind(b, a->args[0], MODE_ROW, &arg));
       lm_type at = arg->type;
       if (lm_streq_nocase(f, "count")) {
-        spec.fn = LM_AGG_COUNT;
+        spec.fn = a->distinct ? LM_AGG_COUNT_DISTINCT : LM_AGG_COUNT;
         spec.result_type = LM_TYPE_INT64;
+        if (a->distinct && at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+      } else if (lm_streq_nocase(f, "first") || lm_streq_nocase(f, "first_value") ||
+                 lm_streq_nocase(f, "last") || lm_streq_nocase(f, "last_value")) {
+        if (at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+        spec.fn = (f[0] == 'f' || f[0] == 'F') ? LM_AGG_FIRST : LM_AGG_LAST;
+        spec.result_type = arg->type;
+        /* By event time: the window's time column (arrival order without one). */
+        if (!b->plan->window.global) {
+          lm_expr* t = new_expr(b, LM_EXPR_COLUMN, b->plan->window.time_type);
+          if (t == NULL) return NOMEM(b);
+          t->column = b->plan->window.time_col;
+          spec.order = t;
+        }
       } else if (lm_streq_nocase(f, "sum") || lm_streq_nocase(f, "avg")) {
         bool avg = lm_streq_nocase(f, "avg");
         if (!is_numeric(at) && at != LM_TYPE_NULL) {
@@ -589,6 +604,10 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
     if (a->kind == LM_AST_FUNCTION && is_agg_name(a->fname)) return bind_agg_ref(b, a, out);
     if (a->kind == LM_AST_COLUMN && a->table == NULL &&
         (lm_streq_nocase(a->name, "window_start") || lm_streq_nocase(a->name, "window_end"))) {
+      if (b->plan->window.global) {
+        return fail(b, LAMINAR_ERR_SQL_GROUPING, a,
+                    "%s needs a window in GROUP BY (tumble, hop or slide)", a->name);
+      }
       lm_expr* e = new_expr(b, LM_EXPR_COLUMN, window_bound_type(b));
       if (e == NULL) return NOMEM(b);
       e->column = lm_streq_nocase(a->name, "window_start") ? 0 : 1;
@@ -931,6 +950,77 @@ static laminar_code bind_where(binder* b, const lm_ast_select* sel) {
   return LAMINAR_OK;
 }
 
+/* An INTERVAL (or integer milliseconds) literal argument of a window
+ * function, positive. */
+static laminar_code window_interval(binder* b, const lm_ast_expr* g, const lm_ast_expr* arg,
+                                    const char* what, int64_t* out) {
+  if (arg->kind != LM_AST_LITERAL || (arg->lit != LM_LIT_INTERVAL && arg->lit != LM_LIT_INT)) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, arg, "%s() %s must be an INTERVAL literal",
+                g->fname, what);
+  }
+  if (arg->i <= 0) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, arg, "%s() %s must be positive", g->fname, what);
+  }
+  *out = arg->i;
+  return LAMINAR_OK;
+}
+
+/* tumble(ts, size), hop(ts, size, hop) / slide(ts, size, slide) and
+ * session(ts, gap) in GROUP BY. */
+static laminar_code bind_window_fn(binder* b, const lm_ast_expr* g) {
+  lm_plan* plan = b->plan;
+  if (b->tumble != NULL) {
+    return fail(b, LAMINAR_ERR_SQL_GROUPING, g, "only one window function per GROUP BY");
+  }
+  bool session = lm_streq_nocase(g->fname, "session");
+  bool tumble = lm_streq_nocase(g->fname, "tumble") || session;
+  if (g->nargs != (tumble ? 2u : 3u) || g->star) {
+    return fail(b, LAMINAR_ERR_SQL_SYNTAX, g,
+                tumble ? "%s() takes a time column and an INTERVAL: %s(ts, INTERVAL '1' SECOND)"
+                       : "%s() takes a time column, the window size and the hop: %s(ts, "
+                         "INTERVAL '10' SECOND, INTERVAL '1' SECOND)",
+                g->fname, g->fname);
+  }
+  if (session && (b->stmt->emit == LM_EMIT_CHANGES || changelog_input(b))) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, g,
+                "session() windows with EMIT CHANGES or over a changelog are not supported "
+                "yet");
+  }
+  const lm_ast_expr* col = g->args[0];
+  if (col->kind != LM_AST_COLUMN) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, col, "%s() needs a column as its time",
+                g->fname);
+  }
+  lm_expr* t;
+  LM_TRY(bind_column_row(b, col, &t));
+  if (t->type != LM_TYPE_INT64 && t->type != LM_TYPE_TIMESTAMP) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, col,
+                "%s() time column '%s' must be BIGINT (epoch ms) or TIMESTAMP, got %s",
+                g->fname, col->name, lm_type_name(t->type));
+  }
+  int64_t size = 0, hop = 0;
+  LM_TRY(window_interval(b, g, g->args[1], session ? "gap" : "size", &size));
+  hop = size;
+  if (!tumble) {
+    LM_TRY(window_interval(b, g, g->args[2], lm_streq_nocase(g->fname, "hop") ? "hop" : "slide",
+                           &hop));
+    if (1 + (size - 1) / hop > LM_MAX_WINDOWS_PER_ROW) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, g->args[2],
+                  "%s() puts each row in %lld windows; at most %d are supported (make the "
+                  "hop larger)",
+                  g->fname, (long long)(1 + (size - 1) / hop),
+                  LM_MAX_WINDOWS_PER_ROW);
+    }
+  }
+  b->tumble = g;
+  plan->window.time_col = t->column;
+  plan->window.time_type = t->type;
+  plan->window.size_ms = size;
+  plan->window.hop_ms = hop;
+  plan->window.session = session;
+  return LAMINAR_OK;
+}
+
 static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
   lm_plan* plan = b->plan;
   b->keys = lm_pool_alloc(&plan->pool, sizeof(void*) * (sel->ngroup + 1));
@@ -939,40 +1029,7 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
   for (size_t i = 0; i < sel->ngroup; i++) {
     const lm_ast_expr* g = sel->group_by[i];
     if (g->kind == LM_AST_FUNCTION && is_window_fn(g->fname)) {
-      if (!lm_streq_nocase(g->fname, "tumble")) {
-        return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, g, "%s() windows are not supported yet",
-                    g->fname);
-      }
-      if (b->tumble != NULL) {
-        return fail(b, LAMINAR_ERR_SQL_GROUPING, g, "only one window function per GROUP BY");
-      }
-      if (g->nargs != 2 || g->star) {
-        return fail(b, LAMINAR_ERR_SQL_SYNTAX, g,
-                    "tumble() takes a time column and an INTERVAL: tumble(ts, INTERVAL '1' SECOND)");
-      }
-      const lm_ast_expr* col = g->args[0];
-      if (col->kind != LM_AST_COLUMN) {
-        return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, col, "tumble() needs a column as its time");
-      }
-      lm_expr* t;
-      LM_TRY(bind_column_row(b, col, &t));
-      if (t->type != LM_TYPE_INT64 && t->type != LM_TYPE_TIMESTAMP) {
-        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, col,
-                    "tumble() time column '%s' must be BIGINT (epoch ms) or TIMESTAMP, got %s",
-                    col->name, lm_type_name(t->type));
-      }
-      const lm_ast_expr* size = g->args[1];
-      if (size->kind != LM_AST_LITERAL || (size->lit != LM_LIT_INTERVAL && size->lit != LM_LIT_INT)) {
-        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, size,
-                    "tumble() size must be an INTERVAL literal");
-      }
-      if (size->i <= 0) {
-        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, size, "tumble() size must be positive");
-      }
-      b->tumble = g;
-      plan->window.time_col = t->column;
-      plan->window.time_type = t->type;
-      plan->window.size_ms = size->i;
+      LM_TRY(bind_window_fn(b, g));
       continue;
     }
     if (contains_agg(g)) {
@@ -986,9 +1043,13 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
     b->nkeys++;
   }
   if (b->tumble == NULL) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->ngroup ? sel->group_by[0] : NULL,
-                "GROUP BY without a window (tumble) needs EMIT CHANGES, which is not "
-                "supported yet");
+    /* No window: a running aggregate, which only EMIT CHANGES can express. */
+    if (b->stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
+      return fail(b, LAMINAR_ERR_SQL_GROUPING, sel->ngroup ? sel->group_by[0] : NULL,
+                  "EMIT ON WINDOW CLOSE needs a window in GROUP BY (tumble, hop or slide); "
+                  "a GROUP BY without one emits its changes (EMIT CHANGES)");
+    }
+    plan->window.global = true;
   }
   plan->window.keys = (const lm_expr* const*)key_exprs;
   plan->window.nkeys = b->nkeys;
@@ -1003,6 +1064,44 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
   return LAMINAR_OK;
 }
 
+/* GROUP BY over a changelog: every row counts its weight times, which the
+ * retractable aggregates (COUNT, SUM, AVG) can follow. */
+static laminar_code bind_changelog_aggs(binder* b) {
+  if (!changelog_input(b)) return LAMINAR_OK;
+  for (int32_t i = 0; i < b->naggs; i++) {
+    if (!lm_agg_retractable(b->aggs[i].fn)) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
+                  "%s() over a changelog ('%s' ends in a _weight column) is not supported "
+                  "yet: only COUNT, SUM and AVG take retractions",
+                  b->agg_calls[i]->fname, b->input_name);
+    }
+  }
+  b->plan->window.changelog = true;
+  b->plan->window.weight_col = b->input->ncols - 1;
+  return LAMINAR_OK;
+}
+
+/* EMIT CHANGES: the aggregate's output and the stream's end in _weight, the
+ * projection carrying it through (HAVING keeps or drops a delta whole). */
+static laminar_code emit_changes(binder* b) {
+  lm_plan* plan = b->plan;
+  if (lm_schema_find(&plan->out_schema, LM_WEIGHT_COLUMN) >= 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "an EMIT CHANGES query ends in the engine's _weight column: no output column "
+                "may be named _weight");
+  }
+  plan->window.emit_changes = true;
+  LM_TRY(add_field(b, &plan->agg_schema, LM_WEIGHT_COLUMN, LM_TYPE_INT64));
+  lm_expr** exprs = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(plan->npost + 1));
+  lm_expr* w = new_expr(b, LM_EXPR_COLUMN, LM_TYPE_INT64);
+  if (exprs == NULL || w == NULL) return NOMEM(b);
+  w->column = plan->agg_schema.ncols - 1;
+  memcpy(exprs, plan->post_exprs, sizeof(lm_expr*) * (size_t)plan->npost);
+  exprs[plan->npost++] = w;
+  plan->post_exprs = exprs;
+  return add_field(b, &plan->out_schema, LM_WEIGHT_COLUMN, LM_TYPE_INT64);
+}
+
 static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   const lm_ast_select* sel = stmt->select;
   lm_plan* plan = b->plan;
@@ -1013,28 +1112,25 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   }
   bool has_agg = sel->ngroup > 0 || sel->having != NULL;
   for (size_t i = 0; i < sel->nitems && !has_agg; i++) has_agg = contains_agg(sel->items[i].expr);
-  if (stmt->emit == LM_EMIT_CHANGES) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL, "EMIT CHANGES is not supported yet");
-  }
+  bool changes = stmt->emit == LM_EMIT_CHANGES;
   LM_TRY(bind_where(b, sel));
   if (!has_agg) {
     if (stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
       return fail(b, LAMINAR_ERR_SQL_GROUPING, NULL,
                   "EMIT ON WINDOW CLOSE needs a GROUP BY with a window");
     }
+    if (changes) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                  "EMIT CHANGES needs an aggregate (GROUP BY): a plain query emits each row "
+                  "once, as an insert");
+    }
     LM_TRY(bind_items(b, sel, MODE_ROW, &plan->exprs, &plan->nexprs));
     return carry_weight(b);
   }
-  if (sel->ngroup == 0) {
+  if (sel->ngroup == 0 && !changes) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
                 "aggregates need GROUP BY with a window, e.g. GROUP BY tumble(ts, INTERVAL "
-                "'1' SECOND)");
-  }
-  if (changelog_input(b)) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->group_by[0],
-                "GROUP BY over a changelog ('%s' ends in a _weight column: a materialized "
-                "view or an EMIT CHANGES stream) is not supported yet",
-                b->input_name);
+                "'1' SECOND), or EMIT CHANGES for a running total");
   }
   plan->windowed = true;
   b->aggregating = true;
@@ -1058,8 +1154,12 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   }
   plan->window.aggs = b->aggs;
   plan->window.naggs = b->naggs;
+  LM_TRY(bind_changelog_aggs(b));
+  if (changes || plan->window.global) LM_TRY(emit_changes(b));
   return LAMINAR_OK;
 }
+
+static laminar_code bind_stream_options(binder* b, const lm_stmt* stmt);
 
 laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void* lookup_arg,
                             lm_plan* out, laminar_error* err) {
@@ -1085,11 +1185,78 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void*
   out->input_is_source = is_source;
   if (out->input == NULL) rc = NOMEM(&b);
   if (rc == LAMINAR_OK) rc = bind_select(&b, stmt);
+  if (rc == LAMINAR_OK && stmt->kind == LM_STMT_CREATE_STREAM) rc = bind_stream_options(&b, stmt);
   if (rc != LAMINAR_OK) lm_plan_free(out);
   return rc;
 }
 
 bool lm_bind_has_aggregate(const lm_ast_expr* e) { return contains_agg(e); }
+
+/* An allowed_lateness value: an INTERVAL (or integer milliseconds) >= 0. */
+static bool lateness_value(const lm_ast_expr* v, int64_t* out) {
+  if (v->kind != LM_AST_LITERAL || (v->lit != LM_LIT_INTERVAL && v->lit != LM_LIT_INT) ||
+      v->i < 0) {
+    return false;
+  }
+  *out = v->i;
+  return true;
+}
+
+laminar_code lm_bind_time_option(const char* object, const lm_ast_option* o, lm_stmt* wm,
+                                 char* name_buf, size_t cap, int64_t* lateness_ms,
+                                 laminar_error* err) {
+  const lm_ast_expr* v = o->value;
+  const char* problem = NULL;
+  laminar_code code = LAMINAR_ERR_CONFIG_VALUE;
+  if (lm_streq_nocase(o->key, "allowed_lateness")) {
+    if (!lateness_value(v, lateness_ms)) {
+      problem = "allowed_lateness must be an INTERVAL of zero or more, e.g. INTERVAL '5' SECOND";
+    }
+  } else if (v->kind != LM_AST_LITERAL || v->lit != LM_LIT_STRING || v->slen == 0 ||
+             v->slen >= cap) {
+    problem = "watermark must name a column: watermark = 'ts'";
+  } else if (wm->has_watermark) {
+    problem = "the watermark is set twice (WATERMARK FOR and WITH (watermark = ...))";
+    code = LAMINAR_ERR_CONFIG_CONFLICT;
+  } else {
+    memcpy(name_buf, v->s, v->slen);
+    name_buf[v->slen] = '\0';
+    wm->has_watermark = true;
+    wm->watermark_column = name_buf;
+    wm->watermark_delay_ms = 0;
+    wm->wm_line = v->line;
+    wm->wm_column = v->column;
+  }
+  if (problem == NULL) return LAMINAR_OK;
+  lm_error_set(err, code, "source '%s': %s at line %d, column %d", object, problem, (int)v->line,
+               (int)v->column);
+  lm_error_at(err, v->line, v->column);
+  lm_error_object(err, object, NULL);
+  return code;
+}
+
+/* CREATE STREAM ... WITH (allowed_lateness = INTERVAL ...): windows close that
+ * long after their end (the default is the source's). */
+static laminar_code bind_stream_options(binder* b, const lm_stmt* stmt) {
+  for (size_t i = 0; i < stmt->noptions; i++) {
+    const lm_ast_option* o = &stmt->options[i];
+    if (!lm_streq_nocase(o->key, "allowed_lateness")) {
+      return fail(b, LAMINAR_ERR_CONFIG_KEY, o->value,
+                  "unknown stream option '%s' (known: allowed_lateness)", o->key);
+    }
+    if (!lateness_value(o->value, &b->plan->window.lateness_ms)) {
+      return fail(b, LAMINAR_ERR_CONFIG_VALUE, o->value,
+                  "allowed_lateness must be an INTERVAL of zero or more, e.g. INTERVAL '5' "
+                  "SECOND");
+    }
+    if (!b->plan->windowed || b->plan->window.global) {
+      return fail(b, LAMINAR_ERR_CONFIG_CONFLICT, o->value,
+                  "allowed_lateness needs a window in GROUP BY (tumble, hop, slide or session)");
+    }
+    b->plan->lateness_set = true;
+  }
+  return LAMINAR_OK;
+}
 
 /* ---- plan lifecycle ----------------------------------------------------------------- */
 
@@ -1123,12 +1290,24 @@ laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
 const char* lm_plan_describe(lm_plan* plan) {
   char buf[512];
   if (plan->windowed) {
+    char shape[64];
+    if (plan->window.global) {
+      snprintf(shape, sizeof shape, "no window");
+    } else if (plan->window.session) {
+      snprintf(shape, sizeof shape, "session gap %lld ms", (long long)plan->window.size_ms);
+    } else if (plan->window.hop_ms != plan->window.size_ms) {
+      snprintf(shape, sizeof shape, "hop %lld ms every %lld ms", (long long)plan->window.size_ms,
+               (long long)plan->window.hop_ms);
+    } else {
+      snprintf(shape, sizeof shape, "tumble %lld ms", (long long)plan->window.size_ms);
+    }
     snprintf(buf, sizeof buf,
-             "window_aggregate(tumble %lld ms on column %d, %d keys, %d aggregates%s) -> "
+             "window_aggregate(%s on column %d, %d keys, %d aggregates%s%s) -> "
              "project(%d columns%s)",
-             (long long)plan->window.size_ms, (int)plan->window.time_col,
+             shape, (int)plan->window.time_col,
              (int)plan->window.nkeys, (int)plan->window.naggs,
-             plan->window.filter ? ", filtered" : "", (int)plan->npost,
+             plan->window.filter ? ", filtered" : "",
+             plan->window.emit_changes ? ", emit changes" : "", (int)plan->npost,
              plan->having ? ", having" : "");
   } else {
     snprintf(buf, sizeof buf, "%sproject(%d columns)", plan->filter ? "filter -> " : "",

@@ -1431,7 +1431,13 @@ static laminar_code parse_create(parser* p, lm_stmt* s) {
     default:
       LM_TRY(expect_kw(p, "AS"));
       LM_TRY(parse_select(p, &s->select));
-      return parse_emit(p, &s->emit);
+      if (is_kw(&p->cur, "EMIT")) {
+        s->emit_line = p->cur.line;
+        s->emit_column = p->cur.column;
+      }
+      LM_TRY(parse_emit(p, &s->emit));
+      if (is_kw(&p->cur, "WITH")) LM_TRY(parse_options(p, s)); /* WITH (allowed_lateness = ..) */
+      return LAMINAR_OK;
   }
 }
 

@@ -35,6 +35,7 @@ typedef struct lm_plan {
   int32_t nexprs;
   /* window shape */
   bool windowed;
+  bool lateness_set;           /* WITH (allowed_lateness = ...) on the stream */
   lm_window_spec window;       /* keys/aggs point into the pool */
   lm_schema agg_schema;        /* window_start, window_end, keys..., aggs... */
   lm_expr* having;             /* over agg_schema, NULL if none */

@@ -18,7 +18,7 @@ static const lm_schema* lookup(void* arg, const char* name, bool* is_source) {
 }
 
 typedef struct collected {
-  char text[1 << 16];
+  char text[1 << 20];
   size_t len;
 } collected;
 
@@ -48,17 +48,39 @@ static laminar_code collect(void* arg, const lm_chunk* chunk) {
   return LAMINAR_OK;
 }
 
+/* The query under test (each case sets it). */
+static const char* g_sql;
+
+static const char TUMBLE_SQL[] =
+    "CREATE STREAM s AS SELECT k, window_start, SUM(v) AS sv, COUNT(*) AS "
+    "c, MIN(name) AS mn, AVG(x) AS ax FROM t GROUP BY k, "
+    "tumble(ts, INTERVAL '10' MILLISECOND)";
+static const char HOP_SQL[] =
+    "CREATE STREAM s AS SELECT k, window_start, window_end, SUM(v) AS sv, COUNT(*) AS "
+    "c, MAX(name) AS mx, AVG(x) AS ax, COUNT(DISTINCT name) AS dn, FIRST(v) AS fv, "
+    "LAST_VALUE(name) AS ln FROM t GROUP BY k, "
+    "hop(ts, INTERVAL '25' MILLISECOND, INTERVAL '10' MILLISECOND)";
+
+static const char CHANGES_SQL[] =
+    "CREATE STREAM s AS SELECT k, window_start, SUM(v) AS sv, COUNT(*) AS "
+    "c, MIN(name) AS mn, AVG(x) AS ax FROM t GROUP BY k, "
+    "hop(ts, INTERVAL '20' MILLISECOND, INTERVAL '10' MILLISECOND) EMIT CHANGES";
+static const char RUNNING_SQL[] =
+    "CREATE STREAM s AS SELECT k % 3 AS k3, SUM(v) AS sv, COUNT(*) AS c, MAX(x) AS mx "
+    "FROM t GROUP BY k % 3 EMIT CHANGES";
+
+static const char SESSION_SQL[] =
+    "CREATE STREAM s AS SELECT k, window_start, window_end, SUM(v) AS sv, COUNT(*) AS c, "
+    "MIN(name) AS mn, MAX(x) AS mx, AVG(x) AS ax, COUNT(DISTINCT v % 4) AS dv, "
+    "FIRST_VALUE(name) AS fn, LAST(x) AS lx FROM t WHERE ts % 20 < 8 GROUP BY k, "
+    "session(ts, INTERVAL '3' MILLISECOND)";
+
 static int build_chain(lm_arena* arena, const lm_schema* input, lm_plan* plan, lm_op** chain,
                        collected* sink) {
   lm_stmt** stmts;
   size_t n;
   laminar_error err;
-  CHECK_CODE(lm_sql_parse(arena,
-                          "CREATE STREAM s AS SELECT k, window_start, SUM(v) AS sv, COUNT(*) AS "
-                          "c, MIN(name) AS mn, AVG(x) AS ax FROM t GROUP BY k, "
-                          "tumble(ts, INTERVAL '10' MILLISECOND)",
-                          &stmts, &n, &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(lm_sql_parse(arena, g_sql, &stmts, &n, &err), LAMINAR_OK, &err);
   CHECK(n == 1);
   CHECK_CODE(lm_bind_stream(stmts[0], lookup, (void*)input, plan, &err), LAMINAR_OK, &err);
   CHECK_CODE(lm_plan_build_chain(plan, chain), LAMINAR_OK, &err);
@@ -121,7 +143,8 @@ static void make_schema(lm_schema* s) {
   lm_schema_add(s, "name", LM_TYPE_STRING, false);
 }
 
-static int test_snapshot_restore_equals_uninterrupted(void) {
+static int snapshot_restore_equals_uninterrupted(const char* sql) {
+  g_sql = sql;
   lm_schema input;
   make_schema(&input);
   lm_arena* arena;
@@ -137,7 +160,7 @@ static int test_snapshot_restore_equals_uninterrupted(void) {
 
   CHECK(build_chain(arena, &input, &p2, &c2, &split) == 0);
   CHECK(feed(c2, 0, 9) == 0);
-  CHECK(lm_op_window_state_rows(c2) > 0); /* open windows to carry over */
+  CHECK(lm_op_window_state_rows(c2) > 0); /* open windows (groups) to carry over */
   lm_state_writer w;
   lm_state_writer_init(&w);
   CHECK(lm_op_chain_snapshot(c2, &w) == LAMINAR_OK);
@@ -177,9 +200,41 @@ static int test_snapshot_restore_equals_uninterrupted(void) {
   return 0;
 }
 
+static int test_snapshot_restore_equals_uninterrupted(void) {
+  return snapshot_restore_equals_uninterrupted(TUMBLE_SQL);
+}
+
+/* Hopping windows overlap: several windows of one row are open at the snapshot. */
+static int test_hop_snapshot_restore_equals_uninterrupted(void) {
+  return snapshot_restore_equals_uninterrupted(HOP_SQL);
+}
+
+/* EMIT CHANGES: after the restore, the first delta of a group retracts the row
+ * emitted before the snapshot (live flags and row counts are in the state). */
+static int test_changes_snapshot_restore_equals_uninterrupted(void) {
+  return snapshot_restore_equals_uninterrupted(CHANGES_SQL);
+}
+
+static int test_running_snapshot_restore_equals_uninterrupted(void) {
+  return snapshot_restore_equals_uninterrupted(RUNNING_SQL);
+}
+
+/* Sessions: open ones (bounds, key, state) and the interned keys carry over. */
+static int test_session_snapshot_restore_equals_uninterrupted(void) {
+  return snapshot_restore_equals_uninterrupted(SESSION_SQL);
+}
+
 int main(int argc, char** argv) {
   static const lm_test_case cases[] = {
       {"snapshot_restore_equals_uninterrupted", test_snapshot_restore_equals_uninterrupted},
+      {"hop_snapshot_restore_equals_uninterrupted",
+       test_hop_snapshot_restore_equals_uninterrupted},
+      {"changes_snapshot_restore_equals_uninterrupted",
+       test_changes_snapshot_restore_equals_uninterrupted},
+      {"running_snapshot_restore_equals_uninterrupted",
+       test_running_snapshot_restore_equals_uninterrupted},
+      {"session_snapshot_restore_equals_uninterrupted",
+       test_session_snapshot_restore_equals_uninterrupted},
       {NULL, NULL},
   };
   return lm_test_main(argc, argv, cases);

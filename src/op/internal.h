@@ -1,0 +1,144 @@
+/*
+ * internal.h -- what the window operator's files share (op/window.c: tumbling,
+ * hopping and pane windows, emission, snapshots; op/session.c: session
+ * windows): the state structs and the group-table, row-buffer and key
+ * snapshot helpers. Private to src/op. Runs on the partition's thread only.
+ */
+#ifndef LM_OP_INTERNAL_H
+#define LM_OP_INTERNAL_H
+
+#include "op/op.h"
+#include "util/pool.h"
+#include "util/util.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- group keys and windows ------------------------------------------------ */
+
+typedef struct key_store {
+  lm_type type;
+  int64_t* i;     /* INT32, INT64, BOOL, TIMESTAMP */
+  double* d;      /* DOUBLE */
+  lm_str* s;      /* STRING (bytes in the window's pool) */
+  uint8_t* nulls;
+} key_store;
+
+typedef struct window {
+  int64_t start;
+  int64_t ngroups;
+  int64_t cap;
+  uint64_t* ghash;
+  key_store* keys;
+  lm_agg_states* aggs;
+  uint32_t* table;      /* group id + 1; 0 = empty */
+  uint32_t table_mask;  /* table size - 1 */
+  lm_pool strings;
+  /* Tracked groups (EMIT CHANGES or a changelog input), else NULL: */
+  int64_t* nrows;       /* rows of the group (sum of weights) */
+  uint8_t* live;        /* EMIT CHANGES: its current result was emitted (+1) */
+  uint64_t* stamp;      /* the update pass that last touched it */
+  uint32_t* kid;        /* panes: the group's key id in the op's keyset */
+} window;
+
+typedef struct window_op {
+  lm_op base;
+  lm_window_spec spec;
+  lm_eval_ctx* ctx;
+  window** open;        /* sorted by start */
+  int32_t nopen;
+  int32_t cap_open;
+  window** spare;       /* recycled windows */
+  int32_t nspare;
+  int64_t watermark;    /* last watermark seen (epoch ms); INT64_MIN before any */
+  int64_t late_rows;
+  lm_vec* key_vecs;
+  lm_vec* arg_vecs;
+  lm_vec* ord_vecs;       /* FIRST / LAST: the event time of each row */
+  lm_vec* out_vecs;
+  bool track;           /* emit_changes or a changelog input: per-group nrows */
+  uint64_t pass;        /* update passes so far (stamps touched groups) */
+  const int64_t* weights; /* this chunk's row weights (changelog input), else NULL */
+  /* Hopping windows (EMIT ON WINDOW CLOSE, insert-only input) run on panes:
+   * tumbling windows of gcd(size, hop) (spec.size_ms and hop_ms then hold the
+   * pane); a window [ws, ws + out_size) is the merge of its panes when it
+   * closes, so a row is aggregated once, not once per window. */
+  bool panes;
+  window* acc;            /* panes: the window being built from its panes */
+  uint32_t* kmap;         /* panes: key id -> group of acc, valid where kstamp == pass */
+  uint64_t* kstamp;
+  int64_t kmap_cap;
+  int64_t out_size;       /* window size of the output (bounds) */
+  int64_t out_hop;        /* panes: the hop between window starts */
+  /* Rows built one group at a time (EMIT CHANGES deltas; closing windows of a
+   * changelog input), out_schema's columns; op-owned, reused. */
+  lm_vec* dvecs;
+  int32_t dcols;          /* out_schema's column count (the chain frees the schema first) */
+  int64_t dn, dcap;
+  /* session windows (see "session windows" below) */
+  window* keyset;         /* key interning only: key id = group id */
+  lm_agg_states* sagg;    /* per aggregate, indexed by session slot */
+  int64_t *s_start, *s_end;
+  uint32_t* s_key;
+  int32_t* s_next;        /* next session of the key (by start), or next free slot */
+  int32_t* s_parent;      /* the slot a merged slot was folded into (itself if not) */
+  uint8_t* s_used;
+  int32_t s_cap, s_hw, s_free, s_open;
+  int32_t* k_first;       /* per key id: its first open session, -1 if none */
+  int64_t k_cap;
+} window_op;
+
+#define GROW_ARRAY(ptr, n)                                          \
+  do {                                                              \
+    void* grown_ = lm_realloc((ptr), sizeof(*(ptr)) * (size_t)(n)); \
+    if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                   \
+    (ptr) = grown_;                                                 \
+  } while (0)
+
+static inline int64_t lm_op_floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* Epoch ms of row k of the time column. */
+static inline int64_t lm_op_time_ms(const lm_vec* t, int64_t k) {
+  int64_t v = ((const int64_t*)t->data)[k];
+  return t->type == LM_TYPE_TIMESTAMP ? lm_op_floor_div(v, 1000) : v;
+}
+
+/* ---- helpers defined in window.c --------------------------------------------- */
+
+/* Hash every row's key tuple into h[0..n). */
+void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, int64_t n, uint64_t* h);
+/* Hash of a stored group's keys; equals lm_op_hash_keys() of the row it came from. */
+uint64_t lm_op_hash_group(const window* w, int32_t nkeys, int64_t g);
+/* The group of window w holding row `row`'s keys (hash h), added if new. */
+laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h, const lm_vec* keys,
+                                     int64_t row, uint32_t* out_gid);
+/* A new empty window (or LAMINAR_ERR_NOMEM); room for `cap` groups in w. */
+laminar_code lm_op_window_new(window_op* op, window** out);
+laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap);
+/* Replace w's hash table by one of nsize slots (a power of two) over its groups. */
+laminar_code lm_op_table_rebuild(window* w, uint64_t nsize);
+/* Group g's keys into output column ov at `row`. */
+void lm_op_put_key(lm_vec* ov, const key_store* ks, int64_t g, int64_t row);
+/* Room for `more` rows in the op's row buffer; emit (and empty) the buffer. */
+laminar_code lm_op_rows_reserve(window_op* op, int64_t more);
+laminar_code lm_op_rows_flush(window_op* op);
+/* Write / read group g's keys in a snapshot (read: g reserved; sets no hash). */
+void lm_op_put_group_keys(const window_op* op, const window* win, int64_t g,
+                          lm_state_writer* w);
+laminar_code lm_op_get_group_keys(window_op* op, window* win, int64_t g, lm_state_reader* r);
+
+/* ---- session windows (session.c) ---------------------------------------------- */
+
+/* One chunk into the sessions (rows where keep[k] is 0 skipped; keep NULL: all). */
+laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep);
+/* Emit and free the sessions closed by op->watermark. */
+laminar_code lm_op_session_watermark(window_op* op);
+void lm_op_session_snapshot(const window_op* op, lm_state_writer* w);
+laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r);
+/* Forget every session and key (after a failed restore). */
+void lm_op_session_clear(window_op* op);
+
+#endif /* LM_OP_INTERNAL_H */

@@ -1,0 +1,312 @@
+/*
+ * session.c -- session windows of the window operator (op/internal.h).
+ *
+ * session(ts, gap): per key, a row at t opens the window [t, t + gap); windows
+ * of one key that overlap merge into one session [first, last + gap). Keys are
+ * interned in `keyset` (a window used only for its key table: key id = group
+ * id); each open session is a slot with its bounds, its key and one group of
+ * aggregate state in `sagg`; a key's open sessions form a list sorted by start
+ * (they never overlap). Within a chunk rows are assigned slots first and the
+ * aggregates updated in one pass: a row that bridges two sessions merges the
+ * later one's state into the earlier (lm_agg_merge) and points it there
+ * (`s_parent`), so rows of the chunk already assigned to it follow. A session
+ * closes when the watermark reaches its end plus the allowed lateness; a row
+ * is late when it joins no open session and its own window has closed.
+ */
+#include "op/op.h"
+
+#include "op/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int32_t slot_find(const window_op* op, int32_t s) {
+  while (op->s_parent[s] != s) s = op->s_parent[s];
+  return s;
+}
+
+/* A fresh slot for key `kid`, [start, end), linked into the key's list. */
+static laminar_code slot_new(window_op* op, uint32_t kid, int64_t start, int64_t end,
+                             int32_t* out) {
+  int32_t s;
+  if (op->s_free >= 0) {
+    s = op->s_free;
+    op->s_free = op->s_next[s];
+  } else {
+    if (op->s_hw == op->s_cap) {
+      int32_t ncap = op->s_cap ? op->s_cap * 2 : 64;
+      GROW_ARRAY(op->s_start, ncap);
+      GROW_ARRAY(op->s_end, ncap);
+      GROW_ARRAY(op->s_key, ncap);
+      GROW_ARRAY(op->s_next, ncap);
+      GROW_ARRAY(op->s_parent, ncap);
+      GROW_ARRAY(op->s_used, ncap);
+      for (int32_t a = 0; a < op->spec.naggs; a++) {
+        LM_TRY(lm_agg_states_reserve(&op->sagg[a], ncap));
+      }
+      op->s_cap = ncap;
+    }
+    s = op->s_hw++;
+  }
+  op->s_start[s] = start;
+  op->s_end[s] = end;
+  op->s_key[s] = kid;
+  op->s_parent[s] = s;
+  op->s_used[s] = 1;
+  op->s_open++;
+  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&op->sagg[a], s);
+  /* Sorted insert into the key's list. */
+  int32_t prev = -1, cur = op->k_first[kid];
+  while (cur >= 0 && op->s_start[cur] < start) {
+    prev = cur;
+    cur = op->s_next[cur];
+  }
+  op->s_next[s] = cur;
+  if (prev < 0) {
+    op->k_first[kid] = s;
+  } else {
+    op->s_next[prev] = s;
+  }
+  *out = s;
+  return LAMINAR_OK;
+}
+
+static void slot_release(window_op* op, int32_t s) {
+  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_drop_group(&op->sagg[a], s);
+  op->s_used[s] = 0;
+  op->s_parent[s] = s;
+  op->s_next[s] = op->s_free;
+  op->s_free = s;
+  op->s_open--;
+}
+
+/* Room for key ids < n in k_first. */
+static laminar_code keys_reserve(window_op* op, int64_t n) {
+  if (n <= op->k_cap) return LAMINAR_OK;
+  int64_t ncap = op->k_cap ? op->k_cap * 2 : 64;
+  while (ncap < n) ncap *= 2;
+  GROW_ARRAY(op->k_first, ncap);
+  for (int64_t k = op->k_cap; k < ncap; k++) op->k_first[k] = -1;
+  op->k_cap = ncap;
+  return LAMINAR_OK;
+}
+
+/* The slot row k at time t joins (merging the sessions it bridges), or -1 if
+ * the row is late. Merged-away slots are appended to `dead`. */
+static laminar_code session_assign(window_op* op, uint32_t kid, int64_t t, int32_t* dead,
+                                   int64_t* ndead, int32_t* out) {
+  int64_t lo = t, hi;
+  if (__builtin_add_overflow(t, op->spec.size_ms, &hi)) hi = INT64_MAX;
+  int32_t survivor = -1, prev = -1, cur = op->k_first[kid];
+  while (cur >= 0 && op->s_start[cur] < hi) {
+    int32_t next = op->s_next[cur];
+    if (op->s_end[cur] > lo) { /* overlaps [lo, hi) */
+      if (survivor < 0) {
+        survivor = cur;
+        if (lo < op->s_start[cur]) op->s_start[cur] = lo;
+        if (hi > op->s_end[cur]) op->s_end[cur] = hi;
+        prev = cur;
+      } else { /* a bridge: fold cur into the survivor */
+        if (op->s_end[cur] > op->s_end[survivor]) op->s_end[survivor] = op->s_end[cur];
+        for (int32_t a = 0; a < op->spec.naggs; a++) {
+          LM_TRY(lm_agg_merge(&op->sagg[a], survivor, &op->sagg[a], cur));
+        }
+        op->s_parent[cur] = survivor;
+        op->s_next[prev] = next;
+        dead[(*ndead)++] = cur;
+      }
+    } else {
+      prev = cur;
+    }
+    cur = next;
+  }
+  if (survivor >= 0) {
+    *out = survivor;
+    return LAMINAR_OK;
+  }
+  int64_t close;
+  if (__builtin_add_overflow(hi, op->spec.lateness_ms, &close)) close = INT64_MAX;
+  if (close <= op->watermark) {
+    *out = -1;
+    return LAMINAR_OK;
+  }
+  return slot_new(op, kid, lo, hi, out);
+}
+
+laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep) {
+  const lm_window_spec* spec = &op->spec;
+  int64_t n = in->nrows;
+  const lm_vec* tcol = &in->cols[spec->time_col];
+  uint64_t* hashes = lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
+  uint32_t* sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
+  uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
+  int32_t* dead = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
+  if (!hashes || !sel || !gids || !dead) return LAMINAR_ERR_NOMEM;
+  lm_op_hash_keys(op->key_vecs, spec->nkeys, n, hashes);
+  int64_t m = 0, ndead = 0;
+  for (int64_t k = 0; k < n; k++) {
+    if (keep != NULL && !keep[k]) continue;
+    if (tcol->nulls && tcol->nulls[k]) {
+      op->late_rows++;
+      continue;
+    }
+    uint32_t kid;
+    LM_TRY(lm_op_group_find_or_add(op, op->keyset, hashes[k], op->key_vecs, k, &kid));
+    LM_TRY(keys_reserve(op, (int64_t)kid + 1));
+    int32_t s;
+    LM_TRY(session_assign(op, kid, lm_op_time_ms(tcol, k), dead, &ndead, &s));
+    if (s < 0) {
+      op->late_rows++;
+      continue;
+    }
+    sel[m] = (uint32_t)k;
+    gids[m++] = (uint32_t)s;
+  }
+  for (int64_t j = 0; j < m; j++) gids[j] = (uint32_t)slot_find(op, (int32_t)gids[j]);
+  for (int32_t a = 0; a < spec->naggs; a++) {
+    const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
+    const lm_vec* ord = spec->aggs[a].order ? &op->ord_vecs[a] : NULL;
+    LM_TRY(lm_agg_update_ordered(&op->sagg[a], arg, ord, sel, gids, m));
+  }
+  for (int64_t i = 0; i < ndead; i++) slot_release(op, dead[i]);
+  return LAMINAR_OK;
+}
+
+typedef struct closing_session {
+  int64_t start;
+  uint32_t key;
+  int32_t slot;
+} closing_session;
+
+static int cmp_session(const void* x, const void* y) {
+  const closing_session *a = x, *b = y;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  return (a->key > b->key) - (a->key < b->key);
+}
+
+/* One output row for session slot s. */
+static void put_session_row(window_op* op, int32_t s) {
+  const lm_window_spec* spec = &op->spec;
+  int64_t row = op->dn++;
+  lm_vec* v = op->dvecs;
+  int64_t scale = spec->time_type == LM_TYPE_TIMESTAMP ? 1000 : 1, start, end;
+  if (__builtin_mul_overflow(op->s_start[s], scale, &start)) start = INT64_MIN;
+  if (__builtin_mul_overflow(op->s_end[s], scale, &end)) end = INT64_MAX;
+  ((int64_t*)v[0].data)[row] = start;
+  ((int64_t*)v[1].data)[row] = end;
+  ((uint8_t*)v[0].nulls)[row] = 0;
+  ((uint8_t*)v[1].nulls)[row] = 0;
+  for (int32_t c = 0; c < spec->nkeys; c++) {
+    lm_op_put_key(&v[2 + c], &op->keyset->keys[c], op->s_key[s], row);
+  }
+  for (int32_t a = 0; a < spec->naggs; a++) {
+    lm_vec* ov = &v[2 + spec->nkeys + a];
+    lm_agg_finalize(&op->sagg[a], s, 1, (char*)ov->data + lm_type_width(ov->type) * row,
+                    (uint8_t*)ov->nulls + row);
+  }
+}
+
+/* Emit every session whose end plus lateness the watermark reached, by start
+ * then key, and free their slots. */
+laminar_code lm_op_session_watermark(window_op* op) {
+  int32_t nclose = 0;
+  for (int32_t s = 0; s < op->s_hw; s++) {
+    int64_t close;
+    if (!op->s_used[s]) continue;
+    if (__builtin_add_overflow(op->s_end[s], op->spec.lateness_ms, &close)) close = INT64_MAX;
+    if (close <= op->watermark) nclose++;
+  }
+  if (nclose == 0) return LAMINAR_OK;
+  lm_eval_ctx_reset(op->ctx);
+  closing_session* closing = lm_eval_ctx_alloc(op->ctx, sizeof *closing * (size_t)nclose);
+  if (closing == NULL) return LAMINAR_ERR_NOMEM;
+  LM_TRY(lm_op_rows_reserve(op, nclose));
+  int32_t k = 0;
+  for (int32_t s = 0; s < op->s_hw; s++) {
+    int64_t close;
+    if (!op->s_used[s]) continue;
+    if (__builtin_add_overflow(op->s_end[s], op->spec.lateness_ms, &close)) close = INT64_MAX;
+    if (close <= op->watermark) closing[k++] = (closing_session){op->s_start[s], op->s_key[s], s};
+  }
+  qsort(closing, (size_t)nclose, sizeof *closing, cmp_session);
+  for (int32_t i = 0; i < nclose; i++) put_session_row(op, closing[i].slot);
+  laminar_code rc = lm_op_rows_flush(op);
+  for (int32_t i = 0; i < nclose; i++) {
+    int32_t s = closing[i].slot;
+    uint32_t kid = op->s_key[s];
+    int32_t prev = -1, cur = op->k_first[kid];
+    while (cur != s) {
+      prev = cur;
+      cur = op->s_next[cur];
+    }
+    if (prev < 0) {
+      op->k_first[kid] = op->s_next[s];
+    } else {
+      op->s_next[prev] = op->s_next[s];
+    }
+    slot_release(op, s);
+  }
+  if (op->s_open == 0) { /* nothing open: drop replaced MIN/MAX strings */
+    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&op->sagg[a]);
+  }
+  return rc;
+}
+
+void lm_op_session_snapshot(const window_op* op, lm_state_writer* w) {
+  const window* ks = op->keyset;
+  lm_state_put_i64(w, ks->ngroups);
+  for (int64_t g = 0; g < ks->ngroups; g++) lm_op_put_group_keys(op, ks, g, w);
+  lm_state_put_u32(w, (uint32_t)op->s_open);
+  for (int32_t s = 0; s < op->s_hw; s++) {
+    if (!op->s_used[s]) continue;
+    lm_state_put_u32(w, op->s_key[s]);
+    lm_state_put_i64(w, op->s_start[s]);
+    lm_state_put_i64(w, op->s_end[s]);
+    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&op->sagg[a], s, w);
+  }
+}
+
+void lm_op_session_clear(window_op* op) {
+  op->keyset->ngroups = 0;
+  memset(op->keyset->table, 0, sizeof(uint32_t) * ((size_t)op->keyset->table_mask + 1));
+  lm_pool_reset(&op->keyset->strings);
+  for (int64_t k = 0; k < op->k_cap; k++) op->k_first[k] = -1;
+  op->s_hw = op->s_open = 0;
+  op->s_free = -1;
+  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&op->sagg[a]);
+}
+
+laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r) {
+  lm_op_session_clear(op);
+  window* ks = op->keyset;
+  int64_t nkeys = lm_state_get_i64(r);
+  if (r->failed || nkeys < 0 || (uint64_t)nkeys > r->len) {
+    r->failed = true;
+    return LAMINAR_OK;
+  }
+  LM_TRY(lm_op_window_reserve(op, ks, nkeys));
+  LM_TRY(keys_reserve(op, nkeys));
+  int64_t g = 0;
+  for (; g < nkeys && !r->failed; g++) {
+    LM_TRY(lm_op_get_group_keys(op, ks, g, r));
+    ks->ghash[g] = lm_op_hash_group(ks, op->spec.nkeys, g);
+  }
+  ks->ngroups = g;
+  uint64_t size = 64;
+  while (size < (uint64_t)(g + 1) * 2) size *= 2;
+  LM_TRY(lm_op_table_rebuild(ks, size));
+  uint32_t nsess = lm_state_get_u32(r);
+  for (uint32_t i = 0; i < nsess && !r->failed; i++) {
+    uint32_t kid = lm_state_get_u32(r);
+    int64_t start = lm_state_get_i64(r), end = lm_state_get_i64(r);
+    if (r->failed || kid >= (uint64_t)ks->ngroups || end <= start) {
+      r->failed = true;
+      break;
+    }
+    int32_t s;
+    LM_TRY(slot_new(op, kid, start, end, &s));
+    for (int32_t a = 0; a < op->spec.naggs; a++) LM_TRY(lm_agg_restore_group(&op->sagg[a], s, r));
+  }
+  return LAMINAR_OK;
+}
+
