@@ -20,7 +20,13 @@ static const char* DDL =
     "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / SUM(volume) AS vwap,\n"
     "  COUNT(*) AS n FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);\n"
     "CREATE STREAM busy AS SELECT symbol, window_start, vwap, n FROM vwap WHERE n >= 12;\n"
-    "CREATE MATERIALIZED VIEW busiest AS SELECT symbol, window_start, n FROM busy WHERE n >= 13;\n";
+    "CREATE MATERIALIZED VIEW busiest AS SELECT symbol, window_start, n FROM busy WHERE n >= 13;\n"
+    "CREATE STREAM hopping AS SELECT symbol, window_start, COUNT(*) AS n, MAX(price) AS hi\n"
+    "  FROM trades GROUP BY symbol, hop(ts, INTERVAL '2' SECOND, INTERVAL '500' MILLISECOND);\n"
+    "CREATE STREAM bursts AS SELECT symbol, window_start, window_end, COUNT(*) AS n,\n"
+    "  FIRST_VALUE(price) AS first_price FROM trades GROUP BY symbol, session(ts, INTERVAL '70' MILLISECOND);\n"
+    "CREATE STREAM running AS SELECT symbol, COUNT(*) AS n, SUM(volume) AS v,\n"
+    "  COUNT(DISTINCT volume) AS dv FROM trades GROUP BY symbol EMIT CHANGES;\n";
 
 #define NBATCH 40
 #define ROWS 50
@@ -73,8 +79,11 @@ static inline void sink_sql(const char* dir, char* out, size_t n) {
   snprintf(out, n,
            "CREATE SINK out FROM vwap INTO FILE (path = '%s/out', format = 'jsonl');\n"
            "CREATE SINK busy_out FROM busy INTO FILE (path = '%s/busy', format = 'csv');\n"
-           "CREATE SINK busiest_out FROM busiest INTO FILE (path = '%s/busiest', format = 'jsonl')",
-           dir, dir, dir);
+           "CREATE SINK busiest_out FROM busiest INTO FILE (path = '%s/busiest', format = 'jsonl');\n"
+           "CREATE SINK hopping_out FROM hopping INTO FILE (path = '%s/hopping', format = 'jsonl');\n"
+           "CREATE SINK bursts_out FROM bursts INTO FILE (path = '%s/bursts', format = 'csv');\n"
+           "CREATE SINK running_out FROM running INTO FILE (path = '%s/running', format = 'jsonl')",
+           dir, dir, dir, dir, dir, dir);
 }
 
 /* The committed sink output: its part files concatenated in epoch order,
@@ -145,7 +154,7 @@ static inline char* sink_dir_output(const char* dir, const char* sub) {
 }
 
 /* The file sinks of sink_sql(), in the order sink_output() joins them. */
-static const char* const SINK_DIRS[] = {"out", "busy", "busiest"};
+static const char* const SINK_DIRS[] = {"out", "busy", "busiest", "hopping", "bursts", "running"};
 
 /* Every sink's committed output, each after a "--- name" separator. */
 static inline char* sink_output(const char* dir) {
@@ -187,7 +196,8 @@ static inline int finish(laminar_db* db, laminar_source* src) {
 }
 
 static inline void remove_db(const char* dir) {
-  const char* subs[] = {"out", "busy", "busiest", "checkpoints", "wal/trades", "wal"};
+  const char* subs[] = {"out",     "busy",        "busiest",    "hopping", "bursts",
+                        "running", "checkpoints", "wal/trades", "wal"};
   char p[600];
   for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
     snprintf(p, sizeof p, "%s/%s", dir, subs[i]);
@@ -203,7 +213,7 @@ static inline char* reference_output(void) {
   laminar_db* db;
   laminar_source* src;
   laminar_error err;
-  char sql[600];
+  char sql[2048];
   sink_sql(dir, sql, sizeof sql);
   char* out = NULL;
   if (open_db(dir, "sync", &db, &err) == LAMINAR_OK) {

@@ -71,7 +71,7 @@ static int restart_case(const char* wal_mode) {
   laminar_db* db;
   laminar_source* src;
   laminar_error err;
-  char sql[600];
+  char sql[2048];
   sink_sql(dir, sql, sizeof sql);
   CHECK_CODE(open_db(dir, wal_mode, &db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
@@ -318,7 +318,7 @@ static int test_connector_sink(void) {
              &err);
   CHECK_CODE(laminar_sink_register(db, "trades", "vwap", &cb, &err),
              LAMINAR_ERR_SQL_DUPLICATE_OBJECT, &err); /* one namespace for every object */
-  char sql[600];
+  char sql[2048];
   snprintf(sql, sizeof sql, "CREATE SINK rec FROM vwap INTO FILE (path = '%s/x')", dir);
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_ERR_SQL_DUPLICATE_OBJECT, &err);
   CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
@@ -369,7 +369,7 @@ static int test_threaded_interval_checkpoints(void) {
   laminar_db* db;
   CHECK_CODE(laminar_open(c, &db, &err), LAMINAR_OK, &err);
   laminar_config_destroy(c);
-  char sql[600];
+  char sql[2048];
   sink_sql(dir, sql, sizeof sql);
   CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);

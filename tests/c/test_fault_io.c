@@ -51,7 +51,7 @@ static laminar_code run_unfaulted(session* s, laminar_error* err) {
 /* Step i of the session. Batches go in two at a time, a checkpoint after
  * every second pair. */
 static laminar_code step(session* s, int i, laminar_error* err) {
-  char sql[700];
+  char sql[2048];
   switch (i) {
     case 0: return open_db(s->dir, "sync", &s->db, err);
     case 1: return laminar_execute(s->db, DDL, err);

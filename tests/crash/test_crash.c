@@ -2,8 +2,9 @@
  * test_crash.c -- kill -9 at random moments (issue 6, RELIABILITY "crash").
  *
  * A child process runs the durable pipeline of lm_test_durable.h — a 1-second
- * tumbling VWAP, a stream cascaded from it, a materialized view over that,
- * JSONL and CSV file sinks on all three, sync
+ * tumbling VWAP, a stream cascaded from it, a materialized view over that, a
+ * hopping window, session windows and an EMIT CHANGES running aggregate, a
+ * JSONL or CSV file sink on each, sync
  * WAL, a checkpoint every 7 batches — over a deterministic input, resuming at
  * its source's offset after every restart. The parent kills it with SIGKILL
  * after a random delay (seeded; LAMINAR_TEST_SEED replays), restarts it, and
@@ -36,7 +37,7 @@ static void child_run(const char* dir, volatile int* phase) {
   laminar_db* db;
   laminar_source* src;
   laminar_error err;
-  char sql[600];
+  char sql[2048];
   sink_sql(dir, sql, sizeof sql);
   *phase = PH_OPEN;
   if (open_db(dir, "sync", &db, &err) != LAMINAR_OK) {
