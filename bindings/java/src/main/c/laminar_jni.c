@@ -265,6 +265,16 @@ JNIEXPORT jlong JNICALL Java_org_laminardb_Native_sourceOpen(JNIEnv* env, jclass
   return (jlong)(intptr_t)source;
 }
 
+/* A second producer handle on the same source (the source turns multi-producer). */
+JNIEXPORT jlong JNICALL Java_org_laminardb_Native_sourceClone(JNIEnv* env, jclass cls,
+                                                              jlong source) {
+  (void)cls;
+  laminar_source* clone = NULL;
+  laminar_error err;
+  if (failed(env, laminar_source_clone(SRC(source), &clone, &err), &err)) return 0;
+  return (jlong)(intptr_t)clone;
+}
+
 /* Push the struct array at `array` described by the schema at `schema`. On success
  * the array has been moved into the core (its release is NULL); on failure it is
  * untouched and still the caller's to release. */

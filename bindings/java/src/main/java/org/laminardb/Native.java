@@ -116,6 +116,8 @@ final class Native {
 
   static native long sourceOpen(long db, byte[] name);
 
+  static native long sourceClone(long source);
+
   static native void sourcePush(long source, long arrayAddress, long schemaAddress);
 
   static native void sourceWatermark(long source, long watermarkMs);

@@ -23,6 +23,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
 public final class Source implements AutoCloseable {
   private final State state;
   private final Cleaner.Cleanable cleanable;
+  private final String name;
 
   /** The C handle plus the exported schema kept for the next pushes. */
   private static final class State extends NativeState.Child {
@@ -70,6 +71,7 @@ public final class Source implements AutoCloseable {
   }
 
   Source(NativeState.Db db, long pointer, String name) {
+    this.name = name;
     this.state = new State(db, pointer, name);
     db.children.add(state);
     this.cleanable = NativeState.CLEANER.register(this, state);
@@ -140,6 +142,26 @@ public final class Source implements AutoCloseable {
     try {
       synchronized (state) {
         Native.sourceWatermark(state.require(), watermarkMs);
+      }
+    } finally {
+      state.db.lock.readLock().unlock();
+    }
+  }
+
+  /**
+   * Another producer handle on the same source, for another thread: the source turns
+   * from single- to multi-producer on its first clone, keeping what is queued; each
+   * handle's batches keep their order. Close every clone (closing this one does not
+   * close its clones; closing the database closes them all).
+   *
+   * @throws LaminarException LDB-9002 (this source is closed)
+   */
+  @Override
+  public Source clone() {
+    state.db.lock.readLock().lock();
+    try {
+      synchronized (state) {
+        return new Source(state.db, Native.sourceClone(state.require()), name);
       }
     } finally {
       state.db.lock.readLock().unlock();

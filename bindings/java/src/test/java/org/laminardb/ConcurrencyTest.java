@@ -109,6 +109,76 @@ class ConcurrencyTest extends AllocatorTest {
   }
 
   @Test
+  void fourThreadsPushThroughClonesOfOneSource() throws Exception {
+    BufferAllocator[] mine = new BufferAllocator[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+      mine[t] = allocator.newChildAllocator("c" + t, 0, Long.MAX_VALUE);
+    }
+    try (LaminarDB db = LaminarDB.open()) {
+      db.execute("CREATE SOURCE t (v BIGINT, ts BIGINT); CREATE STREAM s AS SELECT v FROM t;");
+      Subscription sub = db.subscribe("s", allocator);
+      Source first = db.source("t");
+      List<Source> handles = new ArrayList<>();
+      handles.add(first);
+      for (int t = 1; t < THREADS; t++) {
+        handles.add(first.clone());
+      }
+      db.start();
+      ExecutorService pool = Executors.newFixedThreadPool(THREADS);
+      List<Future<?>> done = new ArrayList<>();
+      for (int t = 0; t < THREADS; t++) {
+        final int id = t;
+        done.add(
+            pool.submit(
+                () -> {
+                  try (Source source = handles.get(id);
+                      VectorSchemaRoot root =
+                          VectorSchemaRoot.create(db.schema("t", mine[id]), mine[id])) {
+                    for (int b = 0; b < BATCHES; b++) {
+                      root.allocateNew();
+                      BigIntVector v = (BigIntVector) root.getVector("v");
+                      BigIntVector ts = (BigIntVector) root.getVector("ts");
+                      for (int r = 0; r < ROWS; r++) {
+                        v.setSafe(r, (long) id * 1_000_000_000L + (long) b * ROWS + r);
+                        ts.setSafe(r, 0);
+                      }
+                      root.setRowCount(ROWS);
+                      source.push(root);
+                    }
+                  }
+                  return null;
+                }));
+      }
+      for (Future<?> f : done) {
+        f.get(60, TimeUnit.SECONDS);
+      }
+      pool.shutdown();
+      db.stop();
+      // Every row arrives once, and each producer's rows in the order it pushed them.
+      long[] next = new long[THREADS];
+      VectorSchemaRoot batch;
+      while ((batch = sub.poll(Duration.ZERO)) != null) {
+        try (VectorSchemaRoot b = batch) {
+          BigIntVector v = (BigIntVector) b.getVector("v");
+          for (int r = 0; r < b.getRowCount(); r++) {
+            int id = (int) (v.get(r) / 1_000_000_000L);
+            assertEquals(next[id], v.get(r) % 1_000_000_000L, "producer " + id);
+            next[id]++;
+          }
+        }
+      }
+      for (int t = 0; t < THREADS; t++) {
+        assertEquals((long) BATCHES * ROWS, next[t], "producer " + t);
+      }
+      sub.close();
+    } finally {
+      for (BufferAllocator a : mine) {
+        a.close();
+      }
+    }
+  }
+
+  @Test
   void closeFromAnotherThreadEndsIteration() throws Exception {
     try (LaminarDB db = LaminarDB.open()) {
       db.execute("CREATE SOURCE t (v BIGINT, ts BIGINT); CREATE STREAM s AS SELECT v FROM t;");
