@@ -515,6 +515,10 @@ static const char* g_durable = "off";
 static const char* g_checkpoint_ms = "10000";
 static const char* g_data_dir = "/tmp";
 static char g_run_dir[4096];
+/* --set key=value (repeatable): more config for durable runs, e.g. wal_io=pwrite
+ * or wal_direct_io=off. */
+static const char* g_sets[8];
+static int g_nsets;
 
 static void remove_tree(const char* dir) {
   char cmd[4200];
@@ -540,6 +544,17 @@ static void run_open(run_ctx* r, workload w) {
     check_rc(laminar_config_set(cfg, "wal_mode", strcmp(g_durable, "ckpt") == 0 ? "none" : g_durable,
                                 &err),
              &err, "wal_mode");
+    for (int i = 0; i < g_nsets; i++) {
+      char kv[256];
+      snprintf(kv, sizeof kv, "%s", g_sets[i]);
+      char* eq = strchr(kv, '=');
+      if (eq == NULL) {
+        fprintf(stderr, "bench_vwap: --set wants KEY=VALUE, got '%s'\n", g_sets[i]);
+        exit(2);
+      }
+      *eq = '\0';
+      check_rc(laminar_config_set(cfg, kv, eq + 1, &err), &err, kv);
+    }
   }
   check_rc(laminar_open(cfg, &r->db, &err), &err, "laminar_open");
   laminar_config_destroy(cfg);
@@ -787,6 +802,7 @@ static void usage(void) {
           "                  [--mode all|inline|threaded] [--pace F]\n"
           "                  [--w1b-rows-per-s X] [--w2b-rows-per-s Y]\n"
           "                  [--durable off|ckpt|async|sync] [--checkpoint-ms MS]\n"
+          "                  [--set KEY=VALUE ...  (durable runs: e.g. wal_direct_io=off)]\n"
           "                  [--data-dir DIR]\n");
   exit(2);
 }
@@ -824,6 +840,8 @@ static options parse_args(int argc, char** argv) {
       if (strcmp(v, "off") != 0 && strcmp(v, "ckpt") != 0 && strcmp(v, "async") != 0 &&
           strcmp(v, "sync") != 0)
         usage();
+    } else if (strcmp(a, "--set") == 0 && v && g_nsets < 8) {
+      g_sets[g_nsets++] = v, i++;
     } else if (strcmp(a, "--checkpoint-ms") == 0 && v) {
       g_checkpoint_ms = v, i++;
     } else if (strcmp(a, "--data-dir") == 0 && v) {

@@ -154,6 +154,12 @@ laminar_code lm_durable_config_set(lm_durable_config* c, const char* key, const 
     else
       return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
                           "config 'wal_io': expected auto, io_uring or pwrite, got '%s'", value);
+  } else if (lm_streq_nocase(key, "wal_direct_io")) {
+    if (lm_streq_nocase(value, "auto")) c->direct = LM_WAL_DIRECT_AUTO;
+    else if (lm_streq_nocase(value, "off")) c->direct = LM_WAL_DIRECT_OFF;
+    else
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config 'wal_direct_io': expected auto or off, got '%s'", value);
   } else if (lm_streq_nocase(key, "wal_recovery")) {
     if (lm_streq_nocase(value, "cut")) c->strict = false;
     else if (lm_streq_nocase(value, "strict")) c->strict = true;
@@ -247,7 +253,8 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
   if (mode == LM_WAL_NONE) return LAMINAR_OK;
   char* dir = join(d->wal_dir, def->name);
   if (dir == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  lm_wal_options o = {.dir = dir, .io = d->conf.io, .strict = d->conf.strict};
+  lm_wal_options o = {
+      .dir = dir, .io = d->conf.io, .direct = d->conf.direct, .strict = d->conf.strict};
   lm_wal_report rep;
   laminar_code rc = lm_wal_open(&o, &def->wal, &rep, err);
   lm_free(dir);

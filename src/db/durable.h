@@ -43,6 +43,7 @@ typedef struct lm_durable_config {
   lm_wal_mode wal_mode;
   int32_t keep;                   /* checkpoints kept */
   lm_wal_io io;
+  lm_wal_direct direct;           /* wal_direct_io: auto (O_DIRECT where it works) | off */
   bool strict;                    /* refuse to open on WAL damage before the tail */
   int64_t flush_ms;               /* async WAL: longest delay before a flush */
 } lm_durable_config;

@@ -17,6 +17,16 @@
  * payload padded to 8 bytes. The CRC covers the header after its CRC field and
  * the payload.
  *
+ * Direct I/O: where the file system takes O_DIRECT (probed at open; not
+ * tmpfs) and writes go through pwrite, segments are written with it, so the log skips the page cache: no
+ * kernel copy of every byte (DMA from the log's own page-aligned buffer) and
+ * no write-back later. Every write is then whole 4 KiB blocks at a block
+ * boundary: a segment's header is followed by a padding record filling its
+ * first block, and each written batch ends with one filling its last block.
+ * A padding record (type LM_WAL_TYPE_PAD, sequence number 0) is framed and
+ * CRC-checked like any other but has no sequence number and is never replayed.
+ * A flush never rewrites a block an earlier flush wrote.
+ *
  * Opening an existing directory validates every record. An all-zero record
  * header is the clean end of the log (segments are preallocated with
  * fallocate, so a full disk shows when a segment is created, not mid-record)
@@ -73,10 +83,24 @@ typedef enum lm_wal_event { LM_WAL_EVENT_FILE_SYNCED = 1, LM_WAL_EVENT_DIR_SYNCE
 typedef void (*lm_wal_observe_fn)(void* arg, lm_wal_event event, const char* path,
                                   uint64_t size);
 
+/* Direct I/O (see above). AUTO: O_DIRECT where the file system accepts it
+ * and the log writes with pwrite (never through io_uring: see wal.c's
+ * setup_io), else buffered writes; OFF: always buffered. With LM_WAL_IO_AUTO
+ * a directory that takes O_DIRECT gets pwrite + O_DIRECT, any other io_uring
+ * (buffered) when the kernel gives a ring, else pwrite. */
+typedef enum lm_wal_direct {
+  LM_WAL_DIRECT_AUTO = 0,
+  LM_WAL_DIRECT_OFF = 1,
+} lm_wal_direct;
+
+/* The record type of padding (reserved: appending it is refused). */
+#define LM_WAL_TYPE_PAD 0xFFFFu
+
 typedef struct lm_wal_options {
   const char* dir;          /* created when missing (its parent must exist) */
   uint64_t segment_bytes;   /* start a new segment past this size; 0 = 16 MiB */
   lm_wal_io io;
+  lm_wal_direct direct;
   lm_wal_fault_fn fault;    /* NULL outside tests */
   void* fault_arg;
   lm_wal_observe_fn observe; /* NULL outside tests */
@@ -161,5 +185,7 @@ uint64_t lm_wal_next_seq(lm_wal* wal);
 lm_wal_ticket lm_wal_ticket_last(lm_wal* wal);
 /* "io_uring" or "pwrite". */
 const char* lm_wal_io_name(const lm_wal* wal);
+/* Whether the active segment is written with O_DIRECT. */
+bool lm_wal_is_direct(lm_wal* wal);
 
 #endif /* LM_WAL_H */

@@ -126,6 +126,12 @@ void* lm_alloc_aligned(size_t n) {
   return p;
 }
 
+void* lm_malloc_aligned(size_t align, size_t n) {
+  FAULT_NULL();
+  size_t rounded = (n + align - 1) & ~(align - 1);
+  return aligned_alloc(align, rounded ? rounded : align);
+}
+
 char* lm_strdup(const char* s) {
   FAULT_NULL();
   size_t n = strlen(s) + 1;

@@ -66,6 +66,8 @@ void* lm_malloc(size_t n);
 void* lm_calloc(size_t count, size_t size);
 void* lm_realloc(void* p, size_t n);
 void* lm_alloc_aligned(size_t n);
+/* `align`-aligned (a power of two, at least sizeof(void*)), not zeroed. */
+void* lm_malloc_aligned(size_t align, size_t n);
 char* lm_strdup(const char* s);
 void lm_free(void* p);
 

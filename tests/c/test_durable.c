@@ -32,6 +32,10 @@ static int test_settings(void) {
   CHECK_CODE(laminar_config_set(c, "checkpoint_keep", "0", &err), LAMINAR_ERR_CONFIG_VALUE, &err);
   CHECK_CODE(laminar_config_set(c, "wal_io", "carrier-pigeon", &err), LAMINAR_ERR_CONFIG_VALUE,
              &err);
+  CHECK_CODE(laminar_config_set(c, "wal_direct_io", "sometimes", &err), LAMINAR_ERR_CONFIG_VALUE,
+             &err);
+  CHECK(strstr(err.message, "wal_direct_io") != NULL);
+  CHECK_CODE(laminar_config_set(c, "wal_direct_io", "off", &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_config_set(c, "wal_mode", "sync", &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_open(c, &db, &err), LAMINAR_ERR_CONFIG_CONFLICT, &err);
   CHECK(db == NULL && strstr(err.message, "checkpoint_interval") != NULL);

@@ -8,7 +8,8 @@
  * page at random (some pages reached the disk, some did not, one may be
  * garbage), files whose creation no directory flush covered removed. Reopened,
  * the log must hold every record whose sync commit returned OK, as a valid
- * prefix. 40 seeded runs per I/O path; then the test of the test: a WAL that
+ * prefix. 40 seeded runs per I/O path (io_uring, pwrite), each with direct
+ * I/O (O_DIRECT where the file system takes it) and buffered; then the test of the test: a WAL that
  * skips its flushes (LM_WAL_FAULT_PRETEND) must be caught losing records.
  */
 /* lm_ctest: TIMEOUT 120 */
@@ -123,12 +124,15 @@ static laminar_code verify(void* arg, const lm_wal_record* r, laminar_error* err
 
 /* One run: returns 0 when every acknowledged record survived, 2 when some
  * were lost, 1 on a harness failure. */
-static int one_run(lm_wal_io io, uint64_t seed, pretend_plan* pretend, uint64_t* out_lost) {
+static int one_run(lm_wal_io io, lm_wal_direct direct, uint64_t seed, pretend_plan* pretend,
+                   uint64_t* out_lost) {
   rnd_state = seed * 2654435761u + 1;
   char dir[64];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_pl_") == 0);
   tracker tr = {0};
-  lm_wal_options o = {.dir = dir, .segment_bytes = 4096 + rnd() % 8192, .io = io,
+  /* Direct I/O writes at least a 4 KiB block per commit: larger segments. */
+  uint64_t seg = (4096 + rnd() % 8192) * (direct == LM_WAL_DIRECT_OFF || io == LM_WAL_IO_URING ? 1 : 16);
+  lm_wal_options o = {.dir = dir, .segment_bytes = seg, .io = io, .direct = direct,
                       .observe = on_event, .observe_arg = &tr};
   if (pretend != NULL) {
     o.fault = pretend_hook;
@@ -228,12 +232,12 @@ static int one_run(lm_wal_io io, uint64_t seed, pretend_plan* pretend, uint64_t*
   return *out_lost > 0 ? 2 : 0;
 }
 
-static int runs(lm_wal_io io) {
+static int runs(lm_wal_io io, lm_wal_direct direct) {
   uint64_t seed = lm_test_seed();
   int n = 40;
   for (int i = 0; i < n; i++) {
     uint64_t lost = 0;
-    int rc = one_run(io, seed + (uint64_t)i, NULL, &lost);
+    int rc = one_run(io, direct, seed + (uint64_t)i, NULL, &lost);
     if (rc == LM_TEST_SKIP) return rc;
     if (rc != 0) {
       fprintf(stderr, "run %d (seed %llu): %llu acknowledged records lost\n", i,
@@ -241,8 +245,8 @@ static int runs(lm_wal_io io) {
       return 1;
     }
   }
-  fprintf(stderr, "powerloss %s: runs=%d lost=0\n", io == LM_WAL_IO_URING ? "io_uring" : "pwrite",
-          n);
+  fprintf(stderr, "powerloss %s%s: runs=%d lost=0\n", io == LM_WAL_IO_URING ? "io_uring" : "pwrite",
+          direct == LM_WAL_DIRECT_OFF ? " buffered" : "", n);
   return 0;
 }
 
@@ -254,7 +258,7 @@ static int test_skipped_flush_is_caught(void) {
   for (int i = 0; i < 10; i++) {
     pretend_plan plan = {.honest = 2};
     uint64_t lost = 0;
-    int rc = one_run(LM_WAL_IO_PWRITE, seed + 1000 + (uint64_t)i, &plan, &lost);
+    int rc = one_run(LM_WAL_IO_PWRITE, LM_WAL_DIRECT_AUTO, seed + 1000 + (uint64_t)i, &plan, &lost);
     CHECK(rc == 0 || rc == 2);
     caught += rc == 2;
   }
@@ -263,12 +267,16 @@ static int test_skipped_flush_is_caught(void) {
   return 0;
 }
 
-static int test_powerloss_uring(void) { return runs(LM_WAL_IO_URING); }
-static int test_powerloss_pwrite(void) { return runs(LM_WAL_IO_PWRITE); }
+static int test_powerloss_uring(void) { return runs(LM_WAL_IO_URING, LM_WAL_DIRECT_AUTO); }
+static int test_powerloss_pwrite(void) { return runs(LM_WAL_IO_PWRITE, LM_WAL_DIRECT_AUTO); }
+static int test_powerloss_uring_buffered(void) { return runs(LM_WAL_IO_URING, LM_WAL_DIRECT_OFF); }
+static int test_powerloss_pwrite_buffered(void) { return runs(LM_WAL_IO_PWRITE, LM_WAL_DIRECT_OFF); }
 
 static const lm_test_case cases[] = {
     {"powerloss_uring", test_powerloss_uring},
     {"powerloss_pwrite", test_powerloss_pwrite},
+    {"powerloss_uring_buffered", test_powerloss_uring_buffered},
+    {"powerloss_pwrite_buffered", test_powerloss_pwrite_buffered},
     {"skipped_flush_is_caught", test_skipped_flush_is_caught},
     {NULL, NULL},
 };

@@ -81,11 +81,17 @@ def run_with_restart(
     checkpoint_every: int,
     stop_at: int,
     wal_io: str = "auto",
+    wal_direct_io: str = "auto",
 ) -> None:
     """Feed the batches, checkpointing every few; close after ``stop_at``
     batches; reopen (the catalog comes back: no DDL) and finish from the
     source's offset."""
-    options = {"checkpoint_interval": "1 hour", "wal_mode": wal_mode, "wal_io": wal_io}
+    options = {
+        "checkpoint_interval": "1 hour",
+        "wal_mode": wal_mode,
+        "wal_io": wal_io,
+        "wal_direct_io": wal_direct_io,
+    }
     with laminardb.open(root, **options) as db:
         db.execute(DDL)
         db.execute(sink_sql(root))
@@ -123,11 +129,13 @@ def io_uring_works(root: Path) -> bool:
     return True
 
 
-@pytest.mark.parametrize("wal_io", ["io_uring", "pwrite"])
+@pytest.mark.parametrize(
+    ("wal_io", "wal_direct_io"), [("io_uring", "auto"), ("pwrite", "auto"), ("pwrite", "off")]
+)
 @pytest.mark.parametrize("wal_mode", ["sync", "async"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_restart_gives_the_batch_answer_once(
-    tmp_path: Path, wal_mode: str, wal_io: str, seed: int
+    tmp_path: Path, wal_mode: str, wal_io: str, wal_direct_io: str, seed: int
 ) -> None:
     if wal_io == "io_uring" and not io_uring_works(tmp_path):
         pytest.skip("io_uring is refused here; the pwrite runs cover the WAL")
@@ -136,7 +144,7 @@ def test_restart_gives_the_batch_answer_once(
     stop_at = int(rng.integers(1, len(batches)))
     every = int(rng.integers(2, 9))
     root = tmp_path / "db"
-    run_with_restart(root, batches, wal_mode, every, stop_at, wal_io)
+    run_with_restart(root, batches, wal_mode, every, stop_at, wal_io, wal_direct_io)
     rows = committed(root)
     assert len(rows) == len(set(rows)), "a window was published twice"
     assert set(rows) == expected(batches)
