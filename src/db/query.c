@@ -712,6 +712,7 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, b
     if (w->lateness_ms > 0) {
       lm_text_printf(&b, "; allowed lateness %lld ms", (long long)w->lateness_ms);
     }
+    if (plan->late_output != NULL) lm_text_printf(&b, "; late rows to %s", plan->late_output);
     add_row(x, "window_aggregate", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
             next_id(x, nbuf, sizeof nbuf));
     /* The projection reads window_start, window_end, keys, then aggregates. */

@@ -147,7 +147,7 @@ laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_
   for (int64_t k = 0; k < n; k++) {
     if (keep != NULL && !keep[k]) continue;
     if (tcol->nulls && tcol->nulls[k]) {
-      op->late_rows++;
+      lm_op_late_row(op, k);
       continue;
     }
     uint32_t kid;
@@ -156,7 +156,7 @@ laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_
     int32_t s;
     LM_TRY(session_assign(op, kid, lm_op_time_ms(tcol, k), dead, &ndead, &s));
     if (s < 0) {
-      op->late_rows++;
+      lm_op_late_row(op, k);
       continue;
     }
     sel[m] = (uint32_t)k;
