@@ -92,6 +92,14 @@ typedef struct window_op {
   int32_t s_cap, s_hw, s_free, s_open;
   int32_t* k_first;       /* per key id: its first open session, -1 if none */
   int64_t k_cap;
+  /* session EMIT CHANGES: the chunk (op->pass) that last touched each slot
+   * (created, grown, merged); slots touched by this chunk, for their +1 rows.
+   * Every open session's row was emitted once the chunk that touched it is
+   * done, so a slot touched first in a pass that did not create it retracts
+   * its row (-1) before it changes. */
+  uint64_t* s_stamp;
+  int32_t* s_touched;
+  int64_t s_ntouched;
 } window_op;
 
 #define GROW_ARRAY(ptr, n)                                          \

@@ -1187,6 +1187,7 @@ static void window_destroy(lm_op* base) {
   lm_free(op->s_next);
   lm_free(op->s_parent);
   lm_free(op->s_used);
+  lm_free(op->s_stamp);
   lm_free(op->k_first);
   lm_free(op->kmap);
   lm_free(op->kstamp);

@@ -981,10 +981,9 @@ static laminar_code bind_window_fn(binder* b, const lm_ast_expr* g) {
                          "INTERVAL '10' SECOND, INTERVAL '1' SECOND)",
                 g->fname, g->fname);
   }
-  if (session && (b->stmt->emit == LM_EMIT_CHANGES || changelog_input(b))) {
+  if (session && changelog_input(b)) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, g,
-                "session() windows with EMIT CHANGES or over a changelog are not supported "
-                "yet");
+                "session() windows over a changelog are not supported yet");
   }
   const lm_ast_expr* col = g->args[0];
   if (col->kind != LM_AST_COLUMN) {
