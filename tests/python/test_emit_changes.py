@@ -46,7 +46,12 @@ SEEDS = st.integers(*seed_strategy_bounds())
 RUNNING = AGGREGATES
 
 #: Retractable aggregates (over a changelog input).
-RETRACTABLE = AGGREGATES  # COUNT, SUM, AVG, MIN and MAX all take retractions
+RETRACTABLE = [  # COUNT, SUM, AVG, MIN, MAX and COUNT(DISTINCT) all take retractions
+    *AGGREGATES,
+    ("COUNT(DISTINCT s)", "COUNT(DISTINCT s)", "cds"),
+    ("COUNT(DISTINCT x)", "COUNT(DISTINCT x)", "cdx"),
+    ("COUNT(DISTINCT y)", "COUNT(DISTINCT y)", "cdy"),
+]
 
 SOURCE = (
     "CREATE SOURCE t (k VARCHAR, g BIGINT, x BIGINT, y DOUBLE, s VARCHAR, ts BIGINT,"
@@ -462,13 +467,15 @@ def test_bad_emit_changes_fails_at_create(sql, code, line, column):
 
 
 def test_min_max_over_changelog_survive_restart(tmp_path):
-    """MIN/MAX over a changelog keep every value's multiplicity across a checkpoint:
-    retracting the current minimum after recovery falls back to the next value."""
+    """MIN/MAX and COUNT(DISTINCT) over a changelog keep every value's multiplicity
+    across a checkpoint: retracting the current minimum after recovery falls back
+    to the next value, and a value retracted as often as inserted is no longer
+    counted."""
     options = {"checkpoint_interval": "1 hour"}
     ddl = (
         "CREATE SOURCE c (k VARCHAR, v BIGINT, s VARCHAR, _weight BIGINT);"
-        "CREATE MATERIALIZED VIEW m AS SELECT k, MIN(v) AS lo, MAX(s) AS hi, COUNT(*) AS n"
-        " FROM c GROUP BY k;"
+        "CREATE MATERIALIZED VIEW m AS SELECT k, MIN(v) AS lo, MAX(s) AS hi, COUNT(*) AS n,"
+        " COUNT(DISTINCT v) AS dv, COUNT(DISTINCT s) AS ds FROM c GROUP BY k;"
     )
     with laminardb.open(str(tmp_path), **options) as db:
         db.execute(ddl)
@@ -483,7 +490,10 @@ def test_min_max_over_changelog_survive_restart(tmp_path):
         )
         db.run_until_idle()
         db.checkpoint()
+        assert db.query("SELECT dv, ds FROM m").to_pylist() == [{"dv": 3, "ds": 3}]
     with laminardb.open(str(tmp_path), **options) as db:
         db.insert("c", {"k": ["a", "a"], "v": [1, 1], "s": ["x", "z"], "_weight": [-1, -1]})
         db.run_until_idle()
-        assert db.query("SELECT * FROM m").to_pylist() == [{"k": "a", "lo": 5, "hi": "y", "n": 2}]
+        assert db.query("SELECT * FROM m").to_pylist() == [
+            {"k": "a", "lo": 5, "hi": "y", "n": 2, "dv": 2, "ds": 2}
+        ]
