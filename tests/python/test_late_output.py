@@ -355,3 +355,30 @@ def test_late_output_survives_restart(tmp_path):
         db.run_until_idle()
         assert late.to_arrow_table().to_pylist() == [{"page": "b", "ts": 50}]
         assert db.late_rows("w") == 2
+
+
+def test_late_output_of_a_changelog_keeps_weights():
+    """Over a changelog input the late rows keep their ``_weight`` (the late
+    stream is a changelog too), with EMIT CHANGES; a view over it applies them."""
+    db = laminardb.open()
+    db.execute("""
+        CREATE SOURCE c (k VARCHAR, ts BIGINT, _weight BIGINT);
+        CREATE STREAM w AS SELECT k, window_start, COUNT(*) AS n FROM c
+          GROUP BY k, hop(ts, INTERVAL '10' MILLISECOND, INTERVAL '5' MILLISECOND)
+          EMIT CHANGES WITH (late_output = true);
+        CREATE MATERIALIZED VIEW late_per_key AS SELECT k, COUNT(*) AS n FROM w_late GROUP BY k;
+    """)
+    late = db.subscribe("w_late")
+    db.insert("c", {"k": ["a", "a"], "ts": [1, 40], "_weight": [1, 1]})
+    db.source("c").watermark(30)
+    db.insert("c", {"k": ["a", "a", "b"], "ts": [2, 2, 36], "_weight": [1, 1, -1]})
+    db.insert("c", {"k": ["a"], "ts": [2], "_weight": [-1]})
+    db.run_until_idle()
+    assert late.to_arrow_table().to_pylist() == [
+        {"k": "a", "ts": 2, "_weight": 1},
+        {"k": "a", "ts": 2, "_weight": 1},
+        {"k": "a", "ts": 2, "_weight": -1},
+    ]
+    assert db.late_rows("w") == 3
+    assert db.query("SELECT * FROM late_per_key").to_pylist() == [{"k": "a", "n": 1}]
+    db.close()
