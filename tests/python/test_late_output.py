@@ -386,3 +386,22 @@ def test_late_output_of_a_changelog_keeps_weights():
     assert db.late_rows("w") == 3
     assert db.query("SELECT * FROM late_per_key").to_pylist() == [{"k": "a", "n": 1}]
     db.close()
+
+
+def test_materialized_view_late_output():
+    """A windowed materialized view takes late_output too; DROP drops both."""
+    db = laminardb.open()
+    db.execute("""
+        CREATE SOURCE c (k VARCHAR, ts BIGINT) WITH (watermark = 'ts');
+        CREATE MATERIALIZED VIEW v AS SELECT k, window_start, COUNT(*) AS n FROM c
+          GROUP BY k, tumble(ts, INTERVAL '10' MILLISECOND) WITH (late_output = true);
+    """)
+    late = db.subscribe("v_late")
+    db.insert("c", {"k": ["a", "a"], "ts": [1, 50]})
+    db.insert("c", {"k": ["b"], "ts": [2]})
+    db.run_until_idle()
+    assert late.to_arrow_table().to_pylist() == [{"k": "b", "ts": 2}]
+    assert db.query("SELECT * FROM v").to_pylist() == [{"k": "a", "window_start": 0, "n": 1}]
+    db.execute("DROP MATERIALIZED VIEW v")
+    assert db.query("SHOW STREAMS").num_rows == 0
+    db.close()
