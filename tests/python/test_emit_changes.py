@@ -276,6 +276,31 @@ def test_session_bridge_retracts_both_sessions():
     db.close()
 
 
+def test_session_changes_survive_restart(tmp_path):
+    """Open sessions and their emitted rows survive a checkpoint: after the
+    restart a bridging row retracts both sessions emitted before it."""
+    options = {"checkpoint_interval": "1 hour"}
+    with laminardb.open(str(tmp_path), **options) as db:
+        db.execute("""
+            CREATE SOURCE t (k VARCHAR, v BIGINT, ts BIGINT,
+                             WATERMARK FOR ts AS ts - INTERVAL '50' MILLISECOND);
+            CREATE STREAM w AS SELECT k, window_start, window_end, SUM(v) AS sv
+              FROM t GROUP BY k, session(ts, INTERVAL '10' MILLISECOND) EMIT CHANGES;
+        """)
+        db.insert("t", {"k": ["a", "a"], "v": [1, 2], "ts": [0, 15]})
+        db.run_until_idle()
+        db.checkpoint()
+    with laminardb.open(str(tmp_path), **options) as db:
+        out = db.subscribe("w")
+        db.insert("t", {"k": ["a"], "v": [4], "ts": [7]})
+        db.run_until_idle()
+        assert [tuple(r.values()) for r in out.to_arrow_table().to_pylist()] == [
+            ("a", 0, 10, 1, -1),
+            ("a", 15, 25, 2, -1),
+            ("a", 0, 25, 7, 1),
+        ]
+
+
 def changelog_batches(rng: np.random.Generator, n: int) -> list[pa.RecordBatch]:
     """A valid random changelog: inserts, and retractions of rows inserted before."""
     present: list[tuple] = []
