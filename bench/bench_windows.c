@@ -10,6 +10,8 @@
  *            its sessions close after 5 s of silence
  *   changes  W1 (tumble 1 s) with EMIT CHANGES: a -1/+1 delta pair per symbol
  *            touched by each pushed batch
+ *   session_changes  the session variant with EMIT CHANGES: a -1/+1 pair per
+ *            session touched by each pushed batch
  *   running  GROUP BY symbol without a window, EMIT CHANGES (a running VWAP)
  *
  * Data: limit_vwap's spec (event i: z = splitmix64_mix((i+1)*0x9E3779B97F4A7C15),
@@ -20,9 +22,11 @@
  * subscription), final watermark INT64_MAX; median of --reps runs, a fresh
  * database each. Each run's output is checked: the trades column summed (times
  * _weight for the changelogs) must be 10N for hop and N otherwise, and session
- * must emit as many sessions as a reference pass over the data counts.
+ * must emit as many sessions as a reference pass over the data counts (for
+ * session_changes: rows summed by _weight).
  *
- * Usage: bench_windows [N] [--reps R] [--batch B] [--only hop|session|changes|running]
+ * Usage: bench_windows [N] [--reps R] [--batch B]
+ *                      [--only hop|session|changes|running|session_changes]
  *                      [--w1b-rows-per-s X]
  * With X (limit_vwap's W1b from the same run, rows/s) each RESULT line carries
  * ratio_to_W1b. Exit status 0 only if every check held.
@@ -74,6 +78,10 @@ static const variant VARIANTS[] = {
     {"running",
      "CREATE STREAM w AS SELECT symbol, " VWAP_ITEMS "GROUP BY symbol EMIT CHANGES;", false,
      true, 1},
+    {"session_changes",
+     "CREATE STREAM w AS SELECT window_start, window_end, symbol, " VWAP_ITEMS
+     "GROUP BY symbol, session(ts, INTERVAL '5' SECOND) EMIT CHANGES;",
+     true, true, 1},
 };
 
 static int64_t now_ns(void) {
@@ -223,6 +231,7 @@ static void schema_init(void) {
 typedef struct outcome {
   int64_t trades;  /* sum of trades (times _weight) */
   int64_t rows;    /* result rows (+1 rows for changelogs) */
+  int64_t net;     /* result rows summed by _weight (changelogs: the final rows) */
 } outcome;
 
 static int column_of(const struct ArrowSchema* s, const char* name) {
@@ -259,6 +268,7 @@ static void drain(laminar_subscription* sub, const variant* v, outcome* o, int* 
       int64_t wt = weight ? weight[r] : 1;
       o->trades += wt * trades[r];
       o->rows += wt > 0;
+      o->net += wt;
     }
     out.release(&out);
   }
@@ -281,7 +291,7 @@ static double run_once(const variant* v, int64_t n, int64_t batch_rows, outcome*
     build_batch(start, n - start < batch_rows ? n - start : batch_rows, v->bursty, &batches[b]);
   }
   int ctrades = -1, cweight = -1;
-  *o = (outcome){0, 0};
+  *o = (outcome){0, 0, 0};
   int64_t t0 = now_ns();
   for (int64_t b = 0; b < nb; b++) {
     check_rc(laminar_source_push(src, &batches[b], &g_root, &err), &err, "laminar_source_push");
@@ -344,7 +354,7 @@ int main(int argc, char** argv) {
     } else {
       fprintf(stderr,
               "usage: bench_windows [N] [--reps R] [--batch B] "
-              "[--only hop|session|changes|running] [--w1b-rows-per-s X]\n");
+              "[--only hop|session|changes|running|session_changes] [--w1b-rows-per-s X]\n");
       return 2;
     }
   }
@@ -362,11 +372,12 @@ int main(int argc, char** argv) {
     const variant* v = &VARIANTS[k];
     if (only != NULL && strcmp(only, v->name) != 0) continue;
     double secs[MAX_REPS];
-    outcome o = {0, 0};
+    outcome o = {0, 0, 0};
     for (int r = 0; r < reps; r++) {
       secs[r] = run_once(v, n, batch_rows, &o);
       bool good = o.trades == v->copies * n;
       if (strcmp(v->name, "session") == 0) good = good && o.rows == sessions;
+      if (strcmp(v->name, "session_changes") == 0) good = good && o.net == sessions;
       if (!good) {
         fprintf(stderr, "CHECK FAILED %s rep %d: trades sum %lld (want %lld), rows %lld\n",
                 v->name, r, (long long)o.trades, (long long)(v->copies * n), (long long)o.rows);

@@ -146,8 +146,8 @@ for m in inline threaded; do
 done
 wmrows() { field "^RESULT $1 " "$OUT/bench_windows.txt" \
   '{for (i = 1; i < NF; i++) if ($(i+1) == "M" && $(i+2) == "rows/s") print $i}'; }
-for v in hop session changes running; do
-  target=$(case $v in hop | changes) echo ">=0.15" ;; session) echo ">=0.2" ;; *) echo "-" ;; esac)
+for v in hop session changes running session_changes; do
+  target=$(case $v in hop | changes | session_changes) echo ">=0.15" ;; session) echo ">=0.2" ;; *) echo "-" ;; esac)
   r="$(awk -v a="$(wmrows "$v")" -v b="$W1B" 'BEGIN { if (a != "" && b > 0) printf "%.3f", a / b }')"
   printf "%-22s %12s %10s %8s\n" "W1 $v inline" "$(wmrows "$v")" "${r}x W1b" "$target"
 done

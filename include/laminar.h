@@ -479,7 +479,9 @@ LAMINAR_API laminar_code laminar_metrics(laminar_db* db, struct ArrowArrayStream
                                          laminar_error* err);
 
 /* Rows a stream dropped because they arrived behind its watermark (their window
- * had already closed), summed since the stream was created.
+ * had already closed), summed since the stream was created. A stream created
+ * WITH (late_output = ...) also delivers exactly these rows to its late
+ * stream (subscribe to it by name; docs/SQL.md).
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT.
  * Thread-safety: any thread (the value may lag the reactor by one batch). */
 LAMINAR_API laminar_code laminar_stream_late_rows(laminar_db* db, const char* name,

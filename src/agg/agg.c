@@ -22,9 +22,11 @@ static bool is_first_last(lm_agg_fn fn) { return fn == LM_AGG_FIRST || fn == LM_
  * COUNT(DISTINCT) set with a multiplicity per value): a retraction lowers a
  * value's multiplicity, and the result is the least / greatest value still
  * held, found by a scan of the group's values when it is finalized. */
+/* COUNT(DISTINCT) over a changelog keeps the same multiset; `count` is the
+ * number of its values held a positive number of times. */
 bool lm_agg_retractable(lm_agg_fn fn) {
   return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG || fn == LM_AGG_SUM ||
-         fn == LM_AGG_MIN || fn == LM_AGG_MAX;
+         fn == LM_AGG_MIN || fn == LM_AGG_MAX || fn == LM_AGG_COUNT_DISTINCT;
 }
 
 bool lm_agg_states_set_weighted(lm_agg_states* st) {
@@ -296,12 +298,15 @@ static laminar_code dset_insert(lm_agg_states* st, uint32_t g, dvalue v) {
   return LAMINAR_OK;
 }
 
-/* MIN/MAX over a changelog: value v of group g held `w` more times. */
+/* MIN/MAX and COUNT(DISTINCT) over a changelog: value v of group g held `w`
+ * more times (COUNT(DISTINCT): count[g] follows the values held > 0 times). */
 static laminar_code dset_weigh(lm_agg_states* st, uint32_t g, dvalue v, int64_t w) {
   int32_t e;
   bool added;
   LM_TRY(dset_find_or_add(st, g, v, &e, &added));
+  bool was = st->d_cnt[e] > 0;
   st->d_cnt[e] += w;
+  if (st->fn == LM_AGG_COUNT_DISTINCT) st->count[g] += (st->d_cnt[e] > 0) - was;
   return LAMINAR_OK;
 }
 
@@ -516,6 +521,10 @@ laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const 
       continue;
     }
     if (nulls && nulls[r]) continue;
+    if (st->fn == LM_AGG_COUNT_DISTINCT) {
+      LM_TRY(dset_weigh(st, g, value_at(st, arg, r), w));
+      continue;
+    }
     st->count[g] += w;
     if (st->fn == LM_AGG_COUNT) continue;
     if (uses_minmax(st->fn)) {
@@ -745,8 +754,9 @@ void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* 
   if (st->has) lm_state_put_u8(w, st->has[g]);
   if (st->ord) lm_state_put_i64(w, st->ord[g]);
   if (st->vnull) lm_state_put_u8(w, st->vnull[g]);
-  if (st->d_cnt != NULL || (st->weighted && uses_minmax(st->fn))) {
-    /* MIN/MAX over a changelog: the values held, with their multiplicities */
+  if (st->weighted && (uses_minmax(st->fn) || st->fn == LM_AGG_COUNT_DISTINCT)) {
+    /* MIN/MAX and COUNT(DISTINCT) over a changelog: the values held, with
+     * their multiplicities */
     uint32_t n = 0;
     for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) n += st->d_cnt[e] != 0;
     lm_state_put_u32(w, n);
@@ -756,7 +766,7 @@ void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* 
       write_value(st, e, w);
     }
   }
-  if (st->fn == LM_AGG_COUNT_DISTINCT) { /* the values, newest first */
+  if (st->fn == LM_AGG_COUNT_DISTINCT && !st->weighted) { /* the values, newest first */
     for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) {
       write_value(st, e, w);
     }
@@ -782,7 +792,8 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
   if (st->has) st->has[g] = lm_state_get_u8(r) ? 1 : 0;
   if (st->ord) st->ord[g] = lm_state_get_i64(r);
   if (st->vnull) st->vnull[g] = lm_state_get_u8(r) ? 1 : 0;
-  if (st->weighted && uses_minmax(st->fn)) {
+  if (st->weighted && (uses_minmax(st->fn) || st->fn == LM_AGG_COUNT_DISTINCT)) {
+    if (st->fn == LM_AGG_COUNT_DISTINCT) st->count[g] = 0; /* recounted from the values */
     uint32_t n = lm_state_get_u32(r);
     if (n > r->len) r->failed = true;
     for (uint32_t k = 0; k < n && !r->failed; k++) {
@@ -791,7 +802,7 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
       if (!r->failed) LM_TRY(dset_weigh(st, (uint32_t)g, v, cnt));
     }
   }
-  if (st->fn == LM_AGG_COUNT_DISTINCT) {
+  if (st->fn == LM_AGG_COUNT_DISTINCT && !st->weighted) {
     int64_t n = st->count[g];
     st->count[g] = 0;
     if (n < 0 || (uint64_t)n > r->len) r->failed = true;

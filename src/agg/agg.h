@@ -5,9 +5,9 @@
  *
  * Each aggregate supports init (new group), update (a batch), finalize (to an
  * output column), and snapshot/restore of one group. Over a changelog input
- * (rows with a weight: +1 insert, -1 retract, any integer) COUNT, SUM and AVG
- * are retractable: lm_agg_states_set_weighted() before the first reserve, then
- * lm_agg_update_weighted(); SUM and AVG count their non-NULL values (weighted)
+ * (rows with a weight: +1 insert, -1 retract, any integer) COUNT, SUM, AVG,
+ * MIN, MAX and COUNT(DISTINCT) are retractable: lm_agg_states_set_weighted()
+ * before the first reserve, then lm_agg_update_weighted(); SUM and AVG count their non-NULL values (weighted)
  * so that a group whose values are all retracted is NULL again. Merge comes
  * with multi-partition work.
  *
@@ -84,7 +84,7 @@ typedef struct lm_agg_states {
 } lm_agg_states;
 
 void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type);
-/* Make the state retractable (COUNT, COUNT(*), SUM, AVG, MIN, MAX; call before
+/* Make the state retractable (COUNT, COUNT(*), SUM, AVG, MIN, MAX, COUNT(DISTINCT); call before
  * lm_agg_states_reserve). Returns false for an aggregate that cannot be. */
 bool lm_agg_states_set_weighted(lm_agg_states* st);
 /* True if aggregate `fn` can take retractions (lm_agg_update_weighted). */

@@ -72,7 +72,7 @@ static const char* existing_sql(laminar_db* db, const char* name) {
   lm_source_def* src = lm_db_find_source(db, name);
   if (src != NULL) return src->sql;
   lm_stream_def* st = lm_db_find_stream(db, name);
-  if (st != NULL) return st->sql;
+  if (st != NULL) return st->sql != NULL ? st->sql : ""; /* "": a late side output */
   lm_sink_def* sk = find_sink(db, name);
   if (sk == NULL) return NULL;
   return sk->sql != NULL ? sk->sql : ""; /* a connector sink: no statement to match */
@@ -280,6 +280,46 @@ fail:
 
 /* ---- CREATE STREAM ------------------------------------------------------------------- */
 
+/* The late side output of new stream `s` (WITH (late_output = ...)): a stream
+ * named s->plan.late_output with the columns of s's input, fed by s's window
+ * operator. *out is NULL when s declares none. Not yet in the graph. */
+static laminar_code make_late_stream(laminar_db* db, const lm_stmt* stmt, lm_stream_def* s,
+                                     lm_stream_def** out, laminar_error* err) {
+  *out = NULL;
+  const char* name = s->plan.late_output;
+  if (name == NULL) return LAMINAR_OK;
+  if (lm_db_name_taken(db, name) || lm_streq_nocase(name, stmt->name)) {
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "stream '%s': its late output '%s' would clash with an object of that name "
+             "(name another one with late_output = '...')",
+             stmt->name, name);
+    return fail_at(err, LAMINAR_ERR_SQL_DUPLICATE_OBJECT, s->plan.late_line,
+                   s->plan.late_column, name, msg);
+  }
+  bool is_source;
+  const lm_schema* in = lm_db_lookup_input(db, s->plan.input, &is_source);
+  lm_stream_def* l = lm_calloc(1, sizeof *l);
+  if (l == NULL || in == NULL) {
+    lm_free(l);
+    return lm_error_set(err, in == NULL ? LAMINAR_ERR_INTERNAL : LAMINAR_ERR_NOMEM,
+                        "stream '%s': cannot set up its late output", stmt->name);
+  }
+  l->watermark_ms = INT64_MIN;
+  atomic_init(&l->late_rows, 0);
+  l->name = lm_strdup(name);
+  if (l->name == NULL || lm_plan_passthrough(s->plan.input, is_source, in, &l->plan) != LAMINAR_OK ||
+      lm_schema_copy(&l->plan.out_schema, &l->out_schema) != 0 ||
+      lm_plan_build_chain(&l->plan, &l->chain) != LAMINAR_OK) {
+    lm_stream_def_free(l);
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
+  lm_stream_def_attach(l);
+  l->late_of = s;
+  *out = l;
+  return LAMINAR_OK;
+}
+
 static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt* stmt,
                                   laminar_error* err) {
   bool skip;
@@ -327,6 +367,11 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     return rc;
   }
   lm_stream_def_attach(s);
+  lm_stream_def* late;
+  if ((rc = make_late_stream(db, stmt, s, &late, err)) != LAMINAR_OK) {
+    lm_stream_def_free(s);
+    return rc;
+  }
   lm_source_def* src = s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
   lm_stream_def* up = src ? NULL : lm_db_find_stream(db, s->plan.input);
   lm_rt_pause(&db->rt);
@@ -343,6 +388,16 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   }
   if (rc == LAMINAR_OK) {
     rc = append_ptr((void***)&db->graph.streams, &db->graph.nstreams, s);
+    if (rc == LAMINAR_OK && late != NULL) {
+      /* Right after its stream: upstream before downstream. */
+      rc = append_ptr((void***)&db->graph.streams, &db->graph.nstreams, late);
+      if (rc != LAMINAR_OK) db->graph.nstreams--;
+    }
+    if (rc == LAMINAR_OK && late != NULL) {
+      late->watermark_ms = s->watermark_ms;
+      s->late = late;
+      lm_op_window_set_late_sink(s->chain, lm_stream_take_late, late);
+    }
     if (rc != LAMINAR_OK) {
       if (src != NULL) {
         lm_graph_remove_reader(src->readers, &src->nreaders, s);
@@ -353,6 +408,7 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   }
   lm_rt_resume(&db->rt);
   if (rc != LAMINAR_OK) {
+    lm_stream_def_free(late);
     lm_stream_def_free(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
@@ -475,19 +531,33 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
     return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line, stmt->name_column,
                    stmt->name, msg);
   }
-  int32_t nreaders = want_source ? src->nreaders : s->nreaders;
-  if (nreaders > 0) {
-    lm_stream_def* r = want_source ? src->readers[0] : s->readers[0];
-    snprintf(msg, sizeof msg, "cannot drop '%s': stream '%s' reads from it", stmt->name, r->name);
+  if (!want_source && s->late_of != NULL) {
+    snprintf(msg, sizeof msg,
+             "cannot drop '%s': it is the late output of stream '%s' (DROP STREAM %s drops "
+             "both)",
+             stmt->name, s->late_of->name, s->late_of->name);
     return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
                    stmt->name, msg);
   }
-  for (int32_t i = 0; !want_source && i < db->nsinks; i++) {
-    if (db->sinks[i]->stream != s) continue;
-    snprintf(msg, sizeof msg, "cannot drop '%s': sink '%s' writes its rows", stmt->name,
-             db->sinks[i]->name);
-    return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
-                   stmt->name, msg);
+  /* A stream goes with its late output: neither may have readers or sinks. */
+  for (int32_t pass = 0; pass < (want_source ? 1 : 2); pass++) {
+    const lm_stream_def* x = pass == 0 ? s : s->late;
+    if (!want_source && x == NULL) break;
+    int32_t nreaders = want_source ? src->nreaders : x->nreaders;
+    if (nreaders > 0) {
+      lm_stream_def* r = want_source ? src->readers[0] : x->readers[0];
+      snprintf(msg, sizeof msg, "cannot drop '%s': stream '%s' reads from %s", stmt->name,
+               r->name, pass == 0 ? "it" : "its late output");
+      return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
+                     stmt->name, msg);
+    }
+    for (int32_t i = 0; !want_source && i < db->nsinks; i++) {
+      if (db->sinks[i]->stream != x) continue;
+      snprintf(msg, sizeof msg, "cannot drop '%s': sink '%s' writes the rows of %s", stmt->name,
+               db->sinks[i]->name, pass == 0 ? "it" : "its late output");
+      return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
+                     stmt->name, msg);
+    }
   }
   lm_rt_pause(&db->rt);
   if (want_source) {
@@ -504,6 +574,10 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
       if (up != NULL) lm_graph_remove_reader(up->readers, &up->nreaders, s);
     }
     lm_db_detach_stream_subs(db, s);
+    if (s->late != NULL) {
+      remove_ptr((void**)db->graph.streams, &db->graph.nstreams, s->late);
+      lm_db_detach_stream_subs(db, s->late);
+    }
   }
   lm_rt_resume(&db->rt);
   if (want_source) {
@@ -513,6 +587,7 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
     lm_source_def_unref(src);
     LM_TRY(rc);
   } else {
+    lm_stream_def_free(s->late);
     lm_stream_def_free(s);
   }
   return lm_durable_catalog_changed(db, err);
@@ -617,6 +692,12 @@ static laminar_code show(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayS
       cells[k * 3] = s->name;
       cells[k * 3 + 1] = s->plan.input;
       cells[k * 3 + 2] = (char*)lm_plan_describe(&s->plan);
+      if (s->late_of != NULL) { /* a late side output: its rows come from its stream */
+        size_t len = strlen(s->late_of->name) + 32;
+        owned[i] = lm_malloc(len);
+        if (owned[i] != NULL) snprintf(owned[i], len, "late rows of %s", s->late_of->name);
+        cells[k * 3 + 2] = owned[i];
+      }
       if (cells[k * 3 + 2] == NULL) {
         rc = LAMINAR_ERR_NOMEM;
         goto done;

@@ -228,8 +228,10 @@ laminar_code lm_durable_catalog_changed(laminar_db* db, laminar_error* err) {
   lm_graph* g = &db->graph;
   for (int32_t i = 0; i < g->nsources && ok; i++)
     ok = append_text(&text, &len, &cap, g->sources[i]->sql) && append_text(&text, &len, &cap, ";\n");
-  for (int32_t i = 0; i < g->nstreams && ok; i++)
+  for (int32_t i = 0; i < g->nstreams && ok; i++) {
+    if (g->streams[i]->sql == NULL) continue; /* a late output: its stream's statement makes it */
     ok = append_text(&text, &len, &cap, g->streams[i]->sql) && append_text(&text, &len, &cap, ";\n");
+  }
   for (int32_t i = 0; i < db->nsinks && ok; i++)
     ok = append_text(&text, &len, &cap, db->sinks[i]->sql) && append_text(&text, &len, &cap, ";\n");
   laminar_code rc;

@@ -81,8 +81,12 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
   }
   for (int32_t c = 0; c < ncols; c++) in[c] = true;
   bool windowed = false;
+  /* A late side output holds rows its stream's window operator picked: its
+   * stream's keys count as if it read through it (same input). */
   for (const lm_stream_def* x = s; x != NULL;
-       x = x->plan.input_is_source ? NULL : lm_db_find_stream(db, x->plan.input)) {
+       x = x->late_of != NULL          ? x->late_of
+           : x->plan.input_is_source ? NULL
+                                     : lm_db_find_stream(db, x->plan.input)) {
     if (!x->plan.windowed) continue;
     windowed = true;
     memset(mine, 0, (size_t)ncols * sizeof(bool));

@@ -712,6 +712,7 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, b
     if (w->lateness_ms > 0) {
       lm_text_printf(&b, "; allowed lateness %lld ms", (long long)w->lateness_ms);
     }
+    if (plan->late_output != NULL) lm_text_printf(&b, "; late rows to %s", plan->late_output);
     add_row(x, "window_aggregate", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
             next_id(x, nbuf, sizeof nbuf));
     /* The projection reads window_start, window_end, keys, then aggregates. */
@@ -842,7 +843,16 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt, struct ArrowArra
     const lm_schema* in = lm_db_lookup_input(db, s->plan.input, &is_source);
     if (LM_NEVER(in == NULL)) return lm_error_set(err, LAMINAR_ERR_INTERNAL, "input vanished");
     explain_input(&x, db, s->plan.input);
-    explain_plan(&x, &s->plan, in, lm_db_is_view(s));
+    if (s->late_of != NULL) { /* a late side output: its stream's window picks the rows */
+      char nbuf[24];
+      lm_text b = {0};
+      lm_text_printf(&b, "the rows of %s that stream %s's window counts as late",
+                     s->plan.input, s->late_of->name);
+      add_row(&x, "late_rows", lm_text_take(&b), prev_id(&x, pbuf, sizeof pbuf),
+              next_id(&x, nbuf, sizeof nbuf));
+    } else {
+      explain_plan(&x, &s->plan, in, lm_db_is_view(s));
+    }
     char* where = outputs_of(db, s);
     add_row(&x, "output",
             text_columns(s->name, lm_db_is_view(s) ? lm_db_view_columns(s) : &s->out_schema),

@@ -52,6 +52,12 @@ typedef struct window_op {
   int32_t nspare;
   int64_t watermark;    /* last watermark seen (epoch ms); INT64_MIN before any */
   int64_t late_rows;
+  /* Late side output (lm_op_window_set_late_sink): where late rows go, and
+   * this chunk's late row numbers (NULL when there is no sink). */
+  lm_op_sink_fn late_fn;
+  void* late_arg;
+  uint32_t* late_sel;
+  int64_t nlate;
   lm_vec* key_vecs;
   lm_vec* arg_vecs;
   lm_vec* ord_vecs;       /* FIRST / LAST: the event time of each row */
@@ -86,6 +92,14 @@ typedef struct window_op {
   int32_t s_cap, s_hw, s_free, s_open;
   int32_t* k_first;       /* per key id: its first open session, -1 if none */
   int64_t k_cap;
+  /* session EMIT CHANGES: the chunk (op->pass) that last touched each slot
+   * (created, grown, merged); slots touched by this chunk, for their +1 rows.
+   * Every open session's row was emitted once the chunk that touched it is
+   * done, so a slot touched first in a pass that did not create it retracts
+   * its row (-1) before it changes. */
+  uint64_t* s_stamp;
+  int32_t* s_touched;
+  int64_t s_ntouched;
 } window_op;
 
 #define GROW_ARRAY(ptr, n)                                          \
@@ -104,6 +118,13 @@ static inline int64_t lm_op_floor_div(int64_t a, int64_t b) {
 static inline int64_t lm_op_time_ms(const lm_vec* t, int64_t k) {
   int64_t v = ((const int64_t*)t->data)[k];
   return t->type == LM_TYPE_TIMESTAMP ? lm_op_floor_div(v, 1000) : v;
+}
+
+/* Row k of the current chunk is late: count it, and keep it for the late
+ * side output if there is one. */
+static inline void lm_op_late_row(window_op* op, int64_t k) {
+  op->late_rows++;
+  if (op->late_sel != NULL) op->late_sel[op->nlate++] = (uint32_t)k;
 }
 
 /* ---- helpers defined in window.c --------------------------------------------- */

@@ -128,6 +128,11 @@ typedef struct lm_window_spec {
 laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* out_schema,
                                  lm_op** out);
 int64_t lm_op_window_late_rows(const lm_op* op);
+/* Late side output: from now on, each chunk's late rows (those counted in
+ * lm_op_window_late_rows(), in arrival order) go to fn(arg, rows) as one chunk
+ * with the window operator's input columns, after the chunk is applied. `op`
+ * is the head of a windowed chain (no-op for other chains); fn NULL: none. */
+void lm_op_window_set_late_sink(lm_op* op, lm_op_sink_fn fn, void* arg);
 /* Number of groups currently held (all open windows). */
 int64_t lm_op_window_state_rows(const lm_op* op);
 

@@ -12,6 +12,11 @@
  * (`s_parent`), so rows of the chunk already assigned to it follow. A session
  * closes when the watermark reaches its end plus the allowed lateness; a row
  * is late when it joins no open session and its own window has closed.
+ *
+ * EMIT CHANGES: a session that a chunk creates, grows or merges into emits a
+ * -1 row of its previous result (unless the chunk created it) before it
+ * changes, and a +1 row of its new result after the chunk; a session merged
+ * away by a bridging row emits only its -1. Closing emits nothing.
  */
 #include "op/op.h"
 
@@ -19,6 +24,21 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+static void put_session_row(window_op* op, int32_t s, int64_t weight);
+
+/* EMIT CHANGES: slot s is about to change in this pass (op->pass). The first
+ * time, retract its emitted row (if an earlier pass made it) and remember it
+ * for its +1 after the chunk. */
+static laminar_code slot_touch(window_op* op, int32_t s, bool created) {
+  if (op->s_touched == NULL || op->s_stamp[s] == op->pass) return LAMINAR_OK;
+  op->s_stamp[s] = op->pass;
+  op->s_touched[op->s_ntouched++] = s;
+  if (created) return LAMINAR_OK;
+  LM_TRY(lm_op_rows_reserve(op, 1));
+  put_session_row(op, s, -1);
+  return LAMINAR_OK;
+}
 
 static int32_t slot_find(const window_op* op, int32_t s) {
   while (op->s_parent[s] != s) s = op->s_parent[s];
@@ -41,6 +61,7 @@ static laminar_code slot_new(window_op* op, uint32_t kid, int64_t start, int64_t
       GROW_ARRAY(op->s_next, ncap);
       GROW_ARRAY(op->s_parent, ncap);
       GROW_ARRAY(op->s_used, ncap);
+      GROW_ARRAY(op->s_stamp, ncap);
       for (int32_t a = 0; a < op->spec.naggs; a++) {
         LM_TRY(lm_agg_states_reserve(&op->sagg[a], ncap));
       }
@@ -53,6 +74,7 @@ static laminar_code slot_new(window_op* op, uint32_t kid, int64_t start, int64_t
   op->s_key[s] = kid;
   op->s_parent[s] = s;
   op->s_used[s] = 1;
+  op->s_stamp[s] = 0;
   op->s_open++;
   for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&op->sagg[a], s);
   /* Sorted insert into the key's list. */
@@ -68,7 +90,7 @@ static laminar_code slot_new(window_op* op, uint32_t kid, int64_t start, int64_t
     op->s_next[prev] = s;
   }
   *out = s;
-  return LAMINAR_OK;
+  return slot_touch(op, s, true);
 }
 
 static void slot_release(window_op* op, int32_t s) {
@@ -101,6 +123,7 @@ static laminar_code session_assign(window_op* op, uint32_t kid, int64_t t, int32
   while (cur >= 0 && op->s_start[cur] < hi) {
     int32_t next = op->s_next[cur];
     if (op->s_end[cur] > lo) { /* overlaps [lo, hi) */
+      LM_TRY(slot_touch(op, cur, false));
       if (survivor < 0) {
         survivor = cur;
         if (lo < op->s_start[cur]) op->s_start[cur] = lo;
@@ -144,10 +167,16 @@ laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_
   if (!hashes || !sel || !gids || !dead) return LAMINAR_ERR_NOMEM;
   lm_op_hash_keys(op->key_vecs, spec->nkeys, n, hashes);
   int64_t m = 0, ndead = 0;
+  if (spec->emit_changes) {
+    op->pass++;
+    op->s_ntouched = 0;
+    op->s_touched = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(op->s_open + n));
+    if (op->s_touched == NULL) return LAMINAR_ERR_NOMEM;
+  }
   for (int64_t k = 0; k < n; k++) {
     if (keep != NULL && !keep[k]) continue;
     if (tcol->nulls && tcol->nulls[k]) {
-      op->late_rows++;
+      lm_op_late_row(op, k);
       continue;
     }
     uint32_t kid;
@@ -156,7 +185,7 @@ laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_
     int32_t s;
     LM_TRY(session_assign(op, kid, lm_op_time_ms(tcol, k), dead, &ndead, &s));
     if (s < 0) {
-      op->late_rows++;
+      lm_op_late_row(op, k);
       continue;
     }
     sel[m] = (uint32_t)k;
@@ -168,8 +197,19 @@ laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_
     const lm_vec* ord = spec->aggs[a].order ? &op->ord_vecs[a] : NULL;
     LM_TRY(lm_agg_update_ordered(&op->sagg[a], arg, ord, sel, gids, m));
   }
+  laminar_code rc = LAMINAR_OK;
+  if (op->s_touched != NULL) { /* EMIT CHANGES: +1 rows of the sessions still open */
+    rc = lm_op_rows_reserve(op, op->s_ntouched);
+    for (int64_t i = 0; i < op->s_ntouched && rc == LAMINAR_OK; i++) {
+      int32_t s = op->s_touched[i];
+      if (op->s_parent[s] == s) put_session_row(op, s, +1);
+    }
+    op->s_touched = NULL;
+    /* Before the merged-away slots go: their -1 rows borrow their strings. */
+    if (rc == LAMINAR_OK) rc = lm_op_rows_flush(op);
+  }
   for (int64_t i = 0; i < ndead; i++) slot_release(op, dead[i]);
-  return LAMINAR_OK;
+  return rc;
 }
 
 typedef struct closing_session {
@@ -184,8 +224,9 @@ static int cmp_session(const void* x, const void* y) {
   return (a->key > b->key) - (a->key < b->key);
 }
 
-/* One output row for session slot s. */
-static void put_session_row(window_op* op, int32_t s) {
+/* One output row for session slot s (reserved by the caller); `weight` in
+ * the trailing _weight column with EMIT CHANGES. */
+static void put_session_row(window_op* op, int32_t s, int64_t weight) {
   const lm_window_spec* spec = &op->spec;
   int64_t row = op->dn++;
   lm_vec* v = op->dvecs;
@@ -203,6 +244,11 @@ static void put_session_row(window_op* op, int32_t s) {
     lm_vec* ov = &v[2 + spec->nkeys + a];
     lm_agg_finalize(&op->sagg[a], s, 1, (char*)ov->data + lm_type_width(ov->type) * row,
                     (uint8_t*)ov->nulls + row);
+  }
+  if (spec->emit_changes) {
+    lm_vec* wv = &v[2 + spec->nkeys + spec->naggs];
+    ((int64_t*)wv->data)[row] = weight;
+    ((uint8_t*)wv->nulls)[row] = 0;
   }
 }
 
@@ -229,7 +275,10 @@ laminar_code lm_op_session_watermark(window_op* op) {
     if (close <= op->watermark) closing[k++] = (closing_session){op->s_start[s], op->s_key[s], s};
   }
   qsort(closing, (size_t)nclose, sizeof *closing, cmp_session);
-  for (int32_t i = 0; i < nclose; i++) put_session_row(op, closing[i].slot);
+  /* EMIT CHANGES: a session's last +1 stands; closing emits nothing. */
+  for (int32_t i = 0; i < nclose && !op->spec.emit_changes; i++) {
+    put_session_row(op, closing[i].slot, +1);
+  }
   laminar_code rc = lm_op_rows_flush(op);
   for (int32_t i = 0; i < nclose; i++) {
     int32_t s = closing[i].slot;
@@ -273,6 +322,7 @@ void lm_op_session_clear(window_op* op) {
   for (int64_t k = 0; k < op->k_cap; k++) op->k_first[k] = -1;
   op->s_hw = op->s_open = 0;
   op->s_free = -1;
+  op->s_touched = NULL; /* (a chunk that failed halfway may have left it set) */
   for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&op->sagg[a]);
 }
 

@@ -24,6 +24,7 @@
 #include "op/op.h"
 
 #include "op/internal.h"
+#include "op/view.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -533,7 +534,7 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
   for (int64_t k = r0; k < r1; k++) {
     if (keep != NULL && !keep[k]) continue;
     if (tcol->nulls && tcol->nulls[k]) {
-      op->late_rows++; /* no event time: cannot be placed in a window */
+      lm_op_late_row(op, k); /* no event time: cannot be placed in a window */
       continue;
     }
     int64_t t = lm_op_time_ms(tcol, k);
@@ -559,7 +560,7 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
     int64_t n_t = off >= size ? 0 : 1 + (size - off - 1) / hop;
     int64_t use = n_t < cache_n ? n_t : cache_n;
     if (use == 0) {
-      if (n_t > 0) op->late_rows++; /* every window of the row has closed */
+      if (n_t > 0) lm_op_late_row(op, k); /* every window of the row has closed */
       continue;
     }
     for (int64_t j = 0; j < use; j++) {
@@ -635,12 +636,39 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
   return LAMINAR_OK;
 }
 
+/* ---- late side output ---------------------------------------------------------- */
+
+/* Room for this chunk's late row numbers when late rows have a sink. */
+static laminar_code late_begin(window_op* op, int64_t n) {
+  op->nlate = 0;
+  op->late_sel = NULL;
+  if (op->late_fn == NULL) return LAMINAR_OK;
+  op->late_sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
+  return op->late_sel != NULL ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
+}
+
+/* Hand this chunk's late rows, every input column, to the late sink. */
+static laminar_code late_deliver(window_op* op, const lm_chunk* in) {
+  int64_t m = op->nlate;
+  const uint32_t* rows = op->late_sel;
+  op->late_sel = NULL;
+  if (m == 0) return LAMINAR_OK;
+  lm_vec* cols = lm_eval_ctx_alloc(op->ctx, sizeof(lm_vec) * (size_t)in->ncols);
+  if (cols == NULL) return LAMINAR_ERR_NOMEM;
+  for (int32_t c = 0; c < in->ncols; c++) {
+    LM_TRY(lm_op_gather(op->ctx, &in->cols[c], rows, m, &cols[c]));
+  }
+  lm_chunk late = {m, in->ncols, cols};
+  return op->late_fn(op->late_arg, &late);
+}
+
 static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   window_op* op = (window_op*)base;
   const lm_window_spec* spec = &op->spec;
   int64_t n = in->nrows;
   if (n == 0) return LAMINAR_OK;
   lm_eval_ctx_reset(op->ctx);
+  LM_TRY(late_begin(op, n));
   for (int32_t c = 0; c < spec->nkeys; c++) {
     LM_TRY(lm_expr_eval(op->ctx, spec->keys[c], in->cols, NULL, n, &op->key_vecs[c]));
   }
@@ -678,7 +706,10 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     }
     op->weights = wd;
   }
-  if (spec->session) return lm_op_session_chunk(op, in, keep);
+  if (spec->session) {
+    LM_TRY(lm_op_session_chunk(op, in, keep));
+    return late_deliver(op, in);
+  }
 
   int64_t per = 1 + (spec->size_ms - 1) / spec->hop_ms; /* most windows of one row */
   if (per > LM_MAX_WINDOWS_PER_ROW) per = LM_MAX_WINDOWS_PER_ROW;
@@ -713,7 +744,8 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     }
     LM_TRY(update_windows(op, &s, np, nwin, hashes, gids, touched));
   }
-  return lm_op_rows_flush(op); /* EMIT CHANGES: this chunk's deltas */
+  LM_TRY(lm_op_rows_flush(op)); /* EMIT CHANGES: this chunk's deltas */
+  return late_deliver(op, in);
 }
 
 /* ---- emission ------------------------------------------------------------------- */
@@ -1155,6 +1187,7 @@ static void window_destroy(lm_op* base) {
   lm_free(op->s_next);
   lm_free(op->s_parent);
   lm_free(op->s_used);
+  lm_free(op->s_stamp);
   lm_free(op->k_first);
   lm_free(op->kmap);
   lm_free(op->kstamp);
@@ -1243,4 +1276,11 @@ int64_t lm_op_window_state_rows(const lm_op* op) {
   int64_t n = 0;
   for (int32_t i = 0; i < w->nopen; i++) n += w->open[i]->ngroups;
   return n;
+}
+
+void lm_op_window_set_late_sink(lm_op* base, lm_op_sink_fn fn, void* arg) {
+  if (base == NULL || base->vt != &window_vtable) return;
+  window_op* op = (window_op*)base;
+  op->late_fn = fn;
+  op->late_arg = arg;
 }

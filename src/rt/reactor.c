@@ -211,10 +211,15 @@ static laminar_code stream_chunk(lm_stream_def* s, const lm_chunk* chunk) {
   return rc;
 }
 
+laminar_code lm_stream_take_late(void* arg, const lm_chunk* chunk) {
+  return stream_chunk(arg, chunk);
+}
+
 static laminar_code stream_watermark(lm_stream_def* s, int64_t watermark_ms) {
   if (watermark_ms <= s->watermark_ms) return LAMINAR_OK;
   s->watermark_ms = watermark_ms;
   LM_TRY(lm_op_chain_watermark(s->chain, watermark_ms));
+  if (s->late != NULL) LM_TRY(stream_watermark(s->late, watermark_ms));
   for (int32_t i = 0; i < s->nreaders; i++) {
     LM_TRY(stream_watermark(s->readers[i], watermark_ms));
   }

@@ -129,6 +129,13 @@ struct lm_stream_def {
   atomic_int_fast64_t late_rows; /* writer: reactor; reader: any (relaxed) */
   struct lm_sink** sinks;    /* exactly-once sinks on the output; changed while paused */
   int32_t nsinks;
+  /* Late side output (CREATE STREAM ... WITH (late_output = ...)): `late` is
+   * the stream its window operator hands late input rows to; that stream's
+   * `late_of` points back. The late stream reads nothing itself (sql NULL:
+   * its parent's statement creates it), follows its parent's watermark and
+   * is created and dropped with it. */
+  lm_stream_def* late;
+  lm_stream_def* late_of;
 };
 
 typedef struct lm_graph {
@@ -202,6 +209,9 @@ void lm_sub_destroy(lm_sub* sub);
 /* Graph edits (control thread, reactor paused or not started). */
 void lm_source_def_unref(lm_source_def* def);
 void lm_stream_def_free(lm_stream_def* def);
+/* Sink fn of a window operator's late rows (lm_op_window_set_late_sink): runs
+ * them through late stream `arg` (an lm_stream_def*) like an input chunk. */
+laminar_code lm_stream_take_late(void* arg, const lm_chunk* chunk);
 /* Point the last operator of a new stream's chain at the stream's output
  * (subscribers and downstream streams). Once, before the stream is published. */
 void lm_stream_def_attach(lm_stream_def* s);

@@ -981,10 +981,9 @@ static laminar_code bind_window_fn(binder* b, const lm_ast_expr* g) {
                          "INTERVAL '10' SECOND, INTERVAL '1' SECOND)",
                 g->fname, g->fname);
   }
-  if (session && (b->stmt->emit == LM_EMIT_CHANGES || changelog_input(b))) {
+  if (session && changelog_input(b)) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, g,
-                "session() windows with EMIT CHANGES or over a changelog are not supported "
-                "yet");
+                "session() windows over a changelog are not supported yet");
   }
   const lm_ast_expr* col = g->args[0];
   if (col->kind != LM_AST_COLUMN) {
@@ -1065,14 +1064,14 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
 }
 
 /* GROUP BY over a changelog: every row counts its weight times, which the
- * retractable aggregates (COUNT, SUM, AVG) can follow. */
+ * retractable aggregates (COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX) follow. */
 static laminar_code bind_changelog_aggs(binder* b) {
   if (!changelog_input(b)) return LAMINAR_OK;
   for (int32_t i = 0; i < b->naggs; i++) {
     if (!lm_agg_retractable(b->aggs[i].fn)) {
       return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
                   "%s() over a changelog ('%s' ends in a _weight column) is not supported "
-                  "yet: only COUNT, SUM and AVG take retractions",
+                  "yet: only COUNT, COUNT(DISTINCT), SUM, AVG, MIN and MAX take retractions",
                   b->agg_calls[i]->fname, b->input_name);
     }
   }
@@ -1235,25 +1234,52 @@ laminar_code lm_bind_time_option(const char* object, const lm_ast_option* o, lm_
   return code;
 }
 
-/* CREATE STREAM ... WITH (allowed_lateness = INTERVAL ...): windows close that
- * long after their end (the default is the source's). */
+/* CREATE STREAM ... WITH (allowed_lateness = INTERVAL ..., late_output = ...):
+ * windows close that long after their end (the default is the source's);
+ * late rows go to a side output stream (its name is checked by the catalog). */
 static laminar_code bind_stream_options(binder* b, const lm_stmt* stmt) {
   for (size_t i = 0; i < stmt->noptions; i++) {
     const lm_ast_option* o = &stmt->options[i];
-    if (!lm_streq_nocase(o->key, "allowed_lateness")) {
-      return fail(b, LAMINAR_ERR_CONFIG_KEY, o->value,
-                  "unknown stream option '%s' (known: allowed_lateness)", o->key);
-    }
-    if (!lateness_value(o->value, &b->plan->window.lateness_ms)) {
-      return fail(b, LAMINAR_ERR_CONFIG_VALUE, o->value,
-                  "allowed_lateness must be an INTERVAL of zero or more, e.g. INTERVAL '5' "
-                  "SECOND");
+    const lm_ast_expr* v = o->value;
+    bool lateness = lm_streq_nocase(o->key, "allowed_lateness");
+    if (lateness) {
+      if (!lateness_value(v, &b->plan->window.lateness_ms)) {
+        return fail(b, LAMINAR_ERR_CONFIG_VALUE, v,
+                    "allowed_lateness must be an INTERVAL of zero or more, e.g. INTERVAL '5' "
+                    "SECOND");
+      }
+      b->plan->lateness_set = true;
+    } else if (lm_streq_nocase(o->key, "late_output")) {
+      bool is_bool = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_BOOL;
+      bool is_name = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING && v->slen > 0 &&
+                     v->slen < 128 && memchr(v->s, '\0', v->slen) == NULL;
+      if (!is_bool && !is_name) {
+        return fail(b, LAMINAR_ERR_CONFIG_VALUE, v,
+                    "late_output must name the late rows' stream (late_output = 'trades_late') "
+                    "or be TRUE (the stream's name + '_late') or FALSE");
+      }
+      b->plan->late_output = NULL;
+      if (is_name || v->b) {
+        char name[160];
+        if (is_name) {
+          snprintf(name, sizeof name, "%.*s", (int)v->slen, v->s);
+        } else {
+          snprintf(name, sizeof name, "%s_late", stmt->name);
+        }
+        b->plan->late_output = lm_pool_copy(&b->plan->pool, name, strlen(name) + 1);
+        if (b->plan->late_output == NULL) return NOMEM(b);
+        b->plan->late_line = v->line;
+        b->plan->late_column = v->column;
+      }
+    } else {
+      return fail(b, LAMINAR_ERR_CONFIG_KEY, v,
+                  "unknown stream option '%s' (known: allowed_lateness, late_output)", o->key);
     }
     if (!b->plan->windowed || b->plan->window.global) {
-      return fail(b, LAMINAR_ERR_CONFIG_CONFLICT, o->value,
-                  "allowed_lateness needs a window in GROUP BY (tumble, hop, slide or session)");
+      return fail(b, LAMINAR_ERR_CONFIG_CONFLICT, v,
+                  "%s needs a window in GROUP BY (tumble, hop, slide or session)",
+                  lateness ? "allowed_lateness" : "late_output");
     }
-    b->plan->lateness_set = true;
   }
   return LAMINAR_OK;
 }
@@ -1285,6 +1311,34 @@ laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
   win->next = post;
   *out = win;
   return LAMINAR_OK;
+}
+
+laminar_code lm_plan_passthrough(const char* input, bool input_is_source, const lm_schema* in,
+                                 lm_plan* out) {
+  memset(out, 0, sizeof *out);
+  lm_pool_init(&out->pool);
+  lm_schema_init_empty(&out->out_schema);
+  lm_schema_init_empty(&out->agg_schema);
+  out->input = lm_pool_copy(&out->pool, input, strlen(input) + 1);
+  out->input_is_source = input_is_source;
+  out->nexprs = in->ncols;
+  out->exprs = lm_pool_alloc(&out->pool, sizeof(lm_expr*) * (size_t)(in->ncols + 1));
+  bool ok = out->input != NULL && out->exprs != NULL && lm_schema_copy(in, &out->out_schema) == 0;
+  for (int32_t c = 0; ok && c < in->ncols; c++) {
+    lm_expr* e = lm_pool_alloc(&out->pool, sizeof *e);
+    if (e == NULL) {
+      ok = false;
+      break;
+    }
+    memset(e, 0, sizeof *e);
+    e->kind = LM_EXPR_COLUMN;
+    e->type = in->fields[c].type;
+    e->column = c;
+    out->exprs[c] = e;
+  }
+  if (ok) return LAMINAR_OK;
+  lm_plan_free(out);
+  return LAMINAR_ERR_NOMEM;
 }
 
 const char* lm_plan_describe(lm_plan* plan) {

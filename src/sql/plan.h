@@ -36,6 +36,10 @@ typedef struct lm_plan {
   /* window shape */
   bool windowed;
   bool lateness_set;           /* WITH (allowed_lateness = ...) on the stream */
+  /* WITH (late_output = 'name' | true): the name of the stream that receives
+   * the late input rows (true: "<stream>_late"), in the pool; NULL = none. */
+  char* late_output;
+  int32_t late_line, late_column; /* where the option's value is (errors) */
   lm_window_spec window;       /* keys/aggs point into the pool */
   lm_schema agg_schema;        /* window_start, window_end, keys..., aggs... */
   lm_expr* having;             /* over agg_schema, NULL if none */
@@ -44,6 +48,13 @@ typedef struct lm_plan {
 } lm_plan;
 
 void lm_plan_free(lm_plan* plan);
+
+/* A plan passing every row of `input` (schema `in`) through unchanged: the
+ * plan of a late side output stream, whose rows the window operator of its
+ * stream delivers (it reads no input itself). LAMINAR_ERR_NOMEM or OK; on
+ * failure *out is left empty. */
+laminar_code lm_plan_passthrough(const char* input, bool input_is_source, const lm_schema* in,
+                                 lm_plan* out);
 
 /* Build the operator chain of one partition of `plan`; the chain borrows the
  * plan's expressions (free the chain before the plan). */

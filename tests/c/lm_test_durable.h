@@ -26,13 +26,16 @@ static const char* DDL =
     "CREATE STREAM bursts AS SELECT symbol, window_start, window_end, COUNT(*) AS n,\n"
     "  FIRST_VALUE(price) AS first_price FROM trades GROUP BY symbol, session(ts, INTERVAL '70' MILLISECOND);\n"
     "CREATE STREAM running AS SELECT symbol, COUNT(*) AS n, SUM(volume) AS v,\n"
-    "  COUNT(DISTINCT volume) AS dv FROM trades GROUP BY symbol EMIT CHANGES;\n";
+    "  COUNT(DISTINCT volume) AS dv FROM trades GROUP BY symbol EMIT CHANGES;\n"
+    "CREATE STREAM fills AS SELECT symbol, window_start, COUNT(*) AS n FROM trades\n"
+    "  GROUP BY symbol, tumble(ts, INTERVAL '500' MILLISECOND) WITH (late_output = true);\n";
 
 #define NBATCH 40
 #define ROWS 50
 
 /* Batch b of the deterministic input: 4 symbols, time moving forward with a
- * little disorder inside the watermark delay. */
+ * little disorder inside the watermark delay; the last row of every fifth
+ * batch is 2.5 s behind, late for every window (fills_late receives it). */
 static inline int push_batch(laminar_source* src, int64_t b, laminar_error* err) {
   trade_row rows[ROWS];
   static const char* syms[] = {"AAPL", "MSFT", "M\xc3\xbcnchen", "X"};
@@ -41,6 +44,7 @@ static inline int push_batch(laminar_source* src, int64_t b, laminar_error* err)
     rows[i] = (trade_row){syms[k % 4], 10.0 + (double)(k % 13) * 0.5, false, 1 + k % 7, false,
                           1000 + k * 20 - (k % 3) * 30};
   }
+  if (b % 5 == 2) rows[ROWS - 1].ts -= 2500;
   struct ArrowArray array;
   struct ArrowSchema schema;
   if (build_trades(rows, ROWS, b % 2 == 1, &array, &schema) != 0) return -1;
@@ -82,8 +86,9 @@ static inline void sink_sql(const char* dir, char* out, size_t n) {
            "CREATE SINK busiest_out FROM busiest INTO FILE (path = '%s/busiest', format = 'jsonl');\n"
            "CREATE SINK hopping_out FROM hopping INTO FILE (path = '%s/hopping', format = 'jsonl');\n"
            "CREATE SINK bursts_out FROM bursts INTO FILE (path = '%s/bursts', format = 'csv');\n"
-           "CREATE SINK running_out FROM running INTO FILE (path = '%s/running', format = 'jsonl')",
-           dir, dir, dir, dir, dir, dir);
+           "CREATE SINK running_out FROM running INTO FILE (path = '%s/running', format = 'jsonl');\n"
+           "CREATE SINK late_out FROM fills_late INTO FILE (path = '%s/late', format = 'jsonl')",
+           dir, dir, dir, dir, dir, dir, dir);
 }
 
 /* The committed sink output: its part files concatenated in epoch order,
@@ -154,7 +159,8 @@ static inline char* sink_dir_output(const char* dir, const char* sub) {
 }
 
 /* The file sinks of sink_sql(), in the order sink_output() joins them. */
-static const char* const SINK_DIRS[] = {"out", "busy", "busiest", "hopping", "bursts", "running"};
+static const char* const SINK_DIRS[] = {"out",    "busy",    "busiest", "hopping",
+                                        "bursts", "running", "late"};
 
 /* Every sink's committed output, each after a "--- name" separator. */
 static inline char* sink_output(const char* dir) {
@@ -196,8 +202,8 @@ static inline int finish(laminar_db* db, laminar_source* src) {
 }
 
 static inline void remove_db(const char* dir) {
-  const char* subs[] = {"out",     "busy",        "busiest",    "hopping", "bursts",
-                        "running", "checkpoints", "wal/trades", "wal"};
+  const char* subs[] = {"out",  "busy",        "busiest",    "hopping", "bursts", "running",
+                        "late", "checkpoints", "wal/trades", "wal"};
   char p[600];
   for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
     snprintf(p, sizeof p, "%s/%s", dir, subs[i]);

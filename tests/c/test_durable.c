@@ -70,6 +70,12 @@ static int test_settings(void) {
 static int restart_case(const char* wal_mode) {
   char* want = reference_output();
   CHECK(want != NULL && strlen(want) > 100);
+  /* The late side output has rows: 8 of the input's (one per fifth batch). */
+  const char* late = strstr(want, "--- late\n");
+  CHECK(late != NULL);
+  int nlate = 0;
+  for (const char* p = late; (p = strstr(p, "\"ts\":")) != NULL; p++) nlate++;
+  EXPECT(nlate == NBATCH / 5);
   char dir[64];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dur_") == 0);
   laminar_db* db;

@@ -9,7 +9,7 @@
  * reopened (recovery) and the committed output must equal an unfaulted run's:
  * nothing acknowledged lost, nothing doubled. Needs LAMINAR_FAULT_INJECTION.
  */
-/* lm_ctest: TIMEOUT 300 */
+/* lm_ctest: TIMEOUT 600 */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  // mkdtemp, scandir under -std=c17 (the shared test headers)
 #endif

@@ -175,11 +175,13 @@ class EngineResult:
         table: Every output row, in arrival order.
         batches: The output batches, in arrival order.
         late_rows: The stream's ``late_rows`` count.
+        late: Every row of the late side output read (``late_stream``), or None.
     """
 
     table: pa.Table
     batches: list[pa.RecordBatch]
     late_rows: int
+    late: pa.Table | None = None
 
 
 def _drain(subscription: laminardb.Subscription, into: list[pa.RecordBatch]) -> int:
@@ -193,11 +195,11 @@ def _drain(subscription: laminardb.Subscription, into: list[pa.RecordBatch]) -> 
         taken += 1
 
 
-def _pump(db: laminardb.Connection, subscription: laminardb.Subscription, into: list) -> None:
-    """Run the operators inline until the input is consumed and the output taken."""
+def _pump(db: laminardb.Connection, *pairs: tuple[laminardb.Subscription, list]) -> None:
+    """Run the operators inline until the input is consumed and the outputs taken."""
     while True:
         db.run_until_idle()
-        if _drain(subscription, into) == 0:
+        if sum(_drain(subscription, into) for subscription, into in pairs) == 0:
             return
 
 
@@ -210,6 +212,7 @@ def run_engine(
     driver: str = "inline",
     run_every: int = 1,
     final_watermark: bool = True,
+    late_stream: str | None = None,
 ) -> EngineResult:
     """Push ``batches`` through a fresh in-memory database and collect ``stream``.
 
@@ -222,37 +225,47 @@ def run_engine(
             pushes) or ``"threaded"`` (``start``; pushes; ``stop``).
         run_every: Pushes between two inline runs.
         final_watermark: Advance the watermark to INT64_MAX at the end.
+        late_stream: A late side output to read as well (``EngineResult.late``).
 
     Returns:
         The output and the late-row count.
     """
     out: list[pa.RecordBatch] = []
+    late_out: list[pa.RecordBatch] = []
     with laminardb.open() as db:
         db.execute(ddl)
         src = db.source(source)
         subscription = db.subscribe(stream)
         schema = subscription.schema
+        pairs = [(subscription, out)]
+        if late_stream is not None:
+            pairs.append((db.subscribe(late_stream), late_out))
         if driver == "threaded":
             db.start()
             for batch in batches:
                 src.push(batch)
-                _drain(subscription, out)
+                for sub, into in pairs:
+                    _drain(sub, into)
             if final_watermark:
                 src.watermark(FINAL_WATERMARK)
             db.stop()
-            _drain(subscription, out)
+            for sub, into in pairs:
+                _drain(sub, into)
         elif driver == "inline":
             for i, batch in enumerate(batches):
                 src.push(batch)
                 if (i + 1) % run_every == 0:
-                    _pump(db, subscription, out)
+                    _pump(db, *pairs)
             if final_watermark:
                 src.watermark(FINAL_WATERMARK)
-            _pump(db, subscription, out)
+            _pump(db, *pairs)
         else:
             raise ValueError(f"unknown driver {driver!r}")
         late = db.late_rows(stream)
-    return EngineResult(pa.Table.from_batches(out, schema=schema), out, late)
+        late_table = (
+            pa.Table.from_batches(late_out, schema=pairs[1][0].schema) if late_stream else None
+        )
+    return EngineResult(pa.Table.from_batches(out, schema=schema), out, late, late_table)
 
 
 # ---------------------------------------------------------------------------

@@ -28,7 +28,15 @@ from _oracle_util import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_windows import AGGREGATES, arrival_watermarks, hop_oracle, with_late_rows
+from test_windows import (
+    AGGREGATES,
+    GROUPINGS,
+    WINDOW_AGGREGATES,
+    arrival_watermarks,
+    hop_oracle,
+    session_oracle,
+    with_late_rows,
+)
 
 import laminardb
 
@@ -38,7 +46,12 @@ SEEDS = st.integers(*seed_strategy_bounds())
 RUNNING = AGGREGATES
 
 #: Retractable aggregates (over a changelog input).
-RETRACTABLE = AGGREGATES  # COUNT, SUM, AVG, MIN and MAX all take retractions
+RETRACTABLE = [  # COUNT, SUM, AVG, MIN, MAX and COUNT(DISTINCT) all take retractions
+    *AGGREGATES,
+    ("COUNT(DISTINCT s)", "COUNT(DISTINCT s)", "cds"),
+    ("COUNT(DISTINCT x)", "COUNT(DISTINCT x)", "cdx"),
+    ("COUNT(DISTINCT y)", "COUNT(DISTINCT y)", "cdy"),
+]
 
 SOURCE = (
     "CREATE SOURCE t (k VARCHAR, g BIGINT, x BIGINT, y DOUBLE, s VARCHAR, ts BIGINT,"
@@ -167,6 +180,125 @@ def test_windowed_changes_sum_to_duckdb(late_frac, seed):
         before = deltas.rows
         deltas.take()
         assert deltas.rows == before, "closing a window emits nothing more"
+
+
+@pytest.mark.parametrize("late_frac", [0.0, 0.1])
+@settings(max_examples=12, deadline=None)
+@given(seed=SEEDS)
+def test_session_changes_sum_to_duckdb(late_frac, seed):
+    """Session windows with EMIT CHANGES: after every checked batch the deltas
+    add up to DuckDB's sessionization of the rows pushed so far. With
+    ``late_frac`` rows come beyond the watermark delay but within the allowed
+    lateness, so they grow and bridge open sessions (a merge retracts both old
+    rows and inserts the merged one); closing emits nothing more."""
+    announce_seed(seed)
+    rng = np.random.default_rng(seed)
+    size = int(rng.choice([10, 100, 1000]))
+    data = window_table(rng, size_ms=size)
+    gap = int(rng.integers(1, 3 * size + 1))
+    table = with_late_rows(rng, data, late_frac) if late_frac else data.table
+    # A row is at most delay + 3 * size + 1 behind the watermark (with_late_rows):
+    # no row is late, so every session is the batch answer's.
+    allowed = data.delay_ms + 3 * size + 2 if late_frac else 0
+    keys = GROUPINGS[int(rng.integers(len(GROUPINGS)))]
+    where = ["", "WHERE x > 0", "WHERE k IS NOT NULL"][int(rng.integers(3))]
+    items = ", ".join(f"{ours} AS {alias}" for ours, _, alias in WINDOW_AGGREGATES)
+    ddl = SOURCE.format(delay=data.delay_ms) + (
+        f"CREATE STREAM w AS SELECT {', '.join(keys)}, window_start, window_end, {items} "
+        f"FROM t {where} GROUP BY {', '.join(keys)}, session(ts, INTERVAL '{gap}' MILLISECOND) "
+        f"EMIT CHANGES WITH (allowed_lateness = {allowed});"
+    )
+    print(f"case: session gap={gap} delay={data.delay_ms} allowed={allowed} {keys} {where!r}")
+    columns = [*keys, "window_start", "window_end", *(a for _, _, a in WINDOW_AGGREGATES)]
+    batches = split_batches(rng, table, max_rows=300)
+    if not batches:
+        return
+    check_at = checkpoints(len(batches), rng)
+    marked = arrival_watermarks(batches, 0)
+    with laminardb.open() as db:
+        db.execute(ddl)
+        deltas = Deltas(db.subscribe("w"), columns)
+        src = db.source("t")
+        pushed_rows = 0
+        for i, batch in enumerate(batches):
+            src.push(batch)
+            db.run_until_idle()
+            deltas.take()
+            pushed_rows += batch.num_rows
+            if i in check_at:
+                sql = session_oracle(keys, where, gap)
+                names, expected = duck(sql, t=marked.slice(0, pushed_rows))
+                assert_same_rows(deltas.current(), expected, names, seed=seed)
+        src.watermark(2**63 - 1)
+        db.run_until_idle()
+        before = deltas.rows
+        deltas.take()
+        assert deltas.rows == before, "closing a session emits nothing more"
+        assert db.late_rows("w") == 0
+
+
+def test_session_bridge_retracts_both_sessions():
+    """A bridging row merges two open sessions: both old rows are retracted and
+    the merged one inserted; a session over a changelog is still LDB-1005."""
+    db = laminardb.open()
+    db.execute("""
+        CREATE SOURCE t (k VARCHAR, v BIGINT, ts BIGINT,
+                         WATERMARK FOR ts AS ts - INTERVAL '50' MILLISECOND);
+        CREATE STREAM w AS SELECT k, window_start, window_end, COUNT(*) AS n, SUM(v) AS sv
+          FROM t GROUP BY k, session(ts, INTERVAL '10' MILLISECOND) EMIT CHANGES;
+    """)
+    out = db.subscribe("w")
+
+    def step(k: list[str], v: list[int], ts: list[int]) -> list[tuple]:
+        db.insert("t", {"k": k, "v": v, "ts": ts})
+        db.run_until_idle()
+        return [tuple(r.values()) for r in out.to_arrow_table().to_pylist()]
+
+    assert step(["a", "a", "b", "a"], [1, 2, 3, 4], [0, 5, 3, 30]) == [
+        ("a", 0, 15, 2, 3, 1),
+        ("b", 3, 13, 1, 3, 1),
+        ("a", 30, 40, 1, 4, 1),
+    ]
+    assert step(["a"], [7], [22]) == [("a", 30, 40, 1, 4, -1), ("a", 22, 40, 2, 11, 1)]
+    assert step(["a"], [8], [13]) == [  # bridges [0, 15) and [22, 40)
+        ("a", 0, 15, 2, 3, -1),
+        ("a", 22, 40, 2, 11, -1),
+        ("a", 0, 40, 5, 22, 1),
+    ]
+    db.source("t").watermark(2**63 - 1)
+    assert step([], [], []) == []  # closing emits nothing
+    with pytest.raises(laminardb.SQLError) as e:
+        db.execute(
+            "CREATE STREAM again AS SELECT k, COUNT(*) AS n FROM w "
+            "GROUP BY k, session(window_start, INTERVAL '1' SECOND)"
+        )
+    assert e.value.code == "LDB-1005"
+    db.close()
+
+
+def test_session_changes_survive_restart(tmp_path):
+    """Open sessions and their emitted rows survive a checkpoint: after the
+    restart a bridging row retracts both sessions emitted before it."""
+    options = {"checkpoint_interval": "1 hour"}
+    with laminardb.open(str(tmp_path), **options) as db:
+        db.execute("""
+            CREATE SOURCE t (k VARCHAR, v BIGINT, ts BIGINT,
+                             WATERMARK FOR ts AS ts - INTERVAL '50' MILLISECOND);
+            CREATE STREAM w AS SELECT k, window_start, window_end, SUM(v) AS sv
+              FROM t GROUP BY k, session(ts, INTERVAL '10' MILLISECOND) EMIT CHANGES;
+        """)
+        db.insert("t", {"k": ["a", "a"], "v": [1, 2], "ts": [0, 15]})
+        db.run_until_idle()
+        db.checkpoint()
+    with laminardb.open(str(tmp_path), **options) as db:
+        out = db.subscribe("w")
+        db.insert("t", {"k": ["a"], "v": [4], "ts": [7]})
+        db.run_until_idle()
+        assert [tuple(r.values()) for r in out.to_arrow_table().to_pylist()] == [
+            ("a", 0, 10, 1, -1),
+            ("a", 15, 25, 2, -1),
+            ("a", 0, 25, 7, 1),
+        ]
 
 
 def changelog_batches(rng: np.random.Generator, n: int) -> list[pa.RecordBatch]:
@@ -360,13 +492,15 @@ def test_bad_emit_changes_fails_at_create(sql, code, line, column):
 
 
 def test_min_max_over_changelog_survive_restart(tmp_path):
-    """MIN/MAX over a changelog keep every value's multiplicity across a checkpoint:
-    retracting the current minimum after recovery falls back to the next value."""
+    """MIN/MAX and COUNT(DISTINCT) over a changelog keep every value's multiplicity
+    across a checkpoint: retracting the current minimum after recovery falls back
+    to the next value, and a value retracted as often as inserted is no longer
+    counted."""
     options = {"checkpoint_interval": "1 hour"}
     ddl = (
         "CREATE SOURCE c (k VARCHAR, v BIGINT, s VARCHAR, _weight BIGINT);"
-        "CREATE MATERIALIZED VIEW m AS SELECT k, MIN(v) AS lo, MAX(s) AS hi, COUNT(*) AS n"
-        " FROM c GROUP BY k;"
+        "CREATE MATERIALIZED VIEW m AS SELECT k, MIN(v) AS lo, MAX(s) AS hi, COUNT(*) AS n,"
+        " COUNT(DISTINCT v) AS dv, COUNT(DISTINCT s) AS ds FROM c GROUP BY k;"
     )
     with laminardb.open(str(tmp_path), **options) as db:
         db.execute(ddl)
@@ -381,7 +515,10 @@ def test_min_max_over_changelog_survive_restart(tmp_path):
         )
         db.run_until_idle()
         db.checkpoint()
+        assert db.query("SELECT dv, ds FROM m").to_pylist() == [{"dv": 3, "ds": 3}]
     with laminardb.open(str(tmp_path), **options) as db:
         db.insert("c", {"k": ["a", "a"], "v": [1, 1], "s": ["x", "z"], "_weight": [-1, -1]})
         db.run_until_idle()
-        assert db.query("SELECT * FROM m").to_pylist() == [{"k": "a", "lo": 5, "hi": "y", "n": 2}]
+        assert db.query("SELECT * FROM m").to_pylist() == [
+            {"k": "a", "lo": 5, "hi": "y", "n": 2, "dv": 2, "ds": 2}
+        ]
