@@ -256,6 +256,18 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *                dropped for that subscriber only, counted in laminar_metrics
  *                as its dropped_batches/dropped_rows). Default for
  *                laminar_subscribe(); laminar_subscribe_with() overrides it.
+ *   cores        number of reactors, 1 (default) to 64 (thread-per-core). With
+ *                N > 1 every keyed stream -- a windowed GROUP BY over plain
+ *                columns of the source it reads, not a materialized view --
+ *                runs as N key-hash partitions, one per reactor; its output
+ *                per input message is the partitions' outputs concatenated,
+ *                so each key's rows keep their order (rows of different keys
+ *                may come in another order than with one core). Other streams
+ *                run on reactor 0. Not with durability (checkpoint_interval):
+ *                LAMINAR_ERR_CONFIG_CONFLICT at laminar_open.
+ *   core_affinity true | false (default): pin reactor i to CPU i modulo the
+ *                online CPUs (and, built with hwloc on a multi-node machine,
+ *                bind its memory to that CPU's NUMA node).
  *   var.NAME     the value of substitution variable NAME: laminar_execute()
  *                and laminar_query() replace every ${NAME} in their SQL text
  *                by it, verbatim, before parsing (not inside comments; $${

@@ -78,8 +78,9 @@ static void collect(laminar_db* db, rows* r) {
     while (tail->next != NULL) tail = tail->next;
     add(r, "stream", s->name, "rows_in", s->chain->rows_in);
     add(r, "stream", s->name, "rows_out", tail->rows_out);
-    add(r, "stream", s->name, "late_rows", lm_op_window_late_rows(s->chain));
-    add(r, "stream", s->name, "state_groups", lm_op_window_state_rows(s->chain));
+    add(r, "stream", s->name, "late_rows", lm_stream_late_rows(s));
+    add(r, "stream", s->name, "state_groups", lm_stream_state_rows(s));
+    add(r, "stream", s->name, "partitions", s->nparts);
     add(r, "stream", s->name, "watermark_ms", s->watermark_ms);
     add(r, "stream", s->name, "subscribers", s->nsubs);
     const lm_op* view = lm_op_view_of(s->chain);

@@ -41,6 +41,47 @@
 
 typedef struct lm_stream_def lm_stream_def;
 
+/* Most reactors (config key `cores`). */
+#define LM_RT_MAX_CORES 64
+/* Most messages one round takes from one source (the per-source task budget). */
+#define LM_RT_ROUND_MSGS 64
+/* Most rows one round takes from one source: a source of huge batches yields
+ * to the others after this many (at least one message is always taken). */
+#define LM_RT_ROUND_ROWS 262144
+
+/* An output of one partition of a keyed stream in the current round: the
+ * batch its chain emitted while processing round message `msg`. */
+typedef struct lm_part_item {
+  int32_t msg;
+  lm_batch* batch;
+} lm_part_item;
+
+/* One partition of a keyed stream (cores > 1, see part.c). Touched only by
+ * the reactor that owns partition `index` during a round, and by reactor 0
+ * between rounds (merge) or while the graph is paused (edits). */
+typedef struct lm_stream_part {
+  lm_stream_def* stream;
+  int32_t index;
+  lm_op* chain;              /* parts[0].chain is the stream's `chain` */
+  int64_t watermark_ms;
+  int32_t cur_msg;           /* round message being processed */
+  int32_t merged;            /* reactor 0: outputs already merged */
+  lm_part_item* out;         /* this round's outputs, in production order */
+  int32_t nout, cap;
+  laminar_code rc;           /* first error of this round */
+} lm_stream_part;
+
+/* Growable scratch of one reactor: row hashes, selections, gathered columns. */
+typedef struct lm_gather_buf {
+  uint64_t* hashes;
+  int32_t* sel;
+  int64_t rows_cap;
+  lm_vec* cols;
+  int32_t cols_cap;
+  unsigned char* mem;
+  size_t mem_cap;
+} lm_gather_buf;
+
 /* A message in a source ring. batch == NULL: an explicit watermark. */
 typedef struct lm_msg {
   lm_batch* batch;
@@ -129,6 +170,13 @@ struct lm_stream_def {
   atomic_int_fast64_t late_rows; /* writer: reactor; reader: any (relaxed) */
   struct lm_sink** sinks;    /* exactly-once sinks on the output; changed while paused */
   int32_t nsinks;
+  /* Thread-per-core (part.c): a keyed stream reading a source directly runs
+   * as `nparts` partitions, rows routed by the hash of the GROUP BY columns
+   * `part_keys` (source column indexes). nparts 1: everything else. */
+  int32_t nparts;
+  lm_stream_part* parts;
+  int32_t* part_keys;
+  int32_t npart_keys;
 };
 
 typedef struct lm_graph {
@@ -138,8 +186,47 @@ typedef struct lm_graph {
   int32_t nstreams;
 } lm_graph;
 
+struct lm_rt;
+
+/* Reactor `index` of a database with `cores` reactors. Reactor 0 is the
+ * runtime's own thread (or the run_until_idle caller); reactors 1..N-1 are
+ * workers that run their partition of every keyed stream, one round at a time. */
+typedef struct lm_reactor {
+  struct lm_rt* rt;
+  int32_t index;
+  pthread_t thread;
+  bool running;              /* worker thread started (control) */
+  lm_waiter wake;            /* a worker parks here between rounds */
+  atomic_uint_fast64_t done; /* last round finished; writer: the worker (release) */
+  lm_gather_buf scratch;
+  /* Metrics; writer: the reactor (relaxed); reader: laminar_metrics. */
+  atomic_int_fast64_t busy_ns;
+  atomic_int_fast64_t rounds;
+  atomic_int_fast64_t rows;
+  int32_t cpu;               /* pinned CPU, -1 if not pinned */
+} lm_reactor;
+
+/* The round reactor 0 hands to every reactor: messages of one source and the
+ * source watermark after each (INT64_MIN: no advance). */
+typedef struct lm_round {
+  lm_source_def* src;
+  lm_msg* msgs[LM_RT_ROUND_MSGS];
+  int64_t wms[LM_RT_ROUND_MSGS];
+  int32_t n;
+} lm_round;
+
 typedef struct lm_rt {
   lm_graph* graph;
+  /* Thread-per-core (fixed at open): reactors[0..ncores). */
+  int32_t ncores;
+  bool affinity;             /* pin reactor i to CPU i mod online CPUs */
+  lm_reactor* reactors;
+  lm_round round;            /* written by reactor 0 before round_seq is bumped */
+  atomic_uint_fast64_t round_seq; /* writer: reactor 0 (release) */
+  atomic_bool stop_workers;
+  lm_waiter joined;          /* reactor 0 waits here for the workers' rounds */
+  lm_gather_buf merge_buf;   /* reactor 0: concatenation of partition outputs */
+  void* topology;            /* hwloc topology when built with hwloc and pinned */
   pthread_t thread;
   atomic_bool started;       /* writer: control; reader: producers (push back-pressure) */
   atomic_bool stop;          /* writer: control; reader: reactor */
@@ -162,6 +249,9 @@ typedef struct lm_rt {
 } lm_rt;
 
 laminar_code lm_rt_init(lm_rt* rt, lm_graph* graph);
+/* Set the number of reactors (1..LM_RT_MAX_CORES) and pinning, once, right
+ * after lm_rt_init. */
+laminar_code lm_rt_configure(lm_rt* rt, int32_t cores, bool affinity);
 void lm_rt_destroy(lm_rt* rt);
 
 /* Start the reactor thread. LAMINAR_ERR_STATE if started. */
@@ -205,6 +295,19 @@ void lm_stream_def_free(lm_stream_def* def);
 /* Point the last operator of a new stream's chain at the stream's output
  * (subscribers and downstream streams). Once, before the stream is published. */
 void lm_stream_def_attach(lm_stream_def* s);
+/* With more than one core, make `s` (whose chain is built, not yet attached)
+ * a keyed stream of rt->ncores partitions when it can be one: windowed over
+ * the source `src`, GROUP BY plain columns only, not a materialized view.
+ * Otherwise (and with one core) it is attached as usual. Control thread,
+ * before the stream is published. */
+laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
+                                     const lm_source_def* src, bool is_view);
+/* A new stream starts at its input's watermark (all its partitions). */
+void lm_stream_def_start_at(lm_stream_def* s, int64_t watermark_ms);
+/* Late rows of a stream over all its partitions. */
+int64_t lm_stream_late_rows(const lm_stream_def* s);
+/* Groups held by a stream over all its partitions. */
+int64_t lm_stream_state_rows(const lm_stream_def* s);
 laminar_code lm_graph_add_reader(lm_stream_def*** readers, int32_t* n, lm_stream_def* s);
 void lm_graph_remove_reader(lm_stream_def** readers, int32_t* n, const lm_stream_def* s);
 
