@@ -100,14 +100,32 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "subscription", sub->stream_name, "dropped_rows",
         (int64_t)atomic_load_explicit(&sub->sub->dropped_rows, memory_order_relaxed));
   }
-  /* The reactor (one per database in this version; name "0"). */
-  int64_t busy = (int64_t)atomic_load_explicit(&db->rt.busy_ns, memory_order_relaxed);
+  /* The reactors ("0" .. "N-1"; config `cores`). Reactor 0 drains the
+   * sources and runs the unpartitioned streams and the merge; every reactor
+   * runs its partition of the keyed streams (rows, rounds). */
+  static const char* const names[LM_RT_MAX_CORES] = {
+      "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15",
+      "16", "17", "18", "19", "20", "21", "22", "23", "24", "25", "26", "27", "28", "29",
+      "30", "31", "32", "33", "34", "35", "36", "37", "38", "39", "40", "41", "42", "43",
+      "44", "45", "46", "47", "48", "49", "50", "51", "52", "53", "54", "55", "56", "57",
+      "58", "59", "60", "61", "62", "63"};
   int64_t running = db->rt.started_ns != 0 ? lm_rt_now_ns() - db->rt.started_ns : 0;
-  add(r, "reactor", "0", "messages",
-      (int64_t)atomic_load_explicit(&db->rt.messages, memory_order_relaxed));
-  add(r, "reactor", "0", "busy_ns", busy);
-  add(r, "reactor", "0", "running_ns", running);
-  add(r, "reactor", "0", "busy_pct", running > 0 ? busy * 100 / running : 0);
+  for (int32_t i = 0; i < db->rt.ncores; i++) {
+    const lm_reactor* rx = &db->rt.reactors[i];
+    const char* nm = names[i];
+    int64_t busy = (int64_t)atomic_load_explicit(i == 0 ? &db->rt.busy_ns : &rx->busy_ns,
+                                                 memory_order_relaxed);
+    if (i == 0) {
+      add(r, "reactor", nm, "messages",
+          (int64_t)atomic_load_explicit(&db->rt.messages, memory_order_relaxed));
+    }
+    add(r, "reactor", nm, "busy_ns", busy);
+    add(r, "reactor", nm, "running_ns", running);
+    add(r, "reactor", nm, "busy_pct", running > 0 ? busy * 100 / running : 0);
+    add(r, "reactor", nm, "rounds", (int64_t)atomic_load_explicit(&rx->rounds, memory_order_relaxed));
+    add(r, "reactor", nm, "rows", (int64_t)atomic_load_explicit(&rx->rows, memory_order_relaxed));
+    add(r, "reactor", nm, "cpu", rx->cpu);
+  }
   if (db->dur != NULL) {
     add(r, "database", "", "last_checkpoint", (int64_t)lm_durable_last_epoch(db->dur));
     add(r, "database", "", "last_checkpoint_stall_ns", lm_durable_last_stall_ns(db->dur));

@@ -210,6 +210,7 @@ def run_engine(
     driver: str = "inline",
     run_every: int = 1,
     final_watermark: bool = True,
+    cores: int = 1,
 ) -> EngineResult:
     """Push ``batches`` through a fresh in-memory database and collect ``stream``.
 
@@ -222,12 +223,14 @@ def run_engine(
             pushes) or ``"threaded"`` (``start``; pushes; ``stop``).
         run_every: Pushes between two inline runs.
         final_watermark: Advance the watermark to INT64_MAX at the end.
+        cores: The database's reactors (config ``cores``): keyed streams run
+            as that many partitions.
 
     Returns:
         The output and the late-row count.
     """
     out: list[pa.RecordBatch] = []
-    with laminardb.open() as db:
+    with laminardb.open(cores=cores) as db:
         db.execute(ddl)
         src = db.source(source)
         subscription = db.subscribe(stream)
