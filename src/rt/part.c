@@ -58,9 +58,26 @@
 #include <hwloc.h>
 #endif
 
-/* Polls of a waiting reactor before it parks (between back-to-back rounds the
- * wait is short; parking costs a futex round trip). */
-#define LM_ROUND_SPINS 2048
+/* A reactor waiting for a round (or for the workers) polls LM_ROUND_SPINS
+ * times, then yields its CPU between polls LM_ROUND_YIELDS times (the machine
+ * may run more threads than cores: producers, consumers), then parks:
+ * between back-to-back rounds the wait is short, and parking costs a futex
+ * round trip and a wake-up on the other side. */
+#define LM_ROUND_SPINS 64
+#define LM_ROUND_YIELDS 256
+
+/* Poll ready(arg) the way above, without parking; true once it holds. */
+static bool poll_briefly(bool (*ready)(void*), void* arg) {
+  for (int i = 0; i < LM_ROUND_SPINS; i++) {
+    if (ready(arg)) return true;
+    lm_wait_cpu_relax();
+  }
+  for (int i = 0; i < LM_ROUND_YIELDS; i++) {
+    if (ready(arg)) return true;
+    sched_yield();
+  }
+  return ready(arg);
+}
 
 /* ---- scratch ---------------------------------------------------------------- */
 
@@ -453,10 +470,7 @@ static bool workers_done(void* arg) {
 }
 
 static void wait_workers(lm_rt* rt) {
-  for (int i = 0; i < LM_ROUND_SPINS; i++) {
-    if (workers_done(rt)) return;
-    lm_wait_cpu_relax();
-  }
+  if (poll_briefly(workers_done, rt)) return;
   while (!lm_waiter_wait(&rt->joined, 10000000, workers_done, rt)) {
   }
 }
@@ -570,9 +584,7 @@ static void* worker_main(void* arg) {
   lm_rt* rt = r->rt;
   lm_rt_pin_self(rt, r);
   for (;;) {
-    bool ready = false;
-    for (int i = 0; i < LM_ROUND_SPINS && !(ready = worker_ready(r)); i++) lm_wait_cpu_relax();
-    if (!ready) lm_waiter_wait(&r->wake, 50000000, worker_ready, r);
+    if (!poll_briefly(worker_ready, r)) lm_waiter_wait(&r->wake, 50000000, worker_ready, r);
     if (atomic_load_explicit(&rt->stop_workers, memory_order_acquire)) break;
     uint64_t seq = atomic_load_explicit(&rt->round_seq, memory_order_acquire);
     if (seq == atomic_load_explicit(&r->done, memory_order_relaxed)) continue;
