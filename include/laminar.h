@@ -474,14 +474,20 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  *            (reject), producers (open handles), watermark_ms; with a WAL also
  *            wal_next_offset, processed_offset
  *   stream:  rows_in, rows_out, late_rows, state_groups (open window groups),
- *            watermark_ms, subscribers
+ *            state_bytes (the size its operator state would take in a
+ *            checkpoint: computed on demand by encoding it, O(state)),
+ *            watermark_ms, subscribers, partitions (1, or `cores` for a keyed
+ *            stream); all summed over its partitions
  *   subscription (name: its stream): delivered_batches, queue_depth (its
  *            lag, in batches), dropped_batches, dropped_rows (slow_subscriber
  *            drop)
- *   reactor (name "0": one per database in this version): messages (taken
- *            through the graph, by the reactor or laminar_run_until_idle),
- *            busy_ns (reactor time in rounds that took messages), running_ns
- *            (since laminar_start; 0 when stopped), busy_pct
+ *   reactor (names "0" .. "N-1", config `cores`): busy_ns (time in rounds
+ *            that took messages; reactor 0's includes waiting for the others
+ *            in a round), running_ns (since laminar_start; 0 when stopped),
+ *            busy_pct, rounds and rows (rounds of keyed-stream partitions it
+ *            ran, and the rows routed to its partitions), cpu (pinned CPU, -1
+ *            if not pinned); reactor 0 also messages (taken through the graph,
+ *            by the reactor or laminar_run_until_idle)
  *   database (durable): last_checkpoint, last_checkpoint_stall_ns
  * The graph is paused for the moment it takes to read them.
  * Ownership: *out is the caller's; release it.
@@ -489,6 +495,36 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_metrics(laminar_db* db, struct ArrowArrayStream* out,
                                          laminar_error* err);
+
+/* What each part of the pipeline is doing now, as rows (kind VARCHAR, name
+ * VARCHAR, state VARCHAR, input VARCHAR, watermark_ms BIGINT, queue_depth
+ * BIGINT, queue_capacity BIGINT, partitions BIGINT); NULL where a column does
+ * not apply:
+ *   runtime (name ""): state stopped (nothing runs the graph but
+ *            laminar_run_until_idle) | idle | active (messages queued, the
+ *            reactors take them) | blocked (messages queued, a blocking
+ *            subscriber without room holds the input) | failed (an error on
+ *            the reactor, reported by laminar_stop); queue_depth: messages
+ *            queued over all sources; partitions: reactors (config `cores`)
+ *   source:  state idle (nothing queued) | active | waiting (queued, runtime
+ *            stopped) | blocked | full (queue at capacity: producers wait, drop
+ *            or are refused by its backpressure policy); watermark_ms (NULL
+ *            before the first), queue_depth / queue_capacity of its queue
+ *   stream | materialized view: state as its root source's, or blocked when
+ *            one of its own blocking subscribers lacks room; input (the source
+ *            or stream it reads), watermark_ms, queue_depth / queue_capacity of
+ *            its fullest subscriber (NULL without one), partitions
+ *   subscription (name: its stream): state caught_up | lagging (batches
+ *            queued) | blocking (too little room: the reactor waits for it) |
+ *            full | full_dropping (slow_subscriber drop: batches are dropped);
+ *            queue_depth / queue_capacity of its queue
+ *   reactor (names "0" .. "N-1"): state running | stopped
+ * The graph is paused for the moment it takes to read them.
+ * Ownership: *out is the caller's; release it.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_pipeline_state(laminar_db* db, struct ArrowArrayStream* out,
+                                                laminar_error* err);
 
 /* Rows a stream dropped because they arrived behind its watermark (their window
  * had already closed), summed since the stream was created.

@@ -74,12 +74,14 @@ static void collect(laminar_db* db, rows* r) {
   }
   for (int32_t i = 0; i < g->nstreams; i++) {
     lm_stream_def* s = g->streams[i];
-    const lm_op* tail = s->chain;
-    while (tail->next != NULL) tail = tail->next;
-    add(r, "stream", s->name, "rows_in", s->chain->rows_in);
-    add(r, "stream", s->name, "rows_out", tail->rows_out);
+    int64_t rows_in, rows_out, bytes;
+    lm_stream_rows(s, &rows_in, &rows_out);
+    if (lm_stream_state_bytes(s, &bytes) != LAMINAR_OK) r->nomem = true;
+    add(r, "stream", s->name, "rows_in", rows_in);
+    add(r, "stream", s->name, "rows_out", rows_out);
     add(r, "stream", s->name, "late_rows", lm_stream_late_rows(s));
     add(r, "stream", s->name, "state_groups", lm_stream_state_rows(s));
+    add(r, "stream", s->name, "state_bytes", bytes);
     add(r, "stream", s->name, "partitions", s->nparts);
     add(r, "stream", s->name, "watermark_ms", s->watermark_ms);
     add(r, "stream", s->name, "subscribers", s->nsubs);
@@ -103,16 +105,10 @@ static void collect(laminar_db* db, rows* r) {
   /* The reactors ("0" .. "N-1"; config `cores`). Reactor 0 drains the
    * sources and runs the unpartitioned streams and the merge; every reactor
    * runs its partition of the keyed streams (rows, rounds). */
-  static const char* const names[LM_RT_MAX_CORES] = {
-      "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15",
-      "16", "17", "18", "19", "20", "21", "22", "23", "24", "25", "26", "27", "28", "29",
-      "30", "31", "32", "33", "34", "35", "36", "37", "38", "39", "40", "41", "42", "43",
-      "44", "45", "46", "47", "48", "49", "50", "51", "52", "53", "54", "55", "56", "57",
-      "58", "59", "60", "61", "62", "63"};
   int64_t running = db->rt.started_ns != 0 ? lm_rt_now_ns() - db->rt.started_ns : 0;
   for (int32_t i = 0; i < db->rt.ncores; i++) {
     const lm_reactor* rx = &db->rt.reactors[i];
-    const char* nm = names[i];
+    const char* nm = lm_rt_reactor_name(i);
     int64_t busy = (int64_t)atomic_load_explicit(i == 0 ? &db->rt.busy_ns : &rx->busy_ns,
                                                  memory_order_relaxed);
     if (i == 0) {

@@ -317,6 +317,32 @@ int64_t lm_stream_state_rows(const lm_stream_def* s) {
   return n;
 }
 
+void lm_stream_rows(const lm_stream_def* s, int64_t* rows_in, int64_t* rows_out) {
+  *rows_in = 0;
+  *rows_out = 0;
+  for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++) {
+    const lm_op* head = s->nparts > 1 ? s->parts[p].chain : s->chain;
+    const lm_op* tail = head;
+    while (tail->next != NULL) tail = tail->next;
+    *rows_in += head->rows_in;
+    *rows_out += tail->rows_out;
+  }
+}
+
+laminar_code lm_stream_state_bytes(const lm_stream_def* s, int64_t* out) {
+  *out = 0;
+  for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++) {
+    lm_state_writer w;
+    lm_state_writer_init(&w);
+    laminar_code rc = lm_op_chain_snapshot(s->nparts > 1 ? s->parts[p].chain : s->chain, &w);
+    if (rc == LAMINAR_OK) rc = lm_state_writer_status(&w);
+    *out += (int64_t)w.len;
+    lm_state_writer_free(&w);
+    LM_TRY(rc);
+  }
+  return LAMINAR_OK;
+}
+
 bool lm_rt_source_partitioned(const lm_source_def* src) {
   for (int32_t i = 0; i < src->nreaders; i++) {
     if (src->readers[i]->nparts > 1) return true;
@@ -546,6 +572,16 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
 }
 
 /* ---- worker reactors ------------------------------------------------------------ */
+
+const char* lm_rt_reactor_name(int32_t index) {
+  static const char* const names[LM_RT_MAX_CORES] = {
+      "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15",
+      "16", "17", "18", "19", "20", "21", "22", "23", "24", "25", "26", "27", "28", "29",
+      "30", "31", "32", "33", "34", "35", "36", "37", "38", "39", "40", "41", "42", "43",
+      "44", "45", "46", "47", "48", "49", "50", "51", "52", "53", "54", "55", "56", "57",
+      "58", "59", "60", "61", "62", "63"};
+  return index >= 0 && index < LM_RT_MAX_CORES ? names[index] : "?";
+}
 
 void lm_rt_pin_self(lm_rt* rt, lm_reactor* r) {
   r->cpu = -1;

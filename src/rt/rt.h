@@ -302,12 +302,19 @@ void lm_stream_def_attach(lm_stream_def* s);
  * before the stream is published. */
 laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
                                      const lm_source_def* src, bool is_view);
+/* "0" .. "63": reactor names in metrics and pipeline state. */
+const char* lm_rt_reactor_name(int32_t index);
 /* A new stream starts at its input's watermark (all its partitions). */
 void lm_stream_def_start_at(lm_stream_def* s, int64_t watermark_ms);
 /* Late rows of a stream over all its partitions. */
 int64_t lm_stream_late_rows(const lm_stream_def* s);
 /* Groups held by a stream over all its partitions. */
 int64_t lm_stream_state_rows(const lm_stream_def* s);
+/* Rows into its first operator / out of its last, over all its partitions. */
+void lm_stream_rows(const lm_stream_def* s, int64_t* rows_in, int64_t* rows_out);
+/* Bytes its operator state encodes to (a snapshot of every partition,
+ * O(state)). Graph paused or not running. */
+laminar_code lm_stream_state_bytes(const lm_stream_def* s, int64_t* out);
 laminar_code lm_graph_add_reader(lm_stream_def*** readers, int32_t* n, lm_stream_def* s);
 void lm_graph_remove_reader(lm_stream_def** readers, int32_t* n, const lm_stream_def* s);
 
