@@ -403,6 +403,34 @@ static int test_windows_equal(void) {
   return 0;
 }
 
+/* Idle with 2 reactors after a burst of work: under 5% of a core over 1 s (the
+ * worker polls ~2 ms after its last round, then sleeps). */
+static int test_idle_cpu(void) {
+  laminar_db* db;
+  laminar_error err;
+  const char* cfg[] = {"cores", "2", NULL};
+  CHECK(open_cfg(cfg, &db) == 0);
+  CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
+  struct ArrowSchema schema;
+  CHECK(psk_schema(&schema) == 0);
+  for (int b = 0; b < 20; b++) {
+    struct ArrowArray arr;
+    CHECK(psk_batch(&schema, 0, b * 1000, 1000, &arr) == 0);
+    CHECK_CODE(laminar_source_push(src, &arr, &schema, &err), LAMINAR_OK, &err);
+  }
+  schema.release(&schema);
+  struct timespec settle = {0, 200000000};
+  nanosleep(&settle, NULL);
+  EXPECT(lm_test_metric(db, "reactor", "1", "rounds") > 0);
+  EXPECT(lm_test_idle_cpu_share("cores=2") < 0.05);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  return 0;
+}
+
 static int test_proof(void) { return test_four_producers_three_subscribers(false); }
 static int test_proof_pinned(void) { return test_four_producers_three_subscribers(true); }
 
@@ -411,6 +439,7 @@ static const lm_test_case cases[] = {
     {"windows_equal", test_windows_equal},
     {"four_producers_three_subscribers", test_proof},
     {"pinned", test_proof_pinned},
+    {"idle_cpu", test_idle_cpu},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
