@@ -260,9 +260,12 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *                N > 1 every keyed stream -- a windowed GROUP BY over plain
  *                columns of the source it reads, not a materialized view --
  *                runs as N key-hash partitions, one per reactor; its output
- *                per input message is the partitions' outputs concatenated,
- *                so each key's rows keep their order (rows of different keys
- *                may come in another order than with one core). Other streams
+ *                for one input batch comes as one batch per partition that
+ *                emitted, in partition order (concatenated into one when a
+ *                blocking subscriber has room for fewer than N batches per
+ *                input batch), so each key's rows keep their order (rows of
+ *                different keys may come in another order, and split across
+ *                more batches, than with one core). Other streams
  *                run on reactor 0. Not with durability (checkpoint_interval):
  *                LAMINAR_ERR_CONFIG_CONFLICT at laminar_open.
  *   core_affinity true | false (default): pin reactor i to CPU i modulo the

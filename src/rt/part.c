@@ -27,14 +27,16 @@
  *
  * Merge: reactor 0 then walks the round's messages in order. For each
  * message, each reader of the source in creation order either runs as usual
- * (unpartitioned) or gets its partitions' outputs for that message
- * concatenated in partition order into ONE batch, which goes to sinks,
- * subscribers and downstream streams exactly like a one-core output. Each key
- * lives in one partition, so its rows keep their order; a stream's watermark
- * is forwarded downstream only after all partitions' outputs for it were
- * delivered. One message still yields at most one batch per stream, so a
- * round of k messages needs k (+1 margin) free slots in every blocking
- * subscriber ring: k = min(budget, fewest free slots - 1).
+ * (unpartitioned) or gets its partitions' outputs for that message, one
+ * batch per partition in partition order (no copy), which go to sinks,
+ * subscribers and downstream streams like one-core outputs. Each key lives in
+ * one partition, so its rows keep their order; a stream's watermark is
+ * forwarded downstream only after all partitions' outputs for it were
+ * delivered. One message yields at most N batches per stream, so a round of
+ * k messages needs k * N (+1 margin) free slots in every blocking subscriber
+ * ring. When even one message does not fit so, the partitions' outputs of a
+ * message are concatenated into one batch (a copy) and k = fewest free slots
+ * - 1, the one-core rule.
  *
  * Threads: between rounds the workers are idle, waiting for the next
  * round_seq; the graph is therefore edited (pause handshake, rt.h) only while
@@ -437,18 +439,35 @@ static void run_part(lm_rt* rt, lm_reactor* r) {
 
 /* ---- merge (reactor 0) ------------------------------------------------------- */
 
-/* Partition outputs of stream s for round message j, as one batch, delivered. */
-static laminar_code merge_msg(lm_rt* rt, lm_stream_def* s, int32_t j) {
+/* Publish batches b[0..k) of stream s as one batch (concatenated if k > 1). */
+static laminar_code publish_as_one(lm_rt* rt, lm_stream_def* s, lm_batch* const* b, int32_t k) {
+  if (k == 0) return LAMINAR_OK;
+  if (k == 1) return lm_rt_stream_publish(s, b[0]);
+  lm_chunk all;
+  lm_batch* merged = NULL;
+  laminar_code rc = concat(&rt->merge_buf, b, k, s->out_schema.ncols, &all);
+  if (rc == LAMINAR_OK) rc = lm_arrow_build(&s->out_schema, all.cols, all.nrows, &merged);
+  if (rc == LAMINAR_OK) rc = lm_rt_stream_publish(s, merged);
+  lm_batch_unref(merged);
+  return rc;
+}
+
+/* Deliver the partition outputs of stream s for round message j: one batch per
+ * partition that emitted (`split`: no copy), or all of them as one batch. */
+static laminar_code merge_msg(lm_rt* rt, lm_stream_def* s, int32_t j, bool split) {
   lm_batch* found[2 * LM_RT_MAX_CORES];
   lm_batch** b = found;
   int32_t cap = 2 * LM_RT_MAX_CORES, k = 0;
   laminar_code rc = LAMINAR_OK;
-  for (int32_t p = 0; p < s->nparts; p++) {
+  for (int32_t p = 0; p < s->nparts && rc == LAMINAR_OK; p++) {
     lm_stream_part* sp = &s->parts[p];
     while (sp->merged < sp->nout && sp->out[sp->merged].msg == j) {
       if (k == cap) { /* more than two outputs per partition: rare, grow */
         lm_batch** grown = lm_malloc(sizeof *grown * (size_t)cap * 2);
-        if (grown == NULL) return LAMINAR_ERR_NOMEM;
+        if (grown == NULL) {
+          rc = LAMINAR_ERR_NOMEM;
+          break;
+        }
         memcpy(grown, b, sizeof *b * (size_t)k);
         if (b != found) lm_free(b);
         b = grown;
@@ -456,17 +475,12 @@ static laminar_code merge_msg(lm_rt* rt, lm_stream_def* s, int32_t j) {
       }
       b[k++] = sp->out[sp->merged++].batch;
     }
+    if (split && rc == LAMINAR_OK) {
+      rc = publish_as_one(rt, s, b, k);
+      k = 0;
+    }
   }
-  if (k == 1) {
-    rc = lm_rt_stream_publish(s, b[0]);
-  } else if (k > 1) {
-    lm_chunk all;
-    lm_batch* merged = NULL;
-    rc = concat(&rt->merge_buf, b, k, s->out_schema.ncols, &all);
-    if (rc == LAMINAR_OK) rc = lm_arrow_build(&s->out_schema, all.cols, all.nrows, &merged);
-    if (rc == LAMINAR_OK) rc = lm_rt_stream_publish(s, merged);
-    lm_batch_unref(merged);
-  }
+  if (rc == LAMINAR_OK) rc = publish_as_one(rt, s, b, k);
   if (b != found) lm_free(b);
   return rc;
 }
@@ -515,7 +529,13 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
     *out_blocked = lm_mpsc_size(src->queue) > 0;
     return LAMINAR_OK;
   }
-  uint32_t budget = room - 1 < LM_RT_ROUND_MSGS ? room - 1 : LM_RT_ROUND_MSGS;
+  /* Each partition's output for a message is published as its own batch when
+   * every blocking subscriber has room for N per message (no copy), else the
+   * partitions' outputs are concatenated into one (the one-core headroom). */
+  uint32_t n = (uint32_t)rt->ncores;
+  bool split = (room - 1) / n >= 1;
+  uint32_t budget = split ? (room - 1) / n : room - 1;
+  if (budget > LM_RT_ROUND_MSGS) budget = LM_RT_ROUND_MSGS;
   lm_round* rd = &rt->round;
   rd->src = src;
   rd->n = 0;
@@ -549,7 +569,7 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
       for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
         lm_stream_def* s = src->readers[i];
         if (s->nparts > 1) {
-          rc = merge_msg(rt, s, j);
+          rc = merge_msg(rt, s, j, split);
         } else if (msg->batch != NULL) {
           rc = lm_rt_stream_chunk(s, &chunk);
         }
