@@ -309,7 +309,8 @@ typedef struct laminar_db laminar_db;
  * Ownership: *out is the caller's; close with laminar_close().
  * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_VALUE; LAMINAR_ERR_CONFIG_CONFLICT
  *   (wal_mode without checkpoint_interval, checkpoint_interval without
- *   data_dir); LAMINAR_ERR_IO if data_dir cannot be created or read;
+ *   data_dir, cores > 1 with checkpoint_interval); LAMINAR_ERR_IO if data_dir
+ *   cannot be created or read;
  *   LAMINAR_ERR_RECOVERY when stored state does not recover; LAMINAR_ERR_NOMEM.
  *   On failure *out is NULL and nothing in data_dir was changed except cut
  *   WAL tails.
