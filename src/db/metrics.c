@@ -120,7 +120,7 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "reactor", nm, "busy_pct", running > 0 ? busy * 100 / running : 0);
     add(r, "reactor", nm, "rounds", (int64_t)atomic_load_explicit(&rx->rounds, memory_order_relaxed));
     add(r, "reactor", nm, "rows", (int64_t)atomic_load_explicit(&rx->rows, memory_order_relaxed));
-    add(r, "reactor", nm, "cpu", rx->cpu);
+    add(r, "reactor", nm, "cpu", atomic_load_explicit(&rx->cpu, memory_order_relaxed));
   }
   if (db->dur != NULL) {
     add(r, "database", "", "last_checkpoint", (int64_t)lm_durable_last_epoch(db->dur));

@@ -29,6 +29,9 @@ bool lm_rt_source_partitioned(const lm_source_def* src);
  * partition (all reactors) and then the merge (this thread). */
 laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
                              bool* out_blocked);
+/* Wait for every round in flight and merge it (reactor 0, before a pause,
+ * stop or idle wait; a no-op with nothing in flight). */
+laminar_code lm_rt_drain(lm_rt* rt);
 /* Worker reactors 1..N-1 (threaded runtime). */
 laminar_code lm_rt_workers_start(lm_rt* rt);
 void lm_rt_workers_stop(lm_rt* rt);

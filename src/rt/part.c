@@ -218,22 +218,24 @@ static laminar_code concat(lm_gather_buf* g, lm_batch* const* b, int32_t k, int3
 
 /* ---- keyed streams ---------------------------------------------------------- */
 
-/* The tail of partition p's chain: build its output once, on its reactor. */
+/* The tail of partition p's chain: build its output once, on its reactor,
+ * into the current round slot. */
 static laminar_code part_sink(void* arg, const lm_chunk* chunk) {
   lm_stream_part* sp = arg;
   const lm_stream_def* s = sp->stream;
   if (s->nsinks == 0 && s->nsubs == 0 && s->nreaders == 0) return LAMINAR_OK;
   if (chunk->nrows == 0) return LAMINAR_OK;
-  if (sp->nout == sp->cap) {
-    int32_t cap = sp->cap ? sp->cap * 2 : 8;
-    lm_part_item* grown = lm_realloc(sp->out, sizeof *grown * (size_t)cap);
+  lm_part_out* o = &sp->out[sp->cur_slot];
+  if (o->n == o->cap) {
+    int32_t cap = o->cap ? o->cap * 2 : 8;
+    lm_part_item* grown = lm_realloc(o->items, sizeof *grown * (size_t)cap);
     if (grown == NULL) return LAMINAR_ERR_NOMEM;
-    sp->out = grown;
-    sp->cap = cap;
+    o->items = grown;
+    o->cap = cap;
   }
   lm_batch* batch;
   LM_TRY(lm_arrow_build(&s->out_schema, chunk->cols, chunk->nrows, &batch));
-  sp->out[sp->nout++] = (lm_part_item){sp->cur_msg, batch};
+  o->items[o->n++] = (lm_part_item){sp->cur_msg, batch};
   return LAMINAR_OK;
 }
 
@@ -301,8 +303,10 @@ void lm_stream_def_free_parts(lm_stream_def* s) {
   for (int32_t p = 0; s->parts != NULL && p < s->nparts; p++) {
     lm_stream_part* sp = &s->parts[p];
     if (p > 0) lm_op_chain_destroy(sp->chain); /* parts[0].chain is s->chain */
-    for (int32_t i = 0; i < sp->nout; i++) lm_batch_unref(sp->out[i].batch);
-    lm_free(sp->out);
+    for (int32_t k = 0; k < LM_RT_ROUNDS_INFLIGHT; k++) {
+      for (int32_t i = 0; i < sp->out[k].n; i++) lm_batch_unref(sp->out[k].items[i].batch);
+      lm_free(sp->out[k].items);
+    }
   }
   lm_free(s->parts);
   lm_free(s->part_keys);
@@ -391,11 +395,17 @@ static laminar_code select_part(lm_reactor* r, const lm_stream_def* s, const lm_
   return gather(g, batch->cols, batch->ncols, g->sel, m, out);
 }
 
-static void run_part(lm_rt* rt, lm_reactor* r) {
-  const lm_round* rd = &rt->round;
+/* Reactor r's partition of round `seq` (its slot). */
+static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
+  int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
+  const lm_round* rd = &rt->rounds[slot];
   const lm_source_def* src = rd->src;
   int32_t p = r->index;
   int64_t rows = 0;
+  for (int32_t i = 0; i < src->nreaders; i++) {
+    lm_stream_def* s = src->readers[i];
+    if (s->nparts > 1) s->parts[p].cur_slot = slot;
+  }
   for (int32_t j = 0; j < rd->n; j++) {
     const lm_batch* batch = rd->msgs[j]->batch;
     if (batch != NULL && batch->nrows > 0) {
@@ -406,19 +416,20 @@ static void run_part(lm_rt* rt, lm_reactor* r) {
         lm_stream_def* s = src->readers[i];
         if (s->nparts <= 1) continue;
         lm_stream_part* sp = &s->parts[p];
+        lm_part_out* o = &sp->out[slot];
         sp->cur_msg = j;
         if (!same_keys(prev, s)) { /* streams grouping alike share one routing */
           sel_rc = select_part(r, s, batch, rt->ncores, &sub);
           prev = s;
         }
         if (sel_rc != LAMINAR_OK) {
-          if (sp->rc == LAMINAR_OK) sp->rc = sel_rc;
+          if (o->rc == LAMINAR_OK) o->rc = sel_rc;
           prev = NULL;
           continue;
         }
-        if (sub.nrows == 0 || sp->rc != LAMINAR_OK) continue;
+        if (sub.nrows == 0 || o->rc != LAMINAR_OK) continue;
         rows += sub.nrows;
-        sp->rc = lm_op_chain_chunk(sp->chain, &sub);
+        o->rc = lm_op_chain_chunk(sp->chain, &sub);
       }
     }
     int64_t wm = rd->wms[j];
@@ -427,11 +438,16 @@ static void run_part(lm_rt* rt, lm_reactor* r) {
       lm_stream_def* s = src->readers[i];
       if (s->nparts <= 1) continue;
       lm_stream_part* sp = &s->parts[p];
+      lm_part_out* o = &sp->out[slot];
       sp->cur_msg = j;
-      if (wm <= sp->watermark_ms || sp->rc != LAMINAR_OK) continue;
+      if (wm <= sp->watermark_ms || o->rc != LAMINAR_OK) continue;
       sp->watermark_ms = wm;
-      sp->rc = lm_op_chain_watermark(sp->chain, wm);
+      o->rc = lm_op_chain_watermark(sp->chain, wm);
     }
+  }
+  for (int32_t i = 0; i < src->nreaders; i++) {
+    lm_stream_def* s = src->readers[i];
+    if (s->nparts > 1) s->parts[p].out[slot].late_rows = lm_op_window_late_rows(s->parts[p].chain);
   }
   atomic_fetch_add_explicit(&r->rows, rows, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->rounds, 1, memory_order_relaxed);
@@ -454,14 +470,14 @@ static laminar_code publish_as_one(lm_rt* rt, lm_stream_def* s, lm_batch* const*
 
 /* Deliver the partition outputs of stream s for round message j: one batch per
  * partition that emitted (`split`: no copy), or all of them as one batch. */
-static laminar_code merge_msg(lm_rt* rt, lm_stream_def* s, int32_t j, bool split) {
+static laminar_code merge_msg(lm_rt* rt, lm_stream_def* s, int32_t slot, int32_t j, bool split) {
   lm_batch* found[2 * LM_RT_MAX_CORES];
   lm_batch** b = found;
   int32_t cap = 2 * LM_RT_MAX_CORES, k = 0;
   laminar_code rc = LAMINAR_OK;
   for (int32_t p = 0; p < s->nparts && rc == LAMINAR_OK; p++) {
-    lm_stream_part* sp = &s->parts[p];
-    while (sp->merged < sp->nout && sp->out[sp->merged].msg == j) {
+    lm_part_out* o = &s->parts[p].out[slot];
+    while (o->merged < o->n && o->items[o->merged].msg == j) {
       if (k == cap) { /* more than two outputs per partition: rare, grow */
         lm_batch** grown = lm_malloc(sizeof *grown * (size_t)cap * 2);
         if (grown == NULL) {
@@ -473,7 +489,7 @@ static laminar_code merge_msg(lm_rt* rt, lm_stream_def* s, int32_t j, bool split
         b = grown;
         cap *= 2;
       }
-      b[k++] = sp->out[sp->merged++].batch;
+      b[k++] = o->items[o->merged++].batch;
     }
     if (split && rc == LAMINAR_OK) {
       rc = publish_as_one(rt, s, b, k);
@@ -485,81 +501,36 @@ static laminar_code merge_msg(lm_rt* rt, lm_stream_def* s, int32_t j, bool split
   return rc;
 }
 
-/* After the round: drop what was not delivered (an error), reset cursors,
- * collect the partitions' errors and late-row counts. */
-static laminar_code end_round(lm_source_def* src) {
+/* After merging round slot `slot` of src: drop the slot's output batches
+ * (delivered or not, after an error), reset it, collect the partitions'
+ * errors and late rows. */
+static laminar_code end_round(lm_source_def* src, int32_t slot) {
   laminar_code rc = LAMINAR_OK;
   for (int32_t i = 0; i < src->nreaders; i++) {
     lm_stream_def* s = src->readers[i];
     if (s->nparts <= 1) continue;
+    int64_t late = 0;
     for (int32_t p = 0; p < s->nparts; p++) {
-      lm_stream_part* sp = &s->parts[p];
-      for (int32_t k = 0; k < sp->nout; k++) lm_batch_unref(sp->out[k].batch);
-      sp->nout = 0;
-      sp->merged = 0;
-      if (rc == LAMINAR_OK) rc = sp->rc;
-      sp->rc = LAMINAR_OK;
+      lm_part_out* o = &s->parts[p].out[slot];
+      /* Publishing borrowed the partition's reference: drop every item's. */
+      for (int32_t k = 0; k < o->n; k++) lm_batch_unref(o->items[k].batch);
+      o->n = 0;
+      o->merged = 0;
+      if (rc == LAMINAR_OK) rc = o->rc;
+      o->rc = LAMINAR_OK;
+      late += o->late_rows;
     }
-    atomic_store_explicit(&s->late_rows, lm_stream_late_rows(s), memory_order_relaxed);
+    atomic_store_explicit(&s->late_rows, late, memory_order_relaxed);
   }
   return rc;
 }
 
-static bool workers_done(void* arg) {
-  lm_rt* rt = arg;
-  uint64_t seq = atomic_load_explicit(&rt->round_seq, memory_order_relaxed);
-  for (int32_t w = 1; w < rt->ncores; w++) {
-    if (atomic_load_explicit(&rt->reactors[w].done, memory_order_acquire) != seq) return false;
-  }
-  return true;
-}
-
-static void wait_workers(lm_rt* rt) {
-  if (poll_briefly(workers_done, rt, LM_JOIN_BUDGET_NS)) return;
-  while (!lm_waiter_wait(&rt->joined, 10000000, workers_done, rt)) {
-  }
-}
-
-laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
-                             bool* out_blocked) {
-  *out_taken = 0;
-  *out_blocked = false;
-  uint32_t room = lm_rt_min_free(rt->graph);
-  if (room < 2) {
-    *out_blocked = lm_mpsc_size(src->queue) > 0;
-    return LAMINAR_OK;
-  }
-  /* Each partition's output for a message is published as its own batch when
-   * every blocking subscriber has room for N per message (no copy), else the
-   * partitions' outputs are concatenated into one (the one-core headroom). */
-  uint32_t n = (uint32_t)rt->ncores;
-  bool split = (room - 1) / n >= 1;
-  uint32_t budget = split ? (room - 1) / n : room - 1;
-  if (budget > LM_RT_ROUND_MSGS) budget = LM_RT_ROUND_MSGS;
-  lm_round* rd = &rt->round;
-  rd->src = src;
-  rd->n = 0;
-  int64_t rows = 0;
-  while ((uint32_t)rd->n < budget && rows < LM_RT_ROUND_ROWS) {
-    void* item;
-    if (!lm_mpsc_pop(src->queue, &item)) break;
-    lm_msg* msg = item;
-    if (msg->batch != NULL) rows += msg->batch->nrows;
-    rd->wms[rd->n] = lm_rt_msg_advance(src, msg);
-    rd->msgs[rd->n++] = msg;
-  }
-  if (rd->n == 0) return LAMINAR_OK;
-  *out_taken = rd->n;
-  /* Every reactor runs its partition of the round. */
-  if (rt->ncores > 1 && rt->reactors[1].running) {
-    atomic_fetch_add_explicit(&rt->round_seq, 1, memory_order_acq_rel);
-    for (int32_t w = 1; w < rt->ncores; w++) lm_waiter_notify(&rt->reactors[w].wake);
-    run_part(rt, &rt->reactors[0]);
-    wait_workers(rt);
-  } else {
-    for (int32_t p = 0; p < rt->ncores; p++) run_part(rt, &rt->reactors[p]);
-  }
-  /* Merge, message by message, in the one-core order. */
+/* Round `seq`, which every reactor finished: deliver it message by message in
+ * the one-core order, free its messages, release its slot. */
+static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
+  int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
+  lm_round* rd = &rt->rounds[slot];
+  lm_source_def* src = rd->src;
   laminar_code rc = LAMINAR_OK;
   for (int32_t j = 0; j < rd->n; j++) {
     lm_msg* msg = rd->msgs[j];
@@ -569,7 +540,7 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
       for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
         lm_stream_def* s = src->readers[i];
         if (s->nparts > 1) {
-          rc = merge_msg(rt, s, j, split);
+          rc = merge_msg(rt, s, slot, j, rd->split);
         } else if (msg->batch != NULL) {
           rc = lm_rt_stream_chunk(s, &chunk);
         }
@@ -591,9 +562,122 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
     lm_msg_free(msg);
     rd->msgs[j] = NULL;
   }
-  laminar_code prc = end_round(src);
+  laminar_code prc = end_round(src, slot);
+  rt->inflight_msgs -= rd->n;
   rd->n = 0;
+  rt->merged = seq;
   return rc != LAMINAR_OK ? rc : prc;
+}
+
+static bool workers_threaded(const lm_rt* rt) { return rt->ncores > 1 && rt->reactors[1].running; }
+
+/* Every worker finished round merged + 1. */
+static bool oldest_done(void* arg) {
+  lm_rt* rt = arg;
+  uint64_t seq = rt->merged + 1;
+  for (int32_t w = 1; w < rt->ncores; w++) {
+    if (atomic_load_explicit(&rt->reactors[w].done, memory_order_acquire) < seq) return false;
+  }
+  return true;
+}
+
+/* Merge the rounds in flight that every reactor finished; with `wait`, wait
+ * for the oldest first (and merge at least it). */
+static laminar_code merge_ready(lm_rt* rt, bool wait) {
+  laminar_code rc = LAMINAR_OK;
+  uint64_t posted = atomic_load_explicit(&rt->round_seq, memory_order_relaxed);
+  if (wait && rt->merged < posted && !poll_briefly(oldest_done, rt, LM_JOIN_BUDGET_NS)) {
+    while (!lm_waiter_wait(&rt->joined, 10000000, oldest_done, rt)) {
+    }
+  }
+  while (rt->merged < posted && oldest_done(rt)) {
+    laminar_code mrc = merge_round(rt, rt->merged + 1);
+    if (rc == LAMINAR_OK) rc = mrc;
+  }
+  return rc;
+}
+
+laminar_code lm_rt_drain(lm_rt* rt) {
+  laminar_code rc = LAMINAR_OK;
+  while (rt->merged < atomic_load_explicit(&rt->round_seq, memory_order_relaxed)) {
+    laminar_code mrc = merge_ready(rt, true);
+    if (rc == LAMINAR_OK) rc = mrc;
+  }
+  return rc;
+}
+
+laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
+                             bool* out_blocked) {
+  *out_taken = 0;
+  *out_blocked = false;
+  laminar_code rc = merge_ready(rt, false);
+  bool threaded = workers_threaded(rt);
+  while (rc == LAMINAR_OK && lm_mpsc_size(src->queue) > 0) {
+    uint64_t posted = atomic_load_explicit(&rt->round_seq, memory_order_relaxed);
+    if (posted - rt->merged >= LM_RT_ROUNDS_INFLIGHT) { /* every slot in flight */
+      rc = merge_ready(rt, true);
+      continue;
+    }
+    /* Each partition's output for a message is published as its own batch
+     * when every blocking subscriber has room for N per message (no copy),
+     * else the partitions' outputs are concatenated into one (the one-core
+     * headroom). Messages of rounds in flight hold their share already. */
+    uint32_t room = lm_rt_min_free(rt->graph);
+    uint32_t n = (uint32_t)rt->ncores, held = (uint32_t)rt->inflight_msgs;
+    bool split = room > 1 && (room - 1) / n >= held + 1;
+    uint32_t fit = split ? (room - 1) / n : room > 1 ? room - 1 : 0;
+    if (!split && held > 0) { /* concatenated rounds never mix with split ones in flight */
+      rc = merge_ready(rt, true);
+      continue;
+    }
+    uint32_t budget = fit > held ? fit - held : 0;
+    if (budget > LM_RT_ROUND_MSGS) budget = LM_RT_ROUND_MSGS;
+    if (budget == 0) {
+      if (rt->merged < posted) { /* in-flight rounds may free room once merged */
+        rc = merge_ready(rt, true);
+        continue;
+      }
+      *out_blocked = true;
+      break;
+    }
+    uint64_t seq = posted + 1;
+    lm_round* rd = &rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT];
+    rd->src = src;
+    rd->split = split;
+    rd->n = 0;
+    int64_t rows = 0;
+    while ((uint32_t)rd->n < budget && rows < LM_RT_ROUND_ROWS) {
+      void* item;
+      if (!lm_mpsc_pop(src->queue, &item)) break;
+      lm_msg* msg = item;
+      if (msg->batch != NULL) rows += msg->batch->nrows;
+      rd->wms[rd->n] = lm_rt_msg_advance(src, msg);
+      rd->msgs[rd->n++] = msg;
+    }
+    if (rd->n == 0) break;
+    *out_taken += rd->n;
+    rt->inflight_msgs += rd->n;
+    /* Publish (release: the round's contents), then run partition 0 here. */
+    atomic_store_explicit(&rt->round_seq, seq, memory_order_release);
+    if (threaded) {
+      for (int32_t w = 1; w < rt->ncores; w++) lm_waiter_notify(&rt->reactors[w].wake);
+      run_part(rt, &rt->reactors[0], seq);
+    } else {
+      for (int32_t p = 0; p < rt->ncores; p++) run_part(rt, &rt->reactors[p], seq);
+      for (int32_t w = 1; w < rt->ncores; w++) {
+        atomic_store_explicit(&rt->reactors[w].done, seq, memory_order_relaxed);
+      }
+    }
+    rc = merge_ready(rt, false);
+    if (*out_taken >= LM_RT_ROUND_MSGS * LM_RT_ROUNDS_INFLIGHT) break; /* let other sources in */
+  }
+  /* Nothing more to overlap with (queue empty, blocked or an error): finish
+   * what is in flight, so its results reach the subscribers now. */
+  if (rc != LAMINAR_OK || lm_mpsc_size(src->queue) == 0 || *out_blocked) {
+    laminar_code drc = lm_rt_drain(rt);
+    if (rc == LAMINAR_OK) rc = drc;
+  }
+  return rc;
 }
 
 /* ---- worker reactors ------------------------------------------------------------ */
@@ -609,7 +693,7 @@ const char* lm_rt_reactor_name(int32_t index) {
 }
 
 void lm_rt_pin_self(lm_rt* rt, lm_reactor* r) {
-  r->cpu = -1;
+  atomic_store_explicit(&r->cpu, -1, memory_order_relaxed);
   if (!rt->affinity) return;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   if (ncpu < 1) return;
@@ -618,7 +702,7 @@ void lm_rt_pin_self(lm_rt* rt, lm_reactor* r) {
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) return;
-  r->cpu = cpu;
+  atomic_store_explicit(&r->cpu, cpu, memory_order_relaxed);
 #ifdef LAMINAR_HAVE_HWLOC
   /* State this reactor allocates from now on comes from its CPU's NUMA node
    * (one node: nothing to bind). */
@@ -636,7 +720,7 @@ void lm_rt_pin_self(lm_rt* rt, lm_reactor* r) {
 static bool worker_ready(void* arg) {
   lm_reactor* r = arg;
   return atomic_load_explicit(&r->rt->stop_workers, memory_order_acquire) ||
-         atomic_load_explicit(&r->rt->round_seq, memory_order_acquire) !=
+         atomic_load_explicit(&r->rt->round_seq, memory_order_acquire) >
              atomic_load_explicit(&r->done, memory_order_relaxed);
 }
 
@@ -650,14 +734,21 @@ static void* worker_main(void* arg) {
       while (!lm_waiter_wait(&r->wake, 50000000, worker_ready, r)) {
       }
     }
-    if (atomic_load_explicit(&rt->stop_workers, memory_order_acquire)) break;
-    uint64_t seq = atomic_load_explicit(&rt->round_seq, memory_order_acquire);
-    if (seq == atomic_load_explicit(&r->done, memory_order_relaxed)) continue;
+    uint64_t posted = atomic_load_explicit(&rt->round_seq, memory_order_acquire);
+    uint64_t done = atomic_load_explicit(&r->done, memory_order_relaxed);
+    if (done >= posted) {
+      /* Stop only with nothing left: reactor 0 drained before stopping us. */
+      if (atomic_load_explicit(&rt->stop_workers, memory_order_acquire)) break;
+      continue;
+    }
+    /* Rounds in order; each posted round's slot stays put until all finished it. */
     int64_t t0 = lm_rt_now_ns();
-    run_part(rt, r);
+    for (uint64_t seq = done + 1; seq <= posted; seq++) {
+      run_part(rt, r, seq);
+      atomic_store_explicit(&r->done, seq, memory_order_release);
+      lm_waiter_notify(&rt->joined);
+    }
     atomic_fetch_add_explicit(&r->busy_ns, lm_rt_now_ns() - t0, memory_order_relaxed);
-    atomic_store_explicit(&r->done, seq, memory_order_release);
-    lm_waiter_notify(&rt->joined);
   }
   return NULL;
 }
@@ -667,7 +758,7 @@ laminar_code lm_rt_workers_start(lm_rt* rt) {
   uint64_t seq = atomic_load_explicit(&rt->round_seq, memory_order_relaxed);
   for (int32_t w = 1; w < rt->ncores; w++) {
     lm_reactor* r = &rt->reactors[w];
-    atomic_store_explicit(&r->done, seq, memory_order_relaxed);
+    atomic_store_explicit(&r->done, seq, memory_order_relaxed); /* nothing in flight */
     if (pthread_create(&r->thread, NULL, worker_main, r) != 0) {
       lm_rt_workers_stop(rt);
       return LAMINAR_ERR_INTERNAL;
@@ -696,7 +787,7 @@ laminar_code lm_rt_configure(lm_rt* rt, int32_t cores, bool affinity) {
   for (int32_t i = 0; i < cores; i++) {
     rs[i].rt = rt;
     rs[i].index = i;
-    rs[i].cpu = -1;
+    atomic_init(&rs[i].cpu, -1);
     atomic_init(&rs[i].done, 0);
     atomic_init(&rs[i].busy_ns, 0);
     atomic_init(&rs[i].rounds, 0);

@@ -383,6 +383,8 @@ laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err) {
   for (;;) {
     bool progress, blocked;
     laminar_code rc = process_round(rt, 64, &progress, &blocked);
+    laminar_code drc = progress && !blocked && rc == LAMINAR_OK ? LAMINAR_OK : lm_rt_drain(rt);
+    if (rc == LAMINAR_OK) rc = drc;
     if (rc != LAMINAR_OK) {
       return lm_error_set(err, rc, "stream processing failed: %s", laminar_errstr(rc));
     }
@@ -409,9 +411,13 @@ static bool never_ready(void* arg) {
   return false;
 }
 
+static void record_error(lm_rt* rt, laminar_code rc);
+
 static void honour_pause(lm_rt* rt) {
   /* acquire: pairs with the release store in lm_rt_pause(). */
   if (!atomic_load_explicit(&rt->pause_req, memory_order_acquire)) return;
+  /* Every reactor at the same message boundary: no round in flight. */
+  record_error(rt, lm_rt_drain(rt));
   pthread_mutex_lock(&rt->pause_mu);
   rt->paused = true;
   pthread_cond_broadcast(&rt->pause_cv);
@@ -450,8 +456,10 @@ static void* reactor_main(void* arg) {
         rc = process_round(rt, 64, &progress, &blocked);
         record_error(rt, rc);
       } while (progress && !blocked && rc == LAMINAR_OK);
+      record_error(rt, lm_rt_drain(rt));
       break;
     }
+    record_error(rt, lm_rt_drain(rt)); /* nothing left in flight while waiting */
     if (blocked) {
       /* A subscriber is full: poll for room at a low rate. */
       lm_waiter_wait(&rt->wake, 200000, never_ready, NULL);

@@ -56,19 +56,31 @@ typedef struct lm_part_item {
   lm_batch* batch;
 } lm_part_item;
 
+/* Rounds reactor 0 may have in flight (posted, not yet merged): the reactors
+ * run up to this far apart instead of meeting at every round. */
+#define LM_RT_ROUNDS_INFLIGHT 4
+
+/* What one partition emitted during one round (a round slot). */
+typedef struct lm_part_out {
+  lm_part_item* items;       /* in production order */
+  int32_t n, cap;
+  int32_t merged;            /* reactor 0: items already delivered */
+  laminar_code rc;           /* first error of the partition in this round */
+  int64_t late_rows;         /* the partition's late-row count after the round */
+} lm_part_out;
+
 /* One partition of a keyed stream (cores > 1, see part.c). Touched only by
- * the reactor that owns partition `index` during a round, and by reactor 0
- * between rounds (merge) or while the graph is paused (edits). */
+ * the reactor that owns partition `index` while it runs a round, by reactor
+ * 0 for a round slot whose round every reactor finished (merge), and while
+ * the graph is paused (edits; no round is in flight then). */
 typedef struct lm_stream_part {
   lm_stream_def* stream;
   int32_t index;
   lm_op* chain;              /* parts[0].chain is the stream's `chain` */
   int64_t watermark_ms;
   int32_t cur_msg;           /* round message being processed */
-  int32_t merged;            /* reactor 0: outputs already merged */
-  lm_part_item* out;         /* this round's outputs, in production order */
-  int32_t nout, cap;
-  laminar_code rc;           /* first error of this round */
+  int32_t cur_slot;          /* round slot being processed */
+  lm_part_out out[LM_RT_ROUNDS_INFLIGHT];
 } lm_stream_part;
 
 /* Growable scratch of one reactor: row hashes, selections, gathered columns. */
@@ -197,22 +209,24 @@ typedef struct lm_reactor {
   pthread_t thread;
   bool running;              /* worker thread started (control) */
   lm_waiter wake;            /* a worker parks here between rounds */
-  atomic_uint_fast64_t done; /* last round finished; writer: the worker (release) */
+  atomic_uint_fast64_t done; /* last round it finished; writer: the worker (release) */
   lm_gather_buf scratch;
   /* Metrics; writer: the reactor (relaxed); reader: laminar_metrics. */
   atomic_int_fast64_t busy_ns;
   atomic_int_fast64_t rounds;
   atomic_int_fast64_t rows;
-  int32_t cpu;               /* pinned CPU, -1 if not pinned */
+  atomic_int cpu;            /* pinned CPU, -1 if not pinned; writer: the reactor (relaxed) */
 } lm_reactor;
 
-/* The round reactor 0 hands to every reactor: messages of one source and the
- * source watermark after each (INT64_MIN: no advance). */
+/* A round reactor 0 hands to every reactor: messages of one source and the
+ * source watermark after each (INT64_MIN: no advance). Written by reactor 0
+ * before round_seq publishes it; read-only until every reactor finished it. */
 typedef struct lm_round {
   lm_source_def* src;
   lm_msg* msgs[LM_RT_ROUND_MSGS];
   int64_t wms[LM_RT_ROUND_MSGS];
   int32_t n;
+  bool split;                /* publish each partition's batch (else concatenate) */
 } lm_round;
 
 typedef struct lm_rt {
@@ -221,8 +235,12 @@ typedef struct lm_rt {
   int32_t ncores;
   bool affinity;             /* pin reactor i to CPU i mod online CPUs */
   lm_reactor* reactors;
-  lm_round round;            /* written by reactor 0 before round_seq is bumped */
-  atomic_uint_fast64_t round_seq; /* writer: reactor 0 (release) */
+  /* Round r lives in rounds[r % LM_RT_ROUNDS_INFLIGHT] from its post until
+   * its merge; rounds posted..merged+1 are in flight. */
+  lm_round rounds[LM_RT_ROUNDS_INFLIGHT];
+  atomic_uint_fast64_t round_seq; /* last posted round; writer: reactor 0 (release) */
+  uint64_t merged;           /* last merged round (reactor 0) */
+  int32_t inflight_msgs;     /* messages of posted, unmerged rounds (reactor 0) */
   atomic_bool stop_workers;
   lm_waiter joined;          /* reactor 0 waits here for the workers' rounds */
   lm_gather_buf merge_buf;   /* reactor 0: concatenation of partition outputs */

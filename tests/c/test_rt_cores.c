@@ -431,6 +431,91 @@ static int test_idle_cpu(void) {
   return 0;
 }
 
+/* Catalog changes while 2 reactors run rounds: create a keyed stream,
+ * subscribe, read metrics and pipeline state, drop it, again and again, with a
+ * producer pushing all along (the pause drains the rounds in flight; under
+ * TSan this checks the hand-over of partition state and outputs). */
+typedef struct churn_producer {
+  laminar_source* src;
+  atomic_bool* stop;
+  int64_t pushed;
+  int rc;
+} churn_producer;
+
+static void* churn_producer_main(void* arg) {
+  churn_producer* c = arg;
+  struct ArrowSchema schema;
+  if (psk_schema(&schema) != 0) {
+    c->rc = 1;
+    return NULL;
+  }
+  while (!atomic_load(c->stop)) {
+    struct ArrowArray arr;
+    laminar_error err;
+    if (psk_batch(&schema, 0, c->pushed, 500, &arr) != 0) {
+      c->rc = 1;
+      break;
+    }
+    if (laminar_source_push(c->src, &arr, &schema, &err) != LAMINAR_OK) {
+      fprintf(stderr, "churn push: %s\n", err.message);
+      arr.release(&arr);
+      c->rc = 1;
+      break;
+    }
+    c->pushed += 500;
+  }
+  schema.release(&schema);
+  return NULL;
+}
+
+static int test_catalog_churn(void) {
+  laminar_db* db;
+  laminar_error err;
+  const char* cfg[] = {"cores", "2", "buffer_size", "64", NULL};
+  CHECK(open_cfg(cfg, &db) == 0);
+  CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
+  laminar_subscription* keep;
+  CHECK_CODE(laminar_subscribe_with(db, "keyed", "slow_subscriber = 'drop'", &keep, &err),
+             LAMINAR_OK, &err);
+  atomic_bool stop;
+  atomic_init(&stop, false);
+  churn_producer c = {.stop = &stop};
+  CHECK_CODE(laminar_source_open(db, "t", &c.src, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
+  pthread_t tp;
+  CHECK(pthread_create(&tp, NULL, churn_producer_main, &c) == 0);
+  for (int i = 0; i < 30; i++) {
+    CHECK_CODE(laminar_execute(db,
+                               "CREATE STREAM extra AS SELECT k, p, SUM(seq) AS s FROM t "
+                               "GROUP BY k, p EMIT CHANGES",
+                               &err),
+               LAMINAR_OK, &err);
+    laminar_subscription* sub;
+    CHECK_CODE(laminar_subscribe_with(db, "extra", "slow_subscriber = 'drop'", &sub, &err),
+               LAMINAR_OK, &err);
+    EXPECT(lm_test_metric(db, "stream", "extra", "partitions") == 2);
+    struct ArrowArrayStream st;
+    CHECK_CODE(laminar_pipeline_state(db, &st, &err), LAMINAR_OK, &err);
+    st.release(&st);
+    struct ArrowArray a;
+    CHECK_CODE(laminar_subscription_next(sub, 5, &a, NULL, &err), LAMINAR_OK, &err);
+    if (a.release != NULL) a.release(&a);
+    laminar_subscription_close(sub);
+    CHECK_CODE(laminar_execute(db, "DROP STREAM extra", &err), LAMINAR_OK, &err);
+  }
+  atomic_store(&stop, true);
+  pthread_join(tp, NULL);
+  EXPECT(c.rc == 0);
+  CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
+  EXPECT(lm_test_metric(db, "stream", "keyed", "rows_in") == c.pushed);
+  printf("catalog churn: 30 create/subscribe/drop cycles, %lld rows pushed meanwhile\n",
+         (long long)c.pushed);
+  laminar_subscription_close(keep);
+  laminar_source_close(c.src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  return 0;
+}
+
 static int test_proof(void) { return test_four_producers_three_subscribers(false); }
 static int test_proof_pinned(void) { return test_four_producers_three_subscribers(true); }
 
@@ -440,6 +525,7 @@ static const lm_test_case cases[] = {
     {"four_producers_three_subscribers", test_proof},
     {"pinned", test_proof_pinned},
     {"idle_cpu", test_idle_cpu},
+    {"catalog_churn", test_catalog_churn},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
