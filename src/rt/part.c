@@ -21,26 +21,35 @@
  * through its chain, then applies the message's watermark: the watermark is
  * broadcast, and each partition closes its own windows. What a partition's
  * chain emits is built into an Arrow batch on that reactor and kept, tagged
- * with the round message that produced it. Reactor 0 runs partition 0 itself,
- * then waits until every worker stored the round's sequence (release/acquire:
- * the workers' state and outputs are visible to it).
+ * with the round message that produced it, in the round's slot. Reactor 0
+ * runs partition 0 of the round itself right after posting it.
  *
- * Merge: reactor 0 then walks the round's messages in order. For each
+ * Pipeline: up to LM_RT_ROUNDS_INFLIGHT rounds are in flight (posted, not yet
+ * merged), each in its own slot (messages, watermarks, and per partition its
+ * outputs). A worker runs the rounds in order and stores the last one it
+ * finished (`done`, release); reactor 0 merges round r once every worker's
+ * `done` >= r (acquire: that partition's state and outputs are visible), then
+ * reuses the slot. So the reactors do not meet at a barrier every round: while
+ * a worker is preempted, reactor 0 posts and runs the next rounds of its own.
+ *
+ * Merge: reactor 0 walks a finished round's messages in order. For each
  * message, each reader of the source in creation order either runs as usual
  * (unpartitioned) or gets its partitions' outputs for that message, one
  * batch per partition in partition order (no copy), which go to sinks,
  * subscribers and downstream streams like one-core outputs. Each key lives in
  * one partition, so its rows keep their order; a stream's watermark is
  * forwarded downstream only after all partitions' outputs for it were
- * delivered. One message yields at most N batches per stream, so a round of
- * k messages needs k * N (+1 margin) free slots in every blocking subscriber
- * ring. When even one message does not fit so, the partitions' outputs of a
- * message are concatenated into one batch (a copy) and k = fewest free slots
- * - 1, the one-core rule.
+ * delivered. One message yields at most N batches per stream, so the messages
+ * of all rounds in flight, k, need k * N (+1 margin) free slots in every
+ * blocking subscriber ring. When even one message does not fit so, the
+ * partitions' outputs of a message are concatenated into one batch (a copy),
+ * one round at a time, with k = fewest free slots - 1: the one-core rule.
  *
- * Threads: between rounds the workers are idle, waiting for the next
- * round_seq; the graph is therefore edited (pause handshake, rt.h) only while
- * every reactor is at a message boundary, and pausing reactor 0 is enough.
+ * Threads: reactor 0 drains (waits for and merges) every round in flight
+ * before it honours a pause, before it waits idle or blocked, and before it
+ * stops; workers touch the graph only inside a round. So the graph is edited
+ * (pause handshake, rt.h) only while every reactor is at the same message
+ * boundary, and pausing reactor 0 is enough.
  * Inline (run_until_idle) the caller runs every partition in turn: the same
  * code, one thread.
  */
