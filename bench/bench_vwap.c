@@ -37,8 +37,16 @@
  * every --checkpoint-ms (default 10000) and that WAL mode, in a fresh directory under
  * --data-dir (default /tmp).
  *
+ * Thread-per-core: --cores LIST (e.g. 1,2 or 1,2,4) runs every mode once per core count
+ * (config `cores`; W1 is a keyed stream, so it runs as that many partitions, W2 stays
+ * on reactor 0) and prints, for each count after the first, the threaded rate's ratio
+ * to the first count's: "SCALING W1 threaded cores=2/1 ...". The harness takes any
+ * count; this 2-core machine can only show up to 2. --prequeue makes the threaded
+ * mode queue every batch before laminar_start and time start -> last result, so no
+ * producer thread competes with the reactors for the cores (no latency then).
+ *
  * Usage: bench_vwap [N] [--reps R] [--batch B] [--only w1|w2] [--mode
- * all|inline|threaded]
+ * all|inline|threaded] [--cores LIST]
  *                   [--pace F] [--w1b-rows-per-s X] [--w2b-rows-per-s Y]
  * (--mode inline runs only the inline driver: handy under a profiler; --pace 0 skips the
  * paced run.)
@@ -514,6 +522,12 @@ typedef struct run_ctx {
 static const char* g_durable = "off";
 static const char* g_checkpoint_ms = "10000";
 static const char* g_data_dir = "/tmp";
+static int g_cores = 1; /* config `cores` of every database opened (--cores) */
+/* --prequeue: the threaded mode pushes every batch (and the final watermark)
+ * before laminar_start into a queue that holds them all, then times start ->
+ * last result: the reactors alone, no producer thread competing for a core. */
+static bool g_prequeue = false;
+static int64_t g_queue_size = 0; /* buffer_size for --prequeue (a power of two) */
 static char g_run_dir[4096];
 /* --set key=value (repeatable): more config for durable runs, e.g. wal_io=pwrite
  * or wal_direct_io=off. */
@@ -529,6 +543,16 @@ static void remove_tree(const char* dir) {
 static void run_open(run_ctx* r, workload w) {
   laminar_error err;
   laminar_config* cfg = NULL;
+  if (g_cores > 1 || g_prequeue) {
+    char text[32];
+    check_rc(laminar_config_create(&cfg), NULL, "laminar_config_create");
+    snprintf(text, sizeof text, "%d", g_cores);
+    check_rc(laminar_config_set(cfg, "cores", text, &err), &err, "cores");
+    if (g_prequeue) {
+      snprintf(text, sizeof text, "%lld", (long long)g_queue_size);
+      check_rc(laminar_config_set(cfg, "buffer_size", text, &err), &err, "buffer_size");
+    }
+  }
   if (strcmp(g_durable, "off") != 0) {
     snprintf(g_run_dir, sizeof g_run_dir, "%s/lm_bench_XXXXXX", g_data_dir);
     if (mkdtemp(g_run_dir) == NULL) {
@@ -537,7 +561,7 @@ static void run_open(run_ctx* r, workload w) {
     }
     char interval[64];
     snprintf(interval, sizeof interval, "%s ms", g_checkpoint_ms);
-    check_rc(laminar_config_create(&cfg), NULL, "laminar_config_create");
+    if (cfg == NULL) check_rc(laminar_config_create(&cfg), NULL, "laminar_config_create");
     check_rc(laminar_config_set(cfg, "data_dir", g_run_dir, &err), &err, "data_dir");
     check_rc(laminar_config_set(cfg, "checkpoint_interval", interval, &err), &err,
              "checkpoint_interval");
@@ -747,6 +771,11 @@ static double run_threaded(dataset* d, workload w, const input_schema* s,
   for (int64_t b = 0; b < d->nbatches; b++) make_batch(d, b, &batches[b]);
 
   laminar_error err;
+  if (g_prequeue) { /* everything queued before the reactors start */
+    for (int64_t b = 0; b < d->nbatches; b++) push_batch(&t->r, &batches[b], &s->root, false, k);
+    push_final_watermark(&t->r);
+  }
+  int64_t t0 = now_ns();
   check_rc(laminar_start(t->r.db, &err), &err, "laminar_start");
   pthread_t consumer;
   if (pthread_create(&consumer, NULL, consumer_main, t) != 0) {
@@ -755,14 +784,16 @@ static double run_threaded(dataset* d, workload w, const input_schema* s,
   }
   double interval_ns =
       pace_rows_per_s > 0 ? (double)d->batch_rows / pace_rows_per_s * 1e9 : 0;
-  int64_t t0 = now_ns();
-  for (int64_t b = 0; b < d->nbatches; b++) {
-    if (interval_ns > 0) sleep_until_ns(t0 + (int64_t)((double)b * interval_ns));
-    t->push_ns[b] = now_ns();
-    push_batch(&t->r, &batches[b], &s->root, false, k);
+  if (!g_prequeue) {
+    t0 = now_ns();
+    for (int64_t b = 0; b < d->nbatches; b++) {
+      if (interval_ns > 0) sleep_until_ns(t0 + (int64_t)((double)b * interval_ns));
+      t->push_ns[b] = now_ns();
+      push_batch(&t->r, &batches[b], &s->root, false, k);
+    }
+    t->push_ns[d->nbatches] = now_ns();
+    push_final_watermark(&t->r);
   }
-  t->push_ns[d->nbatches] = now_ns();
-  push_final_watermark(&t->r);
   check_rc(laminar_stop(t->r.db, &err), &err, "laminar_stop");
   int64_t stopped_ns = now_ns();
   atomic_store_explicit(&t->stopped, true, memory_order_release);
@@ -773,7 +804,11 @@ static double run_threaded(dataset* d, workload w, const input_schema* s,
   free(batches);
   const char* label = w == W1 ? "W1 threaded" : "W2 threaded";
   *ok = run_close(&t->r, w, d, label) && *ok;
-  *lat_ok = collect_latency(t, w, lat, nlat, lat_cap) && *lat_ok;
+  if (g_prequeue) {
+    *lat_ok = false; /* nothing was pushed while it ran */
+  } else {
+    *lat_ok = collect_latency(t, w, lat, nlat, lat_cap) && *lat_ok;
+  }
   double secs = (double)(t->last_arrival_ns - t0) * 1e-9;
   free(t->push_ns);
   free(t->arrive_ns);
@@ -794,6 +829,8 @@ typedef struct options {
   bool run_inline, run_threaded;
   double pace;      // fraction of the threaded rate for the paced latency run; 0: skip
   double w1b, w2b;  // limit_vwap rows/s, 0 when not given
+  int cores[8];     // --cores: reactor counts to run, in order
+  int ncores;
 } options;
 
 static void usage(void) {
@@ -803,7 +840,7 @@ static void usage(void) {
           "                  [--w1b-rows-per-s X] [--w2b-rows-per-s Y]\n"
           "                  [--durable off|ckpt|async|sync] [--checkpoint-ms MS]\n"
           "                  [--set KEY=VALUE ...  (durable runs: e.g. wal_direct_io=off)]\n"
-          "                  [--data-dir DIR]\n");
+          "                  [--data-dir DIR] [--cores LIST] [--prequeue]\n");
   exit(2);
 }
 
@@ -817,7 +854,9 @@ static options parse_args(int argc, char** argv) {
                .run_threaded = true,
                .pace = 0.5,
                .w1b = 0,
-               .w2b = 0};
+               .w2b = 0,
+               .cores = {1},
+               .ncores = 1};
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -846,6 +885,19 @@ static options parse_args(int argc, char** argv) {
       g_checkpoint_ms = v, i++;
     } else if (strcmp(a, "--data-dir") == 0 && v) {
       g_data_dir = v, i++;
+    } else if (strcmp(a, "--prequeue") == 0) {
+      g_prequeue = true;
+    } else if (strcmp(a, "--cores") == 0 && v) {
+      o.ncores = 0;
+      for (const char* c = v; *c != '\0' && o.ncores < 8;) {
+        char* end;
+        long k = strtol(c, &end, 10);
+        if (end == c || k < 1 || k > 64) usage();
+        o.cores[o.ncores++] = (int)k;
+        c = *end == ',' ? end + 1 : end;
+        if (*end != ',' && *end != '\0') usage();
+      }
+      i++;
     } else if (strcmp(a, "--w1b-rows-per-s") == 0 && v) {
       o.w1b = strtod(v, NULL), i++;
     } else if (strcmp(a, "--w2b-rows-per-s") == 0 && v) {
@@ -862,6 +914,20 @@ static options parse_args(int argc, char** argv) {
     usage();
   }
   return o;
+}
+
+/* The 1/5/15-minute load average, for the record of how busy the machine was. */
+static const char* loadavg_text(void) {
+  static char buf[64];
+  FILE* f = fopen("/proc/loadavg", "r");
+  buf[0] = '\0';
+  if (f != NULL) {
+    if (fgets(buf, sizeof buf, f) == NULL) buf[0] = '\0';
+    fclose(f);
+  }
+  size_t n = strlen(buf);
+  if (n > 0 && buf[n - 1] == '\n') buf[n - 1] = '\0';
+  return buf;
 }
 
 static void print_result(const char* name, const char* mode, const options* o,
@@ -893,7 +959,7 @@ static void print_latency(const char* name, const char* mode, int64_t* lat, int6
 }
 
 static bool bench_workload(dataset* d, workload w, const input_schema* s,
-                           const options* o) {
+                           const options* o, double* out_threaded_secs) {
   const char* name = w == W1 ? "W1" : "W2";
   double limit = w == W1 ? o->w1b : o->w2b;
   bool ok = true;
@@ -929,7 +995,16 @@ static bool bench_workload(dataset* d, workload w, const input_schema* s,
     last = k;
   }
   double threaded_secs = median_of(secs, o->reps);
-  print_result(name, "threaded", o, threaded_secs, &last, limit);
+  *out_threaded_secs = threaded_secs;
+  char tmode[32];
+  if (g_prequeue) {
+    snprintf(tmode, sizeof tmode, "queued/c%d", g_cores);
+  } else if (g_cores > 1) {
+    snprintf(tmode, sizeof tmode, "thr/c%d", g_cores);
+  } else {
+    snprintf(tmode, sizeof tmode, "threaded");
+  }
+  print_result(name, tmode, o, threaded_secs, &last, limit);
   print_latency(name, "threaded", lat, nlat, lat_ok, mismatch);
 
   /* (c) paced at a fraction of the threaded rate: latency without a standing queue */
@@ -955,6 +1030,8 @@ int main(int argc, char** argv) {
   dataset d;
   int64_t g0 = now_ns();
   dataset_generate(&d, o.n, o.batch_rows);
+  for (g_queue_size = 2; g_queue_size < d.nbatches + 2; g_queue_size *= 2) {
+  }
   printf(
       "bench_vwap: LaminarDB %s, N=%lld in %lld batches of %lld rows, reps=%d "
       "(generated in %.2f s, not timed)\n",
@@ -970,9 +1047,23 @@ int main(int argc, char** argv) {
   input_schema schema;
   input_schema_init(&schema);
   bool ok = true;
-  if (o.run_w1) ok = bench_workload(&d, W1, &schema, &o) && ok;
-  fflush(stdout);
-  if (o.run_w2) ok = bench_workload(&d, W2, &schema, &o) && ok;
+  for (int w = 0; w < 2; w++) {
+    if (!(w == 0 ? o.run_w1 : o.run_w2)) continue;
+    double first = 0;
+    for (int c = 0; c < o.ncores; c++) {
+      g_cores = o.cores[c];
+      if (o.ncores > 1) printf("== cores=%d (load %s)\n", g_cores, loadavg_text());
+      double secs = 0;
+      ok = bench_workload(&d, w == 0 ? W1 : W2, &schema, &o, &secs) && ok;
+      if (c == 0) first = secs;
+      if (c > 0 && secs > 0 && first > 0) {
+        printf("SCALING %s %s cores=%d/%d  %.2f M rows/s vs %.2f M rows/s  ratio %.3f\n",
+               w == 0 ? "W1" : "W2", g_prequeue ? "queued" : "threaded", g_cores, o.cores[0], (double)o.n / secs / 1e6,
+               (double)o.n / first / 1e6, first / secs);
+      }
+      fflush(stdout);
+    }
+  }
   schema.root.release(&schema.root);
   dataset_free(&d);
   printf("CHECKS %s\n", ok ? "OK" : "FAILED");

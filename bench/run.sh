@@ -9,6 +9,7 @@
 #   BENCH_REPS=5 bench/run.sh reps per figure (default 3; median reported)
 #   BENCH_RING_ITEMS=1e8      items for bench_ring (default 100000000)
 #   BENCH_JAVA=0              skip W1 from Java (bindings/java W1Bench)
+#   BENCH_CORES=4             reactors for the thread-per-core scaling (default 2)
 #
 # Exit status: non-zero if a build fails, limit_vwap is missing, or a result check fails.
 set -euo pipefail
@@ -82,6 +83,16 @@ if [[ "${BENCH_JAVA:-1}" != 0 && -f "$JAVA_LIB" ]]; then
 else
   : >"$OUT/bench_java.txt"
 fi
+# Thread-per-core: W1 on 1 reactor vs BENCH_CORES (default 2) reactors, pushed by a
+# producer thread (threaded) and pre-queued (the reactors alone, no producer competing).
+CORES="${BENCH_CORES:-2}"
+echo "== bench_vwap $N --only w1 --cores 1,$CORES (thread-per-core scaling; load: $(cut -d' ' -f1-3 /proc/loadavg))"
+{ "$BUILD/bench/bench_vwap" "$N" --only w1 --mode threaded --pace 0 --reps "$REPS" \
+    --cores "1,$CORES" --w1b-rows-per-s "${W1B}e6" &&
+  "$BUILD/bench/bench_vwap" "$N" --only w1 --mode threaded --pace 0 --reps "$REPS" \
+    --cores "1,$CORES" --prequeue --w1b-rows-per-s "${W1B}e6"; } |
+  tee "$OUT/bench_cores.txt" || STATUS=$?
+
 echo "== bench_windows $N --reps $REPS (hop, session, EMIT CHANGES variants of W1)"
 "$BUILD/bench/bench_windows" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6" |
   tee "$OUT/bench_windows.txt" || STATUS=$?
@@ -150,6 +161,10 @@ for v in hop session changes running session_changes; do
   target=$(case $v in hop | changes | session_changes) echo ">=0.15" ;; session) echo ">=0.2" ;; *) echo "-" ;; esac)
   r="$(awk -v a="$(wmrows "$v")" -v b="$W1B" 'BEGIN { if (a != "" && b > 0) printf "%.3f", a / b }')"
   printf "%-22s %12s %10s %8s\n" "W1 $v inline" "$(wmrows "$v")" "${r}x W1b" "$target"
+done
+for m in threaded queued; do
+  sc="$(sed -n "s/^SCALING W1 $m cores=[0-9]*\/1 .* ratio \([0-9.]*\).*/\1/p" "$OUT/bench_cores.txt")"
+  printf "%-22s %12s %10s %8s\n" "W1 $m cores=$CORES/1" "-" "${sc:-?}x" ">=1.7"
 done
 if [[ -s "$OUT/bench_ring.txt" ]]; then
   printf "%-22s %12s %10s %8s\n" "SPSC ring single" \

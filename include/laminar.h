@@ -256,6 +256,21 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *                dropped for that subscriber only, counted in laminar_metrics
  *                as its dropped_batches/dropped_rows). Default for
  *                laminar_subscribe(); laminar_subscribe_with() overrides it.
+ *   cores        number of reactors, 1 (default) to 64 (thread-per-core). With
+ *                N > 1 every keyed stream -- a windowed GROUP BY over plain
+ *                columns of the source it reads, not a materialized view --
+ *                runs as N key-hash partitions, one per reactor; its output
+ *                for one input batch comes as one batch per partition that
+ *                emitted, in partition order (concatenated into one when a
+ *                blocking subscriber has room for fewer than N batches per
+ *                input batch), so each key's rows keep their order (rows of
+ *                different keys may come in another order, and split across
+ *                more batches, than with one core). Other streams
+ *                run on reactor 0. Not with durability (checkpoint_interval):
+ *                LAMINAR_ERR_CONFIG_CONFLICT at laminar_open.
+ *   core_affinity true | false (default): pin reactor i to CPU i modulo the
+ *                online CPUs (and, built with hwloc on a multi-node machine,
+ *                bind its memory to that CPU's NUMA node).
  *   var.NAME     the value of substitution variable NAME: laminar_execute()
  *                and laminar_query() replace every ${NAME} in their SQL text
  *                by it, verbatim, before parsing (not inside comments; $${
@@ -294,7 +309,8 @@ typedef struct laminar_db laminar_db;
  * Ownership: *out is the caller's; close with laminar_close().
  * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_VALUE; LAMINAR_ERR_CONFIG_CONFLICT
  *   (wal_mode without checkpoint_interval, checkpoint_interval without
- *   data_dir); LAMINAR_ERR_IO if data_dir cannot be created or read;
+ *   data_dir, cores > 1 with checkpoint_interval); LAMINAR_ERR_IO if data_dir
+ *   cannot be created or read;
  *   LAMINAR_ERR_RECOVERY when stored state does not recover; LAMINAR_ERR_NOMEM.
  *   On failure *out is NULL and nothing in data_dir was changed except cut
  *   WAL tails.
@@ -462,14 +478,20 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  *            (reject), producers (open handles), watermark_ms; with a WAL also
  *            wal_next_offset, processed_offset
  *   stream:  rows_in, rows_out, late_rows, state_groups (open window groups),
- *            watermark_ms, subscribers
+ *            state_bytes (the size its operator state would take in a
+ *            checkpoint: computed on demand by encoding it, O(state)),
+ *            watermark_ms, subscribers, partitions (1, or `cores` for a keyed
+ *            stream); all summed over its partitions
  *   subscription (name: its stream): delivered_batches, queue_depth (its
  *            lag, in batches), dropped_batches, dropped_rows (slow_subscriber
  *            drop)
- *   reactor (name "0": one per database in this version): messages (taken
- *            through the graph, by the reactor or laminar_run_until_idle),
- *            busy_ns (reactor time in rounds that took messages), running_ns
- *            (since laminar_start; 0 when stopped), busy_pct
+ *   reactor (names "0" .. "N-1", config `cores`): busy_ns (time in rounds
+ *            that took messages; reactor 0's includes waiting for the others
+ *            in a round), running_ns (since laminar_start; 0 when stopped),
+ *            busy_pct, rounds and rows (rounds of keyed-stream partitions it
+ *            ran, and the rows routed to its partitions), cpu (pinned CPU, -1
+ *            if not pinned); reactor 0 also messages (taken through the graph,
+ *            by the reactor or laminar_run_until_idle)
  *   database (durable): last_checkpoint, last_checkpoint_stall_ns
  * The graph is paused for the moment it takes to read them.
  * Ownership: *out is the caller's; release it.
@@ -477,6 +499,36 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_metrics(laminar_db* db, struct ArrowArrayStream* out,
                                          laminar_error* err);
+
+/* What each part of the pipeline is doing now, as rows (kind VARCHAR, name
+ * VARCHAR, state VARCHAR, input VARCHAR, watermark_ms BIGINT, queue_depth
+ * BIGINT, queue_capacity BIGINT, partitions BIGINT); NULL where a column does
+ * not apply:
+ *   runtime (name ""): state stopped (nothing runs the graph but
+ *            laminar_run_until_idle) | idle | active (messages queued, the
+ *            reactors take them) | blocked (messages queued, a blocking
+ *            subscriber without room holds the input) | failed (an error on
+ *            the reactor, reported by laminar_stop); queue_depth: messages
+ *            queued over all sources; partitions: reactors (config `cores`)
+ *   source:  state idle (nothing queued) | active | waiting (queued, runtime
+ *            stopped) | blocked | full (queue at capacity: producers wait, drop
+ *            or are refused by its backpressure policy); watermark_ms (NULL
+ *            before the first), queue_depth / queue_capacity of its queue
+ *   stream | materialized view: state as its root source's, or blocked when
+ *            one of its own blocking subscribers lacks room; input (the source
+ *            or stream it reads), watermark_ms, queue_depth / queue_capacity of
+ *            its fullest subscriber (NULL without one), partitions
+ *   subscription (name: its stream): state caught_up | lagging (batches
+ *            queued) | blocking (too little room: the reactor waits for it) |
+ *            full | full_dropping (slow_subscriber drop: batches are dropped);
+ *            queue_depth / queue_capacity of its queue
+ *   reactor (names "0" .. "N-1"): state running | stopped
+ * The graph is paused for the moment it takes to read them.
+ * Ownership: *out is the caller's; release it.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_pipeline_state(laminar_db* db, struct ArrowArrayStream* out,
+                                                laminar_error* err);
 
 /* Rows a stream dropped because they arrived behind its watermark (their window
  * had already closed), summed since the stream was created. A stream created

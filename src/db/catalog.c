@@ -315,6 +315,7 @@ static laminar_code make_late_stream(laminar_db* db, const lm_stmt* stmt, lm_str
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
   lm_stream_def_attach(l);
+  l->nparts = 1;
   l->late_of = s;
   *out = l;
   return LAMINAR_OK;
@@ -366,7 +367,6 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_stream_def_free(s);
     return rc;
   }
-  lm_stream_def_attach(s);
   lm_stream_def* late;
   if ((rc = make_late_stream(db, stmt, s, &late, err)) != LAMINAR_OK) {
     lm_stream_def_free(s);
@@ -374,13 +374,16 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   }
   lm_source_def* src = s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
   lm_stream_def* up = src ? NULL : lm_db_find_stream(db, s->plan.input);
+  /* cores > 1: a keyed stream runs as one partition per reactor (rt/part.c). */
+  if (lm_stream_def_attach_rt(s, &db->rt, src, stmt->materialized) != LAMINAR_OK) {
+    lm_stream_def_free(late);
+    lm_stream_def_free(s);
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
   lm_rt_pause(&db->rt);
   /* The new stream starts at its input's current watermark: the input's past
    * is not replayed into it, and its windows close from the next advance on. */
-  s->watermark_ms = src != NULL ? src->watermark_ms : up->watermark_ms;
-  if (s->watermark_ms != INT64_MIN) {
-    lm_op_chain_watermark(s->chain, s->watermark_ms); /* empty state: emits nothing */
-  }
+  lm_stream_def_start_at(s, src != NULL ? src->watermark_ms : up->watermark_ms);
   if (src != NULL) {
     rc = lm_graph_add_reader(&src->readers, &src->nreaders, s);
   } else {

@@ -69,6 +69,8 @@ laminar_code laminar_config_create(laminar_config** out) {
   c->backpressure = LM_BP_BLOCK;
   c->wait = lm_wait_default();
   c->slow_drop = false;
+  c->cores = 1;
+  c->core_affinity = false;
   lm_durable_config_init(&c->durable);
   *out = c;
   return LAMINAR_OK;
@@ -137,6 +139,32 @@ laminar_code laminar_config_set(laminar_config* config, const char* key, const c
     }
     return LAMINAR_OK;
   }
+  if (lm_streq_nocase(key, "cores")) {
+    char* end;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (errno != 0 || end == value || *end != '\0' || v < 1 || v > LM_RT_MAX_CORES) {
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config 'cores': expected a whole number of reactors from 1 to %d, "
+                          "got '%s'",
+                          LM_RT_MAX_CORES, value);
+    }
+    config->cores = (int32_t)v;
+    return LAMINAR_OK;
+  }
+  if (lm_streq_nocase(key, "core_affinity")) {
+    if (lm_streq_nocase(value, "true") || lm_streq_nocase(value, "on") ||
+        strcmp(value, "1") == 0) {
+      config->core_affinity = true;
+    } else if (lm_streq_nocase(value, "false") || lm_streq_nocase(value, "off") ||
+               strcmp(value, "0") == 0) {
+      config->core_affinity = false;
+    } else {
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config 'core_affinity': expected true or false, got '%s'", value);
+    }
+    return LAMINAR_OK;
+  }
   if (lm_streq_nocase(key, "data_dir")) {
     char* copy = lm_strdup(value);
     if (copy == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -152,7 +180,7 @@ laminar_code laminar_config_set(laminar_config* config, const char* key, const c
   if (handled) return LAMINAR_OK;
   return lm_error_set(err, LAMINAR_ERR_CONFIG_KEY,
                       "unknown config key '%s' (known: buffer_size, backpressure, "
-                      "wait_strategy, slow_subscriber, data_dir, "
+                      "wait_strategy, slow_subscriber, cores, core_affinity, data_dir, "
                       "checkpoint_interval, checkpoint_keep, wal_mode, wal_flush_interval, "
                       "wal_io, wal_recovery, var.NAME)",
                       key);
@@ -222,6 +250,15 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
                           config->data_dir, strerror(errno));
     }
   }
+  if (config != NULL && config->cores > 1 && config->durable.checkpoint_interval_ms > 0) {
+    /* Checkpoints snapshot one chain per stream with the graph paused; keyed
+     * streams of several reactors would need per-partition snapshots (and a
+     * re-partitioning restore), which this version does not have. */
+    return lm_error_set(err, LAMINAR_ERR_CONFIG_CONFLICT,
+                        "config 'cores' = %d does not go with durability "
+                        "(checkpoint_interval): use cores = 1 for a durable database",
+                        (int)config->cores);
+  }
   laminar_db* db = lm_calloc(1, sizeof *db);
   if (db == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   db->buffer_size = config ? config->buffer_size : DEFAULT_BUFFER_SIZE;
@@ -241,6 +278,13 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
     return lm_error_set(err, LAMINAR_ERR_INTERNAL, "cannot initialize the database lock");
   }
   laminar_code rc = lm_rt_init(&db->rt, &db->graph);
+  if (rc == LAMINAR_OK && config != NULL && config->cores > 1) {
+    rc = lm_rt_configure(&db->rt, config->cores, config->core_affinity);
+    if (rc != LAMINAR_OK) lm_rt_destroy(&db->rt);
+  } else if (rc == LAMINAR_OK && config != NULL && config->core_affinity) {
+    rc = lm_rt_configure(&db->rt, 1, true);
+    if (rc != LAMINAR_OK) lm_rt_destroy(&db->rt);
+  }
   if (rc != LAMINAR_OK) {
     pthread_mutex_destroy(&db->lock);
     lm_free(db->data_dir);

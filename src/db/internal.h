@@ -44,6 +44,8 @@ struct laminar_config {
   lm_backpressure backpressure;
   lm_wait wait;
   bool slow_drop;
+  int32_t cores;             /* reactors (thread-per-core), 1..LM_RT_MAX_CORES */
+  bool core_affinity;        /* pin reactor i to CPU i */
 };
 
 /* A sink on a stream: CREATE SINK ... INTO FILE (sql set: part of the stored

@@ -74,12 +74,15 @@ static void collect(laminar_db* db, rows* r) {
   }
   for (int32_t i = 0; i < g->nstreams; i++) {
     lm_stream_def* s = g->streams[i];
-    const lm_op* tail = s->chain;
-    while (tail->next != NULL) tail = tail->next;
-    add(r, "stream", s->name, "rows_in", s->chain->rows_in);
-    add(r, "stream", s->name, "rows_out", tail->rows_out);
-    add(r, "stream", s->name, "late_rows", lm_op_window_late_rows(s->chain));
-    add(r, "stream", s->name, "state_groups", lm_op_window_state_rows(s->chain));
+    int64_t rows_in, rows_out, bytes;
+    lm_stream_rows(s, &rows_in, &rows_out);
+    if (lm_stream_state_bytes(s, &bytes) != LAMINAR_OK) r->nomem = true;
+    add(r, "stream", s->name, "rows_in", rows_in);
+    add(r, "stream", s->name, "rows_out", rows_out);
+    add(r, "stream", s->name, "late_rows", lm_stream_late_rows(s));
+    add(r, "stream", s->name, "state_groups", lm_stream_state_rows(s));
+    add(r, "stream", s->name, "state_bytes", bytes);
+    add(r, "stream", s->name, "partitions", s->nparts);
     add(r, "stream", s->name, "watermark_ms", s->watermark_ms);
     add(r, "stream", s->name, "subscribers", s->nsubs);
     const lm_op* view = lm_op_view_of(s->chain);
@@ -99,14 +102,26 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "subscription", sub->stream_name, "dropped_rows",
         (int64_t)atomic_load_explicit(&sub->sub->dropped_rows, memory_order_relaxed));
   }
-  /* The reactor (one per database in this version; name "0"). */
-  int64_t busy = (int64_t)atomic_load_explicit(&db->rt.busy_ns, memory_order_relaxed);
+  /* The reactors ("0" .. "N-1"; config `cores`). Reactor 0 drains the
+   * sources and runs the unpartitioned streams and the merge; every reactor
+   * runs its partition of the keyed streams (rows, rounds). */
   int64_t running = db->rt.started_ns != 0 ? lm_rt_now_ns() - db->rt.started_ns : 0;
-  add(r, "reactor", "0", "messages",
-      (int64_t)atomic_load_explicit(&db->rt.messages, memory_order_relaxed));
-  add(r, "reactor", "0", "busy_ns", busy);
-  add(r, "reactor", "0", "running_ns", running);
-  add(r, "reactor", "0", "busy_pct", running > 0 ? busy * 100 / running : 0);
+  for (int32_t i = 0; i < db->rt.ncores; i++) {
+    const lm_reactor* rx = &db->rt.reactors[i];
+    const char* nm = lm_rt_reactor_name(i);
+    int64_t busy = (int64_t)atomic_load_explicit(i == 0 ? &db->rt.busy_ns : &rx->busy_ns,
+                                                 memory_order_relaxed);
+    if (i == 0) {
+      add(r, "reactor", nm, "messages",
+          (int64_t)atomic_load_explicit(&db->rt.messages, memory_order_relaxed));
+    }
+    add(r, "reactor", nm, "busy_ns", busy);
+    add(r, "reactor", nm, "running_ns", running);
+    add(r, "reactor", nm, "busy_pct", running > 0 ? busy * 100 / running : 0);
+    add(r, "reactor", nm, "rounds", (int64_t)atomic_load_explicit(&rx->rounds, memory_order_relaxed));
+    add(r, "reactor", nm, "rows", (int64_t)atomic_load_explicit(&rx->rows, memory_order_relaxed));
+    add(r, "reactor", nm, "cpu", atomic_load_explicit(&rx->cpu, memory_order_relaxed));
+  }
   if (db->dur != NULL) {
     add(r, "database", "", "last_checkpoint", (int64_t)lm_durable_last_epoch(db->dur));
     add(r, "database", "", "last_checkpoint_stall_ns", lm_durable_last_stall_ns(db->dur));

@@ -5,7 +5,7 @@
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L  // clock_gettime
 #endif
-#include "rt/rt.h"
+#include "rt/internal.h"
 
 #include "sink/sink.h"
 #include "store/wal.h"
@@ -142,6 +142,7 @@ void lm_source_def_unref(lm_source_def* def) {
 
 void lm_stream_def_free(lm_stream_def* def) {
   if (def == NULL) return;
+  lm_stream_def_free_parts(def);
   lm_op_chain_destroy(def->chain);
   lm_plan_free(&def->plan);
   lm_schema_free(&def->out_schema);
@@ -155,19 +156,11 @@ void lm_stream_def_free(lm_stream_def* def) {
 
 /* ---- processing (reactor thread or run_until_idle caller) -------------------- */
 
-static laminar_code stream_chunk(lm_stream_def* s, const lm_chunk* chunk);
-static laminar_code stream_watermark(lm_stream_def* s, int64_t watermark_ms);
+#define stream_chunk lm_rt_stream_chunk
+#define stream_watermark lm_rt_stream_watermark
 
-/* Sink of a stream's chain: build the Arrow batch once, hand a reference to
- * each subscriber and feed downstream streams from the same buffers. */
-static laminar_code stream_deliver(void* arg, const lm_chunk* chunk) {
-  lm_stream_def* s = arg;
-  for (int32_t i = 0; i < s->nsinks; i++) {
-    LM_TRY(s->sinks[i]->vt->write(s->sinks[i], chunk->cols, chunk->nrows, NULL));
-  }
-  if (s->nsubs == 0 && s->nreaders == 0) return LAMINAR_OK;
-  lm_batch* batch;
-  LM_TRY(lm_arrow_build(&s->out_schema, chunk->cols, chunk->nrows, &batch));
+/* Hand a built batch to the subscribers and downstream streams of s. */
+static laminar_code stream_share(lm_stream_def* s, lm_batch* batch) {
   for (int32_t i = 0; i < s->nsubs; i++) {
     lm_sub* sub = s->subs[i];
     lm_batch_ref(batch);
@@ -181,7 +174,6 @@ static laminar_code stream_deliver(void* arg, const lm_chunk* chunk) {
       }
       /* A blocking subscriber's headroom was checked before the message was
        * taken (rt.h): a full ring here is a broken invariant. */
-      lm_batch_unref(batch);
       return LAMINAR_ERR_INTERNAL;
     }
     lm_waiter_notify(&sub->waiter);
@@ -193,8 +185,29 @@ static laminar_code stream_deliver(void* arg, const lm_chunk* chunk) {
       rc = stream_chunk(s->readers[i], &down);
     }
   }
+  return rc;
+}
+
+/* Sink of a stream's chain: build the Arrow batch once, hand a reference to
+ * each subscriber and feed downstream streams from the same buffers. */
+static laminar_code stream_deliver(void* arg, const lm_chunk* chunk) {
+  lm_stream_def* s = arg;
+  for (int32_t i = 0; i < s->nsinks; i++) {
+    LM_TRY(s->sinks[i]->vt->write(s->sinks[i], chunk->cols, chunk->nrows, NULL));
+  }
+  if (s->nsubs == 0 && s->nreaders == 0) return LAMINAR_OK;
+  lm_batch* batch;
+  LM_TRY(lm_arrow_build(&s->out_schema, chunk->cols, chunk->nrows, &batch));
+  laminar_code rc = stream_share(s, batch);
   lm_batch_unref(batch);
   return rc;
+}
+
+laminar_code lm_rt_stream_publish(lm_stream_def* s, lm_batch* batch) {
+  for (int32_t i = 0; i < s->nsinks; i++) {
+    LM_TRY(s->sinks[i]->vt->write(s->sinks[i], batch->cols, batch->nrows, NULL));
+  }
+  return stream_share(s, batch);
 }
 
 void lm_stream_def_attach(lm_stream_def* s) {
@@ -204,7 +217,7 @@ void lm_stream_def_attach(lm_stream_def* s) {
   tail->sink_arg = s;
 }
 
-static laminar_code stream_chunk(lm_stream_def* s, const lm_chunk* chunk) {
+laminar_code lm_rt_stream_chunk(lm_stream_def* s, const lm_chunk* chunk) {
   laminar_code rc = lm_op_chain_chunk(s->chain, chunk);
   atomic_store_explicit(&s->late_rows, lm_op_window_late_rows(s->chain),
                         memory_order_relaxed);
@@ -215,13 +228,13 @@ laminar_code lm_stream_take_late(void* arg, const lm_chunk* chunk) {
   return stream_chunk(arg, chunk);
 }
 
-static laminar_code stream_watermark(lm_stream_def* s, int64_t watermark_ms) {
+laminar_code lm_rt_stream_watermark(lm_stream_def* s, int64_t watermark_ms) {
   if (watermark_ms <= s->watermark_ms) return LAMINAR_OK;
   s->watermark_ms = watermark_ms;
   LM_TRY(lm_op_chain_watermark(s->chain, watermark_ms));
-  if (s->late != NULL) LM_TRY(stream_watermark(s->late, watermark_ms));
+  if (s->late != NULL) LM_TRY(lm_rt_stream_watermark(s->late, watermark_ms));
   for (int32_t i = 0; i < s->nreaders; i++) {
-    LM_TRY(stream_watermark(s->readers[i], watermark_ms));
+    LM_TRY(lm_rt_stream_watermark(s->readers[i], watermark_ms));
   }
   return LAMINAR_OK;
 }
@@ -247,8 +260,7 @@ static int64_t batch_max_ts(const lm_source_def* src, const lm_batch* batch) {
   return best;
 }
 
-static laminar_code process_msg(lm_source_def* src, lm_msg* msg) {
-  laminar_code rc = LAMINAR_OK;
+int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg) {
   int64_t wm = src->watermark_ms;
   /* An explicit watermark a drop_oldest producer removed unread still counts
    * (relaxed: see carried_watermark in rt.h). */
@@ -256,13 +268,8 @@ static laminar_code process_msg(lm_source_def* src, lm_msg* msg) {
   if (carried > wm) wm = carried;
   if (msg->seq > src->processed_seq) src->processed_seq = msg->seq;
   if (msg->batch != NULL) {
-    lm_batch* batch = msg->batch;
-    lm_chunk chunk = {batch->nrows, batch->ncols, batch->cols};
-    for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
-      rc = stream_chunk(src->readers[i], &chunk);
-    }
     if (src->wm_col >= 0) {
-      int64_t mx = batch_max_ts(src, batch);
+      int64_t mx = batch_max_ts(src, msg->batch);
       if (mx > src->max_ts_ms) src->max_ts_ms = mx;
       if (src->max_ts_ms != INT64_MIN) {
         int64_t cand;
@@ -270,15 +277,30 @@ static laminar_code process_msg(lm_source_def* src, lm_msg* msg) {
         if (cand > wm) wm = cand;
       }
     }
-    lm_batch_unref(batch);
   } else if (msg->watermark_ms > wm) {
     wm = msg->watermark_ms;
   }
-  lm_free(msg);
-  if (rc == LAMINAR_OK && wm > src->watermark_ms) {
-    src->watermark_ms = wm;
+  if (wm <= src->watermark_ms) return INT64_MIN;
+  /* Applied after the batch went through the streams (the caller's order). */
+  src->watermark_ms = wm;
+  return wm;
+}
+
+static laminar_code process_msg(lm_source_def* src, lm_msg* msg) {
+  laminar_code rc = LAMINAR_OK;
+  int64_t wm = lm_rt_msg_advance(src, msg);
+  if (msg->batch != NULL) {
+    lm_batch* batch = msg->batch;
+    lm_chunk chunk = {batch->nrows, batch->ncols, batch->cols};
     for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
-      rc = stream_watermark(src->readers[i], wm);
+      rc = stream_chunk(src->readers[i], &chunk);
+    }
+    lm_batch_unref(batch);
+  }
+  lm_free(msg);
+  if (rc == LAMINAR_OK && wm != INT64_MIN) {
+    for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
+      rc = lm_rt_stream_watermark(src->readers[i], wm);
     }
   }
   return rc;
@@ -293,17 +315,21 @@ laminar_code lm_rt_process_now(lm_source_def* src, lm_msg* msg) { return process
  * slots leave a margin and still fit the smallest queue (buffer_size 2). */
 #define LM_SUB_HEADROOM 2u
 
-static bool have_headroom(const lm_graph* g) {
+uint32_t lm_rt_min_free(const lm_graph* g) {
+  uint32_t least = UINT32_MAX;
   for (int32_t i = 0; i < g->nstreams; i++) {
     const lm_stream_def* s = g->streams[i];
     for (int32_t j = 0; j < s->nsubs; j++) {
       if (s->subs[j]->drop_when_full) continue; /* never holds the pipeline */
       const lm_ring* r = s->subs[j]->ring;
-      if (lm_ring_capacity(r) - lm_ring_size(r) < LM_SUB_HEADROOM) return false;
+      uint32_t room = (uint32_t)(lm_ring_capacity(r) - lm_ring_size(r));
+      if (room < least) least = room;
     }
   }
-  return true;
+  return least;
 }
+
+static bool have_headroom(const lm_graph* g) { return lm_rt_min_free(g) >= LM_SUB_HEADROOM; }
 
 /* Process up to `budget` messages per source, round robin. *out_progress
  * tells whether any message was processed; *out_blocked whether a full
@@ -317,9 +343,19 @@ static laminar_code process_round(lm_rt* rt, int budget, bool* out_progress,
   laminar_code round_rc = LAMINAR_OK;
   for (int32_t i = 0; i < g->nsources; i++) {
     lm_source_def* src = g->sources[i];
-    int taken = 0;
+    int taken = 0, limit = budget;
     laminar_code rc = LAMINAR_OK;
-    for (; taken < budget && rc == LAMINAR_OK; taken++) {
+    if (rt->ncores > 1 && lm_rt_source_partitioned(src)) {
+      /* Keyed streams: a round over every reactor (part.c). */
+      int64_t n = 0;
+      bool blocked = false;
+      rc = lm_rt_run_round(rt, src, &n, &blocked);
+      taken = (int)n;
+      if (n > 0) *out_progress = true;
+      if (blocked) *out_blocked = true;
+      limit = 0; /* skip the one-core loop below */
+    }
+    for (; taken < limit && rc == LAMINAR_OK; taken++) {
       if (lm_mpsc_size(src->queue) == 0) break;
       if (!have_headroom(g)) {
         *out_blocked = true;
@@ -352,6 +388,8 @@ laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err) {
   for (;;) {
     bool progress, blocked;
     laminar_code rc = process_round(rt, 64, &progress, &blocked);
+    laminar_code drc = progress && !blocked && rc == LAMINAR_OK ? LAMINAR_OK : lm_rt_drain(rt);
+    if (rc == LAMINAR_OK) rc = drc;
     if (rc != LAMINAR_OK) {
       return lm_error_set(err, rc, "stream processing failed: %s", laminar_errstr(rc));
     }
@@ -378,9 +416,13 @@ static bool never_ready(void* arg) {
   return false;
 }
 
+static void record_error(lm_rt* rt, laminar_code rc);
+
 static void honour_pause(lm_rt* rt) {
   /* acquire: pairs with the release store in lm_rt_pause(). */
   if (!atomic_load_explicit(&rt->pause_req, memory_order_acquire)) return;
+  /* Every reactor at the same message boundary: no round in flight. */
+  record_error(rt, lm_rt_drain(rt));
   pthread_mutex_lock(&rt->pause_mu);
   rt->paused = true;
   pthread_cond_broadcast(&rt->pause_cv);
@@ -401,6 +443,7 @@ static void record_error(lm_rt* rt, laminar_code rc) {
 
 static void* reactor_main(void* arg) {
   lm_rt* rt = arg;
+  lm_rt_pin_self(rt, &rt->reactors[0]);
   for (;;) {
     honour_pause(rt);
     bool progress = false, blocked = false;
@@ -418,8 +461,10 @@ static void* reactor_main(void* arg) {
         rc = process_round(rt, 64, &progress, &blocked);
         record_error(rt, rc);
       } while (progress && !blocked && rc == LAMINAR_OK);
+      record_error(rt, lm_rt_drain(rt));
       break;
     }
+    record_error(rt, lm_rt_drain(rt)); /* nothing left in flight while waiting */
     if (blocked) {
       /* A subscriber is full: poll for room at a low rate. */
       lm_waiter_wait(&rt->wake, 200000, never_ready, NULL);
@@ -443,20 +488,33 @@ laminar_code lm_rt_init(lm_rt* rt, lm_graph* graph) {
   atomic_init(&rt->busy_ns, 0);
   atomic_init(&rt->stop, false);
   atomic_init(&rt->pause_req, false);
+  atomic_init(&rt->round_seq, 0);
+  atomic_init(&rt->stop_workers, false);
   LM_TRY(lm_waiter_init(&rt->wake));
+  laminar_code rc = lm_waiter_init(&rt->joined);
+  if (rc != LAMINAR_OK) {
+    lm_waiter_destroy(&rt->wake);
+    return rc;
+  }
   if (pthread_mutex_init(&rt->pause_mu, NULL) != 0) {
+    lm_waiter_destroy(&rt->joined);
     lm_waiter_destroy(&rt->wake);
     return LAMINAR_ERR_INTERNAL;
   }
   if (pthread_cond_init(&rt->pause_cv, NULL) != 0) {
     pthread_mutex_destroy(&rt->pause_mu);
+    lm_waiter_destroy(&rt->joined);
     lm_waiter_destroy(&rt->wake);
     return LAMINAR_ERR_INTERNAL;
   }
-  return LAMINAR_OK;
+  rc = lm_rt_configure(rt, 1, false);
+  if (rc != LAMINAR_OK) lm_rt_destroy(rt);
+  return rc;
 }
 
 void lm_rt_destroy(lm_rt* rt) {
+  lm_rt_reactors_free(rt);
+  lm_waiter_destroy(&rt->joined);
   lm_waiter_destroy(&rt->wake);
   pthread_mutex_destroy(&rt->pause_mu);
   pthread_cond_destroy(&rt->pause_cv);
@@ -467,7 +525,13 @@ laminar_code lm_rt_start(lm_rt* rt, laminar_error* err) {
   atomic_store_explicit(&rt->stop, false, memory_order_release);
   rt->error = LAMINAR_OK;
   rt->started_ns = lm_rt_now_ns();
+  if (lm_rt_workers_start(rt) != LAMINAR_OK) {
+    rt->started_ns = 0;
+    return lm_error_set(err, LAMINAR_ERR_INTERNAL, "cannot start the reactor threads");
+  }
   if (pthread_create(&rt->thread, NULL, reactor_main, rt) != 0) {
+    lm_rt_workers_stop(rt);
+    rt->started_ns = 0;
     return lm_error_set(err, LAMINAR_ERR_INTERNAL, "cannot start the reactor thread");
   }
   rt->started = true;
@@ -479,6 +543,7 @@ laminar_code lm_rt_stop(lm_rt* rt, laminar_error* err) {
   atomic_store_explicit(&rt->stop, true, memory_order_release);
   lm_waiter_notify(&rt->wake);
   pthread_join(rt->thread, NULL);
+  lm_rt_workers_stop(rt);
   rt->started = false;
   rt->started_ns = 0;
   /* Producers blocked on a full queue see `started` false and give up. */

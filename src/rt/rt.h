@@ -41,6 +41,59 @@
 
 typedef struct lm_stream_def lm_stream_def;
 
+/* Most reactors (config key `cores`). */
+#define LM_RT_MAX_CORES 64
+/* Most messages one round takes from one source (the per-source task budget). */
+#define LM_RT_ROUND_MSGS 64
+/* Most rows one round takes from one source: a source of huge batches yields
+ * to the others after this many (at least one message is always taken). */
+#define LM_RT_ROUND_ROWS 262144
+
+/* An output of one partition of a keyed stream in the current round: the
+ * batch its chain emitted while processing round message `msg`. */
+typedef struct lm_part_item {
+  int32_t msg;
+  lm_batch* batch;
+} lm_part_item;
+
+/* Rounds reactor 0 may have in flight (posted, not yet merged): the reactors
+ * run up to this far apart instead of meeting at every round. */
+#define LM_RT_ROUNDS_INFLIGHT 4
+
+/* What one partition emitted during one round (a round slot). */
+typedef struct lm_part_out {
+  lm_part_item* items;       /* in production order */
+  int32_t n, cap;
+  int32_t merged;            /* reactor 0: items already delivered */
+  laminar_code rc;           /* first error of the partition in this round */
+  int64_t late_rows;         /* the partition's late-row count after the round */
+} lm_part_out;
+
+/* One partition of a keyed stream (cores > 1, see part.c). Touched only by
+ * the reactor that owns partition `index` while it runs a round, by reactor
+ * 0 for a round slot whose round every reactor finished (merge), and while
+ * the graph is paused (edits; no round is in flight then). */
+typedef struct lm_stream_part {
+  lm_stream_def* stream;
+  int32_t index;
+  lm_op* chain;              /* parts[0].chain is the stream's `chain` */
+  int64_t watermark_ms;
+  int32_t cur_msg;           /* round message being processed */
+  int32_t cur_slot;          /* round slot being processed */
+  lm_part_out out[LM_RT_ROUNDS_INFLIGHT];
+} lm_stream_part;
+
+/* Growable scratch of one reactor: row hashes, selections, gathered columns. */
+typedef struct lm_gather_buf {
+  uint64_t* hashes;
+  int32_t* sel;
+  int64_t rows_cap;
+  lm_vec* cols;
+  int32_t cols_cap;
+  unsigned char* mem;
+  size_t mem_cap;
+} lm_gather_buf;
+
 /* A message in a source ring. batch == NULL: an explicit watermark. */
 typedef struct lm_msg {
   lm_batch* batch;
@@ -136,6 +189,13 @@ struct lm_stream_def {
    * is created and dropped with it. */
   lm_stream_def* late;
   lm_stream_def* late_of;
+  /* Thread-per-core (part.c): a keyed stream reading a source directly runs
+   * as `nparts` partitions, rows routed by the hash of the GROUP BY columns
+   * `part_keys` (source column indexes). nparts 1: everything else. */
+  int32_t nparts;
+  lm_stream_part* parts;
+  int32_t* part_keys;
+  int32_t npart_keys;
 };
 
 typedef struct lm_graph {
@@ -145,8 +205,53 @@ typedef struct lm_graph {
   int32_t nstreams;
 } lm_graph;
 
+struct lm_rt;
+
+/* Reactor `index` of a database with `cores` reactors. Reactor 0 is the
+ * runtime's own thread (or the run_until_idle caller); reactors 1..N-1 are
+ * workers that run their partition of every keyed stream, one round at a time. */
+typedef struct lm_reactor {
+  struct lm_rt* rt;
+  int32_t index;
+  pthread_t thread;
+  bool running;              /* worker thread started (control) */
+  lm_waiter wake;            /* a worker parks here between rounds */
+  atomic_uint_fast64_t done; /* last round it finished; writer: the worker (release) */
+  lm_gather_buf scratch;
+  /* Metrics; writer: the reactor (relaxed); reader: laminar_metrics. */
+  atomic_int_fast64_t busy_ns;
+  atomic_int_fast64_t rounds;
+  atomic_int_fast64_t rows;
+  atomic_int cpu;            /* pinned CPU, -1 if not pinned; writer: the reactor (relaxed) */
+} lm_reactor;
+
+/* A round reactor 0 hands to every reactor: messages of one source and the
+ * source watermark after each (INT64_MIN: no advance). Written by reactor 0
+ * before round_seq publishes it; read-only until every reactor finished it. */
+typedef struct lm_round {
+  lm_source_def* src;
+  lm_msg* msgs[LM_RT_ROUND_MSGS];
+  int64_t wms[LM_RT_ROUND_MSGS];
+  int32_t n;
+  bool split;                /* publish each partition's batch (else concatenate) */
+} lm_round;
+
 typedef struct lm_rt {
   lm_graph* graph;
+  /* Thread-per-core (fixed at open): reactors[0..ncores). */
+  int32_t ncores;
+  bool affinity;             /* pin reactor i to CPU i mod online CPUs */
+  lm_reactor* reactors;
+  /* Round r lives in rounds[r % LM_RT_ROUNDS_INFLIGHT] from its post until
+   * its merge; rounds posted..merged+1 are in flight. */
+  lm_round rounds[LM_RT_ROUNDS_INFLIGHT];
+  atomic_uint_fast64_t round_seq; /* last posted round; writer: reactor 0 (release) */
+  uint64_t merged;           /* last merged round (reactor 0) */
+  int32_t inflight_msgs;     /* messages of posted, unmerged rounds (reactor 0) */
+  atomic_bool stop_workers;
+  lm_waiter joined;          /* reactor 0 waits here for the workers' rounds */
+  lm_gather_buf merge_buf;   /* reactor 0: concatenation of partition outputs */
+  void* topology;            /* hwloc topology when built with hwloc and pinned */
   pthread_t thread;
   atomic_bool started;       /* writer: control; reader: producers (push back-pressure) */
   atomic_bool stop;          /* writer: control; reader: reactor */
@@ -169,6 +274,9 @@ typedef struct lm_rt {
 } lm_rt;
 
 laminar_code lm_rt_init(lm_rt* rt, lm_graph* graph);
+/* Set the number of reactors (1..LM_RT_MAX_CORES) and pinning, once, right
+ * after lm_rt_init. */
+laminar_code lm_rt_configure(lm_rt* rt, int32_t cores, bool affinity);
 void lm_rt_destroy(lm_rt* rt);
 
 /* Start the reactor thread. LAMINAR_ERR_STATE if started. */
@@ -215,6 +323,26 @@ laminar_code lm_stream_take_late(void* arg, const lm_chunk* chunk);
 /* Point the last operator of a new stream's chain at the stream's output
  * (subscribers and downstream streams). Once, before the stream is published. */
 void lm_stream_def_attach(lm_stream_def* s);
+/* With more than one core, make `s` (whose chain is built, not yet attached)
+ * a keyed stream of rt->ncores partitions when it can be one: windowed over
+ * the source `src`, GROUP BY plain columns only, not a materialized view.
+ * Otherwise (and with one core) it is attached as usual. Control thread,
+ * before the stream is published. */
+laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
+                                     const lm_source_def* src, bool is_view);
+/* "0" .. "63": reactor names in metrics and pipeline state. */
+const char* lm_rt_reactor_name(int32_t index);
+/* A new stream starts at its input's watermark (all its partitions). */
+void lm_stream_def_start_at(lm_stream_def* s, int64_t watermark_ms);
+/* Late rows of a stream over all its partitions. */
+int64_t lm_stream_late_rows(const lm_stream_def* s);
+/* Groups held by a stream over all its partitions. */
+int64_t lm_stream_state_rows(const lm_stream_def* s);
+/* Rows into its first operator / out of its last, over all its partitions. */
+void lm_stream_rows(const lm_stream_def* s, int64_t* rows_in, int64_t* rows_out);
+/* Bytes its operator state encodes to (a snapshot of every partition,
+ * O(state)). Graph paused or not running. */
+laminar_code lm_stream_state_bytes(const lm_stream_def* s, int64_t* out);
 laminar_code lm_graph_add_reader(lm_stream_def*** readers, int32_t* n, lm_stream_def* s);
 void lm_graph_remove_reader(lm_stream_def** readers, int32_t* n, const lm_stream_def* s);
 

@@ -1,5 +1,6 @@
 /*
- * lm_test_metrics.h -- read one counter of laminar_metrics() in a C test.
+ * lm_test_metrics.h -- read one counter of laminar_metrics() in a C test; the
+ * process's CPU share while a database idles.
  */
 #ifndef LM_TEST_METRICS_H
 #define LM_TEST_METRICS_H
@@ -8,7 +9,32 @@
 #include "nanoarrow/nanoarrow.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+/* CPU seconds this process used so far (user + system). */
+static inline double lm_test_cpu_seconds(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Sleep 1 s and return the share of one CPU the process used meanwhile
+ * (printed with `what`): an idle database should stay near 0. */
+static inline double lm_test_idle_cpu_share(const char* what) {
+  struct timespec t0, t1, one = {1, 0};
+  double c0 = lm_test_cpu_seconds();
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  nanosleep(&one, NULL);
+  double used = lm_test_cpu_seconds() - c0;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  printf("%s idle: %.4f s CPU over %.3f s (%.2f%%)\n", what, used, wall, 100.0 * used / wall);
+  return used / wall;
+}
 
 /* The value of (kind, name, metric) in laminar_metrics' rows, or -1. */
 static inline int64_t lm_test_metric(laminar_db* db, const char* kind, const char* name, const char* what) {

@@ -115,10 +115,36 @@ static laminar_code show_streams(session* s, laminar_error* err) {
  * yet undo what it applied, so those steps run with the countdown paused (see
  * docs/ARCHITECTURE.md, "not yet"). */
 
+/* Read a metrics-shaped table (laminar_metrics, laminar_pipeline_state) whole. */
+static laminar_code read_table(session* s,
+                               laminar_code (*call)(laminar_db*, struct ArrowArrayStream*,
+                                                    laminar_error*),
+                               laminar_error* err) {
+  struct ArrowArrayStream st;
+  LM_TRY(call(s->db, &st, err));
+  struct ArrowArray a;
+  int e;
+  while ((e = st.get_next(&st, &a)) == 0 && a.release != NULL) a.release(&a);
+  st.release(&st);
+  return e == 0 ? LAMINAR_OK : e == 12 ? LAMINAR_ERR_NOMEM : LAMINAR_ERR_INTERNAL;
+}
+
+static bool g_cores2; /* the session opens with cores = 2 (thread-per-core) */
+
+static laminar_code open_db(session* s, laminar_error* err) {
+  if (!g_cores2) return laminar_open(NULL, &s->db, err);
+  laminar_config* cfg;
+  LM_TRY(laminar_config_create(&cfg));
+  laminar_code rc = laminar_config_set(cfg, "cores", "2", err);
+  if (rc == LAMINAR_OK) rc = laminar_open(cfg, &s->db, err);
+  laminar_config_destroy(cfg);
+  return rc;
+}
+
 /* The session, one call per step. */
 static laminar_code step(session* s, int i, laminar_error* err) {
   switch (i) {
-    case 0: return laminar_open(NULL, &s->db, err);
+    case 0: return open_db(s, err);
     case 1: return laminar_execute(s->db, SOURCE_SQL, err);
     case 2: return laminar_execute(s->db, STREAM_SQL, err);
     case 3: return laminar_source_open(s->db, "trades", &s->src, err);
@@ -134,10 +160,12 @@ static laminar_code step(session* s, int i, laminar_error* err) {
     case 13: return lm_fault_run_unfaulted(s->db, err);
     case 14: return read_all(s, err);
     case 15: return show_streams(s, err);
+    case 16: return read_table(s, laminar_metrics, err);
+    case 17: return read_table(s, laminar_pipeline_state, err);
     default: return LAMINAR_OK;
   }
 }
-#define NSTEPS 16
+#define NSTEPS 18
 
 static void session_end(void* arg) {
   session* s = arg;
@@ -167,10 +195,19 @@ static int every_allocation(bool persistent) {
 
 static int test_every_allocation_fails_once(void) { return every_allocation(false); }
 static int test_every_allocation_fails_from_then_on(void) { return every_allocation(true); }
+/* The same session on two reactors: the keyed stream's partitions, the
+ * per-reactor metrics and the pipeline state fail cleanly too. */
+static int test_cores2_every_allocation_fails_once(void) {
+  g_cores2 = true;
+  int rc = every_allocation(false);
+  g_cores2 = false;
+  return rc;
+}
 
 static const lm_test_case cases[] = {
     {"every_allocation_fails_once", test_every_allocation_fails_once},
     {"every_allocation_fails_from_then_on", test_every_allocation_fails_from_then_on},
+    {"cores2_every_allocation_fails_once", test_cores2_every_allocation_fails_once},
     {NULL, NULL},
 };
 

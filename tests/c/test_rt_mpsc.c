@@ -698,13 +698,6 @@ static void* blocked_main(void* arg) {
   return NULL;
 }
 
-static double cpu_seconds(void) {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-         ru.ru_stime.tv_usec / 1e6;
-}
-
 /* With park (the default), a started database with an idle reactor and a
  * consumer blocked in next(-1) uses < 5% of one CPU over 1 s (issue 5). */
 static int test_park_idle_cpu(void) {
@@ -721,14 +714,7 @@ static int test_park_idle_cpu(void) {
   CHECK(pthread_create(&t, NULL, blocked_main, &b) == 0);
   struct timespec settle = {0, 100000000};  // let both threads reach their park
   nanosleep(&settle, NULL);
-  double c0 = cpu_seconds();
-  int64_t t0 = now_ms();
-  struct timespec one = {1, 0};
-  nanosleep(&one, NULL);
-  double used = cpu_seconds() - c0;
-  double wall = (double)(now_ms() - t0) / 1000.0;
-  printf("park idle: %.4f s CPU over %.3f s (%.2f%%)\n", used, wall, 100.0 * used / wall);
-  EXPECT(used < 0.05 * wall);
+  EXPECT(lm_test_idle_cpu_share("park") < 0.05);
   EXPECT(lm_test_metric(db, "reactor", "0", "running_ns") >= 1000000000);
   EXPECT(lm_test_metric(db, "reactor", "0", "busy_pct") < 5);  // idle
   // Then a push wakes the parked reactor and the parked consumer.

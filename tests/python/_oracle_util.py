@@ -213,6 +213,7 @@ def run_engine(
     run_every: int = 1,
     final_watermark: bool = True,
     late_stream: str | None = None,
+    cores: int = 1,
 ) -> EngineResult:
     """Push ``batches`` through a fresh in-memory database and collect ``stream``.
 
@@ -226,13 +227,15 @@ def run_engine(
         run_every: Pushes between two inline runs.
         final_watermark: Advance the watermark to INT64_MAX at the end.
         late_stream: A late side output to read as well (``EngineResult.late``).
+        cores: The database's reactors (config ``cores``): keyed streams run
+            as that many partitions.
 
     Returns:
         The output and the late-row count.
     """
     out: list[pa.RecordBatch] = []
     late_out: list[pa.RecordBatch] = []
-    with laminardb.open() as db:
+    with laminardb.open(cores=cores) as db:
         db.execute(ddl)
         src = db.source(source)
         subscription = db.subscribe(stream)

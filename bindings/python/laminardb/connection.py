@@ -425,9 +425,11 @@ class Connection(Handle):
 
         Sources: pushed_batches, pushed_rows, queue_depth, queue_capacity,
         watermark_ms (with a WAL: wal_next_offset, processed_offset). Streams:
-        rows_in, rows_out, late_rows, state_groups, watermark_ms, subscribers.
-        Subscriptions: delivered_batches, queue_depth. Durable databases:
-        last_checkpoint, last_checkpoint_stall_ns.
+        rows_in, rows_out, late_rows, state_groups, state_bytes, watermark_ms,
+        subscribers, partitions. Subscriptions: delivered_batches, queue_depth.
+        Reactors ("0" .. cores-1): busy_ns, running_ns, busy_pct, rounds, rows,
+        cpu (reactor 0 also messages). Durable databases: last_checkpoint,
+        last_checkpoint_stall_ns. ``laminar_metrics`` in laminar.h lists them all.
 
         Example:
             >>> import laminardb
@@ -438,10 +440,38 @@ class Connection(Handle):
             >>> [r["value"] for r in m if r["metric"] == "pushed_rows"]
             [3]
         """
+        return self._status_table(lib.laminar_metrics)
+
+    def pipeline_state(self) -> pa.Table:
+        """What each part of the pipeline is doing now, one row per part.
+
+        Columns: kind (runtime, source, stream, materialized view,
+        subscription, reactor), name, state, input, watermark_ms, queue_depth,
+        queue_capacity, partitions (None where a column does not apply).
+        States: runtime stopped | idle | active | blocked | failed; source idle |
+        active | waiting (queued, runtime stopped) | blocked | full; a stream
+        follows its source, or is blocked by a subscriber of its own without
+        room; subscription caught_up | lagging | blocking | full |
+        full_dropping; reactor running | stopped. ``laminar_pipeline_state`` in
+        laminar.h says more.
+
+        Example:
+            >>> import laminardb
+            >>> with laminardb.open() as db:
+            ...     _ = db.execute("CREATE SOURCE t (x BIGINT)")
+            ...     db.source("t").push({"x": [1, 2, 3]})
+            ...     rows = db.pipeline_state().to_pylist()
+            >>> [(r["kind"], r["state"], r["queue_depth"]) for r in rows[:2]]
+            [('runtime', 'stopped', 1), ('source', 'waiting', 1)]
+        """
+        return self._status_table(lib.laminar_pipeline_state)
+
+    def _status_table(self, call: Callable[..., int]) -> pa.Table:
+        """The table a ``laminar_metrics``-shaped call (db, stream, err) returns."""
         stream = ffi.new("struct ArrowArrayStream*")
         err = ffi.new("laminar_error*")
         with self._lock:
-            code = lib.laminar_metrics(self._require_open(), stream, err)
+            code = call(self._require_open(), stream, err)
         raise_for(code, err)
         return import_reader(stream).read_all()
 

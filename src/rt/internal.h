@@ -1,0 +1,45 @@
+/*
+ * internal.h -- what reactor.c and part.c (thread-per-core) share; private to
+ * src/rt.
+ */
+#ifndef LM_RT_INTERNAL_H
+#define LM_RT_INTERNAL_H
+
+#include "rt/rt.h"
+
+/* reactor.c: a stream's input chunk / watermark (its chain, then what it
+ * delivers), on the thread driving the graph. */
+laminar_code lm_rt_stream_chunk(lm_stream_def* s, const lm_chunk* chunk);
+laminar_code lm_rt_stream_watermark(lm_stream_def* s, int64_t watermark_ms);
+/* Hand a built output batch of `s` to its sinks, subscribers and downstream
+ * streams (borrows the caller's reference). */
+laminar_code lm_rt_stream_publish(lm_stream_def* s, lm_batch* batch);
+/* Account message `msg` in its source's watermark (and WAL position): the new
+ * source watermark, or INT64_MIN when it did not advance. */
+int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg);
+/* Fewest free slots of any blocking subscriber ring (UINT32_MAX: none). */
+uint32_t lm_rt_min_free(const lm_graph* g);
+/* Pin the calling thread as reactor `index` (no-op unless rt->affinity). */
+void lm_rt_pin_self(lm_rt* rt, lm_reactor* r);
+
+/* part.c */
+/* True when some stream reading `src` runs as partitions. */
+bool lm_rt_source_partitioned(const lm_source_def* src);
+/* Take up to a round of messages from `src` and run them through every
+ * partition (all reactors) and then the merge (this thread). */
+laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
+                             bool* out_blocked);
+/* Wait for every round in flight and merge it (reactor 0, before a pause,
+ * stop or idle wait; a no-op with nothing in flight). */
+laminar_code lm_rt_drain(lm_rt* rt);
+/* Worker reactors 1..N-1 (threaded runtime). */
+laminar_code lm_rt_workers_start(lm_rt* rt);
+void lm_rt_workers_stop(lm_rt* rt);
+/* Free a reactor's scratch. */
+void lm_gather_buf_free(lm_gather_buf* g);
+/* Free a keyed stream's partitions 1..N-1 and their pending outputs. */
+void lm_stream_def_free_parts(lm_stream_def* s);
+/* Free rt->reactors (workers stopped). */
+void lm_rt_reactors_free(lm_rt* rt);
+
+#endif /* LM_RT_INTERNAL_H */

@@ -1,0 +1,843 @@
+/*
+ * part.c -- thread-per-core: keyed streams split into key-hash partitions,
+ * one per reactor, run in rounds and merged on reactor 0.
+ *
+ * DESIGN
+ * ------
+ * With `cores = N` (N > 1) a stream that groups by plain columns of the
+ * source it reads (a keyed stream) gets N copies of its operator chain,
+ * "partition p" owned by reactor p. Everything else (map streams, views,
+ * streams reading streams, windows without GROUP BY or with expression keys)
+ * stays on reactor 0, as with one core.
+ *
+ * Reactor 0 drains the source queue. For a source with keyed readers it takes
+ * a *round* of up to LM_RT_ROUND_MSGS messages (fewer when a subscriber has
+ * less room, see below), computes the source watermark after each, publishes
+ * the round (release store of round_seq) and wakes the workers. Every reactor
+ * p then, for each message in order, hashes the GROUP BY columns of each keyed
+ * stream over the batch (the window operator's key hash, lm_op_hash_keys),
+ * gathers the rows whose hash falls in partition p (the high 32 bits scaled
+ * to N, so the low bits the group tables use stay spread) and runs them
+ * through its chain, then applies the message's watermark: the watermark is
+ * broadcast, and each partition closes its own windows. What a partition's
+ * chain emits is built into an Arrow batch on that reactor and kept, tagged
+ * with the round message that produced it, in the round's slot. Reactor 0
+ * runs partition 0 of the round itself right after posting it.
+ *
+ * Pipeline: up to LM_RT_ROUNDS_INFLIGHT rounds are in flight (posted, not yet
+ * merged), each in its own slot (messages, watermarks, and per partition its
+ * outputs). A worker runs the rounds in order and stores the last one it
+ * finished (`done`, release); reactor 0 merges round r once every worker's
+ * `done` >= r (acquire: that partition's state and outputs are visible), then
+ * reuses the slot. So the reactors do not meet at a barrier every round: while
+ * a worker is preempted, reactor 0 posts and runs the next rounds of its own.
+ *
+ * Merge: reactor 0 walks a finished round's messages in order. For each
+ * message, each reader of the source in creation order either runs as usual
+ * (unpartitioned) or gets its partitions' outputs for that message, one
+ * batch per partition in partition order (no copy), which go to sinks,
+ * subscribers and downstream streams like one-core outputs. Each key lives in
+ * one partition, so its rows keep their order; a stream's watermark is
+ * forwarded downstream only after all partitions' outputs for it were
+ * delivered. One message yields at most N batches per stream, so the messages
+ * of all rounds in flight, k, need k * N (+1 margin) free slots in every
+ * blocking subscriber ring. When even one message does not fit so, the
+ * partitions' outputs of a message are concatenated into one batch (a copy),
+ * one round at a time, with k = fewest free slots - 1: the one-core rule.
+ *
+ * Threads: reactor 0 drains (waits for and merges) every round in flight
+ * before it honours a pause, before it waits idle or blocked, and before it
+ * stops; workers touch the graph only inside a round. So the graph is edited
+ * (pause handshake, rt.h) only while every reactor is at the same message
+ * boundary, and pausing reactor 0 is enough.
+ * Inline (run_until_idle) the caller runs every partition in turn: the same
+ * code, one thread.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // pthread_setaffinity_np, cpu_set_t
+#endif
+#include "rt/internal.h"
+
+#include "op/internal.h"
+#include "util/util.h"
+
+#include <sched.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef LAMINAR_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
+/* A reactor waiting for a round (or reactor 0 for the workers) polls
+ * LM_ROUND_SPINS times, then yields its CPU between polls until a time budget
+ * is spent, then parks. The other side is working on the same round, so the
+ * wait is short; parking would add a futex wake-up, and on a busy machine a
+ * woken thread may wait a whole scheduler slice for a CPU (measured: W1 with
+ * 2 reactors ran 2-3x slower than with 1 when both parked after ~256 polls).
+ * sched_yield rather than pause: the machine may run more threads than cores
+ * (producers, consumers, other programs). */
+#define LM_ROUND_SPINS 64
+#define LM_JOIN_BUDGET_NS 20000000   /* reactor 0 waiting for the workers */
+#define LM_IDLE_BUDGET_NS 2000000    /* a worker waiting for the next round */
+
+/* Poll ready(arg) the way above, without parking; true once it holds. */
+static bool poll_briefly(bool (*ready)(void*), void* arg, int64_t budget_ns) {
+  for (int i = 0; i < LM_ROUND_SPINS; i++) {
+    if (ready(arg)) return true;
+    lm_wait_cpu_relax();
+  }
+  int64_t until = lm_rt_now_ns() + budget_ns;
+  for (uint32_t i = 1;; i++) {
+    if (ready(arg)) return true;
+    sched_yield();
+    if ((i & 15) == 0 && lm_rt_now_ns() >= until) return ready(arg);
+  }
+}
+
+/* ---- scratch ---------------------------------------------------------------- */
+
+void lm_gather_buf_free(lm_gather_buf* g) {
+  lm_free(g->hashes);
+  lm_free(g->sel);
+  lm_free(g->cols);
+  lm_free(g->mem);
+  memset(g, 0, sizeof *g);
+}
+
+static laminar_code gather_rows(lm_gather_buf* g, int64_t n) {
+  if (n <= g->rows_cap) return LAMINAR_OK;
+  int64_t cap = g->rows_cap ? g->rows_cap : 1024;
+  while (cap < n) cap *= 2;
+  uint64_t* h = lm_realloc(g->hashes, sizeof *h * (size_t)cap);
+  if (h == NULL) return LAMINAR_ERR_NOMEM;
+  g->hashes = h;
+  int32_t* sel = lm_realloc(g->sel, sizeof *sel * (size_t)cap);
+  if (sel == NULL) return LAMINAR_ERR_NOMEM;
+  g->sel = sel;
+  g->rows_cap = cap;
+  return LAMINAR_OK;
+}
+
+/* Room for `ncols` column headers and `bytes` of column memory. */
+static laminar_code gather_reserve(lm_gather_buf* g, int32_t ncols, size_t bytes) {
+  if (ncols > g->cols_cap) {
+    lm_vec* c = lm_realloc(g->cols, sizeof *c * (size_t)ncols);
+    if (c == NULL) return LAMINAR_ERR_NOMEM;
+    g->cols = c;
+    g->cols_cap = ncols;
+  }
+  if (bytes > g->mem_cap) {
+    size_t cap = g->mem_cap ? g->mem_cap : 65536;
+    while (cap < bytes) cap *= 2;
+    unsigned char* m = lm_realloc(g->mem, cap);
+    if (m == NULL) return LAMINAR_ERR_NOMEM;
+    g->mem = m;
+    g->mem_cap = cap;
+  }
+  return LAMINAR_OK;
+}
+
+static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* Rows sel[0..m) of columns `in` into g (views valid until g is reused).
+ * Strings stay views into the input's bytes. */
+static laminar_code gather(lm_gather_buf* g, const lm_vec* in, int32_t ncols,
+                           const int32_t* sel, int64_t m, lm_chunk* out) {
+  size_t bytes = 0;
+  for (int32_t c = 0; c < ncols; c++) {
+    bytes += align16((size_t)(m * lm_type_width(in[c].type)));
+    if (in[c].nulls != NULL) bytes += align16((size_t)m);
+  }
+  LM_TRY(gather_reserve(g, ncols, bytes));
+  unsigned char* p = g->mem;
+  for (int32_t c = 0; c < ncols; c++) {
+    const lm_vec* v = &in[c];
+    int64_t w = lm_type_width(v->type);
+    unsigned char* data = p;
+    p += align16((size_t)(m * w));
+    const unsigned char* src = v->data;
+    switch (w) {
+      case 8:
+        for (int64_t k = 0; k < m; k++) memcpy(data + k * 8, src + (int64_t)sel[k] * 8, 8);
+        break;
+      case 4:
+        for (int64_t k = 0; k < m; k++) memcpy(data + k * 4, src + (int64_t)sel[k] * 4, 4);
+        break;
+      case 1:
+        for (int64_t k = 0; k < m; k++) data[k] = src[sel[k]];
+        break;
+      default:
+        for (int64_t k = 0; k < m; k++) memcpy(data + k * w, src + (int64_t)sel[k] * w, (size_t)w);
+        break;
+    }
+    uint8_t* nulls = NULL;
+    if (v->nulls != NULL) {
+      nulls = p;
+      p += align16((size_t)m);
+      for (int64_t k = 0; k < m; k++) nulls[k] = v->nulls[sel[k]];
+    }
+    g->cols[c] = (lm_vec){v->type, m, nulls, data};
+  }
+  *out = (lm_chunk){m, ncols, g->cols};
+  return LAMINAR_OK;
+}
+
+/* Concatenate batches b[0..k) (same schema) into g's columns. */
+static laminar_code concat(lm_gather_buf* g, lm_batch* const* b, int32_t k, int32_t ncols,
+                           lm_chunk* out) {
+  int64_t total = 0;
+  for (int32_t i = 0; i < k; i++) total += b[i]->nrows;
+  size_t bytes = 0;
+  for (int32_t c = 0; c < ncols; c++) {
+    bytes += align16((size_t)(total * lm_type_width(b[0]->cols[c].type))) + align16((size_t)total);
+  }
+  LM_TRY(gather_reserve(g, ncols, bytes));
+  unsigned char* p = g->mem;
+  for (int32_t c = 0; c < ncols; c++) {
+    int64_t w = lm_type_width(b[0]->cols[c].type);
+    unsigned char* data = p;
+    p += align16((size_t)(total * w));
+    uint8_t* nulls = p;
+    p += align16((size_t)total);
+    bool any_null = false;
+    int64_t at = 0;
+    for (int32_t i = 0; i < k; i++) {
+      const lm_vec* v = &b[i]->cols[c];
+      int64_t n = b[i]->nrows;
+      if (n == 0) continue;
+      if (v->data != NULL) {
+        memcpy(data + at * w, v->data, (size_t)(n * w));
+      } else {
+        memset(data + at * w, 0, (size_t)(n * w));
+      }
+      if (v->nulls != NULL) {
+        memcpy(nulls + at, v->nulls, (size_t)n);
+        any_null = true;
+      } else {
+        memset(nulls + at, 0, (size_t)n);
+      }
+      at += n;
+    }
+    g->cols[c] = (lm_vec){b[0]->cols[c].type, total, any_null ? nulls : NULL, data};
+  }
+  *out = (lm_chunk){total, ncols, g->cols};
+  return LAMINAR_OK;
+}
+
+/* ---- keyed streams ---------------------------------------------------------- */
+
+/* The tail of partition p's chain: build its output once, on its reactor,
+ * into the current round slot. */
+static laminar_code part_sink(void* arg, const lm_chunk* chunk) {
+  lm_stream_part* sp = arg;
+  const lm_stream_def* s = sp->stream;
+  if (s->nsinks == 0 && s->nsubs == 0 && s->nreaders == 0) return LAMINAR_OK;
+  if (chunk->nrows == 0) return LAMINAR_OK;
+  lm_part_out* o = &sp->out[sp->cur_slot];
+  if (o->n == o->cap) {
+    int32_t cap = o->cap ? o->cap * 2 : 8;
+    lm_part_item* grown = lm_realloc(o->items, sizeof *grown * (size_t)cap);
+    if (grown == NULL) return LAMINAR_ERR_NOMEM;
+    o->items = grown;
+    o->cap = cap;
+  }
+  lm_batch* batch;
+  LM_TRY(lm_arrow_build(&s->out_schema, chunk->cols, chunk->nrows, &batch));
+  o->items[o->n++] = (lm_part_item){sp->cur_msg, batch};
+  return LAMINAR_OK;
+}
+
+laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
+                                     const lm_source_def* src, bool is_view) {
+  const lm_window_spec* w = &s->plan.window;
+  /* A stream with a late side output stays whole: its window operator hands
+   * late rows straight to the late stream, one reactor's chain only. */
+  bool keyed = rt->ncores > 1 && src != NULL && s->plan.windowed && !is_view &&
+               !w->changelog && w->nkeys > 0 && s->plan.late_output == NULL;
+  for (int32_t k = 0; keyed && k < w->nkeys; k++) {
+    keyed = w->keys[k]->kind == LM_EXPR_COLUMN && w->keys[k]->column >= 0 &&
+            w->keys[k]->column < src->schema.ncols;
+  }
+  s->nparts = 1;
+  if (!keyed) {
+    lm_stream_def_attach(s);
+    return LAMINAR_OK;
+  }
+  int32_t n = rt->ncores;
+  int32_t* keys = lm_calloc((size_t)w->nkeys, sizeof *keys);
+  lm_stream_part* parts = lm_calloc((size_t)n, sizeof *parts);
+  laminar_code rc = keys != NULL && parts != NULL ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
+  for (int32_t p = 1; p < n && rc == LAMINAR_OK; p++) {
+    rc = lm_plan_build_chain(&s->plan, &parts[p].chain);
+  }
+  if (rc != LAMINAR_OK) {
+    for (int32_t p = 1; parts != NULL && p < n; p++) lm_op_chain_destroy(parts[p].chain);
+    lm_free(parts);
+    lm_free(keys);
+    return rc;
+  }
+  for (int32_t k = 0; k < w->nkeys; k++) keys[k] = w->keys[k]->column;
+  s->part_keys = keys;
+  s->npart_keys = w->nkeys;
+  s->parts = parts;
+  s->parts[0].chain = s->chain;
+  for (int32_t p = 0; p < n; p++) {
+    lm_stream_part* sp = &s->parts[p];
+    sp->stream = s;
+    sp->index = p;
+    sp->watermark_ms = INT64_MIN;
+    lm_op* tail = sp->chain;
+    while (tail->next != NULL) tail = tail->next;
+    tail->sink = part_sink;
+    tail->sink_arg = sp;
+  }
+  s->nparts = n;
+  return LAMINAR_OK;
+}
+
+void lm_stream_def_start_at(lm_stream_def* s, int64_t watermark_ms) {
+  s->watermark_ms = watermark_ms;
+  if (watermark_ms == INT64_MIN) return;
+  /* Empty state: emits nothing. */
+  if (s->nparts <= 1) {
+    lm_op_chain_watermark(s->chain, watermark_ms);
+    return;
+  }
+  for (int32_t p = 0; p < s->nparts; p++) {
+    s->parts[p].watermark_ms = watermark_ms;
+    lm_op_chain_watermark(s->parts[p].chain, watermark_ms);
+  }
+}
+
+void lm_stream_def_free_parts(lm_stream_def* s) {
+  for (int32_t p = 0; s->parts != NULL && p < s->nparts; p++) {
+    lm_stream_part* sp = &s->parts[p];
+    if (p > 0) lm_op_chain_destroy(sp->chain); /* parts[0].chain is s->chain */
+    for (int32_t k = 0; k < LM_RT_ROUNDS_INFLIGHT; k++) {
+      for (int32_t i = 0; i < sp->out[k].n; i++) lm_batch_unref(sp->out[k].items[i].batch);
+      lm_free(sp->out[k].items);
+    }
+  }
+  lm_free(s->parts);
+  lm_free(s->part_keys);
+  s->parts = NULL;
+  s->part_keys = NULL;
+}
+
+int64_t lm_stream_late_rows(const lm_stream_def* s) {
+  if (s->nparts <= 1) return lm_op_window_late_rows(s->chain);
+  int64_t n = 0;
+  for (int32_t p = 0; p < s->nparts; p++) n += lm_op_window_late_rows(s->parts[p].chain);
+  return n;
+}
+
+int64_t lm_stream_state_rows(const lm_stream_def* s) {
+  if (s->nparts <= 1) return lm_op_window_state_rows(s->chain);
+  int64_t n = 0;
+  for (int32_t p = 0; p < s->nparts; p++) n += lm_op_window_state_rows(s->parts[p].chain);
+  return n;
+}
+
+void lm_stream_rows(const lm_stream_def* s, int64_t* rows_in, int64_t* rows_out) {
+  *rows_in = 0;
+  *rows_out = 0;
+  for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++) {
+    const lm_op* head = s->nparts > 1 ? s->parts[p].chain : s->chain;
+    const lm_op* tail = head;
+    while (tail->next != NULL) tail = tail->next;
+    *rows_in += head->rows_in;
+    *rows_out += tail->rows_out;
+  }
+}
+
+laminar_code lm_stream_state_bytes(const lm_stream_def* s, int64_t* out) {
+  *out = 0;
+  for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++) {
+    lm_state_writer w;
+    lm_state_writer_init(&w);
+    laminar_code rc = lm_op_chain_snapshot(s->nparts > 1 ? s->parts[p].chain : s->chain, &w);
+    if (rc == LAMINAR_OK) rc = lm_state_writer_status(&w);
+    *out += (int64_t)w.len;
+    lm_state_writer_free(&w);
+    LM_TRY(rc);
+  }
+  return LAMINAR_OK;
+}
+
+bool lm_rt_source_partitioned(const lm_source_def* src) {
+  for (int32_t i = 0; i < src->nreaders; i++) {
+    if (src->readers[i]->nparts > 1) return true;
+  }
+  return false;
+}
+
+/* ---- one reactor's share of a round ----------------------------------------- */
+
+static bool same_keys(const lm_stream_def* a, const lm_stream_def* b) {
+  return a != NULL && a->npart_keys == b->npart_keys &&
+         memcmp(a->part_keys, b->part_keys, sizeof(int32_t) * (size_t)a->npart_keys) == 0;
+}
+
+/* Partition of a row hash among n: the high half scaled to [0, n). */
+static inline int32_t part_of(uint64_t h, int32_t n) {
+  return (int32_t)(((h >> 32) * (uint64_t)n) >> 32);
+}
+
+/* Rows of `batch` whose key hash falls in partition p, gathered into r's
+ * scratch. */
+static laminar_code select_part(lm_reactor* r, const lm_stream_def* s, const lm_batch* batch,
+                                int32_t nparts, lm_chunk* out) {
+  lm_gather_buf* g = &r->scratch;
+  int64_t n = batch->nrows;
+  LM_TRY(gather_rows(g, n));
+  lm_vec keys[16];
+  lm_vec* kv = s->npart_keys <= 16 ? keys : lm_malloc(sizeof *kv * (size_t)s->npart_keys);
+  if (kv == NULL) return LAMINAR_ERR_NOMEM;
+  for (int32_t k = 0; k < s->npart_keys; k++) kv[k] = batch->cols[s->part_keys[k]];
+  lm_op_hash_keys(kv, s->npart_keys, n, g->hashes);
+  if (kv != keys) lm_free(kv);
+  int64_t m = 0;
+  int32_t p = r->index;
+  for (int64_t k = 0; k < n; k++) {
+    g->sel[m] = (int32_t)k;
+    m += part_of(g->hashes[k], nparts) == p;
+  }
+  return gather(g, batch->cols, batch->ncols, g->sel, m, out);
+}
+
+/* Reactor r's partition of round `seq` (its slot). */
+static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
+  int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
+  const lm_round* rd = &rt->rounds[slot];
+  const lm_source_def* src = rd->src;
+  int32_t p = r->index;
+  int64_t rows = 0;
+  for (int32_t i = 0; i < src->nreaders; i++) {
+    lm_stream_def* s = src->readers[i];
+    if (s->nparts > 1) s->parts[p].cur_slot = slot;
+  }
+  for (int32_t j = 0; j < rd->n; j++) {
+    const lm_batch* batch = rd->msgs[j]->batch;
+    if (batch != NULL && batch->nrows > 0) {
+      const lm_stream_def* prev = NULL;
+      lm_chunk sub = {0, 0, NULL};
+      laminar_code sel_rc = LAMINAR_OK;
+      for (int32_t i = 0; i < src->nreaders; i++) {
+        lm_stream_def* s = src->readers[i];
+        if (s->nparts <= 1) continue;
+        lm_stream_part* sp = &s->parts[p];
+        lm_part_out* o = &sp->out[slot];
+        sp->cur_msg = j;
+        if (!same_keys(prev, s)) { /* streams grouping alike share one routing */
+          sel_rc = select_part(r, s, batch, rt->ncores, &sub);
+          prev = s;
+        }
+        if (sel_rc != LAMINAR_OK) {
+          if (o->rc == LAMINAR_OK) o->rc = sel_rc;
+          prev = NULL;
+          continue;
+        }
+        if (sub.nrows == 0 || o->rc != LAMINAR_OK) continue;
+        rows += sub.nrows;
+        o->rc = lm_op_chain_chunk(sp->chain, &sub);
+      }
+    }
+    int64_t wm = rd->wms[j];
+    if (wm == INT64_MIN) continue;
+    for (int32_t i = 0; i < src->nreaders; i++) {
+      lm_stream_def* s = src->readers[i];
+      if (s->nparts <= 1) continue;
+      lm_stream_part* sp = &s->parts[p];
+      lm_part_out* o = &sp->out[slot];
+      sp->cur_msg = j;
+      if (wm <= sp->watermark_ms || o->rc != LAMINAR_OK) continue;
+      sp->watermark_ms = wm;
+      o->rc = lm_op_chain_watermark(sp->chain, wm);
+    }
+  }
+  for (int32_t i = 0; i < src->nreaders; i++) {
+    lm_stream_def* s = src->readers[i];
+    if (s->nparts > 1) s->parts[p].out[slot].late_rows = lm_op_window_late_rows(s->parts[p].chain);
+  }
+  atomic_fetch_add_explicit(&r->rows, rows, memory_order_relaxed);
+  atomic_fetch_add_explicit(&r->rounds, 1, memory_order_relaxed);
+}
+
+/* ---- merge (reactor 0) ------------------------------------------------------- */
+
+/* Publish batches b[0..k) of stream s as one batch (concatenated if k > 1). */
+static laminar_code publish_as_one(lm_rt* rt, lm_stream_def* s, lm_batch* const* b, int32_t k) {
+  if (k == 0) return LAMINAR_OK;
+  if (k == 1) return lm_rt_stream_publish(s, b[0]);
+  lm_chunk all;
+  lm_batch* merged = NULL;
+  laminar_code rc = concat(&rt->merge_buf, b, k, s->out_schema.ncols, &all);
+  if (rc == LAMINAR_OK) rc = lm_arrow_build(&s->out_schema, all.cols, all.nrows, &merged);
+  if (rc == LAMINAR_OK) rc = lm_rt_stream_publish(s, merged);
+  lm_batch_unref(merged);
+  return rc;
+}
+
+/* Deliver the partition outputs of stream s for round message j: one batch per
+ * partition that emitted (`split`: no copy), or all of them as one batch. */
+static laminar_code merge_msg(lm_rt* rt, lm_stream_def* s, int32_t slot, int32_t j, bool split) {
+  lm_batch* found[2 * LM_RT_MAX_CORES];
+  lm_batch** b = found;
+  int32_t cap = 2 * LM_RT_MAX_CORES, k = 0;
+  laminar_code rc = LAMINAR_OK;
+  for (int32_t p = 0; p < s->nparts && rc == LAMINAR_OK; p++) {
+    lm_part_out* o = &s->parts[p].out[slot];
+    while (o->merged < o->n && o->items[o->merged].msg == j) {
+      if (k == cap) { /* more than two outputs per partition: rare, grow */
+        lm_batch** grown = lm_malloc(sizeof *grown * (size_t)cap * 2);
+        if (grown == NULL) {
+          rc = LAMINAR_ERR_NOMEM;
+          break;
+        }
+        memcpy(grown, b, sizeof *b * (size_t)k);
+        if (b != found) lm_free(b);
+        b = grown;
+        cap *= 2;
+      }
+      b[k++] = o->items[o->merged++].batch;
+    }
+    if (split && rc == LAMINAR_OK) {
+      rc = publish_as_one(rt, s, b, k);
+      k = 0;
+    }
+  }
+  if (rc == LAMINAR_OK) rc = publish_as_one(rt, s, b, k);
+  if (b != found) lm_free(b);
+  return rc;
+}
+
+/* After merging round slot `slot` of src: drop the slot's output batches
+ * (delivered or not, after an error), reset it, collect the partitions'
+ * errors and late rows. */
+static laminar_code end_round(lm_source_def* src, int32_t slot) {
+  laminar_code rc = LAMINAR_OK;
+  for (int32_t i = 0; i < src->nreaders; i++) {
+    lm_stream_def* s = src->readers[i];
+    if (s->nparts <= 1) continue;
+    int64_t late = 0;
+    for (int32_t p = 0; p < s->nparts; p++) {
+      lm_part_out* o = &s->parts[p].out[slot];
+      /* Publishing borrowed the partition's reference: drop every item's. */
+      for (int32_t k = 0; k < o->n; k++) lm_batch_unref(o->items[k].batch);
+      o->n = 0;
+      o->merged = 0;
+      if (rc == LAMINAR_OK) rc = o->rc;
+      o->rc = LAMINAR_OK;
+      late += o->late_rows;
+    }
+    atomic_store_explicit(&s->late_rows, late, memory_order_relaxed);
+  }
+  return rc;
+}
+
+/* Round `seq`, which every reactor finished: deliver it message by message in
+ * the one-core order, free its messages, release its slot. */
+static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
+  int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
+  lm_round* rd = &rt->rounds[slot];
+  lm_source_def* src = rd->src;
+  laminar_code rc = LAMINAR_OK;
+  for (int32_t j = 0; j < rd->n; j++) {
+    lm_msg* msg = rd->msgs[j];
+    if (rc == LAMINAR_OK) {
+      lm_chunk chunk = {0, 0, NULL};
+      if (msg->batch != NULL) chunk = (lm_chunk){msg->batch->nrows, msg->batch->ncols, msg->batch->cols};
+      for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
+        lm_stream_def* s = src->readers[i];
+        if (s->nparts > 1) {
+          rc = merge_msg(rt, s, slot, j, rd->split);
+        } else if (msg->batch != NULL) {
+          rc = lm_rt_stream_chunk(s, &chunk);
+        }
+      }
+      int64_t wm = rd->wms[j];
+      for (int32_t i = 0; wm != INT64_MIN && i < src->nreaders && rc == LAMINAR_OK; i++) {
+        lm_stream_def* s = src->readers[i];
+        if (s->nparts <= 1) {
+          rc = lm_rt_stream_watermark(s, wm);
+        } else if (wm > s->watermark_ms) {
+          /* Every partition closed its windows for wm above: forward it. */
+          s->watermark_ms = wm;
+          for (int32_t d = 0; d < s->nreaders && rc == LAMINAR_OK; d++) {
+            rc = lm_rt_stream_watermark(s->readers[d], wm);
+          }
+        }
+      }
+    }
+    lm_msg_free(msg);
+    rd->msgs[j] = NULL;
+  }
+  laminar_code prc = end_round(src, slot);
+  rt->inflight_msgs -= rd->n;
+  rd->n = 0;
+  rt->merged = seq;
+  return rc != LAMINAR_OK ? rc : prc;
+}
+
+static bool workers_threaded(const lm_rt* rt) { return rt->ncores > 1 && rt->reactors[1].running; }
+
+/* Every worker finished round merged + 1. */
+static bool oldest_done(void* arg) {
+  lm_rt* rt = arg;
+  uint64_t seq = rt->merged + 1;
+  for (int32_t w = 1; w < rt->ncores; w++) {
+    if (atomic_load_explicit(&rt->reactors[w].done, memory_order_acquire) < seq) return false;
+  }
+  return true;
+}
+
+/* Merge the rounds in flight that every reactor finished; with `wait`, wait
+ * for the oldest first (and merge at least it). */
+static laminar_code merge_ready(lm_rt* rt, bool wait) {
+  laminar_code rc = LAMINAR_OK;
+  uint64_t posted = atomic_load_explicit(&rt->round_seq, memory_order_relaxed);
+  if (wait && rt->merged < posted && !poll_briefly(oldest_done, rt, LM_JOIN_BUDGET_NS)) {
+    while (!lm_waiter_wait(&rt->joined, 10000000, oldest_done, rt)) {
+    }
+  }
+  while (rt->merged < posted && oldest_done(rt)) {
+    laminar_code mrc = merge_round(rt, rt->merged + 1);
+    if (rc == LAMINAR_OK) rc = mrc;
+  }
+  return rc;
+}
+
+laminar_code lm_rt_drain(lm_rt* rt) {
+  laminar_code rc = LAMINAR_OK;
+  while (rt->merged < atomic_load_explicit(&rt->round_seq, memory_order_relaxed)) {
+    laminar_code mrc = merge_ready(rt, true);
+    if (rc == LAMINAR_OK) rc = mrc;
+  }
+  return rc;
+}
+
+laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
+                             bool* out_blocked) {
+  *out_taken = 0;
+  *out_blocked = false;
+  laminar_code rc = merge_ready(rt, false);
+  bool threaded = workers_threaded(rt);
+  while (rc == LAMINAR_OK && lm_mpsc_size(src->queue) > 0) {
+    uint64_t posted = atomic_load_explicit(&rt->round_seq, memory_order_relaxed);
+    if (posted - rt->merged >= LM_RT_ROUNDS_INFLIGHT) { /* every slot in flight */
+      rc = merge_ready(rt, true);
+      continue;
+    }
+    /* Each partition's output for a message is published as its own batch
+     * when every blocking subscriber has room for N per message (no copy),
+     * else the partitions' outputs are concatenated into one (the one-core
+     * headroom). Messages of rounds in flight hold their share already. */
+    uint32_t room = lm_rt_min_free(rt->graph);
+    uint32_t n = (uint32_t)rt->ncores, held = (uint32_t)rt->inflight_msgs;
+    bool split = room > 1 && (room - 1) / n >= held + 1;
+    uint32_t fit = split ? (room - 1) / n : room > 1 ? room - 1 : 0;
+    if (!split && held > 0) { /* concatenated rounds never mix with split ones in flight */
+      rc = merge_ready(rt, true);
+      continue;
+    }
+    uint32_t budget = fit > held ? fit - held : 0;
+    if (budget > LM_RT_ROUND_MSGS) budget = LM_RT_ROUND_MSGS;
+    if (budget == 0) {
+      if (rt->merged < posted) { /* in-flight rounds may free room once merged */
+        rc = merge_ready(rt, true);
+        continue;
+      }
+      *out_blocked = true;
+      break;
+    }
+    uint64_t seq = posted + 1;
+    lm_round* rd = &rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT];
+    rd->src = src;
+    rd->split = split;
+    rd->n = 0;
+    int64_t rows = 0;
+    while ((uint32_t)rd->n < budget && rows < LM_RT_ROUND_ROWS) {
+      void* item;
+      if (!lm_mpsc_pop(src->queue, &item)) break;
+      lm_msg* msg = item;
+      if (msg->batch != NULL) rows += msg->batch->nrows;
+      rd->wms[rd->n] = lm_rt_msg_advance(src, msg);
+      rd->msgs[rd->n++] = msg;
+    }
+    if (rd->n == 0) break;
+    *out_taken += rd->n;
+    rt->inflight_msgs += rd->n;
+    /* Publish (release: the round's contents), then run partition 0 here. */
+    atomic_store_explicit(&rt->round_seq, seq, memory_order_release);
+    if (threaded) {
+      for (int32_t w = 1; w < rt->ncores; w++) lm_waiter_notify(&rt->reactors[w].wake);
+      run_part(rt, &rt->reactors[0], seq);
+    } else {
+      for (int32_t p = 0; p < rt->ncores; p++) run_part(rt, &rt->reactors[p], seq);
+      for (int32_t w = 1; w < rt->ncores; w++) {
+        atomic_store_explicit(&rt->reactors[w].done, seq, memory_order_relaxed);
+      }
+    }
+    rc = merge_ready(rt, false);
+    if (*out_taken >= LM_RT_ROUND_MSGS * LM_RT_ROUNDS_INFLIGHT) break; /* let other sources in */
+  }
+  /* Nothing more to overlap with (queue empty, blocked or an error): finish
+   * what is in flight, so its results reach the subscribers now. */
+  if (rc != LAMINAR_OK || lm_mpsc_size(src->queue) == 0 || *out_blocked) {
+    laminar_code drc = lm_rt_drain(rt);
+    if (rc == LAMINAR_OK) rc = drc;
+  }
+  return rc;
+}
+
+/* ---- worker reactors ------------------------------------------------------------ */
+
+const char* lm_rt_reactor_name(int32_t index) {
+  static const char* const names[LM_RT_MAX_CORES] = {
+      "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15",
+      "16", "17", "18", "19", "20", "21", "22", "23", "24", "25", "26", "27", "28", "29",
+      "30", "31", "32", "33", "34", "35", "36", "37", "38", "39", "40", "41", "42", "43",
+      "44", "45", "46", "47", "48", "49", "50", "51", "52", "53", "54", "55", "56", "57",
+      "58", "59", "60", "61", "62", "63"};
+  return index >= 0 && index < LM_RT_MAX_CORES ? names[index] : "?";
+}
+
+void lm_rt_pin_self(lm_rt* rt, lm_reactor* r) {
+  atomic_store_explicit(&r->cpu, -1, memory_order_relaxed);
+  if (!rt->affinity) return;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  if (ncpu < 1) return;
+  int cpu = (int)(r->index % ncpu);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) return;
+  atomic_store_explicit(&r->cpu, cpu, memory_order_relaxed);
+#ifdef LAMINAR_HAVE_HWLOC
+  /* State this reactor allocates from now on comes from its CPU's NUMA node
+   * (one node: nothing to bind). */
+  hwloc_topology_t topo = rt->topology;
+  if (topo != NULL && hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE) > 1) {
+    hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(topo, (unsigned)cpu);
+    if (pu != NULL && pu->nodeset != NULL) {
+      hwloc_set_membind(topo, pu->nodeset, HWLOC_MEMBIND_BIND,
+                        HWLOC_MEMBIND_THREAD | HWLOC_MEMBIND_BYNODESET);
+    }
+  }
+#endif
+}
+
+static bool worker_ready(void* arg) {
+  lm_reactor* r = arg;
+  return atomic_load_explicit(&r->rt->stop_workers, memory_order_acquire) ||
+         atomic_load_explicit(&r->rt->round_seq, memory_order_acquire) >
+             atomic_load_explicit(&r->done, memory_order_relaxed);
+}
+
+static void* worker_main(void* arg) {
+  lm_reactor* r = arg;
+  lm_rt* rt = r->rt;
+  lm_rt_pin_self(rt, r);
+  for (;;) {
+    if (!poll_briefly(worker_ready, r, LM_IDLE_BUDGET_NS)) {
+      /* Idle: sleep until a round or stop (no more polling: no CPU). */
+      while (!lm_waiter_wait(&r->wake, 50000000, worker_ready, r)) {
+      }
+    }
+    uint64_t posted = atomic_load_explicit(&rt->round_seq, memory_order_acquire);
+    uint64_t done = atomic_load_explicit(&r->done, memory_order_relaxed);
+    if (done >= posted) {
+      /* Stop only with nothing left: reactor 0 drained before stopping us. */
+      if (atomic_load_explicit(&rt->stop_workers, memory_order_acquire)) break;
+      continue;
+    }
+    /* Rounds in order; each posted round's slot stays put until all finished it. */
+    int64_t t0 = lm_rt_now_ns();
+    for (uint64_t seq = done + 1; seq <= posted; seq++) {
+      run_part(rt, r, seq);
+      atomic_store_explicit(&r->done, seq, memory_order_release);
+      lm_waiter_notify(&rt->joined);
+    }
+    atomic_fetch_add_explicit(&r->busy_ns, lm_rt_now_ns() - t0, memory_order_relaxed);
+  }
+  return NULL;
+}
+
+laminar_code lm_rt_workers_start(lm_rt* rt) {
+  atomic_store_explicit(&rt->stop_workers, false, memory_order_release);
+  uint64_t seq = atomic_load_explicit(&rt->round_seq, memory_order_relaxed);
+  for (int32_t w = 1; w < rt->ncores; w++) {
+    lm_reactor* r = &rt->reactors[w];
+    atomic_store_explicit(&r->done, seq, memory_order_relaxed); /* nothing in flight */
+    if (pthread_create(&r->thread, NULL, worker_main, r) != 0) {
+      lm_rt_workers_stop(rt);
+      return LAMINAR_ERR_INTERNAL;
+    }
+    r->running = true;
+  }
+  return LAMINAR_OK;
+}
+
+void lm_rt_workers_stop(lm_rt* rt) {
+  atomic_store_explicit(&rt->stop_workers, true, memory_order_release);
+  for (int32_t w = 1; w < rt->ncores; w++) {
+    lm_reactor* r = &rt->reactors[w];
+    if (!r->running) continue;
+    lm_waiter_notify(&r->wake);
+    pthread_join(r->thread, NULL);
+    r->running = false;
+  }
+}
+
+laminar_code lm_rt_configure(lm_rt* rt, int32_t cores, bool affinity) {
+  if (cores < 1 || cores > LM_RT_MAX_CORES) return LAMINAR_ERR_MISUSE;
+  if (rt->started) return LAMINAR_ERR_STATE;
+  lm_reactor* rs = lm_calloc((size_t)cores, sizeof *rs);
+  if (rs == NULL) return LAMINAR_ERR_NOMEM;
+  for (int32_t i = 0; i < cores; i++) {
+    rs[i].rt = rt;
+    rs[i].index = i;
+    atomic_init(&rs[i].cpu, -1);
+    atomic_init(&rs[i].done, 0);
+    atomic_init(&rs[i].busy_ns, 0);
+    atomic_init(&rs[i].rounds, 0);
+    atomic_init(&rs[i].rows, 0);
+    if (lm_waiter_init(&rs[i].wake) != LAMINAR_OK) {
+      for (int32_t k = 0; k < i; k++) lm_waiter_destroy(&rs[k].wake);
+      lm_free(rs);
+      return LAMINAR_ERR_NOMEM;
+    }
+  }
+  lm_rt_reactors_free(rt);
+  rt->reactors = rs;
+  rt->ncores = cores;
+  rt->affinity = affinity;
+#ifdef LAMINAR_HAVE_HWLOC
+  if (affinity) {
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) == 0) {
+      if (hwloc_topology_load(topo) == 0) {
+        rt->topology = topo;
+      } else {
+        hwloc_topology_destroy(topo);
+      }
+    }
+  }
+#endif
+  return LAMINAR_OK;
+}
+
+void lm_rt_reactors_free(lm_rt* rt) {
+  for (int32_t i = 0; i < rt->ncores; i++) {
+    lm_waiter_destroy(&rt->reactors[i].wake);
+    lm_gather_buf_free(&rt->reactors[i].scratch);
+  }
+  lm_free(rt->reactors);
+  rt->reactors = NULL;
+  lm_gather_buf_free(&rt->merge_buf);
+#ifdef LAMINAR_HAVE_HWLOC
+  if (rt->topology != NULL) hwloc_topology_destroy(rt->topology);
+#endif
+  rt->topology = NULL;
+}
