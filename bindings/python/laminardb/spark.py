@@ -50,7 +50,7 @@ from laminardb.errors import error_for
 if TYPE_CHECKING:  # pragma: no cover -- typing only
     from pyspark.sql import DataFrame
 
-__all__ = ["Plan", "plan", "run", "with_expr"]
+__all__ = ["Plan", "TwoPhase", "plan", "run", "with_expr"]
 
 #: The watermark that closes every window (INT64_MAX).
 FINAL_WATERMARK = 2**63 - 1
@@ -87,6 +87,9 @@ class Plan:
         input_schema: The Arrow schema the tasks push (the source's columns).
         output_schema: The Arrow schema of the stream's rows.
         options: ``laminardb.open`` options of each task's engine.
+        two_phase: The partial and final stages of the stream's aggregation
+            (``laminar_stream_two_phase``), or None when it does not
+            decompose (then the stream runs whole per key partition).
     """
 
     sql: str
@@ -100,6 +103,26 @@ class Plan:
     input_schema: pa.Schema
     output_schema: pa.Schema
     options: tuple[tuple[str, Any], ...]
+    two_phase: TwoPhase | None = None
+
+
+@dataclass(frozen=True)
+class TwoPhase:
+    """A stream's aggregation split in two (``Connection.two_phase``).
+
+    Attributes:
+        partial: The plan of the partial stage: per input partition, every
+            window held open until the partition ends, one row per (window,
+            group) of partial aggregates.
+        final: The plan of the final stage, over the partial rows hashed on
+            ``keys``: the stream's rows.
+        keys: The partial columns to hash on (the GROUP BY keys and the
+            window start ``__ws``).
+    """
+
+    partial: Plan
+    final: Plan
+    keys: tuple[str, ...]
 
 
 # ---------------------------------------------------------------------------
@@ -192,6 +215,7 @@ def plan(df: DataFrame, sql: str, *, source: str | None = None, stream: str | No
         keys = tuple(r["name"] for r in rows if r["role"] == "key")
         source_schema = db.schema(root)
         output_schema = db.schema(stream)
+        split = _two_phase(db, stream, options)
 
     df_schema = to_arrow_schema(df.schema)
     by_lower = {name.lower(): name for name in df_schema.names}
@@ -233,7 +257,34 @@ def plan(df: DataFrame, sql: str, *, source: str | None = None, stream: str | No
         input_schema=pa.schema(fields),
         output_schema=output_schema,
         options=tuple(sorted(options.items())),
+        two_phase=split,
     )
+
+
+def _two_phase(db: laminardb.Connection, stream: str,
+               options: Mapping[str, Any]) -> TwoPhase | None:
+    """The two stages of ``stream``'s aggregation, or None if it does not decompose."""
+    try:
+        rows = db.two_phase(stream).to_pylist()
+    except laminardb.SQLError as e:
+        if e.number == _UNSUPPORTED:
+            return None
+        raise
+    role = {r["role"]: r for r in rows if r["role"] not in ("key", "window")}
+    keys = tuple(r["name"] for r in rows if r["role"] in ("key", "window"))
+
+    def stage(which: str) -> Plan:
+        sql, name = str(role[which]["value"]), str(role[which]["name"])
+        source = str(role[f"{which}_source"]["name"])
+        with laminardb.open(**options) as scratch:
+            scratch.execute(sql)
+            source_schema, output_schema = scratch.schema(source), scratch.schema(name)
+        return Plan(sql=sql, source=source, stream=name,
+                    columns=tuple(source_schema.names), event_time=None, delay_ms=0,
+                    partitioning="key", keys=keys, input_schema=source_schema,
+                    output_schema=output_schema, options=tuple(sorted(options.items())))
+
+    return TwoPhase(partial=stage("partial"), final=stage("final"), keys=keys)
 
 
 def _db_has_no(db: laminardb.Connection, name: str) -> bool:
@@ -243,6 +294,50 @@ def _db_has_no(db: laminardb.Connection, name: str) -> bool:
     except laminardb.SQLError:
         return True
     return False
+
+
+def _partitions(df: DataFrame, partitions: int | None) -> int:
+    """The number of engines: ``partitions`` or ``spark.sql.shuffle.partitions``."""
+    if partitions is None:
+        partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    return partitions
+
+
+def _source_columns(df: DataFrame, p: Plan) -> DataFrame:
+    """``df`` reduced to the source's columns, named and (integers) cast as it declares."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
+
+    have = to_arrow_schema(df.schema)
+    by_lower = {name.lower(): name for name in have.names}
+    cols = []
+    for field in p.input_schema:
+        name = by_lower[field.name.lower()]
+        col = F.col(name)
+        if pa.types.is_integer(field.type) and have.field(name).type != field.type:
+            col = col.cast(from_arrow_type(field.type))
+        cols.append(col.alias(field.name))
+    return df.select(*cols)
+
+
+def _two_phase_frame(df: DataFrame, split: TwoPhase, partitions: int | None,
+                     out_type: Any) -> DataFrame:  # noqa: ANN401 -- a Spark StructType
+    """The batch two-phase plan: partial per input partition, shuffle, final.
+
+    Each input partition runs the partial stage as Spark hands it over (no
+    shuffle, no sort: its source has no watermark, every window stays open
+    until the partition ends, so memory is one partial row per (window,
+    group) the partition holds); only the partial rows are shuffled, hashed on
+    the keys and window start, and each final partition combines them.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    partial = _source_columns(df, split.partial).mapInArrow(
+        functools.partial(_batch_task, split.partial, final=True),
+        from_arrow_schema(split.partial.output_schema))
+    shuffled = partial.repartition(_partitions(df, partitions), *[F.col(k) for k in split.keys])
+    return shuffled.mapInArrow(functools.partial(_batch_task, split.final, final=True), out_type)
 
 
 def _input_frame(df: DataFrame, p: Plan, partitions: int | None) -> tuple[DataFrame, int]:
@@ -258,20 +353,9 @@ def _input_frame(df: DataFrame, p: Plan, partitions: int | None) -> tuple[DataFr
         (0: as many as ``df`` has partitions, for ``any``).
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 
-    have = to_arrow_schema(df.schema)
-    by_lower = {name.lower(): name for name in have.names}
-    cols = []
-    for field in p.input_schema:
-        name = by_lower[field.name.lower()]
-        col = F.col(name)
-        if pa.types.is_integer(field.type) and have.field(name).type != field.type:
-            col = col.cast(from_arrow_type(field.type))
-        cols.append(col.alias(field.name))
-    out = df.select(*cols)
-    if partitions is None:
-        partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    out = _source_columns(df, p)
+    partitions = _partitions(df, partitions)
     if p.partitioning == "key":
         out = out.repartition(partitions, *[F.col(k) for k in p.keys])
     elif p.partitioning == "single":
@@ -293,6 +377,7 @@ def run(
     stream: str | None = None,
     partitions: int | None = None,
     state_location: str | os.PathLike[str] | None = None,
+    two_phase: bool = True,
     **options: Any,  # noqa: ANN401 -- laminardb.open's option values
 ) -> DataFrame:
     """Run a LaminarDB stream over a Spark DataFrame; return its rows as a DataFrame.
@@ -311,6 +396,11 @@ def run(
             executor can reach, where each partition's engine state is kept
             per micro-batch; put it beside the query's checkpoint location
             and keep it with it.
+        two_phase: Batch only: when the stream's aggregation decomposes
+            (COUNT, SUM, AVG, MIN, MAX over tumbling or hopping windows),
+            aggregate each input partition first and shuffle only the partial
+            rows (the default); False runs the stream whole in each key
+            partition (shuffle and sort of every input row), as streaming does.
         **options: ``laminardb.open`` options of each task's engine
             (``buffer_size``, ``vars``...).
 
@@ -333,6 +423,8 @@ def run(
 
     p = plan(df, sql, source=source, stream=stream, **options)
     out_type = from_arrow_schema(p.output_schema)
+    if two_phase and p.two_phase is not None and not df.isStreaming:
+        return _two_phase_frame(df, p.two_phase, partitions, out_type)
     frame, engines = _input_frame(df, p, partitions)
     if not df.isStreaming or p.partitioning == "any":
         # Without windows there is no state to carry: a streaming query's
