@@ -156,7 +156,8 @@ def test_w1_two_phase_and_whole_paths_equal_duckdb(spark: Any, rng: np.random.Ge
     table = trades(rng, 20_000)
     df = spark_frame(spark, table, tmp_path / "in", files=5)
     plan = lspark.plan(df, W1_SQL)
-    assert plan.two_phase is not None and plan.two_phase.keys == ("__k0", "__ws")
+    assert plan.two_phase is not None
+    assert plan.two_phase.keys == ("__k0", "__ws")
     columns, want = duck(W1_DUCK, t=table)
     for two_phase in (True, False):
         out = lspark.run(df, W1_SQL, two_phase=two_phase, partitions=3)

@@ -423,15 +423,34 @@ def run(
 
     p = plan(df, sql, source=source, stream=stream, **options)
     out_type = from_arrow_schema(p.output_schema)
-    if two_phase and p.two_phase is not None and not df.isStreaming:
-        return _two_phase_frame(df, p.two_phase, partitions, out_type)
-    frame, engines = _input_frame(df, p, partitions)
+    split = p.two_phase if two_phase else None
+    if split is not None and not df.isStreaming:
+        return _two_phase_frame(df, split, partitions, out_type)
     if not df.isStreaming or p.partitioning == "any":
         # Without windows there is no state to carry: a streaming query's
         # micro-batches run exactly as batch partitions (no final watermark,
         # which only closes windows).
+        frame, _ = _input_frame(df, p, partitions)
         task = functools.partial(_batch_task, p, final=not df.isStreaming)
         return frame.mapInArrow(task, out_type)
+    location = _stream_location(p, state_location)
+    if split is not None:
+        engines = _partitions(df, partitions)
+        _check_state_location(Path(location), p, engines, two_phase=True)
+        return _two_phase_stream_frame(df, p, split, location, engines, out_type)
+    frame, engines = _input_frame(df, p, partitions)
+    _check_state_location(Path(location), p, engines)
+    task = functools.partial(_stream_task, p, location)
+    return frame.mapInArrow(task, out_type)
+
+
+def _stream_location(p: Plan, state_location: str | os.PathLike[str] | None) -> str:
+    """The state location of a streaming windowed query, checked.
+
+    Raises:
+        ConfigError: LDB-6002 without a state location.
+        SchemaError: LDB-2003 when the source declares no WATERMARK.
+    """
     if state_location is None:
         raise error_for(
             _CONFIG_VALUE,
@@ -445,13 +464,11 @@ def run(
             "would never close a window across micro-batches",
             object=p.source,
         )
-    location = os.fspath(state_location)
-    _check_state_location(Path(location), p, engines)
-    task = functools.partial(_stream_task, p, location)
-    return frame.mapInArrow(task, out_type)
+    return os.fspath(state_location)
 
 
-def _check_state_location(location: Path, p: Plan, partitions: int) -> None:
+def _check_state_location(location: Path, p: Plan, partitions: int, *,
+                          two_phase: bool = False) -> None:
     """Record what the states under ``location`` belong to; refuse another query.
 
     State is kept per partition id, so a restart must hash the rows into the
@@ -462,12 +479,15 @@ def _check_state_location(location: Path, p: Plan, partitions: int) -> None:
             with other SQL or another number of partitions.
     """
     location.mkdir(parents=True, exist_ok=True)
-    meta = {"sql": p.sql, "stream": p.stream, "partitions": partitions}
+    meta: dict[str, Any] = {"sql": p.sql, "stream": p.stream, "partitions": partitions}
+    if two_phase:  # a different state layout: the two paths do not share one
+        meta["two_phase"] = True
     path = location / "query.json"
     if path.exists():
         stored = json.loads(path.read_text(encoding="utf-8"))
         if stored != meta:
-            what = "partitions" if stored.get("sql") == p.sql else "SQL"
+            what = ("partitions" if stored.get("two_phase") == meta.get("two_phase")
+                    else "aggregation (two_phase)") if stored.get("sql") == p.sql else "SQL"
             raise error_for(
                 _CONFIG_CONFLICT,
                 f"LDB-6003: state_location '{location}' holds the state of a query with "
@@ -682,6 +702,128 @@ def _publish_state(part_dir: Path, batch_id: int, work: Path, data: Path) -> Non
         match = _STATE_DIR.match(entry.name)
         if match is not None and int(match.group(1)) < batch_id and entry != keep:
             shutil.rmtree(entry, ignore_errors=True)
+
+
+def _two_phase_stream_frame(df: DataFrame, p: Plan, split: TwoPhase, location: str,
+                            partitions: int,
+                            out_type: Any) -> DataFrame:  # noqa: ANN401 -- a StructType
+    """Build the streaming two-phase plan.
+
+    Per micro-batch: the partial stage per input partition (stateless: every
+    window of the micro-batch's rows closes at its end), a shuffle of the
+    partial rows, the final stage per partition with its windows carried
+    across micro-batches as in :func:`_stream_task`.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    partial = _source_columns(df, split.partial).mapInArrow(
+        functools.partial(_stream_partial_task, p, split, location),
+        from_arrow_schema(split.partial.output_schema))
+    shuffled = partial.repartition(partitions, *[F.col(k) for k in split.keys])
+    return shuffled.mapInArrow(functools.partial(_stream_final_task, p, split, location),
+                               out_type)
+
+
+def _batch_id() -> tuple[int, int]:
+    """(micro-batch id, partition id) of the running task."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    assert ctx is not None
+    return int(ctx.getLocalProperty(_BATCH_ID_PROPERTY) or 0), ctx.partitionId()
+
+
+def _stream_partial_task(p: Plan, split: TwoPhase, location: str,
+                         batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The partial stage of one input partition of a micro-batch.
+
+    Yields the partial rows of every window the partition's rows touch, then
+    records the partition's largest event time under
+    ``location/maxts/b<batch id>/`` for the final stage (which Spark starts
+    only once every partial task has finished).
+    """
+    batch_id, part = _batch_id()
+    seen: list[int] = []
+
+    def counted(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if batch.num_rows:
+                top = pc.max(_event_ms(p, batch)).as_py()
+                if top is not None:
+                    seen.append(int(top))
+            yield batch
+
+    yield from _batch_task(split.partial, counted(batches), final=True)
+    if seen:
+        folder = Path(location) / "maxts" / f"b{batch_id}"
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".m{part:05d}-", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(max(seen)))
+        os.replace(tmp, folder / f"m{part:05d}.json")
+
+
+def _batch_max_ts(location: Path, batch_id: int) -> int | None:
+    """The largest event time of micro-batch ``batch_id`` over all its rows."""
+    best: int | None = None
+    for path in (location / "maxts" / f"b{batch_id}").glob("m*.json"):
+        value = int(json.loads(path.read_text(encoding="utf-8")))
+        best = value if best is None else max(best, value)
+    return best
+
+
+def _stream_final_task(p: Plan, split: TwoPhase, location: str,
+                       batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The final stage of one partition of a micro-batch.
+
+    Restores the partition's state of the batch before (its open windows and
+    the largest event time of every earlier micro-batch), pushes the partial
+    rows (sorted, so every attempt pushes the same rows in the same order)
+    and advances the watermark to the largest event time of all rows through
+    this micro-batch, less the delay: a window closes in the micro-batch whose
+    rows pass it, and a partial row for a window an earlier micro-batch
+    closed is late (dropped, counted in the final stream's late rows).
+    """
+    batch_id, part = _batch_id()
+    root = Path(location)
+    part_dir = root / f"p{part:05d}"
+    prev = _latest_state(part_dir, batch_id)
+    before = None if prev is None else json.loads(
+        (prev / "meta.json").read_text(encoding="utf-8"))["max_ts"]
+    now = _batch_max_ts(root, batch_id)
+    through = before if now is None else now if before is None else max(before, now)
+    out_schema = _spark_out_schema(p)
+    received = list(batches)
+    table = pa.Table.from_batches(received) if received else None
+    if table is not None and table.num_rows:
+        table = table.take(pc.sort_indices(
+            table, sort_keys=[(c, "ascending") for c in table.column_names]))
+    work = Path(tempfile.mkdtemp(prefix="laminardb-spark-"))
+    try:
+        data = work / "db"
+        if prev is not None:
+            shutil.copytree(prev / "db", data)
+        with _open_task_db(split.final, os.fspath(data), _STATE_SETTINGS) as db:
+            sub = db.subscribe(split.final.stream)
+            src = db.source(split.final.source)
+            if before is not None:
+                src.watermark(before - p.delay_ms)
+            for batch in [] if table is None else table.to_batches():
+                src.push(batch)
+                yield from _drain(db, sub, out_schema)
+            if through is not None:
+                src.watermark(through - p.delay_ms)
+            yield from _drain(db, sub, out_schema)
+            db.checkpoint()
+        (work / "meta.json").write_text(json.dumps({"max_ts": through}), encoding="utf-8")
+        _publish_state(part_dir, batch_id, work, data)
+        for old in (root / "maxts").glob("b*"):
+            match = _STATE_DIR.match(old.name)
+            if match is not None and int(match.group(1)) < batch_id:
+                shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------
