@@ -186,7 +186,7 @@ static void print_expr(const lm_ast_expr* e, print_hook hook, void* arg, lm_text
 
 /* ---- the decomposition ------------------------------------------------------------ */
 
-#define MAX_REASON 300
+#define MAX_REASON 1100
 
 typedef struct splitter {
   const lm_ast_select* sel;
@@ -504,10 +504,10 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
   laminar_error serr;
   rc = scratch(partial, &pdb, &serr);
   if (rc != LAMINAR_OK) {
-    rc = lm_error_set(err, rc == LAMINAR_ERR_NOMEM ? rc : LAMINAR_ERR_INTERNAL,
-                      "stream '%s': the partial query does not declare: %s", stream,
-                      serr.message);
-    goto done;
+    if (rc == LAMINAR_ERR_NOMEM) goto nomem;
+    snprintf(sp.reason, sizeof sp.reason, "the partial query does not declare: %s",
+             serr.message);
+    goto refused;
   }
   const lm_stream_def* ps = lm_db_find_stream(pdb, s->name);
   lm_text ft = {0};
@@ -525,10 +525,10 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
   }
   rc = scratch(final, &fdb, &serr);
   if (rc != LAMINAR_OK) {
-    rc = lm_error_set(err, rc == LAMINAR_ERR_NOMEM ? rc : LAMINAR_ERR_INTERNAL,
-                      "stream '%s': the final query does not declare: %s", stream,
-                      serr.message);
-    goto done;
+    if (rc == LAMINAR_ERR_NOMEM) goto nomem;
+    snprintf(sp.reason, sizeof sp.reason, "the final query does not declare: %s",
+             serr.message);
+    goto refused;
   }
   if (!same_columns(&lm_db_find_stream(fdb, s->name)->out_schema, &s->out_schema, sp.reason,
                     sizeof sp.reason)) {
@@ -572,6 +572,9 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
   }
   for (int32_t i = 0; key_names != NULL && i < sp.nkeys; i++) lm_free(key_names[i]);
   lm_free(key_names);
+  goto done;
+nomem:
+  rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   goto done;
 refused:
   rc = lm_error_set(err, LAMINAR_ERR_SQL_UNSUPPORTED,

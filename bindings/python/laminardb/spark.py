@@ -658,19 +658,37 @@ def _stream_task(p: Plan, location: str,
     if table.num_rows:
         batch_max = pc.max(_event_ms(p, table)).as_py()
         max_ts = batch_max if max_ts is None else max(max_ts, batch_max)
+    yield from _run_with_state(
+        p, prev, part_dir, batch_id, table.to_batches(), before=None,
+        after=None if floor is None else floor - p.delay_ms, max_ts=max_ts,
+        out_schema=out_schema)
+
+
+def _run_with_state(engine: Plan, prev: Path | None, part_dir: Path, batch_id: int,
+                    batches: list[pa.RecordBatch], *, before: int | None, after: int | None,
+                    max_ts: int | None, out_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """One stateful micro-batch of one partition's engine.
+
+    Restores state ``prev`` (None: a fresh engine), advances the watermark to
+    ``before``, pushes ``batches``, advances to ``after`` (None: no advance),
+    yields every result batch, then checkpoints and publishes the state with
+    ``max_ts`` as ``part_dir/b<batch_id>``.
+    """
     work = Path(tempfile.mkdtemp(prefix="laminardb-spark-"))
     try:
         data = work / "db"
         if prev is not None:
             shutil.copytree(prev / "db", data)
-        with _open_task_db(p, os.fspath(data), _STATE_SETTINGS) as db:
-            sub = db.subscribe(p.stream)
-            src = db.source(p.source)
-            for batch in table.to_batches():
+        with _open_task_db(engine, os.fspath(data), _STATE_SETTINGS) as db:
+            sub = db.subscribe(engine.stream)
+            src = db.source(engine.source)
+            if before is not None:
+                src.watermark(before)
+            for batch in batches:
                 src.push(batch)
                 yield from _drain(db, sub, out_schema)
-            if floor is not None:
-                src.watermark(floor - p.delay_ms)
+            if after is not None:
+                src.watermark(after)
             yield from _drain(db, sub, out_schema)
             db.checkpoint()
         (work / "meta.json").write_text(json.dumps({"max_ts": max_ts}), encoding="utf-8")
@@ -799,31 +817,15 @@ def _stream_final_task(p: Plan, split: TwoPhase, location: str,
     if table is not None and table.num_rows:
         table = table.take(pc.sort_indices(
             table, sort_keys=[(c, "ascending") for c in table.column_names]))
-    work = Path(tempfile.mkdtemp(prefix="laminardb-spark-"))
-    try:
-        data = work / "db"
-        if prev is not None:
-            shutil.copytree(prev / "db", data)
-        with _open_task_db(split.final, os.fspath(data), _STATE_SETTINGS) as db:
-            sub = db.subscribe(split.final.stream)
-            src = db.source(split.final.source)
-            if before is not None:
-                src.watermark(before - p.delay_ms)
-            for batch in [] if table is None else table.to_batches():
-                src.push(batch)
-                yield from _drain(db, sub, out_schema)
-            if through is not None:
-                src.watermark(through - p.delay_ms)
-            yield from _drain(db, sub, out_schema)
-            db.checkpoint()
-        (work / "meta.json").write_text(json.dumps({"max_ts": through}), encoding="utf-8")
-        _publish_state(part_dir, batch_id, work, data)
-        for old in (root / "maxts").glob("b*"):
-            match = _STATE_DIR.match(old.name)
-            if match is not None and int(match.group(1)) < batch_id:
-                shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    yield from _run_with_state(
+        split.final, prev, part_dir, batch_id, [] if table is None else table.to_batches(),
+        before=None if before is None else before - p.delay_ms,
+        after=None if through is None else through - p.delay_ms, max_ts=through,
+        out_schema=out_schema)
+    for old in (root / "maxts").glob("b*"):
+        match = _STATE_DIR.match(old.name)
+        if match is not None and int(match.group(1)) < batch_id:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------
