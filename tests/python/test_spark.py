@@ -2,7 +2,9 @@
 DataFrame equal DuckDB's answer and one embedded engine's; the driver rejects
 bad SQL, a DataFrame that does not fit the source and a missing event-time
 column before any Spark job runs; with_expr evaluates a SQL expression over
-Spark's Arrow batches.
+Spark's Arrow batches. Windowed aggregations run in two phases by default
+(partial per input partition, shuffle of partial rows, final); both that and
+the whole-stream path (``two_phase=False``) are compared with DuckDB.
 
 Runs in the session's local Spark (conftest ``spark``); marked ``spark`` and
 left out of the ASan pytest run (scripts/test.sh).

@@ -7,7 +7,12 @@ stream's rows. On the driver it opens an in-memory database, runs the SQL
 source, asks the core how the input may be split
 (:meth:`laminardb.Connection.partitioning`) and what the stream's rows look
 like (:meth:`laminardb.Connection.schema`, mapped to a Spark ``StructType``).
-Then it hash-partitions the DataFrame by the key, sorts each partition by
+When the stream's aggregation decomposes (``Connection.two_phase``: COUNT,
+SUM, AVG, MIN, MAX over tumbling or hopping windows), it runs in two phases as
+Spark's own ``groupBy().agg()`` does: a partial engine per input partition as
+it is (no shuffle, no sort), a shuffle of the partial rows only, a final
+engine per partition. Otherwise (or with ``two_phase=False``) it
+hash-partitions the DataFrame by the key, sorts each partition by
 event time and runs one embedded engine per task through ``mapInArrow``: each
 Arrow record batch Spark hands the task is pushed into the core through the
 Arrow C Data Interface (no row conversion, no pandas), the inline driver
@@ -15,7 +20,8 @@ Arrow C Data Interface (no row conversion, no pandas), the inline driver
 they are produced. A batch task ends with the final watermark, closing every
 window.
 
-A streaming DataFrame gets the same treatment per micro-batch, with each
+A streaming DataFrame gets the same treatment per micro-batch (in two phases:
+the partial stage per micro-batch, the final stage's state carried), with each
 partition's engine state (its open windows and watermark) carried from one
 micro-batch to the next as a durable engine checkpoint stored under
 ``state_location``, one per (partition, batch id): a retried task or a
