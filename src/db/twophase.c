@@ -388,6 +388,7 @@ static laminar_code build_texts(laminar_db* db, const lm_stream_def* s, const lm
   lm_text_printf(&tail, "\"__we\", tumble(\"__ws\", INTERVAL '%" PRId64 "' MILLISECOND)",
                  p->window.hop_ms);
   if (having.p != NULL) put(&tail, having.p);
+  bool oom = having.nomem;
   lm_free(lm_text_take(&having));
   int64_t lateness = p->window.lateness_ms + (p->window.size_ms - p->window.hop_ms);
   if (lateness > 0) {
@@ -412,10 +413,11 @@ static laminar_code build_texts(laminar_db* db, const lm_stream_def* s, const lm
   }
   if (part.p != NULL) put(&script, part.p);
   put(&script, ";");
+  oom = oom || part.nomem;
   lm_free(lm_text_take(&part));
   *out_partial = lm_text_take(&script);
   *out_final_tail = lm_text_take(&tail);
-  if (*out_partial == NULL || *out_final_tail == NULL || sp->nomem ||
+  if (oom || *out_partial == NULL || *out_final_tail == NULL || sp->nomem ||
       sp->partial_items.nomem) {
     lm_free(*out_partial);
     lm_free(*out_final_tail);
@@ -510,6 +512,11 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
     goto refused;
   }
   const lm_stream_def* ps = lm_db_find_stream(pdb, s->name);
+  if (ps == NULL) {
+    rc = lm_error_set(err, LAMINAR_ERR_INTERNAL, "stream '%s': the partial query declares "
+                      "no stream '%s'", stream, s->name);
+    goto done;
+  }
   lm_text ft = {0};
   source_ddl(&ft, "__partial", &ps->out_schema);
   put(&ft, ";\nCREATE STREAM ");
@@ -530,8 +537,13 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
              serr.message);
     goto refused;
   }
-  if (!same_columns(&lm_db_find_stream(fdb, s->name)->out_schema, &s->out_schema, sp.reason,
-                    sizeof sp.reason)) {
+  const lm_stream_def* fs = lm_db_find_stream(fdb, s->name);
+  if (fs == NULL) {
+    rc = lm_error_set(err, LAMINAR_ERR_INTERNAL, "stream '%s': the final query declares "
+                      "no stream '%s'", stream, s->name);
+    goto done;
+  }
+  if (!same_columns(&fs->out_schema, &s->out_schema, sp.reason, sizeof sp.reason)) {
     goto refused;
   }
   /* role, name, value: partial / partial_source / final / final_source /
