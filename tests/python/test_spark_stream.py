@@ -223,6 +223,13 @@ def test_streaming_needs_a_state_location(spark: Any, tmp_path: Path) -> None:  
     with pytest.raises(laminardb.ConfigError, match="LDB-6003.*two_phase"):
         lspark.run(stream, SQL, state_location=str(tmp_path / "s"), partitions=3,
                    two_phase=False)
+    # A location holding whole-path state (two_phase=False, or made before two
+    # phases existed) keeps its query on that path by default.
+    lspark.run(stream, SQL, state_location=str(tmp_path / "w"), partitions=3, two_phase=False)
+    lspark.run(stream, SQL, state_location=str(tmp_path / "w"), partitions=3)
+    with pytest.raises(laminardb.ConfigError, match="LDB-6003.*two_phase"):
+        lspark.run(stream, SQL, state_location=str(tmp_path / "w"), partitions=3,
+                   two_phase=True)
 
 
 def test_two_phase_late_rows_follow_the_global_watermark(

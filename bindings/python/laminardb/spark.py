@@ -383,7 +383,7 @@ def run(
     stream: str | None = None,
     partitions: int | None = None,
     state_location: str | os.PathLike[str] | None = None,
-    two_phase: bool = True,
+    two_phase: bool | None = None,
     **options: Any,  # noqa: ANN401 -- laminardb.open's option values
 ) -> DataFrame:
     """Run a LaminarDB stream over a Spark DataFrame; return its rows as a DataFrame.
@@ -402,11 +402,15 @@ def run(
             executor can reach, where each partition's engine state is kept
             per micro-batch; put it beside the query's checkpoint location
             and keep it with it.
-        two_phase: Batch only: when the stream's aggregation decomposes
-            (COUNT, SUM, AVG, MIN, MAX over tumbling or hopping windows),
-            aggregate each input partition first and shuffle only the partial
-            rows (the default); False runs the stream whole in each key
-            partition (shuffle and sort of every input row), as streaming does.
+        two_phase: When the stream's aggregation decomposes (COUNT, SUM,
+            AVG, MIN, MAX over tumbling or hopping windows), aggregate each
+            input partition (each micro-batch's, in streaming) first and
+            shuffle only the partial rows. None (the default): do so, except
+            for a streaming ``state_location`` that already holds the state
+            of the whole-stream path (made with ``two_phase=False`` or by a
+            version before two phases), which that query keeps. True: do so
+            (LDB-6003 for such a location). False: run the stream whole in
+            each key partition (shuffle and sort of every input row).
         **options: ``laminardb.open`` options of each task's engine
             (``buffer_size``, ``vars``...).
 
@@ -417,8 +421,8 @@ def run(
     Raises:
         SQLError, IngestError: As :func:`plan`, on the driver.
         ConfigError: LDB-6002 for a streaming ``df`` without ``state_location``;
-            LDB-6003 when it holds another query's state (other SQL or
-            number of partitions).
+            LDB-6003 when it holds another query's state (other SQL,
+            number of partitions or ``two_phase``).
         SchemaError: LDB-2003 for a streaming windowed stream whose source
             declares no WATERMARK (nothing would ever close its windows).
 
@@ -429,7 +433,11 @@ def run(
 
     p = plan(df, sql, source=source, stream=stream, **options)
     out_type = from_arrow_schema(p.output_schema)
-    split = p.two_phase if two_phase else None
+    split = p.two_phase if two_phase is not False else None
+    if split is not None and df.isStreaming and two_phase is None and state_location is not None:
+        stored = _stored_query(Path(os.fspath(state_location)))
+        if stored is not None and not stored.get("two_phase", False):
+            split = None  # a query started on the whole-stream path stays there
     if split is not None and not df.isStreaming:
         return _two_phase_frame(df, split, partitions, out_type)
     if not df.isStreaming or p.partitioning == "any":
@@ -473,6 +481,15 @@ def _stream_location(p: Plan, state_location: str | os.PathLike[str] | None) -> 
     return os.fspath(state_location)
 
 
+def _stored_query(location: Path) -> dict[str, Any] | None:
+    """What ``location/query.json`` records (None when there is none)."""
+    path = location / "query.json"
+    if not path.exists():
+        return None
+    stored: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return stored
+
+
 def _check_state_location(location: Path, p: Plan, partitions: int, *,
                           two_phase: bool = False) -> None:
     """Record what the states under ``location`` belong to; refuse another query.
@@ -489,8 +506,8 @@ def _check_state_location(location: Path, p: Plan, partitions: int, *,
     if two_phase:  # a different state layout: the two paths do not share one
         meta["two_phase"] = True
     path = location / "query.json"
-    if path.exists():
-        stored = json.loads(path.read_text(encoding="utf-8"))
+    stored = _stored_query(location)
+    if stored is not None:
         if stored != meta:
             what = ("partitions" if stored.get("two_phase") == meta.get("two_phase")
                     else "aggregation (two_phase)") if stored.get("sql") == p.sql else "SQL"
