@@ -8,9 +8,14 @@ both read the same directory of Parquet files, ``--files-per-batch`` per
 micro-batch, with ``trigger(availableNow=True)`` into the ``noop`` sink; Spark's
 operator uses a zero-delay watermark (as W1's ``WATERMARK FOR ts AS ts``) in
 append mode. Prints one line per figure (median of ``--reps``) and the ratios,
-and checks the two batch answers have the same number of rows. ``transfer_only_s``
-is the adapter's pipeline with the core left out (shuffle, sort, Arrow batches
-into the Python worker, dropped there): the rest of ``adapter_s`` is the core.
+and checks the batch answers have the same number of rows. ``adapter_s`` is the
+default two-phase path (partial aggregation per input partition, shuffle of the
+partial rows, final per partition); ``whole_s`` the whole-stream path
+(``two_phase=False``: shuffle and sort of every input row, one engine per key
+partition). ``transfer_only_s`` is the input's trip into the Python workers
+alone (select, Arrow batches into the worker, dropped there): no core, no
+shuffle -- the floor of any ``mapInArrow`` adapter. ``partial_only_s`` is the
+partial stage alone (its rows dropped in Spark's ``noop`` sink).
 
     .venv/bin/python bench/bench_spark.py --rows 5000000 --reps 3
 """
@@ -18,6 +23,7 @@ into the Python worker, dropped there): the rest of ``adapter_s`` is the core.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import statistics
@@ -92,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
+    from pyspark.sql.pandas.types import from_arrow_schema
 
     spark = (SparkSession.builder.master("local[2]").appName("laminardb-bench")
              .config("spark.sql.shuffle.partitions", str(args.partitions))
@@ -107,23 +114,29 @@ def main(argv: list[str] | None = None) -> int:
         assert df.count() == args.rows
 
         adapter = lspark.run(df, W1_SQL, partitions=args.partitions)
+        whole = lspark.run(df, W1_SQL, partitions=args.partitions, two_phase=False)
         own = spark_w1(df, streaming=False)
-        n_adapter, n_spark = adapter.count(), own.count()
-        assert n_adapter == n_spark, (n_adapter, n_spark)
-        batch_adapter = median_seconds(
-            args.reps, lambda _: adapter.write.format("noop").mode("overwrite").save())
-        batch_spark = median_seconds(
-            args.reps, lambda _: own.write.format("noop").mode("overwrite").save())
-        # The adapter's pipeline without the core: the same select, shuffle,
-        # sort and Arrow transfer into the Python worker, batches dropped.
+        n_adapter, n_whole, n_spark = adapter.count(), whole.count(), own.count()
+        assert n_adapter == n_spark == n_whole, (n_adapter, n_whole, n_spark)
         plan = lspark.plan(df, W1_SQL)
-        transfer = (df.select(*plan.columns).repartition(args.partitions, *plan.keys)
-                    .sortWithinPartitions("ts").mapInArrow(_consume, df.schema))
-        batch_transfer = median_seconds(
-            args.reps, lambda _: transfer.write.format("noop").mode("overwrite").save())
-        print(f"RESULT spark-batch W1 rows={args.rows} adapter_s={batch_adapter:.2f} "
-              f"spark_s={batch_spark:.2f} ratio={batch_spark / batch_adapter:.2f} "
-              f"transfer_only_s={batch_transfer:.2f} (result rows {n_adapter})")
+        assert plan.two_phase is not None
+        # The input's trip into the Python workers alone, batches dropped.
+        transfer = df.select(*plan.columns).mapInArrow(_consume, df.schema)
+        # The adapter's partial stage alone (as run() builds it).
+        split = plan.two_phase.partial
+        partial = df.select(*split.columns).mapInArrow(
+            functools.partial(lspark._batch_task, split, final=True),  # noqa: SLF001
+            from_arrow_schema(split.output_schema))
+        figures = {"adapter": adapter, "whole": whole, "spark": own, "transfer_only": transfer,
+                   "partial_only": partial}
+        batch = {name: median_seconds(
+            args.reps, lambda _, f=frame: f.write.format("noop").mode("overwrite").save())
+            for name, frame in figures.items()}
+        print(f"RESULT spark-batch W1 rows={args.rows} adapter_s={batch['adapter']:.2f} "
+              f"spark_s={batch['spark']:.2f} ratio={batch['spark'] / batch['adapter']:.2f} "
+              f"whole_s={batch['whole']:.2f} ratio_whole={batch['spark'] / batch['whole']:.2f} "
+              f"transfer_only_s={batch['transfer_only']:.2f} "
+              f"partial_only_s={batch['partial_only']:.2f} (result rows {n_adapter})")
 
         if not args.skip_streaming:
             schema = "symbol string, price double, volume long, ts long"
@@ -132,9 +145,10 @@ def main(argv: list[str] | None = None) -> int:
                 src = (spark.readStream.schema(schema)
                        .option("maxFilesPerTrigger", args.files_per_batch).parquet(str(inp)))
                 ckpt = work / f"ckpt-{which}-{rep}"
-                if which == "adapter":
+                if which != "spark":
                     out = lspark.run(src, W1_SQL, partitions=args.partitions,
-                                     state_location=str(ckpt / "laminardb"))
+                                     state_location=str(ckpt / "laminardb"),
+                                     two_phase=which == "adapter")
                 else:
                     out = spark_w1(src, streaming=True)
                 query = (out.writeStream.format("noop").outputMode("append")
@@ -143,10 +157,12 @@ def main(argv: list[str] | None = None) -> int:
                 query.awaitTermination()
 
             stream_adapter = median_seconds(args.reps, lambda r: stream_run("adapter", r))
+            stream_whole = median_seconds(args.reps, lambda r: stream_run("whole", r))
             stream_spark = median_seconds(args.reps, lambda r: stream_run("spark", r))
             print(f"RESULT spark-stream W1 rows={args.rows} micro_batches="
                   f"{-(-args.files // args.files_per_batch)} adapter_s={stream_adapter:.2f} "
-                  f"spark_s={stream_spark:.2f} ratio={stream_spark / stream_adapter:.2f}")
+                  f"spark_s={stream_spark:.2f} ratio={stream_spark / stream_adapter:.2f} "
+                  f"whole_s={stream_whole:.2f} ratio_whole={stream_spark / stream_whole:.2f}")
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

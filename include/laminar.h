@@ -560,6 +560,51 @@ LAMINAR_API laminar_code laminar_stream_partitioning(laminar_db* db, const char*
                                                      struct ArrowArrayStream* out,
                                                      laminar_error* err);
 
+/* Split windowed stream `name` into a partial and a final query (two-phase
+ * aggregation): running the partial query over any split of the stream's
+ * input, one database per part, and the final query over all the partial
+ * rows, with the partial rows of one group in one database, gives the
+ * stream's rows (same column names, types and order), window by window.
+ * One string table (columns role, name, value), rows in this order:
+ *   partial         name: the partial stream; value: SQL declaring the root
+ *                   source (its columns only: no WATERMARK, so its windows
+ *                   close on explicit watermarks alone and no row is late),
+ *                   the upstream streams as declared, and the partial stream
+ *                   (one row per window and group: __ws, __we = the window's
+ *                   bounds, __k0.. = the GROUP BY keys, __a<j>/__b<j> = the
+ *                   partial aggregates)
+ *   partial_source  name: the source the partial SQL reads (the root source)
+ *   final           name: the stream's own name; value: SQL declaring the
+ *                   final source (the partial stream's columns, no watermark)
+ *                   and the final stream (the stream's select list, HAVING
+ *                   and output names; a window closes at the watermark that
+ *                   closes it in the stream)
+ *   final_source    name: the source the final SQL reads
+ *   key             name: a partial column of a GROUP BY key (one row each):
+ *                   hash the partial rows on the keys (and __ws if wanted)
+ *   window          name: __ws; value: the window's hop in ms (its size for
+ *                   tumble)
+ * COUNT, COUNT(*), SUM, MIN, MAX and AVG (as SUM and COUNT) decompose, in any
+ * expression over them; WHERE runs in the partial query, HAVING and the select
+ * list's expressions in the final. Tumbling and hopping windows decompose
+ * (a hopping window per window: __ws names it). Run the partial query to the
+ * end of its input and close it with laminar_source_watermark(INT64_MAX)
+ * (it holds every window of its part open until then), feed its rows to the
+ * final query and close that with a watermark too. A SUM of BIGINT whose
+ * partial total does not fit BIGINT is NULL in the partial (the stream would
+ * give the full total's verdict).
+ * Ownership: *out is the caller's on LAMINAR_OK; release it with out->release.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no stream of that
+ *   name); LAMINAR_ERR_SQL_UNSUPPORTED with the reason when the stream does
+ *   not decompose (no window, a session window, EMIT CHANGES, COUNT(DISTINCT),
+ *   FIRST/LAST, an aggregating upstream stream, a materialized view): run it
+ *   whole, partitioned as laminar_stream_partitioning says;
+ *   LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_stream_two_phase(laminar_db* db, const char* name,
+                                                  struct ArrowArrayStream* out,
+                                                  laminar_error* err);
+
 /* ------------------------------------------------------------------------------
  * Sources
  * ---------------------------------------------------------------------------- */

@@ -289,7 +289,7 @@ static laminar_code bind_literal(binder* b, const lm_ast_expr* a, lm_expr** out)
   return LAMINAR_OK;
 }
 
-static const char* op_text(lm_ast_op op) {
+const char* lm_bind_op_text(lm_ast_op op) {
   switch (op) {
     case LM_OP_ADD: return "+";
     case LM_OP_SUB: return "-";
@@ -349,7 +349,7 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op, 
       if ((l->type != LM_TYPE_BOOL && l->type != LM_TYPE_NULL) ||
           (r->type != LM_TYPE_BOOL && r->type != LM_TYPE_NULL)) {
         return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at, "%s needs BOOLEAN operands, got %s and %s",
-                    op_text(op), lm_type_name(l->type), lm_type_name(r->type));
+                    lm_bind_op_text(op), lm_type_name(l->type), lm_type_name(r->type));
       }
       LM_TRY(coerce(b, &l, LM_TYPE_BOOL));
       LM_TRY(coerce(b, &r, LM_TYPE_BOOL));
@@ -407,7 +407,7 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op, 
   if (lt == LM_TYPE_NULL) lt = rt = LM_TYPE_INT64;
   if (!is_numeric(lt) || !is_numeric(rt)) {
     return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at, "cannot apply '%s' to %s and %s",
-                op_text(op), lm_type_name(l->type), lm_type_name(r->type));
+                lm_bind_op_text(op), lm_type_name(l->type), lm_type_name(r->type));
   }
   /* As DuckDB: '/' is DOUBLE; INT op INT stays INT (and overflows at 32 bits). */
   lm_type t = (op == LM_OP_DIV || lt == LM_TYPE_DOUBLE || rt == LM_TYPE_DOUBLE) ? LM_TYPE_DOUBLE
@@ -653,7 +653,7 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       }
       if (!is_numeric(x->type) && x->type != LM_TYPE_NULL) {
         return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "unary '%s' needs a number, got %s",
-                    op_text(a->op), lm_type_name(x->type));
+                    lm_bind_op_text(a->op), lm_type_name(x->type));
       }
       if (a->op == LM_OP_PLUS) {
         *out = x;
@@ -1190,6 +1190,16 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void*
 }
 
 bool lm_bind_has_aggregate(const lm_ast_expr* e) { return contains_agg(e); }
+
+bool lm_bind_ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) { return ast_equal(x, y); }
+
+bool lm_bind_is_aggregate_call(const lm_ast_expr* e) {
+  return e != NULL && e->kind == LM_AST_FUNCTION && is_agg_name(e->fname);
+}
+
+bool lm_bind_is_window_call(const lm_ast_expr* e) {
+  return e != NULL && e->kind == LM_AST_FUNCTION && is_window_fn(e->fname);
+}
 
 /* An allowed_lateness value: an INTERVAL (or integer milliseconds) >= 0. */
 static bool lateness_value(const lm_ast_expr* v, int64_t* out) {

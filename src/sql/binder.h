@@ -18,6 +18,15 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void*
 
 /* True when expression `e` calls an aggregate function anywhere in it. */
 bool lm_bind_has_aggregate(const lm_ast_expr* e);
+/* The binder's structural equality of expressions (how a select item matches
+ * a GROUP BY key; column qualifiers are ignored). */
+bool lm_bind_ast_equal(const lm_ast_expr* x, const lm_ast_expr* y);
+/* `e` is a call of an aggregate (COUNT, SUM, ...) / of a window function
+ * (tumble, hop, slide, session) itself. */
+bool lm_bind_is_aggregate_call(const lm_ast_expr* e);
+bool lm_bind_is_window_call(const lm_ast_expr* e);
+/* An operator as SQL spells it ("+", "<>", "AND", "||"); static text. */
+const char* lm_bind_op_text(lm_ast_op op);
 
 /* A source's time option `o` of CREATE SOURCE `object`: allowed_lateness =
  * INTERVAL (into *lateness_ms) or watermark = 'col' (the same as WATERMARK FOR

@@ -110,6 +110,39 @@ static laminar_code show_streams(session* s, laminar_error* err) {
   return n == 1 ? LAMINAR_OK : LAMINAR_ERR_INTERNAL;
 }
 
+/* laminar_stream_two_phase (its scratch databases included); the final SQL
+ * goes into the output. */
+static laminar_code two_phase(session* s, laminar_error* err) {
+  struct ArrowArrayStream st;
+  laminar_code rc = laminar_stream_two_phase(s->db, "vwap", &st, err);
+  if (rc != LAMINAR_OK) return rc;
+  struct ArrowSchema sc;
+  struct ArrowArray a;
+  int e = st.get_schema(&st, &sc);
+  if (e == 0) {
+    e = st.get_next(&st, &a);
+    if (e == 0 && a.release != NULL) {
+      struct ArrowArrayView view;
+      struct ArrowError aerr;
+      if (ArrowArrayViewInitFromSchema(&view, &sc, &aerr) == NANOARROW_OK &&
+          ArrowArrayViewSetArray(&view, &a, &aerr) == NANOARROW_OK) {
+        struct ArrowStringView sql = ArrowArrayViewGetStringUnsafe(view.children[2], 2);
+        int n = snprintf(s->out + s->out_len, sizeof s->out - s->out_len, "%lld %.*s\n",
+                         (long long)a.length, (int)sql.size_bytes, sql.data);
+        if (n > 0 && s->out_len + (size_t)n < sizeof s->out) s->out_len += (size_t)n;
+      } else {
+        e = 22;
+      }
+      ArrowArrayViewReset(&view);
+      a.release(&a);
+    }
+    sc.release(&sc);
+  }
+  st.release(&st);
+  if (e != 0) return e == 12 ? LAMINAR_ERR_NOMEM : LAMINAR_ERR_INTERNAL;
+  return LAMINAR_OK;
+}
+
 /* Stream processing itself (the operators, run by run_until_idle) is not
  * covered: an operator that runs out of memory halfway through a batch cannot
  * yet undo what it applied, so those steps run with the countdown paused (see
@@ -162,10 +195,11 @@ static laminar_code step(session* s, int i, laminar_error* err) {
     case 15: return show_streams(s, err);
     case 16: return read_table(s, laminar_metrics, err);
     case 17: return read_table(s, laminar_pipeline_state, err);
+    case 18: return two_phase(s, err);
     default: return LAMINAR_OK;
   }
 }
-#define NSTEPS 18
+#define NSTEPS 19
 
 static void session_end(void* arg) {
   session* s = arg;

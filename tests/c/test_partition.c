@@ -15,19 +15,12 @@ static laminar_code partitioning_text(laminar_db* db, const char* name, char* ou
   laminar_code rc = laminar_stream_partitioning(db, name, &st, err);
   if (rc != LAMINAR_OK) return rc;
   result_view rv;
-  memset(&rv, 0, sizeof rv);
-  if (st.get_schema(&st, &rv.schema) != 0 || st.get_next(&st, &rv.array) != 0 ||
-      rv.array.release == NULL || result_view_init(&rv) != 0) {
-    rc = LAMINAR_ERR_INTERNAL;
-  }
+  if (one_batch_view(&st, &rv) != 0) rc = LAMINAR_ERR_INTERNAL;
   for (int64_t r = 0; rc == LAMINAR_OK && r < rv.array.length; r++) {
     if (out[0] != '\0') strncat(out, ";", cap - strlen(out) - 1);
     render_row(&rv.schema, &rv.view, r, out, cap);
   }
-  ArrowArrayViewReset(&rv.view);
-  if (rv.array.release != NULL) rv.array.release(&rv.array);
-  if (rv.schema.release != NULL) rv.schema.release(&rv.schema);
-  st.release(&st);
+  one_batch_free(&st, &rv);
   return rc;
 }
 

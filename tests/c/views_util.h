@@ -77,6 +77,25 @@ static inline void render_row(const struct ArrowSchema* schema, struct ArrowArra
   }
 }
 
+/* View the one batch of a one-batch table stream (laminar_stream_partitioning,
+ * laminar_stream_two_phase): 0 on success; release with one_batch_free(). */
+static inline int one_batch_view(struct ArrowArrayStream* st, result_view* rv) {
+  memset(rv, 0, sizeof *rv);
+  if (st->get_schema(st, &rv->schema) != 0 || st->get_next(st, &rv->array) != 0 ||
+      rv->array.release == NULL || result_view_init(rv) != 0) {
+    return 1;
+  }
+  return 0;
+}
+
+/* Release what one_batch_view() took, and the stream. */
+static inline void one_batch_free(struct ArrowArrayStream* st, result_view* rv) {
+  ArrowArrayViewReset(&rv->view);
+  if (rv->array.release != NULL) rv->array.release(&rv->array);
+  if (rv->schema.release != NULL) rv->schema.release(&rv->schema);
+  st->release(st);
+}
+
 /* Run `sql` through laminar_query and render every row, rows joined by ';'.
  * Returns the call's code (the stream is released either way). */
 static inline laminar_code query_text(laminar_db* db, const char* sql, char* out, size_t cap,

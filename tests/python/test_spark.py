@@ -2,7 +2,9 @@
 DataFrame equal DuckDB's answer and one embedded engine's; the driver rejects
 bad SQL, a DataFrame that does not fit the source and a missing event-time
 column before any Spark job runs; with_expr evaluates a SQL expression over
-Spark's Arrow batches.
+Spark's Arrow batches. Windowed aggregations run in two phases by default
+(partial per input partition, shuffle of partial rows, final); both that and
+the whole-stream path (``two_phase=False``) are compared with DuckDB.
 
 Runs in the session's local Spark (conftest ``spark``); marked ``spark`` and
 left out of the ASan pytest run (scripts/test.sh).
@@ -113,7 +115,70 @@ def test_plan_reports_key_event_time_and_schema(spark: Any, tmp_path: Path) -> N
     single = W1_SQL.replace("GROUP BY symbol,", "GROUP BY upper(symbol),").replace(
         "SELECT window_start, symbol,", "SELECT window_start, upper(symbol) AS s,")
     assert lspark.plan(df, single).partitioning == "single"
-    assert lspark.run(df, single).rdd.getNumPartitions() == 1
+    assert lspark.run(df, single, two_phase=False).rdd.getNumPartitions() == 1
+    # Two phases: the partial rows carry upper(symbol), the final spreads them.
+    assert lspark.plan(df, single).two_phase is not None
+    assert lspark.run(df, single, partitions=3).rdd.getNumPartitions() == 3
+
+
+#: Streams for the two-phase tests (source: the W1 trades), with DuckDB's answer.
+TWO_PHASE_CASES = {
+    "hop_avg_having": (
+        "CREATE STREAM h AS SELECT symbol, window_start, window_end, AVG(volume) AS av, "
+        "SUM(price * volume) / SUM(volume) AS vwap, COUNT(*) AS n FROM trades "
+        "WHERE volume > 100 GROUP BY symbol, hop(ts, INTERVAL '3' SECOND, INTERVAL '1' SECOND) "
+        "HAVING COUNT(*) > 2;",
+        "SELECT symbol, ws AS window_start, ws + 3000 AS window_end, AVG(volume) AS av, "
+        "SUM(price * volume) / SUM(volume) AS vwap, COUNT(*) AS n FROM (SELECT *, "
+        "unnest(range(CAST(ceil((ts - 2999) / 1000) AS BIGINT), ts // 1000 + 1)) * 1000 AS ws "
+        "FROM t WHERE volume > 100) GROUP BY symbol, ws HAVING COUNT(*) > 2",
+        True,
+    ),
+    "no_key": (
+        "CREATE STREAM h AS SELECT window_start, COUNT(*) AS n, MAX(price) - MIN(price) AS r "
+        "FROM trades GROUP BY tumble(ts, INTERVAL '500' MILLISECOND);",
+        "SELECT (ts // 500) * 500 AS window_start, COUNT(*) AS n, MAX(price) - MIN(price) AS r "
+        "FROM t GROUP BY ALL",
+        True,
+    ),
+    "count_distinct_falls_back": (
+        "CREATE STREAM h AS SELECT symbol, window_start, COUNT(DISTINCT volume) AS d "
+        "FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);",
+        "SELECT symbol, (ts // 1000) * 1000 AS window_start, COUNT(DISTINCT volume) AS d "
+        "FROM t GROUP BY ALL",
+        False,
+    ),
+}
+
+
+def test_w1_two_phase_and_whole_paths_equal_duckdb(spark: Any, rng: np.random.Generator,
+                                                   tmp_path: Path) -> None:
+    """The same W1 through both batch paths: partial per input partition then
+    final (the default), and the whole stream per key partition."""
+    table = trades(rng, 20_000)
+    df = spark_frame(spark, table, tmp_path / "in", files=5)
+    plan = lspark.plan(df, W1_SQL)
+    assert plan.two_phase is not None
+    assert plan.two_phase.keys == ("__k0", "__ws")
+    columns, want = duck(W1_DUCK, t=table)
+    for two_phase in (True, False):
+        out = lspark.run(df, W1_SQL, two_phase=two_phase, partitions=3)
+        assert out.columns == columns
+        assert_same_rows(rows_of(out), want, columns)
+
+
+@pytest.mark.parametrize("case", sorted(TWO_PHASE_CASES))
+def test_two_phase_cases_equal_duckdb(spark: Any, rng: np.random.Generator, tmp_path: Path,
+                                      case: str) -> None:
+    stream, oracle, splits = TWO_PHASE_CASES[case]
+    table = trades(rng, 8_000, symbols=5)
+    df = spark_frame(spark, table, tmp_path / "in", files=3)
+    sql = W1_SQL.split("CREATE STREAM")[0] + stream
+    assert (lspark.plan(df, sql).two_phase is not None) == splits
+    out = lspark.run(df, sql)
+    columns, want = duck(oracle, t=table)
+    assert out.columns == columns
+    assert_same_rows(rows_of(out), want, columns)
 
 
 def no_job_runs(spark: Any, call: Any) -> BaseException:  # noqa: ANN401

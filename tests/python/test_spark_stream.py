@@ -88,11 +88,12 @@ def expected(tables: list[pa.Table]) -> list[tuple]:
 
 
 def start(spark: Any, inp: Path, out: Path, ckpt: Path,  # noqa: ANN401
-          tail: Any = None) -> Any:  # noqa: ANN401
+          tail: Any = None, *, two_phase: bool = True) -> Any:  # noqa: ANN401
     """Start the streaming query: input dir -> laminardb.spark.run -> Parquet sink."""
     stream = spark.readStream.schema("symbol string, price double, volume long, ts long") \
         .option("maxFilesPerTrigger", 1).parquet(str(inp))
-    result = lspark.run(stream, SQL, state_location=str(ckpt / "laminardb"))
+    result = lspark.run(stream, SQL, state_location=str(ckpt / "laminardb"),
+                        two_phase=two_phase)
     assert result.isStreaming
     if tail is not None:
         result = result.mapInArrow(tail, result.schema)
@@ -113,11 +114,15 @@ def sink_rows(spark: Any, out: Path) -> list[tuple]:  # noqa: ANN401
     return [tuple(r) for r in spark.read.parquet(str(out)).collect() if r.symbol != "~tick"]
 
 
+@pytest.mark.parametrize("two_phase", [True, False])
 def test_stream_equals_batch_answer(spark: Any, rng: np.random.Generator,  # noqa: ANN401
-                                    tmp_path: Path) -> None:
+                                    tmp_path: Path, two_phase: bool) -> None:  # noqa: FBT001
+    """Both streaming paths: partial per micro-batch partition + stateful final
+    (the default), and the whole stream per key partition."""
     tables = feed_files(rng)
     add_files(tmp_path / "in", tables, 0)
-    query = start(spark, tmp_path / "in", tmp_path / "out", tmp_path / "ckpt")
+    query = start(spark, tmp_path / "in", tmp_path / "out", tmp_path / "ckpt",
+                  two_phase=two_phase)
     run_to_end(query)
     assert query.lastProgress["batchId"] == len(tables) - 1
     got = sink_rows(spark, tmp_path / "out")
@@ -214,6 +219,36 @@ def test_streaming_needs_a_state_location(spark: Any, tmp_path: Path) -> None:  
     with pytest.raises(laminardb.ConfigError, match="LDB-6003.*other SQL"):
         lspark.run(stream, SQL.replace("COUNT(*) AS n", "COUNT(*) AS c"),
                    state_location=str(tmp_path / "s"), partitions=3)
+    # ... and its aggregation path (the two keep different state).
+    with pytest.raises(laminardb.ConfigError, match="LDB-6003.*two_phase"):
+        lspark.run(stream, SQL, state_location=str(tmp_path / "s"), partitions=3,
+                   two_phase=False)
+    # A location holding whole-path state (two_phase=False, or made before two
+    # phases existed) keeps its query on that path by default.
+    lspark.run(stream, SQL, state_location=str(tmp_path / "w"), partitions=3, two_phase=False)
+    lspark.run(stream, SQL, state_location=str(tmp_path / "w"), partitions=3)
+    with pytest.raises(laminardb.ConfigError, match="LDB-6003.*two_phase"):
+        lspark.run(stream, SQL, state_location=str(tmp_path / "w"), partitions=3,
+                   two_phase=True)
+
+
+def test_two_phase_late_rows_follow_the_global_watermark(
+        spark: Any, tmp_path: Path) -> None:  # noqa: ANN401
+    """Two phases: a row is late when its window closed by the largest event
+    time of every earlier micro-batch (less the delay), whichever partition it
+    hashes to -- as in one engine reading the micro-batches in order."""
+    def rows(symbols: list[str], ts: list[int]) -> pa.Table:
+        return pa.table({"symbol": symbols, "price": [1.0] * len(ts),
+                         "volume": [1] * len(ts), "ts": ts}, schema=SCHEMA)
+
+    inp, out, ckpt = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt"
+    # Batch 0: A at 100, B at 5000 (watermark 4500 closes A's [0, 1000)).
+    # Batch 1: A at 200 -- in a closed window: late, whatever A's partition saw.
+    # Batch 2: B at 9000 closes [5000, 6000).
+    add_files(inp, [rows(["A", "B"], [100, 5000]), rows(["A"], [200]), rows(["B"], [9000])], 0)
+    run_to_end(start(spark, inp, out, ckpt))
+    got = sorted(sink_rows(spark, out))
+    assert got == [("A", 0, 1.0, 1), ("B", 5000, 1.0, 1)]
 
 
 def test_stream_without_windows_runs_per_micro_batch(

@@ -171,7 +171,8 @@ class Connection(Handle):
         """Call ``function(db, text, &stream, err)`` and read the stream whole.
 
         Args:
-            function: ``laminar_query`` or ``laminar_stream_partitioning``.
+            function: ``laminar_query``, ``laminar_stream_partitioning`` or
+                ``laminar_stream_two_phase``.
             text: The encoded SQL or name.
 
         Returns:
@@ -553,6 +554,31 @@ class Connection(Handle):
             LaminarError: LDB-9002 if the connection is closed.
         """
         return self._rows(lib.laminar_stream_partitioning, c_text(name, "stream name"))
+
+    def two_phase(self, name: str) -> pa.Table:
+        """Split windowed stream ``name`` into a partial and a final query.
+
+        Rows of (role, name, value): ``partial`` (value: the partial SQL,
+        name: its stream), ``partial_source``, ``final`` (value: the final
+        SQL), ``final_source``, ``key`` (a partial column to hash on, one row
+        each) and ``window`` (``__ws``, value: the hop in ms);
+        ``laminar_stream_two_phase`` in include/laminar.h. Running the partial
+        SQL over any split of the input (closed by a final watermark) and the
+        final SQL over the partial rows, grouped by key, gives the stream's
+        rows.
+
+        Args:
+            name: The stream.
+
+        Returns:
+            The rows as a ``pyarrow.Table``.
+
+        Raises:
+            SQLError: LDB-1002 if there is no stream of that name; LDB-1005
+                (with the reason) when its aggregation does not decompose.
+            LaminarError: LDB-9002 if the connection is closed.
+        """
+        return self._rows(lib.laminar_stream_two_phase, c_text(name, "stream name"))
 
 
 def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.connect

@@ -7,7 +7,12 @@ stream's rows. On the driver it opens an in-memory database, runs the SQL
 source, asks the core how the input may be split
 (:meth:`laminardb.Connection.partitioning`) and what the stream's rows look
 like (:meth:`laminardb.Connection.schema`, mapped to a Spark ``StructType``).
-Then it hash-partitions the DataFrame by the key, sorts each partition by
+When the stream's aggregation decomposes (``Connection.two_phase``: COUNT,
+SUM, AVG, MIN, MAX over tumbling or hopping windows), it runs in two phases as
+Spark's own ``groupBy().agg()`` does: a partial engine per input partition as
+it is (no shuffle, no sort), a shuffle of the partial rows only, a final
+engine per partition. Otherwise (or with ``two_phase=False``) it
+hash-partitions the DataFrame by the key, sorts each partition by
 event time and runs one embedded engine per task through ``mapInArrow``: each
 Arrow record batch Spark hands the task is pushed into the core through the
 Arrow C Data Interface (no row conversion, no pandas), the inline driver
@@ -15,7 +20,8 @@ Arrow C Data Interface (no row conversion, no pandas), the inline driver
 they are produced. A batch task ends with the final watermark, closing every
 window.
 
-A streaming DataFrame gets the same treatment per micro-batch, with each
+A streaming DataFrame gets the same treatment per micro-batch (in two phases:
+the partial stage per micro-batch, the final stage's state carried), with each
 partition's engine state (its open windows and watermark) carried from one
 micro-batch to the next as a durable engine checkpoint stored under
 ``state_location``, one per (partition, batch id): a retried task or a
@@ -50,7 +56,7 @@ from laminardb.errors import error_for
 if TYPE_CHECKING:  # pragma: no cover -- typing only
     from pyspark.sql import DataFrame
 
-__all__ = ["Plan", "plan", "run", "with_expr"]
+__all__ = ["Plan", "TwoPhase", "plan", "run", "with_expr"]
 
 #: The watermark that closes every window (INT64_MAX).
 FINAL_WATERMARK = 2**63 - 1
@@ -87,6 +93,9 @@ class Plan:
         input_schema: The Arrow schema the tasks push (the source's columns).
         output_schema: The Arrow schema of the stream's rows.
         options: ``laminardb.open`` options of each task's engine.
+        two_phase: The partial and final stages of the stream's aggregation
+            (``laminar_stream_two_phase``), or None when it does not
+            decompose (then the stream runs whole per key partition).
     """
 
     sql: str
@@ -100,6 +109,26 @@ class Plan:
     input_schema: pa.Schema
     output_schema: pa.Schema
     options: tuple[tuple[str, Any], ...]
+    two_phase: TwoPhase | None = None
+
+
+@dataclass(frozen=True)
+class TwoPhase:
+    """A stream's aggregation split in two (``Connection.two_phase``).
+
+    Attributes:
+        partial: The plan of the partial stage: per input partition, every
+            window held open until the partition ends, one row per (window,
+            group) of partial aggregates.
+        final: The plan of the final stage, over the partial rows hashed on
+            ``keys``: the stream's rows.
+        keys: The partial columns to hash on (the GROUP BY keys and the
+            window start ``__ws``).
+    """
+
+    partial: Plan
+    final: Plan
+    keys: tuple[str, ...]
 
 
 # ---------------------------------------------------------------------------
@@ -192,6 +221,7 @@ def plan(df: DataFrame, sql: str, *, source: str | None = None, stream: str | No
         keys = tuple(r["name"] for r in rows if r["role"] == "key")
         source_schema = db.schema(root)
         output_schema = db.schema(stream)
+        split = _two_phase(db, stream, options)
 
     df_schema = to_arrow_schema(df.schema)
     by_lower = {name.lower(): name for name in df_schema.names}
@@ -233,7 +263,34 @@ def plan(df: DataFrame, sql: str, *, source: str | None = None, stream: str | No
         input_schema=pa.schema(fields),
         output_schema=output_schema,
         options=tuple(sorted(options.items())),
+        two_phase=split,
     )
+
+
+def _two_phase(db: laminardb.Connection, stream: str,
+               options: Mapping[str, Any]) -> TwoPhase | None:
+    """The two stages of ``stream``'s aggregation, or None if it does not decompose."""
+    try:
+        rows = db.two_phase(stream).to_pylist()
+    except laminardb.SQLError as e:
+        if e.number == _UNSUPPORTED:
+            return None
+        raise
+    role = {r["role"]: r for r in rows if r["role"] not in ("key", "window")}
+    keys = tuple(r["name"] for r in rows if r["role"] in ("key", "window"))
+
+    def stage(which: str) -> Plan:
+        sql, name = str(role[which]["value"]), str(role[which]["name"])
+        source = str(role[f"{which}_source"]["name"])
+        with laminardb.open(**options) as scratch:
+            scratch.execute(sql)
+            source_schema, output_schema = scratch.schema(source), scratch.schema(name)
+        return Plan(sql=sql, source=source, stream=name,
+                    columns=tuple(source_schema.names), event_time=None, delay_ms=0,
+                    partitioning="key", keys=keys, input_schema=source_schema,
+                    output_schema=output_schema, options=tuple(sorted(options.items())))
+
+    return TwoPhase(partial=stage("partial"), final=stage("final"), keys=keys)
 
 
 def _db_has_no(db: laminardb.Connection, name: str) -> bool:
@@ -243,6 +300,50 @@ def _db_has_no(db: laminardb.Connection, name: str) -> bool:
     except laminardb.SQLError:
         return True
     return False
+
+
+def _partitions(df: DataFrame, partitions: int | None) -> int:
+    """The number of engines: ``partitions`` or ``spark.sql.shuffle.partitions``."""
+    if partitions is None:
+        partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    return partitions
+
+
+def _source_columns(df: DataFrame, p: Plan) -> DataFrame:
+    """``df`` reduced to the source's columns, named and (integers) cast as it declares."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
+
+    have = to_arrow_schema(df.schema)
+    by_lower = {name.lower(): name for name in have.names}
+    cols = []
+    for field in p.input_schema:
+        name = by_lower[field.name.lower()]
+        col = F.col(name)
+        if pa.types.is_integer(field.type) and have.field(name).type != field.type:
+            col = col.cast(from_arrow_type(field.type))
+        cols.append(col.alias(field.name))
+    return df.select(*cols)
+
+
+def _two_phase_frame(df: DataFrame, split: TwoPhase, partitions: int | None,
+                     out_type: Any) -> DataFrame:  # noqa: ANN401 -- a Spark StructType
+    """The batch two-phase plan: partial per input partition, shuffle, final.
+
+    Each input partition runs the partial stage as Spark hands it over (no
+    shuffle, no sort: its source has no watermark, every window stays open
+    until the partition ends, so memory is one partial row per (window,
+    group) the partition holds); only the partial rows are shuffled, hashed on
+    the keys and window start, and each final partition combines them.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    partial = _source_columns(df, split.partial).mapInArrow(
+        functools.partial(_batch_task, split.partial, final=True),
+        from_arrow_schema(split.partial.output_schema))
+    shuffled = partial.repartition(_partitions(df, partitions), *[F.col(k) for k in split.keys])
+    return shuffled.mapInArrow(functools.partial(_batch_task, split.final, final=True), out_type)
 
 
 def _input_frame(df: DataFrame, p: Plan, partitions: int | None) -> tuple[DataFrame, int]:
@@ -258,20 +359,9 @@ def _input_frame(df: DataFrame, p: Plan, partitions: int | None) -> tuple[DataFr
         (0: as many as ``df`` has partitions, for ``any``).
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
 
-    have = to_arrow_schema(df.schema)
-    by_lower = {name.lower(): name for name in have.names}
-    cols = []
-    for field in p.input_schema:
-        name = by_lower[field.name.lower()]
-        col = F.col(name)
-        if pa.types.is_integer(field.type) and have.field(name).type != field.type:
-            col = col.cast(from_arrow_type(field.type))
-        cols.append(col.alias(field.name))
-    out = df.select(*cols)
-    if partitions is None:
-        partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    out = _source_columns(df, p)
+    partitions = _partitions(df, partitions)
     if p.partitioning == "key":
         out = out.repartition(partitions, *[F.col(k) for k in p.keys])
     elif p.partitioning == "single":
@@ -293,6 +383,7 @@ def run(
     stream: str | None = None,
     partitions: int | None = None,
     state_location: str | os.PathLike[str] | None = None,
+    two_phase: bool | None = None,
     **options: Any,  # noqa: ANN401 -- laminardb.open's option values
 ) -> DataFrame:
     """Run a LaminarDB stream over a Spark DataFrame; return its rows as a DataFrame.
@@ -311,6 +402,15 @@ def run(
             executor can reach, where each partition's engine state is kept
             per micro-batch; put it beside the query's checkpoint location
             and keep it with it.
+        two_phase: When the stream's aggregation decomposes (COUNT, SUM,
+            AVG, MIN, MAX over tumbling or hopping windows), aggregate each
+            input partition (each micro-batch's, in streaming) first and
+            shuffle only the partial rows. None (the default): do so, except
+            for a streaming ``state_location`` that already holds the state
+            of the whole-stream path (made with ``two_phase=False`` or by a
+            version before two phases), which that query keeps. True: do so
+            (LDB-6003 for such a location). False: run the stream whole in
+            each key partition (shuffle and sort of every input row).
         **options: ``laminardb.open`` options of each task's engine
             (``buffer_size``, ``vars``...).
 
@@ -321,8 +421,8 @@ def run(
     Raises:
         SQLError, IngestError: As :func:`plan`, on the driver.
         ConfigError: LDB-6002 for a streaming ``df`` without ``state_location``;
-            LDB-6003 when it holds another query's state (other SQL or
-            number of partitions).
+            LDB-6003 when it holds another query's state (other SQL,
+            number of partitions or ``two_phase``).
         SchemaError: LDB-2003 for a streaming windowed stream whose source
             declares no WATERMARK (nothing would ever close its windows).
 
@@ -333,13 +433,38 @@ def run(
 
     p = plan(df, sql, source=source, stream=stream, **options)
     out_type = from_arrow_schema(p.output_schema)
-    frame, engines = _input_frame(df, p, partitions)
+    split = p.two_phase if two_phase is not False else None
+    if split is not None and df.isStreaming and two_phase is None and state_location is not None:
+        stored = _stored_query(Path(os.fspath(state_location)))
+        if stored is not None and not stored.get("two_phase", False):
+            split = None  # a query started on the whole-stream path stays there
+    if split is not None and not df.isStreaming:
+        return _two_phase_frame(df, split, partitions, out_type)
     if not df.isStreaming or p.partitioning == "any":
         # Without windows there is no state to carry: a streaming query's
         # micro-batches run exactly as batch partitions (no final watermark,
         # which only closes windows).
+        frame, _ = _input_frame(df, p, partitions)
         task = functools.partial(_batch_task, p, final=not df.isStreaming)
         return frame.mapInArrow(task, out_type)
+    location = _stream_location(p, state_location)
+    if split is not None:
+        engines = _partitions(df, partitions)
+        _check_state_location(Path(location), p, engines, two_phase=True)
+        return _two_phase_stream_frame(df, p, split, location, engines, out_type)
+    frame, engines = _input_frame(df, p, partitions)
+    _check_state_location(Path(location), p, engines)
+    task = functools.partial(_stream_task, p, location)
+    return frame.mapInArrow(task, out_type)
+
+
+def _stream_location(p: Plan, state_location: str | os.PathLike[str] | None) -> str:
+    """The state location of a streaming windowed query, checked.
+
+    Raises:
+        ConfigError: LDB-6002 without a state location.
+        SchemaError: LDB-2003 when the source declares no WATERMARK.
+    """
     if state_location is None:
         raise error_for(
             _CONFIG_VALUE,
@@ -353,13 +478,20 @@ def run(
             "would never close a window across micro-batches",
             object=p.source,
         )
-    location = os.fspath(state_location)
-    _check_state_location(Path(location), p, engines)
-    task = functools.partial(_stream_task, p, location)
-    return frame.mapInArrow(task, out_type)
+    return os.fspath(state_location)
 
 
-def _check_state_location(location: Path, p: Plan, partitions: int) -> None:
+def _stored_query(location: Path) -> dict[str, Any] | None:
+    """What ``location/query.json`` records (None when there is none)."""
+    path = location / "query.json"
+    if not path.exists():
+        return None
+    stored: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return stored
+
+
+def _check_state_location(location: Path, p: Plan, partitions: int, *,
+                          two_phase: bool = False) -> None:
     """Record what the states under ``location`` belong to; refuse another query.
 
     State is kept per partition id, so a restart must hash the rows into the
@@ -370,12 +502,15 @@ def _check_state_location(location: Path, p: Plan, partitions: int) -> None:
             with other SQL or another number of partitions.
     """
     location.mkdir(parents=True, exist_ok=True)
-    meta = {"sql": p.sql, "stream": p.stream, "partitions": partitions}
+    meta: dict[str, Any] = {"sql": p.sql, "stream": p.stream, "partitions": partitions}
+    if two_phase:  # a different state layout: the two paths do not share one
+        meta["two_phase"] = True
     path = location / "query.json"
-    if path.exists():
-        stored = json.loads(path.read_text(encoding="utf-8"))
+    stored = _stored_query(location)
+    if stored is not None:
         if stored != meta:
-            what = "partitions" if stored.get("sql") == p.sql else "SQL"
+            what = ("partitions" if stored.get("two_phase") == meta.get("two_phase")
+                    else "aggregation (two_phase)") if stored.get("sql") == p.sql else "SQL"
             raise error_for(
                 _CONFIG_CONFLICT,
                 f"LDB-6003: state_location '{location}' holds the state of a query with "
@@ -546,19 +681,37 @@ def _stream_task(p: Plan, location: str,
     if table.num_rows:
         batch_max = pc.max(_event_ms(p, table)).as_py()
         max_ts = batch_max if max_ts is None else max(max_ts, batch_max)
+    yield from _run_with_state(
+        p, prev, part_dir, batch_id, table.to_batches(), before=None,
+        after=None if floor is None else floor - p.delay_ms, max_ts=max_ts,
+        out_schema=out_schema)
+
+
+def _run_with_state(engine: Plan, prev: Path | None, part_dir: Path, batch_id: int,
+                    batches: list[pa.RecordBatch], *, before: int | None, after: int | None,
+                    max_ts: int | None, out_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """One stateful micro-batch of one partition's engine.
+
+    Restores state ``prev`` (None: a fresh engine), advances the watermark to
+    ``before``, pushes ``batches``, advances to ``after`` (None: no advance),
+    yields every result batch, then checkpoints and publishes the state with
+    ``max_ts`` as ``part_dir/b<batch_id>``.
+    """
     work = Path(tempfile.mkdtemp(prefix="laminardb-spark-"))
     try:
         data = work / "db"
         if prev is not None:
             shutil.copytree(prev / "db", data)
-        with _open_task_db(p, os.fspath(data), _STATE_SETTINGS) as db:
-            sub = db.subscribe(p.stream)
-            src = db.source(p.source)
-            for batch in table.to_batches():
+        with _open_task_db(engine, os.fspath(data), _STATE_SETTINGS) as db:
+            sub = db.subscribe(engine.stream)
+            src = db.source(engine.source)
+            if before is not None:
+                src.watermark(before)
+            for batch in batches:
                 src.push(batch)
                 yield from _drain(db, sub, out_schema)
-            if floor is not None:
-                src.watermark(floor - p.delay_ms)
+            if after is not None:
+                src.watermark(after)
             yield from _drain(db, sub, out_schema)
             db.checkpoint()
         (work / "meta.json").write_text(json.dumps({"max_ts": max_ts}), encoding="utf-8")
@@ -590,6 +743,112 @@ def _publish_state(part_dir: Path, batch_id: int, work: Path, data: Path) -> Non
         match = _STATE_DIR.match(entry.name)
         if match is not None and int(match.group(1)) < batch_id and entry != keep:
             shutil.rmtree(entry, ignore_errors=True)
+
+
+def _two_phase_stream_frame(df: DataFrame, p: Plan, split: TwoPhase, location: str,
+                            partitions: int,
+                            out_type: Any) -> DataFrame:  # noqa: ANN401 -- a StructType
+    """Build the streaming two-phase plan.
+
+    Per micro-batch: the partial stage per input partition (stateless: every
+    window of the micro-batch's rows closes at its end), a shuffle of the
+    partial rows, the final stage per partition with its windows carried
+    across micro-batches as in :func:`_stream_task`.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    partial = _source_columns(df, split.partial).mapInArrow(
+        functools.partial(_stream_partial_task, p, split, location),
+        from_arrow_schema(split.partial.output_schema))
+    shuffled = partial.repartition(partitions, *[F.col(k) for k in split.keys])
+    return shuffled.mapInArrow(functools.partial(_stream_final_task, p, split, location),
+                               out_type)
+
+
+def _batch_id() -> tuple[int, int]:
+    """(micro-batch id, partition id) of the running task."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    assert ctx is not None
+    return int(ctx.getLocalProperty(_BATCH_ID_PROPERTY) or 0), ctx.partitionId()
+
+
+def _stream_partial_task(p: Plan, split: TwoPhase, location: str,
+                         batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The partial stage of one input partition of a micro-batch.
+
+    Yields the partial rows of every window the partition's rows touch, then
+    records the partition's largest event time under
+    ``location/maxts/b<batch id>/`` for the final stage (which Spark starts
+    only once every partial task has finished).
+    """
+    batch_id, part = _batch_id()
+    seen: list[int] = []
+
+    def counted(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if batch.num_rows:
+                top = pc.max(_event_ms(p, batch)).as_py()
+                if top is not None:
+                    seen.append(int(top))
+            yield batch
+
+    yield from _batch_task(split.partial, counted(batches), final=True)
+    if seen:
+        folder = Path(location) / "maxts" / f"b{batch_id}"
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".m{part:05d}-", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(max(seen)))
+        os.replace(tmp, folder / f"m{part:05d}.json")
+
+
+def _batch_max_ts(location: Path, batch_id: int) -> int | None:
+    """The largest event time of micro-batch ``batch_id`` over all its rows."""
+    best: int | None = None
+    for path in (location / "maxts" / f"b{batch_id}").glob("m*.json"):
+        value = int(json.loads(path.read_text(encoding="utf-8")))
+        best = value if best is None else max(best, value)
+    return best
+
+
+def _stream_final_task(p: Plan, split: TwoPhase, location: str,
+                       batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The final stage of one partition of a micro-batch.
+
+    Restores the partition's state of the batch before (its open windows and
+    the largest event time of every earlier micro-batch), pushes the partial
+    rows (sorted, so every attempt pushes the same rows in the same order)
+    and advances the watermark to the largest event time of all rows through
+    this micro-batch, less the delay: a window closes in the micro-batch whose
+    rows pass it, and a partial row for a window an earlier micro-batch
+    closed is late (dropped, counted in the final stream's late rows).
+    """
+    batch_id, part = _batch_id()
+    root = Path(location)
+    part_dir = root / f"p{part:05d}"
+    prev = _latest_state(part_dir, batch_id)
+    before = None if prev is None else json.loads(
+        (prev / "meta.json").read_text(encoding="utf-8"))["max_ts"]
+    now = _batch_max_ts(root, batch_id)
+    through = before if now is None else now if before is None else max(before, now)
+    out_schema = _spark_out_schema(p)
+    received = list(batches)
+    table = pa.Table.from_batches(received) if received else None
+    if table is not None and table.num_rows:
+        table = table.take(pc.sort_indices(
+            table, sort_keys=[(c, "ascending") for c in table.column_names]))
+    yield from _run_with_state(
+        split.final, prev, part_dir, batch_id, [] if table is None else table.to_batches(),
+        before=None if before is None else before - p.delay_ms,
+        after=None if through is None else through - p.delay_ms, max_ts=through,
+        out_schema=out_schema)
+    for old in (root / "maxts").glob("b*"):
+        match = _STATE_DIR.match(old.name)
+        if match is not None and int(match.group(1)) < batch_id:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------
