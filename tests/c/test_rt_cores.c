@@ -20,6 +20,7 @@
 #include "laminar.h"
 
 #include "lm_test.h"
+#include "lm_test_seq.h"
 #include "lm_test_metrics.h"
 #include "nanoarrow/nanoarrow.h"
 
@@ -38,48 +39,6 @@
 #define DEADLINE_MS 240000
 
 enum { NPROD = 4, NSUBS = 3, NK = 16, MAXP = 8 };
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int psk_schema(struct ArrowSchema* out) {
-  ArrowSchemaInit(out);
-  if (ArrowSchemaSetTypeStruct(out, 3) != NANOARROW_OK) return 1;
-  static const char* names[] = {"p", "seq", "k"};
-  for (int i = 0; i < 3; i++) {
-    if (ArrowSchemaSetType(out->children[i], NANOARROW_TYPE_INT64) != NANOARROW_OK) return 1;
-    if (ArrowSchemaSetName(out->children[i], names[i]) != NANOARROW_OK) return 1;
-  }
-  return 0;
-}
-
-/* Rows (p, first + i, (first + i) % NK) for i < n. 0 on success. */
-static int psk_batch(const struct ArrowSchema* schema, int64_t p, int64_t first, int64_t n,
-                     struct ArrowArray* out) {
-  struct ArrowError error;
-  if (ArrowArrayInitFromSchema(out, schema, &error) != NANOARROW_OK) return 1;
-  if (ArrowArrayStartAppending(out) != NANOARROW_OK) goto fail;
-  for (int c = 0; c < 3; c++) {
-    struct ArrowBuffer* buf = ArrowArrayBuffer(out->children[c], 1);
-    if (ArrowBufferReserve(buf, n * (int64_t)sizeof(int64_t)) != NANOARROW_OK) goto fail;
-    for (int64_t i = 0; i < n; i++) {
-      int64_t v = c == 0 ? p : c == 1 ? first + i : (first + i) % NK;
-      ArrowBufferAppendUnsafe(buf, &v, sizeof v);
-    }
-    out->children[c]->length = n;
-    out->children[c]->null_count = 0;
-  }
-  out->length = n;
-  out->null_count = 0;
-  if (ArrowArrayFinishBuildingDefault(out, &error) != NANOARROW_OK) goto fail;
-  return 0;
-fail:
-  out->release(out);
-  return 1;
-}
 
 /* ---- readers ------------------------------------------------------------------------- */
 
@@ -150,9 +109,9 @@ static int reader_batch(reader* r, const struct ArrowArray* a) {
 }
 
 static int reader_run(reader* r) {
-  int64_t deadline = now_ms() + DEADLINE_MS;
+  int64_t deadline = lm_test_now_ms() + DEADLINE_MS;
   while (r->total < r->want) {
-    if (now_ms() > deadline) {
+    if (lm_test_now_ms() > deadline) {
       fprintf(stderr, "reader: timed out at %lld of %lld\n", (long long)r->total,
               (long long)r->want);
       return 1;
@@ -187,14 +146,14 @@ typedef struct producer {
 
 static int producer_run(producer* p) {
   struct ArrowSchema schema;
-  CHECK(psk_schema(&schema) == 0);
+  CHECK(lm_test_seq_schema(&schema, 3) == 0);
   int rc = 0;
   for (int64_t seq = 0; seq < p->rows && rc == 0;) {
     struct ArrowArray arr[4];
     int n = 0;
     for (; n < (p->use_push_batch ? 4 : 1) && seq < p->rows; n++) {
       int64_t cnt = p->rows - seq < p->batch_rows ? p->rows - seq : p->batch_rows;
-      if (psk_batch(&schema, p->id, seq, cnt, &arr[n]) != 0) {
+      if (lm_test_seq_batch(&schema, p->id, seq, cnt, NK, &arr[n]) != 0) {
         rc = 1;
         break;
       }
@@ -277,7 +236,7 @@ static int test_four_producers_three_subscribers(bool affinity) {
   for (int i = 1; i < NPROD; i++) {
     CHECK_CODE(laminar_source_clone(pr[0].src, &pr[i].src, &err), LAMINAR_OK, &err);
   }
-  int64_t t0 = now_ms();
+  int64_t t0 = lm_test_now_ms();
   for (int i = 0; i < NPROD; i++) {
     pr[i].id = i;
     pr[i].rows = per;
@@ -287,7 +246,7 @@ static int test_four_producers_three_subscribers(bool affinity) {
   }
   for (int i = 0; i < NPROD; i++) pthread_join(tp[i], NULL);
   for (int i = 0; i <= NSUBS; i++) pthread_join(tr[i], NULL);
-  int64_t ms = now_ms() - t0;
+  int64_t ms = lm_test_now_ms() - t0;
   CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
   for (int i = 0; i < NPROD; i++) EXPECT(pr[i].rc == 0);
   for (int i = 0; i <= NSUBS; i++) {
@@ -363,13 +322,13 @@ static int window_totals(const char* cores, int64_t out[4]) {
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   struct ArrowSchema schema;
-  CHECK(psk_schema(&schema) == 0);
+  CHECK(lm_test_seq_schema(&schema, 3) == 0);
   memset(out, 0, sizeof(int64_t) * 4);
   for (int64_t b = 0; b < 40; b++) {
     struct ArrowArray arr;
     /* seq jumps back by 1500 every 8th batch: some rows are late */
     int64_t first = b * 500 - (b % 8 == 7 ? 1500 : 0);
-    CHECK(psk_batch(&schema, b % 3, first, 500, &arr) == 0);
+    CHECK(lm_test_seq_batch(&schema, b % 3, first, 500, NK, &arr) == 0);
     CHECK_CODE(laminar_source_push(src, &arr, &schema, &err), LAMINAR_OK, &err);
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
     for (;;) {
@@ -415,10 +374,10 @@ static int test_idle_cpu(void) {
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
   struct ArrowSchema schema;
-  CHECK(psk_schema(&schema) == 0);
+  CHECK(lm_test_seq_schema(&schema, 3) == 0);
   for (int b = 0; b < 20; b++) {
     struct ArrowArray arr;
-    CHECK(psk_batch(&schema, 0, b * 1000, 1000, &arr) == 0);
+    CHECK(lm_test_seq_batch(&schema, 0, b * 1000, 1000, NK, &arr) == 0);
     CHECK_CODE(laminar_source_push(src, &arr, &schema, &err), LAMINAR_OK, &err);
   }
   schema.release(&schema);
@@ -445,14 +404,14 @@ typedef struct churn_producer {
 static void* churn_producer_main(void* arg) {
   churn_producer* c = arg;
   struct ArrowSchema schema;
-  if (psk_schema(&schema) != 0) {
+  if (lm_test_seq_schema(&schema, 3) != 0) {
     c->rc = 1;
     return NULL;
   }
   while (!atomic_load(c->stop)) {
     struct ArrowArray arr;
     laminar_error err;
-    if (psk_batch(&schema, 0, c->pushed, 500, &arr) != 0) {
+    if (lm_test_seq_batch(&schema, 0, c->pushed, 500, NK, &arr) != 0) {
       c->rc = 1;
       break;
     }

@@ -16,6 +16,7 @@
 #include "laminar.h"
 
 #include "lm_test.h"
+#include "lm_test_seq.h"
 #include "lm_test_metrics.h"
 #include "nanoarrow/nanoarrow.h"
 
@@ -39,50 +40,6 @@
 #define DEADLINE_MS 120000
 
 enum { NPROD = 4, NSUBS = 3, MAXP = 8 };
-
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ---- batches of (p, seq) ------------------------------------------------------------ */
-
-static int ps_schema(struct ArrowSchema* out) {
-  ArrowSchemaInit(out);
-  if (ArrowSchemaSetTypeStruct(out, 2) != NANOARROW_OK) return 1;
-  static const char* names[] = {"p", "seq"};
-  for (int i = 0; i < 2; i++) {
-    if (ArrowSchemaSetType(out->children[i], NANOARROW_TYPE_INT64) != NANOARROW_OK) return 1;
-    if (ArrowSchemaSetName(out->children[i], names[i]) != NANOARROW_OK) return 1;
-  }
-  return 0;
-}
-
-/* A batch of n rows (p, first), (p, first + 1), ... 0 on success. */
-static int ps_batch(const struct ArrowSchema* schema, int64_t p, int64_t first, int64_t n,
-                    struct ArrowArray* out) {
-  struct ArrowError error;
-  if (ArrowArrayInitFromSchema(out, schema, &error) != NANOARROW_OK) return 1;
-  if (ArrowArrayStartAppending(out) != NANOARROW_OK) goto fail;
-  for (int c = 0; c < 2; c++) {
-    struct ArrowBuffer* buf = ArrowArrayBuffer(out->children[c], 1);
-    if (ArrowBufferReserve(buf, n * (int64_t)sizeof(int64_t)) != NANOARROW_OK) goto fail;
-    for (int64_t i = 0; i < n; i++) {
-      int64_t v = c == 0 ? p : first + i;
-      ArrowBufferAppendUnsafe(buf, &v, sizeof v);
-    }
-    out->children[c]->length = n;
-    out->children[c]->null_count = 0;
-  }
-  out->length = n;
-  out->null_count = 0;
-  if (ArrowArrayFinishBuildingDefault(out, &error) != NANOARROW_OK) goto fail;
-  return 0;
-fail:
-  out->release(out);
-  return 1;
-}
 
 /* ---- a checking reader --------------------------------------------------------------- */
 
@@ -132,7 +89,7 @@ static int reader_step(reader* r, int64_t timeout_ms, bool* got) {
 }
 
 static int reader_run(reader* r) {
-  int64_t deadline = now_ms() + DEADLINE_MS;
+  int64_t deadline = lm_test_now_ms() + DEADLINE_MS;
   for (;;) {
     if (r->want_rows >= 0 && r->rows >= r->want_rows) break;
     if (r->stop != NULL && atomic_load(r->stop)) {
@@ -140,7 +97,7 @@ static int reader_run(reader* r) {
       while (got) CHECK(reader_step(r, 0, &got) == 0);  // drain
       break;
     }
-    if (now_ms() > deadline) {
+    if (lm_test_now_ms() > deadline) {
       fprintf(stderr, "reader: timed out at %lld rows\n", (long long)r->rows);
       return 1;
     }
@@ -173,7 +130,7 @@ typedef struct producer {
 
 static int producer_run(producer* p) {
   struct ArrowSchema schema;
-  CHECK(ps_schema(&schema) == 0);
+  CHECK(lm_test_seq_schema(&schema, 2) == 0);
   int64_t seq = p->first, end = p->first + p->rows;
   int rc = 0;
   while (seq < end && rc == 0) {
@@ -182,7 +139,7 @@ static int producer_run(producer* p) {
     int n = 0;
     for (; n < (p->use_push_batch ? 4 : 1) && seq < end; n++) {
       counts[n] = end - seq < p->batch_rows ? end - seq : p->batch_rows;
-      if (ps_batch(&schema, p->id, seq, counts[n], &arr[n]) != 0) {
+      if (lm_test_seq_batch(&schema, p->id, seq, counts[n], 0, &arr[n]) != 0) {
         rc = 1;
         break;
       }
@@ -258,8 +215,8 @@ static laminar_code push_rows(laminar_source* src, int64_t p, int64_t first, int
                               laminar_error* err) {
   struct ArrowSchema schema;
   struct ArrowArray arr;
-  if (ps_schema(&schema) != 0) return LAMINAR_ERR_INTERNAL;
-  if (ps_batch(&schema, p, first, n, &arr) != 0) {
+  if (lm_test_seq_schema(&schema, 2) != 0) return LAMINAR_ERR_INTERNAL;
+  if (lm_test_seq_batch(&schema, p, first, n, 0, &arr) != 0) {
     schema.release(&schema);
     return LAMINAR_ERR_INTERNAL;
   }
@@ -736,9 +693,9 @@ static int test_push_batch(void) {
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   struct ArrowSchema schema;
-  CHECK(ps_schema(&schema) == 0);
+  CHECK(lm_test_seq_schema(&schema, 2) == 0);
   struct ArrowArray arr[10];
-  for (int i = 0; i < 6; i++) CHECK(ps_batch(&schema, 0, i * 2, 2, &arr[i]) == 0);
+  for (int i = 0; i < 6; i++) CHECK(lm_test_seq_batch(&schema, 0, i * 2, 2, 0, &arr[i]) == 0);
   // Array 3 is broken (a negative length): nothing of the call is ingested.
   arr[3].length = -1;
   int64_t pushed = -1;
@@ -753,7 +710,7 @@ static int test_push_batch(void) {
   EXPECT(pushed == 6);
   for (int i = 0; i < 6; i++) EXPECT(arr[i].release == NULL);
   // 2 free slots: a run of 3 is rejected whole, counted as 3.
-  for (int i = 0; i < 3; i++) CHECK(ps_batch(&schema, 0, 12 + i * 2, 2, &arr[i]) == 0);
+  for (int i = 0; i < 3; i++) CHECK(lm_test_seq_batch(&schema, 0, 12 + i * 2, 2, 0, &arr[i]) == 0);
   CHECK_CODE(laminar_source_push_batch(src, arr, 3, &schema, &pushed, &err),
              LAMINAR_ERR_QUEUE_FULL, &err);
   EXPECT(pushed == 0 && arr[0].release != NULL && arr[2].release != NULL);
@@ -761,7 +718,7 @@ static int test_push_batch(void) {
   CHECK_CODE(laminar_source_push_batch(src, arr, 2, &schema, NULL, &err), LAMINAR_OK, &err);
   arr[2].release(&arr[2]);
   // More than the queue holds can never fit a reject source.
-  for (int i = 0; i < 9; i++) CHECK(ps_batch(&schema, 0, 100, 1, &arr[i]) == 0);
+  for (int i = 0; i < 9; i++) CHECK(lm_test_seq_batch(&schema, 0, 100, 1, 0, &arr[i]) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_push_batch(src, arr, 9, &schema, &pushed, &err),
              LAMINAR_ERR_QUEUE_FULL, &err);
