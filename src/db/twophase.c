@@ -434,6 +434,27 @@ static laminar_code scratch(const char* sql, laminar_db** out, laminar_error* er
   return rc;
 }
 
+/* Declare one half's script in a scratch database (*dbp) and find its stream
+ * `name` (*out). A script that does not declare is a refusal: LAMINAR_OK,
+ * *out NULL and `reason` says why. */
+static laminar_code declare_half(const char* script, const char* half, const char* stream,
+                                 const char* name, laminar_db** dbp, const lm_stream_def** out,
+                                 char* reason, size_t cap, laminar_error* err) {
+  *out = NULL;
+  laminar_error serr;
+  laminar_code rc = scratch(script, dbp, &serr);
+  if (rc == LAMINAR_ERR_NOMEM) return lm_error_set(err, rc, "out of memory");
+  if (rc != LAMINAR_OK) {
+    snprintf(reason, cap, "the %s query does not declare: %s", half, serr.message);
+    return LAMINAR_OK;
+  }
+  *out = lm_db_find_stream(*dbp, name);
+  if (*out == NULL)
+    return lm_error_set(err, LAMINAR_ERR_INTERNAL,
+                        "stream '%s': the %s query declares no stream '%s'", stream, half, name);
+  return LAMINAR_OK;
+}
+
 static bool same_columns(const lm_schema* a, const lm_schema* b, char* why, size_t cap) {
   if (a->ncols != b->ncols) {
     snprintf(why, cap, "the final query has %d columns, the stream %d", (int)a->ncols,
@@ -503,20 +524,11 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
   if (sp.reason[0] != '\0') goto refused;
   /* Check both halves in scratch databases; the final's source is the
    * partial stream's rows. */
-  laminar_error serr;
-  rc = scratch(partial, &pdb, &serr);
-  if (rc != LAMINAR_OK) {
-    if (rc == LAMINAR_ERR_NOMEM) goto nomem;
-    snprintf(sp.reason, sizeof sp.reason, "the partial query does not declare: %s",
-             serr.message);
-    goto refused;
-  }
-  const lm_stream_def* ps = lm_db_find_stream(pdb, s->name);
-  if (ps == NULL) {
-    rc = lm_error_set(err, LAMINAR_ERR_INTERNAL, "stream '%s': the partial query declares "
-                      "no stream '%s'", stream, s->name);
-    goto done;
-  }
+  const lm_stream_def* ps;
+  rc = declare_half(partial, "partial", stream, s->name, &pdb, &ps, sp.reason, sizeof sp.reason,
+                    err);
+  if (rc != LAMINAR_OK) goto done;
+  if (ps == NULL) goto refused;
   lm_text ft = {0};
   source_ddl(&ft, "__partial", &ps->out_schema);
   put(&ft, ";\nCREATE STREAM ");
@@ -530,19 +542,10 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
     rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
     goto done;
   }
-  rc = scratch(final, &fdb, &serr);
-  if (rc != LAMINAR_OK) {
-    if (rc == LAMINAR_ERR_NOMEM) goto nomem;
-    snprintf(sp.reason, sizeof sp.reason, "the final query does not declare: %s",
-             serr.message);
-    goto refused;
-  }
-  const lm_stream_def* fs = lm_db_find_stream(fdb, s->name);
-  if (fs == NULL) {
-    rc = lm_error_set(err, LAMINAR_ERR_INTERNAL, "stream '%s': the final query declares "
-                      "no stream '%s'", stream, s->name);
-    goto done;
-  }
+  const lm_stream_def* fs;
+  rc = declare_half(final, "final", stream, s->name, &fdb, &fs, sp.reason, sizeof sp.reason, err);
+  if (rc != LAMINAR_OK) goto done;
+  if (fs == NULL) goto refused;
   if (!same_columns(&fs->out_schema, &s->out_schema, sp.reason, sizeof sp.reason)) {
     goto refused;
   }
@@ -584,9 +587,6 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
   }
   for (int32_t i = 0; key_names != NULL && i < sp.nkeys; i++) lm_free(key_names[i]);
   lm_free(key_names);
-  goto done;
-nomem:
-  rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   goto done;
 refused:
   rc = lm_error_set(err, LAMINAR_ERR_SQL_UNSUPPORTED,
