@@ -96,6 +96,25 @@ void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
   if (st->d_head) st->d_head[g] = -1;
 }
 
+void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n) {
+  if (n <= 0) return;
+#define ZERO_RANGE(field) \
+  if (st->field) memset(st->field + first, 0, sizeof(*st->field) * (size_t)n)
+  ZERO_RANGE(count);
+  ZERO_RANGE(sum_i);
+  ZERO_RANGE(sum_d); /* 0.0 and {NULL, 0} are all-zero bytes */
+  ZERO_RANGE(mm_i);
+  ZERO_RANGE(mm_d);
+  ZERO_RANGE(mm_s);
+  ZERO_RANGE(has);
+  ZERO_RANGE(ord);
+  ZERO_RANGE(vnull);
+#undef ZERO_RANGE
+  if (st->d_head) {
+    for (int64_t g = first; g < first + n; g++) st->d_head[g] = -1;
+  }
+}
+
 void lm_agg_states_drop_group(lm_agg_states* st, int64_t g) {
   if (st->d_head == NULL) return;
   for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) st->d_group[e] = UINT32_MAX;

@@ -28,6 +28,7 @@ typedef struct window {
   int64_t start;
   int64_t ngroups;
   int64_t cap;
+  int64_t ninit;        /* groups [ngroups, ninit) have empty aggregate states ready */
   uint64_t* ghash;
   key_store* keys;
   lm_agg_states* aggs;

@@ -110,6 +110,11 @@ void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, int64_t n, uint64_t* h) 
   for (int32_t c = 0; c < nkeys; c++) {
     const lm_vec* v = &keys[c];
     const uint8_t* nulls = v->nulls;
+    if (nulls == NULL && v->type == LM_TYPE_STRING) { /* the common key: one loop, no branches */
+      const lm_str* s = v->data;
+      for (int64_t k = 0; k < n; k++) h[k] = hash_combine(h[k], hash_bytes(s[k].ptr, s[k].len));
+      continue;
+    }
     for (int64_t k = 0; k < n; k++) {
       uint64_t kh;
       if (nulls && nulls[k]) {
@@ -217,12 +222,18 @@ laminar_code lm_op_window_new(window_op* op, window** out) {
   return LAMINAR_OK;
 }
 
-/* Empty a window, keeping its capacity. */
+/* Empty a window, keeping its capacity. As many groups as it held get their
+ * empty aggregate states here, in one block write per field (the next window
+ * usually has about as many), instead of one group at a time as they come. */
 static void window_reset(window_op* op, window* w) {
-  w->ngroups = 0;
   memset(w->table, 0, sizeof(uint32_t) * ((size_t)w->table_mask + 1));
   lm_pool_reset(&w->strings);
-  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&w->aggs[a]);
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    lm_agg_states_clear(&w->aggs[a]);
+    lm_agg_states_init_range(&w->aggs[a], 0, w->ngroups);
+  }
+  w->ninit = w->ngroups;
+  w->ngroups = 0;
 }
 
 static void window_recycle(window_op* op, window* w) {
@@ -298,7 +309,9 @@ static laminar_code group_append(window_op* op, window* w, uint64_t h, uint32_t*
   LM_TRY(lm_op_window_reserve(op, w, w->ngroups + 1));
   uint32_t g = (uint32_t)w->ngroups++;
   w->ghash[g] = h;
-  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&w->aggs[a], g);
+  if (g >= w->ninit) {
+    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&w->aggs[a], g);
+  }
   if (op->track) {
     w->nrows[g] = 0;
     w->live[g] = 0;
@@ -347,6 +360,53 @@ laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
     w->kid[g] = k;
   }
   *out_gid = g;
+  return LAMINAR_OK;
+}
+
+/* The group of each row sel[j] of window w (hashes by row) into gids[j],
+ * adding new groups. A single key column without NULLs (the common GROUP BY)
+ * probes inline, comparing the value directly; new groups, other key shapes
+ * and collisions beyond the first slot's hash go through
+ * lm_op_group_find_or_add. The same groups, in the same order, either way. */
+static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t* sel, int64_t m,
+                                       const uint64_t* hashes, uint32_t* gids) {
+  const lm_vec* key = &op->key_vecs[0];
+  lm_type t = op->spec.nkeys == 1 ? key->type : LM_TYPE_NULL;
+  bool fast = key->nulls == NULL && (t == LM_TYPE_STRING || t == LM_TYPE_INT64 ||
+                                     t == LM_TYPE_TIMESTAMP);
+  int64_t j = 0;
+  while (fast && j < m) {
+    /* Re-read after each slow call: adding a group may grow these arrays. */
+    const uint32_t* table = w->table;
+    uint32_t mask = w->table_mask;
+    const uint64_t* ghash = w->ghash;
+    const key_store* ks = &w->keys[0];
+    for (; j < m; j++) {
+      uint32_t r = sel[j];
+      uint64_t h = hashes[r];
+      uint32_t slot = (uint32_t)h & mask, e;
+      bool found = false;
+      while ((e = table[slot]) != 0) {
+        uint32_t g = e - 1;
+        if (ghash[g] == h && !ks->nulls[g] &&
+            (t == LM_TYPE_STRING ? str_eq(ks->s[g], ((const lm_str*)key->data)[r])
+                                 : ks->i[g] == ((const int64_t*)key->data)[r])) {
+          gids[j] = g;
+          found = true;
+          break;
+        }
+        slot = (slot + 1) & mask;
+      }
+      if (!found) break;
+    }
+    if (j < m) {
+      LM_TRY(lm_op_group_find_or_add(op, w, hashes[sel[j]], op->key_vecs, sel[j], &gids[j]));
+      j++;
+    }
+  }
+  for (; j < m; j++) {
+    LM_TRY(lm_op_group_find_or_add(op, w, hashes[sel[j]], op->key_vecs, sel[j], &gids[j]));
+  }
   return LAMINAR_OK;
 }
 
@@ -493,6 +553,7 @@ typedef struct assign_scratch {
   int32_t* pwin;
   uint32_t* sel;     /* rows bucketed by window, arrival order within one */
   int32_t* cache;    /* local window indices of the last row's windows */
+  bool sorted;       /* the pairs are in window order already (rows in time order) */
 } assign_scratch;
 
 /* The local index of window `start` in this slice, adding it if new. */
@@ -527,9 +588,15 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
       s->pwin[np++] = 0;
       s->counts[0]++;
     }
+    s->sorted = true;
     *out_nwin = nwin;
     return np;
   }
+  /* Rows per window are counted in a register while the window repeats (a
+   * counter in memory made each row wait for the previous row's store). */
+  int32_t run_w = -1;
+  int64_t run_n = 0;
+  bool sorted = true;
   for (int64_t k = r0; k < r1; k++) {
     if (keep != NULL && !keep[k]) continue;
     if (tcol->nulls && tcol->nulls[k]) {
@@ -556,7 +623,7 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
     }
     /* Windows containing t: start > t - size, i.e. the first ceil((size - (t - q)) / hop). */
     int64_t off = t - q;
-    int64_t n_t = off >= size ? 0 : 1 + (size - off - 1) / hop;
+    int64_t n_t = off >= size ? 0 : hop >= size ? 1 : 1 + (size - off - 1) / hop;
     int64_t use = n_t < cache_n ? n_t : cache_n;
     if (use == 0) {
       if (n_t > 0) op->late_rows++; /* every window of the row has closed */
@@ -566,10 +633,18 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
       int32_t w = s->cache[j];
       s->prow[np] = (uint32_t)k;
       s->pwin[np] = w;
-      s->counts[w]++;
       np++;
+      if (w != run_w) {
+        if (run_w >= 0) s->counts[run_w] += run_n;
+        sorted &= w > run_w;
+        run_w = w;
+        run_n = 0;
+      }
+      run_n++;
     }
   }
+  if (run_w >= 0) s->counts[run_w] += run_n;
+  s->sorted = sorted;
   *out_nwin = nwin;
   return np;
 }
@@ -582,16 +657,18 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
   const lm_window_spec* spec = &op->spec;
   s->offsets[0] = 0;
   for (int32_t i = 0; i < nwin; i++) s->offsets[i + 1] = s->offsets[i] + s->counts[i];
-  for (int32_t i = 0; i < nwin; i++) s->counts[i] = s->offsets[i];
-  for (int64_t p = 0; p < np; p++) s->sel[s->counts[s->pwin[p]]++] = s->prow[p];
+  const uint32_t* sel = s->prow; /* already bucketed when sorted */
+  if (!s->sorted) {
+    for (int32_t i = 0; i < nwin; i++) s->counts[i] = s->offsets[i];
+    for (int64_t p = 0; p < np; p++) s->sel[s->counts[s->pwin[p]]++] = s->prow[p];
+    sel = s->sel;
+  }
   for (int32_t i = 0; i < nwin; i++) {
     window* w;
     LM_TRY(window_get(op, s->starts[i], &w));
-    const uint32_t* wsel = s->sel + s->offsets[i];
+    const uint32_t* wsel = sel + s->offsets[i];
     int64_t m = s->offsets[i + 1] - s->offsets[i];
-    for (int64_t j = 0; j < m; j++) {
-      LM_TRY(lm_op_group_find_or_add(op, w, hashes[wsel[j]], op->key_vecs, wsel[j], &gids[j]));
-    }
+    LM_TRY(groups_find_or_add(op, w, wsel, m, hashes, gids));
     int64_t nt = 0;
     if (op->track) {
       /* The distinct groups of this pass, in first-touch order; with EMIT
