@@ -410,8 +410,8 @@ static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t*
   return LAMINAR_OK;
 }
 
-/* Find the open window starting at `start`, creating it in sorted position. */
-static laminar_code window_get(window_op* op, int64_t start, window** out) {
+/* The index of the first open pane (or window) starting at or after `start`. */
+static int32_t open_lower_bound(const window_op* op, int64_t start) {
   int32_t lo = 0, hi = op->nopen;
   while (lo < hi) {
     int32_t mid = (lo + hi) / 2;
@@ -421,6 +421,12 @@ static laminar_code window_get(window_op* op, int64_t start, window** out) {
       hi = mid;
     }
   }
+  return lo;
+}
+
+/* Find the open window starting at `start`, creating it in sorted position. */
+static laminar_code window_get(window_op* op, int64_t start, window** out) {
+  int32_t lo = open_lower_bound(op, start);
   if (lo < op->nopen && op->open[lo]->start == start) {
     *out = op->open[lo];
     return LAMINAR_OK;
@@ -688,6 +694,7 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
         }
       }
     }
+    if (op->panes) w->edit = ++op->edits; /* shared merges over it are stale now */
     for (int32_t a = 0; a < spec->naggs; a++) {
       const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
       if (op->weights != NULL) {
@@ -973,7 +980,10 @@ static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane,
     if (op->kstamp[k] != pass) {
       op->kstamp[k] = pass;
       uint32_t a = (uint32_t)acc->ngroups++;
-      for (int32_t f = 0; f < op->spec.naggs; f++) lm_agg_states_init_group(&acc->aggs[f], a);
+      if (a >= acc->ninit) {
+        for (int32_t f = 0; f < op->spec.naggs; f++) lm_agg_states_init_group(&acc->aggs[f], a);
+      }
+      acc->kid[a] = k;
       for (int32_t c = 0; c < op->spec.nkeys; c++) {
         key_store *to = &acc->keys[c];
         const key_store* from = &pane->keys[c];
@@ -1023,6 +1033,99 @@ static laminar_code put_window_rows(window_op* op, const window* w) {
   return lm_op_rows_flush(op);
 }
 
+/* Map the key ids of dst's groups to them for merge pass `pass`. */
+static void acc_restamp(window_op* op, const window* dst, uint64_t pass) {
+  for (int64_t g = 0; g < dst->ngroups; g++) {
+    op->kmap[dst->kid[g]] = (uint32_t)g;
+    op->kstamp[dst->kid[g]] = pass;
+  }
+}
+
+/* Merge the open panes starting in [lo, hi) into dst (its groups kept), in start order. */
+static laminar_code merge_panes_into(window_op* op, window* dst, int64_t lo, int64_t hi) {
+  uint64_t pass = ++op->pass;
+  acc_restamp(op, dst, pass);
+  for (int32_t i = open_lower_bound(op, lo); i < op->nopen && op->open[i]->start < hi; i++) {
+    LM_TRY(acc_add_pane(op, dst, op->open[i], pass));
+  }
+  return LAMINAR_OK;
+}
+
+static laminar_code merge_panes(window_op* op, window* dst, int64_t lo, int64_t hi) {
+  window_reset(op, dst);
+  return merge_panes_into(op, dst, lo, hi);
+}
+
+/* Whether an open pane starting in [lo, hi) took rows after edit count `since`. */
+static bool panes_edited(const window_op* op, int64_t lo, int64_t hi, uint64_t since) {
+  for (int32_t i = open_lower_bound(op, lo); i < op->nopen && op->open[i]->start < hi; i++) {
+    if (op->open[i]->edit > since) return true;
+  }
+  return false;
+}
+
+/* Panes per window for shared merges, or 0 where merging a window's panes
+ * directly costs as little (B < 3) or the B suffix merges would hold too much. */
+static int64_t shared_panes(const window_op* op) {
+  int64_t b = op->out_size / op->spec.size_ms;
+  return b >= 3 && b <= 4096 ? b : 0;
+}
+
+/* The window starting at ws from shared merges (see window_op: suf and run),
+ * in *out (the caller emits it, then resets it); *out NULL where not shared.
+ * Groups come in the order of their first pane and panes merge in start
+ * order, as when a window's panes are merged one by one. */
+static laminar_code shared_window(window_op* op, int64_t ws, window** out) {
+  *out = NULL;
+  int64_t nb = shared_panes(op), pane = op->spec.size_ms;
+  if (nb == 0) return LAMINAR_OK;
+  int64_t p = lm_op_floor_div(ws, pane), b = lm_op_floor_div(p, nb), r = p - b * nb;
+  int64_t base, next, end; /* ms: block b's start, block b + 1's start, the window's end */
+  if (__builtin_mul_overflow(b * nb, pane, &base) || __builtin_add_overflow(base, nb * pane, &next) ||
+      __builtin_add_overflow(next, nb * pane, &end)) {
+    return LAMINAR_OK; /* at the ends of the time range: merge directly */
+  }
+  end = ws + op->out_size;
+  if (op->suf == NULL) {
+    op->suf = lm_calloc((size_t)nb, sizeof(window*));
+    if (op->suf == NULL) return LAMINAR_ERR_NOMEM;
+  }
+  /* suf[i]: panes base + i * pane .. next, merged; rebuilt from r down when stale. */
+  if (op->suf_block != b || op->suf_from > r || panes_edited(op, ws, next, op->suf_edit)) {
+    for (int64_t i = nb - 1; i >= r; i--) {
+      if (op->suf[i] == NULL) LM_TRY(lm_op_window_new(op, &op->suf[i]));
+      window* d = op->suf[i];
+      LM_TRY(merge_panes(op, d, base + i * pane, base + (i + 1) * pane));
+      if (i + 1 < nb) {
+        uint64_t pass = op->pass; /* d's groups are stamped with it */
+        LM_TRY(acc_add_pane(op, d, op->suf[i + 1], pass));
+      }
+    }
+    op->suf_block = b;
+    op->suf_edit = op->edits;
+  }
+  op->suf_from = r + 1; /* suf[r] becomes this window below */
+  window* w = op->suf[r];
+  if (r > 0) { /* plus run: panes next .. end, extended pane by pane */
+    if (op->run == NULL) LM_TRY(lm_op_window_new(op, &op->run));
+    int64_t last = p + nb - 1; /* the window's last pane */
+    if (op->run_block != b + 1 || op->run_last > last ||
+        panes_edited(op, next, (op->run_last + 1) * pane, op->run_edit)) {
+      window_reset(op, op->run);
+      op->run_block = b + 1;
+      op->run_last = (b + 1) * nb - 1;
+    }
+    LM_TRY(merge_panes_into(op, op->run, (op->run_last + 1) * pane, end));
+    op->run_last = last;
+    op->run_edit = op->edits;
+    uint64_t pass = ++op->pass;
+    acc_restamp(op, w, pass);
+    LM_TRY(acc_add_pane(op, w, op->run, pass));
+  }
+  *out = w;
+  return LAMINAR_OK;
+}
+
 static int cmp_i64(const void* x, const void* y) {
   int64_t a = *(const int64_t*)x, b = *(const int64_t*)y;
   return (a > b) - (a < b);
@@ -1062,19 +1165,21 @@ static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
   if (op->acc == NULL) LM_TRY(lm_op_window_new(op, &op->acc));
   window* acc = op->acc;
   laminar_code rc = LAMINAR_OK;
-  int32_t first = 0; /* first open pane that may lie in the next window */
   for (int64_t k = 0; k < nstarts && rc == LAMINAR_OK; k++) {
     if (k > 0 && starts[k] == starts[k - 1]) continue;
     int64_t ws = starts[k], we;
     if (__builtin_add_overflow(ws, size, &we)) we = INT64_MAX;
-    while (first < op->nopen && op->open[first]->start < ws) first++;
-    acc->start = ws;
-    uint64_t pass = ++op->pass;
-    for (int32_t i = first; i < op->nopen && op->open[i]->start < we && rc == LAMINAR_OK; i++) {
-      rc = acc_add_pane(op, acc, op->open[i], pass);
+    window* built = NULL;
+    rc = shared_window(op, ws, &built);
+    if (rc == LAMINAR_OK && built == NULL) { /* no sharing: merge its panes */
+      rc = merge_panes(op, acc, ws, we);
+      built = acc;
     }
-    if (rc == LAMINAR_OK) rc = put_window_rows(op, acc);
-    window_reset(op, acc);
+    if (rc == LAMINAR_OK) {
+      built->start = ws;
+      rc = put_window_rows(op, built);
+    }
+    window_reset(op, built != NULL ? built : acc);
   }
   int32_t nclose = 0;
   while (nclose < op->nopen && window_close(op, op->open[nclose]->start) <= wm) nclose++;
@@ -1146,6 +1251,7 @@ static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
 static void window_clear_all(window_op* op) {
   for (int32_t i = 0; i < op->nopen; i++) window_recycle(op, op->open[i]);
   op->nopen = 0;
+  op->suf_block = op->run_block = INT64_MIN; /* shared merges: none */
 }
 
 static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
@@ -1222,6 +1328,9 @@ static void window_destroy(lm_op* base) {
   lm_free(op->dvecs);
   window_free(op, op->keyset);
   window_free(op, op->acc);
+  window_free(op, op->run);
+  for (int64_t i = 0; op->suf != NULL && i < shared_panes(op); i++) window_free(op, op->suf[i]);
+  lm_free(op->suf);
   if (op->sagg != NULL) {
     for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_free(&op->sagg[a]);
   }
@@ -1277,6 +1386,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   }
   bool keyset_ok = !op->panes || lm_op_window_new(op, &op->keyset) == LAMINAR_OK;
   op->watermark = INT64_MIN;
+  op->suf_block = op->run_block = INT64_MIN;
   op->track = spec->emit_changes || spec->changelog;
   op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
   op->arg_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));

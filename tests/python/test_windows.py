@@ -161,18 +161,26 @@ def bounds_to_ms(table: pa.Table) -> pa.Table:
 
 
 def hop_case(
-    seed: int, *, late_frac: float = 0.0, timestamp: bool = False, lateness: bool = False
+    seed: int,
+    *,
+    late_frac: float = 0.0,
+    timestamp: bool = False,
+    lateness: bool = False,
+    panes_per_window: int | None = None,
 ) -> None:
     """One random hopping-window case through LaminarDB and DuckDB.
 
     With ``lateness``, an allowed lateness (0 .. 2 windows) is declared on the
     source or on the stream: windows close that much later and take late rows
-    until then.
+    until then. ``panes_per_window`` fixes the hop at size / that.
     """
     announce_seed(seed)
     rng = np.random.default_rng(seed)
     size = int(rng.choice([10, 60, 100, 1000, 60_000]))
     hop = int(rng.choice([size // 10, size // 4, size // 3 + 1, size // 2, size, size + 7]))
+    if panes_per_window is not None:
+        size = max(size, panes_per_window)
+        hop = size // panes_per_window
     data = window_table(rng, size_ms=size)
     keys = GROUPINGS[int(rng.integers(len(GROUPINGS)))]
     where = FILTERS[int(rng.integers(len(FILTERS)))]
@@ -225,6 +233,17 @@ def test_hop_late_rows_match_duckdb(seed):
 def test_allowed_lateness_matches_duckdb(seed):
     """allowed_lateness (on the source or the stream) keeps windows open for late rows."""
     hop_case(seed, late_frac=0.08, lateness=True)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=SEEDS)
+def test_hop_shared_merges_match_duckdb(seed):
+    """Windows of 3..12 panes are built from merges shared between overlapping
+    windows (suffixes of a block of panes plus a running prefix); rows that
+    arrive late into panes already merged (allowed lateness, rows behind the
+    watermark) must make those merges be rebuilt."""
+    rng = np.random.default_rng(seed)
+    hop_case(seed, late_frac=0.1, lateness=True, panes_per_window=int(rng.integers(3, 13)))
 
 
 @settings(max_examples=5, deadline=None)
