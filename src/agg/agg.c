@@ -173,6 +173,20 @@ static bool dbl_less(double a, double b) {
   return a < b;
 }
 
+/* Fold double v into MIN/MAX state g. The common case branch-free (minsd /
+ * maxsd): a group already seen, no NaN (ordered above all numbers) on either
+ * side. A data-dependent branch here mispredicted on random prices: 35% of
+ * W1's updates, a third of hop's pane merges. */
+static inline void fold_minmax_d(double* mm, uint8_t* has, uint32_t g, double v, bool is_min) {
+  double cur = mm[g];
+  if (LM_LIKELY(has[g] && !isnan(v) && !isnan(cur))) {
+    mm[g] = is_min ? (v < cur ? v : cur) : (v > cur ? v : cur);
+  } else {
+    if (!has[g] || (is_min ? dbl_less(v, cur) : dbl_less(cur, v))) mm[g] = v;
+    has[g] = 1;
+  }
+}
+
 static int64_t int_value(const lm_vec* v, uint32_t row) {
   switch (v->type) {
     case LM_TYPE_INT32: return ((const int32_t*)v->data)[row];
@@ -475,18 +489,9 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
         double* mm = st->mm_d;
         uint8_t* has = st->has;
         for (int64_t j = 0; j < m; j++) {
-          uint32_t r = ROW(j), g = gids[j];
+          uint32_t r = ROW(j);
           if (nulls && nulls[r]) continue;
-          double v = x[r], cur = mm[g];
-          /* Common case branch-free (minsd/maxsd): a group already seen, no
-           * NaN (ordered above all numbers) on either side. A data-dependent
-           * branch here mispredicted on random prices: 35% of W1's updates. */
-          if (LM_LIKELY(has[g] && !isnan(v) && !isnan(cur))) {
-            mm[g] = is_min ? (v < cur ? v : cur) : (v > cur ? v : cur);
-          } else {
-            if (!has[g] || (is_min ? dbl_less(v, cur) : dbl_less(cur, v))) mm[g] = v;
-            has[g] = 1;
-          }
+          fold_minmax_d(mm, has, gids[j], x[r], is_min);
         }
       } else if (st->arg_type == LM_TYPE_STRING) {
         const lm_str* x = arg->data;
@@ -616,34 +621,36 @@ laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_
     case LM_AGG_SUM:
     case LM_AGG_AVG:
       if (st->weighted) break;
-      for (int64_t g = 0; g < n; g++) {
-        uint32_t d = dst[g];
-        if (st->count) st->count[d] += from->count[g];
-        if (st->sum_d) {
-          st->sum_d[d] += from->sum_d[g];
-        } else {
-          st->sum_i[d] += from->sum_i[g];
-        }
-        st->has[d] |= from->has[g];
+      if (st->count) {
+        for (int64_t g = 0; g < n; g++) st->count[dst[g]] += from->count[g];
       }
+      if (st->sum_d) {
+        for (int64_t g = 0; g < n; g++) st->sum_d[dst[g]] += from->sum_d[g];
+      } else {
+        for (int64_t g = 0; g < n; g++) st->sum_i[dst[g]] += from->sum_i[g];
+      }
+      for (int64_t g = 0; g < n; g++) st->has[dst[g]] |= from->has[g];
       return LAMINAR_OK;
     case LM_AGG_MIN:
-    case LM_AGG_MAX:
+    case LM_AGG_MAX: {
       if (st->mm_d == NULL && st->mm_i == NULL) break;
+      bool is_min = st->fn == LM_AGG_MIN;
+      const uint8_t* fh = from->has;
+      if (st->mm_d) {
+        for (int64_t g = 0; g < n; g++) {
+          if (fh[g]) fold_minmax_d(st->mm_d, st->has, dst[g], from->mm_d[g], is_min);
+        }
+        return LAMINAR_OK;
+      }
       for (int64_t g = 0; g < n; g++) {
         uint32_t d = dst[g];
-        if (!from->has[g]) continue;
-        bool is_min = st->fn == LM_AGG_MIN;
-        if (st->mm_d) {
-          double v = from->mm_d[g], cur = st->mm_d[d];
-          if (!st->has[d] || (is_min ? dbl_less(v, cur) : dbl_less(cur, v))) st->mm_d[d] = v;
-        } else {
-          int64_t v = from->mm_i[g], cur = st->mm_i[d];
-          if (!st->has[d] || (is_min ? v < cur : v > cur)) st->mm_i[d] = v;
-        }
+        if (!fh[g]) continue;
+        int64_t v = from->mm_i[g], cur = st->mm_i[d];
+        st->mm_i[d] = !st->has[d] ? v : is_min ? (v < cur ? v : cur) : (v > cur ? v : cur);
         st->has[d] = 1;
       }
       return LAMINAR_OK;
+    }
     default: break;
   }
   for (int64_t g = 0; g < n; g++) LM_TRY(lm_agg_merge(st, dst[g], from, g));

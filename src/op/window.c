@@ -232,7 +232,7 @@ static void window_reset(window_op* op, window* w) {
     lm_agg_states_clear(&w->aggs[a]);
     lm_agg_states_init_range(&w->aggs[a], 0, w->ngroups);
   }
-  w->ninit = w->ngroups;
+  if (w->ngroups > w->ninit) w->ninit = w->ngroups; /* [ngroups, ninit) were untouched */
   w->ngroups = 0;
 }
 
@@ -603,6 +603,7 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
   int32_t run_w = -1;
   int64_t run_n = 0;
   bool sorted = true;
+  uint64_t fast_span = hop >= size ? (uint64_t)size : 0; /* rows at q .. q + size: one window */
   for (int64_t k = r0; k < r1; k++) {
     if (keep != NULL && !keep[k]) continue;
     if (tcol->nulls && tcol->nulls[k]) {
@@ -610,6 +611,14 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
       continue;
     }
     int64_t t = lm_op_time_ms(tcol, k);
+    /* Tumbling windows: a row in the last row's window, which is open. */
+    if (cache_n == 1 && s->cache[0] == run_w &&
+        (uint64_t)t - (uint64_t)cache_q < (uint64_t)fast_span) {
+      s->prow[np] = (uint32_t)k;
+      s->pwin[np++] = run_w;
+      run_n++;
+      continue;
+    }
     int64_t q = (cache_n >= 0 && t >= cache_q && (uint64_t)t - (uint64_t)cache_q < (uint64_t)hop)
                     ? cache_q
                     : lm_op_floor_div(t, hop) * hop;
@@ -1006,8 +1015,9 @@ static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane,
   return LAMINAR_OK;
 }
 
-/* Every group of window w as rows (columnar), then emitted. */
-static laminar_code put_window_rows(window_op* op, const window* w) {
+/* Every group of window w as rows (columnar) into the row buffer; emitted
+ * now if `flush`. */
+static laminar_code put_window_rows(window_op* op, const window* w, bool flush) {
   int64_t ng = w->ngroups;
   if (ng == 0) return LAMINAR_OK;
   LM_TRY(lm_op_rows_reserve(op, ng));
@@ -1030,7 +1040,7 @@ static laminar_code put_window_rows(window_op* op, const window* w) {
                     (uint8_t*)ov->nulls + row);
   }
   op->dn += ng;
-  return lm_op_rows_flush(op);
+  return flush ? lm_op_rows_flush(op) : LAMINAR_OK;
 }
 
 /* Map the key ids of dst's groups to them for merge pass `pass`. */
@@ -1165,6 +1175,13 @@ static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
   if (op->acc == NULL) LM_TRY(lm_op_window_new(op, &op->acc));
   window* acc = op->acc;
   laminar_code rc = LAMINAR_OK;
+  /* The windows closed by this watermark go out as one chunk, unless a
+   * result borrows a string of the merged state (reset between windows). */
+  bool hold = true;
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    lm_agg_fn fn = op->spec.aggs[a].fn;
+    if (op->spec.aggs[a].result_type == LM_TYPE_STRING && fn != LM_AGG_COUNT_DISTINCT) hold = false;
+  }
   for (int64_t k = 0; k < nstarts && rc == LAMINAR_OK; k++) {
     if (k > 0 && starts[k] == starts[k - 1]) continue;
     int64_t ws = starts[k], we;
@@ -1177,10 +1194,12 @@ static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
     }
     if (rc == LAMINAR_OK) {
       built->start = ws;
-      rc = put_window_rows(op, built);
+      rc = put_window_rows(op, built, !hold);
     }
     window_reset(op, built != NULL ? built : acc);
   }
+  if (rc == LAMINAR_OK) rc = lm_op_rows_flush(op);
+  if (rc != LAMINAR_OK) op->dn = 0; /* held rows may borrow what a failed merge left */
   int32_t nclose = 0;
   while (nclose < op->nopen && window_close(op, op->open[nclose]->start) <= wm) nclose++;
   drop_closed(op, nclose);
