@@ -34,6 +34,10 @@ bool lm_agg_states_set_weighted(lm_agg_states* st) {
 }
 static bool uses_sum(lm_agg_fn fn) { return fn == LM_AGG_SUM || fn == LM_AGG_AVG; }
 static bool uses_minmax(lm_agg_fn fn) { return fn == LM_AGG_MIN || fn == LM_AGG_MAX; }
+/* MIN/MAX of DOUBLE start each group at the identity of DuckDB's order (NaN
+ * above every number): -inf for MAX, NaN for MIN, so a fold needs no test of
+ * whether a value came yet (`has` still says so, for NULL results). */
+static double minmax_identity(lm_agg_fn fn) { return fn == LM_AGG_MAX ? -INFINITY : NAN; }
 /* Keeps one value of the argument's type per group. */
 static bool keeps_value(lm_agg_fn fn) { return uses_minmax(fn) || is_first_last(fn); }
 
@@ -88,7 +92,7 @@ void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
   if (st->sum_i) st->sum_i[g] = 0;
   if (st->sum_d) st->sum_d[g] = 0.0;
   if (st->mm_i) st->mm_i[g] = 0;
-  if (st->mm_d) st->mm_d[g] = 0.0;
+  if (st->mm_d) st->mm_d[g] = uses_minmax(st->fn) ? minmax_identity(st->fn) : 0.0;
   if (st->mm_s) st->mm_s[g] = (lm_str){NULL, 0};
   if (st->has) st->has[g] = 0;
   if (st->ord) st->ord[g] = 0;
@@ -104,7 +108,12 @@ void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n) {
   ZERO_RANGE(sum_i);
   ZERO_RANGE(sum_d); /* 0.0 and {NULL, 0} are all-zero bytes */
   ZERO_RANGE(mm_i);
-  ZERO_RANGE(mm_d);
+  if (st->mm_d && uses_minmax(st->fn)) {
+    double id = minmax_identity(st->fn);
+    for (int64_t g = first; g < first + n; g++) st->mm_d[g] = id;
+  } else {
+    ZERO_RANGE(mm_d);
+  }
   ZERO_RANGE(mm_s);
   ZERO_RANGE(has);
   ZERO_RANGE(ord);
@@ -173,18 +182,15 @@ static bool dbl_less(double a, double b) {
   return a < b;
 }
 
-/* Fold double v into MIN/MAX state g. The common case branch-free (minsd /
- * maxsd): a group already seen, no NaN (ordered above all numbers) on either
- * side. A data-dependent branch here mispredicted on random prices: 35% of
- * W1's updates, a third of hop's pane merges. */
+/* Fold double v into MIN/MAX state g (which starts at minmax_identity) in
+ * DuckDB's order, NaN above every number, without a branch: a data-dependent
+ * branch here mispredicted on random prices (35% of W1's updates, a third of
+ * hop's pane merges). Folding the identity changes nothing. */
 static inline void fold_minmax_d(double* mm, uint8_t* has, uint32_t g, double v, bool is_min) {
   double cur = mm[g];
-  if (LM_LIKELY(has[g] && !isnan(v) && !isnan(cur))) {
-    mm[g] = is_min ? (v < cur ? v : cur) : (v > cur ? v : cur);
-  } else {
-    if (!has[g] || (is_min ? dbl_less(v, cur) : dbl_less(cur, v))) mm[g] = v;
-    has[g] = 1;
-  }
+  bool take = is_min ? !isnan(v) && (isnan(cur) || v < cur) : isnan(v) || v > cur;
+  mm[g] = take ? v : cur;
+  has[g] = 1;
 }
 
 static int64_t int_value(const lm_vec* v, uint32_t row) {
@@ -638,7 +644,10 @@ laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_
       const uint8_t* fh = from->has;
       if (st->mm_d) {
         for (int64_t g = 0; g < n; g++) {
-          if (fh[g]) fold_minmax_d(st->mm_d, st->has, dst[g], from->mm_d[g], is_min);
+          uint32_t d = dst[g];
+          uint8_t had = st->has[d];
+          fold_minmax_d(st->mm_d, st->has, d, from->mm_d[g], is_min); /* identity if none */
+          st->has[d] = had | fh[g];
         }
         return LAMINAR_OK;
       }
@@ -798,7 +807,7 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
   }
   if (st->sum_d) st->sum_d[g] = lm_state_get_f64(r);
   if (st->mm_i) st->mm_i[g] = lm_state_get_i64(r);
-  if (st->mm_d) st->mm_d[g] = lm_state_get_f64(r);
+  if (st->mm_d) st->mm_d[g] = lm_state_get_f64(r); /* (the identity fixed below if no value) */
   if (st->mm_s) {
     lm_str s = lm_state_get_bytes(r);
     char* copy = lm_pool_copy(&st->strings, s.ptr, (size_t)s.len);
@@ -806,6 +815,7 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
     st->mm_s[g] = (lm_str){copy, s.len};
   }
   if (st->has) st->has[g] = lm_state_get_u8(r) ? 1 : 0;
+  if (st->mm_d && uses_minmax(st->fn) && !st->has[g]) st->mm_d[g] = minmax_identity(st->fn);
   if (st->ord) st->ord[g] = lm_state_get_i64(r);
   if (st->vnull) st->vnull[g] = lm_state_get_u8(r) ? 1 : 0;
   if (st->weighted && uses_minmax(st->fn)) {

@@ -12,6 +12,8 @@ late and counted (NULL times too).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -437,3 +439,37 @@ def test_group_by_expressions_match_duckdb(seed):
         t=data.table,
     )
     assert_same_rows(rows_of(result.table, names), expected, names, seed=seed)
+
+
+SPECIAL_DOUBLES = [math.nan, math.inf, -math.inf, -0.0, 0.0, 1.5, -2.5, 1e300, None]
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=SEEDS)
+def test_min_max_of_specials_match_duckdb(seed):
+    """MIN/MAX of DOUBLE with NaN (above every number), +-inf, -0.0 and NULLs,
+    in tumbling windows and in hopping ones built from shared pane merges."""
+    announce_seed(seed)
+    rng = np.random.default_rng(seed)
+    n = 600
+    picks = rng.integers(len(SPECIAL_DOUBLES), size=n)
+    table = pa.table(
+        {
+            "k": pa.array([f"k{i}" for i in rng.integers(0, 5, size=n)], pa.string()),
+            "y": pa.array([SPECIAL_DOUBLES[i] for i in picks], pa.float64()),
+            "ts": pa.array(np.sort(rng.integers(0, 400, size=n)), pa.int64()),
+        }
+    )
+    batches = split_batches(rng, table)
+    aggs = [("MIN(y)", "MIN(y)", "mn"), ("MAX(y)", "MAX(y)", "mx"), ("COUNT(y)", "COUNT(y)", "c")]
+    items = ", ".join(f"{ours} AS {alias}" for ours, _, alias in aggs)
+    for size, hop in [(10, 10), (30, 10), (40, 10)]:
+        ddl = (
+            "CREATE SOURCE t (k VARCHAR, y DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);"
+            f"CREATE STREAM w AS SELECT k, window_start, window_end, {items} FROM t GROUP BY k, "
+            f"hop(ts, INTERVAL '{size}' MILLISECOND, INTERVAL '{hop}' MILLISECOND);"
+        )
+        result = run_engine(ddl, batches, run_every=int(rng.choice([1, 2])))
+        t = arrival_watermarks(batches, 0)
+        names, expected = duck(hop_oracle(["k"], "", size, hop, 0, aggregates=aggs), t=t)
+        assert_same_rows(rows_of(result.table, names), expected, names, seed=seed)
