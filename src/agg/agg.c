@@ -668,8 +668,39 @@ laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_
 
 /* ---- finalize ----------------------------------------------------------- */
 
+/* Results that are a value or NULL by `has` (SUM and MIN/MAX of DOUBLE). */
+static bool finalize_flagged_d(const double* v, const uint8_t* has, int64_t n, double* data,
+                               uint8_t* nulls) {
+  uint8_t none = 0;
+  for (int64_t k = 0; k < n; k++) {
+    uint8_t h = has[k] != 0;
+    data[k] = h ? v[k] : 0.0;
+    nulls[k] = !h;
+    none |= !h;
+  }
+  return none != 0;
+}
+
 bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* data,
                      uint8_t* nulls) {
+  if (!st->weighted) { /* the common results as plain loops */
+    switch (st->fn) {
+      case LM_AGG_COUNT_STAR:
+      case LM_AGG_COUNT:
+      case LM_AGG_COUNT_DISTINCT:
+        memcpy(data, st->count + first, sizeof(int64_t) * (size_t)n);
+        memset(nulls, 0, (size_t)n);
+        return false;
+      case LM_AGG_SUM:
+        if (st->sum_d) return finalize_flagged_d(st->sum_d + first, st->has + first, n, data, nulls);
+        break;
+      case LM_AGG_MIN:
+      case LM_AGG_MAX:
+        if (st->mm_d) return finalize_flagged_d(st->mm_d + first, st->has + first, n, data, nulls);
+        break;
+      default: break;
+    }
+  }
   bool any_null = false;
   for (int64_t k = 0; k < n; k++) {
     int64_t g = first + k;

@@ -977,9 +977,10 @@ static laminar_code acc_group(window_op* op, window* acc, const window* src, int
   return LAMINAR_OK;
 }
 
-/* Fold pane `pane` into `acc`: groups found by key id (kmap, stamped with
- * `pass`), new ones appended with the pane's keys (borrowed: the pane outlives
- * the rows built from acc), then each aggregate merged in one loop. */
+/* Fold pane `pane` (or a merge of panes) into `acc`: groups found by key id
+ * (kmap, stamped with `pass`), new ones appended with their key id only (the
+ * keys stay in the op's keyset, where emission reads them), then each
+ * aggregate merged in one loop. */
 static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane, uint64_t pass) {
   uint32_t* dst = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(pane->ngroups + 1));
   if (dst == NULL) return LAMINAR_ERR_NOMEM;
@@ -992,19 +993,7 @@ static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane,
       if (a >= acc->ninit) {
         for (int32_t f = 0; f < op->spec.naggs; f++) lm_agg_states_init_group(&acc->aggs[f], a);
       }
-      acc->kid[a] = k;
-      for (int32_t c = 0; c < op->spec.nkeys; c++) {
-        key_store *to = &acc->keys[c];
-        const key_store* from = &pane->keys[c];
-        to->nulls[a] = from->nulls[g];
-        if (to->type == LM_TYPE_STRING) {
-          to->s[a] = from->s[g];
-        } else if (to->type == LM_TYPE_DOUBLE) {
-          to->d[a] = from->d[g];
-        } else {
-          to->i[a] = from->i[g];
-        }
-      }
+      acc->kid[a] = k; /* its keys: the keyset's group k */
       op->kmap[k] = a;
     }
     dst[g] = op->kmap[k];
@@ -1015,8 +1004,8 @@ static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane,
   return LAMINAR_OK;
 }
 
-/* Every group of window w as rows (columnar) into the row buffer; emitted
- * now if `flush`. */
+/* Every group of window w (built from panes: keys by key id) as rows
+ * (columnar) into the row buffer; emitted now if `flush`. */
 static laminar_code put_window_rows(window_op* op, const window* w, bool flush) {
   int64_t ng = w->ngroups;
   if (ng == 0) return LAMINAR_OK;
@@ -1032,7 +1021,8 @@ static laminar_code put_window_rows(window_op* op, const window* w, bool flush) 
     ((uint8_t*)v[1].nulls)[row + g] = 0;
   }
   for (int32_t c = 0; c < op->spec.nkeys; c++) {
-    for (int64_t g = 0; g < ng; g++) lm_op_put_key(&v[2 + c], &w->keys[c], g, row + g);
+    const key_store* ks = &op->keyset->keys[c];
+    for (int64_t g = 0; g < ng; g++) lm_op_put_key(&v[2 + c], ks, w->kid[g], row + g);
   }
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_vec* ov = &v[2 + op->spec.nkeys + a];
