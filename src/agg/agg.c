@@ -693,6 +693,17 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
         return false;
       case LM_AGG_SUM:
         if (st->sum_d) return finalize_flagged_d(st->sum_d + first, st->has + first, n, data, nulls);
+        if (st->sum_i) { /* NULL without a value or when the total does not fit BIGINT */
+          uint8_t none = 0;
+          for (int64_t k = 0; k < n; k++) {
+            lm_i128 v = st->sum_i[first + k];
+            uint8_t ok = st->has[first + k] != 0 && v >= INT64_MIN && v <= INT64_MAX;
+            ((int64_t*)data)[k] = ok ? (int64_t)v : 0;
+            nulls[k] = !ok;
+            none |= !ok;
+          }
+          return none != 0;
+        }
         break;
       case LM_AGG_MIN:
       case LM_AGG_MAX:

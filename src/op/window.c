@@ -322,6 +322,29 @@ static laminar_code group_append(window_op* op, window* w, uint64_t h, uint32_t*
   return LAMINAR_OK;
 }
 
+/* Group a of `to` takes the keys of group g of `from`: strings copied into
+ * to's pool, or borrowed (`from` outlives `to`'s group). */
+static laminar_code group_keys_from(const window_op* op, window* to, int64_t a, const window* from,
+                                    int64_t g, bool copy) {
+  for (int32_t c = 0; c < op->spec.nkeys; c++) {
+    key_store* ks = &to->keys[c];
+    const key_store* src = &from->keys[c];
+    ks->nulls[a] = src->nulls[g];
+    if (ks->type == LM_TYPE_STRING) {
+      ks->s[a] = src->s[g];
+      if (copy) {
+        ks->s[a].ptr = lm_pool_copy(&to->strings, src->s[g].ptr, (size_t)src->s[g].len);
+        if (ks->s[a].ptr == NULL && src->s[g].len > 0) return LAMINAR_ERR_NOMEM;
+      }
+    } else if (ks->type == LM_TYPE_DOUBLE) {
+      ks->d[a] = src->d[g];
+    } else {
+      ks->i[a] = src->i[g];
+    }
+  }
+  return LAMINAR_OK;
+}
+
 laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
                                       const lm_vec* keys, int64_t row, uint32_t* out_gid) {
   int32_t nkeys = op->spec.nkeys;
@@ -338,6 +361,16 @@ laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
   }
   uint32_t g;
   LM_TRY(group_append(op, w, h, &g));
+  if (op->panes && w != op->keyset) {
+    /* A pane's new group: its key id, and its keys borrowed from the keyset
+     * (which keeps every key for the op's life). */
+    uint32_t k;
+    LM_TRY(lm_op_group_find_or_add(op, op->keyset, h, keys, row, &k));
+    w->kid[g] = k;
+    LM_TRY(group_keys_from(op, w, g, op->keyset, k, false));
+    *out_gid = g;
+    return LAMINAR_OK;
+  }
   for (int32_t c = 0; c < nkeys; c++) {
     key_store* ks = &w->keys[c];
     const lm_vec* v = &keys[c];
@@ -353,11 +386,6 @@ laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
     } else {
       ks->i[g] = is_null ? 0 : vec_int(v, row);
     }
-  }
-  if (op->panes && w != op->keyset) { /* a pane's new group: its key id */
-    uint32_t k;
-    LM_TRY(lm_op_group_find_or_add(op, op->keyset, h, keys, row, &k));
-    w->kid[g] = k;
   }
   *out_gid = g;
   return LAMINAR_OK;
@@ -959,20 +987,7 @@ static laminar_code acc_group(window_op* op, window* acc, const window* src, int
   }
   uint32_t a;
   LM_TRY(group_append(op, acc, h, &a));
-  for (int32_t c = 0; c < nkeys; c++) {
-    key_store *ks = &acc->keys[c];
-    const key_store* from = &src->keys[c];
-    ks->nulls[a] = from->nulls[g];
-    if (ks->type == LM_TYPE_STRING) {
-      char* copy = lm_pool_copy(&acc->strings, from->s[g].ptr, (size_t)from->s[g].len);
-      if (copy == NULL && from->s[g].len > 0) return LAMINAR_ERR_NOMEM;
-      ks->s[a] = (lm_str){copy, from->s[g].len};
-    } else if (ks->type == LM_TYPE_DOUBLE) {
-      ks->d[a] = from->d[g];
-    } else {
-      ks->i[a] = from->i[g];
-    }
-  }
+  LM_TRY(group_keys_from(op, acc, a, src, g, true));
   *out = a;
   return LAMINAR_OK;
 }
