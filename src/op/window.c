@@ -632,6 +632,8 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
   int64_t run_n = 0;
   bool sorted = true;
   uint64_t fast_span = hop >= size ? (uint64_t)size : 0; /* rows at q .. q + size: one window */
+  /* Every row has its time in ms (no filter, no NULL, not TIMESTAMP). */
+  bool plain = keep == NULL && tcol->nulls == NULL && tcol->type != LM_TYPE_TIMESTAMP;
   for (int64_t k = r0; k < r1; k++) {
     if (keep != NULL && !keep[k]) continue;
     if (tcol->nulls && tcol->nulls[k]) {
@@ -642,9 +644,17 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
     /* Tumbling windows: a row in the last row's window, which is open. */
     if (cache_n == 1 && s->cache[0] == run_w &&
         (uint64_t)t - (uint64_t)cache_q < (uint64_t)fast_span) {
-      s->prow[np] = (uint32_t)k;
-      s->pwin[np++] = run_w;
-      run_n++;
+      int64_t k2 = k + 1;
+      if (plain) { /* and the rows after it, while they stay in that window */
+        const int64_t* ts = tcol->data;
+        while (k2 < r1 && (uint64_t)ts[k2] - (uint64_t)cache_q < fast_span) k2++;
+      }
+      for (int64_t r = k; r < k2; r++) {
+        s->prow[np] = (uint32_t)r;
+        s->pwin[np++] = run_w;
+      }
+      run_n += k2 - k;
+      k = k2 - 1;
       continue;
     }
     int64_t q = (cache_n >= 0 && t >= cache_q && (uint64_t)t - (uint64_t)cache_q < (uint64_t)hop)
