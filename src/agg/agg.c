@@ -683,6 +683,7 @@ static bool finalize_flagged_d(const double* v, const uint8_t* has, int64_t n, d
 
 bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* data,
                      uint8_t* nulls) {
+  if (n <= 0) return false; /* (a window without groups: its arrays may not exist yet) */
   if (!st->weighted) { /* the common results as plain loops */
     switch (st->fn) {
       case LM_AGG_COUNT_STAR:
