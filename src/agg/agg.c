@@ -36,6 +36,10 @@ bool lm_agg_states_set_weighted(lm_agg_states* st) {
 }
 static bool uses_sum(lm_agg_fn fn) { return fn == LM_AGG_SUM || fn == LM_AGG_AVG; }
 static bool uses_minmax(lm_agg_fn fn) { return fn == LM_AGG_MIN || fn == LM_AGG_MAX; }
+/* MIN/MAX of DOUBLE start each group at the identity of DuckDB's order (NaN
+ * above every number): -inf for MAX, NaN for MIN, so a fold needs no test of
+ * whether a value came yet (`has` still says so, for NULL results). */
+static double minmax_identity(lm_agg_fn fn) { return fn == LM_AGG_MAX ? -INFINITY : NAN; }
 /* Keeps one value of the argument's type per group. */
 static bool keeps_value(lm_agg_fn fn) { return uses_minmax(fn) || is_first_last(fn); }
 
@@ -90,12 +94,36 @@ void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
   if (st->sum_i) st->sum_i[g] = 0;
   if (st->sum_d) st->sum_d[g] = 0.0;
   if (st->mm_i) st->mm_i[g] = 0;
-  if (st->mm_d) st->mm_d[g] = 0.0;
+  if (st->mm_d) st->mm_d[g] = uses_minmax(st->fn) ? minmax_identity(st->fn) : 0.0;
   if (st->mm_s) st->mm_s[g] = (lm_str){NULL, 0};
   if (st->has) st->has[g] = 0;
   if (st->ord) st->ord[g] = 0;
   if (st->vnull) st->vnull[g] = 0;
   if (st->d_head) st->d_head[g] = -1;
+}
+
+void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n) {
+  if (n <= 0) return;
+#define ZERO_RANGE(field) \
+  if (st->field) memset(st->field + first, 0, sizeof(*st->field) * (size_t)n)
+  ZERO_RANGE(count);
+  ZERO_RANGE(sum_i);
+  ZERO_RANGE(sum_d); /* 0.0 and {NULL, 0} are all-zero bytes */
+  ZERO_RANGE(mm_i);
+  if (st->mm_d && uses_minmax(st->fn)) {
+    double id = minmax_identity(st->fn);
+    for (int64_t g = first; g < first + n; g++) st->mm_d[g] = id;
+  } else {
+    ZERO_RANGE(mm_d);
+  }
+  ZERO_RANGE(mm_s);
+  ZERO_RANGE(has);
+  ZERO_RANGE(ord);
+  ZERO_RANGE(vnull);
+#undef ZERO_RANGE
+  if (st->d_head) {
+    for (int64_t g = first; g < first + n; g++) st->d_head[g] = -1;
+  }
 }
 
 void lm_agg_states_drop_group(lm_agg_states* st, int64_t g) {
@@ -154,6 +182,17 @@ static bool dbl_less(double a, double b) {
   if (isnan(a)) return false;
   if (isnan(b)) return true;
   return a < b;
+}
+
+/* Fold double v into MIN/MAX state g (which starts at minmax_identity) in
+ * DuckDB's order, NaN above every number, without a branch: a data-dependent
+ * branch here mispredicted on random prices (35% of W1's updates, a third of
+ * hop's pane merges). Folding the identity changes nothing. */
+static inline void fold_minmax_d(double* mm, uint8_t* has, uint32_t g, double v, bool is_min) {
+  double cur = mm[g];
+  bool take = is_min ? !isnan(v) && (isnan(cur) || v < cur) : isnan(v) || v > cur;
+  mm[g] = take ? v : cur;
+  has[g] = 1;
 }
 
 static int64_t int_value(const lm_vec* v, uint32_t row) {
@@ -461,18 +500,9 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
         double* mm = st->mm_d;
         uint8_t* has = st->has;
         for (int64_t j = 0; j < m; j++) {
-          uint32_t r = ROW(j), g = gids[j];
+          uint32_t r = ROW(j);
           if (nulls && nulls[r]) continue;
-          double v = x[r], cur = mm[g];
-          /* Common case branch-free (minsd/maxsd): a group already seen, no
-           * NaN (ordered above all numbers) on either side. A data-dependent
-           * branch here mispredicted on random prices: 35% of W1's updates. */
-          if (LM_LIKELY(has[g] && !isnan(v) && !isnan(cur))) {
-            mm[g] = is_min ? (v < cur ? v : cur) : (v > cur ? v : cur);
-          } else {
-            if (!has[g] || (is_min ? dbl_less(v, cur) : dbl_less(cur, v))) mm[g] = v;
-            has[g] = 1;
-          }
+          fold_minmax_d(mm, has, gids[j], x[r], is_min);
         }
       } else if (st->arg_type == LM_TYPE_STRING) {
         const lm_str* x = arg->data;
@@ -606,34 +636,39 @@ laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_
     case LM_AGG_SUM:
     case LM_AGG_AVG:
       if (st->weighted) break;
-      for (int64_t g = 0; g < n; g++) {
-        uint32_t d = dst[g];
-        if (st->count) st->count[d] += from->count[g];
-        if (st->sum_d) {
-          st->sum_d[d] += from->sum_d[g];
-        } else {
-          st->sum_i[d] += from->sum_i[g];
-        }
-        st->has[d] |= from->has[g];
+      if (st->count) {
+        for (int64_t g = 0; g < n; g++) st->count[dst[g]] += from->count[g];
       }
+      if (st->sum_d) {
+        for (int64_t g = 0; g < n; g++) st->sum_d[dst[g]] += from->sum_d[g];
+      } else {
+        for (int64_t g = 0; g < n; g++) st->sum_i[dst[g]] += from->sum_i[g];
+      }
+      for (int64_t g = 0; g < n; g++) st->has[dst[g]] |= from->has[g];
       return LAMINAR_OK;
     case LM_AGG_MIN:
-    case LM_AGG_MAX:
+    case LM_AGG_MAX: {
       if (st->mm_d == NULL && st->mm_i == NULL) break;
+      bool is_min = st->fn == LM_AGG_MIN;
+      const uint8_t* fh = from->has;
+      if (st->mm_d) {
+        for (int64_t g = 0; g < n; g++) {
+          uint32_t d = dst[g];
+          uint8_t had = st->has[d];
+          fold_minmax_d(st->mm_d, st->has, d, from->mm_d[g], is_min); /* identity if none */
+          st->has[d] = had | fh[g];
+        }
+        return LAMINAR_OK;
+      }
       for (int64_t g = 0; g < n; g++) {
         uint32_t d = dst[g];
-        if (!from->has[g]) continue;
-        bool is_min = st->fn == LM_AGG_MIN;
-        if (st->mm_d) {
-          double v = from->mm_d[g], cur = st->mm_d[d];
-          if (!st->has[d] || (is_min ? dbl_less(v, cur) : dbl_less(cur, v))) st->mm_d[d] = v;
-        } else {
-          int64_t v = from->mm_i[g], cur = st->mm_i[d];
-          if (!st->has[d] || (is_min ? v < cur : v > cur)) st->mm_i[d] = v;
-        }
+        if (!fh[g]) continue;
+        int64_t v = from->mm_i[g], cur = st->mm_i[d];
+        st->mm_i[d] = !st->has[d] ? v : is_min ? (v < cur ? v : cur) : (v > cur ? v : cur);
         st->has[d] = 1;
       }
       return LAMINAR_OK;
+    }
     default: break;
   }
   for (int64_t g = 0; g < n; g++) LM_TRY(lm_agg_merge(st, dst[g], from, g));
@@ -642,8 +677,51 @@ laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_
 
 /* ---- finalize ----------------------------------------------------------- */
 
+/* Results that are a value or NULL by `has` (SUM and MIN/MAX of DOUBLE). */
+static bool finalize_flagged_d(const double* v, const uint8_t* has, int64_t n, double* data,
+                               uint8_t* nulls) {
+  uint8_t none = 0;
+  for (int64_t k = 0; k < n; k++) {
+    uint8_t h = has[k] != 0;
+    data[k] = h ? v[k] : 0.0;
+    nulls[k] = !h;
+    none |= !h;
+  }
+  return none != 0;
+}
+
 bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* data,
                      uint8_t* nulls) {
+  if (n <= 0) return false; /* (a window without groups: its arrays may not exist yet) */
+  if (!st->weighted) { /* the common results as plain loops */
+    switch (st->fn) {
+      case LM_AGG_COUNT_STAR:
+      case LM_AGG_COUNT:
+      case LM_AGG_COUNT_DISTINCT:
+        memcpy(data, st->count + first, sizeof(int64_t) * (size_t)n);
+        memset(nulls, 0, (size_t)n);
+        return false;
+      case LM_AGG_SUM:
+        if (st->sum_d) return finalize_flagged_d(st->sum_d + first, st->has + first, n, data, nulls);
+        if (st->sum_i) { /* NULL without a value or when the total does not fit BIGINT */
+          uint8_t none = 0;
+          for (int64_t k = 0; k < n; k++) {
+            lm_i128 v = st->sum_i[first + k];
+            uint8_t ok = st->has[first + k] != 0 && v >= INT64_MIN && v <= INT64_MAX;
+            ((int64_t*)data)[k] = ok ? (int64_t)v : 0;
+            nulls[k] = !ok;
+            none |= !ok;
+          }
+          return none != 0;
+        }
+        break;
+      case LM_AGG_MIN:
+      case LM_AGG_MAX:
+        if (st->mm_d) return finalize_flagged_d(st->mm_d + first, st->has + first, n, data, nulls);
+        break;
+      default: break;
+    }
+  }
   bool any_null = false;
   for (int64_t k = 0; k < n; k++) {
     int64_t g = first + k;
@@ -782,7 +860,7 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
   }
   if (st->sum_d) st->sum_d[g] = lm_state_get_f64(r);
   if (st->mm_i) st->mm_i[g] = lm_state_get_i64(r);
-  if (st->mm_d) st->mm_d[g] = lm_state_get_f64(r);
+  if (st->mm_d) st->mm_d[g] = lm_state_get_f64(r); /* (the identity fixed below if no value) */
   if (st->mm_s) {
     lm_str s = lm_state_get_bytes(r);
     char* copy = lm_pool_copy(&st->strings, s.ptr, (size_t)s.len);
@@ -790,6 +868,7 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
     st->mm_s[g] = (lm_str){copy, s.len};
   }
   if (st->has) st->has[g] = lm_state_get_u8(r) ? 1 : 0;
+  if (st->mm_d && uses_minmax(st->fn) && !st->has[g]) st->mm_d[g] = minmax_identity(st->fn);
   if (st->ord) st->ord[g] = lm_state_get_i64(r);
   if (st->vnull) st->vnull[g] = lm_state_get_u8(r) ? 1 : 0;
   if (st->weighted && (uses_minmax(st->fn) || st->fn == LM_AGG_COUNT_DISTINCT)) {

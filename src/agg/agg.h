@@ -94,6 +94,9 @@ bool lm_agg_retractable(lm_agg_fn fn);
 laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap);
 /* Initialize group `g` (< cap) to the empty state. */
 void lm_agg_states_init_group(lm_agg_states* st, int64_t g);
+/* Initialize groups [first, first + n) (< cap) to the empty state at once
+ * (a block write per field; the same state as lm_agg_states_init_group). */
+void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n);
 /* Forget group g, whose id will be reused (session slots): COUNT(DISTINCT)
  * entries of it stop matching (their memory goes at the next clear). */
 void lm_agg_states_drop_group(lm_agg_states* st, int64_t g);

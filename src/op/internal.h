@@ -28,6 +28,7 @@ typedef struct window {
   int64_t start;
   int64_t ngroups;
   int64_t cap;
+  int64_t ninit;        /* groups [ngroups, ninit) have empty aggregate states ready */
   uint64_t* ghash;
   key_store* keys;
   lm_agg_states* aggs;
@@ -39,6 +40,7 @@ typedef struct window {
   uint8_t* live;        /* EMIT CHANGES: its current result was emitted (+1) */
   uint64_t* stamp;      /* the update pass that last touched it */
   uint32_t* kid;        /* panes: the group's key id in the op's keyset */
+  uint64_t edit;        /* panes: the op's edit count when rows last went in */
 } window;
 
 typedef struct window_op {
@@ -76,6 +78,19 @@ typedef struct window_op {
   int64_t kmap_cap;
   int64_t out_size;       /* window size of the output (bounds) */
   int64_t out_hop;        /* panes: the hop between window starts */
+  /* Panes: partial merges shared by overlapping windows. With B panes per
+   * window and blocks of B panes aligned at multiples of B, a window starting
+   * at pane p = bB + r is suf[r] (panes p .. bB + B - 1, merged) plus run
+   * (panes bB + B .. p + B - 1). Each is valid while no pane it covers took
+   * rows after it was built (pane edit counts). */
+  uint64_t edits;         /* row updates into panes so far */
+  window** suf;           /* B suffix merges of block suf_block */
+  int64_t suf_block;      /* INT64_MIN: none */
+  int64_t suf_from;       /* suf[suf_from .. B) are built */
+  uint64_t suf_edit;      /* edits when built */
+  window* run;            /* prefix merge of block run_block, panes up to run_last */
+  int64_t run_block, run_last;
+  uint64_t run_edit;
   /* Rows built one group at a time (EMIT CHANGES deltas; closing windows of a
    * changelog input), out_schema's columns; op-owned, reused. */
   lm_vec* dvecs;

@@ -111,6 +111,11 @@ void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, int64_t n, uint64_t* h) 
   for (int32_t c = 0; c < nkeys; c++) {
     const lm_vec* v = &keys[c];
     const uint8_t* nulls = v->nulls;
+    if (nulls == NULL && v->type == LM_TYPE_STRING) { /* the common key: one loop, no branches */
+      const lm_str* s = v->data;
+      for (int64_t k = 0; k < n; k++) h[k] = hash_combine(h[k], hash_bytes(s[k].ptr, s[k].len));
+      continue;
+    }
     for (int64_t k = 0; k < n; k++) {
       uint64_t kh;
       if (nulls && nulls[k]) {
@@ -218,12 +223,18 @@ laminar_code lm_op_window_new(window_op* op, window** out) {
   return LAMINAR_OK;
 }
 
-/* Empty a window, keeping its capacity. */
+/* Empty a window, keeping its capacity. As many groups as it held get their
+ * empty aggregate states here, in one block write per field (the next window
+ * usually has about as many), instead of one group at a time as they come. */
 static void window_reset(window_op* op, window* w) {
-  w->ngroups = 0;
   memset(w->table, 0, sizeof(uint32_t) * ((size_t)w->table_mask + 1));
   lm_pool_reset(&w->strings);
-  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&w->aggs[a]);
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    lm_agg_states_clear(&w->aggs[a]);
+    lm_agg_states_init_range(&w->aggs[a], 0, w->ngroups);
+  }
+  if (w->ngroups > w->ninit) w->ninit = w->ngroups; /* [ngroups, ninit) were untouched */
+  w->ngroups = 0;
 }
 
 static void window_recycle(window_op* op, window* w) {
@@ -286,10 +297,15 @@ laminar_code lm_op_table_rebuild(window* w, uint64_t nsize) {
   return LAMINAR_OK;
 }
 
-/* Keep the load factor at most 1/2. */
+/* Keep the load factor at most 1/4 while the table fits in cache: a probe
+ * that passes its first slot is a mispredicted branch (at 1/2, a quarter of
+ * W1's lookups; at 1/4 one in eight, W1 8% faster). Larger tables miss the
+ * cache on every probe anyway, and the next slot is usually in the same line:
+ * at most 1/2 there, to keep them at 8 bytes a group. */
 static laminar_code table_grow_if_needed(window* w) {
   uint64_t size = (uint64_t)w->table_mask + 1;
-  if ((uint64_t)(w->ngroups + 1) * 2 <= size) return LAMINAR_OK;
+  uint64_t per_group = size <= 65536 ? 4 : 2;
+  if ((uint64_t)(w->ngroups + 1) * per_group <= size) return LAMINAR_OK;
   return lm_op_table_rebuild(w, size * 2);
 }
 
@@ -299,7 +315,9 @@ static laminar_code group_append(window_op* op, window* w, uint64_t h, uint32_t*
   LM_TRY(lm_op_window_reserve(op, w, w->ngroups + 1));
   uint32_t g = (uint32_t)w->ngroups++;
   w->ghash[g] = h;
-  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&w->aggs[a], g);
+  if (g >= w->ninit) {
+    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&w->aggs[a], g);
+  }
   if (op->track) {
     w->nrows[g] = 0;
     w->live[g] = 0;
@@ -307,6 +325,29 @@ static laminar_code group_append(window_op* op, window* w, uint64_t h, uint32_t*
   }
   table_insert(w, h, g);
   *out_gid = g;
+  return LAMINAR_OK;
+}
+
+/* Group a of `to` takes the keys of group g of `from`: strings copied into
+ * to's pool, or borrowed (`from` outlives `to`'s group). */
+static laminar_code group_keys_from(const window_op* op, window* to, int64_t a, const window* from,
+                                    int64_t g, bool copy) {
+  for (int32_t c = 0; c < op->spec.nkeys; c++) {
+    key_store* ks = &to->keys[c];
+    const key_store* src = &from->keys[c];
+    ks->nulls[a] = src->nulls[g];
+    if (ks->type == LM_TYPE_STRING) {
+      ks->s[a] = src->s[g];
+      if (copy) {
+        ks->s[a].ptr = lm_pool_copy(&to->strings, src->s[g].ptr, (size_t)src->s[g].len);
+        if (ks->s[a].ptr == NULL && src->s[g].len > 0) return LAMINAR_ERR_NOMEM;
+      }
+    } else if (ks->type == LM_TYPE_DOUBLE) {
+      ks->d[a] = src->d[g];
+    } else {
+      ks->i[a] = src->i[g];
+    }
+  }
   return LAMINAR_OK;
 }
 
@@ -326,6 +367,16 @@ laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
   }
   uint32_t g;
   LM_TRY(group_append(op, w, h, &g));
+  if (op->panes && w != op->keyset) {
+    /* A pane's new group: its key id, and its keys borrowed from the keyset
+     * (which keeps every key for the op's life). */
+    uint32_t k;
+    LM_TRY(lm_op_group_find_or_add(op, op->keyset, h, keys, row, &k));
+    w->kid[g] = k;
+    LM_TRY(group_keys_from(op, w, g, op->keyset, k, false));
+    *out_gid = g;
+    return LAMINAR_OK;
+  }
   for (int32_t c = 0; c < nkeys; c++) {
     key_store* ks = &w->keys[c];
     const lm_vec* v = &keys[c];
@@ -342,17 +393,59 @@ laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
       ks->i[g] = is_null ? 0 : vec_int(v, row);
     }
   }
-  if (op->panes && w != op->keyset) { /* a pane's new group: its key id */
-    uint32_t k;
-    LM_TRY(lm_op_group_find_or_add(op, op->keyset, h, keys, row, &k));
-    w->kid[g] = k;
-  }
   *out_gid = g;
   return LAMINAR_OK;
 }
 
-/* Find the open window starting at `start`, creating it in sorted position. */
-static laminar_code window_get(window_op* op, int64_t start, window** out) {
+/* The group of each row sel[j] of window w (hashes by row) into gids[j],
+ * adding new groups. A single key column without NULLs (the common GROUP BY)
+ * probes inline, comparing the value directly; new groups, other key shapes
+ * and collisions beyond the first slot's hash go through
+ * lm_op_group_find_or_add. The same groups, in the same order, either way. */
+static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t* sel, int64_t m,
+                                       const uint64_t* hashes, uint32_t* gids) {
+  const lm_vec* key = &op->key_vecs[0];
+  lm_type t = op->spec.nkeys == 1 ? key->type : LM_TYPE_NULL;
+  bool fast = key->nulls == NULL && (t == LM_TYPE_STRING || t == LM_TYPE_INT64 ||
+                                     t == LM_TYPE_TIMESTAMP);
+  int64_t j = 0;
+  while (fast && j < m) {
+    /* Re-read after each slow call: adding a group may grow these arrays. */
+    const uint32_t* table = w->table;
+    uint32_t mask = w->table_mask;
+    const uint64_t* ghash = w->ghash;
+    const key_store* ks = &w->keys[0];
+    for (; j < m; j++) {
+      uint32_t r = sel[j];
+      uint64_t h = hashes[r];
+      uint32_t slot = (uint32_t)h & mask, e;
+      bool found = false;
+      while ((e = table[slot]) != 0) {
+        uint32_t g = e - 1;
+        if (ghash[g] == h && !ks->nulls[g] &&
+            (t == LM_TYPE_STRING ? str_eq(ks->s[g], ((const lm_str*)key->data)[r])
+                                 : ks->i[g] == ((const int64_t*)key->data)[r])) {
+          gids[j] = g;
+          found = true;
+          break;
+        }
+        slot = (slot + 1) & mask;
+      }
+      if (!found) break;
+    }
+    if (j < m) {
+      LM_TRY(lm_op_group_find_or_add(op, w, hashes[sel[j]], op->key_vecs, sel[j], &gids[j]));
+      j++;
+    }
+  }
+  for (; j < m; j++) {
+    LM_TRY(lm_op_group_find_or_add(op, w, hashes[sel[j]], op->key_vecs, sel[j], &gids[j]));
+  }
+  return LAMINAR_OK;
+}
+
+/* The index of the first open pane (or window) starting at or after `start`. */
+static int32_t open_lower_bound(const window_op* op, int64_t start) {
   int32_t lo = 0, hi = op->nopen;
   while (lo < hi) {
     int32_t mid = (lo + hi) / 2;
@@ -362,6 +455,12 @@ static laminar_code window_get(window_op* op, int64_t start, window** out) {
       hi = mid;
     }
   }
+  return lo;
+}
+
+/* Find the open window starting at `start`, creating it in sorted position. */
+static laminar_code window_get(window_op* op, int64_t start, window** out) {
+  int32_t lo = open_lower_bound(op, start);
   if (lo < op->nopen && op->open[lo]->start == start) {
     *out = op->open[lo];
     return LAMINAR_OK;
@@ -494,6 +593,7 @@ typedef struct assign_scratch {
   int32_t* pwin;
   uint32_t* sel;     /* rows bucketed by window, arrival order within one */
   int32_t* cache;    /* local window indices of the last row's windows */
+  bool sorted;       /* the pairs are in window order already (rows in time order) */
 } assign_scratch;
 
 /* The local index of window `start` in this slice, adding it if new. */
@@ -528,9 +628,18 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
       s->pwin[np++] = 0;
       s->counts[0]++;
     }
+    s->sorted = true;
     *out_nwin = nwin;
     return np;
   }
+  /* Rows per window are counted in a register while the window repeats (a
+   * counter in memory made each row wait for the previous row's store). */
+  int32_t run_w = -1;
+  int64_t run_n = 0;
+  bool sorted = true;
+  uint64_t fast_span = hop >= size ? (uint64_t)size : 0; /* rows at q .. q + size: one window */
+  /* Every row has its time in ms (no filter, no NULL, not TIMESTAMP). */
+  bool plain = keep == NULL && tcol->nulls == NULL && tcol->type != LM_TYPE_TIMESTAMP;
   for (int64_t k = r0; k < r1; k++) {
     if (keep != NULL && !keep[k]) continue;
     if (tcol->nulls && tcol->nulls[k]) {
@@ -538,6 +647,22 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
       continue;
     }
     int64_t t = lm_op_time_ms(tcol, k);
+    /* Tumbling windows: a row in the last row's window, which is open. */
+    if (cache_n == 1 && s->cache[0] == run_w &&
+        (uint64_t)t - (uint64_t)cache_q < (uint64_t)fast_span) {
+      int64_t k2 = k + 1;
+      if (plain) { /* and the rows after it, while they stay in that window */
+        const int64_t* ts = tcol->data;
+        while (k2 < r1 && (uint64_t)ts[k2] - (uint64_t)cache_q < fast_span) k2++;
+      }
+      for (int64_t r = k; r < k2; r++) {
+        s->prow[np] = (uint32_t)r;
+        s->pwin[np++] = run_w;
+      }
+      run_n += k2 - k;
+      k = k2 - 1;
+      continue;
+    }
     int64_t q = (cache_n >= 0 && t >= cache_q && (uint64_t)t - (uint64_t)cache_q < (uint64_t)hop)
                     ? cache_q
                     : lm_op_floor_div(t, hop) * hop;
@@ -557,7 +682,7 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
     }
     /* Windows containing t: start > t - size, i.e. the first ceil((size - (t - q)) / hop). */
     int64_t off = t - q;
-    int64_t n_t = off >= size ? 0 : 1 + (size - off - 1) / hop;
+    int64_t n_t = off >= size ? 0 : hop >= size ? 1 : 1 + (size - off - 1) / hop;
     int64_t use = n_t < cache_n ? n_t : cache_n;
     if (use == 0) {
       if (n_t > 0) lm_op_late_row(op, k); /* every window of the row has closed */
@@ -567,10 +692,18 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
       int32_t w = s->cache[j];
       s->prow[np] = (uint32_t)k;
       s->pwin[np] = w;
-      s->counts[w]++;
       np++;
+      if (w != run_w) {
+        if (run_w >= 0) s->counts[run_w] += run_n;
+        sorted &= w > run_w;
+        run_w = w;
+        run_n = 0;
+      }
+      run_n++;
     }
   }
+  if (run_w >= 0) s->counts[run_w] += run_n;
+  s->sorted = sorted;
   *out_nwin = nwin;
   return np;
 }
@@ -583,16 +716,18 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
   const lm_window_spec* spec = &op->spec;
   s->offsets[0] = 0;
   for (int32_t i = 0; i < nwin; i++) s->offsets[i + 1] = s->offsets[i] + s->counts[i];
-  for (int32_t i = 0; i < nwin; i++) s->counts[i] = s->offsets[i];
-  for (int64_t p = 0; p < np; p++) s->sel[s->counts[s->pwin[p]]++] = s->prow[p];
+  const uint32_t* sel = s->prow; /* already bucketed when sorted */
+  if (!s->sorted) {
+    for (int32_t i = 0; i < nwin; i++) s->counts[i] = s->offsets[i];
+    for (int64_t p = 0; p < np; p++) s->sel[s->counts[s->pwin[p]]++] = s->prow[p];
+    sel = s->sel;
+  }
   for (int32_t i = 0; i < nwin; i++) {
     window* w;
     LM_TRY(window_get(op, s->starts[i], &w));
-    const uint32_t* wsel = s->sel + s->offsets[i];
+    const uint32_t* wsel = sel + s->offsets[i];
     int64_t m = s->offsets[i + 1] - s->offsets[i];
-    for (int64_t j = 0; j < m; j++) {
-      LM_TRY(lm_op_group_find_or_add(op, w, hashes[wsel[j]], op->key_vecs, wsel[j], &gids[j]));
-    }
+    LM_TRY(groups_find_or_add(op, w, wsel, m, hashes, gids));
     int64_t nt = 0;
     if (op->track) {
       /* The distinct groups of this pass, in first-touch order; with EMIT
@@ -612,6 +747,7 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
         }
       }
     }
+    if (op->panes) w->edit = ++op->edits; /* shared merges over it are stale now */
     for (int32_t a = 0; a < spec->naggs; a++) {
       const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
       if (op->weights != NULL) {
@@ -898,27 +1034,15 @@ static laminar_code acc_group(window_op* op, window* acc, const window* src, int
   }
   uint32_t a;
   LM_TRY(group_append(op, acc, h, &a));
-  for (int32_t c = 0; c < nkeys; c++) {
-    key_store *ks = &acc->keys[c];
-    const key_store* from = &src->keys[c];
-    ks->nulls[a] = from->nulls[g];
-    if (ks->type == LM_TYPE_STRING) {
-      char* copy = lm_pool_copy(&acc->strings, from->s[g].ptr, (size_t)from->s[g].len);
-      if (copy == NULL && from->s[g].len > 0) return LAMINAR_ERR_NOMEM;
-      ks->s[a] = (lm_str){copy, from->s[g].len};
-    } else if (ks->type == LM_TYPE_DOUBLE) {
-      ks->d[a] = from->d[g];
-    } else {
-      ks->i[a] = from->i[g];
-    }
-  }
+  LM_TRY(group_keys_from(op, acc, a, src, g, true));
   *out = a;
   return LAMINAR_OK;
 }
 
-/* Fold pane `pane` into `acc`: groups found by key id (kmap, stamped with
- * `pass`), new ones appended with the pane's keys (borrowed: the pane outlives
- * the rows built from acc), then each aggregate merged in one loop. */
+/* Fold pane `pane` (or a merge of panes) into `acc`: groups found by key id
+ * (kmap, stamped with `pass`), new ones appended with their key id only (the
+ * keys stay in the op's keyset, where emission reads them), then each
+ * aggregate merged in one loop. */
 static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane, uint64_t pass) {
   uint32_t* dst = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(pane->ngroups + 1));
   if (dst == NULL) return LAMINAR_ERR_NOMEM;
@@ -928,19 +1052,10 @@ static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane,
     if (op->kstamp[k] != pass) {
       op->kstamp[k] = pass;
       uint32_t a = (uint32_t)acc->ngroups++;
-      for (int32_t f = 0; f < op->spec.naggs; f++) lm_agg_states_init_group(&acc->aggs[f], a);
-      for (int32_t c = 0; c < op->spec.nkeys; c++) {
-        key_store *to = &acc->keys[c];
-        const key_store* from = &pane->keys[c];
-        to->nulls[a] = from->nulls[g];
-        if (to->type == LM_TYPE_STRING) {
-          to->s[a] = from->s[g];
-        } else if (to->type == LM_TYPE_DOUBLE) {
-          to->d[a] = from->d[g];
-        } else {
-          to->i[a] = from->i[g];
-        }
+      if (a >= acc->ninit) {
+        for (int32_t f = 0; f < op->spec.naggs; f++) lm_agg_states_init_group(&acc->aggs[f], a);
       }
+      acc->kid[a] = k; /* its keys: the keyset's group k */
       op->kmap[k] = a;
     }
     dst[g] = op->kmap[k];
@@ -951,8 +1066,9 @@ static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane,
   return LAMINAR_OK;
 }
 
-/* Every group of window w as rows (columnar), then emitted. */
-static laminar_code put_window_rows(window_op* op, const window* w) {
+/* Every group of window w (built from panes: keys by key id) as rows
+ * (columnar) into the row buffer; emitted now if `flush`. */
+static laminar_code put_window_rows(window_op* op, const window* w, bool flush) {
   int64_t ng = w->ngroups;
   if (ng == 0) return LAMINAR_OK;
   LM_TRY(lm_op_rows_reserve(op, ng));
@@ -967,7 +1083,8 @@ static laminar_code put_window_rows(window_op* op, const window* w) {
     ((uint8_t*)v[1].nulls)[row + g] = 0;
   }
   for (int32_t c = 0; c < op->spec.nkeys; c++) {
-    for (int64_t g = 0; g < ng; g++) lm_op_put_key(&v[2 + c], &w->keys[c], g, row + g);
+    const key_store* ks = &op->keyset->keys[c];
+    for (int64_t g = 0; g < ng; g++) lm_op_put_key(&v[2 + c], ks, w->kid[g], row + g);
   }
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_vec* ov = &v[2 + op->spec.nkeys + a];
@@ -975,7 +1092,100 @@ static laminar_code put_window_rows(window_op* op, const window* w) {
                     (uint8_t*)ov->nulls + row);
   }
   op->dn += ng;
-  return lm_op_rows_flush(op);
+  return flush ? lm_op_rows_flush(op) : LAMINAR_OK;
+}
+
+/* Map the key ids of dst's groups to them for merge pass `pass`. */
+static void acc_restamp(window_op* op, const window* dst, uint64_t pass) {
+  for (int64_t g = 0; g < dst->ngroups; g++) {
+    op->kmap[dst->kid[g]] = (uint32_t)g;
+    op->kstamp[dst->kid[g]] = pass;
+  }
+}
+
+/* Merge the open panes starting in [lo, hi) into dst (its groups kept), in start order. */
+static laminar_code merge_panes_into(window_op* op, window* dst, int64_t lo, int64_t hi) {
+  uint64_t pass = ++op->pass;
+  acc_restamp(op, dst, pass);
+  for (int32_t i = open_lower_bound(op, lo); i < op->nopen && op->open[i]->start < hi; i++) {
+    LM_TRY(acc_add_pane(op, dst, op->open[i], pass));
+  }
+  return LAMINAR_OK;
+}
+
+static laminar_code merge_panes(window_op* op, window* dst, int64_t lo, int64_t hi) {
+  window_reset(op, dst);
+  return merge_panes_into(op, dst, lo, hi);
+}
+
+/* Whether an open pane starting in [lo, hi) took rows after edit count `since`. */
+static bool panes_edited(const window_op* op, int64_t lo, int64_t hi, uint64_t since) {
+  for (int32_t i = open_lower_bound(op, lo); i < op->nopen && op->open[i]->start < hi; i++) {
+    if (op->open[i]->edit > since) return true;
+  }
+  return false;
+}
+
+/* Panes per window for shared merges, or 0 where merging a window's panes
+ * directly costs as little (B < 3) or the B suffix merges would hold too much. */
+static int64_t shared_panes(const window_op* op) {
+  int64_t b = op->out_size / op->spec.size_ms;
+  return b >= 3 && b <= 4096 ? b : 0;
+}
+
+/* The window starting at ws from shared merges (see window_op: suf and run),
+ * in *out (the caller emits it, then resets it); *out NULL where not shared.
+ * Groups come in the order of their first pane and panes merge in start
+ * order, as when a window's panes are merged one by one. */
+static laminar_code shared_window(window_op* op, int64_t ws, window** out) {
+  *out = NULL;
+  int64_t nb = shared_panes(op), pane = op->spec.size_ms;
+  if (nb == 0) return LAMINAR_OK;
+  int64_t p = lm_op_floor_div(ws, pane), b = lm_op_floor_div(p, nb), r = p - b * nb;
+  int64_t base, next, end; /* ms: block b's start, block b + 1's start, the window's end */
+  if (__builtin_mul_overflow(b * nb, pane, &base) || __builtin_add_overflow(base, nb * pane, &next) ||
+      __builtin_add_overflow(next, nb * pane, &end)) {
+    return LAMINAR_OK; /* at the ends of the time range: merge directly */
+  }
+  end = ws + op->out_size;
+  if (op->suf == NULL) {
+    op->suf = lm_calloc((size_t)nb, sizeof(window*));
+    if (op->suf == NULL) return LAMINAR_ERR_NOMEM;
+  }
+  /* suf[i]: panes base + i * pane .. next, merged; rebuilt from r down when stale. */
+  if (op->suf_block != b || op->suf_from > r || panes_edited(op, ws, next, op->suf_edit)) {
+    for (int64_t i = nb - 1; i >= r; i--) {
+      if (op->suf[i] == NULL) LM_TRY(lm_op_window_new(op, &op->suf[i]));
+      window* d = op->suf[i];
+      LM_TRY(merge_panes(op, d, base + i * pane, base + (i + 1) * pane));
+      if (i + 1 < nb) {
+        uint64_t pass = op->pass; /* d's groups are stamped with it */
+        LM_TRY(acc_add_pane(op, d, op->suf[i + 1], pass));
+      }
+    }
+    op->suf_block = b;
+    op->suf_edit = op->edits;
+  }
+  op->suf_from = r + 1; /* suf[r] becomes this window below */
+  window* w = op->suf[r];
+  if (r > 0) { /* plus run: panes next .. end, extended pane by pane */
+    if (op->run == NULL) LM_TRY(lm_op_window_new(op, &op->run));
+    int64_t last = p + nb - 1; /* the window's last pane */
+    if (op->run_block != b + 1 || op->run_last > last ||
+        panes_edited(op, next, (op->run_last + 1) * pane, op->run_edit)) {
+      window_reset(op, op->run);
+      op->run_block = b + 1;
+      op->run_last = (b + 1) * nb - 1;
+    }
+    LM_TRY(merge_panes_into(op, op->run, (op->run_last + 1) * pane, end));
+    op->run_last = last;
+    op->run_edit = op->edits;
+    uint64_t pass = ++op->pass;
+    acc_restamp(op, w, pass);
+    LM_TRY(acc_add_pane(op, w, op->run, pass));
+  }
+  *out = w;
+  return LAMINAR_OK;
 }
 
 static int cmp_i64(const void* x, const void* y) {
@@ -1017,20 +1227,31 @@ static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
   if (op->acc == NULL) LM_TRY(lm_op_window_new(op, &op->acc));
   window* acc = op->acc;
   laminar_code rc = LAMINAR_OK;
-  int32_t first = 0; /* first open pane that may lie in the next window */
+  /* The windows closed by this watermark go out as one chunk, unless a
+   * result borrows a string of the merged state (reset between windows). */
+  bool hold = true;
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    lm_agg_fn fn = op->spec.aggs[a].fn;
+    if (op->spec.aggs[a].result_type == LM_TYPE_STRING && fn != LM_AGG_COUNT_DISTINCT) hold = false;
+  }
   for (int64_t k = 0; k < nstarts && rc == LAMINAR_OK; k++) {
     if (k > 0 && starts[k] == starts[k - 1]) continue;
     int64_t ws = starts[k], we;
     if (__builtin_add_overflow(ws, size, &we)) we = INT64_MAX;
-    while (first < op->nopen && op->open[first]->start < ws) first++;
-    acc->start = ws;
-    uint64_t pass = ++op->pass;
-    for (int32_t i = first; i < op->nopen && op->open[i]->start < we && rc == LAMINAR_OK; i++) {
-      rc = acc_add_pane(op, acc, op->open[i], pass);
+    window* built = NULL;
+    rc = shared_window(op, ws, &built);
+    if (rc == LAMINAR_OK && built == NULL) { /* no sharing: merge its panes */
+      rc = merge_panes(op, acc, ws, we);
+      built = acc;
     }
-    if (rc == LAMINAR_OK) rc = put_window_rows(op, acc);
-    window_reset(op, acc);
+    if (rc == LAMINAR_OK) {
+      built->start = ws;
+      rc = put_window_rows(op, built, !hold);
+    }
+    window_reset(op, built != NULL ? built : acc);
   }
+  if (rc == LAMINAR_OK) rc = lm_op_rows_flush(op);
+  if (rc != LAMINAR_OK) op->dn = 0; /* held rows may borrow what a failed merge left */
   int32_t nclose = 0;
   while (nclose < op->nopen && window_close(op, op->open[nclose]->start) <= wm) nclose++;
   drop_closed(op, nclose);
@@ -1101,6 +1322,7 @@ static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
 static void window_clear_all(window_op* op) {
   for (int32_t i = 0; i < op->nopen; i++) window_recycle(op, op->open[i]);
   op->nopen = 0;
+  op->suf_block = op->run_block = INT64_MIN; /* shared merges: none */
 }
 
 static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
@@ -1177,6 +1399,9 @@ static void window_destroy(lm_op* base) {
   lm_free(op->dvecs);
   window_free(op, op->keyset);
   window_free(op, op->acc);
+  window_free(op, op->run);
+  for (int64_t i = 0; op->suf != NULL && i < shared_panes(op); i++) window_free(op, op->suf[i]);
+  lm_free(op->suf);
   if (op->sagg != NULL) {
     for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_free(&op->sagg[a]);
   }
@@ -1233,6 +1458,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   }
   bool keyset_ok = !op->panes || lm_op_window_new(op, &op->keyset) == LAMINAR_OK;
   op->watermark = INT64_MIN;
+  op->suf_block = op->run_block = INT64_MIN;
   op->track = spec->emit_changes || spec->changelog;
   op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
   op->arg_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));

@@ -12,6 +12,8 @@ late and counted (NULL times too).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -161,18 +163,26 @@ def bounds_to_ms(table: pa.Table) -> pa.Table:
 
 
 def hop_case(
-    seed: int, *, late_frac: float = 0.0, timestamp: bool = False, lateness: bool = False
+    seed: int,
+    *,
+    late_frac: float = 0.0,
+    timestamp: bool = False,
+    lateness: bool = False,
+    panes_per_window: int | None = None,
 ) -> None:
     """One random hopping-window case through LaminarDB and DuckDB.
 
     With ``lateness``, an allowed lateness (0 .. 2 windows) is declared on the
     source or on the stream: windows close that much later and take late rows
-    until then.
+    until then. ``panes_per_window`` fixes the hop at size / that.
     """
     announce_seed(seed)
     rng = np.random.default_rng(seed)
     size = int(rng.choice([10, 60, 100, 1000, 60_000]))
     hop = int(rng.choice([size // 10, size // 4, size // 3 + 1, size // 2, size, size + 7]))
+    if panes_per_window is not None:
+        size = max(size, panes_per_window)
+        hop = size // panes_per_window
     data = window_table(rng, size_ms=size)
     keys = GROUPINGS[int(rng.integers(len(GROUPINGS)))]
     where = FILTERS[int(rng.integers(len(FILTERS)))]
@@ -225,6 +235,17 @@ def test_hop_late_rows_match_duckdb(seed):
 def test_allowed_lateness_matches_duckdb(seed):
     """allowed_lateness (on the source or the stream) keeps windows open for late rows."""
     hop_case(seed, late_frac=0.08, lateness=True)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=SEEDS)
+def test_hop_shared_merges_match_duckdb(seed):
+    """Windows of 3..12 panes are built from merges shared between overlapping
+    windows (suffixes of a block of panes plus a running prefix); rows that
+    arrive late into panes already merged (allowed lateness, rows behind the
+    watermark) must make those merges be rebuilt."""
+    rng = np.random.default_rng(seed)
+    hop_case(seed, late_frac=0.1, lateness=True, panes_per_window=int(rng.integers(3, 13)))
 
 
 @settings(max_examples=5, deadline=None)
@@ -418,3 +439,37 @@ def test_group_by_expressions_match_duckdb(seed):
         t=data.table,
     )
     assert_same_rows(rows_of(result.table, names), expected, names, seed=seed)
+
+
+SPECIAL_DOUBLES = [math.nan, math.inf, -math.inf, -0.0, 0.0, 1.5, -2.5, 1e300, None]
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=SEEDS)
+def test_min_max_of_specials_match_duckdb(seed):
+    """MIN/MAX of DOUBLE with NaN (above every number), +-inf, -0.0 and NULLs,
+    in tumbling windows and in hopping ones built from shared pane merges."""
+    announce_seed(seed)
+    rng = np.random.default_rng(seed)
+    n = 600
+    picks = rng.integers(len(SPECIAL_DOUBLES), size=n)
+    table = pa.table(
+        {
+            "k": pa.array([f"k{i}" for i in rng.integers(0, 5, size=n)], pa.string()),
+            "y": pa.array([SPECIAL_DOUBLES[i] for i in picks], pa.float64()),
+            "ts": pa.array(np.sort(rng.integers(0, 400, size=n)), pa.int64()),
+        }
+    )
+    batches = split_batches(rng, table)
+    aggs = [("MIN(y)", "MIN(y)", "mn"), ("MAX(y)", "MAX(y)", "mx"), ("COUNT(y)", "COUNT(y)", "c")]
+    items = ", ".join(f"{ours} AS {alias}" for ours, _, alias in aggs)
+    for size, hop in [(10, 10), (30, 10), (40, 10)]:
+        ddl = (
+            "CREATE SOURCE t (k VARCHAR, y DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);"
+            f"CREATE STREAM w AS SELECT k, window_start, window_end, {items} FROM t GROUP BY k, "
+            f"hop(ts, INTERVAL '{size}' MILLISECOND, INTERVAL '{hop}' MILLISECOND);"
+        )
+        result = run_engine(ddl, batches, run_every=int(rng.choice([1, 2])))
+        t = arrival_watermarks(batches, 0)
+        names, expected = duck(hop_oracle(["k"], "", size, hop, 0, aggregates=aggs), t=t)
+        assert_same_rows(rows_of(result.table, names), expected, names, seed=seed)
