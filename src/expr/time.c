@@ -155,7 +155,8 @@ static int64_t part_int(lm_date_part p, int64_t us) {
     case LM_DP_YEARWEEK: {
       int64_t iy, wk;
       iso_week(f.days, &iy, &wk);
-      return p == LM_DP_WEEK ? wk : p == LM_DP_ISOYEAR ? iy : iy * 100 + (iy < 0 ? -wk : wk);
+      /* DuckDB: the week takes the sign of years up to 0 (1 BC is year 0). */
+      return p == LM_DP_WEEK ? wk : p == LM_DP_ISOYEAR ? iy : iy * 100 + (iy <= 0 ? -wk : wk);
     }
     case LM_DP_DECADE: return f.y / 10;
     case LM_DP_CENTURY: return f.y > 0 ? (f.y - 1) / 100 + 1 : f.y / 100 - 1;

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from _oracle_util import announce_seed, seed_strategy_bounds, split_batches, values_equal
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import laminardb
@@ -359,6 +359,7 @@ def check_cases(cases: list[Case], table: pa.Table, seed: int) -> None:
 
 @settings(max_examples=6, deadline=None)
 @given(seed=SEEDS)
+@example(seed=11702815)  # ISO year 0: yearweek's week is negative, as DuckDB's
 def test_expressions_match_duckdb(seed: int) -> None:
     """All of CASES over one seeded table per example."""
     announce_seed(seed)
