@@ -432,10 +432,10 @@ static laminar_code fl_weigh(lm_agg_states* st, uint32_t g, dvalue v, int64_t se
   bool added;
   LM_TRY(dset_find_or_add(st, g, v, &e, &added));
   int64_t before = st->d_cnt[e] > 0 ? st->d_cnt[e] : 0;
-  st->d_cnt[e] += w;
-  int64_t after = st->d_cnt[e] > 0 ? st->d_cnt[e] : 0;
-  if (after > before) return run_push(st, e, seq, after - before);
+  int64_t after = st->d_cnt[e] + w > 0 ? st->d_cnt[e] + w : 0;
+  if (after > before) LM_TRY(run_push(st, e, seq, after - before)); /* NOMEM: nothing changed */
   run_pop(st, e, before - after);
+  st->d_cnt[e] += w;
   return LAMINAR_OK;
 }
 
