@@ -24,9 +24,16 @@ static bool is_first_last(lm_agg_fn fn) { return fn == LM_AGG_FIRST || fn == LM_
  * held, found by a scan of the group's values when it is finalized. */
 /* COUNT(DISTINCT) over a changelog keeps the same multiset; `count` is the
  * number of its values held a positive number of times. */
+/* FIRST/LAST over a changelog keep a multiset of (event time, value) entries,
+ * NULL values included, each with a stack of runs (arrival, copies): +w
+ * pushes w copies, -w pops w copies of an equal (event time, value), the most
+ * recent arrival first (equal rows are indistinguishable: which copy goes only
+ * matters for ties on event time). FIRST is the entry with the least (event
+ * time, oldest arrival held), LAST the greatest (event time, newest arrival). */
 bool lm_agg_retractable(lm_agg_fn fn) {
   return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG || fn == LM_AGG_SUM ||
-         fn == LM_AGG_MIN || fn == LM_AGG_MAX || fn == LM_AGG_COUNT_DISTINCT;
+         fn == LM_AGG_MIN || fn == LM_AGG_MAX || fn == LM_AGG_COUNT_DISTINCT ||
+         fn == LM_AGG_FIRST || fn == LM_AGG_LAST;
 }
 
 bool lm_agg_states_set_weighted(lm_agg_states* st) {
@@ -81,7 +88,7 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
     GROW(ord, cap);
     GROW(vnull, cap);
   }
-  if (st->fn == LM_AGG_COUNT_DISTINCT || (st->weighted && uses_minmax(st->fn))) GROW(d_head, cap);
+  if (st->fn == LM_AGG_COUNT_DISTINCT || (st->weighted && keeps_value(st->fn))) GROW(d_head, cap);
   if (st->fn != LM_AGG_COUNT && st->fn != LM_AGG_COUNT_STAR && st->fn != LM_AGG_COUNT_DISTINCT) {
     GROW(has, cap);
   }
@@ -135,6 +142,8 @@ void lm_agg_states_drop_group(lm_agg_states* st, int64_t g) {
 void lm_agg_states_clear(lm_agg_states* st) {
   lm_pool_reset(&st->strings);
   st->d_n = 0;
+  st->r_n = 0;
+  st->r_free = 0;
   if (st->d_table) memset(st->d_table, 0, sizeof(uint32_t) * ((size_t)st->d_mask + 1));
 }
 
@@ -155,6 +164,12 @@ void lm_agg_states_free(lm_agg_states* st) {
   lm_free(st->d_s);
   lm_free(st->d_next);
   lm_free(st->d_cnt);
+  lm_free(st->d_t);
+  lm_free(st->d_vnull);
+  lm_free(st->d_top);
+  lm_free(st->r_seq);
+  lm_free(st->r_cnt);
+  lm_free(st->r_next);
   lm_free(st->d_head);
   lm_free(st->d_table);
   lm_pool_free(&st->strings);
@@ -216,10 +231,12 @@ typedef struct dvalue {
   int64_t i;
   double d;
   lm_str s;
+  int64_t t;     /* FIRST/LAST over a changelog: the event time */
+  uint8_t null;  /* FIRST/LAST over a changelog: the value is NULL */
 } dvalue;
 
 static dvalue value_at(const lm_agg_states* st, const lm_vec* arg, uint32_t r) {
-  dvalue v = {0, 0.0, {NULL, 0}};
+  dvalue v = {.i = 0};
   if (st->arg_type == LM_TYPE_DOUBLE) {
     double d = ((const double*)arg->data)[r];
     v.d = d == 0.0 ? 0.0 : isnan(d) ? NAN : d; /* DuckDB: -0.0 = 0.0, NaN = NaN */
@@ -233,6 +250,10 @@ static dvalue value_at(const lm_agg_states* st, const lm_vec* arg, uint32_t r) {
 
 static uint64_t dvalue_hash(const lm_agg_states* st, int64_t g, dvalue v) {
   uint64_t h = mix64((uint64_t)g * 0x9E3779B97F4A7C15ULL + 1);
+  if (st->weighted && is_first_last(st->fn)) {
+    h = mix64(h ^ (uint64_t)v.t) + v.null;
+    if (v.null) return h;
+  }
   if (st->arg_type == LM_TYPE_DOUBLE) {
     uint64_t bits;
     memcpy(&bits, &v.d, 8);
@@ -246,6 +267,11 @@ static uint64_t dvalue_hash(const lm_agg_states* st, int64_t g, dvalue v) {
 }
 
 static bool dvalue_eq(const lm_agg_states* st, int32_t e, dvalue v) {
+  if (st->d_t != NULL) { /* FIRST/LAST: the same time, both NULL or the same bits */
+    if (st->d_t[e] != v.t || st->d_vnull[e] != v.null) return false;
+    if (v.null) return true;
+    if (st->arg_type == LM_TYPE_DOUBLE) return memcmp(&st->d_d[e], &v.d, sizeof v.d) == 0;
+  }
   if (st->arg_type == LM_TYPE_DOUBLE) {
     double a = st->d_d[e];
     return a == v.d || (isnan(a) && isnan(v.d));
@@ -269,6 +295,11 @@ static laminar_code dset_reserve(lm_agg_states* st) {
     GROW(d_group, ncap);
     GROW(d_next, ncap);
     if (st->weighted) GROW(d_cnt, ncap);
+    if (st->weighted && is_first_last(st->fn)) {
+      GROW(d_t, ncap);
+      GROW(d_vnull, ncap);
+      GROW(d_top, ncap);
+    }
     if (st->arg_type == LM_TYPE_DOUBLE) {
       GROW(d_d, ncap);
     } else if (st->arg_type == LM_TYPE_STRING) {
@@ -309,6 +340,11 @@ static laminar_code dset_find_or_add(lm_agg_states* st, uint32_t g, dvalue v, in
   LM_TRY(dset_reserve(st));
   int32_t e = (int32_t)st->d_n++;
   if (st->d_cnt) st->d_cnt[e] = 0;
+  if (st->d_t) {
+    st->d_t[e] = v.t;
+    st->d_vnull[e] = v.null;
+    st->d_top[e] = -1;
+  }
   st->d_hash[e] = h;
   st->d_group[e] = g;
   if (st->arg_type == LM_TYPE_DOUBLE) {
@@ -370,7 +406,7 @@ static int32_t dset_extreme(const lm_agg_states* st, int64_t g) {
 }
 
 static dvalue entry_value(const lm_agg_states* st, int32_t e) {
-  dvalue v = {0, 0.0, {NULL, 0}};
+  dvalue v = {.i = 0};
   if (st->arg_type == LM_TYPE_DOUBLE) {
     v.d = st->d_d[e];
   } else if (st->arg_type == LM_TYPE_STRING) {
@@ -379,6 +415,95 @@ static dvalue entry_value(const lm_agg_states* st, int32_t e) {
     v.i = st->d_i[e];
   }
   return v;
+}
+
+/* ---- FIRST / LAST over a changelog: (event time, value) entries, run stacks ---- */
+
+/* Push `cnt` copies that arrived as `seq` on entry e's stack. */
+static laminar_code run_push(lm_agg_states* st, int32_t e, int64_t seq, int64_t cnt) {
+  int32_t top = st->d_top[e];
+  if (top >= 0 && st->r_seq[top] == seq) {
+    st->r_cnt[top] += cnt;
+    return LAMINAR_OK;
+  }
+  int32_t r;
+  if (st->r_free != 0) {
+    r = st->r_free - 1;
+    st->r_free = st->r_next[r] + 1;
+  } else {
+    if (st->r_n == st->r_cap) {
+      int64_t ncap = st->r_cap ? st->r_cap * 2 : 64;
+      if (ncap > INT32_MAX / 4) return LAMINAR_ERR_NOMEM;
+      GROW(r_seq, ncap);
+      GROW(r_cnt, ncap);
+      GROW(r_next, ncap);
+      st->r_cap = ncap;
+    }
+    r = (int32_t)st->r_n++;
+  }
+  st->r_seq[r] = seq;
+  st->r_cnt[r] = cnt;
+  st->r_next[r] = top;
+  st->d_top[e] = r;
+  return LAMINAR_OK;
+}
+
+/* Pop `cnt` copies off entry e's stack, the newest first (freed runs are reused). */
+static void run_pop(lm_agg_states* st, int32_t e, int64_t cnt) {
+  while (cnt > 0 && st->d_top[e] >= 0) {
+    int32_t top = st->d_top[e];
+    int64_t take = cnt < st->r_cnt[top] ? cnt : st->r_cnt[top];
+    st->r_cnt[top] -= take;
+    cnt -= take;
+    if (st->r_cnt[top] == 0) {
+      st->d_top[e] = st->r_next[top];
+      st->r_next[top] = st->r_free - 1;
+      st->r_free = top + 1;
+    }
+  }
+}
+
+/* Entry (v.t, v) of group g weighs `w` more, the copies added arriving as
+ * `seq`. The stack holds max(d_cnt, 0) copies: a retraction beyond what is
+ * held leaves a debt that later insertions pay first. */
+static laminar_code fl_weigh(lm_agg_states* st, uint32_t g, dvalue v, int64_t seq, int64_t w) {
+  int32_t e;
+  bool added;
+  LM_TRY(dset_find_or_add(st, g, v, &e, &added));
+  int64_t before = st->d_cnt[e] > 0 ? st->d_cnt[e] : 0;
+  int64_t after = st->d_cnt[e] + w > 0 ? st->d_cnt[e] + w : 0;
+  if (after > before) LM_TRY(run_push(st, e, seq, after - before)); /* NOMEM: nothing changed */
+  run_pop(st, e, before - after);
+  st->d_cnt[e] += w;
+  return LAMINAR_OK;
+}
+
+/* The oldest arrival entry e holds (the bottom of its stack). */
+static int64_t run_oldest(const lm_agg_states* st, int32_t e) {
+  int32_t r = st->d_top[e];
+  while (st->r_next[r] >= 0) r = st->r_next[r];
+  return st->r_seq[r];
+}
+
+/* FIRST: the held entry of group g with the least (time, oldest arrival);
+ * LAST: the greatest (time, newest arrival). -1 if none. */
+static int32_t fl_pick(const lm_agg_states* st, int64_t g) {
+  bool first = st->fn == LM_AGG_FIRST;
+  int32_t best = -1;
+  int64_t best_t = 0, best_seq = 0;
+  for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) {
+    if (st->d_top[e] < 0) continue;
+    int64_t t = st->d_t[e];
+    int64_t seq = first ? run_oldest(st, e) : st->r_seq[st->d_top[e]];
+    bool better = best < 0 || (first ? (t < best_t || (t == best_t && seq < best_seq))
+                                     : (t > best_t || (t == best_t && seq > best_seq)));
+    if (better) {
+      best = e;
+      best_t = t;
+      best_seq = seq;
+    }
+  }
+  return best;
 }
 
 /* ---- FIRST / LAST ------------------------------------------------------------ */
@@ -541,11 +666,30 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
 
 laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                                     const uint32_t* gids, const int64_t* weight, int64_t m) {
+  return lm_agg_update_weighted_ordered(st, arg, NULL, sel, gids, weight, m);
+}
+
+laminar_code lm_agg_update_weighted_ordered(lm_agg_states* st, const lm_vec* arg,
+                                            const lm_vec* order, const uint32_t* sel,
+                                            const uint32_t* gids, const int64_t* weight,
+                                            int64_t m) {
   if (!st->weighted) return LAMINAR_ERR_INTERNAL;
   const uint8_t* nulls = arg ? arg->nulls : NULL;
   for (int64_t j = 0; j < m; j++) {
     uint32_t r = ROW(j), g = gids[j];
     int64_t w = weight[r];
+    if (is_first_last(st->fn)) { /* NULL values are kept; rows without a time are not */
+      if (w == 0 || (order != NULL && order->nulls && order->nulls[r])) continue;
+      dvalue v = {.null = nulls && nulls[r]};
+      if (!v.null && st->arg_type == LM_TYPE_DOUBLE) {
+        v.d = ((const double*)arg->data)[r]; /* as it is: -0.0 stays -0.0 */
+      } else if (!v.null) {
+        v = value_at(st, arg, r);
+      }
+      v.t = order != NULL ? ((const int64_t*)order->data)[r] : 0;
+      LM_TRY(fl_weigh(st, g, v, st->seq++, w));
+      continue;
+    }
     if (st->fn == LM_AGG_COUNT_STAR) {
       st->count[g] += w;
       continue;
@@ -591,6 +735,8 @@ laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* f
     }
     return LAMINAR_OK;
   }
+  /* Over a changelog nothing merges (no panes, no sessions: the binder refuses them). */
+  if (is_first_last(st->fn) && st->weighted) return LAMINAR_ERR_INTERNAL;
   if (is_first_last(st->fn)) {
     bool first = st->fn == LM_AGG_FIRST;
     if (from->has[src] && (!st->has[dst] || (first ? from->ord[src] < st->ord[dst]
@@ -763,10 +909,10 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
       case LM_AGG_MAX:
       case LM_AGG_FIRST:
       case LM_AGG_LAST:
-        if (st->weighted) { /* MIN/MAX over a changelog: from the multiset */
-          int32_t e = dset_extreme(st, g);
-          is_null = e < 0;
-          dvalue v = is_null ? (dvalue){0, 0.0, {NULL, 0}} : entry_value(st, e);
+        if (st->weighted) { /* MIN/MAX/FIRST/LAST over a changelog: from the multiset */
+          int32_t e = is_first_last(st->fn) ? fl_pick(st, g) : dset_extreme(st, g);
+          is_null = e < 0 || (st->d_vnull != NULL && st->d_vnull[e]);
+          dvalue v = is_null ? (dvalue){.i = 0} : entry_value(st, e);
           switch (st->result_type) {
             case LM_TYPE_DOUBLE: ((double*)data)[k] = v.d; break;
             case LM_TYPE_STRING: ((lm_str*)data)[k] = v.s; break;
@@ -808,7 +954,7 @@ static void write_value(const lm_agg_states* st, int32_t e, lm_state_writer* w) 
 }
 
 static dvalue read_value(const lm_agg_states* st, lm_state_reader* r) {
-  dvalue v = {0, 0.0, {NULL, 0}};
+  dvalue v = {.i = 0};
   if (st->arg_type == LM_TYPE_STRING) {
     v.s = lm_state_get_bytes(r);
   } else if (st->arg_type == LM_TYPE_DOUBLE) {
@@ -844,11 +990,79 @@ void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* 
       write_value(st, e, w);
     }
   }
+  if (st->weighted && is_first_last(st->fn)) {
+    /* FIRST/LAST over a changelog: the entries with their runs, newest first */
+    uint32_t n = 0;
+    for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) n += st->d_cnt[e] != 0;
+    lm_state_put_u32(w, n);
+    for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) {
+      if (st->d_cnt[e] == 0) continue;
+      lm_state_put_i64(w, st->d_t[e]);
+      lm_state_put_u8(w, st->d_vnull[e]);
+      if (!st->d_vnull[e]) write_value(st, e, w);
+      lm_state_put_i64(w, st->d_cnt[e]);
+      uint32_t nruns = 0;
+      for (int32_t r = st->d_top[e]; r >= 0; r = st->r_next[r]) nruns++;
+      lm_state_put_u32(w, nruns);
+      for (int32_t r = st->d_top[e]; r >= 0; r = st->r_next[r]) {
+        lm_state_put_i64(w, st->r_seq[r]);
+        lm_state_put_i64(w, st->r_cnt[r]);
+      }
+    }
+  }
   if (st->fn == LM_AGG_COUNT_DISTINCT && !st->weighted) { /* the values, newest first */
     for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) {
       write_value(st, e, w);
     }
   }
+}
+
+/* FIRST/LAST over a changelog: group g's entries and their runs (written
+ * newest first, rebuilt in that order); later arrivals number after them. */
+static laminar_code fl_restore_group(lm_agg_states* st, uint32_t g, lm_state_reader* r) {
+  uint32_t n = lm_state_get_u32(r);
+  if (n > r->len) r->failed = true;
+  for (uint32_t k = 0; k < n && !r->failed; k++) {
+    dvalue v = {.t = lm_state_get_i64(r)};
+    v.null = lm_state_get_u8(r) ? 1 : 0;
+    if (!v.null) {
+      dvalue val = read_value(st, r);
+      val.t = v.t;
+      v = val;
+    }
+    int64_t cnt = lm_state_get_i64(r);
+    uint32_t nruns = lm_state_get_u32(r);
+    if (r->failed || nruns > r->len) {
+      r->failed = true;
+      break;
+    }
+    int32_t e;
+    bool added;
+    LM_TRY(dset_find_or_add(st, g, v, &e, &added));
+    st->d_cnt[e] = cnt;
+    int32_t below = -1; /* the run last restored: the new one goes under it */
+    for (uint32_t q = 0; q < nruns && !r->failed; q++) {
+      int64_t seq = lm_state_get_i64(r);
+      int64_t c = lm_state_get_i64(r);
+      if (r->failed || c <= 0) {
+        r->failed = true;
+        break;
+      }
+      int32_t saved = st->d_top[e];
+      st->d_top[e] = -1;
+      LM_TRY(run_push(st, e, seq, c));
+      int32_t run = st->d_top[e];
+      st->d_top[e] = saved;
+      if (below < 0) {
+        st->d_top[e] = run;
+      } else {
+        st->r_next[below] = run;
+      }
+      below = run;
+      if (seq >= st->seq) st->seq = seq + 1;
+    }
+  }
+  return LAMINAR_OK;
 }
 
 laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader* r) {
@@ -881,6 +1095,7 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
       if (!r->failed) LM_TRY(dset_weigh(st, (uint32_t)g, v, cnt));
     }
   }
+  if (st->weighted && is_first_last(st->fn)) LM_TRY(fl_restore_group(st, (uint32_t)g, r));
   if (st->fn == LM_AGG_COUNT_DISTINCT && !st->weighted) {
     int64_t n = st->count[g];
     st->count[g] = 0;

@@ -6,7 +6,7 @@
  * Each aggregate supports init (new group), update (a batch), finalize (to an
  * output column), and snapshot/restore of one group. Over a changelog input
  * (rows with a weight: +1 insert, -1 retract, any integer) COUNT, SUM, AVG,
- * MIN, MAX and COUNT(DISTINCT) are retractable: lm_agg_states_set_weighted()
+ * MIN, MAX, COUNT(DISTINCT), FIRST and LAST are retractable: lm_agg_states_set_weighted()
  * before the first reserve, then lm_agg_update_weighted(); SUM and AVG count their non-NULL values (weighted)
  * so that a group whose values are all retracted is NULL again. Merge comes
  * with multi-partition work.
@@ -75,6 +75,19 @@ typedef struct lm_agg_states {
   lm_str* d_s;          /* STRING (bytes in `strings`) */
   int32_t* d_next;
   int64_t* d_cnt;       /* MIN/MAX over a changelog: the value's multiplicity */
+  /* FIRST/LAST over a changelog: the set's entries are (event time, value)
+   * pairs (d_t, d_vnull: the value is NULL), d_cnt their net multiplicity,
+   * and d_top[e] the newest of the entry's runs: a stack of (arrival, count)
+   * that retractions pop (the latest arrival first). */
+  int64_t* d_t;
+  uint8_t* d_vnull;
+  int32_t* d_top;       /* run index, -1: none */
+  int64_t* r_seq;       /* a run's arrival sequence number */
+  int64_t* r_cnt;       /* its copies held */
+  int32_t* r_next;      /* the older run below it (or the next free run) */
+  int64_t r_n, r_cap;
+  int32_t r_free;       /* free run + 1; 0 = none */
+  int64_t seq;          /* the next arrival's sequence number */
   int32_t* d_head;      /* per group, -1: none */
   int64_t d_n, d_cap;
   uint32_t* d_table;    /* entry + 1; 0 = empty */
@@ -84,7 +97,8 @@ typedef struct lm_agg_states {
 } lm_agg_states;
 
 void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type);
-/* Make the state retractable (COUNT, COUNT(*), SUM, AVG, MIN, MAX, COUNT(DISTINCT); call before
+/* Make the state retractable (COUNT, COUNT(*), SUM, AVG, MIN, MAX, COUNT(DISTINCT),
+ * FIRST, LAST; call before
  * lm_agg_states_reserve). Returns false for an aggregate that cannot be. */
 bool lm_agg_states_set_weighted(lm_agg_states* st);
 /* True if aggregate `fn` can take retractions (lm_agg_update_weighted). */
@@ -118,6 +132,13 @@ laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg, const l
  * Needs a weighted state. */
 laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                                     const uint32_t* gids, const int64_t* weight, int64_t m);
+/* As lm_agg_update_weighted, FIRST / LAST with each row's event time in
+ * `order` (NULL: arrival order only). A retraction removes copies equal in
+ * (event time, value), the latest arrival first. */
+laminar_code lm_agg_update_weighted_ordered(lm_agg_states* st, const lm_vec* arg,
+                                            const lm_vec* order, const uint32_t* sel,
+                                            const uint32_t* gids, const int64_t* weight,
+                                            int64_t m);
 
 /* Fold group `src` of `from` into group `dst` of `st` (the same function and
  * argument type; `from` may be `st`): counts and sums add, MIN/MAX keep the

@@ -751,7 +751,8 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
     for (int32_t a = 0; a < spec->naggs; a++) {
       const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
       if (op->weights != NULL) {
-        LM_TRY(lm_agg_update_weighted(&w->aggs[a], arg, wsel, gids, op->weights, m));
+        const lm_vec* ord = spec->aggs[a].order != NULL ? &op->ord_vecs[a] : NULL;
+        LM_TRY(lm_agg_update_weighted_ordered(&w->aggs[a], arg, ord, wsel, gids, op->weights, m));
       } else if (spec->aggs[a].order != NULL) {
         LM_TRY(lm_agg_update_ordered(&w->aggs[a], arg, &op->ord_vecs[a], wsel, gids, m));
       } else {

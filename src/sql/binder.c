@@ -1064,14 +1064,16 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
 }
 
 /* GROUP BY over a changelog: every row counts its weight times, which the
- * retractable aggregates (COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX) follow. */
+ * retractable aggregates (all of them: COUNT, COUNT(DISTINCT), SUM, AVG, MIN,
+ * MAX, FIRST, LAST) follow. */
 static laminar_code bind_changelog_aggs(binder* b) {
   if (!changelog_input(b)) return LAMINAR_OK;
   for (int32_t i = 0; i < b->naggs; i++) {
     if (!lm_agg_retractable(b->aggs[i].fn)) {
       return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
                   "%s() over a changelog ('%s' ends in a _weight column) is not supported "
-                  "yet: only COUNT, COUNT(DISTINCT), SUM, AVG, MIN and MAX take retractions",
+                  "yet: only COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX, FIRST and LAST take "
+                  "retractions",
                   b->agg_calls[i]->fname, b->input_name);
     }
   }
