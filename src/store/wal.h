@@ -185,7 +185,8 @@ uint64_t lm_wal_next_seq(lm_wal* wal);
 lm_wal_ticket lm_wal_ticket_last(lm_wal* wal);
 /* "io_uring" or "pwrite". */
 const char* lm_wal_io_name(const lm_wal* wal);
-/* Whether the active segment is written with O_DIRECT. */
+/* Whether the active segment is written with O_DIRECT (for tests and reports:
+ * call it when no commit is running; a commit may roll to a new segment). */
 bool lm_wal_is_direct(lm_wal* wal);
 
 #endif /* LM_WAL_H */
