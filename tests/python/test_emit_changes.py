@@ -94,6 +94,43 @@ def checkpoints(nbatches: int, rng: np.random.Generator) -> set[int]:
     return picks | {nbatches - 1}
 
 
+def assert_deltas_track(
+    ddl: str,
+    batches: list[pa.RecordBatch],
+    columns: list[str],
+    marked: pa.Table,
+    oracle: str,
+    seed: int,
+    rng: np.random.Generator,
+    what: str,
+) -> int:
+    """Push ``batches`` one by one into a fresh database running ``ddl``; after
+    every checkpoint batch the deltas of stream ``w`` summed so far equal
+    DuckDB's ``oracle`` over the rows pushed so far (``marked``: the batches
+    with their arrival watermarks); the final watermark then emits nothing
+    more (closing ``what`` emits nothing). Returns the stream's late rows."""
+    check_at = checkpoints(len(batches), rng)
+    with laminardb.open() as db:
+        db.execute(ddl)
+        deltas = Deltas(db.subscribe("w"), columns)
+        src = db.source("t")
+        pushed_rows = 0
+        for i, batch in enumerate(batches):
+            src.push(batch)
+            db.run_until_idle()
+            deltas.take()
+            pushed_rows += batch.num_rows
+            if i in check_at:
+                names, expected = duck(oracle, t=marked.slice(0, pushed_rows))
+                assert_same_rows(deltas.current(), expected, names, seed=seed)
+        src.watermark(2**63 - 1)
+        db.run_until_idle()
+        before = deltas.rows
+        deltas.take()
+        assert deltas.rows == before, f"closing a {what} emits nothing more"
+        return db.late_rows("w")
+
+
 @settings(max_examples=15, deadline=None)
 @given(seed=SEEDS)
 def test_running_aggregate_deltas_sum_to_duckdb(seed):
@@ -160,27 +197,9 @@ def test_windowed_changes_sum_to_duckdb(late_frac, seed):
     batches = split_batches(rng, table, max_rows=500)
     if not batches:
         return
-    check_at = checkpoints(len(batches), rng)
     marked = arrival_watermarks(batches, data.delay_ms)
-    with laminardb.open() as db:
-        db.execute(ddl)
-        deltas = Deltas(db.subscribe("w"), columns)
-        src = db.source("t")
-        pushed_rows = 0
-        for i, batch in enumerate(batches):
-            src.push(batch)
-            db.run_until_idle()
-            deltas.take()
-            pushed_rows += batch.num_rows
-            if i in check_at:
-                sql = hop_oracle(keys, "", size, hop, 0, aggregates=RUNNING)
-                names, expected = duck(sql, t=marked.slice(0, pushed_rows))
-                assert_same_rows(deltas.current(), expected, names, seed=seed)
-        src.watermark(2**63 - 1)
-        db.run_until_idle()
-        before = deltas.rows
-        deltas.take()
-        assert deltas.rows == before, "closing a window emits nothing more"
+    oracle = hop_oracle(keys, "", size, hop, 0, aggregates=RUNNING)
+    assert_deltas_track(ddl, batches, columns, marked, oracle, seed, rng, "window")
 
 
 @pytest.mark.parametrize("late_frac", [0.0, 0.1])
@@ -214,28 +233,9 @@ def test_session_changes_sum_to_duckdb(late_frac, seed):
     batches = split_batches(rng, table, max_rows=300)
     if not batches:
         return
-    check_at = checkpoints(len(batches), rng)
     marked = arrival_watermarks(batches, 0)
-    with laminardb.open() as db:
-        db.execute(ddl)
-        deltas = Deltas(db.subscribe("w"), columns)
-        src = db.source("t")
-        pushed_rows = 0
-        for i, batch in enumerate(batches):
-            src.push(batch)
-            db.run_until_idle()
-            deltas.take()
-            pushed_rows += batch.num_rows
-            if i in check_at:
-                sql = session_oracle(keys, where, gap)
-                names, expected = duck(sql, t=marked.slice(0, pushed_rows))
-                assert_same_rows(deltas.current(), expected, names, seed=seed)
-        src.watermark(2**63 - 1)
-        db.run_until_idle()
-        before = deltas.rows
-        deltas.take()
-        assert deltas.rows == before, "closing a session emits nothing more"
-        assert db.late_rows("w") == 0
+    oracle = session_oracle(keys, where, gap)
+    assert assert_deltas_track(ddl, batches, columns, marked, oracle, seed, rng, "session") == 0
 
 
 def test_session_bridge_retracts_both_sessions():
