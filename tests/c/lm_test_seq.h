@@ -9,6 +9,25 @@
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* clock_gettime */
+/* Up to `max` batches (max <= 4) of at most batch_rows rows each, rows *seq ..
+ * end - 1 in order (lm_test_seq_batch), for one push or push_batch; *seq
+ * advances past them and counts[i] holds batch i's rows. Returns how many
+ * were built, or -1 (nothing left allocated) when building failed. */
+static inline int lm_test_seq_batches(const struct ArrowSchema* schema, int64_t p, int64_t* seq,
+                                      int64_t end, int64_t batch_rows, int max, int64_t nk,
+                                      struct ArrowArray* arr, int64_t* counts) {
+  int n = 0;
+  for (; n < max && *seq < end; n++) {
+    counts[n] = end - *seq < batch_rows ? end - *seq : batch_rows;
+    if (lm_test_seq_batch(schema, p, *seq, counts[n], nk, &arr[n]) != 0) {
+      for (int i = 0; i < n; i++) arr[i].release(&arr[i]);
+      return -1;
+    }
+    *seq += counts[n];
+  }
+  return n;
+}
+
 #endif
 
 #include <stdint.h>
@@ -59,6 +78,25 @@ static inline int lm_test_seq_batch(const struct ArrowSchema* schema, int64_t p,
 fail:
   out->release(out);
   return 1;
+}
+
+/* Up to `max` batches (max <= 4) of at most batch_rows rows each, rows *seq ..
+ * end - 1 in order (lm_test_seq_batch), for one push or push_batch; *seq
+ * advances past them and counts[i] holds batch i's rows. Returns how many
+ * were built, or -1 (nothing left allocated) when building failed. */
+static inline int lm_test_seq_batches(const struct ArrowSchema* schema, int64_t p, int64_t* seq,
+                                      int64_t end, int64_t batch_rows, int max, int64_t nk,
+                                      struct ArrowArray* arr, int64_t* counts) {
+  int n = 0;
+  for (; n < max && *seq < end; n++) {
+    counts[n] = end - *seq < batch_rows ? end - *seq : batch_rows;
+    if (lm_test_seq_batch(schema, p, *seq, counts[n], nk, &arr[n]) != 0) {
+      for (int i = 0; i < n; i++) arr[i].release(&arr[i]);
+      return -1;
+    }
+    *seq += counts[n];
+  }
+  return n;
 }
 
 #endif

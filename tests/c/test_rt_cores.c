@@ -150,17 +150,11 @@ static int producer_run(producer* p) {
   int rc = 0;
   for (int64_t seq = 0; seq < p->rows && rc == 0;) {
     struct ArrowArray arr[4];
-    int n = 0;
-    for (; n < (p->use_push_batch ? 4 : 1) && seq < p->rows; n++) {
-      int64_t cnt = p->rows - seq < p->batch_rows ? p->rows - seq : p->batch_rows;
-      if (lm_test_seq_batch(&schema, p->id, seq, cnt, NK, &arr[n]) != 0) {
-        rc = 1;
-        break;
-      }
-      seq += cnt;
-    }
-    if (rc != 0) {
-      for (int i = 0; i < n; i++) arr[i].release(&arr[i]);
+    int64_t counts[4];
+    int n = lm_test_seq_batches(&schema, p->id, &seq, p->rows, p->batch_rows,
+                                p->use_push_batch ? 4 : 1, NK, arr, counts);
+    if (n < 0) {
+      rc = 1;
       break;
     }
     laminar_error err;

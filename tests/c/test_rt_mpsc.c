@@ -136,17 +136,10 @@ static int producer_run(producer* p) {
   while (seq < end && rc == 0) {
     struct ArrowArray arr[4];
     int64_t counts[4];
-    int n = 0;
-    for (; n < (p->use_push_batch ? 4 : 1) && seq < end; n++) {
-      counts[n] = end - seq < p->batch_rows ? end - seq : p->batch_rows;
-      if (lm_test_seq_batch(&schema, p->id, seq, counts[n], 0, &arr[n]) != 0) {
-        rc = 1;
-        break;
-      }
-      seq += counts[n];
-    }
-    if (rc != 0) {
-      for (int i = 0; i < n; i++) arr[i].release(&arr[i]);
+    int n = lm_test_seq_batches(&schema, p->id, &seq, end, p->batch_rows,
+                                p->use_push_batch ? 4 : 1, 0, arr, counts);
+    if (n < 0) {
+      rc = 1;
       break;
     }
     laminar_error err;
