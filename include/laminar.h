@@ -373,7 +373,10 @@ LAMINAR_API laminar_code laminar_schema(laminar_db* db, const char* name,
 LAMINAR_API laminar_code laminar_start(laminar_db* db, laminar_error* err);
 
 /* Stop the runtime: the reactor finishes the batches already queued, delivers
- * their results, and exits; laminar_stop() returns after that. Calling it on a
+ * their results, and exits; laminar_stop() returns after that. A full blocking
+ * subscriber is waited for while it is read; one that gets no room for 1 s
+ * (nobody reads it) leaves the rest of the input queued for a later start or
+ * laminar_run_until_idle(). Calling it on a
  * stopped database is a no-op returning LAMINAR_OK.
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_stop(laminar_db* db, laminar_error* err);

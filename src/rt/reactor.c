@@ -441,6 +441,10 @@ static void record_error(lm_rt* rt, laminar_code rc) {
                laminar_errstr(rc));
 }
 
+/* laminar_stop: how long a full blocking subscriber may go without room before
+ * the rest of the input is left queued (its reader is gone). */
+#define STOP_PATIENCE_NS (1000 * 1000000LL)
+
 static void* reactor_main(void* arg) {
   lm_rt* rt = arg;
   lm_rt_pin_self(rt, &rt->reactors[0]);
@@ -455,12 +459,21 @@ static void* reactor_main(void* arg) {
     record_error(rt, rc);
     if (progress && !blocked) continue;
     if (atomic_load_explicit(&rt->stop, memory_order_acquire)) {
-      /* A push may have landed between the round and the stop request: one
-       * last round after seeing `stop` finishes everything queued before it. */
-      do {
+      /* Finish everything queued before the stop (a push may also have landed
+       * between the round and the request). A full blocking subscriber is
+       * waited for while its reader makes room; only after STOP_PATIENCE_NS
+       * without any progress does the rest stay queued (nobody reads). */
+      int64_t last_progress = lm_rt_now_ns();
+      for (;;) {
         rc = process_round(rt, 64, &progress, &blocked);
         record_error(rt, rc);
-      } while (progress && !blocked && rc == LAMINAR_OK);
+        if (rc != LAMINAR_OK || (!progress && !blocked)) break;
+        if (progress) last_progress = lm_rt_now_ns();
+        if (!blocked) continue;
+        if (lm_rt_now_ns() - last_progress > STOP_PATIENCE_NS) break;
+        record_error(rt, lm_rt_drain(rt));
+        lm_waiter_wait(&rt->wake, 200000, never_ready, NULL);
+      }
       record_error(rt, lm_rt_drain(rt));
       break;
     }
