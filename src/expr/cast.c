@@ -383,9 +383,10 @@ static bool take_num(const char** p, const char* end, int maxd, int64_t* v) {
 }
 
 /* DuckDB's text -> timestamp:
- *   [ws] Y..Y(-|/)M[M](same sep)D[D][ (BC)] [( +|T)H[H]:M[M][:S[S][.f*]][Z]] [ws]
- * Year 1..6 digits, " (BC)" after the date for years before 1 AD (the form
- * CAST(ts AS VARCHAR) writes); the date is validated (no Feb 30); 24:00[:00]
+ *   [ws][-]Y..Y(-|/)M[M](same sep)D[D][ (BC)] [( +|T)H[H]:M[M][:S[S][.f*]][Z]] [ws]
+ * Year 1..6 digits; years before 1 AD either as " (BC)" after the date (the
+ * form CAST(ts AS VARCHAR) writes; not with year 0 or a sign) or as an
+ * astronomical year, 0 or with a minus sign (0000 is 1 BC, -0001 is 2 BC); the date is validated (no Feb 30); 24:00[:00]
  * means midnight of the next day; fraction digits past microseconds are
  * truncated; "Z" is accepted; numeric zone offsets are not (NULL). */
 bool lm_expr_parse_timestamp(lm_str s, int64_t* out) {
@@ -394,14 +395,17 @@ bool lm_expr_parse_timestamp(lm_str s, int64_t* out) {
   if (s.len <= 0) return false;
   while (p < end && is_space(*p)) p++;
   int64_t y, mo, d, h = 0, mi = 0, sec = 0, frac = 0;
+  bool minus = p < end && *p == '-';
+  if (minus) p++;
   if (!take_num(&p, end, 6, &y) || p >= end || (*p != '-' && *p != '/')) return false;
   char sep = *p++;
   if (!take_num(&p, end, 2, &mo) || p >= end || *p++ != sep) return false;
   if (!take_num(&p, end, 2, &d)) return false;
-  if (y < 1) return false;
-  if (end - p >= 5 && memcmp(p, " (BC)", 5) == 0) {
+  if (minus) {
+    y = -y; /* an astronomical year: -0001 is 2 BC */
+  } else if (y >= 1 && end - p >= 5 && memcmp(p, " (BC)", 5) == 0) {
     p += 5;
-    y = 1 - y; /* astronomical: 1 BC is year 0 */
+    y = 1 - y; /* 1 BC is year 0 */
   }
   if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo)) return false;
   if (p < end) {
