@@ -28,6 +28,11 @@ micro-batch to the next as a durable engine checkpoint stored under
 restarted query reads the state the previous batch id left and gives the
 same output again (docs/SPARK.md, "Streaming").
 
+With ``engine="jvm"`` (the default for a batch DataFrame when the session
+was started with :func:`configure`), the tasks' engines run inside Spark's JVM
+instead (bindings/java/spark: Spark's own Arrow writer and the JNI library, no
+Python worker).
+
 :func:`with_expr` evaluates a LaminarDB SQL expression over a DataFrame's
 Arrow batches the same way (a vectorized column, no pandas).
 
