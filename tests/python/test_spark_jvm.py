@@ -2,7 +2,8 @@
 engine runs inside Spark's JVM through the JNI library, fed by Spark's own Arrow
 writer. W1 (two-phase and whole-stream), a filter/project query and a TIMESTAMP
 event time equal DuckDB's answer and the Python engine's; the plan holds no Python
-stage; the engine choice is checked on the driver.
+stage; a failed and retried task and a task that stops reading early end cleanly;
+the engine choice is checked on the driver.
 
 The suite's session is started with ``laminardb.spark.configure`` (conftest
 ``spark``), the path docs/SPARK.md documents. Marked ``spark``.
@@ -146,3 +147,43 @@ def test_engine_errors(jvm: Any, tmp_path: Path) -> None:  # noqa: ANN401
         lspark._jvm_stage(  # noqa: SLF001 -- a stage whose SQL the driver never checked
             df, dataclasses.replace(bad, sql="CREATE STREAM nope AS SELEC"),
             out_type=None).collect()
+
+
+def fail_first_attempt(marker_dir: str) -> Any:  # noqa: ANN401 -- a mapInArrow function
+    """A mapInArrow function failing the first attempt of partition 0 after its
+    first batch (nested, so cloudpickle ships it by value)."""
+
+    def _fail(batches: Any) -> Any:  # noqa: ANN401
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        assert ctx is not None
+        for batch in batches:
+            yield batch
+            if ctx.attemptNumber() == 0 and ctx.partitionId() == 0:
+                Path(marker_dir, "failed").write_text("once", encoding="utf-8")
+                raise RuntimeError("injected failure mid-partition")
+
+    return _fail
+
+
+def test_jvm_task_failure_and_early_end(jvm: Any, rng: np.random.Generator,  # noqa: ANN401
+                                        tmp_path: Path) -> None:
+    """A task that fails after the JVM engine produced rows (its engine closed and
+    its Arrow memory freed by the task-completion listener) is retried and gives
+    the same answer; a task that stops reading early (LIMIT) ends cleanly too."""
+    table = trades(rng, 20_000)
+    df = spark_frame(jvm, table, tmp_path / "in")
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    out = lspark.run(df, W1_SQL, engine="jvm")
+    failing = out.mapInArrow(fail_first_attempt(str(markers)), out.schema)
+    got = rows_of(failing)
+    assert (markers / "failed").exists()
+    columns, want = duck(W1_DUCK, t=table)
+    assert_same_rows(got, want, columns)
+    assert len(out.limit(3).collect()) == 3
+    w2 = lspark.run(df, W2_SQL, engine="jvm")
+    assert len(w2.limit(5).collect()) == 5
+    # The session still runs JVM tasks afterwards.
+    assert_same_rows(rows_of(out), want, columns)
