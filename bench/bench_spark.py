@@ -7,10 +7,14 @@ each timing is one whole Spark job (its fixed overhead included). Streaming:
 both read the same directory of Parquet files, ``--files-per-batch`` per
 micro-batch, with ``trigger(availableNow=True)`` into the ``noop`` sink; Spark's
 operator uses a zero-delay watermark (as W1's ``WATERMARK FOR ts AS ts``) in
-append mode. Prints one line per figure (median of ``--reps``) and the ratios,
+append mode. Prints one line per figure (median of ``--reps``; in batch the
+figures take turns, one run each per round) and the ratios,
 and checks the batch answers have the same number of rows. ``adapter_s`` is the
 default two-phase path (partial aggregation per input partition, shuffle of the
-partial rows, final per partition); ``whole_s`` the whole-stream path
+partial rows, final per partition) in Spark's Python workers
+(``engine="python"``); ``jvm_s`` the same two phases with every task's engine
+inside Spark's JVM (``engine="jvm"``, laminardb-spark.jar: Spark's own Arrow
+writer and the JNI library, no Python worker; batch only); ``whole_s`` the whole-stream path
 (``two_phase=False``: shuffle and sort of every input row, one engine per key
 partition). ``transfer_only_s`` is the input's trip into the Python workers
 alone (select, Arrow batches into the worker, dropped there): no core, no
@@ -100,7 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    spark = (SparkSession.builder.master("local[2]").appName("laminardb-bench")
+    builder = SparkSession.builder
+    if lspark.jars():
+        builder = lspark.configure(builder)  # the JVM engine's jars (docs/SPARK.md)
+    spark = (builder.master("local[2]").appName("laminardb-bench")
              .config("spark.sql.shuffle.partitions", str(args.partitions))
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.memory", "4g")
@@ -113,11 +120,16 @@ def main(argv: list[str] | None = None) -> int:
         df = spark.read.parquet(str(inp)).cache()
         assert df.count() == args.rows
 
-        adapter = lspark.run(df, W1_SQL, partitions=args.partitions)
-        whole = lspark.run(df, W1_SQL, partitions=args.partitions, two_phase=False)
+        adapter = lspark.run(df, W1_SQL, partitions=args.partitions, engine="python")
+        whole = lspark.run(df, W1_SQL, partitions=args.partitions, two_phase=False,
+                           engine="python")
         own = spark_w1(df, streaming=False)
         n_adapter, n_whole, n_spark = adapter.count(), whole.count(), own.count()
         assert n_adapter == n_spark == n_whole, (n_adapter, n_whole, n_spark)
+        jvm = None
+        if lspark.jvm_engine_available(spark):
+            jvm = lspark.run(df, W1_SQL, partitions=args.partitions, engine="jvm")
+            assert jvm.count() == n_spark
         plan = lspark.plan(df, W1_SQL)
         assert plan.two_phase is not None
         # The input's trip into the Python workers alone, batches dropped.
@@ -129,14 +141,24 @@ def main(argv: list[str] | None = None) -> int:
             from_arrow_schema(split.output_schema))
         figures = {"adapter": adapter, "whole": whole, "spark": own, "transfer_only": transfer,
                    "partial_only": partial}
-        batch = {name: median_seconds(
-            args.reps, lambda _, f=frame: f.write.format("noop").mode("overwrite").save())
-            for name, frame in figures.items()}
+        if jvm is not None:
+            figures["jvm"] = jvm
+        # Interleaved (one run of each figure per round), so a change in the
+        # machine's load hits every figure alike.
+        times: dict[str, list[float]] = {name: [] for name in figures}
+        for _ in range(args.reps):
+            for name, frame in figures.items():
+                times[name].append(median_seconds(
+                    1, lambda _, f=frame: f.write.format("noop").mode("overwrite").save()))
+        batch = {name: statistics.median(values) for name, values in times.items()}
         print(f"RESULT spark-batch W1 rows={args.rows} adapter_s={batch['adapter']:.2f} "
               f"spark_s={batch['spark']:.2f} ratio={batch['spark'] / batch['adapter']:.2f} "
               f"whole_s={batch['whole']:.2f} ratio_whole={batch['spark'] / batch['whole']:.2f} "
               f"transfer_only_s={batch['transfer_only']:.2f} "
               f"partial_only_s={batch['partial_only']:.2f} (result rows {n_adapter})")
+        if jvm is not None:
+            print(f"RESULT spark-batch-jvm W1 rows={args.rows} jvm_s={batch['jvm']:.2f} "
+                  f"spark_s={batch['spark']:.2f} ratio={batch['spark'] / batch['jvm']:.2f}")
 
         if not args.skip_streaming:
             schema = "symbol string, price double, volume long, ts long"
@@ -146,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                        .option("maxFilesPerTrigger", args.files_per_batch).parquet(str(inp)))
                 ckpt = work / f"ckpt-{which}-{rep}"
                 if which != "spark":
-                    out = lspark.run(src, W1_SQL, partitions=args.partitions,
+                    out = lspark.run(src, W1_SQL, partitions=args.partitions, engine="python",
                                      state_location=str(ckpt / "laminardb"),
                                      two_phase=which == "adapter")
                 else:

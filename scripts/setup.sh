@@ -5,7 +5,10 @@
 #   2. a Python virtual environment in .venv with an up-to-date pip
 #   3. the pinned nanoarrow source archive in the user cache (sha256-checked), so
 #      every CMake build (C tests, the Python package) finds it without a download
-#   4. the Python package ./bindings/python and its test requirements, if present
+#   4. the Python package ./bindings/python and its test requirements, if present;
+#      with a JDK and mvn, built with laminardb.spark's JVM engine (laminardb/jars:
+#      against the venv's pyspark jars and arrow-c-data of Spark's Arrow version,
+#      fetched from Maven Central into ~/.m2 once)
 #   5. the Java binding's Maven dependencies (bindings/java), when a JDK and mvn are
 #      present, so ctest can build and test it offline (mvn -o)
 # Environment: PYTHON (interpreter for the venv, default python3).
@@ -76,6 +79,22 @@ if [ -f bindings/python/requirements-test.txt ]; then
   "$venv_py" -m pip install -q -r bindings/python/requirements-test.txt
 fi
 if [ -f bindings/python/pyproject.toml ]; then
+  spark_jars=$("$venv_py" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))' 2> /dev/null || true)
+  if [ -n "$spark_jars" ] && command -v mvn > /dev/null && command -v javac > /dev/null; then
+    # bindings/java/spark/CMakeLists.txt compiles against these (the build-isolated
+    # pip build cannot import pyspark itself).
+    export LAMINAR_SPARK_JARS="$spark_jars"
+    arrow_jar=$(find "$spark_jars" -maxdepth 1 -name 'arrow-vector-*.jar' | head -n 1)
+    arrow_version=${arrow_jar##*/arrow-vector-}
+    arrow_version=${arrow_version%.jar}
+    if [ -n "$arrow_jar" ] && [ ! -f "$HOME/.m2/repository/org/apache/arrow/arrow-c-data/$arrow_version/arrow-c-data-$arrow_version.jar" ]; then
+      echo "setup: fetching arrow-c-data $arrow_version (Spark's Arrow) for the JVM engine"
+      m2_tmp=$(mktemp -d)
+      (cd "$m2_tmp" && mvn -q -B dependency:get \
+          "-Dartifact=org.apache.arrow:arrow-c-data:$arrow_version" -Dtransitive=false)
+      rm -rf "$m2_tmp"
+    fi
+  fi
   echo "setup: installing ./bindings/python into .venv"
   "$venv_py" -m pip install -q ./bindings/python
 fi

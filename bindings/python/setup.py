@@ -11,13 +11,20 @@
    API-mode extension ``laminardb._laminar_cffi`` against it, with an
    ``$ORIGIN`` rpath;
 3. copies the library, under its soname (``liblaminar.so.0``), next to the
-   extension, so the wheel is self-contained.
+   extension, so the wheel is self-contained;
+4. when the CMake build made ``laminardb-spark.jar`` (laminardb.spark's JVM
+   engine: a JDK and Spark's jars were found, see
+   bindings/java/spark/CMakeLists.txt), copies it and the ``arrow-c-data`` jar
+   it needs into ``laminardb/jars``.
 
 Environment knobs: ``LAMINAR_SOURCE_DIR`` (the repository root, when this file
 is not inside it), ``LAMINAR_CORE_BUILD_DIR``, ``LAMINAR_NANOARROW_ARCHIVE``
 (passed to CMake: a local nanoarrow source archive instead of a download),
 ``LAMINAR_LIBRARY`` (an already built ``liblaminar.so`` to use instead of
-running CMake, e.g. the one of a ctest build).
+running CMake, e.g. the one of a ctest build; its build tree's
+``bindings/java/spark`` jars are taken when there), ``LAMINAR_SPARK_JARS``
+(Spark's jars directory, to build the JVM engine against; default
+``$SPARK_HOME/jars``).
 """
 
 from __future__ import annotations
@@ -152,6 +159,9 @@ class BuildCoreAndExt(build_ext):
         archive = os.environ.get("LAMINAR_NANOARROW_ARCHIVE")
         if archive:
             configure.append(f"-DLAMINAR_NANOARROW_ARCHIVE={archive}")
+        spark_jars = os.environ.get("LAMINAR_SPARK_JARS")
+        if spark_jars:
+            configure.append(f"-DLAMINAR_SPARK_JARS={spark_jars}")
         jobs = str(max(1, min(os.cpu_count() or 1, 8)))
         subprocess.run(configure, check=True)
         subprocess.run(
@@ -161,7 +171,32 @@ class BuildCoreAndExt(build_ext):
         library = build_dir / "liblaminar.so"
         if not library.exists():
             raise RuntimeError(f"the CMake build did not produce {library}")
+        cache = (build_dir / "CMakeCache.txt").read_text(encoding="utf-8")
+        if "LAMINAR_SPARK_ENGINE:INTERNAL=ON" in cache:
+            subprocess.run(
+                ["cmake", "--build", str(build_dir), "--target", "laminar_spark_jar",
+                 "-j", jobs],
+                check=True,
+            )
         return library
+
+    @staticmethod
+    def _ship_spark_jars(library: Path, package_dir: Path) -> None:
+        """Copy the JVM engine's jars of ``library``'s build tree into ``laminardb/jars``.
+
+        Args:
+            library: ``liblaminar.so`` in its CMake build directory.
+            package_dir: The package's build directory.
+        """
+        built = library.parent / "bindings" / "java" / "spark"
+        jars = sorted(built.glob("*.jar")) if (built / "laminardb-spark.jar").exists() else []
+        target = package_dir / "jars"
+        if target.exists():
+            shutil.rmtree(target)
+        if jars:
+            target.mkdir()
+            for jar in jars:
+                shutil.copy2(jar, target / jar.name)
 
     def run(self) -> None:
         """Build the core, generate and compile the extension, ship the library."""
@@ -192,6 +227,7 @@ class BuildCoreAndExt(build_ext):
         if target.exists() or target.is_symlink():
             target.unlink()
         shutil.copy2(library.resolve(), target)
+        self._ship_spark_jars(library, package_dir)
 
 
 setup(

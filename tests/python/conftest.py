@@ -169,13 +169,21 @@ def spark() -> Iterator[Any]:
     """A local Spark session for every Spark test (started once, stopped at the end).
 
     Python workers run this interpreter (the venv with laminardb installed).
+    When the package holds the JVM engine, the session is started the way
+    docs/SPARK.md tells users (``laminardb.spark.configure``), so batch runs
+    take it by default (``engine="auto"``).
     """
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
+    import laminardb.spark as lspark
+
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    builder = SparkSession.builder
+    if lspark.jars():
+        builder = lspark.configure(builder)
     session = (
-        SparkSession.builder.master("local[2,2]")
+        builder.master("local[2,2]")
         .appName("laminardb-tests")
         .config("spark.sql.shuffle.partitions", "3")
         .config("spark.ui.enabled", "false")

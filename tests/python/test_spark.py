@@ -287,10 +287,13 @@ def test_spark_md_examples_run(spark: Any) -> None:  # noqa: ANN401
     assert namespace["spark"] is spark  # getOrCreate() found the suite's session
 
 
-def test_timestamp_event_time(spark: Any, rng: np.random.Generator,  # noqa: ANN401
-                              tmp_path: Path) -> None:
-    """A TIMESTAMP event-time column: Spark's timestamp[us, UTC] goes in as it is,
-    window_start comes back as a Spark timestamp."""
+def check_timestamp_event_time(spark: Any, rng: np.random.Generator, path: Path,  # noqa: ANN401
+                               **run_options: Any) -> Any:  # noqa: ANN401
+    """Run a TIMESTAMP event-time query with ``run_options``; check it against DuckDB.
+
+    Returns:
+        The output DataFrame.
+    """
     table = trades(rng, 4_000, symbols=5)
     stamped = table.set_column(3, "ts", table.column("ts").cast(pa.timestamp("ms"))
                                .cast(pa.timestamp("us", "UTC")))
@@ -300,9 +303,18 @@ def test_timestamp_event_time(spark: Any, rng: np.random.Generator,  # noqa: ANN
       CREATE STREAM bars AS SELECT symbol, window_start, SUM(volume) AS v, COUNT(*) AS n
         FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);
     """
-    out = lspark.run(spark_frame(spark, stamped, tmp_path / "in"), sql)
+    out = lspark.run(spark_frame(spark, stamped, path), sql, **run_options)
     assert dict(out.dtypes)["window_start"] == "timestamp"
     got = [(r.symbol, int(r.window_start.timestamp() * 1000), r.v, r.n) for r in out.collect()]
     columns, want = duck("SELECT symbol, (ts // 1000) * 1000 AS w, SUM(volume), COUNT(*) "
                          "FROM t GROUP BY ALL", t=table)
     assert_same_rows(got, want, columns)
+    return out
+
+
+def test_timestamp_event_time(spark: Any, rng: np.random.Generator,  # noqa: ANN401
+                              tmp_path: Path) -> None:
+    """A TIMESTAMP event-time column: Spark's timestamp[us, UTC] goes in as it is,
+    window_start comes back as a Spark timestamp (the Python engine; the JVM one:
+    test_spark_jvm.py)."""
+    check_timestamp_event_time(spark, rng, tmp_path / "in", engine="python")

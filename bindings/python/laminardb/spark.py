@@ -28,6 +28,11 @@ micro-batch to the next as a durable engine checkpoint stored under
 restarted query reads the state the previous batch id left and gives the
 same output again (docs/SPARK.md, "Streaming").
 
+With ``engine="jvm"`` (the default for a batch DataFrame when the session
+was started with :func:`configure`), the tasks' engines run inside Spark's JVM
+instead (bindings/java/spark: Spark's own Arrow writer and the JNI library, no
+Python worker).
+
 :func:`with_expr` evaluates a LaminarDB SQL expression over a DataFrame's
 Arrow batches the same way (a vectorized column, no pandas).
 
@@ -51,12 +56,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import laminardb
+from laminardb.connection import _option_text
 from laminardb.errors import error_for
 
 if TYPE_CHECKING:  # pragma: no cover -- typing only
     from pyspark.sql import DataFrame
 
-__all__ = ["Plan", "TwoPhase", "plan", "run", "with_expr"]
+__all__ = ["Plan", "TwoPhase", "configure", "jars", "jvm_engine_available", "plan", "run",
+           "with_expr"]
 
 #: The watermark that closes every window (INT64_MAX).
 FINAL_WATERMARK = 2**63 - 1
@@ -75,6 +82,11 @@ _BATCH_ID_PROPERTY = "streaming.sql.batchId"
 #: explicitly at the end of each micro-batch, never by the timer.
 _STATE_SETTINGS = {"checkpoint_interval": "1000 min", "checkpoint_keep": 1}
 _STATE_DIR = re.compile(r"^b(\d+)$")
+#: The JVM engine's class (bindings/java/spark, in laminardb/jars).
+_JVM_STAGE = "org.laminardb.SparkStage"
+#: Rows per Arrow batch the JVM engine pushes into each task's engine.
+_JVM_BATCH_ROWS = 65536
+_ENGINES = ("auto", "python", "jvm")
 
 
 @dataclass(frozen=True)
@@ -384,6 +396,7 @@ def run(
     partitions: int | None = None,
     state_location: str | os.PathLike[str] | None = None,
     two_phase: bool | None = None,
+    engine: str = "auto",
     **options: Any,  # noqa: ANN401 -- laminardb.open's option values
 ) -> DataFrame:
     """Run a LaminarDB stream over a Spark DataFrame; return its rows as a DataFrame.
@@ -411,6 +424,14 @@ def run(
             version before two phases), which that query keeps. True: do so
             (LDB-6003 for such a location). False: run the stream whole in
             each key partition (shuffle and sort of every input row).
+        engine: Where a batch DataFrame's tasks run their engines.
+            ``"jvm"``: inside Spark's JVM (laminardb-spark.jar, see
+            :func:`configure`): the rows go into the core through Spark's own
+            Arrow writer and the JNI library, never through a Python worker.
+            ``"python"``: in Spark's Python workers through ``mapInArrow``.
+            ``"auto"`` (the default): ``"jvm"`` for a batch DataFrame when the
+            session has the jar (:func:`jvm_engine_available`), else
+            ``"python"``. A streaming DataFrame always runs in Python.
         **options: ``laminardb.open`` options of each task's engine
             (``buffer_size``, ``vars``...).
 
@@ -420,20 +441,32 @@ def run(
 
     Raises:
         SQLError, IngestError: As :func:`plan`, on the driver.
-        ConfigError: LDB-6002 for a streaming ``df`` without ``state_location``;
+        ConfigError: LDB-6002 for a streaming ``df`` without ``state_location``,
+            for an unknown ``engine``, or for ``engine="jvm"`` in a session
+            without the jar;
             LDB-6003 when it holds another query's state (other SQL,
             number of partitions or ``two_phase``).
         SchemaError: LDB-2003 for a streaming windowed stream whose source
             declares no WATERMARK (nothing would ever close its windows).
+        SQLError: LDB-1005 for ``engine="jvm"`` on a streaming DataFrame.
 
     Example:
         See docs/SPARK.md.
     """
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    use_jvm = _use_jvm(df, engine)
     p = plan(df, sql, source=source, stream=stream, **options)
     out_type = from_arrow_schema(p.output_schema)
     split = p.two_phase if two_phase is not False else None
+    if use_jvm:
+        if split is not None:
+            partial = _jvm_stage(_source_columns(df, split.partial), split.partial, out_type=None)
+            shuffled = partial.repartition(_partitions(df, partitions),
+                                           *[partial[k] for k in split.keys])
+            return _jvm_stage(shuffled, split.final, out_type=out_type)
+        frame, _ = _input_frame(df, p, partitions)
+        return _jvm_stage(frame, p, out_type=out_type)
     if split is not None and df.isStreaming and two_phase is None and state_location is not None:
         stored = _stored_query(Path(os.fspath(state_location)))
         if stored is not None and not stored.get("two_phase", False):
@@ -456,6 +489,121 @@ def run(
     _check_state_location(Path(location), p, engines)
     task = functools.partial(_stream_task, p, location)
     return frame.mapInArrow(task, out_type)
+
+
+def jars() -> list[Path]:
+    """The jars of the JVM engine shipped in the package (empty when it was built without).
+
+    ``laminardb-spark.jar`` (org.laminardb.SparkStage, the JNI library and the
+    core inside) and the ``arrow-c-data`` jar of Spark's Arrow version.
+    """
+    folder = Path(__file__).resolve().parent / "jars"
+    return sorted(folder.glob("*.jar")) if (folder / "laminardb-spark.jar").exists() else []
+
+
+def configure(builder: Any) -> Any:  # noqa: ANN401 -- SparkSession.Builder, untyped
+    """Put the JVM engine's jars on a session's class path (before it starts).
+
+    Sets ``spark.jars`` to :func:`jars` (any ``spark.jars`` set before on
+    ``builder`` is replaced: add yours to the list). Spark loads them into the
+    driver and the executors when the session's JVM starts; a session already
+    running keeps its class path (then ``engine="auto"`` runs in Python).
+
+    Args:
+        builder: ``SparkSession.builder`` (with its other settings).
+
+    Returns:
+        ``builder``, for chaining.
+
+    Raises:
+        ConfigError: LDB-6002 when the package holds no JVM engine (it was
+            built without a JDK or Spark's jars; see docs/SPARK.md).
+
+    Example:
+        See docs/SPARK.md ("The JVM engine").
+    """
+    found = jars()
+    if not found:
+        raise error_for(_CONFIG_VALUE, "LDB-6002: this laminardb package was built without the "
+                        "JVM engine (no JDK or no Spark jars at build time: docs/SPARK.md)")
+    return builder.config("spark.jars", ",".join(str(j) for j in found))
+
+
+def jvm_engine_available(spark: Any) -> bool:  # noqa: ANN401 -- a SparkSession
+    """Tell whether ``spark``'s JVM can load the JVM engine (``engine="jvm"``)."""
+    from py4j.java_gateway import JavaClass
+
+    return isinstance(_jvm_class(spark), JavaClass)
+
+
+def _jvm_class(spark: Any) -> Any:  # noqa: ANN401 -- a py4j JavaClass or JavaPackage
+    """``org.laminardb.SparkStage`` through ``spark``'s py4j gateway."""
+    node = spark.sparkContext._jvm  # noqa: SLF001 -- PySpark's documented gateway
+    for part in _JVM_STAGE.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def _use_jvm(df: DataFrame, engine: str) -> bool:
+    """Resolve ``engine`` for ``df`` (see :func:`run`)."""
+    if engine not in _ENGINES:
+        raise error_for(_CONFIG_VALUE, f"LDB-6002: engine={engine!r}: use one of "
+                        f"{', '.join(map(repr, _ENGINES))}")
+    if engine == "python":
+        return False
+    if df.isStreaming:
+        if engine == "jvm":
+            raise error_for(_UNSUPPORTED, "LDB-1005: engine='jvm' runs batch DataFrames only; "
+                            "a streaming DataFrame runs with engine='python'")
+        return False
+    available = jvm_engine_available(df.sparkSession)
+    if engine == "jvm" and not available:
+        raise error_for(_CONFIG_VALUE, "LDB-6002: engine='jvm': the Spark session cannot load "
+                        f"{_JVM_STAGE}; start it with laminardb.spark.configure(builder) "
+                        "(spark.jars = laminardb.spark.jars()), see docs/SPARK.md")
+    return available
+
+
+def _jvm_options(p: Plan) -> tuple[list[str], list[str]]:
+    """``p``'s engine options as the texts ``laminar_config_set`` takes (as ``open``)."""
+    settings: dict[str, Any] = {}
+    given = dict(p.options)
+    settings.update(given.pop("config", None) or {})
+    variables = given.pop("vars", None) or {}
+    settings.update(given)
+    settings.update({f"var.{name}": value for name, value in variables.items()})
+    keys = list(settings)
+    values = [_option_text(key, settings[key]).decode("utf-8") for key in keys]
+    return keys, values
+
+
+def _jvm_stage(frame: DataFrame, p: Plan, *, out_type: Any) -> DataFrame:  # noqa: ANN401
+    """Run ``p`` over each partition of ``frame`` (the source's columns) in Spark's JVM.
+
+    Args:
+        frame: The input, its columns the source's, in order.
+        p: The plan (or stage of one).
+        out_type: The output StructType (None: mapped from ``p.output_schema``).
+
+    Returns:
+        The DataFrame ``org.laminardb.SparkStage.run`` returns.
+    """
+    from pyspark.sql import DataFrame as SparkFrame
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    spark = frame.sparkSession
+    if out_type is None:
+        out_type = from_arrow_schema(p.output_schema)
+    gateway = spark.sparkContext._gateway  # noqa: SLF001 -- PySpark's documented gateway
+    keys, values = _jvm_options(p)
+    jkeys = gateway.new_array(gateway.jvm.java.lang.String, len(keys))
+    jvalues = gateway.new_array(gateway.jvm.java.lang.String, len(values))
+    for i, (key, value) in enumerate(zip(keys, values)):
+        jkeys[i], jvalues[i] = key, value
+    close_windows = True  # a batch partition ends with the final watermark
+    jdf = _jvm_class(spark).run(frame._jdf, p.sql, p.source, p.stream, jkeys, jvalues,  # noqa: SLF001
+                                out_type.json(), close_windows, _JVM_BATCH_ROWS)
+    return SparkFrame(jdf, spark)
 
 
 def _stream_location(p: Plan, state_location: str | os.PathLike[str] | None) -> str:
