@@ -242,6 +242,11 @@ static void window_recycle(window_op* op, window* w) {
   op->spare[op->nspare++] = w;
 }
 
+/* A checkpoint may hold windows (w->share, "frozen" below): the op copies
+ * one before changing it and lets go of it instead of recycling it. */
+static laminar_code window_thaw(window_op* op, int32_t i);
+static void window_let_go(window_op* op, window* w);
+
 
 laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap) {
   if (cap <= w->cap) return LAMINAR_OK;
@@ -462,6 +467,10 @@ static int32_t open_lower_bound(const window_op* op, int64_t start) {
 static laminar_code window_get(window_op* op, int64_t start, window** out) {
   int32_t lo = open_lower_bound(op, start);
   if (lo < op->nopen && op->open[lo]->start == start) {
+    /* acquire: pairs with the checkpoint writer's release when it lets go */
+    if (LM_UNLIKELY(atomic_load_explicit(&op->open[lo]->share, memory_order_acquire) != 0)) {
+      LM_TRY(window_thaw(op, lo));
+    }
     *out = op->open[lo];
     return LAMINAR_OK;
   }
@@ -890,7 +899,7 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
 /* Recycle the first nclose open windows. */
 static void drop_closed(window_op* op, int32_t nclose) {
   if (nclose == 0) return; /* (open may still be NULL) */
-  for (int32_t i = 0; i < nclose; i++) window_recycle(op, op->open[i]);
+  for (int32_t i = 0; i < nclose; i++) window_let_go(op, op->open[i]);
   memmove(&op->open[0], &op->open[nclose], sizeof(window*) * (size_t)(op->nopen - nclose));
   op->nopen -= nclose;
 }
@@ -1295,17 +1304,16 @@ laminar_code lm_op_get_group_keys(window_op* op, window* win, int64_t g, lm_stat
   return LAMINAR_OK;
 }
 
-static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
-  const window_op* op = (const window_op*)base;
-  lm_state_put_i64(w, op->watermark);
-  lm_state_put_i64(w, op->late_rows);
-  if (op->spec.session) {
-    lm_op_session_snapshot(op, w);
-    return lm_state_writer_status(w);
-  }
-  lm_state_put_u32(w, (uint32_t)op->nopen);
-  for (int32_t i = 0; i < op->nopen; i++) {
-    const window* win = op->open[i];
+/* The snapshot of tumbling, hopping and global windows: the op's watermark
+ * and late count, then the windows wins[0..n) (the open ones, or those a
+ * checkpoint froze). Reads the windows only. */
+static void put_windows(const window_op* op, int64_t watermark, int64_t late_rows,
+                        window* const* wins, int32_t n, lm_state_writer* w) {
+  lm_state_put_i64(w, watermark);
+  lm_state_put_i64(w, late_rows);
+  lm_state_put_u32(w, (uint32_t)n);
+  for (int32_t i = 0; i < n; i++) {
+    const window* win = wins[i];
     lm_state_put_i64(w, win->start);
     lm_state_put_i64(w, win->ngroups);
     for (int64_t g = 0; g < win->ngroups; g++) {
@@ -1317,11 +1325,22 @@ static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
       }
     }
   }
+}
+
+static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
+  const window_op* op = (const window_op*)base;
+  if (op->spec.session) {
+    lm_state_put_i64(w, op->watermark);
+    lm_state_put_i64(w, op->late_rows);
+    lm_op_session_snapshot(op, w);
+    return lm_state_writer_status(w);
+  }
+  put_windows(op, op->watermark, op->late_rows, op->open, op->nopen, w);
   return lm_state_writer_status(w);
 }
 
 static void window_clear_all(window_op* op) {
-  for (int32_t i = 0; i < op->nopen; i++) window_recycle(op, op->open[i]);
+  for (int32_t i = 0; i < op->nopen; i++) window_let_go(op, op->open[i]);
   op->nopen = 0;
   op->suf_block = op->run_block = INT64_MIN; /* shared merges: none */
 }
@@ -1378,6 +1397,150 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
   return rc;
 }
 
+/* ---- frozen windows: checkpoints by copy-on-write ---------------------------------- */
+
+/* A checkpoint's stall freezes the op (window_freeze): it notes the
+ * watermark, the late count and the open windows, and marks each window
+ * shared (share = 2) -- O(open windows), nothing copied. The checkpoint then
+ * writes the windows from its own thread while this op runs on: before the
+ * op changes a shared window (rows into it) it copies it (window_thaw: bulk
+ * copies of its arrays, its strings into the copy's pool) and goes on with
+ * the copy; a shared window that closes is let go, not recycled. Windows the
+ * writer is done with (share 1) are the op's again, uncopied. */
+
+typedef struct window_frozen {
+  window_op* op;
+  int64_t watermark;
+  int64_t late_rows;
+  int32_t n;
+  window* wins[];
+} window_frozen;
+
+/* A window to fill: a recycled one, or a new one. */
+static laminar_code window_take(window_op* op, window** out) {
+  if (op->nspare > 0) {
+    *out = op->spare[--op->nspare];
+    return LAMINAR_OK;
+  }
+  return lm_op_window_new(op, out);
+}
+
+/* dst (empty) becomes a copy of src: table, hashes, keys (strings into dst's
+ * pool; a pane's stay borrowed from the op's keyset), aggregates, tracking. */
+static laminar_code window_copy(window_op* op, window* dst, const window* src) {
+  int64_t n = src->ngroups;
+  LM_TRY(lm_op_window_reserve(op, dst, n > 0 ? n : 1));
+  size_t tsize = (size_t)src->table_mask + 1;
+  if (dst->table_mask != src->table_mask) {
+    uint32_t* table = lm_realloc(dst->table, sizeof(uint32_t) * tsize);
+    if (table == NULL) return LAMINAR_ERR_NOMEM;
+    dst->table = table;
+    dst->table_mask = src->table_mask;
+  }
+  memcpy(dst->table, src->table, sizeof(uint32_t) * tsize);
+  if (n > 0) memcpy(dst->ghash, src->ghash, sizeof(uint64_t) * (size_t)n);
+  for (int32_t c = 0; c < op->spec.nkeys && n > 0; c++) {
+    key_store* to = &dst->keys[c];
+    const key_store* from = &src->keys[c];
+    memcpy(to->nulls, from->nulls, (size_t)n);
+    if (to->type == LM_TYPE_STRING) {
+      memcpy(to->s, from->s, sizeof(lm_str) * (size_t)n);
+      for (int64_t g = 0; !op->panes && g < n; g++) {
+        if (to->s[g].ptr == NULL) continue;
+        to->s[g].ptr = lm_pool_copy(&dst->strings, from->s[g].ptr, (size_t)from->s[g].len);
+        if (to->s[g].ptr == NULL) return LAMINAR_ERR_NOMEM;
+      }
+    } else if (to->type == LM_TYPE_DOUBLE) {
+      memcpy(to->d, from->d, sizeof(double) * (size_t)n);
+    } else {
+      memcpy(to->i, from->i, sizeof(int64_t) * (size_t)n);
+    }
+  }
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    LM_TRY(lm_agg_states_copy(&dst->aggs[a], &src->aggs[a], n));
+  }
+  if (op->track && n > 0) {
+    memcpy(dst->nrows, src->nrows, sizeof(int64_t) * (size_t)n);
+    memcpy(dst->live, src->live, (size_t)n);
+    memcpy(dst->stamp, src->stamp, sizeof(uint64_t) * (size_t)n);
+  }
+  if (op->panes && n > 0) memcpy(dst->kid, src->kid, sizeof(uint32_t) * (size_t)n);
+  dst->start = src->start;
+  dst->ngroups = n;
+  dst->edit = src->edit;
+  return LAMINAR_OK;
+}
+
+static void window_let_go(window_op* op, window* w) {
+  /* acq_rel: the writer's reads of w happen before the op reuses it, and
+   * the op's last writes before the writer frees it. */
+  if (atomic_load_explicit(&w->share, memory_order_acquire) == 2 &&
+      atomic_fetch_sub_explicit(&w->share, 1, memory_order_acq_rel) == 2) {
+    return; /* the checkpoint writer still reads it: it frees it */
+  }
+  atomic_store_explicit(&w->share, 0, memory_order_relaxed);
+  window_recycle(op, w);
+}
+
+/* Make open window i the op's to change: a copy when a checkpoint still
+ * reads it. */
+static laminar_code window_thaw(window_op* op, int32_t i) {
+  window* w = op->open[i];
+  if (atomic_load_explicit(&w->share, memory_order_acquire) == 2) {
+    window* copy;
+    LM_TRY(window_take(op, &copy));
+    laminar_code rc = window_copy(op, copy, w);
+    if (rc != LAMINAR_OK) {
+      /* Groups the copy overwrote get their empty states back in the reset. */
+      copy->ngroups = w->ngroups < copy->cap ? w->ngroups : copy->cap;
+      window_recycle(op, copy);
+      return rc;
+    }
+    op->open[i] = copy;
+    op->thaws++;
+    op->thawed_groups += copy->ngroups;
+    window_let_go(op, w);
+    return LAMINAR_OK;
+  }
+  atomic_store_explicit(&w->share, 0, memory_order_relaxed); /* the writer is done with it */
+  return LAMINAR_OK;
+}
+
+static laminar_code window_freeze(lm_op* base, void** out) {
+  window_op* op = (window_op*)base;
+  *out = NULL;
+  if (op->spec.session) return LAMINAR_OK; /* sessions: snapshot in the stall */
+  window_frozen* f = lm_malloc(sizeof *f + sizeof(window*) * (size_t)(op->nopen + 1));
+  if (f == NULL) return LAMINAR_ERR_NOMEM;
+  f->op = op;
+  f->watermark = op->watermark;
+  f->late_rows = op->late_rows;
+  f->n = op->nopen;
+  for (int32_t i = 0; i < op->nopen; i++) {
+    window* w = op->open[i];
+    /* A window still held by an earlier checkpoint cannot be: checkpoints
+     * write what they froze before the next one begins. */
+    atomic_store_explicit(&w->share, 2, memory_order_relaxed); /* published by the resume */
+    f->wins[i] = w;
+  }
+  *out = f;
+  return LAMINAR_OK;
+}
+
+static laminar_code window_write_frozen(void* frozen, lm_state_writer* w) {
+  window_frozen* f = frozen;
+  if (w != NULL) put_windows(f->op, f->watermark, f->late_rows, f->wins, f->n, w);
+  for (int32_t i = 0; i < f->n; i++) {
+    window* win = f->wins[i];
+    /* acq_rel: pairs with the op's let-go (window_let_go, window_thaw) */
+    if (atomic_fetch_sub_explicit(&win->share, 1, memory_order_acq_rel) == 1) {
+      window_free(f->op, win); /* the op let go of it first */
+    }
+  }
+  lm_free(f);
+  return w != NULL ? lm_state_writer_status(w) : LAMINAR_OK;
+}
+
 /* ---- lifecycle ------------------------------------------------------------------- */
 
 static void window_destroy(lm_op* base) {
@@ -1427,6 +1590,8 @@ static const lm_op_vtable window_vtable = {
     .snapshot = window_snapshot,
     .restore = window_restore,
     .destroy = window_destroy,
+    .freeze = window_freeze,
+    .write_frozen = window_write_frozen,
 };
 
 laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* out_schema,
@@ -1494,6 +1659,16 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
 
 int64_t lm_op_window_late_rows(const lm_op* op) {
   return op->vt == &window_vtable ? ((const window_op*)op)->late_rows : 0;
+}
+
+int64_t lm_op_window_thaws(const lm_op* base, int64_t* out_groups) {
+  if (base->vt != &window_vtable) {
+    *out_groups = 0;
+    return 0;
+  }
+  const window_op* op = (const window_op*)base;
+  *out_groups = op->thawed_groups;
+  return op->thaws;
 }
 
 int64_t lm_op_window_state_rows(const lm_op* op) {
