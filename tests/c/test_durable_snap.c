@@ -98,17 +98,32 @@ static int restart_and_compare(const char* dir, const char* want) {
   return rc;
 }
 
-/* Rows keep arriving into the frozen windows while the checkpoint encodes
- * them, and windows it froze close (and are let go) meanwhile. */
-static int test_rows_into_frozen_windows(void) {
+/* One case: a fresh durable pipeline, body(db, src, dir) on it (leaving both
+ * open), close, then restart_and_compare() with the uninterrupted run. */
+static int with_pipeline(int (*body)(laminar_db* db, laminar_source* src, const char* dir)) {
   char* want = reference_output();
   CHECK(want != NULL);
   char dir[64];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_snap_") == 0);
   laminar_db* db;
   laminar_source* src;
+  int rc = open_pipeline(dir, &db, &src);
+  if (rc == 0) {
+    rc = body(db, src, dir);
+    laminar_source_close(src);
+    if (laminar_close(db) != LAMINAR_OK) rc = 1;
+  }
+  if (rc == 0) rc = restart_and_compare(dir, want);
+  free(want);
+  remove_db(dir);
+  return rc;
+}
+
+/* Rows keep arriving into the frozen windows while the checkpoint encodes
+ * them, and windows it froze close (and are let go) meanwhile. */
+static int rows_into_frozen_windows(laminar_db* db, laminar_source* src, const char* dir) {
+  (void)dir;
   laminar_error err;
-  CHECK(open_pipeline(dir, &db, &src) == 0);
   CHECK(feed(db, src, 0, 14, 0) == 0);
   hook_ctx h = {.db = db, .src = src, .from = 14, .to = 18};
   lm_durable_set_write_hook(db->dur, in_checkpoint, &h);
@@ -128,13 +143,10 @@ static int test_rows_into_frozen_windows(void) {
   lm_durable_set_write_hook(db->dur, NULL, NULL);
   /* Rows after the last checkpoint: in the WAL only. */
   CHECK(feed(db, src, 20, 23, 0) == 0);
-  laminar_source_close(src);
-  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
-  int rc = restart_and_compare(dir, want);
-  free(want);
-  remove_db(dir);
-  return rc;
+  return 0;
 }
+
+static int test_rows_into_frozen_windows(void) { return with_pipeline(rows_into_frozen_windows); }
 
 static long file_size(const char* path) {
   struct stat st;
@@ -144,15 +156,8 @@ static long file_size(const char* path) {
 /* Checkpoints with no change in between: each freezes windows the one before
  * let go of (never changed since), and writes the same state; rows after
  * them change the windows in place (the checkpoints are done with them). */
-static int test_repeated_checkpoints(void) {
-  char* want = reference_output();
-  CHECK(want != NULL);
-  char dir[64];
-  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_snap_") == 0);
-  laminar_db* db;
-  laminar_source* src;
+static int repeated_checkpoints(laminar_db* db, laminar_source* src, const char* dir) {
   laminar_error err;
-  CHECK(open_pipeline(dir, &db, &src) == 0);
   CHECK(feed(db, src, 0, 12, 0) == 0);
   for (int i = 0; i < 3; i++) CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
   CHECK(lm_durable_last_epoch(db->dur) >= 3);
@@ -174,31 +179,19 @@ static int test_repeated_checkpoints(void) {
   int64_t groups;
   CHECK(feed(db, src, 12, 16, 0) == 0);
   EXPECT(thaws(db, &groups) == 0); /* nothing held them any more: no copies */
-  laminar_source_close(src);
-  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
-  int rc = restart_and_compare(dir, want);
-  free(want);
-  remove_db(dir);
-  return rc;
+  return 0;
 }
+
+static int test_repeated_checkpoints(void) { return with_pipeline(repeated_checkpoints); }
 
 /* A checkpoint that fails after the stall -- out of memory encoding the
  * frozen state, or an I/O error writing it -- lets go of the frozen windows
  * (no leak: the sanitizer build), reports the code, and leaves the database
  * usable: the next checkpoint and a restart give the uninterrupted output. */
-static int test_failing_checkpoint(void) {
-#ifndef LAMINAR_FAULT_INJECTION
-  fprintf(stderr, "skip: built without LAMINAR_FAULT_INJECTION\n");
-  return LM_TEST_SKIP;
-#else
-  char* want = reference_output();
-  CHECK(want != NULL);
-  char dir[64];
-  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_snap_") == 0);
-  laminar_db* db;
-  laminar_source* src;
+#ifdef LAMINAR_FAULT_INJECTION
+static int failing_checkpoint(laminar_db* db, laminar_source* src, const char* dir) {
+  (void)dir;
   laminar_error err;
-  CHECK(open_pipeline(dir, &db, &src) == 0);
   CHECK(feed(db, src, 0, 10, 0) == 0);
   CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
   hook_ctx h = {.db = db, .src = src, .from = 10, .to = 12, .fault = 1};
@@ -215,12 +208,16 @@ static int test_failing_checkpoint(void) {
   CHECK(feed(db, src, 14, 17, 0) == 0);
   CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
   CHECK(feed(db, src, 17, 19, 0) == 0);
-  laminar_source_close(src);
-  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
-  int rc = restart_and_compare(dir, want);
-  free(want);
-  remove_db(dir);
-  return rc;
+  return 0;
+}
+#endif
+
+static int test_failing_checkpoint(void) {
+#ifndef LAMINAR_FAULT_INJECTION
+  fprintf(stderr, "skip: built without LAMINAR_FAULT_INJECTION\n");
+  return LM_TEST_SKIP;
+#else
+  return with_pipeline(failing_checkpoint);
 #endif
 }
 
@@ -248,15 +245,9 @@ static void* checkpoints(void* arg) {
   return NULL;
 }
 
-static int test_threaded_checkpoints(void) {
-  char* want = reference_output();
-  CHECK(want != NULL);
-  char dir[64];
-  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_snap_") == 0);
-  laminar_db* db;
-  laminar_source* src;
+static int threaded_checkpoints(laminar_db* db, laminar_source* src, const char* dir) {
+  (void)dir;
   laminar_error err;
-  CHECK(open_pipeline(dir, &db, &src) == 0);
   CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
   ckpt_loop c = {.db = db};
   pthread_t t;
@@ -269,13 +260,10 @@ static int test_threaded_checkpoints(void) {
   pthread_join(t, NULL);
   CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
   EXPECT(c.taken > 0 && c.failed == 0);
-  laminar_source_close(src);
-  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
-  int rc = restart_and_compare(dir, want);
-  free(want);
-  remove_db(dir);
-  return rc;
+  return 0;
 }
+
+static int test_threaded_checkpoints(void) { return with_pipeline(threaded_checkpoints); }
 
 static const lm_test_case cases[] = {
     {"rows_into_frozen_windows", test_rows_into_frozen_windows},
