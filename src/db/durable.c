@@ -475,12 +475,13 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
   /* Ring 1 from here, the graph running. The frozen state is written first
    * (its windows are copied by the reactor if it changes them meanwhile). */
   if (rc == LAMINAR_OK && d->write_hook != NULL) d->write_hook(d->write_hook_arg);
+  int64_t t1 = now_ns();
   if (rc == LAMINAR_OK) {
     rc = write_graph(&frozen, &w, err);
   } else {
     frozen_graph_free(&frozen);
   }
-  d->last_write_ns = now_ns() - t0 - d->last_stall_ns;
+  d->last_write_ns = now_ns() - t1;
   /* The logs next: the offsets recorded (covered) must never be
    * ahead of what the WALs hold on disk (every processed record was appended
    * before it was queued, so flushing all appended records covers them).
