@@ -1304,25 +1304,17 @@ laminar_code lm_op_get_group_keys(window_op* op, window* win, int64_t g, lm_stat
   return LAMINAR_OK;
 }
 
-/* The snapshot of tumbling, hopping and global windows: the op's watermark
- * and late count, then the windows wins[0..n) (the open ones, or those a
- * checkpoint froze). Reads the windows only. */
-static void put_windows(const window_op* op, int64_t watermark, int64_t late_rows,
-                        window* const* wins, int32_t n, lm_state_writer* w) {
-  lm_state_put_i64(w, watermark);
-  lm_state_put_i64(w, late_rows);
-  lm_state_put_u32(w, (uint32_t)n);
-  for (int32_t i = 0; i < n; i++) {
-    const window* win = wins[i];
-    lm_state_put_i64(w, win->start);
-    lm_state_put_i64(w, win->ngroups);
-    for (int64_t g = 0; g < win->ngroups; g++) {
-      lm_op_put_group_keys(op, win, g, w);
-      for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&win->aggs[a], g, w);
-      if (op->track) {
-        lm_state_put_i64(w, win->nrows[g]);
-        lm_state_put_u8(w, win->live[g]);
-      }
+/* One window of a snapshot of tumbling, hopping and global windows (after
+ * the op's watermark, late count and window count). Reads the window only. */
+static void put_window(const window_op* op, const window* win, lm_state_writer* w) {
+  lm_state_put_i64(w, win->start);
+  lm_state_put_i64(w, win->ngroups);
+  for (int64_t g = 0; g < win->ngroups; g++) {
+    lm_op_put_group_keys(op, win, g, w);
+    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&win->aggs[a], g, w);
+    if (op->track) {
+      lm_state_put_i64(w, win->nrows[g]);
+      lm_state_put_u8(w, win->live[g]);
     }
   }
 }
@@ -1335,7 +1327,10 @@ static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
     lm_op_session_snapshot(op, w);
     return lm_state_writer_status(w);
   }
-  put_windows(op, op->watermark, op->late_rows, op->open, op->nopen, w);
+  lm_state_put_i64(w, op->watermark);
+  lm_state_put_i64(w, op->late_rows);
+  lm_state_put_u32(w, (uint32_t)op->nopen);
+  for (int32_t i = 0; i < op->nopen; i++) put_window(op, op->open[i], w);
   return lm_state_writer_status(w);
 }
 
@@ -1529,9 +1524,16 @@ static laminar_code window_freeze(lm_op* base, void** out) {
 
 static laminar_code window_write_frozen(void* frozen, lm_state_writer* w) {
   window_frozen* f = frozen;
-  if (w != NULL) put_windows(f->op, f->watermark, f->late_rows, f->wins, f->n, w);
-  for (int32_t i = 0; i < f->n; i++) {
+  if (w != NULL) {
+    lm_state_put_i64(w, f->watermark);
+    lm_state_put_i64(w, f->late_rows);
+    lm_state_put_u32(w, (uint32_t)f->n);
+  }
+  /* Newest first, each let go once written: the windows taking rows now are
+   * held the shortest (restore places windows by start, in any order). */
+  for (int32_t i = f->n - 1; i >= 0; i--) {
     window* win = f->wins[i];
+    if (w != NULL) put_window(f->op, win, w);
     /* acq_rel: pairs with the op's let-go (window_let_go, window_thaw) */
     if (atomic_fetch_sub_explicit(&win->share, 1, memory_order_acq_rel) == 1) {
       window_free(f->op, win); /* the op let go of it first */
