@@ -238,6 +238,10 @@ static void window_reset(window_op* op, window* w) {
 }
 
 static void window_recycle(window_op* op, window* w) {
+  if (op->nspare == op->cap_open) { /* more windows than open slots (copies): one goes */
+    window_free(op, w);
+    return;
+  }
   window_reset(op, w);
   op->spare[op->nspare++] = w;
 }
