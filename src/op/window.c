@@ -1325,14 +1325,12 @@ static void put_window(const window_op* op, const window* win, lm_state_writer* 
 
 static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
   const window_op* op = (const window_op*)base;
+  lm_state_put_i64(w, op->watermark);
+  lm_state_put_i64(w, op->late_rows);
   if (op->spec.session) {
-    lm_state_put_i64(w, op->watermark);
-    lm_state_put_i64(w, op->late_rows);
     lm_op_session_snapshot(op, w);
     return lm_state_writer_status(w);
   }
-  lm_state_put_i64(w, op->watermark);
-  lm_state_put_i64(w, op->late_rows);
   lm_state_put_u32(w, (uint32_t)op->nopen);
   for (int32_t i = 0; i < op->nopen; i++) put_window(op, op->open[i], w);
   return lm_state_writer_status(w);
