@@ -10,7 +10,8 @@
  * first-touch copy: one row pushed into the frozen window while the
  * checkpoint holds it (a durable hook between stall and encoding) makes the
  * reactor copy the whole window before it changes it; timed against the same
- * push after the checkpoint (no copy).
+ * push after the checkpoint (no copy). Then the same for session windows,
+ * which are copied in bulk in the stall (no copy-on-write) and encoded after.
  * Then a small pipeline with a sync WAL and a JSONL file sink (1000 keys,
  * windows closing into the sink every round): 40 rounds of push, run and
  * checkpoint, printing the median and largest stall — the part of a
@@ -99,6 +100,15 @@ static laminar_db* open_durable(char* dir, const char* wal_mode) {
   return db;
 }
 
+/* Close what open_durable() opened and remove its directory. */
+static void close_durable(laminar_db* db, laminar_source* src, const char* dir) {
+  laminar_source_close(src);
+  laminar_close(db);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
 /* Stalls of checkpoints with a sync WAL and a file sink taking rows. */
 static void sink_stalls(const lm_schema* schema) {
   char dir[] = "/tmp/lm_bench_ckpt_XXXXXX";
@@ -126,11 +136,7 @@ static void sink_stalls(const lm_schema* schema) {
   qsort(stalls, ROUNDS, sizeof stalls[0], cmp_i64);
   printf("RESULT checkpoint_stall sink=jsonl wal=sync keys=%d rounds=%d median=%.1f us max=%.1f us\n",
          KEYS, ROUNDS, (double)stalls[ROUNDS / 2] / 1e3, (double)stalls[ROUNDS - 1] / 1e3);
-  laminar_source_close(src);
-  laminar_close(db);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  close_durable(db, src, dir);
 }
 
 /* The durable hook: one row into the frozen window, run, timed. */
@@ -166,6 +172,52 @@ static double serialize_all(laminar_db* db) {
   return now_s() - t0;
 }
 
+/* One round: `groups` open groups of `stream` (DDL), one checkpoint. Windows
+ * (tumble): also the first-touch copy through the hook; sessions are copied
+ * in the stall (no copy-on-write), so only the stall and the encoding. */
+static void round_of(const lm_schema* schema, int64_t groups, const char* stream, bool session) {
+  char dir[] = "/tmp/lm_bench_ckpt_XXXXXX";
+  laminar_db* db = open_durable(dir, "none");
+  laminar_error err;
+  laminar_source* src;
+  char ddl[512];
+  snprintf(ddl, sizeof ddl,
+           "CREATE SOURCE t (k VARCHAR, v DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);"
+           "CREATE STREAM s AS SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo,"
+           " MAX(v) AS hi FROM t GROUP BY k, %s",
+           stream);
+  check(laminar_execute(db, ddl, &err), &err, "DDL");
+  check(laminar_source_open(db, "t", &src, &err), &err, "source");
+  for (int64_t at = 0; at < groups; at += 65536) {
+    push_keys(src, schema, at, groups - at < 65536 ? groups - at : 65536, 1000);
+    check(laminar_run_until_idle(db, &err), &err, "run");
+  }
+  double before = serialize_all(db);
+  touch_ctx touch = {db, src, schema, 0};
+  if (!session) lm_durable_set_write_hook(db->dur, touch_frozen, &touch);
+  double t0 = now_s();
+  check(laminar_checkpoint(db, &err), &err, "checkpoint");
+  double total = now_s() - t0;
+  lm_durable_set_write_hook(db->dur, NULL, NULL);
+  double stall = (double)lm_durable_last_stall_ns(db->dur) * 1e-9;
+  double encode = (double)lm_durable_last_write_ns(db->dur) * 1e-9;
+  if (session) {
+    printf("RESULT checkpoint_session groups=%lld total=%.3f s stall=%.3f s (%.0f ns/group; "
+           "before, encoding in the stall: %.3f s, %.0f ns/group) encode=%.3f s\n",
+           (long long)groups, total, stall, stall * 1e9 / (double)groups, before,
+           before * 1e9 / (double)groups, encode);
+  } else {
+    double plain = push_one_and_run(db, src, schema); /* no checkpoint holds it now */
+    printf("RESULT checkpoint groups=%lld total=%.3f s stall=%.6f s (before COW: %.3f s, %.0f "
+           "ns/group) encode=%.3f s first_touch_copy=%.3f s (%.1f ns/group; same push "
+           "unheld %.6f s)\n",
+           (long long)groups, total, stall, before, before * 1e9 / (double)groups, encode,
+           touch.seconds, (touch.seconds - plain) * 1e9 / (double)groups, plain);
+  }
+  fflush(stdout);
+  close_durable(db, src, dir);
+}
+
 int main(int argc, char** argv) {
   int64_t max = argc > 1 ? (int64_t)strtod(argv[1], NULL) : 4000000;
   lm_schema schema;
@@ -173,44 +225,10 @@ int main(int argc, char** argv) {
   lm_schema_add(&schema, "k", LM_TYPE_STRING, false);
   lm_schema_add(&schema, "v", LM_TYPE_DOUBLE, false);
   lm_schema_add(&schema, "ts", LM_TYPE_INT64, false);
-  for (int64_t groups = 100000; groups <= max; groups *= 4) {
-    char dir[] = "/tmp/lm_bench_ckpt_XXXXXX";
-    laminar_db* db = open_durable(dir, "none");
-    laminar_error err;
-    laminar_source* src;
-    check(laminar_execute(db,
-                          "CREATE SOURCE t (k VARCHAR, v DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);"
-                          "CREATE STREAM s AS SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo,"
-                          " MAX(v) AS hi FROM t GROUP BY k, tumble(ts, INTERVAL '1' DAY)",
-                          &err),
-          &err, "DDL");
-    check(laminar_source_open(db, "t", &src, &err), &err, "source");
-    for (int64_t at = 0; at < groups; at += 65536) {
-      push_keys(src, &schema, at, groups - at < 65536 ? groups - at : 65536, 1000);
-      check(laminar_run_until_idle(db, &err), &err, "run");
-    }
-    double before = serialize_all(db);
-    touch_ctx touch = {db, src, &schema, 0};
-    lm_durable_set_write_hook(db->dur, touch_frozen, &touch);
-    double t0 = now_s();
-    check(laminar_checkpoint(db, &err), &err, "checkpoint");
-    double total = now_s() - t0;
-    lm_durable_set_write_hook(db->dur, NULL, NULL);
-    double stall = (double)lm_durable_last_stall_ns(db->dur) * 1e-9;
-    double encode = (double)lm_durable_last_write_ns(db->dur) * 1e-9;
-    double plain = push_one_and_run(db, src, &schema); /* no checkpoint holds it now */
-    printf("RESULT checkpoint groups=%lld total=%.3f s stall=%.6f s (before COW: %.3f s, %.0f "
-           "ns/group) encode=%.3f s first_touch_copy=%.3f s (%.1f ns/group; same push "
-           "unheld %.6f s)\n",
-           (long long)groups, total, stall, before, before * 1e9 / (double)groups, encode,
-           touch.seconds, (touch.seconds - plain) * 1e9 / (double)groups, plain);
-    fflush(stdout);
-    laminar_source_close(src);
-    laminar_close(db);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-  }
+  for (int64_t groups = 100000; groups <= max; groups *= 4)
+    round_of(&schema, groups, "tumble(ts, INTERVAL '1' DAY)", false);
+  for (int64_t groups = 100000; groups <= max; groups *= 4)
+    round_of(&schema, groups, "session(ts, INTERVAL '1' DAY)", true);
   sink_stalls(&schema);
   lm_schema_free(&schema);
   return 0;

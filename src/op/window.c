@@ -1409,9 +1409,70 @@ typedef struct window_frozen {
   window_op* op;
   int64_t watermark;
   int64_t late_rows;
+  /* Sessions: no copy-on-write; their state (interned keys, slots) copied in
+   * bulk in the stall into this op-shaped holder, encoded after it. */
+  window_op* session;
   int32_t n;
   window* wins[];
 } window_frozen;
+
+static void session_copy_free(window_op* op, window_op* c) {
+  if (c == NULL) return;
+  window_free(op, c->keyset);
+  for (int32_t a = 0; c->sagg != NULL && a < op->spec.naggs; a++) lm_agg_states_free(&c->sagg[a]);
+  lm_free(c->sagg);
+  lm_free(c->s_used);
+  lm_free(c->s_key);
+  lm_free(c->s_start);
+  lm_free(c->s_end);
+  lm_free(c);
+}
+
+static laminar_code keys_copy(window_op* op, window* dst, const window* src);
+
+/* What lm_op_session_snapshot reads of op, copied: memcpy speed, no encoding. */
+#define COPY_SLOTS(field)                                                            \
+  do {                                                                               \
+    c->field = lm_malloc(sizeof(*c->field) * (size_t)(hw + 1));                      \
+    if (c->field == NULL) goto nomem;                                                \
+    if (hw > 0) memcpy(c->field, op->field, sizeof(*c->field) * (size_t)hw);         \
+  } while (0)
+
+static laminar_code session_copy(window_op* op, window_op** out) {
+  window_op* c = lm_malloc(sizeof *c);
+  if (c == NULL) return LAMINAR_ERR_NOMEM;
+  *c = *op; /* spec and counts; every array it reads is replaced below */
+  c->keyset = NULL;
+  c->sagg = NULL;
+  c->s_used = NULL;
+  c->s_key = NULL;
+  c->s_start = c->s_end = NULL;
+  int64_t hw = op->s_hw;
+  COPY_SLOTS(s_used);
+  COPY_SLOTS(s_key);
+  COPY_SLOTS(s_start);
+  COPY_SLOTS(s_end);
+  c->sagg = lm_calloc((size_t)op->spec.naggs + 1, sizeof(lm_agg_states));
+  if (c->sagg == NULL || lm_op_window_new(op, &c->keyset) != LAMINAR_OK) goto nomem;
+  /* The interned keys only (what the snapshot reads of the keyset). */
+  if (lm_op_window_reserve(op, c->keyset, op->keyset->ngroups + 1) != LAMINAR_OK ||
+      keys_copy(op, c->keyset, op->keyset) != LAMINAR_OK) {
+    goto nomem;
+  }
+  c->keyset->ngroups = op->keyset->ngroups;
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    lm_agg_states_init(&c->sagg[a], &op->spec.aggs[a], op->sagg[a].arg_type);
+    c->sagg[a].weighted = op->sagg[a].weighted;
+    if (lm_agg_states_copy(&c->sagg[a], &op->sagg[a], hw) != LAMINAR_OK) goto nomem;
+  }
+  *out = c;
+  return LAMINAR_OK;
+nomem:
+  session_copy_free(op, c);
+  return LAMINAR_ERR_NOMEM;
+}
+
+#undef COPY_SLOTS
 
 /* A window to fill: a recycled one, or a new one. */
 static laminar_code window_take(window_op* op, window** out) {
@@ -1422,20 +1483,10 @@ static laminar_code window_take(window_op* op, window** out) {
   return lm_op_window_new(op, out);
 }
 
-/* dst (empty) becomes a copy of src: table, hashes, keys (strings into dst's
- * pool; a pane's stay borrowed from the op's keyset), aggregates, tracking. */
-static laminar_code window_copy(window_op* op, window* dst, const window* src) {
+/* The keys of src's groups into dst (room reserved): strings into dst's pool,
+ * a pane's borrowed from the op's keyset as they are. */
+static laminar_code keys_copy(window_op* op, window* dst, const window* src) {
   int64_t n = src->ngroups;
-  LM_TRY(lm_op_window_reserve(op, dst, n > 0 ? n : 1));
-  size_t tsize = (size_t)src->table_mask + 1;
-  if (dst->table_mask != src->table_mask) {
-    uint32_t* table = lm_realloc(dst->table, sizeof(uint32_t) * tsize);
-    if (table == NULL) return LAMINAR_ERR_NOMEM;
-    dst->table = table;
-    dst->table_mask = src->table_mask;
-  }
-  memcpy(dst->table, src->table, sizeof(uint32_t) * tsize);
-  if (n > 0) memcpy(dst->ghash, src->ghash, sizeof(uint64_t) * (size_t)n);
   for (int32_t c = 0; c < op->spec.nkeys && n > 0; c++) {
     key_store* to = &dst->keys[c];
     const key_store* from = &src->keys[c];
@@ -1453,6 +1504,24 @@ static laminar_code window_copy(window_op* op, window* dst, const window* src) {
       memcpy(to->i, from->i, sizeof(int64_t) * (size_t)n);
     }
   }
+  return LAMINAR_OK;
+}
+
+/* dst (empty) becomes a copy of src: table, hashes, keys (strings into dst's
+ * pool; a pane's stay borrowed from the op's keyset), aggregates, tracking. */
+static laminar_code window_copy(window_op* op, window* dst, const window* src) {
+  int64_t n = src->ngroups;
+  LM_TRY(lm_op_window_reserve(op, dst, n > 0 ? n : 1));
+  size_t tsize = (size_t)src->table_mask + 1;
+  if (dst->table_mask != src->table_mask) {
+    uint32_t* table = lm_realloc(dst->table, sizeof(uint32_t) * tsize);
+    if (table == NULL) return LAMINAR_ERR_NOMEM;
+    dst->table = table;
+    dst->table_mask = src->table_mask;
+  }
+  memcpy(dst->table, src->table, sizeof(uint32_t) * tsize);
+  if (n > 0) memcpy(dst->ghash, src->ghash, sizeof(uint64_t) * (size_t)n);
+  LM_TRY(keys_copy(op, dst, src));
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     LM_TRY(lm_agg_states_copy(&dst->aggs[a], &src->aggs[a], n));
   }
@@ -1506,12 +1575,22 @@ static laminar_code window_thaw(window_op* op, int32_t i) {
 static laminar_code window_freeze(lm_op* base, void** out) {
   window_op* op = (window_op*)base;
   *out = NULL;
-  if (op->spec.session) return LAMINAR_OK; /* sessions: snapshot in the stall */
   window_frozen* f = lm_malloc(sizeof *f + sizeof(window*) * (size_t)(op->nopen + 1));
   if (f == NULL) return LAMINAR_ERR_NOMEM;
   f->op = op;
   f->watermark = op->watermark;
   f->late_rows = op->late_rows;
+  f->session = NULL;
+  f->n = 0;
+  if (op->spec.session) {
+    laminar_code rc = session_copy(op, &f->session);
+    if (rc != LAMINAR_OK) {
+      lm_free(f);
+      return rc;
+    }
+    *out = f;
+    return LAMINAR_OK;
+  }
   f->n = op->nopen;
   for (int32_t i = 0; i < op->nopen; i++) {
     window* w = op->open[i];
@@ -1526,6 +1605,16 @@ static laminar_code window_freeze(lm_op* base, void** out) {
 
 static laminar_code window_write_frozen(void* frozen, lm_state_writer* w) {
   window_frozen* f = frozen;
+  if (f->session != NULL) {
+    if (w != NULL) {
+      lm_state_put_i64(w, f->watermark);
+      lm_state_put_i64(w, f->late_rows);
+      lm_op_session_snapshot(f->session, w);
+    }
+    session_copy_free(f->op, f->session);
+    lm_free(f);
+    return w != NULL ? lm_state_writer_status(w) : LAMINAR_OK;
+  }
   if (w != NULL) {
     lm_state_put_i64(w, f->watermark);
     lm_state_put_i64(w, f->late_rows);
