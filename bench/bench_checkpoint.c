@@ -2,9 +2,16 @@
  * bench_checkpoint.c -- what a checkpoint costs the running graph (issue 6):
  * open windows hold N groups (a string key and four aggregates); a checkpoint
  * is taken and timed as a whole and for its stall, the time the graph stays
- * stopped while operator state is copied into memory (the rest — writing,
- * flushing, renaming, publishing — runs with the graph going again). A full
- * copy, not incremental or copy-on-write: the stall grows with the state.
+ * stopped while operator state is frozen (the windows are marked
+ * copy-on-write; the rest -- encoding, writing, flushing, renaming,
+ * publishing -- runs with the graph going again). In the same round: the
+ * stall as it was before copy-on-write (every chain serialized with the graph
+ * stopped, lm_op_chain_snapshot), the encoding after the stall, and the
+ * first-touch copy: one row pushed into the frozen window while the
+ * checkpoint holds it (a durable hook between stall and encoding) makes the
+ * reactor copy the whole window before it changes it; timed against the same
+ * push after the checkpoint (no copy). Then the same for session windows,
+ * which are copied in bulk in the stall (no copy-on-write) and encoded after.
  * Then a small pipeline with a sync WAL and a JSONL file sink (1000 keys,
  * windows closing into the sink every round): 40 rounds of push, run and
  * checkpoint, printing the median and largest stall — the part of a
@@ -23,7 +30,10 @@
 #include <time.h>
 
 #include "arrow/arrow.h"
+#include "db/durable.h"
 #include "db/internal.h"
+#include "op/op.h"
+#include "state/state.h"
 #include "util/util.h"
 
 static double now_s(void) {
@@ -90,6 +100,15 @@ static laminar_db* open_durable(char* dir, const char* wal_mode) {
   return db;
 }
 
+/* Close what open_durable() opened and remove its directory. */
+static void close_durable(laminar_db* db, laminar_source* src, const char* dir) {
+  laminar_source_close(src);
+  laminar_close(db);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
 /* Stalls of checkpoints with a sync WAL and a file sink taking rows. */
 static void sink_stalls(const lm_schema* schema) {
   char dir[] = "/tmp/lm_bench_ckpt_XXXXXX";
@@ -117,11 +136,86 @@ static void sink_stalls(const lm_schema* schema) {
   qsort(stalls, ROUNDS, sizeof stalls[0], cmp_i64);
   printf("RESULT checkpoint_stall sink=jsonl wal=sync keys=%d rounds=%d median=%.1f us max=%.1f us\n",
          KEYS, ROUNDS, (double)stalls[ROUNDS / 2] / 1e3, (double)stalls[ROUNDS - 1] / 1e3);
-  laminar_source_close(src);
-  laminar_close(db);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  close_durable(db, src, dir);
+}
+
+/* The durable hook: one row into the frozen window, run, timed. */
+typedef struct touch_ctx {
+  laminar_db* db;
+  laminar_source* src;
+  const lm_schema* schema;
+  double seconds;
+} touch_ctx;
+
+static double push_one_and_run(laminar_db* db, laminar_source* src, const lm_schema* schema) {
+  push_keys(src, schema, 0, 1, 1000);
+  laminar_error err;
+  double t0 = now_s();
+  check(lm_rt_run_until_idle(&db->rt, &err), &err, "run");
+  return now_s() - t0;
+}
+
+static void touch_frozen(void* arg) {
+  touch_ctx* t = arg;
+  t->seconds = push_one_and_run(t->db, t->src, t->schema);
+}
+
+/* The stall before copy-on-write: every chain serialized, graph stopped. */
+static double serialize_all(laminar_db* db) {
+  double t0 = now_s();
+  for (int32_t i = 0; i < db->graph.nstreams; i++) {
+    lm_state_writer w;
+    lm_state_writer_init(&w);
+    check(lm_op_chain_snapshot(db->graph.streams[i]->chain, &w), NULL, "snapshot");
+    lm_state_writer_free(&w);
+  }
+  return now_s() - t0;
+}
+
+/* One round: `groups` open groups of `stream` (DDL), one checkpoint. Windows
+ * (tumble): also the first-touch copy through the hook; sessions are copied
+ * in the stall (no copy-on-write), so only the stall and the encoding. */
+static void round_of(const lm_schema* schema, int64_t groups, const char* stream, bool session) {
+  char dir[] = "/tmp/lm_bench_ckpt_XXXXXX";
+  laminar_db* db = open_durable(dir, "none");
+  laminar_error err;
+  laminar_source* src;
+  char ddl[512];
+  snprintf(ddl, sizeof ddl,
+           "CREATE SOURCE t (k VARCHAR, v DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);"
+           "CREATE STREAM s AS SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo,"
+           " MAX(v) AS hi FROM t GROUP BY k, %s",
+           stream);
+  check(laminar_execute(db, ddl, &err), &err, "DDL");
+  check(laminar_source_open(db, "t", &src, &err), &err, "source");
+  for (int64_t at = 0; at < groups; at += 65536) {
+    push_keys(src, schema, at, groups - at < 65536 ? groups - at : 65536, 1000);
+    check(laminar_run_until_idle(db, &err), &err, "run");
+  }
+  double before = serialize_all(db);
+  touch_ctx touch = {db, src, schema, 0};
+  if (!session) lm_durable_set_write_hook(db->dur, touch_frozen, &touch);
+  double t0 = now_s();
+  check(laminar_checkpoint(db, &err), &err, "checkpoint");
+  double total = now_s() - t0;
+  lm_durable_set_write_hook(db->dur, NULL, NULL);
+  double stall = (double)lm_durable_last_stall_ns(db->dur) * 1e-9;
+  double encode = (double)lm_durable_last_write_ns(db->dur) * 1e-9;
+  if (session) {
+    printf("RESULT checkpoint_session groups=%lld total=%.3f s stall=%.3f s (%.0f ns/group; "
+           "before, encoding in the stall: %.3f s, %.0f ns/group) encode=%.3f s\n",
+           (long long)groups, total, stall, stall * 1e9 / (double)groups, before,
+           before * 1e9 / (double)groups, encode);
+  } else {
+    double plain = push_one_and_run(db, src, schema); /* no checkpoint holds it now */
+    printf("RESULT checkpoint groups=%lld total=%.3f s stall=%.6f s (before COW: %.3f s, %.0f "
+           "ns/group) encode=%.3f s first_touch_copy=%.3f s (%.1f ns/group; same push "
+           "unheld %.6f s)\n",
+           (long long)groups, total, stall, before, before * 1e9 / (double)groups, encode,
+           touch.seconds, (touch.seconds - plain) * 1e9 / (double)groups, plain);
+  }
+  fflush(stdout);
+  close_durable(db, src, dir);
 }
 
 int main(int argc, char** argv) {
@@ -131,35 +225,10 @@ int main(int argc, char** argv) {
   lm_schema_add(&schema, "k", LM_TYPE_STRING, false);
   lm_schema_add(&schema, "v", LM_TYPE_DOUBLE, false);
   lm_schema_add(&schema, "ts", LM_TYPE_INT64, false);
-  for (int64_t groups = 100000; groups <= max; groups *= 4) {
-    char dir[] = "/tmp/lm_bench_ckpt_XXXXXX";
-    laminar_db* db = open_durable(dir, "none");
-    laminar_error err;
-    laminar_source* src;
-    check(laminar_execute(db,
-                          "CREATE SOURCE t (k VARCHAR, v DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);"
-                          "CREATE STREAM s AS SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo,"
-                          " MAX(v) AS hi FROM t GROUP BY k, tumble(ts, INTERVAL '1' DAY)",
-                          &err),
-          &err, "DDL");
-    check(laminar_source_open(db, "t", &src, &err), &err, "source");
-    for (int64_t at = 0; at < groups; at += 65536) {
-      push_keys(src, &schema, at, groups - at < 65536 ? groups - at : 65536, 1000);
-      check(laminar_run_until_idle(db, &err), &err, "run");
-    }
-    double t0 = now_s();
-    check(laminar_checkpoint(db, &err), &err, "checkpoint");
-    double total = now_s() - t0;
-    double stall = (double)lm_durable_last_stall_ns(db->dur) * 1e-9;
-    printf("RESULT checkpoint groups=%lld total=%.3f s stall=%.3f s (%.0f ns/group in the stall)\n",
-           (long long)groups, total, stall, stall * 1e9 / (double)groups);
-    fflush(stdout);
-    laminar_source_close(src);
-    laminar_close(db);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-  }
+  for (int64_t groups = 100000; groups <= max; groups *= 4)
+    round_of(&schema, groups, "tumble(ts, INTERVAL '1' DAY)", false);
+  for (int64_t groups = 100000; groups <= max; groups *= 4)
+    round_of(&schema, groups, "session(ts, INTERVAL '1' DAY)", true);
   sink_stalls(&schema);
   lm_schema_free(&schema);
   return 0;

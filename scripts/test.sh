@@ -6,7 +6,7 @@
 #   2. ASan+UBSan build in build-asan/ with allocation fault injection, ctest:
 #      every C test under the sanitizers, leaks included
 #   3. TSan build in build-tsan/ of the concurrency tests (test_chan_*, test_rt_*,
-#      test_store_*, test_durable)
+#      test_store_*, test_durable*)
 #   4. ruff and pytest over the Python package and tests/python, if present
 #   5. pytest again with the package bound to step 2's ASan+UBSan core
 # Environment: JOBS (parallel jobs, default 2), LAMINAR_SKIP_TSAN=1 skips step 3,
@@ -39,7 +39,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
 tsan_tests=()
-for f in tests/c/test_chan_*.c tests/c/test_rt_*.c tests/c/test_store_*.c tests/c/test_durable.c; do
+for f in tests/c/test_chan_*.c tests/c/test_rt_*.c tests/c/test_store_*.c tests/c/test_durable*.c; do
   [ -f "$f" ] && tsan_tests+=("$(basename "$f" .c)")
 done
 if [ "${LAMINAR_SKIP_TSAN:-0}" != 1 ] && [ ${#tsan_tests[@]} -gt 0 ]; then

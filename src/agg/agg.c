@@ -940,6 +940,78 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
   return any_null;
 }
 
+/* ---- copy (checkpoints: copy-on-write of a frozen window) ---------------- */
+
+/* dst->field = a copy of src->field's first n elements, in an array of cap. */
+#define COPY_ARRAY(field, n, cap)                                                  \
+  do {                                                                            \
+    if (src->field != NULL) {                                                     \
+      void* grown_ = lm_realloc(dst->field, sizeof(*dst->field) * (size_t)(cap)); \
+      if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                               \
+      dst->field = grown_;                                                        \
+      if ((n) > 0) memcpy(dst->field, src->field, sizeof(*dst->field) * (size_t)(n)); \
+    }                                                                             \
+  } while (0)
+
+/* A string of src's pool again in dst's (NULL stays NULL). */
+static laminar_code copy_str(lm_agg_states* dst, lm_str* s) {
+  if (s->ptr == NULL) return LAMINAR_OK;
+  char* copy = lm_pool_copy(&dst->strings, s->ptr, (size_t)s->len);
+  if (copy == NULL) return LAMINAR_ERR_NOMEM;
+  s->ptr = copy;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, int64_t n) {
+  lm_agg_states_clear(dst);
+  LM_TRY(lm_agg_states_reserve(dst, n));
+  int64_t cap = dst->cap;
+  COPY_ARRAY(count, n, cap);
+  COPY_ARRAY(sum_i, n, cap);
+  COPY_ARRAY(sum_d, n, cap);
+  COPY_ARRAY(mm_i, n, cap);
+  COPY_ARRAY(mm_d, n, cap);
+  COPY_ARRAY(mm_s, n, cap);
+  COPY_ARRAY(has, n, cap);
+  COPY_ARRAY(ord, n, cap);
+  COPY_ARRAY(vnull, n, cap);
+  COPY_ARRAY(d_head, n, cap);
+  for (int64_t g = 0; dst->mm_s != NULL && g < n; g++) LM_TRY(copy_str(dst, &dst->mm_s[g]));
+  /* The value sets and run stacks: indices, copied as they are. */
+  if (src->d_cap > 0) {
+    COPY_ARRAY(d_hash, src->d_n, src->d_cap);
+    COPY_ARRAY(d_group, src->d_n, src->d_cap);
+    COPY_ARRAY(d_i, src->d_n, src->d_cap);
+    COPY_ARRAY(d_d, src->d_n, src->d_cap);
+    COPY_ARRAY(d_s, src->d_n, src->d_cap);
+    COPY_ARRAY(d_next, src->d_n, src->d_cap);
+    COPY_ARRAY(d_cnt, src->d_n, src->d_cap);
+    COPY_ARRAY(d_t, src->d_n, src->d_cap);
+    COPY_ARRAY(d_vnull, src->d_n, src->d_cap);
+    COPY_ARRAY(d_top, src->d_n, src->d_cap);
+    dst->d_cap = src->d_cap;
+    dst->d_n = src->d_n;
+    for (int64_t e = 0; dst->d_s != NULL && e < src->d_n; e++) LM_TRY(copy_str(dst, &dst->d_s[e]));
+  }
+  if (src->d_table != NULL) {
+    size_t size = (size_t)src->d_mask + 1;
+    COPY_ARRAY(d_table, size, size);
+    dst->d_mask = src->d_mask;
+  }
+  if (src->r_cap > 0) {
+    COPY_ARRAY(r_seq, src->r_n, src->r_cap);
+    COPY_ARRAY(r_cnt, src->r_n, src->r_cap);
+    COPY_ARRAY(r_next, src->r_n, src->r_cap);
+    dst->r_cap = src->r_cap;
+  }
+  dst->r_n = src->r_n;
+  dst->r_free = src->r_free;
+  dst->seq = src->seq;
+  return LAMINAR_OK;
+}
+
+#undef COPY_ARRAY
+
 /* ---- snapshot ----------------------------------------------------------- */
 
 /* One value of the set (snapshot) and back. */

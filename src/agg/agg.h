@@ -159,6 +159,13 @@ laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_
 bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* data,
                      uint8_t* nulls);
 
+/* Make dst (initialized with the same function, argument type and
+ * weighting) a copy of src's groups [0, n) with their value sets and run
+ * stacks, strings copied into dst's pool; dst's previous groups are
+ * forgotten. For a checkpoint's copy-on-write (op/window.c). dst may be
+ * partly copied on LAMINAR_ERR_NOMEM (clear or free it). */
+laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, int64_t n);
+
 void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* w);
 /* Restore into group g (already reserved). LAMINAR_ERR_NOMEM on a string copy. */
 laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader* r);

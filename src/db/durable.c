@@ -49,6 +49,9 @@ struct lm_durable {
   pthread_cond_t cv;
   bool stop;                 /* under mu */
   int64_t last_stall_ns;     /* the graph's pause of the last checkpoint */
+  int64_t last_write_ns;     /* its frozen state's encoding, after the pause */
+  void (*write_hook)(void*); /* tests: runs after the stall, before the encoding */
+  void* write_hook_arg;
   char report[2048];         /* what recovery cut, failed background checkpoints (under mu) */
 };
 
@@ -199,6 +202,13 @@ bool lm_durable_recovering(const lm_durable* d) { return d->recovering; }
 
 int64_t lm_durable_last_stall_ns(const lm_durable* d) { return d->last_stall_ns; }
 
+int64_t lm_durable_last_write_ns(const lm_durable* d) { return d->last_write_ns; }
+
+void lm_durable_set_write_hook(lm_durable* d, void (*fn)(void* arg), void* arg) {
+  d->write_hook = fn;
+  d->write_hook_arg = arg;
+}
+
 uint64_t lm_durable_last_epoch(const lm_durable* d) { return d->epoch; }
 
 /* ---- the catalog file -------------------------------------------------------------- */
@@ -329,10 +339,33 @@ static int64_t now_ns(void) {
 
 static void put_name(lm_state_writer* w, const char* name) { lm_state_put_bytes(w, name, strlen(name)); }
 
-/* Serialize the graph's state (the graph is stopped). */
-static laminar_code serialize(laminar_db* db, uint64_t epoch, lm_state_writer* w,
-                              laminar_error* err) {
+/* A checkpoint's graph state between the stall and the write: the header and
+ * sources already encoded (small), each stream's watermark and frozen chain. */
+typedef struct frozen_stream {
+  const char* name;    /* the stream's (db->lock held: not dropped meanwhile) */
+  int64_t watermark;
+  lm_op_frozen* chain;
+} frozen_stream;
+
+typedef struct frozen_graph {
+  int32_t n;
+  frozen_stream* streams;
+} frozen_graph;
+
+/* Let go of what a checkpoint froze (after a failure; the write does it too). */
+static void frozen_graph_free(frozen_graph* f) {
+  for (int32_t i = 0; i < f->n; i++) lm_op_chain_write_frozen(f->streams[i].chain, NULL);
+  lm_free(f->streams);
+  *f = (frozen_graph){0};
+}
+
+/* In the stall (the graph stopped): encode the header and the sources into
+ * w, freeze every stream's operator state (copy-on-write windows: time
+ * independent of how many groups they hold) into *out. */
+static laminar_code freeze_graph(laminar_db* db, uint64_t epoch, lm_state_writer* w,
+                                 frozen_graph* out, laminar_error* err) {
   lm_graph* g = &db->graph;
+  *out = (frozen_graph){0};
   lm_state_put_u32(w, CKPT_MAGIC);
   lm_state_put_u32(w, CKPT_VERSION);
   lm_state_put_i64(w, (int64_t)epoch);
@@ -344,19 +377,49 @@ static laminar_code serialize(laminar_db* db, uint64_t epoch, lm_state_writer* w
     lm_state_put_i64(w, s->watermark_ms);
     lm_state_put_i64(w, s->max_ts_ms);
   }
-  lm_state_put_u32(w, (uint32_t)g->nstreams);
+  out->streams = lm_calloc((size_t)g->nstreams + 1, sizeof *out->streams);
+  if (out->streams == NULL || lm_state_writer_status(w) != LAMINAR_OK)
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory serializing a checkpoint");
   for (int32_t i = 0; i < g->nstreams; i++) {
     const lm_stream_def* s = g->streams[i];
-    put_name(w, s->name);
-    lm_state_put_i64(w, s->watermark_ms);
-    lm_state_writer chain;
-    lm_state_writer_init(&chain);
-    laminar_code rc = lm_op_chain_snapshot(s->chain, &chain);
-    if (rc == LAMINAR_OK) rc = lm_state_writer_status(&chain);
-    if (rc == LAMINAR_OK) lm_state_put_bytes(w, chain.data, chain.len);
-    lm_state_writer_free(&chain);
+    frozen_stream* f = &out->streams[out->n];
+    laminar_code rc = lm_op_chain_freeze(s->chain, &f->chain);
     if (rc != LAMINAR_OK) return lm_error_set(err, rc, "stream '%s': snapshot failed", s->name);
+    f->name = s->name;
+    f->watermark = s->watermark_ms;
+    out->n++;
   }
+  return LAMINAR_OK;
+}
+
+/* After the stall, with the graph running: each stream's name, watermark and
+ * state (length-prefixed) after the sources; frees f. */
+static laminar_code write_graph(frozen_graph* f, lm_state_writer* w, laminar_error* err) {
+  lm_state_put_u32(w, (uint32_t)f->n);
+  laminar_code rc = LAMINAR_OK;
+  const char* failed = NULL;
+  for (int32_t i = 0; i < f->n; i++) {
+    frozen_stream* s = &f->streams[i];
+    if (rc != LAMINAR_OK) {
+      lm_op_chain_write_frozen(s->chain, NULL);
+      continue;
+    }
+    put_name(w, s->name);
+    lm_state_put_i64(w, s->watermark);
+    size_t at = w->len; /* a u32 length, filled in once the state is written */
+    lm_state_put_u32(w, 0);
+    rc = lm_op_chain_write_frozen(s->chain, w);
+    if (rc == LAMINAR_OK && w->len - at - 4 > UINT32_MAX) rc = LAMINAR_ERR_NOMEM;
+    if (rc == LAMINAR_OK) {
+      uint32_t len = (uint32_t)(w->len - at - 4);
+      memcpy(w->data + at, &len, 4);
+    } else {
+      failed = s->name;
+    }
+  }
+  f->n = 0;
+  frozen_graph_free(f);
+  if (failed != NULL) return lm_error_set(err, rc, "stream '%s': snapshot failed", failed);
   return lm_state_writer_status(w) == LAMINAR_OK
              ? LAMINAR_OK
              : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory serializing a checkpoint");
@@ -393,12 +456,14 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
     lm_free(covered);
     return rc;
   }
-  /* The stall: the graph stops between two messages, its state is copied,
-   * the sinks' open epoch is closed for writes and the next one begun. No
-   * I/O waits in here: files are flushed after the graph goes on. */
+  /* The stall: the graph stops between two messages, its state is frozen
+   * (windows copy-on-write, the rest copied), the sinks' open epoch is closed
+   * for writes and the next one begun. No I/O waits in here: files are
+   * flushed after the graph goes on. */
+  frozen_graph frozen;
   int64_t t0 = now_ns();
   lm_rt_pause(&db->rt);
-  rc = serialize(db, epoch, &w, err);
+  rc = freeze_graph(db, epoch, &w, &frozen, err);
   for (int32_t i = 0; i < g->nsources; i++) covered[i] = g->sources[i]->processed_seq;
   for (int32_t i = 0; i < db->nsinks && rc == LAMINAR_OK; i++) {
     lm_sink* k = db->sinks[i]->sink;
@@ -407,7 +472,17 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
   }
   lm_rt_resume(&db->rt);
   d->last_stall_ns = now_ns() - t0;
-  /* Ring 1. The logs first: the offsets recorded (covered) must never be
+  /* Ring 1 from here, the graph running. The frozen state is written first
+   * (its windows are copied by the reactor if it changes them meanwhile). */
+  if (rc == LAMINAR_OK && d->write_hook != NULL) d->write_hook(d->write_hook_arg);
+  int64_t t1 = now_ns();
+  if (rc == LAMINAR_OK) {
+    rc = write_graph(&frozen, &w, err);
+  } else {
+    frozen_graph_free(&frozen);
+  }
+  d->last_write_ns = now_ns() - t1;
+  /* The logs next: the offsets recorded (covered) must never be
    * ahead of what the WALs hold on disk (every processed record was appended
    * before it was queued, so flushing all appended records covers them).
    * Then the sinks' sealed epochs, the checkpoint file, and the publishing. */

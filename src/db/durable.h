@@ -15,9 +15,9 @@
  *
  * A checkpoint is taken with the graph stopped between two messages (the
  * reactor paused, or no inline run in progress): with one reactor that point is
- * an aligned barrier on every input at once. Operator state is serialized
- * into memory there (the stall), and written, flushed and published after the
- * graph runs again. Epoch N's sink output is the rows produced between
+ * an aligned barrier on every input at once. Operator state is frozen there
+ * (the stall: windows are marked copy-on-write, other state is copied), and
+ * encoded, written, flushed and published after the graph runs again. Epoch N's sink output is the rows produced between
  * checkpoints N-1 and N: pre-committed in the stall, committed once checkpoint N
  * is durable.
  *
@@ -116,8 +116,14 @@ bool lm_durable_recovering(const lm_durable* d);
 /* Copy the durability report (see laminar_durability_report) into buf. */
 void lm_durable_report(lm_durable* d, char* buf, size_t cap);
 
-/* How long the last checkpoint held the graph stopped (copying state), ns. */
+/* How long the last checkpoint held the graph stopped (freezing state), ns. */
 int64_t lm_durable_last_stall_ns(const lm_durable* d);
+/* How long it then took to encode the frozen state with the graph running, ns. */
+int64_t lm_durable_last_write_ns(const lm_durable* d);
+/* Tests and benchmarks: fn(arg) runs in each checkpoint right after the
+ * stall, before the frozen state is encoded (db->lock held; the graph may
+ * run, e.g. lm_rt_run_until_idle, and change the frozen windows). */
+void lm_durable_set_write_hook(lm_durable* d, void (*fn)(void* arg), void* arg);
 /* The last checkpoint that became durable (0: none). */
 uint64_t lm_durable_last_epoch(const lm_durable* d);
 

@@ -40,6 +40,62 @@ laminar_code lm_op_chain_restore(lm_op* head, lm_state_reader* r, laminar_error*
   return lm_state_reader_status(r, "operator chain", err);
 }
 
+/* One operator's part of a frozen chain: held by the operator (frozen), or
+ * its snapshot taken in the stall (bytes). */
+typedef struct frozen_part {
+  const lm_op_vtable* vt;
+  void* frozen;
+  lm_state_writer bytes;
+} frozen_part;
+
+struct lm_op_frozen {
+  int32_t n;
+  frozen_part parts[];
+};
+
+laminar_code lm_op_chain_freeze(lm_op* head, lm_op_frozen** out) {
+  *out = NULL;
+  int32_t n = 0;
+  for (const lm_op* op = head; op != NULL; op = op->next) n++;
+  lm_op_frozen* f = lm_calloc(1, sizeof *f + sizeof(frozen_part) * (size_t)n);
+  if (f == NULL) return LAMINAR_ERR_NOMEM;
+  laminar_code rc = LAMINAR_OK;
+  for (lm_op* op = head; op != NULL && rc == LAMINAR_OK; op = op->next) {
+    frozen_part* p = &f->parts[f->n++];
+    p->vt = op->vt;
+    lm_state_writer_init(&p->bytes);
+    if (op->vt->freeze != NULL) rc = op->vt->freeze(op, &p->frozen);
+    if (rc == LAMINAR_OK && p->frozen == NULL && op->vt->snapshot != NULL) {
+      rc = op->vt->snapshot(op, &p->bytes);
+      if (rc == LAMINAR_OK) rc = lm_state_writer_status(&p->bytes);
+    }
+  }
+  if (rc != LAMINAR_OK) {
+    lm_op_chain_write_frozen(f, NULL);
+    return rc;
+  }
+  *out = f;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_op_chain_write_frozen(lm_op_frozen* f, lm_state_writer* w) {
+  if (f == NULL) return LAMINAR_OK;
+  laminar_code rc = LAMINAR_OK;
+  for (int32_t i = 0; i < f->n; i++) {
+    frozen_part* p = &f->parts[i];
+    if (p->frozen != NULL) {
+      laminar_code r = p->vt->write_frozen(p->frozen, rc == LAMINAR_OK ? w : NULL);
+      if (rc == LAMINAR_OK) rc = r;
+    } else if (w != NULL && rc == LAMINAR_OK) {
+      lm_state_put_raw(w, p->bytes.data, p->bytes.len);
+    }
+    lm_state_writer_free(&p->bytes);
+  }
+  lm_free(f);
+  if (rc == LAMINAR_OK && w != NULL) rc = lm_state_writer_status(w);
+  return rc;
+}
+
 void lm_op_chain_destroy(lm_op* head) {
   while (head != NULL) {
     lm_op* next = head->next;

@@ -11,6 +11,7 @@
 #include "util/pool.h"
 #include "util/util.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -41,6 +42,12 @@ typedef struct window {
   uint64_t* stamp;      /* the update pass that last touched it */
   uint32_t* kid;        /* panes: the group's key id in the op's keyset */
   uint64_t edit;        /* panes: the op's edit count when rows last went in */
+  /* Checkpoints (copy-on-write): who holds the window. 0: the op alone;
+   * 2: the op and a frozen checkpoint state being written (set in the
+   * stall); 1: one of them let go. Whoever lets go last owns it: the op
+   * recycles it, the checkpoint writer frees it. The op copies a window
+   * held by a checkpoint before changing it (op/window.c, "frozen"). */
+  _Atomic int32_t share;
 } window;
 
 typedef struct window_op {
@@ -115,6 +122,10 @@ typedef struct window_op {
   uint64_t* s_stamp;
   int32_t* s_touched;
   int64_t s_ntouched;
+  /* Checkpoints: windows copied because a checkpoint still held them, and
+   * their groups (lm_op_window_thaws). */
+  int64_t thaws;
+  int64_t thawed_groups;
 } window_op;
 
 #define GROW_ARRAY(ptr, n)                                          \

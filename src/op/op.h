@@ -46,6 +46,15 @@ typedef struct lm_op_vtable {
   laminar_code (*snapshot)(const lm_op* op, lm_state_writer* w);
   laminar_code (*restore)(lm_op* op, lm_state_reader* r, laminar_error* err);
   void (*destroy)(lm_op* op);
+  /* Checkpoints without copying the state in the stall (optional, NULL:
+   * snapshot() runs in the stall). freeze: with the chain stopped, hold the
+   * state as it is in *out, in time independent of its size (*out NULL: not
+   * for this state; snapshot() it then). The op runs on and leaves what is
+   * held unchanged (copy-on-write). write_frozen: from any thread, while the
+   * op runs, write what snapshot() would have written at the freeze (w NULL:
+   * nothing), and let go of it; exactly once per frozen state. */
+  laminar_code (*freeze)(lm_op* op, void** out);
+  laminar_code (*write_frozen)(void* frozen, lm_state_writer* w);
 } lm_op_vtable;
 
 /* Common header of every operator (first member of each concrete struct). */
@@ -68,6 +77,14 @@ laminar_code lm_op_chain_watermark(lm_op* head, int64_t watermark_ms);
 /* Snapshot / restore every operator of a chain, in order. */
 laminar_code lm_op_chain_snapshot(const lm_op* head, lm_state_writer* w);
 laminar_code lm_op_chain_restore(lm_op* head, lm_state_reader* r, laminar_error* err);
+/* A checkpoint in two steps: freeze the chain's state (the chain stopped:
+ * frozen where the operator can, snapshot into memory where not), then write
+ * it, from any thread while the chain runs on, as lm_op_chain_snapshot()
+ * would have at the freeze. lm_op_chain_write_frozen always frees `f`
+ * (w NULL: only that). */
+typedef struct lm_op_frozen lm_op_frozen;
+laminar_code lm_op_chain_freeze(lm_op* head, lm_op_frozen** out);
+laminar_code lm_op_chain_write_frozen(lm_op_frozen* f, lm_state_writer* w);
 /* Destroy a whole chain (NULL allowed). */
 void lm_op_chain_destroy(lm_op* head);
 
@@ -133,6 +150,9 @@ int64_t lm_op_window_late_rows(const lm_op* op);
  * with the window operator's input columns, after the chunk is applied. `op`
  * is the head of a windowed chain (no-op for other chains); fn NULL: none. */
 void lm_op_window_set_late_sink(lm_op* op, lm_op_sink_fn fn, void* arg);
+/* Windows this op copied before changing them because a checkpoint was
+ * still writing them (copy-on-write), and (out_groups) their groups in all. */
+int64_t lm_op_window_thaws(const lm_op* op, int64_t* out_groups);
 /* Number of groups currently held (all open windows). */
 int64_t lm_op_window_state_rows(const lm_op* op);
 

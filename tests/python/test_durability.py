@@ -74,6 +74,21 @@ def committed(root: Path) -> list[tuple[str, int, float, int]]:
     return out
 
 
+def finish_from_offset(db: laminardb.Connection, batches: list[pa.RecordBatch]) -> int:
+    """After a restart: push the batches from the source's offset on, close
+    every window and checkpoint (publishing everything). Returns where it
+    resumed."""
+    src = db.source("trades")
+    resume = src.offset - 1
+    for batch in batches[resume:]:
+        src.push(batch)
+        db.run_until_idle()
+    src.watermark(2**63 - 1)
+    db.run_until_idle()
+    db.checkpoint()
+    return resume
+
+
 def run_with_restart(
     root: Path,
     batches: list[pa.RecordBatch],

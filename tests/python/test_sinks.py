@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_durability import DDL, expected, make_batches
+from test_durability import DDL, expected, finish_from_offset, make_batches
 
 import laminardb
 import laminardb.sinks
@@ -105,13 +105,7 @@ def test_parquet_sink_across_a_restart(tmp_path: Path) -> None:
     # settles them and the WAL replay produces them again, once.
     sinks = {"pq": ("vwap", ParquetSink(out))}
     with laminardb.open(tmp_path / "db", sinks=sinks, **SETTINGS) as db:
-        src = db.source("trades")
-        for batch in batches[src.offset - 1 :]:
-            src.push(batch)
-            db.run_until_idle()
-        src.watermark(2**63 - 1)
-        db.run_until_idle()
-        db.checkpoint()
+        finish_from_offset(db, batches)
     rows = parquet_rows(out)
     assert len(rows) == len(set(rows))
     assert set(rows) == expected(batches)
