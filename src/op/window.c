@@ -444,8 +444,55 @@ static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t*
   return LAMINAR_OK;
 }
 
+/* Room in kmap/kstamp for every key id of the keyset. */
+static laminar_code kmap_reserve(window_op* op) {
+  if (op->kmap_cap >= op->keyset->ngroups) return LAMINAR_OK;
+  int64_t ncap = op->keyset->ngroups * 2;
+  GROW_ARRAY(op->kmap, ncap);
+  GROW_ARRAY(op->kstamp, ncap);
+  memset(op->kstamp + op->kmap_cap, 0, sizeof(uint64_t) * (size_t)(ncap - op->kmap_cap));
+  op->kmap_cap = ncap;
+  return LAMINAR_OK;
+}
+
+/* groups_find_or_add for a pane: each row's key id from the keyset (one probe,
+ * nearly always a hit), then its pane group by key id through kmap (stamped
+ * with a fresh pass from the pane's groups), new groups appended with their
+ * key id and keys borrowed from the keyset. Panes keep no hash table of their
+ * own: with ~1 row per group and pane (hop's 100 ms panes), most rows open a
+ * group, and a table insert plus a second probe for each cost more. */
+static laminar_code pane_groups(window_op* op, window* pane, const uint32_t* sel, int64_t m,
+                                const uint64_t* hashes, uint32_t* gids) {
+  LM_TRY(groups_find_or_add(op, op->keyset, sel, m, hashes, gids)); /* key ids */
+  LM_TRY(kmap_reserve(op));
+  uint64_t pass = ++op->pass;
+  uint32_t* kmap = op->kmap;
+  uint64_t* kstamp = op->kstamp;
+  for (int64_t g = 0; g < pane->ngroups; g++) {
+    kmap[pane->kid[g]] = (uint32_t)g;
+    kstamp[pane->kid[g]] = pass;
+  }
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t k = gids[j];
+    if (kstamp[k] != pass) {
+      LM_TRY(lm_op_window_reserve(op, pane, pane->ngroups + 1));
+      uint32_t g = (uint32_t)pane->ngroups++;
+      if (g >= pane->ninit) {
+        for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&pane->aggs[a], g);
+      }
+      pane->ghash[g] = op->keyset->ghash[k];
+      pane->kid[g] = k;
+      LM_TRY(group_keys_from(op, pane, g, op->keyset, k, false));
+      kstamp[k] = pass;
+      kmap[k] = g;
+    }
+    gids[j] = kmap[k];
+  }
+  return LAMINAR_OK;
+}
+
 /* The index of the first open pane (or window) starting at or after `start`. */
-static int32_t open_lower_bound(const window_op* op, int64_t start) {
+int32_t lm_op_open_lower_bound(const window_op* op, int64_t start) {
   int32_t lo = 0, hi = op->nopen;
   while (lo < hi) {
     int32_t mid = (lo + hi) / 2;
@@ -460,7 +507,7 @@ static int32_t open_lower_bound(const window_op* op, int64_t start) {
 
 /* Find the open window starting at `start`, creating it in sorted position. */
 static laminar_code window_get(window_op* op, int64_t start, window** out) {
-  int32_t lo = open_lower_bound(op, start);
+  int32_t lo = lm_op_open_lower_bound(op, start);
   if (lo < op->nopen && op->open[lo]->start == start) {
     *out = op->open[lo];
     return LAMINAR_OK;
@@ -506,11 +553,11 @@ laminar_code lm_op_rows_reserve(window_op* op, int64_t more) {
 }
 
 /* Window bounds in the output's unit (micros for a TIMESTAMP time column). */
-static void window_bounds(const window_op* op, const window* w, int64_t* start, int64_t* end) {
+static void window_bounds(const window_op* op, int64_t ws, int64_t* start, int64_t* end) {
   int64_t scale = op->spec.time_type == LM_TYPE_TIMESTAMP ? 1000 : 1;
   int64_t e;
-  *start = w->start * scale;
-  if (__builtin_add_overflow(w->start, op->out_size, &e) || __builtin_mul_overflow(e, scale, end)) {
+  *start = ws * scale;
+  if (__builtin_add_overflow(ws, op->out_size, &e) || __builtin_mul_overflow(e, scale, end)) {
     *end = INT64_MAX;
   }
 }
@@ -534,7 +581,7 @@ static void put_group_row(window_op* op, const window* w, int64_t g, int64_t wei
   int64_t row = op->dn++;
   lm_vec* v = op->dvecs;
   int64_t start, end;
-  window_bounds(op, w, &start, &end);
+  window_bounds(op, w->start, &start, &end);
   ((int64_t*)v[0].data)[row] = start;
   ((int64_t*)v[1].data)[row] = end;
   ((uint8_t*)v[0].nulls)[row] = spec->global;
@@ -727,7 +774,11 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
     LM_TRY(window_get(op, s->starts[i], &w));
     const uint32_t* wsel = sel + s->offsets[i];
     int64_t m = s->offsets[i + 1] - s->offsets[i];
-    LM_TRY(groups_find_or_add(op, w, wsel, m, hashes, gids));
+    if (op->panes) {
+      LM_TRY(pane_groups(op, w, wsel, m, hashes, gids));
+    } else {
+      LM_TRY(groups_find_or_add(op, w, wsel, m, hashes, gids));
+    }
     int64_t nt = 0;
     if (op->track) {
       /* The distinct groups of this pass, in first-touch order; with EMIT
@@ -1067,16 +1118,11 @@ static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane,
   return LAMINAR_OK;
 }
 
-/* Every group of window w (built from panes: keys by key id) as rows
- * (columnar) into the row buffer; emitted now if `flush`. */
-static laminar_code put_window_rows(window_op* op, const window* w, bool flush) {
-  int64_t ng = w->ngroups;
-  if (ng == 0) return LAMINAR_OK;
-  LM_TRY(lm_op_rows_reserve(op, ng));
-  int64_t row = op->dn;
+void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int64_t ng,
+                           int64_t row) {
   lm_vec* v = op->dvecs;
   int64_t start, end;
-  window_bounds(op, w, &start, &end);
+  window_bounds(op, ws, &start, &end);
   for (int64_t g = 0; g < ng; g++) {
     ((int64_t*)v[0].data)[row + g] = start;
     ((int64_t*)v[1].data)[row + g] = end;
@@ -1085,8 +1131,19 @@ static laminar_code put_window_rows(window_op* op, const window* w, bool flush) 
   }
   for (int32_t c = 0; c < op->spec.nkeys; c++) {
     const key_store* ks = &op->keyset->keys[c];
-    for (int64_t g = 0; g < ng; g++) lm_op_put_key(&v[2 + c], ks, w->kid[g], row + g);
+    for (int64_t g = 0; g < ng; g++) lm_op_put_key(&v[2 + c], ks, kids[g], row + g);
   }
+}
+
+/* Every group of window w (built from panes: keys by key id) as rows
+ * (columnar) into the row buffer; emitted now if `flush`. */
+static laminar_code put_window_rows(window_op* op, const window* w, bool flush) {
+  int64_t ng = w->ngroups;
+  if (ng == 0) return LAMINAR_OK;
+  LM_TRY(lm_op_rows_reserve(op, ng));
+  int64_t row = op->dn;
+  lm_vec* v = op->dvecs;
+  lm_op_put_window_keys(op, w->start, w->kid, ng, row);
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_vec* ov = &v[2 + op->spec.nkeys + a];
     lm_agg_finalize(&w->aggs[a], 0, ng, (char*)ov->data + lm_type_width(ov->type) * row,
@@ -1108,7 +1165,7 @@ static void acc_restamp(window_op* op, const window* dst, uint64_t pass) {
 static laminar_code merge_panes_into(window_op* op, window* dst, int64_t lo, int64_t hi) {
   uint64_t pass = ++op->pass;
   acc_restamp(op, dst, pass);
-  for (int32_t i = open_lower_bound(op, lo); i < op->nopen && op->open[i]->start < hi; i++) {
+  for (int32_t i = lm_op_open_lower_bound(op, lo); i < op->nopen && op->open[i]->start < hi; i++) {
     LM_TRY(acc_add_pane(op, dst, op->open[i], pass));
   }
   return LAMINAR_OK;
@@ -1120,8 +1177,8 @@ static laminar_code merge_panes(window_op* op, window* dst, int64_t lo, int64_t 
 }
 
 /* Whether an open pane starting in [lo, hi) took rows after edit count `since`. */
-static bool panes_edited(const window_op* op, int64_t lo, int64_t hi, uint64_t since) {
-  for (int32_t i = open_lower_bound(op, lo); i < op->nopen && op->open[i]->start < hi; i++) {
+bool lm_op_panes_edited(const window_op* op, int64_t lo, int64_t hi, uint64_t since) {
+  for (int32_t i = lm_op_open_lower_bound(op, lo); i < op->nopen && op->open[i]->start < hi; i++) {
     if (op->open[i]->edit > since) return true;
   }
   return false;
@@ -1154,7 +1211,7 @@ static laminar_code shared_window(window_op* op, int64_t ws, window** out) {
     if (op->suf == NULL) return LAMINAR_ERR_NOMEM;
   }
   /* suf[i]: panes base + i * pane .. next, merged; rebuilt from r down when stale. */
-  if (op->suf_block != b || op->suf_from > r || panes_edited(op, ws, next, op->suf_edit)) {
+  if (op->suf_block != b || op->suf_from > r || lm_op_panes_edited(op, ws, next, op->suf_edit)) {
     for (int64_t i = nb - 1; i >= r; i--) {
       if (op->suf[i] == NULL) LM_TRY(lm_op_window_new(op, &op->suf[i]));
       window* d = op->suf[i];
@@ -1173,7 +1230,7 @@ static laminar_code shared_window(window_op* op, int64_t ws, window** out) {
     if (op->run == NULL) LM_TRY(lm_op_window_new(op, &op->run));
     int64_t last = p + nb - 1; /* the window's last pane */
     if (op->run_block != b + 1 || op->run_last > last ||
-        panes_edited(op, next, (op->run_last + 1) * pane, op->run_edit)) {
+        lm_op_panes_edited(op, next, (op->run_last + 1) * pane, op->run_edit)) {
       window_reset(op, op->run);
       op->run_block = b + 1;
       op->run_last = (b + 1) * nb - 1;
@@ -1218,13 +1275,7 @@ static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
     }
   }
   qsort(starts, (size_t)nstarts, sizeof *starts, cmp_i64);
-  if (op->kmap_cap < op->keyset->ngroups) {
-    int64_t ncap = op->keyset->ngroups * 2;
-    GROW_ARRAY(op->kmap, ncap);
-    GROW_ARRAY(op->kstamp, ncap);
-    memset(op->kstamp + op->kmap_cap, 0, sizeof(uint64_t) * (size_t)(ncap - op->kmap_cap));
-    op->kmap_cap = ncap;
-  }
+  LM_TRY(kmap_reserve(op));
   if (op->acc == NULL) LM_TRY(lm_op_window_new(op, &op->acc));
   window* acc = op->acc;
   laminar_code rc = LAMINAR_OK;
@@ -1239,6 +1290,11 @@ static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
     if (k > 0 && starts[k] == starts[k - 1]) continue;
     int64_t ws = starts[k], we;
     if (__builtin_add_overflow(ws, size, &we)) we = INT64_MAX;
+    if (op->slide != NULL) { /* every aggregate slides */
+      bool done;
+      rc = lm_op_slide_put_rows(op, ws, &done);
+      if (rc != LAMINAR_OK || done) continue;
+    }
     window* built = NULL;
     rc = shared_window(op, ws, &built);
     if (rc == LAMINAR_OK && built == NULL) { /* no sharing: merge its panes */
@@ -1252,9 +1308,14 @@ static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
     window_reset(op, built != NULL ? built : acc);
   }
   if (rc == LAMINAR_OK) rc = lm_op_rows_flush(op);
-  if (rc != LAMINAR_OK) op->dn = 0; /* held rows may borrow what a failed merge left */
+  if (rc != LAMINAR_OK) {
+    op->dn = 0; /* held rows may borrow what a failed merge left */
+    lm_op_slide_invalidate(op);
+  }
   int32_t nclose = 0;
-  while (nclose < op->nopen && window_close(op, op->open[nclose]->start) <= wm) nclose++;
+  while (nclose < op->nopen && window_close(op, op->open[nclose]->start) <= wm) {
+    lm_op_slide_drop_pane(op, op->open[nclose++]);
+  }
   drop_closed(op, nclose);
   return rc;
 }
@@ -1324,6 +1385,7 @@ static void window_clear_all(window_op* op) {
   for (int32_t i = 0; i < op->nopen; i++) window_recycle(op, op->open[i]);
   op->nopen = 0;
   op->suf_block = op->run_block = INT64_MIN; /* shared merges: none */
+  lm_op_slide_invalidate(op);
 }
 
 static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
@@ -1403,6 +1465,7 @@ static void window_destroy(lm_op* base) {
   window_free(op, op->run);
   for (int64_t i = 0; op->suf != NULL && i < shared_panes(op); i++) window_free(op, op->suf[i]);
   lm_free(op->suf);
+  lm_op_slide_free(op);
   if (op->sagg != NULL) {
     for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_free(&op->sagg[a]);
   }
@@ -1457,7 +1520,8 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
     op->panes = true;
     op->spec.size_ms = op->spec.hop_ms = a; /* the pane: gcd(size, hop) */
   }
-  bool keyset_ok = !op->panes || lm_op_window_new(op, &op->keyset) == LAMINAR_OK;
+  bool keyset_ok = !op->panes || (lm_op_window_new(op, &op->keyset) == LAMINAR_OK &&
+                                  lm_op_slide_setup(op) == LAMINAR_OK);
   op->watermark = INT64_MIN;
   op->suf_block = op->run_block = INT64_MIN;
   op->track = spec->emit_changes || spec->changelog;
