@@ -209,9 +209,7 @@ def hop_case(
     )
     result = run_engine(ddl, pushed, run_every=int(rng.choice([1, 3])))
     t = arrival_watermarks(batches, data.delay_ms)
-    names, expected = duck(
-        hop_oracle(keys, where, size, hop, allowed, aggregates=aggregates), t=t
-    )
+    names, expected = duck(hop_oracle(keys, where, size, hop, allowed, aggregates=aggregates), t=t)
     got = bounds_to_ms(result.table) if timestamp else result.table
     assert_same_rows(rows_of(got, names), expected, names, seed=seed)
     _, late = duck(late_oracle(where, size, hop, allowed), t=t)
