@@ -472,21 +472,35 @@ static laminar_code pane_groups(window_op* op, window* pane, const uint32_t* sel
     kmap[pane->kid[g]] = (uint32_t)g;
     kstamp[pane->kid[g]] = pass;
   }
+  int64_t first = pane->ngroups; /* new groups from here */
+  LM_TRY(lm_op_window_reserve(op, pane, pane->ngroups + m));
   for (int64_t j = 0; j < m; j++) {
     uint32_t k = gids[j];
     if (kstamp[k] != pass) {
-      LM_TRY(lm_op_window_reserve(op, pane, pane->ngroups + 1));
       uint32_t g = (uint32_t)pane->ngroups++;
       if (g >= pane->ninit) {
         for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&pane->aggs[a], g);
       }
-      pane->ghash[g] = op->keyset->ghash[k];
       pane->kid[g] = k;
-      LM_TRY(group_keys_from(op, pane, g, op->keyset, k, false));
       kstamp[k] = pass;
       kmap[k] = g;
     }
     gids[j] = kmap[k];
+  }
+  /* The new groups' hashes and keys (borrowed), a column at a time. */
+  const window* ks = op->keyset;
+  for (int64_t g = first; g < pane->ngroups; g++) pane->ghash[g] = ks->ghash[pane->kid[g]];
+  for (int32_t c = 0; c < op->spec.nkeys; c++) {
+    key_store* to = &pane->keys[c];
+    const key_store* from = &ks->keys[c];
+    for (int64_t g = first; g < pane->ngroups; g++) to->nulls[g] = from->nulls[pane->kid[g]];
+    if (to->type == LM_TYPE_STRING) {
+      for (int64_t g = first; g < pane->ngroups; g++) to->s[g] = from->s[pane->kid[g]];
+    } else if (to->type == LM_TYPE_DOUBLE) {
+      for (int64_t g = first; g < pane->ngroups; g++) to->d[g] = from->d[pane->kid[g]];
+    } else {
+      for (int64_t g = first; g < pane->ngroups; g++) to->i[g] = from->i[pane->kid[g]];
+    }
   }
   return LAMINAR_OK;
 }
@@ -1129,9 +1143,26 @@ void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int6
     ((uint8_t*)v[0].nulls)[row + g] = 0;
     ((uint8_t*)v[1].nulls)[row + g] = 0;
   }
-  for (int32_t c = 0; c < op->spec.nkeys; c++) {
+  for (int32_t c = 0; c < op->spec.nkeys; c++) { /* a gather loop per key type */
     const key_store* ks = &op->keyset->keys[c];
-    for (int64_t g = 0; g < ng; g++) lm_op_put_key(&v[2 + c], ks, kids[g], row + g);
+    lm_vec* ov = &v[2 + c];
+    uint8_t* on = (uint8_t*)ov->nulls + row;
+    for (int64_t g = 0; g < ng; g++) on[g] = ks->nulls[kids[g]];
+    switch (ks->type) {
+      case LM_TYPE_STRING:
+        for (int64_t g = 0; g < ng; g++) ((lm_str*)ov->data)[row + g] = ks->s[kids[g]];
+        break;
+      case LM_TYPE_DOUBLE:
+        for (int64_t g = 0; g < ng; g++) ((double*)ov->data)[row + g] = ks->d[kids[g]];
+        break;
+      case LM_TYPE_INT32:
+      case LM_TYPE_BOOL:
+        for (int64_t g = 0; g < ng; g++) lm_op_put_key(ov, ks, kids[g], row + g);
+        break;
+      default:
+        for (int64_t g = 0; g < ng; g++) ((int64_t*)ov->data)[row + g] = ks->i[kids[g]];
+        break;
+    }
   }
 }
 
@@ -1246,35 +1277,43 @@ static laminar_code shared_window(window_op* op, int64_t ws, window** out) {
   return LAMINAR_OK;
 }
 
-static int cmp_i64(const void* x, const void* y) {
-  int64_t a = *(const int64_t*)x, b = *(const int64_t*)y;
-  return (a > b) - (a < b);
-}
-
 /* The watermark went from `prev` to op->watermark: every window that closed in
- * between and holds a row (it overlaps an open pane) is built from its panes
- * and emitted, in start order (groups in the order of their first pane); panes
+ * between and holds a row (it overlaps an open pane) is built (by sliding,
+ * op/hop.c: groups in the order their keys entered; else from its panes:
+ * groups in the order of their first pane) and emitted, in start order; panes
  * no window needs any more are recycled. */
 static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
   int64_t wm = op->watermark, hop = op->out_hop, size = op->out_size;
   int64_t per = 1 + (size - 1) / hop;
   lm_eval_ctx_reset(op->ctx);
   int64_t* starts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(op->nopen * per + 1));
-  if (starts == NULL) return LAMINAR_ERR_NOMEM;
-  int64_t nstarts = 0;
+  int64_t* mine = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)per);
+  if (starts == NULL || mine == NULL) return LAMINAR_ERR_NOMEM;
+  /* The windows of each open pane, newest first, taken in start order: pane
+   * starts ascend and so do both ends of their window ranges, so the list
+   * comes out sorted and without repeats (no sort: it was 2% of hop). */
+  int64_t nstarts = 0, last = 0;
+  bool seen = false; /* `last`: the newest window looked at */
   for (int32_t i = 0; i < op->nopen; i++) {
     int64_t p = op->open[i]->start;
-    int64_t ws = lm_op_floor_div(p, hop) * hop;
+    int64_t ws = lm_op_floor_div(p, hop) * hop, n = 0;
     for (int64_t j = 0; j < per; j++) {
-      int64_t end, close;
+      int64_t end;
       if (__builtin_add_overflow(ws, size, &end)) end = INT64_MAX;
       if (end <= p) break; /* older windows end before the pane */
-      if (__builtin_add_overflow(end, op->spec.lateness_ms, &close)) close = INT64_MAX;
-      if (close <= wm && close > prev) starts[nstarts++] = ws;
+      mine[n++] = ws;
       if (__builtin_sub_overflow(ws, hop, &ws)) break;
     }
+    for (int64_t j = n - 1; j >= 0; j--) {
+      if (seen && mine[j] <= last) continue; /* a window of an earlier pane */
+      seen = true;
+      last = mine[j];
+      int64_t end, close;
+      if (__builtin_add_overflow(mine[j], size, &end)) end = INT64_MAX;
+      if (__builtin_add_overflow(end, op->spec.lateness_ms, &close)) close = INT64_MAX;
+      if (close <= wm && close > prev) starts[nstarts++] = mine[j];
+    }
   }
-  qsort(starts, (size_t)nstarts, sizeof *starts, cmp_i64);
   LM_TRY(kmap_reserve(op));
   if (op->acc == NULL) LM_TRY(lm_op_window_new(op, &op->acc));
   window* acc = op->acc;
