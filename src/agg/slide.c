@@ -36,7 +36,7 @@ void lm_agg_slide_init(lm_agg_slide* s, const lm_agg_states* like, int64_t depth
 }
 
 int64_t lm_agg_slide_key_bytes(const lm_agg_slide* s) {
-  if (is_minmax(s->fn)) return 24 + (int64_t)s->depth * 8;
+  if (is_minmax(s->fn)) return 32 + (int64_t)s->depth * 16;
   if (is_sum(s->fn)) return 8 + (s->arg_type == LM_TYPE_DOUBLE ? (int64_t)sizeof(lm_agg_dsum) : 16);
   return 8;
 }
@@ -55,13 +55,10 @@ laminar_code lm_agg_slide_reserve(lm_agg_slide* s, int64_t cap) {
   GROW(n, ncap);
   if (is_minmax(s->fn)) {
     GROW(w_pane, ncap);
-    if (s->arg_type == LM_TYPE_DOUBLE) {
-      GROW(w_d, ncap);
-      GROW(r_d, ncap * s->depth);
-    } else {
-      GROW(w_i, ncap);
-      GROW(r_i, ncap * s->depth);
-    }
+    GROW(w_key, ncap);
+    GROW(w_val, ncap);
+    GROW(r_key, ncap * s->depth);
+    GROW(r_val, ncap * s->depth);
   } else if (is_sum(s->fn)) {
     if (s->arg_type == LM_TYPE_DOUBLE) {
       GROW(sum_d, ncap);
@@ -79,33 +76,59 @@ void lm_agg_slide_free(lm_agg_slide* s) {
   lm_free(s->n);
   lm_free(s->sum_i);
   lm_free(s->sum_d);
-  lm_free(s->w_d);
-  lm_free(s->w_i);
   lm_free(s->w_pane);
-  lm_free(s->r_d);
-  lm_free(s->r_i);
+  lm_free(s->w_key);
+  lm_free(s->w_val);
+  lm_free(s->r_key);
+  lm_free(s->r_val);
   *s = (lm_agg_slide){0};
 }
 
-/* MIN/MAX folds start at the identity of DuckDB's order, as agg.c's do. */
-static double identity_d(lm_agg_fn fn) { return fn == LM_AGG_MAX ? -INFINITY : NAN; }
-static int64_t identity_i(lm_agg_fn fn) { return fn == LM_AGG_MAX ? INT64_MIN : INT64_MAX; }
+/* MIN/MAX fold on order keys (int64): a value replaces the window's when its
+ * key is greater, or when its key is INT64_MAX (a NaN for MAX: a later NaN
+ * replaces an earlier one, as lm_agg_merge folds them). The fold starts at
+ * key INT64_MIN with the identity of DuckDB's order as value (-inf / NaN for
+ * MAX / MIN of DOUBLE, as agg.c's states start; the extreme integer), which
+ * only a value of that same key leaves standing. Integer compares make the
+ * fold's select a cmov: with doubles it compiled to branches that
+ * mispredicted on random prices (half of the refold's time). */
+static int64_t identity_val(const lm_agg_slide* s) {
+  if (s->arg_type == LM_TYPE_DOUBLE) {
+    double d = s->fn == LM_AGG_MAX ? -INFINITY : NAN;
+    int64_t bits;
+    memcpy(&bits, &d, 8);
+    return bits;
+  }
+  return s->fn == LM_AGG_MAX ? INT64_MIN : INT64_MAX;
+}
+
+/* The order key of value v (raw bits for a DOUBLE). DOUBLE: -0.0 as 0.0,
+ * IEEE order as signed integers (negatives' magnitude bits flipped); NaN
+ * above every number for MAX, below every key for MIN (never taken). MIN
+ * keys are reversed (~), so greater always wins. */
+static inline int64_t order_key(const lm_agg_slide* s, int64_t v) {
+  bool is_min = s->fn == LM_AGG_MIN;
+  if (s->arg_type != LM_TYPE_DOUBLE) return is_min ? ~v : v;
+  double d;
+  memcpy(&d, &v, 8);
+  if (d != d) return is_min ? INT64_MIN : INT64_MAX;
+  int64_t k = d == 0.0 ? 0 : v;
+  k = k >= 0 ? k : k ^ INT64_MAX;
+  return is_min ? ~k : k;
+}
 
 void lm_agg_slide_reset_key(lm_agg_slide* s, uint32_t k) {
   s->n[k] = 0;
   if (s->sum_i) s->sum_i[k] = 0;
   if (s->sum_d) s->sum_d[k] = (lm_agg_dsum){0};
   if (s->w_pane) {
+    int64_t base = (int64_t)k * s->depth, id = identity_val(s);
     s->w_pane[k] = INT64_MIN;
-    int64_t base = (int64_t)k * s->depth;
-    if (s->w_d) {
-      double id = identity_d(s->fn);
-      s->w_d[k] = id;
-      for (int32_t i = 0; i < s->depth; i++) s->r_d[base + i] = id;
-    } else {
-      int64_t id = identity_i(s->fn);
-      s->w_i[k] = id;
-      for (int32_t i = 0; i < s->depth; i++) s->r_i[base + i] = id;
+    s->w_key[k] = INT64_MIN;
+    s->w_val[k] = id;
+    for (int32_t i = 0; i < s->depth; i++) {
+      s->r_key[base + i] = INT64_MIN;
+      s->r_val[base + i] = id;
     }
   }
 }
@@ -155,55 +178,42 @@ static inline double dsum_value(const lm_agg_dsum* d, bool* unsafe) {
 
 /* ---- add / subtract ------------------------------------------------------------ */
 
-/* MIN/MAX: whether v replaces `cur` when panes fold in order (lm_agg_merge:
- * strictly better in DuckDB's order, NaN above every number; MAX takes a
- * later NaN, MIN never takes a NaN). */
-static inline bool beats_d(double v, double cur, bool is_min) {
-  /* Bitwise, not short-circuit: no branch on data (x != x: x is NaN). */
-  return is_min ? (v < cur) | ((cur != cur) & (v == v)) : (v > cur) | (v != v);
-}
-static inline bool beats_i(int64_t v, int64_t cur, bool is_min) {
-  return is_min ? v < cur : v > cur;
-}
-
-/* x when `take`, else y, without a branch (a data-dependent branch here
- * mispredicted on random prices: a third of the refold's time). */
-static inline int64_t pick_i(bool take, int64_t x, int64_t y) {
+/* x when `take`, else y, without a branch. */
+static inline int64_t pick(bool take, int64_t x, int64_t y) {
   uint64_t m = -(uint64_t)take;
   return (int64_t)(((uint64_t)x & m) | ((uint64_t)y & ~m));
 }
-static inline double pick_d(bool take, double x, double y) {
-  uint64_t a, b;
-  memcpy(&a, &x, 8);
-  memcpy(&b, &y, 8);
-  uint64_t m = -(uint64_t)take, r = (a & m) | (b & ~m);
-  double out;
-  memcpy(&out, &r, 8);
-  return out;
-}
+
+static inline bool beats(int64_t key, int64_t cur) { return (key > cur) | (key == INT64_MAX); }
 
 static void extreme_add(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pane,
                         int64_t n, int64_t pane_no) {
-  bool is_min = s->fn == LM_AGG_MIN;
-  int64_t slot = (int64_t)((uint64_t)pane_no & ((uint64_t)s->depth - 1));
+  int64_t depth = s->depth, slot = (int64_t)((uint64_t)pane_no & ((uint64_t)depth - 1));
+  bool dbl = s->arg_type == LM_TYPE_DOUBLE;
   s->top = pane_no;
+  /* Arrays in locals: stores through them may alias the structs' fields. */
+  int64_t *cnt = s->n, *r_key = s->r_key, *r_val = s->r_val;
+  int64_t *w_key = s->w_key, *w_val = s->w_val, *w_pane = s->w_pane;
+  const uint8_t* has = pane->has;
+  const double* pd = pane->mm_d;
+  const int64_t* pi = pane->mm_i;
   for (int64_t g = 0; g < n; g++) {
-    if (!pane->has[g]) continue;
+    if (!has[g]) continue;
     uint32_t k = kid[g];
-    s->n[k]++;
-    bool take;
-    if (s->w_d) {
-      double v = pane->mm_d[g];
-      s->r_d[(int64_t)k * s->depth + slot] = v;
-      take = beats_d(v, s->w_d[k], is_min);
-      s->w_d[k] = pick_d(take, v, s->w_d[k]);
+    int64_t v;
+    if (dbl) {
+      memcpy(&v, &pd[g], 8);
     } else {
-      int64_t v = pane->mm_i[g];
-      s->r_i[(int64_t)k * s->depth + slot] = v;
-      take = beats_i(v, s->w_i[k], is_min);
-      s->w_i[k] = pick_i(take, v, s->w_i[k]);
+      v = pi[g];
     }
-    s->w_pane[k] = pick_i(take, pane_no, s->w_pane[k]);
+    int64_t key = order_key(s, v), at = (int64_t)k * depth + slot;
+    cnt[k]++;
+    r_key[at] = key;
+    r_val[at] = v;
+    bool take = beats(key, w_key[k]);
+    w_key[k] = pick(take, key, w_key[k]);
+    w_val[k] = pick(take, v, w_val[k]);
+    w_pane[k] = pick(take, pane_no, w_pane[k]);
   }
 }
 
@@ -211,71 +221,72 @@ static void extreme_add(lm_agg_slide* s, const uint32_t* kid, const lm_agg_state
  * after `gone` (which just left) up to the last one added (less than depth
  * panes on; pane numbers as unsigned: no overflow at the ends of time). */
 static void extreme_refold(lm_agg_slide* s, uint32_t k, int64_t gone) {
-  bool is_min = s->fn == LM_AGG_MIN;
   uint64_t mask = (uint64_t)s->depth - 1, base = (uint64_t)k * (uint64_t)s->depth;
   uint64_t first = (uint64_t)gone + 1, n = (uint64_t)s->top - (uint64_t)gone;
   if (n > mask) n = mask;
-  int64_t at = INT64_MIN;
-  if (s->w_d) {
-    double w = identity_d(s->fn);
-    for (uint64_t i = 0; i < n; i++) {
-      double v = s->r_d[base + ((first + i) & mask)];
-      bool take = beats_d(v, w, is_min);
-      w = pick_d(take, v, w);
-      at = pick_i(take, (int64_t)(first + i), at);
-    }
-    s->w_d[k] = w;
-  } else {
-    int64_t w = identity_i(s->fn);
-    for (uint64_t i = 0; i < n; i++) {
-      int64_t v = s->r_i[base + ((first + i) & mask)];
-      bool take = beats_i(v, w, is_min);
-      w = pick_i(take, v, w);
-      at = pick_i(take, (int64_t)(first + i), at);
-    }
-    s->w_i[k] = w;
+  int64_t w = INT64_MIN;
+  uint64_t best = n; /* none */
+  for (uint64_t i = 0; i < n; i++) {
+    int64_t key = s->r_key[base + ((first + i) & mask)];
+    bool take = beats(key, w);
+    w = pick(take, key, w);
+    best = (uint64_t)pick(take, (int64_t)i, (int64_t)best);
   }
-  s->w_pane[k] = at;
+  s->w_key[k] = w;
+  s->w_pane[k] = best < n ? (int64_t)(first + best) : INT64_MIN;
+  s->w_val[k] = best < n ? s->r_val[base + ((first + best) & mask)] : identity_val(s);
 }
 
 static void extreme_sub(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pane,
                         int64_t n, int64_t pane_no) {
-  int64_t slot = (int64_t)((uint64_t)pane_no & ((uint64_t)s->depth - 1));
+  int64_t depth = s->depth, slot = (int64_t)((uint64_t)pane_no & ((uint64_t)depth - 1));
+  int64_t id = identity_val(s);
+  int64_t *cnt = s->n, *r_key = s->r_key, *r_val = s->r_val;
+  const int64_t* w_pane = s->w_pane;
+  const uint8_t* has = pane->has;
   for (int64_t g = 0; g < n; g++) {
-    if (!pane->has[g]) continue;
+    if (!has[g]) continue;
     uint32_t k = kid[g];
-    s->n[k]--;
-    if (s->w_d) {
-      s->r_d[(int64_t)k * s->depth + slot] = identity_d(s->fn);
-    } else {
-      s->r_i[(int64_t)k * s->depth + slot] = identity_i(s->fn);
-    }
-    if (s->w_pane[k] == pane_no) extreme_refold(s, k, pane_no);
+    int64_t at = (int64_t)k * depth + slot;
+    cnt[k]--;
+    r_key[at] = INT64_MIN;
+    r_val[at] = id;
+    if (w_pane[k] == pane_no) extreme_refold(s, k, pane_no);
   }
 }
 
 static void apply(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pane, int64_t n,
                   int32_t sign) {
+  /* Arrays in locals: stores through them may alias the structs' fields. */
+  int64_t* cnt = s->n;
+  const int64_t* pc = pane->count;
+  const uint8_t* has = pane->has;
   switch (s->fn) {
     case LM_AGG_COUNT_STAR:
     case LM_AGG_COUNT:
-      for (int64_t g = 0; g < n; g++) s->n[kid[g]] += sign * pane->count[g];
+      for (int64_t g = 0; g < n; g++) cnt[kid[g]] += sign * pc[g];
       return;
     case LM_AGG_SUM:
     case LM_AGG_AVG:
       if (s->fn == LM_AGG_AVG) {
-        for (int64_t g = 0; g < n; g++) s->n[kid[g]] += sign * pane->count[g];
+        for (int64_t g = 0; g < n; g++) cnt[kid[g]] += sign * pc[g];
       } else {
-        for (int64_t g = 0; g < n; g++) s->n[kid[g]] += sign * (int64_t)(pane->has[g] != 0);
+        for (int64_t g = 0; g < n; g++) cnt[kid[g]] += sign * (int64_t)(has[g] != 0);
       }
       if (s->sum_d) {
+        lm_agg_dsum* sd = s->sum_d;
+        const double* ps = pane->sum_d;
         for (int64_t g = 0; g < n; g++) {
-          if (pane->has[g]) dsum_apply(&s->sum_d[kid[g]], pane->sum_d[g], sign);
+          if (has[g]) dsum_apply(&sd[kid[g]], ps[g], sign);
         }
-      } else if (sign > 0) {
-        for (int64_t g = 0; g < n; g++) s->sum_i[kid[g]] += pane->sum_i[g];
       } else {
-        for (int64_t g = 0; g < n; g++) s->sum_i[kid[g]] -= pane->sum_i[g];
+        lm_i128* si = s->sum_i;
+        const lm_i128* ps = pane->sum_i;
+        if (sign > 0) {
+          for (int64_t g = 0; g < n; g++) si[kid[g]] += ps[g];
+        } else {
+          for (int64_t g = 0; g < n; g++) si[kid[g]] -= ps[g];
+        }
       }
       return;
     default: return;
@@ -305,24 +316,28 @@ void lm_agg_slide_sub(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states*
 bool lm_agg_slide_finalize(const lm_agg_slide* s, const uint32_t* kids, int64_t n, void* data,
                            uint8_t* nulls, bool* unsafe) {
   uint8_t any = 0;
+  const int64_t* cnt = s->n; /* (stores to data may alias the struct's fields) */
   switch (s->fn) { /* one plain loop per kind */
     case LM_AGG_COUNT_STAR:
     case LM_AGG_COUNT:
-      for (int64_t j = 0; j < n; j++) ((int64_t*)data)[j] = s->n[kids[j]];
+      for (int64_t j = 0; j < n; j++) ((int64_t*)data)[j] = cnt[kids[j]];
       memset(nulls, 0, (size_t)n);
       return false;
     case LM_AGG_SUM:
-    case LM_AGG_AVG:
+    case LM_AGG_AVG: {
+      const lm_agg_dsum* sd = s->sum_d;
+      const lm_i128* si = s->sum_i;
+      bool avg = s->fn == LM_AGG_AVG;
       for (int64_t j = 0; j < n; j++) {
         uint32_t k = kids[j];
-        uint8_t is_null = s->n[k] == 0;
-        if (s->sum_d) {
-          double v = is_null ? 0.0 : dsum_value(&s->sum_d[k], unsafe);
-          ((double*)data)[j] = is_null || s->fn == LM_AGG_SUM ? v : v / (double)s->n[k];
-        } else if (s->fn == LM_AGG_AVG) {
-          ((double*)data)[j] = is_null ? 0.0 : (double)s->sum_i[k] / (double)s->n[k];
+        uint8_t is_null = cnt[k] == 0;
+        if (sd) {
+          double v = is_null ? 0.0 : dsum_value(&sd[k], unsafe);
+          ((double*)data)[j] = is_null || !avg ? v : v / (double)cnt[k];
+        } else if (avg) {
+          ((double*)data)[j] = is_null ? 0.0 : (double)si[k] / (double)cnt[k];
         } else { /* NULL also when the total does not fit BIGINT */
-          lm_i128 v = s->sum_i[k];
+          lm_i128 v = si[k];
           is_null |= v < INT64_MIN || v > INT64_MAX;
           ((int64_t*)data)[j] = is_null ? 0 : (int64_t)v;
         }
@@ -330,15 +345,19 @@ bool lm_agg_slide_finalize(const lm_agg_slide* s, const uint32_t* kids, int64_t 
         any |= is_null;
       }
       return any != 0;
+    }
     case LM_AGG_MIN:
-    case LM_AGG_MAX:
+    case LM_AGG_MAX: {
+      const int64_t* w_val = s->w_val;
+      bool dbl = s->arg_type == LM_TYPE_DOUBLE;
       for (int64_t j = 0; j < n; j++) {
         uint32_t k = kids[j];
-        uint8_t is_null = s->n[k] == 0;
-        if (s->w_d) {
-          ((double*)data)[j] = is_null ? 0.0 : s->w_d[k];
+        uint8_t is_null = cnt[k] == 0;
+        if (dbl) {
+          int64_t bits = is_null ? 0 : w_val[k]; /* 0: 0.0 */
+          memcpy((double*)data + j, &bits, 8);
         } else {
-          int64_t v = is_null ? 0 : s->w_i[k];
+          int64_t v = is_null ? 0 : w_val[k];
           switch (s->result_type) {
             case LM_TYPE_INT32: ((int32_t*)data)[j] = (int32_t)v; break;
             case LM_TYPE_BOOL: ((uint8_t*)data)[j] = (uint8_t)v; break;
@@ -349,6 +368,7 @@ bool lm_agg_slide_finalize(const lm_agg_slide* s, const uint32_t* kids, int64_t 
         any |= is_null;
       }
       return any != 0;
+    }
     default: /* not a sliding kind (lm_agg_slide_supported) */
       memset(nulls, 1, (size_t)n);
       return n > 0;

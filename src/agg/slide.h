@@ -49,12 +49,13 @@ typedef struct lm_agg_slide {
   int64_t* n;           /* COUNT/COUNT(*)/AVG: rows; SUM, MIN, MAX: panes with a value */
   lm_i128* sum_i;       /* SUM/AVG of integers */
   lm_agg_dsum* sum_d;   /* SUM/AVG of DOUBLE */
-  double* w_d;          /* MIN/MAX: the window's value (from the fold's identity) */
-  int64_t* w_i;
+  /* MIN/MAX (values as int64: a DOUBLE's raw bits), folded on order keys: */
+  int64_t* w_key;       /* the window's value's key (INT64_MIN: the identity) */
+  int64_t* w_val;       /* the window's value */
   int64_t* w_pane;      /* the pane it came from; INT64_MIN: the identity */
   int64_t top;          /* the last pane added */
-  double* r_d;          /* [key * depth + pane % depth]: each pane's value */
-  int64_t* r_i;
+  int64_t* r_key;       /* [key * depth + pane % depth]: each pane's key, value */
+  int64_t* r_val;
 } lm_agg_slide;
 
 /* Whether aggregate `fn` over `arg_type` can slide (see above). */
