@@ -163,7 +163,9 @@ void lm_op_slide_drop_pane(window_op* op, const window* pane) {
     return;
   }
   sub_pane(op, pane);
-  op->slide_lo = pane->start + op->spec.size_ms;
+  if (__builtin_add_overflow(pane->start, op->spec.size_ms, &op->slide_lo)) {
+    op->slide_lo = INT64_MAX;
+  }
 }
 
 laminar_code lm_op_slide_put_rows(window_op* op, int64_t ws, bool* out_done) {

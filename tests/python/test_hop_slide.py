@@ -144,3 +144,36 @@ def test_sliding_bigint_sums_beyond_bigint(seed):
         ("COUNT(x)", "COUNT(x)", "nx"),
     ]
     _slide_run(table, seed, rng, items)
+
+
+def test_sliding_hop_at_the_ends_of_time():
+    """Rows a few ms from INT64_MIN and INT64_MAX: window bounds and pane
+    numbers near the ends do not overflow; every window that exists (a start
+    representable as BIGINT) holds exactly its rows. (Rows before the first
+    multiple of the hop, INT64_MIN + 3 here, are left out: their newest
+    window start is not a BIGINT, which window assignment does not handle.)"""
+    lo, hi = -(2**63), 2**63 - 1
+    ts = [lo + 3, lo + 4, lo + 7, lo + 12, hi - 12, hi - 7, hi - 1, hi]
+    ks = ["a", "b", "a", "a", "a", "b", "a", "a"]
+    vs = [1, 2, 3, 4, 5, 6, 7, 8]
+    ddl = (
+        "CREATE SOURCE t (k VARCHAR, v BIGINT, ts BIGINT, WATERMARK FOR ts AS ts);"
+        "CREATE STREAM w AS SELECT k, window_start, COUNT(*) AS n, SUM(v) AS sv, MIN(v) AS mn,"
+        " MAX(v) AS mx FROM t GROUP BY k, hop(ts, INTERVAL '10' MILLISECOND,"
+        " INTERVAL '5' MILLISECOND)"
+    )
+    batch = pa.RecordBatch.from_pydict(
+        {"k": ks, "v": vs, "ts": ts},
+        schema=pa.schema([("k", pa.string()), ("v", pa.int64()), ("ts", pa.int64())]),
+    )
+    result = run_engine(ddl, [batch])
+    expected: dict[tuple[str, int], list[int]] = {}
+    for k, v, t in zip(ks, vs, ts):
+        newest = t - t % 5
+        for ws in (newest, newest - 5):
+            if ws >= lo and ws > t - 10:
+                expected.setdefault((k, ws), []).append(v)
+    want = sorted((k, ws, len(v), sum(v), min(v), max(v)) for (k, ws), v in expected.items())
+    got = sorted(rows_of(result.table, ["k", "window_start", "n", "sv", "mn", "mx"]))
+    assert got == want
+    assert result.late_rows == 0
