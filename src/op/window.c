@@ -472,8 +472,9 @@ static laminar_code pane_groups(window_op* op, window* pane, const uint32_t* sel
     kmap[pane->kid[g]] = (uint32_t)g;
     kstamp[pane->kid[g]] = pass;
   }
-  int64_t first = pane->ngroups; /* new groups from here */
-  LM_TRY(lm_op_window_reserve(op, pane, pane->ngroups + m));
+  int64_t first = pane->ngroups; /* new groups from here: at most m, and the keyset's */
+  int64_t most = pane->ngroups + m < op->keyset->ngroups ? pane->ngroups + m : op->keyset->ngroups;
+  LM_TRY(lm_op_window_reserve(op, pane, most));
   for (int64_t j = 0; j < m; j++) {
     uint32_t k = gids[j];
     if (kstamp[k] != pass) {
