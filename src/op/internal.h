@@ -7,6 +7,7 @@
 #ifndef LM_OP_INTERNAL_H
 #define LM_OP_INTERNAL_H
 
+#include "agg/slide.h"
 #include "op/op.h"
 #include "util/pool.h"
 #include "util/util.h"
@@ -98,6 +99,19 @@ typedef struct window_op {
   window* run;            /* prefix merge of block run_block, panes up to run_last */
   int64_t run_block, run_last;
   uint64_t run_edit;
+  /* Panes: the sliding window (op/hop.c, agg/slide.h) when every aggregate
+   * slides: panes [slide_lo, slide_hi) added to per-key-id states, valid
+   * while none of them took rows after slide_edit; the keys of at least one
+   * of those panes (slide_npanes > 0) listed in slide_live (slide_pos: where). */
+  lm_agg_slide* slide;    /* naggs, or NULL: windows merge their panes */
+  bool slide_valid;
+  bool slide_fresh;       /* rebuilt from the panes for the window being built */
+  int64_t slide_lo, slide_hi;
+  uint64_t slide_edit;
+  int32_t* slide_npanes;  /* per key id */
+  uint32_t* slide_live;
+  uint32_t* slide_pos;
+  int64_t slide_nlive, slide_cap;
   /* Rows built one group at a time (EMIT CHANGES deltas; closing windows of a
    * changelog input), out_schema's columns; op-owned, reused. */
   lm_vec* dvecs;
@@ -172,10 +186,33 @@ void lm_op_put_key(lm_vec* ov, const key_store* ks, int64_t g, int64_t row);
 /* Room for `more` rows in the op's row buffer; emit (and empty) the buffer. */
 laminar_code lm_op_rows_reserve(window_op* op, int64_t more);
 laminar_code lm_op_rows_flush(window_op* op);
+/* The index of the first open pane (or window) starting at or after `start`. */
+int32_t lm_op_open_lower_bound(const window_op* op, int64_t start);
+/* Whether an open pane starting in [lo, hi) took rows after edit count `since`. */
+bool lm_op_panes_edited(const window_op* op, int64_t lo, int64_t hi, uint64_t since);
+/* Bounds of the window starting at ws and the keys of key ids kids[g] (the
+ * keyset's), g < ng, into the row buffer's rows row .. row + ng (reserved). */
+void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int64_t ng,
+                           int64_t row);
 /* Write / read group g's keys in a snapshot (read: g reserved; sets no hash). */
 void lm_op_put_group_keys(const window_op* op, const window* win, int64_t g,
                           lm_state_writer* w);
 laminar_code lm_op_get_group_keys(window_op* op, window* win, int64_t g, lm_state_reader* r);
+
+/* ---- hopping windows by sliding (hop.c) ---------------------------------------- */
+
+/* Set up the sliding window if the op runs on panes, every aggregate slides
+ * and a window has 2..LM_SLIDE_MAX_PANES panes (else op->slide stays NULL). */
+laminar_code lm_op_slide_setup(window_op* op);
+/* Append the rows of the window starting at ws (slid to from the last one,
+ * or rebuilt from its panes) to the row buffer; *out_done false when the op
+ * stopped sliding (too many keys) and the window must be merged from panes. */
+laminar_code lm_op_slide_put_rows(window_op* op, int64_t ws, bool* out_done);
+/* Pane `pane` is about to be recycled: it leaves the sliding window. */
+void lm_op_slide_drop_pane(window_op* op, const window* pane);
+/* Forget the sliding window (the next window is rebuilt from its panes). */
+void lm_op_slide_invalidate(window_op* op);
+void lm_op_slide_free(window_op* op);
 
 /* ---- session windows (session.c) ---------------------------------------------- */
 

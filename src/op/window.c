@@ -453,8 +453,70 @@ static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t*
   return LAMINAR_OK;
 }
 
+/* Room in kmap/kstamp for every key id of the keyset. */
+static laminar_code kmap_reserve(window_op* op) {
+  if (op->kmap_cap >= op->keyset->ngroups) return LAMINAR_OK;
+  int64_t ncap = op->keyset->ngroups * 2;
+  GROW_ARRAY(op->kmap, ncap);
+  GROW_ARRAY(op->kstamp, ncap);
+  memset(op->kstamp + op->kmap_cap, 0, sizeof(uint64_t) * (size_t)(ncap - op->kmap_cap));
+  op->kmap_cap = ncap;
+  return LAMINAR_OK;
+}
+
+/* groups_find_or_add for a pane: each row's key id from the keyset (one probe,
+ * nearly always a hit), then its pane group by key id through kmap (stamped
+ * with a fresh pass from the pane's groups), new groups appended with their
+ * key id and keys borrowed from the keyset. Panes keep no hash table of their
+ * own: with ~1 row per group and pane (hop's 100 ms panes), most rows open a
+ * group, and a table insert plus a second probe for each cost more. */
+static laminar_code pane_groups(window_op* op, window* pane, const uint32_t* sel, int64_t m,
+                                const uint64_t* hashes, uint32_t* gids) {
+  LM_TRY(groups_find_or_add(op, op->keyset, sel, m, hashes, gids)); /* key ids */
+  LM_TRY(kmap_reserve(op));
+  uint64_t pass = ++op->pass;
+  uint32_t* kmap = op->kmap;
+  uint64_t* kstamp = op->kstamp;
+  for (int64_t g = 0; g < pane->ngroups; g++) {
+    kmap[pane->kid[g]] = (uint32_t)g;
+    kstamp[pane->kid[g]] = pass;
+  }
+  int64_t first = pane->ngroups; /* new groups from here: at most m, and the keyset's */
+  int64_t most = pane->ngroups + m < op->keyset->ngroups ? pane->ngroups + m : op->keyset->ngroups;
+  LM_TRY(lm_op_window_reserve(op, pane, most));
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t k = gids[j];
+    if (kstamp[k] != pass) {
+      uint32_t g = (uint32_t)pane->ngroups++;
+      if (g >= pane->ninit) {
+        for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&pane->aggs[a], g);
+      }
+      pane->kid[g] = k;
+      kstamp[k] = pass;
+      kmap[k] = g;
+    }
+    gids[j] = kmap[k];
+  }
+  /* The new groups' hashes and keys (borrowed), a column at a time. */
+  const window* ks = op->keyset;
+  for (int64_t g = first; g < pane->ngroups; g++) pane->ghash[g] = ks->ghash[pane->kid[g]];
+  for (int32_t c = 0; c < op->spec.nkeys; c++) {
+    key_store* to = &pane->keys[c];
+    const key_store* from = &ks->keys[c];
+    for (int64_t g = first; g < pane->ngroups; g++) to->nulls[g] = from->nulls[pane->kid[g]];
+    if (to->type == LM_TYPE_STRING) {
+      for (int64_t g = first; g < pane->ngroups; g++) to->s[g] = from->s[pane->kid[g]];
+    } else if (to->type == LM_TYPE_DOUBLE) {
+      for (int64_t g = first; g < pane->ngroups; g++) to->d[g] = from->d[pane->kid[g]];
+    } else {
+      for (int64_t g = first; g < pane->ngroups; g++) to->i[g] = from->i[pane->kid[g]];
+    }
+  }
+  return LAMINAR_OK;
+}
+
 /* The index of the first open pane (or window) starting at or after `start`. */
-static int32_t open_lower_bound(const window_op* op, int64_t start) {
+int32_t lm_op_open_lower_bound(const window_op* op, int64_t start) {
   int32_t lo = 0, hi = op->nopen;
   while (lo < hi) {
     int32_t mid = (lo + hi) / 2;
@@ -469,7 +531,7 @@ static int32_t open_lower_bound(const window_op* op, int64_t start) {
 
 /* Find the open window starting at `start`, creating it in sorted position. */
 static laminar_code window_get(window_op* op, int64_t start, window** out) {
-  int32_t lo = open_lower_bound(op, start);
+  int32_t lo = lm_op_open_lower_bound(op, start);
   if (lo < op->nopen && op->open[lo]->start == start) {
     /* acquire: pairs with the checkpoint writer's release when it lets go */
     if (LM_UNLIKELY(atomic_load_explicit(&op->open[lo]->share, memory_order_acquire) != 0)) {
@@ -519,11 +581,11 @@ laminar_code lm_op_rows_reserve(window_op* op, int64_t more) {
 }
 
 /* Window bounds in the output's unit (micros for a TIMESTAMP time column). */
-static void window_bounds(const window_op* op, const window* w, int64_t* start, int64_t* end) {
+static void window_bounds(const window_op* op, int64_t ws, int64_t* start, int64_t* end) {
   int64_t scale = op->spec.time_type == LM_TYPE_TIMESTAMP ? 1000 : 1;
   int64_t e;
-  *start = w->start * scale;
-  if (__builtin_add_overflow(w->start, op->out_size, &e) || __builtin_mul_overflow(e, scale, end)) {
+  *start = ws * scale;
+  if (__builtin_add_overflow(ws, op->out_size, &e) || __builtin_mul_overflow(e, scale, end)) {
     *end = INT64_MAX;
   }
 }
@@ -547,7 +609,7 @@ static void put_group_row(window_op* op, const window* w, int64_t g, int64_t wei
   int64_t row = op->dn++;
   lm_vec* v = op->dvecs;
   int64_t start, end;
-  window_bounds(op, w, &start, &end);
+  window_bounds(op, w->start, &start, &end);
   ((int64_t*)v[0].data)[row] = start;
   ((int64_t*)v[1].data)[row] = end;
   ((uint8_t*)v[0].nulls)[row] = spec->global;
@@ -740,7 +802,11 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
     LM_TRY(window_get(op, s->starts[i], &w));
     const uint32_t* wsel = sel + s->offsets[i];
     int64_t m = s->offsets[i + 1] - s->offsets[i];
-    LM_TRY(groups_find_or_add(op, w, wsel, m, hashes, gids));
+    if (op->panes) {
+      LM_TRY(pane_groups(op, w, wsel, m, hashes, gids));
+    } else {
+      LM_TRY(groups_find_or_add(op, w, wsel, m, hashes, gids));
+    }
     int64_t nt = 0;
     if (op->track) {
       /* The distinct groups of this pass, in first-touch order; with EMIT
@@ -1080,6 +1146,40 @@ static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane,
   return LAMINAR_OK;
 }
 
+void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int64_t ng,
+                           int64_t row) {
+  lm_vec* v = op->dvecs;
+  int64_t start, end;
+  window_bounds(op, ws, &start, &end);
+  for (int64_t g = 0; g < ng; g++) {
+    ((int64_t*)v[0].data)[row + g] = start;
+    ((int64_t*)v[1].data)[row + g] = end;
+    ((uint8_t*)v[0].nulls)[row + g] = 0;
+    ((uint8_t*)v[1].nulls)[row + g] = 0;
+  }
+  for (int32_t c = 0; c < op->spec.nkeys; c++) { /* a gather loop per key type */
+    const key_store* ks = &op->keyset->keys[c];
+    lm_vec* ov = &v[2 + c];
+    uint8_t* on = (uint8_t*)ov->nulls + row;
+    for (int64_t g = 0; g < ng; g++) on[g] = ks->nulls[kids[g]];
+    switch (ks->type) {
+      case LM_TYPE_STRING:
+        for (int64_t g = 0; g < ng; g++) ((lm_str*)ov->data)[row + g] = ks->s[kids[g]];
+        break;
+      case LM_TYPE_DOUBLE:
+        for (int64_t g = 0; g < ng; g++) ((double*)ov->data)[row + g] = ks->d[kids[g]];
+        break;
+      case LM_TYPE_INT32:
+      case LM_TYPE_BOOL:
+        for (int64_t g = 0; g < ng; g++) lm_op_put_key(ov, ks, kids[g], row + g);
+        break;
+      default:
+        for (int64_t g = 0; g < ng; g++) ((int64_t*)ov->data)[row + g] = ks->i[kids[g]];
+        break;
+    }
+  }
+}
+
 /* Every group of window w (built from panes: keys by key id) as rows
  * (columnar) into the row buffer; emitted now if `flush`. */
 static laminar_code put_window_rows(window_op* op, const window* w, bool flush) {
@@ -1088,18 +1188,7 @@ static laminar_code put_window_rows(window_op* op, const window* w, bool flush) 
   LM_TRY(lm_op_rows_reserve(op, ng));
   int64_t row = op->dn;
   lm_vec* v = op->dvecs;
-  int64_t start, end;
-  window_bounds(op, w, &start, &end);
-  for (int64_t g = 0; g < ng; g++) {
-    ((int64_t*)v[0].data)[row + g] = start;
-    ((int64_t*)v[1].data)[row + g] = end;
-    ((uint8_t*)v[0].nulls)[row + g] = 0;
-    ((uint8_t*)v[1].nulls)[row + g] = 0;
-  }
-  for (int32_t c = 0; c < op->spec.nkeys; c++) {
-    const key_store* ks = &op->keyset->keys[c];
-    for (int64_t g = 0; g < ng; g++) lm_op_put_key(&v[2 + c], ks, w->kid[g], row + g);
-  }
+  lm_op_put_window_keys(op, w->start, w->kid, ng, row);
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_vec* ov = &v[2 + op->spec.nkeys + a];
     lm_agg_finalize(&w->aggs[a], 0, ng, (char*)ov->data + lm_type_width(ov->type) * row,
@@ -1121,7 +1210,7 @@ static void acc_restamp(window_op* op, const window* dst, uint64_t pass) {
 static laminar_code merge_panes_into(window_op* op, window* dst, int64_t lo, int64_t hi) {
   uint64_t pass = ++op->pass;
   acc_restamp(op, dst, pass);
-  for (int32_t i = open_lower_bound(op, lo); i < op->nopen && op->open[i]->start < hi; i++) {
+  for (int32_t i = lm_op_open_lower_bound(op, lo); i < op->nopen && op->open[i]->start < hi; i++) {
     LM_TRY(acc_add_pane(op, dst, op->open[i], pass));
   }
   return LAMINAR_OK;
@@ -1133,8 +1222,8 @@ static laminar_code merge_panes(window_op* op, window* dst, int64_t lo, int64_t 
 }
 
 /* Whether an open pane starting in [lo, hi) took rows after edit count `since`. */
-static bool panes_edited(const window_op* op, int64_t lo, int64_t hi, uint64_t since) {
-  for (int32_t i = open_lower_bound(op, lo); i < op->nopen && op->open[i]->start < hi; i++) {
+bool lm_op_panes_edited(const window_op* op, int64_t lo, int64_t hi, uint64_t since) {
+  for (int32_t i = lm_op_open_lower_bound(op, lo); i < op->nopen && op->open[i]->start < hi; i++) {
     if (op->open[i]->edit > since) return true;
   }
   return false;
@@ -1167,7 +1256,7 @@ static laminar_code shared_window(window_op* op, int64_t ws, window** out) {
     if (op->suf == NULL) return LAMINAR_ERR_NOMEM;
   }
   /* suf[i]: panes base + i * pane .. next, merged; rebuilt from r down when stale. */
-  if (op->suf_block != b || op->suf_from > r || panes_edited(op, ws, next, op->suf_edit)) {
+  if (op->suf_block != b || op->suf_from > r || lm_op_panes_edited(op, ws, next, op->suf_edit)) {
     for (int64_t i = nb - 1; i >= r; i--) {
       if (op->suf[i] == NULL) LM_TRY(lm_op_window_new(op, &op->suf[i]));
       window* d = op->suf[i];
@@ -1186,7 +1275,7 @@ static laminar_code shared_window(window_op* op, int64_t ws, window** out) {
     if (op->run == NULL) LM_TRY(lm_op_window_new(op, &op->run));
     int64_t last = p + nb - 1; /* the window's last pane */
     if (op->run_block != b + 1 || op->run_last > last ||
-        panes_edited(op, next, (op->run_last + 1) * pane, op->run_edit)) {
+        lm_op_panes_edited(op, next, (op->run_last + 1) * pane, op->run_edit)) {
       window_reset(op, op->run);
       op->run_block = b + 1;
       op->run_last = (b + 1) * nb - 1;
@@ -1202,42 +1291,44 @@ static laminar_code shared_window(window_op* op, int64_t ws, window** out) {
   return LAMINAR_OK;
 }
 
-static int cmp_i64(const void* x, const void* y) {
-  int64_t a = *(const int64_t*)x, b = *(const int64_t*)y;
-  return (a > b) - (a < b);
-}
-
 /* The watermark went from `prev` to op->watermark: every window that closed in
- * between and holds a row (it overlaps an open pane) is built from its panes
- * and emitted, in start order (groups in the order of their first pane); panes
+ * between and holds a row (it overlaps an open pane) is built (by sliding,
+ * op/hop.c: groups in the order their keys entered; else from its panes:
+ * groups in the order of their first pane) and emitted, in start order; panes
  * no window needs any more are recycled. */
 static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
   int64_t wm = op->watermark, hop = op->out_hop, size = op->out_size;
   int64_t per = 1 + (size - 1) / hop;
   lm_eval_ctx_reset(op->ctx);
   int64_t* starts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(op->nopen * per + 1));
-  if (starts == NULL) return LAMINAR_ERR_NOMEM;
-  int64_t nstarts = 0;
+  int64_t* mine = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)per);
+  if (starts == NULL || mine == NULL) return LAMINAR_ERR_NOMEM;
+  /* The windows of each open pane, newest first, taken in start order: pane
+   * starts ascend and so do both ends of their window ranges, so the list
+   * comes out sorted and without repeats (no sort: it was 2% of hop). */
+  int64_t nstarts = 0, last = 0;
+  bool seen = false; /* `last`: the newest window looked at */
   for (int32_t i = 0; i < op->nopen; i++) {
     int64_t p = op->open[i]->start;
-    int64_t ws = lm_op_floor_div(p, hop) * hop;
+    int64_t ws = lm_op_floor_div(p, hop) * hop, n = 0;
     for (int64_t j = 0; j < per; j++) {
-      int64_t end, close;
+      int64_t end;
       if (__builtin_add_overflow(ws, size, &end)) end = INT64_MAX;
       if (end <= p) break; /* older windows end before the pane */
-      if (__builtin_add_overflow(end, op->spec.lateness_ms, &close)) close = INT64_MAX;
-      if (close <= wm && close > prev) starts[nstarts++] = ws;
+      mine[n++] = ws;
       if (__builtin_sub_overflow(ws, hop, &ws)) break;
     }
+    for (int64_t j = n - 1; j >= 0; j--) {
+      if (seen && mine[j] <= last) continue; /* a window of an earlier pane */
+      seen = true;
+      last = mine[j];
+      int64_t end, close;
+      if (__builtin_add_overflow(mine[j], size, &end)) end = INT64_MAX;
+      if (__builtin_add_overflow(end, op->spec.lateness_ms, &close)) close = INT64_MAX;
+      if (close <= wm && close > prev) starts[nstarts++] = mine[j];
+    }
   }
-  qsort(starts, (size_t)nstarts, sizeof *starts, cmp_i64);
-  if (op->kmap_cap < op->keyset->ngroups) {
-    int64_t ncap = op->keyset->ngroups * 2;
-    GROW_ARRAY(op->kmap, ncap);
-    GROW_ARRAY(op->kstamp, ncap);
-    memset(op->kstamp + op->kmap_cap, 0, sizeof(uint64_t) * (size_t)(ncap - op->kmap_cap));
-    op->kmap_cap = ncap;
-  }
+  LM_TRY(kmap_reserve(op));
   if (op->acc == NULL) LM_TRY(lm_op_window_new(op, &op->acc));
   window* acc = op->acc;
   laminar_code rc = LAMINAR_OK;
@@ -1252,6 +1343,11 @@ static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
     if (k > 0 && starts[k] == starts[k - 1]) continue;
     int64_t ws = starts[k], we;
     if (__builtin_add_overflow(ws, size, &we)) we = INT64_MAX;
+    if (op->slide != NULL) { /* every aggregate slides */
+      bool done;
+      rc = lm_op_slide_put_rows(op, ws, &done);
+      if (rc != LAMINAR_OK || done) continue;
+    }
     window* built = NULL;
     rc = shared_window(op, ws, &built);
     if (rc == LAMINAR_OK && built == NULL) { /* no sharing: merge its panes */
@@ -1265,9 +1361,14 @@ static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
     window_reset(op, built != NULL ? built : acc);
   }
   if (rc == LAMINAR_OK) rc = lm_op_rows_flush(op);
-  if (rc != LAMINAR_OK) op->dn = 0; /* held rows may borrow what a failed merge left */
+  if (rc != LAMINAR_OK) {
+    op->dn = 0; /* held rows may borrow what a failed merge left */
+    lm_op_slide_invalidate(op);
+  }
   int32_t nclose = 0;
-  while (nclose < op->nopen && window_close(op, op->open[nclose]->start) <= wm) nclose++;
+  while (nclose < op->nopen && window_close(op, op->open[nclose]->start) <= wm) {
+    lm_op_slide_drop_pane(op, op->open[nclose++]);
+  }
   drop_closed(op, nclose);
   return rc;
 }
@@ -1340,6 +1441,7 @@ static void window_clear_all(window_op* op) {
   for (int32_t i = 0; i < op->nopen; i++) window_let_go(op, op->open[i]);
   op->nopen = 0;
   op->suf_block = op->run_block = INT64_MIN; /* shared merges: none */
+  lm_op_slide_invalidate(op);
 }
 
 static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
@@ -1659,6 +1761,7 @@ static void window_destroy(lm_op* base) {
   window_free(op, op->run);
   for (int64_t i = 0; op->suf != NULL && i < shared_panes(op); i++) window_free(op, op->suf[i]);
   lm_free(op->suf);
+  lm_op_slide_free(op);
   if (op->sagg != NULL) {
     for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_free(&op->sagg[a]);
   }
@@ -1715,7 +1818,8 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
     op->panes = true;
     op->spec.size_ms = op->spec.hop_ms = a; /* the pane: gcd(size, hop) */
   }
-  bool keyset_ok = !op->panes || lm_op_window_new(op, &op->keyset) == LAMINAR_OK;
+  bool keyset_ok = !op->panes || (lm_op_window_new(op, &op->keyset) == LAMINAR_OK &&
+                                  lm_op_slide_setup(op) == LAMINAR_OK);
   op->watermark = INT64_MIN;
   op->suf_block = op->run_block = INT64_MIN;
   op->track = spec->emit_changes || spec->changelog;
