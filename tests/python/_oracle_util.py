@@ -139,7 +139,7 @@ def dictionary_keys(table: pa.Table, column: str = "k") -> pa.Table:
 def split_batches(
     rng: np.random.Generator, table: pa.Table, *, max_rows: int = 700
 ) -> list[pa.RecordBatch]:
-    """Cut ``table`` into record batches of random sizes (some empty).
+    """Cut ``table`` into record batches of random sizes (some empty; one if no rows).
 
     Batches are zero-copy slices of one batch, so most have a non-zero offset.
 
@@ -159,7 +159,7 @@ def split_batches(
         size = int(rng.integers(0, max_rows + 1)) if rng.random() < 0.9 else 1
         out.append(batch.slice(offset, size))
         offset += size
-    return out
+    return out or [batch]  # no rows: one empty batch, so the schema still travels
 
 
 # ---------------------------------------------------------------------------
