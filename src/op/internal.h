@@ -154,6 +154,13 @@ static inline int64_t lm_op_floor_div(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
+/* The start of the newest window of `hop` holding t, floor(t / hop) * hop;
+ * false when it lies before INT64_MIN (t less than a hop above it): no window
+ * holding t can be represented. */
+static inline bool lm_op_window_floor(int64_t t, int64_t hop, int64_t* out) {
+  return !__builtin_mul_overflow(lm_op_floor_div(t, hop), hop, out);
+}
+
 /* Epoch ms of row k of the time column. */
 static inline int64_t lm_op_time_ms(const lm_vec* t, int64_t k) {
   int64_t v = ((const int64_t*)t->data)[k];

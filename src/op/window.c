@@ -649,7 +649,8 @@ laminar_code lm_op_rows_flush(window_op* op) {
 static int64_t window_close(const window_op* op, int64_t ws) {
   int64_t base = ws, size = op->spec.size_ms, close;
   if (op->panes) {
-    base = lm_op_floor_div(ws, op->out_hop) * op->out_hop;
+    /* Representable: rows whose windows are not never make a pane. */
+    if (!lm_op_window_floor(ws, op->out_hop, &base)) base = INT64_MIN;
     size = op->out_size;
   }
   if (__builtin_add_overflow(base, size, &close) ||
@@ -738,9 +739,13 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
       k = k2 - 1;
       continue;
     }
-    int64_t q = (cache_n >= 0 && t >= cache_q && (uint64_t)t - (uint64_t)cache_q < (uint64_t)hop)
-                    ? cache_q
-                    : lm_op_floor_div(t, hop) * hop;
+    int64_t q = cache_q, out_q;
+    if (!(cache_n >= 0 && t >= cache_q && (uint64_t)t - (uint64_t)cache_q < (uint64_t)hop) &&
+        (!lm_op_window_floor(t, hop, &q) ||
+         (op->panes && !lm_op_window_floor(t, op->out_hop, &out_q)))) {
+      lm_op_late_row(op, k); /* its windows would start before INT64_MIN */
+      continue;
+    }
     if (cache_n < 0 || q != cache_q) {
       cache_q = q;
       cache_n = 0;
@@ -1244,12 +1249,14 @@ static laminar_code shared_window(window_op* op, int64_t ws, window** out) {
   *out = NULL;
   int64_t nb = shared_panes(op), pane = op->spec.size_ms;
   if (nb == 0) return LAMINAR_OK;
-  int64_t p = lm_op_floor_div(ws, pane), b = lm_op_floor_div(p, nb), r = p - b * nb;
+  int64_t p = lm_op_floor_div(ws, pane), b = lm_op_floor_div(p, nb), bn;
   int64_t base, next, end; /* ms: block b's start, block b + 1's start, the window's end */
-  if (__builtin_mul_overflow(b * nb, pane, &base) || __builtin_add_overflow(base, nb * pane, &next) ||
+  if (__builtin_mul_overflow(b, nb, &bn) || __builtin_mul_overflow(bn, pane, &base) ||
+      __builtin_add_overflow(base, nb * pane, &next) ||
       __builtin_add_overflow(next, nb * pane, &end)) {
     return LAMINAR_OK; /* at the ends of the time range: merge directly */
   }
+  int64_t r = p - bn;
   end = ws + op->out_size;
   if (op->suf == NULL) {
     op->suf = lm_calloc((size_t)nb, sizeof(window*));
@@ -1310,7 +1317,8 @@ static laminar_code panes_on_watermark(window_op* op, int64_t prev) {
   bool seen = false; /* `last`: the newest window looked at */
   for (int32_t i = 0; i < op->nopen; i++) {
     int64_t p = op->open[i]->start;
-    int64_t ws = lm_op_floor_div(p, hop) * hop, n = 0;
+    int64_t ws, n = 0;
+    if (!lm_op_window_floor(p, hop, &ws)) ws = INT64_MIN; /* not reached: see window_close */
     for (int64_t j = 0; j < per; j++) {
       int64_t end;
       if (__builtin_add_overflow(ws, size, &end)) end = INT64_MAX;

@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from _oracle_util import (
     announce_seed,
     assert_same_rows,
@@ -146,21 +147,30 @@ def test_sliding_bigint_sums_beyond_bigint(seed):
     _slide_run(table, seed, rng, items)
 
 
-def test_sliding_hop_at_the_ends_of_time():
+@pytest.mark.parametrize(
+    ("size", "hop"),
+    [(10, 5), (10, 10), (15, 10), (12, 9)],
+    ids=["sliding", "tumble", "panes-not-sliding", "panes-gcd"],
+)
+def test_windows_at_the_ends_of_time(size: int, hop: int):
     """Rows a few ms from INT64_MIN and INT64_MAX: window bounds and pane
     numbers near the ends do not overflow; every window that exists (a start
-    representable as BIGINT) holds exactly its rows. (Rows before the first
-    multiple of the hop, INT64_MIN + 3 here, are left out: their newest
-    window start is not a BIGINT, which window assignment does not handle.)"""
+    representable as BIGINT) holds exactly its rows. A row whose newest window
+    would start before INT64_MIN (less than a hop above it) has no window that
+    can be represented: it is dropped and counted as late."""
     lo, hi = -(2**63), 2**63 - 1
-    ts = [lo + 3, lo + 4, lo + 7, lo + 12, hi - 12, hi - 7, hi - 1, hi]
-    ks = ["a", "b", "a", "a", "a", "b", "a", "a"]
-    vs = [1, 2, 3, 4, 5, 6, 7, 8]
+    ts = [lo, lo + 1, lo + 2, lo + 3, lo + 4, lo + 7, lo + 12, lo + 23, hi - 12, hi - 7, hi - 1, hi]
+    ks = ["a", "b", "a", "a", "b", "a", "a", "b", "a", "b", "a", "a"]
+    vs = list(range(1, len(ts) + 1))
+    clause = (
+        f"tumble(ts, INTERVAL '{size}' MILLISECOND)"
+        if size == hop
+        else f"hop(ts, INTERVAL '{size}' MILLISECOND, INTERVAL '{hop}' MILLISECOND)"
+    )
     ddl = (
         "CREATE SOURCE t (k VARCHAR, v BIGINT, ts BIGINT, WATERMARK FOR ts AS ts);"
         "CREATE STREAM w AS SELECT k, window_start, COUNT(*) AS n, SUM(v) AS sv, MIN(v) AS mn,"
-        " MAX(v) AS mx FROM t GROUP BY k, hop(ts, INTERVAL '10' MILLISECOND,"
-        " INTERVAL '5' MILLISECOND)"
+        f" MAX(v) AS mx FROM t GROUP BY k, {clause}"
     )
     batch = pa.RecordBatch.from_pydict(
         {"k": ks, "v": vs, "ts": ts},
@@ -168,12 +178,17 @@ def test_sliding_hop_at_the_ends_of_time():
     )
     result = run_engine(ddl, [batch])
     expected: dict[tuple[str, int], list[int]] = {}
+    late = 0
     for k, v, t in zip(ks, vs, ts):
-        newest = t - t % 5
-        for ws in (newest, newest - 5):
-            if ws >= lo and ws > t - 10:
-                expected.setdefault((k, ws), []).append(v)
+        ws = t - t % hop  # the newest window's start (Python's % is the floor's)
+        if ws < lo:
+            late += 1
+            continue
+        while ws >= lo and ws > t - size:
+            expected.setdefault((k, ws), []).append(v)
+            ws -= hop
     want = sorted((k, ws, len(v), sum(v), min(v), max(v)) for (k, ws), v in expected.items())
     got = sorted(rows_of(result.table, ["k", "window_start", "n", "sv", "mn", "mx"]))
     assert got == want
-    assert result.late_rows == 0
+    assert late > 0
+    assert result.late_rows == late
