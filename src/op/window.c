@@ -1038,12 +1038,11 @@ static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   memset(any_null, 0, sizeof(bool) * (size_t)ncols);
 
   int64_t row = 0;
-  int64_t scale = spec->time_type == LM_TYPE_TIMESTAMP ? 1000 : 1;
   for (int32_t i = 0; i < nclose; i++) {
     window* w = op->open[i];
     int64_t ng = w->ngroups;
-    int64_t start = w->start * scale, end;
-    if (__builtin_mul_overflow(w->start + spec->size_ms, scale, &end)) end = INT64_MAX;
+    int64_t start, end;
+    window_bounds(op, w->start, &start, &end); /* not panes: out_size is the size */
     for (int64_t g = 0; g < ng; g++) {
       ((int64_t*)op->out_vecs[0].data)[row + g] = start;
       ((int64_t*)op->out_vecs[1].data)[row + g] = end;
