@@ -173,7 +173,8 @@ laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_
 /* Emit and free the sessions closed by op->watermark. */
 laminar_code lm_op_session_watermark(window_op* op);
 void lm_op_session_snapshot(const window_op* op, lm_state_writer* w);
-laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r);
+/* Restore the sessions of the keys `f` keeps (op/op.h). */
+laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r, const lm_op_part_filter* f);
 /* Forget every session and key (after a failed restore). */
 void lm_op_session_clear(window_op* op);
 

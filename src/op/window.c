@@ -1326,13 +1326,23 @@ static void window_clear_all(window_op* op) {
   op->suf_block = op->run_block = INT64_MIN; /* shared merges: none */
 }
 
-static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
+/* Restore the groups of a snapshot that `f` keeps (lm_op_part_filter): all
+ * of them, replacing the state, for a checkpoint of as many partitions. */
+static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
+                                        const lm_op_part_filter* f, laminar_error* err) {
   window_op* op = (window_op*)base;
-  window_clear_all(op);
-  op->watermark = lm_state_get_i64(r);
-  op->late_rows = lm_state_get_i64(r);
+  if (f->merge) {
+    op->suf_block = op->run_block = INT64_MIN; /* shared merges: rebuilt over the added groups */
+  } else {
+    window_clear_all(op);
+    op->watermark = INT64_MIN;
+    op->late_rows = 0;
+  }
+  int64_t wm = lm_state_get_i64(r), late = lm_state_get_i64(r);
+  if (wm > op->watermark) op->watermark = wm;
+  if (f->late) op->late_rows += late;
   if (op->spec.session) {
-    LM_TRY(lm_op_session_restore(op, r));
+    LM_TRY(lm_op_session_restore(op, r, f));
     laminar_code rc = lm_state_reader_status(r, "session window aggregate", err);
     if (rc != LAMINAR_OK) lm_op_session_clear(op);
     return rc;
@@ -1344,13 +1354,13 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
     if (r->failed || ngroups < 0 || (uint64_t)ngroups > r->len) break;
     window* win;
     LM_TRY(window_get(op, start, &win));
-    if (win->ngroups != 0) {
+    if (win->ngroups != 0 && !f->merge) {
       r->failed = true; /* two windows with one start: not a snapshot of ours */
       break;
     }
-    LM_TRY(lm_op_window_reserve(op, win, ngroups));
-    int64_t g = 0;
-    for (; g < ngroups && !r->failed; g++) {
+    int64_t first = win->ngroups, g = first;
+    LM_TRY(lm_op_window_reserve(op, win, first + ngroups));
+    for (int64_t j = 0; j < ngroups && !r->failed; j++) {
       LM_TRY(lm_op_get_group_keys(op, win, g, r));
       for (int32_t a = 0; a < op->spec.naggs; a++) {
         lm_agg_states_init_group(&win->aggs[a], g);
@@ -1362,6 +1372,14 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
         win->stamp[g] = 0;
       }
       win->ghash[g] = lm_op_hash_group(win, op->spec.nkeys, g);
+      if (lm_op_part_of(win->ghash[g], f->nparts) == f->part) {
+        g++;
+      } else { /* another partition's group: its slot is reused, left empty */
+        for (int32_t a = 0; a < op->spec.naggs; a++) {
+          lm_agg_states_drop_group(&win->aggs[a], g);
+          lm_agg_states_init_group(&win->aggs[a], g);
+        }
+      }
     }
     /* One table sized for all the groups, filled once (not grown and rehashed
      * as they come). */
@@ -1369,13 +1387,18 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
     uint64_t size = 64;
     while (size < (uint64_t)(g + 1) * 2) size *= 2;
     LM_TRY(lm_op_table_rebuild(win, size));
-    for (int64_t k = 0; op->panes && k < g; k++) {
+    for (int64_t k = first; op->panes && k < g; k++) {
       LM_TRY(acc_group(op, op->keyset, win, k, &win->kid[k]));
     }
   }
   laminar_code rc = lm_state_reader_status(r, "window aggregate", err);
   if (rc != LAMINAR_OK) window_clear_all(op);
   return rc;
+}
+
+static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
+  const lm_op_part_filter whole = {.nparts = 1, .part = 0, .merge = false, .late = true};
+  return window_restore_part(base, r, &whole, err);
 }
 
 /* ---- lifecycle ------------------------------------------------------------------- */
@@ -1426,6 +1449,7 @@ static const lm_op_vtable window_vtable = {
     .on_watermark = window_on_watermark,
     .snapshot = window_snapshot,
     .restore = window_restore,
+    .restore_part = window_restore_part,
     .destroy = window_destroy,
 };
 

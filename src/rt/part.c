@@ -325,6 +325,10 @@ void lm_stream_def_free_parts(lm_stream_def* s) {
   s->part_keys = NULL;
 }
 
+lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p) {
+  return s->nparts > 1 ? s->parts[p].chain : s->chain;
+}
+
 int64_t lm_stream_late_rows(const lm_stream_def* s) {
   if (s->nparts <= 1) return lm_op_window_late_rows(s->chain);
   int64_t n = 0;
@@ -343,7 +347,7 @@ void lm_stream_rows(const lm_stream_def* s, int64_t* rows_in, int64_t* rows_out)
   *rows_in = 0;
   *rows_out = 0;
   for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++) {
-    const lm_op* head = s->nparts > 1 ? s->parts[p].chain : s->chain;
+    const lm_op* head = lm_stream_part_chain(s, p);
     const lm_op* tail = head;
     while (tail->next != NULL) tail = tail->next;
     *rows_in += head->rows_in;
@@ -356,7 +360,7 @@ laminar_code lm_stream_state_bytes(const lm_stream_def* s, int64_t* out) {
   for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++) {
     lm_state_writer w;
     lm_state_writer_init(&w);
-    laminar_code rc = lm_op_chain_snapshot(s->nparts > 1 ? s->parts[p].chain : s->chain, &w);
+    laminar_code rc = lm_op_chain_snapshot(lm_stream_part_chain(s, p), &w);
     if (rc == LAMINAR_OK) rc = lm_state_writer_status(&w);
     *out += (int64_t)w.len;
     lm_state_writer_free(&w);
@@ -379,11 +383,6 @@ static bool same_keys(const lm_stream_def* a, const lm_stream_def* b) {
          memcmp(a->part_keys, b->part_keys, sizeof(int32_t) * (size_t)a->npart_keys) == 0;
 }
 
-/* Partition of a row hash among n: the high half scaled to [0, n). */
-static inline int32_t part_of(uint64_t h, int32_t n) {
-  return (int32_t)(((h >> 32) * (uint64_t)n) >> 32);
-}
-
 /* Rows of `batch` whose key hash falls in partition p, gathered into r's
  * scratch. */
 static laminar_code select_part(lm_reactor* r, const lm_stream_def* s, const lm_batch* batch,
@@ -401,7 +400,7 @@ static laminar_code select_part(lm_reactor* r, const lm_stream_def* s, const lm_
   int32_t p = r->index;
   for (int64_t k = 0; k < n; k++) {
     g->sel[m] = (int32_t)k;
-    m += part_of(g->hashes[k], nparts) == p;
+    m += lm_op_part_of(g->hashes[k], nparts) == p;
   }
   return gather(g, batch->cols, batch->ncols, g->sel, m, out);
 }
@@ -617,6 +616,37 @@ laminar_code lm_rt_drain(lm_rt* rt) {
   return rc;
 }
 
+/* Publish round `seq`, filled in its slot (release: its contents), and run
+ * partition 0 of it here; inline (not `threaded`), every partition. */
+static void post_round(lm_rt* rt, uint64_t seq, bool threaded) {
+  atomic_store_explicit(&rt->round_seq, seq, memory_order_release);
+  if (threaded) {
+    for (int32_t w = 1; w < rt->ncores; w++) lm_waiter_notify(&rt->reactors[w].wake);
+    run_part(rt, &rt->reactors[0], seq);
+  } else {
+    for (int32_t p = 0; p < rt->ncores; p++) run_part(rt, &rt->reactors[p], seq);
+    for (int32_t w = 1; w < rt->ncores; w++) {
+      atomic_store_explicit(&rt->reactors[w].done, seq, memory_order_relaxed);
+    }
+  }
+}
+
+laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
+  uint64_t seq = atomic_load_explicit(&rt->round_seq, memory_order_relaxed) + 1;
+  lm_round* rd = &rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT];
+  /* Nothing in flight and nobody else on the graph: one message at most N
+   * batches per stream, each published as built when subscribers have room. */
+  uint32_t room = lm_rt_min_free(rt->graph);
+  rd->src = src;
+  rd->split = room > 1 && (room - 1) / (uint32_t)rt->ncores >= 1;
+  rd->n = 1;
+  rd->msgs[0] = msg;
+  rd->wms[0] = lm_rt_msg_advance(src, msg);
+  rt->inflight_msgs += 1;
+  post_round(rt, seq, false);
+  return lm_rt_drain(rt);
+}
+
 laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
                              bool* out_blocked) {
   *out_taken = 0;
@@ -668,17 +698,7 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
     if (rd->n == 0) break;
     *out_taken += rd->n;
     rt->inflight_msgs += rd->n;
-    /* Publish (release: the round's contents), then run partition 0 here. */
-    atomic_store_explicit(&rt->round_seq, seq, memory_order_release);
-    if (threaded) {
-      for (int32_t w = 1; w < rt->ncores; w++) lm_waiter_notify(&rt->reactors[w].wake);
-      run_part(rt, &rt->reactors[0], seq);
-    } else {
-      for (int32_t p = 0; p < rt->ncores; p++) run_part(rt, &rt->reactors[p], seq);
-      for (int32_t w = 1; w < rt->ncores; w++) {
-        atomic_store_explicit(&rt->reactors[w].done, seq, memory_order_relaxed);
-      }
-    }
+    post_round(rt, seq, threaded);
     rc = merge_ready(rt, false);
     if (*out_taken >= LM_RT_ROUND_MSGS * LM_RT_ROUNDS_INFLIGHT) break; /* let other sources in */
   }

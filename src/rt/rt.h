@@ -294,8 +294,9 @@ int64_t lm_rt_now_ns(void);
 void lm_rt_notify(lm_rt* rt);
 
 /* Take one message through the graph now, in the calling thread (WAL replay
- * at open, before any reactor runs). Consumes msg. */
-laminar_code lm_rt_process_now(lm_source_def* src, lm_msg* msg);
+ * at open, before any reactor runs): through every partition of its keyed
+ * readers, as the reactors route live pushes. Consumes msg. */
+laminar_code lm_rt_process_now(lm_rt* rt, lm_source_def* src, lm_msg* msg);
 
 /* Drive the graph inline until no queued message can be processed. Not while
  * started. */
@@ -334,6 +335,8 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
 const char* lm_rt_reactor_name(int32_t index);
 /* A new stream starts at its input's watermark (all its partitions). */
 void lm_stream_def_start_at(lm_stream_def* s, int64_t watermark_ms);
+/* The chain of partition p (< nparts; p 0: `chain`, also of an unpartitioned stream). */
+lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p);
 /* Late rows of a stream over all its partitions. */
 int64_t lm_stream_late_rows(const lm_stream_def* s);
 /* Groups held by a stream over all its partitions. */

@@ -66,8 +66,10 @@ static int test_settings(void) {
 
 /* Half the input, a checkpoint, more input without a checkpoint, close;
  * reopen (no DDL: the catalog comes back), resume at the offset, finish. The
- * committed output equals the uninterrupted run's. */
-static int restart_case(const char* wal_mode) {
+ * committed output equals the uninterrupted one-core run's. The first run has
+ * `cores` reactors, the reopened one `cores_after` (keyed state split by key
+ * hash again when they differ). */
+static int restart_case(const char* wal_mode, int cores, int cores_after) {
   char* want = reference_output();
   CHECK(want != NULL && strlen(want) > 100);
   /* The late side output has rows: 8 of the input's (one per fifth batch). */
@@ -83,20 +85,21 @@ static int restart_case(const char* wal_mode) {
   laminar_error err;
   char sql[2048];
   sink_sql(dir, sql, sizeof sql);
-  CHECK_CODE(open_db(dir, wal_mode, &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(open_db_cores(dir, wal_mode, cores, &db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
   int64_t off;
   CHECK_CODE(laminar_source_offset(src, &off, &err), LAMINAR_OK, &err);
   CHECK(off == 1);
+  EXPECT(lm_test_metric(db, "stream", "vwap", "partitions") == cores);
   CHECK(feed(db, src, 0, 15, 0) == 0);
   CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
   CHECK(feed(db, src, 15, 22, 0) == 0); /* after the checkpoint: only in the WAL */
   laminar_source_close(src);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
 
-  CHECK_CODE(open_db(dir, wal_mode, &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(open_db_cores(dir, wal_mode, cores_after, &db, &err), LAMINAR_OK, &err);
   /* The same DDL again is harmless; another definition under a used name is not. */
   CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
@@ -105,6 +108,13 @@ static int restart_case(const char* wal_mode) {
   CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_offset(src, &off, &err), LAMINAR_OK, &err);
   CHECK(off == 23); /* 22 batches were accepted */
+  EXPECT(lm_test_metric(db, "stream", "vwap", "partitions") == cores_after);
+  /* The WAL after the checkpoint (7 batches) went through every partition. */
+  for (int r = 0; r < cores_after; r++) {
+    char name[16];
+    snprintf(name, sizeof name, "%d", r);
+    EXPECT(cores_after == 1 || lm_test_metric(db, "reactor", name, "rows") > 0);
+  }
   CHECK(feed(db, src, off - 1, NBATCH, 9) == 0);
   CHECK(finish(db, src) == 0);
   laminar_source_close(src);
@@ -118,8 +128,13 @@ static int restart_case(const char* wal_mode) {
   return rc;
 }
 
-static int test_restart_sync(void) { return restart_case("sync"); }
-static int test_restart_async(void) { return restart_case("async"); }
+static int test_restart_sync(void) { return restart_case("sync", 1, 1); }
+static int test_restart_async(void) { return restart_case("async", 1, 1); }
+static int test_restart_cores2_sync(void) { return restart_case("sync", 2, 2); }
+static int test_restart_cores2_async(void) { return restart_case("async", 2, 2); }
+static int test_restart_cores_1_to_2(void) { return restart_case("sync", 1, 2); }
+static int test_restart_cores_2_to_1(void) { return restart_case("async", 2, 1); }
+static int test_restart_cores_2_to_3(void) { return restart_case("sync", 2, 3); }
 
 /* ---- damaged state ------------------------------------------------------------------------ */
 
@@ -367,14 +382,15 @@ static int test_connector_sink(void) {
 
 /* Pushes from this thread while the reactor processes, the async WAL flushes
  * and checkpoints are taken every 20 ms by the background thread (this case
- * also runs under TSan): the committed output reaches the reference. */
-static int test_threaded_interval_checkpoints(void) {
+ * also runs under TSan): the committed output reaches the reference. With 2
+ * cores the checkpoint's pause is the aligned barrier of both reactors. */
+static int threaded_interval_case(int cores) {
   char* want = reference_output();
   CHECK(want != NULL);
   char dir[64];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dur_") == 0);
   laminar_error err;
-  laminar_config* c = durable_config(dir, "20 ms", "async");
+  laminar_config* c = durable_config_cores(dir, "20 ms", "async", cores);
   CHECK(c != NULL);
   laminar_db* db;
   CHECK_CODE(laminar_open(c, &db, &err), LAMINAR_OK, &err);
@@ -409,14 +425,23 @@ static int test_threaded_interval_checkpoints(void) {
   return rc;
 }
 
+static int test_threaded_interval_checkpoints(void) { return threaded_interval_case(1); }
+static int test_threaded_interval_checkpoints_cores2(void) { return threaded_interval_case(2); }
+
 static const lm_test_case cases[] = {
     {"metrics", test_metrics},
     {"try_push_and_free_slots", test_try_push_and_free_slots},
     {"connector_sink", test_connector_sink},
     {"threaded_interval_checkpoints", test_threaded_interval_checkpoints},
+    {"threaded_interval_checkpoints_cores2", test_threaded_interval_checkpoints_cores2},
     {"settings", test_settings},
     {"restart_sync", test_restart_sync},
     {"restart_async", test_restart_async},
+    {"restart_cores2_sync", test_restart_cores2_sync},
+    {"restart_cores2_async", test_restart_cores2_async},
+    {"restart_cores_1_to_2", test_restart_cores_1_to_2},
+    {"restart_cores_2_to_1", test_restart_cores_2_to_1},
+    {"restart_cores_2_to_3", test_restart_cores_2_to_3},
     {"damaged_checkpoint_and_catalog", test_damaged_checkpoint_and_catalog},
     {NULL, NULL},
 };
