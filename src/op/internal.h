@@ -58,6 +58,9 @@ typedef struct window_op {
    * this chunk's late row numbers (NULL when there is no sink). */
   lm_op_sink_fn late_fn;
   void* late_arg;
+  /* The next chunk's key hashes from the router (lm_op_window_set_key_hashes),
+   * else NULL; taken (and cleared) by that chunk. */
+  const uint64_t* in_hashes;
   uint32_t* late_sel;
   int64_t nlate;
   lm_vec* key_vecs;
@@ -168,8 +171,10 @@ laminar_code lm_op_get_group_keys(window_op* op, window* win, int64_t g, lm_stat
 
 /* ---- session windows (session.c) ---------------------------------------------- */
 
-/* One chunk into the sessions (rows where keep[k] is 0 skipped; keep NULL: all). */
-laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep);
+/* One chunk into the sessions (rows where keep[k] is 0 skipped; keep NULL: all);
+ * `given`: the rows' key hashes from the router, or NULL to hash here. */
+laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep,
+                                 const uint64_t* given);
 /* Emit and free the sessions closed by op->watermark. */
 laminar_code lm_op_session_watermark(window_op* op);
 void lm_op_session_snapshot(const window_op* op, lm_state_writer* w);

@@ -164,6 +164,11 @@ int64_t lm_op_window_late_rows(const lm_op* op);
  * with the window operator's input columns, after the chunk is applied. `op`
  * is the head of a windowed chain (no-op for other chains); fn NULL: none. */
 void lm_op_window_set_late_sink(lm_op* op, lm_op_sink_fn fn, void* arg);
+/* Thread-per-core: the router already hashed the GROUP BY keys of the next
+ * chunk `op` (the head of a windowed chain) receives -- h[k] is
+ * lm_op_hash_keys() of row k's keys -- so the operator uses them instead of
+ * hashing again. Holds for that one chunk only; h must outlive the call. */
+void lm_op_window_set_key_hashes(lm_op* op, const uint64_t* h);
 /* Number of groups currently held (all open windows). */
 int64_t lm_op_window_state_rows(const lm_op* op);
 

@@ -803,6 +803,8 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   window_op* op = (window_op*)base;
   const lm_window_spec* spec = &op->spec;
   int64_t n = in->nrows;
+  const uint64_t* given = op->in_hashes; /* the router's, for this chunk only */
+  op->in_hashes = NULL;
   if (n == 0) return LAMINAR_OK;
   lm_eval_ctx_reset(op->ctx);
   LM_TRY(late_begin(op, n));
@@ -844,7 +846,7 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     op->weights = wd;
   }
   if (spec->session) {
-    LM_TRY(lm_op_session_chunk(op, in, keep));
+    LM_TRY(lm_op_session_chunk(op, in, keep, given));
     return late_deliver(op, in);
   }
 
@@ -862,7 +864,8 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
       .sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs),
       .cache = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)per),
   };
-  uint64_t* hashes = lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
+  uint64_t* own = given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
+  const uint64_t* hashes = given ? given : own;
   uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
   uint32_t* touched = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
   if (!s.starts || !s.counts || !s.offsets || !s.prow || !s.pwin || !s.sel || !s.cache ||
@@ -875,8 +878,8 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     int32_t nwin;
     int64_t np = assign_windows(op, in, keep, r0, r1, &s, &nwin);
     if (np == 0) continue;
-    if (!hashed) { /* Pass 2: hash every row's keys (once, and not when all are late). */
-      lm_op_hash_keys(op->key_vecs, spec->nkeys, n, hashes);
+    if (!hashed && own != NULL) { /* Pass 2: hash every row's keys (once; not if all late) */
+      lm_op_hash_keys(op->key_vecs, spec->nkeys, n, own);
       hashed = true;
     }
     LM_TRY(update_windows(op, &s, np, nwin, hashes, gids, touched));
@@ -1527,6 +1530,10 @@ int64_t lm_op_window_state_rows(const lm_op* op) {
   int64_t n = 0;
   for (int32_t i = 0; i < w->nopen; i++) n += w->open[i]->ngroups;
   return n;
+}
+
+void lm_op_window_set_key_hashes(lm_op* base, const uint64_t* h) {
+  if (base != NULL && base->vt == &window_vtable) ((window_op*)base)->in_hashes = h;
 }
 
 void lm_op_window_set_late_sink(lm_op* base, lm_op_sink_fn fn, void* arg) {

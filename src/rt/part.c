@@ -14,11 +14,18 @@
  * a *round* of up to LM_RT_ROUND_MSGS messages (fewer when a subscriber has
  * less room, see below), computes the source watermark after each, publishes
  * the round (release store of round_seq) and wakes the workers. Every reactor
- * p then, for each message in order, hashes the GROUP BY columns of each keyed
- * stream over the batch (the window operator's key hash, lm_op_hash_keys),
- * gathers the rows whose hash falls in partition p (the high 32 bits scaled
- * to N, so the low bits the group tables use stay spread) and runs them
- * through its chain, then applies the message's watermark: the watermark is
+ * p then, for each message in order, takes the hashes of the GROUP BY columns
+ * over the batch (the window operator's key hash, lm_op_hash_keys), gathers
+ * the rows whose hash falls in partition p (lm_op_part_of: the high 32 bits
+ * scaled to N, so the low bits the group tables use stay spread) and runs
+ * them through its chain, handing the chain's window operator the gathered
+ * rows' hashes (lm_op_window_set_key_hashes) so it does not hash them again.
+ * The hashes of a message are computed once per round slot by whichever
+ * reactor claims the message first (lm_round.hstate); a reactor finding it
+ * being hashed by another hashes a later message meanwhile instead of
+ * waiting, so two reactors reaching a round together split the hashing
+ * (a stream grouping by other columns than the first keyed reader hashes for
+ * itself). Then it applies the message's watermark: the watermark is
  * broadcast, and each partition closes its own windows. What a partition's
  * chain emits is built into an Arrow batch on that reactor and kept, tagged
  * with the round message that produced it, in the round's slot. Reactor 0
@@ -99,6 +106,7 @@ static bool poll_briefly(bool (*ready)(void*), void* arg, int64_t budget_ns) {
 
 void lm_gather_buf_free(lm_gather_buf* g) {
   lm_free(g->hashes);
+  lm_free(g->sel_hashes);
   lm_free(g->sel);
   lm_free(g->cols);
   lm_free(g->mem);
@@ -112,6 +120,9 @@ static laminar_code gather_rows(lm_gather_buf* g, int64_t n) {
   uint64_t* h = lm_realloc(g->hashes, sizeof *h * (size_t)cap);
   if (h == NULL) return LAMINAR_ERR_NOMEM;
   g->hashes = h;
+  h = lm_realloc(g->sel_hashes, sizeof *h * (size_t)cap);
+  if (h == NULL) return LAMINAR_ERR_NOMEM;
+  g->sel_hashes = h;
   int32_t* sel = lm_realloc(g->sel, sizeof *sel * (size_t)cap);
   if (sel == NULL) return LAMINAR_ERR_NOMEM;
   g->sel = sel;
@@ -383,24 +394,78 @@ static bool same_keys(const lm_stream_def* a, const lm_stream_def* b) {
          memcmp(a->part_keys, b->part_keys, sizeof(int32_t) * (size_t)a->npart_keys) == 0;
 }
 
-/* Rows of `batch` whose key hash falls in partition p, gathered into r's
- * scratch. */
-static laminar_code select_part(lm_reactor* r, const lm_stream_def* s, const lm_batch* batch,
+/* Hash the GROUP BY columns of keyed stream s over every row of `batch`. */
+static laminar_code hash_keys(const lm_stream_def* s, const lm_batch* batch, uint64_t* h) {
+  lm_vec keys[16] = {0};
+  lm_vec* kv = s->npart_keys <= 16 ? keys : lm_malloc(sizeof *kv * (size_t)s->npart_keys);
+  if (kv == NULL) return LAMINAR_ERR_NOMEM;
+  for (int32_t k = 0; k < s->npart_keys; k++) kv[k] = batch->cols[s->part_keys[k]];
+  lm_op_hash_keys(kv, s->npart_keys, batch->nrows, h);
+  if (kv != keys) lm_free(kv);
+  return LAMINAR_OK;
+}
+
+/* Claim message j of the round for hashing (it has rows, nobody did). */
+static bool hash_claim(lm_round* rd, int32_t j) {
+  const lm_batch* b = rd->msgs[j]->batch;
+  int unclaimed = 0;
+  return b != NULL && b->nrows > 0 &&
+         atomic_load_explicit(&rd->hstate[j], memory_order_relaxed) == 0 &&
+         atomic_compare_exchange_strong_explicit(&rd->hstate[j], &unclaimed, 1,
+                                                 memory_order_relaxed, memory_order_relaxed);
+}
+
+/* Hash claimed message j into the round's array and publish it. On failure
+ * it stays claimed: the others hash it for themselves. */
+static void hash_shared(lm_round* rd, int32_t j) {
+  if (hash_keys(rd->hkeys, rd->msgs[j]->batch, rd->hashes + rd->hoff[j]) == LAMINAR_OK) {
+    atomic_store_explicit(&rd->hstate[j], 2, memory_order_release);
+  }
+}
+
+/* The key hashes of message j's rows for stream s: the round's shared ones
+ * when s groups like them (hashing them here if no reactor claimed them yet),
+ * else g->hashes. A reactor that finds j being hashed by another does not wait
+ * for it (it may be preempted): it hashes a later message meanwhile, which it
+ * needs too, then hashes j for itself only if j is still not ready. */
+static laminar_code msg_hashes(lm_round* rd, int32_t j, const lm_stream_def* s,
+                               lm_gather_buf* g, const uint64_t** out) {
+  const lm_batch* batch = rd->msgs[j]->batch;
+  if (rd->hkeys != NULL && same_keys(rd->hkeys, s)) {
+    const uint64_t* shared = rd->hashes + rd->hoff[j];
+    *out = shared;
+    if (atomic_load_explicit(&rd->hstate[j], memory_order_acquire) == 2) return LAMINAR_OK;
+    if (hash_claim(rd, j)) {
+      hash_shared(rd, j);
+    } else {
+      for (int32_t k = j + 1; k < rd->n; k++) {
+        if (hash_claim(rd, k)) {
+          hash_shared(rd, k);
+          break;
+        }
+      }
+    }
+    if (atomic_load_explicit(&rd->hstate[j], memory_order_acquire) == 2) return LAMINAR_OK;
+  }
+  LM_TRY(gather_rows(g, batch->nrows));
+  *out = g->hashes;
+  return hash_keys(s, batch, g->hashes);
+}
+
+/* Rows of `batch` whose key hash (h) falls in partition p, gathered into r's
+ * scratch, with their hashes in g->sel_hashes. */
+static laminar_code select_part(lm_reactor* r, const lm_batch* batch, const uint64_t* h,
                                 int32_t nparts, lm_chunk* out) {
   lm_gather_buf* g = &r->scratch;
   int64_t n = batch->nrows;
   LM_TRY(gather_rows(g, n));
-  lm_vec keys[16];
-  lm_vec* kv = s->npart_keys <= 16 ? keys : lm_malloc(sizeof *kv * (size_t)s->npart_keys);
-  if (kv == NULL) return LAMINAR_ERR_NOMEM;
-  for (int32_t k = 0; k < s->npart_keys; k++) kv[k] = batch->cols[s->part_keys[k]];
-  lm_op_hash_keys(kv, s->npart_keys, n, g->hashes);
-  if (kv != keys) lm_free(kv);
   int64_t m = 0;
   int32_t p = r->index;
-  for (int64_t k = 0; k < n; k++) {
+  for (int64_t k = 0; k < n; k++) { /* branch-free: write always, keep if ours */
+    uint64_t hk = h[k];
     g->sel[m] = (int32_t)k;
-    m += lm_op_part_of(g->hashes[k], nparts) == p;
+    g->sel_hashes[m] = hk;
+    m += lm_op_part_of(hk, nparts) == p;
   }
   return gather(g, batch->cols, batch->ncols, g->sel, m, out);
 }
@@ -408,7 +473,7 @@ static laminar_code select_part(lm_reactor* r, const lm_stream_def* s, const lm_
 /* Reactor r's partition of round `seq` (its slot). */
 static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
   int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
-  const lm_round* rd = &rt->rounds[slot];
+  lm_round* rd = &rt->rounds[slot];
   const lm_source_def* src = rd->src;
   int32_t p = r->index;
   int64_t rows = 0;
@@ -429,7 +494,9 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
         lm_part_out* o = &sp->out[slot];
         sp->cur_msg = j;
         if (!same_keys(prev, s)) { /* streams grouping alike share one routing */
-          sel_rc = select_part(r, s, batch, rt->ncores, &sub);
+          const uint64_t* h;
+          sel_rc = msg_hashes(rd, j, s, &r->scratch, &h);
+          if (sel_rc == LAMINAR_OK) sel_rc = select_part(r, batch, h, rt->ncores, &sub);
           prev = s;
         }
         if (sel_rc != LAMINAR_OK) {
@@ -439,6 +506,7 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
         }
         if (sub.nrows == 0 || o->rc != LAMINAR_OK) continue;
         rows += sub.nrows;
+        lm_op_window_set_key_hashes(sp->chain, r->scratch.sel_hashes); /* no second hash pass */
         o->rc = lm_op_chain_chunk(sp->chain, &sub);
       }
     }
@@ -616,9 +684,33 @@ laminar_code lm_rt_drain(lm_rt* rt) {
   return rc;
 }
 
+/* Room and reset for the shared key hashes of round rd (before its post). */
+static void share_hashes(lm_round* rd) {
+  rd->hkeys = NULL;
+  const lm_stream_def* first = NULL;
+  for (int32_t i = 0; i < rd->src->nreaders && first == NULL; i++) {
+    if (rd->src->readers[i]->nparts > 1) first = rd->src->readers[i];
+  }
+  int64_t total = 0;
+  for (int32_t j = 0; j < rd->n; j++) {
+    rd->hoff[j] = total;
+    if (rd->msgs[j]->batch != NULL) total += rd->msgs[j]->batch->nrows;
+    atomic_store_explicit(&rd->hstate[j], 0, memory_order_relaxed);
+  }
+  if (first == NULL) return;
+  if (total > rd->hcap) {
+    uint64_t* h = lm_realloc(rd->hashes, sizeof *h * (size_t)total);
+    if (h == NULL) return; /* each reactor hashes for itself */
+    rd->hashes = h;
+    rd->hcap = total;
+  }
+  rd->hkeys = first;
+}
+
 /* Publish round `seq`, filled in its slot (release: its contents), and run
  * partition 0 of it here; inline (not `threaded`), every partition. */
 static void post_round(lm_rt* rt, uint64_t seq, bool threaded) {
+  share_hashes(&rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT]);
   atomic_store_explicit(&rt->round_seq, seq, memory_order_release);
   if (threaded) {
     for (int32_t w = 1; w < rt->ncores; w++) lm_waiter_notify(&rt->reactors[w].wake);
@@ -849,6 +941,11 @@ laminar_code lm_rt_configure(lm_rt* rt, int32_t cores, bool affinity) {
 }
 
 void lm_rt_reactors_free(lm_rt* rt) {
+  for (int32_t k = 0; k < LM_RT_ROUNDS_INFLIGHT; k++) {
+    lm_free(rt->rounds[k].hashes);
+    rt->rounds[k].hashes = NULL;
+    rt->rounds[k].hcap = 0;
+  }
   for (int32_t i = 0; i < rt->ncores; i++) {
     lm_waiter_destroy(&rt->reactors[i].wake);
     lm_gather_buf_free(&rt->reactors[i].scratch);

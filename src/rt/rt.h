@@ -86,6 +86,7 @@ typedef struct lm_stream_part {
 /* Growable scratch of one reactor: row hashes, selections, gathered columns. */
 typedef struct lm_gather_buf {
   uint64_t* hashes;
+  uint64_t* sel_hashes;      /* hashes of the selected rows, for the window operator */
   int32_t* sel;
   int64_t rows_cap;
   lm_vec* cols;
@@ -234,6 +235,17 @@ typedef struct lm_round {
   int64_t wms[LM_RT_ROUND_MSGS];
   int32_t n;
   bool split;                /* publish each partition's batch (else concatenate) */
+  /* Key hashes of the messages' rows over the GROUP BY columns of `hkeys`
+   * (the first keyed reader; readers grouping alike share them), computed
+   * once per message by whichever reactor claims it: message j's rows from
+   * hashes + hoff[j]; hstate[j] 0 unclaimed, 1 being hashed, 2 ready
+   * (release by the hasher, acquire by the others). Sized and reset by
+   * reactor 0 before the post; hkeys NULL: each reactor hashes for itself. */
+  const lm_stream_def* hkeys;
+  uint64_t* hashes;
+  int64_t hcap;
+  int64_t hoff[LM_RT_ROUND_MSGS];
+  atomic_int hstate[LM_RT_ROUND_MSGS];
 } lm_round;
 
 typedef struct lm_rt {
