@@ -18,6 +18,9 @@
 #include "lm_test.h"
 #include "lm_test_durable.h"
 #include "lm_test_metrics.h"
+#include "state/state.h"
+#include "store/ckpt.h"
+#include "util/util.h"
 
 /* ---- settings ------------------------------------------------------------------------ */
 
@@ -64,12 +67,58 @@ static int test_settings(void) {
 
 /* ---- restart ---------------------------------------------------------------------------- */
 
+/* Rewrite the newest checkpoint of dir in format 1, as written before
+ * checkpoints held one state per partition: no partition count, one state per
+ * stream (every stream must have one partition). */
+static int downgrade_checkpoint(const char* dir) {
+  char cdir[600];
+  snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
+  bool found;
+  uint64_t epoch;
+  uint8_t* data;
+  size_t len;
+  laminar_error err;
+  CHECK_CODE(lm_ckpt_load_latest(cdir, &found, &epoch, &data, &len, NULL, &err), LAMINAR_OK, &err);
+  CHECK(found);
+  lm_state_reader r;
+  lm_state_reader_init(&r, data, len);
+  lm_state_writer w;
+  lm_state_writer_init(&w);
+  lm_state_put_u32(&w, lm_state_get_u32(&r)); /* magic */
+  EXPECT(lm_state_get_u32(&r) == 2);
+  lm_state_put_u32(&w, 1);
+  lm_state_put_i64(&w, lm_state_get_i64(&r)); /* epoch */
+  uint32_t n = lm_state_get_u32(&r);
+  lm_state_put_u32(&w, n);
+  for (uint32_t i = 0; i < n; i++) { /* sources: name, offset, watermark, max ts */
+    lm_str name = lm_state_get_bytes(&r);
+    lm_state_put_bytes(&w, name.ptr, (size_t)name.len);
+    for (int k = 0; k < 3; k++) lm_state_put_i64(&w, lm_state_get_i64(&r));
+  }
+  n = lm_state_get_u32(&r);
+  lm_state_put_u32(&w, n);
+  for (uint32_t i = 0; i < n; i++) { /* streams: name, watermark, [partitions,] state */
+    lm_str name = lm_state_get_bytes(&r);
+    lm_state_put_bytes(&w, name.ptr, (size_t)name.len);
+    lm_state_put_i64(&w, lm_state_get_i64(&r));
+    EXPECT(lm_state_get_u32(&r) == 1);
+    lm_str state = lm_state_get_bytes(&r);
+    lm_state_put_bytes(&w, state.ptr, (size_t)state.len);
+  }
+  EXPECT(!r.failed && r.pos == r.len && lm_state_writer_status(&w) == LAMINAR_OK);
+  CHECK_CODE(lm_ckpt_write(cdir, epoch, w.data, w.len, &err), LAMINAR_OK, &err);
+  lm_state_writer_free(&w);
+  lm_free(data);
+  return 0;
+}
+
 /* Half the input, a checkpoint, more input without a checkpoint, close;
  * reopen (no DDL: the catalog comes back), resume at the offset, finish. The
  * committed output equals the uninterrupted one-core run's. The first run has
  * `cores` reactors, the reopened one `cores_after` (keyed state split by key
- * hash again when they differ). */
-static int restart_case(const char* wal_mode, int cores, int cores_after) {
+ * hash again when they differ); `v1`: its checkpoint is rewritten in format 1
+ * before the reopen (a data directory of an earlier version). */
+static int restart_case(const char* wal_mode, int cores, int cores_after, bool v1) {
   char* want = reference_output();
   CHECK(want != NULL && strlen(want) > 100);
   /* The late side output has rows: 8 of the input's (one per fifth batch). */
@@ -98,6 +147,7 @@ static int restart_case(const char* wal_mode, int cores, int cores_after) {
   CHECK(feed(db, src, 15, 22, 0) == 0); /* after the checkpoint: only in the WAL */
   laminar_source_close(src);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  if (v1) CHECK(downgrade_checkpoint(dir) == 0);
 
   CHECK_CODE(open_db_cores(dir, wal_mode, cores_after, &db, &err), LAMINAR_OK, &err);
   /* The same DDL again is harmless; another definition under a used name is not. */
@@ -128,13 +178,14 @@ static int restart_case(const char* wal_mode, int cores, int cores_after) {
   return rc;
 }
 
-static int test_restart_sync(void) { return restart_case("sync", 1, 1); }
-static int test_restart_async(void) { return restart_case("async", 1, 1); }
-static int test_restart_cores2_sync(void) { return restart_case("sync", 2, 2); }
-static int test_restart_cores2_async(void) { return restart_case("async", 2, 2); }
-static int test_restart_cores_1_to_2(void) { return restart_case("sync", 1, 2); }
-static int test_restart_cores_2_to_1(void) { return restart_case("async", 2, 1); }
-static int test_restart_cores_2_to_3(void) { return restart_case("sync", 2, 3); }
+static int test_restart_sync(void) { return restart_case("sync", 1, 1, false); }
+static int test_restart_async(void) { return restart_case("async", 1, 1, false); }
+static int test_restart_cores2_sync(void) { return restart_case("sync", 2, 2, false); }
+static int test_restart_cores2_async(void) { return restart_case("async", 2, 2, false); }
+static int test_restart_cores_1_to_2(void) { return restart_case("sync", 1, 2, false); }
+static int test_restart_cores_2_to_1(void) { return restart_case("async", 2, 1, false); }
+static int test_restart_cores_2_to_3(void) { return restart_case("sync", 2, 3, false); }
+static int test_restart_format1_checkpoint(void) { return restart_case("sync", 1, 2, true); }
 
 /* ---- damaged state ------------------------------------------------------------------------ */
 
@@ -442,6 +493,7 @@ static const lm_test_case cases[] = {
     {"restart_cores_1_to_2", test_restart_cores_1_to_2},
     {"restart_cores_2_to_1", test_restart_cores_2_to_1},
     {"restart_cores_2_to_3", test_restart_cores_2_to_3},
+    {"restart_format1_checkpoint", test_restart_format1_checkpoint},
     {"damaged_checkpoint_and_catalog", test_damaged_checkpoint_and_catalog},
     {NULL, NULL},
 };
