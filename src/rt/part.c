@@ -87,6 +87,9 @@
 #define LM_ROUND_SPINS 64
 #define LM_JOIN_BUDGET_NS 20000000   /* reactor 0 waiting for the workers */
 #define LM_IDLE_BUDGET_NS 2000000    /* a worker waiting for the next round */
+/* A reactor waits for another's hashing of a message at most about as long as
+ * hashing it itself would take (its hasher started first). */
+#define LM_HASH_WAIT_NS_PER_ROW 10
 
 /* Poll ready(arg) the way above, without parking; true once it holds. */
 static bool poll_briefly(bool (*ready)(void*), void* arg, int64_t budget_ns) {
@@ -423,11 +426,23 @@ static void hash_shared(lm_round* rd, int32_t j) {
   }
 }
 
+/* Message j of round rd, whose shared hashes another reactor computes. */
+typedef struct hash_wait {
+  lm_round* rd;
+  int32_t j;
+} hash_wait;
+
+static bool hashes_ready(void* arg) {
+  const hash_wait* w = arg;
+  return atomic_load_explicit(&w->rd->hstate[w->j], memory_order_acquire) == 2;
+}
+
 /* The key hashes of message j's rows for stream s: the round's shared ones
  * when s groups like them (hashing them here if no reactor claimed them yet),
- * else g->hashes. A reactor that finds j being hashed by another does not wait
- * for it (it may be preempted): it hashes a later message meanwhile, which it
- * needs too, then hashes j for itself only if j is still not ready. */
+ * else g->hashes. A reactor that finds j being hashed by another hashes a
+ * later message meanwhile, which it needs too; if j is still not ready then,
+ * its hasher is at work (it started first) or preempted: wait at most about
+ * as long as hashing j takes, then hash j for itself. */
 static laminar_code msg_hashes(lm_round* rd, int32_t j, const lm_stream_def* s,
                                lm_gather_buf* g, const uint64_t** out) {
   const lm_batch* batch = rd->msgs[j]->batch;
@@ -445,7 +460,8 @@ static laminar_code msg_hashes(lm_round* rd, int32_t j, const lm_stream_def* s,
         }
       }
     }
-    if (atomic_load_explicit(&rd->hstate[j], memory_order_acquire) == 2) return LAMINAR_OK;
+    hash_wait w = {rd, j};
+    if (poll_briefly(hashes_ready, &w, batch->nrows * LM_HASH_WAIT_NS_PER_ROW)) return LAMINAR_OK;
   }
   LM_TRY(gather_rows(g, batch->nrows));
   *out = g->hashes;
