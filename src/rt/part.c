@@ -22,8 +22,9 @@
  * rows' hashes (lm_op_window_set_key_hashes) so it does not hash them again.
  * The hashes of a message are computed once per round slot by whichever
  * reactor claims the message first (lm_round.hstate); a reactor finding it
- * being hashed by another hashes a later message meanwhile instead of
- * waiting, so two reactors reaching a round together split the hashing
+ * being hashed by another hashes a later message meanwhile (then waits for it
+ * no longer than hashing it itself would take), so two reactors reaching a
+ * round together split the hashing
  * (a stream grouping by other columns than the first keyed reader hashes for
  * itself). Then it applies the message's watermark: the watermark is
  * broadcast, and each partition closes its own windows. What a partition's
