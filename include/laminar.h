@@ -266,8 +266,9 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *                input batch), so each key's rows keep their order (rows of
  *                different keys may come in another order, and split across
  *                more batches, than with one core). Other streams
- *                run on reactor 0. Not with durability (checkpoint_interval):
- *                LAMINAR_ERR_CONFIG_CONFLICT at laminar_open.
+ *                run on reactor 0. Durable databases checkpoint every
+ *                partition; a reopen may use another `cores` (the state is
+ *                split by key hash again).
  *   core_affinity true | false (default): pin reactor i to CPU i modulo the
  *                online CPUs (and, built with hwloc on a multi-node machine,
  *                bind its memory to that CPU's NUMA node).
@@ -309,7 +310,7 @@ typedef struct laminar_db laminar_db;
  * Ownership: *out is the caller's; close with laminar_close().
  * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_VALUE; LAMINAR_ERR_CONFIG_CONFLICT
  *   (wal_mode without checkpoint_interval, checkpoint_interval without
- *   data_dir, cores > 1 with checkpoint_interval); LAMINAR_ERR_IO if data_dir
+ *   data_dir); LAMINAR_ERR_IO if data_dir
  *   cannot be created or read;
  *   LAMINAR_ERR_RECOVERY when stored state does not recover; LAMINAR_ERR_NOMEM.
  *   On failure *out is NULL and nothing in data_dir was changed except cut

@@ -250,15 +250,6 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
                           config->data_dir, strerror(errno));
     }
   }
-  if (config != NULL && config->cores > 1 && config->durable.checkpoint_interval_ms > 0) {
-    /* Checkpoints snapshot one chain per stream with the graph paused; keyed
-     * streams of several reactors would need per-partition snapshots (and a
-     * re-partitioning restore), which this version does not have. */
-    return lm_error_set(err, LAMINAR_ERR_CONFIG_CONFLICT,
-                        "config 'cores' = %d does not go with durability "
-                        "(checkpoint_interval): use cores = 1 for a durable database",
-                        (int)config->cores);
-  }
   laminar_db* db = lm_calloc(1, sizeof *db);
   if (db == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   db->buffer_size = config ? config->buffer_size : DEFAULT_BUFFER_SIZE;

@@ -29,7 +29,9 @@
 #define WAL_BATCH 1      /* WAL record types */
 #define WAL_WATERMARK 2
 #define CKPT_MAGIC 0x4b434d4cu /* "LMCK" */
-#define CKPT_VERSION 1u
+/* 1: one state per stream; 2: per stream its partition count and each
+ * partition's state (read: both). */
+#define CKPT_VERSION 2u
 
 struct lm_durable {
   laminar_db* db;
@@ -344,7 +346,8 @@ static void put_name(lm_state_writer* w, const char* name) { lm_state_put_bytes(
 typedef struct frozen_stream {
   const char* name;    /* the stream's (db->lock held: not dropped meanwhile) */
   int64_t watermark;
-  lm_op_frozen* chain;
+  int32_t nparts;      /* its partitions (cores > 1, rt/part.c), each frozen as it is */
+  lm_op_frozen** chains;
 } frozen_stream;
 
 typedef struct frozen_graph {
@@ -354,7 +357,11 @@ typedef struct frozen_graph {
 
 /* Let go of what a checkpoint froze (after a failure; the write does it too). */
 static void frozen_graph_free(frozen_graph* f) {
-  for (int32_t i = 0; i < f->n; i++) lm_op_chain_write_frozen(f->streams[i].chain, NULL);
+  for (int32_t i = 0; i < f->n; i++) {
+    frozen_stream* s = &f->streams[i];
+    for (int32_t p = 0; p < s->nparts; p++) lm_op_chain_write_frozen(s->chains[p], NULL);
+    lm_free(s->chains);
+  }
   lm_free(f->streams);
   *f = (frozen_graph){0};
 }
@@ -382,43 +389,53 @@ static laminar_code freeze_graph(laminar_db* db, uint64_t epoch, lm_state_writer
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory serializing a checkpoint");
   for (int32_t i = 0; i < g->nstreams; i++) {
     const lm_stream_def* s = g->streams[i];
+    /* One state per partition, each as it is: the stall stays independent
+     * of the state's size, and a restore with as many partitions takes them
+     * back one to one (others re-split them by key hash). */
+    int32_t nparts = s->nparts > 1 ? s->nparts : 1;
     frozen_stream* f = &out->streams[out->n];
-    laminar_code rc = lm_op_chain_freeze(s->chain, &f->chain);
-    if (rc != LAMINAR_OK) return lm_error_set(err, rc, "stream '%s': snapshot failed", s->name);
+    f->chains = lm_calloc((size_t)nparts, sizeof *f->chains);
+    if (f->chains == NULL)
+      return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory serializing a checkpoint");
     f->name = s->name;
     f->watermark = s->watermark_ms;
+    f->nparts = nparts;
     out->n++;
+    for (int32_t p = 0; p < nparts; p++) {
+      laminar_code rc = lm_op_chain_freeze(lm_stream_part_chain(s, p), &f->chains[p]);
+      if (rc != LAMINAR_OK) return lm_error_set(err, rc, "stream '%s': snapshot failed", s->name);
+    }
   }
   return LAMINAR_OK;
 }
 
-/* After the stall, with the graph running: each stream's name, watermark and
- * state (length-prefixed) after the sources; frees f. */
+/* After the stall, with the graph running: each stream's name, watermark,
+ * partition count and each partition's state (length-prefixed) after the
+ * sources; frees f. */
 static laminar_code write_graph(frozen_graph* f, lm_state_writer* w, laminar_error* err) {
   lm_state_put_u32(w, (uint32_t)f->n);
   laminar_code rc = LAMINAR_OK;
   const char* failed = NULL;
-  for (int32_t i = 0; i < f->n; i++) {
+  for (int32_t i = 0; i < f->n && rc == LAMINAR_OK; i++) {
     frozen_stream* s = &f->streams[i];
-    if (rc != LAMINAR_OK) {
-      lm_op_chain_write_frozen(s->chain, NULL);
-      continue;
-    }
     put_name(w, s->name);
     lm_state_put_i64(w, s->watermark);
-    size_t at = w->len; /* a u32 length, filled in once the state is written */
-    lm_state_put_u32(w, 0);
-    rc = lm_op_chain_write_frozen(s->chain, w);
-    if (rc == LAMINAR_OK && w->len - at - 4 > UINT32_MAX) rc = LAMINAR_ERR_NOMEM;
-    if (rc == LAMINAR_OK) {
-      uint32_t len = (uint32_t)(w->len - at - 4);
-      memcpy(w->data + at, &len, 4);
-    } else {
-      failed = s->name;
+    lm_state_put_u32(w, (uint32_t)s->nparts);
+    for (int32_t p = 0; p < s->nparts && rc == LAMINAR_OK; p++) {
+      size_t at = w->len; /* a u32 length, filled in once the state is written */
+      lm_state_put_u32(w, 0);
+      rc = lm_op_chain_write_frozen(s->chains[p], w);
+      s->chains[p] = NULL; /* let go of, written or not */
+      if (rc == LAMINAR_OK && w->len - at - 4 > UINT32_MAX) rc = LAMINAR_ERR_NOMEM;
+      if (rc == LAMINAR_OK) {
+        uint32_t len = (uint32_t)(w->len - at - 4);
+        memcpy(w->data + at, &len, 4);
+      } else {
+        failed = s->name;
+      }
     }
   }
-  f->n = 0;
-  frozen_graph_free(f);
+  frozen_graph_free(f); /* what a failure left unwritten */
   if (failed != NULL) return lm_error_set(err, rc, "stream '%s': snapshot failed", failed);
   return lm_state_writer_status(w) == LAMINAR_OK
              ? LAMINAR_OK
@@ -512,11 +529,38 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
 
 /* ---- recovery ------------------------------------------------------------------------------ */
 
+/* Restore stream s from the states of the nsaved partitions it was saved
+ * with. As many partitions as now: one to one. Otherwise (a checkpoint taken
+ * with another `cores`) each partition gathers, from every saved state, the
+ * groups whose key hash routes to it now (lm_op_part_filter): the same state
+ * as if the rows had been routed so from the start. */
+static laminar_code restore_stream(lm_stream_def* s, int64_t wm, const lm_str* states,
+                                   int32_t nsaved, laminar_error* err) {
+  int32_t nparts = s->nparts > 1 ? s->nparts : 1;
+  for (int32_t p = 0; p < nparts; p++) {
+    lm_op* chain = lm_stream_part_chain(s, p);
+    for (int32_t k = 0; k < nsaved; k++) {
+      if (nsaved == nparts && k != p) continue;
+      lm_state_reader cr;
+      lm_state_reader_init(&cr, states[k].ptr, (size_t)states[k].len);
+      lm_op_part_filter f = {.nparts = nparts, .part = p, .merge = k > 0 && nsaved != nparts,
+                             .late = nsaved == nparts || p == 0};
+      LM_TRY(nsaved == nparts ? lm_op_chain_restore(chain, &cr, err)
+                              : lm_op_chain_restore_part(chain, &cr, &f, err));
+    }
+  }
+  s->watermark_ms = wm;
+  for (int32_t p = 0; s->nparts > 1 && p < s->nparts; p++) s->parts[p].watermark_ms = wm;
+  atomic_store_explicit(&s->late_rows, lm_stream_late_rows(s), memory_order_relaxed);
+  return LAMINAR_OK;
+}
+
 /* Restore the graph from checkpoint bytes (the graph is not running). */
 static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, laminar_error* err) {
   lm_state_reader r;
   lm_state_reader_init(&r, data, len);
-  if (lm_state_get_u32(&r) != CKPT_MAGIC || lm_state_get_u32(&r) != CKPT_VERSION)
+  uint32_t magic = lm_state_get_u32(&r), version = lm_state_get_u32(&r);
+  if (magic != CKPT_MAGIC || version < 1 || version > CKPT_VERSION)
     return lm_error_set(err, LAMINAR_ERR_RECOVERY, "checkpoint: unknown format");
   (void)lm_state_get_i64(&r); /* epoch: the file's name says it too */
   char name[256];
@@ -537,22 +581,25 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, lam
     snprintf(name, sizeof name, "%.*s", (int)nm.len, nm.ptr ? nm.ptr : "");
     lm_stream_def* s = lm_db_find_stream(db, name);
     int64_t wm = lm_state_get_i64(&r);
-    lm_str chain = lm_state_get_bytes(&r);
+    uint32_t nsaved = version >= 2 ? lm_state_get_u32(&r) : 1;
+    if (r.failed || nsaved == 0 || nsaved > LM_RT_MAX_CORES) {
+      r.failed = true;
+      break;
+    }
+    lm_str states[LM_RT_MAX_CORES];
+    for (uint32_t p = 0; p < nsaved; p++) states[p] = lm_state_get_bytes(&r);
     if (r.failed) break;
     if (s == NULL) continue; /* dropped after the checkpoint */
-    s->watermark_ms = wm;
-    lm_state_reader cr;
-    lm_state_reader_init(&cr, chain.ptr, (size_t)chain.len);
-    laminar_code rc = lm_op_chain_restore(s->chain, &cr, err);
+    laminar_code rc = restore_stream(s, wm, states, (int32_t)nsaved, err);
     if (rc != LAMINAR_OK) return lm_error_set(err, LAMINAR_ERR_RECOVERY, "stream '%s': %s", name,
                                               err ? err->message : "state does not restore");
-    atomic_store_explicit(&s->late_rows, lm_op_window_late_rows(s->chain), memory_order_relaxed);
   }
   if (r.failed) return lm_error_set(err, LAMINAR_ERR_RECOVERY, "checkpoint: truncated content");
   return LAMINAR_OK;
 }
 
 typedef struct replay_ctx {
+  lm_rt* rt;
   lm_source_def* src;
   uint64_t replayed;
 } replay_ctx;
@@ -582,7 +629,7 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_e
                         src->name, rec->seq, err ? err->message : "undecodable");
   }
   c->replayed++;
-  return lm_rt_process_now(src, msg); /* consumes msg */
+  return lm_rt_process_now(c->rt, src, msg); /* consumes msg */
 }
 
 static char* read_text(const char* path, bool* missing) {
@@ -727,7 +774,7 @@ static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
   for (int32_t i = 0; i < g->nsources; i++) {
     lm_source_def* s = g->sources[i];
     if (s->wal == NULL) continue;
-    replay_ctx c = {.src = s};
+    replay_ctx c = {.rt = &db->rt, .src = s};
     LM_TRY(lm_wal_replay(s->wal, s->processed_seq + 1, replay_record, &c, err));
   }
   return LAMINAR_OK;

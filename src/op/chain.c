@@ -96,6 +96,21 @@ laminar_code lm_op_chain_write_frozen(lm_op_frozen* f, lm_state_writer* w) {
   return rc;
 }
 
+laminar_code lm_op_chain_restore_part(lm_op* head, lm_state_reader* r, const lm_op_part_filter* f,
+                                      laminar_error* err) {
+  for (lm_op* op = head; op != NULL; op = op->next) {
+    if (op->vt->restore_part != NULL) {
+      LM_TRY(op->vt->restore_part(op, r, f, err));
+    } else if (op->vt->restore != NULL) {
+      if (f->merge)
+        return lm_error_set(err, LAMINAR_ERR_INTERNAL, "%s: state of one partition only",
+                            op->vt->name);
+      LM_TRY(op->vt->restore(op, r, err));
+    }
+  }
+  return lm_state_reader_status(r, "operator chain", err);
+}
+
 void lm_op_chain_destroy(lm_op* head) {
   while (head != NULL) {
     lm_op* next = head->next;

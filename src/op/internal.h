@@ -66,6 +66,9 @@ typedef struct window_op {
    * this chunk's late row numbers (NULL when there is no sink). */
   lm_op_sink_fn late_fn;
   void* late_arg;
+  /* The next chunk's key hashes from the router (lm_op_window_set_key_hashes),
+   * else NULL; taken (and cleared) by that chunk. */
+  const uint64_t* in_hashes;
   uint32_t* late_sel;
   int64_t nlate;
   lm_vec* key_vecs;
@@ -223,12 +226,15 @@ void lm_op_slide_free(window_op* op);
 
 /* ---- session windows (session.c) ---------------------------------------------- */
 
-/* One chunk into the sessions (rows where keep[k] is 0 skipped; keep NULL: all). */
-laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep);
+/* One chunk into the sessions (rows where keep[k] is 0 skipped; keep NULL: all);
+ * `given`: the rows' key hashes from the router, or NULL to hash here. */
+laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep,
+                                 const uint64_t* given);
 /* Emit and free the sessions closed by op->watermark. */
 laminar_code lm_op_session_watermark(window_op* op);
 void lm_op_session_snapshot(const window_op* op, lm_state_writer* w);
-laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r);
+/* Restore the sessions of the keys `f` keeps (op/op.h). */
+laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r, const lm_op_part_filter* f);
 /* Forget every session and key (after a failed restore). */
 void lm_op_session_clear(window_op* op);
 

@@ -33,6 +33,7 @@ typedef struct lm_chunk {
 } lm_chunk;
 
 typedef struct lm_op lm_op;
+typedef struct lm_op_part_filter lm_op_part_filter; /* below */
 
 /* Where the last operator of a chain delivers: the stream's output. */
 typedef laminar_code (*lm_op_sink_fn)(void* arg, const lm_chunk* chunk);
@@ -45,6 +46,10 @@ typedef struct lm_op_vtable {
   laminar_code (*on_watermark)(lm_op* op, int64_t watermark_ms);
   laminar_code (*snapshot)(const lm_op* op, lm_state_writer* w);
   laminar_code (*restore)(lm_op* op, lm_state_reader* r, laminar_error* err);
+  /* Keyed state only (NULL otherwise): restore the part of a snapshot that
+   * `f` selects (see lm_op_part_filter). */
+  laminar_code (*restore_part)(lm_op* op, lm_state_reader* r, const lm_op_part_filter* f,
+                               laminar_error* err);
   void (*destroy)(lm_op* op);
   /* Checkpoints without copying the state in the stall (optional, NULL:
    * snapshot() runs in the stall). freeze: with the chain stopped, hold the
@@ -85,6 +90,32 @@ laminar_code lm_op_chain_restore(lm_op* head, lm_state_reader* r, laminar_error*
 typedef struct lm_op_frozen lm_op_frozen;
 laminar_code lm_op_chain_freeze(lm_op* head, lm_op_frozen** out);
 laminar_code lm_op_chain_write_frozen(lm_op_frozen* f, lm_state_writer* w);
+
+/* Thread-per-core (rt/part.c) routes a row of a keyed stream to partition
+ * lm_op_part_of(hash of its GROUP BY keys, nparts): the high half of the hash
+ * scaled to [0, n), so the low bits the group tables use stay spread. */
+static inline int32_t lm_op_part_of(uint64_t h, int32_t n) {
+  return (int32_t)(((h >> 32) * (uint64_t)n) >> 32);
+}
+
+/* Restoring partition `part` of `nparts` from a checkpoint taken with another
+ * number of partitions: each old partition's snapshot is restored in turn,
+ * keeping only the groups whose key hash falls in `part` (lm_op_part_of);
+ * `merge` adds them to the state already restored (the old partitions' keys
+ * are disjoint) instead of replacing it; `late` adds the snapshot's late-row
+ * count (exactly one new partition takes each old one's, so the total stays). */
+struct lm_op_part_filter {
+  int32_t nparts;
+  int32_t part;
+  bool merge;
+  bool late;
+};
+
+/* lm_op_chain_restore through `f`. Operators without keyed state restore as
+ * usual (a merge into such state is LAMINAR_ERR_INTERNAL: not partitioned). */
+laminar_code lm_op_chain_restore_part(lm_op* head, lm_state_reader* r, const lm_op_part_filter* f,
+                                      laminar_error* err);
+
 /* Destroy a whole chain (NULL allowed). */
 void lm_op_chain_destroy(lm_op* head);
 
@@ -153,6 +184,11 @@ void lm_op_window_set_late_sink(lm_op* op, lm_op_sink_fn fn, void* arg);
 /* Windows this op copied before changing them because a checkpoint was
  * still writing them (copy-on-write), and (out_groups) their groups in all. */
 int64_t lm_op_window_thaws(const lm_op* op, int64_t* out_groups);
+/* Thread-per-core: the router already hashed the GROUP BY keys of the next
+ * chunk `op` (the head of a windowed chain) receives -- h[k] is
+ * lm_op_hash_keys() of row k's keys -- so the operator uses them instead of
+ * hashing again. Holds for that one chunk only; h must outlive the call. */
+void lm_op_window_set_key_hashes(lm_op* op, const uint64_t* h);
 /* Number of groups currently held (all open windows). */
 int64_t lm_op_window_state_rows(const lm_op* op);
 

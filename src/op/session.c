@@ -102,6 +102,22 @@ static void slot_release(window_op* op, int32_t s) {
   op->s_open--;
 }
 
+/* Take slot s out of its key's list and release it. */
+static void slot_unlink(window_op* op, int32_t s) {
+  uint32_t kid = op->s_key[s];
+  int32_t prev = -1, cur = op->k_first[kid];
+  while (cur != s) {
+    prev = cur;
+    cur = op->s_next[cur];
+  }
+  if (prev < 0) {
+    op->k_first[kid] = op->s_next[s];
+  } else {
+    op->s_next[prev] = op->s_next[s];
+  }
+  slot_release(op, s);
+}
+
 /* Room for key ids < n in k_first. */
 static laminar_code keys_reserve(window_op* op, int64_t n) {
   if (n <= op->k_cap) return LAMINAR_OK;
@@ -156,16 +172,18 @@ static laminar_code session_assign(window_op* op, uint32_t kid, int64_t t, int32
   return slot_new(op, kid, lo, hi, out);
 }
 
-laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep) {
+laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep,
+                                 const uint64_t* given) {
   const lm_window_spec* spec = &op->spec;
   int64_t n = in->nrows;
   const lm_vec* tcol = &in->cols[spec->time_col];
-  uint64_t* hashes = lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
+  uint64_t* own = given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
+  const uint64_t* hashes = given ? given : own;
   uint32_t* sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
   uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
   int32_t* dead = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
   if (!hashes || !sel || !gids || !dead) return LAMINAR_ERR_NOMEM;
-  lm_op_hash_keys(op->key_vecs, spec->nkeys, n, hashes);
+  if (own != NULL) lm_op_hash_keys(op->key_vecs, spec->nkeys, n, own);
   int64_t m = 0, ndead = 0;
   if (spec->emit_changes) {
     op->pass++;
@@ -281,19 +299,7 @@ laminar_code lm_op_session_watermark(window_op* op) {
   }
   laminar_code rc = lm_op_rows_flush(op);
   for (int32_t i = 0; i < nclose; i++) {
-    int32_t s = closing[i].slot;
-    uint32_t kid = op->s_key[s];
-    int32_t prev = -1, cur = op->k_first[kid];
-    while (cur != s) {
-      prev = cur;
-      cur = op->s_next[cur];
-    }
-    if (prev < 0) {
-      op->k_first[kid] = op->s_next[s];
-    } else {
-      op->s_next[prev] = op->s_next[s];
-    }
-    slot_release(op, s);
+    slot_unlink(op, closing[i].slot);
   }
   if (op->s_open == 0) { /* nothing open: drop replaced MIN/MAX strings */
     for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&op->sagg[a]);
@@ -326,37 +332,51 @@ void lm_op_session_clear(window_op* op) {
   for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&op->sagg[a]);
 }
 
-laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r) {
-  lm_op_session_clear(op);
+laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r, const lm_op_part_filter* f) {
+  if (!f->merge) lm_op_session_clear(op);
   window* ks = op->keyset;
   int64_t nkeys = lm_state_get_i64(r);
   if (r->failed || nkeys < 0 || (uint64_t)nkeys > r->len) {
     r->failed = true;
     return LAMINAR_OK;
   }
-  LM_TRY(lm_op_window_reserve(op, ks, nkeys));
-  LM_TRY(keys_reserve(op, nkeys));
-  int64_t g = 0;
-  for (; g < nkeys && !r->failed; g++) {
-    LM_TRY(lm_op_get_group_keys(op, ks, g, r));
+  int64_t first = ks->ngroups;
+  LM_TRY(lm_op_window_reserve(op, ks, first + nkeys));
+  LM_TRY(keys_reserve(op, first + nkeys));
+  /* The snapshot's key ids -> ours (UINT32_MAX: another partition's key). */
+  uint32_t* kids = lm_malloc(sizeof *kids * (size_t)(nkeys + 1));
+  if (kids == NULL) return LAMINAR_ERR_NOMEM;
+  int64_t g = first;
+  for (int64_t j = 0; j < nkeys && !r->failed; j++) {
+    laminar_code rc = lm_op_get_group_keys(op, ks, g, r);
+    if (rc != LAMINAR_OK) {
+      lm_free(kids);
+      return rc;
+    }
     ks->ghash[g] = lm_op_hash_group(ks, op->spec.nkeys, g);
+    kids[j] = lm_op_part_of(ks->ghash[g], f->nparts) == f->part ? (uint32_t)g++ : UINT32_MAX;
   }
   ks->ngroups = g;
   uint64_t size = 64;
   while (size < (uint64_t)(g + 1) * 2) size *= 2;
-  LM_TRY(lm_op_table_rebuild(ks, size));
+  laminar_code rc = lm_op_table_rebuild(ks, size);
   uint32_t nsess = lm_state_get_u32(r);
-  for (uint32_t i = 0; i < nsess && !r->failed; i++) {
+  for (uint32_t i = 0; i < nsess && !r->failed && rc == LAMINAR_OK; i++) {
     uint32_t kid = lm_state_get_u32(r);
     int64_t start = lm_state_get_i64(r), end = lm_state_get_i64(r);
-    if (r->failed || kid >= (uint64_t)ks->ngroups || end <= start) {
+    if (r->failed || kid >= (uint64_t)nkeys || end <= start) {
       r->failed = true;
       break;
     }
+    /* Another partition's session is read into a slot of its own and freed. */
+    bool keep = kids[kid] != UINT32_MAX;
     int32_t s;
-    LM_TRY(slot_new(op, kid, start, end, &s));
-    for (int32_t a = 0; a < op->spec.naggs; a++) LM_TRY(lm_agg_restore_group(&op->sagg[a], s, r));
+    rc = slot_new(op, keep ? kids[kid] : 0, start, end, &s);
+    for (int32_t a = 0; a < op->spec.naggs && rc == LAMINAR_OK; a++) {
+      rc = lm_agg_restore_group(&op->sagg[a], s, r);
+    }
+    if (rc == LAMINAR_OK && !keep) slot_unlink(op, s);
   }
-  return LAMINAR_OK;
+  lm_free(kids);
+  return rc;
 }
-

@@ -887,6 +887,8 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   window_op* op = (window_op*)base;
   const lm_window_spec* spec = &op->spec;
   int64_t n = in->nrows;
+  const uint64_t* given = op->in_hashes; /* the router's, for this chunk only */
+  op->in_hashes = NULL;
   if (n == 0) return LAMINAR_OK;
   lm_eval_ctx_reset(op->ctx);
   LM_TRY(late_begin(op, n));
@@ -928,7 +930,7 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     op->weights = wd;
   }
   if (spec->session) {
-    LM_TRY(lm_op_session_chunk(op, in, keep));
+    LM_TRY(lm_op_session_chunk(op, in, keep, given));
     return late_deliver(op, in);
   }
 
@@ -946,7 +948,8 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
       .sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs),
       .cache = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)per),
   };
-  uint64_t* hashes = lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
+  uint64_t* own = given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
+  const uint64_t* hashes = given ? given : own;
   uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
   uint32_t* touched = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
   if (!s.starts || !s.counts || !s.offsets || !s.prow || !s.pwin || !s.sel || !s.cache ||
@@ -959,8 +962,8 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     int32_t nwin;
     int64_t np = assign_windows(op, in, keep, r0, r1, &s, &nwin);
     if (np == 0) continue;
-    if (!hashed) { /* Pass 2: hash every row's keys (once, and not when all are late). */
-      lm_op_hash_keys(op->key_vecs, spec->nkeys, n, hashes);
+    if (!hashed && own != NULL) { /* Pass 2: hash every row's keys (once; not if all late) */
+      lm_op_hash_keys(op->key_vecs, spec->nkeys, n, own);
       hashed = true;
     }
     LM_TRY(update_windows(op, &s, np, nwin, hashes, gids, touched));
@@ -1451,13 +1454,24 @@ static void window_clear_all(window_op* op) {
   lm_op_slide_invalidate(op);
 }
 
-static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
+/* Restore the groups of a snapshot that `f` keeps (lm_op_part_filter): all
+ * of them, replacing the state, for a checkpoint of as many partitions. */
+static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
+                                        const lm_op_part_filter* f, laminar_error* err) {
   window_op* op = (window_op*)base;
-  window_clear_all(op);
-  op->watermark = lm_state_get_i64(r);
-  op->late_rows = lm_state_get_i64(r);
+  if (f->merge) {
+    op->suf_block = op->run_block = INT64_MIN; /* shared merges: rebuilt over the added groups */
+    lm_op_slide_invalidate(op);                /* and the sliding state */
+  } else {
+    window_clear_all(op);
+    op->watermark = INT64_MIN;
+    op->late_rows = 0;
+  }
+  int64_t wm = lm_state_get_i64(r), late = lm_state_get_i64(r);
+  if (wm > op->watermark) op->watermark = wm;
+  if (f->late) op->late_rows += late;
   if (op->spec.session) {
-    LM_TRY(lm_op_session_restore(op, r));
+    LM_TRY(lm_op_session_restore(op, r, f));
     laminar_code rc = lm_state_reader_status(r, "session window aggregate", err);
     if (rc != LAMINAR_OK) lm_op_session_clear(op);
     return rc;
@@ -1469,13 +1483,13 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
     if (r->failed || ngroups < 0 || (uint64_t)ngroups > r->len) break;
     window* win;
     LM_TRY(window_get(op, start, &win));
-    if (win->ngroups != 0) {
+    if (win->ngroups != 0 && !f->merge) {
       r->failed = true; /* two windows with one start: not a snapshot of ours */
       break;
     }
-    LM_TRY(lm_op_window_reserve(op, win, ngroups));
-    int64_t g = 0;
-    for (; g < ngroups && !r->failed; g++) {
+    int64_t first = win->ngroups, g = first;
+    LM_TRY(lm_op_window_reserve(op, win, first + ngroups));
+    for (int64_t j = 0; j < ngroups && !r->failed; j++) {
       LM_TRY(lm_op_get_group_keys(op, win, g, r));
       for (int32_t a = 0; a < op->spec.naggs; a++) {
         lm_agg_states_init_group(&win->aggs[a], g);
@@ -1487,6 +1501,14 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
         win->stamp[g] = 0;
       }
       win->ghash[g] = lm_op_hash_group(win, op->spec.nkeys, g);
+      if (lm_op_part_of(win->ghash[g], f->nparts) == f->part) {
+        g++;
+      } else { /* another partition's group: its slot is reused, left empty */
+        for (int32_t a = 0; a < op->spec.naggs; a++) {
+          lm_agg_states_drop_group(&win->aggs[a], g);
+          lm_agg_states_init_group(&win->aggs[a], g);
+        }
+      }
     }
     /* One table sized for all the groups, filled once (not grown and rehashed
      * as they come). */
@@ -1494,7 +1516,7 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
     uint64_t size = 64;
     while (size < (uint64_t)(g + 1) * 2) size *= 2;
     LM_TRY(lm_op_table_rebuild(win, size));
-    for (int64_t k = 0; op->panes && k < g; k++) {
+    for (int64_t k = first; op->panes && k < g; k++) {
       LM_TRY(acc_group(op, op->keyset, win, k, &win->kid[k]));
     }
   }
@@ -1743,6 +1765,11 @@ static laminar_code window_write_frozen(void* frozen, lm_state_writer* w) {
   return w != NULL ? lm_state_writer_status(w) : LAMINAR_OK;
 }
 
+static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
+  const lm_op_part_filter whole = {.nparts = 1, .part = 0, .merge = false, .late = true};
+  return window_restore_part(base, r, &whole, err);
+}
+
 /* ---- lifecycle ------------------------------------------------------------------- */
 
 static void window_destroy(lm_op* base) {
@@ -1792,6 +1819,7 @@ static const lm_op_vtable window_vtable = {
     .on_watermark = window_on_watermark,
     .snapshot = window_snapshot,
     .restore = window_restore,
+    .restore_part = window_restore_part,
     .destroy = window_destroy,
     .freeze = window_freeze,
     .write_frozen = window_write_frozen,
@@ -1882,6 +1910,10 @@ int64_t lm_op_window_state_rows(const lm_op* op) {
   int64_t n = 0;
   for (int32_t i = 0; i < w->nopen; i++) n += w->open[i]->ngroups;
   return n;
+}
+
+void lm_op_window_set_key_hashes(lm_op* base, const uint64_t* h) {
+  if (base != NULL && base->vt == &window_vtable) ((window_op*)base)->in_hashes = h;
 }
 
 void lm_op_window_set_late_sink(lm_op* base, lm_op_sink_fn fn, void* arg) {

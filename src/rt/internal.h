@@ -25,6 +25,10 @@ void lm_rt_pin_self(lm_rt* rt, lm_reactor* r);
 /* part.c */
 /* True when some stream reading `src` runs as partitions. */
 bool lm_rt_source_partitioned(const lm_source_def* src);
+/* Run one message of `src` as a round, inline (every partition in this
+ * thread), and merge it; nothing may be in flight (the reactors are not
+ * started). Consumes msg. */
+laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg);
 /* Take up to a round of messages from `src` and run them through every
  * partition (all reactors) and then the merge (this thread). */
 laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,

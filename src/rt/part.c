@@ -14,11 +14,19 @@
  * a *round* of up to LM_RT_ROUND_MSGS messages (fewer when a subscriber has
  * less room, see below), computes the source watermark after each, publishes
  * the round (release store of round_seq) and wakes the workers. Every reactor
- * p then, for each message in order, hashes the GROUP BY columns of each keyed
- * stream over the batch (the window operator's key hash, lm_op_hash_keys),
- * gathers the rows whose hash falls in partition p (the high 32 bits scaled
- * to N, so the low bits the group tables use stay spread) and runs them
- * through its chain, then applies the message's watermark: the watermark is
+ * p then, for each message in order, takes the hashes of the GROUP BY columns
+ * over the batch (the window operator's key hash, lm_op_hash_keys), gathers
+ * the rows whose hash falls in partition p (lm_op_part_of: the high 32 bits
+ * scaled to N, so the low bits the group tables use stay spread) and runs
+ * them through its chain, handing the chain's window operator the gathered
+ * rows' hashes (lm_op_window_set_key_hashes) so it does not hash them again.
+ * The hashes of a message are computed once per round slot by whichever
+ * reactor claims the message first (lm_round.hstate); a reactor finding it
+ * being hashed by another hashes a later message meanwhile (then waits for it
+ * no longer than hashing it itself would take), so two reactors reaching a
+ * round together split the hashing
+ * (a stream grouping by other columns than the first keyed reader hashes for
+ * itself). Then it applies the message's watermark: the watermark is
  * broadcast, and each partition closes its own windows. What a partition's
  * chain emits is built into an Arrow batch on that reactor and kept, tagged
  * with the round message that produced it, in the round's slot. Reactor 0
@@ -80,6 +88,9 @@
 #define LM_ROUND_SPINS 64
 #define LM_JOIN_BUDGET_NS 20000000   /* reactor 0 waiting for the workers */
 #define LM_IDLE_BUDGET_NS 2000000    /* a worker waiting for the next round */
+/* A reactor waits for another's hashing of a message at most about as long as
+ * hashing it itself would take (its hasher started first). */
+#define LM_HASH_WAIT_NS_PER_ROW 10
 
 /* Poll ready(arg) the way above, without parking; true once it holds. */
 static bool poll_briefly(bool (*ready)(void*), void* arg, int64_t budget_ns) {
@@ -99,6 +110,7 @@ static bool poll_briefly(bool (*ready)(void*), void* arg, int64_t budget_ns) {
 
 void lm_gather_buf_free(lm_gather_buf* g) {
   lm_free(g->hashes);
+  lm_free(g->sel_hashes);
   lm_free(g->sel);
   lm_free(g->cols);
   lm_free(g->mem);
@@ -112,6 +124,9 @@ static laminar_code gather_rows(lm_gather_buf* g, int64_t n) {
   uint64_t* h = lm_realloc(g->hashes, sizeof *h * (size_t)cap);
   if (h == NULL) return LAMINAR_ERR_NOMEM;
   g->hashes = h;
+  h = lm_realloc(g->sel_hashes, sizeof *h * (size_t)cap);
+  if (h == NULL) return LAMINAR_ERR_NOMEM;
+  g->sel_hashes = h;
   int32_t* sel = lm_realloc(g->sel, sizeof *sel * (size_t)cap);
   if (sel == NULL) return LAMINAR_ERR_NOMEM;
   g->sel = sel;
@@ -325,6 +340,10 @@ void lm_stream_def_free_parts(lm_stream_def* s) {
   s->part_keys = NULL;
 }
 
+lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p) {
+  return s->nparts > 1 ? s->parts[p].chain : s->chain;
+}
+
 int64_t lm_stream_late_rows(const lm_stream_def* s) {
   if (s->nparts <= 1) return lm_op_window_late_rows(s->chain);
   int64_t n = 0;
@@ -343,7 +362,7 @@ void lm_stream_rows(const lm_stream_def* s, int64_t* rows_in, int64_t* rows_out)
   *rows_in = 0;
   *rows_out = 0;
   for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++) {
-    const lm_op* head = s->nparts > 1 ? s->parts[p].chain : s->chain;
+    const lm_op* head = lm_stream_part_chain(s, p);
     const lm_op* tail = head;
     while (tail->next != NULL) tail = tail->next;
     *rows_in += head->rows_in;
@@ -356,7 +375,7 @@ laminar_code lm_stream_state_bytes(const lm_stream_def* s, int64_t* out) {
   for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++) {
     lm_state_writer w;
     lm_state_writer_init(&w);
-    laminar_code rc = lm_op_chain_snapshot(s->nparts > 1 ? s->parts[p].chain : s->chain, &w);
+    laminar_code rc = lm_op_chain_snapshot(lm_stream_part_chain(s, p), &w);
     if (rc == LAMINAR_OK) rc = lm_state_writer_status(&w);
     *out += (int64_t)w.len;
     lm_state_writer_free(&w);
@@ -379,29 +398,91 @@ static bool same_keys(const lm_stream_def* a, const lm_stream_def* b) {
          memcmp(a->part_keys, b->part_keys, sizeof(int32_t) * (size_t)a->npart_keys) == 0;
 }
 
-/* Partition of a row hash among n: the high half scaled to [0, n). */
-static inline int32_t part_of(uint64_t h, int32_t n) {
-  return (int32_t)(((h >> 32) * (uint64_t)n) >> 32);
+/* Hash the GROUP BY columns of keyed stream s over every row of `batch`. */
+static laminar_code hash_keys(const lm_stream_def* s, const lm_batch* batch, uint64_t* h) {
+  lm_vec keys[16] = {0};
+  lm_vec* kv = s->npart_keys <= 16 ? keys : lm_malloc(sizeof *kv * (size_t)s->npart_keys);
+  if (kv == NULL) return LAMINAR_ERR_NOMEM;
+  for (int32_t k = 0; k < s->npart_keys; k++) kv[k] = batch->cols[s->part_keys[k]];
+  lm_op_hash_keys(kv, s->npart_keys, batch->nrows, h);
+  if (kv != keys) lm_free(kv);
+  return LAMINAR_OK;
 }
 
-/* Rows of `batch` whose key hash falls in partition p, gathered into r's
- * scratch. */
-static laminar_code select_part(lm_reactor* r, const lm_stream_def* s, const lm_batch* batch,
+/* Claim message j of the round for hashing (it has rows, nobody did). */
+static bool hash_claim(lm_round* rd, int32_t j) {
+  const lm_batch* b = rd->msgs[j]->batch;
+  int unclaimed = 0;
+  return b != NULL && b->nrows > 0 &&
+         atomic_load_explicit(&rd->hstate[j], memory_order_relaxed) == 0 &&
+         atomic_compare_exchange_strong_explicit(&rd->hstate[j], &unclaimed, 1,
+                                                 memory_order_relaxed, memory_order_relaxed);
+}
+
+/* Hash claimed message j into the round's array and publish it. On failure
+ * it stays claimed: the others hash it for themselves. */
+static void hash_shared(lm_round* rd, int32_t j) {
+  if (hash_keys(rd->hkeys, rd->msgs[j]->batch, rd->hashes + rd->hoff[j]) == LAMINAR_OK) {
+    atomic_store_explicit(&rd->hstate[j], 2, memory_order_release);
+  }
+}
+
+/* Message j of round rd, whose shared hashes another reactor computes. */
+typedef struct hash_wait {
+  lm_round* rd;
+  int32_t j;
+} hash_wait;
+
+static bool hashes_ready(void* arg) {
+  const hash_wait* w = arg;
+  return atomic_load_explicit(&w->rd->hstate[w->j], memory_order_acquire) == 2;
+}
+
+/* The key hashes of message j's rows for stream s: the round's shared ones
+ * when s groups like them (hashing them here if no reactor claimed them yet),
+ * else g->hashes. A reactor that finds j being hashed by another hashes a
+ * later message meanwhile, which it needs too; if j is still not ready then,
+ * its hasher is at work (it started first) or preempted: wait at most about
+ * as long as hashing j takes, then hash j for itself. */
+static laminar_code msg_hashes(lm_round* rd, int32_t j, const lm_stream_def* s,
+                               lm_gather_buf* g, const uint64_t** out) {
+  const lm_batch* batch = rd->msgs[j]->batch;
+  if (rd->hkeys != NULL && same_keys(rd->hkeys, s)) {
+    const uint64_t* shared = rd->hashes + rd->hoff[j];
+    *out = shared;
+    if (atomic_load_explicit(&rd->hstate[j], memory_order_acquire) == 2) return LAMINAR_OK;
+    if (hash_claim(rd, j)) {
+      hash_shared(rd, j);
+    } else {
+      for (int32_t k = j + 1; k < rd->n; k++) {
+        if (hash_claim(rd, k)) {
+          hash_shared(rd, k);
+          break;
+        }
+      }
+    }
+    hash_wait w = {rd, j};
+    if (poll_briefly(hashes_ready, &w, batch->nrows * LM_HASH_WAIT_NS_PER_ROW)) return LAMINAR_OK;
+  }
+  LM_TRY(gather_rows(g, batch->nrows));
+  *out = g->hashes;
+  return hash_keys(s, batch, g->hashes);
+}
+
+/* Rows of `batch` whose key hash (h) falls in partition p, gathered into r's
+ * scratch, with their hashes in g->sel_hashes. */
+static laminar_code select_part(lm_reactor* r, const lm_batch* batch, const uint64_t* h,
                                 int32_t nparts, lm_chunk* out) {
   lm_gather_buf* g = &r->scratch;
   int64_t n = batch->nrows;
   LM_TRY(gather_rows(g, n));
-  lm_vec keys[16];
-  lm_vec* kv = s->npart_keys <= 16 ? keys : lm_malloc(sizeof *kv * (size_t)s->npart_keys);
-  if (kv == NULL) return LAMINAR_ERR_NOMEM;
-  for (int32_t k = 0; k < s->npart_keys; k++) kv[k] = batch->cols[s->part_keys[k]];
-  lm_op_hash_keys(kv, s->npart_keys, n, g->hashes);
-  if (kv != keys) lm_free(kv);
   int64_t m = 0;
   int32_t p = r->index;
-  for (int64_t k = 0; k < n; k++) {
+  for (int64_t k = 0; k < n; k++) { /* branch-free: write always, keep if ours */
+    uint64_t hk = h[k];
     g->sel[m] = (int32_t)k;
-    m += part_of(g->hashes[k], nparts) == p;
+    g->sel_hashes[m] = hk;
+    m += lm_op_part_of(hk, nparts) == p;
   }
   return gather(g, batch->cols, batch->ncols, g->sel, m, out);
 }
@@ -409,7 +490,7 @@ static laminar_code select_part(lm_reactor* r, const lm_stream_def* s, const lm_
 /* Reactor r's partition of round `seq` (its slot). */
 static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
   int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
-  const lm_round* rd = &rt->rounds[slot];
+  lm_round* rd = &rt->rounds[slot];
   const lm_source_def* src = rd->src;
   int32_t p = r->index;
   int64_t rows = 0;
@@ -430,7 +511,9 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
         lm_part_out* o = &sp->out[slot];
         sp->cur_msg = j;
         if (!same_keys(prev, s)) { /* streams grouping alike share one routing */
-          sel_rc = select_part(r, s, batch, rt->ncores, &sub);
+          const uint64_t* h;
+          sel_rc = msg_hashes(rd, j, s, &r->scratch, &h);
+          if (sel_rc == LAMINAR_OK) sel_rc = select_part(r, batch, h, rt->ncores, &sub);
           prev = s;
         }
         if (sel_rc != LAMINAR_OK) {
@@ -440,6 +523,7 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
         }
         if (sub.nrows == 0 || o->rc != LAMINAR_OK) continue;
         rows += sub.nrows;
+        lm_op_window_set_key_hashes(sp->chain, r->scratch.sel_hashes); /* no second hash pass */
         o->rc = lm_op_chain_chunk(sp->chain, &sub);
       }
     }
@@ -617,6 +701,61 @@ laminar_code lm_rt_drain(lm_rt* rt) {
   return rc;
 }
 
+/* Room and reset for the shared key hashes of round rd (before its post). */
+static void share_hashes(lm_round* rd) {
+  rd->hkeys = NULL;
+  const lm_stream_def* first = NULL;
+  for (int32_t i = 0; i < rd->src->nreaders && first == NULL; i++) {
+    if (rd->src->readers[i]->nparts > 1) first = rd->src->readers[i];
+  }
+  int64_t total = 0;
+  for (int32_t j = 0; j < rd->n; j++) {
+    rd->hoff[j] = total;
+    if (rd->msgs[j]->batch != NULL) total += rd->msgs[j]->batch->nrows;
+    atomic_store_explicit(&rd->hstate[j], 0, memory_order_relaxed);
+  }
+  if (first == NULL) return;
+  if (total > rd->hcap) {
+    uint64_t* h = lm_realloc(rd->hashes, sizeof *h * (size_t)total);
+    if (h == NULL) return; /* each reactor hashes for itself */
+    rd->hashes = h;
+    rd->hcap = total;
+  }
+  rd->hkeys = first;
+}
+
+/* Publish round `seq`, filled in its slot (release: its contents), and run
+ * partition 0 of it here; inline (not `threaded`), every partition. */
+static void post_round(lm_rt* rt, uint64_t seq, bool threaded) {
+  share_hashes(&rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT]);
+  atomic_store_explicit(&rt->round_seq, seq, memory_order_release);
+  if (threaded) {
+    for (int32_t w = 1; w < rt->ncores; w++) lm_waiter_notify(&rt->reactors[w].wake);
+    run_part(rt, &rt->reactors[0], seq);
+  } else {
+    for (int32_t p = 0; p < rt->ncores; p++) run_part(rt, &rt->reactors[p], seq);
+    for (int32_t w = 1; w < rt->ncores; w++) {
+      atomic_store_explicit(&rt->reactors[w].done, seq, memory_order_relaxed);
+    }
+  }
+}
+
+laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
+  uint64_t seq = atomic_load_explicit(&rt->round_seq, memory_order_relaxed) + 1;
+  lm_round* rd = &rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT];
+  /* Nothing in flight and nobody else on the graph: one message at most N
+   * batches per stream, each published as built when subscribers have room. */
+  uint32_t room = lm_rt_min_free(rt->graph);
+  rd->src = src;
+  rd->split = room > 1 && (room - 1) / (uint32_t)rt->ncores >= 1;
+  rd->n = 1;
+  rd->msgs[0] = msg;
+  rd->wms[0] = lm_rt_msg_advance(src, msg);
+  rt->inflight_msgs += 1;
+  post_round(rt, seq, false);
+  return lm_rt_drain(rt);
+}
+
 laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
                              bool* out_blocked) {
   *out_taken = 0;
@@ -668,17 +807,7 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
     if (rd->n == 0) break;
     *out_taken += rd->n;
     rt->inflight_msgs += rd->n;
-    /* Publish (release: the round's contents), then run partition 0 here. */
-    atomic_store_explicit(&rt->round_seq, seq, memory_order_release);
-    if (threaded) {
-      for (int32_t w = 1; w < rt->ncores; w++) lm_waiter_notify(&rt->reactors[w].wake);
-      run_part(rt, &rt->reactors[0], seq);
-    } else {
-      for (int32_t p = 0; p < rt->ncores; p++) run_part(rt, &rt->reactors[p], seq);
-      for (int32_t w = 1; w < rt->ncores; w++) {
-        atomic_store_explicit(&rt->reactors[w].done, seq, memory_order_relaxed);
-      }
-    }
+    post_round(rt, seq, threaded);
     rc = merge_ready(rt, false);
     if (*out_taken >= LM_RT_ROUND_MSGS * LM_RT_ROUNDS_INFLIGHT) break; /* let other sources in */
   }
@@ -829,6 +958,11 @@ laminar_code lm_rt_configure(lm_rt* rt, int32_t cores, bool affinity) {
 }
 
 void lm_rt_reactors_free(lm_rt* rt) {
+  for (int32_t k = 0; k < LM_RT_ROUNDS_INFLIGHT; k++) {
+    lm_free(rt->rounds[k].hashes);
+    rt->rounds[k].hashes = NULL;
+    rt->rounds[k].hcap = 0;
+  }
   for (int32_t i = 0; i < rt->ncores; i++) {
     lm_waiter_destroy(&rt->reactors[i].wake);
     lm_gather_buf_free(&rt->reactors[i].scratch);

@@ -306,7 +306,12 @@ static laminar_code process_msg(lm_source_def* src, lm_msg* msg) {
   return rc;
 }
 
-laminar_code lm_rt_process_now(lm_source_def* src, lm_msg* msg) { return process_msg(src, msg); }
+laminar_code lm_rt_process_now(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
+  /* Keyed readers: the message goes through their partitions as a round of
+   * one, as the reactor would route it. */
+  if (rt->ncores > 1 && lm_rt_source_partitioned(src)) return lm_rt_run_msg(rt, src, msg);
+  return process_msg(src, msg);
+}
 
 /* Room every subscriber ring must have before a source message is taken.
  * One message makes each stream emit at most one batch: a map stream emits on

@@ -86,6 +86,7 @@ typedef struct lm_stream_part {
 /* Growable scratch of one reactor: row hashes, selections, gathered columns. */
 typedef struct lm_gather_buf {
   uint64_t* hashes;
+  uint64_t* sel_hashes;      /* hashes of the selected rows, for the window operator */
   int32_t* sel;
   int64_t rows_cap;
   lm_vec* cols;
@@ -234,6 +235,17 @@ typedef struct lm_round {
   int64_t wms[LM_RT_ROUND_MSGS];
   int32_t n;
   bool split;                /* publish each partition's batch (else concatenate) */
+  /* Key hashes of the messages' rows over the GROUP BY columns of `hkeys`
+   * (the first keyed reader; readers grouping alike share them), computed
+   * once per message by whichever reactor claims it: message j's rows from
+   * hashes + hoff[j]; hstate[j] 0 unclaimed, 1 being hashed, 2 ready
+   * (release by the hasher, acquire by the others). Sized and reset by
+   * reactor 0 before the post; hkeys NULL: each reactor hashes for itself. */
+  const lm_stream_def* hkeys;
+  uint64_t* hashes;
+  int64_t hcap;
+  int64_t hoff[LM_RT_ROUND_MSGS];
+  atomic_int hstate[LM_RT_ROUND_MSGS];
 } lm_round;
 
 typedef struct lm_rt {
@@ -294,8 +306,9 @@ int64_t lm_rt_now_ns(void);
 void lm_rt_notify(lm_rt* rt);
 
 /* Take one message through the graph now, in the calling thread (WAL replay
- * at open, before any reactor runs). Consumes msg. */
-laminar_code lm_rt_process_now(lm_source_def* src, lm_msg* msg);
+ * at open, before any reactor runs): through every partition of its keyed
+ * readers, as the reactors route live pushes. Consumes msg. */
+laminar_code lm_rt_process_now(lm_rt* rt, lm_source_def* src, lm_msg* msg);
 
 /* Drive the graph inline until no queued message can be processed. Not while
  * started. */
@@ -334,6 +347,8 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
 const char* lm_rt_reactor_name(int32_t index);
 /* A new stream starts at its input's watermark (all its partitions). */
 void lm_stream_def_start_at(lm_stream_def* s, int64_t watermark_ms);
+/* The chain of partition p (< nparts; p 0: `chain`, also of an unpartitioned stream). */
+lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p);
 /* Late rows of a stream over all its partitions. */
 int64_t lm_stream_late_rows(const lm_stream_def* s);
 /* Groups held by a stream over all its partitions. */

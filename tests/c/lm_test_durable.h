@@ -54,15 +54,18 @@ static inline int push_batch(laminar_source* src, int64_t b, laminar_error* err)
   return (int)rc;
 }
 
-/* A config for a durable database in dir (NULL on failure). */
-static inline laminar_config* durable_config(const char* dir, const char* interval,
-                                             const char* wal_mode) {
+/* A config for a durable database in dir with `cores` reactors (NULL on failure). */
+static inline laminar_config* durable_config_cores(const char* dir, const char* interval,
+                                                   const char* wal_mode, int cores) {
   laminar_config* c;
   if (laminar_config_create(&c) != LAMINAR_OK) return NULL;
   laminar_error err;
+  char n[16];
+  snprintf(n, sizeof n, "%d", cores);
   if (laminar_config_set(c, "data_dir", dir, &err) != LAMINAR_OK ||
       laminar_config_set(c, "checkpoint_interval", interval, &err) != LAMINAR_OK ||
-      laminar_config_set(c, "wal_mode", wal_mode, &err) != LAMINAR_OK) {
+      laminar_config_set(c, "wal_mode", wal_mode, &err) != LAMINAR_OK ||
+      laminar_config_set(c, "cores", n, &err) != LAMINAR_OK) {
     fprintf(stderr, "durable_config: %s\n", err.message);
     laminar_config_destroy(c);
     return NULL;
@@ -70,13 +73,23 @@ static inline laminar_config* durable_config(const char* dir, const char* interv
   return c;
 }
 
-static inline laminar_code open_db(const char* dir, const char* wal_mode, laminar_db** db,
-                                   laminar_error* err) {
-  laminar_config* c = durable_config(dir, "1 hour", wal_mode);
+static inline laminar_config* durable_config(const char* dir, const char* interval,
+                                             const char* wal_mode) {
+  return durable_config_cores(dir, interval, wal_mode, 1);
+}
+
+static inline laminar_code open_db_cores(const char* dir, const char* wal_mode, int cores,
+                                         laminar_db** db, laminar_error* err) {
+  laminar_config* c = durable_config_cores(dir, "1 hour", wal_mode, cores);
   if (c == NULL) return LAMINAR_ERR_NOMEM;
   laminar_code rc = laminar_open(c, db, err);
   laminar_config_destroy(c);
   return rc;
+}
+
+static inline laminar_code open_db(const char* dir, const char* wal_mode, laminar_db** db,
+                                   laminar_error* err) {
+  return open_db_cores(dir, wal_mode, 1, db, err);
 }
 
 static inline void sink_sql(const char* dir, char* out, size_t n) {

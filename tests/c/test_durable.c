@@ -18,6 +18,9 @@
 #include "lm_test.h"
 #include "lm_test_durable.h"
 #include "lm_test_metrics.h"
+#include "state/state.h"
+#include "store/ckpt.h"
+#include "util/util.h"
 
 /* ---- settings ------------------------------------------------------------------------ */
 
@@ -64,10 +67,58 @@ static int test_settings(void) {
 
 /* ---- restart ---------------------------------------------------------------------------- */
 
+/* Rewrite the newest checkpoint of dir in format 1, as written before
+ * checkpoints held one state per partition: no partition count, one state per
+ * stream (every stream must have one partition). */
+static int downgrade_checkpoint(const char* dir) {
+  char cdir[600];
+  snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
+  bool found;
+  uint64_t epoch;
+  uint8_t* data;
+  size_t len;
+  laminar_error err;
+  CHECK_CODE(lm_ckpt_load_latest(cdir, &found, &epoch, &data, &len, NULL, &err), LAMINAR_OK, &err);
+  CHECK(found);
+  lm_state_reader r;
+  lm_state_reader_init(&r, data, len);
+  lm_state_writer w;
+  lm_state_writer_init(&w);
+  lm_state_put_u32(&w, lm_state_get_u32(&r)); /* magic */
+  EXPECT(lm_state_get_u32(&r) == 2);
+  lm_state_put_u32(&w, 1);
+  lm_state_put_i64(&w, lm_state_get_i64(&r)); /* epoch */
+  uint32_t n = lm_state_get_u32(&r);
+  lm_state_put_u32(&w, n);
+  for (uint32_t i = 0; i < n; i++) { /* sources: name, offset, watermark, max ts */
+    lm_str name = lm_state_get_bytes(&r);
+    lm_state_put_bytes(&w, name.ptr, (size_t)name.len);
+    for (int k = 0; k < 3; k++) lm_state_put_i64(&w, lm_state_get_i64(&r));
+  }
+  n = lm_state_get_u32(&r);
+  lm_state_put_u32(&w, n);
+  for (uint32_t i = 0; i < n; i++) { /* streams: name, watermark, [partitions,] state */
+    lm_str name = lm_state_get_bytes(&r);
+    lm_state_put_bytes(&w, name.ptr, (size_t)name.len);
+    lm_state_put_i64(&w, lm_state_get_i64(&r));
+    EXPECT(lm_state_get_u32(&r) == 1);
+    lm_str state = lm_state_get_bytes(&r);
+    lm_state_put_bytes(&w, state.ptr, (size_t)state.len);
+  }
+  EXPECT(!r.failed && r.pos == r.len && lm_state_writer_status(&w) == LAMINAR_OK);
+  CHECK_CODE(lm_ckpt_write(cdir, epoch, w.data, w.len, &err), LAMINAR_OK, &err);
+  lm_state_writer_free(&w);
+  lm_free(data);
+  return 0;
+}
+
 /* Half the input, a checkpoint, more input without a checkpoint, close;
  * reopen (no DDL: the catalog comes back), resume at the offset, finish. The
- * committed output equals the uninterrupted run's. */
-static int restart_case(const char* wal_mode) {
+ * committed output equals the uninterrupted one-core run's. The first run has
+ * `cores` reactors, the reopened one `cores_after` (keyed state split by key
+ * hash again when they differ); `v1`: its checkpoint is rewritten in format 1
+ * before the reopen (a data directory of an earlier version). */
+static int restart_case(const char* wal_mode, int cores, int cores_after, bool v1) {
   char* want = reference_output();
   CHECK(want != NULL && strlen(want) > 100);
   /* The late side output has rows: 8 of the input's (one per fifth batch). */
@@ -83,20 +134,22 @@ static int restart_case(const char* wal_mode) {
   laminar_error err;
   char sql[2048];
   sink_sql(dir, sql, sizeof sql);
-  CHECK_CODE(open_db(dir, wal_mode, &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(open_db_cores(dir, wal_mode, cores, &db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
   int64_t off;
   CHECK_CODE(laminar_source_offset(src, &off, &err), LAMINAR_OK, &err);
   CHECK(off == 1);
+  EXPECT(lm_test_metric(db, "stream", "vwap", "partitions") == cores);
   CHECK(feed(db, src, 0, 15, 0) == 0);
   CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
   CHECK(feed(db, src, 15, 22, 0) == 0); /* after the checkpoint: only in the WAL */
   laminar_source_close(src);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  if (v1) CHECK(downgrade_checkpoint(dir) == 0);
 
-  CHECK_CODE(open_db(dir, wal_mode, &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(open_db_cores(dir, wal_mode, cores_after, &db, &err), LAMINAR_OK, &err);
   /* The same DDL again is harmless; another definition under a used name is not. */
   CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
@@ -105,6 +158,13 @@ static int restart_case(const char* wal_mode) {
   CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_offset(src, &off, &err), LAMINAR_OK, &err);
   CHECK(off == 23); /* 22 batches were accepted */
+  EXPECT(lm_test_metric(db, "stream", "vwap", "partitions") == cores_after);
+  /* The WAL after the checkpoint (7 batches) went through every partition. */
+  for (int r = 0; r < cores_after; r++) {
+    char name[16];
+    snprintf(name, sizeof name, "%d", r);
+    EXPECT(cores_after == 1 || lm_test_metric(db, "reactor", name, "rows") > 0);
+  }
   CHECK(feed(db, src, off - 1, NBATCH, 9) == 0);
   CHECK(finish(db, src) == 0);
   laminar_source_close(src);
@@ -118,8 +178,14 @@ static int restart_case(const char* wal_mode) {
   return rc;
 }
 
-static int test_restart_sync(void) { return restart_case("sync"); }
-static int test_restart_async(void) { return restart_case("async"); }
+static int test_restart_sync(void) { return restart_case("sync", 1, 1, false); }
+static int test_restart_async(void) { return restart_case("async", 1, 1, false); }
+static int test_restart_cores2_sync(void) { return restart_case("sync", 2, 2, false); }
+static int test_restart_cores2_async(void) { return restart_case("async", 2, 2, false); }
+static int test_restart_cores_1_to_2(void) { return restart_case("sync", 1, 2, false); }
+static int test_restart_cores_2_to_1(void) { return restart_case("async", 2, 1, false); }
+static int test_restart_cores_2_to_3(void) { return restart_case("sync", 2, 3, false); }
+static int test_restart_format1_checkpoint(void) { return restart_case("sync", 1, 2, true); }
 
 /* ---- damaged state ------------------------------------------------------------------------ */
 
@@ -367,14 +433,15 @@ static int test_connector_sink(void) {
 
 /* Pushes from this thread while the reactor processes, the async WAL flushes
  * and checkpoints are taken every 20 ms by the background thread (this case
- * also runs under TSan): the committed output reaches the reference. */
-static int test_threaded_interval_checkpoints(void) {
+ * also runs under TSan): the committed output reaches the reference. With 2
+ * cores the checkpoint's pause is the aligned barrier of both reactors. */
+static int threaded_interval_case(int cores) {
   char* want = reference_output();
   CHECK(want != NULL);
   char dir[64];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dur_") == 0);
   laminar_error err;
-  laminar_config* c = durable_config(dir, "20 ms", "async");
+  laminar_config* c = durable_config_cores(dir, "20 ms", "async", cores);
   CHECK(c != NULL);
   laminar_db* db;
   CHECK_CODE(laminar_open(c, &db, &err), LAMINAR_OK, &err);
@@ -409,14 +476,24 @@ static int test_threaded_interval_checkpoints(void) {
   return rc;
 }
 
+static int test_threaded_interval_checkpoints(void) { return threaded_interval_case(1); }
+static int test_threaded_interval_checkpoints_cores2(void) { return threaded_interval_case(2); }
+
 static const lm_test_case cases[] = {
     {"metrics", test_metrics},
     {"try_push_and_free_slots", test_try_push_and_free_slots},
     {"connector_sink", test_connector_sink},
     {"threaded_interval_checkpoints", test_threaded_interval_checkpoints},
+    {"threaded_interval_checkpoints_cores2", test_threaded_interval_checkpoints_cores2},
     {"settings", test_settings},
     {"restart_sync", test_restart_sync},
     {"restart_async", test_restart_async},
+    {"restart_cores2_sync", test_restart_cores2_sync},
+    {"restart_cores2_async", test_restart_cores2_async},
+    {"restart_cores_1_to_2", test_restart_cores_1_to_2},
+    {"restart_cores_2_to_1", test_restart_cores_2_to_1},
+    {"restart_cores_2_to_3", test_restart_cores_2_to_3},
+    {"restart_format1_checkpoint", test_restart_format1_checkpoint},
     {"damaged_checkpoint_and_catalog", test_damaged_checkpoint_and_catalog},
     {NULL, NULL},
 };

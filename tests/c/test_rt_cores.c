@@ -11,7 +11,7 @@
  * key's rows so far, each counted once, in order), every -1 row retracts the
  * key's previous +1 row, and the last count is the key's row count. The plain
  * subscriber checks every row once, in order per producer.
- * Also: the config errors, the checkpoint conflict, core_affinity, and the
+ * Also: the config errors, core_affinity, and the
  * per-reactor metrics.
  */
 /* lm_ctest: LABELS unit concurrency TIMEOUT 300 */
@@ -282,18 +282,7 @@ static int test_config_errors(void) {
   EXPECT(laminar_config_set(cfg, "core_affinity", "maybe", &err) == LAMINAR_ERR_CONFIG_VALUE);
   EXPECT(laminar_config_set(cfg, "cores", "64", &err) == LAMINAR_OK);
   EXPECT(laminar_config_set(cfg, "cores", "2", &err) == LAMINAR_OK);
-  /* Durability (checkpoints) does not go with several reactors. */
-  char dir[] = "/tmp/lm_test_cores_XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
-  EXPECT(laminar_config_set(cfg, "data_dir", dir, &err) == LAMINAR_OK);
-  EXPECT(laminar_config_set(cfg, "checkpoint_interval", "250 ms", &err) == LAMINAR_OK);
-  laminar_db* db = NULL;
-  EXPECT(laminar_open(cfg, &db, &err) == LAMINAR_ERR_CONFIG_CONFLICT);
-  EXPECT(db == NULL);
-  EXPECT(strstr(err.message, "LDB-6003") == err.message);
-  EXPECT(strstr(err.message, "cores") != NULL);
   laminar_config_destroy(cfg);
-  CHECK(rmdir(dir) == 0);
   return 0;
 }
 

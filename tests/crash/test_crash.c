@@ -13,7 +13,10 @@
  * Episodes repeat until at least 100 kills. The summary line counts kills by
  * the phase the child was in (its own marker in shared memory: open and
  * recovery, push with its WAL append and flush, the inline run, checkpoint
- * with its sink commits, the final watermark).
+ * with its sink commits, the final watermark). Each run draws its reactor
+ * count, 1 or 2 (thread-per-core: partitioned state is checkpointed per
+ * partition and split by key hash again when a restart has another count),
+ * so the kills fall on both and restarts go 1 -> 2 and 2 -> 1 too.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  // fork, mmap, usleep under -std=c17
@@ -33,14 +36,14 @@
 enum { PH_OPEN, PH_PUSH, PH_RUN, PH_CHECKPOINT, PH_FINISH, PH_COUNT };
 static const char* PHASES[PH_COUNT] = {"open/recover", "push", "run", "checkpoint", "finish"};
 
-static void child_run(const char* dir, volatile int* phase) {
+static void child_run(const char* dir, int cores, volatile int* phase) {
   laminar_db* db;
   laminar_source* src;
   laminar_error err;
   char sql[2048];
   sink_sql(dir, sql, sizeof sql);
   *phase = PH_OPEN;
-  if (open_db(dir, "sync", &db, &err) != LAMINAR_OK) {
+  if (open_db_cores(dir, "sync", cores, &db, &err) != LAMINAR_OK) {
     fprintf(stderr, "child: open: %s\n", err.message);
     _exit(3);
   }
@@ -90,19 +93,24 @@ static int test_sigkill_loop(void) {
   CHECK(phase != MAP_FAILED);
   uint64_t seed = lm_test_seed(), r = seed | 1;
   int kills = 0, episodes = 0, runs = 0, mismatches = 0;
-  int hist[PH_COUNT] = {0};
+  int hist[PH_COUNT] = {0}, kills_cores[3] = {0}, switches = 0;
   int64_t full_ns = 0;
   while (kills < 100) {
     char dir[64];
     CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_kill_") == 0);
     episodes++;
     int streak = 0; /* kills in a row in this episode */
+    int last_cores = 0;
     for (;;) {
       runs++;
+      r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+      int cores = 1 + (int)((r >> 32) % 2);
+      switches += last_cores != 0 && cores != last_cores;
+      last_cores = cores;
       int64_t t0 = mono_ns();
       pid_t pid = fork();
       CHECK(pid >= 0);
-      if (pid == 0) child_run(dir, phase);
+      if (pid == 0) child_run(dir, cores, phase);
       int status;
       /* Kill at a random moment of a run's span; after 8 kills in a row the
        * run may finish, so every episode ends. */
@@ -115,6 +123,7 @@ static int test_sigkill_loop(void) {
           waitpid(pid, &status, 0);
           if (WIFSIGNALED(status)) {
             kills++;
+            kills_cores[cores]++;
             streak++;
             if (ph >= 0 && ph < PH_COUNT) hist[ph]++;
             continue;
@@ -146,7 +155,9 @@ static int test_sigkill_loop(void) {
           (unsigned long long)seed);
   fprintf(stderr, "crash: kills by phase:");
   for (int i = 0; i < PH_COUNT; i++) fprintf(stderr, " %s=%d", PHASES[i], hist[i]);
-  fprintf(stderr, "\n");
+  fprintf(stderr, "\ncrash: kills by cores: 1=%d 2=%d; restarts with another core count: %d\n",
+          kills_cores[1], kills_cores[2], switches);
+  EXPECT(kills_cores[1] > 0 && kills_cores[2] > 0 && switches > 0);
   munmap((void*)phase, 4096);
   free(want);
   return mismatches == 0 ? 0 : 1;

@@ -14,9 +14,9 @@ is installed (the test requirements install it) or with ``--run-spark``.
 ``spark`` is a local Spark session (``local[2,2]``: two threads, a failed task
 is tried once more) started once for the whole run.
 
-``LAMINAR_TEST_CORES=N`` runs every in-memory ``laminardb.open()`` of the
-tests with ``cores = N`` (thread-per-core; durable opens keep one reactor), e.g.
-``LAMINAR_TEST_CORES=2 pytest tests/python/test_oracle.py``.
+``LAMINAR_TEST_CORES=N`` runs every ``laminardb.open()`` of the tests that
+does not choose ``cores`` itself with ``cores = N`` (thread-per-core, durable
+databases too), e.g. ``LAMINAR_TEST_CORES=2 pytest tests/python/test_oracle.py``.
 """
 
 from __future__ import annotations
@@ -134,14 +134,15 @@ def drain(sub: laminardb.Subscription, rows: int, timeout: float = 10.0) -> pa.T
 
 @pytest.fixture(autouse=True)
 def _test_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``LAMINAR_TEST_CORES``: in-memory databases get that many reactors."""
+    """``LAMINAR_TEST_CORES``: databases get that many reactors."""
     cores = os.environ.get("LAMINAR_TEST_CORES")
     if not cores:
         return
     real_open = laminardb.open
 
     def open_with_cores(path: str | None = None, *args: Any, **options: Any) -> Any:  # noqa: ANN401
-        if path is None and not args and "cores" not in options:
+        chosen = "cores" in options or "cores" in (options.get("config") or {})
+        if not args and not chosen:
             options["cores"] = int(cores)
         return real_open(path, *args, **options)
 

@@ -188,11 +188,6 @@ def test_bad_core_options(options, code):
         laminardb.open(**options)
 
 
-def test_cores_with_checkpoints_is_a_conflict(tmp_path):
-    with pytest.raises(laminardb.ConfigError, match="LDB-6003.*cores"):
-        laminardb.open(str(tmp_path), cores=2, checkpoint_interval="1 s")
-
-
 def test_pinned_reactors_run():
     """core_affinity pins each reactor (cpu metric) and the data still flows."""
     with laminardb.open(cores=2, core_affinity=True) as db:

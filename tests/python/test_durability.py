@@ -97,15 +97,17 @@ def run_with_restart(
     stop_at: int,
     wal_io: str = "auto",
     wal_direct_io: str = "auto",
+    cores: tuple[int, int] = (1, 1),
 ) -> None:
     """Feed the batches, checkpointing every few; close after ``stop_at``
     batches; reopen (the catalog comes back: no DDL) and finish from the
-    source's offset."""
-    options = {
+    source's offset. ``cores``: reactors before and after the restart."""
+    options: dict[str, str | int] = {
         "checkpoint_interval": "1 hour",
         "wal_mode": wal_mode,
         "wal_io": wal_io,
         "wal_direct_io": wal_direct_io,
+        "cores": cores[0],
     }
     with laminardb.open(root, **options) as db:
         db.execute(DDL)
@@ -117,6 +119,7 @@ def run_with_restart(
             db.run_until_idle()
             if (i + 1) % checkpoint_every == 0:
                 db.checkpoint()
+    options["cores"] = cores[1]
     with laminardb.open(root, **options) as db:
         db.execute(DDL)  # the same DDL again is harmless
         src = db.source("trades")
@@ -149,9 +152,19 @@ def io_uring_works(root: Path) -> bool:
 )
 @pytest.mark.parametrize("wal_mode", ["sync", "async"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(
+    "cores", [(1, 1), (2, 2), (1, 2), (2, 1)], ids=lambda c: f"cores{c[0]}to{c[1]}"
+)
 def test_restart_gives_the_batch_answer_once(
-    tmp_path: Path, wal_mode: str, wal_io: str, wal_direct_io: str, seed: int
+    tmp_path: Path,
+    wal_mode: str,
+    wal_io: str,
+    wal_direct_io: str,
+    seed: int,
+    cores: tuple[int, int],
 ) -> None:
+    """Also across thread-per-core: each reactor's partition is checkpointed,
+    and a restart with another ``cores`` splits the state by key hash again."""
     if wal_io == "io_uring" and not io_uring_works(tmp_path):
         pytest.skip("io_uring is refused here; the pwrite runs cover the WAL")
     batches = make_batches(seed)
@@ -159,7 +172,7 @@ def test_restart_gives_the_batch_answer_once(
     stop_at = int(rng.integers(1, len(batches)))
     every = int(rng.integers(2, 9))
     root = tmp_path / "db"
-    run_with_restart(root, batches, wal_mode, every, stop_at, wal_io, wal_direct_io)
+    run_with_restart(root, batches, wal_mode, every, stop_at, wal_io, wal_direct_io, cores)
     rows = committed(root)
     assert len(rows) == len(set(rows)), "a window was published twice"
     assert set(rows) == expected(batches)
@@ -198,9 +211,11 @@ def test_unrecoverable_catalog_is_reported(tmp_path: Path) -> None:
     assert "catalog.sql" in str(e.value)
 
 
-def test_interval_checkpoints_publish_without_being_asked(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cores", [1, 2])
+def test_interval_checkpoints_publish_without_being_asked(tmp_path: Path, cores: int) -> None:
     batches = make_batches(7, nbatches=6)
-    with laminardb.open(tmp_path, checkpoint_interval="50 ms", wal_mode="async") as db:
+    options = {"checkpoint_interval": "50 ms", "wal_mode": "async", "cores": cores}
+    with laminardb.open(tmp_path, **options) as db:
         db.execute(DDL)
         db.execute(sink_sql(tmp_path))
         db.start()
