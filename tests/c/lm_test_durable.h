@@ -214,6 +214,21 @@ static inline int finish(laminar_db* db, laminar_source* src) {
   return 0;
 }
 
+/* Finish (final watermark, last checkpoint), close, and compare the
+ * committed sink output under dir with `want` (the diff on stderr).
+ * Returns 0 when equal. */
+static inline int finish_and_compare(laminar_db* db, laminar_source* src, const char* dir,
+                                     const char* want) {
+  CHECK(finish(db, src) == 0);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  char* got = sink_output(dir);
+  int rc = got != NULL && strcmp(got, want) == 0 ? 0 : 1;
+  if (rc) fprintf(stderr, "--- got\n%s--- want\n%s", got ? got : "(none)\n", want);
+  free(got);
+  return rc;
+}
+
 static inline void remove_db(const char* dir) {
   const char* subs[] = {"out",  "busy",        "busiest",    "hopping", "bursts", "running",
                         "late", "checkpoints", "wal/trades", "wal"};

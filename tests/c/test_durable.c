@@ -166,13 +166,7 @@ static int restart_case(const char* wal_mode, int cores, int cores_after, bool v
     EXPECT(cores_after == 1 || lm_test_metric(db, "reactor", name, "rows") > 0);
   }
   CHECK(feed(db, src, off - 1, NBATCH, 9) == 0);
-  CHECK(finish(db, src) == 0);
-  laminar_source_close(src);
-  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
-  char* got = sink_output(dir);
-  int rc = strcmp(got, want) == 0 ? 0 : 1;
-  if (rc) fprintf(stderr, "--- got\n%s--- want\n%s", got, want);
-  free(got);
+  int rc = finish_and_compare(db, src, dir, want);
   free(want);
   remove_db(dir);
   return rc;

@@ -88,14 +88,7 @@ static int restart_and_compare(const char* dir, const char* want) {
   CHECK(open_pipeline(dir, &db, &src) == 0);
   CHECK_CODE(laminar_source_offset(src, &off, &err), LAMINAR_OK, &err);
   CHECK(feed(db, src, off - 1, NBATCH, 11) == 0);
-  CHECK(finish(db, src) == 0);
-  laminar_source_close(src);
-  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
-  char* got = sink_output(dir);
-  int rc = strcmp(got, want) == 0 ? 0 : 1;
-  if (rc) fprintf(stderr, "--- got\n%s--- want\n%s", got, want);
-  free(got);
-  return rc;
+  return finish_and_compare(db, src, dir, want);
 }
 
 /* One case: a fresh durable pipeline, body(db, src, dir) on it (leaving both
