@@ -73,6 +73,7 @@ typedef struct window_op {
   int64_t nlate;
   lm_vec* key_vecs;
   lm_vec* arg_vecs;
+  bool* arg_pos;          /* this chunk: arg_vecs[a] is by position in the selection */
   lm_vec* ord_vecs;       /* FIRST / LAST: the event time of each row */
   lm_vec* out_vecs;
   bool track;           /* emit_changes or a changelog input: per-group nrows */
@@ -179,8 +180,10 @@ static inline void lm_op_late_row(window_op* op, int64_t k) {
 
 /* ---- helpers defined in window.c --------------------------------------------- */
 
-/* Hash every row's key tuple into h[0..n). */
-void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, int64_t n, uint64_t* h);
+/* Hash every row's key tuple: rows 0..n-1 into h[0..n) (sel NULL), or rows
+ * sel[0..n) into h[sel[i]]. */
+void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, const uint32_t* sel, int64_t n,
+                     uint64_t* h);
 /* Hash of a stored group's keys; equals lm_op_hash_keys() of the row it came from. */
 uint64_t lm_op_hash_group(const window* w, int32_t nkeys, int64_t g);
 /* The group of window w holding row `row`'s keys (hash h), added if new. */
@@ -226,10 +229,10 @@ void lm_op_slide_free(window_op* op);
 
 /* ---- session windows (session.c) ---------------------------------------------- */
 
-/* One chunk into the sessions (rows where keep[k] is 0 skipped; keep NULL: all);
- * `given`: the rows' key hashes from the router, or NULL to hash here. */
-laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep,
-                                 const uint64_t* given);
+/* One chunk (n > 0 rows, with or without a selection) into the sessions;
+ * `given`: the rows' key hashes from the router (indexed by row number), or
+ * NULL to hash here. */
+laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given);
 /* Emit and free the sessions closed by op->watermark. */
 laminar_code lm_op_session_watermark(window_op* op);
 void lm_op_session_snapshot(const window_op* op, lm_state_writer* w);

@@ -14,19 +14,20 @@
  * a *round* of up to LM_RT_ROUND_MSGS messages (fewer when a subscriber has
  * less room, see below), computes the source watermark after each, publishes
  * the round (release store of round_seq) and wakes the workers. Every reactor
- * p then, for each message in order, takes the hashes of the GROUP BY columns
- * over the batch (the window operator's key hash, lm_op_hash_keys), gathers
- * the rows whose hash falls in partition p (lm_op_part_of: the high 32 bits
- * scaled to N, so the low bits the group tables use stay spread) and runs
- * them through its chain, handing the chain's window operator the gathered
- * rows' hashes (lm_op_window_set_key_hashes) so it does not hash them again.
- * The hashes of a message are computed once per round slot by whichever
- * reactor claims the message first (lm_round.hstate); a reactor finding it
- * being hashed by another hashes a later message meanwhile (then waits for it
- * no longer than hashing it itself would take), so two reactors reaching a
- * round together split the hashing
- * (a stream grouping by other columns than the first keyed reader hashes for
- * itself). Then it applies the message's watermark: the watermark is
+ * p then, for each message in order, routes it: the hashes of the GROUP BY
+ * columns over the batch (the window operator's key hash, lm_op_hash_keys)
+ * and the batch's row numbers sorted by partition (lm_op_part_of: the high 32
+ * bits scaled to N, so the low bits the group tables use stay spread). Both
+ * are computed once per message and round slot by whichever reactor claims
+ * the message first (lm_round.hstate); a reactor finding it being hashed by
+ * another hashes a later message meanwhile (then waits for it no longer than
+ * hashing it itself would take), so two reactors reaching a round together
+ * split the routing (a stream grouping by other columns than the first keyed
+ * reader hashes and selects for itself). Reactor p hands its chain the whole
+ * batch with partition p's rows as a selection (lm_chunk.sel: no copy of the
+ * rows; the window operator reads them where they are) and the hashes by row
+ * (lm_op_window_set_key_hashes), so nothing is hashed or gathered twice.
+ * Then it applies the message's watermark: the watermark is
  * broadcast, and each partition closes its own windows. What a partition's
  * chain emits is built into an Arrow batch on that reactor and kept, tagged
  * with the round message that produced it, in the round's slot. Reactor 0
@@ -110,7 +111,6 @@ static bool poll_briefly(bool (*ready)(void*), void* arg, int64_t budget_ns) {
 
 void lm_gather_buf_free(lm_gather_buf* g) {
   lm_free(g->hashes);
-  lm_free(g->sel_hashes);
   lm_free(g->sel);
   lm_free(g->cols);
   lm_free(g->mem);
@@ -124,10 +124,7 @@ static laminar_code gather_rows(lm_gather_buf* g, int64_t n) {
   uint64_t* h = lm_realloc(g->hashes, sizeof *h * (size_t)cap);
   if (h == NULL) return LAMINAR_ERR_NOMEM;
   g->hashes = h;
-  h = lm_realloc(g->sel_hashes, sizeof *h * (size_t)cap);
-  if (h == NULL) return LAMINAR_ERR_NOMEM;
-  g->sel_hashes = h;
-  int32_t* sel = lm_realloc(g->sel, sizeof *sel * (size_t)cap);
+  uint32_t* sel = lm_realloc(g->sel, sizeof *sel * (size_t)cap);
   if (sel == NULL) return LAMINAR_ERR_NOMEM;
   g->sel = sel;
   g->rows_cap = cap;
@@ -154,49 +151,6 @@ static laminar_code gather_reserve(lm_gather_buf* g, int32_t ncols, size_t bytes
 }
 
 static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
-
-/* Rows sel[0..m) of columns `in` into g (views valid until g is reused).
- * Strings stay views into the input's bytes. */
-static laminar_code gather(lm_gather_buf* g, const lm_vec* in, int32_t ncols,
-                           const int32_t* sel, int64_t m, lm_chunk* out) {
-  size_t bytes = 0;
-  for (int32_t c = 0; c < ncols; c++) {
-    bytes += align16((size_t)(m * lm_type_width(in[c].type)));
-    if (in[c].nulls != NULL) bytes += align16((size_t)m);
-  }
-  LM_TRY(gather_reserve(g, ncols, bytes));
-  unsigned char* p = g->mem;
-  for (int32_t c = 0; c < ncols; c++) {
-    const lm_vec* v = &in[c];
-    int64_t w = lm_type_width(v->type);
-    unsigned char* data = p;
-    p += align16((size_t)(m * w));
-    const unsigned char* src = v->data;
-    switch (w) {
-      case 8:
-        for (int64_t k = 0; k < m; k++) memcpy(data + k * 8, src + (int64_t)sel[k] * 8, 8);
-        break;
-      case 4:
-        for (int64_t k = 0; k < m; k++) memcpy(data + k * 4, src + (int64_t)sel[k] * 4, 4);
-        break;
-      case 1:
-        for (int64_t k = 0; k < m; k++) data[k] = src[sel[k]];
-        break;
-      default:
-        for (int64_t k = 0; k < m; k++) memcpy(data + k * w, src + (int64_t)sel[k] * w, (size_t)w);
-        break;
-    }
-    uint8_t* nulls = NULL;
-    if (v->nulls != NULL) {
-      nulls = p;
-      p += align16((size_t)m);
-      for (int64_t k = 0; k < m; k++) nulls[k] = v->nulls[sel[k]];
-    }
-    g->cols[c] = (lm_vec){v->type, m, nulls, data};
-  }
-  *out = (lm_chunk){m, ncols, g->cols};
-  return LAMINAR_OK;
-}
 
 /* Concatenate batches b[0..k) (same schema) into g's columns. */
 static laminar_code concat(lm_gather_buf* g, lm_batch* const* b, int32_t k, int32_t ncols,
@@ -236,7 +190,7 @@ static laminar_code concat(lm_gather_buf* g, lm_batch* const* b, int32_t k, int3
     }
     g->cols[c] = (lm_vec){b[0]->cols[c].type, total, any_null ? nulls : NULL, data};
   }
-  *out = (lm_chunk){total, ncols, g->cols};
+  *out = (lm_chunk){total, ncols, g->cols, NULL};
   return LAMINAR_OK;
 }
 
@@ -404,7 +358,7 @@ static laminar_code hash_keys(const lm_stream_def* s, const lm_batch* batch, uin
   lm_vec* kv = s->npart_keys <= 16 ? keys : lm_malloc(sizeof *kv * (size_t)s->npart_keys);
   if (kv == NULL) return LAMINAR_ERR_NOMEM;
   for (int32_t k = 0; k < s->npart_keys; k++) kv[k] = batch->cols[s->part_keys[k]];
-  lm_op_hash_keys(kv, s->npart_keys, batch->nrows, h);
+  lm_op_hash_keys(kv, s->npart_keys, NULL, batch->nrows, h);
   if (kv != keys) lm_free(kv);
   return LAMINAR_OK;
 }
@@ -419,10 +373,49 @@ static bool hash_claim(lm_round* rd, int32_t j) {
                                                  memory_order_relaxed, memory_order_relaxed);
 }
 
-/* Hash claimed message j into the round's array and publish it. On failure
- * it stays claimed: the others hash it for themselves. */
-static void hash_shared(lm_round* rd, int32_t j) {
-  if (hash_keys(rd->hkeys, rd->msgs[j]->batch, rd->hashes + rd->hoff[j]) == LAMINAR_OK) {
+/* Sort rows 0..n-1 by the partition of their key hash (h, by row) into
+ * rows[0..n), ascending within a partition: partition p's are
+ * rows[off[p] .. off[p + 1]). Done once per message by its hasher, so no
+ * reactor scans the others' rows to find its own. tmp: room for n rows. */
+static void bucket_rows(const uint64_t* h, int64_t n, int32_t nparts, uint32_t* rows,
+                        uint32_t* tmp, int64_t* off) {
+  if (nparts == 2) {
+    /* One branch-free pass: partition 0's rows in place, 1's aside. */
+    int64_t a = 0, b = 0;
+    for (int64_t k = 0; k < n; k++) {
+      int64_t one = lm_op_part_of(h[k], 2);
+      rows[a] = (uint32_t)k;
+      tmp[b] = (uint32_t)k;
+      a += 1 - one;
+      b += one;
+    }
+    memcpy(rows + a, tmp, sizeof *rows * (size_t)b);
+    off[0] = 0;
+    off[1] = a;
+    off[2] = n;
+    return;
+  }
+  int64_t cur[LM_RT_MAX_CORES] = {0};
+  for (int64_t k = 0; k < n; k++) cur[lm_op_part_of(h[k], nparts)]++;
+  off[0] = 0;
+  for (int32_t p = 0; p < nparts; p++) {
+    off[p + 1] = off[p] + cur[p];
+    cur[p] = off[p];
+  }
+  for (int64_t k = 0; k < n; k++) rows[cur[lm_op_part_of(h[k], nparts)]++] = (uint32_t)k;
+}
+
+/* Hash claimed message j into the round's array, sort its rows by partition
+ * and publish both (g: the hasher's scratch). On failure it stays claimed:
+ * the others route it for themselves. */
+static void hash_shared(lm_round* rd, int32_t j, lm_gather_buf* g) {
+  const lm_batch* batch = rd->msgs[j]->batch;
+  uint64_t* h = rd->hashes + rd->hoff[j];
+  if (gather_rows(g, batch->nrows) == LAMINAR_OK &&
+      hash_keys(rd->hkeys, batch, h) == LAMINAR_OK) {
+    int32_t n = rd->hkeys->nparts;
+    bucket_rows(h, batch->nrows, n, rd->rows + rd->hoff[j], g->sel,
+                rd->poff + (int64_t)j * (n + 1));
     atomic_store_explicit(&rd->hstate[j], 2, memory_order_release);
   }
 }
@@ -438,53 +431,62 @@ static bool hashes_ready(void* arg) {
   return atomic_load_explicit(&w->rd->hstate[w->j], memory_order_acquire) == 2;
 }
 
-/* The key hashes of message j's rows for stream s: the round's shared ones
- * when s groups like them (hashing them here if no reactor claimed them yet),
- * else g->hashes. A reactor that finds j being hashed by another hashes a
- * later message meanwhile, which it needs too; if j is still not ready then,
- * its hasher is at work (it started first) or preempted: wait at most about
- * as long as hashing j takes, then hash j for itself. */
-static laminar_code msg_hashes(lm_round* rd, int32_t j, const lm_stream_def* s,
-                               lm_gather_buf* g, const uint64_t** out) {
-  const lm_batch* batch = rd->msgs[j]->batch;
-  if (rd->hkeys != NULL && same_keys(rd->hkeys, s)) {
-    const uint64_t* shared = rd->hashes + rd->hoff[j];
-    *out = shared;
-    if (atomic_load_explicit(&rd->hstate[j], memory_order_acquire) == 2) return LAMINAR_OK;
-    if (hash_claim(rd, j)) {
-      hash_shared(rd, j);
-    } else {
-      for (int32_t k = j + 1; k < rd->n; k++) {
-        if (hash_claim(rd, k)) {
-          hash_shared(rd, k);
-          break;
-        }
+/* Whether the round's shared hashes and partition rows of message j serve
+ * stream s (it groups like them) and are ready (acquire), routing j here if
+ * no reactor claimed it yet. A reactor that finds j being hashed by another
+ * hashes a later message meanwhile, which it needs too; if j is still not
+ * ready then, its hasher is at work (it started first) or preempted: wait at
+ * most about as long as hashing j takes, then route j for itself (false). */
+static bool shared_route(lm_round* rd, int32_t j, const lm_stream_def* s, lm_gather_buf* g) {
+  if (rd->hkeys == NULL || !same_keys(rd->hkeys, s)) return false;
+  if (atomic_load_explicit(&rd->hstate[j], memory_order_acquire) == 2) return true;
+  if (hash_claim(rd, j)) {
+    hash_shared(rd, j, g);
+  } else {
+    for (int32_t k = j + 1; k < rd->n; k++) {
+      if (hash_claim(rd, k)) {
+        hash_shared(rd, k, g);
+        break;
       }
     }
-    hash_wait w = {rd, j};
-    if (poll_briefly(hashes_ready, &w, batch->nrows * LM_HASH_WAIT_NS_PER_ROW)) return LAMINAR_OK;
   }
-  LM_TRY(gather_rows(g, batch->nrows));
-  *out = g->hashes;
-  return hash_keys(s, batch, g->hashes);
+  hash_wait w = {rd, j};
+  return poll_briefly(hashes_ready, &w, rd->msgs[j]->batch->nrows * LM_HASH_WAIT_NS_PER_ROW);
 }
 
-/* Rows of `batch` whose key hash (h) falls in partition p, gathered into r's
- * scratch, with their hashes in g->sel_hashes. */
-static laminar_code select_part(lm_reactor* r, const lm_batch* batch, const uint64_t* h,
-                                int32_t nparts, lm_chunk* out) {
-  lm_gather_buf* g = &r->scratch;
+/* Reactor r's share of message j for stream s: *out is the whole batch with
+ * the rows of r's partition as its selection (none when every row is r's),
+ * *out_h the key hashes by row. No copy of the rows: the chain's window
+ * operator reads them where they are (lm_chunk.sel). From the round's shared
+ * routing when it serves s, else hashed and selected here (r's scratch). */
+static laminar_code route_msg(lm_rt* rt, lm_round* rd, int32_t j, const lm_stream_def* s,
+                              lm_reactor* r, const uint64_t** out_h, lm_chunk* out) {
+  const lm_batch* batch = rd->msgs[j]->batch;
   int64_t n = batch->nrows;
-  LM_TRY(gather_rows(g, n));
-  int64_t m = 0;
   int32_t p = r->index;
-  for (int64_t k = 0; k < n; k++) { /* branch-free: write always, keep if ours */
-    uint64_t hk = h[k];
-    g->sel[m] = (int32_t)k;
-    g->sel_hashes[m] = hk;
-    m += lm_op_part_of(hk, nparts) == p;
+  const uint32_t* rows;
+  int64_t m;
+  if (shared_route(rd, j, s, &r->scratch)) {
+    const int64_t* off = rd->poff + (int64_t)j * (rt->ncores + 1);
+    *out_h = rd->hashes + rd->hoff[j];
+    rows = rd->rows + rd->hoff[j] + off[p];
+    m = off[p + 1] - off[p];
+  } else {
+    lm_gather_buf* g = &r->scratch;
+    LM_TRY(gather_rows(g, n));
+    LM_TRY(hash_keys(s, batch, g->hashes));
+    const uint64_t* h = g->hashes;
+    uint32_t* sel = g->sel;
+    m = 0;
+    for (int64_t k = 0; k < n; k++) { /* branch-free: write always, keep if ours */
+      sel[m] = (uint32_t)k;
+      m += lm_op_part_of(h[k], rt->ncores) == p;
+    }
+    *out_h = h;
+    rows = sel;
   }
-  return gather(g, batch->cols, batch->ncols, g->sel, m, out);
+  *out = (lm_chunk){m, batch->ncols, batch->cols, m < n ? rows : NULL};
+  return LAMINAR_OK;
 }
 
 /* Reactor r's partition of round `seq` (its slot). */
@@ -502,7 +504,8 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
     const lm_batch* batch = rd->msgs[j]->batch;
     if (batch != NULL && batch->nrows > 0) {
       const lm_stream_def* prev = NULL;
-      lm_chunk sub = {0, 0, NULL};
+      const uint64_t* h = NULL;
+      lm_chunk sub = {0, 0, NULL, NULL};
       laminar_code sel_rc = LAMINAR_OK;
       for (int32_t i = 0; i < src->nreaders; i++) {
         lm_stream_def* s = src->readers[i];
@@ -511,9 +514,7 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
         lm_part_out* o = &sp->out[slot];
         sp->cur_msg = j;
         if (!same_keys(prev, s)) { /* streams grouping alike share one routing */
-          const uint64_t* h;
-          sel_rc = msg_hashes(rd, j, s, &r->scratch, &h);
-          if (sel_rc == LAMINAR_OK) sel_rc = select_part(r, batch, h, rt->ncores, &sub);
+          sel_rc = route_msg(rt, rd, j, s, r, &h, &sub);
           prev = s;
         }
         if (sel_rc != LAMINAR_OK) {
@@ -523,7 +524,7 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
         }
         if (sub.nrows == 0 || o->rc != LAMINAR_OK) continue;
         rows += sub.nrows;
-        lm_op_window_set_key_hashes(sp->chain, r->scratch.sel_hashes); /* no second hash pass */
+        lm_op_window_set_key_hashes(sp->chain, h); /* no second hash pass */
         o->rc = lm_op_chain_chunk(sp->chain, &sub);
       }
     }
@@ -630,8 +631,10 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
   for (int32_t j = 0; j < rd->n; j++) {
     lm_msg* msg = rd->msgs[j];
     if (rc == LAMINAR_OK) {
-      lm_chunk chunk = {0, 0, NULL};
-      if (msg->batch != NULL) chunk = (lm_chunk){msg->batch->nrows, msg->batch->ncols, msg->batch->cols};
+      lm_chunk chunk = {0, 0, NULL, NULL};
+      if (msg->batch != NULL) {
+        chunk = (lm_chunk){msg->batch->nrows, msg->batch->ncols, msg->batch->cols, NULL};
+      }
       for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
         lm_stream_def* s = src->readers[i];
         if (s->nparts > 1) {
@@ -701,8 +704,9 @@ laminar_code lm_rt_drain(lm_rt* rt) {
   return rc;
 }
 
-/* Room and reset for the shared key hashes of round rd (before its post). */
-static void share_hashes(lm_round* rd) {
+/* Room and reset for the shared key hashes and partition rows of round rd
+ * (before its post). */
+static void share_hashes(lm_round* rd, int32_t ncores) {
   rd->hkeys = NULL;
   const lm_stream_def* first = NULL;
   for (int32_t i = 0; i < rd->src->nreaders && first == NULL; i++) {
@@ -715,10 +719,18 @@ static void share_hashes(lm_round* rd) {
     atomic_store_explicit(&rd->hstate[j], 0, memory_order_relaxed);
   }
   if (first == NULL) return;
+  /* On failure each reactor routes for itself. */
+  if (rd->poff == NULL) {
+    rd->poff = lm_malloc(sizeof *rd->poff * LM_RT_ROUND_MSGS * (size_t)(ncores + 1));
+    if (rd->poff == NULL) return;
+  }
   if (total > rd->hcap) {
     uint64_t* h = lm_realloc(rd->hashes, sizeof *h * (size_t)total);
-    if (h == NULL) return; /* each reactor hashes for itself */
+    if (h == NULL) return;
     rd->hashes = h;
+    uint32_t* rows = lm_realloc(rd->rows, sizeof *rows * (size_t)total);
+    if (rows == NULL) return;
+    rd->rows = rows;
     rd->hcap = total;
   }
   rd->hkeys = first;
@@ -727,7 +739,7 @@ static void share_hashes(lm_round* rd) {
 /* Publish round `seq`, filled in its slot (release: its contents), and run
  * partition 0 of it here; inline (not `threaded`), every partition. */
 static void post_round(lm_rt* rt, uint64_t seq, bool threaded) {
-  share_hashes(&rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT]);
+  share_hashes(&rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT], rt->ncores);
   atomic_store_explicit(&rt->round_seq, seq, memory_order_release);
   if (threaded) {
     for (int32_t w = 1; w < rt->ncores; w++) lm_waiter_notify(&rt->reactors[w].wake);
@@ -960,7 +972,11 @@ laminar_code lm_rt_configure(lm_rt* rt, int32_t cores, bool affinity) {
 void lm_rt_reactors_free(lm_rt* rt) {
   for (int32_t k = 0; k < LM_RT_ROUNDS_INFLIGHT; k++) {
     lm_free(rt->rounds[k].hashes);
+    lm_free(rt->rounds[k].rows);
+    lm_free(rt->rounds[k].poff);
     rt->rounds[k].hashes = NULL;
+    rt->rounds[k].rows = NULL;
+    rt->rounds[k].poff = NULL;
     rt->rounds[k].hcap = 0;
   }
   for (int32_t i = 0; i < rt->ncores; i++) {

@@ -83,11 +83,11 @@ typedef struct lm_stream_part {
   lm_part_out out[LM_RT_ROUNDS_INFLIGHT];
 } lm_stream_part;
 
-/* Growable scratch of one reactor: row hashes, selections, gathered columns. */
+/* Growable scratch of one reactor: row hashes, its partition's row numbers
+ * (a selection over the batch), concatenated columns (the merge). */
 typedef struct lm_gather_buf {
   uint64_t* hashes;
-  uint64_t* sel_hashes;      /* hashes of the selected rows, for the window operator */
-  int32_t* sel;
+  uint32_t* sel;
   int64_t rows_cap;
   lm_vec* cols;
   int32_t cols_cap;
@@ -240,10 +240,15 @@ typedef struct lm_round {
    * once per message by whichever reactor claims it: message j's rows from
    * hashes + hoff[j]; hstate[j] 0 unclaimed, 1 being hashed, 2 ready
    * (release by the hasher, acquire by the others). Sized and reset by
-   * reactor 0 before the post; hkeys NULL: each reactor hashes for itself. */
+   * reactor 0 before the post; hkeys NULL: each reactor hashes for itself.
+   * With the hashes the hasher sorts the message's row numbers by partition
+   * (ascending within each): partition p's rows of message j are
+   * rows + hoff[j] + poff[j * (ncores + 1) + p], up to the next offset. */
   const lm_stream_def* hkeys;
   uint64_t* hashes;
+  uint32_t* rows;
   int64_t hcap;
+  int64_t* poff;             /* LM_RT_ROUND_MSGS * (ncores + 1) */
   int64_t hoff[LM_RT_ROUND_MSGS];
   atomic_int hstate[LM_RT_ROUND_MSGS];
 } lm_round;
