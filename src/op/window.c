@@ -693,6 +693,23 @@ static int32_t local_window(assign_scratch* s, int32_t* nwin, int64_t start) {
   return (*nwin)++;
 }
 
+/* The first position from i on (up to end) whose row's time t is not in
+ * [q, q + span): the run of rows in one tumbling window. Out of line, so the
+ * loop keeps q and span in registers (inlined, they were reloaded per row). */
+__attribute__((noinline)) static int64_t scan_window(const int64_t* ts, int64_t i, int64_t end,
+                                                     int64_t q, uint64_t span) {
+  while (i < end && (uint64_t)ts[i] - (uint64_t)q < span) i++;
+  return i;
+}
+
+/* scan_window over the rows sel[i..end). */
+__attribute__((noinline)) static int64_t scan_window_sel(const int64_t* ts, const uint32_t* sel,
+                                                         int64_t i, int64_t end, int64_t q,
+                                                         uint64_t span) {
+  while (i < end && (uint64_t)ts[sel[i]] - (uint64_t)q < span) i++;
+  return i;
+}
+
 /* Pass 1 over the chunk's rows at positions [i0, i1) (row i, or sel[i] with a
  * selection): the windows of each row as (row, window) pairs; rows none of
  * whose windows is open are dropped and counted. Windows start at multiples
@@ -749,8 +766,8 @@ __attribute__((always_inline)) static inline int64_t assign_rows(
         (uint64_t)t - (uint64_t)cache_q < (uint64_t)fast_span) {
       int64_t i2 = i + 1;
       if (plain) { /* and the rows after it, while they stay in that window */
-        const int64_t* ts = tcol->data;
-        while (i2 < i1 && (uint64_t)ts[ROW(i2)] - (uint64_t)cache_q < fast_span) i2++;
+        i2 = sel != NULL ? scan_window_sel(tcol->data, sel, i2, i1, cache_q, fast_span)
+                         : scan_window(tcol->data, i2, i1, cache_q, fast_span);
       }
       for (int64_t j = i; j < i2; j++) {
         POS(np, j);
