@@ -69,6 +69,7 @@ typedef struct window_op {
   /* The next chunk's key hashes from the router (lm_op_window_set_key_hashes),
    * else NULL; taken (and cleared) by that chunk. */
   const uint64_t* in_hashes;
+  const lm_vec* in_args;  /* likewise its aggregate arguments (lm_op_window_set_args) */
   uint32_t* late_sel;
   int64_t nlate;
   lm_vec* key_vecs;

@@ -200,6 +200,11 @@ int64_t lm_op_window_thaws(const lm_op* op, int64_t* out_groups);
  * so the operator uses them instead of hashing again. Holds for that one
  * chunk only; h must outlive the call. */
 void lm_op_window_set_key_hashes(lm_op* op, const uint64_t* h);
+/* Thread-per-core, likewise: the router already evaluated the aggregate
+ * arguments of `op`'s own spec over the next chunk's columns -- args[a] is
+ * aggregate a's argument, by row like the columns, or data NULL where the
+ * operator is to evaluate it (NULL args: all). For that one chunk only. */
+void lm_op_window_set_args(lm_op* op, const lm_vec* args);
 /* Number of groups currently held (all open windows). */
 int64_t lm_op_window_state_rows(const lm_op* op);
 

@@ -985,7 +985,9 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   window_op* op = (window_op*)base;
   const lm_window_spec* spec = &op->spec;
   const uint64_t* given = op->in_hashes; /* the router's, for this chunk only */
+  const lm_vec* given_args = op->in_args;
   op->in_hashes = NULL;
+  op->in_args = NULL;
   if (in->nrows == 0) return LAMINAR_OK;
   lm_eval_ctx_reset(op->ctx);
   /* The rows to aggregate: the chunk's (all, or its selection), less those
@@ -1029,10 +1031,14 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   bool by_pos = false;
   for (int32_t a = 0; a < spec->naggs; a++) {
     const lm_expr* arg = spec->aggs[a].arg;
+    bool given_arg = given_args != NULL && given_args[a].data != NULL; /* by row */
     op->arg_pos[a] = rows.sel != NULL && arg != NULL && arg->kind != LM_EXPR_COLUMN &&
-                     spec->aggs[a].order == NULL && op->weights == NULL && !spec->session;
+                     spec->aggs[a].order == NULL && op->weights == NULL && !spec->session &&
+                     !given_arg;
     by_pos |= op->arg_pos[a];
-    if (op->arg_pos[a]) {
+    if (given_arg) {
+      op->arg_vecs[a] = given_args[a];
+    } else if (op->arg_pos[a]) {
       LM_TRY(lm_expr_eval(op->ctx, arg, in->cols, rows.sel, n, &op->arg_vecs[a]));
     } else if (arg != NULL) {
       LM_TRY(eval_rows(op, arg, &rows, &op->arg_vecs[a]));
@@ -2032,6 +2038,10 @@ int64_t lm_op_window_state_rows(const lm_op* op) {
 
 void lm_op_window_set_key_hashes(lm_op* base, const uint64_t* h) {
   if (base != NULL && base->vt == &window_vtable) ((window_op*)base)->in_hashes = h;
+}
+
+void lm_op_window_set_args(lm_op* base, const lm_vec* args) {
+  if (base != NULL && base->vt == &window_vtable) ((window_op*)base)->in_args = args;
 }
 
 void lm_op_window_set_late_sink(lm_op* base, lm_op_sink_fn fn, void* arg) {

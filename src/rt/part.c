@@ -380,15 +380,22 @@ static bool hash_claim(lm_round* rd, int32_t j) {
 static void bucket_rows(const uint64_t* h, int64_t n, int32_t nparts, uint32_t* rows,
                         uint32_t* tmp, int64_t* off) {
   if (nparts == 2) {
-    /* One branch-free pass: partition 0's rows in place, 1's aside. */
-    int64_t a = 0, b = 0;
-    for (int64_t k = 0; k < n; k++) {
-      int64_t one = lm_op_part_of(h[k], 2);
-      rows[a] = (uint32_t)k;
-      tmp[b] = (uint32_t)k;
-      a += 1 - one;
-      b += one;
+    /* One branch-free pass: partition 0's rows in place (row k goes to
+     * k - b, b counting 1's rows so far), 1's aside; four rows a step. */
+    int64_t b = 0, k = 0;
+    for (; k + 4 <= n; k += 4) {
+      for (int64_t u = 0; u < 4; u++) {
+        rows[k + u - b] = (uint32_t)(k + u);
+        tmp[b] = (uint32_t)(k + u);
+        b += lm_op_part_of(h[k + u], 2);
+      }
     }
+    for (; k < n; k++) {
+      rows[k - b] = (uint32_t)k;
+      tmp[b] = (uint32_t)k;
+      b += lm_op_part_of(h[k], 2);
+    }
+    int64_t a = n - b;
     memcpy(rows + a, tmp, sizeof *rows * (size_t)b);
     off[0] = 0;
     off[1] = a;
@@ -405,17 +412,45 @@ static void bucket_rows(const uint64_t* h, int64_t n, int32_t nparts, uint32_t* 
   for (int64_t k = 0; k < n; k++) rows[cur[lm_op_part_of(h[k], nparts)]++] = (uint32_t)k;
 }
 
-/* Hash claimed message j into the round's array, sort its rows by partition
- * and publish both (g: the hasher's scratch). On failure it stays claimed:
- * the others route it for themselves. */
-static void hash_shared(lm_round* rd, int32_t j, lm_gather_buf* g) {
+/* The computed aggregate arguments of hkeys over message j's batch, by row,
+ * into rd->args (in reactor r's context for round `seq`); an argument that
+ * is a plain column, or that fails to evaluate (out of memory), is left to
+ * the operators (data NULL). */
+static void eval_shared_args(lm_round* rd, int32_t j, lm_reactor* r, uint64_t seq) {
+  lm_vec* out = rd->args + (int64_t)j * rd->nargs;
+  memset(out, 0, sizeof *out * (size_t)rd->nargs);
+  int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
+  if (r->arg_ctx[slot] == NULL && lm_eval_ctx_create(&r->arg_ctx[slot]) != LAMINAR_OK) return;
+  if (r->arg_seq[slot] != seq) { /* the slot's earlier round is merged: its values are free */
+    lm_eval_ctx_reset(r->arg_ctx[slot]);
+    r->arg_seq[slot] = seq;
+  }
+  const lm_window_spec* w = &rd->hkeys->plan.window;
+  const lm_batch* batch = rd->msgs[j]->batch;
+  for (int32_t a = 0; a < rd->nargs; a++) {
+    const lm_expr* e = w->aggs[a].arg;
+    if (e == NULL || e->kind == LM_EXPR_COLUMN) continue;
+    if (lm_expr_eval(r->arg_ctx[slot], e, batch->cols, NULL, batch->nrows, &out[a]) !=
+        LAMINAR_OK) {
+      out[a] = (lm_vec){0};
+    }
+  }
+}
+
+/* Hash claimed message j of round `seq` into the round's array, sort its
+ * rows by partition, evaluate the shared arguments, and publish it all (r:
+ * the hasher). On failure it stays claimed: the others route it for
+ * themselves. */
+static void hash_shared(lm_round* rd, int32_t j, lm_reactor* r, uint64_t seq) {
   const lm_batch* batch = rd->msgs[j]->batch;
   uint64_t* h = rd->hashes + rd->hoff[j];
+  lm_gather_buf* g = &r->scratch;
   if (gather_rows(g, batch->nrows) == LAMINAR_OK &&
       hash_keys(rd->hkeys, batch, h) == LAMINAR_OK) {
     int32_t n = rd->hkeys->nparts;
     bucket_rows(h, batch->nrows, n, rd->rows + rd->hoff[j], g->sel,
                 rd->poff + (int64_t)j * (n + 1));
+    if (rd->nargs > 0) eval_shared_args(rd, j, r, seq);
     atomic_store_explicit(&rd->hstate[j], 2, memory_order_release);
   }
 }
@@ -437,15 +472,16 @@ static bool hashes_ready(void* arg) {
  * hashes a later message meanwhile, which it needs too; if j is still not
  * ready then, its hasher is at work (it started first) or preempted: wait at
  * most about as long as hashing j takes, then route j for itself (false). */
-static bool shared_route(lm_round* rd, int32_t j, const lm_stream_def* s, lm_gather_buf* g) {
+static bool shared_route(lm_round* rd, int32_t j, const lm_stream_def* s, lm_reactor* r,
+                         uint64_t seq) {
   if (rd->hkeys == NULL || !same_keys(rd->hkeys, s)) return false;
   if (atomic_load_explicit(&rd->hstate[j], memory_order_acquire) == 2) return true;
   if (hash_claim(rd, j)) {
-    hash_shared(rd, j, g);
+    hash_shared(rd, j, r, seq);
   } else {
     for (int32_t k = j + 1; k < rd->n; k++) {
       if (hash_claim(rd, k)) {
-        hash_shared(rd, k, g);
+        hash_shared(rd, k, r, seq);
         break;
       }
     }
@@ -454,21 +490,26 @@ static bool shared_route(lm_round* rd, int32_t j, const lm_stream_def* s, lm_gat
   return poll_briefly(hashes_ready, &w, rd->msgs[j]->batch->nrows * LM_HASH_WAIT_NS_PER_ROW);
 }
 
-/* Reactor r's share of message j for stream s: *out is the whole batch with
- * the rows of r's partition as its selection (none when every row is r's),
- * *out_h the key hashes by row. No copy of the rows: the chain's window
- * operator reads them where they are (lm_chunk.sel). From the round's shared
- * routing when it serves s, else hashed and selected here (r's scratch). */
-static laminar_code route_msg(lm_rt* rt, lm_round* rd, int32_t j, const lm_stream_def* s,
-                              lm_reactor* r, const uint64_t** out_h, lm_chunk* out) {
+/* Reactor r's share of message j of round `seq` for stream s: *out is the
+ * whole batch with the rows of r's partition as its selection (none when
+ * every row is r's), *out_h the key hashes by row, *out_args the shared
+ * aggregate arguments when they are s's (else NULL). No copy of the rows:
+ * the chain's window operator reads them where they are (lm_chunk.sel). From
+ * the round's shared routing when it serves s, else hashed and selected here
+ * (r's scratch). */
+static laminar_code route_msg(lm_rt* rt, lm_round* rd, int32_t j, uint64_t seq,
+                              const lm_stream_def* s, lm_reactor* r, const uint64_t** out_h,
+                              const lm_vec** out_args, lm_chunk* out) {
   const lm_batch* batch = rd->msgs[j]->batch;
   int64_t n = batch->nrows;
   int32_t p = r->index;
   const uint32_t* rows;
   int64_t m;
-  if (shared_route(rd, j, s, &r->scratch)) {
+  *out_args = NULL;
+  if (shared_route(rd, j, s, r, seq)) {
     const int64_t* off = rd->poff + (int64_t)j * (rt->ncores + 1);
     *out_h = rd->hashes + rd->hoff[j];
+    if (s == rd->hkeys && rd->nargs > 0) *out_args = rd->args + (int64_t)j * rd->nargs;
     rows = rd->rows + rd->hoff[j] + off[p];
     m = off[p + 1] - off[p];
   } else {
@@ -505,6 +546,7 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
     if (batch != NULL && batch->nrows > 0) {
       const lm_stream_def* prev = NULL;
       const uint64_t* h = NULL;
+      const lm_vec* args = NULL;
       lm_chunk sub = {0, 0, NULL, NULL};
       laminar_code sel_rc = LAMINAR_OK;
       for (int32_t i = 0; i < src->nreaders; i++) {
@@ -514,8 +556,10 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
         lm_part_out* o = &sp->out[slot];
         sp->cur_msg = j;
         if (!same_keys(prev, s)) { /* streams grouping alike share one routing */
-          sel_rc = route_msg(rt, rd, j, s, r, &h, &sub);
+          sel_rc = route_msg(rt, rd, j, seq, s, r, &h, &args, &sub);
           prev = s;
+        } else {
+          args = NULL; /* routed for an earlier stream: its arguments are not s's */
         }
         if (sel_rc != LAMINAR_OK) {
           if (o->rc == LAMINAR_OK) o->rc = sel_rc;
@@ -525,6 +569,7 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
         if (sub.nrows == 0 || o->rc != LAMINAR_OK) continue;
         rows += sub.nrows;
         lm_op_window_set_key_hashes(sp->chain, h); /* no second hash pass */
+        lm_op_window_set_args(sp->chain, args);      /* nor argument evaluation */
         o->rc = lm_op_chain_chunk(sp->chain, &sub);
       }
     }
@@ -734,6 +779,22 @@ static void share_hashes(lm_round* rd, int32_t ncores) {
     rd->hcap = total;
   }
   rd->hkeys = first;
+  /* Its computed aggregate arguments are shared too (else: none to share, or
+   * no room, and each partition evaluates them). */
+  const lm_window_spec* w = &first->plan.window;
+  rd->nargs = 0;
+  bool computed = false;
+  for (int32_t a = 0; a < w->naggs; a++) {
+    computed |= w->aggs[a].arg != NULL && w->aggs[a].arg->kind != LM_EXPR_COLUMN;
+  }
+  if (!computed) return;
+  if (w->naggs > rd->acap) {
+    lm_vec* args = lm_realloc(rd->args, sizeof *args * LM_RT_ROUND_MSGS * (size_t)w->naggs);
+    if (args == NULL) return;
+    rd->args = args;
+    rd->acap = w->naggs;
+  }
+  rd->nargs = w->naggs;
 }
 
 /* Publish round `seq`, filled in its slot (release: its contents), and run
@@ -974,6 +1035,10 @@ void lm_rt_reactors_free(lm_rt* rt) {
     lm_free(rt->rounds[k].hashes);
     lm_free(rt->rounds[k].rows);
     lm_free(rt->rounds[k].poff);
+    lm_free(rt->rounds[k].args);
+    rt->rounds[k].args = NULL;
+    rt->rounds[k].acap = 0;
+    rt->rounds[k].nargs = 0;
     rt->rounds[k].hashes = NULL;
     rt->rounds[k].rows = NULL;
     rt->rounds[k].poff = NULL;
@@ -982,6 +1047,9 @@ void lm_rt_reactors_free(lm_rt* rt) {
   for (int32_t i = 0; i < rt->ncores; i++) {
     lm_waiter_destroy(&rt->reactors[i].wake);
     lm_gather_buf_free(&rt->reactors[i].scratch);
+    for (int32_t k = 0; k < LM_RT_ROUNDS_INFLIGHT; k++) {
+      lm_eval_ctx_destroy(rt->reactors[i].arg_ctx[k]);
+    }
   }
   lm_free(rt->reactors);
   rt->reactors = NULL;

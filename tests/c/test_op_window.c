@@ -409,9 +409,16 @@ static void gather_batch(const input_batch* in, const uint32_t* sel, int64_t m,
 
 /* Feed 20 batches to `sel_chain` as whole batches with a random selection
  * (sometimes every row, one row or none) and their selected rows, gathered,
- * to `dense_chain`; the same watermarks to both. With `hash_k`, the chain
- * with the selection gets the router's key hashes (GROUP BY k), by row. */
-static int feed_selected(lm_op* sel_chain, lm_op* dense_chain, uint64_t* rng, bool hash_k) {
+ * to `dense_chain`; the same watermarks to both. With `routed` (GROUP BY k),
+ * the chain with the selection gets what the router hands it: the key
+ * hashes and the computed aggregate arguments of `plan` over the whole
+ * batch, by row (some left to the operator). */
+static int feed_selected(lm_op* sel_chain, lm_op* dense_chain, const lm_plan* plan,
+                         uint64_t* rng, bool routed) {
+  lm_eval_ctx* ctx;
+  CHECK(lm_eval_ctx_create(&ctx) == LAMINAR_OK);
+  lm_vec args[16];
+  CHECK(plan->window.naggs <= 16);
   for (int b = 0; b < 20; b++) {
     input_batch in, dense;
     make_batch(&in, b);
@@ -425,9 +432,18 @@ static int feed_selected(lm_op* sel_chain, lm_op* dense_chain, uint64_t* rng, bo
     }
     gather_batch(&in, sel, m, &dense);
     uint64_t h[ROWS];
-    if (hash_k) {
+    if (routed) {
       lm_op_hash_keys(in.cols, 1, NULL, ROWS, h);
       lm_op_window_set_key_hashes(sel_chain, h);
+      lm_eval_ctx_reset(ctx);
+      for (int32_t a = 0; a < plan->window.naggs; a++) {
+        const lm_expr* e = plan->window.aggs[a].arg;
+        args[a] = (lm_vec){0};
+        if (e != NULL && lm_test_rand(rng) % 4 != 0) {
+          CHECK(lm_expr_eval(ctx, e, in.cols, NULL, ROWS, &args[a]) == LAMINAR_OK);
+        }
+      }
+      lm_op_window_set_args(sel_chain, args);
     }
     lm_chunk with_sel = {m, 5, in.cols, sel};
     lm_chunk gathered = {m, 5, dense.cols, NULL};
@@ -440,10 +456,11 @@ static int feed_selected(lm_op* sel_chain, lm_op* dense_chain, uint64_t* rng, bo
   }
   CHECK(lm_op_chain_watermark(sel_chain, INT64_MAX) == LAMINAR_OK);
   CHECK(lm_op_chain_watermark(dense_chain, INT64_MAX) == LAMINAR_OK);
+  lm_eval_ctx_destroy(ctx);
   return 0;
 }
 
-static int selection_equals_gathered(const char* sql, uint64_t* rng, bool hash_k) {
+static int selection_equals_gathered(const char* sql, uint64_t* rng, bool routed) {
   g_sql = sql;
   lm_schema input;
   make_schema(&input);
@@ -456,7 +473,7 @@ static int selection_equals_gathered(const char* sql, uint64_t* rng, bool hash_k
   lm_op *c1, *c2;
   CHECK(build_chain(arena, &input, &p1, &c1, &with_sel) == 0);
   CHECK(build_chain(arena, &input, &p2, &c2, &gathered) == 0);
-  CHECK(feed_selected(c1, c2, rng, hash_k) == 0);
+  CHECK(feed_selected(c1, c2, &p1, rng, routed) == 0);
   EXPECT(gathered.len > 50);
   /* The same rows in the same order: row for row the same output. */
   EXPECT(strcmp(with_sel.text, gathered.text) == 0);
@@ -477,15 +494,15 @@ static int selection_equals_gathered(const char* sql, uint64_t* rng, bool hash_k
 static int test_selection_equals_gathered(void) {
   static const struct {
     const char* sql;
-    bool hash_k; /* GROUP BY k: the router's hashes apply */
+    bool routed; /* GROUP BY k: what the router hands a partition applies */
   } all[] = {{TUMBLE_SQL, true},  {HOP_SQL, true},      {HOP_PANES_SQL, true},
              {CHANGES_SQL, true}, {RUNNING_SQL, false}, {SESSION_SQL, true},
              {SESSION_CHANGES_SQL, true}, {COMPUTED_SQL, false}, {COMPUTED_HOP_SQL, true},
              {MAP_SQL, false}};
   uint64_t rng = lm_test_seed();
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-    for (int hashed = 0; hashed < (all[i].hash_k ? 2 : 1); hashed++) {
-      if (selection_equals_gathered(all[i].sql, &rng, hashed) != 0 || lm_test_expect_failed_) {
+    for (int routed = 0; routed < (all[i].routed ? 2 : 1); routed++) {
+      if (selection_equals_gathered(all[i].sql, &rng, routed) != 0 || lm_test_expect_failed_) {
         fprintf(stderr, "selection_equals_gathered failed for: %s\n", all[i].sql);
         return 1;
       }
