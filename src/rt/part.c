@@ -26,7 +26,11 @@
  * reader hashes and selects for itself). Reactor p hands its chain the whole
  * batch with partition p's rows as a selection (lm_chunk.sel: no copy of the
  * rows; the window operator reads them where they are) and the hashes by row
- * (lm_op_window_set_key_hashes), so nothing is hashed or gathered twice.
+ * (lm_op_window_set_key_hashes), so nothing is hashed or gathered twice. The
+ * routing reactor also evaluates the first keyed reader's computed aggregate
+ * arguments over the whole batch (by row, into its context for the round
+ * slot, lm_reactor.arg_ctx), which that reader's partitions take
+ * (lm_op_window_set_args) instead of evaluating them over their rows.
  * Then it applies the message's watermark: the watermark is
  * broadcast, and each partition closes its own windows. What a partition's
  * chain emits is built into an Arrow batch on that reactor and kept, tagged
