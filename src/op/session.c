@@ -191,8 +191,17 @@ laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64
     op->s_touched = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(op->s_open + n));
     if (op->s_touched == NULL) return LAMINAR_ERR_NOMEM;
   }
+  /* The chunk's rows by position: its selection, or 0..n-1 (one loop for
+   * both; testing for a selection in it, per row, measured slower). */
+  const uint32_t* rows = in->sel;
+  if (rows == NULL) {
+    uint32_t* all = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
+    if (all == NULL) return LAMINAR_ERR_NOMEM;
+    for (int64_t i = 0; i < n; i++) all[i] = (uint32_t)i;
+    rows = all;
+  }
   for (int64_t i = 0; i < n; i++) {
-    int64_t k = in->sel != NULL ? in->sel[i] : i;
+    int64_t k = rows[i];
     if (tcol->nulls && tcol->nulls[k]) {
       lm_op_late_row(op, k);
       continue;

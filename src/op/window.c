@@ -123,7 +123,16 @@ void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, const uint32_t* sel, int
   if (sel != NULL) {
     for (int64_t i = 0; i < n; i++) h[sel[i]] = 0x9E3779B97F4A7C15ULL;
     for (int32_t c = 0; c < nkeys; c++) {
-      for (int64_t i = 0; i < n; i++) h[sel[i]] = hash_combine(h[sel[i]], key_hash(&keys[c], sel[i]));
+      const lm_vec* v = &keys[c];
+      if (v->nulls == NULL && v->type == LM_TYPE_STRING) { /* as below */
+        const lm_str* s = v->data;
+        for (int64_t i = 0; i < n; i++) {
+          uint32_t r = sel[i];
+          h[r] = hash_combine(h[r], hash_bytes(s[r].ptr, s[r].len));
+        }
+        continue;
+      }
+      for (int64_t i = 0; i < n; i++) h[sel[i]] = hash_combine(h[sel[i]], key_hash(v, sel[i]));
     }
     return;
   }
