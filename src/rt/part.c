@@ -93,9 +93,11 @@
 #define LM_ROUND_SPINS 64
 #define LM_JOIN_BUDGET_NS 20000000   /* reactor 0 waiting for the workers */
 #define LM_IDLE_BUDGET_NS 2000000    /* a worker waiting for the next round */
-/* A reactor waits for another's hashing of a message at most about as long as
- * hashing it itself would take (its hasher started first). */
-#define LM_HASH_WAIT_NS_PER_ROW 10
+/* A reactor waits for another's routing of a message at most about as long
+ * as routing it itself would take (its router started first): 10 ns a row
+ * for the hash alone, half again with the partition sort and W1's shared
+ * argument (instructions per row 46 -> 68). */
+#define LM_HASH_WAIT_NS_PER_ROW 15
 
 /* Poll ready(arg) the way above, without parking; true once it holds. */
 static bool poll_briefly(bool (*ready)(void*), void* arg, int64_t budget_ns) {
