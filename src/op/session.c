@@ -176,7 +176,7 @@ laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64
   const lm_window_spec* spec = &op->spec;
   int64_t n = in->nrows;
   const lm_vec* tcol = &in->cols[spec->time_col];
-  int64_t span = in->sel != NULL ? (int64_t)in->sel[n - 1] + 1 : n; /* row numbers < span */
+  int64_t span = in->sel != NULL ? (int64_t)in->sel[n - 1] + 1 : n; /* rows < span */
   uint64_t* own = given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)span);
   const uint64_t* hashes = given ? given : own;
   uint32_t* sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);

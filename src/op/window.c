@@ -132,14 +132,16 @@ void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, const uint32_t* sel, int
         }
         continue;
       }
-      for (int64_t i = 0; i < n; i++) h[sel[i]] = hash_combine(h[sel[i]], key_hash(v, sel[i]));
+      for (int64_t i = 0; i < n; i++) {
+        h[sel[i]] = hash_combine(h[sel[i]], key_hash(v, sel[i]));
+      }
     }
     return;
   }
   for (int64_t k = 0; k < n; k++) h[k] = 0x9E3779B97F4A7C15ULL;
   for (int32_t c = 0; c < nkeys; c++) {
     const lm_vec* v = &keys[c];
-    if (v->nulls == NULL && v->type == LM_TYPE_STRING) { /* the common key: one loop, no branches */
+    if (v->nulls == NULL && v->type == LM_TYPE_STRING) { /* the common key: no branches */
       const lm_str* s = v->data;
       for (int64_t k = 0; k < n; k++) h[k] = hash_combine(h[k], hash_bytes(s[k].ptr, s[k].len));
       continue;
@@ -705,15 +707,16 @@ static int32_t local_window(assign_scratch* s, int32_t* nwin, int64_t start) {
 /* The first position from i on (up to end) whose row's time t is not in
  * [q, q + span): the run of rows in one tumbling window. Out of line, so the
  * loop keeps q and span in registers (inlined, they were reloaded per row). */
-__attribute__((noinline)) static int64_t scan_window(const int64_t* ts, int64_t i, int64_t end,
-                                                     int64_t q, uint64_t span) {
+__attribute__((noinline)) static int64_t scan_window(const int64_t* ts, int64_t i,
+                                                     int64_t end, int64_t q, uint64_t span) {
   while (i < end && (uint64_t)ts[i] - (uint64_t)q < span) i++;
   return i;
 }
 
 /* scan_window over the rows sel[i..end). */
-__attribute__((noinline)) static int64_t scan_window_sel(const int64_t* ts, const uint32_t* sel,
-                                                         int64_t i, int64_t end, int64_t q,
+__attribute__((noinline)) static int64_t scan_window_sel(const int64_t* ts,
+                                                         const uint32_t* sel, int64_t i,
+                                                         int64_t end, int64_t q,
                                                          uint64_t span) {
   while (i < end && (uint64_t)ts[sel[i]] - (uint64_t)q < span) i++;
   return i;
@@ -839,8 +842,8 @@ __attribute__((always_inline)) static inline int64_t assign_rows(
 #undef ROW
 }
 
-static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint32_t* sel, int64_t i0,
-                              int64_t i1, assign_scratch* s, int32_t* out_nwin) {
+static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint32_t* sel,
+                              int64_t i0, int64_t i1, assign_scratch* s, int32_t* out_nwin) {
   if (sel == NULL) return assign_rows(op, in, NULL, NULL, i0, i1, s, out_nwin);
   if (s->ppos == NULL) return assign_rows(op, in, sel, NULL, i0, i1, s, out_nwin);
   return assign_rows(op, in, sel, s->ppos, i0, i1, s, out_nwin);
@@ -980,7 +983,9 @@ static laminar_code eval_rows(window_op* op, const lm_expr* e, const lm_chunk* i
       for (int64_t i = 0; i < n; i++) memcpy(data + (size_t)sel[i] * 16, from + i * 16, 16);
       break;
     default:
-      for (int64_t i = 0; i < n; i++) memcpy(data + (size_t)sel[i] * w, from + (size_t)i * w, w);
+      for (int64_t i = 0; i < n; i++) {
+        memcpy(data + (size_t)sel[i] * w, from + (size_t)i * w, w);
+      }
       break;
   }
   if (nulls != NULL) {
@@ -1007,7 +1012,8 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     uint32_t* kept = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)rows.nrows);
     if (kept == NULL) return LAMINAR_ERR_NOMEM;
     int64_t nkept = 0;
-    LM_TRY(lm_expr_filter(op->ctx, spec->filter, in->cols, in->sel, in->nrows, kept, &nkept));
+    LM_TRY(lm_expr_filter(op->ctx, spec->filter, in->cols, in->sel, in->nrows, kept,
+                          &nkept));
     if (in->sel != NULL || nkept < in->nrows) rows.sel = kept;
     rows.nrows = nkept;
   }
@@ -1066,7 +1072,7 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   int64_t slice = PAIRS_PER_SLICE / per;
   if (slice > n) slice = n;
   size_t npairs = (size_t)(slice * per);
-  int64_t span = rows.sel != NULL ? (int64_t)rows.sel[n - 1] + 1 : n; /* row numbers < span */
+  int64_t span = rows.sel != NULL ? (int64_t)rows.sel[n - 1] + 1 : n; /* rows < span */
   assign_scratch s = {
       .starts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * npairs),
       .counts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * npairs),

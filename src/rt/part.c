@@ -426,8 +426,10 @@ static void eval_shared_args(lm_round* rd, int32_t j, lm_reactor* r, uint64_t se
   lm_vec* out = rd->args + (int64_t)j * rd->nargs;
   memset(out, 0, sizeof *out * (size_t)rd->nargs);
   int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
-  if (r->arg_ctx[slot] == NULL && lm_eval_ctx_create(&r->arg_ctx[slot]) != LAMINAR_OK) return;
-  if (r->arg_seq[slot] != seq) { /* the slot's earlier round is merged: its values are free */
+  if (r->arg_ctx[slot] == NULL && lm_eval_ctx_create(&r->arg_ctx[slot]) != LAMINAR_OK) {
+    return;
+  }
+  if (r->arg_seq[slot] != seq) { /* its earlier round is merged: its values are free */
     lm_eval_ctx_reset(r->arg_ctx[slot]);
     r->arg_seq[slot] = seq;
   }
@@ -493,7 +495,8 @@ static bool shared_route(lm_round* rd, int32_t j, const lm_stream_def* s, lm_rea
     }
   }
   hash_wait w = {rd, j};
-  return poll_briefly(hashes_ready, &w, rd->msgs[j]->batch->nrows * LM_HASH_WAIT_NS_PER_ROW);
+  int64_t budget_ns = rd->msgs[j]->batch->nrows * LM_HASH_WAIT_NS_PER_ROW;
+  return poll_briefly(hashes_ready, &w, budget_ns);
 }
 
 /* Reactor r's share of message j of round `seq` for stream s: *out is the

@@ -329,9 +329,11 @@ static int feed_selected(lm_op* sel_chain, lm_op* dense_chain, const lm_plan* pl
     uint32_t sel[ROWS];
     int64_t m = 0;
     uint64_t shape = lm_test_rand(rng) % 8;
-    for (uint32_t r = 0; r < ROWS; r++) {
-      bool take = shape == 0 ? true : shape == 1 ? r == 17 : shape == 2 ? false
-                                                                        : lm_test_rand(rng) % 3 != 0;
+    for (uint32_t r = 0; r < ROWS; r++) { /* all rows, one, none or about 2 in 3 */
+      bool take = shape == 0   ? true
+                  : shape == 1 ? r == 17
+                  : shape == 2 ? false
+                               : lm_test_rand(rng) % 3 != 0;
       if (take) sel[m++] = r;
     }
     gather_batch(&in, sel, m, &dense);
@@ -406,7 +408,8 @@ static int test_selection_equals_gathered(void) {
   uint64_t rng = lm_test_seed();
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     for (int routed = 0; routed < (all[i].routed ? 2 : 1); routed++) {
-      if (selection_equals_gathered(all[i].sql, &rng, routed) != 0 || lm_test_expect_failed_) {
+      if (selection_equals_gathered(all[i].sql, &rng, routed) != 0 ||
+          lm_test_expect_failed_) {
         fprintf(stderr, "selection_equals_gathered failed for: %s\n", all[i].sql);
         return 1;
       }
