@@ -69,10 +69,12 @@ typedef struct window_op {
   /* The next chunk's key hashes from the router (lm_op_window_set_key_hashes),
    * else NULL; taken (and cleared) by that chunk. */
   const uint64_t* in_hashes;
+  const lm_vec* in_args;  /* likewise its aggregate arguments (lm_op_window_set_args) */
   uint32_t* late_sel;
   int64_t nlate;
   lm_vec* key_vecs;
   lm_vec* arg_vecs;
+  bool* arg_pos;          /* this chunk: arg_vecs[a] is by position in the selection */
   lm_vec* ord_vecs;       /* FIRST / LAST: the event time of each row */
   lm_vec* out_vecs;
   bool track;           /* emit_changes or a changelog input: per-group nrows */
@@ -179,8 +181,10 @@ static inline void lm_op_late_row(window_op* op, int64_t k) {
 
 /* ---- helpers defined in window.c --------------------------------------------- */
 
-/* Hash every row's key tuple into h[0..n). */
-void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, int64_t n, uint64_t* h);
+/* Hash every row's key tuple: rows 0..n-1 into h[0..n) (sel NULL), or rows
+ * sel[0..n) into h[sel[i]]. */
+void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, const uint32_t* sel, int64_t n,
+                     uint64_t* h);
 /* Hash of a stored group's keys; equals lm_op_hash_keys() of the row it came from. */
 uint64_t lm_op_hash_group(const window* w, int32_t nkeys, int64_t g);
 /* The group of window w holding row `row`'s keys (hash h), added if new. */
@@ -226,10 +230,10 @@ void lm_op_slide_free(window_op* op);
 
 /* ---- session windows (session.c) ---------------------------------------------- */
 
-/* One chunk into the sessions (rows where keep[k] is 0 skipped; keep NULL: all);
- * `given`: the rows' key hashes from the router, or NULL to hash here. */
-laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep,
-                                 const uint64_t* given);
+/* One chunk (n > 0 rows, with or without a selection) into the sessions;
+ * `given`: the rows' key hashes from the router (indexed by row number), or
+ * NULL to hash here. */
+laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given);
 /* Emit and free the sessions closed by op->watermark. */
 laminar_code lm_op_session_watermark(window_op* op);
 void lm_op_session_snapshot(const window_op* op, lm_state_writer* w);

@@ -23,19 +23,19 @@ typedef struct map_op {
 static laminar_code map_on_chunk(lm_op* base, const lm_chunk* in) {
   map_op* op = (map_op*)base;
   lm_eval_ctx_reset(op->ctx);
-  const uint32_t* sel = NULL;
+  const uint32_t* sel = in->sel; /* the chunk's own selection, if any */
   int64_t n = in->nrows;
   if (op->filter != NULL) {
     uint32_t* kept = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(n ? n : 1));
     if (kept == NULL) return LAMINAR_ERR_NOMEM;
-    LM_TRY(lm_expr_filter(op->ctx, op->filter, in->cols, NULL, n, kept, &n));
+    LM_TRY(lm_expr_filter(op->ctx, op->filter, in->cols, sel, n, kept, &n));
     if (n == 0) return LAMINAR_OK;
-    if (n < in->nrows) sel = kept;
+    if (sel != NULL || n < in->nrows) sel = kept;
   }
   for (int32_t i = 0; i < op->nexprs; i++) {
     LM_TRY(lm_expr_eval(op->ctx, op->exprs[i], in->cols, sel, n, &op->outs[i]));
   }
-  lm_chunk out = {n, op->nexprs, op->outs};
+  lm_chunk out = {n, op->nexprs, op->outs, NULL};
   return lm_op_emit(base, &out);
 }
 
@@ -49,6 +49,7 @@ static void map_destroy(lm_op* base) {
 static const lm_op_vtable map_vtable = {
     .name = "map",
     .on_chunk = map_on_chunk,
+    .takes_sel = true,
     .on_watermark = NULL,
     .snapshot = NULL, /* stateless: nothing to save */
     .restore = NULL,

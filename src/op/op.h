@@ -25,11 +25,18 @@
 
 #include <stdint.h>
 
-/* Borrowed columns of `nrows` rows; valid only during the call receiving it. */
+/* Borrowed columns; valid only during the call receiving it. sel NULL: the
+ * chunk is rows 0..nrows-1 of the columns. Else it is the rows sel[0..nrows)
+ * (ascending) of longer columns, the others not its own: thread-per-core
+ * hands each partition's chain the whole pushed batch and its rows instead
+ * of a gathered copy (rt/part.c). Only a chain's input carries a selection,
+ * and only to a head operator whose vtable says it honours one (takes_sel);
+ * what operators emit is dense. */
 typedef struct lm_chunk {
   int64_t nrows;
   int32_t ncols;
   const lm_vec* cols;
+  const uint32_t* sel;
 } lm_chunk;
 
 typedef struct lm_op lm_op;
@@ -40,7 +47,9 @@ typedef laminar_code (*lm_op_sink_fn)(void* arg, const lm_chunk* chunk);
 
 typedef struct lm_op_vtable {
   const char* name; /* "map", "window" (EXPLAIN and errors) */
+  /* A chunk may carry a selection (lm_chunk.sel) only if takes_sel. */
   laminar_code (*on_chunk)(lm_op* op, const lm_chunk* in);
+  bool takes_sel;
   /* Called when the input watermark advanced to `watermark_ms`; the chain
    * forwards it to the next operator after this returns. */
   laminar_code (*on_watermark)(lm_op* op, int64_t watermark_ms);
@@ -185,10 +194,17 @@ void lm_op_window_set_late_sink(lm_op* op, lm_op_sink_fn fn, void* arg);
  * still writing them (copy-on-write), and (out_groups) their groups in all. */
 int64_t lm_op_window_thaws(const lm_op* op, int64_t* out_groups);
 /* Thread-per-core: the router already hashed the GROUP BY keys of the next
- * chunk `op` (the head of a windowed chain) receives -- h[k] is
- * lm_op_hash_keys() of row k's keys -- so the operator uses them instead of
- * hashing again. Holds for that one chunk only; h must outlive the call. */
+ * chunk `op` (the head of a windowed chain) receives -- h[r] is the key hash
+ * (lm_op_hash_keys) of row r of the chunk's columns, indexed like them (with
+ * a selection, by row number: only the selected rows' entries are read) --
+ * so the operator uses them instead of hashing again. Holds for that one
+ * chunk only; h must outlive the call. */
 void lm_op_window_set_key_hashes(lm_op* op, const uint64_t* h);
+/* Thread-per-core, likewise: the router already evaluated the aggregate
+ * arguments of `op`'s own spec over the next chunk's columns -- args[a] is
+ * aggregate a's argument, by row like the columns, or data NULL where the
+ * operator is to evaluate it (NULL args: all). For that one chunk only. */
+void lm_op_window_set_args(lm_op* op, const lm_vec* args);
 /* Number of groups currently held (all open windows). */
 int64_t lm_op_window_state_rows(const lm_op* op);
 

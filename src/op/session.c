@@ -172,18 +172,18 @@ static laminar_code session_assign(window_op* op, uint32_t kid, int64_t t, int32
   return slot_new(op, kid, lo, hi, out);
 }
 
-laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_t* keep,
-                                 const uint64_t* given) {
+laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given) {
   const lm_window_spec* spec = &op->spec;
   int64_t n = in->nrows;
   const lm_vec* tcol = &in->cols[spec->time_col];
-  uint64_t* own = given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
+  int64_t span = in->sel != NULL ? (int64_t)in->sel[n - 1] + 1 : n; /* rows < span */
+  uint64_t* own = given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)span);
   const uint64_t* hashes = given ? given : own;
   uint32_t* sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
   uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
   int32_t* dead = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
   if (!hashes || !sel || !gids || !dead) return LAMINAR_ERR_NOMEM;
-  if (own != NULL) lm_op_hash_keys(op->key_vecs, spec->nkeys, n, own);
+  if (own != NULL) lm_op_hash_keys(op->key_vecs, spec->nkeys, in->sel, n, own);
   int64_t m = 0, ndead = 0;
   if (spec->emit_changes) {
     op->pass++;
@@ -191,8 +191,17 @@ laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint8_
     op->s_touched = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(op->s_open + n));
     if (op->s_touched == NULL) return LAMINAR_ERR_NOMEM;
   }
-  for (int64_t k = 0; k < n; k++) {
-    if (keep != NULL && !keep[k]) continue;
+  /* The chunk's rows by position: its selection, or 0..n-1 (one loop for
+   * both; testing for a selection in it, per row, measured slower). */
+  const uint32_t* rows = in->sel;
+  if (rows == NULL) {
+    uint32_t* all = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
+    if (all == NULL) return LAMINAR_ERR_NOMEM;
+    for (int64_t i = 0; i < n; i++) all[i] = (uint32_t)i;
+    rows = all;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int64_t k = rows[i];
     if (tcol->nulls && tcol->nulls[k]) {
       lm_op_late_row(op, k);
       continue;

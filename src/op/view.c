@@ -333,7 +333,7 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
   if (pass) {
     for (int32_t c = 0; c < ncols; c++) v->outs[c] = in->cols[c];
     v->outs[ncols] = (lm_vec){LM_TYPE_INT64, n, NULL, eff};
-    lm_chunk out = {n, ncols + 1, v->outs};
+    lm_chunk out = {n, ncols + 1, v->outs, NULL};
     return lm_op_emit(base, &out);
   }
   /* Forward only the rows that changed the view, with what they changed. */
@@ -347,7 +347,7 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
   for (int32_t c = 0; c < ncols; c++) LM_TRY(lm_op_gather(v->ctx, &in->cols[c], sel, m, &v->outs[c]));
   for (int64_t k = 0; k < m; k++) eff[k] = eff[sel[k]]; /* sel[k] >= k: in place */
   v->outs[ncols] = (lm_vec){LM_TYPE_INT64, m, NULL, eff};
-  lm_chunk out = {m, ncols + 1, v->outs};
+  lm_chunk out = {m, ncols + 1, v->outs, NULL};
   return lm_op_emit(base, &out);
 }
 

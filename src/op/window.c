@@ -105,31 +105,48 @@ static int64_t vec_int(const lm_vec* v, int64_t row) {
   }
 }
 
-/* Hash every row's key tuple into h[0..n). */
-void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, int64_t n, uint64_t* h) {
+/* The hash of one key value: row r of column v. */
+static inline uint64_t key_hash(const lm_vec* v, int64_t r) {
+  if (v->nulls && v->nulls[r]) return NULL_HASH;
+  if (v->type == LM_TYPE_STRING) {
+    lm_str s = ((const lm_str*)v->data)[r];
+    return hash_bytes(s.ptr, s.len);
+  }
+  if (v->type == LM_TYPE_DOUBLE) return hash_double(((const double*)v->data)[r]);
+  return mix64((uint64_t)vec_int(v, r));
+}
+
+/* Hash every row's key tuple: rows 0..n-1 into h[0..n) (sel NULL), or rows
+ * sel[0..n) into h[sel[i]] (the other entries untouched). */
+void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, const uint32_t* sel, int64_t n,
+                     uint64_t* h) {
+  if (sel != NULL) {
+    for (int64_t i = 0; i < n; i++) h[sel[i]] = 0x9E3779B97F4A7C15ULL;
+    for (int32_t c = 0; c < nkeys; c++) {
+      const lm_vec* v = &keys[c];
+      if (v->nulls == NULL && v->type == LM_TYPE_STRING) { /* as below */
+        const lm_str* s = v->data;
+        for (int64_t i = 0; i < n; i++) {
+          uint32_t r = sel[i];
+          h[r] = hash_combine(h[r], hash_bytes(s[r].ptr, s[r].len));
+        }
+        continue;
+      }
+      for (int64_t i = 0; i < n; i++) {
+        h[sel[i]] = hash_combine(h[sel[i]], key_hash(v, sel[i]));
+      }
+    }
+    return;
+  }
   for (int64_t k = 0; k < n; k++) h[k] = 0x9E3779B97F4A7C15ULL;
   for (int32_t c = 0; c < nkeys; c++) {
     const lm_vec* v = &keys[c];
-    const uint8_t* nulls = v->nulls;
-    if (nulls == NULL && v->type == LM_TYPE_STRING) { /* the common key: one loop, no branches */
+    if (v->nulls == NULL && v->type == LM_TYPE_STRING) { /* the common key: no branches */
       const lm_str* s = v->data;
       for (int64_t k = 0; k < n; k++) h[k] = hash_combine(h[k], hash_bytes(s[k].ptr, s[k].len));
       continue;
     }
-    for (int64_t k = 0; k < n; k++) {
-      uint64_t kh;
-      if (nulls && nulls[k]) {
-        kh = NULL_HASH;
-      } else if (v->type == LM_TYPE_STRING) {
-        lm_str s = ((const lm_str*)v->data)[k];
-        kh = hash_bytes(s.ptr, s.len);
-      } else if (v->type == LM_TYPE_DOUBLE) {
-        kh = hash_double(((const double*)v->data)[k]);
-      } else {
-        kh = mix64((uint64_t)vec_int(v, k));
-      }
-      h[k] = hash_combine(h[k], kh);
-    }
+    for (int64_t k = 0; k < n; k++) h[k] = hash_combine(h[k], key_hash(v, k));
   }
 }
 
@@ -632,7 +649,7 @@ laminar_code lm_op_rows_flush(window_op* op) {
   if (op->dn == 0) return LAMINAR_OK;
   int32_t ncols = op->base.out_schema.ncols;
   for (int32_t c = 0; c < ncols; c++) op->dvecs[c].len = op->dn;
-  lm_chunk out = {op->dn, ncols, op->dvecs};
+  lm_chunk out = {op->dn, ncols, op->dvecs, NULL};
   op->dn = 0;
   return lm_op_emit(&op->base, &out);
 }
@@ -668,6 +685,11 @@ typedef struct assign_scratch {
   uint32_t* prow;    /* (row, window) pairs */
   int32_t* pwin;
   uint32_t* sel;     /* rows bucketed by window, arrival order within one */
+  /* With aggregate arguments by position (window_op.arg_pos), each pair's
+   * row's position in the chunk's selection, and those bucketed like sel;
+   * else NULL. */
+  uint32_t* ppos;
+  uint32_t* spos;
   int32_t* cache;    /* local window indices of the last row's windows */
   bool sorted;       /* the pairs are in window order already (rows in time order) */
 } assign_scratch;
@@ -682,13 +704,41 @@ static int32_t local_window(assign_scratch* s, int32_t* nwin, int64_t start) {
   return (*nwin)++;
 }
 
-/* Pass 1 over rows [r0, r1): the windows of each row as (row, window) pairs;
- * rows none of whose windows is open are dropped and counted. Windows start at
- * multiples of `hop` (== size for tumbling ones); a row at t is in every
- * window with start in (t - size, t]. Consecutive rows in the same hop (the
- * common case) reuse the last row's window list. Returns the pair count. */
-static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* keep,
-                              int64_t r0, int64_t r1, assign_scratch* s, int32_t* out_nwin) {
+/* The first position from i on (up to end) whose row's time t is not in
+ * [q, q + span): the run of rows in one tumbling window. Out of line, so the
+ * loop keeps q and span in registers (inlined, they were reloaded per row). */
+__attribute__((noinline)) static int64_t scan_window(const int64_t* ts, int64_t i,
+                                                     int64_t end, int64_t q, uint64_t span) {
+  while (i < end && (uint64_t)ts[i] - (uint64_t)q < span) i++;
+  return i;
+}
+
+/* scan_window over the rows sel[i..end). */
+__attribute__((noinline)) static int64_t scan_window_sel(const int64_t* ts,
+                                                         const uint32_t* sel, int64_t i,
+                                                         int64_t end, int64_t q,
+                                                         uint64_t span) {
+  while (i < end && (uint64_t)ts[sel[i]] - (uint64_t)q < span) i++;
+  return i;
+}
+
+/* Pass 1 over the chunk's rows at positions [i0, i1) (row i, or sel[i] with a
+ * selection): the windows of each row as (row, window) pairs; rows none of
+ * whose windows is open are dropped and counted. Windows start at multiples
+ * of `hop` (== size for tumbling ones); a row at t is in every window with
+ * start in (t - size, t]. Consecutive rows in the same hop (the common case)
+ * reuse the last row's window list. Returns the pair count. With `ppos`
+ * (s->ppos), each pair's position i too. Always inlined into assign_windows
+ * with sel and ppos NULL or not, so the loop without a selection does not
+ * test for one per row. */
+__attribute__((always_inline)) static inline int64_t assign_rows(
+    window_op* op, const lm_chunk* in, const uint32_t* sel, uint32_t* ppos, int64_t i0,
+    int64_t i1, assign_scratch* s, int32_t* out_nwin) {
+#define ROW(i) (sel != NULL ? (int64_t)sel[i] : (int64_t)(i))
+#define POS(np, i)                            \
+  do {                                        \
+    if (ppos != NULL) ppos[np] = (uint32_t)(i); \
+  } while (0)
   const lm_window_spec* spec = &op->spec;
   const lm_vec* tcol = &in->cols[spec->time_col];
   int64_t size = spec->size_ms, hop = spec->hop_ms;
@@ -697,13 +747,13 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
   int64_t cache_q = 0;
   int32_t cache_n = -1; /* open windows of hop cache_q, newest first; -1: none yet */
   if (spec->global) { /* GROUP BY without a window: every row in the one window */
-    for (int64_t k = r0; k < r1; k++) {
-      if (keep != NULL && !keep[k]) continue;
-      if (nwin == 0) local_window(s, &nwin, 0);
-      s->prow[np] = (uint32_t)k;
+    if (i1 > i0) local_window(s, &nwin, 0);
+    for (int64_t i = i0; i < i1; i++) {
+      POS(np, i);
+      s->prow[np] = (uint32_t)ROW(i);
       s->pwin[np++] = 0;
-      s->counts[0]++;
     }
+    if (nwin > 0) s->counts[0] += np;
     s->sorted = true;
     *out_nwin = nwin;
     return np;
@@ -714,10 +764,10 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
   int64_t run_n = 0;
   bool sorted = true;
   uint64_t fast_span = hop >= size ? (uint64_t)size : 0; /* rows at q .. q + size: one window */
-  /* Every row has its time in ms (no filter, no NULL, not TIMESTAMP). */
-  bool plain = keep == NULL && tcol->nulls == NULL && tcol->type != LM_TYPE_TIMESTAMP;
-  for (int64_t k = r0; k < r1; k++) {
-    if (keep != NULL && !keep[k]) continue;
+  /* Every row has its time in ms (no NULL, not TIMESTAMP). */
+  bool plain = tcol->nulls == NULL && tcol->type != LM_TYPE_TIMESTAMP;
+  for (int64_t i = i0; i < i1; i++) {
+    int64_t k = ROW(i);
     if (tcol->nulls && tcol->nulls[k]) {
       lm_op_late_row(op, k); /* no event time: cannot be placed in a window */
       continue;
@@ -726,17 +776,18 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
     /* Tumbling windows: a row in the last row's window, which is open. */
     if (cache_n == 1 && s->cache[0] == run_w &&
         (uint64_t)t - (uint64_t)cache_q < (uint64_t)fast_span) {
-      int64_t k2 = k + 1;
+      int64_t i2 = i + 1;
       if (plain) { /* and the rows after it, while they stay in that window */
-        const int64_t* ts = tcol->data;
-        while (k2 < r1 && (uint64_t)ts[k2] - (uint64_t)cache_q < fast_span) k2++;
+        i2 = sel != NULL ? scan_window_sel(tcol->data, sel, i2, i1, cache_q, fast_span)
+                         : scan_window(tcol->data, i2, i1, cache_q, fast_span);
       }
-      for (int64_t r = k; r < k2; r++) {
-        s->prow[np] = (uint32_t)r;
+      for (int64_t j = i; j < i2; j++) {
+        POS(np, j);
+        s->prow[np] = (uint32_t)ROW(j);
         s->pwin[np++] = run_w;
       }
-      run_n += k2 - k;
-      k = k2 - 1;
+      run_n += i2 - i;
+      i = i2 - 1;
       continue;
     }
     int64_t q = cache_q, out_q;
@@ -770,6 +821,7 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
     }
     for (int64_t j = 0; j < use; j++) {
       int32_t w = s->cache[j];
+      POS(np, i);
       s->prow[np] = (uint32_t)k;
       s->pwin[np] = w;
       np++;
@@ -786,6 +838,15 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint8_t* 
   s->sorted = sorted;
   *out_nwin = nwin;
   return np;
+#undef POS
+#undef ROW
+}
+
+static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint32_t* sel,
+                              int64_t i0, int64_t i1, assign_scratch* s, int32_t* out_nwin) {
+  if (sel == NULL) return assign_rows(op, in, NULL, NULL, i0, i1, s, out_nwin);
+  if (s->ppos == NULL) return assign_rows(op, in, sel, NULL, i0, i1, s, out_nwin);
+  return assign_rows(op, in, sel, s->ppos, i0, i1, s, out_nwin);
 }
 
 /* Passes 3 and 4 over the pairs of one slice: bucket rows by window (a
@@ -797,9 +858,19 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
   s->offsets[0] = 0;
   for (int32_t i = 0; i < nwin; i++) s->offsets[i + 1] = s->offsets[i] + s->counts[i];
   const uint32_t* sel = s->prow; /* already bucketed when sorted */
+  const uint32_t* pos = s->ppos;
   if (!s->sorted) {
     for (int32_t i = 0; i < nwin; i++) s->counts[i] = s->offsets[i];
-    for (int64_t p = 0; p < np; p++) s->sel[s->counts[s->pwin[p]]++] = s->prow[p];
+    if (pos != NULL) {
+      for (int64_t p = 0; p < np; p++) {
+        int64_t at = s->counts[s->pwin[p]]++;
+        s->sel[at] = s->prow[p];
+        s->spos[at] = s->ppos[p];
+      }
+      pos = s->spos;
+    } else {
+      for (int64_t p = 0; p < np; p++) s->sel[s->counts[s->pwin[p]]++] = s->prow[p];
+    }
     sel = s->sel;
   }
   for (int32_t i = 0; i < nwin; i++) {
@@ -840,7 +911,9 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
       } else if (spec->aggs[a].order != NULL) {
         LM_TRY(lm_agg_update_ordered(&w->aggs[a], arg, &op->ord_vecs[a], wsel, gids, m));
       } else {
-        LM_TRY(lm_agg_update(&w->aggs[a], arg, wsel, gids, m));
+        /* A computed argument over a selection is by position (arg_pos). */
+        const uint32_t* at = op->arg_pos[a] ? pos + s->offsets[i] : wsel;
+        LM_TRY(lm_agg_update(&w->aggs[a], arg, at, gids, m));
       }
     }
     if (op->track) {
@@ -879,58 +952,118 @@ static laminar_code late_deliver(window_op* op, const lm_chunk* in) {
   for (int32_t c = 0; c < in->ncols; c++) {
     LM_TRY(lm_op_gather(op->ctx, &in->cols[c], rows, m, &cols[c]));
   }
-  lm_chunk late = {m, in->ncols, cols};
+  lm_chunk late = {m, in->ncols, cols, NULL};
   return op->late_fn(op->late_arg, &late);
+}
+
+/* The values of `e` for the rows of `in`, indexed like its columns (row r at
+ * r): without a selection, over every row (a column reference zero-copy);
+ * with one, a column reference is the column itself and a computed
+ * expression is evaluated over the selected rows only and each value placed
+ * at its row (the other entries are never read). */
+static laminar_code eval_rows(window_op* op, const lm_expr* e, const lm_chunk* in,
+                              lm_vec* out) {
+  const uint32_t* sel = in->sel;
+  if (sel == NULL) return lm_expr_eval(op->ctx, e, in->cols, NULL, in->nrows, out);
+  int64_t span = (int64_t)sel[in->nrows - 1] + 1; /* rows 0 .. the last selected */
+  if (e->kind == LM_EXPR_COLUMN) return lm_expr_eval(op->ctx, e, in->cols, NULL, span, out);
+  lm_vec dense;
+  LM_TRY(lm_expr_eval(op->ctx, e, in->cols, sel, in->nrows, &dense));
+  size_t w = (size_t)lm_type_width(dense.type);
+  uint8_t* data = lm_eval_ctx_alloc(op->ctx, w * (size_t)span);
+  uint8_t* nulls = dense.nulls != NULL ? lm_eval_ctx_alloc(op->ctx, (size_t)span) : NULL;
+  if (data == NULL || (dense.nulls != NULL && nulls == NULL)) return LAMINAR_ERR_NOMEM;
+  const uint8_t* from = dense.data;
+  int64_t n = in->nrows;
+  switch (w) {
+    case 8:
+      for (int64_t i = 0; i < n; i++) memcpy(data + (size_t)sel[i] * 8, from + i * 8, 8);
+      break;
+    case 16:
+      for (int64_t i = 0; i < n; i++) memcpy(data + (size_t)sel[i] * 16, from + i * 16, 16);
+      break;
+    default:
+      for (int64_t i = 0; i < n; i++) {
+        memcpy(data + (size_t)sel[i] * w, from + (size_t)i * w, w);
+      }
+      break;
+  }
+  if (nulls != NULL) {
+    for (int64_t i = 0; i < n; i++) nulls[sel[i]] = dense.nulls[i];
+  }
+  *out = (lm_vec){dense.type, span, nulls, data};
+  return LAMINAR_OK;
 }
 
 static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   window_op* op = (window_op*)base;
   const lm_window_spec* spec = &op->spec;
-  int64_t n = in->nrows;
   const uint64_t* given = op->in_hashes; /* the router's, for this chunk only */
+  const lm_vec* given_args = op->in_args;
   op->in_hashes = NULL;
-  if (n == 0) return LAMINAR_OK;
+  op->in_args = NULL;
+  if (in->nrows == 0) return LAMINAR_OK;
   lm_eval_ctx_reset(op->ctx);
-  LM_TRY(late_begin(op, n));
-  for (int32_t c = 0; c < spec->nkeys; c++) {
-    LM_TRY(lm_expr_eval(op->ctx, spec->keys[c], in->cols, NULL, n, &op->key_vecs[c]));
-  }
-  for (int32_t a = 0; a < spec->naggs; a++) {
-    if (spec->aggs[a].arg != NULL) {
-      LM_TRY(lm_expr_eval(op->ctx, spec->aggs[a].arg, in->cols, NULL, n, &op->arg_vecs[a]));
-    }
-    if (spec->aggs[a].order != NULL) {
-      LM_TRY(lm_expr_eval(op->ctx, spec->aggs[a].order, in->cols, NULL, n, &op->ord_vecs[a]));
-    }
-  }
-  /* WHERE: a byte per row, 1 = keep. */
-  uint8_t* keep = NULL;
+  /* The rows to aggregate: the chunk's (all, or its selection), less those
+   * WHERE does not keep and a changelog's rows weighing NULL or 0. From here
+   * on rows are named by their row number in the columns. */
+  lm_chunk rows = *in;
   if (spec->filter != NULL) {
-    uint32_t* kept = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
-    keep = lm_eval_ctx_alloc(op->ctx, (size_t)n);
-    if (kept == NULL || keep == NULL) return LAMINAR_ERR_NOMEM;
+    uint32_t* kept = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)rows.nrows);
+    if (kept == NULL) return LAMINAR_ERR_NOMEM;
     int64_t nkept = 0;
-    LM_TRY(lm_expr_filter(op->ctx, spec->filter, in->cols, NULL, n, kept, &nkept));
-    memset(keep, 0, (size_t)n);
-    for (int64_t j = 0; j < nkept; j++) keep[kept[j]] = 1;
+    LM_TRY(lm_expr_filter(op->ctx, spec->filter, in->cols, in->sel, in->nrows, kept,
+                          &nkept));
+    if (in->sel != NULL || nkept < in->nrows) rows.sel = kept;
+    rows.nrows = nkept;
   }
-  /* A changelog's weights; rows weighing NULL or 0 change nothing. */
   op->weights = NULL;
   if (spec->changelog) {
     const lm_vec* wv = &in->cols[spec->weight_col];
-    if (keep == NULL) {
-      keep = lm_eval_ctx_alloc(op->ctx, (size_t)n);
-      if (keep == NULL) return LAMINAR_ERR_NOMEM;
-      memset(keep, 1, (size_t)n);
-    }
     const int64_t* wd = wv->data;
-    for (int64_t k = 0; k < n; k++) {
-      if ((wv->nulls && wv->nulls[k]) || wd[k] == 0) keep[k] = 0;
+    uint32_t* live = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(rows.nrows + 1));
+    if (live == NULL) return LAMINAR_ERR_NOMEM;
+    int64_t m = 0;
+    for (int64_t i = 0; i < rows.nrows; i++) { /* in place is safe: m <= i */
+      uint32_t r = rows.sel != NULL ? rows.sel[i] : (uint32_t)i;
+      live[m] = r;
+      m += !(wv->nulls && wv->nulls[r]) && wd[r] != 0;
     }
+    if (rows.sel != NULL || m < rows.nrows) rows.sel = live;
+    rows.nrows = m;
     op->weights = wd;
   }
+  int64_t n = rows.nrows;
+  if (n == 0) return LAMINAR_OK;
+  LM_TRY(late_begin(op, n));
+  for (int32_t c = 0; c < spec->nkeys; c++) {
+    LM_TRY(eval_rows(op, spec->keys[c], &rows, &op->key_vecs[c]));
+  }
+  /* A computed argument over a selection, in a window (not session) update
+   * that takes no order and no weights, is evaluated over the selected rows
+   * and read by position (arg_pos: each pair carries its row's position),
+   * not placed at its rows. */
+  bool by_pos = false;
+  for (int32_t a = 0; a < spec->naggs; a++) {
+    const lm_expr* arg = spec->aggs[a].arg;
+    bool given_arg = given_args != NULL && given_args[a].data != NULL; /* by row */
+    op->arg_pos[a] = rows.sel != NULL && arg != NULL && arg->kind != LM_EXPR_COLUMN &&
+                     spec->aggs[a].order == NULL && op->weights == NULL && !spec->session &&
+                     !given_arg;
+    by_pos |= op->arg_pos[a];
+    if (given_arg) {
+      op->arg_vecs[a] = given_args[a];
+    } else if (op->arg_pos[a]) {
+      LM_TRY(lm_expr_eval(op->ctx, arg, in->cols, rows.sel, n, &op->arg_vecs[a]));
+    } else if (arg != NULL) {
+      LM_TRY(eval_rows(op, arg, &rows, &op->arg_vecs[a]));
+    }
+    if (spec->aggs[a].order != NULL) {
+      LM_TRY(eval_rows(op, spec->aggs[a].order, &rows, &op->ord_vecs[a]));
+    }
+  }
   if (spec->session) {
-    LM_TRY(lm_op_session_chunk(op, in, keep, given));
+    LM_TRY(lm_op_session_chunk(op, &rows, given));
     return late_deliver(op, in);
   }
 
@@ -939,6 +1072,7 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   int64_t slice = PAIRS_PER_SLICE / per;
   if (slice > n) slice = n;
   size_t npairs = (size_t)(slice * per);
+  int64_t span = rows.sel != NULL ? (int64_t)rows.sel[n - 1] + 1 : n; /* rows < span */
   assign_scratch s = {
       .starts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * npairs),
       .counts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * npairs),
@@ -947,23 +1081,25 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
       .pwin = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * npairs),
       .sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs),
       .cache = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)per),
+      .ppos = by_pos ? lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs) : NULL,
+      .spos = by_pos ? lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs) : NULL,
   };
-  uint64_t* own = given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)n);
+  uint64_t* own = given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)span);
   const uint64_t* hashes = given ? given : own;
   uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
   uint32_t* touched = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
   if (!s.starts || !s.counts || !s.offsets || !s.prow || !s.pwin || !s.sel || !s.cache ||
-      !hashes || !gids || !touched) {
+      !hashes || !gids || !touched || (by_pos && (!s.ppos || !s.spos))) {
     return LAMINAR_ERR_NOMEM;
   }
   bool hashed = false;
-  for (int64_t r0 = 0; r0 < n; r0 += slice) {
-    int64_t r1 = r0 + slice < n ? r0 + slice : n;
+  for (int64_t i0 = 0; i0 < n; i0 += slice) {
+    int64_t i1 = i0 + slice < n ? i0 + slice : n;
     int32_t nwin;
-    int64_t np = assign_windows(op, in, keep, r0, r1, &s, &nwin);
+    int64_t np = assign_windows(op, &rows, rows.sel, i0, i1, &s, &nwin);
     if (np == 0) continue;
-    if (!hashed && own != NULL) { /* Pass 2: hash every row's keys (once; not if all late) */
-      lm_op_hash_keys(op->key_vecs, spec->nkeys, n, own);
+    if (!hashed && own != NULL) { /* Pass 2: hash the rows' keys (once; not if all late) */
+      lm_op_hash_keys(op->key_vecs, spec->nkeys, rows.sel, n, own);
       hashed = true;
     }
     LM_TRY(update_windows(op, &s, np, nwin, hashes, gids, touched));
@@ -1077,7 +1213,7 @@ static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   for (int32_t c = 0; c < ncols; c++) {
     if (!any_null[c]) op->out_vecs[c].nulls = NULL;
   }
-  lm_chunk out = {total, ncols, op->out_vecs};
+  lm_chunk out = {total, ncols, op->out_vecs, NULL};
   /* Emit before recycling: the chunk borrows the windows' key strings. */
   laminar_code rc = lm_op_emit(base, &out);
   drop_closed(op, nclose);
@@ -1781,6 +1917,7 @@ static void window_destroy(lm_op* base) {
   lm_eval_ctx_destroy(op->ctx);
   lm_free(op->key_vecs);
   lm_free(op->arg_vecs);
+  lm_free(op->arg_pos);
   lm_free(op->ord_vecs);
   lm_free(op->out_vecs);
   if (op->dvecs != NULL) {
@@ -1816,6 +1953,7 @@ static void window_destroy(lm_op* base) {
 static const lm_op_vtable window_vtable = {
     .name = "window",
     .on_chunk = window_on_chunk,
+    .takes_sel = true,
     .on_watermark = window_on_watermark,
     .snapshot = window_snapshot,
     .restore = window_restore,
@@ -1861,6 +1999,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
   op->arg_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
   op->ord_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
+  op->arg_pos = lm_calloc((size_t)spec->naggs + 1, sizeof(bool));
   op->out_vecs = lm_calloc((size_t)out_schema->ncols, sizeof(lm_vec));
   op->dvecs = lm_calloc((size_t)out_schema->ncols, sizeof(lm_vec));
   if (op->dvecs != NULL) {
@@ -1878,7 +2017,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
     }
   }
   if (op->key_vecs == NULL || op->arg_vecs == NULL || op->ord_vecs == NULL ||
-      op->out_vecs == NULL || op->dvecs == NULL ||
+      op->arg_pos == NULL || op->out_vecs == NULL || op->dvecs == NULL ||
       !session_ok || !keyset_ok || lm_eval_ctx_create(&op->ctx) != LAMINAR_OK ||
       lm_schema_copy(out_schema, &op->base.out_schema) != 0) {
     lm_schema_free(&op->base.out_schema);
@@ -1914,6 +2053,10 @@ int64_t lm_op_window_state_rows(const lm_op* op) {
 
 void lm_op_window_set_key_hashes(lm_op* base, const uint64_t* h) {
   if (base != NULL && base->vt == &window_vtable) ((window_op*)base)->in_hashes = h;
+}
+
+void lm_op_window_set_args(lm_op* base, const lm_vec* args) {
+  if (base != NULL && base->vt == &window_vtable) ((window_op*)base)->in_args = args;
 }
 
 void lm_op_window_set_late_sink(lm_op* base, lm_op_sink_fn fn, void* arg) {

@@ -14,19 +14,24 @@
  * a *round* of up to LM_RT_ROUND_MSGS messages (fewer when a subscriber has
  * less room, see below), computes the source watermark after each, publishes
  * the round (release store of round_seq) and wakes the workers. Every reactor
- * p then, for each message in order, takes the hashes of the GROUP BY columns
- * over the batch (the window operator's key hash, lm_op_hash_keys), gathers
- * the rows whose hash falls in partition p (lm_op_part_of: the high 32 bits
- * scaled to N, so the low bits the group tables use stay spread) and runs
- * them through its chain, handing the chain's window operator the gathered
- * rows' hashes (lm_op_window_set_key_hashes) so it does not hash them again.
- * The hashes of a message are computed once per round slot by whichever
- * reactor claims the message first (lm_round.hstate); a reactor finding it
- * being hashed by another hashes a later message meanwhile (then waits for it
- * no longer than hashing it itself would take), so two reactors reaching a
- * round together split the hashing
- * (a stream grouping by other columns than the first keyed reader hashes for
- * itself). Then it applies the message's watermark: the watermark is
+ * p then, for each message in order, routes it: the hashes of the GROUP BY
+ * columns over the batch (the window operator's key hash, lm_op_hash_keys)
+ * and the batch's row numbers sorted by partition (lm_op_part_of: the high 32
+ * bits scaled to N, so the low bits the group tables use stay spread). Both
+ * are computed once per message and round slot by whichever reactor claims
+ * the message first (lm_round.hstate); a reactor finding it being hashed by
+ * another hashes a later message meanwhile (then waits for it no longer than
+ * hashing it itself would take), so two reactors reaching a round together
+ * split the routing (a stream grouping by other columns than the first keyed
+ * reader hashes and selects for itself). Reactor p hands its chain the whole
+ * batch with partition p's rows as a selection (lm_chunk.sel: no copy of the
+ * rows; the window operator reads them where they are) and the hashes by row
+ * (lm_op_window_set_key_hashes), so nothing is hashed or gathered twice. The
+ * routing reactor also evaluates the first keyed reader's computed aggregate
+ * arguments over the whole batch (by row, into its context for the round
+ * slot, lm_reactor.arg_ctx), which that reader's partitions take
+ * (lm_op_window_set_args) instead of evaluating them over their rows.
+ * Then it applies the message's watermark: the watermark is
  * broadcast, and each partition closes its own windows. What a partition's
  * chain emits is built into an Arrow batch on that reactor and kept, tagged
  * with the round message that produced it, in the round's slot. Reactor 0
@@ -88,9 +93,11 @@
 #define LM_ROUND_SPINS 64
 #define LM_JOIN_BUDGET_NS 20000000   /* reactor 0 waiting for the workers */
 #define LM_IDLE_BUDGET_NS 2000000    /* a worker waiting for the next round */
-/* A reactor waits for another's hashing of a message at most about as long as
- * hashing it itself would take (its hasher started first). */
-#define LM_HASH_WAIT_NS_PER_ROW 10
+/* A reactor waits for another's routing of a message at most about as long
+ * as routing it itself would take (its router started first): 10 ns a row
+ * for the hash alone, half again with the partition sort and W1's shared
+ * argument (instructions per row 46 -> 68). */
+#define LM_HASH_WAIT_NS_PER_ROW 15
 
 /* Poll ready(arg) the way above, without parking; true once it holds. */
 static bool poll_briefly(bool (*ready)(void*), void* arg, int64_t budget_ns) {
@@ -110,7 +117,6 @@ static bool poll_briefly(bool (*ready)(void*), void* arg, int64_t budget_ns) {
 
 void lm_gather_buf_free(lm_gather_buf* g) {
   lm_free(g->hashes);
-  lm_free(g->sel_hashes);
   lm_free(g->sel);
   lm_free(g->cols);
   lm_free(g->mem);
@@ -124,10 +130,7 @@ static laminar_code gather_rows(lm_gather_buf* g, int64_t n) {
   uint64_t* h = lm_realloc(g->hashes, sizeof *h * (size_t)cap);
   if (h == NULL) return LAMINAR_ERR_NOMEM;
   g->hashes = h;
-  h = lm_realloc(g->sel_hashes, sizeof *h * (size_t)cap);
-  if (h == NULL) return LAMINAR_ERR_NOMEM;
-  g->sel_hashes = h;
-  int32_t* sel = lm_realloc(g->sel, sizeof *sel * (size_t)cap);
+  uint32_t* sel = lm_realloc(g->sel, sizeof *sel * (size_t)cap);
   if (sel == NULL) return LAMINAR_ERR_NOMEM;
   g->sel = sel;
   g->rows_cap = cap;
@@ -154,49 +157,6 @@ static laminar_code gather_reserve(lm_gather_buf* g, int32_t ncols, size_t bytes
 }
 
 static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
-
-/* Rows sel[0..m) of columns `in` into g (views valid until g is reused).
- * Strings stay views into the input's bytes. */
-static laminar_code gather(lm_gather_buf* g, const lm_vec* in, int32_t ncols,
-                           const int32_t* sel, int64_t m, lm_chunk* out) {
-  size_t bytes = 0;
-  for (int32_t c = 0; c < ncols; c++) {
-    bytes += align16((size_t)(m * lm_type_width(in[c].type)));
-    if (in[c].nulls != NULL) bytes += align16((size_t)m);
-  }
-  LM_TRY(gather_reserve(g, ncols, bytes));
-  unsigned char* p = g->mem;
-  for (int32_t c = 0; c < ncols; c++) {
-    const lm_vec* v = &in[c];
-    int64_t w = lm_type_width(v->type);
-    unsigned char* data = p;
-    p += align16((size_t)(m * w));
-    const unsigned char* src = v->data;
-    switch (w) {
-      case 8:
-        for (int64_t k = 0; k < m; k++) memcpy(data + k * 8, src + (int64_t)sel[k] * 8, 8);
-        break;
-      case 4:
-        for (int64_t k = 0; k < m; k++) memcpy(data + k * 4, src + (int64_t)sel[k] * 4, 4);
-        break;
-      case 1:
-        for (int64_t k = 0; k < m; k++) data[k] = src[sel[k]];
-        break;
-      default:
-        for (int64_t k = 0; k < m; k++) memcpy(data + k * w, src + (int64_t)sel[k] * w, (size_t)w);
-        break;
-    }
-    uint8_t* nulls = NULL;
-    if (v->nulls != NULL) {
-      nulls = p;
-      p += align16((size_t)m);
-      for (int64_t k = 0; k < m; k++) nulls[k] = v->nulls[sel[k]];
-    }
-    g->cols[c] = (lm_vec){v->type, m, nulls, data};
-  }
-  *out = (lm_chunk){m, ncols, g->cols};
-  return LAMINAR_OK;
-}
 
 /* Concatenate batches b[0..k) (same schema) into g's columns. */
 static laminar_code concat(lm_gather_buf* g, lm_batch* const* b, int32_t k, int32_t ncols,
@@ -236,7 +196,7 @@ static laminar_code concat(lm_gather_buf* g, lm_batch* const* b, int32_t k, int3
     }
     g->cols[c] = (lm_vec){b[0]->cols[c].type, total, any_null ? nulls : NULL, data};
   }
-  *out = (lm_chunk){total, ncols, g->cols};
+  *out = (lm_chunk){total, ncols, g->cols, NULL};
   return LAMINAR_OK;
 }
 
@@ -404,7 +364,7 @@ static laminar_code hash_keys(const lm_stream_def* s, const lm_batch* batch, uin
   lm_vec* kv = s->npart_keys <= 16 ? keys : lm_malloc(sizeof *kv * (size_t)s->npart_keys);
   if (kv == NULL) return LAMINAR_ERR_NOMEM;
   for (int32_t k = 0; k < s->npart_keys; k++) kv[k] = batch->cols[s->part_keys[k]];
-  lm_op_hash_keys(kv, s->npart_keys, batch->nrows, h);
+  lm_op_hash_keys(kv, s->npart_keys, NULL, batch->nrows, h);
   if (kv != keys) lm_free(kv);
   return LAMINAR_OK;
 }
@@ -419,10 +379,86 @@ static bool hash_claim(lm_round* rd, int32_t j) {
                                                  memory_order_relaxed, memory_order_relaxed);
 }
 
-/* Hash claimed message j into the round's array and publish it. On failure
- * it stays claimed: the others hash it for themselves. */
-static void hash_shared(lm_round* rd, int32_t j) {
-  if (hash_keys(rd->hkeys, rd->msgs[j]->batch, rd->hashes + rd->hoff[j]) == LAMINAR_OK) {
+/* Sort rows 0..n-1 by the partition of their key hash (h, by row) into
+ * rows[0..n), ascending within a partition: partition p's are
+ * rows[off[p] .. off[p + 1]). Done once per message by its hasher, so no
+ * reactor scans the others' rows to find its own. tmp: room for n rows. */
+static void bucket_rows(const uint64_t* h, int64_t n, int32_t nparts, uint32_t* rows,
+                        uint32_t* tmp, int64_t* off) {
+  if (nparts == 2) {
+    /* One branch-free pass: partition 0's rows in place (row k goes to
+     * k - b, b counting 1's rows so far), 1's aside; four rows a step. */
+    int64_t b = 0, k = 0;
+    for (; k + 4 <= n; k += 4) {
+      for (int64_t u = 0; u < 4; u++) {
+        rows[k + u - b] = (uint32_t)(k + u);
+        tmp[b] = (uint32_t)(k + u);
+        b += lm_op_part_of(h[k + u], 2);
+      }
+    }
+    for (; k < n; k++) {
+      rows[k - b] = (uint32_t)k;
+      tmp[b] = (uint32_t)k;
+      b += lm_op_part_of(h[k], 2);
+    }
+    int64_t a = n - b;
+    memcpy(rows + a, tmp, sizeof *rows * (size_t)b);
+    off[0] = 0;
+    off[1] = a;
+    off[2] = n;
+    return;
+  }
+  int64_t cur[LM_RT_MAX_CORES] = {0};
+  for (int64_t k = 0; k < n; k++) cur[lm_op_part_of(h[k], nparts)]++;
+  off[0] = 0;
+  for (int32_t p = 0; p < nparts; p++) {
+    off[p + 1] = off[p] + cur[p];
+    cur[p] = off[p];
+  }
+  for (int64_t k = 0; k < n; k++) rows[cur[lm_op_part_of(h[k], nparts)]++] = (uint32_t)k;
+}
+
+/* The computed aggregate arguments of hkeys over message j's batch, by row,
+ * into rd->args (in reactor r's context for round `seq`); an argument that
+ * is a plain column, or that fails to evaluate (out of memory), is left to
+ * the operators (data NULL). */
+static void eval_shared_args(lm_round* rd, int32_t j, lm_reactor* r, uint64_t seq) {
+  lm_vec* out = rd->args + (int64_t)j * rd->nargs;
+  memset(out, 0, sizeof *out * (size_t)rd->nargs);
+  int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
+  if (r->arg_ctx[slot] == NULL && lm_eval_ctx_create(&r->arg_ctx[slot]) != LAMINAR_OK) {
+    return;
+  }
+  if (r->arg_seq[slot] != seq) { /* its earlier round is merged: its values are free */
+    lm_eval_ctx_reset(r->arg_ctx[slot]);
+    r->arg_seq[slot] = seq;
+  }
+  const lm_window_spec* w = &rd->hkeys->plan.window;
+  const lm_batch* batch = rd->msgs[j]->batch;
+  for (int32_t a = 0; a < rd->nargs; a++) {
+    const lm_expr* e = w->aggs[a].arg;
+    if (e == NULL || e->kind == LM_EXPR_COLUMN) continue;
+    if (lm_expr_eval(r->arg_ctx[slot], e, batch->cols, NULL, batch->nrows, &out[a]) !=
+        LAMINAR_OK) {
+      out[a] = (lm_vec){0};
+    }
+  }
+}
+
+/* Hash claimed message j of round `seq` into the round's array, sort its
+ * rows by partition, evaluate the shared arguments, and publish it all (r:
+ * the hasher). On failure it stays claimed: the others route it for
+ * themselves. */
+static void hash_shared(lm_round* rd, int32_t j, lm_reactor* r, uint64_t seq) {
+  const lm_batch* batch = rd->msgs[j]->batch;
+  uint64_t* h = rd->hashes + rd->hoff[j];
+  lm_gather_buf* g = &r->scratch;
+  if (gather_rows(g, batch->nrows) == LAMINAR_OK &&
+      hash_keys(rd->hkeys, batch, h) == LAMINAR_OK) {
+    int32_t n = rd->hkeys->nparts;
+    bucket_rows(h, batch->nrows, n, rd->rows + rd->hoff[j], g->sel,
+                rd->poff + (int64_t)j * (n + 1));
+    if (rd->nargs > 0) eval_shared_args(rd, j, r, seq);
     atomic_store_explicit(&rd->hstate[j], 2, memory_order_release);
   }
 }
@@ -438,53 +474,69 @@ static bool hashes_ready(void* arg) {
   return atomic_load_explicit(&w->rd->hstate[w->j], memory_order_acquire) == 2;
 }
 
-/* The key hashes of message j's rows for stream s: the round's shared ones
- * when s groups like them (hashing them here if no reactor claimed them yet),
- * else g->hashes. A reactor that finds j being hashed by another hashes a
- * later message meanwhile, which it needs too; if j is still not ready then,
- * its hasher is at work (it started first) or preempted: wait at most about
- * as long as hashing j takes, then hash j for itself. */
-static laminar_code msg_hashes(lm_round* rd, int32_t j, const lm_stream_def* s,
-                               lm_gather_buf* g, const uint64_t** out) {
-  const lm_batch* batch = rd->msgs[j]->batch;
-  if (rd->hkeys != NULL && same_keys(rd->hkeys, s)) {
-    const uint64_t* shared = rd->hashes + rd->hoff[j];
-    *out = shared;
-    if (atomic_load_explicit(&rd->hstate[j], memory_order_acquire) == 2) return LAMINAR_OK;
-    if (hash_claim(rd, j)) {
-      hash_shared(rd, j);
-    } else {
-      for (int32_t k = j + 1; k < rd->n; k++) {
-        if (hash_claim(rd, k)) {
-          hash_shared(rd, k);
-          break;
-        }
+/* Whether the round's shared hashes and partition rows of message j serve
+ * stream s (it groups like them) and are ready (acquire), routing j here if
+ * no reactor claimed it yet. A reactor that finds j being hashed by another
+ * hashes a later message meanwhile, which it needs too; if j is still not
+ * ready then, its hasher is at work (it started first) or preempted: wait at
+ * most about as long as hashing j takes, then route j for itself (false). */
+static bool shared_route(lm_round* rd, int32_t j, const lm_stream_def* s, lm_reactor* r,
+                         uint64_t seq) {
+  if (rd->hkeys == NULL || !same_keys(rd->hkeys, s)) return false;
+  if (atomic_load_explicit(&rd->hstate[j], memory_order_acquire) == 2) return true;
+  if (hash_claim(rd, j)) {
+    hash_shared(rd, j, r, seq);
+  } else {
+    for (int32_t k = j + 1; k < rd->n; k++) {
+      if (hash_claim(rd, k)) {
+        hash_shared(rd, k, r, seq);
+        break;
       }
     }
-    hash_wait w = {rd, j};
-    if (poll_briefly(hashes_ready, &w, batch->nrows * LM_HASH_WAIT_NS_PER_ROW)) return LAMINAR_OK;
   }
-  LM_TRY(gather_rows(g, batch->nrows));
-  *out = g->hashes;
-  return hash_keys(s, batch, g->hashes);
+  hash_wait w = {rd, j};
+  int64_t budget_ns = rd->msgs[j]->batch->nrows * LM_HASH_WAIT_NS_PER_ROW;
+  return poll_briefly(hashes_ready, &w, budget_ns);
 }
 
-/* Rows of `batch` whose key hash (h) falls in partition p, gathered into r's
- * scratch, with their hashes in g->sel_hashes. */
-static laminar_code select_part(lm_reactor* r, const lm_batch* batch, const uint64_t* h,
-                                int32_t nparts, lm_chunk* out) {
-  lm_gather_buf* g = &r->scratch;
+/* Reactor r's share of message j of round `seq` for stream s: *out is the
+ * whole batch with the rows of r's partition as its selection (none when
+ * every row is r's), *out_h the key hashes by row, *out_args the shared
+ * aggregate arguments when they are s's (else NULL). No copy of the rows:
+ * the chain's window operator reads them where they are (lm_chunk.sel). From
+ * the round's shared routing when it serves s, else hashed and selected here
+ * (r's scratch). */
+static laminar_code route_msg(lm_rt* rt, lm_round* rd, int32_t j, uint64_t seq,
+                              const lm_stream_def* s, lm_reactor* r, const uint64_t** out_h,
+                              const lm_vec** out_args, lm_chunk* out) {
+  const lm_batch* batch = rd->msgs[j]->batch;
   int64_t n = batch->nrows;
-  LM_TRY(gather_rows(g, n));
-  int64_t m = 0;
   int32_t p = r->index;
-  for (int64_t k = 0; k < n; k++) { /* branch-free: write always, keep if ours */
-    uint64_t hk = h[k];
-    g->sel[m] = (int32_t)k;
-    g->sel_hashes[m] = hk;
-    m += lm_op_part_of(hk, nparts) == p;
+  const uint32_t* rows;
+  int64_t m;
+  *out_args = NULL;
+  if (shared_route(rd, j, s, r, seq)) {
+    const int64_t* off = rd->poff + (int64_t)j * (rt->ncores + 1);
+    *out_h = rd->hashes + rd->hoff[j];
+    if (s == rd->hkeys && rd->nargs > 0) *out_args = rd->args + (int64_t)j * rd->nargs;
+    rows = rd->rows + rd->hoff[j] + off[p];
+    m = off[p + 1] - off[p];
+  } else {
+    lm_gather_buf* g = &r->scratch;
+    LM_TRY(gather_rows(g, n));
+    LM_TRY(hash_keys(s, batch, g->hashes));
+    const uint64_t* h = g->hashes;
+    uint32_t* sel = g->sel;
+    m = 0;
+    for (int64_t k = 0; k < n; k++) { /* branch-free: write always, keep if ours */
+      sel[m] = (uint32_t)k;
+      m += lm_op_part_of(h[k], rt->ncores) == p;
+    }
+    *out_h = h;
+    rows = sel;
   }
-  return gather(g, batch->cols, batch->ncols, g->sel, m, out);
+  *out = (lm_chunk){m, batch->ncols, batch->cols, m < n ? rows : NULL};
+  return LAMINAR_OK;
 }
 
 /* Reactor r's partition of round `seq` (its slot). */
@@ -502,7 +554,9 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
     const lm_batch* batch = rd->msgs[j]->batch;
     if (batch != NULL && batch->nrows > 0) {
       const lm_stream_def* prev = NULL;
-      lm_chunk sub = {0, 0, NULL};
+      const uint64_t* h = NULL;
+      const lm_vec* args = NULL;
+      lm_chunk sub = {0, 0, NULL, NULL};
       laminar_code sel_rc = LAMINAR_OK;
       for (int32_t i = 0; i < src->nreaders; i++) {
         lm_stream_def* s = src->readers[i];
@@ -511,10 +565,10 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
         lm_part_out* o = &sp->out[slot];
         sp->cur_msg = j;
         if (!same_keys(prev, s)) { /* streams grouping alike share one routing */
-          const uint64_t* h;
-          sel_rc = msg_hashes(rd, j, s, &r->scratch, &h);
-          if (sel_rc == LAMINAR_OK) sel_rc = select_part(r, batch, h, rt->ncores, &sub);
+          sel_rc = route_msg(rt, rd, j, seq, s, r, &h, &args, &sub);
           prev = s;
+        } else {
+          args = NULL; /* routed for an earlier stream: its arguments are not s's */
         }
         if (sel_rc != LAMINAR_OK) {
           if (o->rc == LAMINAR_OK) o->rc = sel_rc;
@@ -523,7 +577,8 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
         }
         if (sub.nrows == 0 || o->rc != LAMINAR_OK) continue;
         rows += sub.nrows;
-        lm_op_window_set_key_hashes(sp->chain, r->scratch.sel_hashes); /* no second hash pass */
+        lm_op_window_set_key_hashes(sp->chain, h); /* no second hash pass */
+        lm_op_window_set_args(sp->chain, args);      /* nor argument evaluation */
         o->rc = lm_op_chain_chunk(sp->chain, &sub);
       }
     }
@@ -630,8 +685,10 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
   for (int32_t j = 0; j < rd->n; j++) {
     lm_msg* msg = rd->msgs[j];
     if (rc == LAMINAR_OK) {
-      lm_chunk chunk = {0, 0, NULL};
-      if (msg->batch != NULL) chunk = (lm_chunk){msg->batch->nrows, msg->batch->ncols, msg->batch->cols};
+      lm_chunk chunk = {0, 0, NULL, NULL};
+      if (msg->batch != NULL) {
+        chunk = (lm_chunk){msg->batch->nrows, msg->batch->ncols, msg->batch->cols, NULL};
+      }
       for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
         lm_stream_def* s = src->readers[i];
         if (s->nparts > 1) {
@@ -701,8 +758,9 @@ laminar_code lm_rt_drain(lm_rt* rt) {
   return rc;
 }
 
-/* Room and reset for the shared key hashes of round rd (before its post). */
-static void share_hashes(lm_round* rd) {
+/* Room and reset for the shared key hashes and partition rows of round rd
+ * (before its post). */
+static void share_hashes(lm_round* rd, int32_t ncores) {
   rd->hkeys = NULL;
   const lm_stream_def* first = NULL;
   for (int32_t i = 0; i < rd->src->nreaders && first == NULL; i++) {
@@ -715,19 +773,43 @@ static void share_hashes(lm_round* rd) {
     atomic_store_explicit(&rd->hstate[j], 0, memory_order_relaxed);
   }
   if (first == NULL) return;
+  /* On failure each reactor routes for itself. */
+  if (rd->poff == NULL) {
+    rd->poff = lm_malloc(sizeof *rd->poff * LM_RT_ROUND_MSGS * (size_t)(ncores + 1));
+    if (rd->poff == NULL) return;
+  }
   if (total > rd->hcap) {
     uint64_t* h = lm_realloc(rd->hashes, sizeof *h * (size_t)total);
-    if (h == NULL) return; /* each reactor hashes for itself */
+    if (h == NULL) return;
     rd->hashes = h;
+    uint32_t* rows = lm_realloc(rd->rows, sizeof *rows * (size_t)total);
+    if (rows == NULL) return;
+    rd->rows = rows;
     rd->hcap = total;
   }
   rd->hkeys = first;
+  /* Its computed aggregate arguments are shared too (else: none to share, or
+   * no room, and each partition evaluates them). */
+  const lm_window_spec* w = &first->plan.window;
+  rd->nargs = 0;
+  bool computed = false;
+  for (int32_t a = 0; a < w->naggs; a++) {
+    computed |= w->aggs[a].arg != NULL && w->aggs[a].arg->kind != LM_EXPR_COLUMN;
+  }
+  if (!computed) return;
+  if (w->naggs > rd->acap) {
+    lm_vec* args = lm_realloc(rd->args, sizeof *args * LM_RT_ROUND_MSGS * (size_t)w->naggs);
+    if (args == NULL) return;
+    rd->args = args;
+    rd->acap = w->naggs;
+  }
+  rd->nargs = w->naggs;
 }
 
 /* Publish round `seq`, filled in its slot (release: its contents), and run
  * partition 0 of it here; inline (not `threaded`), every partition. */
 static void post_round(lm_rt* rt, uint64_t seq, bool threaded) {
-  share_hashes(&rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT]);
+  share_hashes(&rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT], rt->ncores);
   atomic_store_explicit(&rt->round_seq, seq, memory_order_release);
   if (threaded) {
     for (int32_t w = 1; w < rt->ncores; w++) lm_waiter_notify(&rt->reactors[w].wake);
@@ -960,12 +1042,23 @@ laminar_code lm_rt_configure(lm_rt* rt, int32_t cores, bool affinity) {
 void lm_rt_reactors_free(lm_rt* rt) {
   for (int32_t k = 0; k < LM_RT_ROUNDS_INFLIGHT; k++) {
     lm_free(rt->rounds[k].hashes);
+    lm_free(rt->rounds[k].rows);
+    lm_free(rt->rounds[k].poff);
+    lm_free(rt->rounds[k].args);
+    rt->rounds[k].args = NULL;
+    rt->rounds[k].acap = 0;
+    rt->rounds[k].nargs = 0;
     rt->rounds[k].hashes = NULL;
+    rt->rounds[k].rows = NULL;
+    rt->rounds[k].poff = NULL;
     rt->rounds[k].hcap = 0;
   }
   for (int32_t i = 0; i < rt->ncores; i++) {
     lm_waiter_destroy(&rt->reactors[i].wake);
     lm_gather_buf_free(&rt->reactors[i].scratch);
+    for (int32_t k = 0; k < LM_RT_ROUNDS_INFLIGHT; k++) {
+      lm_eval_ctx_destroy(rt->reactors[i].arg_ctx[k]);
+    }
   }
   lm_free(rt->reactors);
   rt->reactors = NULL;

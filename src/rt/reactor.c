@@ -180,7 +180,7 @@ static laminar_code stream_share(lm_stream_def* s, lm_batch* batch) {
   }
   laminar_code rc = LAMINAR_OK;
   if (s->nreaders > 0) {
-    lm_chunk down = {batch->nrows, batch->ncols, batch->cols};
+    lm_chunk down = {batch->nrows, batch->ncols, batch->cols, NULL};
     for (int32_t i = 0; i < s->nreaders && rc == LAMINAR_OK; i++) {
       rc = stream_chunk(s->readers[i], &down);
     }
@@ -291,7 +291,7 @@ static laminar_code process_msg(lm_source_def* src, lm_msg* msg) {
   int64_t wm = lm_rt_msg_advance(src, msg);
   if (msg->batch != NULL) {
     lm_batch* batch = msg->batch;
-    lm_chunk chunk = {batch->nrows, batch->ncols, batch->cols};
+    lm_chunk chunk = {batch->nrows, batch->ncols, batch->cols, NULL};
     for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
       rc = stream_chunk(src->readers[i], &chunk);
     }

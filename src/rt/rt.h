@@ -83,11 +83,11 @@ typedef struct lm_stream_part {
   lm_part_out out[LM_RT_ROUNDS_INFLIGHT];
 } lm_stream_part;
 
-/* Growable scratch of one reactor: row hashes, selections, gathered columns. */
+/* Growable scratch of one reactor: row hashes, its partition's row numbers
+ * (a selection over the batch), concatenated columns (the merge). */
 typedef struct lm_gather_buf {
   uint64_t* hashes;
-  uint64_t* sel_hashes;      /* hashes of the selected rows, for the window operator */
-  int32_t* sel;
+  uint32_t* sel;
   int64_t rows_cap;
   lm_vec* cols;
   int32_t cols_cap;
@@ -219,6 +219,12 @@ typedef struct lm_reactor {
   lm_waiter wake;            /* a worker parks here between rounds */
   atomic_uint_fast64_t done; /* last round it finished; writer: the worker (release) */
   lm_gather_buf scratch;
+  /* Values this reactor computed for the messages it routed in round slot
+   * k (lm_round.args), and the round they are of: reset when it first routes
+   * a message of a later round in that slot (every reactor finished the
+   * earlier one: reactor 0 reused the slot). */
+  lm_eval_ctx* arg_ctx[LM_RT_ROUNDS_INFLIGHT];
+  uint64_t arg_seq[LM_RT_ROUNDS_INFLIGHT];
   /* Metrics; writer: the reactor (relaxed); reader: laminar_metrics. */
   atomic_int_fast64_t busy_ns;
   atomic_int_fast64_t rounds;
@@ -240,10 +246,22 @@ typedef struct lm_round {
    * once per message by whichever reactor claims it: message j's rows from
    * hashes + hoff[j]; hstate[j] 0 unclaimed, 1 being hashed, 2 ready
    * (release by the hasher, acquire by the others). Sized and reset by
-   * reactor 0 before the post; hkeys NULL: each reactor hashes for itself. */
+   * reactor 0 before the post; hkeys NULL: each reactor hashes for itself.
+   * With the hashes the hasher sorts the message's row numbers by partition
+   * (ascending within each): partition p's rows of message j are
+   * rows + hoff[j] + poff[j * (ncores + 1) + p], up to the next offset.
+   * And it evaluates hkeys' computed aggregate arguments over the whole
+   * batch, by row (in its own context, lm_reactor.arg_ctx): message j's are
+   * args[j * nargs + a] for aggregate a (data NULL: not shared, each
+   * partition's operator evaluates it), so no partition evaluates them over
+   * its rows again (a gather of their inputs each). */
   const lm_stream_def* hkeys;
   uint64_t* hashes;
+  uint32_t* rows;
   int64_t hcap;
+  int64_t* poff;             /* LM_RT_ROUND_MSGS * (ncores + 1) */
+  lm_vec* args;
+  int32_t nargs, acap;       /* hkeys' aggregates; room for acap per message */
   int64_t hoff[LM_RT_ROUND_MSGS];
   atomic_int hstate[LM_RT_ROUND_MSGS];
 } lm_round;

@@ -4,6 +4,7 @@
  * same output as an uninterrupted run, and a corrupt snapshot is refused.
  */
 #include "lm_test.h"
+#include "op/internal.h"
 #include "op/op.h"
 #include "sql/binder.h"
 #include "sql/sql.h"
@@ -168,7 +169,7 @@ static int feed(lm_op* chain, int from, int to) {
   for (int b = from; b < to; b++) {
     input_batch in;
     make_batch(&in, b);
-    lm_chunk chunk = {ROWS, 5, in.cols};
+    lm_chunk chunk = {ROWS, 5, in.cols, NULL};
     CHECK(lm_op_chain_chunk(chain, &chunk) == LAMINAR_OK);
     /* watermark: max ts of this batch minus 5 */
     int64_t mx = 0;
@@ -269,6 +270,154 @@ static int test_snapshot_restore_equals_uninterrupted(void) {
 }
 
 /* Hopping windows overlap: several windows of one row are open at the snapshot. */
+/* ---- row selections (lm_chunk.sel) --------------------------------------------- */
+
+/* Computed keys and arguments (evaluated over the selected rows and placed
+ * by row number), a CASE that gives NULLs, WHERE on top of the selection. */
+static const char COMPUTED_SQL[] =
+    "CREATE STREAM s AS SELECT k % 2 AS k2, name, window_start, SUM(x * 2) AS s2, "
+    "MAX(CASE WHEN v > 0 THEN name END) AS mx, COUNT(x) AS cx, FIRST(v + 1) AS fv "
+    "FROM t WHERE v % 3 <> 0 GROUP BY k % 2, name, tumble(ts, INTERVAL '10' MILLISECOND)";
+/* Each row in two windows (pairs out of row order), computed arguments. */
+static const char COMPUTED_HOP_SQL[] =
+    "CREATE STREAM s AS SELECT k, window_start, SUM(v * 2) AS s2, MIN(x - 1) AS mn, "
+    "COUNT(*) AS c FROM t GROUP BY k, hop(ts, INTERVAL '20' MILLISECOND, "
+    "INTERVAL '10' MILLISECOND) EMIT CHANGES";
+/* A map chain (no window): filter and projection over the selection. */
+static const char MAP_SQL[] =
+    "CREATE STREAM s AS SELECT k, v * 2 AS v2, name, x + 1 AS x1 FROM t WHERE x > 3";
+
+/* The rows sel[0..m) of `in` copied into `out` (its own arrays). */
+static void gather_batch(const input_batch* in, const uint32_t* sel, int64_t m,
+                         input_batch* out) {
+  for (int64_t i = 0; i < m; i++) {
+    uint32_t r = sel[i];
+    out->k[i] = in->k[r];
+    out->v[i] = in->v[r];
+    out->ts[i] = in->ts[r];
+    out->x[i] = in->x[r];
+    out->xnull[i] = in->xnull[r];
+    out->name[i] = in->name[r];
+  }
+  for (int c = 0; c < 5; c++) {
+    out->cols[c] = in->cols[c];
+    out->cols[c].len = m;
+  }
+  out->cols[0].data = out->k;
+  out->cols[1].data = out->v;
+  out->cols[2].data = out->ts;
+  out->cols[3].data = out->x;
+  out->cols[3].nulls = out->xnull;
+  out->cols[4].data = out->name;
+}
+
+/* Feed 20 batches to `sel_chain` as whole batches with a random selection
+ * (sometimes every row, one row or none) and their selected rows, gathered,
+ * to `dense_chain`; the same watermarks to both. With `routed` (GROUP BY k),
+ * the chain with the selection gets what the router hands it: the key
+ * hashes and the computed aggregate arguments of `plan` over the whole
+ * batch, by row (some left to the operator). */
+static int feed_selected(lm_op* sel_chain, lm_op* dense_chain, const lm_plan* plan,
+                         uint64_t* rng, bool routed) {
+  lm_eval_ctx* ctx;
+  CHECK(lm_eval_ctx_create(&ctx) == LAMINAR_OK);
+  lm_vec args[16];
+  CHECK(plan->window.naggs <= 16);
+  for (int b = 0; b < 20; b++) {
+    input_batch in, dense;
+    make_batch(&in, b);
+    uint32_t sel[ROWS];
+    int64_t m = 0;
+    uint64_t shape = lm_test_rand(rng) % 8;
+    for (uint32_t r = 0; r < ROWS; r++) { /* all rows, one, none or about 2 in 3 */
+      bool take = shape == 0   ? true
+                  : shape == 1 ? r == 17
+                  : shape == 2 ? false
+                               : lm_test_rand(rng) % 3 != 0;
+      if (take) sel[m++] = r;
+    }
+    gather_batch(&in, sel, m, &dense);
+    uint64_t h[ROWS];
+    if (routed) {
+      lm_op_hash_keys(in.cols, 1, NULL, ROWS, h);
+      lm_op_window_set_key_hashes(sel_chain, h);
+      lm_eval_ctx_reset(ctx);
+      for (int32_t a = 0; a < plan->window.naggs; a++) {
+        const lm_expr* e = plan->window.aggs[a].arg;
+        args[a] = (lm_vec){0};
+        if (e != NULL && lm_test_rand(rng) % 4 != 0) {
+          CHECK(lm_expr_eval(ctx, e, in.cols, NULL, ROWS, &args[a]) == LAMINAR_OK);
+        }
+      }
+      lm_op_window_set_args(sel_chain, args);
+    }
+    lm_chunk with_sel = {m, 5, in.cols, sel};
+    lm_chunk gathered = {m, 5, dense.cols, NULL};
+    CHECK(lm_op_chain_chunk(sel_chain, &with_sel) == LAMINAR_OK);
+    CHECK(lm_op_chain_chunk(dense_chain, &gathered) == LAMINAR_OK);
+    int64_t mx = 0;
+    for (int r = 0; r < ROWS; r++) mx = in.ts[r] > mx ? in.ts[r] : mx;
+    CHECK(lm_op_chain_watermark(sel_chain, mx - 5) == LAMINAR_OK);
+    CHECK(lm_op_chain_watermark(dense_chain, mx - 5) == LAMINAR_OK);
+  }
+  CHECK(lm_op_chain_watermark(sel_chain, INT64_MAX) == LAMINAR_OK);
+  CHECK(lm_op_chain_watermark(dense_chain, INT64_MAX) == LAMINAR_OK);
+  lm_eval_ctx_destroy(ctx);
+  return 0;
+}
+
+static int selection_equals_gathered(const char* sql, uint64_t* rng, bool routed) {
+  g_sql = sql;
+  lm_schema input;
+  make_schema(&input);
+  lm_arena* arena;
+  CHECK(lm_arena_create(&arena) == LAMINAR_OK);
+  static collected with_sel, gathered;
+  memset(&with_sel, 0, sizeof with_sel);
+  memset(&gathered, 0, sizeof gathered);
+  lm_plan p1, p2;
+  lm_op *c1, *c2;
+  CHECK(build_chain(arena, &input, &p1, &c1, &with_sel) == 0);
+  CHECK(build_chain(arena, &input, &p2, &c2, &gathered) == 0);
+  CHECK(feed_selected(c1, c2, &p1, rng, routed) == 0);
+  EXPECT(gathered.len > 50);
+  /* The same rows in the same order: row for row the same output. */
+  EXPECT(strcmp(with_sel.text, gathered.text) == 0);
+  EXPECT(c1->rows_in == c2->rows_in);
+  EXPECT(lm_op_window_late_rows(c1) == lm_op_window_late_rows(c2));
+  lm_op_chain_destroy(c1);
+  lm_op_chain_destroy(c2);
+  lm_plan_free(&p1);
+  lm_plan_free(&p2);
+  lm_arena_destroy(arena);
+  lm_schema_free(&input);
+  return 0;
+}
+
+/* Thread-per-core hands each partition's chain the whole batch with its rows
+ * as a selection (rt/part.c): every operator kind a chain may start with
+ * gives, over a selection, exactly what it gives over those rows gathered. */
+static int test_selection_equals_gathered(void) {
+  static const struct {
+    const char* sql;
+    bool routed; /* GROUP BY k: what the router hands a partition applies */
+  } all[] = {{TUMBLE_SQL, true},  {HOP_SQL, true},      {HOP_PANES_SQL, true},
+             {CHANGES_SQL, true}, {RUNNING_SQL, false}, {SESSION_SQL, true},
+             {SESSION_CHANGES_SQL, true}, {COMPUTED_SQL, false}, {COMPUTED_HOP_SQL, true},
+             {MAP_SQL, false}};
+  uint64_t rng = lm_test_seed();
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    for (int routed = 0; routed < (all[i].routed ? 2 : 1); routed++) {
+      if (selection_equals_gathered(all[i].sql, &rng, routed) != 0 ||
+          lm_test_expect_failed_) {
+        fprintf(stderr, "selection_equals_gathered failed for: %s\n", all[i].sql);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
 static int test_hop_snapshot_restore_equals_uninterrupted(void) {
   return snapshot_restore_equals_uninterrupted(HOP_SQL);
 }
@@ -367,6 +516,7 @@ static int test_frozen_equals_uninterrupted(void) {
 int main(int argc, char** argv) {
   static const lm_test_case cases[] = {
       {"snapshot_restore_equals_uninterrupted", test_snapshot_restore_equals_uninterrupted},
+      {"selection_equals_gathered", test_selection_equals_gathered},
       {"hop_snapshot_restore_equals_uninterrupted",
        test_hop_snapshot_restore_equals_uninterrupted},
       {"hop_panes_snapshot_restore_equals_uninterrupted",

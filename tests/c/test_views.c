@@ -470,7 +470,7 @@ static laminar_code feed(lm_op* op, const char* const* k, const int64_t* v, cons
   lm_vec cols[3] = {{LM_TYPE_STRING, n, knull, ks},
                     {LM_TYPE_INT64, n, NULL, v},
                     {LM_TYPE_INT64, n, NULL, w}};
-  lm_chunk chunk = {n, 3, cols};
+  lm_chunk chunk = {n, 3, cols, NULL};
   return lm_op_chain_chunk(op, &chunk);
 }
 

@@ -152,6 +152,33 @@ def test_late_rows_and_mixed_streams_agree():
             assert_same(one, many, keys, seed=7)
 
 
+def test_keyed_streams_sharing_a_source_agree():
+    """Several keyed streams on one source: the router hashes, sorts rows by
+    partition and evaluates computed aggregate arguments once per message for
+    the first (its partitions get the batch with their rows as a selection);
+    a second grouping alike shares the routing but not those arguments, a
+    third grouping by other columns routes for itself."""
+    rng = np.random.default_rng(11)
+    data = window_table(rng, rows=20_000, keys=300, size_ms=100)
+    ddl = SOURCE.format(delay=data.delay_ms) + (
+        "CREATE STREAM a AS SELECT k, window_start, SUM(x * 2 + 1) AS s, SUM(y * x) AS p,"
+        " COUNT(*) AS n FROM t GROUP BY k, tumble(ts, INTERVAL '100' MILLISECOND);"
+        "CREATE STREAM b AS SELECT k, window_start, SUM(x - 3) AS s, MAX(y + 1) AS m"
+        " FROM t WHERE x > 0 GROUP BY k, hop(ts, INTERVAL '200' MILLISECOND,"
+        " INTERVAL '100' MILLISECOND);"
+        "CREATE STREAM c AS SELECT g, window_start, SUM(x * g) AS s, MIN(s) AS ms"
+        " FROM t GROUP BY g, tumble(ts, INTERVAL '100' MILLISECOND);"
+    )
+    batches = split_batches(rng, data.table, max_rows=1000)
+    for stream, keys in [("a", ["k", "window_start"]), ("b", ["k", "window_start"]),
+                         ("c", ["g", "window_start"])]:
+        one = run_engine(ddl, batches, stream=stream)
+        assert one.table.num_rows > 0
+        for cores, driver in [(2, "inline"), (2, "threaded"), (3, "inline")]:
+            many = run_engine(ddl, batches, stream=stream, driver=driver, cores=cores)
+            assert_same(one, many, keys, seed=11)
+
+
 def test_partitions_and_reactor_metrics():
     """Which streams are split, and the per-reactor counters."""
     with laminardb.open(cores=2) as db:
