@@ -491,6 +491,10 @@ static laminar_code select_part(lm_reactor* r, const lm_batch* batch, const uint
 static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
   int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
   lm_round* rd = &rt->rounds[slot];
+  if (rd->barrier != NULL) { /* this reactor's partitions are aligned here */
+    lm_rt_barrier_step(rt, rd->barrier, LM_BARRIER_PART, r->index);
+    return;
+  }
   const lm_source_def* src = rd->src;
   int32_t p = r->index;
   int64_t rows = 0;
@@ -625,6 +629,15 @@ static laminar_code end_round(lm_source_def* src, int32_t slot) {
 static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
   int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
   lm_round* rd = &rt->rounds[slot];
+  if (rd->barrier != NULL) { /* every round before it is merged: MERGED, done */
+    lm_barrier* b = rd->barrier;
+    lm_rt_barrier_step(rt, b, LM_BARRIER_MERGED, 0);
+    rd->barrier = NULL;
+    rt->barriers_open--;
+    rt->merged = seq;
+    lm_rt_barrier_done(rt, b);
+    return LAMINAR_OK;
+  }
   lm_source_def* src = rd->src;
   laminar_code rc = LAMINAR_OK;
   for (int32_t j = 0; j < rd->n; j++) {
@@ -704,6 +717,7 @@ laminar_code lm_rt_drain(lm_rt* rt) {
 /* Room and reset for the shared key hashes of round rd (before its post). */
 static void share_hashes(lm_round* rd) {
   rd->hkeys = NULL;
+  if (rd->barrier != NULL) return;
   const lm_stream_def* first = NULL;
   for (int32_t i = 0; i < rd->src->nreaders && first == NULL; i++) {
     if (rd->src->readers[i]->nparts > 1) first = rd->src->readers[i];
@@ -738,6 +752,27 @@ static void post_round(lm_rt* rt, uint64_t seq, bool threaded) {
       atomic_store_explicit(&rt->reactors[w].done, seq, memory_order_relaxed);
     }
   }
+}
+
+laminar_code lm_rt_merge_finished(lm_rt* rt) { return merge_ready(rt, false); }
+
+laminar_code lm_rt_post_barrier(lm_rt* rt, lm_barrier* b) {
+  laminar_code rc = LAMINAR_OK;
+  uint64_t posted;
+  while ((posted = atomic_load_explicit(&rt->round_seq, memory_order_relaxed)) - rt->merged >=
+         LM_RT_ROUNDS_INFLIGHT) { /* every slot in flight: the oldest first */
+    laminar_code mrc = merge_ready(rt, true);
+    if (rc == LAMINAR_OK) rc = mrc;
+  }
+  uint64_t seq = posted + 1;
+  lm_round* rd = &rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT];
+  rd->barrier = b;
+  rd->src = NULL;
+  rd->n = 0;
+  rd->split = false;
+  rt->barriers_open++;
+  post_round(rt, seq, workers_threaded(rt));
+  return rc;
 }
 
 laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
