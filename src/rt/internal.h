@@ -22,9 +22,8 @@ uint32_t lm_rt_min_free(const lm_graph* g);
 /* Pin the calling thread as reactor `index` (no-op unless rt->affinity). */
 void lm_rt_pin_self(lm_rt* rt, lm_reactor* r);
 
-/* Run step `step` of barrier b on this thread (timed; the test hook first
- * for PART) / mark it done and wake its requester (b is not touched after). */
-void lm_rt_barrier_step(lm_rt* rt, lm_barrier* b, lm_barrier_step step, int32_t part);
+/* Run step `step` of barrier b on this thread (timed) / mark it done and wake its requester (b is not touched after). */
+void lm_rt_barrier_step(lm_barrier* b, lm_barrier_step step, int32_t part);
 void lm_rt_barrier_done(lm_rt* rt, lm_barrier* b);
 
 /* part.c */

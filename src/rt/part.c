@@ -491,8 +491,9 @@ static laminar_code select_part(lm_reactor* r, const lm_batch* batch, const uint
 static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
   int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
   lm_round* rd = &rt->rounds[slot];
+  if (rt->round_hook != NULL) rt->round_hook(rt->round_hook_arg, r->index, rd->barrier != NULL);
   if (rd->barrier != NULL) { /* this reactor's partitions are aligned here */
-    lm_rt_barrier_step(rt, rd->barrier, LM_BARRIER_PART, r->index);
+    lm_rt_barrier_step(rd->barrier, LM_BARRIER_PART, r->index);
     return;
   }
   const lm_source_def* src = rd->src;
@@ -631,7 +632,7 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
   lm_round* rd = &rt->rounds[slot];
   if (rd->barrier != NULL) { /* every round before it is merged: MERGED, done */
     lm_barrier* b = rd->barrier;
-    lm_rt_barrier_step(rt, b, LM_BARRIER_MERGED, 0);
+    lm_rt_barrier_step(b, LM_BARRIER_MERGED, 0);
     rd->barrier = NULL;
     rt->barriers_open--;
     rt->merged = seq;
@@ -846,10 +847,16 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
     rc = merge_ready(rt, false);
     if (*out_taken >= LM_RT_ROUND_MSGS * LM_RT_ROUNDS_INFLIGHT) break; /* let other sources in */
   }
-  /* Nothing more to overlap with (queue empty, blocked or an error): finish
-   * what is in flight, so its results reach the subscribers now. */
-  if (rc != LAMINAR_OK || lm_mpsc_size(src->queue) == 0 || *out_blocked) {
-    laminar_code drc = lm_rt_drain(rt);
+  /* Nothing more to overlap with (queue emptied, blocked or an error): finish
+   * what is in flight, so its results reach the subscribers now. A source
+   * that had nothing queued leaves other sources' rounds be (the reactor
+   * drains before it waits idle): reactor 0 does not wait for the workers
+   * just because one of several sources is quiet. */
+  if (rc != LAMINAR_OK || *out_blocked || (*out_taken > 0 && lm_mpsc_size(src->queue) == 0)) {
+    /* ... but not behind a barrier round: its merge waits for the slowest
+     * reactor, this one goes on (the reactor loop merges it once finished). */
+    bool behind_barrier = rc == LAMINAR_OK && !*out_blocked && rt->barriers_open > 0;
+    laminar_code drc = behind_barrier ? merge_ready(rt, false) : lm_rt_drain(rt);
     if (rc == LAMINAR_OK) rc = drc;
   }
   return rc;

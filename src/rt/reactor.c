@@ -441,8 +441,7 @@ static void honour_pause(lm_rt* rt) {
 
 /* ---- in-band barriers (rt.h lm_barrier) ------------------------------------------ */
 
-void lm_rt_barrier_step(lm_rt* rt, lm_barrier* b, lm_barrier_step step, int32_t part) {
-  if (step == LM_BARRIER_PART && rt->barrier_hook != NULL) rt->barrier_hook(rt->barrier_hook_arg, part);
+void lm_rt_barrier_step(lm_barrier* b, lm_barrier_step step, int32_t part) {
   int64_t t0 = lm_rt_now_ns();
   b->step(b->arg, step, part);
   int64_t dt = lm_rt_now_ns() - t0;
@@ -463,9 +462,9 @@ void lm_rt_barrier_done(lm_rt* rt, lm_barrier* b) {
 /* At the driver's position in every source queue: INJECT, then the rounds
  * carry it (one core: nothing else to align, done at once). */
 static laminar_code barrier_inject(lm_rt* rt, lm_barrier* b) {
-  lm_rt_barrier_step(rt, b, LM_BARRIER_INJECT, 0);
+  lm_rt_barrier_step(b, LM_BARRIER_INJECT, 0);
   if (rt->ncores > 1) return lm_rt_post_barrier(rt, b);
-  lm_rt_barrier_step(rt, b, LM_BARRIER_MERGED, 0);
+  lm_rt_barrier_step(b, LM_BARRIER_MERGED, 0);
   lm_rt_barrier_done(rt, b);
   return LAMINAR_OK;
 }
@@ -569,6 +568,15 @@ static void* reactor_main(void* arg) {
       record_error(rt, honour_barrier(rt)); /* none can be asked now (db->lock); never strand one */
       record_error(rt, lm_rt_drain(rt));
       break;
+    }
+    if (!blocked && rt->barriers_open > 0) {
+      /* A barrier round in flight: its merge waits for the slowest reactor,
+       * reactor 0 does not. Merge what is finished, look for input soon. */
+      record_error(rt, lm_rt_merge_finished(rt));
+      if (rt->barriers_open > 0) {
+        lm_waiter_wait(&rt->wake, 1000000, any_input_or_request, rt);
+        continue;
+      }
     }
     record_error(rt, lm_rt_drain(rt)); /* nothing left in flight while waiting */
     if (blocked) {
@@ -684,9 +692,10 @@ void lm_rt_resume(lm_rt* rt) {
   pthread_mutex_unlock(&rt->pause_mu);
 }
 
-void lm_rt_set_barrier_hook(lm_rt* rt, void (*fn)(void* arg, int32_t part), void* arg) {
-  rt->barrier_hook = fn;
-  rt->barrier_hook_arg = arg;
+void lm_rt_set_round_hook(lm_rt* rt, void (*fn)(void* arg, int32_t part, bool barrier),
+                          void* arg) {
+  rt->round_hook = fn;
+  rt->round_hook_arg = arg;
 }
 
 void lm_rt_notify(lm_rt* rt) { lm_waiter_notify(&rt->wake); }

@@ -316,9 +316,10 @@ typedef struct lm_rt {
    * (reactor 0). Completion is signalled on pause_cv (b->done). */
   _Atomic(lm_barrier*) barrier_req;
   int32_t barriers_open;
-  /* Tests: runs on reactor `part` when it reaches a barrier, before its step. */
-  void (*barrier_hook)(void* arg, int32_t part);
-  void* barrier_hook_arg;
+  /* Tests: runs on reactor `part` before each round it runs (a barrier
+   * round or a data round); it may hold that reactor back. */
+  void (*round_hook)(void* arg, int32_t part, bool barrier);
+  void* round_hook_arg;
   /* Counters (issue 5 observability). writer: the thread driving the graph
    * (relaxed); reader: laminar_metrics. busy_ns: time in rounds that took
    * messages, on the reactor thread; started_ns: CLOCK_MONOTONIC at
@@ -357,10 +358,11 @@ void lm_rt_barrier(lm_rt* rt, lm_barrier* b);
 /* For each stream of the graph (by index), whether the barrier aligns it at
  * the merge (MERGED) rather than at the injection (INJECT). */
 void lm_rt_barrier_points(const lm_rt* rt, bool* at_merge);
-/* Tests: fn(arg, part) runs on reactor `part` when it reaches a barrier,
- * before it aligns its partitions (it may hold that reactor back). Set while
- * the runtime is stopped. */
-void lm_rt_set_barrier_hook(lm_rt* rt, void (*fn)(void* arg, int32_t part), void* arg);
+/* Tests: fn(arg, part, barrier) runs on reactor `part` before each round it
+ * runs (cores > 1), a barrier round or not; it may hold that reactor back.
+ * Set while the runtime is stopped. */
+void lm_rt_set_round_hook(lm_rt* rt, void (*fn)(void* arg, int32_t part, bool barrier),
+                          void* arg);
 
 /* Wake the reactor after a push (cheap when it is not parked). */
 void lm_rt_notify(lm_rt* rt);
