@@ -124,6 +124,11 @@ int64_t lm_durable_last_stall_ns(const lm_durable* d);
 int64_t lm_durable_last_barrier_ns(const lm_durable* d);
 /* How long it then took to encode the frozen state with the graph running, ns. */
 int64_t lm_durable_last_write_ns(const lm_durable* d);
+/* Benchmarks and tests: checkpoints pause the whole graph at one message
+ * boundary (every reactor, after the rounds in flight) and take every
+ * barrier step there, as they did before in-band barriers (the baseline
+ * bench_checkpoint compares with). Set under db->lock. */
+void lm_durable_set_pause(lm_durable* d, bool pause);
 /* Tests and benchmarks: fn(arg) runs in each checkpoint right after the
  * barrier completed, before the frozen state is encoded (db->lock held; the graph may
  * run, e.g. lm_rt_run_until_idle, and change the frozen windows). */

@@ -799,6 +799,9 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
   laminar_code rc = merge_ready(rt, false);
   bool threaded = workers_threaded(rt);
   while (rc == LAMINAR_OK && lm_mpsc_size(src->queue) > 0) {
+    /* A checkpoint asks for a barrier: reactor 0 takes it at its loop top,
+     * after this round rather than after a whole run of rounds. */
+    if (atomic_load_explicit(&rt->barrier_req, memory_order_relaxed) != NULL) break;
     uint64_t posted = atomic_load_explicit(&rt->round_seq, memory_order_relaxed);
     if (posted - rt->merged >= LM_RT_ROUNDS_INFLIGHT) { /* every slot in flight */
       rc = merge_ready(rt, true);

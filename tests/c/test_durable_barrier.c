@@ -14,6 +14,12 @@
  *     output past the barrier in the round slots until reactor 1 reaches it:
  *     the streams reading the keyed stream (two inputs: its partitions) are
  *     aligned. A restart from that checkpoint equals the uninterrupted run.
+ *   two_sources_paused: the same with checkpoints that pause the graph
+ *     (the old way, kept as the benchmarks' baseline).
+ *   aligned_in_flight: a barrier taken while rounds before it are still in
+ *     flight (reactor 1 held in a data round under a backlog): the streams
+ *     the merge feeds must be aligned at the merge; a restart from that
+ *     checkpoint equals the uninterrupted run.
  *   idle: a checkpoint with no data flowing completes (threaded and inline,
  *     one and two cores), also with data queued behind a stopped runtime.
  * Runs under TSan too (scripts/test.sh step 3).
@@ -35,6 +41,7 @@
 #include "state/state.h"
 #include "store/ckpt.h"
 #include "lm_test_durable.h"
+#include "lm_test_metrics.h"
 
 /* ---- directories ----------------------------------------------------------------- */
 
@@ -222,7 +229,9 @@ static void* produce(void* arg) {
 
 #define NCOPIES 4
 
-static int test_two_sources_threaded(void) {
+/* pause: checkpoints pause the graph instead (lm_durable_set_pause, the
+ * baseline bench_checkpoint compares with), which must give the same. */
+static int two_sources(bool pause) {
   char* want = reference2(NB2);
   CHECK(want != NULL && strlen(want) > 2000);
   char dir[64];
@@ -231,6 +240,7 @@ static int test_two_sources_threaded(void) {
   laminar_source* src[2];
   laminar_error err;
   CHECK_CODE(open2(dir, 2, &db, src, true, &err), LAMINAR_OK, &err);
+  lm_durable_set_pause(db->dur, pause);
   CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
   producer prod[2] = {{.src = src[0], .pause_us = 2000}, {.src = src[1], .pause_us = 3000}};
   pthread_t t[2];
@@ -286,11 +296,14 @@ static int test_two_sources_threaded(void) {
   for (int c = 0; c < ncopies; c++) rm_tree(copies[c]);
   rm_tree(dir);
   free(want);
-  printf("two_sources_threaded: checkpoints=%d restarts=%d match=%s\n", taken, ncopies,
-         rc == 0 ? "yes" : "no");
+  printf("two_sources_threaded%s: checkpoints=%d restarts=%d match=%s\n",
+         pause ? " (pause)" : "", taken, ncopies, rc == 0 ? "yes" : "no");
   CHECK(ncopies == NCOPIES);
   return rc;
 }
+
+static int test_two_sources_threaded(void) { return two_sources(false); }
+static int test_two_sources_paused(void) { return two_sources(true); }
 
 /* ---- a reactor held back at the barrier ------------------------------------------------- */
 
@@ -491,6 +504,8 @@ static int idle_case(int cores, bool threaded, bool queued) {
     CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
     CHECK(lm_durable_last_epoch(db->dur) == (uint64_t)k);
   }
+  EXPECT(lm_test_metric(db, "database", "", "last_checkpoint") == 3);
+  EXPECT(lm_test_metric(db, "database", "", "last_checkpoint_barrier_ns") > 0);
   if (queued) { /* input queued, nobody driving: the barrier is ahead of it */
     if (threaded) CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
     for (int64_t b = 0; b < 3; b++) CHECK_CODE(push_batch(src, b, &err), LAMINAR_OK, &err);
@@ -530,6 +545,7 @@ static int test_idle(void) {
 
 static const lm_test_case cases[] = {
     {"two_sources_threaded", test_two_sources_threaded},
+    {"two_sources_paused", test_two_sources_paused},
     {"held_reactor", test_held_reactor},
     {"aligned_in_flight", test_aligned_in_flight},
     {"idle", test_idle},
