@@ -476,7 +476,10 @@ static laminar_code honour_barrier(lm_rt* rt) {
   laminar_code rc = LAMINAR_OK;
   if (atomic_load_explicit(&rt->barrier_req, memory_order_relaxed) != NULL) {
     lm_barrier* b = atomic_exchange_explicit(&rt->barrier_req, NULL, memory_order_acquire);
-    if (b != NULL) rc = barrier_inject(rt, b);
+    if (b != NULL) {
+      atomic_fetch_add_explicit(&rt->barriers_taken, 1, memory_order_relaxed);
+      rc = barrier_inject(rt, b);
+    }
   }
   if (rt->barriers_open > 0) {
     laminar_code mrc = lm_rt_merge_finished(rt);
@@ -549,6 +552,8 @@ static void* reactor_main(void* arg) {
     }
     record_error(rt, rc);
     if (progress && !blocked) continue;
+    /* A barrier asked for: take it first (not after a drain). */
+    if (!blocked && atomic_load_explicit(&rt->barrier_req, memory_order_relaxed) != NULL) continue;
     if (atomic_load_explicit(&rt->stop, memory_order_acquire)) {
       /* Finish everything queued before the stop (a push may also have landed
        * between the round and the request). A full blocking subscriber is
@@ -603,6 +608,7 @@ laminar_code lm_rt_init(lm_rt* rt, lm_graph* graph) {
   atomic_init(&rt->stop, false);
   atomic_init(&rt->pause_req, false);
   atomic_init(&rt->barrier_req, NULL);
+  atomic_init(&rt->barriers_taken, 0);
   atomic_init(&rt->round_seq, 0);
   atomic_init(&rt->stop_workers, false);
   LM_TRY(lm_waiter_init(&rt->wake));

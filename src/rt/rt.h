@@ -316,6 +316,7 @@ typedef struct lm_rt {
    * (reactor 0). Completion is signalled on pause_cv (b->done). */
   _Atomic(lm_barrier*) barrier_req;
   int32_t barriers_open;
+  atomic_uint_fast64_t barriers_taken; /* writer: reactor 0 (relaxed); tests read it */
   /* Tests: runs on reactor `part` before each round it runs (a barrier
    * round or a data round); it may hold that reactor back. */
   void (*round_hook)(void* arg, int32_t part, bool barrier);

@@ -312,6 +312,11 @@ typedef struct hold {
   bool at_barrier;      /* the kind: a barrier round, else a data round */
   _Atomic int held;     /* it is there */
   _Atomic int release;
+  /* aligned_in_flight: then hold it again at its next data round until
+   * reactor 0 has taken a barrier (rt->barriers_taken > taken) */
+  lm_rt* rt;
+  uint64_t taken;
+  _Atomic int again;
 } hold;
 
 static void hold_hook(void* arg, int32_t part, bool barrier) {
@@ -320,6 +325,16 @@ static void hold_hook(void* arg, int32_t part, bool barrier) {
   if (!atomic_exchange(&h->armed, 0)) return;
   atomic_store(&h->held, 1);
   while (!atomic_load(&h->release)) usleep(200);
+}
+
+static void hold_twice(void* arg, int32_t part, bool barrier) {
+  hold* h = arg;
+  if (part == 1 && !barrier && atomic_load(&h->release) && atomic_exchange(&h->again, 0)) {
+    while (atomic_load_explicit(&h->rt->barriers_taken, memory_order_relaxed) == h->taken)
+      usleep(200);
+    return;
+  }
+  hold_hook(arg, part, barrier);
 }
 
 typedef struct ckpt_call {
@@ -420,8 +435,9 @@ static int test_held_reactor(void) {
 
 /* Reactor 1 is held in a data round while a backlog waits in the trades
  * queue, so reactor 0 fills every round slot and waits; the checkpoint is
- * asked then. Once reactor 1 goes on, reactor 0 takes the barrier between
- * rounds of the backlog: rounds before it are still being merged, so the
+ * asked then. Reactor 1 runs that one round and is held again at the next
+ * until reactor 0 has taken the barrier, so rounds before the barrier are
+ * still in flight when it is taken: their output is merged after it, so the
  * streams the merge feeds (the cascade, the view, the unkeyed window, the
  * sinks) must be aligned at the merge, not where the barrier was taken. A
  * restart from that checkpoint equals the uninterrupted run. */
@@ -435,9 +451,10 @@ static int test_aligned_in_flight(void) {
   laminar_source* src[2];
   laminar_error err;
   CHECK_CODE(open2(dir, 2, &db, src, true, &err), LAMINAR_OK, &err);
-  hold h = {.at_barrier = false};
+  hold h = {.at_barrier = false, .rt = &db->rt};
   atomic_store(&h.armed, 1);
-  lm_rt_set_round_hook(&db->rt, hold_hook, &h);
+  atomic_store(&h.again, 1);
+  lm_rt_set_round_hook(&db->rt, hold_twice, &h);
   /* The backlog first: reactor 0 starts with full rounds. */
   for (int64_t b = 0; b < NB_BACKLOG; b++) CHECK_CODE(push_batch(src[0], b, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
@@ -452,8 +469,12 @@ static int test_aligned_in_flight(void) {
   CHECK(full);
   ckpt_call c = {.db = db};
   pthread_t t;
+  uint64_t taken = atomic_load_explicit(&rt->barriers_taken, memory_order_relaxed);
+  h.taken = taken; /* read by reactor 1 only after `release` below */
   CHECK(pthread_create(&t, NULL, checkpoint_thread, &c) == 0);
-  while (atomic_load_explicit(&rt->barrier_req, memory_order_acquire) == NULL && !atomic_load(&c.done))
+  /* Asked for (pending, or taken by reactor 0, which then waits for a slot). */
+  while (atomic_load_explicit(&rt->barrier_req, memory_order_acquire) == NULL &&
+         atomic_load_explicit(&rt->barriers_taken, memory_order_relaxed) == taken)
     usleep(100);
   atomic_store(&h.release, 1);
   pthread_join(t, NULL);
