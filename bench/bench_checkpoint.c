@@ -17,13 +17,22 @@
  * checkpoint, printing the median and largest stall — the part of a
  * checkpoint that is not the state copy (sink epochs, WAL flushes) must not
  * wait on the disk while the graph is stopped.
+ * Last, the running graph: a W1 pipeline (VWAP per symbol, 1 s tumbling)
+ * on cores = 2, started, fed 8192-row batches as fast as one producer can
+ * push, with a checkpoint every 100 ms: throughput against no checkpoints,
+ * with in-band barriers and with the pause they replaced (every reactor
+ * stopped at one message boundary, lm_durable_set_pause), three rounds each,
+ * and per checkpoint the time from request to the barrier's completion and
+ * the longest pause of one reactor.
  *
- *   bench_checkpoint [max groups, default 4000000]
+ *   bench_checkpoint [max groups, default 4000000] [threaded rows, default 4000000]
  *
  * Links the static library to read the stall (src/db/durable.h).
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,8 +94,8 @@ static int cmp_i64(const void* a, const void* b) {
 }
 
 /* A durable database in a fresh temp dir (written to dir): checkpoints on
- * demand, the given WAL mode. */
-static laminar_db* open_durable(char* dir, const char* wal_mode) {
+ * demand, the given WAL mode and reactors. */
+static laminar_db* open_durable(char* dir, const char* wal_mode, const char* cores) {
   if (mkdtemp(dir) == NULL) exit(1);
   laminar_config* c;
   laminar_error err;
@@ -95,6 +104,7 @@ static laminar_db* open_durable(char* dir, const char* wal_mode) {
   check(laminar_config_set(c, "data_dir", dir, &err), &err, "data_dir");
   check(laminar_config_set(c, "checkpoint_interval", "1 hour", &err), &err, "interval");
   check(laminar_config_set(c, "wal_mode", wal_mode, &err), &err, "wal_mode");
+  check(laminar_config_set(c, "cores", cores, &err), &err, "cores");
   check(laminar_open(c, &db, &err), &err, "open");
   laminar_config_destroy(c);
   return db;
@@ -112,7 +122,7 @@ static void close_durable(laminar_db* db, laminar_source* src, const char* dir) 
 /* Stalls of checkpoints with a sync WAL and a file sink taking rows. */
 static void sink_stalls(const lm_schema* schema) {
   char dir[] = "/tmp/lm_bench_ckpt_XXXXXX";
-  laminar_db* db = open_durable(dir, "sync");
+  laminar_db* db = open_durable(dir, "sync", "1");
   laminar_error err;
   laminar_source* src;
   char ddl[512];
@@ -177,7 +187,7 @@ static double serialize_all(laminar_db* db) {
  * in the stall (no copy-on-write), so only the stall and the encoding. */
 static void round_of(const lm_schema* schema, int64_t groups, const char* stream, bool session) {
   char dir[] = "/tmp/lm_bench_ckpt_XXXXXX";
-  laminar_db* db = open_durable(dir, "none");
+  laminar_db* db = open_durable(dir, "none", "1");
   laminar_error err;
   laminar_source* src;
   char ddl[512];
@@ -218,6 +228,143 @@ static void round_of(const lm_schema* schema, int64_t groups, const char* stream
   close_durable(db, src, dir);
 }
 
+/* ---- the running graph: checkpoints every 100 ms on cores = 2 ------------------------ */
+
+enum { BATCH = 8192, MAX_CKPTS = 4096 };
+
+typedef struct ckpt_timer {
+  laminar_db* db;
+  atomic_int stop;
+  int n;
+  int64_t barrier_ns[MAX_CKPTS], stall_ns[MAX_CKPTS];
+} ckpt_timer;
+
+static void* every_100ms(void* arg) {
+  ckpt_timer* t = arg;
+  while (!atomic_load(&t->stop) && t->n < MAX_CKPTS) {
+    nanosleep(&(struct timespec){0, 100000000}, NULL);
+    if (atomic_load(&t->stop)) break;
+    laminar_error err;
+    check(laminar_checkpoint(t->db, &err), &err, "checkpoint");
+    t->barrier_ns[t->n] = lm_durable_last_barrier_ns(t->db->dur);
+    t->stall_ns[t->n] = lm_durable_last_stall_ns(t->db->dur);
+    t->n++;
+  }
+  return NULL;
+}
+
+/* W1's input (shared/bench/README.md), batch b of BATCH rows. */
+typedef struct w1_data {
+  lm_schema schema;
+  char sym[100][8];
+  lm_str syms[BATCH];
+  double price[BATCH];
+  int64_t volume[BATCH];
+  int64_t ts[BATCH];
+} w1_data;
+
+static uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+static void w1_init(w1_data* d) {
+  lm_schema_init_empty(&d->schema);
+  lm_schema_add(&d->schema, "symbol", LM_TYPE_STRING, false);
+  lm_schema_add(&d->schema, "price", LM_TYPE_DOUBLE, false);
+  lm_schema_add(&d->schema, "volume", LM_TYPE_INT64, false);
+  lm_schema_add(&d->schema, "ts", LM_TYPE_INT64, false);
+  for (int i = 0; i < 100; i++) snprintf(d->sym[i], sizeof d->sym[i], "S%03d", i);
+  for (int64_t i = 0; i < BATCH; i++) {
+    uint64_t z = mix64((uint64_t)(i + 1) * 0x9E3779B97F4A7C15ULL);
+    d->syms[i] = (lm_str){d->sym[z % 100], 4};
+    d->volume[i] = 1 + (int64_t)((z >> 8) % 1000);
+    d->price[i] = 100 + (double)((z >> 24) % 100000) / 1000.0;
+  }
+}
+
+static void w1_push(laminar_source* src, w1_data* d, int64_t b) {
+  for (int64_t i = 0; i < BATCH; i++) d->ts[i] = 1700000000000LL + b * BATCH + i;
+  lm_vec cols[4] = {{LM_TYPE_STRING, BATCH, NULL, d->syms},
+                    {LM_TYPE_DOUBLE, BATCH, NULL, d->price},
+                    {LM_TYPE_INT64, BATCH, NULL, d->volume},
+                    {LM_TYPE_INT64, BATCH, NULL, d->ts}};
+  lm_batch* batch;
+  check(lm_arrow_build(&d->schema, cols, BATCH, &batch), NULL, "build");
+  struct ArrowArray array;
+  struct ArrowSchema sch;
+  check(lm_batch_export(batch, &array), NULL, "export");
+  lm_batch_unref(batch);
+  check(lm_arrow_schema_export(&d->schema, &sch), NULL, "schema");
+  laminar_error err;
+  check(laminar_source_push(src, &array, &sch, &err), &err, "push");
+  sch.release(&sch);
+}
+
+/* mode 0: no checkpoints; 1: in-band barriers; 2: the pause. Rows/s. */
+static double threaded_run(w1_data* d, int64_t rows, int mode, ckpt_timer* t) {
+  char dir[] = "/tmp/lm_bench_ckpt_XXXXXX";
+  laminar_db* db = open_durable(dir, "none", "2");
+  laminar_error err;
+  check(laminar_execute(db,
+                        "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT,"
+                        " ts BIGINT, WATERMARK FOR ts AS ts) WITH (buffer_size = 64);"
+                        "CREATE STREAM w1 AS SELECT symbol, window_start,"
+                        " SUM(price * volume) / SUM(volume) AS vwap, COUNT(*) AS trades,"
+                        " MAX(price) AS hi, MIN(price) AS lo"
+                        " FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND)",
+                        &err),
+        &err, "DDL");
+  laminar_source* src;
+  check(laminar_source_open(db, "trades", &src, &err), &err, "source");
+  lm_durable_set_pause(db->dur, mode == 2);
+  check(laminar_start(db, &err), &err, "start");
+  memset(t, 0, sizeof *t);
+  t->db = db;
+  pthread_t th;
+  if (mode != 0 && pthread_create(&th, NULL, every_100ms, t) != 0) exit(1);
+  double t0 = now_s();
+  for (int64_t b = 0; b * BATCH < rows; b++) w1_push(src, d, b);
+  check(laminar_stop(db, &err), &err, "stop"); /* every pushed row processed */
+  double secs = now_s() - t0;
+  atomic_store(&t->stop, 1);
+  if (mode != 0) pthread_join(th, NULL);
+  close_durable(db, src, dir);
+  return (double)((rows + BATCH - 1) / BATCH * BATCH) / secs;
+}
+
+static void threaded_checkpoints(int64_t rows) {
+  static w1_data d;
+  static ckpt_timer t;
+  w1_init(&d);
+  static const char* const names[] = {"off", "barrier", "pause"};
+  for (int round = 0; round < 3; round++) {
+    for (int mode = 0; mode < 3; mode++) {
+      double rate = threaded_run(&d, rows, mode, &t);
+      if (mode == 0) {
+        printf("RESULT checkpoint_threaded mode=off cores=2 rows=%lld rate=%.2f Mrows/s\n",
+               (long long)rows, rate / 1e6);
+      } else if (t.n > 0) {
+        qsort(t.barrier_ns, (size_t)t.n, sizeof t.barrier_ns[0], cmp_i64);
+        qsort(t.stall_ns, (size_t)t.n, sizeof t.stall_ns[0], cmp_i64);
+        printf("RESULT checkpoint_threaded mode=%s cores=2 rows=%lld rate=%.2f Mrows/s "
+               "checkpoints=%d request_to_done median=%.1f us max=%.1f us "
+               "reactor_pause median=%.1f us max=%.1f us\n",
+               names[mode], (long long)rows, rate / 1e6, t.n, (double)t.barrier_ns[t.n / 2] / 1e3,
+               (double)t.barrier_ns[t.n - 1] / 1e3, (double)t.stall_ns[t.n / 2] / 1e3,
+               (double)t.stall_ns[t.n - 1] / 1e3);
+      } else {
+        printf("RESULT checkpoint_threaded mode=%s cores=2 rows=%lld rate=%.2f Mrows/s "
+               "checkpoints=0 (the run was shorter than 100 ms)\n",
+               names[mode], (long long)rows, rate / 1e6);
+      }
+      fflush(stdout);
+    }
+  }
+  lm_schema_free(&d.schema);
+}
+
 int main(int argc, char** argv) {
   int64_t max = argc > 1 ? (int64_t)strtod(argv[1], NULL) : 4000000;
   lm_schema schema;
@@ -231,5 +378,6 @@ int main(int argc, char** argv) {
     round_of(&schema, groups, "session(ts, INTERVAL '1' DAY)", true);
   sink_stalls(&schema);
   lm_schema_free(&schema);
+  threaded_checkpoints(argc > 2 ? (int64_t)strtod(argv[2], NULL) : 4000000);
   return 0;
 }

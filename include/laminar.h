@@ -391,8 +391,10 @@ LAMINAR_API laminar_code laminar_stop(laminar_db* db, laminar_error* err);
 LAMINAR_API laminar_code laminar_run_until_idle(laminar_db* db, laminar_error* err);
 
 /* Take a checkpoint now (the interval timer takes them too): every source's
- * WAL is flushed, the operators' state is copied with the graph stopped
- * between two messages (on the reactor or between inline runs), then written
+ * WAL is flushed, a barrier is taken in order in every source queue (by the
+ * reactor, or by this call between inline runs) and each reactor snapshots
+ * its share of the operators' state when the barrier reaches it, without
+ * waiting for the others; the call returns once the state is written
  * to data_dir/checkpoints atomically; once it is durable, file sinks publish
  * the epoch's output and WAL segments it covers are deleted; old checkpoints
  * beyond checkpoint_keep are removed.
@@ -496,7 +498,9 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  *            ran, and the rows routed to its partitions), cpu (pinned CPU, -1
  *            if not pinned); reactor 0 also messages (taken through the graph,
  *            by the reactor or laminar_run_until_idle)
- *   database (durable): last_checkpoint, last_checkpoint_stall_ns
+ *   database (durable): last_checkpoint, last_checkpoint_stall_ns (the
+ *            longest pause of one reactor for its barrier),
+ *            last_checkpoint_barrier_ns (request to every reactor past it)
  * The graph is paused for the moment it takes to read them.
  * Ownership: *out is the caller's; release it.
  * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.

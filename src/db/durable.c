@@ -50,8 +50,10 @@ struct lm_durable {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   bool stop;                 /* under mu */
-  int64_t last_stall_ns;     /* the graph's pause of the last checkpoint */
-  int64_t last_write_ns;     /* its frozen state's encoding, after the pause */
+  int64_t last_stall_ns;     /* the last checkpoint's longest pause of one reactor */
+  int64_t last_barrier_ns;   /* its request to the barrier's completion */
+  int64_t last_write_ns;     /* its frozen state's encoding, after the barrier */
+  bool pause;                /* benchmarks: checkpoints pause the graph (as before barriers) */
   void (*write_hook)(void*); /* tests: runs after the stall, before the encoding */
   void* write_hook_arg;
   char report[2048];         /* what recovery cut, failed background checkpoints (under mu) */
@@ -205,6 +207,10 @@ bool lm_durable_recovering(const lm_durable* d) { return d->recovering; }
 int64_t lm_durable_last_stall_ns(const lm_durable* d) { return d->last_stall_ns; }
 
 int64_t lm_durable_last_write_ns(const lm_durable* d) { return d->last_write_ns; }
+
+int64_t lm_durable_last_barrier_ns(const lm_durable* d) { return d->last_barrier_ns; }
+
+void lm_durable_set_pause(lm_durable* d, bool pause) { d->pause = pause; }
 
 void lm_durable_set_write_hook(lm_durable* d, void (*fn)(void* arg), void* arg) {
   d->write_hook = fn;
@@ -380,16 +386,46 @@ static void frozen_graph_free(frozen_graph* f) {
   *f = (frozen_graph){0};
 }
 
-/* In the stall (the graph stopped): encode the header and the sources into
- * w, freeze every stream's operator state (copy-on-write windows: time
- * independent of how many groups they hold) into *out. */
-static laminar_code freeze_graph(laminar_db* db, uint64_t epoch, lm_state_writer* w,
-                                 frozen_graph* out, laminar_error* err) {
-  lm_graph* g = &db->graph;
-  *out = (frozen_graph){0};
+/* A checkpoint's barrier (rt.h lm_barrier): what each step records and
+ * freezes, filled by the threads that reach the barrier, read by the
+ * checkpoint's thread once it completed (lm_rt_barrier's handshake). */
+typedef struct ckpt_barrier {
+  laminar_db* db;
+  uint64_t epoch;
+  lm_state_writer* w;        /* header and sources (INJECT) */
+  uint64_t* covered;         /* each source's WAL position at the barrier */
+  frozen_graph* frozen;      /* streams[i] for g->streams[i] */
+  bool* at_merge;            /* per stream: aligned at MERGED, else at INJECT */
+  atomic_int rc;             /* first failure of any step */
+  laminar_error err;         /* written by that failure only */
+} ckpt_barrier;
+
+static void ckpt_fail(ckpt_barrier* c, laminar_code rc, const laminar_error* e, const char* stream) {
+  int ok = LAMINAR_OK;
+  if (!atomic_compare_exchange_strong_explicit(&c->rc, &ok, (int)rc, memory_order_relaxed,
+                                               memory_order_relaxed))
+    return;
+  if (stream != NULL) {
+    lm_error_set(&c->err, rc, "stream '%s': snapshot failed", stream);
+  } else if (e != NULL) {
+    c->err = *e;
+  } else {
+    lm_error_set(&c->err, rc, "out of memory serializing a checkpoint");
+  }
+}
+
+static bool ckpt_ok(ckpt_barrier* c) {
+  return atomic_load_explicit(&c->rc, memory_order_relaxed) == LAMINAR_OK;
+}
+
+/* INJECT: the header and every source's position (WAL sequence, watermark,
+ * largest event time) where the barrier stands in its queue. */
+static void put_sources(ckpt_barrier* c) {
+  lm_graph* g = &c->db->graph;
+  lm_state_writer* w = c->w;
   lm_state_put_u32(w, CKPT_MAGIC);
   lm_state_put_u32(w, CKPT_VERSION);
-  lm_state_put_i64(w, (int64_t)epoch);
+  lm_state_put_i64(w, (int64_t)c->epoch);
   lm_state_put_u32(w, (uint32_t)g->nsources);
   for (int32_t i = 0; i < g->nsources; i++) {
     const lm_source_def* s = g->sources[i];
@@ -397,33 +433,72 @@ static laminar_code freeze_graph(laminar_db* db, uint64_t epoch, lm_state_writer
     lm_state_put_i64(w, (int64_t)s->processed_seq);
     lm_state_put_i64(w, s->watermark_ms);
     lm_state_put_i64(w, s->max_ts_ms);
+    c->covered[i] = s->processed_seq;
   }
+  if (lm_state_writer_status(w) != LAMINAR_OK) ckpt_fail(c, LAMINAR_ERR_NOMEM, NULL, NULL);
+}
+
+/* One step of the barrier, on the thread that reached it: freeze the state
+ * aligned there (copy-on-write windows: time independent of how many groups
+ * they hold; one state per partition, each as it is), note the streams'
+ * watermarks, and close the open epoch of the sinks on those streams (no
+ * I/O: files are flushed after the barrier completes). */
+static void ckpt_step(void* arg, lm_barrier_step step, int32_t part) {
+  ckpt_barrier* c = arg;
+  laminar_db* db = c->db;
+  lm_graph* g = &db->graph;
+  if (step == LM_BARRIER_INJECT) put_sources(c);
+  bool merged = step == LM_BARRIER_MERGED;
+  for (int32_t i = 0; i < g->nstreams; i++) {
+    const lm_stream_def* s = g->streams[i];
+    frozen_stream* f = &c->frozen->streams[i];
+    laminar_code rc = LAMINAR_OK;
+    if (step == LM_BARRIER_PART) {
+      if (s->nparts > 1) rc = lm_op_chain_freeze(s->parts[part].chain, &f->chains[part]);
+    } else if (c->at_merge[i] == merged) {
+      f->watermark = s->watermark_ms;
+      if (s->nparts <= 1) rc = lm_op_chain_freeze(s->chain, &f->chains[0]);
+    }
+    if (rc != LAMINAR_OK) ckpt_fail(c, rc, NULL, s->name);
+  }
+  if (step == LM_BARRIER_PART) return;
+  for (int32_t i = 0; i < db->nsinks && ckpt_ok(c); i++) {
+    const lm_stream_def* on = db->sinks[i]->stream;
+    bool here = false;
+    for (int32_t k = 0; k < g->nstreams; k++) {
+      if (g->streams[k] == on) here = c->at_merge[k] == merged;
+    }
+    if (!here) continue;
+    laminar_error e;
+    lm_sink* k = db->sinks[i]->sink;
+    laminar_code rc = k->vt->pre_commit(k, &e);
+    if (rc == LAMINAR_OK) rc = k->vt->begin(k, c->epoch + 1, &e);
+    if (rc != LAMINAR_OK) ckpt_fail(c, rc, &e, NULL);
+  }
+}
+
+/* Before the barrier (db->lock held: the graph is not edited until the
+ * checkpoint ends): room for every stream's frozen partitions. */
+static laminar_code frozen_graph_init(const lm_graph* g, frozen_graph* out, laminar_error* err) {
+  *out = (frozen_graph){0};
   out->streams = lm_calloc((size_t)g->nstreams + 1, sizeof *out->streams);
-  if (out->streams == NULL || lm_state_writer_status(w) != LAMINAR_OK)
+  if (out->streams == NULL)
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory serializing a checkpoint");
   for (int32_t i = 0; i < g->nstreams; i++) {
     const lm_stream_def* s = g->streams[i];
-    /* One state per partition, each as it is: the stall stays independent
-     * of the state's size, and a restore with as many partitions takes them
-     * back one to one (others re-split them by key hash). */
-    int32_t nparts = s->nparts > 1 ? s->nparts : 1;
     frozen_stream* f = &out->streams[out->n];
+    int32_t nparts = s->nparts > 1 ? s->nparts : 1;
     f->chains = lm_calloc((size_t)nparts, sizeof *f->chains);
     if (f->chains == NULL)
       return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory serializing a checkpoint");
-    f->name = s->name;
-    f->watermark = s->watermark_ms;
+    f->name = s->name; /* the watermark: at the stream's barrier step (the reactor's) */
     f->nparts = nparts;
     out->n++;
-    for (int32_t p = 0; p < nparts; p++) {
-      laminar_code rc = lm_op_chain_freeze(lm_stream_part_chain(s, p), &f->chains[p]);
-      if (rc != LAMINAR_OK) return lm_error_set(err, rc, "stream '%s': snapshot failed", s->name);
-    }
   }
   return LAMINAR_OK;
 }
 
-/* After the stall, with the graph running: each stream's name, watermark,
+/* After the barrier, with the graph running: each stream's name, watermark,
  * partition count and each partition's state (length-prefixed) after the
  * sources; frees f. */
 static laminar_code write_graph(frozen_graph* f, lm_state_writer* w, laminar_error* err) {
@@ -478,31 +553,50 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
   lm_graph* g = &db->graph;
   uint64_t* covered = lm_calloc((size_t)g->nsources + 1, sizeof *covered);
   if (covered == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  bool* at_merge = lm_calloc((size_t)g->nstreams + 1, sizeof *at_merge);
   lm_state_writer w;
   lm_state_writer_init(&w);
-  /* Flush the logs before the stall too, so the one after it (which makes
+  /* Flush the logs before the barrier too, so the one after it (which makes
    * sure no recorded offset is ahead of its log) has only the last records. */
-  laminar_code rc = flush_wals(db, err);
+  laminar_code rc = at_merge != NULL
+                        ? flush_wals(db, err)
+                        : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  frozen_graph frozen = {0};
+  if (rc == LAMINAR_OK) rc = frozen_graph_init(g, &frozen, err);
   if (rc != LAMINAR_OK) {
+    frozen_graph_free(&frozen);
+    lm_state_writer_free(&w);
+    lm_free(at_merge);
     lm_free(covered);
     return rc;
   }
-  /* The stall: the graph stops between two messages, its state is frozen
-   * (windows copy-on-write, the rest copied), the sinks' open epoch is closed
-   * for writes and the next one begun. No I/O waits in here: files are
-   * flushed after the graph goes on. */
-  frozen_graph frozen;
+  /* The barrier (rt.h lm_barrier): taken in order in every source queue,
+   * each reactor freezing its own partitions when it reaches it, the merge
+   * the streams it feeds; no reactor stops for another. Freezing is the
+   * whole pause of each (windows copy-on-write, the rest copied), and the
+   * sinks' open epochs are closed for writes there and the next begun. No
+   * I/O waits in it: files are flushed after the barrier completes. */
+  lm_rt_barrier_points(&db->rt, at_merge);
+  ckpt_barrier c = {.db = db, .epoch = epoch, .w = &w, .covered = covered, .frozen = &frozen,
+                    .at_merge = at_merge};
+  atomic_init(&c.rc, LAMINAR_OK);
+  lm_barrier b = {.step = ckpt_step, .arg = &c};
   int64_t t0 = now_ns();
-  lm_rt_pause(&db->rt);
-  rc = freeze_graph(db, epoch, &w, &frozen, err);
-  for (int32_t i = 0; i < g->nsources; i++) covered[i] = g->sources[i]->processed_seq;
-  for (int32_t i = 0; i < db->nsinks && rc == LAMINAR_OK; i++) {
-    lm_sink* k = db->sinks[i]->sink;
-    rc = k->vt->pre_commit(k, err);
-    if (rc == LAMINAR_OK) rc = k->vt->begin(k, epoch + 1, err);
+  if (d->pause) { /* the graph stopped at one message boundary: every step at once */
+    lm_rt_pause(&db->rt);
+    ckpt_step(&c, LM_BARRIER_INJECT, 0);
+    for (int32_t p = 0; p < db->rt.ncores; p++) ckpt_step(&c, LM_BARRIER_PART, p);
+    ckpt_step(&c, LM_BARRIER_MERGED, 0);
+    lm_rt_resume(&db->rt);
+    atomic_init(&b.stall_ns, now_ns() - t0);
+  } else {
+    lm_rt_barrier(&db->rt, &b);
   }
-  lm_rt_resume(&db->rt);
-  d->last_stall_ns = now_ns() - t0;
+  d->last_barrier_ns = now_ns() - t0;
+  d->last_stall_ns = (int64_t)atomic_load_explicit(&b.stall_ns, memory_order_relaxed);
+  lm_free(at_merge);
+  rc = (laminar_code)atomic_load_explicit(&c.rc, memory_order_relaxed);
+  if (rc != LAMINAR_OK && err != NULL) *err = c.err;
   /* Ring 1 from here, the graph running. The frozen state is written first
    * (its windows are copied by the reactor if it changes them meanwhile). */
   if (rc == LAMINAR_OK && d->write_hook != NULL) d->write_hook(d->write_hook_arg);

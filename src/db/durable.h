@@ -116,12 +116,21 @@ bool lm_durable_recovering(const lm_durable* d);
 /* Copy the durability report (see laminar_durability_report) into buf. */
 void lm_durable_report(lm_durable* d, char* buf, size_t cap);
 
-/* How long the last checkpoint held the graph stopped (freezing state), ns. */
+/* The longest pause one reactor made for the last checkpoint's barrier
+ * (freezing the state aligned there), ns. */
 int64_t lm_durable_last_stall_ns(const lm_durable* d);
+/* The last checkpoint's request to its barrier's completion (every source,
+ * reactor and the merge past it), ns. */
+int64_t lm_durable_last_barrier_ns(const lm_durable* d);
 /* How long it then took to encode the frozen state with the graph running, ns. */
 int64_t lm_durable_last_write_ns(const lm_durable* d);
+/* Benchmarks and tests: checkpoints pause the whole graph at one message
+ * boundary (every reactor, after the rounds in flight) and take every
+ * barrier step there, as they did before in-band barriers (the baseline
+ * bench_checkpoint compares with). Set under db->lock. */
+void lm_durable_set_pause(lm_durable* d, bool pause);
 /* Tests and benchmarks: fn(arg) runs in each checkpoint right after the
- * stall, before the frozen state is encoded (db->lock held; the graph may
+ * barrier completed, before the frozen state is encoded (db->lock held; the graph may
  * run, e.g. lm_rt_run_until_idle, and change the frozen windows). */
 void lm_durable_set_write_hook(lm_durable* d, void (*fn)(void* arg), void* arg);
 /* The last checkpoint that became durable (0: none). */

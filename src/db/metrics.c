@@ -125,6 +125,7 @@ static void collect(laminar_db* db, rows* r) {
   if (db->dur != NULL) {
     add(r, "database", "", "last_checkpoint", (int64_t)lm_durable_last_epoch(db->dur));
     add(r, "database", "", "last_checkpoint_stall_ns", lm_durable_last_stall_ns(db->dur));
+    add(r, "database", "", "last_checkpoint_barrier_ns", lm_durable_last_barrier_ns(db->dur));
   }
 }
 

@@ -22,7 +22,17 @@ uint32_t lm_rt_min_free(const lm_graph* g);
 /* Pin the calling thread as reactor `index` (no-op unless rt->affinity). */
 void lm_rt_pin_self(lm_rt* rt, lm_reactor* r);
 
+/* Run step `step` of barrier b on this thread (timed) / mark it done and wake its requester (b is not touched after). */
+void lm_rt_barrier_step(lm_barrier* b, lm_barrier_step step, int32_t part);
+void lm_rt_barrier_done(lm_rt* rt, lm_barrier* b);
+
 /* part.c */
+/* Post barrier round b after the rounds in flight (waiting for a free slot);
+ * partition 0 (inline: every partition) takes it at once, the merge of it
+ * completes it. */
+laminar_code lm_rt_post_barrier(lm_rt* rt, lm_barrier* b);
+/* Merge the rounds in flight that every reactor finished (no waiting). */
+laminar_code lm_rt_merge_finished(lm_rt* rt);
 /* True when some stream reading `src` runs as partitions. */
 bool lm_rt_source_partitioned(const lm_source_def* src);
 /* Run one message of `src` as a round, inline (every partition in this

@@ -543,6 +543,11 @@ static laminar_code route_msg(lm_rt* rt, lm_round* rd, int32_t j, uint64_t seq,
 static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
   int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
   lm_round* rd = &rt->rounds[slot];
+  if (rt->round_hook != NULL) rt->round_hook(rt->round_hook_arg, r->index, rd->barrier != NULL);
+  if (rd->barrier != NULL) { /* this reactor's partitions are aligned here */
+    lm_rt_barrier_step(rd->barrier, LM_BARRIER_PART, r->index);
+    return;
+  }
   const lm_source_def* src = rd->src;
   int32_t p = r->index;
   int64_t rows = 0;
@@ -680,6 +685,15 @@ static laminar_code end_round(lm_source_def* src, int32_t slot) {
 static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
   int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
   lm_round* rd = &rt->rounds[slot];
+  if (rd->barrier != NULL) { /* every round before it is merged: MERGED, done */
+    lm_barrier* b = rd->barrier;
+    lm_rt_barrier_step(b, LM_BARRIER_MERGED, 0);
+    rd->barrier = NULL;
+    rt->barriers_open--;
+    rt->merged = seq;
+    lm_rt_barrier_done(rt, b);
+    return LAMINAR_OK;
+  }
   lm_source_def* src = rd->src;
   laminar_code rc = LAMINAR_OK;
   for (int32_t j = 0; j < rd->n; j++) {
@@ -762,6 +776,7 @@ laminar_code lm_rt_drain(lm_rt* rt) {
  * (before its post). */
 static void share_hashes(lm_round* rd, int32_t ncores) {
   rd->hkeys = NULL;
+  if (rd->barrier != NULL) return;
   const lm_stream_def* first = NULL;
   for (int32_t i = 0; i < rd->src->nreaders && first == NULL; i++) {
     if (rd->src->readers[i]->nparts > 1) first = rd->src->readers[i];
@@ -822,6 +837,27 @@ static void post_round(lm_rt* rt, uint64_t seq, bool threaded) {
   }
 }
 
+laminar_code lm_rt_merge_finished(lm_rt* rt) { return merge_ready(rt, false); }
+
+laminar_code lm_rt_post_barrier(lm_rt* rt, lm_barrier* b) {
+  laminar_code rc = LAMINAR_OK;
+  uint64_t posted;
+  while ((posted = atomic_load_explicit(&rt->round_seq, memory_order_relaxed)) - rt->merged >=
+         LM_RT_ROUNDS_INFLIGHT) { /* every slot in flight: the oldest first */
+    laminar_code mrc = merge_ready(rt, true);
+    if (rc == LAMINAR_OK) rc = mrc;
+  }
+  uint64_t seq = posted + 1;
+  lm_round* rd = &rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT];
+  rd->barrier = b;
+  rd->src = NULL;
+  rd->n = 0;
+  rd->split = false;
+  rt->barriers_open++;
+  post_round(rt, seq, workers_threaded(rt));
+  return rc;
+}
+
 laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
   uint64_t seq = atomic_load_explicit(&rt->round_seq, memory_order_relaxed) + 1;
   lm_round* rd = &rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT];
@@ -845,6 +881,9 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
   laminar_code rc = merge_ready(rt, false);
   bool threaded = workers_threaded(rt);
   while (rc == LAMINAR_OK && lm_mpsc_size(src->queue) > 0) {
+    /* A checkpoint asks for a barrier: reactor 0 takes it at its loop top,
+     * after this round rather than after a whole run of rounds. */
+    if (atomic_load_explicit(&rt->barrier_req, memory_order_relaxed) != NULL) break;
     uint64_t posted = atomic_load_explicit(&rt->round_seq, memory_order_relaxed);
     if (posted - rt->merged >= LM_RT_ROUNDS_INFLIGHT) { /* every slot in flight */
       rc = merge_ready(rt, true);
@@ -893,10 +932,16 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
     rc = merge_ready(rt, false);
     if (*out_taken >= LM_RT_ROUND_MSGS * LM_RT_ROUNDS_INFLIGHT) break; /* let other sources in */
   }
-  /* Nothing more to overlap with (queue empty, blocked or an error): finish
-   * what is in flight, so its results reach the subscribers now. */
-  if (rc != LAMINAR_OK || lm_mpsc_size(src->queue) == 0 || *out_blocked) {
-    laminar_code drc = lm_rt_drain(rt);
+  /* Nothing more to overlap with (queue emptied, blocked or an error): finish
+   * what is in flight, so its results reach the subscribers now. A source
+   * that had nothing queued leaves other sources' rounds be (the reactor
+   * drains before it waits idle): reactor 0 does not wait for the workers
+   * just because one of several sources is quiet. */
+  if (rc != LAMINAR_OK || *out_blocked || (*out_taken > 0 && lm_mpsc_size(src->queue) == 0)) {
+    /* ... but not behind a barrier round: its merge waits for the slowest
+     * reactor, this one goes on (the reactor loop merges it once finished). */
+    bool behind_barrier = rc == LAMINAR_OK && !*out_blocked && rt->barriers_open > 0;
+    laminar_code drc = behind_barrier ? merge_ready(rt, false) : lm_rt_drain(rt);
     if (rc == LAMINAR_OK) rc = drc;
   }
   return rc;

@@ -407,7 +407,8 @@ laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err) {
 static bool any_input_or_request(void* arg) {
   lm_rt* rt = arg;
   if (atomic_load_explicit(&rt->stop, memory_order_acquire) ||
-      atomic_load_explicit(&rt->pause_req, memory_order_acquire)) {
+      atomic_load_explicit(&rt->pause_req, memory_order_acquire) ||
+      atomic_load_explicit(&rt->barrier_req, memory_order_acquire) != NULL) {
     return true;
   }
   for (int32_t i = 0; i < rt->graph->nsources; i++) {
@@ -438,6 +439,93 @@ static void honour_pause(lm_rt* rt) {
   pthread_mutex_unlock(&rt->pause_mu);
 }
 
+/* ---- in-band barriers (rt.h lm_barrier) ------------------------------------------ */
+
+void lm_rt_barrier_step(lm_barrier* b, lm_barrier_step step, int32_t part) {
+  int64_t t0 = lm_rt_now_ns();
+  b->step(b->arg, step, part);
+  int64_t dt = lm_rt_now_ns() - t0;
+  int_fast64_t seen = atomic_load_explicit(&b->stall_ns, memory_order_relaxed);
+  while (dt > seen && !atomic_compare_exchange_weak_explicit(&b->stall_ns, &seen, dt,
+                                                             memory_order_relaxed,
+                                                             memory_order_relaxed)) {
+  }
+}
+
+void lm_rt_barrier_done(lm_rt* rt, lm_barrier* b) {
+  pthread_mutex_lock(&rt->pause_mu);
+  b->done = true; /* the requester may free b once it sees this */
+  pthread_cond_broadcast(&rt->pause_cv);
+  pthread_mutex_unlock(&rt->pause_mu);
+}
+
+/* At the driver's position in every source queue: INJECT, then the rounds
+ * carry it (one core: nothing else to align, done at once). */
+static laminar_code barrier_inject(lm_rt* rt, lm_barrier* b) {
+  lm_rt_barrier_step(b, LM_BARRIER_INJECT, 0);
+  if (rt->ncores > 1) return lm_rt_post_barrier(rt, b);
+  lm_rt_barrier_step(b, LM_BARRIER_MERGED, 0);
+  lm_rt_barrier_done(rt, b);
+  return LAMINAR_OK;
+}
+
+/* Reactor 0 at a message boundary: take a requested barrier; merge finished
+ * rounds while one is open, so it completes even while only sources without
+ * rounds keep this reactor busy. */
+static laminar_code honour_barrier(lm_rt* rt) {
+  laminar_code rc = LAMINAR_OK;
+  if (atomic_load_explicit(&rt->barrier_req, memory_order_relaxed) != NULL) {
+    lm_barrier* b = atomic_exchange_explicit(&rt->barrier_req, NULL, memory_order_acquire);
+    if (b != NULL) {
+      atomic_fetch_add_explicit(&rt->barriers_taken, 1, memory_order_relaxed);
+      rc = barrier_inject(rt, b);
+    }
+  }
+  if (rt->barriers_open > 0) {
+    laminar_code mrc = lm_rt_merge_finished(rt);
+    if (rc == LAMINAR_OK) rc = mrc;
+  }
+  return rc;
+}
+
+void lm_rt_barrier(lm_rt* rt, lm_barrier* b) {
+  b->done = false;
+  atomic_init(&b->stall_ns, 0);
+  if (!rt->started) {
+    /* The caller drives the graph: between inline runs nothing is in flight.
+     * A stream error met on the way stays with the stream (as inline runs
+     * report it); the barrier itself completes. */
+    (void)barrier_inject(rt, b);
+    (void)lm_rt_drain(rt);
+    return;
+  }
+  pthread_mutex_lock(&rt->pause_mu);
+  atomic_store_explicit(&rt->barrier_req, b, memory_order_release);
+  lm_waiter_notify(&rt->wake);
+  while (!b->done) pthread_cond_wait(&rt->pause_cv, &rt->pause_mu);
+  pthread_mutex_unlock(&rt->pause_mu);
+}
+
+/* Mark stream s and everything it feeds (readers, late side output). */
+static void mark_points(const lm_graph* g, const lm_stream_def* s, bool merged, bool* at_merge) {
+  for (int32_t i = 0; i < g->nstreams; i++) {
+    if (g->streams[i] == s) at_merge[i] = merged;
+  }
+  for (int32_t i = 0; i < s->nreaders; i++) mark_points(g, s->readers[i], merged, at_merge);
+  if (s->late != NULL) mark_points(g, s->late, merged, at_merge);
+}
+
+void lm_rt_barrier_points(const lm_rt* rt, bool* at_merge) {
+  const lm_graph* g = rt->graph;
+  for (int32_t i = 0; i < g->nstreams; i++) at_merge[i] = false;
+  for (int32_t i = 0; i < g->nsources; i++) {
+    const lm_source_def* src = g->sources[i];
+    /* A source runs in rounds when it has a keyed reader (process_round). */
+    bool merged = rt->ncores > 1 && lm_rt_source_partitioned(src);
+    for (int32_t k = 0; k < src->nreaders; k++) mark_points(g, src->readers[k], merged, at_merge);
+  }
+}
+
 /* Keep the first error raised on the reactor thread for laminar_stop(). */
 static void record_error(lm_rt* rt, laminar_code rc) {
   if (rc == LAMINAR_OK || rt->error != LAMINAR_OK) return;
@@ -455,6 +543,7 @@ static void* reactor_main(void* arg) {
   lm_rt_pin_self(rt, &rt->reactors[0]);
   for (;;) {
     honour_pause(rt);
+    record_error(rt, honour_barrier(rt));
     bool progress = false, blocked = false;
     int64_t t0 = lm_rt_now_ns();
     laminar_code rc = process_round(rt, 64, &progress, &blocked);
@@ -463,6 +552,8 @@ static void* reactor_main(void* arg) {
     }
     record_error(rt, rc);
     if (progress && !blocked) continue;
+    /* A barrier asked for: take it first (not after a drain). */
+    if (!blocked && atomic_load_explicit(&rt->barrier_req, memory_order_relaxed) != NULL) continue;
     if (atomic_load_explicit(&rt->stop, memory_order_acquire)) {
       /* Finish everything queued before the stop (a push may also have landed
        * between the round and the request). A full blocking subscriber is
@@ -479,8 +570,18 @@ static void* reactor_main(void* arg) {
         record_error(rt, lm_rt_drain(rt));
         lm_waiter_wait(&rt->wake, 200000, never_ready, NULL);
       }
+      record_error(rt, honour_barrier(rt)); /* none can be asked now (db->lock); never strand one */
       record_error(rt, lm_rt_drain(rt));
       break;
+    }
+    if (!blocked && rt->barriers_open > 0) {
+      /* A barrier round in flight: its merge waits for the slowest reactor,
+       * reactor 0 does not. Merge what is finished, look for input soon. */
+      record_error(rt, lm_rt_merge_finished(rt));
+      if (rt->barriers_open > 0) {
+        lm_waiter_wait(&rt->wake, 1000000, any_input_or_request, rt);
+        continue;
+      }
     }
     record_error(rt, lm_rt_drain(rt)); /* nothing left in flight while waiting */
     if (blocked) {
@@ -506,6 +607,8 @@ laminar_code lm_rt_init(lm_rt* rt, lm_graph* graph) {
   atomic_init(&rt->busy_ns, 0);
   atomic_init(&rt->stop, false);
   atomic_init(&rt->pause_req, false);
+  atomic_init(&rt->barrier_req, NULL);
+  atomic_init(&rt->barriers_taken, 0);
   atomic_init(&rt->round_seq, 0);
   atomic_init(&rt->stop_workers, false);
   LM_TRY(lm_waiter_init(&rt->wake));
@@ -593,6 +696,12 @@ void lm_rt_resume(lm_rt* rt) {
   atomic_store_explicit(&rt->pause_req, false, memory_order_release);
   pthread_cond_broadcast(&rt->pause_cv);
   pthread_mutex_unlock(&rt->pause_mu);
+}
+
+void lm_rt_set_round_hook(lm_rt* rt, void (*fn)(void* arg, int32_t part, bool barrier),
+                          void* arg) {
+  rt->round_hook = fn;
+  rt->round_hook_arg = arg;
 }
 
 void lm_rt_notify(lm_rt* rt) { lm_waiter_notify(&rt->wake); }

@@ -232,10 +232,48 @@ typedef struct lm_reactor {
   atomic_int cpu;            /* pinned CPU, -1 if not pinned; writer: the reactor (relaxed) */
 } lm_reactor;
 
+/* An in-band checkpoint barrier (lm_rt_barrier). The thread driving the
+ * graph (reactor 0, or the caller when the runtime is not started) is the
+ * only consumer of every source queue, so the barrier's position in each
+ * source is where that consumer stands when it takes the request: no marker
+ * is pushed into a queue (the checkpoint thread never becomes a second
+ * producer of an SPSC ring). From there the barrier travels in the round
+ * sequence, the reactors' own input: each reactor reaches it after the
+ * rounds posted before it, and reactor 0's merge reaches it after merging
+ * them. `step` runs at each point, on the thread that reached it:
+ *   INJECT  the driver, at the barrier's position in every source queue:
+ *           streams whose input is processed right away (not through rounds)
+ *           are aligned here;
+ *   PART    reactor `part`, between the rounds before and after the
+ *           barrier: its partition of every keyed stream is aligned here;
+ *   MERGED  the driver, once every round before the barrier is merged:
+ *           streams fed by the merge (readers of a partitioned source that
+ *           are not partitioned, streams reading keyed streams) are aligned
+ *           here -- each partition's output past the barrier waits in its
+ *           round slot until every partition reached the barrier.
+ * No reactor waits for another at a barrier: a slow one delays only MERGED. */
+typedef enum lm_barrier_step {
+  LM_BARRIER_INJECT = 0,
+  LM_BARRIER_PART = 1,
+  LM_BARRIER_MERGED = 2
+} lm_barrier_step;
+
+typedef struct lm_barrier {
+  void (*step)(void* arg, lm_barrier_step step, int32_t part);
+  void* arg;
+  /* Set by the runtime. done: under rt->pause_mu. stall_ns: the longest
+   * single step (a reactor's pause for the barrier); writer: any reactor
+   * (CAS max, relaxed: read after done). */
+  bool done;
+  atomic_int_fast64_t stall_ns;
+} lm_barrier;
+
 /* A round reactor 0 hands to every reactor: messages of one source and the
  * source watermark after each (INT64_MIN: no advance). Written by reactor 0
- * before round_seq publishes it; read-only until every reactor finished it. */
+ * before round_seq publishes it; read-only until every reactor finished it.
+ * A barrier round (barrier != NULL) has no source and no messages. */
 typedef struct lm_round {
+  lm_barrier* barrier;
   lm_source_def* src;
   lm_msg* msgs[LM_RT_ROUND_MSGS];
   int64_t wms[LM_RT_ROUND_MSGS];
@@ -291,6 +329,16 @@ typedef struct lm_rt {
   pthread_cond_t pause_cv;
   atomic_bool pause_req;
   bool paused;               /* under pause_mu */
+  /* In-band barriers: a request (writer: control, release; taken by reactor
+   * 0 with an acquire exchange) and the barrier rounds posted, not merged
+   * (reactor 0). Completion is signalled on pause_cv (b->done). */
+  _Atomic(lm_barrier*) barrier_req;
+  int32_t barriers_open;
+  atomic_uint_fast64_t barriers_taken; /* writer: reactor 0 (relaxed); tests read it */
+  /* Tests: runs on reactor `part` before each round it runs (a barrier
+   * round or a data round); it may hold that reactor back. */
+  void (*round_hook)(void* arg, int32_t part, bool barrier);
+  void* round_hook_arg;
   /* Counters (issue 5 observability). writer: the thread driving the graph
    * (relaxed); reader: laminar_metrics. busy_ns: time in rounds that took
    * messages, on the reactor thread; started_ns: CLOCK_MONOTONIC at
@@ -319,6 +367,21 @@ void lm_rt_pause(lm_rt* rt);
 void lm_rt_resume(lm_rt* rt);
 /* CLOCK_MONOTONIC in nanoseconds. */
 int64_t lm_rt_now_ns(void);
+
+/* Take barrier b through the graph (see lm_barrier) and return once every
+ * source, reactor and the merge passed it. Started: reactor 0 takes it at its
+ * next message boundary, and this waits; not started: the caller drives it
+ * (nothing is in flight between inline runs). Control thread, with the graph
+ * not edited meanwhile (db->lock). */
+void lm_rt_barrier(lm_rt* rt, lm_barrier* b);
+/* For each stream of the graph (by index), whether the barrier aligns it at
+ * the merge (MERGED) rather than at the injection (INJECT). */
+void lm_rt_barrier_points(const lm_rt* rt, bool* at_merge);
+/* Tests: fn(arg, part, barrier) runs on reactor `part` before each round it
+ * runs (cores > 1), a barrier round or not; it may hold that reactor back.
+ * Set while the runtime is stopped. */
+void lm_rt_set_round_hook(lm_rt* rt, void (*fn)(void* arg, int32_t part, bool barrier),
+                          void* arg);
 
 /* Wake the reactor after a push (cheap when it is not parked). */
 void lm_rt_notify(lm_rt* rt);

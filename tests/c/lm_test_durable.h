@@ -175,23 +175,30 @@ static inline char* sink_dir_output(const char* dir, const char* sub) {
 static const char* const SINK_DIRS[] = {"out",    "busy",    "busiest", "hopping",
                                         "bursts", "running", "late"};
 
-/* Every sink's committed output, each after a "--- name" separator. */
-static inline char* sink_output(const char* dir) {
+/* The committed output of the sinks in dir/<names[i]>, each after a
+ * "--- name" separator. */
+static inline char* sinks_output(const char* dir, const char* const* names, size_t n) {
   size_t len = 0, cap = 1 << 12;
   char* all = malloc(cap);
-  for (size_t i = 0; i < sizeof SINK_DIRS / sizeof SINK_DIRS[0]; i++) {
-    char* part = sink_dir_output(dir, SINK_DIRS[i]);
-    size_t lp = strlen(part), lh = strlen(SINK_DIRS[i]) + 5;
+  all[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    char* part = sink_dir_output(dir, names[i]);
+    size_t lp = strlen(part), lh = strlen(names[i]) + 5;
     while (len + lh + lp + 1 > cap) {
       cap *= 2;
       all = realloc(all, cap);
     }
-    len += (size_t)snprintf(all + len, cap - len, "--- %s\n", SINK_DIRS[i]);
+    len += (size_t)snprintf(all + len, cap - len, "--- %s\n", names[i]);
     memcpy(all + len, part, lp + 1);
     len += lp;
     free(part);
   }
   return all;
+}
+
+/* Every sink's committed output (sink_sql()'s sinks). */
+static inline char* sink_output(const char* dir) {
+  return sinks_output(dir, SINK_DIRS, sizeof SINK_DIRS / sizeof SINK_DIRS[0]);
 }
 
 /* Push batches [from, to), run inline, checkpoint every `every` batches. */

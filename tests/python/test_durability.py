@@ -5,6 +5,7 @@ unrecoverable state. Results are checked against DuckDB over the same rows."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -230,6 +231,43 @@ def test_interval_checkpoints_publish_without_being_asked(tmp_path: Path, cores:
         db.stop()
     assert set(committed(tmp_path)) == expected(batches)
     assert list((tmp_path / "checkpoints").glob("ckpt-*.bin")), "no checkpoint was written"
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_checkpoints_while_a_producer_pushes(tmp_path: Path, cores: int) -> None:
+    """In-band barriers (docs/DURABILITY.md): checkpoints taken back to back
+    from this thread while a producer thread pushes into the started
+    reactors; a reopen (the last checkpoint plus the WAL) finishes from the
+    source's offset, and the sink holds DuckDB's answer, each window once."""
+    batches = make_batches(11, nbatches=50)
+    stop_at = 35
+    options = {"checkpoint_interval": "1 hour", "wal_mode": "sync", "cores": cores}
+    root = tmp_path / "db"
+    with laminardb.open(root, **options) as db:
+        db.execute(DDL)
+        db.execute(sink_sql(root))
+        src = db.source("trades")
+        db.start()
+
+        def produce() -> None:
+            for batch in batches[:stop_at]:
+                src.push(batch)
+                time.sleep(0.002)
+
+        producer = threading.Thread(target=produce)
+        producer.start()
+        taken = 0
+        while producer.is_alive():
+            db.checkpoint()
+            taken += 1
+        producer.join()
+        assert taken > 0
+        db.stop()
+    with laminardb.open(root, **options) as db:
+        assert finish_from_offset(db, batches) == stop_at
+    rows = committed(root)
+    assert len(rows) == len(set(rows)), "a window was published twice"
+    assert set(rows) == expected(batches)
 
 
 def test_cut_wal_tail_is_reported(tmp_path: Path) -> None:

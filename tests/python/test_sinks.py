@@ -111,6 +111,29 @@ def test_parquet_sink_across_a_restart(tmp_path: Path) -> None:
     assert set(rows) == expected(batches)
 
 
+@pytest.mark.parametrize("cores", [1, 2])
+def test_parquet_sink_on_started_reactors(tmp_path: Path, cores: int) -> None:
+    """With the runtime started, a checkpoint's barrier closes the epoch on
+    the reactor that writes to the sink (pre_commit runs there, taking the
+    GIL while db.checkpoint() waits), then the caller publishes it."""
+    batches = make_batches(6, nbatches=12)
+    out = tmp_path / "pq"
+    with laminardb.open(tmp_path / "db", cores=cores, **SETTINGS) as db:
+        db.execute(DDL)
+        db.add_sink("pq", "vwap", ParquetSink(out))
+        db.start()
+        src = db.source("trades")
+        for batch in batches:
+            src.push(batch)
+            db.checkpoint()
+        src.watermark(2**63 - 1)
+        db.stop()
+        db.checkpoint()
+    rows = parquet_rows(out)
+    assert len(rows) == len(set(rows))
+    assert set(rows) == expected(batches)
+
+
 def test_connector_failures_are_reported(tmp_path: Path) -> None:
     with laminardb.open(tmp_path, **SETTINGS) as db:
         db.execute(DDL)

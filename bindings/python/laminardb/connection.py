@@ -430,7 +430,8 @@ class Connection(Handle):
         subscribers, partitions. Subscriptions: delivered_batches, queue_depth.
         Reactors ("0" .. cores-1): busy_ns, running_ns, busy_pct, rounds, rows,
         cpu (reactor 0 also messages). Durable databases: last_checkpoint,
-        last_checkpoint_stall_ns. ``laminar_metrics`` in laminar.h lists them all.
+        last_checkpoint_stall_ns, last_checkpoint_barrier_ns. ``laminar_metrics``
+        in laminar.h lists them all.
 
         Example:
             >>> import laminardb
