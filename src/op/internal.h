@@ -1,8 +1,9 @@
 /*
  * internal.h -- what the window operator's files share (op/window.c: tumbling,
  * hopping and pane windows, emission, snapshots; op/session.c: session
- * windows): the state structs and the group-table, row-buffer and key
- * snapshot helpers. Private to src/op. Runs on the partition's thread only.
+ * windows; op/window_frozen.c: checkpoints by copy-on-write): the state
+ * structs and the group-table, row-buffer and key snapshot helpers. Private
+ * to src/op. Runs on the partition's thread only.
  */
 #ifndef LM_OP_INTERNAL_H
 #define LM_OP_INTERNAL_H
@@ -188,6 +189,9 @@ laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h, const
                                      int64_t row, uint32_t* out_gid);
 /* A new empty window (or LAMINAR_ERR_NOMEM); room for `cap` groups in w. */
 laminar_code lm_op_window_new(window_op* op, window** out);
+void lm_op_window_free(window_op* op, window* w);
+/* Empty w and keep it for reuse (or free it when the op has spares enough). */
+void lm_op_window_recycle(window_op* op, window* w);
 laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap);
 /* Replace w's hash table by one of nsize slots (a power of two) over its groups. */
 laminar_code lm_op_table_rebuild(window* w, uint64_t nsize);
@@ -208,6 +212,20 @@ void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int6
 void lm_op_put_group_keys(const window_op* op, const window* win, int64_t g,
                           lm_state_writer* w);
 laminar_code lm_op_get_group_keys(window_op* op, window* win, int64_t g, lm_state_reader* r);
+/* One window of a snapshot of tumbling, hopping and global windows (after
+ * the op's watermark, late count and window count). Reads the window only. */
+void lm_op_put_window(const window_op* op, const window* win, lm_state_writer* w);
+
+/* ---- checkpoints by copy-on-write (window_frozen.c) ---------------------------- */
+
+/* A checkpoint may hold windows (w->share): the op copies one before
+ * changing it (thaw: open window i becomes the op's to change) and lets go
+ * of it instead of recycling it. */
+laminar_code lm_op_window_thaw(window_op* op, int32_t i);
+void lm_op_window_let_go(window_op* op, window* w);
+/* The op's freeze / write_frozen (op/op.h). */
+laminar_code lm_op_window_freeze(lm_op* base, void** out);
+laminar_code lm_op_window_write_frozen(void* frozen, lm_state_writer* w);
 
 /* ---- hopping windows by sliding (hop.c) ---------------------------------------- */
 
