@@ -140,6 +140,12 @@ typedef struct window_op {
   uint64_t* s_stamp;
   int32_t* s_touched;
   int64_t s_ntouched;
+  /* Checkpoints (copy-on-write, op/window_frozen.c): who holds the session
+   * arrays a snapshot reads (keyset, sagg, s_start, s_end, s_key, s_used):
+   * 0: the op alone; 2: the op and a frozen checkpoint being written (set in
+   * the stall); 1: one of them let go. The op copies them before changing
+   * them while 2 (lm_op_session_thaw); whoever lets go last frees them. */
+  _Atomic int32_t s_share;
   /* Checkpoints: windows copied because a checkpoint still held them, and
    * their groups (lm_op_window_thaws). */
   int64_t thaws;
@@ -253,7 +259,12 @@ laminar_code lm_op_session_watermark(window_op* op);
 void lm_op_session_snapshot(const window_op* op, lm_state_writer* w);
 /* Restore the sessions of the keys `f` keeps (op/op.h). */
 laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r, const lm_op_part_filter* f);
-/* Forget every session and key (after a failed restore). */
+/* Forget every session and key (after a failed restore; the op's own
+ * arrays: lm_op_session_thaw first). */
 void lm_op_session_clear(window_op* op);
+/* Make the session state the op's to change: a copy of the arrays a frozen
+ * checkpoint still reads (op->s_share 2), else nothing. Before every change.
+ * LAMINAR_ERR_NOMEM leaves the op as it was. (window_frozen.c) */
+laminar_code lm_op_session_thaw(window_op* op);
 
 #endif /* LM_OP_INTERNAL_H */

@@ -27,13 +27,22 @@ typedef struct window_frozen {
   window_op* op;
   int64_t watermark;
   int64_t late_rows;
-  /* Sessions: no copy-on-write; their state (interned keys, slots) copied in
-   * bulk in the stall into this op-shaped holder, encoded after it. */
+  /* Sessions: the op's session arrays as they were at the freeze, in an
+   * op-shaped holder (what lm_op_session_snapshot reads), shared with the op
+   * until it changes them (op->s_share, lm_op_session_thaw). */
   window_op* session;
   int32_t n;
   window* wins[];
 } window_frozen;
 
+/* Sessions have one state per operator, not per window: the freeze points a
+ * holder at the arrays a snapshot reads (interned keys, slot bounds, keys and
+ * flags, aggregate states) and marks them shared (s_share = 2) -- O(1). The
+ * op copies them before its first change (lm_op_session_thaw) and goes on
+ * with the copy; the arrays it does not snapshot (slot lists, parents,
+ * stamps, first session per key) stay the op's. */
+
+/* Free the session arrays c holds, and c. */
 static void session_copy_free(window_op* op, window_op* c) {
   if (c == NULL) return;
   lm_op_window_free(op, c->keyset);
@@ -46,42 +55,53 @@ static void session_copy_free(window_op* op, window_op* c) {
   lm_free(c);
 }
 
-static laminar_code keys_copy(window_op* op, window* dst, const window* src);
+/* A holder of the op's session arrays as they are (nothing copied). */
+static window_op* session_hold(const window_op* op) {
+  window_op* c = lm_calloc(1, sizeof *c);
+  if (c == NULL) return NULL;
+  c->spec = op->spec;
+  c->keyset = op->keyset;
+  c->sagg = op->sagg;
+  c->s_used = op->s_used;
+  c->s_key = op->s_key;
+  c->s_start = op->s_start;
+  c->s_end = op->s_end;
+  c->s_hw = op->s_hw;
+  c->s_open = op->s_open;
+  c->s_cap = op->s_cap;
+  return c;
+}
 
-/* What lm_op_session_snapshot reads of op, copied: memcpy speed, no encoding. */
+static laminar_code window_copy(window_op* op, window* dst, const window* src);
+
+/* Copies of the op's session arrays, room for its s_cap slots: memcpy speed. */
 #define COPY_SLOTS(field)                                                            \
   do {                                                                               \
-    c->field = lm_malloc(sizeof(*c->field) * (size_t)(hw + 1));                      \
+    c->field = lm_malloc(sizeof(*c->field) * (size_t)(op->s_cap + 1));               \
     if (c->field == NULL) goto nomem;                                                \
     if (hw > 0) memcpy(c->field, op->field, sizeof(*c->field) * (size_t)hw);         \
   } while (0)
 
 static laminar_code session_copy(window_op* op, window_op** out) {
-  window_op* c = lm_malloc(sizeof *c);
+  window_op* c = lm_calloc(1, sizeof *c);
   if (c == NULL) return LAMINAR_ERR_NOMEM;
-  *c = *op; /* spec and counts; every array it reads is replaced below */
-  c->keyset = NULL;
-  c->sagg = NULL;
-  c->s_used = NULL;
-  c->s_key = NULL;
-  c->s_start = c->s_end = NULL;
   int64_t hw = op->s_hw;
   COPY_SLOTS(s_used);
   COPY_SLOTS(s_key);
   COPY_SLOTS(s_start);
   COPY_SLOTS(s_end);
   c->sagg = lm_calloc((size_t)op->spec.naggs + 1, sizeof(lm_agg_states));
-  if (c->sagg == NULL || lm_op_window_new(op, &c->keyset) != LAMINAR_OK) goto nomem;
-  /* The interned keys only (what the snapshot reads of the keyset). */
-  if (lm_op_window_reserve(op, c->keyset, op->keyset->ngroups + 1) != LAMINAR_OK ||
-      keys_copy(op, c->keyset, op->keyset) != LAMINAR_OK) {
+  if (c->sagg == NULL || lm_op_window_new(op, &c->keyset) != LAMINAR_OK ||
+      window_copy(op, c->keyset, op->keyset) != LAMINAR_OK) {
     goto nomem;
   }
-  c->keyset->ngroups = op->keyset->ngroups;
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_agg_states_init(&c->sagg[a], &op->spec.aggs[a], op->sagg[a].arg_type);
     c->sagg[a].weighted = op->sagg[a].weighted;
-    if (lm_agg_states_copy(&c->sagg[a], &op->sagg[a], hw) != LAMINAR_OK) goto nomem;
+    if (lm_agg_states_copy(&c->sagg[a], &op->sagg[a], hw) != LAMINAR_OK ||
+        lm_agg_states_reserve(&c->sagg[a], op->s_cap) != LAMINAR_OK) {
+      goto nomem;
+    }
   }
   *out = c;
   return LAMINAR_OK;
@@ -91,6 +111,41 @@ nomem:
 }
 
 #undef COPY_SLOTS
+
+#define SWAP(field)           \
+  do {                        \
+    void* t_ = (void*)op->field; \
+    op->field = c->field;     \
+    c->field = t_;            \
+  } while (0)
+
+laminar_code lm_op_session_thaw(window_op* op) {
+  int32_t share = atomic_load_explicit(&op->s_share, memory_order_acquire);
+  if (share != 2) {
+    if (share != 0) atomic_store_explicit(&op->s_share, 0, memory_order_relaxed); /* writer done */
+    return LAMINAR_OK;
+  }
+  window_op* c;
+  LM_TRY(session_copy(op, &c));
+  SWAP(keyset);
+  SWAP(sagg);
+  SWAP(s_used);
+  SWAP(s_key);
+  SWAP(s_start);
+  SWAP(s_end);
+  op->thaws++;
+  op->thawed_groups += op->s_open;
+  /* acq_rel: pairs with the writer's let-go in window_write_frozen. 1: the
+   * writer let go first, the originals (now in c) are ours to free. */
+  if (atomic_fetch_sub_explicit(&op->s_share, 1, memory_order_acq_rel) == 1) {
+    session_copy_free(op, c);
+  } else {
+    lm_free(c); /* the writer frees the originals through its holder */
+  }
+  return LAMINAR_OK;
+}
+
+#undef SWAP
 
 /* A window to fill: a recycled one, or a new one. */
 static laminar_code window_take(window_op* op, window** out) {
@@ -201,11 +256,13 @@ laminar_code lm_op_window_freeze(lm_op* base, void** out) {
   f->session = NULL;
   f->n = 0;
   if (op->spec.session) {
-    laminar_code rc = session_copy(op, &f->session);
-    if (rc != LAMINAR_OK) {
+    f->session = session_hold(op);
+    if (f->session == NULL) {
       lm_free(f);
-      return rc;
+      return LAMINAR_ERR_NOMEM;
     }
+    /* As windows: never still held by an earlier checkpoint. */
+    atomic_store_explicit(&op->s_share, 2, memory_order_relaxed); /* published by the resume */
     *out = f;
     return LAMINAR_OK;
   }
@@ -229,7 +286,13 @@ laminar_code lm_op_window_write_frozen(void* frozen, lm_state_writer* w) {
       lm_state_put_i64(w, f->late_rows);
       lm_op_session_snapshot(f->session, w);
     }
-    session_copy_free(f->op, f->session);
+    /* acq_rel: pairs with the op's let-go in lm_op_session_thaw. 1: the op
+     * let go first (it copied them): the held arrays are ours to free. */
+    if (atomic_fetch_sub_explicit(&f->op->s_share, 1, memory_order_acq_rel) == 1) {
+      session_copy_free(f->op, f->session);
+    } else {
+      lm_free(f->session);
+    }
     lm_free(f);
     return w != NULL ? lm_state_writer_status(w) : LAMINAR_OK;
   }

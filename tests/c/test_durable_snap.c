@@ -13,8 +13,9 @@
  * output equals an uninterrupted run's (lm_test_durable.h), so the checkpoint
  * held exactly the state at its barrier (a row after it would come back twice
  * through the replay, a row before it would be lost). The pipeline has every
- * window kind: tumbling, cascaded, a view, hopping (panes), sessions (copied
- * in the stall), EMIT CHANGES with COUNT(DISTINCT), late side output.
+ * window kind: tumbling, cascaded, a view, hopping (panes), sessions, EMIT
+ * CHANGES with COUNT(DISTINCT), late side output; sessions are
+ * copy-on-write too (their whole state held, copied at the first change).
  */
 /* lm_ctest: TIMEOUT 240 */
 #ifndef _GNU_SOURCE
