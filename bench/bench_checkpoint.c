@@ -10,8 +10,10 @@
  * first-touch copy: one row pushed into the frozen window while the
  * checkpoint holds it (a durable hook between stall and encoding) makes the
  * reactor copy the whole window before it changes it; timed against the same
- * push after the checkpoint (no copy). Then the same for session windows,
- * which are copied in bulk in the stall (no copy-on-write) and encoded after.
+ * push after the checkpoint (no copy). Then the same for session windows
+ * (the whole session state held, copied by the reactor at its first change)
+ * and a materialized view of N rows (its table and row bytes held, copied
+ * at the first change).
  * Then a small pipeline with a sync WAL and a JSONL file sink (1000 keys,
  * windows closing into the sink every round): 40 rounds of push, run and
  * checkpoint, printing the median and largest stall — the part of a
@@ -172,21 +174,29 @@ static double serialize_all(laminar_db* db) {
   return now_s() - t0;
 }
 
-/* One round: `groups` open groups of `stream` (DDL), one checkpoint. Windows
- * (tumble): also the first-touch copy through the hook; sessions are copied
- * in the stall (no copy-on-write), so only the stall and the encoding. */
-static void round_of(const lm_schema* schema, int64_t groups, const char* stream, bool session) {
+/* What a round holds: open windows, open sessions, or a view's rows. */
+typedef enum round_kind { ROUND_WINDOW, ROUND_SESSION, ROUND_VIEW } round_kind;
+
+/* One round: `groups` open groups (sessions, view rows) of `kind`, one
+ * checkpoint, with the first-touch copy through the hook: one row pushed
+ * and run between the stall and the encoding, timed against the same push
+ * after the checkpoint (no copy). */
+static void round_of(const lm_schema* schema, int64_t groups, round_kind kind) {
   char dir[] = "/tmp/lm_bench_ckpt_XXXXXX";
   laminar_db* db = open_durable(dir, "none");
   laminar_error err;
   laminar_source* src;
   char ddl[512];
-  snprintf(ddl, sizeof ddl,
-           "CREATE SOURCE t (k VARCHAR, v DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);"
-           "CREATE STREAM s AS SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo,"
-           " MAX(v) AS hi FROM t GROUP BY k, %s",
-           stream);
+  static const char* const aggs = "SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo,"
+                                  " MAX(v) AS hi FROM t GROUP BY k";
+  snprintf(ddl, sizeof ddl, "CREATE SOURCE t (k VARCHAR, v DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);%s",
+           kind == ROUND_VIEW ? "CREATE MATERIALIZED VIEW s AS SELECT k, v, ts FROM t" : "");
   check(laminar_execute(db, ddl, &err), &err, "DDL");
+  if (kind != ROUND_VIEW) {
+    snprintf(ddl, sizeof ddl, "CREATE STREAM s AS %s, %s", aggs,
+             kind == ROUND_WINDOW ? "tumble(ts, INTERVAL '1' DAY)" : "session(ts, INTERVAL '1' DAY)");
+    check(laminar_execute(db, ddl, &err), &err, "DDL");
+  }
   check(laminar_source_open(db, "t", &src, &err), &err, "source");
   for (int64_t at = 0; at < groups; at += 65536) {
     push_keys(src, schema, at, groups - at < 65536 ? groups - at : 65536, 1000);
@@ -194,26 +204,20 @@ static void round_of(const lm_schema* schema, int64_t groups, const char* stream
   }
   double before = serialize_all(db);
   touch_ctx touch = {db, src, schema, 0};
-  if (!session) lm_durable_set_write_hook(db->dur, touch_frozen, &touch);
+  lm_durable_set_write_hook(db->dur, touch_frozen, &touch);
   double t0 = now_s();
   check(laminar_checkpoint(db, &err), &err, "checkpoint");
   double total = now_s() - t0;
   lm_durable_set_write_hook(db->dur, NULL, NULL);
   double stall = (double)lm_durable_last_stall_ns(db->dur) * 1e-9;
   double encode = (double)lm_durable_last_write_ns(db->dur) * 1e-9;
-  if (session) {
-    printf("RESULT checkpoint_session groups=%lld total=%.3f s stall=%.3f s (%.0f ns/group; "
-           "before, encoding in the stall: %.3f s, %.0f ns/group) encode=%.3f s\n",
-           (long long)groups, total, stall, stall * 1e9 / (double)groups, before,
-           before * 1e9 / (double)groups, encode);
-  } else {
-    double plain = push_one_and_run(db, src, schema); /* no checkpoint holds it now */
-    printf("RESULT checkpoint groups=%lld total=%.3f s stall=%.6f s (before COW: %.3f s, %.0f "
-           "ns/group) encode=%.3f s first_touch_copy=%.3f s (%.1f ns/group; same push "
-           "unheld %.6f s)\n",
-           (long long)groups, total, stall, before, before * 1e9 / (double)groups, encode,
-           touch.seconds, (touch.seconds - plain) * 1e9 / (double)groups, plain);
-  }
+  double plain = push_one_and_run(db, src, schema); /* no checkpoint holds it now */
+  static const char* const names[] = {"checkpoint", "checkpoint_session", "checkpoint_view"};
+  printf("RESULT %s groups=%lld total=%.3f s stall=%.6f s (before COW: %.3f s, %.0f "
+         "ns/group) encode=%.3f s first_touch_copy=%.3f s (%.1f ns/group; same push "
+         "unheld %.6f s)\n",
+         names[kind], (long long)groups, total, stall, before, before * 1e9 / (double)groups,
+         encode, touch.seconds, (touch.seconds - plain) * 1e9 / (double)groups, plain);
   fflush(stdout);
   close_durable(db, src, dir);
 }
@@ -225,10 +229,9 @@ int main(int argc, char** argv) {
   lm_schema_add(&schema, "k", LM_TYPE_STRING, false);
   lm_schema_add(&schema, "v", LM_TYPE_DOUBLE, false);
   lm_schema_add(&schema, "ts", LM_TYPE_INT64, false);
-  for (int64_t groups = 100000; groups <= max; groups *= 4)
-    round_of(&schema, groups, "tumble(ts, INTERVAL '1' DAY)", false);
-  for (int64_t groups = 100000; groups <= max; groups *= 4)
-    round_of(&schema, groups, "session(ts, INTERVAL '1' DAY)", true);
+  for (int k = ROUND_WINDOW; k <= ROUND_VIEW; k++) {
+    for (int64_t groups = 100000; groups <= max; groups *= 4) round_of(&schema, groups, k);
+  }
   sink_stalls(&schema);
   lm_schema_free(&schema);
   return 0;
