@@ -141,11 +141,14 @@ typedef struct window_op {
   int32_t* s_touched;
   int64_t s_ntouched;
   /* Checkpoints (copy-on-write, op/window_frozen.c): who holds the session
-   * arrays a snapshot reads (keyset, sagg, s_start, s_end, s_key, s_used):
-   * 0: the op alone; 2: the op and a frozen checkpoint being written (set in
-   * the stall); 1: one of them let go. The op copies them before changing
-   * them while 2 (lm_op_session_thaw); whoever lets go last frees them. */
+   * arrays a snapshot reads (keyset, sagg, s_start, s_end, s_key, s_used)
+   * as they were at the freeze: 2: the op and a frozen checkpoint being
+   * written (set in the stall); 1: one of them let go; whoever lets go last
+   * frees them. s_held (the op's alone): the op's arrays are those, so it
+   * copies them before changing them if the writer still reads them
+   * (lm_op_session_thaw). */
   _Atomic int32_t s_share;
+  bool s_held;
   /* Checkpoints: windows copied because a checkpoint still held them, and
    * their groups (lm_op_window_thaws). */
   int64_t thaws;

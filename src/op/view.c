@@ -132,10 +132,13 @@ typedef struct view_op {
   lm_eval_ctx* ctx;      /* per-chunk scratch */
   lm_vec* outs;          /* columns.ncols + 1 output vectors */
   /* Checkpoints (copy-on-write, "frozen views" below): who holds `slots` and
-   * `bytes`. 0: the op alone; 2: the op and a frozen checkpoint being
-   * written (set in the stall); 1: one of them let go. The op copies both
-   * before changing them while 2; whoever lets go last frees them. */
+   * `bytes` as they were at the freeze. 2: the op and a frozen checkpoint
+   * being written (set in the stall); 1: one of them let go; whoever lets
+   * go last frees them. held (the op's alone): the op's slots and bytes are
+   * those, so it copies them before changing them if the writer still
+   * reads them. */
   _Atomic int32_t share;
+  bool held;
   int64_t thaws;         /* copies made so (lm_op_view_thaws) */
   int64_t thawed_rows;
 } view_op;
@@ -420,6 +423,7 @@ static laminar_code view_freeze(lm_op* base, void** out) {
   /* Never still held by an earlier checkpoint: checkpoints write what they
    * froze before the next one begins (as windows, op/window_frozen.c). */
   atomic_store_explicit(&v->share, 2, memory_order_relaxed); /* published by the resume */
+  v->held = true;
   return LAMINAR_OK;
 }
 
@@ -438,9 +442,10 @@ static laminar_code view_write_frozen(void* frozen, lm_state_writer* w) {
 /* Make the table and the row bytes the op's to change: copies when a
  * checkpoint still reads them. LAMINAR_ERR_NOMEM leaves the op as it was. */
 static laminar_code view_thaw(view_op* v) {
-  int32_t share = atomic_load_explicit(&v->share, memory_order_acquire);
-  if (share != 2) {
-    if (share != 0) atomic_store_explicit(&v->share, 0, memory_order_relaxed); /* writer done */
+  if (!v->held) return LAMINAR_OK;
+  if (atomic_load_explicit(&v->share, memory_order_acquire) != 2) {
+    atomic_store_explicit(&v->share, 0, memory_order_relaxed); /* the writer is done */
+    v->held = false;
     return LAMINAR_OK;
   }
   slot* slots = v->cap > 0 ? lm_malloc(sizeof(slot) * (size_t)v->cap) : NULL;
@@ -456,6 +461,7 @@ static laminar_code view_thaw(view_op* v) {
   uint8_t* old_bytes = v->bytes;
   v->slots = slots;
   v->bytes = bytes;
+  v->held = false;
   v->thaws++;
   v->thawed_rows += v->count;
   /* acq_rel: pairs with view_write_frozen's. 1: the writer let go first. */

@@ -120,13 +120,15 @@ nomem:
   } while (0)
 
 laminar_code lm_op_session_thaw(window_op* op) {
-  int32_t share = atomic_load_explicit(&op->s_share, memory_order_acquire);
-  if (share != 2) {
-    if (share != 0) atomic_store_explicit(&op->s_share, 0, memory_order_relaxed); /* writer done */
+  if (!op->s_held) return LAMINAR_OK;
+  if (atomic_load_explicit(&op->s_share, memory_order_acquire) != 2) {
+    atomic_store_explicit(&op->s_share, 0, memory_order_relaxed); /* the writer is done */
+    op->s_held = false;
     return LAMINAR_OK;
   }
   window_op* c;
   LM_TRY(session_copy(op, &c));
+  op->s_held = false;
   SWAP(keyset);
   SWAP(sagg);
   SWAP(s_used);
@@ -263,6 +265,7 @@ laminar_code lm_op_window_freeze(lm_op* base, void** out) {
     }
     /* As windows: never still held by an earlier checkpoint. */
     atomic_store_explicit(&op->s_share, 2, memory_order_relaxed); /* published by the resume */
+    op->s_held = true;
     *out = f;
     return LAMINAR_OK;
   }
