@@ -50,6 +50,10 @@ typedef struct window {
    * recycles it, the checkpoint writer frees it. The op copies a window
    * held by a checkpoint before changing it (op/window.c, "frozen"). */
   _Atomic int32_t share;
+  /* A copy made by blocks of groups (op/window_frozen.c), else NULL: its
+   * groups and table slots are valid only in the blocks copied so far, the
+   * rest is read from the frozen original it holds. */
+  struct window_cow* cow;
 } window;
 
 typedef struct window_op {
@@ -204,6 +208,8 @@ void lm_op_window_recycle(window_op* op, window* w);
 laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap);
 /* Replace w's hash table by one of nsize slots (a power of two) over its groups. */
 laminar_code lm_op_table_rebuild(window* w, uint64_t nsize);
+/* Whether adding a group to w grows (rebuilds) its table first. */
+bool lm_op_table_must_grow(const window* w);
 /* Group g's keys into output column ov at `row`. */
 void lm_op_put_key(lm_vec* ov, const key_store* ks, int64_t g, int64_t row);
 /* Room for `more` rows in the op's row buffer; emit (and empty) the buffer. */
@@ -232,6 +238,17 @@ void lm_op_put_window(const window_op* op, const window* win, lm_state_writer* w
  * of it instead of recycling it. */
 laminar_code lm_op_window_thaw(window_op* op, int32_t i);
 void lm_op_window_let_go(window_op* op, window* w);
+/* A window copied by blocks (w->cow): the window that holds group g's data
+ * (w, or its frozen original); groups_find_or_add for it, copying the blocks
+ * each row's probe meets first; open window i made whole (before emission,
+ * a restore into it). */
+const window* lm_op_window_cow_group_src(const window* w, int64_t g);
+laminar_code lm_op_window_cow_groups(window_op* op, window* w, const uint32_t* sel, int64_t m,
+                                     const uint64_t* hashes, uint32_t* gids);
+laminar_code lm_op_window_cow_settle(window_op* op, int32_t i);
+/* Free w's copy-by-blocks state and let go of its original (any thread:
+ * the last holder frees it). */
+void lm_op_window_cow_release(window_op* op, window* w);
 /* The op's freeze / write_frozen (op/op.h). */
 laminar_code lm_op_window_freeze(lm_op* base, void** out);
 laminar_code lm_op_window_write_frozen(void* frozen, lm_state_writer* w);

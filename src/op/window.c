@@ -180,6 +180,7 @@ static bool group_matches(const window* w, int32_t nkeys, int64_t g, const lm_ve
 
 void lm_op_window_free(window_op* op, window* w) {
   if (w == NULL) return;
+  if (w->cow != NULL) lm_op_window_cow_release(op, w);
   for (int32_t c = 0; c < op->spec.nkeys; c++) {
     lm_free(w->keys[c].i);
     lm_free(w->keys[c].d);
@@ -308,11 +309,15 @@ laminar_code lm_op_table_rebuild(window* w, uint64_t nsize) {
  * W1's lookups; at 1/4 one in eight, W1 8% faster). Larger tables miss the
  * cache on every probe anyway, and the next slot is usually in the same line:
  * at most 1/2 there, to keep them at 8 bytes a group. */
-static laminar_code table_grow_if_needed(window* w) {
+bool lm_op_table_must_grow(const window* w) {
   uint64_t size = (uint64_t)w->table_mask + 1;
   uint64_t per_group = size <= 65536 ? 4 : 2;
-  if ((uint64_t)(w->ngroups + 1) * per_group <= size) return LAMINAR_OK;
-  return lm_op_table_rebuild(w, size * 2);
+  return (uint64_t)(w->ngroups + 1) * per_group > size;
+}
+
+static laminar_code table_grow_if_needed(window* w) {
+  if (!lm_op_table_must_grow(w)) return LAMINAR_OK;
+  return lm_op_table_rebuild(w, ((uint64_t)w->table_mask + 1) * 2);
 }
 
 /* Append a new empty group; the caller fills its keys. */
@@ -410,6 +415,7 @@ laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
  * lm_op_group_find_or_add. The same groups, in the same order, either way. */
 static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t* sel, int64_t m,
                                        const uint64_t* hashes, uint32_t* gids) {
+  if (LM_UNLIKELY(w->cow != NULL)) return lm_op_window_cow_groups(op, w, sel, m, hashes, gids);
   const lm_vec* key = &op->key_vecs[0];
   lm_type t = op->spec.nkeys == 1 ? key->type : LM_TYPE_NULL;
   bool fast = key->nulls == NULL && (t == LM_TYPE_STRING || t == LM_TYPE_INT64 ||
@@ -1021,6 +1027,9 @@ static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
     return LAMINAR_OK;
   }
   if (op->track) return close_tracked(op, nclose, total);
+  for (int32_t i = 0; i < nclose; i++) {
+    if (op->open[i]->cow != NULL) LM_TRY(lm_op_window_cow_settle(op, i));
+  }
 
   lm_eval_ctx_reset(op->ctx);
   int32_t ncols = 2 + spec->nkeys + spec->naggs;
@@ -1420,11 +1429,13 @@ void lm_op_put_window(const window_op* op, const window* win, lm_state_writer* w
   lm_state_put_i64(w, win->start);
   lm_state_put_i64(w, win->ngroups);
   for (int64_t g = 0; g < win->ngroups; g++) {
-    lm_op_put_group_keys(op, win, g, w);
-    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&win->aggs[a], g, w);
+    /* A copy by blocks reads the blocks it has not copied from its original. */
+    const window* from = win->cow != NULL ? lm_op_window_cow_group_src(win, g) : win;
+    lm_op_put_group_keys(op, from, g, w);
+    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&from->aggs[a], g, w);
     if (op->track) {
-      lm_state_put_i64(w, win->nrows[g]);
-      lm_state_put_u8(w, win->live[g]);
+      lm_state_put_i64(w, from->nrows[g]);
+      lm_state_put_u8(w, from->live[g]);
     }
   }
 }
@@ -1478,6 +1489,11 @@ static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
     if (r->failed || ngroups < 0 || (uint64_t)ngroups > r->len) break;
     window* win;
     LM_TRY(window_get(op, start, &win));
+    if (win->cow != NULL) { /* a copy by blocks: whole before groups go in */
+      int32_t at = lm_op_open_lower_bound(op, start);
+      LM_TRY(lm_op_window_cow_settle(op, at));
+      win = op->open[at];
+    }
     if (win->ngroups != 0 && !f->merge) {
       r->failed = true; /* two windows with one start: not a snapshot of ours */
       break;
