@@ -72,7 +72,7 @@ static window_op* session_hold(const window_op* op) {
   return c;
 }
 
-static laminar_code window_copy(window_op* op, window* dst, const window* src);
+static laminar_code groups_copy(window_op* op, window* dst, const window* src);
 
 /* Copies of the op's session arrays, room for its s_cap slots: memcpy speed. */
 #define COPY_SLOTS(field)                                                            \
@@ -91,8 +91,10 @@ static laminar_code session_copy(window_op* op, window_op** out) {
   COPY_SLOTS(s_start);
   COPY_SLOTS(s_end);
   c->sagg = lm_calloc((size_t)op->spec.naggs + 1, sizeof(lm_agg_states));
+  /* The keyset interns keys only: its aggregate and tracking arrays are
+   * never read, so the table, hashes and keys are all it needs. */
   if (c->sagg == NULL || lm_op_window_new(op, &c->keyset) != LAMINAR_OK ||
-      window_copy(op, c->keyset, op->keyset) != LAMINAR_OK) {
+      groups_copy(op, c->keyset, op->keyset) != LAMINAR_OK) {
     goto nomem;
   }
   for (int32_t a = 0; a < op->spec.naggs; a++) {
@@ -402,8 +404,8 @@ static laminar_code window_copy_through(window_op* op, window* dst, const window
 
 /* dst (empty) becomes a copy of src: table, hashes, keys (strings into dst's
  * pool; a pane's stay borrowed from the op's keyset), aggregates, tracking. */
-static laminar_code window_copy(window_op* op, window* dst, const window* src) {
-  if (src->cow != NULL) return window_copy_through(op, dst, src);
+/* dst (empty) takes src's groups' table, hashes and keys (room for them). */
+static laminar_code groups_copy(window_op* op, window* dst, const window* src) {
   int64_t n = src->ngroups;
   LM_TRY(lm_op_window_reserve(op, dst, n > 0 ? n : 1));
   size_t tsize = (size_t)src->table_mask + 1;
@@ -416,6 +418,14 @@ static laminar_code window_copy(window_op* op, window* dst, const window* src) {
   memcpy(dst->table, src->table, sizeof(uint32_t) * tsize);
   if (n > 0) memcpy(dst->ghash, src->ghash, sizeof(uint64_t) * (size_t)n);
   LM_TRY(keys_copy(op, dst, src));
+  dst->ngroups = n;
+  return LAMINAR_OK;
+}
+
+static laminar_code window_copy(window_op* op, window* dst, const window* src) {
+  if (src->cow != NULL) return window_copy_through(op, dst, src);
+  int64_t n = src->ngroups;
+  LM_TRY(groups_copy(op, dst, src));
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     LM_TRY(lm_agg_states_copy(&dst->aggs[a], &src->aggs[a], n));
   }
