@@ -210,12 +210,14 @@ static void round_of(const lm_schema* schema, int64_t groups, round_kind kind) {
   char ddl[512];
   static const char* const aggs = "SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo,"
                                   " MAX(v) AS hi FROM t GROUP BY k";
-  snprintf(ddl, sizeof ddl, "CREATE SOURCE t (k VARCHAR, v DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);%s",
+  snprintf(ddl, sizeof ddl,
+           "CREATE SOURCE t (k VARCHAR, v DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);%s",
            kind == ROUND_VIEW ? "CREATE MATERIALIZED VIEW s AS SELECT k, v, ts FROM t" : "");
   check(laminar_execute(db, ddl, &err), &err, "DDL");
   if (kind != ROUND_VIEW) {
     snprintf(ddl, sizeof ddl, "CREATE STREAM s AS %s, %s", aggs,
-             kind == ROUND_WINDOW ? "tumble(ts, INTERVAL '1' DAY)" : "session(ts, INTERVAL '1' DAY)");
+             kind == ROUND_WINDOW ? "tumble(ts, INTERVAL '1' DAY)"
+                                  : "session(ts, INTERVAL '1' DAY)");
     check(laminar_execute(db, ddl, &err), &err, "DDL");
   }
   check(laminar_source_open(db, "t", &src, &err), &err, "source");

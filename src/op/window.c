@@ -1564,7 +1564,9 @@ static void window_destroy(lm_op* base) {
   lm_op_window_free(op, op->keyset);
   lm_op_window_free(op, op->acc);
   lm_op_window_free(op, op->run);
-  for (int64_t i = 0; op->suf != NULL && i < shared_panes(op); i++) lm_op_window_free(op, op->suf[i]);
+  for (int64_t i = 0; op->suf != NULL && i < shared_panes(op); i++) {
+    lm_op_window_free(op, op->suf[i]);
+  }
   lm_free(op->suf);
   lm_op_slide_free(op);
   if (op->sagg != NULL) {

@@ -114,11 +114,11 @@ nomem:
 
 #undef COPY_SLOTS
 
-#define SWAP(field)           \
-  do {                        \
+#define SWAP(field)              \
+  do {                           \
     void* t_ = (void*)op->field; \
-    op->field = c->field;     \
-    c->field = t_;            \
+    op->field = c->field;        \
+    c->field = t_;               \
   } while (0)
 
 laminar_code lm_op_session_thaw(window_op* op) {
@@ -392,7 +392,8 @@ static laminar_code window_copy_through(window_op* op, window* dst, const window
   for (int64_t lo = 0; lo < n; lo += 1 << GBLOCK_SHIFT) {
     int64_t hi = n - lo < (1 << GBLOCK_SHIFT) ? n : lo + (1 << GBLOCK_SHIFT);
     /* Of a block not copied, the original's groups from it, new ones from c. */
-    int64_t mid = lm_op_window_cow_group_src(c, lo) == src ? (hi < src->ngroups ? hi : src->ngroups) : lo;
+    int64_t mid = lo;
+    if (lm_op_window_cow_group_src(c, lo) == src) mid = hi < src->ngroups ? hi : src->ngroups;
     LM_TRY(groups_copy_range(op, dst, src, lo, mid - lo));
     LM_TRY(groups_copy_range(op, dst, c, mid, hi - mid));
   }
