@@ -10,8 +10,14 @@
  * first-touch copy: one row pushed into the frozen window while the
  * checkpoint holds it (a durable hook between stall and encoding) makes the
  * reactor copy the whole window before it changes it; timed against the same
- * push after the checkpoint (no copy). Then the same for session windows,
- * which are copied in bulk in the stall (no copy-on-write) and encoded after.
+ * push after the checkpoint (no copy). Then the same for session windows
+ * (the whole session state held, copied by the reactor at its first change)
+ * and a materialized view of N rows (its table and row bytes held, copied
+ * at the first change). A window is copied by blocks of 4096 groups (the
+ * blocks a row meets): the one-row touch copies a few blocks; a second push
+ * in the hook, a chunk of 8192 rows with keys spread over every group
+ * (`spread_chunk_held`), meets every block of the window -- the worst a
+ * chunk can do -- timed against the same chunk before the checkpoint.
  * Then a small pipeline with a sync WAL and a JSONL file sink (1000 keys,
  * windows closing into the sink every round): 40 rounds of push, run and
  * checkpoint, printing the median and largest stall — the part of a
@@ -57,15 +63,15 @@ static void check(laminar_code rc, const laminar_error* err, const char* what) {
   exit(1);
 }
 
-/* Push rows [first, first + n) with distinct keys "key-<i>" at time `at`. */
-static void push_keys(laminar_source* src, const lm_schema* schema, int64_t first, int64_t n,
-                      int64_t at) {
+/* Push n rows with keys "key-<(first + i * stride) % mod>" at time `at`. */
+static void push_spread(laminar_source* src, const lm_schema* schema, int64_t first, int64_t n,
+                        int64_t stride, int64_t mod, int64_t at) {
   char* text = malloc((size_t)n * 16);
   lm_str* keys = malloc((size_t)n * sizeof *keys);
   double* v = malloc((size_t)n * sizeof *v);
   int64_t* ts = malloc((size_t)n * sizeof *ts);
   for (int64_t i = 0; i < n; i++) {
-    int len = snprintf(text + 16 * i, 16, "key-%lld", (long long)(first + i));
+    int len = snprintf(text + 16 * i, 16, "key-%lld", (long long)((first + i * stride) % mod));
     keys[i] = (lm_str){text + 16 * i, len};
     v[i] = (double)(i % 1000);
     ts[i] = at;
@@ -86,6 +92,12 @@ static void push_keys(laminar_source* src, const lm_schema* schema, int64_t firs
   free(keys);
   free(v);
   free(ts);
+}
+
+/* Push rows [first, first + n) with distinct keys "key-<i>" at time `at`. */
+static void push_keys(laminar_source* src, const lm_schema* schema, int64_t first, int64_t n,
+                      int64_t at) {
+  push_spread(src, schema, first, n, 1, INT64_MAX, at);
 }
 
 static int cmp_i64(const void* a, const void* b) {
@@ -149,25 +161,36 @@ static void sink_stalls(const lm_schema* schema) {
   close_durable(db, src, dir);
 }
 
-/* The durable hook: one row into the frozen window, run, timed. */
+/* The durable hook: one row into the frozen state, run, timed; then a
+ * chunk of SPREAD rows whose keys are spread over all groups (every block
+ * of a window copied by blocks), run, timed. */
+enum { SPREAD = 8192 };
+
 typedef struct touch_ctx {
   laminar_db* db;
   laminar_source* src;
   const lm_schema* schema;
-  double seconds;
+  int64_t groups;
+  double seconds, spread;
 } touch_ctx;
 
-static double push_one_and_run(laminar_db* db, laminar_source* src, const lm_schema* schema) {
-  push_keys(src, schema, 0, 1, 1000);
+static double push_and_run(laminar_db* db, laminar_source* src, const lm_schema* schema,
+                           int64_t n, int64_t groups) {
+  push_spread(src, schema, 0, n, groups / n > 0 ? groups / n : 1, groups, 1000);
   laminar_error err;
   double t0 = now_s();
   check(lm_rt_run_until_idle(&db->rt, &err), &err, "run");
   return now_s() - t0;
 }
 
+static double push_one_and_run(laminar_db* db, laminar_source* src, const lm_schema* schema) {
+  return push_and_run(db, src, schema, 1, 1);
+}
+
 static void touch_frozen(void* arg) {
   touch_ctx* t = arg;
   t->seconds = push_one_and_run(t->db, t->src, t->schema);
+  t->spread = push_and_run(t->db, t->src, t->schema, SPREAD, t->groups);
 }
 
 /* The stall before copy-on-write: every chain serialized, graph stopped. */
@@ -182,48 +205,54 @@ static double serialize_all(laminar_db* db) {
   return now_s() - t0;
 }
 
-/* One round: `groups` open groups of `stream` (DDL), one checkpoint. Windows
- * (tumble): also the first-touch copy through the hook; sessions are copied
- * in the stall (no copy-on-write), so only the stall and the encoding. */
-static void round_of(const lm_schema* schema, int64_t groups, const char* stream, bool session) {
+/* What a round holds: open windows, open sessions, or a view's rows. */
+typedef enum round_kind { ROUND_WINDOW, ROUND_SESSION, ROUND_VIEW } round_kind;
+
+/* One round: `groups` open groups (sessions, view rows) of `kind`, one
+ * checkpoint, with the first-touch copy through the hook: one row pushed
+ * and run between the stall and the encoding, timed against the same push
+ * after the checkpoint (no copy). */
+static void round_of(const lm_schema* schema, int64_t groups, round_kind kind) {
   char dir[] = "/tmp/lm_bench_ckpt_XXXXXX";
   laminar_db* db = open_durable(dir, "none", "1");
   laminar_error err;
   laminar_source* src;
   char ddl[512];
+  static const char* const aggs = "SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo,"
+                                  " MAX(v) AS hi FROM t GROUP BY k";
   snprintf(ddl, sizeof ddl,
-           "CREATE SOURCE t (k VARCHAR, v DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);"
-           "CREATE STREAM s AS SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo,"
-           " MAX(v) AS hi FROM t GROUP BY k, %s",
-           stream);
+           "CREATE SOURCE t (k VARCHAR, v DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);%s",
+           kind == ROUND_VIEW ? "CREATE MATERIALIZED VIEW s AS SELECT k, v, ts FROM t" : "");
   check(laminar_execute(db, ddl, &err), &err, "DDL");
+  if (kind != ROUND_VIEW) {
+    snprintf(ddl, sizeof ddl, "CREATE STREAM s AS %s, %s", aggs,
+             kind == ROUND_WINDOW ? "tumble(ts, INTERVAL '1' DAY)"
+                                  : "session(ts, INTERVAL '1' DAY)");
+    check(laminar_execute(db, ddl, &err), &err, "DDL");
+  }
   check(laminar_source_open(db, "t", &src, &err), &err, "source");
   for (int64_t at = 0; at < groups; at += 65536) {
     push_keys(src, schema, at, groups - at < 65536 ? groups - at : 65536, 1000);
     check(laminar_run_until_idle(db, &err), &err, "run");
   }
   double before = serialize_all(db);
-  touch_ctx touch = {db, src, schema, 0};
-  if (!session) lm_durable_set_write_hook(db->dur, touch_frozen, &touch);
+  double plain_spread = push_and_run(db, src, schema, SPREAD, groups); /* nothing held */
+  touch_ctx touch = {db, src, schema, groups, 0, 0};
+  lm_durable_set_write_hook(db->dur, touch_frozen, &touch);
   double t0 = now_s();
   check(laminar_checkpoint(db, &err), &err, "checkpoint");
   double total = now_s() - t0;
   lm_durable_set_write_hook(db->dur, NULL, NULL);
   double stall = (double)lm_durable_last_stall_ns(db->dur) * 1e-9;
   double encode = (double)lm_durable_last_write_ns(db->dur) * 1e-9;
-  if (session) {
-    printf("RESULT checkpoint_session groups=%lld total=%.3f s stall=%.3f s (%.0f ns/group; "
-           "before, encoding in the stall: %.3f s, %.0f ns/group) encode=%.3f s\n",
-           (long long)groups, total, stall, stall * 1e9 / (double)groups, before,
-           before * 1e9 / (double)groups, encode);
-  } else {
-    double plain = push_one_and_run(db, src, schema); /* no checkpoint holds it now */
-    printf("RESULT checkpoint groups=%lld total=%.3f s stall=%.6f s (before COW: %.3f s, %.0f "
-           "ns/group) encode=%.3f s first_touch_copy=%.3f s (%.1f ns/group; same push "
-           "unheld %.6f s)\n",
-           (long long)groups, total, stall, before, before * 1e9 / (double)groups, encode,
-           touch.seconds, (touch.seconds - plain) * 1e9 / (double)groups, plain);
-  }
+  double plain = push_one_and_run(db, src, schema); /* no checkpoint holds it now */
+  static const char* const names[] = {"checkpoint", "checkpoint_session", "checkpoint_view"};
+  printf("RESULT %s groups=%lld total=%.3f s stall=%.6f s (before COW: %.3f s, %.0f "
+         "ns/group) encode=%.3f s first_touch_copy=%.6f s (%.1f ns/group; same push "
+         "unheld %.6f s) spread_chunk_held=%.3f s (unheld %.3f s)\n",
+         names[kind], (long long)groups, total, stall, before, before * 1e9 / (double)groups,
+         encode, touch.seconds, (touch.seconds - plain) * 1e9 / (double)groups, plain,
+         touch.spread, plain_spread);
   fflush(stdout);
   close_durable(db, src, dir);
 }
@@ -372,10 +401,9 @@ int main(int argc, char** argv) {
   lm_schema_add(&schema, "k", LM_TYPE_STRING, false);
   lm_schema_add(&schema, "v", LM_TYPE_DOUBLE, false);
   lm_schema_add(&schema, "ts", LM_TYPE_INT64, false);
-  for (int64_t groups = 100000; groups <= max; groups *= 4)
-    round_of(&schema, groups, "tumble(ts, INTERVAL '1' DAY)", false);
-  for (int64_t groups = 100000; groups <= max; groups *= 4)
-    round_of(&schema, groups, "session(ts, INTERVAL '1' DAY)", true);
+  for (int k = ROUND_WINDOW; k <= ROUND_VIEW; k++) {
+    for (int64_t groups = 100000; groups <= max; groups *= 4) round_of(&schema, groups, k);
+  }
   sink_stalls(&schema);
   lm_schema_free(&schema);
   threaded_checkpoints(argc > 2 ? (int64_t)strtod(argv[2], NULL) : 4000000);

@@ -1012,6 +1012,33 @@ laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, in
 
 #undef COPY_ARRAY
 
+bool lm_agg_states_flat(const lm_agg_states* st) {
+  return !st->weighted && st->fn != LM_AGG_COUNT_DISTINCT &&
+         !(keeps_value(st->fn) && st->arg_type == LM_TYPE_STRING);
+}
+
+/* dst->field[first .. first + n) = src's, for the arrays the state has. */
+#define COPY_RANGE(field)                                                           \
+  do {                                                                              \
+    if (src->field != NULL)                                                         \
+      memcpy(dst->field + first, src->field + first, sizeof(*dst->field) * (size_t)n); \
+  } while (0)
+
+void lm_agg_states_copy_range(lm_agg_states* dst, const lm_agg_states* src, int64_t first,
+                              int64_t n) {
+  if (n <= 0) return;
+  COPY_RANGE(count);
+  COPY_RANGE(sum_i);
+  COPY_RANGE(sum_d);
+  COPY_RANGE(mm_i);
+  COPY_RANGE(mm_d);
+  COPY_RANGE(has);
+  COPY_RANGE(ord);
+  COPY_RANGE(vnull);
+}
+
+#undef COPY_RANGE
+
 /* ---- snapshot ----------------------------------------------------------- */
 
 /* One value of the set (snapshot) and back. */

@@ -166,6 +166,16 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
  * partly copied on LAMINAR_ERR_NOMEM (clear or free it). */
 laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, int64_t n);
 
+/* Whether st's groups are all in per-group arrays (no value sets, strings or
+ * run stacks shared by groups): then any range of them copies on its own
+ * (lm_agg_states_copy_range). */
+bool lm_agg_states_flat(const lm_agg_states* st);
+/* Copy groups [first, first + n) of src (flat) into the same groups of dst
+ * (the same function, argument type and weighting; reserved past them). For
+ * a checkpoint's copy-on-write by blocks of groups (op/window_frozen.c). */
+void lm_agg_states_copy_range(lm_agg_states* dst, const lm_agg_states* src, int64_t first,
+                              int64_t n);
+
 void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* w);
 /* Restore into group g (already reserved). LAMINAR_ERR_NOMEM on a string copy. */
 laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader* r);

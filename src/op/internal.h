@@ -1,8 +1,9 @@
 /*
  * internal.h -- what the window operator's files share (op/window.c: tumbling,
  * hopping and pane windows, emission, snapshots; op/session.c: session
- * windows): the state structs and the group-table, row-buffer and key
- * snapshot helpers. Private to src/op. Runs on the partition's thread only.
+ * windows; op/window_frozen.c: checkpoints by copy-on-write): the state
+ * structs and the group-table, row-buffer and key snapshot helpers. Private
+ * to src/op. Runs on the partition's thread only.
  */
 #ifndef LM_OP_INTERNAL_H
 #define LM_OP_INTERNAL_H
@@ -49,6 +50,10 @@ typedef struct window {
    * recycles it, the checkpoint writer frees it. The op copies a window
    * held by a checkpoint before changing it (op/window.c, "frozen"). */
   _Atomic int32_t share;
+  /* A copy made by blocks of groups (op/window_frozen.c), else NULL: its
+   * groups and table slots are valid only in the blocks copied so far, the
+   * rest is read from the frozen original it holds. */
+  struct window_cow* cow;
 } window;
 
 typedef struct window_op {
@@ -141,6 +146,15 @@ typedef struct window_op {
   uint64_t* s_stamp;
   int32_t* s_touched;
   int64_t s_ntouched;
+  /* Checkpoints (copy-on-write, op/window_frozen.c): who holds the session
+   * arrays a snapshot reads (keyset, sagg, s_start, s_end, s_key, s_used)
+   * as they were at the freeze: 2: the op and a frozen checkpoint being
+   * written (set in the stall); 1: one of them let go; whoever lets go last
+   * frees them. s_held (the op's alone): the op's arrays are those, so it
+   * copies them before changing them if the writer still reads them
+   * (lm_op_session_thaw). */
+  _Atomic int32_t s_share;
+  bool s_held;
   /* Checkpoints: windows copied because a checkpoint still held them, and
    * their groups (lm_op_window_thaws). */
   int64_t thaws;
@@ -192,9 +206,14 @@ laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h, const
                                      int64_t row, uint32_t* out_gid);
 /* A new empty window (or LAMINAR_ERR_NOMEM); room for `cap` groups in w. */
 laminar_code lm_op_window_new(window_op* op, window** out);
+void lm_op_window_free(window_op* op, window* w);
+/* Empty w and keep it for reuse (or free it when the op has spares enough). */
+void lm_op_window_recycle(window_op* op, window* w);
 laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap);
 /* Replace w's hash table by one of nsize slots (a power of two) over its groups. */
 laminar_code lm_op_table_rebuild(window* w, uint64_t nsize);
+/* Whether adding a group to w grows (rebuilds) its table first. */
+bool lm_op_table_must_grow(const window* w);
 /* Group g's keys into output column ov at `row`. */
 void lm_op_put_key(lm_vec* ov, const key_store* ks, int64_t g, int64_t row);
 /* Room for `more` rows in the op's row buffer; emit (and empty) the buffer. */
@@ -212,6 +231,31 @@ void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int6
 void lm_op_put_group_keys(const window_op* op, const window* win, int64_t g,
                           lm_state_writer* w);
 laminar_code lm_op_get_group_keys(window_op* op, window* win, int64_t g, lm_state_reader* r);
+/* One window of a snapshot of tumbling, hopping and global windows (after
+ * the op's watermark, late count and window count). Reads the window only. */
+void lm_op_put_window(const window_op* op, const window* win, lm_state_writer* w);
+
+/* ---- checkpoints by copy-on-write (window_frozen.c) ---------------------------- */
+
+/* A checkpoint may hold windows (w->share): the op copies one before
+ * changing it (thaw: open window i becomes the op's to change) and lets go
+ * of it instead of recycling it. */
+laminar_code lm_op_window_thaw(window_op* op, int32_t i);
+void lm_op_window_let_go(window_op* op, window* w);
+/* A window copied by blocks (w->cow): the window that holds group g's data
+ * (w, or its frozen original); groups_find_or_add for it, copying the blocks
+ * each row's probe meets first; open window i made whole (before emission,
+ * a restore into it). */
+const window* lm_op_window_cow_group_src(const window* w, int64_t g);
+laminar_code lm_op_window_cow_groups(window_op* op, window* w, const uint32_t* sel, int64_t m,
+                                     const uint64_t* hashes, uint32_t* gids);
+laminar_code lm_op_window_cow_settle(window_op* op, int32_t i);
+/* Free w's copy-by-blocks state and let go of its original (any thread:
+ * the last holder frees it). */
+void lm_op_window_cow_release(window_op* op, window* w);
+/* The op's freeze / write_frozen (op/op.h). */
+laminar_code lm_op_window_freeze(lm_op* base, void** out);
+laminar_code lm_op_window_write_frozen(void* frozen, lm_state_writer* w);
 
 /* ---- hopping windows by sliding (hop.c) ---------------------------------------- */
 
@@ -239,7 +283,12 @@ laminar_code lm_op_session_watermark(window_op* op);
 void lm_op_session_snapshot(const window_op* op, lm_state_writer* w);
 /* Restore the sessions of the keys `f` keeps (op/op.h). */
 laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r, const lm_op_part_filter* f);
-/* Forget every session and key (after a failed restore). */
+/* Forget every session and key (after a failed restore; the op's own
+ * arrays: lm_op_session_thaw first). */
 void lm_op_session_clear(window_op* op);
+/* Make the session state the op's to change: a copy of the arrays a frozen
+ * checkpoint still reads (op->s_share 2), else nothing. Before every change.
+ * LAMINAR_ERR_NOMEM leaves the op as it was. (window_frozen.c) */
+laminar_code lm_op_session_thaw(window_op* op);
 
 #endif /* LM_OP_INTERNAL_H */

@@ -183,6 +183,7 @@ laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64
   uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
   int32_t* dead = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
   if (!hashes || !sel || !gids || !dead) return LAMINAR_ERR_NOMEM;
+  LM_TRY(lm_op_session_thaw(op)); /* a checkpoint may still read the state */
   if (own != NULL) lm_op_hash_keys(op->key_vecs, spec->nkeys, in->sel, n, own);
   int64_t m = 0, ndead = 0;
   if (spec->emit_changes) {
@@ -290,6 +291,7 @@ laminar_code lm_op_session_watermark(window_op* op) {
     if (close <= op->watermark) nclose++;
   }
   if (nclose == 0) return LAMINAR_OK;
+  LM_TRY(lm_op_session_thaw(op));
   lm_eval_ctx_reset(op->ctx);
   closing_session* closing = lm_eval_ctx_alloc(op->ctx, sizeof *closing * (size_t)nclose);
   if (closing == NULL) return LAMINAR_ERR_NOMEM;
@@ -342,6 +344,7 @@ void lm_op_session_clear(window_op* op) {
 }
 
 laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r, const lm_op_part_filter* f) {
+  LM_TRY(lm_op_session_thaw(op));
   if (!f->merge) lm_op_session_clear(op);
   window* ks = op->keyset;
   int64_t nkeys = lm_state_get_i64(r);

@@ -15,13 +15,16 @@
  * changes the state, so running out of memory leaves the view as it was.
  *
  * Runs on the thread that owns the partition (no locks); lm_op_view_copy()
- * is called by the control thread while the graph is paused.
+ * is called by the control thread while the graph is paused. A checkpoint
+ * freezes the state copy-on-write ("frozen views") and encodes it from its
+ * own thread.
  */
 #include "op/view.h"
 
 #include "util/util.h"
 
 #include <assert.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* The encoding is stored in checkpoints as it is in memory. */
@@ -128,6 +131,16 @@ typedef struct view_op {
   int64_t retract_errors;
   lm_eval_ctx* ctx;      /* per-chunk scratch */
   lm_vec* outs;          /* columns.ncols + 1 output vectors */
+  /* Checkpoints (copy-on-write, "frozen views" below): who holds `slots` and
+   * `bytes` as they were at the freeze. 2: the op and a frozen checkpoint
+   * being written (set in the stall); 1: one of them let go; whoever lets
+   * go last frees them. held (the op's alone): the op's slots and bytes are
+   * those, so it copies them before changing them if the writer still
+   * reads them. */
+  _Atomic int32_t share;
+  bool held;
+  int64_t thaws;         /* copies made so (lm_op_view_thaws) */
+  int64_t thawed_rows;
 } view_op;
 
 static const lm_op_vtable view_vtable;
@@ -279,11 +292,14 @@ laminar_code lm_op_gather(lm_eval_ctx* ctx, const lm_vec* in, const uint32_t* se
   return LAMINAR_OK;
 }
 
+static laminar_code view_thaw(view_op* v);
+
 static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
   view_op* v = (view_op*)base;
   int32_t ncols = v->columns.ncols;
   int64_t n = in->nrows;
   if (n == 0) return LAMINAR_OK;
+  LM_TRY(view_thaw(v)); /* a checkpoint may still read the state */
   lm_eval_ctx_reset(v->ctx);
   maybe_compact(v);
   const lm_vec* wv = v->changelog ? &in->cols[ncols] : NULL;
@@ -353,17 +369,107 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
 
 /* ---- snapshot / restore -------------------------------------------------------------- */
 
-static laminar_code view_snapshot(const lm_op* base, lm_state_writer* w) {
-  const view_op* v = (const view_op*)base;
-  lm_state_put_i64(w, v->retract_errors);
-  lm_state_put_i64(w, v->count);
-  for (int64_t i = 0; i < v->cap; i++) {
-    const slot* s = &v->slots[i];
+/* The state a snapshot holds: the table, the row bytes, the counts. */
+typedef struct view_state {
+  const slot* slots;
+  int64_t cap;
+  int64_t count;
+  const uint8_t* bytes;
+  int64_t retract_errors;
+} view_state;
+
+static view_state state_of(const view_op* v) {
+  return (view_state){v->slots, v->cap, v->count, v->bytes, v->retract_errors};
+}
+
+static laminar_code put_state(const view_state* st, lm_state_writer* w) {
+  lm_state_put_i64(w, st->retract_errors);
+  lm_state_put_i64(w, st->count);
+  for (int64_t i = 0; i < st->cap; i++) {
+    const slot* s = &st->slots[i];
     if (s->weight == 0) continue;
     lm_state_put_i64(w, s->weight);
-    lm_state_put_bytes(w, v->bytes + s->off, (size_t)s->len);
+    lm_state_put_bytes(w, st->bytes + s->off, (size_t)s->len);
   }
   return lm_state_writer_status(w);
+}
+
+static laminar_code view_snapshot(const lm_op* base, lm_state_writer* w) {
+  view_state st = state_of((const view_op*)base);
+  return put_state(&st, w);
+}
+
+/* ---- frozen views: checkpoints by copy-on-write ------------------------------------ */
+
+/* The stall notes the table and the row bytes as they are and marks them
+ * shared (share = 2) -- O(1), nothing copied; the checkpoint encodes them
+ * from its own thread while the op runs on. Before the op changes them
+ * (view_thaw: a chunk, a restore) it copies both (two memcpys) and goes on
+ * with the copies; if the writer is done first (share 1), they are the op's
+ * again, uncopied. */
+
+typedef struct view_frozen {
+  view_op* v;
+  view_state st;
+} view_frozen;
+
+static laminar_code view_freeze(lm_op* base, void** out) {
+  view_op* v = (view_op*)base;
+  view_frozen* f = lm_malloc(sizeof *f);
+  *out = f;
+  if (f == NULL) return LAMINAR_ERR_NOMEM;
+  f->v = v;
+  f->st = state_of(v);
+  /* Never still held by an earlier checkpoint: checkpoints write what they
+   * froze before the next one begins (as windows, op/window_frozen.c). */
+  atomic_store_explicit(&v->share, 2, memory_order_relaxed); /* published by the resume */
+  v->held = true;
+  return LAMINAR_OK;
+}
+
+static laminar_code view_write_frozen(void* frozen, lm_state_writer* w) {
+  view_frozen* f = frozen;
+  laminar_code rc = w != NULL ? put_state(&f->st, w) : LAMINAR_OK;
+  /* acq_rel: pairs with view_thaw's. 1: the op let go first (it copied). */
+  if (atomic_fetch_sub_explicit(&f->v->share, 1, memory_order_acq_rel) == 1) {
+    lm_free((void*)f->st.slots);
+    lm_free((void*)f->st.bytes);
+  }
+  lm_free(f);
+  return rc;
+}
+
+/* Make the table and the row bytes the op's to change: copies when a
+ * checkpoint still reads them. LAMINAR_ERR_NOMEM leaves the op as it was. */
+static laminar_code view_thaw(view_op* v) {
+  if (!v->held) return LAMINAR_OK;
+  if (atomic_load_explicit(&v->share, memory_order_acquire) != 2) {
+    atomic_store_explicit(&v->share, 0, memory_order_relaxed); /* the writer is done */
+    v->held = false;
+    return LAMINAR_OK;
+  }
+  slot* slots = v->cap > 0 ? lm_malloc(sizeof(slot) * (size_t)v->cap) : NULL;
+  uint8_t* bytes = v->bytes_cap > 0 ? lm_malloc((size_t)v->bytes_cap) : NULL;
+  if ((v->cap > 0 && slots == NULL) || (v->bytes_cap > 0 && bytes == NULL)) {
+    lm_free(slots);
+    lm_free(bytes);
+    return LAMINAR_ERR_NOMEM;
+  }
+  if (v->cap > 0) memcpy(slots, v->slots, sizeof(slot) * (size_t)v->cap);
+  if (v->nbytes > 0) memcpy(bytes, v->bytes, (size_t)v->nbytes);
+  slot* old_slots = v->slots;
+  uint8_t* old_bytes = v->bytes;
+  v->slots = slots;
+  v->bytes = bytes;
+  v->held = false;
+  v->thaws++;
+  v->thawed_rows += v->count;
+  /* acq_rel: pairs with view_write_frozen's. 1: the writer let go first. */
+  if (atomic_fetch_sub_explicit(&v->share, 1, memory_order_acq_rel) == 1) {
+    lm_free(old_slots);
+    lm_free(old_bytes);
+  }
+  return LAMINAR_OK;
 }
 
 static void clear_state(view_op* v) {
@@ -380,6 +486,9 @@ static laminar_code corrupt(laminar_error* err, const char* what) {
 
 static laminar_code view_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
   view_op* v = (view_op*)base;
+  if (view_thaw(v) != LAMINAR_OK) {
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory restoring a view");
+  }
   clear_state(v);
   int64_t errors = lm_state_get_i64(r);
   int64_t count = lm_state_get_i64(r);
@@ -432,6 +541,8 @@ static const lm_op_vtable view_vtable = {
     .snapshot = view_snapshot,
     .restore = view_restore,
     .destroy = view_destroy,
+    .freeze = view_freeze,
+    .write_frozen = view_write_frozen,
 };
 
 laminar_code lm_op_view_create(const lm_schema* in_schema, lm_op** out) {
@@ -480,6 +591,12 @@ int64_t lm_op_view_rows(const lm_op* view) { return ((const view_op*)view)->coun
 
 int64_t lm_op_view_retract_errors(const lm_op* view) {
   return ((const view_op*)view)->retract_errors;
+}
+
+int64_t lm_op_view_thaws(const lm_op* view, int64_t* out_rows) {
+  const view_op* v = (const view_op*)view;
+  *out_rows = v->thawed_rows;
+  return v->thaws;
 }
 
 /* ---- copies for ad-hoc queries ------------------------------------------------------- */

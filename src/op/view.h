@@ -20,7 +20,8 @@
  *
  * Runs on the thread that owns the partition, like every operator; the
  * control thread reads the state (lm_op_view_copy) only while the graph is
- * paused. Snapshot/restore cover the whole state (DESIGN §4).
+ * paused. Snapshot/restore cover the whole state (DESIGN §4); checkpoints
+ * freeze it copy-on-write (op/op.h freeze / write_frozen).
  */
 #ifndef LM_OP_VIEW_H
 #define LM_OP_VIEW_H
@@ -52,6 +53,9 @@ const lm_schema* lm_op_view_columns(const lm_op* view);
  * weights) since the view was created. Owner thread, or graph paused. */
 int64_t lm_op_view_rows(const lm_op* view);
 int64_t lm_op_view_retract_errors(const lm_op* view);
+/* Copies of the state the view made before changing it because a checkpoint
+ * was still writing it (copy-on-write), and (out_rows) their rows in all. */
+int64_t lm_op_view_thaws(const lm_op* view, int64_t* out_rows);
 
 /* A decoded copy of a view's content: `nrows` distinct rows as columns (the
  * view's columns, in order) and each row's multiplicity (> 0). Strings point

@@ -1,8 +1,9 @@
 /*
  * window.c -- the window operator: tumbling and hopping windows (hopping ones on
  * panes), GROUP BY without a window, EMIT ON WINDOW CLOSE and EMIT CHANGES, over
- * insert-only or changelog input; session windows are in session.c, the shared
- * structs in internal.h.
+ * insert-only or changelog input; session windows are in session.c,
+ * checkpoints by copy-on-write in window_frozen.c, the shared structs in
+ * internal.h.
  *
  * State: the open windows, sorted by start. Each window owns a hash table from
  * group key to group id, the group keys in columnar arrays, and one
@@ -194,8 +195,9 @@ static bool group_matches(const window* w, int32_t nkeys, int64_t g, const lm_ve
 
 /* ---- windows ----------------------------------------------------------------- */
 
-static void window_free(window_op* op, window* w) {
+void lm_op_window_free(window_op* op, window* w) {
   if (w == NULL) return;
+  if (w->cow != NULL) lm_op_window_cow_release(op, w);
   for (int32_t c = 0; c < op->spec.nkeys; c++) {
     lm_free(w->keys[c].i);
     lm_free(w->keys[c].d);
@@ -254,19 +256,15 @@ static void window_reset(window_op* op, window* w) {
   w->ngroups = 0;
 }
 
-static void window_recycle(window_op* op, window* w) {
+void lm_op_window_recycle(window_op* op, window* w) {
   if (op->nspare == op->cap_open) { /* more windows than open slots (copies): one goes */
-    window_free(op, w);
+    lm_op_window_free(op, w);
     return;
   }
   window_reset(op, w);
   op->spare[op->nspare++] = w;
 }
 
-/* A checkpoint may hold windows (w->share, "frozen" below): the op copies
- * one before changing it and lets go of it instead of recycling it. */
-static laminar_code window_thaw(window_op* op, int32_t i);
-static void window_let_go(window_op* op, window* w);
 
 
 laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap) {
@@ -328,11 +326,15 @@ laminar_code lm_op_table_rebuild(window* w, uint64_t nsize) {
  * W1's lookups; at 1/4 one in eight, W1 8% faster). Larger tables miss the
  * cache on every probe anyway, and the next slot is usually in the same line:
  * at most 1/2 there, to keep them at 8 bytes a group. */
-static laminar_code table_grow_if_needed(window* w) {
+bool lm_op_table_must_grow(const window* w) {
   uint64_t size = (uint64_t)w->table_mask + 1;
   uint64_t per_group = size <= 65536 ? 4 : 2;
-  if ((uint64_t)(w->ngroups + 1) * per_group <= size) return LAMINAR_OK;
-  return lm_op_table_rebuild(w, size * 2);
+  return (uint64_t)(w->ngroups + 1) * per_group > size;
+}
+
+static laminar_code table_grow_if_needed(window* w) {
+  if (!lm_op_table_must_grow(w)) return LAMINAR_OK;
+  return lm_op_table_rebuild(w, ((uint64_t)w->table_mask + 1) * 2);
 }
 
 /* Append a new empty group; the caller fills its keys. */
@@ -430,6 +432,7 @@ laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
  * lm_op_group_find_or_add. The same groups, in the same order, either way. */
 static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t* sel, int64_t m,
                                        const uint64_t* hashes, uint32_t* gids) {
+  if (LM_UNLIKELY(w->cow != NULL)) return lm_op_window_cow_groups(op, w, sel, m, hashes, gids);
   const lm_vec* key = &op->key_vecs[0];
   lm_type t = op->spec.nkeys == 1 ? key->type : LM_TYPE_NULL;
   bool fast = key->nulls == NULL && (t == LM_TYPE_STRING || t == LM_TYPE_INT64 ||
@@ -552,7 +555,7 @@ static laminar_code window_get(window_op* op, int64_t start, window** out) {
   if (lo < op->nopen && op->open[lo]->start == start) {
     /* acquire: pairs with the checkpoint writer's release when it lets go */
     if (LM_UNLIKELY(atomic_load_explicit(&op->open[lo]->share, memory_order_acquire) != 0)) {
-      LM_TRY(window_thaw(op, lo));
+      LM_TRY(lm_op_window_thaw(op, lo));
     }
     *out = op->open[lo];
     return LAMINAR_OK;
@@ -1113,7 +1116,7 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
 /* Recycle the first nclose open windows. */
 static void drop_closed(window_op* op, int32_t nclose) {
   if (nclose == 0) return; /* (open may still be NULL) */
-  for (int32_t i = 0; i < nclose; i++) window_let_go(op, op->open[i]);
+  for (int32_t i = 0; i < nclose; i++) lm_op_window_let_go(op, op->open[i]);
   memmove(&op->open[0], &op->open[nclose], sizeof(window*) * (size_t)(op->nopen - nclose));
   op->nopen -= nclose;
 }
@@ -1160,6 +1163,9 @@ static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
     return LAMINAR_OK;
   }
   if (op->track) return close_tracked(op, nclose, total);
+  for (int32_t i = 0; i < nclose; i++) {
+    if (op->open[i]->cow != NULL) LM_TRY(lm_op_window_cow_settle(op, i));
+  }
 
   lm_eval_ctx_reset(op->ctx);
   int32_t ncols = 2 + spec->nkeys + spec->naggs;
@@ -1555,17 +1561,17 @@ laminar_code lm_op_get_group_keys(window_op* op, window* win, int64_t g, lm_stat
   return LAMINAR_OK;
 }
 
-/* One window of a snapshot of tumbling, hopping and global windows (after
- * the op's watermark, late count and window count). Reads the window only. */
-static void put_window(const window_op* op, const window* win, lm_state_writer* w) {
+void lm_op_put_window(const window_op* op, const window* win, lm_state_writer* w) {
   lm_state_put_i64(w, win->start);
   lm_state_put_i64(w, win->ngroups);
   for (int64_t g = 0; g < win->ngroups; g++) {
-    lm_op_put_group_keys(op, win, g, w);
-    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&win->aggs[a], g, w);
+    /* A copy by blocks reads the blocks it has not copied from its original. */
+    const window* from = win->cow != NULL ? lm_op_window_cow_group_src(win, g) : win;
+    lm_op_put_group_keys(op, from, g, w);
+    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&from->aggs[a], g, w);
     if (op->track) {
-      lm_state_put_i64(w, win->nrows[g]);
-      lm_state_put_u8(w, win->live[g]);
+      lm_state_put_i64(w, from->nrows[g]);
+      lm_state_put_u8(w, from->live[g]);
     }
   }
 }
@@ -1579,12 +1585,12 @@ static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
     return lm_state_writer_status(w);
   }
   lm_state_put_u32(w, (uint32_t)op->nopen);
-  for (int32_t i = 0; i < op->nopen; i++) put_window(op, op->open[i], w);
+  for (int32_t i = 0; i < op->nopen; i++) lm_op_put_window(op, op->open[i], w);
   return lm_state_writer_status(w);
 }
 
 static void window_clear_all(window_op* op) {
-  for (int32_t i = 0; i < op->nopen; i++) window_let_go(op, op->open[i]);
+  for (int32_t i = 0; i < op->nopen; i++) lm_op_window_let_go(op, op->open[i]);
   op->nopen = 0;
   op->suf_block = op->run_block = INT64_MIN; /* shared merges: none */
   lm_op_slide_invalidate(op);
@@ -1619,6 +1625,11 @@ static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
     if (r->failed || ngroups < 0 || (uint64_t)ngroups > r->len) break;
     window* win;
     LM_TRY(window_get(op, start, &win));
+    if (win->cow != NULL) { /* a copy by blocks: whole before groups go in */
+      int32_t at = lm_op_open_lower_bound(op, start);
+      LM_TRY(lm_op_window_cow_settle(op, at));
+      win = op->open[at];
+    }
     if (win->ngroups != 0 && !f->merge) {
       r->failed = true; /* two windows with one start: not a snapshot of ours */
       break;
@@ -1661,246 +1672,6 @@ static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
   return rc;
 }
 
-/* ---- frozen windows: checkpoints by copy-on-write ---------------------------------- */
-
-/* A checkpoint's stall freezes the op (window_freeze): it notes the
- * watermark, the late count and the open windows, and marks each window
- * shared (share = 2) -- O(open windows), nothing copied. The checkpoint then
- * writes the windows from its own thread while this op runs on: before the
- * op changes a shared window (rows into it) it copies it (window_thaw: bulk
- * copies of its arrays, its strings into the copy's pool) and goes on with
- * the copy; a shared window that closes is let go, not recycled. Windows the
- * writer is done with (share 1) are the op's again, uncopied. */
-
-typedef struct window_frozen {
-  window_op* op;
-  int64_t watermark;
-  int64_t late_rows;
-  /* Sessions: no copy-on-write; their state (interned keys, slots) copied in
-   * bulk in the stall into this op-shaped holder, encoded after it. */
-  window_op* session;
-  int32_t n;
-  window* wins[];
-} window_frozen;
-
-static void session_copy_free(window_op* op, window_op* c) {
-  if (c == NULL) return;
-  window_free(op, c->keyset);
-  for (int32_t a = 0; c->sagg != NULL && a < op->spec.naggs; a++) lm_agg_states_free(&c->sagg[a]);
-  lm_free(c->sagg);
-  lm_free(c->s_used);
-  lm_free(c->s_key);
-  lm_free(c->s_start);
-  lm_free(c->s_end);
-  lm_free(c);
-}
-
-static laminar_code keys_copy(window_op* op, window* dst, const window* src);
-
-/* What lm_op_session_snapshot reads of op, copied: memcpy speed, no encoding. */
-#define COPY_SLOTS(field)                                                            \
-  do {                                                                               \
-    c->field = lm_malloc(sizeof(*c->field) * (size_t)(hw + 1));                      \
-    if (c->field == NULL) goto nomem;                                                \
-    if (hw > 0) memcpy(c->field, op->field, sizeof(*c->field) * (size_t)hw);         \
-  } while (0)
-
-static laminar_code session_copy(window_op* op, window_op** out) {
-  window_op* c = lm_malloc(sizeof *c);
-  if (c == NULL) return LAMINAR_ERR_NOMEM;
-  *c = *op; /* spec and counts; every array it reads is replaced below */
-  c->keyset = NULL;
-  c->sagg = NULL;
-  c->s_used = NULL;
-  c->s_key = NULL;
-  c->s_start = c->s_end = NULL;
-  int64_t hw = op->s_hw;
-  COPY_SLOTS(s_used);
-  COPY_SLOTS(s_key);
-  COPY_SLOTS(s_start);
-  COPY_SLOTS(s_end);
-  c->sagg = lm_calloc((size_t)op->spec.naggs + 1, sizeof(lm_agg_states));
-  if (c->sagg == NULL || lm_op_window_new(op, &c->keyset) != LAMINAR_OK) goto nomem;
-  /* The interned keys only (what the snapshot reads of the keyset). */
-  if (lm_op_window_reserve(op, c->keyset, op->keyset->ngroups + 1) != LAMINAR_OK ||
-      keys_copy(op, c->keyset, op->keyset) != LAMINAR_OK) {
-    goto nomem;
-  }
-  c->keyset->ngroups = op->keyset->ngroups;
-  for (int32_t a = 0; a < op->spec.naggs; a++) {
-    lm_agg_states_init(&c->sagg[a], &op->spec.aggs[a], op->sagg[a].arg_type);
-    c->sagg[a].weighted = op->sagg[a].weighted;
-    if (lm_agg_states_copy(&c->sagg[a], &op->sagg[a], hw) != LAMINAR_OK) goto nomem;
-  }
-  *out = c;
-  return LAMINAR_OK;
-nomem:
-  session_copy_free(op, c);
-  return LAMINAR_ERR_NOMEM;
-}
-
-#undef COPY_SLOTS
-
-/* A window to fill: a recycled one, or a new one. */
-static laminar_code window_take(window_op* op, window** out) {
-  if (op->nspare > 0) {
-    *out = op->spare[--op->nspare];
-    return LAMINAR_OK;
-  }
-  return lm_op_window_new(op, out);
-}
-
-/* The keys of src's groups into dst (room reserved): strings into dst's pool,
- * a pane's borrowed from the op's keyset as they are. */
-static laminar_code keys_copy(window_op* op, window* dst, const window* src) {
-  int64_t n = src->ngroups;
-  for (int32_t c = 0; c < op->spec.nkeys && n > 0; c++) {
-    key_store* to = &dst->keys[c];
-    const key_store* from = &src->keys[c];
-    memcpy(to->nulls, from->nulls, (size_t)n);
-    if (to->type == LM_TYPE_STRING) {
-      memcpy(to->s, from->s, sizeof(lm_str) * (size_t)n);
-      for (int64_t g = 0; !op->panes && g < n; g++) {
-        if (to->s[g].ptr == NULL) continue;
-        to->s[g].ptr = lm_pool_copy(&dst->strings, from->s[g].ptr, (size_t)from->s[g].len);
-        if (to->s[g].ptr == NULL) return LAMINAR_ERR_NOMEM;
-      }
-    } else if (to->type == LM_TYPE_DOUBLE) {
-      memcpy(to->d, from->d, sizeof(double) * (size_t)n);
-    } else {
-      memcpy(to->i, from->i, sizeof(int64_t) * (size_t)n);
-    }
-  }
-  return LAMINAR_OK;
-}
-
-/* dst (empty) becomes a copy of src: table, hashes, keys (strings into dst's
- * pool; a pane's stay borrowed from the op's keyset), aggregates, tracking. */
-static laminar_code window_copy(window_op* op, window* dst, const window* src) {
-  int64_t n = src->ngroups;
-  LM_TRY(lm_op_window_reserve(op, dst, n > 0 ? n : 1));
-  size_t tsize = (size_t)src->table_mask + 1;
-  if (dst->table_mask != src->table_mask) {
-    uint32_t* table = lm_realloc(dst->table, sizeof(uint32_t) * tsize);
-    if (table == NULL) return LAMINAR_ERR_NOMEM;
-    dst->table = table;
-    dst->table_mask = src->table_mask;
-  }
-  memcpy(dst->table, src->table, sizeof(uint32_t) * tsize);
-  if (n > 0) memcpy(dst->ghash, src->ghash, sizeof(uint64_t) * (size_t)n);
-  LM_TRY(keys_copy(op, dst, src));
-  for (int32_t a = 0; a < op->spec.naggs; a++) {
-    LM_TRY(lm_agg_states_copy(&dst->aggs[a], &src->aggs[a], n));
-  }
-  if (op->track && n > 0) {
-    memcpy(dst->nrows, src->nrows, sizeof(int64_t) * (size_t)n);
-    memcpy(dst->live, src->live, (size_t)n);
-    memcpy(dst->stamp, src->stamp, sizeof(uint64_t) * (size_t)n);
-  }
-  if (op->panes && n > 0) memcpy(dst->kid, src->kid, sizeof(uint32_t) * (size_t)n);
-  dst->start = src->start;
-  dst->ngroups = n;
-  dst->edit = src->edit;
-  return LAMINAR_OK;
-}
-
-static void window_let_go(window_op* op, window* w) {
-  /* acq_rel: the writer's reads of w happen before the op reuses it, and
-   * the op's last writes before the writer frees it. */
-  if (atomic_load_explicit(&w->share, memory_order_acquire) == 2 &&
-      atomic_fetch_sub_explicit(&w->share, 1, memory_order_acq_rel) == 2) {
-    return; /* the checkpoint writer still reads it: it frees it */
-  }
-  atomic_store_explicit(&w->share, 0, memory_order_relaxed);
-  window_recycle(op, w);
-}
-
-/* Make open window i the op's to change: a copy when a checkpoint still
- * reads it. */
-static laminar_code window_thaw(window_op* op, int32_t i) {
-  window* w = op->open[i];
-  if (atomic_load_explicit(&w->share, memory_order_acquire) == 2) {
-    window* copy;
-    LM_TRY(window_take(op, &copy));
-    laminar_code rc = window_copy(op, copy, w);
-    if (rc != LAMINAR_OK) {
-      /* Groups the copy overwrote get their empty states back in the reset. */
-      copy->ngroups = w->ngroups < copy->cap ? w->ngroups : copy->cap;
-      window_recycle(op, copy);
-      return rc;
-    }
-    op->open[i] = copy;
-    op->thaws++;
-    op->thawed_groups += copy->ngroups;
-    window_let_go(op, w);
-    return LAMINAR_OK;
-  }
-  atomic_store_explicit(&w->share, 0, memory_order_relaxed); /* the writer is done with it */
-  return LAMINAR_OK;
-}
-
-static laminar_code window_freeze(lm_op* base, void** out) {
-  window_op* op = (window_op*)base;
-  *out = NULL;
-  window_frozen* f = lm_malloc(sizeof *f + sizeof(window*) * (size_t)(op->nopen + 1));
-  if (f == NULL) return LAMINAR_ERR_NOMEM;
-  f->op = op;
-  f->watermark = op->watermark;
-  f->late_rows = op->late_rows;
-  f->session = NULL;
-  f->n = 0;
-  if (op->spec.session) {
-    laminar_code rc = session_copy(op, &f->session);
-    if (rc != LAMINAR_OK) {
-      lm_free(f);
-      return rc;
-    }
-    *out = f;
-    return LAMINAR_OK;
-  }
-  f->n = op->nopen;
-  for (int32_t i = 0; i < op->nopen; i++) {
-    window* w = op->open[i];
-    /* A window still held by an earlier checkpoint cannot be: checkpoints
-     * write what they froze before the next one begins. */
-    atomic_store_explicit(&w->share, 2, memory_order_relaxed); /* published by the resume */
-    f->wins[i] = w;
-  }
-  *out = f;
-  return LAMINAR_OK;
-}
-
-static laminar_code window_write_frozen(void* frozen, lm_state_writer* w) {
-  window_frozen* f = frozen;
-  if (f->session != NULL) {
-    if (w != NULL) {
-      lm_state_put_i64(w, f->watermark);
-      lm_state_put_i64(w, f->late_rows);
-      lm_op_session_snapshot(f->session, w);
-    }
-    session_copy_free(f->op, f->session);
-    lm_free(f);
-    return w != NULL ? lm_state_writer_status(w) : LAMINAR_OK;
-  }
-  if (w != NULL) {
-    lm_state_put_i64(w, f->watermark);
-    lm_state_put_i64(w, f->late_rows);
-    lm_state_put_u32(w, (uint32_t)f->n);
-  }
-  /* Newest first, each let go once written: the windows taking rows now are
-   * held the shortest (restore places windows by start, in any order). */
-  for (int32_t i = f->n - 1; i >= 0; i--) {
-    window* win = f->wins[i];
-    if (w != NULL) put_window(f->op, win, w);
-    /* acq_rel: pairs with the op's let-go (window_let_go, window_thaw) */
-    if (atomic_fetch_sub_explicit(&win->share, 1, memory_order_acq_rel) == 1) {
-      window_free(f->op, win); /* the op let go of it first */
-    }
-  }
-  lm_free(f);
-  return w != NULL ? lm_state_writer_status(w) : LAMINAR_OK;
-}
-
 static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
   const lm_op_part_filter whole = {.nparts = 1, .part = 0, .merge = false, .late = true};
   return window_restore_part(base, r, &whole, err);
@@ -1910,8 +1681,8 @@ static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_erro
 
 static void window_destroy(lm_op* base) {
   window_op* op = (window_op*)base;
-  for (int32_t i = 0; i < op->nopen; i++) window_free(op, op->open[i]);
-  for (int32_t i = 0; i < op->nspare; i++) window_free(op, op->spare[i]);
+  for (int32_t i = 0; i < op->nopen; i++) lm_op_window_free(op, op->open[i]);
+  for (int32_t i = 0; i < op->nspare; i++) lm_op_window_free(op, op->spare[i]);
   lm_free(op->open);
   lm_free(op->spare);
   lm_eval_ctx_destroy(op->ctx);
@@ -1927,10 +1698,12 @@ static void window_destroy(lm_op* base) {
     }
   }
   lm_free(op->dvecs);
-  window_free(op, op->keyset);
-  window_free(op, op->acc);
-  window_free(op, op->run);
-  for (int64_t i = 0; op->suf != NULL && i < shared_panes(op); i++) window_free(op, op->suf[i]);
+  lm_op_window_free(op, op->keyset);
+  lm_op_window_free(op, op->acc);
+  lm_op_window_free(op, op->run);
+  for (int64_t i = 0; op->suf != NULL && i < shared_panes(op); i++) {
+    lm_op_window_free(op, op->suf[i]);
+  }
   lm_free(op->suf);
   lm_op_slide_free(op);
   if (op->sagg != NULL) {
@@ -1959,8 +1732,8 @@ static const lm_op_vtable window_vtable = {
     .restore = window_restore,
     .restore_part = window_restore_part,
     .destroy = window_destroy,
-    .freeze = window_freeze,
-    .write_frozen = window_write_frozen,
+    .freeze = lm_op_window_freeze,
+    .write_frozen = lm_op_window_write_frozen,
 };
 
 laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* out_schema,

@@ -104,6 +104,10 @@ static inline void sink_sql(const char* dir, char* out, size_t n) {
            dir, dir, dir, dir, dir, dir, dir);
 }
 
+static inline int cmp_lines(const void* a, const void* b) {
+  return strcmp(*(char* const*)a, *(char* const*)b);
+}
+
 /* The committed sink output: its part files concatenated in epoch order,
  * then its lines sorted (rows of one epoch keep their order; epoch
  * boundaries depend on timing, RELIABILITY "equal output"). */
@@ -152,12 +156,7 @@ static inline char* sink_dir_output(const char* dir, const char* sub) {
     lines[k++] = p;
     p = e + 1;
   }
-  for (size_t i = 1; i < k; i++)
-    for (size_t j = i; j > 0 && strcmp(lines[j - 1], lines[j]) > 0; j--) {
-      char* t = lines[j];
-      lines[j] = lines[j - 1];
-      lines[j - 1] = t;
-    }
+  qsort(lines, k, sizeof *lines, cmp_lines);
   char* out = calloc(1, len + 2);
   size_t o = 0;
   for (size_t i = 0; i < k; i++) {

@@ -1,0 +1,556 @@
+/*
+ * window_frozen.c -- checkpoints of the window operator by copy-on-write
+ * (op/op.h freeze / write_frozen; docs/DURABILITY.md "How it works"): the
+ * stall freezes the op's state, the checkpoint's thread encodes it while the
+ * op runs on, and the op copies what a checkpoint still holds before
+ * changing it. Shared structs in op/internal.h.
+ */
+#include "op/op.h"
+
+#include "op/internal.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+/* ---- frozen windows: checkpoints by copy-on-write ---------------------------------- */
+
+/* A checkpoint's stall freezes the op (window_freeze): it notes the
+ * watermark, the late count and the open windows, and marks each window
+ * shared (share = 2) -- O(open windows), nothing copied. The checkpoint then
+ * writes the windows from its own thread while this op runs on: before the
+ * op changes a shared window (rows into it) it copies it (window_thaw: bulk
+ * copies of its arrays, its strings into the copy's pool) and goes on with
+ * the copy; a shared window that closes is let go, not recycled. Windows the
+ * writer is done with (share 1) are the op's again, uncopied. */
+
+typedef struct window_frozen {
+  window_op* op;
+  int64_t watermark;
+  int64_t late_rows;
+  /* Sessions: the op's session arrays as they were at the freeze, in an
+   * op-shaped holder (what lm_op_session_snapshot reads), shared with the op
+   * until it changes them (op->s_share, lm_op_session_thaw). */
+  window_op* session;
+  int32_t n;
+  window* wins[];
+} window_frozen;
+
+/* Sessions have one state per operator, not per window: the freeze points a
+ * holder at the arrays a snapshot reads (interned keys, slot bounds, keys and
+ * flags, aggregate states) and marks them shared (s_share = 2) -- O(1). The
+ * op copies them before its first change (lm_op_session_thaw) and goes on
+ * with the copy; the arrays it does not snapshot (slot lists, parents,
+ * stamps, first session per key) stay the op's. */
+
+/* Free the session arrays c holds, and c. */
+static void session_copy_free(window_op* op, window_op* c) {
+  if (c == NULL) return;
+  lm_op_window_free(op, c->keyset);
+  for (int32_t a = 0; c->sagg != NULL && a < op->spec.naggs; a++) lm_agg_states_free(&c->sagg[a]);
+  lm_free(c->sagg);
+  lm_free(c->s_used);
+  lm_free(c->s_key);
+  lm_free(c->s_start);
+  lm_free(c->s_end);
+  lm_free(c);
+}
+
+/* A holder of the op's session arrays as they are (nothing copied). */
+static window_op* session_hold(const window_op* op) {
+  window_op* c = lm_calloc(1, sizeof *c);
+  if (c == NULL) return NULL;
+  c->spec = op->spec;
+  c->keyset = op->keyset;
+  c->sagg = op->sagg;
+  c->s_used = op->s_used;
+  c->s_key = op->s_key;
+  c->s_start = op->s_start;
+  c->s_end = op->s_end;
+  c->s_hw = op->s_hw;
+  c->s_open = op->s_open;
+  c->s_cap = op->s_cap;
+  return c;
+}
+
+static laminar_code groups_copy(window_op* op, window* dst, const window* src);
+
+/* Copies of the op's session arrays, room for its s_cap slots: memcpy speed. */
+#define COPY_SLOTS(field)                                                            \
+  do {                                                                               \
+    c->field = lm_malloc(sizeof(*c->field) * (size_t)(op->s_cap + 1));               \
+    if (c->field == NULL) goto nomem;                                                \
+    if (hw > 0) memcpy(c->field, op->field, sizeof(*c->field) * (size_t)hw);         \
+  } while (0)
+
+static laminar_code session_copy(window_op* op, window_op** out) {
+  window_op* c = lm_calloc(1, sizeof *c);
+  if (c == NULL) return LAMINAR_ERR_NOMEM;
+  int64_t hw = op->s_hw;
+  COPY_SLOTS(s_used);
+  COPY_SLOTS(s_key);
+  COPY_SLOTS(s_start);
+  COPY_SLOTS(s_end);
+  c->sagg = lm_calloc((size_t)op->spec.naggs + 1, sizeof(lm_agg_states));
+  /* The keyset interns keys only: its aggregate and tracking arrays are
+   * never read, so the table, hashes and keys are all it needs. */
+  if (c->sagg == NULL || lm_op_window_new(op, &c->keyset) != LAMINAR_OK ||
+      groups_copy(op, c->keyset, op->keyset) != LAMINAR_OK) {
+    goto nomem;
+  }
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    lm_agg_states_init(&c->sagg[a], &op->spec.aggs[a], op->sagg[a].arg_type);
+    c->sagg[a].weighted = op->sagg[a].weighted;
+    if (lm_agg_states_copy(&c->sagg[a], &op->sagg[a], hw) != LAMINAR_OK ||
+        lm_agg_states_reserve(&c->sagg[a], op->s_cap) != LAMINAR_OK) {
+      goto nomem;
+    }
+  }
+  *out = c;
+  return LAMINAR_OK;
+nomem:
+  session_copy_free(op, c);
+  return LAMINAR_ERR_NOMEM;
+}
+
+#undef COPY_SLOTS
+
+#define SWAP(field)              \
+  do {                           \
+    void* t_ = (void*)op->field; \
+    op->field = c->field;        \
+    c->field = t_;               \
+  } while (0)
+
+laminar_code lm_op_session_thaw(window_op* op) {
+  if (!op->s_held) return LAMINAR_OK;
+  if (atomic_load_explicit(&op->s_share, memory_order_acquire) != 2) {
+    atomic_store_explicit(&op->s_share, 0, memory_order_relaxed); /* the writer is done */
+    op->s_held = false;
+    return LAMINAR_OK;
+  }
+  window_op* c;
+  LM_TRY(session_copy(op, &c));
+  op->s_held = false;
+  SWAP(keyset);
+  SWAP(sagg);
+  SWAP(s_used);
+  SWAP(s_key);
+  SWAP(s_start);
+  SWAP(s_end);
+  op->thaws++;
+  op->thawed_groups += op->s_open;
+  /* acq_rel: pairs with the writer's let-go in window_write_frozen. 1: the
+   * writer let go first, the originals (now in c) are ours to free. */
+  if (atomic_fetch_sub_explicit(&op->s_share, 1, memory_order_acq_rel) == 1) {
+    session_copy_free(op, c);
+  } else {
+    lm_free(c); /* the writer frees the originals through its holder */
+  }
+  return LAMINAR_OK;
+}
+
+#undef SWAP
+
+/* A window to fill: a recycled one, or a new one. */
+static laminar_code window_take(window_op* op, window** out) {
+  if (op->nspare > 0) {
+    *out = op->spare[--op->nspare];
+    return LAMINAR_OK;
+  }
+  return lm_op_window_new(op, out);
+}
+
+/* The keys of src's groups [lo, lo + n) into the same groups of dst (room
+ * reserved): strings into dst's pool, a pane's borrowed from the op's keyset
+ * as they are. */
+static laminar_code keys_copy_range(window_op* op, window* dst, const window* src, int64_t lo,
+                                    int64_t n) {
+  for (int32_t c = 0; c < op->spec.nkeys && n > 0; c++) {
+    key_store* to = &dst->keys[c];
+    const key_store* from = &src->keys[c];
+    memcpy(to->nulls + lo, from->nulls + lo, (size_t)n);
+    if (to->type == LM_TYPE_STRING) {
+      memcpy(to->s + lo, from->s + lo, sizeof(lm_str) * (size_t)n);
+      for (int64_t g = lo; !op->panes && g < lo + n; g++) {
+        if (to->s[g].ptr == NULL) continue;
+        to->s[g].ptr = lm_pool_copy(&dst->strings, from->s[g].ptr, (size_t)from->s[g].len);
+        if (to->s[g].ptr == NULL) return LAMINAR_ERR_NOMEM;
+      }
+    } else if (to->type == LM_TYPE_DOUBLE) {
+      memcpy(to->d + lo, from->d + lo, sizeof(double) * (size_t)n);
+    } else {
+      memcpy(to->i + lo, from->i + lo, sizeof(int64_t) * (size_t)n);
+    }
+  }
+  return LAMINAR_OK;
+}
+
+static laminar_code keys_copy(window_op* op, window* dst, const window* src) {
+  return keys_copy_range(op, dst, src, 0, src->ngroups);
+}
+
+/* ---- first-touch copies by blocks of groups ------------------------------------ */
+
+/* Copying a frozen window whole before its first change pauses the reactor
+ * for the whole window (~0.5 s at 6.4M groups). A window of flat aggregate
+ * states (lm_agg_states_flat: no value sets, strings or run stacks shared by
+ * groups), without tracking or panes and of more than two blocks, is copied
+ * by blocks instead: the copy gets the original's size and group count but
+ * no content; a row's lookup first copies the table blocks its probe crosses
+ * and the group blocks of the groups it meets (hashes, keys, aggregate
+ * states), so the groups it returns -- and only they are updated -- are
+ * whole. Each chunk into the window also copies a few more blocks, so the
+ * copy completes; whatever else reads the window (emission, a restore into
+ * it) completes it first (lm_op_window_cow_settle), a snapshot reads each
+ * block from where it is (lm_op_window_cow_group_src). The copy holds the
+ * original (as the checkpoint writer does, window->share) until it is whole.
+ * A checkpoint that freezes a copy still partial encodes it through its
+ * original, and the op's next change copies it whole (never a copy of a
+ * copy). */
+
+enum {
+  GBLOCK_SHIFT = 12, /* 4096 groups a block */
+  TBLOCK_SHIFT = 12, /* 4096 table slots (16 KiB) a block */
+  COW_STEP = 2,      /* blocks copied ahead by each chunk into a partial copy */
+};
+
+struct window_cow {
+  window* src;      /* the frozen original, read only */
+  int64_t ngb, ntb; /* group blocks (of src's groups), table blocks */
+  int64_t left;     /* blocks not copied yet */
+  int64_t next;     /* the next block to copy ahead (group blocks, then table) */
+  uint8_t done[];   /* ngb group blocks, then ntb table blocks: 1 when copied */
+};
+
+static bool cow_by_blocks(const window_op* op, const window* w) {
+  if (op->track || op->panes || w->ngroups <= (2 << GBLOCK_SHIFT)) return false;
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    if (!lm_agg_states_flat(&w->aggs[a])) return false;
+  }
+  return true;
+}
+
+const window* lm_op_window_cow_group_src(const window* w, int64_t g) {
+  const struct window_cow* cow = w->cow;
+  if (g >= cow->src->ngroups || cow->done[g >> GBLOCK_SHIFT]) return w;
+  return cow->src;
+}
+
+/* Groups [lo, lo + n) of `from` into the same groups of dst (room reserved):
+ * hashes, keys, flat aggregate states. */
+static laminar_code groups_copy_range(window_op* op, window* dst, const window* from, int64_t lo,
+                                      int64_t n) {
+  if (n <= 0) return LAMINAR_OK;
+  memcpy(dst->ghash + lo, from->ghash + lo, sizeof(uint64_t) * (size_t)n);
+  LM_TRY(keys_copy_range(op, dst, from, lo, n));
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    lm_agg_states_copy_range(&dst->aggs[a], &from->aggs[a], lo, n);
+  }
+  return LAMINAR_OK;
+}
+
+static laminar_code cow_copy_block(window_op* op, window* c, int64_t b) {
+  struct window_cow* cow = c->cow;
+  const window* src = cow->src;
+  if (b < cow->ngb) {
+    int64_t lo = b << GBLOCK_SHIFT;
+    int64_t n = src->ngroups - lo < (1 << GBLOCK_SHIFT) ? src->ngroups - lo : (1 << GBLOCK_SHIFT);
+    LM_TRY(groups_copy_range(op, c, src, lo, n));
+    op->thawed_groups += n;
+  } else {
+    int64_t lo = (b - cow->ngb) << TBLOCK_SHIFT, tsize = (int64_t)src->table_mask + 1;
+    int64_t n = tsize - lo < (1 << TBLOCK_SHIFT) ? tsize - lo : (1 << TBLOCK_SHIFT);
+    memcpy(c->table + lo, src->table + lo, sizeof(uint32_t) * (size_t)n);
+  }
+  cow->done[b] = 1;
+  cow->left--;
+  return LAMINAR_OK;
+}
+
+/* The copy is whole: let go of the original. */
+static void cow_finish(window_op* op, window* c) {
+  window* src = c->cow->src;
+  lm_free(c->cow);
+  c->cow = NULL;
+  lm_op_window_let_go(op, src);
+}
+
+static laminar_code cow_complete(window_op* op, window* c) {
+  for (int64_t b = 0; b < c->cow->ngb + c->cow->ntb; b++) {
+    if (!c->cow->done[b]) LM_TRY(cow_copy_block(op, c, b));
+  }
+  cow_finish(op, c);
+  return LAMINAR_OK;
+}
+
+/* Open window i (held by a checkpoint, whole) becomes a copy by blocks. */
+static laminar_code cow_start(window_op* op, int32_t i) {
+  window* w = op->open[i];
+  int64_t tsize = (int64_t)w->table_mask + 1;
+  int64_t ngb = (w->ngroups + (1 << GBLOCK_SHIFT) - 1) >> GBLOCK_SHIFT;
+  int64_t ntb = (tsize + (1 << TBLOCK_SHIFT) - 1) >> TBLOCK_SHIFT;
+  struct window_cow* cow = lm_calloc(1, sizeof *cow + (size_t)(ngb + ntb));
+  if (cow == NULL) return LAMINAR_ERR_NOMEM;
+  window* c = NULL;
+  laminar_code rc = window_take(op, &c);
+  if (rc == LAMINAR_OK) rc = lm_op_window_reserve(op, c, w->ngroups);
+  if (rc == LAMINAR_OK && c->table_mask != w->table_mask) {
+    uint32_t* table = lm_realloc(c->table, sizeof(uint32_t) * (size_t)tsize);
+    if (table == NULL) {
+      rc = LAMINAR_ERR_NOMEM;
+    } else {
+      c->table = table;
+      c->table_mask = w->table_mask;
+    }
+  }
+  if (rc != LAMINAR_OK) {
+    lm_free(cow);
+    if (c != NULL) lm_op_window_recycle(op, c);
+    return rc;
+  }
+  *cow = (struct window_cow){.src = w, .ngb = ngb, .ntb = ntb, .left = ngb + ntb};
+  c->cow = cow;
+  c->start = w->start;
+  c->ngroups = w->ngroups;
+  c->edit = w->edit;
+  op->open[i] = c;
+  op->thaws++;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_op_window_cow_groups(window_op* op, window* w, const uint32_t* sel, int64_t m,
+                                     const uint64_t* hashes, uint32_t* gids) {
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t r = sel[j];
+    struct window_cow* cow = w->cow;
+    if (cow != NULL) {
+      /* Every table slot the probe reads and every group it compares. */
+      uint32_t slot = (uint32_t)hashes[r] & w->table_mask;
+      for (;;) {
+        int64_t t = cow->ngb + (slot >> TBLOCK_SHIFT);
+        if (!cow->done[t]) LM_TRY(cow_copy_block(op, w, t));
+        uint32_t e = w->table[slot];
+        if (e == 0) break;
+        int64_t g = e - 1;
+        if (g < cow->src->ngroups && !cow->done[g >> GBLOCK_SHIFT]) {
+          LM_TRY(cow_copy_block(op, w, g >> GBLOCK_SHIFT));
+        }
+        slot = (slot + 1) & w->table_mask;
+      }
+      /* A new group would rebuild the table from every group's hash. */
+      if (lm_op_table_must_grow(w)) LM_TRY(cow_complete(op, w));
+    }
+    LM_TRY(lm_op_group_find_or_add(op, w, hashes[r], op->key_vecs, r, &gids[j]));
+  }
+  for (int32_t k = 0; w->cow != NULL && k < COW_STEP; k++) { /* a few blocks ahead */
+    struct window_cow* cow = w->cow;
+    while (cow->next < cow->ngb + cow->ntb && cow->done[cow->next]) cow->next++;
+    if (cow->next < cow->ngb + cow->ntb) LM_TRY(cow_copy_block(op, w, cow->next));
+  }
+  if (w->cow != NULL && w->cow->left == 0) cow_finish(op, w);
+  return LAMINAR_OK;
+}
+
+laminar_code lm_op_window_cow_settle(window_op* op, int32_t i) {
+  /* acquire: pairs with the checkpoint writer's release when it lets go */
+  if (atomic_load_explicit(&op->open[i]->share, memory_order_acquire) != 0) {
+    LM_TRY(lm_op_window_thaw(op, i)); /* held: copied whole (or the writer is done) */
+  }
+  if (op->open[i]->cow != NULL) LM_TRY(cow_complete(op, op->open[i]));
+  return LAMINAR_OK;
+}
+
+void lm_op_window_cow_release(window_op* op, window* w) {
+  window* src = w->cow->src;
+  lm_free(w->cow);
+  w->cow = NULL;
+  /* acq_rel: pairs with the writer's let-go of src (window_write_frozen) */
+  if (atomic_fetch_sub_explicit(&src->share, 1, memory_order_acq_rel) == 1) {
+    lm_op_window_free(op, src);
+  }
+}
+
+/* dst (empty) becomes a whole copy of c, a copy by blocks: each block from
+ * c or, not copied yet, from c's original. */
+static laminar_code window_copy_through(window_op* op, window* dst, const window* c) {
+  const struct window_cow* cow = c->cow;
+  const window* src = cow->src;
+  int64_t n = c->ngroups, tsize = (int64_t)c->table_mask + 1;
+  LM_TRY(lm_op_window_reserve(op, dst, n > 0 ? n : 1));
+  if (dst->table_mask != c->table_mask) {
+    uint32_t* table = lm_realloc(dst->table, sizeof(uint32_t) * (size_t)tsize);
+    if (table == NULL) return LAMINAR_ERR_NOMEM;
+    dst->table = table;
+    dst->table_mask = c->table_mask;
+  }
+  for (int64_t t = 0; t < cow->ntb; t++) {
+    int64_t lo = t << TBLOCK_SHIFT;
+    int64_t len = tsize - lo < (1 << TBLOCK_SHIFT) ? tsize - lo : (1 << TBLOCK_SHIFT);
+    const window* from = cow->done[cow->ngb + t] ? c : src;
+    memcpy(dst->table + lo, from->table + lo, sizeof(uint32_t) * (size_t)len);
+  }
+  for (int64_t lo = 0; lo < n; lo += 1 << GBLOCK_SHIFT) {
+    int64_t hi = n - lo < (1 << GBLOCK_SHIFT) ? n : lo + (1 << GBLOCK_SHIFT);
+    /* Of a block not copied, the original's groups from it, new ones from c. */
+    int64_t mid = lo;
+    if (lm_op_window_cow_group_src(c, lo) == src) mid = hi < src->ngroups ? hi : src->ngroups;
+    LM_TRY(groups_copy_range(op, dst, src, lo, mid - lo));
+    LM_TRY(groups_copy_range(op, dst, c, mid, hi - mid));
+  }
+  dst->start = c->start;
+  dst->ngroups = n;
+  dst->edit = c->edit;
+  return LAMINAR_OK;
+}
+
+/* dst (empty) becomes a copy of src: table, hashes, keys (strings into dst's
+ * pool; a pane's stay borrowed from the op's keyset), aggregates, tracking. */
+/* dst (empty) takes src's groups' table, hashes and keys (room for them). */
+static laminar_code groups_copy(window_op* op, window* dst, const window* src) {
+  int64_t n = src->ngroups;
+  LM_TRY(lm_op_window_reserve(op, dst, n > 0 ? n : 1));
+  size_t tsize = (size_t)src->table_mask + 1;
+  if (dst->table_mask != src->table_mask) {
+    uint32_t* table = lm_realloc(dst->table, sizeof(uint32_t) * tsize);
+    if (table == NULL) return LAMINAR_ERR_NOMEM;
+    dst->table = table;
+    dst->table_mask = src->table_mask;
+  }
+  memcpy(dst->table, src->table, sizeof(uint32_t) * tsize);
+  if (n > 0) memcpy(dst->ghash, src->ghash, sizeof(uint64_t) * (size_t)n);
+  LM_TRY(keys_copy(op, dst, src));
+  dst->ngroups = n;
+  return LAMINAR_OK;
+}
+
+static laminar_code window_copy(window_op* op, window* dst, const window* src) {
+  if (src->cow != NULL) return window_copy_through(op, dst, src);
+  int64_t n = src->ngroups;
+  LM_TRY(groups_copy(op, dst, src));
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    LM_TRY(lm_agg_states_copy(&dst->aggs[a], &src->aggs[a], n));
+  }
+  if (op->track && n > 0) {
+    memcpy(dst->nrows, src->nrows, sizeof(int64_t) * (size_t)n);
+    memcpy(dst->live, src->live, (size_t)n);
+    memcpy(dst->stamp, src->stamp, sizeof(uint64_t) * (size_t)n);
+  }
+  if (op->panes && n > 0) memcpy(dst->kid, src->kid, sizeof(uint32_t) * (size_t)n);
+  dst->start = src->start;
+  dst->ngroups = n;
+  dst->edit = src->edit;
+  return LAMINAR_OK;
+}
+
+void lm_op_window_let_go(window_op* op, window* w) {
+  /* acq_rel: the writer's reads of w happen before the op reuses it, and
+   * the op's last writes before the writer frees it. */
+  if (atomic_load_explicit(&w->share, memory_order_acquire) == 2 &&
+      atomic_fetch_sub_explicit(&w->share, 1, memory_order_acq_rel) == 2) {
+    return; /* the checkpoint writer still reads it: it frees it */
+  }
+  atomic_store_explicit(&w->share, 0, memory_order_relaxed);
+  if (w->cow != NULL) { /* a copy by blocks: let go of its original too */
+    window* src = w->cow->src;
+    lm_free(w->cow);
+    w->cow = NULL;
+    lm_op_window_let_go(op, src);
+  }
+  lm_op_window_recycle(op, w);
+}
+
+/* Make open window i the op's to change: a copy when a checkpoint still
+ * reads it. */
+laminar_code lm_op_window_thaw(window_op* op, int32_t i) {
+  window* w = op->open[i];
+  if (atomic_load_explicit(&w->share, memory_order_acquire) == 2) {
+    if (w->cow == NULL && cow_by_blocks(op, w)) return cow_start(op, i);
+    window* copy;
+    LM_TRY(window_take(op, &copy));
+    laminar_code rc = window_copy(op, copy, w);
+    if (rc != LAMINAR_OK) {
+      /* Groups the copy overwrote get their empty states back in the reset. */
+      copy->ngroups = w->ngroups < copy->cap ? w->ngroups : copy->cap;
+      lm_op_window_recycle(op, copy);
+      return rc;
+    }
+    op->open[i] = copy;
+    op->thaws++;
+    op->thawed_groups += copy->ngroups;
+    lm_op_window_let_go(op, w);
+    return LAMINAR_OK;
+  }
+  atomic_store_explicit(&w->share, 0, memory_order_relaxed); /* the writer is done with it */
+  return LAMINAR_OK;
+}
+
+laminar_code lm_op_window_freeze(lm_op* base, void** out) {
+  window_op* op = (window_op*)base;
+  *out = NULL;
+  window_frozen* f = lm_malloc(sizeof *f + sizeof(window*) * (size_t)(op->nopen + 1));
+  if (f == NULL) return LAMINAR_ERR_NOMEM;
+  f->op = op;
+  f->watermark = op->watermark;
+  f->late_rows = op->late_rows;
+  f->session = NULL;
+  f->n = 0;
+  if (op->spec.session) {
+    f->session = session_hold(op);
+    if (f->session == NULL) {
+      lm_free(f);
+      return LAMINAR_ERR_NOMEM;
+    }
+    /* As windows: never still held by an earlier checkpoint. */
+    atomic_store_explicit(&op->s_share, 2, memory_order_relaxed); /* published by the resume */
+    op->s_held = true;
+    *out = f;
+    return LAMINAR_OK;
+  }
+  f->n = op->nopen;
+  for (int32_t i = 0; i < op->nopen; i++) {
+    window* w = op->open[i];
+    /* A window still held by an earlier checkpoint cannot be: checkpoints
+     * write what they froze before the next one begins. */
+    atomic_store_explicit(&w->share, 2, memory_order_relaxed); /* published by the resume */
+    f->wins[i] = w;
+  }
+  *out = f;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_op_window_write_frozen(void* frozen, lm_state_writer* w) {
+  window_frozen* f = frozen;
+  if (f->session != NULL) {
+    if (w != NULL) {
+      lm_state_put_i64(w, f->watermark);
+      lm_state_put_i64(w, f->late_rows);
+      lm_op_session_snapshot(f->session, w);
+    }
+    /* acq_rel: pairs with the op's let-go in lm_op_session_thaw. 1: the op
+     * let go first (it copied them): the held arrays are ours to free. */
+    if (atomic_fetch_sub_explicit(&f->op->s_share, 1, memory_order_acq_rel) == 1) {
+      session_copy_free(f->op, f->session);
+    } else {
+      lm_free(f->session);
+    }
+    lm_free(f);
+    return w != NULL ? lm_state_writer_status(w) : LAMINAR_OK;
+  }
+  if (w != NULL) {
+    lm_state_put_i64(w, f->watermark);
+    lm_state_put_i64(w, f->late_rows);
+    lm_state_put_u32(w, (uint32_t)f->n);
+  }
+  /* Newest first, each let go once written: the windows taking rows now are
+   * held the shortest (restore places windows by start, in any order). */
+  for (int32_t i = f->n - 1; i >= 0; i--) {
+    window* win = f->wins[i];
+    if (w != NULL) lm_op_put_window(f->op, win, w);
+    /* acq_rel: pairs with the op's let-go (window_let_go, window_thaw) */
+    if (atomic_fetch_sub_explicit(&win->share, 1, memory_order_acq_rel) == 1) {
+      lm_op_window_free(f->op, win); /* the op let go of it first */
+    }
+  }
+  lm_free(f);
+  return w != NULL ? lm_state_writer_status(w) : LAMINAR_OK;
+}
