@@ -232,7 +232,8 @@ static int test_failing_checkpoint(void) {
 typedef struct ckpt_loop {
   laminar_db* db;
   _Atomic int stop;
-  int taken, failed;
+  _Atomic int taken;
+  int failed;
 } ckpt_loop;
 
 static void* checkpoints(void* arg) {
@@ -240,13 +241,23 @@ static void* checkpoints(void* arg) {
   while (!atomic_load_explicit(&c->stop, memory_order_acquire)) {
     laminar_error err;
     if (laminar_checkpoint(c->db, &err) == LAMINAR_OK) {
-      c->taken++;
+      atomic_fetch_add_explicit(&c->taken, 1, memory_order_release);
     } else {
       fprintf(stderr, "checkpoint: %s\n", err.message);
       c->failed++;
     }
   }
   return NULL;
+}
+
+/* Stops the checkpoint loop once it has taken one checkpoint at least: a
+ * barrier completes when every reactor has passed it, which on a loaded
+ * machine can take longer than the pushes (up to 20 s here). */
+static void stop_after_one(ckpt_loop* c, pthread_t t) {
+  for (int i = 0; i < 20000 && atomic_load_explicit(&c->taken, memory_order_acquire) == 0; i++)
+    usleep(1000);
+  atomic_store_explicit(&c->stop, 1, memory_order_release);
+  pthread_join(t, NULL);
 }
 
 /* Holds the frozen windows a little longer: the reactor meets them. */
@@ -267,13 +278,12 @@ static int threaded_checkpoints(laminar_db* db, laminar_source* src, const char*
     CHECK_CODE(push_batch(src, b, &err), LAMINAR_OK, &err);
     if (b % 3 == 0) usleep(2000);
   }
-  atomic_store_explicit(&c.stop, 1, memory_order_release);
-  pthread_join(t, NULL);
+  stop_after_one(&c, t);
   CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
   EXPECT(c.taken > 0 && c.failed == 0);
   int64_t groups, n = thaws(db, &groups); /* timing decides how many */
-  printf("threaded_checkpoints: checkpoints=%d window copies=%lld (%lld groups)\n", c.taken,
-         (long long)n, (long long)groups);
+  printf("threaded_checkpoints: checkpoints=%d window copies=%lld (%lld groups)\n",
+         atomic_load(&c.taken), (long long)n, (long long)groups);
   return 0;
 }
 
@@ -462,14 +472,13 @@ static int test_big_window_by_blocks(void) {
   pthread_t t;
   CHECK(pthread_create(&t, NULL, checkpoints, &c) == 0);
   for (int64_t b = 0; b < 40; b++) CHECK_CODE(push_big(src, b, &err), LAMINAR_OK, &err);
-  atomic_store_explicit(&c.stop, 1, memory_order_release);
-  pthread_join(t, NULL);
+  stop_after_one(&c, t);
   CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
   lm_durable_set_write_hook(db->dur, NULL, NULL);
   EXPECT(c.taken > 0 && c.failed == 0);
   int64_t groups, n = thaws(db, &groups); /* timing decides how many */
   printf("big_window_by_blocks: checkpoints=%d window copies=%lld (%lld groups copied)\n",
-         c.taken, (long long)n, (long long)groups);
+         atomic_load(&c.taken), (long long)n, (long long)groups);
   laminar_source_close(src);
   CHECK(laminar_close(db) == LAMINAR_OK);
 
