@@ -30,6 +30,32 @@ import laminardb
 OPTIONS = {"checkpoint_interval": "1 hour", "wal_mode": "sync"}
 
 
+class BackToBack:
+    """Checkpoints back to back on a thread of its own from construction until
+    stop(); at least one whatever the timing (an in-band barrier completes
+    only when every reactor has passed it, which a loaded machine delays)."""
+
+    def __init__(self, db: laminardb.Connection) -> None:
+        self._db = db
+        self._done = threading.Event()
+        self.taken = 0
+        self._thread = threading.Thread(target=self._run)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            self._db.checkpoint()
+            self.taken += 1
+            if self._done.is_set():
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+
+    def join(self) -> None:
+        self._thread.join()
+
+
 def reopen_and_finish(root: Path, batches: list[pa.RecordBatch]) -> int:
     """Reopen (newest checkpoint + WAL replay), push the batches from the
     source's offset on, close every window, and check the published rows
@@ -49,30 +75,20 @@ def test_checkpoints_while_rows_arrive_restore_the_barrier_state(
     batches = make_batches(seed, nbatches=40)
     stop_at = int(np.random.default_rng(seed).integers(20, 35))
     root = tmp_path / "db"
-    taken = 0
     with laminardb.open(root, **OPTIONS) as db:
         db.execute(DDL)
         db.execute(sink_sql(root))
         src = db.source("trades")
         db.start()
-        done = threading.Event()
-
-        def checkpoints() -> None:
-            nonlocal taken
-            while not done.is_set():
-                db.checkpoint()
-                taken += 1
-
-        t = threading.Thread(target=checkpoints)
-        t.start()
+        ckpt = BackToBack(db)
         try:
             for batch in batches[:stop_at]:
                 src.push(batch)
         finally:
-            done.set()
-            t.join()
+            ckpt.stop()
+            ckpt.join()
         db.stop()
-    assert taken > 0
+    assert ckpt.taken > 0
     assert reopen_and_finish(root, batches) == stop_at
 
 
@@ -167,34 +183,24 @@ def test_sessions_and_views_checkpointed_while_rows_arrive(tmp_path: Path, seed:
         f"CREATE SINK bursts_out FROM bursts INTO FILE (path = '{root / 'bursts'}',"
         " format = 'jsonl')"
     )
-    taken = 0
     with laminardb.open(root, **OPTIONS) as db:
         db.execute(SESSION_VIEW_DDL)
         db.execute(sink)
         src = db.source("trades")
         db.start()
-        done = threading.Event()
-
-        def checkpoints() -> None:
-            nonlocal taken
-            while not done.is_set():
-                db.checkpoint()
-                taken += 1
-
-        t = threading.Thread(target=checkpoints)
-        t.start()
+        ckpt = BackToBack(db)
         try:
             for batch in batches[: stop_at - 8]:
                 src.push(batch)
         finally:
-            done.set()
+            ckpt.stop()
         # The reactor still works through the batches queued while the last
         # checkpoints encode; more batches go to the WAL only.
         for batch in batches[stop_at - 8 : stop_at]:
             src.push(batch)
-        t.join()
+        ckpt.join()
         db.stop()
-    assert taken > 0
+    assert ckpt.taken > 0
     with laminardb.open(root, **OPTIONS) as db:
         assert finish_from_offset(db, batches) == stop_at
         totals = db.query("SELECT symbol, n, v, hi FROM totals").to_pylist()
@@ -228,32 +234,22 @@ def test_big_window_copied_by_blocks_while_rows_arrive(tmp_path: Path) -> None:
         batches.append(b.set_column(0, "symbol", symbols))
     root = tmp_path / "db"
     sink = f"CREATE SINK big_out FROM big INTO FILE (path = '{root / 'big'}', format = 'jsonl')"
-    taken = 0
     with laminardb.open(root, **OPTIONS) as db:
         db.execute(BIG_DDL)
         db.execute(sink)
         src = db.source("trades")
         db.start()
-        done = threading.Event()
-
-        def checkpoints() -> None:
-            nonlocal taken
-            while not done.is_set():
-                db.checkpoint()
-                taken += 1
-
-        t = threading.Thread(target=checkpoints)
-        t.start()
+        ckpt = BackToBack(db)
         try:
             for batch in batches[:24]:
                 src.push(batch)
         finally:
-            done.set()
+            ckpt.stop()
         for batch in batches[24:30]:
             src.push(batch)
-        t.join()
+        ckpt.join()
         db.stop()
-    assert taken > 0
+    assert ckpt.taken > 0
     with laminardb.open(root, **OPTIONS) as db:
         assert finish_from_offset(db, batches) == 30
     rows = []
