@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from _oracle_util import assert_same_rows
+from _oracle_util import assert_same_rows, duck
 from test_spark_jvm import jvm  # noqa: F401 -- the fixture
 from test_spark_stream import (
     COLUMNS,
@@ -47,10 +47,10 @@ def executed_plan(query: Any) -> str:  # noqa: ANN401
     return str(execution.executedPlan().toString())
 
 
-def assert_jvm_stream_plan(text: str) -> None:
-    """Both stages are the JVM engine's, with no Python stage in between."""
-    assert text.count("LaminarStage partial stage of stream vwap") == 1, text
-    assert text.count("LaminarStage final stage of stream vwap") == 1, text
+def assert_jvm_stream_plan(text: str, stream: str = "vwap") -> None:
+    """Both stages of ``stream`` are the JVM engine's, with no Python stage in between."""
+    assert text.count(f"LaminarStage partial stage of stream {stream},") == 1, text
+    assert text.count(f"LaminarStage final stage of stream {stream},") == 1, text
     assert "MapInArrow" not in text, text
     assert "Python" not in text, text
 
@@ -161,3 +161,55 @@ def test_jvm_stream_without_windows(jvm: Any, rng: np.random.Generator,  # noqa:
     text = executed_plan(check_stream_without_windows(jvm, rng, tmp_path, "jvm"))
     assert text.count("LaminarStage stream big") == 1, text
     assert "Python" not in text, text
+
+
+def test_jvm_stream_column_types_and_nulls(jvm: Any, rng: np.random.Generator,  # noqa: ANN401, F811
+                                           tmp_path: Path) -> None:
+    """INT, DOUBLE, BOOLEAN and TIMESTAMP columns with NULLs, copied column by
+    column from Parquet's batches into Arrow: the JVM engine's stream equals the
+    Python engine's and DuckDB's."""
+    rows, delay_ms = 3_000, 200
+    arrival = np.sort(rng.integers(1_000, 9_000, rows))
+    ts = arrival - rng.integers(0, 150, rows)
+    nulls = rng.random(rows) < 0.1
+    data = pa.table({
+        "symbol": pa.array([f"S{k}" for k in rng.integers(0, 5, rows)]),
+        "qty": pa.array(rng.integers(-50, 50, rows).astype(np.int32), mask=nulls),
+        "price": pa.array(rng.uniform(1, 2, rows), mask=np.roll(nulls, 1)),
+        "odd": pa.array(rng.random(rows) < 0.7, mask=np.roll(nulls, 2)),
+        "ts": pa.array(ts * 1000, type=pa.timestamp("us", "UTC")),
+    })
+    tick = pa.table({"symbol": ["~tick"], "qty": pa.array([1], pa.int32()), "price": [1.0],
+                     "odd": [True], "ts": pa.array([30_000_000], pa.timestamp("us", "UTC"))})
+    step = rows // 3
+    add_files(tmp_path / "in", [data.slice(0, step), data.slice(step, step),
+                                data.slice(2 * step), tick, tick], 0)
+    sql = f"""
+      CREATE SOURCE s (symbol VARCHAR NOT NULL, qty INT, price DOUBLE, odd BOOLEAN,
+                       ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '{delay_ms}' MILLISECOND);
+      CREATE STREAM w AS SELECT symbol, window_start, SUM(qty) AS q, COUNT(*) AS n,
+                                MAX(price) AS p
+        FROM s WHERE odd GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);
+    """
+
+    def run_on(engine: str) -> list[tuple]:
+        stream = jvm.readStream.schema(
+            "symbol string, qty int, price double, odd boolean, ts timestamp") \
+            .option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
+        ckpt, out = tmp_path / f"ckpt-{engine}", tmp_path / f"out-{engine}"
+        result = lspark.run(stream, sql, state_location=str(ckpt / "laminardb"),
+                            engine=engine)
+        query = (result.writeStream.format("parquet").option("path", str(out))
+                 .option("checkpointLocation", str(ckpt)).start())
+        run_to_end(query)
+        if engine == "jvm":
+            assert_jvm_stream_plan(executed_plan(query), "w")
+        return [(r.symbol, int(r.window_start.timestamp() * 1000), r.q, r.n, r.p)
+                for r in jvm.read.parquet(str(out)).collect() if r.symbol != "~tick"]
+
+    got = run_on("jvm")
+    columns, want = duck(
+        "SELECT symbol, (epoch_ms(ts) // 1000) * 1000 AS w, SUM(qty), COUNT(*), MAX(price) "
+        "FROM t WHERE odd GROUP BY ALL", t=data)
+    assert_same_rows(got, want, columns)
+    assert_same_rows(got, run_on("python"), columns)

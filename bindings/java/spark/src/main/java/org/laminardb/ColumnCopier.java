@@ -4,25 +4,17 @@ import java.nio.ByteBuffer;
 import java.util.Arrays;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
-import org.apache.arrow.vector.DateDayVector;
 import org.apache.arrow.vector.FieldVector;
-import org.apache.arrow.vector.Float4Vector;
 import org.apache.arrow.vector.Float8Vector;
 import org.apache.arrow.vector.IntVector;
-import org.apache.arrow.vector.SmallIntVector;
 import org.apache.arrow.vector.TimeStampVector;
-import org.apache.arrow.vector.TinyIntVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.BooleanType;
-import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
-import org.apache.spark.sql.types.DateType;
 import org.apache.spark.sql.types.DoubleType;
-import org.apache.spark.sql.types.FloatType;
 import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
-import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -43,14 +35,17 @@ import org.apache.spark.unsafe.types.UTF8String;
 final class ColumnCopier {
   private byte[][] decoded = new byte[0][];
 
-  /** Tell whether every column of {@code type} is one {@link #copy} handles. */
+  /**
+   * Tell whether every column of {@code type} is one {@link #copy} handles: the Spark
+   * types of the core's source column types (VARCHAR, BIGINT, INT, DOUBLE, BOOLEAN,
+   * TIMESTAMP; the driver casts narrower integers to them).
+   */
   static boolean supports(StructType type) {
     for (StructField field : type.fields()) {
       DataType t = field.dataType();
       if (!(t instanceof LongType || t instanceof TimestampType || t instanceof TimestampNTZType
-          || t instanceof DoubleType || t instanceof IntegerType || t instanceof DateType
-          || t instanceof ShortType || t instanceof ByteType || t instanceof FloatType
-          || t instanceof BooleanType || t instanceof StringType)) {
+          || t instanceof DoubleType || t instanceof IntegerType || t instanceof BooleanType
+          || t instanceof StringType)) {
         return false;
       }
     }
@@ -99,14 +94,8 @@ final class ColumnCopier {
         Platform.putLong(null, data + 8L * row, from.getLong(i));
       } else if (to instanceof Float8Vector) {
         Platform.putDouble(null, data + 8L * row, from.getDouble(i));
-      } else if (to instanceof IntVector || to instanceof DateDayVector) {
+      } else if (to instanceof IntVector) {
         Platform.putInt(null, data + 4L * row, from.getInt(i));
-      } else if (to instanceof SmallIntVector) {
-        Platform.putShort(null, data + 2L * row, from.getShort(i));
-      } else if (to instanceof TinyIntVector) {
-        Platform.putByte(null, data + row, from.getByte(i));
-      } else if (to instanceof Float4Vector) {
-        Platform.putFloat(null, data + 4L * row, from.getFloat(i));
       } else {
         throw LaminarException.misuse("ColumnCopier: no copy into " + to.getClass().getName());
       }
