@@ -14,12 +14,16 @@ default two-phase path (partial aggregation per input partition, shuffle of the
 partial rows, final per partition) in Spark's Python workers
 (``engine="python"``); ``jvm_s`` the same two phases with every task's engine
 inside Spark's JVM (``engine="jvm"``, laminardb-spark.jar: Spark's own Arrow
-writer and the JNI library, no Python worker; batch only); ``whole_s`` the whole-stream path
+writer and the JNI library, no Python worker); ``whole_s`` the whole-stream path
 (``two_phase=False``: shuffle and sort of every input row, one engine per key
 partition). ``transfer_only_s`` is the input's trip into the Python workers
 alone (select, Arrow batches into the worker, dropped there): no core, no
 shuffle -- the floor of any ``mapInArrow`` adapter. ``partial_only_s`` is the
-partial stage alone (its rows dropped in Spark's ``noop`` sink).
+partial stage alone (its rows dropped in Spark's ``noop`` sink). In streaming,
+``jvm_s`` is the two phases in Spark's JVM as nodes of the streaming query's plan
+(``engine="jvm"``) and ``read_only_s`` the query that only reads the files into
+the ``noop`` sink (the floor of any streaming figure); the streaming figures
+take turns too, after one warm-up round.
 
     .venv/bin/python bench/bench_spark.py --rows 5000000 --reps 3
 """
@@ -98,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files-per-batch", type=int, default=4)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--skip-streaming", action="store_true")
+    parser.add_argument("--skip-batch", action="store_true", help="no batch timings")
     args = parser.parse_args(argv)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -146,11 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         # Interleaved (one run of each figure per round), so a change in the
         # machine's load hits every figure alike.
         times: dict[str, list[float]] = {name: [] for name in figures}
-        for _ in range(args.reps):
+        for _ in range(0 if args.skip_batch else args.reps):
             for name, frame in figures.items():
                 times[name].append(median_seconds(
                     1, lambda _, f=frame: f.write.format("noop").mode("overwrite").save()))
-        batch = {name: statistics.median(values) for name, values in times.items()}
+        batch = {name: statistics.median(values or [float("nan")])
+                 for name, values in times.items()}
         print(f"RESULT spark-batch W1 rows={args.rows} adapter_s={batch['adapter']:.2f} "
               f"spark_s={batch['spark']:.2f} ratio={batch['spark'] / batch['adapter']:.2f} "
               f"whole_s={batch['whole']:.2f} ratio_whole={batch['spark'] / batch['whole']:.2f} "
@@ -167,24 +173,43 @@ def main(argv: list[str] | None = None) -> int:
                 src = (spark.readStream.schema(schema)
                        .option("maxFilesPerTrigger", args.files_per_batch).parquet(str(inp)))
                 ckpt = work / f"ckpt-{which}-{rep}"
-                if which != "spark":
-                    out = lspark.run(src, W1_SQL, partitions=args.partitions, engine="python",
-                                     state_location=str(ckpt / "laminardb"),
-                                     two_phase=which == "adapter")
-                else:
+                if which == "spark":
                     out = spark_w1(src, streaming=True)
+                elif which == "read_only":
+                    out = src
+                else:
+                    out = lspark.run(src, W1_SQL, partitions=args.partitions,
+                                     engine="jvm" if which == "jvm" else "python",
+                                     state_location=str(ckpt / "laminardb"),
+                                     two_phase=which != "whole")
                 query = (out.writeStream.format("noop").outputMode("append")
                          .option("checkpointLocation", str(ckpt))
                          .trigger(availableNow=True).start())
                 query.awaitTermination()
 
-            stream_adapter = median_seconds(args.reps, lambda r: stream_run("adapter", r))
-            stream_whole = median_seconds(args.reps, lambda r: stream_run("whole", r))
-            stream_spark = median_seconds(args.reps, lambda r: stream_run("spark", r))
+            names = ["adapter", "whole", "spark", "read_only"]
+            if jvm is not None:
+                names.append("jvm")
+            # Interleaved like the batch figures; the first round warms up (not counted).
+            runs: dict[str, list[float]] = {name: [] for name in names}
+            for rep in range(args.reps + 1):
+                for name in names:
+                    took = median_seconds(1, lambda _, n=name, r=rep: stream_run(n, r))
+                    if rep:
+                        runs[name].append(took)
+            stream = {name: statistics.median(values) for name, values in runs.items()}
             print(f"RESULT spark-stream W1 rows={args.rows} micro_batches="
-                  f"{-(-args.files // args.files_per_batch)} adapter_s={stream_adapter:.2f} "
-                  f"spark_s={stream_spark:.2f} ratio={stream_spark / stream_adapter:.2f} "
-                  f"whole_s={stream_whole:.2f} ratio_whole={stream_spark / stream_whole:.2f}")
+                  f"{-(-args.files // args.files_per_batch)} adapter_s={stream['adapter']:.2f} "
+                  f"spark_s={stream['spark']:.2f} "
+                  f"ratio={stream['spark'] / stream['adapter']:.2f} "
+                  f"whole_s={stream['whole']:.2f} "
+                  f"ratio_whole={stream['spark'] / stream['whole']:.2f} "
+                  f"read_only_s={stream['read_only']:.2f}")
+            if jvm is not None:
+                print(f"RESULT spark-stream-jvm W1 rows={args.rows} jvm_s={stream['jvm']:.2f} "
+                      f"spark_s={stream['spark']:.2f} "
+                      f"ratio={stream['spark'] / stream['jvm']:.2f} "
+                      f"read_only_s={stream['read_only']:.2f}")
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

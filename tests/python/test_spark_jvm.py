@@ -145,8 +145,9 @@ def test_engine_errors(jvm: Any, tmp_path: Path) -> None:  # noqa: ANN401
     pq_dir = tmp_path / "in"
     df.write.parquet(str(pq_dir))
     stream = jvm.readStream.schema(df.schema).parquet(str(pq_dir))
-    with pytest.raises(laminardb.SQLError, match="LDB-1005: engine='jvm' runs batch"):
-        lspark.run(stream, W1_SQL, engine="jvm", state_location=str(tmp_path / "state"))
+    with pytest.raises(laminardb.SQLError, match="LDB-1005: engine='jvm' runs a streaming"):
+        lspark.run(stream, W1_SQL, engine="jvm", two_phase=False,
+                   state_location=str(tmp_path / "state"))
     # A runtime error inside a JVM task (a core error thrown by the JNI library)
     # fails the Spark job with the LDB code in the message.
     bad = lspark.plan(df, W2_SQL)

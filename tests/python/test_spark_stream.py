@@ -88,12 +88,17 @@ def expected(tables: list[pa.Table]) -> list[tuple]:
 
 
 def start(spark: Any, inp: Path, out: Path, ckpt: Path,  # noqa: ANN401
-          tail: Any = None, *, two_phase: bool = True) -> Any:  # noqa: ANN401
-    """Start the streaming query: input dir -> laminardb.spark.run -> Parquet sink."""
+          tail: Any = None, *, two_phase: bool = True,  # noqa: ANN401
+          engine: str = "python") -> Any:  # noqa: ANN401
+    """Start the streaming query: input dir -> laminardb.spark.run -> Parquet sink.
+
+    ``engine`` is the Python engine here (test_spark_jvm_stream.py runs the same
+    queries with ``engine="jvm"``).
+    """
     stream = spark.readStream.schema("symbol string, price double, volume long, ts long") \
         .option("maxFilesPerTrigger", 1).parquet(str(inp))
     result = lspark.run(stream, SQL, state_location=str(ckpt / "laminardb"),
-                        two_phase=two_phase)
+                        two_phase=two_phase, engine=engine)
     assert result.isStreaming
     if tail is not None:
         result = result.mapInArrow(tail, result.schema)
@@ -208,6 +213,8 @@ def test_streaming_needs_a_state_location(spark: Any, tmp_path: Path) -> None:  
         .parquet(str(tmp_path / "in"))
     with pytest.raises(laminardb.ConfigError, match="LDB-6002.*state_location"):
         lspark.run(stream, SQL)
+    with pytest.raises(laminardb.ConfigError, match="LDB-6002.*state_location"):
+        lspark.run(stream, SQL, engine="python")
     no_wm = re.sub(r",\s*WATERMARK FOR [^)]*", "", SQL)
     assert "WATERMARK" not in no_wm
     with pytest.raises(laminardb.SchemaError, match="LDB-2003.*WATERMARK"):
@@ -251,9 +258,13 @@ def test_two_phase_late_rows_follow_the_global_watermark(
     assert got == [("A", 0, 1.0, 1), ("B", 5000, 1.0, 1)]
 
 
-def test_stream_without_windows_runs_per_micro_batch(
-        spark: Any, rng: np.random.Generator, tmp_path: Path) -> None:  # noqa: ANN401
-    """A filter/project stream keeps no state: no shuffle, no state_location."""
+def check_stream_without_windows(spark: Any, rng: np.random.Generator,  # noqa: ANN401
+                                 tmp_path: Path, engine: str) -> Any:  # noqa: ANN401
+    """Run a filter/project stream over two files on ``engine``; compare with DuckDB.
+
+    Returns:
+        The stopped query.
+    """
     tables = feed_files(rng, rows=600, files=2)[:2]
     add_files(tmp_path / "in", tables, 0)
     stream = spark.readStream.schema("symbol string, price double, volume long, ts long") \
@@ -261,7 +272,7 @@ def test_stream_without_windows_runs_per_micro_batch(
     sql = SQL.split("CREATE STREAM")[0] + (
         "CREATE STREAM big AS SELECT symbol, price * volume AS notional, ts FROM trades "
         "WHERE volume > 50;")
-    out = lspark.run(stream, sql)
+    out = lspark.run(stream, sql, engine=engine)
     query = (out.writeStream.format("parquet").option("path", str(tmp_path / "out"))
              .option("checkpointLocation", str(tmp_path / "ckpt")).start())
     run_to_end(query)
@@ -269,3 +280,10 @@ def test_stream_without_windows_runs_per_micro_batch(
     columns, want = duck("SELECT symbol, price * volume, ts FROM t WHERE volume > 50",
                          t=pa.concat_tables(tables))
     assert_same_rows(got, want, columns)
+    return query
+
+
+def test_stream_without_windows_runs_per_micro_batch(
+        spark: Any, rng: np.random.Generator, tmp_path: Path) -> None:  # noqa: ANN401
+    """A filter/project stream keeps no state: no shuffle, no state_location."""
+    check_stream_without_windows(spark, rng, tmp_path, "python")

@@ -28,10 +28,12 @@ micro-batch to the next as a durable engine checkpoint stored under
 restarted query reads the state the previous batch id left and gives the
 same output again (docs/SPARK.md, "Streaming").
 
-With ``engine="jvm"`` (the default for a batch DataFrame when the session
-was started with :func:`configure`), the tasks' engines run inside Spark's JVM
-instead (bindings/java/spark: Spark's own Arrow writer and the JNI library, no
-Python worker).
+With ``engine="jvm"`` (the default when the session was started with
+:func:`configure`), the tasks' engines run inside Spark's JVM instead
+(bindings/java/spark: Spark's own Arrow writer and the JNI library, no Python
+worker); on a streaming DataFrame each stage is a node of the query's logical
+plan (``org.laminardb.LaminarStageNode``), planned again for every
+micro-batch, with the same state layout as the Python tasks'.
 
 :func:`with_expr` evaluates a LaminarDB SQL expression over a DataFrame's
 Arrow batches the same way (a vectorized column, no pandas).
@@ -84,9 +86,14 @@ _STATE_SETTINGS = {"checkpoint_interval": "1000 min", "checkpoint_keep": 1}
 _STATE_DIR = re.compile(r"^b(\d+)$")
 #: The JVM engine's class (bindings/java/spark, in laminardb/jars).
 _JVM_STAGE = "org.laminardb.SparkStage"
+#: The session extension planning the JVM engine's streaming stages.
+_JVM_EXTENSIONS = "org.laminardb.LaminarExtensions"
 #: Rows per Arrow batch the JVM engine pushes into each task's engine.
 _JVM_BATCH_ROWS = 65536
 _ENGINES = ("auto", "python", "jvm")
+#: ``SparkStage.stage`` modes: a stage without the final watermark (a stream
+#: without windows), a streaming micro-batch's partial and final stages.
+_JVM_OPEN, _JVM_PARTIAL, _JVM_FINAL = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -424,14 +431,17 @@ def run(
             version before two phases), which that query keeps. True: do so
             (LDB-6003 for such a location). False: run the stream whole in
             each key partition (shuffle and sort of every input row).
-        engine: Where a batch DataFrame's tasks run their engines.
+        engine: Where the tasks run their engines.
             ``"jvm"``: inside Spark's JVM (laminardb-spark.jar, see
             :func:`configure`): the rows go into the core through Spark's own
-            Arrow writer and the JNI library, never through a Python worker.
+            Arrow writer (or, from a columnar scan, column by column) and the
+            JNI library, never through a Python worker; a streaming DataFrame
+            runs so in two phases (nodes of its logical plan) or, without
+            windows, in one stage.
             ``"python"``: in Spark's Python workers through ``mapInArrow``.
-            ``"auto"`` (the default): ``"jvm"`` for a batch DataFrame when the
-            session has the jar (:func:`jvm_engine_available`), else
-            ``"python"``. A streaming DataFrame always runs in Python.
+            ``"auto"`` (the default): ``"jvm"`` when the session has the jar
+            (:func:`jvm_engine_available`), except for the streaming
+            whole-stream path, else ``"python"``.
         **options: ``laminardb.open`` options of each task's engine
             (``buffer_size``, ``vars``...).
 
@@ -448,7 +458,9 @@ def run(
             number of partitions or ``two_phase``).
         SchemaError: LDB-2003 for a streaming windowed stream whose source
             declares no WATERMARK (nothing would ever close its windows).
-        SQLError: LDB-1005 for ``engine="jvm"`` on a streaming DataFrame.
+        SQLError: LDB-1005 for ``engine="jvm"`` on the streaming
+            whole-stream path (``two_phase=False`` or a stream that does not
+            decompose).
 
     Example:
         See docs/SPARK.md.
@@ -459,6 +471,29 @@ def run(
     p = plan(df, sql, source=source, stream=stream, **options)
     out_type = from_arrow_schema(p.output_schema)
     split = p.two_phase if two_phase is not False else None
+    if split is not None and df.isStreaming and two_phase is None and state_location is not None:
+        stored = _stored_query(Path(os.fspath(state_location)))
+        if stored is not None and not stored.get("two_phase", False):
+            split = None  # a query started on the whole-stream path stays there
+    if use_jvm and df.isStreaming:
+        if p.partitioning == "any":
+            frame, _ = _input_frame(df, p, partitions)
+            return _jvm_stage(frame, p, out_type=out_type, mode=_JVM_OPEN)
+        if split is not None:
+            location = _stream_location(p, state_location)
+            engines = _partitions(df, partitions)
+            _check_state_location(Path(location), p, engines, two_phase=True)
+            partial = _jvm_stage(_source_columns(df, split.partial), split.partial,
+                                 out_type=None, mode=_JVM_PARTIAL, location=location,
+                                 event_time=p.event_time)
+            shuffled = partial.repartition(engines, *[partial[k] for k in split.keys])
+            return _jvm_stage(shuffled, split.final, out_type=out_type, mode=_JVM_FINAL,
+                              location=location, delay_ms=p.delay_ms)
+        if engine == "jvm":
+            raise error_for(_UNSUPPORTED, "LDB-1005: engine='jvm' runs a streaming DataFrame "
+                            "in two phases only (an aggregation that decomposes, two_phase "
+                            "not False); this one runs with engine='python'")
+        use_jvm = False  # auto: the whole-stream path runs in Python
     if use_jvm:
         if split is not None:
             partial = _jvm_stage(_source_columns(df, split.partial), split.partial, out_type=None)
@@ -467,10 +502,6 @@ def run(
             return _jvm_stage(shuffled, split.final, out_type=out_type)
         frame, _ = _input_frame(df, p, partitions)
         return _jvm_stage(frame, p, out_type=out_type)
-    if split is not None and df.isStreaming and two_phase is None and state_location is not None:
-        stored = _stored_query(Path(os.fspath(state_location)))
-        if stored is not None and not stored.get("two_phase", False):
-            split = None  # a query started on the whole-stream path stays there
     if split is not None and not df.isStreaming:
         return _two_phase_frame(df, split, partitions, out_type)
     if not df.isStreaming or p.partitioning == "any":
@@ -505,7 +536,9 @@ def configure(builder: Any) -> Any:  # noqa: ANN401 -- SparkSession.Builder, unt
     """Put the JVM engine's jars on a session's class path (before it starts).
 
     Sets ``spark.jars`` to :func:`jars` (any ``spark.jars`` set before on
-    ``builder`` is replaced: add yours to the list). Spark loads them into the
+    ``builder`` is replaced: add yours to the list) and adds the planner
+    extension of the JVM engine's streaming stages
+    (``org.laminardb.LaminarExtensions``) to ``spark.sql.extensions``. Spark loads them into the
     driver and the executors when the session's JVM starts; a session already
     running keeps its class path (then ``engine="auto"`` runs in Python).
 
@@ -526,7 +559,12 @@ def configure(builder: Any) -> Any:  # noqa: ANN401 -- SparkSession.Builder, unt
     if not found:
         raise error_for(_CONFIG_VALUE, "LDB-6002: this laminardb package was built without the "
                         "JVM engine (no JDK or no Spark jars at build time: docs/SPARK.md)")
-    return builder.config("spark.jars", ",".join(str(j) for j in found))
+    options = getattr(builder, "_options", {})  # PySpark's builder keeps its settings there
+    extensions = [e for e in str(options.get("spark.sql.extensions", "")).split(",") if e]
+    if _JVM_EXTENSIONS not in extensions:
+        extensions.append(_JVM_EXTENSIONS)
+    return (builder.config("spark.jars", ",".join(str(j) for j in found))
+            .config("spark.sql.extensions", ",".join(extensions)))
 
 
 def jvm_engine_available(spark: Any) -> bool:  # noqa: ANN401 -- a SparkSession
@@ -551,11 +589,6 @@ def _use_jvm(df: DataFrame, engine: str) -> bool:
                         f"{', '.join(map(repr, _ENGINES))}")
     if engine == "python":
         return False
-    if df.isStreaming:
-        if engine == "jvm":
-            raise error_for(_UNSUPPORTED, "LDB-1005: engine='jvm' runs batch DataFrames only; "
-                            "a streaming DataFrame runs with engine='python'")
-        return False
     available = jvm_engine_available(df.sparkSession)
     if engine == "jvm" and not available:
         raise error_for(_CONFIG_VALUE, "LDB-6002: engine='jvm': the Spark session cannot load "
@@ -577,16 +610,26 @@ def _jvm_options(p: Plan) -> tuple[list[str], list[str]]:
     return keys, values
 
 
-def _jvm_stage(frame: DataFrame, p: Plan, *, out_type: Any) -> DataFrame:  # noqa: ANN401
+def _jvm_stage(frame: DataFrame, p: Plan, *, out_type: Any,  # noqa: ANN401 -- a StructType
+               mode: int | None = None, location: str | None = None,
+               event_time: str | None = None, delay_ms: int = 0) -> DataFrame:
     """Run ``p`` over each partition of ``frame`` (the source's columns) in Spark's JVM.
 
     Args:
         frame: The input, its columns the source's, in order.
         p: The plan (or stage of one).
         out_type: The output StructType (None: mapped from ``p.output_schema``).
+        mode: None: a batch DataFrame's stage, on its RDD (``SparkStage.run``,
+            every partition ends with the final watermark). Else a node of
+            the logical plan (``SparkStage.stage``, batch or streaming):
+            ``_JVM_OPEN`` (no final watermark), ``_JVM_PARTIAL`` or
+            ``_JVM_FINAL`` (a streaming micro-batch's two stages).
+        location: The state location (streaming stages).
+        event_time: The event-time column (``_JVM_PARTIAL``).
+        delay_ms: The source's watermark delay (``_JVM_FINAL``).
 
     Returns:
-        The DataFrame ``org.laminardb.SparkStage.run`` returns.
+        The DataFrame ``org.laminardb.SparkStage`` returns.
     """
     from pyspark.sql import DataFrame as SparkFrame
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -600,9 +643,15 @@ def _jvm_stage(frame: DataFrame, p: Plan, *, out_type: Any) -> DataFrame:  # noq
     jvalues = gateway.new_array(gateway.jvm.java.lang.String, len(values))
     for i, (key, value) in enumerate(zip(keys, values)):
         jkeys[i], jvalues[i] = key, value
-    close_windows = True  # a batch partition ends with the final watermark
-    jdf = _jvm_class(spark).run(frame._jdf, p.sql, p.source, p.stream, jkeys, jvalues,  # noqa: SLF001
-                                out_type.json(), close_windows, _JVM_BATCH_ROWS)
+    jframe = frame._jdf  # noqa: SLF001 -- the py4j handle of the DataFrame
+    if mode is None:
+        close_windows = True  # a batch partition ends with the final watermark
+        jdf = _jvm_class(spark).run(jframe, p.sql, p.source, p.stream, jkeys, jvalues,
+                                    out_type.json(), close_windows, _JVM_BATCH_ROWS)
+    else:
+        jdf = _jvm_class(spark).stage(jframe, p.sql, p.source, p.stream, jkeys, jvalues,
+                                      out_type.json(), mode, location, delay_ms, event_time,
+                                      _JVM_BATCH_ROWS)
     return SparkFrame(jdf, spark)
 
 

@@ -247,6 +247,13 @@ JNIEXPORT void JNICALL Java_org_laminardb_Native_runUntilIdle(JNIEnv* env, jclas
   failed(env, laminar_run_until_idle(DB(db), &err), &err);
 }
 
+JNIEXPORT void JNICALL Java_org_laminardb_Native_checkpoint(JNIEnv* env, jclass cls,
+                                                            jlong db) {
+  (void)cls;
+  laminar_error err;
+  failed(env, laminar_checkpoint(DB(db), &err), &err);
+}
+
 /* ------------------------------------------------------------------------------------
  * Sources
  * ---------------------------------------------------------------------------------- */

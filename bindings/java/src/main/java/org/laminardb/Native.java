@@ -114,6 +114,9 @@ final class Native {
 
   static native void runUntilIdle(long db);
 
+  /** laminar_checkpoint: a durable database's checkpoint, now. */
+  static native void checkpoint(long db);
+
   static native long sourceOpen(long db, byte[] name);
 
   static native long sourceClone(long source);

@@ -1,6 +1,7 @@
 package org.laminardb;
 
 import java.io.Serializable;
+import java.nio.file.Paths;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
@@ -14,9 +15,13 @@ import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.execution.arrow.ArrowWriter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.NumericType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.ArrowUtils;
 import org.apache.spark.sql.vectorized.ArrowColumnVector;
@@ -48,9 +53,33 @@ public final class SparkStage implements Serializable {
   private final String[] optionKeys;
   private final String[] optionValues;
   private final StructType inputType;
+  private final StructType outputType;
   private final String timeZone;
   private final boolean finalWatermark;
   private final int batchRows;
+  /** {@link #BATCH}, {@link #PARTIAL} or {@link #FINAL}. */
+  private final int mode;
+  /** Streaming: the state location (see {@link StreamState}); else null. */
+  private final String location;
+  /** Streaming: the source's watermark delay. */
+  private final long delayMs;
+  /** {@link #PARTIAL}: the event-time column's index in the input; else -1. */
+  private final int eventIndex;
+
+  /** Each task runs its engine over its partition alone (the batch path). */
+  public static final int BATCH = 0;
+
+  /**
+   * A streaming micro-batch's partial stage: as {@link #BATCH} with the final watermark,
+   * and each task records its rows' largest event time for the final stage.
+   */
+  public static final int PARTIAL = 1;
+
+  /**
+   * A streaming micro-batch's final stage: each task's engine starts from its
+   * partition's state of the batch before and stores its state of this batch.
+   */
+  public static final int FINAL = 2;
 
   private SparkStage(
       String sql,
@@ -59,18 +88,28 @@ public final class SparkStage implements Serializable {
       String[] optionKeys,
       String[] optionValues,
       StructType inputType,
+      StructType outputType,
       String timeZone,
       boolean finalWatermark,
-      int batchRows) {
+      int batchRows,
+      int mode,
+      String location,
+      long delayMs,
+      int eventIndex) {
     this.sql = sql;
     this.source = source;
     this.stream = stream;
     this.optionKeys = optionKeys.clone();
     this.optionValues = optionValues.clone();
     this.inputType = inputType;
+    this.outputType = outputType;
     this.timeZone = timeZone;
     this.finalWatermark = finalWatermark;
     this.batchRows = batchRows;
+    this.mode = mode;
+    this.location = location;
+    this.delayMs = delayMs;
+    this.eventIndex = eventIndex;
   }
 
   /**
@@ -104,21 +143,116 @@ public final class SparkStage implements Serializable {
     StructType out = (StructType) DataType.fromJson(outputJson);
     String zone = df.sparkSession().sessionState().conf().sessionLocalTimeZone();
     SparkStage stage =
-        new SparkStage(sql, source, stream, optionKeys, optionValues, df.schema(), zone,
-            finalWatermark, batchRows);
+        new SparkStage(sql, source, stream, optionKeys, optionValues, df.schema(), out, zone,
+            finalWatermark, batchRows, BATCH, null, 0, -1);
     JavaRDD<InternalRow> rows = df.queryExecution().toRdd().toJavaRDD();
     JavaRDD<InternalRow> results = rows.mapPartitions(stage::partition);
     return df.sparkSession().internalCreateDataFrame(results.rdd(), out, false);
+  }
+
+  /**
+   * Run one stage of {@code stream} of {@code sql} over each partition of {@code df}, a
+   * batch or streaming DataFrame, as a node of its logical plan ({@link
+   * LaminarStageNode}, planned by {@link LaminarStrategy}, which this call adds to the
+   * session's planner): each micro-batch of a streaming query runs the stage's tasks
+   * over its rows.
+   *
+   * @param df the input, its columns the source's (as for {@link #run})
+   * @param sql the CREATE SOURCE / CREATE STREAM statements of each task's engine
+   * @param source the source the rows go into
+   * @param stream the stream whose rows come out
+   * @param optionKeys the engine's {@code laminar_open} option names
+   * @param optionValues their values, as text
+   * @param outputJson the output StructType's JSON
+   * @param mode {@link #BATCH} (no final watermark: a stream without windows), {@link
+   *     #PARTIAL} or {@link #FINAL}
+   * @param location the state location ({@link #PARTIAL}, {@link #FINAL})
+   * @param delayMs the watermark delay of the stream's source
+   * @param eventTime the event-time column of {@code df} ({@link #PARTIAL})
+   * @param batchRows rows per Arrow batch pushed into the engine
+   * @return a DataFrame (streaming when {@code df} is) of the stage's rows
+   */
+  public static Dataset<Row> stage(
+      Dataset<Row> df,
+      String sql,
+      String source,
+      String stream,
+      String[] optionKeys,
+      String[] optionValues,
+      String outputJson,
+      int mode,
+      String location,
+      long delayMs,
+      String eventTime,
+      int batchRows) {
+    if (optionKeys.length != optionValues.length || batchRows <= 0 || mode < BATCH
+        || mode > FINAL || (mode != BATCH && location == null)) {
+      throw LaminarException.misuse("SparkStage.stage: bad arguments");
+    }
+    StructType out = (StructType) DataType.fromJson(outputJson);
+    int eventIndex = -1;
+    if (mode == PARTIAL) {
+      String[] names = df.schema().fieldNames();
+      for (int i = 0; i < names.length && eventIndex < 0; i++) {
+        if (names[i].equalsIgnoreCase(eventTime)) {
+          eventIndex = i;
+        }
+      }
+      if (eventIndex < 0) {
+        throw LaminarException.misuse("SparkStage.stage: no event-time column " + eventTime);
+      }
+    }
+    SparkSession session = df.sparkSession();
+    String zone = session.sessionState().conf().sessionLocalTimeZone();
+    SparkStage stage =
+        new SparkStage(sql, source, stream, optionKeys, optionValues, df.schema(), out, zone,
+            mode == PARTIAL, batchRows, mode, location, delayMs, eventIndex);
+    LaminarStrategy.install(session);
+    LogicalPlan node =
+        LaminarStageNode.create(stage, out, mode == FINAL, df.logicalPlan());
+    return Dataset.ofRows(session, node);
   }
 
   private static byte[] utf8(String s) {
     return Text.utf8(s, "text");
   }
 
+  /** The stage as Spark's plans show it, e.g. {@code final stage of stream w1}. */
+  @Override
+  public String toString() {
+    String[] modes = {"stream", "partial stage of stream", "final stage of stream"};
+    return modes[mode] + " " + stream;
+  }
+
   /** One partition's engine over {@code input}, closed when the task ends. */
   Iterator<InternalRow> partition(Iterator<InternalRow> input) {
-    Task task = new Task(input);
+    return partition(input, null);
+  }
+
+  /**
+   * One partition's engine over the column batches {@code input} of a columnar child
+   * (see {@link #copiesColumns}), closed when the task ends.
+   */
+  Iterator<InternalRow> partitionColumns(Iterator<ColumnarBatch> input) {
+    return partition(null, input);
+  }
+
+  /** Tell whether {@link #partitionColumns} takes batches of this stage's input type. */
+  boolean copiesColumns() {
+    return ColumnCopier.supports(inputType);
+  }
+
+  private Iterator<InternalRow> partition(Iterator<InternalRow> input,
+      Iterator<ColumnarBatch> columns) {
     TaskContext context = TaskContext.get();
+    StreamState state = null;
+    if (mode == FINAL) {
+      if (context == null) {
+        throw LaminarException.misuse("SparkStage: a streaming stage runs in Spark tasks");
+      }
+      state = StreamState.begin(Paths.get(location), batchId(context), context.partitionId());
+    }
+    Task task = new Task(input, columns, state);
     if (context != null) {
       context.addTaskCompletionListener(
           (TaskCompletionListener)
@@ -130,25 +264,54 @@ public final class SparkStage implements Serializable {
     return task;
   }
 
+  /** The micro-batch id of the running task (0 outside a streaming query). */
+  private static long batchId(TaskContext context) {
+    String id = context.getLocalProperty(BATCH_ID_PROPERTY);
+    return id == null ? 0 : Long.parseLong(id);
+  }
+
+  /** Spark's local property holding the micro-batch id of a streaming query. */
+  static final String BATCH_ID_PROPERTY = "streaming.sql.batchId";
+
   /**
    * The engine of one partition as an iterator of the stream's rows: each call that finds
    * no row left pushes the next {@code batchRows} input rows, runs the engine and takes
-   * what its subscription holds; after the last input row, the final watermark.
+   * what its subscription holds; after the last input row, the closing watermark and,
+   * streaming, the stage's state (see {@link #finish}).
    */
   private final class Task implements Iterator<InternalRow>, AutoCloseable {
+    /** The input rows, or null when the input is {@link #columns}. */
     private final Iterator<InternalRow> input;
+    /** The input column batches, or null when the input is {@link #input}. */
+    private final Iterator<ColumnarBatch> columns;
+    private final ColumnCopier copier = new ColumnCopier();
     private final BufferAllocator alloc;
     private final Schema arrowIn;
+    /** {@link #FINAL}: the partition's state; else null. */
+    private final StreamState state;
+    /** {@link #PARTIAL}: the event-time column holds microseconds (a TIMESTAMP). */
+    private final boolean eventMicros;
     private long db;
     private long src;
     private long sub;
     private VectorSchemaRoot result;
+    /** Rows of result batches {@link ArrowRows} does not read, as UnsafeRows. */
+    private UnsafeProjection unsafe;
     private Iterator<InternalRow> rows = Collections.emptyIterator();
     private boolean ended;
     private boolean drained;
+    private boolean finished;
+    /** {@link #PARTIAL}: the largest event time pushed (ms), if {@link #seen}. */
+    private long maxTs = Long.MIN_VALUE;
+    private boolean seen;
 
-    Task(Iterator<InternalRow> input) {
+    Task(Iterator<InternalRow> input, Iterator<ColumnarBatch> columns, StreamState state) {
       this.input = input;
+      this.columns = columns;
+      this.state = state;
+      this.eventMicros =
+          eventIndex >= 0
+              && !(inputType.fields()[eventIndex].dataType() instanceof NumericType);
       this.arrowIn = ArrowUtils.toArrowSchema(inputType, timeZone, true, false);
       this.alloc =
           ArrowUtils.rootAllocator().newChildAllocator("laminardb-stage", 0, Long.MAX_VALUE);
@@ -162,11 +325,22 @@ public final class SparkStage implements Serializable {
     }
 
     private void open() {
-      byte[][] keys = new byte[optionKeys.length][];
-      byte[][] values = new byte[optionValues.length][];
-      for (int i = 0; i < keys.length; i++) {
+      int extra = state == null ? 0 : 3;
+      byte[][] keys = new byte[optionKeys.length + extra][];
+      byte[][] values = new byte[optionValues.length + extra][];
+      for (int i = 0; i < optionKeys.length; i++) {
         keys[i] = utf8(optionKeys[i]);
         values[i] = utf8(optionValues[i]);
+      }
+      if (state != null) {
+        // A durable engine in the state's directory, checkpointed once, at the end.
+        int at = optionKeys.length;
+        keys[at] = utf8("data_dir");
+        values[at] = utf8(state.data().toString());
+        keys[at + 1] = utf8("checkpoint_interval");
+        values[at + 1] = utf8("1000 min");
+        keys[at + 2] = utf8("checkpoint_keep");
+        values[at + 2] = utf8("1");
       }
       db = Native.open(keys, values);
       Native.execute(db, utf8(sql));
@@ -175,6 +349,9 @@ public final class SparkStage implements Serializable {
       try (ArrowSchema cs = ArrowSchema.allocateNew(alloc)) {
         Native.schema(db, utf8(stream), cs.memoryAddress());
         result = VectorSchemaRoot.create(Data.importSchema(alloc, cs, null), alloc);
+      }
+      if (state != null && state.before() != null) {
+        Native.sourceWatermark(src, state.before() - delayMs);
       }
     }
 
@@ -193,6 +370,7 @@ public final class SparkStage implements Serializable {
           continue;
         }
         if (ended) {
+          finish();
           close();
           return false;
         }
@@ -211,15 +389,38 @@ public final class SparkStage implements Serializable {
 
     /** Push the next input batch (or end the input), run the engine. */
     private void step() {
-      if (input.hasNext()) {
+      if (input != null ? input.hasNext() : columns.hasNext()) {
         push();
       } else {
         if (finalWatermark) {
           Native.sourceWatermark(src, FINAL_WATERMARK);
+        } else if (state != null && state.through() != null) {
+          Native.sourceWatermark(src, state.through() - delayMs);
         }
         ended = true;
       }
       Native.runUntilIdle(db);
+    }
+
+    /**
+     * The partition's every row is in and out: {@link #PARTIAL} records its largest event
+     * time for the final stage, {@link #FINAL} checkpoints the engine and publishes its
+     * state as this micro-batch's.
+     */
+    private void finish() {
+      if (finished) {
+        return;
+      }
+      finished = true;
+      TaskContext context = TaskContext.get();
+      if (mode == PARTIAL && seen && context != null) {
+        StreamState.recordMaxTs(Paths.get(location), batchId(context), context.partitionId(),
+            maxTs);
+      } else if (state != null && db != 0) {
+        Native.checkpoint(db);
+        close();
+        state.publish();
+      }
     }
 
     /** Up to batchRows input rows as one Arrow batch into the source. */
@@ -227,11 +428,36 @@ public final class SparkStage implements Serializable {
       try (VectorSchemaRoot root = VectorSchemaRoot.create(arrowIn, alloc);
           ArrowArray ca = ArrowArray.allocateNew(alloc);
           ArrowSchema cs = ArrowSchema.allocateNew(alloc)) {
-        ArrowWriter writer = ArrowWriter.create(root);
-        for (int n = 0; n < batchRows && input.hasNext(); n++) {
-          writer.write(input.next());
+        if (input != null) {
+          ArrowWriter writer = ArrowWriter.create(root);
+          for (int n = 0; n < batchRows && input.hasNext(); n++) {
+            InternalRow row = input.next();
+            if (eventIndex >= 0 && !row.isNullAt(eventIndex)) {
+              see(row.getLong(eventIndex));
+            }
+            writer.write(row);
+          }
+          writer.finish();
+        } else {
+          int n = 0;
+          while (n < batchRows && columns.hasNext()) {
+            ColumnarBatch batch = columns.next();
+            int count = batch.numRows();
+            for (int c = 0; c < batch.numCols(); c++) {
+              copier.copy(batch.column(c), root.getVector(c), count, n);
+            }
+            if (eventIndex >= 0) {
+              ColumnVector event = batch.column(eventIndex);
+              for (int i = 0; i < count; i++) {
+                if (!event.isNullAt(i)) {
+                  see(event.getLong(i));
+                }
+              }
+            }
+            n += count;
+          }
+          root.setRowCount(n);
         }
-        writer.finish();
         Data.exportVectorSchemaRoot(alloc, root, null, ca, cs);
         try {
           Native.sourcePush(src, ca.memoryAddress(), cs.memoryAddress());
@@ -240,6 +466,13 @@ public final class SparkStage implements Serializable {
           cs.release();
         }
       }
+    }
+
+    /** Note an input row's event time (Spark's value: microseconds for a TIMESTAMP). */
+    private void see(long value) {
+      long ts = eventMicros ? Math.floorDiv(value, 1000L) : value;
+      maxTs = seen ? Math.max(maxTs, ts) : ts;
+      seen = true;
     }
 
     /** Take the next batch the subscription holds into {@code rows}; false: none. */
@@ -253,11 +486,31 @@ public final class SparkStage implements Serializable {
         }
         Data.importIntoVectorSchemaRoot(alloc, ca, result, null);
       }
+      if (ArrowRows.supports(result)) {
+        rows = new ArrowRows(result);
+        return true;
+      }
       ColumnVector[] vectors = new ColumnVector[result.getFieldVectors().size()];
       for (int i = 0; i < vectors.length; i++) {
         vectors[i] = new ArrowColumnVector(result.getVector(i));
       }
-      rows = new ColumnarBatch(vectors, result.getRowCount()).rowIterator();
+      if (unsafe == null) {
+        unsafe = UnsafeProjection.create(outputType);
+      }
+      Iterator<InternalRow> batch = new ColumnarBatch(vectors, result.getRowCount()).rowIterator();
+      UnsafeProjection project = unsafe;
+      rows =
+          new Iterator<InternalRow>() {
+            @Override
+            public boolean hasNext() {
+              return batch.hasNext();
+            }
+
+            @Override
+            public InternalRow next() {
+              return project.apply(batch.next());
+            }
+          };
       return true;
     }
 
@@ -278,13 +531,19 @@ public final class SparkStage implements Serializable {
       }
     }
 
-    /** Free the Arrow memory (at the task's end: rows may point into it until then). */
+    /**
+     * Free the Arrow memory (at the task's end: rows may point into it until then) and a
+     * streaming state that was not published (a failed attempt).
+     */
     void free() {
       if (result != null) {
         result.close();
         result = null;
       }
       alloc.close();
+      if (state != null) {
+        state.discard();
+      }
     }
   }
 }
