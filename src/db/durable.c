@@ -316,11 +316,10 @@ void lm_durable_lower_interval(lm_durable* d, int64_t ms) {
 
 static void fill_batch(void* arg, uint8_t* dst) { lm_batch_encode_to(arg, dst); }
 
-static void release_batch(void* arg) { lm_batch_unref(arg); }
-
 static void fill_watermark(void* arg, uint8_t* dst) { memcpy(dst, arg, 8); }
 
 laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, laminar_error* err) {
+  /* Encoded straight into the log's buffer: no intermediate copy. */
   size_t size = msg->batch != NULL ? lm_batch_encoded_size(msg->batch) : 8;
   if (size > LM_WAL_MAX_RECORD)
     return lm_error_set(err, LAMINAR_ERR_IO,
@@ -328,24 +327,11 @@ laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, laminar_error* err)
                         "smaller batches",
                         def->name, size);
   lm_wal_ticket t;
-  laminar_code rc;
-  if (msg->batch == NULL) {
-    rc = lm_wal_append_fill(def->wal, WAL_WATERMARK, 0, 8, fill_watermark, &msg->watermark_ms,
-                            &t, err);
-  } else if (def->wal_sync) {
-    /* Encoded straight into the log's buffer (no intermediate copy): this
-     * thread commits it next anyway. */
-    rc = lm_wal_append_fill(def->wal, WAL_BATCH, 0, (uint32_t)size, fill_batch, msg->batch, &t,
-                            err);
-  } else {
-    /* Async: the batch is immutable and reference-counted, so the log holds
-     * a reference and its writer (the background flush) encodes and
-     * checksums it, off the pushing thread and the engine's. */
-    lm_batch_ref(msg->batch);
-    rc = lm_wal_append_later(def->wal, WAL_BATCH, 0, (uint32_t)size, fill_batch, release_batch,
-                             msg->batch, &t, err);
-    if (rc != LAMINAR_OK) lm_batch_unref(msg->batch);
-  }
+  laminar_code rc =
+      msg->batch != NULL
+          ? lm_wal_append_fill(def->wal, WAL_BATCH, 0, (uint32_t)size, fill_batch, msg->batch, &t, err)
+          : lm_wal_append_fill(def->wal, WAL_WATERMARK, 0, 8, fill_watermark, &msg->watermark_ms, &t,
+                               err);
   if (rc == LAMINAR_OK && def->wal_sync) rc = lm_wal_commit(def->wal, t, true, err);
   if (rc == LAMINAR_OK) msg->seq = t.seq;
   return rc;

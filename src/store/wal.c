@@ -40,24 +40,6 @@
 /* Room kept free after the appended records for the padding record. */
 #define PAD_SLACK (DIO_BLOCK + REC_HEADER)
 
-/* A record appended with lm_wal_append_later: its room in the buffer is kept
- * and its payload filled (and the record framed) by the writer that takes the
- * buffer, off the appending thread. */
-typedef struct later_rec {
-  size_t off;  /* the record's header in its buffer */
-  uint32_t len;
-  uint16_t type;
-  uint64_t seq, epoch;
-  lm_wal_fill_fn fill;
-  lm_wal_release_fn release;
-  void* arg;
-} later_rec;
-
-typedef struct later_list {
-  later_rec* items;
-  size_t n, cap;
-} later_list;
-
 struct lm_wal {
   char* dir;
   int dir_fd;
@@ -81,7 +63,6 @@ struct lm_wal {
   /* Appended and not yet taken by a writer (under mu). */
   uint8_t* buf;
   size_t len, cap;
-  later_list later;      /* records of buf whose payload is still to be written */
   uint64_t buf_last_seq;
   uint64_t next_seq;
   uint32_t gen;          /* bumped by every failed write or flush */
@@ -92,7 +73,6 @@ struct lm_wal {
   bool flushing;
   uint8_t* wbuf;         /* the leader's batch (swapped with buf) */
   size_t wcap;
-  later_list wlater;     /* its records still to be filled (swapped with later) */
   uint64_t written_seq;
   uint64_t synced_seq;
   int fd;                /* active segment */
@@ -142,26 +122,6 @@ static uint64_t frame_record(uint8_t* h, uint32_t len, uint64_t seq, uint64_t ep
   memset(h + REC_HEADER + len, 0, (size_t)(total - REC_HEADER - len));
   lm_le_put32(h + 4, record_crc(h, h + REC_HEADER, len));
   return total;
-}
-
-/* Write and frame every deferred record of the buffer b, letting go of each
- * argument; the list is emptied (its memory kept). */
-static void fill_later(uint8_t* b, later_list* l) {
-  for (size_t i = 0; i < l->n; i++) {
-    later_rec* r = &l->items[i];
-    uint8_t* h = b + r->off;
-    if (r->len > 0) r->fill(r->arg, h + REC_HEADER);
-    frame_record(h, r->len, r->seq, r->epoch, r->type);
-    if (r->release != NULL) r->release(r->arg);
-  }
-  l->n = 0;
-}
-
-/* Let go of deferred records that will never be written (discarded). */
-static void drop_later(later_list* l) {
-  for (size_t i = 0; i < l->n; i++)
-    if (l->items[i].release != NULL) l->items[i].release(l->items[i].arg);
-  l->n = 0;
 }
 
 /* Fill p[n ..) up to the next DIO_BLOCK boundary with one padding record
@@ -545,10 +505,6 @@ static void wal_free(lm_wal* wal) {
 #endif
   pthread_mutex_destroy(&wal->mu);
   pthread_cond_destroy(&wal->cv);
-  drop_later(&wal->later);
-  drop_later(&wal->wlater);
-  lm_free(wal->later.items);
-  lm_free(wal->wlater.items);
   lm_free(wal->buf);
   lm_free(wal->wbuf);
   lm_free(wal->blk);
@@ -779,73 +735,27 @@ lm_wal_ticket lm_wal_ticket_last(lm_wal* wal) {
 
 /* ---- append and commit --------------------------------------------------------- */
 
-/* Checks shared by the appends: the record's size and type. */
-static laminar_code check_record(const lm_wal* wal, uint16_t type, uint32_t len,
-                                 laminar_error* err) {
+laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint32_t len,
+                                lm_wal_fill_fn fill, void* arg, lm_wal_ticket* out,
+                                laminar_error* err) {
   if (len > LM_WAL_MAX_RECORD)
     return lm_error_set(err, LAMINAR_ERR_IO, "WAL '%s': record of %u bytes exceeds the limit",
                         wal->dir, len);
   if (type == LM_WAL_TYPE_PAD)
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "WAL '%s': record type %u is reserved", wal->dir,
                         (unsigned)type);
-  return LAMINAR_OK;
-}
-
-/* Under mu: room for a record of `len` payload bytes at the buffer's end and
- * its sequence number; NULL when out of memory. */
-static uint8_t* take_room(lm_wal* wal, uint32_t len, uint64_t* seq) {
   uint64_t total = REC_HEADER + pad8(len);
-  if (!buf_reserve(&wal->buf, &wal->cap, wal->len, wal->len + total + PAD_SLACK)) return NULL;
-  uint8_t* h = wal->buf + wal->len;
-  *seq = wal->next_seq++;
-  wal->len += total;
-  wal->buf_last_seq = *seq;
-  return h;
-}
-
-laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint32_t len,
-                                lm_wal_fill_fn fill, void* arg, lm_wal_ticket* out,
-                                laminar_error* err) {
-  LM_TRY(check_record(wal, type, len, err));
   pthread_mutex_lock(&wal->mu);
-  uint64_t seq;
-  uint8_t* h = take_room(wal, len, &seq);
-  if (h == NULL) {
+  if (!buf_reserve(&wal->buf, &wal->cap, wal->len, wal->len + total + PAD_SLACK)) {
     pthread_mutex_unlock(&wal->mu);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "WAL '%s': out of memory", wal->dir);
   }
+  uint8_t* h = wal->buf + wal->len;
+  uint64_t seq = wal->next_seq++;
   if (len > 0) fill(arg, h + REC_HEADER);
   frame_record(h, len, seq, epoch, type);
-  *out = (lm_wal_ticket){.seq = seq, .gen = wal->gen};
-  pthread_mutex_unlock(&wal->mu);
-  return LAMINAR_OK;
-}
-
-laminar_code lm_wal_append_later(lm_wal* wal, uint16_t type, uint64_t epoch, uint32_t len,
-                                 lm_wal_fill_fn fill, lm_wal_release_fn release, void* arg,
-                                 lm_wal_ticket* out, laminar_error* err) {
-  LM_TRY(check_record(wal, type, len, err));
-  pthread_mutex_lock(&wal->mu);
-  later_list* l = &wal->later;
-  if (l->n == l->cap) {
-    size_t c = l->cap ? l->cap * 2 : 64;
-    later_rec* items = lm_realloc(l->items, c * sizeof *items);
-    if (items == NULL) {
-      pthread_mutex_unlock(&wal->mu);
-      return lm_error_set(err, LAMINAR_ERR_NOMEM, "WAL '%s': out of memory", wal->dir);
-    }
-    l->items = items;
-    l->cap = c;
-  }
-  uint64_t seq;
-  uint8_t* h = take_room(wal, len, &seq);
-  if (h == NULL) {
-    pthread_mutex_unlock(&wal->mu);
-    return lm_error_set(err, LAMINAR_ERR_NOMEM, "WAL '%s': out of memory", wal->dir);
-  }
-  l->items[l->n++] = (later_rec){.off = (size_t)(h - wal->buf), .len = len, .type = type,
-                                 .seq = seq, .epoch = epoch, .fill = fill, .release = release,
-                                 .arg = arg};
+  wal->len += total;
+  wal->buf_last_seq = seq;
   *out = (lm_wal_ticket){.seq = seq, .gen = wal->gen};
   pthread_mutex_unlock(&wal->mu);
   return LAMINAR_OK;
@@ -936,12 +846,7 @@ laminar_code lm_wal_commit(lm_wal* wal, lm_wal_ticket t, bool sync, laminar_erro
     wal->len = 0;
     wal->wbuf = batch;
     wal->wcap = batch_cap;
-    later_list fills = wal->later;
-    wal->later = wal->wlater;
-    wal->wlater = fills;
     pthread_mutex_unlock(&wal->mu);
-
-    fill_later(batch, &wal->wlater); /* the payloads appended for later */
 
     bool rolled;
     uint64_t before;
@@ -978,7 +883,6 @@ laminar_code lm_wal_commit(lm_wal* wal, lm_wal_ticket t, bool sync, laminar_erro
       wal->file_size = keep_size;
       wal->written_seq = keep_seq;
       wal->len = 0;
-      drop_later(&wal->later);
       wal->next_seq = keep_seq + 1;
       pthread_cond_broadcast(&wal->cv);
       pthread_mutex_unlock(&wal->mu);

@@ -168,17 +168,6 @@ laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint
                                 lm_wal_fill_fn fill, void* arg, lm_wal_ticket* out,
                                 laminar_error* err);
 
-/* As lm_wal_append_fill, but fill(arg, dst) runs later, on the thread that
- * writes the record out (a commit's leader), and release(arg) (if not NULL)
- * after it -- or when the record is discarded by a failed write or a close.
- * `arg` must stay valid and its payload unchanged until release. For a
- * source's batches (immutable, reference-counted): the appending thread
- * neither copies nor checksums them. */
-typedef void (*lm_wal_release_fn)(void* arg);
-laminar_code lm_wal_append_later(lm_wal* wal, uint16_t type, uint64_t epoch, uint32_t len,
-                                 lm_wal_fill_fn fill, lm_wal_release_fn release, void* arg,
-                                 lm_wal_ticket* out, laminar_error* err);
-
 /* Return once the ticket's record is written (sync = false) or written and on
  * stable storage (sync = true). Thread-safe; concurrent commits share one
  * write and flush. LAMINAR_ERR_IO when the write or flush failed (the record

@@ -615,90 +615,6 @@ static int test_bad_open(void) {
     return call(LM_WAL_IO_PWRITE);                                                        \
   }
 
-/* A record appended for later: its payload, and whether it was let go. */
-typedef struct later_arg {
-  uint64_t i;
-  int filled, released;
-} later_arg;
-
-static void later_fill(void* arg, uint8_t* dst) {
-  later_arg* a = arg;
-  a->filled++;
-  payload(a->i, dst);
-}
-
-static void later_release(void* arg) { ((later_arg*)arg)->released++; }
-
-/* Records i in [first, last] appended for later (odd i) and at once (even i),
- * each argument in a[i]. Returns the last ticket. */
-static laminar_code append_mixed(lm_wal* wal, later_arg* a, uint64_t first, uint64_t last,
-                                 lm_wal_ticket* t, laminar_error* err) {
-  uint8_t buf[512];
-  for (uint64_t i = first; i <= last; i++) {
-    a[i] = (later_arg){.i = i};
-    uint32_t len = payload(i, buf);
-    laminar_code rc = i % 2 ? lm_wal_append_later(wal, (uint16_t)(i % 5), i / 10, len, later_fill,
-                                                  later_release, &a[i], t, err)
-                            : lm_wal_append(wal, (uint16_t)(i % 5), i / 10, buf, len, t, err);
-    if (rc != LAMINAR_OK) return rc;
-    if (t->seq != i) return LAMINAR_ERR_INTERNAL;
-  }
-  return LAMINAR_OK;
-}
-
-/* Records appended for later are written by the commit that takes them, in
- * sequence with the others, each filled and let go exactly once; a failed
- * write lets go of the records it discarded without filling them twice, and
- * a close lets go of what it could not write. */
-static int later_case(lm_wal_io io) {
-  tmpdir t;
-  CHECK(tmpdir_make(&t) == 0);
-  if (skip_io(io, &t)) {
-    tmpdir_remove(&t);
-    return LM_TEST_SKIP;
-  }
-  fault_plan plan = {.err = EIO};
-  lm_wal_options o = opts(&t, io, 0);
-  o.fault = fault_hook;
-  o.fault_arg = &plan;
-  laminar_error err;
-  lm_wal* wal;
-  later_arg a[64];
-  lm_wal_ticket last;
-  CHECK_CODE(lm_wal_open(&o, &wal, NULL, &err), LAMINAR_OK, &err);
-  CHECK_CODE(append_mixed(wal, a, 1, 20, &last, &err), LAMINAR_OK, &err);
-  for (uint64_t i = 1; i <= 20; i += 2) EXPECT(a[i].filled == 0 && a[i].released == 0);
-  CHECK_CODE(lm_wal_commit(wal, last, true, &err), LAMINAR_OK, &err);
-  for (uint64_t i = 1; i <= 20; i += 2) EXPECT(a[i].filled == 1 && a[i].released == 1);
-  int rc = check_replay(wal, 1, 20);
-
-  /* A failed write: 21..30 discarded, each later one let go, never filled
-   * again; the same numbers go in again after. */
-  CHECK_CODE(append_mixed(wal, a, 21, 30, &last, &err), LAMINAR_OK, &err);
-  plan.fail_write_at = plan.write_calls + 1;
-  CHECK_CODE(lm_wal_commit(wal, last, true, &err), LAMINAR_ERR_IO, &err);
-  for (uint64_t i = 21; i <= 30; i += 2) EXPECT(a[i].released == 1 && a[i].filled <= 1);
-  EXPECT(lm_wal_next_seq(wal) == 21);
-  CHECK_CODE(append_mixed(wal, a, 21, 30, &last, &err), LAMINAR_OK, &err);
-  CHECK_CODE(lm_wal_commit(wal, last, true, &err), LAMINAR_OK, &err);
-  for (uint64_t i = 21; i <= 30; i += 2) EXPECT(a[i].filled == 1 && a[i].released == 1);
-  rc |= check_replay(wal, 1, 30);
-
-  /* A close whose final write fails lets go of what it held. */
-  CHECK_CODE(append_mixed(wal, a, 31, 40, &last, &err), LAMINAR_OK, &err);
-  plan.fail_write_at = plan.write_calls + 1;
-  CHECK_CODE(lm_wal_close(wal, &err), LAMINAR_ERR_IO, &err);
-  for (uint64_t i = 31; i <= 40; i += 2) EXPECT(a[i].released == 1);
-  lm_wal_report rep;
-  o.fault = NULL;
-  CHECK_CODE(lm_wal_open(&o, &wal, &rep, &err), LAMINAR_OK, &err);
-  EXPECT(rep.records == 30);
-  rc |= check_replay(wal, 1, 30);
-  lm_wal_close(wal, NULL);
-  tmpdir_remove(&t);
-  return rc;
-}
-
 static int write_eio(lm_wal_io io) { return fault_case(io, false, EIO); }
 static int write_enospc(lm_wal_io io) { return fault_case(io, false, ENOSPC); }
 static int sync_eio(lm_wal_io io) { return fault_case(io, true, EIO); }
@@ -710,7 +626,6 @@ BOTH(write_enospc, write_enospc)
 BOTH(sync_eio, sync_eio)
 BOTH(group_commit, group_commit)
 BOTH(alloc_enospc, alloc_enospc)
-BOTH(later, later_case)
 
 #define CASES(name)                                                                   \
   {#name "_uring", test_##name##_uring}, {#name "_pwrite", test_##name##_pwrite},     \
@@ -727,7 +642,6 @@ static const lm_test_case cases[] = {
     CASES(sync_eio),
     CASES(group_commit),
     CASES(alloc_enospc),
-    CASES(later),
     {NULL, NULL},
 };
 
