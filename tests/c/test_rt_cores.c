@@ -364,7 +364,16 @@ static int test_idle_cpu(void) {
     CHECK_CODE(laminar_source_push(src, &arr, &schema, &err), LAMINAR_OK, &err);
   }
   schema.release(&schema);
-  struct timespec settle = {0, 200000000};
+  /* Idle means the burst is done: both streams have taken every row (under
+   * TSan on a loaded machine that can take seconds, not a fixed settle). */
+  struct timespec tick = {0, 10000000};
+  for (int i = 0; i < 2000 && (lm_test_metric(db, "stream", "keyed", "rows_in") < 20000 ||
+                               lm_test_metric(db, "stream", "plain", "rows_in") < 20000);
+       i++)
+    nanosleep(&tick, NULL);
+  EXPECT(lm_test_metric(db, "stream", "keyed", "rows_in") == 20000);
+  EXPECT(lm_test_metric(db, "stream", "plain", "rows_in") == 20000);
+  struct timespec settle = {0, 100000000}; /* past the workers' ~2 ms of polling */
   nanosleep(&settle, NULL);
   EXPECT(lm_test_metric(db, "reactor", "1", "rounds") > 0);
   EXPECT(lm_test_idle_cpu_share("cores=2") < 0.05);
