@@ -19,6 +19,13 @@ laminar_code lm_rt_stream_publish(lm_stream_def* s, lm_batch* batch);
 int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg);
 /* Fewest free slots of any blocking subscriber ring (UINT32_MAX: none). */
 uint32_t lm_rt_min_free(const lm_graph* g);
+
+/* Wake the parked consumers of every subscription a batch was pushed to since
+ * its last notification. The publishing thread calls it at the end of each
+ * unit of work (a round of messages, a merged round, a drain, a message run
+ * at once) and so before it waits for anything: a consumer is never left
+ * parked on a queue that holds batches while the reactor waits. */
+void lm_rt_notify_subscribers(const lm_graph* g);
 /* Pin the calling thread as reactor `index` (no-op unless rt->affinity). */
 void lm_rt_pin_self(lm_rt* rt, lm_reactor* r);
 

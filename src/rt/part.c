@@ -732,6 +732,7 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
   rt->inflight_msgs -= rd->n;
   rd->n = 0;
   rt->merged = seq;
+  lm_rt_notify_subscribers(rt->graph);
   return rc != LAMINAR_OK ? rc : prc;
 }
 
@@ -769,6 +770,7 @@ laminar_code lm_rt_drain(lm_rt* rt) {
     laminar_code mrc = merge_ready(rt, true);
     if (rc == LAMINAR_OK) rc = mrc;
   }
+  lm_rt_notify_subscribers(rt->graph);
   return rc;
 }
 

@@ -176,7 +176,7 @@ static laminar_code stream_share(lm_stream_def* s, lm_batch* batch) {
        * taken (rt.h): a full ring here is a broken invariant. */
       return LAMINAR_ERR_INTERNAL;
     }
-    lm_waiter_notify(&sub->waiter);
+    sub->notify_pending = true; /* woken at the end of the round */
   }
   laminar_code rc = LAMINAR_OK;
   if (s->nreaders > 0) {
@@ -306,11 +306,25 @@ static laminar_code process_msg(lm_source_def* src, lm_msg* msg) {
   return rc;
 }
 
+void lm_rt_notify_subscribers(const lm_graph* g) {
+  for (int32_t i = 0; i < g->nstreams; i++) {
+    const lm_stream_def* s = g->streams[i];
+    for (int32_t j = 0; j < s->nsubs; j++) {
+      lm_sub* sub = s->subs[j];
+      if (!sub->notify_pending) continue;
+      sub->notify_pending = false;
+      lm_waiter_notify(&sub->waiter);
+    }
+  }
+}
+
 laminar_code lm_rt_process_now(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
   /* Keyed readers: the message goes through their partitions as a round of
-   * one, as the reactor would route it. */
+   * one, as the reactor would route it (lm_rt_run_msg drains: it notifies). */
   if (rt->ncores > 1 && lm_rt_source_partitioned(src)) return lm_rt_run_msg(rt, src, msg);
-  return process_msg(src, msg);
+  laminar_code rc = process_msg(src, msg);
+  lm_rt_notify_subscribers(rt->graph);
+  return rc;
 }
 
 /* Room every subscriber ring must have before a source message is taken.
@@ -382,6 +396,7 @@ static laminar_code process_round(lm_rt* rt, int budget, bool* out_progress,
     }
   }
   if (total > 0) atomic_fetch_add_explicit(&rt->messages, total, memory_order_relaxed);
+  lm_rt_notify_subscribers(g);
   return round_rc;
 }
 

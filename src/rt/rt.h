@@ -167,6 +167,11 @@ typedef struct lm_sub {
   lm_wait wait;              /* how the consumer waits for a batch */
   atomic_int_fast64_t dropped_batches; /* writer: reactor (relaxed); reader: any */
   atomic_int_fast64_t dropped_rows;
+  /* A batch was pushed since the consumer was last notified (the publishing
+   * thread's only: reactor 0 or the inline caller). Notifications are
+   * deferred to the end of a round (lm_rt_notify_subscribers): a parked
+   * consumer is woken once per round, not once per batch. */
+  bool notify_pending;
 } lm_sub;
 
 struct lm_stream_def {
