@@ -106,7 +106,10 @@ HOT size_t plan_ints(const lm_vec* v, size_t n, lm_col_plan* p) {
     if (dsize < size) {
       int64_t first = 0;
       memcpy(&first, ints(v, 0, 1, tmp), 8);
-      *p = (lm_col_plan){.kind = KIND_DELTA, .width = wd, .base = first, .step = r.dmin};
+      p->kind = KIND_DELTA;
+      p->width = wd;
+      p->base = first;
+      p->step = r.dmin;
       size = dsize;
     }
   }
