@@ -259,11 +259,12 @@ static int int_case(const char* what, lm_type type, int64_t n, gen_fn gen, int k
 
 static int64_t g_range;
 static int64_t g_base;
-/* base, base + range, then random values within (never beyond) the range */
+/* base, base + range, then random values within (never beyond) the range
+ * (range -1: the whole 64-bit range) */
 static int64_t gen_range(int64_t i, int64_t n) {
   (void)n;
+  if (g_range == -1) return (int64_t)((uint64_t)g_base + (i == 0 ? 0 : i == 1 ? UINT64_MAX : rnd()));
   uint64_t off = i == 0 ? 0 : i == 1 ? (uint64_t)g_range : rnd() % ((uint64_t)g_range + 1);
-  if (g_range == -1) off = i == 1 ? UINT64_MAX : rnd(); /* the whole 64-bit range */
   return (int64_t)((uint64_t)g_base + off);
 }
 static int64_t gen_const(int64_t i, int64_t n) { return (void)i, (void)n, g_base; }
