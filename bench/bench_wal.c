@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
         double secs = now_s() - t0;
         double rows = (double)ROWS * batches * nt;
         int commits = batches * nt;
-        printf("RESULT wal_%s_%s_t%d %.2f M rows/s %.1f MB/s %.1f B/row %d commits %d flushes%s\n",
+        printf("RESULT wal_%s_%s_t%d %.2f M rows/s %.1f MB/s %.1f B/row %d commits %d "
+               "flushes%s\n",
                sync ? "sync" : "async", ios[io] == LM_WAL_IO_URING ? "uring" : "pwrite",
                nt, rows / secs / 1e6, (double)s.bytes * commits / secs / 1e6,
                (double)s.bytes / ROWS, commits,

@@ -62,13 +62,13 @@ laminar_code lm_batch_decode(const lm_schema* schema, lm_state_reader* r, lm_bat
 
 /* What the analysis chose for one column (filled by lm_batch_plan_compact). */
 typedef struct lm_col_plan {
-  uint8_t kind;      /* RAW, FOR, DELTA, STR (see above) */
-  uint8_t width;     /* bytes a packed value takes */
-  bool nulls;        /* write a null bitmap */
-  bool contiguous;   /* STR: the strings lie back to back in memory (one copy) */
-  int64_t base;      /* FOR: the base; DELTA: the first value; STR: the base length */
-  int64_t step;      /* DELTA: the smallest step */
-  uint64_t total;    /* STR: bytes of all strings */
+  uint8_t kind;    /* RAW, FOR, DELTA, STR (see above) */
+  uint8_t width;   /* bytes a packed value takes */
+  bool nulls;      /* write a null bitmap */
+  bool contiguous; /* STR: the strings lie back to back in memory (one copy) */
+  int64_t base;    /* FOR: the base; DELTA: the first value; STR: the base length */
+  int64_t step;    /* DELTA: the smallest step */
+  uint64_t total;  /* STR: bytes of all strings */
 } lm_col_plan;
 
 /* The analysis of one batch: its encoded size, and per column the choice. */

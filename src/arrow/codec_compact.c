@@ -18,10 +18,9 @@
  * The decoder runs at recovery only and trusts nothing (the record's CRC
  * passed, but a bug or a forged file must not become a crash).
  */
-#include "arrow/codec.h"
-
 #include <string.h>
 
+#include "arrow/codec.h"
 #include "util/util.h"
 
 #define VERSION 1
@@ -33,10 +32,16 @@
 
 #define HOT static inline __attribute__((always_inline))
 
-static int64_t sub64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static int64_t sub64(int64_t a, int64_t b) {
+  return (int64_t)((uint64_t)a - (uint64_t)b);
+}
 
 static uint8_t width_of(uint64_t range) {
-  return range == 0 ? 0 : range <= 0xFFu ? 1 : range <= 0xFFFFu ? 2 : range <= 0xFFFFFFFFu ? 4 : 8;
+  return range == 0             ? 0
+         : range <= 0xFFu       ? 1
+         : range <= 0xFFFFu     ? 2
+         : range <= 0xFFFFFFFFu ? 4
+                                : 8;
 }
 
 static bool is_integer(lm_type t) {
@@ -253,13 +258,15 @@ HOT uint8_t* encode_ints(const lm_vec* v, const lm_col_plan* p, size_t n, uint8_
     }
     off[0] = (uint64_t)x[0] - prev - step; /* the first row of all has no step */
     for (size_t i = 1; i < m; i++) off[i] = (uint64_t)x[i] - (uint64_t)x[i - 1] - step;
-    dst = start == 0 ? store(off + 1, m - 1, p->width, dst) : store(off, m, p->width, dst);
+    dst =
+        start == 0 ? store(off + 1, m - 1, p->width, dst) : store(off, m, p->width, dst);
     prev = (uint64_t)x[m - 1];
   }
   return dst;
 }
 
-HOT uint8_t* encode_strings(const lm_vec* v, const lm_col_plan* p, size_t n, uint8_t* dst) {
+HOT uint8_t* encode_strings(const lm_vec* v, const lm_col_plan* p, size_t n,
+                            uint8_t* dst) {
   const lm_str* s = v->data;
   dst = put64(dst, p->total);
   dst = put64(dst, (uint64_t)p->base);
@@ -299,7 +306,8 @@ HOT void encode_batch(const lm_batch_plan* plan, uint8_t* dst) {
     if (p->nulls) {
       size_t bytes = (n + 7) / 8;
       memset(dst, 0, bytes);
-      for (size_t i = 0; i < n; i++) dst[i >> 3] |= (uint8_t)((v->nulls[i] != 0) << (i & 7));
+      for (size_t i = 0; i < n; i++)
+        dst[i >> 3] |= (uint8_t)((v->nulls[i] != 0) << (i & 7));
       dst += bytes;
     }
     if (p->kind == KIND_FOR || p->kind == KIND_DELTA) {
@@ -339,8 +347,8 @@ void lm_batch_encode_compact(const lm_batch_plan* plan, uint8_t* dst) {
 static laminar_code corrupt(laminar_error* err, const lm_state_reader* r, uint32_t col,
                             const char* what) {
   return lm_error_set(err, LAMINAR_ERR_IO,
-                      "logged batch (compact): column %u: %s at byte %zu of %zu", col, what,
-                      r->pos, r->len);
+                      "logged batch (compact): column %u: %s at byte %zu of %zu", col,
+                      what, r->pos, r->len);
 }
 
 /* n packed values of `w` bytes at p, widened to u64. */
@@ -374,7 +382,8 @@ static void unpack(const uint8_t* p, size_t n, uint8_t w, uint64_t* out) {
 
 /* Values [start, start + n) of an integer column from their u64 form; false
  * when a BOOL is neither 0 nor 1. */
-static bool put_ints(lm_type type, void* data, size_t start, const uint64_t* x, size_t n) {
+static bool put_ints(lm_type type, void* data, size_t start, const uint64_t* x,
+                     size_t n) {
   if (type == LM_TYPE_INT64 || type == LM_TYPE_TIMESTAMP) {
     memcpy((int64_t*)data + start, x, n * 8);
     return true;
@@ -398,7 +407,8 @@ static laminar_code decode_ints(lm_state_reader* r, uint32_t col, uint8_t kind, 
                                 lm_type type, size_t n, void* data, laminar_error* err) {
   uint64_t base = (uint64_t)lm_state_get_i64(r);
   uint64_t step = kind == KIND_DELTA ? (uint64_t)lm_state_get_i64(r) : 0;
-  if (kind == KIND_DELTA && n == 0) return corrupt(err, r, col, "delta form without rows");
+  if (kind == KIND_DELTA && n == 0)
+    return corrupt(err, r, col, "delta form without rows");
   size_t count = kind == KIND_DELTA ? n - 1 : n;
   const uint8_t* p = lm_state_get_raw(r, count * w);
   if (p == NULL) return corrupt(err, r, col, "truncated values");
@@ -419,7 +429,8 @@ static laminar_code decode_ints(lm_state_reader* r, uint32_t col, uint8_t kind, 
         x[i] = acc;
       }
     }
-    if (!put_ints(type, data, start, x, m)) return corrupt(err, r, col, "BOOLEAN not 0 or 1");
+    if (!put_ints(type, data, start, x, m))
+      return corrupt(err, r, col, "BOOLEAN not 0 or 1");
   }
   return LAMINAR_OK;
 }
@@ -439,12 +450,14 @@ static laminar_code decode_strings(lm_state_reader* r, uint32_t col, uint8_t w, 
     unpack(lens + start * w, m, w, off);
     for (size_t i = 0; i < m; i++) {
       uint64_t len = base + off[i];
-      if (len > total - used) return corrupt(err, r, col, "string lengths exceed the total");
+      if (len > total - used)
+        return corrupt(err, r, col, "string lengths exceed the total");
       s[start + i] = (lm_str){chars + used, (int64_t)len};
       used += len;
     }
   }
-  if (used != total) return corrupt(err, r, col, "string lengths do not add up to the total");
+  if (used != total)
+    return corrupt(err, r, col, "string lengths do not add up to the total");
   return LAMINAR_OK;
 }
 
@@ -460,9 +473,11 @@ laminar_code lm_batch_decode_compact(const lm_schema* schema, lm_state_reader* r
   if (nrows > LM_BATCH_COMPACT_MAX_ROWS) return corrupt(err, r, 0, "bad row count");
   size_t n = nrows;
   lm_vec* cols = lm_calloc(ncols > 0 ? ncols : 1, sizeof *cols);
-  void** owned = lm_calloc(2 * (size_t)ncols + 1, sizeof *owned); /* data, nulls per column */
+  void** owned =
+      lm_calloc(2 * (size_t)ncols + 1, sizeof *owned); /* data, nulls per column */
   laminar_code rc = LAMINAR_OK;
-  if (cols == NULL || owned == NULL) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  if (cols == NULL || owned == NULL)
+    rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   for (uint32_t c = 0; c < ncols && rc == LAMINAR_OK; c++) {
     uint8_t type = lm_state_get_u8(r), flags = lm_state_get_u8(r);
     uint8_t kind = lm_state_get_u8(r), w = lm_state_get_u8(r);
@@ -474,9 +489,9 @@ laminar_code lm_batch_decode_compact(const lm_schema* schema, lm_state_reader* r
     } else if (flags > 1 || !(w == 0 || w == 1 || w == 2 || w == 4 || w == 8)) {
       rc = corrupt(err, r, c, "bad flags or width");
     } else if (!(kind == KIND_STR ? want == LM_TYPE_STRING
-                 : kind == KIND_RAW ? want != LM_TYPE_STRING && w == lm_type_width(want)
-                                    : (kind == KIND_FOR || kind == KIND_DELTA) &&
-                                          is_integer(want))) {
+                 : kind == KIND_RAW
+                     ? want != LM_TYPE_STRING && w == lm_type_width(want)
+                     : (kind == KIND_FOR || kind == KIND_DELTA) && is_integer(want))) {
       rc = corrupt(err, r, c, "encoding does not fit the column's type");
     }
     if (rc != LAMINAR_OK) break;
