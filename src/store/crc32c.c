@@ -23,15 +23,17 @@ uint32_t lm_crc32c_portable(uint32_t crc, const void* p, size_t n) {
 /* Shift a register over `len` zero bytes, len being the block length the
  * table `t` was made for (crc32c_shift.h). */
 static uint32_t shift(const uint32_t t[4][256], uint32_t c) {
-  return t[0][c & 0xFFu] ^ t[1][(c >> 8) & 0xFFu] ^ t[2][(c >> 16) & 0xFFu] ^ t[3][c >> 24];
+  return t[0][c & 0xFFu] ^ t[1][(c >> 8) & 0xFFu] ^ t[2][(c >> 16) & 0xFFu] ^
+         t[3][c >> 24];
 }
 
 /* One chain of crc32 instructions over n bytes (a multiple of 8). */
-__attribute__((target("sse4.2"))) static inline uint64_t chain(uint64_t c, const uint8_t* b,
-                                                                 size_t n) {
+__attribute__((target("sse4.2"))) static inline uint64_t chain(uint64_t c,
+                                                               const uint8_t* b,
+                                                               size_t n) {
   for (size_t i = 0; i < n; i += 8) {
     uint64_t word;
-    memcpy(&word, b + i, 8);  /* unaligned-safe load; compiles to one mov */
+    memcpy(&word, b + i, 8); /* unaligned-safe load; compiles to one mov */
     c = __builtin_ia32_crc32di(c, word);
   }
   return c;
@@ -42,9 +44,10 @@ __attribute__((target("sse4.2"))) static inline uint64_t chain(uint64_t c, const
  * cycle, so one chain (8 bytes at a time, each waiting for the last) leaves
  * two thirds of it idle. The register after A|B|C is
  * shift(shift(crc(c, A)) ^ crc(0, B)) ^ crc(0, C): the CRC is linear. */
-__attribute__((target("sse4.2"))) static inline uint64_t three(uint64_t c, const uint8_t* b,
-                                                                 size_t len,
-                                                                 const uint32_t t[4][256]) {
+__attribute__((target("sse4.2"))) static inline uint64_t three(uint64_t c,
+                                                               const uint8_t* b,
+                                                               size_t len,
+                                                               const uint32_t t[4][256]) {
   uint64_t c1 = 0, c2 = 0;
   for (size_t i = 0; i < len; i += 8) {
     uint64_t w0, w1, w2;
@@ -59,8 +62,8 @@ __attribute__((target("sse4.2"))) static inline uint64_t three(uint64_t c, const
   return shift(t, ab) ^ (uint32_t)c2;
 }
 
-__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const void* p,
-                                                                 size_t n) {
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc,
+                                                               const void* p, size_t n) {
   const uint8_t* b = p;
   uint64_t c = (uint32_t)~crc;
   while (n >= 3 * LM_CRC32C_LONG) {

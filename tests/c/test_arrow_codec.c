@@ -147,8 +147,8 @@ static size_t encode_compact(const lm_batch* batch, lm_batch_plan* plan, uint8_t
 }
 
 /* Decode and compare with `want` (all columns, all rows); 0 when equal. */
-static int compact_same(const lm_schema* schema, const lm_vec* want, int32_t ncols, int64_t n,
-                        const uint8_t* enc, size_t len) {
+static int compact_same(const lm_schema* schema, const lm_vec* want, int32_t ncols,
+                        int64_t n, const uint8_t* enc, size_t len) {
   lm_state_reader r;
   lm_state_reader_init(&r, enc, len);
   lm_batch* back;
@@ -158,9 +158,11 @@ static int compact_same(const lm_schema* schema, const lm_vec* want, int32_t nco
   int bad = 0;
   for (int32_t k = 0; k < ncols; k++) {
     bool want_nulls = false;
-    for (int64_t row = 0; want[k].nulls != NULL && row < n; row++) want_nulls |= want[k].nulls[row];
+    for (int64_t row = 0; want[k].nulls != NULL && row < n; row++)
+      want_nulls |= want[k].nulls[row];
     EXPECT((back->cols[k].nulls != NULL) == want_nulls); /* no bitmap without a NULL */
-    for (int64_t row = 0; row < n; row++) bad += !same_value(&want[k], &back->cols[k], row);
+    for (int64_t row = 0; row < n; row++)
+      bad += !same_value(&want[k], &back->cols[k], row);
   }
   lm_batch_unref(back);
   EXPECT(bad == 0);
@@ -175,14 +177,16 @@ static int test_compact_roundtrip(void) {
     int64_t n = sizes[si];
     cols6 c;
     make(&c, n);
-    if (c.nulls[4] != NULL) memset(c.nulls[4], 0, (size_t)(n > 0 ? n : 1)); /* NULL-free bytes */
+    if (c.nulls[4] != NULL)
+      memset(c.nulls[4], 0, (size_t)(n > 0 ? n : 1)); /* NULL-free bytes */
     lm_batch* batch;
     CHECK_CODE(lm_arrow_build(&c.schema, c.v, n, &batch), LAMINAR_OK, NULL);
     lm_batch_plan plan;
     uint8_t* enc;
     size_t len = encode_compact(batch, &plan, &enc);
     CHECK(len > 0);
-    EXPECT(len < lm_batch_encoded_size(batch) || n < 8); /* 4 bytes a column more at most */
+    EXPECT(len < lm_batch_encoded_size(batch) ||
+           n < 8); /* 4 bytes a column more at most */
     EXPECT(!plan.cols[4].nulls && plan.cols[4].kind == 3);
     int bad = compact_same(&c.schema, batch->cols, 6, n, enc, len);
 
@@ -192,7 +196,8 @@ static int test_compact_roundtrip(void) {
     for (size_t cut = 0; cut < len; cut += (len > 4000 ? 89 : 1)) {
       lm_state_reader r;
       lm_state_reader_init(&r, enc, cut);
-      CHECK_CODE(lm_batch_decode_compact(&c.schema, &r, &back, &err), LAMINAR_ERR_IO, &err);
+      CHECK_CODE(lm_batch_decode_compact(&c.schema, &r, &back, &err), LAMINAR_ERR_IO,
+                 &err);
       CHECK(back == NULL);
     }
     /* Another schema: a column's type changed, or a column more. */
@@ -242,11 +247,12 @@ static int int_case(const char* what, lm_type type, int64_t n, gen_fn gen, int k
   lm_batch_plan plan;
   uint8_t* enc;
   size_t len = encode_compact(batch, &plan, &enc);
-  size_t want = 9 + 4 + (kind == 2 ? 16 + (size_t)(n - 1) * (size_t)width
-                                   : 8 + (size_t)n * (size_t)width);
+  size_t want =
+      9 + 4 +
+      (kind == 2 ? 16 + (size_t)(n - 1) * (size_t)width : 8 + (size_t)n * (size_t)width);
   if (plan.cols[0].kind != kind || plan.cols[0].width != width || len != want)
-    fprintf(stderr, "%s: kind %d width %d size %zu, expected kind %d width %d size %zu\n", what,
-            plan.cols[0].kind, plan.cols[0].width, len, kind, width, want);
+    fprintf(stderr, "%s: kind %d width %d size %zu, expected kind %d width %d size %zu\n",
+            what, plan.cols[0].kind, plan.cols[0].width, len, kind, width, want);
   int bad = plan.cols[0].kind != kind || plan.cols[0].width != width || len != want;
   bad |= compact_same(&schema, &v, 1, n, enc, len);
   free(enc);
@@ -263,8 +269,11 @@ static int64_t g_base;
  * (range -1: the whole 64-bit range) */
 static int64_t gen_range(int64_t i, int64_t n) {
   (void)n;
-  if (g_range == -1) return (int64_t)((uint64_t)g_base + (i == 0 ? 0 : i == 1 ? UINT64_MAX : rnd()));
-  uint64_t off = i == 0 ? 0 : i == 1 ? (uint64_t)g_range : rnd() % ((uint64_t)g_range + 1);
+  if (g_range == -1)
+    return (int64_t)((uint64_t)g_base + (i == 0 ? 0 : i == 1 ? UINT64_MAX : rnd()));
+  uint64_t off = i == 0   ? 0
+                 : i == 1 ? (uint64_t)g_range
+                          : rnd() % ((uint64_t)g_range + 1);
   return (int64_t)((uint64_t)g_base + off);
 }
 static int64_t gen_const(int64_t i, int64_t n) { return (void)i, (void)n, g_base; }
@@ -272,7 +281,9 @@ static int64_t gen_ms(int64_t i, int64_t n) { return (void)n, 1700000000000 + i;
 static int64_t gen_step(int64_t i, int64_t n) { /* wraps around int64 several times */
   return (void)n, (int64_t)((uint64_t)g_base + (uint64_t)i * (uint64_t)g_range);
 }
-static int64_t gen_extremes(int64_t i, int64_t n) { return (void)n, i % 2 ? INT64_MAX : INT64_MIN; }
+static int64_t gen_extremes(int64_t i, int64_t n) {
+  return (void)n, i % 2 ? INT64_MAX : INT64_MIN;
+}
 static int64_t gen_jitter(int64_t i, int64_t n) { /* +1000 steps, each off by up to 3 */
   return (void)n, g_base + i * 1000 + (int64_t)(rnd() % 4);
 }
@@ -285,7 +296,8 @@ static int test_compact_widths(void) {
     int width;
   } bounds[] = {{0xFF, 1},       {0x100, 2},         {0xFFFF, 2}, {0x10000, 4},
                 {0xFFFFFFFF, 4}, {0x100000000LL, 8}, {-1, 8}};
-  static const int64_t bases[] = {0, -5, INT64_MIN, INT64_MAX - 0x100000000LL, 1700000000000};
+  static const int64_t bases[] = {0, -5, INT64_MIN, INT64_MAX - 0x100000000LL,
+                                  1700000000000};
   for (size_t b = 0; b < sizeof bases / sizeof bases[0]; b++) {
     g_base = bases[b];
     for (size_t k = 0; k < sizeof bounds / sizeof bounds[0]; k++) {
@@ -336,14 +348,18 @@ static int test_compact_strings(void) {
   for (int shape = 0; shape < 5; shape++) {
     int64_t at = 0;
     for (int64_t i = 0; i < N; i++) {
-      int64_t len = shape == 0 ? 4 : shape == 1 ? 0 : shape == 2 ? (int64_t)(rnd() % 9) : 3;
+      int64_t len = shape == 0   ? 4
+                    : shape == 1 ? 0
+                    : shape == 2 ? (int64_t)(rnd() % 9)
+                                 : 3;
       if (shape == 4 && i == 7) len = 70000; /* lengths need 4 bytes */
       s[i] = (lm_str){pool + at, len};
       at += shape == 3 ? len + 1 : len; /* shape 3: a gap after each string */
       nulls[i] = shape == 2 && rnd() % 5 == 0;
     }
     static const int widths[] = {0, 0, 1, 0, 4};
-    lm_vec v = {.type = LM_TYPE_STRING, .len = N, .nulls = shape == 2 ? nulls : NULL, .data = s};
+    lm_vec v = {
+        .type = LM_TYPE_STRING, .len = N, .nulls = shape == 2 ? nulls : NULL, .data = s};
     lm_batch* batch;
     CHECK_CODE(lm_arrow_build(&schema, &v, N, &batch), LAMINAR_OK, NULL);
     lm_batch_plan plan;
@@ -425,7 +441,8 @@ static int test_compact_corrupt(void) {
       lm_state_reader r;
       lm_state_reader_init(&r, copy, cut);
       lm_batch* back;
-      CHECK_CODE(lm_batch_decode_compact(&c.schema, &r, &back, NULL), LAMINAR_ERR_IO, NULL);
+      CHECK_CODE(lm_batch_decode_compact(&c.schema, &r, &back, NULL), LAMINAR_ERR_IO,
+                 NULL);
     }
     free(copy);
     free(enc);
@@ -433,7 +450,8 @@ static int test_compact_corrupt(void) {
     lm_batch_unref(batch);
     unmake(&c);
   }
-  fprintf(stderr, "flipped: %d refused, %d decoded to another valid batch\n", refused, accepted);
+  fprintf(stderr, "flipped: %d refused, %d decoded to another valid batch\n", refused,
+          accepted);
   EXPECT(refused > 0);
   return 0;
 }

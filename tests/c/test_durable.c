@@ -124,7 +124,8 @@ typedef struct wal_copy {
 
 static laminar_code copy_record(void* arg, const lm_wal_record* rec, laminar_error* err) {
   wal_copy* c = arg;
-  if (c->n == 64) return lm_error_set(err, LAMINAR_ERR_INTERNAL, "more records than expected");
+  if (c->n == 64)
+    return lm_error_set(err, LAMINAR_ERR_INTERNAL, "more records than expected");
   c->type[c->n] = rec->type;
   c->seq[c->n] = rec->seq;
   lm_state_writer_init(&c->payload[c->n]);
@@ -169,8 +170,8 @@ static int downgrade_wal(const char* dir) {
       lm_state_writer_init(&old);
       lm_batch_encode(b, &old);
       lm_batch_unref(b);
-      CHECK_CODE(lm_wal_append(wal, 1, 0, old.data, (uint32_t)old.len, &t, &err), LAMINAR_OK,
-                 &err);
+      CHECK_CODE(lm_wal_append(wal, 1, 0, old.data, (uint32_t)old.len, &t, &err),
+                 LAMINAR_OK, &err);
       lm_state_writer_free(&old);
       rewritten++;
     } else {

@@ -200,8 +200,8 @@ static int test_crc32c_streams(void) {
     buf[i] = (uint8_t)s;
   }
   int bad = 0;
-  static const size_t edges[] = {767, 768, 769, 1535, 1536, 12287, 12288, 12289, 13056, 24576,
-                                 24576 + 768 + 7};
+  static const size_t edges[] = {767,   768,   769,   1535,  1536,           12287,
+                                 12288, 12289, 13056, 24576, 24576 + 768 + 7};
   for (int k = 0; k < 400 + (int)(sizeof edges / sizeof edges[0]); k++) {
     s ^= s << 13, s ^= s >> 7, s ^= s << 17;
     size_t n = k < 400 ? (size_t)(s % 100001) : edges[k - 400];
