@@ -700,8 +700,11 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, lam
     if (r.failed) break;
     if (s == NULL) continue; /* dropped after the checkpoint */
     laminar_code rc = restore_stream(s, wm, states, (int32_t)nsaved, err);
-    if (rc != LAMINAR_OK) return lm_error_set(err, LAMINAR_ERR_RECOVERY, "stream '%s': %s", name,
-                                              err ? err->message : "state does not restore");
+    if (rc != LAMINAR_OK) {
+      char msg[sizeof err->message]; /* lm_error_set clears err->message first */
+      snprintf(msg, sizeof msg, "%s", err ? err->message : "state does not restore");
+      return lm_error_set(err, LAMINAR_ERR_RECOVERY, "stream '%s': %s", name, msg);
+    }
   }
   if (r.failed) return lm_error_set(err, LAMINAR_ERR_RECOVERY, "checkpoint: truncated content");
   return LAMINAR_OK;
@@ -741,8 +744,10 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_e
   }
   if (rc != LAMINAR_OK) {
     lm_free(msg);
+    char why[sizeof err->message]; /* lm_error_set clears err->message first */
+    snprintf(why, sizeof why, "%s", err ? err->message : "undecodable");
     return lm_error_set(err, LAMINAR_ERR_RECOVERY, "source '%s': WAL record %" PRIu64 ": %s",
-                        src->name, rec->seq, err ? err->message : "undecodable");
+                        src->name, rec->seq, why);
   }
   c->replayed++;
   return lm_rt_process_now(c->rt, src, msg); /* consumes msg */
