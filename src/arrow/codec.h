@@ -71,7 +71,9 @@ typedef struct lm_col_plan {
   uint64_t total;  /* STR: bytes of all strings */
 } lm_col_plan;
 
-/* The analysis of one batch: its encoded size, and per column the choice. */
+/* The analysis of one batch: its encoded size, and per column the choice.
+ * Lives where lm_batch_plan_compact put it (cols may point into it): not to
+ * be copied. */
 typedef struct lm_batch_plan {
   const lm_batch* batch; /* borrowed: must outlive the plan */
   size_t size;           /* bytes lm_batch_encode_compact writes */
