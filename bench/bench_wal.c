@@ -1,7 +1,7 @@
 /*
  * bench_wal.c -- the WAL on its own (src/store): T threads each log 8192-row
  * trade batches (symbol, price, volume, ts: the W1 schema) — encode the batch
- * (src/arrow/codec.h), append, commit — with wal_mode sync (every commit waits
+ * in the WAL's compact form (src/arrow/codec.h) in place, append, commit — with wal_mode sync (every commit waits
  * for fdatasync; concurrent commits share one: group commit) and async
  * (commits wait for the write only). Prints rows/s and MB/s per mode, I/O
  * path and thread count, and how many flushes served how many commits.
@@ -44,21 +44,24 @@ typedef struct shared {
   size_t bytes;
 } shared;
 
+static void fill_compact(void* arg, uint8_t* dst) { lm_batch_encode_compact(arg, dst); }
+
+/* As a source logs a batch (src/db/durable.c): analyse, then encode in place. */
 static void* worker(void* p) {
   shared* s = p;
-  lm_state_writer w;
-  lm_state_writer_init(&w);
+  size_t bytes = 0;
   for (int i = 0; i < s->batches; i++) {
-    w.len = 0;
-    lm_batch_encode(s->batch, &w);
+    lm_batch_plan plan;
     lm_wal_ticket t;
-    if (lm_state_writer_status(&w) != LAMINAR_OK ||
-        lm_wal_append(s->wal, 1, 0, w.data, (uint32_t)w.len, &t, NULL) != LAMINAR_OK ||
+    if (!lm_batch_plan_compact(s->batch, &plan) ||
+        lm_wal_append_fill(s->wal, 3, 0, (uint32_t)plan.size, fill_compact, &plan, &t, NULL) !=
+            LAMINAR_OK ||
         lm_wal_commit(s->wal, t, s->sync, NULL) != LAMINAR_OK)
       __atomic_add_fetch(&s->failed, 1, __ATOMIC_RELAXED);
+    bytes = plan.size;
+    lm_batch_plan_free(&plan);
   }
-  __atomic_store_n(&s->bytes, w.len, __ATOMIC_RELAXED);
-  lm_state_writer_free(&w);
+  __atomic_store_n(&s->bytes, bytes, __ATOMIC_RELAXED);
   return NULL;
 }
 
@@ -148,9 +151,11 @@ int main(int argc, char** argv) {
         double secs = now_s() - t0;
         double rows = (double)ROWS * batches * nt;
         int commits = batches * nt;
-        printf("RESULT wal_%s_%s_t%d %.2f M rows/s %.1f MB/s %d commits %d flushes%s\n",
+        printf("RESULT wal_%s_%s_t%d %.2f M rows/s %.1f MB/s %.1f B/row %d commits %d "
+               "flushes%s\n",
                sync ? "sync" : "async", ios[io] == LM_WAL_IO_URING ? "uring" : "pwrite",
-               nt, rows / secs / 1e6, (double)s.bytes * commits / secs / 1e6, commits,
+               nt, rows / secs / 1e6, (double)s.bytes * commits / secs / 1e6,
+               (double)s.bytes / ROWS, commits,
                syncs.syncs, s.failed ? " FAILED" : "");
         if (s.failed) status = 1;
         remove_tree(dir);

@@ -26,8 +26,9 @@
 #include "store/ckpt.h"
 #include "util/util.h"
 
-#define WAL_BATCH 1      /* WAL record types */
-#define WAL_WATERMARK 2
+#define WAL_BATCH 1      /* WAL record types: a batch in codec.h's first form (still */
+#define WAL_WATERMARK 2  /* read; written for batches the compact form does not take), */
+#define WAL_BATCH_COMPACT 3 /* a watermark, a batch in the compact form (issue 6) */
 #define CKPT_MAGIC 0x4b434d4cu /* "LMCK" */
 /* 1: one state per stream; 2: per stream its partition count and each
  * partition's state (read: both). */
@@ -316,22 +317,36 @@ void lm_durable_lower_interval(lm_durable* d, int64_t ms) {
 
 static void fill_batch(void* arg, uint8_t* dst) { lm_batch_encode_to(arg, dst); }
 
+static void fill_compact(void* arg, uint8_t* dst) { lm_batch_encode_compact(arg, dst); }
+
 static void fill_watermark(void* arg, uint8_t* dst) { memcpy(dst, arg, 8); }
 
 laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, laminar_error* err) {
-  /* Encoded straight into the log's buffer: no intermediate copy. */
-  size_t size = msg->batch != NULL ? lm_batch_encoded_size(msg->batch) : 8;
-  if (size > LM_WAL_MAX_RECORD)
-    return lm_error_set(err, LAMINAR_ERR_IO,
-                        "source '%s': a batch of %zu bytes exceeds the WAL's record limit; push "
-                        "smaller batches",
-                        def->name, size);
+  /* Encoded straight into the log's buffer: no intermediate copy. The compact
+   * form's analysis runs here, before the log's lock; only the fill is under it. */
+  uint16_t type = WAL_WATERMARK;
+  size_t size = 8;
+  lm_wal_fill_fn fill = fill_watermark;
+  void* arg = &msg->watermark_ms;
+  lm_batch_plan plan = {0};
+  bool compact = false;
+  if (msg->batch != NULL) {
+    compact = lm_batch_plan_compact(msg->batch, &plan);
+    type = compact ? WAL_BATCH_COMPACT : WAL_BATCH;
+    size = compact ? plan.size : lm_batch_encoded_size(msg->batch);
+    fill = compact ? fill_compact : fill_batch;
+    arg = compact ? (void*)&plan : (void*)msg->batch;
+  }
+  laminar_code rc = LAMINAR_OK;
   lm_wal_ticket t;
-  laminar_code rc =
-      msg->batch != NULL
-          ? lm_wal_append_fill(def->wal, WAL_BATCH, 0, (uint32_t)size, fill_batch, msg->batch, &t, err)
-          : lm_wal_append_fill(def->wal, WAL_WATERMARK, 0, 8, fill_watermark, &msg->watermark_ms, &t,
-                               err);
+  if (size > LM_WAL_MAX_RECORD)
+    rc = lm_error_set(err, LAMINAR_ERR_IO,
+                      "source '%s': a batch of %zu bytes exceeds the WAL's record limit; push "
+                      "smaller batches",
+                      def->name, size);
+  else
+    rc = lm_wal_append_fill(def->wal, type, 0, (uint32_t)size, fill, arg, &t, err);
+  if (compact) lm_batch_plan_free(&plan);
   if (rc == LAMINAR_OK && def->wal_sync) rc = lm_wal_commit(def->wal, t, true, err);
   if (rc == LAMINAR_OK) msg->seq = t.seq;
   return rc;
@@ -685,8 +700,11 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, lam
     if (r.failed) break;
     if (s == NULL) continue; /* dropped after the checkpoint */
     laminar_code rc = restore_stream(s, wm, states, (int32_t)nsaved, err);
-    if (rc != LAMINAR_OK) return lm_error_set(err, LAMINAR_ERR_RECOVERY, "stream '%s': %s", name,
-                                              err ? err->message : "state does not restore");
+    if (rc != LAMINAR_OK) {
+      char msg[sizeof err->message]; /* lm_error_set clears err->message first */
+      snprintf(msg, sizeof msg, "%s", err ? err->message : "state does not restore");
+      return lm_error_set(err, LAMINAR_ERR_RECOVERY, "stream '%s': %s", name, msg);
+    }
   }
   if (r.failed) return lm_error_set(err, LAMINAR_ERR_RECOVERY, "checkpoint: truncated content");
   return LAMINAR_OK;
@@ -709,7 +727,14 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_e
   lm_state_reader r;
   lm_state_reader_init(&r, rec->payload, rec->len);
   laminar_code rc = LAMINAR_OK;
-  if (rec->type == WAL_BATCH) {
+  if (rec->type == WAL_BATCH_COMPACT) {
+    rc = lm_batch_decode_compact(&src->schema, &r, &msg->batch, err);
+    if (rc == LAMINAR_OK && r.pos != r.len) {
+      lm_batch_unref(msg->batch);
+      msg->batch = NULL;
+      rc = lm_error_set(err, LAMINAR_ERR_IO, "%zu bytes after the logged batch", r.len - r.pos);
+    }
+  } else if (rec->type == WAL_BATCH) {
     rc = lm_batch_decode(&src->schema, &r, &msg->batch, err);
   } else if (rec->type == WAL_WATERMARK) {
     msg->watermark_ms = lm_state_get_i64(&r);
@@ -719,8 +744,10 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_e
   }
   if (rc != LAMINAR_OK) {
     lm_free(msg);
+    char why[sizeof err->message]; /* lm_error_set clears err->message first */
+    snprintf(why, sizeof why, "%s", err ? err->message : "undecodable");
     return lm_error_set(err, LAMINAR_ERR_RECOVERY, "source '%s': WAL record %" PRIu64 ": %s",
-                        src->name, rec->seq, err ? err->message : "undecodable");
+                        src->name, rec->seq, why);
   }
   c->replayed++;
   return lm_rt_process_now(c->rt, src, msg); /* consumes msg */

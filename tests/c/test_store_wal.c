@@ -186,6 +186,38 @@ static int test_crc32c(void) {
   return 0;
 }
 
+/* The three interleaved chains (buffers of 768 bytes and more, blocks of 256
+ * and 4096) against the table: random lengths up to 100k, every start offset
+ * mod 8, a random starting register, and each length around the block
+ * boundaries. */
+static int test_crc32c_streams(void) {
+  enum { MAX = 100000 + 16 };
+  uint8_t* buf = malloc(MAX);
+  CHECK(buf != NULL);
+  uint64_t s = lm_test_seed() | 1;
+  for (size_t i = 0; i < MAX; i++) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    buf[i] = (uint8_t)s;
+  }
+  int bad = 0;
+  static const size_t edges[] = {767,   768,   769,   1535,  1536,           12287,
+                                 12288, 12289, 13056, 24576, 24576 + 768 + 7};
+  for (int k = 0; k < 400 + (int)(sizeof edges / sizeof edges[0]); k++) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    size_t n = k < 400 ? (size_t)(s % 100001) : edges[k - 400];
+    size_t at = (size_t)(s >> 40) % 8;
+    uint32_t init = (uint32_t)(s >> 20);
+    uint32_t want = lm_crc32c_portable(init, buf + at, n);
+    if (lm_crc32c(init, buf + at, n) != want) {
+      if (bad++ < 5) fprintf(stderr, "crc32c differs: length %zu at +%zu\n", n, at);
+    }
+  }
+  free(buf);
+  fprintf(stderr, "crc32c hardware: %d, %d lengths differ\n", lm_crc32c_hardware(), bad);
+  EXPECT(bad == 0);
+  return bad != 0;
+}
+
 /* ---- round trip, rolling, truncation ------------------------------------------ */
 
 static int roundtrip(lm_wal_io io) {
@@ -634,6 +666,7 @@ BOTH(alloc_enospc, alloc_enospc)
 
 static const lm_test_case cases[] = {
     {"crc32c", test_crc32c},
+    {"crc32c_streams", test_crc32c_streams},
     {"bad_open", test_bad_open},
     CASES(roundtrip),
     CASES(damage),
