@@ -387,7 +387,18 @@ static int test_held_reactor(void) {
   lm_reactor* r0 = &db->rt.reactors[0];
   int64_t rows0 = atomic_load_explicit(&r0->rows, memory_order_relaxed);
   uint64_t posted0 = atomic_load_explicit(&db->rt.round_seq, memory_order_relaxed);
-  for (int64_t b = 15; b < 25; b++) CHECK_CODE(push_batch(src, b, &err), LAMINAR_OK, &err);
+  /* The first two one batch at a time, each waited for until reactor 0 has
+   * posted a round of it: pushed at once, the batches may all land in one
+   * round (reactor 0 takes what is queued), and two rounds past the barrier
+   * are what shows it posting on without reactor 1. */
+  for (int64_t b = 15; b < 25; b++) {
+    uint64_t before = atomic_load_explicit(&db->rt.round_seq, memory_order_relaxed);
+    CHECK_CODE(push_batch(src, b, &err), LAMINAR_OK, &err);
+    for (int i = 0; b < 17 && i < 50000; i++) {
+      if (atomic_load_explicit(&db->rt.round_seq, memory_order_relaxed) > before) break;
+      usleep(200);
+    }
+  }
   bool moved = false;
   for (int i = 0; i < 50000 && !moved; i++) {
     /* (up to LM_RT_ROUNDS_INFLIGHT - 1 rounds past the barrier: then the
