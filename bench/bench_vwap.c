@@ -44,6 +44,10 @@
  * count; this 2-core machine can only show up to 2. --prequeue makes the threaded
  * mode queue every batch before laminar_start and time start -> last result, so no
  * producer thread competes with the reactors for the cores (no latency then).
+ * --pin: every database gets `core_affinity = true` (reactor i on CPU i), and the
+ * application's threads (the producer, the consumer, and the threads the database
+ * starts besides its reactors, which inherit the mask) run on the CPUs the
+ * reactors leave free, if any: a reactor then owns its core.
  *
  * Usage: bench_vwap [N] [--reps R] [--batch B] [--only w1|w2] [--mode
  * all|inline|threaded] [--cores LIST]
@@ -55,6 +59,9 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // sched_setaffinity, CPU_SET (--pin)
+#endif
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -65,6 +72,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "laminar.h"
@@ -523,6 +531,7 @@ static const char* g_durable = "off";
 static const char* g_checkpoint_ms = "10000";
 static const char* g_data_dir = "/tmp";
 static int g_cores = 1; /* config `cores` of every database opened (--cores) */
+static bool g_pin = false; /* --pin: reactors pinned, the rest on the CPUs left */
 /* --prequeue: the threaded mode pushes every batch (and the final watermark)
  * before laminar_start into a queue that holds them all, then times start ->
  * last result: the reactors alone, no producer thread competing for a core. */
@@ -540,14 +549,26 @@ static void remove_tree(const char* dir) {
     fprintf(stderr, "bench_vwap: could not remove %s\n", dir);
 }
 
+/* --pin: this thread (and what it starts from now on) on CPUs g_cores.. if the
+ * reactors leave any, else on every CPU. */
+static void pin_app_threads(void) {
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (long c = g_cores < ncpu ? g_cores : 0; c < ncpu && c < CPU_SETSIZE; c++) CPU_SET(c, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0) perror("bench_vwap: sched_setaffinity");
+}
+
 static void run_open(run_ctx* r, workload w) {
   laminar_error err;
   laminar_config* cfg = NULL;
-  if (g_cores > 1 || g_prequeue) {
+  if (g_pin) pin_app_threads();
+  if (g_cores > 1 || g_prequeue || g_pin) {
     char text[32];
     check_rc(laminar_config_create(&cfg), NULL, "laminar_config_create");
     snprintf(text, sizeof text, "%d", g_cores);
     check_rc(laminar_config_set(cfg, "cores", text, &err), &err, "cores");
+    if (g_pin) check_rc(laminar_config_set(cfg, "core_affinity", "true", &err), &err, "affinity");
     if (g_prequeue) {
       snprintf(text, sizeof text, "%lld", (long long)g_queue_size);
       check_rc(laminar_config_set(cfg, "buffer_size", text, &err), &err, "buffer_size");
@@ -840,7 +861,7 @@ static void usage(void) {
           "                  [--w1b-rows-per-s X] [--w2b-rows-per-s Y]\n"
           "                  [--durable off|ckpt|async|sync] [--checkpoint-ms MS]\n"
           "                  [--set KEY=VALUE ...  (durable runs: e.g. wal_direct_io=off)]\n"
-          "                  [--data-dir DIR] [--cores LIST] [--prequeue]\n");
+          "                  [--data-dir DIR] [--cores LIST] [--prequeue] [--pin]\n");
   exit(2);
 }
 
@@ -887,6 +908,8 @@ static options parse_args(int argc, char** argv) {
       g_data_dir = v, i++;
     } else if (strcmp(a, "--prequeue") == 0) {
       g_prequeue = true;
+    } else if (strcmp(a, "--pin") == 0) {
+      g_pin = true;
     } else if (strcmp(a, "--cores") == 0 && v) {
       o.ncores = 0;
       for (const char* c = v; *c != '\0' && o.ncores < 8;) {
