@@ -127,16 +127,21 @@ GAP_MS = 10
 
 def expected_sessions(batches: list[pa.RecordBatch]) -> set[tuple[str, int, int, int, int]]:
     """DuckDB's sessions: per symbol, a row less than the gap after the one
-    before it (by time) joins its session, [first, last + gap)."""
+    before it (by time) joins its session, [first, last + gap). Rows of equal
+    time are ordered by a row id numbered once, so both windows see them in
+    the same order (DuckDB 2.0.0 ordered such ties differently for LAG and
+    the running SUM, which put a session's first row into the one before)."""
     trades_tbl = pa.Table.from_batches(batches)  # noqa: F841 -- read by DuckDB by name
     rows = duckdb.sql(
         f"""
-        WITH o AS (
-          SELECT *, CASE WHEN ts - LAG(ts) OVER (PARTITION BY symbol ORDER BY ts) < {GAP_MS}
+        WITH r AS (SELECT *, row_number() OVER () AS rid FROM trades_tbl),
+        o AS (
+          SELECT *, CASE WHEN ts - LAG(ts) OVER (PARTITION BY symbol ORDER BY ts, rid)
+                              < {GAP_MS}
                     THEN 0 ELSE 1 END AS first
-          FROM trades_tbl),
+          FROM r),
         s AS (
-          SELECT *, SUM(first) OVER (PARTITION BY symbol ORDER BY ts
+          SELECT *, SUM(first) OVER (PARTITION BY symbol ORDER BY ts, rid
                                      ROWS UNBOUNDED PRECEDING) AS sid
           FROM o)
         SELECT symbol, MIN(ts), MAX(ts) + {GAP_MS}, COUNT(*), SUM(volume)
