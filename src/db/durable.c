@@ -321,7 +321,69 @@ static void fill_compact(void* arg, uint8_t* dst) { lm_batch_encode_compact(arg,
 
 static void fill_watermark(void* arg, uint8_t* dst) { memcpy(dst, arg, 8); }
 
+/* An async source's batch in the log: the writer analyses it, chooses the
+ * form (compact when the analysis takes it and it is no larger) and fills it
+ * (lm_wal_append_later); the batch is immutable, so a reference is enough. */
+typedef struct later_batch {
+  lm_batch* batch;
+  size_t plain; /* bytes of the batch in codec.h's first form */
+  lm_batch_plan plan;
+  bool compact;
+} later_batch;
+
+static uint32_t later_measure(void* arg, uint16_t* type) {
+  later_batch* lb = arg;
+  lb->compact = lm_batch_plan_compact(lb->batch, &lb->plan);
+  if (lb->compact && lb->plan.size > lb->plain) {
+    lm_batch_plan_free(&lb->plan);
+    lb->compact = false;
+  }
+  *type = lb->compact ? WAL_BATCH_COMPACT : WAL_BATCH;
+  return (uint32_t)(lb->compact ? lb->plan.size : lb->plain);
+}
+
+static void later_fill(void* arg, uint8_t* dst) {
+  later_batch* lb = arg;
+  if (lb->compact) {
+    lm_batch_encode_compact(&lb->plan, dst);
+  } else {
+    lm_batch_encode_to(lb->batch, dst);
+  }
+}
+
+static void later_release(void* arg) {
+  later_batch* lb = arg;
+  if (lb->compact) lm_batch_plan_free(&lb->plan);
+  lm_batch_unref(lb->batch);
+  lm_free(lb);
+}
+
+static const lm_wal_later_ops later_ops = {later_measure, later_fill, later_release};
+
 laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, laminar_error* err) {
+  if (msg->batch != NULL && !def->wal_sync) {
+    /* Async: bounded by the plain form's size (the compact one is chosen only
+     * when no larger). */
+    size_t max = lm_batch_encoded_size(msg->batch);
+    if (max > LM_WAL_MAX_RECORD)
+      return lm_error_set(err, LAMINAR_ERR_IO,
+                          "source '%s': a batch of %zu bytes exceeds the WAL's record limit; "
+                          "push smaller batches",
+                          def->name, max);
+    later_batch* lb = lm_calloc(1, sizeof *lb);
+    if (lb == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    lm_batch_ref(msg->batch);
+    lb->batch = msg->batch;
+    lb->plain = max;
+    lm_wal_ticket t;
+    laminar_code rc = lm_wal_append_later(def->wal, 0, (uint32_t)max, &later_ops, lb, &t, err);
+    if (rc != LAMINAR_OK) {
+      later_release(lb);
+      return rc;
+    }
+    msg->seq = t.seq;
+    return LAMINAR_OK;
+  }
   /* Encoded straight into the log's buffer: no intermediate copy. The compact
    * form's analysis runs here, before the log's lock; only the fill is under it. */
   uint16_t type = WAL_WATERMARK;

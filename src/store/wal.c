@@ -9,6 +9,7 @@
 #include "store/wal.h"
 
 #include <dirent.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -40,6 +41,25 @@
 /* Room kept free after the appended records for the padding record. */
 #define PAD_SLACK (DIO_BLOCK + REC_HEADER)
 
+/* A record appended with lm_wal_append_later: only its sequence number is
+ * taken when it is appended. Its place is `off`, the buffer's length then
+ * (records appended in full after it come after it); the writer that takes
+ * the buffer measures, fills and frames it there. */
+typedef struct later_rec {
+  size_t off;
+  uint64_t seq, epoch;
+  uint32_t max_len; /* what the appender promised */
+  uint32_t len;     /* measured by the writer */
+  uint16_t type;
+  const lm_wal_later_ops* ops;
+  void* arg;
+} later_rec;
+
+typedef struct later_list {
+  later_rec* items;
+  size_t n, cap;
+} later_list;
+
 struct lm_wal {
   char* dir;
   int dir_fd;
@@ -63,6 +83,7 @@ struct lm_wal {
   /* Appended and not yet taken by a writer (under mu). */
   uint8_t* buf;
   size_t len, cap;
+  later_list later;      /* records to be filled by the writer that takes buf */
   uint64_t buf_last_seq;
   uint64_t next_seq;
   uint32_t gen;          /* bumped by every failed write or flush */
@@ -73,6 +94,9 @@ struct lm_wal {
   bool flushing;
   uint8_t* wbuf;         /* the leader's batch (swapped with buf) */
   size_t wcap;
+  later_list wlater;     /* its later records (swapped with later) */
+  uint8_t* obuf;         /* the leader's batch with its later records filled in */
+  size_t ocap;
   uint64_t written_seq;
   uint64_t synced_seq;
   int fd;                /* active segment */
@@ -135,6 +159,47 @@ static size_t pad_to_block(uint8_t* p, size_t n) {
   memset(p + n + REC_HEADER, 0, len);
   frame_record(p + n, len, 0, 0, (uint16_t)LM_WAL_TYPE_PAD);
   return add;
+}
+
+/* Let go of later records that will never be written (discarded, closed). */
+static void drop_later(later_list* l) {
+  for (size_t i = 0; i < l->n; i++) l->items[i].ops->release(l->items[i].arg);
+  l->n = 0;
+}
+
+/* The leader's batch b (n bytes) with its later records l measured, filled
+ * and framed in their places, into wal->obuf; every record's argument is let
+ * go. Returns the batch's new size, or 0 with *oom when out of memory (then
+ * nothing was let go). */
+static size_t fill_later(lm_wal* wal, const uint8_t* b, size_t n, later_list* l, bool* oom) {
+  *oom = false;
+  size_t total = n;
+  for (size_t i = 0; i < l->n; i++) {
+    later_rec* r = &l->items[i];
+    r->len = r->ops->measure(r->arg, &r->type);
+    assert(r->len <= r->max_len && r->type != LM_WAL_TYPE_PAD);
+    total += REC_HEADER + pad8(r->len);
+  }
+  if (!buf_reserve(&wal->obuf, &wal->ocap, 0, total + PAD_SLACK)) {
+    *oom = true;
+    return 0;
+  }
+  size_t at = 0, from = 0;
+  for (size_t i = 0; i <= l->n; i++) {
+    /* The records appended in full before later record i (or the end). */
+    size_t upto = i < l->n ? l->items[i].off : n;
+    if (upto > from) memcpy(wal->obuf + at, b + from, upto - from);
+    at += upto - from;
+    from = upto;
+    if (i == l->n) break;
+    later_rec* r = &l->items[i];
+    uint8_t* h = wal->obuf + at;
+    if (r->len > 0) r->ops->fill(r->arg, h + REC_HEADER);
+    at += frame_record(h, r->len, r->seq, r->epoch, r->type);
+    r->ops->release(r->arg);
+  }
+  l->n = 0;
+  return at;
 }
 
 static void segment_header(uint8_t* h, uint64_t first_seq) {
@@ -505,8 +570,13 @@ static void wal_free(lm_wal* wal) {
 #endif
   pthread_mutex_destroy(&wal->mu);
   pthread_cond_destroy(&wal->cv);
+  drop_later(&wal->later);
+  drop_later(&wal->wlater);
+  lm_free(wal->later.items);
+  lm_free(wal->wlater.items);
   lm_free(wal->buf);
   lm_free(wal->wbuf);
+  lm_free(wal->obuf);
   lm_free(wal->blk);
   lm_free(wal->keep_upto);
   lm_free(wal->dir);
@@ -761,6 +831,33 @@ laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint
   return LAMINAR_OK;
 }
 
+laminar_code lm_wal_append_later(lm_wal* wal, uint64_t epoch, uint32_t max_len,
+                                 const lm_wal_later_ops* ops, void* arg, lm_wal_ticket* out,
+                                 laminar_error* err) {
+  if (max_len > LM_WAL_MAX_RECORD)
+    return lm_error_set(err, LAMINAR_ERR_IO, "WAL '%s': record of %u bytes exceeds the limit",
+                        wal->dir, max_len);
+  pthread_mutex_lock(&wal->mu);
+  later_list* l = &wal->later;
+  if (l->n == l->cap) {
+    size_t c = l->cap ? l->cap * 2 : 64;
+    later_rec* items = lm_realloc(l->items, c * sizeof *items);
+    if (items == NULL) {
+      pthread_mutex_unlock(&wal->mu);
+      return lm_error_set(err, LAMINAR_ERR_NOMEM, "WAL '%s': out of memory", wal->dir);
+    }
+    l->items = items;
+    l->cap = c;
+  }
+  uint64_t seq = wal->next_seq++;
+  l->items[l->n++] = (later_rec){.off = wal->len, .seq = seq, .epoch = epoch,
+                                 .max_len = max_len, .ops = ops, .arg = arg};
+  wal->buf_last_seq = seq;
+  *out = (lm_wal_ticket){.seq = seq, .gen = wal->gen};
+  pthread_mutex_unlock(&wal->mu);
+  return LAMINAR_OK;
+}
+
 typedef struct copy_arg {
   const void* p;
   uint32_t n;
@@ -839,19 +936,36 @@ laminar_code lm_wal_commit(lm_wal* wal, lm_wal_ticket t, bool sync, laminar_erro
     wal->flushing = true;
     uint8_t* batch = wal->buf;
     size_t n = wal->len, batch_cap = wal->cap;
-    uint64_t last = n > 0 ? wal->buf_last_seq : wal->written_seq;
+    uint64_t last = n > 0 || wal->later.n > 0 ? wal->buf_last_seq : wal->written_seq;
     uint64_t first = wal->written_seq + 1;
     wal->buf = wal->wbuf;
     wal->cap = wal->wcap;
     wal->len = 0;
     wal->wbuf = batch;
     wal->wcap = batch_cap;
+    later_list fills = wal->later; /* the leader's now; wlater is empty */
+    wal->later = wal->wlater;
+    wal->wlater = fills;
     pthread_mutex_unlock(&wal->mu);
 
-    bool rolled;
-    uint64_t before;
-    size_t wrote;
-    int e = write_batch(wal, batch, n, first, sync, &rolled, &before, &wrote);
+    /* Later records: measured, filled and framed where they belong, here,
+     * off the appending threads. No room for that fails the batch like a
+     * failed write (nothing of it reached the file). */
+    int e = 0;
+    if (wal->wlater.n > 0) {
+      bool oom;
+      size_t filled = fill_later(wal, batch, n, &wal->wlater, &oom);
+      if (oom) {
+        drop_later(&wal->wlater);
+        e = ENOMEM;
+      }
+      batch = wal->obuf;
+      n = filled;
+    }
+    bool rolled = false;
+    uint64_t before = wal->file_size;
+    size_t wrote = 0;
+    if (e == 0) e = write_batch(wal, batch, n, first, sync, &rolled, &before, &wrote);
 
     pthread_mutex_lock(&wal->mu);
     wal->flushing = false;
@@ -883,6 +997,7 @@ laminar_code lm_wal_commit(lm_wal* wal, lm_wal_ticket t, bool sync, laminar_erro
       wal->file_size = keep_size;
       wal->written_seq = keep_seq;
       wal->len = 0;
+      drop_later(&wal->later); /* appended meanwhile: discarded with the rest */
       wal->next_seq = keep_seq + 1;
       pthread_cond_broadcast(&wal->cv);
       pthread_mutex_unlock(&wal->mu);

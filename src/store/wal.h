@@ -168,6 +168,28 @@ laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint
                                 lm_wal_fill_fn fill, void* arg, lm_wal_ticket* out,
                                 laminar_error* err);
 
+/* A record whose payload is made by the writer (the commit leader that takes
+ * it), off the appending thread: measure(arg, &type) gives its payload length
+ * (<= the max_len it was appended with) and record type, fill(arg, dst)
+ * writes that many bytes, release(arg) lets go of arg -- after the fill, or
+ * when the record is discarded (a failed write, a close). Each is called
+ * once, measure before fill, never under the log's lock. */
+typedef struct lm_wal_later_ops {
+  uint32_t (*measure)(void* arg, uint16_t* type);
+  void (*fill)(void* arg, uint8_t* dst);
+  void (*release)(void* arg);
+} lm_wal_later_ops;
+
+/* Append a record made later (above): it takes its sequence number and its
+ * place now. For an async source's batches (immutable, reference-counted):
+ * the pushing thread, which may be the engine's, neither analyses, copies nor
+ * checksums them. `arg` must stay valid until release. Thread-safe. Errors:
+ * LAMINAR_ERR_IO for a max_len over LM_WAL_MAX_RECORD, LAMINAR_ERR_NOMEM
+ * (then release is not called). */
+laminar_code lm_wal_append_later(lm_wal* wal, uint64_t epoch, uint32_t max_len,
+                                 const lm_wal_later_ops* ops, void* arg, lm_wal_ticket* out,
+                                 laminar_error* err);
+
 /* Return once the ticket's record is written (sync = false) or written and on
  * stable storage (sync = true). Thread-safe; concurrent commits share one
  * write and flush. LAMINAR_ERR_IO when the write or flush failed (the record

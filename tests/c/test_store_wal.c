@@ -14,6 +14,7 @@
 
 #include "store/crc32c.h"
 #include "store/wal.h"
+#include "util/util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -647,6 +648,153 @@ static int test_bad_open(void) {
     return call(LM_WAL_IO_PWRITE);                                                        \
   }
 
+/* A record appended for later: its number, and what the writer did with it. */
+typedef struct later_arg {
+  uint64_t i;
+  int measured, filled, released;
+} later_arg;
+
+static uint32_t later_measure(void* arg, uint16_t* type) {
+  later_arg* a = arg;
+  uint8_t scratch[512];
+  a->measured++;
+  *type = (uint16_t)(a->i % 5);
+  return payload(a->i, scratch);
+}
+
+static void later_fill(void* arg, uint8_t* dst) {
+  later_arg* a = arg;
+  a->filled++;
+  payload(a->i, dst);
+}
+
+static void later_release(void* arg) { ((later_arg*)arg)->released++; }
+
+static const lm_wal_later_ops later_ops = {later_measure, later_fill, later_release};
+
+/* Records i in [first, last]: made later (odd i) and appended in full (even
+ * i), each argument in a[i]; *t: the last ticket. */
+static laminar_code append_mixed(lm_wal* wal, later_arg* a, uint64_t first, uint64_t last,
+                                 lm_wal_ticket* t, laminar_error* err) {
+  uint8_t buf[512];
+  for (uint64_t i = first; i <= last; i++) {
+    a[i] = (later_arg){.i = i};
+    uint32_t len = payload(i, buf);
+    laminar_code rc = i % 2 ? lm_wal_append_later(wal, i / 10, 512, &later_ops, &a[i], t, err)
+                            : lm_wal_append(wal, (uint16_t)(i % 5), i / 10, buf, len, t, err);
+    if (rc != LAMINAR_OK) return rc;
+    if (t->seq != i) return LAMINAR_ERR_INTERNAL;
+  }
+  return LAMINAR_OK;
+}
+
+/* Later records are made by the commit that takes them, in sequence with the
+ * others (replay checks every record's number, type, epoch and bytes), each
+ * measured, filled and let go exactly once; a failed write lets go of the
+ * ones it discarded, made or not; a close writes what it holds and lets go
+ * of it, also when that last write fails. */
+static int later_case(lm_wal_io io) {
+  tmpdir t;
+  CHECK(tmpdir_make(&t) == 0);
+  if (skip_io(io, &t)) {
+    tmpdir_remove(&t);
+    return LM_TEST_SKIP;
+  }
+  fault_plan plan = {.err = EIO};
+  lm_wal_options o = opts(&t, io, 0);
+  o.fault = fault_hook;
+  o.fault_arg = &plan;
+  laminar_error err;
+  lm_wal* wal;
+  later_arg a[64];
+  lm_wal_ticket last;
+  CHECK_CODE(lm_wal_open(&o, &wal, NULL, &err), LAMINAR_OK, &err);
+  CHECK_CODE(append_mixed(wal, a, 1, 20, &last, &err), LAMINAR_OK, &err);
+  for (uint64_t i = 1; i <= 20; i += 2) EXPECT(a[i].measured == 0 && a[i].released == 0);
+  CHECK_CODE(lm_wal_commit(wal, last, true, &err), LAMINAR_OK, &err);
+  for (uint64_t i = 1; i <= 20; i += 2)
+    EXPECT(a[i].measured == 1 && a[i].filled == 1 && a[i].released == 1);
+  int rc = check_replay(wal, 1, 20);
+
+  /* A failed write: 21..30 discarded, each later one let go once; the same
+   * numbers go in again after, and records appended later still work. */
+  CHECK_CODE(append_mixed(wal, a, 21, 30, &last, &err), LAMINAR_OK, &err);
+  plan.fail_write_at = plan.write_calls + 1;
+  CHECK_CODE(lm_wal_commit(wal, last, true, &err), LAMINAR_ERR_IO, &err);
+  for (uint64_t i = 21; i <= 30; i += 2) EXPECT(a[i].released == 1 && a[i].filled <= 1);
+  EXPECT(lm_wal_next_seq(wal) == 21);
+  CHECK_CODE(append_mixed(wal, a, 21, 30, &last, &err), LAMINAR_OK, &err);
+  CHECK_CODE(lm_wal_commit(wal, last, true, &err), LAMINAR_OK, &err);
+  for (uint64_t i = 21; i <= 30; i += 2) EXPECT(a[i].filled == 1 && a[i].released == 1);
+  rc |= check_replay(wal, 1, 30);
+
+  /* A close writes what it holds... */
+  CHECK_CODE(append_mixed(wal, a, 31, 36, &last, &err), LAMINAR_OK, &err);
+  CHECK_CODE(lm_wal_close(wal, &err), LAMINAR_OK, &err);
+  for (uint64_t i = 31; i <= 36; i += 2) EXPECT(a[i].filled == 1 && a[i].released == 1);
+  CHECK_CODE(lm_wal_open(&o, &wal, NULL, &err), LAMINAR_OK, &err);
+  rc |= check_replay(wal, 1, 36);
+  /* ...and lets go of it when that write fails. */
+  CHECK_CODE(append_mixed(wal, a, 37, 46, &last, &err), LAMINAR_OK, &err);
+  plan.fail_write_at = plan.write_calls + 1;
+  CHECK_CODE(lm_wal_close(wal, &err), LAMINAR_ERR_IO, &err);
+  for (uint64_t i = 37; i <= 46; i += 2) EXPECT(a[i].released == 1);
+  lm_wal_report rep;
+  o.fault = NULL;
+  CHECK_CODE(lm_wal_open(&o, &wal, &rep, &err), LAMINAR_OK, &err);
+  EXPECT(rep.records == 36);
+  rc |= check_replay(wal, 1, 36);
+  lm_wal_close(wal, NULL);
+  tmpdir_remove(&t);
+  return rc;
+}
+
+#ifdef LAMINAR_FAULT_INJECTION
+/* Every allocation of a commit that makes later records failing in turn: the
+ * commit fails or succeeds, each later record is let go exactly once either
+ * way, and the log works on after (what it kept replays, in order). */
+static int later_oom_case(lm_wal_io io) {
+  int rc = 0;
+  for (int64_t nth = 1; nth <= 4; nth++) {
+    tmpdir t;
+    CHECK(tmpdir_make(&t) == 0);
+    if (skip_io(io, &t)) {
+      tmpdir_remove(&t);
+      return LM_TEST_SKIP;
+    }
+    lm_wal_options o = opts(&t, io, 0);
+    laminar_error err;
+    lm_wal* wal;
+    later_arg a[16];
+    lm_wal_ticket last;
+    CHECK_CODE(lm_wal_open(&o, &wal, NULL, &err), LAMINAR_OK, &err);
+    CHECK_CODE(append_mixed(wal, a, 1, 5, &last, &err), LAMINAR_OK, &err);
+    lm_fault_alloc_set(nth, false);
+    laminar_code crc = lm_wal_commit(wal, last, true, &err);
+    lm_fault_alloc_set(0, false);
+    EXPECT(crc == LAMINAR_OK || crc == LAMINAR_ERR_IO || crc == LAMINAR_ERR_NOMEM);
+    for (uint64_t i = 1; i <= 5; i += 2) EXPECT(a[i].released == (crc == LAMINAR_ERR_NOMEM ? 0 : 1));
+    if (crc == LAMINAR_ERR_NOMEM) { /* before it took anything: they are still to write */
+      CHECK_CODE(lm_wal_commit(wal, last, true, &err), LAMINAR_OK, &err);
+      for (uint64_t i = 1; i <= 5; i += 2) EXPECT(a[i].filled == 1 && a[i].released == 1);
+    }
+    uint64_t kept = lm_wal_next_seq(wal) - 1; /* 5, or 0 after a failed write */
+    EXPECT(kept == 5 || (crc == LAMINAR_ERR_IO && kept == 0));
+    CHECK_CODE(append_mixed(wal, a, kept + 1, kept + 5, &last, &err), LAMINAR_OK, &err);
+    CHECK_CODE(lm_wal_commit(wal, last, true, &err), LAMINAR_OK, &err);
+    rc |= check_replay(wal, 1, kept + 5);
+    CHECK_CODE(lm_wal_close(wal, &err), LAMINAR_OK, &err);
+    tmpdir_remove(&t);
+  }
+  return rc;
+}
+#else
+static int later_oom_case(lm_wal_io io) {
+  (void)io;
+  return LM_TEST_SKIP; /* needs the allocation fault hooks (ASan build) */
+}
+#endif
+
 static int write_eio(lm_wal_io io) { return fault_case(io, false, EIO); }
 static int write_enospc(lm_wal_io io) { return fault_case(io, false, ENOSPC); }
 static int sync_eio(lm_wal_io io) { return fault_case(io, true, EIO); }
@@ -658,6 +806,8 @@ BOTH(write_enospc, write_enospc)
 BOTH(sync_eio, sync_eio)
 BOTH(group_commit, group_commit)
 BOTH(alloc_enospc, alloc_enospc)
+BOTH(later, later_case)
+BOTH(later_oom, later_oom_case)
 
 #define CASES(name)                                                                   \
   {#name "_uring", test_##name##_uring}, {#name "_pwrite", test_##name##_pwrite},     \
@@ -675,6 +825,8 @@ static const lm_test_case cases[] = {
     CASES(sync_eio),
     CASES(group_commit),
     CASES(alloc_enospc),
+    CASES(later),
+    CASES(later_oom),
     {NULL, NULL},
 };
 
