@@ -360,8 +360,8 @@ static void later_release(void* arg) {
 
 static const lm_wal_later_ops later_ops = {later_measure, later_fill, later_release};
 
-laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, laminar_error* err) {
-  if (msg->batch != NULL && !def->wal_sync) {
+laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, bool defer, laminar_error* err) {
+  if (defer && msg->batch != NULL && !def->wal_sync) {
     /* Async: bounded by the plain form's size (the compact one is chosen only
      * when no larger). */
     size_t max = lm_batch_encoded_size(msg->batch);

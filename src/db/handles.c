@@ -315,8 +315,10 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
       /* Refused before anything is logged. Under the lock only the reactor
        * moves the queue (a WAL source never drops), so room seen stays. */
       rc = refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, wait, err);
+      /* Not started: this thread runs the engine too (run_until_idle). */
+      bool defer = !atomic_load_explicit(&src->db->rt.started, memory_order_relaxed);
       while (queued < n && rc == LAMINAR_OK) {
-        rc = lm_durable_log(def, msgs[queued], err);
+        rc = lm_durable_log(def, msgs[queued], defer, err);
         if (rc == LAMINAR_OK) rc = enqueue(src, &msgs[queued], 1, wait, err);
         if (rc == LAMINAR_OK) queued++;
       }
@@ -401,7 +403,7 @@ laminar_code laminar_source_watermark(laminar_source* src, int64_t watermark_ms,
   if (def->wal != NULL) {
     pthread_mutex_lock(&def->log_mu); /* see push_many */
     rc = refuse_early(src, 1, true, err); /* before it is logged */
-    if (rc == LAMINAR_OK) rc = lm_durable_log(def, msg, err);
+    if (rc == LAMINAR_OK) rc = lm_durable_log(def, msg, false, err); /* a watermark */
     if (rc == LAMINAR_OK) rc = enqueue(src, &msg, 1, true, err);
     pthread_mutex_unlock(&def->log_mu);
   } else {
