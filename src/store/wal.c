@@ -8,8 +8,8 @@
 
 #include "store/wal.h"
 
-#include <dirent.h>
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

@@ -173,7 +173,8 @@ laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint
  * (<= the max_len it was appended with) and record type, fill(arg, dst)
  * writes that many bytes, release(arg) lets go of arg -- after the fill, or
  * when the record is discarded (a failed write, a close). Each is called
- * once, measure before fill, never under the log's lock. */
+ * once, measure before fill; measure and fill never under the log's lock,
+ * release maybe under it (it must not call into the log). */
 typedef struct lm_wal_later_ops {
   uint32_t (*measure)(void* arg, uint16_t* type);
   void (*fill)(void* arg, uint8_t* dst);
