@@ -360,16 +360,19 @@ static void later_release(void* arg) {
 
 static const lm_wal_later_ops later_ops = {later_measure, later_fill, later_release};
 
+static laminar_code too_big(const lm_source_def* def, size_t size, laminar_error* err) {
+  return lm_error_set(err, LAMINAR_ERR_IO,
+                      "source '%s': a batch of %zu bytes exceeds the WAL's record limit; push "
+                      "smaller batches",
+                      def->name, size);
+}
+
 laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, bool defer, laminar_error* err) {
   if (defer && msg->batch != NULL && !def->wal_sync) {
     /* Async: bounded by the plain form's size (the compact one is chosen only
      * when no larger). */
     size_t max = lm_batch_encoded_size(msg->batch);
-    if (max > LM_WAL_MAX_RECORD)
-      return lm_error_set(err, LAMINAR_ERR_IO,
-                          "source '%s': a batch of %zu bytes exceeds the WAL's record limit; "
-                          "push smaller batches",
-                          def->name, max);
+    if (max > LM_WAL_MAX_RECORD) return too_big(def, max, err);
     later_batch* lb = lm_calloc(1, sizeof *lb);
     if (lb == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
     lm_batch_ref(msg->batch);
@@ -402,10 +405,7 @@ laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, bool defer, laminar
   laminar_code rc = LAMINAR_OK;
   lm_wal_ticket t;
   if (size > LM_WAL_MAX_RECORD)
-    rc = lm_error_set(err, LAMINAR_ERR_IO,
-                      "source '%s': a batch of %zu bytes exceeds the WAL's record limit; push "
-                      "smaller batches",
-                      def->name, size);
+    rc = too_big(def, size, err);
   else
     rc = lm_wal_append_fill(def->wal, type, 0, (uint32_t)size, fill, arg, &t, err);
   if (compact) lm_batch_plan_free(&plan);
