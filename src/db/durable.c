@@ -315,50 +315,55 @@ void lm_durable_lower_interval(lm_durable* d, int64_t ms) {
   pthread_mutex_unlock(&d->mu);
 }
 
-static void fill_batch(void* arg, uint8_t* dst) { lm_batch_encode_to(arg, dst); }
-
-static void fill_compact(void* arg, uint8_t* dst) { lm_batch_encode_compact(arg, dst); }
-
 static void fill_watermark(void* arg, uint8_t* dst) { memcpy(dst, arg, 8); }
 
-/* An async source's batch in the log: the writer analyses it, chooses the
- * form (compact when the analysis takes it and it is no larger) and fills it
- * (lm_wal_append_later); the batch is immutable, so a reference is enough. */
-typedef struct later_batch {
+/* A source's batch as a log record, in the form chosen for it: compact when
+ * the analysis takes it (and, when the plain form's size is known, it is no
+ * larger), else codec.h's first form. Both ways of logging use it: made at the
+ * push (lm_wal_append_fill) or by the log's writer (lm_wal_append_later; the
+ * batch is immutable, so a reference is enough). */
+typedef struct batch_record {
   lm_batch* batch;
-  size_t plain; /* bytes of the batch in codec.h's first form */
+  size_t plain; /* bytes of the batch in the first form; 0: not measured */
   lm_batch_plan plan;
   bool compact;
-} later_batch;
+} batch_record;
 
-static uint32_t later_measure(void* arg, uint16_t* type) {
-  later_batch* lb = arg;
-  lb->compact = lm_batch_plan_compact(lb->batch, &lb->plan);
-  if (lb->compact && lb->plan.size > lb->plain) {
-    lm_batch_plan_free(&lb->plan);
-    lb->compact = false;
+/* Choose the form: the record's type and payload length. */
+static uint32_t record_measure(void* arg, uint16_t* type) {
+  batch_record* br = arg;
+  br->compact = lm_batch_plan_compact(br->batch, &br->plan);
+  if (br->compact && br->plain > 0 && br->plan.size > br->plain) {
+    lm_batch_plan_free(&br->plan);
+    br->compact = false;
   }
-  *type = lb->compact ? WAL_BATCH_COMPACT : WAL_BATCH;
-  return (uint32_t)(lb->compact ? lb->plan.size : lb->plain);
+  if (!br->compact && br->plain == 0) br->plain = lm_batch_encoded_size(br->batch);
+  *type = br->compact ? WAL_BATCH_COMPACT : WAL_BATCH;
+  return (uint32_t)(br->compact ? br->plan.size : br->plain);
 }
 
-static void later_fill(void* arg, uint8_t* dst) {
-  later_batch* lb = arg;
-  if (lb->compact) {
-    lm_batch_encode_compact(&lb->plan, dst);
+static void record_fill(void* arg, uint8_t* dst) {
+  batch_record* br = arg;
+  if (br->compact) {
+    lm_batch_encode_compact(&br->plan, dst);
   } else {
-    lm_batch_encode_to(lb->batch, dst);
+    lm_batch_encode_to(br->batch, dst);
   }
 }
 
-static void later_release(void* arg) {
-  later_batch* lb = arg;
-  if (lb->compact) lm_batch_plan_free(&lb->plan);
-  lm_batch_unref(lb->batch);
-  lm_free(lb);
+static void record_free_plan(batch_record* br) {
+  if (br->compact) lm_batch_plan_free(&br->plan);
 }
 
-static const lm_wal_later_ops later_ops = {later_measure, later_fill, later_release};
+/* A record made later owns its batch_record and a reference to the batch. */
+static void later_release(void* arg) {
+  batch_record* br = arg;
+  record_free_plan(br);
+  lm_batch_unref(br->batch);
+  lm_free(br);
+}
+
+static const lm_wal_later_ops later_ops = {record_measure, record_fill, later_release};
 
 static laminar_code too_big(const lm_source_def* def, size_t size, laminar_error* err) {
   return lm_error_set(err, LAMINAR_ERR_IO,
@@ -373,15 +378,15 @@ laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, bool defer, laminar
      * when no larger). */
     size_t max = lm_batch_encoded_size(msg->batch);
     if (max > LM_WAL_MAX_RECORD) return too_big(def, max, err);
-    later_batch* lb = lm_calloc(1, sizeof *lb);
-    if (lb == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    batch_record* br = lm_calloc(1, sizeof *br);
+    if (br == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
     lm_batch_ref(msg->batch);
-    lb->batch = msg->batch;
-    lb->plain = max;
+    br->batch = msg->batch;
+    br->plain = max;
     lm_wal_ticket t;
-    laminar_code rc = lm_wal_append_later(def->wal, 0, (uint32_t)max, &later_ops, lb, &t, err);
+    laminar_code rc = lm_wal_append_later(def->wal, 0, (uint32_t)max, &later_ops, br, &t, err);
     if (rc != LAMINAR_OK) {
-      later_release(lb);
+      later_release(br);
       return rc;
     }
     msg->seq = t.seq;
@@ -393,14 +398,12 @@ laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, bool defer, laminar
   size_t size = 8;
   lm_wal_fill_fn fill = fill_watermark;
   void* arg = &msg->watermark_ms;
-  lm_batch_plan plan = {0};
-  bool compact = false;
+  batch_record br = {.batch = msg->batch};
   if (msg->batch != NULL) {
-    compact = lm_batch_plan_compact(msg->batch, &plan);
-    type = compact ? WAL_BATCH_COMPACT : WAL_BATCH;
-    size = compact ? plan.size : lm_batch_encoded_size(msg->batch);
-    fill = compact ? fill_compact : fill_batch;
-    arg = compact ? (void*)&plan : (void*)msg->batch;
+    (void)record_measure(&br, &type);
+    size = br.compact ? br.plan.size : br.plain; /* unnarrowed, for the limit check */
+    fill = record_fill;
+    arg = &br;
   }
   laminar_code rc = LAMINAR_OK;
   lm_wal_ticket t;
@@ -408,7 +411,7 @@ laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, bool defer, laminar
     rc = too_big(def, size, err);
   else
     rc = lm_wal_append_fill(def->wal, type, 0, (uint32_t)size, fill, arg, &t, err);
-  if (compact) lm_batch_plan_free(&plan);
+  record_free_plan(&br);
   if (rc == LAMINAR_OK && def->wal_sync) rc = lm_wal_commit(def->wal, t, true, err);
   if (rc == LAMINAR_OK) msg->seq = t.seq;
   return rc;
