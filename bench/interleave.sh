@@ -2,7 +2,11 @@
 # interleave.sh -- A/B runs on a noisy machine: run each labelled command once per
 # round, ROUNDS times, interleaved (a drift of the machine's speed hits every
 # label alike), and print per label the median, min and max of the time on
-# the first "RESULT ... median <seconds> s" line each run prints.
+# the first "RESULT ... median <seconds> s" line each run prints, and for every
+# label after the first the median of its per-round ratio to the first
+# label's time (paired within a round, so the machine's drift cancels). With
+# LINES="RESULT THREADCPU" in the environment it reports each of those lines
+# (THREADCPU: bench_vwap's CPU time of the engine's thread in inline runs).
 #
 #   bench/interleave.sh ROUNDS 'label=command' ['label=command' ...]
 #
@@ -18,6 +22,7 @@ if [ $# -lt 2 ]; then
   exit 2
 fi
 rounds=$1
+lines=${LINES:-RESULT}
 shift
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
@@ -30,18 +35,35 @@ for ((i = 0; i < rounds; i++)); do
       dir=$(mktemp -d)
       cmd=${cmd//\{dir\}/$dir}
     fi
-    secs=$($cmd 2>&1 | awk '/^RESULT/ { for (k = 1; k < NF; k++) if ($k == "median") { print $(k + 1); exit } }')
+    out=$($cmd 2>&1 || true)
     [ -n "$dir" ] && rm -rf "$dir"
-    if [ -z "$secs" ]; then
-      echo "interleave.sh: '$label' printed no RESULT line" >&2
-      exit 1
-    fi
-    echo "$label $secs" >> "$raw"
+    for line in $lines; do
+      secs=$(awk -v line="$line" '$1 == line { for (k = 1; k < NF; k++) if ($k == "median") { print $(k + 1); exit } }' <<< "$out")
+      if [ -z "$secs" ]; then
+        echo "interleave.sh: '$label' printed no $line line" >&2
+        exit 1
+      fi
+      echo "$label/$line $secs" >> "$raw"
+    done
   done
 done
-for spec in "$@"; do
-  label=${spec%%=*}
-  awk -v l="$label" '$1 == l { print $2 }' "$raw" | sort -g |
-    awk -v l="$label" '{ v[NR] = $1 } END {
-      printf "%-24s median %.4f s  min %.4f  max %.4f  (n=%d)\n", l, v[int((NR + 1) / 2)], v[1], v[NR], NR }'
+for line in $lines; do
+  for spec in "$@"; do
+    label=${spec%%=*}
+    name=$label
+    [ "$lines" = RESULT ] || name="$label $line"
+    awk -v l="$label/$line" '$1 == l { print $2 }' "$raw" | sort -g |
+      awk -v l="$name" '{ v[NR] = $1 } END {
+        printf "%-24s median %.4f s  min %.4f  max %.4f  (n=%d)", l, v[int((NR + 1) / 2)], v[1], v[NR], NR }'
+    # Paired with the first label's run of the same round (the rounds'
+    # drift cancels): the median of the per-round time ratios.
+    first=${1%%=*}
+    if [ "$label" != "$first" ]; then
+      paste <(awk -v l="$label/$line" '$1 == l { print $2 }' "$raw") \
+        <(awk -v l="$first/$line" '$1 == l { print $2 }' "$raw") |
+        awk '{ print $1 / $2 }' | sort -g |
+        awk -v f="$first" '{ v[NR] = $1 } END { printf "  paired: %.3f x %s", v[int((NR + 1) / 2)], f }'
+    fi
+    echo
+  done
 done
