@@ -321,8 +321,7 @@ static void fill_watermark(void* arg, uint8_t* dst) { memcpy(dst, arg, 8); }
  * the analysis takes it (and, when the plain form's size is known, it is no
  * larger), else codec.h's first form. Both ways of logging use it: made at the
  * push (lm_wal_append_fill) or by the log's writer (lm_wal_append_later; the
- * batch is immutable, so holding its array is enough: the writer views it
- * again in the source's scratch). */
+ * batch is immutable, so a reference is enough). */
 typedef struct batch_record {
   lm_batch* batch;          /* referenced, or (made later) only held */
   lm_batch_scratch* scratch; /* made later: where the writer views the held batch */
