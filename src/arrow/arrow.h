@@ -24,13 +24,11 @@
 
 typedef struct lm_batch {
   atomic_int_fast64_t refs;   /* writer: any ref holder; acq_rel on unref */
-  atomic_int_fast64_t holds;  /* lm_batch_hold's, plus one for all the refs */
   int64_t nrows;
   int32_t ncols;
   lm_vec* cols;                /* ncols views, each of length nrows */
   struct ArrowArray array;     /* the owned struct array (moved in or built) */
-  void* owned;                 /* conversion memory of the views */
-  const struct lm_arrow_colsrc* srcs; /* how the views were made (lm_batch_views) */
+  void* owned;                 /* conversion memory owned by the batch */
 } lm_batch;
 
 /* Import one pushed batch for a source whose columns are `source_schema`.
@@ -67,33 +65,10 @@ laminar_code lm_arrow_import(const lm_schema* source_schema, const char* source_
 laminar_code lm_arrow_build(const lm_schema* schema, const lm_vec* cols, int64_t nrows,
                             lm_batch** out);
 
-/* Reference counting. unref of the last reference frees the views' memory and,
- * unless the batch is held (below), releases the array and frees the batch.
- * unref(NULL) is a no-op. */
+/* Reference counting. unref of the last reference releases the array and frees
+ * the batch. unref(NULL) is a no-op. */
 void lm_batch_ref(lm_batch* batch);
 void lm_batch_unref(lm_batch* batch);
-
-/* Holding a batch keeps its array (the producer's buffers) and its row and
- * column counts, not its views: once the last reference is gone, cols[] must
- * not be read; lm_batch_views makes them again. So an async log that makes its
- * record later does not keep the views' memory (~200 KB for an 8192-row batch
- * of strings and millisecond timestamps) alive after the engine is done with
- * it: the next batch's import reuses that memory while it is still in cache.
- * Hold only while holding a reference; unhold(NULL) is a no-op. Any thread. */
-void lm_batch_hold(lm_batch* batch);
-void lm_batch_unhold(lm_batch* batch);
-
-/* Memory lm_batch_views reuses (zero-initialise; lm_free(mem) when done). */
-typedef struct lm_batch_scratch {
-  void* mem;
-  size_t cap;
-} lm_batch_scratch;
-
-/* A held batch's views made again from its array, as at its import, into
- * `scratch` (grown when needed): a batch valid until the scratch's next use,
- * for reading only (it has no array and is not reference-counted). NULL when
- * out of memory. */
-const lm_batch* lm_batch_views(const lm_batch* held, lm_batch_scratch* scratch);
 
 /* Export a batch to a consumer as a struct ArrowArray sharing the batch's
  * buffers (no copy): takes one reference, dropped by out->release. The exported

@@ -63,21 +63,8 @@ void lm_batch_unref(lm_batch* batch) {
    * synchronizes with every other holder's release-decrement, so the free
    * below happens after all their reads (pairs with itself on other threads). */
   if (atomic_fetch_sub_explicit(&batch->refs, 1, memory_order_acq_rel) != 1) return;
-  lm_free(batch->owned);  // the views; the array may still be held
-  lm_batch_unhold(batch);
-}
-
-void lm_batch_hold(lm_batch* batch) {
-  atomic_fetch_add_explicit(&batch->holds, 1, memory_order_relaxed);
-}
-
-void lm_batch_unhold(lm_batch* batch) {
-  if (batch == NULL) return;
-  /* acq_rel as in lm_batch_unref: the release of the array comes after every
-   * holder's reads of it. */
-  if (atomic_fetch_sub_explicit(&batch->holds, 1, memory_order_acq_rel) != 1) return;
   lm_arrow_release(&batch->array);
-  lm_free(batch);  // the header, cols[] and srcs[]: touch nothing after this
+  lm_free(batch->owned);  // holds the lm_batch itself: touch nothing after this
 }
 
 /* ------------------------------------------------------------------------------

@@ -622,14 +622,14 @@ static bool needs_nulls(const lm_arrow_colsrc* c) {
          (c->dict != NULL && c->dict_may_have_nulls);
 }
 
-/* Lay out each column's nulls and data regions, after (with `head`) a batch
- * header and its cols array. */
-static bool plan_layout(const lm_arrow_colsrc* cols, int32_t ncols, int64_t nrows, bool head,
+/* Lay out (when base == NULL: only size) the batch header, cols array and each
+ * column's nulls and data regions. */
+static bool plan_layout(const lm_arrow_colsrc* cols, int32_t ncols, int64_t nrows,
                         size_t* total, size_t* nulls_at, size_t* data_at) {
   size_t at;
   *total = 0;
-  if (head && !reserve_region(total, 1, sizeof(lm_batch), &at)) return false;
-  if (head && !reserve_region(total, ncols, sizeof(lm_vec), &at)) return false;
+  if (!reserve_region(total, 1, sizeof(lm_batch), &at)) return false;
+  if (!reserve_region(total, ncols, sizeof(lm_vec), &at)) return false;
   for (int32_t i = 0; i < ncols; i++) {
     size_t n = 0, d = 0;
     if (needs_nulls(&cols[i]) && !reserve_region(total, nrows, 1, &n)) return false;
@@ -770,19 +770,6 @@ static laminar_code fill_column(const lm_arrow_colsrc* c, int64_t nrows, uint8_t
   return LAMINAR_OK;
 }
 
-/* Fill the views of ncols columns into `mem`, laid out by plan_layout
- * (at[i]: column i's nulls, at[ncols + i]: its data). */
-static laminar_code fill_views(const lm_arrow_colsrc* cols, int32_t ncols, int64_t nrows,
-                               uint8_t* mem, const size_t* at, lm_vec* vecs, const char* src,
-                               laminar_error* err) {
-  for (int32_t i = 0; i < ncols; i++) {
-    uint8_t* nulls = needs_nulls(&cols[i]) ? mem + at[i] : NULL;
-    void* conv = converted_width(&cols[i]) > 0 ? mem + at[ncols + i] : NULL;
-    LM_TRY(fill_column(&cols[i], nrows, nulls, conv, &vecs[i], src, err));
-  }
-  return LAMINAR_OK;
-}
-
 laminar_code lm_arrow_wrap(struct ArrowArray* array, const lm_arrow_colsrc* cols,
                            int32_t ncols, int64_t nrows, const char* source_name,
                            lm_batch** out, laminar_error* err) {
@@ -790,77 +777,38 @@ laminar_code lm_arrow_wrap(struct ArrowArray* array, const lm_arrow_colsrc* cols
   *out = NULL;
   size_t total;
   size_t* at = lm_calloc((size_t)ncols * 2, sizeof(size_t));
-  if (at == NULL || !plan_layout(cols, ncols, nrows, false, &total, at, at + ncols)) {
+  if (at == NULL || !plan_layout(cols, ncols, nrows, &total, at, at + ncols)) {
     lm_free(at);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory viewing a batch");
   }
-  /* The header with its cols[] and srcs[] apart from the views' memory, which
-   * the last reference frees while a hold may keep the rest (arrow.h). The
-   * views' memory is not zeroed: every byte read is written by the fill (an
-   * Arrow null column's placeholders are zeroed there). */
-  lm_batch* batch =
-      lm_malloc(sizeof(lm_batch) + (size_t)ncols * (sizeof(lm_vec) + sizeof(lm_arrow_colsrc)));
+  /* Not zeroed: every byte read is written below (the header, the views,
+   * each column's nulls and data regions, whole). A pass less over the
+   * region, which is most of a batch's memory traffic here. */
   uint8_t* mem = lm_malloc_aligned(LM_CACHELINE, total);
-  if (batch == NULL || mem == NULL) {
-    lm_free(batch);
-    lm_free(mem);
+  if (mem == NULL) {
     lm_free(at);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory viewing a batch");
   }
-  lm_vec* vecs = (lm_vec*)(batch + 1);
-  lm_arrow_colsrc* srcs = (lm_arrow_colsrc*)(vecs + ncols);
-  laminar_code rc = fill_views(cols, ncols, nrows, mem, at, vecs, src, err);
-  lm_free(at);
-  if (rc != LAMINAR_OK) {
-    lm_free(mem);
-    lm_free(batch);
-    return rc;
-  }
+  lm_batch* batch = (lm_batch*)mem;
+  size_t cols_at = (sizeof(lm_batch) + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1);
+  lm_vec* vecs = (lm_vec*)(mem + cols_at);
   for (int32_t i = 0; i < ncols; i++) {
-    srcs[i] = cols[i];
-    srcs[i].name = ""; /* borrowed; views made again cannot fail (lm_batch_views) */
+    uint8_t* nulls = needs_nulls(&cols[i]) ? mem + at[i] : NULL;
+    void* conv = converted_width(&cols[i]) > 0 ? mem + at[ncols + i] : NULL;
+    laminar_code rc = fill_column(&cols[i], nrows, nulls, conv, &vecs[i], src, err);
+    if (rc != LAMINAR_OK) {
+      lm_free(mem);
+      lm_free(at);
+      return rc;
+    }
   }
+  lm_free(at);
   atomic_init(&batch->refs, 1);
-  atomic_init(&batch->holds, 1);
   batch->nrows = nrows;
   batch->ncols = ncols;
   batch->cols = vecs;
   batch->owned = mem;
-  batch->srcs = srcs;
   lm_arrow_move(array, &batch->array);
   *out = batch;
   return LAMINAR_OK;
-}
-
-const lm_batch* lm_batch_views(const lm_batch* held, lm_batch_scratch* scratch) {
-  int32_t ncols = held->ncols;
-  size_t total;
-  size_t* at = lm_calloc((size_t)ncols * 2, sizeof(size_t));
-  if (at == NULL || !plan_layout(held->srcs, ncols, held->nrows, true, &total, at, at + ncols)) {
-    lm_free(at);
-    return NULL;
-  }
-  if (scratch->cap < total) {
-    void* mem = lm_malloc_aligned(LM_CACHELINE, total);
-    if (mem == NULL) {
-      lm_free(at);
-      return NULL;
-    }
-    lm_free(scratch->mem);
-    scratch->mem = mem;
-    scratch->cap = total;
-  }
-  uint8_t* mem = scratch->mem;
-  lm_batch* v = (lm_batch*)mem;
-  lm_vec* vecs = (lm_vec*)(mem + ((sizeof(lm_batch) + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1)));
-  /* The same columns and array that passed at the import: cannot fail. */
-  laminar_code rc = fill_views(held->srcs, ncols, held->nrows, mem, at, vecs, "", NULL);
-  lm_free(at);
-  if (rc != LAMINAR_OK) return NULL;
-  memset(v, 0, sizeof *v);
-  v->nrows = held->nrows;
-  v->ncols = ncols;
-  v->cols = vecs;
-  v->srcs = held->srcs;
-  return v;
 }

@@ -3,8 +3,8 @@
  * (pushed, validated arrays) and build (arrays the core made itself).
  *
  * Both paths end in lm_arrow_wrap(): given a struct array whose layout is already
- * known to be sound, it computes every lm_vec view and moves the array into a
- * new lm_batch. Import validates first; build trusts its own
+ * known to be sound, it computes every lm_vec view in one allocation and moves
+ * the array into a new lm_batch. Import validates first; build trusts its own
  * nanoarrow output. Keeping one conversion routine means a pushed array and a
  * built one with the same values give identical views.
  */
@@ -38,10 +38,9 @@ typedef struct lm_arrow_colsrc {
 /* Build the lm_vec views of `ncols` columns of `nrows` rows and wrap `array`
  * (a struct array whose columns `cols` describes, in the batch's column order)
  * into a new batch with one reference.
- * Conversions (null bytes, bool bytes, string views, timestamp units) go into
- * one allocation (the views' memory, freed by the last reference); the lm_batch
- * with its cols array and a copy of `cols` (for lm_batch_views; names not kept)
- * is another, freed with the array; fixed-width values are viewed in place.
+ * Conversions (null bytes, bool bytes, string views, timestamp units) go into a
+ * single allocation that also holds the lm_batch and its cols array; fixed-width
+ * values are viewed in place.
  * Returns LAMINAR_OK (array moved into (*out)->array), LAMINAR_ERR_NOMEM,
  * LAMINAR_ERR_NULL_VIOLATION (a not_null column has a NULL) or
  * LAMINAR_ERR_COLUMN_TYPE (a timestamp overflows microseconds); errors name

@@ -323,9 +323,7 @@ static void fill_watermark(void* arg, uint8_t* dst) { memcpy(dst, arg, 8); }
  * push (lm_wal_append_fill) or by the log's writer (lm_wal_append_later; the
  * batch is immutable, so a reference is enough). */
 typedef struct batch_record {
-  lm_batch* batch;          /* referenced, or (made later) only held */
-  lm_batch_scratch* scratch; /* made later: where the writer views the held batch */
-  const lm_batch* views;    /* the batch whose views are read: batch, or in scratch */
+  lm_batch* batch;
   size_t plain; /* bytes of the batch in the first form; 0: not measured */
   lm_batch_plan plan;
   bool compact;
@@ -334,14 +332,12 @@ typedef struct batch_record {
 /* Choose the form: the record's type and payload length. */
 static uint32_t record_measure(void* arg, uint16_t* type) {
   batch_record* br = arg;
-  br->views = br->scratch != NULL ? lm_batch_views(br->batch, br->scratch) : br->batch;
-  if (br->views == NULL) return LM_WAL_MEASURE_FAILED;
-  br->compact = lm_batch_plan_compact(br->views, &br->plan);
+  br->compact = lm_batch_plan_compact(br->batch, &br->plan);
   if (br->compact && br->plain > 0 && br->plan.size > br->plain) {
     lm_batch_plan_free(&br->plan);
     br->compact = false;
   }
-  if (!br->compact && br->plain == 0) br->plain = lm_batch_encoded_size(br->views);
+  if (!br->compact && br->plain == 0) br->plain = lm_batch_encoded_size(br->batch);
   *type = br->compact ? WAL_BATCH_COMPACT : WAL_BATCH;
   return (uint32_t)(br->compact ? br->plan.size : br->plain);
 }
@@ -351,7 +347,7 @@ static void record_fill(void* arg, uint8_t* dst) {
   if (br->compact) {
     lm_batch_encode_compact(&br->plan, dst);
   } else {
-    lm_batch_encode_to(br->views, dst);
+    lm_batch_encode_to(br->batch, dst);
   }
 }
 
@@ -359,12 +355,11 @@ static void record_free_plan(batch_record* br) {
   if (br->compact) lm_batch_plan_free(&br->plan);
 }
 
-/* A record made later owns its batch_record and a hold on the batch (its
- * array: the engine's last reference frees the views, arrow.h). */
+/* A record made later owns its batch_record and a reference to the batch. */
 static void later_release(void* arg) {
   batch_record* br = arg;
   record_free_plan(br);
-  lm_batch_unhold(br->batch);
+  lm_batch_unref(br->batch);
   lm_free(br);
 }
 
@@ -385,9 +380,8 @@ laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, bool defer, laminar
     if (max > LM_WAL_MAX_RECORD) return too_big(def, max, err);
     batch_record* br = lm_calloc(1, sizeof *br);
     if (br == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-    lm_batch_hold(msg->batch);
+    lm_batch_ref(msg->batch);
     br->batch = msg->batch;
-    br->scratch = &def->log_views; /* only the WAL's writer uses it */
     br->plain = max;
     lm_wal_ticket t;
     laminar_code rc = lm_wal_append_later(def->wal, 0, (uint32_t)max, &later_ops, br, &t, err);

@@ -133,7 +133,6 @@ void lm_source_def_unref(lm_source_def* def) {
     lm_waiter_destroy(&def->room);
   }
   lm_wal_close(def->wal, NULL); /* flushes what is appended */
-  lm_free(def->log_views.mem);
   lm_schema_free(&def->schema);
   lm_free(def->readers);
   lm_free(def->name);

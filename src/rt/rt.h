@@ -146,7 +146,6 @@ typedef struct lm_source_def {
    * (CAS max); reader: the reactor. Relaxed: a lagging read only delays it. */
   atomic_int_fast64_t carried_watermark;
   struct lm_wal* wal;        /* NULL unless durable (src/db/durable.c); producer side */
-  lm_batch_scratch log_views; /* the WAL's writer's: views of held batches (durable.c) */
   bool wal_sync;             /* acknowledge a push after fdatasync */
   /* reactor-only */
   uint64_t processed_seq;    /* last WAL record taken through the graph */

@@ -168,16 +168,19 @@ static void drop_later(later_list* l) {
 }
 
 /* The leader's batch b (n bytes) with its later records l measured, filled
- * and framed in their places, one after the other, into wal->obuf (sized for
- * every record's max_len first); every record's argument is let go. Returns
- * the batch's new size, or 0 with *oom when out of memory, the obuf's or a
- * measure's (then the batch fails: the records not yet let go are left to the
- * caller). */
+ * and framed in their places, into wal->obuf; every record's argument is let
+ * go. Returns the batch's new size, or 0 with *oom when out of memory (then
+ * nothing was let go). */
 static size_t fill_later(lm_wal* wal, const uint8_t* b, size_t n, later_list* l, bool* oom) {
   *oom = false;
-  size_t bound = n;
-  for (size_t i = 0; i < l->n; i++) bound += REC_HEADER + pad8(l->items[i].max_len);
-  if (!buf_reserve(&wal->obuf, &wal->ocap, 0, bound + PAD_SLACK)) {
+  size_t total = n;
+  for (size_t i = 0; i < l->n; i++) {
+    later_rec* r = &l->items[i];
+    r->len = r->ops->measure(r->arg, &r->type);
+    assert(r->len <= r->max_len && r->type != LM_WAL_TYPE_PAD);
+    total += REC_HEADER + pad8(r->len);
+  }
+  if (!buf_reserve(&wal->obuf, &wal->ocap, 0, total + PAD_SLACK)) {
     *oom = true;
     return 0;
   }
@@ -190,14 +193,6 @@ static size_t fill_later(lm_wal* wal, const uint8_t* b, size_t n, later_list* l,
     from = upto;
     if (i == l->n) break;
     later_rec* r = &l->items[i];
-    r->len = r->ops->measure(r->arg, &r->type);
-    if (r->len == LM_WAL_MEASURE_FAILED) {
-      memmove(l->items, l->items + i, (l->n - i) * sizeof *l->items);
-      l->n -= i;
-      *oom = true;
-      return 0;
-    }
-    assert(r->len <= r->max_len && r->type != LM_WAL_TYPE_PAD);
     uint8_t* h = wal->obuf + at;
     if (r->len > 0) r->ops->fill(r->arg, h + REC_HEADER);
     at += frame_record(h, r->len, r->seq, r->epoch, r->type);

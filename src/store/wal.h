@@ -168,18 +168,12 @@ laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint
                                 lm_wal_fill_fn fill, void* arg, lm_wal_ticket* out,
                                 laminar_error* err);
 
-/* What measure returns when it cannot make the record (out of memory): the
- * write it was taken for fails like a failed write. */
-#define LM_WAL_MEASURE_FAILED UINT32_MAX
-
 /* A record whose payload is made by the writer (the commit leader that takes
  * it), off the appending thread: measure(arg, &type) gives its payload length
- * (<= the max_len it was appended with) and record type, or
- * LM_WAL_MEASURE_FAILED; fill(arg, dst) writes that many bytes; release(arg)
- * lets go of arg -- after the fill, or when the record is discarded (a failed
- * write, a close). Each is called once. One writer at a time makes a log's
- * records, in order, each measured and filled before the next is measured
- * (so they may share memory); measure and fill never under the log's lock,
+ * (<= the max_len it was appended with) and record type, fill(arg, dst)
+ * writes that many bytes, release(arg) lets go of arg -- after the fill, or
+ * when the record is discarded (a failed write, a close). Each is called
+ * once, measure before fill; measure and fill never under the log's lock,
  * release maybe under it (it must not call into the log). */
 typedef struct lm_wal_later_ops {
   uint32_t (*measure)(void* arg, uint16_t* type);

@@ -534,20 +534,13 @@ static int test_empty_batch(void) {
   return 0;
 }
 
-/* The standard batch with dictionary strings and nanosecond timestamps,
- * imported into *b. */
-static int import_dict_ns(fixture* f, lm_batch** b) {
-  CHECK(fixture_init(f, "dict", "tsn:") == 0);
-  laminar_error err;
-  CHECK_CODE(lm_arrow_import(&f->src, "t", &f->array, &f->schema, b, &err), LAMINAR_OK,
-             errp(&err));
-  return 0;
-}
-
 static int test_release_exactly_once(void) {
   fixture f;
+  CHECK(fixture_init(&f, "dict", "tsn:") == 0);
   lm_batch* b = NULL;
-  CHECK(import_dict_ns(&f, &b) == 0);
+  laminar_error err;
+  CHECK_CODE(lm_arrow_import(&f.src, "t", &f.array, &f.schema, &b, &err), LAMINAR_OK,
+             errp(&err));
   lm_batch_ref(b);
   lm_batch_ref(b);
   lm_batch_unref(b);
@@ -556,36 +549,6 @@ static int test_release_exactly_once(void) {
   lm_batch_unref(b);
   CHECK(f.releases == 1);
   lm_batch_unref(NULL);  // no-op
-  return fixture_done(&f);
-}
-
-/* A held batch keeps its array after the last reference (which frees the
- * views' memory), and lm_batch_views makes the same views again from it, for
- * every kind of column that is converted (dictionary strings, nanosecond
- * timestamps, bools, nulls); the array is released once, by the last unhold. */
-static int test_hold_and_views(void) {
-  fixture f;
-  lm_batch* b = NULL;
-  CHECK(import_dict_ns(&f, &b) == 0);
-  lm_batch_hold(b);
-  lm_batch_hold(b);
-  lm_batch_unref(b); /* the views go; the array stays */
-  CHECK(f.releases == 0);
-  lm_batch_scratch sc = {0};
-  for (int k = 0; k < 2; k++) { /* the scratch is reused */
-    const lm_batch* v = lm_batch_views(b, &sc);
-    CHECK(v != NULL);
-    CHECK(check_trades(v, 0, NROWS, 1, 1000) == 0);
-    CHECK(v->cols[SYM].type == LM_TYPE_STRING);
-  }
-  lm_batch_unhold(b);
-  CHECK(f.releases == 0);
-  const lm_batch* v = lm_batch_views(b, &sc);
-  CHECK(v != NULL && check_trades(v, 0, NROWS, 1, 1000) == 0);
-  lm_batch_unhold(b);
-  CHECK(f.releases == 1);
-  lm_batch_unhold(NULL); /* no-op */
-  lm_free(sc.mem);
   return fixture_done(&f);
 }
 
@@ -1059,7 +1022,6 @@ int main(int argc, char** argv) {
       {"bool_unaligned_bits", test_bool_unaligned_bits},
       {"empty_batch", test_empty_batch},
       {"release_exactly_once", test_release_exactly_once},
-      {"hold_and_views", test_hold_and_views},
       {"refuse_released_array", test_refuse_released_array},
       {"refuse_released_schema", test_refuse_released_schema},
       {"refuse_bad_format", test_refuse_bad_format},
