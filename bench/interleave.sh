@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # interleave.sh -- A/B runs on a noisy machine: run each labelled command once per
 # round, ROUNDS times, interleaved (a drift of the machine's speed hits every
-# label alike), and print per label the median, min and max of the time on
-# the first "RESULT ... median <seconds> s" line each run prints, and for every
+# label alike; each round starts one label later than the last), and print per
+# label the median, min and max of the time on the first
+# "RESULT ... median <seconds> s" line each run prints, and for every
 # label after the first the median of its per-round ratio to the first
 # label's time (paired within a round, so the machine's drift cancels). With
 # LINES="RESULT THREADCPU" in the environment it reports each of those lines
@@ -26,8 +27,14 @@ lines=${LINES:-RESULT}
 shift
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
+specs=("$@")
+n=${#specs[@]}
 for ((i = 0; i < rounds; i++)); do
-  for spec in "$@"; do
+  # Round i starts at label i mod n: a run's place in its round (after which
+  # other run, what it left in the page cache or on the disk) is spread evenly
+  # over the labels.
+  for ((j = 0; j < n; j++)); do
+    spec=${specs[(i + j) % n]}
     label=${spec%%=*}
     cmd=${spec#*=}
     dir=""
