@@ -1015,7 +1015,8 @@ static bool bench_workload(dataset* d, workload w, const input_schema* s,
     }
     print_result(name, "inline", o, median_of(secs, o->reps), &last, limit);
     double c = median_of(cpu, o->reps);
-    printf("THREADCPU %s inline   N=%lld reps=%d median %.4f s  %7.1f ns/event (the engine's thread)\n",
+    printf("THREADCPU %s inline   N=%lld reps=%d median %.4f s  %7.1f ns/event "
+           "(the engine's thread)\n",
            name, (long long)o->n, o->reps, c, c * 1e9 / (double)o->n);
   }
   if (!o->run_threaded) return ok;
