@@ -262,6 +262,14 @@ laminar_code lm_durable_catalog_changed(laminar_db* db, laminar_error* err) {
 
 /* ---- the WAL of a source ------------------------------------------------------------ */
 
+/* The background thread sleeps until a checkpoint is due, or a flush while
+ * it saw an async WAL: what changes either wakes it to sleep anew. */
+static void wake_background(lm_durable* d) {
+  pthread_mutex_lock(&d->mu);
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+}
+
 laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
                                        const char* wal_mode_option, laminar_error* err) {
   lm_durable* d = db->dur;
@@ -285,6 +293,7 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
            " bytes removed): %s", def->name, rep.records, rep.bytes_cut, rep.reason);
   }
   def->wal_sync = mode == LM_WAL_SYNC;
+  if (rc == LAMINAR_OK && mode == LM_WAL_ASYNC) wake_background(d);
   return rc;
 }
 
@@ -312,6 +321,7 @@ laminar_code lm_durable_source_dropped(laminar_db* db, lm_source_def* def, lamin
 void lm_durable_lower_interval(lm_durable* d, int64_t ms) {
   pthread_mutex_lock(&d->mu);
   if (ms > 0 && ms < d->conf.checkpoint_interval_ms) d->conf.checkpoint_interval_ms = ms;
+  pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
 }
 
@@ -973,15 +983,24 @@ static void* background(void* arg) {
   laminar_db* db = d->db;
   pthread_mutex_lock(&d->mu);
   int64_t last_ckpt = now_ns();
+  bool any_async = true; /* an async WAL was there last round (at first: maybe) */
   while (!d->stop) {
-    int64_t interval_ms = d->conf.checkpoint_interval_ms; /* a source may lower it */
-    int64_t tick_ms = interval_ms < d->conf.flush_ms ? interval_ms : d->conf.flush_ms;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    int64_t ns = until.tv_nsec + tick_ms * 1000000;
-    until.tv_sec += ns / 1000000000;
-    until.tv_nsec = ns % 1000000000;
-    pthread_cond_timedwait(&d->cv, &d->mu, &until);
+    /* Sleep until the next checkpoint is due, or one flush interval while an
+     * async WAL needs flushing. Without one there is nothing to do between
+     * checkpoints, and an embedded database should not wake its process 100
+     * times a second for nothing. A new async source, or a source that lowers
+     * the interval, wakes this thread to sleep anew. */
+    int64_t interval_ns = d->conf.checkpoint_interval_ms * 1000000; /* a source may lower it */
+    int64_t wait_ns = last_ckpt + interval_ns - now_ns();
+    if (any_async && d->conf.flush_ms * 1000000 < wait_ns) wait_ns = d->conf.flush_ms * 1000000;
+    if (wait_ns > 0) {
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      int64_t ns = until.tv_nsec + wait_ns;
+      until.tv_sec += ns / 1000000000;
+      until.tv_nsec = ns % 1000000000;
+      pthread_cond_timedwait(&d->cv, &d->mu, &until);
+    }
     if (d->stop) break;
     pthread_mutex_unlock(&d->mu);
     /* Async WALs: flush what was appended (bounded delay: one tick). The
@@ -998,12 +1017,13 @@ static void* background(void* arg) {
       async_srcs[nasync++] = src;
     }
     pthread_mutex_unlock(&db->lock);
+    any_async = nasync > 0;
     for (int32_t i = 0; i < nasync; i++) {
       lm_wal_ticket t = lm_wal_ticket_last(async_srcs[i]->wal);
       if (t.seq > 0) (void)lm_wal_commit(async_srcs[i]->wal, t, true, NULL); /* resurfaces on push */
       lm_source_def_unref(async_srcs[i]);
     }
-    if (now_ns() - last_ckpt >= interval_ms * 1000000) {
+    if (now_ns() - last_ckpt >= interval_ns) {
       laminar_error e;
       pthread_mutex_lock(&db->lock);
       if (lm_durable_checkpoint(db, &e) != LAMINAR_OK)

@@ -12,7 +12,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lm_test.h"
@@ -586,6 +588,55 @@ static int threaded_interval_case(int cores) {
 static int test_threaded_interval_checkpoints(void) { return threaded_interval_case(1); }
 static int test_threaded_interval_checkpoints_cores2(void) { return threaded_interval_case(2); }
 
+/* An async WAL is written and flushed within its flush interval (10 ms) with
+ * no checkpoint, close or further push: a process killed 300 ms after its
+ * one push recovers it. Both ways a source gets an async WAL: the database's
+ * wal_mode, and (per_source) its own WITH (wal_mode = 'async') in a database
+ * without one, whose background thread had no WAL to flush and sleeps until
+ * the next checkpoint (an hour here) unless the new source wakes it. */
+static int async_killed_case(bool per_source) {
+  char dir[64];
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dur_") == 0);
+  const char* mode = per_source ? "none" : "async";
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    laminar_db* db;
+    laminar_source* src;
+    laminar_error err;
+    if (open_db(dir, mode, &db, &err) != LAMINAR_OK) _exit(2);
+    usleep(50 * 1000); /* the background thread has looked for async WALs: none */
+    const char* ddl = per_source ? "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, "
+                                   "volume BIGINT, ts BIGINT) WITH (wal_mode = 'async')"
+                                 : "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, "
+                                   "volume BIGINT, ts BIGINT)";
+    if (laminar_execute(db, ddl, &err) != LAMINAR_OK) _exit(3);
+    if (laminar_source_open(db, "trades", &src, &err) != LAMINAR_OK) _exit(4);
+    if (push_batch(src, 0, &err) != LAMINAR_OK) _exit(5);
+    usleep(300 * 1000);
+    kill(getpid(), SIGKILL);
+    _exit(6);
+  }
+  int status;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  laminar_db* db;
+  laminar_source* src;
+  laminar_error err;
+  CHECK_CODE(open_db(dir, mode, &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
+  int64_t off;
+  CHECK_CODE(laminar_source_offset(src, &off, &err), LAMINAR_OK, &err);
+  EXPECT(off == 2); /* the batch came back from the WAL */
+  laminar_source_close(src);
+  laminar_close(db);
+  remove_db(dir);
+  return off == 2 ? 0 : 1;
+}
+
+static int test_async_flushed_without_close(void) { return async_killed_case(false); }
+static int test_async_source_in_database_without(void) { return async_killed_case(true); }
+
 static const lm_test_case cases[] = {
     {"metrics", test_metrics},
     {"try_push_and_free_slots", test_try_push_and_free_slots},
@@ -595,6 +646,8 @@ static const lm_test_case cases[] = {
     {"settings", test_settings},
     {"restart_sync", test_restart_sync},
     {"restart_async", test_restart_async},
+    {"async_flushed_without_close", test_async_flushed_without_close},
+    {"async_source_in_database_without", test_async_source_in_database_without},
     {"restart_cores2_sync", test_restart_cores2_sync},
     {"restart_cores2_async", test_restart_cores2_async},
     {"restart_cores_1_to_2", test_restart_cores_1_to_2},
