@@ -978,6 +978,14 @@ static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
 
 /* ---- the background thread ---------------------------------------------------------------- */
 
+/* Milliseconds of config (at most 1e15, lm_durable_parse_interval) as
+ * nanoseconds, saturating at ~31 years so that sums with now_ns() stay in
+ * range. */
+static int64_t config_ns(int64_t ms) {
+  const int64_t cap_ms = INT64_C(1000000000000);
+  return (ms < cap_ms ? ms : cap_ms) * 1000000;
+}
+
 static void* background(void* arg) {
   lm_durable* d = arg;
   laminar_db* db = d->db;
@@ -990,9 +998,10 @@ static void* background(void* arg) {
      * checkpoints, and an embedded database should not wake its process 100
      * times a second for nothing. A new async source, or a source that lowers
      * the interval, wakes this thread to sleep anew. */
-    int64_t interval_ns = d->conf.checkpoint_interval_ms * 1000000; /* a source may lower it */
+    int64_t interval_ns = config_ns(d->conf.checkpoint_interval_ms); /* a source may lower it */
+    int64_t flush_ns = config_ns(d->conf.flush_ms);
     int64_t wait_ns = last_ckpt + interval_ns - now_ns();
-    if (any_async && d->conf.flush_ms * 1000000 < wait_ns) wait_ns = d->conf.flush_ms * 1000000;
+    if (any_async && flush_ns < wait_ns) wait_ns = flush_ns;
     if (wait_ns > 0) {
       struct timespec until;
       clock_gettime(CLOCK_REALTIME, &until);

@@ -634,6 +634,31 @@ static int async_killed_case(bool per_source) {
   return off == 2 ? 0 : 1;
 }
 
+/* Intervals as long as the settings take (~31,700 years) run: the background
+ * thread's deadlines saturate instead of overflowing (UBSan build). */
+static int test_longest_intervals(void) {
+  char dir[64];
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dur_") == 0);
+  laminar_config* c = durable_config(dir, "1000000000000000 ms", "async");
+  CHECK(c != NULL);
+  laminar_error err;
+  CHECK_CODE(laminar_config_set(c, "wal_flush_interval", "1000000000000000 ms", &err), LAMINAR_OK,
+             &err);
+  laminar_db* db;
+  laminar_code rc = laminar_open(c, &db, &err);
+  laminar_config_destroy(c);
+  CHECK_CODE(rc, LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
+  CHECK(feed(db, src, 0, 3, 0) == 0);
+  usleep(30 * 1000); /* the background thread has gone round */
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  remove_db(dir);
+  return 0;
+}
+
 static int test_async_flushed_without_close(void) { return async_killed_case(false); }
 static int test_async_source_in_database_without(void) { return async_killed_case(true); }
 
@@ -647,6 +672,7 @@ static const lm_test_case cases[] = {
     {"restart_sync", test_restart_sync},
     {"restart_async", test_restart_async},
     {"async_flushed_without_close", test_async_flushed_without_close},
+    {"longest_intervals", test_longest_intervals},
     {"async_source_in_database_without", test_async_source_in_database_without},
     {"restart_cores2_sync", test_restart_cores2_sync},
     {"restart_cores2_async", test_restart_cores2_async},
