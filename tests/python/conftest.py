@@ -99,7 +99,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if marker == "spark" and importlib.util.find_spec("pyspark") is not None:
             continue
-        skip = pytest.mark.skip(reason=f"needs --run-{marker}")
+        why = {
+            "slow": "a long randomized run: pass --run-slow",
+            "spark": "PySpark is not installed (requirements-test.txt has it) and no --run-spark",
+        }[marker]
+        skip = pytest.mark.skip(reason=why)
         for item in items:
             if marker in item.keywords:
                 item.add_marker(skip)
