@@ -976,6 +976,14 @@ static void print_result(const char* name, const char* mode, const options* o,
   printf("\n");
 }
 
+/* Each rep's time in the order run (before median_of sorts them): the first
+ * rep of a process also pays its one-time costs (the heap's first touch). */
+static void print_reps(const char* name, const char* mode, const double* secs, int reps) {
+  printf("REPS %s %-8s s:", name, mode);
+  for (int r = 0; r < reps; r++) printf(" %.4f", secs[r]);
+  printf("\n");
+}
+
 static void print_latency(const char* name, const char* mode, int64_t* lat, int64_t n,
                           bool matched, const char* why) {
   if (!matched) {
@@ -1013,6 +1021,7 @@ static bool bench_workload(dataset* d, workload w, const input_schema* s,
       ok = sink_verify(&k, d, label) && ok;
       last = k;
     }
+    print_reps(name, "inline", secs, o->reps);
     print_result(name, "inline", o, median_of(secs, o->reps), &last, limit);
     double c = median_of(cpu, o->reps);
     printf("THREADCPU %s inline   N=%lld reps=%d median %.4f s  %7.1f ns/event "
@@ -1033,6 +1042,7 @@ static bool bench_workload(dataset* d, workload w, const input_schema* s,
     ok = sink_verify(&k, d, label) && ok;
     last = k;
   }
+  print_reps(name, "threaded", secs, o->reps);
   double threaded_secs = median_of(secs, o->reps);
   *out_threaded_secs = threaded_secs;
   char tmode[32];
