@@ -108,13 +108,19 @@ struct lm_wal {
 
 /* ---- buffers --------------------------------------------------------------- */
 
+/* Buffers from this size on are aligned to, and asked to be backed by, huge
+ * pages: a direct write from physically contiguous memory goes to the device
+ * in a few large segments instead of one per 4 KiB page. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
 /* Make *b (DIO_BLOCK-aligned, *len bytes used) hold at least `need` bytes. */
 static bool buf_reserve(uint8_t** b, size_t* cap, size_t len, size_t need) {
   if (need <= *cap) return true;
   size_t c = *cap ? *cap : 1u << 16;
   while (c < need) c *= 2;
-  uint8_t* nb = lm_malloc_aligned(DIO_BLOCK, c);
+  uint8_t* nb = lm_malloc_aligned(c >= HUGE_PAGE ? HUGE_PAGE : DIO_BLOCK, c);
   if (nb == NULL) return false;
+  if (c >= HUGE_PAGE) (void)madvise(nb, c, MADV_HUGEPAGE); /* a hint: may be refused */
   if (len > 0) memcpy(nb, *b, len);
   lm_free(*b);
   *b = nb;

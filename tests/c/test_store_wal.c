@@ -795,6 +795,88 @@ static int later_oom_case(lm_wal_io io) {
 }
 #endif
 
+/* ---- records of megabytes ------------------------------------------------------ */
+
+/* Big records, some appended in full and some made later, committed at once:
+ * the log's buffers grow past the size from which they are huge-page backed
+ * (wal.c), the write is megabytes long, and every byte replays. */
+#define BIG_LEN ((uint32_t)700000)
+#define BIG_N 12
+
+static uint8_t big_byte(uint64_t seq, uint32_t k) { return (uint8_t)(seq * 131u + k * 7u + (k >> 9)); }
+
+static uint32_t big_measure(void* arg, uint16_t* type) {
+  (void)arg;
+  *type = 2;
+  return BIG_LEN;
+}
+
+static void big_fill(void* arg, uint8_t* dst) {
+  uint64_t seq = *(const uint64_t*)arg;
+  for (uint32_t k = 0; k < BIG_LEN; k++) dst[k] = big_byte(seq, k);
+}
+
+static void big_release(void* arg) { (void)arg; }
+
+static const lm_wal_later_ops big_ops = {big_measure, big_fill, big_release};
+
+typedef struct big_check {
+  uint64_t count;
+  int bad;
+} big_check;
+
+static laminar_code big_verify(void* arg, const lm_wal_record* r, laminar_error* err) {
+  (void)err;
+  big_check* c = arg;
+  const uint8_t* p = r->payload;
+  bool ok = r->seq == c->count + 1 && r->len == BIG_LEN && r->type == 2;
+  for (uint32_t k = 0; ok && k < BIG_LEN; k++) ok = p[k] == big_byte(r->seq, k);
+  if (!ok) c->bad++;
+  c->count++;
+  return LAMINAR_OK;
+}
+
+static int large_case(lm_wal_io io) {
+  tmpdir t;
+  CHECK(tmpdir_make(&t) == 0);
+  if (skip_io(io, &t)) {
+    tmpdir_remove(&t);
+    return LM_TEST_SKIP;
+  }
+  laminar_error err;
+  lm_wal* wal;
+  lm_wal_options o = opts(&t, io, 0);
+  CHECK_CODE(lm_wal_open(&o, &wal, NULL, &err), LAMINAR_OK, &err);
+  uint8_t* rec = malloc(BIG_LEN);
+  CHECK(rec != NULL);
+  uint64_t seqs[BIG_N + 1];
+  lm_wal_ticket last = {0};
+  for (uint64_t i = 1; i <= BIG_N; i++) {
+    seqs[i] = i;
+    laminar_code rc;
+    if (i % 3 == 0) {
+      rc = lm_wal_append_later(wal, 0, BIG_LEN, &big_ops, &seqs[i], &last, &err);
+    } else {
+      for (uint32_t k = 0; k < BIG_LEN; k++) rec[k] = big_byte(i, k);
+      rc = lm_wal_append(wal, 2, 0, rec, BIG_LEN, &last, &err);
+    }
+    if (rc != LAMINAR_OK) free(rec);
+    CHECK_CODE(rc, LAMINAR_OK, &err);
+  }
+  free(rec);
+  CHECK_CODE(lm_wal_commit(wal, last, true, &err), LAMINAR_OK, &err);
+  CHECK_CODE(lm_wal_close(wal, &err), LAMINAR_OK, &err);
+  lm_wal_report rep;
+  CHECK_CODE(lm_wal_open(&o, &wal, &rep, &err), LAMINAR_OK, &err);
+  EXPECT(rep.records == BIG_N && !rep.cut);
+  big_check c = {0};
+  CHECK_CODE(lm_wal_replay(wal, 1, big_verify, &c, &err), LAMINAR_OK, &err);
+  EXPECT(c.count == BIG_N && c.bad == 0);
+  lm_wal_close(wal, NULL);
+  tmpdir_remove(&t);
+  return c.count == BIG_N && c.bad == 0 ? 0 : 1;
+}
+
 static int write_eio(lm_wal_io io) { return fault_case(io, false, EIO); }
 static int write_enospc(lm_wal_io io) { return fault_case(io, false, ENOSPC); }
 static int sync_eio(lm_wal_io io) { return fault_case(io, true, EIO); }
@@ -808,6 +890,7 @@ BOTH(group_commit, group_commit)
 BOTH(alloc_enospc, alloc_enospc)
 BOTH(later, later_case)
 BOTH(later_oom, later_oom_case)
+BOTH(large, large_case)
 
 #define CASES(name)                                                                   \
   {#name "_uring", test_##name##_uring}, {#name "_pwrite", test_##name##_pwrite},     \
@@ -827,6 +910,7 @@ static const lm_test_case cases[] = {
     CASES(alloc_enospc),
     CASES(later),
     CASES(later_oom),
+    CASES(large),
     {NULL, NULL},
 };
 
