@@ -165,6 +165,20 @@ static int skip_io(lm_wal_io io, const tmpdir* t) {
   return 0;
 }
 
+/* A case's fresh directory: 0, or LM_TEST_SKIP (nothing left behind) when
+ * the I/O path cannot run here, or 1 when no directory could be made. */
+static int case_dir(lm_wal_io io, tmpdir* t) {
+  if (tmpdir_make(t) != 0) {
+    fprintf(stderr, "cannot make a temporary directory\n");
+    return 1;
+  }
+  if (skip_io(io, t)) {
+    tmpdir_remove(t);
+    return LM_TEST_SKIP;
+  }
+  return 0;
+}
+
 /* ---- CRC-32C ----------------------------------------------------------------- */
 
 static int test_crc32c(void) {
@@ -223,12 +237,9 @@ static int test_crc32c_streams(void) {
 
 static int roundtrip(lm_wal_io io) {
   tmpdir t;
-  CHECK(tmpdir_make(&t) == 0);
+  int made = case_dir(io, &t);
+  if (made != 0) return made;
   int rc = 1;
-  if (skip_io(io, &t)) {
-    tmpdir_remove(&t);
-    return LM_TEST_SKIP;
-  }
   laminar_error err;
   lm_wal_report rep;
   lm_wal* wal;
@@ -293,11 +304,8 @@ typedef enum damage {
  * changes nothing. */
 static int recover_from(lm_wal_io io, damage what, bool strict) {
   tmpdir t;
-  CHECK(tmpdir_make(&t) == 0);
-  if (skip_io(io, &t)) {
-    tmpdir_remove(&t);
-    return LM_TEST_SKIP;
-  }
+  int made = case_dir(io, &t);
+  if (made != 0) return made;
   laminar_error err;
   lm_wal_report rep;
   lm_wal* wal;
@@ -442,11 +450,8 @@ static int fault_hook(void* arg, lm_wal_fault_op op) {
  * committed records with no gap. */
 static int fault_case(lm_wal_io io, bool on_sync, int e) {
   tmpdir t;
-  CHECK(tmpdir_make(&t) == 0);
-  if (skip_io(io, &t)) {
-    tmpdir_remove(&t);
-    return LM_TEST_SKIP;
-  }
+  int made = case_dir(io, &t);
+  if (made != 0) return made;
   fault_plan plan = {.err = e};
   lm_wal_options o = opts(&t, io, 0);
   o.fault = fault_hook;
@@ -496,11 +501,8 @@ static int fault_case(lm_wal_io io, bool on_sync, int e) {
  * log goes on in the old segment and rolls once space is back. */
 static int alloc_enospc(lm_wal_io io) {
   tmpdir t;
-  CHECK(tmpdir_make(&t) == 0);
-  if (skip_io(io, &t)) {
-    tmpdir_remove(&t);
-    return LM_TEST_SKIP;
-  }
+  int made = case_dir(io, &t);
+  if (made != 0) return made;
   fault_plan plan = {.err = ENOSPC, .fail_alloc_at = 2}; /* 1: the first segment */
   lm_wal_options o = opts(&t, io, 1024);
   o.fault = fault_hook;
@@ -574,11 +576,8 @@ static laminar_code gc_verify(void* arg, const lm_wal_record* r, laminar_error* 
 
 static int group_commit(lm_wal_io io) {
   tmpdir t;
-  CHECK(tmpdir_make(&t) == 0);
-  if (skip_io(io, &t)) {
-    tmpdir_remove(&t);
-    return LM_TEST_SKIP;
-  }
+  int made = case_dir(io, &t);
+  if (made != 0) return made;
   fault_plan counter = {0}; /* counts flushes, fails nothing */
   lm_wal_options o = opts(&t, io, 1u << 14);
   o.fault = fault_hook;
@@ -695,11 +694,8 @@ static laminar_code append_mixed(lm_wal* wal, later_arg* a, uint64_t first, uint
  * of it, also when that last write fails. */
 static int later_case(lm_wal_io io) {
   tmpdir t;
-  CHECK(tmpdir_make(&t) == 0);
-  if (skip_io(io, &t)) {
-    tmpdir_remove(&t);
-    return LM_TEST_SKIP;
-  }
+  int made = case_dir(io, &t);
+  if (made != 0) return made;
   fault_plan plan = {.err = EIO};
   lm_wal_options o = opts(&t, io, 0);
   o.fault = fault_hook;
@@ -757,11 +753,8 @@ static int later_oom_case(lm_wal_io io) {
   int rc = 0;
   for (int64_t nth = 1; nth <= 4; nth++) {
     tmpdir t;
-    CHECK(tmpdir_make(&t) == 0);
-    if (skip_io(io, &t)) {
-      tmpdir_remove(&t);
-      return LM_TEST_SKIP;
-    }
+    int made = case_dir(io, &t);
+    if (made != 0) return made;
     lm_wal_options o = opts(&t, io, 0);
     laminar_error err;
     lm_wal* wal;
@@ -838,11 +831,8 @@ static laminar_code big_verify(void* arg, const lm_wal_record* r, laminar_error*
 
 static int large_case(lm_wal_io io) {
   tmpdir t;
-  CHECK(tmpdir_make(&t) == 0);
-  if (skip_io(io, &t)) {
-    tmpdir_remove(&t);
-    return LM_TEST_SKIP;
-  }
+  int made = case_dir(io, &t);
+  if (made != 0) return made;
   laminar_error err;
   lm_wal* wal;
   lm_wal_options o = opts(&t, io, 0);
