@@ -22,9 +22,10 @@
  * log skips the page cache: no kernel copy of every byte (DMA from the log's
  * own page-aligned buffer; from 2 MiB on, huge-page backed where the kernel
  * grants it, so a write reaches the device in a few large segments rather
- * than one per 4 KiB page) and no write-back later. Every write is then whole 4 KiB blocks at a block
- * boundary: a segment's header is followed by a padding record filling its
- * first block, and each written batch ends with one filling its last block.
+ * than one per 4 KiB page) and no write-back later. Every write is then whole
+ * 4 KiB blocks at a block boundary: a segment's header is followed by a
+ * padding record filling its first block, and each written batch ends with
+ * one filling its last block.
  * A padding record (type LM_WAL_TYPE_PAD, sequence number 0) is framed and
  * CRC-checked like any other but has no sequence number and is never replayed.
  * A flush never rewrites a block an earlier flush wrote.

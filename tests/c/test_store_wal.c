@@ -796,7 +796,9 @@ static int later_oom_case(lm_wal_io io) {
 #define BIG_LEN ((uint32_t)700000)
 #define BIG_N 12
 
-static uint8_t big_byte(uint64_t seq, uint32_t k) { return (uint8_t)(seq * 131u + k * 7u + (k >> 9)); }
+static uint8_t big_byte(uint64_t seq, uint32_t k) {
+  return (uint8_t)(seq * 131u + k * 7u + (k >> 9));
+}
 
 static uint32_t big_measure(void* arg, uint16_t* type) {
   (void)arg;
