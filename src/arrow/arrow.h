@@ -59,6 +59,33 @@ laminar_code lm_arrow_import(const lm_schema* source_schema, const char* source_
                              struct ArrowArray* array, const struct ArrowSchema* schema,
                              lm_batch** out, laminar_error* err);
 
+/* A pushed array kept for a second look: the async WAL's writer makes a
+ * source batch's log record after the engine let go of it (DURABILITY "Batch
+ * records"). It keeps the producer's array, not the batch's views, which are
+ * most of a batch's memory and which the engine's next import then reuses
+ * while they are in cache. */
+typedef struct lm_arrow_kept lm_arrow_kept;
+
+/* lm_arrow_import, and when it succeeds also *kept: what it takes to view the
+ * same array again (NULL on failure). The array stays the batch's until
+ * lm_arrow_kept_share. */
+laminar_code lm_arrow_import_kept(const lm_schema* source_schema, const char* source_name,
+                                  struct ArrowArray* array, const struct ArrowSchema* schema,
+                                  lm_batch** out, lm_arrow_kept** kept, laminar_error* err);
+
+/* Share `batch`'s array (the one `kept` was imported with) between the batch
+ * and `kept`: the producer's release runs once both let go. Once per kept. */
+void lm_arrow_kept_share(lm_arrow_kept* kept, lm_batch* batch);
+
+/* A new batch (one reference) with views of its own of the kept array: the
+ * same values as the imported batch's, also after that batch is gone. Needs
+ * lm_arrow_kept_share first. Thread-safe against the batch's users.
+ * LAMINAR_ERR_NOMEM. */
+laminar_code lm_arrow_kept_view(lm_arrow_kept* kept, lm_batch** out, laminar_error* err);
+
+/* Let go of `kept` (NULL: no-op). */
+void lm_arrow_kept_free(lm_arrow_kept* kept);
+
 /* Build a batch from computed columns: copies `nrows` values of each cols[i]
  * (types as in `schema`, dense, nulls honoured) into new nanoarrow buffers.
  * *out holds one reference. Returns LAMINAR_OK or LAMINAR_ERR_NOMEM. */

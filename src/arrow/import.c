@@ -28,6 +28,7 @@
  * Struct offset: a non-zero offset of the struct array is honoured (Arrow
  * applies it to the children on top of their own offsets).
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -446,9 +447,81 @@ static laminar_code check_column(import_col* c, const struct ArrowArray* parent,
   return LAMINAR_OK;
 }
 
+struct lm_arrow_kept {
+  atomic_int refs;          /* kept itself, and the batches sharing the array */
+  bool shared;              /* `array` holds the producer's array */
+  struct ArrowArray array;
+  lm_arrow_colsrc* cols;    /* import's, borrowing the array's children */
+  int32_t ncols;
+  int64_t nrows;
+};
+
+static void kept_unref(lm_arrow_kept* k) {
+  /* acq_rel: as lm_batch_unref (the last one frees after every holder's reads). */
+  if (atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) != 1) return;
+  if (k->shared) lm_arrow_release(&k->array);
+  lm_free(k->cols);
+  lm_free(k);
+}
+
+static void kept_proxy_release(struct ArrowArray* a) {
+  lm_arrow_kept* k = a->private_data;
+  a->release = NULL;
+  kept_unref(k);
+}
+
+/* A struct array standing for the kept one: its length, offset, buffers,
+ * children and dictionary, and a reference of its own. */
+static void kept_proxy(lm_arrow_kept* k, struct ArrowArray* out) {
+  atomic_fetch_add_explicit(&k->refs, 1, memory_order_relaxed);
+  *out = k->array;
+  out->private_data = k;
+  out->release = kept_proxy_release;
+}
+
+void lm_arrow_kept_share(lm_arrow_kept* k, lm_batch* batch) {
+  assert(!k->shared);
+  /* The children (which the column sources point at) stay where they are:
+   * only the top-level struct moves. */
+  lm_arrow_move(&batch->array, &k->array);
+  k->shared = true;
+  kept_proxy(k, &batch->array);
+}
+
+laminar_code lm_arrow_kept_view(lm_arrow_kept* k, lm_batch** out, laminar_error* err) {
+  assert(k->shared);
+  struct ArrowArray proxy;
+  kept_proxy(k, &proxy);
+  /* Import checked these very values: only memory can fail here. */
+  laminar_code rc = lm_arrow_wrap(&proxy, k->cols, k->ncols, k->nrows, "", out, err);
+  if (rc != LAMINAR_OK) lm_arrow_release(&proxy);
+  return rc;
+}
+
+void lm_arrow_kept_free(lm_arrow_kept* k) {
+  if (k != NULL) kept_unref(k);
+}
+
+static laminar_code import(const lm_schema* source_schema, const char* source_name,
+                           struct ArrowArray* array, const struct ArrowSchema* schema,
+                           lm_batch** out, lm_arrow_kept** kept, laminar_error* err);
+
 laminar_code lm_arrow_import(const lm_schema* source_schema, const char* source_name,
                              struct ArrowArray* array, const struct ArrowSchema* schema,
                              lm_batch** out, laminar_error* err) {
+  return import(source_schema, source_name, array, schema, out, NULL, err);
+}
+
+laminar_code lm_arrow_import_kept(const lm_schema* source_schema, const char* source_name,
+                                  struct ArrowArray* array, const struct ArrowSchema* schema,
+                                  lm_batch** out, lm_arrow_kept** kept, laminar_error* err) {
+  *kept = NULL;
+  return import(source_schema, source_name, array, schema, out, kept, err);
+}
+
+static laminar_code import(const lm_schema* source_schema, const char* source_name,
+                           struct ArrowArray* array, const struct ArrowSchema* schema,
+                           lm_batch** out, lm_arrow_kept** kept, laminar_error* err) {
   const char* src = source_name != NULL ? source_name : "";
   if (out != NULL) *out = NULL;
   if (source_schema == NULL || array == NULL || schema == NULL || out == NULL) {
@@ -568,7 +641,28 @@ laminar_code lm_arrow_import(const lm_schema* source_schema, const char* source_
       s->dict_may_have_nulls = c->dict_nulls > 0;
     }
   }
-  rc = lm_arrow_wrap(array, srcs, ncols, array->length, src, out, err);
+  int64_t nrows = array->length;
+  lm_arrow_kept* k = NULL;
+  if (kept != NULL) {
+    k = lm_calloc(1, sizeof *k);
+    if (k == NULL) {
+      rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory importing a batch");
+      goto done;
+    }
+  }
+  rc = lm_arrow_wrap(array, srcs, ncols, nrows, src, out, err);
+  if (k != NULL && rc != LAMINAR_OK) lm_free(k);
+  if (k != NULL && rc == LAMINAR_OK) {
+    /* The names are the source's, which may be dropped before the writer
+     * looks again; only error messages use them, and those cannot recur. */
+    for (int32_t j = 0; j < ncols; j++) srcs[j].name = "";
+    atomic_init(&k->refs, 1);
+    k->cols = srcs;
+    k->ncols = ncols;
+    k->nrows = nrows;
+    srcs = NULL;
+    *kept = k;
+  }
 
 done:
   if (cols != NULL) {

@@ -334,6 +334,7 @@ static void fill_watermark(void* arg, uint8_t* dst) { memcpy(dst, arg, 8); }
  * batch is immutable, so a reference is enough). */
 typedef struct batch_record {
   lm_batch* batch;
+  lm_arrow_kept* kept; /* made later: the pushed array, viewed again by the writer */
   size_t plain; /* bytes of the batch in the first form; 0: not measured */
   lm_batch_plan plan;
   bool compact;
@@ -342,6 +343,8 @@ typedef struct batch_record {
 /* Choose the form: the record's type and payload length. */
 static uint32_t record_measure(void* arg, uint16_t* type) {
   batch_record* br = arg;
+  if (br->batch == NULL && lm_arrow_kept_view(br->kept, &br->batch, NULL) != LAMINAR_OK)
+    return LM_WAL_MEASURE_FAILED;
   br->compact = lm_batch_plan_compact(br->batch, &br->plan);
   if (br->compact && br->plain > 0 && br->plan.size > br->plain) {
     lm_batch_plan_free(&br->plan);
@@ -365,11 +368,13 @@ static void record_free_plan(batch_record* br) {
   if (br->compact) lm_batch_plan_free(&br->plan);
 }
 
-/* A record made later owns its batch_record and a reference to the batch. */
+/* A record made later owns its batch_record, the kept array and the
+ * writer's view of it. */
 static void later_release(void* arg) {
   batch_record* br = arg;
   record_free_plan(br);
   lm_batch_unref(br->batch);
+  lm_arrow_kept_free(br->kept);
   lm_free(br);
 }
 
@@ -382,16 +387,24 @@ static laminar_code too_big(const lm_source_def* def, size_t size, laminar_error
                       def->name, size);
 }
 
-laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, bool defer, laminar_error* err) {
-  if (defer && msg->batch != NULL && !def->wal_sync) {
+laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, lm_arrow_kept* kept,
+                            laminar_error* err) {
+  if (kept != NULL) {
     /* Async: bounded by the plain form's size (the compact one is chosen only
      * when no larger). */
     size_t max = lm_batch_encoded_size(msg->batch);
-    if (max > LM_WAL_MAX_RECORD) return too_big(def, max, err);
+    if (max > LM_WAL_MAX_RECORD) {
+      lm_arrow_kept_free(kept);
+      return too_big(def, max, err);
+    }
     batch_record* br = lm_calloc(1, sizeof *br);
-    if (br == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-    lm_batch_ref(msg->batch);
-    br->batch = msg->batch;
+    if (br == NULL) {
+      lm_arrow_kept_free(kept);
+      return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    }
+    /* Shared before the writer can see the record. */
+    lm_arrow_kept_share(kept, msg->batch);
+    br->kept = kept;
     br->plain = max;
     lm_wal_ticket t;
     laminar_code rc = lm_wal_append_later(def->wal, 0, (uint32_t)max, &later_ops, br, &t, err);

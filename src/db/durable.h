@@ -98,14 +98,18 @@ laminar_code lm_durable_source_dropped(struct laminar_db* db, struct lm_source_d
 void lm_durable_lower_interval(lm_durable* d, int64_t ms);
 
 /* The push path: log the message (batch or watermark) and, in sync mode, wait
- * for its flush; sets msg->seq. `defer`: an async batch record is made by the
- * WAL's writer (lm_wal_append_later), not here -- for pushes from the thread
- * that also runs the engine (the runtime not started), whose time it would
- * take. A producer thread beside a running reactor makes it itself: it has
- * the time (it waits for queue room), a third busy thread would not. */
+ * for its flush; sets msg->seq. `kept` (lm_arrow_import_kept of msg's batch;
+ * taken over, NULL for none): an async batch record is made by the WAL's
+ * writer (lm_wal_append_later) from the kept array, not here -- for pushes
+ * from the thread that also runs the engine (the runtime not started),
+ * whose time it would take; the engine's batch, views and all, is then let
+ * go as soon as the engine is done with it, as with the log off. A producer
+ * thread beside a running reactor makes the record itself: it has the time
+ * (it waits for queue room), a third busy thread would not. */
 struct lm_msg;
-laminar_code lm_durable_log(struct lm_source_def* def, struct lm_msg* msg, bool defer,
-                            laminar_error* err);
+struct lm_arrow_kept;
+laminar_code lm_durable_log(struct lm_source_def* def, struct lm_msg* msg,
+                            struct lm_arrow_kept* kept, laminar_error* err);
 
 /* Take a checkpoint now (laminar_checkpoint; the interval timer). Caller
  * holds db->lock. */

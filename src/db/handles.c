@@ -279,6 +279,20 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
   lm_msg* one;
   lm_msg** msgs = n == 1 ? &one : lm_calloc((size_t)n, sizeof *msgs);
   if (msgs == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  /* Async log, runtime not started (this thread runs the engine too, in
+   * run_until_idle): the log's writer makes each record from the array,
+   * kept for it (lm_durable_log). */
+  bool keep = def->wal != NULL && !def->wal_sync &&
+              !atomic_load_explicit(&src->db->rt.started, memory_order_relaxed);
+  lm_arrow_kept* one_kept = NULL;
+  lm_arrow_kept** kept = NULL;
+  if (keep) {
+    kept = n == 1 ? &one_kept : lm_calloc((size_t)n, sizeof *kept);
+    if (kept == NULL) {
+      if (msgs != &one) lm_free(msgs);
+      return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    }
+  }
   laminar_code rc = LAMINAR_OK;
   int64_t imported = 0, queued = 0, rows = 0;
   for (; imported < n; imported++) {
@@ -289,7 +303,9 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
     }
     /* Import moves the array only on success. */
     lm_batch* batch = NULL;
-    rc = lm_arrow_import(&def->schema, def->name, &arrays[imported], schema, &batch, err);
+    rc = keep ? lm_arrow_import_kept(&def->schema, def->name, &arrays[imported], schema, &batch,
+                                     &kept[imported], err)
+              : lm_arrow_import(&def->schema, def->name, &arrays[imported], schema, &batch, err);
     if (rc != LAMINAR_OK) {
       lm_free(msg);
       if (n > 1 && err != NULL) { /* say which array */
@@ -315,10 +331,13 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
       /* Refused before anything is logged. Under the lock only the reactor
        * moves the queue (a WAL source never drops), so room seen stays. */
       rc = refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, wait, err);
-      /* Not started: this thread runs the engine too (run_until_idle). */
-      bool defer = !atomic_load_explicit(&src->db->rt.started, memory_order_relaxed);
       while (queued < n && rc == LAMINAR_OK) {
-        rc = lm_durable_log(def, msgs[queued], defer, err);
+        lm_arrow_kept* mine = NULL;
+        if (kept != NULL) {
+          mine = kept[queued];
+          kept[queued] = NULL; /* lm_durable_log's now */
+        }
+        rc = lm_durable_log(def, msgs[queued], mine, err);
         if (rc == LAMINAR_OK) rc = enqueue(src, &msgs[queued], 1, wait, err);
         if (rc == LAMINAR_OK) queued++;
       }
@@ -344,6 +363,10 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
     lm_msg_free(msgs[k]);
   }
   if (msgs != &one) lm_free(msgs);
+  if (kept != NULL) {
+    for (int64_t k = queued; k < imported; k++) lm_arrow_kept_free(kept[k]);
+    if (kept != &one_kept) lm_free(kept);
+  }
   if (out_pushed != NULL) *out_pushed = queued;
   return rc;
 }
@@ -403,7 +426,7 @@ laminar_code laminar_source_watermark(laminar_source* src, int64_t watermark_ms,
   if (def->wal != NULL) {
     pthread_mutex_lock(&def->log_mu); /* see push_many */
     rc = refuse_early(src, 1, true, err); /* before it is logged */
-    if (rc == LAMINAR_OK) rc = lm_durable_log(def, msg, false, err); /* a watermark */
+    if (rc == LAMINAR_OK) rc = lm_durable_log(def, msg, NULL, err); /* a watermark */
     if (rc == LAMINAR_OK) rc = enqueue(src, &msg, 1, true, err);
     pthread_mutex_unlock(&def->log_mu);
   } else {

@@ -175,14 +175,18 @@ static void drop_later(later_list* l) {
 
 /* The leader's batch b (n bytes) with its later records l measured, filled
  * and framed in their places, into wal->obuf; every record's argument is let
- * go. Returns the batch's new size, or 0 with *oom when out of memory (then
- * nothing was let go). */
+ * go. Returns the batch's new size, or 0 with *oom when out of memory here or
+ * in a measure (then nothing was let go). */
 static size_t fill_later(lm_wal* wal, const uint8_t* b, size_t n, later_list* l, bool* oom) {
   *oom = false;
   size_t total = n;
   for (size_t i = 0; i < l->n; i++) {
     later_rec* r = &l->items[i];
     r->len = r->ops->measure(r->arg, &r->type);
+    if (r->len == LM_WAL_MEASURE_FAILED) {
+      *oom = true;
+      return 0;
+    }
     assert(r->len <= r->max_len && r->type != LM_WAL_TYPE_PAD);
     total += REC_HEADER + pad8(r->len);
   }

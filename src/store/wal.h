@@ -177,7 +177,10 @@ laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint
  * writes that many bytes, release(arg) lets go of arg -- after the fill, or
  * when the record is discarded (a failed write, a close). Each is called
  * once, measure before fill; measure and fill never under the log's lock,
- * release maybe under it (it must not call into the log). */
+ * release maybe under it (it must not call into the log). A measure that
+ * cannot (out of memory) returns LM_WAL_MEASURE_FAILED: the write fails with
+ * ENOMEM, like a failed write (the batch is discarded, its commits fail). */
+#define LM_WAL_MEASURE_FAILED UINT32_MAX
 typedef struct lm_wal_later_ops {
   uint32_t (*measure)(void* arg, uint16_t* type);
   void (*fill)(void* arg, uint8_t* dst);

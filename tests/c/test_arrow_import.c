@@ -611,6 +611,87 @@ static int import_then_done(fixture* f) {
   return fixture_done(f);
 }
 
+/* The array kept for the async WAL's writer (lm_arrow_import_kept): a second
+ * view has the same values as the batch's, also once that batch is gone,
+ * for every kind of column (views made, dictionaries resolved, timestamps
+ * scaled, a sliced struct); the producer's release runs once, after the last
+ * of the batch, the kept handle and the second view let go, in any order. */
+static int test_kept_view_again(void) {
+  static const struct {
+    const char *sym, *ts;
+    int64_t num, den;
+    bool sliced;
+  } kinds[] = {{"u", "tsu:", 1, 1, false},
+               {"dict", "tsm:", 1000, 1, false},
+               {"U", "tsn:", 1, 1000, false},
+               {"dictU", "tss:", 1000000, 1, true}};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    for (int order = 0; order < 3; order++) {
+      fixture f;
+      CHECK(fixture_init(&f, kinds[i].sym, kinds[i].ts) == 0);
+      int first = 0, nrows = NROWS;
+      if (kinds[i].sliced) {
+        f.array.offset = first = 1;
+        f.array.length = nrows = 3;
+      }
+      lm_batch *b = NULL, *again = NULL;
+      lm_arrow_kept* k = NULL;
+      laminar_error err;
+      CHECK_CODE(lm_arrow_import_kept(&f.src, "t", &f.array, &f.schema, &b, &k, &err),
+                 LAMINAR_OK, errp(&err));
+      CHECK(k != NULL && f.array.release == NULL);
+      lm_arrow_kept_share(k, b);
+      CHECK(check_trades(b, first, nrows, kinds[i].num, kinds[i].den) == 0);
+      if (order == 0) { /* the engine first, then the writer: as the WAL does */
+        lm_batch_unref(b);
+        CHECK(f.releases == 0);
+        CHECK_CODE(lm_arrow_kept_view(k, &again, &err), LAMINAR_OK, errp(&err));
+        lm_arrow_kept_free(k);
+        CHECK(check_trades(again, first, nrows, kinds[i].num, kinds[i].den) == 0);
+        CHECK(f.releases == 0);
+        lm_batch_unref(again);
+      } else { /* the writer while the engine still holds the batch */
+        CHECK_CODE(lm_arrow_kept_view(k, &again, &err), LAMINAR_OK, errp(&err));
+        CHECK(again != b && again->cols[SYM].data != b->cols[SYM].data);
+        lm_arrow_kept_free(k);
+        lm_batch_unref(order == 1 ? again : b);
+        CHECK(f.releases == 0);
+        lm_batch* last = order == 1 ? b : again;
+        CHECK(check_trades(last, first, nrows, kinds[i].num, kinds[i].den) == 0);
+        lm_batch_unref(last);
+      }
+      CHECK(fixture_done(&f) == 0); /* released exactly once */
+    }
+  }
+  return 0;
+}
+
+/* A kept handle never shared (the push failed before its record) lets go of
+ * nothing of the batch's; a refused import keeps nothing. */
+static int test_kept_unshared_and_refused(void) {
+  fixture f;
+  CHECK(fixture_init(&f, "u", "tsu:") == 0);
+  lm_batch* b = NULL;
+  lm_arrow_kept* k = NULL;
+  laminar_error err;
+  CHECK_CODE(lm_arrow_import_kept(&f.src, "t", &f.array, &f.schema, &b, &k, &err),
+             LAMINAR_OK, errp(&err));
+  lm_arrow_kept_free(k);
+  lm_arrow_kept_free(NULL);
+  CHECK(f.releases == 0 && check_trades(b, 0, NROWS, 1, 1) == 0);
+  lm_batch_unref(b);
+  CHECK(fixture_done(&f) == 0);
+
+  CHECK(fixture_init(&f, "u", "tsu:") == 0);
+  f.array.children[PRICE]->length = 2; /* shorter than the struct */
+  k = (lm_arrow_kept*)&k;              /* poison: must come back NULL */
+  CHECK_CODE(lm_arrow_import_kept(&f.src, "t", &f.array, &f.schema, &b, &k, &err),
+             LAMINAR_ERR_ARROW_INVALID, errp(&err));
+  CHECK(k == NULL && b == NULL && f.array.release != NULL && f.releases == 0);
+  f.array.children[PRICE]->length = NROWS;
+  return import_then_done(&f);
+}
+
 static int test_refuse_released_array(void) {
   fixture f;
   CHECK(fixture_init(&f, "u", "tsu:") == 0);
@@ -1022,6 +1103,8 @@ int main(int argc, char** argv) {
       {"bool_unaligned_bits", test_bool_unaligned_bits},
       {"empty_batch", test_empty_batch},
       {"release_exactly_once", test_release_exactly_once},
+      {"kept_view_again", test_kept_view_again},
+      {"kept_unshared_and_refused", test_kept_unshared_and_refused},
       {"refuse_released_array", test_refuse_released_array},
       {"refuse_released_schema", test_refuse_released_schema},
       {"refuse_bad_format", test_refuse_bad_format},

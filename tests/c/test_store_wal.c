@@ -651,12 +651,14 @@ static int test_bad_open(void) {
 typedef struct later_arg {
   uint64_t i;
   int measured, filled, released;
+  bool fail; /* its measure runs out of memory */
 } later_arg;
 
 static uint32_t later_measure(void* arg, uint16_t* type) {
   later_arg* a = arg;
   uint8_t scratch[512];
   a->measured++;
+  if (a->fail) return LM_WAL_MEASURE_FAILED;
   *type = (uint16_t)(a->i % 5);
   return payload(a->i, scratch);
 }
@@ -689,8 +691,8 @@ static laminar_code append_mixed(lm_wal* wal, later_arg* a, uint64_t first, uint
 
 /* Later records are made by the commit that takes them, in sequence with the
  * others (replay checks every record's number, type, epoch and bytes), each
- * measured, filled and let go exactly once; a failed write lets go of the
- * ones it discarded, made or not; a close writes what it holds and lets go
+ * measured, filled and let go exactly once; a failed write (or measure)
+ * lets go of the ones it discarded, made or not; a close writes what it holds and lets go
  * of it, also when that last write fails. */
 static int later_case(lm_wal_io io) {
   tmpdir t;
@@ -722,6 +724,17 @@ static int later_case(lm_wal_io io) {
   CHECK_CODE(append_mixed(wal, a, 21, 30, &last, &err), LAMINAR_OK, &err);
   CHECK_CODE(lm_wal_commit(wal, last, true, &err), LAMINAR_OK, &err);
   for (uint64_t i = 21; i <= 30; i += 2) EXPECT(a[i].filled == 1 && a[i].released == 1);
+  rc |= check_replay(wal, 1, 30);
+
+  /* A measure that cannot (out of memory) fails the write like a failed
+   * write: 31..36 discarded, each later one let go once, none filled after
+   * it; then the same numbers again. */
+  CHECK_CODE(append_mixed(wal, a, 31, 36, &last, &err), LAMINAR_OK, &err);
+  a[33].fail = true;
+  CHECK_CODE(lm_wal_commit(wal, last, true, &err), LAMINAR_ERR_IO, &err);
+  EXPECT(strstr(err.message, strerror(ENOMEM)) != NULL);
+  for (uint64_t i = 31; i <= 36; i += 2) EXPECT(a[i].released == 1 && a[i].filled == 0);
+  EXPECT(lm_wal_next_seq(wal) == 31);
   rc |= check_replay(wal, 1, 30);
 
   /* A close writes what it holds... */
