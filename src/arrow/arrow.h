@@ -9,7 +9,8 @@
  * bitmap -> bytes, string offsets -> lm_str views into the producer's bytes,
  * dictionary lookups, non-microsecond timestamps -> microseconds) are computed
  * once at import into memory the batch owns. The producer's buffers stay alive,
- * untouched, until the last reference to the batch is dropped.
+ * untouched, until the last reference to the batch (and to an lm_arrow_kept
+ * sharing its array) is dropped.
  *
  * Threads: a batch is immutable after creation; lm_batch_ref/unref and the
  * release callbacks of exported arrays may run on any thread (atomic refcount).

@@ -330,8 +330,8 @@ static void fill_watermark(void* arg, uint8_t* dst) { memcpy(dst, arg, 8); }
 /* A source's batch as a log record, in the form chosen for it: compact when
  * the analysis takes it (and, when the plain form's size is known, it is no
  * larger), else codec.h's first form. Both ways of logging use it: made at the
- * push (lm_wal_append_fill) or by the log's writer (lm_wal_append_later; the
- * batch is immutable, so a reference is enough). */
+ * push (lm_wal_append_fill) or by the log's writer (lm_wal_append_later),
+ * which views the kept, immutable array again (arrow.h lm_arrow_kept). */
 typedef struct batch_record {
   lm_batch* batch;
   lm_arrow_kept* kept; /* made later: the pushed array, viewed again by the writer */
