@@ -78,6 +78,11 @@ laminar_code lm_arrow_import_kept(const lm_schema* source_schema, const char* so
  * and `kept`: the producer's release runs once both let go. Once per kept. */
 void lm_arrow_kept_share(lm_arrow_kept* kept, lm_batch* batch);
 
+/* Undo lm_arrow_kept_share while nothing but `batch` and `kept` holds the
+ * array (no view of it was made): the batch owns the producer's array again,
+ * as imported, and `kept` is as before the share. */
+void lm_arrow_kept_unshare(lm_arrow_kept* kept, lm_batch* batch);
+
 /* A new batch (one reference) with views of its own of the kept array: the
  * same values as the imported batch's, also after that batch is gone. Needs
  * lm_arrow_kept_share first. Thread-safe against the batch's users.

@@ -488,6 +488,15 @@ void lm_arrow_kept_share(lm_arrow_kept* k, lm_batch* batch) {
   kept_proxy(k, &batch->array);
 }
 
+void lm_arrow_kept_unshare(lm_arrow_kept* k, lm_batch* batch) {
+  assert(k->shared && batch->array.private_data == k &&
+         atomic_load_explicit(&k->refs, memory_order_relaxed) == 2);
+  batch->array.release = NULL; /* the proxy's reference, dropped by hand */
+  lm_arrow_move(&k->array, &batch->array);
+  k->shared = false;
+  atomic_store_explicit(&k->refs, 1, memory_order_relaxed);
+}
+
 laminar_code lm_arrow_kept_view(lm_arrow_kept* k, lm_batch** out, laminar_error* err) {
   assert(k->shared);
   struct ArrowArray proxy;

@@ -409,6 +409,8 @@ laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, lm_arrow_kept* kept
     lm_wal_ticket t;
     laminar_code rc = lm_wal_append_later(def->wal, 0, (uint32_t)max, &later_ops, br, &t, err);
     if (rc != LAMINAR_OK) {
+      /* Not logged: the caller gets its array back as it was. */
+      lm_arrow_kept_unshare(kept, msg->batch);
       later_release(br);
       return rc;
     }

@@ -33,10 +33,11 @@ static const char* DDL =
 #define NBATCH 40
 #define ROWS 50
 
-/* Batch b of the deterministic input: 4 symbols, time moving forward with a
- * little disorder inside the watermark delay; the last row of every fifth
- * batch is 2.5 s behind, late for every window (fills_late receives it). */
-static inline int push_batch(laminar_source* src, int64_t b, laminar_error* err) {
+/* Batch b of the deterministic input, as an Arrow array (returns 0, or -1):
+ * 4 symbols, time moving forward with a little disorder inside the watermark
+ * delay; the last row of every fifth batch is 2.5 s behind, late for every
+ * window (fills_late receives it). */
+static inline int trades_batch(int64_t b, struct ArrowArray* array, struct ArrowSchema* schema) {
   trade_row rows[ROWS];
   static const char* syms[] = {"AAPL", "MSFT", "M\xc3\xbcnchen", "X"};
   for (int i = 0; i < ROWS; i++) {
@@ -45,9 +46,13 @@ static inline int push_batch(laminar_source* src, int64_t b, laminar_error* err)
                           1000 + k * 20 - (k % 3) * 30};
   }
   if (b % 5 == 2) rows[ROWS - 1].ts -= 2500;
+  return build_trades(rows, ROWS, b % 2 == 1, array, schema) != 0 ? -1 : 0;
+}
+
+static inline int push_batch(laminar_source* src, int64_t b, laminar_error* err) {
   struct ArrowArray array;
   struct ArrowSchema schema;
-  if (build_trades(rows, ROWS, b % 2 == 1, &array, &schema) != 0) return -1;
+  if (trades_batch(b, &array, &schema) != 0) return -1;
   laminar_code rc = laminar_source_push(src, &array, &schema, err);
   if (array.release != NULL) array.release(&array);
   schema.release(&schema);
@@ -246,24 +251,32 @@ static inline void remove_db(const char* dir) {
   lm_test_rmdir(dir);
 }
 
+/* A durable database in dir with wal_mode, the pipeline's DDL and sinks
+ * (again: harmless on a reopen), and its source open. 0 on success. */
+static inline int open_pipeline(const char* dir, const char* wal_mode, laminar_db** db,
+                                laminar_source** src) {
+  laminar_error err;
+  char sql[2048];
+  sink_sql(dir, sql, sizeof sql);
+  CHECK_CODE(open_db(dir, wal_mode, db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(*db, DDL, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(*db, sql, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_source_open(*db, "trades", src, &err), LAMINAR_OK, &err);
+  return 0;
+}
+
 /* The uninterrupted run's committed output. */
 static inline char* reference_output(void) {
   char dir[64];
   if (lm_test_mkdtemp(dir, sizeof dir, "lm_dur_ref_") != 0) return NULL;
-  laminar_db* db;
-  laminar_source* src;
-  laminar_error err;
-  char sql[2048];
-  sink_sql(dir, sql, sizeof sql);
+  laminar_db* db = NULL;
+  laminar_source* src = NULL;
   char* out = NULL;
-  if (open_db(dir, "sync", &db, &err) == LAMINAR_OK) {
-    if (laminar_execute(db, DDL, &err) == LAMINAR_OK && laminar_execute(db, sql, &err) == LAMINAR_OK &&
-        laminar_source_open(db, "trades", &src, &err) == LAMINAR_OK) {
-      if (feed(db, src, 0, NBATCH, 7) == 0 && finish(db, src) == 0) out = sink_output(dir);
-      laminar_source_close(src);
-    }
-    laminar_close(db);
-  }
+  if (open_pipeline(dir, "sync", &db, &src) == 0 && feed(db, src, 0, NBATCH, 7) == 0 &&
+      finish(db, src) == 0)
+    out = sink_output(dir);
+  laminar_source_close(src);
+  laminar_close(db);
   remove_db(dir);
   return out;
 }

@@ -667,7 +667,9 @@ static int test_kept_view_again(void) {
 }
 
 /* A kept handle never shared (the push failed before its record) lets go of
- * nothing of the batch's; a refused import keeps nothing. */
+ * nothing of the batch's; a share undone (the record could not be appended)
+ * gives the batch the producer's very array back, to hand back to the
+ * caller untouched; a refused import keeps nothing. */
 static int test_kept_unshared_and_refused(void) {
   fixture f;
   CHECK(fixture_init(&f, "u", "tsu:") == 0);
@@ -680,6 +682,22 @@ static int test_kept_unshared_and_refused(void) {
   lm_arrow_kept_free(NULL);
   CHECK(f.releases == 0 && check_trades(b, 0, NROWS, 1, 1) == 0);
   lm_batch_unref(b);
+  CHECK(fixture_done(&f) == 0);
+
+  CHECK(fixture_init(&f, "dict", "tsm:") == 0);
+  void (*release)(struct ArrowArray*) = f.array.release;
+  void* private_data = f.array.private_data;
+  CHECK_CODE(lm_arrow_import_kept(&f.src, "t", &f.array, &f.schema, &b, &k, &err),
+             LAMINAR_OK, errp(&err));
+  lm_arrow_kept_share(k, b);
+  CHECK(b->array.release != release);
+  lm_arrow_kept_unshare(k, b);
+  CHECK(b->array.release == release && b->array.private_data == private_data);
+  lm_arrow_kept_free(k);
+  CHECK(f.releases == 0 && check_trades(b, 0, NROWS, 1000, 1) == 0);
+  lm_arrow_move(&b->array, &f.array); /* handed back, as a failed push does */
+  lm_batch_unref(b);
+  CHECK(f.releases == 0 && f.array.release == release);
   CHECK(fixture_done(&f) == 0);
 
   CHECK(fixture_init(&f, "u", "tsu:") == 0);

@@ -76,17 +76,6 @@ static int64_t thaws_of(laminar_db* db, bool windows, bool views, int64_t* group
 
 static int64_t thaws(laminar_db* db, int64_t* groups) { return thaws_of(db, true, true, groups); }
 
-static int open_pipeline(const char* dir, laminar_db** db, laminar_source** src) {
-  laminar_error err;
-  char sql[2048];
-  sink_sql(dir, sql, sizeof sql);
-  CHECK_CODE(open_db(dir, "sync", db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(*db, DDL, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(*db, sql, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_source_open(*db, "trades", src, &err), LAMINAR_OK, &err);
-  return 0;
-}
-
 /* Reopen dir (the checkpoint and the WAL after it), push the rest of the
  * input from the source's offset, finish, and compare with `want`. */
 static int restart_and_compare(const char* dir, const char* want) {
@@ -94,7 +83,7 @@ static int restart_and_compare(const char* dir, const char* want) {
   laminar_source* src;
   laminar_error err;
   int64_t off;
-  CHECK(open_pipeline(dir, &db, &src) == 0);
+  CHECK(open_pipeline(dir, "sync", &db, &src) == 0);
   CHECK_CODE(laminar_source_offset(src, &off, &err), LAMINAR_OK, &err);
   CHECK(feed(db, src, off - 1, NBATCH, 11) == 0);
   return finish_and_compare(db, src, dir, want);
@@ -109,7 +98,7 @@ static int with_pipeline(int (*body)(laminar_db* db, laminar_source* src, const 
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_snap_") == 0);
   laminar_db* db;
   laminar_source* src;
-  int rc = open_pipeline(dir, &db, &src);
+  int rc = open_pipeline(dir, "sync", &db, &src);
   if (rc == 0) {
     rc = body(db, src, dir);
     laminar_source_close(src);
