@@ -691,9 +691,9 @@ static laminar_code append_mixed(lm_wal* wal, later_arg* a, uint64_t first, uint
 
 /* Later records are made by the commit that takes them, in sequence with the
  * others (replay checks every record's number, type, epoch and bytes), each
- * measured, filled and let go exactly once; a failed write (or measure)
- * lets go of the ones it discarded, made or not; a close writes what it holds and lets go
- * of it, also when that last write fails. */
+ * measured, filled and let go exactly once; a failed write (or measure) lets
+ * go of the ones it discarded, made or not; a close writes what it holds and
+ * lets go of it, also when that last write fails. */
 static int later_case(lm_wal_io io) {
   tmpdir t;
   int made = case_dir(io, &t);
