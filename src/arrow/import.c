@@ -449,17 +449,15 @@ static laminar_code check_column(import_col* c, const struct ArrowArray* parent,
 
 struct lm_arrow_kept {
   atomic_int refs;          /* kept itself, and the batches sharing the array */
-  bool shared;              /* `array` holds the producer's array */
-  struct ArrowArray array;
+  struct ArrowArray array;  /* the producer's once shared (released: not shared) */
   lm_arrow_colsrc* cols;    /* import's, borrowing the array's children */
   int32_t ncols;
-  int64_t nrows;
 };
 
 static void kept_unref(lm_arrow_kept* k) {
   /* acq_rel: as lm_batch_unref (the last one frees after every holder's reads). */
   if (atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) != 1) return;
-  if (k->shared) lm_arrow_release(&k->array);
+  lm_arrow_release(&k->array); /* a no-op unless shared */
   lm_free(k->cols);
   lm_free(k);
 }
@@ -480,29 +478,27 @@ static void kept_proxy(lm_arrow_kept* k, struct ArrowArray* out) {
 }
 
 void lm_arrow_kept_share(lm_arrow_kept* k, lm_batch* batch) {
-  assert(!k->shared);
+  assert(k->array.release == NULL);
   /* The children (which the column sources point at) stay where they are:
    * only the top-level struct moves. */
   lm_arrow_move(&batch->array, &k->array);
-  k->shared = true;
   kept_proxy(k, &batch->array);
 }
 
 void lm_arrow_kept_unshare(lm_arrow_kept* k, lm_batch* batch) {
-  assert(k->shared && batch->array.private_data == k &&
+  assert(k->array.release != NULL && batch->array.private_data == k &&
          atomic_load_explicit(&k->refs, memory_order_relaxed) == 2);
   batch->array.release = NULL; /* the proxy's reference, dropped by hand */
   lm_arrow_move(&k->array, &batch->array);
-  k->shared = false;
   atomic_store_explicit(&k->refs, 1, memory_order_relaxed);
 }
 
 laminar_code lm_arrow_kept_view(lm_arrow_kept* k, lm_batch** out, laminar_error* err) {
-  assert(k->shared);
+  assert(k->array.release != NULL);
   struct ArrowArray proxy;
   kept_proxy(k, &proxy);
   /* Import checked these very values: only memory can fail here. */
-  laminar_code rc = lm_arrow_wrap(&proxy, k->cols, k->ncols, k->nrows, "", out, err);
+  laminar_code rc = lm_arrow_wrap(&proxy, k->cols, k->ncols, proxy.length, "", out, err);
   if (rc != LAMINAR_OK) lm_arrow_release(&proxy);
   return rc;
 }
@@ -650,7 +646,7 @@ static laminar_code import(const lm_schema* source_schema, const char* source_na
       s->dict_may_have_nulls = c->dict_nulls > 0;
     }
   }
-  int64_t nrows = array->length;
+  /* Allocated before the wrap, which moves the array: nothing to undo after. */
   lm_arrow_kept* k = NULL;
   if (kept != NULL) {
     k = lm_calloc(1, sizeof *k);
@@ -659,16 +655,18 @@ static laminar_code import(const lm_schema* source_schema, const char* source_na
       goto done;
     }
   }
-  rc = lm_arrow_wrap(array, srcs, ncols, nrows, src, out, err);
-  if (k != NULL && rc != LAMINAR_OK) lm_free(k);
-  if (k != NULL && rc == LAMINAR_OK) {
+  rc = lm_arrow_wrap(array, srcs, ncols, array->length, src, out, err);
+  if (k != NULL) {
+    if (rc != LAMINAR_OK) {
+      lm_free(k);
+      goto done;
+    }
     /* The names are the source's, which may be dropped before the writer
      * looks again; only error messages use them, and those cannot recur. */
     for (int32_t j = 0; j < ncols; j++) srcs[j].name = "";
     atomic_init(&k->refs, 1);
     k->cols = srcs;
     k->ncols = ncols;
-    k->nrows = nrows;
     srcs = NULL;
     *kept = k;
   }
