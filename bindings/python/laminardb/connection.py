@@ -16,7 +16,7 @@ from typing import Any, Union
 import pyarrow as pa
 
 from laminardb._arrow import import_reader, import_schema
-from laminardb._handle import Handle, c_text
+from laminardb._handle import Handle, c_text, sigint_held
 from laminardb._laminar_cffi import ffi, lib
 from laminardb.errors import raise_for
 from laminardb.sinks import SinkConnector, callbacks_for
@@ -105,8 +105,14 @@ class Connection(Handle):
 
         Stops the runtime if it runs. Closing twice is a no-op. Batches already
         taken from subscriptions stay valid.
+
+        Close runs to the end once begun: Ctrl-C meanwhile is held back and
+        raised (KeyboardInterrupt) when the database is closed and its
+        threads have ended. Stopping a runtime whose subscriber nobody reads
+        takes about a second (see :meth:`stop`).
         """
-        super().close()
+        with sigint_held():
+            super().close()
 
     # -- SQL -------------------------------------------------------------------
 
