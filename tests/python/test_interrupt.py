@@ -1,4 +1,5 @@
-"""Ctrl-C (SIGINT) stops a blocked push, watermark or close.
+"""Ctrl-C (SIGINT) stops a blocked push, watermark or close; cached source handles
+follow DROP + CREATE.
 
 The SIGINT cases run in a child interpreter (a push that cannot be interrupted
 would hang this one), with a durable database and a sync WAL so that offsets
@@ -216,3 +217,57 @@ def test_ctrl_c_during_close_finishes_the_close(tmp_path: Path) -> None:
     assert out["threads_after_close"] == out["threads_baseline"], out
     assert out["threads_after_second_close"] == out["threads_baseline"], out
     assert _reopened_totals(tmp_path / "db") == _acknowledged(out["acked"], out["acked"])
+
+
+# -- cached handles after DROP + CREATE ----------------------------------------------
+
+
+def test_insert_after_drop_and_create_uses_the_new_source() -> None:
+    with laminardb.open() as db:
+        db.execute("CREATE SOURCE t (v BIGINT)")
+        db.insert("t", {"v": [1]})
+        old = db.source("t")
+        db.execute(
+            "DROP SOURCE t; CREATE SOURCE t (s VARCHAR);"
+            "CREATE MATERIALIZED VIEW m AS SELECT s FROM t"
+        )
+        db.insert("t", {"s": ["x"]})
+        db.insert("t", [{"s": "y"}])
+        db.run_until_idle()
+        assert sorted(db.query("SELECT s FROM m").column("s").to_pylist()) == ["x", "y"]
+        new = db.source("t")
+        assert new is not old
+        assert not old.closed
+        with pytest.raises(laminardb.IngestError) as info:
+            old.push({"v": [2]})  # the handle of the dropped source says so
+        assert info.value.code == "LDB-3007"
+        # Other DDL keeps the cached handle.
+        db.execute("CREATE SOURCE u (v BIGINT)")
+        assert db.source("t") is new
+    assert old.closed
+    assert new.closed
+
+
+def test_insert_after_drop_names_the_missing_source() -> None:
+    with laminardb.open() as db:
+        db.execute("CREATE SOURCE t (v BIGINT)")
+        db.insert("t", {"v": [1]})
+        db.execute("DROP SOURCE t")
+        with pytest.raises(laminardb.SQLError) as info:
+            db.insert("t", {"v": [2]})
+        assert info.value.code == "LDB-1002"
+        db.execute("CREATE SOURCE t (v BIGINT); CREATE MATERIALIZED VIEW m AS SELECT v FROM t")
+        db.insert("t", {"v": [3]})
+        db.run_until_idle()
+        assert db.query("SELECT v FROM m").column("v").to_pylist() == [3]
+
+
+def test_drop_create_on_a_durable_database_keeps_inserting(tmp_path: Path) -> None:
+    opts = {"checkpoint_interval": "1 hour", "wal_mode": "sync"}
+    with laminardb.open(tmp_path, **opts) as db:
+        db.execute("CREATE SOURCE t (v BIGINT)")
+        db.insert("t", {"v": [1]})
+        db.execute("DROP SOURCE t; CREATE SOURCE t (v BIGINT)")
+        for v in range(3):
+            db.insert("t", {"v": [v]})
+        assert db.source("t").offset == 4

@@ -71,6 +71,10 @@ class Source(NamedHandle):
 
     _kind = "source"
 
+    #: The connection's execute() count when this handle was last known to be
+    #: on the current source of its name (Connection.source).
+    _ddl_count = 0
+
     def _release(self, pointer: Any) -> None:  # noqa: ANN401 -- cdata
         lib.laminar_source_close(pointer)
 
