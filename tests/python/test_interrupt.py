@@ -1,5 +1,5 @@
 """Ctrl-C (SIGINT) stops a blocked push, watermark or close; cached source handles
-follow DROP + CREATE.
+follow DROP + CREATE; dict input refuses a fraction in a whole-number column.
 
 The SIGINT cases run in a child interpreter (a push that cannot be interrupted
 would hang this one), with a durable database and a sync WAL so that offsets
@@ -15,6 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import laminardb
@@ -271,3 +272,37 @@ def test_drop_create_on_a_durable_database_keeps_inserting(tmp_path: Path) -> No
         for v in range(3):
             db.insert("t", {"v": [v]})
         assert db.source("t").offset == 4
+
+
+# -- fractions into whole-number columns ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"v": [1, 1.5]},
+        [{"v": 1}, {"v": 1.5}],
+        {"v": (2, 1.5)},
+    ],
+    ids=["columns", "rows", "tuple"],
+)
+def test_a_fraction_into_bigint_is_refused(data: object) -> None:
+    # As pyarrow's array conversions (numpy, cast): 1.5 is refused for int64,
+    # a whole float is taken (its list conversion alone truncates 1.5 to 1).
+    with pytest.raises(pa.ArrowInvalid):
+        pa.array([1.5]).cast(pa.int64())
+    assert pa.array([2.0]).cast(pa.int64()).to_pylist() == [2]
+    with laminardb.open() as db:
+        db.execute("CREATE SOURCE t (v BIGINT); CREATE MATERIALIZED VIEW m AS SELECT v FROM t")
+        db.insert("t", {"v": [7, 2.0]})
+        with pytest.raises(laminardb.IngestError) as info:
+            db.insert("t", data)
+        err = info.value
+        assert isinstance(err, ValueError)
+        assert err.code == "LDB-3004"
+        assert err.object == "t"
+        assert err.column_name == "v"
+        assert "1.5" in str(err)
+        assert "row 1" in str(err)
+        db.run_until_idle()
+        assert sorted(db.query("SELECT v FROM m").column("v").to_pylist()) == [2, 7]

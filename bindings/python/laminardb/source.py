@@ -375,10 +375,10 @@ class Source(NamedHandle):
             schema_capsule, array_capsule = data.__arrow_c_array__()
             self._push_array_capsules(schema_capsule, array_capsule, wait=wait)
         elif isinstance(data, Mapping):
-            self._push(batch_from_columns(data, self._schema), wait=wait)
+            self._push(batch_from_columns(data, self._schema, self._name), wait=wait)
         elif isinstance(data, list) and all(isinstance(row, Mapping) for row in data):
             if data:
-                self._push(batch_from_rows(data, self._schema), wait=wait)
+                self._push(batch_from_rows(data, self._schema, self._name), wait=wait)
         elif _is_pandas_frame(data):
             self._push(pa.Table.from_pandas(data, preserve_index=False), wait=wait)
         else:
