@@ -14,7 +14,10 @@
 #include "lm_test_fs.h"
 #include "lm_test_metrics.h"
 #include "arrow_build.h"
+#include "db/internal.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 static const char* DDL =
@@ -139,6 +142,75 @@ static int timeout_case(bool durable) {
 static int test_timeout_in_memory(void) { return timeout_case(false); }
 static int test_timeout_sync_wal(void) { return timeout_case(true); }
 
+/* A push without a time limit on a thread of its own (timeout_ms < 0). */
+typedef struct blocked_push {
+  laminar_source* src;
+  laminar_code rc;
+  bool moved;
+} blocked_push;
+
+static void* push_without_limit(void* arg) {
+  blocked_push* p = arg;
+  struct ArrowArray array;
+  struct ArrowSchema schema;
+  p->rc = LAMINAR_ERR_INTERNAL;
+  if (one_row(999, &array, &schema) != 0) return NULL;
+  laminar_error err;
+  p->rc = laminar_source_push(p->src, &array, &schema, &err);
+  p->moved = array.release == NULL;
+  if (array.release != NULL) array.release(&array);
+  schema.release(&schema);
+  return NULL;
+}
+
+/* With a WAL, a blocked push whose runtime stops under it returns
+ * LAMINAR_ERR_QUEUE_FULL and has logged nothing: it waits for room before
+ * its record is written. (White-box: the source's `room` waiter shows the
+ * producer parked in the wait before the runtime is stopped.) */
+static int test_stop_under_a_blocked_wal_push(void) {
+  char dir[64];
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_pto_") == 0);
+  laminar_error err;
+  laminar_db* db;
+  CHECK_CODE(open_small(dir, "block", &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "rows_out", &sub, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
+  struct ArrowArray array;
+  struct ArrowSchema schema;
+  int64_t ok = fill(src, &array, &schema);
+  CHECK(ok >= 2);
+  array.release(&array);
+  schema.release(&schema);
+  int64_t off = offset_of(src);
+  CHECK(off == ok + 1);
+
+  blocked_push p = {src, LAMINAR_OK, false};
+  pthread_t thread;
+  CHECK(pthread_create(&thread, NULL, push_without_limit, &p) == 0);
+  lm_source_def* def = lm_db_find_source(db, "trades");
+  /* Parked (park strategy: after its polls it sleeps on `room`); bounded. */
+  bool parked = false;
+  for (long i = 0; i < 200000000L && !parked; i++) {
+    parked = atomic_load(&def->room.sleepers) > 0;
+    if (!parked) sched_yield();
+  }
+  EXPECT(parked);
+  CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err); /* ~1 s: nobody reads */
+  CHECK(pthread_join(thread, NULL) == 0);
+  EXPECT(p.rc == LAMINAR_ERR_QUEUE_FULL);
+  EXPECT(!p.moved);
+  EXPECT(offset_of(src) == off); /* not logged: a restart will not replay it */
+  laminar_subscription_close(sub);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  lm_test_rmdir(dir);
+  return 0;
+}
+
 /* reject never waits: a timeout changes nothing, the refusal is counted. */
 static int test_reject_answers_as_push(void) {
   laminar_error err;
@@ -168,6 +240,7 @@ static int test_reject_answers_as_push(void) {
 static const lm_test_case cases[] = {
     {"timeout_in_memory", test_timeout_in_memory},
     {"timeout_sync_wal", test_timeout_sync_wal},
+    {"stop_under_a_blocked_wal_push", test_stop_under_a_blocked_wal_push},
     {"reject_answers_as_push", test_reject_answers_as_push},
     {NULL, NULL},
 };
