@@ -79,21 +79,29 @@ static int64_t fill(laminar_source* src, struct ArrowArray* array, struct ArrowS
   return -1; /* never filled up */
 }
 
+/* A block database (open_small) with the DDL, a producer handle, a
+ * subscription to rows_out and the runtime started: 0, or 1 (a CHECK failed). */
+static int start_blocked(const char* dir, laminar_db** db, laminar_source** src,
+                         laminar_subscription** sub) {
+  laminar_error err;
+  CHECK_CODE(open_small(dir, "block", db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(*db, DDL, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_source_open(*db, "trades", src, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_subscribe(*db, "rows_out", sub, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_start(*db, &err), LAMINAR_OK, &err);
+  return 0;
+}
+
 static int timeout_case(bool durable) {
   char dir[64];
   if (durable) CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_pto_") == 0);
   laminar_error err;
   laminar_db* db;
-  CHECK_CODE(open_small(durable ? dir : NULL, "block", &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
   laminar_source* src;
-  CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
   laminar_subscription* sub; /* never read while filling: it holds the reactor */
-  CHECK_CODE(laminar_subscribe(db, "rows_out", &sub, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
-
   struct ArrowArray array;
   struct ArrowSchema schema;
+  CHECK(start_blocked(durable ? dir : NULL, &db, &src, &sub) == 0);
   int64_t ok = fill(src, &array, &schema);
   CHECK(ok >= 2 && ok <= 8); /* 2 source slots + 2 subscriber slots + in hand */
   int64_t off = offset_of(src);
@@ -172,15 +180,11 @@ static int test_stop_under_a_blocked_wal_push(void) {
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_pto_") == 0);
   laminar_error err;
   laminar_db* db;
-  CHECK_CODE(open_small(dir, "block", &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
   laminar_source* src;
-  CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
   laminar_subscription* sub;
-  CHECK_CODE(laminar_subscribe(db, "rows_out", &sub, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
   struct ArrowArray array;
   struct ArrowSchema schema;
+  CHECK(start_blocked(dir, &db, &src, &sub) == 0);
   int64_t ok = fill(src, &array, &schema);
   CHECK(ok >= 2);
   array.release(&array);
