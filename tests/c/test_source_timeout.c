@@ -150,7 +150,7 @@ static int timeout_case(bool durable) {
 static int test_timeout_in_memory(void) { return timeout_case(false); }
 static int test_timeout_sync_wal(void) { return timeout_case(true); }
 
-/* A push without a time limit on a thread of its own (timeout_ms < 0). */
+/* A laminar_source_push (no time limit) on a thread of its own. */
 typedef struct blocked_push {
   laminar_source* src;
   laminar_code rc;
