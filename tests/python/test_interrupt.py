@@ -157,6 +157,7 @@ def test_ctrl_c_stops_a_blocked_table_push(tmp_path: Path) -> None:
         import pyarrow as pa
         result = interrupted(lambda: src.push(pa.table({"v": [acked, acked + 1]})))
         result["acked"] = acked
+        sub.close()  # else stopping waits ~1 s for it
         db.close()
         print(json.dumps(result))
         """,
