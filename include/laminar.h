@@ -156,7 +156,7 @@ typedef enum laminar_code {
   LAMINAR_ERR_NULL_VIOLATION = 3005,      /* NULL in a NOT NULL column */
   LAMINAR_ERR_QUEUE_FULL = 3006,          /* the source queue is full and cannot drain */
   LAMINAR_ERR_SOURCE_CLOSED = 3007,       /* the source was dropped */
-  LAMINAR_ERR_PUSH_TIMEOUT = 3008,        /* no room in the source queue within the
+  LAMINAR_ERR_PUSH_TIMEOUT = 3009,        /* no room in the source queue within the
                                              timeout of a *_timeout push; nothing
                                              ingested */
 

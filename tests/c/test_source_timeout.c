@@ -63,7 +63,7 @@ static int64_t fill(laminar_source* src, struct ArrowArray* array, struct ArrowS
     if (one_row(ok, array, schema) != 0) return -1;
     laminar_code rc = laminar_source_push_timeout(src, array, schema, 200, &err);
     if (rc == LAMINAR_ERR_PUSH_TIMEOUT) {
-      if (array->release == NULL || strncmp(err.message, "LDB-3008: ", 10) != 0 ||
+      if (array->release == NULL || strncmp(err.message, "LDB-3009: ", 10) != 0 ||
           strstr(err.message, "'trades'") == NULL || strcmp(err.object, "trades") != 0) {
         fprintf(stderr, "bad timeout: %s\n", err.message);
         return -1;
