@@ -34,7 +34,10 @@
  * meet (NULL buffer, child shorter than the struct, offsets past the end, a
  * slice over unmapped pages). A buffer shorter than declared but followed by
  * other mapped memory cannot be told from a right one (laminar.h says so).
- * *
+ *
+ * Column names are matched in O(1) each (name_index), so a push costs time
+ * linear in its column count.
+ *
  * Struct offset: a non-zero offset of the struct array is honoured (Arrow
  * applies it to the children on top of their own offsets).
  */
@@ -42,6 +45,7 @@
 #define _DEFAULT_SOURCE  // mincore
 #endif
 #include <assert.h>
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -441,6 +445,66 @@ static bool strings_utf8_ok(const struct ArrowArray* a, bool large, const char* 
  * Import
  * ---------------------------------------------------------------------------- */
 
+/* Matching pushed columns to the source's by name, case-insensitive as
+ * lm_schema_find, in O(1) per column so a wide push costs linear time: the
+ * pushed column at position i is tried against source column i first (the
+ * usual order), and on the first miss an open-addressing table of the source's
+ * names is built for the rest of the import. */
+typedef struct name_index {
+  const lm_schema* schema;
+  int32_t* slots; /* source column per slot, -1 empty; NULL until a miss */
+  uint64_t mask;
+} name_index;
+
+static _Thread_local int64_t name_compares;
+
+int64_t lm_arrow_name_compares(void) { return name_compares; }
+
+static bool same_name(const char* a, const char* b) {
+  name_compares++;
+  return lm_streq_nocase(a, b);
+}
+
+static uint64_t name_hash(const char* name) {
+  uint64_t h = 14695981039346656037ULL;  // FNV-1a over the lower-cased bytes
+  for (const unsigned char* p = (const unsigned char*)name; *p != '\0'; p++) {
+    h = (h ^ (uint64_t)tolower(*p)) * 1099511628211ULL;
+  }
+  return h;
+}
+
+/* The source column named `name` (-1: none) for the pushed column at `pos`;
+ * LAMINAR_ERR_NOMEM if the table cannot be built. */
+static laminar_code name_index_find(name_index* ix, int64_t pos, const char* name,
+                                    int32_t* out) {
+  const lm_schema* schema = ix->schema;
+  if (pos < schema->ncols && same_name(schema->fields[pos].name, name)) {
+    *out = (int32_t)pos;
+    return LAMINAR_OK;
+  }
+  if (ix->slots == NULL) {
+    uint64_t size = 2;
+    while (size < 2 * (uint64_t)schema->ncols) size <<= 1;
+    ix->slots = lm_malloc(size * sizeof(int32_t));
+    if (ix->slots == NULL) return LAMINAR_ERR_NOMEM;
+    ix->mask = size - 1;
+    memset(ix->slots, 0xff, size * sizeof(int32_t));
+    for (int32_t j = 0; j < schema->ncols; j++) {
+      uint64_t h = name_hash(schema->fields[j].name) & ix->mask;
+      while (ix->slots[h] >= 0) h = (h + 1) & ix->mask;
+      ix->slots[h] = j;
+    }
+  }
+  *out = -1;
+  for (uint64_t h = name_hash(name) & ix->mask; ix->slots[h] >= 0; h = (h + 1) & ix->mask) {
+    if (same_name(schema->fields[ix->slots[h]].name, name)) {
+      *out = ix->slots[h];
+      break;
+    }
+  }
+  return LAMINAR_OK;
+}
+
 /* Per source column scratch, freed when the import returns. */
 typedef struct import_col {
   int64_t child;              /* index in the pushed struct, -1 until matched */
@@ -707,6 +771,7 @@ static laminar_code import(const lm_schema* source_schema, const char* source_na
   int32_t ncols = source_schema->ncols;
   int64_t nchildren = schema->n_children;
   laminar_code rc = LAMINAR_OK;
+  name_index names = {source_schema, NULL, 0};
   import_col* cols = lm_calloc((size_t)ncols, sizeof(import_col));
   lm_arrow_colsrc* srcs = lm_calloc((size_t)ncols, sizeof(lm_arrow_colsrc));
   if (cols == NULL || srcs == NULL) {
@@ -730,7 +795,11 @@ static laminar_code import(const lm_schema* source_schema, const char* source_na
       rc = col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", na.message);
       goto done;
     }
-    int32_t j = lm_schema_find(source_schema, name);
+    int32_t j;
+    if (name_index_find(&names, i, name, &j) != LAMINAR_OK) {
+      rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory importing a batch");
+      goto done;
+    }
     if (j < 0) {
       rc = col_error(err, LAMINAR_ERR_SCHEMA_MISMATCH, src, name,
                      " is not a column of the source");
@@ -823,6 +892,7 @@ static laminar_code import(const lm_schema* source_schema, const char* source_na
 done:
   lm_free(cols);
   lm_free(srcs);
+  lm_free(names.slots);
   return rc;
 }
 
