@@ -222,6 +222,47 @@ static int64_t layout_buffers(const struct ArrowLayout* layout) {
   return n;
 }
 
+/* Each buffer's slice, as offset + length implies it, must have a byte size
+ * that fits int64 (nanoarrow's and our size arithmetic) and an address range
+ * that does not wrap; long ones must be mapped (range_mapped). A utf8 data
+ * buffer is sized by its offsets: checked with them (strings_utf8_ok). Needs
+ * n_buffers matching the layout and a sane length/offset. */
+static bool extents_ok(const struct ArrowArray* a, const struct ArrowLayout* layout,
+                       const char* what, char* msg, size_t cap) {
+  int64_t end = a->offset + a->length;
+  for (int i = 0; i < NANOARROW_MAX_FIXED_BUFFERS; i++) {
+    enum ArrowBufferType type = layout->buffer_type[i];
+    int64_t bits = layout->element_size_bits[i];
+    if (type == NANOARROW_BUFFER_TYPE_NONE || bits <= 0) continue;
+    bool offsets = type == NANOARROW_BUFFER_TYPE_DATA_OFFSET;
+    if (end > INT64_MAX / bits - (offsets ? 1 : 0)) {
+      snprintf(msg, cap,
+               "%s: offset %" PRId64 " + length %" PRId64
+               " puts buffer %d past any addressable size",
+               what, a->offset, a->length, i);
+      return false;
+    }
+    /* Bytes covering elements [offset, end(+1)): n * bits <= INT64_MAX here,
+     * rounded up without the "+ 7" that could overflow. */
+    int64_t n = end + (offsets ? 1 : 0);
+    int64_t from = a->offset * bits / 8;
+    int64_t to = n * bits / 8 + (n * bits % 8 != 0);
+    if (a->buffers[i] != NULL && (uintptr_t)a->buffers[i] > UINTPTR_MAX - (uint64_t)to) {
+      snprintf(msg, cap, "%s: buffer %d of %" PRId64 " bytes wraps the address space",
+               what, i, to);
+      return false;
+    }
+    if (!range_mapped(a->buffers[i], from, to)) {
+      snprintf(msg, cap,
+               "%s: buffer %d is not mapped over the bytes %" PRId64 "..%" PRId64
+               " that offset %" PRId64 " + length %" PRId64 " imply",
+               what, i, from, to, a->offset, a->length);
+      return false;
+    }
+  }
+  return true;
+}
+
 /* Shape of one leaf array (a column or a dictionary): what must hold before
  * nanoarrow may read it. Writes a message and returns false on failure. */
 static bool leaf_shape_ok(const struct ArrowArray* a, const struct ArrowLayout* layout,
@@ -258,38 +299,7 @@ static bool leaf_shape_ok(const struct ArrowArray* a, const struct ArrowLayout* 
              a->null_count, a->length);
     return false;
   }
-  /* Each buffer's slice, as offset + length implies it, must have a byte size
-   * that fits int64 (nanoarrow's and our size arithmetic) and an address range
-   * that does not wrap; long ones must be mapped (range_mapped). A utf8 data
-   * buffer is sized by its offsets: checked with them (strings_utf8_ok). */
-  int64_t end = a->offset + a->length;
-  for (int i = 0; i < NANOARROW_MAX_FIXED_BUFFERS; i++) {
-    enum ArrowBufferType type = layout->buffer_type[i];
-    int64_t bits = layout->element_size_bits[i];
-    if (type == NANOARROW_BUFFER_TYPE_NONE || bits <= 0) continue;
-    bool offsets = type == NANOARROW_BUFFER_TYPE_DATA_OFFSET;
-    if (end > INT64_MAX / bits - (offsets ? 1 : 0)) {
-      snprintf(msg, cap,
-               "%s: offset %" PRId64 " + length %" PRId64
-               " puts buffer %d past any addressable size",
-               what, a->offset, a->length, i);
-      return false;
-    }
-    int64_t from = a->offset * bits / 8;
-    int64_t to = ((end + (offsets ? 1 : 0)) * bits + 7) / 8;
-    if (a->buffers[i] != NULL && (uintptr_t)a->buffers[i] > UINTPTR_MAX - (uint64_t)to) {
-      snprintf(msg, cap, "%s: buffer %d of %" PRId64 " bytes wraps the address space",
-               what, i, to);
-      return false;
-    }
-    if (!range_mapped(a->buffers[i], from, to)) {
-      snprintf(msg, cap,
-               "%s: buffer %d is not mapped over the bytes %" PRId64 "..%" PRId64
-               " that offset %" PRId64 " + length %" PRId64 " imply",
-               what, i, from, to, a->offset, a->length);
-      return false;
-    }
-  }
+  if (!extents_ok(a, layout, what, msg, cap)) return false;
   /* Alignment: values are read as int32/int64/double through these pointers. */
   for (int i = 1; i < NANOARROW_MAX_FIXED_BUFFERS; i++) {
     int64_t bits = layout->element_size_bits[i];
@@ -572,6 +582,11 @@ static laminar_code check_struct(const struct ArrowArray* array, int64_t ncols,
                        array->length, array->offset, array->null_count);
   }
   char msg[512];
+  struct ArrowLayout layout;
+  ArrowLayoutInit(&layout, NANOARROW_TYPE_STRUCT);
+  if (!extents_ok(array, &layout, "struct array", msg, sizeof msg)) {
+    return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src, "%s", msg);
+  }
   int64_t nulls = count_nulls(array);
   if (!null_count_ok(array, nulls, "struct array", msg, sizeof msg)) {
     return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src, "%s", msg);

@@ -333,6 +333,17 @@ static int test_huge_offset_with_bitmap(void) {
   return expect_refused("offset 2^40 with a 1-byte bitmap", &array, &schema, "v", &releases);
 }
 
+/* The struct's own offset 2^40 with a 1-byte validity bitmap. */
+static int test_struct_huge_offset_with_bitmap(void) {
+  CRAFT(2, false);
+  array.offset = (int64_t)1 << 40;
+  array.null_count = -1;
+  c->top_buffers[0] = tail_of_mapping(c, 1);
+  CHECK(c->top_buffers[0] != NULL);
+  return expect_refused("struct offset 2^40 with a 1-byte bitmap", &array, &schema, NULL,
+                        &releases);
+}
+
 /* Dictionary values whose offsets run 1 MiB past their 3-byte buffer. */
 static int test_dictionary_values_past_buffer(void) {
   CRAFT(2, false);
@@ -433,6 +444,8 @@ static const header_case kHeaderCases[] = {
     {"length -1", COL_V, F_LENGTH, -1, "v"},
     {"offset -1", COL_V, F_OFFSET, -1, "v"},
     {"offset + length overflow", COL_V, F_OFFSET, INT64_MAX - 1, "v"},
+    /* offset + length = INT64_MAX - 1: fits, its bitmap's byte count too */
+    {"offset + length just below INT64_MAX", COL_V, F_OFFSET, INT64_MAX - 3, "v"},
     /* offset + length fits int64, its byte size (x 8) does not */
     {"int64 buffer size overflow", COL_V, F_OFFSET, (int64_t)1 << 61, "v"},
     /* (offset + length + 1) x 4 overflows */
@@ -570,6 +583,7 @@ static const lm_test_case cases[] = {
     {"utf8_offsets_past_one_byte", test_utf8_offsets_past_one_byte},
     {"large_utf8_offsets_2_40", test_large_utf8_offsets_2_40},
     {"huge_offset_with_bitmap", test_huge_offset_with_bitmap},
+    {"struct_huge_offset_with_bitmap", test_struct_huge_offset_with_bitmap},
     {"dictionary_values_past_buffer", test_dictionary_values_past_buffer},
     {"utf8_offsets_not_monotone", test_utf8_offsets_not_monotone},
     {"utf8_offset_wraps_negative", test_utf8_offset_wraps_negative},
