@@ -344,6 +344,18 @@ static int test_struct_huge_offset_with_bitmap(void) {
                         &releases);
 }
 
+/* A 1-byte validity bitmap for 2^20 rows (the bitmap needs 128 KiB). A short
+ * bitmap followed by mapped memory cannot be caught (laminar.h); one whose
+ * declared end lies 64 KiB or more past its start, over unmapped pages, is. */
+static int test_short_bitmap_many_rows(void) {
+  int64_t rows = (int64_t)1 << 20;
+  CRAFT(rows, false);
+  c->v_buffers[0] = tail_of_mapping(c, 1);
+  CHECK(c->v_buffers[0] != NULL);
+  c->cols[COL_V].null_count = -1;
+  return expect_refused("1-byte bitmap for 2^20 rows", &array, &schema, "v", &releases);
+}
+
 /* Dictionary values whose offsets run 1 MiB past their 3-byte buffer. */
 static int test_dictionary_values_past_buffer(void) {
   CRAFT(2, false);
@@ -584,6 +596,7 @@ static const lm_test_case cases[] = {
     {"large_utf8_offsets_2_40", test_large_utf8_offsets_2_40},
     {"huge_offset_with_bitmap", test_huge_offset_with_bitmap},
     {"struct_huge_offset_with_bitmap", test_struct_huge_offset_with_bitmap},
+    {"short_bitmap_many_rows", test_short_bitmap_many_rows},
     {"dictionary_values_past_buffer", test_dictionary_values_past_buffer},
     {"utf8_offsets_not_monotone", test_utf8_offsets_not_monotone},
     {"utf8_offset_wraps_negative", test_utf8_offset_wraps_negative},
