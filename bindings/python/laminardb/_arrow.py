@@ -99,17 +99,18 @@ _ARROW_INVALID = 3001
 
 # pyarrow's own objects: what they export was built by pyarrow, which is the
 # check check_foreign would apply, so they are pushed as they are.
-_PYARROW_INPUTS = (pa.RecordBatch, pa.Table, pa.RecordBatchReader)
+_PYARROW_INPUTS = (pa.RecordBatch, pa.Table, pa.RecordBatchReader, pa.Array, pa.ChunkedArray)
 
 
 def from_pyarrow(data: object) -> bool:
-    """Tell whether ``data`` is one of pyarrow's own tabular objects.
+    """Tell whether ``data`` is one of pyarrow's own Arrow objects.
 
     Args:
         data: A value handed to ``push``.
 
     Returns:
-        True for a ``pyarrow.RecordBatch``, ``Table`` or ``RecordBatchReader``.
+        True for a ``pyarrow.RecordBatch``, ``Table``, ``RecordBatchReader``,
+        ``Array`` (a struct array) or ``ChunkedArray``.
     """
     return isinstance(data, _PYARROW_INPUTS)
 

@@ -400,7 +400,8 @@ class Source(NamedHandle):
             self._push_stream_capsule(data.__arrow_c_stream__(), wait=wait, check=check)
         elif hasattr(data, "__arrow_c_array__"):
             schema_capsule, array_capsule = data.__arrow_c_array__()
-            self._push_array_capsules(schema_capsule, array_capsule, wait=wait, check=True)
+            check = not from_pyarrow(data)
+            self._push_array_capsules(schema_capsule, array_capsule, wait=wait, check=check)
         elif isinstance(data, Mapping):
             self._push(batch_from_columns(data, self._schema, self._name), wait=wait)
         elif isinstance(data, list) and all(isinstance(row, Mapping) for row in data):
