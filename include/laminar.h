@@ -657,7 +657,7 @@ LAMINAR_API laminar_code laminar_source_open(laminar_db* db, const char* name,
  * imply cannot be told from a right one when other mapped memory follows it
  * (it would be read, and its bytes could reach results); nor can a metadata
  * blob shorter than its own length words claim, or a format or name string
- * without its terminating NUL. Partly: a slice that ends 64 KiB or more past
+ * without its terminating NUL. Partly: a slice that ends 256 KiB or more past
  * its buffer's start is probed (mincore) and refused when its pages are not
  * mapped, which catches offsets or lengths far past a small buffer. A
  * producer must hand over buffers of at least the sizes it declares.

@@ -69,7 +69,7 @@
 /* A buffer's slice that a push implies, when it ends this far or further past
  * the buffer's start, is probed for being mapped before it is read
  * (range_mapped). */
-#define PROBE_MIN_BYTES ((int64_t)64 << 10)
+#define PROBE_MIN_BYTES ((int64_t)256 << 10)
 
 /* ------------------------------------------------------------------------------
  * Errors

@@ -344,16 +344,16 @@ static int test_struct_huge_offset_with_bitmap(void) {
                         &releases);
 }
 
-/* A 1-byte validity bitmap for 2^20 rows (the bitmap needs 128 KiB). A short
+/* A 1-byte validity bitmap for 2^21 rows (the bitmap needs 256 KiB). A short
  * bitmap followed by mapped memory cannot be caught (laminar.h); one whose
- * declared end lies 64 KiB or more past its start, over unmapped pages, is. */
+ * declared end lies 256 KiB or more past its start, over unmapped pages, is. */
 static int test_short_bitmap_many_rows(void) {
-  int64_t rows = (int64_t)1 << 20;
+  int64_t rows = (int64_t)1 << 21;
   CRAFT(rows, false);
   c->v_buffers[0] = tail_of_mapping(c, 1);
   CHECK(c->v_buffers[0] != NULL);
   c->cols[COL_V].null_count = -1;
-  return expect_refused("1-byte bitmap for 2^20 rows", &array, &schema, "v", &releases);
+  return expect_refused("1-byte bitmap for 2^21 rows", &array, &schema, "v", &releases);
 }
 
 /* Dictionary values whose offsets run 1 MiB past their 3-byte buffer. */
