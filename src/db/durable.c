@@ -455,6 +455,9 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
     return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
                         "source '%s': wal_mode must be none, async or sync, got '%s'", def->name,
                         wal_mode_option);
+  /* A log never exists without the catalog it belongs to (a missing catalog
+   * beside a WAL is damage, refused at open): a new directory's first. */
+  if (d->catalog_missing && !d->recovering) LM_TRY(lm_durable_catalog_changed(db, err));
   char* dir = join(d->wal_dir, def->name);
   if (dir == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   laminar_code rc = LAMINAR_OK;
