@@ -372,3 +372,22 @@ def test_earlier_catalog_without_header_still_opens(tmp_path: Path) -> None:
     assert cat.read_bytes().startswith(b"-- laminardb catalog 2 ")
     with laminardb.open(tmp_path, **SETTINGS) as db:
         assert view(db, "mv") == MV
+
+
+def test_recreated_sink_does_not_publish_what_its_predecessor_staged(tmp_path: Path) -> None:
+    """The dropped sink had flushed rows of its open epoch to its staging file
+    (over 1 MiB); the new sink on the same path writes nothing in that epoch:
+    its checkpoint publishes nothing of the old one."""
+    db = laminardb.open(tmp_path, **SETTINGS)
+    db.execute(f"{SOURCE}; CREATE STREAM p AS SELECT k, v, ts FROM t")
+    sink = f"CREATE SINK ps FROM p INTO FILE (path = '{tmp_path / 'ps'}', format = 'jsonl')"
+    db.execute(sink)
+    n = 40_000
+    db.source("t").push({"k": ["x" * 20] * n, "v": list(range(n)), "ts": list(range(n))})
+    db.run_until_idle()
+    db.execute("DROP SINK ps")
+    db.execute(sink)
+    db.checkpoint()
+    db.close()
+    assert part_rows(tmp_path / "ps") == []
+    assert list((tmp_path / "ps").iterdir()) == []
