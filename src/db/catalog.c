@@ -373,7 +373,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
   {
-    const lm_source_def* in_src = s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
+    const lm_source_def* in_src =
+        s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
     const lm_stream_def* in_st = in_src != NULL ? NULL : lm_db_find_stream(db, s->plan.input);
     s->fingerprint = lm_durable_fingerprint(
         in_src != NULL ? in_src->fingerprint : in_st != NULL ? in_st->fingerprint : 0, s->sql);

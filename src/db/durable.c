@@ -278,7 +278,8 @@ laminar_code lm_durable_catalog_changed(laminar_db* db, laminar_error* err) {
   if (db->dur == NULL || db->dur->recovering) return LAMINAR_OK;
   /* The header's room first (filled in last): magic, length and CRC. */
   char head[96];
-  int hlen = snprintf(head, sizeof head, CATALOG_MAGIC " bytes=%020zu crc32c=%08x\n", (size_t)0, 0u);
+  int hlen =
+      snprintf(head, sizeof head, CATALOG_MAGIC " bytes=%020zu crc32c=%08x\n", (size_t)0, 0u);
   char* text = NULL;
   size_t len = 0, cap = 0;
   bool ok = append_text(&text, &len, &cap, head);
@@ -370,15 +371,16 @@ static laminar_code parse_idents(lm_durable* d, const char* body, laminar_error*
       snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
       uint64_t inc, start;
       int name_at = 0;
-      if (sscanf(line + sizeof tag - 1, "%16" SCNx64 " %" SCNu64 " %n", &inc, &start, &name_at) != 2 ||
-          name_at == 0 || line[sizeof tag - 1 + (size_t)name_at] == '\0')
+      const char* fields = line + sizeof tag - 1;
+      if (sscanf(fields, "%16" SCNx64 " %" SCNu64 " %n", &inc, &start, &name_at) != 2 ||
+          name_at == 0 || fields[name_at] == '\0')
         return lm_error_set(err, LAMINAR_ERR_RECOVERY, "%s/" CATALOG_NAME ": bad object line '%s'",
                             d->dir, line);
       stored_ident* grown = lm_realloc(d->idents, sizeof *grown * (size_t)(d->nidents + 1));
       if (grown == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
       d->idents = grown;
       stored_ident* id = &d->idents[d->nidents];
-      id->name = lm_strdup(line + sizeof tag - 1 + name_at);
+      id->name = lm_strdup(fields + name_at);
       if (id->name == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
       id->incarnation = inc;
       id->start = start;
@@ -1123,7 +1125,8 @@ static void gates_open(replay_gates* G, const lm_source_def* root, uint64_t seq)
     x->open = changed = true;
     if (x->sink != NULL) continue;
     lm_stream_def* s = x->stream;
-    const lm_stream_def* up = s->plan.input_is_source ? NULL : lm_db_find_stream(G->db, s->plan.input);
+    const lm_stream_def* up =
+        s->plan.input_is_source ? NULL : lm_db_find_stream(G->db, s->plan.input);
     lm_stream_def_start_at(s, up != NULL ? up->watermark_ms : x->root->watermark_ms);
     if (s->late != NULL) s->late->watermark_ms = s->watermark_ms;
   }
@@ -1167,7 +1170,8 @@ static laminar_code gates_init(laminar_db* db, replay_gates* G, laminar_error* e
     bool on_stream = false;
     for (int32_t j = 0; j < k->stream->nsinks; j++) on_stream |= k->stream->sinks[j] == k->sink;
     if (!on_stream || root == NULL || k->start_seq <= root->processed_seq) continue;
-    gates[n++] = (replay_gate){.root = root, .stream = k->stream, .sink = k->sink, .start = k->start_seq};
+    gates[n++] =
+        (replay_gate){.root = root, .stream = k->stream, .sink = k->sink, .start = k->start_seq};
   }
   if (n == 0) {
     lm_free(gates);
@@ -1181,9 +1185,11 @@ static laminar_code gates_init(laminar_db* db, replay_gates* G, laminar_error* e
   G->sinks = lm_calloc((size_t)g->nstreams + 1, sizeof *G->sinks);
   nomem = G->src_readers == NULL || G->readers == NULL || G->sinks == NULL;
   for (int32_t i = 0; !nomem && i < g->nsources; i++)
-    G->src_readers[i] = copy_list((void* const*)g->sources[i]->readers, g->sources[i]->nreaders, &nomem);
+    G->src_readers[i] =
+        copy_list((void* const*)g->sources[i]->readers, g->sources[i]->nreaders, &nomem);
   for (int32_t i = 0; !nomem && i < g->nstreams; i++) {
-    G->readers[i] = copy_list((void* const*)g->streams[i]->readers, g->streams[i]->nreaders, &nomem);
+    G->readers[i] =
+        copy_list((void* const*)g->streams[i]->readers, g->streams[i]->nreaders, &nomem);
     G->sinks[i] = copy_list((void* const*)g->streams[i]->sinks, g->streams[i]->nsinks, &nomem);
   }
   if (nomem) {
@@ -1384,7 +1390,8 @@ static laminar_code read_catalog(lm_durable* d, char** sql, laminar_error* err) 
     unsigned long long bytes = 0;
     unsigned long crc = 0;
     bool ok = hlen == mlen + 44 && memcmp(text, CATALOG_MAGIC, mlen) == 0 &&
-              memcmp(text + mlen, " bytes=", 7) == 0 && memcmp(text + mlen + 27, " crc32c=", 8) == 0;
+              memcmp(text + mlen, " bytes=", 7) == 0 &&
+              memcmp(text + mlen + 27, " crc32c=", 8) == 0;
     if (ok) {
       bytes = strtoull(text + mlen + 7, &end, 10);
       ok = end == text + mlen + 27;

@@ -95,8 +95,12 @@ static int new_db(char* dir, size_t cap, const char* ddl, int rows, laminar_db**
 
 /* ---- DROP + CREATE ------------------------------------------------------------------------ */
 
-#define VIEW_OLD "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v) AS s FROM t GROUP BY k EMIT CHANGES"
-#define VIEW_NEW "CREATE MATERIALIZED VIEW mv AS SELECT k, MIN(v) AS lo, COUNT(*) AS n FROM t GROUP BY k EMIT CHANGES"
+#define VIEW_OLD                                                                           \
+  "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v) AS s FROM t GROUP BY k " \
+  "EMIT CHANGES"
+#define VIEW_NEW                                                                            \
+  "CREATE MATERIALIZED VIEW mv AS SELECT k, MIN(v) AS lo, COUNT(*) AS n FROM t GROUP BY k " \
+  "EMIT CHANGES"
 
 /* Source t and view mv (VIEW_OLD); 5 rows, a checkpoint, 3 rows after it;
  * `drop`, a checkpoint when `between`, `create`; 10 acknowledged rows. The
