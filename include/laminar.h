@@ -156,6 +156,8 @@ typedef enum laminar_code {
   LAMINAR_ERR_NULL_VIOLATION = 3005,      /* NULL in a NOT NULL column */
   LAMINAR_ERR_QUEUE_FULL = 3006,          /* the source queue is full and cannot drain */
   LAMINAR_ERR_SOURCE_CLOSED = 3007,       /* the source was dropped */
+  LAMINAR_ERR_MEMORY_LIMIT = 3008,        /* a batch would take a stream's keyed state
+                                             past max_state_bytes: not applied */
 
   /* 4xxx subscriptions */
   LAMINAR_ERR_SUBSCRIPTION_CLOSED = 4001, /* the stream was dropped or the db closed */

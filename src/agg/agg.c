@@ -96,6 +96,24 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
   return LAMINAR_OK;
 }
 
+int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups) {
+  int64_t per = 0;
+  if (st->count) per += 8;
+  if (st->sum_i) per += (int64_t)sizeof(lm_i128);
+  if (st->sum_d) per += 8;
+  if (st->mm_i) per += 8;
+  if (st->mm_d) per += 8;
+  if (st->mm_s) per += (int64_t)sizeof(lm_str);
+  if (st->has) per += 1;
+  if (st->ord) per += 8;
+  if (st->vnull) per += 1;
+  if (st->d_head) per += 4;
+  /* A value-set entry: hash, group, value (16 at most), next, count, time,
+   * null flag, run top, and its table slots (about two). */
+  int64_t entries = st->d_n * 64 + st->r_n * 20;
+  return ngroups * per + entries + (int64_t)st->strings.used_bytes;
+}
+
 void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
   if (st->count) st->count[g] = 0;
   if (st->sum_i) st->sum_i[g] = 0;

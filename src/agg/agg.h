@@ -117,6 +117,10 @@ void lm_agg_states_drop_group(lm_agg_states* st, int64_t g);
 /* Forget every group (keeps capacity and string memory for reuse). */
 void lm_agg_states_clear(lm_agg_states* st);
 void lm_agg_states_free(lm_agg_states* st);
+/* Bytes the state holds for its first `ngroups` groups (max_state_bytes
+ * accounting): the per-group arrays it keeps, the value-set and run entries,
+ * and its string memory. */
+int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups);
 
 /* Update groups gids[j] with arg rows sel[j], j < m (arg NULL for COUNT(*)).
  * Returns LAMINAR_ERR_NOMEM if a MIN/MAX string copy fails. */

@@ -871,6 +871,20 @@ static laminar_code fill_column(const lm_arrow_colsrc* c, int64_t nrows, uint8_t
   return LAMINAR_OK;
 }
 
+
+/* lm_batch.bytes: values, null bytes and string bytes of every column. */
+static int64_t batch_bytes(const lm_vec* cols, int32_t ncols, int64_t nrows) {
+  int64_t total = 0;
+  for (int32_t c = 0; c < ncols; c++) {
+    total += nrows * lm_type_width(cols[c].type) + (cols[c].nulls != NULL ? nrows : 0);
+    if (cols[c].type == LM_TYPE_STRING) {
+      const lm_str* s = cols[c].data;
+      for (int64_t r = 0; r < nrows; r++) total += s[r].len;
+    }
+  }
+  return total;
+}
+
 laminar_code lm_arrow_wrap(struct ArrowArray* array, const lm_arrow_colsrc* cols,
                            int32_t ncols, int64_t nrows, const char* source_name,
                            lm_batch** out, laminar_error* err) {
@@ -905,6 +919,7 @@ laminar_code lm_arrow_wrap(struct ArrowArray* array, const lm_arrow_colsrc* cols
   }
   lm_free(at);
   atomic_init(&batch->refs, 1);
+  batch->bytes = batch_bytes(vecs, ncols, nrows);
   batch->nrows = nrows;
   batch->ncols = ncols;
   batch->cols = vecs;
