@@ -290,6 +290,7 @@ class Connection(Handle):
         buffer_size: int | None = None,
         slow_subscriber: str | None = None,
         wait_strategy: str | None = None,
+        max_queue_bytes: int | str | None = None,
     ) -> Subscription:
         """Subscribe to the results stream ``name`` produces from now on.
 
@@ -312,6 +313,10 @@ class Connection(Handle):
                 counted in :meth:`metrics` as ``dropped_batches``).
             wait_strategy: How a blocking read waits: ``"park"`` (default),
                 ``"spin"`` or ``"spin_yield(n)"``.
+            max_queue_bytes: Bound on the bytes of the batches queued for this
+                subscription (an int, or text such as ``"64MB"``; 0: none);
+                default: the connection's ``max_queue_bytes`` (256 MiB). A
+                batch past it is handled as one that finds the queue full.
 
         Returns:
             A new :class:`Subscription`.
@@ -326,6 +331,7 @@ class Connection(Handle):
             "buffer_size": buffer_size,
             "slow_subscriber": slow_subscriber,
             "wait_strategy": wait_strategy,
+            "max_queue_bytes": max_queue_bytes,
         }
         options = ", ".join(
             f"{key} = '{value}'" for key, value in pairs.items() if value is not None
