@@ -955,7 +955,8 @@ typedef enum update_mode { UPDATE_GROUPS, UPDATE_CHECKED, UPDATE } update_mode;
  * np. A failure before the updates leaves what window_rollback undoes. */
 static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np, int32_t nwin,
                                    const uint64_t* hashes, uint32_t* gids, uint32_t* touched,
-                                   window** wins, update_mode mode, bool* out_updating) {
+                                   window** wins, update_mode mode, int64_t* io_touch,
+                                   bool* out_updating) {
   const lm_window_spec* spec = &op->spec;
   s->offsets[0] = 0;
   for (int32_t i = 0; i < nwin; i++) s->offsets[i + 1] = s->offsets[i] + s->counts[i];
@@ -988,11 +989,13 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
     } else {
       LM_TRY(groups_find_or_add(op, wins[i], wsel, m, hashes, wg));
     }
+    /* Groups the updates may touch: EMIT CHANGES rows to reserve (two each). */
+    *io_touch += m < wins[i]->ngroups ? m : wins[i]->ngroups;
   }
   if (mode == UPDATE_GROUPS) return LAMINAR_OK;
   if (mode == UPDATE_CHECKED) {
     LM_TRY(window_check_bound(op));
-    if (spec->emit_changes) LM_TRY(lm_op_rows_reserve(op, 2 * np));
+    if (spec->emit_changes) LM_TRY(lm_op_rows_reserve(op, 2 * *io_touch));
   }
   *out_updating = true; /* from here on a failure leaves the chunk partly applied */
   for (int32_t i = 0; i < nwin; i++) {
@@ -1112,8 +1115,20 @@ static laminar_code eval_rows(window_op* op, const lm_expr* e, const lm_chunk* i
   return LAMINAR_OK;
 }
 
+static laminar_code window_chunk(window_op* op, const lm_chunk* in);
+
+/* A chunk; a failure names the stream and says what it left (issue 20). */
 static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   window_op* op = (window_op*)base;
+  laminar_code rc = window_chunk(op, in);
+  if (rc == LAMINAR_ERR_NOMEM) { /* unless a more precise text is recorded */
+    lm_state_budget_fail(base->budget, rc, "out of memory; the batch was not applied "
+                                           "(state unchanged)");
+  }
+  return rc;
+}
+
+static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
   const lm_window_spec* spec = &op->spec;
   const uint64_t* given = op->in_hashes; /* the router's, for this chunk only */
   const lm_vec* given_args = op->in_args;
@@ -1235,36 +1250,29 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   int64_t late_before = op->late_rows, nlate_before = op->nlate;
   bool hashed = false, several = slice < n, updating = false;
   laminar_code rc = LAMINAR_OK;
-  int64_t total_pairs = 0;
-  for (int64_t i0 = 0; several && i0 < n && rc == LAMINAR_OK; i0 += slice) {
-    int64_t i1 = i0 + slice < n ? i0 + slice : n;
-    int32_t nwin;
-    int64_t np = assign_windows(op, &rows, rows.sel, i0, i1, &s, &nwin);
-    if (np == 0) continue;
-    if (!hashed && own != NULL) { /* Pass 2: hash the rows' keys (once; not if all late) */
-      lm_op_hash_keys(op->key_vecs, spec->nkeys, rows.sel, n, own);
-      hashed = true;
+  int64_t touch = 0; /* groups the chunk's updates may touch (rows to reserve) */
+  /* Pass 0 (several slices only): every slice's groups; pass 1: updates. */
+  for (int pass = several ? 0 : 1; pass < 2 && rc == LAMINAR_OK; pass++) {
+    update_mode mode = pass == 0 ? UPDATE_GROUPS : several ? UPDATE : UPDATE_CHECKED;
+    for (int64_t i0 = 0; i0 < n && rc == LAMINAR_OK; i0 += slice) {
+      int64_t i1 = i0 + slice < n ? i0 + slice : n;
+      int32_t nwin;
+      int64_t np = assign_windows(op, &rows, rows.sel, i0, i1, &s, &nwin);
+      if (np == 0) continue;
+      if (!hashed && own != NULL) { /* Pass 2: hash the rows' keys (once; not if all late) */
+        lm_op_hash_keys(op->key_vecs, spec->nkeys, rows.sel, n, own);
+        hashed = true;
+      }
+      int64_t counted = 0; /* pass 1 of several: counted in pass 0 */
+      rc = update_windows(op, &s, np, nwin, hashes, gids, touched, wins, mode,
+                          mode == UPDATE ? &counted : &touch, &updating);
     }
-    total_pairs += np;
-    rc = update_windows(op, &s, np, nwin, hashes, gids, touched, wins, UPDATE_GROUPS, &updating);
-  }
-  if (several) {
-    op->late_rows = late_before;
-    op->nlate = nlate_before;
-    if (rc == LAMINAR_OK) rc = window_check_bound(op);
-    if (rc == LAMINAR_OK && spec->emit_changes) rc = lm_op_rows_reserve(op, 2 * total_pairs);
-  }
-  for (int64_t i0 = 0; i0 < n && rc == LAMINAR_OK; i0 += slice) {
-    int64_t i1 = i0 + slice < n ? i0 + slice : n;
-    int32_t nwin;
-    int64_t np = assign_windows(op, &rows, rows.sel, i0, i1, &s, &nwin);
-    if (np == 0) continue;
-    if (!hashed && own != NULL) { /* Pass 2: hash the rows' keys (once; not if all late) */
-      lm_op_hash_keys(op->key_vecs, spec->nkeys, rows.sel, n, own);
-      hashed = true;
+    if (pass == 0) {
+      op->late_rows = late_before;
+      op->nlate = nlate_before;
+      if (rc == LAMINAR_OK) rc = window_check_bound(op);
+      if (rc == LAMINAR_OK && spec->emit_changes) rc = lm_op_rows_reserve(op, 2 * touch);
     }
-    rc = update_windows(op, &s, np, nwin, hashes, gids, touched, wins,
-                        several ? UPDATE : UPDATE_CHECKED, &updating);
   }
   if (rc != LAMINAR_OK && !updating) {
     op->late_rows = late_before;

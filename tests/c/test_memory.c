@@ -13,19 +13,24 @@
 
 #include <inttypes.h>
 
-/* n rows (k = "key<first + i>", v = first + i). */
-static int push_keys(laminar_source* src, int64_t first, int64_t n, laminar_error* err) {
+/* n rows (k = "key<first + i % mod>" (mod 0: first + i), v = first + i). */
+static int push_keys_mod(laminar_source* src, int64_t first, int64_t n, int64_t mod,
+                         laminar_error* err) {
   kv_row* rows = calloc((size_t)n, sizeof *rows);
   char* names = calloc((size_t)n, 24);
   if (rows == NULL || names == NULL) return 1;
   for (int64_t i = 0; i < n; i++) {
-    snprintf(names + i * 24, 24, "key%" PRId64, first + i);
+    snprintf(names + i * 24, 24, "key%" PRId64, first + (mod > 0 ? i % mod : i));
     rows[i] = (kv_row){names + i * 24, first + i, 0, 0};
   }
   int rc = push_kv(src, rows, n, 0, err);
   free(rows);
   free(names);
   return rc;
+}
+
+static int push_keys(laminar_source* src, int64_t first, int64_t n, laminar_error* err) {
+  return push_keys_mod(src, first, n, 0, err);
 }
 
 static laminar_db* open_db(const char* key, const char* value) {
@@ -243,59 +248,82 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap, bool* 
       "CREATE SOURCE t (k VARCHAR, v BIGINT);"
       "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo FROM t GROUP BY k "
       "EMIT CHANGES",
-      "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - 1000000000);"
+      "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' HOUR);"
       "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo FROM t "
       "GROUP BY k, hop(v, INTERVAL '2' SECOND, INTERVAL '4' SECOND) EMIT ON WINDOW CLOSE"};
-  CHECK_CODE(laminar_execute(db, sql[variant], &err), LAMINAR_OK, &err);
+  /* Variant 2: variant 0 with a batch B of more rows than one pass of the
+   * window operator takes (65536): its groups go in by a first pass over all. */
+  CHECK_CODE(laminar_execute(db, sql[variant % 2], &err), LAMINAR_OK, &err);
+  int64_t nb = variant == 2 ? 70000 : 5000, mod = variant == 2 ? 5000 : 0, nkeys = 6500;
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   CHECK(push_keys(src, 0, 3000, &err) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   int64_t groups_a = stream_metric(db, "g", "state_groups");
-  CHECK(push_keys(src, 1500, 5000, &err) == 0); /* 1500 known keys, 3500 new */
+  CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0); /* 1500 known keys, 3500 new */
   lm_fault_alloc_set(nth, false);
   laminar_code rc = laminar_run_until_idle(db, &err);
   bool failed = lm_fault_alloc_failures() > 0;
   lm_fault_alloc_set(0, false);
   *out_failed = failed;
   if (rc != LAMINAR_OK) {
-    CHECK(rc == LAMINAR_ERR_NOMEM);
-    CHECK(strstr(err.message, "'g'") != NULL);
+    if (rc != LAMINAR_ERR_NOMEM || strstr(err.message, "'g'") == NULL ||
+        strstr(err.message, "not applied") == NULL) {
+      printf("allocation %" PRId64 ": %s\n", nth, err.message);
+      CHECK(0);
+    }
     CHECK(stream_metric(db, "g", "state_groups") == groups_a); /* unchanged */
-    CHECK(push_keys(src, 1500, 5000, &err) == 0);              /* the retry */
+    CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0);       /* the retry */
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   }
   int64_t groups = stream_metric(db, "g", "state_groups");
-  snprintf(out, cap, "groups=%" PRId64, groups);
-  /* The totals, through a view over the stream's changes from here on: one
-   * more row per key (v = 0) makes every group emit. */
-  if (variant == 0) {
-    CHECK_CODE(laminar_execute(db, "CREATE MATERIALIZED VIEW mv AS SELECT COUNT(*) AS c, "
-                                   "SUM(n) AS n, SUM(s) AS s, SUM(lo) AS lo FROM g "
-                                   "WHERE _weight > 0",
-                               &err),
-               LAMINAR_OK, &err);
-    kv_row* rows = calloc(6500, sizeof *rows);
-    char* names = calloc(6500, 24);
+  /* The results: variant 0 emits every key's row (+1) again when one more
+   * row (v = 0) of each key goes in; variant 1 emits its windows when the
+   * watermark passes them. Summed over the rows out (+1 rows only). */
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "g", &sub, &err), LAMINAR_OK, &err);
+  if (variant != 1) {
+    kv_row* rows = calloc((size_t)nkeys, sizeof *rows);
+    char* names = calloc((size_t)nkeys, 24);
     CHECK(rows != NULL && names != NULL);
-    for (int64_t i = 0; i < 6500; i++) {
+    for (int64_t i = 0; i < nkeys; i++) {
       snprintf(names + i * 24, 24, "key%" PRId64, i);
       rows[i] = (kv_row){names + i * 24, 0, 0, 0};
     }
-    CHECK(push_kv(src, rows, 6500, 0, &err) == 0);
+    CHECK(push_kv(src, rows, nkeys, 0, &err) == 0);
     free(rows);
     free(names);
-    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
-    size_t len = strlen(out);
-    CHECK(query_text(db, "SELECT * FROM mv", out + len, cap - len, &err) == LAMINAR_OK);
+  } else {
+    CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
   }
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  int64_t nout = 0, total[3] = {0, 0, 0};
+  for (;;) {
+    result_view rv;
+    memset(&rv, 0, sizeof rv);
+    CHECK_CODE(laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err), LAMINAR_OK, &err);
+    if (rv.array.release == NULL) break;
+    CHECK(result_view_init(&rv) == 0);
+    int64_t w = result_col_index(&rv, "_weight");
+    int64_t cols[3] = {result_col_index(&rv, "n"), result_col_index(&rv, "s"),
+                       result_col_index(&rv, "lo")};
+    for (int64_t r = 0; r < rv.array.length; r++) {
+      if (w >= 0 && ArrowArrayViewGetIntUnsafe(rv.view.children[w], r) < 0) continue;
+      nout++;
+      for (int c = 0; c < 3; c++) total[c] += ArrowArrayViewGetIntUnsafe(rv.view.children[cols[c]], r);
+    }
+    result_view_free(&rv);
+  }
+  laminar_subscription_close(sub);
+  snprintf(out, cap, "groups=%" PRId64 " rows=%" PRId64 " n=%" PRId64 " s=%" PRId64 " lo=%" PRId64,
+           groups, nout, total[0], total[1], total[2]);
   laminar_source_close(src);
   CHECK(laminar_close(db) == LAMINAR_OK);
   return 0;
 }
 
 static int test_fault_batch_all_or_nothing(void) {
-  for (int64_t variant = 0; variant <= 1; variant++) {
+  for (int64_t variant = 0; variant <= 2; variant++) {
     char want[512], got[512];
     bool failed;
     CHECK(fault_run(0, variant, want, sizeof want, &failed) == 0);

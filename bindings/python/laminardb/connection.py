@@ -431,9 +431,11 @@ class Connection(Handle):
         """The engine's counters now: rows of (kind, name, metric, value).
 
         Sources: pushed_batches, pushed_rows, queue_depth, queue_capacity,
-        watermark_ms (with a WAL: wal_next_offset, processed_offset). Streams:
-        rows_in, rows_out, late_rows, state_groups, state_bytes, watermark_ms,
-        subscribers, partitions. Subscriptions: delivered_batches, queue_depth.
+        queue_bytes, max_queue_bytes, watermark_ms (with a WAL:
+        wal_next_offset, processed_offset). Streams: rows_in, rows_out,
+        late_rows, state_groups, state_bytes, accounted_state_bytes,
+        max_state_bytes, watermark_ms, subscribers, partitions. Subscriptions:
+        delivered_batches, queue_depth, queue_bytes, max_queue_bytes.
         Reactors ("0" .. cores-1): busy_ns, running_ns, busy_pct, rounds, rows,
         cpu (reactor 0 also messages). Durable databases: last_checkpoint,
         last_checkpoint_stall_ns, last_checkpoint_barrier_ns. ``laminar_metrics``
