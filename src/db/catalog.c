@@ -380,12 +380,13 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_stream_def_free(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
-  lm_state_budget_init(&s->budget, s->name, s->plan.max_state_bytes, &db->state_budget);
-  lm_op_chain_set_budget(s->chain, &s->budget);
   if (stmt->materialized && (rc = lm_db_view_attach(s, stmt, err)) != LAMINAR_OK) {
     lm_stream_def_free(s);
     return rc;
   }
+  /* The whole chain, a view's operator included (partitions: part.c). */
+  lm_state_budget_init(&s->budget, s->name, s->plan.max_state_bytes, &db->state_budget);
+  lm_op_chain_set_budget(s->chain, &s->budget);
   lm_stream_def* late;
   if ((rc = make_late_stream(db, stmt, s, &late, err)) != LAMINAR_OK) {
     lm_stream_def_free(s);

@@ -130,7 +130,12 @@ laminar_code lm_op_account(lm_op* op, int64_t bytes, bool check) {
 }
 
 void lm_op_chain_set_budget(lm_op* head, lm_state_budget* b) {
-  for (lm_op* op = head; op != NULL; op = op->next) op->budget = b;
+  bool first = true;
+  for (lm_op* op = head; op != NULL; op = op->next) {
+    op->budget = b;
+    op->checks_bound = first && op->vt->snapshot != NULL;
+    if (op->vt->snapshot != NULL) first = false;
+  }
 }
 
 void lm_op_chain_destroy(lm_op* head) {

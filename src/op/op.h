@@ -84,6 +84,11 @@ struct lm_op {
    * accounted) and the bytes this operator charged to it (lm_op_account). */
   lm_state_budget* budget;
   int64_t charged;
+  /* The chain's first stateful operator refuses a batch past the bound
+   * before it changes anything; later ones (a view's rows behind a GROUP BY)
+   * only account: the batch was accepted upstream, and refusing it there
+   * would leave it half applied. */
+  bool checks_bound;
 };
 
 /* Set op's keyed state to `bytes` in its budget: charge the growth (or give

@@ -923,7 +923,9 @@ static laminar_code window_account(window_op* op, bool check) {
 }
 
 /* The chunk's groups are in: charge their bytes to the bound. */
-static laminar_code window_check_bound(window_op* op) { return window_account(op, true); }
+static laminar_code window_check_bound(window_op* op) {
+  return window_account(op, op->base.checks_bound);
+}
 
 /* A chunk failed before its aggregate updates (rc): take its groups back and
  * say so where the caller reports errors. */
@@ -1195,10 +1197,18 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
     }
   }
   if (spec->session) {
-    /* Sessions are not all or nothing: the bound is checked after the chunk,
-     * and a chunk past it is reported as partly applied (issue 20). */
+    /* Sessions are not all or nothing: a chunk is refused while the state is
+     * at its bound, and the chunk that takes it past the bound is applied
+     * and reported (issue 20). */
+    if (window_account(op, false) == LAMINAR_OK && op->base.checks_bound &&
+        lm_state_over(op->base.budget)) {
+      return lm_state_budget_fail(op->base.budget, LAMINAR_ERR_MEMORY_LIMIT,
+                                  "session state is at max_state_bytes (%lld bytes in use); "
+                                  "the batch was not applied",
+                                  (long long)atomic_load(&op->base.budget->used));
+    }
     laminar_code src = lm_op_session_chunk(op, &rows, given);
-    if (src == LAMINAR_OK && window_account(op, true) != LAMINAR_OK) {
+    if (src == LAMINAR_OK && window_account(op, op->base.checks_bound) != LAMINAR_OK) {
       window_account(op, false);
       atomic_store_explicit(&op->base.budget->failed, 0, memory_order_relaxed);
       return lm_state_budget_fail(op->base.budget, LAMINAR_ERR_MEMORY_LIMIT,

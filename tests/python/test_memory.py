@@ -134,7 +134,9 @@ def test_endless_keys_meet_max_state_bytes(where: str) -> None:
         assert "max_state_bytes" in str(error)
         assert "1048576" in str(error)
         assert "in use" in str(error)
-        assert 0 < _metric(db, "stream", "mv", "accounted_state_bytes") <= 1 << 20
+        # The view's rows behind the GROUP BY are accounted after it accepted
+        # a batch: the last accepted batch's rows (1000, < 100 bytes) may pass.
+        assert 0 < _metric(db, "stream", "mv", "accounted_state_bytes") <= (1 << 20) + 100_000
 
         def expected(batches: list[pa.RecordBatch]) -> list[tuple[str, int, int]]:
             rows_in = pa.Table.from_batches(batches)  # noqa: F841 -- read by duckdb
