@@ -157,3 +157,30 @@ def test_endless_keys_meet_max_state_bytes(where: str) -> None:
         src.push(accepted[0])  # known keys take no new state: accepted
         db.run_until_idle()
         assert got() == expected([*accepted, accepted[0]])
+
+
+def test_refused_batches_stay_refused_after_reopen(tmp_path: object) -> None:
+    """The WAL holds a batch the bound refused: replay refuses it as the live
+    run did, and the database opens with the same view."""
+    options = {"checkpoint_interval": "1 hour", "wal_mode": "sync", "max_state_bytes": "1MB"}
+    db = laminardb.open(tmp_path, **options)
+    db.execute(
+        "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+        "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v) AS s FROM t "
+        "GROUP BY k EMIT CHANGES"
+    )
+    src = db.source("t")
+    codes: list[str] = []
+    for b in range(40):
+        src.push(_batch(b * 1000, 1000))
+        try:
+            db.run_until_idle()
+        except laminardb.IngestError as e:
+            codes.append(e.code)
+    assert codes
+    assert set(codes) == {"LDB-3008"}
+    before = sorted((r["k"], r["n"], r["s"]) for r in db.query("SELECT * FROM mv").to_pylist())
+    db.close()
+    with laminardb.open(tmp_path, **options) as again:
+        after = again.query("SELECT * FROM mv").to_pylist()
+        assert sorted((r["k"], r["n"], r["s"]) for r in after) == before
