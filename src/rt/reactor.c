@@ -584,9 +584,19 @@ void lm_rt_barrier_points(const lm_rt* rt, bool* at_merge) {
 
 laminar_code lm_rt_processing_error(const lm_graph* g, laminar_code rc, const char* where,
                                     laminar_error* err) {
-  for (int32_t i = 0; i < g->nstreams; i++) {
-    if (lm_state_budget_error(&g->streams[i]->budget, rc, err)) return rc;
+  bool found = false;
+  for (int32_t i = 0; i < g->nstreams && !found; i++) {
+    found = lm_state_budget_error(&g->streams[i]->budget, rc, err);
   }
+  /* Texts recorded by this failure for other streams (or with another code)
+   * are dropped, so none is reported with a later failure. */
+  for (int32_t i = 0; i < g->nstreams; i++) {
+    lm_state_budget* b = &g->streams[i]->budget;
+    if (atomic_load_explicit(&b->failed, memory_order_acquire) == 2) {
+      atomic_store_explicit(&b->failed, 0, memory_order_relaxed);
+    }
+  }
+  if (found) return rc;
   return lm_error_set(err, rc, "stream processing failed%s: %s", where, laminar_errstr(rc));
 }
 
