@@ -304,10 +304,12 @@ static void dset_link(lm_agg_states* st, int32_t e) {
   st->d_table[slot] = (uint32_t)e + 1;
 }
 
-/* Room for one more entry, the table at most half full. */
-static laminar_code dset_reserve(lm_agg_states* st) {
-  if (st->d_n == st->d_cap) {
+/* Room for `extra` more entries, the table at most half full. */
+static laminar_code dset_reserve_n(lm_agg_states* st, int64_t extra) {
+  int64_t need = st->d_n + extra;
+  if (need > st->d_cap) {
     int64_t ncap = st->d_cap ? st->d_cap * 2 : 64;
+    while (ncap < need) ncap *= 2;
     if (ncap > INT32_MAX / 4) return LAMINAR_ERR_NOMEM;
     GROW(d_hash, ncap);
     GROW(d_group, ncap);
@@ -328,14 +330,37 @@ static laminar_code dset_reserve(lm_agg_states* st) {
     st->d_cap = ncap;
   }
   uint64_t size = st->d_table ? (uint64_t)st->d_mask + 1 : 0;
-  if ((uint64_t)(st->d_n + 1) * 2 > size) {
+  if ((uint64_t)need * 2 > size) {
     uint64_t nsize = size ? size * 2 : 128;
+    while ((uint64_t)need * 2 > nsize) nsize *= 2;
+    if (nsize > (uint64_t)UINT32_MAX) return LAMINAR_ERR_NOMEM;
     uint32_t* fresh = lm_calloc((size_t)nsize, sizeof(uint32_t));
     if (fresh == NULL) return LAMINAR_ERR_NOMEM;
     lm_free(st->d_table);
     st->d_table = fresh;
     st->d_mask = (uint32_t)(nsize - 1);
     for (int64_t e = 0; e < st->d_n; e++) dset_link(st, (int32_t)e);
+  }
+  return LAMINAR_OK;
+}
+
+static laminar_code dset_reserve(lm_agg_states* st) { return dset_reserve_n(st, 1); }
+
+laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
+                                   int64_t m) {
+  if (arg == NULL || m <= 0 || st->weighted) return LAMINAR_OK;
+  bool distinct = st->fn == LM_AGG_COUNT_DISTINCT;
+  if (distinct) LM_TRY(dset_reserve_n(st, m));
+  if (st->arg_type == LM_TYPE_STRING && (distinct || keeps_value(st->fn))) {
+    /* Every row's string copied at most once, each rounded up to 16 bytes. */
+    const lm_str* x = arg->data;
+    size_t bytes = 0;
+    for (int64_t j = 0; j < m; j++) {
+      uint32_t r = sel != NULL ? sel[j] : (uint32_t)j;
+      if (arg->nulls != NULL && arg->nulls[r]) continue;
+      bytes += (size_t)x[r].len + 16;
+    }
+    if (!lm_pool_reserve(&st->strings, bytes)) return LAMINAR_ERR_NOMEM;
   }
   return LAMINAR_OK;
 }
