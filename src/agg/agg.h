@@ -131,7 +131,8 @@ laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg, const u
                                    int64_t m);
 
 /* Update groups gids[j] with arg rows sel[j], j < m (arg NULL for COUNT(*)).
- * Returns LAMINAR_ERR_NOMEM if a MIN/MAX string copy fails. */
+ * Returns LAMINAR_ERR_NOMEM if a MIN/MAX string copy fails (it cannot after
+ * lm_agg_states_prepare over the same rows). */
 laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                            const uint32_t* gids, int64_t m);
 
