@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -92,3 +93,40 @@ def test_local_workers_run_the_drivers_python(spark: Any, rng: np.random.Generat
             kept.collect()
     finally:
         sc.pythonExec = before
+
+
+#: A plain script: a session started without the jars, then configure() on it.
+RUNNING_SESSION = """
+import sys
+from pyspark.sql import SparkSession
+import laminardb.spark as lspark
+from laminardb.bench import W1_SQL
+
+spark = (SparkSession.builder.master("local[2]").config("spark.sql.shuffle.partitions", "2")
+         .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+assert not lspark.jvm_engine_available(spark)
+assert lspark.configure(spark) is spark
+assert lspark.jvm_engine_available(spark)
+df = spark.createDataFrame([("A", 1.0, 1, 100), ("A", 3.0, 3, 300), ("B", 2.0, 2, 1500)],
+                           "symbol string, price double, volume long, ts long")
+rows = sorted(tuple(r) for r in lspark.run(df, W1_SQL, engine="jvm").collect())
+print("rows", rows)
+assert rows == [(0, "A", 2.5, 2, 3.0, 1.0), (1000, "B", 2.0, 1, 2.0, 2.0)], rows
+spark.stop()
+"""
+
+
+def test_configure_a_running_session(tmp_path: Path) -> None:
+    """configure() on a session already running adds the jars (ADD JAR): the JVM
+    engine then runs in it. In a process of its own: the suite's session has
+    the jars from its start."""
+    pytest.importorskip("pyspark")
+    if not lspark.jars():
+        pytest.skip("the package holds no JVM engine (test_spark_jvm.py says whether it must)")
+    script = tmp_path / "running_session.py"
+    script.write_text(RUNNING_SESSION, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert "rows [(0, 'A', 2.5" in done.stdout

@@ -683,21 +683,29 @@ def jars() -> list[Path]:
     return sorted(folder.glob("*.jar")) if (folder / "laminardb-spark.jar").exists() else []
 
 
-def configure(builder: Any) -> Any:  # noqa: ANN401 -- SparkSession.Builder, untyped
-    """Put the JVM engine's jars on a session's class path (before it starts).
+def configure(builder: Any) -> Any:  # noqa: ANN401 -- SparkSession.Builder or a session
+    """Put the JVM engine's jars on a session's class path.
 
-    Sets ``spark.jars`` to :func:`jars` (any ``spark.jars`` set before on
-    ``builder`` is replaced: add yours to the list) and adds the planner
-    extension of the JVM engine's streaming stages
-    (``org.laminardb.LaminarExtensions``) to ``spark.sql.extensions``. Spark loads them into the
-    driver and the executors when the session's JVM starts; a session already
-    running keeps its class path (then ``engine="auto"`` runs in Python).
+    Given ``SparkSession.builder`` (before the session starts, the way to
+    prefer): sets ``spark.jars`` to :func:`jars` (any ``spark.jars`` set
+    before on ``builder`` is replaced: add yours to the list) and adds the
+    planner extension of the JVM engine's streaming stages
+    (``org.laminardb.LaminarExtensions``) to ``spark.sql.extensions``; Spark
+    loads them into the driver and the executors when the session's JVM
+    starts.
+
+    Given a running ``SparkSession`` (``spark.sql.extensions`` can no longer
+    change): adds the jars with ``ADD JAR`` (Spark ships them to the
+    executors and loads them into the session's class loader, for the
+    calling thread; :func:`run` adds the planner strategy to the session
+    itself), so ``engine="jvm"`` works in it too.
 
     Args:
-        builder: ``SparkSession.builder`` (with its other settings).
+        builder: ``SparkSession.builder`` (with its other settings), or a
+            running ``SparkSession``.
 
     Returns:
-        ``builder``, for chaining.
+        ``builder`` (the session), for chaining.
 
     Raises:
         ConfigError: LDB-6002 when the package holds no JVM engine for the
@@ -718,6 +726,11 @@ def configure(builder: Any) -> Any:  # noqa: ANN401 -- SparkSession.Builder, unt
                         f"for PySpark {pyspark.__version__} ({name}; it holds: "
                         f"{', '.join(shipped) or 'none'}): it is built when a JDK and Maven are "
                         "there at install time (docs/SPARK.md)")
+    if hasattr(builder, "sparkContext"):  # a running session
+        if not jvm_engine_available(builder):
+            for jar in found:
+                builder.sql("ADD JAR '" + str(jar).replace("'", "\\'") + "'")
+        return builder
     options = getattr(builder, "_options", {})  # PySpark's builder keeps its settings there
     extensions = [e for e in str(options.get("spark.sql.extensions", "")).split(",") if e]
     if _JVM_EXTENSIONS not in extensions:
