@@ -102,7 +102,8 @@ if [ -d tests/python ] && [ -n "$wheel" ]; then
   # Users' conditions: no PYSPARK_PYTHON, and a PATH whose python3 is not the venv's.
   env -u PYSPARK_PYTHON PATH=/usr/bin:/bin .venv-spark35/bin/python tests/spark/quickstart.py \
     | tee .spark-compat.txt
-  newest=$(sed -n 's/^pyspark==\([0-9.]*\).*/\1/p' bindings/python/requirements-test.txt)
+  newest=$(sed -n 's/^pyspark\(\[[a-z,]*\]\)\{0,1\}==\([0-9.]*\).*/\2/p' \
+    bindings/python/requirements-test.txt)
   rm -rf .venv-wheel
   "$py" -m venv .venv-wheel
   .venv-wheel/bin/python -m pip install -q "$wheel[spark]" "pyspark==$newest" duckdb==2.0.0

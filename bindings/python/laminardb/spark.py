@@ -422,6 +422,8 @@ def _map_in_arrow(frame: DataFrame, task: Any,  # noqa: ANN401 -- a mapInArrow f
     "Packaging").
     """
     spark = frame.sparkSession
+    if _is_connect(frame):  # the workers are the Connect server's business
+        return frame.mapInArrow(task, schema)
     sc = spark.sparkContext
     chosen = os.environ.get("PYSPARK_PYTHON") or spark.conf.get(
         "spark.sql.execution.pyspark.python", None)
@@ -435,6 +437,11 @@ def _map_in_arrow(frame: DataFrame, task: Any,  # noqa: ANN401 -- a mapInArrow f
         return frame.mapInArrow(task, schema)
     finally:
         sc.pythonExec = before
+
+
+def _is_connect(df: DataFrame) -> bool:
+    """Tell whether ``df`` is a Spark Connect DataFrame (no JVM of its own here)."""
+    return type(df).__module__.startswith("pyspark.sql.connect")
 
 
 def _partitions(df: DataFrame, partitions: int | None) -> int:
@@ -569,7 +576,7 @@ def run(
         SQLError, IngestError: As :func:`plan`, on the driver.
         ConfigError: LDB-6002 for a streaming ``df`` without ``state_location``,
             for an unknown ``engine``, or for ``engine="jvm"`` in a session
-            without the jar;
+            without the jar or through Spark Connect;
             LDB-6003 when it holds another query's state (other SQL,
             number of partitions or ``two_phase``).
         SchemaError: LDB-2003 for a streaming windowed stream whose source
@@ -760,6 +767,12 @@ def _use_jvm(df: DataFrame, engine: str) -> bool:
         raise error_for(_CONFIG_VALUE, f"LDB-6002: engine={engine!r}: use one of "
                         f"{', '.join(map(repr, _ENGINES))}")
     if engine == "python":
+        return False
+    if _is_connect(df):
+        if engine == "jvm":
+            raise error_for(_CONFIG_VALUE, "LDB-6002: engine='jvm' needs the Spark session's "
+                            "JVM, which a Spark Connect client does not reach; "
+                            "engine='python' (or 'auto') runs through Spark Connect")
         return False
     available = jvm_engine_available(df.sparkSession)
     if engine == "jvm" and not available:
