@@ -5,10 +5,11 @@
 #   2. a Python virtual environment in .venv with an up-to-date pip
 #   3. the pinned nanoarrow source archive in the user cache (sha256-checked), so
 #      every CMake build (C tests, the Python package) finds it without a download
-#   4. the Python package ./bindings/python and its test requirements, if present;
-#      with a JDK and mvn, built with laminardb.spark's JVM engine (laminardb/jars:
-#      against the venv's pyspark jars and arrow-c-data of Spark's Arrow version,
-#      fetched from Maven Central into ~/.m2 once)
+#   4. the Python package ./bindings/python and its test requirements, if present:
+#      built as a wheel into dist/ (the one scripts/test.sh also installs into fresh
+#      venvs) and installed; with a JDK and mvn the wheel holds laminardb.spark's JVM
+#      engine, one jar per Spark line compiled against that line's artifacts on Maven
+#      Central (bindings/java/spark; resolved into ~/.m2 once)
 #   5. the Java binding's Maven dependencies (bindings/java), when a JDK and mvn are
 #      present, so ctest can build and test it offline (mvn -o)
 # Environment: PYTHON (interpreter for the venv, default python3).
@@ -79,24 +80,12 @@ if [ -f bindings/python/requirements-test.txt ]; then
   "$venv_py" -m pip install -q -r bindings/python/requirements-test.txt
 fi
 if [ -f bindings/python/pyproject.toml ]; then
-  spark_jars=$("$venv_py" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))' 2> /dev/null || true)
-  if [ -n "$spark_jars" ] && command -v mvn > /dev/null && command -v javac > /dev/null; then
-    # bindings/java/spark/CMakeLists.txt compiles against these (the build-isolated
-    # pip build cannot import pyspark itself).
-    export LAMINAR_SPARK_JARS="$spark_jars"
-    arrow_jar=$(find "$spark_jars" -maxdepth 1 -name 'arrow-vector-*.jar' | head -n 1)
-    arrow_version=${arrow_jar##*/arrow-vector-}
-    arrow_version=${arrow_version%.jar}
-    if [ -n "$arrow_jar" ] && [ ! -f "$HOME/.m2/repository/org/apache/arrow/arrow-c-data/$arrow_version/arrow-c-data-$arrow_version.jar" ]; then
-      echo "setup: fetching arrow-c-data $arrow_version (Spark's Arrow) for the JVM engine"
-      m2_tmp=$(mktemp -d)
-      (cd "$m2_tmp" && mvn -q -B dependency:get \
-          "-Dartifact=org.apache.arrow:arrow-c-data:$arrow_version" -Dtransitive=false)
-      rm -rf "$m2_tmp"
-    fi
-  fi
-  echo "setup: installing ./bindings/python into .venv"
-  "$venv_py" -m pip install -q ./bindings/python
+  echo "setup: building the laminardb wheel (dist/) and installing it into .venv"
+  rm -f dist/laminardb-*.whl
+  LAMINAR_SPARK_ENGINE=${LAMINAR_SPARK_ENGINE:-$( (command -v mvn && command -v javac) > /dev/null && echo ON || echo OFF)} \
+    "$venv_py" -m pip wheel -q --no-deps -w dist ./bindings/python
+  "$venv_py" -m pip uninstall -q -y laminardb 2> /dev/null || true
+  "$venv_py" -m pip install -q dist/laminardb-*.whl
 fi
 # ---- 5. the Java binding's Maven dependencies ----------------------------------
 # A package run with no test selected resolves the compile/test classpaths and the

@@ -7,7 +7,14 @@
 #      every C test under the sanitizers, leaks included
 #   3. TSan build in build-tsan/ of the concurrency tests (test_chan_*, test_rt_*,
 #      test_store_*, test_durable*)
-#   4. ruff and pytest over the Python package and tests/python, if present
+#   4. ruff and pytest over the Python package and tests/python, if present (the
+#      Spark suite on the newest PySpark, requirements-test.txt)
+#   4b. the other Spark line and the wheel from a fresh venv: a matrix of the Spark
+#      suite on PySpark 3.5 (.venv-spark35/), then tests/spark/quickstart.py (what
+#      docs/SPARK.md says, both engines, batch and streaming with a restart, against
+#      DuckDB) on 3.5 and, in a new venv holding only the wheel setup.sh built
+#      (dist/) with laminardb[spark] and the newest PySpark (.venv-wheel/), on 4.x;
+#      its "spark-compat:" lines are the compatibility table of docs/SPARK.md
 #   5. pytest again with the package bound to step 2's ASan+UBSan core
 # Environment: JOBS (parallel jobs, default 2), LAMINAR_SKIP_TSAN=1 skips step 3,
 # LAMINAR_SKIP_PY_ASAN=1 skips step 5.
@@ -74,6 +81,34 @@ if [ -d tests/python ]; then
   elif [ "$rc" -ne 0 ]; then
     exit "$rc"
   fi
+fi
+wheel=$(find dist -maxdepth 1 -name 'laminardb-*.whl' 2> /dev/null | head -n 1)
+if [ -d tests/python ] && [ -n "$wheel" ]; then
+  echo "== 4b. Spark 3.5 (.venv-spark35/) and the wheel in a fresh venv (.venv-wheel/)"
+  if ! .venv-spark35/bin/python -c 'import sys' > /dev/null 2>&1; then
+    rm -rf .venv-spark35
+    "$py" -m venv .venv-spark35
+  fi
+  .venv-spark35/bin/python -m pip install -q -r bindings/python/requirements-spark35.txt
+  .venv-spark35/bin/python -m pip uninstall -q -y laminardb 2> /dev/null || true
+  .venv-spark35/bin/python -m pip install -q "$wheel"
+  # W1 in batch and streaming on both engines is quickstart.py's (below); here what
+  # differs between lines: the jar and interpreter choice, TIMESTAMP columns, and a
+  # streaming state carried across the two engines.
+  .venv-spark35/bin/python -m pytest -q -p no:cacheprovider tests/python/test_spark_lines.py \
+    tests/python/test_spark.py::test_timestamp_event_time \
+    tests/python/test_spark_jvm.py::test_jvm_timestamp_event_time \
+    tests/python/test_spark_jvm_stream.py::test_jvm_restart_writes_each_window_once
+  # Users' conditions: no PYSPARK_PYTHON, and a PATH whose python3 is not the venv's.
+  env -u PYSPARK_PYTHON PATH=/usr/bin:/bin .venv-spark35/bin/python tests/spark/quickstart.py \
+    | tee .spark-compat.txt
+  newest=$(sed -n 's/^pyspark\(\[[a-z,]*\]\)\{0,1\}==\([0-9.]*\).*/\2/p' \
+    bindings/python/requirements-test.txt)
+  rm -rf .venv-wheel
+  "$py" -m venv .venv-wheel
+  .venv-wheel/bin/python -m pip install -q "$wheel[spark]" "pyspark==$newest" duckdb==2.0.0
+  env -u PYSPARK_PYTHON PATH=/usr/bin:/bin .venv-wheel/bin/python tests/spark/quickstart.py \
+    | tee -a .spark-compat.txt
 fi
 if [ -d tests/python ] && [ "${LAMINAR_SKIP_PY_ASAN:-0}" != 1 ]; then
   # The Python tests once more, with the package bound to the ASan+UBSan core

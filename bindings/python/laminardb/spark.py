@@ -48,7 +48,9 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,8 +66,22 @@ from laminardb.errors import error_for
 if TYPE_CHECKING:  # pragma: no cover -- typing only
     from pyspark.sql import DataFrame
 
-__all__ = ["Plan", "TwoPhase", "configure", "jars", "jvm_engine_available", "plan", "run",
-           "with_expr"]
+__all__ = ["TESTED_SPARK", "Plan", "TwoPhase", "UntestedSparkWarning", "configure", "jars",
+           "jvm_engine_available", "plan", "run", "spark_line", "with_expr"]
+
+#: The Spark lines (major, minor) the test command runs the adapter's suite on
+#: (scripts/test.sh: the newest PySpark 4.x and 3.5). PySpark of another line
+#: (``laminardb[spark]`` takes ``pyspark>=3.5``) runs with an
+#: :class:`UntestedSparkWarning`.
+TESTED_SPARK: tuple[tuple[int, int], ...] = ((3, 5), (4, 3))
+#: The JVM engine's jars in ``laminardb/jars``, one folder per Spark line:
+#: (the Spark major version, its minor or None for any, the Scala binary
+#: version of the line's Spark build) -> the folder. Each is compiled against
+#: that line's artifacts on Maven Central (bindings/java/spark/CMakeLists.txt).
+_JVM_LINES: dict[tuple[int, int | None, str], str] = {
+    (3, 5, "2.12"): "spark-3.5_2.12",
+    (4, None, "2.13"): "spark-4_2.13",
+}
 
 #: The watermark that closes every window (INT64_MAX).
 FINAL_WATERMARK = 2**63 - 1
@@ -84,14 +100,14 @@ _BATCH_ID_PROPERTY = "streaming.sql.batchId"
 #: explicitly at the end of each micro-batch, never by the timer.
 _STATE_SETTINGS = {"checkpoint_interval": "1000 min", "checkpoint_keep": 1}
 _STATE_DIR = re.compile(r"^b(\d+)$")
-#: The JVM engine's class (bindings/java/spark, in laminardb/jars).
-_JVM_STAGE = "org.laminardb.SparkStage"
+#: The JVM engine's entry points (bindings/java/spark, in laminardb/jars).
+_JVM_STAGE = "org.laminardb.SparkFrames"
 #: The session extension planning the JVM engine's streaming stages.
 _JVM_EXTENSIONS = "org.laminardb.LaminarExtensions"
 #: Rows per Arrow batch the JVM engine pushes into each task's engine.
 _JVM_BATCH_ROWS = 65536
 _ENGINES = ("auto", "python", "jvm")
-#: ``SparkStage.stage`` modes: a stage without the final watermark (a stream
+#: ``SparkFrames.stage`` modes: a stage without the final watermark (a stream
 #: without windows), a streaming micro-batch's partial and final stages.
 _JVM_OPEN, _JVM_PARTIAL, _JVM_FINAL = 0, 1, 2
 
@@ -150,6 +166,47 @@ class TwoPhase:
     keys: tuple[str, ...]
 
 
+class UntestedSparkWarning(UserWarning):
+    """PySpark of a Spark line the test command does not run (see :data:`TESTED_SPARK`)."""
+
+
+@functools.cache
+def _line_of(version: str) -> tuple[int, int]:
+    """(major, minor) of a Spark version text; warns once for an untested line."""
+    match = re.match(r"(\d+)\.(\d+)", version)
+    if match is None:
+        raise error_for(_CONFIG_VALUE, f"LDB-6002: cannot read the Spark version {version!r}")
+    line = (int(match.group(1)), int(match.group(2)))
+    if line not in TESTED_SPARK:
+        tested = ", ".join(f"{a}.{b}" for a, b in TESTED_SPARK)
+        warnings.warn(f"laminardb.spark: PySpark {version} is of a Spark line its tests do "
+                      f"not run (tested: {tested}); it is used as it is",
+                      UntestedSparkWarning, stacklevel=3)
+    return line
+
+
+def spark_line(version: str | None = None) -> tuple[int, int]:
+    """The Spark line (major, minor) of ``version`` (default: ``pyspark.__version__``).
+
+    A line outside :data:`TESTED_SPARK` is allowed: the first call for it
+    warns (:class:`UntestedSparkWarning`).
+
+    Args:
+        version: A Spark version such as ``"4.3.0"``.
+
+    Returns:
+        ``(major, minor)``, e.g. ``(4, 3)``.
+
+    Raises:
+        ConfigError: LDB-6002 when the text is not a version.
+    """
+    if version is None:
+        import pyspark
+
+        version = pyspark.__version__
+    return _line_of(version)
+
+
 # ---------------------------------------------------------------------------
 # Driver side
 # ---------------------------------------------------------------------------
@@ -159,6 +216,37 @@ def _streams(db: laminardb.Connection) -> list[str]:
     """Names of the plain streams (not views) the SQL declared."""
     table = db.query("SHOW STREAMS")
     return [str(name) for name in table.column(0).to_pylist()]
+
+
+def _arrow_schema(struct: Any) -> pa.Schema:  # noqa: ANN401 -- a Spark StructType
+    """The Arrow schema of a Spark ``StructType`` as Spark's Arrow path writes it.
+
+    A TIMESTAMP column is ``timestamp[us, UTC]`` (Spark's Arrow batches carry
+    UTC instants): PySpark 3.5's ``to_arrow_schema`` gives that by itself,
+    PySpark 4 asks for the time zone.
+    """
+    import inspect
+
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(struct, timezone="UTC")
+    return to_arrow_schema(struct)
+
+
+def _spark_schema(schema: pa.Schema) -> Any:  # noqa: ANN401 -- a Spark StructType
+    """The Spark ``StructType`` of an Arrow schema of the core's.
+
+    A timestamp without a zone (the core's TIMESTAMP) is Spark's TIMESTAMP,
+    as on PySpark 3.5, not PySpark 4's default TIMESTAMP_NTZ.
+    """
+    import inspect
+
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    if "prefer_timestamp_ntz" in inspect.signature(from_arrow_schema).parameters:
+        return from_arrow_schema(schema, prefer_timestamp_ntz=False)
+    return from_arrow_schema(schema)
 
 
 def _arrow_type_fits(spark_type: pa.DataType, source_type: pa.DataType) -> bool:
@@ -206,8 +294,7 @@ def plan(df: DataFrame, sql: str, *, source: str | None = None, stream: str | No
             event-time column included); LDB-3004 when a column's type does
             not fit.
     """
-    from pyspark.sql.pandas.types import to_arrow_schema
-
+    spark_line()
     with laminardb.open(**options) as db:
         db.execute(sql)
         names = _streams(db)
@@ -242,7 +329,7 @@ def plan(df: DataFrame, sql: str, *, source: str | None = None, stream: str | No
         output_schema = db.schema(stream)
         split = _two_phase(db, stream, options)
 
-    df_schema = to_arrow_schema(df.schema)
+    df_schema = _arrow_schema(df.schema)
     by_lower = {name.lower(): name for name in df_schema.names}
     fields = []
     for field in source_schema:
@@ -321,6 +408,42 @@ def _db_has_no(db: laminardb.Connection, name: str) -> bool:
     return False
 
 
+def _map_in_arrow(frame: DataFrame, task: Any,  # noqa: ANN401 -- a mapInArrow function
+                  schema: Any) -> DataFrame:  # noqa: ANN401 -- a Spark StructType
+    """``frame.mapInArrow(task, schema)``, its Python workers running a laminardb interpreter.
+
+    PySpark starts its workers with ``PYSPARK_PYTHON``, else ``python3`` from
+    the PATH, which need not be the driver's interpreter (a venv not
+    activated, a script run by its full path): then the workers cannot import
+    laminardb. On a local master (the workers run on this machine) with
+    neither ``PYSPARK_PYTHON`` nor ``spark.sql.execution.pyspark.python`` set,
+    this function's workers run the driver's own interpreter
+    (``sys.executable``). Elsewhere the user's setting stands (docs/SPARK.md,
+    "Packaging").
+    """
+    spark = frame.sparkSession
+    if _is_connect(frame):  # the workers are the Connect server's business
+        return frame.mapInArrow(task, schema)
+    sc = spark.sparkContext
+    chosen = os.environ.get("PYSPARK_PYTHON") or spark.conf.get(
+        "spark.sql.execution.pyspark.python", None)
+    if chosen or not str(sc.master).startswith("local") or not sys.executable:
+        return frame.mapInArrow(task, schema)
+    # The function's worker command is read from the context while the UDF is
+    # made (inside mapInArrow): set it for this call only.
+    before = sc.pythonExec
+    sc.pythonExec = sys.executable
+    try:
+        return frame.mapInArrow(task, schema)
+    finally:
+        sc.pythonExec = before
+
+
+def _is_connect(df: DataFrame) -> bool:
+    """Tell whether ``df`` is a Spark Connect DataFrame (no JVM of its own here)."""
+    return type(df).__module__.startswith("pyspark.sql.connect")
+
+
 def _partitions(df: DataFrame, partitions: int | None) -> int:
     """The number of engines: ``partitions`` or ``spark.sql.shuffle.partitions``."""
     if partitions is None:
@@ -331,9 +454,9 @@ def _partitions(df: DataFrame, partitions: int | None) -> int:
 def _source_columns(df: DataFrame, p: Plan) -> DataFrame:
     """``df`` reduced to the source's columns, named and (integers) cast as it declares."""
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_type, to_arrow_schema
+    from pyspark.sql.pandas.types import from_arrow_type
 
-    have = to_arrow_schema(df.schema)
+    have = _arrow_schema(df.schema)
     by_lower = {name.lower(): name for name in have.names}
     cols = []
     for field in p.input_schema:
@@ -356,13 +479,13 @@ def _two_phase_frame(df: DataFrame, split: TwoPhase, partitions: int | None,
     the keys and window start, and each final partition combines them.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    partial = _source_columns(df, split.partial).mapInArrow(
+    partial = _map_in_arrow(
+        _source_columns(df, split.partial),
         functools.partial(_batch_task, split.partial, final=True),
-        from_arrow_schema(split.partial.output_schema))
+        _spark_schema(split.partial.output_schema))
     shuffled = partial.repartition(_partitions(df, partitions), *[F.col(k) for k in split.keys])
-    return shuffled.mapInArrow(functools.partial(_batch_task, split.final, final=True), out_type)
+    return _map_in_arrow(shuffled, functools.partial(_batch_task, split.final, final=True),
+                         out_type)
 
 
 def _input_frame(df: DataFrame, p: Plan, partitions: int | None) -> tuple[DataFrame, int]:
@@ -453,7 +576,7 @@ def run(
         SQLError, IngestError: As :func:`plan`, on the driver.
         ConfigError: LDB-6002 for a streaming ``df`` without ``state_location``,
             for an unknown ``engine``, or for ``engine="jvm"`` in a session
-            without the jar;
+            without the jar or through Spark Connect;
             LDB-6003 when it holds another query's state (other SQL,
             number of partitions or ``two_phase``).
         SchemaError: LDB-2003 for a streaming windowed stream whose source
@@ -465,11 +588,9 @@ def run(
     Example:
         See docs/SPARK.md.
     """
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     use_jvm = _use_jvm(df, engine)
     p = plan(df, sql, source=source, stream=stream, **options)
-    out_type = from_arrow_schema(p.output_schema)
+    out_type = _spark_schema(p.output_schema)
     split = p.two_phase if two_phase is not False else None
     if split is not None and df.isStreaming and two_phase is None and state_location is not None:
         stored = _stored_query(Path(os.fspath(state_location)))
@@ -510,7 +631,7 @@ def run(
         # which only closes windows).
         frame, _ = _input_frame(df, p, partitions)
         task = functools.partial(_batch_task, p, final=not df.isStreaming)
-        return frame.mapInArrow(task, out_type)
+        return _map_in_arrow(frame, task, out_type)
     location = _stream_location(p, state_location)
     if split is not None:
         engines = _partitions(df, partitions)
@@ -519,46 +640,104 @@ def run(
     frame, engines = _input_frame(df, p, partitions)
     _check_state_location(Path(location), p, engines)
     task = functools.partial(_stream_task, p, location)
-    return frame.mapInArrow(task, out_type)
+    return _map_in_arrow(frame, task, out_type)
+
+
+def _spark_scala(line: tuple[int, int]) -> str:
+    """The Scala binary version of the Spark the driver's JVM starts from.
+
+    Read from the ``scala-library`` jar of ``$SPARK_HOME/jars`` (as PySpark
+    starts that distribution when it is set) or of the pyspark package's own
+    jars; the line's default Scala when neither says.
+    """
+    import pyspark
+
+    homes = [os.environ.get("SPARK_HOME"), os.path.dirname(pyspark.__file__)]
+    for home in homes:
+        if home:
+            for found in sorted(Path(home, "jars").glob("scala-library-*.jar")):
+                match = re.match(r"scala-library-(\d+\.\d+)\.", found.name)
+                if match is not None:
+                    return match.group(1)
+    return "2.12" if line[0] == 3 else "2.13"
+
+
+def _jar_folder() -> tuple[Path, str]:
+    """The folder of the JVM engine for the running pyspark's line and Scala, and its name.
+
+    The folder may be absent (a package built without that line's jar).
+    """
+    line = spark_line()
+    scala = _spark_scala(line)
+    root = Path(__file__).resolve().parent / "jars"
+    for (major, minor, line_scala), name in _JVM_LINES.items():
+        if major == line[0] and minor in (None, line[1]) and line_scala == scala:
+            return root / name, name
+    return root / f"spark-{line[0]}.{line[1]}_{scala}", f"spark-{line[0]}.{line[1]}_{scala}"
 
 
 def jars() -> list[Path]:
-    """The jars of the JVM engine shipped in the package (empty when it was built without).
+    """The jars of the JVM engine for the installed PySpark (empty when the package has none).
 
-    ``laminardb-spark.jar`` (org.laminardb.SparkStage, the JNI library and the
-    core inside) and the ``arrow-c-data`` jar of Spark's Arrow version.
+    The package holds one folder per Spark line (``laminardb/jars/spark-3.5_2.12``,
+    ``laminardb/jars/spark-4_2.13``), each compiled against that line's
+    artifacts; the one of ``pyspark.__version__``'s line and the Scala of the
+    Spark it starts is taken: ``laminardb-spark.jar`` (the JVM engine, the JNI
+    library and the core inside) and the ``arrow-c-data`` jar of that line's
+    Arrow Java.
     """
-    folder = Path(__file__).resolve().parent / "jars"
+    folder, _ = _jar_folder()
     return sorted(folder.glob("*.jar")) if (folder / "laminardb-spark.jar").exists() else []
 
 
-def configure(builder: Any) -> Any:  # noqa: ANN401 -- SparkSession.Builder, untyped
-    """Put the JVM engine's jars on a session's class path (before it starts).
+def configure(builder: Any) -> Any:  # noqa: ANN401 -- SparkSession.Builder or a session
+    """Put the JVM engine's jars on a session's class path.
 
-    Sets ``spark.jars`` to :func:`jars` (any ``spark.jars`` set before on
-    ``builder`` is replaced: add yours to the list) and adds the planner
-    extension of the JVM engine's streaming stages
-    (``org.laminardb.LaminarExtensions``) to ``spark.sql.extensions``. Spark loads them into the
-    driver and the executors when the session's JVM starts; a session already
-    running keeps its class path (then ``engine="auto"`` runs in Python).
+    Given ``SparkSession.builder`` (before the session starts, the way to
+    prefer): sets ``spark.jars`` to :func:`jars` (any ``spark.jars`` set
+    before on ``builder`` is replaced: add yours to the list) and adds the
+    planner extension of the JVM engine's streaming stages
+    (``org.laminardb.LaminarExtensions``) to ``spark.sql.extensions``; Spark
+    loads them into the driver and the executors when the session's JVM
+    starts.
+
+    Given a running ``SparkSession`` (``spark.sql.extensions`` can no longer
+    change): adds the jars with ``ADD JAR`` (Spark ships them to the
+    executors and loads them into the session's class loader, for the
+    calling thread; :func:`run` adds the planner strategy to the session
+    itself), so ``engine="jvm"`` works in it too.
 
     Args:
-        builder: ``SparkSession.builder`` (with its other settings).
+        builder: ``SparkSession.builder`` (with its other settings), or a
+            running ``SparkSession``.
 
     Returns:
-        ``builder``, for chaining.
+        ``builder`` (the session), for chaining.
 
     Raises:
-        ConfigError: LDB-6002 when the package holds no JVM engine (it was
-            built without a JDK or Spark's jars; see docs/SPARK.md).
+        ConfigError: LDB-6002 when the package holds no JVM engine for the
+            installed PySpark's line (it was built without a JDK and Maven, or
+            the line is not one it builds; see docs/SPARK.md).
 
     Example:
         See docs/SPARK.md ("The JVM engine").
     """
     found = jars()
     if not found:
-        raise error_for(_CONFIG_VALUE, "LDB-6002: this laminardb package was built without the "
-                        "JVM engine (no JDK or no Spark jars at build time: docs/SPARK.md)")
+        import pyspark
+
+        _, name = _jar_folder()
+        shipped = sorted(p.parent.name for p in
+                         (Path(__file__).resolve().parent / "jars").glob("*/laminardb-spark.jar"))
+        raise error_for(_CONFIG_VALUE, f"LDB-6002: this laminardb package holds no JVM engine "
+                        f"for PySpark {pyspark.__version__} ({name}; it holds: "
+                        f"{', '.join(shipped) or 'none'}): it is built when a JDK and Maven are "
+                        "there at install time (docs/SPARK.md)")
+    if hasattr(builder, "sparkContext"):  # a running session
+        if not jvm_engine_available(builder):
+            for jar in found:
+                builder.sql("ADD JAR '" + str(jar).replace("'", "\\'") + "'")
+        return builder
     options = getattr(builder, "_options", {})  # PySpark's builder keeps its settings there
     extensions = [e for e in str(options.get("spark.sql.extensions", "")).split(",") if e]
     if _JVM_EXTENSIONS not in extensions:
@@ -575,7 +754,7 @@ def jvm_engine_available(spark: Any) -> bool:  # noqa: ANN401 -- a SparkSession
 
 
 def _jvm_class(spark: Any) -> Any:  # noqa: ANN401 -- a py4j JavaClass or JavaPackage
-    """``org.laminardb.SparkStage`` through ``spark``'s py4j gateway."""
+    """``org.laminardb.SparkFrames`` through ``spark``'s py4j gateway."""
     node = spark.sparkContext._jvm  # noqa: SLF001 -- PySpark's documented gateway
     for part in _JVM_STAGE.split("."):
         node = getattr(node, part)
@@ -588,6 +767,12 @@ def _use_jvm(df: DataFrame, engine: str) -> bool:
         raise error_for(_CONFIG_VALUE, f"LDB-6002: engine={engine!r}: use one of "
                         f"{', '.join(map(repr, _ENGINES))}")
     if engine == "python":
+        return False
+    if _is_connect(df):
+        if engine == "jvm":
+            raise error_for(_CONFIG_VALUE, "LDB-6002: engine='jvm' needs the Spark session's "
+                            "JVM, which a Spark Connect client does not reach; "
+                            "engine='python' (or 'auto') runs through Spark Connect")
         return False
     available = jvm_engine_available(df.sparkSession)
     if engine == "jvm" and not available:
@@ -619,9 +804,9 @@ def _jvm_stage(frame: DataFrame, p: Plan, *, out_type: Any,  # noqa: ANN401 -- a
         frame: The input, its columns the source's, in order.
         p: The plan (or stage of one).
         out_type: The output StructType (None: mapped from ``p.output_schema``).
-        mode: None: a batch DataFrame's stage, on its RDD (``SparkStage.run``,
+        mode: None: a batch DataFrame's stage, on its RDD (``SparkFrames.run``,
             every partition ends with the final watermark). Else a node of
-            the logical plan (``SparkStage.stage``, batch or streaming):
+            the logical plan (``SparkFrames.stage``, batch or streaming):
             ``_JVM_OPEN`` (no final watermark), ``_JVM_PARTIAL`` or
             ``_JVM_FINAL`` (a streaming micro-batch's two stages).
         location: The state location (streaming stages).
@@ -629,14 +814,12 @@ def _jvm_stage(frame: DataFrame, p: Plan, *, out_type: Any,  # noqa: ANN401 -- a
         delay_ms: The source's watermark delay (``_JVM_FINAL``).
 
     Returns:
-        The DataFrame ``org.laminardb.SparkStage`` returns.
+        The DataFrame ``org.laminardb.SparkFrames`` returns.
     """
     from pyspark.sql import DataFrame as SparkFrame
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     spark = frame.sparkSession
     if out_type is None:
-        out_type = from_arrow_schema(p.output_schema)
+        out_type = _spark_schema(p.output_schema)
     gateway = spark.sparkContext._gateway  # noqa: SLF001 -- PySpark's documented gateway
     keys, values = _jvm_options(p)
     jkeys = gateway.new_array(gateway.jvm.java.lang.String, len(keys))
@@ -758,9 +941,7 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 
 def _spark_out_schema(p: Plan) -> pa.Schema:
     """The Arrow schema Spark expects back (from the StructType of the output)."""
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-
-    return to_arrow_schema(from_arrow_schema(p.output_schema))
+    return _arrow_schema(_spark_schema(p.output_schema))
 
 
 def _open_task_db(p: Plan, path: str | None = None,
@@ -953,14 +1134,13 @@ def _two_phase_stream_frame(df: DataFrame, p: Plan, split: TwoPhase, location: s
     across micro-batches as in :func:`_stream_task`.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    partial = _source_columns(df, split.partial).mapInArrow(
+    partial = _map_in_arrow(
+        _source_columns(df, split.partial),
         functools.partial(_stream_partial_task, p, split, location),
-        from_arrow_schema(split.partial.output_schema))
+        _spark_schema(split.partial.output_schema))
     shuffled = partial.repartition(partitions, *[F.col(k) for k in split.keys])
-    return shuffled.mapInArrow(functools.partial(_stream_final_task, p, split, location),
-                               out_type)
+    return _map_in_arrow(shuffled, functools.partial(_stream_final_task, p, split, location),
+                         out_type)
 
 
 def _batch_id() -> tuple[int, int]:
@@ -1097,9 +1277,7 @@ def with_expr(df: DataFrame, name: str, expr: str, **options: Any) -> DataFrame:
     Raises:
         SQLError, SchemaError: The expression does not bind (LDB-1xxx/2xxx).
     """
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-
-    have = to_arrow_schema(df.schema)
+    have = _arrow_schema(df.schema)
     columns = ", ".join(f"{_quote(f.name)} {_sql_type(f.type)}" for f in have)
     select = [_quote(f.name) for f in have if f.name.lower() != name.lower()]
     at = next((i for i, f in enumerate(have) if f.name.lower() == name.lower()), len(select))
@@ -1122,4 +1300,4 @@ def with_expr(df: DataFrame, name: str, expr: str, **options: Any) -> DataFrame:
             column_name=e.column_name,
         ) from e
     task = functools.partial(_batch_task, p, final=False)
-    return df.select(*p.columns).mapInArrow(task, from_arrow_schema(p.output_schema))
+    return _map_in_arrow(df.select(*p.columns), task, _spark_schema(p.output_schema))

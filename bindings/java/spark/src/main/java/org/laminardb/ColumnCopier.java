@@ -1,7 +1,9 @@
 package org.laminardb;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.FieldVector;
@@ -9,6 +11,12 @@ import org.apache.arrow.vector.Float8Vector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.TimeStampVector;
 import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.types.FloatingPointPrecision;
+import org.apache.arrow.vector.types.TimeUnit;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.FieldType;
+import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.DataType;
@@ -27,7 +35,7 @@ import org.apache.spark.unsafe.types.UTF8String;
 /**
  * Copies the columns of Spark's {@link org.apache.spark.sql.vectorized.ColumnarBatch}es (as
  * a columnar scan such as Parquet's vectorized reader produces them) into Arrow vectors of
- * the types {@code ArrowUtils.toArrowSchema} gives them, column by column: the JVM engine's
+ * the types {@link #arrowSchema} gives them, column by column: the JVM engine's
  * input path when its child is columnar, instead of Spark's rows and its row-wise {@code
  * ArrowWriter}. A dictionary-encoded string column is decoded once per dictionary entry
  * and batch.
@@ -50,6 +58,41 @@ final class ColumnCopier {
       }
     }
     return true;
+  }
+
+  /**
+   * The Arrow schema of {@code type} (whose columns {@link #supports} accepts) as Spark's
+   * {@code ArrowUtils.toArrowSchema} writes it: Utf8, Int64, Int32, Float64, Bool and
+   * microsecond timestamps ({@code timeZone} for TIMESTAMP, none for TIMESTAMP_NTZ).
+   * Written here because that method's signature differs between Spark minors (3.5: four
+   * parameters, 4.2: three or four, 4.3: three or five) and one jar serves a whole line.
+   */
+  static Schema arrowSchema(StructType type, String timeZone) {
+    List<Field> fields = new ArrayList<>();
+    for (StructField field : type.fields()) {
+      DataType t = field.dataType();
+      ArrowType arrow;
+      if (t instanceof StringType) {
+        arrow = ArrowType.Utf8.INSTANCE;
+      } else if (t instanceof LongType) {
+        arrow = new ArrowType.Int(64, true);
+      } else if (t instanceof IntegerType) {
+        arrow = new ArrowType.Int(32, true);
+      } else if (t instanceof DoubleType) {
+        arrow = new ArrowType.FloatingPoint(FloatingPointPrecision.DOUBLE);
+      } else if (t instanceof BooleanType) {
+        arrow = ArrowType.Bool.INSTANCE;
+      } else if (t instanceof TimestampType) {
+        arrow = new ArrowType.Timestamp(TimeUnit.MICROSECOND, timeZone);
+      } else if (t instanceof TimestampNTZType) {
+        arrow = new ArrowType.Timestamp(TimeUnit.MICROSECOND, null);
+      } else {
+        throw LaminarException.misuse("ColumnCopier: no Arrow type for column " + field.name()
+            + " of Spark type " + t.simpleString());
+      }
+      fields.add(new Field(field.name(), new FieldType(field.nullable(), arrow, null), null));
+    }
+    return new Schema(fields);
   }
 
   /**

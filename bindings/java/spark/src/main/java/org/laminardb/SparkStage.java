@@ -12,15 +12,9 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.spark.TaskContext;
-import org.apache.spark.api.java.JavaRDD;
-import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Row;
-import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.execution.arrow.ArrowWriter;
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
-import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.NumericType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.ArrowUtils;
@@ -38,8 +32,10 @@ import org.apache.spark.util.TaskCompletionListener;
  * Interface as the rows of an {@link ArrowColumnVector} batch. The data never leaves
  * the JVM: no Python worker, no socket, no row conversion outside Spark's own writer.
  *
- * <p>Compiled against the Arrow Java Spark ships (12.0.1, with arrow-c-data of the same
- * version), not the binding's: this class uses only {@link Native} of the binding.
+ * <p>Compiled once per Spark line against that line's artifacts and its Arrow Java (with
+ * arrow-c-data of the same version), not the binding's: this class uses only {@link
+ * Native} of the binding. The DataFrame entry points are {@code SparkFrames}'s
+ * (SparkFrames.java.in, generated per line).
  */
 public final class SparkStage implements Serializable {
   private static final long serialVersionUID = 1L;
@@ -81,7 +77,7 @@ public final class SparkStage implements Serializable {
    */
   public static final int FINAL = 2;
 
-  private SparkStage(
+  SparkStage(
       String sql,
       String source,
       String stream,
@@ -110,107 +106,6 @@ public final class SparkStage implements Serializable {
     this.location = location;
     this.delayMs = delayMs;
     this.eventIndex = eventIndex;
-  }
-
-  /**
-   * Run {@code stream} of {@code sql} over each partition of {@code df}.
-   *
-   * @param df a batch DataFrame whose columns are {@code source}'s, in its order and of
-   *     types it accepts (the Python driver checked and cast them)
-   * @param sql the CREATE SOURCE / CREATE STREAM statements of each partition's engine
-   * @param source the source the rows go into
-   * @param stream the stream whose rows come out
-   * @param optionKeys the engine's {@code laminar_open} option names
-   * @param optionValues their values, as text
-   * @param outputJson the output StructType's JSON (mapped from the core's schema)
-   * @param finalWatermark end each partition with the watermark that closes every window
-   * @param batchRows rows per Arrow batch pushed into the engine
-   * @return a DataFrame of the stream's rows
-   */
-  public static Dataset<Row> run(
-      Dataset<Row> df,
-      String sql,
-      String source,
-      String stream,
-      String[] optionKeys,
-      String[] optionValues,
-      String outputJson,
-      boolean finalWatermark,
-      int batchRows) {
-    if (optionKeys.length != optionValues.length || batchRows <= 0) {
-      throw LaminarException.misuse("SparkStage.run: option arrays differ or batchRows <= 0");
-    }
-    StructType out = (StructType) DataType.fromJson(outputJson);
-    String zone = df.sparkSession().sessionState().conf().sessionLocalTimeZone();
-    SparkStage stage =
-        new SparkStage(sql, source, stream, optionKeys, optionValues, df.schema(), out, zone,
-            finalWatermark, batchRows, BATCH, null, 0, -1);
-    JavaRDD<InternalRow> rows = df.queryExecution().toRdd().toJavaRDD();
-    JavaRDD<InternalRow> results = rows.mapPartitions(stage::partition);
-    return df.sparkSession().internalCreateDataFrame(results.rdd(), out, false);
-  }
-
-  /**
-   * Run one stage of {@code stream} of {@code sql} over each partition of {@code df}, a
-   * batch or streaming DataFrame, as a node of its logical plan ({@link
-   * LaminarStageNode}, planned by {@link LaminarStrategy}, which this call adds to the
-   * session's planner): each micro-batch of a streaming query runs the stage's tasks
-   * over its rows.
-   *
-   * @param df the input, its columns the source's (as for {@link #run})
-   * @param sql the CREATE SOURCE / CREATE STREAM statements of each task's engine
-   * @param source the source the rows go into
-   * @param stream the stream whose rows come out
-   * @param optionKeys the engine's {@code laminar_open} option names
-   * @param optionValues their values, as text
-   * @param outputJson the output StructType's JSON
-   * @param mode {@link #BATCH} (no final watermark: a stream without windows), {@link
-   *     #PARTIAL} or {@link #FINAL}
-   * @param location the state location ({@link #PARTIAL}, {@link #FINAL})
-   * @param delayMs the watermark delay of the stream's source
-   * @param eventTime the event-time column of {@code df} ({@link #PARTIAL})
-   * @param batchRows rows per Arrow batch pushed into the engine
-   * @return a DataFrame (streaming when {@code df} is) of the stage's rows
-   */
-  public static Dataset<Row> stage(
-      Dataset<Row> df,
-      String sql,
-      String source,
-      String stream,
-      String[] optionKeys,
-      String[] optionValues,
-      String outputJson,
-      int mode,
-      String location,
-      long delayMs,
-      String eventTime,
-      int batchRows) {
-    if (optionKeys.length != optionValues.length || batchRows <= 0 || mode < BATCH
-        || mode > FINAL || (mode != BATCH && location == null)) {
-      throw LaminarException.misuse("SparkStage.stage: bad arguments");
-    }
-    StructType out = (StructType) DataType.fromJson(outputJson);
-    int eventIndex = -1;
-    if (mode == PARTIAL) {
-      String[] names = df.schema().fieldNames();
-      for (int i = 0; i < names.length && eventIndex < 0; i++) {
-        if (names[i].equalsIgnoreCase(eventTime)) {
-          eventIndex = i;
-        }
-      }
-      if (eventIndex < 0) {
-        throw LaminarException.misuse("SparkStage.stage: no event-time column " + eventTime);
-      }
-    }
-    SparkSession session = df.sparkSession();
-    String zone = session.sessionState().conf().sessionLocalTimeZone();
-    SparkStage stage =
-        new SparkStage(sql, source, stream, optionKeys, optionValues, df.schema(), out, zone,
-            mode == PARTIAL, batchRows, mode, location, delayMs, eventIndex);
-    LaminarStrategy.install(session);
-    LogicalPlan node =
-        LaminarStageNode.create(stage, out, mode == FINAL, df.logicalPlan());
-    return Dataset.ofRows(session, node);
   }
 
   private static byte[] utf8(String s) {
@@ -312,7 +207,7 @@ public final class SparkStage implements Serializable {
       this.eventMicros =
           eventIndex >= 0
               && !(inputType.fields()[eventIndex].dataType() instanceof NumericType);
-      this.arrowIn = ArrowUtils.toArrowSchema(inputType, timeZone, true, false);
+      this.arrowIn = ColumnCopier.arrowSchema(inputType, timeZone);
       this.alloc =
           ArrowUtils.rootAllocator().newChildAllocator("laminardb-stage", 0, Long.MAX_VALUE);
       try {

@@ -1,7 +1,5 @@
 package org.laminardb
 
-import scala.collection.JavaConverters._
-
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{SparkSession, SparkSessionExtensions}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -48,9 +46,11 @@ case class LaminarStageExec(stage: SparkStage, output: Seq[Attribute], sortInput
     val run = stage
     columnarChild match {
       case Some(columnar) =>
-        columnar.executeColumnar().mapPartitions(b => run.partitionColumns(b.asJava).asScala)
+        columnar.executeColumnar().mapPartitions(b =>
+          LaminarStageExec.scalaIterator(run.partitionColumns(LaminarStageExec.javaIterator(b))))
       case None =>
-        child.execute().mapPartitions(rows => run.partition(rows.asJava).asScala)
+        child.execute().mapPartitions(rows =>
+          LaminarStageExec.scalaIterator(run.partition(LaminarStageExec.javaIterator(rows))))
     }
   }
 
@@ -80,6 +80,22 @@ case class LaminarStageExec(stage: SparkStage, output: Seq[Attribute], sortInput
 
   override protected def withNewChildInternal(newChild: SparkPlan): LaminarStageExec =
     copy(child = newChild)
+}
+
+object LaminarStageExec {
+  // Written out rather than taken from scala.collection.JavaConverters (deprecated in
+  // Scala 2.13) or scala.jdk.CollectionConverters (absent from 2.12): the same source
+  // compiles for every Spark line's Scala.
+  private def javaIterator[T](it: Iterator[T]): java.util.Iterator[T] =
+    new java.util.Iterator[T] {
+      override def hasNext: Boolean = it.hasNext
+      override def next(): T = it.next()
+    }
+
+  private def scalaIterator[T](it: java.util.Iterator[T]): Iterator[T] = new Iterator[T] {
+    override def hasNext: Boolean = it.hasNext
+    override def next(): T = it.next()
+  }
 }
 
 /** Plans [[LaminarStageNode]] as [[LaminarStageExec]]. */
