@@ -17,6 +17,9 @@
  * count, 1 or 2 (thread-per-core: partitioned state is checkpointed per
  * partition and split by key hash again when a restart has another count),
  * so the kills fall on both and restarts go 1 -> 2 and 2 -> 1 too.
+ * Before each kill the parent tries to open the child's directory itself: while
+ * the child holds it (between its open and its close) that must fail with
+ * LAMINAR_ERR_LOCKED naming the child's pid (one owner per data directory).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  // fork, mmap, usleep under -std=c17
@@ -69,6 +72,34 @@ static void child_run(const char* dir, int cores, volatile int* phase) {
   _exit(0);
 }
 
+/* A second opener while the child runs (past its open): 1 when refused with
+ * LDB-5003 naming the child, 0 when it could not tell (the child closing),
+ * -1 when it got the directory while the child held it. */
+static int second_opener(const char* dir, pid_t child, volatile int* phase) {
+  int before = *phase;
+  laminar_db* db = NULL;
+  laminar_error err;
+  laminar_code rc = open_db(dir, "sync", &db, &err);
+  int after = *phase;
+  if (rc == LAMINAR_OK) {
+    laminar_close(db); /* the child closed meanwhile, or there are two owners */
+    if (before >= PH_PUSH && after < PH_FINISH) {
+      fprintf(stderr, "second opener got %s while the child (phase %s) held it\n", dir,
+              PHASES[after]);
+      return -1;
+    }
+    return 0;
+  }
+  char pid[32];
+  snprintf(pid, sizeof pid, "pid %ld", (long)child);
+  if (rc == LAMINAR_ERR_LOCKED && strstr(err.message, dir) != NULL &&
+      strstr(err.message, pid) != NULL)
+    return 1;
+  if (rc == LAMINAR_ERR_LOCKED) return 0; /* the pid file not written yet, or left */
+  fprintf(stderr, "second opener: %s\n", err.message);
+  return -1;
+}
+
 static int64_t mono_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -94,6 +125,7 @@ static int test_sigkill_loop(void) {
   uint64_t seed = lm_test_seed(), r = seed | 1;
   int kills = 0, episodes = 0, runs = 0, mismatches = 0;
   int hist[PH_COUNT] = {0}, kills_cores[3] = {0}, switches = 0;
+  int refused = 0, two_owners = 0; /* second openers */
   int64_t full_ns = 0;
   while (kills < 100) {
     char dir[64];
@@ -108,6 +140,7 @@ static int test_sigkill_loop(void) {
       switches += last_cores != 0 && cores != last_cores;
       last_cores = cores;
       int64_t t0 = mono_ns();
+      *phase = PH_OPEN; /* not the last child's: the second opener reads it */
       pid_t pid = fork();
       CHECK(pid >= 0);
       if (pid == 0) child_run(dir, cores, phase);
@@ -118,6 +151,11 @@ static int test_sigkill_loop(void) {
         r ^= r << 13, r ^= r >> 7, r ^= r << 17;
         usleep((useconds_t)((r % (uint64_t)full_ns) / 1000));
         if (waitpid(pid, &status, WNOHANG) == 0) {
+          /* Only once the child holds the directory: taking it first would
+           * make the child's open fail. */
+          int second = *phase >= PH_PUSH ? second_opener(dir, pid, phase) : 0;
+          refused += second == 1;
+          two_owners += second < 0;
           int ph = *phase;
           kill(pid, SIGKILL);
           waitpid(pid, &status, 0);
@@ -157,7 +195,9 @@ static int test_sigkill_loop(void) {
   for (int i = 0; i < PH_COUNT; i++) fprintf(stderr, " %s=%d", PHASES[i], hist[i]);
   fprintf(stderr, "\ncrash: kills by cores: 1=%d 2=%d; restarts with another core count: %d\n",
           kills_cores[1], kills_cores[2], switches);
+  fprintf(stderr, "crash: second openers refused=%d two_owners=%d\n", refused, two_owners);
   EXPECT(kills_cores[1] > 0 && kills_cores[2] > 0 && switches > 0);
+  EXPECT(refused > 0 && two_owners == 0);
   munmap((void*)phase, 4096);
   free(want);
   return mismatches == 0 ? 0 : 1;
