@@ -472,6 +472,8 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
     /* Read-only: the catalog names the sink, nothing is published. */
     if (rc == LAMINAR_OK) rc = lm_discard_sink_create(&k->sink, err);
   } else {
+    if (rc == LAMINAR_OK && (rc = lm_durable_check_sink_path(db->dur, stmt->name, path, err)) != LAMINAR_OK)
+      lm_error_object(err, stmt->name, NULL);
     if (rc == LAMINAR_OK) rc = lm_file_sink_open(path, format, &stream->out_schema, &fs, err);
     if (fs != NULL) k->sink = lm_file_sink_base(fs);
   }

@@ -228,7 +228,7 @@ static laminar_code write_staged(const lm_file_sink* s, uint64_t epoch, int* fd,
   char path[4096];
   part_path(s, epoch, true, path, sizeof path);
   if (*fd < 0) {
-    *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    *fd = lm_fs_create_excl(path); /* a stale or planted entry is replaced, never followed */
     if (*fd < 0) return io_fail(err, "create", path, errno);
   }
   int e = lm_fs_pwrite_all(*fd, buf, *len, *file_len);

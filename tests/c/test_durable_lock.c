@@ -55,13 +55,6 @@ static laminar_code open_dir(const char* dir, bool read_only, laminar_db** db,
   return rc;
 }
 
-static int rm_entry(const char* path, const struct stat* st, int flag, struct FTW* ftw) {
-  (void)st, (void)flag, (void)ftw;
-  return remove(path);
-}
-
-static void rm_tree(const char* dir) { (void)nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
 /* Every entry under dir with its size, mtime and (files) content checksum:
  * equal snapshots mean nothing was created, changed or removed. */
 static char* snap_buf;
@@ -175,7 +168,7 @@ static int test_second_open_same_process(void) {
   CHECK(view_text(b, text, sizeof text) == 0);
   EXPECT(strcmp(text, "3,6") == 0);
   CHECK_CODE(laminar_close(b), LAMINAR_OK, NULL);
-  rm_tree(dir);
+  lm_test_rmtree(dir);
   return 0;
 }
 
@@ -259,7 +252,7 @@ static int test_two_processes_race(void) {
   snprintf(want, sizeof want, "%lld,", (long long)acked);
   EXPECT(acked >= 300 && strncmp(text, want, strlen(want)) == 0);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
-  rm_tree(dir);
+  lm_test_rmtree(dir);
   return 0;
 }
 
@@ -304,7 +297,7 @@ static int test_killed_holder_releases(void) {
   EXPECT(strcmp(text, "10,55") == 0);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   close(ready[0]), close(ready[1]);
-  rm_tree(dir);
+  lm_test_rmtree(dir);
   return 0;
 }
 
@@ -361,7 +354,7 @@ static int test_read_only_shares(void) {
   CHECK(view_text(w, text, sizeof text) == 0);
   EXPECT(strcmp(text, "10,55") == 0);
   CHECK_CODE(laminar_close(w), LAMINAR_OK, NULL);
-  rm_tree(dir);
+  lm_test_rmtree(dir);
   return 0;
 }
 
@@ -409,7 +402,7 @@ static int test_read_only_reports_damage(void) {
   EXPECT(strcmp(before, after) == 0);
   free(before);
   free(after);
-  rm_tree(dir);
+  lm_test_rmtree(dir);
   return 0;
 }
 
