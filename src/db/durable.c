@@ -1292,7 +1292,15 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_e
                         src->name, rec->seq, why);
   }
   c->replayed++;
-  return lm_rt_process_now(c->rt, src, msg); /* consumes msg */
+  laminar_code prc = lm_rt_process_now(c->rt, src, msg); /* consumes msg */
+  if (prc == LAMINAR_ERR_MEMORY_LIMIT) {
+    /* The live run refused this batch at its stream's max_state_bytes and
+     * left the state as it was (issue 20): so does the replay, which then
+     * goes on as the live run did. The failure's text is dropped. */
+    lm_rt_processing_error(c->rt->graph, prc, "", NULL);
+    return LAMINAR_OK;
+  }
+  return prc;
 }
 
 static char* read_text(const char* path, bool* missing, size_t* out_len) {
