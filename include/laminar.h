@@ -169,6 +169,10 @@ typedef enum laminar_code {
   LAMINAR_ERR_IO = 5001,                  /* a file operation failed */
   LAMINAR_ERR_RECOVERY = 5002,            /* stored state does not recover (damage,
                                              catalog mismatch, strict WAL refusal) */
+  LAMINAR_ERR_LOCKED = 5003,              /* the data directory is in use by another
+                                             database (this process or another) */
+  LAMINAR_ERR_READ_ONLY = 5004,           /* a write (DDL, push, checkpoint, sink) on
+                                             a database opened read_only */
 
   /* 6xxx config */
   LAMINAR_ERR_CONFIG_KEY = 6001,          /* unknown configuration key */
@@ -221,7 +225,28 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *   buffer_size  slots in each source and subscriber queue; a power of two in
  *                [2, 2^24]; default 65536.
  *   data_dir     a directory for durable state; created if missing. Nothing is
- *                written there unless checkpoint_interval is set too.
+ *                written there unless checkpoint_interval is set too. A durable
+ *                database owns its directory until laminar_close(): a second
+ *                open of it, in this process or another, fails with
+ *                LAMINAR_ERR_LOCKED (see laminar_open()).
+ *   read_only    true | false (default): open data_dir for queries only. The
+ *                stored catalog, newest whole checkpoint and WAL records after
+ *                it are recovered in memory (materialized views, SHOW,
+ *                DESCRIBE, EXPLAIN work), and nothing in data_dir is created,
+ *                changed or removed: no WAL is opened for writing, no
+ *                checkpoint is taken, damage is reported, not cut, and file
+ *                sinks publish nothing. DDL (other than re-running an
+ *                identical statement), laminar_source_open(),
+ *                laminar_checkpoint() and laminar_sink_register() fail with
+ *                LAMINAR_ERR_READ_ONLY. Needs data_dir (it must exist);
+ *                checkpoint_interval and wal_mode are accepted and ignored.
+ *                Read-only opens share the directory with each other, never
+ *                with a writer.
+ *   sink_root    a directory (must exist at laminar_open): file sinks
+ *                (CREATE SINK ... INTO FILE) may only write under it; a path
+ *                that resolves (symlinks and '..' followed) elsewhere is
+ *                LAMINAR_ERR_CONFIG_VALUE. Without it a file sink may write
+ *                anywhere but inside data_dir.
  *   checkpoint_interval  'none' (default: durability off) or a duration such as
  *                '10 seconds', '500 ms', '2 min'; needs data_dir. Turns on
  *                checkpoints, the persisted catalog and recovery at open.
@@ -312,11 +337,19 @@ typedef struct laminar_db laminar_db;
  * checkpoint covers and drop later ones, and each source's WAL records after
  * the checkpoint are run through the graph again. Sources continue with the
  * next offsets (laminar_source_offset()).
+ * One owner per data directory: a durable open takes an exclusive lock on
+ * data_dir (flock(2) on the directory, held until laminar_close(), dropped by
+ * the kernel if the process dies) and writes its pid to data_dir/owner.pid; a
+ * read_only open takes a shared lock. A conflicting open -- a second writer,
+ * a writer while read-only opens hold it, a read-only open while a writer
+ * holds it; from this process or another -- fails at once with
+ * LAMINAR_ERR_LOCKED naming the directory and the holder's pid where known.
  * Ownership: *out is the caller's; close with laminar_close().
- * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_VALUE; LAMINAR_ERR_CONFIG_CONFLICT
- *   (wal_mode without checkpoint_interval, checkpoint_interval without
- *   data_dir); LAMINAR_ERR_IO if data_dir
- *   cannot be created or read;
+ * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_VALUE (sink_root that does not
+ *   resolve); LAMINAR_ERR_CONFIG_CONFLICT (wal_mode without
+ *   checkpoint_interval, checkpoint_interval or read_only without data_dir,
+ *   config sinks with read_only); LAMINAR_ERR_IO if data_dir cannot be
+ *   created or read (read_only: does not exist); LAMINAR_ERR_LOCKED (above);
  *   LAMINAR_ERR_RECOVERY when stored state does not recover; LAMINAR_ERR_NOMEM.
  *   On failure *out is NULL and nothing in data_dir was changed except cut
  *   WAL tails.
@@ -340,7 +373,9 @@ LAMINAR_API laminar_code laminar_close(laminar_db* db);
  * its error names its line:column (in `sql` as given, before substitution);
  * statements before it stay applied.
  * Returns: LAMINAR_OK; 1xxx for SQL errors (LAMINAR_ERR_SQL_UNDEFINED_VARIABLE
- *   for a ${NAME} with no variable, nothing run); 2xxx for type errors.
+ *   for a ${NAME} with no variable, nothing run); 2xxx for type errors;
+ *   LAMINAR_ERR_READ_ONLY for DDL on a database opened read_only (other than
+ *   an identical re-run of a stored statement).
  * Thread-safety: any thread (serialized with other catalog calls). */
 LAMINAR_API laminar_code laminar_execute(laminar_db* db, const char* sql,
                                          laminar_error* err);
@@ -404,7 +439,8 @@ LAMINAR_API laminar_code laminar_run_until_idle(laminar_db* db, laminar_error* e
  * the epoch's output and WAL segments it covers are deleted; old checkpoints
  * beyond checkpoint_keep are removed.
  * Returns: LAMINAR_OK; LAMINAR_ERR_STATE when checkpoints are off;
- *   LAMINAR_ERR_IO (the previous checkpoint stays the one recovery uses, and
+ *   LAMINAR_ERR_READ_ONLY on a database opened read_only; LAMINAR_ERR_IO (the
+ *   previous checkpoint stays the one recovery uses, and
  *   the epoch's output is published by the next checkpoint that succeeds).
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_checkpoint(laminar_db* db, laminar_error* err);
@@ -459,7 +495,8 @@ typedef struct laminar_sink_callbacks {
  * Ownership: callbacks are copied; release(user) is called when it goes.
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no such stream);
  *   LAMINAR_ERR_SQL_DUPLICATE_OBJECT; LAMINAR_ERR_CONFIG_CONFLICT (durability
- *   off); LAMINAR_ERR_IO (recover or begin_epoch failed; not attached, and
+ *   off); LAMINAR_ERR_READ_ONLY (opened read_only); LAMINAR_ERR_IO (recover
+ *   or begin_epoch failed; not attached, and
  *   release is not called).
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_sink_register(laminar_db* db, const char* name,
@@ -634,7 +671,8 @@ typedef struct laminar_source laminar_source;
  * handle with laminar_source_clone().
  * Ownership: *out is the caller's; close with laminar_source_close().
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT; LAMINAR_ERR_STATE if a
- *   producer handle (or a clone of one) is already open on it: clone that one.
+ *   producer handle (or a clone of one) is already open on it: clone that one;
+ *   LAMINAR_ERR_READ_ONLY on a database opened read_only.
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_source_open(laminar_db* db, const char* name,
                                              laminar_source** out, laminar_error* err);

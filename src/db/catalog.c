@@ -513,8 +513,15 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
   laminar_code rc = LAMINAR_OK;
   if (k->name == NULL || k->sql == NULL) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   lm_file_sink* fs = NULL;
-  if (rc == LAMINAR_OK) rc = lm_file_sink_open(path, format, &stream->out_schema, &fs, err);
-  if (fs != NULL) k->sink = lm_file_sink_base(fs);
+  if (lm_durable_read_only(db->dur)) {
+    /* Read-only: the catalog names the sink, nothing is published. */
+    if (rc == LAMINAR_OK) rc = lm_discard_sink_create(&k->sink, err);
+  } else {
+    if (rc == LAMINAR_OK && (rc = lm_durable_check_sink_path(db->dur, stmt->name, path, err)) != LAMINAR_OK)
+      lm_error_object(err, stmt->name, NULL);
+    if (rc == LAMINAR_OK) rc = lm_file_sink_open(path, format, &stream->out_schema, &fs, err);
+    if (fs != NULL) k->sink = lm_file_sink_base(fs);
+  }
   if (rc == LAMINAR_OK) rc = lm_db_attach_sink(db, k, err);
   if (rc != LAMINAR_OK) {
     lm_db_sink_free(k);
@@ -803,6 +810,26 @@ static laminar_code describe(laminar_db* db, const lm_stmt* stmt, struct ArrowAr
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
+/* A statement on a read-only database: DROP is refused, CREATE too unless it
+ * repeats the stored definition (re-running a script's DDL); the rest reads. */
+static laminar_code read_only_statement(laminar_db* db, const char* sql, const lm_stmt* st,
+                                        laminar_error* err) {
+  bool create = st->kind == LM_STMT_CREATE_SOURCE || st->kind == LM_STMT_CREATE_STREAM ||
+                st->kind == LM_STMT_CREATE_SINK;
+  if (!create && st->kind != LM_STMT_DROP) return LAMINAR_OK;
+  if (create) {
+    bool skip;
+    LM_TRY(check_new_name(db, sql, st, err, &skip));
+    if (skip) return LAMINAR_OK;
+  }
+  char what[192];
+  snprintf(what, sizeof what, "takes no DDL (%s '%s')", create ? "CREATE" : "DROP", st->name);
+  laminar_code rc = lm_durable_refuse_write(db->dur, what, err);
+  lm_error_at(err, st->line, st->column);
+  lm_error_object(err, st->name, NULL);
+  return rc;
+}
+
 laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
                                   struct ArrowArrayStream* out_rows, laminar_error* err) {
   lm_arena* arena;
@@ -821,6 +848,12 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
   }
   for (size_t i = 0; i < n && rc == LAMINAR_OK; i++) {
     const lm_stmt* st = stmts[i];
+    if (lm_durable_read_only(db->dur) && !lm_durable_recovering(db->dur)) {
+      rc = read_only_statement(db, sql, st, err);
+      if (rc != LAMINAR_OK || st->kind == LM_STMT_CREATE_SOURCE ||
+          st->kind == LM_STMT_CREATE_STREAM || st->kind == LM_STMT_CREATE_SINK)
+        continue; /* refused, or a re-declaration: nothing to do */
+    }
     switch (st->kind) {
       case LM_STMT_CREATE_SOURCE: rc = create_source(db, sql, st, err); break;
       case LM_STMT_CREATE_STREAM: rc = create_stream(db, sql, st, err); break;

@@ -4,12 +4,15 @@
  */
 #include "db/internal.h"
 
+#include "store/fs.h"
 #include "util/util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- version and error text -------------------------------------------------- */
 
@@ -46,6 +49,8 @@ const char* laminar_errstr(laminar_code code) {
     case LAMINAR_ERR_SUBSCRIPTION_CLOSED: return "subscription closed";
     case LAMINAR_ERR_IO: return "I/O error";
     case LAMINAR_ERR_RECOVERY: return "stored state does not recover";
+    case LAMINAR_ERR_LOCKED: return "the data directory is in use by another database";
+    case LAMINAR_ERR_READ_ONLY: return "the database is open read-only";
     case LAMINAR_ERR_CONFIG_KEY: return "unknown configuration key";
     case LAMINAR_ERR_CONFIG_VALUE: return "invalid configuration value";
     case LAMINAR_ERR_CONFIG_CONFLICT: return "conflicting configuration";
@@ -88,6 +93,19 @@ bool lm_db_parse_slow_subscriber(const char* text, bool* out_drop) {
     *out_drop = false;
   } else if (lm_streq_nocase(text, "drop")) {
     *out_drop = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/* "true" / "on" / "1" and "false" / "off" / "0", any case; false if neither. */
+static bool parse_bool(const char* text, bool* out) {
+  if (lm_streq_nocase(text, "true") || lm_streq_nocase(text, "on") || strcmp(text, "1") == 0) {
+    *out = true;
+  } else if (lm_streq_nocase(text, "false") || lm_streq_nocase(text, "off") ||
+             strcmp(text, "0") == 0) {
+    *out = false;
   } else {
     return false;
   }
@@ -171,24 +189,25 @@ laminar_code laminar_config_set(laminar_config* config, const char* key, const c
     config->cores = (int32_t)v;
     return LAMINAR_OK;
   }
-  if (lm_streq_nocase(key, "core_affinity")) {
-    if (lm_streq_nocase(value, "true") || lm_streq_nocase(value, "on") ||
-        strcmp(value, "1") == 0) {
-      config->core_affinity = true;
-    } else if (lm_streq_nocase(value, "false") || lm_streq_nocase(value, "off") ||
-               strcmp(value, "0") == 0) {
-      config->core_affinity = false;
-    } else {
+  if (lm_streq_nocase(key, "core_affinity") || lm_streq_nocase(key, "read_only")) {
+    bool affinity = lm_streq_nocase(key, "core_affinity");
+    if (!parse_bool(value, affinity ? &config->core_affinity : &config->durable.read_only)) {
       return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config 'core_affinity': expected true or false, got '%s'", value);
+                          "config '%s': expected true or false, got '%s'",
+                          affinity ? "core_affinity" : "read_only", value);
     }
     return LAMINAR_OK;
   }
-  if (lm_streq_nocase(key, "data_dir")) {
+  if (lm_streq_nocase(key, "data_dir") || lm_streq_nocase(key, "sink_root")) {
+    bool data = lm_streq_nocase(key, "data_dir");
+    if (!data && value[0] == '\0')
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config 'sink_root': expected a directory, got ''");
     char* copy = lm_strdup(value);
     if (copy == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-    lm_free(config->data_dir);
-    config->data_dir = copy;
+    char** slot = data ? &config->data_dir : &config->durable.sink_root;
+    lm_free(*slot);
+    *slot = copy;
     return LAMINAR_OK;
   }
   if (strlen(key) > 4 && lm_strneq_nocase(key, 4, "var.")) {
@@ -199,9 +218,10 @@ laminar_code laminar_config_set(laminar_config* config, const char* key, const c
   if (handled) return LAMINAR_OK;
   return lm_error_set(err, LAMINAR_ERR_CONFIG_KEY,
                       "unknown config key '%s' (known: buffer_size, backpressure, "
-                      "wait_strategy, slow_subscriber, max_queue_bytes, max_state_bytes, cores, core_affinity, data_dir, "
-                      "checkpoint_interval, checkpoint_keep, wal_mode, wal_flush_interval, "
-                      "wal_io, wal_recovery, var.NAME)",
+                      "wait_strategy, slow_subscriber, max_queue_bytes, max_state_bytes, cores, "
+                      "core_affinity, data_dir, read_only, sink_root, checkpoint_interval, "
+                      "checkpoint_keep, wal_mode, wal_flush_interval, wal_io, wal_recovery, "
+                      "var.NAME)",
                       key);
 }
 
@@ -237,6 +257,7 @@ void laminar_config_destroy(laminar_config* config) {
   lm_vars_free(&config->vars);
   config->magic = LM_MAGIC_DEAD;
   lm_free(config->data_dir);
+  lm_free(config->durable.sink_root);
   lm_free(config);
 }
 
@@ -252,8 +273,35 @@ static void db_free(laminar_db* db) {
   pthread_mutex_destroy(&db->lock);
   db->magic = LM_MAGIC_DEAD;
   lm_vars_free(&db->vars);
+  /* Last: every file of the directory (WALs, sinks) is closed by now. */
+  lm_fs_unlock_dir(db->dir_lock, db->data_dir, db->read_only);
   lm_free(db->data_dir);
   lm_free(db);
+}
+
+/* One owner per data directory (laminar.h, laminar_open): the exclusive lock
+ * of a durable open, the shared lock of a read-only one. */
+static laminar_code lock_data_dir(laminar_db* db, laminar_error* err) {
+  long holder;
+  db->dir_lock = lm_fs_lock_dir(db->data_dir, db->read_only, &holder);
+  if (db->dir_lock >= 0) return LAMINAR_OK;
+  if (errno != EWOULDBLOCK)
+    return lm_error_set(err, LAMINAR_ERR_IO, "cannot open data_dir '%s': %s", db->data_dir,
+                        strerror(errno));
+  char who[96];
+  if (holder < 0) {
+    snprintf(who, sizeof who, "held by read-only opens");
+  } else if (holder == 0) {
+    snprintf(who, sizeof who, "holder's pid unknown");
+  } else {
+    snprintf(who, sizeof who, "pid %ld%s", holder,
+             holder == (long)getpid() ? ", this process" : "");
+  }
+  return lm_error_set(err, LAMINAR_ERR_LOCKED,
+                      "the data directory '%s' is in use by another database (%s); close it "
+                      "first%s",
+                      db->data_dir, who,
+                      db->read_only ? "" : ", or open it with read_only for queries");
 }
 
 laminar_code laminar_open(const laminar_config* config, laminar_db** out,
@@ -263,7 +311,15 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
   if (config != NULL && config->magic != LM_MAGIC_CONFIG) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_open: invalid config handle");
   }
-  if (config != NULL && config->data_dir != NULL) {
+  bool read_only = config != NULL && config->durable.read_only;
+  if (read_only && (config->data_dir == NULL || config->nsinks > 0)) {
+    return lm_error_set(err, LAMINAR_ERR_CONFIG_CONFLICT,
+                        config->data_dir == NULL
+                            ? "config 'read_only' needs 'data_dir': the directory to read"
+                            : "config 'read_only': a read-only database attaches no sinks "
+                              "(laminar_config_add_sink)");
+  }
+  if (config != NULL && config->data_dir != NULL && !read_only) {
     if (mkdir(config->data_dir, 0755) != 0 && errno != EEXIST) {
       return lm_error_set(err, LAMINAR_ERR_IO, "cannot create data_dir '%s': %s",
                           config->data_dir, strerror(errno));
@@ -271,6 +327,8 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
   }
   laminar_db* db = lm_calloc(1, sizeof *db);
   if (db == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  db->dir_lock = -1;
+  db->read_only = read_only;
   db->buffer_size = config ? config->buffer_size : DEFAULT_BUFFER_SIZE;
   db->backpressure = config ? config->backpressure : LM_BP_BLOCK;
   db->wait = config ? config->wait : lm_wait_default();
@@ -311,6 +369,15 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
   lm_durable_config dc;
   lm_durable_config_init(&dc);
   if (config != NULL) dc = config->durable;
+  /* A durable or read-only open owns data_dir (shared when read-only) before
+   * it reads or writes anything there; until laminar_close (db_free). */
+  if (db->data_dir != NULL && (read_only || dc.checkpoint_interval_ms > 0)) {
+    rc = lock_data_dir(db, err);
+    if (rc != LAMINAR_OK) {
+      db_free(db);
+      return rc;
+    }
+  }
   pthread_mutex_lock(&db->lock);
   rc = lm_durable_open(db, db->data_dir, &dc, config ? ((laminar_config*)config)->sinks : NULL,
                        config ? config->nsinks : 0, &db->dur, err);

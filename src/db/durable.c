@@ -26,6 +26,7 @@
 #include "state/state.h"
 #include "store/ckpt.h"
 #include "store/crc32c.h"
+#include "store/fs.h"
 #include "util/util.h"
 
 #define WAL_BATCH 1      /* WAL record types: a batch in codec.h's first form (still */
@@ -52,6 +53,8 @@ typedef struct stored_ident {
 struct lm_durable {
   laminar_db* db;
   char* dir;
+  char* dir_real;            /* dir, canonical (file sinks must stay out of it) */
+  char* sink_root;           /* sink_root, canonical (NULL: not set) */
   char* ckpt_dir;
   char* wal_dir;
   lm_durable_config conf;
@@ -219,6 +222,49 @@ static char* join(const char* a, const char* b) {
 static laminar_code make_dir(const char* path, laminar_error* err) {
   if (mkdir(path, 0755) != 0 && errno != EEXIST)
     return lm_error_set(err, LAMINAR_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+  return LAMINAR_OK;
+}
+
+/* The canonical form of directory setting `key` (it must exist) into *out. */
+static laminar_code resolve_dir(const char* path, const char* key, laminar_code code, char** out,
+                                laminar_error* err) {
+  char buf[4096];
+  struct stat st;
+  int e = lm_fs_resolve(path, buf, sizeof buf);
+  if (e == 0 && stat(buf, &st) != 0) e = errno;
+  if (e == 0 && !S_ISDIR(st.st_mode)) e = ENOTDIR;
+  if (e != 0)
+    return lm_error_set(err, code, "config '%s': '%s' is not a directory: %s", key, path,
+                        strerror(e));
+  *out = lm_strdup(buf);
+  return *out != NULL ? LAMINAR_OK : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+}
+
+bool lm_durable_read_only(const lm_durable* d) { return d != NULL && d->conf.read_only; }
+
+laminar_code lm_durable_refuse_write(const lm_durable* d, const char* what, laminar_error* err) {
+  return lm_error_set(err, LAMINAR_ERR_READ_ONLY,
+                      "the database in '%s' is open read-only: it %s (open it without "
+                      "read_only to write)",
+                      d->dir, what);
+}
+
+laminar_code lm_durable_check_sink_path(const lm_durable* d, const char* sink, const char* path,
+                                        laminar_error* err) {
+  char real[4096];
+  int e = lm_fs_resolve(path, real, sizeof real);
+  if (e != 0)
+    return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE, "sink '%s': path '%s' does not resolve: %s",
+                        sink, path, strerror(e));
+  if (lm_fs_within(real, d->dir_real))
+    return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                        "sink '%s': path '%s' (%s) is inside the data directory '%s': a file "
+                        "sink writes outside it",
+                        sink, path, real, d->dir);
+  if (d->sink_root != NULL && !lm_fs_within(real, d->sink_root))
+    return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                        "sink '%s': path '%s' (%s) is outside sink_root '%s'", sink, path, real,
+                        d->sink_root);
   return LAMINAR_OK;
 }
 
@@ -459,12 +505,13 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
                         wal_mode_option);
   /* A log never exists without the catalog it belongs to (a missing catalog
    * beside a WAL is damage, refused at open): a new directory's first. */
-  if (d->catalog_missing && !d->recovering) LM_TRY(lm_durable_catalog_changed(db, err));
+  if (d->catalog_missing && !d->recovering && !d->conf.read_only)
+    LM_TRY(lm_durable_catalog_changed(db, err));
   char* dir = join(d->wal_dir, def->name);
   if (dir == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   laminar_code rc = LAMINAR_OK;
   bool owned = false;
-  if (!d->recovering) {
+  if (!d->recovering && !d->conf.read_only) { /* read-only: only the stored catalog runs */
     /* A new incarnation: a log left under the name (a DROP that crashed
      * before removing it) is another source's, never this one's. */
     char what[300];
@@ -484,7 +531,8 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
                         def->name, dir, owner, def->incarnation);
     }
   }
-  if (rc != LAMINAR_OK || mode == LM_WAL_NONE) {
+  /* Read-only: the log is read where it lies (replay_readonly), not opened. */
+  if (rc != LAMINAR_OK || mode == LM_WAL_NONE || d->conf.read_only) {
     lm_free(dir);
     return rc;
   }
@@ -851,6 +899,7 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
   if (d == NULL)
     return lm_error_set(err, LAMINAR_ERR_STATE,
                         "checkpoints are off: set data_dir and checkpoint_interval");
+  if (d->conf.read_only) return lm_durable_refuse_write(d, "takes no checkpoint", err);
   /* A checkpoint never exists without the catalog it belongs to (a missing
    * catalog beside checkpoints is damage, refused at open). */
   if (d->catalog_missing) LM_TRY(lm_durable_catalog_changed(db, err));
@@ -1333,6 +1382,11 @@ laminar_code lm_durable_register_sink(laminar_db* db, const char* name, const ch
                         "sink '%s': a sink publishes at checkpoints: open the database with "
                         "data_dir and checkpoint_interval",
                         name);
+  if (db->dur->conf.read_only) {
+    laminar_code rc = lm_durable_refuse_write(db->dur, "attaches no sink", err);
+    lm_error_object(err, name, NULL);
+    return rc;
+  }
   return attach_callback_sink(db, name, stream, cb, err);
 }
 
@@ -1463,6 +1517,22 @@ static laminar_code drop_orphan_wals(laminar_db* db, lm_durable* d, laminar_erro
   return LAMINAR_OK;
 }
 
+/* A read-only open replays a source's log where it lies, up to any damage,
+ * which is reported and left as it is (lm_wal_replay_readonly). */
+static laminar_code replay_readonly(lm_durable* d, replay_ctx* c, laminar_error* err) {
+  char* dir = join(d->wal_dir, c->src->name);
+  if (dir == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  lm_wal_report rep;
+  laminar_code rc =
+      lm_wal_replay_readonly(dir, c->src->processed_seq + 1, replay_record, c, &rep, err);
+  lm_free(dir);
+  if (rc == LAMINAR_OK && rep.cut)
+    report(d, "source '%s': WAL damaged after record %" PRIu64 " (%" PRIu64
+           " bytes after it unread; read-only: nothing cut): %s",
+           c->src->name, rep.last_seq, rep.bytes_cut, rep.reason);
+  return rc;
+}
+
 static laminar_code replay_all(laminar_db* db, laminar_error* err) {
   replay_gates G;
   LM_TRY(gates_init(db, &G, err));
@@ -1470,9 +1540,11 @@ static laminar_code replay_all(laminar_db* db, laminar_error* err) {
   laminar_code rc = LAMINAR_OK;
   for (int32_t i = 0; i < g->nsources && rc == LAMINAR_OK; i++) {
     lm_source_def* s = g->sources[i];
-    if (s->wal == NULL) continue;
     replay_ctx c = {.rt = &db->rt, .src = s, .gates = &G};
-    rc = lm_wal_replay(s->wal, s->processed_seq + 1, replay_record, &c, err);
+    if (db->dur->conf.read_only)
+      rc = replay_readonly(db->dur, &c, err);
+    else if (s->wal != NULL)
+      rc = lm_wal_replay(s->wal, s->processed_seq + 1, replay_record, &c, err);
   }
   gates_free(&G); /* what the log did not reach starts now, at its input's watermark */
   return rc;
@@ -1496,13 +1568,19 @@ static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
     }
   }
   free_idents(d);
-  LM_TRY(drop_orphan_wals(db, d, err));
+  if (!d->conf.read_only) LM_TRY(drop_orphan_wals(db, d, err)); /* read-only: every log is unowned */
   bool found;
   uint64_t epoch = 0;
   uint8_t* data;
   size_t len;
   lm_ckpt_report crep;
-  LM_TRY(lm_ckpt_load_latest(d->ckpt_dir, &found, &epoch, &data, &len, &crep, err));
+  struct stat st;
+  if (d->conf.read_only && stat(d->ckpt_dir, &st) != 0 && errno == ENOENT) {
+    found = false; /* never checkpointed (read-only: not created either) */
+    crep.skipped = 0;
+  } else {
+    LM_TRY(lm_ckpt_load_latest(d->ckpt_dir, &found, &epoch, &data, &len, &crep, err));
+  }
   if (crep.skipped > 0)
     report(d, "%d damaged checkpoint(s) skipped: %s", crep.skipped, crep.reason);
   if (found) {
@@ -1525,7 +1603,7 @@ static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
   LM_TRY(replay_all(db, err));
   /* An earlier build's catalog: written now with the header and every
    * object's identity (the next checkpoint records them). */
-  if (d->legacy_catalog) LM_TRY(lm_durable_catalog_changed(db, err));
+  if (d->legacy_catalog && !d->conf.read_only) LM_TRY(lm_durable_catalog_changed(db, err));
   d->legacy_catalog = false;
   return LAMINAR_OK;
 }
@@ -1606,6 +1684,8 @@ static void durable_free(lm_durable* d) {
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
   lm_free(d->dir);
+  lm_free(d->dir_real);
+  lm_free(d->sink_root);
   lm_free(d->ckpt_dir);
   lm_free(d->wal_dir);
   lm_free(d);
@@ -1615,7 +1695,7 @@ laminar_code lm_durable_open(laminar_db* db, const char* data_dir, const lm_dura
                              lm_config_sink* sinks, int32_t nsinks, lm_durable** out,
                              laminar_error* err) {
   *out = NULL;
-  bool on = c->checkpoint_interval_ms > 0;
+  bool on = c->checkpoint_interval_ms > 0 || c->read_only; /* read-only: recover, no more */
   if (!on && nsinks > 0)
     return lm_error_set(err, LAMINAR_ERR_CONFIG_CONFLICT,
                         "sink '%s': a sink publishes at checkpoints: set data_dir and "
@@ -1638,6 +1718,7 @@ laminar_code lm_durable_open(laminar_db* db, const char* data_dir, const lm_dura
   pthread_cond_init(&d->cv, NULL);
   d->db = db;
   d->conf = *c;
+  d->conf.sink_root = NULL; /* the config's: resolved into d->sink_root */
   d->config_sinks = sinks;
   d->nconfig_sinks = nsinks;
   d->dir = lm_strdup(data_dir);
@@ -1646,8 +1727,11 @@ laminar_code lm_durable_open(laminar_db* db, const char* data_dir, const lm_dura
   laminar_code rc = LAMINAR_OK;
   if (d->dir == NULL || d->ckpt_dir == NULL || d->wal_dir == NULL)
     rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  if (rc == LAMINAR_OK) rc = make_dir(d->ckpt_dir, err);
-  if (rc == LAMINAR_OK) rc = make_dir(d->wal_dir, err);
+  if (rc == LAMINAR_OK) rc = resolve_dir(data_dir, "data_dir", LAMINAR_ERR_IO, &d->dir_real, err);
+  if (rc == LAMINAR_OK && c->sink_root != NULL)
+    rc = resolve_dir(c->sink_root, "sink_root", LAMINAR_ERR_CONFIG_VALUE, &d->sink_root, err);
+  if (rc == LAMINAR_OK && !c->read_only) rc = make_dir(d->ckpt_dir, err);
+  if (rc == LAMINAR_OK && !c->read_only) rc = make_dir(d->wal_dir, err);
   if (rc != LAMINAR_OK) {
     durable_free(d);
     return rc;
@@ -1655,14 +1739,18 @@ laminar_code lm_durable_open(laminar_db* db, const char* data_dir, const lm_dura
   /* From here DDL sees db->dur (sources get WALs, the catalog is persisted). */
   db->dur = d;
   rc = recover(db, d, err);
-  if (rc == LAMINAR_OK && pthread_create(&d->thread, NULL, background, d) != 0)
-    rc = lm_error_set(err, LAMINAR_ERR_INTERNAL, "cannot start the checkpoint thread");
+  /* Read-only: no checkpoints and no WAL to flush, so no thread. */
+  if (rc == LAMINAR_OK && !c->read_only) {
+    if (pthread_create(&d->thread, NULL, background, d) != 0)
+      rc = lm_error_set(err, LAMINAR_ERR_INTERNAL, "cannot start the checkpoint thread");
+    else
+      d->thread_started = true;
+  }
   if (rc != LAMINAR_OK) {
     db->dur = NULL;
     durable_free(d);
     return rc;
   }
-  d->thread_started = true;
   *out = d;
   return LAMINAR_OK;
 }

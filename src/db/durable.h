@@ -60,6 +60,9 @@ typedef struct lm_durable_config {
   lm_wal_direct direct;           /* wal_direct_io: auto (O_DIRECT where it works) | off */
   bool strict;                    /* refuse to open on WAL damage before the tail */
   int64_t flush_ms;               /* async WAL: longest delay before a flush */
+  bool read_only;                 /* read_only: recover for queries, write nothing */
+  char* sink_root;                /* sink_root: file sinks only under it (NULL: anywhere
+                                   * outside data_dir); the config's, freed with it */
 } lm_durable_config;
 
 void lm_durable_config_init(lm_durable_config* c);
@@ -141,6 +144,18 @@ laminar_code lm_durable_log(struct lm_source_def* def, struct lm_msg* msg,
 /* Take a checkpoint now (laminar_checkpoint; the interval timer). Caller
  * holds db->lock. */
 laminar_code lm_durable_checkpoint(struct laminar_db* db, laminar_error* err);
+
+/* True for a database opened read_only (d may be NULL: false). */
+bool lm_durable_read_only(const lm_durable* d);
+
+/* LAMINAR_ERR_READ_ONLY: "the database in '<dir>' is open read-only: it <what>". */
+laminar_code lm_durable_refuse_write(const lm_durable* d, const char* what, laminar_error* err);
+
+/* Whether file sink `sink` may write to `path` (resolved: symlinks and ".."
+ * followed): not the data directory or inside it, and under
+ * sink_root when that is set. LAMINAR_ERR_CONFIG_VALUE naming the path. */
+laminar_code lm_durable_check_sink_path(const lm_durable* d, const char* sink, const char* path,
+                                        laminar_error* err);
 
 /* The epoch the next checkpoint will have (file sinks begin there). */
 uint64_t lm_durable_next_epoch(const lm_durable* d);

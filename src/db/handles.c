@@ -58,6 +58,11 @@ laminar_code laminar_source_open(laminar_db* db, const char* name, laminar_sourc
     lm_error_object(err, name, NULL);
     goto done;
   }
+  if (lm_durable_read_only(db->dur)) { /* no producer: nothing is pushed or logged */
+    rc = lm_durable_refuse_write(db->dur, "takes no pushes", err);
+    lm_error_object(err, name, NULL);
+    goto done;
+  }
   int expected = 0;
   /* acq_rel: the first handle takes the producer side; the previous last
    * handle's pushes (released by its close) happen-before ours. */

@@ -94,6 +94,8 @@ struct laminar_db {
   lm_sink_def** sinks;       /* file sinks, in creation order */
   int32_t nsinks;
   lm_durable* dur;           /* NULL: durability off */
+  int dir_lock;              /* lm_fs_lock_dir's fd on data_dir (-1: none) */
+  bool read_only;            /* opened with read_only: shared lock, nothing written */
   lm_vars vars;              /* ${NAME} substitution variables, from the config */
   lm_backpressure backpressure; /* defaults from the config (see laminar_config) */
   lm_wait wait;

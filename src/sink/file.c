@@ -228,7 +228,7 @@ static laminar_code write_staged(const lm_file_sink* s, uint64_t epoch, int* fd,
   char path[4096];
   part_path(s, epoch, true, path, sizeof path);
   if (*fd < 0) {
-    *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    *fd = lm_fs_create_excl(path); /* a stale or planted entry is replaced, never followed */
     if (*fd < 0) return io_fail(err, "create", path, errno);
   }
   int e = lm_fs_pwrite_all(*fd, buf, *len, *file_len);
@@ -291,6 +291,37 @@ static const lm_sink_vt FILE_VT = {.write = vt_write,
                                    .close = vt_close};
 
 lm_sink* lm_file_sink_base(lm_file_sink* sink) { return &sink->base; }
+
+/* ---- a sink of a read-only database (sink.h) ------------------------------------ */
+
+static laminar_code discard_write(lm_sink* b, const lm_vec* cols, int64_t n, laminar_error* err) {
+  (void)b, (void)cols, (void)n, (void)err;
+  return LAMINAR_OK;
+}
+static laminar_code discard_epoch(lm_sink* b, uint64_t epoch, laminar_error* err) {
+  (void)b, (void)epoch, (void)err;
+  return LAMINAR_OK;
+}
+static laminar_code discard_step(lm_sink* b, laminar_error* err) {
+  (void)b, (void)err;
+  return LAMINAR_OK;
+}
+static void discard_close(lm_sink* b) { lm_free(b); }
+
+static const lm_sink_vt DISCARD_VT = {.write = discard_write,
+                                      .begin = discard_epoch,
+                                      .pre_commit = discard_step,
+                                      .sync = NULL,
+                                      .commit = discard_epoch,
+                                      .recover = discard_epoch,
+                                      .close = discard_close};
+
+laminar_code lm_discard_sink_create(lm_sink** out, laminar_error* err) {
+  *out = lm_calloc(1, sizeof **out);
+  if (*out == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "sink: out of memory");
+  (*out)->vt = &DISCARD_VT;
+  return LAMINAR_OK;
+}
 
 laminar_code lm_file_sink_open(const char* dir, lm_sink_format format, const lm_schema* schema,
                                lm_file_sink** out, laminar_error* err) {

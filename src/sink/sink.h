@@ -42,6 +42,11 @@ laminar_code lm_callback_sink_create(const char* name, const lm_schema* schema,
                                      const laminar_sink_callbacks* cb, lm_sink** out,
                                      laminar_error* err);
 
+/* A sink that takes every step and writes nothing: a file sink of a
+ * read_only database (the catalog names it; the replay's rows go nowhere).
+ * sink/file.c. */
+laminar_code lm_discard_sink_create(lm_sink** out, laminar_error* err);
+
 /* From now on, closing the sink calls release(user) (attachment succeeded). */
 void lm_callback_sink_own(lm_sink* sink, void (*release)(void* user));
 

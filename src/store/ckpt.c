@@ -42,7 +42,7 @@ static laminar_code write_atomic2(const char* dir, const char* name, const void*
   int n2 = snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
   if (n1 < 0 || n2 < 0 || (size_t)n2 >= sizeof tmp)
     return lm_error_set(err, LAMINAR_ERR_IO, "path '%s/%s' is too long", dir, name);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = lm_fs_create_excl(tmp); /* a stale or planted entry is replaced, never followed */
   if (fd < 0) return io_fail(err, "create", tmp, errno);
   int e = lm_fs_write_all(fd, head, hlen);
   if (e == 0) e = lm_fs_write_all(fd, body, blen);

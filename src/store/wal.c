@@ -1041,6 +1041,55 @@ laminar_code lm_wal_replay(lm_wal* wal, uint64_t from_seq, lm_wal_replay_fn fn, 
   return rc;
 }
 
+laminar_code lm_wal_replay_readonly(const char* dir, uint64_t from_seq, lm_wal_replay_fn fn,
+                                    void* arg, lm_wal_report* rep, laminar_error* err) {
+  memset(rep, 0, sizeof *rep);
+  struct stat st;
+  if (stat(dir, &st) != 0 && errno == ENOENT) return LAMINAR_OK;
+  lm_wal view = {.dir = (char*)dir, .fd = -1, .dir_fd = -1}; /* names only */
+  uint64_t* segs;
+  size_t nseg;
+  LM_TRY(list_segments(&view, &segs, &nseg, err));
+  laminar_code rc = LAMINAR_OK;
+  uint64_t expect = nseg > 0 ? segs[0] : 1;
+  char path[4096];
+  size_t i = 0;
+  for (; i < nseg; i++) {
+    segment_path(&view, segs[i], path, sizeof path);
+    if (segs[i] != expect) {
+      snprintf(rep->reason, sizeof rep->reason,
+               "missing segment: records %" PRIu64 "..%" PRIu64 " absent before %.32s", expect,
+               segs[i] - 1, base_name(&view, path));
+      break;
+    }
+    uint64_t size;
+    scan_result sr;
+    rc = scan_file(path, segs[i], from_seq, fn, arg, &size, &sr, err);
+    if (rc != LAMINAR_OK) break;
+    rep->records += sr.records;
+    if (sr.records > 0) {
+      if (rep->first_seq == 0) rep->first_seq = expect;
+      rep->last_seq = sr.next_seq - 1;
+    }
+    expect = sr.next_seq;
+    if (sr.bad) {
+      snprintf(rep->reason, sizeof rep->reason, "%.32s: %.96s", base_name(&view, path), sr.why);
+      rep->bytes_cut += size - sr.good;
+      i++;
+      break;
+    }
+  }
+  rep->segments = i;
+  for (size_t k = i; k < nseg && rc == LAMINAR_OK; k++) { /* what a cut would remove */
+    segment_path(&view, segs[k], path, sizeof path);
+    if (stat(path, &st) == 0) rep->bytes_cut += (uint64_t)st.st_size;
+    rep->segments_dropped++;
+  }
+  rep->cut = rc == LAMINAR_OK && rep->reason[0] != '\0';
+  lm_free(segs);
+  return rc;
+}
+
 laminar_code lm_wal_truncate_before(lm_wal* wal, uint64_t seq, laminar_error* err) {
   uint64_t* segs;
   size_t nseg;

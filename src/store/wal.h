@@ -159,6 +159,17 @@ typedef laminar_code (*lm_wal_replay_fn)(void* arg, const lm_wal_record* rec,
 laminar_code lm_wal_replay(lm_wal* wal, uint64_t from_seq, lm_wal_replay_fn fn, void* arg,
                            laminar_error* err);
 
+/* Replay the log in `dir` without opening it for writing (a read_only
+ * database): call fn for every record with seq >= from_seq, in order, up to
+ * the first damage (what lm_wal_open would cut: a torn, corrupt or
+ * out-of-sequence record, a missing segment). The damage is described in
+ * rep (cut true, reason, bytes_cut and segments_dropped as a cut would
+ * remove them) and nothing changes: no file is created, cut or removed. A
+ * directory that does not exist is an empty log. Errors: fn's, LAMINAR_ERR_IO
+ * when a segment cannot be read, LAMINAR_ERR_NOMEM. */
+laminar_code lm_wal_replay_readonly(const char* dir, uint64_t from_seq, lm_wal_replay_fn fn,
+                                    void* arg, lm_wal_report* rep, laminar_error* err);
+
 /* Append one record (copied). Thread-safe. Errors: LAMINAR_ERR_IO for a
  * payload over LM_WAL_MAX_RECORD, LAMINAR_ERR_NOMEM. */
 laminar_code lm_wal_append(lm_wal* wal, uint16_t type, uint64_t epoch, const void* payload,

@@ -9,6 +9,7 @@
 #define LM_TEST_DURABLE_H
 
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include "arrow_build.h"
 #include "lm_test.h"
@@ -97,7 +98,17 @@ static inline laminar_code open_db(const char* dir, const char* wal_mode, lamina
   return open_db_cores(dir, wal_mode, 1, db, err);
 }
 
+/* File sinks live beside the data directory (one in it is refused):
+ * <dir>-sinks/<name>. Writes "<dir>-sinks" to out and creates it. */
+static inline const char* sinks_dir(const char* dir, char* out, size_t n) {
+  snprintf(out, n, "%s-sinks", dir);
+  (void)mkdir(out, 0755);
+  return out;
+}
+
 static inline void sink_sql(const char* dir, char* out, size_t n) {
+  char sinks[128];
+  dir = sinks_dir(dir, sinks, sizeof sinks);
   snprintf(out, n,
            "CREATE SINK out FROM vwap INTO FILE (path = '%s/out', format = 'jsonl');\n"
            "CREATE SINK busy_out FROM busy INTO FILE (path = '%s/busy', format = 'csv');\n"
@@ -118,7 +129,7 @@ static inline int cmp_lines(const void* a, const void* b) {
  * boundaries depend on timing, RELIABILITY "equal output"). */
 static inline char* sink_dir_output(const char* dir, const char* sub) {
   char path[512];
-  snprintf(path, sizeof path, "%s/%s", dir, sub);
+  snprintf(path, sizeof path, "%s-sinks/%s", dir, sub);
   struct dirent** list;
   int n = scandir(path, &list, NULL, alphasort);
   size_t cap = 1 << 16, len = 0;
@@ -179,7 +190,7 @@ static inline char* sink_dir_output(const char* dir, const char* sub) {
 static const char* const SINK_DIRS[] = {"out",    "busy",    "busiest", "hopping",
                                         "bursts", "running", "late"};
 
-/* The committed output of the sinks in dir/<names[i]>, each after a
+/* The committed output of the sinks in <dir>-sinks/<names[i]>, each after a
  * "--- name" separator. */
 static inline char* sinks_output(const char* dir, const char* const* names, size_t n) {
   size_t len = 0, cap = 1 << 12;
@@ -240,15 +251,12 @@ static inline int finish_and_compare(laminar_db* db, laminar_source* src, const 
   return rc;
 }
 
+/* Remove the data directory dir and its sinks (<dir>-sinks). */
 static inline void remove_db(const char* dir) {
-  const char* subs[] = {"out",  "busy",        "busiest",    "hopping", "bursts", "running",
-                        "late", "checkpoints", "wal/trades", "wal"};
   char p[600];
-  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
-    snprintf(p, sizeof p, "%s/%s", dir, subs[i]);
-    lm_test_rmdir(p);
-  }
-  lm_test_rmdir(dir);
+  snprintf(p, sizeof p, "%s-sinks", dir);
+  lm_test_rmtree(p);
+  lm_test_rmtree(dir);
 }
 
 /* A durable database in dir with wal_mode, the pipeline's DDL and sinks

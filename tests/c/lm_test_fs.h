@@ -1,7 +1,7 @@
 /*
  * lm_test_fs.h -- scratch directories for the storage tests: make one under
  * /tmp, and remove it with the files in it (one level: the WAL, checkpoint
- * and sink directories are flat).
+ * and sink directories are flat), or with everything under it.
  */
 #ifndef LM_TEST_FS_H
 #define LM_TEST_FS_H
@@ -11,6 +11,7 @@
 #endif
 
 #include <dirent.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,17 @@ static inline void lm_test_rmdir(const char* dir) {
   }
   if (d != NULL) closedir(d);
   rmdir(dir);
+}
+
+static inline int lm_test_rm_entry_(const char* path, const struct stat* st, int flag,
+                                    struct FTW* ftw) {
+  (void)st, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+/* Remove dir and everything under it (symlinks removed, not followed). */
+static inline void lm_test_rmtree(const char* dir) {
+  (void)nftw(dir, lm_test_rm_entry_, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 #endif /* LM_TEST_FS_H */

@@ -26,7 +26,7 @@
  */
 /* lm_ctest: TIMEOUT 300 */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE  // usleep, nftw
+#define _GNU_SOURCE  // usleep
 #endif
 
 #include <fcntl.h>
@@ -44,14 +44,6 @@
 #include "lm_test_metrics.h"
 
 /* ---- directories ----------------------------------------------------------------- */
-
-static int rm_entry(const char* path, const struct stat* st, int flag, struct FTW* ftw) {
-  (void)st;
-  (void)ftw;
-  return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
-static void rm_tree(const char* dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* Copy file from -> to, skipping all-zero blocks (WAL segments are
  * preallocated: the copy stays sparse, its length the same). */
@@ -93,6 +85,23 @@ static int copy_tree(const char* from, const char* to) {
   }
   closedir(d);
   return rc;
+}
+
+/* Copy data directory dir and its sinks (lm_test_durable.h sinks_dir) to copy. */
+static int copy_db(const char* dir, const char* copy) {
+  char a[128], b[128];
+  snprintf(a, sizeof a, "%s-sinks", dir);
+  snprintf(b, sizeof b, "%s-sinks", copy);
+  return copy_tree(dir, copy) == 0 && copy_tree(a, b) == 0 ? 0 : -1;
+}
+
+/* Put the copy back in place of dir (both, and their sinks). */
+static int restore_db(const char* copy, const char* dir) {
+  char a[128], b[128];
+  snprintf(a, sizeof a, "%s-sinks", copy);
+  snprintf(b, sizeof b, "%s-sinks", dir);
+  remove_db(dir);
+  return rename(copy, dir) == 0 && rename(a, b) == 0 ? 0 : -1;
 }
 
 /* The WAL position of the first source in dir's newest checkpoint (the
@@ -148,9 +157,9 @@ static int setup2(laminar_db* db, const char* dir, bool fresh) {
   if (!fresh) return 0; /* the catalog comes back at open */
   CHECK_CODE(laminar_execute(db, DDL2, &err), LAMINAR_OK, &err);
   for (int i = 0; i < NSINKS2; i++) {
-    char sql[600];
+    char sql[600], sinks[128];
     snprintf(sql, sizeof sql, "CREATE SINK %s_out FROM %s INTO FILE (path = '%s/%s', format = 'jsonl')",
-             SINKS2[i], SINKS2[i], dir, SINKS2[i]);
+             SINKS2[i], SINKS2[i], sinks_dir(dir, sinks, sizeof sinks), SINKS2[i]);
     CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
   }
   return 0;
@@ -202,7 +211,7 @@ static char* reference2(int64_t nb) {
     const int64_t from[2] = {0, 0};
     out = finish2(db, src, from, nb, dir);
   }
-  rm_tree(dir);
+  remove_db(dir);
   return out;
 }
 
@@ -256,7 +265,7 @@ static int two_sources(bool pause) {
     taken++;
     if (k % 5 == 1 && ncopies < NCOPIES) {
       snprintf(copies[ncopies], sizeof copies[ncopies], "%s_copy%d", dir, ncopies);
-      CHECK(copy_tree(dir, copies[ncopies]) == 0);
+      CHECK(copy_db(dir, copies[ncopies]) == 0);
       ncopies++;
     }
   }
@@ -273,8 +282,7 @@ static int two_sources(bool pause) {
    * input from each source's offset, on 2 cores (every other one on 1). */
   for (int c = 0; c < ncopies && rc == 0; c++) {
     int cores = c % 2 == 0 ? 2 : 1;
-    rm_tree(dir); /* the copy goes back in place: the catalog names its sinks' paths */
-    CHECK(rename(copies[c], dir) == 0);
+    CHECK(restore_db(copies[c], dir) == 0); /* in place: the catalog names its sinks' paths */
     CHECK_CODE(open2(dir, cores, &db, src, false, &err), LAMINAR_OK, &err);
     int64_t from[2];
     for (int s = 0; s < 2; s++) {
@@ -293,8 +301,8 @@ static int two_sources(bool pause) {
     }
     free(got);
   }
-  for (int c = 0; c < ncopies; c++) rm_tree(copies[c]);
-  rm_tree(dir);
+  for (int c = 0; c < ncopies; c++) remove_db(copies[c]);
+  remove_db(dir);
   free(want);
   printf("two_sources_threaded%s: checkpoints=%d restarts=%d match=%s\n",
          pause ? " (pause)" : "", taken, ncopies, rc == 0 ? "yes" : "no");
@@ -420,14 +428,13 @@ static int test_held_reactor(void) {
   EXPECT(done_while_held == 0); /* the checkpoint waited for reactor 1 */
   CHECK_CODE(c.rc, LAMINAR_OK, NULL);
   /* That checkpoint, as a crash right after it would leave the directory. */
-  CHECK(copy_tree(dir, copy) == 0);
+  CHECK(copy_db(dir, copy) == 0);
   for (int64_t b = 25; b < NBATCH; b++) CHECK_CODE(push_batch(src, b, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
   int rc = finish_and_compare(db, src, dir, want);
   /* Restart from the copy: the checkpoint holds no row past the barrier in
    * any stream (the cascade and the view over the keyed stream included). */
-  rm_tree(dir); /* the copy goes back in place: the catalog names its sinks' paths */
-  CHECK(rename(copy, dir) == 0);
+  CHECK(restore_db(copy, dir) == 0); /* in place: the catalog names its sinks' paths */
   CHECK_CODE(open_db_cores(dir, "sync", 2, &db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
   int64_t off;
@@ -435,7 +442,7 @@ static int test_held_reactor(void) {
   CHECK(off >= 16 && off <= 26);
   CHECK(feed(db, src, off - 1, NBATCH, 0) == 0);
   if (finish_and_compare(db, src, dir, want) != 0) rc = 1;
-  rm_tree(dir);
+  remove_db(dir);
   free(want);
   return rc;
 }
@@ -490,7 +497,7 @@ static int test_aligned_in_flight(void) {
   atomic_store(&h.release, 1);
   pthread_join(t, NULL);
   CHECK_CODE(c.rc, LAMINAR_OK, NULL);
-  CHECK(copy_tree(dir, copy) == 0);
+  CHECK(copy_db(dir, copy) == 0);
   int64_t at = checkpoint_position(copy);
   printf("aligned_in_flight: the barrier stands after batch %lld of the %d queued\n", (long long)at,
          NB_BACKLOG);
@@ -502,8 +509,7 @@ static int test_aligned_in_flight(void) {
   int rc = strcmp(got, want) == 0 ? 0 : 1;
   if (rc) fprintf(stderr, "uninterrupted: --- got\n%s--- want\n%s", got, want);
   free(got);
-  rm_tree(dir); /* the copy goes back in place: the catalog names its sinks' paths */
-  CHECK(rename(copy, dir) == 0);
+  CHECK(restore_db(copy, dir) == 0); /* in place: the catalog names its sinks' paths */
   CHECK_CODE(open2(dir, 2, &db, src, false, &err), LAMINAR_OK, &err);
   int64_t off[2];
   for (int s = 0; s < 2; s++) CHECK_CODE(laminar_source_offset(src[s], &off[s], &err), LAMINAR_OK, &err);
@@ -515,7 +521,7 @@ static int test_aligned_in_flight(void) {
     rc = 1;
   }
   free(got);
-  rm_tree(dir);
+  remove_db(dir);
   free(want);
   return rc;
 }
@@ -557,7 +563,6 @@ static int idle_case(int cores, bool threaded, bool queued) {
     CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   }
   remove_db(dir);
-  rm_tree(dir);
   return 0;
 }
 

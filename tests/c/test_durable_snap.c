@@ -300,13 +300,14 @@ static const char* const AGG_SINKS[] = {"agg", "run", "over"};
 
 static int agg_open(const char* dir, laminar_db** db, laminar_source** src) {
   laminar_error err;
-  char sql[1024];
+  char sql[1024], sinks[128];
   size_t len = 0;
   for (int i = 0; i < 3; i++)
     len += (size_t)snprintf(sql + len, sizeof sql - len,
                             "CREATE SINK %s_out FROM %s INTO FILE (path = '%s/%s', format = "
                             "'jsonl');\n",
-                            AGG_SINKS[i], AGG_SINKS[i], dir, AGG_SINKS[i]);
+                            AGG_SINKS[i], AGG_SINKS[i], sinks_dir(dir, sinks, sizeof sinks),
+                            AGG_SINKS[i]);
   CHECK_CODE(open_db(dir, "sync", db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(*db, AGG_DDL, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(*db, sql, &err), LAMINAR_OK, &err);
@@ -409,9 +410,9 @@ static int push_big(laminar_source* src, int64_t b, laminar_error* err) {
 
 static int big_open(const char* dir, laminar_db** db, laminar_source** src) {
   laminar_error err;
-  char sql[256];
+  char sql[256], sinks[128];
   snprintf(sql, sizeof sql, "CREATE SINK big_out FROM big INTO FILE (path = '%s/big', format = "
-           "'jsonl')", dir);
+           "'jsonl')", sinks_dir(dir, sinks, sizeof sinks));
   CHECK_CODE(open_db(dir, "sync", db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(*db, BIG_DDL, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(*db, sql, &err), LAMINAR_OK, &err);

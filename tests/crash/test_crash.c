@@ -25,6 +25,10 @@
  * DROP and CREATE a kill falls on. (The first has no sink: what it staged
  * after its last checkpoint is discarded by the DROP, so its committed output
  * would depend on where the kills fell.)
+ *
+ * Before each kill the parent tries to open the child's directory itself: while
+ * the child holds it (between its open and its close) that must fail with
+ * LAMINAR_ERR_LOCKED naming the child's pid (one owner per data directory).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  // fork, mmap, usleep under -std=c17
@@ -69,10 +73,10 @@ static int extra_ddl(laminar_db* db, const char* dir, int64_t next) {
   }
   CHECK_CODE(rc, LAMINAR_OK, &err);
   if (!v2) return 0;
-  char sink[512];
+  char sink[512], sinks[128];
   snprintf(sink, sizeof sink,
-           "CREATE SINK extra_out FROM extra INTO FILE (path = '%s/%s', format = 'jsonl')", dir,
-           EXTRA_DIRS[0]);
+           "CREATE SINK extra_out FROM extra INTO FILE (path = '%s/%s', format = 'jsonl')",
+           sinks_dir(dir, sinks, sizeof sinks), EXTRA_DIRS[0]);
   CHECK_CODE(laminar_execute(db, sink, &err), LAMINAR_OK, &err);
   return 0;
 }
@@ -90,12 +94,7 @@ static char* all_output(const char* dir) {
   return out;
 }
 
-static void remove_all(const char* dir) {
-  char p[600];
-  snprintf(p, sizeof p, "%s/%s", dir, EXTRA_DIRS[0]);
-  lm_test_rmdir(p);
-  remove_db(dir);
-}
+static void remove_all(const char* dir) { remove_db(dir); /* the extra sink's too */ }
 
 /* The uninterrupted run's committed output. */
 static char* reference_all(void) {
@@ -152,6 +151,34 @@ static void child_run(const char* dir, int cores, volatile int* phase) {
   _exit(0);
 }
 
+/* A second opener while the child runs (past its open): 1 when refused with
+ * LDB-5003 naming the child, 0 when it could not tell (the child closing),
+ * -1 when it got the directory while the child held it. */
+static int second_opener(const char* dir, pid_t child, volatile int* phase) {
+  int before = *phase;
+  laminar_db* db = NULL;
+  laminar_error err;
+  laminar_code rc = open_db(dir, "sync", &db, &err);
+  int after = *phase;
+  if (rc == LAMINAR_OK) {
+    laminar_close(db); /* the child closed meanwhile, or there are two owners */
+    if (before >= PH_PUSH && after < PH_FINISH) {
+      fprintf(stderr, "second opener got %s while the child (phase %s) held it\n", dir,
+              PHASES[after]);
+      return -1;
+    }
+    return 0;
+  }
+  char pid[32];
+  snprintf(pid, sizeof pid, "pid %ld", (long)child);
+  if (rc == LAMINAR_ERR_LOCKED && strstr(err.message, dir) != NULL &&
+      strstr(err.message, pid) != NULL)
+    return 1;
+  if (rc == LAMINAR_ERR_LOCKED) return 0; /* the pid file not written yet, or left */
+  fprintf(stderr, "second opener: %s\n", err.message);
+  return -1;
+}
+
 static int64_t mono_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -178,6 +205,7 @@ static int test_sigkill_loop(void) {
   uint64_t seed = lm_test_seed(), r = seed | 1;
   int kills = 0, episodes = 0, runs = 0, mismatches = 0;
   int hist[PH_COUNT] = {0}, kills_cores[3] = {0}, switches = 0;
+  int refused = 0, two_owners = 0; /* second openers */
   int64_t full_ns = 0;
   while (kills < 100) {
     char dir[64];
@@ -192,6 +220,7 @@ static int test_sigkill_loop(void) {
       switches += last_cores != 0 && cores != last_cores;
       last_cores = cores;
       int64_t t0 = mono_ns();
+      *phase = PH_OPEN; /* not the last child's: the second opener reads it */
       pid_t pid = fork();
       CHECK(pid >= 0);
       if (pid == 0) child_run(dir, cores, phase);
@@ -202,6 +231,11 @@ static int test_sigkill_loop(void) {
         r ^= r << 13, r ^= r >> 7, r ^= r << 17;
         usleep((useconds_t)((r % (uint64_t)full_ns) / 1000));
         if (waitpid(pid, &status, WNOHANG) == 0) {
+          /* Only once the child holds the directory: taking it first would
+           * make the child's open fail. */
+          int second = *phase >= PH_PUSH ? second_opener(dir, pid, phase) : 0;
+          refused += second == 1;
+          two_owners += second < 0;
           int ph = *phase;
           kill(pid, SIGKILL);
           waitpid(pid, &status, 0);
@@ -241,7 +275,9 @@ static int test_sigkill_loop(void) {
   for (int i = 0; i < PH_COUNT; i++) fprintf(stderr, " %s=%d", PHASES[i], hist[i]);
   fprintf(stderr, "\ncrash: kills by cores: 1=%d 2=%d; restarts with another core count: %d\n",
           kills_cores[1], kills_cores[2], switches);
+  fprintf(stderr, "crash: second openers refused=%d two_owners=%d\n", refused, two_owners);
   EXPECT(kills_cores[1] > 0 && kills_cores[2] > 0 && switches > 0);
+  EXPECT(refused > 0 && two_owners == 0);
   munmap((void*)phase, 4096);
   free(want);
   return mismatches == 0 ? 0 : 1;

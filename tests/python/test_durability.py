@@ -25,8 +25,14 @@ CREATE STREAM vwap AS
 """
 
 
+def sink_dir(root: Path) -> Path:
+    """Where the file sink of the database in ``root`` writes: beside it (a
+    file sink inside the data directory is refused)."""
+    return root.with_name(f"{root.name}-out")
+
+
 def sink_sql(root: Path) -> str:
-    return f"CREATE SINK out FROM vwap INTO FILE (path = '{root / 'out'}', format = 'jsonl')"
+    return f"CREATE SINK out FROM vwap INTO FILE (path = '{sink_dir(root)}', format = 'jsonl')"
 
 
 def make_batches(seed: int, nbatches: int = 30, rows: int = 200) -> list[pa.RecordBatch]:
@@ -67,7 +73,7 @@ def expected(batches: list[pa.RecordBatch]) -> set[tuple[str, int, float, int]]:
 def committed(root: Path) -> list[tuple[str, int, float, int]]:
     """Every row the sink published, from its part files in epoch order."""
     out = []
-    for part in sorted((root / "out").glob("part-*.jsonl")):
+    for part in sorted(sink_dir(root).glob("part-*.jsonl")):
         for line in part.read_text().splitlines():
             r = json.loads(line)
             vwap = round(r["vwap"], 9) if r["vwap"] is not None else None

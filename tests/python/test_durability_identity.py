@@ -29,6 +29,11 @@ Row = tuple[str, int, int]
 BETWEEN = ("nothing", "checkpoint")
 
 
+def _beside(data_dir: Path, name: str) -> Path:
+    """A file sink's directory beside the data directory (one inside is refused)."""
+    return data_dir.with_name(f"{data_dir.name}-{name}")
+
+
 def push(db: laminardb.Connection, rows: list[Row]) -> None:
     """One sync push per row, then run the graph. The handle is closed after
     (a DROP SOURCE may follow)."""
@@ -188,8 +193,12 @@ def check_recreated_stream_with_another_window(tmp_path: Path, between: str) -> 
 
     db = laminardb.open(tmp_path, **SETTINGS)
     db.execute(f"{SOURCE}; {stream(1000)};")
-    db.execute(f"CREATE SINK ws FROM w INTO FILE (path = '{tmp_path / 'ws'}', format = 'jsonl')")
-    sink2 = f"CREATE SINK ws2 FROM w INTO FILE (path = '{tmp_path / 'ws2'}', format = 'jsonl')"
+    db.execute(
+        f"CREATE SINK ws FROM w INTO FILE (path = '{_beside(tmp_path, 'ws')}', format = 'jsonl')"
+    )
+    sink2 = (
+        f"CREATE SINK ws2 FROM w INTO FILE (path = '{_beside(tmp_path, 'ws2')}', format = 'jsonl')"
+    )
     after = drop_and_create(
         db,
         "DROP SINK ws; DROP STREAM w",
@@ -201,8 +210,8 @@ def check_recreated_stream_with_another_window(tmp_path: Path, between: str) -> 
         db.source("t").watermark(10_000)
         db.run_until_idle()
         db.checkpoint()
-    assert sorted(part_rows(tmp_path / "ws2"), key=str) == window_counts(after, 2000)
-    assert part_rows(tmp_path / "ws") == []  # the old sink published nothing
+    assert sorted(part_rows(_beside(tmp_path, "ws2")), key=str) == window_counts(after, 2000)
+    assert part_rows(_beside(tmp_path, "ws")) == []  # the old sink published nothing
 
 
 def test_recreated_sink_on_the_same_path(tmp_path: Path) -> None:
@@ -218,7 +227,7 @@ def check_recreated_sink_on_the_same_path(tmp_path: Path, between: str) -> None:
         f"{SOURCE}; CREATE STREAM w AS SELECT k, window_start, COUNT(*) AS n FROM t"
         " GROUP BY k, tumble(ts, INTERVAL '1' SECOND)"
     )
-    sink = f"CREATE SINK ws FROM w INTO FILE (path = '{tmp_path / 'ws'}', format = 'jsonl')"
+    sink = f"CREATE SINK ws FROM w INTO FILE (path = '{_beside(tmp_path, 'ws')}', format = 'jsonl')"
     db.execute(sink)
     push(db, rows_between(0, 500, 0))
     db.checkpoint()
@@ -236,7 +245,7 @@ def check_recreated_sink_on_the_same_path(tmp_path: Path, between: str) -> None:
         db.run_until_idle()
         db.checkpoint()
     want = window_counts([("a", 0, 1000), *after], 1000)
-    assert sorted(part_rows(tmp_path / "ws"), key=str) == want
+    assert sorted(part_rows(_beside(tmp_path, "ws")), key=str) == want
 
 
 def test_recreated_late_output(tmp_path: Path) -> None:
@@ -380,7 +389,7 @@ def test_recreated_sink_does_not_publish_what_its_predecessor_staged(tmp_path: P
     its checkpoint publishes nothing of the old one."""
     db = laminardb.open(tmp_path, **SETTINGS)
     db.execute(f"{SOURCE}; CREATE STREAM p AS SELECT k, v, ts FROM t")
-    sink = f"CREATE SINK ps FROM p INTO FILE (path = '{tmp_path / 'ps'}', format = 'jsonl')"
+    sink = f"CREATE SINK ps FROM p INTO FILE (path = '{_beside(tmp_path, 'ps')}', format = 'jsonl')"
     db.execute(sink)
     n = 40_000
     db.source("t").push({"k": ["x" * 20] * n, "v": list(range(n)), "ts": list(range(n))})
@@ -389,5 +398,5 @@ def test_recreated_sink_does_not_publish_what_its_predecessor_staged(tmp_path: P
     db.execute(sink)
     db.checkpoint()
     db.close()
-    assert part_rows(tmp_path / "ps") == []
-    assert list((tmp_path / "ps").iterdir()) == []
+    assert part_rows(_beside(tmp_path, "ps")) == []
+    assert list((_beside(tmp_path, "ps")).iterdir()) == []

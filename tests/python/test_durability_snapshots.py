@@ -161,7 +161,7 @@ def expected_totals(batches: list[pa.RecordBatch]) -> set[tuple[str, int, int, f
 
 def committed_sessions(root: Path) -> list[tuple[str, int, int, int, int]]:
     out = []
-    for part in sorted((root / "bursts").glob("part-*.jsonl")):
+    for part in sorted((root.parent / "bursts").glob("part-*.jsonl")):
         for line in part.read_text().splitlines():
             r = json.loads(line)
             out.append((r["symbol"], r["window_start"], r["window_end"], r["n"], r["v"]))
@@ -185,7 +185,7 @@ def test_sessions_and_views_checkpointed_while_rows_arrive(tmp_path: Path, seed:
     stop_at = int(np.random.default_rng(seed).integers(20, 35))
     root = tmp_path / "db"
     sink = (
-        f"CREATE SINK bursts_out FROM bursts INTO FILE (path = '{root / 'bursts'}',"
+        f"CREATE SINK bursts_out FROM bursts INTO FILE (path = '{root.parent / 'bursts'}',"
         " format = 'jsonl')"
     )
     with laminardb.open(root, **OPTIONS) as db:
@@ -238,7 +238,9 @@ def test_big_window_copied_by_blocks_while_rows_arrive(tmp_path: Path) -> None:
         symbols = pa.array([f"S{k}" for k in rng.integers(0, 30000, 4000)])
         batches.append(b.set_column(0, "symbol", symbols))
     root = tmp_path / "db"
-    sink = f"CREATE SINK big_out FROM big INTO FILE (path = '{root / 'big'}', format = 'jsonl')"
+    sink = (
+        f"CREATE SINK big_out FROM big INTO FILE (path = '{root.parent / 'big'}', format = 'jsonl')"
+    )
     with laminardb.open(root, **OPTIONS) as db:
         db.execute(BIG_DDL)
         db.execute(sink)
@@ -258,7 +260,7 @@ def test_big_window_copied_by_blocks_while_rows_arrive(tmp_path: Path) -> None:
     with laminardb.open(root, **OPTIONS) as db:
         assert finish_from_offset(db, batches) == 30
     rows = []
-    for part in sorted((root / "big").glob("part-*.jsonl")):
+    for part in sorted((root.parent / "big").glob("part-*.jsonl")):
         for line in part.read_text().splitlines():
             r = json.loads(line)
             rows.append((r["symbol"], r["n"], r["v"], r["hi"]))

@@ -258,6 +258,7 @@ class Connection(Handle):
             SQLError: LDB-1002 if there is no source of that name.
             InternalError: LDB-9003 if a producer handle opened elsewhere (not
                 through this connection) holds it.
+            StorageError: LDB-5004 if the database was opened read-only.
             LaminarError: LDB-9002 if the connection is closed.
         """
         text = c_text(name, "source name")
@@ -539,7 +540,8 @@ class Connection(Handle):
             InternalError: LDB-9003 when checkpoints are off (open with a data
                 directory and ``checkpoint_interval``).
             StorageError: LDB-5001 when a file operation fails; the previous
-                checkpoint stays the one recovery uses.
+                checkpoint stays the one recovery uses. LDB-5004 if the
+                database was opened read-only.
             LaminarError: LDB-9002 if the connection is closed.
 
         Example:
@@ -624,9 +626,15 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
     config: Mapping[str, object] | None = None,
     sinks: Mapping[str, tuple[str, SinkConnector]] | None = None,
     vars: Mapping[str, object] | None = None,  # noqa: A002 -- the documented name
+    read_only: bool = False,
     **options: object,
 ) -> Connection:
     """Open a database.
+
+    A durable database owns its directory until :meth:`Connection.close`: a
+    second open of it, in this process or another, raises ``StorageError``
+    LDB-5003 naming the directory and the holder's pid. Read-only opens share
+    a directory with each other, never with a writer (docs/DURABILITY.md).
 
     Args:
         path: A data directory for durable state, or None for in memory. It is
@@ -643,6 +651,10 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
             by ``str(value)`` before parsing (the same as the option
             ``var.NAME``; see docs/SQL.md, "Variables"). The value is pasted
             in as text, unescaped: do not pass untrusted input.
+        read_only: Open ``path`` for queries only (the ``read_only`` option):
+            recover its catalog, checkpoint and WAL in memory and write
+            nothing there; DDL, pushes, ``checkpoint()`` and sinks raise
+            ``StorageError`` LDB-5004. ``checkpoint_interval`` is not needed.
         **options: More options, as keywords; they override ``config``. Values
             are passed as text (booleans as ``true``/``false``).
 
@@ -654,8 +666,9 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
             not a letter or '_' then letters, digits, '_' or '.'), LDB-6002 for a bad value,
             LDB-6003 for settings that conflict (``wal_mode`` without
             ``checkpoint_interval``, ``checkpoint_interval`` without a path).
-        StorageError: LDB-5001 if the data directory cannot be created,
-            LDB-5002 if stored state does not recover.
+        StorageError: LDB-5001 if the data directory cannot be created (or,
+            read-only, does not exist), LDB-5002 if stored state does not
+            recover, LDB-5003 if another database holds the directory.
 
     Example:
         >>> import laminardb
@@ -669,6 +682,8 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
     settings: dict[str, object] = dict(config or {})
     settings.update(options)
     settings.update({f"var.{name}": value for name, value in (vars or {}).items()})
+    if read_only:
+        settings["read_only"] = True
     text_path = os.fspath(path) if path is not None else None
     if text_path is not None:
         settings["data_dir"] = text_path
