@@ -111,6 +111,13 @@ typedef struct lm_wal_options {
   /* Refuse to open (LAMINAR_ERR_IO, nothing changed) when damage lies before
    * the newest segment, instead of cutting whole records off there. */
   bool strict;
+  /* Records 1..covered are covered by the checkpoint recovery restores (0:
+   * none): they are never replayed, so damage or absence among them is
+   * skipped (reported in lm_wal_report's skip fields), not cut -- the scan
+   * goes on at the next whole record, found by its frame and CRC, when
+   * every record missing before it is covered -- and the log continues at
+   * covered + 1 at least (appends after a skip go to a fresh segment). */
+  uint64_t covered;
 } lm_wal_options;
 
 /* What lm_wal_open found. */
@@ -123,6 +130,10 @@ typedef struct lm_wal_report {
   uint64_t bytes_cut;        /* bytes removed, dropped segments included */
   uint64_t segments_dropped; /* whole segment files removed */
   char reason[192];          /* why, when cut: file, offset, what was wrong */
+  /* Covered records (options.covered) that are damaged or missing: skipped. */
+  uint64_t skip_first;       /* the lowest skipped record (0: nothing skipped) */
+  uint64_t skip_last;        /* the highest */
+  char skip_reason[192];     /* the first skip: file, offset, what was wrong */
 } lm_wal_report;
 
 typedef struct lm_wal_record {

@@ -53,48 +53,6 @@ static int rm_entry(const char* path, const struct stat* st, int flag, struct FT
 
 static void rm_tree(const char* dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
-/* Copy file from -> to, skipping all-zero blocks (WAL segments are
- * preallocated: the copy stays sparse, its length the same). */
-static int copy_file(const char* from, const char* to, off_t size) {
-  int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  int rc = in >= 0 && out >= 0 ? 0 : -1;
-  static char buf[65536];
-  static const char zero[65536];
-  ssize_t got;
-  while (rc == 0 && (got = read(in, buf, sizeof buf)) > 0) {
-    if (memcmp(buf, zero, (size_t)got) == 0) {
-      if (lseek(out, got, SEEK_CUR) < 0) rc = -1;
-    } else if (write(out, buf, (size_t)got) != got) {
-      rc = -1;
-    }
-  }
-  if (rc == 0 && ftruncate(out, size) != 0) rc = -1;
-  if (in >= 0) close(in);
-  if (out >= 0) close(out);
-  return rc;
-}
-
-/* Copy the tree under `from` to `to` (which does not exist yet). */
-static int copy_tree(const char* from, const char* to) {
-  struct stat st;
-  if (stat(from, &st) != 0) return -1;
-  if (!S_ISDIR(st.st_mode)) return copy_file(from, to, st.st_size);
-  if (mkdir(to, 0755) != 0) return -1;
-  DIR* d = opendir(from);
-  if (d == NULL) return -1;
-  struct dirent* e;
-  int rc = 0;
-  while (rc == 0 && (e = readdir(d)) != NULL) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    char a[1024], b[1024];
-    snprintf(a, sizeof a, "%s/%s", from, e->d_name);
-    snprintf(b, sizeof b, "%s/%s", to, e->d_name);
-    rc = copy_tree(a, b);
-  }
-  closedir(d);
-  return rc;
-}
-
 /* The WAL position of the first source in dir's newest checkpoint (the
  * barrier's position in its queue; -1 on failure). */
 static int64_t checkpoint_position(const char* dir) {
@@ -256,7 +214,7 @@ static int two_sources(bool pause) {
     taken++;
     if (k % 5 == 1 && ncopies < NCOPIES) {
       snprintf(copies[ncopies], sizeof copies[ncopies], "%s_copy%d", dir, ncopies);
-      CHECK(copy_tree(dir, copies[ncopies]) == 0);
+      CHECK(lm_test_copy_tree(dir, copies[ncopies]) == 0);
       ncopies++;
     }
   }
@@ -420,7 +378,7 @@ static int test_held_reactor(void) {
   EXPECT(done_while_held == 0); /* the checkpoint waited for reactor 1 */
   CHECK_CODE(c.rc, LAMINAR_OK, NULL);
   /* That checkpoint, as a crash right after it would leave the directory. */
-  CHECK(copy_tree(dir, copy) == 0);
+  CHECK(lm_test_copy_tree(dir, copy) == 0);
   for (int64_t b = 25; b < NBATCH; b++) CHECK_CODE(push_batch(src, b, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
   int rc = finish_and_compare(db, src, dir, want);
@@ -490,7 +448,7 @@ static int test_aligned_in_flight(void) {
   atomic_store(&h.release, 1);
   pthread_join(t, NULL);
   CHECK_CODE(c.rc, LAMINAR_OK, NULL);
-  CHECK(copy_tree(dir, copy) == 0);
+  CHECK(lm_test_copy_tree(dir, copy) == 0);
   int64_t at = checkpoint_position(copy);
   printf("aligned_in_flight: the barrier stands after batch %lld of the %d queued\n", (long long)at,
          NB_BACKLOG);
