@@ -1115,7 +1115,7 @@ static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
   }
   if (crep.skipped > 0) {
     if (pfound)
-      report(d, "%d damaged checkpoint(s) skipped (%s): restored checkpoint %" PRIu64
+      report(d, "%d damaged checkpoint(s) skipped: %s; restored checkpoint %" PRIu64
              ", then the WAL replayed up to checkpoint %" PRIu64 "'s positions without "
              "publishing its epochs again",
              crep.skipped, crep.reason, epoch, quiet_epoch);

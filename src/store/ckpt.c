@@ -162,7 +162,7 @@ static int read_framed(const char* dir, const char* prefix, uint64_t epoch, uint
   snprintf(path, sizeof path, "%s/%s%0*" PRIu64 CKPT_SUFFIX, dir, prefix, EPOCH_DIGITS, epoch);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    snprintf(why, whylen, "%.200s: %s", path, strerror(errno));
+    snprintf(why, whylen, "epoch %" PRIu64 ": %s (%.200s)", epoch, strerror(errno), path);
     return -1;
   }
   struct stat st;
@@ -172,13 +172,13 @@ static int read_framed(const char* dir, const char* prefix, uint64_t epoch, uint
   if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < CKPT_HEADER ||
       pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h, CKPT_MAGIC, 8) != 0 ||
       lm_le_get64(h + 8) != epoch || lm_le_get64(h + 16) != (uint64_t)st.st_size - CKPT_HEADER) {
-    snprintf(why, whylen, "%.200s: header or length invalid", path);
+    snprintf(why, whylen, "epoch %" PRIu64 ": header or length invalid (%.200s)", epoch, path);
     goto out;
   }
   size_t len = (size_t)lm_le_get64(h + 16);
   body = lm_malloc(len > 0 ? len : 1);
   if (body == NULL) {
-    snprintf(why, whylen, "%.200s: out of memory", path);
+    snprintf(why, whylen, "epoch %" PRIu64 ": out of memory (%.200s)", epoch, path);
     goto out;
   }
   size_t got = 0;
@@ -189,7 +189,8 @@ static int read_framed(const char* dir, const char* prefix, uint64_t epoch, uint
     got += (size_t)r;
   }
   if (got != len || (uint64_t)lm_crc32c(0, body, len) != lm_le_get64(h + 24)) {
-    snprintf(why, whylen, "%.200s: %s", path, got != len ? "short read" : "CRC mismatch");
+    snprintf(why, whylen, "epoch %" PRIu64 ": %s (%.200s)", epoch,
+             got != len ? "short read" : "CRC mismatch", path);
     goto out;
   }
   *out = body;
