@@ -872,6 +872,7 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, lam
     int64_t seq = lm_state_get_i64(&r), wm = lm_state_get_i64(&r), mx = lm_state_get_i64(&r);
     if (s == NULL) continue; /* dropped after the checkpoint: the catalog is newer */
     s->processed_seq = (uint64_t)seq;
+    s->unlogged_seq = (uint64_t)seq; /* wal_mode none: its offsets go on from here */
     s->watermark_ms = wm;
     s->max_ts_ms = mx;
   }
@@ -974,6 +975,7 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_e
       const char* e = k->vt->last_error != NULL ? k->vt->last_error(k) : NULL;
       if (e != NULL && e[0] != '\0') why = e;
     }
+    if (strncmp(why, "LDB-", 4) == 0 && strlen(why) > 10 && why[8] == ':') why += 10;
     return lm_error_set(err, rc, "source '%s': replaying WAL record %" PRIu64 " failed: %s",
                         src->name, rec->seq, why);
   }

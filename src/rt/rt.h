@@ -147,6 +147,10 @@ typedef struct lm_source_def {
   atomic_int_fast64_t carried_watermark;
   struct lm_wal* wal;        /* NULL unless durable (src/db/durable.c); producer side */
   bool wal_sync;             /* acknowledge a push after fdatasync */
+  /* Durable without a WAL (wal_mode none): the offset of the last message
+   * accepted, numbered as a WAL would (laminar_source_offset); from the
+   * checkpoint's position at recovery. Under log_mu. */
+  uint64_t unlogged_seq;
   /* reactor-only */
   uint64_t processed_seq;    /* last WAL record taken through the graph */
   int64_t max_ts_ms;
