@@ -36,7 +36,11 @@
  * provided nothing but zeros follows. The log is cut at the first record that
  * is torn (shorter than its length), corrupt (CRC), out of sequence, zeroed in
  * place, or preceded by a missing segment; the cut is reported in
- * lm_wal_report, never replayed as data. Strict mode refuses to cut anywhere
+ * lm_wal_report, never replayed as data. Damage among records a checkpoint
+ * covers (lm_wal_options.covered) is skipped instead: the scan goes on at the
+ * next whole record (found at a multiple of 8 by its frame, sequence number
+ * and CRC) or the next segment when every record missing in between is
+ * covered, and the log continues numbering after the covered ones. Strict mode refuses to cut anywhere
  * but in the newest segment. A segment whose header names another first
  * record (copied or foreign) counts as damaged.
  *
