@@ -12,7 +12,7 @@
  * laminar_source_offset() as documented (batch offset - 1 on), pushes the rest
  * up to batch 39, and the committed output (sinks' part files) and the view
  * must equal an uninterrupted run's: recovered exactly, the resume offset
- * right, no epoch published twice. A refusal is accepted only when its
+ * right, no epoch published twice (also with two reactors). A refusal is accepted only when its
  * message names the damaged file. Damage the checkpoint covers must be
  * reported by laminar_durability_report().
  */
@@ -43,9 +43,11 @@ static const char* const TARGET_NAMES[] = {"wal record 5 (covered)", "wal record
                                            "checkpoint 2 (newest)", "checkpoint 1 (older)",
                                            "checkpoint 2 and its positions"};
 
+static int g_cores = 1; /* reactors of every open (the replay's partitions) */
+
 static int open_it(const char* dir, bool sinks, laminar_db** db, laminar_source** src,
                    laminar_error* err) {
-  laminar_code rc = open_db(dir, "sync", db, err);
+  laminar_code rc = open_db_cores(dir, "sync", g_cores, db, err);
   if (rc == LAMINAR_OK) rc = laminar_execute(*db, DDL, err);
   if (rc == LAMINAR_OK) rc = laminar_execute(*db, TOTAL_SQL, err);
   if (rc == LAMINAR_OK && sinks) {
@@ -239,8 +241,8 @@ static int sweep(bool sinks) {
     }
   }
   free(want);
-  fprintf(stderr, "damage %s: cases=%d failed=%d\n", sinks ? "with file sinks" : "view only",
-          cases, failed);
+  fprintf(stderr, "damage %s, cores=%d: cases=%d failed=%d\n",
+          sinks ? "with file sinks" : "view only", g_cores, cases, failed);
   return failed != 0;
 }
 
@@ -354,10 +356,18 @@ static int test_full_disk_during_replay(void) {
 
 static int test_damage_with_file_sinks(void) { return sweep(true); }
 static int test_damage_view_only(void) { return sweep(false); }
+/* Two reactors: the replay runs each record through the partitions. */
+static int test_damage_with_file_sinks_2_cores(void) {
+  g_cores = 2;
+  int rc = sweep(true);
+  g_cores = 1;
+  return rc;
+}
 
 static const lm_test_case cases[] = {
     {"damage_with_file_sinks", test_damage_with_file_sinks},
     {"damage_view_only", test_damage_view_only},
+    {"damage_with_file_sinks_2_cores", test_damage_with_file_sinks_2_cores},
     {"full_disk_during_replay", test_full_disk_during_replay},
     {NULL, NULL},
 };
