@@ -156,6 +156,9 @@ typedef enum laminar_code {
   LAMINAR_ERR_NULL_VIOLATION = 3005,      /* NULL in a NOT NULL column */
   LAMINAR_ERR_QUEUE_FULL = 3006,          /* the source queue is full and cannot drain */
   LAMINAR_ERR_SOURCE_CLOSED = 3007,       /* the source was dropped */
+  LAMINAR_ERR_PUSH_TIMEOUT = 3009,        /* no room in the source queue within the
+                                             timeout of a *_timeout push; nothing
+                                             ingested */
 
   /* 4xxx subscriptions */
   LAMINAR_ERR_SUBSCRIPTION_CLOSED = 4001, /* the stream was dropped or the db closed */
@@ -653,7 +656,9 @@ LAMINAR_API laminar_code laminar_source_open(laminar_db* db, const char* name,
  *   storage). A rejected batch ingests nothing; data pushed before it is kept.
  * Back-pressure when the queue is full: the source's policy (block, drop_oldest,
  * reject; see laminar_config_set). Block waits with the source's wait strategy
- * while the runtime runs and returns LAMINAR_ERR_QUEUE_FULL when it does not.
+ * while the runtime runs and returns LAMINAR_ERR_QUEUE_FULL when it does not
+ * (also when the runtime stops during the wait: nothing is logged then either).
+ * The wait has no time limit: laminar_source_push_timeout() bounds it.
  * Thread-safety: the producer thread of this handle (one thread at a time per
  *   handle; clones push from their own threads at the same time); the
  *   runtime may run. */
@@ -671,6 +676,25 @@ LAMINAR_API laminar_code laminar_source_try_push(laminar_source* source,
                                                  struct ArrowArray* array,
                                                  const struct ArrowSchema* schema,
                                                  laminar_error* err);
+
+/* As laminar_source_push(), but a wait for room (block back-pressure while
+ * the runtime runs) lasts at most `timeout_ms` milliseconds: for a caller
+ * that must stay responsive (a signal, a shutdown flag) while a full queue
+ * does not drain, e.g. a subscriber nobody reads. Push again after a timeout.
+ * timeout_ms: the longest wait; 0 waits not at all; < 0 waits as
+ *   laminar_source_push() does (no limit).
+ * Ownership: as laminar_source_push(); after LAMINAR_ERR_PUSH_TIMEOUT `*array`
+ *   is untouched and still the caller's, and nothing of it was ingested or
+ *   logged.
+ * Returns: as laminar_source_push(); LAMINAR_ERR_PUSH_TIMEOUT when the queue
+ *   had no room within timeout_ms (a source that would not wait --
+ *   reject, drop_oldest, or block without a running runtime -- answers as
+ *   laminar_source_push() does).
+ * Thread-safety: as laminar_source_push(). */
+LAMINAR_API laminar_code laminar_source_push_timeout(laminar_source* source,
+                                                     struct ArrowArray* array,
+                                                     const struct ArrowSchema* schema,
+                                                     int64_t timeout_ms, laminar_error* err);
 
 /* Another producer handle on the same source, for another thread. The first
  * clone switches the source's queue to multi-producer mode for good (a CAS per
@@ -730,6 +754,18 @@ LAMINAR_API laminar_code laminar_source_free_slots(laminar_source* source, int64
 LAMINAR_API laminar_code laminar_source_watermark(laminar_source* source,
                                                   int64_t watermark_ms,
                                                   laminar_error* err);
+
+/* As laminar_source_watermark(), but a wait for room in a full queue lasts at
+ * most `timeout_ms` milliseconds (0: no wait; < 0: no limit), as
+ * laminar_source_push_timeout() waits.
+ * Returns: as laminar_source_watermark(); LAMINAR_ERR_PUSH_TIMEOUT when the
+ *   queue had no room within timeout_ms (the watermark was not queued or
+ *   logged: send it again).
+ * Thread-safety: as laminar_source_push(). */
+LAMINAR_API laminar_code laminar_source_watermark_timeout(laminar_source* source,
+                                                          int64_t watermark_ms,
+                                                          int64_t timeout_ms,
+                                                          laminar_error* err);
 
 /* The offset the next push or watermark on this source will get: 1 + the
  * number of messages its WAL holds or has checkpointed (1 for a new source).

@@ -144,6 +144,34 @@ static laminar_code queue_full(const lm_source_def* def, laminar_error* err) {
   return LAMINAR_ERR_QUEUE_FULL;
 }
 
+/* How a push may wait for room in a full block queue: not at all (try_push),
+ * while the runtime runs (push), or until a deadline too (the _timeout
+ * calls; then timeout_ms is what the caller asked, for the message). */
+typedef struct push_wait {
+  bool wait;
+  int64_t deadline_ns; /* CLOCK_MONOTONIC (lm_rt_now_ns); -1: no deadline */
+  int64_t timeout_ms;
+} push_wait;
+
+static const push_wait NO_WAIT = {false, -1, 0};
+static const push_wait WAIT_FOREVER = {true, -1, -1};
+
+static push_wait wait_for(int64_t timeout_ms) {
+  if (timeout_ms < 0) return WAIT_FOREVER;
+  int64_t ms = timeout_ms > INT64_MAX / 2000000 ? INT64_MAX / 2000000 : timeout_ms;
+  return (push_wait){true, lm_rt_now_ns() + ms * 1000000, timeout_ms};
+}
+
+static laminar_code push_timeout(const lm_source_def* def, const push_wait* how,
+                                 laminar_error* err) {
+  lm_error_set(err, LAMINAR_ERR_PUSH_TIMEOUT,
+               "source '%s': no room in its queue (%u messages) within %lld ms; "
+               "nothing ingested",
+               def->name, lm_mpsc_capacity(def->queue), (long long)how->timeout_ms);
+  lm_error_object(err, def->name, NULL);
+  return LAMINAR_ERR_PUSH_TIMEOUT;
+}
+
 static bool runtime_started(const laminar_source* src) {
   return atomic_load_explicit(&src->db->rt.started, memory_order_acquire);
 }
@@ -158,21 +186,6 @@ static full_action on_full(const laminar_source* src, bool wait) {
     case LM_BP_BLOCK: break;
   }
   return wait && runtime_started(src) ? FULL_WAIT : FULL_REFUSE;
-}
-
-/* Whether `n` messages must be refused now, before anything is logged: the
- * queue lacks room and the policy neither waits nor drops. Exact under
- * def->log_mu (only the reactor moves the queue then, and only makes room). */
-static laminar_code refuse_early(laminar_source* src, uint32_t n, bool wait,
-                                 laminar_error* err) {
-  lm_source_def* def = src->def;
-  if (lm_mpsc_capacity(def->queue) - lm_mpsc_size(def->queue) >= n) return LAMINAR_OK;
-  full_action act = on_full(src, wait);
-  if (act == FULL_REJECT) {
-    atomic_fetch_add_explicit(&def->rejected_batches, n, memory_order_relaxed);
-  }
-  if (act == FULL_REJECT || act == FULL_REFUSE) return queue_full(def, err);
-  return LAMINAR_OK;
 }
 
 typedef struct room_wait {
@@ -209,10 +222,54 @@ static void drop_oldest(lm_source_def* def) {
   lm_msg_free(msg);
 }
 
+/* One wait of a producer blocked on a full queue for room for `need`
+ * messages: at most 10 ms (a missed notification costs little) and not past
+ * the deadline. LAMINAR_ERR_PUSH_TIMEOUT once the deadline has passed. */
+static laminar_code wait_room(laminar_source* src, uint32_t need, const push_wait* how,
+                              laminar_error* err) {
+  int64_t slice = 10000000;
+  if (how->deadline_ns >= 0) {
+    int64_t left = how->deadline_ns - lm_rt_now_ns();
+    if (left <= 0) return push_timeout(src->def, how, err);
+    if (left < slice) slice = left;
+  }
+  lm_rt_notify(&src->db->rt);
+  room_wait w = {src, need};
+  lm_wait_until(&src->def->wait, &src->def->room, slice, room_or_abort, &w);
+  return LAMINAR_OK;
+}
+
+/* Whether `n` messages may go on the queue, checked before anything is logged:
+ * refused (reject, or a block queue that may not wait) when the queue lacks
+ * room. With `here`, a block queue that may wait waits here for the room
+ * (until the runtime stops, the source is dropped or the deadline passes);
+ * without, it is left to enqueue. Exact under def->log_mu (only the reactor
+ * moves the queue then, and only makes room): the WAL path waits here, so a
+ * push that gives up has logged nothing. */
+static laminar_code refuse_early(laminar_source* src, uint32_t n, const push_wait* how,
+                                 bool here, laminar_error* err) {
+  lm_source_def* def = src->def;
+  while (lm_mpsc_capacity(def->queue) - lm_mpsc_size(def->queue) < n) {
+    if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
+      lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped", def->name);
+      lm_error_object(err, def->name, NULL);
+      return LAMINAR_ERR_SOURCE_CLOSED;
+    }
+    full_action act = on_full(src, how->wait);
+    if (act == FULL_REJECT) {
+      atomic_fetch_add_explicit(&def->rejected_batches, n, memory_order_relaxed);
+    }
+    if (act == FULL_REJECT || act == FULL_REFUSE) return queue_full(def, err);
+    if (act == FULL_DROP || !here) return LAMINAR_OK;
+    LM_TRY(wait_room(src, n, how, err));
+  }
+  return LAMINAR_OK;
+}
+
 /* Enqueue msgs[0..n) (n <= capacity) as one contiguous run, applying the
  * source's back-pressure policy to a full queue. */
-static laminar_code enqueue(laminar_source* src, lm_msg* const* msgs, uint32_t n, bool wait,
-                            laminar_error* err) {
+static laminar_code enqueue(laminar_source* src, lm_msg* const* msgs, uint32_t n,
+                            const push_wait* how, laminar_error* err) {
   lm_source_def* def = src->def;
   while (!lm_mpsc_push_all(def->queue, (void* const*)msgs, n)) {
     if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
@@ -220,7 +277,7 @@ static laminar_code enqueue(laminar_source* src, lm_msg* const* msgs, uint32_t n
       lm_error_object(err, def->name, NULL);
       return LAMINAR_ERR_SOURCE_CLOSED;
     }
-    switch (on_full(src, wait)) {
+    switch (on_full(src, how->wait)) {
       case FULL_DROP:
         drop_oldest(def);
         continue;
@@ -232,11 +289,8 @@ static laminar_code enqueue(laminar_source* src, lm_msg* const* msgs, uint32_t n
       case FULL_WAIT:
         break;
     }
-    /* Block back-pressure: the reactor notifies `room` after taking messages;
-     * waits are cut into 10 ms slices so a missed condition costs little. */
-    lm_rt_notify(&src->db->rt);
-    room_wait w = {src, n};
-    lm_wait_until(&def->wait, &def->room, 10000000, room_or_abort, &w);
+    /* Block back-pressure: the reactor notifies `room` after taking messages. */
+    LM_TRY(wait_room(src, n, how, err));
   }
   lm_rt_notify(&src->db->rt);
   return LAMINAR_OK;
@@ -247,8 +301,8 @@ static laminar_code enqueue(laminar_source* src, lm_msg* const* msgs, uint32_t n
  * runtime stopped while a run longer than the queue waits for room leaves
  * the first *out_pushed arrays ingested. */
 static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, int64_t n,
-                              const struct ArrowSchema* schema, bool wait, int64_t* out_pushed,
-                              laminar_error* err) {
+                              const struct ArrowSchema* schema, const push_wait* how,
+                              int64_t* out_pushed, laminar_error* err) {
   if (out_pushed != NULL) *out_pushed = 0;
   if (!source_ok(src)) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "invalid or closed source handle");
@@ -267,7 +321,8 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
   uint32_t cap = lm_mpsc_capacity(def->queue);
   /* A run that can never fit is refused before any work by reject (and by a
    * push that may not wait): it would be refused anyway. */
-  if (n > (int64_t)cap && on_full(src, wait) != FULL_WAIT && on_full(src, wait) != FULL_DROP) {
+  if (n > (int64_t)cap && on_full(src, how->wait) != FULL_WAIT &&
+      on_full(src, how->wait) != FULL_DROP) {
     if (def->backpressure == LM_BP_REJECT) {
       atomic_fetch_add_explicit(&def->rejected_batches, n, memory_order_relaxed);
     }
@@ -275,7 +330,9 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
   }
   /* A full queue that neither waits nor drops refuses before the import's
    * work (the WAL path checks under its lock instead, before logging). */
-  if (def->wal == NULL) LM_TRY(refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, wait, err));
+  if (def->wal == NULL) {
+    LM_TRY(refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, how, false, err));
+  }
   lm_msg* one;
   lm_msg** msgs = n == 1 ? &one : lm_calloc((size_t)n, sizeof *msgs);
   if (msgs == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -329,16 +386,20 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
        * producers push at once. */
       pthread_mutex_lock(&def->log_mu);
       /* Refused before anything is logged. Under the lock only the reactor
-       * moves the queue (a WAL source never drops), so room seen stays. */
-      rc = refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, wait, err);
+       * moves the queue (a WAL source never drops), so room seen stays: each
+       * message waits for its room before it is logged, and one that gives
+       * up (stopped runtime, dropped source, deadline) has logged nothing. */
+      rc = refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, how, false, err);
       while (queued < n && rc == LAMINAR_OK) {
+        rc = refuse_early(src, 1, how, true, err);
+        if (rc != LAMINAR_OK) break;
         lm_arrow_kept* mine = NULL;
         if (kept != NULL) {
           mine = kept[queued];
           kept[queued] = NULL; /* lm_durable_log's now */
         }
         rc = lm_durable_log(def, msgs[queued], mine, err);
-        if (rc == LAMINAR_OK) rc = enqueue(src, &msgs[queued], 1, wait, err);
+        if (rc == LAMINAR_OK) rc = enqueue(src, &msgs[queued], 1, how, err);
         if (rc == LAMINAR_OK) queued++;
       }
       pthread_mutex_unlock(&def->log_mu);
@@ -352,7 +413,7 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
         uint32_t run = n - queued > (int64_t)cap ? cap : (uint32_t)(n - queued);
         for (uint32_t k = 0; number && k < run; k++)
           msgs[queued + k]->seq = def->unlogged_seq + 1 + k;
-        rc = enqueue(src, &msgs[queued], run, wait, err);
+        rc = enqueue(src, &msgs[queued], run, how, err);
         if (rc == LAMINAR_OK) queued += run;
         if (rc == LAMINAR_OK && number) def->unlogged_seq += run;
       }
@@ -382,18 +443,25 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
 
 laminar_code laminar_source_push(laminar_source* src, struct ArrowArray* array,
                                  const struct ArrowSchema* schema, laminar_error* err) {
-  return push_many(src, array, 1, schema, true, NULL, err);
+  return push_many(src, array, 1, schema, &WAIT_FOREVER, NULL, err);
 }
 
 laminar_code laminar_source_try_push(laminar_source* src, struct ArrowArray* array,
                                      const struct ArrowSchema* schema, laminar_error* err) {
-  return push_many(src, array, 1, schema, false, NULL, err);
+  return push_many(src, array, 1, schema, &NO_WAIT, NULL, err);
+}
+
+laminar_code laminar_source_push_timeout(laminar_source* src, struct ArrowArray* array,
+                                         const struct ArrowSchema* schema, int64_t timeout_ms,
+                                         laminar_error* err) {
+  push_wait how = wait_for(timeout_ms);
+  return push_many(src, array, 1, schema, &how, NULL, err);
 }
 
 laminar_code laminar_source_push_batch(laminar_source* src, struct ArrowArray* arrays,
                                        int64_t n, const struct ArrowSchema* schema,
                                        int64_t* out_pushed, laminar_error* err) {
-  return push_many(src, arrays, n, schema, true, out_pushed, err);
+  return push_many(src, arrays, n, schema, &WAIT_FOREVER, out_pushed, err);
 }
 
 laminar_code laminar_source_free_slots(laminar_source* src, int64_t* out, laminar_error* err) {
@@ -416,8 +484,8 @@ laminar_code laminar_source_has_capacity(laminar_source* src, int64_t n, int32_t
   return LAMINAR_OK;
 }
 
-laminar_code laminar_source_watermark(laminar_source* src, int64_t watermark_ms,
-                                      laminar_error* err) {
+static laminar_code watermark(laminar_source* src, int64_t watermark_ms, const push_wait* how,
+                              laminar_error* err) {
   if (!source_ok(src)) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "invalid or closed source handle");
   }
@@ -434,21 +502,32 @@ laminar_code laminar_source_watermark(laminar_source* src, int64_t watermark_ms,
   laminar_code rc = LAMINAR_OK;
   if (def->wal != NULL) {
     pthread_mutex_lock(&def->log_mu); /* see push_many */
-    rc = refuse_early(src, 1, true, err); /* before it is logged */
+    rc = refuse_early(src, 1, how, true, err); /* before it is logged */
     if (rc == LAMINAR_OK) rc = lm_durable_log(def, msg, NULL, err); /* a watermark */
-    if (rc == LAMINAR_OK) rc = enqueue(src, &msg, 1, true, err);
+    if (rc == LAMINAR_OK) rc = enqueue(src, &msg, 1, how, err);
     pthread_mutex_unlock(&def->log_mu);
   } else if (src->db->dur != NULL) { /* numbered without a log (see push_many) */
     pthread_mutex_lock(&def->log_mu);
     msg->seq = def->unlogged_seq + 1;
-    rc = enqueue(src, &msg, 1, true, err);
+    rc = enqueue(src, &msg, 1, how, err);
     if (rc == LAMINAR_OK) def->unlogged_seq++;
     pthread_mutex_unlock(&def->log_mu);
   } else {
-    rc = enqueue(src, &msg, 1, true, err);
+    rc = enqueue(src, &msg, 1, how, err);
   }
   if (rc != LAMINAR_OK) lm_free(msg);
   return rc;
+}
+
+laminar_code laminar_source_watermark(laminar_source* src, int64_t watermark_ms,
+                                      laminar_error* err) {
+  return watermark(src, watermark_ms, &WAIT_FOREVER, err);
+}
+
+laminar_code laminar_source_watermark_timeout(laminar_source* src, int64_t watermark_ms,
+                                              int64_t timeout_ms, laminar_error* err) {
+  push_wait how = wait_for(timeout_ms);
+  return watermark(src, watermark_ms, &how, err);
 }
 
 laminar_code laminar_source_offset(laminar_source* src, int64_t* out, laminar_error* err) {

@@ -16,12 +16,16 @@ when the push succeeds, so nothing here frees what the core took.
 from __future__ import annotations
 
 import ctypes
+import decimal
+import math
+import numbers
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from laminardb._laminar_cffi import ffi
+from laminardb.errors import COLUMN_TYPE, error_for
 
 __all__ = [
     "address",
@@ -133,23 +137,82 @@ def import_reader(stream: Any) -> pa.RecordBatchReader:  # noqa: ANN401 -- cdata
             stream.release(stream)
 
 
-def _column(values: object, field: pa.Field | None) -> pa.Array:
+#: Number kinds that may carry a fraction (float, numpy floats, Fraction, Decimal).
+_FRACTIONAL = (numbers.Real, decimal.Decimal)
+
+
+def _whole_numbers_only(type_: pa.DataType) -> bool:
+    """Tell whether a type stores whole numbers (integers, times, dates)."""
+    return bool(
+        pa.types.is_integer(type_)
+        or pa.types.is_timestamp(type_)
+        or pa.types.is_date(type_)
+        or pa.types.is_time(type_)
+        or pa.types.is_duration(type_)
+    )
+
+
+def _check_no_fraction(values: object, field: pa.Field, source: str) -> None:
+    """Refuse a Python number with a fraction bound for a whole-number column.
+
+    pyarrow converts a Python list with a target type by truncating floats
+    (``pa.array([1.5], pa.int64())`` gives 1), unlike its array conversions,
+    which refuse (``pa.array(numpy.array([1.5]), pa.int64())``, ``cast``).
+    A whole float such as 2.0 is accepted, as those accept it.
+
+    Args:
+        values: The column's values as given.
+        field: The source's field they are converted to.
+        source: The source's name, for the error.
+
+    Raises:
+        IngestError: LDB-3004 naming the source, the column, the value and
+            its row.
+    """
+    if not isinstance(values, (list, tuple)) or not _whole_numbers_only(field.type):
+        return
+    kinds = set(map(type, values))  # cheap: the common all-int list skips the scan
+    if not any(issubclass(k, _FRACTIONAL) and not issubclass(k, numbers.Integral) for k in kinds):
+        return
+    for row, value in enumerate(values):
+        if (
+            isinstance(value, _FRACTIONAL)
+            and not isinstance(value, numbers.Integral)
+            and math.isfinite(value)
+            and value != math.floor(value)
+        ):
+            raise error_for(
+                COLUMN_TYPE,
+                f"LDB-3004: source '{source}', column '{field.name}' ({field.type}): "
+                f"{value!r} in row {row} is not a whole number; nothing was ingested",
+                object=source,
+                column_name=field.name,
+            )
+
+
+def _column(values: object, field: pa.Field | None, source: str) -> pa.Array:
     """Build one column, with the source's type when the values allow it.
 
     Args:
         values: A sequence of Python values, a numpy array, or a pyarrow array.
         field: The source's field of that name, or None if it has none.
+        source: The source's name, for errors.
 
     Returns:
         The column. pyarrow arrays are kept as they are; other values are
         converted to the field's type, or by inference when they do not convert
         (the core then rejects the column with an LDB-3004 naming it).
+
+    Raises:
+        IngestError: LDB-3004 for a number with a fraction bound for a
+            whole-number column (BIGINT, TIMESTAMP...).
     """
     if isinstance(values, pa.ChunkedArray):
         return values.combine_chunks()
     if isinstance(values, pa.Array):
         return values
     if field is not None:
+        _check_no_fraction(values, field, source)
         try:
             return pa.array(values, type=field.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
@@ -157,18 +220,23 @@ def _column(values: object, field: pa.Field | None) -> pa.Array:
     return pa.array(values)
 
 
-def batch_from_columns(columns: Mapping[str, object], schema: pa.Schema) -> pa.RecordBatch:
+def batch_from_columns(
+    columns: Mapping[str, object], schema: pa.Schema, source: str
+) -> pa.RecordBatch:
     """Build a record batch from a dict of columns, typed by the source's schema.
 
     Args:
         columns: ``{column name: values}``; every value has the same length.
         schema: The source's schema (types and nullability to use).
+        source: The source's name, for errors.
 
     Returns:
         The batch; columns keep the dict's order.
 
     Raises:
         TypeError: If a key is not a string.
+        IngestError: LDB-3004 for a number with a fraction bound for a
+            whole-number column.
         pyarrow.ArrowInvalid: If the columns' lengths differ.
     """
     fields: list[pa.Field] = []
@@ -178,26 +246,32 @@ def batch_from_columns(columns: Mapping[str, object], schema: pa.Schema) -> pa.R
             raise TypeError(f"column names must be str, got {type(name).__qualname__}")
         index = schema.get_field_index(name)
         field = schema.field(index) if index >= 0 else None
-        array = _column(values, field)
+        array = _column(values, field, source)
         nullable = field.nullable if field is not None else True
         fields.append(pa.field(name, array.type, nullable=nullable))
         arrays.append(array)
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def batch_from_rows(rows: Iterable[Mapping[str, object]], schema: pa.Schema) -> pa.RecordBatch:
+def batch_from_rows(
+    rows: Iterable[Mapping[str, object]], schema: pa.Schema, source: str
+) -> pa.RecordBatch:
     """Build a record batch from a list of dicts, typed by the source's schema.
 
     Args:
         rows: One mapping per row; a key missing from a row is NULL there.
         schema: The source's schema.
+        source: The source's name, for errors.
 
     Returns:
         The batch; columns in order of first appearance.
+
+    Raises:
+        IngestError: As :func:`batch_from_columns`.
     """
     rows = list(rows)
     names: dict[str, None] = {}
     for row in rows:
         names.update(dict.fromkeys(row))
     columns = {name: [row.get(name) for row in rows] for name in names}
-    return batch_from_columns(columns, schema)
+    return batch_from_columns(columns, schema, source)

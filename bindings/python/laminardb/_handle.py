@@ -13,7 +13,9 @@ of touching freed memory.
 from __future__ import annotations
 
 import contextlib
+import signal
 import threading
+from collections.abc import Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 
     from laminardb.connection import Connection
 
-__all__ = ["Handle", "NamedHandle", "c_text"]
+__all__ = ["Handle", "NamedHandle", "c_text", "sigint_held"]
 
 _H = TypeVar("_H", bound="Handle")
 
@@ -49,6 +51,37 @@ def c_text(value: str, what: str) -> bytes:
     if "\0" in value:
         raise ValueError(f"{what} contains a NUL character")
     return value.encode("utf-8")
+
+
+@contextlib.contextmanager
+def sigint_held() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) back while the block runs, then deliver it.
+
+    For work that must not stop halfway (closing a database: stop the runtime,
+    close the handles, free the core's threads and memory). A SIGINT that
+    comes meanwhile is recorded and raised again when the block ends, to the
+    handler that was installed before (KeyboardInterrupt by default). Outside
+    the main thread (where Python never raises KeyboardInterrupt) or when the
+    handler is not Python's to change, the block just runs.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    hits: list[int] = []
+    try:
+        previous = signal.getsignal(signal.SIGINT)
+        if previous is None:  # installed outside Python: cannot be put back
+            raise ValueError(previous)
+        signal.signal(signal.SIGINT, lambda signum, _frame: hits.append(signum))
+    except (ValueError, TypeError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if hits:
+            signal.raise_signal(signal.SIGINT)
 
 
 class Handle:

@@ -16,9 +16,9 @@ from typing import Any, Union
 import pyarrow as pa
 
 from laminardb._arrow import import_reader, import_schema
-from laminardb._handle import Handle, c_text
+from laminardb._handle import Handle, c_text, sigint_held
 from laminardb._laminar_cffi import ffi, lib
-from laminardb.errors import raise_for
+from laminardb.errors import STATE, raise_for
 from laminardb.sinks import SinkConnector, callbacks_for
 from laminardb.source import Source
 from laminardb.subscription import Subscription
@@ -76,7 +76,12 @@ class Connection(Handle):
         super().__init__(pointer, repr(path) if path is not None else "in-memory")
         self._path = path
         self._sources: dict[str, Source] = {}
-        self._clones: weakref.WeakSet[Source] = weakref.WeakSet()  # Source.clone()
+        # Also closed with the connection: Source.clone() results, and cached
+        # handles left behind by a DROP + CREATE of their source's name.
+        self._clones: weakref.WeakSet[Source] = weakref.WeakSet()
+        # Counts execute() calls: a cached Source checked at an older count
+        # may be on a source dropped (and re-created) since.
+        self._ddl_count = 0
         self._subscriptions: weakref.WeakSet[Subscription] = weakref.WeakSet()
         self._sink_handles = []
 
@@ -105,8 +110,14 @@ class Connection(Handle):
 
         Stops the runtime if it runs. Closing twice is a no-op. Batches already
         taken from subscriptions stay valid.
+
+        Close runs to the end once begun: Ctrl-C meanwhile is held back and
+        raised (KeyboardInterrupt) when the database is closed and its
+        threads have ended. Stopping a runtime whose subscriber nobody reads
+        takes about a second (see :meth:`stop`).
         """
-        super().close()
+        with sigint_held():
+            super().close()
 
     # -- SQL -------------------------------------------------------------------
 
@@ -131,7 +142,9 @@ class Connection(Handle):
         text = c_text(sql, "sql")
         err = ffi.new("laminar_error*")
         with self._lock:
-            code = lib.laminar_execute(self._require_open(), text, err)
+            db = self._require_open()
+            self._ddl_count += 1  # it may DROP (and CREATE) a cached source
+            code = lib.laminar_execute(db, text, err)
         raise_for(code, err)
         return self
 
@@ -231,7 +244,9 @@ class Connection(Handle):
 
         The connection keeps one open handle per source and hands out the same
         object until it is closed; for more producer threads, give each a
-        :meth:`Source.clone` of it.
+        :meth:`Source.clone` of it. After ``DROP SOURCE`` and a new ``CREATE
+        SOURCE`` of the same name, it hands out a new handle on the new
+        source (the old one, if still held, raises LDB-3007).
 
         Args:
             name: The source.
@@ -249,11 +264,23 @@ class Connection(Handle):
         with self._lock:
             db = self._require_open()
             cached = self._sources.get(name)
-            if cached is not None and not cached.closed:
+            if cached is not None and not cached.closed and cached._ddl_count == self._ddl_count:
                 return cached
             out = ffi.new("laminar_source**")
             err = ffi.new("laminar_error*")
             code = lib.laminar_source_open(db, text, out, err)
+            if cached is not None and not cached.closed:
+                if code == STATE:
+                    # The source of that name has a producer handle open, and
+                    # only this connection opens them: it is the cached one
+                    # (or its clones), still on the current source.
+                    cached._ddl_count = self._ddl_count
+                    return cached
+                # The cached handle's source was dropped. The handle stays open
+                # for whoever holds it (its pushes raise LDB-3007) and is
+                # closed with the connection.
+                self._clones.add(cached)
+                del self._sources[name]
             raise_for(code, err)
             try:
                 schema = self._schema_locked(text)
@@ -261,6 +288,7 @@ class Connection(Handle):
                 lib.laminar_source_close(out[0])
                 raise
             source = Source(self, name, out[0], schema)
+            source._ddl_count = self._ddl_count
             self._sources[name] = source
             return source
 

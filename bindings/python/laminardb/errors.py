@@ -55,7 +55,10 @@ CODES: dict[int, str] = {
 #: ``laminar_code`` values this package reacts to by number.
 OK = 0
 MISUSE = 9002
+STATE = 9003
+COLUMN_TYPE = 3004
 QUEUE_FULL = 3006
+PUSH_TIMEOUT = 3009
 SUBSCRIPTION_CLOSED = 4001
 
 

@@ -23,12 +23,31 @@ import pyarrow as pa
 from laminardb._arrow import batch_from_columns, batch_from_rows, capsule_pointer
 from laminardb._handle import NamedHandle
 from laminardb._laminar_cffi import ffi, lib
-from laminardb.errors import error_for, misuse, raise_for
+from laminardb.errors import PUSH_TIMEOUT, error_for, misuse, raise_for
 
 __all__ = ["Source"]
 
 _ARROW_INVALID = 3001
 _ARROW_RELEASED = 3002
+
+#: Longest single wait for room in a full queue inside the core, in
+#: milliseconds: a blocked ``push``/``watermark`` returns to Python this often,
+#: so Ctrl-C (KeyboardInterrupt) and ``close`` from another thread get through.
+WAIT_SLICE_MS = 100
+
+
+def _note(exc: BaseException, text: str) -> None:
+    """Attach ``text`` to ``exc`` as a note (PEP 678; shown by tracebacks).
+
+    Args:
+        exc: The exception being raised.
+        text: The note.
+    """
+    notes = getattr(exc, "__notes__", None)
+    if not isinstance(notes, list):
+        notes = []
+        exc.__notes__ = notes  # what BaseException.add_note does (Python >= 3.11)
+    notes.append(text)
 
 
 class Source(NamedHandle):
@@ -52,6 +71,10 @@ class Source(NamedHandle):
 
     _kind = "source"
 
+    #: The connection's execute() count when this handle was last known to be
+    #: on the current source of its name (Connection.source).
+    _ddl_count = 0
+
     def _release(self, pointer: Any) -> None:  # noqa: ANN401 -- cdata
         lib.laminar_source_close(pointer)
 
@@ -69,11 +92,29 @@ class Source(NamedHandle):
         Raises:
             LaminarError: LDB-9002 if closed; the core's 3xxx code if rejected.
         """
-        function = lib.laminar_source_push if wait else lib.laminar_source_try_push
         err = ffi.new("laminar_error*")
-        with self._lock:
-            pointer = self._require_open()
-            code = function(pointer, array, schema, err)
+        try:
+            while True:
+                with self._lock:
+                    pointer = self._require_open()
+                    if wait:  # in slices: Ctrl-C is seen between two
+                        code = lib.laminar_source_push_timeout(
+                            pointer, array, schema, WAIT_SLICE_MS, err
+                        )
+                    else:
+                        code = lib.laminar_source_try_push(pointer, array, schema, err)
+                if code != PUSH_TIMEOUT:
+                    break
+        except KeyboardInterrupt as exc:
+            # Exact either way: the core moves the array when, and only when,
+            # it takes the batch (a slice that timed out took nothing).
+            if array.release == ffi.NULL:
+                _note(exc, f"laminardb: source {self._label}: the batch was ingested "
+                      "before the interrupt")
+            else:
+                _note(exc, f"laminardb: source {self._label}: the batch was not "
+                      "ingested (it is unchanged: push it again)")
+            raise
         raise_for(code, err)
 
     def _push_array_capsules(
@@ -110,6 +151,7 @@ class Source(NamedHandle):
         if stream.release == ffi.NULL:
             raise error_for(_ARROW_RELEASED, "LDB-3002: the Arrow stream was already consumed")
         schema = ffi.new("struct ArrowSchema*")
+        pushed = 0
         try:
             _stream_check(stream, stream.get_schema(stream, schema))
             while True:
@@ -120,8 +162,14 @@ class Source(NamedHandle):
                 try:
                     self._push_struct(array, schema, wait=wait)
                 finally:
-                    if array.release != ffi.NULL:  # rejected: still ours
+                    if array.release != ffi.NULL:  # rejected or interrupted: still ours
                         array.release(array)
+                    else:
+                        pushed += 1
+        except KeyboardInterrupt as exc:
+            _note(exc, f"laminardb: source {self._label}: {pushed} batch(es) of this "
+                  "input were ingested before the interrupt, the rest not")
+            raise
         finally:
             if schema.release != ffi.NULL:
                 schema.release(schema)
@@ -150,6 +198,14 @@ class Source(NamedHandle):
                 a NOT NULL column, 3006 queue full, 3007 source dropped); nothing
                 of it was ingested and earlier pushes are kept.
             LaminarError: LDB-9002 if the source is closed.
+            KeyboardInterrupt: Ctrl-C while the push waits for room in a full
+                queue (block back-pressure with the runtime started: it waits
+                in slices of :data:`WAIT_SLICE_MS`). The batch was not
+                ingested and is unchanged: push it again. The exception's
+                note says so; in the rare case that Ctrl-C lands in the
+                instant after the core took the batch, the note says it was
+                ingested. For a table or stream, the note also counts the
+                batches of it that went in.
         """
         self._push(data, wait=True)
 
@@ -319,10 +375,10 @@ class Source(NamedHandle):
             schema_capsule, array_capsule = data.__arrow_c_array__()
             self._push_array_capsules(schema_capsule, array_capsule, wait=wait)
         elif isinstance(data, Mapping):
-            self._push(batch_from_columns(data, self._schema), wait=wait)
+            self._push(batch_from_columns(data, self._schema, self._name), wait=wait)
         elif isinstance(data, list) and all(isinstance(row, Mapping) for row in data):
             if data:
-                self._push(batch_from_rows(data, self._schema), wait=wait)
+                self._push(batch_from_rows(data, self._schema, self._name), wait=wait)
         elif _is_pandas_frame(data):
             self._push(pa.Table.from_pandas(data, preserve_index=False), wait=wait)
         else:
@@ -347,14 +403,21 @@ class Source(NamedHandle):
             QueueFull: LDB-3006, the queue is full and cannot drain.
             IngestError: LDB-3007, the source was dropped.
             LaminarError: LDB-9002 if the source is closed.
+            KeyboardInterrupt: Ctrl-C while the watermark waits for room in a
+                full queue (in slices, as :meth:`push`); it was not queued,
+                unless Ctrl-C landed just after: send it again (a watermark
+                not above the current one is ignored, so that is harmless).
         """
         if isinstance(ts_ms, bool):
             raise TypeError("watermark must be an int (epoch milliseconds), got bool")
         value = operator.index(ts_ms)
         err = ffi.new("laminar_error*")
-        with self._lock:
-            pointer = self._require_open()
-            code = lib.laminar_source_watermark(pointer, value, err)
+        while True:  # in slices, as push: Ctrl-C is seen between two
+            with self._lock:
+                pointer = self._require_open()
+                code = lib.laminar_source_watermark_timeout(pointer, value, WAIT_SLICE_MS, err)
+            if code != PUSH_TIMEOUT:
+                break
         raise_for(code, err)
 
 
