@@ -34,9 +34,11 @@ static laminar_code io_fail(laminar_error* err, const char* what, const char* pa
 
 
 
-/* Write header (hlen bytes) and body as <dir>/<name> atomically. */
+/* Write header (hlen bytes) and body as <dir>/<name> atomically; the
+ * directory is flushed unless !sync_dir (a later write's flush of the same
+ * directory makes the rename durable with its own). */
 static laminar_code write_atomic2(const char* dir, const char* name, const void* head,
-                                  size_t hlen, const void* body, size_t blen,
+                                  size_t hlen, const void* body, size_t blen, bool sync_dir,
                                   laminar_error* err) {
   char tmp[4096], final[4096];
   int n1 = snprintf(final, sizeof final, "%s/%s", dir, name);
@@ -59,19 +61,20 @@ static laminar_code write_atomic2(const char* dir, const char* name, const void*
     unlink(tmp);
     return io_fail(err, "rename", tmp, e);
   }
-  if ((e = lm_fs_fsync_dir(dir)) != 0) return io_fail(err, "fsync", dir, e);
+  if (sync_dir && (e = lm_fs_fsync_dir(dir)) != 0) return io_fail(err, "fsync", dir, e);
   return LAMINAR_OK;
 }
 
 laminar_code lm_store_write_atomic(const char* dir, const char* name, const void* data,
                                    size_t len, laminar_error* err) {
-  return write_atomic2(dir, name, "", 0, data, len, err);
+  return write_atomic2(dir, name, "", 0, data, len, true, err);
 }
 
 
 /* Write `<dir>/<prefix><epoch>.bin` (header, payload) atomically. */
 static laminar_code write_framed(const char* dir, const char* prefix, uint64_t epoch,
-                                 const void* payload, size_t len, laminar_error* err) {
+                                 const void* payload, size_t len, bool sync_dir,
+                                 laminar_error* err) {
   uint8_t h[CKPT_HEADER] = {0};
   memcpy(h, CKPT_MAGIC, 8);
   lm_le_put64(h + 8, epoch);
@@ -80,17 +83,19 @@ static laminar_code write_framed(const char* dir, const char* prefix, uint64_t e
   lm_le_put64(h + 24, crc);
   char name[64];
   snprintf(name, sizeof name, "%s%0*" PRIu64 CKPT_SUFFIX, prefix, EPOCH_DIGITS, epoch);
-  return write_atomic2(dir, name, h, sizeof h, payload, len, err);
+  return write_atomic2(dir, name, h, sizeof h, payload, len, sync_dir, err);
 }
 
 laminar_code lm_ckpt_write(const char* dir, uint64_t epoch, const void* payload, size_t len,
                            laminar_error* err) {
-  return write_framed(dir, CKPT_PREFIX, epoch, payload, len, err);
+  return write_framed(dir, CKPT_PREFIX, epoch, payload, len, true, err);
 }
 
 laminar_code lm_ckpt_write_positions(const char* dir, uint64_t epoch, const void* payload,
                                      size_t len, laminar_error* err) {
-  return write_framed(dir, POS_PREFIX, epoch, payload, len, err);
+  /* Its rename is made durable by the checkpoint's directory flush that
+   * follows (the same directory); before that it matters to no one. */
+  return write_framed(dir, POS_PREFIX, epoch, payload, len, false, err);
 }
 
 /* ---- listing -------------------------------------------------------------------- */

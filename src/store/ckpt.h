@@ -49,7 +49,8 @@ laminar_code lm_ckpt_load_latest(const char* dir, bool* found, uint64_t* out_epo
  * database's). When checkpoint `epoch` is later found damaged or missing,
  * recovery falls back to an older one and replays the log up to these
  * positions without publishing again what sinks committed for epochs up to
- * `epoch` (db/durable.c). */
+ * `epoch` (db/durable.c). The directory is not flushed: write the
+ * checkpoint next, whose flush covers this rename too. */
 laminar_code lm_ckpt_write_positions(const char* dir, uint64_t epoch, const void* payload,
                                      size_t len, laminar_error* err);
 
