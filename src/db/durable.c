@@ -1206,17 +1206,19 @@ static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
                     .quiet_upto = pos_find(&d->replay_quiet, s->name)};
     rc = lm_wal_replay(s->wal, s->processed_seq + 1, replay_record, &c, err);
     set_quiet(&c, false);
-    if (rc == LAMINAR_OK && c.quiet_upto > s->processed_seq) {
-      /* The log must reach the positions whose epochs are published, or
-       * the state would lack rows the sinks hold. */
+    if (rc == LAMINAR_OK && c.quiet_upto > s->processed_seq && db->nsinks > 0) {
+      /* With sinks the log must reach the positions whose epochs may be
+       * published, or the state would lack rows the sinks hold (without,
+       * the producer resumes from the offset: nothing is published). */
       char what[300];
       snprintf(what, sizeof what, "source '%s': the WAL (%.200s/%s) ends at record %" PRIu64,
                s->name, d->wal_dir, s->name, s->processed_seq);
       rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
                         "%s, before record %" PRIu64 " where checkpoint %" PRIu64
-                        " stood (that checkpoint is damaged: %s); its epochs may be published, "
-                        "so the state cannot be rebuilt without them",
-                        what, c.quiet_upto, quiet_epoch, crep.reason);
+                        " (%.200s/ckpt-%020" PRIu64 ".bin, damaged or missing) stood; its "
+                        "epochs may be published by the sinks, so the state cannot be rebuilt "
+                        "without those records",
+                        what, c.quiet_upto, quiet_epoch, d->ckpt_dir, quiet_epoch);
     }
   }
   lm_free(saved);

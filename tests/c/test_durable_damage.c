@@ -246,6 +246,64 @@ static int sweep(bool sinks) {
   return failed != 0;
 }
 
+/* The newest checkpoint lost and the WAL cut (record 15) before its
+ * positions (20): with sinks, whose epoch 2 is published, refused naming the
+ * checkpoint and the WAL; without, recovered from checkpoint 1 and the
+ * records before the cut, the producer resuming at 15. */
+static int lost_checkpoint_and_log(bool sinks, const char* want) {
+  char dir[64], file[600];
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dmg_") == 0);
+  laminar_db* db;
+  laminar_source* src;
+  laminar_error err;
+  CHECK_CODE(open_it(dir, sinks, &db, &src, &err), LAMINAR_OK, &err);
+  CHECK(feed(db, src, 0, CLOSED_AT, 10) == 0);
+  char copy[80];
+  snprintf(copy, sizeof copy, "%s_c", dir);
+  CHECK(lm_test_copy_tree(dir, copy) == 0);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  remove_db(dir);
+  CHECK(rename(copy, dir) == 0);
+  CHECK(damage(dir, CKPT_NEWEST, DELETE, file, sizeof file) == 0);
+  snprintf(file, sizeof file, "%s/wal/trades/00000000000000000001.wal", dir);
+  size_t n;
+  uint8_t* p = read_all(file, &n);
+  CHECK(p != NULL);
+  long off = record_offset(p, n, 15);
+  free(p);
+  CHECK(off > 0 && damage_file(file, TRUNCATE, (size_t)off + 8) == 0);
+  laminar_code rc = open_it(dir, sinks, &db, &src, &err);
+  int failed = 0;
+  if (sinks) {
+    CHECK_CODE(rc, LAMINAR_ERR_RECOVERY, &err);
+    fprintf(stderr, "  refused: %s\n", err.message);
+    EXPECT(strstr(err.message, "ckpt-00000000000000000002.bin") != NULL);
+    EXPECT(strstr(err.message, "wal/trades") != NULL);
+  } else {
+    CHECK_CODE(rc, LAMINAR_OK, &err);
+    int64_t offset;
+    CHECK_CODE(laminar_source_offset(src, &offset, &err), LAMINAR_OK, &err);
+    EXPECT(offset == 15);
+    CHECK(feed(db, src, offset - 1, NBATCH, 10) == 0);
+    char* got = result_of(dir, sinks, db, src);
+    CHECK(got != NULL);
+    failed = strcmp(got, want) != 0;
+    if (failed) fprintf(stderr, "--- got\n%s--- want\n%s", got, want);
+    free(got);
+  }
+  remove_db(dir);
+  return failed;
+}
+
+static int test_lost_checkpoint_and_log(void) {
+  char* want = reference(false);
+  CHECK(want != NULL);
+  int rc = lost_checkpoint_and_log(true, want) | lost_checkpoint_and_log(false, want);
+  free(want);
+  return rc;
+}
+
 /* ---- a full disk during the replay ------------------------------------------------- */
 
 #ifdef LAMINAR_FAULT_INJECTION
@@ -368,6 +426,7 @@ static const lm_test_case cases[] = {
     {"damage_with_file_sinks", test_damage_with_file_sinks},
     {"damage_view_only", test_damage_view_only},
     {"damage_with_file_sinks_2_cores", test_damage_with_file_sinks_2_cores},
+    {"lost_checkpoint_and_log", test_lost_checkpoint_and_log},
     {"full_disk_during_replay", test_full_disk_during_replay},
     {NULL, NULL},
 };
