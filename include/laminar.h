@@ -642,8 +642,29 @@ LAMINAR_API laminar_code laminar_source_open(laminar_db* db, const char* name,
  * allowed), described by `schema`.
  * Validation: the schema must match the source (names, types; UTF8, LARGE_UTF8
  * and dictionary(int32 -> utf8) all fit VARCHAR; any TIMESTAMP unit fits
- * TIMESTAMP), and the array is validated at nanoarrow's full level (buffer
- * sizes, offsets, null counts, UTF-8) before anything is ingested.
+ * TIMESTAMP), and the array is validated at nanoarrow's full level before
+ * anything is ingested; any failure is LAMINAR_ERR_ARROW_INVALID naming the
+ * column (err->column_name) or, for the struct and the top-level schema, the
+ * batch. Checked: buffer and child counts, NULL buffers where rows need them;
+ * length, offset and null_count non-negative (null_count -1 = unknown),
+ * offset + length and every buffer's byte size as they imply it within int64
+ * and not wrapping the address space; null_count equal to the validity
+ * bitmap's count; utf8 offsets non-decreasing, first and last >= 0, the values
+ * buffer's size being the last offset; UTF-8 of every non-null value (also
+ * dictionary values); dictionary indices in [0, dictionary length); fixed-width
+ * and offset buffers aligned; each column as long as the struct's offset +
+ * length; no top-level struct nulls; schema metadata (of the struct, each
+ * column and dictionary) walked by its length words, each non-negative and
+ * the blob at most 64 MiB, so a malformed blob is refused, not read past.
+ * Not checkable: the C Data Interface carries no allocation sizes, so a buffer
+ * whose real allocation is shorter than its declared lengths and offsets
+ * imply cannot be told from a right one when other mapped memory follows it
+ * (it would be read, and its bytes could reach results); nor can a metadata
+ * blob shorter than its own length words claim, or a format or name string
+ * without its terminating NUL. Partly: a slice that ends 256 KiB or more past
+ * its buffer's start is probed (mincore) and refused when its pages are not
+ * mapped, which catches offsets or lengths far past a small buffer. A
+ * producer must hand over buffers of at least the sizes it declares.
  * Ownership: on LAMINAR_OK `*array` has been moved into the core (its release
  * member is now NULL) and its buffers are kept, zero-copy, until the core no
  * longer needs them. On failure `*array` is untouched and still the caller's.

@@ -43,9 +43,13 @@ typedef struct lm_batch {
  *      BOOL<-"b"; INT32<-"i"; INT64<-"l"; DOUBLE<-"g"; STRING<-"u","U", or
  *      dictionary with int32 indices over "u"/"U"; TIMESTAMP<-"tss:","tsm:",
  *      "tsu:","tsn:" (any timezone string accepted, values taken as UTC)
+ *  - schema metadata malformed (a negative count or length, or more than
+ *    64 MiB in all)                          -> LAMINAR_ERR_ARROW_INVALID
  *  - the array fails nanoarrow full validation (buffer count/sizes, offsets
  *    monotone and in bounds, null_count, UTF-8, dictionary indices in range),
- *    or top-level struct nulls              -> LAMINAR_ERR_ARROW_INVALID
+ *    a buffer's implied byte size overflows int64 or wraps the address space,
+ *    a long implied slice is not mapped memory, or top-level struct nulls
+ *                                            -> LAMINAR_ERR_ARROW_INVALID
  *  - a NULL in a NOT NULL column             -> LAMINAR_ERR_NULL_VIOLATION
  * Errors name `source_name` and the column (err->object, err->column_name), e.g.
  * "LDB-3004: source 'trades': column 'price' expects DOUBLE, got utf8".

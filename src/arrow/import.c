@@ -20,19 +20,38 @@
  *    C++ does), including dictionary values;
  *  - alignment of fixed-width, offset and index buffers (reading an int64
  *    through a misaligned pointer is undefined behaviour);
- *  - top-level struct nulls, which a row of columns cannot represent.
+ *  - top-level struct nulls, which a row of columns cannot represent;
+ *  - byte sizes: each buffer's slice as offset + length implies it must have
+ *    a size that fits int64 (nanoarrow multiplies without overflow checks)
+ *    and an address range that does not wrap;
+ *  - schema metadata, walked with bounds (nanoarrow's reader trusts every
+ *    length word: a garbage blob sends it anywhere);
+ *  - a mincore() probe of the slices that end far (PROBE_MIN_BYTES) past
+ *    their buffer's start: a range that runs off mapped memory is refused
+ *    instead of read.
  * No buffer size is knowable through the C Data Interface, so "short buffer"
  * means a size implied by length/offsets that the declared pointers cannot
- * meet (NULL buffer, child shorter than the struct, offsets past the end).
+ * meet (NULL buffer, child shorter than the struct, offsets past the end, a
+ * slice over unmapped pages). A buffer shorter than declared but followed by
+ * other mapped memory cannot be told from a right one (laminar.h says so).
+ *
+ * Column names are matched in O(1) each (name_index), so a push costs time
+ * linear in its column count.
  *
  * Struct offset: a non-zero offset of the struct array is honoured (Arrow
  * applies it to the children on top of their own offsets).
  */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE  // mincore
+#endif
 #include <assert.h>
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "arrow/arrow.h"
 #include "arrow/internal.h"
@@ -41,6 +60,16 @@
 /* Deepest schema tree walked before nanoarrow parses it (a cycle or absurd
  * nesting is rejected, not recursed into forever). */
 #define MAX_SCHEMA_DEPTH 64
+
+/* Largest schema metadata blob accepted (bytes, its length words included).
+ * The C Data Interface gives the blob no size: it is walked by its own length
+ * words, each checked against this bound before the bytes it claims are read. */
+#define MAX_METADATA_BYTES ((int64_t)64 << 20)
+
+/* A buffer's slice that a push implies, when it ends this far or further past
+ * the buffer's start, is probed for being mapped before it is read
+ * (range_mapped). */
+#define PROBE_MIN_BYTES ((int64_t)256 << 10)
 
 /* ------------------------------------------------------------------------------
  * Errors
@@ -116,12 +145,122 @@ static bool schema_tree_ok(const struct ArrowSchema* schema, int depth) {
   return schema->dictionary == NULL || schema_tree_ok(schema->dictionary, depth + 1);
 }
 
+/* Schema metadata (CDataInterface "metadata": int32 pair count, then per pair
+ * an int32 key length, the key, an int32 value length, the value) walked by
+ * its length words with bounds: counts and lengths non-negative and the whole
+ * within MAX_METADATA_BYTES, checked before each step, so a malformed blob is
+ * refused instead of walked past (nanoarrow's reader trusts every word). */
+static bool metadata_ok(const char* metadata, const char* what, char* msg, size_t cap) {
+  if (metadata == NULL) return true;
+  int32_t pairs;
+  memcpy(&pairs, metadata, sizeof pairs);
+  if (pairs < 0 || pairs > (MAX_METADATA_BYTES - 4) / 8) {
+    snprintf(msg, cap, "%s: malformed metadata: %" PRId32 " key/value pairs", what, pairs);
+    return false;
+  }
+  int64_t at = 4;
+  for (int32_t i = 0; i < pairs; i++) {
+    for (int part = 0; part < 2; part++) {
+      int32_t size;
+      memcpy(&size, metadata + at, sizeof size);
+      /* What is left to walk needs 4 bytes per length word still to come. */
+      int64_t words_after = 4 * ((int64_t)(pairs - i - 1) * 2 + (1 - part));
+      if (size < 0 || size > MAX_METADATA_BYTES - at - 4 - words_after) {
+        snprintf(msg, cap,
+                 "%s: malformed metadata: pair %" PRId32 " has a %s of %" PRId32
+                 " bytes at byte %" PRId64 " (limit %" PRId64 " bytes in all)",
+                 what, i, part == 0 ? "key" : "value", size, at, MAX_METADATA_BYTES);
+        return false;
+      }
+      at += 4 + size;
+    }
+  }
+  return true;
+}
+
+/* metadata_ok over a schema tree that schema_tree_ok accepted. */
+static bool metadata_tree_ok(const struct ArrowSchema* schema, const char* what, char* msg,
+                             size_t cap) {
+  if (!metadata_ok(schema->metadata, what, msg, cap)) return false;
+  for (int64_t i = 0; i < schema->n_children; i++) {
+    if (!metadata_tree_ok(schema->children[i], what, msg, cap)) return false;
+  }
+  return schema->dictionary == NULL ||
+         metadata_tree_ok(schema->dictionary, "dictionary", msg, cap);
+}
+
+/* True unless bytes [from, to) past `base` are known not to be mapped: when
+ * the range ends PROBE_MIN_BYTES or more past `base`, mincore() must find each
+ * of its pages mapped. The C Data Interface carries no buffer sizes, so this
+ * is the one check possible that a buffer really spans what its offsets and
+ * lengths declare; it catches ranges that run off the mapped address space
+ * (which would crash the read), not a short buffer followed by other mapped
+ * memory. Ranges near `base` are not probed: a syscall per buffer would cost a
+ * wide push of few rows dearly, and one past a long buffer is cheap beside
+ * reading it. */
+static bool range_mapped(const void* base, int64_t from, int64_t to) {
+  if (base == NULL || to < PROBE_MIN_BYTES || to <= from) return true;
+  long page_size = sysconf(_SC_PAGESIZE);
+  uintptr_t page = page_size > 0 ? (uintptr_t)page_size : 4096;
+  uintptr_t start = ((uintptr_t)base + (uintptr_t)from) & ~(page - 1);
+  uintptr_t end = (uintptr_t)base + (uintptr_t)to;
+  unsigned char vec[4096];
+  while (start < end) {
+    uintptr_t chunk = end - start;
+    if (chunk > sizeof vec * page) chunk = sizeof vec * page;
+    if (mincore((void*)start, chunk, vec) != 0) return false;
+    start += chunk;
+  }
+  return true;
+}
+
 static int64_t layout_buffers(const struct ArrowLayout* layout) {
   int64_t n = 0;
   for (int i = 0; i < NANOARROW_MAX_FIXED_BUFFERS; i++) {
     if (layout->buffer_type[i] != NANOARROW_BUFFER_TYPE_NONE) n++;
   }
   return n;
+}
+
+/* Each buffer's slice, as offset + length implies it, must have a byte size
+ * that fits int64 (nanoarrow's and our size arithmetic) and an address range
+ * that does not wrap; long ones must be mapped (range_mapped). A utf8 data
+ * buffer is sized by its offsets: checked with them (strings_utf8_ok). Needs
+ * n_buffers matching the layout and a sane length/offset. */
+static bool extents_ok(const struct ArrowArray* a, const struct ArrowLayout* layout,
+                       const char* what, char* msg, size_t cap) {
+  int64_t end = a->offset + a->length;
+  for (int i = 0; i < NANOARROW_MAX_FIXED_BUFFERS; i++) {
+    enum ArrowBufferType type = layout->buffer_type[i];
+    int64_t bits = layout->element_size_bits[i];
+    if (type == NANOARROW_BUFFER_TYPE_NONE || bits <= 0) continue;
+    bool offsets = type == NANOARROW_BUFFER_TYPE_DATA_OFFSET;
+    if (end > INT64_MAX / bits - (offsets ? 1 : 0)) {
+      snprintf(msg, cap,
+               "%s: offset %" PRId64 " + length %" PRId64
+               " puts buffer %d past any addressable size",
+               what, a->offset, a->length, i);
+      return false;
+    }
+    /* Bytes covering elements [offset, end(+1)): n * bits <= INT64_MAX here,
+     * rounded up without the "+ 7" that could overflow. */
+    int64_t n = end + (offsets ? 1 : 0);
+    int64_t from = a->offset * bits / 8;
+    int64_t to = n * bits / 8 + (n * bits % 8 != 0);
+    if (a->buffers[i] != NULL && (uintptr_t)a->buffers[i] > UINTPTR_MAX - (uint64_t)to) {
+      snprintf(msg, cap, "%s: buffer %d of %" PRId64 " bytes wraps the address space",
+               what, i, to);
+      return false;
+    }
+    if (!range_mapped(a->buffers[i], from, to)) {
+      snprintf(msg, cap,
+               "%s: buffer %d is not mapped over the bytes %" PRId64 "..%" PRId64
+               " that offset %" PRId64 " + length %" PRId64 " imply",
+               what, i, from, to, a->offset, a->length);
+      return false;
+    }
+  }
+  return true;
 }
 
 /* Shape of one leaf array (a column or a dictionary): what must hold before
@@ -155,10 +294,12 @@ static bool leaf_shape_ok(const struct ArrowArray* a, const struct ArrowLayout* 
              a->length, a->offset);
     return false;
   }
-  if (a->null_count < -1) {
-    snprintf(msg, cap, "%s: invalid null_count %" PRId64, what, a->null_count);
+  if (a->null_count < -1 || a->null_count > a->length) {
+    snprintf(msg, cap, "%s: invalid null_count %" PRId64 " for length %" PRId64, what,
+             a->null_count, a->length);
     return false;
   }
+  if (!extents_ok(a, layout, what, msg, cap)) return false;
   /* Alignment: values are read as int32/int64/double through these pointers. */
   for (int i = 1; i < NANOARROW_MAX_FIXED_BUFFERS; i++) {
     int64_t bits = layout->element_size_bits[i];
@@ -284,6 +425,18 @@ static bool strings_utf8_ok(const struct ArrowArray* a, bool large, const char* 
   int64_t first, last, unused;
   value_span(a, large, a->offset, &first, &unused);
   value_span(a, large, a->offset + a->length - 1, &unused, &last);
+  if ((uintptr_t)data > UINTPTR_MAX - (uint64_t)last) {
+    snprintf(msg, cap, "%s: data buffer of %" PRId64 " bytes wraps the address space", what,
+             last);
+    return false;
+  }
+  if (!range_mapped(data, first, last)) {
+    snprintf(msg, cap,
+             "%s: data buffer is not mapped over the bytes %" PRId64 "..%" PRId64
+             " its offsets imply",
+             what, first, last);
+    return false;
+  }
   if (last <= first || all_ascii(data + first, last - first)) return true;
   for (int64_t i = 0; i < a->length; i++) {
     int64_t at = a->offset + i;
@@ -302,15 +455,71 @@ static bool strings_utf8_ok(const struct ArrowArray* a, bool large, const char* 
  * Import
  * ---------------------------------------------------------------------------- */
 
+/* Matching pushed columns to the source's by name, case-insensitive as
+ * lm_schema_find, in O(1) per column so a wide push costs linear time: the
+ * pushed column at position i is tried against source column i first (the
+ * usual order), and on the first miss an open-addressing table of the source's
+ * names is built for the rest of the import. */
+typedef struct name_index {
+  const lm_schema* schema;
+  int32_t* slots; /* source column per slot, -1 empty; NULL until a miss */
+  uint64_t mask;
+} name_index;
+
+static _Thread_local int64_t name_compares;
+
+int64_t lm_arrow_name_compares(void) { return name_compares; }
+
+static bool same_name(const char* a, const char* b) {
+  name_compares++;
+  return lm_streq_nocase(a, b);
+}
+
+static uint64_t name_hash(const char* name) {
+  uint64_t h = 14695981039346656037ULL;  // FNV-1a over the lower-cased bytes
+  for (const unsigned char* p = (const unsigned char*)name; *p != '\0'; p++) {
+    h = (h ^ (uint64_t)tolower(*p)) * 1099511628211ULL;
+  }
+  return h;
+}
+
+/* The source column named `name` (-1: none) for the pushed column at `pos`;
+ * LAMINAR_ERR_NOMEM if the table cannot be built. */
+static laminar_code name_index_find(name_index* ix, int64_t pos, const char* name,
+                                    int32_t* out) {
+  const lm_schema* schema = ix->schema;
+  if (pos < schema->ncols && same_name(schema->fields[pos].name, name)) {
+    *out = (int32_t)pos;
+    return LAMINAR_OK;
+  }
+  if (ix->slots == NULL) {
+    uint64_t size = 2;
+    while (size < 2 * (uint64_t)schema->ncols) size <<= 1;
+    ix->slots = lm_malloc(size * sizeof(int32_t));
+    if (ix->slots == NULL) return LAMINAR_ERR_NOMEM;
+    ix->mask = size - 1;
+    memset(ix->slots, 0xff, size * sizeof(int32_t));
+    for (int32_t j = 0; j < schema->ncols; j++) {
+      uint64_t h = name_hash(schema->fields[j].name) & ix->mask;
+      while (ix->slots[h] >= 0) h = (h + 1) & ix->mask;
+      ix->slots[h] = j;
+    }
+  }
+  *out = -1;
+  for (uint64_t h = name_hash(name) & ix->mask; ix->slots[h] >= 0; h = (h + 1) & ix->mask) {
+    if (same_name(schema->fields[ix->slots[h]].name, name)) {
+      *out = ix->slots[h];
+      break;
+    }
+  }
+  return LAMINAR_OK;
+}
+
 /* Per source column scratch, freed when the import returns. */
 typedef struct import_col {
   int64_t child;              /* index in the pushed struct, -1 until matched */
   struct ArrowSchemaView sv;  /* the pushed column's type */
   struct ArrowSchemaView dsv; /* its dictionary's value type (if encoded) */
-  struct ArrowArrayView view; /* nanoarrow validation of the copy below */
-  bool view_init;
-  struct ArrowArray copy; /* shallow copy, null_count made exact */
-  struct ArrowArray dict_copy;
   int64_t nulls, dict_nulls; /* computed over each array's whole range */
 } import_col;
 
@@ -373,6 +582,11 @@ static laminar_code check_struct(const struct ArrowArray* array, int64_t ncols,
                        array->length, array->offset, array->null_count);
   }
   char msg[512];
+  struct ArrowLayout layout;
+  ArrowLayoutInit(&layout, NANOARROW_TYPE_STRUCT);
+  if (!extents_ok(array, &layout, "struct array", msg, sizeof msg)) {
+    return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src, "%s", msg);
+  }
   int64_t nulls = count_nulls(array);
   if (!null_count_ok(array, nulls, "struct array", msg, sizeof msg)) {
     return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src, "%s", msg);
@@ -412,27 +626,33 @@ static laminar_code check_column(import_col* c, const struct ArrowArray* parent,
   if (!null_count_ok(child, c->nulls, "array", msg, sizeof msg)) {
     return col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", msg);
   }
-  c->copy = *child;
-  c->copy.null_count = c->nulls;
+  /* nanoarrow validates a shallow copy whose null_count is made exact. The
+   * copies and the view live for this column's check only, so a wide push
+   * keeps one column's worth of them, not one per column. */
+  struct ArrowArray copy = *child;
+  struct ArrowArray dict_copy;
+  copy.null_count = c->nulls;
   if (encoded) {
     c->dict_nulls = count_nulls(child->dictionary);
     if (!null_count_ok(child->dictionary, c->dict_nulls, "dictionary", msg, sizeof msg)) {
       return col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", msg);
     }
-    c->dict_copy = *child->dictionary;
-    c->dict_copy.null_count = c->dict_nulls;
-    c->copy.dictionary = &c->dict_copy;
+    dict_copy = *child->dictionary;
+    dict_copy.null_count = c->dict_nulls;
+    copy.dictionary = &dict_copy;
   }
 
   struct ArrowError na;
   na.message[0] = '\0';
-  if (ArrowArrayViewInitFromSchema(&c->view, col_schema, &na) != NANOARROW_OK) {
+  struct ArrowArrayView view;
+  if (ArrowArrayViewInitFromSchema(&view, col_schema, &na) != NANOARROW_OK) {
     return col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", na.message);
   }
-  c->view_init = true;
-  if (ArrowArrayViewSetArray(&c->view, &c->copy, &na) != NANOARROW_OK ||
-      ArrowArrayViewValidate(&c->view, NANOARROW_VALIDATION_LEVEL_FULL, &na) !=
-          NANOARROW_OK) {
+  bool valid = ArrowArrayViewSetArray(&view, &copy, &na) == NANOARROW_OK &&
+               ArrowArrayViewValidate(&view, NANOARROW_VALIDATION_LEVEL_FULL, &na) ==
+                   NANOARROW_OK;
+  ArrowArrayViewReset(&view);
+  if (!valid) {
     return col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", na.message);
   }
 
@@ -549,6 +769,10 @@ static laminar_code import(const lm_schema* source_schema, const char* source_na
     return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src,
                        "the pushed schema has NULL, released or cyclic children");
   }
+  char msg[512];
+  if (!metadata_ok(schema->metadata, "pushed schema", msg, sizeof msg)) {
+    return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src, "%s", msg);
+  }
   if (ArrowSchemaViewInit(&top, schema, &na) != NANOARROW_OK) {
     return batch_error(err, LAMINAR_ERR_ARROW_INVALID, src, "pushed schema: %s",
                        na.message);
@@ -562,6 +786,7 @@ static laminar_code import(const lm_schema* source_schema, const char* source_na
   int32_t ncols = source_schema->ncols;
   int64_t nchildren = schema->n_children;
   laminar_code rc = LAMINAR_OK;
+  name_index names = {source_schema, NULL, 0};
   import_col* cols = lm_calloc((size_t)ncols, sizeof(import_col));
   lm_arrow_colsrc* srcs = lm_calloc((size_t)ncols, sizeof(lm_arrow_colsrc));
   if (cols == NULL || srcs == NULL) {
@@ -575,13 +800,21 @@ static laminar_code import(const lm_schema* source_schema, const char* source_na
     const struct ArrowSchema* cs = schema->children[i];
     const char* name = cs->name != NULL ? cs->name : "";
     struct ArrowSchemaView sv, dsv;
+    if (!metadata_tree_ok(cs, "schema", msg, sizeof msg)) {
+      rc = col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", msg);
+      goto done;
+    }
     if (ArrowSchemaViewInit(&sv, cs, &na) != NANOARROW_OK ||
         (cs->dictionary != NULL &&
          ArrowSchemaViewInit(&dsv, cs->dictionary, &na) != NANOARROW_OK)) {
       rc = col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", na.message);
       goto done;
     }
-    int32_t j = lm_schema_find(source_schema, name);
+    int32_t j;
+    if (name_index_find(&names, i, name, &j) != LAMINAR_OK) {
+      rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory importing a batch");
+      goto done;
+    }
     if (j < 0) {
       rc = col_error(err, LAMINAR_ERR_SCHEMA_MISMATCH, src, name,
                      " is not a column of the source");
@@ -672,13 +905,9 @@ static laminar_code import(const lm_schema* source_schema, const char* source_na
   }
 
 done:
-  if (cols != NULL) {
-    for (int32_t j = 0; j < ncols; j++) {
-      if (cols[j].view_init) ArrowArrayViewReset(&cols[j].view);
-    }
-  }
   lm_free(cols);
   lm_free(srcs);
+  lm_free(names.slots);
   return rc;
 }
 

@@ -49,4 +49,8 @@ laminar_code lm_arrow_wrap(struct ArrowArray* array, const lm_arrow_colsrc* cols
                            int32_t ncols, int64_t nrows, const char* source_name,
                            lm_batch** out, laminar_error* err);
 
+/* Column-name comparisons lm_arrow_import has made on the calling thread so
+ * far: a test's measure that matching a push's columns costs O(columns). */
+int64_t lm_arrow_name_compares(void);
+
 #endif /* LM_ARROW_INTERNAL_H */

@@ -30,6 +30,14 @@ lm_stream_def* lm_db_find_stream(laminar_db* db, const char* name) {
   return NULL;
 }
 
+lm_source_def* lm_db_root_source(laminar_db* db, const lm_stream_def* s) {
+  for (int32_t depth = 0; s != NULL && depth <= db->graph.nstreams; depth++) {
+    if (s->plan.input_is_source) return lm_db_find_source(db, s->plan.input);
+    s = lm_db_find_stream(db, s->plan.input);
+  }
+  return NULL;
+}
+
 const lm_schema* lm_db_lookup_input(void* arg, const char* name, bool* out_is_source) {
   laminar_db* db = arg;
   lm_source_def* src = lm_db_find_source(db, name);
@@ -202,6 +210,7 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   def->name = lm_strdup(stmt->name);
   def->sql = lm_db_stmt_text(sql, stmt);
   if (def->name == NULL || def->sql == NULL) goto nomem;
+  def->fingerprint = lm_durable_fingerprint(0, def->sql);
   for (size_t i = 0; i < stmt->ncolumns; i++) {
     const lm_ast_column_def* c = &stmt->columns[i];
     if (lm_schema_find(&def->schema, c->name) >= 0) {
@@ -363,6 +372,13 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_stream_def_free(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
+  {
+    const lm_source_def* in_src =
+        s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
+    const lm_stream_def* in_st = in_src != NULL ? NULL : lm_db_find_stream(db, s->plan.input);
+    s->fingerprint = lm_durable_fingerprint(
+        in_src != NULL ? in_src->fingerprint : in_st != NULL ? in_st->fingerprint : 0, s->sql);
+  }
   if (stmt->materialized && (rc = lm_db_view_attach(s, stmt, err)) != LAMINAR_OK) {
     lm_stream_def_free(s);
     return rc;
@@ -384,6 +400,9 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   /* The new stream starts at its input's current watermark: the input's past
    * is not replayed into it, and its windows close from the next advance on. */
   lm_stream_def_start_at(s, src != NULL ? src->watermark_ms : up->watermark_ms);
+  /* Where it starts: the WAL replay at open feeds it the records after. */
+  const lm_source_def* root = lm_db_root_source(db, s);
+  s->start_seq = root != NULL ? root->processed_seq : 0;
   if (src != NULL) {
     rc = lm_graph_add_reader(&src->readers, &src->nreaders, s);
   } else {
@@ -414,6 +433,12 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_stream_def_free(late);
     lm_stream_def_free(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
+  lm_durable_identify(db->dur, s->name, &s->incarnation, &s->start_seq);
+  if (late != NULL) {
+    late->fingerprint = lm_durable_fingerprint(s->fingerprint, "late output");
+    late->start_seq = s->start_seq;
+    lm_durable_identify(db->dur, late->name, &late->incarnation, NULL);
   }
   return lm_durable_catalog_changed(db, err);
 }
@@ -483,13 +508,17 @@ laminar_code lm_db_attach_sink(laminar_db* db, lm_sink_def* k, laminar_error* er
   if (!lm_durable_recovering(db->dur))
     LM_TRY(k->sink->vt->begin(k->sink, lm_durable_next_epoch(db->dur), err));
   lm_rt_pause(&db->rt);
+  const lm_source_def* root = lm_db_root_source(db, k->stream);
+  k->start_seq = root != NULL ? root->processed_seq : 0; /* replay feeds it the records after */
   laminar_code rc = append_ptr((void***)&k->stream->sinks, &k->stream->nsinks, k->sink);
   if (rc == LAMINAR_OK) {
     rc = append_ptr((void***)&db->sinks, &db->nsinks, k);
     if (rc != LAMINAR_OK) k->stream->nsinks--;
   }
   lm_rt_resume(&db->rt);
-  return rc == LAMINAR_OK ? LAMINAR_OK : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  if (rc != LAMINAR_OK) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  if (k->sql != NULL) lm_durable_identify(db->dur, k->name, &k->incarnation, &k->start_seq);
+  return LAMINAR_OK;
 }
 
 void lm_db_sink_free(lm_sink_def* k) {
@@ -583,17 +612,19 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
     }
   }
   lm_rt_resume(&db->rt);
+  /* The catalog without it first: a crash after leaves a log no source owns
+   * (removed at the next open), never a catalog source without its log. */
+  laminar_code rc = lm_durable_catalog_changed(db, err);
   if (want_source) {
     /* Its WAL goes with it: a source created later under this name starts
      * from nothing. */
-    laminar_code rc = lm_durable_source_dropped(db, src, err);
+    if (rc == LAMINAR_OK) rc = lm_durable_source_dropped(db, src, err);
     lm_source_def_unref(src);
-    LM_TRY(rc);
   } else {
     lm_stream_def_free(s->late);
     lm_stream_def_free(s);
   }
-  return lm_durable_catalog_changed(db, err);
+  return rc;
 }
 
 static laminar_code drop_sink(laminar_db* db, const lm_stmt* stmt, laminar_error* err) {

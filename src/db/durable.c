@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -24,6 +25,7 @@
 #include "sink/sink.h"
 #include "state/state.h"
 #include "store/ckpt.h"
+#include "store/crc32c.h"
 #include "util/util.h"
 
 #define WAL_BATCH 1      /* WAL record types: a batch in codec.h's first form (still */
@@ -31,13 +33,27 @@
 #define WAL_BATCH_COMPACT 3 /* a watermark, a batch in the compact form (issue 6) */
 #define CKPT_MAGIC 0x4b434d4cu /* "LMCK" */
 /* 1: one state per stream; 2: per stream its partition count and each
- * partition's state (read: both). */
-#define CKPT_VERSION 2u
+ * partition's state; 3: each source and stream then ends with its incarnation
+ * and fingerprint (read: all three). */
+#define CKPT_VERSION 3u
+/* catalog.sql's first line (the file before it had none: still read). */
+#define CATALOG_MAGIC "-- laminardb catalog 2"
+#define CATALOG_NAME "catalog.sql"
+/* A source's WAL directory names the incarnation it belongs to here. */
+#define WAL_OWNER ".incarnation"
+
+/* An object's identity as the stored catalog records it (at open). */
+typedef struct stored_ident {
+  char* name;
+  uint64_t incarnation;
+  uint64_t start;
+} stored_ident;
 
 /* Each source's position (last WAL record taken) at a checkpoint. */
 typedef struct src_pos {
   char* name;
   uint64_t seq;
+  uint64_t incarnation; /* 0: not recorded (checkpoint format < 3): any */
 } src_pos;
 
 typedef struct pos_list {
@@ -51,10 +67,13 @@ static void pos_list_free(pos_list* l) {
   *l = (pos_list){0};
 }
 
-/* The source's position in l, or 0. */
-static uint64_t pos_find(const pos_list* l, const char* name) {
+/* The position in l of the source `name` of that incarnation, or 0 (a
+ * dropped source's position is not the new one's). */
+static uint64_t pos_find(const pos_list* l, const char* name, uint64_t incarnation) {
   for (int32_t i = 0; i < l->n; i++)
-    if (strcmp(l->v[i].name, name) == 0) return l->v[i].seq;
+    if (strcmp(l->v[i].name, name) == 0 &&
+        (l->v[i].incarnation == 0 || l->v[i].incarnation == incarnation))
+      return l->v[i].seq;
   return 0;
 }
 
@@ -67,6 +86,10 @@ struct lm_durable {
   uint64_t epoch;            /* last completed checkpoint (0: none) */
   uint64_t attempted;        /* last checkpoint number handed out */
   bool recovering;           /* running the catalog at open */
+  bool legacy_catalog;       /* it had no header (an earlier build's): identities are new */
+  bool catalog_missing;      /* a new directory: catalog.sql is written before any checkpoint */
+  stored_ident* idents;      /* the stored catalog's identities, while it runs */
+  int32_t nidents;
   lm_config_sink* config_sinks; /* the config's connector sinks (borrowed) */
   int32_t nconfig_sinks;
   /* background thread: async WAL flushes and interval checkpoints */
@@ -92,6 +115,8 @@ struct lm_durable {
    * so that a damaged newest checkpoint can fall back to it. */
   pos_list prev;
 };
+
+static char* read_text(const char* path, bool* missing, size_t* out_len);
 
 /* Add a line to the durability report (laminar_durability_report). */
 static void report(lm_durable* d, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -270,27 +295,137 @@ static bool append_text(char** buf, size_t* len, size_t* cap, const char* s) {
   return true;
 }
 
+/* An object's comment line before its statement: "-- object <incarnation,
+ * 16 hex> <start> <name>". */
+static bool append_ident(char** buf, size_t* len, size_t* cap, const char* name, uint64_t inc,
+                         uint64_t start) {
+  char line[96];
+  snprintf(line, sizeof line, "-- object %016" PRIx64 " %" PRIu64 " ", inc, start);
+  return append_text(buf, len, cap, line) && append_text(buf, len, cap, name) &&
+         append_text(buf, len, cap, "\n");
+}
+
+static bool append_stmt(char** buf, size_t* len, size_t* cap, const char* sql) {
+  return append_text(buf, len, cap, sql) && append_text(buf, len, cap, ";\n");
+}
+
 laminar_code lm_durable_catalog_changed(laminar_db* db, laminar_error* err) {
   /* While the stored catalog runs at open, the file already says it all:
    * rewriting it statement by statement would leave a prefix on a crash. */
   if (db->dur == NULL || db->dur->recovering) return LAMINAR_OK;
+  /* The header's room first (filled in last): magic, length and CRC. */
+  char head[96];
+  int hlen =
+      snprintf(head, sizeof head, CATALOG_MAGIC " bytes=%020zu crc32c=%08x\n", (size_t)0, 0u);
   char* text = NULL;
   size_t len = 0, cap = 0;
-  bool ok = true;
+  bool ok = append_text(&text, &len, &cap, head);
   lm_graph* g = &db->graph;
-  for (int32_t i = 0; i < g->nsources && ok; i++)
-    ok = append_text(&text, &len, &cap, g->sources[i]->sql) && append_text(&text, &len, &cap, ";\n");
-  for (int32_t i = 0; i < g->nstreams && ok; i++) {
-    if (g->streams[i]->sql == NULL) continue; /* a late output: its stream's statement makes it */
-    ok = append_text(&text, &len, &cap, g->streams[i]->sql) && append_text(&text, &len, &cap, ";\n");
+  for (int32_t i = 0; i < g->nsources && ok; i++) {
+    const lm_source_def* s = g->sources[i];
+    ok = append_ident(&text, &len, &cap, s->name, s->incarnation, 0) &&
+         append_stmt(&text, &len, &cap, s->sql);
   }
-  for (int32_t i = 0; i < db->nsinks && ok; i++)
-    ok = append_text(&text, &len, &cap, db->sinks[i]->sql) && append_text(&text, &len, &cap, ";\n");
+  for (int32_t i = 0; i < g->nstreams && ok; i++) {
+    /* A late output has no statement (its stream's makes it), an identity of its own. */
+    const lm_stream_def* s = g->streams[i];
+    ok = append_ident(&text, &len, &cap, s->name, s->incarnation, s->start_seq) &&
+         (s->sql == NULL || append_stmt(&text, &len, &cap, s->sql));
+  }
+  for (int32_t i = 0; i < db->nsinks && ok; i++) {
+    const lm_sink_def* k = db->sinks[i];
+    if (k->sql == NULL) continue; /* a connector's: code, not in the catalog */
+    ok = append_ident(&text, &len, &cap, k->name, k->incarnation, k->start_seq) &&
+         append_stmt(&text, &len, &cap, k->sql);
+  }
   laminar_code rc;
-  if (!ok) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  else rc = lm_store_write_atomic(db->dur->dir, "catalog.sql", text ? text : "", len, err);
+  if (!ok) {
+    rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  } else {
+    size_t body = len - (size_t)hlen;
+    snprintf(head, sizeof head, CATALOG_MAGIC " bytes=%020zu crc32c=%08x\n", body,
+             (unsigned)lm_crc32c(0, text + hlen, body));
+    memcpy(text, head, (size_t)hlen);
+    rc = lm_store_write_atomic(db->dur->dir, CATALOG_NAME, text, len, err);
+    if (rc == LAMINAR_OK) db->dur->catalog_missing = false;
+  }
   lm_free(text);
   return rc;
+}
+
+/* ---- identity: incarnations and fingerprints ---------------------------------------- */
+
+static uint64_t new_incarnation(const void* salt) {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    v = ((uint64_t)t.tv_sec * 1000000007u) ^ (uint64_t)t.tv_nsec ^ ((uint64_t)getpid() << 40) ^
+        (uint64_t)(uintptr_t)salt;
+  }
+  return v != 0 ? v : 1;
+}
+
+uint64_t lm_durable_fingerprint(uint64_t input, const char* text) {
+  uint64_t h = 0xcbf29ce484222325u ^ input; /* FNV-1a, seeded by the input's */
+  for (const unsigned char* p = (const unsigned char*)text; *p; p++) h = (h ^ *p) * 0x100000001b3u;
+  return h;
+}
+
+static const stored_ident* find_ident(const lm_durable* d, const char* name) {
+  for (int32_t i = 0; i < d->nidents; i++)
+    if (lm_streq_nocase(d->idents[i].name, name)) return &d->idents[i];
+  return NULL;
+}
+
+void lm_durable_identify(lm_durable* d, const char* name, uint64_t* incarnation,
+                         uint64_t* start) {
+  if (d == NULL) return;
+  const stored_ident* id = d->recovering ? find_ident(d, name) : NULL;
+  if (id != NULL) {
+    *incarnation = id->incarnation;
+    if (start != NULL) *start = id->start;
+  } else {
+    *incarnation = new_incarnation(incarnation);
+  }
+}
+
+static void free_idents(lm_durable* d) {
+  for (int32_t i = 0; i < d->nidents; i++) lm_free(d->idents[i].name);
+  lm_free(d->idents);
+  d->idents = NULL;
+  d->nidents = 0;
+}
+
+/* Parse the identities of a checked catalog body ("-- object" lines). */
+static laminar_code parse_idents(lm_durable* d, const char* body, laminar_error* err) {
+  static const char tag[] = "-- object ";
+  for (const char* p = body; *p;) {
+    const char* eol = strchr(p, '\n');
+    size_t n = eol != NULL ? (size_t)(eol - p) : strlen(p);
+    if (n > sizeof tag - 1 && strncmp(p, tag, sizeof tag - 1) == 0) {
+      char line[512];
+      snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+      uint64_t inc, start;
+      int name_at = 0;
+      const char* fields = line + sizeof tag - 1;
+      if (sscanf(fields, "%16" SCNx64 " %" SCNu64 " %n", &inc, &start, &name_at) != 2 ||
+          name_at == 0 || fields[name_at] == '\0')
+        return lm_error_set(err, LAMINAR_ERR_RECOVERY, "%s/" CATALOG_NAME ": bad object line '%s'",
+                            d->dir, line);
+      stored_ident* grown = lm_realloc(d->idents, sizeof *grown * (size_t)(d->nidents + 1));
+      if (grown == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+      d->idents = grown;
+      stored_ident* id = &d->idents[d->nidents];
+      id->name = lm_strdup(fields + name_at);
+      if (id->name == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+      id->incarnation = inc;
+      id->start = start;
+      d->nidents++;
+    }
+    p += n + (eol != NULL ? 1 : 0);
+  }
+  return LAMINAR_OK;
 }
 
 /* ---- the WAL of a source ------------------------------------------------------------ */
@@ -303,28 +438,110 @@ static void wake_background(lm_durable* d) {
   pthread_mutex_unlock(&d->mu);
 }
 
+/* Remove a WAL directory and what is in it (missing: nothing to do). */
+static laminar_code wipe_dir(const char* dir, const char* what, laminar_error* err) {
+  DIR* dh = opendir(dir);
+  if (dh == NULL && errno == ENOENT) return LAMINAR_OK;
+  struct dirent* e;
+  char path[4096];
+  while (dh != NULL && (e = readdir(dh)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path) unlink(path);
+  }
+  if (dh != NULL) closedir(dh);
+  if (rmdir(dir) != 0 && errno != ENOENT)
+    return lm_error_set(err, LAMINAR_ERR_IO, "cannot remove the WAL of %s (%s): %s", what, dir,
+                        strerror(errno));
+  return LAMINAR_OK;
+}
+
+/* The incarnation a WAL directory belongs to: 0 and *found false when it
+ * names none (an earlier build's log, or none yet); LDB-5002 when the file
+ * cannot be read as one. */
+static laminar_code read_owner(const char* dir, const char* source, uint64_t* out, bool* found,
+                               laminar_error* err) {
+  *out = 0;
+  char* path = join(dir, WAL_OWNER);
+  if (path == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  bool missing;
+  char* text = read_text(path, &missing, NULL);
+  *found = text != NULL;
+  laminar_code rc = LAMINAR_OK;
+  char* end = NULL;
+  if (text == NULL && !missing) {
+    rc = lm_error_set(err, LAMINAR_ERR_IO, "source '%s': cannot read %s: %s", source, path,
+                      strerror(errno));
+  } else if (text != NULL) {
+    errno = 0;
+    *out = strtoull(text, &end, 16);
+    if (errno != 0 || end != text + 16 || strcmp(end, "\n") != 0 || *out == 0)
+      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
+                        "source '%s': %s is damaged (remove it to keep the log as the source's)",
+                        source, path);
+  }
+  lm_free(text);
+  lm_free(path);
+  return rc;
+}
+
 laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
                                        const char* wal_mode_option, laminar_error* err) {
   lm_durable* d = db->dur;
   if (d == NULL) return LAMINAR_OK;
+  lm_durable_identify(d, def->name, &def->incarnation, NULL);
   lm_wal_mode mode = d->conf.wal_mode;
   if (wal_mode_option != NULL && !lm_durable_parse_wal_mode(wal_mode_option, &mode))
     return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
                         "source '%s': wal_mode must be none, async or sync, got '%s'", def->name,
                         wal_mode_option);
-  if (mode == LM_WAL_NONE) return LAMINAR_OK;
+  /* A log never exists without the catalog it belongs to (a missing catalog
+   * beside a WAL is damage, refused at open): a new directory's first. */
+  if (d->catalog_missing && !d->recovering) LM_TRY(lm_durable_catalog_changed(db, err));
   char* dir = join(d->wal_dir, def->name);
   if (dir == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  laminar_code rc = LAMINAR_OK;
+  bool owned = false;
+  if (!d->recovering) {
+    /* A new incarnation: a log left under the name (a DROP that crashed
+     * before removing it) is another source's, never this one's. */
+    char what[300];
+    snprintf(what, sizeof what, "a dropped source '%s'", def->name);
+    rc = wipe_dir(dir, what, err);
+  } else {
+    uint64_t owner;
+    rc = read_owner(dir, def->name, &owner, &owned, err);
+    if (rc == LAMINAR_OK && owned && find_ident(d, def->name) == NULL) {
+      def->incarnation = owner; /* no identity in the catalog: the log's */
+    } else if (rc == LAMINAR_OK && owned && owner != def->incarnation) {
+      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
+                        "source '%s': its WAL (%s) belongs to incarnation %016" PRIx64
+                        " of the name, the catalog's source is %016" PRIx64
+                        ": refusing to replay another source's log (remove the directory to "
+                        "start the source empty)",
+                        def->name, dir, owner, def->incarnation);
+    }
+  }
+  if (rc != LAMINAR_OK || mode == LM_WAL_NONE) {
+    lm_free(dir);
+    return rc;
+  }
   /* At recovery the restored checkpoint covers the records up to its
    * position: damage or absence among them costs nothing (wal.h). */
-  uint64_t covered = d->recovering ? pos_find(&d->restored, def->name) : 0;
+  uint64_t covered = d->recovering ? pos_find(&d->restored, def->name, def->incarnation) : 0;
   lm_wal_options o = {.dir = dir,
                       .io = d->conf.io,
                       .direct = d->conf.direct,
                       .strict = d->conf.strict,
                       .covered = covered};
   lm_wal_report rep;
-  laminar_code rc = lm_wal_open(&o, &def->wal, &rep, err);
+  rc = make_dir(dir, err);
+  if (rc == LAMINAR_OK && !owned) {
+    /* Before any record: a log in this directory is this incarnation's. */
+    char text[24];
+    snprintf(text, sizeof text, "%016" PRIx64 "\n", def->incarnation);
+    rc = lm_store_write_atomic(dir, WAL_OWNER, text, strlen(text), err);
+  }
+  if (rc == LAMINAR_OK) rc = lm_wal_open(&o, &def->wal, &rep, err);
   if (rc == LAMINAR_OK && rep.skip_reason[0] != '\0') {
     char range[64] = "";
     if (rep.skip_first > 0)
@@ -351,18 +568,9 @@ laminar_code lm_durable_source_dropped(laminar_db* db, lm_source_def* def, lamin
   if (d == NULL || def->wal == NULL) return LAMINAR_OK;
   char* dir = join(d->wal_dir, def->name);
   if (dir == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  DIR* dh = opendir(dir);
-  struct dirent* e;
-  char path[4096];
-  while (dh != NULL && (e = readdir(dh)) != NULL) {
-    if (e->d_name[0] == '.') continue;
-    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path) unlink(path);
-  }
-  if (dh != NULL) closedir(dh);
-  laminar_code rc = LAMINAR_OK;
-  if (rmdir(dir) != 0 && errno != ENOENT)
-    rc = lm_error_set(err, LAMINAR_ERR_IO, "cannot remove the WAL of source '%s' (%s): %s",
-                      def->name, dir, strerror(errno));
+  char what[300];
+  snprintf(what, sizeof what, "source '%s'", def->name);
+  laminar_code rc = wipe_dir(dir, what, err);
   lm_free(dir);
   return rc;
 }
@@ -505,6 +713,7 @@ static void put_name(lm_state_writer* w, const char* name) { lm_state_put_bytes(
  * sources already encoded (small), each stream's watermark and frozen chain. */
 typedef struct frozen_stream {
   const char* name;    /* the stream's (db->lock held: not dropped meanwhile) */
+  uint64_t incarnation, fingerprint;
   int64_t watermark;
   int32_t nparts;      /* its partitions (cores > 1, rt/part.c), each frozen as it is */
   lm_op_frozen** chains;
@@ -573,6 +782,8 @@ static void put_sources(ckpt_barrier* c) {
     lm_state_put_i64(w, (int64_t)s->processed_seq);
     lm_state_put_i64(w, s->watermark_ms);
     lm_state_put_i64(w, s->max_ts_ms);
+    lm_state_put_i64(w, (int64_t)s->incarnation); /* format 3 */
+    lm_state_put_i64(w, (int64_t)s->fingerprint);
     c->covered[i] = s->processed_seq;
   }
   if (lm_state_writer_status(w) != LAMINAR_OK) ckpt_fail(c, LAMINAR_ERR_NOMEM, NULL, NULL);
@@ -632,6 +843,8 @@ static laminar_code frozen_graph_init(const lm_graph* g, frozen_graph* out, lami
     if (f->chains == NULL)
       return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory serializing a checkpoint");
     f->name = s->name; /* the watermark: at the stream's barrier step (the reactor's) */
+    f->incarnation = s->incarnation;
+    f->fingerprint = s->fingerprint;
     f->nparts = nparts;
     out->n++;
   }
@@ -663,6 +876,8 @@ static laminar_code write_graph(frozen_graph* f, lm_state_writer* w, laminar_err
         failed = s->name;
       }
     }
+    lm_state_put_i64(w, (int64_t)s->incarnation); /* format 3: after the states */
+    lm_state_put_i64(w, (int64_t)s->fingerprint);
   }
   frozen_graph_free(f); /* what a failure left unwritten */
   if (failed != NULL) return lm_error_set(err, rc, "stream '%s': snapshot failed", failed);
@@ -689,6 +904,9 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
   if (d == NULL)
     return lm_error_set(err, LAMINAR_ERR_STATE,
                         "checkpoints are off: set data_dir and checkpoint_interval");
+  /* A checkpoint never exists without the catalog it belongs to (a missing
+   * catalog beside checkpoints is damage, refused at open). */
+  if (d->catalog_missing) LM_TRY(lm_durable_catalog_changed(db, err));
   uint64_t epoch = ++d->attempted; /* numbers are never reused, even after a failure */
   lm_graph* g = &db->graph;
   uint64_t* covered = lm_calloc((size_t)g->nsources + 1, sizeof *covered);
@@ -775,11 +993,11 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
     pos_list now = {.v = lm_calloc((size_t)g->nsources + 1, sizeof(src_pos))};
     for (int32_t i = 0; i < g->nsources && rc == LAMINAR_OK; i++) {
       lm_source_def* s = g->sources[i];
-      uint64_t prev = pos_find(&d->prev, s->name);
+      uint64_t prev = pos_find(&d->prev, s->name, s->incarnation);
       if (prev > covered[i]) prev = covered[i];
       if (s->wal != NULL && prev > 0) rc = lm_wal_truncate_before(s->wal, prev + 1, err);
       char* name = now.v != NULL ? lm_strdup(s->name) : NULL;
-      if (name != NULL) now.v[now.n++] = (src_pos){name, covered[i]};
+      if (name != NULL) now.v[now.n++] = (src_pos){name, covered[i], s->incarnation};
     }
     /* Out of memory here only makes the logs keep more at the next one. */
     pos_list_free(&d->prev);
@@ -838,6 +1056,8 @@ static laminar_code parse_positions(const uint8_t* data, size_t len, const char*
     int64_t seq = lm_state_get_i64(&r);
     (void)lm_state_get_i64(&r);
     (void)lm_state_get_i64(&r);
+    uint64_t inc = version >= 3 ? (uint64_t)lm_state_get_i64(&r) : 0; /* see restore */
+    if (version >= 3) (void)lm_state_get_i64(&r);
     if (r.failed) break;
     char* name = lm_malloc((size_t)nm.len + 1);
     if (name == NULL) {
@@ -846,7 +1066,7 @@ static laminar_code parse_positions(const uint8_t* data, size_t len, const char*
     }
     memcpy(name, nm.ptr, (size_t)nm.len);
     name[nm.len] = '\0';
-    out->v[out->n++] = (src_pos){name, (uint64_t)seq};
+    out->v[out->n++] = (src_pos){name, (uint64_t)seq, inc};
   }
   if (r.failed) {
     pos_list_free(out);
@@ -855,13 +1075,32 @@ static laminar_code parse_positions(const uint8_t* data, size_t len, const char*
   return LAMINAR_OK;
 }
 
-/* Restore the graph from checkpoint bytes (the graph is not running). */
-static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, laminar_error* err) {
+/* Whether a checkpoint's record of an object applies to the object now under
+ * its name: not when it is of another incarnation (dropped and created again
+ * since: its state is not this one's); LDB-5002 when it is of this
+ * incarnation with another definition (the catalog was altered). Files before
+ * version 3 name objects only: they apply by name. */
+static laminar_code same_object(const char* kind, const char* name, uint32_t version,
+                                uint64_t inc, uint64_t fp, uint64_t have_inc, uint64_t have_fp,
+                                const char* file, bool* applies, laminar_error* err) {
+  *applies = version < 3 || inc == have_inc;
+  if (!*applies || version < 3 || fp == have_fp) return LAMINAR_OK;
+  return lm_error_set(err, LAMINAR_ERR_RECOVERY,
+                      "%s '%s': checkpoint %s holds its state under another definition (plan "
+                      "fingerprint %016" PRIx64 ", the catalog's %016" PRIx64
+                      "): catalog.sql was changed, refusing to load the state into another plan",
+                      kind, name, file, fp, have_fp);
+}
+
+/* Restore the graph from checkpoint bytes (the graph is not running); file
+ * names the checkpoint in errors. */
+static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, const char* file,
+                            laminar_error* err) {
   lm_state_reader r;
   lm_state_reader_init(&r, data, len);
   uint32_t magic = lm_state_get_u32(&r), version = lm_state_get_u32(&r);
   if (magic != CKPT_MAGIC || version < 1 || version > CKPT_VERSION)
-    return lm_error_set(err, LAMINAR_ERR_RECOVERY, "checkpoint: unknown format");
+    return lm_error_set(err, LAMINAR_ERR_RECOVERY, "checkpoint %s: unknown format", file);
   (void)lm_state_get_i64(&r); /* epoch: the file's name says it too */
   char name[256];
   uint32_t n = lm_state_get_u32(&r);
@@ -870,7 +1109,13 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, lam
     snprintf(name, sizeof name, "%.*s", (int)nm.len, nm.ptr ? nm.ptr : "");
     lm_source_def* s = lm_db_find_source(db, name);
     int64_t seq = lm_state_get_i64(&r), wm = lm_state_get_i64(&r), mx = lm_state_get_i64(&r);
-    if (s == NULL) continue; /* dropped after the checkpoint: the catalog is newer */
+    uint64_t inc = version >= 3 ? (uint64_t)lm_state_get_i64(&r) : 0;
+    uint64_t fp = version >= 3 ? (uint64_t)lm_state_get_i64(&r) : 0;
+    if (s == NULL || r.failed) continue; /* dropped after the checkpoint: the catalog is newer */
+    bool applies;
+    LM_TRY(same_object("source", name, version, inc, fp, s->incarnation, s->fingerprint, file,
+                       &applies, err));
+    if (!applies) continue; /* a dropped source's position: the new one starts at 0 */
     s->processed_seq = (uint64_t)seq;
     s->unlogged_seq = (uint64_t)seq; /* wal_mode none: its offsets go on from here */
     s->watermark_ms = wm;
@@ -889,16 +1134,178 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, lam
     }
     lm_str states[LM_RT_MAX_CORES];
     for (uint32_t p = 0; p < nsaved; p++) states[p] = lm_state_get_bytes(&r);
+    uint64_t inc = version >= 3 ? (uint64_t)lm_state_get_i64(&r) : 0;
+    uint64_t fp = version >= 3 ? (uint64_t)lm_state_get_i64(&r) : 0;
     if (r.failed) break;
     if (s == NULL) continue; /* dropped after the checkpoint */
+    bool applies;
+    LM_TRY(same_object(lm_db_is_view(s) ? "materialized view" : "stream", name, version, inc, fp,
+                       s->incarnation, s->fingerprint, file, &applies, err));
+    if (!applies) continue; /* a dropped stream's state: the new one starts empty */
     laminar_code rc = restore_stream(s, wm, states, (int32_t)nsaved, err);
     if (rc != LAMINAR_OK) {
       char msg[sizeof err->message]; /* lm_error_set clears err->message first */
       snprintf(msg, sizeof msg, "%s", err ? err->message : "state does not restore");
-      return lm_error_set(err, LAMINAR_ERR_RECOVERY, "stream '%s': %s", name, msg);
+      return lm_error_set(err, LAMINAR_ERR_RECOVERY, "stream '%s' (checkpoint %s): %s", name,
+                          file, msg);
     }
   }
-  if (r.failed) return lm_error_set(err, LAMINAR_ERR_RECOVERY, "checkpoint: truncated content");
+  if (r.failed)
+    return lm_error_set(err, LAMINAR_ERR_RECOVERY, "checkpoint %s: truncated content", file);
+  return LAMINAR_OK;
+}
+
+/* Replay gates: a stream or sink created after the checkpoint saw, live,
+ * only the records of its root source after its start (the source's position
+ * at its CREATE). During the replay it is held out of its input's readers (a
+ * sink out of its stream's sinks) until the records pass its start; then it
+ * starts at its input's watermark, as CREATE started it. */
+typedef struct replay_gate {
+  lm_source_def* root;
+  lm_stream_def* stream;     /* the stream held, or the stream sink is on */
+  struct lm_sink* sink;      /* the sink held (NULL: the stream is) */
+  uint64_t start;
+  bool open;
+} replay_gate;
+
+typedef struct replay_gates {
+  laminar_db* db;
+  replay_gate* gates;
+  int32_t n;
+  /* The whole lists, as before the replay: per source its readers, per
+   * stream its readers and its sinks. */
+  lm_stream_def*** src_readers;
+  lm_stream_def*** readers;
+  struct lm_sink*** sinks;
+} replay_gates;
+
+static bool held(const replay_gates* G, const lm_stream_def* s, const struct lm_sink* k) {
+  for (int32_t i = 0; i < G->n; i++) {
+    const replay_gate* x = &G->gates[i];
+    if (!x->open && (k != NULL ? x->sink == k : x->sink == NULL && x->stream == s)) return true;
+  }
+  return false;
+}
+
+/* dst: the NULL-terminated whole list without what is held (streams, or
+ * sinks); in place, never longer. Returns the count. */
+static int32_t filter_held(const replay_gates* G, void** dst, void* const* whole, bool sinks) {
+  int32_t n = 0;
+  for (int32_t j = 0; whole != NULL && whole[j] != NULL; j++)
+    if (!held(G, sinks ? NULL : whole[j], sinks ? whole[j] : NULL)) dst[n++] = whole[j];
+  return n;
+}
+
+/* Each list from its whole copy without what is held. */
+static void gates_apply(replay_gates* G) {
+  lm_graph* g = &G->db->graph;
+  for (int32_t i = 0; i < g->nsources; i++) {
+    lm_source_def* src = g->sources[i];
+    src->nreaders = filter_held(G, (void**)src->readers, (void* const*)G->src_readers[i], false);
+  }
+  for (int32_t i = 0; i < g->nstreams; i++) {
+    lm_stream_def* s = g->streams[i];
+    s->nreaders = filter_held(G, (void**)s->readers, (void* const*)G->readers[i], false);
+    s->nsinks = filter_held(G, (void**)s->sinks, (void* const*)G->sinks[i], true);
+  }
+}
+
+/* A NULL-terminated copy of n pointers (NULL for none). */
+static void* copy_list(void* const* p, int32_t n, bool* nomem) {
+  if (n == 0) return NULL;
+  void** c = lm_calloc((size_t)n + 1, sizeof *c);
+  if (c == NULL) {
+    *nomem = true;
+    return NULL;
+  }
+  memcpy(c, p, sizeof *c * (size_t)n);
+  return c;
+}
+
+/* Open every gate of `root` whose start is before `seq` (UINT64_MAX: all
+ * gates), in graph order (upstream first): each starts at its input's
+ * watermark now. */
+static void gates_open(replay_gates* G, const lm_source_def* root, uint64_t seq) {
+  bool changed = false;
+  for (int32_t i = 0; i < G->n; i++) {
+    replay_gate* x = &G->gates[i];
+    if (x->open || (root != NULL && x->root != root) || x->start >= seq) continue;
+    x->open = changed = true;
+    if (x->sink != NULL) continue;
+    lm_stream_def* s = x->stream;
+    const lm_stream_def* up =
+        s->plan.input_is_source ? NULL : lm_db_find_stream(G->db, s->plan.input);
+    lm_stream_def_start_at(s, up != NULL ? up->watermark_ms : x->root->watermark_ms);
+    if (s->late != NULL) s->late->watermark_ms = s->watermark_ms;
+  }
+  if (changed) gates_apply(G);
+}
+
+static void gates_free(replay_gates* G) {
+  if (G->gates == NULL) return;
+  gates_open(G, NULL, UINT64_MAX); /* the whole lists back */
+  lm_graph* g = &G->db->graph;
+  for (int32_t i = 0; G->src_readers != NULL && i < g->nsources; i++) lm_free(G->src_readers[i]);
+  for (int32_t i = 0; G->readers != NULL && G->sinks != NULL && i < g->nstreams; i++) {
+    lm_free(G->readers[i]);
+    lm_free(G->sinks[i]);
+  }
+  lm_free(G->src_readers);
+  lm_free(G->readers);
+  lm_free(G->sinks);
+  lm_free(G->gates);
+  *G = (replay_gates){0};
+}
+
+/* Hold every stream and sink created after the restored position of its root
+ * source (nothing held: G->gates stays NULL). */
+static laminar_code gates_init(laminar_db* db, replay_gates* G, laminar_error* err) {
+  *G = (replay_gates){.db = db};
+  lm_graph* g = &db->graph;
+  int32_t most = g->nstreams + db->nsinks;
+  replay_gate* gates = lm_calloc((size_t)most + 1, sizeof *gates);
+  if (gates == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  int32_t n = 0;
+  for (int32_t i = 0; i < g->nstreams; i++) {
+    lm_stream_def* s = g->streams[i];
+    lm_source_def* root = lm_db_root_source(db, s);
+    if (s->late_of != NULL || root == NULL || s->start_seq <= root->processed_seq) continue;
+    gates[n++] = (replay_gate){.root = root, .stream = s, .start = s->start_seq};
+  }
+  for (int32_t i = 0; i < db->nsinks; i++) {
+    lm_sink_def* k = db->sinks[i];
+    lm_source_def* root = lm_db_root_source(db, k->stream);
+    bool on_stream = false;
+    for (int32_t j = 0; j < k->stream->nsinks; j++) on_stream |= k->stream->sinks[j] == k->sink;
+    if (!on_stream || root == NULL || k->start_seq <= root->processed_seq) continue;
+    gates[n++] =
+        (replay_gate){.root = root, .stream = k->stream, .sink = k->sink, .start = k->start_seq};
+  }
+  if (n == 0) {
+    lm_free(gates);
+    return LAMINAR_OK;
+  }
+  bool nomem = false;
+  G->gates = gates;
+  G->n = n;
+  G->src_readers = lm_calloc((size_t)g->nsources + 1, sizeof *G->src_readers);
+  G->readers = lm_calloc((size_t)g->nstreams + 1, sizeof *G->readers);
+  G->sinks = lm_calloc((size_t)g->nstreams + 1, sizeof *G->sinks);
+  nomem = G->src_readers == NULL || G->readers == NULL || G->sinks == NULL;
+  for (int32_t i = 0; !nomem && i < g->nsources; i++)
+    G->src_readers[i] =
+        copy_list((void* const*)g->sources[i]->readers, g->sources[i]->nreaders, &nomem);
+  for (int32_t i = 0; !nomem && i < g->nstreams; i++) {
+    G->readers[i] =
+        copy_list((void* const*)g->streams[i]->readers, g->streams[i]->nreaders, &nomem);
+    G->sinks[i] = copy_list((void* const*)g->streams[i]->sinks, g->streams[i]->nsinks, &nomem);
+  }
+  if (nomem) {
+    for (int32_t i = 0; i < G->n; i++) G->gates[i].open = true; /* nothing held */
+    gates_free(G);
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
+  gates_apply(G);
   return LAMINAR_OK;
 }
 
@@ -906,6 +1313,7 @@ typedef struct replay_ctx {
   lm_rt* rt;
   laminar_db* db;
   lm_source_def* src;
+  replay_gates* gates;
   uint64_t replayed;
   uint64_t quiet_upto; /* records up to here feed no sink (their epochs are published) */
   bool quiet;          /* the sinks are detached (set_quiet) */
@@ -933,6 +1341,7 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_e
   replay_ctx* c = arg;
   lm_source_def* src = c->src;
   if (rec->seq <= src->processed_seq) return LAMINAR_OK;
+  if (c->gates->gates != NULL) gates_open(c->gates, src, rec->seq);
   lm_msg* msg = lm_calloc(1, sizeof *msg);
   if (msg == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   msg->seq = rec->seq;
@@ -982,8 +1391,9 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_e
   return LAMINAR_OK;
 }
 
-static char* read_text(const char* path, bool* missing) {
+static char* read_text(const char* path, bool* missing, size_t* out_len) {
   *missing = false;
+  if (out_len != NULL) *out_len = 0;
   FILE* f = fopen(path, "rb");
   if (f == NULL) {
     *missing = errno == ENOENT;
@@ -1010,6 +1420,7 @@ static char* read_text(const char* path, bool* missing) {
   fclose(f);
   if (buf == NULL) buf = lm_calloc(1, 1);
   else buf[len] = '\0';
+  if (out_len != NULL) *out_len = len;
   return buf;
 }
 
@@ -1075,6 +1486,158 @@ static laminar_code attach_config_sinks(laminar_db* db, lm_durable* d, laminar_e
   return LAMINAR_OK;
 }
 
+/* Whether the directory holds durable data: a checkpoint file, or a WAL
+ * directory. */
+static bool has_data(const lm_durable* d) {
+  bool any = false;
+  const char* dirs[2] = {d->ckpt_dir, d->wal_dir};
+  for (int k = 0; k < 2 && !any; k++) {
+    DIR* dh = opendir(dirs[k]);
+    struct dirent* e;
+    while (dh != NULL && !any && (e = readdir(dh)) != NULL)
+      any = k == 0 ? strncmp(e->d_name, "ckpt-", 5) == 0 : e->d_name[0] != '.';
+    if (dh != NULL) closedir(dh);
+  }
+  return any;
+}
+
+/* Read catalog.sql: *sql the statements to run (NULL: none, a new
+ * directory). A file with the header must match its length and CRC-32C; one
+ * without (an earlier build's) is taken as it is. Missing or empty while
+ * checkpoints or WAL exist: LDB-5002, never an empty database. */
+static laminar_code read_catalog(lm_durable* d, char** sql, laminar_error* err) {
+  *sql = NULL;
+  char* path = join(d->dir, CATALOG_NAME);
+  if (path == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  bool missing;
+  size_t len;
+  char* text = read_text(path, &missing, &len);
+  laminar_code rc = LAMINAR_OK;
+  if (text == NULL && !missing) {
+    rc = lm_error_set(err, LAMINAR_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+  } else if ((text == NULL || len == 0) && has_data(d)) {
+    rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
+                      "%s is %s while checkpoints or WAL exist in %s: the database's catalog is "
+                      "lost (restore the file, or remove checkpoints/ and wal/ to start empty)",
+                      path, text == NULL ? "missing" : "empty", d->dir);
+  } else if (text == NULL || len == 0) {
+    d->catalog_missing = true; /* a new directory: written by the first DDL or checkpoint */
+  } else if (len < 2 || memcmp(text, "--", 2) != 0) {
+    d->legacy_catalog = true; /* an earlier build's: no header, no identities */
+    *sql = text;
+    text = NULL;
+  } else {
+    /* "-- laminardb catalog 2 bytes=<20 digits> crc32c=<8 hex>\n" */
+    size_t mlen = strlen(CATALOG_MAGIC);
+    const char* eol = memchr(text, '\n', len);
+    size_t hlen = eol != NULL ? (size_t)(eol - text) + 1 : 0;
+    char* end = NULL;
+    unsigned long long bytes = 0;
+    unsigned long crc = 0;
+    bool ok = hlen == mlen + 44 && memcmp(text, CATALOG_MAGIC, mlen) == 0 &&
+              memcmp(text + mlen, " bytes=", 7) == 0 &&
+              memcmp(text + mlen + 27, " crc32c=", 8) == 0;
+    if (ok) {
+      bytes = strtoull(text + mlen + 7, &end, 10);
+      ok = end == text + mlen + 27;
+    }
+    if (ok) {
+      crc = strtoul(text + mlen + 35, &end, 16);
+      ok = end == text + mlen + 43;
+    }
+    if (!ok) {
+      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
+                        "%s: damaged header (the first line is not '" CATALOG_MAGIC
+                        " bytes=<n> crc32c=<x>')",
+                        path);
+    } else if (bytes != len - hlen || crc != lm_crc32c(0, text + hlen, len - hlen)) {
+      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
+                        "%s is damaged: %s (the header says %llu bytes, CRC-32C %08lx; the file "
+                        "has %zu bytes, CRC-32C %08x)",
+                        path, bytes != len - hlen ? "wrong length" : "CRC mismatch", bytes, crc,
+                        len - hlen, (unsigned)lm_crc32c(0, text + hlen, len - hlen));
+    } else if (memchr(text, '\0', len) != NULL) {
+      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY, "%s: a NUL byte in the text", path);
+    } else {
+      rc = parse_idents(d, text + hlen, err);
+      if (rc == LAMINAR_OK) {
+        *sql = text;
+        text = NULL;
+      }
+    }
+  }
+  lm_free(text);
+  lm_free(path);
+  return rc;
+}
+
+/* Remove the WAL directories no source of the catalog owns: logs of dropped
+ * sources (a DROP removes its log after the catalog without it is on disk; a
+ * crash in between leaves it). */
+static laminar_code drop_orphan_wals(laminar_db* db, lm_durable* d, laminar_error* err) {
+  DIR* dh = opendir(d->wal_dir);
+  if (dh == NULL) return LAMINAR_OK;
+  char names[64][256];
+  int32_t n = 0;
+  struct dirent* e;
+  while ((e = readdir(dh)) != NULL && n < 64) {
+    if (e->d_name[0] == '.') continue;
+    const lm_source_def* s = lm_db_find_source(db, e->d_name);
+    if (s != NULL && s->wal != NULL && strcmp(s->name, e->d_name) == 0) continue;
+    snprintf(names[n++], sizeof names[0], "%s", e->d_name);
+  }
+  closedir(dh);
+  for (int32_t i = 0; i < n; i++) {
+    char* dir = join(d->wal_dir, names[i]);
+    if (dir == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    char what[300];
+    snprintf(what, sizeof what, "dropped source '%s'", names[i]);
+    laminar_code rc = wipe_dir(dir, what, err);
+    lm_free(dir);
+    LM_TRY(rc);
+    report(d, "source '%s': WAL of a dropped source removed", names[i]);
+  }
+  return LAMINAR_OK;
+}
+
+/* Replay every source's WAL after the restored positions. Records up to
+ * d->replay_quiet's positions (a fallback past a lost checkpoint,
+ * `quiet_epoch`) feed no sink: their epochs may be published. */
+static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epoch,
+                               laminar_error* err) {
+  replay_gates G;
+  LM_TRY(gates_init(db, &G, err));
+  lm_graph* g = &db->graph;
+  int32_t* saved = lm_calloc((size_t)g->nstreams + 1, sizeof *saved);
+  laminar_code rc =
+      saved != NULL ? LAMINAR_OK : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  for (int32_t i = 0; i < g->nsources && rc == LAMINAR_OK; i++) {
+    lm_source_def* s = g->sources[i];
+    if (s->wal == NULL) continue;
+    replay_ctx c = {.rt = &db->rt, .db = db, .src = s, .gates = &G, .saved = saved,
+                    .quiet_upto = pos_find(&d->replay_quiet, s->name, s->incarnation)};
+    rc = lm_wal_replay(s->wal, s->processed_seq + 1, replay_record, &c, err);
+    set_quiet(&c, false);
+    if (rc == LAMINAR_OK && c.quiet_upto > s->processed_seq && db->nsinks > 0) {
+      /* With sinks the log must reach the positions whose epochs may be
+       * published, or the state would lack rows the sinks hold (without,
+       * the producer resumes from the offset: nothing is published). */
+      char what[300];
+      snprintf(what, sizeof what, "source '%s': the WAL (%.200s/%s) ends at record %" PRIu64,
+               s->name, d->wal_dir, s->name, s->processed_seq);
+      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
+                        "%s, before record %" PRIu64 " where checkpoint %" PRIu64
+                        " (%.200s/ckpt-%020" PRIu64 ".bin, damaged or missing) stood; its "
+                        "epochs may be published by the sinks, so the state cannot be rebuilt "
+                        "without those records",
+                        what, c.quiet_upto, quiet_epoch, d->ckpt_dir, quiet_epoch);
+    }
+  }
+  lm_free(saved);
+  gates_free(&G); /* what the log did not reach starts now, at its input's watermark */
+  return rc;
+}
+
 /* Prefix err's message (a failure of a recovery step) with `what`. */
 static laminar_code recovery_context(laminar_error* err, laminar_code rc, const char* what) {
   char msg[sizeof err->message];
@@ -1082,90 +1645,88 @@ static laminar_code recovery_context(laminar_error* err, laminar_code rc, const 
   return lm_error_set(err, rc, "%s: %s", what, msg);
 }
 
-static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
-  /* The newest whole checkpoint first (only read): the sources' WALs,
-   * opened as the catalog runs, need its positions (damage below them is
-   * skipped, not cut). */
-  bool found;
-  uint64_t epoch = 0;
-  uint8_t* data = NULL;
-  size_t len = 0;
-  lm_ckpt_report crep;
-  LM_TRY(lm_ckpt_load_latest(d->ckpt_dir, &found, &epoch, &data, &len, &crep, err));
+/* The newest whole checkpoint (read, not restored: the sources' WALs,
+ * opened as the catalog runs, need its positions -- damage below them is
+ * skipped, not cut) into *data, and its positions into d->restored; a
+ * newer checkpoint whose positions survive (it is damaged or missing: its
+ * positions file is written before it) into d->replay_quiet and *quiet_epoch
+ * (0: none). Its epochs may be published: the replay up to its positions
+ * rebuilds its state and publishes nothing, and the sinks go on after it. */
+static laminar_code load_checkpoints(lm_durable* d, bool* found, uint64_t* epoch, uint8_t** data,
+                                     size_t* len, uint64_t* quiet_epoch, lm_ckpt_report* crep,
+                                     laminar_error* err) {
+  *quiet_epoch = 0;
+  LM_TRY(lm_ckpt_load_latest(d->ckpt_dir, found, epoch, data, len, crep, err));
   char file[300];
-  snprintf(file, sizeof file, "%.240s/ckpt-%020" PRIu64 ".bin", d->ckpt_dir, epoch);
-  laminar_code rc = found ? parse_positions(data, len, file, &d->restored, err) : LAMINAR_OK;
-  /* A checkpoint newer than the restored one whose positions survive (it
-   * is damaged or missing; its positions file is written before it): its
-   * epochs may be published. The replay up to its positions rebuilds its
-   * state and publishes nothing; the sinks go on after its epoch. */
-  uint64_t quiet_epoch = 0;
+  snprintf(file, sizeof file, "%.240s/ckpt-%020" PRIu64 ".bin", d->ckpt_dir, *epoch);
+  laminar_code rc = *found ? parse_positions(*data, *len, file, &d->restored, err) : LAMINAR_OK;
   uint8_t* pdata = NULL;
   size_t plen = 0;
   bool pfound = false;
   if (rc == LAMINAR_OK)
-    rc = lm_ckpt_load_positions(d->ckpt_dir, epoch, &pfound, &quiet_epoch, &pdata, &plen, err);
+    rc = lm_ckpt_load_positions(d->ckpt_dir, *epoch, &pfound, quiet_epoch, &pdata, &plen, err);
   if (rc == LAMINAR_OK && pfound) {
-    char pfile[300];
-    snprintf(pfile, sizeof pfile, "%.240s/pos-%020" PRIu64 ".bin", d->ckpt_dir, quiet_epoch);
-    rc = parse_positions(pdata, plen, pfile, &d->replay_quiet, err);
+    snprintf(file, sizeof file, "%.240s/pos-%020" PRIu64 ".bin", d->ckpt_dir, *quiet_epoch);
+    rc = parse_positions(pdata, plen, file, &d->replay_quiet, err);
   }
   lm_free(pdata);
   if (rc != LAMINAR_OK) {
-    lm_free(data);
+    lm_free(*data);
+    *data = NULL;
     return rc;
   }
-  if (crep.skipped > 0) {
-    if (pfound)
-      report(d, "%d damaged checkpoint(s) skipped: %s; restored checkpoint %" PRIu64
-             ", then the WAL replayed up to checkpoint %" PRIu64 "'s positions without "
-             "publishing its epochs again",
-             crep.skipped, crep.reason, epoch, quiet_epoch);
-    else
-      report(d, "%d damaged checkpoint(s) skipped: %s; restored checkpoint %" PRIu64,
-             crep.skipped, crep.reason, epoch);
-  } else if (pfound) {
+  if (crep->skipped > 0 && pfound)
+    report(d, "%d damaged checkpoint(s) skipped: %s; restored checkpoint %" PRIu64
+           ", then the WAL replayed up to checkpoint %" PRIu64 "'s positions without "
+           "publishing its epochs again",
+           crep->skipped, crep->reason, *epoch, *quiet_epoch);
+  else if (crep->skipped > 0)
+    report(d, "%d damaged checkpoint(s) skipped: %s; restored checkpoint %" PRIu64,
+           crep->skipped, crep->reason, *epoch);
+  else if (pfound)
     report(d, "checkpoint %" PRIu64 " (%.240s/ckpt-%020" PRIu64 ".bin) is missing: restored "
            "checkpoint %" PRIu64 ", then the WAL replayed up to its positions without "
            "publishing its epochs again",
-           quiet_epoch, d->ckpt_dir, quiet_epoch, epoch);
-  }
-  char* path = join(d->dir, "catalog.sql");
-  if (path == NULL) {
-    lm_free(data);
-    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  }
-  bool missing;
-  char* sql = read_text(path, &missing);
-  lm_free(path);
-  if (sql == NULL && !missing) {
-    lm_free(data);
-    return lm_error_set(err, LAMINAR_ERR_IO, "cannot read %s/catalog.sql: %s", d->dir,
-                        strerror(errno));
-  }
-  if (sql != NULL) {
+           *quiet_epoch, d->ckpt_dir, *quiet_epoch, *epoch);
+  return LAMINAR_OK;
+}
+
+static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
+  bool found;
+  uint64_t epoch = 0, quiet_epoch = 0;
+  uint8_t* data = NULL;
+  size_t len = 0;
+  lm_ckpt_report crep;
+  LM_TRY(load_checkpoints(d, &found, &epoch, &data, &len, &quiet_epoch, &crep, err));
+  char* sql;
+  laminar_code rc = read_catalog(d, &sql, err);
+  if (rc == LAMINAR_OK && sql != NULL) {
     d->recovering = true;
     rc = lm_db_execute_locked(db, sql, NULL, err);
     d->recovering = false;
     lm_free(sql);
+    free_idents(d);
     if (rc != LAMINAR_OK) {
-      lm_free(data);
       char msg[sizeof err->message];
       snprintf(msg, sizeof msg, "%s", err ? err->message : "");
-      return lm_error_set(err, LAMINAR_ERR_RECOVERY, "%s/catalog.sql does not run: %s", d->dir,
-                          msg);
+      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY, "%s/" CATALOG_NAME " does not run: %s",
+                        d->dir, msg);
     }
   }
-  if (found) {
-    rc = restore(db, data, len, err);
-    lm_free(data);
-    LM_TRY(rc);
+  free_idents(d);
+  if (rc == LAMINAR_OK) rc = drop_orphan_wals(db, d, err);
+  if (rc == LAMINAR_OK && found) {
+    char file[64];
+    snprintf(file, sizeof file, "checkpoints/ckpt-%020" PRIu64 ".bin", epoch);
+    rc = restore(db, data, len, file, err);
   }
+  lm_free(data);
+  LM_TRY(rc);
   /* The WAL keeps what the restored checkpoint does not cover. */
   pos_list_free(&d->prev);
   d->prev = d->restored;
   d->restored = (pos_list){0};
-  uint64_t resume = pfound ? quiet_epoch : epoch;
+  uint64_t resume = quiet_epoch > 0 ? quiet_epoch : epoch;
   d->epoch = d->attempted = resume;
   /* Sinks: staged epochs up to the checkpoint (or the fallback's newer
    * positions) are published, later dropped; the replay below writes the
@@ -1196,34 +1757,14 @@ static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
   }
   /* Connector sinks named in the config join here, before the replay. */
   LM_TRY(attach_config_sinks(db, d, err));
-  lm_graph* g = &db->graph;
-  int32_t* saved = lm_calloc((size_t)g->nstreams + 1, sizeof *saved);
-  if (saved == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  for (int32_t i = 0; i < g->nsources && rc == LAMINAR_OK; i++) {
-    lm_source_def* s = g->sources[i];
-    if (s->wal == NULL) continue;
-    replay_ctx c = {.rt = &db->rt, .db = db, .src = s, .saved = saved,
-                    .quiet_upto = pos_find(&d->replay_quiet, s->name)};
-    rc = lm_wal_replay(s->wal, s->processed_seq + 1, replay_record, &c, err);
-    set_quiet(&c, false);
-    if (rc == LAMINAR_OK && c.quiet_upto > s->processed_seq && db->nsinks > 0) {
-      /* With sinks the log must reach the positions whose epochs may be
-       * published, or the state would lack rows the sinks hold (without,
-       * the producer resumes from the offset: nothing is published). */
-      char what[300];
-      snprintf(what, sizeof what, "source '%s': the WAL (%.200s/%s) ends at record %" PRIu64,
-               s->name, d->wal_dir, s->name, s->processed_seq);
-      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
-                        "%s, before record %" PRIu64 " where checkpoint %" PRIu64
-                        " (%.200s/ckpt-%020" PRIu64 ".bin, damaged or missing) stood; its "
-                        "epochs may be published by the sinks, so the state cannot be rebuilt "
-                        "without those records",
-                        what, c.quiet_upto, quiet_epoch, d->ckpt_dir, quiet_epoch);
-    }
-  }
-  lm_free(saved);
+  rc = replay_all(db, d, quiet_epoch, err);
   pos_list_free(&d->replay_quiet);
-  return rc;
+  LM_TRY(rc);
+  /* An earlier build's catalog: written now with the header and every
+   * object's identity (the next checkpoint records them). */
+  if (d->legacy_catalog) LM_TRY(lm_durable_catalog_changed(db, err));
+  d->legacy_catalog = false;
+  return LAMINAR_OK;
 }
 
 /* ---- the background thread ---------------------------------------------------------------- */

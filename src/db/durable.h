@@ -8,10 +8,24 @@
  *
  * On disk under data_dir:
  *   catalog.sql            the DDL of every live source, stream and sink, in
- *                          creation order, rewritten atomically after each DDL
+ *                          creation order, rewritten atomically after each DDL:
+ *                          a header line with its length and CRC-32C, then per
+ *                          object a comment line with its identity (incarnation,
+ *                          start) before its statement
  *   checkpoints/ckpt-N.bin checkpoint N (store/ckpt.h), the newest `keep` kept
  *   wal/<source>/          the source's WAL segments (store/wal.h), when its
- *                          wal_mode is not none
+ *                          wal_mode is not none, and `incarnation`: the
+ *                          incarnation of the source the log belongs to
+ *
+ * Identity: every source, stream, late output and sink has an incarnation (a
+ * random 64-bit id, made at CREATE and kept in catalog.sql), and every source
+ * and stream a fingerprint of its definition (its statement and its inputs').
+ * A checkpoint records both with each position and state: state of another
+ * incarnation (the name was dropped and created again) is never restored, and
+ * the same incarnation with another fingerprint (an altered catalog) is
+ * refused (LDB-5002). A stream or sink created after the checkpoint is fed by
+ * the replay only the records after its start (its root source's position at
+ * CREATE), as it was live.
  *
  * A checkpoint is taken with the graph stopped between two messages (the
  * reactor paused, or no inline run in progress): with one reactor that point is
@@ -89,7 +103,20 @@ laminar_code lm_durable_catalog_changed(struct laminar_db* db, laminar_error* er
 laminar_code lm_durable_source_created(struct laminar_db* db, struct lm_source_def* def,
                                        const char* wal_mode_option, laminar_error* err);
 
-/* DROP SOURCE: remove the source's WAL files. */
+/* A new stream, late output or sink, in the graph (graph paused or not
+ * running): *incarnation becomes a new random id, or while the stored catalog
+ * runs at open the one it records, as does *start (else left as the caller
+ * set it: the root source's position now). No-op without durability. */
+void lm_durable_identify(lm_durable* d, const char* name, uint64_t* incarnation,
+                         uint64_t* start);
+
+/* The fingerprint of a definition: `text` (its statement) over `input` (its
+ * input's fingerprint, 0 for none). */
+uint64_t lm_durable_fingerprint(uint64_t input, const char* text);
+
+/* DROP SOURCE, after the catalog without it is on disk: remove the source's
+ * WAL files (a crash before leaves a log no source owns: removed at the next
+ * open, or when the name is created again). */
 laminar_code lm_durable_source_dropped(struct laminar_db* db, struct lm_source_def* def,
                                        laminar_error* err);
 

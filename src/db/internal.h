@@ -55,6 +55,8 @@ typedef struct lm_sink_def {
   char* sql;
   lm_stream_def* stream;
   struct lm_sink* sink;
+  uint64_t incarnation;      /* durable identity, as a stream's (rt.h) */
+  uint64_t start_seq;        /* its root source's position at CREATE: replay feeds it after */
 } lm_sink_def;
 
 
@@ -102,6 +104,8 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
 void lm_db_catalog_free(laminar_db* db);
 lm_source_def* lm_db_find_source(laminar_db* db, const char* name);
 lm_stream_def* lm_db_find_stream(laminar_db* db, const char* name);
+/* The source stream s's input chain starts at (NULL when there is none). */
+lm_source_def* lm_db_root_source(laminar_db* db, const lm_stream_def* s);
 
 /* rows.c: a one-batch ArrowArrayStream over a built batch. Takes the batch's
  * reference. */

@@ -134,6 +134,7 @@ laminar_code lm_db_create_endpoint(laminar_db* db, const char* sql, const lm_stm
   k->stream = stream;
   /* Not in stream->sinks (nothing to write): the reactor never sees it. */
   db->sinks[db->nsinks++] = k;
+  lm_durable_identify(db->dur, k->name, &k->incarnation, NULL);
   return lm_durable_catalog_changed(db, err);
 }
 

@@ -146,6 +146,11 @@ typedef struct lm_source_def {
    * (CAS max); reader: the reactor. Relaxed: a lagging read only delays it. */
   atomic_int_fast64_t carried_watermark;
   struct lm_wal* wal;        /* NULL unless durable (src/db/durable.c); producer side */
+  /* Durable identity (src/db/durable.c): this incarnation of the name (a
+   * DROP and CREATE makes another) and the fingerprint of its definition,
+   * both recorded with its checkpointed position and its WAL. */
+  uint64_t incarnation;
+  uint64_t fingerprint;
   bool wal_sync;             /* acknowledge a push after fdatasync */
   /* Durable without a WAL (wal_mode none): the offset of the last message
    * accepted, numbered as a WAL would (laminar_source_offset); from the
@@ -199,6 +204,13 @@ struct lm_stream_def {
    * is created and dropped with it. */
   lm_stream_def* late;
   lm_stream_def* late_of;
+  /* Durable identity (src/db/durable.c): this incarnation of the name, the
+   * fingerprint of its plan (its statement and its inputs'), recorded with
+   * its checkpointed state; start_seq: its root source's position when it
+   * was created -- WAL replay feeds it the records after that only. */
+  uint64_t incarnation;
+  uint64_t fingerprint;
+  uint64_t start_seq;
   /* Thread-per-core (part.c): a keyed stream reading a source directly runs
    * as `nparts` partitions, rows routed by the hash of the GROUP BY columns
    * `part_keys` (source column indexes). nparts 1: everything else. */

@@ -328,7 +328,15 @@ laminar_code lm_file_sink_open(const char* dir, lm_sink_format format, const lm_
 
 void lm_file_sink_close(lm_file_sink* s) {
   if (s == NULL) return;
-  if (s->fd >= 0) close(s->fd);
+  if (s->fd >= 0) {
+    /* The open epoch's staging file: no checkpoint covers it (one seals the
+     * epoch first), so its rows go with the sink, as a restart would drop
+     * them -- a sink created again on this path must not publish them. */
+    close(s->fd);
+    char path[4096];
+    part_path(s, s->current, true, path, sizeof path);
+    unlink(path);
+  }
   while (s->nsealed > 0) drop_sealed(s, 0);
   lm_free(s->sealed);
   lm_schema_free(&s->schema);

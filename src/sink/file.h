@@ -51,7 +51,9 @@ typedef struct lm_file_sink lm_file_sink;
 laminar_code lm_file_sink_open(const char* dir, lm_sink_format format, const lm_schema* schema,
                                lm_file_sink** out, laminar_error* err);
 
-/* Close: an open staging file is closed, not committed (recover() decides). */
+/* Close: the open epoch's staging file is removed (no checkpoint covers it:
+ * a restart would drop it too, and a sink created again on the directory
+ * must not publish it); sealed epochs' files stay for recover() to decide. */
 void lm_file_sink_close(lm_file_sink* sink);
 
 /* Commit staged epochs <= checkpointed_epoch, roll back later ones. */

@@ -73,7 +73,8 @@ static int test_settings(void) {
 
 /* Rewrite the newest checkpoint of dir in format 1, as written before
  * checkpoints held one state per partition: no partition count, one state per
- * stream (every stream must have one partition). */
+ * stream (every stream must have one partition), and no identities (format 3
+ * added each object's incarnation and fingerprint). */
 static int downgrade_checkpoint(const char* dir) {
   char cdir[600];
   snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
@@ -89,25 +90,27 @@ static int downgrade_checkpoint(const char* dir) {
   lm_state_writer w;
   lm_state_writer_init(&w);
   lm_state_put_u32(&w, lm_state_get_u32(&r)); /* magic */
-  EXPECT(lm_state_get_u32(&r) == 2);
+  EXPECT(lm_state_get_u32(&r) == 3);
   lm_state_put_u32(&w, 1);
   lm_state_put_i64(&w, lm_state_get_i64(&r)); /* epoch */
   uint32_t n = lm_state_get_u32(&r);
   lm_state_put_u32(&w, n);
-  for (uint32_t i = 0; i < n; i++) { /* sources: name, offset, watermark, max ts */
+  for (uint32_t i = 0; i < n; i++) { /* sources: name, offset, watermark, max ts[, identity] */
     lm_str name = lm_state_get_bytes(&r);
     lm_state_put_bytes(&w, name.ptr, (size_t)name.len);
     for (int k = 0; k < 3; k++) lm_state_put_i64(&w, lm_state_get_i64(&r));
+    for (int k = 0; k < 2; k++) (void)lm_state_get_i64(&r); /* incarnation, fingerprint */
   }
   n = lm_state_get_u32(&r);
   lm_state_put_u32(&w, n);
-  for (uint32_t i = 0; i < n; i++) { /* streams: name, watermark, [partitions,] state */
+  for (uint32_t i = 0; i < n; i++) { /* streams: name, watermark, [partitions,] state[, identity] */
     lm_str name = lm_state_get_bytes(&r);
     lm_state_put_bytes(&w, name.ptr, (size_t)name.len);
     lm_state_put_i64(&w, lm_state_get_i64(&r));
     EXPECT(lm_state_get_u32(&r) == 1);
     lm_str state = lm_state_get_bytes(&r);
     lm_state_put_bytes(&w, state.ptr, (size_t)state.len);
+    for (int k = 0; k < 2; k++) (void)lm_state_get_i64(&r); /* incarnation, fingerprint */
   }
   EXPECT(!r.failed && r.pos == r.len && lm_state_writer_status(&w) == LAMINAR_OK);
   CHECK_CODE(lm_ckpt_write(cdir, epoch, w.data, w.len, &err), LAMINAR_OK, &err);

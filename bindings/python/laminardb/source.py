@@ -6,7 +6,9 @@ the stream is pushed; pyarrow Tables, pandas DataFrames, polars...),
 columns, a list of dicts, then a pandas DataFrame without the stream protocol.
 
 Each batch is checked by the core before anything of it is ingested; a rejected
-batch raises and leaves the source as it was. Arrays are moved into the core
+batch raises and leaves the source as it was. A batch from a producer other than
+pyarrow is first validated by pyarrow too (``validate(full=True)``, see
+``laminardb._arrow.check_foreign``). Arrays are moved into the core
 zero-copy when, and only when, the push succeeds.
 """
 
@@ -20,7 +22,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from laminardb._arrow import batch_from_columns, batch_from_rows, capsule_pointer
+from laminardb._arrow import (
+    batch_from_columns,
+    batch_from_rows,
+    capsule_pointer,
+    check_batch,
+    check_foreign,
+    from_pyarrow,
+)
 from laminardb._handle import NamedHandle
 from laminardb._laminar_cffi import ffi, lib
 from laminardb.errors import PUSH_TIMEOUT, error_for, misuse, raise_for
@@ -118,7 +127,7 @@ class Source(NamedHandle):
         raise_for(code, err)
 
     def _push_array_capsules(
-        self, schema_capsule: object, array_capsule: object, *, wait: bool
+        self, schema_capsule: object, array_capsule: object, *, wait: bool, check: bool
     ) -> None:
         """Push the pair of capsules an ``__arrow_c_array__`` call returned.
 
@@ -126,19 +135,24 @@ class Source(NamedHandle):
             schema_capsule: PyCapsule named ``"arrow_schema"``.
             array_capsule: PyCapsule named ``"arrow_array"``.
             wait: As :meth:`_push_struct`.
+            check: Validate with pyarrow first (a producer other than pyarrow).
         """
         schema = ffi.cast("struct ArrowSchema*", capsule_pointer(schema_capsule, "arrow_schema"))
         array = ffi.cast("struct ArrowArray*", capsule_pointer(array_capsule, "arrow_array"))
+        if check:
+            check_foreign(array, schema, self._name)
         # On success the core moved the array (release is now NULL) and the
         # capsule's destructor does nothing; on failure the capsule still owns it.
         self._push_struct(array, schema, wait=wait)
 
-    def _push_stream_capsule(self, stream_capsule: object, *, wait: bool) -> None:
+    def _push_stream_capsule(self, stream_capsule: object, *, wait: bool, check: bool) -> None:
         """Push every batch of an ``ArrowArrayStream`` capsule, then release it.
 
         Args:
             stream_capsule: PyCapsule named ``"arrow_array_stream"``.
             wait: As :meth:`_push_struct`.
+            check: Validate each batch with pyarrow first (a producer other
+                than pyarrow).
 
         Raises:
             IngestError: LDB-3002 if the stream was already consumed; LDB-3001 if
@@ -160,6 +174,8 @@ class Source(NamedHandle):
                 if array.release == ffi.NULL:
                     break
                 try:
+                    if check:
+                        check_foreign(array, schema, self._name)
                     self._push_struct(array, schema, wait=wait)
                 finally:
                     if array.release != ffi.NULL:  # rejected or interrupted: still ours
@@ -189,6 +205,8 @@ class Source(NamedHandle):
                 struct array...), a dict of columns ``{name: values}``, or a list
                 of row dicts. Dicts are converted with the source's column types,
                 so Python ints fill a DOUBLE column. Columns are matched by name.
+                Arrow data from a producer other than pyarrow is validated by
+                pyarrow (``validate(full=True)``) before the core checks it.
 
         Raises:
             TypeError: If ``data`` is of none of those kinds (the message names
@@ -321,7 +339,12 @@ class Source(NamedHandle):
         """
         if isinstance(batches, pa.Table):
             batches = batches.to_batches()
-        items = [pa.record_batch(b) if not isinstance(b, pa.RecordBatch) else b for b in batches]
+        items = []
+        for batch in batches:
+            if not isinstance(batch, pa.RecordBatch):  # imported by pyarrow: check it
+                batch = pa.record_batch(batch)
+                check_batch(batch, self._name)
+            items.append(batch)
         if not items:
             return
         schema0 = items[0].schema
@@ -369,11 +392,16 @@ class Source(NamedHandle):
 
     def _push(self, data: object, *, wait: bool) -> None:
         """The body of :meth:`push` and :meth:`try_push`."""
-        if hasattr(data, "__arrow_c_stream__"):
-            self._push_stream_capsule(data.__arrow_c_stream__(), wait=wait)
+        if isinstance(data, pa.RecordBatch):  # one batch: its array export costs less
+            schema_capsule, array_capsule = data.__arrow_c_array__()
+            self._push_array_capsules(schema_capsule, array_capsule, wait=wait, check=False)
+        elif hasattr(data, "__arrow_c_stream__"):
+            check = not from_pyarrow(data)
+            self._push_stream_capsule(data.__arrow_c_stream__(), wait=wait, check=check)
         elif hasattr(data, "__arrow_c_array__"):
             schema_capsule, array_capsule = data.__arrow_c_array__()
-            self._push_array_capsules(schema_capsule, array_capsule, wait=wait)
+            check = not from_pyarrow(data)
+            self._push_array_capsules(schema_capsule, array_capsule, wait=wait, check=check)
         elif isinstance(data, Mapping):
             self._push(batch_from_columns(data, self._schema, self._name), wait=wait)
         elif isinstance(data, list) and all(isinstance(row, Mapping) for row in data):
