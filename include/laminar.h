@@ -156,6 +156,8 @@ typedef enum laminar_code {
   LAMINAR_ERR_NULL_VIOLATION = 3005,      /* NULL in a NOT NULL column */
   LAMINAR_ERR_QUEUE_FULL = 3006,          /* the source queue is full and cannot drain */
   LAMINAR_ERR_SOURCE_CLOSED = 3007,       /* the source was dropped */
+  LAMINAR_ERR_MEMORY_LIMIT = 3008,        /* a batch would take a stream's keyed state
+                                             past max_state_bytes: not applied */
   LAMINAR_ERR_PUSH_TIMEOUT = 3009,        /* no room in the source queue within the
                                              timeout of a *_timeout push; nothing
                                              ingested */
@@ -487,16 +489,20 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
 /* The engine's counters now, as rows (kind VARCHAR, name VARCHAR, metric
  * VARCHAR, value BIGINT):
  *   source:  pushed_batches, pushed_rows, queue_depth, queue_capacity,
+ *            queue_bytes (bytes of the batches queued), max_queue_bytes,
  *            dropped_batches, dropped_rows (drop_oldest), rejected_batches
  *            (reject), producers (open handles), watermark_ms; with a WAL also
  *            wal_next_offset, processed_offset
  *   stream:  rows_in, rows_out, late_rows, state_groups (open window groups),
  *            state_bytes (the size its operator state would take in a
  *            checkpoint: computed on demand by encoding it, O(state)),
+ *            accounted_state_bytes (what max_state_bytes counts; 0 while no
+ *            bound applies), max_state_bytes (its own, 0: none),
  *            watermark_ms, subscribers, partitions (1, or `cores` for a keyed
  *            stream); all summed over its partitions
  *   subscription (name: its stream): delivered_batches, queue_depth (its
- *            lag, in batches), dropped_batches, dropped_rows (slow_subscriber
+ *            lag, in batches), queue_bytes (bytes of its queued batches),
+ *            max_queue_bytes, dropped_batches, dropped_rows (slow_subscriber
  *            drop)
  *   reactor (names "0" .. "N-1", config `cores`): busy_ns (time in rounds
  *            that took messages; reactor 0's includes waiting for the others

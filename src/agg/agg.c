@@ -96,6 +96,24 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
   return LAMINAR_OK;
 }
 
+int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups) {
+  int64_t per = 0;
+  if (st->count) per += 8;
+  if (st->sum_i) per += (int64_t)sizeof(lm_i128);
+  if (st->sum_d) per += 8;
+  if (st->mm_i) per += 8;
+  if (st->mm_d) per += 8;
+  if (st->mm_s) per += (int64_t)sizeof(lm_str);
+  if (st->has) per += 1;
+  if (st->ord) per += 8;
+  if (st->vnull) per += 1;
+  if (st->d_head) per += 4;
+  /* A value-set entry: hash, group, value (16 at most), next, count, time,
+   * null flag, run top, and its table slots (about two). */
+  int64_t entries = st->d_n * 64 + st->r_n * 20;
+  return ngroups * per + entries + (int64_t)st->strings.used_bytes;
+}
+
 void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
   if (st->count) st->count[g] = 0;
   if (st->sum_i) st->sum_i[g] = 0;
@@ -286,10 +304,12 @@ static void dset_link(lm_agg_states* st, int32_t e) {
   st->d_table[slot] = (uint32_t)e + 1;
 }
 
-/* Room for one more entry, the table at most half full. */
-static laminar_code dset_reserve(lm_agg_states* st) {
-  if (st->d_n == st->d_cap) {
+/* Room for `extra` more entries, the table at most half full. */
+static laminar_code dset_reserve_n(lm_agg_states* st, int64_t extra) {
+  int64_t need = st->d_n + extra;
+  if (need > st->d_cap) {
     int64_t ncap = st->d_cap ? st->d_cap * 2 : 64;
+    while (ncap < need) ncap *= 2;
     if (ncap > INT32_MAX / 4) return LAMINAR_ERR_NOMEM;
     GROW(d_hash, ncap);
     GROW(d_group, ncap);
@@ -310,14 +330,37 @@ static laminar_code dset_reserve(lm_agg_states* st) {
     st->d_cap = ncap;
   }
   uint64_t size = st->d_table ? (uint64_t)st->d_mask + 1 : 0;
-  if ((uint64_t)(st->d_n + 1) * 2 > size) {
+  if ((uint64_t)need * 2 > size) {
     uint64_t nsize = size ? size * 2 : 128;
+    while ((uint64_t)need * 2 > nsize) nsize *= 2;
+    if (nsize > (uint64_t)UINT32_MAX) return LAMINAR_ERR_NOMEM;
     uint32_t* fresh = lm_calloc((size_t)nsize, sizeof(uint32_t));
     if (fresh == NULL) return LAMINAR_ERR_NOMEM;
     lm_free(st->d_table);
     st->d_table = fresh;
     st->d_mask = (uint32_t)(nsize - 1);
     for (int64_t e = 0; e < st->d_n; e++) dset_link(st, (int32_t)e);
+  }
+  return LAMINAR_OK;
+}
+
+static laminar_code dset_reserve(lm_agg_states* st) { return dset_reserve_n(st, 1); }
+
+laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
+                                   int64_t m) {
+  if (arg == NULL || m <= 0 || st->weighted) return LAMINAR_OK;
+  bool distinct = st->fn == LM_AGG_COUNT_DISTINCT;
+  if (distinct) LM_TRY(dset_reserve_n(st, m));
+  if (st->arg_type == LM_TYPE_STRING && (distinct || keeps_value(st->fn))) {
+    /* Every row's string copied at most once, each rounded up to 16 bytes. */
+    const lm_str* x = arg->data;
+    size_t bytes = 0;
+    for (int64_t j = 0; j < m; j++) {
+      uint32_t r = sel != NULL ? sel[j] : (uint32_t)j;
+      if (arg->nulls != NULL && arg->nulls[r]) continue;
+      bytes += (size_t)x[r].len + 16;
+    }
+    if (!lm_pool_reserve(&st->strings, bytes)) return LAMINAR_ERR_NOMEM;
   }
   return LAMINAR_OK;
 }

@@ -30,6 +30,10 @@ typedef struct lm_batch {
   lm_vec* cols;                /* ncols views, each of length nrows */
   struct ArrowArray array;     /* the owned struct array (moved in or built) */
   void* owned;                 /* conversion memory owned by the batch */
+  /* What the batch holds, in bytes, for queue bounds (max_queue_bytes): per
+   * column its values (lm_type_width each), a null byte per row where it has
+   * NULLs, and a string column's bytes. Set at creation, read-only after. */
+  int64_t bytes;
 } lm_batch;
 
 /* Import one pushed batch for a source whose columns are `source_schema`.

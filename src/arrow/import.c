@@ -1100,6 +1100,36 @@ static laminar_code fill_column(const lm_arrow_colsrc* c, int64_t nrows, uint8_t
   return LAMINAR_OK;
 }
 
+
+/* The bytes of string values rows offset .. offset + n of a (large) utf8
+ * array hold: the span of its offsets (validated before), O(1). */
+static int64_t string_bytes(const struct ArrowArray* a, enum ArrowType storage, int64_t offset,
+                            int64_t n) {
+  if (a == NULL || a->n_buffers < 3 || a->buffers[1] == NULL || n <= 0) return 0;
+  if (storage == NANOARROW_TYPE_LARGE_STRING) {
+    const int64_t* off = a->buffers[1];
+    return off[offset + n] - off[offset];
+  }
+  const int32_t* off = a->buffers[1];
+  return (int64_t)off[offset + n] - off[offset];
+}
+
+/* lm_batch.bytes: values and null bytes of every column, and the string
+ * bytes a string column refers to (a dictionary's: its values). */
+static int64_t batch_bytes(const lm_arrow_colsrc* src, const lm_vec* cols, int32_t ncols,
+                           int64_t nrows) {
+  int64_t total = 0;
+  for (int32_t c = 0; c < ncols; c++) {
+    total += nrows * lm_type_width(cols[c].type) + (cols[c].nulls != NULL ? nrows : 0);
+    if (cols[c].type != LM_TYPE_STRING) continue;
+    total += src[c].dict != NULL
+                 ? string_bytes(src[c].dict, src[c].dict_storage, src[c].dict->offset,
+                                src[c].dict->length)
+                 : string_bytes(src[c].array, src[c].storage, src[c].offset, nrows);
+  }
+  return total;
+}
+
 laminar_code lm_arrow_wrap(struct ArrowArray* array, const lm_arrow_colsrc* cols,
                            int32_t ncols, int64_t nrows, const char* source_name,
                            lm_batch** out, laminar_error* err) {
@@ -1134,6 +1164,7 @@ laminar_code lm_arrow_wrap(struct ArrowArray* array, const lm_arrow_colsrc* cols
   }
   lm_free(at);
   atomic_init(&batch->refs, 1);
+  batch->bytes = batch_bytes(cols, vecs, ncols, nrows);
   batch->nrows = nrows;
   batch->ncols = ncols;
   batch->cols = vecs;

@@ -125,6 +125,7 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   uint32_t capacity = db->buffer_size;
   lm_backpressure backpressure = db->backpressure;
   lm_wait wait = db->wait;
+  int64_t max_queue_bytes = db->max_queue_bytes;
   const lm_ast_expr* bp_value = NULL; /* where backpressure was set, for errors */
   char wal_mode[16] = {0};
   /* The watermark: a WATERMARK FOR clause or WITH (watermark = 'col'). */
@@ -172,6 +173,20 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
         return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, v->line, v->column, stmt->name, msg);
       }
       if (is_bp) bp_value = v;
+    } else if (lm_streq_nocase(o->key, "max_queue_bytes")) { /* issue 20 */
+      int64_t n = -1;
+      char text[64] = {0};
+      if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_INT) n = v->i;
+      if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING && v->slen < sizeof text) {
+        memcpy(text, v->s, v->slen);
+        if (!lm_parse_bytes(text, &n)) n = -1;
+      }
+      if (n < 0) {
+        return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, v->line, v->column, stmt->name,
+                       "max_queue_bytes must be a byte count such as 268435456 or '256MB' "
+                       "(0: no bound)");
+      }
+      max_queue_bytes = n;
     } else if (lm_streq_nocase(o->key, "buffer_size")) {
       int64_t n = -1;
       if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_INT) n = v->i;
@@ -189,8 +204,8 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       capacity = (uint32_t)n;
     } else {
       snprintf(msg, sizeof msg,
-               "unknown source option '%s' (known: buffer_size, backpressure, wait_strategy, "
-               "watermark, allowed_lateness, "
+               "unknown source option '%s' (known: buffer_size, max_queue_bytes, backpressure, "
+               "wait_strategy, watermark, allowed_lateness, "
                "wal_mode, checkpoint_interval)",
                o->key);
       return fail_at(err, LAMINAR_ERR_CONFIG_KEY, v->line, v->column, stmt->name, msg);
@@ -258,6 +273,7 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
     def->wm_delay_ms = stmt->watermark_delay_ms;
   }
   rc = lm_source_def_init_queue(def, capacity, backpressure, wait);
+  def->max_queue_bytes = max_queue_bytes;
   if (rc == LAMINAR_ERR_NOMEM) goto nomem;
   if (rc != LAMINAR_OK) {
     rc = lm_error_set(err, rc, "source '%s': cannot set up its queue", stmt->name);
@@ -323,6 +339,7 @@ static laminar_code make_late_stream(laminar_db* db, const lm_stmt* stmt, lm_str
     lm_stream_def_free(l);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
+  lm_state_budget_init(&l->budget, l->name, 0, &db->state_budget);
   lm_stream_def_attach(l);
   l->nparts = 1;
   l->late_of = s;
@@ -383,6 +400,9 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_stream_def_free(s);
     return rc;
   }
+  /* The whole chain, a view's operator included (partitions: part.c). */
+  lm_state_budget_init(&s->budget, s->name, s->plan.max_state_bytes, &db->state_budget);
+  lm_op_chain_set_budget(s->chain, &s->budget);
   lm_stream_def* late;
   if ((rc = make_late_stream(db, stmt, s, &late, err)) != LAMINAR_OK) {
     lm_stream_def_free(s);

@@ -41,6 +41,7 @@ const char* laminar_errstr(laminar_code code) {
     case LAMINAR_ERR_NULL_VIOLATION: return "NULL in a NOT NULL column";
     case LAMINAR_ERR_QUEUE_FULL: return "source queue full";
     case LAMINAR_ERR_SOURCE_CLOSED: return "source closed";
+    case LAMINAR_ERR_MEMORY_LIMIT: return "memory limit (max_state_bytes) reached";
     case LAMINAR_ERR_PUSH_TIMEOUT: return "no room in the source queue within the timeout";
     case LAMINAR_ERR_SUBSCRIPTION_CLOSED: return "subscription closed";
     case LAMINAR_ERR_IO: return "I/O error";
@@ -59,6 +60,9 @@ const char* laminar_errstr(laminar_code code) {
 /* ---- configuration ------------------------------------------------------------ */
 
 #define DEFAULT_BUFFER_SIZE 65536u
+/* A queue's default byte bound: 256 MiB, a few seconds of a fast feed, far
+ * below what 65536 batches of 10k rows can hold (issue 20: ~11.6 GB). */
+#define LM_DEFAULT_MAX_QUEUE_BYTES (256LL << 20)
 
 laminar_code laminar_config_create(laminar_config** out) {
   if (out == NULL) return LAMINAR_ERR_MISUSE;
@@ -70,6 +74,8 @@ laminar_code laminar_config_create(laminar_config** out) {
   c->backpressure = LM_BP_BLOCK;
   c->wait = lm_wait_default();
   c->slow_drop = false;
+  c->max_queue_bytes = LM_DEFAULT_MAX_QUEUE_BYTES;
+  c->max_state_bytes = 0;
   c->cores = 1;
   c->core_affinity = false;
   lm_durable_config_init(&c->durable);
@@ -140,6 +146,18 @@ laminar_code laminar_config_set(laminar_config* config, const char* key, const c
     }
     return LAMINAR_OK;
   }
+  if (lm_streq_nocase(key, "max_queue_bytes") || lm_streq_nocase(key, "max_state_bytes")) {
+    bool queue = lm_streq_nocase(key, "max_queue_bytes");
+    int64_t v;
+    if (!lm_parse_bytes(value, &v)) {
+      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                          "config '%s': expected a byte count such as 268435456, '256MB' or "
+                          "'1 GiB' (0: no bound), got '%s'",
+                          queue ? "max_queue_bytes" : "max_state_bytes", value);
+    }
+    *(queue ? &config->max_queue_bytes : &config->max_state_bytes) = v;
+    return LAMINAR_OK;
+  }
   if (lm_streq_nocase(key, "cores")) {
     char* end;
     errno = 0;
@@ -181,7 +199,7 @@ laminar_code laminar_config_set(laminar_config* config, const char* key, const c
   if (handled) return LAMINAR_OK;
   return lm_error_set(err, LAMINAR_ERR_CONFIG_KEY,
                       "unknown config key '%s' (known: buffer_size, backpressure, "
-                      "wait_strategy, slow_subscriber, cores, core_affinity, data_dir, "
+                      "wait_strategy, slow_subscriber, max_queue_bytes, max_state_bytes, cores, core_affinity, data_dir, "
                       "checkpoint_interval, checkpoint_keep, wal_mode, wal_flush_interval, "
                       "wal_io, wal_recovery, var.NAME)",
                       key);
@@ -257,6 +275,8 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
   db->backpressure = config ? config->backpressure : LM_BP_BLOCK;
   db->wait = config ? config->wait : lm_wait_default();
   db->slow_drop = config ? config->slow_drop : false;
+  db->max_queue_bytes = config ? config->max_queue_bytes : LM_DEFAULT_MAX_QUEUE_BYTES;
+  lm_state_budget_init(&db->state_budget, NULL, config ? config->max_state_bytes : 0, NULL);
   if (config != NULL && config->data_dir != NULL) {
     db->data_dir = lm_strdup(config->data_dir);
     if (db->data_dir == NULL) {

@@ -1372,9 +1372,15 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_e
                         src->name, rec->seq, why);
   }
   c->replayed++;
-  /* consumes msg */
   set_quiet(c, rec->seq <= c->quiet_upto);
-  rc = lm_rt_process_now(c->rt, src, msg);
+  rc = lm_rt_process_now(c->rt, src, msg); /* consumes msg */
+  if (rc == LAMINAR_ERR_MEMORY_LIMIT) {
+    /* The live run refused this batch at its stream's max_state_bytes and
+     * left the state as it was (issue 20): so does the replay, which then
+     * goes on as the live run did. The failure's text is dropped. */
+    lm_rt_processing_error(c->rt->graph, rc, "", NULL);
+    return LAMINAR_OK;
+  }
   if (rc != LAMINAR_OK) {
     /* The graph reports no detail (ring 0): a sink's own error says which
      * file and what failed. */

@@ -129,16 +129,19 @@ laminar_code laminar_source_clone(laminar_source* src, laminar_source** out,
 }
 
 static laminar_code queue_full(const lm_source_def* def, laminar_error* err) {
+  long long queued = (long long)atomic_load_explicit(&def->queued_bytes, memory_order_relaxed);
   if (def->backpressure == LM_BP_REJECT) {
     lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
-                 "source '%s': queue full (%u messages), push rejected "
-                 "(backpressure = 'reject')",
-                 def->name, lm_mpsc_capacity(def->queue));
+                 "source '%s': queue full (%u of %u messages, %lld of max_queue_bytes %lld "
+                 "bytes), push rejected (backpressure = 'reject')",
+                 def->name, lm_mpsc_size(def->queue), lm_mpsc_capacity(def->queue), queued,
+                 (long long)def->max_queue_bytes);
   } else {
     lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
-                 "source '%s': queue full (%u messages); call laminar_run_until_idle() "
-                 "or laminar_start() to drain it",
-                 def->name, lm_mpsc_capacity(def->queue));
+                 "source '%s': queue full (%u of %u messages, %lld of max_queue_bytes %lld "
+                 "bytes); call laminar_run_until_idle() or laminar_start() to drain it",
+                 def->name, lm_mpsc_size(def->queue), lm_mpsc_capacity(def->queue), queued,
+                 (long long)def->max_queue_bytes);
   }
   lm_error_object(err, def->name, NULL);
   return LAMINAR_ERR_QUEUE_FULL;
@@ -188,26 +191,41 @@ static full_action on_full(const laminar_source* src, bool wait) {
   return wait && runtime_started(src) ? FULL_WAIT : FULL_REFUSE;
 }
 
+/* Whether `bytes` more would take the queue past max_queue_bytes (an empty
+ * queue takes any one run, so nothing deadlocks; a watermark weighs nothing). */
+static bool over_queue_bytes(const lm_source_def* def, int64_t bytes) {
+  if (def->max_queue_bytes <= 0 || bytes <= 0) return false;
+  int64_t queued = atomic_load_explicit(&def->queued_bytes, memory_order_relaxed);
+  return queued > 0 && bytes > def->max_queue_bytes - queued;
+}
+
+/* Whether the queue lacks room for `n` messages of `bytes` bytes (0: not
+ * known yet), in slots or under max_queue_bytes. */
+static bool lacks_room(const lm_source_def* def, uint32_t n, int64_t bytes) {
+  return lm_mpsc_capacity(def->queue) - lm_mpsc_size(def->queue) < n ||
+         over_queue_bytes(def, bytes);
+}
+
 typedef struct room_wait {
   laminar_source* src;
   uint32_t need;
+  int64_t bytes;
 } room_wait;
 
-/* Ready for a producer blocked on a full queue: room for its run, or a reason
- * to give up (dropped source, stopped runtime). */
+/* Ready for a producer blocked on a full queue: room for its run (slots and
+ * bytes), or a reason to give up (dropped source, stopped runtime). */
 static bool room_or_abort(void* arg) {
   const room_wait* w = arg;
   const lm_source_def* def = w->src->def;
-  return lm_mpsc_capacity(def->queue) - lm_mpsc_size(def->queue) >= w->need ||
+  return !lacks_room(def, w->need, w->bytes) ||
          atomic_load_explicit(&def->dropped, memory_order_acquire) || !runtime_started(w->src);
 }
 
 /* drop_oldest: take the oldest queued message off the queue and count it. An
  * explicit watermark is not lost: its value is carried to the reactor. */
 static void drop_oldest(lm_source_def* def) {
-  void* item;
-  if (!lm_mpsc_steal(def->queue, &item)) return; /* drained meanwhile: room now */
-  lm_msg* msg = item;
+  lm_msg* msg;
+  if (!lm_source_take(def, true, &msg)) return; /* drained meanwhile: room now */
   if (msg->batch != NULL) {
     atomic_fetch_add_explicit(&def->dropped_batches, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&def->dropped_rows, msg->batch->nrows, memory_order_relaxed);
@@ -223,10 +241,11 @@ static void drop_oldest(lm_source_def* def) {
 }
 
 /* One wait of a producer blocked on a full queue for room for `need`
- * messages: at most 10 ms (a missed notification costs little) and not past
- * the deadline. LAMINAR_ERR_PUSH_TIMEOUT once the deadline has passed. */
-static laminar_code wait_room(laminar_source* src, uint32_t need, const push_wait* how,
-                              laminar_error* err) {
+ * messages of `bytes` bytes: at most 10 ms (a missed notification costs
+ * little) and not past the deadline. LAMINAR_ERR_PUSH_TIMEOUT once the
+ * deadline has passed. */
+static laminar_code wait_room(laminar_source* src, uint32_t need, int64_t bytes,
+                              const push_wait* how, laminar_error* err) {
   int64_t slice = 10000000;
   if (how->deadline_ns >= 0) {
     int64_t left = how->deadline_ns - lm_rt_now_ns();
@@ -234,22 +253,22 @@ static laminar_code wait_room(laminar_source* src, uint32_t need, const push_wai
     if (left < slice) slice = left;
   }
   lm_rt_notify(&src->db->rt);
-  room_wait w = {src, need};
+  room_wait w = {src, need, bytes};
   lm_wait_until(&src->def->wait, &src->def->room, slice, room_or_abort, &w);
   return LAMINAR_OK;
 }
 
-/* Whether `n` messages may go on the queue, checked before anything is logged:
- * refused (reject, or a block queue that may not wait) when the queue lacks
- * room. With `here`, a block queue that may wait waits here for the room
+/* Whether `n` messages of `bytes` bytes (0: not known yet) may go on the
+ * queue, checked before anything is logged: refused (reject, or a block
+ * queue that may not wait) when the queue lacks room (slots or bytes). With `here`, a block queue that may wait waits here for the room
  * (until the runtime stops, the source is dropped or the deadline passes);
  * without, it is left to enqueue. Exact under def->log_mu (only the reactor
  * moves the queue then, and only makes room): the WAL path waits here, so a
  * push that gives up has logged nothing. */
-static laminar_code refuse_early(laminar_source* src, uint32_t n, const push_wait* how,
-                                 bool here, laminar_error* err) {
+static laminar_code refuse_early(laminar_source* src, uint32_t n, int64_t bytes,
+                                 const push_wait* how, bool here, laminar_error* err) {
   lm_source_def* def = src->def;
-  while (lm_mpsc_capacity(def->queue) - lm_mpsc_size(def->queue) < n) {
+  while (lacks_room(def, n, bytes)) {
     if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
       lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped", def->name);
       lm_error_object(err, def->name, NULL);
@@ -261,7 +280,7 @@ static laminar_code refuse_early(laminar_source* src, uint32_t n, const push_wai
     }
     if (act == FULL_REJECT || act == FULL_REFUSE) return queue_full(def, err);
     if (act == FULL_DROP || !here) return LAMINAR_OK;
-    LM_TRY(wait_room(src, n, how, err));
+    LM_TRY(wait_room(src, n, bytes, how, err));
   }
   return LAMINAR_OK;
 }
@@ -271,7 +290,10 @@ static laminar_code refuse_early(laminar_source* src, uint32_t n, const push_wai
 static laminar_code enqueue(laminar_source* src, lm_msg* const* msgs, uint32_t n,
                             const push_wait* how, laminar_error* err) {
   lm_source_def* def = src->def;
-  while (!lm_mpsc_push_all(def->queue, (void* const*)msgs, n)) {
+  int64_t bytes = 0;
+  for (uint32_t i = 0; i < n; i++) bytes += msgs[i]->batch != NULL ? msgs[i]->batch->bytes : 0;
+  /* The byte bound counts as fullness: the same policies apply. */
+  while (over_queue_bytes(def, bytes) || !lm_mpsc_push_all(def->queue, (void* const*)msgs, n)) {
     if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
       lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped", def->name);
       lm_error_object(err, def->name, NULL);
@@ -290,8 +312,11 @@ static laminar_code enqueue(laminar_source* src, lm_msg* const* msgs, uint32_t n
         break;
     }
     /* Block back-pressure: the reactor notifies `room` after taking messages. */
-    LM_TRY(wait_room(src, n, how, err));
+    LM_TRY(wait_room(src, n, bytes, how, err));
   }
+  /* After the push: the consumer may take (and subtract) them first, so the
+   * count may dip below zero for a moment; it is a bound, not an invariant. */
+  atomic_fetch_add_explicit(&def->queued_bytes, bytes, memory_order_relaxed);
   lm_rt_notify(&src->db->rt);
   return LAMINAR_OK;
 }
@@ -331,7 +356,7 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
   /* A full queue that neither waits nor drops refuses before the import's
    * work (the WAL path checks under its lock instead, before logging). */
   if (def->wal == NULL) {
-    LM_TRY(refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, how, false, err));
+    LM_TRY(refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, 0, how, false, err));
   }
   lm_msg* one;
   lm_msg** msgs = n == 1 ? &one : lm_calloc((size_t)n, sizeof *msgs);
@@ -389,9 +414,11 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
        * moves the queue (a WAL source never drops), so room seen stays: each
        * message waits for its room before it is logged, and one that gives
        * up (stopped runtime, dropped source, deadline) has logged nothing. */
-      rc = refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, how, false, err);
+      int64_t bytes = 0;
+      for (int64_t k = 0; k < n; k++) bytes += msgs[k]->batch->bytes;
+      rc = refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, bytes, how, false, err);
       while (queued < n && rc == LAMINAR_OK) {
-        rc = refuse_early(src, 1, how, true, err);
+        rc = refuse_early(src, 1, msgs[queued]->batch->bytes, how, true, err);
         if (rc != LAMINAR_OK) break;
         lm_arrow_kept* mine = NULL;
         if (kept != NULL) {
@@ -502,7 +529,7 @@ static laminar_code watermark(laminar_source* src, int64_t watermark_ms, const p
   laminar_code rc = LAMINAR_OK;
   if (def->wal != NULL) {
     pthread_mutex_lock(&def->log_mu); /* see push_many */
-    rc = refuse_early(src, 1, how, true, err); /* before it is logged */
+    rc = refuse_early(src, 1, 0, how, true, err); /* before it is logged */
     if (rc == LAMINAR_OK) rc = lm_durable_log(def, msg, NULL, err); /* a watermark */
     if (rc == LAMINAR_OK) rc = enqueue(src, &msg, 1, how, err);
     pthread_mutex_unlock(&def->log_mu);
@@ -566,11 +593,13 @@ void laminar_source_close(laminar_source* src) {
 
 /* ---- subscriptions ------------------------------------------------------------------ */
 
-/* Subscription options: buffer_size, slow_subscriber, wait_strategy. */
+/* Subscription options: buffer_size, slow_subscriber, wait_strategy,
+ * max_queue_bytes. */
 typedef struct sub_options {
   uint32_t buffer_size;
   bool drop_when_full;
   lm_wait wait;
+  int64_t max_queue_bytes;
 } sub_options;
 
 /* Copy the next `key = value` of "k = v, k = 'v'" into key/value; the rest
@@ -643,10 +672,17 @@ static laminar_code parse_sub_options(const char* text, sub_options* o, laminar_
                             "'spin_yield(n)' or 'park', got '%s'",
                             value);
       }
+    } else if (lm_streq_nocase(key, "max_queue_bytes")) {
+      if (!lm_parse_bytes(value, &o->max_queue_bytes)) {
+        return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                            "subscription option 'max_queue_bytes': expected a byte count "
+                            "such as 268435456, '64MB' or '1 GiB' (0: no bound), got '%s'",
+                            value);
+      }
     } else {
       return lm_error_set(err, LAMINAR_ERR_CONFIG_KEY,
                           "unknown subscription option '%s' (known: buffer_size, "
-                          "slow_subscriber, wait_strategy)",
+                          "slow_subscriber, wait_strategy, max_queue_bytes)",
                           key);
     }
   }
@@ -664,7 +700,7 @@ laminar_code laminar_subscribe_with(laminar_db* db, const char* name, const char
   if (db == NULL || db->magic != LM_MAGIC_DB || name == NULL || out == NULL) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_subscribe: invalid argument");
   }
-  sub_options opts = {db->buffer_size, db->slow_drop, db->wait};
+  sub_options opts = {db->buffer_size, db->slow_drop, db->wait, db->max_queue_bytes};
   if (options != NULL) LM_TRY(parse_sub_options(options, &opts, err));
   pthread_mutex_lock(&db->lock);
   laminar_code rc = LAMINAR_OK;
@@ -686,6 +722,7 @@ laminar_code laminar_subscribe_with(laminar_db* db, const char* name, const char
   }
   s->sub->drop_when_full = opts.drop_when_full;
   s->sub->wait = opts.wait;
+  s->sub->max_bytes = opts.max_queue_bytes;
   if (remember((void***)&db->subs, &db->nsubs, s) != LAMINAR_OK) goto nomem;
   /* The reactor reads stream->subs: grow and publish it only while paused. */
   lm_rt_pause(&db->rt);
@@ -742,6 +779,7 @@ static laminar_code pop_batch(laminar_subscription* s, struct ArrowArray* out,
     return rc;
   }
   lm_ring_pop(s->sub->ring, &item);
+  atomic_fetch_sub_explicit(&s->sub->bytes, batch->bytes, memory_order_relaxed);
   lm_batch_unref(batch);
   atomic_fetch_add_explicit(&s->delivered, 1, memory_order_relaxed);
   *out_got = true;

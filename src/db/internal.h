@@ -44,6 +44,8 @@ struct laminar_config {
   lm_backpressure backpressure;
   lm_wait wait;
   bool slow_drop;
+  int64_t max_queue_bytes;   /* sources' and subscriptions' byte bound (0: none) */
+  int64_t max_state_bytes;   /* the database's keyed-state bound (0: none) */
   int32_t cores;             /* reactors (thread-per-core), 1..LM_RT_MAX_CORES */
   bool core_affinity;        /* pin reactor i to CPU i */
 };
@@ -96,6 +98,10 @@ struct laminar_db {
   lm_backpressure backpressure; /* defaults from the config (see laminar_config) */
   lm_wait wait;
   bool slow_drop;
+  int64_t max_queue_bytes;   /* default of sources and subscriptions (0: none) */
+  /* Every stream's keyed state together (config max_state_bytes; 0: no
+   * bound): the parent of each stream's budget. */
+  lm_state_budget state_budget;
 };
 
 /* catalog.c */

@@ -58,6 +58,9 @@ static void collect(laminar_db* db, rows* r) {
         (int64_t)atomic_load_explicit(&s->pushed_rows, memory_order_relaxed));
     add(r, "source", s->name, "queue_depth", (int64_t)lm_mpsc_size(s->queue));
     add(r, "source", s->name, "queue_capacity", (int64_t)lm_mpsc_capacity(s->queue));
+    add(r, "source", s->name, "queue_bytes",
+        (int64_t)atomic_load_explicit(&s->queued_bytes, memory_order_relaxed));
+    add(r, "source", s->name, "max_queue_bytes", s->max_queue_bytes);
     add(r, "source", s->name, "dropped_batches",
         (int64_t)atomic_load_explicit(&s->dropped_batches, memory_order_relaxed));
     add(r, "source", s->name, "dropped_rows",
@@ -82,6 +85,10 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "stream", s->name, "late_rows", lm_stream_late_rows(s));
     add(r, "stream", s->name, "state_groups", lm_stream_state_rows(s));
     add(r, "stream", s->name, "state_bytes", bytes);
+    /* What the bound (max_state_bytes) counts; 0 while no bound applies. */
+    add(r, "stream", s->name, "accounted_state_bytes",
+        (int64_t)atomic_load_explicit(&s->budget.used, memory_order_relaxed));
+    add(r, "stream", s->name, "max_state_bytes", s->budget.limit);
     add(r, "stream", s->name, "partitions", s->nparts);
     add(r, "stream", s->name, "watermark_ms", s->watermark_ms);
     add(r, "stream", s->name, "subscribers", s->nsubs);
@@ -97,6 +104,9 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "subscription", sub->stream_name, "delivered_batches",
         (int64_t)atomic_load_explicit(&sub->delivered, memory_order_relaxed));
     add(r, "subscription", sub->stream_name, "queue_depth", (int64_t)lm_ring_size(sub->sub->ring));
+    add(r, "subscription", sub->stream_name, "queue_bytes",
+        (int64_t)atomic_load_explicit(&sub->sub->bytes, memory_order_relaxed));
+    add(r, "subscription", sub->stream_name, "max_queue_bytes", sub->sub->max_bytes);
     add(r, "subscription", sub->stream_name, "dropped_batches",
         (int64_t)atomic_load_explicit(&sub->sub->dropped_batches, memory_order_relaxed));
     add(r, "subscription", sub->stream_name, "dropped_rows",

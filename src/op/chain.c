@@ -113,9 +113,35 @@ laminar_code lm_op_chain_restore_part(lm_op* head, lm_state_reader* r, const lm_
   return lm_state_reader_status(r, "operator chain", err);
 }
 
+laminar_code lm_op_account(lm_op* op, int64_t bytes, bool check) {
+  if (op->budget == NULL || bytes == op->charged) return LAMINAR_OK;
+  if (bytes < op->charged) {
+    lm_state_release(op->budget, op->charged - bytes);
+  } else if (check) {
+    LM_TRY(lm_state_charge(op->budget, bytes - op->charged));
+  } else {
+    lm_state_budget* b = op->budget;
+    for (lm_state_budget* p = b; p != NULL; p = p->parent) {
+      atomic_fetch_add_explicit(&p->used, bytes - op->charged, memory_order_relaxed);
+    }
+  }
+  op->charged = bytes;
+  return LAMINAR_OK;
+}
+
+void lm_op_chain_set_budget(lm_op* head, lm_state_budget* b) {
+  bool first = true;
+  for (lm_op* op = head; op != NULL; op = op->next) {
+    op->budget = b;
+    op->checks_bound = first && op->vt->snapshot != NULL;
+    if (op->vt->snapshot != NULL) first = false;
+  }
+}
+
 void lm_op_chain_destroy(lm_op* head) {
   while (head != NULL) {
     lm_op* next = head->next;
+    lm_state_release(head->budget, head->charged);
     lm_schema_free(&head->out_schema);
     head->vt->destroy(head);
     head = next;

@@ -56,6 +56,7 @@ typedef struct window {
    * groups and table slots are valid only in the blocks copied so far, the
    * rest is read from the frozen original it holds. */
   struct window_cow* cow;
+  uint64_t jseq;        /* the chunk (window_op.jseq) that journaled it last */
 } window;
 
 typedef struct window_op {
@@ -161,6 +162,18 @@ typedef struct window_op {
    * their groups (lm_op_window_thaws). */
   int64_t thaws;
   int64_t thawed_groups;
+  /* All-or-nothing chunks (issue 20): a chunk first adds the groups of all
+   * its rows (journaled here: each window it touched with its group count
+   * before, -1 if the chunk opened it; the keyset's count before), then
+   * checks the state's bytes against the bound (lm_op_account), and only then
+   * updates aggregates. A failure before the updates takes the groups back
+   * (window_rollback), so the state is as before the chunk. */
+  window** jwin;
+  int64_t* jgroups;
+  int32_t jn, jcap;
+  uint64_t jseq;          /* chunks begun */
+  int64_t jkeyset;        /* the keyset's groups before the chunk, -1: no keyset */
+  int64_t per_group;      /* bytes a group of a window holds (accounting) */
 } window_op;
 
 #define GROW_ARRAY(ptr, n)                                          \
@@ -196,6 +209,11 @@ static inline void lm_op_late_row(window_op* op, int64_t k) {
 }
 
 /* ---- helpers defined in window.c --------------------------------------------- */
+
+/* The bytes of keyed state the op holds now (max_state_bytes accounting):
+ * groups of its open windows and keyset, their key strings and aggregate
+ * states, and session slots. */
+int64_t lm_op_window_bytes(const window_op* op);
 
 /* Hash every row's key tuple: rows 0..n-1 into h[0..n) (sel NULL), or rows
  * sel[0..n) into h[sel[i]]. */

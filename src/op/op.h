@@ -80,7 +80,31 @@ struct lm_op {
   void* sink_arg;
   int64_t rows_in;
   int64_t rows_out;
+  /* Keyed state's bound (max_state_bytes): the stream's budget (NULL: none
+   * accounted) and the bytes this operator charged to it (lm_op_account). */
+  lm_state_budget* budget;
+  int64_t charged;
+  /* The chain's first stateful operator refuses a batch past the bound
+   * before it changes anything; later ones (a view's rows behind a GROUP BY)
+   * only account: the batch was accepted upstream, and refusing it there
+   * would leave it half applied. */
+  bool checks_bound;
 };
+
+/* Set op's keyed state to `bytes` in its budget: charge the growth (or give
+ * back the shrink) since the last call. With `check`, growth past a bound is
+ * refused: LAMINAR_ERR_MEMORY_LIMIT, nothing charged, the budget holds the
+ * message, and the caller undoes the growth; without, it is charged as it is
+ * (state already there: restored, or grown where it cannot be undone). */
+laminar_code lm_op_account(lm_op* op, int64_t bytes, bool check);
+/* Whether op's state has a bound to keep (its stream's or the database's):
+ * without one, operators skip the accounting. */
+static inline bool lm_op_bounded(const lm_op* op) {
+  return op->budget != NULL &&
+         (op->budget->limit > 0 || (op->budget->parent != NULL && op->budget->parent->limit > 0));
+}
+/* Every operator of the chain charges `b` (the stream's budget). */
+void lm_op_chain_set_budget(lm_op* head, lm_state_budget* b);
 
 /* Deliver a chunk to the next stage (next operator or sink). */
 laminar_code lm_op_emit(lm_op* op, const lm_chunk* chunk);

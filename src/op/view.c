@@ -294,6 +294,11 @@ laminar_code lm_op_gather(lm_eval_ctx* ctx, const lm_vec* in, const uint32_t* se
 
 static laminar_code view_thaw(view_op* v);
 
+/* The view's bytes for max_state_bytes: its live rows and their slots. */
+static int64_t view_bytes(const view_op* v) {
+  return v->nbytes - v->dead + v->count * (int64_t)(2 * sizeof(slot));
+}
+
 static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
   view_op* v = (view_op*)base;
   int32_t ncols = v->columns.ncols;
@@ -329,6 +334,7 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
   LM_TRY(reserve_bytes(v, offs[n]));
 
   bool pass = true; /* every row applied exactly its own weight */
+  int64_t errors_before = v->retract_errors;
   for (int64_t r = 0; r < n; r++) {
     int64_t w = 1;
     if (wv != NULL) {
@@ -343,6 +349,19 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
     int64_t len = offs[r + 1] - offs[r];
     eff[r] = w == 0 ? 0 : apply_row(v, row_hash(enc + offs[r], len), enc + offs[r], len, w);
     if (eff[r] != w || w == 0) pass = false;
+  }
+  /* The bound (max_state_bytes): past it, the rows are taken back in reverse
+   * (each applies the opposite of what it did, within the room reserved),
+   * so the view is as before the chunk. Behind a GROUP BY the batch was
+   * accepted there: only accounted (op.h, checks_bound). */
+  if (lm_op_bounded(base) &&
+      lm_op_account(base, view_bytes(v), base->checks_bound) == LAMINAR_ERR_MEMORY_LIMIT) {
+    for (int64_t r = n - 1; r >= 0; r--) {
+      int64_t len = offs[r + 1] - offs[r];
+      if (eff[r] != 0) apply_row(v, row_hash(enc + offs[r], len), enc + offs[r], len, -eff[r]);
+    }
+    v->retract_errors = errors_before;
+    return LAMINAR_ERR_MEMORY_LIMIT;
   }
 
   if (pass && wv != NULL) return lm_op_emit(base, in); /* already columns + _weight */

@@ -824,11 +824,141 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint32_t*
   return assign_rows(op, in, sel, s->ppos, i0, i1, s, out_nwin);
 }
 
+/* ---- all-or-nothing chunks and the state bound (issue 20) --------------------- */
+
+/* Bytes window w holds: its groups (hash, table share, keys, tracking), key
+ * strings and aggregate states. */
+static int64_t window_bytes(const window_op* op, const window* w) {
+  int64_t b = w->ngroups * op->per_group + (int64_t)w->strings.used_bytes;
+  for (int32_t a = 0; a < op->spec.naggs; a++) b += lm_agg_states_bytes(&w->aggs[a], w->ngroups);
+  return b;
+}
+
+int64_t lm_op_window_bytes(const window_op* op) {
+  int64_t b = 0;
+  for (int32_t i = 0; i < op->nopen; i++) b += window_bytes(op, op->open[i]);
+  if (op->keyset != NULL) b += window_bytes(op, op->keyset);
+  if (op->spec.session) {
+    /* A slot: start, end, key, next, parent, used, stamp; a key's first. */
+    b += (int64_t)op->s_hw * 41 + op->k_cap * 4;
+    for (int32_t a = 0; a < op->spec.naggs; a++) b += lm_agg_states_bytes(&op->sagg[a], op->s_hw);
+  }
+  return b;
+}
+
+/* Start a chunk's journal (see window_op.jwin). */
+static void journal_begin(window_op* op) {
+  op->jseq++;
+  op->jn = 0;
+  op->jkeyset = op->keyset != NULL ? op->keyset->ngroups : -1;
+}
+
+/* Room for one more journal entry (before the window it is for changes). */
+static laminar_code journal_reserve(window_op* op) {
+  if (op->jn < op->jcap) return LAMINAR_OK;
+  int32_t ncap = op->jcap ? op->jcap * 2 : 16;
+  GROW_ARRAY(op->jwin, ncap);
+  GROW_ARRAY(op->jgroups, ncap);
+  op->jcap = ncap;
+  return LAMINAR_OK;
+}
+
+/* Window w is about to take groups in this chunk (opened: by it). Needs room
+ * (journal_reserve). */
+static void journal(window_op* op, window* w, bool opened) {
+  if (w->jseq == op->jseq) return;
+  w->jseq = op->jseq;
+  op->jwin[op->jn] = w;
+  op->jgroups[op->jn++] = opened ? -1 : w->ngroups;
+}
+
+/* Take window w back to its first g0 groups: the later ones (added by a
+ * failed chunk, aggregates not yet updated) hold empty states, kept ready
+ * for reuse; the table is rebuilt in place (panes keep none). */
+static void window_truncate(window_op* op, window* w, int64_t g0) {
+  if (w->ngroups <= g0) return;
+  if (w->ngroups > w->ninit) w->ninit = w->ngroups;
+  w->ngroups = g0;
+  if (op->panes && w != op->keyset) return;
+  memset(w->table, 0, sizeof(uint32_t) * ((size_t)w->table_mask + 1));
+  for (int64_t g = 0; g < g0; g++) table_insert(w, w->ghash[g], (uint32_t)g);
+}
+
+/* Undo the groups and windows the chunk added (before any aggregate was
+ * updated): the state is as before it. LAMINAR_OK, or the code of a copy a
+ * checkpoint's window needed and could not get (then the chunk is partly
+ * applied: the caller says so). */
+static laminar_code window_rollback(window_op* op) {
+  laminar_code rc = LAMINAR_OK;
+  for (int32_t j = op->jn - 1; j >= 0; j--) {
+    window* w = op->jwin[j];
+    int32_t at = lm_op_open_lower_bound(op, w->start);
+    if (at >= op->nopen || op->open[at] != w) continue; /* not open: nothing to undo */
+    if (op->jgroups[j] < 0) { /* opened by the chunk: closed again, unseen */
+      memmove(&op->open[at], &op->open[at + 1], sizeof(window*) * (size_t)(op->nopen - at - 1));
+      op->nopen--;
+      lm_op_window_let_go(op, w);
+      continue;
+    }
+    if (w->cow != NULL) { /* a checkpoint's copy by blocks: whole first */
+      laminar_code crc = lm_op_window_cow_settle(op, at);
+      if (crc != LAMINAR_OK) {
+        rc = crc;
+        continue;
+      }
+      w = op->open[at];
+    }
+    window_truncate(op, w, op->jgroups[j]);
+  }
+  if (op->jkeyset >= 0) window_truncate(op, op->keyset, op->jkeyset);
+  op->jn = 0;
+  return rc;
+}
+
+/* Bring the op's charge to its bytes now (check: refuse growth past the
+ * bound); nothing to do without a bound. */
+static laminar_code window_account(window_op* op, bool check) {
+  if (!lm_op_bounded(&op->base)) return LAMINAR_OK;
+  return lm_op_account(&op->base, lm_op_window_bytes(op), check);
+}
+
+/* The chunk's groups are in: charge their bytes to the bound. */
+static laminar_code window_check_bound(window_op* op) {
+  return window_account(op, op->base.checks_bound);
+}
+
+/* A chunk failed before its aggregate updates (rc): take its groups back and
+ * say so where the caller reports errors. */
+static laminar_code window_fail_clean(window_op* op, laminar_code rc) {
+  laminar_code urc = window_rollback(op);
+  if (urc != LAMINAR_OK) {
+    return lm_state_budget_fail(op->base.budget, urc,
+                                "out of memory undoing a failed batch: its groups stay, "
+                                "without values");
+  }
+  if (rc == LAMINAR_ERR_NOMEM) {
+    lm_state_budget_fail(op->base.budget, rc,
+                         "out of memory adding the batch's groups; the batch was not "
+                         "applied (state unchanged)");
+  }
+  return rc;
+}
+
+/* How update_windows runs: GROUPS adds the slice's groups only (the first
+ * pass over a chunk of several slices); CHECKED adds them, checks the bound,
+ * then updates (a chunk of one slice); UPDATE finds the groups (all there)
+ * and updates. */
+typedef enum update_mode { UPDATE_GROUPS, UPDATE_CHECKED, UPDATE } update_mode;
+
 /* Passes 3 and 4 over the pairs of one slice: bucket rows by window (a
- * counting sort keeps arrival order), then per window find group ids and run
- * each aggregate's update loop. */
+ * counting sort keeps arrival order), then find (add) the group ids of every
+ * window's rows, and only then run each aggregate's update loop per window:
+ * all that can fail for memory comes before the first update. gids: room for
+ * np. A failure before the updates leaves what window_rollback undoes. */
 static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np, int32_t nwin,
-                                   const uint64_t* hashes, uint32_t* gids, uint32_t* touched) {
+                                   const uint64_t* hashes, uint32_t* gids, uint32_t* touched,
+                                   window** wins, update_mode mode, int64_t* io_touch,
+                                   bool* out_updating) {
   const lm_window_spec* spec = &op->spec;
   s->offsets[0] = 0;
   for (int32_t i = 0; i < nwin; i++) s->offsets[i + 1] = s->offsets[i] + s->counts[i];
@@ -849,29 +979,53 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
     sel = s->sel;
   }
   for (int32_t i = 0; i < nwin; i++) {
-    window* w;
-    LM_TRY(window_get(op, s->starts[i], &w));
+    LM_TRY(journal_reserve(op));
+    int32_t before = op->nopen;
+    LM_TRY(window_get(op, s->starts[i], &wins[i]));
+    journal(op, wins[i], op->nopen != before);
     const uint32_t* wsel = sel + s->offsets[i];
     int64_t m = s->offsets[i + 1] - s->offsets[i];
+    uint32_t* wg = gids + s->offsets[i];
     if (op->panes) {
-      LM_TRY(pane_groups(op, w, wsel, m, hashes, gids));
+      LM_TRY(pane_groups(op, wins[i], wsel, m, hashes, wg));
     } else {
-      LM_TRY(groups_find_or_add(op, w, wsel, m, hashes, gids));
+      LM_TRY(groups_find_or_add(op, wins[i], wsel, m, hashes, wg));
     }
+    /* Groups the updates may touch: EMIT CHANGES rows to reserve (two each). */
+    *io_touch += m < wins[i]->ngroups ? m : wins[i]->ngroups;
+    /* What the updates copy or add (strings, distinct values): room now. */
+    for (int32_t a = 0; a < spec->naggs && op->weights == NULL; a++) {
+      const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
+      const uint32_t* at =
+          spec->aggs[a].order == NULL && op->arg_pos[a] ? pos + s->offsets[i] : wsel;
+      LM_TRY(lm_agg_states_prepare(&wins[i]->aggs[a], arg, at, m));
+    }
+  }
+  if (mode == UPDATE_GROUPS) return LAMINAR_OK;
+  if (mode == UPDATE_CHECKED) {
+    LM_TRY(window_check_bound(op));
+    if (spec->emit_changes) LM_TRY(lm_op_rows_reserve(op, 2 * *io_touch));
+  }
+  *out_updating = true; /* from here on a failure leaves the chunk partly applied */
+  for (int32_t i = 0; i < nwin; i++) {
+    window* w = wins[i];
+    const uint32_t* wsel = sel + s->offsets[i];
+    int64_t m = s->offsets[i + 1] - s->offsets[i];
+    const uint32_t* wg = gids + s->offsets[i];
     int64_t nt = 0;
     if (op->track) {
       /* The distinct groups of this pass, in first-touch order; with EMIT
        * CHANGES each retracts its previous result before the update. */
       uint64_t pass = ++op->pass;
       for (int64_t j = 0; j < m; j++) {
-        uint32_t g = gids[j];
+        uint32_t g = wg[j];
         if (w->stamp[g] != pass) {
           w->stamp[g] = pass;
           touched[nt++] = g;
         }
       }
       if (spec->emit_changes) {
-        LM_TRY(lm_op_rows_reserve(op, 2 * nt));
+        LM_TRY(lm_op_rows_reserve(op, 2 * nt)); /* reserved already: no allocation */
         for (int64_t i = 0; i < nt; i++) {
           if (w->live[touched[i]]) put_group_row(op, w, touched[i], -1);
         }
@@ -882,17 +1036,17 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
       const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
       if (op->weights != NULL) {
         const lm_vec* ord = spec->aggs[a].order != NULL ? &op->ord_vecs[a] : NULL;
-        LM_TRY(lm_agg_update_weighted_ordered(&w->aggs[a], arg, ord, wsel, gids, op->weights, m));
+        LM_TRY(lm_agg_update_weighted_ordered(&w->aggs[a], arg, ord, wsel, wg, op->weights, m));
       } else if (spec->aggs[a].order != NULL) {
-        LM_TRY(lm_agg_update_ordered(&w->aggs[a], arg, &op->ord_vecs[a], wsel, gids, m));
+        LM_TRY(lm_agg_update_ordered(&w->aggs[a], arg, &op->ord_vecs[a], wsel, wg, m));
       } else {
         /* A computed argument over a selection is by position (arg_pos). */
         const uint32_t* at = op->arg_pos[a] ? pos + s->offsets[i] : wsel;
-        LM_TRY(lm_agg_update(&w->aggs[a], arg, at, gids, m));
+        LM_TRY(lm_agg_update(&w->aggs[a], arg, at, wg, m));
       }
     }
     if (op->track) {
-      for (int64_t j = 0; j < m; j++) w->nrows[gids[j]] += op->weights ? op->weights[wsel[j]] : 1;
+      for (int64_t j = 0; j < m; j++) w->nrows[wg[j]] += op->weights ? op->weights[wsel[j]] : 1;
       if (spec->emit_changes) {
         for (int64_t i = 0; i < nt; i++) {
           uint32_t g = touched[i];
@@ -970,8 +1124,20 @@ static laminar_code eval_rows(window_op* op, const lm_expr* e, const lm_chunk* i
   return LAMINAR_OK;
 }
 
+static laminar_code window_chunk(window_op* op, const lm_chunk* in);
+
+/* A chunk; a failure names the stream and says what it left (issue 20). */
 static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   window_op* op = (window_op*)base;
+  laminar_code rc = window_chunk(op, in);
+  if (rc == LAMINAR_ERR_NOMEM) { /* unless a more precise text is recorded */
+    lm_state_budget_fail(base->budget, rc, "out of memory; the batch was not applied "
+                                           "(state unchanged)");
+  }
+  return rc;
+}
+
+static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
   const lm_window_spec* spec = &op->spec;
   const uint64_t* given = op->in_hashes; /* the router's, for this chunk only */
   const lm_vec* given_args = op->in_args;
@@ -1038,7 +1204,31 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
     }
   }
   if (spec->session) {
-    LM_TRY(lm_op_session_chunk(op, &rows, given));
+    /* Sessions are not all or nothing: a chunk is refused while the state is
+     * at its bound, and the chunk that takes it past the bound is applied
+     * and reported (issue 20). */
+    if (window_account(op, false) == LAMINAR_OK && op->base.checks_bound &&
+        lm_state_over(op->base.budget)) {
+      return lm_state_budget_fail(op->base.budget, LAMINAR_ERR_MEMORY_LIMIT,
+                                  "session state is at max_state_bytes (%lld bytes in use); "
+                                  "the batch was not applied",
+                                  (long long)atomic_load(&op->base.budget->used));
+    }
+    laminar_code src = lm_op_session_chunk(op, &rows, given);
+    if (src == LAMINAR_OK && window_account(op, op->base.checks_bound) != LAMINAR_OK) {
+      window_account(op, false);
+      atomic_store_explicit(&op->base.budget->failed, 0, memory_order_relaxed);
+      return lm_state_budget_fail(op->base.budget, LAMINAR_ERR_MEMORY_LIMIT,
+                                  "session state passed max_state_bytes (%lld bytes in use): "
+                                  "this batch is applied, later ones are refused until the "
+                                  "state shrinks",
+                                  (long long)atomic_load(&op->base.budget->used));
+    }
+    if (src != LAMINAR_OK) {
+      return lm_state_budget_fail(op->base.budget, src,
+                                  "%s in a session window: this batch may be partly applied",
+                                  laminar_errstr(src));
+    }
     return late_deliver(op, in);
   }
 
@@ -1061,24 +1251,60 @@ static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
   };
   uint64_t* own = given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)span);
   const uint64_t* hashes = given ? given : own;
-  uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
+  uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs);
   uint32_t* touched = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
+  window** wins = lm_eval_ctx_alloc(op->ctx, sizeof(window*) * npairs);
   if (!s.starts || !s.counts || !s.offsets || !s.prow || !s.pwin || !s.sel || !s.cache ||
-      !hashes || !gids || !touched || (by_pos && (!s.ppos || !s.spos))) {
+      !hashes || !gids || !touched || !wins || (by_pos && (!s.ppos || !s.spos))) {
     return LAMINAR_ERR_NOMEM;
   }
-  bool hashed = false;
-  for (int64_t i0 = 0; i0 < n; i0 += slice) {
-    int64_t i1 = i0 + slice < n ? i0 + slice : n;
-    int32_t nwin;
-    int64_t np = assign_windows(op, &rows, rows.sel, i0, i1, &s, &nwin);
-    if (np == 0) continue;
-    if (!hashed && own != NULL) { /* Pass 2: hash the rows' keys (once; not if all late) */
-      lm_op_hash_keys(op->key_vecs, spec->nkeys, rows.sel, n, own);
-      hashed = true;
+  /* All or nothing (issue 20): every group of the chunk is added and the
+   * bound checked before the first aggregate update. A chunk of several
+   * slices adds them in a first pass over its slices (late rows counted
+   * again by the second). */
+  journal_begin(op);
+  LM_TRY(window_account(op, false));
+  int64_t late_before = op->late_rows, nlate_before = op->nlate;
+  bool hashed = false, several = slice < n, updating = false;
+  laminar_code rc = LAMINAR_OK;
+  int64_t touch = 0; /* groups the chunk's updates may touch (rows to reserve) */
+  /* Pass 0 (several slices only): every slice's groups; pass 1: updates. */
+  for (int pass = several ? 0 : 1; pass < 2 && rc == LAMINAR_OK; pass++) {
+    update_mode mode = pass == 0 ? UPDATE_GROUPS : several ? UPDATE : UPDATE_CHECKED;
+    for (int64_t i0 = 0; i0 < n && rc == LAMINAR_OK; i0 += slice) {
+      int64_t i1 = i0 + slice < n ? i0 + slice : n;
+      int32_t nwin;
+      int64_t np = assign_windows(op, &rows, rows.sel, i0, i1, &s, &nwin);
+      if (np == 0) continue;
+      if (!hashed && own != NULL) { /* Pass 2: hash the rows' keys (once; not if all late) */
+        lm_op_hash_keys(op->key_vecs, spec->nkeys, rows.sel, n, own);
+        hashed = true;
+      }
+      int64_t counted = 0; /* pass 1 of several: counted in pass 0 */
+      rc = update_windows(op, &s, np, nwin, hashes, gids, touched, wins, mode,
+                          mode == UPDATE ? &counted : &touch, &updating);
     }
-    LM_TRY(update_windows(op, &s, np, nwin, hashes, gids, touched));
+    if (pass == 0) {
+      op->late_rows = late_before;
+      op->nlate = nlate_before;
+      if (rc == LAMINAR_OK) rc = window_check_bound(op);
+      if (rc == LAMINAR_OK && spec->emit_changes) rc = lm_op_rows_reserve(op, 2 * touch);
+    }
   }
+  if (rc != LAMINAR_OK && !updating) {
+    op->late_rows = late_before;
+    op->nlate = nlate_before;
+    op->dn = 0; /* no EMIT CHANGES row of it was built */
+    return window_fail_clean(op, rc);
+  }
+  if (rc != LAMINAR_OK) {
+    return lm_state_budget_fail(op->base.budget, rc,
+                                "%s while updating aggregates: this batch is partly "
+                                "applied to the stream's state",
+                                laminar_errstr(rc));
+  }
+  /* What the updates added (MIN/MAX strings, distinct values) is in use now. */
+  LM_TRY(window_account(op, false));
   LM_TRY(lm_op_rows_flush(op)); /* EMIT CHANGES: this chunk's deltas */
   return late_deliver(op, in);
 }
@@ -1109,8 +1335,17 @@ static laminar_code close_tracked(window_op* op, int32_t nclose, int64_t total) 
 }
 
 
+static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_ms);
+
+/* Close windows, then give their bytes back to the bound. */
 static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   window_op* op = (window_op*)base;
+  laminar_code rc = window_on_watermark_apply(op, watermark_ms);
+  window_account(op, false);
+  return rc;
+}
+
+static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_ms) {
   if (watermark_ms <= op->watermark) return LAMINAR_OK;
   int64_t prev = op->watermark;
   op->watermark = watermark_ms;
@@ -1192,7 +1427,7 @@ static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   }
   lm_chunk out = {total, ncols, op->out_vecs, NULL};
   /* Emit before recycling: the chunk borrows the windows' key strings. */
-  laminar_code rc = lm_op_emit(base, &out);
+  laminar_code rc = lm_op_emit(&op->base, &out);
   lm_op_window_drop_closed(op, nclose);
   return rc;
 }
@@ -1357,6 +1592,8 @@ static void window_destroy(lm_op* base) {
   for (int32_t i = 0; i < op->nspare; i++) lm_op_window_free(op, op->spare[i]);
   lm_free(op->open);
   lm_free(op->spare);
+  lm_free(op->jwin);
+  lm_free(op->jgroups);
   lm_eval_ctx_destroy(op->ctx);
   lm_free(op->key_vecs);
   lm_free(op->arg_vecs);
@@ -1441,6 +1678,12 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   op->watermark = INT64_MIN;
   op->suf_block = op->run_block = INT64_MIN;
   op->track = spec->emit_changes || spec->changelog;
+  /* A group's bytes: hash and its share of the table (8 each), keys and
+   * their null flags, tracking, a pane's key id. */
+  op->per_group = 16 + (op->track ? 17 : 0) + (op->panes ? 4 : 0);
+  for (int32_t c = 0; c < spec->nkeys; c++) {
+    op->per_group += 1 + (spec->keys[c]->type == LM_TYPE_STRING ? (int64_t)sizeof(lm_str) : 8);
+  }
   op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
   op->arg_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
   op->ord_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));

@@ -245,6 +245,7 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
   laminar_code rc = keys != NULL && parts != NULL ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
   for (int32_t p = 1; p < n && rc == LAMINAR_OK; p++) {
     rc = lm_plan_build_chain(&s->plan, &parts[p].chain);
+    if (rc == LAMINAR_OK) lm_op_chain_set_budget(parts[p].chain, &s->budget);
   }
   if (rc != LAMINAR_OK) {
     for (int32_t p = 1; parts != NULL && p < n; p++) lm_op_chain_destroy(parts[p].chain);
@@ -920,9 +921,8 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
     rd->n = 0;
     int64_t rows = 0;
     while ((uint32_t)rd->n < budget && rows < LM_RT_ROUND_ROWS) {
-      void* item;
-      if (!lm_mpsc_pop(src->queue, &item)) break;
-      lm_msg* msg = item;
+      lm_msg* msg;
+      if (!lm_source_take(src, false, &msg)) break;
       if (msg->batch != NULL) rows += msg->batch->nrows;
       rd->wms[rd->n] = lm_rt_msg_advance(src, msg);
       rd->msgs[rd->n++] = msg;

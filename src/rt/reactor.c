@@ -36,6 +36,9 @@ laminar_code lm_sub_create(uint32_t capacity, lm_sub** out) {
   sub->wait = lm_wait_default();
   atomic_init(&sub->dropped_batches, 0);
   atomic_init(&sub->dropped_rows, 0);
+  atomic_init(&sub->bytes, 0);
+  sub->max_bytes = 0;
+  sub->last_bytes = 0;
   *out = sub;
   return LAMINAR_OK;
 }
@@ -82,6 +85,7 @@ laminar_code lm_source_def_init_queue(lm_source_def* def, uint32_t capacity,
   atomic_init(&def->dropped_rows, 0);
   atomic_init(&def->rejected_batches, 0);
   atomic_init(&def->carried_watermark, INT64_MIN);
+  atomic_init(&def->queued_bytes, 0);
   LM_TRY(lm_waiter_init(&def->room));
   if (pthread_mutex_init(&def->log_mu, NULL) != 0) {
     lm_waiter_destroy(&def->room);
@@ -94,6 +98,19 @@ laminar_code lm_source_def_init_queue(lm_source_def* def, uint32_t capacity,
     lm_waiter_destroy(&def->room);
   }
   return rc;
+}
+
+bool lm_source_take(lm_source_def* src, bool steal, lm_msg** out) {
+  void* item;
+  if (!(steal ? lm_mpsc_steal(src->queue, &item) : lm_mpsc_pop(src->queue, &item))) {
+    return false;
+  }
+  lm_msg* msg = item;
+  if (msg->batch != NULL) {
+    atomic_fetch_sub_explicit(&src->queued_bytes, msg->batch->bytes, memory_order_relaxed);
+  }
+  *out = msg;
+  return true;
 }
 
 void lm_msg_free(lm_msg* msg) {
@@ -159,12 +176,25 @@ void lm_stream_def_free(lm_stream_def* def) {
 #define stream_chunk lm_rt_stream_chunk
 #define stream_watermark lm_rt_stream_watermark
 
+/* Whether `add` more bytes on top of `queued` pass the bound `max`. An empty
+ * queue takes any one batch. */
+static bool over_bytes(int64_t queued, int64_t add, int64_t max) {
+  return queued > 0 && add > max - queued;
+}
+
 /* Hand a built batch to the subscribers and downstream streams of s. */
 static laminar_code stream_share(lm_stream_def* s, lm_batch* batch) {
   for (int32_t i = 0; i < s->nsubs; i++) {
     lm_sub* sub = s->subs[i];
+    sub->last_bytes = batch->bytes;
+    /* Over the byte bound (and not empty): the drop policy drops it; the
+     * block policy lets it in -- the reactor took this message only after
+     * lm_rt_min_free found room for a batch like the last one. */
+    bool over = sub->max_bytes > 0 && sub->drop_when_full &&
+                over_bytes(atomic_load_explicit(&sub->bytes, memory_order_relaxed),
+                           batch->bytes, sub->max_bytes);
     lm_batch_ref(batch);
-    if (!lm_ring_push(sub->ring, batch)) {
+    if (over || !lm_ring_push(sub->ring, batch)) {
       lm_batch_unref(batch);
       if (sub->drop_when_full) {
         /* The drop policy: this subscriber misses the batch, counted. */
@@ -176,6 +206,7 @@ static laminar_code stream_share(lm_stream_def* s, lm_batch* batch) {
        * taken (rt.h): a full ring here is a broken invariant. */
       return LAMINAR_ERR_INTERNAL;
     }
+    atomic_fetch_add_explicit(&sub->bytes, batch->bytes, memory_order_relaxed);
     sub->notify_pending = true; /* woken at the end of the round */
   }
   laminar_code rc = LAMINAR_OK;
@@ -339,9 +370,19 @@ uint32_t lm_rt_min_free(const lm_graph* g) {
   for (int32_t i = 0; i < g->nstreams; i++) {
     const lm_stream_def* s = g->streams[i];
     for (int32_t j = 0; j < s->nsubs; j++) {
-      if (s->subs[j]->drop_when_full) continue; /* never holds the pipeline */
-      const lm_ring* r = s->subs[j]->ring;
+      const lm_sub* sub = s->subs[j];
+      if (sub->drop_when_full) continue; /* never holds the pipeline */
+      const lm_ring* r = sub->ring;
       uint32_t room = (uint32_t)(lm_ring_capacity(r) - lm_ring_size(r));
+      /* The byte bound, in batches like the last one: room for k more such
+       * batches counts as k + 1 slots (the count's own margin of one), so
+       * the headroom of 2 means one batch fits. An empty queue takes any. */
+      int64_t queued = atomic_load_explicit(&sub->bytes, memory_order_relaxed);
+      if (sub->max_bytes > 0 && queued > 0) {
+        int64_t per = sub->last_bytes > 0 ? sub->last_bytes : 1;
+        int64_t fit = queued >= sub->max_bytes ? 0 : (sub->max_bytes - queued) / per + 1;
+        if (fit < (int64_t)room) room = (uint32_t)fit;
+      }
       if (room < least) least = room;
     }
   }
@@ -381,8 +422,8 @@ static laminar_code process_round(lm_rt* rt, int budget, bool* out_progress,
         break;
       }
       /* Not a peek-then-pop: a drop_oldest producer may take the head first. */
-      void* item;
-      if (!lm_mpsc_pop(src->queue, &item)) break;
+      lm_msg* item;
+      if (!lm_source_take(src, false, &item)) break;
       *out_progress = true;
       rc = process_msg(src, item);
     }
@@ -411,7 +452,7 @@ laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err) {
     laminar_code drc = progress && !blocked && rc == LAMINAR_OK ? LAMINAR_OK : lm_rt_drain(rt);
     if (rc == LAMINAR_OK) rc = drc;
     if (rc != LAMINAR_OK) {
-      return lm_error_set(err, rc, "stream processing failed: %s", laminar_errstr(rc));
+      return lm_rt_processing_error(rt->graph, rc, "", err);
     }
     if (!progress || blocked) return LAMINAR_OK;
   }
@@ -541,12 +582,29 @@ void lm_rt_barrier_points(const lm_rt* rt, bool* at_merge) {
   }
 }
 
+laminar_code lm_rt_processing_error(const lm_graph* g, laminar_code rc, const char* where,
+                                    laminar_error* err) {
+  bool found = false;
+  for (int32_t i = 0; i < g->nstreams && !found; i++) {
+    found = lm_state_budget_error(&g->streams[i]->budget, rc, err);
+  }
+  /* Texts recorded by this failure for other streams (or with another code)
+   * are dropped, so none is reported with a later failure. */
+  for (int32_t i = 0; i < g->nstreams; i++) {
+    lm_state_budget* b = &g->streams[i]->budget;
+    if (atomic_load_explicit(&b->failed, memory_order_acquire) == 2) {
+      atomic_store_explicit(&b->failed, 0, memory_order_relaxed);
+    }
+  }
+  if (found) return rc;
+  return lm_error_set(err, rc, "stream processing failed%s: %s", where, laminar_errstr(rc));
+}
+
 /* Keep the first error raised on the reactor thread for laminar_stop(). */
 static void record_error(lm_rt* rt, laminar_code rc) {
   if (rc == LAMINAR_OK || rt->error != LAMINAR_OK) return;
   rt->error = rc;
-  lm_error_set(&rt->error_detail, rc, "stream processing failed on the reactor: %s",
-               laminar_errstr(rc));
+  lm_rt_processing_error(rt->graph, rc, " on the reactor", &rt->error_detail);
 }
 
 /* laminar_stop: how long a full blocking subscriber may go without room before

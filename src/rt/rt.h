@@ -124,6 +124,16 @@ typedef struct lm_source_def {
    * multi-producer (chan/mpsc.h); consumer: the reactor / run_until_idle. */
   lm_mpsc* queue;
   lm_backpressure backpressure; /* fixed at CREATE */
+  /* Bound on the bytes of the queued batches (lm_batch.bytes), fixed at
+   * CREATE (WITH (max_queue_bytes = ...), config key `max_queue_bytes`): a
+   * push that would take queued_bytes past it meets the back-pressure policy
+   * as a full queue does, unless the queue is empty (a larger batch is taken
+   * alone, so nothing deadlocks). 0: no bound. */
+  int64_t max_queue_bytes;
+  /* Bytes of the batches queued now. writer: producers (add after a push),
+   * the consumer and drop_oldest producers (subtract on taking one); relaxed:
+   * a bound, not a synchronization. */
+  atomic_int_fast64_t queued_bytes;
   lm_wait wait;              /* producers on a full queue; the reactor on empty ones */
   lm_waiter room;            /* producers blocked on a full queue park here;
                                 the reactor notifies after taking messages */
@@ -176,6 +186,15 @@ typedef struct lm_sub {
   lm_wait wait;              /* how the consumer waits for a batch */
   atomic_int_fast64_t dropped_batches; /* writer: reactor (relaxed); reader: any */
   atomic_int_fast64_t dropped_rows;
+  /* Bound on the bytes of the queued batches (lm_batch.bytes), fixed at
+   * subscribe (max_queue_bytes; 0: none). A batch that would take `bytes`
+   * past it is dropped (drop policy) or holds the reactor (block policy,
+   * lm_rt_min_free) -- unless the queue is empty: a larger batch goes in
+   * alone, so nothing deadlocks. */
+  int64_t max_bytes;
+  atomic_int_fast64_t bytes;  /* queued now; writer: reactor (+), consumer (-) */
+  int64_t last_bytes;         /* the last batch offered (reactor-only): the
+                                 block policy's guess of the next one's size */
   /* A batch was pushed since the consumer was last notified (the publishing
    * thread's only: reactor 0 or the inline caller). Notifications are
    * deferred to the end of a round (lm_rt_notify_subscribers): a parked
@@ -211,6 +230,10 @@ struct lm_stream_def {
   uint64_t incarnation;
   uint64_t fingerprint;
   uint64_t start_seq;
+  /* Its keyed state's bound (WITH (max_state_bytes = ...)), charged by every
+   * partition's chain, the database's as parent; it also carries the text
+   * of a failure its operators recorded (op.h lm_op_account). */
+  lm_state_budget budget;
   /* Thread-per-core (part.c): a keyed stream reading a source directly runs
    * as `nparts` partitions, rows routed by the hash of the GROUP BY columns
    * `part_keys` (source column indexes). nparts 1: everything else. */
@@ -412,6 +435,11 @@ void lm_rt_notify(lm_rt* rt);
  * readers, as the reactors route live pushes. Consumes msg. */
 laminar_code lm_rt_process_now(lm_rt* rt, lm_source_def* src, lm_msg* msg);
 
+/* The error of a failed message: the detail a stream recorded for code rc
+ * (lm_state_budget_fail), else "stream processing failed<where>: ...". */
+laminar_code lm_rt_processing_error(const lm_graph* g, laminar_code rc, const char* where,
+                                    laminar_error* err);
+
 /* Drive the graph inline until no queued message can be processed. Not while
  * started. */
 laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err);
@@ -424,6 +452,9 @@ laminar_code lm_sub_create(uint32_t capacity, lm_sub** out);
  * (lm_source_def_unref copes with a def whose queue is NULL). */
 laminar_code lm_source_def_init_queue(lm_source_def* def, uint32_t capacity,
                                       lm_backpressure bp, lm_wait wait);
+/* Take the oldest message off src's queue (the consumer: pop; a drop_oldest
+ * producer: steal), keeping queued_bytes. False when empty. */
+bool lm_source_take(lm_source_def* src, bool steal, lm_msg** out);
 /* Free a message taken off a source queue without processing it. */
 void lm_msg_free(lm_msg* msg);
 /* Frees queued batches. The sub must be detached from its stream. */

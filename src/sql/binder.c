@@ -1254,6 +1254,22 @@ static laminar_code bind_stream_options(binder* b, const lm_stmt* stmt) {
     const lm_ast_option* o = &stmt->options[i];
     const lm_ast_expr* v = o->value;
     bool lateness = lm_streq_nocase(o->key, "allowed_lateness");
+    if (lm_streq_nocase(o->key, "max_state_bytes")) { /* any stream (issue 20) */
+      char text[64] = {0};
+      int64_t n = -1;
+      if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_INT) n = v->i;
+      if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING && v->slen < sizeof text) {
+        memcpy(text, v->s, v->slen);
+        if (!lm_parse_bytes(text, &n)) n = -1;
+      }
+      if (n < 0) {
+        return fail(b, LAMINAR_ERR_CONFIG_VALUE, v,
+                    "max_state_bytes must be a byte count such as 1048576 or '512MB' "
+                    "(0: only the database's bound)");
+      }
+      b->plan->max_state_bytes = n;
+      continue;
+    }
     if (lateness) {
       if (!lateness_value(v, &b->plan->window.lateness_ms)) {
         return fail(b, LAMINAR_ERR_CONFIG_VALUE, v,
@@ -1285,7 +1301,9 @@ static laminar_code bind_stream_options(binder* b, const lm_stmt* stmt) {
       }
     } else {
       return fail(b, LAMINAR_ERR_CONFIG_KEY, v,
-                  "unknown stream option '%s' (known: allowed_lateness, late_output)", o->key);
+                  "unknown stream option '%s' (known: allowed_lateness, late_output, "
+                  "max_state_bytes)",
+                  o->key);
     }
     if (!b->plan->windowed || b->plan->window.global) {
       return fail(b, LAMINAR_ERR_CONFIG_CONFLICT, v,

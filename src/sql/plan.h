@@ -40,6 +40,9 @@ typedef struct lm_plan {
    * the late input rows (true: "<stream>_late"), in the pool; NULL = none. */
   char* late_output;
   int32_t late_line, late_column; /* where the option's value is (errors) */
+  /* WITH (max_state_bytes = ...): bound on the stream's keyed state; 0: only
+   * the database's (config max_state_bytes). */
+  int64_t max_state_bytes;
   lm_window_spec window;       /* keys/aggs point into the pool */
   lm_schema agg_schema;        /* window_start, window_end, keys..., aggs... */
   lm_expr* having;             /* over agg_schema, NULL if none */

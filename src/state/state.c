@@ -1,11 +1,13 @@
 /*
  * state.c -- snapshot encoding: little-endian fixed-width values and
- * length-prefixed byte strings.
+ * length-prefixed byte strings; and the bound on keyed state (lm_state_budget).
  */
 #include "state/state.h"
 
 #include "util/util.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 void lm_state_writer_init(lm_state_writer* w) { *w = (lm_state_writer){0}; }
@@ -131,4 +133,92 @@ laminar_code lm_state_reader_status(const lm_state_reader* r, const char* what,
   if (!r->failed) return LAMINAR_OK;
   return lm_error_set(err, LAMINAR_ERR_IO, "corrupt state for %s at byte %zu of %zu", what,
                       r->pos, r->len);
+}
+
+/* ---- the bound on keyed state ------------------------------------------------- */
+
+void lm_state_budget_init(lm_state_budget* b, const char* name, int64_t limit,
+                          lm_state_budget* parent) {
+  b->name = name;
+  b->limit = limit;
+  atomic_init(&b->used, 0);
+  b->parent = parent;
+  atomic_init(&b->failed, 0);
+  b->fail_code = LAMINAR_OK;
+  b->message[0] = '\0';
+}
+
+/* Add bytes to one budget unless that passes its limit; *out_used: the use
+ * seen (before the add). */
+static bool charge_one(lm_state_budget* b, int64_t bytes, int64_t* out_used) {
+  int64_t was = atomic_fetch_add_explicit(&b->used, bytes, memory_order_relaxed);
+  *out_used = was;
+  if (b->limit > 0 && was + bytes > b->limit) {
+    atomic_fetch_sub_explicit(&b->used, bytes, memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+laminar_code lm_state_charge(lm_state_budget* b, int64_t bytes) {
+  if (b == NULL || bytes <= 0) return LAMINAR_OK;
+  int64_t used;
+  if (!charge_one(b, bytes, &used)) {
+    return lm_state_budget_fail(b, LAMINAR_ERR_MEMORY_LIMIT,
+                                "keyed state would grow by %lld bytes past max_state_bytes "
+                                "%lld (in use: %lld bytes); the batch was not applied",
+                                (long long)bytes, (long long)b->limit, (long long)used);
+  }
+  if (b->parent != NULL && !charge_one(b->parent, bytes, &used)) {
+    atomic_fetch_sub_explicit(&b->used, bytes, memory_order_relaxed);
+    return lm_state_budget_fail(b, LAMINAR_ERR_MEMORY_LIMIT,
+                                "keyed state would grow by %lld bytes past the database's "
+                                "max_state_bytes %lld (in use by all streams: %lld bytes); "
+                                "the batch was not applied",
+                                (long long)bytes, (long long)b->parent->limit, (long long)used);
+  }
+  return LAMINAR_OK;
+}
+
+bool lm_state_over(const lm_state_budget* b) {
+  for (; b != NULL; b = b->parent) {
+    if (b->limit > 0 && atomic_load_explicit(&b->used, memory_order_relaxed) >= b->limit) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void lm_state_release(lm_state_budget* b, int64_t bytes) {
+  if (b == NULL || bytes <= 0) return;
+  atomic_fetch_sub_explicit(&b->used, bytes, memory_order_relaxed);
+  if (b->parent != NULL) atomic_fetch_sub_explicit(&b->parent->used, bytes, memory_order_relaxed);
+}
+
+laminar_code lm_state_budget_fail(lm_state_budget* b, laminar_code code, const char* fmt, ...) {
+  if (b == NULL) return code;
+  int expected = 0;
+  if (!atomic_compare_exchange_strong_explicit(&b->failed, &expected, 1, memory_order_acq_rel,
+                                               memory_order_relaxed)) {
+    return code;
+  }
+  int at = snprintf(b->message, sizeof b->message, "stream '%s': ", b->name ? b->name : "?");
+  va_list ap;
+  va_start(ap, fmt);
+  if (at > 0 && (size_t)at < sizeof b->message) {
+    vsnprintf(b->message + at, sizeof b->message - (size_t)at, fmt, ap);
+  }
+  va_end(ap);
+  b->fail_code = code;
+  atomic_store_explicit(&b->failed, 2, memory_order_release);
+  return code;
+}
+
+bool lm_state_budget_error(lm_state_budget* b, laminar_code code, laminar_error* err) {
+  if (b == NULL || atomic_load_explicit(&b->failed, memory_order_acquire) != 2) return false;
+  if (b->fail_code != code) return false;
+  lm_error_set(err, code, "%s", b->message);
+  lm_error_object(err, b->name, NULL);
+  atomic_store_explicit(&b->failed, 0, memory_order_release);
+  return true;
 }

@@ -10,6 +10,7 @@
 #include "laminar.h"
 #include "util/types.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,5 +53,45 @@ const void* lm_state_get_raw(lm_state_reader* r, size_t n);
 /* LAMINAR_OK, or LAMINAR_ERR_IO (message names `what`) when a read failed. */
 laminar_code lm_state_reader_status(const lm_state_reader* r, const char* what,
                                     laminar_error* err);
+
+/* ---- the bound on keyed state (max_state_bytes, issue 20) ---------------------- */
+
+/* What a stream's keyed state (window groups, sessions, hop panes, view rows)
+ * may hold, in bytes as the operators account it (lm_op: group counts times
+ * their per-group size, plus key and value strings), and what it holds now.
+ * One per stream (every partition's chain charges it) with the database's as
+ * parent; one per database. Operators charge growth before they commit it and
+ * release what they free; a refused charge changes nothing. */
+typedef struct lm_state_budget {
+  const char* name;              /* the stream's (borrowed); NULL for the database's */
+  int64_t limit;                 /* bytes; 0: no bound of its own */
+  atomic_int_fast64_t used;      /* writer: any partition's reactor (atomic RMW) */
+  struct lm_state_budget* parent; /* the database's, or NULL */
+  /* The failure of the last refused charge or failed update, for the error
+   * the caller reports (lm_state_budget_error): written by the failing
+   * reactor while `failed` is 1 (claimed by a 0 -> 1 CAS), read by the
+   * thread that reports the error after the reactors stopped or merged. */
+  atomic_int failed;
+  laminar_code fail_code;
+  char message[320];
+} lm_state_budget;
+
+void lm_state_budget_init(lm_state_budget* b, const char* name, int64_t limit,
+                          lm_state_budget* parent);
+/* Charge `bytes` (>= 0) to b and its parent. LAMINAR_ERR_MEMORY_LIMIT when
+ * either would pass its limit: nothing is charged and b records the message
+ * (naming the stream, the bound and the use). NULL b: LAMINAR_OK. */
+laminar_code lm_state_charge(lm_state_budget* b, int64_t bytes);
+/* Whether b or its parent is at or past its limit. NULL b: false. */
+bool lm_state_over(const lm_state_budget* b);
+/* Give back `bytes` charged before. NULL b: no-op. */
+void lm_state_release(lm_state_budget* b, int64_t bytes);
+/* Record a failure of b's stream (printf-style text after "stream 'name': ")
+ * for the caller's error, unless one is recorded already. Returns `code`. */
+laminar_code lm_state_budget_fail(lm_state_budget* b, laminar_code code, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* If b recorded a failure with `code`, copy it into err (code, message, the
+ * stream as object), forget it and return true. */
+bool lm_state_budget_error(lm_state_budget* b, laminar_code code, laminar_error* err);
 
 #endif /* LM_STATE_H */

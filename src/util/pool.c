@@ -45,9 +45,8 @@ static size_t chunk_size_for(size_t base, size_t n) {
   return cap;
 }
 
-void* lm_pool_alloc(lm_pool* pool, size_t n) {
-  if (n > SIZE_MAX - POOL_ALIGN) return NULL;
-  n = n == 0 ? POOL_ALIGN : (n + POOL_ALIGN - 1) & ~(POOL_ALIGN - 1);
+/* A head chunk with n bytes free (a new one if needed); NULL when out of memory. */
+static lm_pool_chunk* room_for(lm_pool* pool, size_t n) {
   lm_pool_chunk* c = pool->head;
   if (LM_UNLIKELY(c == NULL || c->cap - c->used < n)) {
     size_t base = pool->min_chunk ? pool->min_chunk : POOL_DEFAULT_CHUNK;
@@ -57,11 +56,21 @@ void* lm_pool_alloc(lm_pool* pool, size_t n) {
     if (c == NULL) return NULL;
     pool->head = c;
   }
+  return c;
+}
+
+void* lm_pool_alloc(lm_pool* pool, size_t n) {
+  if (n > SIZE_MAX - POOL_ALIGN) return NULL;
+  n = n == 0 ? POOL_ALIGN : (n + POOL_ALIGN - 1) & ~(POOL_ALIGN - 1);
+  lm_pool_chunk* c = room_for(pool, n);
+  if (c == NULL) return NULL;
   void* p = (char*)c->data + c->used;
   c->used += n;
   pool->used_bytes += n;
   return p;
 }
+
+bool lm_pool_reserve(lm_pool* pool, size_t n) { return room_for(pool, n) != NULL; }
 
 void* lm_pool_calloc(lm_pool* pool, size_t n) {
   void* p = lm_pool_alloc(pool, n);

@@ -11,6 +11,7 @@
 #ifndef LM_POOL_H
 #define LM_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,10 @@ void lm_pool_init_sized(lm_pool* pool, size_t min_chunk);
 void* lm_pool_alloc(lm_pool* pool, size_t n);
 /* The same, zero-filled. */
 void* lm_pool_calloc(lm_pool* pool, size_t n);
+/* Room for allocations of n bytes in all (each counted rounded up to the
+ * alignment) that then cannot fail: false when out of memory (the pool is
+ * unchanged but for an empty chunk it may keep). */
+bool lm_pool_reserve(lm_pool* pool, size_t n);
 /* Copy n bytes; returns the copy (NULL when out of memory). */
 char* lm_pool_copy(lm_pool* pool, const void* p, size_t n);
 /* Forget every allocation, keeping (coalesced) memory for reuse. */

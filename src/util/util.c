@@ -157,3 +157,29 @@ bool lm_strneq_nocase(const char* a, size_t alen, const char* b) {
   }
   return b[alen] == '\0';
 }
+
+bool lm_parse_bytes(const char* text, int64_t* out) {
+  const char* p = text;
+  while (*p == ' ') p++;
+  if (*p < '0' || *p > '9') return false;
+  int64_t v = 0;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *p - '0', &v)) {
+      return false;
+    }
+  }
+  while (*p == ' ') p++;
+  static const struct { const char* unit; int shift; } units[] = {
+      {"", 0},     {"b", 0},     {"kb", 10}, {"kib", 10}, {"k", 10}, {"mb", 20},
+      {"mib", 20}, {"m", 20},    {"gb", 30}, {"gib", 30}, {"g", 30},
+  };
+  size_t len = strlen(p);
+  while (len > 0 && p[len - 1] == ' ') len--;
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (strlen(units[i].unit) != len || !lm_strneq_nocase(p, len, units[i].unit)) continue;
+    if (v > (INT64_MAX >> units[i].shift)) return false;
+    *out = v << units[i].shift;
+    return true;
+  }
+  return false;
+}

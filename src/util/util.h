@@ -95,4 +95,10 @@ static inline int lm_fault_io(void) { return 0; }
 bool lm_streq_nocase(const char* a, const char* b);
 bool lm_strneq_nocase(const char* a, size_t alen, const char* b);
 
+/* Parse a byte count: a whole number with an optional unit, case-insensitive,
+ * blanks allowed between: B, KB/KiB, MB/MiB, GB/GiB (all powers of 1024, as
+ * PostgreSQL reads them). "0" is accepted (callers give it a meaning, such as
+ * "no bound"). False for anything else, a negative or an overflow. */
+bool lm_parse_bytes(const char* text, int64_t* out);
+
 #endif /* LM_UTIL_H */

@@ -318,6 +318,7 @@ class Connection(Handle):
         buffer_size: int | None = None,
         slow_subscriber: str | None = None,
         wait_strategy: str | None = None,
+        max_queue_bytes: int | str | None = None,
     ) -> Subscription:
         """Subscribe to the results stream ``name`` produces from now on.
 
@@ -340,6 +341,10 @@ class Connection(Handle):
                 counted in :meth:`metrics` as ``dropped_batches``).
             wait_strategy: How a blocking read waits: ``"park"`` (default),
                 ``"spin"`` or ``"spin_yield(n)"``.
+            max_queue_bytes: Bound on the bytes of the batches queued for this
+                subscription (an int, or text such as ``"64MB"``; 0: none);
+                default: the connection's ``max_queue_bytes`` (256 MiB). A
+                batch past it is handled as one that finds the queue full.
 
         Returns:
             A new :class:`Subscription`.
@@ -354,6 +359,7 @@ class Connection(Handle):
             "buffer_size": buffer_size,
             "slow_subscriber": slow_subscriber,
             "wait_strategy": wait_strategy,
+            "max_queue_bytes": max_queue_bytes,
         }
         options = ", ".join(
             f"{key} = '{value}'" for key, value in pairs.items() if value is not None
@@ -453,9 +459,11 @@ class Connection(Handle):
         """The engine's counters now: rows of (kind, name, metric, value).
 
         Sources: pushed_batches, pushed_rows, queue_depth, queue_capacity,
-        watermark_ms (with a WAL: wal_next_offset, processed_offset). Streams:
-        rows_in, rows_out, late_rows, state_groups, state_bytes, watermark_ms,
-        subscribers, partitions. Subscriptions: delivered_batches, queue_depth.
+        queue_bytes, max_queue_bytes, watermark_ms (with a WAL:
+        wal_next_offset, processed_offset). Streams: rows_in, rows_out,
+        late_rows, state_groups, state_bytes, accounted_state_bytes,
+        max_state_bytes, watermark_ms, subscribers, partitions. Subscriptions:
+        delivered_batches, queue_depth, queue_bytes, max_queue_bytes.
         Reactors ("0" .. cores-1): busy_ns, running_ns, busy_pct, rounds, rows,
         cpu (reactor 0 also messages). Durable databases: last_checkpoint,
         last_checkpoint_stall_ns, last_checkpoint_barrier_ns. ``laminar_metrics``

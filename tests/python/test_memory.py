@@ -1,0 +1,186 @@
+"""Memory has a bound (issue 20 item 8): queues bounded in bytes
+(``max_queue_bytes``) for sources and subscriptions, keyed state bounded by
+``max_state_bytes`` (LDB-3008), and a refused batch leaves the state as it was."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+import laminardb
+
+
+def _metric(db: laminardb.Connection, kind: str, name: str, metric: str) -> int:
+    for row in db.metrics().to_pylist():
+        if (row["kind"], row["name"], row["metric"]) == (kind, name, metric):
+            return int(row["value"])
+    raise AssertionError(f"no metric {kind}/{name}/{metric}")
+
+
+def _batch(first: int, n: int) -> pa.RecordBatch:
+    return pa.record_batch(
+        {
+            "k": pa.array([f"key{first + i}" for i in range(n)]),
+            "v": pa.array(range(first, first + n), type=pa.int64()),
+        }
+    )
+
+
+@pytest.mark.parametrize("slow", ["block", "drop"])
+def test_never_read_subscriber_stays_under_its_bytes(slow: str) -> None:
+    with laminardb.open() as db:
+        db.execute("CREATE SOURCE t (k VARCHAR, v BIGINT); CREATE STREAM s AS SELECT k, v FROM t")
+        sub = db.subscribe("s", max_queue_bytes="100 kB", slow_subscriber=slow)
+        src = db.source("t")
+        for b in range(60):
+            src.push(_batch(b * 1000, 1000))
+        db.run_until_idle()
+        held = _metric(db, "subscription", "s", "queue_bytes")
+        depth = _metric(db, "subscription", "s", "queue_depth")
+        assert _metric(db, "subscription", "s", "max_queue_bytes") == 102400
+        assert 0 < held <= 102400
+        assert 1 <= depth < 60
+        dropped = _metric(db, "subscription", "s", "dropped_batches")
+        left = _metric(db, "source", "t", "queue_depth")
+        if slow == "drop":
+            assert dropped == 60 - depth
+            assert left == 0
+        else:
+            assert dropped == 0
+            assert left == 60 - depth
+            rows = 0
+            for _ in range(1000):  # read, let the held input through, read again
+                batch = sub.poll(0)
+                if batch is not None:
+                    rows += batch.num_rows
+                elif _metric(db, "source", "t", "queue_depth") == 0:
+                    break
+                else:
+                    db.run_until_idle()
+            assert rows == 60_000
+            assert _metric(db, "subscription", "s", "queue_bytes") == 0
+        sub.close()
+
+
+@pytest.mark.parametrize("policy", ["block", "reject", "drop_oldest"])
+def test_source_bytes_bound_per_policy(policy: str) -> None:
+    with laminardb.open() as db:
+        db.execute(
+            "CREATE SOURCE t (k VARCHAR, v BIGINT) "
+            f"WITH (max_queue_bytes = '64 KiB', backpressure = '{policy}')"
+        )
+        src = db.source("t")
+        errors: list[laminardb.LaminarError] = []
+        for b in range(40):
+            try:
+                src.push(_batch(b * 1000, 1000))
+            except laminardb.QueueFull as e:
+                errors.append(e)
+        refused = len(errors)
+        assert all(e.code == "LDB-3006" for e in errors)
+        assert all("max_queue_bytes" in str(e) for e in errors)
+        queued = _metric(db, "source", "t", "queue_bytes")
+        depth = _metric(db, "source", "t", "queue_depth")
+        assert 0 < queued <= 65536
+        assert 1 <= depth < 40
+        if policy == "drop_oldest":
+            assert refused == 0
+            assert _metric(db, "source", "t", "dropped_batches") == 40 - depth
+        else:
+            assert refused == 40 - depth
+        db.run_until_idle()
+        src.push(_batch(0, 20_000))  # larger than the bound: an empty queue takes it
+        assert _metric(db, "source", "t", "queue_bytes") > 65536
+
+
+def test_bad_byte_counts_are_config_errors() -> None:
+    with pytest.raises(laminardb.ConfigError) as info:
+        laminardb.open(max_queue_bytes="lots")
+    assert info.value.code == "LDB-6002"
+    with laminardb.open(max_state_bytes="1 GiB") as db:
+        with pytest.raises(laminardb.ConfigError) as info:
+            db.execute("CREATE SOURCE t (v BIGINT) WITH (max_queue_bytes = '-5')")
+        assert info.value.code == "LDB-6002"
+
+
+@pytest.mark.parametrize("where", ["stream", "database"])
+def test_endless_keys_meet_max_state_bytes(where: str) -> None:
+    options = {"max_state_bytes": "1MB"} if where == "database" else {}
+    with_clause = " WITH (max_state_bytes = '1 MB')" if where == "stream" else ""
+    with laminardb.open(**options) as db:
+        db.execute(
+            "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+            "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v) AS s FROM t "
+            f"GROUP BY k EMIT CHANGES{with_clause}"
+        )
+        src = db.source("t")
+        accepted: list[pa.RecordBatch] = []
+        error: laminardb.LaminarError | None = None
+        for b in range(1000):
+            batch = _batch(b * 1000, 1000)
+            src.push(batch)
+            try:
+                db.run_until_idle()
+            except laminardb.LaminarError as e:
+                error = e
+                failed = batch
+                break
+            accepted.append(batch)
+        assert error is not None
+        assert error.code == "LDB-3008"
+        assert isinstance(error, laminardb.IngestError)
+        assert "'mv'" in str(error)
+        assert "max_state_bytes" in str(error)
+        assert "1048576" in str(error)
+        assert "in use" in str(error)
+        # The view's rows behind the GROUP BY are accounted after it accepted
+        # a batch: the last accepted batch's rows (1000, < 100 bytes) may pass.
+        assert 0 < _metric(db, "stream", "mv", "accounted_state_bytes") <= (1 << 20) + 100_000
+
+        def expected(batches: list[pa.RecordBatch]) -> list[tuple[str, int, int]]:
+            rows_in = pa.Table.from_batches(batches)  # noqa: F841 -- read by duckdb
+            return duckdb.sql(
+                "SELECT k, COUNT(*)::BIGINT AS n, SUM(v)::BIGINT AS s FROM rows_in "
+                "GROUP BY k ORDER BY k"
+            ).fetchall()
+
+        def got() -> list[tuple[str, int, int]]:
+            rows = db.query("SELECT k, n, s FROM mv").to_pylist()
+            return sorted((r["k"], r["n"], r["s"]) for r in rows)
+
+        assert got() == expected(accepted)  # the refused batch left nothing
+        src.push(failed)  # a retry is refused alike and changes nothing
+        with pytest.raises(laminardb.IngestError):
+            db.run_until_idle()
+        assert got() == expected(accepted)
+        src.push(accepted[0])  # known keys take no new state: accepted
+        db.run_until_idle()
+        assert got() == expected([*accepted, accepted[0]])
+
+
+def test_refused_batches_stay_refused_after_reopen(tmp_path: object) -> None:
+    """The WAL holds a batch the bound refused: replay refuses it as the live
+    run did, and the database opens with the same view."""
+    options = {"checkpoint_interval": "1 hour", "wal_mode": "sync", "max_state_bytes": "1MB"}
+    db = laminardb.open(tmp_path, **options)
+    db.execute(
+        "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+        "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v) AS s FROM t "
+        "GROUP BY k EMIT CHANGES"
+    )
+    src = db.source("t")
+    codes: list[str] = []
+    for b in range(40):
+        src.push(_batch(b * 1000, 1000))
+        try:
+            db.run_until_idle()
+        except laminardb.IngestError as e:
+            codes.append(e.code)
+    assert codes
+    assert set(codes) == {"LDB-3008"}
+    before = sorted((r["k"], r["n"], r["s"]) for r in db.query("SELECT * FROM mv").to_pylist())
+    db.close()
+    with laminardb.open(tmp_path, **options) as again:
+        after = again.query("SELECT * FROM mv").to_pylist()
+        assert sorted((r["k"], r["n"], r["s"]) for r in after) == before
