@@ -336,7 +336,11 @@ typedef struct laminar_db laminar_db;
  * (open windows, watermarks, offsets), file sinks publish the epochs that
  * checkpoint covers and drop later ones, and each source's WAL records after
  * the checkpoint are run through the graph again. Sources continue with the
- * next offsets (laminar_source_offset()).
+ * next offsets (laminar_source_offset()). WAL damage among records the
+ * checkpoint covers is skipped and reported; a damaged or missing newest
+ * checkpoint falls back to the previous one, replaying the WAL up to the
+ * lost one's positions without publishing its sinks' epochs again
+ * (docs/DURABILITY.md, "Damage").
  * One owner per data directory: a durable open takes an exclusive lock on
  * data_dir (flock(2) on the directory, held until laminar_close(), dropped by
  * the kernel if the process dies) and writes its pid to data_dir/owner.pid; a
@@ -831,8 +835,12 @@ LAMINAR_API laminar_code laminar_source_watermark_timeout(laminar_source* source
 /* The offset the next push or watermark on this source will get: 1 + the
  * number of messages its WAL holds or has checkpointed (1 for a new source).
  * After recovery a producer resumes its input from here: messages below it
- * were accepted before the restart. Without a WAL (wal_mode none) it is 0:
- * input is not logged.
+ * were accepted before the restart and are in the recovered state. It is
+ * max(the restored checkpoint's position, the last good WAL record) + 1:
+ * damaged or missing WAL records the checkpoint covers never pull it back.
+ * Durable without a WAL (wal_mode none) messages are counted the same way,
+ * and after recovery it is the checkpoint's position + 1 (input after the
+ * checkpoint is not kept). Without durability it is 0.
  * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE.
  * Thread-safety: as laminar_source_push(). */
 LAMINAR_API laminar_code laminar_source_offset(laminar_source* source, int64_t* out,

@@ -50,6 +50,34 @@ typedef struct stored_ident {
   uint64_t start;
 } stored_ident;
 
+/* Each source's position (last WAL record taken) at a checkpoint. */
+typedef struct src_pos {
+  char* name;
+  uint64_t seq;
+  uint64_t incarnation; /* 0: not recorded (checkpoint format < 3): any */
+} src_pos;
+
+typedef struct pos_list {
+  src_pos* v;
+  int32_t n;
+} pos_list;
+
+static void pos_list_free(pos_list* l) {
+  for (int32_t i = 0; i < l->n; i++) lm_free(l->v[i].name);
+  lm_free(l->v);
+  *l = (pos_list){0};
+}
+
+/* The position in l of the source `name` of that incarnation, or 0 (a
+ * dropped source's position is not the new one's). */
+static uint64_t pos_find(const pos_list* l, const char* name, uint64_t incarnation) {
+  for (int32_t i = 0; i < l->n; i++)
+    if (strcmp(l->v[i].name, name) == 0 &&
+        (l->v[i].incarnation == 0 || l->v[i].incarnation == incarnation))
+      return l->v[i].seq;
+  return 0;
+}
+
 struct lm_durable {
   laminar_db* db;
   char* dir;
@@ -80,6 +108,15 @@ struct lm_durable {
   void (*write_hook)(void*); /* tests: runs after the stall, before the encoding */
   void* write_hook_arg;
   char report[2048];         /* what recovery cut, failed background checkpoints (under mu) */
+  /* Where each source stood at the restored checkpoint (recovery: its WAL
+   * may skip damage up to there), and at the newest checkpoint whose
+   * positions survive when that is newer (a fallback: the replay up to
+   * there publishes nothing, its epochs are out already). */
+  pos_list restored;
+  pos_list replay_quiet;
+  /* The previous checkpoint's positions: WAL records after them are kept,
+   * so that a damaged newest checkpoint can fall back to it. */
+  pos_list prev;
 };
 
 static char* read_text(const char* path, bool* missing, size_t* out_len);
@@ -536,8 +573,14 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
     lm_free(dir);
     return rc;
   }
-  lm_wal_options o = {
-      .dir = dir, .io = d->conf.io, .direct = d->conf.direct, .strict = d->conf.strict};
+  /* At recovery the restored checkpoint covers the records up to its
+   * position: damage or absence among them costs nothing (wal.h). */
+  uint64_t covered = d->recovering ? pos_find(&d->restored, def->name, def->incarnation) : 0;
+  lm_wal_options o = {.dir = dir,
+                      .io = d->conf.io,
+                      .direct = d->conf.direct,
+                      .strict = d->conf.strict,
+                      .covered = covered};
   lm_wal_report rep;
   rc = make_dir(dir, err);
   if (rc == LAMINAR_OK && !owned) {
@@ -547,12 +590,22 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
     rc = lm_store_write_atomic(dir, WAL_OWNER, text, strlen(text), err);
   }
   if (rc == LAMINAR_OK) rc = lm_wal_open(&o, &def->wal, &rep, err);
-  lm_free(dir);
+  if (rc == LAMINAR_OK && rep.skip_reason[0] != '\0') {
+    char range[64] = "";
+    if (rep.skip_first > 0)
+      snprintf(range, sizeof range, " (records %" PRIu64 "..%" PRIu64 ")", rep.skip_first,
+               rep.skip_last);
+    report(d, "source '%s': WAL damage%s skipped in %s/%s: the checkpoint covers the records "
+           "up to %" PRIu64 ", nothing it needs is lost; input resumes at offset %" PRIu64,
+           def->name, range, dir, rep.skip_reason, covered, lm_wal_next_seq(def->wal));
+  }
   if (rc == LAMINAR_OK && rep.cut) {
     /* Recovered to the last good record; the cut is reported, never replayed. */
     report(d, "source '%s': WAL cut at the last good record (%" PRIu64 " records kept, %" PRIu64
-           " bytes removed): %s", def->name, rep.records, rep.bytes_cut, rep.reason);
+           " bytes removed): %s/%s; input resumes at offset %" PRIu64, def->name, rep.records,
+           rep.bytes_cut, dir, rep.reason, lm_wal_next_seq(def->wal));
   }
+  lm_free(dir);
   def->wal_sync = mode == LM_WAL_SYNC;
   if (rc == LAMINAR_OK && mode == LM_WAL_ASYNC) wake_background(d);
   return rc;
@@ -954,6 +1007,7 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
   /* Ring 1 from here, the graph running. The frozen state is written first
    * (its windows are copied by the reactor if it changes them meanwhile). */
   if (rc == LAMINAR_OK && d->write_hook != NULL) d->write_hook(d->write_hook_arg);
+  size_t positions_len = w.len; /* the header and the sources' positions (put_sources) */
   int64_t t1 = now_ns();
   if (rc == LAMINAR_OK) {
     rc = write_graph(&frozen, &w, err);
@@ -970,6 +1024,10 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
     lm_sink* k = db->sinks[i]->sink;
     if (k->vt->sync != NULL) rc = k->vt->sync(k, err);
   }
+  /* The positions first: should this checkpoint be lost later, recovery
+   * falls back to the previous one and replays up to them (recover). */
+  if (rc == LAMINAR_OK)
+    rc = lm_ckpt_write_positions(d->ckpt_dir, epoch, w.data, positions_len, err);
   if (rc == LAMINAR_OK) rc = lm_ckpt_write(d->ckpt_dir, epoch, w.data, w.len, err);
   lm_state_writer_free(&w);
   if (rc == LAMINAR_OK) {
@@ -979,10 +1037,20 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
       for (uint64_t e = d->epoch + 1; e <= epoch && rc == LAMINAR_OK; e++)
         rc = db->sinks[i]->sink->vt->commit(db->sinks[i]->sink, e, err);
     if (rc == LAMINAR_OK) d->epoch = epoch;
+    /* The logs keep what the previous checkpoint does not cover: a fallback
+     * to it (this one damaged later) replays from there. */
+    pos_list now = {.v = lm_calloc((size_t)g->nsources + 1, sizeof(src_pos))};
     for (int32_t i = 0; i < g->nsources && rc == LAMINAR_OK; i++) {
       lm_source_def* s = g->sources[i];
-      if (s->wal != NULL) rc = lm_wal_truncate_before(s->wal, covered[i] + 1, err);
+      uint64_t prev = pos_find(&d->prev, s->name, s->incarnation);
+      if (prev > covered[i]) prev = covered[i];
+      if (s->wal != NULL && prev > 0) rc = lm_wal_truncate_before(s->wal, prev + 1, err);
+      char* name = now.v != NULL ? lm_strdup(s->name) : NULL;
+      if (name != NULL) now.v[now.n++] = (src_pos){name, covered[i], s->incarnation};
     }
+    /* Out of memory here only makes the logs keep more at the next one. */
+    pos_list_free(&d->prev);
+    d->prev = now;
     if (rc == LAMINAR_OK) rc = lm_ckpt_gc(d->ckpt_dir, d->conf.keep, err);
   }
   lm_free(covered);
@@ -1014,6 +1082,45 @@ static laminar_code restore_stream(lm_stream_def* s, int64_t wm, const lm_str* s
   s->watermark_ms = wm;
   for (int32_t p = 0; s->nparts > 1 && p < s->nparts; p++) s->parts[p].watermark_ms = wm;
   atomic_store_explicit(&s->late_rows, lm_stream_late_rows(s), memory_order_relaxed);
+  return LAMINAR_OK;
+}
+
+/* The sources' positions at the head of a checkpoint's payload or of its
+ * positions file (the same bytes: put_sources). *out empty when none. */
+static laminar_code parse_positions(const uint8_t* data, size_t len, const char* file,
+                                    pos_list* out, laminar_error* err) {
+  *out = (pos_list){0};
+  lm_state_reader r;
+  lm_state_reader_init(&r, data, len);
+  uint32_t magic = lm_state_get_u32(&r), version = lm_state_get_u32(&r);
+  (void)lm_state_get_i64(&r);
+  uint32_t n = lm_state_get_u32(&r);
+  if (r.failed || magic != CKPT_MAGIC || version < 1 || version > CKPT_VERSION ||
+      n > (uint32_t)(len / 8))
+    return lm_error_set(err, LAMINAR_ERR_RECOVERY, "%s: unknown format", file);
+  out->v = lm_calloc((size_t)n + 1, sizeof *out->v);
+  if (out->v == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  for (uint32_t i = 0; i < n && !r.failed; i++) {
+    lm_str nm = lm_state_get_bytes(&r);
+    int64_t seq = lm_state_get_i64(&r);
+    (void)lm_state_get_i64(&r);
+    (void)lm_state_get_i64(&r);
+    uint64_t inc = version >= 3 ? (uint64_t)lm_state_get_i64(&r) : 0; /* see restore */
+    if (version >= 3) (void)lm_state_get_i64(&r);
+    if (r.failed) break;
+    char* name = lm_malloc((size_t)nm.len + 1);
+    if (name == NULL) {
+      pos_list_free(out);
+      return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    }
+    memcpy(name, nm.ptr, (size_t)nm.len);
+    name[nm.len] = '\0';
+    out->v[out->n++] = (src_pos){name, (uint64_t)seq, inc};
+  }
+  if (r.failed) {
+    pos_list_free(out);
+    return lm_error_set(err, LAMINAR_ERR_RECOVERY, "%s: truncated content", file);
+  }
   return LAMINAR_OK;
 }
 
@@ -1059,6 +1166,7 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, con
                        &applies, err));
     if (!applies) continue; /* a dropped source's position: the new one starts at 0 */
     s->processed_seq = (uint64_t)seq;
+    s->unlogged_seq = (uint64_t)seq; /* wal_mode none: its offsets go on from here */
     s->watermark_ms = wm;
     s->max_ts_ms = mx;
   }
@@ -1252,10 +1360,31 @@ static laminar_code gates_init(laminar_db* db, replay_gates* G, laminar_error* e
 
 typedef struct replay_ctx {
   lm_rt* rt;
+  laminar_db* db;
   lm_source_def* src;
   replay_gates* gates;
   uint64_t replayed;
+  uint64_t quiet_upto; /* records up to here feed no sink (their epochs are published) */
+  bool quiet;          /* the sinks are detached (set_quiet) */
+  int32_t* saved;      /* meanwhile, each stream's sink count */
 } replay_ctx;
+
+/* Detach (quiet) or reattach every stream's sinks: while detached the
+ * replayed rows belong to epochs the sinks have published (a fallback to an
+ * older checkpoint). Recovery runs alone: nothing else sees the graph. */
+static void set_quiet(replay_ctx* c, bool quiet) {
+  if (c->quiet == quiet) return;
+  lm_graph* g = &c->db->graph;
+  for (int32_t i = 0; i < g->nstreams; i++) {
+    if (quiet) {
+      c->saved[i] = g->streams[i]->nsinks;
+      g->streams[i]->nsinks = 0;
+    } else {
+      g->streams[i]->nsinks = c->saved[i];
+    }
+  }
+  c->quiet = quiet;
+}
 
 static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_error* err) {
   replay_ctx* c = arg;
@@ -1292,15 +1421,29 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_e
                         src->name, rec->seq, why);
   }
   c->replayed++;
-  laminar_code prc = lm_rt_process_now(c->rt, src, msg); /* consumes msg */
-  if (prc == LAMINAR_ERR_MEMORY_LIMIT) {
+  set_quiet(c, rec->seq <= c->quiet_upto);
+  rc = lm_rt_process_now(c->rt, src, msg); /* consumes msg */
+  if (rc == LAMINAR_ERR_MEMORY_LIMIT) {
     /* The live run refused this batch at its stream's max_state_bytes and
      * left the state as it was (issue 20): so does the replay, which then
      * goes on as the live run did. The failure's text is dropped. */
-    lm_rt_processing_error(c->rt->graph, prc, "", NULL);
+    lm_rt_processing_error(c->rt->graph, rc, "", NULL);
     return LAMINAR_OK;
   }
-  return prc;
+  if (rc != LAMINAR_OK) {
+    /* The graph reports no detail (ring 0): a sink's own error says which
+     * file and what failed. */
+    const char* why = laminar_errstr(rc);
+    for (int32_t i = 0; i < c->db->nsinks; i++) {
+      lm_sink* k = c->db->sinks[i]->sink;
+      const char* e = k->vt->last_error != NULL ? k->vt->last_error(k) : NULL;
+      if (e != NULL && e[0] != '\0') why = e;
+    }
+    if (strncmp(why, "LDB-", 4) == 0 && strlen(why) > 10 && why[8] == ':') why += 10;
+    return lm_error_set(err, rc, "source '%s': replaying WAL record %" PRIu64 " failed: %s",
+                        src->name, rec->seq, why);
+  }
+  return LAMINAR_OK;
 }
 
 static char* read_text(const char* path, bool* missing, size_t* out_len) {
@@ -1524,7 +1667,8 @@ static laminar_code replay_readonly(lm_durable* d, replay_ctx* c, laminar_error*
   if (dir == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   lm_wal_report rep;
   laminar_code rc =
-      lm_wal_replay_readonly(dir, c->src->processed_seq + 1, replay_record, c, &rep, err);
+      lm_wal_replay_readonly(dir, c->src->processed_seq + 1, c->src->processed_seq,
+                             replay_record, c, &rep, err);
   lm_free(dir);
   if (rc == LAMINAR_OK && rep.cut)
     report(d, "source '%s': WAL damaged after record %" PRIu64 " (%" PRIu64
@@ -1533,28 +1677,114 @@ static laminar_code replay_readonly(lm_durable* d, replay_ctx* c, laminar_error*
   return rc;
 }
 
-static laminar_code replay_all(laminar_db* db, laminar_error* err) {
+/* Replay every source's WAL after the restored positions. Records up to
+ * d->replay_quiet's positions (a fallback past a lost checkpoint,
+ * `quiet_epoch`) feed no sink: their epochs may be published. */
+static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epoch,
+                               laminar_error* err) {
   replay_gates G;
   LM_TRY(gates_init(db, &G, err));
   lm_graph* g = &db->graph;
-  laminar_code rc = LAMINAR_OK;
+  int32_t* saved = lm_calloc((size_t)g->nstreams + 1, sizeof *saved);
+  laminar_code rc =
+      saved != NULL ? LAMINAR_OK : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   for (int32_t i = 0; i < g->nsources && rc == LAMINAR_OK; i++) {
     lm_source_def* s = g->sources[i];
-    replay_ctx c = {.rt = &db->rt, .src = s, .gates = &G};
-    if (db->dur->conf.read_only)
-      rc = replay_readonly(db->dur, &c, err);
-    else if (s->wal != NULL)
-      rc = lm_wal_replay(s->wal, s->processed_seq + 1, replay_record, &c, err);
+    replay_ctx c = {.rt = &db->rt, .db = db, .src = s, .gates = &G, .saved = saved,
+                    .quiet_upto = pos_find(&d->replay_quiet, s->name, s->incarnation)};
+    if (d->conf.read_only) { /* file sinks discard there: no quiet needed */
+      rc = replay_readonly(d, &c, err);
+      continue;
+    }
+    if (s->wal == NULL) continue;
+    rc = lm_wal_replay(s->wal, s->processed_seq + 1, replay_record, &c, err);
+    set_quiet(&c, false);
+    if (rc == LAMINAR_OK && c.quiet_upto > s->processed_seq && db->nsinks > 0) {
+      /* With sinks the log must reach the positions whose epochs may be
+       * published, or the state would lack rows the sinks hold (without,
+       * the producer resumes from the offset: nothing is published). */
+      char what[300];
+      snprintf(what, sizeof what, "source '%s': the WAL (%.200s/%s) ends at record %" PRIu64,
+               s->name, d->wal_dir, s->name, s->processed_seq);
+      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
+                        "%s, before record %" PRIu64 " where checkpoint %" PRIu64
+                        " (%.200s/ckpt-%020" PRIu64 ".bin, damaged or missing) stood; its "
+                        "epochs may be published by the sinks, so the state cannot be rebuilt "
+                        "without those records",
+                        what, c.quiet_upto, quiet_epoch, d->ckpt_dir, quiet_epoch);
+    }
   }
+  lm_free(saved);
   gates_free(&G); /* what the log did not reach starts now, at its input's watermark */
   return rc;
 }
 
+/* Prefix err's message (a failure of a recovery step) with `what`. */
+static laminar_code recovery_context(laminar_error* err, laminar_code rc, const char* what) {
+  char msg[sizeof err->message];
+  snprintf(msg, sizeof msg, "%s", err != NULL ? err->message : "");
+  return lm_error_set(err, rc, "%s: %s", what, msg);
+}
+
+/* The newest whole checkpoint (read, not restored: the sources' WALs,
+ * opened as the catalog runs, need its positions -- damage below them is
+ * skipped, not cut) into *data, and its positions into d->restored; a
+ * newer checkpoint whose positions survive (it is damaged or missing: its
+ * positions file is written before it) into d->replay_quiet and *quiet_epoch
+ * (0: none). Its epochs may be published: the replay up to its positions
+ * rebuilds its state and publishes nothing, and the sinks go on after it. */
+static laminar_code load_checkpoints(lm_durable* d, bool* found, uint64_t* epoch, uint8_t** data,
+                                     size_t* len, uint64_t* quiet_epoch, lm_ckpt_report* crep,
+                                     laminar_error* err) {
+  *quiet_epoch = 0;
+  LM_TRY(lm_ckpt_load_latest(d->ckpt_dir, found, epoch, data, len, crep, err));
+  char file[300];
+  snprintf(file, sizeof file, "%.240s/ckpt-%020" PRIu64 ".bin", d->ckpt_dir, *epoch);
+  laminar_code rc = *found ? parse_positions(*data, *len, file, &d->restored, err) : LAMINAR_OK;
+  uint8_t* pdata = NULL;
+  size_t plen = 0;
+  bool pfound = false;
+  if (rc == LAMINAR_OK)
+    rc = lm_ckpt_load_positions(d->ckpt_dir, *epoch, &pfound, quiet_epoch, &pdata, &plen, err);
+  if (rc == LAMINAR_OK && pfound) {
+    snprintf(file, sizeof file, "%.240s/pos-%020" PRIu64 ".bin", d->ckpt_dir, *quiet_epoch);
+    rc = parse_positions(pdata, plen, file, &d->replay_quiet, err);
+  }
+  lm_free(pdata);
+  if (rc != LAMINAR_OK) {
+    lm_free(*data);
+    *data = NULL;
+    return rc;
+  }
+  if (crep->skipped > 0 && pfound)
+    report(d, "%d damaged checkpoint(s) skipped: %s; restored checkpoint %" PRIu64
+           ", then the WAL replayed up to checkpoint %" PRIu64 "'s positions without "
+           "publishing its epochs again",
+           crep->skipped, crep->reason, *epoch, *quiet_epoch);
+  else if (crep->skipped > 0)
+    report(d, "%d damaged checkpoint(s) skipped: %s; restored checkpoint %" PRIu64,
+           crep->skipped, crep->reason, *epoch);
+  else if (pfound)
+    report(d, "checkpoint %" PRIu64 " (%.240s/ckpt-%020" PRIu64 ".bin) is missing: restored "
+           "checkpoint %" PRIu64 ", then the WAL replayed up to its positions without "
+           "publishing its epochs again",
+           *quiet_epoch, d->ckpt_dir, *quiet_epoch, *epoch);
+  return LAMINAR_OK;
+}
+
 static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
+  bool found = false;
+  uint64_t epoch = 0, quiet_epoch = 0;
+  uint8_t* data = NULL;
+  size_t len = 0;
+  lm_ckpt_report crep;
+  struct stat st;
+  /* Read-only and never checkpointed: the directory is not made either. */
+  if (!d->conf.read_only || stat(d->ckpt_dir, &st) == 0 || errno != ENOENT)
+    LM_TRY(load_checkpoints(d, &found, &epoch, &data, &len, &quiet_epoch, &crep, err));
   char* sql;
-  LM_TRY(read_catalog(d, &sql, err));
-  laminar_code rc = LAMINAR_OK;
-  if (sql != NULL) {
+  laminar_code rc = read_catalog(d, &sql, err);
+  if (rc == LAMINAR_OK && sql != NULL) {
     d->recovering = true;
     rc = lm_db_execute_locked(db, sql, NULL, err);
     d->recovering = false;
@@ -1563,44 +1793,58 @@ static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
     if (rc != LAMINAR_OK) {
       char msg[sizeof err->message];
       snprintf(msg, sizeof msg, "%s", err ? err->message : "");
-      return lm_error_set(err, LAMINAR_ERR_RECOVERY, "%s/" CATALOG_NAME " does not run: %s",
-                          d->dir, msg);
+      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY, "%s/" CATALOG_NAME " does not run: %s",
+                        d->dir, msg);
     }
   }
   free_idents(d);
-  if (!d->conf.read_only) LM_TRY(drop_orphan_wals(db, d, err)); /* read-only: every log is unowned */
-  bool found;
-  uint64_t epoch = 0;
-  uint8_t* data;
-  size_t len;
-  lm_ckpt_report crep;
-  struct stat st;
-  if (d->conf.read_only && stat(d->ckpt_dir, &st) != 0 && errno == ENOENT) {
-    found = false; /* never checkpointed (read-only: not created either) */
-    crep.skipped = 0;
-  } else {
-    LM_TRY(lm_ckpt_load_latest(d->ckpt_dir, &found, &epoch, &data, &len, &crep, err));
-  }
-  if (crep.skipped > 0)
-    report(d, "%d damaged checkpoint(s) skipped: %s", crep.skipped, crep.reason);
-  if (found) {
+  /* Read-only: every log is unowned (no source opened its WAL); nothing is removed. */
+  if (rc == LAMINAR_OK && !d->conf.read_only) rc = drop_orphan_wals(db, d, err);
+  if (rc == LAMINAR_OK && found) {
     char file[64];
     snprintf(file, sizeof file, "checkpoints/ckpt-%020" PRIu64 ".bin", epoch);
     rc = restore(db, data, len, file, err);
-    lm_free(data);
-    LM_TRY(rc);
   }
-  d->epoch = d->attempted = epoch;
-  /* Sinks: staged epochs up to the checkpoint are published, later dropped;
-   * the replay below writes the next epoch again. */
+  lm_free(data);
+  LM_TRY(rc);
+  /* The WAL keeps what the restored checkpoint does not cover. */
+  pos_list_free(&d->prev);
+  d->prev = d->restored;
+  d->restored = (pos_list){0};
+  uint64_t resume = quiet_epoch > 0 ? quiet_epoch : epoch;
+  d->epoch = d->attempted = resume;
+  /* Sinks: staged epochs up to the checkpoint (or the fallback's newer
+   * positions) are published, later dropped; the replay below writes the
+   * next epoch again. */
   for (int32_t i = 0; i < db->nsinks; i++) {
     lm_sink* k = db->sinks[i]->sink;
-    LM_TRY(k->vt->recover(k, epoch, err));
-    LM_TRY(k->vt->begin(k, epoch + 1, err));
+    rc = k->vt->recover(k, resume, err);
+    if (rc == LAMINAR_OK) rc = k->vt->begin(k, resume + 1, err);
+    if (rc == LAMINAR_ERR_STATE) {
+      /* The sink published epochs after the restored checkpoint, whose own
+       * checkpoint and positions are both lost: where its rows end in the
+       * WAL is unknown, and replaying would publish them again. */
+      char what[600];
+      snprintf(what, sizeof what,
+               "sink '%s' cannot go on from checkpoint %" PRIu64 ": checkpoint %" PRIu64
+               " (%.200s/ckpt-%020" PRIu64 ".bin) and its positions file (pos-%020" PRIu64
+               ".bin) are damaged or missing, and the sink has published epochs after %" PRIu64
+               " (replaying the WAL would publish their rows again)",
+               db->sinks[i]->name, epoch, epoch + 1, d->ckpt_dir, epoch + 1, epoch + 1, epoch);
+      return recovery_context(err, LAMINAR_ERR_RECOVERY, what);
+    }
+    if (rc != LAMINAR_OK) {
+      char what[200];
+      snprintf(what, sizeof what, "sink '%s': recovery from checkpoint %" PRIu64,
+               db->sinks[i]->name, epoch);
+      return recovery_context(err, rc, what);
+    }
   }
   /* Connector sinks named in the config join here, before the replay. */
   LM_TRY(attach_config_sinks(db, d, err));
-  LM_TRY(replay_all(db, err));
+  rc = replay_all(db, d, quiet_epoch, err);
+  pos_list_free(&d->replay_quiet);
+  LM_TRY(rc);
   /* An earlier build's catalog: written now with the header and every
    * object's identity (the next checkpoint records them). */
   if (d->legacy_catalog && !d->conf.read_only) LM_TRY(lm_durable_catalog_changed(db, err));
@@ -1681,6 +1925,9 @@ static void* background(void* arg) {
 /* ---- open / close ------------------------------------------------------------------------- */
 
 static void durable_free(lm_durable* d) {
+  pos_list_free(&d->restored);
+  pos_list_free(&d->replay_quiet);
+  pos_list_free(&d->prev);
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
   lm_free(d->dir);

@@ -436,11 +436,20 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
       }
       pthread_mutex_unlock(&def->log_mu);
     } else {
+      /* Durable without a log: numbered all the same (the offsets a
+       * checkpoint records and a producer resumes from), with the enqueue
+       * as one step as above. */
+      bool number = src->db->dur != NULL;
+      if (number) pthread_mutex_lock(&def->log_mu);
       while (queued < n && rc == LAMINAR_OK) {
         uint32_t run = n - queued > (int64_t)cap ? cap : (uint32_t)(n - queued);
+        for (uint32_t k = 0; number && k < run; k++)
+          msgs[queued + k]->seq = def->unlogged_seq + 1 + k;
         rc = enqueue(src, &msgs[queued], run, how, err);
         if (rc == LAMINAR_OK) queued += run;
+        if (rc == LAMINAR_OK && number) def->unlogged_seq += run;
       }
+      if (number) pthread_mutex_unlock(&def->log_mu);
     }
   }
   if (queued > 0) {
@@ -529,6 +538,12 @@ static laminar_code watermark(laminar_source* src, int64_t watermark_ms, const p
     if (rc == LAMINAR_OK) rc = lm_durable_log(def, msg, NULL, err); /* a watermark */
     if (rc == LAMINAR_OK) rc = enqueue(src, &msg, 1, how, err);
     pthread_mutex_unlock(&def->log_mu);
+  } else if (src->db->dur != NULL) { /* numbered without a log (see push_many) */
+    pthread_mutex_lock(&def->log_mu);
+    msg->seq = def->unlogged_seq + 1;
+    rc = enqueue(src, &msg, 1, how, err);
+    if (rc == LAMINAR_OK) def->unlogged_seq++;
+    pthread_mutex_unlock(&def->log_mu);
   } else {
     rc = enqueue(src, &msg, 1, how, err);
   }
@@ -551,7 +566,16 @@ laminar_code laminar_source_offset(laminar_source* src, int64_t* out, laminar_er
   if (!source_ok(src) || out == NULL) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_source_offset: invalid argument");
   }
-  *out = src->def->wal != NULL ? (int64_t)lm_wal_next_seq(src->def->wal) : 0;
+  lm_source_def* def = src->def;
+  if (def->wal != NULL) {
+    *out = (int64_t)lm_wal_next_seq(def->wal);
+  } else if (src->db->dur != NULL) {
+    pthread_mutex_lock(&def->log_mu);
+    *out = (int64_t)def->unlogged_seq + 1;
+    pthread_mutex_unlock(&def->log_mu);
+  } else {
+    *out = 0;
+  }
   return LAMINAR_OK;
 }
 

@@ -162,6 +162,10 @@ typedef struct lm_source_def {
   uint64_t incarnation;
   uint64_t fingerprint;
   bool wal_sync;             /* acknowledge a push after fdatasync */
+  /* Durable without a WAL (wal_mode none): the offset of the last message
+   * accepted, numbered as a WAL would (laminar_source_offset); from the
+   * checkpoint's position at recovery. Under log_mu. */
+  uint64_t unlogged_seq;
   /* reactor-only */
   uint64_t processed_seq;    /* last WAL record taken through the graph */
   int64_t max_ts_ms;

@@ -45,6 +45,7 @@ struct lm_file_sink {
    * only the checkpoint coordinator touches these, never the writer. */
   struct sealed_epoch* sealed;
   int32_t nsealed, cap_sealed;
+  char last_error[sizeof(((laminar_error*)0)->message)]; /* the last failed write's */
 };
 
 /* A sealed epoch: its staging file and the rows still to write to it. */
@@ -281,6 +282,7 @@ static laminar_code vt_recover(lm_sink* b, uint64_t epoch, laminar_error* err) {
   return lm_file_sink_recover((lm_file_sink*)b, epoch, err);
 }
 static void vt_close(lm_sink* b) { lm_file_sink_close((lm_file_sink*)b); }
+static const char* vt_last_error(lm_sink* b) { return ((lm_file_sink*)b)->last_error; }
 
 static const lm_sink_vt FILE_VT = {.write = vt_write,
                                    .begin = vt_begin,
@@ -288,7 +290,8 @@ static const lm_sink_vt FILE_VT = {.write = vt_write,
                                    .sync = vt_sync,
                                    .commit = vt_commit,
                                    .recover = vt_recover,
-                                   .close = vt_close};
+                                   .close = vt_close,
+                                   .last_error = vt_last_error};
 
 lm_sink* lm_file_sink_base(lm_file_sink* sink) { return &sink->base; }
 
@@ -391,11 +394,19 @@ laminar_code lm_file_sink_write(lm_file_sink* s, const lm_vec* cols, int64_t nro
   if (s->current == 0)
     return lm_error_set(err, LAMINAR_ERR_STATE, "sink '%s': write outside an open epoch", s->dir);
   format_rows(s, cols, nrows);
+  laminar_error e;
+  laminar_code rc = LAMINAR_OK;
   if (s->nomem) {
     s->nomem = false;
-    return lm_error_set(err, LAMINAR_ERR_NOMEM, "sink '%s': out of memory", s->dir);
+    rc = lm_error_set(&e, LAMINAR_ERR_NOMEM, "sink '%s': out of memory", s->dir);
+  } else if (s->len >= FLUSH_BYTES) {
+    rc = flush_buf(s, &e);
   }
-  return s->len >= FLUSH_BYTES ? flush_buf(s, err) : LAMINAR_OK;
+  if (rc != LAMINAR_OK) {
+    snprintf(s->last_error, sizeof s->last_error, "%s", e.message);
+    if (err != NULL) *err = e;
+  }
+  return rc;
 }
 
 laminar_code lm_file_sink_seal(lm_file_sink* s, laminar_error* err) {

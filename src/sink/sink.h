@@ -30,6 +30,9 @@ typedef struct lm_sink_vt {
   laminar_code (*commit)(lm_sink* s, uint64_t epoch, laminar_error* err);
   laminar_code (*recover)(lm_sink* s, uint64_t checkpointed_epoch, laminar_error* err);
   void (*close)(lm_sink* s);
+  /* The message of the sink's last failed write (rows reach a sink from
+   * ring 0, which passes no laminar_error), or NULL/"". NULL: none kept. */
+  const char* (*last_error)(lm_sink* s);
 } lm_sink_vt;
 
 struct lm_sink {

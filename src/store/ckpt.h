@@ -31,7 +31,8 @@ laminar_code lm_ckpt_write(const char* dir, uint64_t epoch, const void* payload,
 
 typedef struct lm_ckpt_report {
   int32_t skipped;          /* damaged checkpoint files passed over */
-  char reason[192];         /* the newest one skipped, and why */
+  uint64_t newest_skipped;  /* the epoch of the newest one (0: none) */
+  char reason[256];         /* the newest one skipped (its path), and why */
 } lm_ckpt_report;
 
 /* Load the newest whole checkpoint: *out_epoch, and the payload in *out (free
@@ -42,8 +43,27 @@ laminar_code lm_ckpt_load_latest(const char* dir, bool* found, uint64_t* out_epo
                                  uint8_t** out, size_t* out_len, lm_ckpt_report* report,
                                  laminar_error* err);
 
+/* A checkpoint's positions: a small companion of checkpoint `epoch`,
+ * `<dir>/pos-<epoch>.bin`, framed like it (header, CRC) and written before
+ * it, holding where each source stood at the barrier (the payload is the
+ * database's). When checkpoint `epoch` is later found damaged or missing,
+ * recovery falls back to an older one and replays the log up to these
+ * positions without publishing again what sinks committed for epochs up to
+ * `epoch` (db/durable.c). The directory is not flushed: write the
+ * checkpoint next, whose flush covers this rename too. */
+laminar_code lm_ckpt_write_positions(const char* dir, uint64_t epoch, const void* payload,
+                                     size_t len, laminar_error* err);
+
+/* Load the newest whole positions file of an epoch above `after`: *found,
+ * *out_epoch, the payload in *out (free with lm_free). LAMINAR_ERR_IO when
+ * the directory cannot be read. */
+laminar_code lm_ckpt_load_positions(const char* dir, uint64_t after, bool* found,
+                                    uint64_t* out_epoch, uint8_t** out, size_t* out_len,
+                                    laminar_error* err);
+
 /* Keep the newest `keep` (>= 1) whole checkpoints; delete older ones, damaged
- * ones older than the newest kept, and leftover temporaries. */
+ * ones older than the newest kept, positions files older than the oldest
+ * kept, and leftover temporaries. */
 laminar_code lm_ckpt_gc(const char* dir, int32_t keep, laminar_error* err);
 
 #endif /* LM_CKPT_H */

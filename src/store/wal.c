@@ -104,6 +104,7 @@ struct lm_wal {
   uint64_t synced_size;  /* bytes of it on stable storage */
   bool must_roll;        /* a flush failed: continue in a fresh segment */
   bool strict;
+  uint64_t covered;      /* lm_wal_options.covered */
 };
 
 /* ---- buffers --------------------------------------------------------------- */
@@ -409,6 +410,10 @@ typedef struct scan_result {
   bool bad;             /* stopped before the end */
   uint64_t zero_tail;   /* zero bytes after the last record (clean end) */
   char why[96];
+  /* Covered records skipped over damage (lm_wal_options.covered). */
+  bool skipped;         /* damage was skipped (appends go to a fresh segment) */
+  uint64_t skip_first, skip_last; /* records lost to it (0: none) */
+  char skip_why[128];   /* the first skip: offset and what was wrong */
 } scan_result;
 
 static bool all_zero(const uint8_t* p, uint64_t n) {
@@ -423,64 +428,108 @@ static bool all_zero(const uint8_t* p, uint64_t n) {
   return true;
 }
 
+/* The damage at `off` (the next record expected: `expect`) lies among
+ * records a checkpoint covers: the offset of the next whole record (its
+ * frame and CRC check out) numbered expect..covered + 1 -- so every record
+ * missing before it is covered --, or 0 when there is none in the image.
+ * Records start at multiples of 8; a candidate is checked only when its
+ * sequence number is in that range, so garbage costs a comparison. */
+static uint64_t resync(const uint8_t* img, uint64_t size, uint64_t off, uint64_t expect,
+                       uint64_t covered, uint64_t* out_seq) {
+  for (uint64_t y = (off + 8) & ~(uint64_t)7; y + REC_HEADER <= size; y += 8) {
+    const uint8_t* h = img + y;
+    uint64_t seq = lm_le_get64(h + 8);
+    if (seq < expect || seq > covered + 1) continue;
+    uint32_t len = lm_le_get32(h);
+    if (len > LM_WAL_MAX_RECORD || REC_HEADER + pad8(len) > size - y) continue;
+    if ((uint16_t)(h[24] | h[25] << 8) == LM_WAL_TYPE_PAD) continue;
+    if (lm_le_get32(h + 4) != record_crc(h, h + REC_HEADER, len)) continue;
+    *out_seq = seq;
+    return y;
+  }
+  return 0;
+}
+
+/* Note damage skipped in the segment, losing covered records
+ * first..last (first 0: none, garbage between whole records). */
+static void note_skip(scan_result* res, uint64_t first, uint64_t last, const char* why) {
+  if (!res->skipped)
+    snprintf(res->skip_why, sizeof res->skip_why, "%.96s%s", why,
+             strstr(why, "offset") != NULL ? "" : " (header)");
+  res->skipped = true;
+  if (first == 0) return;
+  if (res->skip_first == 0) res->skip_first = first;
+  if (last > res->skip_last) res->skip_last = last;
+}
+
 /* Walk the records of one segment image from its header on; for each valid
- * record with seq >= from_seq call fn (NULL: none). */
+ * record with seq >= from_seq call fn (NULL: none). Damage among records up
+ * to `covered` is skipped when a whole record follows (resync); otherwise
+ * the scan stops there (res->bad). */
 static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t name_seq,
-                                 uint64_t from_seq, lm_wal_replay_fn fn, void* arg,
-                                 scan_result* res, laminar_error* err) {
+                                 uint64_t from_seq, uint64_t covered, lm_wal_replay_fn fn,
+                                 void* arg, scan_result* res, laminar_error* err) {
   memset(res, 0, sizeof *res);
   res->next_seq = name_seq;
+  uint64_t off = SEG_HEADER;
   if (size < SEG_HEADER || memcmp(img, SEG_MAGIC, 8) != 0 ||
       lm_le_get32(img + 24) != lm_crc32c(0, img, 24) || lm_le_get64(img + 8) != name_seq ||
       lm_le_get32(img + 16) != SEG_VERSION) {
-    res->bad = true;
-    snprintf(res->why, sizeof res->why, "segment header %s",
-             size < SEG_HEADER ? "torn" : "invalid");
-    return LAMINAR_OK;
+    const char* what = size < SEG_HEADER ? "segment header torn" : "segment header invalid";
+    uint64_t seq, at = name_seq <= covered ? resync(img, size, 0, name_seq, covered, &seq) : 0;
+    if (at == 0) {
+      res->bad = true;
+      snprintf(res->why, sizeof res->why, "%s", what);
+      return LAMINAR_OK;
+    }
+    if (seq > name_seq) note_skip(res, name_seq, seq - 1, what);
+    else note_skip(res, 0, 0, what); /* the header alone: no record lost */
+    res->next_seq = seq;
+    off = at;
   }
-  uint64_t off = SEG_HEADER;
   while (off < size) {
     const uint8_t* h = img + off;
-    if (size - off < REC_HEADER) {
-      res->bad = true;
-      snprintf(res->why, sizeof res->why, "torn record header at offset %" PRIu64, off);
-      break;
-    }
-    uint32_t len = lm_le_get32(h);
-    uint64_t seq = lm_le_get64(h + 8);
+    uint32_t len = size - off >= REC_HEADER ? lm_le_get32(h) : 0;
+    uint64_t seq = size - off >= REC_HEADER ? lm_le_get64(h + 8) : 0;
     uint64_t total = REC_HEADER + pad8(len);
-    if (all_zero(h, REC_HEADER)) {
+    char why[96] = "";
+    if (size - off < REC_HEADER) {
+      snprintf(why, sizeof why, "torn record header at offset %" PRIu64, off);
+    } else if (all_zero(h, REC_HEADER)) {
       /* Clean end of the log (preallocated or never written space) — unless
        * data follows, which means a record was zeroed in place. */
-      if (!all_zero(h, size - off)) {
-        res->bad = true;
-        snprintf(res->why, sizeof res->why, "zeroed record at offset %" PRIu64 " before more data",
-                 off);
+      if (all_zero(h, size - off)) {
+        res->zero_tail = size - off;
+        break;
       }
-      res->zero_tail = size - off;
-      break;
-    }
-    if (len > LM_WAL_MAX_RECORD || total > size - off) {
-      res->bad = true;
-      snprintf(res->why, sizeof res->why, "torn record at offset %" PRIu64 " (length %u)", off,
-               len);
-      break;
-    }
-    if (lm_le_get32(h + 4) != record_crc(h, h + REC_HEADER, len)) {
-      res->bad = true;
-      snprintf(res->why, sizeof res->why, "CRC mismatch at offset %" PRIu64, off);
-      break;
-    }
-    if ((uint16_t)(h[24] | h[25] << 8) == LM_WAL_TYPE_PAD) {
+      snprintf(why, sizeof why, "zeroed record at offset %" PRIu64 " before more data", off);
+    } else if (len > LM_WAL_MAX_RECORD || total > size - off) {
+      snprintf(why, sizeof why, "torn record at offset %" PRIu64 " (length %u)", off, len);
+    } else if (lm_le_get32(h + 4) != record_crc(h, h + REC_HEADER, len)) {
+      snprintf(why, sizeof why, "CRC mismatch at offset %" PRIu64, off);
+    } else if ((uint16_t)(h[24] | h[25] << 8) == LM_WAL_TYPE_PAD) {
       off += total; /* padding to a block boundary (direct I/O) */
       continue;
+    } else if (seq != res->next_seq) {
+      snprintf(why, sizeof why,
+               "record %" PRIu64 " at offset %" PRIu64 " where %" PRIu64 " was expected", seq,
+               off, res->next_seq);
     }
-    if (seq != res->next_seq) {
-      res->bad = true;
-      snprintf(res->why, sizeof res->why,
-               "record %" PRIu64 " at offset %" PRIu64 " where %" PRIu64 " was expected", seq, off,
-               res->next_seq);
-      break;
+    if (why[0] != '\0') {
+      uint64_t found = 0,
+               at = res->next_seq <= covered
+                        ? resync(img, size, off, res->next_seq, covered, &found)
+                        : 0;
+      if (at == 0) {
+        res->bad = true;
+        snprintf(res->why, sizeof res->why, "%s", why);
+        break;
+      }
+      if (found > res->next_seq) note_skip(res, res->next_seq, found - 1, why);
+      else note_skip(res, 0, 0, why); /* garbage between whole records */
+      res->next_seq = found;
+      off = at;
+      continue;
     }
     if (fn != NULL && seq >= from_seq) {
       lm_wal_record rec = {.seq = seq, .epoch = lm_le_get64(h + 16), .type = (uint16_t)(h[24] | h[25] << 8),
@@ -498,7 +547,7 @@ static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t nam
 /* Map segment file `path` read-only and scan it (scan_segment); *out_size is
  * its size. Mapped, not read: a preallocated segment is mostly zero pages. */
 static laminar_code scan_file(const char* path, uint64_t name_seq, uint64_t from_seq,
-                              lm_wal_replay_fn fn, void* arg, uint64_t* out_size,
+                              uint64_t covered, lm_wal_replay_fn fn, void* arg, uint64_t* out_size,
                               scan_result* res, laminar_error* err) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
@@ -521,7 +570,7 @@ static laminar_code scan_file(const char* path, uint64_t name_seq, uint64_t from
     img = m;
   }
   close(fd);
-  laminar_code rc = scan_segment(img, size, name_seq, from_seq, fn, arg, res, err);
+  laminar_code rc = scan_segment(img, size, name_seq, from_seq, covered, fn, arg, res, err);
   if (size > 0) munmap((void*)img, (size_t)size);
   return rc;
 }
@@ -655,29 +704,73 @@ static laminar_code strict_refusal(const lm_wal* wal, lm_wal_report* rep, lamina
                       wal->dir, rep->reason);
 }
 
-/* Validate the segments in order; cut at the first problem (see wal.h). Leaves
- * the last kept segment open as the active one. */
+/* Note covered records first..last (first 0: none lost) skipped in `file`. */
+static void report_skip(lm_wal_report* rep, const char* file, uint64_t first, uint64_t last,
+                        const char* why) {
+  if (rep->skip_reason[0] == '\0')
+    snprintf(rep->skip_reason, sizeof rep->skip_reason, "%.32s: %.150s", file, why);
+  if (first == 0) return;
+  if (rep->skip_first == 0 || first < rep->skip_first) rep->skip_first = first;
+  if (last > rep->skip_last) rep->skip_last = last;
+}
+
+/* Validate the segments in order; cut at the first problem a checkpoint
+ * does not cover (see wal.h). Leaves the last kept segment open as the
+ * active one. */
 static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err) {
   uint64_t* segs;
   size_t nseg;
   LM_TRY(list_segments(wal, &segs, &nseg, err));
   laminar_code rc = LAMINAR_OK;
-  uint64_t expect = nseg > 0 ? segs[0] : 1;
+  const uint64_t covered = wal->covered;
+  /* Records before the first segment were deleted by a checkpoint: the log
+   * starts there when nothing is covered (the caller knows no checkpoint),
+   * or when the checkpoint covers them; a first segment after the covered
+   * records plus one is a gap (cut, below). */
+  uint64_t expect = covered + 1;
+  if (nseg > 0 && (covered == 0 || segs[0] <= covered + 1)) expect = segs[0];
+  if (nseg == 0 && covered > 0)
+    report_skip(rep, "(no segment)", 0, 0,
+                "the log has no segment; records after the checkpoint's, if any, are lost");
   size_t kept = 0;
+  bool roll = false; /* the active segment holds skipped damage */
   char path[4096];
   for (; kept < nseg; kept++) {
     segment_path(wal, segs[kept], path, sizeof path);
     if (segs[kept] != expect) {
-      snprintf(rep->reason, sizeof rep->reason,
-               "missing segment: records %" PRIu64 "..%" PRIu64 " absent before %.32s", expect,
-               segs[kept] - 1, base_name(wal, path));
-      if (wal->strict) rc = strict_refusal(wal, rep, err);
-      break;
+      if (segs[kept] > expect && segs[kept] - 1 <= covered) {
+        char why[96];
+        snprintf(why, sizeof why, "missing segment: records %" PRIu64 "..%" PRIu64 " absent",
+                 expect, segs[kept] - 1);
+        report_skip(rep, base_name(wal, path), expect, segs[kept] - 1, why);
+        expect = segs[kept];
+      } else {
+        snprintf(rep->reason, sizeof rep->reason,
+                 "missing segment: records %" PRIu64 "..%" PRIu64 " absent before %.32s", expect,
+                 segs[kept] - 1, base_name(wal, path));
+        if (wal->strict) rc = strict_refusal(wal, rep, err);
+        break;
+      }
     }
-    uint64_t size;
+    uint64_t size = 0;
     scan_result sr;
-    rc = scan_file(path, segs[kept], 0, NULL, NULL, &size, &sr, err);
+    rc = scan_file(path, segs[kept], 0, covered, NULL, NULL, &size, &sr, err);
     if (rc != LAMINAR_OK) break;
+    if (sr.skipped) report_skip(rep, base_name(wal, path), sr.skip_first, sr.skip_last, sr.skip_why);
+    if (sr.bad && kept + 1 < nseg && sr.next_seq <= covered && segs[kept + 1] >= sr.next_seq &&
+        segs[kept + 1] - 1 <= covered) {
+      /* The rest of this segment is covered and the next one goes on:
+       * skipped, left in place for the next checkpoint to delete. */
+      char why[150];
+      snprintf(why, sizeof why, "%.96s; records %" PRIu64 "..%" PRIu64 " skipped", sr.why,
+               sr.next_seq, segs[kept + 1] - 1);
+      report_skip(rep, base_name(wal, path), sr.next_seq, segs[kept + 1] - 1, why);
+      rep->records += sr.records;
+      if (sr.records > 0 && rep->first_seq == 0) rep->first_seq = expect;
+      if (sr.records > 0) rep->last_seq = sr.next_seq - 1;
+      expect = segs[kept + 1];
+      continue;
+    }
     if (sr.bad) {
       snprintf(rep->reason, sizeof rep->reason, "%.32s: %.96s", base_name(wal, path), sr.why);
       /* Damage in the newest segment is a torn tail; anywhere else it cuts
@@ -704,6 +797,7 @@ static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err)
     }
     snprintf(wal->seg_path, sizeof wal->seg_path, "%s", path);
     wal->file_size = wal->synced_size = sr.good;
+    roll = sr.skipped;
     if (sr.bad) {
       rep->bytes_cut += size - sr.good;
       if (ftruncate(wal->fd, (off_t)sr.good) != 0 || fdatasync(wal->fd) != 0) {
@@ -724,12 +818,25 @@ static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err)
     int e = dir_sync(wal);
     if (e != 0) rc = io_error(err, "fsync", wal->dir, e);
   }
+  if (expect <= covered) {
+    /* The log ends before the checkpoint's offset (its newest records are
+     * damaged or gone, all covered): numbering goes on after the offset, in
+     * a fresh segment, so the producer's offsets stay those it was given. */
+    char why[96];
+    snprintf(why, sizeof why, "records %" PRIu64 "..%" PRIu64 " absent at the end of the log",
+             expect, covered);
+    report_skip(rep, "(end)", expect, covered, why);
+    expect = covered + 1;
+    roll = true;
+  }
   if (rc == LAMINAR_OK && wal->fd < 0) {
     /* No usable segment: start one where the numbering left off, so offsets a
      * checkpoint recorded stay meaningful. */
     int e = segment_create(wal, expect);
     if (e != 0) rc = io_error(err, "create segment", wal->dir, e);
+    roll = false;
   }
+  wal->must_roll = roll;
   rep->segments = kept > 0 ? kept : 1;
   wal->next_seq = expect;
   wal->written_seq = wal->synced_seq = expect - 1;
@@ -760,6 +867,7 @@ laminar_code lm_wal_open(const lm_wal_options* opt, lm_wal** out, lm_wal_report*
   wal->observe = opt->observe;
   wal->observe_arg = opt->observe_arg;
   wal->strict = opt->strict;
+  wal->covered = opt->covered;
   wal->blk = lm_malloc_aligned(DIO_BLOCK, DIO_BLOCK);
   laminar_code rc = LAMINAR_OK;
   if (wal->dir == NULL || wal->blk == NULL)
@@ -1033,15 +1141,19 @@ laminar_code lm_wal_replay(lm_wal* wal, uint64_t from_seq, lm_wal_replay_fn fn, 
     segment_path(wal, segs[i], path, sizeof path);
     uint64_t size;
     scan_result sr;
-    rc = scan_file(path, segs[i], from_seq, fn, arg, &size, &sr, err);
-    if (rc == LAMINAR_OK && sr.bad)
-      rc = lm_error_set(err, LAMINAR_ERR_IO, "WAL %s: %s", path, sr.why);
+    rc = scan_file(path, segs[i], from_seq, wal->covered, fn, arg, &size, &sr, err);
+    /* Open cut what is bad, except damage among covered records before
+     * another segment (skipped there too). */
+    bool skipped = sr.next_seq <= wal->covered && i + 1 < nseg;
+    if (rc == LAMINAR_OK && sr.bad && !skipped)
+      rc = lm_error_set(err, LAMINAR_ERR_IO, "WAL %s: replay stopped: %s", path, sr.why);
   }
   lm_free(segs);
   return rc;
 }
 
-laminar_code lm_wal_replay_readonly(const char* dir, uint64_t from_seq, lm_wal_replay_fn fn,
+laminar_code lm_wal_replay_readonly(const char* dir, uint64_t from_seq, uint64_t covered,
+                                    lm_wal_replay_fn fn,
                                     void* arg, lm_wal_report* rep, laminar_error* err) {
   memset(rep, 0, sizeof *rep);
   struct stat st;
@@ -1064,7 +1176,7 @@ laminar_code lm_wal_replay_readonly(const char* dir, uint64_t from_seq, lm_wal_r
     }
     uint64_t size;
     scan_result sr;
-    rc = scan_file(path, segs[i], from_seq, fn, arg, &size, &sr, err);
+    rc = scan_file(path, segs[i], from_seq, covered, fn, arg, &size, &sr, err);
     if (rc != LAMINAR_OK) break;
     rep->records += sr.records;
     if (sr.records > 0) {

@@ -36,7 +36,11 @@
  * provided nothing but zeros follows. The log is cut at the first record that
  * is torn (shorter than its length), corrupt (CRC), out of sequence, zeroed in
  * place, or preceded by a missing segment; the cut is reported in
- * lm_wal_report, never replayed as data. Strict mode refuses to cut anywhere
+ * lm_wal_report, never replayed as data. Damage among records a checkpoint
+ * covers (lm_wal_options.covered) is skipped instead: the scan goes on at the
+ * next whole record (found at a multiple of 8 by its frame, sequence number
+ * and CRC) or the next segment when every record missing in between is
+ * covered, and the log continues numbering after the covered ones. Strict mode refuses to cut anywhere
  * but in the newest segment. A segment whose header names another first
  * record (copied or foreign) counts as damaged.
  *
@@ -111,6 +115,13 @@ typedef struct lm_wal_options {
   /* Refuse to open (LAMINAR_ERR_IO, nothing changed) when damage lies before
    * the newest segment, instead of cutting whole records off there. */
   bool strict;
+  /* Records 1..covered are covered by the checkpoint recovery restores (0:
+   * none): they are never replayed, so damage or absence among them is
+   * skipped (reported in lm_wal_report's skip fields), not cut -- the scan
+   * goes on at the next whole record, found by its frame and CRC, when
+   * every record missing before it is covered -- and the log continues at
+   * covered + 1 at least (appends after a skip go to a fresh segment). */
+  uint64_t covered;
 } lm_wal_options;
 
 /* What lm_wal_open found. */
@@ -123,6 +134,10 @@ typedef struct lm_wal_report {
   uint64_t bytes_cut;        /* bytes removed, dropped segments included */
   uint64_t segments_dropped; /* whole segment files removed */
   char reason[192];          /* why, when cut: file, offset, what was wrong */
+  /* Covered records (options.covered) that are damaged or missing: skipped. */
+  uint64_t skip_first;       /* the lowest skipped record (0: nothing skipped) */
+  uint64_t skip_last;        /* the highest */
+  char skip_reason[192];     /* the first skip: file, offset, what was wrong */
 } lm_wal_report;
 
 typedef struct lm_wal_record {
@@ -162,12 +177,15 @@ laminar_code lm_wal_replay(lm_wal* wal, uint64_t from_seq, lm_wal_replay_fn fn, 
 /* Replay the log in `dir` without opening it for writing (a read_only
  * database): call fn for every record with seq >= from_seq, in order, up to
  * the first damage (what lm_wal_open would cut: a torn, corrupt or
- * out-of-sequence record, a missing segment). The damage is described in
+ * out-of-sequence record, a missing segment). Damage among the records up to
+ * `covered` (the restored checkpoint's position) is skipped as lm_wal_open
+ * skips it. The damage is described in
  * rep (cut true, reason, bytes_cut and segments_dropped as a cut would
  * remove them) and nothing changes: no file is created, cut or removed. A
  * directory that does not exist is an empty log. Errors: fn's, LAMINAR_ERR_IO
  * when a segment cannot be read, LAMINAR_ERR_NOMEM. */
-laminar_code lm_wal_replay_readonly(const char* dir, uint64_t from_seq, lm_wal_replay_fn fn,
+laminar_code lm_wal_replay_readonly(const char* dir, uint64_t from_seq, uint64_t covered,
+                                    lm_wal_replay_fn fn,
                                     void* arg, lm_wal_report* rep, laminar_error* err);
 
 /* Append one record (copied). Thread-safe. Errors: LAMINAR_ERR_IO for a

@@ -1,7 +1,8 @@
 /*
  * lm_test_fs.h -- scratch directories for the storage tests: make one under
- * /tmp, and remove it with the files in it (one level: the WAL, checkpoint
- * and sink directories are flat), or with everything under it.
+ * /tmp, remove it with the files in it (one level: the WAL, checkpoint
+ * and sink directories are flat) or with everything under it, copy a data
+ * directory (as a crash would leave it: the copy of an open database).
  */
 #ifndef LM_TEST_FS_H
 #define LM_TEST_FS_H
@@ -11,10 +12,12 @@
 #endif
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Create /tmp/<prefix>XXXXXX into buf; 0 on success. */
@@ -45,6 +48,48 @@ static inline int lm_test_rm_entry_(const char* path, const struct stat* st, int
 /* Remove dir and everything under it (symlinks removed, not followed). */
 static inline void lm_test_rmtree(const char* dir) {
   (void)nftw(dir, lm_test_rm_entry_, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Copy file from -> to, skipping all-zero blocks (WAL segments are
+ * preallocated: the copy stays sparse, its length the same). */
+static inline int lm_test_copy_file(const char* from, const char* to, off_t size) {
+  int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int rc = in >= 0 && out >= 0 ? 0 : -1;
+  static char buf[65536];
+  static const char zero[65536];
+  ssize_t got;
+  while (rc == 0 && (got = read(in, buf, sizeof buf)) > 0) {
+    if (memcmp(buf, zero, (size_t)got) == 0) {
+      if (lseek(out, got, SEEK_CUR) < 0) rc = -1;
+    } else if (write(out, buf, (size_t)got) != got) {
+      rc = -1;
+    }
+  }
+  if (rc == 0 && ftruncate(out, size) != 0) rc = -1;
+  if (in >= 0) close(in);
+  if (out >= 0) close(out);
+  return rc;
+}
+
+/* Copy the tree under `from` to `to` (which does not exist yet). */
+static inline int lm_test_copy_tree(const char* from, const char* to) {
+  struct stat st;
+  if (stat(from, &st) != 0) return -1;
+  if (!S_ISDIR(st.st_mode)) return lm_test_copy_file(from, to, st.st_size);
+  if (mkdir(to, 0755) != 0) return -1;
+  DIR* d = opendir(from);
+  if (d == NULL) return -1;
+  struct dirent* e;
+  int rc = 0;
+  while (rc == 0 && (e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    char a[1400], b[1400];
+    snprintf(a, sizeof a, "%.1000s/%.255s", from, e->d_name);
+    snprintf(b, sizeof b, "%.1000s/%.255s", to, e->d_name);
+    rc = lm_test_copy_tree(a, b);
+  }
+  closedir(d);
+  return rc;
 }
 
 #endif /* LM_TEST_FS_H */

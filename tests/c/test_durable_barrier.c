@@ -45,65 +45,6 @@
 
 /* ---- directories ----------------------------------------------------------------- */
 
-/* Copy file from -> to, skipping all-zero blocks (WAL segments are
- * preallocated: the copy stays sparse, its length the same). */
-static int copy_file(const char* from, const char* to, off_t size) {
-  int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  int rc = in >= 0 && out >= 0 ? 0 : -1;
-  static char buf[65536];
-  static const char zero[65536];
-  ssize_t got;
-  while (rc == 0 && (got = read(in, buf, sizeof buf)) > 0) {
-    if (memcmp(buf, zero, (size_t)got) == 0) {
-      if (lseek(out, got, SEEK_CUR) < 0) rc = -1;
-    } else if (write(out, buf, (size_t)got) != got) {
-      rc = -1;
-    }
-  }
-  if (rc == 0 && ftruncate(out, size) != 0) rc = -1;
-  if (in >= 0) close(in);
-  if (out >= 0) close(out);
-  return rc;
-}
-
-/* Copy the tree under `from` to `to` (which does not exist yet). */
-static int copy_tree(const char* from, const char* to) {
-  struct stat st;
-  if (stat(from, &st) != 0) return -1;
-  if (!S_ISDIR(st.st_mode)) return copy_file(from, to, st.st_size);
-  if (mkdir(to, 0755) != 0) return -1;
-  DIR* d = opendir(from);
-  if (d == NULL) return -1;
-  struct dirent* e;
-  int rc = 0;
-  while (rc == 0 && (e = readdir(d)) != NULL) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    char a[1024], b[1024];
-    snprintf(a, sizeof a, "%s/%s", from, e->d_name);
-    snprintf(b, sizeof b, "%s/%s", to, e->d_name);
-    rc = copy_tree(a, b);
-  }
-  closedir(d);
-  return rc;
-}
-
-/* Copy data directory dir and its sinks (lm_test_durable.h sinks_dir) to copy. */
-static int copy_db(const char* dir, const char* copy) {
-  char a[128], b[128];
-  snprintf(a, sizeof a, "%s-sinks", dir);
-  snprintf(b, sizeof b, "%s-sinks", copy);
-  return copy_tree(dir, copy) == 0 && copy_tree(a, b) == 0 ? 0 : -1;
-}
-
-/* Put the copy back in place of dir (both, and their sinks). */
-static int restore_db(const char* copy, const char* dir) {
-  char a[128], b[128];
-  snprintf(a, sizeof a, "%s-sinks", copy);
-  snprintf(b, sizeof b, "%s-sinks", dir);
-  remove_db(dir);
-  return rename(copy, dir) == 0 && rename(a, b) == 0 ? 0 : -1;
-}
-
 /* The WAL position of the first source in dir's newest checkpoint (the
  * barrier's position in its queue; -1 on failure). */
 static int64_t checkpoint_position(const char* dir) {

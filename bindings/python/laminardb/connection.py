@@ -517,9 +517,11 @@ class Connection(Handle):
     def durability_report(self) -> str:
         """What durability had to report, one line each (empty when nothing).
 
-        WAL tails cut at recovery (source, records kept, bytes removed, why),
-        damaged checkpoints skipped, interval checkpoints that failed on the
-        background thread.
+        WAL tails cut at recovery (source, file, byte offset, records kept,
+        bytes removed, why, the resume offset), damage skipped among WAL
+        records the checkpoint covers, damaged or missing checkpoints skipped
+        (the older one restored instead), interval checkpoints that failed on
+        the background thread.
         """
         buf = ffi.new("char[]", 4096)
         err = ffi.new("laminar_error*")

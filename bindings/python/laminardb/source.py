@@ -454,8 +454,12 @@ class Source(NamedHandle):
         """The offset the next push or watermark will get (1 for a new source).
 
         With a WAL (``wal_mode`` async or sync), messages below it were
-        accepted: after a restart a producer resumes its input here. Without
-        a WAL it is 0.
+        accepted: after a restart a producer resumes its input here -- one
+        past the last message the recovered state holds, never below the
+        checkpoint's position (damaged records it covers change nothing).
+        Durable without a WAL (``wal_mode`` none) it counts messages the same
+        way and after a restart is the checkpoint's position + 1 (input after
+        the checkpoint is not kept). Without durability it is 0.
 
         Raises:
             LaminarError: LDB-9002 if the source is closed.
