@@ -12,7 +12,7 @@
  * reopened (recovery) and the committed output must equal an unfaulted run's:
  * nothing acknowledged lost, nothing doubled. Needs LAMINAR_FAULT_INJECTION.
  */
-/* lm_ctest: TIMEOUT 600 */
+/* lm_ctest: TIMEOUT 1200 */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  // mkdtemp, scandir under -std=c17 (the shared test headers)
 #endif
