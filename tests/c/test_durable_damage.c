@@ -163,22 +163,31 @@ static int damage(const char* dir, target t, kind k, char* file, size_t cap) {
   return damage_file(file, k, k == FLIP ? 100 : 40);
 }
 
-/* One case: 0 when recovered exactly (or refused naming the file). */
-static int one_case(bool sinks, target t, kind k, const char* want) {
-  char dir[64], file[600];
-  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dmg_") == 0);
+/* A fresh directory in dir (char[64]) holding batches 0..CLOSED_AT-1 as a
+ * crash leaves it (a close would checkpoint): 0 on success. */
+static int crashed_dir(char* dir, bool sinks) {
+  CHECK(lm_test_mkdtemp(dir, 64, "lm_dmg_") == 0);
   laminar_db* db;
   laminar_source* src;
   laminar_error err;
   CHECK_CODE(open_it(dir, sinks, &db, &src, &err), LAMINAR_OK, &err);
   CHECK(feed(db, src, 0, CLOSED_AT, 10) == 0);
-  /* The directory as a crash leaves it (a close would checkpoint). */
   char copy[80];
   snprintf(copy, sizeof copy, "%s_c", dir);
   CHECK(copy_db(dir, copy) == 0);
   laminar_source_close(src);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   CHECK(restore_db(copy, dir) == 0);
+  return 0;
+}
+
+/* One case: 0 when recovered exactly (or refused naming the file). */
+static int one_case(bool sinks, target t, kind k, const char* want) {
+  char dir[64], file[600];
+  CHECK(crashed_dir(dir, sinks) == 0);
+  laminar_db* db;
+  laminar_source* src;
+  laminar_error err;
   CHECK(damage(dir, t, k, file, sizeof file) == 0);
   int failed = 0;
   laminar_code rc = open_it(dir, sinks, &db, &src, &err);
@@ -251,18 +260,10 @@ static int sweep(bool sinks) {
  * records before the cut, the producer resuming at 15. */
 static int lost_checkpoint_and_log(bool sinks, const char* want) {
   char dir[64], file[600];
-  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dmg_") == 0);
+  CHECK(crashed_dir(dir, sinks) == 0);
   laminar_db* db;
   laminar_source* src;
   laminar_error err;
-  CHECK_CODE(open_it(dir, sinks, &db, &src, &err), LAMINAR_OK, &err);
-  CHECK(feed(db, src, 0, CLOSED_AT, 10) == 0);
-  char copy[80];
-  snprintf(copy, sizeof copy, "%s_c", dir);
-  CHECK(copy_db(dir, copy) == 0);
-  laminar_source_close(src);
-  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
-  CHECK(restore_db(copy, dir) == 0);
   CHECK(damage(dir, CKPT_NEWEST, DELETE, file, sizeof file) == 0);
   snprintf(file, sizeof file, "%s/wal/trades/00000000000000000001.wal", dir);
   size_t n;
