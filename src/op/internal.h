@@ -149,6 +149,19 @@ typedef struct window_op {
   uint64_t* s_stamp;
   int32_t* s_touched;
   int64_t s_ntouched;
+  /* Session chunks are all or nothing (issue 20): a chunk changes no slot
+   * that was open before it. The first time it touches one, it copies the
+   * slot (bounds, aggregate states) into a slot of its own that takes the
+   * old one's place in the key's list; the old slot stays as it was until
+   * the chunk succeeds (then it is released). Journal of the chunk, from its
+   * eval context (NULL outside a chunk): the slots it took (s: from the free
+   * list, ~s: from the high-water mark), the old slots it replaced, and
+   * every list link it wrote (sj_where >= 0: s_next[sj_where], else
+   * k_first[-1 - sj_where]) with the value before, replayed backwards
+   * on failure. */
+  int32_t *sj_made, *sj_old, *sj_was;
+  int64_t* sj_where;
+  int64_t sj_nmade, sj_nold, sj_nlog, sj_cap;
   /* Checkpoints (copy-on-write, op/window_frozen.c): who holds the session
    * arrays a snapshot reads (keyset, sagg, s_start, s_end, s_key, s_used)
    * as they were at the freeze: 2: the op and a frozen checkpoint being
@@ -354,8 +367,13 @@ int64_t lm_op_shared_panes(const window_op* op);
 
 /* One chunk (n > 0 rows, with or without a selection) into the sessions;
  * `given`: the rows' key hashes from the router (indexed by row number), or
- * NULL to hash here. */
-laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given);
+ * NULL to hash here. All or nothing: checks the bound (max_state_bytes)
+ * before it commits; on a failure before that (*out_applied false) the
+ * slots are as before it (the keys it added to the keyset, its late rows
+ * and EMIT CHANGES rows are the caller's to take back); a failure handing
+ * on its EMIT CHANGES rows comes after (*out_applied true). */
+laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given,
+                                  bool* out_applied);
 /* Emit and free the sessions closed by op->watermark. */
 laminar_code lm_op_session_watermark(window_op* op);
 void lm_op_session_snapshot(const window_op* op, lm_state_writer* w);
