@@ -993,8 +993,8 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
     }
     /* Groups the updates may touch: EMIT CHANGES rows to reserve (two each). */
     *io_touch += m < wins[i]->ngroups ? m : wins[i]->ngroups;
-    /* What the updates copy or add (strings, distinct values): room now. */
-    for (int32_t a = 0; a < spec->naggs && op->weights == NULL; a++) {
+    /* What the updates copy or add (strings, value entries, runs): room now. */
+    for (int32_t a = 0; a < spec->naggs; a++) {
       const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
       const uint32_t* at =
           spec->aggs[a].order == NULL && op->arg_pos[a] ? pos + s->offsets[i] : wsel;

@@ -14,20 +14,28 @@
 
 #include <inttypes.h>
 
-/* n rows (k = "key<first + i % mod>" (mod 0: first + i), v = first + i). */
-static int push_keys_mod(laminar_source* src, int64_t first, int64_t n, int64_t mod,
-                         laminar_error* err) {
+/* n rows (k = "key<first + i % mod>" (mod 0: first + i), v = first + i);
+ * changelog: into a changelog source, weighing 1, but a row of a key below
+ * `known` weighs -1 (i even: retracts) or 2 (i odd). */
+static int push_keys_weighted(laminar_source* src, int64_t first, int64_t n, int64_t mod,
+                              bool changelog, int64_t known, laminar_error* err) {
   kv_row* rows = calloc((size_t)n, sizeof *rows);
   char* names = calloc((size_t)n, 24);
   if (rows == NULL || names == NULL) return 1;
   for (int64_t i = 0; i < n; i++) {
-    snprintf(names + i * 24, 24, "key%" PRId64, first + (mod > 0 ? i % mod : i));
-    rows[i] = (kv_row){names + i * 24, first + i, 0, 0};
+    int64_t key = first + (mod > 0 ? i % mod : i);
+    snprintf(names + i * 24, 24, "key%" PRId64, key);
+    rows[i] = (kv_row){names + i * 24, first + i, 0, key < known ? (i % 2 ? 2 : -1) : 1};
   }
-  int rc = push_kv(src, rows, n, 0, err);
+  int rc = push_kv(src, rows, n, changelog, err);
   free(rows);
   free(names);
   return rc;
+}
+
+static int push_keys_mod(laminar_source* src, int64_t first, int64_t n, int64_t mod,
+                         laminar_error* err) {
+  return push_keys_weighted(src, first, n, mod, false, 0, err);
 }
 
 static int push_keys(laminar_source* src, int64_t first, int64_t n, laminar_error* err) {
@@ -342,16 +350,17 @@ static int test_view_and_session_bounds(void) {
 }
 
 #ifdef LAMINAR_FAULT_INJECTION
-/* n rows k = "key<i>", v = i + shift. */
-static int push_keys_at(laminar_source* src, int64_t n, int64_t shift, laminar_error* err) {
+/* n rows k = "key<i>", v = i + shift (changelog: weighing 1). */
+static int push_keys_at(laminar_source* src, int64_t n, int64_t shift, bool changelog,
+                        laminar_error* err) {
   kv_row* rows = calloc((size_t)n, sizeof *rows);
   char* names = calloc((size_t)n, 24);
   if (rows == NULL || names == NULL) return 1;
   for (int64_t i = 0; i < n; i++) {
     snprintf(names + i * 24, 24, "key%" PRId64, i);
-    rows[i] = (kv_row){names + i * 24, i + shift, 0, 0};
+    rows[i] = (kv_row){names + i * 24, i + shift, 0, 1};
   }
-  int rc = push_kv(src, rows, n, 0, err);
+  int rc = push_kv(src, rows, n, changelog, err);
   free(rows);
   free(names);
   return rc;
@@ -380,7 +389,10 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap, bool* 
       "GROUP BY k, session(v, INTERVAL '0.6' SECOND) EMIT ON WINDOW CLOSE",
       "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' HOUR);"
       "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(k) AS mk "
-      "FROM t GROUP BY k, session(v, INTERVAL '0.6' SECOND) EMIT CHANGES"};
+      "FROM t GROUP BY k, session(v, INTERVAL '0.6' SECOND) EMIT CHANGES",
+      "CREATE SOURCE t (k VARCHAR, v BIGINT, _weight BIGINT);"
+      "CREATE STREAM g AS SELECT k, COUNT(DISTINCT v) AS n, SUM(v) AS s, MIN(v) AS lo, "
+      "LAST(k) AS mk FROM t GROUP BY k EMIT CHANGES"};
   /* Variant 2: variant 0 with a batch B of more rows than one pass of the
    * window operator takes (65536): its groups go in by a first pass over all.
    * Variant 3: aggregates that allocate as they update (COUNT(DISTINCT), MAX
@@ -389,19 +401,22 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap, bool* 
    * opens three sessions of each of keys 0..999 ([j, j + 600), [j + 1000, ..),
    * [j + 2000, ..)), B's row of key j < 1000 (at j + 500) bridges the first
    * two, keys 1000..1999 are new. */
-  bool session = variant >= 4;
+  /* Variant 6: a changelog input (weighted states: value entries, runs),
+   * B retracting some of A's rows and adding others twice. */
+  bool session = variant == 4 || variant == 5;
+  bool changelog = variant == 6;
   const char* text = variant == 2 ? sql[0] : variant == 3 ? sql[2] : sql[variant - (variant > 3)];
   CHECK_CODE(laminar_execute(db, text, &err), LAMINAR_OK, &err);
   int64_t nb = variant == 2 ? 70000 : 5000, mod = variant == 2 ? 5000 : 0;
   int64_t nkeys = session ? 2000 : 6500;
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
-  CHECK(push_keys_mod(src, 0, 3000, session ? 1000 : 0, &err) == 0);
+  CHECK(push_keys_weighted(src, 0, 3000, session ? 1000 : 0, changelog, 0, &err) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   int64_t groups_a = stream_metric(db, "g", "state_groups");
   /* B: 1500 known keys, 3500 new (sessions: as above). */
-  CHECK((session ? push_keys_at(src, nkeys, 500, &err) : push_keys_mod(src, 1500, nb, mod, &err)) ==
-        0);
+  CHECK((session ? push_keys_at(src, nkeys, 500, false, &err)
+                 : push_keys_weighted(src, 1500, nb, mod, changelog, 3000, &err)) == 0);
   lm_fault_alloc_set(nth, false);
   laminar_code rc = laminar_run_until_idle(db, &err);
   bool failed = lm_fault_alloc_failures() > 0;
@@ -415,29 +430,20 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap, bool* 
     }
     CHECK(stream_metric(db, "g", "state_groups") == groups_a); /* unchanged */
     /* the retry */
-    CHECK((session ? push_keys_at(src, nkeys, 500, &err) : push_keys_mod(src, 1500, nb, mod, &err)) ==
-          0);
+    CHECK((session ? push_keys_at(src, nkeys, 500, false, &err)
+                   : push_keys_weighted(src, 1500, nb, mod, changelog, 3000, &err)) == 0);
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   }
   int64_t groups = stream_metric(db, "g", "state_groups");
   /* The results: variant 0 emits every key's row (+1) again when one more
-   * row (v = 0) of each key goes in; variant 1 emits its windows when the
+   * row (v = its number) of each key goes in; variant 1 emits its windows when the
    * watermark passes them. Summed over the rows out (+1 rows only). */
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "g", &sub, &err), LAMINAR_OK, &err);
   if (variant == 5) { /* every key's last session grows (its +1 row) */
-    CHECK(push_keys_at(src, nkeys, 2000, &err) == 0);
+    CHECK(push_keys_at(src, nkeys, 2000, false, &err) == 0);
   } else if (variant != 1 && variant != 4) { /* EMIT CHANGES */
-    kv_row* rows = calloc((size_t)nkeys, sizeof *rows);
-    char* names = calloc((size_t)nkeys, 24);
-    CHECK(rows != NULL && names != NULL);
-    for (int64_t i = 0; i < nkeys; i++) {
-      snprintf(names + i * 24, 24, "key%" PRId64, i);
-      rows[i] = (kv_row){names + i * 24, 0, 0, 0};
-    }
-    CHECK(push_kv(src, rows, nkeys, 0, &err) == 0);
-    free(rows);
-    free(names);
+    CHECK(push_keys_at(src, nkeys, 0, changelog, &err) == 0);
   } else {
     CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
   }
@@ -455,7 +461,7 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap, bool* 
 }
 
 static int test_fault_batch_all_or_nothing(void) {
-  for (int64_t variant = 0; variant <= 5; variant++) {
+  for (int64_t variant = 0; variant <= 6; variant++) {
     char want[512], got[512];
     bool failed;
     CHECK(fault_run(0, variant, want, sizeof want, &failed) == 0);
