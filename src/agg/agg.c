@@ -304,13 +304,20 @@ static void dset_link(lm_agg_states* st, int32_t e) {
   st->d_table[slot] = (uint32_t)e + 1;
 }
 
+/* The capacity after `cap` (doubled, from 64) that holds `need` entries
+ * (indexed by int32), or -1 past that. */
+static int64_t grown_cap(int64_t cap, int64_t need) {
+  int64_t ncap = cap ? cap * 2 : 64;
+  while (ncap < need) ncap *= 2;
+  return ncap > INT32_MAX / 4 ? -1 : ncap;
+}
+
 /* Room for `extra` more entries, the table at most half full. */
 static laminar_code dset_reserve_n(lm_agg_states* st, int64_t extra) {
   int64_t need = st->d_n + extra;
   if (need > st->d_cap) {
-    int64_t ncap = st->d_cap ? st->d_cap * 2 : 64;
-    while (ncap < need) ncap *= 2;
-    if (ncap > INT32_MAX / 4) return LAMINAR_ERR_NOMEM;
+    int64_t ncap = grown_cap(st->d_cap, need);
+    if (ncap < 0) return LAMINAR_ERR_NOMEM;
     GROW(d_hash, ncap);
     GROW(d_group, ncap);
     GROW(d_next, ncap);
@@ -350,9 +357,8 @@ static laminar_code dset_reserve(lm_agg_states* st) { return dset_reserve_n(st, 
 static laminar_code run_reserve_n(lm_agg_states* st, int64_t extra) {
   int64_t need = st->r_n + extra;
   if (need <= st->r_cap) return LAMINAR_OK;
-  int64_t ncap = st->r_cap ? st->r_cap * 2 : 64;
-  while (ncap < need) ncap *= 2;
-  if (ncap > INT32_MAX / 4) return LAMINAR_ERR_NOMEM;
+  int64_t ncap = grown_cap(st->r_cap, need);
+  if (ncap < 0) return LAMINAR_ERR_NOMEM;
   GROW(r_seq, ncap);
   GROW(r_cnt, ncap);
   GROW(r_next, ncap);
