@@ -149,18 +149,20 @@ typedef struct window_op {
   uint64_t* s_stamp;
   int32_t* s_touched;
   int64_t s_ntouched;
-  /* Session chunks are all or nothing (issue 20): a chunk changes no slot
-   * that was open before it. The first time it touches one, it copies the
-   * slot (bounds, aggregate states) into a slot of its own that takes the
-   * old one's place in the key's list; the old slot stays as it was until
-   * the chunk succeeds (then it is released). Journal of the chunk, from its
-   * eval context (NULL outside a chunk): the slots it took (s: from the free
-   * list, ~s: from the high-water mark), the old slots it replaced, and
-   * every list link it wrote (sj_where >= 0: s_next[sj_where], else
-   * k_first[-1 - sj_where]) with the value before, replayed backwards
-   * on failure. */
-  int32_t *sj_made, *sj_old, *sj_was;
-  int64_t* sj_where;
+  /* Session chunks are all or nothing (issue 20): a chunk first assigns its
+   * rows to sessions, journaling every slot field it writes (bounds, list
+   * links, parents) and the slots it takes (new sessions, and a copy of an
+   * old session before another is merged into it, which takes the old one's
+   * place: the old one's states stay as they were until the chunk is
+   * applied, then it goes), reserves what its updates add, checks the
+   * bound, and only then updates aggregates. A failure before that replays
+   * the journal backwards and gives the slots back. From the chunk's eval
+   * context (NULL outside a chunk): sj_made: slots taken (s: from the free
+   * list, ~s: from the high-water mark; s_used 2 until applied); sj_old: old
+   * slots replaced by copies; sj_where: slot (key for k_first) * 8 + field
+   * (session.c), sj_was: the value before. */
+  int32_t *sj_made, *sj_old;
+  int64_t *sj_where, *sj_was;
   int64_t sj_nmade, sj_nold, sj_nlog, sj_cap;
   /* Checkpoints (copy-on-write, op/window_frozen.c): who holds the session
    * arrays a snapshot reads (keyset, sagg, s_start, s_end, s_key, s_used)

@@ -9,8 +9,9 @@
  * (they never overlap). Within a chunk rows are assigned slots first and the
  * aggregates updated in one pass: a row that bridges two sessions merges the
  * later one's state into the earlier (lm_agg_merge) and points it there
- * (`s_parent`), so rows of the chunk already assigned to it follow. A session
- * closes when the watermark reaches its end plus the allowed lateness; a row
+ * (`s_parent`), so rows of the chunk already assigned to it follow (the
+ * earlier one, if open before the chunk, is first copied into a slot of the
+ * chunk: all or nothing, op/internal.h). A session closes when the watermark reaches its end plus the allowed lateness; a row
  * is late when it joins no open session and its own window has closed.
  *
  * EMIT CHANGES: a session that a chunk creates, grows or merges into emits a
@@ -27,22 +28,45 @@
 
 static void put_session_row(window_op* op, int32_t s, int64_t weight);
 
-/* Point the link before a key's slot (prev, or the key's first if prev < 0)
- * at `to`, journaled in a chunk. */
-static laminar_code set_link(window_op* op, uint32_t kid, int32_t prev, int32_t to) {
-  int32_t* at = prev < 0 ? &op->k_first[kid] : &op->s_next[prev];
-  if (op->sj_where != NULL) {
-    if (op->sj_nlog == 3 * op->sj_cap) return LAMINAR_ERR_NOMEM; /* (at most 3 a row) */
-    op->sj_where[op->sj_nlog] = prev < 0 ? -1 - (int64_t)kid : prev;
-    op->sj_was[op->sj_nlog++] = *at;
+/* The session fields a chunk's journal restores (op->sj_where: index * 8 +
+ * field). */
+enum { J_NEXT, J_FIRST, J_PARENT, J_START, J_END };
+
+/* Set field `f` of slot (key, for J_FIRST) i to v, journaled in a chunk. */
+static laminar_code jset(window_op* op, int f, int64_t i, int64_t v) {
+  int64_t was;
+  switch (f) {
+    case J_NEXT: was = op->s_next[i]; break;
+    case J_FIRST: was = op->k_first[i]; break;
+    case J_PARENT: was = op->s_parent[i]; break;
+    case J_START: was = op->s_start[i]; break;
+    default: was = op->s_end[i]; break;
   }
-  *at = to;
+  if (op->sj_where != NULL) {
+    if (op->sj_nlog == 8 * op->sj_cap) return LAMINAR_ERR_NOMEM; /* (at most 7 a row) */
+    op->sj_where[op->sj_nlog] = i * 8 + f;
+    op->sj_was[op->sj_nlog++] = was;
+  }
+  switch (f) {
+    case J_NEXT: op->s_next[i] = (int32_t)v; break;
+    case J_FIRST: op->k_first[i] = (int32_t)v; break;
+    case J_PARENT: op->s_parent[i] = (int32_t)v; break;
+    case J_START: op->s_start[i] = v; break;
+    default: op->s_end[i] = v; break;
+  }
   return LAMINAR_OK;
 }
 
-/* A slot to fill (journaled in a chunk). */
+/* Point the link before a key's slot (prev, or the key's first if prev < 0)
+ * at `to`. */
+static laminar_code set_link(window_op* op, uint32_t kid, int32_t prev, int32_t to) {
+  return prev < 0 ? jset(op, J_FIRST, kid, to) : jset(op, J_NEXT, prev, to);
+}
+
+/* A slot to fill (journaled in a chunk, and marked as the chunk's: s_used 2
+ * until it is applied). */
 static laminar_code slot_take(window_op* op, int32_t* out) {
-  if (op->sj_made != NULL && op->sj_nmade == 2 * op->sj_cap) return LAMINAR_ERR_NOMEM;
+  if (op->sj_made != NULL && op->sj_nmade == op->sj_cap) return LAMINAR_ERR_NOMEM;
   int32_t s;
   bool reused = op->s_free >= 0;
   if (reused) {
@@ -67,7 +91,7 @@ static laminar_code slot_take(window_op* op, int32_t* out) {
   }
   if (op->sj_made != NULL) op->sj_made[op->sj_nmade++] = reused ? s : ~s;
   op->s_parent[s] = s;
-  op->s_used[s] = 1;
+  op->s_used[s] = op->sj_made != NULL ? 2 : 1;
   op->s_stamp[s] = op->pass;
   op->s_open++;
   for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&op->sagg[a], s);
@@ -75,20 +99,28 @@ static laminar_code slot_take(window_op* op, int32_t* out) {
   return LAMINAR_OK;
 }
 
-/* Slot s of key kid (after prev in its list) is about to change in this
- * chunk (op->pass): a slot the chunk took is changed in place; one open
- * before it is copied into a slot of the chunk that takes its place in the
- * list (*out), the old one left as it was (op->sj_old). With EMIT CHANGES
- * the old one's row is retracted and the new one remembered for its +1. */
-static laminar_code slot_touch(window_op* op, uint32_t kid, int32_t prev, int32_t s,
-                               int32_t* out) {
-  *out = s;
+/* EMIT CHANGES: slot s is about to change in this chunk (op->pass). The
+ * first time, retract its emitted row and remember it for its +1. */
+static laminar_code slot_touch(window_op* op, int32_t s) {
   if (op->s_stamp[s] == op->pass) return LAMINAR_OK;
-  if (op->sj_nold == 2 * op->sj_cap) return LAMINAR_ERR_NOMEM; /* (at most 2 a row) */
-  if (op->s_touched != NULL) {
-    LM_TRY(lm_op_rows_reserve(op, 1));
-    put_session_row(op, s, -1);
-  }
+  op->s_stamp[s] = op->pass;
+  if (op->s_touched == NULL) return LAMINAR_OK;
+  LM_TRY(lm_op_rows_reserve(op, 1));
+  put_session_row(op, s, -1);
+  op->s_touched[op->s_ntouched++] = s;
+  return LAMINAR_OK;
+}
+
+/* Session s of key kid (after prev) is about to take another's aggregate
+ * states: a slot the chunk took takes them; one open before the chunk is
+ * first copied into a slot of the chunk that takes its place (*out; s
+ * points to it, and goes once the chunk is applied: op->sj_old), so its own
+ * states stay as they were until then. */
+static laminar_code slot_own(window_op* op, uint32_t kid, int32_t prev, int32_t s,
+                             int32_t* out) {
+  *out = s;
+  if (op->s_used[s] == 2) return LAMINAR_OK;
+  if (op->sj_nold == op->sj_cap) return LAMINAR_ERR_NOMEM; /* (at most one a row) */
   int32_t c;
   LM_TRY(slot_take(op, &c));
   op->s_start[c] = op->s_start[s];
@@ -99,8 +131,9 @@ static laminar_code slot_touch(window_op* op, uint32_t kid, int32_t prev, int32_
     LM_TRY(lm_agg_merge(&op->sagg[a], c, &op->sagg[a], s));
   }
   LM_TRY(set_link(op, kid, prev, c));
+  LM_TRY(jset(op, J_PARENT, s, c));
   op->sj_old[op->sj_nold++] = s;
-  if (op->s_touched != NULL) op->s_touched[op->s_ntouched++] = c;
+  if (op->s_touched != NULL) op->s_touched[op->s_ntouched++] = c; /* (s's -1 is out) */
   *out = c;
   return LAMINAR_OK;
 }
@@ -173,30 +206,34 @@ static laminar_code session_assign(window_op* op, uint32_t kid, int64_t t, int32
                                    int64_t* ndead, int32_t* out) {
   int64_t lo = t, hi;
   if (__builtin_add_overflow(t, op->spec.size_ms, &hi)) hi = INT64_MAX;
-  int32_t survivor = -1, prev = -1, cur = op->k_first[kid];
+  int32_t survivor = -1, sprev = -1, prev = -1, cur = op->k_first[kid];
   while (cur >= 0 && op->s_start[cur] < hi) {
+    int32_t next = op->s_next[cur];
     if (op->s_end[cur] > lo) { /* overlaps [lo, hi) */
-      LM_TRY(slot_touch(op, kid, prev, cur, &cur));
-      int32_t next = op->s_next[cur];
+      LM_TRY(slot_touch(op, cur));
       if (survivor < 0) {
         survivor = cur;
-        if (lo < op->s_start[cur]) op->s_start[cur] = lo;
-        if (hi > op->s_end[cur]) op->s_end[cur] = hi;
+        sprev = prev;
+        if (lo < op->s_start[cur]) LM_TRY(jset(op, J_START, cur, lo));
+        if (hi > op->s_end[cur]) LM_TRY(jset(op, J_END, cur, hi));
         prev = cur;
-      } else { /* a bridge: fold cur into the survivor */
+      } else { /* a bridge: fold cur into the survivor (the chunk's own) */
+        LM_TRY(slot_own(op, kid, sprev, survivor, &survivor));
+        prev = survivor;
         for (int32_t a = 0; a < op->spec.naggs; a++) {
           LM_TRY(lm_agg_merge(&op->sagg[a], survivor, &op->sagg[a], cur));
         }
-        if (op->s_end[cur] > op->s_end[survivor]) op->s_end[survivor] = op->s_end[cur];
-        op->s_parent[cur] = survivor;
+        if (op->s_end[cur] > op->s_end[survivor]) {
+          LM_TRY(jset(op, J_END, survivor, op->s_end[cur]));
+        }
+        LM_TRY(jset(op, J_PARENT, cur, survivor));
         LM_TRY(set_link(op, kid, prev, next));
         dead[(*ndead)++] = cur;
       }
-      cur = next;
     } else {
       prev = cur;
-      cur = op->s_next[cur];
     }
+    cur = next;
   }
   if (survivor >= 0) {
     *out = survivor;
@@ -211,16 +248,19 @@ static laminar_code session_assign(window_op* op, uint32_t kid, int64_t t, int32
   return slot_new(op, kid, lo, hi, out);
 }
 
-/* A chunk failed: the slots it took go back (in reverse, so the free list
- * and the high-water mark are as before), the links it wrote too; the old
- * slots it copied were never changed. No allocation. */
+/* A chunk failed before its aggregate updates: the fields it wrote are
+ * restored (backwards), the slots it took go back (in reverse, so the free
+ * list and the high-water mark are as before); the old slots' aggregate
+ * states were never changed. No allocation. */
 static void session_undo(window_op* op) {
   for (int64_t i = op->sj_nlog - 1; i >= 0; i--) {
-    int64_t at = op->sj_where[i];
-    if (at >= 0) {
-      op->s_next[at] = op->sj_was[i];
-    } else {
-      op->k_first[-1 - at] = op->sj_was[i];
+    int64_t at = op->sj_where[i] / 8, was = op->sj_was[i];
+    switch (op->sj_where[i] % 8) {
+      case J_NEXT: op->s_next[at] = (int32_t)was; break;
+      case J_FIRST: op->k_first[at] = (int32_t)was; break;
+      case J_PARENT: op->s_parent[at] = (int32_t)was; break;
+      case J_START: op->s_start[at] = was; break;
+      default: op->s_end[at] = was; break;
     }
   }
   for (int64_t i = op->sj_nmade - 1; i >= 0; i--) {
@@ -240,51 +280,60 @@ static void session_undo(window_op* op) {
 
 /* The chunk's journal off (slots restored from a snapshot are not). */
 static void journal_end(window_op* op) {
-  op->sj_made = op->sj_old = op->sj_was = NULL;
-  op->sj_where = NULL;
+  op->sj_made = op->sj_old = NULL;
+  op->sj_where = op->sj_was = NULL;
   op->sj_nmade = op->sj_nold = op->sj_nlog = op->sj_cap = 0;
   op->s_touched = NULL;
 }
 
 static laminar_code session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given,
-                                  int32_t* dead, int64_t* ndead);
+                                  int32_t* dead, int64_t* ndead, bool* out_updating);
 
 laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given,
-                                  bool* out_applied) {
+                                 bool* out_applied) {
   *out_applied = false;
   int64_t n = in->nrows;
   int32_t* dead = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
   if (dead == NULL) return LAMINAR_ERR_NOMEM;
   LM_TRY(lm_op_session_thaw(op)); /* a checkpoint may still read the state */
-  /* The journal: a row copies at most the two sessions it overlaps, takes at
-   * most one new slot, and writes at most three links. */
+  /* The journal: a row takes at most one slot (new, or a copy of an old
+   * one), and writes at most seven fields. */
   op->pass++;
   op->sj_cap = n;
-  op->sj_made = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(2 * n));
-  op->sj_old = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(2 * n));
-  op->sj_was = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(3 * n));
-  op->sj_where = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(3 * n));
+  op->sj_made = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
+  op->sj_old = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
+  op->sj_was = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(8 * n));
+  op->sj_where = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(8 * n));
   if (!op->sj_made || !op->sj_old || !op->sj_was || !op->sj_where) {
     journal_end(op);
     return LAMINAR_ERR_NOMEM;
   }
   op->sj_nmade = op->sj_nold = op->sj_nlog = 0;
   int64_t ndead = 0;
-  laminar_code rc = session_chunk(op, in, given, dead, &ndead);
-  if (rc != LAMINAR_OK) {
+  bool updating = false;
+  laminar_code rc = session_chunk(op, in, given, dead, &ndead, &updating);
+  if (rc != LAMINAR_OK && !updating) {
     session_undo(op);
     journal_end(op);
     return rc;
   }
-  /* Applied: with EMIT CHANGES, the +1 rows of the sessions still open (their
-   * room reserved), handed on before the merged-away and replaced slots go
-   * (their -1 rows borrow their strings); then those go. */
-  if (op->s_touched != NULL) {
+  if (rc != LAMINAR_OK) { /* (prepared: cannot happen) */
+    lm_state_budget_fail(op->base.budget, rc,
+                         "%s while updating a session window's aggregates: this batch is "
+                         "partly applied",
+                         laminar_errstr(rc));
+  } else if (op->s_touched != NULL) {
+    /* Applied: with EMIT CHANGES, the +1 rows of the sessions still open
+     * (their room reserved), handed on before the merged-away and replaced
+     * slots go (their -1 rows borrow their strings). */
     for (int64_t i = 0; i < op->s_ntouched; i++) {
       int32_t s = op->s_touched[i];
       if (op->s_parent[s] == s) put_session_row(op, s, +1);
     }
     rc = lm_op_rows_flush(op);
+  }
+  for (int64_t i = 0; i < op->sj_nmade; i++) {
+    op->s_used[op->sj_made[i] >= 0 ? op->sj_made[i] : ~op->sj_made[i]] = 1;
   }
   for (int64_t i = 0; i < op->sj_nold; i++) slot_release(op, op->sj_old[i]);
   for (int64_t i = 0; i < ndead; i++) slot_release(op, dead[i]);
@@ -293,10 +342,12 @@ laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64
   return rc;
 }
 
-/* The chunk up to its commit: slots assigned, aggregates updated (in slots
- * of the chunk only), the bound checked, EMIT CHANGES rows reserved. */
+/* The chunk: slots assigned (journaled; merges into slots of the chunk
+ * only), room for the aggregate updates (lm_agg_states_prepare), the bound
+ * checked, EMIT CHANGES rows reserved; only then (*out_updating) the
+ * updates, which cannot fail. */
 static laminar_code session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given,
-                                  int32_t* dead, int64_t* ndead) {
+                                  int32_t* dead, int64_t* ndead, bool* out_updating) {
   const lm_window_spec* spec = &op->spec;
   int64_t n = in->nrows;
   const lm_vec* tcol = &in->cols[spec->time_col];
@@ -310,8 +361,8 @@ static laminar_code session_chunk(window_op* op, const lm_chunk* in, const uint6
   int64_t m = 0;
   if (spec->emit_changes) {
     op->s_ntouched = 0;
-    /* (a row touches at most two slots of the chunk) */
-    op->s_touched = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(2 * n));
+    /* (a row touches at most two sessions and takes at most one slot) */
+    op->s_touched = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(3 * n));
     if (op->s_touched == NULL) return LAMINAR_ERR_NOMEM;
   }
   /* The chunk's rows by position: its selection, or 0..n-1 (one loop for
@@ -344,13 +395,18 @@ static laminar_code session_chunk(window_op* op, const lm_chunk* in, const uint6
   for (int64_t j = 0; j < m; j++) gids[j] = (uint32_t)slot_find(op, (int32_t)gids[j]);
   for (int32_t a = 0; a < spec->naggs; a++) {
     const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
-    const lm_vec* ord = spec->aggs[a].order ? &op->ord_vecs[a] : NULL;
-    LM_TRY(lm_agg_update_ordered(&op->sagg[a], arg, ord, sel, gids, m));
+    LM_TRY(lm_agg_states_prepare(&op->sagg[a], arg, sel, m));
   }
   if (lm_op_bounded(&op->base)) {
     LM_TRY(lm_op_account(&op->base, lm_op_window_bytes(op), op->base.checks_bound));
   }
   if (op->s_touched != NULL) LM_TRY(lm_op_rows_reserve(op, op->s_ntouched));
+  *out_updating = true;
+  for (int32_t a = 0; a < spec->naggs; a++) {
+    const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
+    const lm_vec* ord = spec->aggs[a].order ? &op->ord_vecs[a] : NULL;
+    LM_TRY(lm_agg_update_ordered(&op->sagg[a], arg, ord, sel, gids, m));
+  }
   return LAMINAR_OK;
 }
 
