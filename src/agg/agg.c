@@ -304,13 +304,20 @@ static void dset_link(lm_agg_states* st, int32_t e) {
   st->d_table[slot] = (uint32_t)e + 1;
 }
 
+/* The capacity after `cap` (doubled, from 64) that holds `need` entries
+ * (indexed by int32), or -1 past that. */
+static int64_t grown_cap(int64_t cap, int64_t need) {
+  int64_t ncap = cap ? cap * 2 : 64;
+  while (ncap < need) ncap *= 2;
+  return ncap > INT32_MAX / 4 ? -1 : ncap;
+}
+
 /* Room for `extra` more entries, the table at most half full. */
 static laminar_code dset_reserve_n(lm_agg_states* st, int64_t extra) {
   int64_t need = st->d_n + extra;
   if (need > st->d_cap) {
-    int64_t ncap = st->d_cap ? st->d_cap * 2 : 64;
-    while (ncap < need) ncap *= 2;
-    if (ncap > INT32_MAX / 4) return LAMINAR_ERR_NOMEM;
+    int64_t ncap = grown_cap(st->d_cap, need);
+    if (ncap < 0) return LAMINAR_ERR_NOMEM;
     GROW(d_hash, ncap);
     GROW(d_group, ncap);
     GROW(d_next, ncap);
@@ -346,11 +353,29 @@ static laminar_code dset_reserve_n(lm_agg_states* st, int64_t extra) {
 
 static laminar_code dset_reserve(lm_agg_states* st) { return dset_reserve_n(st, 1); }
 
+/* Room for `extra` more runs (FIRST / LAST over a changelog). */
+static laminar_code run_reserve_n(lm_agg_states* st, int64_t extra) {
+  int64_t need = st->r_n + extra;
+  if (need <= st->r_cap) return LAMINAR_OK;
+  int64_t ncap = grown_cap(st->r_cap, need);
+  if (ncap < 0) return LAMINAR_ERR_NOMEM;
+  GROW(r_seq, ncap);
+  GROW(r_cnt, ncap);
+  GROW(r_next, ncap);
+  st->r_cap = ncap;
+  return LAMINAR_OK;
+}
+
 laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                                    int64_t m) {
-  if (arg == NULL || m <= 0 || st->weighted) return LAMINAR_OK;
+  if (arg == NULL || m <= 0) return LAMINAR_OK;
+  /* Value entries: COUNT(DISTINCT)'s; over a changelog MIN/MAX's and
+   * FIRST/LAST's too (at most one new entry a row), FIRST/LAST's runs (at
+   * most one a row). */
   bool distinct = st->fn == LM_AGG_COUNT_DISTINCT;
-  if (distinct) LM_TRY(dset_reserve_n(st, m));
+  bool sets = distinct || (st->weighted && keeps_value(st->fn));
+  if (sets) LM_TRY(dset_reserve_n(st, m));
+  if (st->weighted && is_first_last(st->fn)) LM_TRY(run_reserve_n(st, m));
   if (st->arg_type == LM_TYPE_STRING && (distinct || keeps_value(st->fn))) {
     /* Every row's string copied at most once, each rounded up to 16 bytes. */
     const lm_str* x = arg->data;
@@ -474,14 +499,7 @@ static laminar_code run_push(lm_agg_states* st, int32_t e, int64_t seq, int64_t 
     r = st->r_free - 1;
     st->r_free = st->r_next[r] + 1;
   } else {
-    if (st->r_n == st->r_cap) {
-      int64_t ncap = st->r_cap ? st->r_cap * 2 : 64;
-      if (ncap > INT32_MAX / 4) return LAMINAR_ERR_NOMEM;
-      GROW(r_seq, ncap);
-      GROW(r_cnt, ncap);
-      GROW(r_next, ncap);
-      st->r_cap = ncap;
-    }
+    LM_TRY(run_reserve_n(st, 1));
     r = (int32_t)st->r_n++;
   }
   st->r_seq[r] = seq;

@@ -122,17 +122,18 @@ void lm_agg_states_free(lm_agg_states* st);
  * and its string memory. */
 int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups);
 
-/* Make room for an lm_agg_update / lm_agg_update_ordered of arg rows
- * sel[j], j < m, so that it cannot fail: string copies (MIN/MAX/FIRST/LAST
- * of strings) and COUNT(DISTINCT) entries. Changes no group's state (only
- * capacity); LAMINAR_ERR_NOMEM. Weighted states are not covered (their
- * updates may still fail halfway). */
+/* Make room for an lm_agg_update / lm_agg_update_ordered (weighted states:
+ * lm_agg_update_weighted / _ordered) of arg rows sel[j], j < m, so that it
+ * cannot fail: string copies (MIN/MAX/FIRST/LAST of strings),
+ * COUNT(DISTINCT) entries, and for a weighted state the MIN/MAX/FIRST/LAST
+ * value entries and FIRST/LAST runs. Changes no group's state (only
+ * capacity); LAMINAR_ERR_NOMEM. */
 laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                                    int64_t m);
 
 /* Update groups gids[j] with arg rows sel[j], j < m (arg NULL for COUNT(*)).
  * Returns LAMINAR_ERR_NOMEM if a MIN/MAX string copy fails (it cannot after
- * lm_agg_states_prepare over the same rows). */
+ * lm_agg_states_prepare over the same rows; nor can the weighted updates). */
 laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                            const uint32_t* gids, int64_t m);
 

@@ -149,6 +149,21 @@ typedef struct window_op {
   uint64_t* s_stamp;
   int32_t* s_touched;
   int64_t s_ntouched;
+  /* Session chunks are all or nothing (issue 20): a chunk first assigns its
+   * rows to sessions, journaling every slot field it writes (bounds, list
+   * links, parents) and the slots it takes (new sessions, and a copy of an
+   * old session before another is merged into it, which takes the old one's
+   * place: the old one's states stay as they were until the chunk is
+   * applied, then it goes), reserves what its updates add, checks the
+   * bound, and only then updates aggregates. A failure before that replays
+   * the journal backwards and gives the slots back. From the chunk's eval
+   * context (NULL outside a chunk): sj_made: slots taken (s: from the free
+   * list, ~s: from the high-water mark; s_used 2 until applied); sj_old: old
+   * slots replaced by copies; sj_where: slot (key for k_first) * 8 + field
+   * (session.c), sj_was: the value before. */
+  int32_t *sj_made, *sj_old;
+  int64_t *sj_where, *sj_was;
+  int64_t sj_nmade, sj_nold, sj_nlog, sj_cap;
   /* Checkpoints (copy-on-write, op/window_frozen.c): who holds the session
    * arrays a snapshot reads (keyset, sagg, s_start, s_end, s_key, s_used)
    * as they were at the freeze: 2: the op and a frozen checkpoint being
@@ -354,8 +369,13 @@ int64_t lm_op_shared_panes(const window_op* op);
 
 /* One chunk (n > 0 rows, with or without a selection) into the sessions;
  * `given`: the rows' key hashes from the router (indexed by row number), or
- * NULL to hash here. */
-laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given);
+ * NULL to hash here. All or nothing: checks the bound (max_state_bytes)
+ * before it commits; on a failure before that (*out_applied false) the
+ * slots are as before it (the keys it added to the keyset, its late rows
+ * and EMIT CHANGES rows are the caller's to take back); a failure handing
+ * on its EMIT CHANGES rows comes after (*out_applied true). */
+laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given,
+                                  bool* out_applied);
 /* Emit and free the sessions closed by op->watermark. */
 laminar_code lm_op_session_watermark(window_op* op);
 void lm_op_session_snapshot(const window_op* op, lm_state_writer* w);

@@ -9,8 +9,9 @@
  * (they never overlap). Within a chunk rows are assigned slots first and the
  * aggregates updated in one pass: a row that bridges two sessions merges the
  * later one's state into the earlier (lm_agg_merge) and points it there
- * (`s_parent`), so rows of the chunk already assigned to it follow. A session
- * closes when the watermark reaches its end plus the allowed lateness; a row
+ * (`s_parent`), so rows of the chunk already assigned to it follow (the
+ * earlier one, if open before the chunk, is first copied into a slot of the
+ * chunk: all or nothing, op/internal.h). A session closes when the watermark reaches its end plus the allowed lateness; a row
  * is late when it joins no open session and its own window has closed.
  *
  * EMIT CHANGES: a session that a chunk creates, grows or merges into emits a
@@ -27,29 +28,48 @@
 
 static void put_session_row(window_op* op, int32_t s, int64_t weight);
 
-/* EMIT CHANGES: slot s is about to change in this pass (op->pass). The first
- * time, retract its emitted row (if an earlier pass made it) and remember it
- * for its +1 after the chunk. */
-static laminar_code slot_touch(window_op* op, int32_t s, bool created) {
-  if (op->s_touched == NULL || op->s_stamp[s] == op->pass) return LAMINAR_OK;
-  op->s_stamp[s] = op->pass;
-  op->s_touched[op->s_ntouched++] = s;
-  if (created) return LAMINAR_OK;
-  LM_TRY(lm_op_rows_reserve(op, 1));
-  put_session_row(op, s, -1);
+/* The session fields a chunk's journal restores (op->sj_where: index * 8 +
+ * field). */
+enum { J_NEXT, J_FIRST, J_PARENT, J_START, J_END };
+
+/* Set field `f` of slot (key, for J_FIRST) i to v, journaled in a chunk. */
+static laminar_code jset(window_op* op, int f, int64_t i, int64_t v) {
+  int64_t was;
+  switch (f) {
+    case J_NEXT: was = op->s_next[i]; break;
+    case J_FIRST: was = op->k_first[i]; break;
+    case J_PARENT: was = op->s_parent[i]; break;
+    case J_START: was = op->s_start[i]; break;
+    default: was = op->s_end[i]; break;
+  }
+  if (op->sj_where != NULL) {
+    if (op->sj_nlog == 8 * op->sj_cap) return LAMINAR_ERR_NOMEM; /* (at most 7 a row) */
+    op->sj_where[op->sj_nlog] = i * 8 + f;
+    op->sj_was[op->sj_nlog++] = was;
+  }
+  switch (f) {
+    case J_NEXT: op->s_next[i] = (int32_t)v; break;
+    case J_FIRST: op->k_first[i] = (int32_t)v; break;
+    case J_PARENT: op->s_parent[i] = (int32_t)v; break;
+    case J_START: op->s_start[i] = v; break;
+    default: op->s_end[i] = v; break;
+  }
   return LAMINAR_OK;
 }
 
-static int32_t slot_find(const window_op* op, int32_t s) {
-  while (op->s_parent[s] != s) s = op->s_parent[s];
-  return s;
+/* Point the link before a key's slot (prev, or the key's first if prev < 0)
+ * at `to`. */
+static laminar_code set_link(window_op* op, uint32_t kid, int32_t prev, int32_t to) {
+  return prev < 0 ? jset(op, J_FIRST, kid, to) : jset(op, J_NEXT, prev, to);
 }
 
-/* A fresh slot for key `kid`, [start, end), linked into the key's list. */
-static laminar_code slot_new(window_op* op, uint32_t kid, int64_t start, int64_t end,
-                             int32_t* out) {
+/* A slot to fill (journaled in a chunk, and marked as the chunk's: s_used 2
+ * until it is applied). */
+static laminar_code slot_take(window_op* op, int32_t* out) {
+  if (op->sj_made != NULL && op->sj_nmade == op->sj_cap) return LAMINAR_ERR_NOMEM;
   int32_t s;
-  if (op->s_free >= 0) {
+  bool reused = op->s_free >= 0;
+  if (reused) {
     s = op->s_free;
     op->s_free = op->s_next[s];
   } else {
@@ -69,14 +89,68 @@ static laminar_code slot_new(window_op* op, uint32_t kid, int64_t start, int64_t
     }
     s = op->s_hw++;
   }
+  if (op->sj_made != NULL) op->sj_made[op->sj_nmade++] = reused ? s : ~s;
+  op->s_parent[s] = s;
+  op->s_used[s] = op->sj_made != NULL ? 2 : 1;
+  op->s_stamp[s] = op->pass;
+  op->s_open++;
+  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&op->sagg[a], s);
+  *out = s;
+  return LAMINAR_OK;
+}
+
+/* EMIT CHANGES: slot s is about to change in this chunk (op->pass). The
+ * first time, retract its emitted row and remember it for its +1. */
+static laminar_code slot_touch(window_op* op, int32_t s) {
+  if (op->s_stamp[s] == op->pass) return LAMINAR_OK;
+  op->s_stamp[s] = op->pass;
+  if (op->s_touched == NULL) return LAMINAR_OK;
+  LM_TRY(lm_op_rows_reserve(op, 1));
+  put_session_row(op, s, -1);
+  op->s_touched[op->s_ntouched++] = s;
+  return LAMINAR_OK;
+}
+
+/* Session s of key kid (after prev) is about to take another's aggregate
+ * states: a slot the chunk took takes them; one open before the chunk is
+ * first copied into a slot of the chunk that takes its place (*out; s
+ * points to it, and goes once the chunk is applied: op->sj_old), so its own
+ * states stay as they were until then. */
+static laminar_code slot_own(window_op* op, uint32_t kid, int32_t prev, int32_t s,
+                             int32_t* out) {
+  *out = s;
+  if (op->s_used[s] == 2) return LAMINAR_OK;
+  if (op->sj_nold == op->sj_cap) return LAMINAR_ERR_NOMEM; /* (at most one a row) */
+  int32_t c;
+  LM_TRY(slot_take(op, &c));
+  op->s_start[c] = op->s_start[s];
+  op->s_end[c] = op->s_end[s];
+  op->s_key[c] = op->s_key[s];
+  op->s_next[c] = op->s_next[s];
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    LM_TRY(lm_agg_merge(&op->sagg[a], c, &op->sagg[a], s));
+  }
+  LM_TRY(set_link(op, kid, prev, c));
+  LM_TRY(jset(op, J_PARENT, s, c));
+  op->sj_old[op->sj_nold++] = s;
+  if (op->s_touched != NULL) op->s_touched[op->s_ntouched++] = c; /* (s's -1 is out) */
+  *out = c;
+  return LAMINAR_OK;
+}
+
+static int32_t slot_find(const window_op* op, int32_t s) {
+  while (op->s_parent[s] != s) s = op->s_parent[s];
+  return s;
+}
+
+/* A fresh slot for key `kid`, [start, end), linked into the key's list. */
+static laminar_code slot_new(window_op* op, uint32_t kid, int64_t start, int64_t end,
+                             int32_t* out) {
+  int32_t s;
+  LM_TRY(slot_take(op, &s));
   op->s_start[s] = start;
   op->s_end[s] = end;
   op->s_key[s] = kid;
-  op->s_parent[s] = s;
-  op->s_used[s] = 1;
-  op->s_stamp[s] = 0;
-  op->s_open++;
-  for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&op->sagg[a], s);
   /* Sorted insert into the key's list. */
   int32_t prev = -1, cur = op->k_first[kid];
   while (cur >= 0 && op->s_start[cur] < start) {
@@ -84,13 +158,10 @@ static laminar_code slot_new(window_op* op, uint32_t kid, int64_t start, int64_t
     cur = op->s_next[cur];
   }
   op->s_next[s] = cur;
-  if (prev < 0) {
-    op->k_first[kid] = s;
-  } else {
-    op->s_next[prev] = s;
-  }
+  LM_TRY(set_link(op, kid, prev, s));
+  if (op->s_touched != NULL) op->s_touched[op->s_ntouched++] = s;
   *out = s;
-  return slot_touch(op, s, true);
+  return LAMINAR_OK;
 }
 
 static void slot_release(window_op* op, int32_t s) {
@@ -135,23 +206,28 @@ static laminar_code session_assign(window_op* op, uint32_t kid, int64_t t, int32
                                    int64_t* ndead, int32_t* out) {
   int64_t lo = t, hi;
   if (__builtin_add_overflow(t, op->spec.size_ms, &hi)) hi = INT64_MAX;
-  int32_t survivor = -1, prev = -1, cur = op->k_first[kid];
+  int32_t survivor = -1, sprev = -1, prev = -1, cur = op->k_first[kid];
   while (cur >= 0 && op->s_start[cur] < hi) {
     int32_t next = op->s_next[cur];
     if (op->s_end[cur] > lo) { /* overlaps [lo, hi) */
-      LM_TRY(slot_touch(op, cur, false));
+      LM_TRY(slot_touch(op, cur));
       if (survivor < 0) {
         survivor = cur;
-        if (lo < op->s_start[cur]) op->s_start[cur] = lo;
-        if (hi > op->s_end[cur]) op->s_end[cur] = hi;
+        sprev = prev;
+        if (lo < op->s_start[cur]) LM_TRY(jset(op, J_START, cur, lo));
+        if (hi > op->s_end[cur]) LM_TRY(jset(op, J_END, cur, hi));
         prev = cur;
-      } else { /* a bridge: fold cur into the survivor */
-        if (op->s_end[cur] > op->s_end[survivor]) op->s_end[survivor] = op->s_end[cur];
+      } else { /* a bridge: fold cur into the survivor (the chunk's own) */
+        LM_TRY(slot_own(op, kid, sprev, survivor, &survivor));
+        prev = survivor;
         for (int32_t a = 0; a < op->spec.naggs; a++) {
           LM_TRY(lm_agg_merge(&op->sagg[a], survivor, &op->sagg[a], cur));
         }
-        op->s_parent[cur] = survivor;
-        op->s_next[prev] = next;
+        if (op->s_end[cur] > op->s_end[survivor]) {
+          LM_TRY(jset(op, J_END, survivor, op->s_end[cur]));
+        }
+        LM_TRY(jset(op, J_PARENT, cur, survivor));
+        LM_TRY(set_link(op, kid, prev, next));
         dead[(*ndead)++] = cur;
       }
     } else {
@@ -172,7 +248,106 @@ static laminar_code session_assign(window_op* op, uint32_t kid, int64_t t, int32
   return slot_new(op, kid, lo, hi, out);
 }
 
-laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given) {
+/* A chunk failed before its aggregate updates: the fields it wrote are
+ * restored (backwards), the slots it took go back (in reverse, so the free
+ * list and the high-water mark are as before); the old slots' aggregate
+ * states were never changed. No allocation. */
+static void session_undo(window_op* op) {
+  for (int64_t i = op->sj_nlog - 1; i >= 0; i--) {
+    int64_t at = op->sj_where[i] / 8, was = op->sj_was[i];
+    switch (op->sj_where[i] % 8) {
+      case J_NEXT: op->s_next[at] = (int32_t)was; break;
+      case J_FIRST: op->k_first[at] = (int32_t)was; break;
+      case J_PARENT: op->s_parent[at] = (int32_t)was; break;
+      case J_START: op->s_start[at] = was; break;
+      default: op->s_end[at] = was; break;
+    }
+  }
+  for (int64_t i = op->sj_nmade - 1; i >= 0; i--) {
+    int32_t s = op->sj_made[i] >= 0 ? op->sj_made[i] : ~op->sj_made[i];
+    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_drop_group(&op->sagg[a], s);
+    op->s_used[s] = 0;
+    op->s_parent[s] = s;
+    op->s_open--;
+    if (op->sj_made[i] >= 0) {
+      op->s_next[s] = op->s_free;
+      op->s_free = s;
+    } else {
+      op->s_hw--; /* (s was the last) */
+    }
+  }
+}
+
+/* The chunk's journal off (slots restored from a snapshot are not). */
+static void journal_end(window_op* op) {
+  op->sj_made = op->sj_old = NULL;
+  op->sj_where = op->sj_was = NULL;
+  op->sj_nmade = op->sj_nold = op->sj_nlog = op->sj_cap = 0;
+  op->s_touched = NULL;
+}
+
+static laminar_code session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given,
+                                  int32_t* dead, int64_t* ndead, bool* out_updating);
+
+laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given,
+                                 bool* out_applied) {
+  *out_applied = false;
+  int64_t n = in->nrows;
+  int32_t* dead = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
+  if (dead == NULL) return LAMINAR_ERR_NOMEM;
+  LM_TRY(lm_op_session_thaw(op)); /* a checkpoint may still read the state */
+  /* The journal: a row takes at most one slot (new, or a copy of an old
+   * one), and writes at most seven fields. */
+  op->pass++;
+  op->sj_cap = n;
+  op->sj_made = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
+  op->sj_old = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
+  op->sj_was = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(8 * n));
+  op->sj_where = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(8 * n));
+  if (!op->sj_made || !op->sj_old || !op->sj_was || !op->sj_where) {
+    journal_end(op);
+    return LAMINAR_ERR_NOMEM;
+  }
+  op->sj_nmade = op->sj_nold = op->sj_nlog = 0;
+  int64_t ndead = 0;
+  bool updating = false;
+  laminar_code rc = session_chunk(op, in, given, dead, &ndead, &updating);
+  if (rc != LAMINAR_OK && !updating) {
+    session_undo(op);
+    journal_end(op);
+    return rc;
+  }
+  if (rc != LAMINAR_OK) { /* (prepared: cannot happen) */
+    lm_state_budget_fail(op->base.budget, rc,
+                         "%s while updating a session window's aggregates: this batch is "
+                         "partly applied",
+                         laminar_errstr(rc));
+  } else if (op->s_touched != NULL) {
+    /* Applied: with EMIT CHANGES, the +1 rows of the sessions still open
+     * (their room reserved), handed on before the merged-away and replaced
+     * slots go (their -1 rows borrow their strings). */
+    for (int64_t i = 0; i < op->s_ntouched; i++) {
+      int32_t s = op->s_touched[i];
+      if (op->s_parent[s] == s) put_session_row(op, s, +1);
+    }
+    rc = lm_op_rows_flush(op);
+  }
+  for (int64_t i = 0; i < op->sj_nmade; i++) {
+    op->s_used[op->sj_made[i] >= 0 ? op->sj_made[i] : ~op->sj_made[i]] = 1;
+  }
+  for (int64_t i = 0; i < op->sj_nold; i++) slot_release(op, op->sj_old[i]);
+  for (int64_t i = 0; i < ndead; i++) slot_release(op, dead[i]);
+  journal_end(op);
+  *out_applied = true;
+  return rc;
+}
+
+/* The chunk: slots assigned (journaled; merges into slots of the chunk
+ * only), room for the aggregate updates (lm_agg_states_prepare), the bound
+ * checked, EMIT CHANGES rows reserved; only then (*out_updating) the
+ * updates, which cannot fail. */
+static laminar_code session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given,
+                                  int32_t* dead, int64_t* ndead, bool* out_updating) {
   const lm_window_spec* spec = &op->spec;
   int64_t n = in->nrows;
   const lm_vec* tcol = &in->cols[spec->time_col];
@@ -181,15 +356,13 @@ laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64
   const uint64_t* hashes = given ? given : own;
   uint32_t* sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
   uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
-  int32_t* dead = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
-  if (!hashes || !sel || !gids || !dead) return LAMINAR_ERR_NOMEM;
-  LM_TRY(lm_op_session_thaw(op)); /* a checkpoint may still read the state */
+  if (!hashes || !sel || !gids) return LAMINAR_ERR_NOMEM;
   if (own != NULL) lm_op_hash_keys(op->key_vecs, spec->nkeys, in->sel, n, own);
-  int64_t m = 0, ndead = 0;
+  int64_t m = 0;
   if (spec->emit_changes) {
-    op->pass++;
     op->s_ntouched = 0;
-    op->s_touched = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(op->s_open + n));
+    /* (a row touches at most two sessions and takes at most one slot) */
+    op->s_touched = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(3 * n));
     if (op->s_touched == NULL) return LAMINAR_ERR_NOMEM;
   }
   /* The chunk's rows by position: its selection, or 0..n-1 (one loop for
@@ -211,7 +384,7 @@ laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64
     LM_TRY(lm_op_group_find_or_add(op, op->keyset, hashes[k], op->key_vecs, k, &kid));
     LM_TRY(keys_reserve(op, (int64_t)kid + 1));
     int32_t s;
-    LM_TRY(session_assign(op, kid, lm_op_time_ms(tcol, k), dead, &ndead, &s));
+    LM_TRY(session_assign(op, kid, lm_op_time_ms(tcol, k), dead, ndead, &s));
     if (s < 0) {
       lm_op_late_row(op, k);
       continue;
@@ -222,22 +395,19 @@ laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64
   for (int64_t j = 0; j < m; j++) gids[j] = (uint32_t)slot_find(op, (int32_t)gids[j]);
   for (int32_t a = 0; a < spec->naggs; a++) {
     const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
+    LM_TRY(lm_agg_states_prepare(&op->sagg[a], arg, sel, m));
+  }
+  if (lm_op_bounded(&op->base)) {
+    LM_TRY(lm_op_account(&op->base, lm_op_window_bytes(op), op->base.checks_bound));
+  }
+  if (op->s_touched != NULL) LM_TRY(lm_op_rows_reserve(op, op->s_ntouched));
+  *out_updating = true;
+  for (int32_t a = 0; a < spec->naggs; a++) {
+    const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
     const lm_vec* ord = spec->aggs[a].order ? &op->ord_vecs[a] : NULL;
     LM_TRY(lm_agg_update_ordered(&op->sagg[a], arg, ord, sel, gids, m));
   }
-  laminar_code rc = LAMINAR_OK;
-  if (op->s_touched != NULL) { /* EMIT CHANGES: +1 rows of the sessions still open */
-    rc = lm_op_rows_reserve(op, op->s_ntouched);
-    for (int64_t i = 0; i < op->s_ntouched && rc == LAMINAR_OK; i++) {
-      int32_t s = op->s_touched[i];
-      if (op->s_parent[s] == s) put_session_row(op, s, +1);
-    }
-    op->s_touched = NULL;
-    /* Before the merged-away slots go: their -1 rows borrow their strings. */
-    if (rc == LAMINAR_OK) rc = lm_op_rows_flush(op);
-  }
-  for (int64_t i = 0; i < ndead; i++) slot_release(op, dead[i]);
-  return rc;
+  return LAMINAR_OK;
 }
 
 typedef struct closing_session {
@@ -339,7 +509,6 @@ void lm_op_session_clear(window_op* op) {
   for (int64_t k = 0; k < op->k_cap; k++) op->k_first[k] = -1;
   op->s_hw = op->s_open = 0;
   op->s_free = -1;
-  op->s_touched = NULL; /* (a chunk that failed halfway may have left it set) */
   for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&op->sagg[a]);
 }
 

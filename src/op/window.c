@@ -993,8 +993,8 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
     }
     /* Groups the updates may touch: EMIT CHANGES rows to reserve (two each). */
     *io_touch += m < wins[i]->ngroups ? m : wins[i]->ngroups;
-    /* What the updates copy or add (strings, distinct values): room now. */
-    for (int32_t a = 0; a < spec->naggs && op->weights == NULL; a++) {
+    /* What the updates copy or add (strings, value entries, runs): room now. */
+    for (int32_t a = 0; a < spec->naggs; a++) {
       const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
       const uint32_t* at =
           spec->aggs[a].order == NULL && op->arg_pos[a] ? pos + s->offsets[i] : wsel;
@@ -1204,31 +1204,28 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
     }
   }
   if (spec->session) {
-    /* Sessions are not all or nothing: a chunk is refused while the state is
-     * at its bound, and the chunk that takes it past the bound is applied
-     * and reported (issue 20). */
-    if (window_account(op, false) == LAMINAR_OK && op->base.checks_bound &&
-        lm_state_over(op->base.budget)) {
-      return lm_state_budget_fail(op->base.budget, LAMINAR_ERR_MEMORY_LIMIT,
-                                  "session state is at max_state_bytes (%lld bytes in use); "
-                                  "the batch was not applied",
-                                  (long long)atomic_load(&op->base.budget->used));
-    }
-    laminar_code src = lm_op_session_chunk(op, &rows, given);
-    if (src == LAMINAR_OK && window_account(op, op->base.checks_bound) != LAMINAR_OK) {
+    /* All or nothing (issue 20): the sessions are as before a chunk that
+     * fails (session.c); its new keys, late rows and rows out go back here. */
+    journal_begin(op);
+    LM_TRY(window_account(op, false));
+    int64_t late_before = op->late_rows, nlate_before = op->nlate;
+    bool applied;
+    laminar_code src = lm_op_session_chunk(op, &rows, given, &applied);
+    if (src != LAMINAR_OK && !applied) {
+      op->late_rows = late_before;
+      op->nlate = nlate_before;
+      op->dn = 0; /* no EMIT CHANGES row of it was handed on */
+      window_truncate(op, op->keyset, op->jkeyset);
       window_account(op, false);
-      atomic_store_explicit(&op->base.budget->failed, 0, memory_order_relaxed);
-      return lm_state_budget_fail(op->base.budget, LAMINAR_ERR_MEMORY_LIMIT,
-                                  "session state passed max_state_bytes (%lld bytes in use): "
-                                  "this batch is applied, later ones are refused until the "
-                                  "state shrinks",
-                                  (long long)atomic_load(&op->base.budget->used));
+      if (src == LAMINAR_ERR_NOMEM) {
+        lm_state_budget_fail(op->base.budget, src,
+                             "out of memory in a session window; the batch was not applied "
+                             "(state unchanged)");
+      }
+      return src;
     }
-    if (src != LAMINAR_OK) {
-      return lm_state_budget_fail(op->base.budget, src,
-                                  "%s in a session window: this batch may be partly applied",
-                                  laminar_errstr(src));
-    }
+    window_account(op, false);
+    LM_TRY(src);
     return late_deliver(op, in);
   }
 

@@ -180,15 +180,6 @@ laminar_code lm_state_charge(lm_state_budget* b, int64_t bytes) {
   return LAMINAR_OK;
 }
 
-bool lm_state_over(const lm_state_budget* b) {
-  for (; b != NULL; b = b->parent) {
-    if (b->limit > 0 && atomic_load_explicit(&b->used, memory_order_relaxed) >= b->limit) {
-      return true;
-    }
-  }
-  return false;
-}
-
 void lm_state_release(lm_state_budget* b, int64_t bytes) {
   if (b == NULL || bytes <= 0) return;
   atomic_fetch_sub_explicit(&b->used, bytes, memory_order_relaxed);

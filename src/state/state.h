@@ -82,8 +82,6 @@ void lm_state_budget_init(lm_state_budget* b, const char* name, int64_t limit,
  * either would pass its limit: nothing is charged and b records the message
  * (naming the stream, the bound and the use). NULL b: LAMINAR_OK. */
 laminar_code lm_state_charge(lm_state_budget* b, int64_t bytes);
-/* Whether b or its parent is at or past its limit. NULL b: false. */
-bool lm_state_over(const lm_state_budget* b);
 /* Give back `bytes` charged before. NULL b: no-op. */
 void lm_state_release(lm_state_budget* b, int64_t bytes);
 /* Record a failure of b's stream (printf-style text after "stream 'name': ")

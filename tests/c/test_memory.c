@@ -14,20 +14,28 @@
 
 #include <inttypes.h>
 
-/* n rows (k = "key<first + i % mod>" (mod 0: first + i), v = first + i). */
-static int push_keys_mod(laminar_source* src, int64_t first, int64_t n, int64_t mod,
-                         laminar_error* err) {
+/* n rows (k = "key<first + i % mod>" (mod 0: first + i), v = first + i);
+ * changelog: into a changelog source, weighing 1, but a row of a key below
+ * `known` weighs -1 (i even: retracts) or 2 (i odd). */
+static int push_keys_weighted(laminar_source* src, int64_t first, int64_t n, int64_t mod,
+                              bool changelog, int64_t known, laminar_error* err) {
   kv_row* rows = calloc((size_t)n, sizeof *rows);
   char* names = calloc((size_t)n, 24);
   if (rows == NULL || names == NULL) return 1;
   for (int64_t i = 0; i < n; i++) {
-    snprintf(names + i * 24, 24, "key%" PRId64, first + (mod > 0 ? i % mod : i));
-    rows[i] = (kv_row){names + i * 24, first + i, 0, 0};
+    int64_t key = first + (mod > 0 ? i % mod : i);
+    snprintf(names + i * 24, 24, "key%" PRId64, key);
+    rows[i] = (kv_row){names + i * 24, first + i, 0, key < known ? (i % 2 ? 2 : -1) : 1};
   }
-  int rc = push_kv(src, rows, n, 0, err);
+  int rc = push_kv(src, rows, n, changelog, err);
   free(rows);
   free(names);
   return rc;
+}
+
+static int push_keys_mod(laminar_source* src, int64_t first, int64_t n, int64_t mod,
+                         laminar_error* err) {
+  return push_keys_weighted(src, first, n, mod, false, 0, err);
 }
 
 static int push_keys(laminar_source* src, int64_t first, int64_t n, laminar_error* err) {
@@ -239,9 +247,40 @@ static int test_state_bound(void) {
   return 0;
 }
 
+/* The rows out of `sub` until it is empty: how many with a weight >= 0 (all
+ * without _weight), and their sums of n, s, lo (each if present) and of
+ * mk's string bytes. */
+static int drain_totals(laminar_subscription* sub, int64_t* nout, int64_t total[4]) {
+  laminar_error err;
+  *nout = 0;
+  for (int c = 0; c < 4; c++) total[c] = 0;
+  for (;;) {
+    result_view rv;
+    memset(&rv, 0, sizeof rv);
+    CHECK_CODE(laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err), LAMINAR_OK, &err);
+    if (rv.array.release == NULL) break;
+    CHECK(result_view_init(&rv) == 0);
+    int64_t w = result_col_index(&rv, "_weight");
+    int64_t cols[3] = {result_col_index(&rv, "n"), result_col_index(&rv, "s"),
+                       result_col_index(&rv, "lo")};
+    int64_t mk = result_col_index(&rv, "mk");
+    for (int64_t r = 0; r < rv.array.length; r++) {
+      if (w >= 0 && ArrowArrayViewGetIntUnsafe(rv.view.children[w], r) < 0) continue;
+      (*nout)++;
+      for (int c = 0; c < 3; c++) {
+        if (cols[c] >= 0) total[c] += ArrowArrayViewGetIntUnsafe(rv.view.children[cols[c]], r);
+      }
+      if (mk >= 0) total[3] += ArrowArrayViewGetStringUnsafe(rv.view.children[mk], r).size_bytes;
+    }
+    result_view_free(&rv);
+  }
+  return 0;
+}
+
 /* A view without GROUP BY holds rows: a batch past its bound is taken back
- * whole. Session windows: the batch that passes the bound is applied and
- * reported, the ones after it are refused until the state shrinks. */
+ * whole. Session windows too: the batch that would pass the bound is refused
+ * and leaves the sessions as they were (their count, and the rows they hold
+ * when they close), retried or not. */
 static int test_view_and_session_bounds(void) {
   laminar_db* db = open_db(NULL, NULL);
   CHECK(db != NULL);
@@ -276,26 +315,57 @@ static int test_view_and_session_bounds(void) {
   CHECK(stream_metric(db, "rows_mv", "accounted_state_bytes") <= 100000);
   /* The sessions: keep going without the view until their bound. */
   CHECK_CODE(laminar_execute(db, "DROP MATERIALIZED VIEW rows_mv", &err), LAMINAR_OK, &err);
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "ss", &sub, &err), LAMINAR_OK, &err);
+  int64_t accepted = stream_metric(db, "ss", "state_groups"), groups = accepted;
   rc = LAMINAR_OK;
-  for (; b < 400 && rc == LAMINAR_OK; b++) {
+  for (; b < 400; b++) {
+    groups = stream_metric(db, "ss", "state_groups");
     CHECK(push_keys(src, b * 1000, 1000, &err) == 0);
     rc = laminar_run_until_idle(db, &err);
+    if (rc != LAMINAR_OK) break;
   }
   printf("sessions after %" PRId64 " batches: %s\n", b, err.message);
   CHECK(rc == LAMINAR_ERR_MEMORY_LIMIT && strstr(err.message, "'ss'") != NULL);
-  CHECK(strstr(err.message, "applied") != NULL);
-  int64_t groups = stream_metric(db, "ss", "state_groups");
+  CHECK(strstr(err.message, "not applied") != NULL);
+  CHECK(stream_metric(db, "ss", "state_groups") == groups); /* the refused batch left none */
   CHECK(push_keys(src, b * 1000, 1000, &err) == 0);
   CHECK(laminar_run_until_idle(db, &err) == LAMINAR_ERR_MEMORY_LIMIT);
-  printf("then: %s\n", err.message);
+  printf("retried: %s\n", err.message);
   CHECK(strstr(err.message, "not applied") != NULL);
   CHECK(stream_metric(db, "ss", "state_groups") == groups);
+  /* Closed, the sessions hold exactly the rows of the accepted batches. */
+  CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  int64_t nsess, sums[4];
+  CHECK(drain_totals(sub, &nsess, sums) == 0);
+  int64_t nrows = sums[0];
+  laminar_subscription_close(sub);
+  printf("sessions closed: %" PRId64 " holding %" PRId64 " rows (before the sessions' loop: "
+         "%" PRId64 ")\n", nsess, nrows, accepted);
+  CHECK(nsess == groups && nrows == groups);
   laminar_source_close(src);
   CHECK(laminar_close(db) == LAMINAR_OK);
   return 0;
 }
 
 #ifdef LAMINAR_FAULT_INJECTION
+/* n rows k = "key<i>", v = i + shift (changelog: weighing 1). */
+static int push_keys_at(laminar_source* src, int64_t n, int64_t shift, bool changelog,
+                        laminar_error* err) {
+  kv_row* rows = calloc((size_t)n, sizeof *rows);
+  char* names = calloc((size_t)n, 24);
+  if (rows == NULL || names == NULL) return 1;
+  for (int64_t i = 0; i < n; i++) {
+    snprintf(names + i * 24, 24, "key%" PRId64, i);
+    rows[i] = (kv_row){names + i * 24, i + shift, 0, 1};
+  }
+  int rc = push_kv(src, rows, n, changelog, err);
+  free(rows);
+  free(names);
+  return rc;
+}
+
 /* The groups of a GROUP BY (no output built while nobody reads it) after
  * batch A, then batch B run with its nth allocation failing: a failure
  * leaves the state as after A (state_groups), and B retried gives the
@@ -313,20 +383,40 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap, bool* 
       "GROUP BY k, hop(v, INTERVAL '2' SECOND, INTERVAL '4' SECOND) EMIT ON WINDOW CLOSE",
       "CREATE SOURCE t (k VARCHAR, v BIGINT);"
       "CREATE STREAM g AS SELECT k, COUNT(DISTINCT v) AS n, SUM(v) AS s, MIN(v) AS lo, "
-      "MAX(k) AS mk FROM t GROUP BY k EMIT CHANGES"};
+      "MAX(k) AS mk FROM t GROUP BY k EMIT CHANGES",
+      "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' HOUR);"
+      "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo FROM t "
+      "GROUP BY k, session(v, INTERVAL '0.6' SECOND) EMIT ON WINDOW CLOSE",
+      "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' HOUR);"
+      "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(k) AS mk "
+      "FROM t GROUP BY k, session(v, INTERVAL '0.6' SECOND) EMIT CHANGES",
+      "CREATE SOURCE t (k VARCHAR, v BIGINT, _weight BIGINT);"
+      "CREATE STREAM g AS SELECT k, COUNT(DISTINCT v) AS n, SUM(v) AS s, MIN(v) AS lo, "
+      "LAST(k) AS mk FROM t GROUP BY k EMIT CHANGES"};
   /* Variant 2: variant 0 with a batch B of more rows than one pass of the
    * window operator takes (65536): its groups go in by a first pass over all.
    * Variant 3: aggregates that allocate as they update (COUNT(DISTINCT), MAX
    * of strings). */
-  const char* text = variant == 3 ? sql[2] : sql[variant == 2 ? 0 : variant];
+  /* Variants 4 and 5: session windows (ON WINDOW CLOSE, EMIT CHANGES); A
+   * opens three sessions of each of keys 0..999 ([j, j + 600), [j + 1000, ..),
+   * [j + 2000, ..)), B's row of key j < 1000 (at j + 500) bridges the first
+   * two, keys 1000..1999 are new. */
+  /* Variant 6: a changelog input (weighted states: value entries, runs),
+   * B retracting some of A's rows and adding others twice. */
+  bool session = variant == 4 || variant == 5;
+  bool changelog = variant == 6;
+  const char* text = variant == 2 ? sql[0] : variant == 3 ? sql[2] : sql[variant - (variant > 3)];
   CHECK_CODE(laminar_execute(db, text, &err), LAMINAR_OK, &err);
-  int64_t nb = variant == 2 ? 70000 : 5000, mod = variant == 2 ? 5000 : 0, nkeys = 6500;
+  int64_t nb = variant == 2 ? 70000 : 5000, mod = variant == 2 ? 5000 : 0;
+  int64_t nkeys = session ? 2000 : 6500;
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
-  CHECK(push_keys(src, 0, 3000, &err) == 0);
+  CHECK(push_keys_weighted(src, 0, 3000, session ? 1000 : 0, changelog, 0, &err) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   int64_t groups_a = stream_metric(db, "g", "state_groups");
-  CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0); /* 1500 known keys, 3500 new */
+  /* B: 1500 known keys, 3500 new (sessions: as above). */
+  CHECK((session ? push_keys_at(src, nkeys, 500, false, &err)
+                 : push_keys_weighted(src, 1500, nb, mod, changelog, 3000, &err)) == 0);
   lm_fault_alloc_set(nth, false);
   laminar_code rc = laminar_run_until_idle(db, &err);
   bool failed = lm_fault_alloc_failures() > 0;
@@ -339,49 +429,27 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap, bool* 
       CHECK(0);
     }
     CHECK(stream_metric(db, "g", "state_groups") == groups_a); /* unchanged */
-    CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0);       /* the retry */
+    /* the retry */
+    CHECK((session ? push_keys_at(src, nkeys, 500, false, &err)
+                   : push_keys_weighted(src, 1500, nb, mod, changelog, 3000, &err)) == 0);
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   }
   int64_t groups = stream_metric(db, "g", "state_groups");
   /* The results: variant 0 emits every key's row (+1) again when one more
-   * row (v = 0) of each key goes in; variant 1 emits its windows when the
+   * row (v = its number) of each key goes in; variant 1 emits its windows when the
    * watermark passes them. Summed over the rows out (+1 rows only). */
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "g", &sub, &err), LAMINAR_OK, &err);
-  if (variant != 1) { /* EMIT CHANGES */
-    kv_row* rows = calloc((size_t)nkeys, sizeof *rows);
-    char* names = calloc((size_t)nkeys, 24);
-    CHECK(rows != NULL && names != NULL);
-    for (int64_t i = 0; i < nkeys; i++) {
-      snprintf(names + i * 24, 24, "key%" PRId64, i);
-      rows[i] = (kv_row){names + i * 24, 0, 0, 0};
-    }
-    CHECK(push_kv(src, rows, nkeys, 0, &err) == 0);
-    free(rows);
-    free(names);
+  if (variant == 5) { /* every key's last session grows (its +1 row) */
+    CHECK(push_keys_at(src, nkeys, 2000, false, &err) == 0);
+  } else if (variant != 1 && variant != 4) { /* EMIT CHANGES */
+    CHECK(push_keys_at(src, nkeys, 0, changelog, &err) == 0);
   } else {
     CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
   }
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
-  int64_t nout = 0, total[4] = {0, 0, 0, 0};
-  for (;;) {
-    result_view rv;
-    memset(&rv, 0, sizeof rv);
-    CHECK_CODE(laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err), LAMINAR_OK, &err);
-    if (rv.array.release == NULL) break;
-    CHECK(result_view_init(&rv) == 0);
-    int64_t w = result_col_index(&rv, "_weight");
-    int64_t cols[3] = {result_col_index(&rv, "n"), result_col_index(&rv, "s"),
-                       result_col_index(&rv, "lo")};
-    int64_t mk = result_col_index(&rv, "mk");
-    for (int64_t r = 0; r < rv.array.length; r++) {
-      if (w >= 0 && ArrowArrayViewGetIntUnsafe(rv.view.children[w], r) < 0) continue;
-      nout++;
-      for (int c = 0; c < 3; c++) total[c] += ArrowArrayViewGetIntUnsafe(rv.view.children[cols[c]], r);
-      if (mk >= 0) total[3] += ArrowArrayViewGetStringUnsafe(rv.view.children[mk], r).size_bytes;
-    }
-    result_view_free(&rv);
-  }
+  int64_t nout, total[4];
+  CHECK(drain_totals(sub, &nout, total) == 0);
   laminar_subscription_close(sub);
   snprintf(out, cap,
            "groups=%" PRId64 " rows=%" PRId64 " n=%" PRId64 " s=%" PRId64 " lo=%" PRId64
@@ -393,7 +461,7 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap, bool* 
 }
 
 static int test_fault_batch_all_or_nothing(void) {
-  for (int64_t variant = 0; variant <= 3; variant++) {
+  for (int64_t variant = 0; variant <= 6; variant++) {
     char want[512], got[512];
     bool failed;
     CHECK(fault_run(0, variant, want, sizeof want, &failed) == 0);

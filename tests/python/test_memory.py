@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import duckdb
 import pyarrow as pa
 import pytest
@@ -25,6 +27,22 @@ def _batch(first: int, n: int) -> pa.RecordBatch:
             "v": pa.array(range(first, first + n), type=pa.int64()),
         }
     )
+
+
+def _push_until_refused(
+    db: laminardb.Connection, src: laminardb.Source, batches: Iterable[pa.RecordBatch]
+) -> tuple[list[pa.RecordBatch], pa.RecordBatch, laminardb.LaminarError]:
+    """Push and run each batch until one fails: the batches accepted before
+    it, that batch and its error."""
+    accepted: list[pa.RecordBatch] = []
+    for batch in batches:
+        src.push(batch)
+        try:
+            db.run_until_idle()
+        except laminardb.LaminarError as e:
+            return accepted, batch, e
+        accepted.append(batch)
+    raise AssertionError("no batch was refused")
 
 
 @pytest.mark.parametrize("slow", ["block", "drop"])
@@ -115,19 +133,8 @@ def test_endless_keys_meet_max_state_bytes(where: str) -> None:
             f"GROUP BY k EMIT CHANGES{with_clause}"
         )
         src = db.source("t")
-        accepted: list[pa.RecordBatch] = []
-        error: laminardb.LaminarError | None = None
-        for b in range(1000):
-            batch = _batch(b * 1000, 1000)
-            src.push(batch)
-            try:
-                db.run_until_idle()
-            except laminardb.LaminarError as e:
-                error = e
-                failed = batch
-                break
-            accepted.append(batch)
-        assert error is not None
+        batches = (_batch(b * 1000, 1000) for b in range(1000))
+        accepted, failed, error = _push_until_refused(db, src, batches)
         assert error.code == "LDB-3008"
         assert isinstance(error, laminardb.IngestError)
         assert "'mv'" in str(error)
@@ -184,3 +191,66 @@ def test_refused_batches_stay_refused_after_reopen(tmp_path: object) -> None:
     with laminardb.open(tmp_path, **options) as again:
         after = again.query("SELECT * FROM mv").to_pylist()
         assert sorted((r["k"], r["n"], r["s"]) for r in after) == before
+
+
+def _session_batch(b: int) -> pa.RecordBatch:
+    """Batch b: keys b*500 .. b*500+999 (the first half also in batch b-1, each
+    500 ms after its row there: it joins that session), v = b*1000 + i."""
+    return pa.record_batch(
+        {
+            "k": pa.array([f"key{b * 500 + i}" for i in range(1000)]),
+            "v": pa.array(range(b * 1000, b * 1000 + 1000), type=pa.int64()),
+        }
+    )
+
+
+def test_session_batch_past_max_state_bytes_is_refused_whole() -> None:
+    """A session window's batch that would pass max_state_bytes is refused
+    and leaves the sessions as they were: retried or not, they close with the
+    rows of the accepted batches only (DuckDB sessionizes the same rows)."""
+    gap = 600
+    with laminardb.open() as db:
+        db.execute(
+            "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' HOUR);"
+            "CREATE STREAM ss AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, "
+            f"MAX(v) AS hi FROM t GROUP BY k, session(v, INTERVAL '{gap}' MILLISECOND) "
+            "EMIT ON WINDOW CLOSE WITH (max_state_bytes = '1 MB')"
+        )
+        sub = db.subscribe("ss")
+        src = db.source("t")
+        batches = (_session_batch(b) for b in range(200))
+        accepted, failed, error = _push_until_refused(db, src, batches)
+        groups = _metric(db, "stream", "ss", "state_groups")
+        assert error.code == "LDB-3008"
+        assert isinstance(error, laminardb.IngestError)
+        assert "'ss'" in str(error)
+        assert "not applied" in str(error)
+        assert len(accepted) > 1
+        src.push(failed)  # a retry is refused alike and changes nothing
+        with pytest.raises(laminardb.IngestError):
+            db.run_until_idle()
+        assert _metric(db, "stream", "ss", "state_groups") == groups
+        src.watermark(1 << 62)
+        db.run_until_idle()
+        out: list[pa.RecordBatch] = []
+        while (batch := sub.poll(0)) is not None:
+            out.append(batch)
+        got = sorted(
+            (r["k"], r["n"], r["s"], r["lo"], r["hi"])
+            for r in pa.Table.from_batches(out).to_pylist()
+        )
+        rows_in = pa.Table.from_batches(accepted)  # noqa: F841 -- read by duckdb
+        want = duckdb.sql(
+            f"""
+            WITH o AS (
+              SELECT k, v, CASE WHEN v - LAG(v) OVER (PARTITION BY k ORDER BY v) < {gap}
+                           THEN 0 ELSE 1 END AS fresh FROM rows_in),
+            g AS (
+              SELECT k, v, SUM(fresh) OVER (PARTITION BY k ORDER BY v
+                                            ROWS UNBOUNDED PRECEDING) AS sid FROM o)
+            SELECT k, COUNT(*)::BIGINT, SUM(v)::BIGINT, MIN(v), MAX(v) FROM g
+            GROUP BY k, sid ORDER BY ALL
+            """
+        ).fetchall()
+        assert len(want) == groups  # the refused batch left no session
+        assert got == want
