@@ -1390,7 +1390,16 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_e
   replay_ctx* c = arg;
   lm_source_def* src = c->src;
   if (rec->seq <= src->processed_seq) return LAMINAR_OK;
-  if (c->gates->gates != NULL) gates_open(c->gates, src, rec->seq);
+  if (c->gates->gates != NULL) {
+    /* Opening a gate sets the sink lists anew from the whole ones: with the
+     * sinks attached, or it would attach them in the middle of a quiet run
+     * (publishing its epochs again) and set_quiet(false) would put back
+     * lists saved before the gate opened. */
+    bool quiet = c->quiet;
+    set_quiet(c, false);
+    gates_open(c->gates, src, rec->seq);
+    set_quiet(c, quiet);
+  }
   lm_msg* msg = lm_calloc(1, sizeof *msg);
   if (msg == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   msg->seq = rec->seq;

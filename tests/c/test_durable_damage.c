@@ -303,6 +303,84 @@ static int test_lost_checkpoint_and_log(void) {
   return rc;
 }
 
+/* ---- a stream and a sink created between the checkpoints --------------------------- */
+
+#define CREATED_AT 15 /* between checkpoints 1 (after batch 9) and 2 (after 19) */
+static const char* const EXTRA_DIRS[] = {"extra"};
+
+static int create_extra(laminar_db* db, const char* dir) {
+  char sql[1024], sinks[128];
+  snprintf(sql, sizeof sql,
+           "CREATE STREAM extra AS SELECT symbol, window_start, COUNT(*) AS n FROM trades\n"
+           "  GROUP BY symbol, tumble(ts, INTERVAL '2' SECOND);\n"
+           "CREATE SINK extra_out FROM extra INTO FILE (path = '%s/%s', format = 'jsonl')",
+           sinks_dir(dir, sinks, sizeof sinks), EXTRA_DIRS[0]);
+  laminar_error err;
+  CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
+  return 0;
+}
+
+/* Every sink's committed output, extra's after the others; closes db. */
+static char* created_output(const char* dir, laminar_db* db, laminar_source* src) {
+  if (finish(db, src) != 0) return NULL;
+  laminar_source_close(src);
+  laminar_close(db);
+  char* base = sink_output(dir);
+  char* extra = sinks_output(dir, EXTRA_DIRS, 1);
+  size_t n = strlen(base) + strlen(extra) + 1;
+  char* all = malloc(n);
+  snprintf(all, n, "%s%s", base, extra);
+  free(base);
+  free(extra);
+  return all;
+}
+
+/* Checkpoint 2 lost (its positions file kept, as a crash between the two
+ * leaves them) after a stream and its sink were created between checkpoints
+ * 1 and 2: the replay from checkpoint 1 up to checkpoint 2's positions
+ * publishes nothing -- its epochs are published -- also once the new stream
+ * and sink join it at their start, and the new sink goes on after it. */
+static int test_lost_checkpoint_after_create(void) {
+  char ref[64], dir[64], file[600];
+  laminar_db* db;
+  laminar_source* src;
+  laminar_error err;
+  CHECK(lm_test_mkdtemp(ref, sizeof ref, "lm_dmg_cref_") == 0);
+  CHECK_CODE(open_it(ref, true, &db, &src, &err), LAMINAR_OK, &err);
+  CHECK(feed(db, src, 0, CREATED_AT, 10) == 0 && create_extra(db, ref) == 0 &&
+        feed(db, src, CREATED_AT, NBATCH, 10) == 0);
+  char* want = created_output(ref, db, src);
+  remove_db(ref);
+  CHECK(want != NULL);
+
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dmg_c_") == 0);
+  CHECK_CODE(open_it(dir, true, &db, &src, &err), LAMINAR_OK, &err);
+  CHECK(feed(db, src, 0, CREATED_AT, 10) == 0 && create_extra(db, dir) == 0 &&
+        feed(db, src, CREATED_AT, CLOSED_AT, 10) == 0);
+  char copy[80];
+  snprintf(copy, sizeof copy, "%s_c", dir);
+  CHECK(copy_db(dir, copy) == 0); /* as a crash leaves it */
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  CHECK(restore_db(copy, dir) == 0);
+  CHECK(damage(dir, CKPT_NEWEST, DELETE, file, sizeof file) == 0);
+
+  CHECK_CODE(open_it(dir, true, &db, &src, &err), LAMINAR_OK, &err);
+  CHECK(create_extra(db, dir) == 0); /* the same statements again: already there */
+  int64_t offset;
+  CHECK_CODE(laminar_source_offset(src, &offset, &err), LAMINAR_OK, &err);
+  EXPECT(offset == CLOSED_AT + 1);
+  CHECK(feed(db, src, offset - 1, NBATCH, 10) == 0);
+  char* got = created_output(dir, db, src);
+  CHECK(got != NULL);
+  int failed = strcmp(got, want) != 0;
+  if (failed) fprintf(stderr, "--- got\n%s--- want\n%s", got, want);
+  free(got);
+  free(want);
+  remove_db(dir);
+  return failed;
+}
+
 /* ---- a full disk during the replay ------------------------------------------------- */
 
 #ifdef LAMINAR_FAULT_INJECTION
@@ -417,6 +495,7 @@ static const lm_test_case cases[] = {
     {"damage_view_only", test_damage_view_only},
     {"damage_with_file_sinks_2_cores", test_damage_with_file_sinks_2_cores},
     {"lost_checkpoint_and_log", test_lost_checkpoint_and_log},
+    {"lost_checkpoint_after_create", test_lost_checkpoint_after_create},
     {"full_disk_during_replay", test_full_disk_during_replay},
     {NULL, NULL},
 };
