@@ -211,6 +211,47 @@ LAMINAR_API int32_t laminar_version_number(void);
  * Configuration
  * ---------------------------------------------------------------------------- */
 
+/* Where an option is accepted; laminar_option_get() gives a bit set of them.
+ *   LAMINAR_SCOPE_DB            laminar_config_set()
+ *   LAMINAR_SCOPE_SOURCE        CREATE SOURCE ... WITH (...)
+ *   LAMINAR_SCOPE_STREAM        CREATE STREAM / MATERIALIZED VIEW ... WITH (...)
+ *   LAMINAR_SCOPE_SUBSCRIPTION  laminar_subscription_open() (and the text of
+ *                               laminar_subscribe_with())
+ *   LAMINAR_SCOPE_SINK          CREATE SINK ... INTO FILE (...)
+ * Everywhere an unknown key is LAMINAR_ERR_CONFIG_KEY and a value of the wrong
+ * type or range is LAMINAR_ERR_CONFIG_VALUE; the message names the key and the
+ * scope, and for SQL the object and the value's line:column (also in
+ * laminar_error's line, column and object). */
+typedef enum laminar_option_scope {
+  LAMINAR_SCOPE_DB = 1,
+  LAMINAR_SCOPE_SOURCE = 2,
+  LAMINAR_SCOPE_STREAM = 4,
+  LAMINAR_SCOPE_SUBSCRIPTION = 8,
+  LAMINAR_SCOPE_SINK = 16
+} laminar_option_scope;
+
+/* The number of rows of the option table (see laminar_option_get()).
+ * Thread-safety: any thread. */
+LAMINAR_API int32_t laminar_option_count(void);
+
+/* Row `index` (0 .. laminar_option_count() - 1) of the option table: every
+ * option the engine accepts, in every scope. One key may have several rows
+ * (the database's default and a source's override differ in default and doc).
+ * out_key:     the key as written in config and WITH ("var.NAME": any key
+ *              starting with "var.")
+ * out_scopes:  a bit set of laminar_option_scope
+ * out_type:    what the value is ("boolean", "block | drop", "byte count ...")
+ * out_default: the default as text: a value ("65536", "park"), "" (not set),
+ *              or "config KEY" (the database's setting of KEY)
+ * out_doc:     one line of description
+ * Any out-parameter may be NULL.
+ * Ownership: the strings are static: never free them.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE when index is out of range.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_option_get(int32_t index, const char** out_key,
+                                            int32_t* out_scopes, const char** out_type,
+                                            const char** out_default, const char** out_doc);
+
 /* A set of key/value options for laminar_open(). Destroy with
  * laminar_config_destroy(). */
 typedef struct laminar_config laminar_config;
@@ -361,11 +402,22 @@ typedef struct laminar_db laminar_db;
 LAMINAR_API laminar_code laminar_open(const laminar_config* config, laminar_db** out,
                                       laminar_error* err);
 
-/* Close a database: stops the reactor if running, closes every source and
- * subscription handle still open (their later use returns LAMINAR_ERR_MISUSE
- * only if the memory is still valid: do not use them after this call) and frees
- * the database. NULL is a no-op returning LAMINAR_OK.
+/* Close a database: stops the reactor if running, stops the checkpoint
+ * thread, closes every source and subscription handle still open (their later
+ * use returns LAMINAR_ERR_MISUSE only if the memory is still valid: do not use
+ * them after this call), releases the connector sinks it attached, unlocks
+ * data_dir and frees the database.
+ * Ownership: `db` is freed whatever the code (except LAMINAR_ERR_MISUSE).
+ * Returns: LAMINAR_OK (also for NULL: a no-op); LAMINAR_ERR_MISUSE for a
+ *   handle that is not an open database (nothing is freed); otherwise the
+ *   error that stopped the reactor, as laminar_stop() reports it (e.g.
+ *   LAMINAR_ERR_IO from a sink's write, LAMINAR_ERR_NOMEM), with its detail in
+ *   `err` (NULL allowed) -- the database is closed and freed all the same.
  * Thread-safety: no other call on this database or its handles may run. */
+LAMINAR_API laminar_code laminar_close_v2(laminar_db* db, laminar_error* err);
+
+/* Alias of laminar_close_v2(db, NULL): the same codes, without the detail.
+ * Kept for existing callers. */
 LAMINAR_API laminar_code laminar_close(laminar_db* db);
 
 /* Run one or more ';'-separated SQL statements (DDL: CREATE SOURCE, CREATE
@@ -796,8 +848,8 @@ LAMINAR_API laminar_code laminar_source_push_batch(laminar_source* source,
                                                    const struct ArrowSchema* schema,
                                                    int64_t* out_pushed, laminar_error* err);
 
-/* Whether the source's queue has room for `n` messages now: *out = 1 or 0. A
- * snapshot: other producers may take the room, the reactor makes more.
+/* Alias of laminar_source_free_slots(): *out = 1 when it reports at least `n`
+ * free slots, else 0. Kept for existing callers (the bindings' has_capacity).
  * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE (n < 0, NULL out, bad handle).
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_source_has_capacity(laminar_source* source, int64_t n,
@@ -812,21 +864,35 @@ LAMINAR_API laminar_code laminar_source_free_slots(laminar_source* source, int64
                                                    laminar_error* err);
 
 /* Advance the source's watermark explicitly to `watermark_ms` (epoch
- * milliseconds); a value below the current watermark is ignored. INT64_MAX
- * closes every open window.
- * Returns: LAMINAR_OK; LAMINAR_ERR_QUEUE_FULL; LAMINAR_ERR_SOURCE_CLOSED.
+ * milliseconds): a message queued (and logged) after the batches pushed
+ * before it, taking a queue slot and waiting for room as laminar_source_push()
+ * does; a value below the current watermark is ignored. INT64_MAX closes
+ * every open window.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_QUEUE_FULL; LAMINAR_ERR_SOURCE_CLOSED;
+ *   LAMINAR_ERR_MISUSE.
  * Thread-safety: as laminar_source_push(). */
+LAMINAR_API laminar_code laminar_source_push_watermark(laminar_source* source,
+                                                       int64_t watermark_ms,
+                                                       laminar_error* err);
+
+/* As laminar_source_push_watermark(), but a wait for room in a full queue
+ * lasts at most `timeout_ms` milliseconds (0: no wait; < 0: no limit), as
+ * laminar_source_push_timeout() waits.
+ * Returns: as laminar_source_push_watermark(); LAMINAR_ERR_PUSH_TIMEOUT when
+ *   the queue had no room within timeout_ms (the watermark was not queued or
+ *   logged: send it again).
+ * Thread-safety: as laminar_source_push(). */
+LAMINAR_API laminar_code laminar_source_push_watermark_timeout(laminar_source* source,
+                                                               int64_t watermark_ms,
+                                                               int64_t timeout_ms,
+                                                               laminar_error* err);
+
+/* Alias of laminar_source_push_watermark(); kept for existing callers. */
 LAMINAR_API laminar_code laminar_source_watermark(laminar_source* source,
                                                   int64_t watermark_ms,
                                                   laminar_error* err);
 
-/* As laminar_source_watermark(), but a wait for room in a full queue lasts at
- * most `timeout_ms` milliseconds (0: no wait; < 0: no limit), as
- * laminar_source_push_timeout() waits.
- * Returns: as laminar_source_watermark(); LAMINAR_ERR_PUSH_TIMEOUT when the
- *   queue had no room within timeout_ms (the watermark was not queued or
- *   logged: send it again).
- * Thread-safety: as laminar_source_push(). */
+/* Alias of laminar_source_push_watermark_timeout(); kept for existing callers. */
 LAMINAR_API laminar_code laminar_source_watermark_timeout(laminar_source* source,
                                                           int64_t watermark_ms,
                                                           int64_t timeout_ms,
@@ -862,24 +928,45 @@ typedef struct laminar_subscription laminar_subscription;
  * also be a materialized view (its changes: its columns and `_weight`) or a
  * sink (CREATE SINK name FROM x: subscribes to x; dropping the sink later
  * leaves the subscription on x).
- * Ownership: *out is the caller's; close with laminar_subscription_close().
- * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (nothing of that name).
- * Thread-safety: any thread. */
-LAMINAR_API laminar_code laminar_subscribe(laminar_db* db, const char* name,
-                                           laminar_subscription** out,
-                                           laminar_error* err);
-
-/* As laminar_subscribe(), with options for this subscription, as text
- * "key = value, key = 'value'" (NULL or "" for the database's defaults):
+ * keys, values: `noptions` options of this subscription (keys[i] = values[i],
+ *   values as text, as laminar_config_set() takes them; NULL and 0 for the
+ *   database's settings). The LAMINAR_SCOPE_SUBSCRIPTION rows of the option
+ *   table (laminar_option_get()):
  *   buffer_size      slots in its queue (a power of two in [2, 2^24]; default
  *                    the config's buffer_size)
+ *   max_queue_bytes  bytes of the batches in its queue (default the config's)
  *   slow_subscriber  block | drop (see laminar_config_set)
  *   wait_strategy    park | spin | spin_yield(n): how
  *                    laminar_subscription_next() waits for a batch
  * Each subscription has its own queue: a stream's output batch is shared by
  * reference with every subscriber (broadcast) and each reads at its own pace.
- * Returns: as laminar_subscribe(); LAMINAR_ERR_CONFIG_KEY (unknown option) or
- *   LAMINAR_ERR_CONFIG_VALUE (bad value): nothing subscribed.
+ * Ownership: keys and values are borrowed for the call; *out is the caller's:
+ *   close it with laminar_subscription_close().
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (nothing of that name);
+ *   LAMINAR_ERR_CONFIG_KEY (an unknown option) or LAMINAR_ERR_CONFIG_VALUE (a
+ *   bad value), naming the key: nothing subscribed; LAMINAR_ERR_MISUSE (NULL
+ *   name or out, noptions < 0, a NULL key or value); LAMINAR_ERR_NOMEM. On
+ *   failure *out is NULL.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_subscription_open(laminar_db* db, const char* name,
+                                                   const char* const* keys,
+                                                   const char* const* values,
+                                                   int32_t noptions,
+                                                   laminar_subscription** out,
+                                                   laminar_error* err);
+
+/* Alias of laminar_subscription_open(db, name, NULL, NULL, 0, out, err): the
+ * database's settings. Kept for existing callers.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_subscribe(laminar_db* db, const char* name,
+                                           laminar_subscription** out,
+                                           laminar_error* err);
+
+/* Alias of laminar_subscription_open() with the options as one text
+ * "key = value, key = 'value'" (NULL or "" for the database's defaults); a
+ * malformed text is LAMINAR_ERR_CONFIG_VALUE. Kept for existing callers:
+ * laminar_subscription_open() takes the options as key/value arrays.
+ * Returns: as laminar_subscription_open().
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_subscribe_with(laminar_db* db, const char* name,
                                                 const char* options,
