@@ -262,7 +262,8 @@ typedef struct laminar_config laminar_config;
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
 
-/* Set one option from text. Keys:
+/* Set one option from text. Keys (the LAMINAR_SCOPE_DB rows of the option
+ * table, laminar_option_get(), which also gives each one's type and default):
  *   buffer_size  slots in each source and subscriber queue; a power of two in
  *                [2, 2^24]; default 65536.
  *   data_dir     a directory for durable state; created if missing. Nothing is
@@ -299,6 +300,8 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *                WITH (wal_mode = '...') overrides it.
  *   wal_flush_interval   async mode's longest flush delay; default '10 ms'.
  *   wal_io       auto (default: io_uring when available) | io_uring | pwrite.
+ *   wal_direct_io auto (default: O_DIRECT for WAL segments where the file
+ *                system takes it, written with pwrite) | off.
  *   wal_recovery cut (default: damage is cut at the last good record and
  *                reported) | strict (laminar_open fails on damage before the
  *                tail of a WAL, LAMINAR_ERR_RECOVERY).
@@ -313,7 +316,7 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *                counted as rejected_batches).
  *   wait_strategy how a thread waits on an empty or full queue (default for
  *                sources and subscriptions; WITH (wait_strategy = '...') and
- *                laminar_subscribe_with() override it): park (default: a
+ *                laminar_subscription_open() override it): park (default: a
  *                short poll, then sleep on a futex/condvar, no CPU while idle)
  *                | spin (busy-poll: lowest latency, one core busy) |
  *                spin_yield(n) (n busy polls, then sched_yield between polls;
@@ -326,7 +329,7 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *                result batch that does not fit a full subscriber queue is
  *                dropped for that subscriber only, counted in laminar_metrics
  *                as its dropped_batches/dropped_rows). Default for
- *                laminar_subscribe(); laminar_subscribe_with() overrides it.
+ *                subscriptions; laminar_subscription_open() overrides it.
  *   cores        number of reactors, 1 (default) to 64 (thread-per-core). With
  *                N > 1 every keyed stream -- a windowed GROUP BY over plain
  *                columns of the source it reads, not a materialized view --
@@ -351,8 +354,10 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *                unescaped: never put untrusted input there (SQL injection).
  * Ownership: key and value are copied.
  * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_KEY for an unknown key (or an
- *   invalid variable name); LAMINAR_ERR_CONFIG_VALUE for an invalid value; on
- *   failure the config is unchanged.
+ *   invalid variable name); LAMINAR_ERR_CONFIG_VALUE for an invalid value (the
+ *   message names the key and the scope: "config option 'cores': expected
+ *   ..."); LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM; on failure the config is
+ *   unchanged.
  * Thread-safety: one thread at a time per config. */
 LAMINAR_API laminar_code laminar_config_set(laminar_config* config, const char* key,
                                             const char* value, laminar_error* err);
@@ -368,7 +373,12 @@ LAMINAR_API void laminar_config_destroy(laminar_config* config);
 typedef struct laminar_db laminar_db;
 
 /* Open a database.
- * config: NULL for defaults; borrowed (copied), may be destroyed after the call.
+ * config: NULL for defaults; borrowed and only read (its settings are copied;
+ *   the same config may open other databases), may be destroyed after the
+ *   call. Its connector sinks (laminar_config_add_sink) are handed to the
+ *   database that attaches them, which records the hand-over atomically in
+ *   the sink's own record: a second open that would attach them fails with
+ *   LAMINAR_ERR_STATE.
  * With data_dir and checkpoint_interval set, opening a directory that holds a
  * database recovers it: the catalog (sources, streams, sinks) is re-created
  * from data_dir/catalog.sql (running the same DDL again afterwards is
@@ -979,7 +989,7 @@ LAMINAR_API laminar_code laminar_subscribe_with(laminar_db* db, const char* name
  * `*out_schema` (NULL allowed: not filled) are the caller's; release each with
  * its release callback, on any thread. With no batch before the timeout,
  * LAMINAR_OK is returned and out->release is NULL.
- * The wait follows the subscription's wait strategy (laminar_subscribe_with).
+ * The wait follows the subscription's wait strategy (laminar_subscription_open).
  * Returns: LAMINAR_OK; LAMINAR_ERR_SUBSCRIPTION_CLOSED once the stream is
  *   dropped (or the database closed) and no batch remains.
  * Thread-safety: one consumer thread per subscription; the runtime may run. */
