@@ -316,7 +316,8 @@ static bool db_ok(const laminar_db* db) { return db != NULL && db->magic == LM_M
 laminar_code laminar_close_v2(laminar_db* db, laminar_error* err) {
   if (db == NULL) return LAMINAR_OK;
   if (!db_ok(db))
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_close: invalid or closed database handle");
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_close: invalid or closed database handle");
   lm_durable_close(db->dur); /* its thread takes db->lock: stopped first */
   db->dur = NULL;
   laminar_code rc = lm_rt_stop(&db->rt, err);

@@ -50,12 +50,12 @@ struct lm_option {
 static const lm_option table[] = {
     /* ---- the database (laminar_config_set) ---- */
     {"buffer_size", DB, LM_OPT_BUFFER_SIZE, T_SLOTS, NULL, 2, 1 << 24,
-     "power of two, 2 to 16777216", "65536", "slots in each source and subscriber queue"},
+     "a power of two, 2 to 16777216", "65536", "slots in each source and subscriber queue"},
     {"max_queue_bytes", DB, LM_OPT_MAX_QUEUE_BYTES, T_BYTES, NULL, 0, 0,
-     "byte count ('256MB'; 0: none)", "256MB",
+     "a byte count ('256MB'; 0: none)", "256MB",
      "bytes of the batches queued in each source and subscriber queue"},
     {"max_state_bytes", DB, LM_OPT_MAX_STATE_BYTES, T_BYTES, NULL, 0, 0,
-     "byte count ('1GB'; 0: none)", "0", "bound on the keyed state of all streams together"},
+     "a byte count ('1GB'; 0: none)", "0", "bound on the keyed state of all streams together"},
     {"backpressure", DB, LM_OPT_BACKPRESSURE, T_ENUM, "block | drop_oldest | reject", 0, 0,
      "block | drop_oldest | reject", "block", "what a push does when its source's queue is full"},
     {"wait_strategy", DB, LM_OPT_WAIT_STRATEGY, T_WAIT, NULL, 0, 0,
@@ -64,25 +64,25 @@ static const lm_option table[] = {
     {"slow_subscriber", DB, LM_OPT_SLOW_SUBSCRIBER, T_ENUM, "block | drop", 0, 0,
      "block | drop", "block",
      "a full subscriber queue holds the reactor (block) or loses the batch (drop)"},
-    {"cores", DB, LM_OPT_CORES, T_COUNT, NULL, 1, LM_RT_MAX_CORES, "whole number, 1 to 64",
+    {"cores", DB, LM_OPT_CORES, T_COUNT, NULL, 1, LM_RT_MAX_CORES, "a whole number, 1 to 64",
      "1", "reactors: keyed streams run as this many key-hash partitions"},
-    {"core_affinity", DB, LM_OPT_CORE_AFFINITY, T_BOOL, NULL, 0, 0, "boolean", "false",
+    {"core_affinity", DB, LM_OPT_CORE_AFFINITY, T_BOOL, NULL, 0, 0, "a boolean", "false",
      "pin reactor i to CPU i"},
-    {"data_dir", DB, LM_OPT_DATA_DIR, T_TEXT, NULL, 0, 0, "directory", "",
+    {"data_dir", DB, LM_OPT_DATA_DIR, T_TEXT, NULL, 0, 0, "a directory", "",
      "directory of durable state, created if missing"},
-    {"read_only", DB, LM_OPT_READ_ONLY, T_BOOL, NULL, 0, 0, "boolean", "false",
+    {"read_only", DB, LM_OPT_READ_ONLY, T_BOOL, NULL, 0, 0, "a boolean", "false",
      "open data_dir for queries only; nothing there is written"},
-    {"sink_root", DB, LM_OPT_SINK_ROOT, T_TEXT, NULL, 1, 0, "directory (must exist)", "",
+    {"sink_root", DB, LM_OPT_SINK_ROOT, T_TEXT, NULL, 1, 0, "a directory (must exist)", "",
      "file sinks may only write under this directory"},
     {"checkpoint_interval", DB, LM_OPT_CHECKPOINT_INTERVAL, T_DURATION, "none", 1, 0,
-     "duration ('10 seconds') or none", "none",
+     "a duration ('10 seconds') or none", "none",
      "checkpoint period; turns on durability (needs data_dir)"},
     {"checkpoint_keep", DB, LM_OPT_CHECKPOINT_KEEP, T_COUNT, NULL, 1, 1000,
-     "whole number, 1 to 1000", "3", "checkpoints kept on disk"},
+     "a whole number, 1 to 1000", "3", "checkpoints kept on disk"},
     {"wal_mode", DB, LM_OPT_WAL_MODE, T_ENUM, "none | async | sync", 0, 0,
      "none | async | sync", "none", "each source logs its pushes (needs checkpoint_interval)"},
     {"wal_flush_interval", DB, LM_OPT_WAL_FLUSH_INTERVAL, T_DURATION, NULL, 1, 0,
-     "duration ('10 ms')", "10 ms", "async WAL: longest delay before a flush"},
+     "a duration ('10 ms')", "10 ms", "async WAL: longest delay before a flush"},
     {"wal_io", DB, LM_OPT_WAL_IO, T_ENUM, "auto | io_uring | pwrite", 0, 0,
      "auto | io_uring | pwrite", "auto", "how the WAL writes (auto: io_uring when available)"},
     {"wal_direct_io", DB, LM_OPT_WAL_DIRECT_IO, T_ENUM, "auto | off", 0, 0, "auto | off",
@@ -93,9 +93,9 @@ static const lm_option table[] = {
      "the value of ${NAME} in SQL text (pasted verbatim)"},
     /* ---- CREATE SOURCE ... WITH (...) and subscriptions ---- */
     {"buffer_size", SRC | SUB, LM_OPT_BUFFER_SIZE, T_SLOTS, NULL, 2, 1 << 24,
-     "power of two, 2 to 16777216", "config buffer_size", "slots in its queue"},
+     "a power of two, 2 to 16777216", "config buffer_size", "slots in its queue"},
     {"max_queue_bytes", SRC | SUB, LM_OPT_MAX_QUEUE_BYTES, T_BYTES, NULL, 0, 0,
-     "byte count ('64MB'; 0: none)", "config max_queue_bytes",
+     "a byte count ('64MB'; 0: none)", "config max_queue_bytes",
      "bytes of the batches in its queue"},
     {"backpressure", SRC, LM_OPT_BACKPRESSURE, T_ENUM, "block | drop_oldest | reject", 0, 0,
      "block | drop_oldest | reject", "config backpressure", "what a push does on a full queue"},
@@ -104,27 +104,27 @@ static const lm_option table[] = {
      "how its blocked producers (source) or its reader (subscription) wait"},
     {"slow_subscriber", SUB, LM_OPT_SLOW_SUBSCRIBER, T_ENUM, "block | drop", 0, 0,
      "block | drop", "config slow_subscriber", "what a full queue does to new batches"},
-    {"watermark", SRC, LM_OPT_WATERMARK, T_TEXT, NULL, 1, 127, "column name", "",
+    {"watermark", SRC, LM_OPT_WATERMARK, T_TEXT, NULL, 1, 127, "a column name", "",
      "the watermark column: as WATERMARK FOR col"},
     {"allowed_lateness", SRC, LM_OPT_ALLOWED_LATENESS, T_INTERVAL, NULL, 0, 0,
-     "INTERVAL (or milliseconds) >= 0", "0",
+     "an INTERVAL (or milliseconds) >= 0", "0",
      "default allowed lateness of the windowed streams reading it"},
     {"wal_mode", SRC, LM_OPT_WAL_MODE, T_ENUM, "none | async | sync", 0, 0,
      "none | async | sync", "config wal_mode", "its WAL (needs durability)"},
     {"checkpoint_interval", SRC, LM_OPT_CHECKPOINT_INTERVAL, T_DURATION, "none", 1, 0,
-     "duration ('10 seconds')", "config checkpoint_interval",
+     "a duration ('10 seconds')", "config checkpoint_interval",
      "lowers the database's checkpoint period (needs durability)"},
     /* ---- CREATE STREAM / MATERIALIZED VIEW ... WITH (...) ---- */
     {"allowed_lateness", STREAM, LM_OPT_ALLOWED_LATENESS, T_INTERVAL, NULL, 0, 0,
-     "INTERVAL (or milliseconds) >= 0", "the source's allowed_lateness",
+     "an INTERVAL (or milliseconds) >= 0", "the source's allowed_lateness",
      "windows close that long after their end (needs a window)"},
     {"late_output", STREAM, LM_OPT_LATE_OUTPUT, T_NAME_OR_BOOL, NULL, 1, 127,
-     "stream name or boolean", "false",
+     "a stream name or a boolean", "false",
      "late rows go to this stream (TRUE: the stream's name + '_late')"},
     {"max_state_bytes", STREAM, LM_OPT_MAX_STATE_BYTES, T_BYTES, NULL, 0, 0,
-     "byte count ('512MB'; 0: none)", "0", "bound on this stream's keyed state"},
+     "a byte count ('512MB'; 0: none)", "0", "bound on this stream's keyed state"},
     /* ---- CREATE SINK ... INTO FILE (...) ---- */
-    {"path", SINK, LM_OPT_PATH, T_TEXT, NULL, 1, 4095, "directory", "",
+    {"path", SINK, LM_OPT_PATH, T_TEXT, NULL, 1, 4095, "a directory", "",
      "where the sink writes its files (required)"},
     {"format", SINK, LM_OPT_FORMAT, T_ENUM, "jsonl | csv", 0, 0, "jsonl | csv", "jsonl",
      "file format"},
@@ -271,6 +271,20 @@ static bool literal_fits(const lm_option* row, const lm_ast_expr* v) {
   }
 }
 
+/* What a literal the row does not take is, for the message. */
+static const char* literal_kind(const lm_ast_expr* v) {
+  if (v->kind != LM_AST_LITERAL) return "a variable";
+  switch (v->lit) {
+    case LM_LIT_NULL: return "NULL";
+    case LM_LIT_BOOL: return v->b ? "TRUE" : "FALSE";
+    case LM_LIT_INT: return "a whole number";
+    case LM_LIT_DOUBLE: return "a number with a fraction";
+    case LM_LIT_STRING: return "a string";
+    case LM_LIT_INTERVAL: return "an INTERVAL";
+  }
+  return "another kind of value";
+}
+
 laminar_code lm_option_parse_sql(laminar_option_scope scope, const char* object,
                                  const lm_ast_option* o, const lm_option** out_row,
                                  lm_option_value* out, laminar_error* err) {
@@ -283,18 +297,26 @@ laminar_code lm_option_parse_sql(laminar_option_scope scope, const char* object,
   if (row == NULL) {
     rc = unknown_key(scope, o->key, where, err);
   } else if (!literal_fits(row, v)) {
-    rc = bad_value(scope, row, "another kind of value", where, err);
+    rc = bad_value(scope, row, literal_kind(v), where, err);
   } else if (v->lit == LM_LIT_STRING && (row->type == T_TEXT || row->type == T_NAME_OR_BOOL)) {
     /* Text is used as written (not NUL-terminated): check its length only. */
     *out = (lm_option_value){.text = v->s, .len = v->slen};
     bool ok = (int64_t)v->slen >= (row->min > 0 ? row->min : 0) &&
               (row->max == 0 || (int64_t)v->slen <= row->max) &&
               memchr(v->s, '\0', v->slen) == NULL;
-    if (!ok) rc = bad_value(scope, row, "a string of that length", where, err);
+    if (!ok) {
+      char got[64];
+      snprintf(got, sizeof got, v->slen == 0 ? "''" : "a string of %zu bytes", v->slen);
+      rc = bad_value(scope, row, got, where, err);
+    }
   } else if (v->lit == LM_LIT_INTERVAL || (v->lit == LM_LIT_INT && row->type == T_INTERVAL)) {
     *out = (lm_option_value){.i = v->i};
     bool ok = row->type == T_INTERVAL ? v->i >= 0 : v->i >= row->min;
-    if (!ok) rc = bad_value(scope, row, "a negative or zero interval", where, err);
+    if (!ok) {
+      char got[64];
+      snprintf(got, sizeof got, "%" PRId64 " ms", v->i);
+      rc = bad_value(scope, row, got, where, err);
+    }
   } else {
     char text[160];
     if (v->lit == LM_LIT_STRING) {
