@@ -93,7 +93,7 @@ struct lm_durable {
   bool catalog_missing;      /* a new directory: catalog.sql is written before any checkpoint */
   stored_ident* idents;      /* the stored catalog's identities, while it runs */
   int32_t nidents;
-  lm_config_sink* config_sinks; /* the config's connector sinks (borrowed) */
+  lm_config_sink* config_sinks; /* the config's connector sinks (borrowed by open) */
   int32_t nconfig_sinks;
   /* background thread: async WAL flushes and interval checkpoints */
   pthread_t thread;
@@ -1944,6 +1944,9 @@ laminar_code lm_durable_open(laminar_db* db, const char* data_dir, const lm_dura
   /* From here DDL sees db->dur (sources get WALs, the catalog is persisted). */
   db->dur = d;
   rc = recover(db, d, err);
+  /* The config's sinks are attached by now; the config may go after open. */
+  d->config_sinks = NULL;
+  d->nconfig_sinks = 0;
   /* Read-only: no checkpoints and no WAL to flush, so no thread. */
   if (rc == LAMINAR_OK && !c->read_only) {
     if (pthread_create(&d->thread, NULL, background, d) != 0)
