@@ -249,20 +249,43 @@ public final class Source implements AutoCloseable {
                 + "; push batches of different schemas separately");
       }
     }
-    BufferAllocator allocator = allocatorOf(list.get(0));
+    pushExported(
+        schema0,
+        allocatorOf(list.get(0)),
+        export -> {
+          for (VectorSchemaRoot root : list) {
+            export.accept(root);
+          }
+        });
+  }
+
+  /** Exports the batches of one pushBatch call, each through {@code export}. */
+  private interface Exporter {
+    void run(java.util.function.Consumer<VectorSchemaRoot> export) throws java.io.IOException;
+  }
+
+  /**
+   * The body of both pushBatch calls: under the locks, export the batches {@code
+   * exporter} gives (zero-copy; each export holds its own buffer references), push
+   * them in runs, and release what the core did not take.
+   */
+  private void pushExported(Schema schema, BufferAllocator allocator, Exporter exporter) {
     state.db.lock.readLock().lock();
     try {
       synchronized (state) {
         long p = state.require();
-        ArrowSchema schema = state.schemaFor(schema0, allocator);
-        List<ArrowArray> arrays = new ArrayList<>(list.size());
+        ArrowSchema cSchema = state.schemaFor(schema, allocator);
+        List<ArrowArray> arrays = new ArrayList<>();
         try {
-          for (VectorSchemaRoot root : list) {
-            ArrowArray array = ArrowArray.allocateNew(allocator);
-            arrays.add(array);
-            Data.exportVectorSchemaRoot(allocator, root, null, array);
-          }
-          pushRuns(p, arrays, schema.memoryAddress());
+          exporter.run(
+              root -> {
+                ArrowArray array = ArrowArray.allocateNew(allocator);
+                arrays.add(array);
+                Data.exportVectorSchemaRoot(allocator, root, null, array);
+              });
+          pushRuns(p, arrays, cSchema.memoryAddress());
+        } catch (java.io.IOException e) {
+          throw readerFailed(e);
         } finally {
           for (ArrowArray array : arrays) {
             array.release(); // a no-op for what the core took (release is NULL)
@@ -296,36 +319,19 @@ public final class Source implements AutoCloseable {
     } catch (java.io.IOException e) {
       throw readerFailed(e);
     }
-    state.db.lock.readLock().lock();
-    try {
-      synchronized (state) {
-        long p = state.require();
-        ArrowSchema cSchema = state.schemaFor(schema, allocator);
-        List<ArrowArray> arrays = new ArrayList<>();
-        try {
+    VectorSchemaRoot loaded = root;
+    pushExported(
+        schema,
+        allocator,
+        export -> {
           while (reader.loadNextBatch()) {
-            if (!root.getSchema().equals(schema)) {
+            if (!loaded.getSchema().equals(schema)) {
               throw LaminarException.misuse(
                   "pushBatch into " + state.label + ": the reader's schema changed");
             }
-            ArrowArray array = ArrowArray.allocateNew(allocator);
-            arrays.add(array);
-            // The export holds its own references: the next load does not touch it.
-            Data.exportVectorSchemaRoot(allocator, root, null, array);
+            export.accept(loaded);
           }
-          pushRuns(p, arrays, cSchema.memoryAddress());
-        } catch (java.io.IOException e) {
-          throw readerFailed(e);
-        } finally {
-          for (ArrowArray array : arrays) {
-            array.release();
-            array.close();
-          }
-        }
-      }
-    } finally {
-      state.db.lock.readLock().unlock();
-    }
+        });
   }
 
   private LaminarException readerFailed(java.io.IOException e) {
