@@ -20,6 +20,10 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * the database's lock, then the child's monitor. A closed handle has pointer 0 and every
  * call on it throws LDB-9002 instead of touching freed memory.
  *
+ * <p>A database's state also owns the Arrow allocator of its typed sources and
+ * subscriptions (their rows never reach the user as Arrow memory); it is closed after
+ * {@code laminar_close}, once the core has released every buffer it was handed.
+ *
  * <p>The state objects never point back at the public wrapper, so an unreachable
  * wrapper can be cleaned; a database's state keeps its open children's states and
  * closes them before {@code laminar_close} (which would otherwise free them under the

@@ -32,11 +32,16 @@ public final class TypedSubscription<T> implements AutoCloseable, Iterable<T> {
   /**
    * The rows of the next result batch, waiting up to {@code timeout}.
    *
-   * @return the rows; empty if no batch came in time
+   * @return the rows; empty only if no batch came in time (batches without rows are
+   *     skipped)
    * @throws LaminarException as {@link Subscription#poll(Duration)}
    */
   public List<T> poll(Duration timeout) {
     VectorSchemaRoot batch = subscription.poll(timeout);
+    while (batch != null && batch.getRowCount() == 0) {
+      batch.close();
+      batch = subscription.poll(Duration.ZERO);
+    }
     if (batch == null) {
       return Collections.emptyList();
     }
