@@ -247,6 +247,15 @@ JNIEXPORT void JNICALL Java_org_laminardb_Native_runUntilIdle(JNIEnv* env, jclas
   failed(env, laminar_run_until_idle(DB(db), &err), &err);
 }
 
+/* laminar_pipeline_state into the ArrowArrayStream at `stream`. */
+JNIEXPORT void JNICALL Java_org_laminardb_Native_pipelineState(JNIEnv* env, jclass cls,
+                                                               jlong db, jlong stream) {
+  (void)cls;
+  laminar_error err;
+  failed(env, laminar_pipeline_state(DB(db), PTR(struct ArrowArrayStream, stream), &err),
+         &err);
+}
+
 JNIEXPORT void JNICALL Java_org_laminardb_Native_checkpoint(JNIEnv* env, jclass cls,
                                                             jlong db) {
   (void)cls;
@@ -295,12 +304,109 @@ JNIEXPORT void JNICALL Java_org_laminardb_Native_sourcePush(JNIEnv* env, jclass 
   failed(env, code, &err);
 }
 
+/* laminar_source_watermark: waits without limit for room in a full block queue
+ * while the runtime runs (the Spark stage drives the graph inline: never then). */
 JNIEXPORT void JNICALL Java_org_laminardb_Native_sourceWatermark(JNIEnv* env, jclass cls,
                                                                  jlong source,
                                                                  jlong watermark_ms) {
   (void)cls;
   laminar_error err;
   failed(env, laminar_source_watermark(SRC(source), (int64_t)watermark_ms, &err), &err);
+}
+
+/* Push as sourcePush, waiting at most timeout_ms for room in a full queue
+ * (laminar_source_push_timeout). Returns JNI_TRUE when the core took the array,
+ * JNI_FALSE when no room came in time (LAMINAR_ERR_PUSH_TIMEOUT: the array is
+ * untouched, still the caller's, nothing ingested); throws on any other failure. */
+JNIEXPORT jboolean JNICALL Java_org_laminardb_Native_sourcePushTimeout(
+    JNIEnv* env, jclass cls, jlong source, jlong array, jlong schema, jlong timeout_ms) {
+  (void)cls;
+  laminar_error err;
+  laminar_code code = laminar_source_push_timeout(
+      SRC(source), PTR(struct ArrowArray, array), PTR(const struct ArrowSchema, schema),
+      (int64_t)timeout_ms, &err);
+  if (code == LAMINAR_ERR_PUSH_TIMEOUT) return JNI_FALSE;
+  return failed(env, code, &err) ? JNI_FALSE : JNI_TRUE;
+}
+
+/* Push without waiting (laminar_source_try_push). Returns JNI_TRUE when the core
+ * took the array, JNI_FALSE when the queue was full (LAMINAR_ERR_QUEUE_FULL: the
+ * array is untouched, nothing ingested); throws on any other failure. */
+JNIEXPORT jboolean JNICALL Java_org_laminardb_Native_sourceTryPush(JNIEnv* env, jclass cls,
+                                                                   jlong source, jlong array,
+                                                                   jlong schema) {
+  (void)cls;
+  laminar_error err;
+  laminar_code code = laminar_source_try_push(SRC(source), PTR(struct ArrowArray, array),
+                                              PTR(const struct ArrowSchema, schema), &err);
+  if (code == LAMINAR_ERR_QUEUE_FULL) return JNI_FALSE;
+  return failed(env, code, &err) ? JNI_FALSE : JNI_TRUE;
+}
+
+/* laminar_source_push_batch of the struct arrays at addresses[0..n), all described
+ * by the schema at `schema`. The core takes one contiguous C array: the structs are
+ * moved into one for the call, and those it did not take are moved back to their
+ * addresses (still the caller's to release). Returns how many were ingested (all,
+ * on success); throws on failure (the count is then in the arrays' release: NULL
+ * for the ingested ones). */
+JNIEXPORT jlong JNICALL Java_org_laminardb_Native_sourcePushBatch(JNIEnv* env, jclass cls,
+                                                                  jlong source,
+                                                                  jlongArray addresses,
+                                                                  jlong schema) {
+  (void)cls;
+  jsize n = addresses != NULL ? (*env)->GetArrayLength(env, addresses) : 0;
+  if (n == 0) return 0;
+  jlong* address = (*env)->GetLongArrayElements(env, addresses, NULL);
+  if (address == NULL) return 0; /* OutOfMemoryError pending */
+  struct ArrowArray* run = malloc((size_t)n * sizeof *run);
+  if (run == NULL) {
+    (*env)->ReleaseLongArrayElements(env, addresses, address, JNI_ABORT);
+    throw_code(env, LAMINAR_ERR_NOMEM, NULL);
+    return 0;
+  }
+  for (jsize i = 0; i < n; i++) {
+    struct ArrowArray* from = PTR(struct ArrowArray, address[i]);
+    run[i] = *from;
+    from->release = NULL; /* moved into `run` */
+  }
+  int64_t pushed = 0;
+  laminar_error err;
+  laminar_code code = laminar_source_push_batch(SRC(source), run, (int64_t)n,
+                                                PTR(const struct ArrowSchema, schema),
+                                                &pushed, &err);
+  for (jsize i = 0; i < n; i++) { /* what the core did not take goes back */
+    if (run[i].release != NULL) *PTR(struct ArrowArray, address[i]) = run[i];
+  }
+  free(run);
+  (*env)->ReleaseLongArrayElements(env, addresses, address, JNI_ABORT);
+  failed(env, code, &err);
+  return (jlong)pushed;
+}
+
+/* laminar_source_has_capacity: whether the queue has room for n messages now. */
+JNIEXPORT jboolean JNICALL Java_org_laminardb_Native_sourceHasCapacity(JNIEnv* env,
+                                                                       jclass cls,
+                                                                       jlong source, jlong n) {
+  (void)cls;
+  int32_t room = 0;
+  laminar_error err;
+  if (failed(env, laminar_source_has_capacity(SRC(source), (int64_t)n, &room, &err), &err)) {
+    return JNI_FALSE;
+  }
+  return room ? JNI_TRUE : JNI_FALSE;
+}
+
+/* Advance the watermark, waiting at most timeout_ms for room in a full queue
+ * (laminar_source_watermark_timeout). JNI_FALSE when no room came in time (not
+ * queued); throws on any other failure. */
+JNIEXPORT jboolean JNICALL Java_org_laminardb_Native_sourceWatermarkTimeout(
+    JNIEnv* env, jclass cls, jlong source, jlong watermark_ms, jlong timeout_ms) {
+  (void)cls;
+  laminar_error err;
+  laminar_code code = laminar_source_watermark_timeout(SRC(source), (int64_t)watermark_ms,
+                                                       (int64_t)timeout_ms, &err);
+  if (code == LAMINAR_ERR_PUSH_TIMEOUT) return JNI_FALSE;
+  return failed(env, code, &err) ? JNI_FALSE : JNI_TRUE;
 }
 
 JNIEXPORT void JNICALL Java_org_laminardb_Native_sourceClose(JNIEnv* env, jclass cls,

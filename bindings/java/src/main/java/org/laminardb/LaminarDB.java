@@ -119,13 +119,23 @@ public final class LaminarDB implements AutoCloseable {
    * reader.
    */
   public ArrowReader metrics(BufferAllocator allocator) {
+    return statusRows(allocator, Native::metrics);
+  }
+
+  /** The rows a laminar_metrics-shaped call (db, stream) writes, as a reader. */
+  private ArrowReader statusRows(BufferAllocator allocator, StatusCall call) {
     try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
       locked(p -> {
-        Native.metrics(p, stream.memoryAddress());
+        call.into(p, stream.memoryAddress());
         return null;
       });
       return Data.importArrayStream(allocator, stream);
     }
+  }
+
+  /** Native.metrics and Native.pipelineState. */
+  private interface StatusCall {
+    void into(long db, long streamAddress);
   }
 
   /**
@@ -171,6 +181,52 @@ public final class LaminarDB implements AutoCloseable {
   }
 
   /**
+   * Open the producer handle of source {@code name} for rows given as instances of
+   * {@code type}: a record, or a POJO with public fields or getters, whose properties
+   * are the source's columns (matched by name; see {@link TypedSource}).
+   *
+   * @throws LaminarException LDB-1002 for an unknown source; LDB-3003 when a column has
+   *     no property or a property no column, LDB-3004 when a property's type does not
+   *     fit its column (nothing opened); LDB-9003 as {@link #source(String)}
+   */
+  public <T> TypedSource<T> source(String name, Class<T> type) {
+    Schema schema;
+    state.lock.readLock().lock();
+    try {
+      schema = schema(name, state.allocator());
+    } finally {
+      state.lock.readLock().unlock();
+    }
+    RowMapper<T> mapper = RowMapper.forWrite(type, schema, "source '" + name + "'", name);
+    return new TypedSource<>(source(name), mapper, state);
+  }
+
+  /**
+   * Subscribe to stream (or view) {@code name} with its rows handed out as instances of
+   * {@code type} (a record or a POJO; see {@link TypedSubscription}). The batches live
+   * in the database's own allocator and are freed as they are read.
+   *
+   * @throws LaminarException LDB-1002 if nothing has that name; LDB-1003 if a property
+   *     of {@code type} has no column, LDB-2001 if a column's type does not fit it
+   */
+  public <T> TypedSubscription<T> subscribe(String name, Class<T> type) {
+    BufferAllocator allocator;
+    state.lock.readLock().lock();
+    try {
+      allocator = state.allocator();
+    } finally {
+      state.lock.readLock().unlock();
+    }
+    Subscription sub = subscribe(name, allocator);
+    try {
+      return sub.as(type);
+    } catch (RuntimeException e) {
+      sub.close();
+      throw e;
+    }
+  }
+
+  /**
    * Subscribe to the rows stream (or view) {@code name} produces from now on; its
    * batches are imported into {@code allocator}.
    *
@@ -192,6 +248,7 @@ public final class LaminarDB implements AutoCloseable {
   public void start() {
     locked(p -> {
       Native.start(p);
+      state.started = true;
       return null;
     });
   }
@@ -199,9 +256,41 @@ public final class LaminarDB implements AutoCloseable {
   /** Stop the runtime after it has processed what is queued and delivered the results. */
   public void stop() {
     locked(p -> {
+      state.started = false;
       Native.stop(p);
       return null;
     });
+  }
+
+  /**
+   * Take a checkpoint now (the {@code checkpoint_interval} timer takes them too): every
+   * source's WAL is flushed, operator state is written to {@code data_dir/checkpoints}
+   * atomically; once it is durable, file sinks publish the epoch's rows and the WAL
+   * segments it covers are deleted. See {@code laminar_checkpoint} in laminar.h.
+   *
+   * @throws LaminarException LDB-9003 when checkpoints are off (open with {@link
+   *     Config#dataDir} and {@code checkpoint_interval}); LDB-5001 when a file operation
+   *     fails (the previous checkpoint stays the one recovery uses); LDB-5004 on a
+   *     database opened read-only
+   */
+  public void checkpoint() {
+    locked(p -> {
+      Native.checkpoint(p);
+      return null;
+    });
+  }
+
+  /**
+   * What each part of the pipeline is doing now, one row per part: kind (runtime,
+   * source, stream, materialized view, subscription, reactor), name, state, input,
+   * watermark_ms, queue_depth, queue_capacity, partitions (null where a column does not
+   * apply). States: runtime stopped | idle | active | blocked | failed; source idle |
+   * active | waiting (queued, runtime stopped) | blocked | full; subscription caught_up |
+   * lagging | blocking | full | full_dropping. See {@code laminar_pipeline_state} in
+   * laminar.h. Close the reader.
+   */
+  public ArrowReader pipelineState(BufferAllocator allocator) {
+    return statusRows(allocator, Native::pipelineState);
   }
 
   /**

@@ -16,6 +16,18 @@ public class LaminarException extends RuntimeException {
 
   /** LDB-9002: a closed handle or a bad argument. */
   public static final int MISUSE = 9002;
+  /** LDB-1003: no column of that name (a typed subscription's property). */
+  public static final int UNKNOWN_COLUMN = 1003;
+  /** LDB-2001: a column's type does not fit (a typed subscription's property). */
+  public static final int TYPE_MISMATCH = 2001;
+  /** LDB-3003: columns do not match the source's (a typed source's class). */
+  public static final int SCHEMA_MISMATCH = 3003;
+  /** LDB-3004: a column has the wrong type (a typed source's property). */
+  public static final int COLUMN_TYPE = 3004;
+  /** LDB-3006: the source's queue is full (reject policy, or nothing drains it). */
+  public static final int QUEUE_FULL = 3006;
+  /** LDB-3009: no room in the source's queue in time, or the wait was interrupted. */
+  public static final int PUSH_TIMEOUT = 3009;
   /** LDB-4001: the subscription's stream was dropped or its database closed. */
   public static final int SUBSCRIPTION_CLOSED = 4001;
 

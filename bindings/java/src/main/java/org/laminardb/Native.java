@@ -108,6 +108,8 @@ final class Native {
 
   static native void metrics(long db, long streamAddress);
 
+  static native void pipelineState(long db, long streamAddress);
+
   static native void start(long db);
 
   static native void stop(long db);
@@ -121,9 +123,30 @@ final class Native {
 
   static native long sourceClone(long source);
 
+  /** laminar_source_push: no time limit (the Spark stage; Source pushes in slices). */
   static native void sourcePush(long source, long arrayAddress, long schemaAddress);
 
+  /** laminar_source_watermark: no time limit (the Spark stage, which never starts the runtime). */
   static native void sourceWatermark(long source, long watermarkMs);
+
+  /** laminar_source_watermark_timeout: false when no room came within timeoutMs. */
+  static native boolean sourceWatermarkTimeout(long source, long watermarkMs, long timeoutMs);
+
+  /** laminar_source_push_timeout: false when no room came within timeoutMs (array untouched). */
+  static native boolean sourcePushTimeout(
+      long source, long arrayAddress, long schemaAddress, long timeoutMs);
+
+  /** laminar_source_try_push: false when the queue is full (array untouched). */
+  static native boolean sourceTryPush(long source, long arrayAddress, long schemaAddress);
+
+  /**
+   * laminar_source_push_batch of the struct arrays at {@code arrayAddresses}: the ones the
+   * core did not take are back at their addresses (release not NULL) after the call.
+   */
+  static native long sourcePushBatch(long source, long[] arrayAddresses, long schemaAddress);
+
+  /** laminar_source_has_capacity. */
+  static native boolean sourceHasCapacity(long source, long n);
 
   static native void sourceClose(long source);
 

@@ -2,6 +2,8 @@ package org.laminardb;
 
 import java.lang.ref.Cleaner;
 import java.util.Set;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -18,6 +20,10 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * the database's lock, then the child's monitor. A closed handle has pointer 0 and every
  * call on it throws LDB-9002 instead of touching freed memory.
  *
+ * <p>A database's state also owns the Arrow allocator of its typed sources and
+ * subscriptions (their rows never reach the user as Arrow memory); it is closed after
+ * {@code laminar_close}, once the core has released every buffer it was handed.
+ *
  * <p>The state objects never point back at the public wrapper, so an unreachable
  * wrapper can be cleaned; a database's state keeps its open children's states and
  * closes them before {@code laminar_close} (which would otherwise free them under the
@@ -32,7 +38,10 @@ final class NativeState {
   static final class Db implements Runnable {
     final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
     final Set<Child> children = ConcurrentHashMap.newKeySet();
+    /** True between a successful start() and stop() made through this binding. */
+    volatile boolean started;
     private long pointer;
+    private BufferAllocator allocator; // typed sources and subscriptions; closed last
 
     Db(long pointer) {
       this.pointer = pointer;
@@ -44,6 +53,19 @@ final class NativeState {
         throw LaminarException.misuse("database is closed");
       }
       return pointer;
+    }
+
+    /**
+     * The database's own allocator, for typed sources and subscriptions (their Arrow
+     * memory never reaches the user); call with the read lock held. Closed after the
+     * core, once the core has released every buffer it was handed.
+     */
+    synchronized BufferAllocator allocator() {
+      require();
+      if (allocator == null) {
+        allocator = new RootAllocator();
+      }
+      return allocator;
     }
 
     boolean isClosed() {
@@ -69,7 +91,17 @@ final class NativeState {
         children.clear();
         long p = pointer;
         pointer = 0;
-        Native.close(p);
+        started = false;
+        try {
+          Native.close(p);
+        } finally {
+          synchronized (this) {
+            if (allocator != null) {
+              allocator.close(); // throws if Arrow memory leaked: a bug of the binding
+              allocator = null;
+            }
+          }
+        }
       } finally {
         lock.writeLock().unlock();
       }

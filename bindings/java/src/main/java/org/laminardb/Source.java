@@ -1,11 +1,16 @@
 package org.laminardb;
 
 import java.lang.ref.Cleaner;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
 import org.apache.arrow.c.ArrowArray;
+import org.apache.arrow.c.ArrowArrayStream;
 import org.apache.arrow.c.ArrowSchema;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.arrow.vector.types.pojo.Schema;
 
 /**
@@ -30,6 +35,7 @@ public final class Source implements AutoCloseable {
     private Schema exportedSchema; // the Arrow schema `cSchema` describes
     private BufferAllocator exportedAllocator; // where cSchema lives
     private ArrowSchema cSchema; // exported once, borrowed by every push
+    long capacity; // the queue's capacity in messages, once known (pushBatch)
 
     State(NativeState.Db db, long pointer, String name) {
       super(db, pointer, "source '" + name + "'");
@@ -77,20 +83,49 @@ public final class Source implements AutoCloseable {
     this.cleanable = NativeState.CLEANER.register(this, state);
   }
 
+  /** The longest single wait for room inside the core, in milliseconds. */
+  static final long WAIT_SLICE_MS = 100;
+
+  /** What pushing one exported array does about a full queue. */
+  private enum Mode {
+    WAIT, // the source's back-pressure, in slices (push)
+    TRY // refuse a full queue at once (tryPush)
+  }
+
   /**
    * Push one batch: the root's columns are matched to the source's by name (any order).
    * A rejected batch ingests nothing; what was pushed before stays.
    *
+   * <p>When the queue is full the source's back-pressure policy applies (block waits for
+   * room while the runtime runs). The wait is cut into slices of at most 100 ms: an
+   * {@link Thread#interrupt()} of the pushing thread ends it with LDB-3009 and nothing
+   * ingested (the thread's interrupt status stays set; push the root again later).
+   *
    * @param root the batch (not modified; its vectors need a common allocator)
    * @throws LaminarException LDB-3003 (columns do not match), LDB-3004 (a column of the
    *     wrong type), LDB-3005 (NULL in a NOT NULL column), LDB-3001 (invalid data),
-   *     LDB-9002 (the source is closed)
+   *     LDB-3006 (queue full: reject policy, or block with the runtime stopped),
+   *     LDB-3009 (interrupted while waiting for room), LDB-9002 (the source is closed)
    */
   public void push(VectorSchemaRoot root) {
-    if (root.getFieldVectors().isEmpty()) {
-      throw LaminarException.misuse("cannot push a VectorSchemaRoot without columns");
-    }
-    BufferAllocator allocator = root.getVector(0).getAllocator();
+    pushRoot(root, Mode.WAIT);
+  }
+
+  /**
+   * Push one batch like {@link #push(VectorSchemaRoot)}, but never wait for room: when
+   * the source's queue is full, return false at once (even while the runtime runs) and
+   * ingest nothing of the batch.
+   *
+   * @param root the batch (not modified)
+   * @return true if the batch was taken, false if the queue was full (LDB-3006)
+   * @throws LaminarException as {@link #push(VectorSchemaRoot)}, except LDB-3006
+   */
+  public boolean tryPush(VectorSchemaRoot root) {
+    return pushRoot(root, Mode.TRY);
+  }
+
+  private boolean pushRoot(VectorSchemaRoot root, Mode mode) {
+    BufferAllocator allocator = allocatorOf(root);
     state.db.lock.readLock().lock();
     try {
       synchronized (state) {
@@ -98,12 +133,15 @@ public final class Source implements AutoCloseable {
         ArrowSchema schema = state.schemaFor(root.getSchema(), allocator);
         try (ArrowArray array = ArrowArray.allocateNew(allocator)) {
           Data.exportVectorSchemaRoot(allocator, root, null, array);
+          boolean taken = false;
           try {
-            Native.sourcePush(p, array.memoryAddress(), schema.memoryAddress());
-          } catch (RuntimeException e) {
-            array.release(); // rejected: the export is still ours
-            throw e;
+            taken = pushArray(p, array.memoryAddress(), schema.memoryAddress(), mode);
+          } finally {
+            if (!taken) {
+              array.release(); // refused or rejected: the export is still ours
+            }
           }
+          return taken;
         }
       }
     } finally {
@@ -112,8 +150,46 @@ public final class Source implements AutoCloseable {
   }
 
   /**
+   * Hand one exported array to the core; on false or a throw the array is still the
+   * caller's. WAIT pushes in slices and throws LDB-3009 when interrupted; TRY returns
+   * false for a full queue.
+   */
+  private boolean pushArray(long p, long array, long schema, Mode mode) {
+    if (mode == Mode.TRY) {
+      return Native.sourceTryPush(p, array, schema);
+    }
+    while (!Native.sourcePushTimeout(p, array, schema, WAIT_SLICE_MS)) {
+      if (Thread.currentThread().isInterrupted()) {
+        throw interrupted("the batch was not ingested (push it again)");
+      }
+    }
+    return true;
+  }
+
+  /** LDB-3009 for a wait for room cut short by Thread.interrupt(). */
+  private LaminarException interrupted(String what) {
+    return new LaminarException(
+        LaminarException.PUSH_TIMEOUT,
+        String.format(
+            "LDB-%04d: %s: interrupted while waiting for room in its queue; %s",
+            LaminarException.PUSH_TIMEOUT, state.label, what),
+        0,
+        0,
+        name,
+        "");
+  }
+
+  private static BufferAllocator allocatorOf(VectorSchemaRoot root) {
+    if (root.getFieldVectors().isEmpty()) {
+      throw LaminarException.misuse("cannot push a VectorSchemaRoot without columns");
+    }
+    return root.getVector(0).getAllocator();
+  }
+
+  /**
    * Push one batch given as Arrow C Data Interface structs (as {@code
-   * laminar_source_push}): a struct array whose children are the source's columns.
+   * laminar_source_push}): a struct array whose children are the source's columns. Waits
+   * for room as {@link #push(VectorSchemaRoot)} does (in slices; interruptible).
    *
    * @param arrowArrayAddress address of a {@code struct ArrowArray}: moved into the core
    *     on success (its release becomes NULL); on failure untouched, still the caller's
@@ -126,7 +202,7 @@ public final class Source implements AutoCloseable {
     state.db.lock.readLock().lock();
     try {
       synchronized (state) {
-        Native.sourcePush(state.require(), arrowArrayAddress, arrowSchemaAddress);
+        pushArray(state.require(), arrowArrayAddress, arrowSchemaAddress, Mode.WAIT);
       }
     } finally {
       state.db.lock.readLock().unlock();
@@ -134,14 +210,273 @@ public final class Source implements AutoCloseable {
   }
 
   /**
+   * Push several batches of one schema in one call to the core: all are validated
+   * before any is queued, then queued in order as one run (no other producer's batch
+   * lands between them) with one wake-up of the runtime. Cheaper than one push each.
+   *
+   * <p>While the runtime runs, the call first waits until the queue has room for the
+   * whole run (in slices of at most 10 ms, whatever the source's back-pressure policy;
+   * an {@link Thread#interrupt()} ends the wait with LDB-3009 and nothing of the run
+   * ingested), then hands it over. A run longer than the queue holds goes in runs of
+   * the queue's capacity, each validated and queued whole, in order; if one fails, the
+   * runs before it stay ingested and the exception's message counts them.
+   *
+   * @param roots the batches, all with the same schema (each is exported, not modified)
+   * @throws LaminarException as {@link #push(VectorSchemaRoot)}; a rejected batch's
+   *     index is in the message ("array 3 of 10"); LDB-9002 if the schemas differ
+   *     (nothing pushed)
+   */
+  public void pushBatch(Iterable<VectorSchemaRoot> roots) {
+    List<VectorSchemaRoot> list = new ArrayList<>();
+    for (VectorSchemaRoot root : roots) {
+      list.add(root);
+    }
+    if (list.isEmpty()) {
+      return;
+    }
+    Schema schema0 = list.get(0).getSchema();
+    for (int i = 1; i < list.size(); i++) {
+      if (!list.get(i).getSchema().equals(schema0)) {
+        throw LaminarException.misuse(
+            "pushBatch into "
+                + state.label
+                + ": batch "
+                + i
+                + " has schema "
+                + list.get(i).getSchema()
+                + " but batch 0 has "
+                + schema0
+                + "; push batches of different schemas separately");
+      }
+    }
+    pushExported(
+        schema0,
+        allocatorOf(list.get(0)),
+        export -> {
+          for (VectorSchemaRoot root : list) {
+            export.accept(root);
+          }
+        });
+  }
+
+  /** Exports the batches of one pushBatch call, each through {@code export}. */
+  private interface Exporter {
+    void run(java.util.function.Consumer<VectorSchemaRoot> export) throws java.io.IOException;
+  }
+
+  /**
+   * The body of both pushBatch calls: under the locks, export the batches {@code
+   * exporter} gives (zero-copy; each export holds its own buffer references), push
+   * them in runs, and release what the core did not take.
+   */
+  private void pushExported(Schema schema, BufferAllocator allocator, Exporter exporter) {
+    state.db.lock.readLock().lock();
+    try {
+      synchronized (state) {
+        long p = state.require();
+        ArrowSchema cSchema = state.schemaFor(schema, allocator);
+        List<ArrowArray> arrays = new ArrayList<>();
+        try {
+          exporter.run(
+              root -> {
+                ArrowArray array = ArrowArray.allocateNew(allocator);
+                arrays.add(array);
+                Data.exportVectorSchemaRoot(allocator, root, null, array);
+              });
+          pushRuns(p, arrays, cSchema.memoryAddress());
+        } catch (java.io.IOException e) {
+          throw readerFailed(e);
+        } finally {
+          for (ArrowArray array : arrays) {
+            array.release(); // a no-op for what the core took (release is NULL)
+            array.close();
+          }
+        }
+      }
+    } finally {
+      state.db.lock.readLock().unlock();
+    }
+  }
+
+  /**
+   * Push every batch an {@link ArrowReader} yields, as {@link #pushBatch(Iterable)}: the
+   * stream is read to its end first (each batch exported, zero-copy), then pushed. The
+   * reader is not closed.
+   *
+   * @param reader the stream (e.g. {@code ArrowStreamReader}, or {@link
+   *     LaminarDB#query(String, BufferAllocator)}'s result)
+   * @throws LaminarException as {@link #pushBatch(Iterable)}; LDB-3001 if the reader
+   *     fails (nothing pushed)
+   */
+  public void pushBatch(ArrowReader reader) {
+    VectorSchemaRoot root;
+    Schema schema;
+    BufferAllocator allocator;
+    try {
+      root = reader.getVectorSchemaRoot();
+      schema = root.getSchema();
+      allocator = allocatorOf(root);
+    } catch (java.io.IOException e) {
+      throw readerFailed(e);
+    }
+    VectorSchemaRoot loaded = root;
+    pushExported(
+        schema,
+        allocator,
+        export -> {
+          while (reader.loadNextBatch()) {
+            if (!loaded.getSchema().equals(schema)) {
+              throw LaminarException.misuse(
+                  "pushBatch into " + state.label + ": the reader's schema changed");
+            }
+            export.accept(loaded);
+          }
+        });
+  }
+
+  private LaminarException readerFailed(java.io.IOException e) {
+    LaminarException error =
+        new LaminarException(
+            3001,
+            "LDB-3001: pushBatch into " + state.label + ": the input ArrowReader failed: " + e,
+            0,
+            0,
+            name,
+            "");
+    error.initCause(e);
+    return error;
+  }
+
+  /**
+   * The body of pushBatch: the exported arrays in runs that fit the queue, each waited
+   * for (runtime running) and handed to laminar_source_push_batch. Arrays the core took
+   * have release NULL afterwards.
+   */
+  private void pushRuns(long p, List<ArrowArray> arrays, long schema) {
+    int done = 0;
+    while (done < arrays.size()) {
+      int run = arrays.size() - done;
+      if (state.db.started) {
+        run = (int) Math.min(run, capacity(p));
+        awaitRoom(p, run, done);
+      }
+      long[] addresses = new long[run];
+      for (int i = 0; i < run; i++) {
+        addresses[i] = arrays.get(done + i).memoryAddress();
+      }
+      try {
+        done += (int) Native.sourcePushBatch(p, addresses, schema);
+      } catch (LaminarException e) {
+        if (done == 0) {
+          throw e;
+        }
+        LaminarException counted =
+            new LaminarException(
+                e.number(),
+                e.getMessage() + " (the first " + done + " batches of this call were ingested)",
+                e.line(),
+                e.column(),
+                e.objectName(),
+                e.columnName());
+        counted.initCause(e);
+        throw counted;
+      }
+    }
+  }
+
+  /** Wait (runtime running) until the queue has room for `run` messages. */
+  private void awaitRoom(long p, int run, int done) {
+    long sleepNs = 100_000; // 0.1 ms, doubling up to 10 ms
+    while (!Native.sourceHasCapacity(p, run)) {
+      if (!state.db.started) {
+        return; // the core answers at once now
+      }
+      if (Thread.currentThread().isInterrupted()) {
+        throw interrupted(
+            done == 0
+                ? "nothing of this pushBatch call was ingested"
+                : "the first " + done + " batches of this pushBatch call were ingested");
+      }
+      LockSupport.parkNanos(sleepNs);
+      sleepNs = Math.min(sleepNs * 2, 10_000_000L);
+    }
+  }
+
+  /** The queue's capacity in messages (from laminar_pipeline_state, once). */
+  private long capacity(long p) {
+    if (state.capacity <= 0) {
+      state.capacity = queueCapacity(state.db, name);
+    }
+    return state.capacity;
+  }
+
+  /** queue_capacity of source `source` in the pipeline state (1 if not found). */
+  private static long queueCapacity(NativeState.Db db, String source) {
+    BufferAllocator allocator = db.allocator();
+    try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
+      Native.pipelineState(db.require(), stream.memoryAddress());
+      try (ArrowReader reader = Data.importArrayStream(allocator, stream)) {
+        while (reader.loadNextBatch()) {
+          VectorSchemaRoot rows = reader.getVectorSchemaRoot();
+          for (int r = 0; r < rows.getRowCount(); r++) {
+            if ("source".equals(String.valueOf(rows.getVector("kind").getObject(r)))
+                && source.equals(String.valueOf(rows.getVector("name").getObject(r)))) {
+              Object capacity = rows.getVector("queue_capacity").getObject(r);
+              return capacity == null ? 1 : Math.max(1, ((Number) capacity).longValue());
+            }
+          }
+        }
+      }
+    } catch (java.io.IOException e) {
+      throw new LaminarException(9999, "LDB-9999: reading the pipeline state: " + e, 0, 0, "", "");
+    }
+    return 1;
+  }
+
+  /**
+   * Whether the source's queue has room for {@code n} more messages now (a push or a
+   * watermark takes one; {@link #pushBatch} one per batch). A snapshot: other producers
+   * may take the room, the runtime makes more.
+   *
+   * @param n messages, at least 0
+   * @return true when at least {@code n} slots are free
+   * @throws LaminarException LDB-9002 if n is negative or the source is closed
+   */
+  public boolean hasCapacity(long n) {
+    if (n < 0) {
+      throw LaminarException.misuse("hasCapacity: n must be >= 0, got " + n);
+    }
+    state.db.lock.readLock().lock();
+    try {
+      synchronized (state) {
+        return Native.sourceHasCapacity(state.require(), n);
+      }
+    } finally {
+      state.db.lock.readLock().unlock();
+    }
+  }
+
+  /** Whether the queue has room for one more push: {@code hasCapacity(1)}. */
+  public boolean hasCapacity() {
+    return hasCapacity(1);
+  }
+
+  /**
    * Advance the source's watermark to {@code watermarkMs} (epoch milliseconds); lower
-   * values are ignored; {@code Long.MAX_VALUE} closes every open window.
+   * values are ignored; {@code Long.MAX_VALUE} closes every open window. Waits for room
+   * in a full queue as {@link #push(VectorSchemaRoot)} does (in slices; an interrupt ends
+   * the wait with LDB-3009, the watermark not sent).
    */
   public void watermark(long watermarkMs) {
     state.db.lock.readLock().lock();
     try {
       synchronized (state) {
-        Native.sourceWatermark(state.require(), watermarkMs);
+        long p = state.require();
+        while (!Native.sourceWatermarkTimeout(p, watermarkMs, WAIT_SLICE_MS)) {
+          if (Thread.currentThread().isInterrupted()) {
+            throw interrupted("the watermark was not sent (send it again)");
+          }
+        }
       }
     } finally {
       state.db.lock.readLock().unlock();

@@ -20,7 +20,9 @@ import org.apache.arrow.vector.types.pojo.Schema;
  * database closed; {@link #poll(Duration)} waits at most a given time.
  *
  * <p>Waits are cut into slices of at most 100 ms, so closing the subscription or the
- * database from another thread takes effect promptly. Thread-safety: any thread; calls
+ * database from another thread takes effect promptly, and so does {@link
+ * Thread#interrupt()}: it ends a wait as a timeout would ({@link #poll} returns null,
+ * iteration ends), leaving the thread's interrupt status set. Thread-safety: any thread; calls
  * are serialized (one consumer at a time).
  */
 public final class Subscription implements AutoCloseable, Iterable<VectorSchemaRoot> {
@@ -31,6 +33,7 @@ public final class Subscription implements AutoCloseable, Iterable<VectorSchemaR
   private final Cleaner.Cleanable cleanable;
   private final Schema schema;
   private final BufferAllocator allocator;
+  private final String name;
 
   private static final class State extends NativeState.Child {
     State(NativeState.Db db, long pointer, String name) {
@@ -56,6 +59,7 @@ public final class Subscription implements AutoCloseable, Iterable<VectorSchemaR
     this.state = new State(db, pointer, name);
     this.schema = schema;
     this.allocator = allocator;
+    this.name = name;
     db.children.add(state);
     this.cleanable = NativeState.CLEANER.register(this, state);
   }
@@ -121,6 +125,9 @@ public final class Subscription implements AutoCloseable, Iterable<VectorSchemaR
       }
       if (timeoutMs >= 0 && System.nanoTime() - deadline >= 0) {
         return Step.NONE;
+      }
+      if (Thread.currentThread().isInterrupted()) {
+        return Step.NONE; // as a timeout; the interrupt status stays set
       }
     }
   }
@@ -188,6 +195,19 @@ public final class Subscription implements AutoCloseable, Iterable<VectorSchemaR
         return r;
       }
     };
+  }
+
+  /**
+   * This subscription's rows as instances of {@code type} (a record or a POJO), its
+   * properties filled from the columns of the same name. The view reads this
+   * subscription: closing either closes both.
+   *
+   * @throws LaminarException LDB-1003 if a property has no column, LDB-2001 if a
+   *     column's type does not fit its property
+   */
+  public <T> TypedSubscription<T> as(Class<T> type) {
+    return new TypedSubscription<>(
+        this, RowMapper.forRead(type, schema, "stream '" + name + "'", name));
   }
 
   /** True once this subscription (or its database) was closed. */

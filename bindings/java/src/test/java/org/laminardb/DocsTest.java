@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import example.QuickStart;
+import example.TypedQuickStart;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -17,8 +18,9 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
- * docs/JAVA.md is executable: its java block is example/QuickStart.java verbatim (this
- * test compares them), and running it prints the VWAP rows of its three trades.
+ * docs/JAVA.md is executable: its java blocks are example/QuickStart.java and
+ * example/TypedQuickStart.java verbatim, in that order (this test compares them), and
+ * running each prints the VWAP rows of its three trades.
  */
 class DocsTest {
   private static Path root() {
@@ -26,24 +28,35 @@ class DocsTest {
   }
 
   @Test
-  void javaMdQuickStartIsTheTestedExample() throws IOException {
+  void javaMdExamplesAreTheTestedOnes() throws IOException {
     String doc = Files.readString(root().resolve("docs/JAVA.md"), StandardCharsets.UTF_8);
     Matcher m = Pattern.compile("```java\n(.*?)```", Pattern.DOTALL).matcher(doc);
-    assertTrue(m.find(), "docs/JAVA.md has no java block");
-    String example =
-        Files.readString(
-            root().resolve("bindings/java/src/test/java/example/QuickStart.java"),
-            StandardCharsets.UTF_8);
-    assertEquals(example, "package example;\n\n" + m.group(1));
+    for (String name : List.of("QuickStart", "TypedQuickStart")) {
+      assertTrue(m.find(), "docs/JAVA.md has no java block for " + name);
+      String example =
+          Files.readString(
+              root().resolve("bindings/java/src/test/java/example/" + name + ".java"),
+              StandardCharsets.UTF_8);
+      assertEquals(example, "package example;\n\n" + m.group(1));
+    }
   }
 
   @Test
   void quickStartPrintsTheWindows() {
+    assertPrintsTheWindows(() -> QuickStart.main(new String[0]));
+  }
+
+  @Test
+  void typedQuickStartPrintsTheWindows() {
+    assertPrintsTheWindows(() -> TypedQuickStart.main(new String[0]));
+  }
+
+  private static void assertPrintsTheWindows(Runnable example) {
     PrintStream saved = System.out;
     ByteArrayOutputStream captured = new ByteArrayOutputStream();
     try (PrintStream out = new PrintStream(captured, true, StandardCharsets.UTF_8)) {
       System.setOut(out);
-      QuickStart.main(new String[0]);
+      example.run();
     } finally {
       System.setOut(saved);
     }
