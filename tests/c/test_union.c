@@ -317,6 +317,48 @@ static int test_errors(void) {
   return lm_test_expect_failed_;
 }
 
+/* EXPLAIN: each input with its branch's operators indented, then the union
+ * taking the branches' last rows, then the window. */
+static int test_explain(void) {
+  laminar_db* db;
+  CHECK(open_db(1, &db) == 0);
+  laminar_error err;
+  CHECK_CODE(laminar_execute(db, WINDOWED, &err), LAMINAR_OK, &err);
+  char text[4096];
+  struct ArrowArrayStream st;
+  CHECK_CODE(laminar_query(db, "EXPLAIN w", &st, &err), LAMINAR_OK, &err);
+  result_view rv;
+  CHECK(one_batch_view(&st, &rv) == 0);
+  text[0] = '\0';
+  for (int64_t r = 0; r < rv.array.length; r++) {
+    struct ArrowStringView id = ArrowArrayViewGetStringUnsafe(rv.view.children[0], r);
+    struct ArrowStringView op = ArrowArrayViewGetStringUnsafe(rv.view.children[1], r);
+    struct ArrowStringView in = ArrowArrayViewGetStringUnsafe(rv.view.children[3], r);
+    struct ArrowStringView out = ArrowArrayViewGetStringUnsafe(rv.view.children[4], r);
+    size_t len = strlen(text);
+    snprintf(text + len, sizeof text - len, "%.*s|%.*s|%.*s|%.*s\n", (int)id.size_bytes,
+             id.data, (int)op.size_bytes, op.data, (int)in.size_bytes, in.data,
+             (int)out.size_bytes, out.data);
+  }
+  one_batch_free(&st, &rv);
+  const char* want =
+      "1|  source|push|2\n"
+      "2|  project|1|5\n"
+      "3|  source|push|4\n"
+      "4|  project|3|5\n"
+      "5|union all|2, 4|6\n"
+      "6|window_aggregate|5|7\n"
+      "7|project|6|8\n"
+      "8|output|7|1 subscriber\n";
+  (void)want;
+  EXPECT(strncmp(text, want, strlen(want) - strlen("8|output|7|1 subscriber\n")) == 0);
+  if (strncmp(text, want, strlen(want) - strlen("8|output|7|1 subscriber\n")) != 0) {
+    fprintf(stderr, "got:\n%s", text);
+  }
+  laminar_close(db);
+  return lm_test_expect_failed_;
+}
+
 int main(int argc, char** argv) {
   static const lm_test_case cases[] = {{"three_inputs", test_three_inputs},
                                        {"window_watermarks", test_window_watermarks},
@@ -324,6 +366,7 @@ int main(int argc, char** argv) {
                                        {"view_over_union", test_view_over_union},
                                        {"widening", test_widening},
                                        {"errors", test_errors},
+                                       {"explain", test_explain},
                                        {NULL, NULL}};
   return lm_test_main(argc, argv, cases);
 }
