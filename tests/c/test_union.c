@@ -317,6 +317,86 @@ static int test_errors(void) {
   return lm_test_expect_failed_;
 }
 
+/* A union reading the same source twice and a stream; a stream over a union
+ * stream (a cascade), following the union's watermark (the least). */
+static int test_cascade_and_self(void) {
+  laminar_db* db;
+  CHECK(open_db(1, &db) == 0);
+  laminar_error err;
+  CHECK_CODE(laminar_execute(db,
+                             "CREATE STREAM big AS SELECT symbol, volume, ts FROM c\n"
+                             "  WHERE volume > 10;\n"
+                             "CREATE STREAM u AS SELECT symbol, volume, ts FROM a\n"
+                             "  UNION ALL SELECT symbol, volume + 100, ts FROM a\n"
+                             "  UNION ALL SELECT symbol, volume, ts FROM big;\n"
+                             "CREATE STREAM per_sec AS SELECT symbol, window_start,\n"
+                             "  SUM(volume) AS total FROM u\n"
+                             "  GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);",
+                             &err),
+             LAMINAR_OK, &err);
+  laminar_subscription *su, *sw;
+  CHECK_CODE(laminar_subscribe(db, "u", &su, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_subscribe(db, "per_sec", &sw, &err), LAMINAR_OK, &err);
+  CHECK(push1(db, "a", "A", 1, 100) == 0);
+  CHECK(push1(db, "c", "A", 5, 200) == 0);  /* filtered out by big */
+  CHECK(push1(db, "c", "A", 20, 300) == 0);
+  CHECK(push1(db, "a", "A", 2, 1500) == 0); /* a's watermark 1400; c's 250: no close */
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  char text[512];
+  CHECK(drain_sorted(su, text, sizeof text) == 0);
+  EXPECT(strcmp(text, "A,1,100;A,101,100;A,102,1500;A,2,1500;A,20,300") == 0);
+  if (strcmp(text, "A,1,100;A,101,100;A,102,1500;A,2,1500;A,20,300") != 0) {
+    fprintf(stderr, "union got '%s'\n", text);
+  }
+  CHECK(drain_sorted(sw, text, sizeof text) == 0);
+  EXPECT(strcmp(text, "") == 0);
+  /* c's watermark passes 1000 (big follows c): the union's is 1400. */
+  CHECK(push1(db, "c", "A", 3, 1450) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  CHECK(drain_sorted(sw, text, sizeof text) == 0);
+  EXPECT(strcmp(text, "A,0,122") == 0);
+  if (strcmp(text, "A,0,122") != 0) fprintf(stderr, "per_sec got '%s'\n", text);
+  laminar_subscription_close(su);
+  laminar_subscription_close(sw);
+  CHECK_CODE(laminar_execute(db, "DROP STREAM big;", &err), LAMINAR_ERR_SQL_DEPENDENCY, &err);
+  CHECK_CODE(laminar_execute(db, "DROP STREAM per_sec; DROP STREAM u; DROP STREAM big;", &err),
+             LAMINAR_OK, &err);
+  laminar_close(db);
+  return lm_test_expect_failed_;
+}
+
+/* A window over a union with a late side output: the late rows, by their
+ * own input's watermark, with the union's columns. */
+static int test_late_output(void) {
+  laminar_db* db;
+  CHECK(open_db(1, &db) == 0);
+  laminar_error err;
+  CHECK_CODE(laminar_execute(db,
+                             "CREATE STREAM w AS SELECT symbol, window_start, COUNT(*) AS n\n"
+                             "  FROM (SELECT symbol, ts, volume AS v FROM a UNION ALL\n"
+                             "        SELECT symbol, ts, volume FROM b)\n"
+                             "  GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND)\n"
+                             "  WITH (late_output = 'w_late');",
+                             &err),
+             LAMINAR_OK, &err);
+  laminar_subscription* late;
+  CHECK_CODE(laminar_subscribe(db, "w_late", &late, &err), LAMINAR_OK, &err);
+  CHECK(push1(db, "b", "B", 1, 3000) == 0); /* b's watermark 3000 */
+  CHECK(push1(db, "b", "B", 2, 2500) == 0); /* late for b */
+  CHECK(push1(db, "a", "A", 3, 2500) == 0); /* on time for a (a saw nothing) */
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  char text[256];
+  CHECK(drain_sorted(late, text, sizeof text) == 0);
+  EXPECT(strcmp(text, "B,2500,2") == 0);
+  if (strcmp(text, "B,2500,2") != 0) fprintf(stderr, "late got '%s'\n", text);
+  int64_t n = -1;
+  CHECK_CODE(laminar_stream_late_rows(db, "w", &n, &err), LAMINAR_OK, &err);
+  EXPECT(n == 1);
+  laminar_subscription_close(late);
+  laminar_close(db);
+  return lm_test_expect_failed_;
+}
+
 /* EXPLAIN: each input with its branch's operators indented, then the union
  * taking the branches' last rows, then the window. */
 static int test_explain(void) {
@@ -367,6 +447,8 @@ int main(int argc, char** argv) {
                                        {"widening", test_widening},
                                        {"errors", test_errors},
                                        {"explain", test_explain},
+                                       {"cascade_and_self", test_cascade_and_self},
+                                       {"late_output", test_late_output},
                                        {NULL, NULL}};
   return lm_test_main(argc, argv, cases);
 }
