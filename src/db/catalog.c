@@ -831,7 +831,7 @@ static laminar_code show(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayS
     } else {
       lm_stream_def* s = db->graph.streams[i];
       cells[k * 3] = s->name;
-      cells[k * 3 + 1] = s->plan.input;
+      cells[k * 3 + 1] = (char*)lm_plan_inputs(&s->plan);
       cells[k * 3 + 2] = (char*)lm_plan_describe(&s->plan);
       if (s->late_of != NULL) { /* a late side output: its rows come from its stream */
         size_t len = strlen(s->late_of->name) + 32;

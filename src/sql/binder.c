@@ -1347,6 +1347,16 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void*
      * derived table the outer select reads. */
     bool derived = sel->union_next == NULL;
     rc = bind_branches(&b, derived ? sel->from_select : sel, lookup, lookup_arg);
+    size_t len = 1;
+    for (int32_t i = 0; rc == LAMINAR_OK && i < out->nbranches; i++) {
+      len += strlen(out->branches[i].input) + 2;
+    }
+    if (rc == LAMINAR_OK && (out->inputs = lm_pool_alloc(&out->pool, len)) == NULL) rc = NOMEM(&b);
+    for (int32_t i = 0; rc == LAMINAR_OK && i < out->nbranches; i++) {
+      if (i == 0) out->inputs[0] = '\0';
+      if (i > 0) strcat(out->inputs, ", ");
+      strcat(out->inputs, out->branches[i].input);
+    }
     if (rc == LAMINAR_OK) {
       out->input = out->branches[0].input;
       out->input_is_source = out->branches[0].input_is_source;
@@ -1584,8 +1594,26 @@ laminar_code lm_plan_passthrough(const char* input, bool input_is_source, const 
   return LAMINAR_ERR_NOMEM;
 }
 
+const char* lm_plan_inputs(const lm_plan* plan) {
+  return plan->inputs != NULL ? plan->inputs : plan->input;
+}
+
 const char* lm_plan_describe(lm_plan* plan) {
-  char buf[512];
+  char buf[512], head[256] = "";
+  if (lm_plan_branched(plan)) {
+    /* union(a: filter -> project(2 columns), b: project(2 columns)) -> ... */
+    size_t n = (size_t)snprintf(head, sizeof head, "union(");
+    for (int32_t b = 0; b < plan->nbranches && n < sizeof head; b++) {
+      const lm_plan_branch* br = &plan->branches[b];
+      n += (size_t)snprintf(head + n, sizeof head - n, "%s%s: %s", b > 0 ? ", " : "", br->input,
+                            br->filter != NULL ? "filter -> " : "");
+      if (n < sizeof head) {
+        n += (size_t)snprintf(head + n, sizeof head - n, br->exprs != NULL ? "project(%d columns)" : "as is",
+                              (int)br->nexprs);
+      }
+    }
+    if (n < sizeof head) snprintf(head + n, sizeof head - n, ") -> ");
+  }
   if (plan->windowed) {
     char shape[64];
     if (plan->window.global) {
@@ -1599,15 +1627,15 @@ const char* lm_plan_describe(lm_plan* plan) {
       snprintf(shape, sizeof shape, "tumble %lld ms", (long long)plan->window.size_ms);
     }
     snprintf(buf, sizeof buf,
-             "window_aggregate(%s on column %d, %d keys, %d aggregates%s%s) -> "
+             "%swindow_aggregate(%s on column %d, %d keys, %d aggregates%s%s) -> "
              "project(%d columns%s)",
-             shape, (int)plan->window.time_col,
+             head, shape, (int)plan->window.time_col,
              (int)plan->window.nkeys, (int)plan->window.naggs,
              plan->window.filter ? ", filtered" : "",
              plan->window.emit_changes ? ", emit changes" : "", (int)plan->npost,
              plan->having ? ", having" : "");
   } else {
-    snprintf(buf, sizeof buf, "%sproject(%d columns)", plan->filter ? "filter -> " : "",
+    snprintf(buf, sizeof buf, "%s%sproject(%d columns)", head, plan->filter ? "filter -> " : "",
              (int)plan->nexprs);
   }
   return lm_pool_copy(&plan->pool, buf, strlen(buf) + 1);

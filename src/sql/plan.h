@@ -50,6 +50,7 @@ typedef struct lm_plan {
   bool input_is_source;
   lm_plan_branch* branches;    /* nbranches >= 1, in the pool */
   int32_t nbranches;
+  char* inputs;                /* several: their names joined by ", " (lm_plan_inputs) */
   /* Columns the branches project to (the rest of the plan's input) when
    * they have operators; empty otherwise. */
   lm_schema union_schema;
@@ -92,6 +93,10 @@ laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out);
 /* Whether the plan reads through branches (several inputs, or one behind a
  * derived table's filter and projection) rather than one input as it is. */
 bool lm_plan_branched(const lm_plan* plan);
+
+/* What the plan reads, for SHOW STREAMS and pipeline state: its input's
+ * name, or the branches' inputs joined by ", " (in the plan's pool). */
+const char* lm_plan_inputs(const lm_plan* plan);
 
 /* Build the operator of branch `b` (a map to the union schema); *out NULL
  * for a branch without one. The operator borrows the plan's expressions. */

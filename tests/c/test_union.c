@@ -128,6 +128,11 @@ static int test_three_inputs(void) {
   array.release(&array);
   schema.release(&schema);
   laminar_subscription_close(sub);
+  /* SHOW STREAMS: every input, and the branches in the plan's summary. */
+  CHECK_CODE(query_text(db, "SHOW STREAMS", text, sizeof text, &err), LAMINAR_OK, &err);
+  EXPECT(strstr(text, "u,a, b, c,union(a: project(2 columns), b: filter -> project(2 columns), "
+                      "c: project(2 columns)) -> project(2 columns)") != NULL);
+  if (strstr(text, "u,a, b, c,union(") == NULL) fprintf(stderr, "SHOW STREAMS: %s\n", text);
   /* An input read by a union cannot be dropped. */
   CHECK_CODE(laminar_execute(db, "DROP SOURCE b;", &err), LAMINAR_ERR_SQL_DEPENDENCY, &err);
   EXPECT(strstr(err.message, "'u'") != NULL);
