@@ -319,27 +319,36 @@ static void* branch_input(laminar_db* db, const lm_stream_def* s, int32_t b, int
   return up;
 }
 
+/* The reader list of what branch b of s reads, if that input is the first
+ * branch's to read it (each input lists s once). False otherwise. */
+static bool branch_reader_list(laminar_db* db, const lm_stream_def* s, int32_t b,
+                               lm_stream_def**** out, int32_t** n) {
+  void* in = branch_input(db, s, b, NULL);
+  if (in == NULL) return false;
+  for (int32_t k = 0; k < b; k++) {
+    if (branch_input(db, s, k, NULL) == in) return false;
+  }
+  if (s->plan.branches[b].input_is_source) {
+    *out = &((lm_source_def*)in)->readers;
+    *n = &((lm_source_def*)in)->nreaders;
+  } else {
+    *out = &((lm_stream_def*)in)->readers;
+    *n = &((lm_stream_def*)in)->nreaders;
+  }
+  return true;
+}
+
 /* Add (or remove) s as a reader of each input it reads, once per input. */
 static laminar_code branch_readers(laminar_db* db, lm_stream_def* s, bool add) {
+  lm_stream_def*** readers;
+  int32_t* n;
   for (int32_t b = 0; b < s->plan.nbranches; b++) {
-    void* in = branch_input(db, s, b, NULL);
-    bool seen = in == NULL;
-    for (int32_t k = 0; k < b && !seen; k++) seen = branch_input(db, s, k, NULL) == in;
-    if (seen) continue;
-    bool is_src = s->plan.branches[b].input_is_source;
-    lm_stream_def*** readers = is_src ? &((lm_source_def*)in)->readers : &((lm_stream_def*)in)->readers;
-    int32_t* n = is_src ? &((lm_source_def*)in)->nreaders : &((lm_stream_def*)in)->nreaders;
+    if (!branch_reader_list(db, s, b, &readers, &n)) continue;
     if (!add) {
       lm_graph_remove_reader(*readers, n, s);
     } else if (lm_graph_add_reader(readers, n, s) != LAMINAR_OK) {
       for (int32_t k = 0; k < b; k++) {
-        void* x = branch_input(db, s, k, NULL);
-        bool k_src = s->plan.branches[k].input_is_source;
-        if (k_src) {
-          lm_graph_remove_reader(((lm_source_def*)x)->readers, &((lm_source_def*)x)->nreaders, s);
-        } else {
-          lm_graph_remove_reader(((lm_stream_def*)x)->readers, &((lm_stream_def*)x)->nreaders, s);
-        }
+        if (branch_reader_list(db, s, k, &readers, &n)) lm_graph_remove_reader(*readers, n, s);
       }
       return LAMINAR_ERR_NOMEM;
     }
