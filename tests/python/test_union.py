@@ -7,7 +7,8 @@ random. A window over the union (a derived table) must equal DuckDB's
 late by its *own* source's watermark (the model below replays each source's
 watermark batch by batch); the late-row count must match the model, whatever
 the interleaving. A materialized view over a union must hold DuckDB's
-``UNION ALL`` of every row. Run with one and two reactors.
+``UNION ALL`` of every row. Run with one and two reactors, inline and with
+the reactor thread taking the pushes as they come.
 """
 
 from __future__ import annotations
@@ -84,13 +85,32 @@ def accepted_rows(batches: list[pa.RecordBatch], delay: int) -> tuple[list[tuple
     return kept, late
 
 
+def drain(sub: laminardb.Subscription, out: list[pa.RecordBatch]) -> int:
+    """Take every batch queued on ``sub`` now; return how many."""
+    taken = 0
+    while (batch := sub.poll(0)) is not None:
+        out.append(batch)
+        taken += 1
+    return taken
+
+
+def pump(db: laminardb.Connection, sub: laminardb.Subscription, out: list) -> None:
+    """Run inline until the input is consumed and the output taken."""
+    db.run_until_idle()
+    while drain(sub, out) > 0:
+        db.run_until_idle()
+
+
 @settings(max_examples=12, deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     ninputs=st.sampled_from([2, 3]),
     cores=st.sampled_from([1, 2]),
+    threaded=st.booleans(),
 )
-def test_union_window_and_view_match_duckdb(seed: int, ninputs: int, cores: int) -> None:
+def test_union_window_and_view_match_duckdb(
+    seed: int, ninputs: int, cores: int, *, threaded: bool
+) -> None:
     """A window and a view over a union equal DuckDB's answer; late rows counted."""
     announce_seed(seed)
     rng = random.Random(seed)
@@ -122,17 +142,20 @@ def test_union_window_and_view_match_duckdb(seed: int, ninputs: int, cores: int)
         db.execute(ddl)
         sources = [db.source(n) for n in names]
         sub = db.subscribe("w")
+        if threaded:  # the reactor takes the pushes as they come
+            db.start()
         for i, batch in order:
             sources[i].push(batch)
-            if rng.random() < 0.5:
+            if not threaded and rng.random() < 0.5:
                 db.run_until_idle()
-        db.run_until_idle()
+            drain(sub, out)
+        if threaded:
+            db.stop()
+        pump(db, sub, out)
         view_rows = rows_of(db.query("SELECT k, v FROM mv"), ["k", "v"])
         for src in sources:
             src.watermark(FINAL_WATERMARK)
-        db.run_until_idle()
-        while (batch := sub.poll(0)) is not None:
-            out.append(batch)
+        pump(db, sub, out)
         late = db.late_rows("w")
     kept: list[tuple] = []
     want_late = 0
