@@ -211,6 +211,47 @@ LAMINAR_API int32_t laminar_version_number(void);
  * Configuration
  * ---------------------------------------------------------------------------- */
 
+/* Where an option is accepted; laminar_option_get() gives a bit set of them.
+ *   LAMINAR_SCOPE_DB            laminar_config_set()
+ *   LAMINAR_SCOPE_SOURCE        CREATE SOURCE ... WITH (...)
+ *   LAMINAR_SCOPE_STREAM        CREATE STREAM / MATERIALIZED VIEW ... WITH (...)
+ *   LAMINAR_SCOPE_SUBSCRIPTION  laminar_subscription_open() (and the text of
+ *                               laminar_subscribe_with())
+ *   LAMINAR_SCOPE_SINK          CREATE SINK ... INTO FILE (...)
+ * Everywhere an unknown key is LAMINAR_ERR_CONFIG_KEY and a value of the wrong
+ * type or range is LAMINAR_ERR_CONFIG_VALUE; the message names the key and the
+ * scope, and for SQL the object and the value's line:column (also in
+ * laminar_error's line, column and object). */
+typedef enum laminar_option_scope {
+  LAMINAR_SCOPE_DB = 1,
+  LAMINAR_SCOPE_SOURCE = 2,
+  LAMINAR_SCOPE_STREAM = 4,
+  LAMINAR_SCOPE_SUBSCRIPTION = 8,
+  LAMINAR_SCOPE_SINK = 16
+} laminar_option_scope;
+
+/* The number of rows of the option table (see laminar_option_get()).
+ * Thread-safety: any thread. */
+LAMINAR_API int32_t laminar_option_count(void);
+
+/* Row `index` (0 .. laminar_option_count() - 1) of the option table: every
+ * option the engine accepts, in every scope. One key may have several rows
+ * (the database's default and a source's override differ in default and doc).
+ * out_key:     the key as written in config and WITH ("var.NAME": any key
+ *              starting with "var.")
+ * out_scopes:  a bit set of laminar_option_scope
+ * out_type:    what the value is ("boolean", "block | drop", "byte count ...")
+ * out_default: the default as text: a value ("65536", "park"), "" (not set),
+ *              or "config KEY" (the database's setting of KEY)
+ * out_doc:     one line of description
+ * Any out-parameter may be NULL.
+ * Ownership: the strings are static: never free them.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE when index is out of range.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_option_get(int32_t index, const char** out_key,
+                                            int32_t* out_scopes, const char** out_type,
+                                            const char** out_default, const char** out_doc);
+
 /* A set of key/value options for laminar_open(). Destroy with
  * laminar_config_destroy(). */
 typedef struct laminar_config laminar_config;
@@ -221,7 +262,8 @@ typedef struct laminar_config laminar_config;
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
 
-/* Set one option from text. Keys:
+/* Set one option from text. Keys (the LAMINAR_SCOPE_DB rows of the option
+ * table, laminar_option_get(), which also gives each one's type and default):
  *   buffer_size  slots in each source and subscriber queue; a power of two in
  *                [2, 2^24]; default 65536.
  *   data_dir     a directory for durable state; created if missing. Nothing is
@@ -258,6 +300,8 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *                WITH (wal_mode = '...') overrides it.
  *   wal_flush_interval   async mode's longest flush delay; default '10 ms'.
  *   wal_io       auto (default: io_uring when available) | io_uring | pwrite.
+ *   wal_direct_io auto (default: O_DIRECT for WAL segments where the file
+ *                system takes it, written with pwrite) | off.
  *   wal_recovery cut (default: damage is cut at the last good record and
  *                reported) | strict (laminar_open fails on damage before the
  *                tail of a WAL, LAMINAR_ERR_RECOVERY).
@@ -272,7 +316,7 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *                counted as rejected_batches).
  *   wait_strategy how a thread waits on an empty or full queue (default for
  *                sources and subscriptions; WITH (wait_strategy = '...') and
- *                laminar_subscribe_with() override it): park (default: a
+ *                laminar_subscription_open() override it): park (default: a
  *                short poll, then sleep on a futex/condvar, no CPU while idle)
  *                | spin (busy-poll: lowest latency, one core busy) |
  *                spin_yield(n) (n busy polls, then sched_yield between polls;
@@ -285,7 +329,7 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *                result batch that does not fit a full subscriber queue is
  *                dropped for that subscriber only, counted in laminar_metrics
  *                as its dropped_batches/dropped_rows). Default for
- *                laminar_subscribe(); laminar_subscribe_with() overrides it.
+ *                subscriptions; laminar_subscription_open() overrides it.
  *   cores        number of reactors, 1 (default) to 64 (thread-per-core). With
  *                N > 1 every keyed stream -- a windowed GROUP BY over plain
  *                columns of the source it reads, not a materialized view --
@@ -310,8 +354,10 @@ LAMINAR_API laminar_code laminar_config_create(laminar_config** out);
  *                unescaped: never put untrusted input there (SQL injection).
  * Ownership: key and value are copied.
  * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_KEY for an unknown key (or an
- *   invalid variable name); LAMINAR_ERR_CONFIG_VALUE for an invalid value; on
- *   failure the config is unchanged.
+ *   invalid variable name); LAMINAR_ERR_CONFIG_VALUE for an invalid value (the
+ *   message names the key and the scope: "config option 'cores': expected
+ *   ..."); LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM; on failure the config is
+ *   unchanged.
  * Thread-safety: one thread at a time per config. */
 LAMINAR_API laminar_code laminar_config_set(laminar_config* config, const char* key,
                                             const char* value, laminar_error* err);
@@ -327,7 +373,12 @@ LAMINAR_API void laminar_config_destroy(laminar_config* config);
 typedef struct laminar_db laminar_db;
 
 /* Open a database.
- * config: NULL for defaults; borrowed (copied), may be destroyed after the call.
+ * config: NULL for defaults; borrowed and only read (its settings are copied;
+ *   the same config may open other databases), may be destroyed after the
+ *   call. Its connector sinks (laminar_config_add_sink) are handed to the
+ *   database that attaches them, which records the hand-over atomically in
+ *   the sink's own record: a second open that would attach them fails with
+ *   LAMINAR_ERR_STATE.
  * With data_dir and checkpoint_interval set, opening a directory that holds a
  * database recovers it: the catalog (sources, streams, sinks) is re-created
  * from data_dir/catalog.sql (running the same DDL again afterwards is
@@ -361,11 +412,22 @@ typedef struct laminar_db laminar_db;
 LAMINAR_API laminar_code laminar_open(const laminar_config* config, laminar_db** out,
                                       laminar_error* err);
 
-/* Close a database: stops the reactor if running, closes every source and
- * subscription handle still open (their later use returns LAMINAR_ERR_MISUSE
- * only if the memory is still valid: do not use them after this call) and frees
- * the database. NULL is a no-op returning LAMINAR_OK.
+/* Close a database: stops the reactor if running, stops the checkpoint
+ * thread, closes every source and subscription handle still open (their later
+ * use returns LAMINAR_ERR_MISUSE only if the memory is still valid: do not use
+ * them after this call), releases the connector sinks it attached, unlocks
+ * data_dir and frees the database.
+ * Ownership: `db` is freed whatever the code (except LAMINAR_ERR_MISUSE).
+ * Returns: LAMINAR_OK (also for NULL: a no-op); LAMINAR_ERR_MISUSE for a
+ *   handle that is not an open database (nothing is freed); otherwise the
+ *   error that stopped the reactor, as laminar_stop() reports it (e.g.
+ *   LAMINAR_ERR_IO from a sink's write, LAMINAR_ERR_NOMEM), with its detail in
+ *   `err` (NULL allowed) -- the database is closed and freed all the same.
  * Thread-safety: no other call on this database or its handles may run. */
+LAMINAR_API laminar_code laminar_close_v2(laminar_db* db, laminar_error* err);
+
+/* Alias of laminar_close_v2(db, NULL): the same codes, without the detail.
+ * Kept for existing callers. */
 LAMINAR_API laminar_code laminar_close(laminar_db* db);
 
 /* Run one or more ';'-separated SQL statements (DDL: CREATE SOURCE, CREATE
@@ -796,8 +858,8 @@ LAMINAR_API laminar_code laminar_source_push_batch(laminar_source* source,
                                                    const struct ArrowSchema* schema,
                                                    int64_t* out_pushed, laminar_error* err);
 
-/* Whether the source's queue has room for `n` messages now: *out = 1 or 0. A
- * snapshot: other producers may take the room, the reactor makes more.
+/* Alias of laminar_source_free_slots(): *out = 1 when it reports at least `n`
+ * free slots, else 0. Kept for existing callers (the bindings' has_capacity).
  * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE (n < 0, NULL out, bad handle).
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_source_has_capacity(laminar_source* source, int64_t n,
@@ -812,21 +874,35 @@ LAMINAR_API laminar_code laminar_source_free_slots(laminar_source* source, int64
                                                    laminar_error* err);
 
 /* Advance the source's watermark explicitly to `watermark_ms` (epoch
- * milliseconds); a value below the current watermark is ignored. INT64_MAX
- * closes every open window.
- * Returns: LAMINAR_OK; LAMINAR_ERR_QUEUE_FULL; LAMINAR_ERR_SOURCE_CLOSED.
+ * milliseconds): a message queued (and logged) after the batches pushed
+ * before it, taking a queue slot and waiting for room as laminar_source_push()
+ * does; a value below the current watermark is ignored. INT64_MAX closes
+ * every open window.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_QUEUE_FULL; LAMINAR_ERR_SOURCE_CLOSED;
+ *   LAMINAR_ERR_MISUSE.
  * Thread-safety: as laminar_source_push(). */
+LAMINAR_API laminar_code laminar_source_push_watermark(laminar_source* source,
+                                                       int64_t watermark_ms,
+                                                       laminar_error* err);
+
+/* As laminar_source_push_watermark(), but a wait for room in a full queue
+ * lasts at most `timeout_ms` milliseconds (0: no wait; < 0: no limit), as
+ * laminar_source_push_timeout() waits.
+ * Returns: as laminar_source_push_watermark(); LAMINAR_ERR_PUSH_TIMEOUT when
+ *   the queue had no room within timeout_ms (the watermark was not queued or
+ *   logged: send it again).
+ * Thread-safety: as laminar_source_push(). */
+LAMINAR_API laminar_code laminar_source_push_watermark_timeout(laminar_source* source,
+                                                               int64_t watermark_ms,
+                                                               int64_t timeout_ms,
+                                                               laminar_error* err);
+
+/* Alias of laminar_source_push_watermark(); kept for existing callers. */
 LAMINAR_API laminar_code laminar_source_watermark(laminar_source* source,
                                                   int64_t watermark_ms,
                                                   laminar_error* err);
 
-/* As laminar_source_watermark(), but a wait for room in a full queue lasts at
- * most `timeout_ms` milliseconds (0: no wait; < 0: no limit), as
- * laminar_source_push_timeout() waits.
- * Returns: as laminar_source_watermark(); LAMINAR_ERR_PUSH_TIMEOUT when the
- *   queue had no room within timeout_ms (the watermark was not queued or
- *   logged: send it again).
- * Thread-safety: as laminar_source_push(). */
+/* Alias of laminar_source_push_watermark_timeout(); kept for existing callers. */
 LAMINAR_API laminar_code laminar_source_watermark_timeout(laminar_source* source,
                                                           int64_t watermark_ms,
                                                           int64_t timeout_ms,
@@ -862,24 +938,45 @@ typedef struct laminar_subscription laminar_subscription;
  * also be a materialized view (its changes: its columns and `_weight`) or a
  * sink (CREATE SINK name FROM x: subscribes to x; dropping the sink later
  * leaves the subscription on x).
- * Ownership: *out is the caller's; close with laminar_subscription_close().
- * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (nothing of that name).
- * Thread-safety: any thread. */
-LAMINAR_API laminar_code laminar_subscribe(laminar_db* db, const char* name,
-                                           laminar_subscription** out,
-                                           laminar_error* err);
-
-/* As laminar_subscribe(), with options for this subscription, as text
- * "key = value, key = 'value'" (NULL or "" for the database's defaults):
+ * keys, values: `noptions` options of this subscription (keys[i] = values[i],
+ *   values as text, as laminar_config_set() takes them; NULL and 0 for the
+ *   database's settings). The LAMINAR_SCOPE_SUBSCRIPTION rows of the option
+ *   table (laminar_option_get()):
  *   buffer_size      slots in its queue (a power of two in [2, 2^24]; default
  *                    the config's buffer_size)
+ *   max_queue_bytes  bytes of the batches in its queue (default the config's)
  *   slow_subscriber  block | drop (see laminar_config_set)
  *   wait_strategy    park | spin | spin_yield(n): how
  *                    laminar_subscription_next() waits for a batch
  * Each subscription has its own queue: a stream's output batch is shared by
  * reference with every subscriber (broadcast) and each reads at its own pace.
- * Returns: as laminar_subscribe(); LAMINAR_ERR_CONFIG_KEY (unknown option) or
- *   LAMINAR_ERR_CONFIG_VALUE (bad value): nothing subscribed.
+ * Ownership: keys and values are borrowed for the call; *out is the caller's:
+ *   close it with laminar_subscription_close().
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (nothing of that name);
+ *   LAMINAR_ERR_CONFIG_KEY (an unknown option) or LAMINAR_ERR_CONFIG_VALUE (a
+ *   bad value), naming the key: nothing subscribed; LAMINAR_ERR_MISUSE (NULL
+ *   name or out, noptions < 0, a NULL key or value); LAMINAR_ERR_NOMEM. On
+ *   failure *out is NULL.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_subscription_open(laminar_db* db, const char* name,
+                                                   const char* const* keys,
+                                                   const char* const* values,
+                                                   int32_t noptions,
+                                                   laminar_subscription** out,
+                                                   laminar_error* err);
+
+/* Alias of laminar_subscription_open(db, name, NULL, NULL, 0, out, err): the
+ * database's settings. Kept for existing callers.
+ * Thread-safety: any thread. */
+LAMINAR_API laminar_code laminar_subscribe(laminar_db* db, const char* name,
+                                           laminar_subscription** out,
+                                           laminar_error* err);
+
+/* Alias of laminar_subscription_open() with the options as one text
+ * "key = value, key = 'value'" (NULL or "" for the database's defaults); a
+ * malformed text is LAMINAR_ERR_CONFIG_VALUE. Kept for existing callers:
+ * laminar_subscription_open() takes the options as key/value arrays.
+ * Returns: as laminar_subscription_open().
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_subscribe_with(laminar_db* db, const char* name,
                                                 const char* options,
@@ -892,7 +989,7 @@ LAMINAR_API laminar_code laminar_subscribe_with(laminar_db* db, const char* name
  * `*out_schema` (NULL allowed: not filled) are the caller's; release each with
  * its release callback, on any thread. With no batch before the timeout,
  * LAMINAR_OK is returned and out->release is NULL.
- * The wait follows the subscription's wait strategy (laminar_subscribe_with).
+ * The wait follows the subscription's wait strategy (laminar_subscription_open).
  * Returns: LAMINAR_OK; LAMINAR_ERR_SUBSCRIPTION_CLOSED once the stream is
  *   dropped (or the database closed) and no batch remains.
  * Thread-safety: one consumer thread per subscription; the runtime may run. */

@@ -5,9 +5,9 @@
  */
 #include "db/internal.h"
 
+#include "db/options.h"
 #include "sink/file.h"
 #include "sink/sink.h"
-
 #include "sql/binder.h"
 #include "sql/sql.h"
 #include "util/util.h"
@@ -135,80 +135,35 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   for (size_t i = 0; i < stmt->noptions; i++) {
     const lm_ast_option* o = &stmt->options[i];
     const lm_ast_expr* v = o->value;
-    if (lm_streq_nocase(o->key, "allowed_lateness") || lm_streq_nocase(o->key, "watermark")) {
-      LM_TRY(lm_bind_time_option(stmt->name, o, &wm, wm_name, sizeof wm_name, &lateness, err));
-    } else if (lm_streq_nocase(o->key, "wal_mode") || lm_streq_nocase(o->key, "checkpoint_interval")) {
-      bool is_string = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING;
-      char text[64] = {0};
-      if (is_string) memcpy(text, v->s, v->slen < sizeof text - 1 ? v->slen : sizeof text - 1);
-      int64_t ms = 0;
-      lm_wal_mode mode;
-      bool ok = is_string && (lm_streq_nocase(o->key, "wal_mode")
-                                  ? lm_durable_parse_wal_mode(text, &mode)
-                                  : lm_durable_parse_interval(text, &ms) && ms != 0);
-      if (!ok) {
-        snprintf(msg, sizeof msg, "source option '%s': expected %s", o->key,
-                 lm_streq_nocase(o->key, "wal_mode") ? "'none', 'async' or 'sync'"
-                                                     : "a duration such as '10 seconds'");
-        return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, v->line, v->column, stmt->name, msg);
-      }
-      if (db->dur == NULL) {
-        snprintf(msg, sizeof msg, "source option '%s' needs durability: open the database with "
-                 "data_dir and checkpoint_interval", o->key);
-        return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, v->line, v->column, stmt->name, msg);
-      }
-      if (lm_streq_nocase(o->key, "wal_mode")) memcpy(wal_mode, text, sizeof wal_mode - 1);
-      else lm_durable_lower_interval(db->dur, ms);
-    } else if (lm_streq_nocase(o->key, "backpressure") ||
-               lm_streq_nocase(o->key, "wait_strategy")) { /* issue 5 */
-      bool is_bp = lm_streq_nocase(o->key, "backpressure");
-      char text[64] = {0};
-      bool ok = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING && v->slen < sizeof text;
-      if (ok) memcpy(text, v->s, v->slen);
-      ok = ok && (is_bp ? lm_backpressure_parse(text, &backpressure) : lm_wait_parse(text, &wait));
-      if (!ok) {
-        snprintf(msg, sizeof msg, "source option '%s': expected %s", o->key,
-                 is_bp ? "'block', 'drop_oldest' or 'reject'"
-                       : "'spin', 'spin_yield(n)' or 'park'");
-        return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, v->line, v->column, stmt->name, msg);
-      }
-      if (is_bp) bp_value = v;
-    } else if (lm_streq_nocase(o->key, "max_queue_bytes")) { /* issue 20 */
-      int64_t n = -1;
-      char text[64] = {0};
-      if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_INT) n = v->i;
-      if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING && v->slen < sizeof text) {
-        memcpy(text, v->s, v->slen);
-        if (!lm_parse_bytes(text, &n)) n = -1;
-      }
-      if (n < 0) {
-        return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, v->line, v->column, stmt->name,
-                       "max_queue_bytes must be a byte count such as 268435456 or '256MB' "
-                       "(0: no bound)");
-      }
-      max_queue_bytes = n;
-    } else if (lm_streq_nocase(o->key, "buffer_size")) {
-      int64_t n = -1;
-      if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_INT) n = v->i;
-      if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING) {
-        char tmp[32] = {0};
-        memcpy(tmp, v->s, v->slen < 31 ? v->slen : 31);
-        char* end;
-        n = strtoll(tmp, &end, 10);
-        if (*end != '\0') n = -1;
-      }
-      if (n < 2 || n > (1 << 24) || (n & (n - 1)) != 0) {
-        return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, v->line, v->column, stmt->name,
-                       "buffer_size must be a power of two between 2 and 16777216");
-      }
-      capacity = (uint32_t)n;
-    } else {
-      snprintf(msg, sizeof msg,
-               "unknown source option '%s' (known: buffer_size, max_queue_bytes, backpressure, "
-               "wait_strategy, watermark, allowed_lateness, "
-               "wal_mode, checkpoint_interval)",
-               o->key);
-      return fail_at(err, LAMINAR_ERR_CONFIG_KEY, v->line, v->column, stmt->name, msg);
+    const lm_option* row;
+    lm_option_value val;
+    LM_TRY(lm_option_parse_sql(LAMINAR_SCOPE_SOURCE, stmt->name, o, &row, &val, err));
+    switch (lm_option_row_id(row)) {
+      case LM_OPT_ALLOWED_LATENESS:
+      case LM_OPT_WATERMARK:
+        LM_TRY(lm_bind_time_option(stmt->name, o, &wm, wm_name, sizeof wm_name, &lateness, err));
+        break;
+      case LM_OPT_WAL_MODE:
+      case LM_OPT_CHECKPOINT_INTERVAL:
+        if (db->dur == NULL) {
+          snprintf(msg, sizeof msg, "source option '%s' needs durability: open the database "
+                   "with data_dir and checkpoint_interval", o->key);
+          return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, v->line, v->column, stmt->name, msg);
+        }
+        if (lm_option_row_id(row) == LM_OPT_WAL_MODE) {
+          snprintf(wal_mode, sizeof wal_mode, "%.*s", (int)v->slen, v->s); /* an enum: short */
+        } else {
+          lm_durable_lower_interval(db->dur, val.i);
+        }
+        break;
+      case LM_OPT_BACKPRESSURE:
+        backpressure = (lm_backpressure)val.i;
+        bp_value = v;
+        break;
+      case LM_OPT_WAIT_STRATEGY: wait = val.wait; break;
+      case LM_OPT_MAX_QUEUE_BYTES: max_queue_bytes = val.i; break;
+      case LM_OPT_BUFFER_SIZE: capacity = (uint32_t)val.i; break;
+      default: return lm_error_set(err, LAMINAR_ERR_INTERNAL, "source option '%s'", o->key);
     }
   }
   lm_source_def* def = lm_calloc(1, sizeof *def);
@@ -449,6 +404,9 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
                    "CREATE VIEW (not materialized) is not supported: CREATE MATERIALIZED VIEW "
                    "keeps the result queryable, CREATE STREAM emits it");
   }
+  /* Keys and value types from the option table; the binder applies them. */
+  LM_TRY(lm_option_check_sql(LAMINAR_SCOPE_STREAM, stmt->name, stmt->options, stmt->noptions,
+                             err));
   lm_stream_def* s = lm_calloc(1, sizeof *s);
   if (s == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   s->watermark_ms = INT64_MIN;
@@ -576,19 +534,15 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
   char path[4096] = {0};
   lm_sink_format format = LM_SINK_JSONL;
   for (size_t i = 0; i < stmt->noptions; i++) {
-    const lm_ast_option* o = &stmt->options[i];
-    const lm_ast_expr* v = o->value;
-    bool is_string = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING;
-    if (lm_streq_nocase(o->key, "path") && is_string && v->slen > 0 && v->slen < sizeof path) {
-      memcpy(path, v->s, v->slen);
-    } else if (lm_streq_nocase(o->key, "format") && is_string &&
-               (lm_strneq_nocase(v->s, v->slen, "jsonl") || lm_strneq_nocase(v->s, v->slen, "csv"))) {
-      format = lm_strneq_nocase(v->s, v->slen, "csv") ? LM_SINK_CSV : LM_SINK_JSONL;
+    const lm_option* row;
+    lm_option_value val;
+    LM_TRY(lm_option_parse_sql(LAMINAR_SCOPE_SINK, stmt->name, &stmt->options[i], &row, &val,
+                               err));
+    if (lm_option_row_id(row) == LM_OPT_PATH) {
+      memcpy(path, val.text, val.len); /* the table bounds it below sizeof path */
+      path[val.len] = '\0';
     } else {
-      snprintf(msg, sizeof msg,
-               "sink '%s': option '%s' must be path = '<directory>' or format = 'jsonl' | 'csv'",
-               stmt->name, o->key);
-      return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, v->line, v->column, stmt->name, msg);
+      format = val.i == 1 ? LM_SINK_CSV : LM_SINK_JSONL; /* "jsonl | csv" */
     }
   }
   if (path[0] == '\0') {

@@ -4,6 +4,7 @@
  */
 #include "db/internal.h"
 
+#include "db/options.h"
 #include "store/fs.h"
 #include "util/util.h"
 
@@ -88,141 +89,53 @@ laminar_code laminar_config_create(laminar_config** out) {
   return LAMINAR_OK;
 }
 
-bool lm_db_parse_slow_subscriber(const char* text, bool* out_drop) {
-  if (lm_streq_nocase(text, "block")) {
-    *out_drop = false;
-  } else if (lm_streq_nocase(text, "drop")) {
-    *out_drop = true;
-  } else {
-    return false;
-  }
-  return true;
+/* Copy `value` into *slot (freeing the old text). */
+static laminar_code set_text(char** slot, const char* value, laminar_error* err) {
+  char* copy = lm_strdup(value);
+  if (copy == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  lm_free(*slot);
+  *slot = copy;
+  return LAMINAR_OK;
 }
 
-/* "true" / "on" / "1" and "false" / "off" / "0", any case; false if neither. */
-static bool parse_bool(const char* text, bool* out) {
-  if (lm_streq_nocase(text, "true") || lm_streq_nocase(text, "on") || strcmp(text, "1") == 0) {
-    *out = true;
-  } else if (lm_streq_nocase(text, "false") || lm_streq_nocase(text, "off") ||
-             strcmp(text, "0") == 0) {
-    *out = false;
-  } else {
-    return false;
-  }
-  return true;
-}
-
-/* Parse a power of two in [2, 2^24]; false if `text` is anything else. */
-static bool parse_buffer_size(const char* text, uint32_t* out) {
-  char* end;
-  errno = 0;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || text[0] == '-') return false;
-  if (v < 2 || v > (1u << 24) || (v & (v - 1)) != 0) return false;
-  *out = (uint32_t)v;
-  return true;
-}
+/* The option table's choice lists give these enums' values by position. */
+_Static_assert(LM_BP_DROP_OLDEST == 1 && LM_BP_REJECT == 2, "backpressure choices");
+_Static_assert(LM_WAL_ASYNC == 1 && LM_WAL_SYNC == 2, "wal_mode choices");
+_Static_assert(LM_WAL_IO_URING == 1 && LM_WAL_IO_PWRITE == 2, "wal_io choices");
+_Static_assert(LM_WAL_DIRECT_OFF == 1, "wal_direct_io choices");
 
 laminar_code laminar_config_set(laminar_config* config, const char* key, const char* value,
                                 laminar_error* err) {
   if (config == NULL || config->magic != LM_MAGIC_CONFIG || key == NULL || value == NULL) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_config_set: invalid argument");
   }
-  if (lm_streq_nocase(key, "buffer_size")) {
-    uint32_t v;
-    if (!parse_buffer_size(value, &v)) {
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config 'buffer_size': expected a power of two between 2 and "
-                          "16777216, got '%s'",
-                          value);
-    }
-    config->buffer_size = v;
-    return LAMINAR_OK;
+  const lm_option* row;
+  lm_option_value v;
+  LM_TRY(lm_option_parse_text(LAMINAR_SCOPE_DB, key, value, &row, &v, err));
+  lm_durable_config* d = &config->durable;
+  switch (lm_option_row_id(row)) {
+    case LM_OPT_BUFFER_SIZE: config->buffer_size = (uint32_t)v.i; break;
+    case LM_OPT_MAX_QUEUE_BYTES: config->max_queue_bytes = v.i; break;
+    case LM_OPT_MAX_STATE_BYTES: config->max_state_bytes = v.i; break;
+    case LM_OPT_BACKPRESSURE: config->backpressure = (lm_backpressure)v.i; break;
+    case LM_OPT_WAIT_STRATEGY: config->wait = v.wait; break;
+    case LM_OPT_SLOW_SUBSCRIBER: config->slow_drop = v.i == 1; break;
+    case LM_OPT_CORES: config->cores = (int32_t)v.i; break;
+    case LM_OPT_CORE_AFFINITY: config->core_affinity = v.i == 1; break;
+    case LM_OPT_READ_ONLY: d->read_only = v.i == 1; break;
+    case LM_OPT_DATA_DIR: return set_text(&config->data_dir, value, err);
+    case LM_OPT_SINK_ROOT: return set_text(&d->sink_root, value, err);
+    case LM_OPT_CHECKPOINT_INTERVAL: d->checkpoint_interval_ms = v.i; break;
+    case LM_OPT_CHECKPOINT_KEEP: d->keep = (int32_t)v.i; break;
+    case LM_OPT_WAL_MODE: d->wal_mode = (lm_wal_mode)v.i; break;
+    case LM_OPT_WAL_FLUSH_INTERVAL: d->flush_ms = v.i; break;
+    case LM_OPT_WAL_IO: d->io = (lm_wal_io)v.i; break;
+    case LM_OPT_WAL_DIRECT_IO: d->direct = (lm_wal_direct)v.i; break;
+    case LM_OPT_WAL_RECOVERY: d->strict = v.i == 1; break;
+    case LM_OPT_VAR: return lm_vars_set(&config->vars, key + 4, value, err); /* ${NAME} */
+    default: return lm_error_set(err, LAMINAR_ERR_INTERNAL, "config '%s': not applied", key);
   }
-  if (lm_streq_nocase(key, "backpressure")) { /* issue 5: runtime defaults */
-    if (!lm_backpressure_parse(value, &config->backpressure)) {
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config 'backpressure': expected block, drop_oldest or reject, "
-                          "got '%s'",
-                          value);
-    }
-    return LAMINAR_OK;
-  }
-  if (lm_streq_nocase(key, "wait_strategy")) {
-    if (!lm_wait_parse(value, &config->wait)) {
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config 'wait_strategy': expected spin, spin_yield(n) or park, "
-                          "got '%s'",
-                          value);
-    }
-    return LAMINAR_OK;
-  }
-  if (lm_streq_nocase(key, "slow_subscriber")) {
-    if (!lm_db_parse_slow_subscriber(value, &config->slow_drop)) {
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config 'slow_subscriber': expected block or drop, got '%s'", value);
-    }
-    return LAMINAR_OK;
-  }
-  if (lm_streq_nocase(key, "max_queue_bytes") || lm_streq_nocase(key, "max_state_bytes")) {
-    bool queue = lm_streq_nocase(key, "max_queue_bytes");
-    int64_t v;
-    if (!lm_parse_bytes(value, &v)) {
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config '%s': expected a byte count such as 268435456, '256MB' or "
-                          "'1 GiB' (0: no bound), got '%s'",
-                          queue ? "max_queue_bytes" : "max_state_bytes", value);
-    }
-    *(queue ? &config->max_queue_bytes : &config->max_state_bytes) = v;
-    return LAMINAR_OK;
-  }
-  if (lm_streq_nocase(key, "cores")) {
-    char* end;
-    errno = 0;
-    long v = strtol(value, &end, 10);
-    if (errno != 0 || end == value || *end != '\0' || v < 1 || v > LM_RT_MAX_CORES) {
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config 'cores': expected a whole number of reactors from 1 to %d, "
-                          "got '%s'",
-                          LM_RT_MAX_CORES, value);
-    }
-    config->cores = (int32_t)v;
-    return LAMINAR_OK;
-  }
-  if (lm_streq_nocase(key, "core_affinity") || lm_streq_nocase(key, "read_only")) {
-    bool affinity = lm_streq_nocase(key, "core_affinity");
-    if (!parse_bool(value, affinity ? &config->core_affinity : &config->durable.read_only)) {
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config '%s': expected true or false, got '%s'",
-                          affinity ? "core_affinity" : "read_only", value);
-    }
-    return LAMINAR_OK;
-  }
-  if (lm_streq_nocase(key, "data_dir") || lm_streq_nocase(key, "sink_root")) {
-    bool data = lm_streq_nocase(key, "data_dir");
-    if (!data && value[0] == '\0')
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config 'sink_root': expected a directory, got ''");
-    char* copy = lm_strdup(value);
-    if (copy == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-    char** slot = data ? &config->data_dir : &config->durable.sink_root;
-    lm_free(*slot);
-    *slot = copy;
-    return LAMINAR_OK;
-  }
-  if (strlen(key) > 4 && lm_strneq_nocase(key, 4, "var.")) {
-    return lm_vars_set(&config->vars, key + 4, value, err); /* ${NAME} substitution */
-  }
-  bool handled;
-  LM_TRY(lm_durable_config_set(&config->durable, key, value, &handled, err));
-  if (handled) return LAMINAR_OK;
-  return lm_error_set(err, LAMINAR_ERR_CONFIG_KEY,
-                      "unknown config key '%s' (known: buffer_size, backpressure, "
-                      "wait_strategy, slow_subscriber, max_queue_bytes, max_state_bytes, cores, "
-                      "core_affinity, data_dir, read_only, sink_root, checkpoint_interval, "
-                      "checkpoint_keep, wal_mode, wal_flush_interval, wal_io, wal_recovery, "
-                      "var.NAME)",
-                      key);
+  return LAMINAR_OK;
 }
 
 laminar_code laminar_config_add_sink(laminar_config* config, const char* name,
@@ -236,6 +149,7 @@ laminar_code laminar_config_add_sink(laminar_config* config, const char* name,
   config->sinks = grown;
   lm_config_sink* c = &grown[config->nsinks];
   *c = (lm_config_sink){.name = lm_strdup(name), .stream = lm_strdup(stream), .cb = *cb};
+  atomic_init(&c->attached, false);
   if (c->name == NULL || c->stream == NULL) {
     lm_free(c->name);
     lm_free(c->stream);
@@ -249,7 +163,7 @@ void laminar_config_destroy(laminar_config* config) {
   if (config == NULL || config->magic != LM_MAGIC_CONFIG) return;
   for (int32_t i = 0; i < config->nsinks; i++) {
     lm_config_sink* c = &config->sinks[i];
-    if (!c->attached && c->cb.release != NULL) c->cb.release(c->cb.user);
+    if (!atomic_load(&c->attached) && c->cb.release != NULL) c->cb.release(c->cb.user);
     lm_free(c->name);
     lm_free(c->stream);
   }
@@ -379,7 +293,7 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
     }
   }
   pthread_mutex_lock(&db->lock);
-  rc = lm_durable_open(db, db->data_dir, &dc, config ? ((laminar_config*)config)->sinks : NULL,
+  rc = lm_durable_open(db, db->data_dir, &dc, config ? config->sinks : NULL,
                        config ? config->nsinks : 0, &db->dur, err);
   pthread_mutex_unlock(&db->lock);
   if (rc != LAMINAR_OK) {
@@ -399,15 +313,19 @@ static bool db_ok(const laminar_db* db) { return db != NULL && db->magic == LM_M
     }                                                                             \
   } while (0)
 
-laminar_code laminar_close(laminar_db* db) {
+laminar_code laminar_close_v2(laminar_db* db, laminar_error* err) {
   if (db == NULL) return LAMINAR_OK;
-  if (!db_ok(db)) return LAMINAR_ERR_MISUSE;
+  if (!db_ok(db))
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_close: invalid or closed database handle");
   lm_durable_close(db->dur); /* its thread takes db->lock: stopped first */
   db->dur = NULL;
-  laminar_code rc = lm_rt_stop(&db->rt, NULL);
+  laminar_code rc = lm_rt_stop(&db->rt, err);
   db_free(db);
   return rc;
 }
+
+laminar_code laminar_close(laminar_db* db) { return laminar_close_v2(db, NULL); }
 
 laminar_code laminar_execute(laminar_db* db, const char* sql, laminar_error* err) {
   CHECK_DB(db, err);

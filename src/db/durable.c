@@ -93,7 +93,7 @@ struct lm_durable {
   bool catalog_missing;      /* a new directory: catalog.sql is written before any checkpoint */
   stored_ident* idents;      /* the stored catalog's identities, while it runs */
   int32_t nidents;
-  lm_config_sink* config_sinks; /* the config's connector sinks (borrowed) */
+  lm_config_sink* config_sinks; /* the config's connector sinks (borrowed by open) */
   int32_t nconfig_sinks;
   /* background thread: async WAL flushes and interval checkpoints */
   pthread_t thread;
@@ -191,60 +191,6 @@ bool lm_durable_parse_wal_mode(const char* v, lm_wal_mode* out) {
   else if (lm_streq_nocase(v, "sync")) *out = LM_WAL_SYNC;
   else return false;
   return true;
-}
-
-laminar_code lm_durable_config_set(lm_durable_config* c, const char* key, const char* value,
-                                   bool* handled, laminar_error* err) {
-  *handled = true;
-  if (lm_streq_nocase(key, "checkpoint_interval")) {
-    int64_t ms;
-    if (!lm_durable_parse_interval(value, &ms) || ms == 0)
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config 'checkpoint_interval': expected a duration such as '10 seconds' "
-                          "or 'none', got '%s'",
-                          value);
-    c->checkpoint_interval_ms = ms;
-  } else if (lm_streq_nocase(key, "wal_mode")) {
-    if (!lm_durable_parse_wal_mode(value, &c->wal_mode))
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config 'wal_mode': expected none, async or sync, got '%s'", value);
-  } else if (lm_streq_nocase(key, "checkpoint_keep")) {
-    char* end;
-    long v = strtol(value, &end, 10);
-    if (end == value || *end != '\0' || v < 1 || v > 1000)
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config 'checkpoint_keep': expected a count from 1 to 1000, got '%s'",
-                          value);
-    c->keep = (int32_t)v;
-  } else if (lm_streq_nocase(key, "wal_io")) {
-    if (lm_streq_nocase(value, "auto")) c->io = LM_WAL_IO_AUTO;
-    else if (lm_streq_nocase(value, "io_uring")) c->io = LM_WAL_IO_URING;
-    else if (lm_streq_nocase(value, "pwrite")) c->io = LM_WAL_IO_PWRITE;
-    else
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config 'wal_io': expected auto, io_uring or pwrite, got '%s'", value);
-  } else if (lm_streq_nocase(key, "wal_direct_io")) {
-    if (lm_streq_nocase(value, "auto")) c->direct = LM_WAL_DIRECT_AUTO;
-    else if (lm_streq_nocase(value, "off")) c->direct = LM_WAL_DIRECT_OFF;
-    else
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config 'wal_direct_io': expected auto or off, got '%s'", value);
-  } else if (lm_streq_nocase(key, "wal_recovery")) {
-    if (lm_streq_nocase(value, "cut")) c->strict = false;
-    else if (lm_streq_nocase(value, "strict")) c->strict = true;
-    else
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config 'wal_recovery': expected cut or strict, got '%s'", value);
-  } else if (lm_streq_nocase(key, "wal_flush_interval")) {
-    int64_t ms;
-    if (!lm_durable_parse_interval(value, &ms) || ms <= 0)
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "config 'wal_flush_interval': expected a duration, got '%s'", value);
-    c->flush_ms = ms;
-  } else {
-    *handled = false;
-  }
-  return LAMINAR_OK;
 }
 
 /* ---- paths ------------------------------------------------------------------------- */
@@ -1545,12 +1491,15 @@ laminar_code lm_durable_register_sink(laminar_db* db, const char* name, const ch
 static laminar_code attach_config_sinks(laminar_db* db, lm_durable* d, laminar_error* err) {
   for (int32_t i = 0; i < d->nconfig_sinks; i++) {
     lm_config_sink* c = &d->config_sinks[i];
-    if (c->attached)
+    if (atomic_exchange(&c->attached, true))
       return lm_error_set(err, LAMINAR_ERR_STATE,
                           "sink '%s': this config's sinks were attached by another database",
                           c->name);
-    LM_TRY(attach_callback_sink(db, c->name, c->stream, &c->cb, err));
-    c->attached = true;
+    laminar_code rc = attach_callback_sink(db, c->name, c->stream, &c->cb, err);
+    if (rc != LAMINAR_OK) {
+      atomic_store(&c->attached, false); /* not taken: the config still owns it */
+      return rc;
+    }
   }
   return LAMINAR_OK;
 }
@@ -1995,6 +1944,9 @@ laminar_code lm_durable_open(laminar_db* db, const char* data_dir, const lm_dura
   /* From here DDL sees db->dur (sources get WALs, the catalog is persisted). */
   db->dur = d;
   rc = recover(db, d, err);
+  /* The config's sinks are attached by now; the config may go after open. */
+  d->config_sinks = NULL;
+  d->nconfig_sinks = 0;
   /* Read-only: no checkpoints and no WAL to flush, so no thread. */
   if (rc == LAMINAR_OK && !c->read_only) {
     if (pthread_create(&d->thread, NULL, background, d) != 0)

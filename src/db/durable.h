@@ -67,10 +67,6 @@ typedef struct lm_durable_config {
 
 void lm_durable_config_init(lm_durable_config* c);
 
-/* Handle a durability key of laminar_config_set (*handled false for other keys). */
-laminar_code lm_durable_config_set(lm_durable_config* c, const char* key, const char* value,
-                                   bool* handled, laminar_error* err);
-
 /* Parse "none", "<n>", "<n> ms|s|seconds|minutes|..." into milliseconds (-1:
  * none). False when the text is not a duration. */
 bool lm_durable_parse_interval(const char* text, int64_t* out_ms);

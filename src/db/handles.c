@@ -14,6 +14,7 @@
 
 #include "db/internal.h"
 
+#include "db/options.h"
 #include "store/wal.h"
 
 #include "util/util.h"
@@ -598,14 +599,29 @@ void laminar_source_close(laminar_source* src) {
 
 /* ---- subscriptions ------------------------------------------------------------------ */
 
-/* Subscription options: buffer_size, slow_subscriber, wait_strategy,
- * max_queue_bytes. */
+/* A subscription's options (LAMINAR_SCOPE_SUBSCRIPTION rows of the option
+ * table); the database's settings until set. */
 typedef struct sub_options {
   uint32_t buffer_size;
   bool drop_when_full;
   lm_wait wait;
   int64_t max_queue_bytes;
 } sub_options;
+
+static laminar_code set_sub_option(sub_options* o, const char* key, const char* value,
+                                   laminar_error* err) {
+  const lm_option* row;
+  lm_option_value v;
+  LM_TRY(lm_option_parse_text(LAMINAR_SCOPE_SUBSCRIPTION, key, value, &row, &v, err));
+  switch (lm_option_row_id(row)) {
+    case LM_OPT_BUFFER_SIZE: o->buffer_size = (uint32_t)v.i; break;
+    case LM_OPT_SLOW_SUBSCRIBER: o->drop_when_full = v.i == 1; break; /* "block | drop" */
+    case LM_OPT_WAIT_STRATEGY: o->wait = v.wait; break;
+    case LM_OPT_MAX_QUEUE_BYTES: o->max_queue_bytes = v.i; break;
+    default: return lm_error_set(err, LAMINAR_ERR_INTERNAL, "subscription option '%s'", key);
+  }
+  return LAMINAR_OK;
+}
 
 /* Copy the next `key = value` of "k = v, k = 'v'" into key/value; the rest
  * of the text after it, or NULL at the end. *out_ok false on a malformed item. */
@@ -642,6 +658,7 @@ static const char* next_option(const char* s, char* key, size_t kcap, char* valu
   return s;
 }
 
+/* laminar_subscribe_with()'s text form: "key = value, key = 'value'". */
 static laminar_code parse_sub_options(const char* text, sub_options* o, laminar_error* err) {
   const char* s = text;
   while (s != NULL) {
@@ -652,61 +669,51 @@ static laminar_code parse_sub_options(const char* text, sub_options* o, laminar_
       return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
                           "subscription options: expected 'key = value, ...', got '%s'", text);
     }
-    if (s == NULL) break;
-    if (lm_streq_nocase(key, "buffer_size")) {
-      char* end;
-      unsigned long long n = strtoull(value, &end, 10);
-      if (*end != '\0' || end == value || n < 2 || n > (1u << 24) || (n & (n - 1)) != 0) {
-        return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                            "subscription option 'buffer_size': expected a power of two "
-                            "between 2 and 16777216, got '%s'",
-                            value);
-      }
-      o->buffer_size = (uint32_t)n;
-    } else if (lm_streq_nocase(key, "slow_subscriber")) {
-      if (!lm_db_parse_slow_subscriber(value, &o->drop_when_full)) {
-        return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                            "subscription option 'slow_subscriber': expected 'block' or "
-                            "'drop', got '%s'",
-                            value);
-      }
-    } else if (lm_streq_nocase(key, "wait_strategy")) {
-      if (!lm_wait_parse(value, &o->wait)) {
-        return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                            "subscription option 'wait_strategy': expected 'spin', "
-                            "'spin_yield(n)' or 'park', got '%s'",
-                            value);
-      }
-    } else if (lm_streq_nocase(key, "max_queue_bytes")) {
-      if (!lm_parse_bytes(value, &o->max_queue_bytes)) {
-        return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                            "subscription option 'max_queue_bytes': expected a byte count "
-                            "such as 268435456, '64MB' or '1 GiB' (0: no bound), got '%s'",
-                            value);
-      }
-    } else {
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_KEY,
-                          "unknown subscription option '%s' (known: buffer_size, "
-                          "slow_subscriber, wait_strategy, max_queue_bytes)",
-                          key);
-    }
+    if (s != NULL) LM_TRY(set_sub_option(o, key, value, err));
   }
   return LAMINAR_OK;
 }
 
+static laminar_code subscribe(laminar_db* db, const char* name, const sub_options* opts,
+                              laminar_subscription** out, laminar_error* err);
+
+laminar_code laminar_subscription_open(laminar_db* db, const char* name, const char* const* keys,
+                                       const char* const* values, int32_t noptions,
+                                       laminar_subscription** out, laminar_error* err) {
+  if (out != NULL) *out = NULL;
+  if (db == NULL || db->magic != LM_MAGIC_DB || name == NULL || out == NULL || noptions < 0 ||
+      (noptions > 0 && (keys == NULL || values == NULL))) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_subscription_open: invalid argument");
+  }
+  sub_options opts = {db->buffer_size, db->slow_drop, db->wait, db->max_queue_bytes};
+  for (int32_t i = 0; i < noptions; i++) {
+    if (keys[i] == NULL || values[i] == NULL)
+      return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                          "laminar_subscription_open: option %d has a NULL key or value", (int)i);
+    LM_TRY(set_sub_option(&opts, keys[i], values[i], err));
+  }
+  return subscribe(db, name, &opts, out, err);
+}
+
 laminar_code laminar_subscribe(laminar_db* db, const char* name, laminar_subscription** out,
                                laminar_error* err) {
-  return laminar_subscribe_with(db, name, NULL, out, err);
+  return laminar_subscription_open(db, name, NULL, NULL, 0, out, err);
 }
 
 laminar_code laminar_subscribe_with(laminar_db* db, const char* name, const char* options,
                                     laminar_subscription** out, laminar_error* err) {
   if (out != NULL) *out = NULL;
   if (db == NULL || db->magic != LM_MAGIC_DB || name == NULL || out == NULL) {
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_subscribe: invalid argument");
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_subscribe_with: invalid argument");
   }
   sub_options opts = {db->buffer_size, db->slow_drop, db->wait, db->max_queue_bytes};
   if (options != NULL) LM_TRY(parse_sub_options(options, &opts, err));
+  return subscribe(db, name, &opts, out, err);
+}
+
+static laminar_code subscribe(laminar_db* db, const char* name, const sub_options* o,
+                              laminar_subscription** out, laminar_error* err) {
+  sub_options opts = *o;
   pthread_mutex_lock(&db->lock);
   laminar_code rc = LAMINAR_OK;
   laminar_subscription* s = NULL;

@@ -16,6 +16,7 @@
 #include "sql/ast.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define LM_MAGIC_DB 0x4c4d4442u      /* "LMDB" */
 #define LM_MAGIC_SOURCE 0x4c4d5352u  /* "LMSR" */
@@ -28,7 +29,9 @@ typedef struct lm_config_sink {
   char* name;
   char* stream;
   laminar_sink_callbacks cb;
-  bool attached;             /* a database took it (and its release) */
+  /* A database took it (and its release): claimed once, atomically, by
+   * laminar_open, which reads its const config and writes nothing else. */
+  atomic_bool attached;
 } lm_config_sink;
 
 struct laminar_config {
@@ -122,9 +125,6 @@ laminar_code lm_rows_stream(const lm_schema* schema, lm_batch* batch,
 
 /* handles.c */
 void lm_db_detach_stream_subs(laminar_db* db, lm_stream_def* stream);
-
-/* db.c: 'block' -> false, 'drop' -> true (slow_subscriber); false if neither. */
-bool lm_db_parse_slow_subscriber(const char* text, bool* out_drop);
 
 /* Attach sink `k` (name, stream and sink set; sql may be NULL) to its stream
  * and the catalog, pausing the graph. On failure nothing is attached and k is

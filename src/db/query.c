@@ -19,6 +19,7 @@
  */
 #include "db/internal.h"
 
+#include "db/options.h"
 #include "db/text.h"
 #include "op/view.h"
 #include "sql/binder.h"
@@ -932,6 +933,8 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt, struct ArrowArra
   } else if (inner->kind == LM_STMT_CREATE_STREAM &&
              (inner->object != LM_OBJ_VIEW || inner->materialized)) {
     lm_plan plan;
+    LM_TRY(lm_option_check_sql(LAMINAR_SCOPE_STREAM, inner->name, inner->options,
+                               inner->noptions, err));
     LM_TRY(lm_bind_stream(inner, lm_db_lookup_input, db, &plan, err));
     const lm_schema* in = explain_inputs(&x, db, &plan);
     if (LM_NEVER(in == NULL)) {

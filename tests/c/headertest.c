@@ -31,6 +31,12 @@ HT_STATIC_ASSERT(LAMINAR_VERSION_NUMBER == LAMINAR_VERSION_MAJOR * 1000000 +
                  "version number");
 HT_STATIC_ASSERT(sizeof(((laminar_error*)0)->message) == 1024, "laminar_error.message");
 
+/* Option scopes are bits (laminar_option_get's out_scopes is their OR). */
+HT_STATIC_ASSERT(LAMINAR_SCOPE_DB == 1 && LAMINAR_SCOPE_SOURCE == 2 &&
+                     LAMINAR_SCOPE_STREAM == 4 && LAMINAR_SCOPE_SUBSCRIPTION == 8 &&
+                     LAMINAR_SCOPE_SINK == 16,
+                 "option scopes");
+
 /* The opaque handles are usable as pointers by a C or C++ caller. */
 typedef struct {
   laminar_config* config;
@@ -65,5 +71,10 @@ int main(void) {
   laminar_subscription_close(h.subscription);
   laminar_config_destroy(h.config);
   if (laminar_close(h.db) != LAMINAR_OK) return 1;
+  if (laminar_close_v2(h.db, &h.error) != LAMINAR_OK) return 1;
+  /* The option table is readable without a database. */
+  const char* key = 0;
+  if (laminar_option_count() < 1) return 1;
+  if (laminar_option_get(0, &key, 0, 0, 0, 0) != LAMINAR_OK || key == 0) return 1;
   return h.db == 0 && h.error.code == LAMINAR_OK ? 0 : 1;
 }

@@ -16,6 +16,7 @@
  * message names the damaged file. Damage the checkpoint covers must be
  * reported by laminar_durability_report().
  */
+/* lm_ctest: TIMEOUT 300 */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  // mkdtemp, scandir under -std=c17 (the shared test headers)
 #endif
