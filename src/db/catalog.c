@@ -260,6 +260,96 @@ fail:
 
 /* ---- CREATE STREAM ------------------------------------------------------------------- */
 
+/* What branch b of s's plan reads: an lm_source_def* or lm_stream_def*
+ * (NULL if gone), and *wm its watermark. */
+static void* branch_input(laminar_db* db, const lm_stream_def* s, int32_t b, int64_t* wm) {
+  const lm_plan_branch* br = &s->plan.branches[b];
+  if (br->input_is_source) {
+    lm_source_def* src = lm_db_find_source(db, br->input);
+    if (wm != NULL) *wm = src != NULL ? src->watermark_ms : INT64_MIN;
+    return src;
+  }
+  lm_stream_def* up = lm_db_find_stream(db, br->input);
+  if (wm != NULL) *wm = up != NULL ? up->watermark_ms : INT64_MIN;
+  return up;
+}
+
+/* The reader list of what branch b of s reads, if that input is the first
+ * branch's to read it (each input lists s once). False otherwise. */
+static bool branch_reader_list(laminar_db* db, const lm_stream_def* s, int32_t b,
+                               lm_stream_def**** out, int32_t** n) {
+  void* in = branch_input(db, s, b, NULL);
+  if (in == NULL) return false;
+  for (int32_t k = 0; k < b; k++) {
+    if (branch_input(db, s, k, NULL) == in) return false;
+  }
+  if (s->plan.branches[b].input_is_source) {
+    *out = &((lm_source_def*)in)->readers;
+    *n = &((lm_source_def*)in)->nreaders;
+  } else {
+    *out = &((lm_stream_def*)in)->readers;
+    *n = &((lm_stream_def*)in)->nreaders;
+  }
+  return true;
+}
+
+/* Add (or remove) s as a reader of each input it reads, once per input. */
+static laminar_code branch_readers(laminar_db* db, lm_stream_def* s, bool add) {
+  lm_stream_def*** readers;
+  int32_t* n;
+  for (int32_t b = 0; b < s->plan.nbranches; b++) {
+    if (!branch_reader_list(db, s, b, &readers, &n)) continue;
+    if (!add) {
+      lm_graph_remove_reader(*readers, n, s);
+    } else if (lm_graph_add_reader(readers, n, s) != LAMINAR_OK) {
+      for (int32_t k = 0; k < b; k++) {
+        if (branch_reader_list(db, s, k, &readers, &n)) lm_graph_remove_reader(*readers, n, s);
+      }
+      return LAMINAR_ERR_NOMEM;
+    }
+  }
+  return LAMINAR_OK;
+}
+
+/* The time rules of a windowed stream over sources: its allowed lateness
+ * defaults to the largest of its sources'; EMIT ON WINDOW CLOSE needs each
+ * source's watermark; over several inputs, every branch projects its
+ * source's watermark column to the window's time column. */
+static laminar_code check_stream_time(laminar_db* db, const lm_stmt* stmt, lm_plan* plan,
+                                      laminar_error* err) {
+  if (!plan->windowed) return LAMINAR_OK;
+  bool branched = lm_plan_branched(plan);
+  int64_t lateness = 0;
+  for (int32_t b = 0; b < plan->nbranches; b++) {
+    const lm_plan_branch* br = &plan->branches[b];
+    const lm_source_def* in = br->input_is_source ? lm_db_find_source(db, br->input) : NULL;
+    if (in == NULL) continue;
+    if (in->lateness_ms > lateness) lateness = in->lateness_ms;
+    char msg[512];
+    if (in->wm_col < 0 && stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
+      snprintf(msg, sizeof msg,
+               "EMIT ON WINDOW CLOSE needs a watermark, and source '%s' has none: declare "
+               "WATERMARK FOR col or WITH (watermark = 'col')",
+               in->name);
+      return fail_at(err, LAMINAR_ERR_SQL_GROUPING, stmt->emit_line, stmt->emit_column,
+                     stmt->name, msg);
+    }
+    if (branched && !plan->window.global && in->wm_col >= 0 &&
+        br->col_out[in->wm_col] != plan->window.time_col) {
+      snprintf(msg, sizeof msg,
+               "stream '%s': the window's time column is column %d ('%s') of the union, and "
+               "input '%s' must give it its watermark column '%s' unchanged (each input's "
+               "watermark column at the same position)",
+               stmt->name, (int)plan->window.time_col + 1,
+               plan->union_schema.fields[plan->window.time_col].name, in->name,
+               in->schema.fields[in->wm_col].name);
+      return fail_at(err, LAMINAR_ERR_SQL_GROUPING, br->line, br->column, in->name, msg);
+    }
+  }
+  if (!plan->lateness_set) plan->window.lateness_ms = lateness;
+  return LAMINAR_OK;
+}
+
 /* The late side output of new stream `s` (WITH (late_output = ...)): a stream
  * named s->plan.late_output with the columns of s's input, fed by s's window
  * operator. *out is NULL when s declares none. Not yet in the graph. */
@@ -279,6 +369,8 @@ static laminar_code make_late_stream(laminar_db* db, const lm_stmt* stmt, lm_str
   }
   bool is_source;
   const lm_schema* in = lm_db_lookup_input(db, s->plan.input, &is_source);
+  /* Over branches, the window reads the union's columns. */
+  if (lm_plan_branched(&s->plan)) in = &s->plan.union_schema;
   lm_stream_def* l = lm_calloc(1, sizeof *l);
   if (l == NULL || in == NULL) {
     lm_free(l);
@@ -324,21 +416,18 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_free(s);
     return rc;
   }
-  if (s->plan.windowed && s->plan.input_is_source) {
-    const lm_source_def* in = lm_db_find_source(db, s->plan.input);
-    /* A window's allowed lateness defaults to its source's. */
-    if (in != NULL && !s->plan.lateness_set) s->plan.window.lateness_ms = in->lateness_ms;
-    if (in != NULL && in->wm_col < 0 && stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
-      char msg[256];
-      snprintf(msg, sizeof msg,
-               "EMIT ON WINDOW CLOSE needs a watermark, and source '%s' has none: declare "
-               "WATERMARK FOR col or WITH (watermark = 'col')",
-               in->name);
-      lm_plan_free(&s->plan);
-      lm_free(s);
-      return fail_at(err, LAMINAR_ERR_SQL_GROUPING, stmt->emit_line, stmt->emit_column,
-                     stmt->name, msg);
-    }
+  bool branched = lm_plan_branched(&s->plan);
+  if (branched && db->dur != NULL) {
+    rc = fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->select->from_line,
+                 stmt->select->from_column, stmt->name,
+                 "a stream over several inputs (UNION ALL) or a derived table is not "
+                 "supported on a durable database yet (open it in memory)");
+  }
+  if (rc == LAMINAR_OK) rc = check_stream_time(db, stmt, &s->plan, err);
+  if (rc != LAMINAR_OK) {
+    lm_plan_free(&s->plan);
+    lm_free(s);
+    return rc;
   }
   s->name = lm_strdup(stmt->name);
   s->sql = lm_db_stmt_text(sql, stmt);
@@ -368,24 +457,36 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   }
   lm_source_def* src = s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
   lm_stream_def* up = src ? NULL : lm_db_find_stream(db, s->plan.input);
-  /* cores > 1: a keyed stream runs as one partition per reactor (rt/part.c). */
-  if (lm_stream_def_attach_rt(s, &db->rt, src, stmt->materialized) != LAMINAR_OK) {
+  /* cores > 1: a keyed stream runs as one partition per reactor (rt/part.c);
+   * a stream over branches runs whole. */
+  if (lm_stream_def_attach_rt(s, &db->rt, branched ? NULL : src, stmt->materialized) !=
+      LAMINAR_OK) {
     lm_stream_def_free(late);
     lm_stream_def_free(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
   lm_rt_pause(&db->rt);
-  /* The new stream starts at its input's current watermark: the input's past
-   * is not replayed into it, and its windows close from the next advance on. */
-  lm_stream_def_start_at(s, src != NULL ? src->watermark_ms : up->watermark_ms);
+  if (branched) {
+    /* Each input's current watermark; the stream's is the least. */
+    const void** defs = lm_calloc((size_t)s->plan.nbranches, sizeof *defs);
+    int64_t* wms = lm_calloc((size_t)s->plan.nbranches, sizeof *wms);
+    rc = defs != NULL && wms != NULL ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
+    for (int32_t b = 0; rc == LAMINAR_OK && b < s->plan.nbranches; b++) {
+      defs[b] = branch_input(db, s, b, &wms[b]);
+    }
+    if (rc == LAMINAR_OK) rc = lm_stream_def_set_inputs(s, defs, wms);
+    lm_free(defs);
+    lm_free(wms);
+  } else {
+    /* The new stream starts at its input's current watermark: the input's past
+     * is not replayed into it, and its windows close from the next advance on. */
+    lm_stream_def_start_at(s, src != NULL ? src->watermark_ms : up->watermark_ms);
+  }
   /* Where it starts: the WAL replay at open feeds it the records after. */
   const lm_source_def* root = lm_db_root_source(db, s);
   s->start_seq = root != NULL ? root->processed_seq : 0;
-  if (src != NULL) {
-    rc = lm_graph_add_reader(&src->readers, &src->nreaders, s);
-  } else {
-    rc = lm_graph_add_reader(&up->readers, &up->nreaders, s);
-  }
+  if (rc == LAMINAR_OK) rc = branch_readers(db, s, true);
+  bool attached = rc == LAMINAR_OK;
   if (rc == LAMINAR_OK) {
     rc = append_ptr((void***)&db->graph.streams, &db->graph.nstreams, s);
     if (rc == LAMINAR_OK && late != NULL) {
@@ -398,14 +499,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
       s->late = late;
       lm_op_window_set_late_sink(s->chain, lm_stream_take_late, late);
     }
-    if (rc != LAMINAR_OK) {
-      if (src != NULL) {
-        lm_graph_remove_reader(src->readers, &src->nreaders, s);
-      } else {
-        lm_graph_remove_reader(up->readers, &up->nreaders, s);
-      }
-    }
   }
+  if (rc != LAMINAR_OK && attached) branch_readers(db, s, false);
   lm_rt_resume(&db->rt);
   if (rc != LAMINAR_OK) {
     lm_stream_def_free(late);
@@ -579,13 +674,7 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
     lm_waiter_notify(&src->room); /* producers blocked on its full queue give up */
   } else {
     remove_ptr((void**)db->graph.streams, &db->graph.nstreams, s);
-    lm_source_def* in = s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
-    if (in != NULL) {
-      lm_graph_remove_reader(in->readers, &in->nreaders, s);
-    } else {
-      lm_stream_def* up = lm_db_find_stream(db, s->plan.input);
-      if (up != NULL) lm_graph_remove_reader(up->readers, &up->nreaders, s);
-    }
+    branch_readers(db, s, false);
     lm_db_detach_stream_subs(db, s);
     if (s->late != NULL) {
       remove_ptr((void**)db->graph.streams, &db->graph.nstreams, s->late);
@@ -705,7 +794,7 @@ static laminar_code show(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayS
     } else {
       lm_stream_def* s = db->graph.streams[i];
       cells[k * 3] = s->name;
-      cells[k * 3 + 1] = s->plan.input;
+      cells[k * 3 + 1] = (char*)lm_plan_inputs(&s->plan);
       cells[k * 3 + 2] = (char*)lm_plan_describe(&s->plan);
       if (s->late_of != NULL) { /* a late side output: its rows come from its stream */
         size_t len = strlen(s->late_of->name) + 32;

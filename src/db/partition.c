@@ -58,7 +58,17 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
   /* Walk to the root source; `in` marks the source columns every windowed
    * stream on the path groups by (starting from "all"). */
   const lm_stream_def* cur = s;
-  while (!cur->plan.input_is_source) {
+  for (;;) {
+    if (lm_plan_branched(&cur->plan)) {
+      rc = lm_error_set(err, LAMINAR_ERR_SQL_UNSUPPORTED,
+                        "stream '%s': %s reads several inputs (UNION ALL) or a derived table; "
+                        "its partitioning by one root source is not supported yet",
+                        stream, cur == s ? "it" : cur->name);
+      lm_error_object(err, stream, NULL);
+      pthread_mutex_unlock(&db->lock);
+      return rc;
+    }
+    if (cur->plan.input_is_source) break;
     const lm_stream_def* up = lm_db_find_stream(db, cur->plan.input);
     if (up == NULL) break;
     cur = up;

@@ -86,7 +86,8 @@ static int32_t collect(laminar_db* db, prow* rows) {
     bool in = src != NULL && lm_mpsc_size(src->queue) > 0;
     const char* state = stream_blocked(s) ? "blocked" : input_state(in, false, running, any_blocked);
     rows[n++] = (prow){lm_db_is_view(s) ? "materialized view" : "stream", s->name, state,
-                       s->plan.input, s->watermark_ms, cap < 0 ? -1 : depth, cap, s->nparts};
+                       lm_plan_inputs(&s->plan), s->watermark_ms, cap < 0 ? -1 : depth, cap,
+                       s->nparts};
   }
   for (int32_t i = 0; i < db->nsubs; i++) {
     const laminar_subscription* sub = db->subs[i];

@@ -84,6 +84,12 @@ static const lm_schema* view_lookup(void* arg, const char* name, bool* out_is_so
 /* The view a SELECT reads, or an error saying why FROM names none. */
 static laminar_code find_view(laminar_db* db, const lm_ast_select* sel, lm_stream_def** out,
                               laminar_error* err) {
+  if (sel->union_next != NULL || sel->from_select != NULL) {
+    return fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, sel->from_line, sel->from_column, NULL,
+                    "UNION ALL and derived tables in a SELECT over a view are not supported "
+                    "yet: put the union in a view's definition (CREATE MATERIALIZED VIEW v AS "
+                    "SELECT ... UNION ALL SELECT ...)");
+  }
   lm_stream_def* s = lm_db_find_stream(db, sel->from);
   if (s != NULL && lm_db_is_view(s)) {
     *out = s;
@@ -673,6 +679,69 @@ static void explain_map(explain* x, const char* clause, const lm_expr* filter,
           next_id(x, nbuf, sizeof nbuf));
 }
 
+/* Rows for what a plan reads: its input; over branches, each input and its
+ * branch's operators (operator names indented), then the "union all" row
+ * taking them all. Returns the schema the rest of the plan reads, NULL if
+ * an input is missing. */
+static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan* plan) {
+  bool is_source = false;
+  if (!lm_plan_branched(plan)) {
+    const lm_schema* in = lm_db_lookup_input(db, plan->input, &is_source);
+    if (in != NULL) explain_input(x, db, plan->input);
+    return in;
+  }
+  lm_text ins = {0}, what = {0};
+  int64_t* last = lm_calloc((size_t)plan->nbranches, sizeof *last);
+  if (last == NULL) x->nomem = true;
+  for (int32_t b = 0; last != NULL && b < plan->nbranches; b++) {
+    const lm_plan_branch* br = &plan->branches[b];
+    const lm_schema* in = lm_db_lookup_input(db, br->input, &is_source);
+    if (in == NULL) {
+      lm_free(last);
+      lm_free(ins.p);
+      lm_free(what.p);
+      return NULL;
+    }
+    int64_t first = x->n;
+    explain_input(x, db, br->input);
+    const char** names = names_of(in);
+    if (names == NULL) x->nomem = true;
+    if (names != NULL && br->exprs != NULL) {
+      explain_map(x, "WHERE ", br->filter, br->exprs, br->nexprs, &plan->union_schema, names);
+    }
+    lm_free(names);
+    for (int64_t r = first; !x->nomem && r < x->n; r++) {
+      char** op = &x->cells[r * 5 + 1];
+      lm_text t = {0};
+      lm_text_printf(&t, "  %s", *op);
+      lm_free(*op);
+      *op = lm_text_take(&t);
+      if (*op == NULL) x->nomem = true;
+    }
+    last[b] = x->n;
+    lm_text_printf(&ins, "%s%lld", b > 0 ? ", " : "", (long long)x->n);
+    lm_text_printf(&what, "%s%s", b > 0 ? ", " : "", br->input);
+  }
+  /* Each branch's last row feeds the union row, the next one. */
+  char id[24];
+  snprintf(id, sizeof id, "%lld", (long long)x->n + 1);
+  for (int32_t b = 0; last != NULL && !x->nomem && b < plan->nbranches; b++) {
+    char** out = &x->cells[(last[b] - 1) * 5 + 4];
+    lm_free(*out);
+    *out = lm_strdup(id);
+    if (*out == NULL) x->nomem = true;
+  }
+  lm_free(last);
+  lm_text_printf(&what, "; each input's own watermark, the least of them the union's");
+  char nbuf[24];
+  char* inputs = lm_text_take(&ins);
+  if (inputs == NULL) x->nomem = true;
+  add_row(x, "union all", lm_text_take(&what), inputs != NULL ? inputs : "",
+          next_id(x, nbuf, sizeof nbuf));
+  lm_free(inputs);
+  return &plan->union_schema;
+}
+
 /* Rows for the operators of a bound plan, reading `in` (the input schema). */
 static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, bool view) {
   char pbuf[24], nbuf[24];
@@ -840,10 +909,11 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt, struct ArrowArra
       return fail_sql(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line, stmt->name_column,
                       stmt->name, "no stream or materialized view named '%s'", stmt->name);
     }
-    bool is_source = false;
-    const lm_schema* in = lm_db_lookup_input(db, s->plan.input, &is_source);
-    if (LM_NEVER(in == NULL)) return lm_error_set(err, LAMINAR_ERR_INTERNAL, "input vanished");
-    explain_input(&x, db, s->plan.input);
+    const lm_schema* in = explain_inputs(&x, db, &s->plan);
+    if (LM_NEVER(in == NULL)) {
+      explain_rows(&x, NULL, err);
+      return lm_error_set(err, LAMINAR_ERR_INTERNAL, "input vanished");
+    }
     if (s->late_of != NULL) { /* a late side output: its stream's window picks the rows */
       char nbuf[24];
       lm_text b = {0};
@@ -866,9 +936,12 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt, struct ArrowArra
     LM_TRY(lm_option_check_sql(LAMINAR_SCOPE_STREAM, inner->name, inner->options,
                                inner->noptions, err));
     LM_TRY(lm_bind_stream(inner, lm_db_lookup_input, db, &plan, err));
-    bool is_source = false;
-    const lm_schema* in = lm_db_lookup_input(db, plan.input, &is_source);
-    explain_input(&x, db, plan.input);
+    const lm_schema* in = explain_inputs(&x, db, &plan);
+    if (LM_NEVER(in == NULL)) {
+      lm_plan_free(&plan);
+      explain_rows(&x, NULL, err);
+      return lm_error_set(err, LAMINAR_ERR_INTERNAL, "input vanished");
+    }
     explain_plan(&x, &plan, in, inner->materialized);
     /* A view's own columns: its plan's output without a carried _weight. */
     lm_schema shown = plan.out_schema;

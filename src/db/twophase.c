@@ -310,9 +310,11 @@ static const char* path_refusal(laminar_db* db, const lm_stream_def* s) {
                                 "split may put in different parts)";
   if (p->window.emit_changes) return "EMIT CHANGES does not decompose";
   if (p->window.changelog) return "its input is a changelog";
+  if (lm_plan_branched(p)) return "it reads several inputs (UNION ALL) or a derived table";
   for (const lm_stream_def* x = s; !x->plan.input_is_source;) {
     x = lm_db_find_stream(db, x->plan.input);
     if (x == NULL) return "an upstream stream is missing";
+    if (lm_plan_branched(&x->plan)) return "an upstream stream reads several inputs (UNION ALL)";
     if (x->plan.windowed || lm_db_is_view(x)) {
       return "an upstream stream aggregates (only filters and projections may come before "
              "the split window)";

@@ -69,6 +69,10 @@ typedef struct window_op {
   window** spare;       /* recycled windows */
   int32_t nspare;
   int64_t watermark;    /* last watermark seen (epoch ms); INT64_MIN before any */
+  /* The watermark of the input the current chunk came from, when the stream
+   * has several (lm_op_window_set_late_floor): a row is late when its
+   * windows closed by it, though they are still open here. INT64_MIN: none. */
+  int64_t late_floor;
   int64_t late_rows;
   /* Late side output (lm_op_window_set_late_sink): where late rows go, and
    * this chunk's late row numbers (NULL when there is no sink). */
@@ -190,6 +194,12 @@ typedef struct window_op {
   int64_t jkeyset;        /* the keyset's groups before the chunk, -1: no keyset */
   int64_t per_group;      /* bytes a group of a window holds (accounting) */
 } window_op;
+
+/* The watermark a row's lateness is judged by: the op's, or its input's if
+ * that is later (late_floor). */
+static inline int64_t lm_op_window_late_wm(const window_op* op) {
+  return op->late_floor > op->watermark ? op->late_floor : op->watermark;
+}
 
 #define GROW_ARRAY(ptr, n)                                          \
   do {                                                              \

@@ -214,6 +214,12 @@ int64_t lm_op_window_late_rows(const lm_op* op);
  * with the window operator's input columns, after the chunk is applied. `op`
  * is the head of a windowed chain (no-op for other chains); fn NULL: none. */
 void lm_op_window_set_late_sink(lm_op* op, lm_op_sink_fn fn, void* arg);
+/* Several inputs (UNION ALL): the next chunks come from an input whose own
+ * watermark is `watermark_ms`; a row is late when its windows closed by that
+ * watermark, even while the op's (the least of its inputs') keeps them open,
+ * so which rows count does not depend on how the inputs interleave.
+ * INT64_MIN: judge by the op's watermark alone. No-op for other operators. */
+void lm_op_window_set_late_floor(lm_op* op, int64_t watermark_ms);
 /* Windows this op copied before changing them because a checkpoint was
  * still writing them (copy-on-write), and (out_groups) their groups in all. */
 int64_t lm_op_window_thaws(const lm_op* op, int64_t* out_groups);

@@ -241,7 +241,7 @@ static laminar_code session_assign(window_op* op, uint32_t kid, int64_t t, int32
   }
   int64_t close;
   if (__builtin_add_overflow(hi, op->spec.lateness_ms, &close)) close = INT64_MAX;
-  if (close <= op->watermark) {
+  if (close <= lm_op_window_late_wm(op)) {
     *out = -1;
     return LAMINAR_OK;
   }

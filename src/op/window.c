@@ -717,6 +717,7 @@ __attribute__((always_inline)) static inline int64_t assign_rows(
   const lm_window_spec* spec = &op->spec;
   const lm_vec* tcol = &in->cols[spec->time_col];
   int64_t size = spec->size_ms, hop = spec->hop_ms;
+  int64_t late_wm = lm_op_window_late_wm(op);
   int64_t np = 0;
   int32_t nwin = 0;
   int64_t cache_q = 0;
@@ -781,7 +782,7 @@ __attribute__((always_inline)) static inline int64_t assign_rows(
         if (__builtin_add_overflow(ws, size, &we)) we = INT64_MAX;
         close = lm_op_window_close_time(op, ws);
         /* Older windows are in the row's hop only while start > q - size. */
-        if (close <= op->watermark || we <= q) break;
+        if (close <= late_wm || we <= q) break;
         s->cache[cache_n++] = local_window(s, &nwin, ws);
         if (__builtin_sub_overflow(ws, hop, &ws)) break;
       }
@@ -1673,6 +1674,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   bool keyset_ok = !op->panes || (lm_op_window_new(op, &op->keyset) == LAMINAR_OK &&
                                   lm_op_slide_setup(op) == LAMINAR_OK);
   op->watermark = INT64_MIN;
+  op->late_floor = INT64_MIN;
   op->suf_block = op->run_block = INT64_MIN;
   op->track = spec->emit_changes || spec->changelog;
   /* A group's bytes: hash and its share of the table (8 each), keys and
@@ -1742,6 +1744,10 @@ void lm_op_window_set_key_hashes(lm_op* base, const uint64_t* h) {
 
 void lm_op_window_set_args(lm_op* base, const lm_vec* args) {
   if (base != NULL && base->vt == &window_vtable) ((window_op*)base)->in_args = args;
+}
+
+void lm_op_window_set_late_floor(lm_op* base, int64_t watermark_ms) {
+  if (base != NULL && base->vt == &window_vtable) ((window_op*)base)->late_floor = watermark_ms;
 }
 
 void lm_op_window_set_late_sink(lm_op* base, lm_op_sink_fn fn, void* arg) {

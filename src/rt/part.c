@@ -709,19 +709,19 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
         if (s->nparts > 1) {
           rc = merge_msg(rt, s, slot, j, rd->split);
         } else if (msg->batch != NULL) {
-          rc = lm_rt_stream_chunk(s, &chunk);
+          rc = lm_rt_stream_chunk(s, src, &chunk);
         }
       }
       int64_t wm = rd->wms[j];
       for (int32_t i = 0; wm != INT64_MIN && i < src->nreaders && rc == LAMINAR_OK; i++) {
         lm_stream_def* s = src->readers[i];
         if (s->nparts <= 1) {
-          rc = lm_rt_stream_watermark(s, wm);
+          rc = lm_rt_stream_watermark(s, src, wm);
         } else if (wm > s->watermark_ms) {
           /* Every partition closed its windows for wm above: forward it. */
           s->watermark_ms = wm;
           for (int32_t d = 0; d < s->nreaders && rc == LAMINAR_OK; d++) {
-            rc = lm_rt_stream_watermark(s->readers[d], wm);
+            rc = lm_rt_stream_watermark(s->readers[d], s, wm);
           }
         }
       }

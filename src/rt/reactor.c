@@ -160,6 +160,12 @@ void lm_source_def_unref(lm_source_def* def) {
 void lm_stream_def_free(lm_stream_def* def) {
   if (def == NULL) return;
   lm_stream_def_free_parts(def);
+  for (int32_t b = 0; def->in_chains != NULL && b < def->nin; b++) {
+    lm_op_chain_destroy(def->in_chains[b]);
+  }
+  lm_free(def->in_chains);
+  lm_free(def->in_defs);
+  lm_free(def->in_wm);
   lm_op_chain_destroy(def->chain);
   lm_plan_free(&def->plan);
   lm_schema_free(&def->out_schema);
@@ -213,7 +219,7 @@ static laminar_code stream_share(lm_stream_def* s, lm_batch* batch) {
   if (s->nreaders > 0) {
     lm_chunk down = {batch->nrows, batch->ncols, batch->cols, NULL};
     for (int32_t i = 0; i < s->nreaders && rc == LAMINAR_OK; i++) {
-      rc = stream_chunk(s->readers[i], &down);
+      rc = stream_chunk(s->readers[i], s, &down);
     }
   }
   return rc;
@@ -248,25 +254,79 @@ void lm_stream_def_attach(lm_stream_def* s) {
   tail->sink_arg = s;
 }
 
-laminar_code lm_rt_stream_chunk(lm_stream_def* s, const lm_chunk* chunk) {
+/* Sink of a branch's chain: its rows into the stream's chain, their
+ * lateness judged by their own input's watermark (op.h). */
+static laminar_code branch_deliver(void* arg, const lm_chunk* chunk) {
+  lm_stream_def* s = arg;
+  lm_op_window_set_late_floor(s->chain, s->in_wm[s->cur_in]);
   laminar_code rc = lm_op_chain_chunk(s->chain, chunk);
+  lm_op_window_set_late_floor(s->chain, INT64_MIN);
+  return rc;
+}
+
+laminar_code lm_rt_stream_chunk(lm_stream_def* s, const void* from, const lm_chunk* chunk) {
+  laminar_code rc = LAMINAR_OK;
+  if (s->nin == 0) {
+    rc = lm_op_chain_chunk(s->chain, chunk);
+  } else {
+    for (int32_t b = 0; b < s->nin && rc == LAMINAR_OK; b++) {
+      if (s->in_defs[b] != from) continue;
+      s->cur_in = b;
+      rc = s->in_chains[b] != NULL ? lm_op_chain_chunk(s->in_chains[b], chunk)
+                                   : branch_deliver(s, chunk);
+    }
+  }
   atomic_store_explicit(&s->late_rows, lm_op_window_late_rows(s->chain),
                         memory_order_relaxed);
   return rc;
 }
 
 laminar_code lm_stream_take_late(void* arg, const lm_chunk* chunk) {
-  return stream_chunk(arg, chunk);
+  return stream_chunk(arg, NULL, chunk);
 }
 
-laminar_code lm_rt_stream_watermark(lm_stream_def* s, int64_t watermark_ms) {
+laminar_code lm_rt_stream_watermark(lm_stream_def* s, const void* from, int64_t watermark_ms) {
+  if (s->nin > 0) {
+    /* Each input holds its own; the stream's is the least of them. */
+    int64_t least = INT64_MAX;
+    for (int32_t b = 0; b < s->nin; b++) {
+      if (s->in_defs[b] == from && watermark_ms > s->in_wm[b]) s->in_wm[b] = watermark_ms;
+      if (s->in_wm[b] < least) least = s->in_wm[b];
+    }
+    watermark_ms = least;
+  }
   if (watermark_ms <= s->watermark_ms) return LAMINAR_OK;
   s->watermark_ms = watermark_ms;
   LM_TRY(lm_op_chain_watermark(s->chain, watermark_ms));
-  if (s->late != NULL) LM_TRY(lm_rt_stream_watermark(s->late, watermark_ms));
+  if (s->late != NULL) LM_TRY(lm_rt_stream_watermark(s->late, s, watermark_ms));
   for (int32_t i = 0; i < s->nreaders; i++) {
-    LM_TRY(lm_rt_stream_watermark(s->readers[i], watermark_ms));
+    LM_TRY(lm_rt_stream_watermark(s->readers[i], s, watermark_ms));
   }
+  return LAMINAR_OK;
+}
+
+laminar_code lm_stream_def_set_inputs(lm_stream_def* s, const void* const* in_defs,
+                                      const int64_t* in_wm) {
+  const lm_plan* plan = &s->plan;
+  if (!lm_plan_branched(plan)) return LAMINAR_OK;
+  int32_t n = plan->nbranches;
+  s->in_defs = lm_calloc((size_t)n, sizeof *s->in_defs);
+  s->in_chains = lm_calloc((size_t)n, sizeof *s->in_chains);
+  s->in_wm = lm_calloc((size_t)n, sizeof *s->in_wm);
+  if (s->in_defs == NULL || s->in_chains == NULL || s->in_wm == NULL) return LAMINAR_ERR_NOMEM;
+  s->nin = n;
+  int64_t least = INT64_MAX;
+  for (int32_t b = 0; b < n; b++) {
+    s->in_defs[b] = in_defs[b];
+    s->in_wm[b] = in_wm[b];
+    if (in_wm[b] < least) least = in_wm[b];
+    LM_TRY(lm_plan_build_branch(plan, b, &s->in_chains[b]));
+    if (s->in_chains[b] != NULL) {
+      s->in_chains[b]->sink = branch_deliver;
+      s->in_chains[b]->sink_arg = s;
+    }
+  }
+  lm_stream_def_start_at(s, least);
   return LAMINAR_OK;
 }
 
@@ -324,14 +384,14 @@ static laminar_code process_msg(lm_source_def* src, lm_msg* msg) {
     lm_batch* batch = msg->batch;
     lm_chunk chunk = {batch->nrows, batch->ncols, batch->cols, NULL};
     for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
-      rc = stream_chunk(src->readers[i], &chunk);
+      rc = stream_chunk(src->readers[i], src, &chunk);
     }
     lm_batch_unref(batch);
   }
   lm_free(msg);
   if (rc == LAMINAR_OK && wm != INT64_MIN) {
     for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
-      rc = lm_rt_stream_watermark(src->readers[i], wm);
+      rc = lm_rt_stream_watermark(src->readers[i], src, wm);
     }
   }
   return rc;

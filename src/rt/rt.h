@@ -212,7 +212,18 @@ struct lm_stream_def {
   int32_t nsubs;
   lm_stream_def** readers;   /* downstream streams */
   int32_t nreaders;
-  int64_t watermark_ms;      /* reactor-only */
+  int64_t watermark_ms;      /* reactor-only; with inputs: the least of in_wm */
+  /* Several inputs (plan.branches: UNION ALL, a derived table); nin 0: one
+   * input whose chunks go to `chain` as they are. Input b is in_defs[b] (an
+   * lm_source_def* or lm_stream_def*, which lists this stream as a reader
+   * once however many branches read it); its chunks run through
+   * in_chains[b] (NULL: none) into `chain`, and in_wm[b] is its watermark
+   * (reactor-only). A chunk from an input runs every branch reading it. */
+  int32_t nin;
+  const void** in_defs;
+  lm_op** in_chains;
+  int64_t* in_wm;
+  int32_t cur_in;            /* the branch whose rows `chain` is taking (reactor-only) */
   atomic_int_fast64_t late_rows; /* writer: reactor; reader: any (relaxed) */
   struct lm_sink** sinks;    /* exactly-once sinks on the output; changed while paused */
   int32_t nsinks;
@@ -480,6 +491,14 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
 const char* lm_rt_reactor_name(int32_t index);
 /* A new stream starts at its input's watermark (all its partitions). */
 void lm_stream_def_start_at(lm_stream_def* s, int64_t watermark_ms);
+/* Set up the inputs of a stream whose plan has branches with operators or
+ * several inputs (lm_stream_def.nin; else nothing to do): in_defs[b] is
+ * what branch b reads. Each branch's chain is built and pointed at the
+ * stream's chain, and the stream's watermark starts at the least of its
+ * inputs' (an input that saw nothing holds it at INT64_MIN). Control
+ * thread, after lm_stream_def_attach_rt. */
+laminar_code lm_stream_def_set_inputs(lm_stream_def* s, const void* const* in_defs,
+                                      const int64_t* in_wm);
 /* The chain of partition p (< nparts; p 0: `chain`, also of an unpartitioned stream). */
 lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p);
 /* Late rows of a stream over all its partitions. */

@@ -156,9 +156,16 @@ typedef struct lm_ast_select {
   bool distinct;
   lm_ast_select_item* items;
   size_t nitems; /* >= 1 */
+  /* FROM name; for a derived table (FROM (query) [alias], or a CTE named in
+   * FROM) the alias or CTE name ("subquery" without one) and from_select. */
   const char* from;
   const char* from_alias; /* NULL if none */
   int32_t from_line, from_column;
+  struct lm_ast_select* from_select; /* the derived table's query, NULL for a name */
+  /* `this UNION ALL union_next`: the next branch of a set, NULL if none. The
+   * first select of a set stands for the whole set; every branch is a
+   * select of its own (its ORDER BY / LIMIT belong to it). */
+  struct lm_ast_select* union_next;
   lm_ast_expr* where; /* NULL if none */
   lm_ast_expr** group_by;
   size_t ngroup;

@@ -1162,30 +1162,230 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
 
 static laminar_code bind_stream_options(binder* b, const lm_stmt* stmt);
 
+/* ---- inputs: one name, or branches (UNION ALL, derived tables) ------------------- */
+
+static laminar_code unknown_input(const lm_ast_select* sel, laminar_error* err) {
+  lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+               "no source or stream named '%s' at line %d, column %d", sel->from,
+               (int)sel->from_line, (int)sel->from_column);
+  lm_error_at(err, sel->from_line, sel->from_column);
+  lm_error_object(err, sel->from, NULL);
+  return LAMINAR_ERR_SQL_UNKNOWN_OBJECT;
+}
+
+/* Where to point at column j of a branch's select: its item, or the FROM
+ * name when a '*' makes positions and items differ. */
+static const lm_ast_expr* branch_item_at(const lm_ast_select* sel, int32_t j) {
+  for (size_t i = 0; i < sel->nitems; i++) {
+    if (sel->items[i].expr->kind == LM_AST_STAR) return NULL;
+  }
+  return (size_t)j < sel->nitems ? sel->items[j].expr : sel->items[sel->nitems - 1].expr;
+}
+
+/* Bind branch `sel` (SELECT items FROM name [WHERE ...]) into *br, its output
+ * columns into *cols (named by its items, typed before the union's casts). */
+static laminar_code bind_branch(binder* top, const lm_ast_select* sel, lm_plan_lookup_fn lookup,
+                                void* lookup_arg, lm_plan_branch* br, lm_schema* cols) {
+  lm_plan* plan = top->plan;
+  if (sel->from_select != NULL) {
+    lm_error_set(top->err, LAMINAR_ERR_SQL_UNSUPPORTED,
+                 "'%s' at line %d, column %d: a UNION ALL branch or derived table reads a "
+                 "source or stream by name; nested subqueries are not supported yet",
+                 sel->from, (int)sel->from_line, (int)sel->from_column);
+    lm_error_at(top->err, sel->from_line, sel->from_column);
+    return LAMINAR_ERR_SQL_UNSUPPORTED;
+  }
+  const lm_ast_expr* agg = sel->ngroup > 0 ? sel->group_by[0] : sel->having;
+  for (size_t i = 0; agg == NULL && i < sel->nitems; i++) {
+    if (contains_agg(sel->items[i].expr)) agg = sel->items[i].expr;
+  }
+  if (agg != NULL || sel->distinct || sel->norder > 0 || sel->limit >= 0) {
+    return fail(top, LAMINAR_ERR_SQL_UNSUPPORTED, agg,
+                "a branch of UNION ALL or a derived table filters and projects only (no "
+                "aggregates, GROUP BY, DISTINCT, ORDER BY or LIMIT yet): aggregate over it "
+                "in the outer query, e.g. SELECT ... FROM (SELECT ... UNION ALL SELECT ...) "
+                "GROUP BY ...");
+  }
+  bool is_source = false;
+  const lm_schema* input = lookup(lookup_arg, sel->from, &is_source);
+  if (input == NULL) return unknown_input(sel, top->err);
+  if (lm_op_view_is_changelog(input)) {
+    lm_error_set(top->err, LAMINAR_ERR_SQL_UNSUPPORTED,
+                 "'%s' at line %d, column %d is a changelog (it ends in _weight): a UNION ALL "
+                 "branch or derived table over a changelog is not supported yet",
+                 sel->from, (int)sel->from_line, (int)sel->from_column);
+    lm_error_at(top->err, sel->from_line, sel->from_column);
+    lm_error_object(top->err, sel->from, NULL);
+    return LAMINAR_ERR_SQL_UNSUPPORTED;
+  }
+  binder b = {.stmt = top->stmt, .plan = plan, .err = top->err, .input = input,
+              .input_name = sel->from, .input_alias = sel->from_alias};
+  br->input = lm_pool_copy(&plan->pool, sel->from, strlen(sel->from) + 1);
+  if (br->input == NULL) return NOMEM(&b);
+  br->input_is_source = is_source;
+  br->line = sel->from_line;
+  br->column = sel->from_column;
+  br->in_ncols = input->ncols;
+  /* The binding helpers write the plan's filter and output schema: borrow them. */
+  lm_schema saved = plan->out_schema;
+  lm_expr* saved_filter = plan->filter;
+  lm_schema_init_empty(&plan->out_schema);
+  plan->filter = NULL;
+  laminar_code rc = bind_where(&b, sel);
+  if (rc == LAMINAR_OK) rc = bind_items(&b, sel, MODE_ROW, &br->exprs, &br->nexprs);
+  br->filter = plan->filter;
+  *cols = plan->out_schema;
+  plan->out_schema = saved;
+  plan->filter = saved_filter;
+  return rc;
+}
+
+/* Where each input column of br goes unchanged (lm_plan_branch.col_out). */
+static laminar_code branch_col_out(binder* b, lm_plan_branch* br) {
+  br->col_out = lm_pool_alloc(&b->plan->pool, sizeof(int32_t) * (size_t)(br->in_ncols + 1));
+  if (br->col_out == NULL) return NOMEM(b);
+  for (int32_t c = 0; c < br->in_ncols; c++) br->col_out[c] = -1;
+  for (int32_t j = 0; j < br->nexprs; j++) {
+    const lm_expr* e = br->exprs[j];
+    if (e->kind == LM_EXPR_COLUMN && e->column >= 0 && e->column < br->in_ncols &&
+        br->col_out[e->column] < 0) {
+      br->col_out[e->column] = j;
+    }
+  }
+  return LAMINAR_OK;
+}
+
+/* The branches of set `first` (first UNION ALL next ...): bound, matched by
+ * position, typed by the usual implicit casts, named by the first branch. */
+static laminar_code bind_branches(binder* b, const lm_ast_select* first,
+                                  lm_plan_lookup_fn lookup, void* lookup_arg) {
+  lm_plan* plan = b->plan;
+  int32_t n = 0;
+  for (const lm_ast_select* x = first; x != NULL; x = x->union_next) n++;
+  plan->branches = lm_pool_alloc(&plan->pool, sizeof(lm_plan_branch) * (size_t)n);
+  lm_schema* cols = lm_calloc((size_t)n, sizeof(lm_schema));
+  if (plan->branches == NULL || cols == NULL) {
+    lm_free(cols);
+    return NOMEM(b);
+  }
+  memset(plan->branches, 0, sizeof(lm_plan_branch) * (size_t)n);
+  for (int32_t i = 0; i < n; i++) lm_schema_init_empty(&cols[i]);
+  laminar_code rc = LAMINAR_OK;
+  const lm_ast_select* x = first;
+  for (int32_t i = 0; i < n && rc == LAMINAR_OK; i++, x = x->union_next) {
+    rc = bind_branch(b, x, lookup, lookup_arg, &plan->branches[i], &cols[i]);
+    plan->nbranches = i + 1;
+    if (rc == LAMINAR_OK && cols[i].ncols != cols[0].ncols) {
+      rc = fail(b, LAMINAR_ERR_TYPE_MISMATCH, branch_item_at(x, 0),
+                "UNION ALL: branch %d (FROM '%s') has %d columns, the first branch has %d",
+                (int)i + 1, x->from, (int)cols[i].ncols, (int)cols[0].ncols);
+    }
+  }
+  /* Column j's type: where every branch's column j meets (numbers widen). */
+  for (int32_t j = 0; rc == LAMINAR_OK && j < cols[0].ncols; j++) {
+    lm_type t = cols[0].fields[j].type;
+    x = first;
+    for (int32_t i = 1; i < n && rc == LAMINAR_OK; i++) {
+      x = x->union_next;
+      lm_type u = common_type(t, cols[i].fields[j].type, false, false);
+      if (u == LM_TYPE_NULL) {
+        rc = fail(b, LAMINAR_ERR_TYPE_MISMATCH, branch_item_at(x, j),
+                  "UNION ALL column %d ('%s'): %s in branch %d (FROM '%s') does not match "
+                  "%s of the branches before it",
+                  (int)j + 1, cols[0].fields[j].name, lm_type_name(cols[i].fields[j].type),
+                  (int)i + 1, x->from, lm_type_name(t));
+      }
+      t = u;
+    }
+    for (int32_t i = 0; i < n && rc == LAMINAR_OK; i++) {
+      rc = coerce(b, &plan->branches[i].exprs[j], t);
+    }
+    if (rc == LAMINAR_OK) rc = add_field(b, &plan->union_schema, cols[0].fields[j].name, t);
+  }
+  for (int32_t i = 0; i < n && rc == LAMINAR_OK; i++) {
+    rc = branch_col_out(b, &plan->branches[i]);
+  }
+  for (int32_t i = 0; i < n; i++) lm_schema_free(&cols[i]);
+  lm_free(cols);
+  return rc;
+}
+
+/* A top-level set: the stream is the union itself (every column, as is). */
+static laminar_code bind_union_output(binder* b) {
+  lm_plan* plan = b->plan;
+  if (b->stmt->emit != LM_EMIT_DEFAULT) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "EMIT needs a GROUP BY over the union: SELECT ... FROM (SELECT ... UNION ALL "
+                "SELECT ...) GROUP BY ... EMIT ...");
+  }
+  plan->nexprs = plan->union_schema.ncols;
+  plan->exprs = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(plan->nexprs + 1));
+  if (plan->exprs == NULL) return NOMEM(b);
+  for (int32_t c = 0; c < plan->nexprs; c++) {
+    lm_expr* e = new_expr(b, LM_EXPR_COLUMN, plan->union_schema.fields[c].type);
+    if (e == NULL) return NOMEM(b);
+    e->column = c;
+    plan->exprs[c] = e;
+  }
+  if (lm_schema_copy(&plan->union_schema, &plan->out_schema) != 0) return NOMEM(b);
+  return LAMINAR_OK;
+}
+
 laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void* lookup_arg,
                             lm_plan* out, laminar_error* err) {
   memset(out, 0, sizeof *out);
   lm_pool_init(&out->pool);
   lm_schema_init_empty(&out->out_schema);
   lm_schema_init_empty(&out->agg_schema);
+  lm_schema_init_empty(&out->union_schema);
   const lm_ast_select* sel = stmt->select;
-  bool is_source = false;
-  const lm_schema* input = lookup(lookup_arg, sel->from, &is_source);
-  if (input == NULL) {
-    lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
-                 "no source or stream named '%s' at line %d, column %d", sel->from,
-                 (int)sel->from_line, (int)sel->from_column);
-    lm_error_at(err, sel->from_line, sel->from_column);
-    lm_error_object(err, sel->from, NULL);
-    return LAMINAR_ERR_SQL_UNKNOWN_OBJECT;
-  }
-  binder b = {.stmt = stmt, .plan = out, .err = err, .input = input, .input_name = sel->from,
+  binder b = {.stmt = stmt, .plan = out, .err = err, .input_name = sel->from,
               .input_alias = sel->from_alias};
   laminar_code rc = LAMINAR_OK;
-  out->input = lm_pool_copy(&out->pool, sel->from, strlen(sel->from) + 1);
-  out->input_is_source = is_source;
-  if (out->input == NULL) rc = NOMEM(&b);
-  if (rc == LAMINAR_OK) rc = bind_select(&b, stmt);
+  if (sel->union_next != NULL || sel->from_select != NULL) {
+    /* Branches: a top-level UNION ALL (the stream is the union), or a
+     * derived table the outer select reads. */
+    bool derived = sel->union_next == NULL;
+    rc = bind_branches(&b, derived ? sel->from_select : sel, lookup, lookup_arg);
+    size_t len = 1;
+    for (int32_t i = 0; rc == LAMINAR_OK && i < out->nbranches; i++) {
+      len += strlen(out->branches[i].input) + 2;
+    }
+    if (rc == LAMINAR_OK && (out->inputs = lm_pool_alloc(&out->pool, len)) == NULL) rc = NOMEM(&b);
+    for (int32_t i = 0; rc == LAMINAR_OK && i < out->nbranches; i++) {
+      if (i == 0) out->inputs[0] = '\0';
+      if (i > 0) strcat(out->inputs, ", ");
+      strcat(out->inputs, out->branches[i].input);
+    }
+    if (rc == LAMINAR_OK) {
+      out->input = out->branches[0].input;
+      out->input_is_source = out->branches[0].input_is_source;
+      b.input = &out->union_schema;
+      rc = derived ? bind_select(&b, stmt) : bind_union_output(&b);
+    }
+  } else {
+    bool is_source = false;
+    const lm_schema* input = lookup(lookup_arg, sel->from, &is_source);
+    if (input == NULL) {
+      lm_plan_free(out);
+      return unknown_input(sel, err);
+    }
+    b.input = input;
+    out->input = lm_pool_copy(&out->pool, sel->from, strlen(sel->from) + 1);
+    out->input_is_source = is_source;
+    out->branches = lm_pool_alloc(&out->pool, sizeof(lm_plan_branch));
+    if (out->input == NULL || out->branches == NULL) rc = NOMEM(&b);
+    if (rc == LAMINAR_OK) {
+      memset(out->branches, 0, sizeof(lm_plan_branch));
+      out->branches[0].input = out->input;
+      out->branches[0].input_is_source = is_source;
+      out->branches[0].line = sel->from_line;
+      out->branches[0].column = sel->from_column;
+      out->branches[0].in_ncols = input->ncols;
+      out->nbranches = 1;
+      rc = bind_select(&b, stmt);
+    }
+  }
   if (rc == LAMINAR_OK && stmt->kind == LM_STMT_CREATE_STREAM) rc = bind_stream_options(&b, stmt);
   if (rc != LAMINAR_OK) lm_plan_free(out);
   return rc;
@@ -1317,6 +1517,7 @@ static laminar_code bind_stream_options(binder* b, const lm_stmt* stmt) {
 /* ---- plan lifecycle ----------------------------------------------------------------- */
 
 void lm_plan_free(lm_plan* plan) {
+  lm_schema_free(&plan->union_schema);
   lm_schema_free(&plan->out_schema);
   lm_schema_free(&plan->agg_schema);
   lm_pool_free(&plan->pool);
@@ -1343,17 +1544,39 @@ laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
   return LAMINAR_OK;
 }
 
+bool lm_plan_branched(const lm_plan* plan) {
+  return plan->nbranches > 1 || (plan->nbranches == 1 && plan->branches[0].exprs != NULL);
+}
+
+laminar_code lm_plan_build_branch(const lm_plan* plan, int32_t b, lm_op** out) {
+  *out = NULL;
+  const lm_plan_branch* br = &plan->branches[b];
+  if (br->exprs == NULL) return LAMINAR_OK;
+  return lm_op_map_create(br->filter, (const lm_expr* const*)br->exprs, br->nexprs,
+                          &plan->union_schema, out);
+}
+
 laminar_code lm_plan_passthrough(const char* input, bool input_is_source, const lm_schema* in,
                                  lm_plan* out) {
   memset(out, 0, sizeof *out);
   lm_pool_init(&out->pool);
   lm_schema_init_empty(&out->out_schema);
   lm_schema_init_empty(&out->agg_schema);
+  lm_schema_init_empty(&out->union_schema);
   out->input = lm_pool_copy(&out->pool, input, strlen(input) + 1);
   out->input_is_source = input_is_source;
+  out->branches = lm_pool_alloc(&out->pool, sizeof(lm_plan_branch));
+  if (out->branches != NULL) {
+    memset(out->branches, 0, sizeof(lm_plan_branch));
+    out->branches[0].input = out->input;
+    out->branches[0].input_is_source = input_is_source;
+    out->branches[0].in_ncols = in->ncols;
+    out->nbranches = 1;
+  }
   out->nexprs = in->ncols;
   out->exprs = lm_pool_alloc(&out->pool, sizeof(lm_expr*) * (size_t)(in->ncols + 1));
-  bool ok = out->input != NULL && out->exprs != NULL && lm_schema_copy(in, &out->out_schema) == 0;
+  bool ok = out->input != NULL && out->exprs != NULL && out->branches != NULL &&
+            lm_schema_copy(in, &out->out_schema) == 0;
   for (int32_t c = 0; ok && c < in->ncols; c++) {
     lm_expr* e = lm_pool_alloc(&out->pool, sizeof *e);
     if (e == NULL) {
@@ -1371,8 +1594,26 @@ laminar_code lm_plan_passthrough(const char* input, bool input_is_source, const 
   return LAMINAR_ERR_NOMEM;
 }
 
+const char* lm_plan_inputs(const lm_plan* plan) {
+  return plan->inputs != NULL ? plan->inputs : plan->input;
+}
+
 const char* lm_plan_describe(lm_plan* plan) {
-  char buf[512];
+  char buf[512], head[256] = "";
+  if (lm_plan_branched(plan)) {
+    /* union(a: filter -> project(2 columns), b: project(2 columns)) -> ... */
+    size_t n = (size_t)snprintf(head, sizeof head, "union(");
+    for (int32_t b = 0; b < plan->nbranches && n < sizeof head; b++) {
+      const lm_plan_branch* br = &plan->branches[b];
+      n += (size_t)snprintf(head + n, sizeof head - n, "%s%s: %s", b > 0 ? ", " : "", br->input,
+                            br->filter != NULL ? "filter -> " : "");
+      if (n < sizeof head) {
+        n += (size_t)snprintf(head + n, sizeof head - n, br->exprs != NULL ? "project(%d columns)" : "as is",
+                              (int)br->nexprs);
+      }
+    }
+    if (n < sizeof head) snprintf(head + n, sizeof head - n, ") -> ");
+  }
   if (plan->windowed) {
     char shape[64];
     if (plan->window.global) {
@@ -1386,15 +1627,15 @@ const char* lm_plan_describe(lm_plan* plan) {
       snprintf(shape, sizeof shape, "tumble %lld ms", (long long)plan->window.size_ms);
     }
     snprintf(buf, sizeof buf,
-             "window_aggregate(%s on column %d, %d keys, %d aggregates%s%s) -> "
+             "%swindow_aggregate(%s on column %d, %d keys, %d aggregates%s%s) -> "
              "project(%d columns%s)",
-             shape, (int)plan->window.time_col,
+             head, shape, (int)plan->window.time_col,
              (int)plan->window.nkeys, (int)plan->window.naggs,
              plan->window.filter ? ", filtered" : "",
              plan->window.emit_changes ? ", emit changes" : "", (int)plan->npost,
              plan->having ? ", having" : "");
   } else {
-    snprintf(buf, sizeof buf, "%sproject(%d columns)", plan->filter ? "filter -> " : "",
+    snprintf(buf, sizeof buf, "%s%sproject(%d columns)", head, plan->filter ? "filter -> " : "",
              (int)plan->nexprs);
   }
   return lm_pool_copy(&plan->pool, buf, strlen(buf) + 1);

@@ -7,16 +7,18 @@
  *   stmt    := CREATE [OR REPLACE] SOURCE [IF NOT EXISTS] name
  *                ( coldef_or_watermark [, ...] ) [WITH ( option [, ...] )]
  *            | CREATE [OR REPLACE] (STREAM | [MATERIALIZED] VIEW) [IF NOT EXISTS] name
- *                AS select [emit]
+ *                AS query [emit]
  *            | CREATE [OR REPLACE] SINK [IF NOT EXISTS] name FROM name
  *                  [INTO FILE (option [, ...]) | WITH (...)]
  *            | DROP (SOURCE|STREAM|VIEW|MATERIALIZED VIEW|SINK) [IF EXISTS] name
  *            | SHOW (SOURCES|STREAMS|VIEWS|MATERIALIZED VIEWS|SINKS)
- *            | (DESCRIBE | DESC) name  |  EXPLAIN (stmt | name)  |  select [emit]
+ *            | (DESCRIBE | DESC) name  |  EXPLAIN (stmt | name)  |  query [emit]
+ *   query   := [WITH name AS ( query ) [, ...]] select [UNION ALL select ...]
  *   coldef  := name type [NOT NULL | NULL]
  *   watermark := WATERMARK FOR col [AS col [- INTERVAL ...]]
  *   option  := (name[.name]* | 'key') = ('str' | [-]number | TRUE | FALSE | INTERVAL .. |
- * ${V}) select  := SELECT [DISTINCT|ALL] item [, ...] FROM name [[AS] alias] [WHERE e]
+ * ${V}) select  := SELECT [DISTINCT|ALL] item [, ...] FROM (name | ( query )) [[AS] alias]
+ *              [WHERE e]
  *              [GROUP BY e, ...] [HAVING e]
  *              [ORDER BY e [ASC|DESC] [NULLS FIRST|LAST], ...] [LIMIT n] [OFFSET m]
  *   emit    := EMIT (ON WINDOW CLOSE | FINAL | CHANGES)
@@ -27,7 +29,7 @@
  * * / %; unary - +; primaries. All binary operators are left-associative.
  *
  * Not parsed in this version (LAMINAR_ERR_SQL_UNSUPPORTED at the token): JOIN
- * and comma joins, subqueries, CREATE TABLE.
+ * and comma joins, subqueries outside FROM, UNION without ALL, CREATE TABLE.
  *
  * Recursion: every recursive path goes through parse_binary(), parse_unary()
  * or parse_statement(), which count depth and stop at LM_SQL_MAX_DEPTH with
@@ -84,6 +86,11 @@ char* lm_arena_strndup(lm_arena* arena, const char* s, size_t n) {
 
 /* ==== parser state and helpers ====================================================== */
 
+typedef struct parser_cte {
+  const char* name;
+  struct lm_ast_select* select;
+} parser_cte;
+
 typedef struct parser {
   lm_arena* arena;
   laminar_error* err;
@@ -94,6 +101,10 @@ typedef struct parser {
   bool in_stmt;      /* the statement length limit applies */
   size_t stmt_start; /* offset of the statement being parsed */
   int32_t stmt_line, stmt_column;
+  /* WITH name AS (query): the CTEs in scope, innermost last (a FROM name
+   * matching one becomes a derived table). */
+  struct parser_cte* ctes;
+  size_t ncte, cte_cap;
 } parser;
 
 /* Error paths are kept out of line (noinline, cold) so their message buffers
@@ -488,6 +499,7 @@ static laminar_code finish(parser* p, lm_ast_expr* e) {
 static laminar_code parse_expr(parser* p, lm_ast_expr** out);
 static laminar_code parse_binary(parser* p, int min_prec, lm_ast_expr** out);
 static laminar_code parse_select(parser* p, lm_ast_select** out);
+static laminar_code parse_query(parser* p, lm_ast_select** out);
 
 enum { PREC_OR = 1, PREC_AND, PREC_NOT, PREC_CMP, PREC_CONCAT, PREC_ADD, PREC_MUL };
 
@@ -1157,12 +1169,28 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
 
   LM_TRY(expect_kw(p, "FROM"));
   if (p->cur.kind == LM_TOK_LPAREN) {
-    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
-                   "subqueries in FROM are not supported yet");
+    /* A derived table: FROM ( query ) [alias] */
+    s->from = "subquery";
+    s->from_line = p->cur.line;
+    s->from_column = p->cur.column;
+    LM_TRY(advance(p));
+    LM_TRY(enter(p));
+    LM_TRY(parse_query(p, &s->from_select));
+    leave(p);
+    LM_TRY(expect(p, LM_TOK_RPAREN));
+    LM_TRY(parse_alias(p, true, &s->from_alias));
+    if (s->from_alias != NULL) s->from = s->from_alias;
+  } else {
+    LM_TRY(
+        parse_name(p, "a source or stream name", &s->from, &s->from_line, &s->from_column));
+    LM_TRY(parse_alias(p, true, &s->from_alias));
+    for (size_t i = p->ncte; i-- > 0;) { /* a CTE in scope, innermost first */
+      if (lm_streq_nocase(p->ctes[i].name, s->from)) {
+        s->from_select = p->ctes[i].select;
+        break;
+      }
+    }
   }
-  LM_TRY(
-      parse_name(p, "a source or stream name", &s->from, &s->from_line, &s->from_column));
-  LM_TRY(parse_alias(p, true, &s->from_alias));
   if (is_join_word(&p->cur)) {
     return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
                    "joins are not supported yet: FROM takes a single source or stream");
@@ -1208,6 +1236,46 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
     LM_TRY(advance(p));
   }
   *out = s;
+  return LAMINAR_OK;
+}
+
+/* [WITH name AS ( query ) [, ...]] select [UNION ALL select ...]: the first
+ * select stands for the set (lm_ast_select.union_next); the CTEs are in
+ * scope for the rest of this query only. */
+static laminar_code parse_query(parser* p, lm_ast_select** out) {
+  size_t outer_ncte = p->ncte;
+  if (is_kw(&p->cur, "WITH")) {
+    LM_TRY(advance(p));
+    bool more;
+    do {
+      const char* name;
+      int32_t line, column;
+      LM_TRY(parse_name(p, "a name for the WITH query", &name, &line, &column));
+      LM_TRY(expect_kw(p, "AS"));
+      LM_TRY(expect(p, LM_TOK_LPAREN));
+      lm_ast_select* q;
+      LM_TRY(enter(p));
+      LM_TRY(parse_query(p, &q));
+      leave(p);
+      LM_TRY(expect(p, LM_TOK_RPAREN));
+      PUSH(p, p->ctes, p->ncte, p->cte_cap, ((parser_cte){name, q}));
+      LM_TRY(accept(p, LM_TOK_COMMA, &more));
+    } while (more);
+  }
+  LM_TRY(parse_select(p, out));
+  lm_ast_select* last = *out;
+  while (is_kw(&p->cur, "UNION")) {
+    LM_TRY(advance(p));
+    if (!is_kw(&p->cur, "ALL")) {
+      return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
+                     "UNION without ALL (removing duplicates) is not supported on streams: "
+                     "write UNION ALL");
+    }
+    LM_TRY(advance(p));
+    LM_TRY(parse_select(p, &last->union_next));
+    last = last->union_next;
+  }
+  p->ncte = outer_ncte;
   return LAMINAR_OK;
 }
 
@@ -1430,7 +1498,7 @@ static laminar_code parse_create(parser* p, lm_stmt* s) {
       return LAMINAR_OK;
     default:
       LM_TRY(expect_kw(p, "AS"));
-      LM_TRY(parse_select(p, &s->select));
+      LM_TRY(parse_query(p, &s->select));
       if (is_kw(&p->cur, "EMIT")) {
         s->emit_line = p->cur.line;
         s->emit_column = p->cur.column;
@@ -1506,9 +1574,9 @@ static laminar_code parse_statement_inner(parser* p, lm_stmt* s) {
     }
     return parse_statement(p, &s->inner);
   }
-  if (is_kw(&t, "SELECT")) {
+  if (is_kw(&t, "SELECT") || is_kw(&t, "WITH")) {
     s->kind = LM_STMT_SELECT;
-    LM_TRY(parse_select(p, &s->select));
+    LM_TRY(parse_query(p, &s->select));
     return parse_emit(p, &s->emit);
   }
   return expected(p, "a statement (CREATE, DROP, SHOW, DESCRIBE, EXPLAIN or SELECT)");

@@ -4,7 +4,9 @@
  * into an operator chain (src/db). Expression trees and names live in the
  * plan's pool and die with the plan.
  *
- * Two shapes in this version:
+ * Inputs: one branch per input (lm_plan_branch); several (UNION ALL, a
+ * derived table) project their rows to one union schema first. Then one of
+ * two shapes:
  *  - map:     [WHERE filter] -> project(exprs)                  (plain streams)
  *  - window:  window aggregate(filter, keys, aggs over tumble)   (GROUP BY)
  *             -> [HAVING filter] -> project(post_exprs over agg_schema)
@@ -23,10 +25,35 @@
 typedef const lm_schema* (*lm_plan_lookup_fn)(void* arg, const char* name,
                                               bool* out_is_source);
 
+/* One input of a stream. A stream reads N >= 1 inputs; with more than one
+ * (UNION ALL) or a derived table, each input's rows go through its branch --
+ * [filter] -> project(exprs) to the union schema -- and the branches' rows
+ * together feed the rest of the plan. A plain `FROM name` is one branch
+ * without operators (exprs NULL): the input's rows go to the plan as they
+ * are. */
+typedef struct lm_plan_branch {
+  char* input;                 /* the source or stream read, in the pool */
+  bool input_is_source;
+  int32_t line, column;        /* of the input's name in the statement */
+  lm_expr* filter;             /* over the input's columns, NULL if none */
+  lm_expr** exprs;             /* NULL: no operator (the input's rows as they are) */
+  int32_t nexprs;              /* == union_schema.ncols */
+  /* The union-schema column each input column is projected to unchanged
+   * (a bare column reference), -1 for none: where its watermark column goes. */
+  int32_t* col_out;
+  int32_t in_ncols;
+} lm_plan_branch;
+
 typedef struct lm_plan {
   lm_pool pool;
-  char* input;                 /* the source or stream read */
+  char* input;                 /* branches[0].input (the only one of most plans) */
   bool input_is_source;
+  lm_plan_branch* branches;    /* nbranches >= 1, in the pool */
+  int32_t nbranches;
+  char* inputs;                /* several: their names joined by ", " (lm_plan_inputs) */
+  /* Columns the branches project to (the rest of the plan's input) when
+   * they have operators; empty otherwise. */
+  lm_schema union_schema;
   lm_schema out_schema;
 
   lm_expr* filter;             /* WHERE, NULL if none */
@@ -63,8 +90,21 @@ laminar_code lm_plan_passthrough(const char* input, bool input_is_source, const 
  * plan's expressions (free the chain before the plan). */
 laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out);
 
+/* Whether the plan reads through branches (several inputs, or one behind a
+ * derived table's filter and projection) rather than one input as it is. */
+bool lm_plan_branched(const lm_plan* plan);
+
+/* What the plan reads, for SHOW STREAMS and pipeline state: its input's
+ * name, or the branches' inputs joined by ", " (in the plan's pool). */
+const char* lm_plan_inputs(const lm_plan* plan);
+
+/* Build the operator of branch `b` (a map to the union schema); *out NULL
+ * for a branch without one. The operator borrows the plan's expressions. */
+laminar_code lm_plan_build_branch(const lm_plan* plan, int32_t b, lm_op** out);
+
 /* One line per operator, for EXPLAIN and SHOW STREAMS; written into the
- * plan's pool. */
+ * plan's pool. With several inputs: the union of the branches, then the
+ * rest, "union(a: filter -> project(2 columns), b: project(2 columns)) -> ...". */
 const char* lm_plan_describe(lm_plan* plan);
 
 #endif /* LM_PLAN_H */

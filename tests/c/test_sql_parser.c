@@ -738,8 +738,12 @@ static int test_errors(void) {
   EXPECT(fails_at("SELECT a FROM t JOIN u ON a = b", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 17,
                   "join"));
   EXPECT(fails_at("SELECT a FROM t, u", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 16, "join"));
-  EXPECT(fails_at("SELECT a FROM (SELECT 1)", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 15,
-                  "subquer"));
+  /* FROM ( query ) parses (a derived table); UNION without ALL does not. */
+  EXPECT(fails_at("SELECT a FROM (SELECT 1)", LAMINAR_ERR_SQL_SYNTAX, 1, 24, "FROM"));
+  EXPECT(fails_at("SELECT a FROM t UNION SELECT a FROM u", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 23,
+                  "UNION ALL"));
+  EXPECT(fails_at("SELECT a FROM (SELECT a FROM t UNION ALL SELECT a FROM u", LAMINAR_ERR_SQL_SYNTAX,
+                  1, 57, NULL));
   EXPECT(fails_at("SELECT a IN (SELECT b FROM t) FROM t", LAMINAR_ERR_SQL_UNSUPPORTED, 1,
                   14, NULL));
   EXPECT(fails_at("SELECT a FROM select", SYN, 1, 15, "keyword 'select'"));

@@ -1,0 +1,213 @@
+"""UNION ALL over two and three sources against DuckDB's batch answer.
+
+Each source has its own watermark delay; rows arrive out of order within and
+beyond it, in batches of random sizes, and the sources' batches interleave at
+random. A window over the union (a derived table) must equal DuckDB's
+``GROUP BY k, ts // size`` over the rows the engine accepted, where a row is
+late by its *own* source's watermark (the model below replays each source's
+watermark batch by batch); the late-row count must match the model, whatever
+the interleaving. A materialized view over a union must hold DuckDB's
+``UNION ALL`` of every row. Run with one and two reactors, inline and with
+the reactor thread taking the pushes as they come.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+from _oracle_util import (
+    FINAL_WATERMARK,
+    announce_seed,
+    assert_same_rows,
+    duck,
+    rows_of,
+    seed_strategy_bounds,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import laminardb
+
+SIZE_MS = 100
+DELAYS_MS = [0, 150, 40]
+SCHEMA = pa.schema([("k", pa.string()), ("v", pa.int64()), ("ts", pa.int64())])
+
+
+def make_batches(rng: random.Random, delay: int) -> list[pa.RecordBatch]:
+    """Rows of one source: times mostly rising, some behind by up to 3x the delay."""
+    rows: list[tuple[str, int, int]] = []
+    t = rng.randrange(0, 50)
+    for _ in range(rng.randrange(20, 120)):
+        t += rng.randrange(0, 30)
+        behind = rng.randrange(0, 3 * delay + 60) if rng.random() < 0.25 else 0
+        rows.append((rng.choice("abcde"), rng.randrange(-5, 50), max(0, t - behind)))
+    batches = []
+    i = 0
+    while i < len(rows):
+        n = rng.randrange(1, 12)
+        part = rows[i : i + n]
+        i += n
+        batches.append(
+            pa.record_batch(
+                [
+                    pa.array([r[0] for r in part]),
+                    pa.array([r[1] for r in part], pa.int64()),
+                    pa.array([r[2] for r in part], pa.int64()),
+                ],
+                schema=SCHEMA,
+            )
+        )
+    return batches
+
+
+def accepted_rows(batches: list[pa.RecordBatch], delay: int) -> tuple[list[tuple], int]:
+    """The rows a window accepts from one source, and how many are late.
+
+    A row is late when its window's end is at or behind its source's watermark
+    as it stood before the row's batch (a batch's own rows raise it after).
+    """
+    wm = None
+    kept: list[tuple] = []
+    late = 0
+    for batch in batches:
+        rows = list(zip(*(batch.column(c).to_pylist() for c in ("k", "v", "ts"))))
+        for row in rows:
+            end = (row[2] // SIZE_MS) * SIZE_MS + SIZE_MS
+            if wm is not None and end <= wm:
+                late += 1
+            else:
+                kept.append(row)
+        if rows:
+            cand = max(r[2] for r in rows) - delay
+            wm = cand if wm is None else max(wm, cand)
+    return kept, late
+
+
+def drain(sub: laminardb.Subscription, out: list[pa.RecordBatch]) -> int:
+    """Take every batch queued on ``sub`` now; return how many."""
+    taken = 0
+    while (batch := sub.poll(0)) is not None:
+        out.append(batch)
+        taken += 1
+    return taken
+
+
+def pump(db: laminardb.Connection, sub: laminardb.Subscription, out: list) -> None:
+    """Run inline until the input is consumed and the output taken."""
+    db.run_until_idle()
+    while drain(sub, out) > 0:
+        db.run_until_idle()
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    seed=st.integers(*seed_strategy_bounds()),
+    ninputs=st.sampled_from([2, 3]),
+    cores=st.sampled_from([1, 2]),
+    threaded=st.booleans(),
+)
+def test_union_window_and_view_match_duckdb(
+    seed: int, ninputs: int, cores: int, *, threaded: bool
+) -> None:
+    """A window and a view over a union equal DuckDB's answer; late rows counted."""
+    announce_seed(seed)
+    rng = random.Random(seed)
+    names = [f"s{i}" for i in range(ninputs)]
+    per_source = [make_batches(rng, DELAYS_MS[i]) for i in range(ninputs)]
+    ddl = "".join(
+        f"CREATE SOURCE {n} (k VARCHAR, v BIGINT, ts BIGINT, "
+        f"WATERMARK FOR ts AS ts - INTERVAL '{DELAYS_MS[i]}' MILLISECOND);"
+        for i, n in enumerate(names)
+    )
+    branches = " UNION ALL ".join(f"SELECT k, v, ts FROM {n}" for n in names)
+    ddl += (
+        f"CREATE STREAM w AS SELECT k, window_start, COUNT(*) AS n, SUM(v) AS sv "
+        f"FROM ({branches}) GROUP BY k, tumble(ts, INTERVAL '{SIZE_MS}' MILLISECOND);"
+    )
+    view_branches = " UNION ALL ".join(
+        [f"SELECT k, v FROM {names[0]} WHERE v > 5", f"SELECT k, v * 2 FROM {names[1]}"]
+        + [f"SELECT k AS kk, v FROM {n}" for n in names[2:]]
+    )
+    ddl += f"CREATE MATERIALIZED VIEW mv AS {view_branches};"
+    # Interleave the sources' batches at random, each source in its own order.
+    queues = [list(b) for b in per_source]
+    order: list[tuple[int, pa.RecordBatch]] = []
+    while any(queues):
+        i = rng.choice([j for j, q in enumerate(queues) if q])
+        order.append((i, queues[i].pop(0)))
+    out: list[pa.RecordBatch] = []
+    with laminardb.open(cores=cores) as db:
+        db.execute(ddl)
+        sources = [db.source(n) for n in names]
+        sub = db.subscribe("w")
+        if threaded:  # the reactor takes the pushes as they come
+            db.start()
+        for i, batch in order:
+            sources[i].push(batch)
+            if not threaded and rng.random() < 0.5:
+                db.run_until_idle()
+            drain(sub, out)
+        if threaded:
+            db.stop()
+        pump(db, sub, out)
+        view_rows = rows_of(db.query("SELECT k, v FROM mv"), ["k", "v"])
+        for src in sources:
+            src.watermark(FINAL_WATERMARK)
+        pump(db, sub, out)
+        late = db.late_rows("w")
+    kept: list[tuple] = []
+    want_late = 0
+    for i in range(ninputs):
+        rows, n_late = accepted_rows(per_source[i], DELAYS_MS[i])
+        kept += rows
+        want_late += n_late
+    assert late == want_late, f"late rows {late}, want {want_late} (seed {seed})"
+    table = pa.table(
+        {
+            "k": pa.array([r[0] for r in kept], pa.string()),
+            "v": pa.array([r[1] for r in kept], pa.int64()),
+            "ts": pa.array([r[2] for r in kept], pa.int64()),
+        }
+    )
+    _, want = duck(
+        f"SELECT k, (ts // {SIZE_MS}) * {SIZE_MS} AS ws, COUNT(*) AS n, SUM(v) AS sv "
+        "FROM t GROUP BY k, ws",
+        t=table,
+    )
+    columns = ["k", "window_start", "n", "sv"]
+    got = rows_of(pa.Table.from_batches(out), columns) if out else []
+    assert_same_rows(got, want, columns, seed=seed)
+    # The view: every row of every input, no lateness.
+    tables = {n: pa.Table.from_batches(per_source[i], schema=SCHEMA) for i, n in enumerate(names)}
+    view_sql = " UNION ALL ".join(
+        [f"SELECT k, v FROM {names[0]} WHERE v > 5", f"SELECT k, v * 2 FROM {names[1]}"]
+        + [f"SELECT k, v FROM {n}" for n in names[2:]]
+    )
+    _, want_view = duck(view_sql, **tables)
+    assert_same_rows(view_rows, want_view, ["k", "v"], seed=seed)
+
+
+def test_union_errors_carry_codes() -> None:
+    """Branches that do not fit fail with their LDB code; earlier objects stay."""
+    with laminardb.open() as db:
+        db.execute(
+            "CREATE SOURCE a (k VARCHAR, v BIGINT, ts BIGINT, WATERMARK FOR ts);"
+            "CREATE SOURCE b (k VARCHAR, v BIGINT, ts BIGINT, WATERMARK FOR ts);"
+        )
+        cases = [
+            ("SELECT k, v FROM a UNION ALL SELECT k FROM b", "LDB-2001"),
+            ("SELECT k FROM a UNION ALL SELECT v FROM b", "LDB-2001"),
+            ("SELECT k FROM a UNION SELECT k FROM b", "LDB-1005"),
+            (
+                "SELECT k, COUNT(*) AS n FROM (SELECT k, ts, v FROM a UNION ALL "
+                "SELECT k, v, ts FROM b) GROUP BY k, tumble(ts, INTERVAL '1' SECOND)",
+                "LDB-1006",
+            ),
+        ]
+        for select, code in cases:
+            with pytest.raises(laminardb.LaminarError) as info:
+                db.execute(f"CREATE STREAM e AS {select}")
+            assert info.value.code == code, (select, str(info.value))
+        db.execute("CREATE STREAM ok AS SELECT k FROM a UNION ALL SELECT k FROM b")
