@@ -164,6 +164,8 @@ typedef struct window_op {
   int32_t *sj_made, *sj_old;
   int64_t *sj_where, *sj_was;
   int64_t sj_nmade, sj_nold, sj_nlog, sj_cap;
+  uint64_t* s_jmark;      /* per slot: the pass << 5 | fields journaled in it */
+  uint64_t* k_jmark;      /* per key id, likewise for k_first */
   /* Checkpoints (copy-on-write, op/window_frozen.c): who holds the session
    * arrays a snapshot reads (keyset, sagg, s_start, s_end, s_key, s_used)
    * as they were at the freeze: 2: the op and a frozen checkpoint being

@@ -32,20 +32,30 @@ static void put_session_row(window_op* op, int32_t s, int64_t weight);
  * field). */
 enum { J_NEXT, J_FIRST, J_PARENT, J_START, J_END };
 
-/* Set field `f` of slot (key, for J_FIRST) i to v, journaled in a chunk. */
+/* Set field `f` of slot (key, for J_FIRST) i to v, journaled in a chunk:
+ * only a slot's (key's) first write of each field in the chunk, whose old
+ * value the undo restores (it replays backwards, so later writes of the
+ * field need no entry), and none for a slot the chunk took (the undo gives
+ * it back whole). The marks: the chunk's pass << 5 | the fields written. */
 static laminar_code jset(window_op* op, int f, int64_t i, int64_t v) {
-  int64_t was;
-  switch (f) {
-    case J_NEXT: was = op->s_next[i]; break;
-    case J_FIRST: was = op->k_first[i]; break;
-    case J_PARENT: was = op->s_parent[i]; break;
-    case J_START: was = op->s_start[i]; break;
-    default: was = op->s_end[i]; break;
-  }
   if (op->sj_where != NULL) {
-    if (op->sj_nlog == 8 * op->sj_cap) return LAMINAR_ERR_NOMEM; /* (at most 7 a row) */
-    op->sj_where[op->sj_nlog] = i * 8 + f;
-    op->sj_was[op->sj_nlog++] = was;
+    uint64_t* mark = f == J_FIRST ? &op->k_jmark[i] : &op->s_jmark[i];
+    uint64_t m = *mark;
+    if ((m >> 5) != op->pass) m = op->pass << 5;
+    if (!(m & (1u << f)) && (f == J_FIRST || op->s_used[i] != 2)) {
+      int64_t was;
+      switch (f) {
+        case J_NEXT: was = op->s_next[i]; break;
+        case J_FIRST: was = op->k_first[i]; break;
+        case J_PARENT: was = op->s_parent[i]; break;
+        case J_START: was = op->s_start[i]; break;
+        default: was = op->s_end[i]; break;
+      }
+      if (op->sj_nlog == 8 * op->sj_cap) return LAMINAR_ERR_NOMEM; /* (at most 7 a row) */
+      op->sj_where[op->sj_nlog] = i * 8 + f;
+      op->sj_was[op->sj_nlog++] = was;
+    }
+    *mark = m | (1u << f);
   }
   switch (f) {
     case J_NEXT: op->s_next[i] = (int32_t)v; break;
@@ -82,6 +92,7 @@ static laminar_code slot_take(window_op* op, int32_t* out) {
       GROW_ARRAY(op->s_parent, ncap);
       GROW_ARRAY(op->s_used, ncap);
       GROW_ARRAY(op->s_stamp, ncap);
+      GROW_ARRAY(op->s_jmark, ncap);
       for (int32_t a = 0; a < op->spec.naggs; a++) {
         LM_TRY(lm_agg_states_reserve(&op->sagg[a], ncap));
       }
@@ -93,6 +104,7 @@ static laminar_code slot_take(window_op* op, int32_t* out) {
   op->s_parent[s] = s;
   op->s_used[s] = op->sj_made != NULL ? 2 : 1;
   op->s_stamp[s] = op->pass;
+  op->s_jmark[s] = 0;
   op->s_open++;
   for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&op->sagg[a], s);
   *out = s;
@@ -195,7 +207,8 @@ static laminar_code keys_reserve(window_op* op, int64_t n) {
   int64_t ncap = op->k_cap ? op->k_cap * 2 : 64;
   while (ncap < n) ncap *= 2;
   GROW_ARRAY(op->k_first, ncap);
-  for (int64_t k = op->k_cap; k < ncap; k++) op->k_first[k] = -1;
+  GROW_ARRAY(op->k_jmark, ncap);
+  for (int64_t k = op->k_cap; k < ncap; k++) op->k_first[k] = -1, op->k_jmark[k] = 0;
   op->k_cap = ncap;
   return LAMINAR_OK;
 }

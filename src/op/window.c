@@ -1623,6 +1623,8 @@ static void window_destroy(lm_op* base) {
   lm_free(op->s_parent);
   lm_free(op->s_used);
   lm_free(op->s_stamp);
+  lm_free(op->s_jmark);
+  lm_free(op->k_jmark);
   lm_free(op->k_first);
   lm_free(op->kmap);
   lm_free(op->kstamp);
