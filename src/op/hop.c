@@ -63,7 +63,7 @@ void lm_op_slide_invalidate(window_op* op) { op->slide_valid = false; }
 /* Room for every key id of the keyset; over the memory bound the op stops
  * sliding (op->slide NULL afterwards). */
 static laminar_code slide_reserve(window_op* op) {
-  int64_t need = op->keyset->ngroups;
+  int64_t need = op->keyset->t.n;
   if (need <= op->slide_cap) return LAMINAR_OK;
   int64_t per_key = 3 * (int64_t)sizeof(uint32_t);
   for (int32_t a = 0; a < op->spec.naggs; a++) per_key += lm_agg_slide_key_bytes(&op->slide[a]);
@@ -87,7 +87,7 @@ static int64_t pane_no(const window_op* op, const window* pane) {
 }
 
 static void add_pane(window_op* op, const window* pane) {
-  for (int64_t g = 0; g < pane->ngroups; g++) {
+  for (int64_t g = 0; g < pane->t.n; g++) {
     uint32_t k = pane->kid[g];
     if (op->slide_npanes[k]++ == 0) {
       op->slide_pos[k] = (uint32_t)op->slide_nlive;
@@ -96,7 +96,7 @@ static void add_pane(window_op* op, const window* pane) {
   }
   int64_t no = pane_no(op, pane);
   for (int32_t a = 0; a < op->spec.naggs; a++) {
-    lm_agg_slide_add(&op->slide[a], pane->kid, &pane->aggs[a], pane->ngroups, no);
+    lm_agg_slide_add(&op->slide[a], pane->kid, &pane->aggs[a], pane->t.n, no);
   }
 }
 
@@ -105,9 +105,9 @@ static void add_pane(window_op* op, const window* pane) {
 static void sub_pane(window_op* op, const window* pane) {
   int64_t no = pane_no(op, pane);
   for (int32_t a = 0; a < op->spec.naggs; a++) {
-    lm_agg_slide_sub(&op->slide[a], pane->kid, &pane->aggs[a], pane->ngroups, no);
+    lm_agg_slide_sub(&op->slide[a], pane->kid, &pane->aggs[a], pane->t.n, no);
   }
-  for (int64_t g = 0; g < pane->ngroups; g++) {
+  for (int64_t g = 0; g < pane->t.n; g++) {
     uint32_t k = pane->kid[g];
     if (--op->slide_npanes[k] > 0) continue;
     for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_slide_reset_key(&op->slide[a], k);

@@ -449,7 +449,7 @@ static void put_session_row(window_op* op, int32_t s, int64_t weight) {
   ((uint8_t*)v[0].nulls)[row] = 0;
   ((uint8_t*)v[1].nulls)[row] = 0;
   for (int32_t c = 0; c < spec->nkeys; c++) {
-    lm_op_put_key(&v[2 + c], &op->keyset->keys[c], op->s_key[s], row);
+    lm_state_table_put_value(&v[2 + c], &op->keyset->t.keys[c], op->s_key[s], row);
   }
   for (int32_t a = 0; a < spec->naggs; a++) {
     lm_vec* ov = &v[2 + spec->nkeys + a];
@@ -503,8 +503,8 @@ laminar_code lm_op_session_watermark(window_op* op) {
 
 void lm_op_session_snapshot(const window_op* op, lm_state_writer* w) {
   const window* ks = op->keyset;
-  lm_state_put_i64(w, ks->ngroups);
-  for (int64_t g = 0; g < ks->ngroups; g++) lm_op_put_group_keys(op, ks, g, w);
+  lm_state_put_i64(w, ks->t.n);
+  for (int64_t g = 0; g < ks->t.n; g++) lm_state_table_put_keys(&ks->t, g, w);
   lm_state_put_u32(w, (uint32_t)op->s_open);
   for (int32_t s = 0; s < op->s_hw; s++) {
     if (!op->s_used[s]) continue;
@@ -516,9 +516,7 @@ void lm_op_session_snapshot(const window_op* op, lm_state_writer* w) {
 }
 
 void lm_op_session_clear(window_op* op) {
-  op->keyset->ngroups = 0;
-  memset(op->keyset->table, 0, sizeof(uint32_t) * ((size_t)op->keyset->table_mask + 1));
-  lm_pool_reset(&op->keyset->strings);
+  lm_state_table_reset(&op->keyset->t);
   for (int64_t k = 0; k < op->k_cap; k++) op->k_first[k] = -1;
   op->s_hw = op->s_open = 0;
   op->s_free = -1;
@@ -534,7 +532,7 @@ laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r, const lm_o
     r->failed = true;
     return LAMINAR_OK;
   }
-  int64_t first = ks->ngroups;
+  int64_t first = ks->t.n;
   LM_TRY(lm_op_window_reserve(op, ks, first + nkeys));
   LM_TRY(keys_reserve(op, first + nkeys));
   /* The snapshot's key ids -> ours (UINT32_MAX: another partition's key). */
@@ -542,18 +540,15 @@ laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r, const lm_o
   if (kids == NULL) return LAMINAR_ERR_NOMEM;
   int64_t g = first;
   for (int64_t j = 0; j < nkeys && !r->failed; j++) {
-    laminar_code rc = lm_op_get_group_keys(op, ks, g, r);
+    laminar_code rc = lm_state_table_get_keys(&ks->t, g, r);
     if (rc != LAMINAR_OK) {
       lm_free(kids);
       return rc;
     }
-    ks->ghash[g] = lm_op_hash_group(ks, op->spec.nkeys, g);
-    kids[j] = lm_op_part_of(ks->ghash[g], f->nparts) == f->part ? (uint32_t)g++ : UINT32_MAX;
+    kids[j] = lm_op_part_of(ks->t.hash[g], f->nparts) == f->part ? (uint32_t)g++ : UINT32_MAX;
   }
-  ks->ngroups = g;
-  uint64_t size = 64;
-  while (size < (uint64_t)(g + 1) * 2) size *= 2;
-  laminar_code rc = lm_op_table_rebuild(ks, size);
+  ks->t.n = g;
+  laminar_code rc = lm_state_table_reindex(&ks->t);
   uint32_t nsess = lm_state_get_u32(r);
   for (uint32_t i = 0; i < nsess && !r->failed && rc == LAMINAR_OK; i++) {
     uint32_t kid = lm_state_get_u32(r);

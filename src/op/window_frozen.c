@@ -160,35 +160,6 @@ static laminar_code window_take(window_op* op, window** out) {
   return lm_op_window_new(op, out);
 }
 
-/* The keys of src's groups [lo, lo + n) into the same groups of dst (room
- * reserved): strings into dst's pool, a pane's borrowed from the op's keyset
- * as they are. */
-static laminar_code keys_copy_range(window_op* op, window* dst, const window* src, int64_t lo,
-                                    int64_t n) {
-  for (int32_t c = 0; c < op->spec.nkeys && n > 0; c++) {
-    key_store* to = &dst->keys[c];
-    const key_store* from = &src->keys[c];
-    memcpy(to->nulls + lo, from->nulls + lo, (size_t)n);
-    if (to->type == LM_TYPE_STRING) {
-      memcpy(to->s + lo, from->s + lo, sizeof(lm_str) * (size_t)n);
-      for (int64_t g = lo; !op->panes && g < lo + n; g++) {
-        if (to->s[g].ptr == NULL) continue;
-        to->s[g].ptr = lm_pool_copy(&dst->strings, from->s[g].ptr, (size_t)from->s[g].len);
-        if (to->s[g].ptr == NULL) return LAMINAR_ERR_NOMEM;
-      }
-    } else if (to->type == LM_TYPE_DOUBLE) {
-      memcpy(to->d + lo, from->d + lo, sizeof(double) * (size_t)n);
-    } else {
-      memcpy(to->i + lo, from->i + lo, sizeof(int64_t) * (size_t)n);
-    }
-  }
-  return LAMINAR_OK;
-}
-
-static laminar_code keys_copy(window_op* op, window* dst, const window* src) {
-  return keys_copy_range(op, dst, src, 0, src->ngroups);
-}
-
 /* ---- first-touch copies by blocks of groups ------------------------------------ */
 
 /* Copying a frozen window whole before its first change pauses the reactor
@@ -223,7 +194,7 @@ struct window_cow {
 };
 
 static bool cow_by_blocks(const window_op* op, const window* w) {
-  if (op->track || op->panes || w->ngroups <= (2 << GBLOCK_SHIFT)) return false;
+  if (op->track || op->panes || w->t.n <= (2 << GBLOCK_SHIFT)) return false;
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     if (!lm_agg_states_flat(&w->aggs[a])) return false;
   }
@@ -232,7 +203,7 @@ static bool cow_by_blocks(const window_op* op, const window* w) {
 
 const window* lm_op_window_cow_group_src(const window* w, int64_t g) {
   const struct window_cow* cow = w->cow;
-  if (g >= cow->src->ngroups || cow->done[g >> GBLOCK_SHIFT]) return w;
+  if (g >= cow->src->t.n || cow->done[g >> GBLOCK_SHIFT]) return w;
   return cow->src;
 }
 
@@ -241,8 +212,7 @@ const window* lm_op_window_cow_group_src(const window* w, int64_t g) {
 static laminar_code groups_copy_range(window_op* op, window* dst, const window* from, int64_t lo,
                                       int64_t n) {
   if (n <= 0) return LAMINAR_OK;
-  memcpy(dst->ghash + lo, from->ghash + lo, sizeof(uint64_t) * (size_t)n);
-  LM_TRY(keys_copy_range(op, dst, from, lo, n));
+  LM_TRY(lm_state_table_copy_rows(&dst->t, &from->t, lo, n, !op->panes));
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_agg_states_copy_range(&dst->aggs[a], &from->aggs[a], lo, n);
   }
@@ -254,13 +224,13 @@ static laminar_code cow_copy_block(window_op* op, window* c, int64_t b) {
   const window* src = cow->src;
   if (b < cow->ngb) {
     int64_t lo = b << GBLOCK_SHIFT;
-    int64_t n = src->ngroups - lo < (1 << GBLOCK_SHIFT) ? src->ngroups - lo : (1 << GBLOCK_SHIFT);
+    int64_t n = src->t.n - lo < (1 << GBLOCK_SHIFT) ? src->t.n - lo : (1 << GBLOCK_SHIFT);
     LM_TRY(groups_copy_range(op, c, src, lo, n));
     op->thawed_groups += n;
   } else {
-    int64_t lo = (b - cow->ngb) << TBLOCK_SHIFT, tsize = (int64_t)src->table_mask + 1;
+    int64_t lo = (b - cow->ngb) << TBLOCK_SHIFT, tsize = (int64_t)src->t.mask + 1;
     int64_t n = tsize - lo < (1 << TBLOCK_SHIFT) ? tsize - lo : (1 << TBLOCK_SHIFT);
-    memcpy(c->table + lo, src->table + lo, sizeof(uint32_t) * (size_t)n);
+    lm_state_table_copy_index(&c->t, &src->t, lo, n);
   }
   cow->done[b] = 1;
   cow->left--;
@@ -286,23 +256,15 @@ static laminar_code cow_complete(window_op* op, window* c) {
 /* Open window i (held by a checkpoint, whole) becomes a copy by blocks. */
 static laminar_code cow_start(window_op* op, int32_t i) {
   window* w = op->open[i];
-  int64_t tsize = (int64_t)w->table_mask + 1;
-  int64_t ngb = (w->ngroups + (1 << GBLOCK_SHIFT) - 1) >> GBLOCK_SHIFT;
+  int64_t tsize = (int64_t)w->t.mask + 1;
+  int64_t ngb = (w->t.n + (1 << GBLOCK_SHIFT) - 1) >> GBLOCK_SHIFT;
   int64_t ntb = (tsize + (1 << TBLOCK_SHIFT) - 1) >> TBLOCK_SHIFT;
   struct window_cow* cow = lm_calloc(1, sizeof *cow + (size_t)(ngb + ntb));
   if (cow == NULL) return LAMINAR_ERR_NOMEM;
   window* c = NULL;
   laminar_code rc = window_take(op, &c);
-  if (rc == LAMINAR_OK) rc = lm_op_window_reserve(op, c, w->ngroups);
-  if (rc == LAMINAR_OK && c->table_mask != w->table_mask) {
-    uint32_t* table = lm_realloc(c->table, sizeof(uint32_t) * (size_t)tsize);
-    if (table == NULL) {
-      rc = LAMINAR_ERR_NOMEM;
-    } else {
-      c->table = table;
-      c->table_mask = w->table_mask;
-    }
-  }
+  if (rc == LAMINAR_OK) rc = lm_op_window_reserve(op, c, w->t.n);
+  if (rc == LAMINAR_OK) rc = lm_state_table_index_like(&c->t, &w->t);
   if (rc != LAMINAR_OK) {
     lm_free(cow);
     if (c != NULL) lm_op_window_recycle(op, c);
@@ -311,7 +273,7 @@ static laminar_code cow_start(window_op* op, int32_t i) {
   *cow = (struct window_cow){.src = w, .ngb = ngb, .ntb = ntb, .left = ngb + ntb};
   c->cow = cow;
   c->start = w->start;
-  c->ngroups = w->ngroups;
+  c->t.n = w->t.n;
   c->edit = w->edit;
   op->open[i] = c;
   op->thaws++;
@@ -325,20 +287,20 @@ laminar_code lm_op_window_cow_groups(window_op* op, window* w, const uint32_t* s
     struct window_cow* cow = w->cow;
     if (cow != NULL) {
       /* Every table slot the probe reads and every group it compares. */
-      uint32_t slot = (uint32_t)hashes[r] & w->table_mask;
+      uint32_t slot = (uint32_t)hashes[r] & w->t.mask;
       for (;;) {
         int64_t t = cow->ngb + (slot >> TBLOCK_SHIFT);
         if (!cow->done[t]) LM_TRY(cow_copy_block(op, w, t));
-        uint32_t e = w->table[slot];
+        uint32_t e = w->t.index[slot];
         if (e == 0) break;
         int64_t g = e - 1;
-        if (g < cow->src->ngroups && !cow->done[g >> GBLOCK_SHIFT]) {
+        if (g < cow->src->t.n && !cow->done[g >> GBLOCK_SHIFT]) {
           LM_TRY(cow_copy_block(op, w, g >> GBLOCK_SHIFT));
         }
-        slot = (slot + 1) & w->table_mask;
+        slot = (slot + 1) & w->t.mask;
       }
       /* A new group would rebuild the table from every group's hash. */
-      if (lm_op_table_must_grow(w)) LM_TRY(cow_complete(op, w));
+      if (lm_state_table_must_grow(&w->t)) LM_TRY(cow_complete(op, w));
     }
     LM_TRY(lm_op_group_find_or_add(op, w, hashes[r], op->key_vecs, r, &gids[j]));
   }
@@ -375,57 +337,39 @@ void lm_op_window_cow_release(window_op* op, window* w) {
 static laminar_code window_copy_through(window_op* op, window* dst, const window* c) {
   const struct window_cow* cow = c->cow;
   const window* src = cow->src;
-  int64_t n = c->ngroups, tsize = (int64_t)c->table_mask + 1;
+  int64_t n = c->t.n, tsize = (int64_t)c->t.mask + 1;
   LM_TRY(lm_op_window_reserve(op, dst, n > 0 ? n : 1));
-  if (dst->table_mask != c->table_mask) {
-    uint32_t* table = lm_realloc(dst->table, sizeof(uint32_t) * (size_t)tsize);
-    if (table == NULL) return LAMINAR_ERR_NOMEM;
-    dst->table = table;
-    dst->table_mask = c->table_mask;
-  }
+  LM_TRY(lm_state_table_index_like(&dst->t, &c->t));
   for (int64_t t = 0; t < cow->ntb; t++) {
     int64_t lo = t << TBLOCK_SHIFT;
     int64_t len = tsize - lo < (1 << TBLOCK_SHIFT) ? tsize - lo : (1 << TBLOCK_SHIFT);
     const window* from = cow->done[cow->ngb + t] ? c : src;
-    memcpy(dst->table + lo, from->table + lo, sizeof(uint32_t) * (size_t)len);
+    lm_state_table_copy_index(&dst->t, &from->t, lo, len);
   }
   for (int64_t lo = 0; lo < n; lo += 1 << GBLOCK_SHIFT) {
     int64_t hi = n - lo < (1 << GBLOCK_SHIFT) ? n : lo + (1 << GBLOCK_SHIFT);
     /* Of a block not copied, the original's groups from it, new ones from c. */
     int64_t mid = lo;
-    if (lm_op_window_cow_group_src(c, lo) == src) mid = hi < src->ngroups ? hi : src->ngroups;
+    if (lm_op_window_cow_group_src(c, lo) == src) mid = hi < src->t.n ? hi : src->t.n;
     LM_TRY(groups_copy_range(op, dst, src, lo, mid - lo));
     LM_TRY(groups_copy_range(op, dst, c, mid, hi - mid));
   }
   dst->start = c->start;
-  dst->ngroups = n;
+  dst->t.n = n;
   dst->edit = c->edit;
   return LAMINAR_OK;
 }
 
-/* dst (empty) becomes a copy of src: table, hashes, keys (strings into dst's
- * pool; a pane's stay borrowed from the op's keyset), aggregates, tracking. */
-/* dst (empty) takes src's groups' table, hashes and keys (room for them). */
+/* dst (empty) takes src's groups' table: index, hashes and keys (strings
+ * into dst's pool; a pane's stay borrowed from the op's keyset). */
 static laminar_code groups_copy(window_op* op, window* dst, const window* src) {
-  int64_t n = src->ngroups;
-  LM_TRY(lm_op_window_reserve(op, dst, n > 0 ? n : 1));
-  size_t tsize = (size_t)src->table_mask + 1;
-  if (dst->table_mask != src->table_mask) {
-    uint32_t* table = lm_realloc(dst->table, sizeof(uint32_t) * tsize);
-    if (table == NULL) return LAMINAR_ERR_NOMEM;
-    dst->table = table;
-    dst->table_mask = src->table_mask;
-  }
-  memcpy(dst->table, src->table, sizeof(uint32_t) * tsize);
-  if (n > 0) memcpy(dst->ghash, src->ghash, sizeof(uint64_t) * (size_t)n);
-  LM_TRY(keys_copy(op, dst, src));
-  dst->ngroups = n;
-  return LAMINAR_OK;
+  LM_TRY(lm_op_window_reserve(op, dst, src->t.n > 0 ? src->t.n : 1));
+  return lm_state_table_copy(&dst->t, &src->t, !op->panes);
 }
 
 static laminar_code window_copy(window_op* op, window* dst, const window* src) {
   if (src->cow != NULL) return window_copy_through(op, dst, src);
-  int64_t n = src->ngroups;
+  int64_t n = src->t.n;
   LM_TRY(groups_copy(op, dst, src));
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     LM_TRY(lm_agg_states_copy(&dst->aggs[a], &src->aggs[a], n));
@@ -437,7 +381,7 @@ static laminar_code window_copy(window_op* op, window* dst, const window* src) {
   }
   if (op->panes && n > 0) memcpy(dst->kid, src->kid, sizeof(uint32_t) * (size_t)n);
   dst->start = src->start;
-  dst->ngroups = n;
+  dst->t.n = n;
   dst->edit = src->edit;
   return LAMINAR_OK;
 }
@@ -470,13 +414,13 @@ laminar_code lm_op_window_thaw(window_op* op, int32_t i) {
     laminar_code rc = window_copy(op, copy, w);
     if (rc != LAMINAR_OK) {
       /* Groups the copy overwrote get their empty states back in the reset. */
-      copy->ngroups = w->ngroups < copy->cap ? w->ngroups : copy->cap;
+      copy->t.n = w->t.n < copy->cap ? w->t.n : copy->cap;
       lm_op_window_recycle(op, copy);
       return rc;
     }
     op->open[i] = copy;
     op->thaws++;
-    op->thawed_groups += copy->ngroups;
+    op->thawed_groups += copy->t.n;
     lm_op_window_let_go(op, w);
     return LAMINAR_OK;
   }
