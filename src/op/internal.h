@@ -165,7 +165,7 @@ typedef struct window_op {
    * written (set in the stall); 1: one of them let go; whoever lets go last
    * frees them. s_held (the op's alone): the op's arrays are those, so it
    * copies them before changing them if the writer still reads them
-   * (lm_op_session_thaw). */
+   * (session_thaw). */
   _Atomic int32_t s_share;
   bool s_held;
   /* Checkpoints: windows copied because a checkpoint still held them, and
@@ -317,28 +317,34 @@ laminar_code lm_op_panes_on_watermark(window_op* op, int64_t prev);
 /* Panes per window for shared merges, or 0 (merging directly costs as little). */
 int64_t lm_op_shared_panes(const window_op* op);
 
-/* ---- session windows (session.c) ---------------------------------------------- */
+/* ---- the window operator's parts the session operator shares (window.c) ---------- */
 
-/* One chunk (n > 0 rows, with or without a selection) into the sessions;
- * `given`: the rows' key hashes from the router (indexed by row number), or
- * NULL to hash here. All or nothing: checks the bound (max_state_bytes)
- * before it commits; on a failure before that (*out_applied false) the
- * slots are as before it (the keys it added to the keyset, its late rows
- * and EMIT CHANGES rows are the caller's to take back); a failure handing
- * on its EMIT CHANGES rows comes after (*out_applied true). */
-laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given,
-                                  bool* out_applied);
-/* Emit and free the sessions closed by op->watermark. */
-laminar_code lm_op_session_watermark(window_op* op);
-void lm_op_session_snapshot(const window_op* op, lm_state_writer* w);
-/* Restore the sessions of the keys `f` keeps (op/op.h). */
-laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r, const lm_op_part_filter* f);
-/* Forget every session and key (after a failed restore; the op's own
- * arrays: lm_op_session_thaw first). */
-void lm_op_session_clear(window_op* op);
-/* Make the session state the op's to change: a copy of the arrays a frozen
- * checkpoint still reads (op->s_share 2), else nothing. Before every change.
- * LAMINAR_ERR_NOMEM leaves the op as it was. (window_frozen.c) */
-laminar_code lm_op_session_thaw(window_op* op);
+/* The session operator (session.c): session windows, on window_op; created
+ * by lm_op_window_create for a session spec, which calls lm_op_session_init
+ * (the session state: aggregate states by slot, the key set). */
+extern const lm_op_vtable lm_op_session_vtable;
+laminar_code lm_op_session_init(window_op* op);
+/* The filter of a restore of the whole state (one partition, as many). */
+extern const lm_op_part_filter lm_op_part_whole;
+/* A chunk's rows to aggregate (*out_rows: nrows 0 when none): WHERE and a
+ * changelog's zero weights applied, late rows begun, keys and arguments
+ * evaluated into op's vectors; *out_given: the router's key hashes (or
+ * NULL); *out_by_pos: arguments read by position (window updates only). */
+laminar_code lm_op_window_prepare(window_op* op, const lm_chunk* in, lm_chunk* out_rows,
+                                  const uint64_t** out_given, bool* out_by_pos);
+/* A chunk's code, a NOMEM recorded for the error the caller reports. */
+laminar_code lm_op_window_chunk_failed(window_op* op, laminar_code rc);
+/* Start a chunk's journal (window_op.jwin); take window w back to its first
+ * g0 groups (undo). */
+void lm_op_window_journal_begin(window_op* op);
+void lm_op_window_truncate(window_op* op, window* w, int64_t g0);
+/* Charge the op's bytes to its budget (lm_op_account). */
+laminar_code lm_op_window_account(window_op* op, bool check);
+/* Hand the chunk's late rows to the late side output, if any. */
+laminar_code lm_op_late_deliver(window_op* op, const lm_chunk* in);
+/* A snapshot's watermark and late count, restored as `f` says (the state
+ * cleared unless merging). */
+void lm_op_window_restore_head(window_op* op, lm_state_reader* r, const lm_op_part_filter* f);
+void lm_op_window_destroy(lm_op* base);
 
 #endif /* LM_OP_INTERNAL_H */

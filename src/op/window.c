@@ -1,7 +1,8 @@
 /*
  * window.c -- the window operator: tumbling and hopping windows (hopping ones on
  * panes), GROUP BY without a window, EMIT ON WINDOW CLOSE and EMIT CHANGES, over
- * insert-only or changelog input; session windows are in session.c,
+ * insert-only or changelog input; session windows are an operator of their
+ * own in session.c,
  * checkpoints by copy-on-write in window_frozen.c, hopping windows built
  * from panes in window_panes.c, the shared structs in internal.h.
  *
@@ -582,16 +583,17 @@ int64_t lm_op_window_bytes(const window_op* op) {
   int64_t b = 0;
   for (int32_t i = 0; i < op->nopen; i++) b += window_bytes(op, op->open[i]);
   if (op->keyset != NULL) b += window_bytes(op, op->keyset);
-  if (op->spec.session) {
-    /* A slot: start, end, key, next, parent, used, stamp; a key's first. */
-    b += (int64_t)op->s_hw * 41 + op->k_cap * 4;
-    for (int32_t a = 0; a < op->spec.naggs; a++) b += lm_agg_states_bytes(&op->sagg[a], op->s_hw);
+  /* Sessions: a slot's start, end, key, next, parent, used, stamp; a key's
+   * first session (none in a window operator). */
+  b += (int64_t)op->s_hw * 41 + op->k_cap * 4;
+  for (int32_t a = 0; op->sagg != NULL && a < op->spec.naggs; a++) {
+    b += lm_agg_states_bytes(&op->sagg[a], op->s_hw);
   }
   return b;
 }
 
 /* Start a chunk's journal (see window_op.jwin). */
-static void journal_begin(window_op* op) {
+void lm_op_window_journal_begin(window_op* op) {
   op->jseq++;
   op->jn = 0;
   op->jkeyset = op->keyset != NULL ? op->keyset->t.n : -1;
@@ -619,7 +621,7 @@ static void journal(window_op* op, window* w, bool opened) {
 /* Take window w back to its first g0 groups: the later ones (added by a
  * failed chunk, aggregates not yet updated) hold empty states, kept ready
  * for reuse; the table is rebuilt in place (panes keep none). */
-static void window_truncate(window_op* op, window* w, int64_t g0) {
+void lm_op_window_truncate(window_op* op, window* w, int64_t g0) {
   if (w->t.n <= g0) return;
   if (w->t.n > w->ninit) w->ninit = w->t.n;
   if (op->panes && w != op->keyset) {
@@ -653,23 +655,23 @@ static laminar_code window_rollback(window_op* op) {
       }
       w = op->open[at];
     }
-    window_truncate(op, w, op->jgroups[j]);
+    lm_op_window_truncate(op, w, op->jgroups[j]);
   }
-  if (op->jkeyset >= 0) window_truncate(op, op->keyset, op->jkeyset);
+  if (op->jkeyset >= 0) lm_op_window_truncate(op, op->keyset, op->jkeyset);
   op->jn = 0;
   return rc;
 }
 
 /* Bring the op's charge to its bytes now (check: refuse growth past the
  * bound); nothing to do without a bound. */
-static laminar_code window_account(window_op* op, bool check) {
+laminar_code lm_op_window_account(window_op* op, bool check) {
   if (!lm_op_bounded(&op->base)) return LAMINAR_OK;
   return lm_op_account(&op->base, lm_op_window_bytes(op), check);
 }
 
 /* The chunk's groups are in: charge their bytes to the bound. */
 static laminar_code window_check_bound(window_op* op) {
-  return window_account(op, op->base.checks_bound);
+  return lm_op_window_account(op, op->base.checks_bound);
 }
 
 /* A chunk failed before its aggregate updates (rc): take its groups back and
@@ -816,7 +818,7 @@ static laminar_code late_begin(window_op* op, int64_t n) {
 }
 
 /* Hand this chunk's late rows, every input column, to the late sink. */
-static laminar_code late_deliver(window_op* op, const lm_chunk* in) {
+laminar_code lm_op_late_deliver(window_op* op, const lm_chunk* in) {
   int64_t m = op->nlate;
   const uint32_t* rows = op->late_sel;
   op->late_sel = NULL;
@@ -872,22 +874,30 @@ static laminar_code eval_rows(window_op* op, const lm_expr* e, const lm_chunk* i
 static laminar_code window_chunk(window_op* op, const lm_chunk* in);
 
 /* A chunk; a failure names the stream and says what it left (issue 20). */
-static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
-  window_op* op = (window_op*)base;
-  laminar_code rc = window_chunk(op, in);
+laminar_code lm_op_window_chunk_failed(window_op* op, laminar_code rc) {
   if (rc == LAMINAR_ERR_NOMEM) { /* unless a more precise text is recorded */
-    lm_state_budget_fail(base->budget, rc, "out of memory; the batch was not applied "
-                                           "(state unchanged)");
+    lm_state_budget_fail(op->base.budget, rc, "out of memory; the batch was not applied "
+                                              "(state unchanged)");
   }
   return rc;
 }
 
-static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
+static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
+  window_op* op = (window_op*)base;
+  return lm_op_window_chunk_failed(op, window_chunk(op, in));
+}
+
+laminar_code lm_op_window_prepare(window_op* op, const lm_chunk* in, lm_chunk* out_rows,
+                                  const uint64_t** out_given, bool* out_by_pos) {
   const lm_window_spec* spec = &op->spec;
   const uint64_t* given = op->in_hashes; /* the router's, for this chunk only */
   const lm_vec* given_args = op->in_args;
   op->in_hashes = NULL;
   op->in_args = NULL;
+  *out_rows = *in;
+  out_rows->nrows = 0;
+  *out_given = given;
+  *out_by_pos = false;
   if (in->nrows == 0) return LAMINAR_OK;
   lm_eval_ctx_reset(op->ctx);
   /* The rows to aggregate: the chunk's (all, or its selection), less those
@@ -934,7 +944,8 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
     const lm_expr* arg = spec->aggs[a].arg;
     bool given_arg = given_args != NULL && given_args[a].data != NULL; /* by row */
     op->arg_pos[a] = rows.sel != NULL && arg != NULL && arg->kind != LM_EXPR_COLUMN &&
-                     spec->aggs[a].order == NULL && op->weights == NULL && !spec->session &&
+                     spec->aggs[a].order == NULL && op->weights == NULL &&
+                     op->base.vt != &lm_op_session_vtable &&
                      !given_arg;
     by_pos |= op->arg_pos[a];
     if (given_arg) {
@@ -948,32 +959,19 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
       LM_TRY(eval_rows(op, spec->aggs[a].order, &rows, &op->ord_vecs[a]));
     }
   }
-  if (spec->session) {
-    /* All or nothing (issue 20): the sessions are as before a chunk that
-     * fails (session.c); its new keys, late rows and rows out go back here. */
-    journal_begin(op);
-    LM_TRY(window_account(op, false));
-    int64_t late_before = op->late_rows, nlate_before = op->nlate;
-    bool applied;
-    laminar_code src = lm_op_session_chunk(op, &rows, given, &applied);
-    if (src != LAMINAR_OK && !applied) {
-      op->late_rows = late_before;
-      op->nlate = nlate_before;
-      op->dn = 0; /* no EMIT CHANGES row of it was handed on */
-      window_truncate(op, op->keyset, op->jkeyset);
-      window_account(op, false);
-      if (src == LAMINAR_ERR_NOMEM) {
-        lm_state_budget_fail(op->base.budget, src,
-                             "out of memory in a session window; the batch was not applied "
-                             "(state unchanged)");
-      }
-      return src;
-    }
-    window_account(op, false);
-    LM_TRY(src);
-    return late_deliver(op, in);
-  }
+  *out_rows = rows;
+  *out_by_pos = by_pos;
+  return LAMINAR_OK;
+}
 
+static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
+  const lm_window_spec* spec = &op->spec;
+  lm_chunk rows;
+  const uint64_t* given;
+  bool by_pos;
+  LM_TRY(lm_op_window_prepare(op, in, &rows, &given, &by_pos));
+  int64_t n = rows.nrows;
+  if (n == 0) return LAMINAR_OK;
   int64_t per = 1 + (spec->size_ms - 1) / spec->hop_ms; /* most windows of one row */
   if (per > LM_MAX_WINDOWS_PER_ROW) per = LM_MAX_WINDOWS_PER_ROW;
   int64_t slice = PAIRS_PER_SLICE / per;
@@ -1004,8 +1002,8 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
    * bound checked before the first aggregate update. A chunk of several
    * slices adds them in a first pass over its slices (late rows counted
    * again by the second). */
-  journal_begin(op);
-  LM_TRY(window_account(op, false));
+  lm_op_window_journal_begin(op);
+  LM_TRY(lm_op_window_account(op, false));
   int64_t late_before = op->late_rows, nlate_before = op->nlate;
   bool hashed = false, several = slice < n, updating = false;
   laminar_code rc = LAMINAR_OK;
@@ -1046,9 +1044,9 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
                                 laminar_errstr(rc));
   }
   /* What the updates added (MIN/MAX strings, distinct values) is in use now. */
-  LM_TRY(window_account(op, false));
+  LM_TRY(lm_op_window_account(op, false));
   LM_TRY(lm_op_rows_flush(op)); /* EMIT CHANGES: this chunk's deltas */
-  return late_deliver(op, in);
+  return lm_op_late_deliver(op, in);
 }
 
 /* ---- emission ------------------------------------------------------------------- */
@@ -1083,7 +1081,7 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
 static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   window_op* op = (window_op*)base;
   laminar_code rc = window_on_watermark_apply(op, watermark_ms);
-  window_account(op, false);
+  lm_op_window_account(op, false);
   return rc;
 }
 
@@ -1094,7 +1092,6 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
   if (op->panes) return lm_op_panes_on_watermark(op, prev);
   const lm_window_spec* spec = &op->spec;
   if (spec->global) return LAMINAR_OK; /* the one window never closes */
-  if (spec->session) return lm_op_session_watermark(op);
   int32_t nclose = 0;
   int64_t total = 0;
   while (nclose < op->nopen) {
@@ -1195,10 +1192,6 @@ static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
   const window_op* op = (const window_op*)base;
   lm_state_put_i64(w, op->watermark);
   lm_state_put_i64(w, op->late_rows);
-  if (op->spec.session) {
-    lm_op_session_snapshot(op, w);
-    return lm_state_writer_status(w);
-  }
   lm_state_put_u32(w, (uint32_t)op->nopen);
   for (int32_t i = 0; i < op->nopen; i++) lm_op_put_window(op, op->open[i], w);
   return lm_state_writer_status(w);
@@ -1211,11 +1204,9 @@ static void window_clear_all(window_op* op) {
   lm_op_slide_invalidate(op);
 }
 
-/* Restore the groups of a snapshot that `f` keeps (lm_op_part_filter): all
- * of them, replacing the state, for a checkpoint of as many partitions. */
-static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
-                                        const lm_op_part_filter* f, laminar_error* err) {
-  window_op* op = (window_op*)base;
+const lm_op_part_filter lm_op_part_whole = {.nparts = 1, .part = 0, .merge = false, .late = true};
+
+void lm_op_window_restore_head(window_op* op, lm_state_reader* r, const lm_op_part_filter* f) {
   if (f->merge) {
     op->suf_block = op->run_block = INT64_MIN; /* shared merges: rebuilt over the added groups */
     lm_op_slide_invalidate(op);                /* and the sliding state */
@@ -1227,12 +1218,14 @@ static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
   int64_t wm = lm_state_get_i64(r), late = lm_state_get_i64(r);
   if (wm > op->watermark) op->watermark = wm;
   if (f->late) op->late_rows += late;
-  if (op->spec.session) {
-    LM_TRY(lm_op_session_restore(op, r, f));
-    laminar_code rc = lm_state_reader_status(r, "session window aggregate", err);
-    if (rc != LAMINAR_OK) lm_op_session_clear(op);
-    return rc;
-  }
+}
+
+/* Restore the groups of a snapshot that `f` keeps (lm_op_part_filter): all
+ * of them, replacing the state, for a checkpoint of as many partitions. */
+static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
+                                        const lm_op_part_filter* f, laminar_error* err) {
+  window_op* op = (window_op*)base;
+  lm_op_window_restore_head(op, r, f);
   uint32_t nopen = lm_state_get_u32(r);
   for (uint32_t i = 0; i < nopen && !r->failed; i++) {
     int64_t start = lm_state_get_i64(r);
@@ -1285,13 +1278,12 @@ static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
 }
 
 static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
-  const lm_op_part_filter whole = {.nparts = 1, .part = 0, .merge = false, .late = true};
-  return window_restore_part(base, r, &whole, err);
+  return window_restore_part(base, r, &lm_op_part_whole, err);
 }
 
 /* ---- lifecycle ------------------------------------------------------------------- */
 
-static void window_destroy(lm_op* base) {
+void lm_op_window_destroy(lm_op* base) {
   window_op* op = (window_op*)base;
   for (int32_t i = 0; i < op->nopen; i++) lm_op_window_free(op, op->open[i]);
   for (int32_t i = 0; i < op->nspare; i++) lm_op_window_free(op, op->spare[i]);
@@ -1348,7 +1340,7 @@ static const lm_op_vtable window_vtable = {
     .snapshot = window_snapshot,
     .restore = window_restore,
     .restore_part = window_restore_part,
-    .destroy = window_destroy,
+    .destroy = lm_op_window_destroy,
     .freeze = lm_op_window_freeze,
     .write_frozen = lm_op_window_write_frozen,
 };
@@ -1362,7 +1354,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   }
   window_op* op = lm_calloc(1, sizeof *op);
   if (op == NULL) return LAMINAR_ERR_NOMEM;
-  op->base.vt = &window_vtable;
+  op->base.vt = spec->session ? &lm_op_session_vtable : &window_vtable;
   op->spec = *spec;
   op->key_types = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_type));
   if (op->key_types == NULL) {
@@ -1407,33 +1399,30 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
     for (int32_t c = 0; c < out_schema->ncols; c++) op->dvecs[c].type = out_schema->fields[c].type;
   }
   op->s_free = -1;
-  bool session_ok = true;
-  if (spec->session) {
-    op->sagg = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_agg_states));
-    session_ok = op->sagg != NULL && lm_op_window_new(op, &op->keyset) == LAMINAR_OK;
-    for (int32_t a = 0; op->sagg != NULL && a < spec->naggs; a++) {
-      const lm_agg_spec* as = &spec->aggs[a];
-      lm_agg_states_init(&op->sagg[a], as, as->arg ? as->arg->type : LM_TYPE_NULL);
-    }
-  }
+  bool session_ok = !spec->session || lm_op_session_init(op) == LAMINAR_OK;
   if (op->key_vecs == NULL || op->arg_vecs == NULL || op->ord_vecs == NULL ||
       op->arg_pos == NULL || op->out_vecs == NULL || op->dvecs == NULL ||
       !session_ok || !keyset_ok || lm_eval_ctx_create(&op->ctx) != LAMINAR_OK ||
       lm_schema_copy(out_schema, &op->base.out_schema) != 0) {
     lm_schema_free(&op->base.out_schema);
-    window_destroy(&op->base);
+    lm_op_window_destroy(&op->base);
     return LAMINAR_ERR_NOMEM;
   }
   *out = &op->base;
   return LAMINAR_OK;
 }
 
+/* A window or session operator (they share window_op). */
+static bool is_window(const lm_op* op) {
+  return op->vt == &window_vtable || op->vt == &lm_op_session_vtable;
+}
+
 int64_t lm_op_window_late_rows(const lm_op* op) {
-  return op->vt == &window_vtable ? ((const window_op*)op)->late_rows : 0;
+  return is_window(op) ? ((const window_op*)op)->late_rows : 0;
 }
 
 int64_t lm_op_window_thaws(const lm_op* base, int64_t* out_groups) {
-  if (base->vt != &window_vtable) {
+  if (!is_window(base)) {
     *out_groups = 0;
     return 0;
   }
@@ -1443,24 +1432,24 @@ int64_t lm_op_window_thaws(const lm_op* base, int64_t* out_groups) {
 }
 
 int64_t lm_op_window_state_rows(const lm_op* op) {
-  if (op->vt != &window_vtable) return 0;
+  if (!is_window(op)) return 0;
   const window_op* w = (const window_op*)op;
-  if (w->spec.session) return w->s_open;
+  if (op->vt == &lm_op_session_vtable) return w->s_open;
   int64_t n = 0;
   for (int32_t i = 0; i < w->nopen; i++) n += w->open[i]->t.n;
   return n;
 }
 
 void lm_op_window_set_key_hashes(lm_op* base, const uint64_t* h) {
-  if (base != NULL && base->vt == &window_vtable) ((window_op*)base)->in_hashes = h;
+  if (base != NULL && is_window(base)) ((window_op*)base)->in_hashes = h;
 }
 
 void lm_op_window_set_args(lm_op* base, const lm_vec* args) {
-  if (base != NULL && base->vt == &window_vtable) ((window_op*)base)->in_args = args;
+  if (base != NULL && is_window(base)) ((window_op*)base)->in_args = args;
 }
 
 void lm_op_window_set_late_sink(lm_op* base, lm_op_sink_fn fn, void* arg) {
-  if (base == NULL || base->vt != &window_vtable) return;
+  if (base == NULL || !is_window(base)) return;
   window_op* op = (window_op*)base;
   op->late_fn = fn;
   op->late_arg = arg;

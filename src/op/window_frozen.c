@@ -3,7 +3,8 @@
  * (op/op.h freeze / write_frozen; docs/DURABILITY.md "How it works"): the
  * stall freezes the op's state, the checkpoint's thread encodes it while the
  * op runs on, and the op copies what a checkpoint still holds before
- * changing it. Shared structs in op/internal.h.
+ * changing it. Shared structs in op/internal.h; the session operator's
+ * copy-on-write is in op/session.c.
  */
 #include "op/op.h"
 
@@ -27,129 +28,10 @@ typedef struct window_frozen {
   window_op* op;
   int64_t watermark;
   int64_t late_rows;
-  /* Sessions: the op's session arrays as they were at the freeze, in an
-   * op-shaped holder (what lm_op_session_snapshot reads), shared with the op
-   * until it changes them (op->s_share, lm_op_session_thaw). */
-  window_op* session;
   int32_t n;
   window* wins[];
 } window_frozen;
 
-/* Sessions have one state per operator, not per window: the freeze points a
- * holder at the arrays a snapshot reads (interned keys, slot bounds, keys and
- * flags, aggregate states) and marks them shared (s_share = 2) -- O(1). The
- * op copies them before its first change (lm_op_session_thaw) and goes on
- * with the copy; the arrays it does not snapshot (slot lists, parents,
- * stamps, first session per key) stay the op's. */
-
-/* Free the session arrays c holds, and c. */
-static void session_copy_free(window_op* op, window_op* c) {
-  if (c == NULL) return;
-  lm_op_window_free(op, c->keyset);
-  for (int32_t a = 0; c->sagg != NULL && a < op->spec.naggs; a++) lm_agg_states_free(&c->sagg[a]);
-  lm_free(c->sagg);
-  lm_free(c->s_used);
-  lm_free(c->s_key);
-  lm_free(c->s_start);
-  lm_free(c->s_end);
-  lm_free(c);
-}
-
-/* A holder of the op's session arrays as they are (nothing copied). */
-static window_op* session_hold(const window_op* op) {
-  window_op* c = lm_calloc(1, sizeof *c);
-  if (c == NULL) return NULL;
-  c->spec = op->spec;
-  c->keyset = op->keyset;
-  c->sagg = op->sagg;
-  c->s_used = op->s_used;
-  c->s_key = op->s_key;
-  c->s_start = op->s_start;
-  c->s_end = op->s_end;
-  c->s_hw = op->s_hw;
-  c->s_open = op->s_open;
-  c->s_cap = op->s_cap;
-  return c;
-}
-
-static laminar_code groups_copy(window_op* op, window* dst, const window* src);
-
-/* Copies of the op's session arrays, room for its s_cap slots: memcpy speed. */
-#define COPY_SLOTS(field)                                                            \
-  do {                                                                               \
-    c->field = lm_malloc(sizeof(*c->field) * (size_t)(op->s_cap + 1));               \
-    if (c->field == NULL) goto nomem;                                                \
-    if (hw > 0) memcpy(c->field, op->field, sizeof(*c->field) * (size_t)hw);         \
-  } while (0)
-
-static laminar_code session_copy(window_op* op, window_op** out) {
-  window_op* c = lm_calloc(1, sizeof *c);
-  if (c == NULL) return LAMINAR_ERR_NOMEM;
-  int64_t hw = op->s_hw;
-  COPY_SLOTS(s_used);
-  COPY_SLOTS(s_key);
-  COPY_SLOTS(s_start);
-  COPY_SLOTS(s_end);
-  c->sagg = lm_calloc((size_t)op->spec.naggs + 1, sizeof(lm_agg_states));
-  /* The keyset interns keys only: its aggregate and tracking arrays are
-   * never read, so the table, hashes and keys are all it needs. */
-  if (c->sagg == NULL || lm_op_window_new(op, &c->keyset) != LAMINAR_OK ||
-      groups_copy(op, c->keyset, op->keyset) != LAMINAR_OK) {
-    goto nomem;
-  }
-  for (int32_t a = 0; a < op->spec.naggs; a++) {
-    lm_agg_states_init(&c->sagg[a], &op->spec.aggs[a], op->sagg[a].arg_type);
-    c->sagg[a].weighted = op->sagg[a].weighted;
-    if (lm_agg_states_copy(&c->sagg[a], &op->sagg[a], hw) != LAMINAR_OK ||
-        lm_agg_states_reserve(&c->sagg[a], op->s_cap) != LAMINAR_OK) {
-      goto nomem;
-    }
-  }
-  *out = c;
-  return LAMINAR_OK;
-nomem:
-  session_copy_free(op, c);
-  return LAMINAR_ERR_NOMEM;
-}
-
-#undef COPY_SLOTS
-
-#define SWAP(field)              \
-  do {                           \
-    void* t_ = (void*)op->field; \
-    op->field = c->field;        \
-    c->field = t_;               \
-  } while (0)
-
-laminar_code lm_op_session_thaw(window_op* op) {
-  if (!op->s_held) return LAMINAR_OK;
-  if (atomic_load_explicit(&op->s_share, memory_order_acquire) != 2) {
-    atomic_store_explicit(&op->s_share, 0, memory_order_relaxed); /* the writer is done */
-    op->s_held = false;
-    return LAMINAR_OK;
-  }
-  window_op* c;
-  LM_TRY(session_copy(op, &c));
-  op->s_held = false;
-  SWAP(keyset);
-  SWAP(sagg);
-  SWAP(s_used);
-  SWAP(s_key);
-  SWAP(s_start);
-  SWAP(s_end);
-  op->thaws++;
-  op->thawed_groups += op->s_open;
-  /* acq_rel: pairs with the writer's let-go in window_write_frozen. 1: the
-   * writer let go first, the originals (now in c) are ours to free. */
-  if (atomic_fetch_sub_explicit(&op->s_share, 1, memory_order_acq_rel) == 1) {
-    session_copy_free(op, c);
-  } else {
-    lm_free(c); /* the writer frees the originals through its holder */
-  }
-  return LAMINAR_OK;
-}
-
-#undef SWAP
 
 /* A window to fill: a recycled one, or a new one. */
 static laminar_code window_take(window_op* op, window** out) {
@@ -436,20 +318,6 @@ laminar_code lm_op_window_freeze(lm_op* base, void** out) {
   f->op = op;
   f->watermark = op->watermark;
   f->late_rows = op->late_rows;
-  f->session = NULL;
-  f->n = 0;
-  if (op->spec.session) {
-    f->session = session_hold(op);
-    if (f->session == NULL) {
-      lm_free(f);
-      return LAMINAR_ERR_NOMEM;
-    }
-    /* As windows: never still held by an earlier checkpoint. */
-    atomic_store_explicit(&op->s_share, 2, memory_order_relaxed); /* published by the resume */
-    op->s_held = true;
-    *out = f;
-    return LAMINAR_OK;
-  }
   f->n = op->nopen;
   for (int32_t i = 0; i < op->nopen; i++) {
     window* w = op->open[i];
@@ -464,22 +332,6 @@ laminar_code lm_op_window_freeze(lm_op* base, void** out) {
 
 laminar_code lm_op_window_write_frozen(void* frozen, lm_state_writer* w) {
   window_frozen* f = frozen;
-  if (f->session != NULL) {
-    if (w != NULL) {
-      lm_state_put_i64(w, f->watermark);
-      lm_state_put_i64(w, f->late_rows);
-      lm_op_session_snapshot(f->session, w);
-    }
-    /* acq_rel: pairs with the op's let-go in lm_op_session_thaw. 1: the op
-     * let go first (it copied them): the held arrays are ours to free. */
-    if (atomic_fetch_sub_explicit(&f->op->s_share, 1, memory_order_acq_rel) == 1) {
-      session_copy_free(f->op, f->session);
-    } else {
-      lm_free(f->session);
-    }
-    lm_free(f);
-    return w != NULL ? lm_state_writer_status(w) : LAMINAR_OK;
-  }
   if (w != NULL) {
     lm_state_put_i64(w, f->watermark);
     lm_state_put_i64(w, f->late_rows);
