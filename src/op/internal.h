@@ -324,6 +324,15 @@ int64_t lm_op_shared_panes(const window_op* op);
  * (the session state: aggregate states by slot, the key set). */
 extern const lm_op_vtable lm_op_session_vtable;
 laminar_code lm_op_session_init(window_op* op);
+/* The hop operator (hop.c): hopping windows on panes, created by
+ * lm_op_window_create for a spec whose windows overlap (and emit on close);
+ * it shares the window operator's chunk path, snapshot and restore. */
+extern const lm_op_vtable lm_op_hop_vtable;
+laminar_code lm_op_window_on_chunk(lm_op* base, const lm_chunk* in);
+laminar_code lm_op_window_snapshot(const lm_op* base, lm_state_writer* w);
+laminar_code lm_op_window_restore(lm_op* base, lm_state_reader* r, laminar_error* err);
+laminar_code lm_op_window_restore_part(lm_op* base, lm_state_reader* r,
+                                       const lm_op_part_filter* f, laminar_error* err);
 /* The filter of a restore of the whole state (one partition, as many). */
 extern const lm_op_part_filter lm_op_part_whole;
 /* A chunk's rows to aggregate (*out_rows: nrows 0 when none): WHERE and a

@@ -882,7 +882,7 @@ laminar_code lm_op_window_chunk_failed(window_op* op, laminar_code rc) {
   return rc;
 }
 
-static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
+laminar_code lm_op_window_on_chunk(lm_op* base, const lm_chunk* in) {
   window_op* op = (window_op*)base;
   return lm_op_window_chunk_failed(op, window_chunk(op, in));
 }
@@ -1087,9 +1087,7 @@ static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
 
 static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_ms) {
   if (watermark_ms <= op->watermark) return LAMINAR_OK;
-  int64_t prev = op->watermark;
   op->watermark = watermark_ms;
-  if (op->panes) return lm_op_panes_on_watermark(op, prev);
   const lm_window_spec* spec = &op->spec;
   if (spec->global) return LAMINAR_OK; /* the one window never closes */
   int32_t nclose = 0;
@@ -1188,7 +1186,7 @@ void lm_op_put_window(const window_op* op, const window* win, lm_state_writer* w
   }
 }
 
-static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
+laminar_code lm_op_window_snapshot(const lm_op* base, lm_state_writer* w) {
   const window_op* op = (const window_op*)base;
   lm_state_put_i64(w, op->watermark);
   lm_state_put_i64(w, op->late_rows);
@@ -1222,7 +1220,7 @@ void lm_op_window_restore_head(window_op* op, lm_state_reader* r, const lm_op_pa
 
 /* Restore the groups of a snapshot that `f` keeps (lm_op_part_filter): all
  * of them, replacing the state, for a checkpoint of as many partitions. */
-static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
+laminar_code lm_op_window_restore_part(lm_op* base, lm_state_reader* r,
                                         const lm_op_part_filter* f, laminar_error* err) {
   window_op* op = (window_op*)base;
   lm_op_window_restore_head(op, r, f);
@@ -1277,8 +1275,8 @@ static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
   return rc;
 }
 
-static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
-  return window_restore_part(base, r, &lm_op_part_whole, err);
+laminar_code lm_op_window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
+  return lm_op_window_restore_part(base, r, &lm_op_part_whole, err);
 }
 
 /* ---- lifecycle ------------------------------------------------------------------- */
@@ -1334,12 +1332,12 @@ void lm_op_window_destroy(lm_op* base) {
 
 static const lm_op_vtable window_vtable = {
     .name = "window",
-    .on_chunk = window_on_chunk,
+    .on_chunk = lm_op_window_on_chunk,
     .takes_sel = true,
     .on_watermark = window_on_watermark,
-    .snapshot = window_snapshot,
-    .restore = window_restore,
-    .restore_part = window_restore_part,
+    .snapshot = lm_op_window_snapshot,
+    .restore = lm_op_window_restore,
+    .restore_part = lm_op_window_restore_part,
     .destroy = lm_op_window_destroy,
     .freeze = lm_op_window_freeze,
     .write_frozen = lm_op_window_write_frozen,
@@ -1378,6 +1376,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
     }
     op->panes = true;
     op->spec.size_ms = op->spec.hop_ms = a; /* the pane: gcd(size, hop) */
+    op->base.vt = &lm_op_hop_vtable;
   }
   bool keyset_ok = !op->panes || (lm_op_window_new(op, &op->keyset) == LAMINAR_OK &&
                                   lm_op_slide_setup(op) == LAMINAR_OK);
@@ -1412,9 +1411,10 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   return LAMINAR_OK;
 }
 
-/* A window or session operator (they share window_op). */
+/* A window, session or hop operator (they share window_op). */
 static bool is_window(const lm_op* op) {
-  return op->vt == &window_vtable || op->vt == &lm_op_session_vtable;
+  return op->vt == &window_vtable || op->vt == &lm_op_session_vtable ||
+         op->vt == &lm_op_hop_vtable;
 }
 
 int64_t lm_op_window_late_rows(const lm_op* op) {
