@@ -38,29 +38,34 @@ static laminar_code session_thaw(window_op* op);
  * field). */
 enum { J_NEXT, J_FIRST, J_PARENT, J_START, J_END };
 
+/* Journal field `f` of slot (key, for J_FIRST) i before its first write in
+ * the chunk (jset). */
+static laminar_code journal_field(window_op* op, int f, int64_t i) {
+  int64_t was;
+  switch (f) {
+    case J_NEXT: was = op->s_next[i]; break;
+    case J_FIRST: was = op->k_first[i]; break;
+    case J_PARENT: was = op->s_parent[i]; break;
+    case J_START: was = op->s_start[i]; break;
+    default: was = op->s_end[i]; break;
+  }
+  if (op->sj_nlog == 8 * op->sj_cap) return LAMINAR_ERR_NOMEM; /* (at most 7 a row) */
+  op->sj_where[op->sj_nlog] = i * 8 + f;
+  op->sj_was[op->sj_nlog++] = was;
+  return LAMINAR_OK;
+}
+
 /* Set field `f` of slot (key, for J_FIRST) i to v, journaled in a chunk:
  * only a slot's (key's) first write of each field in the chunk, whose old
  * value the undo restores (it replays backwards, so later writes of the
  * field need no entry), and none for a slot the chunk took (the undo gives
  * it back whole). The marks: the chunk's pass << 5 | the fields written. */
-static laminar_code jset(window_op* op, int f, int64_t i, int64_t v) {
+static inline laminar_code jset(window_op* op, int f, int64_t i, int64_t v) {
   if (op->sj_where != NULL) {
     uint64_t* mark = f == J_FIRST ? &op->k_jmark[i] : &op->s_jmark[i];
     uint64_t m = *mark;
     if ((m >> 5) != op->pass) m = op->pass << 5;
-    if (!(m & (1u << f)) && (f == J_FIRST || op->s_used[i] != 2)) {
-      int64_t was;
-      switch (f) {
-        case J_NEXT: was = op->s_next[i]; break;
-        case J_FIRST: was = op->k_first[i]; break;
-        case J_PARENT: was = op->s_parent[i]; break;
-        case J_START: was = op->s_start[i]; break;
-        default: was = op->s_end[i]; break;
-      }
-      if (op->sj_nlog == 8 * op->sj_cap) return LAMINAR_ERR_NOMEM; /* (at most 7 a row) */
-      op->sj_where[op->sj_nlog] = i * 8 + f;
-      op->sj_was[op->sj_nlog++] = was;
-    }
+    if (!(m & (1u << f)) && (f == J_FIRST || op->s_used[i] != 2)) LM_TRY(journal_field(op, f, i));
     *mark = m | (1u << f);
   }
   switch (f) {
@@ -208,8 +213,7 @@ static void slot_unlink(window_op* op, int32_t s) {
 }
 
 /* Room for key ids < n in k_first. */
-static laminar_code keys_reserve(window_op* op, int64_t n) {
-  if (n <= op->k_cap) return LAMINAR_OK;
+static laminar_code keys_grow(window_op* op, int64_t n) {
   int64_t ncap = op->k_cap ? op->k_cap * 2 : 64;
   while (ncap < n) ncap *= 2;
   GROW_ARRAY(op->k_first, ncap);
@@ -217,6 +221,10 @@ static laminar_code keys_reserve(window_op* op, int64_t n) {
   for (int64_t k = op->k_cap; k < ncap; k++) op->k_first[k] = -1, op->k_jmark[k] = 0;
   op->k_cap = ncap;
   return LAMINAR_OK;
+}
+
+static inline laminar_code keys_reserve(window_op* op, int64_t n) {
+  return n <= op->k_cap ? LAMINAR_OK : keys_grow(op, n);
 }
 
 /* The slot row k at time t joins (merging the sessions it bridges), or -1 if

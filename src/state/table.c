@@ -11,14 +11,6 @@
 
 /* ---- hashing ------------------------------------------------------------------- */
 
-static inline int64_t vec_int(const lm_vec* v, int64_t row) {
-  switch (v->type) {
-    case LM_TYPE_INT32: return ((const int32_t*)v->data)[row];
-    case LM_TYPE_BOOL: return ((const uint8_t*)v->data)[row];
-    default: return ((const int64_t*)v->data)[row];
-  }
-}
-
 /* The hash of one key value: row r of column v. */
 static inline uint64_t key_hash(const lm_vec* v, int64_t r) {
   if (v->nulls && v->nulls[r]) return LM_STATE_NULL_HASH;
@@ -27,7 +19,7 @@ static inline uint64_t key_hash(const lm_vec* v, int64_t r) {
     return lm_state_hash_bytes(s.ptr, s.len);
   }
   if (v->type == LM_TYPE_DOUBLE) return lm_state_hash_double(((const double*)v->data)[r]);
-  return lm_state_mix64((uint64_t)vec_int(v, r));
+  return lm_state_mix64((uint64_t)lm_state_vec_int(v, r));
 }
 
 void lm_state_hash_rows(const lm_vec* keys, int32_t nkeys, const uint32_t* sel, int64_t n,
@@ -150,40 +142,6 @@ laminar_code lm_state_table_reserve(lm_state_table* t, int64_t cap) {
   return LAMINAR_OK;
 }
 
-bool lm_state_table_row_equals(const lm_state_table* t, int64_t g, const lm_vec* keys,
-                               int64_t row) {
-  for (int32_t c = 0; c < t->nkeys; c++) {
-    const lm_state_keycol* kc = &t->keys[c];
-    const lm_vec* v = &keys[c];
-    bool row_null = v->nulls && v->nulls[row];
-    if (row_null || kc->nulls[g]) {
-      if (row_null != (bool)kc->nulls[g]) return false;
-      continue;
-    }
-    if (kc->type == LM_TYPE_STRING) {
-      if (!lm_state_str_eq(kc->s[g], ((const lm_str*)v->data)[row])) return false;
-    } else if (kc->type == LM_TYPE_DOUBLE) {
-      double a = lm_state_canon_double(kc->d[g]);
-      double b = lm_state_canon_double(((const double*)v->data)[row]);
-      if (!(a == b || (isnan(a) && isnan(b)))) return false;
-    } else if (kc->i[g] != vec_int(v, row)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-int64_t lm_state_table_find(const lm_state_table* t, uint64_t h, const lm_vec* keys, int64_t row) {
-  uint32_t slot = (uint32_t)h & t->mask;
-  for (;;) {
-    uint32_t e = t->index[slot];
-    if (e == 0) return -1;
-    uint32_t g = e - 1;
-    if (t->hash[g] == h && lm_state_table_row_equals(t, g, keys, row)) return g;
-    slot = (slot + 1) & t->mask;
-  }
-}
-
 static bool rows_equal(const lm_state_table* a, int64_t ga, const lm_state_table* b, int64_t gb) {
   for (int32_t c = 0; c < a->nkeys; c++) {
     const lm_state_keycol *x = &a->keys[c], *y = &b->keys[c];
@@ -284,7 +242,7 @@ laminar_code lm_state_table_set_keys(lm_state_table* t, int64_t g, const lm_vec*
     } else if (kc->type == LM_TYPE_DOUBLE) {
       kc->d[g] = is_null ? 0.0 : ((const double*)v->data)[row];
     } else {
-      kc->i[g] = is_null ? 0 : vec_int(v, row);
+      kc->i[g] = is_null ? 0 : lm_state_vec_int(v, row);
     }
   }
   return LAMINAR_OK;

@@ -174,9 +174,6 @@ void lm_state_table_reset(lm_state_table* t);
  * rows valid. */
 laminar_code lm_state_table_reserve(lm_state_table* t, int64_t cap);
 
-/* The row whose keys equal row `row` of the key columns `keys` (hash h, from
- * lm_state_hash_rows), or -1 when none. */
-int64_t lm_state_table_find(const lm_state_table* t, uint64_t h, const lm_vec* keys, int64_t row);
 /* Whether appending a row rebuilds the index first (the caller may need to
  * know: a copy-on-write table copies its index before). */
 bool lm_state_table_must_grow(const lm_state_table* t);
@@ -199,9 +196,53 @@ laminar_code lm_state_table_copy_keys(lm_state_table* to, int64_t a, const lm_st
  * h), or -1 when none. */
 int64_t lm_state_table_find_row(const lm_state_table* t, uint64_t h, const lm_state_table* from,
                                 int64_t g);
-/* Whether row g's keys equal row `row` of `keys`. */
-bool lm_state_table_row_equals(const lm_state_table* t, int64_t g, const lm_vec* keys,
-                               int64_t row);
+/* Row `row` of an integer-like column (INT32, BOOL, INT64, TIMESTAMP). */
+static inline int64_t lm_state_vec_int(const lm_vec* v, int64_t row) {
+  switch (v->type) {
+    case LM_TYPE_INT32: return ((const int32_t*)v->data)[row];
+    case LM_TYPE_BOOL: return ((const uint8_t*)v->data)[row];
+    default: return ((const int64_t*)v->data)[row];
+  }
+}
+
+/* Whether row g's keys equal row `row` of `keys`. (Inline, as the lookup:
+ * one call per row of every keyed batch.) */
+static inline bool lm_state_table_row_equals(const lm_state_table* t, int64_t g,
+                                             const lm_vec* keys, int64_t row) {
+  for (int32_t c = 0; c < t->nkeys; c++) {
+    const lm_state_keycol* kc = &t->keys[c];
+    const lm_vec* v = &keys[c];
+    bool row_null = v->nulls && v->nulls[row];
+    if (row_null || kc->nulls[g]) {
+      if (row_null != (bool)kc->nulls[g]) return false;
+      continue;
+    }
+    if (kc->type == LM_TYPE_STRING) {
+      if (!lm_state_str_eq(kc->s[g], ((const lm_str*)v->data)[row])) return false;
+    } else if (kc->type == LM_TYPE_DOUBLE) {
+      double a = lm_state_canon_double(kc->d[g]);
+      double b = lm_state_canon_double(((const double*)v->data)[row]);
+      if (!(a == b || (isnan(a) && isnan(b)))) return false;
+    } else if (kc->i[g] != lm_state_vec_int(v, row)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* The row whose keys equal row `row` of the key columns `keys` (hash h, from
+ * lm_state_hash_rows), or -1 when none. */
+static inline int64_t lm_state_table_find(const lm_state_table* t, uint64_t h,
+                                          const lm_vec* keys, int64_t row) {
+  uint32_t slot = (uint32_t)h & t->mask;
+  for (;;) {
+    uint32_t e = t->index[slot];
+    if (e == 0) return -1;
+    uint32_t g = e - 1;
+    if (t->hash[g] == h && lm_state_table_row_equals(t, g, keys, row)) return g;
+    slot = (slot + 1) & t->mask;
+  }
+}
 /* The hash of row g's stored keys; equals lm_state_hash_rows() of its source. */
 uint64_t lm_state_table_hash_row(const lm_state_table* t, int64_t g);
 /* Replace the index by one of nsize slots (a power of two above n) over rows
