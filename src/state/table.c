@@ -170,12 +170,6 @@ int64_t lm_state_table_find_row(const lm_state_table* t, uint64_t h, const lm_st
   return -1;
 }
 
-static inline void index_insert(lm_state_table* t, uint64_t h, uint32_t g) {
-  uint32_t slot = (uint32_t)h & t->mask;
-  while (t->index[slot] != 0) slot = (slot + 1) & t->mask;
-  t->index[slot] = g + 1;
-}
-
 /* Inserts prefetch the slot a few rows ahead: a big index misses the cache on
  * nearly every insert. */
 laminar_code lm_state_table_rebuild(lm_state_table* t, uint64_t nsize) {
@@ -187,7 +181,7 @@ laminar_code lm_state_table_rebuild(lm_state_table* t, uint64_t nsize) {
   enum { AHEAD = 8 };
   for (int64_t g = 0; g < t->n; g++) {
     if (g + AHEAD < t->n) __builtin_prefetch(&t->index[(uint32_t)t->hash[g + AHEAD] & t->mask], 1);
-    index_insert(t, t->hash[g], (uint32_t)g);
+    lm_state_table_index_insert(t, t->hash[g], (uint32_t)g);
   }
   return LAMINAR_OK;
 }
@@ -195,36 +189,13 @@ laminar_code lm_state_table_rebuild(lm_state_table* t, uint64_t nsize) {
 void lm_state_table_truncate(lm_state_table* t, int64_t n) {
   t->n = n;
   memset(t->index, 0, sizeof(uint32_t) * ((size_t)t->mask + 1));
-  for (int64_t g = 0; g < n; g++) index_insert(t, t->hash[g], (uint32_t)g);
+  for (int64_t g = 0; g < n; g++) lm_state_table_index_insert(t, t->hash[g], (uint32_t)g);
 }
 
 laminar_code lm_state_table_reindex(lm_state_table* t) {
   uint64_t size = 64;
   while (size < (uint64_t)(t->n + 1) * 2) size *= 2;
   return lm_state_table_rebuild(t, size);
-}
-
-/* Keep the load factor at most 1/4 while the index fits in cache: a probe
- * that passes its first slot is a mispredicted branch (at 1/2, a quarter of
- * W1's lookups; at 1/4 one in eight, W1 8% faster). Larger indexes miss the
- * cache on every probe anyway, and the next slot is usually in the same line:
- * at most 1/2 there, to keep them at 8 bytes a row. */
-bool lm_state_table_must_grow(const lm_state_table* t) {
-  uint64_t size = (uint64_t)t->mask + 1;
-  uint64_t per_row = size <= 65536 ? 4 : 2;
-  return (uint64_t)(t->n + 1) * per_row > size;
-}
-
-laminar_code lm_state_table_grow_index(lm_state_table* t) {
-  if (!lm_state_table_must_grow(t)) return LAMINAR_OK;
-  return lm_state_table_rebuild(t, ((uint64_t)t->mask + 1) * 2);
-}
-
-uint32_t lm_state_table_push(lm_state_table* t, uint64_t h) {
-  uint32_t g = (uint32_t)t->n++;
-  t->hash[g] = h;
-  index_insert(t, h, g);
-  return g;
 }
 
 laminar_code lm_state_table_set_keys(lm_state_table* t, int64_t g, const lm_vec* keys,
