@@ -7,6 +7,7 @@
  */
 #include "agg/agg.h"
 
+#include "state/table.h"
 #include "util/util.h"
 
 #include <math.h>
@@ -238,12 +239,6 @@ static int64_t int_value(const lm_vec* v, uint32_t row) {
 
 /* ---- COUNT(DISTINCT): the (group, value) set ----------------------------- */
 
-static inline uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
 /* One distinct value: its kind follows the state's argument type. */
 typedef struct dvalue {
   int64_t i;
@@ -267,21 +262,21 @@ static dvalue value_at(const lm_agg_states* st, const lm_vec* arg, uint32_t r) {
 }
 
 static uint64_t dvalue_hash(const lm_agg_states* st, int64_t g, dvalue v) {
-  uint64_t h = mix64((uint64_t)g * 0x9E3779B97F4A7C15ULL + 1);
+  uint64_t h = lm_state_mix64((uint64_t)g * 0x9E3779B97F4A7C15ULL + 1);
   if (st->weighted && is_first_last(st->fn)) {
-    h = mix64(h ^ (uint64_t)v.t) + v.null;
+    h = lm_state_mix64(h ^ (uint64_t)v.t) + v.null;
     if (v.null) return h;
   }
   if (st->arg_type == LM_TYPE_DOUBLE) {
     uint64_t bits;
     memcpy(&bits, &v.d, 8);
-    return mix64(h ^ bits);
+    return lm_state_mix64(h ^ bits);
   }
   if (st->arg_type == LM_TYPE_STRING) {
     for (int64_t k = 0; k < v.s.len; k++) h = (h ^ (uint8_t)v.s.ptr[k]) * 0x100000001B3ULL;
-    return mix64(h ^ (uint64_t)v.s.len);
+    return lm_state_mix64(h ^ (uint64_t)v.s.len);
   }
-  return mix64(h ^ (uint64_t)v.i);
+  return lm_state_mix64(h ^ (uint64_t)v.i);
 }
 
 static bool dvalue_eq(const lm_agg_states* st, int32_t e, dvalue v) {

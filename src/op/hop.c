@@ -1,5 +1,10 @@
 /*
- * hop.c -- hopping windows by sliding: when every aggregate of a hopping
+ * hop.c -- the hop operator (lm_op_hop_vtable): hopping windows with EMIT ON
+ * WINDOW CLOSE, on panes (tumbling windows of gcd(size, hop), window_panes.c)
+ * and closed by merging or sliding them. Rows go into panes by the window
+ * operator's chunk path; the watermark closes windows here.
+ *
+ * Hopping windows by sliding: when every aggregate of a hopping
  * window on panes can slide (agg/slide.h), the windows closing one after the
  * other are built from one per-key-id state that each pane enters once and
  * leaves once, instead of from merges of their panes (window.c's shared
@@ -63,7 +68,7 @@ void lm_op_slide_invalidate(window_op* op) { op->slide_valid = false; }
 /* Room for every key id of the keyset; over the memory bound the op stops
  * sliding (op->slide NULL afterwards). */
 static laminar_code slide_reserve(window_op* op) {
-  int64_t need = op->keyset->ngroups;
+  int64_t need = op->keyset->t.n;
   if (need <= op->slide_cap) return LAMINAR_OK;
   int64_t per_key = 3 * (int64_t)sizeof(uint32_t);
   for (int32_t a = 0; a < op->spec.naggs; a++) per_key += lm_agg_slide_key_bytes(&op->slide[a]);
@@ -87,7 +92,7 @@ static int64_t pane_no(const window_op* op, const window* pane) {
 }
 
 static void add_pane(window_op* op, const window* pane) {
-  for (int64_t g = 0; g < pane->ngroups; g++) {
+  for (int64_t g = 0; g < pane->t.n; g++) {
     uint32_t k = pane->kid[g];
     if (op->slide_npanes[k]++ == 0) {
       op->slide_pos[k] = (uint32_t)op->slide_nlive;
@@ -96,7 +101,7 @@ static void add_pane(window_op* op, const window* pane) {
   }
   int64_t no = pane_no(op, pane);
   for (int32_t a = 0; a < op->spec.naggs; a++) {
-    lm_agg_slide_add(&op->slide[a], pane->kid, &pane->aggs[a], pane->ngroups, no);
+    lm_agg_slide_add(&op->slide[a], pane->kid, &pane->aggs[a], pane->t.n, no);
   }
 }
 
@@ -105,9 +110,9 @@ static void add_pane(window_op* op, const window* pane) {
 static void sub_pane(window_op* op, const window* pane) {
   int64_t no = pane_no(op, pane);
   for (int32_t a = 0; a < op->spec.naggs; a++) {
-    lm_agg_slide_sub(&op->slide[a], pane->kid, &pane->aggs[a], pane->ngroups, no);
+    lm_agg_slide_sub(&op->slide[a], pane->kid, &pane->aggs[a], pane->t.n, no);
   }
-  for (int64_t g = 0; g < pane->ngroups; g++) {
+  for (int64_t g = 0; g < pane->t.n; g++) {
     uint32_t k = pane->kid[g];
     if (--op->slide_npanes[k] > 0) continue;
     for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_slide_reset_key(&op->slide[a], k);
@@ -193,3 +198,32 @@ laminar_code lm_op_slide_put_rows(window_op* op, int64_t ws, bool* out_done) {
     op->slide_valid = false; /* a sum cancelled: this window from its panes */
   }
 }
+
+/* ---- the operator ---------------------------------------------------------------- */
+
+/* Close the windows the watermark completes (from panes), then give the
+ * recycled panes' bytes back to the bound. */
+static laminar_code hop_on_watermark(lm_op* base, int64_t watermark_ms) {
+  window_op* op = (window_op*)base;
+  laminar_code rc = LAMINAR_OK;
+  if (watermark_ms > op->watermark) {
+    int64_t prev = op->watermark;
+    op->watermark = watermark_ms;
+    rc = lm_op_panes_on_watermark(op, prev);
+  }
+  lm_op_window_account(op, false);
+  return rc;
+}
+
+const lm_op_vtable lm_op_hop_vtable = {
+    .name = "hop",
+    .on_chunk = lm_op_window_on_chunk,
+    .takes_sel = true,
+    .on_watermark = hop_on_watermark,
+    .snapshot = lm_op_window_snapshot,
+    .restore = lm_op_window_restore,
+    .restore_part = lm_op_window_restore_part,
+    .destroy = lm_op_window_destroy,
+    .freeze = lm_op_window_freeze,
+    .write_frozen = lm_op_window_write_frozen,
+};

@@ -2,14 +2,17 @@
  * internal.h -- what the window operator's files share (op/window.c: tumbling,
  * hopping and pane windows, emission, snapshots; op/session.c: session
  * windows; op/window_frozen.c: checkpoints by copy-on-write): the state
- * structs and the group-table, row-buffer and key snapshot helpers. Private
- * to src/op. Runs on the partition's thread only.
+ * structs and the group, window and row-buffer helpers. A window's groups
+ * are rows of a keyed state table (state/table.h), which holds their keys,
+ * hashes and index and encodes the keys in snapshots. Private to src/op.
+ * Runs on the partition's thread only.
  */
 #ifndef LM_OP_INTERNAL_H
 #define LM_OP_INTERNAL_H
 
 #include "agg/slide.h"
 #include "op/op.h"
+#include "state/table.h"
 #include "util/pool.h"
 #include "util/util.h"
 
@@ -19,27 +22,16 @@
 #include <stdint.h>
 #include <string.h>
 
-/* ---- group keys and windows ------------------------------------------------ */
-
-typedef struct key_store {
-  lm_type type;
-  int64_t* i;     /* INT32, INT64, BOOL, TIMESTAMP */
-  double* d;      /* DOUBLE */
-  lm_str* s;      /* STRING (bytes in the window's pool) */
-  uint8_t* nulls;
-} key_store;
+/* ---- windows ------------------------------------------------------------------ */
 
 typedef struct window {
   int64_t start;
-  int64_t ngroups;
-  int64_t cap;
-  int64_t ninit;        /* groups [ngroups, ninit) have empty aggregate states ready */
-  uint64_t* ghash;
-  key_store* keys;
+  /* The window's groups: their keys, hashes and index (state/table.h); the
+   * group id is the table's row id. */
+  lm_state_table t;
+  int64_t cap;          /* room for groups in the arrays below (<= t.cap) */
+  int64_t ninit;        /* groups [t.n, ninit) have empty aggregate states ready */
   lm_agg_states* aggs;
-  uint32_t* table;      /* group id + 1; 0 = empty */
-  uint32_t table_mask;  /* table size - 1 */
-  lm_pool strings;
   /* Tracked groups (EMIT CHANGES or a changelog input), else NULL: */
   int64_t* nrows;       /* rows of the group (sum of weights) */
   uint8_t* live;        /* EMIT CHANGES: its current result was emitted (+1) */
@@ -62,6 +54,7 @@ typedef struct window {
 typedef struct window_op {
   lm_op base;
   lm_window_spec spec;
+  lm_type* key_types;   /* spec.nkeys: the GROUP BY keys' types (tables' key columns) */
   lm_eval_ctx* ctx;
   window** open;        /* sorted by start */
   int32_t nopen;
@@ -168,13 +161,15 @@ typedef struct window_op {
   int32_t *sj_made, *sj_old;
   int64_t *sj_where, *sj_was;
   int64_t sj_nmade, sj_nold, sj_nlog, sj_cap;
+  uint64_t* s_jmark;      /* per slot: the pass << 5 | fields journaled in it */
+  uint64_t* k_jmark;      /* per key id, likewise for k_first */
   /* Checkpoints (copy-on-write, op/window_frozen.c): who holds the session
    * arrays a snapshot reads (keyset, sagg, s_start, s_end, s_key, s_used)
    * as they were at the freeze: 2: the op and a frozen checkpoint being
    * written (set in the stall); 1: one of them let go; whoever lets go last
    * frees them. s_held (the op's alone): the op's arrays are those, so it
    * copies them before changing them if the writer still reads them
-   * (lm_op_session_thaw). */
+   * (session_thaw). */
   _Atomic int32_t s_share;
   bool s_held;
   /* Checkpoints: windows copied because a checkpoint still held them, and
@@ -244,8 +239,6 @@ int64_t lm_op_window_bytes(const window_op* op);
  * sel[0..n) into h[sel[i]]. */
 void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, const uint32_t* sel, int64_t n,
                      uint64_t* h);
-/* Hash of a stored group's keys; equals lm_op_hash_keys() of the row it came from. */
-uint64_t lm_op_hash_group(const window* w, int32_t nkeys, int64_t g);
 /* The group of window w holding row `row`'s keys (hash h), added if new. */
 laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h, const lm_vec* keys,
                                      int64_t row, uint32_t* out_gid);
@@ -255,12 +248,6 @@ void lm_op_window_free(window_op* op, window* w);
 /* Empty w and keep it for reuse (or free it when the op has spares enough). */
 void lm_op_window_recycle(window_op* op, window* w);
 laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap);
-/* Replace w's hash table by one of nsize slots (a power of two) over its groups. */
-laminar_code lm_op_table_rebuild(window* w, uint64_t nsize);
-/* Whether adding a group to w grows (rebuilds) its table first. */
-bool lm_op_table_must_grow(const window* w);
-/* Group g's keys into output column ov at `row`. */
-void lm_op_put_key(lm_vec* ov, const key_store* ks, int64_t g, int64_t row);
 /* Room for `more` rows in the op's row buffer; emit (and empty) the buffer. */
 laminar_code lm_op_rows_reserve(window_op* op, int64_t more);
 laminar_code lm_op_rows_flush(window_op* op);
@@ -272,10 +259,6 @@ bool lm_op_panes_edited(const window_op* op, int64_t lo, int64_t hi, uint64_t si
  * keyset's), g < ng, into the row buffer's rows row .. row + ng (reserved). */
 void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int64_t ng,
                            int64_t row);
-/* Write / read group g's keys in a snapshot (read: g reserved; sets no hash). */
-void lm_op_put_group_keys(const window_op* op, const window* win, int64_t g,
-                          lm_state_writer* w);
-laminar_code lm_op_get_group_keys(window_op* op, window* win, int64_t g, lm_state_reader* r);
 /* One window of a snapshot of tumbling, hopping and global windows (after
  * the op's watermark, late count and window count). Reads the window only. */
 void lm_op_put_window(const window_op* op, const window* win, lm_state_writer* w);
@@ -319,42 +302,11 @@ void lm_op_slide_free(window_op* op);
 
 /* ---- helpers shared by window.c and window_panes.c ------------------------------ */
 
-/* 1..8 bytes folded into one word with fixed-size loads (a variable-length
- * memcpy here was a library call and a store-forwarding stall: 23% of W1).
- * Injective for a given length: the two 4-byte loads overlap when r < 8. */
-static inline uint64_t tail_word(const uint8_t* q, int64_t r) {
-  if (r >= 4) {
-    uint32_t lo, hi;
-    memcpy(&lo, q, 4);
-    memcpy(&hi, q + r - 4, 4);
-    return ((uint64_t)hi << 32) | lo;
-  }
-  return (uint64_t)q[0] | ((uint64_t)q[r / 2] << 8) | ((uint64_t)q[r - 1] << 16);
-}
-
-/* Equality of two strings; short ones (most group keys) without a memcmp call. */
-static inline bool str_eq(lm_str a, lm_str b) {
-  if (a.len != b.len) return false;
-  if (a.len <= 8) return a.len == 0 || tail_word((const uint8_t*)a.ptr, a.len) ==
-                                          tail_word((const uint8_t*)b.ptr, b.len);
-  return memcmp(a.ptr, b.ptr, (size_t)a.len) == 0;
-}
-
-/* GROUP BY treats -0.0 as 0.0 and all NaNs as one value (as DuckDB does). */
-static inline double canon_double(double d) {
-  if (d == 0.0) return 0.0;
-  if (isnan(d)) return NAN;
-  return d;
-}
 
 /* Recycle the first nclose open windows. */
 void lm_op_window_drop_closed(window_op* op, int32_t nclose);
 /* Append a new empty group to w (hash h); the caller fills its keys. */
 laminar_code lm_op_group_append(window_op* op, window* w, uint64_t h, uint32_t* out_gid);
-/* Group a of `to` takes the keys of group g of `from`: strings copied into
- * to's pool, or borrowed (`from` outlives `to`'s group). */
-laminar_code lm_op_group_keys_from(const window_op* op, window* to, int64_t a, const window* from,
-                                   int64_t g, bool copy);
 /* Room in kmap/kstamp for every key id of the keyset. */
 laminar_code lm_op_kmap_reserve(window_op* op);
 /* Window bounds in the output's unit (micros for a TIMESTAMP time column). */
@@ -375,28 +327,43 @@ laminar_code lm_op_panes_on_watermark(window_op* op, int64_t prev);
 /* Panes per window for shared merges, or 0 (merging directly costs as little). */
 int64_t lm_op_shared_panes(const window_op* op);
 
-/* ---- session windows (session.c) ---------------------------------------------- */
+/* ---- the window operator's parts the session operator shares (window.c) ---------- */
 
-/* One chunk (n > 0 rows, with or without a selection) into the sessions;
- * `given`: the rows' key hashes from the router (indexed by row number), or
- * NULL to hash here. All or nothing: checks the bound (max_state_bytes)
- * before it commits; on a failure before that (*out_applied false) the
- * slots are as before it (the keys it added to the keyset, its late rows
- * and EMIT CHANGES rows are the caller's to take back); a failure handing
- * on its EMIT CHANGES rows comes after (*out_applied true). */
-laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given,
-                                  bool* out_applied);
-/* Emit and free the sessions closed by op->watermark. */
-laminar_code lm_op_session_watermark(window_op* op);
-void lm_op_session_snapshot(const window_op* op, lm_state_writer* w);
-/* Restore the sessions of the keys `f` keeps (op/op.h). */
-laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r, const lm_op_part_filter* f);
-/* Forget every session and key (after a failed restore; the op's own
- * arrays: lm_op_session_thaw first). */
-void lm_op_session_clear(window_op* op);
-/* Make the session state the op's to change: a copy of the arrays a frozen
- * checkpoint still reads (op->s_share 2), else nothing. Before every change.
- * LAMINAR_ERR_NOMEM leaves the op as it was. (window_frozen.c) */
-laminar_code lm_op_session_thaw(window_op* op);
+/* The session operator (session.c): session windows, on window_op; created
+ * by lm_op_window_create for a session spec, which calls lm_op_session_init
+ * (the session state: aggregate states by slot, the key set). */
+extern const lm_op_vtable lm_op_session_vtable;
+laminar_code lm_op_session_init(window_op* op);
+/* The hop operator (hop.c): hopping windows on panes, created by
+ * lm_op_window_create for a spec whose windows overlap (and emit on close);
+ * it shares the window operator's chunk path, snapshot and restore. */
+extern const lm_op_vtable lm_op_hop_vtable;
+laminar_code lm_op_window_on_chunk(lm_op* base, const lm_chunk* in);
+laminar_code lm_op_window_snapshot(const lm_op* base, lm_state_writer* w);
+laminar_code lm_op_window_restore(lm_op* base, lm_state_reader* r, laminar_error* err);
+laminar_code lm_op_window_restore_part(lm_op* base, lm_state_reader* r,
+                                       const lm_op_part_filter* f, laminar_error* err);
+/* The filter of a restore of the whole state (one partition, as many). */
+extern const lm_op_part_filter lm_op_part_whole;
+/* A chunk's rows to aggregate (*out_rows: nrows 0 when none): WHERE and a
+ * changelog's zero weights applied, late rows begun, keys and arguments
+ * evaluated into op's vectors; *out_given: the router's key hashes (or
+ * NULL); *out_by_pos: arguments read by position (window updates only). */
+laminar_code lm_op_window_prepare(window_op* op, const lm_chunk* in, lm_chunk* out_rows,
+                                  const uint64_t** out_given, bool* out_by_pos);
+/* A chunk's code, a NOMEM recorded for the error the caller reports. */
+laminar_code lm_op_window_chunk_failed(window_op* op, laminar_code rc);
+/* Start a chunk's journal (window_op.jwin); take window w back to its first
+ * g0 groups (undo). */
+void lm_op_window_journal_begin(window_op* op);
+void lm_op_window_truncate(window_op* op, window* w, int64_t g0);
+/* Charge the op's bytes to its budget (lm_op_account). */
+laminar_code lm_op_window_account(window_op* op, bool check);
+/* Hand the chunk's late rows to the late side output, if any. */
+laminar_code lm_op_late_deliver(window_op* op, const lm_chunk* in);
+/* A snapshot's watermark and late count, restored as `f` says (the state
+ * cleared unless merging). */
+void lm_op_window_restore_head(window_op* op, lm_state_reader* r, const lm_op_part_filter* f);
+void lm_op_window_destroy(lm_op* base);
 
 #endif /* LM_OP_INTERNAL_H */

@@ -21,6 +21,7 @@
 #include "expr/expr.h"
 #include "laminar.h"
 #include "state/state.h"
+#include "state/table.h"
 #include "util/types.h"
 
 #include <stdint.h>
@@ -125,10 +126,10 @@ laminar_code lm_op_chain_freeze(lm_op* head, lm_op_frozen** out);
 laminar_code lm_op_chain_write_frozen(lm_op_frozen* f, lm_state_writer* w);
 
 /* Thread-per-core (rt/part.c) routes a row of a keyed stream to partition
- * lm_op_part_of(hash of its GROUP BY keys, nparts): the high half of the hash
- * scaled to [0, n), so the low bits the group tables use stay spread. */
+ * lm_op_part_of(hash of its GROUP BY keys, nparts): lm_state_part_of, the
+ * partition of the keyed state tables (state/table.h). */
 static inline int32_t lm_op_part_of(uint64_t h, int32_t n) {
-  return (int32_t)(((h >> 32) * (uint64_t)n) >> 32);
+  return lm_state_part_of(h, n);
 }
 
 /* Restoring partition `part` of `nparts` from a checkpoint taken with another

@@ -1,5 +1,9 @@
 /*
- * session.c -- session windows of the window operator (op/internal.h).
+ * session.c -- the session operator: session windows, with its own vtable
+ * (lm_op_session_vtable; lm_op_window_create makes one for a session spec).
+ * It shares window_op and the window operator's input preparation, row
+ * buffer and bound accounting (op/internal.h); its keys are interned in a
+ * keyed state table (state/table.h).
  *
  * session(ts, gap): per key, a row at t opens the window [t, t + gap); windows
  * of one key that overlap merge into one session [first, last + gap). Keys are
@@ -23,17 +27,20 @@
 
 #include "op/internal.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 static void put_session_row(window_op* op, int32_t s, int64_t weight);
+static laminar_code session_thaw(window_op* op);
 
 /* The session fields a chunk's journal restores (op->sj_where: index * 8 +
  * field). */
 enum { J_NEXT, J_FIRST, J_PARENT, J_START, J_END };
 
-/* Set field `f` of slot (key, for J_FIRST) i to v, journaled in a chunk. */
-static laminar_code jset(window_op* op, int f, int64_t i, int64_t v) {
+/* Journal field `f` of slot (key, for J_FIRST) i before its first write in
+ * the chunk (jset). */
+static laminar_code journal_field(window_op* op, int f, int64_t i) {
   int64_t was;
   switch (f) {
     case J_NEXT: was = op->s_next[i]; break;
@@ -42,10 +49,24 @@ static laminar_code jset(window_op* op, int f, int64_t i, int64_t v) {
     case J_START: was = op->s_start[i]; break;
     default: was = op->s_end[i]; break;
   }
+  if (op->sj_nlog == 8 * op->sj_cap) return LAMINAR_ERR_NOMEM; /* (at most 7 a row) */
+  op->sj_where[op->sj_nlog] = i * 8 + f;
+  op->sj_was[op->sj_nlog++] = was;
+  return LAMINAR_OK;
+}
+
+/* Set field `f` of slot (key, for J_FIRST) i to v, journaled in a chunk:
+ * only a slot's (key's) first write of each field in the chunk, whose old
+ * value the undo restores (it replays backwards, so later writes of the
+ * field need no entry), and none for a slot the chunk took (the undo gives
+ * it back whole). The marks: the chunk's pass << 5 | the fields written. */
+static inline laminar_code jset(window_op* op, int f, int64_t i, int64_t v) {
   if (op->sj_where != NULL) {
-    if (op->sj_nlog == 8 * op->sj_cap) return LAMINAR_ERR_NOMEM; /* (at most 7 a row) */
-    op->sj_where[op->sj_nlog] = i * 8 + f;
-    op->sj_was[op->sj_nlog++] = was;
+    uint64_t* mark = f == J_FIRST ? &op->k_jmark[i] : &op->s_jmark[i];
+    uint64_t m = *mark;
+    if ((m >> 5) != op->pass) m = op->pass << 5;
+    if (!(m & (1u << f)) && (f == J_FIRST || op->s_used[i] != 2)) LM_TRY(journal_field(op, f, i));
+    *mark = m | (1u << f);
   }
   switch (f) {
     case J_NEXT: op->s_next[i] = (int32_t)v; break;
@@ -82,6 +103,7 @@ static laminar_code slot_take(window_op* op, int32_t* out) {
       GROW_ARRAY(op->s_parent, ncap);
       GROW_ARRAY(op->s_used, ncap);
       GROW_ARRAY(op->s_stamp, ncap);
+      GROW_ARRAY(op->s_jmark, ncap);
       for (int32_t a = 0; a < op->spec.naggs; a++) {
         LM_TRY(lm_agg_states_reserve(&op->sagg[a], ncap));
       }
@@ -93,6 +115,7 @@ static laminar_code slot_take(window_op* op, int32_t* out) {
   op->s_parent[s] = s;
   op->s_used[s] = op->sj_made != NULL ? 2 : 1;
   op->s_stamp[s] = op->pass;
+  op->s_jmark[s] = 0;
   op->s_open++;
   for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&op->sagg[a], s);
   *out = s;
@@ -190,14 +213,18 @@ static void slot_unlink(window_op* op, int32_t s) {
 }
 
 /* Room for key ids < n in k_first. */
-static laminar_code keys_reserve(window_op* op, int64_t n) {
-  if (n <= op->k_cap) return LAMINAR_OK;
+static laminar_code keys_grow(window_op* op, int64_t n) {
   int64_t ncap = op->k_cap ? op->k_cap * 2 : 64;
   while (ncap < n) ncap *= 2;
   GROW_ARRAY(op->k_first, ncap);
-  for (int64_t k = op->k_cap; k < ncap; k++) op->k_first[k] = -1;
+  GROW_ARRAY(op->k_jmark, ncap);
+  for (int64_t k = op->k_cap; k < ncap; k++) op->k_first[k] = -1, op->k_jmark[k] = 0;
   op->k_cap = ncap;
   return LAMINAR_OK;
+}
+
+static inline laminar_code keys_reserve(window_op* op, int64_t n) {
+  return n <= op->k_cap ? LAMINAR_OK : keys_grow(op, n);
 }
 
 /* The slot row k at time t joins (merging the sessions it bridges), or -1 if
@@ -289,13 +316,13 @@ static void journal_end(window_op* op) {
 static laminar_code session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given,
                                   int32_t* dead, int64_t* ndead, bool* out_updating);
 
-laminar_code lm_op_session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given,
-                                 bool* out_applied) {
+static laminar_code session_apply(window_op* op, const lm_chunk* in, const uint64_t* given,
+                                  bool* out_applied) {
   *out_applied = false;
   int64_t n = in->nrows;
   int32_t* dead = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
   if (dead == NULL) return LAMINAR_ERR_NOMEM;
-  LM_TRY(lm_op_session_thaw(op)); /* a checkpoint may still read the state */
+  LM_TRY(session_thaw(op)); /* a checkpoint may still read the state */
   /* The journal: a row takes at most one slot (new, or a copy of an old
    * one), and writes at most seven fields. */
   op->pass++;
@@ -436,7 +463,7 @@ static void put_session_row(window_op* op, int32_t s, int64_t weight) {
   ((uint8_t*)v[0].nulls)[row] = 0;
   ((uint8_t*)v[1].nulls)[row] = 0;
   for (int32_t c = 0; c < spec->nkeys; c++) {
-    lm_op_put_key(&v[2 + c], &op->keyset->keys[c], op->s_key[s], row);
+    lm_state_table_put_value(&v[2 + c], &op->keyset->t.keys[c], op->s_key[s], row);
   }
   for (int32_t a = 0; a < spec->naggs; a++) {
     lm_vec* ov = &v[2 + spec->nkeys + a];
@@ -452,7 +479,7 @@ static void put_session_row(window_op* op, int32_t s, int64_t weight) {
 
 /* Emit every session whose end plus lateness the watermark reached, by start
  * then key, and free their slots. */
-laminar_code lm_op_session_watermark(window_op* op) {
+static laminar_code session_close(window_op* op) {
   int32_t nclose = 0;
   for (int32_t s = 0; s < op->s_hw; s++) {
     int64_t close;
@@ -461,7 +488,7 @@ laminar_code lm_op_session_watermark(window_op* op) {
     if (close <= op->watermark) nclose++;
   }
   if (nclose == 0) return LAMINAR_OK;
-  LM_TRY(lm_op_session_thaw(op));
+  LM_TRY(session_thaw(op));
   lm_eval_ctx_reset(op->ctx);
   closing_session* closing = lm_eval_ctx_alloc(op->ctx, sizeof *closing * (size_t)nclose);
   if (closing == NULL) return LAMINAR_ERR_NOMEM;
@@ -488,10 +515,10 @@ laminar_code lm_op_session_watermark(window_op* op) {
   return rc;
 }
 
-void lm_op_session_snapshot(const window_op* op, lm_state_writer* w) {
+static void session_put(const window_op* op, lm_state_writer* w) {
   const window* ks = op->keyset;
-  lm_state_put_i64(w, ks->ngroups);
-  for (int64_t g = 0; g < ks->ngroups; g++) lm_op_put_group_keys(op, ks, g, w);
+  lm_state_put_i64(w, ks->t.n);
+  for (int64_t g = 0; g < ks->t.n; g++) lm_state_table_put_keys(&ks->t, g, w);
   lm_state_put_u32(w, (uint32_t)op->s_open);
   for (int32_t s = 0; s < op->s_hw; s++) {
     if (!op->s_used[s]) continue;
@@ -502,26 +529,27 @@ void lm_op_session_snapshot(const window_op* op, lm_state_writer* w) {
   }
 }
 
-void lm_op_session_clear(window_op* op) {
-  op->keyset->ngroups = 0;
-  memset(op->keyset->table, 0, sizeof(uint32_t) * ((size_t)op->keyset->table_mask + 1));
-  lm_pool_reset(&op->keyset->strings);
+/* Forget every session and key (after a failed restore; the op's own
+ * arrays: session_thaw first). */
+static void session_clear(window_op* op) {
+  lm_state_table_reset(&op->keyset->t);
   for (int64_t k = 0; k < op->k_cap; k++) op->k_first[k] = -1;
   op->s_hw = op->s_open = 0;
   op->s_free = -1;
   for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&op->sagg[a]);
 }
 
-laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r, const lm_op_part_filter* f) {
-  LM_TRY(lm_op_session_thaw(op));
-  if (!f->merge) lm_op_session_clear(op);
+/* Restore the sessions of the keys `f` keeps (op/op.h). */
+static laminar_code session_get(window_op* op, lm_state_reader* r, const lm_op_part_filter* f) {
+  LM_TRY(session_thaw(op));
+  if (!f->merge) session_clear(op);
   window* ks = op->keyset;
   int64_t nkeys = lm_state_get_i64(r);
   if (r->failed || nkeys < 0 || (uint64_t)nkeys > r->len) {
     r->failed = true;
     return LAMINAR_OK;
   }
-  int64_t first = ks->ngroups;
+  int64_t first = ks->t.n;
   LM_TRY(lm_op_window_reserve(op, ks, first + nkeys));
   LM_TRY(keys_reserve(op, first + nkeys));
   /* The snapshot's key ids -> ours (UINT32_MAX: another partition's key). */
@@ -529,18 +557,15 @@ laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r, const lm_o
   if (kids == NULL) return LAMINAR_ERR_NOMEM;
   int64_t g = first;
   for (int64_t j = 0; j < nkeys && !r->failed; j++) {
-    laminar_code rc = lm_op_get_group_keys(op, ks, g, r);
+    laminar_code rc = lm_state_table_get_keys(&ks->t, g, r);
     if (rc != LAMINAR_OK) {
       lm_free(kids);
       return rc;
     }
-    ks->ghash[g] = lm_op_hash_group(ks, op->spec.nkeys, g);
-    kids[j] = lm_op_part_of(ks->ghash[g], f->nparts) == f->part ? (uint32_t)g++ : UINT32_MAX;
+    kids[j] = lm_op_part_of(ks->t.hash[g], f->nparts) == f->part ? (uint32_t)g++ : UINT32_MAX;
   }
-  ks->ngroups = g;
-  uint64_t size = 64;
-  while (size < (uint64_t)(g + 1) * 2) size *= 2;
-  laminar_code rc = lm_op_table_rebuild(ks, size);
+  ks->t.n = g;
+  laminar_code rc = lm_state_table_reindex(&ks->t);
   uint32_t nsess = lm_state_get_u32(r);
   for (uint32_t i = 0; i < nsess && !r->failed && rc == LAMINAR_OK; i++) {
     uint32_t kid = lm_state_get_u32(r);
@@ -561,3 +586,260 @@ laminar_code lm_op_session_restore(window_op* op, lm_state_reader* r, const lm_o
   lm_free(kids);
   return rc;
 }
+
+/* ---- checkpoints by copy-on-write ------------------------------------------------ */
+
+/* Sessions have one state per operator, not per window: the freeze points a
+ * holder at the arrays a snapshot reads (interned keys, slot bounds, keys and
+ * flags, aggregate states) and marks them shared (s_share = 2) -- O(1). The
+ * op copies them before its first change (lm_op_session_thaw) and goes on
+ * with the copy; the arrays it does not snapshot (slot lists, parents,
+ * stamps, first session per key) stay the op's. */
+
+/* Free the session arrays c holds, and c. */
+static void session_copy_free(window_op* op, window_op* c) {
+  if (c == NULL) return;
+  lm_op_window_free(op, c->keyset);
+  for (int32_t a = 0; c->sagg != NULL && a < op->spec.naggs; a++) lm_agg_states_free(&c->sagg[a]);
+  lm_free(c->sagg);
+  lm_free(c->s_used);
+  lm_free(c->s_key);
+  lm_free(c->s_start);
+  lm_free(c->s_end);
+  lm_free(c);
+}
+
+/* A holder of the op's session arrays as they are (nothing copied). */
+static window_op* session_hold(const window_op* op) {
+  window_op* c = lm_calloc(1, sizeof *c);
+  if (c == NULL) return NULL;
+  c->spec = op->spec;
+  c->keyset = op->keyset;
+  c->sagg = op->sagg;
+  c->s_used = op->s_used;
+  c->s_key = op->s_key;
+  c->s_start = op->s_start;
+  c->s_end = op->s_end;
+  c->s_hw = op->s_hw;
+  c->s_open = op->s_open;
+  c->s_cap = op->s_cap;
+  return c;
+}
+
+/* Copies of the op's session arrays, room for its s_cap slots: memcpy speed. */
+#define COPY_SLOTS(field)                                                            \
+  do {                                                                               \
+    c->field = lm_malloc(sizeof(*c->field) * (size_t)(op->s_cap + 1));               \
+    if (c->field == NULL) goto nomem;                                                \
+    if (hw > 0) memcpy(c->field, op->field, sizeof(*c->field) * (size_t)hw);         \
+  } while (0)
+
+static laminar_code session_copy(window_op* op, window_op** out) {
+  window_op* c = lm_calloc(1, sizeof *c);
+  if (c == NULL) return LAMINAR_ERR_NOMEM;
+  int64_t hw = op->s_hw;
+  COPY_SLOTS(s_used);
+  COPY_SLOTS(s_key);
+  COPY_SLOTS(s_start);
+  COPY_SLOTS(s_end);
+  c->sagg = lm_calloc((size_t)op->spec.naggs + 1, sizeof(lm_agg_states));
+  /* The keyset interns keys only: its aggregate and tracking arrays are
+   * never read, so the table, hashes and keys are all it needs. */
+  if (c->sagg == NULL || lm_op_window_new(op, &c->keyset) != LAMINAR_OK ||
+      lm_op_window_reserve(op, c->keyset, op->keyset->t.n + 1) != LAMINAR_OK ||
+      lm_state_table_copy(&c->keyset->t, &op->keyset->t, true) != LAMINAR_OK) {
+    goto nomem;
+  }
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    lm_agg_states_init(&c->sagg[a], &op->spec.aggs[a], op->sagg[a].arg_type);
+    c->sagg[a].weighted = op->sagg[a].weighted;
+    if (lm_agg_states_copy(&c->sagg[a], &op->sagg[a], hw) != LAMINAR_OK ||
+        lm_agg_states_reserve(&c->sagg[a], op->s_cap) != LAMINAR_OK) {
+      goto nomem;
+    }
+  }
+  *out = c;
+  return LAMINAR_OK;
+nomem:
+  session_copy_free(op, c);
+  return LAMINAR_ERR_NOMEM;
+}
+
+#undef COPY_SLOTS
+
+#define SWAP(field)              \
+  do {                           \
+    void* t_ = (void*)op->field; \
+    op->field = c->field;        \
+    c->field = t_;               \
+  } while (0)
+
+static laminar_code session_thaw(window_op* op) {
+  if (!op->s_held) return LAMINAR_OK;
+  if (atomic_load_explicit(&op->s_share, memory_order_acquire) != 2) {
+    atomic_store_explicit(&op->s_share, 0, memory_order_relaxed); /* the writer is done */
+    op->s_held = false;
+    return LAMINAR_OK;
+  }
+  window_op* c;
+  LM_TRY(session_copy(op, &c));
+  op->s_held = false;
+  SWAP(keyset);
+  SWAP(sagg);
+  SWAP(s_used);
+  SWAP(s_key);
+  SWAP(s_start);
+  SWAP(s_end);
+  op->thaws++;
+  op->thawed_groups += op->s_open;
+  /* acq_rel: pairs with the writer's let-go in session_write_frozen. 1: the
+   * writer let go first, the originals (now in c) are ours to free. */
+  if (atomic_fetch_sub_explicit(&op->s_share, 1, memory_order_acq_rel) == 1) {
+    session_copy_free(op, c);
+  } else {
+    lm_free(c); /* the writer frees the originals through its holder */
+  }
+  return LAMINAR_OK;
+}
+
+#undef SWAP
+
+/* A checkpoint's frozen sessions: the op's session arrays as they were at the
+ * freeze, in an op-shaped holder (what session_put reads), shared with the op
+ * until it changes them (op->s_share, session_thaw). */
+typedef struct session_frozen {
+  window_op* op;
+  int64_t watermark;
+  int64_t late_rows;
+  window_op* held;
+} session_frozen;
+
+static laminar_code session_freeze(lm_op* base, void** out) {
+  window_op* op = (window_op*)base;
+  *out = NULL;
+  session_frozen* f = lm_malloc(sizeof *f);
+  if (f == NULL) return LAMINAR_ERR_NOMEM;
+  *f = (session_frozen){.op = op, .watermark = op->watermark, .late_rows = op->late_rows};
+  f->held = session_hold(op);
+  if (f->held == NULL) {
+    lm_free(f);
+    return LAMINAR_ERR_NOMEM;
+  }
+  /* As windows: never still held by an earlier checkpoint. */
+  atomic_store_explicit(&op->s_share, 2, memory_order_relaxed); /* published by the resume */
+  op->s_held = true;
+  *out = f;
+  return LAMINAR_OK;
+}
+
+static laminar_code session_write_frozen(void* frozen, lm_state_writer* w) {
+  session_frozen* f = frozen;
+  if (w != NULL) {
+    lm_state_put_i64(w, f->watermark);
+    lm_state_put_i64(w, f->late_rows);
+    session_put(f->held, w);
+  }
+  /* acq_rel: pairs with the op's let-go in session_thaw. 1: the op let go
+   * first (it copied them): the held arrays are ours to free. */
+  if (atomic_fetch_sub_explicit(&f->op->s_share, 1, memory_order_acq_rel) == 1) {
+    session_copy_free(f->op, f->held);
+  } else {
+    lm_free(f->held);
+  }
+  lm_free(f);
+  return w != NULL ? lm_state_writer_status(w) : LAMINAR_OK;
+}
+
+/* ---- the operator ---------------------------------------------------------------- */
+
+static laminar_code session_on_chunk(lm_op* base, const lm_chunk* in) {
+  window_op* op = (window_op*)base;
+  lm_chunk rows;
+  const uint64_t* given;
+  bool by_pos;
+  laminar_code rc = lm_op_window_prepare(op, in, &rows, &given, &by_pos);
+  if (rc == LAMINAR_OK && rows.nrows > 0) {
+    /* All or nothing (issue 20): the sessions are as before a chunk that
+     * fails (session_apply); its new keys, late rows and rows out go back
+     * here. */
+    lm_op_window_journal_begin(op);
+    rc = lm_op_window_account(op, false);
+    int64_t late_before = op->late_rows, nlate_before = op->nlate;
+    bool applied = false;
+    if (rc == LAMINAR_OK) rc = session_apply(op, &rows, given, &applied);
+    if (rc != LAMINAR_OK && !applied) {
+      op->late_rows = late_before;
+      op->nlate = nlate_before;
+      op->dn = 0; /* no EMIT CHANGES row of it was handed on */
+      lm_op_window_truncate(op, op->keyset, op->jkeyset);
+      lm_op_window_account(op, false);
+      if (rc == LAMINAR_ERR_NOMEM) {
+        lm_state_budget_fail(op->base.budget, rc,
+                             "out of memory in a session window; the batch was not applied "
+                             "(state unchanged)");
+      }
+      return rc;
+    }
+    lm_op_window_account(op, false);
+    if (rc == LAMINAR_OK) rc = lm_op_late_deliver(op, in);
+  }
+  return lm_op_window_chunk_failed(op, rc);
+}
+
+/* Close the sessions the watermark reached, then give their bytes back to
+ * the bound. */
+static laminar_code session_on_watermark(lm_op* base, int64_t watermark_ms) {
+  window_op* op = (window_op*)base;
+  laminar_code rc = LAMINAR_OK;
+  if (watermark_ms > op->watermark) {
+    op->watermark = watermark_ms;
+    rc = session_close(op);
+  }
+  lm_op_window_account(op, false);
+  return rc;
+}
+
+static laminar_code session_snapshot(const lm_op* base, lm_state_writer* w) {
+  const window_op* op = (const window_op*)base;
+  lm_state_put_i64(w, op->watermark);
+  lm_state_put_i64(w, op->late_rows);
+  session_put(op, w);
+  return lm_state_writer_status(w);
+}
+
+static laminar_code session_restore_part(lm_op* base, lm_state_reader* r,
+                                         const lm_op_part_filter* f, laminar_error* err) {
+  window_op* op = (window_op*)base;
+  lm_op_window_restore_head(op, r, f);
+  LM_TRY(session_get(op, r, f));
+  laminar_code rc = lm_state_reader_status(r, "session window aggregate", err);
+  if (rc != LAMINAR_OK) session_clear(op);
+  return rc;
+}
+
+static laminar_code session_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
+  return session_restore_part(base, r, &lm_op_part_whole, err);
+}
+
+laminar_code lm_op_session_init(window_op* op) {
+  op->sagg = lm_calloc((size_t)op->spec.naggs + 1, sizeof(lm_agg_states));
+  if (op->sagg == NULL) return LAMINAR_ERR_NOMEM;
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    const lm_agg_spec* as = &op->spec.aggs[a];
+    lm_agg_states_init(&op->sagg[a], as, as->arg ? as->arg->type : LM_TYPE_NULL);
+  }
+  return lm_op_window_new(op, &op->keyset);
+}
+
+const lm_op_vtable lm_op_session_vtable = {
+    .name = "session",
+    .on_chunk = session_on_chunk,
+    .takes_sel = true,
+    .on_watermark = session_on_watermark,
+    .snapshot = session_snapshot,
+    .restore = session_restore,
+    .restore_part = session_restore_part,
+    .destroy = lm_op_window_destroy,
+    .freeze = session_freeze,
+    .write_frozen = session_write_frozen,
+};

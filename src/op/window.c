@@ -1,13 +1,14 @@
 /*
  * window.c -- the window operator: tumbling and hopping windows (hopping ones on
  * panes), GROUP BY without a window, EMIT ON WINDOW CLOSE and EMIT CHANGES, over
- * insert-only or changelog input; session windows are in session.c,
+ * insert-only or changelog input; session windows are an operator of their
+ * own in session.c,
  * checkpoints by copy-on-write in window_frozen.c, hopping windows built
  * from panes in window_panes.c, the shared structs in internal.h.
  *
- * State: the open windows, sorted by start. Each window owns a hash table from
- * group key to group id, the group keys in columnar arrays, and one
- * lm_agg_states per aggregate, all indexed by group id. Closed windows are
+ * State: the open windows, sorted by start. Each window owns a keyed state
+ * table (state/table.h: group key -> group id, the keys in columnar arrays)
+ * and one lm_agg_states per aggregate, indexed by group id. Closed windows are
  * recycled (their arrays keep their capacity), so a steady stream allocates
  * nothing once the first few windows have grown.
  *
@@ -33,136 +34,9 @@
 
 /* ---- group keys ------------------------------------------------------------ */
 
-
-
-
-static inline uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-static inline uint64_t hash_bytes(const char* p, int64_t len) {
-  uint64_t h = 0x243F6A8885A308D3ULL ^ (uint64_t)len;
-  int64_t k = 0;
-  for (; k + 8 <= len; k += 8) {
-    uint64_t w;
-    memcpy(&w, p + k, 8);
-    h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
-    h ^= h >> 32;
-  }
-  if (k < len) {
-    h = (h ^ tail_word((const uint8_t*)p + k, len - k)) * 0x9E3779B97F4A7C15ULL;
-  }
-  return mix64(h);
-}
-
-static inline uint64_t hash_double(double d) {
-  d = canon_double(d);
-  uint64_t bits;
-  memcpy(&bits, &d, 8);
-  return mix64(bits);
-}
-
-static inline uint64_t hash_combine(uint64_t h, uint64_t k) {
-  return (h ^ k) * 0x9E3779B97F4A7C15ULL + (h >> 17);
-}
-
-#define NULL_HASH 0x5bd1e995ULL
-
-static int64_t vec_int(const lm_vec* v, int64_t row) {
-  switch (v->type) {
-    case LM_TYPE_INT32: return ((const int32_t*)v->data)[row];
-    case LM_TYPE_BOOL: return ((const uint8_t*)v->data)[row];
-    default: return ((const int64_t*)v->data)[row];
-  }
-}
-
-/* The hash of one key value: row r of column v. */
-static inline uint64_t key_hash(const lm_vec* v, int64_t r) {
-  if (v->nulls && v->nulls[r]) return NULL_HASH;
-  if (v->type == LM_TYPE_STRING) {
-    lm_str s = ((const lm_str*)v->data)[r];
-    return hash_bytes(s.ptr, s.len);
-  }
-  if (v->type == LM_TYPE_DOUBLE) return hash_double(((const double*)v->data)[r]);
-  return mix64((uint64_t)vec_int(v, r));
-}
-
-/* Hash every row's key tuple: rows 0..n-1 into h[0..n) (sel NULL), or rows
- * sel[0..n) into h[sel[i]] (the other entries untouched). */
 void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, const uint32_t* sel, int64_t n,
                      uint64_t* h) {
-  if (sel != NULL) {
-    for (int64_t i = 0; i < n; i++) h[sel[i]] = 0x9E3779B97F4A7C15ULL;
-    for (int32_t c = 0; c < nkeys; c++) {
-      const lm_vec* v = &keys[c];
-      if (v->nulls == NULL && v->type == LM_TYPE_STRING) { /* as below */
-        const lm_str* s = v->data;
-        for (int64_t i = 0; i < n; i++) {
-          uint32_t r = sel[i];
-          h[r] = hash_combine(h[r], hash_bytes(s[r].ptr, s[r].len));
-        }
-        continue;
-      }
-      for (int64_t i = 0; i < n; i++) {
-        h[sel[i]] = hash_combine(h[sel[i]], key_hash(v, sel[i]));
-      }
-    }
-    return;
-  }
-  for (int64_t k = 0; k < n; k++) h[k] = 0x9E3779B97F4A7C15ULL;
-  for (int32_t c = 0; c < nkeys; c++) {
-    const lm_vec* v = &keys[c];
-    if (v->nulls == NULL && v->type == LM_TYPE_STRING) { /* the common key: no branches */
-      const lm_str* s = v->data;
-      for (int64_t k = 0; k < n; k++) h[k] = hash_combine(h[k], hash_bytes(s[k].ptr, s[k].len));
-      continue;
-    }
-    for (int64_t k = 0; k < n; k++) h[k] = hash_combine(h[k], key_hash(v, k));
-  }
-}
-
-/* Hash of a stored group's keys; equals lm_op_hash_keys() of the row it came from. */
-uint64_t lm_op_hash_group(const window* w, int32_t nkeys, int64_t g) {
-  uint64_t h = 0x9E3779B97F4A7C15ULL;
-  for (int32_t c = 0; c < nkeys; c++) {
-    const key_store* ks = &w->keys[c];
-    uint64_t kh;
-    if (ks->nulls[g]) {
-      kh = NULL_HASH;
-    } else if (ks->type == LM_TYPE_STRING) {
-      kh = hash_bytes(ks->s[g].ptr, ks->s[g].len);
-    } else if (ks->type == LM_TYPE_DOUBLE) {
-      kh = hash_double(ks->d[g]);
-    } else {
-      kh = mix64((uint64_t)ks->i[g]);
-    }
-    h = hash_combine(h, kh);
-  }
-  return h;
-}
-
-static bool group_matches(const window* w, int32_t nkeys, int64_t g, const lm_vec* keys,
-                          int64_t row) {
-  for (int32_t c = 0; c < nkeys; c++) {
-    const key_store* ks = &w->keys[c];
-    const lm_vec* v = &keys[c];
-    bool row_null = v->nulls && v->nulls[row];
-    if (row_null || ks->nulls[g]) {
-      if (row_null != (bool)ks->nulls[g]) return false;
-      continue;
-    }
-    if (ks->type == LM_TYPE_STRING) {
-      if (!str_eq(ks->s[g], ((const lm_str*)v->data)[row])) return false;
-    } else if (ks->type == LM_TYPE_DOUBLE) {
-      double a = canon_double(ks->d[g]), b = canon_double(((const double*)v->data)[row]);
-      if (!(a == b || (isnan(a) && isnan(b)))) return false;
-    } else if (ks->i[g] != vec_int(v, row)) {
-      return false;
-    }
-  }
-  return true;
+  lm_state_hash_rows(keys, nkeys, sel, n, h);
 }
 
 /* ---- windows ----------------------------------------------------------------- */
@@ -170,41 +44,25 @@ static bool group_matches(const window* w, int32_t nkeys, int64_t g, const lm_ve
 void lm_op_window_free(window_op* op, window* w) {
   if (w == NULL) return;
   if (w->cow != NULL) lm_op_window_cow_release(op, w);
-  for (int32_t c = 0; c < op->spec.nkeys; c++) {
-    lm_free(w->keys[c].i);
-    lm_free(w->keys[c].d);
-    lm_free(w->keys[c].s);
-    lm_free(w->keys[c].nulls);
-  }
   for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_free(&w->aggs[a]);
-  lm_free(w->keys);
+  lm_state_table_free(&w->t);
   lm_free(w->aggs);
-  lm_free(w->ghash);
-  lm_free(w->table);
   lm_free(w->nrows);
   lm_free(w->live);
   lm_free(w->stamp);
   lm_free(w->kid);
-  lm_pool_free(&w->strings);
   lm_free(w);
 }
 
 laminar_code lm_op_window_new(window_op* op, window** out) {
   window* w = lm_calloc(1, sizeof *w);
   if (w == NULL) return LAMINAR_ERR_NOMEM;
-  lm_pool_init(&w->strings);
-  w->keys = lm_calloc((size_t)(op->spec.nkeys + 1), sizeof(key_store));
   w->aggs = lm_calloc((size_t)(op->spec.naggs + 1), sizeof(lm_agg_states));
-  w->table = lm_calloc(16, sizeof(uint32_t));
-  if (w->keys == NULL || w->aggs == NULL || w->table == NULL) {
-    lm_free(w->keys);
+  if (w->aggs == NULL || lm_state_table_init(&w->t, op->key_types, op->spec.nkeys) != LAMINAR_OK) {
     lm_free(w->aggs);
-    lm_free(w->table);
     lm_free(w);
     return LAMINAR_ERR_NOMEM;
   }
-  w->table_mask = 15;
-  for (int32_t c = 0; c < op->spec.nkeys; c++) w->keys[c].type = op->spec.keys[c]->type;
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     const lm_agg_spec* spec = &op->spec.aggs[a];
     lm_agg_states_init(&w->aggs[a], spec, spec->arg ? spec->arg->type : LM_TYPE_NULL);
@@ -218,14 +76,12 @@ laminar_code lm_op_window_new(window_op* op, window** out) {
  * empty aggregate states here, in one block write per field (the next window
  * usually has about as many), instead of one group at a time as they come. */
 void lm_op_window_reset(window_op* op, window* w) {
-  memset(w->table, 0, sizeof(uint32_t) * ((size_t)w->table_mask + 1));
-  lm_pool_reset(&w->strings);
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_agg_states_clear(&w->aggs[a]);
-    lm_agg_states_init_range(&w->aggs[a], 0, w->ngroups);
+    lm_agg_states_init_range(&w->aggs[a], 0, w->t.n);
   }
-  if (w->ngroups > w->ninit) w->ninit = w->ngroups; /* [ngroups, ninit) were untouched */
-  w->ngroups = 0;
+  if (w->t.n > w->ninit) w->ninit = w->t.n; /* [t.n, ninit) were untouched */
+  lm_state_table_reset(&w->t);
 }
 
 void lm_op_window_recycle(window_op* op, window* w) {
@@ -241,21 +97,8 @@ void lm_op_window_recycle(window_op* op, window* w) {
 
 laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap) {
   if (cap <= w->cap) return LAMINAR_OK;
-  int64_t ncap = w->cap ? w->cap * 2 : 64;
-  while (ncap < cap) ncap *= 2;
-  if (ncap > (int64_t)UINT32_MAX / 4) return LAMINAR_ERR_NOMEM;
-  GROW_ARRAY(w->ghash, ncap);
-  for (int32_t c = 0; c < op->spec.nkeys; c++) {
-    key_store* ks = &w->keys[c];
-    GROW_ARRAY(ks->nulls, ncap);
-    if (ks->type == LM_TYPE_STRING) {
-      GROW_ARRAY(ks->s, ncap);
-    } else if (ks->type == LM_TYPE_DOUBLE) {
-      GROW_ARRAY(ks->d, ncap);
-    } else {
-      GROW_ARRAY(ks->i, ncap);
-    }
-  }
+  LM_TRY(lm_state_table_reserve(&w->t, cap));
+  int64_t ncap = w->t.cap;
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     LM_TRY(lm_agg_states_reserve(&w->aggs[a], ncap));
   }
@@ -269,52 +112,11 @@ laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap) {
   return LAMINAR_OK;
 }
 
-static void table_insert(window* w, uint64_t h, uint32_t gid) {
-  uint32_t slot = (uint32_t)h & w->table_mask;
-  while (w->table[slot] != 0) slot = (slot + 1) & w->table_mask;
-  w->table[slot] = gid + 1;
-}
-
-/* Replace the table by one of nsize slots (a power of two) holding groups
- * 0..ngroups-1 by their ghash. Inserts prefetch the slot a few groups ahead:
- * a big table misses the cache on nearly every insert. */
-laminar_code lm_op_table_rebuild(window* w, uint64_t nsize) {
-  uint32_t* fresh = lm_calloc((size_t)nsize, sizeof(uint32_t));
-  if (fresh == NULL) return LAMINAR_ERR_NOMEM;
-  lm_free(w->table);
-  w->table = fresh;
-  w->table_mask = (uint32_t)(nsize - 1);
-  enum { AHEAD = 8 };
-  for (int64_t g = 0; g < w->ngroups; g++) {
-    if (g + AHEAD < w->ngroups)
-      __builtin_prefetch(&w->table[(uint32_t)w->ghash[g + AHEAD] & w->table_mask], 1);
-    table_insert(w, w->ghash[g], (uint32_t)g);
-  }
-  return LAMINAR_OK;
-}
-
-/* Keep the load factor at most 1/4 while the table fits in cache: a probe
- * that passes its first slot is a mispredicted branch (at 1/2, a quarter of
- * W1's lookups; at 1/4 one in eight, W1 8% faster). Larger tables miss the
- * cache on every probe anyway, and the next slot is usually in the same line:
- * at most 1/2 there, to keep them at 8 bytes a group. */
-bool lm_op_table_must_grow(const window* w) {
-  uint64_t size = (uint64_t)w->table_mask + 1;
-  uint64_t per_group = size <= 65536 ? 4 : 2;
-  return (uint64_t)(w->ngroups + 1) * per_group > size;
-}
-
-static laminar_code table_grow_if_needed(window* w) {
-  if (!lm_op_table_must_grow(w)) return LAMINAR_OK;
-  return lm_op_table_rebuild(w, ((uint64_t)w->table_mask + 1) * 2);
-}
-
 /* Append a new empty group; the caller fills its keys. */
 laminar_code lm_op_group_append(window_op* op, window* w, uint64_t h, uint32_t* out_gid) {
-  LM_TRY(table_grow_if_needed(w));
-  LM_TRY(lm_op_window_reserve(op, w, w->ngroups + 1));
-  uint32_t g = (uint32_t)w->ngroups++;
-  w->ghash[g] = h;
+  LM_TRY(lm_state_table_grow_index(&w->t));
+  LM_TRY(lm_op_window_reserve(op, w, w->t.n + 1));
+  uint32_t g = lm_state_table_push(&w->t, h);
   if (g >= w->ninit) {
     for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&w->aggs[a], g);
   }
@@ -323,47 +125,16 @@ laminar_code lm_op_group_append(window_op* op, window* w, uint64_t h, uint32_t* 
     w->live[g] = 0;
     w->stamp[g] = 0;
   }
-  table_insert(w, h, g);
   *out_gid = g;
-  return LAMINAR_OK;
-}
-
-/* Group a of `to` takes the keys of group g of `from`: strings copied into
- * to's pool, or borrowed (`from` outlives `to`'s group). */
-laminar_code lm_op_group_keys_from(const window_op* op, window* to, int64_t a, const window* from,
-                                    int64_t g, bool copy) {
-  for (int32_t c = 0; c < op->spec.nkeys; c++) {
-    key_store* ks = &to->keys[c];
-    const key_store* src = &from->keys[c];
-    ks->nulls[a] = src->nulls[g];
-    if (ks->type == LM_TYPE_STRING) {
-      ks->s[a] = src->s[g];
-      if (copy) {
-        ks->s[a].ptr = lm_pool_copy(&to->strings, src->s[g].ptr, (size_t)src->s[g].len);
-        if (ks->s[a].ptr == NULL && src->s[g].len > 0) return LAMINAR_ERR_NOMEM;
-      }
-    } else if (ks->type == LM_TYPE_DOUBLE) {
-      ks->d[a] = src->d[g];
-    } else {
-      ks->i[a] = src->i[g];
-    }
-  }
   return LAMINAR_OK;
 }
 
 laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
                                       const lm_vec* keys, int64_t row, uint32_t* out_gid) {
-  int32_t nkeys = op->spec.nkeys;
-  uint32_t slot = (uint32_t)h & w->table_mask;
-  for (;;) {
-    uint32_t e = w->table[slot];
-    if (e == 0) break;
-    uint32_t g = e - 1;
-    if (w->ghash[g] == h && group_matches(w, nkeys, g, keys, row)) {
-      *out_gid = g;
-      return LAMINAR_OK;
-    }
-    slot = (slot + 1) & w->table_mask;
+  int64_t found = lm_state_table_find(&w->t, h, keys, row);
+  if (found >= 0) {
+    *out_gid = (uint32_t)found;
+    return LAMINAR_OK;
   }
   uint32_t g;
   LM_TRY(lm_op_group_append(op, w, h, &g));
@@ -373,26 +144,11 @@ laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
     uint32_t k;
     LM_TRY(lm_op_group_find_or_add(op, op->keyset, h, keys, row, &k));
     w->kid[g] = k;
-    LM_TRY(lm_op_group_keys_from(op, w, g, op->keyset, k, false));
+    LM_TRY(lm_state_table_copy_keys(&w->t, g, &op->keyset->t, k, false));
     *out_gid = g;
     return LAMINAR_OK;
   }
-  for (int32_t c = 0; c < nkeys; c++) {
-    key_store* ks = &w->keys[c];
-    const lm_vec* v = &keys[c];
-    bool is_null = v->nulls && v->nulls[row];
-    ks->nulls[g] = is_null;
-    if (ks->type == LM_TYPE_STRING) {
-      lm_str s = is_null ? (lm_str){NULL, 0} : ((const lm_str*)v->data)[row];
-      char* copy = lm_pool_copy(&w->strings, s.ptr, (size_t)s.len);
-      if (copy == NULL) return LAMINAR_ERR_NOMEM;
-      ks->s[g] = (lm_str){copy, s.len};
-    } else if (ks->type == LM_TYPE_DOUBLE) {
-      ks->d[g] = is_null ? 0.0 : ((const double*)v->data)[row];
-    } else {
-      ks->i[g] = is_null ? 0 : vec_int(v, row);
-    }
-  }
+  LM_TRY(lm_state_table_set_keys(&w->t, g, keys, row));
   *out_gid = g;
   return LAMINAR_OK;
 }
@@ -412,10 +168,10 @@ static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t*
   int64_t j = 0;
   while (fast && j < m) {
     /* Re-read after each slow call: adding a group may grow these arrays. */
-    const uint32_t* table = w->table;
-    uint32_t mask = w->table_mask;
-    const uint64_t* ghash = w->ghash;
-    const key_store* ks = &w->keys[0];
+    const uint32_t* table = w->t.index;
+    uint32_t mask = w->t.mask;
+    const uint64_t* ghash = w->t.hash;
+    const lm_state_keycol* ks = &w->t.keys[0];
     for (; j < m; j++) {
       uint32_t r = sel[j];
       uint64_t h = hashes[r];
@@ -424,7 +180,7 @@ static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t*
       while ((e = table[slot]) != 0) {
         uint32_t g = e - 1;
         if (ghash[g] == h && !ks->nulls[g] &&
-            (t == LM_TYPE_STRING ? str_eq(ks->s[g], ((const lm_str*)key->data)[r])
+            (t == LM_TYPE_STRING ? lm_state_str_eq(ks->s[g], ((const lm_str*)key->data)[r])
                                  : ks->i[g] == ((const int64_t*)key->data)[r])) {
           gids[j] = g;
           found = true;
@@ -447,8 +203,8 @@ static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t*
 
 /* Room in kmap/kstamp for every key id of the keyset. */
 laminar_code lm_op_kmap_reserve(window_op* op) {
-  if (op->kmap_cap >= op->keyset->ngroups) return LAMINAR_OK;
-  int64_t ncap = op->keyset->ngroups * 2;
+  if (op->kmap_cap >= op->keyset->t.n) return LAMINAR_OK;
+  int64_t ncap = op->keyset->t.n * 2;
   GROW_ARRAY(op->kmap, ncap);
   GROW_ARRAY(op->kstamp, ncap);
   memset(op->kstamp + op->kmap_cap, 0, sizeof(uint64_t) * (size_t)(ncap - op->kmap_cap));
@@ -469,17 +225,17 @@ static laminar_code pane_groups(window_op* op, window* pane, const uint32_t* sel
   uint64_t pass = ++op->pass;
   uint32_t* kmap = op->kmap;
   uint64_t* kstamp = op->kstamp;
-  for (int64_t g = 0; g < pane->ngroups; g++) {
+  for (int64_t g = 0; g < pane->t.n; g++) {
     kmap[pane->kid[g]] = (uint32_t)g;
     kstamp[pane->kid[g]] = pass;
   }
-  int64_t first = pane->ngroups; /* new groups from here: at most m, and the keyset's */
-  int64_t most = pane->ngroups + m < op->keyset->ngroups ? pane->ngroups + m : op->keyset->ngroups;
+  int64_t first = pane->t.n; /* new groups from here: at most m, and the keyset's */
+  int64_t most = pane->t.n + m < op->keyset->t.n ? pane->t.n + m : op->keyset->t.n;
   LM_TRY(lm_op_window_reserve(op, pane, most));
   for (int64_t j = 0; j < m; j++) {
     uint32_t k = gids[j];
     if (kstamp[k] != pass) {
-      uint32_t g = (uint32_t)pane->ngroups++;
+      uint32_t g = (uint32_t)pane->t.n++;
       if (g >= pane->ninit) {
         for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&pane->aggs[a], g);
       }
@@ -491,17 +247,17 @@ static laminar_code pane_groups(window_op* op, window* pane, const uint32_t* sel
   }
   /* The new groups' hashes and keys (borrowed), a column at a time. */
   const window* ks = op->keyset;
-  for (int64_t g = first; g < pane->ngroups; g++) pane->ghash[g] = ks->ghash[pane->kid[g]];
+  for (int64_t g = first; g < pane->t.n; g++) pane->t.hash[g] = ks->t.hash[pane->kid[g]];
   for (int32_t c = 0; c < op->spec.nkeys; c++) {
-    key_store* to = &pane->keys[c];
-    const key_store* from = &ks->keys[c];
-    for (int64_t g = first; g < pane->ngroups; g++) to->nulls[g] = from->nulls[pane->kid[g]];
+    lm_state_keycol* to = &pane->t.keys[c];
+    const lm_state_keycol* from = &ks->t.keys[c];
+    for (int64_t g = first; g < pane->t.n; g++) to->nulls[g] = from->nulls[pane->kid[g]];
     if (to->type == LM_TYPE_STRING) {
-      for (int64_t g = first; g < pane->ngroups; g++) to->s[g] = from->s[pane->kid[g]];
+      for (int64_t g = first; g < pane->t.n; g++) to->s[g] = from->s[pane->kid[g]];
     } else if (to->type == LM_TYPE_DOUBLE) {
-      for (int64_t g = first; g < pane->ngroups; g++) to->d[g] = from->d[pane->kid[g]];
+      for (int64_t g = first; g < pane->t.n; g++) to->d[g] = from->d[pane->kid[g]];
     } else {
-      for (int64_t g = first; g < pane->ngroups; g++) to->i[g] = from->i[pane->kid[g]];
+      for (int64_t g = first; g < pane->t.n; g++) to->i[g] = from->i[pane->kid[g]];
     }
   }
   return LAMINAR_OK;
@@ -582,17 +338,6 @@ void lm_op_window_bounds(const window_op* op, int64_t ws, int64_t* start, int64_
   }
 }
 
-void lm_op_put_key(lm_vec* ov, const key_store* ks, int64_t g, int64_t row) {
-  ((uint8_t*)ov->nulls)[row] = ks->nulls[g];
-  switch (ks->type) {
-    case LM_TYPE_STRING: ((lm_str*)ov->data)[row] = ks->s[g]; break;
-    case LM_TYPE_DOUBLE: ((double*)ov->data)[row] = ks->d[g]; break;
-    case LM_TYPE_INT32: ((int32_t*)ov->data)[row] = (int32_t)ks->i[g]; break;
-    case LM_TYPE_BOOL: ((uint8_t*)ov->data)[row] = (uint8_t)ks->i[g]; break;
-    default: ((int64_t*)ov->data)[row] = ks->i[g]; break;
-  }
-}
-
 /* Append group g of window w as one row (reserved by the caller): bounds, keys,
  * the aggregates' current results, and `weight` when emitting changes. The row
  * borrows key and MIN/MAX strings from the window until it is recycled. */
@@ -606,7 +351,7 @@ static void put_group_row(window_op* op, const window* w, int64_t g, int64_t wei
   ((int64_t*)v[1].data)[row] = end;
   ((uint8_t*)v[0].nulls)[row] = spec->global;
   ((uint8_t*)v[1].nulls)[row] = spec->global;
-  for (int32_t c = 0; c < spec->nkeys; c++) lm_op_put_key(&v[2 + c], &w->keys[c], g, row);
+  for (int32_t c = 0; c < spec->nkeys; c++) lm_state_table_put_value(&v[2 + c], &w->t.keys[c], g, row);
   for (int32_t a = 0; a < spec->naggs; a++) {
     lm_vec* ov = &v[2 + spec->nkeys + a];
     lm_agg_finalize(&w->aggs[a], g, 1, (char*)ov->data + lm_type_width(ov->type) * row,
@@ -830,8 +575,8 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint32_t*
 /* Bytes window w holds: its groups (hash, table share, keys, tracking), key
  * strings and aggregate states. */
 static int64_t window_bytes(const window_op* op, const window* w) {
-  int64_t b = w->ngroups * op->per_group + (int64_t)w->strings.used_bytes;
-  for (int32_t a = 0; a < op->spec.naggs; a++) b += lm_agg_states_bytes(&w->aggs[a], w->ngroups);
+  int64_t b = w->t.n * op->per_group + (int64_t)w->t.strings.used_bytes;
+  for (int32_t a = 0; a < op->spec.naggs; a++) b += lm_agg_states_bytes(&w->aggs[a], w->t.n);
   return b;
 }
 
@@ -839,19 +584,20 @@ int64_t lm_op_window_bytes(const window_op* op) {
   int64_t b = 0;
   for (int32_t i = 0; i < op->nopen; i++) b += window_bytes(op, op->open[i]);
   if (op->keyset != NULL) b += window_bytes(op, op->keyset);
-  if (op->spec.session) {
-    /* A slot: start, end, key, next, parent, used, stamp; a key's first. */
-    b += (int64_t)op->s_hw * 41 + op->k_cap * 4;
-    for (int32_t a = 0; a < op->spec.naggs; a++) b += lm_agg_states_bytes(&op->sagg[a], op->s_hw);
+  /* Sessions: a slot's start, end, key, next, parent, used, stamp; a key's
+   * first session (none in a window operator). */
+  b += (int64_t)op->s_hw * 41 + op->k_cap * 4;
+  for (int32_t a = 0; op->sagg != NULL && a < op->spec.naggs; a++) {
+    b += lm_agg_states_bytes(&op->sagg[a], op->s_hw);
   }
   return b;
 }
 
 /* Start a chunk's journal (see window_op.jwin). */
-static void journal_begin(window_op* op) {
+void lm_op_window_journal_begin(window_op* op) {
   op->jseq++;
   op->jn = 0;
-  op->jkeyset = op->keyset != NULL ? op->keyset->ngroups : -1;
+  op->jkeyset = op->keyset != NULL ? op->keyset->t.n : -1;
 }
 
 /* Room for one more journal entry (before the window it is for changes). */
@@ -870,19 +616,20 @@ static void journal(window_op* op, window* w, bool opened) {
   if (w->jseq == op->jseq) return;
   w->jseq = op->jseq;
   op->jwin[op->jn] = w;
-  op->jgroups[op->jn++] = opened ? -1 : w->ngroups;
+  op->jgroups[op->jn++] = opened ? -1 : w->t.n;
 }
 
 /* Take window w back to its first g0 groups: the later ones (added by a
  * failed chunk, aggregates not yet updated) hold empty states, kept ready
  * for reuse; the table is rebuilt in place (panes keep none). */
-static void window_truncate(window_op* op, window* w, int64_t g0) {
-  if (w->ngroups <= g0) return;
-  if (w->ngroups > w->ninit) w->ninit = w->ngroups;
-  w->ngroups = g0;
-  if (op->panes && w != op->keyset) return;
-  memset(w->table, 0, sizeof(uint32_t) * ((size_t)w->table_mask + 1));
-  for (int64_t g = 0; g < g0; g++) table_insert(w, w->ghash[g], (uint32_t)g);
+void lm_op_window_truncate(window_op* op, window* w, int64_t g0) {
+  if (w->t.n <= g0) return;
+  if (w->t.n > w->ninit) w->ninit = w->t.n;
+  if (op->panes && w != op->keyset) {
+    w->t.n = g0; /* (no index) */
+    return;
+  }
+  lm_state_table_truncate(&w->t, g0);
 }
 
 /* Undo the groups and windows the chunk added (before any aggregate was
@@ -909,23 +656,23 @@ static laminar_code window_rollback(window_op* op) {
       }
       w = op->open[at];
     }
-    window_truncate(op, w, op->jgroups[j]);
+    lm_op_window_truncate(op, w, op->jgroups[j]);
   }
-  if (op->jkeyset >= 0) window_truncate(op, op->keyset, op->jkeyset);
+  if (op->jkeyset >= 0) lm_op_window_truncate(op, op->keyset, op->jkeyset);
   op->jn = 0;
   return rc;
 }
 
 /* Bring the op's charge to its bytes now (check: refuse growth past the
  * bound); nothing to do without a bound. */
-static laminar_code window_account(window_op* op, bool check) {
+laminar_code lm_op_window_account(window_op* op, bool check) {
   if (!lm_op_bounded(&op->base)) return LAMINAR_OK;
   return lm_op_account(&op->base, lm_op_window_bytes(op), check);
 }
 
 /* The chunk's groups are in: charge their bytes to the bound. */
 static laminar_code window_check_bound(window_op* op) {
-  return window_account(op, op->base.checks_bound);
+  return lm_op_window_account(op, op->base.checks_bound);
 }
 
 /* A chunk failed before its aggregate updates (rc): take its groups back and
@@ -993,7 +740,7 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
       LM_TRY(groups_find_or_add(op, wins[i], wsel, m, hashes, wg));
     }
     /* Groups the updates may touch: EMIT CHANGES rows to reserve (two each). */
-    *io_touch += m < wins[i]->ngroups ? m : wins[i]->ngroups;
+    *io_touch += m < wins[i]->t.n ? m : wins[i]->t.n;
     /* What the updates copy or add (strings, value entries, runs): room now. */
     for (int32_t a = 0; a < spec->naggs; a++) {
       const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
@@ -1072,7 +819,7 @@ static laminar_code late_begin(window_op* op, int64_t n) {
 }
 
 /* Hand this chunk's late rows, every input column, to the late sink. */
-static laminar_code late_deliver(window_op* op, const lm_chunk* in) {
+laminar_code lm_op_late_deliver(window_op* op, const lm_chunk* in) {
   int64_t m = op->nlate;
   const uint32_t* rows = op->late_sel;
   op->late_sel = NULL;
@@ -1128,22 +875,30 @@ static laminar_code eval_rows(window_op* op, const lm_expr* e, const lm_chunk* i
 static laminar_code window_chunk(window_op* op, const lm_chunk* in);
 
 /* A chunk; a failure names the stream and says what it left (issue 20). */
-static laminar_code window_on_chunk(lm_op* base, const lm_chunk* in) {
-  window_op* op = (window_op*)base;
-  laminar_code rc = window_chunk(op, in);
+laminar_code lm_op_window_chunk_failed(window_op* op, laminar_code rc) {
   if (rc == LAMINAR_ERR_NOMEM) { /* unless a more precise text is recorded */
-    lm_state_budget_fail(base->budget, rc, "out of memory; the batch was not applied "
-                                           "(state unchanged)");
+    lm_state_budget_fail(op->base.budget, rc, "out of memory; the batch was not applied "
+                                              "(state unchanged)");
   }
   return rc;
 }
 
-static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
+laminar_code lm_op_window_on_chunk(lm_op* base, const lm_chunk* in) {
+  window_op* op = (window_op*)base;
+  return lm_op_window_chunk_failed(op, window_chunk(op, in));
+}
+
+laminar_code lm_op_window_prepare(window_op* op, const lm_chunk* in, lm_chunk* out_rows,
+                                  const uint64_t** out_given, bool* out_by_pos) {
   const lm_window_spec* spec = &op->spec;
   const uint64_t* given = op->in_hashes; /* the router's, for this chunk only */
   const lm_vec* given_args = op->in_args;
   op->in_hashes = NULL;
   op->in_args = NULL;
+  *out_rows = *in;
+  out_rows->nrows = 0;
+  *out_given = given;
+  *out_by_pos = false;
   if (in->nrows == 0) return LAMINAR_OK;
   lm_eval_ctx_reset(op->ctx);
   /* The rows to aggregate: the chunk's (all, or its selection), less those
@@ -1190,7 +945,8 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
     const lm_expr* arg = spec->aggs[a].arg;
     bool given_arg = given_args != NULL && given_args[a].data != NULL; /* by row */
     op->arg_pos[a] = rows.sel != NULL && arg != NULL && arg->kind != LM_EXPR_COLUMN &&
-                     spec->aggs[a].order == NULL && op->weights == NULL && !spec->session &&
+                     spec->aggs[a].order == NULL && op->weights == NULL &&
+                     op->base.vt != &lm_op_session_vtable &&
                      !given_arg;
     by_pos |= op->arg_pos[a];
     if (given_arg) {
@@ -1204,32 +960,19 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
       LM_TRY(eval_rows(op, spec->aggs[a].order, &rows, &op->ord_vecs[a]));
     }
   }
-  if (spec->session) {
-    /* All or nothing (issue 20): the sessions are as before a chunk that
-     * fails (session.c); its new keys, late rows and rows out go back here. */
-    journal_begin(op);
-    LM_TRY(window_account(op, false));
-    int64_t late_before = op->late_rows, nlate_before = op->nlate;
-    bool applied;
-    laminar_code src = lm_op_session_chunk(op, &rows, given, &applied);
-    if (src != LAMINAR_OK && !applied) {
-      op->late_rows = late_before;
-      op->nlate = nlate_before;
-      op->dn = 0; /* no EMIT CHANGES row of it was handed on */
-      window_truncate(op, op->keyset, op->jkeyset);
-      window_account(op, false);
-      if (src == LAMINAR_ERR_NOMEM) {
-        lm_state_budget_fail(op->base.budget, src,
-                             "out of memory in a session window; the batch was not applied "
-                             "(state unchanged)");
-      }
-      return src;
-    }
-    window_account(op, false);
-    LM_TRY(src);
-    return late_deliver(op, in);
-  }
+  *out_rows = rows;
+  *out_by_pos = by_pos;
+  return LAMINAR_OK;
+}
 
+static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
+  const lm_window_spec* spec = &op->spec;
+  lm_chunk rows;
+  const uint64_t* given;
+  bool by_pos;
+  LM_TRY(lm_op_window_prepare(op, in, &rows, &given, &by_pos));
+  int64_t n = rows.nrows;
+  if (n == 0) return LAMINAR_OK;
   int64_t per = 1 + (spec->size_ms - 1) / spec->hop_ms; /* most windows of one row */
   if (per > LM_MAX_WINDOWS_PER_ROW) per = LM_MAX_WINDOWS_PER_ROW;
   int64_t slice = PAIRS_PER_SLICE / per;
@@ -1260,8 +1003,8 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
    * bound checked before the first aggregate update. A chunk of several
    * slices adds them in a first pass over its slices (late rows counted
    * again by the second). */
-  journal_begin(op);
-  LM_TRY(window_account(op, false));
+  lm_op_window_journal_begin(op);
+  LM_TRY(lm_op_window_account(op, false));
   int64_t late_before = op->late_rows, nlate_before = op->nlate;
   bool hashed = false, several = slice < n, updating = false;
   laminar_code rc = LAMINAR_OK;
@@ -1302,9 +1045,9 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
                                 laminar_errstr(rc));
   }
   /* What the updates added (MIN/MAX strings, distinct values) is in use now. */
-  LM_TRY(window_account(op, false));
+  LM_TRY(lm_op_window_account(op, false));
   LM_TRY(lm_op_rows_flush(op)); /* EMIT CHANGES: this chunk's deltas */
-  return late_deliver(op, in);
+  return lm_op_late_deliver(op, in);
 }
 
 /* ---- emission ------------------------------------------------------------------- */
@@ -1323,7 +1066,7 @@ static laminar_code close_tracked(window_op* op, int32_t nclose, int64_t total) 
   LM_TRY(lm_op_rows_reserve(op, total));
   for (int32_t i = 0; i < nclose; i++) {
     const window* w = op->open[i];
-    for (int64_t g = 0; g < w->ngroups; g++) {
+    for (int64_t g = 0; g < w->t.n; g++) {
       if (w->nrows[g] > 0) put_group_row(op, w, g, +1);
     }
   }
@@ -1339,18 +1082,15 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
 static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   window_op* op = (window_op*)base;
   laminar_code rc = window_on_watermark_apply(op, watermark_ms);
-  window_account(op, false);
+  lm_op_window_account(op, false);
   return rc;
 }
 
 static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_ms) {
   if (watermark_ms <= op->watermark) return LAMINAR_OK;
-  int64_t prev = op->watermark;
   op->watermark = watermark_ms;
-  if (op->panes) return lm_op_panes_on_watermark(op, prev);
   const lm_window_spec* spec = &op->spec;
   if (spec->global) return LAMINAR_OK; /* the one window never closes */
-  if (spec->session) return lm_op_session_watermark(op);
   int32_t nclose = 0;
   int64_t total = 0;
   while (nclose < op->nopen) {
@@ -1358,7 +1098,7 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
     if (__builtin_add_overflow(op->open[nclose]->start, spec->size_ms, &we)) we = INT64_MAX;
     if (__builtin_add_overflow(we, spec->lateness_ms, &we)) we = INT64_MAX;
     if (we > watermark_ms) break;
-    total += op->open[nclose]->ngroups;
+    total += op->open[nclose]->t.n;
     nclose++;
   }
   if (nclose == 0) return LAMINAR_OK;
@@ -1389,7 +1129,7 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
   int64_t row = 0;
   for (int32_t i = 0; i < nclose; i++) {
     window* w = op->open[i];
-    int64_t ng = w->ngroups;
+    int64_t ng = w->t.n;
     int64_t start, end;
     lm_op_window_bounds(op, w->start, &start, &end); /* not panes: out_size is the size */
     for (int64_t g = 0; g < ng; g++) {
@@ -1397,7 +1137,7 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
       ((int64_t*)op->out_vecs[1].data)[row + g] = end;
     }
     for (int32_t c = 0; c < spec->nkeys; c++) {
-      const key_store* ks = &w->keys[c];
+      const lm_state_keycol* ks = &w->t.keys[c];
       lm_vec* ov = &op->out_vecs[2 + c];
       uint8_t* on = (uint8_t*)ov->nulls + row;
       for (int64_t g = 0; g < ng; g++) {
@@ -1432,47 +1172,13 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
 
 /* ---- snapshot / restore ----------------------------------------------------- */
 
-void lm_op_put_group_keys(const window_op* op, const window* win, int64_t g,
-                           lm_state_writer* w) {
-  for (int32_t c = 0; c < op->spec.nkeys; c++) {
-    const key_store* ks = &win->keys[c];
-    lm_state_put_u8(w, ks->nulls[g]);
-    if (ks->type == LM_TYPE_STRING) {
-      lm_state_put_bytes(w, ks->s[g].ptr, (size_t)ks->s[g].len);
-    } else if (ks->type == LM_TYPE_DOUBLE) {
-      lm_state_put_f64(w, ks->d[g]);
-    } else {
-      lm_state_put_i64(w, ks->i[g]);
-    }
-  }
-}
-
-/* Read the keys of group g (reserved) and set its hash. */
-laminar_code lm_op_get_group_keys(window_op* op, window* win, int64_t g, lm_state_reader* r) {
-  for (int32_t c = 0; c < op->spec.nkeys; c++) {
-    key_store* ks = &win->keys[c];
-    ks->nulls[g] = lm_state_get_u8(r) ? 1 : 0;
-    if (ks->type == LM_TYPE_STRING) {
-      lm_str s = lm_state_get_bytes(r);
-      char* copy = lm_pool_copy(&win->strings, s.ptr, (size_t)s.len);
-      if (copy == NULL) return LAMINAR_ERR_NOMEM;
-      ks->s[g] = (lm_str){copy, s.len};
-    } else if (ks->type == LM_TYPE_DOUBLE) {
-      ks->d[g] = lm_state_get_f64(r);
-    } else {
-      ks->i[g] = lm_state_get_i64(r);
-    }
-  }
-  return LAMINAR_OK;
-}
-
 void lm_op_put_window(const window_op* op, const window* win, lm_state_writer* w) {
   lm_state_put_i64(w, win->start);
-  lm_state_put_i64(w, win->ngroups);
-  for (int64_t g = 0; g < win->ngroups; g++) {
+  lm_state_put_i64(w, win->t.n);
+  for (int64_t g = 0; g < win->t.n; g++) {
     /* A copy by blocks reads the blocks it has not copied from its original. */
     const window* from = win->cow != NULL ? lm_op_window_cow_group_src(win, g) : win;
-    lm_op_put_group_keys(op, from, g, w);
+    lm_state_table_put_keys(&from->t, g, w);
     for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&from->aggs[a], g, w);
     if (op->track) {
       lm_state_put_i64(w, from->nrows[g]);
@@ -1481,14 +1187,10 @@ void lm_op_put_window(const window_op* op, const window* win, lm_state_writer* w
   }
 }
 
-static laminar_code window_snapshot(const lm_op* base, lm_state_writer* w) {
+laminar_code lm_op_window_snapshot(const lm_op* base, lm_state_writer* w) {
   const window_op* op = (const window_op*)base;
   lm_state_put_i64(w, op->watermark);
   lm_state_put_i64(w, op->late_rows);
-  if (op->spec.session) {
-    lm_op_session_snapshot(op, w);
-    return lm_state_writer_status(w);
-  }
   lm_state_put_u32(w, (uint32_t)op->nopen);
   for (int32_t i = 0; i < op->nopen; i++) lm_op_put_window(op, op->open[i], w);
   return lm_state_writer_status(w);
@@ -1501,11 +1203,9 @@ static void window_clear_all(window_op* op) {
   lm_op_slide_invalidate(op);
 }
 
-/* Restore the groups of a snapshot that `f` keeps (lm_op_part_filter): all
- * of them, replacing the state, for a checkpoint of as many partitions. */
-static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
-                                        const lm_op_part_filter* f, laminar_error* err) {
-  window_op* op = (window_op*)base;
+const lm_op_part_filter lm_op_part_whole = {.nparts = 1, .part = 0, .merge = false, .late = true};
+
+void lm_op_window_restore_head(window_op* op, lm_state_reader* r, const lm_op_part_filter* f) {
   if (f->merge) {
     op->suf_block = op->run_block = INT64_MIN; /* shared merges: rebuilt over the added groups */
     lm_op_slide_invalidate(op);                /* and the sliding state */
@@ -1517,12 +1217,14 @@ static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
   int64_t wm = lm_state_get_i64(r), late = lm_state_get_i64(r);
   if (wm > op->watermark) op->watermark = wm;
   if (f->late) op->late_rows += late;
-  if (op->spec.session) {
-    LM_TRY(lm_op_session_restore(op, r, f));
-    laminar_code rc = lm_state_reader_status(r, "session window aggregate", err);
-    if (rc != LAMINAR_OK) lm_op_session_clear(op);
-    return rc;
-  }
+}
+
+/* Restore the groups of a snapshot that `f` keeps (lm_op_part_filter): all
+ * of them, replacing the state, for a checkpoint of as many partitions. */
+laminar_code lm_op_window_restore_part(lm_op* base, lm_state_reader* r,
+                                        const lm_op_part_filter* f, laminar_error* err) {
+  window_op* op = (window_op*)base;
+  lm_op_window_restore_head(op, r, f);
   uint32_t nopen = lm_state_get_u32(r);
   for (uint32_t i = 0; i < nopen && !r->failed; i++) {
     int64_t start = lm_state_get_i64(r);
@@ -1535,14 +1237,14 @@ static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
       LM_TRY(lm_op_window_cow_settle(op, at));
       win = op->open[at];
     }
-    if (win->ngroups != 0 && !f->merge) {
+    if (win->t.n != 0 && !f->merge) {
       r->failed = true; /* two windows with one start: not a snapshot of ours */
       break;
     }
-    int64_t first = win->ngroups, g = first;
+    int64_t first = win->t.n, g = first;
     LM_TRY(lm_op_window_reserve(op, win, first + ngroups));
     for (int64_t j = 0; j < ngroups && !r->failed; j++) {
-      LM_TRY(lm_op_get_group_keys(op, win, g, r));
+      LM_TRY(lm_state_table_get_keys(&win->t, g, r));
       for (int32_t a = 0; a < op->spec.naggs; a++) {
         lm_agg_states_init_group(&win->aggs[a], g);
         LM_TRY(lm_agg_restore_group(&win->aggs[a], g, r));
@@ -1552,8 +1254,7 @@ static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
         win->live[g] = lm_state_get_u8(r) ? 1 : 0;
         win->stamp[g] = 0;
       }
-      win->ghash[g] = lm_op_hash_group(win, op->spec.nkeys, g);
-      if (lm_op_part_of(win->ghash[g], f->nparts) == f->part) {
+      if (lm_op_part_of(win->t.hash[g], f->nparts) == f->part) {
         g++;
       } else { /* another partition's group: its slot is reused, left empty */
         for (int32_t a = 0; a < op->spec.naggs; a++) {
@@ -1564,10 +1265,8 @@ static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
     }
     /* One table sized for all the groups, filled once (not grown and rehashed
      * as they come). */
-    win->ngroups = g;
-    uint64_t size = 64;
-    while (size < (uint64_t)(g + 1) * 2) size *= 2;
-    LM_TRY(lm_op_table_rebuild(win, size));
+    win->t.n = g;
+    LM_TRY(lm_state_table_reindex(&win->t));
     for (int64_t k = first; op->panes && k < g; k++) {
       LM_TRY(lm_op_acc_group(op, op->keyset, win, k, &win->kid[k]));
     }
@@ -1577,14 +1276,13 @@ static laminar_code window_restore_part(lm_op* base, lm_state_reader* r,
   return rc;
 }
 
-static laminar_code window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
-  const lm_op_part_filter whole = {.nparts = 1, .part = 0, .merge = false, .late = true};
-  return window_restore_part(base, r, &whole, err);
+laminar_code lm_op_window_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
+  return lm_op_window_restore_part(base, r, &lm_op_part_whole, err);
 }
 
 /* ---- lifecycle ------------------------------------------------------------------- */
 
-static void window_destroy(lm_op* base) {
+void lm_op_window_destroy(lm_op* base) {
   window_op* op = (window_op*)base;
   for (int32_t i = 0; i < op->nopen; i++) lm_op_window_free(op, op->open[i]);
   for (int32_t i = 0; i < op->nspare; i++) lm_op_window_free(op, op->spare[i]);
@@ -1594,6 +1292,7 @@ static void window_destroy(lm_op* base) {
   lm_free(op->jgroups);
   lm_eval_ctx_destroy(op->ctx);
   lm_free(op->key_vecs);
+  lm_free(op->key_types);
   lm_free(op->arg_vecs);
   lm_free(op->arg_pos);
   lm_free(op->ord_vecs);
@@ -1624,6 +1323,8 @@ static void window_destroy(lm_op* base) {
   lm_free(op->s_parent);
   lm_free(op->s_used);
   lm_free(op->s_stamp);
+  lm_free(op->s_jmark);
+  lm_free(op->k_jmark);
   lm_free(op->k_first);
   lm_free(op->kmap);
   lm_free(op->kstamp);
@@ -1632,13 +1333,13 @@ static void window_destroy(lm_op* base) {
 
 static const lm_op_vtable window_vtable = {
     .name = "window",
-    .on_chunk = window_on_chunk,
+    .on_chunk = lm_op_window_on_chunk,
     .takes_sel = true,
     .on_watermark = window_on_watermark,
-    .snapshot = window_snapshot,
-    .restore = window_restore,
-    .restore_part = window_restore_part,
-    .destroy = window_destroy,
+    .snapshot = lm_op_window_snapshot,
+    .restore = lm_op_window_restore,
+    .restore_part = lm_op_window_restore_part,
+    .destroy = lm_op_window_destroy,
     .freeze = lm_op_window_freeze,
     .write_frozen = lm_op_window_write_frozen,
 };
@@ -1652,8 +1353,14 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   }
   window_op* op = lm_calloc(1, sizeof *op);
   if (op == NULL) return LAMINAR_ERR_NOMEM;
-  op->base.vt = &window_vtable;
+  op->base.vt = spec->session ? &lm_op_session_vtable : &window_vtable;
   op->spec = *spec;
+  op->key_types = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_type));
+  if (op->key_types == NULL) {
+    lm_free(op);
+    return LAMINAR_ERR_NOMEM;
+  }
+  for (int32_t c = 0; c < spec->nkeys; c++) op->key_types[c] = spec->keys[c]->type;
   if (op->spec.global) op->spec.size_ms = op->spec.hop_ms = 1;
   if (op->spec.hop_ms <= 0) op->spec.hop_ms = spec->size_ms;
   op->out_size = op->spec.size_ms;
@@ -1670,6 +1377,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
     }
     op->panes = true;
     op->spec.size_ms = op->spec.hop_ms = a; /* the pane: gcd(size, hop) */
+    op->base.vt = &lm_op_hop_vtable;
   }
   bool keyset_ok = !op->panes || (lm_op_window_new(op, &op->keyset) == LAMINAR_OK &&
                                   lm_op_slide_setup(op) == LAMINAR_OK);
@@ -1677,12 +1385,10 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   op->late_floor = INT64_MIN;
   op->suf_block = op->run_block = INT64_MIN;
   op->track = spec->emit_changes || spec->changelog;
-  /* A group's bytes: hash and its share of the table (8 each), keys and
-   * their null flags, tracking, a pane's key id. */
-  op->per_group = 16 + (op->track ? 17 : 0) + (op->panes ? 4 : 0);
-  for (int32_t c = 0; c < spec->nkeys; c++) {
-    op->per_group += 1 + (spec->keys[c]->type == LM_TYPE_STRING ? (int64_t)sizeof(lm_str) : 8);
-  }
+  /* A group's bytes: its row of the table (hash, index share, keys),
+   * tracking, a pane's key id. */
+  op->per_group = lm_state_table_row_bytes(op->key_types, spec->nkeys) + (op->track ? 17 : 0) +
+                  (op->panes ? 4 : 0);
   op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
   op->arg_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
   op->ord_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
@@ -1694,33 +1400,31 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
     for (int32_t c = 0; c < out_schema->ncols; c++) op->dvecs[c].type = out_schema->fields[c].type;
   }
   op->s_free = -1;
-  bool session_ok = true;
-  if (spec->session) {
-    op->sagg = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_agg_states));
-    session_ok = op->sagg != NULL && lm_op_window_new(op, &op->keyset) == LAMINAR_OK;
-    for (int32_t a = 0; op->sagg != NULL && a < spec->naggs; a++) {
-      const lm_agg_spec* as = &spec->aggs[a];
-      lm_agg_states_init(&op->sagg[a], as, as->arg ? as->arg->type : LM_TYPE_NULL);
-    }
-  }
+  bool session_ok = !spec->session || lm_op_session_init(op) == LAMINAR_OK;
   if (op->key_vecs == NULL || op->arg_vecs == NULL || op->ord_vecs == NULL ||
       op->arg_pos == NULL || op->out_vecs == NULL || op->dvecs == NULL ||
       !session_ok || !keyset_ok || lm_eval_ctx_create(&op->ctx) != LAMINAR_OK ||
       lm_schema_copy(out_schema, &op->base.out_schema) != 0) {
     lm_schema_free(&op->base.out_schema);
-    window_destroy(&op->base);
+    lm_op_window_destroy(&op->base);
     return LAMINAR_ERR_NOMEM;
   }
   *out = &op->base;
   return LAMINAR_OK;
 }
 
+/* A window, session or hop operator (they share window_op). */
+static bool is_window(const lm_op* op) {
+  return op->vt == &window_vtable || op->vt == &lm_op_session_vtable ||
+         op->vt == &lm_op_hop_vtable;
+}
+
 int64_t lm_op_window_late_rows(const lm_op* op) {
-  return op->vt == &window_vtable ? ((const window_op*)op)->late_rows : 0;
+  return is_window(op) ? ((const window_op*)op)->late_rows : 0;
 }
 
 int64_t lm_op_window_thaws(const lm_op* base, int64_t* out_groups) {
-  if (base->vt != &window_vtable) {
+  if (!is_window(base)) {
     *out_groups = 0;
     return 0;
   }
@@ -1730,20 +1434,20 @@ int64_t lm_op_window_thaws(const lm_op* base, int64_t* out_groups) {
 }
 
 int64_t lm_op_window_state_rows(const lm_op* op) {
-  if (op->vt != &window_vtable) return 0;
+  if (!is_window(op)) return 0;
   const window_op* w = (const window_op*)op;
-  if (w->spec.session) return w->s_open;
+  if (op->vt == &lm_op_session_vtable) return w->s_open;
   int64_t n = 0;
-  for (int32_t i = 0; i < w->nopen; i++) n += w->open[i]->ngroups;
+  for (int32_t i = 0; i < w->nopen; i++) n += w->open[i]->t.n;
   return n;
 }
 
 void lm_op_window_set_key_hashes(lm_op* base, const uint64_t* h) {
-  if (base != NULL && base->vt == &window_vtable) ((window_op*)base)->in_hashes = h;
+  if (base != NULL && is_window(base)) ((window_op*)base)->in_hashes = h;
 }
 
 void lm_op_window_set_args(lm_op* base, const lm_vec* args) {
-  if (base != NULL && base->vt == &window_vtable) ((window_op*)base)->in_args = args;
+  if (base != NULL && is_window(base)) ((window_op*)base)->in_args = args;
 }
 
 void lm_op_window_set_late_floor(lm_op* base, int64_t watermark_ms) {
@@ -1751,7 +1455,7 @@ void lm_op_window_set_late_floor(lm_op* base, int64_t watermark_ms) {
 }
 
 void lm_op_window_set_late_sink(lm_op* base, lm_op_sink_fn fn, void* arg) {
-  if (base == NULL || base->vt != &window_vtable) return;
+  if (base == NULL || !is_window(base)) return;
   window_op* op = (window_op*)base;
   op->late_fn = fn;
   op->late_arg = arg;

@@ -3,7 +3,8 @@
  * (op/op.h freeze / write_frozen; docs/DURABILITY.md "How it works"): the
  * stall freezes the op's state, the checkpoint's thread encodes it while the
  * op runs on, and the op copies what a checkpoint still holds before
- * changing it. Shared structs in op/internal.h.
+ * changing it. Shared structs in op/internal.h; the session operator's
+ * copy-on-write is in op/session.c.
  */
 #include "op/op.h"
 
@@ -27,129 +28,10 @@ typedef struct window_frozen {
   window_op* op;
   int64_t watermark;
   int64_t late_rows;
-  /* Sessions: the op's session arrays as they were at the freeze, in an
-   * op-shaped holder (what lm_op_session_snapshot reads), shared with the op
-   * until it changes them (op->s_share, lm_op_session_thaw). */
-  window_op* session;
   int32_t n;
   window* wins[];
 } window_frozen;
 
-/* Sessions have one state per operator, not per window: the freeze points a
- * holder at the arrays a snapshot reads (interned keys, slot bounds, keys and
- * flags, aggregate states) and marks them shared (s_share = 2) -- O(1). The
- * op copies them before its first change (lm_op_session_thaw) and goes on
- * with the copy; the arrays it does not snapshot (slot lists, parents,
- * stamps, first session per key) stay the op's. */
-
-/* Free the session arrays c holds, and c. */
-static void session_copy_free(window_op* op, window_op* c) {
-  if (c == NULL) return;
-  lm_op_window_free(op, c->keyset);
-  for (int32_t a = 0; c->sagg != NULL && a < op->spec.naggs; a++) lm_agg_states_free(&c->sagg[a]);
-  lm_free(c->sagg);
-  lm_free(c->s_used);
-  lm_free(c->s_key);
-  lm_free(c->s_start);
-  lm_free(c->s_end);
-  lm_free(c);
-}
-
-/* A holder of the op's session arrays as they are (nothing copied). */
-static window_op* session_hold(const window_op* op) {
-  window_op* c = lm_calloc(1, sizeof *c);
-  if (c == NULL) return NULL;
-  c->spec = op->spec;
-  c->keyset = op->keyset;
-  c->sagg = op->sagg;
-  c->s_used = op->s_used;
-  c->s_key = op->s_key;
-  c->s_start = op->s_start;
-  c->s_end = op->s_end;
-  c->s_hw = op->s_hw;
-  c->s_open = op->s_open;
-  c->s_cap = op->s_cap;
-  return c;
-}
-
-static laminar_code groups_copy(window_op* op, window* dst, const window* src);
-
-/* Copies of the op's session arrays, room for its s_cap slots: memcpy speed. */
-#define COPY_SLOTS(field)                                                            \
-  do {                                                                               \
-    c->field = lm_malloc(sizeof(*c->field) * (size_t)(op->s_cap + 1));               \
-    if (c->field == NULL) goto nomem;                                                \
-    if (hw > 0) memcpy(c->field, op->field, sizeof(*c->field) * (size_t)hw);         \
-  } while (0)
-
-static laminar_code session_copy(window_op* op, window_op** out) {
-  window_op* c = lm_calloc(1, sizeof *c);
-  if (c == NULL) return LAMINAR_ERR_NOMEM;
-  int64_t hw = op->s_hw;
-  COPY_SLOTS(s_used);
-  COPY_SLOTS(s_key);
-  COPY_SLOTS(s_start);
-  COPY_SLOTS(s_end);
-  c->sagg = lm_calloc((size_t)op->spec.naggs + 1, sizeof(lm_agg_states));
-  /* The keyset interns keys only: its aggregate and tracking arrays are
-   * never read, so the table, hashes and keys are all it needs. */
-  if (c->sagg == NULL || lm_op_window_new(op, &c->keyset) != LAMINAR_OK ||
-      groups_copy(op, c->keyset, op->keyset) != LAMINAR_OK) {
-    goto nomem;
-  }
-  for (int32_t a = 0; a < op->spec.naggs; a++) {
-    lm_agg_states_init(&c->sagg[a], &op->spec.aggs[a], op->sagg[a].arg_type);
-    c->sagg[a].weighted = op->sagg[a].weighted;
-    if (lm_agg_states_copy(&c->sagg[a], &op->sagg[a], hw) != LAMINAR_OK ||
-        lm_agg_states_reserve(&c->sagg[a], op->s_cap) != LAMINAR_OK) {
-      goto nomem;
-    }
-  }
-  *out = c;
-  return LAMINAR_OK;
-nomem:
-  session_copy_free(op, c);
-  return LAMINAR_ERR_NOMEM;
-}
-
-#undef COPY_SLOTS
-
-#define SWAP(field)              \
-  do {                           \
-    void* t_ = (void*)op->field; \
-    op->field = c->field;        \
-    c->field = t_;               \
-  } while (0)
-
-laminar_code lm_op_session_thaw(window_op* op) {
-  if (!op->s_held) return LAMINAR_OK;
-  if (atomic_load_explicit(&op->s_share, memory_order_acquire) != 2) {
-    atomic_store_explicit(&op->s_share, 0, memory_order_relaxed); /* the writer is done */
-    op->s_held = false;
-    return LAMINAR_OK;
-  }
-  window_op* c;
-  LM_TRY(session_copy(op, &c));
-  op->s_held = false;
-  SWAP(keyset);
-  SWAP(sagg);
-  SWAP(s_used);
-  SWAP(s_key);
-  SWAP(s_start);
-  SWAP(s_end);
-  op->thaws++;
-  op->thawed_groups += op->s_open;
-  /* acq_rel: pairs with the writer's let-go in window_write_frozen. 1: the
-   * writer let go first, the originals (now in c) are ours to free. */
-  if (atomic_fetch_sub_explicit(&op->s_share, 1, memory_order_acq_rel) == 1) {
-    session_copy_free(op, c);
-  } else {
-    lm_free(c); /* the writer frees the originals through its holder */
-  }
-  return LAMINAR_OK;
-}
-
-#undef SWAP
 
 /* A window to fill: a recycled one, or a new one. */
 static laminar_code window_take(window_op* op, window** out) {
@@ -158,35 +40,6 @@ static laminar_code window_take(window_op* op, window** out) {
     return LAMINAR_OK;
   }
   return lm_op_window_new(op, out);
-}
-
-/* The keys of src's groups [lo, lo + n) into the same groups of dst (room
- * reserved): strings into dst's pool, a pane's borrowed from the op's keyset
- * as they are. */
-static laminar_code keys_copy_range(window_op* op, window* dst, const window* src, int64_t lo,
-                                    int64_t n) {
-  for (int32_t c = 0; c < op->spec.nkeys && n > 0; c++) {
-    key_store* to = &dst->keys[c];
-    const key_store* from = &src->keys[c];
-    memcpy(to->nulls + lo, from->nulls + lo, (size_t)n);
-    if (to->type == LM_TYPE_STRING) {
-      memcpy(to->s + lo, from->s + lo, sizeof(lm_str) * (size_t)n);
-      for (int64_t g = lo; !op->panes && g < lo + n; g++) {
-        if (to->s[g].ptr == NULL) continue;
-        to->s[g].ptr = lm_pool_copy(&dst->strings, from->s[g].ptr, (size_t)from->s[g].len);
-        if (to->s[g].ptr == NULL) return LAMINAR_ERR_NOMEM;
-      }
-    } else if (to->type == LM_TYPE_DOUBLE) {
-      memcpy(to->d + lo, from->d + lo, sizeof(double) * (size_t)n);
-    } else {
-      memcpy(to->i + lo, from->i + lo, sizeof(int64_t) * (size_t)n);
-    }
-  }
-  return LAMINAR_OK;
-}
-
-static laminar_code keys_copy(window_op* op, window* dst, const window* src) {
-  return keys_copy_range(op, dst, src, 0, src->ngroups);
 }
 
 /* ---- first-touch copies by blocks of groups ------------------------------------ */
@@ -223,7 +76,7 @@ struct window_cow {
 };
 
 static bool cow_by_blocks(const window_op* op, const window* w) {
-  if (op->track || op->panes || w->ngroups <= (2 << GBLOCK_SHIFT)) return false;
+  if (op->track || op->panes || w->t.n <= (2 << GBLOCK_SHIFT)) return false;
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     if (!lm_agg_states_flat(&w->aggs[a])) return false;
   }
@@ -232,7 +85,7 @@ static bool cow_by_blocks(const window_op* op, const window* w) {
 
 const window* lm_op_window_cow_group_src(const window* w, int64_t g) {
   const struct window_cow* cow = w->cow;
-  if (g >= cow->src->ngroups || cow->done[g >> GBLOCK_SHIFT]) return w;
+  if (g >= cow->src->t.n || cow->done[g >> GBLOCK_SHIFT]) return w;
   return cow->src;
 }
 
@@ -241,8 +94,7 @@ const window* lm_op_window_cow_group_src(const window* w, int64_t g) {
 static laminar_code groups_copy_range(window_op* op, window* dst, const window* from, int64_t lo,
                                       int64_t n) {
   if (n <= 0) return LAMINAR_OK;
-  memcpy(dst->ghash + lo, from->ghash + lo, sizeof(uint64_t) * (size_t)n);
-  LM_TRY(keys_copy_range(op, dst, from, lo, n));
+  LM_TRY(lm_state_table_copy_rows(&dst->t, &from->t, lo, n, !op->panes));
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_agg_states_copy_range(&dst->aggs[a], &from->aggs[a], lo, n);
   }
@@ -254,13 +106,13 @@ static laminar_code cow_copy_block(window_op* op, window* c, int64_t b) {
   const window* src = cow->src;
   if (b < cow->ngb) {
     int64_t lo = b << GBLOCK_SHIFT;
-    int64_t n = src->ngroups - lo < (1 << GBLOCK_SHIFT) ? src->ngroups - lo : (1 << GBLOCK_SHIFT);
+    int64_t n = src->t.n - lo < (1 << GBLOCK_SHIFT) ? src->t.n - lo : (1 << GBLOCK_SHIFT);
     LM_TRY(groups_copy_range(op, c, src, lo, n));
     op->thawed_groups += n;
   } else {
-    int64_t lo = (b - cow->ngb) << TBLOCK_SHIFT, tsize = (int64_t)src->table_mask + 1;
+    int64_t lo = (b - cow->ngb) << TBLOCK_SHIFT, tsize = (int64_t)src->t.mask + 1;
     int64_t n = tsize - lo < (1 << TBLOCK_SHIFT) ? tsize - lo : (1 << TBLOCK_SHIFT);
-    memcpy(c->table + lo, src->table + lo, sizeof(uint32_t) * (size_t)n);
+    lm_state_table_copy_index(&c->t, &src->t, lo, n);
   }
   cow->done[b] = 1;
   cow->left--;
@@ -286,23 +138,15 @@ static laminar_code cow_complete(window_op* op, window* c) {
 /* Open window i (held by a checkpoint, whole) becomes a copy by blocks. */
 static laminar_code cow_start(window_op* op, int32_t i) {
   window* w = op->open[i];
-  int64_t tsize = (int64_t)w->table_mask + 1;
-  int64_t ngb = (w->ngroups + (1 << GBLOCK_SHIFT) - 1) >> GBLOCK_SHIFT;
+  int64_t tsize = (int64_t)w->t.mask + 1;
+  int64_t ngb = (w->t.n + (1 << GBLOCK_SHIFT) - 1) >> GBLOCK_SHIFT;
   int64_t ntb = (tsize + (1 << TBLOCK_SHIFT) - 1) >> TBLOCK_SHIFT;
   struct window_cow* cow = lm_calloc(1, sizeof *cow + (size_t)(ngb + ntb));
   if (cow == NULL) return LAMINAR_ERR_NOMEM;
   window* c = NULL;
   laminar_code rc = window_take(op, &c);
-  if (rc == LAMINAR_OK) rc = lm_op_window_reserve(op, c, w->ngroups);
-  if (rc == LAMINAR_OK && c->table_mask != w->table_mask) {
-    uint32_t* table = lm_realloc(c->table, sizeof(uint32_t) * (size_t)tsize);
-    if (table == NULL) {
-      rc = LAMINAR_ERR_NOMEM;
-    } else {
-      c->table = table;
-      c->table_mask = w->table_mask;
-    }
-  }
+  if (rc == LAMINAR_OK) rc = lm_op_window_reserve(op, c, w->t.n);
+  if (rc == LAMINAR_OK) rc = lm_state_table_index_like(&c->t, &w->t);
   if (rc != LAMINAR_OK) {
     lm_free(cow);
     if (c != NULL) lm_op_window_recycle(op, c);
@@ -311,7 +155,7 @@ static laminar_code cow_start(window_op* op, int32_t i) {
   *cow = (struct window_cow){.src = w, .ngb = ngb, .ntb = ntb, .left = ngb + ntb};
   c->cow = cow;
   c->start = w->start;
-  c->ngroups = w->ngroups;
+  c->t.n = w->t.n;
   c->edit = w->edit;
   op->open[i] = c;
   op->thaws++;
@@ -325,20 +169,20 @@ laminar_code lm_op_window_cow_groups(window_op* op, window* w, const uint32_t* s
     struct window_cow* cow = w->cow;
     if (cow != NULL) {
       /* Every table slot the probe reads and every group it compares. */
-      uint32_t slot = (uint32_t)hashes[r] & w->table_mask;
+      uint32_t slot = (uint32_t)hashes[r] & w->t.mask;
       for (;;) {
         int64_t t = cow->ngb + (slot >> TBLOCK_SHIFT);
         if (!cow->done[t]) LM_TRY(cow_copy_block(op, w, t));
-        uint32_t e = w->table[slot];
+        uint32_t e = w->t.index[slot];
         if (e == 0) break;
         int64_t g = e - 1;
-        if (g < cow->src->ngroups && !cow->done[g >> GBLOCK_SHIFT]) {
+        if (g < cow->src->t.n && !cow->done[g >> GBLOCK_SHIFT]) {
           LM_TRY(cow_copy_block(op, w, g >> GBLOCK_SHIFT));
         }
-        slot = (slot + 1) & w->table_mask;
+        slot = (slot + 1) & w->t.mask;
       }
       /* A new group would rebuild the table from every group's hash. */
-      if (lm_op_table_must_grow(w)) LM_TRY(cow_complete(op, w));
+      if (lm_state_table_must_grow(&w->t)) LM_TRY(cow_complete(op, w));
     }
     LM_TRY(lm_op_group_find_or_add(op, w, hashes[r], op->key_vecs, r, &gids[j]));
   }
@@ -375,57 +219,39 @@ void lm_op_window_cow_release(window_op* op, window* w) {
 static laminar_code window_copy_through(window_op* op, window* dst, const window* c) {
   const struct window_cow* cow = c->cow;
   const window* src = cow->src;
-  int64_t n = c->ngroups, tsize = (int64_t)c->table_mask + 1;
+  int64_t n = c->t.n, tsize = (int64_t)c->t.mask + 1;
   LM_TRY(lm_op_window_reserve(op, dst, n > 0 ? n : 1));
-  if (dst->table_mask != c->table_mask) {
-    uint32_t* table = lm_realloc(dst->table, sizeof(uint32_t) * (size_t)tsize);
-    if (table == NULL) return LAMINAR_ERR_NOMEM;
-    dst->table = table;
-    dst->table_mask = c->table_mask;
-  }
+  LM_TRY(lm_state_table_index_like(&dst->t, &c->t));
   for (int64_t t = 0; t < cow->ntb; t++) {
     int64_t lo = t << TBLOCK_SHIFT;
     int64_t len = tsize - lo < (1 << TBLOCK_SHIFT) ? tsize - lo : (1 << TBLOCK_SHIFT);
     const window* from = cow->done[cow->ngb + t] ? c : src;
-    memcpy(dst->table + lo, from->table + lo, sizeof(uint32_t) * (size_t)len);
+    lm_state_table_copy_index(&dst->t, &from->t, lo, len);
   }
   for (int64_t lo = 0; lo < n; lo += 1 << GBLOCK_SHIFT) {
     int64_t hi = n - lo < (1 << GBLOCK_SHIFT) ? n : lo + (1 << GBLOCK_SHIFT);
     /* Of a block not copied, the original's groups from it, new ones from c. */
     int64_t mid = lo;
-    if (lm_op_window_cow_group_src(c, lo) == src) mid = hi < src->ngroups ? hi : src->ngroups;
+    if (lm_op_window_cow_group_src(c, lo) == src) mid = hi < src->t.n ? hi : src->t.n;
     LM_TRY(groups_copy_range(op, dst, src, lo, mid - lo));
     LM_TRY(groups_copy_range(op, dst, c, mid, hi - mid));
   }
   dst->start = c->start;
-  dst->ngroups = n;
+  dst->t.n = n;
   dst->edit = c->edit;
   return LAMINAR_OK;
 }
 
-/* dst (empty) becomes a copy of src: table, hashes, keys (strings into dst's
- * pool; a pane's stay borrowed from the op's keyset), aggregates, tracking. */
-/* dst (empty) takes src's groups' table, hashes and keys (room for them). */
+/* dst (empty) takes src's groups' table: index, hashes and keys (strings
+ * into dst's pool; a pane's stay borrowed from the op's keyset). */
 static laminar_code groups_copy(window_op* op, window* dst, const window* src) {
-  int64_t n = src->ngroups;
-  LM_TRY(lm_op_window_reserve(op, dst, n > 0 ? n : 1));
-  size_t tsize = (size_t)src->table_mask + 1;
-  if (dst->table_mask != src->table_mask) {
-    uint32_t* table = lm_realloc(dst->table, sizeof(uint32_t) * tsize);
-    if (table == NULL) return LAMINAR_ERR_NOMEM;
-    dst->table = table;
-    dst->table_mask = src->table_mask;
-  }
-  memcpy(dst->table, src->table, sizeof(uint32_t) * tsize);
-  if (n > 0) memcpy(dst->ghash, src->ghash, sizeof(uint64_t) * (size_t)n);
-  LM_TRY(keys_copy(op, dst, src));
-  dst->ngroups = n;
-  return LAMINAR_OK;
+  LM_TRY(lm_op_window_reserve(op, dst, src->t.n > 0 ? src->t.n : 1));
+  return lm_state_table_copy(&dst->t, &src->t, !op->panes);
 }
 
 static laminar_code window_copy(window_op* op, window* dst, const window* src) {
   if (src->cow != NULL) return window_copy_through(op, dst, src);
-  int64_t n = src->ngroups;
+  int64_t n = src->t.n;
   LM_TRY(groups_copy(op, dst, src));
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     LM_TRY(lm_agg_states_copy(&dst->aggs[a], &src->aggs[a], n));
@@ -437,7 +263,7 @@ static laminar_code window_copy(window_op* op, window* dst, const window* src) {
   }
   if (op->panes && n > 0) memcpy(dst->kid, src->kid, sizeof(uint32_t) * (size_t)n);
   dst->start = src->start;
-  dst->ngroups = n;
+  dst->t.n = n;
   dst->edit = src->edit;
   return LAMINAR_OK;
 }
@@ -470,13 +296,13 @@ laminar_code lm_op_window_thaw(window_op* op, int32_t i) {
     laminar_code rc = window_copy(op, copy, w);
     if (rc != LAMINAR_OK) {
       /* Groups the copy overwrote get their empty states back in the reset. */
-      copy->ngroups = w->ngroups < copy->cap ? w->ngroups : copy->cap;
+      copy->t.n = w->t.n < copy->cap ? w->t.n : copy->cap;
       lm_op_window_recycle(op, copy);
       return rc;
     }
     op->open[i] = copy;
     op->thaws++;
-    op->thawed_groups += copy->ngroups;
+    op->thawed_groups += copy->t.n;
     lm_op_window_let_go(op, w);
     return LAMINAR_OK;
   }
@@ -492,20 +318,6 @@ laminar_code lm_op_window_freeze(lm_op* base, void** out) {
   f->op = op;
   f->watermark = op->watermark;
   f->late_rows = op->late_rows;
-  f->session = NULL;
-  f->n = 0;
-  if (op->spec.session) {
-    f->session = session_hold(op);
-    if (f->session == NULL) {
-      lm_free(f);
-      return LAMINAR_ERR_NOMEM;
-    }
-    /* As windows: never still held by an earlier checkpoint. */
-    atomic_store_explicit(&op->s_share, 2, memory_order_relaxed); /* published by the resume */
-    op->s_held = true;
-    *out = f;
-    return LAMINAR_OK;
-  }
   f->n = op->nopen;
   for (int32_t i = 0; i < op->nopen; i++) {
     window* w = op->open[i];
@@ -520,22 +332,6 @@ laminar_code lm_op_window_freeze(lm_op* base, void** out) {
 
 laminar_code lm_op_window_write_frozen(void* frozen, lm_state_writer* w) {
   window_frozen* f = frozen;
-  if (f->session != NULL) {
-    if (w != NULL) {
-      lm_state_put_i64(w, f->watermark);
-      lm_state_put_i64(w, f->late_rows);
-      lm_op_session_snapshot(f->session, w);
-    }
-    /* acq_rel: pairs with the op's let-go in lm_op_session_thaw. 1: the op
-     * let go first (it copied them): the held arrays are ours to free. */
-    if (atomic_fetch_sub_explicit(&f->op->s_share, 1, memory_order_acq_rel) == 1) {
-      session_copy_free(f->op, f->session);
-    } else {
-      lm_free(f->session);
-    }
-    lm_free(f);
-    return w != NULL ? lm_state_writer_status(w) : LAMINAR_OK;
-  }
   if (w != NULL) {
     lm_state_put_i64(w, f->watermark);
     lm_state_put_i64(w, f->late_rows);

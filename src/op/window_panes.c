@@ -11,42 +11,18 @@
 
 #include <string.h>
 
-static bool stored_keys_equal(const window* a, int64_t ga, const window* b, int64_t gb,
-                              int32_t nkeys) {
-  for (int32_t c = 0; c < nkeys; c++) {
-    const key_store *x = &a->keys[c], *y = &b->keys[c];
-    if (x->nulls[ga] || y->nulls[gb]) {
-      if (x->nulls[ga] != y->nulls[gb]) return false;
-      continue;
-    }
-    if (x->type == LM_TYPE_STRING) {
-      if (!str_eq(x->s[ga], y->s[gb])) return false;
-    } else if (x->type == LM_TYPE_DOUBLE) {
-      double p = canon_double(x->d[ga]), q = canon_double(y->d[gb]);
-      if (!(p == q || (isnan(p) && isnan(q)))) return false;
-    } else if (x->i[ga] != y->i[gb]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 /* The group of `acc` with the keys of group g of pane `src`, added if new. */
 laminar_code lm_op_acc_group(window_op* op, window* acc, const window* src, int64_t g,
                               uint32_t* out) {
-  uint64_t h = src->ghash[g];
-  int32_t nkeys = op->spec.nkeys;
-  for (uint32_t slot = (uint32_t)h & acc->table_mask; acc->table[slot] != 0;
-       slot = (slot + 1) & acc->table_mask) {
-    uint32_t a = acc->table[slot] - 1;
-    if (acc->ghash[a] == h && stored_keys_equal(acc, a, src, g, nkeys)) {
-      *out = a;
-      return LAMINAR_OK;
-    }
+  uint64_t h = src->t.hash[g];
+  int64_t found = lm_state_table_find_row(&acc->t, h, &src->t, g);
+  if (found >= 0) {
+    *out = (uint32_t)found;
+    return LAMINAR_OK;
   }
   uint32_t a;
   LM_TRY(lm_op_group_append(op, acc, h, &a));
-  LM_TRY(lm_op_group_keys_from(op, acc, a, src, g, true));
+  LM_TRY(lm_state_table_copy_keys(&acc->t, a, &src->t, g, true));
   *out = a;
   return LAMINAR_OK;
 }
@@ -56,14 +32,14 @@ laminar_code lm_op_acc_group(window_op* op, window* acc, const window* src, int6
  * keys stay in the op's keyset, where emission reads them), then each
  * aggregate merged in one loop. */
 static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane, uint64_t pass) {
-  uint32_t* dst = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(pane->ngroups + 1));
+  uint32_t* dst = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(pane->t.n + 1));
   if (dst == NULL) return LAMINAR_ERR_NOMEM;
-  LM_TRY(lm_op_window_reserve(op, acc, acc->ngroups + pane->ngroups));
-  for (int64_t g = 0; g < pane->ngroups; g++) {
+  LM_TRY(lm_op_window_reserve(op, acc, acc->t.n + pane->t.n));
+  for (int64_t g = 0; g < pane->t.n; g++) {
     uint32_t k = pane->kid[g];
     if (op->kstamp[k] != pass) {
       op->kstamp[k] = pass;
-      uint32_t a = (uint32_t)acc->ngroups++;
+      uint32_t a = (uint32_t)acc->t.n++;
       if (a >= acc->ninit) {
         for (int32_t f = 0; f < op->spec.naggs; f++) lm_agg_states_init_group(&acc->aggs[f], a);
       }
@@ -73,7 +49,7 @@ static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane,
     dst[g] = op->kmap[k];
   }
   for (int32_t f = 0; f < op->spec.naggs; f++) {
-    LM_TRY(lm_agg_merge_many(&acc->aggs[f], dst, &pane->aggs[f], pane->ngroups));
+    LM_TRY(lm_agg_merge_many(&acc->aggs[f], dst, &pane->aggs[f], pane->t.n));
   }
   return LAMINAR_OK;
 }
@@ -90,7 +66,7 @@ void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int6
     ((uint8_t*)v[1].nulls)[row + g] = 0;
   }
   for (int32_t c = 0; c < op->spec.nkeys; c++) { /* a gather loop per key type */
-    const key_store* ks = &op->keyset->keys[c];
+    const lm_state_keycol* ks = &op->keyset->t.keys[c];
     lm_vec* ov = &v[2 + c];
     uint8_t* on = (uint8_t*)ov->nulls + row;
     for (int64_t g = 0; g < ng; g++) on[g] = ks->nulls[kids[g]];
@@ -103,7 +79,7 @@ void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int6
         break;
       case LM_TYPE_INT32:
       case LM_TYPE_BOOL:
-        for (int64_t g = 0; g < ng; g++) lm_op_put_key(ov, ks, kids[g], row + g);
+        for (int64_t g = 0; g < ng; g++) lm_state_table_put_value(ov, ks, kids[g], row + g);
         break;
       default:
         for (int64_t g = 0; g < ng; g++) ((int64_t*)ov->data)[row + g] = ks->i[kids[g]];
@@ -115,7 +91,7 @@ void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int6
 /* Every group of window w (built from panes: keys by key id) as rows
  * (columnar) into the row buffer; emitted now if `flush`. */
 static laminar_code put_window_rows(window_op* op, const window* w, bool flush) {
-  int64_t ng = w->ngroups;
+  int64_t ng = w->t.n;
   if (ng == 0) return LAMINAR_OK;
   LM_TRY(lm_op_rows_reserve(op, ng));
   int64_t row = op->dn;
@@ -132,7 +108,7 @@ static laminar_code put_window_rows(window_op* op, const window* w, bool flush) 
 
 /* Map the key ids of dst's groups to them for merge pass `pass`. */
 static void acc_restamp(window_op* op, const window* dst, uint64_t pass) {
-  for (int64_t g = 0; g < dst->ngroups; g++) {
+  for (int64_t g = 0; g < dst->t.n; g++) {
     op->kmap[dst->kid[g]] = (uint32_t)g;
     op->kstamp[dst->kid[g]] = pass;
   }

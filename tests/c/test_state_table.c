@@ -1,0 +1,364 @@
+/*
+ * test_state_table.c -- white-box tests of the keyed state table
+ * (src/state/table.h) through its header: lookups against a reference scan
+ * with GROUP BY semantics (NULLs, -0.0, NaN, long and short strings), hashes
+ * of rows and of stored keys agreeing, snapshot round trips and truncated
+ * input, the partition filter of a restart on another core count, copies
+ * for copy-on-write freezes (whole and by blocks), truncation and the bytes
+ * the state bound counts. Random cases print their seed.
+ */
+#include "state/table.h"
+
+#include "util/util.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lm_test.h"
+
+#define NROWS 4000
+#define NKEYS 3
+
+/* A batch of three key columns: INT64, STRING, DOUBLE, each with NULLs. */
+typedef struct batch {
+  int64_t i[NROWS];
+  lm_str s[NROWS];
+  double d[NROWS];
+  uint8_t ni[NROWS], ns[NROWS], nd[NROWS];
+  char text[NROWS][24];
+  lm_vec cols[NKEYS];
+} batch;
+
+static const lm_type TYPES[NKEYS] = {LM_TYPE_INT64, LM_TYPE_STRING, LM_TYPE_DOUBLE};
+
+/* Few distinct values per column, so rows repeat keys often. */
+static void batch_fill(batch* b, uint64_t* rng) {
+  static const double doubles[] = {0.0, -0.0, 1.5, NAN, -NAN, 2.25};
+  for (int64_t r = 0; r < NROWS; r++) {
+    uint64_t z = lm_test_rand(rng);
+    b->i[r] = (int64_t)(z % 7) - 3;
+    b->ni[r] = (z >> 8) % 11 == 0;
+    /* short strings (<= 8 bytes) and long ones (> 8: memcmp path) */
+    int len = snprintf(b->text[r], sizeof b->text[r], (z >> 16) % 2 ? "k%u" : "a-long-key-%u",
+                       (unsigned)((z >> 20) % 5));
+    b->s[r] = (lm_str){b->text[r], len};
+    b->ns[r] = (z >> 28) % 13 == 0;
+    b->d[r] = doubles[(z >> 32) % 6];
+    b->nd[r] = (z >> 40) % 17 == 0;
+  }
+  b->cols[0] = (lm_vec){LM_TYPE_INT64, NROWS, b->ni, b->i};
+  b->cols[1] = (lm_vec){LM_TYPE_STRING, NROWS, b->ns, b->s};
+  b->cols[2] = (lm_vec){LM_TYPE_DOUBLE, NROWS, b->nd, b->d};
+}
+
+/* Reference equality of rows x and y of the batch (GROUP BY semantics). */
+static bool ref_equal(const batch* b, int64_t x, int64_t y) {
+  if (b->ni[x] != b->ni[y] || b->ns[x] != b->ns[y] || b->nd[x] != b->nd[y]) return false;
+  if (!b->ni[x] && b->i[x] != b->i[y]) return false;
+  if (!b->ns[x] && (b->s[x].len != b->s[y].len ||
+                    memcmp(b->s[x].ptr, b->s[y].ptr, (size_t)b->s[x].len) != 0)) {
+    return false;
+  }
+  if (!b->nd[x]) {
+    double p = b->d[x], q = b->d[y];
+    if (!(p == q || (isnan(p) && isnan(q)))) return false;
+  }
+  return true;
+}
+
+/* Each row into t (find, else append with its keys); out[r]: its row id. */
+static laminar_code add_rows(lm_state_table* t, const batch* b, const uint64_t* h, int64_t* out) {
+  for (int64_t r = 0; r < NROWS; r++) {
+    int64_t g = lm_state_table_find(t, h[r], b->cols, r);
+    if (g < 0) {
+      LM_TRY(lm_state_table_grow_index(t));
+      LM_TRY(lm_state_table_reserve(t, t->n + 1));
+      g = lm_state_table_push(t, h[r]);
+      LM_TRY(lm_state_table_set_keys(t, g, b->cols, r));
+    }
+    out[r] = g;
+  }
+  return LAMINAR_OK;
+}
+
+static batch B;
+static uint64_t H[NROWS];
+static int64_t IDS[NROWS];
+
+static int test_find_matches_reference(void) {
+  uint64_t rng = lm_test_seed();
+  batch_fill(&B, &rng);
+  lm_state_hash_rows(B.cols, NKEYS, NULL, NROWS, H);
+  lm_state_table t;
+  CHECK_CODE(lm_state_table_init(&t, TYPES, NKEYS), LAMINAR_OK, (laminar_error*)NULL);
+  CHECK_CODE(add_rows(&t, &B, H, IDS), LAMINAR_OK, (laminar_error*)NULL);
+  /* Two rows share a row id exactly when the reference says their keys are
+   * equal; ids are dense, in first-seen order. */
+  int64_t first[NROWS], next_id = 0;
+  for (int64_t r = 0; r < NROWS; r++) {
+    int64_t same = -1;
+    for (int64_t q = 0; q < r && same < 0; q++) {
+      if (ref_equal(&B, q, r)) same = q;
+    }
+    if (same < 0) {
+      EXPECT(IDS[r] == next_id);
+      first[next_id++] = r;
+    } else {
+      EXPECT(IDS[r] == IDS[same]);
+      EXPECT(H[r] == H[same]); /* equal keys, equal hash (-0.0, NaN, NULL) */
+    }
+  }
+  EXPECT(t.n == next_id);
+  /* The stored keys hash as the rows did, and read back as the rows. */
+  for (int64_t g = 0; g < t.n; g++) {
+    int64_t r = first[g];
+    EXPECT(lm_state_table_hash_row(&t, g) == H[r]);
+    EXPECT(lm_state_table_row_equals(&t, g, B.cols, r));
+    EXPECT(t.keys[0].nulls[g] == B.ni[r]);
+    EXPECT(t.keys[1].nulls[g] == B.ns[r]);
+  }
+  /* Hashing a selection writes the selected rows' entries only, the same. */
+  static uint64_t h2[NROWS];
+  static uint32_t sel[NROWS];
+  int64_t m = 0;
+  for (int64_t r = 0; r < NROWS; r += 3) sel[m++] = (uint32_t)r;
+  memset(h2, 0, sizeof h2);
+  lm_state_hash_rows(B.cols, NKEYS, sel, m, h2);
+  for (int64_t r = 0; r < NROWS; r++) EXPECT(h2[r] == (r % 3 == 0 ? H[r] : 0));
+  /* lm_state_table_put_value hands back the stored value. */
+  int64_t iv[1];
+  uint8_t in[1];
+  lm_vec ov = {LM_TYPE_INT64, 1, in, iv};
+  for (int64_t g = 0; g < t.n; g++) {
+    lm_state_table_put_value(&ov, &t.keys[0], g, 0);
+    EXPECT(in[0] == B.ni[first[g]]);
+    if (!in[0]) EXPECT(iv[0] == B.i[first[g]]);
+  }
+  lm_state_table_free(&t);
+  return 0;
+}
+
+/* Every row of `t` is found in `u` under the same keys. */
+static bool same_rows(const lm_state_table* t, const lm_state_table* u) {
+  if (t->n != u->n) return false;
+  for (int64_t g = 0; g < t->n; g++) {
+    if (lm_state_table_find_row(u, t->hash[g], t, g) != g) return false;
+    if (u->hash[g] != t->hash[g]) return false;
+  }
+  return true;
+}
+
+static int test_snapshot_round_trip(void) {
+  uint64_t rng = lm_test_seed() + 1;
+  batch_fill(&B, &rng);
+  lm_state_hash_rows(B.cols, NKEYS, NULL, NROWS, H);
+  lm_state_table t, u;
+  CHECK_CODE(lm_state_table_init(&t, TYPES, NKEYS), LAMINAR_OK, (laminar_error*)NULL);
+  CHECK_CODE(lm_state_table_init(&u, TYPES, NKEYS), LAMINAR_OK, (laminar_error*)NULL);
+  CHECK_CODE(add_rows(&t, &B, H, IDS), LAMINAR_OK, (laminar_error*)NULL);
+  lm_state_writer w;
+  lm_state_writer_init(&w);
+  for (int64_t g = 0; g < t.n; g++) lm_state_table_put_keys(&t, g, &w);
+  CHECK_CODE(lm_state_writer_status(&w), LAMINAR_OK, (laminar_error*)NULL);
+  lm_state_reader r;
+  lm_state_reader_init(&r, w.data, w.len);
+  CHECK_CODE(lm_state_table_reserve(&u, t.n), LAMINAR_OK, (laminar_error*)NULL);
+  for (int64_t g = 0; g < t.n; g++) {
+    CHECK_CODE(lm_state_table_get_keys(&u, g, &r), LAMINAR_OK, (laminar_error*)NULL);
+  }
+  u.n = t.n;
+  CHECK_CODE(lm_state_table_reindex(&u), LAMINAR_OK, (laminar_error*)NULL);
+  EXPECT(!r.failed && r.pos == r.len);
+  EXPECT(same_rows(&t, &u));
+  /* The restored table finds the batch's rows as the original did. */
+  for (int64_t k = 0; k < NROWS; k++) EXPECT(lm_state_table_find(&u, H[k], B.cols, k) == IDS[k]);
+  /* Cut short anywhere: the reader fails, nothing reads past the end. */
+  for (size_t cut = 0; cut < w.len; cut += 1 + w.len / 97) {
+    lm_state_table v;
+    CHECK_CODE(lm_state_table_init(&v, TYPES, NKEYS), LAMINAR_OK, (laminar_error*)NULL);
+    CHECK_CODE(lm_state_table_reserve(&v, t.n), LAMINAR_OK, (laminar_error*)NULL);
+    lm_state_reader_init(&r, w.data, cut);
+    for (int64_t g = 0; g < t.n && !r.failed; g++) {
+      CHECK_CODE(lm_state_table_get_keys(&v, g, &r), LAMINAR_OK, (laminar_error*)NULL);
+    }
+    EXPECT(r.failed);
+    lm_state_table_free(&v);
+  }
+  lm_state_writer_free(&w);
+  lm_state_table_free(&t);
+  lm_state_table_free(&u);
+  return 0;
+}
+
+/* A checkpoint of one table restored as nparts partitions: each keeps the
+ * rows lm_state_part_of gives it; together they hold every row once. */
+static int test_partition_filter(void) {
+  uint64_t rng = lm_test_seed() + 2;
+  batch_fill(&B, &rng);
+  lm_state_hash_rows(B.cols, NKEYS, NULL, NROWS, H);
+  lm_state_table t;
+  CHECK_CODE(lm_state_table_init(&t, TYPES, NKEYS), LAMINAR_OK, (laminar_error*)NULL);
+  CHECK_CODE(add_rows(&t, &B, H, IDS), LAMINAR_OK, (laminar_error*)NULL);
+  lm_state_writer w;
+  lm_state_writer_init(&w);
+  for (int64_t g = 0; g < t.n; g++) lm_state_table_put_keys(&t, g, &w);
+  CHECK_CODE(lm_state_writer_status(&w), LAMINAR_OK, (laminar_error*)NULL);
+  for (int32_t nparts = 1; nparts <= 4; nparts++) {
+    int64_t total = 0;
+    int32_t nonempty = 0;
+    for (int32_t part = 0; part < nparts; part++) {
+      lm_state_table p;
+      CHECK_CODE(lm_state_table_init(&p, TYPES, NKEYS), LAMINAR_OK, (laminar_error*)NULL);
+      CHECK_CODE(lm_state_table_reserve(&p, t.n), LAMINAR_OK, (laminar_error*)NULL);
+      lm_state_reader r;
+      lm_state_reader_init(&r, w.data, w.len);
+      int64_t g = 0;
+      for (int64_t j = 0; j < t.n; j++) {
+        CHECK_CODE(lm_state_table_get_keys(&p, g, &r), LAMINAR_OK, (laminar_error*)NULL);
+        if (lm_state_part_of(p.hash[g], nparts) == part) g++;
+      }
+      p.n = g;
+      CHECK_CODE(lm_state_table_reindex(&p), LAMINAR_OK, (laminar_error*)NULL);
+      EXPECT(!r.failed);
+      for (int64_t k = 0; k < NROWS; k++) {
+        bool mine = lm_state_part_of(H[k], nparts) == part;
+        EXPECT((lm_state_table_find(&p, H[k], B.cols, k) >= 0) == mine);
+      }
+      total += p.n;
+      nonempty += p.n > 0;
+      lm_state_table_free(&p);
+    }
+    EXPECT(total == t.n);
+    EXPECT(nonempty == nparts); /* (dozens of keys: every partition gets some) */
+  }
+  lm_state_writer_free(&w);
+  lm_state_table_free(&t);
+  return 0;
+}
+
+/* Copies for freezes: whole, or rows and index by blocks; the frozen
+ * original is unchanged while the copy takes new rows. */
+static int test_copies(void) {
+  uint64_t rng = lm_test_seed() + 3;
+  batch_fill(&B, &rng);
+  lm_state_hash_rows(B.cols, NKEYS, NULL, NROWS, H);
+  lm_state_table t, whole, blocks;
+  CHECK_CODE(lm_state_table_init(&t, TYPES, NKEYS), LAMINAR_OK, (laminar_error*)NULL);
+  CHECK_CODE(lm_state_table_init(&whole, TYPES, NKEYS), LAMINAR_OK, (laminar_error*)NULL);
+  CHECK_CODE(lm_state_table_init(&blocks, TYPES, NKEYS), LAMINAR_OK, (laminar_error*)NULL);
+  /* Half the batch into t, which is then frozen. */
+  for (int64_t r = 0; r < NROWS / 2; r++) {
+    if (lm_state_table_find(&t, H[r], B.cols, r) >= 0) continue;
+    CHECK_CODE(lm_state_table_grow_index(&t), LAMINAR_OK, (laminar_error*)NULL);
+    CHECK_CODE(lm_state_table_reserve(&t, t.n + 1), LAMINAR_OK, (laminar_error*)NULL);
+    int64_t g = lm_state_table_push(&t, H[r]);
+    CHECK_CODE(lm_state_table_set_keys(&t, g, B.cols, r), LAMINAR_OK, (laminar_error*)NULL);
+  }
+  int64_t frozen_n = t.n;
+  CHECK_CODE(lm_state_table_copy(&whole, &t, true), LAMINAR_OK, (laminar_error*)NULL);
+  CHECK_CODE(lm_state_table_reserve(&blocks, t.n), LAMINAR_OK, (laminar_error*)NULL);
+  CHECK_CODE(lm_state_table_index_like(&blocks, &t), LAMINAR_OK, (laminar_error*)NULL);
+  for (int64_t lo = 0; lo < t.n; lo += 5) {
+    int64_t n = t.n - lo < 5 ? t.n - lo : 5;
+    CHECK_CODE(lm_state_table_copy_rows(&blocks, &t, lo, n, true), LAMINAR_OK,
+               (laminar_error*)NULL);
+  }
+  int64_t slots = (int64_t)t.mask + 1;
+  for (int64_t lo = 0; lo < slots; lo += 7) {
+    lm_state_table_copy_index(&blocks, &t, lo, slots - lo < 7 ? slots - lo : 7);
+  }
+  blocks.n = t.n;
+  EXPECT(same_rows(&t, &whole));
+  EXPECT(same_rows(&t, &blocks));
+  /* The copies own their strings: the original's pool can go. */
+  lm_state_table_free(&t);
+  /* The copy takes the whole batch; the rows it had keep their ids. */
+  static int64_t ids2[NROWS];
+  CHECK_CODE(add_rows(&whole, &B, H, ids2), LAMINAR_OK, (laminar_error*)NULL);
+  CHECK_CODE(lm_state_table_init(&t, TYPES, NKEYS), LAMINAR_OK, (laminar_error*)NULL);
+  CHECK_CODE(add_rows(&t, &B, H, IDS), LAMINAR_OK, (laminar_error*)NULL);
+  for (int64_t r = 0; r < NROWS; r++) EXPECT(ids2[r] == IDS[r]);
+  EXPECT(blocks.n == frozen_n);
+  for (int64_t r = 0; r < NROWS; r++) {
+    EXPECT((lm_state_table_find(&blocks, H[r], B.cols, r) >= 0) == (IDS[r] < frozen_n));
+  }
+  lm_state_table_free(&t);
+  lm_state_table_free(&whole);
+  lm_state_table_free(&blocks);
+  return 0;
+}
+
+/* Truncation (a failed batch's rows taken back), reset, and the bytes the
+ * state bound counts. */
+static int test_truncate_reset_bytes(void) {
+  uint64_t rng = lm_test_seed() + 4;
+  batch_fill(&B, &rng);
+  lm_state_hash_rows(B.cols, NKEYS, NULL, NROWS, H);
+  lm_state_table t;
+  CHECK_CODE(lm_state_table_init(&t, TYPES, NKEYS), LAMINAR_OK, (laminar_error*)NULL);
+  EXPECT(lm_state_table_bytes(&t) == 0);
+  CHECK_CODE(add_rows(&t, &B, H, IDS), LAMINAR_OK, (laminar_error*)NULL);
+  int64_t per_row = lm_state_table_row_bytes(TYPES, NKEYS);
+  EXPECT(per_row == 16 + (1 + 8) + (1 + (int64_t)sizeof(lm_str)) + (1 + 8));
+  EXPECT(lm_state_table_bytes(&t) == t.n * per_row + (int64_t)t.strings.used_bytes);
+  EXPECT(t.strings.used_bytes > 0);
+  int64_t keep = t.n / 2;
+  lm_state_table_truncate(&t, keep);
+  EXPECT(t.n == keep);
+  for (int64_t r = 0; r < NROWS; r++) {
+    int64_t g = lm_state_table_find(&t, H[r], B.cols, r);
+    EXPECT(g == (IDS[r] < keep ? IDS[r] : -1));
+  }
+  int64_t cap = t.cap;
+  lm_state_table_reset(&t);
+  EXPECT(t.n == 0 && t.cap == cap && t.strings.used_bytes == 0);
+  EXPECT(lm_state_table_bytes(&t) == 0);
+  for (int64_t r = 0; r < NROWS; r++) EXPECT(lm_state_table_find(&t, H[r], B.cols, r) < 0);
+  /* Reused after a reset: the same ids again. */
+  static int64_t ids2[NROWS];
+  CHECK_CODE(add_rows(&t, &B, H, ids2), LAMINAR_OK, (laminar_error*)NULL);
+  for (int64_t r = 0; r < NROWS; r++) EXPECT(ids2[r] == IDS[r]);
+  lm_state_table_free(&t);
+  return 0;
+}
+
+/* The index keeps its load factor: at most 1/4 while it has at most 64 Ki
+ * slots, and stays findable through many grows (integer keys only). */
+static int test_growth(void) {
+  static int64_t v[200000];
+  static uint64_t h[200000];
+  const lm_type ty = LM_TYPE_INT64;
+  lm_vec col = {LM_TYPE_INT64, 200000, NULL, v};
+  for (int64_t r = 0; r < 200000; r++) v[r] = r * 7919 - 100000;
+  lm_state_hash_rows(&col, 1, NULL, 200000, h);
+  lm_state_table t;
+  CHECK_CODE(lm_state_table_init(&t, &ty, 1), LAMINAR_OK, (laminar_error*)NULL);
+  for (int64_t r = 0; r < 200000; r++) {
+    CHECK(lm_state_table_find(&t, h[r], &col, r) < 0);
+    CHECK_CODE(lm_state_table_grow_index(&t), LAMINAR_OK, (laminar_error*)NULL);
+    CHECK_CODE(lm_state_table_reserve(&t, t.n + 1), LAMINAR_OK, (laminar_error*)NULL);
+    int64_t g = lm_state_table_push(&t, h[r]);
+    CHECK_CODE(lm_state_table_set_keys(&t, g, &col, r), LAMINAR_OK, (laminar_error*)NULL);
+    uint64_t size = (uint64_t)t.mask + 1;
+    EXPECT((uint64_t)t.n * (size <= 65536 ? 4 : 2) <= size);
+  }
+  for (int64_t r = 0; r < 200000; r++) EXPECT(lm_state_table_find(&t, h[r], &col, r) == r);
+  lm_state_table_free(&t);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  static const lm_test_case cases[] = {
+      {"find_matches_reference", test_find_matches_reference},
+      {"snapshot_round_trip", test_snapshot_round_trip},
+      {"partition_filter", test_partition_filter},
+      {"copies", test_copies},
+      {"truncate_reset_bytes", test_truncate_reset_bytes},
+      {"growth", test_growth},
+      {NULL, NULL},
+  };
+  return lm_test_main(argc, argv, cases);
+}
