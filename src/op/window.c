@@ -1451,7 +1451,7 @@ void lm_op_window_set_args(lm_op* base, const lm_vec* args) {
 }
 
 void lm_op_window_set_late_floor(lm_op* base, int64_t watermark_ms) {
-  if (base != NULL && base->vt == &window_vtable) ((window_op*)base)->late_floor = watermark_ms;
+  if (base != NULL && is_window(base)) ((window_op*)base)->late_floor = watermark_ms;
 }
 
 void lm_op_window_set_late_sink(lm_op* base, lm_op_sink_fn fn, void* arg) {

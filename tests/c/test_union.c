@@ -212,6 +212,39 @@ static int test_window_watermarks(void) {
   return lm_test_expect_failed_;
 }
 
+/* Hop and session windows over the union (operators of their own) judge
+ * lateness by each row's own input too: both orders give one answer, with
+ * a's row at 800 late (a's watermark had passed its windows). */
+static int test_hop_session_watermarks(void) {
+  static const char* const DDLS[] = {
+      "CREATE STREAM w AS SELECT symbol, window_start, COUNT(*) AS n, SUM(v) AS total\n"
+      "  FROM (SELECT symbol, volume AS v, ts FROM a UNION ALL SELECT symbol, volume, ts FROM b)\n"
+      "  GROUP BY symbol, hop(ts, INTERVAL '1' SECOND, INTERVAL '500' MILLISECOND);",
+      "CREATE STREAM w AS SELECT symbol, window_start, COUNT(*) AS n, SUM(v) AS total\n"
+      "  FROM (SELECT symbol, volume AS v, ts FROM a UNION ALL SELECT symbol, volume, ts FROM b)\n"
+      "  GROUP BY symbol, session(ts, INTERVAL '300' MILLISECOND);",
+  };
+  const ev order1[] = {{"a", 1, 500}, {"a", 2, 2500}, {"a", 4, 800},
+                       {"b", 8, 900}, {"b", 16, 1500}, {"b", 32, 2300}};
+  const ev order2[] = {{"b", 8, 900}, {"b", 16, 1500}, {"a", 1, 500},
+                       {"b", 32, 2300}, {"a", 2, 2500}, {"a", 4, 800}};
+  for (size_t d = 0; d < sizeof DDLS / sizeof DDLS[0]; d++) {
+    for (int cores = 1; cores <= 2; cores++) {
+      char text1[512], text2[512];
+      int64_t late1 = -1, late2 = -1;
+      CHECK(run_windowed(cores, DDLS[d], order1, 6, text1, sizeof text1, &late1) == 0);
+      CHECK(run_windowed(cores, DDLS[d], order2, 6, text2, sizeof text2, &late2) == 0);
+      if (strcmp(text1, text2) != 0 || late1 != 1 || late2 != 1)
+        fprintf(stderr, "%s, cores=%d: '%s' (late %lld) and '%s' (late %lld)\n",
+                d == 0 ? "hop" : "session", cores, text1, (long long)late1, text2,
+                (long long)late2);
+      EXPECT(strcmp(text1, text2) == 0 && text1[0] != '\0');
+      EXPECT(late1 == 1 && late2 == 1);
+    }
+  }
+  return lm_test_expect_failed_;
+}
+
 /* WITH u AS (... UNION ALL ...): the same window over a CTE of three inputs. */
 static int test_cte_three(void) {
   const char* ddl =
@@ -447,6 +480,7 @@ static int test_explain(void) {
 int main(int argc, char** argv) {
   static const lm_test_case cases[] = {{"three_inputs", test_three_inputs},
                                        {"window_watermarks", test_window_watermarks},
+                                       {"hop_session_watermarks", test_hop_session_watermarks},
                                        {"cte_three", test_cte_three},
                                        {"view_over_union", test_view_over_union},
                                        {"widening", test_widening},
