@@ -23,6 +23,7 @@ until the core takes it. pyarrow's own objects skip this: pyarrow made them.
 from __future__ import annotations
 
 import ctypes
+import datetime
 import decimal
 import math
 import numbers
@@ -449,6 +450,44 @@ def _column(values: object, field: pa.Field | None, source: str) -> pa.Array:
     return pa.array(values)
 
 
+#: Values that are one cell, not a column: a dict of only these is one row.
+_SCALARS = (
+    str, bytes, numbers.Number, decimal.Decimal, datetime.date, datetime.time,
+    datetime.timedelta, pa.Scalar,
+)
+
+
+def _is_scalar(value: object) -> bool:
+    """Tell whether a dict value is one cell (None, str, a number...), not a column."""
+    return value is None or isinstance(value, _SCALARS)
+
+
+def _one_row_if_scalars(columns: Mapping[str, object], source: str) -> Mapping[str, object]:
+    """Turn ``{name: scalar}`` into ``{name: [scalar]}`` (one row); keep columns as they are.
+
+    Args:
+        columns: The dict given to ``insert``/``push``.
+        source: The source's name, for the error.
+
+    Returns:
+        The columns: each value wrapped in a one-element list when every value
+        is a scalar, else ``columns`` itself.
+
+    Raises:
+        TypeError: If scalars and columns are mixed (naming one of each).
+    """
+    scalars = [name for name, value in columns.items() if _is_scalar(value)]
+    if not scalars:
+        return columns
+    if len(scalars) == len(columns):
+        return {name: [value] for name, value in columns.items()}
+    column = next(name for name in columns if name not in scalars)
+    raise TypeError(
+        f"source {source!r}: {scalars[0]!r} is a single value but {column!r} is a column of "
+        "values; give every column as a list (rows) or every one as a single value (one row)"
+    )
+
+
 def batch_from_columns(
     columns: Mapping[str, object], schema: pa.Schema, source: str
 ) -> pa.RecordBatch:
@@ -456,6 +495,8 @@ def batch_from_columns(
 
     Args:
         columns: ``{column name: values}``; every value has the same length.
+            A dict whose values are all scalars (None, str, bytes, numbers,
+            dates, times...) is one row: ``{"k": "a", "v": 1}``.
         schema: The source's schema (types and nullability to use).
         source: The source's name, for errors.
 
@@ -463,11 +504,12 @@ def batch_from_columns(
         The batch; columns keep the dict's order.
 
     Raises:
-        TypeError: If a key is not a string.
+        TypeError: If a key is not a string, or scalars and lists are mixed.
         IngestError: LDB-3004 for a number with a fraction bound for a
             whole-number column.
         pyarrow.ArrowInvalid: If the columns' lengths differ.
     """
+    columns = _one_row_if_scalars(columns, source)
     fields: list[pa.Field] = []
     arrays: list[pa.Array] = []
     for name, values in columns.items():
