@@ -138,3 +138,64 @@ def test_checkpoint_returns_the_epoch(data_dir: Path) -> None:
     with laminardb.open(data_dir) as db, pytest.raises(laminardb.InternalError) as info:
         db.checkpoint()
     assert info.value.code == "LDB-9003"
+
+
+# ---------------------------------------------------------------------------
+# Compact interval literals
+# ---------------------------------------------------------------------------
+
+COMPACT_SQL = """
+  CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,
+                        WATERMARK FOR ts AS ts - INTERVAL '{delay}');
+  CREATE STREAM vwap AS
+    SELECT symbol, window_start, SUM(price * volume) / SUM(volume) AS vwap, COUNT(*) AS n
+    FROM trades GROUP BY symbol, tumble(ts, INTERVAL '{size}')
+    EMIT ON WINDOW CLOSE;
+"""
+
+
+@pytest.mark.parametrize(
+    ("delay", "size"),
+    [("100ms", "1s"), ("100 ms", "1 second"), ("0.1s", "1000 msec"), ("100MS", "1 S")],
+)
+def test_compact_intervals_run_the_quickstart(delay: str, size: str) -> None:
+    with laminardb.open() as db:
+        db.execute(COMPACT_SQL.format(delay=delay, size=size))
+        sub = db.subscribe("vwap")
+        db.insert("trades", [dict(zip(("symbol", "price", "volume", "ts"), t)) for t in TRADES])
+        db.source("trades").watermark(FINAL_WATERMARK)
+        db.run_until_idle()
+        assert vwap_rows(sub.to_arrow_table()) == VWAP_EXPECTED
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [("5 minutes", 300_000), ("2h", 7_200_000), ("1 day", 86_400_000), ("1h30m", 5_400_000)],
+)
+def test_compact_intervals_size_a_window(text: str, ms: int) -> None:
+    with laminardb.open() as db:
+        db.execute(
+            "CREATE SOURCE t (k VARCHAR, ts BIGINT, WATERMARK FOR ts AS ts - INTERVAL '0s');"
+            f"CREATE STREAM w AS SELECT k, window_start, window_end FROM t "
+            f"GROUP BY k, tumble(ts, INTERVAL '{text}') EMIT ON WINDOW CLOSE"
+        )
+        sub = db.subscribe("w")
+        db.insert("t", {"k": "a", "ts": ms + 1})
+        db.source("t").watermark(FINAL_WATERMARK + 10 * ms)
+        db.run_until_idle()
+        assert sub.to_arrow_table().to_pylist() == [
+            {"k": "a", "window_start": ms, "window_end": 2 * ms}
+        ]
+
+
+def test_malformed_compact_interval_names_its_position() -> None:
+    with laminardb.open() as db, pytest.raises(laminardb.SQLError) as info:
+        db.execute(
+            "CREATE SOURCE t (k VARCHAR, ts BIGINT);\n"
+            "CREATE STREAM w AS SELECT k, COUNT(*) AS n FROM t\n"
+            "  GROUP BY k, tumble(ts, INTERVAL '5 fortnights')"
+        )
+    assert info.value.code == "LDB-1001"
+    assert (info.value.line, info.value.column) == (3, 35)
+    assert "unknown unit" in str(info.value)
+    assert "at character 3" in str(info.value)
