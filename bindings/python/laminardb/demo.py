@@ -198,10 +198,12 @@ def _render(stats: DemoStats, symbols: int, header: str | None, *, final: bool) 
         if final
         else "latest closed 1-second window per symbol"
     )
-    table = Table(title=f"{title}, UTC", title_justify="left", box=box.SIMPLE_HEAVY)
+    table = Table(
+        title=f"{title}, UTC", title_justify="left", box=box.SIMPLE_HEAVY, pad_edge=False
+    )
     table.add_column("symbol")
-    table.add_column("window")
-    for name in ("vwap", "open", "high", "low", "close", "avg"):
+    table.add_column("window", min_width=8)  # HH:MM:SS
+    for name in ("vwap", "open", "high", "low", "close"):  # prices: 2 decimals, fits 80
         table.add_column(name, justify="right")
     table.add_column("volume", justify="right")
     table.add_column("trades", justify="right")
@@ -209,7 +211,7 @@ def _render(stats: DemoStats, symbols: int, header: str | None, *, final: bool) 
         symbol = f"S{k:03d}"
         entry = stats.latest.get(symbol)
         if entry is None:
-            table.add_row(symbol, "-", *["" for _ in range(8)])
+            table.add_row(symbol, "-", *["" for _ in range(7)])
             continue
 
         def cell(key: str, fmt: str, entry: dict[str, float] = entry) -> str:
@@ -219,12 +221,11 @@ def _render(stats: DemoStats, symbols: int, header: str | None, *, final: bool) 
         table.add_row(
             symbol,
             _clock(entry["window_start"]),
-            cell("vwap", ".3f"),
-            cell("open", ".3f"),
-            cell("high", ".3f"),
-            cell("low", ".3f"),
-            cell("close", ".3f"),
-            cell("avg_price", ".3f"),
+            cell("vwap", ".2f"),
+            cell("open", ".2f"),
+            cell("high", ".2f"),
+            cell("low", ".2f"),
+            cell("close", ".2f"),
             cell("volume", "d"),
             cell("trades", "d"),
         )
