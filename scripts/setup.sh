@@ -85,7 +85,9 @@ if [ -f bindings/python/pyproject.toml ]; then
   LAMINAR_SPARK_ENGINE=${LAMINAR_SPARK_ENGINE:-$( (command -v mvn && command -v javac) > /dev/null && echo ON || echo OFF)} \
     "$venv_py" -m pip wheel -q --no-deps -w dist ./bindings/python
   "$venv_py" -m pip uninstall -q -y laminardb 2> /dev/null || true
-  "$venv_py" -m pip install -q dist/laminardb-*.whl
+  # with the demo extra (numpy, rich): scripts/demo.sh runs `laminardb demo`
+  wheel=$(ls dist/laminardb-*.whl)
+  "$venv_py" -m pip install -q "$wheel[demo]"
 fi
 # ---- 5. the Java binding's Maven dependencies ----------------------------------
 # A package run with no test selected resolves the compile/test classpaths and the

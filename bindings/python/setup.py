@@ -9,7 +9,8 @@
    runs for incremental builds);
 2. generates the cffi ``cdef`` from ``include/laminar.h`` and compiles the
    API-mode extension ``laminardb._laminar_cffi`` against it, with an
-   ``$ORIGIN`` rpath;
+   ``$ORIGIN`` rpath, and the small C extension ``laminardb._capsule`` (the
+   Arrow PyCapsules: a capsule's struct address, a struct moved into a capsule);
 3. copies the library, under its soname (``liblaminar.so.0``), next to the
    extension, so the wheel is self-contained;
 4. when a JDK and mvn are here, builds laminardb.spark's JVM engine: one
@@ -44,6 +45,9 @@ from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
 MODULE_NAME = "laminardb._laminar_cffi"
+#: The PyCapsule helper (laminardb/_capsule.c): plain C against Python.h and the
+#: Arrow structs of laminar.h; it does not link liblaminar.
+CAPSULE_MODULE = "laminardb._capsule"
 _EXTENSION_ATTRS = (
     "sources",
     "include_dirs",
@@ -226,7 +230,7 @@ class BuildCoreAndExt(build_ext):
         # cffi writes the C module and describes it as a plain distutils
         # Extension; carry that onto the (already finalized) placeholder.
         generated = ffibuilder.distutils_extension(str(gen_dir))
-        (extension,) = self.extensions
+        (extension,) = [e for e in self.extensions if e.name == MODULE_NAME]
         for attr in _EXTENSION_ATTRS:
             setattr(extension, attr, list(getattr(generated, attr) or []))
         super().run()
@@ -244,7 +248,14 @@ setup(
     version=_version(),
     # Placeholder: replaced in BuildCoreAndExt.run() by the generated module;
     # declaring it makes the wheel platform-specific and build_ext run at all.
-    ext_modules=[Extension(MODULE_NAME, sources=[])],
+    ext_modules=[
+        Extension(MODULE_NAME, sources=[]),
+        Extension(
+            CAPSULE_MODULE,
+            sources=["laminardb/_capsule.c"],
+            include_dirs=[str(_repo_root() / "include")],
+        ),
+    ],
     cmdclass={"build_ext": BuildCoreAndExt},
     zip_safe=False,
 )

@@ -392,15 +392,20 @@ static NOINLINE laminar_code parse_type(parser* p, const char* column_name,
   return LAMINAR_OK;
 }
 
-/* Milliseconds in one `unit` (singular or plural, any case); false if unknown. */
+/* Milliseconds in one `unit` (singular, plural or abbreviated, any case: the
+ * spellings of date_part below day, as DuckDB's); false if unknown. */
 static bool interval_unit(const char* s, size_t n, int64_t* out) {
   static const struct {
     const char* word;
     int64_t ms;
-  } units[] = {{"millisecond", 1}, {"milliseconds", 1}, {"second", 1000},
-               {"seconds", 1000},  {"minute", 60000},   {"minutes", 60000},
-               {"hour", 3600000},  {"hours", 3600000},  {"day", 86400000},
-               {"days", 86400000}};
+  } units[] = {{"millisecond", 1},  {"milliseconds", 1}, {"ms", 1},
+               {"msec", 1},         {"msecs", 1},        {"second", 1000},
+               {"seconds", 1000},   {"s", 1000},         {"sec", 1000},
+               {"secs", 1000},      {"minute", 60000},   {"minutes", 60000},
+               {"m", 60000},        {"min", 60000},      {"mins", 60000},
+               {"hour", 3600000},   {"hours", 3600000},  {"h", 3600000},
+               {"hr", 3600000},     {"hrs", 3600000},    {"day", 86400000},
+               {"days", 86400000},  {"d", 86400000}};
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
     if (lm_strneq_nocase(s, n, units[i].word)) {
       *out = units[i].ms;
@@ -448,8 +453,79 @@ static bool interval_number(const char* s, size_t n, bool* is_int, int64_t* iv,
   return true;
 }
 
-/* INTERVAL 'n' unit | INTERVAL 'n unit' | INTERVAL n unit; the current token is
- * INTERVAL. Makes a LITERAL INTERVAL with i = milliseconds. */
+/* The quoted text of an INTERVAL: one bare quantity (its unit follows the
+ * quotes), or one or more "quantity unit" terms summed ('5 seconds', '100ms',
+ * '1h 30m', '1 hour 30 minutes'), blanks optional between a quantity and its unit
+ * and around terms. */
+typedef struct interval_text {
+  bool bare;      /* a quantity alone: is_int/iv/dv hold it */
+  bool is_int;    /* exact: iv (bare) or ms (terms) */
+  int64_t iv;
+  double dv;
+  int64_t ms;     /* terms: the sum in milliseconds when is_int */
+  double dms;     /* terms: the sum in milliseconds when not is_int */
+  bool overflow;  /* an exact sum left int64 */
+  size_t bad;     /* on failure: offset of the offending part */
+  const char* why;
+} interval_text;
+
+static bool interval_parse_text(const char* s, size_t n, interval_text* it) {
+  *it = (interval_text){.is_int = true};
+  size_t i = 0;
+  while (i < n && s[i] == ' ') i++;
+  if (i == n) {
+    it->bad = 0;
+    it->why = "it is empty";
+    return false;
+  }
+  for (size_t terms = 0; i < n; terms++) {
+    size_t a = i;
+    if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+    while (i < n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.')) i++;
+    bool is_int = false;
+    int64_t iv = 0;
+    double dv = 0;
+    if (!interval_number(s + a, i - a, &is_int, &iv, &dv)) {
+      it->bad = a;
+      it->why = "expected a number";
+      return false;
+    }
+    while (i < n && s[i] == ' ') i++;
+    size_t c = i;
+    while (i < n && ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'z')) i++;
+    if (c == i) {
+      if (i == n && terms == 0) { /* 'n': the unit follows the literal */
+        it->bare = true;
+        it->is_int = is_int;
+        it->iv = iv;
+        it->dv = dv;
+        return true;
+      }
+      it->bad = c;
+      it->why = "expected a unit (ms, s, min, h, d or their full names)";
+      return false;
+    }
+    int64_t unit_ms = 0;
+    if (!interval_unit(s + c, i - c, &unit_ms)) {
+      it->bad = c;
+      it->why = "unknown unit (use ms, s, min, h, d or their full names)";
+      return false;
+    }
+    while (i < n && s[i] == ' ') i++;
+    double term = (is_int ? (double)iv : dv) * (double)unit_ms;
+    it->dms += term;
+    if (is_int && it->is_int) {
+      int64_t t;
+      it->overflow = it->overflow || __builtin_mul_overflow(iv, unit_ms, &t) ||
+                     __builtin_add_overflow(it->ms, t, &it->ms);
+    }
+    it->is_int = it->is_int && is_int;
+  }
+  return true;
+}
+
+/* INTERVAL 'n' unit | INTERVAL 'n unit ...' (interval_text) | INTERVAL n unit; the
+ * current token is INTERVAL. Makes a LITERAL INTERVAL with i = milliseconds. */
 static laminar_code parse_interval(parser* p, lm_ast_expr** out);
 
 /* ==== expressions =================================================================== */
@@ -512,33 +588,32 @@ static NOINLINE laminar_code parse_interval(parser* p, lm_ast_expr** out) {
   double dv = 0;
   int64_t unit_ms = 0;
   bool have_unit = false;
+  bool overflow = false;
+  int64_t ms = 0;
   if (v.kind == LM_TOK_STRING) {
-    /* 'n' or 'n unit', blanks around either part allowed. */
     const char* s = NULL;
     size_t n = 0;
     LM_TRY(tok_string(p, &v, &s, &n));
-    size_t a = 0;
-    while (a < n && s[a] == ' ') a++;
-    size_t b = a;
-    while (b < n && s[b] != ' ') b++;
-    size_t c = b;
-    while (c < n && s[c] == ' ') c++;
-    size_t d = c;
-    while (d < n && s[d] != ' ') d++;
-    size_t e = d;
-    while (e < n && s[e] == ' ') e++;
-    bool ok = interval_number(s + a, b - a, &is_int, &iv, &dv) && e == n;
-    if (ok && c < n) {
-      have_unit = true;
-      ok = interval_unit(s + c, d - c, &unit_ms);
-    }
-    if (!ok) {
+    interval_text it;
+    if (!interval_parse_text(s, n, &it)) {
       char found[64];
       describe(&v, found, sizeof found);
       return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, v.line, v.column,
-                     "invalid INTERVAL value %s (write e.g. INTERVAL '5' SECOND or "
-                     "INTERVAL '5 seconds')",
-                     found);
+                     "invalid INTERVAL value %s: %s at character %zu (write e.g. "
+                     "INTERVAL '5' SECOND, INTERVAL '5 seconds', INTERVAL '100ms' or "
+                     "INTERVAL '1h 30m')",
+                     found, it.why, it.bad + 1);
+    }
+    if (it.bare) {
+      is_int = it.is_int;
+      iv = it.iv;
+      dv = it.dv;
+    } else {
+      have_unit = true;
+      is_int = it.is_int;
+      overflow = it.is_int ? it.overflow : !(it.dms > -9.0e18 && it.dms < 9.0e18);
+      ms = it.ms;
+      dv = it.dms;  // rounded below
     }
   } else if (v.kind == LM_TOK_INTEGER && !v.int_is_min) {
     is_int = true;
@@ -563,16 +638,16 @@ static NOINLINE laminar_code parse_interval(parser* p, lm_ast_expr** out) {
           found);
     }
     LM_TRY(advance(p));
+    if (is_int) {
+      overflow = __builtin_mul_overflow(iv, unit_ms, &ms);
+    } else {
+      dv *= (double)unit_ms;
+      overflow = !(dv > -9.0e18 && dv < 9.0e18);  // also rejects NaN
+    }
   }
-  int64_t ms;
-  bool overflow;
-  if (is_int) {
-    overflow = __builtin_mul_overflow(iv, unit_ms, &ms);
-  } else {
-    double x = dv * (double)unit_ms;
-    overflow = !(x > -9.0e18 && x < 9.0e18);  // also rejects NaN
+  if (!is_int && !overflow) {
     /* round half away from zero, without libm */
-    ms = overflow ? 0 : x >= 0 ? (int64_t)(x + 0.5) : -(int64_t)(-x + 0.5);
+    ms = dv >= 0 ? (int64_t)(dv + 0.5) : -(int64_t)(-dv + 0.5);
   }
   if (overflow) {
     return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, v.line, v.column,

@@ -597,6 +597,47 @@ static int test_expression_forms(void) {
   return 0;
 }
 
+/* The compact interval forms users write (issue 26): the unit inside the quotes,
+ * with or without a blank, abbreviated, and several terms summed; a malformed one
+ * fails at the literal with what is wrong and where inside it. */
+static int test_interval_compact(void) {
+  EXPECT(expr_is("INTERVAL '100ms'", "100ms"));
+  EXPECT(expr_is("INTERVAL '1s'", "1000ms"));
+  EXPECT(expr_is("INTERVAL '5 minutes'", "300000ms"));
+  EXPECT(expr_is("INTERVAL '5min'", "300000ms"));
+  EXPECT(expr_is("INTERVAL '5m'", "300000ms"));
+  EXPECT(expr_is("INTERVAL '2h'", "7200000ms"));
+  EXPECT(expr_is("INTERVAL '2 hrs'", "7200000ms"));
+  EXPECT(expr_is("INTERVAL '1 day'", "86400000ms"));
+  EXPECT(expr_is("INTERVAL '3d'", "259200000ms"));
+  EXPECT(expr_is("INTERVAL '250 msec'", "250ms"));
+  EXPECT(expr_is("INTERVAL '10 SECS'", "10000ms"));
+  EXPECT(expr_is("INTERVAL '1.5s'", "1500ms"));
+  EXPECT(expr_is("INTERVAL '0.5 ms'", "1ms"));  // rounded half away from zero
+  EXPECT(expr_is("INTERVAL '1h30m'", "5400000ms"));
+  EXPECT(expr_is("INTERVAL '1 hour 30 minutes'", "5400000ms"));
+  EXPECT(expr_is("INTERVAL ' 1m 0.5s '", "60500ms"));
+  EXPECT(expr_is("INTERVAL '-2s'", "-2000ms"));
+  EXPECT(expr_is("INTERVAL '1' s", "1000ms"));  // abbreviations after the quotes too
+  EXPECT(expr_is("INTERVAL 100 ms", "100ms"));
+  EXPECT(expr_is("INTERVAL '9223372036854775807ms'", "9223372036854775807ms"));
+
+  const laminar_code SYN = LAMINAR_ERR_SQL_SYNTAX;
+  EXPECT(fails_at("SELECT INTERVAL '100 fortnights' FROM t", SYN, 1, 17,
+                  "unknown unit (use ms, s, min, h, d or their full names) at character 5"));
+  EXPECT(fails_at("SELECT INTERVAL '1h30' FROM t", SYN, 1, 17, "expected a unit"));
+  EXPECT(fails_at("SELECT INTERVAL 'ms' FROM t", SYN, 1, 17,
+                  "expected a number at character 1"));
+  EXPECT(fails_at("SELECT\n  INTERVAL '1s x' FROM t", SYN, 2, 12,
+                  "expected a number at character 4"));
+  EXPECT(fails_at("SELECT INTERVAL '1.2.3s' FROM t", SYN, 1, 17, "expected a number"));
+  EXPECT(fails_at("SELECT INTERVAL '' FROM t", SYN, 1, 17, "it is empty"));
+  EXPECT(fails_at("SELECT INTERVAL '9223372036854775807ms 1ms' FROM t", SYN, 1, 17,
+                  "out of range"));
+  EXPECT(fails_at("SELECT INTERVAL '1e300 d' FROM t", SYN, 1, 17, NULL));
+  return 0;
+}
+
 static int test_case_insensitive_keywords(void) {
   lm_arena* arena;
   lm_stmt* s = parse_one(
@@ -1026,6 +1067,7 @@ int main(int argc, char** argv) {
       {"drop_show_describe_explain", test_drop_show_describe_explain},
       {"precedence", test_precedence},
       {"expression_forms", test_expression_forms},
+      {"interval_compact", test_interval_compact},
       {"case_insensitive_keywords", test_case_insensitive_keywords},
       {"quoted_identifiers", test_quoted_identifiers},
       {"comments_and_empty", test_comments_and_empty},

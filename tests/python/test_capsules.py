@@ -436,3 +436,46 @@ def test_capsule_names_are_checked(quickstart_db):
     assert pa.RecordBatch._import_from_c_capsule(schema_capsule, array_capsule).num_rows == len(
         TRADES
     )
+
+
+def test_package_uses_only_the_public_capsule_protocol():
+    """No ctypes into CPython, no private pyarrow entry points (issue 26 item 8): Arrow
+    data crosses through capsules and pyarrow's public protocol functions
+    (``pa.record_batch(obj)``, ``pa.schema(obj)``, ``RecordBatchReader.from_stream``)."""
+    import ast
+    from pathlib import Path
+
+    package = Path(laminardb.__file__).resolve().parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found += [f"{path.name}: import {a.name}" for a in node.names if a.name == "ctypes"]
+            elif isinstance(node, ast.ImportFrom) and node.module == "ctypes":
+                found.append(f"{path.name}: from ctypes import ...")
+            elif isinstance(node, ast.Attribute) and node.attr.startswith(
+                ("_import_from_c", "_export_to_c")
+            ):
+                found.append(f"{path.name}:{node.lineno}: .{node.attr}")
+    assert found == []
+
+
+def test_capsule_names_are_checked_by_the_c_helper():
+    from laminardb import _capsule
+
+    schema_capsule, array_capsule = trades_table().to_batches()[0].__arrow_c_array__()
+    assert _capsule.pointer(array_capsule, "arrow_array") != 0
+    with pytest.raises(TypeError, match="named 'arrow_schema', got one named 'arrow_array'"):
+        _capsule.pointer(array_capsule, "arrow_schema")
+    with pytest.raises(TypeError, match="named 'arrow_array', got int"):
+        _capsule.pointer(42, "arrow_array")
+    # A struct moved into a capsule by take() is released by it when nobody imports it
+    # (pyarrow's export then frees its buffers: no leak under the ASan run), and the
+    # place it was moved from is marked released.
+    source = ffi.cast("struct ArrowArray*", _capsule.pointer(array_capsule, "arrow_array"))
+    moved = _capsule.take("arrow_array", int(ffi.cast("uintptr_t", source)))
+    assert source.release == ffi.NULL
+    assert _capsule.pointer(moved, "arrow_array") != 0
+    del moved
+    with pytest.raises(ValueError, match="not an Arrow capsule name"):
+        _capsule.take("arrow_thing", 8)

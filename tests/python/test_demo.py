@@ -47,7 +47,7 @@ def test_demo_command_without_a_terminal():
     assert int(match["rows"]) == int(match["vwap"]) + int(match["bars"]) > 0
     assert int(match["vwap"]) == int(match["bars"])
     assert int(match["late"]) == 0
-    assert "FIRST_VALUE/LAST_VALUE" in result.stdout  # the header says what is missing
+    assert "open/high/low/close" in result.stdout  # the header names the bars' columns
     assert "S019" in result.stdout  # 20 symbols by default, all in the final table
 
 
@@ -61,8 +61,11 @@ def test_run_demo_accounts_for_every_event():
     assert stats.vwap_rows == stats.bars_rows > 0
     assert stats.windows > 0
     assert sorted(stats.latest) == ["S000", "S001", "S002"]
+    assert stats.bad_bars == 0
     for entry in stats.latest.values():
         assert entry["low"] <= entry["vwap"] <= entry["high"]
+        assert entry["low"] <= entry["open"] <= entry["high"]
+        assert entry["low"] <= entry["close"] <= entry["high"]
         assert 100.0 <= entry["low"]
         assert entry["high"] < 200.0
     assert "S002" in out.getvalue()
@@ -178,5 +181,77 @@ def test_cli_without_numpy():
         timeout=60,
     )
     assert demo_run.returncode == 1
-    assert "pip install numpy" in demo_run.stderr
+    assert "pip install 'laminardb[demo]'" in demo_run.stderr
     assert "summary" not in demo_run.stdout
+
+
+def test_demo_bars_open_and_close_match_duckdb():
+    """The demo's bars over its own feed (out of order within the delay) equal DuckDB's
+    OHLC: open/close are the prices of the earliest/latest trade by event time, ties
+    by arrival."""
+    feed = demo._Feed(symbols=5, rate=20_000.0, speedup=10.0, jitter_ms=50)
+    batch = feed.batch(0, 20_000)
+    with laminardb.open() as db:
+        db.execute(demo.demo_sql(100))
+        sub = db.subscribe("bars")
+        db.insert("trades", batch)
+        db.source("trades").watermark(demo.FINAL_WATERMARK)
+        db.run_until_idle()
+        got = sub.to_arrow_table()
+    assert got.num_rows > 0
+    con = duckdb.connect()
+    trades = pa.Table.from_batches([batch])
+    con.register("trades", trades.append_column("i", pa.array(range(trades.num_rows))))
+    columns = ["window_start", "symbol", "open", "high", "low", "close", "volume", "trades"]
+    cursor = con.execute(
+        """SELECT ts - ts % 1000 AS window_start, symbol,
+                  first(price ORDER BY ts, i) AS open, max(price) AS high,
+                  min(price) AS low, last(price ORDER BY ts, i) AS close,
+                  sum(volume) AS volume, count(*) AS trades
+           FROM trades GROUP BY ALL ORDER BY window_start, symbol"""
+    )
+    want = [dict(zip(columns, row)) for row in cursor.fetchall()]
+    key = [("window_start", "ascending"), ("symbol", "ascending")]
+    assert got.select(columns).sort_by(key).to_pylist() == want
+
+
+def test_package_needs_neither_numpy_nor_rich():
+    """numpy and rich are the demo extra's: not required, and laminardb runs without them."""
+    from importlib.metadata import requires
+
+    required = requires("laminardb") or []
+    unconditional = {re.split(r"[ ;<>=!\[]", r)[0] for r in required if "extra ==" not in r}
+    assert "numpy" not in unconditional, required
+    assert "rich" not in unconditional, required
+    demo_extra = [r for r in required if 'extra == "demo"' in r]
+    assert {r.split(";")[0].strip() for r in demo_extra} == {"numpy", "rich"}
+    code = (
+        "import sys\n"
+        "hidden = sys.argv.pop(1).split(',')\n"
+        "for m in hidden: sys.modules[m] = None  # import m raises ModuleNotFoundError\n"
+        "import laminardb\n"
+        "from laminardb import cli, spark\n"
+        "with laminardb.open(':memory:') as db:\n"
+        "    db.execute(\"CREATE SOURCE t (k VARCHAR, v BIGINT);\"\n"
+        "               \"CREATE STREAM s AS SELECT k, v * 2 AS w FROM t\")\n"
+        "    sub = db.subscribe('s')\n"
+        "    db.insert('t', {'k': 'a', 'v': 21})\n"
+        "    db.run_until_idle()\n"
+        "    assert sub.to_arrow_table().to_pylist() == [{'k': 'a', 'w': 42}]\n"
+        "assert all(sys.modules[m] is None for m in hidden)  # nothing needed them\n"
+        "sys.exit(cli.main(sys.argv[1:]))"
+    )
+
+    def run(hidden: str, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", code, hidden, *args], capture_output=True, text=True,
+            timeout=60,
+        )
+
+    version = run("numpy,rich,pandas", "version")
+    assert version.returncode == 0, version.stdout + version.stderr
+    for module in ("rich", "numpy"):
+        demo_run = run(module, "demo", "--seconds", "0.1")
+        assert demo_run.returncode == 1, demo_run.stdout + demo_run.stderr
+        assert f"need {module}" in demo_run.stderr, demo_run.stderr
+        assert "pip install 'laminardb[demo]'" in demo_run.stderr

@@ -48,6 +48,7 @@ __all__ = [
     "add_parser",
     "expected_rows",
     "main",
+    "require_extra",
     "require_numpy",
     "run_bench",
     "splitmix64_mix",
@@ -99,8 +100,34 @@ TRADES_SCHEMA = pa.schema(
 )
 
 
+def require_extra(module: str) -> ModuleType:
+    """Import a module of the ``demo`` extra (numpy, rich) on first use.
+
+    ``laminardb`` itself needs neither: only ``laminardb demo`` and
+    ``laminardb bench`` do, installed with ``pip install 'laminardb[demo]'``.
+
+    Args:
+        module: The module's name, ``"numpy"`` or ``"rich"`` (or a submodule).
+
+    Returns:
+        The module.
+
+    Raises:
+        ModuleNotFoundError: If it is missing, saying how to install it.
+    """
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        top = module.split(".")[0]
+        raise ModuleNotFoundError(
+            f"laminardb demo and bench need {top}, which laminardb itself does not: "
+            "pip install 'laminardb[demo]'",
+            name=top,
+        ) from e
+
+
 def require_numpy() -> ModuleType:
-    """Import numpy on first use, so ``laminardb`` itself does not need it.
+    """Import numpy on first use (:func:`require_extra`).
 
     Returns:
         The ``numpy`` module.
@@ -108,12 +135,7 @@ def require_numpy() -> ModuleType:
     Raises:
         ModuleNotFoundError: If numpy is missing, saying how to install it.
     """
-    try:
-        return importlib.import_module("numpy")
-    except ModuleNotFoundError as e:
-        raise ModuleNotFoundError(
-            "laminardb bench and demo generate data with numpy: pip install numpy", name="numpy"
-        ) from e
+    return require_extra("numpy")
 
 
 def splitmix64_mix(z: np.ndarray) -> np.ndarray:

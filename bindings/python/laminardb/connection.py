@@ -27,6 +27,9 @@ __all__ = ["Connection", "open"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
+#: The path that names the in-memory database, as in ``sqlite3`` and DuckDB.
+MEMORY = ":memory:"
+
 
 def _option_text(key: str, value: object) -> bytes:
     """Render one option value as the text ``laminar_config_set`` takes.
@@ -530,7 +533,7 @@ class Connection(Handle):
         raise_for(code, err)
         return ffi.string(buf).decode("utf-8", "replace")
 
-    def checkpoint(self) -> None:
+    def checkpoint(self) -> int:
         """Take a checkpoint now (``checkpoint_interval`` also takes them).
 
         Every source's WAL is flushed, operator state is copied with the graph
@@ -538,9 +541,18 @@ class Connection(Handle):
         once it is durable, file sinks publish the epoch's rows and the WAL
         segments it covers are deleted.
 
+        On an in-memory database (opened without a path, or with
+        ``":memory:"``) there is nothing to make durable: the call does
+        nothing and returns epoch 0, as ``sqlite3`` and DuckDB accept a
+        checkpoint of an in-memory database.
+
+        Returns:
+            The epoch of the checkpoint taken (1 for the first one of a new
+            directory; the ``last_checkpoint`` metric), or 0 in memory.
+
         Raises:
-            InternalError: LDB-9003 when checkpoints are off (open with a data
-                directory and ``checkpoint_interval``).
+            InternalError: LDB-9003 when checkpoints are off on a database
+                opened with a data directory (set ``checkpoint_interval``).
             StorageError: LDB-5001 when a file operation fails; the previous
                 checkpoint stays the one recovery uses. LDB-5004 if the
                 database was opened read-only.
@@ -550,9 +562,23 @@ class Connection(Handle):
             >>> import laminardb, tempfile
             >>> with tempfile.TemporaryDirectory() as d:
             ...     with laminardb.open(d, checkpoint_interval="1 hour") as db:
-            ...         db.checkpoint()
+            ...         db.checkpoint(), db.checkpoint()
+            (1, 2)
+            >>> with laminardb.open() as db:
+            ...     db.checkpoint()
+            0
         """
+        if self._path is None:
+            with self._lock:
+                self._require_open()
+            return 0
         self._simple(lib.laminar_checkpoint)
+        epochs = [
+            row["value"]
+            for row in self.metrics().to_pylist()
+            if row["kind"] == "database" and row["metric"] == "last_checkpoint"
+        ]
+        return int(epochs[0]) if epochs else 0
 
     def late_rows(self, name: str) -> int:
         """Count the rows stream ``name`` dropped for arriving behind its watermark.
@@ -639,7 +665,9 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
     a directory with each other, never with a writer (docs/DURABILITY.md).
 
     Args:
-        path: A data directory for durable state, or None for in memory. It is
+        path: A data directory for durable state, or None (or ``":memory:"``,
+            as ``sqlite3.connect`` and ``duckdb.connect`` take it) for in
+            memory: nothing is written anywhere. A directory is
             passed to the engine as the ``data_dir`` option. With
             ``checkpoint_interval`` set too, the database is durable: opening a
             directory that holds one recovers it (catalog, last checkpoint,
@@ -687,6 +715,8 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
     if read_only:
         settings["read_only"] = True
     text_path = os.fspath(path) if path is not None else None
+    if text_path == MEMORY:
+        text_path = None
     if text_path is not None:
         settings["data_dir"] = text_path
 

@@ -11,12 +11,14 @@ the trades:
 
 * ``vwap``: per symbol and second, ``SUM(price * volume) / SUM(volume)`` and
   ``COUNT(*)``;
-* ``bars``: per symbol and second, high (``MAX``), low (``MIN``), average price,
-  traded volume and trade count. Open and close need ``FIRST_VALUE`` /
-  ``LAST_VALUE``, which arrive in a later version.
+* ``bars``: per symbol and second, open (``FIRST_VALUE(price)``: the price of
+  the trade with the earliest event time), high (``MAX``), low (``MIN``), close
+  (``LAST_VALUE(price)``: the latest), average price, traded volume and trade
+  count.
 
 The latest closed window of every symbol is shown live with ``rich`` (plain
-periodic lines and one final table when stdout is not a terminal). After
+periodic lines and one final table when stdout is not a terminal). The demo
+needs numpy and rich, the ``demo`` extra: ``pip install 'laminardb[demo]'``. After
 ``--seconds`` the watermark ``2**63 - 1`` closes the windows still open, the
 runtime stops, and a summary line reports events, events/s, windows closed and
 rows emitted. The demo checks that the closed windows account for every event;
@@ -31,17 +33,22 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from rich import box
-from rich.console import Console, Group
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
 
 import laminardb
-from laminardb.bench import TRADES_SCHEMA, require_numpy, symbol_array, trade_columns
+from laminardb.bench import (
+    TRADES_SCHEMA,
+    require_extra,
+    require_numpy,
+    symbol_array,
+    trade_columns,
+)
+
+if TYPE_CHECKING:  # rich is the demo extra's: imported when the demo runs
+    from rich.console import Console, Group
 
 __all__ = ["DemoStats", "add_parser", "demo_sql", "main", "run_demo"]
 
@@ -72,7 +79,8 @@ CREATE STREAM vwap AS
   SELECT window_start, symbol, SUM(price * volume) / SUM(volume) AS vwap, COUNT(*) AS trades
   FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND) EMIT ON WINDOW CLOSE;
 CREATE STREAM bars AS
-  SELECT window_start, symbol, MAX(price) AS high, MIN(price) AS low, AVG(price) AS avg_price,
+  SELECT window_start, symbol, FIRST_VALUE(price) AS open, MAX(price) AS high,
+         MIN(price) AS low, LAST_VALUE(price) AS close, AVG(price) AS avg_price,
          SUM(volume) AS volume, COUNT(*) AS trades
   FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND) EMIT ON WINDOW CLOSE;
 """
@@ -90,6 +98,8 @@ class DemoStats:
         vwap_rows: Result rows of ``vwap``.
         bars_rows: Result rows of ``bars``.
         trades_in_windows: Sum of ``vwap.trades`` (every event, once all closed).
+        bad_bars: ``bars`` rows whose open or close lies outside [low, high]
+            (0 when the engine is right).
         late_rows: Trades the ``vwap`` stream dropped as late.
         latest: Symbol -> fields of its latest closed window.
     """
@@ -101,6 +111,7 @@ class DemoStats:
     vwap_rows: int = 0
     bars_rows: int = 0
     trades_in_windows: int = 0
+    bad_bars: int = 0
     late_rows: int = 0
     latest: dict[str, dict[str, float]] = field(default_factory=dict)
     _window_starts: set[int] = field(default_factory=set, repr=False)
@@ -126,6 +137,11 @@ class DemoStats:
             self.windows = len(self._window_starts)
         else:
             self.bars_rows += batch.num_rows
+            low, high = batch.column("low"), batch.column("high")
+            for name in ("open", "close"):
+                price = batch.column(name)
+                inside = pc.and_(pc.less_equal(low, price), pc.less_equal(price, high))
+                self.bad_bars += batch.num_rows - int(pc.sum(inside).as_py() or 0)
         for row in batch.to_pylist():
             entry = self.latest.setdefault(row["symbol"], {"window_start": row["window_start"]})
             if row["window_start"] < entry["window_start"]:
@@ -173,15 +189,21 @@ def _render(stats: DemoStats, symbols: int, header: str | None, *, final: bool) 
     Returns:
         A renderable.
     """
+    box = require_extra("rich.box")
+    Table = require_extra("rich.table").Table  # noqa: N806 -- rich's class
+    Text = require_extra("rich.text").Text  # noqa: N806 -- rich's class
+    Group = require_extra("rich.console").Group  # noqa: N806 -- rich's class
     title = (
         "last windows, closed by the final watermark"
         if final
         else "latest closed 1-second window per symbol"
     )
-    table = Table(title=f"{title}, UTC", title_justify="left", box=box.SIMPLE_HEAVY)
+    table = Table(
+        title=f"{title}, UTC", title_justify="left", box=box.SIMPLE_HEAVY, pad_edge=False
+    )
     table.add_column("symbol")
-    table.add_column("window")
-    for name in ("vwap", "high", "low", "avg"):
+    table.add_column("window", min_width=8)  # HH:MM:SS
+    for name in ("vwap", "open", "high", "low", "close"):  # prices: 2 decimals, fits 80
         table.add_column(name, justify="right")
     table.add_column("volume", justify="right")
     table.add_column("trades", justify="right")
@@ -189,7 +211,7 @@ def _render(stats: DemoStats, symbols: int, header: str | None, *, final: bool) 
         symbol = f"S{k:03d}"
         entry = stats.latest.get(symbol)
         if entry is None:
-            table.add_row(symbol, "-", *["" for _ in range(6)])
+            table.add_row(symbol, "-", *["" for _ in range(7)])
             continue
 
         def cell(key: str, fmt: str, entry: dict[str, float] = entry) -> str:
@@ -199,10 +221,11 @@ def _render(stats: DemoStats, symbols: int, header: str | None, *, final: bool) 
         table.add_row(
             symbol,
             _clock(entry["window_start"]),
-            cell("vwap", ".3f"),
-            cell("high", ".3f"),
-            cell("low", ".3f"),
-            cell("avg_price", ".3f"),
+            cell("vwap", ".2f"),
+            cell("open", ".2f"),
+            cell("high", ".2f"),
+            cell("low", ".2f"),
+            cell("close", ".2f"),
             cell("volume", "d"),
             cell("trades", "d"),
         )
@@ -296,7 +319,7 @@ def run_demo(
 
     Raises:
         ValueError: If an argument is out of range.
-        ModuleNotFoundError: If numpy is missing.
+        ModuleNotFoundError: If numpy or rich is missing (the ``demo`` extra).
         LaminarError: If the engine reports an error.
     """
     if not 1 <= symbols <= 1000:
@@ -304,11 +327,12 @@ def run_demo(
     if rate <= 0 or seconds < 0 or speedup <= 0 or delay_ms < 0 or jitter_ms < 0:
         raise ValueError("rate and speedup must be positive; seconds, delays non-negative")
     require_numpy()
-    console = console if console is not None else Console()
+    Live = require_extra("rich.live").Live  # noqa: N806 -- rich's class
+    console = console if console is not None else require_extra("rich.console").Console()
     header = (
         f"LaminarDB {laminardb.__version__} demo: {symbols} symbols, target {rate:,.0f} "
         f"events/s, event time x{speedup:g}, 1-second tumbling windows: VWAP and bars "
-        "(high/low/avg; open/close arrive with FIRST_VALUE/LAST_VALUE)"
+        "(open/high/low/close/avg)"
     )
     stats = DemoStats()
     feed = _Feed(symbols, rate, speedup, jitter_ms)
@@ -372,7 +396,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     """
     parser = commands.add_parser(
         "demo",
-        help="live market-data demo: VWAP and bars over 1-second windows",
+        help="live market-data demo: VWAP and OHLC bars over 1-second windows",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     parser.add_argument("--symbols", type=int, default=20, help="distinct symbols (20)")
@@ -394,7 +418,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     Returns:
         0 on success; 1 if the closed windows do not account for every event
-        (or numpy is missing); 2 for an argument out of range; 130 on Ctrl-C.
+        (or numpy or rich is missing); 2 for an argument out of range; 130 on Ctrl-C.
 
     Raises:
         LaminarError: If the engine reports an error (the CLI prints it and
@@ -417,11 +441,12 @@ def run_command(args: argparse.Namespace) -> int:
         return 130
     print(stats.summary(), flush=True)
     accounted = stats.trades_in_windows + stats.late_rows
-    if accounted != stats.events or stats.vwap_rows != stats.bars_rows:
+    if accounted != stats.events or stats.vwap_rows != stats.bars_rows or stats.bad_bars:
         print(
             f"laminardb demo: check failed: {stats.events} events pushed, "
             f"{stats.trades_in_windows} counted in windows + {stats.late_rows} late; "
-            f"{stats.vwap_rows} vwap rows vs {stats.bars_rows} bars rows",
+            f"{stats.vwap_rows} vwap rows vs {stats.bars_rows} bars rows; "
+            f"{stats.bad_bars} open/close prices outside [low, high]",
             file=sys.stderr,
         )
         return 1
