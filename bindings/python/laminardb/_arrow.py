@@ -13,9 +13,11 @@ releases its struct if it is still live, and the core moves a pushed array only
 when the push succeeds, so nothing here frees what the core took.
 
 Checked: an array from a producer other than pyarrow itself (nanoarrow, polars,
-a hand-made capsule...) is first viewed by pyarrow and validated with
-``validate(full=True)`` (:func:`check_foreign`), so Python callers get pyarrow's
-checks on top of the core's. The view borrows the producer's struct (pyarrow
+a hand-made capsule...) is validated by the core first (``Source._check_foreign``
+calls ``laminar_source_validate``: nothing reads it before the core's checks),
+then viewed by pyarrow and validated with ``validate(full=True)``
+(:func:`check_foreign`), so Python callers get pyarrow's checks on top of the
+core's. The view borrows the producer's struct (pyarrow
 imports a copy whose release does nothing), so the array stays the caller's
 until the core takes it. pyarrow's own objects skip this: pyarrow made them.
 """
@@ -182,104 +184,12 @@ def check_batch(batch: pa.RecordBatch, source: str) -> None:
         raise error
 
 
-# Bounds of the walk _shape_error makes before pyarrow reads anything: pyarrow's
-# import reads the last offset of a string array and walks schema metadata by
-# its length words unchecked, so shapes the core would refuse must not reach it.
-_MAX_DEPTH = 64
-_MAX_ELEMENTS = 1 << 59  # offset + length: any buffer's byte size fits int64
-_MAX_METADATA_BYTES = 64 << 20  # as the core (src/arrow/import.c)
-
-
-def _metadata_error(metadata: Any) -> str | None:  # noqa: ANN401 -- cdata
-    """What is malformed in a schema metadata blob, walked with bounds (or None)."""
-    if metadata == ffi.NULL:
-        return None
-    words = ffi.cast("const char*", metadata)
-
-    def word(at: int) -> int:
-        return int(ffi.cast("const int32_t*", words + at)[0])
-
-    pairs = word(0)
-    if pairs < 0 or pairs > (_MAX_METADATA_BYTES - 4) // 8:
-        return f"malformed metadata: {pairs} key/value pairs"
-    at = 4
-    for index in range(pairs):
-        for part in ("key", "value"):
-            size = word(at)
-            if size < 0 or at + 4 + size > _MAX_METADATA_BYTES:
-                return f"malformed metadata: pair {index} has a {part} of {size} bytes"
-            at += 4 + size
-    return None
-
-
-def _node_error(array: Any, schema: Any) -> str | None:  # noqa: ANN401 -- cdata
-    """What keeps pyarrow from importing one array node safely (or None).
-
-    Lengths and offsets non-negative and their sum within ``_MAX_ELEMENTS``;
-    children counted alike in the array and the schema and not NULL; a
-    dictionary in both or neither; metadata well formed. Reads the structs
-    and the metadata's length words only, never a buffer.
-    """
-    if schema == ffi.NULL or array == ffi.NULL:
-        return "a NULL child or dictionary"
-    error = _metadata_error(schema.metadata)
-    if error is not None:
-        return error
-    if array.length < 0 or array.offset < 0 or array.offset + array.length > _MAX_ELEMENTS:
-        return f"invalid length {array.length} / offset {array.offset}"
-    if array.n_children != schema.n_children or array.n_children < 0:
-        return f"{array.n_children} children in the array, {schema.n_children} in the schema"
-    if array.n_children > 0 and (array.children == ffi.NULL or schema.children == ffi.NULL):
-        return "NULL children"
-    if (array.dictionary == ffi.NULL) != (schema.dictionary == ffi.NULL):
-        return "a dictionary in only one of the array and the schema"
-    return None
-
-
-def _tree_error(array: Any, schema: Any, depth: int) -> str | None:  # noqa: ANN401 -- cdata
-    """_node_error over an array's whole tree (children, dictionaries)."""
-    if depth > _MAX_DEPTH:
-        return "nested too deep"
-    error = _node_error(array, schema)
-    for index in range(array.n_children if error is None else 0):
-        error = _tree_error(array.children[index], schema.children[index], depth + 1)
-        if error is not None:
-            return error
-    if error is None and array.dictionary != ffi.NULL:
-        error = _tree_error(array.dictionary, schema.dictionary, depth + 1)
-    return error
-
-
-def _check_shape(array: Any, schema: Any, source: str) -> None:  # noqa: ANN401 -- cdata
-    """Raise LDB-3001 for a shape pyarrow's import cannot survive.
-
-    The message names the column whose tree is at fault, or the batch when
-    the struct itself is.
-    """
-    error = _node_error(array, schema)
-    if error is None and array.dictionary != ffi.NULL:
-        error = _tree_error(array.dictionary, schema.dictionary, 1)
-    if error is not None:
-        raise error_for(_ARROW_INVALID, f"LDB-3001: source '{source}': {error}", object=source)
-    for index in range(array.n_children):
-        child = schema.children[index]
-        error = _tree_error(array.children[index], child, 1)
-        if error is not None:
-            raw = ffi.string(child.name) if child != ffi.NULL and child.name != ffi.NULL else b""
-            column = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-            raise error_for(
-                _ARROW_INVALID,
-                f"LDB-3001: source '{source}': column '{column}': {error}",
-                object=source,
-                column_name=column,
-            )
-
-
 def check_foreign(array: Any, schema: Any, source: str) -> None:  # noqa: ANN401 -- cdata
-    """Check a non-pyarrow producer's struct array as pyarrow would, borrowing it.
+    """Validate a non-pyarrow producer's struct array with pyarrow, borrowing it.
 
-    The structs are first walked for shapes pyarrow's import cannot survive
-    (lengths, offsets, children, metadata; no buffer is read); then pyarrow
+    Call it only after the core accepted the pair (``laminar_source_validate``,
+    see ``Source._check_foreign``): pyarrow's import trusts lengths, offsets
+    and metadata the core checks, and would read past a lying buffer. pyarrow
     imports a copy of each struct whose release does nothing, validates the
     struct array as :func:`check_batch` does, and lets go of it before this
     returns, so ``array`` and ``schema`` stay live and the caller's (the core
@@ -297,7 +207,6 @@ def check_foreign(array: Any, schema: Any, source: str) -> None:  # noqa: ANN401
     """
     if array.release == ffi.NULL or schema.release == ffi.NULL:
         return
-    _check_shape(array, schema, source)
     array_copy = _borrowed("ArrowArray", array, _release_borrowed_array)
     schema_copy = _borrowed("ArrowSchema", schema, _release_borrowed_schema)
     try:
