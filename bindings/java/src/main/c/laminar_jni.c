@@ -282,25 +282,34 @@ JNIEXPORT jlong JNICALL Java_org_laminardb_Native_sourceClone(JNIEnv* env, jclas
   return (jlong)(intptr_t)clone;
 }
 
-/* Push the struct array at `array` described by the schema at `schema`. On success
- * the array has been moved into the core (its release is NULL); on failure it is
- * untouched and still the caller's to release. */
-JNIEXPORT void JNICALL Java_org_laminardb_Native_sourcePush(JNIEnv* env, jclass cls,
-                                                            jlong source, jlong array,
-                                                            jlong schema) {
+/* Push the struct array at `array` described by the schema at `schema`, waiting at
+ * most `timeout_ms` for room in a full queue (laminar_source_push_timeout): JNI_TRUE
+ * when pushed (the array has been moved into the core: its release is NULL),
+ * JNI_FALSE when the wait timed out (nothing ingested or logged; the array is still
+ * the caller's: the Java side checks for an interrupt and pushes again). On failure
+ * it throws and the array is untouched, still the caller's to release. Never an
+ * unbounded wait: a Java thread interrupt is seen between two slices. */
+JNIEXPORT jboolean JNICALL Java_org_laminardb_Native_sourcePushTimeout(
+    JNIEnv* env, jclass cls, jlong source, jlong array, jlong schema, jlong timeout_ms) {
   (void)cls;
   laminar_error err;
-  laminar_code code = laminar_source_push(SRC(source), PTR(struct ArrowArray, array),
-                                          PTR(const struct ArrowSchema, schema), &err);
-  failed(env, code, &err);
+  laminar_code code = laminar_source_push_timeout(SRC(source), PTR(struct ArrowArray, array),
+                                                  PTR(const struct ArrowSchema, schema),
+                                                  (int64_t)timeout_ms, &err);
+  if (code == LAMINAR_ERR_PUSH_TIMEOUT) return JNI_FALSE;
+  return failed(env, code, &err) ? JNI_FALSE : JNI_TRUE;
 }
 
-JNIEXPORT void JNICALL Java_org_laminardb_Native_sourceWatermark(JNIEnv* env, jclass cls,
-                                                                 jlong source,
-                                                                 jlong watermark_ms) {
+/* The watermark, as sourcePushTimeout: JNI_TRUE when queued, JNI_FALSE when the
+ * wait for room timed out (not queued or logged). */
+JNIEXPORT jboolean JNICALL Java_org_laminardb_Native_sourceWatermarkTimeout(
+    JNIEnv* env, jclass cls, jlong source, jlong watermark_ms, jlong timeout_ms) {
   (void)cls;
   laminar_error err;
-  failed(env, laminar_source_watermark(SRC(source), (int64_t)watermark_ms, &err), &err);
+  laminar_code code = laminar_source_watermark_timeout(SRC(source), (int64_t)watermark_ms,
+                                                       (int64_t)timeout_ms, &err);
+  if (code == LAMINAR_ERR_PUSH_TIMEOUT) return JNI_FALSE;
+  return failed(env, code, &err) ? JNI_FALSE : JNI_TRUE;
 }
 
 JNIEXPORT void JNICALL Java_org_laminardb_Native_sourceClose(JNIEnv* env, jclass cls,

@@ -57,6 +57,32 @@ public class LaminarException extends RuntimeException {
         new String(columnName, StandardCharsets.UTF_8));
   }
 
+  /** LDB-3009, the number of a push or watermark that gave up waiting for room. */
+  public static final int PUSH_TIMEOUT = 3009;
+
+  /**
+   * LDB-3009 for a push or watermark ended by {@link Thread#interrupt()} while it waited
+   * for room in a full queue: nothing was ingested. Its cause is an {@link
+   * InterruptedException}; the thread's interrupt status is set again (as a method that
+   * cannot throw InterruptedException does), so the caller's own checks still see it.
+   */
+  static LaminarException interrupted(String what) {
+    Thread.currentThread().interrupt();
+    LaminarException e =
+        new LaminarException(
+            PUSH_TIMEOUT,
+            String.format(
+                "LDB-%04d: %s: interrupted while waiting for room in the queue; nothing was"
+                    + " ingested",
+                PUSH_TIMEOUT, what),
+            0,
+            0,
+            "",
+            "");
+    e.initCause(new InterruptedException(what + " interrupted"));
+    return e;
+  }
+
   /** LDB-9002 for misuse detected on the Java side (a closed handle, a bad argument). */
   static LaminarException misuse(String what) {
     return new LaminarException(MISUSE, String.format("LDB-%04d: %s", MISUSE, what), 0, 0, "", "");

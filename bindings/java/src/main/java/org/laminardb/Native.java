@@ -121,9 +121,15 @@ final class Native {
 
   static native long sourceClone(long source);
 
-  static native void sourcePush(long source, long arrayAddress, long schemaAddress);
+  /**
+   * laminar_source_push_timeout: true when pushed (the array moved), false when no room
+   * came within timeoutMs (nothing ingested, the array still the caller's).
+   */
+  static native boolean sourcePushTimeout(
+      long source, long arrayAddress, long schemaAddress, long timeoutMs);
 
-  static native void sourceWatermark(long source, long watermarkMs);
+  /** laminar_source_watermark_timeout: true when queued, false when timed out. */
+  static native boolean sourceWatermarkTimeout(long source, long watermarkMs, long timeoutMs);
 
   static native void sourceClose(long source);
 

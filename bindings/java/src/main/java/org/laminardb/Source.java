@@ -70,6 +70,25 @@ public final class Source implements AutoCloseable {
     }
   }
 
+  /**
+   * Longest single wait for room in a full queue inside the core, in milliseconds: a
+   * blocked push or watermark checks for {@link Thread#interrupt()} this often.
+   */
+  static final long WAIT_SLICE_MS = 100;
+
+  /**
+   * Push through the core in slices of {@link #WAIT_SLICE_MS}: never an unbounded wait.
+   * An interrupt seen between two slices ends the push with nothing ingested (a slice
+   * that timed out took nothing) and the array still the caller's.
+   */
+  private void pushSliced(long p, long arrayAddress, long schemaAddress) {
+    while (!Native.sourcePushTimeout(p, arrayAddress, schemaAddress, WAIT_SLICE_MS)) {
+      if (Thread.interrupted()) {
+        throw LaminarException.interrupted("source '" + name + "': push");
+      }
+    }
+  }
+
   Source(NativeState.Db db, long pointer, String name) {
     this.name = name;
     this.state = new State(db, pointer, name);
@@ -84,7 +103,9 @@ public final class Source implements AutoCloseable {
    * @param root the batch (not modified; its vectors need a common allocator)
    * @throws LaminarException LDB-3003 (columns do not match), LDB-3004 (a column of the
    *     wrong type), LDB-3005 (NULL in a NOT NULL column), LDB-3001 (invalid data),
-   *     LDB-9002 (the source is closed)
+   *     LDB-9002 (the source is closed), LDB-3009 ({@link Thread#interrupt()} while the
+   *     push waited for room in a full queue: nothing ingested, the interrupt status set
+   *     again, an {@link InterruptedException} as the cause)
    */
   public void push(VectorSchemaRoot root) {
     if (root.getFieldVectors().isEmpty()) {
@@ -99,7 +120,7 @@ public final class Source implements AutoCloseable {
         try (ArrowArray array = ArrowArray.allocateNew(allocator)) {
           Data.exportVectorSchemaRoot(allocator, root, null, array);
           try {
-            Native.sourcePush(p, array.memoryAddress(), schema.memoryAddress());
+            pushSliced(p, array.memoryAddress(), schema.memoryAddress());
           } catch (RuntimeException e) {
             array.release(); // rejected: the export is still ours
             throw e;
@@ -118,6 +139,8 @@ public final class Source implements AutoCloseable {
    * @param arrowArrayAddress address of a {@code struct ArrowArray}: moved into the core
    *     on success (its release becomes NULL); on failure untouched, still the caller's
    * @param arrowSchemaAddress address of its {@code struct ArrowSchema}: borrowed
+   * @throws LaminarException as {@link #push(VectorSchemaRoot)}; after an interrupt
+   *     (LDB-3009) the array is untouched and still the caller's
    */
   public void push(long arrowArrayAddress, long arrowSchemaAddress) {
     if (arrowArrayAddress == 0 || arrowSchemaAddress == 0) {
@@ -126,7 +149,7 @@ public final class Source implements AutoCloseable {
     state.db.lock.readLock().lock();
     try {
       synchronized (state) {
-        Native.sourcePush(state.require(), arrowArrayAddress, arrowSchemaAddress);
+        pushSliced(state.require(), arrowArrayAddress, arrowSchemaAddress);
       }
     } finally {
       state.db.lock.readLock().unlock();
@@ -136,12 +159,20 @@ public final class Source implements AutoCloseable {
   /**
    * Advance the source's watermark to {@code watermarkMs} (epoch milliseconds); lower
    * values are ignored; {@code Long.MAX_VALUE} closes every open window.
+   *
+   * @throws LaminarException LDB-3009 when {@link Thread#interrupt()} ends a wait for room
+   *     in a full queue (the watermark was not queued: send it again), LDB-9002 (closed)
    */
   public void watermark(long watermarkMs) {
     state.db.lock.readLock().lock();
     try {
       synchronized (state) {
-        Native.sourceWatermark(state.require(), watermarkMs);
+        long p = state.require();
+        while (!Native.sourceWatermarkTimeout(p, watermarkMs, WAIT_SLICE_MS)) {
+          if (Thread.interrupted()) {
+            throw LaminarException.interrupted("source '" + name + "': watermark");
+          }
+        }
       }
     } finally {
       state.db.lock.readLock().unlock();
