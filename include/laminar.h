@@ -823,6 +823,26 @@ LAMINAR_API laminar_code laminar_source_push_timeout(laminar_source* source,
                                                      const struct ArrowSchema* schema,
                                                      int64_t timeout_ms, laminar_error* err);
 
+/* Check `array` against the source exactly as laminar_source_push() does --
+ * every validation listed there, in the same order, with the same errors --
+ * without ingesting, logging or queueing anything: for a binding that must
+ * know an array is sound before handing it to code with weaker checks (the
+ * Python binding calls it before pyarrow reads a foreign array).
+ * Ownership: `array` and `schema` are borrowed for the call only; the array
+ *   is not moved (its release member is left as it was) and stays the
+ *   caller's, accepted or not.
+ * Returns: LAMINAR_OK when a push would accept it (room in the queue aside);
+ *   otherwise the code laminar_source_push() would return for it
+ *   (LAMINAR_ERR_ARROW_RELEASED, LAMINAR_ERR_ARROW_INVALID,
+ *   LAMINAR_ERR_SCHEMA_MISMATCH, LAMINAR_ERR_COLUMN_TYPE,
+ *   LAMINAR_ERR_NULL_VIOLATION, LAMINAR_ERR_SOURCE_CLOSED);
+ *   LAMINAR_ERR_MISUSE for a bad handle or a NULL array or schema.
+ * Thread-safety: any thread (it reads the source's schema only). */
+LAMINAR_API laminar_code laminar_source_validate(laminar_source* source,
+                                                 const struct ArrowArray* array,
+                                                 const struct ArrowSchema* schema,
+                                                 laminar_error* err);
+
 /* Another producer handle on the same source, for another thread. The first
  * clone switches the source's queue to multi-producer mode for good (a CAS per
  * push instead of a store); messages already queued stay queued, in order.
@@ -857,6 +877,30 @@ LAMINAR_API laminar_code laminar_source_push_batch(laminar_source* source,
                                                    struct ArrowArray* arrays, int64_t n,
                                                    const struct ArrowSchema* schema,
                                                    int64_t* out_pushed, laminar_error* err);
+
+/* As laminar_source_push_batch(), but a wait for room (block back-pressure
+ * while the runtime runs) lasts at most `timeout_ms` milliseconds (0: no
+ * wait; < 0: no limit, as laminar_source_push_batch()), so a caller can stay
+ * responsive (a signal, an interrupt, a shutdown flag) while a full queue
+ * does not drain: push the rest again after a timeout.
+ * A run that fits the queue (n <= its capacity, buffer_size) waits for room
+ * for all n before any is logged or queued: after LAMINAR_ERR_PUSH_TIMEOUT
+ * nothing of the call was ingested or logged (*out_pushed is 0). A longer run
+ * is queued a capacity at a time, and a timeout may leave the first
+ * *out_pushed arrays ingested.
+ * Ownership: as laminar_source_push_batch(): arrays[*out_pushed..n) are
+ *   untouched and still the caller's after any failure, a timeout included.
+ * out_pushed: NULL allowed (then a partial run cannot be told).
+ * Returns: as laminar_source_push_batch(); LAMINAR_ERR_PUSH_TIMEOUT when the
+ *   queue had no room within timeout_ms (a source that would not wait
+ *   answers as laminar_source_push_batch() does).
+ * Thread-safety: as laminar_source_push(). */
+LAMINAR_API laminar_code laminar_source_push_batch_timeout(laminar_source* source,
+                                                           struct ArrowArray* arrays, int64_t n,
+                                                           const struct ArrowSchema* schema,
+                                                           int64_t timeout_ms,
+                                                           int64_t* out_pushed,
+                                                           laminar_error* err);
 
 /* Alias of laminar_source_free_slots(): *out = 1 when it reports at least `n`
  * free slots, else 0. Kept for existing callers (the bindings' has_capacity).

@@ -569,6 +569,13 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
     if (rc == LAMINAR_OK && (rc = lm_durable_check_sink_path(db->dur, stmt->name, path, err)) != LAMINAR_OK)
       lm_error_object(err, stmt->name, NULL);
     if (rc == LAMINAR_OK) rc = lm_file_sink_open(path, format, &stream->out_schema, &fs, err);
+    /* Checked again where the directory was opened: a symlink swapped into
+     * the path since the check above is caught here, and nothing is written
+     * through the path afterwards. */
+    if (rc == LAMINAR_OK &&
+        (rc = lm_durable_check_sink_real(db->dur, stmt->name, path, lm_file_sink_real(fs), err)) !=
+            LAMINAR_OK)
+      lm_error_object(err, stmt->name, NULL);
     if (fs != NULL) k->sink = lm_file_sink_base(fs);
   }
   if (rc == LAMINAR_OK) rc = lm_db_attach_sink(db, k, err);

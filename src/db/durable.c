@@ -239,6 +239,11 @@ laminar_code lm_durable_check_sink_path(const lm_durable* d, const char* sink, c
   if (e != 0)
     return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE, "sink '%s': path '%s' does not resolve: %s",
                         sink, path, strerror(e));
+  return lm_durable_check_sink_real(d, sink, path, real, err);
+}
+
+laminar_code lm_durable_check_sink_real(const lm_durable* d, const char* sink, const char* path,
+                                        const char* real, laminar_error* err) {
   if (lm_fs_within(real, d->dir_real))
     return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
                         "sink '%s': path '%s' (%s) is inside the data directory '%s': a file "
@@ -475,6 +480,21 @@ static laminar_code read_owner(const char* dir, const char* source, uint64_t* ou
   lm_free(path);
   return rc;
 }
+/* Report the damage or absence among covered records that opening or
+ * replaying a source's log (in dir) skipped, if any: `resume` is the
+ * source's next offset (read-only: where its log ends). */
+static void report_wal_skip(lm_durable* d, const char* name, const char* dir,
+                            const lm_wal_report* rep, uint64_t covered, uint64_t resume) {
+  if (rep->skip_reason[0] == '\0') return;
+  char range[64] = "";
+  if (rep->skip_first > 0)
+    snprintf(range, sizeof range, " (records %" PRIu64 "..%" PRIu64 ")", rep->skip_first,
+             rep->skip_last);
+  report(d, "source '%s': WAL damage%s skipped in %s/%s: the checkpoint covers the records "
+         "up to %" PRIu64 ", nothing it needs is lost; input resumes at offset %" PRIu64,
+         name, range, dir, rep->skip_reason, covered, resume);
+}
+
 
 laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
                                        const char* wal_mode_option, laminar_error* err) {
@@ -536,15 +556,8 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
     rc = lm_store_write_atomic(dir, WAL_OWNER, text, strlen(text), err);
   }
   if (rc == LAMINAR_OK) rc = lm_wal_open(&o, &def->wal, &rep, err);
-  if (rc == LAMINAR_OK && rep.skip_reason[0] != '\0') {
-    char range[64] = "";
-    if (rep.skip_first > 0)
-      snprintf(range, sizeof range, " (records %" PRIu64 "..%" PRIu64 ")", rep.skip_first,
-               rep.skip_last);
-    report(d, "source '%s': WAL damage%s skipped in %s/%s: the checkpoint covers the records "
-           "up to %" PRIu64 ", nothing it needs is lost; input resumes at offset %" PRIu64,
-           def->name, range, dir, rep.skip_reason, covered, lm_wal_next_seq(def->wal));
-  }
+  if (rc == LAMINAR_OK)
+    report_wal_skip(d, def->name, dir, &rep, covered, lm_wal_next_seq(def->wal));
   if (rc == LAMINAR_OK && rep.cut) {
     /* Recovered to the last good record; the cut is reported, never replayed. */
     report(d, "source '%s': WAL cut at the last good record (%" PRIu64 " records kept, %" PRIu64
@@ -1624,9 +1637,12 @@ static laminar_code replay_readonly(lm_durable* d, replay_ctx* c, laminar_error*
   char* dir = join(d->wal_dir, c->src->name);
   if (dir == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   lm_wal_report rep;
+  const uint64_t covered = c->src->processed_seq; /* the restored checkpoint's */
   laminar_code rc =
-      lm_wal_replay_readonly(dir, c->src->processed_seq + 1, c->src->processed_seq,
-                             replay_record, c, &rep, err);
+      lm_wal_replay_readonly(dir, covered + 1, covered, replay_record, c, &rep, err);
+  if (rc == LAMINAR_OK)
+    report_wal_skip(d, c->src->name, dir, &rep, covered,
+                    (rep.last_seq > covered ? rep.last_seq : covered) + 1);
   lm_free(dir);
   if (rc == LAMINAR_OK && rep.cut)
     report(d, "source '%s': WAL damaged after record %" PRIu64 " (%" PRIu64

@@ -152,6 +152,11 @@ laminar_code lm_durable_refuse_write(const lm_durable* d, const char* what, lami
  * sink_root when that is set. LAMINAR_ERR_CONFIG_VALUE naming the path. */
 laminar_code lm_durable_check_sink_path(const lm_durable* d, const char* sink, const char* path,
                                         laminar_error* err);
+/* The same check of `real`, the canonical path of the directory the sink on
+ * `path` opened (lm_file_sink_real): what it writes through, however the
+ * path changed since the check above. */
+laminar_code lm_durable_check_sink_real(const lm_durable* d, const char* sink, const char* path,
+                                        const char* real, laminar_error* err);
 
 /* The epoch the next checkpoint will have (file sinks begin there). */
 uint64_t lm_durable_next_epoch(const lm_durable* d);

@@ -422,7 +422,10 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
        * up (stopped runtime, dropped source, deadline) has logged nothing. */
       int64_t bytes = 0;
       for (int64_t k = 0; k < n; k++) bytes += msgs[k]->batch->bytes;
-      rc = refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, bytes, how, false, err);
+      /* A run that fits the queue waits here for room for all of it, so a
+       * bounded wait that gives up has logged and queued none of it. */
+      rc = refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, bytes, how, n <= (int64_t)cap,
+                        err);
       while (queued < n && rc == LAMINAR_OK) {
         rc = refuse_early(src, 1, msgs[queued]->batch->bytes, how, true, err);
         if (rc != LAMINAR_OK) break;
@@ -495,6 +498,39 @@ laminar_code laminar_source_push_batch(laminar_source* src, struct ArrowArray* a
                                        int64_t n, const struct ArrowSchema* schema,
                                        int64_t* out_pushed, laminar_error* err) {
   return push_many(src, arrays, n, schema, &WAIT_FOREVER, out_pushed, err);
+}
+
+/* The release of validate's borrowed copy: the producer's array is not ours. */
+static void borrowed_release(struct ArrowArray* array) { array->release = NULL; }
+
+laminar_code laminar_source_validate(laminar_source* src, const struct ArrowArray* array,
+                                     const struct ArrowSchema* schema, laminar_error* err) {
+  if (!source_ok(src) || array == NULL || schema == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_source_validate: invalid handle, or NULL array or schema");
+  }
+  lm_source_def* def = src->def;
+  if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
+    lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped", def->name);
+    lm_error_object(err, def->name, NULL);
+    return LAMINAR_ERR_SOURCE_CLOSED;
+  }
+  /* The import a push makes, of a copy whose release does nothing: the
+   * batch it builds views the producer's buffers and goes at once. */
+  struct ArrowArray copy = *array;
+  if (copy.release != NULL) copy.release = borrowed_release;
+  lm_batch* batch = NULL;
+  laminar_code rc = lm_arrow_import(&def->schema, def->name, &copy, schema, &batch, err);
+  if (batch != NULL) lm_batch_unref(batch);
+  return rc;
+}
+
+laminar_code laminar_source_push_batch_timeout(laminar_source* src, struct ArrowArray* arrays,
+                                               int64_t n, const struct ArrowSchema* schema,
+                                               int64_t timeout_ms, int64_t* out_pushed,
+                                               laminar_error* err) {
+  push_wait how = wait_for(timeout_ms);
+  return push_many(src, arrays, n, schema, &how, out_pushed, err);
 }
 
 laminar_code laminar_source_free_slots(laminar_source* src, int64_t* out, laminar_error* err) {

@@ -29,7 +29,9 @@
 
 struct lm_file_sink {
   lm_sink base;         /* the engine's view (sink.h) */
-  char* dir;
+  char* dir;            /* as given (messages) */
+  char* real;           /* the directory opened, canonical */
+  int dir_fd;           /* every entry is made, renamed and removed through it */
   lm_sink_format format;
   lm_schema schema;
   uint64_t committed;   /* highest committed epoch */
@@ -59,9 +61,16 @@ typedef struct sealed_epoch {
 
 static const char* ext(const lm_file_sink* s) { return s->format == LM_SINK_CSV ? "csv" : "jsonl"; }
 
+/* A part file's name in the directory (dir_fd), and its path for messages. */
+static void part_name(const lm_file_sink* s, uint64_t epoch, bool staged, char* out, size_t n) {
+  snprintf(out, n, "%spart-%0*" PRIu64 ".%s%s", staged ? "." : "", EPOCH_DIGITS, epoch, ext(s),
+           staged ? ".pending" : "");
+}
+
 static void part_path(const lm_file_sink* s, uint64_t epoch, bool staged, char* out, size_t n) {
-  snprintf(out, n, "%s/%spart-%0*" PRIu64 ".%s%s", s->dir, staged ? "." : "", EPOCH_DIGITS,
-           epoch, ext(s), staged ? ".pending" : "");
+  char name[64];
+  part_name(s, epoch, staged, name, sizeof name);
+  snprintf(out, n, "%s/%s", s->dir, name);
 }
 
 static laminar_code io_fail(laminar_error* err, const char* what, const char* path, int e) {
@@ -226,10 +235,12 @@ static laminar_code write_staged(const lm_file_sink* s, uint64_t epoch, int* fd,
                                  uint64_t* file_len, const char* buf, size_t* len,
                                  laminar_error* err) {
   if (*len == 0) return LAMINAR_OK;
-  char path[4096];
+  char path[4096], name[64];
   part_path(s, epoch, true, path, sizeof path);
   if (*fd < 0) {
-    *fd = lm_fs_create_excl(path); /* a stale or planted entry is replaced, never followed */
+    part_name(s, epoch, true, name, sizeof name);
+    /* A stale or planted entry is replaced, never followed. */
+    *fd = lm_fs_create_excl_at(s->dir_fd, name);
     if (*fd < 0) return io_fail(err, "create", path, errno);
   }
   int e = lm_fs_pwrite_all(*fd, buf, *len, *file_len);
@@ -326,21 +337,51 @@ laminar_code lm_discard_sink_create(lm_sink** out, laminar_error* err) {
   return LAMINAR_OK;
 }
 
+/* A directory stream over the sink's directory (its own descriptor, so
+ * closedir leaves dir_fd open), or NULL with errno. */
+static DIR* open_entries(const lm_file_sink* s) {
+  int fd = openat(s->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  DIR* d = fdopendir(fd);
+  if (d == NULL) {
+    int e = errno;
+    close(fd);
+    errno = e;
+  }
+  return d;
+}
+
 laminar_code lm_file_sink_open(const char* dir, lm_sink_format format, const lm_schema* schema,
                                lm_file_sink** out, laminar_error* err) {
   *out = NULL;
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return io_fail(err, "mkdir", dir, errno);
+  /* The path is resolved (a symlinked directory is taken where it leads)
+   * and the directory opened once, by its canonical name, with
+   * O_NOFOLLOW: where the descriptor is (lm_file_sink_real) is what the
+   * caller checks, and every file goes through it, so a symlink swapped
+   * into the path later leads nowhere. */
+  char canon[4096];
+  int re = lm_fs_resolve(dir, canon, sizeof canon);
+  if (re != 0) return io_fail(err, "resolve", dir, re);
+  if (mkdir(canon, 0755) != 0 && errno != EEXIST) return io_fail(err, "mkdir", dir, errno);
   lm_file_sink* s = lm_calloc(1, sizeof *s);
   if (s == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "sink: out of memory");
   s->base.vt = &FILE_VT;
   s->fd = -1;
+  s->dir_fd = -1;
   s->format = format;
   s->dir = lm_strdup(dir);
-  if (s->dir == NULL || lm_schema_copy(schema, &s->schema) != 0) {
+  s->dir_fd = lm_fs_open_dir(canon, canon, sizeof canon);
+  if (s->dir_fd < 0) {
+    laminar_code rc = io_fail(err, "open directory", dir, errno);
+    lm_file_sink_close(s);
+    return rc;
+  }
+  s->real = lm_strdup(canon);
+  if (s->dir == NULL || s->real == NULL || lm_schema_copy(schema, &s->schema) != 0) {
     lm_file_sink_close(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "sink: out of memory");
   }
-  DIR* d = opendir(dir);
+  DIR* d = open_entries(s);
   if (d == NULL) {
     laminar_code rc = io_fail(err, "opendir", dir, errno);
     lm_file_sink_close(s);
@@ -364,17 +405,21 @@ void lm_file_sink_close(lm_file_sink* s) {
      * epoch first), so its rows go with the sink, as a restart would drop
      * them -- a sink created again on this path must not publish them. */
     close(s->fd);
-    char path[4096];
-    part_path(s, s->current, true, path, sizeof path);
-    unlink(path);
+    char name[64];
+    part_name(s, s->current, true, name, sizeof name);
+    unlinkat(s->dir_fd, name, 0);
   }
   while (s->nsealed > 0) drop_sealed(s, 0);
+  if (s->dir_fd >= 0) close(s->dir_fd);
   lm_free(s->sealed);
   lm_schema_free(&s->schema);
   lm_free(s->buf);
   lm_free(s->dir);
+  lm_free(s->real);
   lm_free(s);
 }
+
+const char* lm_file_sink_real(const lm_file_sink* s) { return s->real; }
 
 uint64_t lm_file_sink_committed_epoch(const lm_file_sink* s) { return s->committed; }
 
@@ -476,15 +521,16 @@ laminar_code lm_file_sink_commit(lm_file_sink* s, uint64_t epoch, laminar_error*
     return lm_error_set(err, LAMINAR_ERR_STATE,
                         "sink '%s': epoch %" PRIu64 " committed before it was pre-committed",
                         s->dir, epoch);
-  char from[4096], to[4096];
+  char from[4096], to[64], from_name[64];
   part_path(s, epoch, true, from, sizeof from);
-  part_path(s, epoch, false, to, sizeof to);
+  part_name(s, epoch, true, from_name, sizeof from_name);
+  part_name(s, epoch, false, to, sizeof to);
   int e = lm_fault_io();
   if (e != 0) return io_fail(err, "rename", from, e);
-  if (rename(from, to) != 0) {
+  if (renameat(s->dir_fd, from_name, s->dir_fd, to) != 0) {
     if (errno != ENOENT) return io_fail(err, "rename", from, errno);
     /* Nothing staged: an empty epoch, or committed already. */
-  } else if ((e = lm_fs_fsync_dir(s->dir)) != 0) {
+  } else if ((e = lm_fs_fsync_dir_fd(s->dir_fd)) != 0) {
     return io_fail(err, "fsync", s->dir, e);
   }
   if (epoch > s->committed) s->committed = epoch;
@@ -495,9 +541,11 @@ laminar_code lm_file_sink_rollback(lm_file_sink* s, uint64_t epoch, laminar_erro
   if (epoch == s->current) end_epoch(s);
   int32_t k = find_sealed(s, epoch);
   if (k >= 0) drop_sealed(s, k);
-  char path[4096];
+  char path[4096], name[64];
   part_path(s, epoch, true, path, sizeof path);
-  if (unlink(path) != 0 && errno != ENOENT) return io_fail(err, "unlink", path, errno);
+  part_name(s, epoch, true, name, sizeof name);
+  if (unlinkat(s->dir_fd, name, 0) != 0 && errno != ENOENT)
+    return io_fail(err, "unlink", path, errno);
   return LAMINAR_OK;
 }
 
@@ -505,7 +553,7 @@ laminar_code lm_file_sink_recover(lm_file_sink* s, uint64_t checkpointed_epoch,
                                   laminar_error* err) {
   if (s->current != 0) end_epoch(s);
   while (s->nsealed > 0) drop_sealed(s, 0);
-  DIR* d = opendir(s->dir);
+  DIR* d = open_entries(s);
   if (d == NULL) return io_fail(err, "opendir", s->dir, errno);
   /* Collect first: renaming while reading a directory is unspecified. */
   uint64_t staged_epochs[256];

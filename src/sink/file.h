@@ -45,11 +45,18 @@ typedef enum lm_sink_format { LM_SINK_JSONL = 1, LM_SINK_CSV = 2 } lm_sink_forma
 
 typedef struct lm_file_sink lm_file_sink;
 
-/* Open the sink on `dir` (created when missing) for rows of `schema` (copied).
- * Nothing is committed or removed until recover(). Errors: LAMINAR_ERR_IO,
+/* Open the sink on `dir` (created when missing; resolved, then opened once
+ * with O_NOFOLLOW: every file is made through that descriptor) for rows of
+ * `schema` (copied). Nothing is committed or removed until recover(). Errors:
+ * LAMINAR_ERR_IO,
  * LAMINAR_ERR_NOMEM. */
 laminar_code lm_file_sink_open(const char* dir, lm_sink_format format, const lm_schema* schema,
                                lm_file_sink** out, laminar_error* err);
+
+/* The canonical path of the directory the sink opened (and writes in,
+ * through its descriptor, whatever becomes of `dir` later): what a caller
+ * checks the sink's place against. */
+const char* lm_file_sink_real(const lm_file_sink* sink);
 
 /* Close: the open epoch's staging file is removed (no checkpoint covers it:
  * a restart would drop it too, and a sink created again on the directory

@@ -66,9 +66,45 @@ int lm_fs_fsync_dir(const char* dir) {
   return e;
 }
 
-int lm_fs_create_excl(const char* path) {
-  if (unlink(path) != 0 && errno != ENOENT) return -1;
-  return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+int lm_fs_fsync_dir_fd(int dir_fd) {
+  int fault = lm_fault_io();
+  if (fault != 0) return fault;
+  return fsync(dir_fd) != 0 ? errno : 0;
+}
+
+int lm_fs_create_excl_at(int dir_fd, const char* name) {
+  if (unlinkat(dir_fd, name, 0) != 0 && errno != ENOENT) return -1;
+  return openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+}
+
+int lm_fs_create_excl(const char* path) { return lm_fs_create_excl_at(AT_FDCWD, path); }
+
+int lm_fs_open_dir(const char* path, char* real, size_t cap) {
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char link[64];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, real, cap);
+  int e = n < 0 ? errno : (size_t)n >= cap ? ENAMETOOLONG : 0;
+  if (e == 0) {
+    real[n] = '\0';
+    if (real[0] != '/') e = ENOENT; /* "(deleted)" or not a path: not where it was */
+  } else if (e == ENOENT) {
+    /* No /proc: the canonical path, if it still names this very directory. */
+    struct stat a, b;
+    char buf[PATH_MAX];
+    e = realpath(path, buf) == NULL ? errno
+        : fstat(fd, &a) != 0 || stat(buf, &b) != 0 ? errno
+        : a.st_dev != b.st_dev || a.st_ino != b.st_ino ? ESTALE
+        : (size_t)snprintf(real, cap, "%s", buf) >= cap ? ENAMETOOLONG
+                                                       : 0;
+  }
+  if (e != 0) {
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
 }
 
 int lm_fs_resolve(const char* path, char* out, size_t cap) {

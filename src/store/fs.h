@@ -15,8 +15,10 @@
 int lm_fs_write_all(int fd, const void* p, size_t n);
 int lm_fs_pwrite_all(int fd, const void* p, size_t n, uint64_t off);
 
-/* fsync the directory itself, making entry changes durable. 0 or an errno. */
+/* fsync the directory itself, making entry changes durable. 0 or an errno.
+ * The _fd form flushes an open directory. */
 int lm_fs_fsync_dir(const char* dir);
+int lm_fs_fsync_dir_fd(int dir_fd);
 
 /* Create `path` afresh for writing (a temporary or staging file): a stale
  * entry of that name is removed first (a symlink is removed, never followed),
@@ -24,6 +26,16 @@ int lm_fs_fsync_dir(const char* dir);
  * planted between the two steps makes the open fail instead of writing
  * through it. The fd (O_WRONLY, O_CLOEXEC, mode 0644), or -1 with errno. */
 int lm_fs_create_excl(const char* path);
+/* The same for `name` in the open directory dir_fd (AT_FDCWD: as above). */
+int lm_fs_create_excl_at(int dir_fd, const char* name);
+
+/* Open the directory `path` (O_DIRECTORY | O_NOFOLLOW: its last component is
+ * no symlink) and write the canonical path of what was opened -- the kernel's
+ * name for the descriptor, not a second lookup of `path` -- into real[cap], so
+ * a check of `real` holds for every use of the descriptor however the path is
+ * changed later. The fd (O_RDONLY, O_CLOEXEC), or -1 with errno (ELOOP: the
+ * last component is a symlink). */
+int lm_fs_open_dir(const char* path, char* real, size_t cap);
 
 /* The canonical absolute form of `path` (symlinks, "." and ".." resolved) into
  * out[cap]; `path` itself need not exist yet, its parent must. 0 or an errno

@@ -236,6 +236,22 @@ static laminar_code io_error(laminar_error* err, const char* what, const char* d
   return lm_error_set(err, LAMINAR_ERR_IO, "WAL '%s': %s failed: %s", dir, what, strerror(e));
 }
 
+/* A segment could not be created: LAMINAR_ERR_IO naming its file. One
+ * already there is never truncated (segment_create uses O_EXCL): a file this
+ * log did not write holds the name. */
+static laminar_code segment_error(const lm_wal* wal, laminar_error* err, uint64_t first_seq,
+                                  int e) {
+  char path[4096];
+  segment_path(wal, first_seq, path, sizeof path);
+  if (e == EEXIST)
+    return lm_error_set(err, LAMINAR_ERR_IO,
+                        "WAL '%s': segment %s already exists; it was not overwritten (this log "
+                        "did not write it: move it away)",
+                        wal->dir, path);
+  return lm_error_set(err, LAMINAR_ERR_IO, "WAL '%s': create segment %s failed: %s", wal->dir,
+                      path, strerror(e));
+}
+
 static int inject(lm_wal* wal, lm_wal_fault_op op) {
   int e = lm_fault_io(); /* test builds: the thread's I/O countdown */
   if (e != 0) return e;
@@ -363,7 +379,14 @@ static int segment_create(lm_wal* wal, uint64_t first_seq) {
   char path[4096];
   segment_path(wal, first_seq, path, sizeof path);
   bool direct;
-  int fd = open_segment(wal, path, O_RDWR | O_CREAT | O_TRUNC, true, &direct);
+  /* The active segment itself when a failure discarded every record it had
+   * (the log goes on at its first number again): this log's own file, none
+   * of its records kept. */
+  if (wal->fd >= 0 && strcmp(path, wal->seg_path) == 0 && unlink(path) != 0 && errno != ENOENT)
+    return errno;
+  /* O_EXCL: any other file already under the name is never truncated
+   * (segment_error). */
+  int fd = open_segment(wal, path, O_RDWR | O_CREAT | O_EXCL, true, &direct);
   if (fd < 0) return errno;
   int old = wal->fd;
   bool old_direct = wal->direct;
@@ -714,15 +737,27 @@ static void report_skip(lm_wal_report* rep, const char* file, uint64_t first, ui
   if (last > rep->skip_last) rep->skip_last = last;
 }
 
-/* Validate the segments in order; cut at the first problem a checkpoint
- * does not cover (see wal.h). Leaves the last kept segment open as the
- * active one. */
-static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err) {
-  uint64_t* segs;
-  size_t nseg;
-  LM_TRY(list_segments(wal, &segs, &nseg, err));
+/* Where a walk over a log's segments ended (walk_log). */
+typedef struct walk_result {
+  size_t kept;      /* segments [0, kept) hold the log; the rest are cut off */
+  uint64_t expect;  /* the record after the last good one */
+  bool roll;        /* the last kept segment holds skipped damage: append elsewhere */
+  bool bad;         /* the last kept segment ends in damage, at `good` */
+  uint64_t good;    /* the last kept segment's good bytes */
+} walk_result;
+
+/* Walk the segments segs[0..nseg) of `wal`'s directory in order, the one
+ * validation a read-write open (recover) and a read-only replay share:
+ * damage or absence among records up to `covered` is skipped (rep's skip
+ * fields); the first other problem ends the walk (rep->reason), refused
+ * under `strict` unless it is in the newest segment. fn (NULL: none) gets
+ * every good record >= from_seq on the way. Counts kept records in rep. */
+static laminar_code walk_log(const lm_wal* wal, const uint64_t* segs, size_t nseg,
+                             uint64_t covered, bool strict, uint64_t from_seq,
+                             lm_wal_replay_fn fn, void* arg, lm_wal_report* rep, walk_result* w,
+                             laminar_error* err) {
+  memset(w, 0, sizeof *w);
   laminar_code rc = LAMINAR_OK;
-  const uint64_t covered = wal->covered;
   /* Records before the first segment were deleted by a checkpoint: the log
    * starts there when nothing is covered (the caller knows no checkpoint),
    * or when the checkpoint covers them; a first segment after the covered
@@ -733,7 +768,6 @@ static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err)
     report_skip(rep, "(no segment)", 0, 0,
                 "the log has no segment; records after the checkpoint's, if any, are lost");
   size_t kept = 0;
-  bool roll = false; /* the active segment holds skipped damage */
   char path[4096];
   for (; kept < nseg; kept++) {
     segment_path(wal, segs[kept], path, sizeof path);
@@ -748,13 +782,13 @@ static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err)
         snprintf(rep->reason, sizeof rep->reason,
                  "missing segment: records %" PRIu64 "..%" PRIu64 " absent before %.32s", expect,
                  segs[kept] - 1, base_name(wal, path));
-        if (wal->strict) rc = strict_refusal(wal, rep, err);
+        if (strict) rc = strict_refusal(wal, rep, err);
         break;
       }
     }
     uint64_t size = 0;
     scan_result sr;
-    rc = scan_file(path, segs[kept], 0, covered, NULL, NULL, &size, &sr, err);
+    rc = scan_file(path, segs[kept], from_seq, covered, fn, arg, &size, &sr, err);
     if (rc != LAMINAR_OK) break;
     if (sr.skipped) report_skip(rep, base_name(wal, path), sr.skip_first, sr.skip_last, sr.skip_why);
     if (sr.bad && kept + 1 < nseg && sr.next_seq <= covered && segs[kept + 1] >= sr.next_seq &&
@@ -769,13 +803,16 @@ static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err)
       if (sr.records > 0 && rep->first_seq == 0) rep->first_seq = expect;
       if (sr.records > 0) rep->last_seq = sr.next_seq - 1;
       expect = segs[kept + 1];
+      w->good = sr.good;
+      w->roll = true; /* never appended to past its damage */
+      w->bad = false;
       continue;
     }
     if (sr.bad) {
       snprintf(rep->reason, sizeof rep->reason, "%.32s: %.96s", base_name(wal, path), sr.why);
       /* Damage in the newest segment is a torn tail; anywhere else it cuts
        * off records that were whole, which strict mode refuses to do. */
-      if (wal->strict && kept + 1 < nseg) {
+      if (strict && kept + 1 < nseg) {
         rc = strict_refusal(wal, rep, err);
         break;
       }
@@ -787,38 +824,16 @@ static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err)
       rep->last_seq = sr.next_seq - 1;
     }
     expect = sr.next_seq;
-    if (wal->fd >= 0) close(wal->fd);
-    /* Direct writes go on only from a block boundary (a clean end of a
-     * direct segment); anything else continues buffered. */
-    wal->fd = open_segment(wal, path, O_RDWR, sr.good % DIO_BLOCK == 0 && !sr.bad, &wal->direct);
-    if (wal->fd < 0) {
-      rc = io_error(err, "open", path, errno);
-      break;
-    }
-    snprintf(wal->seg_path, sizeof wal->seg_path, "%s", path);
-    wal->file_size = wal->synced_size = sr.good;
-    roll = sr.skipped;
+    w->good = sr.good;
+    w->roll = sr.skipped;
+    w->bad = sr.bad;
     if (sr.bad) {
       rep->bytes_cut += size - sr.good;
-      if (ftruncate(wal->fd, (off_t)sr.good) != 0 || fdatasync(wal->fd) != 0) {
-        rc = io_error(err, "truncate", path, errno);
-        break;
-      }
       kept++;
       break;
     }
   }
-  if (rc != LAMINAR_OK) {
-    lm_free(segs);
-    return rc;
-  }
-  rc = drop_segments(wal, segs, kept, nseg, rep, err);
-  rep->cut = rep->bytes_cut > 0 || rep->segments_dropped > 0;
-  if (rc == LAMINAR_OK && rep->cut) {
-    int e = dir_sync(wal);
-    if (e != 0) rc = io_error(err, "fsync", wal->dir, e);
-  }
-  if (expect <= covered) {
+  if (rc == LAMINAR_OK && expect <= covered) {
     /* The log ends before the checkpoint's offset (its newest records are
      * damaged or gone, all covered): numbering goes on after the offset, in
      * a fresh segment, so the producer's offsets stay those it was given. */
@@ -827,19 +842,59 @@ static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err)
              expect, covered);
     report_skip(rep, "(end)", expect, covered, why);
     expect = covered + 1;
-    roll = true;
+    w->roll = true;
   }
+  w->kept = kept;
+  w->expect = expect;
+  return rc;
+}
+
+/* Validate the segments in order; cut at the first problem a checkpoint
+ * does not cover (see wal.h). Leaves the last kept segment open as the
+ * active one. */
+static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err) {
+  uint64_t* segs;
+  size_t nseg;
+  LM_TRY(list_segments(wal, &segs, &nseg, err));
+  walk_result w;
+  laminar_code rc = walk_log(wal, segs, nseg, wal->covered, wal->strict, 0, NULL, NULL, rep, &w, err);
+  if (rc == LAMINAR_OK && w.kept > 0) {
+    char path[4096];
+    segment_path(wal, segs[w.kept - 1], path, sizeof path);
+    /* Direct writes go on only from a block boundary (a clean end of a
+     * direct segment); anything else continues buffered. */
+    wal->fd = open_segment(wal, path, O_RDWR, w.good % DIO_BLOCK == 0 && !w.bad, &wal->direct);
+    if (wal->fd < 0) {
+      rc = io_error(err, "open", path, errno);
+    } else {
+      snprintf(wal->seg_path, sizeof wal->seg_path, "%s", path);
+      wal->file_size = wal->synced_size = w.good;
+      if (w.bad && (ftruncate(wal->fd, (off_t)w.good) != 0 || fdatasync(wal->fd) != 0))
+        rc = io_error(err, "truncate", path, errno);
+    }
+  }
+  if (rc != LAMINAR_OK) {
+    lm_free(segs);
+    return rc;
+  }
+  rc = drop_segments(wal, segs, w.kept, nseg, rep, err);
+  rep->cut = rep->bytes_cut > 0 || rep->segments_dropped > 0;
+  if (rc == LAMINAR_OK && rep->cut) {
+    int e = dir_sync(wal);
+    if (e != 0) rc = io_error(err, "fsync", wal->dir, e);
+  }
+  bool roll = w.roll;
   if (rc == LAMINAR_OK && wal->fd < 0) {
     /* No usable segment: start one where the numbering left off, so offsets a
      * checkpoint recorded stay meaningful. */
-    int e = segment_create(wal, expect);
-    if (e != 0) rc = io_error(err, "create segment", wal->dir, e);
+    int e = segment_create(wal, w.expect);
+    if (e != 0) rc = segment_error(wal, err, w.expect, e);
     roll = false;
   }
   wal->must_roll = roll;
-  rep->segments = kept > 0 ? kept : 1;
-  wal->next_seq = expect;
-  wal->written_seq = wal->synced_seq = expect - 1;
+  rep->segments = w.kept > 0 ? w.kept : 1;
+  wal->next_seq = w.expect;
+  wal->written_seq = wal->synced_seq = w.expect - 1;
   lm_free(segs);
   return rc;
 }
@@ -1111,7 +1166,8 @@ laminar_code lm_wal_commit(lm_wal* wal, lm_wal_ticket t, bool sync, laminar_erro
        * to a fresh segment. */
       if (flush_failed) wal->must_roll = true;
       wal->keep_upto[wal->gen++] = keep_seq; /* room reserved before the write */
-      laminar_code rc = io_error(err, sync ? "write+fdatasync" : "write", wal->dir, e);
+      laminar_code rc = e == EEXIST ? segment_error(wal, err, first, e) /* at a roll */
+                                    : io_error(err, sync ? "write+fdatasync" : "write", wal->dir, e);
       wal->file_size = keep_size;
       wal->written_seq = keep_seq;
       wal->len = 0;
@@ -1162,37 +1218,11 @@ laminar_code lm_wal_replay_readonly(const char* dir, uint64_t from_seq, uint64_t
   uint64_t* segs;
   size_t nseg;
   LM_TRY(list_segments(&view, &segs, &nseg, err));
-  laminar_code rc = LAMINAR_OK;
-  uint64_t expect = nseg > 0 ? segs[0] : 1;
+  walk_result w;
+  laminar_code rc = walk_log(&view, segs, nseg, covered, false, from_seq, fn, arg, rep, &w, err);
+  rep->segments = w.kept;
   char path[4096];
-  size_t i = 0;
-  for (; i < nseg; i++) {
-    segment_path(&view, segs[i], path, sizeof path);
-    if (segs[i] != expect) {
-      snprintf(rep->reason, sizeof rep->reason,
-               "missing segment: records %" PRIu64 "..%" PRIu64 " absent before %.32s", expect,
-               segs[i] - 1, base_name(&view, path));
-      break;
-    }
-    uint64_t size;
-    scan_result sr;
-    rc = scan_file(path, segs[i], from_seq, covered, fn, arg, &size, &sr, err);
-    if (rc != LAMINAR_OK) break;
-    rep->records += sr.records;
-    if (sr.records > 0) {
-      if (rep->first_seq == 0) rep->first_seq = expect;
-      rep->last_seq = sr.next_seq - 1;
-    }
-    expect = sr.next_seq;
-    if (sr.bad) {
-      snprintf(rep->reason, sizeof rep->reason, "%.32s: %.96s", base_name(&view, path), sr.why);
-      rep->bytes_cut += size - sr.good;
-      i++;
-      break;
-    }
-  }
-  rep->segments = i;
-  for (size_t k = i; k < nseg && rc == LAMINAR_OK; k++) { /* what a cut would remove */
+  for (size_t k = w.kept; k < nseg && rc == LAMINAR_OK; k++) { /* what a cut would remove */
     segment_path(&view, segs[k], path, sizeof path);
     if (stat(path, &st) == 0) rep->bytes_cut += (uint64_t)st.st_size;
     rep->segments_dropped++;

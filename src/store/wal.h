@@ -176,12 +176,14 @@ laminar_code lm_wal_replay(lm_wal* wal, uint64_t from_seq, lm_wal_replay_fn fn, 
 
 /* Replay the log in `dir` without opening it for writing (a read_only
  * database): call fn for every record with seq >= from_seq, in order, up to
- * the first damage (what lm_wal_open would cut: a torn, corrupt or
- * out-of-sequence record, a missing segment). Damage among the records up to
- * `covered` (the restored checkpoint's position) is skipped as lm_wal_open
- * skips it. The damage is described in
- * rep (cut true, reason, bytes_cut and segments_dropped as a cut would
- * remove them) and nothing changes: no file is created, cut or removed. A
+ * the first damage lm_wal_open would cut (a torn, corrupt or out-of-sequence
+ * record, a missing segment). Damage or absence among the records up to
+ * `covered` (the restored checkpoint's position) -- inside a segment, a
+ * segment's covered tail, whole missing segments -- is skipped exactly as
+ * lm_wal_open skips it (the same walk over the segments) and reported in
+ * rep's skip fields. A cut is described in rep (cut true, reason, bytes_cut
+ * and segments_dropped as a cut would remove them) and nothing changes: no
+ * file is created, cut or removed. A
  * directory that does not exist is an empty log. Errors: fn's, LAMINAR_ERR_IO
  * when a segment cannot be read, LAMINAR_ERR_NOMEM. */
 laminar_code lm_wal_replay_readonly(const char* dir, uint64_t from_seq, uint64_t covered,

@@ -12,6 +12,8 @@
 #endif
 
 #include <dirent.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -90,6 +92,30 @@ static inline int lm_test_copy_tree(const char* from, const char* to) {
   }
   closedir(d);
   return rc;
+}
+
+/* The byte offset of record `seq`'s header in WAL segment `path`, or -1
+ * (store/wal.h: a 32-byte segment header, then records of a 32-byte header --
+ * u32 length, u32 CRC, u64 seq, u64 epoch, u16 type -- and the payload padded
+ * to 8 bytes; type 0xFFFF pads to a block boundary; zeros end the log). */
+static inline long lm_test_wal_record_at(const char* path, uint64_t seq) {
+  FILE* f = fopen(path, "rb");
+  if (f == NULL) return -1;
+  long at = -1;
+  for (long off = 32; at < 0;) {
+    uint8_t h[32];
+    if (fseek(f, off, SEEK_SET) != 0 || fread(h, 1, sizeof h, f) != sizeof h) break;
+    uint32_t len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+                   (uint32_t)h[3] << 24;
+    uint64_t s = 0;
+    for (int i = 7; i >= 0; i--) s = s << 8 | h[8 + i];
+    bool pad = h[24] == 0xff && h[25] == 0xff;
+    if (len == 0 && s == 0 && !pad) break; /* the end */
+    if (s == seq && !pad) at = off;
+    off += 32 + (long)((len + 7u) & ~7u);
+  }
+  fclose(f);
+  return at;
 }
 
 #endif /* LM_TEST_FS_H */

@@ -1,5 +1,7 @@
 /*
- * test_arrow_malformed.c -- malformed Arrow pushed through laminar_source_push:
+ * test_arrow_malformed.c -- malformed Arrow pushed through laminar_source_push
+ * (and first checked by laminar_source_validate, which must give the push's
+ * answer, word for word, taking nothing):
  * each crafted batch is refused whole with LDB-3001 naming its column, its
  * release runs exactly once (by its owner, after the refusal), and nothing of
  * it is ingested.
@@ -221,6 +223,9 @@ static int env_close(env* e) {
 static int push_accepted(env* e, struct ArrowArray* array, struct ArrowSchema* schema,
                          const char* sql, const char* want) {
   laminar_error err;
+  /* Validate only: accepted, and not moved (still the caller's, as it was). */
+  CHECK_CODE(laminar_source_validate(e->src, array, schema, &err), LAMINAR_OK, &err);
+  CHECK(array->release != NULL);
   CHECK_CODE(laminar_source_push(e->src, array, schema, &err), LAMINAR_OK, &err);
   CHECK(array->release == NULL);
   schema->release(schema);
@@ -246,7 +251,18 @@ static int expect_refused(const char* label, struct ArrowArray* array,
   CHECK(env_open(&e) == 0);
   laminar_error err;
   memset(&err, 0, sizeof err);
+  /* Validate only gives the push's answer first, taking and ingesting nothing. */
+  laminar_code vrc = laminar_source_validate(e.src, array, schema, &err);
+  char vmsg[sizeof err.message];
+  memcpy(vmsg, err.message, sizeof vmsg);
+  CHECK(*releases == 0 && array->release != NULL);
+  memset(&err, 0, sizeof err);
   laminar_code rc = laminar_source_push(e.src, array, schema, &err);
+  if (vrc != rc || strcmp(vmsg, err.message) != 0) {
+    fprintf(stderr, "%s: validate gave %d '%s', push %d '%s'\n", label, (int)vrc, vmsg,
+            (int)rc, err.message);
+    return 1;
+  }
   if (rc != LAMINAR_ERR_ARROW_INVALID) {
     fprintf(stderr, "%s: push returned %d, want 3001 (%s)\n", label, (int)rc, err.message);
   }

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE  // symlink under -std=c17
 #endif
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -223,10 +224,117 @@ static int test_sink_root_confines(void) {
   return 0;
 }
 
+/* A WAL segment is created with O_EXCL, never truncated: a file found under
+ * the name of the segment a roll creates (here after a writer cut a torn
+ * covered record: appends go to a fresh segment 11) fails the push with
+ * LDB-5001 naming it, and stays as it was; once it is moved away the push
+ * goes through and nothing acknowledged is lost. */
+static int test_segment_never_overwritten(void) {
+  char root[64], dir[96], seg1[160], seg11[160];
+  CHECK(make_root(root, sizeof root, dir, sizeof dir) == 0);
+  laminar_db* db;
+  laminar_source* src;
+  laminar_error err;
+  CHECK_CODE(open_in(dir, NULL, &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, "CREATE MATERIALIZED VIEW tot AS SELECT COUNT(*) AS n, "
+                                 "SUM(v) AS s FROM t EMIT CHANGES", &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
+  for (int64_t v = 1; v <= 10; v++) {
+    kv_row row = {"k", v, 0, 0};
+    CHECK(push_kv(src, &row, 1, 0, &err) == 0);
+  }
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  snprintf(seg1, sizeof seg1, "%s/wal/t/00000000000000000001.wal", dir);
+  snprintf(seg11, sizeof seg11, "%s/wal/t/00000000000000000011.wal", dir);
+  long at = lm_test_wal_record_at(seg1, 8);
+  CHECK(at > 0 && truncate(seg1, at + 12) == 0); /* record 8 torn: covered */
+  CHECK_CODE(open_in(dir, NULL, &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
+  FILE* f = fopen(seg11, "wx");
+  CHECK(f != NULL && fputs("not this log's\n", f) >= 0);
+  fclose(f);
+  kv_row row = {"k", 11, 0, 0};
+  EXPECT(push_kv(src, &row, 1, 0, &err) != 0);
+  EXPECT(strncmp(err.message, "LDB-5001", 8) == 0 && strstr(err.message, seg11) != NULL);
+  fprintf(stderr, "refused: %s\n", err.message);
+  char text[64] = {0};
+  f = fopen(seg11, "r");
+  CHECK(f != NULL);
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  EXPECT(strcmp(text, "not this log's\n") == 0);
+  CHECK(unlink(seg11) == 0);
+  CHECK(push_kv(src, &row, 1, 0, &err) == 0);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  CHECK_CODE(open_in(dir, NULL, &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  char view[64];
+  CHECK_CODE(query_text(db, "SELECT n, s FROM tot", view, sizeof view, &err), LAMINAR_OK, &err);
+  EXPECT(strcmp(view, "11,66") == 0);
+  if (strcmp(view, "11,66") != 0) fprintf(stderr, "view: %s\n", view);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  lm_test_rmtree(root);
+  return 0;
+}
+
+/* Whether dir holds an entry whose name starts with `prefix`. */
+static bool holds_prefix(const char* dir, const char* prefix) {
+  DIR* d = opendir(dir);
+  bool found = false;
+  struct dirent* e;
+  while (d != NULL && !found && (e = readdir(d)) != NULL)
+    found = strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+  if (d != NULL) closedir(d);
+  return found;
+}
+
+/* A file sink writes through the directory it opened and checked, never
+ * through its path again: the directory swapped for a symlink into the data
+ * directory after CREATE SINK leads nowhere -- the epoch's part file lands
+ * in the directory that was checked (now renamed), nothing in the data
+ * directory; and a reopen refuses the path, which now leads inside. */
+static int test_sink_swapped_for_symlink(void) {
+  char root[64], dir[96], out[128], moved[128], sql[512], p[256];
+  CHECK(make_root(root, sizeof root, dir, sizeof dir) == 0);
+  laminar_db* db;
+  laminar_error err;
+  CHECK_CODE(open_in(dir, NULL, &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
+  snprintf(out, sizeof out, "%s/out", root);
+  snprintf(moved, sizeof moved, "%s/out.moved", root);
+  snprintf(sql, sizeof sql, "CREATE SINK o FROM s INTO FILE (path = '%s', format = 'jsonl')", out);
+  CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
+  CHECK(rename(out, moved) == 0);
+  CHECK(symlink(dir, out) == 0);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
+  kv_row rows[2] = {{"a", 1, 0, 0}, {"b", 2, 0, 0}};
+  CHECK(push_kv(src, rows, 2, 0, &err) == 0);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  EXPECT(!holds_prefix(dir, "part-") && !holds_prefix(dir, ".part-"));
+  snprintf(p, sizeof p, "%s/part-00000000000000000001.jsonl", moved);
+  EXPECT(regular(p));
+  CHECK_CODE(open_in(dir, NULL, &db, &err), LAMINAR_ERR_RECOVERY, &err);
+  EXPECT(strstr(err.message, "inside the data directory") != NULL);
+  lm_test_rmtree(root);
+  return 0;
+}
+
 static const lm_test_case cases[] = {
     {"planted_links_not_followed", test_planted_links_not_followed},
     {"sink_inside_data_dir_refused", test_sink_inside_data_dir_refused},
     {"sink_root_confines", test_sink_root_confines},
+    {"segment_never_overwritten", test_segment_never_overwritten},
+    {"sink_swapped_for_symlink", test_sink_swapped_for_symlink},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }

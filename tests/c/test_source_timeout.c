@@ -1,6 +1,6 @@
 /*
- * test_source_timeout.c -- laminar_source_push_timeout and
- * laminar_source_watermark_timeout: a push blocked on a full queue (block
+ * test_source_timeout.c -- laminar_source_push_timeout,
+ * laminar_source_push_batch_timeout and laminar_source_watermark_timeout: a push blocked on a full queue (block
  * back-pressure, a started runtime, a subscriber nobody reads) gives up after
  * its timeout with LAMINAR_ERR_PUSH_TIMEOUT, leaves the array the caller's and
  * ingests (and, with a WAL, logs) nothing; once the queue drains the same
@@ -147,6 +147,52 @@ static int timeout_case(bool durable) {
   return 0;
 }
 
+/* laminar_source_push_batch_timeout: a run that fits the queue is all or
+ * nothing within the timeout -- a timed-out call ingests and logs none of
+ * its arrays and leaves them all the caller's --; once the queue drains the
+ * same arrays go in, in order. */
+static int batch_timeout_case(bool durable) {
+  char dir[64];
+  if (durable) CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_pbt_") == 0);
+  laminar_error err;
+  laminar_db* db;
+  laminar_source* src;
+  laminar_subscription* sub;
+  struct ArrowArray one;
+  struct ArrowSchema one_schema;
+  CHECK(start_blocked(durable ? dir : NULL, &db, &src, &sub) == 0);
+  int64_t ok = fill(src, &one, &one_schema);
+  CHECK(ok >= 2 && ok <= 8);
+  one.release(&one);
+  one_schema.release(&one_schema);
+  int64_t off = offset_of(src);
+  struct ArrowArray arrays[2];
+  struct ArrowSchema schemas[2];
+  for (int i = 0; i < 2; i++) CHECK(one_row(200 + i, &arrays[i], &schemas[i]) == 0);
+  int64_t pushed = -1;
+  CHECK_CODE(laminar_source_push_batch_timeout(src, arrays, 2, &schemas[0], 150, &pushed, &err),
+             LAMINAR_ERR_PUSH_TIMEOUT, &err);
+  CHECK(pushed == 0);
+  CHECK(arrays[0].release != NULL && arrays[1].release != NULL);
+  CHECK(offset_of(src) == off); /* nothing logged */
+  EXPECT(lm_test_metric(db, "source", "trades", "pushed_batches") == ok);
+  laminar_subscription_close(sub);
+  CHECK_CODE(laminar_source_push_batch_timeout(src, arrays, 2, &schemas[0], -1, &pushed, &err),
+             LAMINAR_OK, &err);
+  CHECK(pushed == 2 && arrays[0].release == NULL && arrays[1].release == NULL);
+  for (int i = 0; i < 2; i++) schemas[i].release(&schemas[i]);
+  CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
+  EXPECT(lm_test_metric(db, "stream", "rows_out", "rows_in") == ok + 2);
+  if (durable) EXPECT(offset_of(src) == ok + 3);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  if (durable) lm_test_rmdir(dir);
+  return 0;
+}
+
+static int test_batch_timeout_in_memory(void) { return batch_timeout_case(false); }
+static int test_batch_timeout_sync_wal(void) { return batch_timeout_case(true); }
+
 static int test_timeout_in_memory(void) { return timeout_case(false); }
 static int test_timeout_sync_wal(void) { return timeout_case(true); }
 
@@ -244,6 +290,8 @@ static int test_reject_answers_as_push(void) {
 static const lm_test_case cases[] = {
     {"timeout_in_memory", test_timeout_in_memory},
     {"timeout_sync_wal", test_timeout_sync_wal},
+    {"batch_timeout_in_memory", test_batch_timeout_in_memory},
+    {"batch_timeout_sync_wal", test_batch_timeout_sync_wal},
     {"stop_under_a_blocked_wal_push", test_stop_under_a_blocked_wal_push},
     {"reject_answers_as_push", test_reject_answers_as_push},
     {NULL, NULL},

@@ -2,8 +2,10 @@
 
 Each batch is crafted with nanoarrow's Python package (``c_array_from_buffers``
 without validation; buffers are Python bytes of exactly the declared sizes), so
-the object pushed is not pyarrow's: ``push`` views it with pyarrow first
-(``validate(full=True)``), then the core checks it again. Every case must be
+the object pushed is not pyarrow's: ``push`` has the core validate it first
+(``laminar_source_validate``, the one gate), then pyarrow
+(``validate(full=True)``), then the push checks it again. An array that lies
+about its buffers must get the core's LDB error, never crash inside pyarrow. Every case must be
 refused with LDB-3001 naming its column, leave the producer's array live and
 its own (released by the capsule, once), and ingest nothing: the view then
 holds exactly the valid batch pushed after it.
@@ -12,6 +14,8 @@ holds exactly the valid batch pushed after it.
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -125,7 +129,7 @@ CASES = {
         dict(s=leaf(pa.string(), 2, [None, i32(0, 2, 4), b"r0r1"], offset=2**61)),
         "s",
     ),
-    "struct offset past its children": (dict(offset=1), None),
+    "struct offset past its children": (dict(offset=1), "s"),
 }
 
 
@@ -135,11 +139,64 @@ def test_malformed_foreign_batch_is_refused(tdb: laminardb.Connection, name: str
     assert_refused(tdb, crafted(**kwargs), column)
 
 
-def test_pyarrow_validates_foreign_input(tdb: laminardb.Connection) -> None:
-    # pyarrow's full validation speaks of "UTF8" (the core's own check says
-    # "UTF-8"): the foreign batch met pyarrow's validate(full=True) first.
+def test_core_validates_foreign_input_first(tdb: laminardb.Connection) -> None:
+    # The core's check says "UTF-8" (pyarrow's full validation says "UTF8"):
+    # the foreign batch met the core's validation before pyarrow read it.
     bad = crafted(s=leaf(pa.string(), 2, [None, i32(0, 2, 4), b"r\xc3r1"]))
-    assert "UTF8" in assert_refused(tdb, bad, "s")
+    message = assert_refused(tdb, bad, "s")
+    assert "UTF-8" in message
+    assert "UTF8" not in message
+
+
+# A producer whose utf8 offsets claim far more bytes than its data buffer holds:
+# one zeroed page (valid UTF-8) with nothing mapped after it. pyarrow's import
+# trusts the last offset and its full validation reads the claimed bytes, past
+# the page (SIGSEGV); the core refuses the array first (its probe finds the
+# claimed range unmapped), so the producer gets LDB-3001 naming the column.
+_LYING_CHILD = """
+import ctypes, mmap, struct, sys
+import nanoarrow as na, pyarrow as pa
+import laminardb
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+size = 64 << 20
+base = libc.mmap(None, size, mmap.PROT_READ | mmap.PROT_WRITE,
+                 mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+assert libc.munmap(base + mmap.PAGESIZE, size - mmap.PAGESIZE) == 0
+data = (ctypes.c_char * mmap.PAGESIZE).from_address(base)
+data[0:4] = b"r0r1"
+last = int(sys.argv[1])
+s = na.c_array_from_buffers(pa.string(), 2, [None, struct.pack("<3i", 0, 2, last), data],
+                            validation_level="none")
+v = na.c_array_from_buffers(pa.int64(), 2, [None, struct.pack("<2q", 0, 10)],
+                            validation_level="none")
+batch = na.c_array_from_buffers(pa.struct([("s", pa.string()), ("v", pa.int64())]), 2, [None],
+                                children=[s, v], validation_level="none")
+db = laminardb.open()
+db.execute("CREATE SOURCE t (s VARCHAR, v BIGINT)")
+try:
+    db.insert("t", batch)
+    print("accepted")
+except laminardb.LaminarError as exc:
+    print(exc.code, exc.column_name)
+"""
+
+
+@pytest.mark.parametrize("last", [32 << 20, 2**31 - 1])
+def test_lying_offsets_get_the_core_error_not_a_crash(last: int) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _LYING_CHILD, str(last)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, f"the child died ({done.returncode}): {done.stderr[-2000:]}"
+    assert done.stdout.split() == ["LDB-3001", "s"], done.stdout
 
 
 def _garbage_metadata(node: Any, words: tuple[int, ...]) -> Any:  # noqa: ANN401 -- cdata

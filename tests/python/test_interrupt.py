@@ -169,6 +169,29 @@ def test_ctrl_c_stops_a_blocked_table_push(tmp_path: Path) -> None:
     assert _reopened_totals(tmp_path / "db") == _acknowledged(out["acked"], out["acked"])
 
 
+def test_ctrl_c_stops_a_blocked_push_batch(tmp_path: Path) -> None:
+    out = _run_child(
+        """
+        import pyarrow as pa
+        batches = [pa.record_batch({"v": [acked + i]}) for i in range(2)]
+        result = interrupted(lambda: src.push_batch(batches))
+        # Usable: the reader goes away, the same batches go in.
+        sub.close()
+        src.push_batch(batches)
+        acked += 2
+        result["acked"] = acked
+        db.close()
+        print(json.dumps(result))
+        """,
+        tmp_path,
+    )
+    assert out["raised"] is True
+    assert out["seconds"] < 2.0
+    assert any("0 of the 2 batch(es) were ingested" in n for n in out["notes"]), out
+    assert out["offset_unchanged"] is True
+    assert _reopened_totals(tmp_path / "db") == _acknowledged(out["acked"], out["acked"])
+
+
 def test_ctrl_c_stops_a_blocked_watermark(tmp_path: Path) -> None:
     out = _run_child(
         """

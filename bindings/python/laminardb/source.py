@@ -7,8 +7,10 @@ columns, a list of dicts, then a pandas DataFrame without the stream protocol.
 
 Each batch is checked by the core before anything of it is ingested; a rejected
 batch raises and leaves the source as it was. A batch from a producer other than
-pyarrow is first validated by pyarrow too (``validate(full=True)``, see
-``laminardb._arrow.check_foreign``). Arrays are moved into the core
+pyarrow is validated before the push: by the core first (the one gate: a
+malformed or lying array gets its LDB code before anything else reads it), then
+by pyarrow too (``validate(full=True)``, see ``Source._check_foreign``). Arrays
+are moved into the core
 zero-copy when, and only when, the push succeeds.
 """
 
@@ -126,6 +128,28 @@ class Source(NamedHandle):
             raise
         raise_for(code, err)
 
+    def _check_foreign(self, array: Any, schema: Any) -> None:  # noqa: ANN401 -- cdata
+        """Check a struct array from a producer other than pyarrow, borrowing it.
+
+        The core validates it first (``laminar_source_validate``: every check a
+        push makes, nothing ingested), so a malformed or lying array is refused
+        with its LDB code before pyarrow reads any of it; then pyarrow's full
+        validation (:func:`laminardb._arrow.check_foreign`) adds its own checks.
+
+        Args:
+            array: ``struct ArrowArray*``; borrowed, not moved.
+            schema: ``struct ArrowSchema*``; borrowed.
+
+        Raises:
+            LaminarError: The code a push of it would raise (3001-3005, 3007);
+                LDB-9002 if the handle is closed.
+        """
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = lib.laminar_source_validate(self._require_open(), array, schema, err)
+        raise_for(code, err)
+        check_foreign(array, schema, self._name)
+
     def _push_array_capsules(
         self, schema_capsule: object, array_capsule: object, *, wait: bool, check: bool
     ) -> None:
@@ -135,12 +159,13 @@ class Source(NamedHandle):
             schema_capsule: PyCapsule named ``"arrow_schema"``.
             array_capsule: PyCapsule named ``"arrow_array"``.
             wait: As :meth:`_push_struct`.
-            check: Validate with pyarrow first (a producer other than pyarrow).
+            check: Validate first, in the core then with pyarrow (a producer
+                other than pyarrow: :meth:`_check_foreign`).
         """
         schema = ffi.cast("struct ArrowSchema*", capsule_pointer(schema_capsule, "arrow_schema"))
         array = ffi.cast("struct ArrowArray*", capsule_pointer(array_capsule, "arrow_array"))
         if check:
-            check_foreign(array, schema, self._name)
+            self._check_foreign(array, schema)
         # On success the core moved the array (release is now NULL) and the
         # capsule's destructor does nothing; on failure the capsule still owns it.
         self._push_struct(array, schema, wait=wait)
@@ -151,8 +176,8 @@ class Source(NamedHandle):
         Args:
             stream_capsule: PyCapsule named ``"arrow_array_stream"``.
             wait: As :meth:`_push_struct`.
-            check: Validate each batch with pyarrow first (a producer other
-                than pyarrow).
+            check: Validate each batch first, in the core then with pyarrow
+                (a producer other than pyarrow: :meth:`_check_foreign`).
 
         Raises:
             IngestError: LDB-3002 if the stream was already consumed; LDB-3001 if
@@ -175,7 +200,7 @@ class Source(NamedHandle):
                     break
                 try:
                     if check:
-                        check_foreign(array, schema, self._name)
+                        self._check_foreign(array, schema)
                     self._push_struct(array, schema, wait=wait)
                 finally:
                     if array.release != ffi.NULL:  # rejected or interrupted: still ours
@@ -206,7 +231,8 @@ class Source(NamedHandle):
                 of row dicts. Dicts are converted with the source's column types,
                 so Python ints fill a DOUBLE column. Columns are matched by name.
                 Arrow data from a producer other than pyarrow is validated by
-                pyarrow (``validate(full=True)``) before the core checks it.
+                the core first, then by pyarrow (``validate(full=True)``),
+                before it is pushed.
 
         Raises:
             TypeError: If ``data`` is of none of those kinds (the message names
@@ -336,6 +362,12 @@ class Source(NamedHandle):
                 nothing of the call was ingested. QueueFull (LDB-3006) for a
                 ``reject`` source without room for all of them.
             LaminarError: LDB-9002 if the source is closed.
+            KeyboardInterrupt: Ctrl-C while the call waits for room in a full
+                queue (in slices of :data:`WAIT_SLICE_MS`, as :meth:`push`):
+                nothing of the call was ingested when the batches fit the
+                queue (``buffer_size``); a longer call goes in a queue's
+                capacity at a time, and the note on the exception says how
+                many batches were ingested.
         """
         if isinstance(batches, pa.Table):
             batches = batches.to_batches()
@@ -370,11 +402,24 @@ class Source(NamedHandle):
         schema = ffi.cast("struct ArrowSchema*", capsule_pointer(schema_capsule, "arrow_schema"))
         pushed = ffi.new("int64_t*")
         err = ffi.new("laminar_error*")
+        done = 0
         try:
-            with self._lock:
-                pointer = self._require_open()
-                code = lib.laminar_source_push_batch(pointer, arrays, n, schema, pushed, err)
+            while True:  # in slices, as push: Ctrl-C is seen between two
+                with self._lock:
+                    pointer = self._require_open()
+                    code = lib.laminar_source_push_batch_timeout(
+                        pointer, arrays + done, n - done, schema, WAIT_SLICE_MS, pushed, err
+                    )
+                done += int(pushed[0])
+                if code != PUSH_TIMEOUT:
+                    break
             raise_for(code, err)
+        except KeyboardInterrupt as exc:
+            # Exact: a slice that timed out took nothing of a run that fits the
+            # queue, and says how many of a longer one it took.
+            _note(exc, f"laminardb: source {self._label}: {done} of the {n} batch(es) were "
+                  "ingested before the interrupt, the rest not")
+            raise
         finally:
             for index in range(n):  # what the core did not take is still ours
                 if arrays[index].release != ffi.NULL:

@@ -166,17 +166,24 @@ public final class Source implements AutoCloseable {
     return true;
   }
 
-  /** LDB-3009 for a wait for room cut short by Thread.interrupt(). */
+  /**
+   * LDB-3009 for a wait for room cut short by Thread.interrupt(): its cause is an
+   * InterruptedException, and the thread's interrupt status stays set (as a method that
+   * cannot throw InterruptedException leaves it), so the caller's own checks see it.
+   */
   private LaminarException interrupted(String what) {
-    return new LaminarException(
-        LaminarException.PUSH_TIMEOUT,
-        String.format(
-            "LDB-%04d: %s: interrupted while waiting for room in its queue; %s",
-            LaminarException.PUSH_TIMEOUT, state.label, what),
-        0,
-        0,
-        name,
-        "");
+    LaminarException e =
+        new LaminarException(
+            LaminarException.PUSH_TIMEOUT,
+            String.format(
+                "LDB-%04d: %s: interrupted while waiting for room in its queue; %s",
+                LaminarException.PUSH_TIMEOUT, state.label, what),
+            0,
+            0,
+            name,
+            "");
+    e.initCause(new InterruptedException(what));
+    return e;
   }
 
   private static BufferAllocator allocatorOf(VectorSchemaRoot root) {
