@@ -230,10 +230,6 @@ static inline void lm_op_late_row(window_op* op, int64_t k) {
  * states, and session slots. */
 int64_t lm_op_window_bytes(const window_op* op);
 
-/* Hash every row's key tuple: rows 0..n-1 into h[0..n) (sel NULL), or rows
- * sel[0..n) into h[sel[i]]. */
-void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, const uint32_t* sel, int64_t n,
-                     uint64_t* h);
 /* Hash of a stored group's keys; equals lm_op_hash_keys() of the row it came from. */
 uint64_t lm_op_hash_group(const window* w, int32_t nkeys, int64_t g);
 /* The group of window w holding row `row`'s keys (hash h), added if new. */

@@ -5,7 +5,7 @@
  * DESIGN
  * ------
  * Producers push messages (a batch, or an explicit watermark) into their
- * source's SPSC ring and wake the reactor. The reactor -- a thread started by
+ * source's queue and wake the reactor (both sides of the queue: rt/source.h). The reactor -- a thread started by
  * lm_rt_start(), or the caller of lm_rt_run_until_idle() -- is the only
  * consumer of every source ring and the only thread that touches operator
  * state, stream watermarks and the producer side of subscriber rings. For each
