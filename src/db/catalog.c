@@ -520,7 +520,9 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
     if (rc == LAMINAR_OK && (rc = lm_durable_check_sink_path(db->dur, stmt->name, path, err)) != LAMINAR_OK)
       lm_error_object(err, stmt->name, NULL);
     if (rc == LAMINAR_OK) rc = lm_file_sink_open(path, format, &stream->out_schema, &fs, err);
-    if (fs != NULL) k->sink = lm_file_sink_base(fs);
+    /* Its writes run on a sink thread (sink/queue.c), never on the reactor. */
+    if (fs != NULL) rc = lm_sink_queue_open(lm_file_sink_base(fs), db->buffer_size,
+                                            &k->sink, err);
   }
   if (rc == LAMINAR_OK) rc = lm_db_attach_sink(db, k, err);
   if (rc != LAMINAR_OK) {

@@ -440,8 +440,13 @@ laminar_code lm_rt_process_now(lm_rt* rt, lm_source_def* src, lm_msg* msg);
 laminar_code lm_rt_processing_error(const lm_graph* g, laminar_code rc, const char* where,
                                     laminar_error* err);
 
-/* Drive the graph inline until no queued message can be processed. Not while
- * started. */
+/* Wait until every queued sink of the graph wrote what was queued to it
+ * (sink.h drain): the first failed write's code, else OK. Not on a sink
+ * thread. */
+laminar_code lm_rt_drain_sinks(const lm_graph* g);
+
+/* Drive the graph inline until no queued message can be processed, and the
+ * sinks' queued writes are done. Not while started. */
 laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err);
 
 /* Subscriber queues. */
