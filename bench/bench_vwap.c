@@ -35,7 +35,8 @@
  *
  * Durability overhead: --durable ckpt|async|sync runs every database with checkpoints
  * every --checkpoint-ms (default 10000) and that WAL mode, in a fresh directory under
- * --data-dir (default /tmp).
+ * --data-dir (default /tmp). --file-sink (durable runs) adds a JSONL file sink on the
+ * stream's output, in a directory beside the database's, removed after the run.
  *
  * Thread-per-core: --cores LIST (e.g. 1,2 or 1,2,4) runs every mode once per core count
  * (config `cores`; W1 is a keyed stream, so it runs as that many partitions, W2 stays
@@ -536,6 +537,7 @@ static bool g_pin = false; /* --pin: reactors pinned, the rest on the CPUs left 
  * before laminar_start into a queue that holds them all, then times start ->
  * last result: the reactors alone, no producer thread competing for a core. */
 static bool g_prequeue = false;
+static bool g_file_sink = false; /* --file-sink: CREATE SINK ... INTO FILE on the output */
 static int64_t g_queue_size = 0; /* buffer_size for --prequeue (a power of two) */
 static char g_run_dir[4096];
 /* --set key=value (repeatable): more config for durable runs, e.g. wal_io=pwrite
@@ -606,6 +608,12 @@ static void run_open(run_ctx* r, workload w) {
   check_rc(laminar_execute(r->db, SOURCE_SQL, &err), &err, "CREATE SOURCE");
   check_rc(laminar_execute(r->db, w == W1 ? W1_SQL : W2_SQL, &err), &err,
            "CREATE STREAM");
+  if (g_file_sink && strcmp(g_durable, "off") != 0) {
+    char sql[4400];
+    snprintf(sql, sizeof sql, "CREATE SINK out_file FROM %s INTO FILE (path = '%s_sink')",
+             w == W1 ? "w1" : "w2", g_run_dir);
+    check_rc(laminar_execute(r->db, sql, &err), &err, "CREATE SINK");
+  }
   check_rc(laminar_source_open(r->db, "trades", &r->src, &err), &err,
            "laminar_source_open");
   check_rc(laminar_subscribe(r->db, w == W1 ? "w1" : "w2", &r->sub, &err), &err,
@@ -622,7 +630,12 @@ static bool run_close(run_ctx* r, workload w, dataset* d, const char* label) {
   laminar_subscription_close(r->sub);
   laminar_source_close(r->src);
   check_rc(laminar_close(r->db), NULL, "laminar_close");
-  if (strcmp(g_durable, "off") != 0) remove_tree(g_run_dir);
+  if (strcmp(g_durable, "off") != 0) {
+    remove_tree(g_run_dir);
+    char sink_dir[4200];
+    snprintf(sink_dir, sizeof sink_dir, "%s_sink", g_run_dir);
+    if (g_file_sink) remove_tree(sink_dir);
+  }
   bool ok = true;
   if (late != 0) {
     fprintf(stderr, "CHECK FAILED %s: %lld late rows\n", label, (long long)late);
@@ -872,7 +885,7 @@ static void usage(void) {
           "                  [--w1b-rows-per-s X] [--w2b-rows-per-s Y]\n"
           "                  [--durable off|ckpt|async|sync] [--checkpoint-ms MS]\n"
           "                  [--set KEY=VALUE ...  (durable runs: e.g. wal_direct_io=off)]\n"
-          "                  [--data-dir DIR] [--cores LIST] [--prequeue] [--pin]\n");
+          "                  [--data-dir DIR] [--cores LIST] [--prequeue] [--pin] [--file-sink]\n");
   exit(2);
 }
 
@@ -919,6 +932,8 @@ static options parse_args(int argc, char** argv) {
       g_data_dir = v, i++;
     } else if (strcmp(a, "--prequeue") == 0) {
       g_prequeue = true;
+    } else if (strcmp(a, "--file-sink") == 0) {
+      g_file_sink = true;
     } else if (strcmp(a, "--pin") == 0) {
       g_pin = true;
     } else if (strcmp(a, "--cores") == 0 && v) {

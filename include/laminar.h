@@ -528,9 +528,9 @@ LAMINAR_API laminar_code laminar_durability_report(laminar_db* db, char* buf, si
  *   write(array, schema)  a batch of the stream's rows (a struct array); both
  *                    structs are moved to the callee, which releases them,
  *                    whatever it returns
- *   pre_commit(e)    make epoch e durable as staged data (the checkpoint is
- *                    being taken, with the graph stopped: keep it short);
- *                    the next epoch may begin after it
+ *   pre_commit(e)    make epoch e durable as staged data (after epoch e's
+ *                    last write; the checkpoint waits for it before it
+ *                    publishes anything); the next epoch may begin after it
  *   commit(e)        publish epoch e: its checkpoint is durable. May be called
  *                    again for a published epoch (a no-op for the callee)
  *   rollback(e)      drop epoch e (the sink goes away with e open)
@@ -538,9 +538,12 @@ LAMINAR_API laminar_code laminar_durability_report(laminar_db* db, char* buf, si
  *                    epochs <= c, drop later ones (their rows come again)
  *   release(user)    the sink is gone: free `user`
  * Each returns 0, or non-zero to fail the step (the call that drove it returns
- * LAMINAR_ERR_IO naming the sink). Any member may be NULL (a no-op). Calls
- * come from the thread that runs the graph (write) or takes the checkpoint
- * (the rest), never two at once. */
+ * LAMINAR_ERR_IO naming the sink). Any member may be NULL (a no-op). write,
+ * and the pre_commit / begin_epoch of a checkpoint, run on the sink's own
+ * thread, in order, behind a bounded queue (the graph never waits on a
+ * callback; a full queue holds the graph's input, as a full subscriber queue
+ * does); commit, recover and rollback run on the thread taking the checkpoint
+ * or closing, after what was queued before them. Never two at once. */
 typedef struct laminar_sink_callbacks {
   void* user;
   int (*begin_epoch)(void* user, uint64_t epoch);

@@ -576,7 +576,12 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
         (rc = lm_durable_check_sink_real(db->dur, stmt->name, path, lm_file_sink_real(fs), err)) !=
             LAMINAR_OK)
       lm_error_object(err, stmt->name, NULL);
-    if (fs != NULL) k->sink = lm_file_sink_base(fs);
+    /* Its writes run on a sink thread (sink/queue.c), never on the reactor
+     * (the queue closes the file sink if it cannot be made). */
+    if (fs != NULL && rc == LAMINAR_OK)
+      rc = lm_sink_queue_open(lm_file_sink_base(fs), db->buffer_size, &k->sink, err);
+    else if (fs != NULL)
+      k->sink = lm_file_sink_base(fs);
   }
   if (rc == LAMINAR_OK) rc = lm_db_attach_sink(db, k, err);
   if (rc != LAMINAR_OK) {

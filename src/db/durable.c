@@ -829,8 +829,16 @@ static void ckpt_step(void* arg, lm_barrier_step step, int32_t part) {
     if (!here) continue;
     laminar_error e;
     lm_sink* k = db->sinks[i]->sink;
-    laminar_code rc = k->vt->pre_commit(k, &e);
-    if (rc == LAMINAR_OK) rc = k->vt->begin(k, c->epoch + 1, &e);
+    laminar_code rc;
+    if (k->vt->mark_epoch != NULL) {
+      /* Behind the rows queued so far, on the sink's thread; a failure is
+       * reported by its sync, before anything is published. */
+      rc = k->vt->mark_epoch(k, c->epoch + 1);
+      if (rc != LAMINAR_OK) lm_error_set(&e, rc, "sink '%s': out of memory", db->sinks[i]->name);
+    } else {
+      rc = k->vt->pre_commit(k, &e);
+      if (rc == LAMINAR_OK) rc = k->vt->begin(k, c->epoch + 1, &e);
+    }
     if (rc != LAMINAR_OK) ckpt_fail(c, rc, &e, NULL);
   }
 }
@@ -1473,6 +1481,12 @@ static laminar_code attach_callback_sink(laminar_db* db, const char* name, const
   laminar_code rc = k->name == NULL ? lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory")
                                     : lm_callback_sink_create(name, &st->out_schema, &quiet,
                                                               &k->sink, err);
+  /* Its callbacks run on a sink thread (sink/queue.c), never on the reactor. */
+  if (rc == LAMINAR_OK) {
+    lm_sink* inner = k->sink;
+    k->sink = NULL; /* the queue's now, closed by it on failure */
+    rc = lm_sink_queue_open(inner, db->buffer_size, &k->sink, err);
+  }
   if (rc == LAMINAR_OK) rc = k->sink->vt->recover(k->sink, db->dur->epoch, err);
   bool was = db->dur->recovering;
   db->dur->recovering = false; /* begin now */

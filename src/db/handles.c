@@ -1,21 +1,16 @@
 /*
  * handles.c -- producer handles (laminar_source_*) and subscriptions
- * (laminar_subscribe, laminar_subscription_*).
+ * (laminar_subscribe, laminar_subscription_*): the API shim.
  *
- * A push runs on the producer's thread: import + validation of the Arrow
- * batch (src/arrow), then one push on the source queue (chan/mpsc.h: a store
- * while the source has one handle, a CAS after laminar_source_clone) and a
- * wake-up of the reactor. No lock is taken on this path, except with a WAL
- * (log and enqueue under the source's log_mu, so queue order is WAL order).
- * A full queue gets the source's back-pressure policy: block (wait with the
- * source's wait strategy on its `room` waiter, which the reactor notifies),
- * drop_oldest (take the head message off the queue, counted) or reject.
+ * A push runs on the producer's thread: argument checks, the import and
+ * validation of the Arrow batch (src/arrow), then the source queue's producer
+ * side in rt/source.c (back-pressure, parking, deadlines, the WAL-order lock),
+ * with the WAL append of db/durable handed to it as its log step.
  */
-
 #include "db/internal.h"
 
 #include "db/options.h"
-#include "store/wal.h"
+#include "rt/source.h"
 
 #include "util/util.h"
 
@@ -105,11 +100,7 @@ laminar_code laminar_source_clone(laminar_source* src, laminar_source** out,
   }
   laminar_db* db = src->db;
   lm_source_def* def = src->def;
-  if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
-    lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped", def->name);
-    lm_error_object(err, def->name, NULL);
-    return LAMINAR_ERR_SOURCE_CLOSED;
-  }
+  LM_TRY(lm_source_check_open(def, err));
   laminar_source* c = lm_calloc(1, sizeof *c);
   if (c == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   pthread_mutex_lock(&db->lock);
@@ -134,205 +125,34 @@ laminar_code laminar_source_clone(laminar_source* src, laminar_source** out,
   return LAMINAR_OK;
 }
 
-static laminar_code queue_full(const lm_source_def* def, laminar_error* err) {
-  long long queued = (long long)atomic_load_explicit(&def->queued_bytes, memory_order_relaxed);
-  if (def->backpressure == LM_BP_REJECT) {
-    lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
-                 "source '%s': queue full (%u of %u messages, %lld of max_queue_bytes %lld "
-                 "bytes), push rejected (backpressure = 'reject')",
-                 def->name, lm_mpsc_size(def->queue), lm_mpsc_capacity(def->queue), queued,
-                 (long long)def->max_queue_bytes);
-  } else {
-    lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
-                 "source '%s': queue full (%u of %u messages, %lld of max_queue_bytes %lld "
-                 "bytes); call laminar_run_until_idle() or laminar_start() to drain it",
-                 def->name, lm_mpsc_size(def->queue), lm_mpsc_capacity(def->queue), queued,
-                 (long long)def->max_queue_bytes);
+static lm_rt* source_rt(const laminar_source* src) { return &src->db->rt; }
+
+/* lm_source_log's append for a WAL source: log msg (index i of the run),
+ * handing it the array kept for the async writer when there is one. */
+static laminar_code append_to_wal(void* arg, lm_source_def* def, lm_msg* msg, int64_t i,
+                                  laminar_error* err) {
+  lm_arrow_kept** kept = arg;
+  lm_arrow_kept* mine = NULL;
+  if (kept != NULL) {
+    mine = kept[i];
+    kept[i] = NULL; /* lm_durable_log's now */
   }
-  lm_error_object(err, def->name, NULL);
-  return LAMINAR_ERR_QUEUE_FULL;
+  return lm_durable_log(def, msg, mine, err);
 }
 
-/* How a push may wait for room in a full block queue: not at all (try_push),
- * while the runtime runs (push), or until a deadline too (the _timeout
- * calls; then timeout_ms is what the caller asked, for the message). */
-typedef struct push_wait {
-  bool wait;
-  int64_t deadline_ns; /* CLOCK_MONOTONIC (lm_rt_now_ns); -1: no deadline */
-  int64_t timeout_ms;
-} push_wait;
-
-static const push_wait NO_WAIT = {false, -1, 0};
-static const push_wait WAIT_FOREVER = {true, -1, -1};
-
-static push_wait wait_for(int64_t timeout_ms) {
-  if (timeout_ms < 0) return WAIT_FOREVER;
-  int64_t ms = timeout_ms > INT64_MAX / 2000000 ? INT64_MAX / 2000000 : timeout_ms;
-  return (push_wait){true, lm_rt_now_ns() + ms * 1000000, timeout_ms};
-}
-
-static laminar_code push_timeout(const lm_source_def* def, const push_wait* how,
-                                 laminar_error* err) {
-  lm_error_set(err, LAMINAR_ERR_PUSH_TIMEOUT,
-               "source '%s': no room in its queue (%u messages) within %lld ms; "
-               "nothing ingested",
-               def->name, lm_mpsc_capacity(def->queue), (long long)how->timeout_ms);
-  lm_error_object(err, def->name, NULL);
-  return LAMINAR_ERR_PUSH_TIMEOUT;
-}
-
-static bool runtime_started(const laminar_source* src) {
-  return atomic_load_explicit(&src->db->rt.started, memory_order_acquire);
-}
-
-/* What a push of `n` messages does about a full queue when it may not wait. */
-typedef enum full_action { FULL_WAIT, FULL_REFUSE, FULL_REJECT, FULL_DROP } full_action;
-
-static full_action on_full(const laminar_source* src, bool wait) {
-  switch (src->def->backpressure) {
-    case LM_BP_DROP_OLDEST: return FULL_DROP;
-    case LM_BP_REJECT: return FULL_REJECT;
-    case LM_BP_BLOCK: break;
-  }
-  return wait && runtime_started(src) ? FULL_WAIT : FULL_REFUSE;
-}
-
-/* Whether `bytes` more would take the queue past max_queue_bytes (an empty
- * queue takes any one run, so nothing deadlocks; a watermark weighs nothing). */
-static bool over_queue_bytes(const lm_source_def* def, int64_t bytes) {
-  if (def->max_queue_bytes <= 0 || bytes <= 0) return false;
-  int64_t queued = atomic_load_explicit(&def->queued_bytes, memory_order_relaxed);
-  return queued > 0 && bytes > def->max_queue_bytes - queued;
-}
-
-/* Whether the queue lacks room for `n` messages of `bytes` bytes (0: not
- * known yet), in slots or under max_queue_bytes. */
-static bool lacks_room(const lm_source_def* def, uint32_t n, int64_t bytes) {
-  return lm_mpsc_capacity(def->queue) - lm_mpsc_size(def->queue) < n ||
-         over_queue_bytes(def, bytes);
-}
-
-typedef struct room_wait {
-  laminar_source* src;
-  uint32_t need;
-  int64_t bytes;
-} room_wait;
-
-/* Ready for a producer blocked on a full queue: room for its run (slots and
- * bytes), or a reason to give up (dropped source, stopped runtime). */
-static bool room_or_abort(void* arg) {
-  const room_wait* w = arg;
-  const lm_source_def* def = w->src->def;
-  return !lacks_room(def, w->need, w->bytes) ||
-         atomic_load_explicit(&def->dropped, memory_order_acquire) || !runtime_started(w->src);
-}
-
-/* drop_oldest: take the oldest queued message off the queue and count it. An
- * explicit watermark is not lost: its value is carried to the reactor. */
-static void drop_oldest(lm_source_def* def) {
-  lm_msg* msg;
-  if (!lm_source_take(def, true, &msg)) return; /* drained meanwhile: room now */
-  if (msg->batch != NULL) {
-    atomic_fetch_add_explicit(&def->dropped_batches, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&def->dropped_rows, msg->batch->nrows, memory_order_relaxed);
-  } else {
-    int64_t cur = atomic_load_explicit(&def->carried_watermark, memory_order_relaxed);
-    while (msg->watermark_ms > cur &&
-           !atomic_compare_exchange_weak_explicit(&def->carried_watermark, &cur,
-                                                  msg->watermark_ms, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-    }
-  }
-  lm_msg_free(msg);
-}
-
-/* One wait of a producer blocked on a full queue for room for `need`
- * messages of `bytes` bytes: at most 10 ms (a missed notification costs
- * little) and not past the deadline. LAMINAR_ERR_PUSH_TIMEOUT once the
- * deadline has passed. */
-static laminar_code wait_room(laminar_source* src, uint32_t need, int64_t bytes,
-                              const push_wait* how, laminar_error* err) {
-  int64_t slice = 10000000;
-  if (how->deadline_ns >= 0) {
-    int64_t left = how->deadline_ns - lm_rt_now_ns();
-    if (left <= 0) return push_timeout(src->def, how, err);
-    if (left < slice) slice = left;
-  }
-  lm_rt_notify(&src->db->rt);
-  room_wait w = {src, need, bytes};
-  lm_wait_until(&src->def->wait, &src->def->room, slice, room_or_abort, &w);
-  return LAMINAR_OK;
-}
-
-/* Whether `n` messages of `bytes` bytes (0: not known yet) may go on the
- * queue, checked before anything is logged: refused (reject, or a block
- * queue that may not wait) when the queue lacks room (slots or bytes). With `here`, a block queue that may wait waits here for the room
- * (until the runtime stops, the source is dropped or the deadline passes);
- * without, it is left to enqueue. Exact under def->log_mu (only the reactor
- * moves the queue then, and only makes room): the WAL path waits here, so a
- * push that gives up has logged nothing. */
-static laminar_code refuse_early(laminar_source* src, uint32_t n, int64_t bytes,
-                                 const push_wait* how, bool here, laminar_error* err) {
-  lm_source_def* def = src->def;
-  while (lacks_room(def, n, bytes)) {
-    if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
-      lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped", def->name);
-      lm_error_object(err, def->name, NULL);
-      return LAMINAR_ERR_SOURCE_CLOSED;
-    }
-    full_action act = on_full(src, how->wait);
-    if (act == FULL_REJECT) {
-      atomic_fetch_add_explicit(&def->rejected_batches, n, memory_order_relaxed);
-    }
-    if (act == FULL_REJECT || act == FULL_REFUSE) return queue_full(def, err);
-    if (act == FULL_DROP || !here) return LAMINAR_OK;
-    LM_TRY(wait_room(src, n, bytes, how, err));
-  }
-  return LAMINAR_OK;
-}
-
-/* Enqueue msgs[0..n) (n <= capacity) as one contiguous run, applying the
- * source's back-pressure policy to a full queue. */
-static laminar_code enqueue(laminar_source* src, lm_msg* const* msgs, uint32_t n,
-                            const push_wait* how, laminar_error* err) {
-  lm_source_def* def = src->def;
-  int64_t bytes = 0;
-  for (uint32_t i = 0; i < n; i++) bytes += msgs[i]->batch != NULL ? msgs[i]->batch->bytes : 0;
-  /* The byte bound counts as fullness: the same policies apply. */
-  while (over_queue_bytes(def, bytes) || !lm_mpsc_push_all(def->queue, (void* const*)msgs, n)) {
-    if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
-      lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped", def->name);
-      lm_error_object(err, def->name, NULL);
-      return LAMINAR_ERR_SOURCE_CLOSED;
-    }
-    switch (on_full(src, how->wait)) {
-      case FULL_DROP:
-        drop_oldest(def);
-        continue;
-      case FULL_REJECT:
-        atomic_fetch_add_explicit(&def->rejected_batches, n, memory_order_relaxed);
-        return queue_full(def, err);
-      case FULL_REFUSE:
-        return queue_full(def, err);
-      case FULL_WAIT:
-        break;
-    }
-    /* Block back-pressure: the reactor notifies `room` after taking messages. */
-    LM_TRY(wait_room(src, n, bytes, how, err));
-  }
-  /* After the push: the consumer may take (and subtract) them first, so the
-   * count may dip below zero for a moment; it is a bound, not an invariant. */
-  atomic_fetch_add_explicit(&def->queued_bytes, bytes, memory_order_relaxed);
-  lm_rt_notify(&src->db->rt);
-  return LAMINAR_OK;
+/* How src's messages are made durable (rt/source.h): logged with a WAL,
+ * numbered in a durable database without one, else neither. */
+static lm_source_log source_log(const laminar_source* src, lm_arrow_kept** kept) {
+  if (src->def->wal != NULL) return (lm_source_log){append_to_wal, kept, false};
+  return (lm_source_log){NULL, NULL, src->db->dur != NULL};
 }
 
 /* Push arrays[0..n) described by one schema: import (validate) all, then log
- * and enqueue them in order. All or nothing, except that a source dropped or a
- * runtime stopped while a run longer than the queue waits for room leaves
- * the first *out_pushed arrays ingested. */
+ * and enqueue them in order (rt/source.c). All or nothing, except that a
+ * source dropped or a runtime stopped while a run longer than the queue waits
+ * for room leaves the first *out_pushed arrays ingested. */
 static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, int64_t n,
-                              const struct ArrowSchema* schema, const push_wait* how,
+                              const struct ArrowSchema* schema, const lm_push_wait* how,
                               int64_t* out_pushed, laminar_error* err) {
   if (out_pushed != NULL) *out_pushed = 0;
   if (!source_ok(src)) {
@@ -344,26 +164,9 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
   }
   if (n == 0) return LAMINAR_OK;
   lm_source_def* def = src->def;
-  if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
-    lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped", def->name);
-    lm_error_object(err, def->name, NULL);
-    return LAMINAR_ERR_SOURCE_CLOSED;
-  }
-  uint32_t cap = lm_mpsc_capacity(def->queue);
-  /* A run that can never fit is refused before any work by reject (and by a
-   * push that may not wait): it would be refused anyway. */
-  if (n > (int64_t)cap && on_full(src, how->wait) != FULL_WAIT &&
-      on_full(src, how->wait) != FULL_DROP) {
-    if (def->backpressure == LM_BP_REJECT) {
-      atomic_fetch_add_explicit(&def->rejected_batches, n, memory_order_relaxed);
-    }
-    return queue_full(def, err);
-  }
-  /* A full queue that neither waits nor drops refuses before the import's
-   * work (the WAL path checks under its lock instead, before logging). */
-  if (def->wal == NULL) {
-    LM_TRY(refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, 0, how, false, err));
-  }
+  LM_TRY(lm_source_check_open(def, err));
+  lm_source_log log = source_log(src, NULL);
+  LM_TRY(lm_source_admit(source_rt(src), def, n, how, &log, err));
   lm_msg* one;
   lm_msg** msgs = n == 1 ? &one : lm_calloc((size_t)n, sizeof *msgs);
   if (msgs == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -382,7 +185,7 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
     }
   }
   laminar_code rc = LAMINAR_OK;
-  int64_t imported = 0, queued = 0, rows = 0;
+  int64_t imported = 0, queued = 0;
   for (; imported < n; imported++) {
     lm_msg* msg = lm_malloc(sizeof *msg);
     if (msg == NULL) {
@@ -407,61 +210,11 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
     msg->batch = batch;
     msg->watermark_ms = INT64_MIN;
     msg->seq = 0;
-    rows += batch->nrows;
     msgs[imported] = msg;
   }
   if (rc == LAMINAR_OK) {
-    if (def->wal != NULL) {
-      /* Logged before it is queued (what the reactor takes is in the WAL), and
-       * log + enqueue under one lock so queue order is WAL order when cloned
-       * producers push at once. */
-      pthread_mutex_lock(&def->log_mu);
-      /* Refused before anything is logged. Under the lock only the reactor
-       * moves the queue (a WAL source never drops), so room seen stays: each
-       * message waits for its room before it is logged, and one that gives
-       * up (stopped runtime, dropped source, deadline) has logged nothing. */
-      int64_t bytes = 0;
-      for (int64_t k = 0; k < n; k++) bytes += msgs[k]->batch->bytes;
-      /* A run that fits the queue waits here for room for all of it, so a
-       * bounded wait that gives up has logged and queued none of it. */
-      rc = refuse_early(src, n > (int64_t)cap ? cap : (uint32_t)n, bytes, how, n <= (int64_t)cap,
-                        err);
-      while (queued < n && rc == LAMINAR_OK) {
-        rc = refuse_early(src, 1, msgs[queued]->batch->bytes, how, true, err);
-        if (rc != LAMINAR_OK) break;
-        lm_arrow_kept* mine = NULL;
-        if (kept != NULL) {
-          mine = kept[queued];
-          kept[queued] = NULL; /* lm_durable_log's now */
-        }
-        rc = lm_durable_log(def, msgs[queued], mine, err);
-        if (rc == LAMINAR_OK) rc = enqueue(src, &msgs[queued], 1, how, err);
-        if (rc == LAMINAR_OK) queued++;
-      }
-      pthread_mutex_unlock(&def->log_mu);
-    } else {
-      /* Durable without a log: numbered all the same (the offsets a
-       * checkpoint records and a producer resumes from), with the enqueue
-       * as one step as above. */
-      bool number = src->db->dur != NULL;
-      if (number) pthread_mutex_lock(&def->log_mu);
-      while (queued < n && rc == LAMINAR_OK) {
-        uint32_t run = n - queued > (int64_t)cap ? cap : (uint32_t)(n - queued);
-        for (uint32_t k = 0; number && k < run; k++)
-          msgs[queued + k]->seq = def->unlogged_seq + 1 + k;
-        rc = enqueue(src, &msgs[queued], run, how, err);
-        if (rc == LAMINAR_OK) queued += run;
-        if (rc == LAMINAR_OK && number) def->unlogged_seq += run;
-      }
-      if (number) pthread_mutex_unlock(&def->log_mu);
-    }
-  }
-  if (queued > 0) {
-    int64_t queued_rows = rows;
-    /* Rows of what did not go in (a partial run). */
-    for (int64_t k = queued; k < imported; k++) queued_rows -= msgs[k]->batch->nrows;
-    atomic_fetch_add_explicit(&def->pushed_batches, queued, memory_order_relaxed);
-    atomic_fetch_add_explicit(&def->pushed_rows, queued_rows, memory_order_relaxed);
+    log = source_log(src, kept);
+    rc = lm_source_enqueue(source_rt(src), def, msgs, n, how, &log, &queued, err);
   }
   /* Give what did not go in back untouched: each batch holds its array as moved. */
   for (int64_t k = queued; k < imported; k++) {
@@ -479,25 +232,28 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
 
 laminar_code laminar_source_push(laminar_source* src, struct ArrowArray* array,
                                  const struct ArrowSchema* schema, laminar_error* err) {
-  return push_many(src, array, 1, schema, &WAIT_FOREVER, NULL, err);
+  lm_push_wait how = lm_push_wait_forever();
+  return push_many(src, array, 1, schema, &how, NULL, err);
 }
 
 laminar_code laminar_source_try_push(laminar_source* src, struct ArrowArray* array,
                                      const struct ArrowSchema* schema, laminar_error* err) {
-  return push_many(src, array, 1, schema, &NO_WAIT, NULL, err);
+  lm_push_wait how = lm_push_no_wait();
+  return push_many(src, array, 1, schema, &how, NULL, err);
 }
 
 laminar_code laminar_source_push_timeout(laminar_source* src, struct ArrowArray* array,
                                          const struct ArrowSchema* schema, int64_t timeout_ms,
                                          laminar_error* err) {
-  push_wait how = wait_for(timeout_ms);
+  lm_push_wait how = lm_push_wait_for(timeout_ms);
   return push_many(src, array, 1, schema, &how, NULL, err);
 }
 
 laminar_code laminar_source_push_batch(laminar_source* src, struct ArrowArray* arrays,
                                        int64_t n, const struct ArrowSchema* schema,
                                        int64_t* out_pushed, laminar_error* err) {
-  return push_many(src, arrays, n, schema, &WAIT_FOREVER, out_pushed, err);
+  lm_push_wait how = lm_push_wait_forever();
+  return push_many(src, arrays, n, schema, &how, out_pushed, err);
 }
 
 /* The release of validate's borrowed copy: the producer's array is not ours. */
@@ -510,11 +266,7 @@ laminar_code laminar_source_validate(laminar_source* src, const struct ArrowArra
                         "laminar_source_validate: invalid handle, or NULL array or schema");
   }
   lm_source_def* def = src->def;
-  if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
-    lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped", def->name);
-    lm_error_object(err, def->name, NULL);
-    return LAMINAR_ERR_SOURCE_CLOSED;
-  }
+  LM_TRY(lm_source_check_open(def, err));
   /* The import a push makes, of a copy whose release does nothing: the
    * batch it builds views the producer's buffers and goes at once. */
   struct ArrowArray copy = *array;
@@ -529,7 +281,7 @@ laminar_code laminar_source_push_batch_timeout(laminar_source* src, struct Arrow
                                                int64_t n, const struct ArrowSchema* schema,
                                                int64_t timeout_ms, int64_t* out_pushed,
                                                laminar_error* err) {
-  push_wait how = wait_for(timeout_ms);
+  lm_push_wait how = lm_push_wait_for(timeout_ms);
   return push_many(src, arrays, n, schema, &how, out_pushed, err);
 }
 
@@ -537,8 +289,7 @@ laminar_code laminar_source_free_slots(laminar_source* src, int64_t* out, lamina
   if (!source_ok(src) || out == NULL) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_source_free_slots: invalid argument");
   }
-  const lm_mpsc* q = src->def->queue;
-  *out = (int64_t)lm_mpsc_capacity(q) - (int64_t)lm_mpsc_size(q);
+  *out = lm_source_free_slots(src->def);
   return LAMINAR_OK;
 }
 
@@ -553,49 +304,33 @@ laminar_code laminar_source_has_capacity(laminar_source* src, int64_t n, int32_t
   return LAMINAR_OK;
 }
 
-static laminar_code watermark(laminar_source* src, int64_t watermark_ms, const push_wait* how,
+static laminar_code watermark(laminar_source* src, int64_t watermark_ms, const lm_push_wait* how,
                               laminar_error* err) {
   if (!source_ok(src)) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "invalid or closed source handle");
   }
   lm_source_def* def = src->def;
-  if (atomic_load_explicit(&def->dropped, memory_order_acquire)) {
-    return lm_error_set(err, LAMINAR_ERR_SOURCE_CLOSED, "source '%s' was dropped",
-                        def->name);
-  }
+  LM_TRY(lm_source_check_open(def, err));
   lm_msg* msg = lm_malloc(sizeof *msg);
   if (msg == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   msg->batch = NULL;
   msg->watermark_ms = watermark_ms;
   msg->seq = 0;
-  laminar_code rc = LAMINAR_OK;
-  if (def->wal != NULL) {
-    pthread_mutex_lock(&def->log_mu); /* see push_many */
-    rc = refuse_early(src, 1, 0, how, true, err); /* before it is logged */
-    if (rc == LAMINAR_OK) rc = lm_durable_log(def, msg, NULL, err); /* a watermark */
-    if (rc == LAMINAR_OK) rc = enqueue(src, &msg, 1, how, err);
-    pthread_mutex_unlock(&def->log_mu);
-  } else if (src->db->dur != NULL) { /* numbered without a log (see push_many) */
-    pthread_mutex_lock(&def->log_mu);
-    msg->seq = def->unlogged_seq + 1;
-    rc = enqueue(src, &msg, 1, how, err);
-    if (rc == LAMINAR_OK) def->unlogged_seq++;
-    pthread_mutex_unlock(&def->log_mu);
-  } else {
-    rc = enqueue(src, &msg, 1, how, err);
-  }
+  lm_source_log log = source_log(src, NULL);
+  laminar_code rc = lm_source_enqueue(source_rt(src), def, &msg, 1, how, &log, NULL, err);
   if (rc != LAMINAR_OK) lm_free(msg);
   return rc;
 }
 
 laminar_code laminar_source_watermark(laminar_source* src, int64_t watermark_ms,
                                       laminar_error* err) {
-  return watermark(src, watermark_ms, &WAIT_FOREVER, err);
+  lm_push_wait how = lm_push_wait_forever();
+  return watermark(src, watermark_ms, &how, err);
 }
 
 laminar_code laminar_source_watermark_timeout(laminar_source* src, int64_t watermark_ms,
                                               int64_t timeout_ms, laminar_error* err) {
-  push_wait how = wait_for(timeout_ms);
+  lm_push_wait how = lm_push_wait_for(timeout_ms);
   return watermark(src, watermark_ms, &how, err);
 }
 
@@ -603,16 +338,7 @@ laminar_code laminar_source_offset(laminar_source* src, int64_t* out, laminar_er
   if (!source_ok(src) || out == NULL) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_source_offset: invalid argument");
   }
-  lm_source_def* def = src->def;
-  if (def->wal != NULL) {
-    *out = (int64_t)lm_wal_next_seq(def->wal);
-  } else if (src->db->dur != NULL) {
-    pthread_mutex_lock(&def->log_mu);
-    *out = (int64_t)def->unlogged_seq + 1;
-    pthread_mutex_unlock(&def->log_mu);
-  } else {
-    *out = 0;
-  }
+  *out = lm_source_next_offset(src->def, src->db->dur != NULL);
   return LAMINAR_OK;
 }
 

@@ -207,4 +207,17 @@ laminar_code lm_expr_filter(lm_eval_ctx* ctx, const lm_expr* pred, const lm_vec*
  * (none are in this version); used by the planner for constant folding. */
 bool lm_expr_is_constant(const lm_expr* e);
 
+/* Text forms used by CAST(x AS VARCHAR) and by file sinks; each writes at most `cap` bytes
+ * (no NUL terminator is guaranteed) and returns the length.
+ *   double:    shortest round-trip digits, fixed notation when the decimal
+ *              exponent is in [-4, 16) with ".0" on integral values, else
+ *              "d[.ddd]e+XX" (at least two exponent digits); "nan", "inf",
+ *              "-inf" (what DuckDB prints).
+ *   timestamp: "YYYY-MM-DD HH:MM:SS[.ffffff]" with trailing zeros of the
+ *              fraction dropped; years before 1 print as "YYYY-MM-DD (BC) ...". */
+#define LM_EXPR_DOUBLE_TEXT_MAX 32
+#define LM_EXPR_TIMESTAMP_TEXT_MAX 48
+int lm_expr_format_double(double d, char* buf, size_t cap);
+int lm_expr_format_timestamp(int64_t micros, char* buf, size_t cap);
+
 #endif /* LM_EXPR_H */

@@ -38,18 +38,7 @@ laminar_code lm_expr_densify(lm_eval_ctx* ctx, const lm_xvec* x, lm_vec* out);
  * comes from ctx. Returns LAMINAR_OK or LAMINAR_ERR_NOMEM. */
 laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec* out);
 
-/* Text forms used by CAST(x AS VARCHAR); each writes at most `cap` bytes
- * (no NUL terminator is guaranteed) and returns the length.
- *   double:    shortest round-trip digits, fixed notation when the decimal
- *              exponent is in [-4, 16) with ".0" on integral values, else
- *              "d[.ddd]e+XX" (at least two exponent digits); "nan", "inf",
- *              "-inf" (what DuckDB prints).
- *   timestamp: "YYYY-MM-DD HH:MM:SS[.ffffff]" with trailing zeros of the
- *              fraction dropped; years before 1 print as "YYYY-MM-DD (BC) ...". */
-#define LM_EXPR_DOUBLE_TEXT_MAX 32
-#define LM_EXPR_TIMESTAMP_TEXT_MAX 48
-int lm_expr_format_double(double d, char* buf, size_t cap);
-int lm_expr_format_timestamp(int64_t micros, char* buf, size_t cap);
+/* lm_expr_format_double / lm_expr_format_timestamp: in expr.h (file sinks use them). */
 
 /* Parsers used by CAST from VARCHAR; false when the text does not convert.
  * See cast.c for the accepted grammar (DuckDB's). */

@@ -235,10 +235,6 @@ static inline void lm_op_late_row(window_op* op, int64_t k) {
  * states, and session slots. */
 int64_t lm_op_window_bytes(const window_op* op);
 
-/* Hash every row's key tuple: rows 0..n-1 into h[0..n) (sel NULL), or rows
- * sel[0..n) into h[sel[i]]. */
-void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, const uint32_t* sel, int64_t n,
-                     uint64_t* h);
 /* The group of window w holding row `row`'s keys (hash h), added if new. */
 laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h, const lm_vec* keys,
                                      int64_t row, uint32_t* out_gid);

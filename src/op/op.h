@@ -239,4 +239,10 @@ void lm_op_window_set_args(lm_op* op, const lm_vec* args);
 /* Number of groups currently held (all open windows). */
 int64_t lm_op_window_state_rows(const lm_op* op);
 
+/* Hash every row's key tuple: rows 0..n-1 into h[0..n) (sel NULL), or rows
+ * sel[0..n) into h[sel[i]]. The window operators' group hash; the
+ * thread-per-core router (rt/part.c) routes rows by it. */
+void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, const uint32_t* sel, int64_t n,
+                     uint64_t* h);
+
 #endif /* LM_OP_H */

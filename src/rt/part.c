@@ -71,7 +71,7 @@
 #endif
 #include "rt/internal.h"
 
-#include "op/internal.h"
+#include "op/op.h"
 #include "util/util.h"
 
 #include <sched.h>

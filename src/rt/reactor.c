@@ -52,72 +52,6 @@ void lm_sub_destroy(lm_sub* sub) {
   lm_free(sub);
 }
 
-/* ---- source queues ------------------------------------------------------------ */
-
-bool lm_backpressure_parse(const char* text, lm_backpressure* out) {
-  if (lm_streq_nocase(text, "block")) {
-    *out = LM_BP_BLOCK;
-  } else if (lm_streq_nocase(text, "drop_oldest")) {
-    *out = LM_BP_DROP_OLDEST;
-  } else if (lm_streq_nocase(text, "reject")) {
-    *out = LM_BP_REJECT;
-  } else {
-    return false;
-  }
-  return true;
-}
-
-const char* lm_backpressure_name(lm_backpressure bp) {
-  switch (bp) {
-    case LM_BP_DROP_OLDEST: return "drop_oldest";
-    case LM_BP_REJECT: return "reject";
-    case LM_BP_BLOCK: break;
-  }
-  return "block";
-}
-
-laminar_code lm_source_def_init_queue(lm_source_def* def, uint32_t capacity,
-                                      lm_backpressure bp, lm_wait wait) {
-  def->backpressure = bp;
-  def->wait = wait;
-  atomic_init(&def->producers, 0);
-  atomic_init(&def->dropped_batches, 0);
-  atomic_init(&def->dropped_rows, 0);
-  atomic_init(&def->rejected_batches, 0);
-  atomic_init(&def->carried_watermark, INT64_MIN);
-  atomic_init(&def->queued_bytes, 0);
-  LM_TRY(lm_waiter_init(&def->room));
-  if (pthread_mutex_init(&def->log_mu, NULL) != 0) {
-    lm_waiter_destroy(&def->room);
-    return LAMINAR_ERR_INTERNAL;
-  }
-  /* Created last: queue != NULL means the waiter and the lock exist too. */
-  laminar_code rc = lm_mpsc_create(capacity, bp == LM_BP_DROP_OLDEST, &def->queue);
-  if (rc != LAMINAR_OK) {
-    pthread_mutex_destroy(&def->log_mu);
-    lm_waiter_destroy(&def->room);
-  }
-  return rc;
-}
-
-bool lm_source_take(lm_source_def* src, bool steal, lm_msg** out) {
-  void* item;
-  if (!(steal ? lm_mpsc_steal(src->queue, &item) : lm_mpsc_pop(src->queue, &item))) {
-    return false;
-  }
-  lm_msg* msg = item;
-  if (msg->batch != NULL) {
-    atomic_fetch_sub_explicit(&src->queued_bytes, msg->batch->bytes, memory_order_relaxed);
-  }
-  *out = msg;
-  return true;
-}
-
-void lm_msg_free(lm_msg* msg) {
-  lm_batch_unref(msg->batch);
-  lm_free(msg);
-}
-
 /* ---- graph bookkeeping ------------------------------------------------------ */
 
 laminar_code lm_graph_add_reader(lm_stream_def*** readers, int32_t* n, lm_stream_def* s) {
@@ -227,24 +161,44 @@ static laminar_code stream_share(lm_stream_def* s, lm_batch* batch) {
 
 /* Sink of a stream's chain: build the Arrow batch once, hand a reference to
  * each subscriber and feed downstream streams from the same buffers. */
+/* Hand `batch` (borrowed) to each sink of s: a reference on a queued sink's
+ * queue (its thread writes it), else written here. */
+static laminar_code stream_sinks(lm_stream_def* s, lm_batch* batch) {
+  for (int32_t i = 0; i < s->nsinks; i++) {
+    lm_sink* k = s->sinks[i];
+    LM_TRY(k->vt->write_batch != NULL ? k->vt->write_batch(k, batch)
+                                      : k->vt->write(k, batch->cols, batch->nrows, NULL));
+  }
+  return LAMINAR_OK;
+}
+
 static laminar_code stream_deliver(void* arg, const lm_chunk* chunk) {
   lm_stream_def* s = arg;
-  for (int32_t i = 0; i < s->nsinks; i++) {
-    LM_TRY(s->sinks[i]->vt->write(s->sinks[i], chunk->cols, chunk->nrows, NULL));
-  }
-  if (s->nsubs == 0 && s->nreaders == 0) return LAMINAR_OK;
+  if (s->nsinks == 0 && s->nsubs == 0 && s->nreaders == 0) return LAMINAR_OK;
   lm_batch* batch;
   LM_TRY(lm_arrow_build(&s->out_schema, chunk->cols, chunk->nrows, &batch));
-  laminar_code rc = stream_share(s, batch);
+  laminar_code rc = stream_sinks(s, batch);
+  if (rc == LAMINAR_OK) rc = stream_share(s, batch);
   lm_batch_unref(batch);
   return rc;
 }
 
 laminar_code lm_rt_stream_publish(lm_stream_def* s, lm_batch* batch) {
-  for (int32_t i = 0; i < s->nsinks; i++) {
-    LM_TRY(s->sinks[i]->vt->write(s->sinks[i], batch->cols, batch->nrows, NULL));
-  }
+  LM_TRY(stream_sinks(s, batch));
   return stream_share(s, batch);
+}
+
+laminar_code lm_rt_drain_sinks(const lm_graph* g) {
+  laminar_code first = LAMINAR_OK;
+  for (int32_t i = 0; i < g->nstreams; i++) {
+    const lm_stream_def* s = g->streams[i];
+    for (int32_t j = 0; j < s->nsinks; j++) {
+      lm_sink* k = s->sinks[j];
+      laminar_code rc = k->vt->drain != NULL ? k->vt->drain(k) : LAMINAR_OK;
+      if (first == LAMINAR_OK) first = rc;
+    }
+  }
+  return first;
 }
 
 void lm_stream_def_attach(lm_stream_def* s) {
@@ -415,7 +369,10 @@ laminar_code lm_rt_process_now(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
   if (rt->ncores > 1 && lm_rt_source_partitioned(src)) return lm_rt_run_msg(rt, src, msg);
   laminar_code rc = process_msg(src, msg);
   lm_rt_notify_subscribers(rt->graph);
-  return rc;
+  /* Replay: each record's sink writes are done before the next is taken, so
+   * a failed write names its record. */
+  laminar_code drc = lm_rt_drain_sinks(rt->graph);
+  return rc != LAMINAR_OK ? rc : drc;
 }
 
 /* Room every subscriber ring must have before a source message is taken.
@@ -443,6 +400,13 @@ uint32_t lm_rt_min_free(const lm_graph* g) {
         int64_t fit = queued >= sub->max_bytes ? 0 : (sub->max_bytes - queued) / per + 1;
         if (fit < (int64_t)room) room = (uint32_t)fit;
       }
+      if (room < least) least = room;
+    }
+    /* A queued sink's queue holds input as a subscriber ring does. */
+    for (int32_t j = 0; j < s->nsinks; j++) {
+      const lm_sink* k = s->sinks[j];
+      if (k->vt->room == NULL) continue;
+      uint32_t room = k->vt->room(k);
       if (room < least) least = room;
     }
   }
@@ -511,6 +475,12 @@ laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err) {
     laminar_code rc = process_round(rt, 64, &progress, &blocked);
     laminar_code drc = progress && !blocked && rc == LAMINAR_OK ? LAMINAR_OK : lm_rt_drain(rt);
     if (rc == LAMINAR_OK) rc = drc;
+    if (rc == LAMINAR_OK && (!progress || blocked)) {
+      /* Inline, the sinks' queued writes are done when this returns (same
+       * input, same output); a sink queue that held input has room again. */
+      rc = lm_rt_drain_sinks(rt->graph);
+      if (rc == LAMINAR_OK && blocked && have_headroom(rt->graph)) continue;
+    }
     if (rc != LAMINAR_OK) {
       return lm_rt_processing_error(rt->graph, rc, "", err);
     }
@@ -798,6 +768,11 @@ laminar_code lm_rt_stop(lm_rt* rt, laminar_error* err) {
   lm_waiter_notify(&rt->wake);
   pthread_join(rt->thread, NULL);
   lm_rt_workers_stop(rt);
+  /* What the reactor queued for the sinks is written before stop returns. */
+  laminar_code drc = lm_rt_drain_sinks(rt->graph);
+  if (drc != LAMINAR_OK && rt->error == LAMINAR_OK) {
+    rt->error = lm_rt_processing_error(rt->graph, drc, "", &rt->error_detail);
+  }
   rt->started = false;
   rt->started_ns = 0;
   /* Producers blocked on a full queue see `started` false and give up. */

@@ -5,7 +5,7 @@
  * DESIGN
  * ------
  * Producers push messages (a batch, or an explicit watermark) into their
- * source's SPSC ring and wake the reactor. The reactor -- a thread started by
+ * source's queue and wake the reactor (both sides of the queue: rt/source.h). The reactor -- a thread started by
  * lm_rt_start(), or the caller of lm_rt_run_until_idle() -- is the only
  * consumer of every source ring and the only thread that touches operator
  * state, stream watermarks and the producer side of subscriber rings. For each
@@ -451,8 +451,13 @@ laminar_code lm_rt_process_now(lm_rt* rt, lm_source_def* src, lm_msg* msg);
 laminar_code lm_rt_processing_error(const lm_graph* g, laminar_code rc, const char* where,
                                     laminar_error* err);
 
-/* Drive the graph inline until no queued message can be processed. Not while
- * started. */
+/* Wait until every queued sink of the graph wrote what was queued to it
+ * (sink.h drain): the first failed write's code, else OK. Not on a sink
+ * thread. */
+laminar_code lm_rt_drain_sinks(const lm_graph* g);
+
+/* Drive the graph inline until no queued message can be processed, and the
+ * sinks' queued writes are done. Not while started. */
 laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err);
 
 /* Subscriber queues. */

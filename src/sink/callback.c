@@ -116,5 +116,5 @@ laminar_code lm_callback_sink_create(const char* name, const lm_schema* schema,
 }
 
 void lm_callback_sink_own(lm_sink* base, void (*release)(void* user)) {
-  ((callback_sink*)base)->cb.release = release;
+  ((callback_sink*)lm_sink_queue_inner(base))->cb.release = release;
 }

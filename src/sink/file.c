@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "expr/internal.h"
+#include "expr/expr.h"
 #include "store/fs.h"
 #include "util/util.h"
 
