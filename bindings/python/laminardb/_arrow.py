@@ -1,12 +1,17 @@
 """Arrow plumbing between Python objects and the C core's Arrow structs.
 
-In: PyCapsules (Arrow PyCapsule Interface) are opened with
-``PyCapsule_GetPointer`` after an exact name check, and their struct pointers
-are handed to the core as cffi pointers; dicts and lists of dicts are built
-into a ``pyarrow.RecordBatch`` with the source's schema first.
+In: PyCapsules (Arrow PyCapsule Interface) are opened after an exact name
+check (``laminardb._capsule.pointer``, a small C extension: the cffi module
+cannot take Python objects) and their struct pointers are handed to the core as
+cffi pointers; dicts and lists of dicts are built into a ``pyarrow.RecordBatch``
+with the source's schema first.
 
-Out: structs the core fills (``ffi.new``) are moved into pyarrow with its
-``_import_from_c`` entry points, which leave them marked released.
+Out: structs the core fills (``ffi.new``) are moved into capsules of their own
+(``laminardb._capsule.take``) and imported by pyarrow's public protocol
+functions -- ``pa.record_batch(obj)``, ``pa.schema(obj)``,
+``pa.RecordBatchReader.from_stream(obj)`` -- which leave them marked released.
+Nothing here calls into CPython through ctypes or uses pyarrow's private
+``_import_from_c`` / ``_export_to_c``.
 
 Ownership follows the C Data Interface (STYLE §1.5): a capsule's destructor
 releases its struct if it is still live, and the core moves a pushed array only
@@ -17,14 +22,15 @@ a hand-made capsule...) is validated by the core first (``Source._check_foreign`
 calls ``laminar_source_validate``: nothing reads it before the core's checks),
 then viewed by pyarrow and validated with ``validate(full=True)``
 (:func:`check_foreign`), so Python callers get pyarrow's checks on top of the
-core's. The view borrows the producer's struct (pyarrow
-imports a copy whose release does nothing), so the array stays the caller's
-until the core takes it. pyarrow's own objects skip this: pyarrow made them.
+core's. The view borrows the producer's struct (pyarrow imports, through
+``pa.array(obj)``, a copy whose release does nothing), so the array stays the
+caller's until the core takes it. pyarrow's own objects skip this: pyarrow made
+them.
 """
 
 from __future__ import annotations
 
-import ctypes
+import datetime
 import decimal
 import math
 import numbers
@@ -33,6 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from laminardb import _capsule
 from laminardb._laminar_cffi import ffi
 from laminardb.errors import COLUMN_TYPE, error_for
 
@@ -49,15 +56,6 @@ __all__ = [
     "import_schema",
 ]
 
-_get_name = ctypes.pythonapi.PyCapsule_GetName
-_get_name.restype = ctypes.c_char_p
-_get_name.argtypes = [ctypes.py_object]
-
-_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_get_pointer.restype = ctypes.c_void_p
-_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-
 def capsule_pointer(capsule: object, name: str) -> int:
     """Return the address a PyCapsule holds, after checking its name exactly.
 
@@ -73,16 +71,38 @@ def capsule_pointer(capsule: object, name: str) -> int:
         TypeError: If ``capsule`` is not a PyCapsule, or is named otherwise
             (the message names the capsule received).
     """
-    if type(capsule).__name__ != "PyCapsule":
-        raise TypeError(f"expected a PyCapsule named '{name}', got {type(capsule).__qualname__}")
-    raw = _get_name(capsule)
-    received = raw.decode("utf-8", "replace") if raw is not None else None
-    if received != name:
-        raise TypeError(f"expected a PyCapsule named '{name}', got one named {received!r}")
-    pointer = _get_pointer(capsule, raw)
-    if not pointer:
-        raise TypeError(f"the PyCapsule named '{name}' holds a NULL pointer")
-    return int(pointer)
+    return _capsule.pointer(capsule, name)
+
+
+class _Exported:
+    """Capsules the core's structs were moved into, for pyarrow's public imports.
+
+    ``pa.record_batch(obj)`` / ``pa.array(obj)`` call ``__arrow_c_array__``,
+    ``pa.schema(obj)`` ``__arrow_c_schema__`` and
+    ``pa.RecordBatchReader.from_stream(obj)`` ``__arrow_c_stream__``; each
+    hands over the capsules as they are (no ``requested_schema`` is asked).
+    """
+
+    __slots__ = ("_array", "_schema", "_stream")
+
+    def __init__(
+        self, schema: object = None, array: object = None, stream: object = None
+    ) -> None:
+        self._schema, self._array, self._stream = schema, array, stream
+
+    def __arrow_c_schema__(self) -> object:
+        return self._schema
+
+    def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]:
+        return self._schema, self._array
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        return self._stream
+
+
+def _take(name: str, struct: Any) -> object:  # noqa: ANN401 -- cdata
+    """Move a live Arrow struct into a new capsule named ``name`` (it is left released)."""
+    return _capsule.take(name, address(struct))
 
 
 def address(cdata: object) -> int:
@@ -209,10 +229,11 @@ def check_foreign(array: Any, schema: Any, source: str) -> None:  # noqa: ANN401
         return
     array_copy = _borrowed("ArrowArray", array, _release_borrowed_array)
     schema_copy = _borrowed("ArrowSchema", schema, _release_borrowed_schema)
+    view = _Exported(_take("arrow_schema", schema_copy), _take("arrow_array", array_copy))
     try:
         # A struct array, not a RecordBatch: the core honours a struct offset,
         # which pyarrow's RecordBatch import refuses.
-        struct = pa.Array._import_from_c(address(array_copy), address(schema_copy))
+        struct = pa.array(view)
     except pa.ArrowException as exc:
         raise error_for(
             _ARROW_INVALID, f"LDB-3001: source '{source}': {exc}", object=source
@@ -234,7 +255,8 @@ def import_batch(array: Any, schema: Any) -> pa.RecordBatch:  # noqa: ANN401 -- 
         The batch; both structs are left released (moved).
     """
     try:
-        return pa.RecordBatch._import_from_c(address(array), address(schema))
+        pair = _Exported(_take("arrow_schema", schema), _take("arrow_array", array))
+        return pa.record_batch(pair)
     finally:
         # pyarrow moves what it imports; whatever it left live is ours to free.
         if array.release != ffi.NULL:
@@ -253,7 +275,7 @@ def import_schema(schema: Any) -> pa.Schema:  # noqa: ANN401 -- cdata
         The schema; the struct is left released.
     """
     try:
-        return pa.Schema._import_from_c(address(schema))
+        return pa.schema(_Exported(schema=_take("arrow_schema", schema)))
     finally:
         if schema.release != ffi.NULL:
             schema.release(schema)
@@ -269,7 +291,8 @@ def import_reader(stream: Any) -> pa.RecordBatchReader:  # noqa: ANN401 -- cdata
         The reader, which now owns the stream.
     """
     try:
-        return pa.RecordBatchReader._import_from_c(address(stream))
+        capsule = _take("arrow_array_stream", stream)
+        return pa.RecordBatchReader.from_stream(_Exported(stream=capsule))
     finally:
         if stream.release != ffi.NULL:
             stream.release(stream)
@@ -358,6 +381,44 @@ def _column(values: object, field: pa.Field | None, source: str) -> pa.Array:
     return pa.array(values)
 
 
+#: Values that are one cell, not a column: a dict of only these is one row.
+_SCALARS = (
+    str, bytes, numbers.Number, decimal.Decimal, datetime.date, datetime.time,
+    datetime.timedelta, pa.Scalar,
+)
+
+
+def _is_scalar(value: object) -> bool:
+    """Tell whether a dict value is one cell (None, str, a number...), not a column."""
+    return value is None or isinstance(value, _SCALARS)
+
+
+def _one_row_if_scalars(columns: Mapping[str, object], source: str) -> Mapping[str, object]:
+    """Turn ``{name: scalar}`` into ``{name: [scalar]}`` (one row); keep columns as they are.
+
+    Args:
+        columns: The dict given to ``insert``/``push``.
+        source: The source's name, for the error.
+
+    Returns:
+        The columns: each value wrapped in a one-element list when every value
+        is a scalar, else ``columns`` itself.
+
+    Raises:
+        TypeError: If scalars and columns are mixed (naming one of each).
+    """
+    scalars = [name for name, value in columns.items() if _is_scalar(value)]
+    if not scalars:
+        return columns
+    if len(scalars) == len(columns):
+        return {name: [value] for name, value in columns.items()}
+    column = next(name for name in columns if name not in scalars)
+    raise TypeError(
+        f"source {source!r}: {scalars[0]!r} is a single value but {column!r} is a column of "
+        "values; give every column as a list (rows) or every one as a single value (one row)"
+    )
+
+
 def batch_from_columns(
     columns: Mapping[str, object], schema: pa.Schema, source: str
 ) -> pa.RecordBatch:
@@ -365,6 +426,8 @@ def batch_from_columns(
 
     Args:
         columns: ``{column name: values}``; every value has the same length.
+            A dict whose values are all scalars (None, str, bytes, numbers,
+            dates, times...) is one row: ``{"k": "a", "v": 1}``.
         schema: The source's schema (types and nullability to use).
         source: The source's name, for errors.
 
@@ -372,11 +435,12 @@ def batch_from_columns(
         The batch; columns keep the dict's order.
 
     Raises:
-        TypeError: If a key is not a string.
+        TypeError: If a key is not a string, or scalars and lists are mixed.
         IngestError: LDB-3004 for a number with a fraction bound for a
             whole-number column.
         pyarrow.ArrowInvalid: If the columns' lengths differ.
     """
+    columns = _one_row_if_scalars(columns, source)
     fields: list[pa.Field] = []
     arrays: list[pa.Array] = []
     for name, values in columns.items():
