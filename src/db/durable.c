@@ -1422,6 +1422,7 @@ typedef struct replay_ctx {
   replay_gates* gates;
   uint64_t replayed;
   uint64_t quiet_upto; /* records up to here feed no sink (their epochs are published) */
+  uint64_t stop_after; /* records after this one are left for a later pass */
   bool quiet;          /* the sinks are detached (set_quiet) */
   int32_t* saved;      /* meanwhile, each stream's sink count */
 } replay_ctx;
@@ -1446,7 +1447,7 @@ static void set_quiet(replay_ctx* c, bool quiet) {
 static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_error* err) {
   replay_ctx* c = arg;
   lm_source_def* src = c->src;
-  if (rec->seq <= src->processed_seq) return LAMINAR_OK;
+  if (rec->seq <= src->processed_seq || rec->seq > c->stop_after) return LAMINAR_OK;
   if (c->gates->gates != NULL) {
     /* Opening a gate sets the sink lists anew from the whole ones: with the
      * sinks attached, or it would attach them in the middle of a quiet run
@@ -1748,7 +1749,11 @@ static laminar_code replay_readonly(lm_durable* d, replay_ctx* c, laminar_error*
 
 /* Replay every source's WAL after the restored positions. Records up to
  * d->replay_quiet's positions (a fallback past a lost checkpoint,
- * `quiet_epoch`) feed no sink: their epochs may be published. */
+ * `quiet_epoch`) feed no sink: their epochs may be published. With a
+ * stream over several inputs that takes two passes: every source up to its
+ * quiet position, then every source's rest -- one source replayed whole
+ * before the next would close, quietly, windows whose rows the published
+ * epochs did not hold (the other inputs were not that far yet). */
 static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epoch,
                                laminar_error* err) {
   replay_gates G;
@@ -1757,10 +1762,16 @@ static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epo
   int32_t* saved = lm_calloc((size_t)g->nstreams + 1, sizeof *saved);
   laminar_code rc =
       saved != NULL ? LAMINAR_OK : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  for (int32_t i = 0; i < g->nsources && rc == LAMINAR_OK; i++) {
+  bool branched = false;
+  for (int32_t i = 0; i < g->nstreams; i++) branched |= g->streams[i]->nin > 1;
+  int32_t passes = quiet_epoch != 0 && branched && !d->conf.read_only ? 2 : 1;
+  for (int32_t pass = 0; pass < passes * g->nsources && rc == LAMINAR_OK; pass++) {
+    int32_t i = pass % g->nsources;
+    bool first = passes == 2 && pass < g->nsources; /* up to the quiet positions only */
     lm_source_def* s = g->sources[i];
     replay_ctx c = {.rt = &db->rt, .db = db, .src = s, .gates = &G, .saved = saved,
                     .quiet_upto = pos_find(&d->replay_quiet, s->name, s->incarnation)};
+    c.stop_after = first ? c.quiet_upto : UINT64_MAX;
     if (d->conf.read_only) { /* file sinks discard there: no quiet needed */
       rc = replay_readonly(d, &c, err);
       continue;

@@ -41,9 +41,10 @@ static const char* UNION_SQL =
 
 static const char* const U_DIRS[] = {"u"};
 
-/* Batch i of source b (0: a, 1: b): a is trades_batch's input; b the same
- * symbols shifted in time and volume, with its own disorder and a row 2 s
- * late in every fourth batch (late by b's watermark only). */
+/* Batch i of source `which` (0: a, 1: b): a is trades_batch's input; b the
+ * same symbols 1.5 s ahead in time, other volumes, its own disorder, and in
+ * every odd batch a last row 1.7 s behind, its window closed by b's watermark, not by the
+ * stream's (a's, behind) -- a restore that lost b's own watermark would take it. */
 static int push_src(laminar_source* src, int which, int64_t i) {
   struct ArrowArray array;
   struct ArrowSchema schema;
@@ -55,9 +56,9 @@ static int push_src(laminar_source* src, int which, int64_t i) {
     for (int r = 0; r < ROWS; r++) {
       int64_t k = i * ROWS + r;
       rows[r] = (trade_row){syms[k % 3], 5.0 + (double)(k % 5), false, k % 4, false,
-                            1013 + k * 20 - (k % 4) * 10};
+                            2500 + k * 20 - (k % 4) * 10};
     }
-    if (i % 4 == 3) rows[ROWS - 1].ts -= 2000;
+    if (i % 2 == 1) rows[ROWS - 1].ts -= 1700;
     CHECK(build_trades(rows, ROWS, false, &array, &schema) == 0);
   }
   laminar_error err;
