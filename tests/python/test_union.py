@@ -86,6 +86,23 @@ def accepted_rows(batches: list[pa.RecordBatch], delay: int) -> tuple[list[tuple
     return kept, late
 
 
+def window_answer(kept: list[tuple]) -> list[tuple]:
+    """DuckDB's tumbling-window answer over the accepted (k, v, ts) rows."""
+    table = pa.table(
+        {
+            "k": pa.array([r[0] for r in kept], pa.string()),
+            "v": pa.array([r[1] for r in kept], pa.int64()),
+            "ts": pa.array([r[2] for r in kept], pa.int64()),
+        }
+    )
+    _, want = duck(
+        f"SELECT k, (ts // {SIZE_MS}) * {SIZE_MS} AS ws, COUNT(*) AS n, SUM(v) AS sv "
+        "FROM t GROUP BY k, ws",
+        t=table,
+    )
+    return want
+
+
 def drain(sub: laminardb.Subscription, out: list[pa.RecordBatch]) -> int:
     """Take every batch queued on ``sub`` now; return how many."""
     taken = 0
@@ -165,18 +182,7 @@ def test_union_window_and_view_match_duckdb(
         kept += rows
         want_late += n_late
     assert late == want_late, f"late rows {late}, want {want_late} (seed {seed})"
-    table = pa.table(
-        {
-            "k": pa.array([r[0] for r in kept], pa.string()),
-            "v": pa.array([r[1] for r in kept], pa.int64()),
-            "ts": pa.array([r[2] for r in kept], pa.int64()),
-        }
-    )
-    _, want = duck(
-        f"SELECT k, (ts // {SIZE_MS}) * {SIZE_MS} AS ws, COUNT(*) AS n, SUM(v) AS sv "
-        "FROM t GROUP BY k, ws",
-        t=table,
-    )
+    want = window_answer(kept)
     columns = ["k", "window_start", "n", "sv"]
     got = rows_of(pa.Table.from_batches(out), columns) if out else []
     assert_same_rows(got, want, columns, seed=seed)
@@ -288,16 +294,5 @@ def test_union_restart_in_the_middle(
     kept: list[tuple] = []
     for i in range(2):
         kept += accepted_rows(per_source[i], DELAYS_MS[i])[0]
-    table = pa.table(
-        {
-            "k": pa.array([r[0] for r in kept], pa.string()),
-            "v": pa.array([r[1] for r in kept], pa.int64()),
-            "ts": pa.array([r[2] for r in kept], pa.int64()),
-        }
-    )
-    _, want = duck(
-        f"SELECT k, (ts // {SIZE_MS}) * {SIZE_MS} AS ws, COUNT(*) AS n, SUM(v) AS sv "
-        "FROM t GROUP BY k, ws",
-        t=table,
-    )
+    want = window_answer(kept)
     assert_same_rows(got, want, columns, seed=seed)
