@@ -38,6 +38,12 @@ lm_source_def* lm_db_root_source(laminar_db* db, const lm_stream_def* s) {
   return NULL;
 }
 
+lm_source_def* lm_db_branch_root(laminar_db* db, const lm_stream_def* s, int32_t b) {
+  const lm_plan_branch* br = &s->plan.branches[b];
+  if (br->input_is_source) return lm_db_find_source(db, br->input);
+  return lm_db_root_source(db, lm_db_find_stream(db, br->input));
+}
+
 const lm_schema* lm_db_lookup_input(void* arg, const char* name, bool* out_is_source) {
   laminar_db* db = arg;
   lm_source_def* src = lm_db_find_source(db, name);
@@ -417,13 +423,7 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     return rc;
   }
   bool branched = lm_plan_branched(&s->plan);
-  if (branched && db->dur != NULL) {
-    rc = fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->select->from_line,
-                 stmt->select->from_column, stmt->name,
-                 "a stream over several inputs (UNION ALL) or a derived table is not "
-                 "supported on a durable database yet (open it in memory)");
-  }
-  if (rc == LAMINAR_OK) rc = check_stream_time(db, stmt, &s->plan, err);
+  rc = check_stream_time(db, stmt, &s->plan, err);
   if (rc != LAMINAR_OK) {
     lm_plan_free(&s->plan);
     lm_free(s);
@@ -485,6 +485,15 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   /* Where it starts: the WAL replay at open feeds it the records after. */
   const lm_source_def* root = lm_db_root_source(db, s);
   s->start_seq = root != NULL ? root->processed_seq : 0;
+  if (rc == LAMINAR_OK && branched) {
+    /* Each input's root source's position: the replay gates it per source. */
+    s->in_start = lm_calloc((size_t)s->plan.nbranches, sizeof *s->in_start);
+    if (s->in_start == NULL) rc = LAMINAR_ERR_NOMEM;
+    for (int32_t b = 0; rc == LAMINAR_OK && b < s->plan.nbranches; b++) {
+      const lm_source_def* r = lm_db_branch_root(db, s, b);
+      s->in_start[b] = r != NULL ? r->processed_seq : 0;
+    }
+  }
   if (rc == LAMINAR_OK) rc = branch_readers(db, s, true);
   bool attached = rc == LAMINAR_OK;
   if (rc == LAMINAR_OK) {
@@ -508,6 +517,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
   lm_durable_identify(db->dur, s->name, &s->incarnation, &s->start_seq);
+  if (s->in_start != NULL)
+    lm_durable_identify_inputs(db->dur, s->name, s->in_start, s->plan.nbranches);
   if (late != NULL) {
     late->fingerprint = lm_durable_fingerprint(s->fingerprint, "late output");
     late->start_seq = s->start_seq;

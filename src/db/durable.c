@@ -36,7 +36,7 @@
 /* 1: one state per stream; 2: per stream its partition count and each
  * partition's state; 3: each source and stream then ends with its incarnation
  * and fingerprint (read: all three). */
-#define CKPT_VERSION 3u
+#define CKPT_VERSION 4u /* 4: each input's watermark of a stream */
 /* catalog.sql's first line (the file before it had none: still read). */
 #define CATALOG_MAGIC "-- laminardb catalog 2"
 #define CATALOG_NAME "catalog.sql"
@@ -48,6 +48,8 @@ typedef struct stored_ident {
   char* name;
   uint64_t incarnation;
   uint64_t start;
+  uint64_t* starts;          /* a stream over several inputs: each one's (nstarts) */
+  int32_t nstarts;
 } stored_ident;
 
 /* Each source's position (last WAL record taken) at a checkpoint. */
@@ -293,12 +295,18 @@ static bool append_text(char** buf, size_t* len, size_t* cap, const char* s) {
 }
 
 /* An object's comment line before its statement: "-- object <incarnation,
- * 16 hex> <start> <name>". */
+ * 16 hex> <start> <name>"; a stream over several inputs has one start per
+ * input (its root source's position), comma-separated: "<s0>,<s1>,...". */
 static bool append_ident(char** buf, size_t* len, size_t* cap, const char* name, uint64_t inc,
-                         uint64_t start) {
+                         const uint64_t* starts, int32_t nstarts) {
   char line[96];
-  snprintf(line, sizeof line, "-- object %016" PRIx64 " %" PRIu64 " ", inc, start);
-  return append_text(buf, len, cap, line) && append_text(buf, len, cap, name) &&
+  snprintf(line, sizeof line, "-- object %016" PRIx64 " ", inc);
+  bool ok = append_text(buf, len, cap, line);
+  for (int32_t b = 0; b < nstarts && ok; b++) {
+    snprintf(line, sizeof line, "%s%" PRIu64, b > 0 ? "," : "", starts[b]);
+    ok = append_text(buf, len, cap, line);
+  }
+  return ok && append_text(buf, len, cap, " ") && append_text(buf, len, cap, name) &&
          append_text(buf, len, cap, "\n");
 }
 
@@ -320,19 +328,21 @@ laminar_code lm_durable_catalog_changed(laminar_db* db, laminar_error* err) {
   lm_graph* g = &db->graph;
   for (int32_t i = 0; i < g->nsources && ok; i++) {
     const lm_source_def* s = g->sources[i];
-    ok = append_ident(&text, &len, &cap, s->name, s->incarnation, 0) &&
+    ok = append_ident(&text, &len, &cap, s->name, s->incarnation, &(uint64_t){0}, 1) &&
          append_stmt(&text, &len, &cap, s->sql);
   }
   for (int32_t i = 0; i < g->nstreams && ok; i++) {
     /* A late output has no statement (its stream's makes it), an identity of its own. */
     const lm_stream_def* s = g->streams[i];
-    ok = append_ident(&text, &len, &cap, s->name, s->incarnation, s->start_seq) &&
+    ok = (s->in_start != NULL
+              ? append_ident(&text, &len, &cap, s->name, s->incarnation, s->in_start, s->nin)
+              : append_ident(&text, &len, &cap, s->name, s->incarnation, &s->start_seq, 1)) &&
          (s->sql == NULL || append_stmt(&text, &len, &cap, s->sql));
   }
   for (int32_t i = 0; i < db->nsinks && ok; i++) {
     const lm_sink_def* k = db->sinks[i];
     if (k->sql == NULL) continue; /* a connector's: code, not in the catalog */
-    ok = append_ident(&text, &len, &cap, k->name, k->incarnation, k->start_seq) &&
+    ok = append_ident(&text, &len, &cap, k->name, k->incarnation, &k->start_seq, 1) &&
          append_stmt(&text, &len, &cap, k->sql);
   }
   laminar_code rc;
@@ -387,8 +397,17 @@ void lm_durable_identify(lm_durable* d, const char* name, uint64_t* incarnation,
   }
 }
 
+void lm_durable_identify_inputs(lm_durable* d, const char* name, uint64_t* starts, int32_t n) {
+  const stored_ident* id = d != NULL && d->recovering ? find_ident(d, name) : NULL;
+  if (id != NULL && id->nstarts == n) memcpy(starts, id->starts, sizeof *starts * (size_t)n);
+  if (id != NULL && id->nstarts == 0 && n == 1) starts[0] = id->start;
+}
+
 static void free_idents(lm_durable* d) {
-  for (int32_t i = 0; i < d->nidents; i++) lm_free(d->idents[i].name);
+  for (int32_t i = 0; i < d->nidents; i++) {
+    lm_free(d->idents[i].name);
+    lm_free(d->idents[i].starts);
+  }
   lm_free(d->idents);
   d->idents = NULL;
   d->nidents = 0;
@@ -404,21 +423,49 @@ static laminar_code parse_idents(lm_durable* d, const char* body, laminar_error*
       char line[512];
       snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
       uint64_t inc, start;
-      int name_at = 0;
+      int name_at = 0, starts_at = 0;
       const char* fields = line + sizeof tag - 1;
-      if (sscanf(fields, "%16" SCNx64 " %" SCNu64 " %n", &inc, &start, &name_at) != 2 ||
-          name_at == 0 || fields[name_at] == '\0')
+      bool bad = sscanf(fields, "%16" SCNx64 " %n", &inc, &starts_at) != 1 || starts_at == 0;
+      /* One start, or one per input: "<s0>,<s1>,..." */
+      int32_t nstarts = 1;
+      for (const char* c = fields + starts_at; !bad && *c != '\0' && *c != ' '; c++)
+        nstarts += *c == ',';
+      uint64_t* starts = bad ? NULL : lm_calloc((size_t)nstarts, sizeof *starts);
+      if (!bad && starts == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+      const char* c = fields + starts_at;
+      for (int32_t b = 0; !bad && b < nstarts; b++) {
+        int used = 0;
+        bad = sscanf(c, "%" SCNu64 "%n", &starts[b], &used) != 1 || used == 0 ||
+              c[used] != (b + 1 < nstarts ? ',' : ' ');
+        c += used + 1;
+      }
+      if (!bad) {
+        name_at = (int)(c - fields);
+        bad = fields[name_at] == '\0';
+      }
+      if (bad) {
+        lm_free(starts);
         return lm_error_set(err, LAMINAR_ERR_RECOVERY, "%s/" CATALOG_NAME ": bad object line '%s'",
                             d->dir, line);
+      }
+      start = starts[0];
       stored_ident* grown = lm_realloc(d->idents, sizeof *grown * (size_t)(d->nidents + 1));
-      if (grown == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+      if (grown == NULL) {
+        lm_free(starts);
+        return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+      }
       d->idents = grown;
       stored_ident* id = &d->idents[d->nidents];
+      *id = (stored_ident){.incarnation = inc, .start = start};
+      if (nstarts > 1) {
+        id->starts = starts;
+        id->nstarts = nstarts;
+      } else {
+        lm_free(starts);
+      }
+      d->nidents++; /* freed with the others from here on */
       id->name = lm_strdup(fields + name_at);
       if (id->name == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-      id->incarnation = inc;
-      id->start = start;
-      d->nidents++;
     }
     p += n + (eol != NULL ? 1 : 0);
   }
@@ -722,6 +769,8 @@ typedef struct frozen_stream {
   const char* name;    /* the stream's (db->lock held: not dropped meanwhile) */
   uint64_t incarnation, fingerprint;
   int64_t watermark;
+  int32_t nin;         /* its inputs' watermarks (several inputs; 0: one) */
+  int64_t* in_wm;
   int32_t nparts;      /* its partitions (cores > 1, rt/part.c), each frozen as it is */
   lm_op_frozen** chains;
 } frozen_stream;
@@ -737,6 +786,7 @@ static void frozen_graph_free(frozen_graph* f) {
     frozen_stream* s = &f->streams[i];
     for (int32_t p = 0; p < s->nparts; p++) lm_op_chain_write_frozen(s->chains[p], NULL);
     lm_free(s->chains);
+    lm_free(s->in_wm);
   }
   lm_free(f->streams);
   *f = (frozen_graph){0};
@@ -815,6 +865,7 @@ static void ckpt_step(void* arg, lm_barrier_step step, int32_t part) {
       if (s->nparts > 1) rc = lm_op_chain_freeze(s->parts[part].chain, &f->chains[part]);
     } else if (c->at_merge[i] == merged) {
       f->watermark = s->watermark_ms;
+      for (int32_t b = 0; b < f->nin; b++) f->in_wm[b] = s->in_wm[b];
       if (s->nparts <= 1) rc = lm_op_chain_freeze(s->chain, &f->chains[0]);
     }
     if (rc != LAMINAR_OK) ckpt_fail(c, rc, NULL, s->name);
@@ -862,6 +913,9 @@ static laminar_code frozen_graph_init(const lm_graph* g, frozen_graph* out, lami
     f->fingerprint = s->fingerprint;
     f->nparts = nparts;
     out->n++;
+    if (s->nin > 0 && (f->in_wm = lm_calloc((size_t)s->nin, sizeof *f->in_wm)) == NULL)
+      return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory serializing a checkpoint");
+    f->nin = s->nin;
   }
   return LAMINAR_OK;
 }
@@ -893,6 +947,8 @@ static laminar_code write_graph(frozen_graph* f, lm_state_writer* w, laminar_err
     }
     lm_state_put_i64(w, (int64_t)s->incarnation); /* format 3: after the states */
     lm_state_put_i64(w, (int64_t)s->fingerprint);
+    lm_state_put_u32(w, (uint32_t)s->nin); /* format 4: each input's watermark */
+    for (int32_t b = 0; b < s->nin; b++) lm_state_put_i64(w, s->in_wm[b]);
   }
   frozen_graph_free(f); /* what a failure left unwritten */
   if (failed != NULL) return lm_error_set(err, rc, "stream '%s': snapshot failed", failed);
@@ -1152,6 +1208,13 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, con
     for (uint32_t p = 0; p < nsaved; p++) states[p] = lm_state_get_bytes(&r);
     uint64_t inc = version >= 3 ? (uint64_t)lm_state_get_i64(&r) : 0;
     uint64_t fp = version >= 3 ? (uint64_t)lm_state_get_i64(&r) : 0;
+    uint32_t nin = version >= 4 ? lm_state_get_u32(&r) : 0;
+    if (r.failed || nin > (uint32_t)(len / 8)) {
+      r.failed = true;
+      break;
+    }
+    const uint8_t* in_wm = r.failed ? NULL : data + r.pos;
+    for (uint32_t b = 0; b < nin; b++) (void)lm_state_get_i64(&r);
     if (r.failed) break;
     if (s == NULL) continue; /* dropped after the checkpoint */
     bool applies;
@@ -1159,6 +1222,12 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, con
                        s->incarnation, s->fingerprint, file, &applies, err));
     if (!applies) continue; /* a dropped stream's state: the new one starts empty */
     laminar_code rc = restore_stream(s, wm, states, (int32_t)nsaved, err);
+    for (int32_t b = 0; rc == LAMINAR_OK && b < s->nin; b++) {
+      /* The stream's own watermark, the least of these, is restored above. */
+      int64_t v = wm;
+      if ((uint32_t)s->nin == nin) memcpy(&v, in_wm + 8 * (size_t)b, 8);
+      s->in_wm[b] = v;
+    }
     if (rc != LAMINAR_OK) {
       char msg[sizeof err->message]; /* lm_error_set clears err->message first */
       snprintf(msg, sizeof msg, "%s", err ? err->message : "state does not restore");
@@ -1175,7 +1244,12 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, con
  * only the records of its root source after its start (the source's position
  * at its CREATE). During the replay it is held out of its input's readers (a
  * sink out of its stream's sinks) until the records pass its start; then it
- * starts at its input's watermark, as CREATE started it. */
+ * starts at its input's watermark, as CREATE started it. A stream over
+ * several inputs has a gate per root source: held out of the readers of the
+ * inputs from that source until its records pass that source's start, the
+ * input's watermark set then (its windows close once every input's passed:
+ * the stream's watermark is the least, and lateness is judged per input, so
+ * replaying one source after another gives what the live interleaving did). */
 typedef struct replay_gate {
   lm_source_def* root;
   lm_stream_def* stream;     /* the stream held, or the stream sink is on */
@@ -1195,20 +1269,28 @@ typedef struct replay_gates {
   struct lm_sink*** sinks;
 } replay_gates;
 
-static bool held(const replay_gates* G, const lm_stream_def* s, const struct lm_sink* k) {
+/* Whether sink k, or stream s on the reader list of an input whose root
+ * source is `root`, is held. */
+static bool held(const replay_gates* G, const lm_stream_def* s, const struct lm_sink* k,
+                 const lm_source_def* root) {
   for (int32_t i = 0; i < G->n; i++) {
     const replay_gate* x = &G->gates[i];
-    if (!x->open && (k != NULL ? x->sink == k : x->sink == NULL && x->stream == s)) return true;
+    if (x->open) continue;
+    if (k != NULL ? x->sink == k
+                  : x->sink == NULL && x->stream == s && (s->nin == 0 || x->root == root))
+      return true;
   }
   return false;
 }
 
-/* dst: the NULL-terminated whole list without what is held (streams, or
- * sinks); in place, never longer. Returns the count. */
-static int32_t filter_held(const replay_gates* G, void** dst, void* const* whole, bool sinks) {
+/* dst: the NULL-terminated whole list without what is held (streams reading
+ * an input whose root source is `root`, or sinks); in place, never longer.
+ * Returns the count. */
+static int32_t filter_held(const replay_gates* G, void** dst, void* const* whole, bool sinks,
+                           const lm_source_def* root) {
   int32_t n = 0;
   for (int32_t j = 0; whole != NULL && whole[j] != NULL; j++)
-    if (!held(G, sinks ? NULL : whole[j], sinks ? whole[j] : NULL)) dst[n++] = whole[j];
+    if (!held(G, sinks ? NULL : whole[j], sinks ? whole[j] : NULL, root)) dst[n++] = whole[j];
   return n;
 }
 
@@ -1217,12 +1299,14 @@ static void gates_apply(replay_gates* G) {
   lm_graph* g = &G->db->graph;
   for (int32_t i = 0; i < g->nsources; i++) {
     lm_source_def* src = g->sources[i];
-    src->nreaders = filter_held(G, (void**)src->readers, (void* const*)G->src_readers[i], false);
+    src->nreaders =
+        filter_held(G, (void**)src->readers, (void* const*)G->src_readers[i], false, src);
   }
   for (int32_t i = 0; i < g->nstreams; i++) {
     lm_stream_def* s = g->streams[i];
-    s->nreaders = filter_held(G, (void**)s->readers, (void* const*)G->readers[i], false);
-    s->nsinks = filter_held(G, (void**)s->sinks, (void* const*)G->sinks[i], true);
+    const lm_source_def* root = lm_db_root_source(G->db, s);
+    s->nreaders = filter_held(G, (void**)s->readers, (void* const*)G->readers[i], false, root);
+    s->nsinks = filter_held(G, (void**)s->sinks, (void* const*)G->sinks[i], true, NULL);
   }
 }
 
@@ -1249,6 +1333,23 @@ static void gates_open(replay_gates* G, const lm_source_def* root, uint64_t seq)
     x->open = changed = true;
     if (x->sink != NULL) continue;
     lm_stream_def* s = x->stream;
+    if (s->nin > 0) {
+      /* The inputs from this root start at their watermark now; the stream
+       * at the least of its inputs'. */
+      int64_t least = INT64_MAX;
+      for (int32_t b = 0; b < s->nin; b++) {
+        if (lm_db_branch_root(G->db, s, b) == x->root) {
+          const lm_stream_def* in = s->plan.branches[b].input_is_source
+                                        ? NULL
+                                        : lm_db_find_stream(G->db, s->plan.branches[b].input);
+          s->in_wm[b] = in != NULL ? in->watermark_ms : x->root->watermark_ms;
+        }
+        if (s->in_wm[b] < least) least = s->in_wm[b];
+      }
+      if (least > s->watermark_ms) lm_stream_def_start_at(s, least);
+      if (s->late != NULL) s->late->watermark_ms = s->watermark_ms;
+      continue;
+    }
     const lm_stream_def* up =
         s->plan.input_is_source ? NULL : lm_db_find_stream(G->db, s->plan.input);
     lm_stream_def_start_at(s, up != NULL ? up->watermark_ms : x->root->watermark_ms);
@@ -1278,14 +1379,24 @@ static void gates_free(replay_gates* G) {
 static laminar_code gates_init(laminar_db* db, replay_gates* G, laminar_error* err) {
   *G = (replay_gates){.db = db};
   lm_graph* g = &db->graph;
-  int32_t most = g->nstreams + db->nsinks;
+  int32_t most = db->nsinks;
+  for (int32_t i = 0; i < g->nstreams; i++) most += g->streams[i]->nin > 1 ? g->streams[i]->nin : 1;
   replay_gate* gates = lm_calloc((size_t)most + 1, sizeof *gates);
   if (gates == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   int32_t n = 0;
   for (int32_t i = 0; i < g->nstreams; i++) {
     lm_stream_def* s = g->streams[i];
+    if (s->late_of != NULL) continue;
+    for (int32_t b = 0; s->in_start != NULL && b < s->nin; b++) {
+      /* Per root source (two inputs from one source: one gate). */
+      lm_source_def* root = lm_db_branch_root(db, s, b);
+      bool seen = false;
+      for (int32_t k = 0; k < b; k++) seen |= lm_db_branch_root(db, s, k) == root;
+      if (seen || root == NULL || s->in_start[b] <= root->processed_seq) continue;
+      gates[n++] = (replay_gate){.root = root, .stream = s, .start = s->in_start[b]};
+    }
     lm_source_def* root = lm_db_root_source(db, s);
-    if (s->late_of != NULL || root == NULL || s->start_seq <= root->processed_seq) continue;
+    if (s->in_start != NULL || root == NULL || s->start_seq <= root->processed_seq) continue;
     gates[n++] = (replay_gate){.root = root, .stream = s, .start = s->start_seq};
   }
   for (int32_t i = 0; i < db->nsinks; i++) {
@@ -1332,6 +1443,7 @@ typedef struct replay_ctx {
   replay_gates* gates;
   uint64_t replayed;
   uint64_t quiet_upto; /* records up to here feed no sink (their epochs are published) */
+  uint64_t stop_after; /* records after this one are left for a later pass */
   bool quiet;          /* the sinks are detached (set_quiet) */
   int32_t* saved;      /* meanwhile, each stream's sink count */
 } replay_ctx;
@@ -1356,7 +1468,7 @@ static void set_quiet(replay_ctx* c, bool quiet) {
 static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_error* err) {
   replay_ctx* c = arg;
   lm_source_def* src = c->src;
-  if (rec->seq <= src->processed_seq) return LAMINAR_OK;
+  if (rec->seq <= src->processed_seq || rec->seq > c->stop_after) return LAMINAR_OK;
   if (c->gates->gates != NULL) {
     /* Opening a gate sets the sink lists anew from the whole ones: with the
      * sinks attached, or it would attach them in the middle of a quiet run
@@ -1667,7 +1779,11 @@ static laminar_code replay_readonly(lm_durable* d, replay_ctx* c, laminar_error*
 
 /* Replay every source's WAL after the restored positions. Records up to
  * d->replay_quiet's positions (a fallback past a lost checkpoint,
- * `quiet_epoch`) feed no sink: their epochs may be published. */
+ * `quiet_epoch`) feed no sink: their epochs may be published. With a
+ * stream over several inputs that takes two passes: every source up to its
+ * quiet position, then every source's rest -- one source replayed whole
+ * before the next would close, quietly, windows whose rows the published
+ * epochs did not hold (the other inputs were not that far yet). */
 static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epoch,
                                laminar_error* err) {
   replay_gates G;
@@ -1676,10 +1792,16 @@ static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epo
   int32_t* saved = lm_calloc((size_t)g->nstreams + 1, sizeof *saved);
   laminar_code rc =
       saved != NULL ? LAMINAR_OK : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  for (int32_t i = 0; i < g->nsources && rc == LAMINAR_OK; i++) {
+  bool branched = false;
+  for (int32_t i = 0; i < g->nstreams; i++) branched |= g->streams[i]->nin > 1;
+  int32_t passes = quiet_epoch != 0 && branched && !d->conf.read_only ? 2 : 1;
+  for (int32_t pass = 0; pass < passes * g->nsources && rc == LAMINAR_OK; pass++) {
+    int32_t i = pass % g->nsources;
+    bool first = passes == 2 && pass < g->nsources; /* up to the quiet positions only */
     lm_source_def* s = g->sources[i];
     replay_ctx c = {.rt = &db->rt, .db = db, .src = s, .gates = &G, .saved = saved,
                     .quiet_upto = pos_find(&d->replay_quiet, s->name, s->incarnation)};
+    c.stop_after = first ? c.quiet_upto : UINT64_MAX;
     if (d->conf.read_only) { /* file sinks discard there: no quiet needed */
       rc = replay_readonly(d, &c, err);
       continue;

@@ -109,6 +109,12 @@ laminar_code lm_durable_source_created(struct laminar_db* db, struct lm_source_d
 void lm_durable_identify(lm_durable* d, const char* name, uint64_t* incarnation,
                          uint64_t* start);
 
+/* A stream over several inputs: while the stored catalog runs at open, the
+ * start position of each of its n inputs' root sources that the catalog
+ * records (starts[b]; left as the caller set them when it records none or
+ * another count). No-op without durability. */
+void lm_durable_identify_inputs(lm_durable* d, const char* name, uint64_t* starts, int32_t n);
+
 /* The fingerprint of a definition: `text` (its statement) over `input` (its
  * input's fingerprint, 0 for none). */
 uint64_t lm_durable_fingerprint(uint64_t input, const char* text);

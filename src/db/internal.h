@@ -117,6 +117,9 @@ lm_source_def* lm_db_find_source(laminar_db* db, const char* name);
 lm_stream_def* lm_db_find_stream(laminar_db* db, const char* name);
 /* The source stream s's input chain starts at (NULL when there is none). */
 lm_source_def* lm_db_root_source(laminar_db* db, const lm_stream_def* s);
+/* The root source of branch b of stream s's plan (its input, or that
+ * stream's root source); NULL when not found. */
+lm_source_def* lm_db_branch_root(laminar_db* db, const lm_stream_def* s, int32_t b);
 
 /* rows.c: a one-batch ArrowArrayStream over a built batch. Takes the batch's
  * reference. */

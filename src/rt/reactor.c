@@ -100,6 +100,7 @@ void lm_stream_def_free(lm_stream_def* def) {
   lm_free(def->in_chains);
   lm_free(def->in_defs);
   lm_free(def->in_wm);
+  lm_free(def->in_start);
   lm_op_chain_destroy(def->chain);
   lm_plan_free(&def->plan);
   lm_schema_free(&def->out_schema);

@@ -241,6 +241,10 @@ struct lm_stream_def {
   uint64_t incarnation;
   uint64_t fingerprint;
   uint64_t start_seq;
+  /* With inputs (nin > 0): in_start[b] is the position of input b's root
+   * source when the stream was created (start_seq is input 0's); NULL
+   * without durability's need of it. Replay gates work per root source. */
+  uint64_t* in_start;
   /* Its keyed state's bound (WITH (max_state_bytes = ...)), charged by every
    * partition's chain, the database's as parent; it also carries the text
    * of a failure its operators recorded (op.h lm_op_account). */

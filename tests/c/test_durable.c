@@ -74,7 +74,8 @@ static int test_settings(void) {
 /* Rewrite the newest checkpoint of dir in format 1, as written before
  * checkpoints held one state per partition: no partition count, one state per
  * stream (every stream must have one partition), and no identities (format 3
- * added each object's incarnation and fingerprint). */
+ * added each object's incarnation and fingerprint), no input watermarks
+ * (format 4: none here, the pipeline's streams have one input each). */
 static int downgrade_checkpoint(const char* dir) {
   char cdir[600];
   snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
@@ -90,7 +91,7 @@ static int downgrade_checkpoint(const char* dir) {
   lm_state_writer w;
   lm_state_writer_init(&w);
   lm_state_put_u32(&w, lm_state_get_u32(&r)); /* magic */
-  EXPECT(lm_state_get_u32(&r) == 3);
+  EXPECT(lm_state_get_u32(&r) == 4);
   lm_state_put_u32(&w, 1);
   lm_state_put_i64(&w, lm_state_get_i64(&r)); /* epoch */
   uint32_t n = lm_state_get_u32(&r);
@@ -111,6 +112,7 @@ static int downgrade_checkpoint(const char* dir) {
     lm_str state = lm_state_get_bytes(&r);
     lm_state_put_bytes(&w, state.ptr, (size_t)state.len);
     for (int k = 0; k < 2; k++) (void)lm_state_get_i64(&r); /* incarnation, fingerprint */
+    EXPECT(lm_state_get_u32(&r) == 0);                          /* input watermarks */
   }
   EXPECT(!r.failed && r.pos == r.len && lm_state_writer_status(&w) == LAMINAR_OK);
   CHECK_CODE(lm_ckpt_write(cdir, epoch, w.data, w.len, &err), LAMINAR_OK, &err);

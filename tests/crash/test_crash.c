@@ -26,6 +26,11 @@
  * after its last checkpoint is discarded by the DROP, so its committed output
  * would depend on where the kills fell.)
  *
+ * A second source, quotes (the same batches), and a window over the UNION
+ * ALL of trades and quotes with a sink on it: each source resumes at its own
+ * offset, the union's checkpoints hold each input's watermark, and its
+ * replay runs one source after the other.
+ *
  * Before each kill the parent tries to open the child's directory itself: while
  * the child holds it (between its open and its close) that must fail with
  * LAMINAR_ERR_LOCKED naming the child's pid (one owner per data directory).
@@ -58,7 +63,17 @@ static const char* EXTRA_V1 =
 static const char* EXTRA_V2 =
     "CREATE STREAM extra AS SELECT symbol, window_start, COUNT(*) AS n FROM trades\n"
     "  GROUP BY symbol, tumble(ts, INTERVAL '2' SECOND)";
-static const char* const EXTRA_DIRS[] = {"extra"};
+static const char* const EXTRA_DIRS[] = {"extra", "merged"};
+
+/* The second source and the union, with its sink (at every open). */
+static const char* UNION_DDL =
+    "CREATE SOURCE quotes (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
+    "  WATERMARK FOR ts AS ts - INTERVAL '30' MILLISECOND);\n"
+    "CREATE STREAM merged AS SELECT symbol, window_start, COUNT(*) AS n, SUM(v) AS v\n"
+    "  FROM (SELECT symbol, volume AS v, ts FROM trades UNION ALL\n"
+    "        SELECT symbol, volume * 10, ts FROM quotes WHERE volume > 3)\n"
+    "  GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);\n"
+    "CREATE SINK merged_out FROM merged INTO FILE (path = '%s/merged', format = 'jsonl')";
 
 /* The extra stream as it is before batch `next`: the first definition
  * before RECREATE_AT, the second, with its sink, from there (dropping the
@@ -84,7 +99,7 @@ static int extra_ddl(laminar_db* db, const char* dir, int64_t next) {
 /* Every sink's committed output, the extra one's too. */
 static char* all_output(const char* dir) {
   char* base = sink_output(dir);
-  char* extra = sinks_output(dir, EXTRA_DIRS, 1);
+  char* extra = sinks_output(dir, EXTRA_DIRS, 2);
   size_t n = strlen(base), m = strlen(extra);
   char* out = malloc(n + m + 1);
   memcpy(out, base, n);
@@ -96,18 +111,74 @@ static char* all_output(const char* dir) {
 
 static void remove_all(const char* dir) { remove_db(dir); /* the extra sink's too */ }
 
+/* From where trades and quotes stand (their offsets: the next message's
+ * number) to the end: batch b to trades then to quotes, a run, a checkpoint
+ * after every 7th; the extra stream as it is before each batch; the final
+ * watermarks and checkpoint. 0, or the step that failed (> 4). */
+static int run_rest(laminar_db* db, const char* dir, laminar_source* src, laminar_source* quotes,
+                    volatile int* phase) {
+  laminar_error err;
+  int64_t off, off_q;
+  if (laminar_source_offset(src, &off, &err) != LAMINAR_OK ||
+      laminar_source_offset(quotes, &off_q, &err) != LAMINAR_OK)
+    return 11;
+  if (extra_ddl(db, dir, off - 1) != 0) return 9;
+  for (int64_t b = (off < off_q ? off : off_q) - 1; b < NBATCH; b++) {
+    if (b == RECREATE_AT && b >= off - 1) {
+      *phase = PH_RECREATE;
+      if (extra_ddl(db, dir, b) != 0) return 10;
+    }
+    *phase = PH_PUSH;
+    if (b >= off - 1 && push_batch(src, b, &err) != LAMINAR_OK) return 5;
+    if (b >= off_q - 1 && push_batch(quotes, b, &err) != LAMINAR_OK) return 5;
+    *phase = PH_RUN;
+    if (laminar_run_until_idle(db, &err) != LAMINAR_OK) return 6;
+    if ((b + 1) % 7 == 0) {
+      *phase = PH_CHECKPOINT;
+      if (laminar_checkpoint(db, &err) != LAMINAR_OK) return 7;
+    }
+  }
+  *phase = PH_FINISH;
+  if (laminar_source_watermark(quotes, INT64_MAX, &err) != LAMINAR_OK || finish(db, src) != 0)
+    return 8;
+  return 0;
+}
+
+/* The pipeline, the union and its sources in dir; 0 on success. */
+static int open_all(const char* dir, int cores, laminar_db** db, laminar_source** src,
+                    laminar_source** quotes) {
+  laminar_error err;
+  char sql[2048], sinks[128];
+  sink_sql(dir, sql, sizeof sql);
+  if (open_db_cores(dir, "sync", cores, db, &err) != LAMINAR_OK) {
+    fprintf(stderr, "open: %s\n", err.message);
+    return 3;
+  }
+  if (laminar_execute(*db, DDL, &err) != LAMINAR_OK || laminar_execute(*db, sql, &err) != LAMINAR_OK)
+    return 4;
+  snprintf(sql, sizeof sql, UNION_DDL, sinks_dir(dir, sinks, sizeof sinks));
+  if (laminar_execute(*db, sql, &err) != LAMINAR_OK ||
+      laminar_source_open(*db, "trades", src, &err) != LAMINAR_OK ||
+      laminar_source_open(*db, "quotes", quotes, &err) != LAMINAR_OK) {
+    fprintf(stderr, "open: %s\n", err.message);
+    return 4;
+  }
+  return 0;
+}
+
 /* The uninterrupted run's committed output. */
 static char* reference_all(void) {
   char dir[64];
   if (lm_test_mkdtemp(dir, sizeof dir, "lm_kill_ref_") != 0) return NULL;
   laminar_db* db = NULL;
   laminar_source* src = NULL;
+  laminar_source* quotes = NULL;
   char* out = NULL;
-  if (open_pipeline(dir, "sync", &db, &src) == 0 && extra_ddl(db, dir, 0) == 0 &&
-      feed(db, src, 0, RECREATE_AT, 7) == 0 && extra_ddl(db, dir, RECREATE_AT) == 0 &&
-      feed(db, src, RECREATE_AT, NBATCH, 7) == 0 && finish(db, src) == 0)
+  int phase;
+  if (open_all(dir, 1, &db, &src, &quotes) == 0 && run_rest(db, dir, src, quotes, &phase) == 0)
     out = all_output(dir);
   laminar_source_close(src);
+  laminar_source_close(quotes);
   laminar_close(db);
   remove_all(dir);
   return out;
@@ -116,37 +187,13 @@ static char* reference_all(void) {
 static void child_run(const char* dir, int cores, volatile int* phase) {
   laminar_db* db;
   laminar_source* src;
-  laminar_error err;
-  char sql[2048];
-  sink_sql(dir, sql, sizeof sql);
+  laminar_source* quotes;
   *phase = PH_OPEN;
-  if (open_db_cores(dir, "sync", cores, &db, &err) != LAMINAR_OK) {
-    fprintf(stderr, "child: open: %s\n", err.message);
-    _exit(3);
-  }
-  if (laminar_execute(db, DDL, &err) != LAMINAR_OK || laminar_execute(db, sql, &err) != LAMINAR_OK ||
-      laminar_source_open(db, "trades", &src, &err) != LAMINAR_OK)
-    _exit(4);
-  int64_t off;
-  laminar_source_offset(src, &off, &err);
-  if (extra_ddl(db, dir, off - 1) != 0) _exit(9);
-  for (int64_t b = off - 1; b < NBATCH; b++) {
-    if (b == RECREATE_AT) {
-      *phase = PH_RECREATE;
-      if (extra_ddl(db, dir, b) != 0) _exit(10);
-    }
-    *phase = PH_PUSH;
-    if (push_batch(src, b, &err) != LAMINAR_OK) _exit(5);
-    *phase = PH_RUN;
-    if (laminar_run_until_idle(db, &err) != LAMINAR_OK) _exit(6);
-    if ((b + 1) % 7 == 0) {
-      *phase = PH_CHECKPOINT;
-      if (laminar_checkpoint(db, &err) != LAMINAR_OK) _exit(7);
-    }
-  }
-  *phase = PH_FINISH;
-  if (finish(db, src) != 0) _exit(8);
+  int rc = open_all(dir, cores, &db, &src, &quotes);
+  if (rc == 0) rc = run_rest(db, dir, src, quotes, phase);
+  if (rc != 0) _exit(rc);
   laminar_source_close(src);
+  laminar_source_close(quotes);
   laminar_close(db);
   _exit(0);
 }
@@ -193,7 +240,7 @@ static int64_t mono_ns(void) {
 static int test_sigkill_loop(void) {
   char* want = reference_all();
   CHECK(want != NULL);
-  for (size_t i = 0; i < sizeof SINK_DIRS / sizeof SINK_DIRS[0] + 1; i++) {
+  for (size_t i = 0; i < sizeof SINK_DIRS / sizeof SINK_DIRS[0] + 2; i++) {
     char head[64]; /* every sink has rows to lose: a section is never empty */
     const size_t nbase = sizeof SINK_DIRS / sizeof SINK_DIRS[0];
     snprintf(head, sizeof head, "--- %s\n", i < nbase ? SINK_DIRS[i] : EXTRA_DIRS[i - nbase]);

@@ -14,6 +14,7 @@ the reactor thread taking the pushes as they come.
 from __future__ import annotations
 
 import random
+import shutil
 
 import pyarrow as pa
 import pytest
@@ -83,6 +84,23 @@ def accepted_rows(batches: list[pa.RecordBatch], delay: int) -> tuple[list[tuple
             cand = max(r[2] for r in rows) - delay
             wm = cand if wm is None else max(wm, cand)
     return kept, late
+
+
+def window_answer(kept: list[tuple]) -> list[tuple]:
+    """DuckDB's tumbling-window answer over the accepted (k, v, ts) rows."""
+    table = pa.table(
+        {
+            "k": pa.array([r[0] for r in kept], pa.string()),
+            "v": pa.array([r[1] for r in kept], pa.int64()),
+            "ts": pa.array([r[2] for r in kept], pa.int64()),
+        }
+    )
+    _, want = duck(
+        f"SELECT k, (ts // {SIZE_MS}) * {SIZE_MS} AS ws, COUNT(*) AS n, SUM(v) AS sv "
+        "FROM t GROUP BY k, ws",
+        t=table,
+    )
+    return want
 
 
 def drain(sub: laminardb.Subscription, out: list[pa.RecordBatch]) -> int:
@@ -164,18 +182,7 @@ def test_union_window_and_view_match_duckdb(
         kept += rows
         want_late += n_late
     assert late == want_late, f"late rows {late}, want {want_late} (seed {seed})"
-    table = pa.table(
-        {
-            "k": pa.array([r[0] for r in kept], pa.string()),
-            "v": pa.array([r[1] for r in kept], pa.int64()),
-            "ts": pa.array([r[2] for r in kept], pa.int64()),
-        }
-    )
-    _, want = duck(
-        f"SELECT k, (ts // {SIZE_MS}) * {SIZE_MS} AS ws, COUNT(*) AS n, SUM(v) AS sv "
-        "FROM t GROUP BY k, ws",
-        t=table,
-    )
+    want = window_answer(kept)
     columns = ["k", "window_start", "n", "sv"]
     got = rows_of(pa.Table.from_batches(out), columns) if out else []
     assert_same_rows(got, want, columns, seed=seed)
@@ -211,3 +218,81 @@ def test_union_errors_carry_codes() -> None:
                 db.execute(f"CREATE STREAM e AS {select}")
             assert info.value.code == code, (select, str(info.value))
         db.execute("CREATE STREAM ok AS SELECT k FROM a UNION ALL SELECT k FROM b")
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    seed=st.integers(*seed_strategy_bounds()),
+    cores=st.sampled_from([1, 2]),
+    crash=st.booleans(),
+)
+def test_union_restart_in_the_middle(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, cores: int, *, crash: bool
+) -> None:
+    """A durable union restarted mid-run (closed, or copied as a crash leaves it).
+
+    Two sources, a window over their union, a view over the window; a
+    checkpoint in the first half, then a restart, each source resumed from its
+    own ``offset``: the view equals DuckDB's answer over the accepted rows.
+    """
+    announce_seed(seed)
+    rng = random.Random(seed)
+    names = ["s0", "s1"]
+    per_source = [make_batches(rng, DELAYS_MS[i]) for i in range(2)]
+    ddl = "".join(
+        f"CREATE SOURCE {n} (k VARCHAR, v BIGINT, ts BIGINT, "
+        f"WATERMARK FOR ts AS ts - INTERVAL '{DELAYS_MS[i]}' MILLISECOND);"
+        for i, n in enumerate(names)
+    )
+    ddl += (
+        "CREATE STREAM w AS SELECT k, window_start, COUNT(*) AS n, SUM(v) AS sv "
+        "FROM (SELECT k, v, ts FROM s0 UNION ALL SELECT k, v, ts FROM s1) "
+        f"GROUP BY k, tumble(ts, INTERVAL '{SIZE_MS}' MILLISECOND);"
+        "CREATE MATERIALIZED VIEW wv AS SELECT k, window_start, n, sv FROM w;"
+    )
+    queues = [list(b) for b in per_source]
+    order: list[int] = []
+    while any(queues):
+        i = rng.choice([j for j, q in enumerate(queues) if q])
+        queues[i].pop(0)
+        order.append(i)
+    half = len(order) // 2
+    data = tmp_path_factory.mktemp("union") / "data"
+    options = {"checkpoint_interval": "1 hour", "wal_mode": "sync", "cores": cores}
+    db = laminardb.open(data, **options)
+    db.execute(ddl)
+    sources = [db.source(n) for n in names]
+    sent = [0, 0]
+    for step, i in enumerate(order[:half]):
+        sources[i].push(per_source[i][sent[i]])
+        sent[i] += 1
+        db.run_until_idle()
+        if step == half // 2:
+            db.checkpoint()
+    if crash:  # the directory as a kill -9 leaves it
+        copy = data.with_name("copy")
+        shutil.copytree(data, copy)
+        db.close()
+        shutil.rmtree(data)
+        copy.rename(data)
+    else:
+        db.close()
+    with laminardb.open(data, **options) as db:
+        db.execute(ddl)  # the stored statements: already there
+        sources = [db.source(n) for n in names]
+        for i in range(2):
+            assert sources[i].offset - 1 == sent[i]
+        for i in order[half:]:
+            sources[i].push(per_source[i][sent[i]])
+            sent[i] += 1
+            db.run_until_idle()
+        for src in sources:
+            src.watermark(FINAL_WATERMARK)
+        db.run_until_idle()
+        columns = ["k", "window_start", "n", "sv"]
+        got = rows_of(db.query("SELECT k, window_start, n, sv FROM wv"), columns)
+    kept: list[tuple] = []
+    for i in range(2):
+        kept += accepted_rows(per_source[i], DELAYS_MS[i])[0]
+    want = window_answer(kept)
+    assert_same_rows(got, want, columns, seed=seed)
