@@ -1,7 +1,8 @@
 /*
- * internal.h -- what the window operator's files share (op/window.c: tumbling,
- * hopping and pane windows, emission, snapshots; op/session.c: session
- * windows; op/window_frozen.c: checkpoints by copy-on-write): the state
+ * internal.h -- what the window operator's files share (op/window.c: tumbling
+ * and hopping windows, emission, snapshots; op/window_panes.c: hopping windows
+ * merged from panes; op/hop.c: hopping windows by sliding; op/session.c:
+ * session windows; op/window_frozen.c: checkpoints by copy-on-write): the state
  * structs and the group-table, row-buffer and key snapshot helpers. Private
  * to src/op. Runs on the partition's thread only.
  */
