@@ -27,6 +27,18 @@ def target_value(text: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
+# Tables whose row names need the table's name beside them on the plot.
+PREFIX = {"Thread-per-core": "scaling", "Spark": "Spark", "Durability": "durable"}
+
+
+def label(table: str, benchmark: str) -> str:
+    """The bar's label: the row's name, with a short table name where it needs one."""
+    for start, short in PREFIX.items():
+        if table.startswith(start):
+            return f"{short}: {benchmark}"
+    return benchmark
+
+
 def main(argv: list[str]) -> int:
     """Read the CSV, write the PNG; see the module docstring."""
     if len(argv) != 2:
@@ -37,11 +49,11 @@ def main(argv: list[str]) -> int:
     if not rows:
         print(f"plot.py: {argv[0]} holds no ratio", file=sys.stderr)
         return 1
-    labels = [f"{r['table'].split(' (')[0].split(':')[0]}: {r['benchmark']}" for r in rows]
+    labels = [label(r["table"], r["benchmark"]) for r in rows]
     values = [float(r["ratio"]) for r in rows]
     tables = list(dict.fromkeys(r["table"] for r in rows))
     colors = plt.get_cmap("tab10")
-    fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.2))
+    fig, ax = plt.subplots(figsize=(8, 0.3 * len(rows) + 1.4))
     ys = range(len(rows))[::-1]
     ax.barh(list(ys), values, color=[colors(tables.index(r["table"]) % 10) for r in rows])
     for y, r, v in zip(ys, rows, values):
@@ -52,8 +64,9 @@ def main(argv: list[str]) -> int:
     ax.set_yticks(list(ys))
     ax.set_yticklabels(labels, fontsize=8)
     ax.set_xlabel(
-        "ratio (× the limit loop of the same run; Spark: Spark's time / ours;"
-        " scaling: N reactors / 1); black tick: target"
+        "ratio to the same run's limit loop (Spark: Spark's time / ours;"
+        " scaling: N reactors / 1); black tick: target",
+        fontsize=8,
     )
     ax.set_xlim(0, max(max(values), 2.0) * 1.12)
     ax.set_title("LaminarDB benchmarks (bench/run.sh)", fontsize=10)
