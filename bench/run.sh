@@ -1,176 +1,233 @@
 #!/usr/bin/env bash
-# run.sh -- build the benchmarks (Release, -O3 -march=native) into build-bench/ and run
-# them next to the "speed of light" shared/bench/limit_vwap.c in the same invocation, so
-# the ratios compare figures taken on the same machine minutes apart (docs/BENCHMARKS.md).
-# limit_vwap runs before and after the engine benchmarks; the summary's ratios divide by
-# the faster of the two (bench_vwap's own RESULT lines use the first run).
+# run.sh -- build the benchmarks (Release, -O3 -march=native) into build-bench/, run every
+# workload of docs/BENCHMARKS.md next to the "speed of light" loops of the shared bench
+# directory (../shared/bench/limit_vwap.c, limit_asof.c) in the same invocation, and
+# write the current figures: docs/benchmarks/results.md (one table per workload: figure,
+# ratio to the limit, exact command), docs/benchmarks/ratios.csv and, with matplotlib
+# (bench/requirements.txt), the plot docs/benchmarks/ratios.png; the table is also
+# copied into docs/BENCHMARKS.md between its "bench/run.sh results" markers.
+# limit_vwap runs before and after the engine benchmarks; the ratios divide by the
+# faster of the two (a limit run slowed by a neighbour would flatter us).
 #
-#   bench/run.sh [N]          N events (default 10000000; or BENCH_N=...)
-#   BENCH_REPS=5 bench/run.sh reps per figure (default 3; median reported)
-#   BENCH_RING_ITEMS=1e8      items for bench_ring (default 100000000)
-#   BENCH_JAVA=0              skip W1 from Java (bindings/java W1Bench)
-#   BENCH_CORES=4             reactors for the thread-per-core scaling (default 2)
+#   bench/run.sh [N]           N events (default 10000000; or BENCH_N=...)
+#   bench/run.sh --quick       the quick sizes (N = 10^6; Spark 10^6 rows, batch only;
+#                              smaller checkpoint, recovery, WAL, ring and MPSC runs;
+#                              latency: park only, 1 s), for a loaded machine
+#   bench/run.sh --compare A B [ROUNDS]
+#                              before (A) / after (B): each a git revision (exported and
+#                              built into build-bench-cmp/) or an existing build tree;
+#                              runs W1, W2, hop, session, changes (C, inline) and Python
+#                              W1 interleaved, ROUNDS rounds (default 8), with
+#                              bench/interleave.sh: each label's median time and the
+#                              paired ratio after / before. Writes no docs.
+#   BENCH_REPS=5               reps per figure (default 3; median reported)
+#   BENCH_JAVA=0 / BENCH_SPARK=0 / BENCH_PYTHON=0   skip those workloads
+#   BENCH_CORES=4              reactors for the thread-per-core scaling (default 2)
+#   BENCH_DOCS=0               leave docs/ alone (results stay in build-bench/results)
+#   PYTHON=...                 the interpreter with laminardb installed (default .venv)
 #
-# Exit status: non-zero if a build fails, limit_vwap is missing, or a result check fails.
+# Exit status: non-zero if a build fails, a limit loop is missing, or a result check
+# fails (the docs are still written, the failed figures marked).
 set -euo pipefail
 
 ROOT="$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)"
-N="${BENCH_N:-${1:-10000000}}"
+SHARED="$ROOT/../shared/bench"
+PY="${PYTHON:-$ROOT/.venv/bin/python}"
 REPS="${BENCH_REPS:-3}"
-RING_ITEMS="${BENCH_RING_ITEMS:-100000000}"
-BUILD="$ROOT/build-bench"
-LIMIT_SRC="$ROOT/../shared/bench/limit_vwap.c"
-
-if [[ ! -f "$LIMIT_SRC" ]]; then
-  echo "run.sh: the reference $LIMIT_SRC is missing." >&2
-  echo "run.sh: the ratios need limit_vwap.c from the shared bench directory" \
-    "next to the repository." >&2
-  exit 1
+QUICK=0
+COMPARE=()
+case "${1:-}" in
+  --quick) QUICK=1; shift ;;
+  --compare)
+    [[ $# -ge 3 ]] || { sed -n '2,29p' "$0" >&2; exit 2; }
+    COMPARE=("$2" "$3" "${4:-8}"); shift $# ;;
+esac
+if [[ $QUICK == 1 ]]; then
+  N="${BENCH_N:-1000000}"
+else
+  N="${BENCH_N:-${1:-10000000}}"
 fi
 
-# Reuse a nanoarrow archive another build tree already fetched (no network needed then).
-NA_ARCHIVE=""
-for f in "$ROOT"/build*/_deps/nanoarrow/nanoarrow-0.9.0.tar.gz; do
-  if [[ -f "$f" && "$f" != "$BUILD/"* ]]; then NA_ARCHIVE="$f"; break; fi
+for f in limit_vwap.c limit_asof.c; do
+  if [[ ! -f "$SHARED/$f" ]]; then
+    echo "run.sh: the reference $SHARED/$f is missing: the ratios need the" \
+      "limit loops of the shared bench directory next to the repository." >&2
+    exit 1
+  fi
 done
 
-echo "== build (Release, -O3 -march=native) in $BUILD"
-mkdir -p "$BUILD"
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DLAMINAR_BUILD_TESTS=OFF \
-  -DLAMINAR_BUILD_BENCH=ON -DCMAKE_C_FLAGS="-O3 -march=native" \
-  ${NA_ARCHIVE:+-DLAMINAR_NANOARROW_ARCHIVE="$NA_ARCHIVE"} >"$BUILD/run-cmake.log" 2>&1 ||
-  { cat "$BUILD/run-cmake.log" >&2; echo "run.sh: cmake configure failed" >&2; exit 1; }
-cmake --build "$BUILD" -j2 >"$BUILD/run-build.log" 2>&1 ||
-  { tail -40 "$BUILD/run-build.log" >&2; echo "run.sh: build failed" >&2; exit 1; }
-gcc -O3 -march=native -std=c17 -o "$BUILD/limit_vwap" "$LIMIT_SRC"
+# build <source dir> <build dir> [cmake args...]: the Release benchmark build of one
+# source tree.
+build() {
+  local src=$1 dir=$2 na=""
+  shift 2
+  for f in "$ROOT"/build*/_deps/nanoarrow/nanoarrow-0.9.0.tar.gz; do
+    if [[ -f "$f" && "$f" != "$dir/"* ]]; then na="$f"; break; fi
+  done
+  echo "== build (Release, -O3 -march=native) of $src in $dir"
+  mkdir -p "$dir"
+  cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DLAMINAR_BUILD_TESTS=OFF \
+    -DLAMINAR_BUILD_BENCH=ON -DCMAKE_C_FLAGS="-O3 -march=native" \
+    ${na:+-DLAMINAR_NANOARROW_ARCHIVE="$na"} "$@" >"$dir/run-cmake.log" 2>&1 ||
+    { cat "$dir/run-cmake.log" >&2; echo "run.sh: cmake configure failed" >&2; exit 1; }
+  cmake --build "$dir" -j2 >"$dir/run-build.log" 2>&1 ||
+    { tail -40 "$dir/run-build.log" >&2; echo "run.sh: build failed" >&2; exit 1; }
+}
+
+# ---- before/after of two revisions ---------------------------------------------------
+if [[ ${#COMPARE[@]} -gt 0 ]]; then
+  CMP="$ROOT/build-bench-cmp"
+  labels=()
+  for side in before after; do
+    rev=${COMPARE[0]}
+    [[ $side == after ]] && rev=${COMPARE[1]}
+    if [[ -x "$rev/bench/bench_vwap" && -f "$rev/liblaminar.so" ]]; then
+      dir="$(cd "$rev" && pwd)"  # an existing benchmark build tree
+    else
+      sha="$(git -C "$ROOT" rev-parse --short "$rev^{commit}")"
+      src="$CMP/src-$sha"
+      dir="$CMP/build-$sha"
+      if [[ ! -d "$src" ]]; then
+        mkdir -p "$src"
+        git -C "$ROOT" archive "$sha" | tar -x -C "$src"
+      fi
+      build "$src" "$dir" -DLAMINAR_BUILD_JAVA=OFF
+    fi
+    echo "== $side: $rev ($dir)"
+    B="$dir/bench"
+    labels+=("W1-$side=$B/bench_vwap $N --reps 1 --only w1 --mode inline --pace 0"
+      "W2-$side=$B/bench_vwap $N --reps 1 --only w2 --mode inline --pace 0")
+    for v in hop session changes; do
+      labels+=("$v-$side=$B/bench_windows $N --reps 1 --only $v")
+    done
+    # Python W1 against this build's core: the installed package's extension finds
+    # the preloaded liblaminar.so by its soname (the two C ABIs must match).
+    if [[ "${BENCH_PYTHON:-1}" != 0 ]]; then
+      labels+=("pyW1-$side=env LD_PRELOAD=$dir/liblaminar.so $PY $ROOT/bench/bench_python.py -n $N --reps 1 --workload W1")
+    fi
+  done
+  # One interleave per workload, "before" first: its "paired" ratio is after / before.
+  per=$(( ${#labels[@]} / 2 ))
+  for ((i = 0; i < per; i++)); do
+    echo "== ${labels[i]%%=*} vs ${labels[i + per]%%=*}, ${COMPARE[2]} rounds"
+    "$ROOT/bench/interleave.sh" "${COMPARE[2]}" "${labels[i]}" "${labels[i + per]}"
+  done
+  exit 0
+fi
+
+BUILD="$ROOT/build-bench"
+build "$ROOT" "$BUILD"
+gcc -O3 -march=native -std=c17 -o "$BUILD/limit_vwap" "$SHARED/limit_vwap.c"
+gcc -O3 -march=native -std=c17 -o "$BUILD/limit_asof" "$SHARED/limit_asof.c"
 
 OUT="$BUILD/results"
+rm -rf "$OUT"
 mkdir -p "$OUT"
 CPU="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
-echo "== machine: $(nproc) CPUs online; ${CPU:-unknown CPU}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+{
+  echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "commit=$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- src include bench || echo '+changes')"
+  echo "machine=$(nproc) vCPUs, ${CPU:-unknown CPU}"
+  echo "load_before=$(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "n=$N"
+  echo "reps=$REPS"
+  echo "quick=$QUICK"
+} >"$OUT/meta.txt"
+cat "$OUT/meta.txt"
 
+STATUS=0
+# run <key> <command...>: run one benchmark, its output in $OUT/<key>.txt and the exact
+# command (relative to the repository) in $OUT/commands.txt; a failure is remembered.
+run() {
+  local key=$1; shift
+  local shown="${*//$ROOT\//}"
+  shown="${shown//$PY/python}"
+  echo "$key	$shown" >>"$OUT/commands.txt"
+  echo "== $key: $shown"
+  "$@" 2>&1 | tee "$OUT/$key.txt" || { echo "$key	failed" >>"$OUT/failed.txt"; STATUS=1; }
+}
 rate_of() {  # rate_of <tag> <file>: the "X M rows/s" figure of line "RESULT <tag> ..."
   sed -n "s/^RESULT $1 .* \([0-9.][0-9.]*\) M rows\/s.*/\1/p" "$2" | head -1
 }
-max_of() { awk -v a="$1" -v b="$2" 'BEGIN { print (a + 0 > b + 0) ? a : b }'; }
 
-# limit_vwap runs before and after bench_vwap; the ratios use the faster of the two
-# (the conservative choice on a shared, noisy machine: a slow limit run would flatter us).
-echo "== limit_vwap $N $REPS (before)"
-"$BUILD/limit_vwap" "$N" "$REPS" | tee "$OUT/limit_vwap.txt"
+B="$BUILD/bench"
+run limit_vwap "$BUILD/limit_vwap" "$N" "$REPS"
 W1B="$(rate_of W1b "$OUT/limit_vwap.txt")"
 W2B="$(rate_of W2b "$OUT/limit_vwap.txt")"
 if [[ -z "$W1B" || -z "$W2B" ]]; then
   echo "run.sh: could not parse RESULT W1b / W2b from limit_vwap's output" >&2
   exit 1
 fi
-
-echo "== bench_vwap $N --reps $REPS"
-STATUS=0
-"$BUILD/bench/bench_vwap" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6" \
-  --w2b-rows-per-s "${W2B}e6" | tee "$OUT/bench_vwap.txt" || STATUS=$?
-
-# W1 from Java (bindings/java W1Bench, docs/BENCHMARKS.md "Java"), when the build made
-# the JNI library (a JDK and mvn were found); BENCH_JAVA=0 skips it.
+run limit_asof "$BUILD/limit_asof" "$N" "$REPS"
+run vwap "$B/bench_vwap" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6" \
+  --w2b-rows-per-s "${W2B}e6"
+run windows "$B/bench_windows" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6"
+CORES="${BENCH_CORES:-2}"
+run cores "$B/bench_vwap" "$N" --only w1 --mode threaded --pace 0 --reps "$REPS" \
+  --cores "1,$CORES" --w1b-rows-per-s "${W1B}e6"
+run cores_queued "$B/bench_vwap" "$N" --only w1 --mode threaded --pace 0 --reps "$REPS" \
+  --cores "1,$CORES" --prequeue --w1b-rows-per-s "${W1B}e6"
+if [[ "${BENCH_PYTHON:-1}" != 0 ]]; then
+  run python "$PY" "$ROOT/bench/bench_python.py" -n "$N" --reps "$REPS" \
+    --limit-w1b "$W1B" --limit-w2b "$W2B"
+fi
 JAVA_LIB="$BUILD/bindings/java/liblaminar_jni.so"
 if [[ "${BENCH_JAVA:-1}" != 0 && -f "$JAVA_LIB" ]]; then
-  echo "== W1Bench $N --reps $REPS (Java)"
-  C_W1="$(sed -n 's/^RESULT W1 *inline .* \([0-9.][0-9.]*\) M rows\/s.*/\1/p' "$OUT/bench_vwap.txt")"
-  JAVA_OPTS="-Xmx2g" "$ROOT/bindings/java/run.sh" "$BUILD/bindings/java" \
+  C_W1="$(sed -n 's/^RESULT W1 *inline .* \([0-9.][0-9.]*\) M rows\/s.*/\1/p' "$OUT/vwap.txt")"
+  JAVA_OPTS="-Xmx2g" run java "$ROOT/bindings/java/run.sh" "$BUILD/bindings/java" \
     "$BUILD/bindings/java/maven" org.laminardb.W1Bench "$N" --reps "$REPS" \
-    --w1b-rows-per-s "${W1B}e6" ${C_W1:+--c-rows-per-s "${C_W1}e6"} \
-    | tee "$OUT/bench_java.txt" || STATUS=$?
-else
-  : >"$OUT/bench_java.txt"
+    --w1b-rows-per-s "${W1B}e6" ${C_W1:+--c-rows-per-s "${C_W1}e6"}
 fi
-# Thread-per-core: W1 on 1 reactor vs BENCH_CORES (default 2) reactors, pushed by a
-# producer thread (threaded) and pre-queued (the reactors alone, no producer competing).
-CORES="${BENCH_CORES:-2}"
-echo "== bench_vwap $N --only w1 --cores 1,$CORES (thread-per-core scaling; load: $(cut -d' ' -f1-3 /proc/loadavg))"
-{ "$BUILD/bench/bench_vwap" "$N" --only w1 --mode threaded --pace 0 --reps "$REPS" \
-    --cores "1,$CORES" --w1b-rows-per-s "${W1B}e6" &&
-  "$BUILD/bench/bench_vwap" "$N" --only w1 --mode threaded --pace 0 --reps "$REPS" \
-    --cores "1,$CORES" --prequeue --w1b-rows-per-s "${W1B}e6"; } |
-  tee "$OUT/bench_cores.txt" || STATUS=$?
-
-echo "== bench_windows $N --reps $REPS (hop, session, EMIT CHANGES variants of W1)"
-"$BUILD/bench/bench_windows" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6" |
-  tee "$OUT/bench_windows.txt" || STATUS=$?
-
-echo "== limit_vwap $N $REPS (after)"
-"$BUILD/limit_vwap" "$N" "$REPS" | tee "$OUT/limit_vwap_after.txt"
-W1B_BEFORE="$W1B"
-W2B_BEFORE="$W2B"
-W1B="$(max_of "$W1B" "$(rate_of W1b "$OUT/limit_vwap_after.txt")")"
-W2B="$(max_of "$W2B" "$(rate_of W2b "$OUT/limit_vwap_after.txt")")"
-
-if [[ -x "$BUILD/bench/bench_ring" ]]; then
-  echo "== bench_ring $RING_ITEMS"
-  "$BUILD/bench/bench_ring" "$RING_ITEMS" | tee "$OUT/bench_ring.txt" || STATUS=$?
-else
-  : >"$OUT/bench_ring.txt"
-fi
-
-# ---- summary table ----------------------------------------------------------------
-field() {  # field <regex selecting the line> <file> <awk program on that line>
-  grep -E "$1" "$2" | head -1 | awk "$3"
-}
-mrows() { field "^RESULT $1 +$2 " "$OUT/bench_vwap.txt" \
-  '{for (i = 1; i < NF; i++) if ($(i+1) == "M" && $(i+2) == "rows/s") print $i}'; }
-ratio() {  # ratio <W1|W2> <mode>: M rows/s over the faster limit run's W1b / W2b
-  local lim
-  lim="$([[ $1 == W1 ]] && echo "$W1B" || echo "$W2B")"
-  awk -v a="$(mrows "$1" "$2")" -v b="$lim" \
-    'BEGIN { if (a != "" && b > 0) printf "%.3f", a / b }'
-}
-lat() { field "^LATENCY $1 +$2 " "$OUT/bench_vwap.txt" \
-  '{ for (i = 1; i <= NF; i++)
-       if ($i ~ /^p(50|99|99\.9)=/) { sub(/^p[0-9.]*=/, "", $i); s = s (s ? "/" : "") $i }
-     print s }'; }
-
-echo
-W1B_AFTER="$(rate_of W1b "$OUT/limit_vwap_after.txt")"
-W2B_AFTER="$(rate_of W2b "$OUT/limit_vwap_after.txt")"
-echo "== summary (N=$N, median of $REPS; limit = the faster of two runs:" \
-  "W1b=$W1B, W2b=$W2B M rows/s;"
-echo "   before/after: W1b $W1B_BEFORE/$W1B_AFTER, W2b $W2B_BEFORE/$W2B_AFTER)"
-printf "%-22s %12s %10s %8s   %s\n" "benchmark" "M rows/s" "ratio" "target" \
-  "latency p50/p99/p99.9 us"
-for w in W1 W2; do
-  target=$([[ $w == W1 ]] && echo ">=0.5" || echo ">=0.4")
-  for m in inline threaded; do
-    l="$( [[ $m == threaded ]] && lat "$w" threaded || true)"
-    printf "%-22s %12s %10s %8s   %s\n" "$w $m" "$(mrows "$w" "$m")" \
-      "$(ratio "$w" "$m")x ${w}b" "$target" "${l:--}"
-  done
-  printf "%-22s %12s %10s %8s   %s\n" "$w paced (50%)" "-" "-" "-" \
-    "$(lat "$w" 'paced@[0-9]+%')"
-done
-for m in inline threaded; do
-  jw1="$(sed -n "s/^RESULT JW1 *$m .* \([0-9.][0-9.]*\) M rows\/s.*/\1/p" "$OUT/bench_java.txt")"
-  if [[ -n "$jw1" ]]; then
-    printf "%-22s %12s %10s %8s   %s\n" "Java W1 $m" "$jw1" \
-      "$(awk -v a="$jw1" -v b="$W1B" 'BEGIN { printf "%.3f", a / b }')x W1b" ">=0.4" \
-      "$(awk -v a="$jw1" -v c="$(mrows W1 inline)" \
-         'BEGIN { if (c > 0) printf "%.2fx C W1 inline", a / c }')"
+for mode in off async sync; do
+  dirarg=()
+  if [[ $mode != off ]]; then
+    dirarg=(--data-dir "$(mktemp -d)")
   fi
+  run "durable_$mode" "$B/bench_vwap" "$N" --reps "$REPS" --only w1 --mode inline \
+    --pace 0 --durable "$mode" "${dirarg[@]}" --w1b-rows-per-s "${W1B}e6"
+  if [[ $mode != off ]]; then rm -rf "${dirarg[1]}"; fi
 done
-wmrows() { field "^RESULT $1 " "$OUT/bench_windows.txt" \
-  '{for (i = 1; i < NF; i++) if ($(i+1) == "M" && $(i+2) == "rows/s") print $i}'; }
-for v in hop session changes running session_changes; do
-  target=$(case $v in hop | changes | session_changes) echo ">=0.15" ;; session) echo ">=0.2" ;; *) echo "-" ;; esac)
-  r="$(awk -v a="$(wmrows "$v")" -v b="$W1B" 'BEGIN { if (a != "" && b > 0) printf "%.3f", a / b }')"
-  printf "%-22s %12s %10s %8s\n" "W1 $v inline" "$(wmrows "$v")" "${r}x W1b" "$target"
-done
-for m in threaded queued; do
-  sc="$(sed -n "s/^SCALING W1 $m cores=[0-9]*\/1 .* ratio \([0-9.]*\).*/\1/p" "$OUT/bench_cores.txt")"
-  printf "%-22s %12s %10s %8s\n" "W1 $m cores=$CORES/1" "-" "${sc:-?}x" ">=1.7"
-done
-if [[ -s "$OUT/bench_ring.txt" ]]; then
-  printf "%-22s %12s %10s %8s\n" "SPSC ring single" \
-    "$(field '^single' "$OUT/bench_ring.txt" '{print $4}')" "-" ">=50M"
-  printf "%-22s %12s %10s %8s\n" "SPSC ring batch 64" \
-    "$(field '^batch' "$OUT/bench_ring.txt" '{print $4}')" "-" ">=50M"
+if [[ $QUICK == 1 ]]; then
+  WAL_BATCHES=50; CKPT_GROUPS=400000; REC=1000000
+  LAT=(--seconds 1 --runs 1 --strategy park)
+  SPARK=(--rows 1000000 --reps 1 --skip-streaming); MPSC=5000000; RING=10000000
+else
+  WAL_BATCHES=200; CKPT_GROUPS=1600000; REC=10000000
+  LAT=(--seconds 3 --runs 3 --strategy all)
+  SPARK=(--rows 5000000 --reps 3); MPSC=20000000; RING=100000000
+fi
+run wal "$B/bench_wal" "$WAL_BATCHES"
+run checkpoint "$B/bench_checkpoint" "$CKPT_GROUPS"
+if [[ "${BENCH_PYTHON:-1}" != 0 ]]; then
+  run recovery "$PY" "$ROOT/bench/bench_recovery.py" --groups "$REC" --wal-rows "$REC"
+fi
+run latency "$B/bench_latency" --rate 10000 "${LAT[@]}"
+if [[ "${BENCH_PYTHON:-1}" != 0 ]]; then
+  run py_latency "$PY" "$ROOT/bench/bench_latency.py" --rate 10000 "${LAT[@]}"
+fi
+run mpsc "$B/bench_mpsc" "$MPSC"
+run ring "$B/bench_ring" "$RING"
+run wide_push "$B/bench_wide_push" 9
+if [[ "${BENCH_SPARK:-1}" != 0 && "${BENCH_PYTHON:-1}" != 0 ]]; then
+  run spark "$PY" "$ROOT/bench/bench_spark.py" "${SPARK[@]}"
+fi
+run limit_vwap_after "$BUILD/limit_vwap" "$N" "$REPS"
+echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/meta.txt"
+
+# ---- the tables, the plot, the doc -----------------------------------------------------
+docs=()
+if [[ "${BENCH_DOCS:-1}" != 0 ]]; then
+  docs=(--docs "$ROOT/docs")
+fi
+python3 "$ROOT/bench/report.py" "$OUT" "${docs[@]}" || STATUS=1
+if [[ ${#docs[@]} -gt 0 ]]; then
+  if "$PY" -c 'import matplotlib' 2>/dev/null; then
+    "$PY" "$ROOT/bench/plot.py" "$ROOT/docs/benchmarks/ratios.csv" \
+      "$ROOT/docs/benchmarks/ratios.png" || STATUS=1
+  else
+    echo "run.sh: no matplotlib for $PY (pip install -r bench/requirements.txt):" \
+      "docs/benchmarks/ratios.png not redrawn" >&2
+  fi
 fi
 echo "(raw output: $OUT)"
 exit "$STATUS"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # test.sh -- the test command (README "The two commands"; .ci/run runs exactly
 # this). Sets up, then builds and runs every test, stopping at the first failure:
+#   0. the C sources' format: scripts/format.sh --check (.clang-format; setup.sh
+#      installs clang-format)
 #   1. Release build in build/ (-Werror), ctest: unit tests, headertest, exports,
 #      the installed-library quick start
 #   2. ASan+UBSan build in build-asan/ with allocation fault injection, ctest:
@@ -31,6 +33,9 @@ cd "$root"
 jobs=${JOBS:-2}
 py="$root/.venv/bin/python"
 cmake_common=(--no-warn-unused-cli -DPython3_EXECUTABLE="$py" -DLAMINAR_WERROR=ON)
+
+echo "== 0. format (scripts/format.sh --check)"
+scripts/format.sh --check
 
 echo "== 1. release build + ctest (build/)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLAMINAR_SANITIZE= "${cmake_common[@]}"

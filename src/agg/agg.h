@@ -6,10 +6,12 @@
  * Each aggregate supports init (new group), update (a batch), finalize (to an
  * output column), and snapshot/restore of one group. Over a changelog input
  * (rows with a weight: +1 insert, -1 retract, any integer) COUNT, SUM, AVG,
- * MIN, MAX, COUNT(DISTINCT), FIRST and LAST are retractable: lm_agg_states_set_weighted()
- * before the first reserve, then lm_agg_update_weighted(); SUM and AVG count their non-NULL values (weighted)
- * so that a group whose values are all retracted is NULL again. Merge comes
- * with multi-partition work.
+ * MIN, MAX, COUNT(DISTINCT), FIRST and LAST are retractable:
+ * lm_agg_states_set_weighted() before the first reserve, then
+ * lm_agg_update_weighted(); SUM and AVG count their non-NULL values (weighted)
+ * so that a group whose values are all retracted is NULL again. Merge folds one
+ * group's state into another's (lm_agg_merge, lm_agg_merge_many): hop windows'
+ * panes, sessions that a row bridges.
  *
  * Semantics follow DuckDB: COUNT(*) counts rows; COUNT(x), SUM, AVG, MIN, MAX
  * ignore NULLs; SUM/AVG/MIN/MAX of no non-NULL value is NULL. SUM of BIGINT is

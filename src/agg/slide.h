@@ -1,6 +1,6 @@
 /*
  * slide.h -- sliding aggregate state for hopping windows built from panes
- * (op/window.c): the aggregate of one window, per key id, kept as panes enter
+ * (op/hop.c): the aggregate of one window, per key id, kept as panes enter
  * it (add) and leave it (subtract), so that each closing window costs one pane
  * in and one pane out instead of merging all its panes (issue 4, Speed).
  *

@@ -4,7 +4,8 @@
  * Locking: `lock` serializes every catalog call (execute, query, open/close of
  * handles, start/stop, run_until_idle). While the reactor runs, a catalog call
  * that changes the graph pauses it (lm_rt_pause) for the change. Pushes and
- * subscription reads take no lock: they only touch their own ring.
+ * subscription reads take no catalog lock: they touch their own queue (a push
+ * to a source with a WAL takes that source's log_mu, see handles.c).
  */
 #ifndef LM_DB_INTERNAL_H
 #define LM_DB_INTERNAL_H

@@ -1,11 +1,12 @@
 /*
- * internal.h -- what the window operator's files share (op/window.c: tumbling,
- * hopping and pane windows, emission, snapshots; op/session.c: session
- * windows; op/window_frozen.c: checkpoints by copy-on-write): the state
- * structs and the group, window and row-buffer helpers. A window's groups
- * are rows of a keyed state table (state/table.h), which holds their keys,
- * hashes and index and encodes the keys in snapshots. Private to src/op.
- * Runs on the partition's thread only.
+ * internal.h -- what the window operator's files share (op/window.c: tumbling
+ * windows, emission, snapshots; op/window_panes.c: hopping windows merged
+ * from panes; op/hop.c: the hop operator, hopping windows by sliding;
+ * op/session.c: the session operator; op/window_frozen.c: checkpoints by
+ * copy-on-write): the state structs and the group, window and row-buffer
+ * helpers. A window's groups are rows of a keyed state table (state/table.h),
+ * which holds their keys, hashes and index and encodes the keys in snapshots.
+ * Private to src/op. Runs on the partition's thread only.
  */
 #ifndef LM_OP_INTERNAL_H
 #define LM_OP_INTERNAL_H

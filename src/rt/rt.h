@@ -5,11 +5,16 @@
  * DESIGN
  * ------
  * Producers push messages (a batch, or an explicit watermark) into their
- * source's queue and wake the reactor (both sides of the queue: rt/source.h). The reactor -- a thread started by
- * lm_rt_start(), or the caller of lm_rt_run_until_idle() -- is the only
- * consumer of every source ring and the only thread that touches operator
- * state, stream watermarks and the producer side of subscriber rings. For each
- * message it runs the reading streams' operator chains; a stream's output
+ * source's queue (both sides of it: rt/source.h; chan/mpsc.h: single-producer
+ * until the source handle is cloned, multi-producer after) and wake the
+ * reactor. The reactor -- a thread started by lm_rt_start(), or the caller of
+ * lm_rt_run_until_idle() -- is the only consumer of every source queue and the
+ * only thread that touches stream watermarks and the producer side of
+ * subscriber rings (SPSC, chan/ring.h). With `cores` = N > 1 there are N
+ * reactors: reactor 0 drains the sources and runs every unkeyed stream, keyed
+ * streams run one partition per reactor (part.c); an operator's state is
+ * touched only by the reactor owning its partition. For each message the
+ * reading streams' operator chains run; a stream's output
  * batch is built once (Arrow), then shared by reference with every
  * subscriber's ring and every downstream stream. Order: per source, messages
  * are processed in push order; a stream's output batches reach each

@@ -8,7 +8,8 @@
  * derived table) project their rows to one union schema first. Then one of
  * two shapes:
  *  - map:     [WHERE filter] -> project(exprs)                  (plain streams)
- *  - window:  window aggregate(filter, keys, aggs over tumble)   (GROUP BY)
+ *  - window:  window aggregate(filter, keys, aggs over tumble, hop or session,
+ *             or no window: GROUP BY alone)                      (GROUP BY)
  *             -> [HAVING filter] -> project(post_exprs over agg_schema)
  */
 #ifndef LM_PLAN_H

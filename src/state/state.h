@@ -2,7 +2,9 @@
  * state.h -- the byte encoding every stateful operator uses for snapshot and
  * restore (DESIGN §4): a growable little-endian writer and a bounds-checked
  * reader. A reader never trusts its input: a truncated or corrupt snapshot
- * gives LAMINAR_ERR_IO ("corrupt state"), never a read past the end.
+ * gives LAMINAR_ERR_IO ("corrupt state"), never a read past the end. Also the
+ * bound on keyed state (lm_state_budget: a stream's max_state_bytes charged
+ * against the database's).
  */
 #ifndef LM_STATE_H
 #define LM_STATE_H

@@ -1,5 +1,5 @@
 /*
- * wal.h -- the write-ahead log of one partition (DESIGN §8): a directory of
+ * wal.h -- the write-ahead log of one source (DESIGN §8): a directory of
  * segment files, each record framed with its length, type, epoch, sequence
  * number and a CRC-32C.
  *

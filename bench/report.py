@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""Turn one bench/run.sh run into the current tables of docs/BENCHMARKS.md.
+
+    python3 bench/report.py RESULTS_DIR [--docs DOCS_DIR]
+
+RESULTS_DIR is run.sh's raw output (build-bench/results: one <key>.txt per benchmark,
+commands.txt with the exact command of each, meta.txt). Prints the tables; with
+--docs it writes DOCS_DIR/benchmarks/results.md (the tables), DOCS_DIR/benchmarks/
+ratios.csv (what bench/plot.py draws) and copies the tables into DOCS_DIR/BENCHMARKS.md
+between its BEGIN / END markers. Standard library only (no runtime dependency).
+A benchmark that ran but printed no line for a row (e.g. a strategy or mode the run
+skipped) leaves "not in this run"; one that failed (run.sh's failed.txt) leaves
+"failed", and the exit status is then 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+BEGIN = "<!-- BEGIN bench/run.sh results (generated: edit bench/report.py, not this) -->"
+END = "<!-- END bench/run.sh results -->"
+HEADER = "| benchmark | figure | ratio | target | command |"
+RULE = "|---|---:|---:|---|---|"
+NUM = r"([0-9][0-9.]*)"
+
+
+@dataclass
+class Row:
+    """One line of a table: where its figure comes from and what it is compared to."""
+
+    name: str
+    key: str  # raw file <key>.txt and command of commands.txt
+    pattern: str  # regex; group 1 is the figure (more groups: joined with " / ")
+    unit: str
+    limit: str | None = None  # "W1b", "W2b", "W3b": ratio = figure / limit
+    target: str = "—"
+    ratio_group: int | None = None  # or the ratio is this group of the match
+
+
+@dataclass
+class Table:
+    """One workload: a heading, a sentence saying what is measured, its rows."""
+
+    title: str
+    what: str
+    rows: list[Row]
+
+
+def rate(name: str, key: str, tag: str, limit: str | None = None, target: str = "—") -> Row:
+    """A row whose figure is the "X M rows/s" of line "RESULT <tag> ..." of `key`."""
+    return Row(name, key, rf"^RESULT {tag} .*? {NUM} M rows/s", "M rows/s", limit, target)
+
+
+def pair(name: str, key: str, pattern: str, unit: str, target: str = "—") -> Row:
+    """A row of two figures (p50 / p99, whole / stall, ...) and no ratio."""
+    return Row(name, key, pattern, unit, None, target)
+
+
+def versus(name: str, key: str, pattern: str, unit: str, target: str) -> Row:
+    """A row whose pattern's last group is the ratio (Spark, scaling)."""
+    return Row(name, key, pattern, unit, None, target, ratio_group=pattern.count("(["))
+
+
+
+
+def vwap_rows(w: str, target: str) -> list[Row]:
+    """bench_vwap's rows of workload `w` (W1, W2): inline, threaded, paced latency."""
+    return [
+        rate(f"{w} inline", "vwap", f"{w} +inline", f"{w}b", target),
+        rate(f"{w} threaded", "vwap", f"{w} +threaded", f"{w}b", target),
+        pair(f"{w} paced p50 / p99 latency", "vwap",
+             rf"^LATENCY {w} +paced\S* .*?p50={NUM} p99={NUM}", "µs"),
+    ]
+
+
+SCALING = rf"^SCALING W1 \S+ cores=\S+ +{NUM} M rows/s vs {NUM} M rows/s +ratio {NUM}"
+SPARK = r"^RESULT spark-{kind} W1 .*?{what}_s=" + NUM + r" .*?ratio=" + NUM
+CKPT = r"^RESULT {tag} groups=\d+ total=" + NUM + r" s stall=" + NUM + r" s"
+LAT = r"^RESULT {prog} {s} rate=\S+ .*?p50=" + NUM + r" us p99=" + NUM + r" us"
+WIDE = (
+    r"^WIDE n={n} ordered .*?cpu +{num} ms/push(?:.*\n)*?"
+    r"WIDE n={n} reversed .*?cpu +{num} ms/push"
+)
+
+TABLES = [
+    Table(
+        "Limits (the speed of light)",
+        "Hand-written single-threaded loops over the same data, no engine "
+        "(`../shared/bench/`); every ratio below divides by the faster of the two "
+        "limit_vwap runs that bracket the engine runs.",
+        [
+            rate("W1a (symbol as dictionary id)", "limit_vwap", "W1a"),
+            rate("W1b (symbol as utf8, hashed per row)", "limit_vwap", "W1b"),
+            rate("W2a (filter + project, id)", "limit_vwap", "W2a"),
+            rate("W2b (filter + project, utf8)", "limit_vwap", "W2b"),
+            rate("W1b, after the engine runs", "limit_vwap_after", "W1b"),
+            rate("W2b, after the engine runs", "limit_vwap_after", "W2b"),
+            rate("W3a (ASOF join, id)", "limit_asof", "W3a"),
+            rate("W3b (ASOF join, utf8)", "limit_asof", "W3b"),
+        ],
+    ),
+    Table(
+        "W1: tumbling VWAP (C)",
+        "`bench_vwap`: W1 end to end through `laminar.h`, 8,192-row batches; inline = "
+        "push, run_until_idle, drain on one thread; threaded = `laminar_start` and a "
+        "consumer thread; paced = threaded at 50% of the threaded rate (latency from the "
+        "push that closed a window to the result, µs).",
+        vwap_rows("W1", "≥ 0.5×"),
+    ),
+    Table(
+        "W2: filter and project (C)",
+        "`bench_vwap`: `SELECT symbol, price * volume AS notional WHERE volume > 500`, "
+        "modes as W1.",
+        vwap_rows("W2", "≥ 0.4×"),
+    ),
+    Table(
+        "Window kinds and emit modes (C)",
+        "`bench_windows`: W1's data and aggregates, inline; hop = 1 s windows every "
+        "100 ms, session = 5 s gap over bursty symbols, changes = W1 with EMIT CHANGES, "
+        "running = GROUP BY symbol EMIT CHANGES (no window).",
+        [
+            rate(f"W1 {v}", "windows", f"{v} +inline", "W1b", t)
+            for v, t in [
+                ("hop", "≥ 0.15×"),
+                ("session", "≥ 0.2×"),
+                ("changes", "≥ 0.15×"),
+                ("running", "—"),
+                ("session_changes", "≥ 0.15×"),
+            ]
+        ],
+    ),
+    Table(
+        "Thread-per-core scaling (C)",
+        "`bench_vwap --cores 1,N`: W1 threaded with N reactors and with 1 (M rows/s; the "
+        "ratio column is N over 1); queued = every batch queued before start (the "
+        "reactors alone).",
+        [
+            versus("W1 threaded, cores N / 1", "cores", SCALING, "M rows/s", "≥ 1.7×"),
+            versus("W1 queued, cores N / 1", "cores_queued", SCALING, "M rows/s", "≥ 1.7×"),
+        ],
+    ),
+    Table(
+        "Python",
+        "`bench/bench_python.py`: W1 and W2 through the `laminardb` package, inline "
+        "driver, pyarrow batches of 8,192 rows.",
+        [
+            rate("Python W1 inline", "python", "W1 python-inline", "W1b"),
+            rate("Python W2 inline", "python", "W2 python-inline", "W2b"),
+        ],
+    ),
+    Table(
+        "Java",
+        "`W1Bench` (bindings/java): W1 through the JNI binding, Arrow Java batches "
+        "exported zero-copy, after three untimed warm-up runs.",
+        [
+            rate("Java W1 inline", "java", "JW1 +inline", "W1b", "≥ 0.4×"),
+            rate("Java W1 threaded", "java", "JW1 +threaded", "W1b"),
+        ],
+    ),
+    Table(
+        "Spark",
+        "`bench/bench_spark.py`: W1 on `local[2]`, 4 partitions, into the `noop` sink: "
+        "the adapter (two-phase, Python engine; JVM engine) against Spark's own "
+        "`groupBy(window(...))`, seconds; the ratio is Spark's time over the adapter's.",
+        [
+            versus(f"{kind}, {name}", "spark", SPARK.format(kind=k, what=w), "s", "≥ 2×")
+            for kind, s in (("batch", "batch"), ("streaming", "stream"))
+            for name, k, w in (("adapter", s, "adapter"), ("JVM engine", f"{s}-jvm", "jvm"))
+        ],
+    ),
+    Table(
+        "Durability overhead (C)",
+        "`bench_vwap --durable`: W1 inline into a database on disk (/tmp): off, a WAL "
+        "written by the background writer (async) and one synced per push (sync), with "
+        "checkpoints.",
+        [
+            rate(f"W1 inline, {m}", f"durable_{m}", "W1 +inline", "W1b", t)
+            for m, t in [("off", "—"), ("async", "—"), ("sync", "≥ 1 M rows/s")]
+        ],
+    ),
+    Table(
+        "WAL alone (C)",
+        "`bench_wal`: T threads encode an 8,192-row W1 batch each, append and commit "
+        "(sync: fdatasync, group commit; async: the write).",
+        [
+            Row(
+                f"{m}, {io}, {t} thread{'s' if t > 1 else ''}",
+                "wal",
+                rf"^RESULT wal_{m}_{io}_t{t} {NUM} M rows/s",
+                "M rows/s",
+                target="≥ 1 M rows/s" if m == "sync" else "—",
+            )
+            for m in ("sync", "async")
+            for io in ("pwrite", "uring")
+            for t in (1, 4)
+        ],
+    ),
+    Table(
+        "Checkpoints (C)",
+        "`bench_checkpoint`: open windows, sessions and a view of N groups, one "
+        "checkpoint: the whole checkpoint and its stall (graph stopped), seconds.",
+        [
+            pair(f"{what}: whole / stall", "checkpoint", CKPT.format(tag=tag), "s")
+            for what, tag in [
+                ("tumbling window", "checkpoint"),
+                ("sessions", "checkpoint_session"),
+                ("materialized view", "checkpoint_view"),
+            ]
+        ]
+        + [
+            Row(
+                "sync WAL + file sink: stall median",
+                "checkpoint",
+                rf"^RESULT checkpoint_stall .*?median={NUM} us",
+                "µs",
+            )
+        ],
+    ),
+    Table(
+        "Recovery (Python)",
+        "`bench/bench_recovery.py`: N groups checkpointed, N more rows in the async WAL, "
+        "close, then `laminardb.open` timed (checkpoint restore + WAL replay).",
+        [
+            pair(
+                "take the checkpoint / recover",
+                "recovery",
+                rf"^RESULT recovery .*?take_checkpoint={NUM} s recovery={NUM} s",
+                "s",
+                "< 5 s per GB",
+            )
+        ],
+    ),
+    Table(
+        "Streaming latency, queues",
+        "`bench_latency` / `bench/bench_latency.py`: one-row pushes at 10,000 events/s, "
+        "push to subscription, p50 / p99 µs (no coordinated omission); `bench_mpsc`, "
+        "`bench_ring`: the source queue and the subscriber ring alone, M items/s.",
+        [
+            pair(f"C, {s}", "latency", LAT.format(prog="latency", s=re.escape(s)), "µs", t)
+            for s, t in [("spin", "p99 < 5 µs"), ("park", "—"), ("spin_yield(100)", "—")]
+        ]
+        + [
+            pair(f"Python, {s}", "py_latency", LAT.format(prog="py_latency", s=s), "µs", t)
+            for s, t in [("spin", "p99 < 30 µs"), ("park", "—")]
+        ]
+        + [
+            Row(f"MPSC {w}", "mpsc", rf"^RESULT {w} median {NUM} M items/s", "M items/s")
+            for w in ("mpsc_2p_single", "mpsc_2p_runs32", "broadcast_3_each")
+        ]
+        + [
+            Row(f"SPSC ring, {w}", "ring", rf"^{w}\s+median\s+{NUM}", "M items/s", None, "≥ 50 M")
+            for w in ("single push/pop", "batch 64")
+        ],
+    ),
+    Table(
+        "Wide pushes (C)",
+        "`bench_wide_push`: a one-row push into a source of N BIGINT columns, thread "
+        "CPU time per push (ms), columns in order / reversed.",
+        [
+            pair(f"{n:,} columns, in order / reversed", "wide_push", WIDE.format(n=n, num=NUM),
+                 "ms")
+            for n in (1000, 4000, 16000)
+        ],
+    ),
+]
+
+
+def read(results: Path, key: str) -> str | None:
+    """The raw output of benchmark `key`, or None when it was not run."""
+    path = results / f"{key}.txt"
+    return path.read_text(errors="replace") if path.exists() else None
+
+
+def parse_kv(path: Path, sep: str) -> dict[str, str]:
+    """Lines `key<sep>value` of a file (missing file: empty)."""
+    if not path.exists():
+        return {}
+    out = {}
+    for line in path.read_text().splitlines():
+        if sep in line:
+            key, value = line.split(sep, 1)
+            out.setdefault(key.strip(), value.strip())
+    return out
+
+
+def limits(results: Path) -> dict[str, float]:
+    """W1b, W2b, W3b: the faster of the limit runs (M rows/s)."""
+    out: dict[str, float] = {}
+    for key in ("limit_vwap", "limit_vwap_after", "limit_asof"):
+        text = read(results, key) or ""
+        for tag in ("W1b", "W2b", "W3b"):
+            m = re.search(rf"^RESULT {tag} .* {NUM} M rows/s", text, re.M)
+            if m:
+                out[tag] = max(out.get(tag, 0.0), float(m.group(1)))
+    return out
+
+
+def render(results: Path) -> tuple[str, list[tuple[str, str, float, str]], bool]:
+    """The markdown of every table, the (table, row, ratio, target) list, and ok."""
+    meta = parse_kv(results / "meta.txt", "=")
+    commands = parse_kv(results / "commands.txt", "\t")
+    failed = parse_kv(results / "failed.txt", "\t")
+    lim = limits(results)
+    ok = not failed
+    quick = meta.get("quick") == "1"
+    lines = [
+        f"Run: {meta.get('date', '?')}, commit {meta.get('commit', '?')}, "
+        f"`bench/run.sh{' --quick' if quick else ''}`: N = {int(meta.get('n', '0')):,} events, "
+        f"median of {meta.get('reps', '?')}; {meta.get('machine', '?')}; load average "
+        f"{meta.get('load_before', '?')} before, {meta.get('load_after', '?')} after"
+        + (
+            " (quick sizes: the machine was shared and loaded; absolute figures are low, "
+            "the ratios are the figures to read)."
+            if quick
+            else "."
+        ),
+        "Limits of this run (the faster of two): "
+        + ", ".join(f"{k} {v:g} M rows/s" for k, v in sorted(lim.items()))
+        + ".",
+    ]
+    ratios: list[tuple[str, str, float, str]] = []
+    for table in TABLES:
+        lines += ["", f"### {table.title}", "", table.what, "", HEADER, RULE]
+        for row in table.rows:
+            text = read(results, row.key)
+            command = commands.get(row.key)
+            figure, ratio = "not run", "—"
+            if text is not None:
+                m = re.search(row.pattern, text, re.M)
+                if m is None:
+                    figure = "failed" if row.key in failed else "not in this run"
+                else:
+                    values = [g for i, g in enumerate(m.groups(), 1) if i != row.ratio_group]
+                    figure = " / ".join(values) + f" {row.unit}"
+                    r = None
+                    if row.ratio_group is not None:
+                        r = float(m.group(row.ratio_group))
+                        ratio = f"{r:.2f}×"
+                    elif row.limit and lim.get(row.limit):
+                        r = float(m.group(1)) / lim[row.limit]
+                        ratio = f"{r:.3f}× {row.limit}"
+                    if r is not None:
+                        ratios.append((table.title, row.name, r, row.target))
+            cmd = f"`{command}`" if command else "—"
+            lines.append(f"| {row.name} | {figure} | {ratio} | {row.target} | {cmd} |")
+    return "\n".join(lines) + "\n", ratios, ok
+
+
+def splice(doc: Path, block: str) -> None:
+    """Put `block` between the markers of `doc` (which must hold both, in order)."""
+    text = doc.read_text()
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise SystemExit(f"report.py: {doc} lacks the markers {BEGIN!r} ... {END!r}")
+    doc.write_text(text[: start + len(BEGIN)] + "\n" + block + text[end:])
+
+
+def main(argv: list[str] | None = None, out: Callable[[str], object] = print) -> int:
+    """Command line entry point; see the module docstring."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("results", type=Path)
+    ap.add_argument("--docs", type=Path)
+    args = ap.parse_args(argv)
+    block, ratios, ok = render(args.results)
+    out(block)
+    if args.docs is not None:
+        (args.docs / "benchmarks").mkdir(exist_ok=True)
+        (args.docs / "benchmarks" / "results.md").write_text(block)
+        csv = ["table,benchmark,ratio,target"]
+        csv += [f'"{t}","{n}",{r:.4f},"{g}"' for t, n, r, g in ratios]
+        (args.docs / "benchmarks" / "ratios.csv").write_text("\n".join(csv) + "\n")
+        splice(args.docs / "BENCHMARKS.md", block)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
