@@ -64,19 +64,21 @@ static void check(laminar_code rc, const laminar_error* err, const char* what) {
 }
 
 /* Push n rows with keys "key-<(first + i * stride) % mod>" at time `at`. */
-static void push_spread(laminar_source* src, const lm_schema* schema, int64_t first, int64_t n,
-                        int64_t stride, int64_t mod, int64_t at) {
+static void push_spread(laminar_source* src, const lm_schema* schema, int64_t first,
+                        int64_t n, int64_t stride, int64_t mod, int64_t at) {
   char* text = malloc((size_t)n * 16);
   lm_str* keys = malloc((size_t)n * sizeof *keys);
   double* v = malloc((size_t)n * sizeof *v);
   int64_t* ts = malloc((size_t)n * sizeof *ts);
   for (int64_t i = 0; i < n; i++) {
-    int len = snprintf(text + 16 * i, 16, "key-%lld", (long long)((first + i * stride) % mod));
+    int len =
+        snprintf(text + 16 * i, 16, "key-%lld", (long long)((first + i * stride) % mod));
     keys[i] = (lm_str){text + 16 * i, len};
     v[i] = (double)(i % 1000);
     ts[i] = at;
   }
-  lm_vec cols[3] = {{LM_TYPE_STRING, n, NULL, keys}, {LM_TYPE_DOUBLE, n, NULL, v},
+  lm_vec cols[3] = {{LM_TYPE_STRING, n, NULL, keys},
+                    {LM_TYPE_DOUBLE, n, NULL, v},
                     {LM_TYPE_INT64, n, NULL, ts}};
   lm_batch* batch;
   check(lm_arrow_build(schema, cols, n, &batch), NULL, "build");
@@ -95,8 +97,8 @@ static void push_spread(laminar_source* src, const lm_schema* schema, int64_t fi
 }
 
 /* Push rows [first, first + n) with distinct keys "key-<i>" at time `at`. */
-static void push_keys(laminar_source* src, const lm_schema* schema, int64_t first, int64_t n,
-                      int64_t at) {
+static void push_keys(laminar_source* src, const lm_schema* schema, int64_t first,
+                      int64_t n, int64_t at) {
   push_spread(src, schema, first, n, 1, INT64_MAX, at);
 }
 
@@ -150,14 +152,17 @@ static void sink_stalls(const lm_schema* schema) {
   int64_t stalls[ROUNDS];
   for (int r = 0; r < ROUNDS; r++) {
     push_keys(src, schema, 0, KEYS, 1000 * (int64_t)(r + 1));
-    check(laminar_source_watermark(src, 1000 * (int64_t)(r + 2), &err), &err, "watermark");
+    check(laminar_source_watermark(src, 1000 * (int64_t)(r + 2), &err), &err,
+          "watermark");
     check(laminar_run_until_idle(db, &err), &err, "run");
     check(laminar_checkpoint(db, &err), &err, "checkpoint");
     stalls[r] = lm_durable_last_stall_ns(db->dur);
   }
   qsort(stalls, ROUNDS, sizeof stalls[0], cmp_i64);
-  printf("RESULT checkpoint_stall sink=jsonl wal=sync keys=%d rounds=%d median=%.1f us max=%.1f us\n",
-         KEYS, ROUNDS, (double)stalls[ROUNDS / 2] / 1e3, (double)stalls[ROUNDS - 1] / 1e3);
+  printf(
+      "RESULT checkpoint_stall sink=jsonl wal=sync keys=%d rounds=%d median=%.1f us "
+      "max=%.1f us\n",
+      KEYS, ROUNDS, (double)stalls[ROUNDS / 2] / 1e3, (double)stalls[ROUNDS - 1] / 1e3);
   close_durable(db, src, dir);
   char out[64];
   snprintf(out, sizeof out, "%s-out", dir);
@@ -186,7 +191,8 @@ static double push_and_run(laminar_db* db, laminar_source* src, const lm_schema*
   return now_s() - t0;
 }
 
-static double push_one_and_run(laminar_db* db, laminar_source* src, const lm_schema* schema) {
+static double push_one_and_run(laminar_db* db, laminar_source* src,
+                               const lm_schema* schema) {
   return push_and_run(db, src, schema, 1, 1);
 }
 
@@ -221,11 +227,13 @@ static void round_of(const lm_schema* schema, int64_t groups, round_kind kind) {
   laminar_error err;
   laminar_source* src;
   char ddl[512];
-  static const char* const aggs = "SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo,"
-                                  " MAX(v) AS hi FROM t GROUP BY k";
-  snprintf(ddl, sizeof ddl,
-           "CREATE SOURCE t (k VARCHAR, v DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);%s",
-           kind == ROUND_VIEW ? "CREATE MATERIALIZED VIEW s AS SELECT k, v, ts FROM t" : "");
+  static const char* const aggs =
+      "SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo,"
+      " MAX(v) AS hi FROM t GROUP BY k";
+  snprintf(
+      ddl, sizeof ddl,
+      "CREATE SOURCE t (k VARCHAR, v DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);%s",
+      kind == ROUND_VIEW ? "CREATE MATERIALIZED VIEW s AS SELECT k, v, ts FROM t" : "");
   check(laminar_execute(db, ddl, &err), &err, "DDL");
   if (kind != ROUND_VIEW) {
     snprintf(ddl, sizeof ddl, "CREATE STREAM s AS %s, %s", aggs,
@@ -249,13 +257,15 @@ static void round_of(const lm_schema* schema, int64_t groups, round_kind kind) {
   double stall = (double)lm_durable_last_stall_ns(db->dur) * 1e-9;
   double encode = (double)lm_durable_last_write_ns(db->dur) * 1e-9;
   double plain = push_one_and_run(db, src, schema); /* no checkpoint holds it now */
-  static const char* const names[] = {"checkpoint", "checkpoint_session", "checkpoint_view"};
-  printf("RESULT %s groups=%lld total=%.3f s stall=%.6f s (before COW: %.3f s, %.0f "
-         "ns/group) encode=%.3f s first_touch_copy=%.6f s (%.1f ns/group; same push "
-         "unheld %.6f s) spread_chunk_held=%.3f s (unheld %.3f s)\n",
-         names[kind], (long long)groups, total, stall, before, before * 1e9 / (double)groups,
-         encode, touch.seconds, (touch.seconds - plain) * 1e9 / (double)groups, plain,
-         touch.spread, plain_spread);
+  static const char* const names[] = {"checkpoint", "checkpoint_session",
+                                      "checkpoint_view"};
+  printf(
+      "RESULT %s groups=%lld total=%.3f s stall=%.6f s (before COW: %.3f s, %.0f "
+      "ns/group) encode=%.3f s first_touch_copy=%.6f s (%.1f ns/group; same push "
+      "unheld %.6f s) spread_chunk_held=%.3f s (unheld %.3f s)\n",
+      names[kind], (long long)groups, total, stall, before, before * 1e9 / (double)groups,
+      encode, touch.seconds, (touch.seconds - plain) * 1e9 / (double)groups, plain,
+      touch.spread, plain_spread);
   fflush(stdout);
   close_durable(db, src, dir);
 }
@@ -339,14 +349,15 @@ static double threaded_run(w1_data* d, int64_t rows, int mode, ckpt_timer* t) {
   char dir[] = "/tmp/lm_bench_ckpt_XXXXXX";
   laminar_db* db = open_durable(dir, "none", "2");
   laminar_error err;
-  check(laminar_execute(db,
-                        "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT,"
-                        " ts BIGINT, WATERMARK FOR ts AS ts) WITH (buffer_size = 64);"
-                        "CREATE STREAM w1 AS SELECT symbol, window_start,"
-                        " SUM(price * volume) / SUM(volume) AS vwap, COUNT(*) AS trades,"
-                        " MAX(price) AS hi, MIN(price) AS lo"
-                        " FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND)",
-                        &err),
+  check(laminar_execute(
+            db,
+            "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT,"
+            " ts BIGINT, WATERMARK FOR ts AS ts) WITH (buffer_size = 64);"
+            "CREATE STREAM w1 AS SELECT symbol, window_start,"
+            " SUM(price * volume) / SUM(volume) AS vwap, COUNT(*) AS trades,"
+            " MAX(price) AS hi, MIN(price) AS lo"
+            " FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND)",
+            &err),
         &err, "DDL");
   laminar_source* src;
   check(laminar_source_open(db, "trades", &src, &err), &err, "source");
@@ -375,21 +386,24 @@ static void threaded_checkpoints(int64_t rows) {
     for (int mode = 0; mode < 3; mode++) {
       double rate = threaded_run(&d, rows, mode, &t);
       if (mode == 0) {
-        printf("RESULT checkpoint_threaded mode=off cores=2 rows=%lld rate=%.2f Mrows/s\n",
-               (long long)rows, rate / 1e6);
+        printf(
+            "RESULT checkpoint_threaded mode=off cores=2 rows=%lld rate=%.2f Mrows/s\n",
+            (long long)rows, rate / 1e6);
       } else if (t.n > 0) {
         qsort(t.barrier_ns, (size_t)t.n, sizeof t.barrier_ns[0], cmp_i64);
         qsort(t.stall_ns, (size_t)t.n, sizeof t.stall_ns[0], cmp_i64);
-        printf("RESULT checkpoint_threaded mode=%s cores=2 rows=%lld rate=%.2f Mrows/s "
-               "checkpoints=%d request_to_done median=%.1f us max=%.1f us "
-               "reactor_pause median=%.1f us max=%.1f us\n",
-               names[mode], (long long)rows, rate / 1e6, t.n, (double)t.barrier_ns[t.n / 2] / 1e3,
-               (double)t.barrier_ns[t.n - 1] / 1e3, (double)t.stall_ns[t.n / 2] / 1e3,
-               (double)t.stall_ns[t.n - 1] / 1e3);
+        printf(
+            "RESULT checkpoint_threaded mode=%s cores=2 rows=%lld rate=%.2f Mrows/s "
+            "checkpoints=%d request_to_done median=%.1f us max=%.1f us "
+            "reactor_pause median=%.1f us max=%.1f us\n",
+            names[mode], (long long)rows, rate / 1e6, t.n,
+            (double)t.barrier_ns[t.n / 2] / 1e3, (double)t.barrier_ns[t.n - 1] / 1e3,
+            (double)t.stall_ns[t.n / 2] / 1e3, (double)t.stall_ns[t.n - 1] / 1e3);
       } else {
-        printf("RESULT checkpoint_threaded mode=%s cores=2 rows=%lld rate=%.2f Mrows/s "
-               "checkpoints=0 (the run was shorter than 100 ms)\n",
-               names[mode], (long long)rows, rate / 1e6);
+        printf(
+            "RESULT checkpoint_threaded mode=%s cores=2 rows=%lld rate=%.2f Mrows/s "
+            "checkpoints=0 (the run was shorter than 100 ms)\n",
+            names[mode], (long long)rows, rate / 1e6);
       }
       fflush(stdout);
     }
@@ -405,7 +419,8 @@ int main(int argc, char** argv) {
   lm_schema_add(&schema, "v", LM_TYPE_DOUBLE, false);
   lm_schema_add(&schema, "ts", LM_TYPE_INT64, false);
   for (int k = ROUND_WINDOW; k <= ROUND_VIEW; k++) {
-    for (int64_t groups = 100000; groups <= max; groups *= 4) round_of(&schema, groups, k);
+    for (int64_t groups = 100000; groups <= max; groups *= 4)
+      round_of(&schema, groups, k);
   }
   sink_stalls(&schema);
   lm_schema_free(&schema);

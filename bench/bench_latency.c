@@ -79,7 +79,8 @@ static int64_t hist_quantile(const hist* h, double q) {
   return h->v[k >= h->n ? h->n - 1 : k];
 }
 
-static int one_row(const struct ArrowSchema* schema, int64_t seq, struct ArrowArray* out) {
+static int one_row(const struct ArrowSchema* schema, int64_t seq,
+                   struct ArrowArray* out) {
   struct ArrowError e;
   if (ArrowArrayInitFromSchema(out, schema, &e) != NANOARROW_OK) return 1;
   if (ArrowArrayStartAppending(out) != NANOARROW_OK ||
@@ -139,9 +140,11 @@ static int measure(const char* label, const carrier* c, double rate, double seco
   out->p999 = (double)hist_quantile(&h, 0.999) / 1000.0;
   out->max = (double)h.v[h.n - 1] / 1000.0;
   out->achieved_rate = (double)events / wall;
-  printf("  %-16s events=%llu rate=%.0f/s  p50=%.2f us  p99=%.2f us  p99.9=%.2f us  max=%.1f us\n",
-         label, (unsigned long long)h.n, out->achieved_rate, out->p50, out->p99, out->p999,
-         out->max);
+  printf(
+      "  %-16s events=%llu rate=%.0f/s  p50=%.2f us  p99=%.2f us  p99.9=%.2f us  "
+      "max=%.1f us\n",
+      label, (unsigned long long)h.n, out->achieved_rate, out->p50, out->p99, out->p999,
+      out->max);
   free(h.v);
   return 0;
 }
@@ -264,8 +267,10 @@ static int run_inline(int64_t events) {
   laminar_source* src;
   laminar_subscription* sub;
   if (laminar_open(NULL, &db, &err) != LAMINAR_OK) return 1;
-  if (laminar_execute(db, "CREATE SOURCE t (seq BIGINT NOT NULL); "
-                          "CREATE STREAM s AS SELECT seq FROM t", &err) != LAMINAR_OK ||
+  if (laminar_execute(db,
+                      "CREATE SOURCE t (seq BIGINT NOT NULL); "
+                      "CREATE STREAM s AS SELECT seq FROM t",
+                      &err) != LAMINAR_OK ||
       laminar_source_open(db, "t", &src, &err) != LAMINAR_OK ||
       laminar_subscribe(db, "s", &sub, &err) != LAMINAR_OK) {
     laminar_close(db);
@@ -302,10 +307,11 @@ static int run_inline(int64_t events) {
   laminar_close(db);
   if (rc != 0) return rc;
   double n = (double)events;
-  printf("RESULT latency inline per event: build %.0f ns, push %.0f ns, operators %.0f ns, "
-         "next %.0f ns; push..next %.0f ns\n",
-         (double)t_build / n, (double)t_push / n, (double)t_run / n, (double)t_next / n,
-         (double)(t_push + t_run + t_next) / n);
+  printf(
+      "RESULT latency inline per event: build %.0f ns, push %.0f ns, operators %.0f ns, "
+      "next %.0f ns; push..next %.0f ns\n",
+      (double)t_build / n, (double)t_push / n, (double)t_run / n, (double)t_next / n,
+      (double)(t_push + t_run + t_next) / n);
   return 0;
 }
 
@@ -335,9 +341,10 @@ int main(int argc, char** argv) {
     } else if (strcmp(argv[i], "--inline") == 0) {
       return run_inline(200000);
     } else {
-      fprintf(stderr,
-              "usage: bench_latency [--rate N] [--seconds S] [--strategy S|all] [--runs R] | "
-              "--inline\n");
+      fprintf(
+          stderr,
+          "usage: bench_latency [--rate N] [--seconds S] [--strategy S|all] [--runs R] | "
+          "--inline\n");
       return 2;
     }
   }
@@ -357,10 +364,11 @@ int main(int argc, char** argv) {
       p999[r] = f.p999;
       mx[r] = f.max;
     }
-    printf("RESULT latency %s rate=%.0f/s median of %d: p50=%.2f us p99=%.2f us "
-           "p99.9=%.2f us max=%.1f us\n",
-           list[k], rate, runs, median(p50, runs), median(p99, runs), median(p999, runs),
-           median(mx, runs));
+    printf(
+        "RESULT latency %s rate=%.0f/s median of %d: p50=%.2f us p99=%.2f us "
+        "p99.9=%.2f us max=%.1f us\n",
+        list[k], rate, runs, median(p50, runs), median(p99, runs), median(p999, runs),
+        median(mx, runs));
   }
   return 0;
 }

@@ -65,7 +65,8 @@ static void* mp_producer(void* arg) {
   for (uint64_t s = 1; s <= a->n;) {
     if (a->runs) {
       uint32_t k = a->n - s + 1 < RUN ? (uint32_t)(a->n - s + 1) : RUN;
-      for (uint32_t i = 0; i < k; i++) items[i] = (void*)(uintptr_t)((a->id << 40) | (s + i));
+      for (uint32_t i = 0; i < k; i++)
+        items[i] = (void*)(uintptr_t)((a->id << 40) | (s + i));
       if (lm_mpsc_push_all(a->q, items, k)) {
         s += k;
       } else {

@@ -531,13 +531,14 @@ typedef struct run_ctx {
 static const char* g_durable = "off";
 static const char* g_checkpoint_ms = "10000";
 static const char* g_data_dir = "/tmp";
-static int g_cores = 1; /* config `cores` of every database opened (--cores) */
+static int g_cores = 1;    /* config `cores` of every database opened (--cores) */
 static bool g_pin = false; /* --pin: reactors pinned, the rest on the CPUs left */
 /* --prequeue: the threaded mode pushes every batch (and the final watermark)
  * before laminar_start into a queue that holds them all, then times start ->
  * last result: the reactors alone, no producer thread competing for a core. */
 static bool g_prequeue = false;
-static bool g_file_sink = false; /* --file-sink: CREATE SINK ... INTO FILE on the output */
+static bool g_file_sink =
+    false; /* --file-sink: CREATE SINK ... INTO FILE on the output */
 static int64_t g_queue_size = 0; /* buffer_size for --prequeue (a power of two) */
 static char g_run_dir[4096];
 /* --set key=value (repeatable): more config for durable runs, e.g. wal_io=pwrite
@@ -557,8 +558,10 @@ static void pin_app_threads(void) {
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   cpu_set_t set;
   CPU_ZERO(&set);
-  for (long c = g_cores < ncpu ? g_cores : 0; c < ncpu && c < CPU_SETSIZE; c++) CPU_SET(c, &set);
-  if (sched_setaffinity(0, sizeof set, &set) != 0) perror("bench_vwap: sched_setaffinity");
+  for (long c = g_cores < ncpu ? g_cores : 0; c < ncpu && c < CPU_SETSIZE; c++)
+    CPU_SET(c, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0)
+    perror("bench_vwap: sched_setaffinity");
 }
 
 static void run_open(run_ctx* r, workload w) {
@@ -570,7 +573,8 @@ static void run_open(run_ctx* r, workload w) {
     check_rc(laminar_config_create(&cfg), NULL, "laminar_config_create");
     snprintf(text, sizeof text, "%d", g_cores);
     check_rc(laminar_config_set(cfg, "cores", text, &err), &err, "cores");
-    if (g_pin) check_rc(laminar_config_set(cfg, "core_affinity", "true", &err), &err, "affinity");
+    if (g_pin)
+      check_rc(laminar_config_set(cfg, "core_affinity", "true", &err), &err, "affinity");
     if (g_prequeue) {
       snprintf(text, sizeof text, "%lld", (long long)g_queue_size);
       check_rc(laminar_config_set(cfg, "buffer_size", text, &err), &err, "buffer_size");
@@ -588,9 +592,10 @@ static void run_open(run_ctx* r, workload w) {
     check_rc(laminar_config_set(cfg, "data_dir", g_run_dir, &err), &err, "data_dir");
     check_rc(laminar_config_set(cfg, "checkpoint_interval", interval, &err), &err,
              "checkpoint_interval");
-    check_rc(laminar_config_set(cfg, "wal_mode", strcmp(g_durable, "ckpt") == 0 ? "none" : g_durable,
-                                &err),
-             &err, "wal_mode");
+    check_rc(
+        laminar_config_set(cfg, "wal_mode",
+                           strcmp(g_durable, "ckpt") == 0 ? "none" : g_durable, &err),
+        &err, "wal_mode");
     for (int i = 0; i < g_nsets; i++) {
       char kv[256];
       snprintf(kv, sizeof kv, "%s", g_sets[i]);
@@ -817,7 +822,8 @@ static double run_threaded(dataset* d, workload w, const input_schema* s,
 
   laminar_error err;
   if (g_prequeue) { /* everything queued before the reactors start */
-    for (int64_t b = 0; b < d->nbatches; b++) push_batch(&t->r, &batches[b], &s->root, false, k);
+    for (int64_t b = 0; b < d->nbatches; b++)
+      push_batch(&t->r, &batches[b], &s->root, false, k);
     push_final_watermark(&t->r);
   }
   int64_t t0 = now_ns();
@@ -879,13 +885,15 @@ typedef struct options {
 } options;
 
 static void usage(void) {
-  fprintf(stderr,
-          "usage: bench_vwap [N] [--reps R] [--batch B] [--only w1|w2]\n"
-          "                  [--mode all|inline|threaded] [--pace F]\n"
-          "                  [--w1b-rows-per-s X] [--w2b-rows-per-s Y]\n"
-          "                  [--durable off|ckpt|async|sync] [--checkpoint-ms MS]\n"
-          "                  [--set KEY=VALUE ...  (durable runs: e.g. wal_direct_io=off)]\n"
-          "                  [--data-dir DIR] [--cores LIST] [--prequeue] [--pin] [--file-sink]\n");
+  fprintf(
+      stderr,
+      "usage: bench_vwap [N] [--reps R] [--batch B] [--only w1|w2]\n"
+      "                  [--mode all|inline|threaded] [--pace F]\n"
+      "                  [--w1b-rows-per-s X] [--w2b-rows-per-s Y]\n"
+      "                  [--durable off|ckpt|async|sync] [--checkpoint-ms MS]\n"
+      "                  [--set KEY=VALUE ...  (durable runs: e.g. wal_direct_io=off)]\n"
+      "                  [--data-dir DIR] [--cores LIST] [--prequeue] [--pin] "
+      "[--file-sink]\n");
   exit(2);
 }
 
@@ -1039,9 +1047,10 @@ static bool bench_workload(dataset* d, workload w, const input_schema* s,
     print_reps(name, "inline", secs, o->reps);
     print_result(name, "inline", o, median_of(secs, o->reps), &last, limit);
     double c = median_of(cpu, o->reps);
-    printf("THREADCPU %s inline   N=%lld reps=%d median %.4f s  %7.1f ns/event "
-           "(the engine's thread)\n",
-           name, (long long)o->n, o->reps, c, c * 1e9 / (double)o->n);
+    printf(
+        "THREADCPU %s inline   N=%lld reps=%d median %.4f s  %7.1f ns/event "
+        "(the engine's thread)\n",
+        name, (long long)o->n, o->reps, c, c * 1e9 / (double)o->n);
   }
   if (!o->run_threaded) return ok;
 
@@ -1122,8 +1131,9 @@ int main(int argc, char** argv) {
       if (c == 0) first = secs;
       if (c > 0 && secs > 0 && first > 0) {
         printf("SCALING %s %s cores=%d/%d  %.2f M rows/s vs %.2f M rows/s  ratio %.3f\n",
-               w == 0 ? "W1" : "W2", g_prequeue ? "queued" : "threaded", g_cores, o.cores[0], (double)o.n / secs / 1e6,
-               (double)o.n / first / 1e6, first / secs);
+               w == 0 ? "W1" : "W2", g_prequeue ? "queued" : "threaded", g_cores,
+               o.cores[0], (double)o.n / secs / 1e6, (double)o.n / first / 1e6,
+               first / secs);
       }
       fflush(stdout);
     }

@@ -54,8 +54,8 @@ static void* worker(void* p) {
     lm_batch_plan plan;
     lm_wal_ticket t;
     if (!lm_batch_plan_compact(s->batch, &plan) ||
-        lm_wal_append_fill(s->wal, 3, 0, (uint32_t)plan.size, fill_compact, &plan, &t, NULL) !=
-            LAMINAR_OK ||
+        lm_wal_append_fill(s->wal, 3, 0, (uint32_t)plan.size, fill_compact, &plan, &t,
+                           NULL) != LAMINAR_OK ||
         lm_wal_commit(s->wal, t, s->sync, NULL) != LAMINAR_OK)
       __atomic_add_fetch(&s->failed, 1, __ATOMIC_RELAXED);
     bytes = plan.size;
@@ -70,7 +70,8 @@ typedef struct counter {
 } counter;
 
 static int count_syncs(void* arg, lm_wal_fault_op op) {
-  if (op == LM_WAL_FAULT_SYNC) __atomic_add_fetch(&((counter*)arg)->syncs, 1, __ATOMIC_RELAXED);
+  if (op == LM_WAL_FAULT_SYNC)
+    __atomic_add_fetch(&((counter*)arg)->syncs, 1, __ATOMIC_RELAXED);
   return 0;
 }
 
@@ -132,12 +133,13 @@ int main(int argc, char** argv) {
           return 1;
         }
         counter syncs = {0};
-        lm_wal_options o = {.dir = dir, .io = ios[io], .fault = count_syncs, .fault_arg = &syncs};
+        lm_wal_options o = {
+            .dir = dir, .io = ios[io], .fault = count_syncs, .fault_arg = &syncs};
         lm_wal* wal;
         laminar_error err;
         if (lm_wal_open(&o, &wal, NULL, &err) != LAMINAR_OK) {
-          printf("# %s: %s (skipped)\n", ios[io] == LM_WAL_IO_URING ? "io_uring" : "pwrite",
-                 err.message);
+          printf("# %s: %s (skipped)\n",
+                 ios[io] == LM_WAL_IO_URING ? "io_uring" : "pwrite", err.message);
           remove_tree(dir);
           continue;
         }
@@ -147,16 +149,17 @@ int main(int argc, char** argv) {
         double t0 = now_s();
         for (int i = 0; i < nt; i++) pthread_create(&th[i], NULL, worker, &s);
         for (int i = 0; i < nt; i++) pthread_join(th[i], NULL);
-        if (lm_wal_close(wal, NULL) != LAMINAR_OK) s.failed++; /* async: the final flush */
+        if (lm_wal_close(wal, NULL) != LAMINAR_OK)
+          s.failed++; /* async: the final flush */
         double secs = now_s() - t0;
         double rows = (double)ROWS * batches * nt;
         int commits = batches * nt;
-        printf("RESULT wal_%s_%s_t%d %.2f M rows/s %.1f MB/s %.1f B/row %d commits %d "
-               "flushes%s\n",
-               sync ? "sync" : "async", ios[io] == LM_WAL_IO_URING ? "uring" : "pwrite",
-               nt, rows / secs / 1e6, (double)s.bytes * commits / secs / 1e6,
-               (double)s.bytes / ROWS, commits,
-               syncs.syncs, s.failed ? " FAILED" : "");
+        printf(
+            "RESULT wal_%s_%s_t%d %.2f M rows/s %.1f MB/s %.1f B/row %d commits %d "
+            "flushes%s\n",
+            sync ? "sync" : "async", ios[io] == LM_WAL_IO_URING ? "uring" : "pwrite", nt,
+            rows / secs / 1e6, (double)s.bytes * commits / secs / 1e6,
+            (double)s.bytes / ROWS, commits, syncs.syncs, s.failed ? " FAILED" : "");
         if (s.failed) status = 1;
         remove_tree(dir);
       }

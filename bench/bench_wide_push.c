@@ -38,7 +38,8 @@ static int cmp_double(const void* a, const void* b) {
 }
 
 /* A one-row batch of n int64 columns c0..c(n-1), in order or reversed. */
-static int build(int n, int reversed, struct ArrowArray* array, struct ArrowSchema* schema) {
+static int build(int n, int reversed, struct ArrowArray* array,
+                 struct ArrowSchema* schema) {
   ArrowSchemaInit(schema);
   if (ArrowSchemaSetTypeStruct(schema, n) != NANOARROW_OK) return 1;
   char name[32];
@@ -102,8 +103,8 @@ static int run(int n, int reversed, int pushes) {
   qsort(cpu, (size_t)pushes, sizeof(double), cmp_double);
   double median = times[pushes / 2], median_cpu = cpu[pushes / 2];
   printf("WIDE n=%d %-8s %8.3f ms/push %8.1f ns/col  cpu %8.3f ms/push %8.1f ns/col\n", n,
-         reversed ? "reversed" : "ordered", median * 1e3, median * 1e9 / n, median_cpu * 1e3,
-         median_cpu * 1e9 / n);
+         reversed ? "reversed" : "ordered", median * 1e3, median * 1e9 / n,
+         median_cpu * 1e3, median_cpu * 1e9 / n);
   free(times);
   free(cpu);
   laminar_source_close(src);

@@ -50,7 +50,7 @@ static const int64_t GAP_MS = 5000;
 static const char* SOURCE =
     "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE NOT NULL, "
     "volume BIGINT NOT NULL, ts BIGINT NOT NULL, WATERMARK FOR ts AS ts);";
-#define VWAP_ITEMS                                                              \
+#define VWAP_ITEMS                                                                \
   "SUM(price * volume) / SUM(volume) AS vwap, COUNT(*) AS trades, MAX(price) AS " \
   "max_price, MIN(price) AS min_price FROM trades "
 
@@ -76,8 +76,8 @@ static const variant VARIANTS[] = {
      "GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND) EMIT CHANGES;",
      false, true, 1},
     {"running",
-     "CREATE STREAM w AS SELECT symbol, " VWAP_ITEMS "GROUP BY symbol EMIT CHANGES;", false,
-     true, 1},
+     "CREATE STREAM w AS SELECT symbol, " VWAP_ITEMS "GROUP BY symbol EMIT CHANGES;",
+     false, true, 1},
     {"session_changes",
      "CREATE STREAM w AS SELECT window_start, window_end, symbol, " VWAP_ITEMS
      "GROUP BY symbol, session(ts, INTERVAL '5' SECOND) EMIT CHANGES;",
@@ -123,7 +123,7 @@ static int symbol_of(int64_t i, uint64_t z, bool bursty) {
 /* Every buffer of one batch, freed when the parent and every child were released
  * (the core may move a child out and release it later, on any thread). */
 typedef struct batch_mem {
-  atomic_int refs;  /* the parent + 4 children */
+  atomic_int refs; /* the parent + 4 children */
   struct ArrowArray child[4];
   struct ArrowArray* child_ptr[4];
   const void* bufs[4][3];
@@ -221,17 +221,19 @@ static void schema_init(void) {
         .format = formats[c], .name = names[c], .release = noop_schema_release};
     g_field_ptr[c] = &g_fields[c];
   }
-  g_root = (struct ArrowSchema){
-      .format = "+s", .name = "", .n_children = 4, .children = g_field_ptr,
-      .release = noop_schema_release};
+  g_root = (struct ArrowSchema){.format = "+s",
+                                .name = "",
+                                .n_children = 4,
+                                .children = g_field_ptr,
+                                .release = noop_schema_release};
 }
 
 /* ---- one run -------------------------------------------------------------------- */
 
 typedef struct outcome {
-  int64_t trades;  /* sum of trades (times _weight) */
-  int64_t rows;    /* result rows (+1 rows for changelogs) */
-  int64_t net;     /* result rows summed by _weight (changelogs: the final rows) */
+  int64_t trades; /* sum of trades (times _weight) */
+  int64_t rows;   /* result rows (+1 rows for changelogs) */
+  int64_t net;    /* result rows summed by _weight (changelogs: the final rows) */
 } outcome;
 
 static int column_of(const struct ArrowSchema* s, const char* name) {
@@ -249,8 +251,8 @@ static void drain(laminar_subscription* sub, const variant* v, outcome* o, int* 
     struct ArrowArray out;
     struct ArrowSchema schema;
     bool resolve = *ctrades < 0;
-    check_rc(laminar_subscription_next(sub, 0, &out, resolve ? &schema : NULL, &err), &err,
-             "laminar_subscription_next");
+    check_rc(laminar_subscription_next(sub, 0, &out, resolve ? &schema : NULL, &err),
+             &err, "laminar_subscription_next");
     if (out.release == NULL) return;
     if (resolve) {
       *ctrades = column_of(&schema, "trades");
@@ -288,22 +290,26 @@ static double run_once(const variant* v, int64_t n, int64_t batch_rows, outcome*
   struct ArrowArray* batches = xmalloc(sizeof *batches * (size_t)nb);
   for (int64_t b = 0; b < nb; b++) {
     int64_t start = b * batch_rows;
-    build_batch(start, n - start < batch_rows ? n - start : batch_rows, v->bursty, &batches[b]);
+    build_batch(start, n - start < batch_rows ? n - start : batch_rows, v->bursty,
+                &batches[b]);
   }
   int ctrades = -1, cweight = -1;
   *o = (outcome){0, 0, 0};
   int64_t t0 = now_ns();
   for (int64_t b = 0; b < nb; b++) {
-    check_rc(laminar_source_push(src, &batches[b], &g_root, &err), &err, "laminar_source_push");
+    check_rc(laminar_source_push(src, &batches[b], &g_root, &err), &err,
+             "laminar_source_push");
     check_rc(laminar_run_until_idle(db, &err), &err, "laminar_run_until_idle");
     drain(sub, v, o, &ctrades, &cweight);
   }
-  check_rc(laminar_source_watermark(src, INT64_MAX, &err), &err, "laminar_source_watermark");
+  check_rc(laminar_source_watermark(src, INT64_MAX, &err), &err,
+           "laminar_source_watermark");
   check_rc(laminar_run_until_idle(db, &err), &err, "laminar_run_until_idle");
   drain(sub, v, o, &ctrades, &cweight);
   int64_t t1 = now_ns();
   int64_t late = 0;
-  check_rc(laminar_stream_late_rows(db, "w", &late, &err), &err, "laminar_stream_late_rows");
+  check_rc(laminar_stream_late_rows(db, "w", &late, &err), &err,
+           "laminar_stream_late_rows");
   if (late != 0) {
     fprintf(stderr, "CHECK FAILED %s: %lld late rows\n", v->name, (long long)late);
     o->trades = -1;
@@ -352,9 +358,10 @@ int main(int argc, char** argv) {
     } else if (a[0] >= '0' && a[0] <= '9') {
       n = (int64_t)strtod(a, NULL);
     } else {
-      fprintf(stderr,
-              "usage: bench_windows [N] [--reps R] [--batch B] "
-              "[--only hop|session|changes|running|session_changes] [--w1b-rows-per-s X]\n");
+      fprintf(
+          stderr,
+          "usage: bench_windows [N] [--reps R] [--batch B] "
+          "[--only hop|session|changes|running|session_changes] [--w1b-rows-per-s X]\n");
       return 2;
     }
   }
@@ -364,9 +371,10 @@ int main(int argc, char** argv) {
   }
   schema_init();
   int64_t sessions = reference_sessions(n);
-  printf("bench_windows: LaminarDB %s, N=%lld, batches of %lld rows, reps=%d; "
-         "reference sessions=%lld\n",
-         laminar_version(), (long long)n, (long long)batch_rows, reps, (long long)sessions);
+  printf(
+      "bench_windows: LaminarDB %s, N=%lld, batches of %lld rows, reps=%d; "
+      "reference sessions=%lld\n",
+      laminar_version(), (long long)n, (long long)batch_rows, reps, (long long)sessions);
   bool ok = true;
   for (size_t k = 0; k < sizeof VARIANTS / sizeof VARIANTS[0]; k++) {
     const variant* v = &VARIANTS[k];
@@ -379,17 +387,21 @@ int main(int argc, char** argv) {
       if (strcmp(v->name, "session") == 0) good = good && o.rows == sessions;
       if (strcmp(v->name, "session_changes") == 0) good = good && o.net == sessions;
       if (!good) {
-        fprintf(stderr, "CHECK FAILED %s rep %d: trades sum %lld (want %lld), rows %lld\n",
-                v->name, r, (long long)o.trades, (long long)(v->copies * n), (long long)o.rows);
+        fprintf(stderr,
+                "CHECK FAILED %s rep %d: trades sum %lld (want %lld), rows %lld\n",
+                v->name, r, (long long)o.trades, (long long)(v->copies * n),
+                (long long)o.rows);
         ok = false;
       }
     }
     qsort(secs, (size_t)reps, sizeof secs[0], cmp_double);
     double med = secs[reps / 2], rate = (double)n / med;
-    printf("RESULT %-8s inline N=%lld reps=%d median %.4f s  %8.2f M rows/s  %7.1f ns/event  "
-           "rows=%lld",
-           v->name, (long long)n, reps, med, rate / 1e6, med * 1e9 / (double)n,
-           (long long)o.rows);
+    printf(
+        "RESULT %-8s inline N=%lld reps=%d median %.4f s  %8.2f M rows/s  %7.1f ns/event "
+        " "
+        "rows=%lld",
+        v->name, (long long)n, reps, med, rate / 1e6, med * 1e9 / (double)n,
+        (long long)o.rows);
     if (w1b > 0) printf("  ratio_to_W1b=%.3f", rate / w1b);
     printf("\n");
     fflush(stdout);

@@ -127,38 +127,38 @@ typedef enum laminar_code {
   LAMINAR_OK = 0,
 
   /* 1xxx SQL */
-  LAMINAR_ERR_SQL_SYNTAX = 1001,          /* the statement does not parse */
-  LAMINAR_ERR_SQL_UNKNOWN_OBJECT = 1002,  /* no source or stream of that name */
-  LAMINAR_ERR_SQL_UNKNOWN_COLUMN = 1003,  /* no column of that name in scope */
-  LAMINAR_ERR_SQL_DUPLICATE_OBJECT = 1004, /* an object of that name exists */
-  LAMINAR_ERR_SQL_UNSUPPORTED = 1005,     /* valid SQL this version cannot run */
-  LAMINAR_ERR_SQL_GROUPING = 1006,        /* a column neither grouped nor aggregated,
+  LAMINAR_ERR_SQL_SYNTAX = 1001,             /* the statement does not parse */
+  LAMINAR_ERR_SQL_UNKNOWN_OBJECT = 1002,     /* no source or stream of that name */
+  LAMINAR_ERR_SQL_UNKNOWN_COLUMN = 1003,     /* no column of that name in scope */
+  LAMINAR_ERR_SQL_DUPLICATE_OBJECT = 1004,   /* an object of that name exists */
+  LAMINAR_ERR_SQL_UNSUPPORTED = 1005,        /* valid SQL this version cannot run */
+  LAMINAR_ERR_SQL_GROUPING = 1006,           /* a column neither grouped nor aggregated,
                                              or an aggregate where none may be */
-  LAMINAR_ERR_SQL_DEPENDENCY = 1007,      /* DROP of an object others read from */
-  LAMINAR_ERR_SQL_LIMIT = 1008,           /* statement too large or nested too deep */
-  LAMINAR_ERR_SQL_NOT_MATERIALIZED = 1030, /* SELECT from a stream or source: only
+  LAMINAR_ERR_SQL_DEPENDENCY = 1007,         /* DROP of an object others read from */
+  LAMINAR_ERR_SQL_LIMIT = 1008,              /* statement too large or nested too deep */
+  LAMINAR_ERR_SQL_NOT_MATERIALIZED = 1030,   /* SELECT from a stream or source: only
                                              materialized views keep rows to read */
   LAMINAR_ERR_SQL_UNDEFINED_VARIABLE = 1031, /* ${NAME} with no variable NAME set */
-  LAMINAR_ERR_SQL_UNKNOWN_FUNCTION = 1101, /* no scalar function of that name */
-  LAMINAR_ERR_SQL_FUNCTION_ARGS = 1102,   /* wrong number of arguments, or an argument
+  LAMINAR_ERR_SQL_UNKNOWN_FUNCTION = 1101,   /* no scalar function of that name */
+  LAMINAR_ERR_SQL_FUNCTION_ARGS = 1102,      /* wrong number of arguments, or an argument
                                              that must be a valid constant is not */
 
   /* 2xxx schema and types */
-  LAMINAR_ERR_TYPE_MISMATCH = 2001,       /* an expression's operand types do not fit */
-  LAMINAR_ERR_UNKNOWN_TYPE = 2002,        /* a type name SQL does not know */
-  LAMINAR_ERR_SCHEMA_INVALID = 2003,      /* a declared schema is unusable */
+  LAMINAR_ERR_TYPE_MISMATCH = 2001,  /* an expression's operand types do not fit */
+  LAMINAR_ERR_UNKNOWN_TYPE = 2002,   /* a type name SQL does not know */
+  LAMINAR_ERR_SCHEMA_INVALID = 2003, /* a declared schema is unusable */
 
   /* 3xxx ingest */
-  LAMINAR_ERR_ARROW_INVALID = 3001,       /* the pushed array breaks the Arrow spec */
-  LAMINAR_ERR_ARROW_RELEASED = 3002,      /* the pushed array or schema is released */
-  LAMINAR_ERR_SCHEMA_MISMATCH = 3003,     /* pushed columns do not match the source */
-  LAMINAR_ERR_COLUMN_TYPE = 3004,         /* a pushed column has the wrong type */
-  LAMINAR_ERR_NULL_VIOLATION = 3005,      /* NULL in a NOT NULL column */
-  LAMINAR_ERR_QUEUE_FULL = 3006,          /* the source queue is full and cannot drain */
-  LAMINAR_ERR_SOURCE_CLOSED = 3007,       /* the source was dropped */
-  LAMINAR_ERR_MEMORY_LIMIT = 3008,        /* a batch would take a stream's keyed state
+  LAMINAR_ERR_ARROW_INVALID = 3001,   /* the pushed array breaks the Arrow spec */
+  LAMINAR_ERR_ARROW_RELEASED = 3002,  /* the pushed array or schema is released */
+  LAMINAR_ERR_SCHEMA_MISMATCH = 3003, /* pushed columns do not match the source */
+  LAMINAR_ERR_COLUMN_TYPE = 3004,     /* a pushed column has the wrong type */
+  LAMINAR_ERR_NULL_VIOLATION = 3005,  /* NULL in a NOT NULL column */
+  LAMINAR_ERR_QUEUE_FULL = 3006,      /* the source queue is full and cannot drain */
+  LAMINAR_ERR_SOURCE_CLOSED = 3007,   /* the source was dropped */
+  LAMINAR_ERR_MEMORY_LIMIT = 3008,    /* a batch would take a stream's keyed state
                                              past max_state_bytes: not applied */
-  LAMINAR_ERR_PUSH_TIMEOUT = 3009,        /* no room in the source queue within the
+  LAMINAR_ERR_PUSH_TIMEOUT = 3009,    /* no room in the source queue within the
                                              timeout of a *_timeout push; nothing
                                              ingested */
 
@@ -166,24 +166,24 @@ typedef enum laminar_code {
   LAMINAR_ERR_SUBSCRIPTION_CLOSED = 4001, /* the stream was dropped or the db closed */
 
   /* 5xxx storage */
-  LAMINAR_ERR_IO = 5001,                  /* a file operation failed */
-  LAMINAR_ERR_RECOVERY = 5002,            /* stored state does not recover (damage,
+  LAMINAR_ERR_IO = 5001,        /* a file operation failed */
+  LAMINAR_ERR_RECOVERY = 5002,  /* stored state does not recover (damage,
                                              catalog mismatch, strict WAL refusal) */
-  LAMINAR_ERR_LOCKED = 5003,              /* the data directory is in use by another
+  LAMINAR_ERR_LOCKED = 5003,    /* the data directory is in use by another
                                              database (this process or another) */
-  LAMINAR_ERR_READ_ONLY = 5004,           /* a write (DDL, push, checkpoint, sink) on
+  LAMINAR_ERR_READ_ONLY = 5004, /* a write (DDL, push, checkpoint, sink) on
                                              a database opened read_only */
 
   /* 6xxx config */
-  LAMINAR_ERR_CONFIG_KEY = 6001,          /* unknown configuration key */
-  LAMINAR_ERR_CONFIG_VALUE = 6002,        /* invalid value for a known key */
-  LAMINAR_ERR_CONFIG_CONFLICT = 6003,     /* settings that do not go together */
+  LAMINAR_ERR_CONFIG_KEY = 6001,      /* unknown configuration key */
+  LAMINAR_ERR_CONFIG_VALUE = 6002,    /* invalid value for a known key */
+  LAMINAR_ERR_CONFIG_CONFLICT = 6003, /* settings that do not go together */
 
   /* 9xxx internal and misuse */
-  LAMINAR_ERR_NOMEM = 9001,               /* an allocation failed */
-  LAMINAR_ERR_MISUSE = 9002,              /* NULL, closed or foreign handle; bad argument */
-  LAMINAR_ERR_STATE = 9003,               /* call not allowed in the current state */
-  LAMINAR_ERR_INTERNAL = 9999             /* an invariant failed: a bug, please report */
+  LAMINAR_ERR_NOMEM = 9001,   /* an allocation failed */
+  LAMINAR_ERR_MISUSE = 9002,  /* NULL, closed or foreign handle; bad argument */
+  LAMINAR_ERR_STATE = 9003,   /* call not allowed in the current state */
+  LAMINAR_ERR_INTERNAL = 9999 /* an invariant failed: a bug, please report */
 } laminar_code;
 
 /* Detail of a failed call. Caller-owned (stack is fine); filled only on failure.
@@ -250,7 +250,8 @@ LAMINAR_API int32_t laminar_option_count(void);
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_option_get(int32_t index, const char** out_key,
                                             int32_t* out_scopes, const char** out_type,
-                                            const char** out_default, const char** out_doc);
+                                            const char** out_default,
+                                            const char** out_doc);
 
 /* A set of key/value options for laminar_open(). Destroy with
  * laminar_config_destroy(). */
@@ -650,7 +651,8 @@ LAMINAR_API laminar_code laminar_metrics(laminar_db* db, struct ArrowArrayStream
  * Ownership: *out is the caller's; release it.
  * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
  * Thread-safety: any thread. */
-LAMINAR_API laminar_code laminar_pipeline_state(laminar_db* db, struct ArrowArrayStream* out,
+LAMINAR_API laminar_code laminar_pipeline_state(laminar_db* db,
+                                                struct ArrowArrayStream* out,
                                                 laminar_error* err);
 
 /* Rows a stream dropped because they arrived behind its watermark (their window
@@ -824,7 +826,8 @@ LAMINAR_API laminar_code laminar_source_try_push(laminar_source* source,
 LAMINAR_API laminar_code laminar_source_push_timeout(laminar_source* source,
                                                      struct ArrowArray* array,
                                                      const struct ArrowSchema* schema,
-                                                     int64_t timeout_ms, laminar_error* err);
+                                                     int64_t timeout_ms,
+                                                     laminar_error* err);
 
 /* Check `array` against the source exactly as laminar_source_push() does --
  * every validation listed there, in the same order, with the same errors --
@@ -858,8 +861,8 @@ LAMINAR_API laminar_code laminar_source_validate(laminar_source* source,
  *   LAMINAR_ERR_NOMEM (then *out is NULL).
  * Thread-safety: the thread using `source` (no push on `source` may run
  *   during the call); hand the clone to its thread afterwards. */
-LAMINAR_API laminar_code laminar_source_clone(laminar_source* source, laminar_source** out,
-                                              laminar_error* err);
+LAMINAR_API laminar_code laminar_source_clone(laminar_source* source,
+                                              laminar_source** out, laminar_error* err);
 
 /* Push `n` batches in one call: arrays[0..n), each a struct array described
  * by the same `schema`, validated as laminar_source_push() validates one. All
@@ -879,7 +882,8 @@ LAMINAR_API laminar_code laminar_source_clone(laminar_source* source, laminar_so
 LAMINAR_API laminar_code laminar_source_push_batch(laminar_source* source,
                                                    struct ArrowArray* arrays, int64_t n,
                                                    const struct ArrowSchema* schema,
-                                                   int64_t* out_pushed, laminar_error* err);
+                                                   int64_t* out_pushed,
+                                                   laminar_error* err);
 
 /* As laminar_source_push_batch(), but a wait for room (block back-pressure
  * while the runtime runs) lasts at most `timeout_ms` milliseconds (0: no
@@ -898,12 +902,10 @@ LAMINAR_API laminar_code laminar_source_push_batch(laminar_source* source,
  *   queue had no room within timeout_ms (a source that would not wait
  *   answers as laminar_source_push_batch() does).
  * Thread-safety: as laminar_source_push(). */
-LAMINAR_API laminar_code laminar_source_push_batch_timeout(laminar_source* source,
-                                                           struct ArrowArray* arrays, int64_t n,
-                                                           const struct ArrowSchema* schema,
-                                                           int64_t timeout_ms,
-                                                           int64_t* out_pushed,
-                                                           laminar_error* err);
+LAMINAR_API laminar_code laminar_source_push_batch_timeout(
+    laminar_source* source, struct ArrowArray* arrays, int64_t n,
+    const struct ArrowSchema* schema, int64_t timeout_ms, int64_t* out_pushed,
+    laminar_error* err);
 
 /* Alias of laminar_source_free_slots(): *out = 1 when it reports at least `n`
  * free slots, else 0. Kept for existing callers (the bindings' has_capacity).
@@ -1005,12 +1007,9 @@ typedef struct laminar_subscription laminar_subscription;
  *   name or out, noptions < 0, a NULL key or value); LAMINAR_ERR_NOMEM. On
  *   failure *out is NULL.
  * Thread-safety: any thread. */
-LAMINAR_API laminar_code laminar_subscription_open(laminar_db* db, const char* name,
-                                                   const char* const* keys,
-                                                   const char* const* values,
-                                                   int32_t noptions,
-                                                   laminar_subscription** out,
-                                                   laminar_error* err);
+LAMINAR_API laminar_code laminar_subscription_open(
+    laminar_db* db, const char* name, const char* const* keys, const char* const* values,
+    int32_t noptions, laminar_subscription** out, laminar_error* err);
 
 /* Alias of laminar_subscription_open(db, name, NULL, NULL, 0, out, err): the
  * database's settings. Kept for existing callers.

@@ -17,7 +17,9 @@ static bool uses_count(lm_agg_fn fn) {
   return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG ||
          fn == LM_AGG_COUNT_DISTINCT;
 }
-static bool is_first_last(lm_agg_fn fn) { return fn == LM_AGG_FIRST || fn == LM_AGG_LAST; }
+static bool is_first_last(lm_agg_fn fn) {
+  return fn == LM_AGG_FIRST || fn == LM_AGG_LAST;
+}
 
 /* MIN/MAX over a changelog keep a multiset of each group's values (the
  * COUNT(DISTINCT) set with a multiplicity per value): a retraction lowers a
@@ -32,9 +34,9 @@ static bool is_first_last(lm_agg_fn fn) { return fn == LM_AGG_FIRST || fn == LM_
  * matters for ties on event time). FIRST is the entry with the least (event
  * time, oldest arrival held), LAST the greatest (event time, newest arrival). */
 bool lm_agg_retractable(lm_agg_fn fn) {
-  return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG || fn == LM_AGG_SUM ||
-         fn == LM_AGG_MIN || fn == LM_AGG_MAX || fn == LM_AGG_COUNT_DISTINCT ||
-         fn == LM_AGG_FIRST || fn == LM_AGG_LAST;
+  return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG ||
+         fn == LM_AGG_SUM || fn == LM_AGG_MIN || fn == LM_AGG_MAX ||
+         fn == LM_AGG_COUNT_DISTINCT || fn == LM_AGG_FIRST || fn == LM_AGG_LAST;
 }
 
 bool lm_agg_states_set_weighted(lm_agg_states* st) {
@@ -59,11 +61,11 @@ void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_
   lm_pool_init(&st->strings);
 }
 
-#define GROW(field, n)                                             \
-  do {                                                             \
+#define GROW(field, n)                                                      \
+  do {                                                                      \
     void* grown_ = lm_realloc(st->field, sizeof(*st->field) * (size_t)(n)); \
-    if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                  \
-    st->field = grown_;                                            \
+    if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                           \
+    st->field = grown_;                                                     \
   } while (0)
 
 laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
@@ -89,8 +91,10 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
     GROW(ord, cap);
     GROW(vnull, cap);
   }
-  if (st->fn == LM_AGG_COUNT_DISTINCT || (st->weighted && keeps_value(st->fn))) GROW(d_head, cap);
-  if (st->fn != LM_AGG_COUNT && st->fn != LM_AGG_COUNT_STAR && st->fn != LM_AGG_COUNT_DISTINCT) {
+  if (st->fn == LM_AGG_COUNT_DISTINCT || (st->weighted && keeps_value(st->fn)))
+    GROW(d_head, cap);
+  if (st->fn != LM_AGG_COUNT && st->fn != LM_AGG_COUNT_STAR &&
+      st->fn != LM_AGG_COUNT_DISTINCT) {
     GROW(has, cap);
   }
   st->cap = cap;
@@ -222,7 +226,8 @@ static bool dbl_less(double a, double b) {
  * DuckDB's order, NaN above every number, without a branch: a data-dependent
  * branch here mispredicted on random prices (35% of W1's updates, a third of
  * hop's pane merges). Folding the identity changes nothing. */
-static inline void fold_minmax_d(double* mm, uint8_t* has, uint32_t g, double v, bool is_min) {
+static inline void fold_minmax_d(double* mm, uint8_t* has, uint32_t g, double v,
+                                 bool is_min) {
   double cur = mm[g];
   bool take = is_min ? !isnan(v) && (isnan(cur) || v < cur) : isnan(v) || v > cur;
   mm[g] = take ? v : cur;
@@ -244,8 +249,8 @@ typedef struct dvalue {
   int64_t i;
   double d;
   lm_str s;
-  int64_t t;     /* FIRST/LAST over a changelog: the event time */
-  uint8_t null;  /* FIRST/LAST over a changelog: the value is NULL */
+  int64_t t;    /* FIRST/LAST over a changelog: the event time */
+  uint8_t null; /* FIRST/LAST over a changelog: the value is NULL */
 } dvalue;
 
 static dvalue value_at(const lm_agg_states* st, const lm_vec* arg, uint32_t r) {
@@ -273,7 +278,8 @@ static uint64_t dvalue_hash(const lm_agg_states* st, int64_t g, dvalue v) {
     return lm_state_mix64(h ^ bits);
   }
   if (st->arg_type == LM_TYPE_STRING) {
-    for (int64_t k = 0; k < v.s.len; k++) h = (h ^ (uint8_t)v.s.ptr[k]) * 0x100000001B3ULL;
+    for (int64_t k = 0; k < v.s.len; k++)
+      h = (h ^ (uint8_t)v.s.ptr[k]) * 0x100000001B3ULL;
     return lm_state_mix64(h ^ (uint64_t)v.s.len);
   }
   return lm_state_mix64(h ^ (uint64_t)v.i);
@@ -361,8 +367,8 @@ static laminar_code run_reserve_n(lm_agg_states* st, int64_t extra) {
   return LAMINAR_OK;
 }
 
-laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
-                                   int64_t m) {
+laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
+                                   const uint32_t* sel, int64_t m) {
   if (arg == NULL || m <= 0) return LAMINAR_OK;
   /* Value entries: COUNT(DISTINCT)'s; over a changelog MIN/MAX's and
    * FIRST/LAST's too (at most one new entry a row), FIRST/LAST's runs (at
@@ -386,8 +392,8 @@ laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg, const u
 }
 
 /* The entry of value v in group g's set, added if new (*out_added). */
-static laminar_code dset_find_or_add(lm_agg_states* st, uint32_t g, dvalue v, int32_t* out,
-                                     bool* out_added) {
+static laminar_code dset_find_or_add(lm_agg_states* st, uint32_t g, dvalue v,
+                                     int32_t* out, bool* out_added) {
   uint64_t h = dvalue_hash(st, g, v);
   *out_added = false;
   if (st->d_table != NULL) {
@@ -456,7 +462,8 @@ static int32_t dset_extreme(const lm_agg_states* st, int64_t g) {
     if (st->d_cnt[e] <= 0) continue;
     bool better = best < 0;
     if (!better && st->d_d) {
-      better = is_min ? dbl_less(st->d_d[e], st->d_d[best]) : dbl_less(st->d_d[best], st->d_d[e]);
+      better = is_min ? dbl_less(st->d_d[e], st->d_d[best])
+                      : dbl_less(st->d_d[best], st->d_d[e]);
     } else if (!better && st->d_s) {
       int c = cmp_str(st->d_s[e], st->d_s[best]);
       better = is_min ? c < 0 : c > 0;
@@ -522,13 +529,15 @@ static void run_pop(lm_agg_states* st, int32_t e, int64_t cnt) {
 /* Entry (v.t, v) of group g weighs `w` more, the copies added arriving as
  * `seq`. The stack holds max(d_cnt, 0) copies: a retraction beyond what is
  * held leaves a debt that later insertions pay first. */
-static laminar_code fl_weigh(lm_agg_states* st, uint32_t g, dvalue v, int64_t seq, int64_t w) {
+static laminar_code fl_weigh(lm_agg_states* st, uint32_t g, dvalue v, int64_t seq,
+                             int64_t w) {
   int32_t e;
   bool added;
   LM_TRY(dset_find_or_add(st, g, v, &e, &added));
   int64_t before = st->d_cnt[e] > 0 ? st->d_cnt[e] : 0;
   int64_t after = st->d_cnt[e] + w > 0 ? st->d_cnt[e] + w : 0;
-  if (after > before) LM_TRY(run_push(st, e, seq, after - before)); /* NOMEM: nothing changed */
+  if (after > before)
+    LM_TRY(run_push(st, e, seq, after - before)); /* NOMEM: nothing changed */
   run_pop(st, e, before - after);
   st->d_cnt[e] += w;
   return LAMINAR_OK;
@@ -565,7 +574,8 @@ static int32_t fl_pick(const lm_agg_states* st, int64_t g) {
 /* ---- FIRST / LAST ------------------------------------------------------------ */
 
 /* Keep row r's value of `arg` (NULL included) as group g's. */
-static laminar_code keep_value(lm_agg_states* st, const lm_vec* arg, uint32_t g, uint32_t r) {
+static laminar_code keep_value(lm_agg_states* st, const lm_vec* arg, uint32_t g,
+                               uint32_t r) {
   bool is_null = arg->nulls && arg->nulls[r];
   st->vnull[g] = is_null;
   st->has[g] = 1;
@@ -583,15 +593,17 @@ static laminar_code keep_value(lm_agg_states* st, const lm_vec* arg, uint32_t g,
   return LAMINAR_OK;
 }
 
-laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg, const lm_vec* order,
-                                   const uint32_t* sel, const uint32_t* gids, int64_t m) {
+laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg,
+                                   const lm_vec* order, const uint32_t* sel,
+                                   const uint32_t* gids, int64_t m) {
   if (!is_first_last(st->fn)) return lm_agg_update(st, arg, sel, gids, m);
   bool first = st->fn == LM_AGG_FIRST;
   for (int64_t j = 0; j < m; j++) {
     uint32_t r = ROW(j), g = gids[j];
     int64_t t = 0;
     if (order != NULL) {
-      if (order->nulls && order->nulls[r]) continue; /* no event time: no place in the order */
+      if (order->nulls && order->nulls[r])
+        continue; /* no event time: no place in the order */
       t = ((const int64_t*)order->data)[r];
     }
     /* Ties go by arrival: FIRST keeps the earlier row, LAST takes the later. */
@@ -720,8 +732,9 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
   return LAMINAR_ERR_INTERNAL;
 }
 
-laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
-                                    const uint32_t* gids, const int64_t* weight, int64_t m) {
+laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg,
+                                    const uint32_t* sel, const uint32_t* gids,
+                                    const int64_t* weight, int64_t m) {
   return lm_agg_update_weighted_ordered(st, arg, NULL, sel, gids, weight, m);
 }
 
@@ -801,7 +814,8 @@ laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* f
       st->vnull[dst] = from->vnull[src];
       if (st->mm_i) st->mm_i[dst] = from->mm_i[src];
       if (st->mm_d) st->mm_d[dst] = from->mm_d[src];
-      if (st->mm_s && !from->vnull[src]) LM_TRY(keep_str(st, same, from->mm_s[src], &st->mm_s[dst]));
+      if (st->mm_s && !from->vnull[src])
+        LM_TRY(keep_str(st, same, from->mm_s[src], &st->mm_s[dst]));
       st->has[dst] = 1;
     }
     return LAMINAR_OK;
@@ -812,14 +826,17 @@ laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* f
   if (uses_minmax(st->fn) && from->has[src]) {
     bool is_min = st->fn == LM_AGG_MIN, take = !st->has[dst];
     if (st->mm_d) {
-      if (!take) take = is_min ? dbl_less(from->mm_d[src], st->mm_d[dst])
-                               : dbl_less(st->mm_d[dst], from->mm_d[src]);
+      if (!take)
+        take = is_min ? dbl_less(from->mm_d[src], st->mm_d[dst])
+                      : dbl_less(st->mm_d[dst], from->mm_d[src]);
       if (take) st->mm_d[dst] = from->mm_d[src];
     } else if (st->mm_s) {
       int c = take ? 0 : cmp_str(from->mm_s[src], st->mm_s[dst]);
-      if (take || (is_min ? c < 0 : c > 0)) LM_TRY(keep_str(st, same, from->mm_s[src], &st->mm_s[dst]));
+      if (take || (is_min ? c < 0 : c > 0))
+        LM_TRY(keep_str(st, same, from->mm_s[src], &st->mm_s[dst]));
     } else {
-      if (!take) take = is_min ? from->mm_i[src] < st->mm_i[dst] : from->mm_i[src] > st->mm_i[dst];
+      if (!take)
+        take = is_min ? from->mm_i[src] < st->mm_i[dst] : from->mm_i[src] > st->mm_i[dst];
       if (take) st->mm_i[dst] = from->mm_i[src];
     }
   }
@@ -827,8 +844,8 @@ laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* f
   return LAMINAR_OK;
 }
 
-laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_agg_states* from,
-                               int64_t n) {
+laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst,
+                               const lm_agg_states* from, int64_t n) {
   /* The common kinds as plain loops; the rest one group at a time. */
   switch (st->fn) {
     case LM_AGG_COUNT_STAR:
@@ -857,7 +874,8 @@ laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_
         for (int64_t g = 0; g < n; g++) {
           uint32_t d = dst[g];
           uint8_t had = st->has[d];
-          fold_minmax_d(st->mm_d, st->has, d, from->mm_d[g], is_min); /* identity if none */
+          fold_minmax_d(st->mm_d, st->has, d, from->mm_d[g],
+                        is_min); /* identity if none */
           st->has[d] = had | fh[g];
         }
         return LAMINAR_OK;
@@ -866,7 +884,9 @@ laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_
         uint32_t d = dst[g];
         if (!fh[g]) continue;
         int64_t v = from->mm_i[g], cur = st->mm_i[d];
-        st->mm_i[d] = !st->has[d] ? v : is_min ? (v < cur ? v : cur) : (v > cur ? v : cur);
+        st->mm_i[d] = !st->has[d] ? v
+                      : is_min    ? (v < cur ? v : cur)
+                                  : (v > cur ? v : cur);
         st->has[d] = 1;
       }
       return LAMINAR_OK;
@@ -880,8 +900,8 @@ laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_
 /* ---- finalize ----------------------------------------------------------- */
 
 /* Results that are a value or NULL by `has` (SUM and MIN/MAX of DOUBLE). */
-static bool finalize_flagged_d(const double* v, const uint8_t* has, int64_t n, double* data,
-                               uint8_t* nulls) {
+static bool finalize_flagged_d(const double* v, const uint8_t* has, int64_t n,
+                               double* data, uint8_t* nulls) {
   uint8_t none = 0;
   for (int64_t k = 0; k < n; k++) {
     uint8_t h = has[k] != 0;
@@ -895,7 +915,7 @@ static bool finalize_flagged_d(const double* v, const uint8_t* has, int64_t n, d
 bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* data,
                      uint8_t* nulls) {
   if (n <= 0) return false; /* (a window without groups: its arrays may not exist yet) */
-  if (!st->weighted) { /* the common results as plain loops */
+  if (!st->weighted) {      /* the common results as plain loops */
     switch (st->fn) {
       case LM_AGG_COUNT_STAR:
       case LM_AGG_COUNT:
@@ -904,7 +924,8 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
         memset(nulls, 0, (size_t)n);
         return false;
       case LM_AGG_SUM:
-        if (st->sum_d) return finalize_flagged_d(st->sum_d + first, st->has + first, n, data, nulls);
+        if (st->sum_d)
+          return finalize_flagged_d(st->sum_d + first, st->has + first, n, data, nulls);
         if (st->sum_i) { /* NULL without a value or when the total does not fit BIGINT */
           uint8_t none = 0;
           for (int64_t k = 0; k < n; k++) {
@@ -919,7 +940,8 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
         break;
       case LM_AGG_MIN:
       case LM_AGG_MAX:
-        if (st->mm_d) return finalize_flagged_d(st->mm_d + first, st->has + first, n, data, nulls);
+        if (st->mm_d)
+          return finalize_flagged_d(st->mm_d + first, st->has + first, n, data, nulls);
         break;
       default: break;
     }
@@ -931,9 +953,7 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
     switch (st->fn) {
       case LM_AGG_COUNT_STAR:
       case LM_AGG_COUNT:
-      case LM_AGG_COUNT_DISTINCT:
-        ((int64_t*)data)[k] = st->count[g];
-        break;
+      case LM_AGG_COUNT_DISTINCT: ((int64_t*)data)[k] = st->count[g]; break;
       case LM_AGG_SUM:
         if (!has_value(st, g)) {
           is_null = 1;
@@ -984,8 +1004,12 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
           case LM_TYPE_STRING:
             ((lm_str*)data)[k] = is_null ? (lm_str){NULL, 0} : st->mm_s[g];
             break;
-          case LM_TYPE_INT32: ((int32_t*)data)[k] = is_null ? 0 : (int32_t)st->mm_i[g]; break;
-          case LM_TYPE_BOOL: ((uint8_t*)data)[k] = is_null ? 0 : (uint8_t)st->mm_i[g]; break;
+          case LM_TYPE_INT32:
+            ((int32_t*)data)[k] = is_null ? 0 : (int32_t)st->mm_i[g];
+            break;
+          case LM_TYPE_BOOL:
+            ((uint8_t*)data)[k] = is_null ? 0 : (uint8_t)st->mm_i[g];
+            break;
           default: ((int64_t*)data)[k] = is_null ? 0 : st->mm_i[g]; break;
         }
         break;
@@ -999,14 +1023,14 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
 /* ---- copy (checkpoints: copy-on-write of a frozen window) ---------------- */
 
 /* dst->field = a copy of src->field's first n elements, in an array of cap. */
-#define COPY_ARRAY(field, n, cap)                                                  \
-  do {                                                                            \
-    if (src->field != NULL) {                                                     \
-      void* grown_ = lm_realloc(dst->field, sizeof(*dst->field) * (size_t)(cap)); \
-      if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                               \
-      dst->field = grown_;                                                        \
+#define COPY_ARRAY(field, n, cap)                                                     \
+  do {                                                                                \
+    if (src->field != NULL) {                                                         \
+      void* grown_ = lm_realloc(dst->field, sizeof(*dst->field) * (size_t)(cap));     \
+      if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                                   \
+      dst->field = grown_;                                                            \
       if ((n) > 0) memcpy(dst->field, src->field, sizeof(*dst->field) * (size_t)(n)); \
-    }                                                                             \
+    }                                                                                 \
   } while (0)
 
 /* A string of src's pool again in dst's (NULL stays NULL). */
@@ -1032,7 +1056,8 @@ laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, in
   COPY_ARRAY(ord, n, cap);
   COPY_ARRAY(vnull, n, cap);
   COPY_ARRAY(d_head, n, cap);
-  for (int64_t g = 0; dst->mm_s != NULL && g < n; g++) LM_TRY(copy_str(dst, &dst->mm_s[g]));
+  for (int64_t g = 0; dst->mm_s != NULL && g < n; g++)
+    LM_TRY(copy_str(dst, &dst->mm_s[g]));
   /* The value sets and run stacks: indices, copied as they are. */
   if (src->d_cap > 0) {
     COPY_ARRAY(d_hash, src->d_n, src->d_cap);
@@ -1047,7 +1072,8 @@ laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, in
     COPY_ARRAY(d_top, src->d_n, src->d_cap);
     dst->d_cap = src->d_cap;
     dst->d_n = src->d_n;
-    for (int64_t e = 0; dst->d_s != NULL && e < src->d_n; e++) LM_TRY(copy_str(dst, &dst->d_s[e]));
+    for (int64_t e = 0; dst->d_s != NULL && e < src->d_n; e++)
+      LM_TRY(copy_str(dst, &dst->d_s[e]));
   }
   if (src->d_table != NULL) {
     size_t size = (size_t)src->d_mask + 1;
@@ -1074,9 +1100,9 @@ bool lm_agg_states_flat(const lm_agg_states* st) {
 }
 
 /* dst->field[first .. first + n) = src's, for the arrays the state has. */
-#define COPY_RANGE(field)                                                           \
-  do {                                                                              \
-    if (src->field != NULL)                                                         \
+#define COPY_RANGE(field)                                                              \
+  do {                                                                                 \
+    if (src->field != NULL)                                                            \
       memcpy(dst->field + first, src->field + first, sizeof(*dst->field) * (size_t)n); \
   } while (0)
 
@@ -1229,7 +1255,8 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
   }
   if (st->sum_d) st->sum_d[g] = lm_state_get_f64(r);
   if (st->mm_i) st->mm_i[g] = lm_state_get_i64(r);
-  if (st->mm_d) st->mm_d[g] = lm_state_get_f64(r); /* (the identity fixed below if no value) */
+  if (st->mm_d)
+    st->mm_d[g] = lm_state_get_f64(r); /* (the identity fixed below if no value) */
   if (st->mm_s) {
     lm_str s = lm_state_get_bytes(r);
     char* copy = lm_pool_copy(&st->strings, s.ptr, (size_t)s.len);
@@ -1237,7 +1264,8 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
     st->mm_s[g] = (lm_str){copy, s.len};
   }
   if (st->has) st->has[g] = lm_state_get_u8(r) ? 1 : 0;
-  if (st->mm_d && uses_minmax(st->fn) && !st->has[g]) st->mm_d[g] = minmax_identity(st->fn);
+  if (st->mm_d && uses_minmax(st->fn) && !st->has[g])
+    st->mm_d[g] = minmax_identity(st->fn);
   if (st->ord) st->ord[g] = lm_state_get_i64(r);
   if (st->vnull) st->vnull[g] = lm_state_get_u8(r) ? 1 : 0;
   if (st->weighted && (uses_minmax(st->fn) || st->fn == LM_AGG_COUNT_DISTINCT)) {

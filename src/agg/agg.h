@@ -34,18 +34,19 @@ typedef enum lm_agg_fn {
   LM_AGG_AVG = 4,
   LM_AGG_MIN = 5,
   LM_AGG_MAX = 6,
-  LM_AGG_FIRST = 7,          /* FIRST_VALUE / FIRST: the value of the earliest row */
-  LM_AGG_LAST = 8,           /* LAST_VALUE / LAST: the value of the latest row */
-  LM_AGG_COUNT_DISTINCT = 9  /* COUNT(DISTINCT x) */
+  LM_AGG_FIRST = 7,         /* FIRST_VALUE / FIRST: the value of the earliest row */
+  LM_AGG_LAST = 8,          /* LAST_VALUE / LAST: the value of the latest row */
+  LM_AGG_COUNT_DISTINCT = 9 /* COUNT(DISTINCT x) */
 } lm_agg_fn;
 
 typedef struct lm_agg_spec {
   lm_agg_fn fn;
-  const lm_expr* arg;   /* NULL for COUNT(*) */
+  const lm_expr* arg; /* NULL for COUNT(*) */
   /* FIRST / LAST: the event time ordering the rows (ties: arrival order);
    * NULL: arrival order only. */
   const lm_expr* order;
-  lm_type result_type;  /* COUNT: INT64; SUM: INT64 or DOUBLE; AVG: DOUBLE; MIN/MAX: arg's */
+  lm_type
+      result_type; /* COUNT: INT64; SUM: INT64 or DOUBLE; AVG: DOUBLE; MIN/MAX: arg's */
 } lm_agg_spec;
 
 __extension__ typedef __int128 lm_i128;
@@ -55,46 +56,46 @@ __extension__ typedef unsigned __int128 lm_u128;
  * the function and argument type. */
 typedef struct lm_agg_states {
   lm_agg_fn fn;
-  lm_type arg_type;     /* LM_TYPE_NULL for COUNT(*) */
+  lm_type arg_type; /* LM_TYPE_NULL for COUNT(*) */
   lm_type result_type;
   int64_t cap;
-  int64_t* count;       /* COUNT, COUNT(*), AVG */
-  lm_i128* sum_i;       /* SUM/AVG of INT64 */
-  double* sum_d;        /* SUM/AVG of DOUBLE */
-  int64_t* mm_i;        /* MIN/MAX of INT32/INT64/TIMESTAMP/BOOL */
-  double* mm_d;         /* MIN/MAX of DOUBLE */
-  lm_str* mm_s;         /* MIN/MAX of STRING (bytes in `strings`) */
-  uint8_t* has;         /* SUM/MIN/MAX/FIRST/LAST: a value (FIRST/LAST: a row) was seen */
-  int64_t* ord;         /* FIRST/LAST: the event time of the value kept */
-  uint8_t* vnull;       /* FIRST/LAST: the value kept is NULL (DuckDB's first keeps NULLs) */
+  int64_t* count; /* COUNT, COUNT(*), AVG */
+  lm_i128* sum_i; /* SUM/AVG of INT64 */
+  double* sum_d;  /* SUM/AVG of DOUBLE */
+  int64_t* mm_i;  /* MIN/MAX of INT32/INT64/TIMESTAMP/BOOL */
+  double* mm_d;   /* MIN/MAX of DOUBLE */
+  lm_str* mm_s;   /* MIN/MAX of STRING (bytes in `strings`) */
+  uint8_t* has;   /* SUM/MIN/MAX/FIRST/LAST: a value (FIRST/LAST: a row) was seen */
+  int64_t* ord;   /* FIRST/LAST: the event time of the value kept */
+  uint8_t* vnull; /* FIRST/LAST: the value kept is NULL (DuckDB's first keeps NULLs) */
   /* COUNT(DISTINCT): a hash set of (group, value) entries; each group's
    * entries are chained from d_head[g] (for snapshots and merges); `count`
    * holds each group's number of entries. */
   uint64_t* d_hash;
   uint32_t* d_group;
-  int64_t* d_i;         /* the value: integer types */
-  double* d_d;          /* DOUBLE (canonical: -0.0 is 0.0, one NaN) */
-  lm_str* d_s;          /* STRING (bytes in `strings`) */
+  int64_t* d_i; /* the value: integer types */
+  double* d_d;  /* DOUBLE (canonical: -0.0 is 0.0, one NaN) */
+  lm_str* d_s;  /* STRING (bytes in `strings`) */
   int32_t* d_next;
-  int64_t* d_cnt;       /* MIN/MAX over a changelog: the value's multiplicity */
+  int64_t* d_cnt; /* MIN/MAX over a changelog: the value's multiplicity */
   /* FIRST/LAST over a changelog: the set's entries are (event time, value)
    * pairs (d_t, d_vnull: the value is NULL), d_cnt their net multiplicity,
    * and d_top[e] the newest of the entry's runs: a stack of (arrival, count)
    * that retractions pop (the latest arrival first). */
   int64_t* d_t;
   uint8_t* d_vnull;
-  int32_t* d_top;       /* run index, -1: none */
-  int64_t* r_seq;       /* a run's arrival sequence number */
-  int64_t* r_cnt;       /* its copies held */
-  int32_t* r_next;      /* the older run below it (or the next free run) */
+  int32_t* d_top;  /* run index, -1: none */
+  int64_t* r_seq;  /* a run's arrival sequence number */
+  int64_t* r_cnt;  /* its copies held */
+  int32_t* r_next; /* the older run below it (or the next free run) */
   int64_t r_n, r_cap;
-  int32_t r_free;       /* free run + 1; 0 = none */
-  int64_t seq;          /* the next arrival's sequence number */
-  int32_t* d_head;      /* per group, -1: none */
+  int32_t r_free;  /* free run + 1; 0 = none */
+  int64_t seq;     /* the next arrival's sequence number */
+  int32_t* d_head; /* per group, -1: none */
   int64_t d_n, d_cap;
-  uint32_t* d_table;    /* entry + 1; 0 = empty */
+  uint32_t* d_table; /* entry + 1; 0 = empty */
   uint32_t d_mask;
-  bool weighted;        /* retractable: `count` counts non-NULL values for SUM too */
+  bool weighted; /* retractable: `count` counts non-NULL values for SUM too */
   lm_pool strings;
 } lm_agg_states;
 
@@ -130,8 +131,8 @@ int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups);
  * COUNT(DISTINCT) entries, and for a weighted state the MIN/MAX/FIRST/LAST
  * value entries and FIRST/LAST runs. Changes no group's state (only
  * capacity); LAMINAR_ERR_NOMEM. */
-laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
-                                   int64_t m);
+laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
+                                   const uint32_t* sel, int64_t m);
 
 /* Update groups gids[j] with arg rows sel[j], j < m (arg NULL for COUNT(*)).
  * Returns LAMINAR_ERR_NOMEM if a MIN/MAX string copy fails (it cannot after
@@ -141,13 +142,15 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
 
 /* FIRST / LAST with the event time of each row in `order` (rows in arrival
  * order; `order` NULL: by arrival only). Other functions ignore `order`. */
-laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg, const lm_vec* order,
-                                   const uint32_t* sel, const uint32_t* gids, int64_t m);
+laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg,
+                                   const lm_vec* order, const uint32_t* sel,
+                                   const uint32_t* gids, int64_t m);
 
 /* As lm_agg_update, each row counting weight[row] times (negative: retracted).
  * Needs a weighted state. */
-laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
-                                    const uint32_t* gids, const int64_t* weight, int64_t m);
+laminar_code lm_agg_update_weighted(lm_agg_states* st, const lm_vec* arg,
+                                    const uint32_t* sel, const uint32_t* gids,
+                                    const int64_t* weight, int64_t m);
 /* As lm_agg_update_weighted, FIRST / LAST with each row's event time in
  * `order` (NULL: arrival order only). A retraction removes copies equal in
  * (event time, value), the latest arrival first. */
@@ -166,8 +169,8 @@ laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* f
 
 /* lm_agg_merge of every group g < n of `from` into group dst[g] of `st`
  * (several may go to one), with the common functions as tight loops. */
-laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst, const lm_agg_states* from,
-                               int64_t n);
+laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst,
+                               const lm_agg_states* from, int64_t n);
 
 /* Write the results of groups [first, first+n) into `data` (n values of
  * result_type's width) and `nulls` (n bytes, 1 = NULL); returns true if any

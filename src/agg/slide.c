@@ -37,15 +37,16 @@ void lm_agg_slide_init(lm_agg_slide* s, const lm_agg_states* like, int64_t depth
 
 int64_t lm_agg_slide_key_bytes(const lm_agg_slide* s) {
   if (is_minmax(s->fn)) return 32 + (int64_t)s->depth * 16;
-  if (is_sum(s->fn)) return 8 + (s->arg_type == LM_TYPE_DOUBLE ? (int64_t)sizeof(lm_agg_dsum) : 16);
+  if (is_sum(s->fn))
+    return 8 + (s->arg_type == LM_TYPE_DOUBLE ? (int64_t)sizeof(lm_agg_dsum) : 16);
   return 8;
 }
 
-#define GROW(field, n)                                                        \
-  do {                                                                        \
-    void* grown_ = lm_realloc(s->field, sizeof(*s->field) * (size_t)(n));     \
-    if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                             \
-    s->field = grown_;                                                        \
+#define GROW(field, n)                                                    \
+  do {                                                                    \
+    void* grown_ = lm_realloc(s->field, sizeof(*s->field) * (size_t)(n)); \
+    if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                         \
+    s->field = grown_;                                                    \
   } while (0)
 
 laminar_code lm_agg_slide_reserve(lm_agg_slide* s, int64_t cap) {
@@ -184,7 +185,9 @@ static inline int64_t pick(bool take, int64_t x, int64_t y) {
   return (int64_t)(((uint64_t)x & m) | ((uint64_t)y & ~m));
 }
 
-static inline bool beats(int64_t key, int64_t cur) { return (key > cur) | (key == INT64_MAX); }
+static inline bool beats(int64_t key, int64_t cur) {
+  return (key > cur) | (key == INT64_MAX);
+}
 
 static void extreme_add(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pane,
                         int64_t n, int64_t pane_no) {
@@ -255,8 +258,8 @@ static void extreme_sub(lm_agg_slide* s, const uint32_t* kid, const lm_agg_state
   }
 }
 
-static void apply(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pane, int64_t n,
-                  int32_t sign) {
+static void apply(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pane,
+                  int64_t n, int32_t sign) {
   /* Arrays in locals: stores through them may alias the structs' fields. */
   int64_t* cnt = s->n;
   const int64_t* pc = pane->count;
@@ -293,8 +296,8 @@ static void apply(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pan
   }
 }
 
-void lm_agg_slide_add(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pane, int64_t n,
-                      int64_t pane_no) {
+void lm_agg_slide_add(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pane,
+                      int64_t n, int64_t pane_no) {
   if (is_minmax(s->fn)) {
     extreme_add(s, kid, pane, n, pane_no);
   } else {
@@ -302,8 +305,8 @@ void lm_agg_slide_add(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states*
   }
 }
 
-void lm_agg_slide_sub(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pane, int64_t n,
-                      int64_t pane_no) {
+void lm_agg_slide_sub(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pane,
+                      int64_t n, int64_t pane_no) {
   if (is_minmax(s->fn)) {
     extreme_sub(s, kid, pane, n, pane_no);
   } else {
@@ -313,11 +316,11 @@ void lm_agg_slide_sub(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states*
 
 /* ---- finalize ------------------------------------------------------------------- */
 
-bool lm_agg_slide_finalize(const lm_agg_slide* s, const uint32_t* kids, int64_t n, void* data,
-                           uint8_t* nulls, bool* unsafe) {
+bool lm_agg_slide_finalize(const lm_agg_slide* s, const uint32_t* kids, int64_t n,
+                           void* data, uint8_t* nulls, bool* unsafe) {
   uint8_t any = 0;
   const int64_t* cnt = s->n; /* (stores to data may alias the struct's fields) */
-  switch (s->fn) { /* one plain loop per kind */
+  switch (s->fn) {           /* one plain loop per kind */
     case LM_AGG_COUNT_STAR:
     case LM_AGG_COUNT:
       for (int64_t j = 0; j < n; j++) ((int64_t*)data)[j] = cnt[kids[j]];

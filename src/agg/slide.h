@@ -34,9 +34,9 @@
 
 /* SUM / AVG of DOUBLE of one key. */
 typedef struct lm_agg_dsum {
-  double hi, lo;    /* the finite part: hi + lo, |lo| <= ulp(hi) */
-  double mag;       /* largest |value| or |partial sum| since the key entered */
-  int64_t steps;    /* adds and subtracts since the key entered */
+  double hi, lo;           /* the finite part: hi + lo, |lo| <= ulp(hi) */
+  double mag;              /* largest |value| or |partial sum| since the key entered */
+  int64_t steps;           /* adds and subtracts since the key entered */
   int32_t pinf, ninf, nan; /* panes whose sum is +inf, -inf, NaN */
 } lm_agg_dsum;
 
@@ -44,17 +44,17 @@ typedef struct lm_agg_slide {
   lm_agg_fn fn;
   lm_type arg_type;
   lm_type result_type;
-  int64_t cap;          /* key ids with room */
-  int32_t depth;        /* MIN/MAX: ring slots per key (a power of two) */
-  int64_t* n;           /* COUNT/COUNT(*)/AVG: rows; SUM, MIN, MAX: panes with a value */
-  lm_i128* sum_i;       /* SUM/AVG of integers */
-  lm_agg_dsum* sum_d;   /* SUM/AVG of DOUBLE */
+  int64_t cap;        /* key ids with room */
+  int32_t depth;      /* MIN/MAX: ring slots per key (a power of two) */
+  int64_t* n;         /* COUNT/COUNT(*)/AVG: rows; SUM, MIN, MAX: panes with a value */
+  lm_i128* sum_i;     /* SUM/AVG of integers */
+  lm_agg_dsum* sum_d; /* SUM/AVG of DOUBLE */
   /* MIN/MAX (values as int64: a DOUBLE's raw bits), folded on order keys: */
-  int64_t* w_key;       /* the window's value's key (INT64_MIN: the identity) */
-  int64_t* w_val;       /* the window's value */
-  int64_t* w_pane;      /* the pane it came from; INT64_MIN: the identity */
-  int64_t top;          /* the last pane added */
-  int64_t* r_key;       /* [key * depth + pane % depth]: each pane's key, value */
+  int64_t* w_key;  /* the window's value's key (INT64_MIN: the identity) */
+  int64_t* w_val;  /* the window's value */
+  int64_t* w_pane; /* the pane it came from; INT64_MIN: the identity */
+  int64_t top;     /* the last pane added */
+  int64_t* r_key;  /* [key * depth + pane % depth]: each pane's key, value */
   int64_t* r_val;
 } lm_agg_slide;
 
@@ -75,15 +75,15 @@ void lm_agg_slide_reset_key(lm_agg_slide* s, uint32_t k);
 /* Pane number `pane` (increasing from add to add; the window's panes) enters:
  * its groups g < n, of key id kid[g], are added. Leaving panes go in the order
  * they entered; at most `depth` panes are in at once. */
-void lm_agg_slide_add(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pane, int64_t n,
-                      int64_t pane_no);
-void lm_agg_slide_sub(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pane, int64_t n,
-                      int64_t pane_no);
+void lm_agg_slide_add(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pane,
+                      int64_t n, int64_t pane_no);
+void lm_agg_slide_sub(lm_agg_slide* s, const uint32_t* kid, const lm_agg_states* pane,
+                      int64_t n, int64_t pane_no);
 
 /* Results of keys kids[j], j < n, into data/nulls as lm_agg_finalize writes
  * them; returns true if any is NULL. *unsafe is set when a DOUBLE sum may
  * have lost precision to cancellation (left unchanged otherwise). */
-bool lm_agg_slide_finalize(const lm_agg_slide* s, const uint32_t* kids, int64_t n, void* data,
-                           uint8_t* nulls, bool* unsafe);
+bool lm_agg_slide_finalize(const lm_agg_slide* s, const uint32_t* kids, int64_t n,
+                           void* data, uint8_t* nulls, bool* unsafe);
 
 #endif /* LM_AGG_SLIDE_H */

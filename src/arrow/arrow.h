@@ -24,12 +24,12 @@
 #include <stdatomic.h>
 
 typedef struct lm_batch {
-  atomic_int_fast64_t refs;   /* writer: any ref holder; acq_rel on unref */
+  atomic_int_fast64_t refs; /* writer: any ref holder; acq_rel on unref */
   int64_t nrows;
   int32_t ncols;
-  lm_vec* cols;                /* ncols views, each of length nrows */
-  struct ArrowArray array;     /* the owned struct array (moved in or built) */
-  void* owned;                 /* conversion memory owned by the batch */
+  lm_vec* cols;            /* ncols views, each of length nrows */
+  struct ArrowArray array; /* the owned struct array (moved in or built) */
+  void* owned;             /* conversion memory owned by the batch */
   /* What the batch holds, in bytes, for queue bounds (max_queue_bytes): per
    * column its values (lm_type_width each), a null byte per row where it has
    * NULLs, and a string column's bytes. Set at creation, read-only after. */
@@ -79,8 +79,9 @@ typedef struct lm_arrow_kept lm_arrow_kept;
  * same array again (NULL on failure). The array stays the batch's until
  * lm_arrow_kept_share. */
 laminar_code lm_arrow_import_kept(const lm_schema* source_schema, const char* source_name,
-                                  struct ArrowArray* array, const struct ArrowSchema* schema,
-                                  lm_batch** out, lm_arrow_kept** kept, laminar_error* err);
+                                  struct ArrowArray* array,
+                                  const struct ArrowSchema* schema, lm_batch** out,
+                                  lm_arrow_kept** kept, laminar_error* err);
 
 /* Share `batch`'s array (the one `kept` was imported with) between the batch
  * and `kept`: the producer's release runs once both let go. Once per kept. */

@@ -65,9 +65,10 @@ void lm_batch_encode(const lm_batch* batch, lm_state_writer* w) {
   if (dst != NULL) lm_batch_encode_to(batch, dst);
 }
 
-static laminar_code corrupt(laminar_error* err, const lm_state_reader* r, const char* what) {
-  return lm_error_set(err, LAMINAR_ERR_IO, "logged batch: %s at byte %zu of %zu", what, r->pos,
-                      r->len);
+static laminar_code corrupt(laminar_error* err, const lm_state_reader* r,
+                            const char* what) {
+  return lm_error_set(err, LAMINAR_ERR_IO, "logged batch: %s at byte %zu of %zu", what,
+                      r->pos, r->len);
 }
 
 laminar_code lm_batch_decode(const lm_schema* schema, lm_state_reader* r, lm_batch** out,
@@ -81,7 +82,8 @@ laminar_code lm_batch_decode(const lm_schema* schema, lm_state_reader* r, lm_bat
   lm_vec* cols = lm_calloc(ncols > 0 ? ncols : 1, sizeof *cols);
   void** owned = lm_calloc(ncols > 0 ? ncols : 1, sizeof *owned);
   laminar_code rc = LAMINAR_OK;
-  if (cols == NULL || owned == NULL) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  if (cols == NULL || owned == NULL)
+    rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   for (uint32_t c = 0; c < ncols && rc == LAMINAR_OK; c++) {
     lm_type type = (lm_type)lm_state_get_u8(r);
     uint8_t has_nulls = lm_state_get_u8(r);

@@ -217,8 +217,7 @@ HOT uint8_t* put64(uint8_t* dst, uint64_t v) {
 /* Store n offsets in `w` bytes each (little-endian host: the low bytes). */
 HOT uint8_t* store(const uint64_t* off, size_t n, uint8_t w, uint8_t* dst) {
   switch (w) {
-    case 0:
-      break;
+    case 0: break;
     case 1:
       for (size_t i = 0; i < n; i++) dst[i] = (uint8_t)off[i];
       break;
@@ -234,9 +233,7 @@ HOT uint8_t* store(const uint64_t* off, size_t n, uint8_t w, uint8_t* dst) {
         memcpy(dst + 4 * i, &t, 4);
       }
       break;
-    default:
-      memcpy(dst, off, 8 * n);
-      break;
+    default: memcpy(dst, off, 8 * n); break;
   }
   return dst + n * w;
 }
@@ -354,9 +351,7 @@ static laminar_code corrupt(laminar_error* err, const lm_state_reader* r, uint32
 /* n packed values of `w` bytes at p, widened to u64. */
 static void unpack(const uint8_t* p, size_t n, uint8_t w, uint64_t* out) {
   switch (w) {
-    case 0:
-      memset(out, 0, n * 8);
-      break;
+    case 0: memset(out, 0, n * 8); break;
     case 1:
       for (size_t i = 0; i < n; i++) out[i] = p[i];
       break;
@@ -374,9 +369,7 @@ static void unpack(const uint8_t* p, size_t n, uint8_t w, uint64_t* out) {
         out[i] = t;
       }
       break;
-    default:
-      memcpy(out, p, n * 8);
-      break;
+    default: memcpy(out, p, n * 8); break;
   }
 }
 

@@ -73,20 +73,13 @@ void lm_batch_unref(lm_batch* batch) {
 
 static enum ArrowType arrow_type_of(lm_type type) {
   switch (type) {
-    case LM_TYPE_BOOL:
-      return NANOARROW_TYPE_BOOL;
-    case LM_TYPE_INT32:
-      return NANOARROW_TYPE_INT32;
-    case LM_TYPE_INT64:
-      return NANOARROW_TYPE_INT64;
-    case LM_TYPE_DOUBLE:
-      return NANOARROW_TYPE_DOUBLE;
-    case LM_TYPE_STRING:
-      return NANOARROW_TYPE_STRING;
-    case LM_TYPE_TIMESTAMP:
-      return NANOARROW_TYPE_TIMESTAMP;
-    case LM_TYPE_NULL:
-      return NANOARROW_TYPE_NA;
+    case LM_TYPE_BOOL: return NANOARROW_TYPE_BOOL;
+    case LM_TYPE_INT32: return NANOARROW_TYPE_INT32;
+    case LM_TYPE_INT64: return NANOARROW_TYPE_INT64;
+    case LM_TYPE_DOUBLE: return NANOARROW_TYPE_DOUBLE;
+    case LM_TYPE_STRING: return NANOARROW_TYPE_STRING;
+    case LM_TYPE_TIMESTAMP: return NANOARROW_TYPE_TIMESTAMP;
+    case LM_TYPE_NULL: return NANOARROW_TYPE_NA;
   }
   return NANOARROW_TYPE_NA;
 }
@@ -187,8 +180,7 @@ static int build_column(struct ArrowArray* child, lm_type type, const lm_vec* co
       }
       break;
     }
-    case LM_TYPE_NULL:
-      break;  // handled above
+    case LM_TYPE_NULL: break;  // handled above
   }
   child->length = nrows;
   child->null_count = null_count;

@@ -106,12 +106,9 @@ __attribute__((format(printf, 4, 5))) static laminar_code batch_error(
  * "timestamp[ms]", "dictionary<values=utf8, indices=int8>"). */
 static const char* storage_name(enum ArrowType type) {
   switch (type) {
-    case NANOARROW_TYPE_STRING:
-      return "utf8";
-    case NANOARROW_TYPE_LARGE_STRING:
-      return "large_utf8";
-    default:
-      return ArrowTypeString(type);
+    case NANOARROW_TYPE_STRING: return "utf8";
+    case NANOARROW_TYPE_LARGE_STRING: return "large_utf8";
+    default: return ArrowTypeString(type);
   }
 }
 
@@ -155,7 +152,8 @@ static bool metadata_ok(const char* metadata, const char* what, char* msg, size_
   int32_t pairs;
   memcpy(&pairs, metadata, sizeof pairs);
   if (pairs < 0 || pairs > (MAX_METADATA_BYTES - 4) / 8) {
-    snprintf(msg, cap, "%s: malformed metadata: %" PRId32 " key/value pairs", what, pairs);
+    snprintf(msg, cap, "%s: malformed metadata: %" PRId32 " key/value pairs", what,
+             pairs);
     return false;
   }
   int64_t at = 4;
@@ -179,8 +177,8 @@ static bool metadata_ok(const char* metadata, const char* what, char* msg, size_
 }
 
 /* metadata_ok over a schema tree that schema_tree_ok accepted. */
-static bool metadata_tree_ok(const struct ArrowSchema* schema, const char* what, char* msg,
-                             size_t cap) {
+static bool metadata_tree_ok(const struct ArrowSchema* schema, const char* what,
+                             char* msg, size_t cap) {
   if (!metadata_ok(schema->metadata, what, msg, cap)) return false;
   for (int64_t i = 0; i < schema->n_children; i++) {
     if (!metadata_tree_ok(schema->children[i], what, msg, cap)) return false;
@@ -426,8 +424,8 @@ static bool strings_utf8_ok(const struct ArrowArray* a, bool large, const char* 
   value_span(a, large, a->offset, &first, &unused);
   value_span(a, large, a->offset + a->length - 1, &unused, &last);
   if ((uintptr_t)data > UINTPTR_MAX - (uint64_t)last) {
-    snprintf(msg, cap, "%s: data buffer of %" PRId64 " bytes wraps the address space", what,
-             last);
+    snprintf(msg, cap, "%s: data buffer of %" PRId64 " bytes wraps the address space",
+             what, last);
     return false;
   }
   if (!range_mapped(data, first, last)) {
@@ -506,7 +504,8 @@ static laminar_code name_index_find(name_index* ix, int64_t pos, const char* nam
     }
   }
   *out = -1;
-  for (uint64_t h = name_hash(name) & ix->mask; ix->slots[h] >= 0; h = (h + 1) & ix->mask) {
+  for (uint64_t h = name_hash(name) & ix->mask; ix->slots[h] >= 0;
+       h = (h + 1) & ix->mask) {
     if (same_name(schema->fields[ix->slots[h]].name, name)) {
       *out = ix->slots[h];
       break;
@@ -520,22 +519,17 @@ typedef struct import_col {
   int64_t child;              /* index in the pushed struct, -1 until matched */
   struct ArrowSchemaView sv;  /* the pushed column's type */
   struct ArrowSchemaView dsv; /* its dictionary's value type (if encoded) */
-  int64_t nulls, dict_nulls; /* computed over each array's whole range */
+  int64_t nulls, dict_nulls;  /* computed over each array's whole range */
 } import_col;
 
 static bool type_fits(lm_type want, const import_col* c) {
   const struct ArrowSchemaView* v = &c->sv;
   switch (want) {
-    case LM_TYPE_BOOL:
-      return v->type == NANOARROW_TYPE_BOOL;
-    case LM_TYPE_INT32:
-      return v->type == NANOARROW_TYPE_INT32;
-    case LM_TYPE_INT64:
-      return v->type == NANOARROW_TYPE_INT64;
-    case LM_TYPE_DOUBLE:
-      return v->type == NANOARROW_TYPE_DOUBLE;
-    case LM_TYPE_TIMESTAMP:
-      return v->type == NANOARROW_TYPE_TIMESTAMP;
+    case LM_TYPE_BOOL: return v->type == NANOARROW_TYPE_BOOL;
+    case LM_TYPE_INT32: return v->type == NANOARROW_TYPE_INT32;
+    case LM_TYPE_INT64: return v->type == NANOARROW_TYPE_INT64;
+    case LM_TYPE_DOUBLE: return v->type == NANOARROW_TYPE_DOUBLE;
+    case LM_TYPE_TIMESTAMP: return v->type == NANOARROW_TYPE_TIMESTAMP;
     case LM_TYPE_STRING:
       if (v->type == NANOARROW_TYPE_STRING || v->type == NANOARROW_TYPE_LARGE_STRING) {
         return true;
@@ -544,8 +538,7 @@ static bool type_fits(lm_type want, const import_col* c) {
              v->storage_type == NANOARROW_TYPE_INT32 &&
              (c->dsv.type == NANOARROW_TYPE_STRING ||
               c->dsv.type == NANOARROW_TYPE_LARGE_STRING);
-    case LM_TYPE_NULL:
-      return false;
+    case LM_TYPE_NULL: return false;
   }
   return false;
 }
@@ -648,9 +641,9 @@ static laminar_code check_column(import_col* c, const struct ArrowArray* parent,
   if (ArrowArrayViewInitFromSchema(&view, col_schema, &na) != NANOARROW_OK) {
     return col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", na.message);
   }
-  bool valid = ArrowArrayViewSetArray(&view, &copy, &na) == NANOARROW_OK &&
-               ArrowArrayViewValidate(&view, NANOARROW_VALIDATION_LEVEL_FULL, &na) ==
-                   NANOARROW_OK;
+  bool valid =
+      ArrowArrayViewSetArray(&view, &copy, &na) == NANOARROW_OK &&
+      ArrowArrayViewValidate(&view, NANOARROW_VALIDATION_LEVEL_FULL, &na) == NANOARROW_OK;
   ArrowArrayViewReset(&view);
   if (!valid) {
     return col_error(err, LAMINAR_ERR_ARROW_INVALID, src, name, ": %s", na.message);
@@ -668,9 +661,9 @@ static laminar_code check_column(import_col* c, const struct ArrowArray* parent,
 }
 
 struct lm_arrow_kept {
-  atomic_int refs;          /* kept itself, and the batches sharing the array */
-  struct ArrowArray array;  /* the producer's once shared (released: not shared) */
-  lm_arrow_colsrc* cols;    /* import's, borrowing the array's children */
+  atomic_int refs;         /* kept itself, and the batches sharing the array */
+  struct ArrowArray array; /* the producer's once shared (released: not shared) */
+  lm_arrow_colsrc* cols;   /* import's, borrowing the array's children */
   int32_t ncols;
 };
 
@@ -738,8 +731,9 @@ laminar_code lm_arrow_import(const lm_schema* source_schema, const char* source_
 }
 
 laminar_code lm_arrow_import_kept(const lm_schema* source_schema, const char* source_name,
-                                  struct ArrowArray* array, const struct ArrowSchema* schema,
-                                  lm_batch** out, lm_arrow_kept** kept, laminar_error* err) {
+                                  struct ArrowArray* array,
+                                  const struct ArrowSchema* schema, lm_batch** out,
+                                  lm_arrow_kept** kept, laminar_error* err) {
   *kept = NULL;
   return import(source_schema, source_name, array, schema, out, kept, err);
 }
@@ -934,16 +928,11 @@ static bool reserve_region(size_t* total, int64_t count, size_t width, size_t* a
 /* Bytes of converted data a column's view needs (0 when viewed in place). */
 static size_t converted_width(const lm_arrow_colsrc* c) {
   switch (c->type) {
-    case LM_TYPE_BOOL:
-      return 1;
-    case LM_TYPE_STRING:
-      return sizeof(lm_str);
-    case LM_TYPE_TIMESTAMP:
-      return c->unit == NANOARROW_TIME_UNIT_MICRO ? 0 : 8;
-    case LM_TYPE_NULL:
-      return 1;  // zeroed placeholders, so data is never NULL
-    default:
-      return 0;
+    case LM_TYPE_BOOL: return 1;
+    case LM_TYPE_STRING: return sizeof(lm_str);
+    case LM_TYPE_TIMESTAMP: return c->unit == NANOARROW_TIME_UNIT_MICRO ? 0 : 8;
+    case LM_TYPE_NULL: return 1;  // zeroed placeholders, so data is never NULL
+    default: return 0;
   }
 }
 
@@ -1014,13 +1003,9 @@ static laminar_code fill_column(const lm_arrow_colsrc* c, int64_t nrows, uint8_t
       v->data = out;
       break;
     }
-    case LM_TYPE_INT32:
-      v->data = buffer_at(a->buffers[1], off, 4);
-      break;
+    case LM_TYPE_INT32: v->data = buffer_at(a->buffers[1], off, 4); break;
     case LM_TYPE_INT64:
-    case LM_TYPE_DOUBLE:
-      v->data = buffer_at(a->buffers[1], off, 8);
-      break;
+    case LM_TYPE_DOUBLE: v->data = buffer_at(a->buffers[1], off, 8); break;
     case LM_TYPE_TIMESTAMP: {
       const int64_t* in = buffer_at(a->buffers[1], off, 8);
       if (c->unit == NANOARROW_TIME_UNIT_MICRO) {
@@ -1103,8 +1088,8 @@ static laminar_code fill_column(const lm_arrow_colsrc* c, int64_t nrows, uint8_t
 
 /* The bytes of string values rows offset .. offset + n of a (large) utf8
  * array hold: the span of its offsets (validated before), O(1). */
-static int64_t string_bytes(const struct ArrowArray* a, enum ArrowType storage, int64_t offset,
-                            int64_t n) {
+static int64_t string_bytes(const struct ArrowArray* a, enum ArrowType storage,
+                            int64_t offset, int64_t n) {
   if (a == NULL || a->n_buffers < 3 || a->buffers[1] == NULL || n <= 0) return 0;
   if (storage == NANOARROW_TYPE_LARGE_STRING) {
     const int64_t* off = a->buffers[1];

@@ -114,7 +114,8 @@ static bool claim(lm_mpsc* q, uint32_t n, uint64_t* out_pos) {
       uint64_t p = pos + free_run;
       // Acquire pairs with the consumer's release store of seq = p (freed):
       // its read of the old item happens-before our overwrite.
-      uint64_t seq = atomic_load_explicit(&q->cells[p & q->mask].seq, memory_order_acquire);
+      uint64_t seq =
+          atomic_load_explicit(&q->cells[p & q->mask].seq, memory_order_acquire);
       if (seq == p) continue;
       // seq > p: another producer already filled p, our tail is stale (multi).
       stale = (int64_t)(seq - p) > 0;
@@ -128,8 +129,8 @@ static bool claim(lm_mpsc* q, uint32_t n, uint64_t* out_pos) {
         return true;
       }
       // The CAS makes the run ours; on failure pos is reloaded.
-      if (atomic_compare_exchange_weak_explicit(&q->tail, &pos, pos + n, memory_order_relaxed,
-                                                memory_order_relaxed)) {
+      if (atomic_compare_exchange_weak_explicit(
+              &q->tail, &pos, pos + n, memory_order_relaxed, memory_order_relaxed)) {
         *out_pos = pos;
         return true;
       }
@@ -183,9 +184,8 @@ static bool take(lm_mpsc* q, void** out, bool claim_with_cas) {
     if (!claim_with_cas) {
       // Release: lm_mpsc_size readers; the slot itself is ordered by seq.
       atomic_store_explicit(&q->head, pos + 1, memory_order_release);
-    } else if (!atomic_compare_exchange_weak_explicit(&q->head, &pos, pos + 1,
-                                                      memory_order_relaxed,
-                                                      memory_order_relaxed)) {
+    } else if (!atomic_compare_exchange_weak_explicit(
+                   &q->head, &pos, pos + 1, memory_order_relaxed, memory_order_relaxed)) {
       continue;
     }
     *out = c->item;

@@ -59,8 +59,8 @@ const lm_schema* lm_db_lookup_input(void* arg, const char* name, bool* out_is_so
   return NULL;
 }
 
-static laminar_code fail_at(laminar_error* err, laminar_code code, int32_t line, int32_t col,
-                            const char* object, const char* msg) {
+static laminar_code fail_at(laminar_error* err, laminar_code code, int32_t line,
+                            int32_t col, const char* object, const char* msg) {
   lm_error_set(err, code, "%s at line %d, column %d", msg, (int)line, (int)col);
   lm_error_at(err, line, col);
   lm_error_object(err, object, NULL);
@@ -92,7 +92,9 @@ static const char* existing_sql(laminar_db* db, const char* name) {
   return sk->sql != NULL ? sk->sql : ""; /* a connector sink: no statement to match */
 }
 
-bool lm_db_name_taken(laminar_db* db, const char* name) { return existing_sql(db, name) != NULL; }
+bool lm_db_name_taken(laminar_db* db, const char* name) {
+  return existing_sql(db, name) != NULL;
+}
 
 static laminar_code check_new_name(laminar_db* db, const char* sql, const lm_stmt* stmt,
                                    laminar_error* err, bool* out_skip) {
@@ -102,14 +104,15 @@ static laminar_code check_new_name(laminar_db* db, const char* sql, const lm_stm
   /* IF NOT EXISTS, or the very same statement again (re-running the DDL of a
    * durable database after it recovered its catalog): nothing to do. */
   if (stmt->if_not_exists ||
-      (strlen(have) == stmt->text_len && memcmp(have, sql + stmt->text_offset, stmt->text_len) == 0)) {
+      (strlen(have) == stmt->text_len &&
+       memcmp(have, sql + stmt->text_offset, stmt->text_len) == 0)) {
     *out_skip = true;
     return LAMINAR_OK;
   }
   char msg[256];
   snprintf(msg, sizeof msg, "an object named '%s' already exists", stmt->name);
-  return fail_at(err, LAMINAR_ERR_SQL_DUPLICATE_OBJECT, stmt->name_line, stmt->name_column,
-                 stmt->name, msg);
+  return fail_at(err, LAMINAR_ERR_SQL_DUPLICATE_OBJECT, stmt->name_line,
+                 stmt->name_column, stmt->name, msg);
 }
 
 static laminar_code append_ptr(void*** arr, int32_t* n, void* p) {
@@ -147,17 +150,22 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
     switch (lm_option_row_id(row)) {
       case LM_OPT_ALLOWED_LATENESS:
       case LM_OPT_WATERMARK:
-        LM_TRY(lm_bind_time_option(stmt->name, o, &wm, wm_name, sizeof wm_name, &lateness, err));
+        LM_TRY(lm_bind_time_option(stmt->name, o, &wm, wm_name, sizeof wm_name, &lateness,
+                                   err));
         break;
       case LM_OPT_WAL_MODE:
       case LM_OPT_CHECKPOINT_INTERVAL:
         if (db->dur == NULL) {
-          snprintf(msg, sizeof msg, "source option '%s' needs durability: open the database "
-                   "with data_dir and checkpoint_interval", o->key);
-          return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, v->line, v->column, stmt->name, msg);
+          snprintf(msg, sizeof msg,
+                   "source option '%s' needs durability: open the database "
+                   "with data_dir and checkpoint_interval",
+                   o->key);
+          return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, v->line, v->column, stmt->name,
+                         msg);
         }
         if (lm_option_row_id(row) == LM_OPT_WAL_MODE) {
-          snprintf(wal_mode, sizeof wal_mode, "%.*s", (int)v->slen, v->s); /* an enum: short */
+          snprintf(wal_mode, sizeof wal_mode, "%.*s", (int)v->slen,
+                   v->s); /* an enum: short */
         } else {
           lm_durable_lower_interval(db->dur, val.i);
         }
@@ -169,7 +177,8 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       case LM_OPT_WAIT_STRATEGY: wait = val.wait; break;
       case LM_OPT_MAX_QUEUE_BYTES: max_queue_bytes = val.i; break;
       case LM_OPT_BUFFER_SIZE: capacity = (uint32_t)val.i; break;
-      default: return lm_error_set(err, LAMINAR_ERR_INTERNAL, "source option '%s'", o->key);
+      default:
+        return lm_error_set(err, LAMINAR_ERR_INTERNAL, "source option '%s'", o->key);
     }
   }
   lm_source_def* def = lm_calloc(1, sizeof *def);
@@ -190,12 +199,14 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   for (size_t i = 0; i < stmt->ncolumns; i++) {
     const lm_ast_column_def* c = &stmt->columns[i];
     if (lm_schema_find(&def->schema, c->name) >= 0) {
-      snprintf(msg, sizeof msg, "source '%s': duplicate column '%s'", stmt->name, c->name);
+      snprintf(msg, sizeof msg, "source '%s': duplicate column '%s'", stmt->name,
+               c->name);
       rc = fail_at(err, LAMINAR_ERR_SCHEMA_INVALID, c->line, c->column, stmt->name, msg);
       lm_error_object(err, stmt->name, c->name);
       goto fail;
     }
-    if (lm_schema_add(&def->schema, c->name, lm_bind_sql_type(c->type), c->not_null) != 0) {
+    if (lm_schema_add(&def->schema, c->name, lm_bind_sql_type(c->type), c->not_null) !=
+        0) {
       goto nomem;
     }
   }
@@ -207,8 +218,8 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   if (stmt->has_watermark) {
     int32_t idx = lm_schema_find(&def->schema, stmt->watermark_column);
     if (idx < 0) {
-      snprintf(msg, sizeof msg, "source '%s': WATERMARK FOR names no column '%s'", stmt->name,
-               stmt->watermark_column);
+      snprintf(msg, sizeof msg, "source '%s': WATERMARK FOR names no column '%s'",
+               stmt->name, stmt->watermark_column);
       rc = fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, stmt->wm_line, stmt->wm_column,
                    stmt->name, msg);
       lm_error_object(err, stmt->name, stmt->watermark_column);
@@ -216,18 +227,19 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
     }
     lm_type t = def->schema.fields[idx].type;
     if (t != LM_TYPE_INT64 && t != LM_TYPE_TIMESTAMP && t != LM_TYPE_INT32) {
-      snprintf(msg, sizeof msg,
-               "source '%s': watermark column '%s' must be BIGINT (epoch ms) or TIMESTAMP, "
-               "got %s",
-               stmt->name, stmt->watermark_column, lm_type_name(t));
-      rc = fail_at(err, LAMINAR_ERR_TYPE_MISMATCH, stmt->wm_line, stmt->wm_column, stmt->name,
-                   msg);
+      snprintf(
+          msg, sizeof msg,
+          "source '%s': watermark column '%s' must be BIGINT (epoch ms) or TIMESTAMP, "
+          "got %s",
+          stmt->name, stmt->watermark_column, lm_type_name(t));
+      rc = fail_at(err, LAMINAR_ERR_TYPE_MISMATCH, stmt->wm_line, stmt->wm_column,
+                   stmt->name, msg);
       lm_error_object(err, stmt->name, stmt->watermark_column);
       goto fail;
     }
     if (stmt->watermark_delay_ms < 0) {
-      rc = fail_at(err, LAMINAR_ERR_SQL_SYNTAX, stmt->wm_line, stmt->wm_column, stmt->name,
-                   "the watermark delay must not be negative");
+      rc = fail_at(err, LAMINAR_ERR_SQL_SYNTAX, stmt->wm_line, stmt->wm_column,
+                   stmt->name, "the watermark delay must not be negative");
       goto fail;
     }
     def->wm_col = idx;
@@ -247,9 +259,10 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
      * never processed. */
     int32_t line = bp_value != NULL ? bp_value->line : stmt->line;
     int32_t col = bp_value != NULL ? bp_value->column : stmt->column;
-    rc = fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, line, col, stmt->name,
-                 "backpressure 'drop_oldest' cannot go with a WAL (wal_mode async or sync): "
-                 "use 'block' or 'reject', or wal_mode 'none' for this source");
+    rc = fail_at(
+        err, LAMINAR_ERR_CONFIG_CONFLICT, line, col, stmt->name,
+        "backpressure 'drop_oldest' cannot go with a WAL (wal_mode async or sync): "
+        "use 'block' or 'reject', or wal_mode 'none' for this source");
     goto fail;
   }
   lm_rt_pause(&db->rt);
@@ -268,7 +281,8 @@ fail:
 
 /* What branch b of s's plan reads: an lm_source_def* or lm_stream_def*
  * (NULL if gone), and *wm its watermark. */
-static void* branch_input(laminar_db* db, const lm_stream_def* s, int32_t b, int64_t* wm) {
+static void* branch_input(laminar_db* db, const lm_stream_def* s, int32_t b,
+                          int64_t* wm) {
   const lm_plan_branch* br = &s->plan.branches[b];
   if (br->input_is_source) {
     lm_source_def* src = lm_db_find_source(db, br->input);
@@ -309,7 +323,8 @@ static laminar_code branch_readers(laminar_db* db, lm_stream_def* s, bool add) {
       lm_graph_remove_reader(*readers, n, s);
     } else if (lm_graph_add_reader(readers, n, s) != LAMINAR_OK) {
       for (int32_t k = 0; k < b; k++) {
-        if (branch_reader_list(db, s, k, &readers, &n)) lm_graph_remove_reader(*readers, n, s);
+        if (branch_reader_list(db, s, k, &readers, &n))
+          lm_graph_remove_reader(*readers, n, s);
       }
       return LAMINAR_ERR_NOMEM;
     }
@@ -328,27 +343,30 @@ static laminar_code check_stream_time(laminar_db* db, const lm_stmt* stmt, lm_pl
   int64_t lateness = 0;
   for (int32_t b = 0; b < plan->nbranches; b++) {
     const lm_plan_branch* br = &plan->branches[b];
-    const lm_source_def* in = br->input_is_source ? lm_db_find_source(db, br->input) : NULL;
+    const lm_source_def* in =
+        br->input_is_source ? lm_db_find_source(db, br->input) : NULL;
     if (in == NULL) continue;
     if (in->lateness_ms > lateness) lateness = in->lateness_ms;
     char msg[512];
     if (in->wm_col < 0 && stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
-      snprintf(msg, sizeof msg,
-               "EMIT ON WINDOW CLOSE needs a watermark, and source '%s' has none: declare "
-               "WATERMARK FOR col or WITH (watermark = 'col')",
-               in->name);
+      snprintf(
+          msg, sizeof msg,
+          "EMIT ON WINDOW CLOSE needs a watermark, and source '%s' has none: declare "
+          "WATERMARK FOR col or WITH (watermark = 'col')",
+          in->name);
       return fail_at(err, LAMINAR_ERR_SQL_GROUPING, stmt->emit_line, stmt->emit_column,
                      stmt->name, msg);
     }
     if (branched && !plan->window.global && in->wm_col >= 0 &&
         br->col_out[in->wm_col] != plan->window.time_col) {
-      snprintf(msg, sizeof msg,
-               "stream '%s': the window's time column is column %d ('%s') of the union, and "
-               "input '%s' must give it its watermark column '%s' unchanged (each input's "
-               "watermark column at the same position)",
-               stmt->name, (int)plan->window.time_col + 1,
-               plan->union_schema.fields[plan->window.time_col].name, in->name,
-               in->schema.fields[in->wm_col].name);
+      snprintf(
+          msg, sizeof msg,
+          "stream '%s': the window's time column is column %d ('%s') of the union, and "
+          "input '%s' must give it its watermark column '%s' unchanged (each input's "
+          "watermark column at the same position)",
+          stmt->name, (int)plan->window.time_col + 1,
+          plan->union_schema.fields[plan->window.time_col].name, in->name,
+          in->schema.fields[in->wm_col].name);
       return fail_at(err, LAMINAR_ERR_SQL_GROUPING, br->line, br->column, in->name, msg);
     }
   }
@@ -359,8 +377,9 @@ static laminar_code check_stream_time(laminar_db* db, const lm_stmt* stmt, lm_pl
 /* The late side output of new stream `s` (WITH (late_output = ...)): a stream
  * named s->plan.late_output with the columns of s's input, fed by s's window
  * operator. *out is NULL when s declares none. Not yet in the graph. */
-static laminar_code make_late_stream(laminar_db* db, const lm_stmt* stmt, lm_stream_def* s,
-                                     lm_stream_def** out, laminar_error* err) {
+static laminar_code make_late_stream(laminar_db* db, const lm_stmt* stmt,
+                                     lm_stream_def* s, lm_stream_def** out,
+                                     laminar_error* err) {
   *out = NULL;
   const char* name = s->plan.late_output;
   if (name == NULL) return LAMINAR_OK;
@@ -386,7 +405,8 @@ static laminar_code make_late_stream(laminar_db* db, const lm_stmt* stmt, lm_str
   l->watermark_ms = INT64_MIN;
   atomic_init(&l->late_rows, 0);
   l->name = lm_strdup(name);
-  if (l->name == NULL || lm_plan_passthrough(s->plan.input, is_source, in, &l->plan) != LAMINAR_OK ||
+  if (l->name == NULL ||
+      lm_plan_passthrough(s->plan.input, is_source, in, &l->plan) != LAMINAR_OK ||
       lm_schema_copy(&l->plan.out_schema, &l->out_schema) != 0 ||
       lm_plan_build_chain(&l->plan, &l->chain) != LAMINAR_OK) {
     lm_stream_def_free(l);
@@ -406,13 +426,14 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   LM_TRY(check_new_name(db, sql, stmt, err, &skip));
   if (skip) return LAMINAR_OK;
   if (stmt->object == LM_OBJ_VIEW && !stmt->materialized) {
-    return fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->line, stmt->column, stmt->name,
-                   "CREATE VIEW (not materialized) is not supported: CREATE MATERIALIZED VIEW "
-                   "keeps the result queryable, CREATE STREAM emits it");
+    return fail_at(
+        err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->line, stmt->column, stmt->name,
+        "CREATE VIEW (not materialized) is not supported: CREATE MATERIALIZED VIEW "
+        "keeps the result queryable, CREATE STREAM emits it");
   }
   /* Keys and value types from the option table; the binder applies them. */
-  LM_TRY(lm_option_check_sql(LAMINAR_SCOPE_STREAM, stmt->name, stmt->options, stmt->noptions,
-                             err));
+  LM_TRY(lm_option_check_sql(LAMINAR_SCOPE_STREAM, stmt->name, stmt->options,
+                             stmt->noptions, err));
   lm_stream_def* s = lm_calloc(1, sizeof *s);
   if (s == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   s->watermark_ms = INT64_MIN;
@@ -431,7 +452,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   }
   s->name = lm_strdup(stmt->name);
   s->sql = lm_db_stmt_text(sql, stmt);
-  if (s->name == NULL || s->sql == NULL || lm_schema_copy(&s->plan.out_schema, &s->out_schema) != 0 ||
+  if (s->name == NULL || s->sql == NULL ||
+      lm_schema_copy(&s->plan.out_schema, &s->out_schema) != 0 ||
       lm_plan_build_chain(&s->plan, &s->chain) != LAMINAR_OK) {
     lm_stream_def_free(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -439,9 +461,12 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   {
     const lm_source_def* in_src =
         s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
-    const lm_stream_def* in_st = in_src != NULL ? NULL : lm_db_find_stream(db, s->plan.input);
-    s->fingerprint = lm_durable_fingerprint(
-        in_src != NULL ? in_src->fingerprint : in_st != NULL ? in_st->fingerprint : 0, s->sql);
+    const lm_stream_def* in_st =
+        in_src != NULL ? NULL : lm_db_find_stream(db, s->plan.input);
+    s->fingerprint = lm_durable_fingerprint(in_src != NULL  ? in_src->fingerprint
+                                            : in_st != NULL ? in_st->fingerprint
+                                                            : 0,
+                                            s->sql);
   }
   if (stmt->materialized && (rc = lm_db_view_attach(s, stmt, err)) != LAMINAR_OK) {
     lm_stream_def_free(s);
@@ -455,7 +480,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_stream_def_free(s);
     return rc;
   }
-  lm_source_def* src = s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
+  lm_source_def* src =
+      s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
   lm_stream_def* up = src ? NULL : lm_db_find_stream(db, s->plan.input);
   /* cores > 1: a keyed stream runs as one partition per reactor (rt/part.c);
    * a stream over branches runs whole. */
@@ -537,7 +563,8 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
   char msg[512];
   lm_stream_def* stream = lm_db_find_stream(db, stmt->sink_from);
   if (stream == NULL) {
-    snprintf(msg, sizeof msg, "sink '%s': no stream named '%s'", stmt->name, stmt->sink_from);
+    snprintf(msg, sizeof msg, "sink '%s': no stream named '%s'", stmt->name,
+             stmt->sink_from);
     return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->sink_from_line,
                    stmt->sink_from_column, stmt->sink_from, msg);
   }
@@ -547,8 +574,8 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
   for (size_t i = 0; i < stmt->noptions; i++) {
     const lm_option* row;
     lm_option_value val;
-    LM_TRY(lm_option_parse_sql(LAMINAR_SCOPE_SINK, stmt->name, &stmt->options[i], &row, &val,
-                               err));
+    LM_TRY(lm_option_parse_sql(LAMINAR_SCOPE_SINK, stmt->name, &stmt->options[i], &row,
+                               &val, err));
     if (lm_option_row_id(row) == LM_OPT_PATH) {
       memcpy(path, val.text, val.len); /* the table bounds it below sizeof path */
       path[val.len] = '\0';
@@ -561,9 +588,10 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
                    "a file sink needs path = '<directory>'");
   }
   if (db->dur == NULL) {
-    return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, stmt->line, stmt->column, stmt->name,
-                   "a file sink publishes its output at checkpoints: open the database with "
-                   "data_dir and checkpoint_interval");
+    return fail_at(
+        err, LAMINAR_ERR_CONFIG_CONFLICT, stmt->line, stmt->column, stmt->name,
+        "a file sink publishes its output at checkpoints: open the database with "
+        "data_dir and checkpoint_interval");
   }
   lm_sink_def* k = lm_calloc(1, sizeof *k);
   if (k == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -571,21 +599,24 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
   k->name = lm_strdup(stmt->name);
   k->sql = lm_db_stmt_text(sql, stmt);
   laminar_code rc = LAMINAR_OK;
-  if (k->name == NULL || k->sql == NULL) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  if (k->name == NULL || k->sql == NULL)
+    rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   lm_file_sink* fs = NULL;
   if (lm_durable_read_only(db->dur)) {
     /* Read-only: the catalog names the sink, nothing is published. */
     if (rc == LAMINAR_OK) rc = lm_discard_sink_create(&k->sink, err);
   } else {
-    if (rc == LAMINAR_OK && (rc = lm_durable_check_sink_path(db->dur, stmt->name, path, err)) != LAMINAR_OK)
+    if (rc == LAMINAR_OK &&
+        (rc = lm_durable_check_sink_path(db->dur, stmt->name, path, err)) != LAMINAR_OK)
       lm_error_object(err, stmt->name, NULL);
-    if (rc == LAMINAR_OK) rc = lm_file_sink_open(path, format, &stream->out_schema, &fs, err);
+    if (rc == LAMINAR_OK)
+      rc = lm_file_sink_open(path, format, &stream->out_schema, &fs, err);
     /* Checked again where the directory was opened: a symlink swapped into
      * the path since the check above is caught here, and nothing is written
      * through the path afterwards. */
     if (rc == LAMINAR_OK &&
-        (rc = lm_durable_check_sink_real(db->dur, stmt->name, path, lm_file_sink_real(fs), err)) !=
-            LAMINAR_OK)
+        (rc = lm_durable_check_sink_real(db->dur, stmt->name, path, lm_file_sink_real(fs),
+                                         err)) != LAMINAR_OK)
       lm_error_object(err, stmt->name, NULL);
     /* Its writes run on a sink thread (sink/queue.c), never on the reactor
      * (the queue closes the file sink if it cannot be made). */
@@ -608,7 +639,8 @@ laminar_code lm_db_attach_sink(laminar_db* db, lm_sink_def* k, laminar_error* er
     LM_TRY(k->sink->vt->begin(k->sink, lm_durable_next_epoch(db->dur), err));
   lm_rt_pause(&db->rt);
   const lm_source_def* root = lm_db_root_source(db, k->stream);
-  k->start_seq = root != NULL ? root->processed_seq : 0; /* replay feeds it the records after */
+  k->start_seq =
+      root != NULL ? root->processed_seq : 0; /* replay feeds it the records after */
   laminar_code rc = append_ptr((void***)&k->stream->sinks, &k->stream->nsinks, k->sink);
   if (rc == LAMINAR_OK) {
     rc = append_ptr((void***)&db->sinks, &db->nsinks, k);
@@ -616,7 +648,8 @@ laminar_code lm_db_attach_sink(laminar_db* db, lm_sink_def* k, laminar_error* er
   }
   lm_rt_resume(&db->rt);
   if (rc != LAMINAR_OK) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  if (k->sql != NULL) lm_durable_identify(db->dur, k->name, &k->incarnation, &k->start_seq);
+  if (k->sql != NULL)
+    lm_durable_identify(db->dur, k->name, &k->incarnation, &k->start_seq);
   return LAMINAR_OK;
 }
 
@@ -652,21 +685,23 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
   }
   if ((want_source && src == NULL) || (!want_source && s == NULL)) {
     if (stmt->if_exists) return LAMINAR_OK;
-    int n = snprintf(msg, sizeof msg, "no %s named '%s'",
-                     want_source ? "source" : lm_db_object_word(stmt->object), stmt->name);
+    int n =
+        snprintf(msg, sizeof msg, "no %s named '%s'",
+                 want_source ? "source" : lm_db_object_word(stmt->object), stmt->name);
     if (other != NULL && n > 0 && (size_t)n < sizeof msg) {
       snprintf(msg + n, sizeof msg - (size_t)n, " (it is a %s: DROP %s %s)",
                lm_streq_nocase(other, "STREAM") ? "stream" : "materialized view", other,
                stmt->name);
     }
-    return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line, stmt->name_column,
-                   stmt->name, msg);
+    return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line,
+                   stmt->name_column, stmt->name, msg);
   }
   if (!want_source && s->late_of != NULL) {
-    snprintf(msg, sizeof msg,
-             "cannot drop '%s': it is the late output of stream '%s' (DROP STREAM %s drops "
-             "both)",
-             stmt->name, s->late_of->name, s->late_of->name);
+    snprintf(
+        msg, sizeof msg,
+        "cannot drop '%s': it is the late output of stream '%s' (DROP STREAM %s drops "
+        "both)",
+        stmt->name, s->late_of->name, s->late_of->name);
     return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
                    stmt->name, msg);
   }
@@ -684,8 +719,8 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
     }
     for (int32_t i = 0; !want_source && i < db->nsinks; i++) {
       if (db->sinks[i]->stream != x) continue;
-      snprintf(msg, sizeof msg, "cannot drop '%s': sink '%s' writes the rows of %s", stmt->name,
-               db->sinks[i]->name, pass == 0 ? "it" : "its late output");
+      snprintf(msg, sizeof msg, "cannot drop '%s': sink '%s' writes the rows of %s",
+               stmt->name, db->sinks[i]->name, pass == 0 ? "it" : "its late output");
       return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
                      stmt->name, msg);
     }
@@ -726,8 +761,8 @@ static laminar_code drop_sink(laminar_db* db, const lm_stmt* stmt, laminar_error
     if (stmt->if_exists) return LAMINAR_OK;
     char msg[256];
     snprintf(msg, sizeof msg, "no sink named '%s'", stmt->name);
-    return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line, stmt->name_column,
-                   stmt->name, msg);
+    return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line,
+                   stmt->name_column, stmt->name, msg);
   }
   lm_rt_pause(&db->rt);
   remove_ptr((void**)k->stream->sinks, &k->stream->nsinks, k->sink);
@@ -741,7 +776,7 @@ static laminar_code drop_sink(laminar_db* db, const lm_stmt* stmt, laminar_error
 
 /* Build a table of string columns (`ncols` names) from rows of strings. */
 laminar_code lm_db_string_table(const char* const* names, int32_t ncols, char** cells,
-                                 int64_t nrows, struct ArrowArrayStream* out) {
+                                int64_t nrows, struct ArrowArrayStream* out) {
   lm_schema schema;
   lm_schema_init_empty(&schema);
   laminar_code rc = LAMINAR_OK;
@@ -780,15 +815,15 @@ char* lm_db_format_columns(const lm_schema* s) {
   size_t len = 0;
   out[0] = '\0';
   for (int32_t i = 0; i < s->ncols; i++) {
-    len += (size_t)snprintf(out + len, cap - len, "%s%s %s%s", i ? ", " : "", s->fields[i].name,
-                            lm_type_name(s->fields[i].type),
+    len += (size_t)snprintf(out + len, cap - len, "%s%s %s%s", i ? ", " : "",
+                            s->fields[i].name, lm_type_name(s->fields[i].type),
                             s->fields[i].not_null ? " NOT NULL" : "");
   }
   return out;
 }
 
-static laminar_code show(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayStream* out,
-                         laminar_error* err) {
+static laminar_code show(laminar_db* db, const lm_stmt* stmt,
+                         struct ArrowArrayStream* out, laminar_error* err) {
   bool sources = stmt->object == LM_OBJ_SOURCE;
   if (stmt->object == LM_OBJ_SINK) return lm_db_show_sinks(db, out, err);
   bool views = stmt->object == LM_OBJ_VIEW; /* SHOW STREAMS lists the others */
@@ -822,7 +857,8 @@ static laminar_code show(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayS
       if (s->late_of != NULL) { /* a late side output: its rows come from its stream */
         size_t len = strlen(s->late_of->name) + 32;
         owned[i] = lm_malloc(len);
-        if (owned[i] != NULL) snprintf(owned[i], len, "late rows of %s", s->late_of->name);
+        if (owned[i] != NULL)
+          snprintf(owned[i], len, "late rows of %s", s->late_of->name);
         cells[k * 3 + 2] = owned[i];
       }
       if (cells[k * 3 + 2] == NULL) {
@@ -845,8 +881,8 @@ done:
   return LAMINAR_OK;
 }
 
-static laminar_code describe(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayStream* out,
-                             laminar_error* err) {
+static laminar_code describe(laminar_db* db, const lm_stmt* stmt,
+                             struct ArrowArrayStream* out, laminar_error* err) {
   const lm_schema* schema = NULL;
   lm_source_def* src = lm_db_find_source(db, stmt->name);
   lm_stream_def* s = src ? NULL : lm_db_find_stream(db, stmt->name);
@@ -855,8 +891,8 @@ static laminar_code describe(laminar_db* db, const lm_stmt* stmt, struct ArrowAr
   if (schema == NULL) {
     char msg[256];
     snprintf(msg, sizeof msg, "no source, stream or view named '%s'", stmt->name);
-    return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line, stmt->name_column,
-                   stmt->name, msg);
+    return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line,
+                   stmt->name_column, stmt->name, msg);
   }
   if (out == NULL) return LAMINAR_OK;
   int64_t n = schema->ncols;
@@ -878,8 +914,8 @@ static laminar_code describe(laminar_db* db, const lm_stmt* stmt, struct ArrowAr
 
 /* A statement on a read-only database: DROP is refused, CREATE too unless it
  * repeats the stored definition (re-running a script's DDL); the rest reads. */
-static laminar_code read_only_statement(laminar_db* db, const char* sql, const lm_stmt* st,
-                                        laminar_error* err) {
+static laminar_code read_only_statement(laminar_db* db, const char* sql,
+                                        const lm_stmt* st, laminar_error* err) {
   bool create = st->kind == LM_STMT_CREATE_SOURCE || st->kind == LM_STMT_CREATE_STREAM ||
                 st->kind == LM_STMT_CREATE_SINK;
   if (!create && st->kind != LM_STMT_DROP) return LAMINAR_OK;
@@ -889,7 +925,8 @@ static laminar_code read_only_statement(laminar_db* db, const char* sql, const l
     if (skip) return LAMINAR_OK;
   }
   char what[192];
-  snprintf(what, sizeof what, "takes no DDL (%s '%s')", create ? "CREATE" : "DROP", st->name);
+  snprintf(what, sizeof what, "takes no DDL (%s '%s')", create ? "CREATE" : "DROP",
+           st->name);
   laminar_code rc = lm_durable_refuse_write(db->dur, what, err);
   lm_error_at(err, st->line, st->column);
   lm_error_object(err, st->name, NULL);
@@ -906,8 +943,9 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
   size_t n = 0;
   laminar_code rc = lm_sql_parse(arena, sql, &stmts, &n, err);
   if (rc == LAMINAR_OK && out_rows != NULL &&
-      (n != 1 || (stmts[0]->kind != LM_STMT_SHOW && stmts[0]->kind != LM_STMT_DESCRIBE &&
-                  stmts[0]->kind != LM_STMT_SELECT && stmts[0]->kind != LM_STMT_EXPLAIN))) {
+      (n != 1 ||
+       (stmts[0]->kind != LM_STMT_SHOW && stmts[0]->kind != LM_STMT_DESCRIBE &&
+        stmts[0]->kind != LM_STMT_SELECT && stmts[0]->kind != LM_STMT_EXPLAIN))) {
     rc = lm_error_set(err, LAMINAR_ERR_SQL_UNSUPPORTED,
                       "laminar_query takes exactly one SELECT, EXPLAIN, SHOW or DESCRIBE "
                       "statement");
@@ -929,9 +967,10 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
           rc = drop_sink(db, st, err);
         } else if (st->object != LM_OBJ_SOURCE && st->object != LM_OBJ_STREAM &&
                    st->object != LM_OBJ_VIEW) {
-          rc = fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, st->line, st->column, st->name,
-                       "only DROP SOURCE, DROP STREAM, DROP MATERIALIZED VIEW and DROP SINK "
-                       "are supported");
+          rc = fail_at(
+              err, LAMINAR_ERR_SQL_UNSUPPORTED, st->line, st->column, st->name,
+              "only DROP SOURCE, DROP STREAM, DROP MATERIALIZED VIEW and DROP SINK "
+              "are supported");
         } else {
           rc = drop(db, st, err);
         }
@@ -955,9 +994,11 @@ void lm_db_catalog_free(laminar_db* db) {
   lm_free(db->sinks);
   db->sinks = NULL;
   db->nsinks = 0;
-  for (int32_t i = db->graph.nstreams - 1; i >= 0; i--) lm_stream_def_free(db->graph.streams[i]);
+  for (int32_t i = db->graph.nstreams - 1; i >= 0; i--)
+    lm_stream_def_free(db->graph.streams[i]);
   lm_free(db->graph.streams);
-  for (int32_t i = 0; i < db->graph.nsources; i++) lm_source_def_unref(db->graph.sources[i]);
+  for (int32_t i = 0; i < db->graph.nsources; i++)
+    lm_source_def_unref(db->graph.sources[i]);
   lm_free(db->graph.sources);
   memset(&db->graph, 0, sizeof db->graph);
 }

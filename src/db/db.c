@@ -61,9 +61,10 @@ _Static_assert(LM_WAL_ASYNC == 1 && LM_WAL_SYNC == 2, "wal_mode choices");
 _Static_assert(LM_WAL_IO_URING == 1 && LM_WAL_IO_PWRITE == 2, "wal_io choices");
 _Static_assert(LM_WAL_DIRECT_OFF == 1, "wal_direct_io choices");
 
-laminar_code laminar_config_set(laminar_config* config, const char* key, const char* value,
-                                laminar_error* err) {
-  if (config == NULL || config->magic != LM_MAGIC_CONFIG || key == NULL || value == NULL) {
+laminar_code laminar_config_set(laminar_config* config, const char* key,
+                                const char* value, laminar_error* err) {
+  if (config == NULL || config->magic != LM_MAGIC_CONFIG || key == NULL ||
+      value == NULL) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_config_set: invalid argument");
   }
   const lm_option* row;
@@ -90,7 +91,8 @@ laminar_code laminar_config_set(laminar_config* config, const char* key, const c
     case LM_OPT_WAL_DIRECT_IO: d->direct = (lm_wal_direct)v.i; break;
     case LM_OPT_WAL_RECOVERY: d->strict = v.i == 1; break;
     case LM_OPT_VAR: return lm_vars_set(&config->vars, key + 4, value, err); /* ${NAME} */
-    default: return lm_error_set(err, LAMINAR_ERR_INTERNAL, "config '%s': not applied", key);
+    default:
+      return lm_error_set(err, LAMINAR_ERR_INTERNAL, "config '%s': not applied", key);
   }
   return LAMINAR_OK;
 }
@@ -98,10 +100,12 @@ laminar_code laminar_config_set(laminar_config* config, const char* key, const c
 laminar_code laminar_config_add_sink(laminar_config* config, const char* name,
                                      const char* stream, const laminar_sink_callbacks* cb,
                                      laminar_error* err) {
-  if (config == NULL || config->magic != LM_MAGIC_CONFIG || name == NULL || stream == NULL ||
-      cb == NULL)
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_config_add_sink: invalid argument");
-  lm_config_sink* grown = lm_realloc(config->sinks, sizeof *grown * (size_t)(config->nsinks + 1));
+  if (config == NULL || config->magic != LM_MAGIC_CONFIG || name == NULL ||
+      stream == NULL || cb == NULL)
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_config_add_sink: invalid argument");
+  lm_config_sink* grown =
+      lm_realloc(config->sinks, sizeof *grown * (size_t)(config->nsinks + 1));
   if (grown == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   config->sinks = grown;
   lm_config_sink* c = &grown[config->nsinks];
@@ -157,8 +161,8 @@ static laminar_code lock_data_dir(laminar_db* db, laminar_error* err) {
   db->dir_lock = lm_fs_lock_dir(db->data_dir, db->read_only, &holder);
   if (db->dir_lock >= 0) return LAMINAR_OK;
   if (errno != EWOULDBLOCK)
-    return lm_error_set(err, LAMINAR_ERR_IO, "cannot open data_dir '%s': %s", db->data_dir,
-                        strerror(errno));
+    return lm_error_set(err, LAMINAR_ERR_IO, "cannot open data_dir '%s': %s",
+                        db->data_dir, strerror(errno));
   char who[96];
   if (holder < 0) {
     snprintf(who, sizeof who, "held by read-only opens");
@@ -168,27 +172,29 @@ static laminar_code lock_data_dir(laminar_db* db, laminar_error* err) {
     snprintf(who, sizeof who, "pid %ld%s", holder,
              holder == (long)getpid() ? ", this process" : "");
   }
-  return lm_error_set(err, LAMINAR_ERR_LOCKED,
-                      "the data directory '%s' is in use by another database (%s); close it "
-                      "first%s",
-                      db->data_dir, who,
-                      db->read_only ? "" : ", or open it with read_only for queries");
+  return lm_error_set(
+      err, LAMINAR_ERR_LOCKED,
+      "the data directory '%s' is in use by another database (%s); close it "
+      "first%s",
+      db->data_dir, who, db->read_only ? "" : ", or open it with read_only for queries");
 }
 
 laminar_code laminar_open(const laminar_config* config, laminar_db** out,
                           laminar_error* err) {
-  if (out == NULL) return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_open: out is NULL");
+  if (out == NULL)
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_open: out is NULL");
   *out = NULL;
   if (config != NULL && config->magic != LM_MAGIC_CONFIG) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_open: invalid config handle");
   }
   bool read_only = config != NULL && config->durable.read_only;
   if (read_only && (config->data_dir == NULL || config->nsinks > 0)) {
-    return lm_error_set(err, LAMINAR_ERR_CONFIG_CONFLICT,
-                        config->data_dir == NULL
-                            ? "config 'read_only' needs 'data_dir': the directory to read"
-                            : "config 'read_only': a read-only database attaches no sinks "
-                              "(laminar_config_add_sink)");
+    return lm_error_set(
+        err, LAMINAR_ERR_CONFIG_CONFLICT,
+        config->data_dir == NULL
+            ? "config 'read_only' needs 'data_dir': the directory to read"
+            : "config 'read_only': a read-only database attaches no sinks "
+              "(laminar_config_add_sink)");
   }
   if (config != NULL && config->data_dir != NULL && !read_only) {
     if (mkdir(config->data_dir, 0755) != 0 && errno != EEXIST) {
@@ -205,7 +211,8 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
   db->wait = config ? config->wait : lm_wait_default();
   db->slow_drop = config ? config->slow_drop : false;
   db->max_queue_bytes = config ? config->max_queue_bytes : LM_DEFAULT_MAX_QUEUE_BYTES;
-  lm_state_budget_init(&db->state_budget, NULL, config ? config->max_state_bytes : 0, NULL);
+  lm_state_budget_init(&db->state_budget, NULL, config ? config->max_state_bytes : 0,
+                       NULL);
   if (config != NULL && config->data_dir != NULL) {
     db->data_dir = lm_strdup(config->data_dir);
     if (db->data_dir == NULL) {
@@ -263,11 +270,11 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
 
 static bool db_ok(const laminar_db* db) { return db != NULL && db->magic == LM_MAGIC_DB; }
 
-#define CHECK_DB(db, err)                                                         \
-  do {                                                                            \
-    if (!db_ok(db)) {                                                             \
+#define CHECK_DB(db, err)                                                                \
+  do {                                                                                   \
+    if (!db_ok(db)) {                                                                    \
       return lm_error_set(err, LAMINAR_ERR_MISUSE, "invalid or closed database handle"); \
-    }                                                                             \
+    }                                                                                    \
   } while (0)
 
 laminar_code laminar_close_v2(laminar_db* db, laminar_error* err) {
@@ -286,7 +293,8 @@ laminar_code laminar_close(laminar_db* db) { return laminar_close_v2(db, NULL); 
 
 laminar_code laminar_execute(laminar_db* db, const char* sql, laminar_error* err) {
   CHECK_DB(db, err);
-  if (sql == NULL) return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_execute: sql is NULL");
+  if (sql == NULL)
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_execute: sql is NULL");
   pthread_mutex_lock(&db->lock);
   laminar_code rc = lm_db_execute_sql(db, sql, NULL, err);
   pthread_mutex_unlock(&db->lock);
@@ -304,8 +312,9 @@ laminar_code laminar_query(laminar_db* db, const char* sql, struct ArrowArrayStr
   laminar_code rc = lm_db_execute_sql(db, sql, out, err);
   pthread_mutex_unlock(&db->lock);
   if (rc == LAMINAR_OK && out->release == NULL) {
-    return lm_error_set(err, LAMINAR_ERR_SQL_UNSUPPORTED,
-                        "laminar_query: the statement returns no rows (use laminar_execute)");
+    return lm_error_set(
+        err, LAMINAR_ERR_SQL_UNSUPPORTED,
+        "laminar_query: the statement returns no rows (use laminar_execute)");
   }
   return rc;
 }
@@ -319,7 +328,8 @@ laminar_code laminar_schema(laminar_db* db, const char* name, struct ArrowSchema
   pthread_mutex_lock(&db->lock);
   const lm_schema* schema = NULL;
   lm_source_def* src = lm_db_find_source(db, name);
-  lm_stream_def* stream = src ? NULL : lm_db_find_output(db, name); /* stream, view, sink */
+  lm_stream_def* stream =
+      src ? NULL : lm_db_find_output(db, name); /* stream, view, sink */
   if (src != NULL) schema = &src->schema;
   if (stream != NULL) schema = &stream->out_schema;
   laminar_code rc;
@@ -368,7 +378,7 @@ laminar_code laminar_checkpoint(laminar_db* db, laminar_error* err) {
 }
 
 laminar_code laminar_durability_report(laminar_db* db, char* buf, size_t cap,
-                                      laminar_error* err) {
+                                       laminar_error* err) {
   CHECK_DB(db, err);
   if (buf == NULL || cap == 0)
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_durability_report: no buffer");
@@ -380,7 +390,8 @@ laminar_code laminar_durability_report(laminar_db* db, char* buf, size_t cap,
 }
 
 laminar_code laminar_sink_register(laminar_db* db, const char* name, const char* stream,
-                                   const laminar_sink_callbacks* callbacks, laminar_error* err) {
+                                   const laminar_sink_callbacks* callbacks,
+                                   laminar_error* err) {
   CHECK_DB(db, err);
   if (name == NULL || stream == NULL || callbacks == NULL)
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_sink_register: NULL argument");
@@ -394,7 +405,8 @@ laminar_code laminar_stream_late_rows(laminar_db* db, const char* name, int64_t*
                                       laminar_error* err) {
   CHECK_DB(db, err);
   if (name == NULL || out == NULL) {
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_stream_late_rows: NULL argument");
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_stream_late_rows: NULL argument");
   }
   pthread_mutex_lock(&db->lock);
   lm_stream_def* s = lm_db_find_stream(db, name);

@@ -29,9 +29,9 @@
 #include "store/fs.h"
 #include "util/util.h"
 
-#define WAL_BATCH 1      /* WAL record types: a batch in codec.h's first form (still */
-#define WAL_WATERMARK 2  /* read; written for batches the compact form does not take), */
-#define WAL_BATCH_COMPACT 3 /* a watermark, a batch in the compact form (issue 6) */
+#define WAL_BATCH 1     /* WAL record types: a batch in codec.h's first form (still */
+#define WAL_WATERMARK 2 /* read; written for batches the compact form does not take), */
+#define WAL_BATCH_COMPACT 3    /* a watermark, a batch in the compact form (issue 6) */
 #define CKPT_MAGIC 0x4b434d4cu /* "LMCK" */
 /* 1: one state per stream; 2: per stream its partition count and each
  * partition's state; 3: each source and stream then ends with its incarnation
@@ -48,7 +48,7 @@ typedef struct stored_ident {
   char* name;
   uint64_t incarnation;
   uint64_t start;
-  uint64_t* starts;          /* a stream over several inputs: each one's (nstarts) */
+  uint64_t* starts; /* a stream over several inputs: each one's (nstarts) */
   int32_t nstarts;
 } stored_ident;
 
@@ -83,17 +83,18 @@ static uint64_t pos_find(const pos_list* l, const char* name, uint64_t incarnati
 struct lm_durable {
   laminar_db* db;
   char* dir;
-  char* dir_real;            /* dir, canonical (file sinks must stay out of it) */
-  char* sink_root;           /* sink_root, canonical (NULL: not set) */
+  char* dir_real;  /* dir, canonical (file sinks must stay out of it) */
+  char* sink_root; /* sink_root, canonical (NULL: not set) */
   char* ckpt_dir;
   char* wal_dir;
   lm_durable_config conf;
-  uint64_t epoch;            /* last completed checkpoint (0: none) */
-  uint64_t attempted;        /* last checkpoint number handed out */
-  bool recovering;           /* running the catalog at open */
-  bool legacy_catalog;       /* it had no header (an earlier build's): identities are new */
-  bool catalog_missing;      /* a new directory: catalog.sql is written before any checkpoint */
-  stored_ident* idents;      /* the stored catalog's identities, while it runs */
+  uint64_t epoch;      /* last completed checkpoint (0: none) */
+  uint64_t attempted;  /* last checkpoint number handed out */
+  bool recovering;     /* running the catalog at open */
+  bool legacy_catalog; /* it had no header (an earlier build's): identities are new */
+  bool
+      catalog_missing; /* a new directory: catalog.sql is written before any checkpoint */
+  stored_ident* idents; /* the stored catalog's identities, while it runs */
   int32_t nidents;
   lm_config_sink* config_sinks; /* the config's connector sinks (borrowed by open) */
   int32_t nconfig_sinks;
@@ -102,14 +103,14 @@ struct lm_durable {
   bool thread_started;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  bool stop;                 /* under mu */
-  int64_t last_stall_ns;     /* the last checkpoint's longest pause of one reactor */
-  int64_t last_barrier_ns;   /* its request to the barrier's completion */
-  int64_t last_write_ns;     /* its frozen state's encoding, after the barrier */
-  bool pause;                /* benchmarks: checkpoints pause the graph (as before barriers) */
+  bool stop;               /* under mu */
+  int64_t last_stall_ns;   /* the last checkpoint's longest pause of one reactor */
+  int64_t last_barrier_ns; /* its request to the barrier's completion */
+  int64_t last_write_ns;   /* its frozen state's encoding, after the barrier */
+  bool pause; /* benchmarks: checkpoints pause the graph (as before barriers) */
   void (*write_hook)(void*); /* tests: runs after the stall, before the encoding */
   void* write_hook_arg;
-  char report[2048];         /* what recovery cut, failed background checkpoints (under mu) */
+  char report[2048]; /* what recovery cut, failed background checkpoints (under mu) */
   /* Where each source stood at the restored checkpoint (recovery: its WAL
    * may skip damage up to there), and at the newest checkpoint whose
    * positions survive when that is newer (a fallback: the replay up to
@@ -124,7 +125,8 @@ struct lm_durable {
 static char* read_text(const char* path, bool* missing, size_t* out_len);
 
 /* Add a line to the durability report (laminar_durability_report). */
-static void report(lm_durable* d, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static void report(lm_durable* d, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void report(lm_durable* d, const char* fmt, ...) {
   pthread_mutex_lock(&d->mu);
   size_t len = strlen(d->report);
@@ -172,10 +174,10 @@ bool lm_durable_parse_interval(const char* text, int64_t* out_ms) {
   static const struct {
     const char* unit;
     double ms;
-  } units[] = {{"", 1},           {"ms", 1},         {"millisecond", 1}, {"milliseconds", 1},
-               {"s", 1000},       {"sec", 1000},     {"second", 1000},   {"seconds", 1000},
-               {"m", 60000},      {"min", 60000},    {"minute", 60000},  {"minutes", 60000},
-               {"h", 3600000},    {"hour", 3600000}, {"hours", 3600000}};
+  } units[] = {{"", 1},        {"ms", 1},         {"millisecond", 1}, {"milliseconds", 1},
+               {"s", 1000},    {"sec", 1000},     {"second", 1000},   {"seconds", 1000},
+               {"m", 60000},   {"min", 60000},    {"minute", 60000},  {"minutes", 60000},
+               {"h", 3600000}, {"hour", 3600000}, {"hours", 3600000}};
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
     if (lm_streq_nocase(end, units[i].unit)) {
       double ms = v * units[i].ms;
@@ -188,10 +190,14 @@ bool lm_durable_parse_interval(const char* text, int64_t* out_ms) {
 }
 
 bool lm_durable_parse_wal_mode(const char* v, lm_wal_mode* out) {
-  if (lm_streq_nocase(v, "none")) *out = LM_WAL_NONE;
-  else if (lm_streq_nocase(v, "async")) *out = LM_WAL_ASYNC;
-  else if (lm_streq_nocase(v, "sync")) *out = LM_WAL_SYNC;
-  else return false;
+  if (lm_streq_nocase(v, "none"))
+    *out = LM_WAL_NONE;
+  else if (lm_streq_nocase(v, "async"))
+    *out = LM_WAL_ASYNC;
+  else if (lm_streq_nocase(v, "sync"))
+    *out = LM_WAL_SYNC;
+  else
+    return false;
   return true;
 }
 
@@ -206,13 +212,14 @@ static char* join(const char* a, const char* b) {
 
 static laminar_code make_dir(const char* path, laminar_error* err) {
   if (mkdir(path, 0755) != 0 && errno != EEXIST)
-    return lm_error_set(err, LAMINAR_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+    return lm_error_set(err, LAMINAR_ERR_IO, "cannot create '%s': %s", path,
+                        strerror(errno));
   return LAMINAR_OK;
 }
 
 /* The canonical form of directory setting `key` (it must exist) into *out. */
-static laminar_code resolve_dir(const char* path, const char* key, laminar_code code, char** out,
-                                laminar_error* err) {
+static laminar_code resolve_dir(const char* path, const char* key, laminar_code code,
+                                char** out, laminar_error* err) {
   char buf[4096];
   struct stat st;
   int e = lm_fs_resolve(path, buf, sizeof buf);
@@ -222,39 +229,44 @@ static laminar_code resolve_dir(const char* path, const char* key, laminar_code 
     return lm_error_set(err, code, "config '%s': '%s' is not a directory: %s", key, path,
                         strerror(e));
   *out = lm_strdup(buf);
-  return *out != NULL ? LAMINAR_OK : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  return *out != NULL ? LAMINAR_OK
+                      : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
 }
 
 bool lm_durable_read_only(const lm_durable* d) { return d != NULL && d->conf.read_only; }
 
-laminar_code lm_durable_refuse_write(const lm_durable* d, const char* what, laminar_error* err) {
+laminar_code lm_durable_refuse_write(const lm_durable* d, const char* what,
+                                     laminar_error* err) {
   return lm_error_set(err, LAMINAR_ERR_READ_ONLY,
                       "the database in '%s' is open read-only: it %s (open it without "
                       "read_only to write)",
                       d->dir, what);
 }
 
-laminar_code lm_durable_check_sink_path(const lm_durable* d, const char* sink, const char* path,
-                                        laminar_error* err) {
+laminar_code lm_durable_check_sink_path(const lm_durable* d, const char* sink,
+                                        const char* path, laminar_error* err) {
   char real[4096];
   int e = lm_fs_resolve(path, real, sizeof real);
   if (e != 0)
-    return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE, "sink '%s': path '%s' does not resolve: %s",
-                        sink, path, strerror(e));
+    return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                        "sink '%s': path '%s' does not resolve: %s", sink, path,
+                        strerror(e));
   return lm_durable_check_sink_real(d, sink, path, real, err);
 }
 
-laminar_code lm_durable_check_sink_real(const lm_durable* d, const char* sink, const char* path,
-                                        const char* real, laminar_error* err) {
+laminar_code lm_durable_check_sink_real(const lm_durable* d, const char* sink,
+                                        const char* path, const char* real,
+                                        laminar_error* err) {
   if (lm_fs_within(real, d->dir_real))
-    return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                        "sink '%s': path '%s' (%s) is inside the data directory '%s': a file "
-                        "sink writes outside it",
-                        sink, path, real, d->dir);
+    return lm_error_set(
+        err, LAMINAR_ERR_CONFIG_VALUE,
+        "sink '%s': path '%s' (%s) is inside the data directory '%s': a file "
+        "sink writes outside it",
+        sink, path, real, d->dir);
   if (d->sink_root != NULL && !lm_fs_within(real, d->sink_root))
     return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                        "sink '%s': path '%s' (%s) is outside sink_root '%s'", sink, path, real,
-                        d->sink_root);
+                        "sink '%s': path '%s' (%s) is outside sink_root '%s'", sink, path,
+                        real, d->sink_root);
   return LAMINAR_OK;
 }
 
@@ -297,8 +309,8 @@ static bool append_text(char** buf, size_t* len, size_t* cap, const char* s) {
 /* An object's comment line before its statement: "-- object <incarnation,
  * 16 hex> <start> <name>"; a stream over several inputs has one start per
  * input (its root source's position), comma-separated: "<s0>,<s1>,...". */
-static bool append_ident(char** buf, size_t* len, size_t* cap, const char* name, uint64_t inc,
-                         const uint64_t* starts, int32_t nstarts) {
+static bool append_ident(char** buf, size_t* len, size_t* cap, const char* name,
+                         uint64_t inc, const uint64_t* starts, int32_t nstarts) {
   char line[96];
   snprintf(line, sizeof line, "-- object %016" PRIx64 " ", inc);
   bool ok = append_text(buf, len, cap, line);
@@ -320,8 +332,8 @@ laminar_code lm_durable_catalog_changed(laminar_db* db, laminar_error* err) {
   if (db->dur == NULL || db->dur->recovering) return LAMINAR_OK;
   /* The header's room first (filled in last): magic, length and CRC. */
   char head[96];
-  int hlen =
-      snprintf(head, sizeof head, CATALOG_MAGIC " bytes=%020zu crc32c=%08x\n", (size_t)0, 0u);
+  int hlen = snprintf(head, sizeof head, CATALOG_MAGIC " bytes=%020zu crc32c=%08x\n",
+                      (size_t)0, 0u);
   char* text = NULL;
   size_t len = 0, cap = 0;
   bool ok = append_text(&text, &len, &cap, head);
@@ -334,9 +346,10 @@ laminar_code lm_durable_catalog_changed(laminar_db* db, laminar_error* err) {
   for (int32_t i = 0; i < g->nstreams && ok; i++) {
     /* A late output has no statement (its stream's makes it), an identity of its own. */
     const lm_stream_def* s = g->streams[i];
-    ok = (s->in_start != NULL
-              ? append_ident(&text, &len, &cap, s->name, s->incarnation, s->in_start, s->nin)
-              : append_ident(&text, &len, &cap, s->name, s->incarnation, &s->start_seq, 1)) &&
+    ok = (s->in_start != NULL ? append_ident(&text, &len, &cap, s->name, s->incarnation,
+                                             s->in_start, s->nin)
+                              : append_ident(&text, &len, &cap, s->name, s->incarnation,
+                                             &s->start_seq, 1)) &&
          (s->sql == NULL || append_stmt(&text, &len, &cap, s->sql));
   }
   for (int32_t i = 0; i < db->nsinks && ok; i++) {
@@ -367,15 +380,16 @@ static uint64_t new_incarnation(const void* salt) {
   if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
-    v = ((uint64_t)t.tv_sec * 1000000007u) ^ (uint64_t)t.tv_nsec ^ ((uint64_t)getpid() << 40) ^
-        (uint64_t)(uintptr_t)salt;
+    v = ((uint64_t)t.tv_sec * 1000000007u) ^ (uint64_t)t.tv_nsec ^
+        ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)salt;
   }
   return v != 0 ? v : 1;
 }
 
 uint64_t lm_durable_fingerprint(uint64_t input, const char* text) {
   uint64_t h = 0xcbf29ce484222325u ^ input; /* FNV-1a, seeded by the input's */
-  for (const unsigned char* p = (const unsigned char*)text; *p; p++) h = (h ^ *p) * 0x100000001b3u;
+  for (const unsigned char* p = (const unsigned char*)text; *p; p++)
+    h = (h ^ *p) * 0x100000001b3u;
   return h;
 }
 
@@ -397,9 +411,11 @@ void lm_durable_identify(lm_durable* d, const char* name, uint64_t* incarnation,
   }
 }
 
-void lm_durable_identify_inputs(lm_durable* d, const char* name, uint64_t* starts, int32_t n) {
+void lm_durable_identify_inputs(lm_durable* d, const char* name, uint64_t* starts,
+                                int32_t n) {
   const stored_ident* id = d != NULL && d->recovering ? find_ident(d, name) : NULL;
-  if (id != NULL && id->nstarts == n) memcpy(starts, id->starts, sizeof *starts * (size_t)n);
+  if (id != NULL && id->nstarts == n)
+    memcpy(starts, id->starts, sizeof *starts * (size_t)n);
   if (id != NULL && id->nstarts == 0 && n == 1) starts[0] = id->start;
 }
 
@@ -421,17 +437,20 @@ static laminar_code parse_idents(lm_durable* d, const char* body, laminar_error*
     size_t n = eol != NULL ? (size_t)(eol - p) : strlen(p);
     if (n > sizeof tag - 1 && strncmp(p, tag, sizeof tag - 1) == 0) {
       char line[512];
-      snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+      snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1),
+               p);
       uint64_t inc, start;
       int name_at = 0, starts_at = 0;
       const char* fields = line + sizeof tag - 1;
-      bool bad = sscanf(fields, "%16" SCNx64 " %n", &inc, &starts_at) != 1 || starts_at == 0;
+      bool bad =
+          sscanf(fields, "%16" SCNx64 " %n", &inc, &starts_at) != 1 || starts_at == 0;
       /* One start, or one per input: "<s0>,<s1>,..." */
       int32_t nstarts = 1;
       for (const char* c = fields + starts_at; !bad && *c != '\0' && *c != ' '; c++)
         nstarts += *c == ',';
       uint64_t* starts = bad ? NULL : lm_calloc((size_t)nstarts, sizeof *starts);
-      if (!bad && starts == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+      if (!bad && starts == NULL)
+        return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
       const char* c = fields + starts_at;
       for (int32_t b = 0; !bad && b < nstarts; b++) {
         int used = 0;
@@ -445,11 +464,12 @@ static laminar_code parse_idents(lm_durable* d, const char* body, laminar_error*
       }
       if (bad) {
         lm_free(starts);
-        return lm_error_set(err, LAMINAR_ERR_RECOVERY, "%s/" CATALOG_NAME ": bad object line '%s'",
-                            d->dir, line);
+        return lm_error_set(err, LAMINAR_ERR_RECOVERY,
+                            "%s/" CATALOG_NAME ": bad object line '%s'", d->dir, line);
       }
       start = starts[0];
-      stored_ident* grown = lm_realloc(d->idents, sizeof *grown * (size_t)(d->nidents + 1));
+      stored_ident* grown =
+          lm_realloc(d->idents, sizeof *grown * (size_t)(d->nidents + 1));
       if (grown == NULL) {
         lm_free(starts);
         return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -490,20 +510,21 @@ static laminar_code wipe_dir(const char* dir, const char* what, laminar_error* e
   char path[4096];
   while (dh != NULL && (e = readdir(dh)) != NULL) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path) unlink(path);
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path)
+      unlink(path);
   }
   if (dh != NULL) closedir(dh);
   if (rmdir(dir) != 0 && errno != ENOENT)
-    return lm_error_set(err, LAMINAR_ERR_IO, "cannot remove the WAL of %s (%s): %s", what, dir,
-                        strerror(errno));
+    return lm_error_set(err, LAMINAR_ERR_IO, "cannot remove the WAL of %s (%s): %s", what,
+                        dir, strerror(errno));
   return LAMINAR_OK;
 }
 
 /* The incarnation a WAL directory belongs to: 0 and *found false when it
  * names none (an earlier build's log, or none yet); LDB-5002 when the file
  * cannot be read as one. */
-static laminar_code read_owner(const char* dir, const char* source, uint64_t* out, bool* found,
-                               laminar_error* err) {
+static laminar_code read_owner(const char* dir, const char* source, uint64_t* out,
+                               bool* found, laminar_error* err) {
   *out = 0;
   char* path = join(dir, WAL_OWNER);
   if (path == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -513,15 +534,16 @@ static laminar_code read_owner(const char* dir, const char* source, uint64_t* ou
   laminar_code rc = LAMINAR_OK;
   char* end = NULL;
   if (text == NULL && !missing) {
-    rc = lm_error_set(err, LAMINAR_ERR_IO, "source '%s': cannot read %s: %s", source, path,
-                      strerror(errno));
+    rc = lm_error_set(err, LAMINAR_ERR_IO, "source '%s': cannot read %s: %s", source,
+                      path, strerror(errno));
   } else if (text != NULL) {
     errno = 0;
     *out = strtoull(text, &end, 16);
     if (errno != 0 || end != text + 16 || strcmp(end, "\n") != 0 || *out == 0)
-      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
-                        "source '%s': %s is damaged (remove it to keep the log as the source's)",
-                        source, path);
+      rc = lm_error_set(
+          err, LAMINAR_ERR_RECOVERY,
+          "source '%s': %s is damaged (remove it to keep the log as the source's)",
+          source, path);
   }
   lm_free(text);
   lm_free(path);
@@ -537,7 +559,8 @@ static void report_wal_skip(lm_durable* d, const char* name, const char* dir,
   if (rep->skip_first > 0)
     snprintf(range, sizeof range, " (records %" PRIu64 "..%" PRIu64 ")", rep->skip_first,
              rep->skip_last);
-  report(d, "source '%s': WAL damage%s skipped in %s/%s: the checkpoint covers the records "
+  report(d,
+         "source '%s': WAL damage%s skipped in %s/%s: the checkpoint covers the records "
          "up to %" PRIu64 ", nothing it needs is lost; input resumes at offset %" PRIu64,
          name, range, dir, rep->skip_reason, covered, resume);
 }
@@ -551,8 +574,8 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
   lm_wal_mode mode = d->conf.wal_mode;
   if (wal_mode_option != NULL && !lm_durable_parse_wal_mode(wal_mode_option, &mode))
     return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                        "source '%s': wal_mode must be none, async or sync, got '%s'", def->name,
-                        wal_mode_option);
+                        "source '%s': wal_mode must be none, async or sync, got '%s'",
+                        def->name, wal_mode_option);
   /* A log never exists without the catalog it belongs to (a missing catalog
    * beside a WAL is damage, refused at open): a new directory's first. */
   if (d->catalog_missing && !d->recovering && !d->conf.read_only)
@@ -561,7 +584,8 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
   if (dir == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   laminar_code rc = LAMINAR_OK;
   bool owned = false;
-  if (!d->recovering && !d->conf.read_only) { /* read-only: only the stored catalog runs */
+  if (!d->recovering &&
+      !d->conf.read_only) { /* read-only: only the stored catalog runs */
     /* A new incarnation: a log left under the name (a DROP that crashed
      * before removing it) is another source's, never this one's. */
     char what[300];
@@ -573,12 +597,13 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
     if (rc == LAMINAR_OK && owned && find_ident(d, def->name) == NULL) {
       def->incarnation = owner; /* no identity in the catalog: the log's */
     } else if (rc == LAMINAR_OK && owned && owner != def->incarnation) {
-      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
-                        "source '%s': its WAL (%s) belongs to incarnation %016" PRIx64
-                        " of the name, the catalog's source is %016" PRIx64
-                        ": refusing to replay another source's log (remove the directory to "
-                        "start the source empty)",
-                        def->name, dir, owner, def->incarnation);
+      rc = lm_error_set(
+          err, LAMINAR_ERR_RECOVERY,
+          "source '%s': its WAL (%s) belongs to incarnation %016" PRIx64
+          " of the name, the catalog's source is %016" PRIx64
+          ": refusing to replay another source's log (remove the directory to "
+          "start the source empty)",
+          def->name, dir, owner, def->incarnation);
     }
   }
   /* Read-only: the log is read where it lies (replay_readonly), not opened. */
@@ -588,7 +613,8 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
   }
   /* At recovery the restored checkpoint covers the records up to its
    * position: damage or absence among them costs nothing (wal.h). */
-  uint64_t covered = d->recovering ? pos_find(&d->restored, def->name, def->incarnation) : 0;
+  uint64_t covered =
+      d->recovering ? pos_find(&d->restored, def->name, def->incarnation) : 0;
   lm_wal_options o = {.dir = dir,
                       .io = d->conf.io,
                       .direct = d->conf.direct,
@@ -607,9 +633,12 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
     report_wal_skip(d, def->name, dir, &rep, covered, lm_wal_next_seq(def->wal));
   if (rc == LAMINAR_OK && rep.cut) {
     /* Recovered to the last good record; the cut is reported, never replayed. */
-    report(d, "source '%s': WAL cut at the last good record (%" PRIu64 " records kept, %" PRIu64
-           " bytes removed): %s/%s; input resumes at offset %" PRIu64, def->name, rep.records,
-           rep.bytes_cut, dir, rep.reason, lm_wal_next_seq(def->wal));
+    report(d,
+           "source '%s': WAL cut at the last good record (%" PRIu64
+           " records kept, %" PRIu64
+           " bytes removed): %s/%s; input resumes at offset %" PRIu64,
+           def->name, rep.records, rep.bytes_cut, dir, rep.reason,
+           lm_wal_next_seq(def->wal));
   }
   lm_free(dir);
   def->wal_sync = mode == LM_WAL_SYNC;
@@ -617,7 +646,8 @@ laminar_code lm_durable_source_created(laminar_db* db, lm_source_def* def,
   return rc;
 }
 
-laminar_code lm_durable_source_dropped(laminar_db* db, lm_source_def* def, laminar_error* err) {
+laminar_code lm_durable_source_dropped(laminar_db* db, lm_source_def* def,
+                                       laminar_error* err) {
   lm_durable* d = db->dur;
   if (d == NULL || def->wal == NULL) return LAMINAR_OK;
   char* dir = join(d->wal_dir, def->name);
@@ -646,7 +676,7 @@ static void fill_watermark(void* arg, uint8_t* dst) { memcpy(dst, arg, 8); }
 typedef struct batch_record {
   lm_batch* batch;
   lm_arrow_kept* kept; /* made later: the pushed array, viewed again by the writer */
-  size_t plain; /* bytes of the batch in the first form; 0: not measured */
+  size_t plain;        /* bytes of the batch in the first form; 0: not measured */
   lm_batch_plan plan;
   bool compact;
 } batch_record;
@@ -692,10 +722,11 @@ static void later_release(void* arg) {
 static const lm_wal_later_ops later_ops = {record_measure, record_fill, later_release};
 
 static laminar_code too_big(const lm_source_def* def, size_t size, laminar_error* err) {
-  return lm_error_set(err, LAMINAR_ERR_IO,
-                      "source '%s': a batch of %zu bytes exceeds the WAL's record limit; push "
-                      "smaller batches",
-                      def->name, size);
+  return lm_error_set(
+      err, LAMINAR_ERR_IO,
+      "source '%s': a batch of %zu bytes exceeds the WAL's record limit; push "
+      "smaller batches",
+      def->name, size);
 }
 
 laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, lm_arrow_kept* kept,
@@ -718,7 +749,8 @@ laminar_code lm_durable_log(lm_source_def* def, lm_msg* msg, lm_arrow_kept* kept
     br->kept = kept;
     br->plain = max;
     lm_wal_ticket t;
-    laminar_code rc = lm_wal_append_later(def->wal, 0, (uint32_t)max, &later_ops, br, &t, err);
+    laminar_code rc =
+        lm_wal_append_later(def->wal, 0, (uint32_t)max, &later_ops, br, &t, err);
     if (rc != LAMINAR_OK) {
       /* Not logged: the caller gets its array back as it was. */
       lm_arrow_kept_unshare(kept, msg->batch);
@@ -761,17 +793,19 @@ static int64_t now_ns(void) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-static void put_name(lm_state_writer* w, const char* name) { lm_state_put_bytes(w, name, strlen(name)); }
+static void put_name(lm_state_writer* w, const char* name) {
+  lm_state_put_bytes(w, name, strlen(name));
+}
 
 /* A checkpoint's graph state between the stall and the write: the header and
  * sources already encoded (small), each stream's watermark and frozen chain. */
 typedef struct frozen_stream {
-  const char* name;    /* the stream's (db->lock held: not dropped meanwhile) */
+  const char* name; /* the stream's (db->lock held: not dropped meanwhile) */
   uint64_t incarnation, fingerprint;
   int64_t watermark;
-  int32_t nin;         /* its inputs' watermarks (several inputs; 0: one) */
+  int32_t nin; /* its inputs' watermarks (several inputs; 0: one) */
   int64_t* in_wm;
-  int32_t nparts;      /* its partitions (cores > 1, rt/part.c), each frozen as it is */
+  int32_t nparts; /* its partitions (cores > 1, rt/part.c), each frozen as it is */
   lm_op_frozen** chains;
 } frozen_stream;
 
@@ -798,15 +832,16 @@ static void frozen_graph_free(frozen_graph* f) {
 typedef struct ckpt_barrier {
   laminar_db* db;
   uint64_t epoch;
-  lm_state_writer* w;        /* header and sources (INJECT) */
-  uint64_t* covered;         /* each source's WAL position at the barrier */
-  frozen_graph* frozen;      /* streams[i] for g->streams[i] */
-  bool* at_merge;            /* per stream: aligned at MERGED, else at INJECT */
-  atomic_int rc;             /* first failure of any step */
-  laminar_error err;         /* written by that failure only */
+  lm_state_writer* w;   /* header and sources (INJECT) */
+  uint64_t* covered;    /* each source's WAL position at the barrier */
+  frozen_graph* frozen; /* streams[i] for g->streams[i] */
+  bool* at_merge;       /* per stream: aligned at MERGED, else at INJECT */
+  atomic_int rc;        /* first failure of any step */
+  laminar_error err;    /* written by that failure only */
 } ckpt_barrier;
 
-static void ckpt_fail(ckpt_barrier* c, laminar_code rc, const laminar_error* e, const char* stream) {
+static void ckpt_fail(ckpt_barrier* c, laminar_code rc, const laminar_error* e,
+                      const char* stream) {
   int ok = LAMINAR_OK;
   if (!atomic_compare_exchange_strong_explicit(&c->rc, &ok, (int)rc, memory_order_relaxed,
                                                memory_order_relaxed))
@@ -843,7 +878,8 @@ static void put_sources(ckpt_barrier* c) {
     lm_state_put_i64(w, (int64_t)s->fingerprint);
     c->covered[i] = s->processed_seq;
   }
-  if (lm_state_writer_status(w) != LAMINAR_OK) ckpt_fail(c, LAMINAR_ERR_NOMEM, NULL, NULL);
+  if (lm_state_writer_status(w) != LAMINAR_OK)
+    ckpt_fail(c, LAMINAR_ERR_NOMEM, NULL, NULL);
 }
 
 /* One step of the barrier, on the thread that reached it: freeze the state
@@ -885,7 +921,8 @@ static void ckpt_step(void* arg, lm_barrier_step step, int32_t part) {
       /* Behind the rows queued so far, on the sink's thread; a failure is
        * reported by its sync, before anything is published. */
       rc = k->vt->mark_epoch(k, c->epoch + 1);
-      if (rc != LAMINAR_OK) lm_error_set(&e, rc, "sink '%s': out of memory", db->sinks[i]->name);
+      if (rc != LAMINAR_OK)
+        lm_error_set(&e, rc, "sink '%s': out of memory", db->sinks[i]->name);
     } else {
       rc = k->vt->pre_commit(k, &e);
       if (rc == LAMINAR_OK) rc = k->vt->begin(k, c->epoch + 1, &e);
@@ -896,7 +933,8 @@ static void ckpt_step(void* arg, lm_barrier_step step, int32_t part) {
 
 /* Before the barrier (db->lock held: the graph is not edited until the
  * checkpoint ends): room for every stream's frozen partitions. */
-static laminar_code frozen_graph_init(const lm_graph* g, frozen_graph* out, laminar_error* err) {
+static laminar_code frozen_graph_init(const lm_graph* g, frozen_graph* out,
+                                      laminar_error* err) {
   *out = (frozen_graph){0};
   out->streams = lm_calloc((size_t)g->nstreams + 1, sizeof *out->streams);
   if (out->streams == NULL)
@@ -907,14 +945,16 @@ static laminar_code frozen_graph_init(const lm_graph* g, frozen_graph* out, lami
     int32_t nparts = s->nparts > 1 ? s->nparts : 1;
     f->chains = lm_calloc((size_t)nparts, sizeof *f->chains);
     if (f->chains == NULL)
-      return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory serializing a checkpoint");
+      return lm_error_set(err, LAMINAR_ERR_NOMEM,
+                          "out of memory serializing a checkpoint");
     f->name = s->name; /* the watermark: at the stream's barrier step (the reactor's) */
     f->incarnation = s->incarnation;
     f->fingerprint = s->fingerprint;
     f->nparts = nparts;
     out->n++;
     if (s->nin > 0 && (f->in_wm = lm_calloc((size_t)s->nin, sizeof *f->in_wm)) == NULL)
-      return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory serializing a checkpoint");
+      return lm_error_set(err, LAMINAR_ERR_NOMEM,
+                          "out of memory serializing a checkpoint");
     f->nin = s->nin;
   }
   return LAMINAR_OK;
@@ -951,10 +991,12 @@ static laminar_code write_graph(frozen_graph* f, lm_state_writer* w, laminar_err
     for (int32_t b = 0; b < s->nin; b++) lm_state_put_i64(w, s->in_wm[b]);
   }
   frozen_graph_free(f); /* what a failure left unwritten */
-  if (failed != NULL) return lm_error_set(err, rc, "stream '%s': snapshot failed", failed);
+  if (failed != NULL)
+    return lm_error_set(err, rc, "stream '%s': snapshot failed", failed);
   return lm_state_writer_status(w) == LAMINAR_OK
              ? LAMINAR_OK
-             : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory serializing a checkpoint");
+             : lm_error_set(err, LAMINAR_ERR_NOMEM,
+                            "out of memory serializing a checkpoint");
 }
 
 /* Flush every source's WAL up to what it holds, so that the offsets a
@@ -1007,7 +1049,11 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
    * sinks' open epochs are closed for writes there and the next begun. No
    * I/O waits in it: files are flushed after the barrier completes. */
   lm_rt_barrier_points(&db->rt, at_merge);
-  ckpt_barrier c = {.db = db, .epoch = epoch, .w = &w, .covered = covered, .frozen = &frozen,
+  ckpt_barrier c = {.db = db,
+                    .epoch = epoch,
+                    .w = &w,
+                    .covered = covered,
+                    .frozen = &frozen,
                     .at_merge = at_merge};
   atomic_init(&c.rc, LAMINAR_OK);
   lm_barrier b = {.step = ckpt_step, .arg = &c};
@@ -1096,7 +1142,9 @@ static laminar_code restore_stream(lm_stream_def* s, int64_t wm, const lm_str* s
       if (nsaved == nparts && k != p) continue;
       lm_state_reader cr;
       lm_state_reader_init(&cr, states[k].ptr, (size_t)states[k].len);
-      lm_op_part_filter f = {.nparts = nparts, .part = p, .merge = k > 0 && nsaved != nparts,
+      lm_op_part_filter f = {.nparts = nparts,
+                             .part = p,
+                             .merge = k > 0 && nsaved != nparts,
                              .late = nsaved == nparts || p == 0};
       LM_TRY(nsaved == nparts ? lm_op_chain_restore(chain, &cr, err)
                               : lm_op_chain_restore_part(chain, &cr, &f, err));
@@ -1153,21 +1201,23 @@ static laminar_code parse_positions(const uint8_t* data, size_t len, const char*
  * incarnation with another definition (the catalog was altered). Files before
  * version 3 name objects only: they apply by name. */
 static laminar_code same_object(const char* kind, const char* name, uint32_t version,
-                                uint64_t inc, uint64_t fp, uint64_t have_inc, uint64_t have_fp,
-                                const char* file, bool* applies, laminar_error* err) {
+                                uint64_t inc, uint64_t fp, uint64_t have_inc,
+                                uint64_t have_fp, const char* file, bool* applies,
+                                laminar_error* err) {
   *applies = version < 3 || inc == have_inc;
   if (!*applies || version < 3 || fp == have_fp) return LAMINAR_OK;
-  return lm_error_set(err, LAMINAR_ERR_RECOVERY,
-                      "%s '%s': checkpoint %s holds its state under another definition (plan "
-                      "fingerprint %016" PRIx64 ", the catalog's %016" PRIx64
-                      "): catalog.sql was changed, refusing to load the state into another plan",
-                      kind, name, file, fp, have_fp);
+  return lm_error_set(
+      err, LAMINAR_ERR_RECOVERY,
+      "%s '%s': checkpoint %s holds its state under another definition (plan "
+      "fingerprint %016" PRIx64 ", the catalog's %016" PRIx64
+      "): catalog.sql was changed, refusing to load the state into another plan",
+      kind, name, file, fp, have_fp);
 }
 
 /* Restore the graph from checkpoint bytes (the graph is not running); file
  * names the checkpoint in errors. */
-static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, const char* file,
-                            laminar_error* err) {
+static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len,
+                            const char* file, laminar_error* err) {
   lm_state_reader r;
   lm_state_reader_init(&r, data, len);
   uint32_t magic = lm_state_get_u32(&r), version = lm_state_get_u32(&r);
@@ -1180,13 +1230,15 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, con
     lm_str nm = lm_state_get_bytes(&r);
     snprintf(name, sizeof name, "%.*s", (int)nm.len, nm.ptr ? nm.ptr : "");
     lm_source_def* s = lm_db_find_source(db, name);
-    int64_t seq = lm_state_get_i64(&r), wm = lm_state_get_i64(&r), mx = lm_state_get_i64(&r);
+    int64_t seq = lm_state_get_i64(&r), wm = lm_state_get_i64(&r),
+            mx = lm_state_get_i64(&r);
     uint64_t inc = version >= 3 ? (uint64_t)lm_state_get_i64(&r) : 0;
     uint64_t fp = version >= 3 ? (uint64_t)lm_state_get_i64(&r) : 0;
-    if (s == NULL || r.failed) continue; /* dropped after the checkpoint: the catalog is newer */
+    if (s == NULL || r.failed)
+      continue; /* dropped after the checkpoint: the catalog is newer */
     bool applies;
-    LM_TRY(same_object("source", name, version, inc, fp, s->incarnation, s->fingerprint, file,
-                       &applies, err));
+    LM_TRY(same_object("source", name, version, inc, fp, s->incarnation, s->fingerprint,
+                       file, &applies, err));
     if (!applies) continue; /* a dropped source's position: the new one starts at 0 */
     s->processed_seq = (uint64_t)seq;
     s->unlogged_seq = (uint64_t)seq; /* wal_mode none: its offsets go on from here */
@@ -1218,8 +1270,8 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, con
     if (r.failed) break;
     if (s == NULL) continue; /* dropped after the checkpoint */
     bool applies;
-    LM_TRY(same_object(lm_db_is_view(s) ? "materialized view" : "stream", name, version, inc, fp,
-                       s->incarnation, s->fingerprint, file, &applies, err));
+    LM_TRY(same_object(lm_db_is_view(s) ? "materialized view" : "stream", name, version,
+                       inc, fp, s->incarnation, s->fingerprint, file, &applies, err));
     if (!applies) continue; /* a dropped stream's state: the new one starts empty */
     laminar_code rc = restore_stream(s, wm, states, (int32_t)nsaved, err);
     for (int32_t b = 0; rc == LAMINAR_OK && b < s->nin; b++) {
@@ -1231,12 +1283,13 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, con
     if (rc != LAMINAR_OK) {
       char msg[sizeof err->message]; /* lm_error_set clears err->message first */
       snprintf(msg, sizeof msg, "%s", err ? err->message : "state does not restore");
-      return lm_error_set(err, LAMINAR_ERR_RECOVERY, "stream '%s' (checkpoint %s): %s", name,
-                          file, msg);
+      return lm_error_set(err, LAMINAR_ERR_RECOVERY, "stream '%s' (checkpoint %s): %s",
+                          name, file, msg);
     }
   }
   if (r.failed)
-    return lm_error_set(err, LAMINAR_ERR_RECOVERY, "checkpoint %s: truncated content", file);
+    return lm_error_set(err, LAMINAR_ERR_RECOVERY, "checkpoint %s: truncated content",
+                        file);
   return LAMINAR_OK;
 }
 
@@ -1252,8 +1305,8 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len, con
  * replaying one source after another gives what the live interleaving did). */
 typedef struct replay_gate {
   lm_source_def* root;
-  lm_stream_def* stream;     /* the stream held, or the stream sink is on */
-  struct lm_sink* sink;      /* the sink held (NULL: the stream is) */
+  lm_stream_def* stream; /* the stream held, or the stream sink is on */
+  struct lm_sink* sink;  /* the sink held (NULL: the stream is) */
   uint64_t start;
   bool open;
 } replay_gate;
@@ -1286,11 +1339,12 @@ static bool held(const replay_gates* G, const lm_stream_def* s, const struct lm_
 /* dst: the NULL-terminated whole list without what is held (streams reading
  * an input whose root source is `root`, or sinks); in place, never longer.
  * Returns the count. */
-static int32_t filter_held(const replay_gates* G, void** dst, void* const* whole, bool sinks,
-                           const lm_source_def* root) {
+static int32_t filter_held(const replay_gates* G, void** dst, void* const* whole,
+                           bool sinks, const lm_source_def* root) {
   int32_t n = 0;
   for (int32_t j = 0; whole != NULL && whole[j] != NULL; j++)
-    if (!held(G, sinks ? NULL : whole[j], sinks ? whole[j] : NULL, root)) dst[n++] = whole[j];
+    if (!held(G, sinks ? NULL : whole[j], sinks ? whole[j] : NULL, root))
+      dst[n++] = whole[j];
   return n;
 }
 
@@ -1305,7 +1359,8 @@ static void gates_apply(replay_gates* G) {
   for (int32_t i = 0; i < g->nstreams; i++) {
     lm_stream_def* s = g->streams[i];
     const lm_source_def* root = lm_db_root_source(G->db, s);
-    s->nreaders = filter_held(G, (void**)s->readers, (void* const*)G->readers[i], false, root);
+    s->nreaders =
+        filter_held(G, (void**)s->readers, (void* const*)G->readers[i], false, root);
     s->nsinks = filter_held(G, (void**)s->sinks, (void* const*)G->sinks[i], true, NULL);
   }
 }
@@ -1339,9 +1394,10 @@ static void gates_open(replay_gates* G, const lm_source_def* root, uint64_t seq)
       int64_t least = INT64_MAX;
       for (int32_t b = 0; b < s->nin; b++) {
         if (lm_db_branch_root(G->db, s, b) == x->root) {
-          const lm_stream_def* in = s->plan.branches[b].input_is_source
-                                        ? NULL
-                                        : lm_db_find_stream(G->db, s->plan.branches[b].input);
+          const lm_stream_def* in =
+              s->plan.branches[b].input_is_source
+                  ? NULL
+                  : lm_db_find_stream(G->db, s->plan.branches[b].input);
           s->in_wm[b] = in != NULL ? in->watermark_ms : x->root->watermark_ms;
         }
         if (s->in_wm[b] < least) least = s->in_wm[b];
@@ -1362,7 +1418,8 @@ static void gates_free(replay_gates* G) {
   if (G->gates == NULL) return;
   gates_open(G, NULL, UINT64_MAX); /* the whole lists back */
   lm_graph* g = &G->db->graph;
-  for (int32_t i = 0; G->src_readers != NULL && i < g->nsources; i++) lm_free(G->src_readers[i]);
+  for (int32_t i = 0; G->src_readers != NULL && i < g->nsources; i++)
+    lm_free(G->src_readers[i]);
   for (int32_t i = 0; G->readers != NULL && G->sinks != NULL && i < g->nstreams; i++) {
     lm_free(G->readers[i]);
     lm_free(G->sinks[i]);
@@ -1380,7 +1437,8 @@ static laminar_code gates_init(laminar_db* db, replay_gates* G, laminar_error* e
   *G = (replay_gates){.db = db};
   lm_graph* g = &db->graph;
   int32_t most = db->nsinks;
-  for (int32_t i = 0; i < g->nstreams; i++) most += g->streams[i]->nin > 1 ? g->streams[i]->nin : 1;
+  for (int32_t i = 0; i < g->nstreams; i++)
+    most += g->streams[i]->nin > 1 ? g->streams[i]->nin : 1;
   replay_gate* gates = lm_calloc((size_t)most + 1, sizeof *gates);
   if (gates == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   int32_t n = 0;
@@ -1396,17 +1454,19 @@ static laminar_code gates_init(laminar_db* db, replay_gates* G, laminar_error* e
       gates[n++] = (replay_gate){.root = root, .stream = s, .start = s->in_start[b]};
     }
     lm_source_def* root = lm_db_root_source(db, s);
-    if (s->in_start != NULL || root == NULL || s->start_seq <= root->processed_seq) continue;
+    if (s->in_start != NULL || root == NULL || s->start_seq <= root->processed_seq)
+      continue;
     gates[n++] = (replay_gate){.root = root, .stream = s, .start = s->start_seq};
   }
   for (int32_t i = 0; i < db->nsinks; i++) {
     lm_sink_def* k = db->sinks[i];
     lm_source_def* root = lm_db_root_source(db, k->stream);
     bool on_stream = false;
-    for (int32_t j = 0; j < k->stream->nsinks; j++) on_stream |= k->stream->sinks[j] == k->sink;
+    for (int32_t j = 0; j < k->stream->nsinks; j++)
+      on_stream |= k->stream->sinks[j] == k->sink;
     if (!on_stream || root == NULL || k->start_seq <= root->processed_seq) continue;
-    gates[n++] =
-        (replay_gate){.root = root, .stream = k->stream, .sink = k->sink, .start = k->start_seq};
+    gates[n++] = (replay_gate){
+        .root = root, .stream = k->stream, .sink = k->sink, .start = k->start_seq};
   }
   if (n == 0) {
     lm_free(gates);
@@ -1425,7 +1485,8 @@ static laminar_code gates_init(laminar_db* db, replay_gates* G, laminar_error* e
   for (int32_t i = 0; !nomem && i < g->nstreams; i++) {
     G->readers[i] =
         copy_list((void* const*)g->streams[i]->readers, g->streams[i]->nreaders, &nomem);
-    G->sinks[i] = copy_list((void* const*)g->streams[i]->sinks, g->streams[i]->nsinks, &nomem);
+    G->sinks[i] =
+        copy_list((void* const*)g->streams[i]->sinks, g->streams[i]->nsinks, &nomem);
   }
   if (nomem) {
     for (int32_t i = 0; i < G->n; i++) G->gates[i].open = true; /* nothing held */
@@ -1465,7 +1526,8 @@ static void set_quiet(replay_ctx* c, bool quiet) {
   c->quiet = quiet;
 }
 
-static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_error* err) {
+static laminar_code replay_record(void* arg, const lm_wal_record* rec,
+                                  laminar_error* err) {
   replay_ctx* c = arg;
   lm_source_def* src = c->src;
   if (rec->seq <= src->processed_seq || rec->seq > c->stop_after) return LAMINAR_OK;
@@ -1491,22 +1553,26 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_e
     if (rc == LAMINAR_OK && r.pos != r.len) {
       lm_batch_unref(msg->batch);
       msg->batch = NULL;
-      rc = lm_error_set(err, LAMINAR_ERR_IO, "%zu bytes after the logged batch", r.len - r.pos);
+      rc = lm_error_set(err, LAMINAR_ERR_IO, "%zu bytes after the logged batch",
+                        r.len - r.pos);
     }
   } else if (rec->type == WAL_BATCH) {
     rc = lm_batch_decode(&src->schema, &r, &msg->batch, err);
   } else if (rec->type == WAL_WATERMARK) {
     msg->watermark_ms = lm_state_get_i64(&r);
-    if (r.failed) rc = lm_error_set(err, LAMINAR_ERR_RECOVERY, "WAL: truncated watermark record");
+    if (r.failed)
+      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY, "WAL: truncated watermark record");
   } else {
-    rc = lm_error_set(err, LAMINAR_ERR_RECOVERY, "WAL: unknown record type %u", rec->type);
+    rc =
+        lm_error_set(err, LAMINAR_ERR_RECOVERY, "WAL: unknown record type %u", rec->type);
   }
   if (rc != LAMINAR_OK) {
     lm_free(msg);
     char why[sizeof err->message]; /* lm_error_set clears err->message first */
     snprintf(why, sizeof why, "%s", err ? err->message : "undecodable");
-    return lm_error_set(err, LAMINAR_ERR_RECOVERY, "source '%s': WAL record %" PRIu64 ": %s",
-                        src->name, rec->seq, why);
+    return lm_error_set(err, LAMINAR_ERR_RECOVERY,
+                        "source '%s': WAL record %" PRIu64 ": %s", src->name, rec->seq,
+                        why);
   }
   c->replayed++;
   set_quiet(c, rec->seq <= c->quiet_upto);
@@ -1528,7 +1594,8 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec, laminar_e
       if (e != NULL && e[0] != '\0') why = e;
     }
     if (strncmp(why, "LDB-", 4) == 0 && strlen(why) > 10 && why[8] == ':') why += 10;
-    return lm_error_set(err, rc, "source '%s': replaying WAL record %" PRIu64 " failed: %s",
+    return lm_error_set(err, rc,
+                        "source '%s': replaying WAL record %" PRIu64 " failed: %s",
                         src->name, rec->seq, why);
   }
   return LAMINAR_OK;
@@ -1561,16 +1628,20 @@ static char* read_text(const char* path, bool* missing, size_t* out_len) {
     len += n;
   }
   fclose(f);
-  if (buf == NULL) buf = lm_calloc(1, 1);
-  else buf[len] = '\0';
+  if (buf == NULL)
+    buf = lm_calloc(1, 1);
+  else
+    buf[len] = '\0';
   if (out_len != NULL) *out_len = len;
   return buf;
 }
 
 /* Attach a connector sink: recover(epoch of the restored checkpoint), then
  * begin the next epoch. On failure nothing is attached (cb not released). */
-static laminar_code attach_callback_sink(laminar_db* db, const char* name, const char* stream,
-                                         const laminar_sink_callbacks* cb, laminar_error* err) {
+static laminar_code attach_callback_sink(laminar_db* db, const char* name,
+                                         const char* stream,
+                                         const laminar_sink_callbacks* cb,
+                                         laminar_error* err) {
   lm_stream_def* st = lm_db_find_stream(db, stream);
   if (st == NULL) {
     laminar_code rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
@@ -1590,9 +1661,10 @@ static laminar_code attach_callback_sink(laminar_db* db, const char* name, const
   if (k == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   k->stream = st;
   k->name = lm_strdup(name);
-  laminar_code rc = k->name == NULL ? lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory")
-                                    : lm_callback_sink_create(name, &st->out_schema, &quiet,
-                                                              &k->sink, err);
+  laminar_code rc =
+      k->name == NULL
+          ? lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory")
+          : lm_callback_sink_create(name, &st->out_schema, &quiet, &k->sink, err);
   /* Its callbacks run on a sink thread (sink/queue.c), never on the reactor. */
   if (rc == LAMINAR_OK) {
     lm_sink* inner = k->sink;
@@ -1612,13 +1684,16 @@ static laminar_code attach_callback_sink(laminar_db* db, const char* name, const
   return LAMINAR_OK;
 }
 
-laminar_code lm_durable_register_sink(laminar_db* db, const char* name, const char* stream,
-                                      const laminar_sink_callbacks* cb, laminar_error* err) {
+laminar_code lm_durable_register_sink(laminar_db* db, const char* name,
+                                      const char* stream,
+                                      const laminar_sink_callbacks* cb,
+                                      laminar_error* err) {
   if (db->dur == NULL)
-    return lm_error_set(err, LAMINAR_ERR_CONFIG_CONFLICT,
-                        "sink '%s': a sink publishes at checkpoints: open the database with "
-                        "data_dir and checkpoint_interval",
-                        name);
+    return lm_error_set(
+        err, LAMINAR_ERR_CONFIG_CONFLICT,
+        "sink '%s': a sink publishes at checkpoints: open the database with "
+        "data_dir and checkpoint_interval",
+        name);
   if (db->dur->conf.read_only) {
     laminar_code rc = lm_durable_refuse_write(db->dur, "attaches no sink", err);
     lm_error_object(err, name, NULL);
@@ -1627,13 +1702,14 @@ laminar_code lm_durable_register_sink(laminar_db* db, const char* name, const ch
   return attach_callback_sink(db, name, stream, cb, err);
 }
 
-static laminar_code attach_config_sinks(laminar_db* db, lm_durable* d, laminar_error* err) {
+static laminar_code attach_config_sinks(laminar_db* db, lm_durable* d,
+                                        laminar_error* err) {
   for (int32_t i = 0; i < d->nconfig_sinks; i++) {
     lm_config_sink* c = &d->config_sinks[i];
     if (atomic_exchange(&c->attached, true))
-      return lm_error_set(err, LAMINAR_ERR_STATE,
-                          "sink '%s': this config's sinks were attached by another database",
-                          c->name);
+      return lm_error_set(
+          err, LAMINAR_ERR_STATE,
+          "sink '%s': this config's sinks were attached by another database", c->name);
     laminar_code rc = attach_callback_sink(db, c->name, c->stream, &c->cb, err);
     if (rc != LAMINAR_OK) {
       atomic_store(&c->attached, false); /* not taken: the config still owns it */
@@ -1673,12 +1749,14 @@ static laminar_code read_catalog(lm_durable* d, char** sql, laminar_error* err) 
   if (text == NULL && !missing) {
     rc = lm_error_set(err, LAMINAR_ERR_IO, "cannot read %s: %s", path, strerror(errno));
   } else if ((text == NULL || len == 0) && has_data(d)) {
-    rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
-                      "%s is %s while checkpoints or WAL exist in %s: the database's catalog is "
-                      "lost (restore the file, or remove checkpoints/ and wal/ to start empty)",
-                      path, text == NULL ? "missing" : "empty", d->dir);
+    rc = lm_error_set(
+        err, LAMINAR_ERR_RECOVERY,
+        "%s is %s while checkpoints or WAL exist in %s: the database's catalog is "
+        "lost (restore the file, or remove checkpoints/ and wal/ to start empty)",
+        path, text == NULL ? "missing" : "empty", d->dir);
   } else if (text == NULL || len == 0) {
-    d->catalog_missing = true; /* a new directory: written by the first DDL or checkpoint */
+    d->catalog_missing =
+        true; /* a new directory: written by the first DDL or checkpoint */
   } else if (len < 2 || memcmp(text, "--", 2) != 0) {
     d->legacy_catalog = true; /* an earlier build's: no header, no identities */
     *sql = text;
@@ -1708,11 +1786,12 @@ static laminar_code read_catalog(lm_durable* d, char** sql, laminar_error* err) 
                         " bytes=<n> crc32c=<x>')",
                         path);
     } else if (bytes != len - hlen || crc != lm_crc32c(0, text + hlen, len - hlen)) {
-      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
-                        "%s is damaged: %s (the header says %llu bytes, CRC-32C %08lx; the file "
-                        "has %zu bytes, CRC-32C %08x)",
-                        path, bytes != len - hlen ? "wrong length" : "CRC mismatch", bytes, crc,
-                        len - hlen, (unsigned)lm_crc32c(0, text + hlen, len - hlen));
+      rc = lm_error_set(
+          err, LAMINAR_ERR_RECOVERY,
+          "%s is damaged: %s (the header says %llu bytes, CRC-32C %08lx; the file "
+          "has %zu bytes, CRC-32C %08x)",
+          path, bytes != len - hlen ? "wrong length" : "CRC mismatch", bytes, crc,
+          len - hlen, (unsigned)lm_crc32c(0, text + hlen, len - hlen));
     } else if (memchr(text, '\0', len) != NULL) {
       rc = lm_error_set(err, LAMINAR_ERR_RECOVERY, "%s: a NUL byte in the text", path);
     } else {
@@ -1771,7 +1850,8 @@ static laminar_code replay_readonly(lm_durable* d, replay_ctx* c, laminar_error*
                     (rep.last_seq > covered ? rep.last_seq : covered) + 1);
   lm_free(dir);
   if (rc == LAMINAR_OK && rep.cut)
-    report(d, "source '%s': WAL damaged after record %" PRIu64 " (%" PRIu64
+    report(d,
+           "source '%s': WAL damaged after record %" PRIu64 " (%" PRIu64
            " bytes after it unread; read-only: nothing cut): %s",
            c->src->name, rep.last_seq, rep.bytes_cut, rep.reason);
   return rc;
@@ -1799,7 +1879,11 @@ static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epo
     int32_t i = pass % g->nsources;
     bool first = passes == 2 && pass < g->nsources; /* up to the quiet positions only */
     lm_source_def* s = g->sources[i];
-    replay_ctx c = {.rt = &db->rt, .db = db, .src = s, .gates = &G, .saved = saved,
+    replay_ctx c = {.rt = &db->rt,
+                    .db = db,
+                    .src = s,
+                    .gates = &G,
+                    .saved = saved,
                     .quiet_upto = pos_find(&d->replay_quiet, s->name, s->incarnation)};
     c.stop_after = first ? c.quiet_upto : UINT64_MAX;
     if (d->conf.read_only) { /* file sinks discard there: no quiet needed */
@@ -1814,14 +1898,17 @@ static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epo
        * published, or the state would lack rows the sinks hold (without,
        * the producer resumes from the offset: nothing is published). */
       char what[300];
-      snprintf(what, sizeof what, "source '%s': the WAL (%.200s/%s) ends at record %" PRIu64,
-               s->name, d->wal_dir, s->name, s->processed_seq);
-      rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
-                        "%s, before record %" PRIu64 " where checkpoint %" PRIu64
-                        " (%.200s/ckpt-%020" PRIu64 ".bin, damaged or missing) stood; its "
-                        "epochs may be published by the sinks, so the state cannot be rebuilt "
-                        "without those records",
-                        what, c.quiet_upto, quiet_epoch, d->ckpt_dir, quiet_epoch);
+      snprintf(what, sizeof what,
+               "source '%s': the WAL (%.200s/%s) ends at record %" PRIu64, s->name,
+               d->wal_dir, s->name, s->processed_seq);
+      rc = lm_error_set(
+          err, LAMINAR_ERR_RECOVERY,
+          "%s, before record %" PRIu64 " where checkpoint %" PRIu64
+          " (%.200s/ckpt-%020" PRIu64
+          ".bin, damaged or missing) stood; its "
+          "epochs may be published by the sinks, so the state cannot be rebuilt "
+          "without those records",
+          what, c.quiet_upto, quiet_epoch, d->ckpt_dir, quiet_epoch);
     }
   }
   lm_free(saved);
@@ -1830,7 +1917,8 @@ static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epo
 }
 
 /* Prefix err's message (a failure of a recovery step) with `what`. */
-static laminar_code recovery_context(laminar_error* err, laminar_code rc, const char* what) {
+static laminar_code recovery_context(laminar_error* err, laminar_code rc,
+                                     const char* what) {
   char msg[sizeof err->message];
   snprintf(msg, sizeof msg, "%s", err != NULL ? err->message : "");
   return lm_error_set(err, rc, "%s: %s", what, msg);
@@ -1843,21 +1931,24 @@ static laminar_code recovery_context(laminar_error* err, laminar_code rc, const 
  * positions file is written before it) into d->replay_quiet and *quiet_epoch
  * (0: none). Its epochs may be published: the replay up to its positions
  * rebuilds its state and publishes nothing, and the sinks go on after it. */
-static laminar_code load_checkpoints(lm_durable* d, bool* found, uint64_t* epoch, uint8_t** data,
-                                     size_t* len, uint64_t* quiet_epoch, lm_ckpt_report* crep,
-                                     laminar_error* err) {
+static laminar_code load_checkpoints(lm_durable* d, bool* found, uint64_t* epoch,
+                                     uint8_t** data, size_t* len, uint64_t* quiet_epoch,
+                                     lm_ckpt_report* crep, laminar_error* err) {
   *quiet_epoch = 0;
   LM_TRY(lm_ckpt_load_latest(d->ckpt_dir, found, epoch, data, len, crep, err));
   char file[300];
   snprintf(file, sizeof file, "%.240s/ckpt-%020" PRIu64 ".bin", d->ckpt_dir, *epoch);
-  laminar_code rc = *found ? parse_positions(*data, *len, file, &d->restored, err) : LAMINAR_OK;
+  laminar_code rc =
+      *found ? parse_positions(*data, *len, file, &d->restored, err) : LAMINAR_OK;
   uint8_t* pdata = NULL;
   size_t plen = 0;
   bool pfound = false;
   if (rc == LAMINAR_OK)
-    rc = lm_ckpt_load_positions(d->ckpt_dir, *epoch, &pfound, quiet_epoch, &pdata, &plen, err);
+    rc = lm_ckpt_load_positions(d->ckpt_dir, *epoch, &pfound, quiet_epoch, &pdata, &plen,
+                                err);
   if (rc == LAMINAR_OK && pfound) {
-    snprintf(file, sizeof file, "%.240s/pos-%020" PRIu64 ".bin", d->ckpt_dir, *quiet_epoch);
+    snprintf(file, sizeof file, "%.240s/pos-%020" PRIu64 ".bin", d->ckpt_dir,
+             *quiet_epoch);
     rc = parse_positions(pdata, plen, file, &d->replay_quiet, err);
   }
   lm_free(pdata);
@@ -1867,16 +1958,21 @@ static laminar_code load_checkpoints(lm_durable* d, bool* found, uint64_t* epoch
     return rc;
   }
   if (crep->skipped > 0 && pfound)
-    report(d, "%d damaged checkpoint(s) skipped: %s; restored checkpoint %" PRIu64
-           ", then the WAL replayed up to checkpoint %" PRIu64 "'s positions without "
+    report(d,
+           "%d damaged checkpoint(s) skipped: %s; restored checkpoint %" PRIu64
+           ", then the WAL replayed up to checkpoint %" PRIu64
+           "'s positions without "
            "publishing its epochs again",
            crep->skipped, crep->reason, *epoch, *quiet_epoch);
   else if (crep->skipped > 0)
     report(d, "%d damaged checkpoint(s) skipped: %s; restored checkpoint %" PRIu64,
            crep->skipped, crep->reason, *epoch);
   else if (pfound)
-    report(d, "checkpoint %" PRIu64 " (%.240s/ckpt-%020" PRIu64 ".bin) is missing: restored "
-           "checkpoint %" PRIu64 ", then the WAL replayed up to its positions without "
+    report(d,
+           "checkpoint %" PRIu64 " (%.240s/ckpt-%020" PRIu64
+           ".bin) is missing: restored "
+           "checkpoint %" PRIu64
+           ", then the WAL replayed up to its positions without "
            "publishing its epochs again",
            *quiet_epoch, d->ckpt_dir, *quiet_epoch, *epoch);
   return LAMINAR_OK;
@@ -1935,12 +2031,13 @@ static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
        * checkpoint and positions are both lost: where its rows end in the
        * WAL is unknown, and replaying would publish them again. */
       char what[600];
-      snprintf(what, sizeof what,
-               "sink '%s' cannot go on from checkpoint %" PRIu64 ": checkpoint %" PRIu64
-               " (%.200s/ckpt-%020" PRIu64 ".bin) and its positions file (pos-%020" PRIu64
-               ".bin) are damaged or missing, and the sink has published epochs after %" PRIu64
-               " (replaying the WAL would publish their rows again)",
-               db->sinks[i]->name, epoch, epoch + 1, d->ckpt_dir, epoch + 1, epoch + 1, epoch);
+      snprintf(
+          what, sizeof what,
+          "sink '%s' cannot go on from checkpoint %" PRIu64 ": checkpoint %" PRIu64
+          " (%.200s/ckpt-%020" PRIu64 ".bin) and its positions file (pos-%020" PRIu64
+          ".bin) are damaged or missing, and the sink has published epochs after %" PRIu64
+          " (replaying the WAL would publish their rows again)",
+          db->sinks[i]->name, epoch, epoch + 1, d->ckpt_dir, epoch + 1, epoch + 1, epoch);
       return recovery_context(err, LAMINAR_ERR_RECOVERY, what);
     }
     if (rc != LAMINAR_OK) {
@@ -1957,7 +2054,8 @@ static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
   LM_TRY(rc);
   /* An earlier build's catalog: written now with the header and every
    * object's identity (the next checkpoint records them). */
-  if (d->legacy_catalog && !d->conf.read_only) LM_TRY(lm_durable_catalog_changed(db, err));
+  if (d->legacy_catalog && !d->conf.read_only)
+    LM_TRY(lm_durable_catalog_changed(db, err));
   d->legacy_catalog = false;
   return LAMINAR_OK;
 }
@@ -1984,7 +2082,8 @@ static void* background(void* arg) {
      * checkpoints, and an embedded database should not wake its process 100
      * times a second for nothing. A new async source, or a source that lowers
      * the interval, wakes this thread to sleep anew. */
-    int64_t interval_ns = config_ns(d->conf.checkpoint_interval_ms); /* a source may lower it */
+    int64_t interval_ns =
+        config_ns(d->conf.checkpoint_interval_ms); /* a source may lower it */
     int64_t flush_ns = config_ns(d->conf.flush_ms);
     int64_t wait_ns = last_ckpt + interval_ns - now_ns();
     if (any_async && flush_ns < wait_ns) wait_ns = flush_ns;
@@ -2015,7 +2114,8 @@ static void* background(void* arg) {
     any_async = nasync > 0;
     for (int32_t i = 0; i < nasync; i++) {
       lm_wal_ticket t = lm_wal_ticket_last(async_srcs[i]->wal);
-      if (t.seq > 0) (void)lm_wal_commit(async_srcs[i]->wal, t, true, NULL); /* resurfaces on push */
+      if (t.seq > 0)
+        (void)lm_wal_commit(async_srcs[i]->wal, t, true, NULL); /* resurfaces on push */
       lm_source_def_unref(async_srcs[i]);
     }
     if (now_ns() - last_ckpt >= interval_ns) {
@@ -2048,11 +2148,12 @@ static void durable_free(lm_durable* d) {
   lm_free(d);
 }
 
-laminar_code lm_durable_open(laminar_db* db, const char* data_dir, const lm_durable_config* c,
-                             lm_config_sink* sinks, int32_t nsinks, lm_durable** out,
-                             laminar_error* err) {
+laminar_code lm_durable_open(laminar_db* db, const char* data_dir,
+                             const lm_durable_config* c, lm_config_sink* sinks,
+                             int32_t nsinks, lm_durable** out, laminar_error* err) {
   *out = NULL;
-  bool on = c->checkpoint_interval_ms > 0 || c->read_only; /* read-only: recover, no more */
+  bool on =
+      c->checkpoint_interval_ms > 0 || c->read_only; /* read-only: recover, no more */
   if (!on && nsinks > 0)
     return lm_error_set(err, LAMINAR_ERR_CONFIG_CONFLICT,
                         "sink '%s': a sink publishes at checkpoints: set data_dir and "
@@ -2060,15 +2161,17 @@ laminar_code lm_durable_open(laminar_db* db, const char* data_dir, const lm_dura
                         sinks[0].name);
   if (!on) {
     if (c->wal_mode != LM_WAL_NONE)
-      return lm_error_set(err, LAMINAR_ERR_CONFIG_CONFLICT,
-                          "config 'wal_mode' = %s needs checkpoints: set checkpoint_interval "
-                          "(the WAL is replayed from the last checkpoint)",
-                          c->wal_mode == LM_WAL_SYNC ? "sync" : "async");
+      return lm_error_set(
+          err, LAMINAR_ERR_CONFIG_CONFLICT,
+          "config 'wal_mode' = %s needs checkpoints: set checkpoint_interval "
+          "(the WAL is replayed from the last checkpoint)",
+          c->wal_mode == LM_WAL_SYNC ? "sync" : "async");
     return LAMINAR_OK;
   }
   if (data_dir == NULL)
-    return lm_error_set(err, LAMINAR_ERR_CONFIG_CONFLICT,
-                        "config 'checkpoint_interval' needs 'data_dir': checkpoints are files");
+    return lm_error_set(
+        err, LAMINAR_ERR_CONFIG_CONFLICT,
+        "config 'checkpoint_interval' needs 'data_dir': checkpoints are files");
   lm_durable* d = lm_calloc(1, sizeof *d);
   if (d == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   pthread_mutex_init(&d->mu, NULL);
@@ -2084,9 +2187,11 @@ laminar_code lm_durable_open(laminar_db* db, const char* data_dir, const lm_dura
   laminar_code rc = LAMINAR_OK;
   if (d->dir == NULL || d->ckpt_dir == NULL || d->wal_dir == NULL)
     rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  if (rc == LAMINAR_OK) rc = resolve_dir(data_dir, "data_dir", LAMINAR_ERR_IO, &d->dir_real, err);
+  if (rc == LAMINAR_OK)
+    rc = resolve_dir(data_dir, "data_dir", LAMINAR_ERR_IO, &d->dir_real, err);
   if (rc == LAMINAR_OK && c->sink_root != NULL)
-    rc = resolve_dir(c->sink_root, "sink_root", LAMINAR_ERR_CONFIG_VALUE, &d->sink_root, err);
+    rc = resolve_dir(c->sink_root, "sink_root", LAMINAR_ERR_CONFIG_VALUE, &d->sink_root,
+                     err);
   if (rc == LAMINAR_OK && !c->read_only) rc = make_dir(d->ckpt_dir, err);
   if (rc == LAMINAR_OK && !c->read_only) rc = make_dir(d->wal_dir, err);
   if (rc != LAMINAR_OK) {

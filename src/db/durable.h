@@ -50,18 +50,22 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef enum lm_wal_mode { LM_WAL_NONE = 0, LM_WAL_ASYNC = 1, LM_WAL_SYNC = 2 } lm_wal_mode;
+typedef enum lm_wal_mode {
+  LM_WAL_NONE = 0,
+  LM_WAL_ASYNC = 1,
+  LM_WAL_SYNC = 2
+} lm_wal_mode;
 
 typedef struct lm_durable_config {
   int64_t checkpoint_interval_ms; /* -1: none (durability off) */
   lm_wal_mode wal_mode;
-  int32_t keep;                   /* checkpoints kept */
+  int32_t keep; /* checkpoints kept */
   lm_wal_io io;
-  lm_wal_direct direct;           /* wal_direct_io: auto (O_DIRECT where it works) | off */
-  bool strict;                    /* refuse to open on WAL damage before the tail */
-  int64_t flush_ms;               /* async WAL: longest delay before a flush */
-  bool read_only;                 /* read_only: recover for queries, write nothing */
-  char* sink_root;                /* sink_root: file sinks only under it (NULL: anywhere
+  lm_wal_direct direct; /* wal_direct_io: auto (O_DIRECT where it works) | off */
+  bool strict;          /* refuse to open on WAL damage before the tail */
+  int64_t flush_ms;     /* async WAL: longest delay before a flush */
+  bool read_only;       /* read_only: recover for queries, write nothing */
+  char* sink_root;      /* sink_root: file sinks only under it (NULL: anywhere
                                    * outside data_dir); the config's, freed with it */
 } lm_durable_config;
 
@@ -88,8 +92,10 @@ laminar_code lm_durable_open(struct laminar_db* db, const char* data_dir,
                              int32_t nsinks, lm_durable** out, laminar_error* err);
 
 /* laminar_sink_register (caller holds db->lock). */
-laminar_code lm_durable_register_sink(struct laminar_db* db, const char* name, const char* stream,
-                                      const laminar_sink_callbacks* cb, laminar_error* err);
+laminar_code lm_durable_register_sink(struct laminar_db* db, const char* name,
+                                      const char* stream,
+                                      const laminar_sink_callbacks* cb,
+                                      laminar_error* err);
 
 /* At laminar_close, before the catalog is freed: stop the thread. */
 void lm_durable_close(lm_durable* d);
@@ -113,7 +119,8 @@ void lm_durable_identify(lm_durable* d, const char* name, uint64_t* incarnation,
  * start position of each of its n inputs' root sources that the catalog
  * records (starts[b]; left as the caller set them when it records none or
  * another count). No-op without durability. */
-void lm_durable_identify_inputs(lm_durable* d, const char* name, uint64_t* starts, int32_t n);
+void lm_durable_identify_inputs(lm_durable* d, const char* name, uint64_t* starts,
+                                int32_t n);
 
 /* The fingerprint of a definition: `text` (its statement) over `input` (its
  * input's fingerprint, 0 for none). */
@@ -151,18 +158,20 @@ laminar_code lm_durable_checkpoint(struct laminar_db* db, laminar_error* err);
 bool lm_durable_read_only(const lm_durable* d);
 
 /* LAMINAR_ERR_READ_ONLY: "the database in '<dir>' is open read-only: it <what>". */
-laminar_code lm_durable_refuse_write(const lm_durable* d, const char* what, laminar_error* err);
+laminar_code lm_durable_refuse_write(const lm_durable* d, const char* what,
+                                     laminar_error* err);
 
 /* Whether file sink `sink` may write to `path` (resolved: symlinks and ".."
  * followed): not the data directory or inside it, and under
  * sink_root when that is set. LAMINAR_ERR_CONFIG_VALUE naming the path. */
-laminar_code lm_durable_check_sink_path(const lm_durable* d, const char* sink, const char* path,
-                                        laminar_error* err);
+laminar_code lm_durable_check_sink_path(const lm_durable* d, const char* sink,
+                                        const char* path, laminar_error* err);
 /* The same check of `real`, the canonical path of the directory the sink on
  * `path` opened (lm_file_sink_real): what it writes through, however the
  * path changed since the check above. */
-laminar_code lm_durable_check_sink_real(const lm_durable* d, const char* sink, const char* path,
-                                        const char* real, laminar_error* err);
+laminar_code lm_durable_check_sink_real(const lm_durable* d, const char* sink,
+                                        const char* path, const char* real,
+                                        laminar_error* err);
 
 /* The epoch the next checkpoint will have (file sinks begin there). */
 uint64_t lm_durable_next_epoch(const lm_durable* d);

@@ -62,8 +62,8 @@ laminar_code laminar_source_open(laminar_db* db, const char* name, laminar_sourc
   int expected = 0;
   /* acq_rel: the first handle takes the producer side; the previous last
    * handle's pushes (released by its close) happen-before ours. */
-  if (!atomic_compare_exchange_strong_explicit(&def->producers, &expected, 1,
-                                               memory_order_acq_rel, memory_order_acquire)) {
+  if (!atomic_compare_exchange_strong_explicit(
+          &def->producers, &expected, 1, memory_order_acq_rel, memory_order_acquire)) {
     rc = lm_error_set(err, LAMINAR_ERR_STATE,
                       "source '%s' already has an open producer handle: clone it "
                       "(laminar_source_clone) for another producer thread",
@@ -96,7 +96,8 @@ laminar_code laminar_source_clone(laminar_source* src, laminar_source** out,
                                   laminar_error* err) {
   if (out != NULL) *out = NULL;
   if (!source_ok(src) || out == NULL) {
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_source_clone: invalid argument");
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_source_clone: invalid argument");
   }
   laminar_db* db = src->db;
   lm_source_def* def = src->def;
@@ -194,9 +195,10 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
     }
     /* Import moves the array only on success. */
     lm_batch* batch = NULL;
-    rc = keep ? lm_arrow_import_kept(&def->schema, def->name, &arrays[imported], schema, &batch,
-                                     &kept[imported], err)
-              : lm_arrow_import(&def->schema, def->name, &arrays[imported], schema, &batch, err);
+    rc = keep ? lm_arrow_import_kept(&def->schema, def->name, &arrays[imported], schema,
+                                     &batch, &kept[imported], err)
+              : lm_arrow_import(&def->schema, def->name, &arrays[imported], schema,
+                                &batch, err);
     if (rc != LAMINAR_OK) {
       lm_free(msg);
       if (n > 1 && err != NULL) { /* say which array */
@@ -237,14 +239,15 @@ laminar_code laminar_source_push(laminar_source* src, struct ArrowArray* array,
 }
 
 laminar_code laminar_source_try_push(laminar_source* src, struct ArrowArray* array,
-                                     const struct ArrowSchema* schema, laminar_error* err) {
+                                     const struct ArrowSchema* schema,
+                                     laminar_error* err) {
   lm_push_wait how = lm_push_no_wait();
   return push_many(src, array, 1, schema, &how, NULL, err);
 }
 
 laminar_code laminar_source_push_timeout(laminar_source* src, struct ArrowArray* array,
-                                         const struct ArrowSchema* schema, int64_t timeout_ms,
-                                         laminar_error* err) {
+                                         const struct ArrowSchema* schema,
+                                         int64_t timeout_ms, laminar_error* err) {
   lm_push_wait how = lm_push_wait_for(timeout_ms);
   return push_many(src, array, 1, schema, &how, NULL, err);
 }
@@ -260,10 +263,12 @@ laminar_code laminar_source_push_batch(laminar_source* src, struct ArrowArray* a
 static void borrowed_release(struct ArrowArray* array) { array->release = NULL; }
 
 laminar_code laminar_source_validate(laminar_source* src, const struct ArrowArray* array,
-                                     const struct ArrowSchema* schema, laminar_error* err) {
+                                     const struct ArrowSchema* schema,
+                                     laminar_error* err) {
   if (!source_ok(src) || array == NULL || schema == NULL) {
-    return lm_error_set(err, LAMINAR_ERR_MISUSE,
-                        "laminar_source_validate: invalid handle, or NULL array or schema");
+    return lm_error_set(
+        err, LAMINAR_ERR_MISUSE,
+        "laminar_source_validate: invalid handle, or NULL array or schema");
   }
   lm_source_def* def = src->def;
   LM_TRY(lm_source_check_open(def, err));
@@ -277,17 +282,20 @@ laminar_code laminar_source_validate(laminar_source* src, const struct ArrowArra
   return rc;
 }
 
-laminar_code laminar_source_push_batch_timeout(laminar_source* src, struct ArrowArray* arrays,
-                                               int64_t n, const struct ArrowSchema* schema,
+laminar_code laminar_source_push_batch_timeout(laminar_source* src,
+                                               struct ArrowArray* arrays, int64_t n,
+                                               const struct ArrowSchema* schema,
                                                int64_t timeout_ms, int64_t* out_pushed,
                                                laminar_error* err) {
   lm_push_wait how = lm_push_wait_for(timeout_ms);
   return push_many(src, arrays, n, schema, &how, out_pushed, err);
 }
 
-laminar_code laminar_source_free_slots(laminar_source* src, int64_t* out, laminar_error* err) {
+laminar_code laminar_source_free_slots(laminar_source* src, int64_t* out,
+                                       laminar_error* err) {
   if (!source_ok(src) || out == NULL) {
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_source_free_slots: invalid argument");
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_source_free_slots: invalid argument");
   }
   *out = lm_source_free_slots(src->def);
   return LAMINAR_OK;
@@ -297,15 +305,16 @@ laminar_code laminar_source_has_capacity(laminar_source* src, int64_t n, int32_t
                                          laminar_error* err) {
   int64_t free_slots;
   if (out == NULL || n < 0) {
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_source_has_capacity: invalid argument");
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_source_has_capacity: invalid argument");
   }
   LM_TRY(laminar_source_free_slots(src, &free_slots, err));
   *out = free_slots >= n ? 1 : 0;
   return LAMINAR_OK;
 }
 
-static laminar_code watermark(laminar_source* src, int64_t watermark_ms, const lm_push_wait* how,
-                              laminar_error* err) {
+static laminar_code watermark(laminar_source* src, int64_t watermark_ms,
+                              const lm_push_wait* how, laminar_error* err) {
   if (!source_ok(src)) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "invalid or closed source handle");
   }
@@ -334,9 +343,11 @@ laminar_code laminar_source_watermark_timeout(laminar_source* src, int64_t water
   return watermark(src, watermark_ms, &how, err);
 }
 
-laminar_code laminar_source_offset(laminar_source* src, int64_t* out, laminar_error* err) {
+laminar_code laminar_source_offset(laminar_source* src, int64_t* out,
+                                   laminar_error* err) {
   if (!source_ok(src) || out == NULL) {
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_source_offset: invalid argument");
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_source_offset: invalid argument");
   }
   *out = lm_source_next_offset(src->def, src->db->dur != NULL);
   return LAMINAR_OK;
@@ -380,15 +391,16 @@ static laminar_code set_sub_option(sub_options* o, const char* key, const char* 
     case LM_OPT_SLOW_SUBSCRIBER: o->drop_when_full = v.i == 1; break; /* "block | drop" */
     case LM_OPT_WAIT_STRATEGY: o->wait = v.wait; break;
     case LM_OPT_MAX_QUEUE_BYTES: o->max_queue_bytes = v.i; break;
-    default: return lm_error_set(err, LAMINAR_ERR_INTERNAL, "subscription option '%s'", key);
+    default:
+      return lm_error_set(err, LAMINAR_ERR_INTERNAL, "subscription option '%s'", key);
   }
   return LAMINAR_OK;
 }
 
 /* Copy the next `key = value` of "k = v, k = 'v'" into key/value; the rest
  * of the text after it, or NULL at the end. *out_ok false on a malformed item. */
-static const char* next_option(const char* s, char* key, size_t kcap, char* value, size_t vcap,
-                               bool* out_ok) {
+static const char* next_option(const char* s, char* key, size_t kcap, char* value,
+                               size_t vcap, bool* out_ok) {
   *out_ok = false;
   while (*s == ' ' || *s == '\t' || *s == ',') s++;
   if (*s == '\0') {
@@ -421,7 +433,8 @@ static const char* next_option(const char* s, char* key, size_t kcap, char* valu
 }
 
 /* laminar_subscribe_with()'s text form: "key = value, key = 'value'". */
-static laminar_code parse_sub_options(const char* text, sub_options* o, laminar_error* err) {
+static laminar_code parse_sub_options(const char* text, sub_options* o,
+                                      laminar_error* err) {
   const char* s = text;
   while (s != NULL) {
     char key[64], value[64];
@@ -429,7 +442,8 @@ static laminar_code parse_sub_options(const char* text, sub_options* o, laminar_
     s = next_option(s, key, sizeof key, value, sizeof value, &ok);
     if (!ok) {
       return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
-                          "subscription options: expected 'key = value, ...', got '%s'", text);
+                          "subscription options: expected 'key = value, ...', got '%s'",
+                          text);
     }
     if (s != NULL) LM_TRY(set_sub_option(o, key, value, err));
   }
@@ -439,26 +453,29 @@ static laminar_code parse_sub_options(const char* text, sub_options* o, laminar_
 static laminar_code subscribe(laminar_db* db, const char* name, const sub_options* opts,
                               laminar_subscription** out, laminar_error* err);
 
-laminar_code laminar_subscription_open(laminar_db* db, const char* name, const char* const* keys,
-                                       const char* const* values, int32_t noptions,
-                                       laminar_subscription** out, laminar_error* err) {
+laminar_code laminar_subscription_open(laminar_db* db, const char* name,
+                                       const char* const* keys, const char* const* values,
+                                       int32_t noptions, laminar_subscription** out,
+                                       laminar_error* err) {
   if (out != NULL) *out = NULL;
-  if (db == NULL || db->magic != LM_MAGIC_DB || name == NULL || out == NULL || noptions < 0 ||
-      (noptions > 0 && (keys == NULL || values == NULL))) {
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_subscription_open: invalid argument");
+  if (db == NULL || db->magic != LM_MAGIC_DB || name == NULL || out == NULL ||
+      noptions < 0 || (noptions > 0 && (keys == NULL || values == NULL))) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_subscription_open: invalid argument");
   }
   sub_options opts = {db->buffer_size, db->slow_drop, db->wait, db->max_queue_bytes};
   for (int32_t i = 0; i < noptions; i++) {
     if (keys[i] == NULL || values[i] == NULL)
       return lm_error_set(err, LAMINAR_ERR_MISUSE,
-                          "laminar_subscription_open: option %d has a NULL key or value", (int)i);
+                          "laminar_subscription_open: option %d has a NULL key or value",
+                          (int)i);
     LM_TRY(set_sub_option(&opts, keys[i], values[i], err));
   }
   return subscribe(db, name, &opts, out, err);
 }
 
-laminar_code laminar_subscribe(laminar_db* db, const char* name, laminar_subscription** out,
-                               laminar_error* err) {
+laminar_code laminar_subscribe(laminar_db* db, const char* name,
+                               laminar_subscription** out, laminar_error* err) {
   return laminar_subscription_open(db, name, NULL, NULL, 0, out, err);
 }
 
@@ -466,7 +483,8 @@ laminar_code laminar_subscribe_with(laminar_db* db, const char* name, const char
                                     laminar_subscription** out, laminar_error* err) {
   if (out != NULL) *out = NULL;
   if (db == NULL || db->magic != LM_MAGIC_DB || name == NULL || out == NULL) {
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_subscribe_with: invalid argument");
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_subscribe_with: invalid argument");
   }
   sub_options opts = {db->buffer_size, db->slow_drop, db->wait, db->max_queue_bytes};
   if (options != NULL) LM_TRY(parse_sub_options(options, &opts, err));
@@ -500,7 +518,8 @@ static laminar_code subscribe(laminar_db* db, const char* name, const sub_option
   if (remember((void***)&db->subs, &db->nsubs, s) != LAMINAR_OK) goto nomem;
   /* The reactor reads stream->subs: grow and publish it only while paused. */
   lm_rt_pause(&db->rt);
-  lm_sub** grown = lm_realloc(stream->subs, sizeof(lm_sub*) * (size_t)(stream->nsubs + 1));
+  lm_sub** grown =
+      lm_realloc(stream->subs, sizeof(lm_sub*) * (size_t)(stream->nsubs + 1));
   if (grown != NULL) {
     stream->subs = grown;
     stream->subs[stream->nsubs++] = s->sub;
@@ -534,7 +553,8 @@ static bool sub_ok(const laminar_subscription* s) {
 
 static bool sub_ready(void* arg) {
   lm_sub* sub = arg;
-  return lm_ring_size(sub->ring) > 0 || atomic_load_explicit(&sub->ended, memory_order_acquire);
+  return lm_ring_size(sub->ring) > 0 ||
+         atomic_load_explicit(&sub->ended, memory_order_acquire);
 }
 
 /* Pop one batch into out/out_schema. true if one was there. */
@@ -561,10 +581,14 @@ static laminar_code pop_batch(laminar_subscription* s, struct ArrowArray* out,
 }
 
 laminar_code laminar_subscription_next(laminar_subscription* s, int64_t timeout_ms,
-                                       struct ArrowArray* out, struct ArrowSchema* out_schema,
+                                       struct ArrowArray* out,
+                                       struct ArrowSchema* out_schema,
                                        laminar_error* err) {
-  if (!sub_ok(s)) return lm_error_set(err, LAMINAR_ERR_MISUSE, "invalid or closed subscription");
-  if (out == NULL) return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_subscription_next: out is NULL");
+  if (!sub_ok(s))
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "invalid or closed subscription");
+  if (out == NULL)
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_subscription_next: out is NULL");
   out->release = NULL;
   if (out_schema != NULL) out_schema->release = NULL;
   bool got;
@@ -577,14 +601,16 @@ laminar_code laminar_subscription_next(laminar_subscription* s, int64_t timeout_
       rc = pop_batch(s, out, out_schema, &got);
       if (rc != LAMINAR_OK) return lm_error_set(err, rc, "cannot export a result batch");
       if (got) return LAMINAR_OK;
-      lm_error_set(err, LAMINAR_ERR_SUBSCRIPTION_CLOSED,
-                   "subscription to '%s' ended: the stream was dropped or the database closed",
-                   s->stream_name);
+      lm_error_set(
+          err, LAMINAR_ERR_SUBSCRIPTION_CLOSED,
+          "subscription to '%s' ended: the stream was dropped or the database closed",
+          s->stream_name);
       lm_error_object(err, s->stream_name, NULL);
       return LAMINAR_ERR_SUBSCRIPTION_CLOSED;
     }
     if (timeout_ms == 0) return LAMINAR_OK;
-    int64_t ns = timeout_ms < 0 || timeout_ms > INT64_MAX / 1000000 ? -1 : timeout_ms * 1000000;
+    int64_t ns =
+        timeout_ms < 0 || timeout_ms > INT64_MAX / 1000000 ? -1 : timeout_ms * 1000000;
     if (!lm_wait_until(&s->sub->wait, &s->sub->waiter, ns, sub_ready, s->sub)) {
       return LAMINAR_OK;
     }
@@ -619,10 +645,12 @@ static void sub_stream_release(struct ArrowArrayStream* st) {
   st->private_data = NULL;
 }
 
-laminar_code laminar_subscription_stream(laminar_subscription* s, struct ArrowArrayStream* out,
+laminar_code laminar_subscription_stream(laminar_subscription* s,
+                                         struct ArrowArrayStream* out,
                                          laminar_error* err) {
   if (!sub_ok(s) || out == NULL) {
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_subscription_stream: invalid argument");
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_subscription_stream: invalid argument");
   }
   out->get_schema = sub_stream_get_schema;
   out->get_next = sub_stream_get_next;

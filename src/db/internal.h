@@ -19,10 +19,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define LM_MAGIC_DB 0x4c4d4442u      /* "LMDB" */
-#define LM_MAGIC_SOURCE 0x4c4d5352u  /* "LMSR" */
-#define LM_MAGIC_SUB 0x4c4d5342u     /* "LMSB" */
-#define LM_MAGIC_CONFIG 0x4c4d4346u  /* "LMCF" */
+#define LM_MAGIC_DB 0x4c4d4442u     /* "LMDB" */
+#define LM_MAGIC_SOURCE 0x4c4d5352u /* "LMSR" */
+#define LM_MAGIC_SUB 0x4c4d5342u    /* "LMSB" */
+#define LM_MAGIC_CONFIG 0x4c4d4346u /* "LMCF" */
 #define LM_MAGIC_DEAD 0xdeadbeefu
 
 /* A connector sink named in the config, attached when laminar_open recovers. */
@@ -42,16 +42,16 @@ struct laminar_config {
   lm_durable_config durable;
   lm_config_sink* sinks;
   int32_t nsinks;
-  lm_vars vars;              /* `var.NAME` keys: ${NAME} substitution (vars.h) */
+  lm_vars vars; /* `var.NAME` keys: ${NAME} substitution (vars.h) */
   /* Runtime defaults (issue 5): sources' back-pressure and wait strategy,
    * subscriptions' wait strategy and slow-subscriber policy. */
   lm_backpressure backpressure;
   lm_wait wait;
   bool slow_drop;
-  int64_t max_queue_bytes;   /* sources' and subscriptions' byte bound (0: none) */
-  int64_t max_state_bytes;   /* the database's keyed-state bound (0: none) */
-  int32_t cores;             /* reactors (thread-per-core), 1..LM_RT_MAX_CORES */
-  bool core_affinity;        /* pin reactor i to CPU i */
+  int64_t max_queue_bytes; /* sources' and subscriptions' byte bound (0: none) */
+  int64_t max_state_bytes; /* the database's keyed-state bound (0: none) */
+  int32_t cores;           /* reactors (thread-per-core), 1..LM_RT_MAX_CORES */
+  bool core_affinity;      /* pin reactor i to CPU i */
 };
 
 /* A sink on a stream: CREATE SINK ... INTO FILE (sql set: part of the stored
@@ -61,10 +61,9 @@ typedef struct lm_sink_def {
   char* sql;
   lm_stream_def* stream;
   struct lm_sink* sink;
-  uint64_t incarnation;      /* durable identity, as a stream's (rt.h) */
-  uint64_t start_seq;        /* its root source's position at CREATE: replay feeds it after */
+  uint64_t incarnation; /* durable identity, as a stream's (rt.h) */
+  uint64_t start_seq;   /* its root source's position at CREATE: replay feeds it after */
 } lm_sink_def;
-
 
 
 struct laminar_source {
@@ -76,11 +75,11 @@ struct laminar_source {
 struct laminar_subscription {
   uint32_t magic;
   laminar_db* db;
-  lm_stream_def* stream;     /* NULL once the stream is dropped */
+  lm_stream_def* stream; /* NULL once the stream is dropped */
   char* stream_name;
   lm_schema schema;
   lm_sub* sub;
-  char stream_error[256];    /* last error text of an exported stream */
+  char stream_error[256];        /* last error text of an exported stream */
   atomic_int_fast64_t delivered; /* batches handed to the reader (relaxed) */
 };
 
@@ -91,20 +90,20 @@ struct laminar_db {
   char* data_dir;
   lm_graph graph;
   lm_rt rt;
-  laminar_source** sources;  /* open producer handles */
+  laminar_source** sources; /* open producer handles */
   int32_t nsources;
   laminar_subscription** subs; /* open subscriptions */
   int32_t nsubs;
-  lm_sink_def** sinks;       /* file sinks, in creation order */
+  lm_sink_def** sinks; /* file sinks, in creation order */
   int32_t nsinks;
-  lm_durable* dur;           /* NULL: durability off */
-  int dir_lock;              /* lm_fs_lock_dir's fd on data_dir (-1: none) */
-  bool read_only;            /* opened with read_only: shared lock, nothing written */
-  lm_vars vars;              /* ${NAME} substitution variables, from the config */
+  lm_durable* dur;              /* NULL: durability off */
+  int dir_lock;                 /* lm_fs_lock_dir's fd on data_dir (-1: none) */
+  bool read_only;               /* opened with read_only: shared lock, nothing written */
+  lm_vars vars;                 /* ${NAME} substitution variables, from the config */
   lm_backpressure backpressure; /* defaults from the config (see laminar_config) */
   lm_wait wait;
   bool slow_drop;
-  int64_t max_queue_bytes;   /* default of sources and subscriptions (0: none) */
+  int64_t max_queue_bytes; /* default of sources and subscriptions (0: none) */
   /* Every stream's keyed state together (config max_state_bytes; 0: no
    * bound): the parent of each stream's budget. */
   lm_state_budget state_budget;
@@ -174,9 +173,9 @@ laminar_code lm_db_show_sinks(laminar_db* db, struct ArrowArrayStream* out,
                               laminar_error* err);
 
 /* query.c: ad-hoc SELECT over a materialized view; EXPLAIN */
-laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayStream* out,
-                          laminar_error* err);
-laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayStream* out,
-                           laminar_error* err);
+laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
+                          struct ArrowArrayStream* out, laminar_error* err);
+laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
+                           struct ArrowArrayStream* out, laminar_error* err);
 
 #endif /* LM_DB_INTERNAL_H */

@@ -23,7 +23,8 @@ typedef struct rows {
 
 static lm_str text(const char* s) { return (lm_str){s, (int64_t)strlen(s)}; }
 
-static void add(rows* r, const char* kind, const char* name, const char* metric, int64_t v) {
+static void add(rows* r, const char* kind, const char* name, const char* metric,
+                int64_t v) {
   if (r->nomem) return;
   if (r->n == r->cap) {
     int64_t cap = r->cap ? r->cap * 2 : 64;
@@ -103,7 +104,8 @@ static void collect(laminar_db* db, rows* r) {
     if (sub->stream == NULL) continue;
     add(r, "subscription", sub->stream_name, "delivered_batches",
         (int64_t)atomic_load_explicit(&sub->delivered, memory_order_relaxed));
-    add(r, "subscription", sub->stream_name, "queue_depth", (int64_t)lm_ring_size(sub->sub->ring));
+    add(r, "subscription", sub->stream_name, "queue_depth",
+        (int64_t)lm_ring_size(sub->sub->ring));
     add(r, "subscription", sub->stream_name, "queue_bytes",
         (int64_t)atomic_load_explicit(&sub->sub->bytes, memory_order_relaxed));
     add(r, "subscription", sub->stream_name, "max_queue_bytes", sub->sub->max_bytes);
@@ -128,18 +130,22 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "reactor", nm, "busy_ns", busy);
     add(r, "reactor", nm, "running_ns", running);
     add(r, "reactor", nm, "busy_pct", running > 0 ? busy * 100 / running : 0);
-    add(r, "reactor", nm, "rounds", (int64_t)atomic_load_explicit(&rx->rounds, memory_order_relaxed));
-    add(r, "reactor", nm, "rows", (int64_t)atomic_load_explicit(&rx->rows, memory_order_relaxed));
+    add(r, "reactor", nm, "rounds",
+        (int64_t)atomic_load_explicit(&rx->rounds, memory_order_relaxed));
+    add(r, "reactor", nm, "rows",
+        (int64_t)atomic_load_explicit(&rx->rows, memory_order_relaxed));
     add(r, "reactor", nm, "cpu", atomic_load_explicit(&rx->cpu, memory_order_relaxed));
   }
   if (db->dur != NULL) {
     add(r, "database", "", "last_checkpoint", (int64_t)lm_durable_last_epoch(db->dur));
     add(r, "database", "", "last_checkpoint_stall_ns", lm_durable_last_stall_ns(db->dur));
-    add(r, "database", "", "last_checkpoint_barrier_ns", lm_durable_last_barrier_ns(db->dur));
+    add(r, "database", "", "last_checkpoint_barrier_ns",
+        lm_durable_last_barrier_ns(db->dur));
   }
 }
 
-laminar_code laminar_metrics(laminar_db* db, struct ArrowArrayStream* out, laminar_error* err) {
+laminar_code laminar_metrics(laminar_db* db, struct ArrowArrayStream* out,
+                             laminar_error* err) {
   if (db == NULL || db->magic != LM_MAGIC_DB || out == NULL)
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_metrics: invalid argument");
   out->release = NULL;
@@ -174,5 +180,6 @@ laminar_code laminar_metrics(laminar_db* db, struct ArrowArrayStream* out, lamin
   lm_free(r.name);
   lm_free(r.metric);
   lm_free(r.value);
-  return rc == LAMINAR_OK ? LAMINAR_OK : lm_error_set(err, rc, "laminar_metrics: out of memory");
+  return rc == LAMINAR_OK ? LAMINAR_OK
+                          : lm_error_set(err, rc, "laminar_metrics: out of memory");
 }

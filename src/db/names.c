@@ -11,7 +11,9 @@ laminar_code laminar_source_push_watermark(laminar_source* source, int64_t water
   return laminar_source_watermark(source, watermark_ms, err);
 }
 
-laminar_code laminar_source_push_watermark_timeout(laminar_source* source, int64_t watermark_ms,
-                                                   int64_t timeout_ms, laminar_error* err) {
+laminar_code laminar_source_push_watermark_timeout(laminar_source* source,
+                                                   int64_t watermark_ms,
+                                                   int64_t timeout_ms,
+                                                   laminar_error* err) {
   return laminar_source_watermark_timeout(source, watermark_ms, timeout_ms, err);
 }

@@ -17,16 +17,16 @@
 #include <string.h>
 
 typedef enum opt_type {
-  T_BOOL,         /* true | false (also on/off, 1/0) */
-  T_SLOTS,        /* a power of two in [2, 2^24] */
-  T_COUNT,        /* a whole number in [min, max] */
-  T_BYTES,        /* a byte count: 268435456, '256MB', '1 GiB' */
-  T_DURATION,     /* '10 seconds', '500 ms' (choices "none": 'none' allowed, -1) */
-  T_INTERVAL,     /* an INTERVAL (or whole milliseconds) >= 0 */
-  T_ENUM,         /* one of `choices` ("a | b | c"); value: its index */
-  T_WAIT,         /* park | spin | spin_yield(n) */
-  T_TEXT,         /* a string (min 1: not empty) */
-  T_NAME_OR_BOOL  /* a name, or TRUE / FALSE */
+  T_BOOL,        /* true | false (also on/off, 1/0) */
+  T_SLOTS,       /* a power of two in [2, 2^24] */
+  T_COUNT,       /* a whole number in [min, max] */
+  T_BYTES,       /* a byte count: 268435456, '256MB', '1 GiB' */
+  T_DURATION,    /* '10 seconds', '500 ms' (choices "none": 'none' allowed, -1) */
+  T_INTERVAL,    /* an INTERVAL (or whole milliseconds) >= 0 */
+  T_ENUM,        /* one of `choices` ("a | b | c"); value: its index */
+  T_WAIT,        /* park | spin | spin_yield(n) */
+  T_TEXT,        /* a string (min 1: not empty) */
+  T_NAME_OR_BOOL /* a name, or TRUE / FALSE */
 } opt_type;
 
 #define DB LAMINAR_SCOPE_DB
@@ -40,8 +40,8 @@ struct lm_option {
   int32_t scopes;
   lm_option_id id;
   opt_type type;
-  const char* choices; /* T_ENUM: "a | b"; T_DURATION: "none" when allowed */
-  int64_t min, max;    /* T_COUNT bounds; T_TEXT: min 1 = not empty, max = longest */
+  const char* choices;   /* T_ENUM: "a | b"; T_DURATION: "none" when allowed */
+  int64_t min, max;      /* T_COUNT bounds; T_TEXT: min 1 = not empty, max = longest */
   const char* type_text; /* what the docs and errors say the value is */
   const char* def;       /* the default, as text ("" for none) */
   const char* doc;
@@ -50,45 +50,52 @@ struct lm_option {
 static const lm_option table[] = {
     /* ---- the database (laminar_config_set) ---- */
     {"buffer_size", DB, LM_OPT_BUFFER_SIZE, T_SLOTS, NULL, 2, 1 << 24,
-     "a power of two, 2 to 16777216", "65536", "slots in each source and subscriber queue"},
+     "a power of two, 2 to 16777216", "65536",
+     "slots in each source and subscriber queue"},
     {"max_queue_bytes", DB, LM_OPT_MAX_QUEUE_BYTES, T_BYTES, NULL, 0, 0,
      "a byte count ('256MB'; 0: none)", "256MB",
      "bytes of the batches queued in each source and subscriber queue"},
     {"max_state_bytes", DB, LM_OPT_MAX_STATE_BYTES, T_BYTES, NULL, 0, 0,
-     "a byte count ('1GB'; 0: none)", "0", "bound on the keyed state of all streams together"},
-    {"backpressure", DB, LM_OPT_BACKPRESSURE, T_ENUM, "block | drop_oldest | reject", 0, 0,
-     "block | drop_oldest | reject", "block", "what a push does when its source's queue is full"},
+     "a byte count ('1GB'; 0: none)", "0",
+     "bound on the keyed state of all streams together"},
+    {"backpressure", DB, LM_OPT_BACKPRESSURE, T_ENUM, "block | drop_oldest | reject", 0,
+     0, "block | drop_oldest | reject", "block",
+     "what a push does when its source's queue is full"},
     {"wait_strategy", DB, LM_OPT_WAIT_STRATEGY, T_WAIT, NULL, 0, 0,
      "park | spin | spin_yield(n)", "park",
      "how producers, the reactor and subscribers wait on a full or empty queue"},
     {"slow_subscriber", DB, LM_OPT_SLOW_SUBSCRIBER, T_ENUM, "block | drop", 0, 0,
      "block | drop", "block",
      "a full subscriber queue holds the reactor (block) or loses the batch (drop)"},
-    {"cores", DB, LM_OPT_CORES, T_COUNT, NULL, 1, LM_RT_MAX_CORES, "a whole number, 1 to 64",
-     "1", "reactors: keyed streams run as this many key-hash partitions"},
+    {"cores", DB, LM_OPT_CORES, T_COUNT, NULL, 1, LM_RT_MAX_CORES,
+     "a whole number, 1 to 64", "1",
+     "reactors: keyed streams run as this many key-hash partitions"},
     {"core_affinity", DB, LM_OPT_CORE_AFFINITY, T_BOOL, NULL, 0, 0, "a boolean", "false",
      "pin reactor i to CPU i"},
     {"data_dir", DB, LM_OPT_DATA_DIR, T_TEXT, NULL, 0, 0, "a directory", "",
      "directory of durable state, created if missing"},
     {"read_only", DB, LM_OPT_READ_ONLY, T_BOOL, NULL, 0, 0, "a boolean", "false",
      "open data_dir for queries only; nothing there is written"},
-    {"sink_root", DB, LM_OPT_SINK_ROOT, T_TEXT, NULL, 1, 0, "a directory (must exist)", "",
-     "file sinks may only write under this directory"},
+    {"sink_root", DB, LM_OPT_SINK_ROOT, T_TEXT, NULL, 1, 0, "a directory (must exist)",
+     "", "file sinks may only write under this directory"},
     {"checkpoint_interval", DB, LM_OPT_CHECKPOINT_INTERVAL, T_DURATION, "none", 1, 0,
      "a duration ('10 seconds') or none", "none",
      "checkpoint period; turns on durability (needs data_dir)"},
     {"checkpoint_keep", DB, LM_OPT_CHECKPOINT_KEEP, T_COUNT, NULL, 1, 1000,
      "a whole number, 1 to 1000", "3", "checkpoints kept on disk"},
     {"wal_mode", DB, LM_OPT_WAL_MODE, T_ENUM, "none | async | sync", 0, 0,
-     "none | async | sync", "none", "each source logs its pushes (needs checkpoint_interval)"},
+     "none | async | sync", "none",
+     "each source logs its pushes (needs checkpoint_interval)"},
     {"wal_flush_interval", DB, LM_OPT_WAL_FLUSH_INTERVAL, T_DURATION, NULL, 1, 0,
      "a duration ('10 ms')", "10 ms", "async WAL: longest delay before a flush"},
     {"wal_io", DB, LM_OPT_WAL_IO, T_ENUM, "auto | io_uring | pwrite", 0, 0,
-     "auto | io_uring | pwrite", "auto", "how the WAL writes (auto: io_uring when available)"},
+     "auto | io_uring | pwrite", "auto",
+     "how the WAL writes (auto: io_uring when available)"},
     {"wal_direct_io", DB, LM_OPT_WAL_DIRECT_IO, T_ENUM, "auto | off", 0, 0, "auto | off",
      "auto", "O_DIRECT for WAL segments where the file system takes it"},
-    {"wal_recovery", DB, LM_OPT_WAL_RECOVERY, T_ENUM, "cut | strict", 0, 0, "cut | strict",
-     "cut", "WAL damage before the tail: cut and report, or refuse to open"},
+    {"wal_recovery", DB, LM_OPT_WAL_RECOVERY, T_ENUM, "cut | strict", 0, 0,
+     "cut | strict", "cut",
+     "WAL damage before the tail: cut and report, or refuse to open"},
     {"var.NAME", DB, LM_OPT_VAR, T_TEXT, NULL, 0, 0, "text", "",
      "the value of ${NAME} in SQL text (pasted verbatim)"},
     /* ---- CREATE SOURCE ... WITH (...) and subscriptions ---- */
@@ -97,8 +104,9 @@ static const lm_option table[] = {
     {"max_queue_bytes", SRC | SUB, LM_OPT_MAX_QUEUE_BYTES, T_BYTES, NULL, 0, 0,
      "a byte count ('64MB'; 0: none)", "config max_queue_bytes",
      "bytes of the batches in its queue"},
-    {"backpressure", SRC, LM_OPT_BACKPRESSURE, T_ENUM, "block | drop_oldest | reject", 0, 0,
-     "block | drop_oldest | reject", "config backpressure", "what a push does on a full queue"},
+    {"backpressure", SRC, LM_OPT_BACKPRESSURE, T_ENUM, "block | drop_oldest | reject", 0,
+     0, "block | drop_oldest | reject", "config backpressure",
+     "what a push does on a full queue"},
     {"wait_strategy", SRC | SUB, LM_OPT_WAIT_STRATEGY, T_WAIT, NULL, 0, 0,
      "park | spin | spin_yield(n)", "config wait_strategy",
      "how its blocked producers (source) or its reader (subscription) wait"},
@@ -152,7 +160,8 @@ static bool key_matches(const lm_option* row, const char* key) {
 
 static const lm_option* find(laminar_option_scope scope, const char* key) {
   for (int32_t i = 0; i < NROWS; i++)
-    if ((table[i].scopes & (int32_t)scope) != 0 && key_matches(&table[i], key)) return &table[i];
+    if ((table[i].scopes & (int32_t)scope) != 0 && key_matches(&table[i], key))
+      return &table[i];
   return NULL;
 }
 
@@ -163,7 +172,8 @@ static laminar_code unknown_key(laminar_option_scope scope, const char* key,
   known[0] = '\0';
   for (int32_t i = 0; i < NROWS && n < sizeof known; i++) {
     if ((table[i].scopes & (int32_t)scope) == 0) continue;
-    n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", table[i].key);
+    n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "",
+                          table[i].key);
   }
   return lm_error_set(err, LAMINAR_ERR_CONFIG_KEY, "unknown %s option '%s'%s (known: %s)",
                       scope_name(scope), key, where, known);
@@ -171,8 +181,9 @@ static laminar_code unknown_key(laminar_option_scope scope, const char* key,
 
 static laminar_code bad_value(laminar_option_scope scope, const lm_option* row,
                               const char* got, const char* where, laminar_error* err) {
-  return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE, "%s option '%s'%s: expected %s, got %s",
-                      scope_name(scope), row->key, where, row->type_text, got);
+  return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                      "%s option '%s'%s: expected %s, got %s", scope_name(scope),
+                      row->key, where, row->type_text, got);
 }
 
 /* The index of `text` among "a | b | c", or -1. */
@@ -203,7 +214,8 @@ static bool parse_value(const lm_option* row, const char* text, lm_option_value*
   *out = (lm_option_value){.text = text, .len = strlen(text)};
   switch (row->type) {
     case T_BOOL:
-      if (lm_streq_nocase(text, "true") || lm_streq_nocase(text, "on") || strcmp(text, "1") == 0)
+      if (lm_streq_nocase(text, "true") || lm_streq_nocase(text, "on") ||
+          strcmp(text, "1") == 0)
         out->i = 1;
       else if (lm_streq_nocase(text, "false") || lm_streq_nocase(text, "off") ||
                strcmp(text, "0") == 0)
@@ -216,21 +228,16 @@ static bool parse_value(const lm_option* row, const char* text, lm_option_value*
              out->i <= row->max && (out->i & (out->i - 1)) == 0;
     case T_COUNT:
       return parse_whole(text, &out->i) && out->i >= row->min && out->i <= row->max;
-    case T_BYTES:
-      return lm_parse_bytes(text, &out->i);
+    case T_BYTES: return lm_parse_bytes(text, &out->i);
     case T_DURATION:
       if (!lm_durable_parse_interval(text, &out->i)) return false;
       return out->i >= row->min || (out->i == -1 && row->choices != NULL);
-    case T_INTERVAL:
-      return parse_whole(text, &out->i) && out->i >= 0;
-    case T_ENUM:
-      out->i = choice_index(row->choices, text);
-      return out->i >= 0;
-    case T_WAIT:
-      out->wait = lm_wait_default();
-      return lm_wait_parse(text, &out->wait);
+    case T_INTERVAL: return parse_whole(text, &out->i) && out->i >= 0;
+    case T_ENUM: out->i = choice_index(row->choices, text); return out->i >= 0;
+    case T_WAIT: out->wait = lm_wait_default(); return lm_wait_parse(text, &out->wait);
     case T_TEXT:
-      return (int64_t)out->len >= row->min && (row->max == 0 || (int64_t)out->len <= row->max);
+      return (int64_t)out->len >= row->min &&
+             (row->max == 0 || (int64_t)out->len <= row->max);
     case T_NAME_OR_BOOL:
       if (lm_streq_nocase(text, "true") || lm_streq_nocase(text, "false")) {
         out->is_bool = true;
@@ -242,9 +249,9 @@ static bool parse_value(const lm_option* row, const char* text, lm_option_value*
   return false;
 }
 
-laminar_code lm_option_parse_text(laminar_option_scope scope, const char* key, const char* value,
-                                  const lm_option** out_row, lm_option_value* out,
-                                  laminar_error* err) {
+laminar_code lm_option_parse_text(laminar_option_scope scope, const char* key,
+                                  const char* value, const lm_option** out_row,
+                                  lm_option_value* out, laminar_error* err) {
   const lm_option* row = find(scope, key);
   if (row == NULL) return unknown_key(scope, key, "", err);
   if (!parse_value(row, value, out)) {
@@ -298,7 +305,8 @@ laminar_code lm_option_parse_sql(laminar_option_scope scope, const char* object,
     rc = unknown_key(scope, o->key, where, err);
   } else if (!literal_fits(row, v)) {
     rc = bad_value(scope, row, literal_kind(v), where, err);
-  } else if (v->lit == LM_LIT_STRING && (row->type == T_TEXT || row->type == T_NAME_OR_BOOL)) {
+  } else if (v->lit == LM_LIT_STRING &&
+             (row->type == T_TEXT || row->type == T_NAME_OR_BOOL)) {
     /* Text is used as written (not NUL-terminated): check its length only. */
     *out = (lm_option_value){.text = v->s, .len = v->slen};
     bool ok = (int64_t)v->slen >= (row->min > 0 ? row->min : 0) &&
@@ -309,7 +317,8 @@ laminar_code lm_option_parse_sql(laminar_option_scope scope, const char* object,
       snprintf(got, sizeof got, v->slen == 0 ? "''" : "a string of %zu bytes", v->slen);
       rc = bad_value(scope, row, got, where, err);
     }
-  } else if (v->lit == LM_LIT_INTERVAL || (v->lit == LM_LIT_INT && row->type == T_INTERVAL)) {
+  } else if (v->lit == LM_LIT_INTERVAL ||
+             (v->lit == LM_LIT_INT && row->type == T_INTERVAL)) {
     *out = (lm_option_value){.i = v->i};
     bool ok = row->type == T_INTERVAL ? v->i >= 0 : v->i >= row->min;
     if (!ok) {
@@ -328,7 +337,8 @@ laminar_code lm_option_parse_sql(laminar_option_scope scope, const char* object,
     } else {
       snprintf(text, sizeof text, "%" PRId64, v->i);
     }
-    bool ok = (v->lit != LM_LIT_STRING || v->slen < sizeof text) && parse_value(row, text, out);
+    bool ok =
+        (v->lit != LM_LIT_STRING || v->slen < sizeof text) && parse_value(row, text, out);
     if (!ok) {
       char got[192];
       snprintf(got, sizeof got, "'%s'", text);
@@ -347,7 +357,8 @@ laminar_code lm_option_parse_sql(laminar_option_scope scope, const char* object,
 }
 
 laminar_code lm_option_check_sql(laminar_option_scope scope, const char* object,
-                                 const lm_ast_option* options, size_t n, laminar_error* err) {
+                                 const lm_ast_option* options, size_t n,
+                                 laminar_error* err) {
   for (size_t i = 0; i < n; i++) {
     const lm_option* row;
     lm_option_value value;

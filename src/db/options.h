@@ -55,7 +55,7 @@ typedef struct lm_option_value {
   const char* text; /* text values (borrowed from the input, not NUL-terminated
                      * for SQL literals: see len) */
   size_t len;
-  bool is_bool;     /* late_output: TRUE / FALSE rather than a name */
+  bool is_bool; /* late_output: TRUE / FALSE rather than a name */
 } lm_option_value;
 
 typedef struct lm_option lm_option; /* one row of the table (options.c) */
@@ -65,9 +65,9 @@ lm_option_id lm_option_row_id(const lm_option* row);
 /* Look `key` up in `scope` (one LAMINAR_SCOPE_*) and parse `value` (text, as
  * laminar_config_set takes it). On success *out_row and *out are set.
  * Returns: LAMINAR_OK; LAMINAR_ERR_CONFIG_KEY; LAMINAR_ERR_CONFIG_VALUE. */
-laminar_code lm_option_parse_text(laminar_option_scope scope, const char* key, const char* value,
-                                  const lm_option** out_row, lm_option_value* out,
-                                  laminar_error* err);
+laminar_code lm_option_parse_text(laminar_option_scope scope, const char* key,
+                                  const char* value, const lm_option** out_row,
+                                  lm_option_value* out, laminar_error* err);
 
 /* The same for one `key = literal` of a WITH (...) clause of `object`; errors
  * carry the value's line:column and the object. */
@@ -78,6 +78,7 @@ laminar_code lm_option_parse_sql(laminar_option_scope scope, const char* object,
 /* Check every option of a WITH (...) clause against `scope` (key known, value
  * well-typed), for surfaces that apply the values elsewhere (the binder). */
 laminar_code lm_option_check_sql(laminar_option_scope scope, const char* object,
-                                 const lm_ast_option* options, size_t n, laminar_error* err);
+                                 const lm_ast_option* options, size_t n,
+                                 laminar_error* err);
 
 #endif /* LM_DB_OPTIONS_H */

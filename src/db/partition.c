@@ -35,22 +35,26 @@ static int32_t trace_column(laminar_db* db, const lm_stream_def* s, int32_t col)
   /* agg_schema: window_start, window_end, keys..., aggregates... */
   if (col >= p->npost || p->post_exprs[col]->kind != LM_EXPR_COLUMN) return -1;
   int32_t k = p->post_exprs[col]->column - 2;
-  if (k < 0 || k >= p->window.nkeys || p->window.keys[k]->kind != LM_EXPR_COLUMN) return -1;
+  if (k < 0 || k >= p->window.nkeys || p->window.keys[k]->kind != LM_EXPR_COLUMN)
+    return -1;
   return trace_column(db, up, p->window.keys[k]->column);
 }
 
 laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
-                                         struct ArrowArrayStream* out, laminar_error* err) {
+                                         struct ArrowArrayStream* out,
+                                         laminar_error* err) {
   if (db == NULL || db->magic != LM_MAGIC_DB || stream == NULL || out == NULL) {
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_stream_partitioning: NULL or "
-                                                 "closed argument");
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_stream_partitioning: NULL or "
+                        "closed argument");
   }
   out->release = NULL;
   pthread_mutex_lock(&db->lock);
   laminar_code rc = LAMINAR_OK;
   lm_stream_def* s = lm_db_find_stream(db, stream);
   if (s == NULL) {
-    rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, "no stream named '%s'", stream);
+    rc =
+        lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, "no stream named '%s'", stream);
     lm_error_object(err, stream, NULL);
     pthread_mutex_unlock(&db->lock);
     return rc;
@@ -60,10 +64,11 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
   const lm_stream_def* cur = s;
   for (;;) {
     if (lm_plan_branched(&cur->plan)) {
-      rc = lm_error_set(err, LAMINAR_ERR_SQL_UNSUPPORTED,
-                        "stream '%s': %s reads several inputs (UNION ALL) or a derived table; "
-                        "its partitioning by one root source is not supported yet",
-                        stream, cur == s ? "it" : cur->name);
+      rc = lm_error_set(
+          err, LAMINAR_ERR_SQL_UNSUPPORTED,
+          "stream '%s': %s reads several inputs (UNION ALL) or a derived table; "
+          "its partitioning by one root source is not supported yet",
+          stream, cur == s ? "it" : cur->name);
       lm_error_object(err, stream, NULL);
       pthread_mutex_unlock(&db->lock);
       return rc;
@@ -75,7 +80,8 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
   }
   lm_source_def* src = lm_db_find_source(db, cur->plan.input);
   if (src == NULL) {
-    rc = lm_error_set(err, LAMINAR_ERR_INTERNAL, "stream '%s' has no root source", stream);
+    rc =
+        lm_error_set(err, LAMINAR_ERR_INTERNAL, "stream '%s' has no root source", stream);
     pthread_mutex_unlock(&db->lock);
     return rc;
   }
@@ -94,7 +100,7 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
   /* A late side output holds rows its stream's window operator picked: its
    * stream's keys count as if it read through it (same input). */
   for (const lm_stream_def* x = s; x != NULL;
-       x = x->late_of != NULL          ? x->late_of
+       x = x->late_of != NULL        ? x->late_of
            : x->plan.input_is_source ? NULL
                                      : lm_db_find_stream(db, x->plan.input)) {
     if (!x->plan.windowed) continue;

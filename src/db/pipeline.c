@@ -16,10 +16,10 @@ typedef struct prow {
   const char* kind;
   const char* name;
   const char* state;
-  const char* input;        /* NULL: none */
-  int64_t watermark_ms;     /* INT64_MIN: none */
-  int64_t depth, capacity;  /* -1: none */
-  int32_t partitions;       /* 0: none */
+  const char* input;       /* NULL: none */
+  int64_t watermark_ms;    /* INT64_MIN: none */
+  int64_t depth, capacity; /* -1: none */
+  int32_t partitions;      /* 0: none */
 } prow;
 
 /* Room a blocking subscriber needs before the reactor takes input (rt.h). */
@@ -56,9 +56,11 @@ static int32_t collect(laminar_db* db, prow* rows) {
   lm_graph* g = &db->graph;
   bool running = db->rt.started;
   bool any_blocked = false;
-  for (int32_t i = 0; i < g->nstreams; i++) any_blocked = any_blocked || stream_blocked(g->streams[i]);
+  for (int32_t i = 0; i < g->nstreams; i++)
+    any_blocked = any_blocked || stream_blocked(g->streams[i]);
   int64_t queued = 0;
-  for (int32_t i = 0; i < g->nsources; i++) queued += (int64_t)lm_mpsc_size(g->sources[i]->queue);
+  for (int32_t i = 0; i < g->nsources; i++)
+    queued += (int64_t)lm_mpsc_size(g->sources[i]->queue);
   int32_t n = 0;
   const char* rt_state = db->rt.error != LAMINAR_OK ? "failed"
                          : !running                 ? "stopped"
@@ -68,9 +70,16 @@ static int32_t collect(laminar_db* db, prow* rows) {
   rows[n++] = (prow){"runtime", "", rt_state, NULL, INT64_MIN, queued, -1, db->rt.ncores};
   for (int32_t i = 0; i < g->nsources; i++) {
     const lm_source_def* s = g->sources[i];
-    int64_t depth = (int64_t)lm_mpsc_size(s->queue), cap = (int64_t)lm_mpsc_capacity(s->queue);
-    rows[n++] = (prow){"source", s->name, input_state(depth > 0, depth >= cap, running, any_blocked),
-                       NULL, s->watermark_ms, depth, cap, 0};
+    int64_t depth = (int64_t)lm_mpsc_size(s->queue),
+            cap = (int64_t)lm_mpsc_capacity(s->queue);
+    rows[n++] = (prow){"source",
+                       s->name,
+                       input_state(depth > 0, depth >= cap, running, any_blocked),
+                       NULL,
+                       s->watermark_ms,
+                       depth,
+                       cap,
+                       0};
   }
   for (int32_t i = 0; i < g->nstreams; i++) {
     const lm_stream_def* s = g->streams[i];
@@ -84,9 +93,15 @@ static int32_t collect(laminar_db* db, prow* rows) {
       }
     }
     bool in = src != NULL && lm_mpsc_size(src->queue) > 0;
-    const char* state = stream_blocked(s) ? "blocked" : input_state(in, false, running, any_blocked);
-    rows[n++] = (prow){lm_db_is_view(s) ? "materialized view" : "stream", s->name, state,
-                       lm_plan_inputs(&s->plan), s->watermark_ms, cap < 0 ? -1 : depth, cap,
+    const char* state =
+        stream_blocked(s) ? "blocked" : input_state(in, false, running, any_blocked);
+    rows[n++] = (prow){lm_db_is_view(s) ? "materialized view" : "stream",
+                       s->name,
+                       state,
+                       lm_plan_inputs(&s->plan),
+                       s->watermark_ms,
+                       cap < 0 ? -1 : depth,
+                       cap,
                        s->nparts};
   }
   for (int32_t i = 0; i < db->nsubs; i++) {
@@ -94,16 +109,29 @@ static int32_t collect(laminar_db* db, prow* rows) {
     if (sub->stream == NULL) continue;
     int64_t depth = (int64_t)lm_ring_size(sub->sub->ring);
     int64_t cap = (int64_t)lm_ring_capacity(sub->sub->ring);
-    const char* state = depth >= cap           ? (sub->sub->drop_when_full ? "full_dropping" : "full")
+    const char* state = depth >= cap
+                            ? (sub->sub->drop_when_full ? "full_dropping" : "full")
                         : sub_blocks(sub->sub) ? "blocking"
                         : depth > 0            ? "lagging"
                                                : "caught_up";
-    rows[n++] = (prow){"subscription", sub->stream_name, state, sub->stream_name, INT64_MIN,
-                       depth, cap, 0};
+    rows[n++] = (prow){"subscription",
+                       sub->stream_name,
+                       state,
+                       sub->stream_name,
+                       INT64_MIN,
+                       depth,
+                       cap,
+                       0};
   }
   for (int32_t i = 0; i < db->rt.ncores; i++) {
-    rows[n++] = (prow){"reactor", lm_rt_reactor_name(i), running ? "running" : "stopped", NULL, INT64_MIN,
-                       -1, -1, 0};
+    rows[n++] = (prow){"reactor",
+                       lm_rt_reactor_name(i),
+                       running ? "running" : "stopped",
+                       NULL,
+                       INT64_MIN,
+                       -1,
+                       -1,
+                       0};
   }
   return n;
 }
@@ -111,11 +139,12 @@ static int32_t collect(laminar_db* db, prow* rows) {
 laminar_code laminar_pipeline_state(laminar_db* db, struct ArrowArrayStream* out,
                                     laminar_error* err) {
   if (db == NULL || db->magic != LM_MAGIC_DB || out == NULL)
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_pipeline_state: invalid argument");
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_pipeline_state: invalid argument");
   out->release = NULL;
-  static const char* const names[PCOLS] = {"kind",           "name",        "state",
-                                           "input",          "watermark_ms", "queue_depth",
-                                           "queue_capacity", "partitions"};
+  static const char* const names[PCOLS] = {
+      "kind",         "name",        "state",          "input",
+      "watermark_ms", "queue_depth", "queue_capacity", "partitions"};
   static const lm_type types[PCOLS] = {LM_TYPE_STRING, LM_TYPE_STRING, LM_TYPE_STRING,
                                        LM_TYPE_STRING, LM_TYPE_INT64,  LM_TYPE_INT64,
                                        LM_TYPE_INT64,  LM_TYPE_INT64};
@@ -141,15 +170,22 @@ laminar_code laminar_pipeline_state(laminar_db* db, struct ArrowArrayStream* out
     for (int c = 0; c < PCOLS; c++) {
       bool text = types[c] == LM_TYPE_STRING;
       uint8_t* nl = c >= 3 ? nulls + (size_t)cap * (size_t)(c - 3) : NULL;
-      void* data = text ? (void*)(str + (size_t)cap * (size_t)c) : (void*)(num + (size_t)cap * (size_t)(c - 4));
+      void* data = text ? (void*)(str + (size_t)cap * (size_t)c)
+                        : (void*)(num + (size_t)cap * (size_t)(c - 4));
       for (int32_t r = 0; r < n; r++) {
         const prow* p = &rows[r];
         if (text) {
-          const char* v = c == 0 ? p->kind : c == 1 ? p->name : c == 2 ? p->state : p->input;
+          const char* v = c == 0   ? p->kind
+                          : c == 1 ? p->name
+                          : c == 2 ? p->state
+                                   : p->input;
           ((lm_str*)data)[r] = (lm_str){v ? v : "", v ? (int64_t)strlen(v) : 0};
           if (nl != NULL) nl[r] = v == NULL;
         } else {
-          int64_t v = c == 4 ? p->watermark_ms : c == 5 ? p->depth : c == 6 ? p->capacity : p->partitions;
+          int64_t v = c == 4   ? p->watermark_ms
+                      : c == 5 ? p->depth
+                      : c == 6 ? p->capacity
+                               : p->partitions;
           bool none = c == 4 ? v == INT64_MIN : c == 7 ? v == 0 : v < 0;
           ((int64_t*)data)[r] = none ? 0 : v;
           nl[r] = none;
@@ -167,6 +203,7 @@ laminar_code laminar_pipeline_state(laminar_db* db, struct ArrowArrayStream* out
   lm_free(str);
   lm_free(num);
   lm_free(nulls);
-  return rc == LAMINAR_OK ? LAMINAR_OK
-                          : lm_error_set(err, rc, "laminar_pipeline_state: out of memory");
+  return rc == LAMINAR_OK
+             ? LAMINAR_OK
+             : lm_error_set(err, rc, "laminar_pipeline_state: out of memory");
 }

@@ -32,8 +32,8 @@
 
 /* An error at an SQL position: "<msg> at line L, column C". */
 __attribute__((format(printf, 6, 7))) static laminar_code fail_sql(
-    laminar_error* err, laminar_code code, int32_t line, int32_t column, const char* object,
-    const char* fmt, ...) {
+    laminar_error* err, laminar_code code, int32_t line, int32_t column,
+    const char* object, const char* fmt, ...) {
   char msg[768];
   va_list ap;
   va_start(ap, fmt);
@@ -54,11 +54,11 @@ typedef struct sort_key {
 } sort_key;
 
 typedef struct query {
-  lm_plan plan;    /* over the view's columns: filter, outputs then hidden sort keys */
-  int32_t nout;    /* output columns: the first nout expressions */
+  lm_plan plan; /* over the view's columns: filter, outputs then hidden sort keys */
+  int32_t nout; /* output columns: the first nout expressions */
   sort_key* keys;
   int32_t nkeys;
-  int64_t limit;   /* -1: all */
+  int64_t limit; /* -1: all */
   int64_t offset;
 } query;
 
@@ -82,13 +82,14 @@ static const lm_schema* view_lookup(void* arg, const char* name, bool* out_is_so
 }
 
 /* The view a SELECT reads, or an error saying why FROM names none. */
-static laminar_code find_view(laminar_db* db, const lm_ast_select* sel, lm_stream_def** out,
-                              laminar_error* err) {
+static laminar_code find_view(laminar_db* db, const lm_ast_select* sel,
+                              lm_stream_def** out, laminar_error* err) {
   if (sel->union_next != NULL || sel->from_select != NULL) {
-    return fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, sel->from_line, sel->from_column, NULL,
-                    "UNION ALL and derived tables in a SELECT over a view are not supported "
-                    "yet: put the union in a view's definition (CREATE MATERIALIZED VIEW v AS "
-                    "SELECT ... UNION ALL SELECT ...)");
+    return fail_sql(
+        err, LAMINAR_ERR_SQL_UNSUPPORTED, sel->from_line, sel->from_column, NULL,
+        "UNION ALL and derived tables in a SELECT over a view are not supported "
+        "yet: put the union in a view's definition (CREATE MATERIALIZED VIEW v AS "
+        "SELECT ... UNION ALL SELECT ...)");
   }
   lm_stream_def* s = lm_db_find_stream(db, sel->from);
   if (s != NULL && lm_db_is_view(s)) {
@@ -96,12 +97,13 @@ static laminar_code find_view(laminar_db* db, const lm_ast_select* sel, lm_strea
     return LAMINAR_OK;
   }
   if (s != NULL || lm_db_find_source(db, sel->from) != NULL) {
-    return fail_sql(err, LAMINAR_ERR_SQL_NOT_MATERIALIZED, sel->from_line, sel->from_column,
-                    sel->from,
-                    "'%s' is a %s, not a materialized view: only a materialized view keeps "
-                    "rows to SELECT (CREATE MATERIALIZED VIEW name AS SELECT ... FROM %s, "
-                    "then SELECT ... FROM name)",
-                    sel->from, s != NULL ? "stream" : "source", sel->from);
+    return fail_sql(
+        err, LAMINAR_ERR_SQL_NOT_MATERIALIZED, sel->from_line, sel->from_column,
+        sel->from,
+        "'%s' is a %s, not a materialized view: only a materialized view keeps "
+        "rows to SELECT (CREATE MATERIALIZED VIEW name AS SELECT ... FROM %s, "
+        "then SELECT ... FROM name)",
+        sel->from, s != NULL ? "stream" : "source", sel->from);
   }
   return fail_sql(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, sel->from_line, sel->from_column,
                   sel->from, "no materialized view named '%s'", sel->from);
@@ -111,9 +113,10 @@ static laminar_code find_view(laminar_db* db, const lm_ast_select* sel, lm_strea
 static laminar_code check_query_shape(const lm_stmt* stmt, laminar_error* err) {
   const lm_ast_select* sel = stmt->select;
   if (stmt->emit != LM_EMIT_DEFAULT) {
-    return fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->line, stmt->column, NULL,
-                    "EMIT belongs to continuous queries (CREATE STREAM, CREATE MATERIALIZED "
-                    "VIEW); a SELECT reads the view's current rows");
+    return fail_sql(
+        err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->line, stmt->column, NULL,
+        "EMIT belongs to continuous queries (CREATE STREAM, CREATE MATERIALIZED "
+        "VIEW); a SELECT reads the view's current rows");
   }
   const lm_ast_expr* agg = NULL;
   if (sel->ngroup > 0) agg = sel->group_by[0];
@@ -264,7 +267,8 @@ static void merge_sort(uint32_t* idx, uint32_t* tmp, int64_t n, const sorter* s)
       int64_t mid = lo + width < n ? lo + width : n;
       int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
       int64_t i = lo, j = mid, k = lo;
-      while (i < mid && j < hi) to[k++] = cmp_rows(s, from[j], from[i]) < 0 ? from[j++] : from[i++];
+      while (i < mid && j < hi)
+        to[k++] = cmp_rows(s, from[j], from[i]) < 0 ? from[j++] : from[i++];
       while (i < mid) to[k++] = from[i++];
       while (j < hi) to[k++] = from[j++];
     }
@@ -302,7 +306,8 @@ static void top_k(uint32_t* out, uint32_t* tmp, int64_t m, int64_t k, const sort
   for (int64_t r = 0; r < m && k > 0; r++) {
     if (n < k) {
       out[n] = (uint32_t)r;
-      for (int64_t i = n++; i > 0 && before(s, out[(i - 1) / 2], out[i]); i = (i - 1) / 2) {
+      for (int64_t i = n++; i > 0 && before(s, out[(i - 1) / 2], out[i]);
+           i = (i - 1) / 2) {
         uint32_t t = out[i];
         out[i] = out[(i - 1) / 2];
         out[(i - 1) / 2] = t;
@@ -318,7 +323,8 @@ static void top_k(uint32_t* out, uint32_t* tmp, int64_t m, int64_t k, const sort
 /* Filter, project, sort, expand multiplicities and cut rows of `rows` into
  * the result batch. Scratch from ctx. */
 static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_ctx* ctx,
-                             const lm_schema* out_schema, lm_batch** out, laminar_error* err) {
+                             const lm_schema* out_schema, lm_batch** out,
+                             laminar_error* err) {
   int64_t n = rows->nrows;
   if (n > (int64_t)UINT32_MAX) {
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "the view has too many rows to query");
@@ -339,10 +345,12 @@ static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_c
   }
   for (int32_t i = 0; i < nexprs; i++) {
     laminar_code rc = lm_expr_eval(ctx, q->plan.exprs[i], rows->cols, sel, m, &vals[i]);
-    if (rc != LAMINAR_OK) return lm_error_set(err, rc, "out of memory evaluating the query");
+    if (rc != LAMINAR_OK)
+      return lm_error_set(err, rc, "out of memory evaluating the query");
   }
   sorter s = {vals, q->keys, q->nkeys};
-  int64_t need = q->limit < 0 || q->offset > INT64_MAX - q->limit ? m : q->offset + q->limit;
+  int64_t need =
+      q->limit < 0 || q->offset > INT64_MAX - q->limit ? m : q->offset + q->limit;
   if (q->nkeys > 0 && need < m / 4) {
     top_k(order, tmp, m, need, &s); /* only the first `need` rows can be in the result */
     m = need;
@@ -366,7 +374,8 @@ static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_c
   }
   uint32_t* pick = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * (size_t)(total ? total : 1));
   lm_vec* cols = lm_eval_ctx_alloc(ctx, sizeof(lm_vec) * (size_t)(q->nout ? q->nout : 1));
-  if (pick == NULL || cols == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  if (pick == NULL || cols == NULL)
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   skip = q->offset;
   int64_t got = 0;
   for (int64_t k = 0; k < m && got < total; k++) {
@@ -387,8 +396,8 @@ static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_c
   return rc == LAMINAR_OK ? LAMINAR_OK : lm_error_set(err, rc, "out of memory");
 }
 
-laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayStream* out,
-                          laminar_error* err) {
+laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
+                          struct ArrowArrayStream* out, laminar_error* err) {
   lm_stream_def* s;
   LM_TRY(find_view(db, stmt->select, &s, err));
   query q;
@@ -532,8 +541,8 @@ static void put_expr(lm_text* b, const lm_expr* e, const char* const* names) {
 }
 
 /* "e1 AS n1, e2 AS n2, ..." (the AS only where the name differs from e's text). */
-static void put_projection(lm_text* b, lm_expr* const* exprs, int32_t n, const lm_schema* out,
-                          const char* const* names) {
+static void put_projection(lm_text* b, lm_expr* const* exprs, int32_t n,
+                           const lm_schema* out, const char* const* names) {
   for (int32_t i = 0; i < n; i++) {
     if (i > 0) lm_text_printf(b, ", ");
     size_t at = b->len;
@@ -644,7 +653,7 @@ static void explain_input(explain* x, laminar_db* db, const char* name) {
     lm_free(cols);
     if (src->wm_col >= 0) {
       lm_text_printf(&b, "; watermark %s - %lld ms", src->schema.fields[src->wm_col].name,
-                (long long)src->wm_delay_ms);
+                     (long long)src->wm_delay_ms);
     }
     add_row(x, "source", lm_text_take(&b), "push", next_id(x, buf, sizeof buf));
     return;
@@ -654,7 +663,8 @@ static void explain_input(explain* x, laminar_db* db, const char* name) {
   char* cols = lm_db_format_columns(&up->out_schema);
   if (cols == NULL) b.nomem = true;
   lm_text_printf(&b, "%s (%s)%s; EXPLAIN %s shows its plan", up->name, cols ? cols : "",
-            lm_op_view_is_changelog(&up->out_schema) ? ", a changelog" : "", up->name);
+                 lm_op_view_is_changelog(&up->out_schema) ? ", a changelog" : "",
+                 up->name);
   lm_free(cols);
   add_row(x, lm_db_is_view(up) ? "materialized view" : "stream", lm_text_take(&b), "",
           next_id(x, buf, sizeof buf));
@@ -707,7 +717,8 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     const char** names = names_of(in);
     if (names == NULL) x->nomem = true;
     if (names != NULL && br->exprs != NULL) {
-      explain_map(x, "WHERE ", br->filter, br->exprs, br->nexprs, &plan->union_schema, names);
+      explain_map(x, "WHERE ", br->filter, br->exprs, br->nexprs, &plan->union_schema,
+                  names);
     }
     lm_free(names);
     for (int64_t r = first; !x->nomem && r < x->n; r++) {
@@ -743,7 +754,8 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
 }
 
 /* Rows for the operators of a bound plan, reading `in` (the input schema). */
-static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, bool view) {
+static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in,
+                         bool view) {
   char pbuf[24], nbuf[24];
   const char** names = names_of(in);
   if (names == NULL) {
@@ -756,12 +768,14 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, b
     if (w->global) {
       lm_text_printf(&b, "no window");
     } else if (w->session) {
-      lm_text_printf(&b, "session(%s, %lld ms)", names[w->time_col], (long long)w->size_ms);
+      lm_text_printf(&b, "session(%s, %lld ms)", names[w->time_col],
+                     (long long)w->size_ms);
     } else if (w->hop_ms != w->size_ms) {
-      lm_text_printf(&b, "hop(%s, %lld ms, %lld ms)", names[w->time_col], (long long)w->size_ms,
-                     (long long)w->hop_ms);
+      lm_text_printf(&b, "hop(%s, %lld ms, %lld ms)", names[w->time_col],
+                     (long long)w->size_ms, (long long)w->hop_ms);
     } else {
-      lm_text_printf(&b, "tumble(%s, %lld ms)", names[w->time_col], (long long)w->size_ms);
+      lm_text_printf(&b, "tumble(%s, %lld ms)", names[w->time_col],
+                     (long long)w->size_ms);
     }
     if (w->nkeys > 0) lm_text_printf(&b, " GROUP BY ");
     for (int32_t i = 0; i < w->nkeys; i++) {
@@ -782,7 +796,8 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, b
     if (w->lateness_ms > 0) {
       lm_text_printf(&b, "; allowed lateness %lld ms", (long long)w->lateness_ms);
     }
-    if (plan->late_output != NULL) lm_text_printf(&b, "; late rows to %s", plan->late_output);
+    if (plan->late_output != NULL)
+      lm_text_printf(&b, "; late rows to %s", plan->late_output);
     add_row(x, "window_aggregate", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
             next_id(x, nbuf, sizeof nbuf));
     /* The projection reads window_start, window_end, keys, then aggregates. */
@@ -803,23 +818,26 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in, b
         post[i] = texts[i].p != NULL ? texts[i].p : "?";
         if (texts[i].nomem) x->nomem = true;
       }
-      explain_map(x, "HAVING ", plan->having, plan->post_exprs, plan->npost, &plan->out_schema,
-                  post);
+      explain_map(x, "HAVING ", plan->having, plan->post_exprs, plan->npost,
+                  &plan->out_schema, post);
     }
-    for (int32_t i = 0; texts != NULL && i < plan->agg_schema.ncols; i++) lm_free(texts[i].p);
+    for (int32_t i = 0; texts != NULL && i < plan->agg_schema.ncols; i++)
+      lm_free(texts[i].p);
     lm_free(texts);
     lm_free(post);
   } else {
-    explain_map(x, "WHERE ", plan->filter, plan->exprs, plan->nexprs, &plan->out_schema, names);
+    explain_map(x, "WHERE ", plan->filter, plan->exprs, plan->nexprs, &plan->out_schema,
+                names);
   }
   if (view) {
     lm_text b = {0};
-    lm_text_printf(&b, "%s",
-              lm_op_view_is_changelog(&plan->out_schema)
-                  ? "Z-set of the rows: each input row adds its _weight; forwards the "
-                    "changes it applied (_weight)"
-                  : "Z-set of the rows: each input row adds 1; forwards the changes it "
-                    "applied (_weight)");
+    lm_text_printf(
+        &b, "%s",
+        lm_op_view_is_changelog(&plan->out_schema)
+            ? "Z-set of the rows: each input row adds its _weight; forwards the "
+              "changes it applied (_weight)"
+            : "Z-set of the rows: each input row adds 1; forwards the changes it "
+              "applied (_weight)");
     add_row(x, "materialize", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
             next_id(x, nbuf, sizeof nbuf));
   }
@@ -835,8 +853,9 @@ static char* outputs_of(laminar_db* db, const lm_stream_def* s) {
     sep = "; ";
   }
   for (int32_t i = 0; i < s->nreaders; i++) {
-    lm_text_printf(&b, "%s%s %s", sep, lm_db_is_view(s->readers[i]) ? "materialized view" : "stream",
-              s->readers[i]->name);
+    lm_text_printf(&b, "%s%s %s", sep,
+                   lm_db_is_view(s->readers[i]) ? "materialized view" : "stream",
+                   s->readers[i]->name);
     sep = "; ";
   }
   for (int32_t i = 0; i < db->nsinks; i++) {
@@ -849,7 +868,8 @@ static char* outputs_of(laminar_db* db, const lm_stream_def* s) {
 }
 
 /* Hand the rows out (out NULL: laminar_execute, nothing to hand) and free them. */
-static laminar_code explain_rows(explain* x, struct ArrowArrayStream* out, laminar_error* err) {
+static laminar_code explain_rows(explain* x, struct ArrowArrayStream* out,
+                                 laminar_error* err) {
   laminar_code rc = x->nomem ? LAMINAR_ERR_NOMEM : LAMINAR_OK;
   if (rc == LAMINAR_OK && out != NULL) {
     static const char* const names[] = {"id", "operator", "details", "input", "output"};
@@ -877,16 +897,20 @@ static laminar_code explain_select(laminar_db* db, const lm_stmt* stmt, explain*
     lm_text b = {0};
     lm_text_printf(&b, "ORDER BY ");
     for (int32_t i = 0; i < q.nkeys; i++) {
-      lm_text_printf(&b, "%s%s%s%s", i ? ", " : "", names[q.keys[i].col], q.keys[i].desc ? " DESC" : "",
-                q.keys[i].nulls_first ? " NULLS FIRST" : "");
+      lm_text_printf(&b, "%s%s%s%s", i ? ", " : "", names[q.keys[i].col],
+                     q.keys[i].desc ? " DESC" : "",
+                     q.keys[i].nulls_first ? " NULLS FIRST" : "");
     }
-    add_row(x, "sort", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf), next_id(x, nbuf, sizeof nbuf));
+    add_row(x, "sort", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
+            next_id(x, nbuf, sizeof nbuf));
   }
   if (q.limit >= 0 || q.offset > 0) {
     lm_text b = {0};
     if (q.limit >= 0) lm_text_printf(&b, "LIMIT %lld ", (long long)q.limit);
-    lm_text_printf(&b, "OFFSET %lld (rows a view holds k times count k times)", (long long)q.offset);
-    add_row(x, "limit", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf), next_id(x, nbuf, sizeof nbuf));
+    lm_text_printf(&b, "OFFSET %lld (rows a view holds k times count k times)",
+                   (long long)q.offset);
+    add_row(x, "limit", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
+            next_id(x, nbuf, sizeof nbuf));
   }
   lm_free(names);
   /* The result has the first nout columns only (the rest were sort keys). */
@@ -898,16 +922,17 @@ static laminar_code explain_select(laminar_db* db, const lm_stmt* stmt, explain*
   return LAMINAR_OK;
 }
 
-laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt, struct ArrowArrayStream* out,
-                           laminar_error* err) {
+laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
+                           struct ArrowArrayStream* out, laminar_error* err) {
   explain x = {0};
   char pbuf[24];
   const lm_stmt* inner = stmt->inner;
   if (inner == NULL) { /* EXPLAIN name */
     lm_stream_def* s = lm_db_find_stream(db, stmt->name);
     if (s == NULL) {
-      return fail_sql(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line, stmt->name_column,
-                      stmt->name, "no stream or materialized view named '%s'", stmt->name);
+      return fail_sql(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line,
+                      stmt->name_column, stmt->name,
+                      "no stream or materialized view named '%s'", stmt->name);
     }
     const lm_schema* in = explain_inputs(&x, db, &s->plan);
     if (LM_NEVER(in == NULL)) {
@@ -925,9 +950,10 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt, struct ArrowArra
       explain_plan(&x, &s->plan, in, lm_db_is_view(s));
     }
     char* where = outputs_of(db, s);
-    add_row(&x, "output",
-            text_columns(s->name, lm_db_is_view(s) ? lm_db_view_columns(s) : &s->out_schema),
-            prev_id(&x, pbuf, sizeof pbuf), where != NULL ? where : "");
+    add_row(
+        &x, "output",
+        text_columns(s->name, lm_db_is_view(s) ? lm_db_view_columns(s) : &s->out_schema),
+        prev_id(&x, pbuf, sizeof pbuf), where != NULL ? where : "");
     if (where == NULL) x.nomem = true;
     lm_free(where);
   } else if (inner->kind == LM_STMT_CREATE_STREAM &&
@@ -946,8 +972,8 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt, struct ArrowArra
     /* A view's own columns: its plan's output without a carried _weight. */
     lm_schema shown = plan.out_schema;
     if (inner->materialized && lm_op_view_is_changelog(&shown)) shown.ncols--;
-    add_row(&x, "output", text_columns(inner->name, &shown), prev_id(&x, pbuf, sizeof pbuf),
-            "(not created: EXPLAIN only)");
+    add_row(&x, "output", text_columns(inner->name, &shown),
+            prev_id(&x, pbuf, sizeof pbuf), "(not created: EXPLAIN only)");
     lm_plan_free(&plan);
   } else if (inner->kind == LM_STMT_SELECT) {
     LM_TRY(explain_select(db, inner, &x, err));

@@ -8,7 +8,7 @@
 
 typedef struct rows_stream {
   lm_schema schema;
-  lm_batch* batch;  /* NULL once handed out */
+  lm_batch* batch; /* NULL once handed out */
 } rows_stream;
 
 static int rows_get_schema(struct ArrowArrayStream* st, struct ArrowSchema* out) {

@@ -10,13 +10,14 @@
 #include <stddef.h>
 
 typedef struct lm_text {
-  char* p;       /* NULL until the first append */
+  char* p; /* NULL until the first append */
   size_t len, cap;
   bool nomem;
 } lm_text;
 
 void lm_text_put(lm_text* t, const char* p, size_t n);
-void lm_text_printf(lm_text* t, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void lm_text_printf(lm_text* t, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* The text (the caller frees it with lm_free; "" when nothing was appended),
  * or NULL after an allocation failure. The buffer is empty afterwards. */
 char* lm_text_take(lm_text* t);

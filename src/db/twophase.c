@@ -69,7 +69,9 @@ static void print_literal(const lm_ast_expr* e, lm_text* t) {
       /* (-(x)) spelled out: "- -5" would be fine, "--5" a comment. */
       lm_text_printf(t, "(%" PRId64 ")", e->i);
       return;
-    case LM_LIT_INTERVAL: lm_text_printf(t, "INTERVAL '%" PRId64 "' MILLISECOND", e->i); return;
+    case LM_LIT_INTERVAL:
+      lm_text_printf(t, "INTERVAL '%" PRId64 "' MILLISECOND", e->i);
+      return;
     case LM_LIT_DOUBLE: {
       char buf[64];
       snprintf(buf, sizeof buf, "%.17g", e->d);
@@ -190,13 +192,13 @@ static void print_expr(const lm_ast_expr* e, print_hook hook, void* arg, lm_text
 
 typedef struct splitter {
   const lm_ast_select* sel;
-  const lm_ast_expr** keys;   /* the plain GROUP BY expressions */
+  const lm_ast_expr** keys; /* the plain GROUP BY expressions */
   int32_t nkeys;
-  const lm_ast_expr** aggs;   /* distinct aggregate calls, in first-use order */
+  const lm_ast_expr** aggs; /* distinct aggregate calls, in first-use order */
   int32_t naggs, cap_aggs;
-  lm_text partial_items;      /* ", SUM(x) AS "__a0", ..." */
+  lm_text partial_items; /* ", SUM(x) AS "__a0", ..." */
   bool nomem;
-  char reason[MAX_REASON];    /* why the stream does not decompose ("" if it does) */
+  char reason[MAX_REASON]; /* why the stream does not decompose ("" if it does) */
 } splitter;
 
 static void refuse(splitter* s, const char* fmt, const char* what) {
@@ -224,8 +226,10 @@ static int32_t agg_index(splitter* s, const lm_ast_expr* e) {
   lm_text* t = &s->partial_items;
   bool count_star = lm_streq_nocase(f, "count") && (e->star || e->nargs == 0);
   if (e->distinct) {
-    refuse(s, "%s(DISTINCT ...) does not decompose (a partial count of distinct values "
-              "cannot be added up)", f);
+    refuse(s,
+           "%s(DISTINCT ...) does not decompose (a partial count of distinct values "
+           "cannot be added up)",
+           f);
     return j;
   }
   if (!count_star && e->nargs != 1) {
@@ -268,7 +272,8 @@ static bool final_hook(void* arg, const lm_ast_expr* e, lm_text* out) {
     if (j < 0) return true;
     const char* f = e->fname;
     if (lm_streq_nocase(f, "avg")) {
-      lm_text_printf(out, "(CAST(sum(\"__a%d\") AS DOUBLE) / sum(\"__b%d\"))", (int)j, (int)j);
+      lm_text_printf(out, "(CAST(sum(\"__a%d\") AS DOUBLE) / sum(\"__b%d\"))", (int)j,
+                     (int)j);
     } else if (lm_streq_nocase(f, "min") || lm_streq_nocase(f, "max")) {
       lm_text_printf(out, "%s(\"__a%d\")", f, (int)j);
     } else {
@@ -276,7 +281,8 @@ static bool final_hook(void* arg, const lm_ast_expr* e, lm_text* out) {
     }
     return true;
   }
-  if (e->kind == LM_AST_COLUMN && e->table == NULL && lm_streq_nocase(e->name, "window_end")) {
+  if (e->kind == LM_AST_COLUMN && e->table == NULL &&
+      lm_streq_nocase(e->name, "window_end")) {
     put(out, "\"__we\"");
     return true;
   }
@@ -303,20 +309,25 @@ static void source_ddl(lm_text* t, const char* name, const lm_schema* schema) {
 static const char* path_refusal(laminar_db* db, const lm_stream_def* s) {
   const lm_plan* p = &s->plan;
   if (lm_db_is_view(s)) return "it is a materialized view";
-  if (!p->windowed) return "it has no GROUP BY window (its rows need no merging: any split "
-                           "of its input works, see laminar_stream_partitioning)";
+  if (!p->windowed)
+    return "it has no GROUP BY window (its rows need no merging: any split "
+           "of its input works, see laminar_stream_partitioning)";
   if (p->window.global) return "its GROUP BY has no window (a running aggregate)";
-  if (p->window.session) return "session windows do not decompose (a session spans rows a "
-                                "split may put in different parts)";
+  if (p->window.session)
+    return "session windows do not decompose (a session spans rows a "
+           "split may put in different parts)";
   if (p->window.emit_changes) return "EMIT CHANGES does not decompose";
   if (p->window.changelog) return "its input is a changelog";
-  if (lm_plan_branched(p)) return "it reads several inputs (UNION ALL) or a derived table";
+  if (lm_plan_branched(p))
+    return "it reads several inputs (UNION ALL) or a derived table";
   for (const lm_stream_def* x = s; !x->plan.input_is_source;) {
     x = lm_db_find_stream(db, x->plan.input);
     if (x == NULL) return "an upstream stream is missing";
-    if (lm_plan_branched(&x->plan)) return "an upstream stream reads several inputs (UNION ALL)";
+    if (lm_plan_branched(&x->plan))
+      return "an upstream stream reads several inputs (UNION ALL)";
     if (x->plan.windowed || lm_db_is_view(x)) {
-      return "an upstream stream aggregates (only filters and projections may come before "
+      return "an upstream stream aggregates (only filters and projections may come "
+             "before "
              "the split window)";
     }
   }
@@ -325,9 +336,10 @@ static const char* path_refusal(laminar_db* db, const lm_stream_def* s) {
 
 /* The partial and final SQL texts of stream `s` (malloc'd); reason[] set and
  * LAMINAR_OK with NULL texts when it does not decompose. */
-static laminar_code build_texts(laminar_db* db, const lm_stream_def* s, const lm_stmt* stmt,
-                                const lm_source_def* root, splitter* sp, char** out_partial,
-                                char** out_final_tail, laminar_error* err) {
+static laminar_code build_texts(laminar_db* db, const lm_stream_def* s,
+                                const lm_stmt* stmt, const lm_source_def* root,
+                                splitter* sp, char** out_partial, char** out_final_tail,
+                                laminar_error* err) {
   const lm_ast_select* sel = stmt->select;
   const lm_plan* p = &s->plan;
   lm_text part = {0}, tail = {0};
@@ -354,7 +366,8 @@ static laminar_code build_texts(laminar_db* db, const lm_stream_def* s, const lm
     if (i) put(&tail, ", ");
     print_expr(sel->items[i].expr, final_hook, sp, &tail);
     put(&tail, " AS ");
-    put_ident(&tail, (int32_t)i < s->out_schema.ncols ? s->out_schema.fields[i].name : "?");
+    put_ident(&tail,
+              (int32_t)i < s->out_schema.ncols ? s->out_schema.fields[i].name : "?");
   }
   lm_text having = {0};
   if (sel->having != NULL) {
@@ -440,8 +453,9 @@ static laminar_code scratch(const char* sql, laminar_db** out, laminar_error* er
  * `name` (*out). A script that does not declare is a refusal: LAMINAR_OK,
  * *out NULL and `reason` says why. */
 static laminar_code declare_half(const char* script, const char* half, const char* stream,
-                                 const char* name, laminar_db** dbp, const lm_stream_def** out,
-                                 char* reason, size_t cap, laminar_error* err) {
+                                 const char* name, laminar_db** dbp,
+                                 const lm_stream_def** out, char* reason, size_t cap,
+                                 laminar_error* err) {
   *out = NULL;
   laminar_error serr;
   laminar_code rc = scratch(script, dbp, &serr);
@@ -453,7 +467,8 @@ static laminar_code declare_half(const char* script, const char* half, const cha
   *out = lm_db_find_stream(*dbp, name);
   if (*out == NULL)
     return lm_error_set(err, LAMINAR_ERR_INTERNAL,
-                        "stream '%s': the %s query declares no stream '%s'", stream, half, name);
+                        "stream '%s': the %s query declares no stream '%s'", stream, half,
+                        name);
   return LAMINAR_OK;
 }
 
@@ -466,7 +481,8 @@ static bool same_columns(const lm_schema* a, const lm_schema* b, char* why, size
   for (int32_t i = 0; i < a->ncols; i++) {
     if (strcmp(a->fields[i].name, b->fields[i].name) != 0 ||
         a->fields[i].type != b->fields[i].type) {
-      snprintf(why, cap, "the final query's column %d would be '%s' %s, the stream's is '%s' %s",
+      snprintf(why, cap,
+               "the final query's column %d would be '%s' %s, the stream's is '%s' %s",
                (int)i + 1, a->fields[i].name, lm_type_name(a->fields[i].type),
                b->fields[i].name, lm_type_name(b->fields[i].type));
       return false;
@@ -478,8 +494,9 @@ static bool same_columns(const lm_schema* a, const lm_schema* b, char* why, size
 laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
                                       struct ArrowArrayStream* out, laminar_error* err) {
   if (db == NULL || db->magic != LM_MAGIC_DB || stream == NULL || out == NULL) {
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_stream_two_phase: NULL or closed "
-                                                 "argument");
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_stream_two_phase: NULL or closed "
+                        "argument");
   }
   out->release = NULL;
   pthread_mutex_lock(&db->lock);
@@ -492,7 +509,8 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
   char** cells = NULL;
   const lm_stream_def* s = lm_db_find_stream(db, stream);
   if (s == NULL) {
-    rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, "no stream named '%s'", stream);
+    rc =
+        lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, "no stream named '%s'", stream);
     lm_error_object(err, stream, NULL);
     goto done;
   }
@@ -505,7 +523,8 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
   while (!cur->plan.input_is_source) cur = lm_db_find_stream(db, cur->plan.input);
   const lm_source_def* root = lm_db_find_source(db, cur->plan.input);
   if (root == NULL) {
-    rc = lm_error_set(err, LAMINAR_ERR_INTERNAL, "stream '%s' has no root source", stream);
+    rc =
+        lm_error_set(err, LAMINAR_ERR_INTERNAL, "stream '%s' has no root source", stream);
     goto done;
   }
   lm_stmt** stmts = NULL;
@@ -527,8 +546,8 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
   /* Check both halves in scratch databases; the final's source is the
    * partial stream's rows. */
   const lm_stream_def* ps;
-  rc = declare_half(partial, "partial", stream, s->name, &pdb, &ps, sp.reason, sizeof sp.reason,
-                    err);
+  rc = declare_half(partial, "partial", stream, s->name, &pdb, &ps, sp.reason,
+                    sizeof sp.reason, err);
   if (rc != LAMINAR_OK) goto done;
   if (ps == NULL) goto refused;
   lm_text ft = {0};
@@ -545,7 +564,8 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
     goto done;
   }
   const lm_stream_def* fs;
-  rc = declare_half(final, "final", stream, s->name, &fdb, &fs, sp.reason, sizeof sp.reason, err);
+  rc = declare_half(final, "final", stream, s->name, &fdb, &fs, sp.reason,
+                    sizeof sp.reason, err);
   if (rc != LAMINAR_OK) goto done;
   if (fs == NULL) goto refused;
   if (!same_columns(&fs->out_schema, &s->out_schema, sp.reason, sizeof sp.reason)) {

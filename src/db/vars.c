@@ -18,7 +18,9 @@ static bool name_start(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
 }
 
-static bool name_char(char c) { return name_start(c) || (c >= '0' && c <= '9') || c == '.'; }
+static bool name_char(char c) {
+  return name_start(c) || (c >= '0' && c <= '9') || c == '.';
+}
 
 static int32_t find(const lm_vars* vars, const char* name, size_t len) {
   for (int32_t i = 0; i < vars->n; i++) {
@@ -132,7 +134,13 @@ static size_t offset_of(const char* text, int32_t line, int32_t column) {
 }
 
 /* Where the lexer would be: inside a comment nothing is substituted. */
-typedef enum scan_state { S_TEXT, S_SQUOTE, S_DQUOTE, S_LINE_COMMENT, S_BLOCK_COMMENT } scan_state;
+typedef enum scan_state {
+  S_TEXT,
+  S_SQUOTE,
+  S_DQUOTE,
+  S_LINE_COMMENT,
+  S_BLOCK_COMMENT
+} scan_state;
 
 laminar_code lm_vars_substitute(const lm_vars* vars, const char* sql, lm_subst* out,
                                 laminar_error* err) {
@@ -181,7 +189,8 @@ laminar_code lm_vars_substitute(const lm_vars* vars, const char* sql, lm_subst* 
     }
     if (c == '$' && n == '$' && sql[i + 2] == '{') { /* $${ -> ${ */
       lm_text_put(&b, sql + copied, i - copied);
-      if (!b.nomem && !add_span(out, &span_cap, (lm_subst_span){b.len, 2, i, 3})) b.nomem = true;
+      if (!b.nomem && !add_span(out, &span_cap, (lm_subst_span){b.len, 2, i, 3}))
+        b.nomem = true;
       lm_text_put(&b, "${", 2);
       i += 3;
       copied = i;
@@ -195,11 +204,12 @@ laminar_code lm_vars_substitute(const lm_vars* vars, const char* sql, lm_subst* 
         if (at < 0) {
           int32_t line, column;
           position_of(sql, i, &line, &column);
-          rc = lm_error_set(err, LAMINAR_ERR_SQL_UNDEFINED_VARIABLE,
-                            "undefined variable ${%.*s} at line %d, column %d (set it with "
-                            "the config key 'var.%.*s')",
-                            (int)(end - i - 2), sql + i + 2, (int)line, (int)column,
-                            (int)(end - i - 2), sql + i + 2);
+          rc = lm_error_set(
+              err, LAMINAR_ERR_SQL_UNDEFINED_VARIABLE,
+              "undefined variable ${%.*s} at line %d, column %d (set it with "
+              "the config key 'var.%.*s')",
+              (int)(end - i - 2), sql + i + 2, (int)line, (int)column, (int)(end - i - 2),
+              sql + i + 2);
           lm_error_at(err, line, column);
           break;
         }
@@ -247,7 +257,8 @@ void lm_subst_fix_error(const lm_subst* subst, const char* sql, laminar_error* e
   int32_t line, column;
   position_of(sql, orig, &line, &column);
   char old_pos[64], new_pos[64];
-  snprintf(old_pos, sizeof old_pos, "line %d, column %d", (int)err->line, (int)err->column);
+  snprintf(old_pos, sizeof old_pos, "line %d, column %d", (int)err->line,
+           (int)err->column);
   snprintf(new_pos, sizeof new_pos, "line %d, column %d", (int)line, (int)column);
   char* at = strstr(err->message, old_pos);
   if (at != NULL) {

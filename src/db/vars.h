@@ -45,8 +45,8 @@ typedef struct lm_subst_span {
 
 /* A substituted SQL text and the way back to the original's positions. */
 typedef struct lm_subst {
-  char* text;            /* NULL: nothing to replace, use the original */
-  lm_subst_span* spans;  /* in text order */
+  char* text;           /* NULL: nothing to replace, use the original */
+  lm_subst_span* spans; /* in text order */
   size_t nspans;
 } lm_subst;
 

@@ -42,7 +42,8 @@ const char* lm_db_object_word(lm_object_kind kind) {
   return "object";
 }
 
-laminar_code lm_db_view_attach(lm_stream_def* s, const lm_stmt* stmt, laminar_error* err) {
+laminar_code lm_db_view_attach(lm_stream_def* s, const lm_stmt* stmt,
+                               laminar_error* err) {
   lm_op* tail = s->chain;
   while (tail->next != NULL) tail = tail->next;
   lm_op* view;
@@ -108,17 +109,19 @@ laminar_code lm_db_create_endpoint(laminar_db* db, const char* sql, const lm_stm
                                    lm_stream_def* stream, laminar_error* err) {
   if (stmt->noptions > 0) {
     const lm_ast_option* o = &stmt->options[0];
-    lm_error_set(err, LAMINAR_ERR_CONFIG_KEY,
-                 "sink '%s': unknown option '%s' (a sink without INTO takes no options) at "
-                 "line %d, column %d",
-                 stmt->name, o->key, (int)o->value->line, (int)o->value->column);
+    lm_error_set(
+        err, LAMINAR_ERR_CONFIG_KEY,
+        "sink '%s': unknown option '%s' (a sink without INTO takes no options) at "
+        "line %d, column %d",
+        stmt->name, o->key, (int)o->value->line, (int)o->value->column);
     lm_error_at(err, o->value->line, o->value->column);
     lm_error_object(err, stmt->name, NULL);
     return LAMINAR_ERR_CONFIG_KEY;
   }
   lm_sink_def* k = lm_calloc(1, sizeof *k);
   lm_sink* sink = lm_calloc(1, sizeof *sink);
-  lm_sink_def** grown = lm_realloc(db->sinks, sizeof(lm_sink_def*) * (size_t)(db->nsinks + 1));
+  lm_sink_def** grown =
+      lm_realloc(db->sinks, sizeof(lm_sink_def*) * (size_t)(db->nsinks + 1));
   if (grown != NULL) db->sinks = grown;
   if (k != NULL) {
     k->name = lm_strdup(stmt->name);
@@ -156,9 +159,9 @@ laminar_code lm_db_show_sinks(laminar_db* db, struct ArrowArrayStream* out,
     const lm_sink_def* k = db->sinks[i];
     cells[i * 3] = k->name;
     cells[i * 3 + 1] = k->stream->name;
-    cells[i * 3 + 2] = k->sql == NULL                   ? "connector"
+    cells[i * 3 + 2] = k->sql == NULL                ? "connector"
                        : k->sink->vt == &endpoint_vt ? "subscribe"
-                                                        : "file";
+                                                     : "file";
   }
   static const char* const names[] = {"name", "input", "kind"};
   laminar_code rc = lm_db_string_table(names, 3, cells, db->nsinks, out);

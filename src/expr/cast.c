@@ -129,7 +129,8 @@ int lm_expr_format_double(double d, char* buf, size_t cap) {
       out[n++] = '.';
       for (int i = 1; i < nd; i++) out[n++] = digits[i];
     }
-    n += snprintf(out + n, sizeof out - (size_t)n, "e%c%02d", exp < 0 ? '-' : '+', abs(exp));
+    n += snprintf(out + n, sizeof out - (size_t)n, "e%c%02d", exp < 0 ? '-' : '+',
+                  abs(exp));
   }
   size_t len = (size_t)n < cap ? (size_t)n : cap;
   memcpy(buf, out, len);
@@ -150,8 +151,9 @@ int lm_expr_format_timestamp(int64_t us, char* buf, size_t cap) {
   bool bc = y <= 0;
   char out[LM_EXPR_TIMESTAMP_TEXT_MAX + 16];
   int n = snprintf(out, sizeof out, "%04lld-%02lld-%02lld%s %02lld:%02lld:%02lld",
-                   (long long)(bc ? 1 - y : y), (long long)m, (long long)d, bc ? " (BC)" : "",
-                   (long long)(rem / 3600), (long long)(rem / 60 % 60), (long long)(rem % 60));
+                   (long long)(bc ? 1 - y : y), (long long)m, (long long)d,
+                   bc ? " (BC)" : "", (long long)(rem / 3600), (long long)(rem / 60 % 60),
+                   (long long)(rem % 60));
   if (frac != 0) {
     char f[8];
     snprintf(f, sizeof f, "%06lld", (long long)frac);
@@ -211,8 +213,8 @@ typedef struct dec_parts {
   const char* iend;
   const char* fbeg; /* fraction digits */
   const char* fend;
-  int64_t nint;     /* count of integer digits */
-  int64_t exp;      /* decimal exponent, clamped to +-1e6 */
+  int64_t nint; /* count of integer digits */
+  int64_t exp;  /* decimal exponent, clamped to +-1e6 */
 } dec_parts;
 
 static bool scan_decimal(const char* p, const char* end, dec_parts* out) {
@@ -272,7 +274,8 @@ bool lm_expr_parse_int64(lm_str s, int64_t* out) {
   const char* p = s.ptr;
   const char* end = s.ptr + s.len;
   if (s.len <= 0) return false;
-  if (end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X' || p[1] == 'b' || p[1] == 'B')) {
+  if (end - p > 2 && p[0] == '0' &&
+      (p[1] == 'x' || p[1] == 'X' || p[1] == 'b' || p[1] == 'B')) {
     int base = (p[1] | 0x20) == 'x' ? 16 : 2;
     const char* e2 = end;
     trim(&p, &e2);
@@ -447,7 +450,8 @@ bool lm_expr_parse_timestamp(lm_str s, int64_t* out) {
   int64_t days = lm_days_from_civil(y, mo, d);
   /* In 128 bits: the whole seconds alone may pass INT64_MIN while the value
    * with its fraction does not (the earliest timestamps). */
-  __extension__ __int128 v = (__int128)(days * 86400 + h * 3600 + mi * 60 + sec) * 1000000 + frac;
+  __extension__ __int128 v =
+      (__int128)(days * 86400 + h * 3600 + mi * 60 + sec) * 1000000 + frac;
   if (v < INT64_MIN || v > INT64_MAX) return false;
   *out = (int64_t)v;
   return true;
@@ -464,8 +468,7 @@ static bool cast_can_fail(lm_type from, lm_type to) {
     case LM_TYPE_STRING: return false;
     case LM_TYPE_DOUBLE: return from == LM_TYPE_STRING;
     case LM_TYPE_BOOL: return from == LM_TYPE_STRING || from == LM_TYPE_TIMESTAMP;
-    case LM_TYPE_INT64:
-      return from == LM_TYPE_STRING || from == LM_TYPE_DOUBLE;
+    case LM_TYPE_INT64: return from == LM_TYPE_STRING || from == LM_TYPE_DOUBLE;
     case LM_TYPE_TIMESTAMP:
       return from == LM_TYPE_STRING || from == LM_TYPE_DOUBLE || from == LM_TYPE_BOOL;
     case LM_TYPE_INT32: return from != LM_TYPE_BOOL;
@@ -501,9 +504,15 @@ static laminar_code cast_to_string(lm_eval_ctx* ctx, const lm_vec* in, lm_str* r
         len = DATA(uint8_t, in)[k] ? 4 : 5;
         memcpy(w, DATA(uint8_t, in)[k] ? "true" : "false", (size_t)len);
         break;
-      case LM_TYPE_INT32: len = snprintf(w, width, "%d", (int)DATA(int32_t, in)[k]); break;
-      case LM_TYPE_INT64: len = snprintf(w, width, "%lld", (long long)DATA(int64_t, in)[k]); break;
-      case LM_TYPE_DOUBLE: len = lm_expr_format_double(DATA(double, in)[k], w, width); break;
+      case LM_TYPE_INT32:
+        len = snprintf(w, width, "%d", (int)DATA(int32_t, in)[k]);
+        break;
+      case LM_TYPE_INT64:
+        len = snprintf(w, width, "%lld", (long long)DATA(int64_t, in)[k]);
+        break;
+      case LM_TYPE_DOUBLE:
+        len = lm_expr_format_double(DATA(double, in)[k], w, width);
+        break;
       case LM_TYPE_TIMESTAMP:
         len = lm_expr_format_timestamp(DATA(int64_t, in)[k], w, width);
         break;
@@ -556,27 +565,27 @@ static void cast_from_string(const lm_vec* in, lm_type to, void* data, uint8_t* 
 }
 
 /* Loop over all rows converting with EXPR (uses `x`, the source value). */
-#define CONVERT(ST, DT, EXPR)                                  \
-  do {                                                         \
-    const ST* src_ = (const ST*)in->data;                      \
-    DT* dst_ = (DT*)data;                                      \
-    for (int64_t k = 0; k < n; k++) {                          \
-      ST x = src_[k];                                          \
-      dst_[k] = (DT)(EXPR);                                    \
-    }                                                          \
+#define CONVERT(ST, DT, EXPR)             \
+  do {                                    \
+    const ST* src_ = (const ST*)in->data; \
+    DT* dst_ = (DT*)data;                 \
+    for (int64_t k = 0; k < n; k++) {     \
+      ST x = src_[k];                     \
+      dst_[k] = (DT)(EXPR);               \
+    }                                     \
   } while (0)
 
 /* Loop converting with a check: OK_EXPR decides, VAL_EXPR gives the value. */
-#define CONVERT_CHECKED(ST, DT, OK_EXPR, VAL_EXPR)             \
-  do {                                                         \
-    const ST* src_ = (const ST*)in->data;                      \
-    DT* dst_ = (DT*)data;                                      \
-    for (int64_t k = 0; k < n; k++) {                          \
-      ST x = src_[k];                                          \
-      bool ok_ = (OK_EXPR);                                    \
-      dst_[k] = ok_ ? (DT)(VAL_EXPR) : (DT)0;                  \
-      nl[k] |= (uint8_t)!ok_;                                  \
-    }                                                          \
+#define CONVERT_CHECKED(ST, DT, OK_EXPR, VAL_EXPR) \
+  do {                                             \
+    const ST* src_ = (const ST*)in->data;          \
+    DT* dst_ = (DT*)data;                          \
+    for (int64_t k = 0; k < n; k++) {              \
+      ST x = src_[k];                              \
+      bool ok_ = (OK_EXPR);                        \
+      dst_[k] = ok_ ? (DT)(VAL_EXPR) : (DT)0;      \
+      nl[k] |= (uint8_t)!ok_;                      \
+    }                                              \
   } while (0)
 
 laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec* out) {
@@ -631,7 +640,8 @@ laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec
             break;
           case LM_TYPE_DOUBLE: {
             int64_t v = 0;
-            CONVERT_CHECKED(double, int32_t, double_to_i64(x, -2147483648.0, 2147483648.0, &v), v);
+            CONVERT_CHECKED(double, int32_t,
+                            double_to_i64(x, -2147483648.0, 2147483648.0, &v), v);
             break;
           }
           default: return LAMINAR_ERR_INTERNAL;
@@ -646,9 +656,9 @@ laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec
           case LM_TYPE_TIMESTAMP: memcpy(data, in->data, 8 * cnt); break;
           case LM_TYPE_DOUBLE: {
             int64_t v = 0;
-            CONVERT_CHECKED(double, int64_t,
-                            double_to_i64(x, -9223372036854775808.0, 9223372036854775808.0, &v),
-                            v);
+            CONVERT_CHECKED(
+                double, int64_t,
+                double_to_i64(x, -9223372036854775808.0, 9223372036854775808.0, &v), v);
             break;
           }
           default: return LAMINAR_ERR_INTERNAL;

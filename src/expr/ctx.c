@@ -36,4 +36,6 @@ void lm_eval_ctx_destroy(lm_eval_ctx* ctx) {
 
 uint64_t lm_eval_ctx_mallocs(const lm_eval_ctx* ctx) { return ctx->pool.mallocs; }
 
-size_t lm_eval_ctx_reserved(const lm_eval_ctx* ctx) { return lm_pool_reserved(&ctx->pool); }
+size_t lm_eval_ctx_reserved(const lm_eval_ctx* ctx) {
+  return lm_pool_reserved(&ctx->pool);
+}

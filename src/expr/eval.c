@@ -47,8 +47,8 @@ static void* alloc_values(lm_eval_ctx* ctx, lm_type type, int64_t m) {
 }
 
 /* A constant of `type` whose single value is copied from `value` (width bytes). */
-static laminar_code set_const(lm_eval_ctx* ctx, lm_type type, int64_t n, const void* value,
-                              lm_xvec* out) {
+static laminar_code set_const(lm_eval_ctx* ctx, lm_type type, int64_t n,
+                              const void* value, lm_xvec* out) {
   void* data = alloc_values(ctx, type, 1);
   if (data == NULL) return LAMINAR_ERR_NOMEM;
   memcpy(data, value, (size_t)lm_type_width(type));
@@ -65,8 +65,8 @@ static laminar_code set_const_bool(lm_eval_ctx* ctx, int64_t n, bool b, lm_xvec*
 /* Rows where the dense null arrays na or nb (either may be NULL) are set, over
  * m rows. *out is NULL when no row is null; *owned tells whether *out is fresh
  * context memory the caller may write. */
-static laminar_code merge_nulls(lm_eval_ctx* ctx, const uint8_t* na, const uint8_t* nb, int64_t m,
-                                const uint8_t** out, bool* owned) {
+static laminar_code merge_nulls(lm_eval_ctx* ctx, const uint8_t* na, const uint8_t* nb,
+                                int64_t m, const uint8_t** out, bool* owned) {
   *owned = false;
   if (na == NULL || nb == NULL) {
     *out = na != NULL ? na : nb;
@@ -85,7 +85,8 @@ static laminar_code merge_nulls(lm_eval_ctx* ctx, const uint8_t* na, const uint8
 }
 
 /* A writable copy of `nulls` (zeros when NULL) unless it is already owned. */
-static uint8_t* writable_nulls(lm_eval_ctx* ctx, const uint8_t* nulls, bool owned, int64_t m) {
+static uint8_t* writable_nulls(lm_eval_ctx* ctx, const uint8_t* nulls, bool owned,
+                               int64_t m) {
   if (owned) return (uint8_t*)nulls;
   uint8_t* nl = lm_eval_ctx_alloc(ctx, (size_t)m);
   if (nl == NULL) return NULL;
@@ -216,7 +217,8 @@ static laminar_code eval_column(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec
   return LAMINAR_OK;
 }
 
-static laminar_code eval_literal(lm_eval_ctx* ctx, const lm_expr* e, int64_t n, lm_xvec* out) {
+static laminar_code eval_literal(lm_eval_ctx* ctx, const lm_expr* e, int64_t n,
+                                 lm_xvec* out) {
   if (e->lit.is_null || e->type == LM_TYPE_NULL) {
     set_const_null(e->type, n, out);
     return LAMINAR_OK;
@@ -239,25 +241,25 @@ static laminar_code eval_literal(lm_eval_ctx* ctx, const lm_expr* e, int64_t n, 
 /* ---- strict binary operators: shape of the loop --------------------------------- */
 
 typedef struct bin_shape {
-  int mode;              /* 0 vector/vector, 1 vector/constant, 2 constant/vector */
-  int64_t m;             /* rows the kernel loops over (1 when both constant) */
-  bool cst;              /* the result is constant */
-  const uint8_t* nulls;  /* input nulls merged over m rows, NULL when none */
-  bool owned;            /* nulls is fresh context memory */
+  int mode;             /* 0 vector/vector, 1 vector/constant, 2 constant/vector */
+  int64_t m;            /* rows the kernel loops over (1 when both constant) */
+  bool cst;             /* the result is constant */
+  const uint8_t* nulls; /* input nulls merged over m rows, NULL when none */
+  bool owned;           /* nulls is fresh context memory */
 } bin_shape;
 
 /* Neither a nor b may be a constant NULL (callers short-circuit that). */
-static laminar_code bin_prepare(lm_eval_ctx* ctx, const lm_xvec* a, const lm_xvec* b, int64_t n,
-                                bin_shape* s) {
+static laminar_code bin_prepare(lm_eval_ctx* ctx, const lm_xvec* a, const lm_xvec* b,
+                                int64_t n, bin_shape* s) {
   s->cst = a->cst && b->cst;
   s->mode = s->cst ? 0 : a->cst ? 2 : b->cst ? 1 : 0;
   s->m = s->cst ? 1 : n;
-  return merge_nulls(ctx, a->cst ? NULL : a->v.nulls, b->cst ? NULL : b->v.nulls, s->m, &s->nulls,
-                     &s->owned);
+  return merge_nulls(ctx, a->cst ? NULL : a->v.nulls, b->cst ? NULL : b->v.nulls, s->m,
+                     &s->nulls, &s->owned);
 }
 
-static laminar_code bin_output(lm_eval_ctx* ctx, lm_type type, int64_t n, const bin_shape* s,
-                               void** data, lm_xvec* out) {
+static laminar_code bin_output(lm_eval_ctx* ctx, lm_type type, int64_t n,
+                               const bin_shape* s, void** data, lm_xvec* out) {
   *data = alloc_values(ctx, type, s->m);
   if (*data == NULL) return LAMINAR_ERR_NOMEM;
   out->v = (lm_vec){type, n, s->nulls, *data};
@@ -266,27 +268,27 @@ static laminar_code bin_output(lm_eval_ctx* ctx, lm_type type, int64_t n, const 
 }
 
 /* Run STMT (which may use k, X and Y) over the loop shape. */
-#define FOR3(T1, T2, mode, m, x, y, ...)                   \
-  do {                                                     \
-    if ((mode) == 0) {                                     \
-      for (int64_t k = 0; k < (m); k++) {                  \
-        const T1 X = (x)[k];                               \
-        const T2 Y = (y)[k];                               \
-        __VA_ARGS__;                                       \
-      }                                                    \
-    } else if ((mode) == 1) {                              \
-      const T2 Y = (y)[0];                                 \
-      for (int64_t k = 0; k < (m); k++) {                  \
-        const T1 X = (x)[k];                               \
-        __VA_ARGS__;                                       \
-      }                                                    \
-    } else {                                               \
-      const T1 X = (x)[0];                                 \
-      for (int64_t k = 0; k < (m); k++) {                  \
-        const T2 Y = (y)[k];                               \
-        __VA_ARGS__;                                       \
-      }                                                    \
-    }                                                      \
+#define FOR3(T1, T2, mode, m, x, y, ...)  \
+  do {                                    \
+    if ((mode) == 0) {                    \
+      for (int64_t k = 0; k < (m); k++) { \
+        const T1 X = (x)[k];              \
+        const T2 Y = (y)[k];              \
+        __VA_ARGS__;                      \
+      }                                   \
+    } else if ((mode) == 1) {             \
+      const T2 Y = (y)[0];                \
+      for (int64_t k = 0; k < (m); k++) { \
+        const T1 X = (x)[k];              \
+        __VA_ARGS__;                      \
+      }                                   \
+    } else {                              \
+      const T1 X = (x)[0];                \
+      for (int64_t k = 0; k < (m); k++) { \
+        const T2 Y = (y)[k];              \
+        __VA_ARGS__;                      \
+      }                                   \
+    }                                     \
   } while (0)
 
 /* Value of shape row k of an operand (index 0 for a constant). */
@@ -307,8 +309,9 @@ static bool i64_faults(lm_expr_op op, int64_t x, int64_t y) {
   }
 }
 
-static laminar_code arith_i64(lm_eval_ctx* ctx, lm_expr_op op, lm_type type, const lm_xvec* a,
-                              const lm_xvec* b, int64_t n, lm_xvec* out) {
+static laminar_code arith_i64(lm_eval_ctx* ctx, lm_expr_op op, lm_type type,
+                              const lm_xvec* a, const lm_xvec* b, int64_t n,
+                              lm_xvec* out) {
   bin_shape s;
   LM_TRY(bin_prepare(ctx, a, b, n, &s));
   void* data;
@@ -322,11 +325,13 @@ static laminar_code arith_i64(lm_eval_ctx* ctx, lm_expr_op op, lm_type type, con
   /* Wrapping arithmetic in unsigned (no UB) plus a sign test for overflow. */
   switch (op) {
     case LM_XOP_ADD:
-      FOR3(int64_t, int64_t, mode, m, x, y, int64_t R = (int64_t)((uint64_t)X + (uint64_t)Y);
+      FOR3(int64_t, int64_t, mode, m, x, y,
+           int64_t R = (int64_t)((uint64_t)X + (uint64_t)Y);
            r[k] = R; bad |= (uint8_t)(((X ^ R) & (Y ^ R)) < 0));
       break;
     case LM_XOP_SUB:
-      FOR3(int64_t, int64_t, mode, m, x, y, int64_t R = (int64_t)((uint64_t)X - (uint64_t)Y);
+      FOR3(int64_t, int64_t, mode, m, x, y,
+           int64_t R = (int64_t)((uint64_t)X - (uint64_t)Y);
            r[k] = R; bad |= (uint8_t)(((X ^ Y) & (X ^ R)) < 0));
       break;
     case LM_XOP_MUL:
@@ -373,17 +378,24 @@ static laminar_code arith_i32(lm_eval_ctx* ctx, lm_expr_op op, const lm_xvec* a,
   int mode = s.mode;
   int64_t m = s.m;
   uint8_t bad = 0;
-#define I32_STORE(EXPR)                                      \
-  int64_t W = (EXPR);                                        \
-  r[k] = (int32_t)(uint32_t)(uint64_t)W;                     \
+#define I32_STORE(EXPR)                  \
+  int64_t W = (EXPR);                    \
+  r[k] = (int32_t)(uint32_t)(uint64_t)W; \
   bad |= (uint8_t)(W < INT32_MIN || W > INT32_MAX)
   switch (op) {
-    case LM_XOP_ADD: FOR3(int32_t, int32_t, mode, m, x, y, I32_STORE((int64_t)X + Y)); break;
-    case LM_XOP_SUB: FOR3(int32_t, int32_t, mode, m, x, y, I32_STORE((int64_t)X - Y)); break;
-    case LM_XOP_MUL: FOR3(int32_t, int32_t, mode, m, x, y, I32_STORE((int64_t)X * Y)); break;
+    case LM_XOP_ADD:
+      FOR3(int32_t, int32_t, mode, m, x, y, I32_STORE((int64_t)X + Y));
+      break;
+    case LM_XOP_SUB:
+      FOR3(int32_t, int32_t, mode, m, x, y, I32_STORE((int64_t)X - Y));
+      break;
+    case LM_XOP_MUL:
+      FOR3(int32_t, int32_t, mode, m, x, y, I32_STORE((int64_t)X * Y));
+      break;
     case LM_XOP_MOD: /* INT_MIN % -1 is 0 in 64 bits, but DuckDB calls it an overflow */
       FOR3(int32_t, int32_t, mode, m, x, y, int64_t D = Y == 0 ? 1 : Y;
-           I32_STORE((int64_t)X % D); bad |= (uint8_t)(Y == 0 || (Y == -1 && X == INT32_MIN)));
+           I32_STORE((int64_t)X % D);
+           bad |= (uint8_t)(Y == 0 || (Y == -1 && X == INT32_MIN)));
       break;
     default: return LAMINAR_ERR_INTERNAL;
   }
@@ -491,19 +503,19 @@ static laminar_code eval_neg(lm_eval_ctx* ctx, lm_type type, const lm_xvec* a, i
 #define DBL_LT(a, b) ((a) < (b) || ((a) == (a) && (b) != (b)))
 #define DBL_LE(a, b) ((a) <= (b) || (b) != (b))
 
-#define DEFINE_CMP(NAME, T, EQF, LTF, LEF)                                                  \
-  static void NAME(lm_expr_op op, int mode, int64_t m, const void* xa, const void* ya,      \
-                   uint8_t* restrict r) {                                                            \
-    const T* restrict x = xa;                                                               \
-    const T* restrict y = ya;                                                               \
-    switch (op) {                                                                           \
-      case LM_XOP_EQ: FOR3(T, T, mode, m, x, y, r[k] = (uint8_t)(EQF(X, Y))); break;        \
-      case LM_XOP_NE: FOR3(T, T, mode, m, x, y, r[k] = (uint8_t)!(EQF(X, Y))); break;       \
-      case LM_XOP_LT: FOR3(T, T, mode, m, x, y, r[k] = (uint8_t)(LTF(X, Y))); break;        \
-      case LM_XOP_LE: FOR3(T, T, mode, m, x, y, r[k] = (uint8_t)(LEF(X, Y))); break;        \
-      case LM_XOP_GT: FOR3(T, T, mode, m, x, y, r[k] = (uint8_t)(LTF(Y, X))); break;        \
-      default: FOR3(T, T, mode, m, x, y, r[k] = (uint8_t)(LEF(Y, X))); break;               \
-    }                                                                                       \
+#define DEFINE_CMP(NAME, T, EQF, LTF, LEF)                                             \
+  static void NAME(lm_expr_op op, int mode, int64_t m, const void* xa, const void* ya, \
+                   uint8_t* restrict r) {                                              \
+    const T* restrict x = xa;                                                          \
+    const T* restrict y = ya;                                                          \
+    switch (op) {                                                                      \
+      case LM_XOP_EQ: FOR3(T, T, mode, m, x, y, r[k] = (uint8_t)(EQF(X, Y))); break;   \
+      case LM_XOP_NE: FOR3(T, T, mode, m, x, y, r[k] = (uint8_t) !(EQF(X, Y))); break; \
+      case LM_XOP_LT: FOR3(T, T, mode, m, x, y, r[k] = (uint8_t)(LTF(X, Y))); break;   \
+      case LM_XOP_LE: FOR3(T, T, mode, m, x, y, r[k] = (uint8_t)(LEF(X, Y))); break;   \
+      case LM_XOP_GT: FOR3(T, T, mode, m, x, y, r[k] = (uint8_t)(LTF(Y, X))); break;   \
+      default: FOR3(T, T, mode, m, x, y, r[k] = (uint8_t)(LEF(Y, X))); break;          \
+    }                                                                                  \
   }
 
 DEFINE_CMP(cmp_i64, int64_t, NUM_EQ, NUM_LT, NUM_LE)
@@ -541,7 +553,8 @@ static void cmp_str(lm_expr_op op, int mode, int64_t m, const void* xa, const vo
          r[k] = (nulls != NULL && nulls[k])
                     ? 0
                     : (uint8_t)(((X.len == Y.len) &&
-                                 (X.len == 0 || memcmp(X.ptr, Y.ptr, (size_t)X.len) == 0)) == want));
+                                 (X.len == 0 ||
+                                  memcmp(X.ptr, Y.ptr, (size_t)X.len) == 0)) == want));
     return;
   }
   FOR3(lm_str, lm_str, mode, m, x, y,
@@ -559,7 +572,8 @@ static lm_type compare_type(lm_type a, lm_type b) {
 static laminar_code eval_compare(lm_eval_ctx* ctx, lm_expr_op op, lm_xvec* a, lm_xvec* b,
                                  int64_t n, lm_xvec* out) {
   if (a->v.type != b->v.type) {
-    if (a->v.type == LM_TYPE_STRING || b->v.type == LM_TYPE_STRING) return LAMINAR_ERR_INTERNAL;
+    if (a->v.type == LM_TYPE_STRING || b->v.type == LM_TYPE_STRING)
+      return LAMINAR_ERR_INTERNAL;
     lm_type t = compare_type(a->v.type, b->v.type);
     LM_TRY(coerce(ctx, a, t));
     LM_TRY(coerce(ctx, b, t));
@@ -575,7 +589,9 @@ static laminar_code eval_compare(lm_eval_ctx* ctx, lm_expr_op op, lm_xvec* a, lm
     case LM_TYPE_INT32: cmp_i32(op, s.mode, s.m, a->v.data, b->v.data, r); break;
     case LM_TYPE_BOOL: cmp_u8(op, s.mode, s.m, a->v.data, b->v.data, r); break;
     case LM_TYPE_DOUBLE: cmp_f64(op, s.mode, s.m, a->v.data, b->v.data, r); break;
-    case LM_TYPE_STRING: cmp_str(op, s.mode, s.m, a->v.data, b->v.data, s.nulls, r); break;
+    case LM_TYPE_STRING:
+      cmp_str(op, s.mode, s.m, a->v.data, b->v.data, s.nulls, r);
+      break;
     case LM_TYPE_NULL: return LAMINAR_ERR_INTERNAL;
   }
   return LAMINAR_OK;
@@ -666,7 +682,8 @@ static laminar_code eval_logic(lm_eval_ctx* ctx, lm_expr_op op, const lm_xvec* a
   return LAMINAR_OK;
 }
 
-static laminar_code eval_not(lm_eval_ctx* ctx, const lm_xvec* a, int64_t n, lm_xvec* out) {
+static laminar_code eval_not(lm_eval_ctx* ctx, const lm_xvec* a, int64_t n,
+                             lm_xvec* out) {
   int64_t m = a->cst ? 1 : n;
   uint8_t* r = lm_eval_ctx_alloc(ctx, (size_t)m);
   if (r == NULL) return LAMINAR_ERR_NOMEM;
@@ -677,8 +694,8 @@ static laminar_code eval_not(lm_eval_ctx* ctx, const lm_xvec* a, int64_t n, lm_x
   return LAMINAR_OK;
 }
 
-static laminar_code eval_is_null(lm_eval_ctx* ctx, bool want_null, const lm_xvec* a, int64_t n,
-                                 lm_xvec* out) {
+static laminar_code eval_is_null(lm_eval_ctx* ctx, bool want_null, const lm_xvec* a,
+                                 int64_t n, lm_xvec* out) {
   const uint8_t* an = a->v.nulls;
   if (an == NULL || a->cst) {
     bool is_null = an != NULL && an[0];
@@ -694,8 +711,8 @@ static laminar_code eval_is_null(lm_eval_ctx* ctx, bool want_null, const lm_xvec
 
 /* ---- strings ------------------------------------------------------------------------- */
 
-static laminar_code eval_concat(lm_eval_ctx* ctx, const lm_xvec* a, const lm_xvec* b, int64_t n,
-                                lm_xvec* out) {
+static laminar_code eval_concat(lm_eval_ctx* ctx, const lm_xvec* a, const lm_xvec* b,
+                                int64_t n, lm_xvec* out) {
   bin_shape s;
   LM_TRY(bin_prepare(ctx, a, b, n, &s));
   void* data;
@@ -710,14 +727,16 @@ static laminar_code eval_concat(lm_eval_ctx* ctx, const lm_xvec* a, const lm_xve
        if (nl == NULL || !nl[k]) total += (size_t)X.len + (size_t)Y.len);
   char* buf = lm_eval_ctx_alloc(ctx, total);
   if (buf == NULL) return LAMINAR_ERR_NOMEM;
-  FOR3(lm_str, lm_str, s.mode, s.m, x, y, if (nl != NULL && nl[k]) {
-    r[k] = (lm_str){NULL, 0};
-  } else {
-    if (X.len > 0) memcpy(buf, X.ptr, (size_t)X.len);
-    if (Y.len > 0) memcpy(buf + X.len, Y.ptr, (size_t)Y.len);
-    r[k] = (lm_str){buf, X.len + Y.len};
-    buf += X.len + Y.len;
-  });
+  FOR3(
+      lm_str, lm_str, s.mode, s.m, x, y,
+      if (nl != NULL && nl[k]) {
+        r[k] = (lm_str){NULL, 0};
+      } else {
+        if (X.len > 0) memcpy(buf, X.ptr, (size_t)X.len);
+        if (Y.len > 0) memcpy(buf + X.len, Y.ptr, (size_t)Y.len);
+        r[k] = (lm_str){buf, X.len + Y.len};
+        buf += X.len + Y.len;
+      });
   return LAMINAR_OK;
 }
 
@@ -770,10 +789,11 @@ typedef struct pending {
   int64_t count;
   uint32_t* rows;
   uint32_t* pos;
-  bool split;          /* rows/pos hold the pending set (else sel and 0..n-1) */
+  bool split; /* rows/pos hold the pending set (else sel and 0..n-1) */
 } pending;
 
-static laminar_code pending_init(lm_eval_ctx* ctx, const uint32_t* sel, int64_t n, pending* p) {
+static laminar_code pending_init(lm_eval_ctx* ctx, const uint32_t* sel, int64_t n,
+                                 pending* p) {
   p->sel = sel;
   p->count = n;
   p->split = false;
@@ -957,8 +977,7 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
   LM_TRY(lm_expr_eval_x(ctx, e->args[0], in, sel, n, &a));
   if (e->nargs > 1) LM_TRY(lm_expr_eval_x(ctx, e->args[1], in, sel, n, &b));
   switch (e->op) {
-    case LM_XOP_NOT:
-      return eval_not(ctx, &a, n, out);
+    case LM_XOP_NOT: return eval_not(ctx, &a, n, out);
     case LM_XOP_AND:
     case LM_XOP_OR:
       if (e->nargs != 2) return LAMINAR_ERR_INTERNAL;
@@ -966,10 +985,8 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
     case LM_XOP_IS_NULL:
     case LM_XOP_IS_NOT_NULL:
       return eval_is_null(ctx, e->op == LM_XOP_IS_NULL, &a, n, out);
-    case LM_XOP_CAST:
-      return eval_cast(ctx, e->type, &a, n, out);
-    default:
-      break;
+    case LM_XOP_CAST: return eval_cast(ctx, e->type, &a, n, out);
+    default: break;
   }
   /* Strict operators: a NULL constant operand makes the whole result NULL. */
   if (xvec_is_const_null(&a) || (e->nargs > 1 && xvec_is_const_null(&b))) {
@@ -978,7 +995,8 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
   }
   switch (e->op) {
     case LM_XOP_NEG: {
-      lm_type t = e->type == LM_TYPE_DOUBLE || e->type == LM_TYPE_INT32 ? e->type : LM_TYPE_INT64;
+      lm_type t =
+          e->type == LM_TYPE_DOUBLE || e->type == LM_TYPE_INT32 ? e->type : LM_TYPE_INT64;
       LM_TRY(coerce(ctx, &a, t));
       LM_TRY(eval_neg(ctx, t, &a, n, out));
       out->v.type = e->type;

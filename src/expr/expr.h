@@ -26,9 +26,9 @@
 #include "util/types.h"
 
 typedef enum lm_expr_kind {
-  LM_EXPR_COLUMN = 1,   /* input column `column` */
-  LM_EXPR_LITERAL = 2,  /* constant `lit` of type `type` */
-  LM_EXPR_CALL = 3      /* operator `op` over args[0..nargs) */
+  LM_EXPR_COLUMN = 1,  /* input column `column` */
+  LM_EXPR_LITERAL = 2, /* constant `lit` of type `type` */
+  LM_EXPR_CALL = 3     /* operator `op` over args[0..nargs) */
 } lm_expr_kind;
 
 /* Operators and the operand types the binder guarantees. "num" = INT32, INT64
@@ -36,15 +36,15 @@ typedef enum lm_expr_kind {
  * by the binder, as in DuckDB: INT op INT stays INT and overflows at 32 bits).
  * Result types in brackets. */
 typedef enum lm_expr_op {
-  LM_XOP_NEG = 1,     /* num [same] */
-  LM_XOP_NOT,         /* BOOL [BOOL] */
-  LM_XOP_ADD,         /* num,num [same]; TIMESTAMP,INT64 (micros) [TIMESTAMP] */
-  LM_XOP_SUB,         /* num,num [same]; TIMESTAMP,INT64 [TIMESTAMP];
+  LM_XOP_NEG = 1, /* num [same] */
+  LM_XOP_NOT,     /* BOOL [BOOL] */
+  LM_XOP_ADD,     /* num,num [same]; TIMESTAMP,INT64 (micros) [TIMESTAMP] */
+  LM_XOP_SUB,     /* num,num [same]; TIMESTAMP,INT64 [TIMESTAMP];
                          TIMESTAMP,TIMESTAMP [INT64 micros] */
-  LM_XOP_MUL,         /* num,num [same] */
-  LM_XOP_DIV,         /* DOUBLE,DOUBLE [DOUBLE]; x/0 -> +inf, -inf or NaN (DuckDB) */
-  LM_XOP_MOD,         /* num,num [same]; x%0 -> NULL; sign of the dividend */
-  LM_XOP_EQ,          /* T,T [BOOL] for any T (both the same type) */
+  LM_XOP_MUL,     /* num,num [same] */
+  LM_XOP_DIV,     /* DOUBLE,DOUBLE [DOUBLE]; x/0 -> +inf, -inf or NaN (DuckDB) */
+  LM_XOP_MOD,     /* num,num [same]; x%0 -> NULL; sign of the dividend */
+  LM_XOP_EQ,      /* T,T [BOOL] for any T (both the same type) */
   LM_XOP_NE,
   LM_XOP_LT,
   LM_XOP_LE,
@@ -65,21 +65,21 @@ typedef enum lm_expr_op {
 /* The scalar functions (kernels in math.c, strfn.c, time.c). Argument and
  * result types are those lm_func_bind() chose; "int" = INT32 or INT64. */
 typedef enum lm_func_id {
-  LM_FN_ABS = 1,     /* int|DOUBLE [same]; ABS(INT_MIN) -> NULL */
-  LM_FN_ROUND,       /* x [, int digits]: int [same] half away from zero;
+  LM_FN_ABS = 1,   /* int|DOUBLE [same]; ABS(INT_MIN) -> NULL */
+  LM_FN_ROUND,     /* x [, int digits]: int [same] half away from zero;
                         DOUBLE [DOUBLE]; integer overflow -> NULL */
-  LM_FN_FLOOR,       /* DOUBLE [DOUBLE] */
-  LM_FN_CEIL,        /* DOUBLE [DOUBLE] */
-  LM_FN_SQRT,        /* DOUBLE [DOUBLE]; IEEE (sqrt(-1) = NaN) */
-  LM_FN_POWER,       /* DOUBLE,DOUBLE [DOUBLE] */
-  LM_FN_LN,          /* DOUBLE [DOUBLE]; ln(0) = -inf, ln(-1) = NaN */
-  LM_FN_EXP,         /* DOUBLE [DOUBLE] */
-  LM_FN_LOG10,       /* DOUBLE [DOUBLE] */
-  LM_FN_UPPER,       /* STRING [STRING]; Unicode simple case mapping */
-  LM_FN_LOWER,       /* STRING [STRING] */
-  LM_FN_LENGTH,      /* STRING [INT64] characters (code points) */
-  LM_FN_SUBSTRING,   /* STRING, INT64 start [, INT64 count] [STRING], in characters */
-  LM_FN_TRIM,        /* STRING [, STRING chars] [STRING]; default: spaces */
+  LM_FN_FLOOR,     /* DOUBLE [DOUBLE] */
+  LM_FN_CEIL,      /* DOUBLE [DOUBLE] */
+  LM_FN_SQRT,      /* DOUBLE [DOUBLE]; IEEE (sqrt(-1) = NaN) */
+  LM_FN_POWER,     /* DOUBLE,DOUBLE [DOUBLE] */
+  LM_FN_LN,        /* DOUBLE [DOUBLE]; ln(0) = -inf, ln(-1) = NaN */
+  LM_FN_EXP,       /* DOUBLE [DOUBLE] */
+  LM_FN_LOG10,     /* DOUBLE [DOUBLE] */
+  LM_FN_UPPER,     /* STRING [STRING]; Unicode simple case mapping */
+  LM_FN_LOWER,     /* STRING [STRING] */
+  LM_FN_LENGTH,    /* STRING [INT64] characters (code points) */
+  LM_FN_SUBSTRING, /* STRING, INT64 start [, INT64 count] [STRING], in characters */
+  LM_FN_TRIM,      /* STRING [, STRING chars] [STRING]; default: spaces */
   LM_FN_LTRIM,
   LM_FN_RTRIM,
   LM_FN_CONCAT,      /* STRING... [STRING]; NULL arguments are skipped */
@@ -96,10 +96,10 @@ typedef enum lm_date_part {
   LM_DP_YEAR = 1,
   LM_DP_QUARTER,
   LM_DP_MONTH,
-  LM_DP_WEEK,        /* ISO week */
+  LM_DP_WEEK, /* ISO week */
   LM_DP_DAY,
-  LM_DP_DOW,         /* Sunday 0 .. Saturday 6 */
-  LM_DP_ISODOW,      /* Monday 1 .. Sunday 7 */
+  LM_DP_DOW,    /* Sunday 0 .. Saturday 6 */
+  LM_DP_ISODOW, /* Monday 1 .. Sunday 7 */
   LM_DP_DOY,
   LM_DP_HOUR,
   LM_DP_MINUTE,
@@ -108,35 +108,35 @@ typedef enum lm_date_part {
   LM_DP_MICROSECOND, /* seconds * 1000000 + microseconds */
   LM_DP_EPOCH,       /* seconds since the epoch, DOUBLE */
   LM_DP_ISOYEAR,
-  LM_DP_YEARWEEK,    /* isoyear * 100 + week */
+  LM_DP_YEARWEEK, /* isoyear * 100 + week */
   LM_DP_DECADE,
   LM_DP_CENTURY,
   LM_DP_MILLENNIUM,
   LM_DP_ERA,
-  LM_DP_JULIAN,      /* Julian day with the day's fraction, DOUBLE */
-  LM_DP_TIMEZONE     /* always 0 (TIMESTAMP has no zone) */
+  LM_DP_JULIAN,  /* Julian day with the day's fraction, DOUBLE */
+  LM_DP_TIMEZONE /* always 0 (TIMESTAMP has no zone) */
 } lm_date_part;
 
 /* A literal value. For STRING, s points at bytes owned by whoever built the tree. */
 typedef struct lm_value {
   bool is_null;
   bool b;
-  int64_t i;   /* INT32, INT64, TIMESTAMP (micros) */
+  int64_t i; /* INT32, INT64, TIMESTAMP (micros) */
   double d;
   lm_str s;
 } lm_value;
 
 typedef struct lm_expr {
   lm_expr_kind kind;
-  lm_type type;            /* result type */
-  int32_t column;          /* COLUMN */
-  lm_value lit;            /* LITERAL */
-  lm_expr_op op;           /* CALL */
-  lm_func_id fn;           /* CALL FUNC */
-  int32_t fn_arg;          /* CALL FUNC: a bound constant (LIKE escape, date part) */
-  bool has_else;           /* CALL CASE */
-  int32_t nargs;           /* CALL */
-  struct lm_expr** args;   /* CALL */
+  lm_type type;          /* result type */
+  int32_t column;        /* COLUMN */
+  lm_value lit;          /* LITERAL */
+  lm_expr_op op;         /* CALL */
+  lm_func_id fn;         /* CALL FUNC */
+  int32_t fn_arg;        /* CALL FUNC: a bound constant (LIKE escape, date part) */
+  bool has_else;         /* CALL CASE */
+  int32_t nargs;         /* CALL */
+  struct lm_expr** args; /* CALL */
 } lm_expr;
 
 /* ---- the function registry (func.c) ------------------------------------------------ */
@@ -159,9 +159,9 @@ const char* lm_func_name(const lm_func_def* f);
 typedef struct lm_func_binding {
   lm_func_id fn;
   lm_type result;
-  int32_t fn_arg;      /* see lm_func_id */
-  int32_t bad_arg;     /* on failure: index of the argument at fault, -1 for the call */
-  char message[200];   /* on failure: what is wrong, without position */
+  int32_t fn_arg;    /* see lm_func_id */
+  int32_t bad_arg;   /* on failure: index of the argument at fault, -1 for the call */
+  char message[200]; /* on failure: what is wrong, without position */
 } lm_func_binding;
 
 /* Type a call of `f` over the bound arguments args[0..nargs) and write to

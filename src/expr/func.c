@@ -84,10 +84,8 @@ const char* lm_func_name(const lm_func_def* f) { return f->name; }
 
 /* ---- type rules ------------------------------------------------------------------ */
 
-__attribute__((format(printf, 4, 5))) static laminar_code bind_fail(lm_func_binding* out,
-                                                                    laminar_code code,
-                                                                    int32_t arg,
-                                                                    const char* fmt, ...) {
+__attribute__((format(printf, 4, 5))) static laminar_code bind_fail(
+    lm_func_binding* out, laminar_code code, int32_t arg, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(out->message, sizeof out->message, fmt, ap);
@@ -108,9 +106,11 @@ static bool is_numeric(lm_type t) {
  * literal (parsed when evaluated, as DuckDB's string literals), or -- for a
  * numeric `to` -- any number. */
 static laminar_code want_arg(const lm_func_def* f, const lm_expr* const* args, int32_t i,
-                             lm_type to, const char* what, lm_type* want, lm_func_binding* out) {
+                             lm_type to, const char* what, lm_type* want,
+                             lm_func_binding* out) {
   lm_type t = args[i]->type;
-  bool ok = t == to || t == LM_TYPE_NULL || (to != LM_TYPE_STRING && is_str_literal(args[i])) ||
+  bool ok = t == to || t == LM_TYPE_NULL ||
+            (to != LM_TYPE_STRING && is_str_literal(args[i])) ||
             (to == LM_TYPE_DOUBLE && is_numeric(t)) ||
             (to == LM_TYPE_INT64 && (t == LM_TYPE_INT32));
   if (!ok) {
@@ -123,10 +123,11 @@ static laminar_code want_arg(const lm_func_def* f, const lm_expr* const* args, i
 }
 
 /* want_arg for arguments from..nargs-1. */
-static laminar_code want_all(const lm_func_def* f, const lm_expr* const* args, int32_t from,
-                             int32_t nargs, lm_type to, const char* what, lm_type* want,
-                             lm_func_binding* out) {
-  for (int32_t i = from; i < nargs; i++) LM_TRY(want_arg(f, args, i, to, what, want, out));
+static laminar_code want_all(const lm_func_def* f, const lm_expr* const* args,
+                             int32_t from, int32_t nargs, lm_type to, const char* what,
+                             lm_type* want, lm_func_binding* out) {
+  for (int32_t i = from; i < nargs; i++)
+    LM_TRY(want_arg(f, args, i, to, what, want, out));
   return LAMINAR_OK;
 }
 
@@ -140,8 +141,8 @@ static laminar_code bind_part(const lm_func_def* f, const lm_expr* a, bool trunc
   }
   if (!is_str_literal(a)) {
     return bind_fail(out, LAMINAR_ERR_SQL_FUNCTION_ARGS, 0,
-                     "%s() needs a constant string naming the %s, such as 'hour'", f->name,
-                     trunc ? "unit" : "part");
+                     "%s() needs a constant string naming the %s, such as 'hour'",
+                     f->name, trunc ? "unit" : "part");
   }
   lm_date_part p = lm_date_part_find(a->lit.s, trunc);
   if (p == 0) {
@@ -149,7 +150,8 @@ static laminar_code bind_part(const lm_func_def* f, const lm_expr* a, bool trunc
                      "%s(): '%.*s' is not a %s (use e.g. year, month, day, hour, minute, "
                      "second%s)",
                      f->name, (int)(a->lit.s.len > 40 ? 40 : a->lit.s.len), a->lit.s.ptr,
-                     trunc ? "date_trunc unit" : "date part", trunc ? "" : ", epoch, dow");
+                     trunc ? "date_trunc unit" : "date part",
+                     trunc ? "" : ", epoch, dow");
   }
   out->fn_arg = (int32_t)p;
   return LAMINAR_OK;
@@ -190,12 +192,14 @@ laminar_code lm_func_bind(const lm_func_def* f, const lm_expr* const* args, int3
     if (f->min_args == f->max_args) {
       return bind_fail(out, LAMINAR_ERR_SQL_FUNCTION_ARGS, -1,
                        "%s() takes %d argument%s, got %d (usage: %s)", f->name,
-                       (int)f->min_args, f->min_args == 1 ? "" : "s", (int)nargs, f->usage);
+                       (int)f->min_args, f->min_args == 1 ? "" : "s", (int)nargs,
+                       f->usage);
     }
     if (f->max_args < 0) {
       return bind_fail(out, LAMINAR_ERR_SQL_FUNCTION_ARGS, -1,
                        "%s() takes at least %d argument%s, got %d (usage: %s)", f->name,
-                       (int)f->min_args, f->min_args == 1 ? "" : "s", (int)nargs, f->usage);
+                       (int)f->min_args, f->min_args == 1 ? "" : "s", (int)nargs,
+                       f->usage);
     }
     return bind_fail(out, LAMINAR_ERR_SQL_FUNCTION_ARGS, -1,
                      "%s() takes %d to %d arguments, got %d (usage: %s)", f->name,
@@ -211,7 +215,8 @@ laminar_code lm_func_bind(const lm_func_def* f, const lm_expr* const* args, int3
                    : t0 == LM_TYPE_NULL                       ? LM_TYPE_INT64
                                                               : LM_TYPE_DOUBLE;
       LM_TRY(want_arg(f, args, 0, rt, "a number", want, out));
-      if (nargs == 2) LM_TRY(want_arg(f, args, 1, LM_TYPE_INT64, "an integer", want, out));
+      if (nargs == 2)
+        LM_TRY(want_arg(f, args, 1, LM_TYPE_INT64, "an integer", want, out));
       out->result = rt;
       return LAMINAR_OK;
     }
@@ -347,7 +352,8 @@ static const lm_str k_zero_slot[1];
 
 laminar_code lm_expr_eval_func(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in,
                                const uint32_t* sel, int64_t n, lm_xvec* out) {
-  lm_xvec* args = lm_eval_ctx_alloc(ctx, sizeof(lm_xvec) * (size_t)(e->nargs ? e->nargs : 1));
+  lm_xvec* args =
+      lm_eval_ctx_alloc(ctx, sizeof(lm_xvec) * (size_t)(e->nargs ? e->nargs : 1));
   if (args == NULL) return LAMINAR_ERR_NOMEM;
   bool all_cst = true, any_null_cst = false;
   for (int32_t i = 0; i < e->nargs; i++) {
@@ -356,15 +362,18 @@ laminar_code lm_expr_eval_func(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec*
     any_null_cst |= args[i].cst && args[i].v.nulls != NULL && args[i].v.nulls[0];
   }
   bool strict = e->fn != LM_FN_CONCAT;
-  bool null_part = (e->fn == LM_FN_DATE_PART || e->fn == LM_FN_DATE_TRUNC) && e->fn_arg == 0;
+  bool null_part =
+      (e->fn == LM_FN_DATE_PART || e->fn == LM_FN_DATE_TRUNC) && e->fn_arg == 0;
   bool null_escape = (e->fn == LM_FN_LIKE || e->fn == LM_FN_ILIKE) && e->fn_arg == -2;
   if ((strict && any_null_cst) || null_part || null_escape) {
     out->v = (lm_vec){e->type, n, &k_null_one, k_zero_slot};
     out->cst = true;
     return LAMINAR_OK;
   }
-  lm_fcall c = {.ctx = ctx, .e = e, .args = args, .nargs = e->nargs, .m = all_cst ? 1 : n};
-  c.data = lm_eval_ctx_alloc(ctx, (size_t)lm_type_width(e->type) * (size_t)(c.m ? c.m : 1));
+  lm_fcall c = {
+      .ctx = ctx, .e = e, .args = args, .nargs = e->nargs, .m = all_cst ? 1 : n};
+  c.data =
+      lm_eval_ctx_alloc(ctx, (size_t)lm_type_width(e->type) * (size_t)(c.m ? c.m : 1));
   if (c.data == NULL) return LAMINAR_ERR_NOMEM;
   if (strict) LM_TRY(merge_arg_nulls(&c));
   LM_TRY(run_kernel(&c));

@@ -80,17 +80,17 @@ typedef struct lm_fcall {
  * holding the input nulls); NULL when out of memory. */
 uint8_t* lm_fcall_nulls(lm_fcall* c);
 
-laminar_code lm_fn_math(lm_fcall* c);        /* math.c: ABS ROUND FLOOR CEIL SQRT POWER LN
+laminar_code lm_fn_math(lm_fcall* c); /* math.c: ABS ROUND FLOOR CEIL SQRT POWER LN
                                                 EXP LOG10 */
-laminar_code lm_fn_case(lm_fcall* c);        /* strfn.c: UPPER LOWER */
+laminar_code lm_fn_case(lm_fcall* c); /* strfn.c: UPPER LOWER */
 laminar_code lm_fn_length(lm_fcall* c);
 laminar_code lm_fn_substring(lm_fcall* c);
-laminar_code lm_fn_trim(lm_fcall* c);        /* TRIM LTRIM RTRIM */
+laminar_code lm_fn_trim(lm_fcall* c); /* TRIM LTRIM RTRIM */
 laminar_code lm_fn_concat(lm_fcall* c);
 laminar_code lm_fn_replace(lm_fcall* c);
 laminar_code lm_fn_starts_with(lm_fcall* c);
-laminar_code lm_fn_like(lm_fcall* c);        /* LIKE ILIKE */
-laminar_code lm_fn_date_part(lm_fcall* c);   /* time.c */
+laminar_code lm_fn_like(lm_fcall* c);      /* LIKE ILIKE */
+laminar_code lm_fn_date_part(lm_fcall* c); /* time.c */
 laminar_code lm_fn_date_trunc(lm_fcall* c);
 
 /* ---- UTF-8 and case mapping (strfn.c) ----------------------------------------------- */

@@ -21,21 +21,21 @@ __extension__ typedef __int128 i128;
 /* ---- ABS ----------------------------------------------------------------------- */
 
 /* |x| of a signed integer type T (unsigned U) with MIN as overflow. */
-#define ABS_INT(T, U, MIN)                                        \
-  do {                                                            \
-    const T* x = c->args[0].v.data;                               \
-    T* r = c->data;                                               \
-    uint8_t bad = 0;                                              \
-    for (int64_t k = 0; k < m; k++) {                             \
-      U u = (U)x[k];                                              \
-      r[k] = (T)(x[k] < 0 ? (U)0 - u : u);                        \
-      bad |= (uint8_t)(x[k] == (MIN));                            \
-    }                                                             \
-    if (LM_UNLIKELY(bad)) {                                       \
-      uint8_t* nl = lm_fcall_nulls(c);                            \
-      if (nl == NULL) return LAMINAR_ERR_NOMEM;                   \
+#define ABS_INT(T, U, MIN)                                               \
+  do {                                                                   \
+    const T* x = c->args[0].v.data;                                      \
+    T* r = c->data;                                                      \
+    uint8_t bad = 0;                                                     \
+    for (int64_t k = 0; k < m; k++) {                                    \
+      U u = (U)x[k];                                                     \
+      r[k] = (T)(x[k] < 0 ? (U)0 - u : u);                               \
+      bad |= (uint8_t)(x[k] == (MIN));                                   \
+    }                                                                    \
+    if (LM_UNLIKELY(bad)) {                                              \
+      uint8_t* nl = lm_fcall_nulls(c);                                   \
+      if (nl == NULL) return LAMINAR_ERR_NOMEM;                          \
       for (int64_t k = 0; k < m; k++) nl[k] |= (uint8_t)(x[k] == (MIN)); \
-    }                                                             \
+    }                                                                    \
   } while (0)
 
 static laminar_code fn_abs(lm_fcall* c) {
@@ -135,14 +135,14 @@ static laminar_code fn_round(lm_fcall* c) {
 
 /* ---- DOUBLE functions ------------------------------------------------------------- */
 
-#define UNARY_LOOP(EXPR)                                   \
-  do {                                                     \
-    const double* x_ = c->args[0].v.data;                  \
-    double* r_ = c->data;                                  \
-    for (int64_t k = 0; k < m; k++) {                      \
-      double X = x_[k];                                    \
-      r_[k] = (EXPR);                                      \
-    }                                                      \
+#define UNARY_LOOP(EXPR)                  \
+  do {                                    \
+    const double* x_ = c->args[0].v.data; \
+    double* r_ = c->data;                 \
+    for (int64_t k = 0; k < m; k++) {     \
+      double X = x_[k];                   \
+      r_[k] = (EXPR);                     \
+    }                                     \
   } while (0)
 
 laminar_code lm_fn_math(lm_fcall* c) {
@@ -158,7 +158,8 @@ laminar_code lm_fn_math(lm_fcall* c) {
     case LM_FN_LOG10: UNARY_LOOP(log10(X)); return LAMINAR_OK;
     case LM_FN_POWER: {
       double* r = c->data;
-      for (int64_t k = 0; k < m; k++) r[k] = pow(FARG(c, double, 0, k), FARG(c, double, 1, k));
+      for (int64_t k = 0; k < m; k++)
+        r[k] = pow(FARG(c, double, 0, k), FARG(c, double, 1, k));
       return LAMINAR_OK;
     }
     default: return LAMINAR_ERR_INTERNAL;

@@ -35,7 +35,8 @@ int64_t lm_utf8_decode(const char* s, int64_t len, int32_t* cp) {
     case 2: *cp = ((u[0] & 0x1F) << 6) | (u[1] & 0x3F); break;
     case 3: *cp = ((u[0] & 0x0F) << 12) | ((u[1] & 0x3F) << 6) | (u[2] & 0x3F); break;
     case 4:
-      *cp = ((u[0] & 0x07) << 18) | ((u[1] & 0x3F) << 12) | ((u[2] & 0x3F) << 6) | (u[3] & 0x3F);
+      *cp = ((u[0] & 0x07) << 18) | ((u[1] & 0x3F) << 12) | ((u[2] & 0x3F) << 6) |
+            (u[3] & 0x3F);
       break;
     default: *cp = u[0]; break;
   }
@@ -109,12 +110,14 @@ static int32_t map_lookup(const lm_casemap_pair* map, int32_t n, int32_t cp) {
 
 int32_t lm_unicode_upper(int32_t cp) {
   if (cp < 0x80) return cp >= 'a' && cp <= 'z' ? cp - 32 : cp;
-  return map_lookup(k_upper_map, (int32_t)(sizeof k_upper_map / sizeof k_upper_map[0]), cp);
+  return map_lookup(k_upper_map, (int32_t)(sizeof k_upper_map / sizeof k_upper_map[0]),
+                    cp);
 }
 
 int32_t lm_unicode_lower(int32_t cp) {
   if (cp < 0x80) return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
-  return map_lookup(k_lower_map, (int32_t)(sizeof k_lower_map / sizeof k_lower_map[0]), cp);
+  return map_lookup(k_lower_map, (int32_t)(sizeof k_lower_map / sizeof k_lower_map[0]),
+                    cp);
 }
 
 /* Case-map s into out (room for 3 * s.len / 2 + 4 bytes); returns the length.
@@ -190,7 +193,8 @@ laminar_code lm_fn_starts_with(lm_fcall* c) {
   uint8_t* r = c->data;
   for (int64_t k = 0; k < c->m; k++) {
     lm_str s = FARG(c, lm_str, 0, k), p = FARG(c, lm_str, 1, k);
-    r[k] = !FNULL(c, k) && p.len <= s.len && (p.len == 0 || memcmp(s.ptr, p.ptr, (size_t)p.len) == 0);
+    r[k] = !FNULL(c, k) && p.len <= s.len &&
+           (p.len == 0 || memcmp(s.ptr, p.ptr, (size_t)p.len) == 0);
   }
   return LAMINAR_OK;
 }
@@ -362,7 +366,8 @@ laminar_code lm_fn_replace(lm_fcall* c) {
   size_t total = 0;
   for (int64_t k = 0; k < c->m; k++) {
     if (FNULL(c, k)) continue;
-    lm_str s = FARG(c, lm_str, 0, k), from = FARG(c, lm_str, 1, k), to = FARG(c, lm_str, 2, k);
+    lm_str s = FARG(c, lm_str, 0, k), from = FARG(c, lm_str, 1, k),
+           to = FARG(c, lm_str, 2, k);
     total += (size_t)s.len;
     if (from.len > 0 && to.len > from.len) {
       total += (size_t)(count_matches(s, from) * (to.len - from.len));
@@ -373,7 +378,8 @@ laminar_code lm_fn_replace(lm_fcall* c) {
   for (int64_t k = 0; k < c->m; k++) {
     r[k] = (lm_str){NULL, 0};
     if (FNULL(c, k)) continue;
-    lm_str s = FARG(c, lm_str, 0, k), from = FARG(c, lm_str, 1, k), to = FARG(c, lm_str, 2, k);
+    lm_str s = FARG(c, lm_str, 0, k), from = FARG(c, lm_str, 1, k),
+           to = FARG(c, lm_str, 2, k);
     if (from.len == 0) { /* nothing to replace: the input as it is */
       r[k] = s;
       continue;
@@ -399,7 +405,13 @@ laminar_code lm_fn_replace(lm_fcall* c) {
 /* The shape of a pattern without '_' or escapes: '%' only at either end.
  * EXACT 'abc', PREFIX 'abc%', SUFFIX '%abc', CONTAINS '%abc%' (the literal is
  * the middle part; a lone '%' or '%%' is CONTAINS of ""). GENERAL otherwise. */
-typedef enum like_shape { LIKE_GENERAL, LIKE_EXACT, LIKE_PREFIX, LIKE_SUFFIX, LIKE_CONTAINS } like_shape;
+typedef enum like_shape {
+  LIKE_GENERAL,
+  LIKE_EXACT,
+  LIKE_PREFIX,
+  LIKE_SUFFIX,
+  LIKE_CONTAINS
+} like_shape;
 
 static like_shape classify(lm_str p, int32_t escape, lm_str* lit) {
   if (escape >= 0) return LIKE_GENERAL;
@@ -492,12 +504,14 @@ static bool like_match(lm_str s, lm_str p, int32_t escape) {
 static bool fast_match(like_shape shape, lm_str s, lm_str lit) {
   switch (shape) {
     case LIKE_EXACT:
-      return s.len == lit.len && (lit.len == 0 || memcmp(s.ptr, lit.ptr, (size_t)lit.len) == 0);
+      return s.len == lit.len &&
+             (lit.len == 0 || memcmp(s.ptr, lit.ptr, (size_t)lit.len) == 0);
     case LIKE_PREFIX:
-      return s.len >= lit.len && (lit.len == 0 || memcmp(s.ptr, lit.ptr, (size_t)lit.len) == 0);
-    case LIKE_SUFFIX:
       return s.len >= lit.len &&
-             (lit.len == 0 || memcmp(s.ptr + s.len - lit.len, lit.ptr, (size_t)lit.len) == 0);
+             (lit.len == 0 || memcmp(s.ptr, lit.ptr, (size_t)lit.len) == 0);
+    case LIKE_SUFFIX:
+      return s.len >= lit.len && (lit.len == 0 || memcmp(s.ptr + s.len - lit.len, lit.ptr,
+                                                         (size_t)lit.len) == 0);
     case LIKE_CONTAINS: return lit.len == 0 || find(s, 0, lit) >= 0;
     case LIKE_GENERAL: break;
   }

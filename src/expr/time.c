@@ -51,44 +51,82 @@ static const struct {
   const char* name;
   lm_date_part part;
 } k_parts[] = {
-    {"year", LM_DP_YEAR},           {"years", LM_DP_YEAR},
-    {"y", LM_DP_YEAR},              {"yr", LM_DP_YEAR},
-    {"yrs", LM_DP_YEAR},            {"quarter", LM_DP_QUARTER},
-    {"quarters", LM_DP_QUARTER},    {"month", LM_DP_MONTH},
-    {"months", LM_DP_MONTH},        {"mon", LM_DP_MONTH},
-    {"mons", LM_DP_MONTH},          {"week", LM_DP_WEEK},
-    {"weeks", LM_DP_WEEK},          {"w", LM_DP_WEEK},
-    {"weekofyear", LM_DP_WEEK},     {"day", LM_DP_DAY},
-    {"days", LM_DP_DAY},            {"d", LM_DP_DAY},
-    {"dayofmonth", LM_DP_DAY},      {"dow", LM_DP_DOW},
-    {"dayofweek", LM_DP_DOW},       {"weekday", LM_DP_DOW},
-    {"isodow", LM_DP_ISODOW},       {"doy", LM_DP_DOY},
-    {"dayofyear", LM_DP_DOY},       {"hour", LM_DP_HOUR},
-    {"hours", LM_DP_HOUR},          {"h", LM_DP_HOUR},
-    {"hr", LM_DP_HOUR},             {"hrs", LM_DP_HOUR},
-    {"minute", LM_DP_MINUTE},       {"minutes", LM_DP_MINUTE},
-    {"m", LM_DP_MINUTE},            {"min", LM_DP_MINUTE},
-    {"mins", LM_DP_MINUTE},         {"second", LM_DP_SECOND},
-    {"seconds", LM_DP_SECOND},      {"s", LM_DP_SECOND},
-    {"sec", LM_DP_SECOND},          {"secs", LM_DP_SECOND},
-    {"millisecond", LM_DP_MILLISECOND}, {"milliseconds", LM_DP_MILLISECOND},
-    {"ms", LM_DP_MILLISECOND},      {"msec", LM_DP_MILLISECOND},
-    {"msecs", LM_DP_MILLISECOND},   {"msecond", LM_DP_MILLISECOND},
-    {"mseconds", LM_DP_MILLISECOND}, {"microsecond", LM_DP_MICROSECOND},
-    {"microseconds", LM_DP_MICROSECOND}, {"us", LM_DP_MICROSECOND},
-    {"usec", LM_DP_MICROSECOND},    {"usecs", LM_DP_MICROSECOND},
-    {"usecond", LM_DP_MICROSECOND}, {"useconds", LM_DP_MICROSECOND},
-    {"epoch", LM_DP_EPOCH},         {"isoyear", LM_DP_ISOYEAR},
-    {"yearweek", LM_DP_YEARWEEK},   {"decade", LM_DP_DECADE},
-    {"decades", LM_DP_DECADE},      {"dec", LM_DP_DECADE},
-    {"decs", LM_DP_DECADE},         {"century", LM_DP_CENTURY},
-    {"centuries", LM_DP_CENTURY},   {"c", LM_DP_CENTURY},
-    {"cent", LM_DP_CENTURY},        {"millennium", LM_DP_MILLENNIUM},
-    {"millennia", LM_DP_MILLENNIUM}, {"millenium", LM_DP_MILLENNIUM},
-    {"millenniums", LM_DP_MILLENNIUM}, {"mil", LM_DP_MILLENNIUM},
-    {"mils", LM_DP_MILLENNIUM},     {"era", LM_DP_ERA},
-    {"julian", LM_DP_JULIAN},       {"timezone", LM_DP_TIMEZONE},
-    {"timezone_hour", LM_DP_TIMEZONE}, {"timezone_minute", LM_DP_TIMEZONE},
+    {"year", LM_DP_YEAR},
+    {"years", LM_DP_YEAR},
+    {"y", LM_DP_YEAR},
+    {"yr", LM_DP_YEAR},
+    {"yrs", LM_DP_YEAR},
+    {"quarter", LM_DP_QUARTER},
+    {"quarters", LM_DP_QUARTER},
+    {"month", LM_DP_MONTH},
+    {"months", LM_DP_MONTH},
+    {"mon", LM_DP_MONTH},
+    {"mons", LM_DP_MONTH},
+    {"week", LM_DP_WEEK},
+    {"weeks", LM_DP_WEEK},
+    {"w", LM_DP_WEEK},
+    {"weekofyear", LM_DP_WEEK},
+    {"day", LM_DP_DAY},
+    {"days", LM_DP_DAY},
+    {"d", LM_DP_DAY},
+    {"dayofmonth", LM_DP_DAY},
+    {"dow", LM_DP_DOW},
+    {"dayofweek", LM_DP_DOW},
+    {"weekday", LM_DP_DOW},
+    {"isodow", LM_DP_ISODOW},
+    {"doy", LM_DP_DOY},
+    {"dayofyear", LM_DP_DOY},
+    {"hour", LM_DP_HOUR},
+    {"hours", LM_DP_HOUR},
+    {"h", LM_DP_HOUR},
+    {"hr", LM_DP_HOUR},
+    {"hrs", LM_DP_HOUR},
+    {"minute", LM_DP_MINUTE},
+    {"minutes", LM_DP_MINUTE},
+    {"m", LM_DP_MINUTE},
+    {"min", LM_DP_MINUTE},
+    {"mins", LM_DP_MINUTE},
+    {"second", LM_DP_SECOND},
+    {"seconds", LM_DP_SECOND},
+    {"s", LM_DP_SECOND},
+    {"sec", LM_DP_SECOND},
+    {"secs", LM_DP_SECOND},
+    {"millisecond", LM_DP_MILLISECOND},
+    {"milliseconds", LM_DP_MILLISECOND},
+    {"ms", LM_DP_MILLISECOND},
+    {"msec", LM_DP_MILLISECOND},
+    {"msecs", LM_DP_MILLISECOND},
+    {"msecond", LM_DP_MILLISECOND},
+    {"mseconds", LM_DP_MILLISECOND},
+    {"microsecond", LM_DP_MICROSECOND},
+    {"microseconds", LM_DP_MICROSECOND},
+    {"us", LM_DP_MICROSECOND},
+    {"usec", LM_DP_MICROSECOND},
+    {"usecs", LM_DP_MICROSECOND},
+    {"usecond", LM_DP_MICROSECOND},
+    {"useconds", LM_DP_MICROSECOND},
+    {"epoch", LM_DP_EPOCH},
+    {"isoyear", LM_DP_ISOYEAR},
+    {"yearweek", LM_DP_YEARWEEK},
+    {"decade", LM_DP_DECADE},
+    {"decades", LM_DP_DECADE},
+    {"dec", LM_DP_DECADE},
+    {"decs", LM_DP_DECADE},
+    {"century", LM_DP_CENTURY},
+    {"centuries", LM_DP_CENTURY},
+    {"c", LM_DP_CENTURY},
+    {"cent", LM_DP_CENTURY},
+    {"millennium", LM_DP_MILLENNIUM},
+    {"millennia", LM_DP_MILLENNIUM},
+    {"millenium", LM_DP_MILLENNIUM},
+    {"millenniums", LM_DP_MILLENNIUM},
+    {"mil", LM_DP_MILLENNIUM},
+    {"mils", LM_DP_MILLENNIUM},
+    {"era", LM_DP_ERA},
+    {"julian", LM_DP_JULIAN},
+    {"timezone", LM_DP_TIMEZONE},
+    {"timezone_hour", LM_DP_TIMEZONE},
+    {"timezone_minute", LM_DP_TIMEZONE},
 };
 
 lm_date_part lm_date_part_find(lm_str name, bool trunc) {
@@ -117,7 +155,9 @@ static inline void split(int64_t us, tm_fields* f) {
 }
 
 /* ISO day of week, Monday 1 .. Sunday 7 (1970-01-01 was a Thursday). */
-static inline int64_t iso_dow(int64_t days) { return days + 3 - 7 * lm_floor_div(days + 3, 7) + 1; }
+static inline int64_t iso_dow(int64_t days) {
+  return days + 3 - 7 * lm_floor_div(days + 3, 7) + 1;
+}
 
 /* ISO year and week of a day. */
 static void iso_week(int64_t days, int64_t* year, int64_t* week) {
@@ -156,7 +196,9 @@ static int64_t part_int(lm_date_part p, int64_t us) {
       int64_t iy, wk;
       iso_week(f.days, &iy, &wk);
       /* DuckDB: the week takes the sign of years up to 0 (1 BC is year 0). */
-      return p == LM_DP_WEEK ? wk : p == LM_DP_ISOYEAR ? iy : iy * 100 + (iy <= 0 ? -wk : wk);
+      return p == LM_DP_WEEK      ? wk
+             : p == LM_DP_ISOYEAR ? iy
+                                  : iy * 100 + (iy <= 0 ? -wk : wk);
     }
     case LM_DP_DECADE: return f.y / 10;
     case LM_DP_CENTURY: return f.y > 0 ? (f.y - 1) / 100 + 1 : f.y / 100 - 1;

@@ -98,8 +98,8 @@ laminar_code lm_op_chain_write_frozen(lm_op_frozen* f, lm_state_writer* w) {
   return rc;
 }
 
-laminar_code lm_op_chain_restore_part(lm_op* head, lm_state_reader* r, const lm_op_part_filter* f,
-                                      laminar_error* err) {
+laminar_code lm_op_chain_restore_part(lm_op* head, lm_state_reader* r,
+                                      const lm_op_part_filter* f, laminar_error* err) {
   for (lm_op* op = head; op != NULL; op = op->next) {
     if (op->vt->restore_part != NULL) {
       LM_TRY(op->vt->restore_part(op, r, f, err));

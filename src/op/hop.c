@@ -71,18 +71,21 @@ static laminar_code slide_reserve(window_op* op) {
   int64_t need = op->keyset->t.n;
   if (need <= op->slide_cap) return LAMINAR_OK;
   int64_t per_key = 3 * (int64_t)sizeof(uint32_t);
-  for (int32_t a = 0; a < op->spec.naggs; a++) per_key += lm_agg_slide_key_bytes(&op->slide[a]);
+  for (int32_t a = 0; a < op->spec.naggs; a++)
+    per_key += lm_agg_slide_key_bytes(&op->slide[a]);
   int64_t ncap = op->slide_cap ? op->slide_cap * 2 : 64;
   while (ncap < need) ncap *= 2;
   if (ncap * per_key > LM_SLIDE_MAX_BYTES) {
     lm_op_slide_free(op);
     return LAMINAR_OK;
   }
-  for (int32_t a = 0; a < op->spec.naggs; a++) LM_TRY(lm_agg_slide_reserve(&op->slide[a], ncap));
+  for (int32_t a = 0; a < op->spec.naggs; a++)
+    LM_TRY(lm_agg_slide_reserve(&op->slide[a], ncap));
   GROW_ARRAY(op->slide_npanes, ncap);
   GROW_ARRAY(op->slide_live, ncap);
   GROW_ARRAY(op->slide_pos, ncap);
-  memset(op->slide_npanes + op->slide_cap, 0, sizeof(int32_t) * (size_t)(ncap - op->slide_cap));
+  memset(op->slide_npanes + op->slide_cap, 0,
+         sizeof(int32_t) * (size_t)(ncap - op->slide_cap));
   op->slide_cap = ncap;
   return LAMINAR_OK;
 }
@@ -135,7 +138,8 @@ static laminar_code slide_to(window_op* op, int64_t ws) {
     for (int64_t j = 0; j < op->slide_nlive; j++) {
       uint32_t k = op->slide_live[j];
       op->slide_npanes[k] = 0;
-      for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_slide_reset_key(&op->slide[a], k);
+      for (int32_t a = 0; a < op->spec.naggs; a++)
+        lm_agg_slide_reset_key(&op->slide[a], k);
     }
     op->slide_nlive = 0;
     op->slide_lo = op->slide_hi = ws;
@@ -146,8 +150,8 @@ static laminar_code slide_to(window_op* op, int64_t ws) {
     sub_pane(op, op->open[i]);
   }
   int64_t from = op->slide_hi > ws ? op->slide_hi : ws; /* panes up to we enter */
-  for (int32_t i = lm_op_open_lower_bound(op, from); i < op->nopen && op->open[i]->start < we;
-       i++) {
+  for (int32_t i = lm_op_open_lower_bound(op, from);
+       i < op->nopen && op->open[i]->start < we; i++) {
     add_pane(op, op->open[i]);
   }
   op->slide_lo = ws;

@@ -30,15 +30,15 @@ typedef struct window {
   /* The window's groups: their keys, hashes and index (state/table.h); the
    * group id is the table's row id. */
   lm_state_table t;
-  int64_t cap;          /* room for groups in the arrays below (<= t.cap) */
-  int64_t ninit;        /* groups [t.n, ninit) have empty aggregate states ready */
+  int64_t cap;   /* room for groups in the arrays below (<= t.cap) */
+  int64_t ninit; /* groups [t.n, ninit) have empty aggregate states ready */
   lm_agg_states* aggs;
   /* Tracked groups (EMIT CHANGES or a changelog input), else NULL: */
-  int64_t* nrows;       /* rows of the group (sum of weights) */
-  uint8_t* live;        /* EMIT CHANGES: its current result was emitted (+1) */
-  uint64_t* stamp;      /* the update pass that last touched it */
-  uint32_t* kid;        /* panes: the group's key id in the op's keyset */
-  uint64_t edit;        /* panes: the op's edit count when rows last went in */
+  int64_t* nrows;  /* rows of the group (sum of weights) */
+  uint8_t* live;   /* EMIT CHANGES: its current result was emitted (+1) */
+  uint64_t* stamp; /* the update pass that last touched it */
+  uint32_t* kid;   /* panes: the group's key id in the op's keyset */
+  uint64_t edit;   /* panes: the op's edit count when rows last went in */
   /* Checkpoints (copy-on-write): who holds the window. 0: the op alone;
    * 2: the op and a frozen checkpoint state being written (set in the
    * stall); 1: one of them let go. Whoever lets go last owns it: the op
@@ -49,20 +49,20 @@ typedef struct window {
    * groups and table slots are valid only in the blocks copied so far, the
    * rest is read from the frozen original it holds. */
   struct window_cow* cow;
-  uint64_t jseq;        /* the chunk (window_op.jseq) that journaled it last */
+  uint64_t jseq; /* the chunk (window_op.jseq) that journaled it last */
 } window;
 
 typedef struct window_op {
   lm_op base;
   lm_window_spec spec;
-  lm_type* key_types;   /* spec.nkeys: the GROUP BY keys' types (tables' key columns) */
+  lm_type* key_types; /* spec.nkeys: the GROUP BY keys' types (tables' key columns) */
   lm_eval_ctx* ctx;
-  window** open;        /* sorted by start */
+  window** open; /* sorted by start */
   int32_t nopen;
   int32_t cap_open;
-  window** spare;       /* recycled windows */
+  window** spare; /* recycled windows */
   int32_t nspare;
-  int64_t watermark;    /* last watermark seen (epoch ms); INT64_MIN before any */
+  int64_t watermark; /* last watermark seen (epoch ms); INT64_MIN before any */
   /* The watermark of the input the current chunk came from, when the stream
    * has several (lm_op_window_set_late_floor): a row is late when its
    * windows closed by it, though they are still open here. INT64_MIN: none. */
@@ -75,69 +75,69 @@ typedef struct window_op {
   /* The next chunk's key hashes from the router (lm_op_window_set_key_hashes),
    * else NULL; taken (and cleared) by that chunk. */
   const uint64_t* in_hashes;
-  const lm_vec* in_args;  /* likewise its aggregate arguments (lm_op_window_set_args) */
+  const lm_vec* in_args; /* likewise its aggregate arguments (lm_op_window_set_args) */
   uint32_t* late_sel;
   int64_t nlate;
   lm_vec* key_vecs;
   lm_vec* arg_vecs;
-  bool* arg_pos;          /* this chunk: arg_vecs[a] is by position in the selection */
-  lm_vec* ord_vecs;       /* FIRST / LAST: the event time of each row */
+  bool* arg_pos;    /* this chunk: arg_vecs[a] is by position in the selection */
+  lm_vec* ord_vecs; /* FIRST / LAST: the event time of each row */
   lm_vec* out_vecs;
-  bool track;           /* emit_changes or a changelog input: per-group nrows */
-  uint64_t pass;        /* update passes so far (stamps touched groups) */
+  bool track;             /* emit_changes or a changelog input: per-group nrows */
+  uint64_t pass;          /* update passes so far (stamps touched groups) */
   const int64_t* weights; /* this chunk's row weights (changelog input), else NULL */
   /* Hopping windows (EMIT ON WINDOW CLOSE, insert-only input) run on panes:
    * tumbling windows of gcd(size, hop) (spec.size_ms and hop_ms then hold the
    * pane); a window [ws, ws + out_size) is the merge of its panes when it
    * closes, so a row is aggregated once, not once per window. */
   bool panes;
-  window* acc;            /* panes: the window being built from its panes */
-  uint32_t* kmap;         /* panes: key id -> group of acc, valid where kstamp == pass */
+  window* acc;    /* panes: the window being built from its panes */
+  uint32_t* kmap; /* panes: key id -> group of acc, valid where kstamp == pass */
   uint64_t* kstamp;
   int64_t kmap_cap;
-  int64_t out_size;       /* window size of the output (bounds) */
-  int64_t out_hop;        /* panes: the hop between window starts */
+  int64_t out_size; /* window size of the output (bounds) */
+  int64_t out_hop;  /* panes: the hop between window starts */
   /* Panes: partial merges shared by overlapping windows. With B panes per
    * window and blocks of B panes aligned at multiples of B, a window starting
    * at pane p = bB + r is suf[r] (panes p .. bB + B - 1, merged) plus run
    * (panes bB + B .. p + B - 1). Each is valid while no pane it covers took
    * rows after it was built (pane edit counts). */
-  uint64_t edits;         /* row updates into panes so far */
-  window** suf;           /* B suffix merges of block suf_block */
-  int64_t suf_block;      /* INT64_MIN: none */
-  int64_t suf_from;       /* suf[suf_from .. B) are built */
-  uint64_t suf_edit;      /* edits when built */
-  window* run;            /* prefix merge of block run_block, panes up to run_last */
+  uint64_t edits;    /* row updates into panes so far */
+  window** suf;      /* B suffix merges of block suf_block */
+  int64_t suf_block; /* INT64_MIN: none */
+  int64_t suf_from;  /* suf[suf_from .. B) are built */
+  uint64_t suf_edit; /* edits when built */
+  window* run;       /* prefix merge of block run_block, panes up to run_last */
   int64_t run_block, run_last;
   uint64_t run_edit;
   /* Panes: the sliding window (op/hop.c, agg/slide.h) when every aggregate
    * slides: panes [slide_lo, slide_hi) added to per-key-id states, valid
    * while none of them took rows after slide_edit; the keys of at least one
    * of those panes (slide_npanes > 0) listed in slide_live (slide_pos: where). */
-  lm_agg_slide* slide;    /* naggs, or NULL: windows merge their panes */
+  lm_agg_slide* slide; /* naggs, or NULL: windows merge their panes */
   bool slide_valid;
-  bool slide_fresh;       /* rebuilt from the panes for the window being built */
+  bool slide_fresh; /* rebuilt from the panes for the window being built */
   int64_t slide_lo, slide_hi;
   uint64_t slide_edit;
-  int32_t* slide_npanes;  /* per key id */
+  int32_t* slide_npanes; /* per key id */
   uint32_t* slide_live;
   uint32_t* slide_pos;
   int64_t slide_nlive, slide_cap;
   /* Rows built one group at a time (EMIT CHANGES deltas; closing windows of a
    * changelog input), out_schema's columns; op-owned, reused. */
   lm_vec* dvecs;
-  int32_t dcols;          /* out_schema's column count (the chain frees the schema first) */
+  int32_t dcols; /* out_schema's column count (the chain frees the schema first) */
   int64_t dn, dcap;
   /* session windows (see "session windows" below) */
-  window* keyset;         /* key interning only: key id = group id */
-  lm_agg_states* sagg;    /* per aggregate, indexed by session slot */
+  window* keyset;      /* key interning only: key id = group id */
+  lm_agg_states* sagg; /* per aggregate, indexed by session slot */
   int64_t *s_start, *s_end;
   uint32_t* s_key;
-  int32_t* s_next;        /* next session of the key (by start), or next free slot */
-  int32_t* s_parent;      /* the slot a merged slot was folded into (itself if not) */
+  int32_t* s_next;   /* next session of the key (by start), or next free slot */
+  int32_t* s_parent; /* the slot a merged slot was folded into (itself if not) */
   uint8_t* s_used;
   int32_t s_cap, s_hw, s_free, s_open;
-  int32_t* k_first;       /* per key id: its first open session, -1 if none */
+  int32_t* k_first; /* per key id: its first open session, -1 if none */
   int64_t k_cap;
   /* session EMIT CHANGES: the chunk (op->pass) that last touched each slot
    * (created, grown, merged); slots touched by this chunk, for their +1 rows.
@@ -162,8 +162,8 @@ typedef struct window_op {
   int32_t *sj_made, *sj_old;
   int64_t *sj_where, *sj_was;
   int64_t sj_nmade, sj_nold, sj_nlog, sj_cap;
-  uint64_t* s_jmark;      /* per slot: the pass << 5 | fields journaled in it */
-  uint64_t* k_jmark;      /* per key id, likewise for k_first */
+  uint64_t* s_jmark; /* per slot: the pass << 5 | fields journaled in it */
+  uint64_t* k_jmark; /* per key id, likewise for k_first */
   /* Checkpoints (copy-on-write, op/window_frozen.c): who holds the session
    * arrays a snapshot reads (keyset, sagg, s_start, s_end, s_key, s_used)
    * as they were at the freeze: 2: the op and a frozen checkpoint being
@@ -186,9 +186,9 @@ typedef struct window_op {
   window** jwin;
   int64_t* jgroups;
   int32_t jn, jcap;
-  uint64_t jseq;          /* chunks begun */
-  int64_t jkeyset;        /* the keyset's groups before the chunk, -1: no keyset */
-  int64_t per_group;      /* bytes a group of a window holds (accounting) */
+  uint64_t jseq;     /* chunks begun */
+  int64_t jkeyset;   /* the keyset's groups before the chunk, -1: no keyset */
+  int64_t per_group; /* bytes a group of a window holds (accounting) */
 } window_op;
 
 /* The watermark a row's lateness is judged by: the op's, or its input's if
@@ -237,8 +237,8 @@ static inline void lm_op_late_row(window_op* op, int64_t k) {
 int64_t lm_op_window_bytes(const window_op* op);
 
 /* The group of window w holding row `row`'s keys (hash h), added if new. */
-laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h, const lm_vec* keys,
-                                     int64_t row, uint32_t* out_gid);
+laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
+                                     const lm_vec* keys, int64_t row, uint32_t* out_gid);
 /* A new empty window (or LAMINAR_ERR_NOMEM); room for `cap` groups in w. */
 laminar_code lm_op_window_new(window_op* op, window** out);
 void lm_op_window_free(window_op* op, window* w);
@@ -272,8 +272,8 @@ void lm_op_window_let_go(window_op* op, window* w);
  * each row's probe meets first; open window i made whole (before emission,
  * a restore into it). */
 const window* lm_op_window_cow_group_src(const window* w, int64_t g);
-laminar_code lm_op_window_cow_groups(window_op* op, window* w, const uint32_t* sel, int64_t m,
-                                     const uint64_t* hashes, uint32_t* gids);
+laminar_code lm_op_window_cow_groups(window_op* op, window* w, const uint32_t* sel,
+                                     int64_t m, const uint64_t* hashes, uint32_t* gids);
 laminar_code lm_op_window_cow_settle(window_op* op, int32_t i);
 /* Free w's copy-by-blocks state and let go of its original (any thread:
  * the last holder frees it). */
@@ -360,7 +360,8 @@ laminar_code lm_op_window_account(window_op* op, bool check);
 laminar_code lm_op_late_deliver(window_op* op, const lm_chunk* in);
 /* A snapshot's watermark and late count, restored as `f` says (the state
  * cleared unless merging). */
-void lm_op_window_restore_head(window_op* op, lm_state_reader* r, const lm_op_part_filter* f);
+void lm_op_window_restore_head(window_op* op, lm_state_reader* r,
+                               const lm_op_part_filter* f);
 void lm_op_window_destroy(lm_op* base);
 
 #endif /* LM_OP_INTERNAL_H */

@@ -75,8 +75,8 @@ typedef struct lm_op_vtable {
 /* Common header of every operator (first member of each concrete struct). */
 struct lm_op {
   const lm_op_vtable* vt;
-  lm_schema out_schema;      /* columns of the chunks this operator emits */
-  lm_op* next;               /* next operator, or NULL: deliver to sink */
+  lm_schema out_schema; /* columns of the chunks this operator emits */
+  lm_op* next;          /* next operator, or NULL: deliver to sink */
   lm_op_sink_fn sink;
   void* sink_arg;
   int64_t rows_in;
@@ -101,8 +101,8 @@ laminar_code lm_op_account(lm_op* op, int64_t bytes, bool check);
 /* Whether op's state has a bound to keep (its stream's or the database's):
  * without one, operators skip the accounting. */
 static inline bool lm_op_bounded(const lm_op* op) {
-  return op->budget != NULL &&
-         (op->budget->limit > 0 || (op->budget->parent != NULL && op->budget->parent->limit > 0));
+  return op->budget != NULL && (op->budget->limit > 0 || (op->budget->parent != NULL &&
+                                                          op->budget->parent->limit > 0));
 }
 /* Every operator of the chain charges `b` (the stream's budget). */
 void lm_op_chain_set_budget(lm_op* head, lm_state_budget* b);
@@ -147,8 +147,8 @@ struct lm_op_part_filter {
 
 /* lm_op_chain_restore through `f`. Operators without keyed state restore as
  * usual (a merge into such state is LAMINAR_ERR_INTERNAL: not partitioned). */
-laminar_code lm_op_chain_restore_part(lm_op* head, lm_state_reader* r, const lm_op_part_filter* f,
-                                      laminar_error* err);
+laminar_code lm_op_chain_restore_part(lm_op* head, lm_state_reader* r,
+                                      const lm_op_part_filter* f, laminar_error* err);
 
 /* Destroy a whole chain (NULL allowed). */
 void lm_op_chain_destroy(lm_op* head);
@@ -176,12 +176,12 @@ laminar_code lm_op_map_create(const lm_expr* filter, const lm_expr* const* exprs
  * closed still counts in the open ones). out_schema must list those columns
  * (plus `_weight` with emit_changes). */
 typedef struct lm_window_spec {
-  const lm_expr* filter;   /* WHERE: rows where it is not TRUE are skipped; NULL = all */
+  const lm_expr* filter; /* WHERE: rows where it is not TRUE are skipped; NULL = all */
   int32_t time_col;
   lm_type time_type;
   int64_t size_ms;
-  int64_t hop_ms;          /* hop/slide: distance between window starts (0 or size_ms: tumble) */
-  int64_t lateness_ms;     /* allowed lateness: a window closes when the watermark reaches
+  int64_t hop_ms; /* hop/slide: distance between window starts (0 or size_ms: tumble) */
+  int64_t lateness_ms; /* allowed lateness: a window closes when the watermark reaches
                             * end + lateness_ms; rows are late only after that */
   const lm_expr* const* keys;
   int32_t nkeys;

@@ -65,7 +65,8 @@ static inline laminar_code jset(window_op* op, int f, int64_t i, int64_t v) {
     uint64_t* mark = f == J_FIRST ? &op->k_jmark[i] : &op->s_jmark[i];
     uint64_t m = *mark;
     if ((m >> 5) != op->pass) m = op->pass << 5;
-    if (!(m & (1u << f)) && (f == J_FIRST || op->s_used[i] != 2)) LM_TRY(journal_field(op, f, i));
+    if (!(m & (1u << f)) && (f == J_FIRST || op->s_used[i] != 2))
+      LM_TRY(journal_field(op, f, i));
     *mark = m | (1u << f);
   }
   switch (f) {
@@ -292,7 +293,8 @@ static void session_undo(window_op* op) {
   }
   for (int64_t i = op->sj_nmade - 1; i >= 0; i--) {
     int32_t s = op->sj_made[i] >= 0 ? op->sj_made[i] : ~op->sj_made[i];
-    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_drop_group(&op->sagg[a], s);
+    for (int32_t a = 0; a < op->spec.naggs; a++)
+      lm_agg_states_drop_group(&op->sagg[a], s);
     op->s_used[s] = 0;
     op->s_parent[s] = s;
     op->s_open--;
@@ -313,11 +315,12 @@ static void journal_end(window_op* op) {
   op->s_touched = NULL;
 }
 
-static laminar_code session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given,
-                                  int32_t* dead, int64_t* ndead, bool* out_updating);
+static laminar_code session_chunk(window_op* op, const lm_chunk* in,
+                                  const uint64_t* given, int32_t* dead, int64_t* ndead,
+                                  bool* out_updating);
 
-static laminar_code session_apply(window_op* op, const lm_chunk* in, const uint64_t* given,
-                                  bool* out_applied) {
+static laminar_code session_apply(window_op* op, const lm_chunk* in,
+                                  const uint64_t* given, bool* out_applied) {
   *out_applied = false;
   int64_t n = in->nrows;
   int32_t* dead = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
@@ -373,13 +376,15 @@ static laminar_code session_apply(window_op* op, const lm_chunk* in, const uint6
  * only), room for the aggregate updates (lm_agg_states_prepare), the bound
  * checked, EMIT CHANGES rows reserved; only then (*out_updating) the
  * updates, which cannot fail. */
-static laminar_code session_chunk(window_op* op, const lm_chunk* in, const uint64_t* given,
-                                  int32_t* dead, int64_t* ndead, bool* out_updating) {
+static laminar_code session_chunk(window_op* op, const lm_chunk* in,
+                                  const uint64_t* given, int32_t* dead, int64_t* ndead,
+                                  bool* out_updating) {
   const lm_window_spec* spec = &op->spec;
   int64_t n = in->nrows;
   const lm_vec* tcol = &in->cols[spec->time_col];
   int64_t span = in->sel != NULL ? (int64_t)in->sel[n - 1] + 1 : n; /* rows < span */
-  uint64_t* own = given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)span);
+  uint64_t* own =
+      given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)span);
   const uint64_t* hashes = given ? given : own;
   uint32_t* sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
   uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)n);
@@ -484,7 +489,8 @@ static laminar_code session_close(window_op* op) {
   for (int32_t s = 0; s < op->s_hw; s++) {
     int64_t close;
     if (!op->s_used[s]) continue;
-    if (__builtin_add_overflow(op->s_end[s], op->spec.lateness_ms, &close)) close = INT64_MAX;
+    if (__builtin_add_overflow(op->s_end[s], op->spec.lateness_ms, &close))
+      close = INT64_MAX;
     if (close <= op->watermark) nclose++;
   }
   if (nclose == 0) return LAMINAR_OK;
@@ -497,8 +503,10 @@ static laminar_code session_close(window_op* op) {
   for (int32_t s = 0; s < op->s_hw; s++) {
     int64_t close;
     if (!op->s_used[s]) continue;
-    if (__builtin_add_overflow(op->s_end[s], op->spec.lateness_ms, &close)) close = INT64_MAX;
-    if (close <= op->watermark) closing[k++] = (closing_session){op->s_start[s], op->s_key[s], s};
+    if (__builtin_add_overflow(op->s_end[s], op->spec.lateness_ms, &close))
+      close = INT64_MAX;
+    if (close <= op->watermark)
+      closing[k++] = (closing_session){op->s_start[s], op->s_key[s], s};
   }
   qsort(closing, (size_t)nclose, sizeof *closing, cmp_session);
   /* EMIT CHANGES: a session's last +1 stands; closing emits nothing. */
@@ -525,7 +533,8 @@ static void session_put(const window_op* op, lm_state_writer* w) {
     lm_state_put_u32(w, op->s_key[s]);
     lm_state_put_i64(w, op->s_start[s]);
     lm_state_put_i64(w, op->s_end[s]);
-    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&op->sagg[a], s, w);
+    for (int32_t a = 0; a < op->spec.naggs; a++)
+      lm_agg_snapshot_group(&op->sagg[a], s, w);
   }
 }
 
@@ -540,7 +549,8 @@ static void session_clear(window_op* op) {
 }
 
 /* Restore the sessions of the keys `f` keeps (op/op.h). */
-static laminar_code session_get(window_op* op, lm_state_reader* r, const lm_op_part_filter* f) {
+static laminar_code session_get(window_op* op, lm_state_reader* r,
+                                const lm_op_part_filter* f) {
   LM_TRY(session_thaw(op));
   if (!f->merge) session_clear(op);
   window* ks = op->keyset;
@@ -562,7 +572,8 @@ static laminar_code session_get(window_op* op, lm_state_reader* r, const lm_op_p
       lm_free(kids);
       return rc;
     }
-    kids[j] = lm_op_part_of(ks->t.hash[g], f->nparts) == f->part ? (uint32_t)g++ : UINT32_MAX;
+    kids[j] =
+        lm_op_part_of(ks->t.hash[g], f->nparts) == f->part ? (uint32_t)g++ : UINT32_MAX;
   }
   ks->t.n = g;
   laminar_code rc = lm_state_table_reindex(&ks->t);
@@ -600,7 +611,8 @@ static laminar_code session_get(window_op* op, lm_state_reader* r, const lm_op_p
 static void session_copy_free(window_op* op, window_op* c) {
   if (c == NULL) return;
   lm_op_window_free(op, c->keyset);
-  for (int32_t a = 0; c->sagg != NULL && a < op->spec.naggs; a++) lm_agg_states_free(&c->sagg[a]);
+  for (int32_t a = 0; c->sagg != NULL && a < op->spec.naggs; a++)
+    lm_agg_states_free(&c->sagg[a]);
   lm_free(c->sagg);
   lm_free(c->s_used);
   lm_free(c->s_key);
@@ -627,11 +639,11 @@ static window_op* session_hold(const window_op* op) {
 }
 
 /* Copies of the op's session arrays, room for its s_cap slots: memcpy speed. */
-#define COPY_SLOTS(field)                                                            \
-  do {                                                                               \
-    c->field = lm_malloc(sizeof(*c->field) * (size_t)(op->s_cap + 1));               \
-    if (c->field == NULL) goto nomem;                                                \
-    if (hw > 0) memcpy(c->field, op->field, sizeof(*c->field) * (size_t)hw);         \
+#define COPY_SLOTS(field)                                                    \
+  do {                                                                       \
+    c->field = lm_malloc(sizeof(*c->field) * (size_t)(op->s_cap + 1));       \
+    if (c->field == NULL) goto nomem;                                        \
+    if (hw > 0) memcpy(c->field, op->field, sizeof(*c->field) * (size_t)hw); \
   } while (0)
 
 static laminar_code session_copy(window_op* op, window_op** out) {
@@ -726,7 +738,8 @@ static laminar_code session_freeze(lm_op* base, void** out) {
     return LAMINAR_ERR_NOMEM;
   }
   /* As windows: never still held by an earlier checkpoint. */
-  atomic_store_explicit(&op->s_share, 2, memory_order_relaxed); /* published by the resume */
+  atomic_store_explicit(&op->s_share, 2,
+                        memory_order_relaxed); /* published by the resume */
   op->s_held = true;
   *out = f;
   return LAMINAR_OK;
@@ -774,9 +787,10 @@ static laminar_code session_on_chunk(lm_op* base, const lm_chunk* in) {
       lm_op_window_truncate(op, op->keyset, op->jkeyset);
       lm_op_window_account(op, false);
       if (rc == LAMINAR_ERR_NOMEM) {
-        lm_state_budget_fail(op->base.budget, rc,
-                             "out of memory in a session window; the batch was not applied "
-                             "(state unchanged)");
+        lm_state_budget_fail(
+            op->base.budget, rc,
+            "out of memory in a session window; the batch was not applied "
+            "(state unchanged)");
       }
       return rc;
     }

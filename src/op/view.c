@@ -28,7 +28,8 @@
 #include <string.h>
 
 /* The encoding is stored in checkpoints as it is in memory. */
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "row encoding assumes little-endian");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "row encoding assumes little-endian");
 
 /* ==== row encoding =================================================================== */
 
@@ -118,19 +119,19 @@ typedef struct slot {
 } slot;
 
 typedef struct view_op {
-  lm_op base;            /* out_schema: the columns, then _weight BIGINT */
+  lm_op base; /* out_schema: the columns, then _weight BIGINT */
   lm_schema columns;
-  bool changelog;        /* input chunks carry the weight as column columns.ncols */
+  bool changelog; /* input chunks carry the weight as column columns.ncols */
   slot* slots;
-  int64_t cap;           /* slots (a power of two, or 0) */
-  int64_t count;         /* rows in the view */
+  int64_t cap;   /* slots (a power of two, or 0) */
+  int64_t count; /* rows in the view */
   uint8_t* bytes;
-  int64_t nbytes;        /* used, live and dead */
+  int64_t nbytes; /* used, live and dead */
   int64_t bytes_cap;
-  int64_t dead;          /* bytes of rows that left */
+  int64_t dead; /* bytes of rows that left */
   int64_t retract_errors;
-  lm_eval_ctx* ctx;      /* per-chunk scratch */
-  lm_vec* outs;          /* columns.ncols + 1 output vectors */
+  lm_eval_ctx* ctx; /* per-chunk scratch */
+  lm_vec* outs;     /* columns.ncols + 1 output vectors */
   /* Checkpoints (copy-on-write, "frozen views" below): who holds `slots` and
    * `bytes` as they were at the freeze. 2: the op and a frozen checkpoint
    * being written (set in the stall); 1: one of them let go; whoever lets
@@ -139,7 +140,7 @@ typedef struct view_op {
    * reads them. */
   _Atomic int32_t share;
   bool held;
-  int64_t thaws;         /* copies made so (lm_op_view_thaws) */
+  int64_t thaws; /* copies made so (lm_op_view_thaws) */
   int64_t thawed_rows;
 } view_op;
 
@@ -251,7 +252,8 @@ static void remove_slot(view_op* v, int64_t i) {
 }
 
 /* Add weight w to row p[0..len) (hash h); returns the weight applied. */
-static int64_t apply_row(view_op* v, uint64_t h, const uint8_t* p, int64_t len, int64_t w) {
+static int64_t apply_row(view_op* v, uint64_t h, const uint8_t* p, int64_t len,
+                         int64_t w) {
   bool found;
   int64_t i = probe(v, h, p, len, &found);
   int64_t old = found ? v->slots[i].weight : 0;
@@ -277,8 +279,8 @@ static int64_t apply_row(view_op* v, uint64_t h, const uint8_t* p, int64_t len, 
   return now - old;
 }
 
-laminar_code lm_op_gather(lm_eval_ctx* ctx, const lm_vec* in, const uint32_t* sel, int64_t n,
-                          lm_vec* out) {
+laminar_code lm_op_gather(lm_eval_ctx* ctx, const lm_vec* in, const uint32_t* sel,
+                          int64_t n, lm_vec* out) {
   size_t w = (size_t)lm_type_width(in->type);
   uint8_t* data = lm_eval_ctx_alloc(ctx, w * (size_t)(n ? n : 1));
   uint8_t* nulls = in->nulls ? lm_eval_ctx_alloc(ctx, (size_t)(n ? n : 1)) : NULL;
@@ -347,18 +349,20 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
       w = ((const int64_t*)wv->data)[r];
     }
     int64_t len = offs[r + 1] - offs[r];
-    eff[r] = w == 0 ? 0 : apply_row(v, row_hash(enc + offs[r], len), enc + offs[r], len, w);
+    eff[r] =
+        w == 0 ? 0 : apply_row(v, row_hash(enc + offs[r], len), enc + offs[r], len, w);
     if (eff[r] != w || w == 0) pass = false;
   }
   /* The bound (max_state_bytes): past it, the rows are taken back in reverse
    * (each applies the opposite of what it did, within the room reserved),
    * so the view is as before the chunk. Behind a GROUP BY the batch was
    * accepted there: only accounted (op.h, checks_bound). */
-  if (lm_op_bounded(base) &&
-      lm_op_account(base, view_bytes(v), base->checks_bound) == LAMINAR_ERR_MEMORY_LIMIT) {
+  if (lm_op_bounded(base) && lm_op_account(base, view_bytes(v), base->checks_bound) ==
+                                 LAMINAR_ERR_MEMORY_LIMIT) {
     for (int64_t r = n - 1; r >= 0; r--) {
       int64_t len = offs[r + 1] - offs[r];
-      if (eff[r] != 0) apply_row(v, row_hash(enc + offs[r], len), enc + offs[r], len, -eff[r]);
+      if (eff[r] != 0)
+        apply_row(v, row_hash(enc + offs[r], len), enc + offs[r], len, -eff[r]);
     }
     v->retract_errors = errors_before;
     return LAMINAR_ERR_MEMORY_LIMIT;
@@ -379,7 +383,8 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
     if (eff[r] != 0) sel[m++] = (uint32_t)r;
   }
   if (m == 0) return LAMINAR_OK;
-  for (int32_t c = 0; c < ncols; c++) LM_TRY(lm_op_gather(v->ctx, &in->cols[c], sel, m, &v->outs[c]));
+  for (int32_t c = 0; c < ncols; c++)
+    LM_TRY(lm_op_gather(v->ctx, &in->cols[c], sel, m, &v->outs[c]));
   for (int64_t k = 0; k < m; k++) eff[k] = eff[sel[k]]; /* sel[k] >= k: in place */
   v->outs[ncols] = (lm_vec){LM_TYPE_INT64, m, NULL, eff};
   lm_chunk out = {m, ncols + 1, v->outs, NULL};
@@ -524,7 +529,8 @@ static laminar_code view_restore(lm_op* base, lm_state_reader* r, laminar_error*
     lm_str row = lm_state_get_bytes(r);
     if (r->failed || weight <= 0) return corrupt(err, "row");
     const uint8_t* p = (const uint8_t*)row.ptr;
-    if (row_check(&v->columns, p, row.len) != row.len) return corrupt(err, "row encoding");
+    if (row_check(&v->columns, p, row.len) != row.len)
+      return corrupt(err, "row encoding");
     if (reserve_bytes(v, row.len) != LAMINAR_OK) {
       return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory restoring a view");
     }
@@ -706,7 +712,8 @@ laminar_code lm_view_rows_decode(const lm_schema* columns, lm_view_rows* rows) {
     }
   }
   for (int32_t c = 0; c < ncols; c++) {
-    rows->cols[c] = (lm_vec){columns->fields[c].type, n, any_null[c] ? nulls[c] : NULL, data[c]};
+    rows->cols[c] =
+        (lm_vec){columns->fields[c].type, n, any_null[c] ? nulls[c] : NULL, data[c]};
   }
   rows->ncols = ncols;
   lm_free(data);

@@ -83,7 +83,7 @@ void lm_view_rows_free(lm_view_rows* rows);
  * whose memory comes from `ctx` (valid until its next reset). Strings are
  * copied as views: their bytes stay where they are.
  * Returns LAMINAR_OK or LAMINAR_ERR_NOMEM. */
-laminar_code lm_op_gather(lm_eval_ctx* ctx, const lm_vec* in, const uint32_t* sel, int64_t n,
-                          lm_vec* out);
+laminar_code lm_op_gather(lm_eval_ctx* ctx, const lm_vec* in, const uint32_t* sel,
+                          int64_t n, lm_vec* out);
 
 #endif /* LM_OP_VIEW_H */

@@ -58,7 +58,8 @@ laminar_code lm_op_window_new(window_op* op, window** out) {
   window* w = lm_calloc(1, sizeof *w);
   if (w == NULL) return LAMINAR_ERR_NOMEM;
   w->aggs = lm_calloc((size_t)(op->spec.naggs + 1), sizeof(lm_agg_states));
-  if (w->aggs == NULL || lm_state_table_init(&w->t, op->key_types, op->spec.nkeys) != LAMINAR_OK) {
+  if (w->aggs == NULL ||
+      lm_state_table_init(&w->t, op->key_types, op->spec.nkeys) != LAMINAR_OK) {
     lm_free(w->aggs);
     lm_free(w);
     return LAMINAR_ERR_NOMEM;
@@ -92,7 +93,6 @@ void lm_op_window_recycle(window_op* op, window* w) {
   lm_op_window_reset(op, w);
   op->spare[op->nspare++] = w;
 }
-
 
 
 laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap) {
@@ -130,7 +130,7 @@ laminar_code lm_op_group_append(window_op* op, window* w, uint64_t h, uint32_t* 
 }
 
 laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
-                                      const lm_vec* keys, int64_t row, uint32_t* out_gid) {
+                                     const lm_vec* keys, int64_t row, uint32_t* out_gid) {
   int64_t found = lm_state_table_find(&w->t, h, keys, row);
   if (found >= 0) {
     *out_gid = (uint32_t)found;
@@ -158,13 +158,15 @@ laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
  * probes inline, comparing the value directly; new groups, other key shapes
  * and collisions beyond the first slot's hash go through
  * lm_op_group_find_or_add. The same groups, in the same order, either way. */
-static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t* sel, int64_t m,
-                                       const uint64_t* hashes, uint32_t* gids) {
-  if (LM_UNLIKELY(w->cow != NULL)) return lm_op_window_cow_groups(op, w, sel, m, hashes, gids);
+static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t* sel,
+                                       int64_t m, const uint64_t* hashes,
+                                       uint32_t* gids) {
+  if (LM_UNLIKELY(w->cow != NULL))
+    return lm_op_window_cow_groups(op, w, sel, m, hashes, gids);
   const lm_vec* key = &op->key_vecs[0];
   lm_type t = op->spec.nkeys == 1 ? key->type : LM_TYPE_NULL;
-  bool fast = key->nulls == NULL && (t == LM_TYPE_STRING || t == LM_TYPE_INT64 ||
-                                     t == LM_TYPE_TIMESTAMP);
+  bool fast = key->nulls == NULL &&
+              (t == LM_TYPE_STRING || t == LM_TYPE_INT64 || t == LM_TYPE_TIMESTAMP);
   int64_t j = 0;
   while (fast && j < m) {
     /* Re-read after each slow call: adding a group may grow these arrays. */
@@ -180,8 +182,9 @@ static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t*
       while ((e = table[slot]) != 0) {
         uint32_t g = e - 1;
         if (ghash[g] == h && !ks->nulls[g] &&
-            (t == LM_TYPE_STRING ? lm_state_str_eq(ks->s[g], ((const lm_str*)key->data)[r])
-                                 : ks->i[g] == ((const int64_t*)key->data)[r])) {
+            (t == LM_TYPE_STRING
+                 ? lm_state_str_eq(ks->s[g], ((const lm_str*)key->data)[r])
+                 : ks->i[g] == ((const int64_t*)key->data)[r])) {
           gids[j] = g;
           found = true;
           break;
@@ -191,12 +194,14 @@ static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t*
       if (!found) break;
     }
     if (j < m) {
-      LM_TRY(lm_op_group_find_or_add(op, w, hashes[sel[j]], op->key_vecs, sel[j], &gids[j]));
+      LM_TRY(
+          lm_op_group_find_or_add(op, w, hashes[sel[j]], op->key_vecs, sel[j], &gids[j]));
       j++;
     }
   }
   for (; j < m; j++) {
-    LM_TRY(lm_op_group_find_or_add(op, w, hashes[sel[j]], op->key_vecs, sel[j], &gids[j]));
+    LM_TRY(
+        lm_op_group_find_or_add(op, w, hashes[sel[j]], op->key_vecs, sel[j], &gids[j]));
   }
   return LAMINAR_OK;
 }
@@ -218,8 +223,8 @@ laminar_code lm_op_kmap_reserve(window_op* op) {
  * key id and keys borrowed from the keyset. Panes keep no hash table of their
  * own: with ~1 row per group and pane (hop's 100 ms panes), most rows open a
  * group, and a table insert plus a second probe for each cost more. */
-static laminar_code pane_groups(window_op* op, window* pane, const uint32_t* sel, int64_t m,
-                                const uint64_t* hashes, uint32_t* gids) {
+static laminar_code pane_groups(window_op* op, window* pane, const uint32_t* sel,
+                                int64_t m, const uint64_t* hashes, uint32_t* gids) {
   LM_TRY(groups_find_or_add(op, op->keyset, sel, m, hashes, gids)); /* key ids */
   LM_TRY(lm_op_kmap_reserve(op));
   uint64_t pass = ++op->pass;
@@ -237,7 +242,8 @@ static laminar_code pane_groups(window_op* op, window* pane, const uint32_t* sel
     if (kstamp[k] != pass) {
       uint32_t g = (uint32_t)pane->t.n++;
       if (g >= pane->ninit) {
-        for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_init_group(&pane->aggs[a], g);
+        for (int32_t a = 0; a < op->spec.naggs; a++)
+          lm_agg_states_init_group(&pane->aggs[a], g);
       }
       pane->kid[g] = k;
       kstamp[k] = pass;
@@ -282,7 +288,8 @@ static laminar_code window_get(window_op* op, int64_t start, window** out) {
   int32_t lo = lm_op_open_lower_bound(op, start);
   if (lo < op->nopen && op->open[lo]->start == start) {
     /* acquire: pairs with the checkpoint writer's release when it lets go */
-    if (LM_UNLIKELY(atomic_load_explicit(&op->open[lo]->share, memory_order_acquire) != 0)) {
+    if (LM_UNLIKELY(atomic_load_explicit(&op->open[lo]->share, memory_order_acquire) !=
+                    0)) {
       LM_TRY(lm_op_window_thaw(op, lo));
     }
     *out = op->open[lo];
@@ -333,7 +340,8 @@ void lm_op_window_bounds(const window_op* op, int64_t ws, int64_t* start, int64_
   int64_t scale = op->spec.time_type == LM_TYPE_TIMESTAMP ? 1000 : 1;
   int64_t e;
   *start = ws * scale;
-  if (__builtin_add_overflow(ws, op->out_size, &e) || __builtin_mul_overflow(e, scale, end)) {
+  if (__builtin_add_overflow(ws, op->out_size, &e) ||
+      __builtin_mul_overflow(e, scale, end)) {
     *end = INT64_MAX;
   }
 }
@@ -351,7 +359,8 @@ static void put_group_row(window_op* op, const window* w, int64_t g, int64_t wei
   ((int64_t*)v[1].data)[row] = end;
   ((uint8_t*)v[0].nulls)[row] = spec->global;
   ((uint8_t*)v[1].nulls)[row] = spec->global;
-  for (int32_t c = 0; c < spec->nkeys; c++) lm_state_table_put_value(&v[2 + c], &w->t.keys[c], g, row);
+  for (int32_t c = 0; c < spec->nkeys; c++)
+    lm_state_table_put_value(&v[2 + c], &w->t.keys[c], g, row);
   for (int32_t a = 0; a < spec->naggs; a++) {
     lm_vec* ov = &v[2 + spec->nkeys + a];
     lm_agg_finalize(&w->aggs[a], g, 1, (char*)ov->data + lm_type_width(ov->type) * row,
@@ -377,7 +386,6 @@ laminar_code lm_op_rows_flush(window_op* op) {
 /* ---- chunk processing ------------------------------------------------------- */
 
 
-
 /* Rows of a chunk assigned at once: bounds the (row, window) pairs held. */
 #define PAIRS_PER_SLICE 65536
 
@@ -399,19 +407,19 @@ int64_t lm_op_window_close_time(const window_op* op, int64_t ws) {
 
 /* Per-chunk scratch of the window assignment (from the eval context). */
 typedef struct assign_scratch {
-  int64_t* starts;   /* distinct window starts of the slice */
-  int64_t* counts;   /* rows per window, then the bucket cursor */
-  int64_t* offsets;  /* nwin + 1 */
-  uint32_t* prow;    /* (row, window) pairs */
+  int64_t* starts;  /* distinct window starts of the slice */
+  int64_t* counts;  /* rows per window, then the bucket cursor */
+  int64_t* offsets; /* nwin + 1 */
+  uint32_t* prow;   /* (row, window) pairs */
   int32_t* pwin;
-  uint32_t* sel;     /* rows bucketed by window, arrival order within one */
+  uint32_t* sel; /* rows bucketed by window, arrival order within one */
   /* With aggregate arguments by position (window_op.arg_pos), each pair's
    * row's position in the chunk's selection, and those bucketed like sel;
    * else NULL. */
   uint32_t* ppos;
   uint32_t* spos;
-  int32_t* cache;    /* local window indices of the last row's windows */
-  bool sorted;       /* the pairs are in window order already (rows in time order) */
+  int32_t* cache; /* local window indices of the last row's windows */
+  bool sorted;    /* the pairs are in window order already (rows in time order) */
 } assign_scratch;
 
 /* The local index of window `start` in this slice, adding it if new. */
@@ -428,7 +436,8 @@ static int32_t local_window(assign_scratch* s, int32_t* nwin, int64_t start) {
  * [q, q + span): the run of rows in one tumbling window. Out of line, so the
  * loop keeps q and span in registers (inlined, they were reloaded per row). */
 __attribute__((noinline)) static int64_t scan_window(const int64_t* ts, int64_t i,
-                                                     int64_t end, int64_t q, uint64_t span) {
+                                                     int64_t end, int64_t q,
+                                                     uint64_t span) {
   while (i < end && (uint64_t)ts[i] - (uint64_t)q < span) i++;
   return i;
 }
@@ -455,8 +464,8 @@ __attribute__((always_inline)) static inline int64_t assign_rows(
     window_op* op, const lm_chunk* in, const uint32_t* sel, uint32_t* ppos, int64_t i0,
     int64_t i1, assign_scratch* s, int32_t* out_nwin) {
 #define ROW(i) (sel != NULL ? (int64_t)sel[i] : (int64_t)(i))
-#define POS(np, i)                            \
-  do {                                        \
+#define POS(np, i)                              \
+  do {                                          \
     if (ppos != NULL) ppos[np] = (uint32_t)(i); \
   } while (0)
   const lm_window_spec* spec = &op->spec;
@@ -467,7 +476,7 @@ __attribute__((always_inline)) static inline int64_t assign_rows(
   int32_t nwin = 0;
   int64_t cache_q = 0;
   int32_t cache_n = -1; /* open windows of hop cache_q, newest first; -1: none yet */
-  if (spec->global) { /* GROUP BY without a window: every row in the one window */
+  if (spec->global) {   /* GROUP BY without a window: every row in the one window */
     if (i1 > i0) local_window(s, &nwin, 0);
     for (int64_t i = i0; i < i1; i++) {
       POS(np, i);
@@ -484,7 +493,8 @@ __attribute__((always_inline)) static inline int64_t assign_rows(
   int32_t run_w = -1;
   int64_t run_n = 0;
   bool sorted = true;
-  uint64_t fast_span = hop >= size ? (uint64_t)size : 0; /* rows at q .. q + size: one window */
+  uint64_t fast_span =
+      hop >= size ? (uint64_t)size : 0; /* rows at q .. q + size: one window */
   /* Every row has its time in ms (no NULL, not TIMESTAMP). */
   bool plain = tcol->nulls == NULL && tcol->type != LM_TYPE_TIMESTAMP;
   for (int64_t i = i0; i < i1; i++) {
@@ -512,7 +522,8 @@ __attribute__((always_inline)) static inline int64_t assign_rows(
       continue;
     }
     int64_t q = cache_q, out_q;
-    if (!(cache_n >= 0 && t >= cache_q && (uint64_t)t - (uint64_t)cache_q < (uint64_t)hop) &&
+    if (!(cache_n >= 0 && t >= cache_q &&
+          (uint64_t)t - (uint64_t)cache_q < (uint64_t)hop) &&
         (!lm_op_window_floor(t, hop, &q) ||
          (op->panes && !lm_op_window_floor(t, op->out_hop, &out_q)))) {
       lm_op_late_row(op, k); /* its windows would start before INT64_MIN */
@@ -564,7 +575,8 @@ __attribute__((always_inline)) static inline int64_t assign_rows(
 }
 
 static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint32_t* sel,
-                              int64_t i0, int64_t i1, assign_scratch* s, int32_t* out_nwin) {
+                              int64_t i0, int64_t i1, assign_scratch* s,
+                              int32_t* out_nwin) {
   if (sel == NULL) return assign_rows(op, in, NULL, NULL, i0, i1, s, out_nwin);
   if (s->ppos == NULL) return assign_rows(op, in, sel, NULL, i0, i1, s, out_nwin);
   return assign_rows(op, in, sel, s->ppos, i0, i1, s, out_nwin);
@@ -576,7 +588,8 @@ static int64_t assign_windows(window_op* op, const lm_chunk* in, const uint32_t*
  * strings and aggregate states. */
 static int64_t window_bytes(const window_op* op, const window* w) {
   int64_t b = w->t.n * op->per_group + (int64_t)w->t.strings.used_bytes;
-  for (int32_t a = 0; a < op->spec.naggs; a++) b += lm_agg_states_bytes(&w->aggs[a], w->t.n);
+  for (int32_t a = 0; a < op->spec.naggs; a++)
+    b += lm_agg_states_bytes(&w->aggs[a], w->t.n);
   return b;
 }
 
@@ -643,7 +656,8 @@ static laminar_code window_rollback(window_op* op) {
     int32_t at = lm_op_open_lower_bound(op, w->start);
     if (at >= op->nopen || op->open[at] != w) continue; /* not open: nothing to undo */
     if (op->jgroups[j] < 0) { /* opened by the chunk: closed again, unseen */
-      memmove(&op->open[at], &op->open[at + 1], sizeof(window*) * (size_t)(op->nopen - at - 1));
+      memmove(&op->open[at], &op->open[at + 1],
+              sizeof(window*) * (size_t)(op->nopen - at - 1));
       op->nopen--;
       lm_op_window_let_go(op, w);
       continue;
@@ -703,10 +717,10 @@ typedef enum update_mode { UPDATE_GROUPS, UPDATE_CHECKED, UPDATE } update_mode;
  * window's rows, and only then run each aggregate's update loop per window:
  * all that can fail for memory comes before the first update. gids: room for
  * np. A failure before the updates leaves what window_rollback undoes. */
-static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np, int32_t nwin,
-                                   const uint64_t* hashes, uint32_t* gids, uint32_t* touched,
-                                   window** wins, update_mode mode, int64_t* io_touch,
-                                   bool* out_updating) {
+static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
+                                   int32_t nwin, const uint64_t* hashes, uint32_t* gids,
+                                   uint32_t* touched, window** wins, update_mode mode,
+                                   int64_t* io_touch, bool* out_updating) {
   const lm_window_spec* spec = &op->spec;
   s->offsets[0] = 0;
   for (int32_t i = 0; i < nwin; i++) s->offsets[i + 1] = s->offsets[i] + s->counts[i];
@@ -784,7 +798,8 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
       const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
       if (op->weights != NULL) {
         const lm_vec* ord = spec->aggs[a].order != NULL ? &op->ord_vecs[a] : NULL;
-        LM_TRY(lm_agg_update_weighted_ordered(&w->aggs[a], arg, ord, wsel, wg, op->weights, m));
+        LM_TRY(lm_agg_update_weighted_ordered(&w->aggs[a], arg, ord, wsel, wg,
+                                              op->weights, m));
       } else if (spec->aggs[a].order != NULL) {
         LM_TRY(lm_agg_update_ordered(&w->aggs[a], arg, &op->ord_vecs[a], wsel, wg, m));
       } else {
@@ -794,7 +809,8 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
       }
     }
     if (op->track) {
-      for (int64_t j = 0; j < m; j++) w->nrows[wg[j]] += op->weights ? op->weights[wsel[j]] : 1;
+      for (int64_t j = 0; j < m; j++)
+        w->nrows[wg[j]] += op->weights ? op->weights[wsel[j]] : 1;
       if (spec->emit_changes) {
         for (int64_t i = 0; i < nt; i++) {
           uint32_t g = touched[i];
@@ -843,7 +859,8 @@ static laminar_code eval_rows(window_op* op, const lm_expr* e, const lm_chunk* i
   const uint32_t* sel = in->sel;
   if (sel == NULL) return lm_expr_eval(op->ctx, e, in->cols, NULL, in->nrows, out);
   int64_t span = (int64_t)sel[in->nrows - 1] + 1; /* rows 0 .. the last selected */
-  if (e->kind == LM_EXPR_COLUMN) return lm_expr_eval(op->ctx, e, in->cols, NULL, span, out);
+  if (e->kind == LM_EXPR_COLUMN)
+    return lm_expr_eval(op->ctx, e, in->cols, NULL, span, out);
   lm_vec dense;
   LM_TRY(lm_expr_eval(op->ctx, e, in->cols, sel, in->nrows, &dense));
   size_t w = (size_t)lm_type_width(dense.type);
@@ -857,7 +874,8 @@ static laminar_code eval_rows(window_op* op, const lm_expr* e, const lm_chunk* i
       for (int64_t i = 0; i < n; i++) memcpy(data + (size_t)sel[i] * 8, from + i * 8, 8);
       break;
     case 16:
-      for (int64_t i = 0; i < n; i++) memcpy(data + (size_t)sel[i] * 16, from + i * 16, 16);
+      for (int64_t i = 0; i < n; i++)
+        memcpy(data + (size_t)sel[i] * 16, from + i * 16, 16);
       break;
     default:
       for (int64_t i = 0; i < n; i++) {
@@ -877,8 +895,9 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in);
 /* A chunk; a failure names the stream and says what it left (issue 20). */
 laminar_code lm_op_window_chunk_failed(window_op* op, laminar_code rc) {
   if (rc == LAMINAR_ERR_NOMEM) { /* unless a more precise text is recorded */
-    lm_state_budget_fail(op->base.budget, rc, "out of memory; the batch was not applied "
-                                              "(state unchanged)");
+    lm_state_budget_fail(op->base.budget, rc,
+                         "out of memory; the batch was not applied "
+                         "(state unchanged)");
   }
   return rc;
 }
@@ -918,7 +937,8 @@ laminar_code lm_op_window_prepare(window_op* op, const lm_chunk* in, lm_chunk* o
   if (spec->changelog) {
     const lm_vec* wv = &in->cols[spec->weight_col];
     const int64_t* wd = wv->data;
-    uint32_t* live = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(rows.nrows + 1));
+    uint32_t* live =
+        lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(rows.nrows + 1));
     if (live == NULL) return LAMINAR_ERR_NOMEM;
     int64_t m = 0;
     for (int64_t i = 0; i < rows.nrows; i++) { /* in place is safe: m <= i */
@@ -946,8 +966,7 @@ laminar_code lm_op_window_prepare(window_op* op, const lm_chunk* in, lm_chunk* o
     bool given_arg = given_args != NULL && given_args[a].data != NULL; /* by row */
     op->arg_pos[a] = rows.sel != NULL && arg != NULL && arg->kind != LM_EXPR_COLUMN &&
                      spec->aggs[a].order == NULL && op->weights == NULL &&
-                     op->base.vt != &lm_op_session_vtable &&
-                     !given_arg;
+                     op->base.vt != &lm_op_session_vtable && !given_arg;
     by_pos |= op->arg_pos[a];
     if (given_arg) {
       op->arg_vecs[a] = given_args[a];
@@ -990,7 +1009,8 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
       .ppos = by_pos ? lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs) : NULL,
       .spos = by_pos ? lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs) : NULL,
   };
-  uint64_t* own = given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)span);
+  uint64_t* own =
+      given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)span);
   const uint64_t* hashes = given ? given : own;
   uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs);
   uint32_t* touched = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
@@ -1017,7 +1037,8 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
       int32_t nwin;
       int64_t np = assign_windows(op, &rows, rows.sel, i0, i1, &s, &nwin);
       if (np == 0) continue;
-      if (!hashed && own != NULL) { /* Pass 2: hash the rows' keys (once; not if all late) */
+      if (!hashed &&
+          own != NULL) { /* Pass 2: hash the rows' keys (once; not if all late) */
         lm_op_hash_keys(op->key_vecs, spec->nkeys, rows.sel, n, own);
         hashed = true;
       }
@@ -1056,7 +1077,8 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
 void lm_op_window_drop_closed(window_op* op, int32_t nclose) {
   if (nclose == 0) return; /* (open may still be NULL) */
   for (int32_t i = 0; i < nclose; i++) lm_op_window_let_go(op, op->open[i]);
-  memmove(&op->open[0], &op->open[nclose], sizeof(window*) * (size_t)(op->nopen - nclose));
+  memmove(&op->open[0], &op->open[nclose],
+          sizeof(window*) * (size_t)(op->nopen - nclose));
   op->nopen -= nclose;
 }
 
@@ -1095,7 +1117,8 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
   int64_t total = 0;
   while (nclose < op->nopen) {
     int64_t we;
-    if (__builtin_add_overflow(op->open[nclose]->start, spec->size_ms, &we)) we = INT64_MAX;
+    if (__builtin_add_overflow(op->open[nclose]->start, spec->size_ms, &we))
+      we = INT64_MAX;
     if (__builtin_add_overflow(we, spec->lateness_ms, &we)) we = INT64_MAX;
     if (we > watermark_ms) break;
     total += op->open[nclose]->t.n;
@@ -1179,7 +1202,8 @@ void lm_op_put_window(const window_op* op, const window* win, lm_state_writer* w
     /* A copy by blocks reads the blocks it has not copied from its original. */
     const window* from = win->cow != NULL ? lm_op_window_cow_group_src(win, g) : win;
     lm_state_table_put_keys(&from->t, g, w);
-    for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_snapshot_group(&from->aggs[a], g, w);
+    for (int32_t a = 0; a < op->spec.naggs; a++)
+      lm_agg_snapshot_group(&from->aggs[a], g, w);
     if (op->track) {
       lm_state_put_i64(w, from->nrows[g]);
       lm_state_put_u8(w, from->live[g]);
@@ -1203,12 +1227,15 @@ static void window_clear_all(window_op* op) {
   lm_op_slide_invalidate(op);
 }
 
-const lm_op_part_filter lm_op_part_whole = {.nparts = 1, .part = 0, .merge = false, .late = true};
+const lm_op_part_filter lm_op_part_whole = {
+    .nparts = 1, .part = 0, .merge = false, .late = true};
 
-void lm_op_window_restore_head(window_op* op, lm_state_reader* r, const lm_op_part_filter* f) {
+void lm_op_window_restore_head(window_op* op, lm_state_reader* r,
+                               const lm_op_part_filter* f) {
   if (f->merge) {
-    op->suf_block = op->run_block = INT64_MIN; /* shared merges: rebuilt over the added groups */
-    lm_op_slide_invalidate(op);                /* and the sliding state */
+    op->suf_block = op->run_block =
+        INT64_MIN;              /* shared merges: rebuilt over the added groups */
+    lm_op_slide_invalidate(op); /* and the sliding state */
   } else {
     window_clear_all(op);
     op->watermark = INT64_MIN;
@@ -1222,7 +1249,7 @@ void lm_op_window_restore_head(window_op* op, lm_state_reader* r, const lm_op_pa
 /* Restore the groups of a snapshot that `f` keeps (lm_op_part_filter): all
  * of them, replacing the state, for a checkpoint of as many partitions. */
 laminar_code lm_op_window_restore_part(lm_op* base, lm_state_reader* r,
-                                        const lm_op_part_filter* f, laminar_error* err) {
+                                       const lm_op_part_filter* f, laminar_error* err) {
   window_op* op = (window_op*)base;
   lm_op_window_restore_head(op, r, f);
   uint32_t nopen = lm_state_get_u32(r);
@@ -1387,8 +1414,8 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   op->track = spec->emit_changes || spec->changelog;
   /* A group's bytes: its row of the table (hash, index share, keys),
    * tracking, a pane's key id. */
-  op->per_group = lm_state_table_row_bytes(op->key_types, spec->nkeys) + (op->track ? 17 : 0) +
-                  (op->panes ? 4 : 0);
+  op->per_group = lm_state_table_row_bytes(op->key_types, spec->nkeys) +
+                  (op->track ? 17 : 0) + (op->panes ? 4 : 0);
   op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
   op->arg_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
   op->ord_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
@@ -1397,13 +1424,14 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   op->dvecs = lm_calloc((size_t)out_schema->ncols, sizeof(lm_vec));
   if (op->dvecs != NULL) {
     op->dcols = out_schema->ncols;
-    for (int32_t c = 0; c < out_schema->ncols; c++) op->dvecs[c].type = out_schema->fields[c].type;
+    for (int32_t c = 0; c < out_schema->ncols; c++)
+      op->dvecs[c].type = out_schema->fields[c].type;
   }
   op->s_free = -1;
   bool session_ok = !spec->session || lm_op_session_init(op) == LAMINAR_OK;
   if (op->key_vecs == NULL || op->arg_vecs == NULL || op->ord_vecs == NULL ||
-      op->arg_pos == NULL || op->out_vecs == NULL || op->dvecs == NULL ||
-      !session_ok || !keyset_ok || lm_eval_ctx_create(&op->ctx) != LAMINAR_OK ||
+      op->arg_pos == NULL || op->out_vecs == NULL || op->dvecs == NULL || !session_ok ||
+      !keyset_ok || lm_eval_ctx_create(&op->ctx) != LAMINAR_OK ||
       lm_schema_copy(out_schema, &op->base.out_schema) != 0) {
     lm_schema_free(&op->base.out_schema);
     lm_op_window_destroy(&op->base);

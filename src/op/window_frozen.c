@@ -91,8 +91,8 @@ const window* lm_op_window_cow_group_src(const window* w, int64_t g) {
 
 /* Groups [lo, lo + n) of `from` into the same groups of dst (room reserved):
  * hashes, keys, flat aggregate states. */
-static laminar_code groups_copy_range(window_op* op, window* dst, const window* from, int64_t lo,
-                                      int64_t n) {
+static laminar_code groups_copy_range(window_op* op, window* dst, const window* from,
+                                      int64_t lo, int64_t n) {
   if (n <= 0) return LAMINAR_OK;
   LM_TRY(lm_state_table_copy_rows(&dst->t, &from->t, lo, n, !op->panes));
   for (int32_t a = 0; a < op->spec.naggs; a++) {
@@ -162,8 +162,8 @@ static laminar_code cow_start(window_op* op, int32_t i) {
   return LAMINAR_OK;
 }
 
-laminar_code lm_op_window_cow_groups(window_op* op, window* w, const uint32_t* sel, int64_t m,
-                                     const uint64_t* hashes, uint32_t* gids) {
+laminar_code lm_op_window_cow_groups(window_op* op, window* w, const uint32_t* sel,
+                                     int64_t m, const uint64_t* hashes, uint32_t* gids) {
   for (int64_t j = 0; j < m; j++) {
     uint32_t r = sel[j];
     struct window_cow* cow = w->cow;
@@ -306,7 +306,8 @@ laminar_code lm_op_window_thaw(window_op* op, int32_t i) {
     lm_op_window_let_go(op, w);
     return LAMINAR_OK;
   }
-  atomic_store_explicit(&w->share, 0, memory_order_relaxed); /* the writer is done with it */
+  atomic_store_explicit(&w->share, 0,
+                        memory_order_relaxed); /* the writer is done with it */
   return LAMINAR_OK;
 }
 
@@ -323,7 +324,8 @@ laminar_code lm_op_window_freeze(lm_op* base, void** out) {
     window* w = op->open[i];
     /* A window still held by an earlier checkpoint cannot be: checkpoints
      * write what they froze before the next one begins. */
-    atomic_store_explicit(&w->share, 2, memory_order_relaxed); /* published by the resume */
+    atomic_store_explicit(&w->share, 2,
+                          memory_order_relaxed); /* published by the resume */
     f->wins[i] = w;
   }
   *out = f;

@@ -13,7 +13,7 @@
 
 /* The group of `acc` with the keys of group g of pane `src`, added if new. */
 laminar_code lm_op_acc_group(window_op* op, window* acc, const window* src, int64_t g,
-                              uint32_t* out) {
+                             uint32_t* out) {
   uint64_t h = src->t.hash[g];
   int64_t found = lm_state_table_find_row(&acc->t, h, &src->t, g);
   if (found >= 0) {
@@ -31,7 +31,8 @@ laminar_code lm_op_acc_group(window_op* op, window* acc, const window* src, int6
  * (kmap, stamped with `pass`), new ones appended with their key id only (the
  * keys stay in the op's keyset, where emission reads them), then each
  * aggregate merged in one loop. */
-static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane, uint64_t pass) {
+static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane,
+                                 uint64_t pass) {
   uint32_t* dst = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(pane->t.n + 1));
   if (dst == NULL) return LAMINAR_ERR_NOMEM;
   LM_TRY(lm_op_window_reserve(op, acc, acc->t.n + pane->t.n));
@@ -41,7 +42,8 @@ static laminar_code acc_add_pane(window_op* op, window* acc, const window* pane,
       op->kstamp[k] = pass;
       uint32_t a = (uint32_t)acc->t.n++;
       if (a >= acc->ninit) {
-        for (int32_t f = 0; f < op->spec.naggs; f++) lm_agg_states_init_group(&acc->aggs[f], a);
+        for (int32_t f = 0; f < op->spec.naggs; f++)
+          lm_agg_states_init_group(&acc->aggs[f], a);
       }
       acc->kid[a] = k; /* its keys: the keyset's group k */
       op->kmap[k] = a;
@@ -79,7 +81,8 @@ void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int6
         break;
       case LM_TYPE_INT32:
       case LM_TYPE_BOOL:
-        for (int64_t g = 0; g < ng; g++) lm_state_table_put_value(ov, ks, kids[g], row + g);
+        for (int64_t g = 0; g < ng; g++)
+          lm_state_table_put_value(ov, ks, kids[g], row + g);
         break;
       default:
         for (int64_t g = 0; g < ng; g++) ((int64_t*)ov->data)[row + g] = ks->i[kids[g]];
@@ -118,7 +121,8 @@ static void acc_restamp(window_op* op, const window* dst, uint64_t pass) {
 static laminar_code merge_panes_into(window_op* op, window* dst, int64_t lo, int64_t hi) {
   uint64_t pass = ++op->pass;
   acc_restamp(op, dst, pass);
-  for (int32_t i = lm_op_open_lower_bound(op, lo); i < op->nopen && op->open[i]->start < hi; i++) {
+  for (int32_t i = lm_op_open_lower_bound(op, lo);
+       i < op->nopen && op->open[i]->start < hi; i++) {
     LM_TRY(acc_add_pane(op, dst, op->open[i], pass));
   }
   return LAMINAR_OK;
@@ -131,7 +135,8 @@ static laminar_code merge_panes(window_op* op, window* dst, int64_t lo, int64_t 
 
 /* Whether an open pane starting in [lo, hi) took rows after edit count `since`. */
 bool lm_op_panes_edited(const window_op* op, int64_t lo, int64_t hi, uint64_t since) {
-  for (int32_t i = lm_op_open_lower_bound(op, lo); i < op->nopen && op->open[i]->start < hi; i++) {
+  for (int32_t i = lm_op_open_lower_bound(op, lo);
+       i < op->nopen && op->open[i]->start < hi; i++) {
     if (op->open[i]->edit > since) return true;
   }
   return false;
@@ -153,7 +158,8 @@ static laminar_code shared_window(window_op* op, int64_t ws, window** out) {
   int64_t nb = lm_op_shared_panes(op), pane = op->spec.size_ms;
   if (nb == 0) return LAMINAR_OK;
   int64_t p = lm_op_floor_div(ws, pane), b = lm_op_floor_div(p, nb), bn;
-  int64_t base, next, end; /* ms: block b's start, block b + 1's start, the window's end */
+  int64_t base, next,
+      end; /* ms: block b's start, block b + 1's start, the window's end */
   if (__builtin_mul_overflow(b, nb, &bn) || __builtin_mul_overflow(bn, pane, &base) ||
       __builtin_add_overflow(base, nb * pane, &next) ||
       __builtin_add_overflow(next, nb * pane, &end)) {
@@ -166,7 +172,8 @@ static laminar_code shared_window(window_op* op, int64_t ws, window** out) {
     if (op->suf == NULL) return LAMINAR_ERR_NOMEM;
   }
   /* suf[i]: panes base + i * pane .. next, merged; rebuilt from r down when stale. */
-  if (op->suf_block != b || op->suf_from > r || lm_op_panes_edited(op, ws, next, op->suf_edit)) {
+  if (op->suf_block != b || op->suf_from > r ||
+      lm_op_panes_edited(op, ws, next, op->suf_edit)) {
     for (int64_t i = nb - 1; i >= r; i--) {
       if (op->suf[i] == NULL) LM_TRY(lm_op_window_new(op, &op->suf[i]));
       window* d = op->suf[i];
@@ -210,7 +217,8 @@ laminar_code lm_op_panes_on_watermark(window_op* op, int64_t prev) {
   int64_t wm = op->watermark, hop = op->out_hop, size = op->out_size;
   int64_t per = 1 + (size - 1) / hop;
   lm_eval_ctx_reset(op->ctx);
-  int64_t* starts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(op->nopen * per + 1));
+  int64_t* starts =
+      lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(op->nopen * per + 1));
   int64_t* mine = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)per);
   if (starts == NULL || mine == NULL) return LAMINAR_ERR_NOMEM;
   /* The windows of each open pane, newest first, taken in start order: pane
@@ -221,7 +229,8 @@ laminar_code lm_op_panes_on_watermark(window_op* op, int64_t prev) {
   for (int32_t i = 0; i < op->nopen; i++) {
     int64_t p = op->open[i]->start;
     int64_t ws, n = 0;
-    if (!lm_op_window_floor(p, hop, &ws)) ws = INT64_MIN; /* not reached: see window_close */
+    if (!lm_op_window_floor(p, hop, &ws))
+      ws = INT64_MIN; /* not reached: see window_close */
     for (int64_t j = 0; j < per; j++) {
       int64_t end;
       if (__builtin_add_overflow(ws, size, &end)) end = INT64_MAX;
@@ -248,7 +257,8 @@ laminar_code lm_op_panes_on_watermark(window_op* op, int64_t prev) {
   bool hold = true;
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_agg_fn fn = op->spec.aggs[a].fn;
-    if (op->spec.aggs[a].result_type == LM_TYPE_STRING && fn != LM_AGG_COUNT_DISTINCT) hold = false;
+    if (op->spec.aggs[a].result_type == LM_TYPE_STRING && fn != LM_AGG_COUNT_DISTINCT)
+      hold = false;
   }
   for (int64_t k = 0; k < nstarts && rc == LAMINAR_OK; k++) {
     if (k > 0 && starts[k] == starts[k - 1]) continue;
@@ -277,7 +287,8 @@ laminar_code lm_op_panes_on_watermark(window_op* op, int64_t prev) {
     lm_op_slide_invalidate(op);
   }
   int32_t nclose = 0;
-  while (nclose < op->nopen && lm_op_window_close_time(op, op->open[nclose]->start) <= wm) {
+  while (nclose < op->nopen &&
+         lm_op_window_close_time(op, op->open[nclose]->start) <= wm) {
     lm_op_slide_drop_pane(op, op->open[nclose++]);
   }
   lm_op_window_drop_closed(op, nclose);

@@ -11,8 +11,10 @@
  * delivers), on the thread driving the graph. */
 /* Input chunk / watermark of stream s from its input `from` (the source or
  * stream def it reads; with one input, any value). */
-laminar_code lm_rt_stream_chunk(lm_stream_def* s, const void* from, const lm_chunk* chunk);
-laminar_code lm_rt_stream_watermark(lm_stream_def* s, const void* from, int64_t watermark_ms);
+laminar_code lm_rt_stream_chunk(lm_stream_def* s, const void* from,
+                                const lm_chunk* chunk);
+laminar_code lm_rt_stream_watermark(lm_stream_def* s, const void* from,
+                                    int64_t watermark_ms);
 /* Hand a built output batch of `s` to its sinks, subscribers and downstream
  * streams (borrows the caller's reference). */
 laminar_code lm_rt_stream_publish(lm_stream_def* s, lm_batch* batch);

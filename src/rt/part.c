@@ -91,8 +91,8 @@
  * sched_yield rather than pause: the machine may run more threads than cores
  * (producers, consumers, other programs). */
 #define LM_ROUND_SPINS 64
-#define LM_JOIN_BUDGET_NS 20000000   /* reactor 0 waiting for the workers */
-#define LM_IDLE_BUDGET_NS 2000000    /* a worker waiting for the next round */
+#define LM_JOIN_BUDGET_NS 20000000 /* reactor 0 waiting for the workers */
+#define LM_IDLE_BUDGET_NS 2000000  /* a worker waiting for the next round */
 /* A reactor waits for another's routing of a message at most about as long
  * as routing it itself would take (its router started first): 10 ns a row
  * for the hash alone, half again with the partition sort and W1's shared
@@ -165,7 +165,8 @@ static laminar_code concat(lm_gather_buf* g, lm_batch* const* b, int32_t k, int3
   for (int32_t i = 0; i < k; i++) total += b[i]->nrows;
   size_t bytes = 0;
   for (int32_t c = 0; c < ncols; c++) {
-    bytes += align16((size_t)(total * lm_type_width(b[0]->cols[c].type))) + align16((size_t)total);
+    bytes += align16((size_t)(total * lm_type_width(b[0]->cols[c].type))) +
+             align16((size_t)total);
   }
   LM_TRY(gather_reserve(g, ncols, bytes));
   unsigned char* p = g->mem;
@@ -291,7 +292,8 @@ void lm_stream_def_free_parts(lm_stream_def* s) {
     lm_stream_part* sp = &s->parts[p];
     if (p > 0) lm_op_chain_destroy(sp->chain); /* parts[0].chain is s->chain */
     for (int32_t k = 0; k < LM_RT_ROUNDS_INFLIGHT; k++) {
-      for (int32_t i = 0; i < sp->out[k].n; i++) lm_batch_unref(sp->out[k].items[i].batch);
+      for (int32_t i = 0; i < sp->out[k].n; i++)
+        lm_batch_unref(sp->out[k].items[i].batch);
       lm_free(sp->out[k].items);
     }
   }
@@ -360,7 +362,8 @@ static bool same_keys(const lm_stream_def* a, const lm_stream_def* b) {
 }
 
 /* Hash the GROUP BY columns of keyed stream s over every row of `batch`. */
-static laminar_code hash_keys(const lm_stream_def* s, const lm_batch* batch, uint64_t* h) {
+static laminar_code hash_keys(const lm_stream_def* s, const lm_batch* batch,
+                              uint64_t* h) {
   lm_vec keys[16] = {0};
   lm_vec* kv = s->npart_keys <= 16 ? keys : lm_malloc(sizeof *kv * (size_t)s->npart_keys);
   if (kv == NULL) return LAMINAR_ERR_NOMEM;
@@ -376,8 +379,8 @@ static bool hash_claim(lm_round* rd, int32_t j) {
   int unclaimed = 0;
   return b != NULL && b->nrows > 0 &&
          atomic_load_explicit(&rd->hstate[j], memory_order_relaxed) == 0 &&
-         atomic_compare_exchange_strong_explicit(&rd->hstate[j], &unclaimed, 1,
-                                                 memory_order_relaxed, memory_order_relaxed);
+         atomic_compare_exchange_strong_explicit(
+             &rd->hstate[j], &unclaimed, 1, memory_order_relaxed, memory_order_relaxed);
 }
 
 /* Sort rows 0..n-1 by the partition of their key hash (h, by row) into
@@ -508,8 +511,9 @@ static bool shared_route(lm_round* rd, int32_t j, const lm_stream_def* s, lm_rea
  * the round's shared routing when it serves s, else hashed and selected here
  * (r's scratch). */
 static laminar_code route_msg(lm_rt* rt, lm_round* rd, int32_t j, uint64_t seq,
-                              const lm_stream_def* s, lm_reactor* r, const uint64_t** out_h,
-                              const lm_vec** out_args, lm_chunk* out) {
+                              const lm_stream_def* s, lm_reactor* r,
+                              const uint64_t** out_h, const lm_vec** out_args,
+                              lm_chunk* out) {
   const lm_batch* batch = rd->msgs[j]->batch;
   int64_t n = batch->nrows;
   int32_t p = r->index;
@@ -544,7 +548,8 @@ static laminar_code route_msg(lm_rt* rt, lm_round* rd, int32_t j, uint64_t seq,
 static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
   int32_t slot = (int32_t)(seq % LM_RT_ROUNDS_INFLIGHT);
   lm_round* rd = &rt->rounds[slot];
-  if (rt->round_hook != NULL) rt->round_hook(rt->round_hook_arg, r->index, rd->barrier != NULL);
+  if (rt->round_hook != NULL)
+    rt->round_hook(rt->round_hook_arg, r->index, rd->barrier != NULL);
   if (rd->barrier != NULL) { /* this reactor's partitions are aligned here */
     lm_rt_barrier_step(rd->barrier, LM_BARRIER_PART, r->index);
     return;
@@ -584,7 +589,7 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
         if (sub.nrows == 0 || o->rc != LAMINAR_OK) continue;
         rows += sub.nrows;
         lm_op_window_set_key_hashes(sp->chain, h); /* no second hash pass */
-        lm_op_window_set_args(sp->chain, args);      /* nor argument evaluation */
+        lm_op_window_set_args(sp->chain, args);    /* nor argument evaluation */
         o->rc = lm_op_chain_chunk(sp->chain, &sub);
       }
     }
@@ -603,7 +608,8 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
   }
   for (int32_t i = 0; i < src->nreaders; i++) {
     lm_stream_def* s = src->readers[i];
-    if (s->nparts > 1) s->parts[p].out[slot].late_rows = lm_op_window_late_rows(s->parts[p].chain);
+    if (s->nparts > 1)
+      s->parts[p].out[slot].late_rows = lm_op_window_late_rows(s->parts[p].chain);
   }
   atomic_fetch_add_explicit(&r->rows, rows, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->rounds, 1, memory_order_relaxed);
@@ -612,7 +618,8 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
 /* ---- merge (reactor 0) ------------------------------------------------------- */
 
 /* Publish batches b[0..k) of stream s as one batch (concatenated if k > 1). */
-static laminar_code publish_as_one(lm_rt* rt, lm_stream_def* s, lm_batch* const* b, int32_t k) {
+static laminar_code publish_as_one(lm_rt* rt, lm_stream_def* s, lm_batch* const* b,
+                                   int32_t k) {
   if (k == 0) return LAMINAR_OK;
   if (k == 1) return lm_rt_stream_publish(s, b[0]);
   lm_chunk all;
@@ -626,7 +633,8 @@ static laminar_code publish_as_one(lm_rt* rt, lm_stream_def* s, lm_batch* const*
 
 /* Deliver the partition outputs of stream s for round message j: one batch per
  * partition that emitted (`split`: no copy), or all of them as one batch. */
-static laminar_code merge_msg(lm_rt* rt, lm_stream_def* s, int32_t slot, int32_t j, bool split) {
+static laminar_code merge_msg(lm_rt* rt, lm_stream_def* s, int32_t slot, int32_t j,
+                              bool split) {
   lm_batch* found[2 * LM_RT_MAX_CORES];
   lm_batch** b = found;
   int32_t cap = 2 * LM_RT_MAX_CORES, k = 0;
@@ -737,14 +745,17 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
   return rc != LAMINAR_OK ? rc : prc;
 }
 
-static bool workers_threaded(const lm_rt* rt) { return rt->ncores > 1 && rt->reactors[1].running; }
+static bool workers_threaded(const lm_rt* rt) {
+  return rt->ncores > 1 && rt->reactors[1].running;
+}
 
 /* Every worker finished round merged + 1. */
 static bool oldest_done(void* arg) {
   lm_rt* rt = arg;
   uint64_t seq = rt->merged + 1;
   for (int32_t w = 1; w < rt->ncores; w++) {
-    if (atomic_load_explicit(&rt->reactors[w].done, memory_order_acquire) < seq) return false;
+    if (atomic_load_explicit(&rt->reactors[w].done, memory_order_acquire) < seq)
+      return false;
   }
   return true;
 }
@@ -816,7 +827,8 @@ static void share_hashes(lm_round* rd, int32_t ncores) {
   }
   if (!computed) return;
   if (w->naggs > rd->acap) {
-    lm_vec* args = lm_realloc(rd->args, sizeof *args * LM_RT_ROUND_MSGS * (size_t)w->naggs);
+    lm_vec* args =
+        lm_realloc(rd->args, sizeof *args * LM_RT_ROUND_MSGS * (size_t)w->naggs);
     if (args == NULL) return;
     rd->args = args;
     rd->acap = w->naggs;
@@ -845,7 +857,8 @@ laminar_code lm_rt_merge_finished(lm_rt* rt) { return merge_ready(rt, false); }
 laminar_code lm_rt_post_barrier(lm_rt* rt, lm_barrier* b) {
   laminar_code rc = LAMINAR_OK;
   uint64_t posted;
-  while ((posted = atomic_load_explicit(&rt->round_seq, memory_order_relaxed)) - rt->merged >=
+  while ((posted = atomic_load_explicit(&rt->round_seq, memory_order_relaxed)) -
+             rt->merged >=
          LM_RT_ROUNDS_INFLIGHT) { /* every slot in flight: the oldest first */
     laminar_code mrc = merge_ready(rt, true);
     if (rc == LAMINAR_OK) rc = mrc;
@@ -900,7 +913,8 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
     uint32_t n = (uint32_t)rt->ncores, held = (uint32_t)rt->inflight_msgs;
     bool split = room > 1 && (room - 1) / n >= held + 1;
     uint32_t fit = split ? (room - 1) / n : room > 1 ? room - 1 : 0;
-    if (!split && held > 0) { /* concatenated rounds never mix with split ones in flight */
+    if (!split &&
+        held > 0) { /* concatenated rounds never mix with split ones in flight */
       rc = merge_ready(rt, true);
       continue;
     }
@@ -932,14 +946,16 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
     rt->inflight_msgs += rd->n;
     post_round(rt, seq, threaded);
     rc = merge_ready(rt, false);
-    if (*out_taken >= LM_RT_ROUND_MSGS * LM_RT_ROUNDS_INFLIGHT) break; /* let other sources in */
+    if (*out_taken >= LM_RT_ROUND_MSGS * LM_RT_ROUNDS_INFLIGHT)
+      break; /* let other sources in */
   }
   /* Nothing more to overlap with (queue emptied, blocked or an error): finish
    * what is in flight, so its results reach the subscribers now. A source
    * that had nothing queued leaves other sources' rounds be (the reactor
    * drains before it waits idle): reactor 0 does not wait for the workers
    * just because one of several sources is quiet. */
-  if (rc != LAMINAR_OK || *out_blocked || (*out_taken > 0 && lm_mpsc_size(src->queue) == 0)) {
+  if (rc != LAMINAR_OK || *out_blocked ||
+      (*out_taken > 0 && lm_mpsc_size(src->queue) == 0)) {
     /* ... but not behind a barrier round: its merge waits for the slowest
      * reactor, this one goes on (the reactor loop merges it once finished). */
     bool behind_barrier = rc == LAMINAR_OK && !*out_blocked && rt->barriers_open > 0;
@@ -953,11 +969,11 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
 
 const char* lm_rt_reactor_name(int32_t index) {
   static const char* const names[LM_RT_MAX_CORES] = {
-      "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15",
-      "16", "17", "18", "19", "20", "21", "22", "23", "24", "25", "26", "27", "28", "29",
-      "30", "31", "32", "33", "34", "35", "36", "37", "38", "39", "40", "41", "42", "43",
-      "44", "45", "46", "47", "48", "49", "50", "51", "52", "53", "54", "55", "56", "57",
-      "58", "59", "60", "61", "62", "63"};
+      "0",  "1",  "2",  "3",  "4",  "5",  "6",  "7",  "8",  "9",  "10", "11", "12",
+      "13", "14", "15", "16", "17", "18", "19", "20", "21", "22", "23", "24", "25",
+      "26", "27", "28", "29", "30", "31", "32", "33", "34", "35", "36", "37", "38",
+      "39", "40", "41", "42", "43", "44", "45", "46", "47", "48", "49", "50", "51",
+      "52", "53", "54", "55", "56", "57", "58", "59", "60", "61", "62", "63"};
   return index >= 0 && index < LM_RT_MAX_CORES ? names[index] : "?";
 }
 

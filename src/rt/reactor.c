@@ -65,7 +65,8 @@ laminar_code lm_graph_add_reader(lm_stream_def*** readers, int32_t* n, lm_stream
 void lm_graph_remove_reader(lm_stream_def** readers, int32_t* n, const lm_stream_def* s) {
   for (int32_t i = 0; i < *n; i++) {
     if (readers[i] == s) {
-      memmove(&readers[i], &readers[i + 1], sizeof(lm_stream_def*) * (size_t)(*n - i - 1));
+      memmove(&readers[i], &readers[i + 1],
+              sizeof(lm_stream_def*) * (size_t)(*n - i - 1));
       (*n)--;
       return;
     }
@@ -219,7 +220,8 @@ static laminar_code branch_deliver(void* arg, const lm_chunk* chunk) {
   return rc;
 }
 
-laminar_code lm_rt_stream_chunk(lm_stream_def* s, const void* from, const lm_chunk* chunk) {
+laminar_code lm_rt_stream_chunk(lm_stream_def* s, const void* from,
+                                const lm_chunk* chunk) {
   laminar_code rc = LAMINAR_OK;
   if (s->nin == 0) {
     rc = lm_op_chain_chunk(s->chain, chunk);
@@ -240,7 +242,8 @@ laminar_code lm_stream_take_late(void* arg, const lm_chunk* chunk) {
   return stream_chunk(arg, NULL, chunk);
 }
 
-laminar_code lm_rt_stream_watermark(lm_stream_def* s, const void* from, int64_t watermark_ms) {
+laminar_code lm_rt_stream_watermark(lm_stream_def* s, const void* from,
+                                    int64_t watermark_ms) {
   if (s->nin > 0) {
     /* Each input holds its own; the stream's is the least of them. */
     int64_t least = INT64_MAX;
@@ -268,7 +271,8 @@ laminar_code lm_stream_def_set_inputs(lm_stream_def* s, const void* const* in_de
   s->in_defs = lm_calloc((size_t)n, sizeof *s->in_defs);
   s->in_chains = lm_calloc((size_t)n, sizeof *s->in_chains);
   s->in_wm = lm_calloc((size_t)n, sizeof *s->in_wm);
-  if (s->in_defs == NULL || s->in_chains == NULL || s->in_wm == NULL) return LAMINAR_ERR_NOMEM;
+  if (s->in_defs == NULL || s->in_chains == NULL || s->in_wm == NULL)
+    return LAMINAR_ERR_NOMEM;
   s->nin = n;
   int64_t least = INT64_MAX;
   for (int32_t b = 0; b < n; b++) {
@@ -319,7 +323,8 @@ int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg) {
       if (mx > src->max_ts_ms) src->max_ts_ms = mx;
       if (src->max_ts_ms != INT64_MIN) {
         int64_t cand;
-        if (__builtin_sub_overflow(src->max_ts_ms, src->wm_delay_ms, &cand)) cand = INT64_MIN;
+        if (__builtin_sub_overflow(src->max_ts_ms, src->wm_delay_ms, &cand))
+          cand = INT64_MIN;
         if (cand > wm) wm = cand;
       }
     }
@@ -414,7 +419,9 @@ uint32_t lm_rt_min_free(const lm_graph* g) {
   return least;
 }
 
-static bool have_headroom(const lm_graph* g) { return lm_rt_min_free(g) >= LM_SUB_HEADROOM; }
+static bool have_headroom(const lm_graph* g) {
+  return lm_rt_min_free(g) >= LM_SUB_HEADROOM;
+}
 
 /* Process up to `budget` messages per source, round robin. *out_progress
  * tells whether any message was processed; *out_blocked whether a full
@@ -474,7 +481,8 @@ laminar_code lm_rt_run_until_idle(lm_rt* rt, laminar_error* err) {
   for (;;) {
     bool progress, blocked;
     laminar_code rc = process_round(rt, 64, &progress, &blocked);
-    laminar_code drc = progress && !blocked && rc == LAMINAR_OK ? LAMINAR_OK : lm_rt_drain(rt);
+    laminar_code drc =
+        progress && !blocked && rc == LAMINAR_OK ? LAMINAR_OK : lm_rt_drain(rt);
     if (rc == LAMINAR_OK) rc = drc;
     if (rc == LAMINAR_OK && (!progress || blocked)) {
       /* Inline, the sinks' queued writes are done when this returns (same
@@ -533,9 +541,9 @@ void lm_rt_barrier_step(lm_barrier* b, lm_barrier_step step, int32_t part) {
   b->step(b->arg, step, part);
   int64_t dt = lm_rt_now_ns() - t0;
   int_fast64_t seen = atomic_load_explicit(&b->stall_ns, memory_order_relaxed);
-  while (dt > seen && !atomic_compare_exchange_weak_explicit(&b->stall_ns, &seen, dt,
-                                                             memory_order_relaxed,
-                                                             memory_order_relaxed)) {
+  while (dt > seen &&
+         !atomic_compare_exchange_weak_explicit(
+             &b->stall_ns, &seen, dt, memory_order_relaxed, memory_order_relaxed)) {
   }
 }
 
@@ -562,7 +570,8 @@ static laminar_code barrier_inject(lm_rt* rt, lm_barrier* b) {
 static laminar_code honour_barrier(lm_rt* rt) {
   laminar_code rc = LAMINAR_OK;
   if (atomic_load_explicit(&rt->barrier_req, memory_order_relaxed) != NULL) {
-    lm_barrier* b = atomic_exchange_explicit(&rt->barrier_req, NULL, memory_order_acquire);
+    lm_barrier* b =
+        atomic_exchange_explicit(&rt->barrier_req, NULL, memory_order_acquire);
     if (b != NULL) {
       atomic_fetch_add_explicit(&rt->barriers_taken, 1, memory_order_relaxed);
       rc = barrier_inject(rt, b);
@@ -594,11 +603,13 @@ void lm_rt_barrier(lm_rt* rt, lm_barrier* b) {
 }
 
 /* Mark stream s and everything it feeds (readers, late side output). */
-static void mark_points(const lm_graph* g, const lm_stream_def* s, bool merged, bool* at_merge) {
+static void mark_points(const lm_graph* g, const lm_stream_def* s, bool merged,
+                        bool* at_merge) {
   for (int32_t i = 0; i < g->nstreams; i++) {
     if (g->streams[i] == s) at_merge[i] = merged;
   }
-  for (int32_t i = 0; i < s->nreaders; i++) mark_points(g, s->readers[i], merged, at_merge);
+  for (int32_t i = 0; i < s->nreaders; i++)
+    mark_points(g, s->readers[i], merged, at_merge);
   if (s->late != NULL) mark_points(g, s->late, merged, at_merge);
 }
 
@@ -609,7 +620,8 @@ void lm_rt_barrier_points(const lm_rt* rt, bool* at_merge) {
     const lm_source_def* src = g->sources[i];
     /* A source runs in rounds when it has a keyed reader (process_round). */
     bool merged = rt->ncores > 1 && lm_rt_source_partitioned(src);
-    for (int32_t k = 0; k < src->nreaders; k++) mark_points(g, src->readers[k], merged, at_merge);
+    for (int32_t k = 0; k < src->nreaders; k++)
+      mark_points(g, src->readers[k], merged, at_merge);
   }
 }
 
@@ -628,7 +640,8 @@ laminar_code lm_rt_processing_error(const lm_graph* g, laminar_code rc, const ch
     }
   }
   if (found) return rc;
-  return lm_error_set(err, rc, "stream processing failed%s: %s", where, laminar_errstr(rc));
+  return lm_error_set(err, rc, "stream processing failed%s: %s", where,
+                      laminar_errstr(rc));
 }
 
 /* Keep the first error raised on the reactor thread for laminar_stop(). */
@@ -657,7 +670,8 @@ static void* reactor_main(void* arg) {
     record_error(rt, rc);
     if (progress && !blocked) continue;
     /* A barrier asked for: take it first (not after a drain). */
-    if (!blocked && atomic_load_explicit(&rt->barrier_req, memory_order_relaxed) != NULL) continue;
+    if (!blocked && atomic_load_explicit(&rt->barrier_req, memory_order_relaxed) != NULL)
+      continue;
     if (atomic_load_explicit(&rt->stop, memory_order_acquire)) {
       /* Finish everything queued before the stop (a push may also have landed
        * between the round and the request). A full blocking subscriber is
@@ -674,7 +688,8 @@ static void* reactor_main(void* arg) {
         record_error(rt, lm_rt_drain(rt));
         lm_waiter_wait(&rt->wake, 200000, never_ready, NULL);
       }
-      record_error(rt, honour_barrier(rt)); /* none can be asked now (db->lock); never strand one */
+      record_error(rt, honour_barrier(
+                           rt)); /* none can be asked now (db->lock); never strand one */
       record_error(rt, lm_rt_drain(rt));
       break;
     }
@@ -746,7 +761,8 @@ void lm_rt_destroy(lm_rt* rt) {
 }
 
 laminar_code lm_rt_start(lm_rt* rt, laminar_error* err) {
-  if (rt->started) return lm_error_set(err, LAMINAR_ERR_STATE, "the runtime is already started");
+  if (rt->started)
+    return lm_error_set(err, LAMINAR_ERR_STATE, "the runtime is already started");
   atomic_store_explicit(&rt->stop, false, memory_order_release);
   rt->error = LAMINAR_OK;
   rt->started_ns = lm_rt_now_ns();

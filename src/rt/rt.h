@@ -67,11 +67,11 @@ typedef struct lm_part_item {
 
 /* What one partition emitted during one round (a round slot). */
 typedef struct lm_part_out {
-  lm_part_item* items;       /* in production order */
+  lm_part_item* items; /* in production order */
   int32_t n, cap;
-  int32_t merged;            /* reactor 0: items already delivered */
-  laminar_code rc;           /* first error of the partition in this round */
-  int64_t late_rows;         /* the partition's late-row count after the round */
+  int32_t merged;    /* reactor 0: items already delivered */
+  laminar_code rc;   /* first error of the partition in this round */
+  int64_t late_rows; /* the partition's late-row count after the round */
 } lm_part_out;
 
 /* One partition of a keyed stream (cores > 1, see part.c). Touched only by
@@ -81,10 +81,10 @@ typedef struct lm_part_out {
 typedef struct lm_stream_part {
   lm_stream_def* stream;
   int32_t index;
-  lm_op* chain;              /* parts[0].chain is the stream's `chain` */
+  lm_op* chain; /* parts[0].chain is the stream's `chain` */
   int64_t watermark_ms;
-  int32_t cur_msg;           /* round message being processed */
-  int32_t cur_slot;          /* round slot being processed */
+  int32_t cur_msg;  /* round message being processed */
+  int32_t cur_slot; /* round slot being processed */
   lm_part_out out[LM_RT_ROUNDS_INFLIGHT];
 } lm_stream_part;
 
@@ -104,7 +104,7 @@ typedef struct lm_gather_buf {
 typedef struct lm_msg {
   lm_batch* batch;
   int64_t watermark_ms;
-  uint64_t seq;              /* WAL sequence number (0: the source keeps no WAL) */
+  uint64_t seq; /* WAL sequence number (0: the source keeps no WAL) */
 } lm_msg;
 
 /* What a push does when its source's queue is full (CREATE SOURCE ... WITH
@@ -121,9 +121,9 @@ const char* lm_backpressure_name(lm_backpressure bp);
 
 typedef struct lm_source_def {
   char* name;
-  char* sql;                 /* the CREATE statement, for SHOW */
+  char* sql; /* the CREATE statement, for SHOW */
   lm_schema schema;
-  int32_t wm_col;            /* watermark column, -1 if none */
+  int32_t wm_col; /* watermark column, -1 if none */
   int64_t wm_delay_ms;
   /* Of lm_msg*: single-producer until the first clone of a handle, then
    * multi-producer (chan/mpsc.h); consumer: the reactor / run_until_idle. */
@@ -139,40 +139,40 @@ typedef struct lm_source_def {
    * the consumer and drop_oldest producers (subtract on taking one); relaxed:
    * a bound, not a synchronization. */
   atomic_int_fast64_t queued_bytes;
-  lm_wait wait;              /* producers on a full queue; the reactor on empty ones */
-  lm_waiter room;            /* producers blocked on a full queue park here;
+  lm_wait wait;           /* producers on a full queue; the reactor on empty ones */
+  lm_waiter room;         /* producers blocked on a full queue park here;
                                 the reactor notifies after taking messages */
-  pthread_mutex_t log_mu;    /* WAL + several producers: log and enqueue as one
+  pthread_mutex_t log_mu; /* WAL + several producers: log and enqueue as one
                                 step, so queue order is WAL order */
-  int64_t lateness_ms;       /* WITH (allowed_lateness = ...): the default of its windows */
-  atomic_int refs;           /* catalog + open producer handles */
-  atomic_bool dropped;       /* writer: control; reader: producers (acquire) */
+  int64_t lateness_ms;    /* WITH (allowed_lateness = ...): the default of its windows */
+  atomic_int refs;        /* catalog + open producer handles */
+  atomic_bool dropped;    /* writer: control; reader: producers (acquire) */
   /* Open producer handles (open: 0 -> 1 by CAS; clone: +1; close: -1).
    * writer: any producer/control thread (acq_rel RMW). */
   atomic_int producers;
   atomic_int_fast64_t pushed_batches; /* accepted pushes; writer: producers (relaxed) */
   atomic_int_fast64_t pushed_rows;
   /* Back-pressure counters; writer: producers (relaxed); reader: metrics. */
-  atomic_int_fast64_t dropped_batches;  /* drop_oldest: messages removed unread */
+  atomic_int_fast64_t dropped_batches; /* drop_oldest: messages removed unread */
   atomic_int_fast64_t dropped_rows;
   atomic_int_fast64_t rejected_batches; /* reject: pushes refused for a full queue */
   /* The largest explicit watermark of a message dropped by drop_oldest: the
    * reactor applies it with the next message it takes. writer: producers
    * (CAS max); reader: the reactor. Relaxed: a lagging read only delays it. */
   atomic_int_fast64_t carried_watermark;
-  struct lm_wal* wal;        /* NULL unless durable (src/db/durable.c); producer side */
+  struct lm_wal* wal; /* NULL unless durable (src/db/durable.c); producer side */
   /* Durable identity (src/db/durable.c): this incarnation of the name (a
    * DROP and CREATE makes another) and the fingerprint of its definition,
    * both recorded with its checkpointed position and its WAL. */
   uint64_t incarnation;
   uint64_t fingerprint;
-  bool wal_sync;             /* acknowledge a push after fdatasync */
+  bool wal_sync; /* acknowledge a push after fdatasync */
   /* Durable without a WAL (wal_mode none): the offset of the last message
    * accepted, numbered as a WAL would (laminar_source_offset); from the
    * checkpoint's position at recovery. Under log_mu. */
   uint64_t unlogged_seq;
   /* reactor-only */
-  uint64_t processed_seq;    /* last WAL record taken through the graph */
+  uint64_t processed_seq; /* last WAL record taken through the graph */
   int64_t max_ts_ms;
   int64_t watermark_ms;
   lm_stream_def** readers;
@@ -181,14 +181,14 @@ typedef struct lm_source_def {
 
 /* A subscriber's queue. The reactor produces, the consumer thread consumes. */
 typedef struct lm_sub {
-  lm_ring* ring;             /* of lm_batch* */
-  lm_waiter waiter;          /* consumer parks here; reactor notifies */
-  atomic_bool ended;         /* stream dropped / db closed: no more batches */
+  lm_ring* ring;     /* of lm_batch* */
+  lm_waiter waiter;  /* consumer parks here; reactor notifies */
+  atomic_bool ended; /* stream dropped / db closed: no more batches */
   /* Slow-subscriber policy, fixed at subscribe: false = block (the reactor
    * takes no input while this queue lacks headroom), true = drop (a batch
    * that does not fit is dropped for this subscriber and counted). */
   bool drop_when_full;
-  lm_wait wait;              /* how the consumer waits for a batch */
+  lm_wait wait;                        /* how the consumer waits for a batch */
   atomic_int_fast64_t dropped_batches; /* writer: reactor (relaxed); reader: any */
   atomic_int_fast64_t dropped_rows;
   /* Bound on the bytes of the queued batches (lm_batch.bytes), fixed at
@@ -197,8 +197,8 @@ typedef struct lm_sub {
    * lm_rt_min_free) -- unless the queue is empty: a larger batch goes in
    * alone, so nothing deadlocks. */
   int64_t max_bytes;
-  atomic_int_fast64_t bytes;  /* queued now; writer: reactor (+), consumer (-) */
-  int64_t last_bytes;         /* the last batch offered (reactor-only): the
+  atomic_int_fast64_t bytes; /* queued now; writer: reactor (+), consumer (-) */
+  int64_t last_bytes;        /* the last batch offered (reactor-only): the
                                  block policy's guess of the next one's size */
   /* A batch was pushed since the consumer was last notified (the publishing
    * thread's only: reactor 0 or the inline caller). Notifications are
@@ -211,13 +211,13 @@ struct lm_stream_def {
   char* name;
   char* sql;
   lm_plan plan;
-  lm_op* chain;              /* partition 0 */
+  lm_op* chain; /* partition 0 */
   lm_schema out_schema;
-  lm_sub** subs;             /* changed only while the reactor is paused */
+  lm_sub** subs; /* changed only while the reactor is paused */
   int32_t nsubs;
-  lm_stream_def** readers;   /* downstream streams */
+  lm_stream_def** readers; /* downstream streams */
   int32_t nreaders;
-  int64_t watermark_ms;      /* reactor-only; with inputs: the least of in_wm */
+  int64_t watermark_ms; /* reactor-only; with inputs: the least of in_wm */
   /* Several inputs (plan.branches: UNION ALL, a derived table); nin 0: one
    * input whose chunks go to `chain` as they are. Input b is in_defs[b] (an
    * lm_source_def* or lm_stream_def*, which lists this stream as a reader
@@ -228,9 +228,9 @@ struct lm_stream_def {
   const void** in_defs;
   lm_op** in_chains;
   int64_t* in_wm;
-  int32_t cur_in;            /* the branch whose rows `chain` is taking (reactor-only) */
+  int32_t cur_in; /* the branch whose rows `chain` is taking (reactor-only) */
   atomic_int_fast64_t late_rows; /* writer: reactor; reader: any (relaxed) */
-  struct lm_sink** sinks;    /* exactly-once sinks on the output; changed while paused */
+  struct lm_sink** sinks; /* exactly-once sinks on the output; changed while paused */
   int32_t nsinks;
   /* Late side output (CREATE STREAM ... WITH (late_output = ...)): `late` is
    * the stream its window operator hands late input rows to; that stream's
@@ -266,7 +266,7 @@ struct lm_stream_def {
 typedef struct lm_graph {
   lm_source_def** sources;
   int32_t nsources;
-  lm_stream_def** streams;   /* in creation order: upstream before downstream */
+  lm_stream_def** streams; /* in creation order: upstream before downstream */
   int32_t nstreams;
 } lm_graph;
 
@@ -293,7 +293,7 @@ typedef struct lm_reactor {
   atomic_int_fast64_t busy_ns;
   atomic_int_fast64_t rounds;
   atomic_int_fast64_t rows;
-  atomic_int cpu;            /* pinned CPU, -1 if not pinned; writer: the reactor (relaxed) */
+  atomic_int cpu; /* pinned CPU, -1 if not pinned; writer: the reactor (relaxed) */
 } lm_reactor;
 
 /* An in-band checkpoint barrier (lm_rt_barrier). The thread driving the
@@ -342,7 +342,7 @@ typedef struct lm_round {
   lm_msg* msgs[LM_RT_ROUND_MSGS];
   int64_t wms[LM_RT_ROUND_MSGS];
   int32_t n;
-  bool split;                /* publish each partition's batch (else concatenate) */
+  bool split; /* publish each partition's batch (else concatenate) */
   /* Key hashes of the messages' rows over the GROUP BY columns of `hkeys`
    * (the first keyed reader; readers grouping alike share them), computed
    * once per message by whichever reactor claims it: message j's rows from
@@ -361,9 +361,9 @@ typedef struct lm_round {
   uint64_t* hashes;
   uint32_t* rows;
   int64_t hcap;
-  int64_t* poff;             /* LM_RT_ROUND_MSGS * (ncores + 1) */
+  int64_t* poff; /* LM_RT_ROUND_MSGS * (ncores + 1) */
   lm_vec* args;
-  int32_t nargs, acap;       /* hkeys' aggregates; room for acap per message */
+  int32_t nargs, acap; /* hkeys' aggregates; room for acap per message */
   int64_t hoff[LM_RT_ROUND_MSGS];
   atomic_int hstate[LM_RT_ROUND_MSGS];
 } lm_round;
@@ -372,27 +372,27 @@ typedef struct lm_rt {
   lm_graph* graph;
   /* Thread-per-core (fixed at open): reactors[0..ncores). */
   int32_t ncores;
-  bool affinity;             /* pin reactor i to CPU i mod online CPUs */
+  bool affinity; /* pin reactor i to CPU i mod online CPUs */
   lm_reactor* reactors;
   /* Round r lives in rounds[r % LM_RT_ROUNDS_INFLIGHT] from its post until
    * its merge; rounds posted..merged+1 are in flight. */
   lm_round rounds[LM_RT_ROUNDS_INFLIGHT];
   atomic_uint_fast64_t round_seq; /* last posted round; writer: reactor 0 (release) */
-  uint64_t merged;           /* last merged round (reactor 0) */
-  int32_t inflight_msgs;     /* messages of posted, unmerged rounds (reactor 0) */
+  uint64_t merged;                /* last merged round (reactor 0) */
+  int32_t inflight_msgs;          /* messages of posted, unmerged rounds (reactor 0) */
   atomic_bool stop_workers;
-  lm_waiter joined;          /* reactor 0 waits here for the workers' rounds */
-  lm_gather_buf merge_buf;   /* reactor 0: concatenation of partition outputs */
-  void* topology;            /* hwloc topology when built with hwloc and pinned */
+  lm_waiter joined;        /* reactor 0 waits here for the workers' rounds */
+  lm_gather_buf merge_buf; /* reactor 0: concatenation of partition outputs */
+  void* topology;          /* hwloc topology when built with hwloc and pinned */
   pthread_t thread;
-  atomic_bool started;       /* writer: control; reader: producers (push back-pressure) */
-  atomic_bool stop;          /* writer: control; reader: reactor */
-  lm_waiter wake;            /* reactor parks here; producers notify */
+  atomic_bool started; /* writer: control; reader: producers (push back-pressure) */
+  atomic_bool stop;    /* writer: control; reader: reactor */
+  lm_waiter wake;      /* reactor parks here; producers notify */
   /* pause handshake (control <-> reactor) */
   pthread_mutex_t pause_mu;
   pthread_cond_t pause_cv;
   atomic_bool pause_req;
-  bool paused;               /* under pause_mu */
+  bool paused; /* under pause_mu */
   /* In-band barriers: a request (writer: control, release; taken by reactor
    * 0 with an acquire exchange) and the barrier rounds posted, not merged
    * (reactor 0). Completion is signalled on pause_cv (b->done). */

@@ -81,7 +81,8 @@ bool lm_source_take(lm_source_def* src, bool steal, lm_msg** out) {
   }
   lm_msg* msg = item;
   if (msg->batch != NULL) {
-    atomic_fetch_sub_explicit(&src->queued_bytes, msg->batch->bytes, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&src->queued_bytes, msg->batch->bytes,
+                              memory_order_relaxed);
   }
   *out = msg;
   return true;
@@ -112,19 +113,22 @@ laminar_code lm_source_check_open(const lm_source_def* def, laminar_error* err) 
 }
 
 static laminar_code queue_full(const lm_source_def* def, laminar_error* err) {
-  long long queued = (long long)atomic_load_explicit(&def->queued_bytes, memory_order_relaxed);
+  long long queued =
+      (long long)atomic_load_explicit(&def->queued_bytes, memory_order_relaxed);
   if (def->backpressure == LM_BP_REJECT) {
-    lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
-                 "source '%s': queue full (%u of %u messages, %lld of max_queue_bytes %lld "
-                 "bytes), push rejected (backpressure = 'reject')",
-                 def->name, lm_mpsc_size(def->queue), lm_mpsc_capacity(def->queue), queued,
-                 (long long)def->max_queue_bytes);
+    lm_error_set(
+        err, LAMINAR_ERR_QUEUE_FULL,
+        "source '%s': queue full (%u of %u messages, %lld of max_queue_bytes %lld "
+        "bytes), push rejected (backpressure = 'reject')",
+        def->name, lm_mpsc_size(def->queue), lm_mpsc_capacity(def->queue), queued,
+        (long long)def->max_queue_bytes);
   } else {
-    lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
-                 "source '%s': queue full (%u of %u messages, %lld of max_queue_bytes %lld "
-                 "bytes); call laminar_run_until_idle() or laminar_start() to drain it",
-                 def->name, lm_mpsc_size(def->queue), lm_mpsc_capacity(def->queue), queued,
-                 (long long)def->max_queue_bytes);
+    lm_error_set(
+        err, LAMINAR_ERR_QUEUE_FULL,
+        "source '%s': queue full (%u of %u messages, %lld of max_queue_bytes %lld "
+        "bytes); call laminar_run_until_idle() or laminar_start() to drain it",
+        def->name, lm_mpsc_size(def->queue), lm_mpsc_capacity(def->queue), queued,
+        (long long)def->max_queue_bytes);
   }
   lm_error_object(err, def->name, NULL);
   return LAMINAR_ERR_QUEUE_FULL;
@@ -194,7 +198,8 @@ static void drop_oldest(lm_source_def* def) {
   if (!lm_source_take(def, true, &msg)) return; /* drained meanwhile: room now */
   if (msg->batch != NULL) {
     atomic_fetch_add_explicit(&def->dropped_batches, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&def->dropped_rows, msg->batch->nrows, memory_order_relaxed);
+    atomic_fetch_add_explicit(&def->dropped_rows, msg->batch->nrows,
+                              memory_order_relaxed);
   } else {
     int64_t cur = atomic_load_explicit(&def->carried_watermark, memory_order_relaxed);
     while (msg->watermark_ms > cur &&
@@ -247,8 +252,9 @@ static laminar_code refuse_early(lm_rt* rt, lm_source_def* def, uint32_t n, int6
   return LAMINAR_OK;
 }
 
-laminar_code lm_source_admit(lm_rt* rt, lm_source_def* def, int64_t n, const lm_push_wait* how,
-                             const lm_source_log* log, laminar_error* err) {
+laminar_code lm_source_admit(lm_rt* rt, lm_source_def* def, int64_t n,
+                             const lm_push_wait* how, const lm_source_log* log,
+                             laminar_error* err) {
   uint32_t cap = lm_mpsc_capacity(def->queue);
   full_action act = on_full(rt, def, how->wait);
   /* A run that can never fit is refused before any work by reject (and by a
@@ -273,24 +279,21 @@ static int64_t msg_bytes(const lm_msg* msg) {
 
 /* Enqueue msgs[0..n) (n <= capacity) as one contiguous run, applying the
  * source's back-pressure policy to a full queue. */
-static laminar_code enqueue_run(lm_rt* rt, lm_source_def* def, lm_msg* const* msgs, uint32_t n,
-                                const lm_push_wait* how, laminar_error* err) {
+static laminar_code enqueue_run(lm_rt* rt, lm_source_def* def, lm_msg* const* msgs,
+                                uint32_t n, const lm_push_wait* how, laminar_error* err) {
   int64_t bytes = 0;
   for (uint32_t i = 0; i < n; i++) bytes += msg_bytes(msgs[i]);
   /* The byte bound counts as fullness: the same policies apply. */
-  while (over_queue_bytes(def, bytes) || !lm_mpsc_push_all(def->queue, (void* const*)msgs, n)) {
+  while (over_queue_bytes(def, bytes) ||
+         !lm_mpsc_push_all(def->queue, (void* const*)msgs, n)) {
     LM_TRY(lm_source_check_open(def, err));
     switch (on_full(rt, def, how->wait)) {
-      case FULL_DROP:
-        drop_oldest(def);
-        continue;
+      case FULL_DROP: drop_oldest(def); continue;
       case FULL_REJECT:
         atomic_fetch_add_explicit(&def->rejected_batches, n, memory_order_relaxed);
         return queue_full(def, err);
-      case FULL_REFUSE:
-        return queue_full(def, err);
-      case FULL_WAIT:
-        break;
+      case FULL_REFUSE: return queue_full(def, err);
+      case FULL_WAIT: break;
     }
     /* Block back-pressure: the reactor notifies `room` after taking messages. */
     LM_TRY(wait_room(rt, def, n, bytes, how, err));
@@ -306,16 +309,17 @@ static laminar_code enqueue_run(lm_rt* rt, lm_source_def* def, lm_msg* const* ms
  * then queued. Under the lock only the reactor moves the queue (a WAL source
  * never drops), so room seen stays, and a message that gives up (stopped
  * runtime, dropped source, deadline) has logged nothing. */
-static laminar_code enqueue_logged(lm_rt* rt, lm_source_def* def, lm_msg* const* msgs, int64_t n,
-                                   const lm_push_wait* how, const lm_source_log* log,
-                                   int64_t* queued, laminar_error* err) {
+static laminar_code enqueue_logged(lm_rt* rt, lm_source_def* def, lm_msg* const* msgs,
+                                   int64_t n, const lm_push_wait* how,
+                                   const lm_source_log* log, int64_t* queued,
+                                   laminar_error* err) {
   uint32_t cap = lm_mpsc_capacity(def->queue);
   int64_t bytes = 0;
   for (int64_t k = 0; k < n; k++) bytes += msg_bytes(msgs[k]);
   /* A run that fits the queue waits here for room for all of it, so a
    * bounded wait that gives up has logged and queued none of it. */
-  laminar_code rc = refuse_early(rt, def, n > (int64_t)cap ? cap : (uint32_t)n, bytes, how,
-                                 n <= (int64_t)cap, err);
+  laminar_code rc = refuse_early(rt, def, n > (int64_t)cap ? cap : (uint32_t)n, bytes,
+                                 how, n <= (int64_t)cap, err);
   while (*queued < n && rc == LAMINAR_OK) {
     lm_msg* msg = msgs[*queued];
     rc = refuse_early(rt, def, 1, msg_bytes(msg), how, true, err);
@@ -328,9 +332,9 @@ static laminar_code enqueue_logged(lm_rt* rt, lm_source_def* def, lm_msg* const*
 
 /* Without a log: runs of up to the queue's capacity, numbered when asked
  * (the offsets a checkpoint records and a producer resumes from). */
-static laminar_code enqueue_plain(lm_rt* rt, lm_source_def* def, lm_msg* const* msgs, int64_t n,
-                                  const lm_push_wait* how, bool numbered, int64_t* queued,
-                                  laminar_error* err) {
+static laminar_code enqueue_plain(lm_rt* rt, lm_source_def* def, lm_msg* const* msgs,
+                                  int64_t n, const lm_push_wait* how, bool numbered,
+                                  int64_t* queued, laminar_error* err) {
   uint32_t cap = lm_mpsc_capacity(def->queue);
   laminar_code rc = LAMINAR_OK;
   while (*queued < n && rc == LAMINAR_OK) {
@@ -347,9 +351,10 @@ static laminar_code enqueue_plain(lm_rt* rt, lm_source_def* def, lm_msg* const* 
   return rc;
 }
 
-laminar_code lm_source_enqueue(lm_rt* rt, lm_source_def* def, lm_msg* const* msgs, int64_t n,
-                               const lm_push_wait* how, const lm_source_log* log,
-                               int64_t* out_queued, laminar_error* err) {
+laminar_code lm_source_enqueue(lm_rt* rt, lm_source_def* def, lm_msg* const* msgs,
+                               int64_t n, const lm_push_wait* how,
+                               const lm_source_log* log, int64_t* out_queued,
+                               laminar_error* err) {
   /* Counted before: once queued, a message is the consumer's (or a
    * drop_oldest producer's) and may be freed at any moment. */
   int64_t batches = 0, rows = 0;

@@ -51,8 +51,9 @@ laminar_code lm_source_check_open(const lm_source_def* def, laminar_error* err);
  * longer than the queue or -- without a log -- a full queue), so a refused
  * push costs no import. LAMINAR_ERR_QUEUE_FULL (reject counted) or OK. Any
  * producer thread. */
-laminar_code lm_source_admit(lm_rt* rt, lm_source_def* def, int64_t n, const lm_push_wait* how,
-                             const lm_source_log* log, laminar_error* err);
+laminar_code lm_source_admit(lm_rt* rt, lm_source_def* def, int64_t n,
+                             const lm_push_wait* how, const lm_source_log* log,
+                             laminar_error* err);
 
 /* Queue msgs[0..n) (batches, or one explicit watermark) in order, applying the
  * source's back-pressure policy to a full queue (`how` says whether and how
@@ -63,9 +64,10 @@ laminar_code lm_source_admit(lm_rt* rt, lm_source_def* def, int64_t n, const lm_
  * of a message is logged unless it is queued. All or nothing, except that a
  * dropped source, a stopped runtime or a deadline met while a run longer than
  * the queue waits for room leaves a prefix queued. Producer threads. */
-laminar_code lm_source_enqueue(lm_rt* rt, lm_source_def* def, lm_msg* const* msgs, int64_t n,
-                               const lm_push_wait* how, const lm_source_log* log,
-                               int64_t* out_queued, laminar_error* err);
+laminar_code lm_source_enqueue(lm_rt* rt, lm_source_def* def, lm_msg* const* msgs,
+                               int64_t n, const lm_push_wait* how,
+                               const lm_source_log* log, int64_t* out_queued,
+                               laminar_error* err);
 
 /* Free slots of def's queue now (a hint: others push and the reactor pops). */
 int64_t lm_source_free_slots(const lm_source_def* def);

@@ -18,14 +18,17 @@ typedef struct callback_sink {
   uint64_t current; /* open epoch, 0: none */
 } callback_sink;
 
-static laminar_code failed(const callback_sink* s, const char* step, int rc, laminar_error* err) {
-  laminar_code code = lm_error_set(err, LAMINAR_ERR_IO, "sink '%s': %s failed (connector returned %d)",
-                                   s->name, step, rc);
+static laminar_code failed(const callback_sink* s, const char* step, int rc,
+                           laminar_error* err) {
+  laminar_code code =
+      lm_error_set(err, LAMINAR_ERR_IO, "sink '%s': %s failed (connector returned %d)",
+                   s->name, step, rc);
   lm_error_object(err, s->name, NULL);
   return code;
 }
 
-static laminar_code cb_write(lm_sink* base, const lm_vec* cols, int64_t nrows, laminar_error* err) {
+static laminar_code cb_write(lm_sink* base, const lm_vec* cols, int64_t nrows,
+                             laminar_error* err) {
   callback_sink* s = (callback_sink*)base;
   if (nrows == 0 || s->cb.write == NULL) return LAMINAR_OK;
   lm_batch* batch;
@@ -56,7 +59,8 @@ static laminar_code cb_begin(lm_sink* base, uint64_t epoch, laminar_error* err) 
 static laminar_code cb_pre_commit(lm_sink* base, laminar_error* err) {
   callback_sink* s = (callback_sink*)base;
   if (s->current == 0)
-    return lm_error_set(err, LAMINAR_ERR_STATE, "sink '%s': no epoch to pre-commit", s->name);
+    return lm_error_set(err, LAMINAR_ERR_STATE, "sink '%s': no epoch to pre-commit",
+                        s->name);
   int r = s->cb.pre_commit != NULL ? s->cb.pre_commit(s->cb.user, s->current) : 0;
   if (r != 0) return failed(s, "pre_commit", r, err);
   s->current = 0;
@@ -79,7 +83,8 @@ static laminar_code cb_recover(lm_sink* base, uint64_t checkpointed, laminar_err
 static void cb_close(lm_sink* base) {
   callback_sink* s = (callback_sink*)base;
   /* An epoch still open was never pre-committed: the connector drops it. */
-  if (s->current != 0 && s->cb.rollback != NULL) (void)s->cb.rollback(s->cb.user, s->current);
+  if (s->current != 0 && s->cb.rollback != NULL)
+    (void)s->cb.rollback(s->cb.user, s->current);
   if (s->cb.release != NULL) s->cb.release(s->cb.user);
   lm_schema_free(&s->schema);
   lm_free(s->name);

@@ -28,19 +28,19 @@
 #define FLUSH_BYTES (1u << 20)
 
 struct lm_file_sink {
-  lm_sink base;         /* the engine's view (sink.h) */
-  char* dir;            /* as given (messages) */
-  char* real;           /* the directory opened, canonical */
-  int dir_fd;           /* every entry is made, renamed and removed through it */
+  lm_sink base; /* the engine's view (sink.h) */
+  char* dir;    /* as given (messages) */
+  char* real;   /* the directory opened, canonical */
+  int dir_fd;   /* every entry is made, renamed and removed through it */
   lm_sink_format format;
   lm_schema schema;
-  uint64_t committed;   /* highest committed epoch */
-  uint64_t current;     /* epoch open for writes (0: none) */
-  uint64_t last_begun;  /* highest epoch begun */
-  int fd;               /* staging file of `current`, -1 until the first row */
-  bool header_done;     /* CSV header written for `current` */
-  uint64_t file_len;    /* bytes of the staging file written for sure */
-  char* buf;            /* formatted rows not yet written */
+  uint64_t committed;  /* highest committed epoch */
+  uint64_t current;    /* epoch open for writes (0: none) */
+  uint64_t last_begun; /* highest epoch begun */
+  int fd;              /* staging file of `current`, -1 until the first row */
+  bool header_done;    /* CSV header written for `current` */
+  uint64_t file_len;   /* bytes of the staging file written for sure */
+  char* buf;           /* formatted rows not yet written */
   size_t len, cap;
   bool nomem;
   /* Epochs sealed (closed for writes, graph stopped) and not yet synced:
@@ -53,28 +53,34 @@ struct lm_file_sink {
 /* A sealed epoch: its staging file and the rows still to write to it. */
 typedef struct sealed_epoch {
   uint64_t epoch;
-  int fd;               /* -1: not created yet */
+  int fd; /* -1: not created yet */
   uint64_t file_len;
   char* buf;
   size_t len;
 } sealed_epoch;
 
-static const char* ext(const lm_file_sink* s) { return s->format == LM_SINK_CSV ? "csv" : "jsonl"; }
-
-/* A part file's name in the directory (dir_fd), and its path for messages. */
-static void part_name(const lm_file_sink* s, uint64_t epoch, bool staged, char* out, size_t n) {
-  snprintf(out, n, "%spart-%0*" PRIu64 ".%s%s", staged ? "." : "", EPOCH_DIGITS, epoch, ext(s),
-           staged ? ".pending" : "");
+static const char* ext(const lm_file_sink* s) {
+  return s->format == LM_SINK_CSV ? "csv" : "jsonl";
 }
 
-static void part_path(const lm_file_sink* s, uint64_t epoch, bool staged, char* out, size_t n) {
+/* A part file's name in the directory (dir_fd), and its path for messages. */
+static void part_name(const lm_file_sink* s, uint64_t epoch, bool staged, char* out,
+                      size_t n) {
+  snprintf(out, n, "%spart-%0*" PRIu64 ".%s%s", staged ? "." : "", EPOCH_DIGITS, epoch,
+           ext(s), staged ? ".pending" : "");
+}
+
+static void part_path(const lm_file_sink* s, uint64_t epoch, bool staged, char* out,
+                      size_t n) {
   char name[64];
   part_name(s, epoch, staged, name, sizeof name);
   snprintf(out, n, "%s/%s", s->dir, name);
 }
 
-static laminar_code io_fail(laminar_error* err, const char* what, const char* path, int e) {
-  return lm_error_set(err, LAMINAR_ERR_IO, "sink: %s '%s' failed: %s", what, path, strerror(e));
+static laminar_code io_fail(laminar_error* err, const char* what, const char* path,
+                            int e) {
+  return lm_error_set(err, LAMINAR_ERR_IO, "sink: %s '%s' failed: %s", what, path,
+                      strerror(e));
 }
 
 
@@ -128,9 +134,7 @@ static void json_string(lm_file_sink* s, const char* p, int64_t n) {
       case '\n': puts_(s, "\\n"); break;
       case '\r': puts_(s, "\\r"); break;
       case '\t': puts_(s, "\\t"); break;
-      default:
-        snprintf(esc, sizeof esc, "\\u%04x", c);
-        puts_(s, esc);
+      default: snprintf(esc, sizeof esc, "\\u%04x", c); puts_(s, esc);
     }
     run = i + 1;
   }
@@ -162,7 +166,8 @@ static void csv_string(lm_file_sink* s, const char* p, int64_t n) {
 static bool scalar_text(const lm_vec* v, int64_t r, char* out, size_t cap, size_t* n) {
   switch (v->type) {
     case LM_TYPE_BOOL:
-      *n = (size_t)snprintf(out, cap, "%s", ((const uint8_t*)v->data)[r] ? "true" : "false");
+      *n = (size_t)snprintf(out, cap, "%s",
+                            ((const uint8_t*)v->data)[r] ? "true" : "false");
       return true;
     case LM_TYPE_INT32:
       *n = (size_t)snprintf(out, cap, "%" PRId32, ((const int32_t*)v->data)[r]);
@@ -209,14 +214,18 @@ static void format_rows(lm_file_sink* s, const lm_vec* cols, int64_t nrows) {
       bool null = v->nulls != NULL && v->nulls[r];
       if (!null && v->type == LM_TYPE_STRING) {
         lm_str str = ((const lm_str*)v->data)[r];
-        if (csv) csv_string(s, str.ptr, str.len);
-        else json_string(s, str.ptr, str.len);
+        if (csv)
+          csv_string(s, str.ptr, str.len);
+        else
+          json_string(s, str.ptr, str.len);
         continue;
       }
       size_t n = 0;
       if (!null && scalar_text(v, r, num, sizeof num, &n)) {
-        if (!csv && v->type == LM_TYPE_TIMESTAMP) json_string(s, num, (int64_t)n);
-        else put(s, num, n);
+        if (!csv && v->type == LM_TYPE_TIMESTAMP)
+          json_string(s, num, (int64_t)n);
+        else
+          put(s, num, n);
       } else if (!csv) {
         puts_(s, "null");
       }
@@ -266,7 +275,8 @@ static void end_epoch(lm_file_sink* s) {
 static void drop_sealed(lm_file_sink* s, int32_t i) {
   if (s->sealed[i].fd >= 0) close(s->sealed[i].fd);
   lm_free(s->sealed[i].buf);
-  memmove(&s->sealed[i], &s->sealed[i + 1], (size_t)(s->nsealed - i - 1) * sizeof *s->sealed);
+  memmove(&s->sealed[i], &s->sealed[i + 1],
+          (size_t)(s->nsealed - i - 1) * sizeof *s->sealed);
   s->nsealed--;
 }
 
@@ -274,7 +284,8 @@ static void drop_sealed(lm_file_sink* s, int32_t i) {
 
 /* ---- the engine's view (sink.h) ---------------------------------------------------- */
 
-static laminar_code vt_write(lm_sink* b, const lm_vec* cols, int64_t n, laminar_error* err) {
+static laminar_code vt_write(lm_sink* b, const lm_vec* cols, int64_t n,
+                             laminar_error* err) {
   return lm_file_sink_write((lm_file_sink*)b, cols, n, err);
 }
 static laminar_code vt_begin(lm_sink* b, uint64_t epoch, laminar_error* err) {
@@ -308,7 +319,8 @@ lm_sink* lm_file_sink_base(lm_file_sink* sink) { return &sink->base; }
 
 /* ---- a sink of a read-only database (sink.h) ------------------------------------ */
 
-static laminar_code discard_write(lm_sink* b, const lm_vec* cols, int64_t n, laminar_error* err) {
+static laminar_code discard_write(lm_sink* b, const lm_vec* cols, int64_t n,
+                                  laminar_error* err) {
   (void)b, (void)cols, (void)n, (void)err;
   return LAMINAR_OK;
 }
@@ -351,8 +363,9 @@ static DIR* open_entries(const lm_file_sink* s) {
   return d;
 }
 
-laminar_code lm_file_sink_open(const char* dir, lm_sink_format format, const lm_schema* schema,
-                               lm_file_sink** out, laminar_error* err) {
+laminar_code lm_file_sink_open(const char* dir, lm_sink_format format,
+                               const lm_schema* schema, lm_file_sink** out,
+                               laminar_error* err) {
   *out = NULL;
   /* The path is resolved (a symlinked directory is taken where it leads)
    * and the directory opened once, by its canonical name, with
@@ -362,7 +375,8 @@ laminar_code lm_file_sink_open(const char* dir, lm_sink_format format, const lm_
   char canon[4096];
   int re = lm_fs_resolve(dir, canon, sizeof canon);
   if (re != 0) return io_fail(err, "resolve", dir, re);
-  if (mkdir(canon, 0755) != 0 && errno != EEXIST) return io_fail(err, "mkdir", dir, errno);
+  if (mkdir(canon, 0755) != 0 && errno != EEXIST)
+    return io_fail(err, "mkdir", dir, errno);
   lm_file_sink* s = lm_calloc(1, sizeof *s);
   if (s == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "sink: out of memory");
   s->base.vt = &FILE_VT;
@@ -437,7 +451,8 @@ laminar_code lm_file_sink_begin(lm_file_sink* s, uint64_t epoch, laminar_error* 
 laminar_code lm_file_sink_write(lm_file_sink* s, const lm_vec* cols, int64_t nrows,
                                 laminar_error* err) {
   if (s->current == 0)
-    return lm_error_set(err, LAMINAR_ERR_STATE, "sink '%s': write outside an open epoch", s->dir);
+    return lm_error_set(err, LAMINAR_ERR_STATE, "sink '%s': write outside an open epoch",
+                        s->dir);
   format_rows(s, cols, nrows);
   laminar_error e;
   laminar_code rc = LAMINAR_OK;
@@ -456,16 +471,21 @@ laminar_code lm_file_sink_write(lm_file_sink* s, const lm_vec* cols, int64_t nro
 
 laminar_code lm_file_sink_seal(lm_file_sink* s, laminar_error* err) {
   if (s->current == 0)
-    return lm_error_set(err, LAMINAR_ERR_STATE, "sink '%s': no epoch to pre-commit", s->dir);
+    return lm_error_set(err, LAMINAR_ERR_STATE, "sink '%s': no epoch to pre-commit",
+                        s->dir);
   if (s->nsealed == s->cap_sealed) {
     int32_t cap = s->cap_sealed ? s->cap_sealed * 2 : 4;
     sealed_epoch* grown = lm_realloc(s->sealed, (size_t)cap * sizeof *grown);
-    if (grown == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "sink '%s': out of memory", s->dir);
+    if (grown == NULL)
+      return lm_error_set(err, LAMINAR_ERR_NOMEM, "sink '%s': out of memory", s->dir);
     s->sealed = grown;
     s->cap_sealed = cap;
   }
-  s->sealed[s->nsealed++] =
-      (sealed_epoch){.epoch = s->current, .fd = s->fd, .file_len = s->file_len, .buf = s->buf, .len = s->len};
+  s->sealed[s->nsealed++] = (sealed_epoch){.epoch = s->current,
+                                           .fd = s->fd,
+                                           .file_len = s->file_len,
+                                           .buf = s->buf,
+                                           .len = s->len};
   /* The next epoch starts with a buffer of its own. */
   s->fd = -1;
   s->buf = NULL;
@@ -519,7 +539,8 @@ static int32_t find_sealed(const lm_file_sink* s, uint64_t epoch) {
 laminar_code lm_file_sink_commit(lm_file_sink* s, uint64_t epoch, laminar_error* err) {
   if (epoch == s->current || find_sealed(s, epoch) >= 0)
     return lm_error_set(err, LAMINAR_ERR_STATE,
-                        "sink '%s': epoch %" PRIu64 " committed before it was pre-committed",
+                        "sink '%s': epoch %" PRIu64
+                        " committed before it was pre-committed",
                         s->dir, epoch);
   char from[4096], to[64], from_name[64];
   part_path(s, epoch, true, from, sizeof from);
@@ -572,8 +593,10 @@ laminar_code lm_file_sink_recover(lm_file_sink* s, uint64_t checkpointed_epoch,
   }
   closedir(d);
   for (size_t i = 0; i < n; i++) {
-    if (staged_epochs[i] <= checkpointed_epoch) LM_TRY(lm_file_sink_commit(s, staged_epochs[i], err));
-    else LM_TRY(lm_file_sink_rollback(s, staged_epochs[i], err));
+    if (staged_epochs[i] <= checkpointed_epoch)
+      LM_TRY(lm_file_sink_commit(s, staged_epochs[i], err));
+    else
+      LM_TRY(lm_file_sink_rollback(s, staged_epochs[i], err));
   }
   /* More than a directory-full of staged epochs: go round again. */
   return more ? lm_file_sink_recover(s, checkpointed_epoch, err) : LAMINAR_OK;

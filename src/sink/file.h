@@ -50,8 +50,9 @@ typedef struct lm_file_sink lm_file_sink;
  * `schema` (copied). Nothing is committed or removed until recover(). Errors:
  * LAMINAR_ERR_IO,
  * LAMINAR_ERR_NOMEM. */
-laminar_code lm_file_sink_open(const char* dir, lm_sink_format format, const lm_schema* schema,
-                               lm_file_sink** out, laminar_error* err);
+laminar_code lm_file_sink_open(const char* dir, lm_sink_format format,
+                               const lm_schema* schema, lm_file_sink** out,
+                               laminar_error* err);
 
 /* The canonical path of the directory the sink opened (and writes in,
  * through its descriptor, whatever becomes of `dir` later): what a caller
@@ -98,7 +99,8 @@ laminar_code lm_file_sink_pre_commit(lm_file_sink* sink, laminar_error* err);
 laminar_code lm_file_sink_commit(lm_file_sink* sink, uint64_t epoch, laminar_error* err);
 
 /* Drop epoch `epoch`'s staged rows. */
-laminar_code lm_file_sink_rollback(lm_file_sink* sink, uint64_t epoch, laminar_error* err);
+laminar_code lm_file_sink_rollback(lm_file_sink* sink, uint64_t epoch,
+                                   laminar_error* err);
 
 /* The same sink as the engine's lm_sink (sink.h); closing that closes this. */
 struct lm_sink* lm_file_sink_base(lm_file_sink* sink);

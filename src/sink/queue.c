@@ -45,12 +45,12 @@ typedef struct epoch_mark {
 typedef struct sink_queue {
   lm_sink base;
   lm_sink* inner;
-  lm_ring* ring;             /* of tagged items; producer: the graph's driver */
-  lm_waiter work;            /* the sink thread parks here; producer notifies */
-  lm_waiter idle;            /* waiters for `done` or room; the sink thread notifies */
+  lm_ring* ring;  /* of tagged items; producer: the graph's driver */
+  lm_waiter work; /* the sink thread parks here; producer notifies */
+  lm_waiter idle; /* waiters for `done` or room; the sink thread notifies */
   lm_wait wait;
   pthread_t thread;
-  atomic_bool stop;          /* writer: close (release); reader: sink thread */
+  atomic_bool stop; /* writer: close (release); reader: sink thread */
   /* Items queued / finished. writer: producer / sink thread (release);
    * readers acquire, so a finished item's effects are visible. */
   atomic_uint_fast64_t pushed;
@@ -60,9 +60,9 @@ typedef struct sink_queue {
   pthread_mutex_t call_mu;
   /* Errors: under err_mu (written by the sink thread, read by any). */
   pthread_mutex_t err_mu;
-  laminar_code write_rc;     /* sticky */
+  laminar_code write_rc; /* sticky */
   char write_msg[sizeof(((laminar_error*)0)->message)];
-  laminar_code mark_rc;      /* until reported */
+  laminar_code mark_rc; /* until reported */
   laminar_error mark_err;
 } sink_queue;
 
@@ -72,7 +72,8 @@ typedef struct sink_queue {
 
 static bool has_work_or_stop(void* arg) {
   sink_queue* q = arg;
-  return lm_ring_size(q->ring) > 0 || atomic_load_explicit(&q->stop, memory_order_acquire);
+  return lm_ring_size(q->ring) > 0 ||
+         atomic_load_explicit(&q->stop, memory_order_acquire);
 }
 
 static void run_item(sink_queue* q, void* item) {

@@ -26,7 +26,8 @@
 typedef struct lm_sink lm_sink;
 
 typedef struct lm_sink_vt {
-  laminar_code (*write)(lm_sink* s, const lm_vec* cols, int64_t nrows, laminar_error* err);
+  laminar_code (*write)(lm_sink* s, const lm_vec* cols, int64_t nrows,
+                        laminar_error* err);
   laminar_code (*begin)(lm_sink* s, uint64_t epoch, laminar_error* err);
   laminar_code (*pre_commit)(lm_sink* s, laminar_error* err);
   laminar_code (*sync)(lm_sink* s, laminar_error* err);

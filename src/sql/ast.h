@@ -149,7 +149,7 @@ typedef struct lm_ast_select_item {
 typedef struct lm_ast_order_item {
   lm_ast_expr* expr;
   bool desc;
-  bool nulls_first;    /* NULLS FIRST; without NULLS ..., NULLs sort last (DuckDB) */
+  bool nulls_first; /* NULLS FIRST; without NULLS ..., NULLs sort last (DuckDB) */
 } lm_ast_order_item;
 
 typedef struct lm_ast_select {
@@ -172,7 +172,7 @@ typedef struct lm_ast_select {
   lm_ast_expr* having; /* NULL if none */
   lm_ast_order_item* order_by;
   size_t norder;
-  int64_t limit; /* -1 none */
+  int64_t limit;  /* -1 none */
   int64_t offset; /* OFFSET m; 0 none */
 } lm_ast_select;
 

@@ -19,12 +19,12 @@
 #include <string.h>
 
 typedef enum bind_mode {
-  MODE_ROW = 0,   /* expressions over the input row */
-  MODE_POST = 1   /* expressions over the aggregate output */
+  MODE_ROW = 0, /* expressions over the input row */
+  MODE_POST = 1 /* expressions over the aggregate output */
 } bind_mode;
 
 typedef struct binder {
-  const lm_stmt* stmt;   /* for errors that have no expression to point at */
+  const lm_stmt* stmt; /* for errors that have no expression to point at */
   lm_plan* plan;
   laminar_error* err;
   const lm_schema* input;
@@ -32,10 +32,10 @@ typedef struct binder {
   const char* input_alias;
   /* aggregation */
   bool aggregating;
-  const lm_ast_expr* tumble;          /* the tumble(...) call of GROUP BY */
-  const lm_ast_expr** keys;           /* GROUP BY key expressions (AST) */
+  const lm_ast_expr* tumble; /* the tumble(...) call of GROUP BY */
+  const lm_ast_expr** keys;  /* GROUP BY key expressions (AST) */
   int32_t nkeys;
-  const lm_ast_expr** agg_calls;      /* distinct aggregate calls (AST) */
+  const lm_ast_expr** agg_calls; /* distinct aggregate calls (AST) */
   lm_agg_spec* aggs;
   int32_t naggs;
   int32_t cap_aggs;
@@ -55,9 +55,10 @@ lm_type lm_bind_sql_type(lm_sql_type type) {
 
 /* ---- errors ----------------------------------------------------------------------- */
 
-__attribute__((format(printf, 4, 5))) static laminar_code fail(binder* b, laminar_code code,
-                                                              const lm_ast_expr* at,
-                                                              const char* fmt, ...) {
+__attribute__((format(printf, 4, 5))) static laminar_code fail(binder* b,
+                                                               laminar_code code,
+                                                               const lm_ast_expr* at,
+                                                               const char* fmt, ...) {
   char msg[768];
   va_list ap;
   va_start(ap, fmt);
@@ -142,7 +143,8 @@ static bool is_str_lit(const lm_ast_expr* a) {
 
 static bool ast_equal(const lm_ast_expr* x, const lm_ast_expr* y);
 
-static bool ast_list_equal(lm_ast_expr* const* a, size_t na, lm_ast_expr* const* c, size_t nc) {
+static bool ast_list_equal(lm_ast_expr* const* a, size_t na, lm_ast_expr* const* c,
+                           size_t nc) {
   if (na != nc) return false;
   for (size_t i = 0; i < na; i++) {
     if (!ast_equal(a[i], c[i])) return false;
@@ -174,23 +176,25 @@ static bool ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
     case LM_AST_COLUMN: return name_eq(x->name, y->name);
     case LM_AST_UNARY: return x->op == y->op && ast_equal(x->left, y->left);
     case LM_AST_BINARY:
-      return x->op == y->op && ast_equal(x->left, y->left) && ast_equal(x->right, y->right);
+      return x->op == y->op && ast_equal(x->left, y->left) &&
+             ast_equal(x->right, y->right);
     case LM_AST_IS_NULL: return x->negated == y->negated && ast_equal(x->left, y->left);
     case LM_AST_BETWEEN:
     case LM_AST_IN:
       return x->negated == y->negated && ast_equal(x->left, y->left) &&
              ast_list_equal(x->list, x->nlist, y->list, y->nlist);
     case LM_AST_LIKE:
-      return x->negated == y->negated && x->ilike == y->ilike && ast_equal(x->left, y->left) &&
-             ast_equal(x->right, y->right) && ast_list_equal(x->list, x->nlist, y->list, y->nlist);
+      return x->negated == y->negated && x->ilike == y->ilike &&
+             ast_equal(x->left, y->left) && ast_equal(x->right, y->right) &&
+             ast_list_equal(x->list, x->nlist, y->list, y->nlist);
     case LM_AST_CASE:
       return ast_equal(x->operand, y->operand) && ast_equal(x->else_expr, y->else_expr) &&
              ast_list_equal(x->whens, x->nwhen, y->whens, y->nwhen) &&
              ast_list_equal(x->thens, x->nwhen, y->thens, y->nwhen);
     case LM_AST_CAST: return x->cast_type == y->cast_type && ast_equal(x->left, y->left);
     case LM_AST_FUNCTION:
-      return name_eq(x->fname, y->fname) && x->distinct == y->distinct && x->star == y->star &&
-             ast_list_equal(x->args, x->nargs, y->args, y->nargs);
+      return name_eq(x->fname, y->fname) && x->distinct == y->distinct &&
+             x->star == y->star && ast_list_equal(x->args, x->nargs, y->args, y->nargs);
     case LM_AST_STAR: return true;
     case LM_AST_VARIABLE: return name_eq(x->name, y->name);
   }
@@ -236,8 +240,8 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
 static laminar_code bind_column_row(binder* b, const lm_ast_expr* a, lm_expr** out) {
   if (a->table != NULL && !name_eq(a->table, b->input_name) &&
       !(b->input_alias != NULL && name_eq(a->table, b->input_alias))) {
-    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a, "unknown table '%s' in column '%s.%s'",
-                a->table, a->table, a->name);
+    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a,
+                "unknown table '%s' in column '%s.%s'", a->table, a->table, a->name);
   }
   int32_t idx = lm_schema_find(b->input, a->name);
   if (idx < 0) {
@@ -312,11 +316,13 @@ const char* lm_bind_op_text(lm_ast_op op) {
   return "?";
 }
 
-static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op, lm_expr* l,
-                                lm_expr* r, bool l_str_lit, bool r_str_lit, lm_expr** out);
+static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
+                                lm_expr* l, lm_expr* r, bool l_str_lit, bool r_str_lit,
+                                lm_expr** out);
 
-static laminar_code make_compare(binder* b, const lm_ast_expr* at, lm_expr_op xop, lm_expr* l,
-                                 lm_expr* r, bool l_str_lit, bool r_str_lit, lm_expr** out) {
+static laminar_code make_compare(binder* b, const lm_ast_expr* at, lm_expr_op xop,
+                                 lm_expr* l, lm_expr* r, bool l_str_lit, bool r_str_lit,
+                                 lm_expr** out) {
   lm_type t = common_type(l->type, r->type, l_str_lit, r_str_lit);
   if (t == LM_TYPE_NULL && !(l->type == LM_TYPE_NULL && r->type == LM_TYPE_NULL)) {
     return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at, "cannot compare %s with %s",
@@ -334,8 +340,9 @@ static laminar_code make_compare(binder* b, const lm_ast_expr* at, lm_expr_op xo
   return LAMINAR_OK;
 }
 
-static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op, lm_expr* l,
-                                lm_expr* r, bool l_str_lit, bool r_str_lit, lm_expr** out) {
+static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
+                                lm_expr* l, lm_expr* r, bool l_str_lit, bool r_str_lit,
+                                lm_expr** out) {
   lm_expr_op xop;
   switch (op) {
     case LM_OP_EQ: return make_compare(b, at, LM_XOP_EQ, l, r, l_str_lit, r_str_lit, out);
@@ -348,8 +355,9 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op, 
     case LM_OP_OR: {
       if ((l->type != LM_TYPE_BOOL && l->type != LM_TYPE_NULL) ||
           (r->type != LM_TYPE_BOOL && r->type != LM_TYPE_NULL)) {
-        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at, "%s needs BOOLEAN operands, got %s and %s",
-                    lm_bind_op_text(op), lm_type_name(l->type), lm_type_name(r->type));
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at,
+                    "%s needs BOOLEAN operands, got %s and %s", lm_bind_op_text(op),
+                    lm_type_name(l->type), lm_type_name(r->type));
       }
       LM_TRY(coerce(b, &l, LM_TYPE_BOOL));
       LM_TRY(coerce(b, &r, LM_TYPE_BOOL));
@@ -410,9 +418,10 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op, 
                 lm_bind_op_text(op), lm_type_name(l->type), lm_type_name(r->type));
   }
   /* As DuckDB: '/' is DOUBLE; INT op INT stays INT (and overflows at 32 bits). */
-  lm_type t = (op == LM_OP_DIV || lt == LM_TYPE_DOUBLE || rt == LM_TYPE_DOUBLE) ? LM_TYPE_DOUBLE
-              : (lt == LM_TYPE_INT32 && rt == LM_TYPE_INT32)                    ? LM_TYPE_INT32
-                                                                               : LM_TYPE_INT64;
+  lm_type t = (op == LM_OP_DIV || lt == LM_TYPE_DOUBLE || rt == LM_TYPE_DOUBLE)
+                  ? LM_TYPE_DOUBLE
+              : (lt == LM_TYPE_INT32 && rt == LM_TYPE_INT32) ? LM_TYPE_INT32
+                                                             : LM_TYPE_INT64;
   LM_TRY(coerce(b, &l, t));
   LM_TRY(coerce(b, &r, t));
   lm_expr* e = new_call(b, xop, t, 2);
@@ -444,7 +453,8 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
   if (idx < 0) {
     if (a->distinct && !lm_streq_nocase(a->fname, "count")) {
       return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
-                  "%s(DISTINCT ...) is not supported yet (COUNT(DISTINCT x) is)", a->fname);
+                  "%s(DISTINCT ...) is not supported yet (COUNT(DISTINCT x) is)",
+                  a->fname);
     }
     lm_agg_spec spec = {0};
     const char* f = a->fname;
@@ -498,7 +508,8 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
     if (b->naggs == b->cap_aggs) {
       int32_t ncap = b->cap_aggs ? b->cap_aggs * 2 : 8;
       lm_agg_spec* na = lm_pool_alloc(&b->plan->pool, sizeof(lm_agg_spec) * (size_t)ncap);
-      const lm_ast_expr** nc = lm_pool_alloc(&b->plan->pool, sizeof(void*) * (size_t)ncap);
+      const lm_ast_expr** nc =
+          lm_pool_alloc(&b->plan->pool, sizeof(void*) * (size_t)ncap);
       if (na == NULL || nc == NULL) return NOMEM(b);
       if (b->naggs) {
         memcpy(na, b->aggs, sizeof(lm_agg_spec) * (size_t)b->naggs);
@@ -525,15 +536,17 @@ static laminar_code bind_func(binder* b, const lm_ast_expr* a, const lm_func_def
                               lm_ast_expr* const* argv, size_t nargs, bind_mode mode,
                               lm_expr** out) {
   if (a->star || a->distinct) {
-    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a, "%s(%s) is only valid for aggregates",
-                lm_func_name(f), a->star ? "*" : "DISTINCT ...");
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
+                "%s(%s) is only valid for aggregates", lm_func_name(f),
+                a->star ? "*" : "DISTINCT ...");
   }
   lm_expr* e = new_call(b, LM_XOP_FUNC, LM_TYPE_NULL, (int32_t)nargs);
   lm_type* want = lm_pool_alloc(&b->plan->pool, sizeof(lm_type) * (nargs ? nargs : 1));
   if (e == NULL || want == NULL) return NOMEM(b);
   for (size_t i = 0; i < nargs; i++) LM_TRY(bind(b, argv[i], mode, &e->args[i]));
   lm_func_binding fb;
-  laminar_code rc = lm_func_bind(f, (const lm_expr* const*)e->args, (int32_t)nargs, want, &fb);
+  laminar_code rc =
+      lm_func_bind(f, (const lm_expr* const*)e->args, (int32_t)nargs, want, &fb);
   if (rc != LAMINAR_OK) {
     return fail(b, rc, fb.bad_arg >= 0 ? argv[fb.bad_arg] : a, "%s", fb.message);
   }
@@ -546,7 +559,8 @@ static laminar_code bind_func(binder* b, const lm_ast_expr* a, const lm_func_def
 }
 
 /* s [NOT] LIKE | ILIKE pattern [ESCAPE c]: the escape, if any, is list[0]. */
-static laminar_code bind_like(binder* b, const lm_ast_expr* a, bind_mode mode, lm_expr** out) {
+static laminar_code bind_like(binder* b, const lm_ast_expr* a, bind_mode mode,
+                              lm_expr** out) {
   lm_ast_expr* argv[3] = {a->left, a->right, a->nlist == 1 ? a->list[0] : NULL};
   const lm_func_def* f = lm_func_by_id(a->ilike ? LM_FN_ILIKE : LM_FN_LIKE);
   lm_expr* e;
@@ -557,7 +571,8 @@ static laminar_code bind_like(binder* b, const lm_ast_expr* a, bind_mode mode, l
 }
 
 /* NULLIF(x, y) = CASE WHEN x = y THEN NULL ELSE x END, of x's type (DuckDB). */
-static laminar_code bind_nullif(binder* b, const lm_ast_expr* a, bind_mode mode, lm_expr** out) {
+static laminar_code bind_nullif(binder* b, const lm_ast_expr* a, bind_mode mode,
+                                lm_expr** out) {
   if (a->nargs != 2 || a->star || a->distinct) {
     return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
                 "nullif() takes 2 arguments, got %d (usage: nullif(value, other))",
@@ -571,8 +586,8 @@ static laminar_code bind_nullif(binder* b, const lm_ast_expr* a, bind_mode mode,
     LM_TRY(coerce(b, &x1, LM_TYPE_INT32));
     LM_TRY(coerce(b, &x2, LM_TYPE_INT32));
   }
-  LM_TRY(make_compare(b, a, LM_XOP_EQ, x1, y, is_str_lit(a->args[0]), is_str_lit(a->args[1]),
-                      &eq));
+  LM_TRY(make_compare(b, a, LM_XOP_EQ, x1, y, is_str_lit(a->args[0]),
+                      is_str_lit(a->args[1]), &eq));
   lm_expr* null_lit = new_expr(b, LM_EXPR_LITERAL, x2->type);
   lm_expr* e = new_call(b, LM_XOP_CASE, x2->type, 3);
   if (null_lit == NULL || e == NULL) return NOMEM(b);
@@ -586,7 +601,8 @@ static laminar_code bind_nullif(binder* b, const lm_ast_expr* a, bind_mode mode,
 }
 
 static lm_type window_bound_type(const binder* b) {
-  return b->plan->window.time_type == LM_TYPE_TIMESTAMP ? LM_TYPE_TIMESTAMP : LM_TYPE_INT64;
+  return b->plan->window.time_type == LM_TYPE_TIMESTAMP ? LM_TYPE_TIMESTAMP
+                                                        : LM_TYPE_INT64;
 }
 
 static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_expr** out) {
@@ -601,9 +617,11 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
         return LAMINAR_OK;
       }
     }
-    if (a->kind == LM_AST_FUNCTION && is_agg_name(a->fname)) return bind_agg_ref(b, a, out);
+    if (a->kind == LM_AST_FUNCTION && is_agg_name(a->fname))
+      return bind_agg_ref(b, a, out);
     if (a->kind == LM_AST_COLUMN && a->table == NULL &&
-        (lm_streq_nocase(a->name, "window_start") || lm_streq_nocase(a->name, "window_end"))) {
+        (lm_streq_nocase(a->name, "window_start") ||
+         lm_streq_nocase(a->name, "window_end"))) {
       if (b->plan->window.global) {
         return fail(b, LAMINAR_ERR_SQL_GROUPING, a,
                     "%s needs a window in GROUP BY (tumble, hop or slide)", a->name);
@@ -616,14 +634,14 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
     }
     if (a->kind == LM_AST_COLUMN) {
       if (lm_schema_find(b->input, a->name) < 0) {
-        laminar_code rc = fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a, "no column '%s' in '%s'",
-                               a->name, b->input_name);
+        laminar_code rc = fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a,
+                               "no column '%s' in '%s'", a->name, b->input_name);
         lm_error_object(b->err, b->input_name, a->name);
         return rc;
       }
-      laminar_code rc = fail(b, LAMINAR_ERR_SQL_GROUPING, a,
-                             "column '%s' must appear in GROUP BY or be used in an aggregate",
-                             a->name);
+      laminar_code rc =
+          fail(b, LAMINAR_ERR_SQL_GROUPING, a,
+               "column '%s' must appear in GROUP BY or be used in an aggregate", a->name);
       lm_error_object(b->err, b->input_name, a->name);
       return rc;
     }
@@ -635,10 +653,11 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
   switch (a->kind) {
     case LM_AST_LITERAL: return bind_literal(b, a, out);
     case LM_AST_COLUMN: return bind_column_row(b, a, out);
-    case LM_AST_STAR: return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "'*' is not allowed here");
+    case LM_AST_STAR:
+      return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "'*' is not allowed here");
     case LM_AST_VARIABLE:
-      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a, "${%s} substitution is not supported yet",
-                  a->name);
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                  "${%s} substitution is not supported yet", a->name);
     case LM_AST_LIKE: return bind_like(b, a, mode, out);
     case LM_AST_UNARY: {
       lm_expr* x;
@@ -659,7 +678,8 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
         *out = x;
         return LAMINAR_OK;
       }
-      lm_type t = x->type == LM_TYPE_DOUBLE || x->type == LM_TYPE_INT32 ? x->type : LM_TYPE_INT64;
+      lm_type t =
+          x->type == LM_TYPE_DOUBLE || x->type == LM_TYPE_INT32 ? x->type : LM_TYPE_INT64;
       LM_TRY(coerce(b, &x, t));
       lm_expr* e = new_call(b, LM_XOP_NEG, t, 1);
       if (e == NULL) return NOMEM(b);
@@ -685,13 +705,15 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
           r = t;
         }
       }
-      return make_binary(b, a, a->op, l, r, is_str_lit(a->left), is_str_lit(a->right), out);
+      return make_binary(b, a, a->op, l, r, is_str_lit(a->left), is_str_lit(a->right),
+                         out);
     }
     case LM_AST_IS_NULL: {
       lm_expr* x;
       LM_TRY(bind(b, a->left, mode, &x));
       if (x->type == LM_TYPE_NULL) LM_TRY(coerce(b, &x, LM_TYPE_INT32));
-      lm_expr* e = new_call(b, a->negated ? LM_XOP_IS_NOT_NULL : LM_XOP_IS_NULL, LM_TYPE_BOOL, 1);
+      lm_expr* e =
+          new_call(b, a->negated ? LM_XOP_IS_NOT_NULL : LM_XOP_IS_NULL, LM_TYPE_BOOL, 1);
       if (e == NULL) return NOMEM(b);
       e->args[0] = x;
       *out = e;
@@ -704,8 +726,10 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       LM_TRY(bind(b, a->left, mode, &x2));
       LM_TRY(bind(b, a->list[0], mode, &lo));
       LM_TRY(bind(b, a->list[1], mode, &hi));
-      LM_TRY(make_compare(b, a, LM_XOP_GE, x1, lo, is_str_lit(a->left), is_str_lit(a->list[0]), &ge));
-      LM_TRY(make_compare(b, a, LM_XOP_LE, x2, hi, is_str_lit(a->left), is_str_lit(a->list[1]), &le));
+      LM_TRY(make_compare(b, a, LM_XOP_GE, x1, lo, is_str_lit(a->left),
+                          is_str_lit(a->list[0]), &ge));
+      LM_TRY(make_compare(b, a, LM_XOP_LE, x2, hi, is_str_lit(a->left),
+                          is_str_lit(a->list[1]), &le));
       LM_TRY(make_binary(b, a, LM_OP_AND, ge, le, false, false, &both));
       if (a->negated) return make_not(b, both, out);
       *out = both;
@@ -716,7 +740,8 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
        * tree: a list of 50,000 values must not make a 50,000-deep expression
        * (evaluation recurses over the tree). */
       size_t n = a->nlist;
-      if (n == 0) return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "IN needs at least one value");
+      if (n == 0)
+        return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "IN needs at least one value");
       lm_expr** terms = lm_pool_alloc(&b->plan->pool, sizeof(lm_expr*) * n);
       if (terms == NULL) return NOMEM(b);
       /* The left operand is bound once and shared by every comparison. */
@@ -759,7 +784,8 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
           LM_TRY(bind(b, a->whens[i], mode, &w));
           if (w->type != LM_TYPE_BOOL && w->type != LM_TYPE_NULL) {
             return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->whens[i],
-                        "CASE WHEN needs a BOOLEAN condition, got %s", lm_type_name(w->type));
+                        "CASE WHEN needs a BOOLEAN condition, got %s",
+                        lm_type_name(w->type));
           }
           LM_TRY(coerce(b, &w, LM_TYPE_BOOL));
         }
@@ -814,14 +840,16 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
                     a->fname);
       }
       if (lm_streq_nocase(a->fname, "coalesce")) {
-        if (a->nargs == 0) return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "coalesce() needs arguments");
+        if (a->nargs == 0)
+          return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "coalesce() needs arguments");
         lm_expr* e = new_call(b, LM_XOP_COALESCE, LM_TYPE_NULL, (int32_t)a->nargs);
         if (e == NULL) return NOMEM(b);
         lm_type t = LM_TYPE_NULL;
         for (size_t i = 0; i < a->nargs; i++) {
           LM_TRY(bind(b, a->args[i], mode, &e->args[i]));
           lm_type nt = common_type(t, e->args[i]->type, false, false);
-          if (nt == LM_TYPE_NULL && t != LM_TYPE_NULL && e->args[i]->type != LM_TYPE_NULL) {
+          if (nt == LM_TYPE_NULL && t != LM_TYPE_NULL &&
+              e->args[i]->type != LM_TYPE_NULL) {
             return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->args[i],
                         "coalesce() arguments have incompatible types %s and %s",
                         lm_type_name(t), lm_type_name(e->args[i]->type));
@@ -837,7 +865,8 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       if (lm_streq_nocase(a->fname, "nullif")) return bind_nullif(b, a, mode, out);
       const lm_func_def* f = lm_func_find(a->fname);
       if (f == NULL) {
-        return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, a, "unknown function '%s'", a->fname);
+        return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, a, "unknown function '%s'",
+                    a->fname);
       }
       return bind_func(b, a, f, a->args, a->nargs, mode, out);
     }
@@ -852,7 +881,8 @@ static const char* item_name(binder* b, const lm_ast_select_item* item, int32_t 
   const lm_ast_expr* e = item->expr;
   if (e->kind == LM_AST_COLUMN) return e->name;
   if (e->kind == LM_AST_FUNCTION && e->fname != NULL) {
-    if (lm_streq_nocase(e->fname, "count") && (e->star || e->nargs == 0)) return "count_star";
+    if (lm_streq_nocase(e->fname, "count") && (e->star || e->nargs == 0))
+      return "count_star";
     return e->fname;
   }
   char buf[32];
@@ -886,7 +916,8 @@ static laminar_code carry_weight(binder* b) {
                 "engine and cannot be selected or named",
                 b->input_name);
   }
-  lm_expr** exprs = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(plan->nexprs + 1));
+  lm_expr** exprs =
+      lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(plan->nexprs + 1));
   lm_expr* w = new_expr(b, LM_EXPR_COLUMN, LM_TYPE_INT64);
   if (exprs == NULL || w == NULL) return NOMEM(b);
   w->column = b->input->ncols - 1;
@@ -952,14 +983,17 @@ static laminar_code bind_where(binder* b, const lm_ast_select* sel) {
 
 /* An INTERVAL (or integer milliseconds) literal argument of a window
  * function, positive. */
-static laminar_code window_interval(binder* b, const lm_ast_expr* g, const lm_ast_expr* arg,
-                                    const char* what, int64_t* out) {
-  if (arg->kind != LM_AST_LITERAL || (arg->lit != LM_LIT_INTERVAL && arg->lit != LM_LIT_INT)) {
+static laminar_code window_interval(binder* b, const lm_ast_expr* g,
+                                    const lm_ast_expr* arg, const char* what,
+                                    int64_t* out) {
+  if (arg->kind != LM_AST_LITERAL ||
+      (arg->lit != LM_LIT_INTERVAL && arg->lit != LM_LIT_INT)) {
     return fail(b, LAMINAR_ERR_TYPE_MISMATCH, arg, "%s() %s must be an INTERVAL literal",
                 g->fname, what);
   }
   if (arg->i <= 0) {
-    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, arg, "%s() %s must be positive", g->fname, what);
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, arg, "%s() %s must be positive", g->fname,
+                what);
   }
   *out = arg->i;
   return LAMINAR_OK;
@@ -975,11 +1009,12 @@ static laminar_code bind_window_fn(binder* b, const lm_ast_expr* g) {
   bool session = lm_streq_nocase(g->fname, "session");
   bool tumble = lm_streq_nocase(g->fname, "tumble") || session;
   if (g->nargs != (tumble ? 2u : 3u) || g->star) {
-    return fail(b, LAMINAR_ERR_SQL_SYNTAX, g,
-                tumble ? "%s() takes a time column and an INTERVAL: %s(ts, INTERVAL '1' SECOND)"
-                       : "%s() takes a time column, the window size and the hop: %s(ts, "
-                         "INTERVAL '10' SECOND, INTERVAL '1' SECOND)",
-                g->fname, g->fname);
+    return fail(
+        b, LAMINAR_ERR_SQL_SYNTAX, g,
+        tumble ? "%s() takes a time column and an INTERVAL: %s(ts, INTERVAL '1' SECOND)"
+               : "%s() takes a time column, the window size and the hop: %s(ts, "
+                 "INTERVAL '10' SECOND, INTERVAL '1' SECOND)",
+        g->fname, g->fname);
   }
   if (session && changelog_input(b)) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, g,
@@ -1001,14 +1036,14 @@ static laminar_code bind_window_fn(binder* b, const lm_ast_expr* g) {
   LM_TRY(window_interval(b, g, g->args[1], session ? "gap" : "size", &size));
   hop = size;
   if (!tumble) {
-    LM_TRY(window_interval(b, g, g->args[2], lm_streq_nocase(g->fname, "hop") ? "hop" : "slide",
-                           &hop));
+    LM_TRY(window_interval(b, g, g->args[2],
+                           lm_streq_nocase(g->fname, "hop") ? "hop" : "slide", &hop));
     if (1 + (size - 1) / hop > LM_MAX_WINDOWS_PER_ROW) {
-      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, g->args[2],
-                  "%s() puts each row in %lld windows; at most %d are supported (make the "
-                  "hop larger)",
-                  g->fname, (long long)(1 + (size - 1) / hop),
-                  LM_MAX_WINDOWS_PER_ROW);
+      return fail(
+          b, LAMINAR_ERR_SQL_UNSUPPORTED, g->args[2],
+          "%s() puts each row in %lld windows; at most %d are supported (make the "
+          "hop larger)",
+          g->fname, (long long)(1 + (size - 1) / hop), LM_MAX_WINDOWS_PER_ROW);
     }
   }
   b->tumble = g;
@@ -1032,7 +1067,8 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
       continue;
     }
     if (contains_agg(g)) {
-      return fail(b, LAMINAR_ERR_SQL_GROUPING, g, "aggregates are not allowed in GROUP BY");
+      return fail(b, LAMINAR_ERR_SQL_GROUPING, g,
+                  "aggregates are not allowed in GROUP BY");
     }
     lm_expr* k;
     LM_TRY(bind(b, g, MODE_ROW, &k));
@@ -1044,9 +1080,10 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
   if (b->tumble == NULL) {
     /* No window: a running aggregate, which only EMIT CHANGES can express. */
     if (b->stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
-      return fail(b, LAMINAR_ERR_SQL_GROUPING, sel->ngroup ? sel->group_by[0] : NULL,
-                  "EMIT ON WINDOW CLOSE needs a window in GROUP BY (tumble, hop or slide); "
-                  "a GROUP BY without one emits its changes (EMIT CHANGES)");
+      return fail(
+          b, LAMINAR_ERR_SQL_GROUPING, sel->ngroup ? sel->group_by[0] : NULL,
+          "EMIT ON WINDOW CLOSE needs a window in GROUP BY (tumble, hop or slide); "
+          "a GROUP BY without one emits its changes (EMIT CHANGES)");
     }
     plan->window.global = true;
   }
@@ -1070,11 +1107,12 @@ static laminar_code bind_changelog_aggs(binder* b) {
   if (!changelog_input(b)) return LAMINAR_OK;
   for (int32_t i = 0; i < b->naggs; i++) {
     if (!lm_agg_retractable(b->aggs[i].fn)) {
-      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
-                  "%s() over a changelog ('%s' ends in a _weight column) is not supported "
-                  "yet: only COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX, FIRST and LAST take "
-                  "retractions",
-                  b->agg_calls[i]->fname, b->input_name);
+      return fail(
+          b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
+          "%s() over a changelog ('%s' ends in a _weight column) is not supported "
+          "yet: only COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX, FIRST and LAST take "
+          "retractions",
+          b->agg_calls[i]->fname, b->input_name);
     }
   }
   b->plan->window.changelog = true;
@@ -1087,13 +1125,15 @@ static laminar_code bind_changelog_aggs(binder* b) {
 static laminar_code emit_changes(binder* b) {
   lm_plan* plan = b->plan;
   if (lm_schema_find(&plan->out_schema, LM_WEIGHT_COLUMN) >= 0) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
-                "an EMIT CHANGES query ends in the engine's _weight column: no output column "
-                "may be named _weight");
+    return fail(
+        b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+        "an EMIT CHANGES query ends in the engine's _weight column: no output column "
+        "may be named _weight");
   }
   plan->window.emit_changes = true;
   LM_TRY(add_field(b, &plan->agg_schema, LM_WEIGHT_COLUMN, LM_TYPE_INT64));
-  lm_expr** exprs = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(plan->npost + 1));
+  lm_expr** exprs =
+      lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(plan->npost + 1));
   lm_expr* w = new_expr(b, LM_EXPR_COLUMN, LM_TYPE_INT64);
   if (exprs == NULL || w == NULL) return NOMEM(b);
   w->column = plan->agg_schema.ncols - 1;
@@ -1106,13 +1146,17 @@ static laminar_code emit_changes(binder* b) {
 static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   const lm_ast_select* sel = stmt->select;
   lm_plan* plan = b->plan;
-  if (sel->distinct) return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL, "SELECT DISTINCT is not supported yet");
+  if (sel->distinct)
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "SELECT DISTINCT is not supported yet");
   if (sel->norder > 0 || sel->limit >= 0) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->norder ? sel->order_by[0].expr : NULL,
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED,
+                sel->norder ? sel->order_by[0].expr : NULL,
                 "ORDER BY / LIMIT are not supported on continuous queries");
   }
   bool has_agg = sel->ngroup > 0 || sel->having != NULL;
-  for (size_t i = 0; i < sel->nitems && !has_agg; i++) has_agg = contains_agg(sel->items[i].expr);
+  for (size_t i = 0; i < sel->nitems && !has_agg; i++)
+    has_agg = contains_agg(sel->items[i].expr);
   bool changes = stmt->emit == LM_EMIT_CHANGES;
   LM_TRY(bind_where(b, sel));
   if (!has_agg) {
@@ -1121,17 +1165,19 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
                   "EMIT ON WINDOW CLOSE needs a GROUP BY with a window");
     }
     if (changes) {
-      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
-                  "EMIT CHANGES needs an aggregate (GROUP BY): a plain query emits each row "
-                  "once, as an insert");
+      return fail(
+          b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+          "EMIT CHANGES needs an aggregate (GROUP BY): a plain query emits each row "
+          "once, as an insert");
     }
     LM_TRY(bind_items(b, sel, MODE_ROW, &plan->exprs, &plan->nexprs));
     return carry_weight(b);
   }
   if (sel->ngroup == 0 && !changes) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
-                "aggregates need GROUP BY with a window, e.g. GROUP BY tumble(ts, INTERVAL "
-                "'1' SECOND), or EMIT CHANGES for a running total");
+    return fail(
+        b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+        "aggregates need GROUP BY with a window, e.g. GROUP BY tumble(ts, INTERVAL "
+        "'1' SECOND), or EMIT CHANGES for a running total");
   }
   plan->windowed = true;
   b->aggregating = true;
@@ -1142,8 +1188,8 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
     lm_expr* h;
     LM_TRY(bind(b, sel->having, MODE_POST, &h));
     if (h->type != LM_TYPE_BOOL && h->type != LM_TYPE_NULL) {
-      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, sel->having, "HAVING needs a BOOLEAN, got %s",
-                  lm_type_name(h->type));
+      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, sel->having,
+                  "HAVING needs a BOOLEAN, got %s", lm_type_name(h->type));
     }
     LM_TRY(coerce(b, &h, LM_TYPE_BOOL));
     plan->having = h;
@@ -1184,14 +1230,16 @@ static const lm_ast_expr* branch_item_at(const lm_ast_select* sel, int32_t j) {
 
 /* Bind branch `sel` (SELECT items FROM name [WHERE ...]) into *br, its output
  * columns into *cols (named by its items, typed before the union's casts). */
-static laminar_code bind_branch(binder* top, const lm_ast_select* sel, lm_plan_lookup_fn lookup,
-                                void* lookup_arg, lm_plan_branch* br, lm_schema* cols) {
+static laminar_code bind_branch(binder* top, const lm_ast_select* sel,
+                                lm_plan_lookup_fn lookup, void* lookup_arg,
+                                lm_plan_branch* br, lm_schema* cols) {
   lm_plan* plan = top->plan;
   if (sel->from_select != NULL) {
-    lm_error_set(top->err, LAMINAR_ERR_SQL_UNSUPPORTED,
-                 "'%s' at line %d, column %d: a UNION ALL branch or derived table reads a "
-                 "source or stream by name; nested subqueries are not supported yet",
-                 sel->from, (int)sel->from_line, (int)sel->from_column);
+    lm_error_set(
+        top->err, LAMINAR_ERR_SQL_UNSUPPORTED,
+        "'%s' at line %d, column %d: a UNION ALL branch or derived table reads a "
+        "source or stream by name; nested subqueries are not supported yet",
+        sel->from, (int)sel->from_line, (int)sel->from_column);
     lm_error_at(top->err, sel->from_line, sel->from_column);
     return LAMINAR_ERR_SQL_UNSUPPORTED;
   }
@@ -1200,26 +1248,32 @@ static laminar_code bind_branch(binder* top, const lm_ast_select* sel, lm_plan_l
     if (contains_agg(sel->items[i].expr)) agg = sel->items[i].expr;
   }
   if (agg != NULL || sel->distinct || sel->norder > 0 || sel->limit >= 0) {
-    return fail(top, LAMINAR_ERR_SQL_UNSUPPORTED, agg,
-                "a branch of UNION ALL or a derived table filters and projects only (no "
-                "aggregates, GROUP BY, DISTINCT, ORDER BY or LIMIT yet): aggregate over it "
-                "in the outer query, e.g. SELECT ... FROM (SELECT ... UNION ALL SELECT ...) "
-                "GROUP BY ...");
+    return fail(
+        top, LAMINAR_ERR_SQL_UNSUPPORTED, agg,
+        "a branch of UNION ALL or a derived table filters and projects only (no "
+        "aggregates, GROUP BY, DISTINCT, ORDER BY or LIMIT yet): aggregate over it "
+        "in the outer query, e.g. SELECT ... FROM (SELECT ... UNION ALL SELECT ...) "
+        "GROUP BY ...");
   }
   bool is_source = false;
   const lm_schema* input = lookup(lookup_arg, sel->from, &is_source);
   if (input == NULL) return unknown_input(sel, top->err);
   if (lm_op_view_is_changelog(input)) {
-    lm_error_set(top->err, LAMINAR_ERR_SQL_UNSUPPORTED,
-                 "'%s' at line %d, column %d is a changelog (it ends in _weight): a UNION ALL "
-                 "branch or derived table over a changelog is not supported yet",
-                 sel->from, (int)sel->from_line, (int)sel->from_column);
+    lm_error_set(
+        top->err, LAMINAR_ERR_SQL_UNSUPPORTED,
+        "'%s' at line %d, column %d is a changelog (it ends in _weight): a UNION ALL "
+        "branch or derived table over a changelog is not supported yet",
+        sel->from, (int)sel->from_line, (int)sel->from_column);
     lm_error_at(top->err, sel->from_line, sel->from_column);
     lm_error_object(top->err, sel->from, NULL);
     return LAMINAR_ERR_SQL_UNSUPPORTED;
   }
-  binder b = {.stmt = top->stmt, .plan = plan, .err = top->err, .input = input,
-              .input_name = sel->from, .input_alias = sel->from_alias};
+  binder b = {.stmt = top->stmt,
+              .plan = plan,
+              .err = top->err,
+              .input = input,
+              .input_name = sel->from,
+              .input_alias = sel->from_alias};
   br->input = lm_pool_copy(&plan->pool, sel->from, strlen(sel->from) + 1);
   if (br->input == NULL) return NOMEM(&b);
   br->input_is_source = is_source;
@@ -1242,7 +1296,8 @@ static laminar_code bind_branch(binder* top, const lm_ast_select* sel, lm_plan_l
 
 /* Where each input column of br goes unchanged (lm_plan_branch.col_out). */
 static laminar_code branch_col_out(binder* b, lm_plan_branch* br) {
-  br->col_out = lm_pool_alloc(&b->plan->pool, sizeof(int32_t) * (size_t)(br->in_ncols + 1));
+  br->col_out =
+      lm_pool_alloc(&b->plan->pool, sizeof(int32_t) * (size_t)(br->in_ncols + 1));
   if (br->col_out == NULL) return NOMEM(b);
   for (int32_t c = 0; c < br->in_ncols; c++) br->col_out[c] = -1;
   for (int32_t j = 0; j < br->nexprs; j++) {
@@ -1276,9 +1331,10 @@ static laminar_code bind_branches(binder* b, const lm_ast_select* first,
     rc = bind_branch(b, x, lookup, lookup_arg, &plan->branches[i], &cols[i]);
     plan->nbranches = i + 1;
     if (rc == LAMINAR_OK && cols[i].ncols != cols[0].ncols) {
-      rc = fail(b, LAMINAR_ERR_TYPE_MISMATCH, branch_item_at(x, 0),
-                "UNION ALL: branch %d (FROM '%s') has %d columns, the first branch has %d",
-                (int)i + 1, x->from, (int)cols[i].ncols, (int)cols[0].ncols);
+      rc =
+          fail(b, LAMINAR_ERR_TYPE_MISMATCH, branch_item_at(x, 0),
+               "UNION ALL: branch %d (FROM '%s') has %d columns, the first branch has %d",
+               (int)i + 1, x->from, (int)cols[i].ncols, (int)cols[0].ncols);
     }
   }
   /* Column j's type: where every branch's column j meets (numbers widen). */
@@ -1289,18 +1345,20 @@ static laminar_code bind_branches(binder* b, const lm_ast_select* first,
       x = x->union_next;
       lm_type u = common_type(t, cols[i].fields[j].type, false, false);
       if (u == LM_TYPE_NULL) {
-        rc = fail(b, LAMINAR_ERR_TYPE_MISMATCH, branch_item_at(x, j),
-                  "UNION ALL column %d ('%s'): %s in branch %d (FROM '%s') does not match "
-                  "%s of the branches before it",
-                  (int)j + 1, cols[0].fields[j].name, lm_type_name(cols[i].fields[j].type),
-                  (int)i + 1, x->from, lm_type_name(t));
+        rc =
+            fail(b, LAMINAR_ERR_TYPE_MISMATCH, branch_item_at(x, j),
+                 "UNION ALL column %d ('%s'): %s in branch %d (FROM '%s') does not match "
+                 "%s of the branches before it",
+                 (int)j + 1, cols[0].fields[j].name, lm_type_name(cols[i].fields[j].type),
+                 (int)i + 1, x->from, lm_type_name(t));
       }
       t = u;
     }
     for (int32_t i = 0; i < n && rc == LAMINAR_OK; i++) {
       rc = coerce(b, &plan->branches[i].exprs[j], t);
     }
-    if (rc == LAMINAR_OK) rc = add_field(b, &plan->union_schema, cols[0].fields[j].name, t);
+    if (rc == LAMINAR_OK)
+      rc = add_field(b, &plan->union_schema, cols[0].fields[j].name, t);
   }
   for (int32_t i = 0; i < n && rc == LAMINAR_OK; i++) {
     rc = branch_col_out(b, &plan->branches[i]);
@@ -1314,9 +1372,10 @@ static laminar_code bind_branches(binder* b, const lm_ast_select* first,
 static laminar_code bind_union_output(binder* b) {
   lm_plan* plan = b->plan;
   if (b->stmt->emit != LM_EMIT_DEFAULT) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
-                "EMIT needs a GROUP BY over the union: SELECT ... FROM (SELECT ... UNION ALL "
-                "SELECT ...) GROUP BY ... EMIT ...");
+    return fail(
+        b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+        "EMIT needs a GROUP BY over the union: SELECT ... FROM (SELECT ... UNION ALL "
+        "SELECT ...) GROUP BY ... EMIT ...");
   }
   plan->nexprs = plan->union_schema.ncols;
   plan->exprs = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(plan->nexprs + 1));
@@ -1331,15 +1390,18 @@ static laminar_code bind_union_output(binder* b) {
   return LAMINAR_OK;
 }
 
-laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void* lookup_arg,
-                            lm_plan* out, laminar_error* err) {
+laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
+                            void* lookup_arg, lm_plan* out, laminar_error* err) {
   memset(out, 0, sizeof *out);
   lm_pool_init(&out->pool);
   lm_schema_init_empty(&out->out_schema);
   lm_schema_init_empty(&out->agg_schema);
   lm_schema_init_empty(&out->union_schema);
   const lm_ast_select* sel = stmt->select;
-  binder b = {.stmt = stmt, .plan = out, .err = err, .input_name = sel->from,
+  binder b = {.stmt = stmt,
+              .plan = out,
+              .err = err,
+              .input_name = sel->from,
               .input_alias = sel->from_alias};
   laminar_code rc = LAMINAR_OK;
   if (sel->union_next != NULL || sel->from_select != NULL) {
@@ -1351,7 +1413,8 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void*
     for (int32_t i = 0; rc == LAMINAR_OK && i < out->nbranches; i++) {
       len += strlen(out->branches[i].input) + 2;
     }
-    if (rc == LAMINAR_OK && (out->inputs = lm_pool_alloc(&out->pool, len)) == NULL) rc = NOMEM(&b);
+    if (rc == LAMINAR_OK && (out->inputs = lm_pool_alloc(&out->pool, len)) == NULL)
+      rc = NOMEM(&b);
     for (int32_t i = 0; rc == LAMINAR_OK && i < out->nbranches; i++) {
       if (i == 0) out->inputs[0] = '\0';
       if (i > 0) strcat(out->inputs, ", ");
@@ -1386,14 +1449,17 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup, void*
       rc = bind_select(&b, stmt);
     }
   }
-  if (rc == LAMINAR_OK && stmt->kind == LM_STMT_CREATE_STREAM) rc = bind_stream_options(&b, stmt);
+  if (rc == LAMINAR_OK && stmt->kind == LM_STMT_CREATE_STREAM)
+    rc = bind_stream_options(&b, stmt);
   if (rc != LAMINAR_OK) lm_plan_free(out);
   return rc;
 }
 
 bool lm_bind_has_aggregate(const lm_ast_expr* e) { return contains_agg(e); }
 
-bool lm_bind_ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) { return ast_equal(x, y); }
+bool lm_bind_ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
+  return ast_equal(x, y);
+}
 
 bool lm_bind_is_aggregate_call(const lm_ast_expr* e) {
   return e != NULL && e->kind == LM_AST_FUNCTION && is_agg_name(e->fname);
@@ -1421,7 +1487,9 @@ laminar_code lm_bind_time_option(const char* object, const lm_ast_option* o, lm_
   laminar_code code = LAMINAR_ERR_CONFIG_VALUE;
   if (lm_streq_nocase(o->key, "allowed_lateness")) {
     if (!lateness_value(v, lateness_ms)) {
-      problem = "allowed_lateness must be an INTERVAL of zero or more, e.g. INTERVAL '5' SECOND";
+      problem =
+          "allowed_lateness must be an INTERVAL of zero or more, e.g. INTERVAL '5' "
+          "SECOND";
     }
   } else if (v->kind != LM_AST_LITERAL || v->lit != LM_LIT_STRING || v->slen == 0 ||
              v->slen >= cap) {
@@ -1439,8 +1507,8 @@ laminar_code lm_bind_time_option(const char* object, const lm_ast_option* o, lm_
     wm->wm_column = v->column;
   }
   if (problem == NULL) return LAMINAR_OK;
-  lm_error_set(err, code, "source '%s': %s at line %d, column %d", object, problem, (int)v->line,
-               (int)v->column);
+  lm_error_set(err, code, "source '%s': %s at line %d, column %d", object, problem,
+               (int)v->line, (int)v->column);
   lm_error_at(err, v->line, v->column);
   lm_error_object(err, object, NULL);
   return code;
@@ -1472,19 +1540,21 @@ static laminar_code bind_stream_options(binder* b, const lm_stmt* stmt) {
     }
     if (lateness) {
       if (!lateness_value(v, &b->plan->window.lateness_ms)) {
-        return fail(b, LAMINAR_ERR_CONFIG_VALUE, v,
-                    "allowed_lateness must be an INTERVAL of zero or more, e.g. INTERVAL '5' "
-                    "SECOND");
+        return fail(
+            b, LAMINAR_ERR_CONFIG_VALUE, v,
+            "allowed_lateness must be an INTERVAL of zero or more, e.g. INTERVAL '5' "
+            "SECOND");
       }
       b->plan->lateness_set = true;
     } else if (lm_streq_nocase(o->key, "late_output")) {
       bool is_bool = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_BOOL;
-      bool is_name = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING && v->slen > 0 &&
-                     v->slen < 128 && memchr(v->s, '\0', v->slen) == NULL;
+      bool is_name = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING &&
+                     v->slen > 0 && v->slen < 128 && memchr(v->s, '\0', v->slen) == NULL;
       if (!is_bool && !is_name) {
-        return fail(b, LAMINAR_ERR_CONFIG_VALUE, v,
-                    "late_output must name the late rows' stream (late_output = 'trades_late') "
-                    "or be TRUE (the stream's name + '_late') or FALSE");
+        return fail(
+            b, LAMINAR_ERR_CONFIG_VALUE, v,
+            "late_output must name the late rows' stream (late_output = 'trades_late') "
+            "or be TRUE (the stream's name + '_late') or FALSE");
       }
       b->plan->late_output = NULL;
       if (is_name || v->b) {
@@ -1527,14 +1597,15 @@ void lm_plan_free(lm_plan* plan) {
 laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
   *out = NULL;
   if (!plan->windowed) {
-    return lm_op_map_create(plan->filter, (const lm_expr* const*)plan->exprs, plan->nexprs,
-                            &plan->out_schema, out);
+    return lm_op_map_create(plan->filter, (const lm_expr* const*)plan->exprs,
+                            plan->nexprs, &plan->out_schema, out);
   }
   lm_op* win;
   LM_TRY(lm_op_window_create(&plan->window, &plan->agg_schema, &win));
   lm_op* post;
-  laminar_code rc = lm_op_map_create(plan->having, (const lm_expr* const*)plan->post_exprs,
-                                     plan->npost, &plan->out_schema, &post);
+  laminar_code rc =
+      lm_op_map_create(plan->having, (const lm_expr* const*)plan->post_exprs, plan->npost,
+                       &plan->out_schema, &post);
   if (rc != LAMINAR_OK) {
     lm_op_chain_destroy(win);
     return rc;
@@ -1556,8 +1627,8 @@ laminar_code lm_plan_build_branch(const lm_plan* plan, int32_t b, lm_op** out) {
                           &plan->union_schema, out);
 }
 
-laminar_code lm_plan_passthrough(const char* input, bool input_is_source, const lm_schema* in,
-                                 lm_plan* out) {
+laminar_code lm_plan_passthrough(const char* input, bool input_is_source,
+                                 const lm_schema* in, lm_plan* out) {
   memset(out, 0, sizeof *out);
   lm_pool_init(&out->pool);
   lm_schema_init_empty(&out->out_schema);
@@ -1605,10 +1676,11 @@ const char* lm_plan_describe(lm_plan* plan) {
     size_t n = (size_t)snprintf(head, sizeof head, "union(");
     for (int32_t b = 0; b < plan->nbranches && n < sizeof head; b++) {
       const lm_plan_branch* br = &plan->branches[b];
-      n += (size_t)snprintf(head + n, sizeof head - n, "%s%s: %s", b > 0 ? ", " : "", br->input,
-                            br->filter != NULL ? "filter -> " : "");
+      n += (size_t)snprintf(head + n, sizeof head - n, "%s%s: %s", b > 0 ? ", " : "",
+                            br->input, br->filter != NULL ? "filter -> " : "");
       if (n < sizeof head) {
-        n += (size_t)snprintf(head + n, sizeof head - n, br->exprs != NULL ? "project(%d columns)" : "as is",
+        n += (size_t)snprintf(head + n, sizeof head - n,
+                              br->exprs != NULL ? "project(%d columns)" : "as is",
                               (int)br->nexprs);
       }
     }
@@ -1619,24 +1691,24 @@ const char* lm_plan_describe(lm_plan* plan) {
     if (plan->window.global) {
       snprintf(shape, sizeof shape, "no window");
     } else if (plan->window.session) {
-      snprintf(shape, sizeof shape, "session gap %lld ms", (long long)plan->window.size_ms);
+      snprintf(shape, sizeof shape, "session gap %lld ms",
+               (long long)plan->window.size_ms);
     } else if (plan->window.hop_ms != plan->window.size_ms) {
-      snprintf(shape, sizeof shape, "hop %lld ms every %lld ms", (long long)plan->window.size_ms,
-               (long long)plan->window.hop_ms);
+      snprintf(shape, sizeof shape, "hop %lld ms every %lld ms",
+               (long long)plan->window.size_ms, (long long)plan->window.hop_ms);
     } else {
       snprintf(shape, sizeof shape, "tumble %lld ms", (long long)plan->window.size_ms);
     }
     snprintf(buf, sizeof buf,
              "%swindow_aggregate(%s on column %d, %d keys, %d aggregates%s%s) -> "
              "project(%d columns%s)",
-             head, shape, (int)plan->window.time_col,
-             (int)plan->window.nkeys, (int)plan->window.naggs,
-             plan->window.filter ? ", filtered" : "",
+             head, shape, (int)plan->window.time_col, (int)plan->window.nkeys,
+             (int)plan->window.naggs, plan->window.filter ? ", filtered" : "",
              plan->window.emit_changes ? ", emit changes" : "", (int)plan->npost,
              plan->having ? ", having" : "");
   } else {
-    snprintf(buf, sizeof buf, "%s%sproject(%d columns)", head, plan->filter ? "filter -> " : "",
-             (int)plan->nexprs);
+    snprintf(buf, sizeof buf, "%s%sproject(%d columns)", head,
+             plan->filter ? "filter -> " : "", (int)plan->nexprs);
   }
   return lm_pool_copy(&plan->pool, buf, strlen(buf) + 1);
 }

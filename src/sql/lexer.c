@@ -23,16 +23,11 @@
 
 static const char* code_label(laminar_code code) {
   switch (code) {
-    case LAMINAR_ERR_SQL_SYNTAX:
-      return "syntax error";
-    case LAMINAR_ERR_SQL_UNSUPPORTED:
-      return "unsupported";
-    case LAMINAR_ERR_SQL_LIMIT:
-      return "limit exceeded";
-    case LAMINAR_ERR_UNKNOWN_TYPE:
-      return "unknown type";
-    default:
-      return "error";
+    case LAMINAR_ERR_SQL_SYNTAX: return "syntax error";
+    case LAMINAR_ERR_SQL_UNSUPPORTED: return "unsupported";
+    case LAMINAR_ERR_SQL_LIMIT: return "limit exceeded";
+    case LAMINAR_ERR_UNKNOWN_TYPE: return "unknown type";
+    default: return "error";
   }
 }
 
@@ -256,45 +251,19 @@ laminar_code lm_lexer_next(lm_lexer* lx, lm_token* tok, laminar_error* err) {
     else {
       width = 1;
       switch (c) {
-        case '+':
-          kind = LM_TOK_PLUS;
-          break;
-        case '-':
-          kind = LM_TOK_MINUS;
-          break;
-        case '*':
-          kind = LM_TOK_STAR;
-          break;
-        case '/':
-          kind = LM_TOK_SLASH;
-          break;
-        case '%':
-          kind = LM_TOK_PERCENT;
-          break;
-        case '=':
-          kind = LM_TOK_EQ;
-          break;
-        case '<':
-          kind = LM_TOK_LT;
-          break;
-        case '>':
-          kind = LM_TOK_GT;
-          break;
-        case '(':
-          kind = LM_TOK_LPAREN;
-          break;
-        case ')':
-          kind = LM_TOK_RPAREN;
-          break;
-        case ',':
-          kind = LM_TOK_COMMA;
-          break;
-        case '.':
-          kind = LM_TOK_DOT;
-          break;
-        case ';':
-          kind = LM_TOK_SEMICOLON;
-          break;
+        case '+': kind = LM_TOK_PLUS; break;
+        case '-': kind = LM_TOK_MINUS; break;
+        case '*': kind = LM_TOK_STAR; break;
+        case '/': kind = LM_TOK_SLASH; break;
+        case '%': kind = LM_TOK_PERCENT; break;
+        case '=': kind = LM_TOK_EQ; break;
+        case '<': kind = LM_TOK_LT; break;
+        case '>': kind = LM_TOK_GT; break;
+        case '(': kind = LM_TOK_LPAREN; break;
+        case ')': kind = LM_TOK_RPAREN; break;
+        case ',': kind = LM_TOK_COMMA; break;
+        case '.': kind = LM_TOK_DOT; break;
+        case ';': kind = LM_TOK_SEMICOLON; break;
         default: {
           unsigned char u = (unsigned char)c;
           if (u >= 0x20 && u < 0x7F) {

@@ -73,7 +73,9 @@ void lm_arena_destroy(lm_arena* arena) {
   lm_free(arena);
 }
 
-void* lm_arena_alloc(lm_arena* arena, size_t n) { return lm_pool_calloc(&arena->pool, n); }
+void* lm_arena_alloc(lm_arena* arena, size_t n) {
+  return lm_pool_calloc(&arena->pool, n);
+}
 
 char* lm_arena_strndup(lm_arena* arena, const char* s, size_t n) {
   if (n == SIZE_MAX) return NULL;
@@ -212,24 +214,15 @@ static laminar_code accept_kw(parser* p, const char* kw, bool* out) {
 
 static const char* tok_name(lm_tok_kind kind) {
   switch (kind) {
-    case LM_TOK_LPAREN:
-      return "'('";
-    case LM_TOK_RPAREN:
-      return "')'";
-    case LM_TOK_COMMA:
-      return "','";
-    case LM_TOK_EQ:
-      return "'='";
-    case LM_TOK_DOT:
-      return "'.'";
-    case LM_TOK_MINUS:
-      return "'-'";
-    case LM_TOK_INTEGER:
-      return "an integer";
-    case LM_TOK_STRING:
-      return "a string literal";
-    default:
-      return "a token";
+    case LM_TOK_LPAREN: return "'('";
+    case LM_TOK_RPAREN: return "')'";
+    case LM_TOK_COMMA: return "','";
+    case LM_TOK_EQ: return "'='";
+    case LM_TOK_DOT: return "'.'";
+    case LM_TOK_MINUS: return "'-'";
+    case LM_TOK_INTEGER: return "an integer";
+    case LM_TOK_STRING: return "a string literal";
+    default: return "a token";
   }
 }
 
@@ -319,18 +312,12 @@ static laminar_code grow_array(parser* p, void* arr, size_t n, size_t* cap, size
 
 const char* lm_sql_type_name(lm_sql_type type) {
   switch (type) {
-    case LM_SQL_TYPE_STRING:
-      return "VARCHAR";
-    case LM_SQL_TYPE_INT64:
-      return "BIGINT";
-    case LM_SQL_TYPE_INT32:
-      return "INT";
-    case LM_SQL_TYPE_DOUBLE:
-      return "DOUBLE";
-    case LM_SQL_TYPE_BOOL:
-      return "BOOLEAN";
-    case LM_SQL_TYPE_TIMESTAMP:
-      return "TIMESTAMP";
+    case LM_SQL_TYPE_STRING: return "VARCHAR";
+    case LM_SQL_TYPE_INT64: return "BIGINT";
+    case LM_SQL_TYPE_INT32: return "INT";
+    case LM_SQL_TYPE_DOUBLE: return "DOUBLE";
+    case LM_SQL_TYPE_BOOL: return "BOOLEAN";
+    case LM_SQL_TYPE_TIMESTAMP: return "TIMESTAMP";
   }
   return "UNKNOWN";
 }
@@ -398,14 +385,13 @@ static bool interval_unit(const char* s, size_t n, int64_t* out) {
   static const struct {
     const char* word;
     int64_t ms;
-  } units[] = {{"millisecond", 1},  {"milliseconds", 1}, {"ms", 1},
-               {"msec", 1},         {"msecs", 1},        {"second", 1000},
-               {"seconds", 1000},   {"s", 1000},         {"sec", 1000},
-               {"secs", 1000},      {"minute", 60000},   {"minutes", 60000},
-               {"m", 60000},        {"min", 60000},      {"mins", 60000},
-               {"hour", 3600000},   {"hours", 3600000},  {"h", 3600000},
-               {"hr", 3600000},     {"hrs", 3600000},    {"day", 86400000},
-               {"days", 86400000},  {"d", 86400000}};
+  } units[] = {
+      {"millisecond", 1}, {"milliseconds", 1}, {"ms", 1},         {"msec", 1},
+      {"msecs", 1},       {"second", 1000},    {"seconds", 1000}, {"s", 1000},
+      {"sec", 1000},      {"secs", 1000},      {"minute", 60000}, {"minutes", 60000},
+      {"m", 60000},       {"min", 60000},      {"mins", 60000},   {"hour", 3600000},
+      {"hours", 3600000}, {"h", 3600000},      {"hr", 3600000},   {"hrs", 3600000},
+      {"day", 86400000},  {"days", 86400000},  {"d", 86400000}};
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
     if (lm_strneq_nocase(s, n, units[i].word)) {
       *out = units[i].ms;
@@ -458,14 +444,14 @@ static bool interval_number(const char* s, size_t n, bool* is_int, int64_t* iv,
  * '1h 30m', '1 hour 30 minutes'), blanks optional between a quantity and its unit
  * and around terms. */
 typedef struct interval_text {
-  bool bare;      /* a quantity alone: is_int/iv/dv hold it */
-  bool is_int;    /* exact: iv (bare) or ms (terms) */
+  bool bare;   /* a quantity alone: is_int/iv/dv hold it */
+  bool is_int; /* exact: iv (bare) or ms (terms) */
   int64_t iv;
   double dv;
-  int64_t ms;     /* terms: the sum in milliseconds when is_int */
-  double dms;     /* terms: the sum in milliseconds when not is_int */
-  bool overflow;  /* an exact sum left int64 */
-  size_t bad;     /* on failure: offset of the offending part */
+  int64_t ms;    /* terms: the sum in milliseconds when is_int */
+  double dms;    /* terms: the sum in milliseconds when not is_int */
+  bool overflow; /* an exact sum left int64 */
+  size_t bad;    /* on failure: offset of the offending part */
   const char* why;
 } interval_text;
 
@@ -661,8 +647,8 @@ static NOINLINE laminar_code parse_interval(parser* p, lm_ast_expr** out) {
   return LAMINAR_OK;
 }
 
-static laminar_code parse_special_call(parser* p, const lm_token* name_tok, lm_ast_expr* e,
-                                       bool* handled);
+static laminar_code parse_special_call(parser* p, const lm_token* name_tok,
+                                       lm_ast_expr* e, bool* handled);
 
 /* f( [* | [DISTINCT|ALL] expr [, expr]*] ): the current token is '('. */
 static NOINLINE laminar_code parse_call(parser* p, const lm_token* name_tok,
@@ -789,8 +775,11 @@ static NOINLINE laminar_code parse_special_call(parser* p, const lm_token* name_
     if (p->cur.kind == LM_TOK_RPAREN) return LAMINAR_OK;
     const char* fname = "trim";
     bool side = false;
-    if (is_kw(&p->cur, "LEADING") || is_kw(&p->cur, "TRAILING") || is_kw(&p->cur, "BOTH")) {
-      fname = is_kw(&p->cur, "LEADING") ? "ltrim" : is_kw(&p->cur, "TRAILING") ? "rtrim" : "trim";
+    if (is_kw(&p->cur, "LEADING") || is_kw(&p->cur, "TRAILING") ||
+        is_kw(&p->cur, "BOTH")) {
+      fname = is_kw(&p->cur, "LEADING")    ? "ltrim"
+              : is_kw(&p->cur, "TRAILING") ? "rtrim"
+                                           : "trim";
       side = true;
       LM_TRY(advance(p));
     }
@@ -909,10 +898,8 @@ static NOINLINE laminar_code parse_leaf(parser* p, lm_ast_expr** out) {
       if (is_kw(&t, "INTERVAL")) return parse_interval(p, out);
       if (is_reserved(&t)) return expected(p, "an expression");
       break;
-    case LM_TOK_QIDENT:
-      break;
-    default:
-      return expected(p, "an expression");
+    case LM_TOK_QIDENT: break;
+    default: return expected(p, "an expression");
   }
   /* A name: column, t.column, t.*, or function call. */
   if (t.kind == LM_TOK_QIDENT && t.len == 2) {
@@ -1000,42 +987,18 @@ static laminar_code parse_unary(parser* p, lm_ast_expr** out) {
 /* Binary operator of the current token and its precedence; 0 if none. */
 static int infix_op(const lm_token* t, lm_ast_op* op) {
   switch (t->kind) {
-    case LM_TOK_EQ:
-      *op = LM_OP_EQ;
-      return PREC_CMP;
-    case LM_TOK_NE:
-      *op = LM_OP_NE;
-      return PREC_CMP;
-    case LM_TOK_LT:
-      *op = LM_OP_LT;
-      return PREC_CMP;
-    case LM_TOK_LE:
-      *op = LM_OP_LE;
-      return PREC_CMP;
-    case LM_TOK_GT:
-      *op = LM_OP_GT;
-      return PREC_CMP;
-    case LM_TOK_GE:
-      *op = LM_OP_GE;
-      return PREC_CMP;
-    case LM_TOK_CONCAT:
-      *op = LM_OP_CONCAT;
-      return PREC_CONCAT;
-    case LM_TOK_PLUS:
-      *op = LM_OP_ADD;
-      return PREC_ADD;
-    case LM_TOK_MINUS:
-      *op = LM_OP_SUB;
-      return PREC_ADD;
-    case LM_TOK_STAR:
-      *op = LM_OP_MUL;
-      return PREC_MUL;
-    case LM_TOK_SLASH:
-      *op = LM_OP_DIV;
-      return PREC_MUL;
-    case LM_TOK_PERCENT:
-      *op = LM_OP_MOD;
-      return PREC_MUL;
+    case LM_TOK_EQ: *op = LM_OP_EQ; return PREC_CMP;
+    case LM_TOK_NE: *op = LM_OP_NE; return PREC_CMP;
+    case LM_TOK_LT: *op = LM_OP_LT; return PREC_CMP;
+    case LM_TOK_LE: *op = LM_OP_LE; return PREC_CMP;
+    case LM_TOK_GT: *op = LM_OP_GT; return PREC_CMP;
+    case LM_TOK_GE: *op = LM_OP_GE; return PREC_CMP;
+    case LM_TOK_CONCAT: *op = LM_OP_CONCAT; return PREC_CONCAT;
+    case LM_TOK_PLUS: *op = LM_OP_ADD; return PREC_ADD;
+    case LM_TOK_MINUS: *op = LM_OP_SUB; return PREC_ADD;
+    case LM_TOK_STAR: *op = LM_OP_MUL; return PREC_MUL;
+    case LM_TOK_SLASH: *op = LM_OP_DIV; return PREC_MUL;
+    case LM_TOK_PERCENT: *op = LM_OP_MOD; return PREC_MUL;
     case LM_TOK_IDENT:
       if (is_kw(t, "OR")) {
         *op = LM_OP_OR;
@@ -1046,8 +1009,7 @@ static int infix_op(const lm_token* t, lm_ast_op* op) {
         return PREC_AND;
       }
       return 0;
-    default:
-      return 0;
+    default: return 0;
   }
 }
 
@@ -1256,8 +1218,8 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
     LM_TRY(parse_alias(p, true, &s->from_alias));
     if (s->from_alias != NULL) s->from = s->from_alias;
   } else {
-    LM_TRY(
-        parse_name(p, "a source or stream name", &s->from, &s->from_line, &s->from_column));
+    LM_TRY(parse_name(p, "a source or stream name", &s->from, &s->from_line,
+                      &s->from_column));
     LM_TRY(parse_alias(p, true, &s->from_alias));
     for (size_t i = p->ncte; i-- > 0;) { /* a CTE in scope, innermost first */
       if (lm_streq_nocase(p->ctes[i].name, s->from)) {
@@ -1342,9 +1304,10 @@ static laminar_code parse_query(parser* p, lm_ast_select** out) {
   while (is_kw(&p->cur, "UNION")) {
     LM_TRY(advance(p));
     if (!is_kw(&p->cur, "ALL")) {
-      return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
-                     "UNION without ALL (removing duplicates) is not supported on streams: "
-                     "write UNION ALL");
+      return fail_at(
+          p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
+          "UNION without ALL (removing duplicates) is not supported on streams: "
+          "write UNION ALL");
     }
     LM_TRY(advance(p));
     LM_TRY(parse_select(p, &last->union_next));
@@ -1557,8 +1520,7 @@ static laminar_code parse_create(parser* p, lm_stmt* s) {
   LM_TRY(parse_if_not_exists(p, &s->if_not_exists));
   LM_TRY(parse_name(p, "a name", &s->name, &s->name_line, &s->name_column));
   switch (s->kind) {
-    case LM_STMT_CREATE_SOURCE:
-      return parse_source_body(p, s);
+    case LM_STMT_CREATE_SOURCE: return parse_source_body(p, s);
     case LM_STMT_CREATE_SINK:
       LM_TRY(expect_kw(p, "FROM"));
       LM_TRY(parse_name(p, "a stream name", &s->sink_from, &s->sink_from_line,
@@ -1567,7 +1529,8 @@ static laminar_code parse_create(parser* p, lm_stmt* s) {
         LM_TRY(advance(p));
         if (!is_kw(&p->cur, "FILE")) return expected(p, "FILE after INTO");
         s->sink_into_file = true;
-        return parse_options(p, s); /* FILE ( key = value, ... ): FILE stands where WITH does */
+        return parse_options(
+            p, s); /* FILE ( key = value, ... ): FILE stands where WITH does */
       }
       if (is_kw(&p->cur, "WITH")) LM_TRY(parse_options(p, s));
       return LAMINAR_OK;
@@ -1579,7 +1542,8 @@ static laminar_code parse_create(parser* p, lm_stmt* s) {
         s->emit_column = p->cur.column;
       }
       LM_TRY(parse_emit(p, &s->emit));
-      if (is_kw(&p->cur, "WITH")) LM_TRY(parse_options(p, s)); /* WITH (allowed_lateness = ..) */
+      if (is_kw(&p->cur, "WITH"))
+        LM_TRY(parse_options(p, s)); /* WITH (allowed_lateness = ..) */
       return LAMINAR_OK;
   }
 }
@@ -1645,7 +1609,8 @@ static laminar_code parse_statement_inner(parser* p, lm_stmt* s) {
     LM_TRY(advance(p));
     /* EXPLAIN name (a stream or view; statement words are reserved) */
     if (is_name_token(&p->cur)) {
-      return parse_name(p, "a stream or view name", &s->name, &s->name_line, &s->name_column);
+      return parse_name(p, "a stream or view name", &s->name, &s->name_line,
+                        &s->name_column);
     }
     return parse_statement(p, &s->inner);
   }

@@ -33,12 +33,12 @@ typedef const lm_schema* (*lm_plan_lookup_fn)(void* arg, const char* name,
  * without operators (exprs NULL): the input's rows go to the plan as they
  * are. */
 typedef struct lm_plan_branch {
-  char* input;                 /* the source or stream read, in the pool */
+  char* input; /* the source or stream read, in the pool */
   bool input_is_source;
-  int32_t line, column;        /* of the input's name in the statement */
-  lm_expr* filter;             /* over the input's columns, NULL if none */
-  lm_expr** exprs;             /* NULL: no operator (the input's rows as they are) */
-  int32_t nexprs;              /* == union_schema.ncols */
+  int32_t line, column; /* of the input's name in the statement */
+  lm_expr* filter;      /* over the input's columns, NULL if none */
+  lm_expr** exprs;      /* NULL: no operator (the input's rows as they are) */
+  int32_t nexprs;       /* == union_schema.ncols */
   /* The union-schema column each input column is projected to unchanged
    * (a bare column reference), -1 for none: where its watermark column goes. */
   int32_t* col_out;
@@ -47,23 +47,23 @@ typedef struct lm_plan_branch {
 
 typedef struct lm_plan {
   lm_pool pool;
-  char* input;                 /* branches[0].input (the only one of most plans) */
+  char* input; /* branches[0].input (the only one of most plans) */
   bool input_is_source;
-  lm_plan_branch* branches;    /* nbranches >= 1, in the pool */
+  lm_plan_branch* branches; /* nbranches >= 1, in the pool */
   int32_t nbranches;
-  char* inputs;                /* several: their names joined by ", " (lm_plan_inputs) */
+  char* inputs; /* several: their names joined by ", " (lm_plan_inputs) */
   /* Columns the branches project to (the rest of the plan's input) when
    * they have operators; empty otherwise. */
   lm_schema union_schema;
   lm_schema out_schema;
 
-  lm_expr* filter;             /* WHERE, NULL if none */
+  lm_expr* filter; /* WHERE, NULL if none */
   /* map shape */
   lm_expr** exprs;
   int32_t nexprs;
   /* window shape */
   bool windowed;
-  bool lateness_set;           /* WITH (allowed_lateness = ...) on the stream */
+  bool lateness_set; /* WITH (allowed_lateness = ...) on the stream */
   /* WITH (late_output = 'name' | true): the name of the stream that receives
    * the late input rows (true: "<stream>_late"), in the pool; NULL = none. */
   char* late_output;
@@ -71,10 +71,10 @@ typedef struct lm_plan {
   /* WITH (max_state_bytes = ...): bound on the stream's keyed state; 0: only
    * the database's (config max_state_bytes). */
   int64_t max_state_bytes;
-  lm_window_spec window;       /* keys/aggs point into the pool */
-  lm_schema agg_schema;        /* window_start, window_end, keys..., aggs... */
-  lm_expr* having;             /* over agg_schema, NULL if none */
-  lm_expr** post_exprs;        /* over agg_schema, one per output column */
+  lm_window_spec window; /* keys/aggs point into the pool */
+  lm_schema agg_schema;  /* window_start, window_end, keys..., aggs... */
+  lm_expr* having;       /* over agg_schema, NULL if none */
+  lm_expr** post_exprs;  /* over agg_schema, one per output column */
   int32_t npost;
 } lm_plan;
 
@@ -84,8 +84,8 @@ void lm_plan_free(lm_plan* plan);
  * plan of a late side output stream, whose rows the window operator of its
  * stream delivers (it reads no input itself). LAMINAR_ERR_NOMEM or OK; on
  * failure *out is left empty. */
-laminar_code lm_plan_passthrough(const char* input, bool input_is_source, const lm_schema* in,
-                                 lm_plan* out);
+laminar_code lm_plan_passthrough(const char* input, bool input_is_source,
+                                 const lm_schema* in, lm_plan* out);
 
 /* Build the operator chain of one partition of `plan`; the chain borrows the
  * plan's expressions (free the chain before the plan). */

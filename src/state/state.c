@@ -42,7 +42,8 @@ static void put(lm_state_writer* w, const void* p, size_t n) {
 
 /* The engine runs on little-endian hosts (x86-64, aarch64); the static check
  * keeps a big-endian port from silently writing another format. */
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "snapshot format is little-endian");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "snapshot format is little-endian");
 
 void lm_state_put_u8(lm_state_writer* w, uint8_t v) { put(w, &v, 1); }
 void lm_state_put_u32(lm_state_writer* w, uint32_t v) { put(w, &v, 4); }
@@ -131,8 +132,8 @@ const void* lm_state_get_raw(lm_state_reader* r, size_t n) {
 laminar_code lm_state_reader_status(const lm_state_reader* r, const char* what,
                                     laminar_error* err) {
   if (!r->failed) return LAMINAR_OK;
-  return lm_error_set(err, LAMINAR_ERR_IO, "corrupt state for %s at byte %zu of %zu", what,
-                      r->pos, r->len);
+  return lm_error_set(err, LAMINAR_ERR_IO, "corrupt state for %s at byte %zu of %zu",
+                      what, r->pos, r->len);
 }
 
 /* ---- the bound on keyed state ------------------------------------------------- */
@@ -164,18 +165,20 @@ laminar_code lm_state_charge(lm_state_budget* b, int64_t bytes) {
   if (b == NULL || bytes <= 0) return LAMINAR_OK;
   int64_t used;
   if (!charge_one(b, bytes, &used)) {
-    return lm_state_budget_fail(b, LAMINAR_ERR_MEMORY_LIMIT,
-                                "keyed state would grow by %lld bytes past max_state_bytes "
-                                "%lld (in use: %lld bytes); the batch was not applied",
-                                (long long)bytes, (long long)b->limit, (long long)used);
+    return lm_state_budget_fail(
+        b, LAMINAR_ERR_MEMORY_LIMIT,
+        "keyed state would grow by %lld bytes past max_state_bytes "
+        "%lld (in use: %lld bytes); the batch was not applied",
+        (long long)bytes, (long long)b->limit, (long long)used);
   }
   if (b->parent != NULL && !charge_one(b->parent, bytes, &used)) {
     atomic_fetch_sub_explicit(&b->used, bytes, memory_order_relaxed);
-    return lm_state_budget_fail(b, LAMINAR_ERR_MEMORY_LIMIT,
-                                "keyed state would grow by %lld bytes past the database's "
-                                "max_state_bytes %lld (in use by all streams: %lld bytes); "
-                                "the batch was not applied",
-                                (long long)bytes, (long long)b->parent->limit, (long long)used);
+    return lm_state_budget_fail(
+        b, LAMINAR_ERR_MEMORY_LIMIT,
+        "keyed state would grow by %lld bytes past the database's "
+        "max_state_bytes %lld (in use by all streams: %lld bytes); "
+        "the batch was not applied",
+        (long long)bytes, (long long)b->parent->limit, (long long)used);
   }
   return LAMINAR_OK;
 }
@@ -183,17 +186,20 @@ laminar_code lm_state_charge(lm_state_budget* b, int64_t bytes) {
 void lm_state_release(lm_state_budget* b, int64_t bytes) {
   if (b == NULL || bytes <= 0) return;
   atomic_fetch_sub_explicit(&b->used, bytes, memory_order_relaxed);
-  if (b->parent != NULL) atomic_fetch_sub_explicit(&b->parent->used, bytes, memory_order_relaxed);
+  if (b->parent != NULL)
+    atomic_fetch_sub_explicit(&b->parent->used, bytes, memory_order_relaxed);
 }
 
-laminar_code lm_state_budget_fail(lm_state_budget* b, laminar_code code, const char* fmt, ...) {
+laminar_code lm_state_budget_fail(lm_state_budget* b, laminar_code code, const char* fmt,
+                                  ...) {
   if (b == NULL) return code;
   int expected = 0;
-  if (!atomic_compare_exchange_strong_explicit(&b->failed, &expected, 1, memory_order_acq_rel,
-                                               memory_order_relaxed)) {
+  if (!atomic_compare_exchange_strong_explicit(
+          &b->failed, &expected, 1, memory_order_acq_rel, memory_order_relaxed)) {
     return code;
   }
-  int at = snprintf(b->message, sizeof b->message, "stream '%s': ", b->name ? b->name : "?");
+  int at =
+      snprintf(b->message, sizeof b->message, "stream '%s': ", b->name ? b->name : "?");
   va_list ap;
   va_start(ap, fmt);
   if (at > 0 && (size_t)at < sizeof b->message) {
@@ -206,7 +212,8 @@ laminar_code lm_state_budget_fail(lm_state_budget* b, laminar_code code, const c
 }
 
 bool lm_state_budget_error(lm_state_budget* b, laminar_code code, laminar_error* err) {
-  if (b == NULL || atomic_load_explicit(&b->failed, memory_order_acquire) != 2) return false;
+  if (b == NULL || atomic_load_explicit(&b->failed, memory_order_acquire) != 2)
+    return false;
   if (b->fail_code != code) return false;
   lm_error_set(err, code, "%s", b->message);
   lm_error_object(err, b->name, NULL);

@@ -20,14 +20,14 @@ typedef struct lm_state_writer {
   uint8_t* data;
   size_t len;
   size_t cap;
-  bool failed;   /* an allocation failed: the content is incomplete */
+  bool failed; /* an allocation failed: the content is incomplete */
 } lm_state_writer;
 
 typedef struct lm_state_reader {
   const uint8_t* data;
   size_t len;
   size_t pos;
-  bool failed;   /* a read ran past the end or found a bad value */
+  bool failed; /* a read ran past the end or found a bad value */
 } lm_state_reader;
 
 void lm_state_writer_init(lm_state_writer* w);
@@ -36,8 +36,9 @@ void lm_state_put_u8(lm_state_writer* w, uint8_t v);
 void lm_state_put_u32(lm_state_writer* w, uint32_t v);
 void lm_state_put_i64(lm_state_writer* w, int64_t v);
 void lm_state_put_f64(lm_state_writer* w, double v);
-void lm_state_put_bytes(lm_state_writer* w, const void* p, size_t n); /* u32 len + bytes */
-void lm_state_put_raw(lm_state_writer* w, const void* p, size_t n);   /* bytes, no length */
+void lm_state_put_bytes(lm_state_writer* w, const void* p,
+                        size_t n);                                  /* u32 len + bytes */
+void lm_state_put_raw(lm_state_writer* w, const void* p, size_t n); /* bytes, no length */
 /* Append n bytes to be written by the caller; NULL (and failed) on OOM. */
 uint8_t* lm_state_reserve(lm_state_writer* w, size_t n);
 /* LAMINAR_OK, or LAMINAR_ERR_NOMEM when any put failed. */
@@ -65,9 +66,9 @@ laminar_code lm_state_reader_status(const lm_state_reader* r, const char* what,
  * parent; one per database. Operators charge growth before they commit it and
  * release what they free; a refused charge changes nothing. */
 typedef struct lm_state_budget {
-  const char* name;              /* the stream's (borrowed); NULL for the database's */
-  int64_t limit;                 /* bytes; 0: no bound of its own */
-  atomic_int_fast64_t used;      /* writer: any partition's reactor (atomic RMW) */
+  const char* name;               /* the stream's (borrowed); NULL for the database's */
+  int64_t limit;                  /* bytes; 0: no bound of its own */
+  atomic_int_fast64_t used;       /* writer: any partition's reactor (atomic RMW) */
   struct lm_state_budget* parent; /* the database's, or NULL */
   /* The failure of the last refused charge or failed update, for the error
    * the caller reports (lm_state_budget_error): written by the failing
@@ -88,8 +89,8 @@ laminar_code lm_state_charge(lm_state_budget* b, int64_t bytes);
 void lm_state_release(lm_state_budget* b, int64_t bytes);
 /* Record a failure of b's stream (printf-style text after "stream 'name': ")
  * for the caller's error, unless one is recorded already. Returns `code`. */
-laminar_code lm_state_budget_fail(lm_state_budget* b, laminar_code code, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+laminar_code lm_state_budget_fail(lm_state_budget* b, laminar_code code, const char* fmt,
+                                  ...) __attribute__((format(printf, 3, 4)));
 /* If b recorded a failure with `code`, copy it into err (code, message, the
  * stream as object), forget it and return true. */
 bool lm_state_budget_error(lm_state_budget* b, laminar_code code, laminar_error* err);

@@ -142,7 +142,8 @@ laminar_code lm_state_table_reserve(lm_state_table* t, int64_t cap) {
   return LAMINAR_OK;
 }
 
-static bool rows_equal(const lm_state_table* a, int64_t ga, const lm_state_table* b, int64_t gb) {
+static bool rows_equal(const lm_state_table* a, int64_t ga, const lm_state_table* b,
+                       int64_t gb) {
   for (int32_t c = 0; c < a->nkeys; c++) {
     const lm_state_keycol *x = &a->keys[c], *y = &b->keys[c];
     if (x->nulls[ga] || y->nulls[gb]) {
@@ -161,9 +162,10 @@ static bool rows_equal(const lm_state_table* a, int64_t ga, const lm_state_table
   return true;
 }
 
-int64_t lm_state_table_find_row(const lm_state_table* t, uint64_t h, const lm_state_table* from,
-                                int64_t g) {
-  for (uint32_t slot = (uint32_t)h & t->mask; t->index[slot] != 0; slot = (slot + 1) & t->mask) {
+int64_t lm_state_table_find_row(const lm_state_table* t, uint64_t h,
+                                const lm_state_table* from, int64_t g) {
+  for (uint32_t slot = (uint32_t)h & t->mask; t->index[slot] != 0;
+       slot = (slot + 1) & t->mask) {
     uint32_t a = t->index[slot] - 1;
     if (t->hash[a] == h && rows_equal(t, a, from, g)) return a;
   }
@@ -180,7 +182,8 @@ laminar_code lm_state_table_rebuild(lm_state_table* t, uint64_t nsize) {
   t->mask = (uint32_t)(nsize - 1);
   enum { AHEAD = 8 };
   for (int64_t g = 0; g < t->n; g++) {
-    if (g + AHEAD < t->n) __builtin_prefetch(&t->index[(uint32_t)t->hash[g + AHEAD] & t->mask], 1);
+    if (g + AHEAD < t->n)
+      __builtin_prefetch(&t->index[(uint32_t)t->hash[g + AHEAD] & t->mask], 1);
     lm_state_table_index_insert(t, t->hash[g], (uint32_t)g);
   }
   return LAMINAR_OK;
@@ -219,8 +222,8 @@ laminar_code lm_state_table_set_keys(lm_state_table* t, int64_t g, const lm_vec*
   return LAMINAR_OK;
 }
 
-laminar_code lm_state_table_copy_keys(lm_state_table* to, int64_t a, const lm_state_table* from,
-                                      int64_t g, bool copy) {
+laminar_code lm_state_table_copy_keys(lm_state_table* to, int64_t a,
+                                      const lm_state_table* from, int64_t g, bool copy) {
   for (int32_t c = 0; c < to->nkeys; c++) {
     lm_state_keycol* kc = &to->keys[c];
     const lm_state_keycol* src = &from->keys[c];
@@ -240,7 +243,8 @@ laminar_code lm_state_table_copy_keys(lm_state_table* to, int64_t a, const lm_st
   return LAMINAR_OK;
 }
 
-void lm_state_table_put_value(lm_vec* ov, const lm_state_keycol* kc, int64_t g, int64_t row) {
+void lm_state_table_put_value(lm_vec* ov, const lm_state_keycol* kc, int64_t g,
+                              int64_t row) {
   ((uint8_t*)ov->nulls)[row] = kc->nulls[g];
   switch (kc->type) {
     case LM_TYPE_STRING: ((lm_str*)ov->data)[row] = kc->s[g]; break;
@@ -253,8 +257,8 @@ void lm_state_table_put_value(lm_vec* ov, const lm_state_keycol* kc, int64_t g, 
 
 /* ---- copies -------------------------------------------------------------------- */
 
-laminar_code lm_state_table_copy_rows(lm_state_table* dst, const lm_state_table* src, int64_t lo,
-                                      int64_t n, bool copy_strings) {
+laminar_code lm_state_table_copy_rows(lm_state_table* dst, const lm_state_table* src,
+                                      int64_t lo, int64_t n, bool copy_strings) {
   if (n <= 0) return LAMINAR_OK;
   memcpy(dst->hash + lo, src->hash + lo, sizeof(uint64_t) * (size_t)n);
   for (int32_t c = 0; c < dst->nkeys; c++) {
@@ -265,7 +269,8 @@ laminar_code lm_state_table_copy_rows(lm_state_table* dst, const lm_state_table*
       memcpy(to->s + lo, from->s + lo, sizeof(lm_str) * (size_t)n);
       for (int64_t g = lo; copy_strings && g < lo + n; g++) {
         if (to->s[g].ptr == NULL) continue;
-        to->s[g].ptr = lm_pool_copy(&dst->strings, from->s[g].ptr, (size_t)from->s[g].len);
+        to->s[g].ptr =
+            lm_pool_copy(&dst->strings, from->s[g].ptr, (size_t)from->s[g].len);
         if (to->s[g].ptr == NULL) return LAMINAR_ERR_NOMEM;
       }
     } else if (to->type == LM_TYPE_DOUBLE) {

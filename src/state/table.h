@@ -150,13 +150,13 @@ typedef struct lm_state_keycol {
 
 typedef struct lm_state_table {
   int32_t nkeys;
-  int64_t n;              /* rows: ids 0 .. n-1 */
-  int64_t cap;            /* room for rows in hash and keys */
-  uint64_t* hash;         /* per row: its key hash */
-  lm_state_keycol* keys;  /* nkeys columns */
-  uint32_t* index;        /* mask + 1 slots: row id + 1, 0 empty */
+  int64_t n;             /* rows: ids 0 .. n-1 */
+  int64_t cap;           /* room for rows in hash and keys */
+  uint64_t* hash;        /* per row: its key hash */
+  lm_state_keycol* keys; /* nkeys columns */
+  uint32_t* index;       /* mask + 1 slots: row id + 1, 0 empty */
   uint32_t mask;
-  lm_pool strings;        /* copied STRING key bytes */
+  lm_pool strings; /* copied STRING key bytes */
 } lm_state_table;
 
 /* An empty table for nkeys key columns of the given types (copied).
@@ -181,12 +181,12 @@ laminar_code lm_state_table_set_keys(lm_state_table* t, int64_t g, const lm_vec*
 /* Row a of `to` takes the keys of row g of `from` (same key types): STRING
  * bytes copied into to's pool, or borrowed when !copy (`from` must then
  * outlive the row). LAMINAR_ERR_NOMEM when a copy failed. */
-laminar_code lm_state_table_copy_keys(lm_state_table* to, int64_t a, const lm_state_table* from,
-                                      int64_t g, bool copy);
+laminar_code lm_state_table_copy_keys(lm_state_table* to, int64_t a,
+                                      const lm_state_table* from, int64_t g, bool copy);
 /* The row whose keys equal those of row g of `from` (same key types; hash
  * h), or -1 when none. */
-int64_t lm_state_table_find_row(const lm_state_table* t, uint64_t h, const lm_state_table* from,
-                                int64_t g);
+int64_t lm_state_table_find_row(const lm_state_table* t, uint64_t h,
+                                const lm_state_table* from, int64_t g);
 /* Row `row` of an integer-like column (INT32, BOOL, INT64, TIMESTAMP). */
 static inline int64_t lm_state_vec_int(const lm_vec* v, int64_t row) {
   switch (v->type) {
@@ -247,7 +247,8 @@ void lm_state_table_truncate(lm_state_table* t, int64_t n);
 laminar_code lm_state_table_reindex(lm_state_table* t);
 /* Key value of row g, column c, into row `row` of output column ov (of the
  * key's type; STRING bytes borrowed from the table). */
-void lm_state_table_put_value(lm_vec* ov, const lm_state_keycol* kc, int64_t g, int64_t row);
+void lm_state_table_put_value(lm_vec* ov, const lm_state_keycol* kc, int64_t g,
+                              int64_t row);
 
 /* Whether appending a row rebuilds the index first (the caller may need to
  * know: a copy-on-write table copies its index before). The load factor is
@@ -269,7 +270,8 @@ static inline laminar_code lm_state_table_grow_index(lm_state_table* t) {
 }
 
 /* Row g into the index under hash h (a free slot exists: must_grow). */
-static inline void lm_state_table_index_insert(lm_state_table* t, uint64_t h, uint32_t g) {
+static inline void lm_state_table_index_insert(lm_state_table* t, uint64_t h,
+                                               uint32_t g) {
   uint32_t slot = (uint32_t)h & t->mask;
   while (t->index[slot] != 0) slot = (slot + 1) & t->mask;
   t->index[slot] = g + 1;
@@ -294,8 +296,8 @@ static inline uint32_t lm_state_table_push(lm_state_table* t, uint64_t h) {
 /* Rows [lo, lo + n) of src (hashes and keys) into the same rows of dst (room
  * reserved, same key types): STRING bytes copied into dst's pool, or
  * borrowed when !copy_strings. LAMINAR_ERR_NOMEM when a copy failed. */
-laminar_code lm_state_table_copy_rows(lm_state_table* dst, const lm_state_table* src, int64_t lo,
-                                      int64_t n, bool copy_strings);
+laminar_code lm_state_table_copy_rows(lm_state_table* dst, const lm_state_table* src,
+                                      int64_t lo, int64_t n, bool copy_strings);
 /* dst's index as large as src's (its content then undefined: copy it with
  * lm_state_table_copy_index). LAMINAR_ERR_NOMEM leaves dst's index. */
 laminar_code lm_state_table_index_like(lm_state_table* dst, const lm_state_table* src);

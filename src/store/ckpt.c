@@ -28,24 +28,25 @@
 #define CKPT_SUFFIX ".bin"
 #define EPOCH_DIGITS 20
 
-static laminar_code io_fail(laminar_error* err, const char* what, const char* path, int e) {
+static laminar_code io_fail(laminar_error* err, const char* what, const char* path,
+                            int e) {
   return lm_error_set(err, LAMINAR_ERR_IO, "%s '%s' failed: %s", what, path, strerror(e));
 }
-
 
 
 /* Write header (hlen bytes) and body as <dir>/<name> atomically; the
  * directory is flushed unless !sync_dir (a later write's flush of the same
  * directory makes the rename durable with its own). */
 static laminar_code write_atomic2(const char* dir, const char* name, const void* head,
-                                  size_t hlen, const void* body, size_t blen, bool sync_dir,
-                                  laminar_error* err) {
+                                  size_t hlen, const void* body, size_t blen,
+                                  bool sync_dir, laminar_error* err) {
   char tmp[4096], final[4096];
   int n1 = snprintf(final, sizeof final, "%s/%s", dir, name);
   int n2 = snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
   if (n1 < 0 || n2 < 0 || (size_t)n2 >= sizeof tmp)
     return lm_error_set(err, LAMINAR_ERR_IO, "path '%s/%s' is too long", dir, name);
-  int fd = lm_fs_create_excl(tmp); /* a stale or planted entry is replaced, never followed */
+  int fd =
+      lm_fs_create_excl(tmp); /* a stale or planted entry is replaced, never followed */
   if (fd < 0) return io_fail(err, "create", tmp, errno);
   int e = lm_fs_write_all(fd, head, hlen);
   if (e == 0) e = lm_fs_write_all(fd, body, blen);
@@ -86,8 +87,8 @@ static laminar_code write_framed(const char* dir, const char* prefix, uint64_t e
   return write_atomic2(dir, name, h, sizeof h, payload, len, sync_dir, err);
 }
 
-laminar_code lm_ckpt_write(const char* dir, uint64_t epoch, const void* payload, size_t len,
-                           laminar_error* err) {
+laminar_code lm_ckpt_write(const char* dir, uint64_t epoch, const void* payload,
+                           size_t len, laminar_error* err) {
   return write_framed(dir, CKPT_PREFIX, epoch, payload, len, true, err);
 }
 
@@ -122,7 +123,8 @@ static laminar_code list_files(const char* dir, const char* prefix, uint64_t** o
       if (snprintf(p, sizeof p, "%s/%s", dir, s) < (int)sizeof p) unlink(p);
       continue;
     }
-    if (len != plen + EPOCH_DIGITS + slen || strcmp(s + plen + EPOCH_DIGITS, CKPT_SUFFIX) != 0)
+    if (len != plen + EPOCH_DIGITS + slen ||
+        strcmp(s + plen + EPOCH_DIGITS, CKPT_SUFFIX) != 0)
       continue;
     uint64_t epoch = 0;
     bool digits = true;
@@ -164,7 +166,8 @@ static laminar_code list_files(const char* dir, const char* prefix, uint64_t** o
 static int read_framed(const char* dir, const char* prefix, uint64_t epoch, uint8_t** out,
                        size_t* out_len, char* why, size_t whylen) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/%s%0*" PRIu64 CKPT_SUFFIX, dir, prefix, EPOCH_DIGITS, epoch);
+  snprintf(path, sizeof path, "%s/%s%0*" PRIu64 CKPT_SUFFIX, dir, prefix, EPOCH_DIGITS,
+           epoch);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     snprintf(why, whylen, "epoch %" PRIu64 ": %s (%.200s)", epoch, strerror(errno), path);
@@ -176,8 +179,10 @@ static int read_framed(const char* dir, const char* prefix, uint64_t epoch, uint
   uint8_t* body = NULL;
   if (fstat(fd, &st) != 0 || (uint64_t)st.st_size < CKPT_HEADER ||
       pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h, CKPT_MAGIC, 8) != 0 ||
-      lm_le_get64(h + 8) != epoch || lm_le_get64(h + 16) != (uint64_t)st.st_size - CKPT_HEADER) {
-    snprintf(why, whylen, "epoch %" PRIu64 ": header or length invalid (%.200s)", epoch, path);
+      lm_le_get64(h + 8) != epoch ||
+      lm_le_get64(h + 16) != (uint64_t)st.st_size - CKPT_HEADER) {
+    snprintf(why, whylen, "epoch %" PRIu64 ": header or length invalid (%.200s)", epoch,
+             path);
     goto out;
   }
   size_t len = (size_t)lm_le_get64(h + 16);
@@ -280,8 +285,8 @@ laminar_code lm_ckpt_gc(const char* dir, int32_t keep, laminar_error* err) {
       }
     }
     if (!drop) continue;
-    snprintf(path, sizeof path, "%s/" CKPT_PREFIX "%0*" PRIu64 CKPT_SUFFIX, dir, EPOCH_DIGITS,
-             epochs[i]);
+    snprintf(path, sizeof path, "%s/" CKPT_PREFIX "%0*" PRIu64 CKPT_SUFFIX, dir,
+             EPOCH_DIGITS, epochs[i]);
     if (unlink(path) != 0 && errno != ENOENT) {
       rc = io_fail(err, "unlink", path, errno);
       break;
@@ -290,10 +295,11 @@ laminar_code lm_ckpt_gc(const char* dir, int32_t keep, laminar_error* err) {
   lm_free(epochs);
   /* Positions files older than the oldest whole checkpoint kept: no
    * fallback reaches them. */
-  if (rc == LAMINAR_OK && (rc = list_files(dir, POS_PREFIX, &epochs, &n, true, err)) == LAMINAR_OK) {
+  if (rc == LAMINAR_OK &&
+      (rc = list_files(dir, POS_PREFIX, &epochs, &n, true, err)) == LAMINAR_OK) {
     for (size_t i = 0; rc == LAMINAR_OK && i < n && epochs[i] < oldest_kept; i++) {
-      snprintf(path, sizeof path, "%s/" POS_PREFIX "%0*" PRIu64 CKPT_SUFFIX, dir, EPOCH_DIGITS,
-               epochs[i]);
+      snprintf(path, sizeof path, "%s/" POS_PREFIX "%0*" PRIu64 CKPT_SUFFIX, dir,
+               EPOCH_DIGITS, epochs[i]);
       if (unlink(path) != 0 && errno != ENOENT) rc = io_fail(err, "unlink", path, errno);
     }
     lm_free(epochs);

@@ -26,13 +26,13 @@ laminar_code lm_store_write_atomic(const char* dir, const char* name, const void
                                    size_t len, laminar_error* err);
 
 /* Write checkpoint `epoch` (see above). `dir` must exist. */
-laminar_code lm_ckpt_write(const char* dir, uint64_t epoch, const void* payload, size_t len,
-                           laminar_error* err);
+laminar_code lm_ckpt_write(const char* dir, uint64_t epoch, const void* payload,
+                           size_t len, laminar_error* err);
 
 typedef struct lm_ckpt_report {
-  int32_t skipped;          /* damaged checkpoint files passed over */
-  uint64_t newest_skipped;  /* the epoch of the newest one (0: none) */
-  char reason[256];         /* the newest one skipped (its path), and why */
+  int32_t skipped;         /* damaged checkpoint files passed over */
+  uint64_t newest_skipped; /* the epoch of the newest one (0: none) */
+  char reason[256];        /* the newest one skipped (its path), and why */
 } lm_ckpt_report;
 
 /* Load the newest whole checkpoint: *out_epoch, and the payload in *out (free

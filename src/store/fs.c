@@ -93,11 +93,11 @@ int lm_fs_open_dir(const char* path, char* real, size_t cap) {
     /* No /proc: the canonical path, if it still names this very directory. */
     struct stat a, b;
     char buf[PATH_MAX];
-    e = realpath(path, buf) == NULL ? errno
-        : fstat(fd, &a) != 0 || stat(buf, &b) != 0 ? errno
-        : a.st_dev != b.st_dev || a.st_ino != b.st_ino ? ESTALE
+    e = realpath(path, buf) == NULL                     ? errno
+        : fstat(fd, &a) != 0 || stat(buf, &b) != 0      ? errno
+        : a.st_dev != b.st_dev || a.st_ino != b.st_ino  ? ESTALE
         : (size_t)snprintf(real, cap, "%s", buf) >= cap ? ENAMETOOLONG
-                                                       : 0;
+                                                        : 0;
   }
   if (e != 0) {
     close(fd);
@@ -114,7 +114,8 @@ int lm_fs_resolve(const char* path, char* out, size_t cap) {
   }
   if (errno != ENOENT) return errno;
   struct stat st;
-  if (lstat(path, &st) == 0) return ENOENT; /* a dangling symlink: where it leads is unknown */
+  if (lstat(path, &st) == 0)
+    return ENOENT; /* a dangling symlink: where it leads is unknown */
   /* Not there yet: its parent, resolved, and its last component. */
   size_t n = strlen(path);
   while (n > 1 && path[n - 1] == '/') n--;
@@ -122,7 +123,8 @@ int lm_fs_resolve(const char* path, char* out, size_t cap) {
   while (cut > 0 && path[cut - 1] != '/') cut--;
   const char* base = path + cut;
   size_t blen = n - cut;
-  if (blen == 0 || (blen == 1 && base[0] == '.') || (blen == 2 && base[0] == '.' && base[1] == '.'))
+  if (blen == 0 || (blen == 1 && base[0] == '.') ||
+      (blen == 2 && base[0] == '.' && base[1] == '.'))
     return ENOENT;
   char parent[PATH_MAX];
   if (cut == 0) {
@@ -136,7 +138,8 @@ int lm_fs_resolve(const char* path, char* out, size_t cap) {
     return ENAMETOOLONG;
   }
   if (realpath(parent, buf) == NULL) return errno;
-  int w = snprintf(out, cap, "%s/%.*s", strcmp(buf, "/") == 0 ? "" : buf, (int)blen, base);
+  int w =
+      snprintf(out, cap, "%s/%.*s", strcmp(buf, "/") == 0 ? "" : buf, (int)blen, base);
   return w >= 0 && (size_t)w < cap ? 0 : ENAMETOOLONG;
 }
 
@@ -193,7 +196,8 @@ int lm_fs_lock_dir(const char* dir, bool shared, long* holder) {
       int pfd = lm_fs_create_excl(path);
       if (pfd >= 0) {
         int len = snprintf(text, sizeof text, "%ld\n", (long)getpid());
-        if (write(pfd, text, (size_t)len) != len) (void)unlink(path); /* informational only */
+        if (write(pfd, text, (size_t)len) != len)
+          (void)unlink(path); /* informational only */
         close(pfd);
       }
     }
@@ -205,7 +209,8 @@ void lm_fs_unlock_dir(int fd, const char* dir, bool shared) {
   if (fd < 0) return;
   if (!shared) {
     char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/" OWNER_FILE, dir) < sizeof path) (void)unlink(path);
+    if ((size_t)snprintf(path, sizeof path, "%s/" OWNER_FILE, dir) < sizeof path)
+      (void)unlink(path);
   }
   close(fd);
 }

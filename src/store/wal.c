@@ -68,11 +68,11 @@ struct lm_wal {
   void* fault_arg;
   lm_wal_observe_fn observe;
   void* observe_arg;
-  char seg_path[4096];   /* the active segment's path */
+  char seg_path[4096]; /* the active segment's path */
   bool use_uring;
-  bool direct_ok;        /* options allow O_DIRECT */
-  bool direct;           /* the active segment's fd has O_DIRECT */
-  uint8_t* blk;          /* one aligned block for segment headers */
+  bool direct_ok; /* options allow O_DIRECT */
+  bool direct;    /* the active segment's fd has O_DIRECT */
+  uint8_t* blk;   /* one aligned block for segment headers */
 #ifdef LAMINAR_HAVE_URING
   struct io_uring ring;
 #endif
@@ -83,28 +83,28 @@ struct lm_wal {
   /* Appended and not yet taken by a writer (under mu). */
   uint8_t* buf;
   size_t len, cap;
-  later_list later;      /* records to be filled by the writer that takes buf */
+  later_list later; /* records to be filled by the writer that takes buf */
   uint64_t buf_last_seq;
   uint64_t next_seq;
-  uint32_t gen;          /* bumped by every failed write or flush */
-  uint64_t* keep_upto;   /* keep_upto[g]: last record of generation g that survived */
+  uint32_t gen;        /* bumped by every failed write or flush */
+  uint64_t* keep_upto; /* keep_upto[g]: last record of generation g that survived */
   uint32_t nkeep;
 
   /* The file side (changed only by the leader, flushing = true). */
   bool flushing;
-  uint8_t* wbuf;         /* the leader's batch (swapped with buf) */
+  uint8_t* wbuf; /* the leader's batch (swapped with buf) */
   size_t wcap;
-  later_list wlater;     /* its later records (swapped with later) */
-  uint8_t* obuf;         /* the leader's batch with its later records filled in */
+  later_list wlater; /* its later records (swapped with later) */
+  uint8_t* obuf;     /* the leader's batch with its later records filled in */
   size_t ocap;
   uint64_t written_seq;
   uint64_t synced_seq;
-  int fd;                /* active segment */
-  uint64_t file_size;    /* bytes written to the active segment */
-  uint64_t synced_size;  /* bytes of it on stable storage */
-  bool must_roll;        /* a flush failed: continue in a fresh segment */
+  int fd;               /* active segment */
+  uint64_t file_size;   /* bytes written to the active segment */
+  uint64_t synced_size; /* bytes of it on stable storage */
+  bool must_roll;       /* a flush failed: continue in a fresh segment */
   bool strict;
-  uint64_t covered;      /* lm_wal_options.covered */
+  uint64_t covered; /* lm_wal_options.covered */
 };
 
 /* ---- buffers --------------------------------------------------------------- */
@@ -178,7 +178,8 @@ static void drop_later(later_list* l) {
  * and framed in their places, into wal->obuf; every record's argument is let
  * go. Returns the batch's new size, or 0 with *oom when out of memory here or
  * in a measure (then nothing was let go). */
-static size_t fill_later(lm_wal* wal, const uint8_t* b, size_t n, later_list* l, bool* oom) {
+static size_t fill_later(lm_wal* wal, const uint8_t* b, size_t n, later_list* l,
+                         bool* oom) {
   *oom = false;
   size_t total = n;
   for (size_t i = 0; i < l->n; i++) {
@@ -232,24 +233,27 @@ static const char* base_name(const lm_wal* wal, const char* path) {
 
 /* ---- file operations ------------------------------------------------------ */
 
-static laminar_code io_error(laminar_error* err, const char* what, const char* dir, int e) {
-  return lm_error_set(err, LAMINAR_ERR_IO, "WAL '%s': %s failed: %s", dir, what, strerror(e));
+static laminar_code io_error(laminar_error* err, const char* what, const char* dir,
+                             int e) {
+  return lm_error_set(err, LAMINAR_ERR_IO, "WAL '%s': %s failed: %s", dir, what,
+                      strerror(e));
 }
 
 /* A segment could not be created: LAMINAR_ERR_IO naming its file. One
  * already there is never truncated (segment_create uses O_EXCL): a file this
  * log did not write holds the name. */
-static laminar_code segment_error(const lm_wal* wal, laminar_error* err, uint64_t first_seq,
-                                  int e) {
+static laminar_code segment_error(const lm_wal* wal, laminar_error* err,
+                                  uint64_t first_seq, int e) {
   char path[4096];
   segment_path(wal, first_seq, path, sizeof path);
   if (e == EEXIST)
-    return lm_error_set(err, LAMINAR_ERR_IO,
-                        "WAL '%s': segment %s already exists; it was not overwritten (this log "
-                        "did not write it: move it away)",
-                        wal->dir, path);
-  return lm_error_set(err, LAMINAR_ERR_IO, "WAL '%s': create segment %s failed: %s", wal->dir,
-                      path, strerror(e));
+    return lm_error_set(
+        err, LAMINAR_ERR_IO,
+        "WAL '%s': segment %s already exists; it was not overwritten (this log "
+        "did not write it: move it away)",
+        wal->dir, path);
+  return lm_error_set(err, LAMINAR_ERR_IO, "WAL '%s': create segment %s failed: %s",
+                      wal->dir, path, strerror(e));
 }
 
 static int inject(lm_wal* wal, lm_wal_fault_op op) {
@@ -300,8 +304,10 @@ static int uring_write(lm_wal* wal, int fd, const uint8_t* p, size_t n, uint64_t
       struct io_uring_cqe* cqe;
       rc = io_uring_wait_cqe(&wal->ring, &cqe);
       if (rc < 0) return -rc;
-      if (cqe->user_data == 1) wrote = cqe->res;
-      else synced = cqe->res;
+      if (cqe->user_data == 1)
+        wrote = cqe->res;
+      else
+        synced = cqe->res;
       io_uring_cqe_seen(&wal->ring, cqe);
     }
     if (n > 0) {
@@ -325,7 +331,8 @@ static int uring_write(lm_wal* wal, int fd, const uint8_t* p, size_t n, uint64_t
 static int file_write(lm_wal* wal, const uint8_t* p, size_t n, uint64_t off, bool sync) {
   int e = inject(wal, LM_WAL_FAULT_WRITE);
   if (e != 0) { /* a device failing midway (in whole blocks under O_DIRECT) */
-    (void)lm_fs_pwrite_all(wal->fd, p, wal->direct ? n / 2 & ~(size_t)(DIO_BLOCK - 1) : n / 2, off);
+    (void)lm_fs_pwrite_all(wal->fd, p,
+                           wal->direct ? n / 2 & ~(size_t)(DIO_BLOCK - 1) : n / 2, off);
     return e;
   }
   if (sync && (e = inject(wal, LM_WAL_FAULT_SYNC)) != 0) {
@@ -334,7 +341,8 @@ static int file_write(lm_wal* wal, const uint8_t* p, size_t n, uint64_t off, boo
     return e;
   }
 #ifdef LAMINAR_HAVE_URING
-  if (wal->use_uring) e = uring_write(wal, wal->fd, p, n, off, sync);
+  if (wal->use_uring)
+    e = uring_write(wal, wal->fd, p, n, off, sync);
   else
 #endif
   {
@@ -382,7 +390,8 @@ static int segment_create(lm_wal* wal, uint64_t first_seq) {
   /* The active segment itself when a failure discarded every record it had
    * (the log goes on at its first number again): this log's own file, none
    * of its records kept. */
-  if (wal->fd >= 0 && strcmp(path, wal->seg_path) == 0 && unlink(path) != 0 && errno != ENOENT)
+  if (wal->fd >= 0 && strcmp(path, wal->seg_path) == 0 && unlink(path) != 0 &&
+      errno != ENOENT)
     return errno;
   /* O_EXCL: any other file already under the name is never truncated
    * (segment_error). */
@@ -427,16 +436,16 @@ static int segment_create(lm_wal* wal, uint64_t first_seq) {
 /* ---- the scan shared by open and replay ------------------------------------ */
 
 typedef struct scan_result {
-  uint64_t good;        /* bytes of the segment that hold valid data */
-  uint64_t next_seq;    /* expected after the last valid record */
+  uint64_t good;     /* bytes of the segment that hold valid data */
+  uint64_t next_seq; /* expected after the last valid record */
   uint64_t records;
-  bool bad;             /* stopped before the end */
-  uint64_t zero_tail;   /* zero bytes after the last record (clean end) */
+  bool bad;           /* stopped before the end */
+  uint64_t zero_tail; /* zero bytes after the last record (clean end) */
   char why[96];
   /* Covered records skipped over damage (lm_wal_options.covered). */
-  bool skipped;         /* damage was skipped (appends go to a fresh segment) */
+  bool skipped;                   /* damage was skipped (appends go to a fresh segment) */
   uint64_t skip_first, skip_last; /* records lost to it (0: none) */
-  char skip_why[128];   /* the first skip: offset and what was wrong */
+  char skip_why[128];             /* the first skip: offset and what was wrong */
 } scan_result;
 
 static bool all_zero(const uint8_t* p, uint64_t n) {
@@ -496,17 +505,21 @@ static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t nam
   res->next_seq = name_seq;
   uint64_t off = SEG_HEADER;
   if (size < SEG_HEADER || memcmp(img, SEG_MAGIC, 8) != 0 ||
-      lm_le_get32(img + 24) != lm_crc32c(0, img, 24) || lm_le_get64(img + 8) != name_seq ||
-      lm_le_get32(img + 16) != SEG_VERSION) {
-    const char* what = size < SEG_HEADER ? "segment header torn" : "segment header invalid";
-    uint64_t seq, at = name_seq <= covered ? resync(img, size, 0, name_seq, covered, &seq) : 0;
+      lm_le_get32(img + 24) != lm_crc32c(0, img, 24) ||
+      lm_le_get64(img + 8) != name_seq || lm_le_get32(img + 16) != SEG_VERSION) {
+    const char* what =
+        size < SEG_HEADER ? "segment header torn" : "segment header invalid";
+    uint64_t seq,
+        at = name_seq <= covered ? resync(img, size, 0, name_seq, covered, &seq) : 0;
     if (at == 0) {
       res->bad = true;
       snprintf(res->why, sizeof res->why, "%s", what);
       return LAMINAR_OK;
     }
-    if (seq > name_seq) note_skip(res, name_seq, seq - 1, what);
-    else note_skip(res, 0, 0, what); /* the header alone: no record lost */
+    if (seq > name_seq)
+      note_skip(res, name_seq, seq - 1, what);
+    else
+      note_skip(res, 0, 0, what); /* the header alone: no record lost */
     res->next_seq = seq;
     off = at;
   }
@@ -525,9 +538,11 @@ static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t nam
         res->zero_tail = size - off;
         break;
       }
-      snprintf(why, sizeof why, "zeroed record at offset %" PRIu64 " before more data", off);
+      snprintf(why, sizeof why, "zeroed record at offset %" PRIu64 " before more data",
+               off);
     } else if (len > LM_WAL_MAX_RECORD || total > size - off) {
-      snprintf(why, sizeof why, "torn record at offset %" PRIu64 " (length %u)", off, len);
+      snprintf(why, sizeof why, "torn record at offset %" PRIu64 " (length %u)", off,
+               len);
     } else if (lm_le_get32(h + 4) != record_crc(h, h + REC_HEADER, len)) {
       snprintf(why, sizeof why, "CRC mismatch at offset %" PRIu64, off);
     } else if ((uint16_t)(h[24] | h[25] << 8) == LM_WAL_TYPE_PAD) {
@@ -535,8 +550,8 @@ static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t nam
       continue;
     } else if (seq != res->next_seq) {
       snprintf(why, sizeof why,
-               "record %" PRIu64 " at offset %" PRIu64 " where %" PRIu64 " was expected", seq,
-               off, res->next_seq);
+               "record %" PRIu64 " at offset %" PRIu64 " where %" PRIu64 " was expected",
+               seq, off, res->next_seq);
     }
     if (why[0] != '\0') {
       uint64_t found = 0,
@@ -548,15 +563,20 @@ static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t nam
         snprintf(res->why, sizeof res->why, "%s", why);
         break;
       }
-      if (found > res->next_seq) note_skip(res, res->next_seq, found - 1, why);
-      else note_skip(res, 0, 0, why); /* garbage between whole records */
+      if (found > res->next_seq)
+        note_skip(res, res->next_seq, found - 1, why);
+      else
+        note_skip(res, 0, 0, why); /* garbage between whole records */
       res->next_seq = found;
       off = at;
       continue;
     }
     if (fn != NULL && seq >= from_seq) {
-      lm_wal_record rec = {.seq = seq, .epoch = lm_le_get64(h + 16), .type = (uint16_t)(h[24] | h[25] << 8),
-                           .len = len, .payload = h + REC_HEADER};
+      lm_wal_record rec = {.seq = seq,
+                           .epoch = lm_le_get64(h + 16),
+                           .type = (uint16_t)(h[24] | h[25] << 8),
+                           .len = len,
+                           .payload = h + REC_HEADER};
       LM_TRY(fn(arg, &rec, err));
     }
     res->records++;
@@ -570,14 +590,15 @@ static laminar_code scan_segment(const uint8_t* img, uint64_t size, uint64_t nam
 /* Map segment file `path` read-only and scan it (scan_segment); *out_size is
  * its size. Mapped, not read: a preallocated segment is mostly zero pages. */
 static laminar_code scan_file(const char* path, uint64_t name_seq, uint64_t from_seq,
-                              uint64_t covered, lm_wal_replay_fn fn, void* arg, uint64_t* out_size,
-                              scan_result* res, laminar_error* err) {
+                              uint64_t covered, lm_wal_replay_fn fn, void* arg,
+                              uint64_t* out_size, scan_result* res, laminar_error* err) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) {
     int e = errno;
     if (fd >= 0) close(fd);
-    return lm_error_set(err, LAMINAR_ERR_IO, "WAL %s: open failed: %s", path, strerror(e));
+    return lm_error_set(err, LAMINAR_ERR_IO, "WAL %s: open failed: %s", path,
+                        strerror(e));
   }
   uint64_t size = (uint64_t)st.st_size;
   *out_size = size;
@@ -588,12 +609,14 @@ static laminar_code scan_file(const char* path, uint64_t name_seq, uint64_t from
     if (m == MAP_FAILED) {
       int e = errno;
       close(fd);
-      return lm_error_set(err, LAMINAR_ERR_IO, "WAL %s: mmap failed: %s", path, strerror(e));
+      return lm_error_set(err, LAMINAR_ERR_IO, "WAL %s: mmap failed: %s", path,
+                          strerror(e));
     }
     img = m;
   }
   close(fd);
-  laminar_code rc = scan_segment(img, size, name_seq, from_seq, covered, fn, arg, res, err);
+  laminar_code rc =
+      scan_segment(img, size, name_seq, from_seq, covered, fn, arg, res, err);
   if (size > 0) munmap((void*)img, (size_t)size);
   return rc;
 }
@@ -682,7 +705,8 @@ static bool dir_takes_direct(const lm_wal* wal) {
  * see a dead predecessor's write land over it — the crash test caught this.
  * AUTO therefore picks pwrite with O_DIRECT where the file system takes it
  * (no kernel copy: the fastest measured) and io_uring, buffered, elsewhere. */
-static laminar_code setup_io(lm_wal* wal, lm_wal_io io, lm_wal_direct direct, laminar_error* err) {
+static laminar_code setup_io(lm_wal* wal, lm_wal_io io, lm_wal_direct direct,
+                             laminar_error* err) {
   wal->use_uring = false;
   wal->direct_ok = false;
   if (io != LM_WAL_IO_URING && direct != LM_WAL_DIRECT_OFF && dir_takes_direct(wal)) {
@@ -700,14 +724,15 @@ static laminar_code setup_io(lm_wal* wal, lm_wal_io io, lm_wal_direct direct, la
 #else
   if (io == LM_WAL_IO_URING)
     return lm_error_set(err, LAMINAR_ERR_IO,
-                        "WAL '%s': io_uring requested but this build has no liburing", wal->dir);
+                        "WAL '%s': io_uring requested but this build has no liburing",
+                        wal->dir);
 #endif
   return LAMINAR_OK;
 }
 
 /* Remove segments[from..n) (after a cut: nothing there can be replayed). */
-static laminar_code drop_segments(lm_wal* wal, const uint64_t* segs, size_t from, size_t n,
-                                  lm_wal_report* rep, laminar_error* err) {
+static laminar_code drop_segments(lm_wal* wal, const uint64_t* segs, size_t from,
+                                  size_t n, lm_wal_report* rep, laminar_error* err) {
   char path[4096];
   for (size_t i = from; i < n; i++) {
     segment_path(wal, segs[i], path, sizeof path);
@@ -719,17 +744,19 @@ static laminar_code drop_segments(lm_wal* wal, const uint64_t* segs, size_t from
   return LAMINAR_OK;
 }
 
-static laminar_code strict_refusal(const lm_wal* wal, lm_wal_report* rep, laminar_error* err) {
+static laminar_code strict_refusal(const lm_wal* wal, lm_wal_report* rep,
+                                   laminar_error* err) {
   rep->cut = false;
-  return lm_error_set(err, LAMINAR_ERR_IO,
-                      "WAL '%s' is damaged before its tail (%s); nothing was changed: open it "
-                      "without strict recovery to cut the log there",
-                      wal->dir, rep->reason);
+  return lm_error_set(
+      err, LAMINAR_ERR_IO,
+      "WAL '%s' is damaged before its tail (%s); nothing was changed: open it "
+      "without strict recovery to cut the log there",
+      wal->dir, rep->reason);
 }
 
 /* Note covered records first..last (first 0: none lost) skipped in `file`. */
-static void report_skip(lm_wal_report* rep, const char* file, uint64_t first, uint64_t last,
-                        const char* why) {
+static void report_skip(lm_wal_report* rep, const char* file, uint64_t first,
+                        uint64_t last, const char* why) {
   if (rep->skip_reason[0] == '\0')
     snprintf(rep->skip_reason, sizeof rep->skip_reason, "%.32s: %.150s", file, why);
   if (first == 0) return;
@@ -739,11 +766,11 @@ static void report_skip(lm_wal_report* rep, const char* file, uint64_t first, ui
 
 /* Where a walk over a log's segments ended (walk_log). */
 typedef struct walk_result {
-  size_t kept;      /* segments [0, kept) hold the log; the rest are cut off */
-  uint64_t expect;  /* the record after the last good one */
-  bool roll;        /* the last kept segment holds skipped damage: append elsewhere */
-  bool bad;         /* the last kept segment ends in damage, at `good` */
-  uint64_t good;    /* the last kept segment's good bytes */
+  size_t kept;     /* segments [0, kept) hold the log; the rest are cut off */
+  uint64_t expect; /* the record after the last good one */
+  bool roll;       /* the last kept segment holds skipped damage: append elsewhere */
+  bool bad;        /* the last kept segment ends in damage, at `good` */
+  uint64_t good;   /* the last kept segment's good bytes */
 } walk_result;
 
 /* Walk the segments segs[0..nseg) of `wal`'s directory in order, the one
@@ -754,8 +781,8 @@ typedef struct walk_result {
  * every good record >= from_seq on the way. Counts kept records in rep. */
 static laminar_code walk_log(const lm_wal* wal, const uint64_t* segs, size_t nseg,
                              uint64_t covered, bool strict, uint64_t from_seq,
-                             lm_wal_replay_fn fn, void* arg, lm_wal_report* rep, walk_result* w,
-                             laminar_error* err) {
+                             lm_wal_replay_fn fn, void* arg, lm_wal_report* rep,
+                             walk_result* w, laminar_error* err) {
   memset(w, 0, sizeof *w);
   laminar_code rc = LAMINAR_OK;
   /* Records before the first segment were deleted by a checkpoint: the log
@@ -765,8 +792,9 @@ static laminar_code walk_log(const lm_wal* wal, const uint64_t* segs, size_t nse
   uint64_t expect = covered + 1;
   if (nseg > 0 && (covered == 0 || segs[0] <= covered + 1)) expect = segs[0];
   if (nseg == 0 && covered > 0)
-    report_skip(rep, "(no segment)", 0, 0,
-                "the log has no segment; records after the checkpoint's, if any, are lost");
+    report_skip(
+        rep, "(no segment)", 0, 0,
+        "the log has no segment; records after the checkpoint's, if any, are lost");
   size_t kept = 0;
   char path[4096];
   for (; kept < nseg; kept++) {
@@ -774,14 +802,15 @@ static laminar_code walk_log(const lm_wal* wal, const uint64_t* segs, size_t nse
     if (segs[kept] != expect) {
       if (segs[kept] > expect && segs[kept] - 1 <= covered) {
         char why[96];
-        snprintf(why, sizeof why, "missing segment: records %" PRIu64 "..%" PRIu64 " absent",
-                 expect, segs[kept] - 1);
+        snprintf(why, sizeof why,
+                 "missing segment: records %" PRIu64 "..%" PRIu64 " absent", expect,
+                 segs[kept] - 1);
         report_skip(rep, base_name(wal, path), expect, segs[kept] - 1, why);
         expect = segs[kept];
       } else {
         snprintf(rep->reason, sizeof rep->reason,
-                 "missing segment: records %" PRIu64 "..%" PRIu64 " absent before %.32s", expect,
-                 segs[kept] - 1, base_name(wal, path));
+                 "missing segment: records %" PRIu64 "..%" PRIu64 " absent before %.32s",
+                 expect, segs[kept] - 1, base_name(wal, path));
         if (strict) rc = strict_refusal(wal, rep, err);
         break;
       }
@@ -790,9 +819,10 @@ static laminar_code walk_log(const lm_wal* wal, const uint64_t* segs, size_t nse
     scan_result sr;
     rc = scan_file(path, segs[kept], from_seq, covered, fn, arg, &size, &sr, err);
     if (rc != LAMINAR_OK) break;
-    if (sr.skipped) report_skip(rep, base_name(wal, path), sr.skip_first, sr.skip_last, sr.skip_why);
-    if (sr.bad && kept + 1 < nseg && sr.next_seq <= covered && segs[kept + 1] >= sr.next_seq &&
-        segs[kept + 1] - 1 <= covered) {
+    if (sr.skipped)
+      report_skip(rep, base_name(wal, path), sr.skip_first, sr.skip_last, sr.skip_why);
+    if (sr.bad && kept + 1 < nseg && sr.next_seq <= covered &&
+        segs[kept + 1] >= sr.next_seq && segs[kept + 1] - 1 <= covered) {
       /* The rest of this segment is covered and the next one goes on:
        * skipped, left in place for the next checkpoint to delete. */
       char why[150];
@@ -809,7 +839,8 @@ static laminar_code walk_log(const lm_wal* wal, const uint64_t* segs, size_t nse
       continue;
     }
     if (sr.bad) {
-      snprintf(rep->reason, sizeof rep->reason, "%.32s: %.96s", base_name(wal, path), sr.why);
+      snprintf(rep->reason, sizeof rep->reason, "%.32s: %.96s", base_name(wal, path),
+               sr.why);
       /* Damage in the newest segment is a torn tail; anywhere else it cuts
        * off records that were whole, which strict mode refuses to do. */
       if (strict && kept + 1 < nseg) {
@@ -838,8 +869,9 @@ static laminar_code walk_log(const lm_wal* wal, const uint64_t* segs, size_t nse
      * damaged or gone, all covered): numbering goes on after the offset, in
      * a fresh segment, so the producer's offsets stay those it was given. */
     char why[96];
-    snprintf(why, sizeof why, "records %" PRIu64 "..%" PRIu64 " absent at the end of the log",
-             expect, covered);
+    snprintf(why, sizeof why,
+             "records %" PRIu64 "..%" PRIu64 " absent at the end of the log", expect,
+             covered);
     report_skip(rep, "(end)", expect, covered, why);
     expect = covered + 1;
     w->roll = true;
@@ -857,13 +889,15 @@ static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err)
   size_t nseg;
   LM_TRY(list_segments(wal, &segs, &nseg, err));
   walk_result w;
-  laminar_code rc = walk_log(wal, segs, nseg, wal->covered, wal->strict, 0, NULL, NULL, rep, &w, err);
+  laminar_code rc =
+      walk_log(wal, segs, nseg, wal->covered, wal->strict, 0, NULL, NULL, rep, &w, err);
   if (rc == LAMINAR_OK && w.kept > 0) {
     char path[4096];
     segment_path(wal, segs[w.kept - 1], path, sizeof path);
     /* Direct writes go on only from a block boundary (a clean end of a
      * direct segment); anything else continues buffered. */
-    wal->fd = open_segment(wal, path, O_RDWR, w.good % DIO_BLOCK == 0 && !w.bad, &wal->direct);
+    wal->fd =
+        open_segment(wal, path, O_RDWR, w.good % DIO_BLOCK == 0 && !w.bad, &wal->direct);
     if (wal->fd < 0) {
       rc = io_error(err, "open", path, errno);
     } else {
@@ -948,12 +982,15 @@ laminar_code lm_wal_close(lm_wal* wal, laminar_error* err) {
   uint64_t last = wal->next_seq - 1;
   uint32_t gen = wal->gen;
   pthread_mutex_unlock(&wal->mu);
-  if (last > 0) rc = lm_wal_commit(wal, (lm_wal_ticket){.seq = last, .gen = gen}, true, err);
+  if (last > 0)
+    rc = lm_wal_commit(wal, (lm_wal_ticket){.seq = last, .gen = gen}, true, err);
   wal_free(wal);
   return rc;
 }
 
-const char* lm_wal_io_name(const lm_wal* wal) { return wal->use_uring ? "io_uring" : "pwrite"; }
+const char* lm_wal_io_name(const lm_wal* wal) {
+  return wal->use_uring ? "io_uring" : "pwrite";
+}
 
 bool lm_wal_is_direct(lm_wal* wal) {
   pthread_mutex_lock(&wal->mu);
@@ -982,11 +1019,11 @@ laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint
                                 lm_wal_fill_fn fill, void* arg, lm_wal_ticket* out,
                                 laminar_error* err) {
   if (len > LM_WAL_MAX_RECORD)
-    return lm_error_set(err, LAMINAR_ERR_IO, "WAL '%s': record of %u bytes exceeds the limit",
-                        wal->dir, len);
+    return lm_error_set(err, LAMINAR_ERR_IO,
+                        "WAL '%s': record of %u bytes exceeds the limit", wal->dir, len);
   if (type == LM_WAL_TYPE_PAD)
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "WAL '%s': record type %u is reserved", wal->dir,
-                        (unsigned)type);
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "WAL '%s': record type %u is reserved",
+                        wal->dir, (unsigned)type);
   uint64_t total = REC_HEADER + pad8(len);
   pthread_mutex_lock(&wal->mu);
   if (!buf_reserve(&wal->buf, &wal->cap, wal->len, wal->len + total + PAD_SLACK)) {
@@ -1005,11 +1042,12 @@ laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint
 }
 
 laminar_code lm_wal_append_later(lm_wal* wal, uint64_t epoch, uint32_t max_len,
-                                 const lm_wal_later_ops* ops, void* arg, lm_wal_ticket* out,
-                                 laminar_error* err) {
+                                 const lm_wal_later_ops* ops, void* arg,
+                                 lm_wal_ticket* out, laminar_error* err) {
   if (max_len > LM_WAL_MAX_RECORD)
-    return lm_error_set(err, LAMINAR_ERR_IO, "WAL '%s': record of %u bytes exceeds the limit",
-                        wal->dir, max_len);
+    return lm_error_set(err, LAMINAR_ERR_IO,
+                        "WAL '%s': record of %u bytes exceeds the limit", wal->dir,
+                        max_len);
   pthread_mutex_lock(&wal->mu);
   later_list* l = &wal->later;
   if (l->n == l->cap) {
@@ -1023,8 +1061,12 @@ laminar_code lm_wal_append_later(lm_wal* wal, uint64_t epoch, uint32_t max_len,
     l->cap = c;
   }
   uint64_t seq = wal->next_seq++;
-  l->items[l->n++] = (later_rec){.off = wal->len, .seq = seq, .epoch = epoch,
-                                 .max_len = max_len, .ops = ops, .arg = arg};
+  l->items[l->n++] = (later_rec){.off = wal->len,
+                                 .seq = seq,
+                                 .epoch = epoch,
+                                 .max_len = max_len,
+                                 .ops = ops,
+                                 .arg = arg};
   wal->buf_last_seq = seq;
   *out = (lm_wal_ticket){.seq = seq, .gen = wal->gen};
   pthread_mutex_unlock(&wal->mu);
@@ -1041,8 +1083,9 @@ static void copy_fill(void* arg, uint8_t* dst) {
   memcpy(dst, c->p, c->n);
 }
 
-laminar_code lm_wal_append(lm_wal* wal, uint16_t type, uint64_t epoch, const void* payload,
-                           uint32_t len, lm_wal_ticket* out, laminar_error* err) {
+laminar_code lm_wal_append(lm_wal* wal, uint16_t type, uint64_t epoch,
+                           const void* payload, uint32_t len, lm_wal_ticket* out,
+                           laminar_error* err) {
   copy_arg c = {payload, len};
   return lm_wal_append_fill(wal, type, epoch, len, copy_fill, &c, out, err);
 }
@@ -1166,8 +1209,9 @@ laminar_code lm_wal_commit(lm_wal* wal, lm_wal_ticket t, bool sync, laminar_erro
        * to a fresh segment. */
       if (flush_failed) wal->must_roll = true;
       wal->keep_upto[wal->gen++] = keep_seq; /* room reserved before the write */
-      laminar_code rc = e == EEXIST ? segment_error(wal, err, first, e) /* at a roll */
-                                    : io_error(err, sync ? "write+fdatasync" : "write", wal->dir, e);
+      laminar_code rc =
+          e == EEXIST ? segment_error(wal, err, first, e) /* at a roll */
+                      : io_error(err, sync ? "write+fdatasync" : "write", wal->dir, e);
       wal->file_size = keep_size;
       wal->written_seq = keep_seq;
       wal->len = 0;
@@ -1209,8 +1253,8 @@ laminar_code lm_wal_replay(lm_wal* wal, uint64_t from_seq, lm_wal_replay_fn fn, 
 }
 
 laminar_code lm_wal_replay_readonly(const char* dir, uint64_t from_seq, uint64_t covered,
-                                    lm_wal_replay_fn fn,
-                                    void* arg, lm_wal_report* rep, laminar_error* err) {
+                                    lm_wal_replay_fn fn, void* arg, lm_wal_report* rep,
+                                    laminar_error* err) {
   memset(rep, 0, sizeof *rep);
   struct stat st;
   if (stat(dir, &st) != 0 && errno == ENOENT) return LAMINAR_OK;
@@ -1219,10 +1263,12 @@ laminar_code lm_wal_replay_readonly(const char* dir, uint64_t from_seq, uint64_t
   size_t nseg;
   LM_TRY(list_segments(&view, &segs, &nseg, err));
   walk_result w;
-  laminar_code rc = walk_log(&view, segs, nseg, covered, false, from_seq, fn, arg, rep, &w, err);
+  laminar_code rc =
+      walk_log(&view, segs, nseg, covered, false, from_seq, fn, arg, rep, &w, err);
   rep->segments = w.kept;
   char path[4096];
-  for (size_t k = w.kept; k < nseg && rc == LAMINAR_OK; k++) { /* what a cut would remove */
+  for (size_t k = w.kept; k < nseg && rc == LAMINAR_OK;
+       k++) { /* what a cut would remove */
     segment_path(&view, segs[k], path, sizeof path);
     if (stat(path, &st) == 0) rep->bytes_cut += (uint64_t)st.st_size;
     rep->segments_dropped++;

@@ -86,7 +86,10 @@ typedef int (*lm_wal_fault_fn)(void* arg, lm_wal_fault_op op);
 /* Observation for tests that simulate power loss: called after each
  * successful flush of a segment file (its first `size` bytes are on stable
  * storage) and of the directory (the entries created so far are). */
-typedef enum lm_wal_event { LM_WAL_EVENT_FILE_SYNCED = 1, LM_WAL_EVENT_DIR_SYNCED = 2 } lm_wal_event;
+typedef enum lm_wal_event {
+  LM_WAL_EVENT_FILE_SYNCED = 1,
+  LM_WAL_EVENT_DIR_SYNCED = 2
+} lm_wal_event;
 typedef void (*lm_wal_observe_fn)(void* arg, lm_wal_event event, const char* path,
                                   uint64_t size);
 
@@ -104,11 +107,11 @@ typedef enum lm_wal_direct {
 #define LM_WAL_TYPE_PAD 0xFFFFu
 
 typedef struct lm_wal_options {
-  const char* dir;          /* created when missing (its parent must exist) */
-  uint64_t segment_bytes;   /* start a new segment past this size; 0 = 16 MiB */
+  const char* dir;        /* created when missing (its parent must exist) */
+  uint64_t segment_bytes; /* start a new segment past this size; 0 = 16 MiB */
   lm_wal_io io;
   lm_wal_direct direct;
-  lm_wal_fault_fn fault;    /* NULL outside tests */
+  lm_wal_fault_fn fault; /* NULL outside tests */
   void* fault_arg;
   lm_wal_observe_fn observe; /* NULL outside tests */
   void* observe_arg;
@@ -135,9 +138,9 @@ typedef struct lm_wal_report {
   uint64_t segments_dropped; /* whole segment files removed */
   char reason[192];          /* why, when cut: file, offset, what was wrong */
   /* Covered records (options.covered) that are damaged or missing: skipped. */
-  uint64_t skip_first;       /* the lowest skipped record (0: nothing skipped) */
-  uint64_t skip_last;        /* the highest */
-  char skip_reason[192];     /* the first skip: file, offset, what was wrong */
+  uint64_t skip_first;   /* the lowest skipped record (0: nothing skipped) */
+  uint64_t skip_last;    /* the highest */
+  char skip_reason[192]; /* the first skip: file, offset, what was wrong */
 } lm_wal_report;
 
 typedef struct lm_wal_record {
@@ -145,7 +148,7 @@ typedef struct lm_wal_record {
   uint64_t epoch;
   uint16_t type;
   uint32_t len;
-  const void* payload;       /* borrowed for the duration of the callback */
+  const void* payload; /* borrowed for the duration of the callback */
 } lm_wal_record;
 
 /* Returned by lm_wal_append, handed to lm_wal_commit: the sequence number and
@@ -187,13 +190,14 @@ laminar_code lm_wal_replay(lm_wal* wal, uint64_t from_seq, lm_wal_replay_fn fn, 
  * directory that does not exist is an empty log. Errors: fn's, LAMINAR_ERR_IO
  * when a segment cannot be read, LAMINAR_ERR_NOMEM. */
 laminar_code lm_wal_replay_readonly(const char* dir, uint64_t from_seq, uint64_t covered,
-                                    lm_wal_replay_fn fn,
-                                    void* arg, lm_wal_report* rep, laminar_error* err);
+                                    lm_wal_replay_fn fn, void* arg, lm_wal_report* rep,
+                                    laminar_error* err);
 
 /* Append one record (copied). Thread-safe. Errors: LAMINAR_ERR_IO for a
  * payload over LM_WAL_MAX_RECORD, LAMINAR_ERR_NOMEM. */
-laminar_code lm_wal_append(lm_wal* wal, uint16_t type, uint64_t epoch, const void* payload,
-                           uint32_t len, lm_wal_ticket* out, laminar_error* err);
+laminar_code lm_wal_append(lm_wal* wal, uint16_t type, uint64_t epoch,
+                           const void* payload, uint32_t len, lm_wal_ticket* out,
+                           laminar_error* err);
 
 /* As lm_wal_append, the payload written in place by fill(arg, dst) (len
  * bytes), under the log's lock: no intermediate copy. */
@@ -225,14 +229,15 @@ typedef struct lm_wal_later_ops {
  * LAMINAR_ERR_IO for a max_len over LM_WAL_MAX_RECORD, LAMINAR_ERR_NOMEM
  * (then release is not called). */
 laminar_code lm_wal_append_later(lm_wal* wal, uint64_t epoch, uint32_t max_len,
-                                 const lm_wal_later_ops* ops, void* arg, lm_wal_ticket* out,
-                                 laminar_error* err);
+                                 const lm_wal_later_ops* ops, void* arg,
+                                 lm_wal_ticket* out, laminar_error* err);
 
 /* Return once the ticket's record is written (sync = false) or written and on
  * stable storage (sync = true). Thread-safe; concurrent commits share one
  * write and flush. LAMINAR_ERR_IO when the write or flush failed (the record
  * was discarded: append it again) or failed earlier for this record. */
-laminar_code lm_wal_commit(lm_wal* wal, lm_wal_ticket ticket, bool sync, laminar_error* err);
+laminar_code lm_wal_commit(lm_wal* wal, lm_wal_ticket ticket, bool sync,
+                           laminar_error* err);
 
 /* Delete the segment files that hold only records below `seq` (a checkpoint
  * covers them). The newest segment is always kept. */

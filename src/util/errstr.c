@@ -33,7 +33,8 @@ const char* laminar_errstr(laminar_code code) {
     case LAMINAR_ERR_QUEUE_FULL: return "source queue full";
     case LAMINAR_ERR_SOURCE_CLOSED: return "source closed";
     case LAMINAR_ERR_MEMORY_LIMIT: return "memory limit (max_state_bytes) reached";
-    case LAMINAR_ERR_PUSH_TIMEOUT: return "no room in the source queue within the timeout";
+    case LAMINAR_ERR_PUSH_TIMEOUT:
+      return "no room in the source queue within the timeout";
     case LAMINAR_ERR_SUBSCRIPTION_CLOSED: return "subscription closed";
     case LAMINAR_ERR_IO: return "I/O error";
     case LAMINAR_ERR_RECOVERY: return "stored state does not recover";

@@ -13,8 +13,8 @@
 
 struct lm_pool_chunk {
   lm_pool_chunk* prev;
-  size_t cap;   /* bytes in data[] */
-  size_t used;  /* bytes handed out from data[] */
+  size_t cap;  /* bytes in data[] */
+  size_t used; /* bytes handed out from data[] */
   max_align_t data[];
 };
 

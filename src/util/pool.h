@@ -18,10 +18,10 @@
 typedef struct lm_pool_chunk lm_pool_chunk;
 
 typedef struct lm_pool {
-  lm_pool_chunk* head;   /* current chunk (the largest); older chunks behind it */
-  size_t used_bytes;     /* bytes handed out since the last reset, all chunks */
-  size_t min_chunk;      /* first chunk size (0: the default, 4 KiB) */
-  uint64_t mallocs;      /* chunks ever obtained from malloc (tests, metrics) */
+  lm_pool_chunk* head; /* current chunk (the largest); older chunks behind it */
+  size_t used_bytes;   /* bytes handed out since the last reset, all chunks */
+  size_t min_chunk;    /* first chunk size (0: the default, 4 KiB) */
+  uint64_t mallocs;    /* chunks ever obtained from malloc (tests, metrics) */
 } lm_pool;
 
 void lm_pool_init(lm_pool* pool);

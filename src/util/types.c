@@ -30,7 +30,8 @@ void lm_schema_init_empty(lm_schema* schema) {
 int lm_schema_add(lm_schema* schema, const char* name, lm_type type, bool not_null) {
   char* copy = lm_strdup(name);
   if (copy == NULL) return -1;
-  lm_field* grown = lm_realloc(schema->fields, sizeof(lm_field) * (size_t)(schema->ncols + 1));
+  lm_field* grown =
+      lm_realloc(schema->fields, sizeof(lm_field) * (size_t)(schema->ncols + 1));
   if (grown == NULL) {
     lm_free(copy);
     return -1;

@@ -14,13 +14,13 @@
 
 /* Logical types. Values are stable (they appear in snapshots). */
 typedef enum lm_type {
-  LM_TYPE_NULL = 0,      /* the type of a bare NULL literal before binding */
-  LM_TYPE_BOOL = 1,      /* data: uint8_t per row, 0 or 1 */
-  LM_TYPE_INT32 = 2,     /* data: int32_t per row */
-  LM_TYPE_INT64 = 3,     /* data: int64_t per row */
-  LM_TYPE_DOUBLE = 4,    /* data: double per row */
-  LM_TYPE_STRING = 5,    /* data: lm_str per row (UTF-8, not NUL-terminated) */
-  LM_TYPE_TIMESTAMP = 6  /* data: int64_t microseconds since the epoch, no zone */
+  LM_TYPE_NULL = 0,     /* the type of a bare NULL literal before binding */
+  LM_TYPE_BOOL = 1,     /* data: uint8_t per row, 0 or 1 */
+  LM_TYPE_INT32 = 2,    /* data: int32_t per row */
+  LM_TYPE_INT64 = 3,    /* data: int64_t per row */
+  LM_TYPE_DOUBLE = 4,   /* data: double per row */
+  LM_TYPE_STRING = 5,   /* data: lm_str per row (UTF-8, not NUL-terminated) */
+  LM_TYPE_TIMESTAMP = 6 /* data: int64_t microseconds since the epoch, no zone */
 } lm_type;
 
 /* A borrowed string: `len` bytes at `ptr` (ptr may be NULL when len is 0). */
@@ -42,7 +42,7 @@ typedef struct lm_vec {
 
 /* A named column of a schema. */
 typedef struct lm_field {
-  char* name;      /* owned by the schema */
+  char* name; /* owned by the schema */
   lm_type type;
   bool not_null;
 } lm_field;

@@ -96,8 +96,8 @@ int lm_fault_io(void) {
   return io_error;
 }
 
-#define FAULT_NULL() \
-  do {               \
+#define FAULT_NULL()              \
+  do {                            \
     if (fault_now()) return NULL; \
   } while (0)
 #else
@@ -169,14 +169,18 @@ bool lm_parse_bytes(const char* text, int64_t* out) {
     }
   }
   while (*p == ' ') p++;
-  static const struct { const char* unit; int shift; } units[] = {
-      {"", 0},     {"b", 0},     {"kb", 10}, {"kib", 10}, {"k", 10}, {"mb", 20},
-      {"mib", 20}, {"m", 20},    {"gb", 30}, {"gib", 30}, {"g", 30},
+  static const struct {
+    const char* unit;
+    int shift;
+  } units[] = {
+      {"", 0},     {"b", 0},  {"kb", 10}, {"kib", 10}, {"k", 10}, {"mb", 20},
+      {"mib", 20}, {"m", 20}, {"gb", 30}, {"gib", 30}, {"g", 30},
   };
   size_t len = strlen(p);
   while (len > 0 && p[len - 1] == ' ') len--;
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-    if (strlen(units[i].unit) != len || !lm_strneq_nocase(p, len, units[i].unit)) continue;
+    if (strlen(units[i].unit) != len || !lm_strneq_nocase(p, len, units[i].unit))
+      continue;
     if (v > (INT64_MAX >> units[i].shift)) return false;
     *out = v << units[i].shift;
     return true;

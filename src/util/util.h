@@ -30,9 +30,9 @@ void lm_error_object(laminar_error* err, const char* object, const char* column_
 void lm_error_clear(laminar_error* err);
 
 /* Return a non-OK laminar_code from the enclosing function. */
-#define LM_TRY(expr)                      \
-  do {                                    \
-    laminar_code lm_try_rc_ = (expr);     \
+#define LM_TRY(expr)                                 \
+  do {                                               \
+    laminar_code lm_try_rc_ = (expr);                \
     if (lm_try_rc_ != LAMINAR_OK) return lm_try_rc_; \
   } while (0)
 

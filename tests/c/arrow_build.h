@@ -13,7 +13,7 @@
 
 /* One trade row; NULLs via the flags. */
 typedef struct trade_row {
-  const char* symbol;  /* NULL = SQL NULL */
+  const char* symbol; /* NULL = SQL NULL */
   double price;
   bool price_null;
   int64_t volume;
@@ -25,16 +25,18 @@ typedef struct trade_row {
  * from rows. With `dict` the symbol column is dictionary<int32, utf8>. Returns
  * 0 on success. */
 static inline int build_trades(const trade_row* rows, int64_t n, bool dict,
-                               struct ArrowArray* out_array, struct ArrowSchema* out_schema) {
+                               struct ArrowArray* out_array,
+                               struct ArrowSchema* out_schema) {
   struct ArrowSchema* s = out_schema;
   ArrowSchemaInit(s);
   if (ArrowSchemaSetTypeStruct(s, 4) != NANOARROW_OK) return 1;
   const char* names[4] = {"symbol", "price", "volume", "ts"};
-  enum ArrowType types[4] = {NANOARROW_TYPE_STRING, NANOARROW_TYPE_DOUBLE, NANOARROW_TYPE_INT64,
-                             NANOARROW_TYPE_INT64};
+  enum ArrowType types[4] = {NANOARROW_TYPE_STRING, NANOARROW_TYPE_DOUBLE,
+                             NANOARROW_TYPE_INT64, NANOARROW_TYPE_INT64};
   for (int i = 0; i < 4; i++) {
     if (i == 0 && dict) {
-      if (ArrowSchemaSetType(s->children[0], NANOARROW_TYPE_INT32) != NANOARROW_OK) return 1;
+      if (ArrowSchemaSetType(s->children[0], NANOARROW_TYPE_INT32) != NANOARROW_OK)
+        return 1;
       if (ArrowSchemaAllocateDictionary(s->children[0]) != NANOARROW_OK) return 1;
       if (ArrowSchemaInitFromType(s->children[0]->dictionary, NANOARROW_TYPE_STRING) !=
           NANOARROW_OK) {
@@ -95,7 +97,8 @@ typedef struct result_view {
 
 static inline int result_view_init(result_view* rv) {
   struct ArrowError error;
-  if (ArrowArrayViewInitFromSchema(&rv->view, &rv->schema, &error) != NANOARROW_OK) return 1;
+  if (ArrowArrayViewInitFromSchema(&rv->view, &rv->schema, &error) != NANOARROW_OK)
+    return 1;
   if (ArrowArrayViewSetArray(&rv->view, &rv->array, &error) != NANOARROW_OK) return 1;
   if (ArrowArrayViewValidate(&rv->view, NANOARROW_VALIDATION_LEVEL_FULL, &error) !=
       NANOARROW_OK) {

@@ -34,20 +34,20 @@ typedef struct lm_test_case {
 
 static int lm_test_expect_failed_;
 
-#define CHECK(x)                                                          \
-  do {                                                                    \
-    if (!(x)) {                                                           \
+#define CHECK(x)                                                            \
+  do {                                                                      \
+    if (!(x)) {                                                             \
       fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #x); \
-      return 1;                                                           \
-    }                                                                     \
+      return 1;                                                             \
+    }                                                                       \
   } while (0)
 
-#define EXPECT(x)                                                          \
-  do {                                                                     \
-    if (!(x)) {                                                            \
+#define EXPECT(x)                                                            \
+  do {                                                                       \
+    if (!(x)) {                                                              \
       fprintf(stderr, "%s:%d: EXPECT failed: %s\n", __FILE__, __LINE__, #x); \
-      lm_test_expect_failed_ = 1;                                          \
-    }                                                                      \
+      lm_test_expect_failed_ = 1;                                            \
+    }                                                                        \
   } while (0)
 
 /* The message of an error struct, or "" for NULL (a function, so passing
@@ -57,14 +57,14 @@ static inline const char* lm_test_errmsg(const void* err) {
 }
 
 /* CHECK that a laminar call returned `want`; prints the error message if not. */
-#define CHECK_CODE(call, want, errp)                                             \
-  do {                                                                           \
-    int lm_rc_ = (int)(call);                                                    \
-    if (lm_rc_ != (int)(want)) {                                                 \
+#define CHECK_CODE(call, want, errp)                                               \
+  do {                                                                             \
+    int lm_rc_ = (int)(call);                                                      \
+    if (lm_rc_ != (int)(want)) {                                                   \
       fprintf(stderr, "%s:%d: %s returned %d, want %d (%s)\n", __FILE__, __LINE__, \
-              #call, lm_rc_, (int)(want), lm_test_errmsg(errp));        \
-      return 1;                                                                  \
-    }                                                                            \
+              #call, lm_rc_, (int)(want), lm_test_errmsg(errp));                   \
+      return 1;                                                                    \
+    }                                                                              \
   } while (0)
 
 static inline uint64_t lm_test_seed(void) {
@@ -74,7 +74,8 @@ static inline uint64_t lm_test_seed(void) {
     const char* s = getenv("LAMINAR_TEST_SEED");
     seed = s ? strtoull(s, NULL, 10) : (uint64_t)time(NULL);
     have = 1;
-    fprintf(stderr, "seed=%llu (LAMINAR_TEST_SEED to replay)\n", (unsigned long long)seed);
+    fprintf(stderr, "seed=%llu (LAMINAR_TEST_SEED to replay)\n",
+            (unsigned long long)seed);
   }
   return seed;
 }

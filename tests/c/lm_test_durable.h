@@ -16,20 +16,28 @@
 #include "lm_test_fs.h"
 
 static const char* DDL =
-    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
+    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
+    "BIGINT,\n"
     "  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);\n"
-    "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / SUM(volume) AS vwap,\n"
+    "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / "
+    "SUM(volume) AS vwap,\n"
     "  COUNT(*) AS n FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);\n"
-    "CREATE STREAM busy AS SELECT symbol, window_start, vwap, n FROM vwap WHERE n >= 12;\n"
-    "CREATE MATERIALIZED VIEW busiest AS SELECT symbol, window_start, n FROM busy WHERE n >= 13;\n"
-    "CREATE STREAM hopping AS SELECT symbol, window_start, COUNT(*) AS n, MAX(price) AS hi\n"
-    "  FROM trades GROUP BY symbol, hop(ts, INTERVAL '2' SECOND, INTERVAL '500' MILLISECOND);\n"
+    "CREATE STREAM busy AS SELECT symbol, window_start, vwap, n FROM vwap WHERE n >= "
+    "12;\n"
+    "CREATE MATERIALIZED VIEW busiest AS SELECT symbol, window_start, n FROM busy WHERE "
+    "n >= 13;\n"
+    "CREATE STREAM hopping AS SELECT symbol, window_start, COUNT(*) AS n, MAX(price) AS "
+    "hi\n"
+    "  FROM trades GROUP BY symbol, hop(ts, INTERVAL '2' SECOND, INTERVAL '500' "
+    "MILLISECOND);\n"
     "CREATE STREAM bursts AS SELECT symbol, window_start, window_end, COUNT(*) AS n,\n"
-    "  FIRST_VALUE(price) AS first_price FROM trades GROUP BY symbol, session(ts, INTERVAL '70' MILLISECOND);\n"
+    "  FIRST_VALUE(price) AS first_price FROM trades GROUP BY symbol, session(ts, "
+    "INTERVAL '70' MILLISECOND);\n"
     "CREATE STREAM running AS SELECT symbol, COUNT(*) AS n, SUM(volume) AS v,\n"
     "  COUNT(DISTINCT volume) AS dv FROM trades GROUP BY symbol EMIT CHANGES;\n"
     "CREATE STREAM fills AS SELECT symbol, window_start, COUNT(*) AS n FROM trades\n"
-    "  GROUP BY symbol, tumble(ts, INTERVAL '500' MILLISECOND) WITH (late_output = true);\n";
+    "  GROUP BY symbol, tumble(ts, INTERVAL '500' MILLISECOND) WITH (late_output = "
+    "true);\n";
 
 #define NBATCH 40
 #define ROWS 50
@@ -38,13 +46,14 @@ static const char* DDL =
  * 4 symbols, time moving forward with a little disorder inside the watermark
  * delay; the last row of every fifth batch is 2.5 s behind, late for every
  * window (fills_late receives it). */
-static inline int trades_batch(int64_t b, struct ArrowArray* array, struct ArrowSchema* schema) {
+static inline int trades_batch(int64_t b, struct ArrowArray* array,
+                               struct ArrowSchema* schema) {
   trade_row rows[ROWS];
   static const char* syms[] = {"AAPL", "MSFT", "M\xc3\xbcnchen", "X"};
   for (int i = 0; i < ROWS; i++) {
     int64_t k = b * ROWS + i;
-    rows[i] = (trade_row){syms[k % 4], 10.0 + (double)(k % 13) * 0.5, false, 1 + k % 7, false,
-                          1000 + k * 20 - (k % 3) * 30};
+    rows[i] = (trade_row){syms[k % 4], 10.0 + (double)(k % 13) * 0.5, false, 1 + k % 7,
+                          false,       1000 + k * 20 - (k % 3) * 30};
   }
   if (b % 5 == 2) rows[ROWS - 1].ts -= 2500;
   return build_trades(rows, ROWS, b % 2 == 1, array, schema) != 0 ? -1 : 0;
@@ -109,15 +118,21 @@ static inline const char* sinks_dir(const char* dir, char* out, size_t n) {
 static inline void sink_sql(const char* dir, char* out, size_t n) {
   char sinks[128];
   dir = sinks_dir(dir, sinks, sizeof sinks);
-  snprintf(out, n,
-           "CREATE SINK out FROM vwap INTO FILE (path = '%s/out', format = 'jsonl');\n"
-           "CREATE SINK busy_out FROM busy INTO FILE (path = '%s/busy', format = 'csv');\n"
-           "CREATE SINK busiest_out FROM busiest INTO FILE (path = '%s/busiest', format = 'jsonl');\n"
-           "CREATE SINK hopping_out FROM hopping INTO FILE (path = '%s/hopping', format = 'jsonl');\n"
-           "CREATE SINK bursts_out FROM bursts INTO FILE (path = '%s/bursts', format = 'csv');\n"
-           "CREATE SINK running_out FROM running INTO FILE (path = '%s/running', format = 'jsonl');\n"
-           "CREATE SINK late_out FROM fills_late INTO FILE (path = '%s/late', format = 'jsonl')",
-           dir, dir, dir, dir, dir, dir, dir);
+  snprintf(
+      out, n,
+      "CREATE SINK out FROM vwap INTO FILE (path = '%s/out', format = 'jsonl');\n"
+      "CREATE SINK busy_out FROM busy INTO FILE (path = '%s/busy', format = 'csv');\n"
+      "CREATE SINK busiest_out FROM busiest INTO FILE (path = '%s/busiest', format = "
+      "'jsonl');\n"
+      "CREATE SINK hopping_out FROM hopping INTO FILE (path = '%s/hopping', format = "
+      "'jsonl');\n"
+      "CREATE SINK bursts_out FROM bursts INTO FILE (path = '%s/bursts', format = "
+      "'csv');\n"
+      "CREATE SINK running_out FROM running INTO FILE (path = '%s/running', format = "
+      "'jsonl');\n"
+      "CREATE SINK late_out FROM fills_late INTO FILE (path = '%s/late', format = "
+      "'jsonl')",
+      dir, dir, dir, dir, dir, dir, dir);
 }
 
 static inline int cmp_lines(const void* a, const void* b) {
@@ -217,7 +232,8 @@ static inline char* sink_output(const char* dir) {
 }
 
 /* Push batches [from, to), run inline, checkpoint every `every` batches. */
-static inline int feed(laminar_db* db, laminar_source* src, int64_t from, int64_t to, int every) {
+static inline int feed(laminar_db* db, laminar_source* src, int64_t from, int64_t to,
+                       int every) {
   laminar_error err;
   for (int64_t b = from; b < to; b++) {
     CHECK_CODE(push_batch(src, b, &err), LAMINAR_OK, &err);

@@ -18,7 +18,7 @@
 #ifdef LAMINAR_FAULT_INJECTION
 
 typedef struct lm_fault_session {
-  size_t size;  /* bytes of a session struct (zeroed before each run) */
+  size_t size; /* bytes of a session struct (zeroed before each run) */
   int nsteps;
   /* Step i of the session: one API call (or a few that fail together). */
   laminar_code (*step)(void* session, int i, laminar_error* err);
@@ -104,7 +104,8 @@ static inline int lm_fault_every_allocation(const lm_fault_session* f, bool pers
     failures++;
     const char* got = f->output(s, &len);
     if (len != ref_len || memcmp(got, want, len) != 0) {
-      fprintf(stderr, "nth=%lld (failed at step %d): output differs\n--- got\n%.*s--- want\n%.*s",
+      fprintf(stderr,
+              "nth=%lld (failed at step %d): output differs\n--- got\n%.*s--- want\n%.*s",
               (long long)nth, failed_step, (int)len, got, (int)ref_len, want);
       failed = 1;
     }

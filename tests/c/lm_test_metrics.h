@@ -32,12 +32,14 @@ static inline double lm_test_idle_cpu_share(const char* what) {
   double used = lm_test_cpu_seconds() - c0;
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double wall = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-  printf("%s idle: %.4f s CPU over %.3f s (%.2f%%)\n", what, used, wall, 100.0 * used / wall);
+  printf("%s idle: %.4f s CPU over %.3f s (%.2f%%)\n", what, used, wall,
+         100.0 * used / wall);
   return used / wall;
 }
 
 /* The value of (kind, name, metric) in laminar_metrics' rows, or -1. */
-static inline int64_t lm_test_metric(laminar_db* db, const char* kind, const char* name, const char* what) {
+static inline int64_t lm_test_metric(laminar_db* db, const char* kind, const char* name,
+                                     const char* what) {
   struct ArrowArrayStream st;
   laminar_error err;
   if (laminar_metrics(db, &st, &err) != LAMINAR_OK) return -1;
@@ -54,9 +56,12 @@ static inline int64_t lm_test_metric(laminar_db* db, const char* kind, const cha
           struct ArrowStringView k = ArrowArrayViewGetStringUnsafe(view.children[0], r);
           struct ArrowStringView n = ArrowArrayViewGetStringUnsafe(view.children[1], r);
           struct ArrowStringView m = ArrowArrayViewGetStringUnsafe(view.children[2], r);
-          if ((size_t)k.size_bytes == strlen(kind) && memcmp(k.data, kind, strlen(kind)) == 0 &&
-              (size_t)n.size_bytes == strlen(name) && memcmp(n.data, name, strlen(name)) == 0 &&
-              (size_t)m.size_bytes == strlen(what) && memcmp(m.data, what, strlen(what)) == 0)
+          if ((size_t)k.size_bytes == strlen(kind) &&
+              memcmp(k.data, kind, strlen(kind)) == 0 &&
+              (size_t)n.size_bytes == strlen(name) &&
+              memcmp(n.data, name, strlen(name)) == 0 &&
+              (size_t)m.size_bytes == strlen(what) &&
+              memcmp(m.data, what, strlen(what)) == 0)
             found = ArrowArrayViewGetIntUnsafe(view.children[3], r);
         }
       }

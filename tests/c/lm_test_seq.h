@@ -13,9 +13,10 @@
  * end - 1 in order (lm_test_seq_batch), for one push or push_batch; *seq
  * advances past them and counts[i] holds batch i's rows. Returns how many
  * were built, or -1 (nothing left allocated) when building failed. */
-static inline int lm_test_seq_batches(const struct ArrowSchema* schema, int64_t p, int64_t* seq,
-                                      int64_t end, int64_t batch_rows, int max, int64_t nk,
-                                      struct ArrowArray* arr, int64_t* counts) {
+static inline int lm_test_seq_batches(const struct ArrowSchema* schema, int64_t p,
+                                      int64_t* seq, int64_t end, int64_t batch_rows,
+                                      int max, int64_t nk, struct ArrowArray* arr,
+                                      int64_t* counts) {
   int n = 0;
   for (; n < max && *seq < end; n++) {
     counts[n] = end - *seq < batch_rows ? end - *seq : batch_rows;
@@ -48,7 +49,8 @@ static inline int lm_test_seq_schema(struct ArrowSchema* out, int ncols) {
   ArrowSchemaInit(out);
   if (ArrowSchemaSetTypeStruct(out, ncols) != NANOARROW_OK) return 1;
   for (int i = 0; i < ncols; i++) {
-    if (ArrowSchemaSetType(out->children[i], NANOARROW_TYPE_INT64) != NANOARROW_OK) return 1;
+    if (ArrowSchemaSetType(out->children[i], NANOARROW_TYPE_INT64) != NANOARROW_OK)
+      return 1;
     if (ArrowSchemaSetName(out->children[i], names[i]) != NANOARROW_OK) return 1;
   }
   return 0;
@@ -56,8 +58,9 @@ static inline int lm_test_seq_schema(struct ArrowSchema* out, int ncols) {
 
 /* n rows (p, first + i[, (first + i) % nk]) of a lm_test_seq_schema schema
  * (its column count decides whether k is there). 0 on success. */
-static inline int lm_test_seq_batch(const struct ArrowSchema* schema, int64_t p, int64_t first,
-                                    int64_t n, int64_t nk, struct ArrowArray* out) {
+static inline int lm_test_seq_batch(const struct ArrowSchema* schema, int64_t p,
+                                    int64_t first, int64_t n, int64_t nk,
+                                    struct ArrowArray* out) {
   struct ArrowError error;
   if (ArrowArrayInitFromSchema(out, schema, &error) != NANOARROW_OK) return 1;
   if (ArrowArrayStartAppending(out) != NANOARROW_OK) goto fail;
@@ -84,9 +87,10 @@ fail:
  * end - 1 in order (lm_test_seq_batch), for one push or push_batch; *seq
  * advances past them and counts[i] holds batch i's rows. Returns how many
  * were built, or -1 (nothing left allocated) when building failed. */
-static inline int lm_test_seq_batches(const struct ArrowSchema* schema, int64_t p, int64_t* seq,
-                                      int64_t end, int64_t batch_rows, int max, int64_t nk,
-                                      struct ArrowArray* arr, int64_t* counts) {
+static inline int lm_test_seq_batches(const struct ArrowSchema* schema, int64_t p,
+                                      int64_t* seq, int64_t end, int64_t batch_rows,
+                                      int max, int64_t nk, struct ArrowArray* arr,
+                                      int64_t* counts) {
   int n = 0;
   for (; n < max && *seq < end; n++) {
     counts[n] = end - *seq < batch_rows ? end - *seq : batch_rows;

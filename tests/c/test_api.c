@@ -13,10 +13,12 @@
 #include <string.h>
 
 static const char* QUICKSTART_SQL =
-    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
+    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
+    "BIGINT,\n"
     "                      WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);\n"
     "CREATE STREAM vwap AS\n"
-    "  SELECT symbol, window_start, SUM(price * volume) / SUM(volume) AS vwap, COUNT(*) AS n\n"
+    "  SELECT symbol, window_start, SUM(price * volume) / SUM(volume) AS vwap, COUNT(*) "
+    "AS n\n"
     "  FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND)\n"
     "  EMIT ON WINDOW CLOSE;";
 
@@ -45,14 +47,17 @@ static int test_quickstart(void) {
   CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_subscribe(db, "vwap", &sub, &err), LAMINAR_OK, &err);
   trade_row rows[] = {
-      {"AAPL", 10.0, false, 100, false, 1000}, {"AAPL", 20.0, false, 300, false, 1500},
-      {"MSFT", 5.0, false, 10, false, 1200},   {"AAPL", 30.0, false, 100, false, 2100},
+      {"AAPL", 10.0, false, 100, false, 1000},
+      {"AAPL", 20.0, false, 300, false, 1500},
+      {"MSFT", 5.0, false, 10, false, 1200},
+      {"AAPL", 30.0, false, 100, false, 2100},
   };
   CHECK(push_rows(src, rows, 4, false) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   /* watermark = 2100 - 100 = 2000: window [1000, 2000) closed. */
   result_view rv = {0};
-  CHECK_CODE(laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err), LAMINAR_OK,
+             &err);
   CHECK(rv.array.release != NULL);
   CHECK(result_view_init(&rv) == 0);
   CHECK(rv.array.length == 2);
@@ -81,7 +86,8 @@ static int test_quickstart(void) {
   CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   result_view rv2 = {0};
-  CHECK_CODE(laminar_subscription_next(sub, 0, &rv2.array, &rv2.schema, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_subscription_next(sub, 0, &rv2.array, &rv2.schema, &err), LAMINAR_OK,
+             &err);
   CHECK(rv2.array.release != NULL && result_view_init(&rv2) == 0);
   CHECK(rv2.array.length == 1);
   EXPECT(ArrowArrayViewGetIntUnsafe(rv2.view.children[1], 0) == 2000);
@@ -97,7 +103,7 @@ static int test_quickstart(void) {
 
 typedef struct ref_row {
   int64_t ws;
-  int sym;       /* -1 = NULL */
+  int sym; /* -1 = NULL */
   int64_t count_star, count_price, sum_volume, vol_count;
   double min_price, max_price, sum_price;
 } ref_row;
@@ -123,14 +129,15 @@ static int run_engine(const trade_row* rows, int64_t n, const int64_t* cuts, int
   laminar_db* db;
   laminar_error err;
   CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE SOURCE t (symbol VARCHAR, price DOUBLE, volume BIGINT, "
-                             "ts BIGINT, WATERMARK FOR ts AS ts - INTERVAL '50' MILLISECOND);"
-                             "CREATE STREAM w AS SELECT window_start AS ws, symbol, COUNT(*) AS c,"
-                             " COUNT(price) AS cp, SUM(volume) AS sv, MIN(price) AS mn,"
-                             " MAX(price) AS mx, AVG(price) AS ap, window_end AS we"
-                             " FROM t GROUP BY symbol, tumble(ts, INTERVAL '100' MILLISECOND)",
-                             &err),
+  CHECK_CODE(laminar_execute(
+                 db,
+                 "CREATE SOURCE t (symbol VARCHAR, price DOUBLE, volume BIGINT, "
+                 "ts BIGINT, WATERMARK FOR ts AS ts - INTERVAL '50' MILLISECOND);"
+                 "CREATE STREAM w AS SELECT window_start AS ws, symbol, COUNT(*) AS c,"
+                 " COUNT(price) AS cp, SUM(volume) AS sv, MIN(price) AS mn,"
+                 " MAX(price) AS mx, AVG(price) AS ap, window_end AS we"
+                 " FROM t GROUP BY symbol, tumble(ts, INTERVAL '100' MILLISECOND)",
+                 &err),
              LAMINAR_OK, &err);
   laminar_source* src;
   laminar_subscription* sub;
@@ -154,7 +161,8 @@ static int run_engine(const trade_row* rows, int64_t n, const int64_t* cuts, int
   CHECK(res != NULL);
   for (;;) {
     result_view rv = {0};
-    CHECK_CODE(laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err), LAMINAR_OK, &err);
+    CHECK_CODE(laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err), LAMINAR_OK,
+               &err);
     if (rv.array.release == NULL) break;
     CHECK(result_view_init(&rv) == 0);
     CHECK(rv.schema.n_children == 9);
@@ -173,16 +181,23 @@ static int run_engine(const trade_row* rows, int64_t n, const int64_t* cuts, int
       if (!ArrowArrayViewIsNull(ch[1], r)) {
         struct ArrowStringView s = ArrowArrayViewGetStringUnsafe(ch[1], r);
         for (int k = 0; k < 8; k++) {
-          if ((int64_t)strlen(SYMS[k]) == s.size_bytes && memcmp(SYMS[k], s.data, (size_t)s.size_bytes) == 0) o->sym = k;
+          if ((int64_t)strlen(SYMS[k]) == s.size_bytes &&
+              memcmp(SYMS[k], s.data, (size_t)s.size_bytes) == 0)
+            o->sym = k;
         }
         EXPECT(o->sym >= 0);
       }
       o->count_star = ArrowArrayViewGetIntUnsafe(ch[2], r);
       o->count_price = ArrowArrayViewGetIntUnsafe(ch[3], r);
-      o->sum_volume = ArrowArrayViewIsNull(ch[4], r) ? INT64_MIN : ArrowArrayViewGetIntUnsafe(ch[4], r);
-      o->min_price = ArrowArrayViewIsNull(ch[5], r) ? NAN : ArrowArrayViewGetDoubleUnsafe(ch[5], r);
-      o->max_price = ArrowArrayViewIsNull(ch[6], r) ? NAN : ArrowArrayViewGetDoubleUnsafe(ch[6], r);
-      o->sum_price = ArrowArrayViewIsNull(ch[7], r) ? NAN : ArrowArrayViewGetDoubleUnsafe(ch[7], r);
+      o->sum_volume = ArrowArrayViewIsNull(ch[4], r)
+                          ? INT64_MIN
+                          : ArrowArrayViewGetIntUnsafe(ch[4], r);
+      o->min_price =
+          ArrowArrayViewIsNull(ch[5], r) ? NAN : ArrowArrayViewGetDoubleUnsafe(ch[5], r);
+      o->max_price =
+          ArrowArrayViewIsNull(ch[6], r) ? NAN : ArrowArrayViewGetDoubleUnsafe(ch[6], r);
+      o->sum_price =
+          ArrowArrayViewIsNull(ch[7], r) ? NAN : ArrowArrayViewGetDoubleUnsafe(ch[7], r);
     }
     result_view_free(&rv);
   }
@@ -260,7 +275,8 @@ static int test_windows_vs_reference(void) {
     }
   }
   for (int64_t j = 0; j < nref; j++) {
-    ref[j].sum_price = ref[j].count_price ? ref[j].sum_price / (double)ref[j].count_price : NAN;
+    ref[j].sum_price =
+        ref[j].count_price ? ref[j].sum_price / (double)ref[j].count_price : NAN;
     if (ref[j].vol_count == 0) ref[j].sum_volume = INT64_MIN;
   }
   qsort(ref, (size_t)nref, sizeof(ref_row), cmp_ref);
@@ -282,9 +298,11 @@ static int test_windows_vs_reference(void) {
       ref_row* e = &ref[j];
       if (a->ws != e->ws || a->sym != e->sym || a->count_star != e->count_star ||
           a->count_price != e->count_price || a->sum_volume != e->sum_volume ||
-          !same_double(a->min_price, e->min_price) || !same_double(a->max_price, e->max_price) ||
+          !same_double(a->min_price, e->min_price) ||
+          !same_double(a->max_price, e->max_price) ||
           !same_double(a->sum_price, e->sum_price)) {
-        fprintf(stderr, "mode %d row %lld differs: ws %lld/%lld sym %d/%d count %lld/%lld\n",
+        fprintf(stderr,
+                "mode %d row %lld differs: ws %lld/%lld sym %d/%d count %lld/%lld\n",
                 mode, (long long)j, (long long)a->ws, (long long)e->ws, a->sym, e->sym,
                 (long long)a->count_star, (long long)e->count_star);
         free(got.rows);
@@ -314,7 +332,8 @@ static int test_late_rows_dropped_and_counted(void) {
   trade_row a[] = {{"X", 1.0, false, 1, false, 5000}};
   CHECK(push_rows(src, a, 1, false) == 0);
   /* watermark 4900: window [3000,4000) is closed, [4000,5000) still open. */
-  trade_row late[] = {{"X", 2.0, false, 1, false, 3500}, {"X", 3.0, false, 1, false, 4950}};
+  trade_row late[] = {{"X", 2.0, false, 1, false, 3500},
+                      {"X", 3.0, false, 1, false, 4950}};
   CHECK(push_rows(src, late, 2, false) == 0);
   CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
@@ -330,8 +349,8 @@ static int test_late_rows_dropped_and_counted(void) {
     arr.release(&arr);
   }
   EXPECT(total_rows == 2); /* windows 4000 and 5000 */
-  CHECK_CODE(laminar_stream_late_rows(db, "nope", &nlate, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
-             &err);
+  CHECK_CODE(laminar_stream_late_rows(db, "nope", &nlate, &err),
+             LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
   laminar_subscription_close(sub);
   laminar_source_close(src);
   laminar_close(db);
@@ -344,15 +363,16 @@ static int test_filter_project_and_cascade(void) {
   laminar_db* db;
   laminar_error err;
   CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db,
-                             "create source trades (symbol varchar, price double, volume bigint, "
-                             "ts bigint, watermark for ts as ts);\n"
-                             "create stream big as select symbol, price * volume as notional, ts "
-                             "from trades where volume > 500 and symbol is not null;\n"
-                             "/* streams read streams */ create stream bars as select symbol, "
-                             "window_start, sum(notional) as total, count(*) as n from big "
-                             "group by symbol, tumble(ts, interval '1' second);",
-                             &err),
+  CHECK_CODE(laminar_execute(
+                 db,
+                 "create source trades (symbol varchar, price double, volume bigint, "
+                 "ts bigint, watermark for ts as ts);\n"
+                 "create stream big as select symbol, price * volume as notional, ts "
+                 "from trades where volume > 500 and symbol is not null;\n"
+                 "/* streams read streams */ create stream bars as select symbol, "
+                 "window_start, sum(notional) as total, count(*) as n from big "
+                 "group by symbol, tumble(ts, interval '1' second);",
+                 &err),
              LAMINAR_OK, &err);
   laminar_source* src;
   laminar_subscription *s1, *s2;
@@ -368,7 +388,8 @@ static int test_filter_project_and_cascade(void) {
   CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   result_view rv = {0};
-  CHECK_CODE(laminar_subscription_next(s1, 0, &rv.array, &rv.schema, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_subscription_next(s1, 0, &rv.array, &rv.schema, &err), LAMINAR_OK,
+             &err);
   CHECK(rv.array.release != NULL && result_view_init(&rv) == 0);
   CHECK(rv.array.length == 4);
   EXPECT(ArrowArrayViewGetDoubleUnsafe(rv.view.children[1], 0) == 1200.0);
@@ -386,15 +407,18 @@ static int test_filter_project_and_cascade(void) {
   }
   EXPECT(bars == 3); /* (A,0) (B,0) (A,1000) */
   /* DROP with dependents is refused; dropping the leaf ends its subscription. */
-  CHECK_CODE(laminar_execute(db, "DROP STREAM big", &err), LAMINAR_ERR_SQL_DEPENDENCY, &err);
-  CHECK_CODE(laminar_execute(db, "DROP SOURCE trades", &err), LAMINAR_ERR_SQL_DEPENDENCY, &err);
+  CHECK_CODE(laminar_execute(db, "DROP STREAM big", &err), LAMINAR_ERR_SQL_DEPENDENCY,
+             &err);
+  CHECK_CODE(laminar_execute(db, "DROP SOURCE trades", &err), LAMINAR_ERR_SQL_DEPENDENCY,
+             &err);
   CHECK_CODE(laminar_execute(db, "DROP STREAM bars", &err), LAMINAR_OK, &err);
   struct ArrowArray arr;
   CHECK_CODE(laminar_subscription_next(s2, 10, &arr, NULL, &err),
              LAMINAR_ERR_SUBSCRIPTION_CLOSED, &err);
   CHECK_CODE(laminar_execute(db, "DROP STREAM IF EXISTS bars; DROP STREAM big", &err),
              LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "DROP STREAM big", &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
+  CHECK_CODE(laminar_execute(db, "DROP STREAM big", &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+             &err);
   CHECK_CODE(laminar_execute(db, "DROP SOURCE trades", &err), LAMINAR_OK, &err);
   /* The open producer handle now reports the source closed. */
   struct ArrowArray a2;
@@ -411,8 +435,8 @@ static int test_filter_project_and_cascade(void) {
   return 0;
 }
 
-static int read_string_cell(struct ArrowArrayStream* st, int64_t col, int64_t row, char* out,
-                            size_t cap, int64_t* out_rows) {
+static int read_string_cell(struct ArrowArrayStream* st, int64_t col, int64_t row,
+                            char* out, size_t cap, int64_t* out_rows) {
   struct ArrowSchema schema;
   struct ArrowArray array;
   CHECK(st->get_schema(st, &schema) == 0);
@@ -455,15 +479,18 @@ static int test_show_describe_schema(void) {
   CHECK_CODE(laminar_query(db, "DESCRIBE vwap", &st, &err), LAMINAR_OK, &err);
   CHECK(read_string_cell(&st, 0, 2, cell, sizeof cell, &nrows) == 0);
   EXPECT(nrows == 4 && strcmp(cell, "vwap") == 0);
-  CHECK_CODE(laminar_query(db, "DESCRIBE nothing", &st, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
-  CHECK_CODE(laminar_query(db, "DROP STREAM vwap", &st, &err), LAMINAR_ERR_SQL_UNSUPPORTED, &err);
+  CHECK_CODE(laminar_query(db, "DESCRIBE nothing", &st, &err),
+             LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
+  CHECK_CODE(laminar_query(db, "DROP STREAM vwap", &st, &err),
+             LAMINAR_ERR_SQL_UNSUPPORTED, &err);
   struct ArrowSchema schema;
   CHECK_CODE(laminar_schema(db, "vwap", &schema, &err), LAMINAR_OK, &err);
   EXPECT(schema.n_children == 4);
   EXPECT(strcmp(schema.children[2]->format, "g") == 0);
   EXPECT(strcmp(schema.children[1]->format, "l") == 0);
   schema.release(&schema);
-  CHECK_CODE(laminar_schema(db, "zzz", &schema, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
+  CHECK_CODE(laminar_schema(db, "zzz", &schema, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+             &err);
   laminar_close(db);
   return 0;
 }
@@ -475,8 +502,9 @@ static int test_sql_errors_have_positions(void) {
   laminar_error err;
   laminar_subscription* sub_unused = NULL;
   CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE t (a BIGINT, b VARCHAR, ts BIGINT);", &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE SOURCE t (a BIGINT, b VARCHAR, ts BIGINT);", &err),
+      LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS\nSELECT a +\nFROM t", &err),
              LAMINAR_ERR_SQL_SYNTAX, &err);
   EXPECT(err.line == 3 && err.column == 1);
@@ -489,38 +517,49 @@ static int test_sql_errors_have_positions(void) {
   EXPECT(err.line == 2 && err.column == 13 && strcmp(err.column_name, "zz") == 0);
   CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT a + b FROM t", &err),
              LAMINAR_ERR_TYPE_MISMATCH, &err);
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE STREAM s AS SELECT b, a, COUNT(*) FROM t GROUP BY b, "
-                             "tumble(ts, INTERVAL '1' SECOND)",
-                             &err),
-             LAMINAR_ERR_SQL_GROUPING, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE STREAM s AS SELECT b, a, COUNT(*) FROM t GROUP BY b, "
+                      "tumble(ts, INTERVAL '1' SECOND)",
+                      &err),
+      LAMINAR_ERR_SQL_GROUPING, &err);
   EXPECT(err.column == 30);
   CHECK_CODE(laminar_execute(db, "CREATE SOURCE t (x BIGINT)", &err),
              LAMINAR_ERR_SQL_DUPLICATE_OBJECT, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE IF NOT EXISTS t (x BIGINT)", &err), LAMINAR_OK,
-             &err);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE u (x FLOAT16)", &err), LAMINAR_ERR_UNKNOWN_TYPE,
-             &err);
+  CHECK_CODE(laminar_execute(db, "CREATE SOURCE IF NOT EXISTS t (x BIGINT)", &err),
+             LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, "CREATE SOURCE u (x FLOAT16)", &err),
+             LAMINAR_ERR_UNKNOWN_TYPE, &err);
   CHECK_CODE(laminar_execute(db, "CREATE SOURCE u (x BIGINT, x BIGINT)", &err),
              LAMINAR_ERR_SCHEMA_INVALID, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE u (x BIGINT) WITH (colour = 'red')", &err),
-             LAMINAR_ERR_CONFIG_KEY, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE u (x BIGINT) WITH (buffer_size = 3)", &err),
-             LAMINAR_ERR_CONFIG_VALUE, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE SOURCE u (x BIGINT) WITH (colour = 'red')", &err),
+      LAMINAR_ERR_CONFIG_KEY, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE SOURCE u (x BIGINT) WITH (buffer_size = 3)", &err),
+      LAMINAR_ERR_CONFIG_VALUE, &err);
   CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT a FROM t EMIT CHANGES", &err),
              LAMINAR_ERR_SQL_UNSUPPORTED, &err);
   /* A syntax error anywhere applies nothing; a later statement's semantic error
    * leaves the statements before it applied. */
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM ok AS SELECT a FROM t; CREATE STREAM bad AS SELECT", &err),
-             LAMINAR_ERR_SQL_SYNTAX, &err);
-  CHECK_CODE(laminar_subscribe(db, "ok", &sub_unused, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM ok AS SELECT a FROM t;\nCREATE STREAM bad AS SELECT q FROM t", &err),
-             LAMINAR_ERR_SQL_UNKNOWN_COLUMN, &err);
+  CHECK_CODE(
+      laminar_execute(
+          db, "CREATE STREAM ok AS SELECT a FROM t; CREATE STREAM bad AS SELECT", &err),
+      LAMINAR_ERR_SQL_SYNTAX, &err);
+  CHECK_CODE(laminar_subscribe(db, "ok", &sub_unused, &err),
+             LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
+  CHECK_CODE(
+      laminar_execute(
+          db,
+          "CREATE STREAM ok AS SELECT a FROM t;\nCREATE STREAM bad AS SELECT q FROM t",
+          &err),
+      LAMINAR_ERR_SQL_UNKNOWN_COLUMN, &err);
   EXPECT(err.line == 2 && err.column == 29);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "ok", &sub, &err), LAMINAR_OK, &err);
   laminar_subscription_close(sub);
-  CHECK_CODE(laminar_subscribe(db, "t", &sub, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
+  CHECK_CODE(laminar_subscribe(db, "t", &sub, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+             &err);
   laminar_close(db);
   return 0;
 }
@@ -542,7 +581,8 @@ static int test_rejected_push_keeps_earlier_data(void) {
   laminar_error err;
   CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, QUICKSTART_SQL, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM raw AS SELECT * FROM trades", &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, "CREATE STREAM raw AS SELECT * FROM trades", &err),
+             LAMINAR_OK, &err);
   laminar_source* src;
   laminar_subscription* sub;
   CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
@@ -554,25 +594,29 @@ static int test_rejected_push_keeps_earlier_data(void) {
   struct ArrowArray array;
   struct ArrowSchema schema;
   CHECK(build_trades(bad, 2, false, &array, &schema) == 0);
-  CHECK_CODE(laminar_source_push(src, &array, &schema, &err), LAMINAR_ERR_NULL_VIOLATION, &err);
+  CHECK_CODE(laminar_source_push(src, &array, &schema, &err), LAMINAR_ERR_NULL_VIOLATION,
+             &err);
   EXPECT(strcmp(err.column_name, "symbol") == 0);
   EXPECT(array.release != NULL);
   /* Wrong type: rename a column's format. */
   const char* saved = schema.children[1]->format;
   schema.children[1]->format = "l";
-  CHECK_CODE(laminar_source_push(src, &array, &schema, &err), LAMINAR_ERR_COLUMN_TYPE, &err);
+  CHECK_CODE(laminar_source_push(src, &array, &schema, &err), LAMINAR_ERR_COLUMN_TYPE,
+             &err);
   EXPECT(strcmp(err.column_name, "price") == 0);
   schema.children[1]->format = saved;
   /* Malformed: non-monotone string offsets (checked before NULLs). */
   int32_t* offsets = (int32_t*)array.children[0]->buffers[1];
   int32_t keep = offsets[1];
   offsets[1] = offsets[2] + 7;
-  CHECK_CODE(laminar_source_push(src, &array, &schema, &err), LAMINAR_ERR_ARROW_INVALID, &err);
+  CHECK_CODE(laminar_source_push(src, &array, &schema, &err), LAMINAR_ERR_ARROW_INVALID,
+             &err);
   EXPECT(strcmp(err.column_name, "symbol") == 0);
   offsets[1] = keep;
   /* Released array. */
   struct ArrowArray released = {0};
-  CHECK_CODE(laminar_source_push(src, &released, &schema, &err), LAMINAR_ERR_ARROW_RELEASED, &err);
+  CHECK_CODE(laminar_source_push(src, &released, &schema, &err),
+             LAMINAR_ERR_ARROW_RELEASED, &err);
   array.release(&array);
   schema.release(&schema);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
@@ -594,7 +638,8 @@ static int test_misuse_and_config(void) {
   laminar_config_destroy(NULL);
   laminar_config* cfg;
   CHECK_CODE(laminar_config_create(&cfg), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_config_set(cfg, "buffer_size", "100", &err), LAMINAR_ERR_CONFIG_VALUE, &err);
+  CHECK_CODE(laminar_config_set(cfg, "buffer_size", "100", &err),
+             LAMINAR_ERR_CONFIG_VALUE, &err);
   CHECK_CODE(laminar_config_set(cfg, "nope", "1", &err), LAMINAR_ERR_CONFIG_KEY, &err);
   CHECK_CODE(laminar_config_set(cfg, "buffer_size", "4", &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_open(cfg, &db, &err), LAMINAR_OK, &err);
@@ -604,14 +649,16 @@ static int test_misuse_and_config(void) {
   laminar_source* src2;
   CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_open(db, "trades", &src2, &err), LAMINAR_ERR_STATE, &err);
-  CHECK_CODE(laminar_source_open(db, "vwap", &src2, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
+  CHECK_CODE(laminar_source_open(db, "vwap", &src2, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+             &err);
   /* Queue of 4: the fifth push without a driver is refused, nothing lost. */
   trade_row r[] = {{"A", 1.0, false, 1, false, 10}};
   for (int i = 0; i < 4; i++) CHECK(push_rows(src, r, 1, false) == 0);
   struct ArrowArray array;
   struct ArrowSchema schema;
   CHECK(build_trades(r, 1, false, &array, &schema) == 0);
-  CHECK_CODE(laminar_source_push(src, &array, &schema, &err), LAMINAR_ERR_QUEUE_FULL, &err);
+  CHECK_CODE(laminar_source_push(src, &array, &schema, &err), LAMINAR_ERR_QUEUE_FULL,
+             &err);
   CHECK(array.release != NULL);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_push(src, &array, &schema, &err), LAMINAR_OK, &err);
@@ -649,7 +696,8 @@ static int test_threaded_blocking_next(void) {
   laminar_subscription* late_sub;
   CHECK_CODE(laminar_subscribe(db, "vwap", &late_sub, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_subscription_next(late_sub, 10000, &arr, NULL, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_subscription_next(late_sub, 10000, &arr, NULL, &err), LAMINAR_OK,
+             &err);
   CHECK(arr.release != NULL);
   arr.release(&arr);
   laminar_subscription_close(late_sub);
@@ -662,8 +710,9 @@ static int test_stream_interface(void) {
   laminar_error err;
   CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, QUICKSTART_SQL, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM raw AS SELECT symbol, price FROM trades", &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE STREAM raw AS SELECT symbol, price FROM trades", &err),
+      LAMINAR_OK, &err);
   laminar_source* src;
   laminar_subscription* sub;
   CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
@@ -705,8 +754,8 @@ static int build_events(const char* const* keys, const int64_t* times, int64_t n
   CHECK(ArrowSchemaSetTypeStruct(schema, 2) == NANOARROW_OK);
   CHECK(ArrowSchemaSetType(schema->children[0], NANOARROW_TYPE_STRING) == NANOARROW_OK);
   CHECK(ArrowSchemaSetName(schema->children[0], "k") == NANOARROW_OK);
-  CHECK(ArrowSchemaSetTypeDateTime(schema->children[1], NANOARROW_TYPE_TIMESTAMP, unit, NULL) ==
-        NANOARROW_OK);
+  CHECK(ArrowSchemaSetTypeDateTime(schema->children[1], NANOARROW_TYPE_TIMESTAMP, unit,
+                                   NULL) == NANOARROW_OK);
   CHECK(ArrowSchemaSetName(schema->children[1], "t") == NANOARROW_OK);
   CHECK(ArrowArrayInitFromSchema(array, schema, NULL) == NANOARROW_OK);
   CHECK(ArrowArrayStartAppending(array) == NANOARROW_OK);
@@ -724,12 +773,13 @@ static int test_timestamp_windows(void) {
   laminar_db* db;
   laminar_error err;
   CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE SOURCE e (k VARCHAR, t TIMESTAMP,"
-                             " WATERMARK FOR t AS t - INTERVAL '2' MINUTE);"
-                             "CREATE STREAM m AS SELECT k, window_start, window_end, COUNT(*) AS c"
-                             " FROM e GROUP BY k, tumble(t, INTERVAL '1' MINUTE)",
-                             &err),
+  CHECK_CODE(laminar_execute(
+                 db,
+                 "CREATE SOURCE e (k VARCHAR, t TIMESTAMP,"
+                 " WATERMARK FOR t AS t - INTERVAL '2' MINUTE);"
+                 "CREATE STREAM m AS SELECT k, window_start, window_end, COUNT(*) AS c"
+                 " FROM e GROUP BY k, tumble(t, INTERVAL '1' MINUTE)",
+                 &err),
              LAMINAR_OK, &err);
   laminar_source* src;
   laminar_subscription* sub;
@@ -753,7 +803,8 @@ static int test_timestamp_windows(void) {
   CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   result_view rv = {0};
-  CHECK_CODE(laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err), LAMINAR_OK,
+             &err);
   CHECK(rv.array.release != NULL && result_view_init(&rv) == 0);
   EXPECT(strcmp(rv.schema.children[1]->format, "tsu:") == 0);
   /* 1700000000 s lies in the minute starting 1699999980 s; 1700000059 in the next. */
@@ -762,7 +813,8 @@ static int test_timestamp_windows(void) {
   int64_t we0 = ArrowArrayViewGetIntUnsafe(rv.view.children[2], 0);
   EXPECT(ws0 == 1699999980LL * 1000000);
   EXPECT(we0 == 1700000040LL * 1000000);
-  EXPECT(ArrowArrayViewGetIntUnsafe(rv.view.children[3], 0) == 6); /* a: 2 rows x 3 units */
+  EXPECT(ArrowArrayViewGetIntUnsafe(rv.view.children[3], 0) ==
+         6); /* a: 2 rows x 3 units */
   EXPECT(ArrowArrayViewGetIntUnsafe(rv.view.children[1], 1) == 1700000040LL * 1000000);
   EXPECT(ArrowArrayViewGetIntUnsafe(rv.view.children[3], 1) == 3);
   result_view_free(&rv);
@@ -781,27 +833,30 @@ static int test_smallest_queues_progress(void) {
   CHECK_CODE(laminar_config_set(cfg, "buffer_size", "2", &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_open(cfg, &db, &err), LAMINAR_OK, &err);
   laminar_config_destroy(cfg);
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE SOURCE trades (symbol VARCHAR, price DOUBLE, volume BIGINT,"
-                             " ts BIGINT, WATERMARK FOR ts AS ts);"
-                             "CREATE STREAM m1 AS SELECT symbol, ts, volume FROM trades;"
-                             "CREATE STREAM w1 AS SELECT symbol, window_start AS ws, SUM(volume) AS v"
-                             " FROM m1 GROUP BY symbol, tumble(ts, INTERVAL '10' MILLISECOND);"
-                             "CREATE STREAM m2 AS SELECT symbol, ws, v * 2 AS v2 FROM w1;"
-                             "CREATE STREAM w2 AS SELECT window_start, COUNT(*) AS n FROM m2"
-                             " GROUP BY tumble(ws, INTERVAL '100' MILLISECOND)",
-                             &err),
+  CHECK_CODE(laminar_execute(
+                 db,
+                 "CREATE SOURCE trades (symbol VARCHAR, price DOUBLE, volume BIGINT,"
+                 " ts BIGINT, WATERMARK FOR ts AS ts);"
+                 "CREATE STREAM m1 AS SELECT symbol, ts, volume FROM trades;"
+                 "CREATE STREAM w1 AS SELECT symbol, window_start AS ws, SUM(volume) AS v"
+                 " FROM m1 GROUP BY symbol, tumble(ts, INTERVAL '10' MILLISECOND);"
+                 "CREATE STREAM m2 AS SELECT symbol, ws, v * 2 AS v2 FROM w1;"
+                 "CREATE STREAM w2 AS SELECT window_start, COUNT(*) AS n FROM m2"
+                 " GROUP BY tumble(ws, INTERVAL '100' MILLISECOND)",
+                 &err),
              LAMINAR_OK, &err);
   const char* names[] = {"m1", "w1", "m2", "w2"};
   laminar_subscription* subs[4];
-  for (int i = 0; i < 4; i++) CHECK_CODE(laminar_subscribe(db, names[i], &subs[i], &err), LAMINAR_OK, &err);
+  for (int i = 0; i < 4; i++)
+    CHECK_CODE(laminar_subscribe(db, names[i], &subs[i], &err), LAMINAR_OK, &err);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
   int64_t rows[4] = {0, 0, 0, 0};
   /* 50 batches, then the final watermark; after each step drain every queue. */
   for (int b = 0; b <= 50; b++) {
     if (b < 50) {
-      trade_row r[] = {{"A", 1.0, false, 1, false, b * 7}, {"B", 1.0, false, 2, false, b * 7 + 3}};
+      trade_row r[] = {{"A", 1.0, false, 1, false, b * 7},
+                       {"B", 1.0, false, 2, false, b * 7 + 3}};
       CHECK(push_rows(src, r, 2, false) == 0);
     } else {
       CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
@@ -810,7 +865,8 @@ static int test_smallest_queues_progress(void) {
     for (int i = 0; i < 4; i++) {
       for (;;) {
         struct ArrowArray arr;
-        CHECK_CODE(laminar_subscription_next(subs[i], 0, &arr, NULL, &err), LAMINAR_OK, &err);
+        CHECK_CODE(laminar_subscription_next(subs[i], 0, &arr, NULL, &err), LAMINAR_OK,
+                   &err);
         if (arr.release == NULL) break;
         rows[i] += arr.length;
         arr.release(&arr);

@@ -32,8 +32,12 @@ typedef struct cols6 {
   int64_t* ts;
 } cols6;
 
-static const char* const WORDS[] = {"", "a", "M\xc3\xbcnchen", "\xe6\x9d\xb1\xe4\xba\xac",
-                                    "with,comma", "0123456789abcdef0123456789"};
+static const char* const WORDS[] = {"",
+                                    "a",
+                                    "M\xc3\xbcnchen",
+                                    "\xe6\x9d\xb1\xe4\xba\xac",
+                                    "with,comma",
+                                    "0123456789abcdef0123456789"};
 
 static void make(cols6* c, int64_t n) {
   memset(c, 0, sizeof *c);
@@ -87,7 +91,8 @@ static bool same_value(const lm_vec* a, const lm_vec* b, int64_t r) {
     return x.len == y.len && (x.len == 0 || memcmp(x.ptr, y.ptr, (size_t)x.len) == 0);
   }
   int64_t w = lm_type_width(a->type);
-  return memcmp((const char*)a->data + r * w, (const char*)b->data + r * w, (size_t)w) == 0;
+  return memcmp((const char*)a->data + r * w, (const char*)b->data + r * w, (size_t)w) ==
+         0;
 }
 
 static int test_roundtrip(void) {
@@ -111,7 +116,8 @@ static int test_roundtrip(void) {
     CHECK(r.pos == w.len && back->nrows == n && back->ncols == 6);
     int bad = 0;
     for (int k = 0; k < 6; k++)
-      for (int64_t row = 0; row < n; row++) bad += !same_value(&c.v[k], &back->cols[k], row);
+      for (int64_t row = 0; row < n; row++)
+        bad += !same_value(&c.v[k], &back->cols[k], row);
     EXPECT(bad == 0);
     lm_batch_unref(back);
 

@@ -1142,7 +1142,8 @@ static int test_wide_match_linear(void) {
     }
     CHECK(ArrowArrayInitFromSchema(&array, &schema, NULL) == 0);
     CHECK(ArrowArrayStartAppending(&array) == 0);
-    for (int i = 0; i < WIDE; i++) CHECK(ArrowArrayAppendInt(array.children[i], order[i]) == 0);
+    for (int i = 0; i < WIDE; i++)
+      CHECK(ArrowArrayAppendInt(array.children[i], order[i]) == 0);
     CHECK(ArrowArrayFinishElement(&array) == 0);
     CHECK(ArrowArrayFinishBuildingDefault(&array, NULL) == 0);
     int64_t before = lm_arrow_name_compares();
@@ -1151,8 +1152,8 @@ static int test_wide_match_linear(void) {
     CHECK_CODE(lm_arrow_import(&src, "wide", &array, &schema, &b, &err), LAMINAR_OK,
                errp(&err));
     int64_t compares = lm_arrow_name_compares() - before;
-    fprintf(stderr, "  variant %d: %" PRId64 " name comparisons for %d columns\n", variant,
-            compares, WIDE);
+    fprintf(stderr, "  variant %d: %" PRId64 " name comparisons for %d columns\n",
+            variant, compares, WIDE);
     EXPECT(compares >= WIDE);
     EXPECT(compares <= 4 * WIDE);
     CHECK(b->ncols == WIDE);

@@ -82,7 +82,8 @@ static void* own(craft* c, size_t size) {
  * one byte past them faults. */
 static void* tail_of_mapping(craft* c, size_t size) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  uint8_t* m = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  uint8_t* m =
+      mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return NULL;
   munmap(m + page, page);
   c->mapped = m;
@@ -91,7 +92,8 @@ static void* tail_of_mapping(craft* c, size_t size) {
   return m + page - size;
 }
 
-static void leaf(struct ArrowArray* a, int64_t length, int64_t n_buffers, const void** buffers) {
+static void leaf(struct ArrowArray* a, int64_t length, int64_t n_buffers,
+                 const void** buffers) {
   memset(a, 0, sizeof *a);
   a->length = length;
   a->null_count = 0;
@@ -264,15 +266,17 @@ static int expect_refused(const char* label, struct ArrowArray* array,
     return 1;
   }
   if (rc != LAMINAR_ERR_ARROW_INVALID) {
-    fprintf(stderr, "%s: push returned %d, want 3001 (%s)\n", label, (int)rc, err.message);
+    fprintf(stderr, "%s: push returned %d, want 3001 (%s)\n", label, (int)rc,
+            err.message);
   }
-  if (getenv("LM_TEST_VERBOSE") != NULL) fprintf(stderr, "  %s: %s\n", label, err.message);
+  if (getenv("LM_TEST_VERBOSE") != NULL)
+    fprintf(stderr, "  %s: %s\n", label, err.message);
   CHECK(rc == LAMINAR_ERR_ARROW_INVALID);
   CHECK(strncmp(err.message, "LDB-3001: ", 10) == 0);
   CHECK(strcmp(err.object, "t") == 0);
   if (column != NULL && strcmp(err.column_name, column) != 0) {
-    fprintf(stderr, "%s: error names column '%s', want '%s' (%s)\n", label, err.column_name,
-            column, err.message);
+    fprintf(stderr, "%s: error names column '%s', want '%s' (%s)\n", label,
+            err.column_name, column, err.message);
     return 1;
   }
   CHECK(*releases == 0);
@@ -320,7 +324,8 @@ static int test_utf8_offsets_past_one_byte(void) {
   c->s_buffers[1] = off;
   c->s_buffers[2] = tail_of_mapping(c, 1);
   CHECK(c->s_buffers[2] != NULL);
-  return expect_refused("utf8 offsets 2^31-1 past 1 byte", &array, &schema, "s", &releases);
+  return expect_refused("utf8 offsets 2^31-1 past 1 byte", &array, &schema, "s",
+                        &releases);
 }
 
 /* large_utf8 whose last offset is 2^40 over a 1-byte data buffer. */
@@ -346,7 +351,8 @@ static int test_huge_offset_with_bitmap(void) {
   v->null_count = -1;
   c->v_buffers[0] = tail_of_mapping(c, 1);
   CHECK(c->v_buffers[0] != NULL);
-  return expect_refused("offset 2^40 with a 1-byte bitmap", &array, &schema, "v", &releases);
+  return expect_refused("offset 2^40 with a 1-byte bitmap", &array, &schema, "v",
+                        &releases);
 }
 
 /* The struct's own offset 2^40 with a 1-byte validity bitmap. */
@@ -425,7 +431,8 @@ static int test_dictionary_offsets_not_monotone(void) {
   CRAFT(2, false);
   int32_t* doff = (int32_t*)c->dict_buffers[1];
   doff[1] = 5; /* 0, 5, 3 */
-  return expect_refused("dictionary offsets not monotone", &array, &schema, "d", &releases);
+  return expect_refused("dictionary offsets not monotone", &array, &schema, "d",
+                        &releases);
 }
 
 static int test_dictionary_index_past_end(void) {
@@ -491,8 +498,10 @@ static int test_header_fields(void) {
   for (size_t i = 0; i < sizeof kHeaderCases / sizeof kHeaderCases[0]; i++) {
     const header_case* h = &kHeaderCases[i];
     CRAFT(2, false);
-    struct ArrowArray* a = h->array < 0 ? &array : h->array == NCOLS ? &c->dict : &c->cols[h->array];
-    int64_t* field = h->field == F_LENGTH ? &a->length
+    struct ArrowArray* a = h->array < 0        ? &array
+                           : h->array == NCOLS ? &c->dict
+                                               : &c->cols[h->array];
+    int64_t* field = h->field == F_LENGTH   ? &a->length
                      : h->field == F_OFFSET ? &a->offset
                                             : &a->null_count;
     *field = h->value;
@@ -535,7 +544,8 @@ static int test_metadata_count_too_large(void) {
   CRAFT(2, false);
   const int32_t words[] = {0x41414141};
   CHECK(set_metadata(&schema, words, 1) == 0);
-  return expect_refused("metadata pair count 0x41414141", &array, &schema, NULL, &releases);
+  return expect_refused("metadata pair count 0x41414141", &array, &schema, NULL,
+                        &releases);
 }
 
 static int test_metadata_negative_key_length(void) {
@@ -557,7 +567,8 @@ static int test_metadata_on_column(void) {
   CRAFT(2, false);
   const int32_t words[] = {2, 0, -1};
   CHECK(set_metadata(schema.children[COL_V], words, 3) == 0);
-  return expect_refused("column metadata value length -1", &array, &schema, "v", &releases);
+  return expect_refused("column metadata value length -1", &array, &schema, "v",
+                        &releases);
 }
 
 /* On a dictionary's value type: the error names the column. */

@@ -117,10 +117,10 @@ typedef struct prod {
   lm_mpsc* q;
   int id;
   uint64_t n;
-  uint32_t run;         /* items per push_all (1: lm_mpsc_push) */
-  bool steal;           /* also steal (drop_oldest): on a full queue take the head */
+  uint32_t run; /* items per push_all (1: lm_mpsc_push) */
+  bool steal;   /* also steal (drop_oldest): on a full queue take the head */
   atomic_uint_fast64_t stolen; /* items this producer took off the queue */
-  uint64_t* seen;       /* with steal: per-producer counts of what it took */
+  uint64_t* seen;              /* with steal: per-producer counts of what it took */
   atomic_bool* go;
 } prod;
 
@@ -199,7 +199,8 @@ static int consume(lm_mpsc* q, prod* ps, int np, uint64_t total, uint32_t run,
   return 0;
 }
 
-static int run_producers(uint32_t capacity, uint32_t run, bool steal, uint64_t per_producer) {
+static int run_producers(uint32_t capacity, uint32_t run, bool steal,
+                         uint64_t per_producer) {
   lm_mpsc* q;
   CHECK(lm_mpsc_create(capacity, steal, &q) == LAMINAR_OK);
   lm_mpsc_set_multi(q);
@@ -210,12 +211,18 @@ static int run_producers(uint32_t capacity, uint32_t run, bool steal, uint64_t p
   pthread_t th[NPROD];
   uint64_t total = 0;
   for (int i = 0; i < NPROD; i++) {
-    ps[i] = (prod){.q = q, .id = i + 1, .n = per_producer, .run = run, .steal = steal,
-                   .seen = seen[i], .go = &go};
+    ps[i] = (prod){.q = q,
+                   .id = i + 1,
+                   .n = per_producer,
+                   .run = run,
+                   .steal = steal,
+                   .seen = seen[i],
+                   .go = &go};
     atomic_init(&ps[i].stolen, 0);
     total += ps[i].n;
   }
-  for (int i = 0; i < NPROD; i++) CHECK(pthread_create(&th[i], NULL, prod_main, &ps[i]) == 0);
+  for (int i = 0; i < NPROD; i++)
+    CHECK(pthread_create(&th[i], NULL, prod_main, &ps[i]) == 0);
   atomic_store(&go, true);
   uint64_t counts[NPROD + 1] = {0};
   uint64_t got = 0;
@@ -234,9 +241,13 @@ static int run_producers(uint32_t capacity, uint32_t run, bool steal, uint64_t p
   return 0;
 }
 
-static int test_four_producers_order(void) { return run_producers(1024, 1, false, PER_PRODUCER); }
+static int test_four_producers_order(void) {
+  return run_producers(1024, 1, false, PER_PRODUCER);
+}
 
-static int test_four_producers_runs_contiguous(void) { return run_producers(1024, 8, false, PER_PRODUCER); }
+static int test_four_producers_runs_contiguous(void) {
+  return run_producers(1024, 8, false, PER_PRODUCER);
+}
 
 /* Capacity 2: producers meet a full queue all the time (fewer items: each
  * push mostly waits for the consumer). */
@@ -244,7 +255,9 @@ static int test_four_producers_tiny_queue(void) {
   return run_producers(2, 1, false, PER_PRODUCER / 50);
 }
 
-static int test_stealing_producers_exactly_once(void) { return run_producers(16, 1, true, PER_PRODUCER / 4); }
+static int test_stealing_producers_exactly_once(void) {
+  return run_producers(16, 1, true, PER_PRODUCER / 4);
+}
 
 /* The upgrade keeps what the single producer queued: its items come first,
  * in order, before anything pushed after the upgrade. */
@@ -282,20 +295,28 @@ static int test_wait_parse(void) {
     lm_wait_kind kind;
     uint32_t spins;
     const char* canon;
-  } good[] = {{"spin", LM_WAIT_SPIN, 100, "spin"},
-              {"PARK", LM_WAIT_PARK, 100, "park"},
-              {"spin_yield", LM_WAIT_SPIN_YIELD, 100, "spin_yield(100)"},
-              {" spin_yield( 7 ) ", LM_WAIT_SPIN_YIELD, 7, "spin_yield(7)"},
-              {"Spin_Yield(0)", LM_WAIT_SPIN_YIELD, 0, "spin_yield(0)"},
-              {"spin_yield(100000000)", LM_WAIT_SPIN_YIELD, 100000000, "spin_yield(100000000)"}};
+  } good[] = {
+      {"spin", LM_WAIT_SPIN, 100, "spin"},
+      {"PARK", LM_WAIT_PARK, 100, "park"},
+      {"spin_yield", LM_WAIT_SPIN_YIELD, 100, "spin_yield(100)"},
+      {" spin_yield( 7 ) ", LM_WAIT_SPIN_YIELD, 7, "spin_yield(7)"},
+      {"Spin_Yield(0)", LM_WAIT_SPIN_YIELD, 0, "spin_yield(0)"},
+      {"spin_yield(100000000)", LM_WAIT_SPIN_YIELD, 100000000, "spin_yield(100000000)"}};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     CHECK(lm_wait_parse(good[i].text, &w));
     EXPECT(w.kind == good[i].kind && w.spins == good[i].spins);
     lm_wait_format(&w, buf, sizeof buf);
     EXPECT(strcmp(buf, good[i].canon) == 0);
   }
-  static const char* bad[] = {"", "spinner", "spin_yield(", "spin_yield()", "spin_yield(-1)",
-                              "spin_yield(100000001)", "spin_yield(3)x", "sleep", "spin yield",
+  static const char* bad[] = {"",
+                              "spinner",
+                              "spin_yield(",
+                              "spin_yield()",
+                              "spin_yield(-1)",
+                              "spin_yield(100000001)",
+                              "spin_yield(3)x",
+                              "sleep",
+                              "spin yield",
                               "park(3)"};
   w = lm_wait_default();
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -303,7 +324,8 @@ static int test_wait_parse(void) {
     EXPECT(w.kind == LM_WAIT_PARK);  // unchanged on failure
   }
   EXPECT(!lm_wait_parse(NULL, &w));
-  lm_wait spin = {LM_WAIT_SPIN, 0}, sy = {LM_WAIT_SPIN_YIELD, 5}, sy9 = {LM_WAIT_SPIN_YIELD, 9};
+  lm_wait spin = {LM_WAIT_SPIN, 0}, sy = {LM_WAIT_SPIN_YIELD, 5},
+          sy9 = {LM_WAIT_SPIN_YIELD, 9};
   EXPECT(lm_wait_eager(lm_wait_default(), sy).kind == LM_WAIT_SPIN_YIELD);
   EXPECT(lm_wait_eager(sy, spin).kind == LM_WAIT_SPIN);
   EXPECT(lm_wait_eager(sy, sy9).spins == 9);

@@ -33,20 +33,23 @@ static int test_settings(void) {
   laminar_error err;
   laminar_db* db = NULL;
   CHECK(laminar_config_create(&c) == LAMINAR_OK);
-  CHECK_CODE(laminar_config_set(c, "wal_mode", "sometimes", &err), LAMINAR_ERR_CONFIG_VALUE, &err);
-  CHECK_CODE(laminar_config_set(c, "checkpoint_interval", "soon", &err), LAMINAR_ERR_CONFIG_VALUE,
-             &err);
-  CHECK_CODE(laminar_config_set(c, "checkpoint_keep", "0", &err), LAMINAR_ERR_CONFIG_VALUE, &err);
-  CHECK_CODE(laminar_config_set(c, "wal_io", "carrier-pigeon", &err), LAMINAR_ERR_CONFIG_VALUE,
-             &err);
-  CHECK_CODE(laminar_config_set(c, "wal_direct_io", "sometimes", &err), LAMINAR_ERR_CONFIG_VALUE,
-             &err);
+  CHECK_CODE(laminar_config_set(c, "wal_mode", "sometimes", &err),
+             LAMINAR_ERR_CONFIG_VALUE, &err);
+  CHECK_CODE(laminar_config_set(c, "checkpoint_interval", "soon", &err),
+             LAMINAR_ERR_CONFIG_VALUE, &err);
+  CHECK_CODE(laminar_config_set(c, "checkpoint_keep", "0", &err),
+             LAMINAR_ERR_CONFIG_VALUE, &err);
+  CHECK_CODE(laminar_config_set(c, "wal_io", "carrier-pigeon", &err),
+             LAMINAR_ERR_CONFIG_VALUE, &err);
+  CHECK_CODE(laminar_config_set(c, "wal_direct_io", "sometimes", &err),
+             LAMINAR_ERR_CONFIG_VALUE, &err);
   CHECK(strstr(err.message, "wal_direct_io") != NULL);
   CHECK_CODE(laminar_config_set(c, "wal_direct_io", "off", &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_config_set(c, "wal_mode", "sync", &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_open(c, &db, &err), LAMINAR_ERR_CONFIG_CONFLICT, &err);
   CHECK(db == NULL && strstr(err.message, "checkpoint_interval") != NULL);
-  CHECK_CODE(laminar_config_set(c, "checkpoint_interval", "250 ms", &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_config_set(c, "checkpoint_interval", "250 ms", &err), LAMINAR_OK,
+             &err);
   CHECK_CODE(laminar_open(c, &db, &err), LAMINAR_ERR_CONFIG_CONFLICT, &err);
   CHECK(strstr(err.message, "data_dir") != NULL);
   laminar_config_destroy(c);
@@ -54,11 +57,13 @@ static int test_settings(void) {
   CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_ERR_STATE, &err);
   CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE SINK s FROM vwap INTO FILE (path = '/tmp/x')", &err),
-             LAMINAR_ERR_CONFIG_CONFLICT, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE SINK s FROM vwap INTO FILE (path = '/tmp/x')", &err),
+      LAMINAR_ERR_CONFIG_CONFLICT, &err);
   CHECK(err.line == 1);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE t (a BIGINT) WITH (wal_mode = 'sync')", &err),
-             LAMINAR_ERR_CONFIG_CONFLICT, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE SOURCE t (a BIGINT) WITH (wal_mode = 'sync')", &err),
+      LAMINAR_ERR_CONFIG_CONFLICT, &err);
   laminar_source* src;
   int64_t off = -1;
   CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
@@ -84,7 +89,8 @@ static int downgrade_checkpoint(const char* dir) {
   uint8_t* data;
   size_t len;
   laminar_error err;
-  CHECK_CODE(lm_ckpt_load_latest(cdir, &found, &epoch, &data, &len, NULL, &err), LAMINAR_OK, &err);
+  CHECK_CODE(lm_ckpt_load_latest(cdir, &found, &epoch, &data, &len, NULL, &err),
+             LAMINAR_OK, &err);
   CHECK(found);
   lm_state_reader r;
   lm_state_reader_init(&r, data, len);
@@ -96,7 +102,8 @@ static int downgrade_checkpoint(const char* dir) {
   lm_state_put_i64(&w, lm_state_get_i64(&r)); /* epoch */
   uint32_t n = lm_state_get_u32(&r);
   lm_state_put_u32(&w, n);
-  for (uint32_t i = 0; i < n; i++) { /* sources: name, offset, watermark, max ts[, identity] */
+  for (uint32_t i = 0; i < n;
+       i++) { /* sources: name, offset, watermark, max ts[, identity] */
     lm_str name = lm_state_get_bytes(&r);
     lm_state_put_bytes(&w, name.ptr, (size_t)name.len);
     for (int k = 0; k < 3; k++) lm_state_put_i64(&w, lm_state_get_i64(&r));
@@ -104,7 +111,8 @@ static int downgrade_checkpoint(const char* dir) {
   }
   n = lm_state_get_u32(&r);
   lm_state_put_u32(&w, n);
-  for (uint32_t i = 0; i < n; i++) { /* streams: name, watermark, [partitions,] state[, identity] */
+  for (uint32_t i = 0; i < n;
+       i++) { /* streams: name, watermark, [partitions,] state[, identity] */
     lm_str name = lm_state_get_bytes(&r);
     lm_state_put_bytes(&w, name.ptr, (size_t)name.len);
     lm_state_put_i64(&w, lm_state_get_i64(&r));
@@ -112,7 +120,7 @@ static int downgrade_checkpoint(const char* dir) {
     lm_str state = lm_state_get_bytes(&r);
     lm_state_put_bytes(&w, state.ptr, (size_t)state.len);
     for (int k = 0; k < 2; k++) (void)lm_state_get_i64(&r); /* incarnation, fingerprint */
-    EXPECT(lm_state_get_u32(&r) == 0);                          /* input watermarks */
+    EXPECT(lm_state_get_u32(&r) == 0);                      /* input watermarks */
   }
   EXPECT(!r.failed && r.pos == r.len && lm_state_writer_status(&w) == LAMINAR_OK);
   CHECK_CODE(lm_ckpt_write(cdir, epoch, w.data, w.len, &err), LAMINAR_OK, &err);
@@ -171,8 +179,8 @@ static int rewrite_wal(const char* dir, bool trailing) {
     CHECK(c->seq[i] == (uint64_t)i + 1);
     if (c->type[i] == 3 && trailing) {
       lm_state_put_u8(p, 0);
-      CHECK_CODE(lm_wal_append(wal, 3, 0, p->data, (uint32_t)p->len, &t, &err), LAMINAR_OK,
-                 &err);
+      CHECK_CODE(lm_wal_append(wal, 3, 0, p->data, (uint32_t)p->len, &t, &err),
+                 LAMINAR_OK, &err);
       rewritten++;
     } else if (c->type[i] == 3) {
       lm_state_reader r;
@@ -330,7 +338,9 @@ static int test_restart_cores2_async(void) { return restart_case("async", 2, 2, 
 static int test_restart_cores_1_to_2(void) { return restart_case("sync", 1, 2, false); }
 static int test_restart_cores_2_to_1(void) { return restart_case("async", 2, 1, false); }
 static int test_restart_cores_2_to_3(void) { return restart_case("sync", 2, 3, false); }
-static int test_restart_format1_checkpoint(void) { return restart_case("sync", 1, 2, true); }
+static int test_restart_format1_checkpoint(void) {
+  return restart_case("sync", 1, 2, true);
+}
 static int test_restart_old_wal_records(void) {
   return restart_case_wal("sync", 1, 1, false, true);
 }
@@ -510,7 +520,8 @@ static int test_metrics(void) {
   EXPECT(lm_test_metric(db, "stream", "vwap", "rows_out") > 0);
   EXPECT(lm_test_metric(db, "stream", "vwap", "state_groups") > 0);
   EXPECT(lm_test_metric(db, "stream", "vwap", "subscribers") == 1);
-  EXPECT(lm_test_metric(db, "stream", "busy", "rows_in") == lm_test_metric(db, "stream", "vwap", "rows_out"));
+  EXPECT(lm_test_metric(db, "stream", "busy", "rows_in") ==
+         lm_test_metric(db, "stream", "vwap", "rows_out"));
   EXPECT(lm_test_metric(db, "subscription", "vwap", "delivered_batches") == 1);
   EXPECT(lm_test_metric(db, "database", "", "last_checkpoint") == 2);
   EXPECT(lm_test_metric(db, "database", "", "last_checkpoint_stall_ns") > 0);
@@ -531,14 +542,30 @@ typedef struct recorder {
 } recorder;
 
 static void note(recorder* r, const char* step, uint64_t v) {
-  int n = snprintf(r->log + r->len, sizeof r->log - r->len, "%s %llu;", step, (unsigned long long)v);
+  int n = snprintf(r->log + r->len, sizeof r->log - r->len, "%s %llu;", step,
+                   (unsigned long long)v);
   if (n > 0 && r->len + (size_t)n < sizeof r->log) r->len += (size_t)n;
 }
-static int rec_begin(void* u, uint64_t e) { note(u, "begin", e); return 0; }
-static int rec_pre(void* u, uint64_t e) { note(u, "pre", e); return 0; }
-static int rec_commit(void* u, uint64_t e) { note(u, "commit", e); return 0; }
-static int rec_rollback(void* u, uint64_t e) { note(u, "rollback", e); return 0; }
-static int rec_recover(void* u, uint64_t e) { note(u, "recover", e); return 0; }
+static int rec_begin(void* u, uint64_t e) {
+  note(u, "begin", e);
+  return 0;
+}
+static int rec_pre(void* u, uint64_t e) {
+  note(u, "pre", e);
+  return 0;
+}
+static int rec_commit(void* u, uint64_t e) {
+  note(u, "commit", e);
+  return 0;
+}
+static int rec_rollback(void* u, uint64_t e) {
+  note(u, "rollback", e);
+  return 0;
+}
+static int rec_recover(void* u, uint64_t e) {
+  note(u, "recover", e);
+  return 0;
+}
 static void rec_release(void* u) { ((recorder*)u)->released++; }
 static int rec_write(void* u, struct ArrowArray* a, struct ArrowSchema* s) {
   ((recorder*)u)->rows += a->length;
@@ -548,9 +575,13 @@ static int rec_write(void* u, struct ArrowArray* a, struct ArrowSchema* s) {
 }
 
 static laminar_sink_callbacks rec_callbacks(recorder* r) {
-  return (laminar_sink_callbacks){.user = r, .begin_epoch = rec_begin, .write = rec_write,
-                                  .pre_commit = rec_pre, .commit = rec_commit,
-                                  .rollback = rec_rollback, .recover = rec_recover,
+  return (laminar_sink_callbacks){.user = r,
+                                  .begin_epoch = rec_begin,
+                                  .write = rec_write,
+                                  .pre_commit = rec_pre,
+                                  .commit = rec_commit,
+                                  .rollback = rec_rollback,
+                                  .recover = rec_recover,
                                   .release = rec_release};
 }
 
@@ -564,11 +595,11 @@ static int test_connector_sink(void) {
   laminar_error err;
   CHECK_CODE(open_db(dir, "sync", &db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_sink_register(db, "rec", "nope", &cb, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
-             &err);
+  CHECK_CODE(laminar_sink_register(db, "rec", "nope", &cb, &err),
+             LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
   CHECK_CODE(laminar_sink_register(db, "rec", "vwap", &cb, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_sink_register(db, "rec", "vwap", &cb, &err), LAMINAR_ERR_SQL_DUPLICATE_OBJECT,
-             &err);
+  CHECK_CODE(laminar_sink_register(db, "rec", "vwap", &cb, &err),
+             LAMINAR_ERR_SQL_DUPLICATE_OBJECT, &err);
   CHECK_CODE(laminar_sink_register(db, "trades", "vwap", &cb, &err),
              LAMINAR_ERR_SQL_DUPLICATE_OBJECT, &err); /* one namespace for every object */
   char sql[2048];
@@ -578,8 +609,9 @@ static int test_connector_sink(void) {
   CHECK(feed(db, src, 0, 10, 5) == 0);
   laminar_source_close(src);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
-  EXPECT(strcmp(r.log, "recover 0;begin 1;pre 1;begin 2;commit 1;pre 2;begin 3;commit 2;"
-                       "rollback 3;") == 0);
+  EXPECT(strcmp(r.log,
+                "recover 0;begin 1;pre 1;begin 2;commit 1;pre 2;begin 3;commit 2;"
+                "rollback 3;") == 0);
   EXPECT(r.rows > 0 && r.released == 1);
   /* Reopened with the sink in the config: attached before the WAL replay. */
   recorder r2 = {0};
@@ -589,8 +621,9 @@ static int test_connector_sink(void) {
   CHECK_CODE(laminar_config_add_sink(c, "rec", "vwap", &cb2, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_open(c, &db, &err), LAMINAR_OK, &err);
   laminar_db* db2 = NULL;
-  CHECK_CODE(laminar_open(c, &db2, &err), LAMINAR_ERR_LOCKED, &err); /* dir has its owner */
-  char dir2[64]; /* elsewhere: the config's sink is taken */
+  CHECK_CODE(laminar_open(c, &db2, &err), LAMINAR_ERR_LOCKED,
+             &err); /* dir has its owner */
+  char dir2[64];    /* elsewhere: the config's sink is taken */
   CHECK(lm_test_mkdtemp(dir2, sizeof dir2, "lm_dur_") == 0);
   CHECK_CODE(laminar_config_set(c, "data_dir", dir2, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_open(c, &db2, &err), LAMINAR_ERR_STATE, &err);
@@ -659,7 +692,9 @@ static int threaded_interval_case(int cores) {
 }
 
 static int test_threaded_interval_checkpoints(void) { return threaded_interval_case(1); }
-static int test_threaded_interval_checkpoints_cores2(void) { return threaded_interval_case(2); }
+static int test_threaded_interval_checkpoints_cores2(void) {
+  return threaded_interval_case(2);
+}
 
 /* An async WAL is written and flushed within its flush interval (10 ms) with
  * no checkpoint, close or further push: a process killed 300 ms after its
@@ -680,10 +715,11 @@ static int async_killed_case(bool per_source) {
     if (open_db(dir, mode, &db, &err) != LAMINAR_OK) _exit(2);
     usleep(50 * 1000); /* the background thread has looked for async WALs: none */
     char ddl[192];
-    snprintf(ddl, sizeof ddl,
-             "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, "
-             "ts BIGINT)%s",
-             per_source ? " WITH (wal_mode = 'async')" : "");
+    snprintf(
+        ddl, sizeof ddl,
+        "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, "
+        "ts BIGINT)%s",
+        per_source ? " WITH (wal_mode = 'async')" : "");
     if (laminar_execute(db, ddl, &err) != LAMINAR_OK) _exit(3);
     if (laminar_source_open(db, "trades", &src, &err) != LAMINAR_OK) _exit(4);
     if (push_batch(src, 0, &err) != LAMINAR_OK) _exit(5);
@@ -716,8 +752,8 @@ static int test_longest_intervals(void) {
   laminar_config* c = durable_config(dir, "1000000000000000 ms", "async");
   CHECK(c != NULL);
   laminar_error err;
-  CHECK_CODE(laminar_config_set(c, "wal_flush_interval", "1000000000000000 ms", &err), LAMINAR_OK,
-             &err);
+  CHECK_CODE(laminar_config_set(c, "wal_flush_interval", "1000000000000000 ms", &err),
+             LAMINAR_OK, &err);
   laminar_db* db;
   laminar_code rc = laminar_open(c, &db, &err);
   laminar_config_destroy(c);

@@ -54,7 +54,8 @@ static int64_t checkpoint_position(const char* dir) {
   uint64_t epoch;
   uint8_t* data;
   size_t len;
-  if (lm_ckpt_load_latest(path, &found, &epoch, &data, &len, NULL, NULL) != LAMINAR_OK || !found)
+  if (lm_ckpt_load_latest(path, &found, &epoch, &data, &len, NULL, NULL) != LAMINAR_OK ||
+      !found)
     return -1;
   lm_state_reader r;
   lm_state_reader_init(&r, data, len);
@@ -76,16 +77,23 @@ static int64_t checkpoint_position(const char* dir) {
  * aligned at the merge), on quotes an unkeyed window (one partition reading a
  * partitioned source: aligned at the merge too). */
 static const char* DDL2 =
-    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
+    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
+    "BIGINT,\n"
     "  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);\n"
-    "CREATE SOURCE quotes (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
+    "CREATE SOURCE quotes (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
+    "BIGINT,\n"
     "  WATERMARK FOR ts AS ts - INTERVAL '50' MILLISECOND);\n"
-    "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / SUM(volume) AS vwap,\n"
+    "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / "
+    "SUM(volume) AS vwap,\n"
     "  COUNT(*) AS n FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);\n"
-    "CREATE STREAM busy AS SELECT symbol, window_start, vwap, n FROM vwap WHERE n >= 12;\n"
-    "CREATE MATERIALIZED VIEW busiest AS SELECT symbol, window_start, n FROM busy WHERE n >= 13;\n"
-    "CREATE STREAM spread AS SELECT symbol, window_start, MIN(price) AS lo, MAX(price) AS hi,\n"
-    "  COUNT(*) AS n FROM quotes GROUP BY symbol, tumble(ts, INTERVAL '500' MILLISECOND);\n"
+    "CREATE STREAM busy AS SELECT symbol, window_start, vwap, n FROM vwap WHERE n >= "
+    "12;\n"
+    "CREATE MATERIALIZED VIEW busiest AS SELECT symbol, window_start, n FROM busy WHERE "
+    "n >= 13;\n"
+    "CREATE STREAM spread AS SELECT symbol, window_start, MIN(price) AS lo, MAX(price) "
+    "AS hi,\n"
+    "  COUNT(*) AS n FROM quotes GROUP BY symbol, tumble(ts, INTERVAL '500' "
+    "MILLISECOND);\n"
     "CREATE STREAM volume AS SELECT window_start, SUM(volume) AS v, COUNT(*) AS n\n"
     "  FROM quotes GROUP BY tumble(ts, INTERVAL '2' SECOND);\n";
 
@@ -99,7 +107,8 @@ static int setup2(laminar_db* db, const char* dir, bool fresh) {
   CHECK_CODE(laminar_execute(db, DDL2, &err), LAMINAR_OK, &err);
   for (int i = 0; i < NSINKS2; i++) {
     char sql[600], sinks[128];
-    snprintf(sql, sizeof sql, "CREATE SINK %s_out FROM %s INTO FILE (path = '%s/%s', format = 'jsonl')",
+    snprintf(sql, sizeof sql,
+             "CREATE SINK %s_out FROM %s INTO FILE (path = '%s/%s', format = 'jsonl')",
              SINKS2[i], SINKS2[i], sinks_dir(dir, sinks, sizeof sinks), SINKS2[i]);
     CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
   }
@@ -110,13 +119,14 @@ static char* output2(const char* dir) { return sinks_output(dir, SINKS2, NSINKS2
 
 /* Push batches [from[i], nb) on source i, the final watermarks, run inline,
  * checkpoint, close; the committed output (NULL on failure). */
-static char* finish2(laminar_db* db, laminar_source** src, const int64_t* from, int64_t nb,
-                     const char* dir) {
+static char* finish2(laminar_db* db, laminar_source** src, const int64_t* from,
+                     int64_t nb, const char* dir) {
   laminar_error err;
   char* out = NULL;
   bool ok = true;
   for (int s = 0; s < 2 && ok; s++) {
-    for (int64_t b = from[s]; b < nb && ok; b++) ok = push_batch(src[s], b, &err) == LAMINAR_OK;
+    for (int64_t b = from[s]; b < nb && ok; b++)
+      ok = push_batch(src[s], b, &err) == LAMINAR_OK;
     ok = ok && laminar_source_watermark(src[s], INT64_MAX, &err) == LAMINAR_OK;
   }
   ok = ok && laminar_run_until_idle(db, &err) == LAMINAR_OK &&
@@ -128,8 +138,8 @@ static char* finish2(laminar_db* db, laminar_source** src, const int64_t* from, 
   return out;
 }
 
-static laminar_code open2(const char* dir, int cores, laminar_db** db, laminar_source** src,
-                          bool fresh, laminar_error* err) {
+static laminar_code open2(const char* dir, int cores, laminar_db** db,
+                          laminar_source** src, bool fresh, laminar_error* err) {
   LM_TRY(open_db_cores(dir, "async", cores, db, err));
   if (setup2(*db, dir, fresh) != 0 ||
       laminar_source_open(*db, "trades", &src[0], err) != LAMINAR_OK ||
@@ -192,14 +202,16 @@ static int two_sources(bool pause) {
   CHECK_CODE(open2(dir, 2, &db, src, true, &err), LAMINAR_OK, &err);
   lm_durable_set_pause(db->dur, pause);
   CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
-  producer prod[2] = {{.src = src[0], .pause_us = 2000}, {.src = src[1], .pause_us = 3000}};
+  producer prod[2] = {{.src = src[0], .pause_us = 2000},
+                      {.src = src[1], .pause_us = 3000}};
   pthread_t t[2];
   for (int i = 0; i < 2; i++) CHECK(pthread_create(&t[i], NULL, produce, &prod[i]) == 0);
   /* Checkpoints while both push; after some of them, a copy of the directory
    * (nothing but the WAL appends changes it between checkpoints). */
   char copies[NCOPIES][96];
   int ncopies = 0, taken = 0;
-  for (int k = 0; !atomic_load(&prod[0].done) || !atomic_load(&prod[1].done) || ncopies < NCOPIES;
+  for (int k = 0;
+       !atomic_load(&prod[0].done) || !atomic_load(&prod[1].done) || ncopies < NCOPIES;
        k++) {
     usleep(1000);
     CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
@@ -223,7 +235,8 @@ static int two_sources(bool pause) {
    * input from each source's offset, on 2 cores (every other one on 1). */
   for (int c = 0; c < ncopies && rc == 0; c++) {
     int cores = c % 2 == 0 ? 2 : 1;
-    CHECK(restore_db(copies[c], dir) == 0); /* in place: the catalog names its sinks' paths */
+    CHECK(restore_db(copies[c], dir) ==
+          0); /* in place: the catalog names its sinks' paths */
     CHECK_CODE(open2(dir, cores, &db, src, false, &err), LAMINAR_OK, &err);
     int64_t from[2];
     for (int s = 0; s < 2; s++) {
@@ -232,8 +245,8 @@ static int two_sources(bool pause) {
       CHECK(off >= 1 && off <= NB2 + 1);
       from[s] = off - 1; /* only batches were pushed: message i is batch i - 1 */
     }
-    printf("two_sources_threaded: copy %d restarts on %d cores at batches %lld, %lld\n", c,
-           cores, (long long)from[0], (long long)from[1]);
+    printf("two_sources_threaded: copy %d restarts on %d cores at batches %lld, %lld\n",
+           c, cores, (long long)from[0], (long long)from[1]);
     got = finish2(db, src, from, NB2, dir);
     CHECK(got != NULL);
     if (strcmp(got, want) != 0) {
@@ -257,9 +270,9 @@ static int test_two_sources_paused(void) { return two_sources(true); }
 /* ---- a reactor held back at the barrier ------------------------------------------------- */
 
 typedef struct hold {
-  _Atomic int armed;    /* hold reactor 1 at its next round of this kind */
-  bool at_barrier;      /* the kind: a barrier round, else a data round */
-  _Atomic int held;     /* it is there */
+  _Atomic int armed; /* hold reactor 1 at its next round of this kind */
+  bool at_barrier;   /* the kind: a barrier round, else a data round */
+  _Atomic int held;  /* it is there */
   _Atomic int release;
   /* aligned_in_flight: then hold it again at its next data round until
    * reactor 0 has taken a barrier (rt->barriers_taken > taken) */
@@ -278,7 +291,8 @@ static void hold_hook(void* arg, int32_t part, bool barrier) {
 
 static void hold_twice(void* arg, int32_t part, bool barrier) {
   hold* h = arg;
-  if (part == 1 && !barrier && atomic_load(&h->release) && atomic_exchange(&h->again, 0)) {
+  if (part == 1 && !barrier && atomic_load(&h->release) &&
+      atomic_exchange(&h->again, 0)) {
     while (atomic_load_explicit(&h->rt->barriers_taken, memory_order_relaxed) == h->taken)
       usleep(200);
     return;
@@ -358,19 +372,22 @@ static int test_held_reactor(void) {
   }
   uint64_t posted1 = atomic_load_explicit(&db->rt.round_seq, memory_order_relaxed);
   int done_while_held = atomic_load(&c.done);
-  printf("held_reactor: reactor 0 rows %lld -> %lld, rounds posted %llu -> %llu while reactor 1 "
-         "was held\n",
-         (long long)rows0, (long long)atomic_load_explicit(&r0->rows, memory_order_relaxed),
-         (unsigned long long)posted0, (unsigned long long)posted1);
+  printf(
+      "held_reactor: reactor 0 rows %lld -> %lld, rounds posted %llu -> %llu while "
+      "reactor 1 "
+      "was held\n",
+      (long long)rows0, (long long)atomic_load_explicit(&r0->rows, memory_order_relaxed),
+      (unsigned long long)posted0, (unsigned long long)posted1);
   atomic_store(&h.release, 1);
   pthread_join(t, NULL);
-  EXPECT(moved);               /* reactor 0 processed rows past the barrier */
-  EXPECT(posted1 > posted0);   /* in rounds posted after it */
+  EXPECT(moved);                /* reactor 0 processed rows past the barrier */
+  EXPECT(posted1 > posted0);    /* in rounds posted after it */
   EXPECT(done_while_held == 0); /* the checkpoint waited for reactor 1 */
   CHECK_CODE(c.rc, LAMINAR_OK, NULL);
   /* That checkpoint, as a crash right after it would leave the directory. */
   CHECK(copy_db(dir, copy) == 0);
-  for (int64_t b = 25; b < NBATCH; b++) CHECK_CODE(push_batch(src, b, &err), LAMINAR_OK, &err);
+  for (int64_t b = 25; b < NBATCH; b++)
+    CHECK_CODE(push_batch(src, b, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
   int rc = finish_and_compare(db, src, dir, want);
   /* Restart from the copy: the checkpoint holds no row past the barrier in
@@ -415,14 +432,16 @@ static int test_aligned_in_flight(void) {
   atomic_store(&h.again, 1);
   lm_rt_set_round_hook(&db->rt, hold_twice, &h);
   /* The backlog first: reactor 0 starts with full rounds. */
-  for (int64_t b = 0; b < NB_BACKLOG; b++) CHECK_CODE(push_batch(src[0], b, &err), LAMINAR_OK, &err);
+  for (int64_t b = 0; b < NB_BACKLOG; b++)
+    CHECK_CODE(push_batch(src[0], b, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
   CHECK(wait_flag(&h.held));
   lm_rt* rt = &db->rt;
   bool full = false; /* reactor 0 has every round slot in flight */
   for (int i = 0; i < 50000 && !full; i++) {
     full = atomic_load_explicit(&rt->round_seq, memory_order_relaxed) >=
-           atomic_load_explicit(&rt->reactors[1].done, memory_order_relaxed) + LM_RT_ROUNDS_INFLIGHT;
+           atomic_load_explicit(&rt->reactors[1].done, memory_order_relaxed) +
+               LM_RT_ROUNDS_INFLIGHT;
     if (!full) usleep(200);
   }
   CHECK(full);
@@ -440,8 +459,8 @@ static int test_aligned_in_flight(void) {
   CHECK_CODE(c.rc, LAMINAR_OK, NULL);
   CHECK(copy_db(dir, copy) == 0);
   int64_t at = checkpoint_position(copy);
-  printf("aligned_in_flight: the barrier stands after batch %lld of the %d queued\n", (long long)at,
-         NB_BACKLOG);
+  printf("aligned_in_flight: the barrier stands after batch %lld of the %d queued\n",
+         (long long)at, NB_BACKLOG);
   CHECK(at > 0 && at < NB_BACKLOG); /* taken amid the backlog, rounds in flight */
   CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
   const int64_t from[2] = {NB_BACKLOG, 0};
@@ -453,7 +472,8 @@ static int test_aligned_in_flight(void) {
   CHECK(restore_db(copy, dir) == 0); /* in place: the catalog names its sinks' paths */
   CHECK_CODE(open2(dir, 2, &db, src, false, &err), LAMINAR_OK, &err);
   int64_t off[2];
-  for (int s = 0; s < 2; s++) CHECK_CODE(laminar_source_offset(src[s], &off[s], &err), LAMINAR_OK, &err);
+  for (int s = 0; s < 2; s++)
+    CHECK_CODE(laminar_source_offset(src[s], &off[s], &err), LAMINAR_OK, &err);
   const int64_t resume[2] = {off[0] - 1, off[1] - 1};
   got = finish2(db, src, resume, NB_BACKLOG, dir);
   CHECK(got != NULL);
@@ -487,7 +507,8 @@ static int idle_case(int cores, bool threaded, bool queued) {
   EXPECT(lm_test_metric(db, "database", "", "last_checkpoint_barrier_ns") > 0);
   if (queued) { /* input queued, nobody driving: the barrier is ahead of it */
     if (threaded) CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
-    for (int64_t b = 0; b < 3; b++) CHECK_CODE(push_batch(src, b, &err), LAMINAR_OK, &err);
+    for (int64_t b = 0; b < 3; b++)
+      CHECK_CODE(push_batch(src, b, &err), LAMINAR_OK, &err);
     CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
     CHECK(lm_durable_last_epoch(db->dur) == 4);
   }
@@ -512,7 +533,8 @@ static int test_idle(void) {
     for (int threaded = 0; threaded <= 1; threaded++) {
       for (int queued = 0; queued <= 1; queued++) {
         if (idle_case(cores, threaded, queued) != 0) {
-          fprintf(stderr, "idle: cores=%d threaded=%d queued=%d\n", cores, threaded, queued);
+          fprintf(stderr, "idle: cores=%d threaded=%d queued=%d\n", cores, threaded,
+                  queued);
           return 1;
         }
       }

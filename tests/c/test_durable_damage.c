@@ -33,16 +33,23 @@
 #include "views_util.h"
 
 #define CLOSED_AT 25 /* batches pushed before the damage */
-#define TOTAL_SQL "CREATE MATERIALIZED VIEW tot AS SELECT COUNT(*) AS n, SUM(volume) AS v " \
-                  "FROM trades EMIT CHANGES"
+#define TOTAL_SQL                                                           \
+  "CREATE MATERIALIZED VIEW tot AS SELECT COUNT(*) AS n, SUM(volume) AS v " \
+  "FROM trades EMIT CHANGES"
 
 typedef enum kind { FLIP, OVERWRITE16, TRUNCATE, DELETE } kind;
 static const char* const KIND_NAMES[] = {"flip", "overwrite16", "truncate", "delete"};
 
-typedef enum target { WAL_COVERED, WAL_AFTER, CKPT_NEWEST, CKPT_OLDER, CKPT_NEWEST_AND_POS } target;
-static const char* const TARGET_NAMES[] = {"wal record 5 (covered)", "wal record 23 (after)",
-                                           "checkpoint 2 (newest)", "checkpoint 1 (older)",
-                                           "checkpoint 2 and its positions"};
+typedef enum target {
+  WAL_COVERED,
+  WAL_AFTER,
+  CKPT_NEWEST,
+  CKPT_OLDER,
+  CKPT_NEWEST_AND_POS
+} target;
+static const char* const TARGET_NAMES[] = {
+    "wal record 5 (covered)", "wal record 23 (after)", "checkpoint 2 (newest)",
+    "checkpoint 1 (older)", "checkpoint 2 and its positions"};
 
 static int g_cores = 1; /* reactors of every open (the replay's partitions) */
 
@@ -65,7 +72,8 @@ static int open_it(const char* dir, bool sinks, laminar_db** db, laminar_source*
 static char* result_of(const char* dir, bool sinks, laminar_db* db, laminar_source* src) {
   laminar_error err;
   char view[512];
-  if (finish(db, src) != 0 || query_text(db, "SELECT * FROM tot", view, sizeof view, &err) != LAMINAR_OK)
+  if (finish(db, src) != 0 ||
+      query_text(db, "SELECT * FROM tot", view, sizeof view, &err) != LAMINAR_OK)
     return NULL;
   laminar_source_close(src);
   laminar_close(db);
@@ -158,7 +166,8 @@ static int damage(const char* dir, target t, kind k, char* file, size_t cap) {
   snprintf(file, cap, "%s/checkpoints/ckpt-%020llu.bin", dir, (unsigned long long)epoch);
   if (t == CKPT_NEWEST_AND_POS) {
     char pos[600];
-    snprintf(pos, sizeof pos, "%s/checkpoints/pos-%020llu.bin", dir, (unsigned long long)epoch);
+    snprintf(pos, sizeof pos, "%s/checkpoints/pos-%020llu.bin", dir,
+             (unsigned long long)epoch);
     CHECK(damage_file(pos, k, 40) == 0);
   }
   return damage_file(file, k, k == FLIP ? 100 : 40);
@@ -196,7 +205,8 @@ static int one_case(bool sinks, target t, kind k, const char* want) {
     /* A refusal must say which file. */
     const char* base = strrchr(file, '/') + 1;
     if (strstr(err.message, base) == NULL) {
-      fprintf(stderr, "refused without naming %s: LDB-%d %s\n", base, (int)rc, err.message);
+      fprintf(stderr, "refused without naming %s: LDB-%d %s\n", base, (int)rc,
+              err.message);
       failed = 1;
     }
     fprintf(stderr, "  %-5s %-32s %-11s: refused: %s\n", sinks ? "sinks" : "view",
@@ -205,7 +215,8 @@ static int one_case(bool sinks, target t, kind k, const char* want) {
     return failed;
   }
   char report[2048];
-  CHECK_CODE(laminar_durability_report(db, report, sizeof report, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_durability_report(db, report, sizeof report, &err), LAMINAR_OK,
+             &err);
   int64_t offset;
   CHECK_CODE(laminar_source_offset(src, &offset, &err), LAMINAR_OK, &err);
   /* The covered record or the newest checkpoint damaged: reported. */
@@ -213,10 +224,14 @@ static int one_case(bool sinks, target t, kind k, const char* want) {
     fprintf(stderr, "damage not reported\n");
     failed = 1;
   }
-  int64_t want_offset = t == WAL_AFTER ? 23 : k == TRUNCATE || k == DELETE ? 21 : CLOSED_AT + 1;
-  if (t == CKPT_NEWEST || t == CKPT_OLDER || t == CKPT_NEWEST_AND_POS) want_offset = CLOSED_AT + 1;
+  int64_t want_offset = t == WAL_AFTER                 ? 23
+                        : k == TRUNCATE || k == DELETE ? 21
+                                                       : CLOSED_AT + 1;
+  if (t == CKPT_NEWEST || t == CKPT_OLDER || t == CKPT_NEWEST_AND_POS)
+    want_offset = CLOSED_AT + 1;
   if (offset != want_offset) {
-    fprintf(stderr, "resume offset %lld, want %lld\n", (long long)offset, (long long)want_offset);
+    fprintf(stderr, "resume offset %lld, want %lld\n", (long long)offset,
+            (long long)want_offset);
     failed = 1;
   }
   /* The producer resumes from the offset, as documented. */
@@ -225,7 +240,8 @@ static int one_case(bool sinks, target t, kind k, const char* want) {
   char* got = result_of(dir, sinks, db, src);
   CHECK(got != NULL);
   if (strcmp(got, want) != 0) {
-    fprintf(stderr, "output differs from the uninterrupted run's\n--- got\n%s--- want\n%s", got,
+    fprintf(stderr,
+            "output differs from the uninterrupted run's\n--- got\n%s--- want\n%s", got,
             want);
     failed = 1;
   }
@@ -244,7 +260,8 @@ static int sweep(bool sinks) {
   int failed = 0, cases = 0;
   for (int t = WAL_COVERED; t <= CKPT_NEWEST_AND_POS; t++) {
     for (int k = FLIP; k <= DELETE; k++) {
-      if (t == WAL_AFTER && k == DELETE) continue; /* one segment: the same file as covered */
+      if (t == WAL_AFTER && k == DELETE)
+        continue; /* one segment: the same file as covered */
       failed += one_case(sinks, (target)t, (kind)k, want);
       cases++;
     }
@@ -311,11 +328,12 @@ static const char* const EXTRA_DIRS[] = {"extra"};
 
 static int create_extra(laminar_db* db, const char* dir) {
   char sql[1024], sinks[128];
-  snprintf(sql, sizeof sql,
-           "CREATE STREAM extra AS SELECT symbol, window_start, COUNT(*) AS n FROM trades\n"
-           "  GROUP BY symbol, tumble(ts, INTERVAL '2' SECOND);\n"
-           "CREATE SINK extra_out FROM extra INTO FILE (path = '%s/%s', format = 'jsonl')",
-           sinks_dir(dir, sinks, sizeof sinks), EXTRA_DIRS[0]);
+  snprintf(
+      sql, sizeof sql,
+      "CREATE STREAM extra AS SELECT symbol, window_start, COUNT(*) AS n FROM trades\n"
+      "  GROUP BY symbol, tumble(ts, INTERVAL '2' SECOND);\n"
+      "CREATE SINK extra_out FROM extra INTO FILE (path = '%s/%s', format = 'jsonl')",
+      sinks_dir(dir, sinks, sizeof sinks), EXTRA_DIRS[0]);
   laminar_error err;
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
   return 0;
@@ -386,10 +404,12 @@ static int test_lost_checkpoint_after_create(void) {
 
 #ifdef LAMINAR_FAULT_INJECTION
 #define WIDE_BATCHES 60
-#define WIDE_SQL "CREATE STREAM every AS SELECT symbol, price, volume, ts FROM trades;\n" \
-                 "CREATE SINK every_out FROM every INTO FILE (path = '%s/every', format = 'jsonl')"
+#define WIDE_SQL                                                           \
+  "CREATE STREAM every AS SELECT symbol, price, volume, ts FROM trades;\n" \
+  "CREATE SINK every_out FROM every INTO FILE (path = '%s/every', format = 'jsonl')"
 
-static int open_wide(const char* dir, laminar_db** db, laminar_source** src, laminar_error* err) {
+static int open_wide(const char* dir, laminar_db** db, laminar_source** src,
+                     laminar_error* err) {
   char sql[1024], sinks[128];
   snprintf(sql, sizeof sql, WIDE_SQL, sinks_dir(dir, sinks, sizeof sinks));
   laminar_code rc = open_db(dir, "sync", db, err);
@@ -447,7 +467,8 @@ static int test_full_disk_during_replay(void) {
       EXPECT(strstr(err.message, strerror(ENOSPC)) != NULL);
       EXPECT(strstr(err.message, dir) != NULL); /* a file or directory of it, by path */
       EXPECT(strstr(err.message, "failed") != NULL);
-      CHECK_CODE(open_wide(dir, &db, &src, &err), LAMINAR_OK, &err); /* the device works */
+      CHECK_CODE(open_wide(dir, &db, &src, &err), LAMINAR_OK,
+                 &err); /* the device works */
     } else {
       CHECK(db != NULL);
     }

@@ -22,8 +22,9 @@
 #include "lm_test_fs.h"
 #include "views_util.h"
 
-static const char* DDL = "CREATE SOURCE t (k VARCHAR, v BIGINT);\n"
-                         "CREATE STREAM s AS SELECT k, v FROM t;";
+static const char* DDL =
+    "CREATE SOURCE t (k VARCHAR, v BIGINT);\n"
+    "CREATE STREAM s AS SELECT k, v FROM t;";
 
 /* A durable database in dir (sync WAL), with sink_root when not NULL. */
 static laminar_code open_in(const char* dir, const char* sink_root, laminar_db** db,
@@ -34,7 +35,8 @@ static laminar_code open_in(const char* dir, const char* sink_root, laminar_db**
   laminar_code rc = laminar_config_set(c, "data_dir", dir, err);
   if (rc == LAMINAR_OK) rc = laminar_config_set(c, "checkpoint_interval", "1 hour", err);
   if (rc == LAMINAR_OK) rc = laminar_config_set(c, "wal_mode", "sync", err);
-  if (rc == LAMINAR_OK && sink_root != NULL) rc = laminar_config_set(c, "sink_root", sink_root, err);
+  if (rc == LAMINAR_OK && sink_root != NULL)
+    rc = laminar_config_set(c, "sink_root", sink_root, err);
   if (rc == LAMINAR_OK) rc = laminar_open(c, db, err);
   laminar_config_destroy(c);
   return rc;
@@ -102,8 +104,8 @@ static int test_planted_links_not_followed(void) {
   snprintf(p, sizeof p, "%s/.part-00000000000000000001.jsonl.pending", sinks);
   CHECK(plant(root, p) == 0);
   char sql[256];
-  snprintf(sql, sizeof sql, "CREATE SINK o FROM s INTO FILE (path = '%s', format = 'jsonl')",
-           sinks);
+  snprintf(sql, sizeof sql,
+           "CREATE SINK o FROM s INTO FILE (path = '%s', format = 'jsonl')", sinks);
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
@@ -186,7 +188,8 @@ static int test_sink_root_confines(void) {
   snprintf(sroot, sizeof sroot, "%s/sinks", root);
   laminar_db* db;
   laminar_error err;
-  CHECK_CODE(open_in(dir, sroot, &db, &err), LAMINAR_ERR_CONFIG_VALUE, &err); /* missing */
+  CHECK_CODE(open_in(dir, sroot, &db, &err), LAMINAR_ERR_CONFIG_VALUE,
+             &err); /* missing */
   EXPECT(strstr(err.message, "sink_root") != NULL && strstr(err.message, sroot) != NULL);
   CHECK(mkdir(sroot, 0755) == 0);
   CHECK_CODE(open_in(dir, sroot, &db, &err), LAMINAR_OK, &err);
@@ -202,7 +205,8 @@ static int test_sink_root_confines(void) {
   snprintf(p, sizeof p, "%s/x", link);
   CHECK(refused(db, p, why) == 0);
   char sql[512];
-  snprintf(sql, sizeof sql, "CREATE SINK o FROM s INTO FILE (path = '%s/a/../out')", sroot);
+  snprintf(sql, sizeof sql, "CREATE SINK o FROM s INTO FILE (path = '%s/a/../out')",
+           sroot);
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_ERR_CONFIG_VALUE, &err); /* no a/ */
   EXPECT(strstr(err.message, "does not resolve") != NULL);
   snprintf(sql, sizeof sql, "CREATE SINK o FROM s INTO FILE (path = '%s/out')", sroot);
@@ -218,7 +222,8 @@ static int test_sink_root_confines(void) {
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   laminar_config* c;
   CHECK_CODE(laminar_config_create(&c), LAMINAR_OK, NULL);
-  CHECK_CODE(laminar_config_set(c, "sink_root", "", &err), LAMINAR_ERR_CONFIG_VALUE, &err);
+  CHECK_CODE(laminar_config_set(c, "sink_root", "", &err), LAMINAR_ERR_CONFIG_VALUE,
+             &err);
   laminar_config_destroy(c);
   lm_test_rmtree(root);
   return 0;
@@ -237,8 +242,11 @@ static int test_segment_never_overwritten(void) {
   laminar_error err;
   CHECK_CODE(open_in(dir, NULL, &db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE MATERIALIZED VIEW tot AS SELECT COUNT(*) AS n, "
-                                 "SUM(v) AS s FROM t EMIT CHANGES", &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db,
+                             "CREATE MATERIALIZED VIEW tot AS SELECT COUNT(*) AS n, "
+                             "SUM(v) AS s FROM t EMIT CHANGES",
+                             &err),
+             LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   for (int64_t v = 1; v <= 10; v++) {
     kv_row row = {"k", v, 0, 0};
@@ -275,7 +283,8 @@ static int test_segment_never_overwritten(void) {
   CHECK_CODE(open_in(dir, NULL, &db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   char view[64];
-  CHECK_CODE(query_text(db, "SELECT n, s FROM tot", view, sizeof view, &err), LAMINAR_OK, &err);
+  CHECK_CODE(query_text(db, "SELECT n, s FROM tot", view, sizeof view, &err), LAMINAR_OK,
+             &err);
   EXPECT(strcmp(view, "11,66") == 0);
   if (strcmp(view, "11,66") != 0) fprintf(stderr, "view: %s\n", view);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
@@ -308,7 +317,8 @@ static int test_sink_swapped_for_symlink(void) {
   CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
   snprintf(out, sizeof out, "%s/out", root);
   snprintf(moved, sizeof moved, "%s/out.moved", root);
-  snprintf(sql, sizeof sql, "CREATE SINK o FROM s INTO FILE (path = '%s', format = 'jsonl')", out);
+  snprintf(sql, sizeof sql,
+           "CREATE SINK o FROM s INTO FILE (path = '%s', format = 'jsonl')", out);
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
   CHECK(rename(out, moved) == 0);
   CHECK(symlink(dir, out) == 0);

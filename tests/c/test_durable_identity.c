@@ -95,11 +95,13 @@ static int new_db(char* dir, size_t cap, const char* ddl, int rows, laminar_db**
 
 /* ---- DROP + CREATE ------------------------------------------------------------------------ */
 
-#define VIEW_OLD                                                                           \
-  "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v) AS s FROM t GROUP BY k " \
+#define VIEW_OLD                                                                         \
+  "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v) AS s FROM t GROUP BY " \
+  "k "                                                                                   \
   "EMIT CHANGES"
-#define VIEW_NEW                                                                            \
-  "CREATE MATERIALIZED VIEW mv AS SELECT k, MIN(v) AS lo, COUNT(*) AS n FROM t GROUP BY k " \
+#define VIEW_NEW                                                                       \
+  "CREATE MATERIALIZED VIEW mv AS SELECT k, MIN(v) AS lo, COUNT(*) AS n FROM t GROUP " \
+  "BY k "                                                                              \
   "EMIT CHANGES"
 
 /* Source t and view mv (VIEW_OLD); 5 rows, a checkpoint, 3 rows after it;
@@ -111,7 +113,8 @@ static int drop_create_restart(bool between, const char* drop, const char* creat
   char dir[64];
   laminar_db* db;
   laminar_error err;
-  CHECK(new_db(dir, sizeof dir, "CREATE SOURCE t (k VARCHAR, v BIGINT); " VIEW_OLD, 5, &db) == 0);
+  CHECK(new_db(dir, sizeof dir, "CREATE SOURCE t (k VARCHAR, v BIGINT); " VIEW_OLD, 5,
+               &db) == 0);
   CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
   CHECK(push_n(db, 3, 100) == 0); /* after the checkpoint: in the WAL only */
   CHECK_CODE(laminar_execute(db, drop, &err), LAMINAR_OK, &err);
@@ -119,15 +122,15 @@ static int drop_create_restart(bool between, const char* drop, const char* creat
   CHECK_CODE(laminar_execute(db, create, &err), LAMINAR_OK, &err);
   CHECK(push_n(db, 10, 1000) == 0);
   char live[512], got[512];
-  CHECK_CODE(query_text(db, "SELECT * FROM mv ORDER BY k", live, sizeof live, &err), LAMINAR_OK,
-             &err);
+  CHECK_CODE(query_text(db, "SELECT * FROM mv ORDER BY k", live, sizeof live, &err),
+             LAMINAR_OK, &err);
   EXPECT(strcmp(live, want) == 0);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   CHECK_CODE(open_dir(dir, &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(query_text(db, "SELECT * FROM mv ORDER BY k", got, sizeof got, &err), LAMINAR_OK,
-             &err);
-  printf("'%s' then '%s' (checkpoint between: %d): live %s, restarted %s, offset %lld\n", drop,
-         create, between, live, got, (long long)offset_of(db));
+  CHECK_CODE(query_text(db, "SELECT * FROM mv ORDER BY k", got, sizeof got, &err),
+             LAMINAR_OK, &err);
+  printf("'%s' then '%s' (checkpoint between: %d): live %s, restarted %s, offset %lld\n",
+         drop, create, between, live, got, (long long)offset_of(db));
   EXPECT(strcmp(got, want) == 0);
   EXPECT(offset_of(db) == offset);
   laminar_close(db);
@@ -172,28 +175,30 @@ static int test_leftover_wal_of_a_dropped_source(void) {
   char dir[64], saved[96], wal[96];
   laminar_db* db;
   laminar_error err;
-  CHECK(new_db(dir, sizeof dir, "CREATE SOURCE t (k VARCHAR, v BIGINT); " VIEW_OLD, 5, &db) == 0);
+  CHECK(new_db(dir, sizeof dir, "CREATE SOURCE t (k VARCHAR, v BIGINT); " VIEW_OLD, 5,
+               &db) == 0);
   snprintf(saved, sizeof saved, "%s_wal", dir);
   snprintf(wal, sizeof wal, "%s/wal/t", dir);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   CHECK(copy_dir(wal, saved) == 0);
   CHECK_CODE(open_dir(dir, &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "DROP MATERIALIZED VIEW mv; DROP SOURCE t", &err), LAMINAR_OK,
-             &err);
+  CHECK_CODE(laminar_execute(db, "DROP MATERIALIZED VIEW mv; DROP SOURCE t", &err),
+             LAMINAR_OK, &err);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   CHECK(copy_dir(saved, wal) == 0); /* as if the DROP had crashed before removing it */
   CHECK_CODE(open_dir(dir, &db, &err), LAMINAR_OK, &err);
   char rep[1024];
   CHECK_CODE(laminar_durability_report(db, rep, sizeof rep, &err), LAMINAR_OK, &err);
   EXPECT(strstr(rep, "source 't': WAL of a dropped source removed") != NULL);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE t (k VARCHAR, v BIGINT); " VIEW_OLD, &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE SOURCE t (k VARCHAR, v BIGINT); " VIEW_OLD, &err),
+      LAMINAR_OK, &err);
   CHECK(push_n(db, 2, 10) == 0);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   CHECK_CODE(open_dir(dir, &db, &err), LAMINAR_OK, &err);
   char got[256];
-  CHECK_CODE(query_text(db, "SELECT * FROM mv ORDER BY k", got, sizeof got, &err), LAMINAR_OK,
-             &err);
+  CHECK_CODE(query_text(db, "SELECT * FROM mv ORDER BY k", got, sizeof got, &err),
+             LAMINAR_OK, &err);
   EXPECT(strcmp(got, "a,1,10;b,1,11") == 0);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   /* The dropped source's log under the new source's name: never replayed. */
@@ -201,7 +206,8 @@ static int test_leftover_wal_of_a_dropped_source(void) {
   CHECK(copy_dir(saved, wal) == 0);
   CHECK_CODE(open_dir(dir, &db, &err), LAMINAR_ERR_RECOVERY, &err);
   printf("refused: %s\n", err.message);
-  EXPECT(strstr(err.message, "source 't'") != NULL && strstr(err.message, "wal/t") != NULL);
+  EXPECT(strstr(err.message, "source 't'") != NULL &&
+         strstr(err.message, "wal/t") != NULL);
   remove_tree(saved);
   remove_tree(dir);
   return lm_test_expect_failed_;
@@ -211,18 +217,21 @@ static int test_leftover_wal_of_a_dropped_source(void) {
 
 static const char* SWEEP_DDL =
     "CREATE SOURCE t (k VARCHAR, v BIGINT);\n"
-    "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v) AS s FROM t WHERE v > 2 "
+    "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v) AS s FROM t WHERE v "
+    "> 2 "
     "GROUP BY k EMIT CHANGES;\n"
     "CREATE STREAM st AS SELECT k, v * 3 AS v3 FROM t WHERE v < 1000;\n"
-    "CREATE MATERIALIZED VIEW mv3 AS SELECT k, MAX(v3) AS hi FROM st GROUP BY k EMIT CHANGES;\n";
+    "CREATE MATERIALIZED VIEW mv3 AS SELECT k, MAX(v3) AS hi FROM st GROUP BY k EMIT "
+    "CHANGES;\n";
 
 /* What a database shows: its sources, streams, views and the views' rows. */
 static int snapshot(laminar_db* db, char* out, size_t cap) {
   laminar_error err;
   char part[1024];
   out[0] = '\0';
-  static const char* const q[] = {"SHOW SOURCES", "SHOW STREAMS", "SHOW MATERIALIZED VIEWS",
-                                  "SELECT * FROM mv ORDER BY k", "SELECT * FROM mv3 ORDER BY k"};
+  static const char* const q[] = {
+      "SHOW SOURCES", "SHOW STREAMS", "SHOW MATERIALIZED VIEWS",
+      "SELECT * FROM mv ORDER BY k", "SELECT * FROM mv3 ORDER BY k"};
   for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
     CHECK_CODE(query_text(db, q[i], part, sizeof part, &err), LAMINAR_OK, &err);
     strncat(out, part, cap - strlen(out) - 1);
@@ -233,7 +242,8 @@ static int snapshot(laminar_db* db, char* out, size_t cap) {
 
 /* One damaged catalog: opens with exactly `want`, or LDB-5002 naming
  * catalog.sql. 0, or 1 (a wrong open). *refused counts refusals. */
-static int try_open(const char* dir, const char* want, const char* what, long at, int* refused) {
+static int try_open(const char* dir, const char* want, const char* what, long at,
+                    int* refused) {
   laminar_db* db = NULL;
   laminar_error err;
   laminar_code rc = open_dir(dir, &db, &err);
@@ -247,7 +257,8 @@ static int try_open(const char* dir, const char* want, const char* what, long at
   }
   char got[4096];
   int bad = snapshot(db, got, sizeof got) != 0 || strcmp(got, want) != 0;
-  if (bad) fprintf(stderr, "%s at %ld opened as\n  %s\nwant\n  %s\n", what, at, got, want);
+  if (bad)
+    fprintf(stderr, "%s at %ld opened as\n  %s\nwant\n  %s\n", what, at, got, want);
   laminar_close(db);
   return bad;
 }
@@ -289,9 +300,11 @@ static int test_catalog_damage_sweep(void) {
   int before = refused;
   bad += try_open(dir, want, "repaired", 0, &refused);
   EXPECT(refused == before);
-  printf("catalog_damage_sweep: %zu bytes, %zu flips and %zu truncations, deleted: refused=%d "
-         "opened_right=%d wrong=%d\n",
-         len, len, len, refused, opened, bad);
+  printf(
+      "catalog_damage_sweep: %zu bytes, %zu flips and %zu truncations, deleted: "
+      "refused=%d "
+      "opened_right=%d wrong=%d\n",
+      len, len, len, refused, opened, bad);
   EXPECT(bad == 0);
   remove_tree(dir);
   /* A new directory has no catalog: it opens empty. */
@@ -329,8 +342,9 @@ static int test_changed_plan_refused(void) {
   char* body = strchr(text, '\n') + 1;
   size_t blen = len - (size_t)(body - text);
   char head[128];
-  int hlen = snprintf(head, sizeof head, "-- laminardb catalog 2 bytes=%020zu crc32c=%08x\n", blen,
-                      (unsigned)lm_crc32c(0, body, blen));
+  int hlen =
+      snprintf(head, sizeof head, "-- laminardb catalog 2 bytes=%020zu crc32c=%08x\n",
+               blen, (unsigned)lm_crc32c(0, body, blen));
   CHECK(hlen == body - text);
   memcpy(text, head, (size_t)hlen);
   CHECK(write_bytes(cat, text, len) == 0);

@@ -25,9 +25,10 @@
 #include "lm_test_fs.h"
 #include "views_util.h"
 
-#define SETTINGS_DDL                                                              \
+#define SETTINGS_DDL                                                               \
   "CREATE SOURCE t (k VARCHAR, v BIGINT);\n"                                       \
-  "CREATE MATERIALIZED VIEW tot AS SELECT COUNT(*) AS n, SUM(v) AS s FROM t EMIT CHANGES"
+  "CREATE MATERIALIZED VIEW tot AS SELECT COUNT(*) AS n, SUM(v) AS s FROM t EMIT " \
+  "CHANGES"
 
 /* A config for dir: durable (sync WAL) or read_only. NULL on failure. */
 static laminar_config* config_for(const char* dir, bool read_only) {
@@ -60,18 +61,21 @@ static laminar_code open_dir(const char* dir, bool read_only, laminar_db** db,
 static char* snap_buf;
 static size_t snap_len, snap_cap;
 
-static int snap_entry(const char* path, const struct stat* st, int flag, struct FTW* ftw) {
+static int snap_entry(const char* path, const struct stat* st, int flag,
+                      struct FTW* ftw) {
   (void)flag, (void)ftw;
   uint64_t sum = 1469598103934665603ull; /* FNV-1a of the contents */
   if (S_ISREG(st->st_mode)) {
     FILE* f = fopen(path, "rb");
     int c;
-    while (f != NULL && (c = fgetc(f)) != EOF) sum = (sum ^ (uint64_t)c) * 1099511628211ull;
+    while (f != NULL && (c = fgetc(f)) != EOF)
+      sum = (sum ^ (uint64_t)c) * 1099511628211ull;
     if (f != NULL) fclose(f);
   }
   char line[4200];
-  int n = snprintf(line, sizeof line, "%s %lld %lld.%09ld %llx\n", path, (long long)st->st_size,
-                   (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec, (unsigned long long)sum);
+  int n = snprintf(line, sizeof line, "%s %lld %lld.%09ld %llx\n", path,
+                   (long long)st->st_size, (long long)st->st_mtim.tv_sec,
+                   st->st_mtim.tv_nsec, (unsigned long long)sum);
   while (snap_len + (size_t)n + 1 > snap_cap) {
     snap_cap = snap_cap ? snap_cap * 2 : 4096;
     snap_buf = realloc(snap_buf, snap_cap);
@@ -229,8 +233,10 @@ static int test_two_processes_race(void) {
       EXPECT(strstr(r[i].message, dir) != NULL);
       /* The holder is the other child. */
       char want[2][32];
-      for (int k = 0; k < 2; k++) snprintf(want[k], sizeof want[k], "pid %ld", (long)pids[k]);
-      EXPECT(strstr(r[i].message, want[0]) != NULL || strstr(r[i].message, want[1]) != NULL);
+      for (int k = 0; k < 2; k++)
+        snprintf(want[k], sizeof want[k], "pid %ld", (long)pids[k]);
+      EXPECT(strstr(r[i].message, want[0]) != NULL ||
+             strstr(r[i].message, want[1]) != NULL);
       printf("refused: %s\n", r[i].message);
     }
   }
@@ -247,8 +253,8 @@ static int test_two_processes_race(void) {
   char text[128], want[128];
   CHECK(view_text(db, text, sizeof text) == 0);
   int64_t n = strtoll(text, NULL, 10);
-  printf("race: opened=%d refused=%d acked=%lld recovered=%lld lost=%lld\n", opened, refused,
-         (long long)acked, (long long)n, (long long)(acked - n));
+  printf("race: opened=%d refused=%d acked=%lld recovered=%lld lost=%lld\n", opened,
+         refused, (long long)acked, (long long)n, (long long)(acked - n));
   snprintf(want, sizeof want, "%lld,", (long long)acked);
   EXPECT(acked >= 300 && strncmp(text, want, strlen(want)) == 0);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
@@ -306,12 +312,15 @@ static int read_only_refuses_writes(laminar_db* db) {
   laminar_source* src = NULL;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_ERR_READ_ONLY, &err);
   EXPECT(src == NULL && strncmp(err.message, "LDB-5004: ", 10) == 0);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE u (v BIGINT)", &err), LAMINAR_ERR_READ_ONLY, &err);
+  CHECK_CODE(laminar_execute(db, "CREATE SOURCE u (v BIGINT)", &err),
+             LAMINAR_ERR_READ_ONLY, &err);
   EXPECT(strcmp(err.object, "u") == 0);
-  CHECK_CODE(laminar_execute(db, "DROP MATERIALIZED VIEW tot", &err), LAMINAR_ERR_READ_ONLY, &err);
+  CHECK_CODE(laminar_execute(db, "DROP MATERIALIZED VIEW tot", &err),
+             LAMINAR_ERR_READ_ONLY, &err);
   CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_ERR_READ_ONLY, &err);
   laminar_sink_callbacks cb = {0};
-  CHECK_CODE(laminar_sink_register(db, "k", "tot", &cb, &err), LAMINAR_ERR_READ_ONLY, &err);
+  CHECK_CODE(laminar_sink_register(db, "k", "tot", &cb, &err), LAMINAR_ERR_READ_ONLY,
+             &err);
   /* Re-running the stored DDL is a no-op, as on any reopen. */
   CHECK_CODE(laminar_execute(db, SETTINGS_DDL, &err), LAMINAR_OK, &err);
   return 0;
@@ -342,7 +351,8 @@ static int test_read_only_shares(void) {
   CHECK(read_only_refuses_writes(r1) == 0);
   CHECK_CODE(laminar_start(r2, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_close(r1), LAMINAR_OK, NULL);
-  CHECK_CODE(open_dir(dir, false, &w, &err), LAMINAR_ERR_LOCKED, &err); /* r2 still there */
+  CHECK_CODE(open_dir(dir, false, &w, &err), LAMINAR_ERR_LOCKED,
+             &err); /* r2 still there */
   CHECK_CODE(laminar_close(r2), LAMINAR_OK, NULL);
   char* after = snapshot(dir);
   EXPECT(strcmp(before, after) == 0);
@@ -432,16 +442,19 @@ static int test_read_only_skips_covered_damage(void) {
   CHECK(stat(seg1, &st) == 0 && stat(seg11, &st) == 0); /* records 8..10 absent between */
   char text[128], rep[4096];
   for (int round = 0; round < 2; round++) {
-    if (round == 1) CHECK(tear_at(seg1, 4) == 0); /* covered tail 4..10 before segment 11 */
+    if (round == 1)
+      CHECK(tear_at(seg1, 4) == 0); /* covered tail 4..10 before segment 11 */
     char* before = snapshot(dir);
     CHECK_CODE(open_dir(dir, true, &db, &err), LAMINAR_OK, &err);
     CHECK(view_text(db, text, sizeof text) == 0);
-    EXPECT(strcmp(text, "15,120") == 0); /* 1..10 from the checkpoint, 11..15 from the log */
+    EXPECT(strcmp(text, "15,120") ==
+           0); /* 1..10 from the checkpoint, 11..15 from the log */
     if (strcmp(text, "15,120") != 0) fprintf(stderr, "round %d: view %s\n", round, text);
     CHECK_CODE(laminar_durability_report(db, rep, sizeof rep, &err), LAMINAR_OK, &err);
     EXPECT(strstr(rep, "skipped") != NULL && strstr(rep, "source 't'") != NULL);
     EXPECT(strstr(rep, "nothing cut") == NULL);
-    if (strstr(rep, "skipped") == NULL) fprintf(stderr, "round %d: report %s\n", round, rep);
+    if (strstr(rep, "skipped") == NULL)
+      fprintf(stderr, "round %d: report %s\n", round, rep);
     CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
     char* after = snapshot(dir);
     EXPECT(strcmp(before, after) == 0); /* read-only: nothing changed */
@@ -464,7 +477,8 @@ static int test_read_only_settings(void) {
   laminar_db* db;
   laminar_error err;
   CHECK_CODE(laminar_config_create(&c), LAMINAR_OK, NULL);
-  CHECK_CODE(laminar_config_set(c, "read_only", "maybe", &err), LAMINAR_ERR_CONFIG_VALUE, &err);
+  CHECK_CODE(laminar_config_set(c, "read_only", "maybe", &err), LAMINAR_ERR_CONFIG_VALUE,
+             &err);
   CHECK_CODE(laminar_config_set(c, "read_only", "true", &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_open(c, &db, &err), LAMINAR_ERR_CONFIG_CONFLICT, &err);
   EXPECT(strstr(err.message, "read_only") != NULL);
@@ -485,14 +499,14 @@ static int test_read_only_settings(void) {
   return 0;
 }
 
-static const lm_test_case cases[] = {{"second_open_same_process", test_second_open_same_process},
-                                     {"two_processes_race", test_two_processes_race},
-                                     {"killed_holder_releases", test_killed_holder_releases},
-                                     {"read_only_shares", test_read_only_shares},
-                                     {"read_only_reports_damage", test_read_only_reports_damage},
-                                     {"read_only_settings", test_read_only_settings},
-                                     {"read_only_skips_covered_damage",
-                                      test_read_only_skips_covered_damage},
-                                     {NULL, NULL}};
+static const lm_test_case cases[] = {
+    {"second_open_same_process", test_second_open_same_process},
+    {"two_processes_race", test_two_processes_race},
+    {"killed_holder_releases", test_killed_holder_releases},
+    {"read_only_shares", test_read_only_shares},
+    {"read_only_reports_damage", test_read_only_reports_damage},
+    {"read_only_settings", test_read_only_settings},
+    {"read_only_skips_covered_damage", test_read_only_skips_covered_damage},
+    {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }

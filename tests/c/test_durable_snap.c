@@ -38,9 +38,9 @@
 typedef struct hook_ctx {
   laminar_db* db;
   laminar_source* src;
-  int64_t from, to;      /* batches pushed and run there */
-  int fault;             /* 0, or: fail the next allocation (1) / I/O (2) */
-  int failed;            /* a push or run in the hook failed */
+  int64_t from, to; /* batches pushed and run there */
+  int fault;        /* 0, or: fail the next allocation (1) / I/O (2) */
+  int failed;       /* a push or run in the hook failed */
 } hook_ctx;
 
 static void in_checkpoint(void* arg) {
@@ -67,14 +67,17 @@ static int64_t thaws_of(laminar_db* db, bool windows, bool views, int64_t* group
     if (windows) n += lm_op_window_thaws(chain, &g);
     gsum += g;
     g = 0;
-    if (views && lm_op_view_of(chain) != NULL) n += lm_op_view_thaws(lm_op_view_of(chain), &g);
+    if (views && lm_op_view_of(chain) != NULL)
+      n += lm_op_view_thaws(lm_op_view_of(chain), &g);
     gsum += g;
   }
   *groups = gsum;
   return n;
 }
 
-static int64_t thaws(laminar_db* db, int64_t* groups) { return thaws_of(db, true, true, groups); }
+static int64_t thaws(laminar_db* db, int64_t* groups) {
+  return thaws_of(db, true, true, groups);
+}
 
 /* Reopen dir (the checkpoint and the WAL after it), push the rest of the
  * input from the source's offset, finish, and compare with `want`. */
@@ -91,7 +94,8 @@ static int restart_and_compare(const char* dir, const char* want) {
 
 /* One case: a fresh durable pipeline, body(db, src, dir) on it (leaving both
  * open), close, then restart_and_compare() with the uninterrupted run. */
-static int with_pipeline(int (*body)(laminar_db* db, laminar_source* src, const char* dir)) {
+static int with_pipeline(int (*body)(laminar_db* db, laminar_source* src,
+                                     const char* dir)) {
   char* want = reference_output();
   CHECK(want != NULL);
   char dir[64];
@@ -112,7 +116,8 @@ static int with_pipeline(int (*body)(laminar_db* db, laminar_source* src, const 
 
 /* Rows keep arriving into the frozen windows while the checkpoint encodes
  * them, and windows it froze close (and are let go) meanwhile. */
-static int rows_into_frozen_windows(laminar_db* db, laminar_source* src, const char* dir) {
+static int rows_into_frozen_windows(laminar_db* db, laminar_source* src,
+                                    const char* dir) {
   (void)dir;
   laminar_error err;
   CHECK(feed(db, src, 0, 14, 0) == 0);
@@ -139,7 +144,9 @@ static int rows_into_frozen_windows(laminar_db* db, laminar_source* src, const c
   return 0;
 }
 
-static int test_rows_into_frozen_windows(void) { return with_pipeline(rows_into_frozen_windows); }
+static int test_rows_into_frozen_windows(void) {
+  return with_pipeline(rows_into_frozen_windows);
+}
 
 static long file_size(const char* path) {
   struct stat st;
@@ -243,7 +250,8 @@ static void* checkpoints(void* arg) {
  * barrier completes when every reactor has passed it, which on a loaded
  * machine can take longer than the pushes (up to 20 s here). */
 static void stop_after_one(ckpt_loop* c, pthread_t t) {
-  for (int i = 0; i < 20000 && atomic_load_explicit(&c->taken, memory_order_acquire) == 0; i++)
+  for (int i = 0; i < 20000 && atomic_load_explicit(&c->taken, memory_order_acquire) == 0;
+       i++)
     usleep(1000);
   atomic_store_explicit(&c->stop, 1, memory_order_release);
   pthread_join(t, NULL);
@@ -284,10 +292,13 @@ static int test_threaded_checkpoints(void) { return with_pipeline(threaded_check
  * AVG in tumbling windows; a global EMIT CHANGES aggregate; and one over its
  * changelog (weighted states: value multisets, FIRST/LAST run stacks). */
 static const char* AGG_DDL =
-    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
+    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
+    "BIGINT,\n"
     "  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);\n"
-    "CREATE STREAM agg AS SELECT volume, window_start, MIN(symbol) AS mn, MAX(symbol) AS mx,\n"
-    "  COUNT(DISTINCT symbol) AS ds, FIRST_VALUE(symbol) AS fs, LAST_VALUE(price) AS lp,\n"
+    "CREATE STREAM agg AS SELECT volume, window_start, MIN(symbol) AS mn, MAX(symbol) AS "
+    "mx,\n"
+    "  COUNT(DISTINCT symbol) AS ds, FIRST_VALUE(symbol) AS fs, LAST_VALUE(price) AS "
+    "lp,\n"
     "  SUM(volume) AS sv, AVG(price) AS ap FROM trades\n"
     "  GROUP BY volume, tumble(ts, INTERVAL '3' SECOND);\n"
     "CREATE STREAM run AS SELECT symbol, COUNT(*) AS n, MIN(price) AS lo,\n"
@@ -303,11 +314,11 @@ static int agg_open(const char* dir, laminar_db** db, laminar_source** src) {
   char sql[1024], sinks[128];
   size_t len = 0;
   for (int i = 0; i < 3; i++)
-    len += (size_t)snprintf(sql + len, sizeof sql - len,
-                            "CREATE SINK %s_out FROM %s INTO FILE (path = '%s/%s', format = "
-                            "'jsonl');\n",
-                            AGG_SINKS[i], AGG_SINKS[i], sinks_dir(dir, sinks, sizeof sinks),
-                            AGG_SINKS[i]);
+    len += (size_t)snprintf(
+        sql + len, sizeof sql - len,
+        "CREATE SINK %s_out FROM %s INTO FILE (path = '%s/%s', format = "
+        "'jsonl');\n",
+        AGG_SINKS[i], AGG_SINKS[i], sinks_dir(dir, sinks, sizeof sinks), AGG_SINKS[i]);
   CHECK_CODE(open_db(dir, "sync", db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(*db, AGG_DDL, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(*db, sql, &err), LAMINAR_OK, &err);
@@ -381,7 +392,8 @@ static int test_every_aggregate_state(void) {
  * 4096 groups at the first touch); every fourth batch has two rows, so some
  * touches copy a few blocks only. */
 static const char* BIG_DDL =
-    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
+    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
+    "BIGINT,\n"
     "  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);\n"
     "CREATE STREAM big AS SELECT symbol, window_start, COUNT(*) AS n, SUM(volume) AS v,\n"
     "  MIN(price) AS lo, MAX(price) AS hi FROM trades\n"
@@ -411,8 +423,10 @@ static int push_big(laminar_source* src, int64_t b, laminar_error* err) {
 static int big_open(const char* dir, laminar_db** db, laminar_source** src) {
   laminar_error err;
   char sql[256], sinks[128];
-  snprintf(sql, sizeof sql, "CREATE SINK big_out FROM big INTO FILE (path = '%s/big', format = "
-           "'jsonl')", sinks_dir(dir, sinks, sizeof sinks));
+  snprintf(sql, sizeof sql,
+           "CREATE SINK big_out FROM big INTO FILE (path = '%s/big', format = "
+           "'jsonl')",
+           sinks_dir(dir, sinks, sizeof sinks));
   CHECK_CODE(open_db(dir, "sync", db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(*db, BIG_DDL, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(*db, sql, &err), LAMINAR_OK, &err);
@@ -422,7 +436,8 @@ static int big_open(const char* dir, laminar_db** db, laminar_source** src) {
 
 /* Push batches [from, BIG_NBATCH), finish, close; the committed output
  * (sorted lines; the directory removed). */
-static char* big_finish(const char* dir, laminar_db* db, laminar_source* src, int64_t from) {
+static char* big_finish(const char* dir, laminar_db* db, laminar_source* src,
+                        int64_t from) {
   laminar_error err;
   for (int64_t b = from; b < BIG_NBATCH; b++) {
     if (push_big(src, b, &err) != LAMINAR_OK) return NULL;

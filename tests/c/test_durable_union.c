@@ -22,8 +22,8 @@
 #include "lm_test_durable.h"
 #include "views_util.h"
 
-#define NB 30        /* batches per source */
-#define CUT 24       /* the crash copy: after batch CUT-1 of each source */
+#define NB 30  /* batches per source */
+#define CUT 24 /* the crash copy: after batch CUT-1 of each source */
 
 static const char* SOURCES =
     "CREATE SOURCE a (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
@@ -36,7 +36,8 @@ static const char* UNION_SQL =
     "  FROM (SELECT symbol, volume AS v, ts FROM a UNION ALL\n"
     "        SELECT symbol, volume * 100, ts FROM b WHERE volume > 1)\n"
     "  GROUP BY symbol, tumble(ts, INTERVAL '500' MILLISECOND);\n"
-    "CREATE MATERIALIZED VIEW big AS SELECT symbol, window_start, n, total FROM u WHERE n >= 11;\n"
+    "CREATE MATERIALIZED VIEW big AS SELECT symbol, window_start, n, total FROM u WHERE "
+    "n >= 11;\n"
     "CREATE SINK u_out FROM u INTO FILE (path = '%s/u', format = 'jsonl')";
 
 static const char* const U_DIRS[] = {"u"};
@@ -55,8 +56,8 @@ static int push_src(laminar_source* src, int which, int64_t i) {
     static const char* syms[] = {"AAPL", "MSFT", "X"};
     for (int r = 0; r < ROWS; r++) {
       int64_t k = i * ROWS + r;
-      rows[r] = (trade_row){syms[k % 3], 5.0 + (double)(k % 5), false, k % 4, false,
-                            2500 + k * 20 - (k % 4) * 10};
+      rows[r] = (trade_row){syms[k % 3], 5.0 + (double)(k % 5),       false, k % 4,
+                            false,       2500 + k * 20 - (k % 4) * 10};
     }
     if (i % 2 == 1) rows[ROWS - 1].ts -= 1700;
     CHECK(build_trades(rows, ROWS, false, &array, &schema) == 0);
@@ -74,7 +75,8 @@ typedef struct run {
   laminar_source* src[2];
   const char* dir;
   int cores;
-  int64_t create[2]; /* the union created when a and b have these many batches ({0,0}: at open) */
+  int64_t create
+      [2]; /* the union created when a and b have these many batches ({0,0}: at open) */
   int64_t next[2]; /* the next batch of each source */
 } run;
 
@@ -131,8 +133,8 @@ static char* finish_run(run* r) {
     if (laminar_source_watermark(r->src[s], INT64_MAX, &err) != LAMINAR_OK) return NULL;
   if (laminar_run_until_idle(r->db, &err) != LAMINAR_OK ||
       laminar_checkpoint(r->db, &err) != LAMINAR_OK ||
-      query_text(r->db, "SELECT * FROM big ORDER BY symbol, window_start", view, sizeof view,
-                 &err) != LAMINAR_OK) {
+      query_text(r->db, "SELECT * FROM big ORDER BY symbol, window_start", view,
+                 sizeof view, &err) != LAMINAR_OK) {
     fprintf(stderr, "finish: %s\n", err.message);
     return NULL;
   }
@@ -167,7 +169,8 @@ static char* reference(int cores, const int64_t create[2]) {
 /* Run to CUT, copy the directory as a crash leaves it, close; put the copy
  * back (without the newest checkpoint when `lose_newest`), reopen, resume
  * each source from its offset, finish: equal to the reference. */
-static int crash_and_resume(int cores, int64_t create_a, int64_t create_b, bool lose_newest) {
+static int crash_and_resume(int cores, int64_t create_a, int64_t create_b,
+                            bool lose_newest) {
   const int64_t create[2] = {create_a, create_b};
   char* want = reference(cores, create);
   CHECK(want != NULL);

@@ -95,7 +95,9 @@ static lm_expr* call2(tb* t, lm_expr_op op, lm_type type, lm_expr* a, lm_expr* b
   lm_expr* args[2] = {a, b};
   return calln(t, op, type, 2, args);
 }
-static lm_expr* cast(tb* t, lm_type to, lm_expr* a) { return call1(t, LM_XOP_CAST, to, a); }
+static lm_expr* cast(tb* t, lm_type to, lm_expr* a) {
+  return call1(t, LM_XOP_CAST, to, a);
+}
 
 /* ---- vectors ------------------------------------------------------------------------- */
 
@@ -137,7 +139,8 @@ static double vd(const lm_vec* v, int64_t k) { return ((const double*)v->data)[k
 static int vb(const lm_vec* v, int64_t k) { return ((const uint8_t*)v->data)[k]; }
 static bool vs_eq(const lm_vec* v, int64_t k, const char* s) {
   lm_str x = ((const lm_str*)v->data)[k];
-  return !vnull(v, k) && x.len == (int64_t)strlen(s) && (x.len == 0 || !memcmp(x.ptr, s, (size_t)x.len));
+  return !vnull(v, k) && x.len == (int64_t)strlen(s) &&
+         (x.len == 0 || !memcmp(x.ptr, s, (size_t)x.len));
 }
 
 /* Expected BOOL results: 't', 'f' or 'N' per row. */
@@ -176,7 +179,8 @@ static int test_arith_int(void) {
   lm_expr* y = col(&t, 1, LM_TYPE_INT64);
   lm_vec r;
 
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_ADD, LM_TYPE_INT64, x, y), in, NULL, 8, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_ADD, LM_TYPE_INT64, x, y), in, NULL, 8, &r) ==
+        LAMINAR_OK);
   EXPECT(r.len == 8 && r.type == LM_TYPE_INT64);
   EXPECT(!vnull(&r, 0) && vi(&r, 0) == 3);
   EXPECT(vnull(&r, 1)); /* INT64_MAX + 1 overflows */
@@ -184,17 +188,21 @@ static int test_arith_int(void) {
   EXPECT(!vnull(&r, 3) && vi(&r, 3) == -5);
   EXPECT(vnull(&r, 7)); /* INT64_MIN + -1 */
 
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_SUB, LM_TYPE_INT64, x, y), in, NULL, 8, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_SUB, LM_TYPE_INT64, x, y), in, NULL, 8, &r) ==
+        LAMINAR_OK);
   EXPECT(vi(&r, 0) == -1 && !vnull(&r, 1) && vi(&r, 1) == INT64_MAX - 1);
   EXPECT(vnull(&r, 2)); /* INT64_MIN - 1 */
   EXPECT(vnull(&r, 7) == false && vnull(&r, 6) == false && vi(&r, 6) == -3);
 
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_MUL, LM_TYPE_INT64, x, y), in, NULL, 8, &r) == LAMINAR_OK);
-  EXPECT(vi(&r, 0) == 2 && vi(&r, 1) == INT64_MAX && vi(&r, 3) == -14 && vi(&r, 4) == -14);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_MUL, LM_TYPE_INT64, x, y), in, NULL, 8, &r) ==
+        LAMINAR_OK);
+  EXPECT(vi(&r, 0) == 2 && vi(&r, 1) == INT64_MAX && vi(&r, 3) == -14 &&
+         vi(&r, 4) == -14);
   EXPECT(vnull(&r, 7)); /* INT64_MIN * -1 */
   EXPECT(!vnull(&r, 5) && vi(&r, 5) == 0);
 
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_MOD, LM_TYPE_INT64, x, y), in, NULL, 8, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_MOD, LM_TYPE_INT64, x, y), in, NULL, 8, &r) ==
+        LAMINAR_OK);
   EXPECT(vi(&r, 0) == 1 && vi(&r, 1) == 0 && vi(&r, 2) == 0);
   EXPECT(vi(&r, 3) == -1); /* sign of the dividend */
   EXPECT(vi(&r, 4) == 1);
@@ -202,35 +210,41 @@ static int test_arith_int(void) {
   EXPECT(!vnull(&r, 6) && vi(&r, 6) == 0);
   EXPECT(vnull(&r, 7)); /* INT64_MIN % -1 overflows (DuckDB raises) */
 
-  CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_NEG, LM_TYPE_INT64, x), in, NULL, 8, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_NEG, LM_TYPE_INT64, x), in, NULL, 8, &r) ==
+        LAMINAR_OK);
   EXPECT(vi(&r, 0) == -1 && vi(&r, 1) == -INT64_MAX && vnull(&r, 2) && vi(&r, 3) == 7);
   EXPECT(vnull(&r, 7) && !vnull(&r, 6) && vi(&r, 6) == 0);
 
   /* Column op literal, literal op column, literal op literal. */
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_ADD, LM_TYPE_INT64, x, lit_i(&t, 10)), in, NULL, 8, &r) ==
-        LAMINAR_OK);
-  EXPECT(vi(&r, 0) == 11 && vnull(&r, 1) && vi(&r, 3) == 3 && r.len == 8);
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_SUB, LM_TYPE_INT64, lit_i(&t, 10), y), in, NULL, 8, &r) ==
-        LAMINAR_OK);
-  EXPECT(vi(&r, 0) == 8 && vi(&r, 4) == 12 && vi(&r, 7) == 11 && r.nulls == NULL);
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_MOD, LM_TYPE_INT64, lit_i(&t, 10), lit_i(&t, 0)), in,
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_ADD, LM_TYPE_INT64, x, lit_i(&t, 10)), in,
                      NULL, 8, &r) == LAMINAR_OK);
+  EXPECT(vi(&r, 0) == 11 && vnull(&r, 1) && vi(&r, 3) == 3 && r.len == 8);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_SUB, LM_TYPE_INT64, lit_i(&t, 10), y), in,
+                     NULL, 8, &r) == LAMINAR_OK);
+  EXPECT(vi(&r, 0) == 8 && vi(&r, 4) == 12 && vi(&r, 7) == 11 && r.nulls == NULL);
+  CHECK(lm_expr_eval(ctx,
+                     call2(&t, LM_XOP_MOD, LM_TYPE_INT64, lit_i(&t, 10), lit_i(&t, 0)),
+                     in, NULL, 8, &r) == LAMINAR_OK);
   for (int k = 0; k < 8; k++) EXPECT(vnull(&r, k));
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_MUL, LM_TYPE_INT64, lit_i(&t, 6), lit_i(&t, 7)), in, NULL,
-                     8, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx,
+                     call2(&t, LM_XOP_MUL, LM_TYPE_INT64, lit_i(&t, 6), lit_i(&t, 7)), in,
+                     NULL, 8, &r) == LAMINAR_OK);
   for (int k = 0; k < 8; k++) EXPECT(!vnull(&r, k) && vi(&r, k) == 42);
   EXPECT(r.nulls == NULL);
 
   /* NULL inputs propagate; a NULL literal makes everything NULL. */
   lm_vec in2[2] = {vec_i64(&t, a, 8, "N.N....."), vec_i64(&t, b, 8, "...N...N")};
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_ADD, LM_TYPE_INT64, x, y), in2, NULL, 8, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_ADD, LM_TYPE_INT64, x, y), in2, NULL, 8, &r) ==
+        LAMINAR_OK);
   EXPECT(vnull(&r, 0) && vnull(&r, 1) && vnull(&r, 2) && vnull(&r, 3) && !vnull(&r, 4) &&
          vnull(&r, 7) && vi(&r, 4) == 5);
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_MOD, LM_TYPE_INT64, x, y), in2, NULL, 8, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_MOD, LM_TYPE_INT64, x, y), in2, NULL, 8, &r) ==
+        LAMINAR_OK);
   EXPECT(vnull(&r, 5) && vnull(&r, 0) && !vnull(&r, 6));
   EXPECT(in2[0].nulls[5] == 0); /* the input null array was not written to */
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_ADD, LM_TYPE_INT64, x, lit_null(&t, LM_TYPE_INT64)), in,
-                     NULL, 8, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx,
+                     call2(&t, LM_XOP_ADD, LM_TYPE_INT64, x, lit_null(&t, LM_TYPE_INT64)),
+                     in, NULL, 8, &r) == LAMINAR_OK);
   for (int k = 0; k < 8; k++) EXPECT(vnull(&r, k));
 
   /* TIMESTAMP +- INT64 micros and TIMESTAMP - TIMESTAMP. */
@@ -238,11 +252,11 @@ static int test_arith_int(void) {
   ts.type = LM_TYPE_TIMESTAMP;
   lm_vec in3[2] = {ts, in[1]};
   lm_expr* tcol = col(&t, 0, LM_TYPE_TIMESTAMP);
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_ADD, LM_TYPE_TIMESTAMP, tcol, y), in3, NULL, 8, &r) ==
-        LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_ADD, LM_TYPE_TIMESTAMP, tcol, y), in3, NULL, 8,
+                     &r) == LAMINAR_OK);
   EXPECT(r.type == LM_TYPE_TIMESTAMP && vi(&r, 0) == 3 && vnull(&r, 1));
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_SUB, LM_TYPE_INT64, tcol, tcol), in3, NULL, 8, &r) ==
-        LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_SUB, LM_TYPE_INT64, tcol, tcol), in3, NULL, 8,
+                     &r) == LAMINAR_OK);
   EXPECT(r.type == LM_TYPE_INT64 && vi(&r, 2) == 0 && r.nulls == NULL);
 
   lm_eval_ctx_destroy(ctx);
@@ -265,26 +279,33 @@ static int test_arith_double(void) {
   lm_expr* x = col(&t, 0, LM_TYPE_DOUBLE);
   lm_expr* y = col(&t, 1, LM_TYPE_DOUBLE);
   lm_vec r;
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_DIV, LM_TYPE_DOUBLE, x, y), in, NULL, 8, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_DIV, LM_TYPE_DOUBLE, x, y), in, NULL, 8, &r) ==
+        LAMINAR_OK);
   /* IEEE division, as DuckDB's: 1 / 0 = inf, 5 / -0.0 = -inf, 0 / 0 = NaN. */
-  EXPECT(vd(&r, 0) == 3.0 && !vnull(&r, 1) && vd(&r, 1) == INFINITY && vd(&r, 2) == -3.75);
+  EXPECT(vd(&r, 0) == 3.0 && !vnull(&r, 1) && vd(&r, 1) == INFINITY &&
+         vd(&r, 2) == -3.75);
   EXPECT(!vnull(&r, 3) && vd(&r, 3) == -INFINITY);
   EXPECT(!vnull(&r, 4) && isnan(vd(&r, 4)));
   EXPECT(!vnull(&r, 5) && isnan(vd(&r, 5)));
   EXPECT(vd(&r, 6) == 1e307 && vnull(&r, 7));
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_MOD, LM_TYPE_DOUBLE, x, y), in, NULL, 8, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_MOD, LM_TYPE_DOUBLE, x, y), in, NULL, 8, &r) ==
+        LAMINAR_OK);
   EXPECT(vd(&r, 0) == 0.0 && isnan(vd(&r, 1)) && vd(&r, 2) == -1.5 && isnan(vd(&r, 3)));
-  EXPECT(r.nulls != NULL && !vnull(&r, 1) && vnull(&r, 7)); /* fmod(x, 0) is NaN, not NULL */
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_MUL, LM_TYPE_DOUBLE, x, y), in, NULL, 8, &r) == LAMINAR_OK);
+  EXPECT(r.nulls != NULL && !vnull(&r, 1) &&
+         vnull(&r, 7)); /* fmod(x, 0) is NaN, not NULL */
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_MUL, LM_TYPE_DOUBLE, x, y), in, NULL, 8, &r) ==
+        LAMINAR_OK);
   EXPECT(vd(&r, 0) == 0.75 && isinf(vd(&r, 6)) && vnull(&r, 7) && !vnull(&r, 6));
   EXPECT(same_double(vd(&r, 3), -0.0));
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_SUB, LM_TYPE_DOUBLE, x, lit_d(&t, 0.5)), in, NULL, 8, &r) ==
-        LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_SUB, LM_TYPE_DOUBLE, x, lit_d(&t, 0.5)), in,
+                     NULL, 8, &r) == LAMINAR_OK);
   EXPECT(vd(&r, 0) == 1.0 && r.nulls == NULL);
-  CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_NEG, LM_TYPE_DOUBLE, x), in, NULL, 8, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_NEG, LM_TYPE_DOUBLE, x), in, NULL, 8, &r) ==
+        LAMINAR_OK);
   EXPECT(vd(&r, 0) == -1.5 && same_double(vd(&r, 7), -0.0));
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_DIV, LM_TYPE_DOUBLE, lit_d(&t, 1.0), lit_d(&t, 0.0)), in,
-                     NULL, 3, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(
+            ctx, call2(&t, LM_XOP_DIV, LM_TYPE_DOUBLE, lit_d(&t, 1.0), lit_d(&t, 0.0)),
+            in, NULL, 3, &r) == LAMINAR_OK);
   EXPECT(r.len == 3 && r.nulls == NULL && vd(&r, 0) == INFINITY && vd(&r, 2) == INFINITY);
   lm_eval_ctx_destroy(ctx);
   tb_free(&t);
@@ -305,16 +326,26 @@ static int test_logic_truth_tables(void) {
   lm_expr* b = col(&t, 1, LM_TYPE_BOOL);
   lm_vec r;
   /* rows: TT TF TN FT FF FN NT NF NN */
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_AND, LM_TYPE_BOOL, a, b), in, NULL, 9, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_AND, LM_TYPE_BOOL, a, b), in, NULL, 9, &r) ==
+        LAMINAR_OK);
   EXPECT(bools_are(&r, "tfNfffNfN"));
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_OR, LM_TYPE_BOOL, a, b), in, NULL, 9, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_OR, LM_TYPE_BOOL, a, b), in, NULL, 9, &r) ==
+        LAMINAR_OK);
   EXPECT(bools_are(&r, "ttttfNtNN"));
-  CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_NOT, LM_TYPE_BOOL, a), in, NULL, 9, &r) == LAMINAR_OK);
-  EXPECT(bools_are(&r, "fffttt" "NNN"));
-  CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_IS_NULL, LM_TYPE_BOOL, b), in, NULL, 9, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_NOT, LM_TYPE_BOOL, a), in, NULL, 9, &r) ==
+        LAMINAR_OK);
+  EXPECT(bools_are(&r,
+                   "fffttt"
+                   "NNN"));
+  CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_IS_NULL, LM_TYPE_BOOL, b), in, NULL, 9, &r) ==
+        LAMINAR_OK);
   EXPECT(bools_are(&r, "fftfftfft") && r.nulls == NULL);
-  CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_IS_NOT_NULL, LM_TYPE_BOOL, a), in, NULL, 9, &r) == LAMINAR_OK);
-  EXPECT(bools_are(&r, "tttttt" "fff") && r.nulls == NULL);
+  CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_IS_NOT_NULL, LM_TYPE_BOOL, a), in, NULL, 9,
+                     &r) == LAMINAR_OK);
+  EXPECT(bools_are(&r,
+                   "tttttt"
+                   "fff") &&
+         r.nulls == NULL);
 
   /* The same tables with one side a constant (TRUE, FALSE, NULL) on either
    * side, and with both constant. */
@@ -325,39 +356,41 @@ static int test_logic_truth_tables(void) {
   const char* and_rows[3] = {"tfN", "fff", "NfN"};
   const char* or_rows[3] = {"ttt", "tfN", "tNN"};
   for (int c = 0; c < 3; c++) {
-    CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_AND, LM_TYPE_BOOL, consts[c], d), in3, NULL, 3, &r) ==
-          LAMINAR_OK);
+    CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_AND, LM_TYPE_BOOL, consts[c], d), in3, NULL,
+                       3, &r) == LAMINAR_OK);
     EXPECT(bools_are(&r, and_rows[c]));
-    CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_AND, LM_TYPE_BOOL, d, consts[c]), in3, NULL, 3, &r) ==
-          LAMINAR_OK);
+    CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_AND, LM_TYPE_BOOL, d, consts[c]), in3, NULL,
+                       3, &r) == LAMINAR_OK);
     EXPECT(bools_are(&r, and_rows[c]));
-    CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_OR, LM_TYPE_BOOL, consts[c], d), in3, NULL, 3, &r) ==
-          LAMINAR_OK);
+    CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_OR, LM_TYPE_BOOL, consts[c], d), in3, NULL,
+                       3, &r) == LAMINAR_OK);
     EXPECT(bools_are(&r, or_rows[c]));
-    CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_OR, LM_TYPE_BOOL, d, consts[c]), in3, NULL, 3, &r) ==
-          LAMINAR_OK);
+    CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_OR, LM_TYPE_BOOL, d, consts[c]), in3, NULL,
+                       3, &r) == LAMINAR_OK);
     EXPECT(bools_are(&r, or_rows[c]));
     for (int c2 = 0; c2 < 3; c2++) {
       char want_and[2] = {and_rows[c][c2], 0}, want_or[2] = {or_rows[c][c2], 0};
-      CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_AND, LM_TYPE_BOOL, consts[c], consts[c2]), in3, NULL,
-                         1, &r) == LAMINAR_OK);
+      CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_AND, LM_TYPE_BOOL, consts[c], consts[c2]),
+                         in3, NULL, 1, &r) == LAMINAR_OK);
       EXPECT(bools_are(&r, want_and));
-      CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_OR, LM_TYPE_BOOL, consts[c], consts[c2]), in3, NULL,
-                         1, &r) == LAMINAR_OK);
+      CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_OR, LM_TYPE_BOOL, consts[c], consts[c2]),
+                         in3, NULL, 1, &r) == LAMINAR_OK);
       EXPECT(bools_are(&r, want_or));
     }
-    CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_NOT, LM_TYPE_BOOL, consts[c]), in3, NULL, 2, &r) ==
-          LAMINAR_OK);
+    CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_NOT, LM_TYPE_BOOL, consts[c]), in3, NULL, 2,
+                       &r) == LAMINAR_OK);
     EXPECT(bools_are(&r, c == 0 ? "ff" : c == 1 ? "tt" : "NN"));
-    CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_IS_NULL, LM_TYPE_BOOL, consts[c]), in3, NULL, 2, &r) ==
-          LAMINAR_OK);
+    CHECK(lm_expr_eval(ctx, call1(&t, LM_XOP_IS_NULL, LM_TYPE_BOOL, consts[c]), in3, NULL,
+                       2, &r) == LAMINAR_OK);
     EXPECT(bools_are(&r, c == 2 ? "tt" : "ff"));
   }
   /* No nulls in: the fast path. */
   lm_vec in4[2] = {vec_bool(&t, av, 9, ""), vec_bool(&t, bv, 9, "")};
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_AND, LM_TYPE_BOOL, a, b), in4, NULL, 9, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_AND, LM_TYPE_BOOL, a, b), in4, NULL, 9, &r) ==
+        LAMINAR_OK);
   EXPECT(bools_are(&r, "tffffffff") && r.nulls == NULL);
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_OR, LM_TYPE_BOOL, a, b), in4, NULL, 9, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_OR, LM_TYPE_BOOL, a, b), in4, NULL, 9, &r) ==
+        LAMINAR_OK);
   EXPECT(bools_are(&r, "ttttfftff") && r.nulls == NULL);
   lm_eval_ctx_destroy(ctx);
   tb_free(&t);
@@ -371,25 +404,31 @@ static int test_compare(void) {
   lm_eval_ctx* ctx;
   CHECK(lm_eval_ctx_create(&ctx) == LAMINAR_OK);
   lm_vec r;
-  static const lm_expr_op ops[6] = {LM_XOP_EQ, LM_XOP_NE, LM_XOP_LT, LM_XOP_LE, LM_XOP_GT, LM_XOP_GE};
+  static const lm_expr_op ops[6] = {LM_XOP_EQ, LM_XOP_NE, LM_XOP_LT,
+                                    LM_XOP_LE, LM_XOP_GT, LM_XOP_GE};
 
   /* INT64 with a NULL: rows (1,2) (2,2) (3,2) (NULL,2). */
   const int64_t ia[] = {1, 2, 3, 9}, ib[] = {2, 2, 2, 2};
   lm_vec iin[2] = {vec_i64(&t, ia, 4, "...N"), vec_i64(&t, ib, 4, "")};
   const char* iwant[6] = {"ftfN", "tftN", "tffN", "ttfN", "fftN", "fttN"};
   for (int o = 0; o < 6; o++) {
-    CHECK(lm_expr_eval(ctx, call2(&t, ops[o], LM_TYPE_BOOL, col(&t, 0, LM_TYPE_INT64),
-                                  col(&t, 1, LM_TYPE_INT64)),
+    CHECK(lm_expr_eval(ctx,
+                       call2(&t, ops[o], LM_TYPE_BOOL, col(&t, 0, LM_TYPE_INT64),
+                             col(&t, 1, LM_TYPE_INT64)),
                        iin, NULL, 4, &r) == LAMINAR_OK);
     EXPECT(bools_are(&r, iwant[o]));
     /* column vs literal 2 gives the same answers */
-    CHECK(lm_expr_eval(ctx, call2(&t, ops[o], LM_TYPE_BOOL, col(&t, 0, LM_TYPE_INT64), lit_i(&t, 2)),
-                       iin, NULL, 4, &r) == LAMINAR_OK);
+    CHECK(lm_expr_eval(
+              ctx,
+              call2(&t, ops[o], LM_TYPE_BOOL, col(&t, 0, LM_TYPE_INT64), lit_i(&t, 2)),
+              iin, NULL, 4, &r) == LAMINAR_OK);
     EXPECT(bools_are(&r, iwant[o]));
   }
   /* literal on the left: 2 < x */
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_LT, LM_TYPE_BOOL, lit_i(&t, 2), col(&t, 0, LM_TYPE_INT64)),
-                     iin, NULL, 4, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(
+            ctx,
+            call2(&t, LM_XOP_LT, LM_TYPE_BOOL, lit_i(&t, 2), col(&t, 0, LM_TYPE_INT64)),
+            iin, NULL, 4, &r) == LAMINAR_OK);
   EXPECT(bools_are(&r, "fftN"));
 
   /* DOUBLE: DuckDB orders NaN above everything and equal to itself; -0 == 0. */
@@ -398,8 +437,9 @@ static int test_compare(void) {
   lm_vec din[2] = {vec_f64(&t, da, 6, ""), vec_f64(&t, db, 6, ".....N")};
   const char* dwant[6] = {"tfftfN", "fttftN", "fftffN", "tfttfN", "ftfftN", "ttfttN"};
   for (int o = 0; o < 6; o++) {
-    CHECK(lm_expr_eval(ctx, call2(&t, ops[o], LM_TYPE_BOOL, col(&t, 0, LM_TYPE_DOUBLE),
-                                  col(&t, 1, LM_TYPE_DOUBLE)),
+    CHECK(lm_expr_eval(ctx,
+                       call2(&t, ops[o], LM_TYPE_BOOL, col(&t, 0, LM_TYPE_DOUBLE),
+                             col(&t, 1, LM_TYPE_DOUBLE)),
                        din, NULL, 6, &r) == LAMINAR_OK);
     EXPECT(bools_are(&r, dwant[o]));
   }
@@ -408,42 +448,54 @@ static int test_compare(void) {
   const char* sa[] = {"abc", "ab", "B", "", "\xc3\xa9", "same", NULL};
   const char* sb[] = {"abd", "abc", "a", "", "z", "same", "x"};
   lm_vec sin_[2] = {vec_str(&t, sa, 7, "......N"), vec_str(&t, sb, 7, "")};
-  const char* swant[6] = {"ffftftN", "tttftfN", "tttfffN", "ttttftN", "fffftfN", "fffttt" "N"};
+  const char* swant[6] = {"ffftftN",
+                          "tttftfN",
+                          "tttfffN",
+                          "ttttftN",
+                          "fffftfN",
+                          "fffttt"
+                          "N"};
   for (int o = 0; o < 6; o++) {
-    CHECK(lm_expr_eval(ctx, call2(&t, ops[o], LM_TYPE_BOOL, col(&t, 0, LM_TYPE_STRING),
-                                  col(&t, 1, LM_TYPE_STRING)),
+    CHECK(lm_expr_eval(ctx,
+                       call2(&t, ops[o], LM_TYPE_BOOL, col(&t, 0, LM_TYPE_STRING),
+                             col(&t, 1, LM_TYPE_STRING)),
                        sin_, NULL, 7, &r) == LAMINAR_OK);
     EXPECT(bools_are(&r, swant[o]));
   }
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_EQ, LM_TYPE_BOOL, col(&t, 1, LM_TYPE_STRING),
-                                lit_s(&t, "same")),
+  CHECK(lm_expr_eval(ctx,
+                     call2(&t, LM_XOP_EQ, LM_TYPE_BOOL, col(&t, 1, LM_TYPE_STRING),
+                           lit_s(&t, "same")),
                      sin_, NULL, 7, &r) == LAMINAR_OK);
   EXPECT(bools_are(&r, "ffffftf"));
 
   /* BOOL: false < true. */
   const uint8_t ba[] = {0, 1, 1}, bb[] = {1, 0, 1};
   lm_vec bin[2] = {vec_bool(&t, ba, 3, ""), vec_bool(&t, bb, 3, "")};
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_LT, LM_TYPE_BOOL, col(&t, 0, LM_TYPE_BOOL),
-                                col(&t, 1, LM_TYPE_BOOL)),
+  CHECK(lm_expr_eval(ctx,
+                     call2(&t, LM_XOP_LT, LM_TYPE_BOOL, col(&t, 0, LM_TYPE_BOOL),
+                           col(&t, 1, LM_TYPE_BOOL)),
                      bin, NULL, 3, &r) == LAMINAR_OK);
   EXPECT(bools_are(&r, "tff"));
 
   /* TIMESTAMP as int64, and INT32 columns. */
   lm_vec tin[2] = {vec_i64(&t, ia, 4, ""), vec_i64(&t, ib, 4, "")};
   tin[0].type = tin[1].type = LM_TYPE_TIMESTAMP;
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_GE, LM_TYPE_BOOL, col(&t, 0, LM_TYPE_TIMESTAMP),
-                                col(&t, 1, LM_TYPE_TIMESTAMP)),
+  CHECK(lm_expr_eval(ctx,
+                     call2(&t, LM_XOP_GE, LM_TYPE_BOOL, col(&t, 0, LM_TYPE_TIMESTAMP),
+                           col(&t, 1, LM_TYPE_TIMESTAMP)),
                      tin, NULL, 4, &r) == LAMINAR_OK);
   EXPECT(bools_are(&r, "fttt"));
   const int32_t i32[] = {5, -5, 0};
   lm_vec i32in[1] = {{LM_TYPE_INT32, 3, NULL, i32}};
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_GT, LM_TYPE_BOOL, col(&t, 0, LM_TYPE_INT32),
-                                cast(&t, LM_TYPE_INT32, lit_i(&t, 0))),
+  CHECK(lm_expr_eval(ctx,
+                     call2(&t, LM_XOP_GT, LM_TYPE_BOOL, col(&t, 0, LM_TYPE_INT32),
+                           cast(&t, LM_TYPE_INT32, lit_i(&t, 0))),
                      i32in, NULL, 3, &r) == LAMINAR_OK);
   EXPECT(bools_are(&r, "tff"));
   /* NULL literal compared: NULL. */
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_EQ, LM_TYPE_BOOL, col(&t, 0, LM_TYPE_INT64),
-                                lit_null(&t, LM_TYPE_INT64)),
+  CHECK(lm_expr_eval(ctx,
+                     call2(&t, LM_XOP_EQ, LM_TYPE_BOOL, col(&t, 0, LM_TYPE_INT64),
+                           lit_null(&t, LM_TYPE_INT64)),
                      iin, NULL, 4, &r) == LAMINAR_OK);
   EXPECT(bools_are(&r, "NNNN"));
   lm_eval_ctx_destroy(ctx);
@@ -453,7 +505,8 @@ static int test_compare(void) {
 
 /* ---- CASE, COALESCE, CONCAT ------------------------------------------------------------ */
 
-static lm_expr* case_expr(tb* t, lm_type type, bool has_else, int32_t nargs, lm_expr** args) {
+static lm_expr* case_expr(tb* t, lm_type type, bool has_else, int32_t nargs,
+                          lm_expr** args) {
   lm_expr* e = calln(t, LM_XOP_CASE, type, nargs, args);
   e->has_else = has_else;
   return e;
@@ -473,8 +526,8 @@ static int test_case(void) {
   /* CASE WHEN x < 0 THEN 'neg' WHEN x < 10 THEN 'small' ELSE 'big' END;
    * x NULL: both WHENs NULL -> ELSE. */
   lm_expr* a1[5] = {call2(&t, LM_XOP_LT, LM_TYPE_BOOL, x, lit_i(&t, 0)), lit_s(&t, "neg"),
-                    call2(&t, LM_XOP_LT, LM_TYPE_BOOL, x, lit_i(&t, 10)), lit_s(&t, "small"),
-                    lit_s(&t, "big")};
+                    call2(&t, LM_XOP_LT, LM_TYPE_BOOL, x, lit_i(&t, 10)),
+                    lit_s(&t, "small"), lit_s(&t, "big")};
   lm_expr* c1 = case_expr(&t, LM_TYPE_STRING, true, 5, a1);
   CHECK(lm_expr_eval(ctx, c1, in, NULL, 6, &r) == LAMINAR_OK);
   EXPECT(vs_eq(&r, 0, "neg") && vs_eq(&r, 1, "small") && vs_eq(&r, 2, "small"));
@@ -489,19 +542,21 @@ static int test_case(void) {
   /* Guarded division: CASE WHEN y <> 0 THEN x % y ELSE -1 END. */
   lm_expr* a3[3] = {call2(&t, LM_XOP_NE, LM_TYPE_BOOL, y, lit_i(&t, 0)),
                     call2(&t, LM_XOP_MOD, LM_TYPE_INT64, x, y), lit_i(&t, -1)};
-  CHECK(lm_expr_eval(ctx, case_expr(&t, LM_TYPE_INT64, true, 3, a3), in, NULL, 6, &r) == LAMINAR_OK);
-  EXPECT(vi(&r, 0) == 0 && vi(&r, 1) == 0 && vi(&r, 2) == -1 && vi(&r, 3) == 2 && vnull(&r, 4) &&
-         vi(&r, 5) == -1);
+  CHECK(lm_expr_eval(ctx, case_expr(&t, LM_TYPE_INT64, true, 3, a3), in, NULL, 6, &r) ==
+        LAMINAR_OK);
+  EXPECT(vi(&r, 0) == 0 && vi(&r, 1) == 0 && vi(&r, 2) == -1 && vi(&r, 3) == 2 &&
+         vnull(&r, 4) && vi(&r, 5) == -1);
 
   /* Nested: CASE WHEN x IS NULL THEN 0 ELSE CASE WHEN x > 0 THEN x * 2 END END. */
   lm_expr* inner_args[2] = {call2(&t, LM_XOP_GT, LM_TYPE_BOOL, x, lit_i(&t, 0)),
                             call2(&t, LM_XOP_MUL, LM_TYPE_INT64, x, lit_i(&t, 2))};
   lm_expr* inner = case_expr(&t, LM_TYPE_INT64, false, 2, inner_args);
-  lm_expr* outer_args[3] = {call1(&t, LM_XOP_IS_NULL, LM_TYPE_BOOL, x), lit_i(&t, 0), inner};
+  lm_expr* outer_args[3] = {call1(&t, LM_XOP_IS_NULL, LM_TYPE_BOOL, x), lit_i(&t, 0),
+                            inner};
   lm_expr* nested = case_expr(&t, LM_TYPE_INT64, true, 3, outer_args);
   CHECK(lm_expr_eval(ctx, nested, in, NULL, 6, &r) == LAMINAR_OK);
-  EXPECT(vnull(&r, 0) && vnull(&r, 1) && vi(&r, 2) == 10 && vi(&r, 3) == 100 && !vnull(&r, 4) &&
-         vi(&r, 4) == 0 && vnull(&r, 5));
+  EXPECT(vnull(&r, 0) && vnull(&r, 1) && vi(&r, 2) == 10 && vi(&r, 3) == 100 &&
+         !vnull(&r, 4) && vi(&r, 4) == 0 && vnull(&r, 5));
 
   /* With a selection: rows 1, 3, 4 only. */
   const uint32_t sel[3] = {1, 3, 4};
@@ -509,16 +564,20 @@ static int test_case(void) {
   EXPECT(r.len == 3 && vnull(&r, 0) && vi(&r, 1) == 100 && vi(&r, 2) == 0);
 
   /* Constant conditions: WHEN NULL is not true; WHEN TRUE takes everything. */
-  lm_expr* a4[5] = {lit_null(&t, LM_TYPE_BOOL), lit_i(&t, 1), lit_b(&t, true), y, lit_i(&t, 3)};
-  CHECK(lm_expr_eval(ctx, case_expr(&t, LM_TYPE_INT64, true, 5, a4), in, NULL, 6, &r) == LAMINAR_OK);
+  lm_expr* a4[5] = {lit_null(&t, LM_TYPE_BOOL), lit_i(&t, 1), lit_b(&t, true), y,
+                    lit_i(&t, 3)};
+  CHECK(lm_expr_eval(ctx, case_expr(&t, LM_TYPE_INT64, true, 5, a4), in, NULL, 6, &r) ==
+        LAMINAR_OK);
   for (int k = 0; k < 6; k++) EXPECT(!vnull(&r, k) && vi(&r, k) == yv[k]);
   lm_expr* a5[3] = {lit_b(&t, false), lit_i(&t, 1), lit_i(&t, 3)};
-  CHECK(lm_expr_eval(ctx, case_expr(&t, LM_TYPE_INT64, true, 3, a5), in, NULL, 6, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, case_expr(&t, LM_TYPE_INT64, true, 3, a5), in, NULL, 6, &r) ==
+        LAMINAR_OK);
   for (int k = 0; k < 6; k++) EXPECT(!vnull(&r, k) && vi(&r, k) == 3);
   /* THEN NULL literal of the NULL type. */
-  lm_expr* a6[3] = {call2(&t, LM_XOP_GT, LM_TYPE_BOOL, x, lit_i(&t, 0)), lit_null(&t, LM_TYPE_NULL),
-                    y};
-  CHECK(lm_expr_eval(ctx, case_expr(&t, LM_TYPE_INT64, true, 3, a6), in, NULL, 6, &r) == LAMINAR_OK);
+  lm_expr* a6[3] = {call2(&t, LM_XOP_GT, LM_TYPE_BOOL, x, lit_i(&t, 0)),
+                    lit_null(&t, LM_TYPE_NULL), y};
+  CHECK(lm_expr_eval(ctx, case_expr(&t, LM_TYPE_INT64, true, 3, a6), in, NULL, 6, &r) ==
+        LAMINAR_OK);
   EXPECT(vi(&r, 0) == 1 && vnull(&r, 2) && vnull(&r, 3) && vi(&r, 4) == 5);
   /* Zero rows. */
   CHECK(lm_expr_eval(ctx, nested, in, sel, 0, &r) == LAMINAR_OK);
@@ -533,31 +592,33 @@ static int test_coalesce(void) {
   lm_eval_ctx* ctx;
   CHECK(lm_eval_ctx_create(&ctx) == LAMINAR_OK);
   const int64_t av[] = {1, 2, 3, 4}, bv[] = {10, 20, 30, 40};
-  lm_vec in[3] = {vec_i64(&t, av, 4, "N.NN"), vec_i64(&t, bv, 4, "N..N"), vec_i64(&t, bv, 4, "")};
+  lm_vec in[3] = {vec_i64(&t, av, 4, "N.NN"), vec_i64(&t, bv, 4, "N..N"),
+                  vec_i64(&t, bv, 4, "")};
   lm_expr* a = col(&t, 0, LM_TYPE_INT64);
   lm_expr* b = col(&t, 1, LM_TYPE_INT64);
   lm_vec r;
   lm_expr* args[3] = {a, b, lit_i(&t, -1)};
-  CHECK(lm_expr_eval(ctx, calln(&t, LM_XOP_COALESCE, LM_TYPE_INT64, 3, args), in, NULL, 4, &r) ==
-        LAMINAR_OK);
-  EXPECT(vi(&r, 0) == -1 && vi(&r, 1) == 2 && vi(&r, 2) == 30 && vi(&r, 3) == -1 && r.nulls == NULL);
-  CHECK(lm_expr_eval(ctx, calln(&t, LM_XOP_COALESCE, LM_TYPE_INT64, 2, args), in, NULL, 4, &r) ==
-        LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, calln(&t, LM_XOP_COALESCE, LM_TYPE_INT64, 3, args), in, NULL, 4,
+                     &r) == LAMINAR_OK);
+  EXPECT(vi(&r, 0) == -1 && vi(&r, 1) == 2 && vi(&r, 2) == 30 && vi(&r, 3) == -1 &&
+         r.nulls == NULL);
+  CHECK(lm_expr_eval(ctx, calln(&t, LM_XOP_COALESCE, LM_TYPE_INT64, 2, args), in, NULL, 4,
+                     &r) == LAMINAR_OK);
   EXPECT(vnull(&r, 0) && vi(&r, 1) == 2 && vi(&r, 2) == 30 && vnull(&r, 3));
   lm_expr* nulls2[2] = {lit_null(&t, LM_TYPE_INT64), lit_null(&t, LM_TYPE_NULL)};
-  CHECK(lm_expr_eval(ctx, calln(&t, LM_XOP_COALESCE, LM_TYPE_INT64, 2, nulls2), in, NULL, 4, &r) ==
-        LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, calln(&t, LM_XOP_COALESCE, LM_TYPE_INT64, 2, nulls2), in, NULL,
+                     4, &r) == LAMINAR_OK);
   EXPECT(vnull(&r, 0) && vnull(&r, 3) && r.type == LM_TYPE_INT64);
   /* A first argument without NULLs is the answer as it stands (zero-copy). */
   lm_expr* args2[2] = {col(&t, 2, LM_TYPE_INT64), a};
-  CHECK(lm_expr_eval(ctx, calln(&t, LM_XOP_COALESCE, LM_TYPE_INT64, 2, args2), in, NULL, 4, &r) ==
-        LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, calln(&t, LM_XOP_COALESCE, LM_TYPE_INT64, 2, args2), in, NULL,
+                     4, &r) == LAMINAR_OK);
   EXPECT(r.data == in[2].data && r.nulls == NULL);
   /* NULL literal first, then the column, then a constant; with a selection. */
   lm_expr* args3[3] = {lit_null(&t, LM_TYPE_INT64), a, lit_i(&t, 7)};
   const uint32_t sel[2] = {1, 2};
-  CHECK(lm_expr_eval(ctx, calln(&t, LM_XOP_COALESCE, LM_TYPE_INT64, 3, args3), in, sel, 2, &r) ==
-        LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, calln(&t, LM_XOP_COALESCE, LM_TYPE_INT64, 3, args3), in, sel, 2,
+                     &r) == LAMINAR_OK);
   EXPECT(r.len == 2 && vi(&r, 0) == 2 && vi(&r, 1) == 7 && r.nulls == NULL);
   lm_eval_ctx_destroy(ctx);
   tb_free(&t);
@@ -574,15 +635,17 @@ static int test_concat(void) {
   lm_expr* a = col(&t, 0, LM_TYPE_STRING);
   lm_expr* b = col(&t, 1, LM_TYPE_STRING);
   lm_vec r;
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_CONCAT, LM_TYPE_STRING, a, b), in, NULL, 4, &r) ==
-        LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_CONCAT, LM_TYPE_STRING, a, b), in, NULL, 4,
+                     &r) == LAMINAR_OK);
   EXPECT(vs_eq(&r, 0, "abcd") && vs_eq(&r, 1, "") && vnull(&r, 2) && vnull(&r, 3));
   lm_expr* e = call2(&t, LM_XOP_CONCAT, LM_TYPE_STRING, lit_s(&t, "<"),
                      call2(&t, LM_XOP_CONCAT, LM_TYPE_STRING, a, lit_s(&t, ">")));
   CHECK(lm_expr_eval(ctx, e, in, NULL, 4, &r) == LAMINAR_OK);
-  EXPECT(vs_eq(&r, 0, "<ab>") && vs_eq(&r, 1, "<>") && vnull(&r, 2) && vs_eq(&r, 3, "<x>"));
-  CHECK(lm_expr_eval(ctx, call2(&t, LM_XOP_CONCAT, LM_TYPE_STRING, lit_s(&t, "p"), lit_s(&t, "q")),
-                     in, NULL, 4, &r) == LAMINAR_OK);
+  EXPECT(vs_eq(&r, 0, "<ab>") && vs_eq(&r, 1, "<>") && vnull(&r, 2) &&
+         vs_eq(&r, 3, "<x>"));
+  CHECK(lm_expr_eval(
+            ctx, call2(&t, LM_XOP_CONCAT, LM_TYPE_STRING, lit_s(&t, "p"), lit_s(&t, "q")),
+            in, NULL, 4, &r) == LAMINAR_OK);
   for (int k = 0; k < 4; k++) EXPECT(vs_eq(&r, k, "pq"));
   lm_eval_ctx_destroy(ctx);
   tb_free(&t);
@@ -602,7 +665,8 @@ static bool text_is(lm_eval_ctx* ctx, tb* t, lm_expr* value, const char* want) {
   lm_vec r = cast1(ctx, t, value, LM_TYPE_STRING);
   if (!vs_eq(&r, 0, want)) {
     lm_str s = ((const lm_str*)r.data)[0];
-    fprintf(stderr, "  cast text: got '%.*s' want '%s'\n", (int)s.len, s.ptr ? s.ptr : "", want);
+    fprintf(stderr, "  cast text: got '%.*s' want '%s'\n", (int)s.len, s.ptr ? s.ptr : "",
+            want);
     return false;
   }
   return true;
@@ -623,16 +687,35 @@ static int test_cast_to_string(void) {
     double d;
     const char* s;
   } doubles[] = {
-      {1.5, "1.5"},       {0.1, "0.1"},        {1e20, "1e+20"},          {100.0, "100.0"},
-      {1e15, "1000000000000000.0"},            {1e16, "1e+16"},          {1e-5, "1e-05"},
-      {0.0001, "0.0001"}, {1e-7, "1e-07"},     {-0.0, "-0.0"},           {0.0, "0.0"},
-      {1.0 / 3.0, "0.3333333333333333"},       {2.5e-10, "2.5e-10"},     {123.456, "123.456"},
-      {1e21, "1e+21"},    {12345678.9, "12345678.9"},                    {1e7, "10000000.0"},
-      {1.5e300, "1.5e+300"},                   {0.000123, "0.000123"},   {5e-324, "5e-324"},
+      {1.5, "1.5"},
+      {0.1, "0.1"},
+      {1e20, "1e+20"},
+      {100.0, "100.0"},
+      {1e15, "1000000000000000.0"},
+      {1e16, "1e+16"},
+      {1e-5, "1e-05"},
+      {0.0001, "0.0001"},
+      {1e-7, "1e-07"},
+      {-0.0, "-0.0"},
+      {0.0, "0.0"},
+      {1.0 / 3.0, "0.3333333333333333"},
+      {2.5e-10, "2.5e-10"},
+      {123.456, "123.456"},
+      {1e21, "1e+21"},
+      {12345678.9, "12345678.9"},
+      {1e7, "10000000.0"},
+      {1.5e300, "1.5e+300"},
+      {0.000123, "0.000123"},
+      {5e-324, "5e-324"},
       {1.7976931348623157e308, "1.7976931348623157e+308"},
       {123456789012345678.0, "1.2345678901234568e+17"},
-      {-1.25e-8, "-1.25e-08"}, {5.684341886080802e-14, "5.684341886080802e-14"},
-      {9999999999999998.0, "9999999999999998.0"}, {7.291122019556398e-304, "7.291122019556398e-304"}, {NAN, "nan"}, {INFINITY, "inf"}, {-INFINITY, "-inf"},
+      {-1.25e-8, "-1.25e-08"},
+      {5.684341886080802e-14, "5.684341886080802e-14"},
+      {9999999999999998.0, "9999999999999998.0"},
+      {7.291122019556398e-304, "7.291122019556398e-304"},
+      {NAN, "nan"},
+      {INFINITY, "inf"},
+      {-INFINITY, "-inf"},
   };
   for (size_t i = 0; i < sizeof doubles / sizeof doubles[0]; i++) {
     EXPECT(text_is(ctx, &t, lit_d(&t, doubles[i].d), doubles[i].s));
@@ -652,7 +735,8 @@ static int test_cast_to_string(void) {
   EXPECT(text_is(ctx, &t, lit_ts(&t, 951782400000000), "2000-02-29 00:00:00"));
   /* BC dates as DuckDB prints them; INT64_MIN (beyond DuckDB's range) must
    * format without overflow. */
-  EXPECT(text_is(ctx, &t, lit_ts(&t, -62135596800000001), "0001-12-31 (BC) 23:59:59.999999"));
+  EXPECT(text_is(ctx, &t, lit_ts(&t, -62135596800000001),
+                 "0001-12-31 (BC) 23:59:59.999999"));
   EXPECT(text_is(ctx, &t, lit_ts(&t, INT64_MIN), "290309-12-21 (BC) 19:59:05.224192"));
   EXPECT(text_is(ctx, &t, lit_ts(&t, INT64_MAX), "294247-01-10 04:00:54.775807"));
   /* NULL in, NULL out. */
@@ -673,19 +757,49 @@ static int test_cast_from_string(void) {
     const char* s;
     int64_t v;
   } ints[] = {
-      {" 12 ", 12}, {"1.5", 2}, {"2.5", 3}, {"-2.5", -3}, {"1.49", 1}, {"+5", 5}, {"1e2", 100},
-      {"15e-1", 2}, {"1e-1", 0}, {"0x10", 16}, {"0X1f", 31}, {"0b101", 5}, {"1_000", 1000},
-      {"1__0", 0x7eadbeef}, {"_1", 0x7eadbeef}, {"1_", 0x7eadbeef}, {"1.", 1}, {".5", 1},
-      {"", 0x7eadbeef}, {"  ", 0x7eadbeef}, {"abc", 0x7eadbeef}, {"1 2", 0x7eadbeef},
-      {"9223372036854775807", INT64_MAX}, {"9223372036854775808", 0x7eadbeef},
-      {"-9223372036854775808", INT64_MIN}, {"9223372036854775807.4", INT64_MAX},
-      {"1e19", 0x7eadbeef}, {"-0x10", 0x7eadbeef}, {"0x8000000000000000", 0x7eadbeef},
-      {"1.5e1", 15}, {"1_000.5", 1001}, {"00012", 12}, {"-0", 0}, {"-", 0x7eadbeef},
-      {"1.5.", 0x7eadbeef}, {"1e2.5", 0x7eadbeef}, {"\t5\n", 5}, {" 0x10 ", 0x7eadbeef},
+      {" 12 ", 12},
+      {"1.5", 2},
+      {"2.5", 3},
+      {"-2.5", -3},
+      {"1.49", 1},
+      {"+5", 5},
+      {"1e2", 100},
+      {"15e-1", 2},
+      {"1e-1", 0},
+      {"0x10", 16},
+      {"0X1f", 31},
+      {"0b101", 5},
+      {"1_000", 1000},
+      {"1__0", 0x7eadbeef},
+      {"_1", 0x7eadbeef},
+      {"1_", 0x7eadbeef},
+      {"1.", 1},
+      {".5", 1},
+      {"", 0x7eadbeef},
+      {"  ", 0x7eadbeef},
+      {"abc", 0x7eadbeef},
+      {"1 2", 0x7eadbeef},
+      {"9223372036854775807", INT64_MAX},
+      {"9223372036854775808", 0x7eadbeef},
+      {"-9223372036854775808", INT64_MIN},
+      {"9223372036854775807.4", INT64_MAX},
+      {"1e19", 0x7eadbeef},
+      {"-0x10", 0x7eadbeef},
+      {"0x8000000000000000", 0x7eadbeef},
+      {"1.5e1", 15},
+      {"1_000.5", 1001},
+      {"00012", 12},
+      {"-0", 0},
+      {"-", 0x7eadbeef},
+      {"1.5.", 0x7eadbeef},
+      {"1e2.5", 0x7eadbeef},
+      {"\t5\n", 5},
+      {" 0x10 ", 0x7eadbeef},
   };
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
     lm_vec r = cast1(ctx, &t, lit_s(&t, ints[i].s), LM_TYPE_INT64);
-    bool ok = ints[i].v == NULL_I ? vnull(&r, 0) : (!vnull(&r, 0) && vi(&r, 0) == ints[i].v);
+    bool ok =
+        ints[i].v == NULL_I ? vnull(&r, 0) : (!vnull(&r, 0) && vi(&r, 0) == ints[i].v);
     if (!ok) fprintf(stderr, "  '%s' -> BIGINT wrong\n", ints[i].s);
     EXPECT(ok);
   }
@@ -701,11 +815,27 @@ static int test_cast_from_string(void) {
     double v;
     bool null;
   } dbls[] = {
-      {" 1.5 ", 1.5, false}, {"inf", INFINITY, false}, {"-Infinity", -INFINITY, false},
-      {"1_000.5", 1000.5, false}, {".5", 0.5, false}, {"5.", 5.0, false}, {"1e400", INFINITY, false},
-      {"1e-400", 0.0, false}, {"1.5E+2", 150.0, false}, {"+.5", 0.5, false}, {"1e1_0", 1e10, false},
-      {"-", 0, true}, {"0x1p3", 0, true}, {"0x10", 0, true}, {"1,5", 0, true}, {"1e", 0, true},
-      {"e5", 0, true}, {".e1", 0, true}, {"1_.5", 0, true}, {"infin", 0, true}, {"nana", 0, true},
+      {" 1.5 ", 1.5, false},
+      {"inf", INFINITY, false},
+      {"-Infinity", -INFINITY, false},
+      {"1_000.5", 1000.5, false},
+      {".5", 0.5, false},
+      {"5.", 5.0, false},
+      {"1e400", INFINITY, false},
+      {"1e-400", 0.0, false},
+      {"1.5E+2", 150.0, false},
+      {"+.5", 0.5, false},
+      {"1e1_0", 1e10, false},
+      {"-", 0, true},
+      {"0x1p3", 0, true},
+      {"0x10", 0, true},
+      {"1,5", 0, true},
+      {"1e", 0, true},
+      {"e5", 0, true},
+      {".e1", 0, true},
+      {"1_.5", 0, true},
+      {"infin", 0, true},
+      {"nana", 0, true},
       {"", 0, true},
   };
   for (size_t i = 0; i < sizeof dbls / sizeof dbls[0]; i++) {
@@ -720,9 +850,10 @@ static int test_cast_from_string(void) {
   static const struct {
     const char* s;
     char want; /* 't', 'f', 'N' */
-  } bools[] = {{"true", 't'}, {"TrUe", 't'}, {"T", 't'}, {"yes", 't'}, {"Y", 't'}, {"1", 't'},
-               {"false", 'f'}, {"f", 'f'}, {"No", 'f'}, {"n", 'f'}, {"0", 'f'}, {"2", 'N'},
-               {"off", 'N'}, {"", 'N'}, {" TRUE ", 'N'}};
+  } bools[] = {{"true", 't'}, {"TrUe", 't'}, {"T", 't'},     {"yes", 't'},
+               {"Y", 't'},    {"1", 't'},    {"false", 'f'}, {"f", 'f'},
+               {"No", 'f'},   {"n", 'f'},    {"0", 'f'},     {"2", 'N'},
+               {"off", 'N'},  {"", 'N'},     {" TRUE ", 'N'}};
   for (size_t i = 0; i < sizeof bools / sizeof bools[0]; i++) {
     r = cast1(ctx, &t, lit_s(&t, bools[i].s), LM_TYPE_BOOL);
     char want[2] = {bools[i].want, 0};
@@ -751,11 +882,20 @@ static int test_cast_from_string(void) {
       {"2024-01-05 10:11:12 ", 1704449472000000, false},
       {"2024-01-05 10:11:12Z", 1704449472000000, false},
       {"2024-01-05 1:2:3", 1704416523000000, false},
-      {"2024-02-30", 0, true}, {"2023-02-29", 0, true}, {"1900-02-29", 0, true},
-      {"2024-01-05 24:00:01", 0, true}, {"2024-01/05", 0, true}, {"2024-01-05T", 0, true},
-      {"2024-01-05 10", 0, true}, {"20240105", 0, true}, {"2024-01-05 10:11:60", 0, true},
-      {"2024-013-05", 0, true}, {"2024-01-05 ", 0, true}, {"294248-01-01", 0, true},
-      {"", 0, true}, {"x", 0, true},
+      {"2024-02-30", 0, true},
+      {"2023-02-29", 0, true},
+      {"1900-02-29", 0, true},
+      {"2024-01-05 24:00:01", 0, true},
+      {"2024-01/05", 0, true},
+      {"2024-01-05T", 0, true},
+      {"2024-01-05 10", 0, true},
+      {"20240105", 0, true},
+      {"2024-01-05 10:11:60", 0, true},
+      {"2024-013-05", 0, true},
+      {"2024-01-05 ", 0, true},
+      {"294248-01-01", 0, true},
+      {"", 0, true},
+      {"x", 0, true},
   };
   for (size_t i = 0; i < sizeof tss / sizeof tss[0]; i++) {
     r = cast1(ctx, &t, lit_s(&t, tss[i].s), LM_TYPE_TIMESTAMP);
@@ -773,22 +913,32 @@ static int test_cast_numeric(void) {
   lm_eval_ctx* ctx;
   CHECK(lm_eval_ctx_create(&ctx) == LAMINAR_OK);
   /* DOUBLE -> BIGINT: DuckDB 2.0 rounds ties to even; NaN / out of range NULL. */
-  const double dv[] = {2.5, 3.5, -2.5, 0.5, -0.5, 2.5000001, NAN, 1e19, -9.2233720368547758e18,
-                       9.2233720368547758e18, INFINITY, 1.0};
+  const double dv[] = {2.5,
+                       3.5,
+                       -2.5,
+                       0.5,
+                       -0.5,
+                       2.5000001,
+                       NAN,
+                       1e19,
+                       -9.2233720368547758e18,
+                       9.2233720368547758e18,
+                       INFINITY,
+                       1.0};
   const char* dn = "...........N";
   lm_vec din[1] = {vec_f64(&t, dv, 12, dn)};
   lm_vec r;
-  CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_INT64, col(&t, 0, LM_TYPE_DOUBLE)), din, NULL, 12, &r) ==
-        LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_INT64, col(&t, 0, LM_TYPE_DOUBLE)), din, NULL,
+                     12, &r) == LAMINAR_OK);
   const int64_t want64[] = {2, 4, -2, 0, 0, 3};
   for (int k = 0; k < 6; k++) EXPECT(!vnull(&r, k) && vi(&r, k) == want64[k]);
-  EXPECT(vnull(&r, 6) && vnull(&r, 7) && !vnull(&r, 8) && vi(&r, 8) == INT64_MIN && vnull(&r, 9) &&
-         vnull(&r, 10) && vnull(&r, 11));
+  EXPECT(vnull(&r, 6) && vnull(&r, 7) && !vnull(&r, 8) && vi(&r, 8) == INT64_MIN &&
+         vnull(&r, 9) && vnull(&r, 10) && vnull(&r, 11));
   /* DOUBLE -> INT. */
   const double d32[] = {2147483647.4, 2147483647.5, -2147483648.5, -2147483648.6, 1.5};
   lm_vec d32in[1] = {vec_f64(&t, d32, 5, "")};
-  CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_INT32, col(&t, 0, LM_TYPE_DOUBLE)), d32in, NULL, 5, &r) ==
-        LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_INT32, col(&t, 0, LM_TYPE_DOUBLE)), d32in,
+                     NULL, 5, &r) == LAMINAR_OK);
   EXPECT(r.type == LM_TYPE_INT32 && vi32(&r, 0) == INT32_MAX && vnull(&r, 1) &&
          vi32(&r, 2) == INT32_MIN && vnull(&r, 3) && vi32(&r, 4) == 2);
   /* BIGINT -> INT range; -> DOUBLE; -> BOOLEAN; -> TIMESTAMP (micros). */
@@ -796,16 +946,17 @@ static int test_cast_numeric(void) {
   lm_vec iin[1] = {vec_i64(&t, iv, 5, "....N")};
   lm_expr* ic = col(&t, 0, LM_TYPE_INT64);
   CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_INT32, ic), iin, NULL, 5, &r) == LAMINAR_OK);
-  EXPECT(vnull(&r, 0) && vi32(&r, 1) == INT32_MIN && vi32(&r, 2) == 0 && vi32(&r, 3) == -5 &&
-         vnull(&r, 4));
+  EXPECT(vnull(&r, 0) && vi32(&r, 1) == INT32_MIN && vi32(&r, 2) == 0 &&
+         vi32(&r, 3) == -5 && vnull(&r, 4));
   CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_DOUBLE, ic), iin, NULL, 5, &r) == LAMINAR_OK);
   EXPECT(vd(&r, 0) == 3e9 && vd(&r, 3) == -5.0 && vnull(&r, 4) && !vnull(&r, 3));
   CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_BOOL, ic), iin, NULL, 5, &r) == LAMINAR_OK);
   EXPECT(bools_are(&r, "ttftN"));
-  CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_TIMESTAMP, ic), iin, NULL, 5, &r) == LAMINAR_OK);
-  EXPECT(r.type == LM_TYPE_TIMESTAMP && vi(&r, 0) == 3000000000LL && vnull(&r, 4));
-  CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_INT64, cast(&t, LM_TYPE_TIMESTAMP, ic)), iin, NULL, 5, &r) ==
+  CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_TIMESTAMP, ic), iin, NULL, 5, &r) ==
         LAMINAR_OK);
+  EXPECT(r.type == LM_TYPE_TIMESTAMP && vi(&r, 0) == 3000000000LL && vnull(&r, 4));
+  CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_INT64, cast(&t, LM_TYPE_TIMESTAMP, ic)), iin,
+                     NULL, 5, &r) == LAMINAR_OK);
   EXPECT(r.type == LM_TYPE_INT64 && vi(&r, 3) == -5);
   /* BOOLEAN <-> numbers. */
   const uint8_t bv[] = {1, 0, 1};
@@ -817,13 +968,14 @@ static int test_cast_numeric(void) {
   EXPECT(vd(&r, 0) == 1.0 && vd(&r, 1) == 0.0 && vnull(&r, 2));
   CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_INT32, bc), bin, NULL, 3, &r) == LAMINAR_OK);
   EXPECT(vi32(&r, 0) == 1 && vi32(&r, 1) == 0 && vnull(&r, 2));
-  CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_TIMESTAMP, bc), bin, NULL, 3, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_TIMESTAMP, bc), bin, NULL, 3, &r) ==
+        LAMINAR_OK);
   EXPECT(vnull(&r, 0) && vnull(&r, 1) && vnull(&r, 2));
   /* DOUBLE -> BOOLEAN: x != 0, NaN is true (DuckDB). */
   const double bd[] = {0.5, 0.0, -0.0, NAN};
   lm_vec bdin[1] = {vec_f64(&t, bd, 4, "")};
-  CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_BOOL, col(&t, 0, LM_TYPE_DOUBLE)), bdin, NULL, 4, &r) ==
-        LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_BOOL, col(&t, 0, LM_TYPE_DOUBLE)), bdin, NULL,
+                     4, &r) == LAMINAR_OK);
   EXPECT(bools_are(&r, "tfft") && r.nulls == NULL);
   /* Same type: identity, zero-copy. */
   CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_INT64, ic), iin, NULL, 5, &r) == LAMINAR_OK);
@@ -845,7 +997,8 @@ static int test_cast_double_roundtrip(void) {
     if (i % 2) {
       memcpy(&d, &bits, sizeof d);
     } else {
-      d = (double)(int64_t)(bits >> 11) * pow(10.0, (double)((int)(bits % 40) - 20)) / 1e6;
+      d = (double)(int64_t)(bits >> 11) * pow(10.0, (double)((int)(bits % 40) - 20)) /
+          1e6;
     }
     if (isnan(d) || isinf(d)) continue;
     char buf[LM_EXPR_DOUBLE_TEXT_MAX + 1];
@@ -879,15 +1032,16 @@ static int test_cast_random_strings(void) {
       int len = (int)(lm_test_rand(&state) % 24);
       char* p = tb_alloc(&t, (size_t)len);
       for (int i = 0; i < len; i++) {
-        p[i] = lm_test_rand(&state) % 3 == 0 ? (char)('0' + lm_test_rand(&state) % 10)
-                                              : alphabet[lm_test_rand(&state) % (sizeof alphabet - 1)];
+        p[i] = lm_test_rand(&state) % 3 == 0
+                   ? (char)('0' + lm_test_rand(&state) % 10)
+                   : alphabet[lm_test_rand(&state) % (sizeof alphabet - 1)];
       }
       strs[k] = (lm_str){len ? p : NULL, len};
     }
     lm_vec in[1] = {{LM_TYPE_STRING, N, NULL, strs}};
     lm_expr* c = col(&t, 0, LM_TYPE_STRING);
-    static const lm_type tos[5] = {LM_TYPE_INT64, LM_TYPE_INT32, LM_TYPE_DOUBLE, LM_TYPE_BOOL,
-                                   LM_TYPE_TIMESTAMP};
+    static const lm_type tos[5] = {LM_TYPE_INT64, LM_TYPE_INT32, LM_TYPE_DOUBLE,
+                                   LM_TYPE_BOOL, LM_TYPE_TIMESTAMP};
     lm_vec outs[5];
     for (int i = 0; i < 5; i++) {
       CHECK(lm_expr_eval(ctx, cast(&t, tos[i], c), in, NULL, N, &outs[i]) == LAMINAR_OK);
@@ -895,7 +1049,8 @@ static int test_cast_random_strings(void) {
     }
     for (int k = 0; k < N; k++) {
       bool radix = false;
-      for (int64_t i = 0; i < strs[k].len; i++) radix |= strchr("xXbB", strs[k].ptr[i]) != NULL;
+      for (int64_t i = 0; i < strs[k].len; i++)
+        radix |= strchr("xXbB", strs[k].ptr[i]) != NULL;
       if (radix || vnull(&outs[0], k)) continue;
       CHECK(!vnull(&outs[2], k));
       double dv = vd(&outs[2], k);
@@ -956,12 +1111,14 @@ static int test_filter(void) {
   /* Constant predicates. */
   CHECK(lm_expr_filter(ctx, lit_b(&t, true), in, sel, 5, out, &m) == LAMINAR_OK);
   EXPECT(m == 5 && out[0] == 1 && out[4] == 7);
-  CHECK(lm_expr_filter(ctx, lit_null(&t, LM_TYPE_BOOL), in, NULL, 8, out, &m) == LAMINAR_OK);
+  CHECK(lm_expr_filter(ctx, lit_null(&t, LM_TYPE_BOOL), in, NULL, 8, out, &m) ==
+        LAMINAR_OK);
   EXPECT(m == 0);
   CHECK(lm_expr_filter(ctx, lit_b(&t, false), in, NULL, 8, out, &m) == LAMINAR_OK);
   EXPECT(m == 0);
   /* OR with NULL: NULL OR TRUE keeps, NULL OR FALSE drops. */
-  lm_expr* either = call2(&t, LM_XOP_OR, LM_TYPE_BOOL, gt4, call2(&t, LM_XOP_EQ, LM_TYPE_BOOL, x, lit_i(&t, 1)));
+  lm_expr* either = call2(&t, LM_XOP_OR, LM_TYPE_BOOL, gt4,
+                          call2(&t, LM_XOP_EQ, LM_TYPE_BOOL, x, lit_i(&t, 1)));
   CHECK(lm_expr_filter(ctx, either, in, NULL, 8, out, &m) == LAMINAR_OK);
   EXPECT(m == 5 && out[0] == 0 && out[1] == 1 && out[2] == 3);
   lm_eval_ctx_destroy(ctx);
@@ -983,7 +1140,8 @@ static int test_column_and_literal(void) {
   /* With a selection: gathered; a subset without nulls has nulls == NULL. */
   const uint32_t sel[2] = {0, 3};
   CHECK(lm_expr_eval(ctx, col(&t, 0, LM_TYPE_INT64), in, sel, 2, &r) == LAMINAR_OK);
-  EXPECT(r.len == 2 && vi(&r, 0) == 5 && vi(&r, 1) == 9 && r.nulls == NULL && r.data != in[0].data);
+  EXPECT(r.len == 2 && vi(&r, 0) == 5 && vi(&r, 1) == 9 && r.nulls == NULL &&
+         r.data != in[0].data);
   const uint32_t sel2[2] = {1, 2};
   CHECK(lm_expr_eval(ctx, col(&t, 1, LM_TYPE_STRING), in, sel2, 2, &r) == LAMINAR_OK);
   EXPECT(vs_eq(&r, 0, "bb") && vnull(&r, 1));
@@ -992,13 +1150,15 @@ static int test_column_and_literal(void) {
   EXPECT(r.len == 2 && vs_eq(&r, 0, "hey") && vs_eq(&r, 1, "hey") && r.nulls == NULL);
   CHECK(lm_expr_eval(ctx, lit_null(&t, LM_TYPE_DOUBLE), in, NULL, 3, &r) == LAMINAR_OK);
   EXPECT(r.len == 3 && r.type == LM_TYPE_DOUBLE && vnull(&r, 0) && vnull(&r, 2));
-  CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_INT32, lit_i(&t, 12)), in, NULL, 3, &r) == LAMINAR_OK);
+  CHECK(lm_expr_eval(ctx, cast(&t, LM_TYPE_INT32, lit_i(&t, 12)), in, NULL, 3, &r) ==
+        LAMINAR_OK);
   EXPECT(r.type == LM_TYPE_INT32 && vi32(&r, 2) == 12);
   CHECK(lm_expr_eval(ctx, lit_b(&t, true), in, NULL, 0, &r) == LAMINAR_OK);
   EXPECT(r.len == 0);
-  EXPECT(lm_expr_is_constant(call2(&t, LM_XOP_ADD, LM_TYPE_INT64, lit_i(&t, 1), lit_i(&t, 2))));
-  EXPECT(!lm_expr_is_constant(call2(&t, LM_XOP_ADD, LM_TYPE_INT64, lit_i(&t, 1),
-                                    col(&t, 0, LM_TYPE_INT64))));
+  EXPECT(lm_expr_is_constant(
+      call2(&t, LM_XOP_ADD, LM_TYPE_INT64, lit_i(&t, 1), lit_i(&t, 2))));
+  EXPECT(!lm_expr_is_constant(
+      call2(&t, LM_XOP_ADD, LM_TYPE_INT64, lit_i(&t, 1), col(&t, 0, LM_TYPE_INT64))));
   lm_eval_ctx_destroy(ctx);
   tb_free(&t);
   return 0;
@@ -1015,8 +1175,8 @@ static int test_ctx_steady_state(void) {
   lm_vec in[1] = {vec_i64(&t, xv, N, "")};
   lm_expr* x = col(&t, 0, LM_TYPE_INT64);
   lm_expr* e = cast(&t, LM_TYPE_STRING,
-                    call2(&t, LM_XOP_MUL, LM_TYPE_INT64, call2(&t, LM_XOP_ADD, LM_TYPE_INT64, x, x),
-                          lit_i(&t, 3)));
+                    call2(&t, LM_XOP_MUL, LM_TYPE_INT64,
+                          call2(&t, LM_XOP_ADD, LM_TYPE_INT64, x, x), lit_i(&t, 3)));
   uint64_t mallocs_after_first = 0;
   for (int round = 0; round < 5; round++) {
     lm_eval_ctx_reset(ctx);
@@ -1083,9 +1243,12 @@ static lm_expr* gen_leaf(rgen* g, lm_type type) {
   tb* t = g->t;
   if (rnd(g, 10) < 7) {
     int c;
-    if (type == LM_TYPE_INT64) c = (int)rnd(g, 2);
-    else if (type == LM_TYPE_DOUBLE) c = 2 + (int)rnd(g, 2);
-    else c = 4;
+    if (type == LM_TYPE_INT64)
+      c = (int)rnd(g, 2);
+    else if (type == LM_TYPE_DOUBLE)
+      c = 2 + (int)rnd(g, 2);
+    else
+      c = 4;
     return col(t, c, type);
   }
   if (rnd(g, 8) == 0) return lit_null(t, type);
@@ -1112,17 +1275,24 @@ static lm_expr* gen_case(rgen* g, lm_type type, int depth) {
 static lm_expr* gen(rgen* g, lm_type type, int depth) {
   tb* t = g->t;
   if (depth <= 0 || rnd(g, 5) == 0) return gen_leaf(g, type);
-  static const lm_expr_op arith[] = {LM_XOP_ADD, LM_XOP_SUB, LM_XOP_MUL, LM_XOP_MOD, LM_XOP_DIV};
-  static const lm_expr_op cmps[] = {LM_XOP_EQ, LM_XOP_NE, LM_XOP_LT, LM_XOP_LE, LM_XOP_GT, LM_XOP_GE};
+  static const lm_expr_op arith[] = {LM_XOP_ADD, LM_XOP_SUB, LM_XOP_MUL, LM_XOP_MOD,
+                                     LM_XOP_DIV};
+  static const lm_expr_op cmps[] = {LM_XOP_EQ, LM_XOP_NE, LM_XOP_LT,
+                                    LM_XOP_LE, LM_XOP_GT, LM_XOP_GE};
   if (type == LM_TYPE_BOOL) {
     switch (rnd(g, 8)) {
       case 0:
       case 1: {
         lm_type ot = rnd(g, 2) ? LM_TYPE_INT64 : LM_TYPE_DOUBLE;
-        return call2(t, cmps[rnd(g, 6)], LM_TYPE_BOOL, gen(g, ot, depth - 1), gen(g, ot, depth - 1));
+        return call2(t, cmps[rnd(g, 6)], LM_TYPE_BOOL, gen(g, ot, depth - 1),
+                     gen(g, ot, depth - 1));
       }
-      case 2: return call2(t, LM_XOP_AND, LM_TYPE_BOOL, gen(g, type, depth - 1), gen(g, type, depth - 1));
-      case 3: return call2(t, LM_XOP_OR, LM_TYPE_BOOL, gen(g, type, depth - 1), gen(g, type, depth - 1));
+      case 2:
+        return call2(t, LM_XOP_AND, LM_TYPE_BOOL, gen(g, type, depth - 1),
+                     gen(g, type, depth - 1));
+      case 3:
+        return call2(t, LM_XOP_OR, LM_TYPE_BOOL, gen(g, type, depth - 1),
+                     gen(g, type, depth - 1));
       case 4: return call1(t, LM_XOP_NOT, LM_TYPE_BOOL, gen(g, type, depth - 1));
       case 5: {
         lm_type ot = (lm_type)rcol_types[rnd(g, RCOLS)];
@@ -1130,7 +1300,9 @@ static lm_expr* gen(rgen* g, lm_type type, int depth) {
                      gen(g, ot, depth - 1));
       }
       case 6: return gen_case(g, type, depth);
-      default: return cast(t, LM_TYPE_BOOL, gen(g, rnd(g, 2) ? LM_TYPE_INT64 : LM_TYPE_DOUBLE, depth - 1));
+      default:
+        return cast(t, LM_TYPE_BOOL,
+                    gen(g, rnd(g, 2) ? LM_TYPE_INT64 : LM_TYPE_DOUBLE, depth - 1));
     }
   }
   switch (rnd(g, 7)) {
@@ -1285,7 +1457,9 @@ static sval ref_call(const lm_expr* e, const lm_vec* in, int64_t row) {
       if (e->type == LM_TYPE_BOOL) {
         r.b = at == LM_TYPE_DOUBLE ? a.d != 0 : at == LM_TYPE_INT64 ? a.i != 0 : a.b;
       } else if (e->type == LM_TYPE_DOUBLE) {
-        r.d = at == LM_TYPE_INT64 ? (double)a.i : at == LM_TYPE_BOOL ? (a.b ? 1.0 : 0.0) : a.d;
+        r.d = at == LM_TYPE_INT64  ? (double)a.i
+              : at == LM_TYPE_BOOL ? (a.b ? 1.0 : 0.0)
+                                   : a.d;
       } else if (at == LM_TYPE_BOOL) {
         r.i = a.b;
       } else if (at == LM_TYPE_DOUBLE) {
@@ -1293,7 +1467,8 @@ static sval ref_call(const lm_expr* e, const lm_vec* in, int64_t row) {
         if (isnan(a.d)) return ref_null();
         double fl = floor(a.d), diff = a.d - fl, v = fl;
         if (diff > 0.5 || (diff == 0.5 && fmod(fl, 2.0) != 0)) v = fl + 1;
-        if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return ref_null();
+        if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+          return ref_null();
         r.i = (int64_t)v;
       } else {
         r.i = a.i;
@@ -1316,9 +1491,12 @@ static sval ref_eval(const lm_expr* e, const lm_vec* in, int64_t row) {
   if (e->kind == LM_EXPR_COLUMN) {
     const lm_vec* v = &in[e->column];
     if (vnull(v, row)) return ref_null();
-    if (v->type == LM_TYPE_DOUBLE) r.d = vd(v, row);
-    else if (v->type == LM_TYPE_BOOL) r.b = vb(v, row);
-    else r.i = vi(v, row);
+    if (v->type == LM_TYPE_DOUBLE)
+      r.d = vd(v, row);
+    else if (v->type == LM_TYPE_BOOL)
+      r.b = vb(v, row);
+    else
+      r.i = vi(v, row);
     return r;
   }
   return ref_call(e, in, row);
@@ -1353,9 +1531,12 @@ static int test_random_differential(void) {
       void* data = tb_alloc(&t, (size_t)lm_type_width(rcol_types[c]) * N);
       for (int64_t k = 0; k < N; k++) {
         if (nl) nl[k] = rnd(&g, 8) < density;
-        if (rcol_types[c] == LM_TYPE_INT64) ((int64_t*)data)[k] = rand_i64(&g);
-        else if (rcol_types[c] == LM_TYPE_DOUBLE) ((double*)data)[k] = rand_f64(&g);
-        else ((uint8_t*)data)[k] = (uint8_t)rnd(&g, 2);
+        if (rcol_types[c] == LM_TYPE_INT64)
+          ((int64_t*)data)[k] = rand_i64(&g);
+        else if (rcol_types[c] == LM_TYPE_DOUBLE)
+          ((double*)data)[k] = rand_f64(&g);
+        else
+          ((uint8_t*)data)[k] = (uint8_t)rnd(&g, 2);
       }
       in[c] = (lm_vec){rcol_types[c], N, nl, data};
     }
@@ -1376,15 +1557,16 @@ static int test_random_differential(void) {
       for (int64_t k = 0; k < N; k++) {
         sval want = ref_eval(e, in, k);
         if (!matches(&all, k, want)) {
-          fprintf(stderr, "  batch %d query %d row %lld: vectorized differs from reference\n",
+          fprintf(stderr,
+                  "  batch %d query %d row %lld: vectorized differs from reference\n",
                   batch, q, (long long)k);
           CHECK(0);
         }
       }
       for (int64_t j = 0; j < nsel; j++) {
         if (!matches(&sub, j, ref_eval(e, in, sel[j]))) {
-          fprintf(stderr, "  batch %d query %d sel %lld: selection result differs\n", batch, q,
-                  (long long)j);
+          fprintf(stderr, "  batch %d query %d sel %lld: selection result differs\n",
+                  batch, q, (long long)j);
           CHECK(0);
         }
       }

@@ -54,14 +54,16 @@ static int fx_init(fixture* f, int64_t n) {
   memset(f, 0, sizeof *f);
   lm_schema_init_empty(&f->schema);
   static const char* const names[NCOLS] = {"i", "b", "d", "s", "ts", "p", "u"};
-  static const lm_type types[NCOLS] = {LM_TYPE_INT32,     LM_TYPE_INT64, LM_TYPE_DOUBLE,
-                                       LM_TYPE_STRING,    LM_TYPE_TIMESTAMP, LM_TYPE_BOOL,
+  static const lm_type types[NCOLS] = {LM_TYPE_INT32,  LM_TYPE_INT64,     LM_TYPE_DOUBLE,
+                                       LM_TYPE_STRING, LM_TYPE_TIMESTAMP, LM_TYPE_BOOL,
                                        LM_TYPE_STRING};
-  for (int c = 0; c < NCOLS; c++) CHECK(lm_schema_add(&f->schema, names[c], types[c], false) == 0);
+  for (int c = 0; c < NCOLS; c++)
+    CHECK(lm_schema_add(&f->schema, names[c], types[c], false) == 0);
   CHECK(lm_eval_ctx_create(&f->ctx) == LAMINAR_OK);
   f->n = n;
   const void* data[NCOLS] = {f->i, f->b, f->d, f->s, f->ts, f->p, f->u};
-  for (int c = 0; c < NCOLS; c++) f->cols[c] = (lm_vec){types[c], n, f->nulls[c], data[c]};
+  for (int c = 0; c < NCOLS; c++)
+    f->cols[c] = (lm_vec){types[c], n, f->nulls[c], data[c]};
   return 0;
 }
 
@@ -83,7 +85,8 @@ static lm_str str(const char* s) { return (lm_str){s, (int64_t)strlen(s)}; }
 /* Bind `expr` as the only select item and evaluate it over the fixture's rows
  * (sel: NULL or a selection of nsel rows). The result is in *out until the
  * next call. Returns 0, or 1 with a message when binding fails. */
-static int eval_sel(fixture* f, const char* expr, const uint32_t* sel, int64_t nsel, lm_vec* out) {
+static int eval_sel(fixture* f, const char* expr, const uint32_t* sel, int64_t nsel,
+                    lm_vec* out) {
   fx_unbind(f);
   char sql[512];
   snprintf(sql, sizeof sql, "CREATE STREAM x AS SELECT %s FROM t", expr);
@@ -92,9 +95,11 @@ static int eval_sel(fixture* f, const char* expr, const uint32_t* sel, int64_t n
   size_t n;
   laminar_error err;
   CHECK_CODE(lm_sql_parse(f->arena, sql, &stmts, &n, &err), LAMINAR_OK, &err);
-  CHECK_CODE(lm_bind_stream(stmts[0], lookup, &f->schema, &f->plan, &err), LAMINAR_OK, &err);
+  CHECK_CODE(lm_bind_stream(stmts[0], lookup, &f->schema, &f->plan, &err), LAMINAR_OK,
+             &err);
   f->bound = true;
-  for (int c = 0; c < NCOLS; c++) { /* the lm_vec contract: no null array without a NULL */
+  for (int c = 0; c < NCOLS;
+       c++) { /* the lm_vec contract: no null array without a NULL */
     f->cols[c].nulls = memchr(f->nulls[c], 1, (size_t)f->n) ? f->nulls[c] : NULL;
   }
   lm_eval_ctx_reset(f->ctx);
@@ -107,7 +112,9 @@ static int eval(fixture* f, const char* expr, lm_vec* out) {
   return eval_sel(f, expr, NULL, f->n, out);
 }
 
-static bool is_null(const lm_vec* v, int64_t k) { return v->nulls != NULL && v->nulls[k]; }
+static bool is_null(const lm_vec* v, int64_t k) {
+  return v->nulls != NULL && v->nulls[k];
+}
 static int64_t i64(const lm_vec* v, int64_t k) { return ((const int64_t*)v->data)[k]; }
 static int32_t i32(const lm_vec* v, int64_t k) { return ((const int32_t*)v->data)[k]; }
 static double f64(const lm_vec* v, int64_t k) { return ((const double*)v->data)[k]; }
@@ -115,7 +122,8 @@ static bool b8(const lm_vec* v, int64_t k) { return ((const uint8_t*)v->data)[k]
 static bool str_is(const lm_vec* v, int64_t k, const char* want) {
   if (is_null(v, k)) return false;
   lm_str s = ((const lm_str*)v->data)[k];
-  return s.len == (int64_t)strlen(want) && (s.len == 0 || memcmp(s.ptr, want, (size_t)s.len) == 0);
+  return s.len == (int64_t)strlen(want) &&
+         (s.len == 0 || memcmp(s.ptr, want, (size_t)s.len) == 0);
 }
 
 /* ---- integer overflow: INT stays INT, overflow is NULL ------------------------------- */
@@ -127,29 +135,33 @@ static int test_int32_arithmetic(void) {
   memcpy(f.i, iv, sizeof iv);
   lm_vec r;
   CHECK(eval(&f, "i + 1", &r) == 0);
-  EXPECT(r.type == LM_TYPE_INT32 && is_null(&r, 0) && i32(&r, 1) == INT32_MIN + 1 && i32(&r, 2) == -6);
+  EXPECT(r.type == LM_TYPE_INT32 && is_null(&r, 0) && i32(&r, 1) == INT32_MIN + 1 &&
+         i32(&r, 2) == -6);
   CHECK(eval(&f, "i - 1", &r) == 0);
   EXPECT(!is_null(&r, 0) && is_null(&r, 1));
   CHECK(eval(&f, "i * i", &r) == 0);
-  EXPECT(is_null(&r, 0) && is_null(&r, 1) && i32(&r, 2) == 49 && is_null(&r, 4)); /* 46341^2 */
+  EXPECT(is_null(&r, 0) && is_null(&r, 1) && i32(&r, 2) == 49 &&
+         is_null(&r, 4)); /* 46341^2 */
   CHECK(eval(&f, "-i", &r) == 0);
-  EXPECT(r.type == LM_TYPE_INT32 && i32(&r, 0) == -INT32_MAX && is_null(&r, 1) && i32(&r, 2) == 7);
+  EXPECT(r.type == LM_TYPE_INT32 && i32(&r, 0) == -INT32_MAX && is_null(&r, 1) &&
+         i32(&r, 2) == 7);
   CHECK(eval(&f, "abs(i)", &r) == 0);
-  EXPECT(r.type == LM_TYPE_INT32 && i32(&r, 0) == INT32_MAX && is_null(&r, 1) && i32(&r, 2) == 7);
+  EXPECT(r.type == LM_TYPE_INT32 && i32(&r, 0) == INT32_MAX && is_null(&r, 1) &&
+         i32(&r, 2) == 7);
   CHECK(eval(&f, "i % -1", &r) == 0);
   EXPECT(i32(&r, 0) == 0 && is_null(&r, 1) && i32(&r, 2) == 0);
   CHECK(eval(&f, "i % 0", &r) == 0);
   for (int k = 0; k < 5; k++) EXPECT(is_null(&r, k));
   CHECK(eval(&f, "i % 4", &r) == 0);
   EXPECT(i32(&r, 2) == -3 && i32(&r, 1) == 0); /* the sign of the dividend */
-  CHECK(eval(&f, "i + 2147483648", &r) == 0);    /* a BIGINT literal widens */
+  CHECK(eval(&f, "i + 2147483648", &r) == 0);  /* a BIGINT literal widens */
   EXPECT(r.type == LM_TYPE_INT64 && i64(&r, 0) == (int64_t)INT32_MAX + 2147483648LL);
   CHECK(eval(&f, "i / 0", &r) == 0);
   EXPECT(r.type == LM_TYPE_DOUBLE && f64(&r, 0) == INFINITY && f64(&r, 1) == -INFINITY &&
          isnan(f64(&r, 3)));
   CHECK(eval(&f, "round(i, -1)", &r) == 0);
-  EXPECT(r.type == LM_TYPE_INT32 && is_null(&r, 0) && is_null(&r, 1) && i32(&r, 2) == -10 &&
-         i32(&r, 4) == 46340);
+  EXPECT(r.type == LM_TYPE_INT32 && is_null(&r, 0) && is_null(&r, 1) &&
+         i32(&r, 2) == -10 && i32(&r, 4) == 46340);
   CHECK(eval(&f, "round(i, -10)", &r) == 0);
   for (int k = 0; k < 5; k++) EXPECT(!is_null(&r, k) && i32(&r, k) == 0);
   CHECK(eval(&f, "round(i, 3)", &r) == 0);
@@ -198,13 +210,15 @@ static int test_double_functions(void) {
   memcpy(f.d, dv, sizeof dv);
   lm_vec r;
   CHECK(eval(&f, "d / 0", &r) == 0);
-  EXPECT(f64(&r, 0) == INFINITY && isnan(f64(&r, 1)) && isnan(f64(&r, 2)) && f64(&r, 5) == -INFINITY);
+  EXPECT(f64(&r, 0) == INFINITY && isnan(f64(&r, 1)) && isnan(f64(&r, 2)) &&
+         f64(&r, 5) == -INFINITY);
   CHECK(eval(&f, "1 / d", &r) == 0);
   EXPECT(f64(&r, 1) == -INFINITY && r.nulls == NULL); /* IEEE: 1 / -0.0 */
   CHECK(eval(&f, "d % 0", &r) == 0);
   for (int k = 0; k < 6; k++) EXPECT(!is_null(&r, k) && isnan(f64(&r, k)));
   CHECK(eval(&f, "round(d)", &r) == 0);
-  EXPECT(f64(&r, 4) == 3.0 && f64(&r, 5) == -3.0 && isnan(f64(&r, 2)) && f64(&r, 3) == -INFINITY);
+  EXPECT(f64(&r, 4) == 3.0 && f64(&r, 5) == -3.0 && isnan(f64(&r, 2)) &&
+         f64(&r, 3) == -INFINITY);
   CHECK(eval(&f, "round(d, -7)", &r) == 0); /* DBL_MAX / 1e7 * 1e7 overflows: unchanged */
   EXPECT(f64(&r, 0) == DBL_MAX && isnan(f64(&r, 2)) && f64(&r, 4) == 0.0);
   CHECK(eval(&f, "round(d, -400)", &r) == 0);
@@ -234,7 +248,12 @@ static int test_string_functions(void) {
   CHECK(fx_init(&f, 6) == 0);
   /* U+0250 (2 bytes) upper-cases to U+2C6F (3 bytes); U+212A KELVIN SIGN (3
    * bytes) lower-cases to 'k' (1 byte); the emoji is 4 bytes. */
-  const char* sv[6] = {"\xC9\x90\xC9\x90\xC9\x90", "\xE2\x84\xAA", "a\xF0\x9F\xA6\x86" "b", "", "  xx  ",
+  const char* sv[6] = {"\xC9\x90\xC9\x90\xC9\x90",
+                       "\xE2\x84\xAA",
+                       "a\xF0\x9F\xA6\x86"
+                       "b",
+                       "",
+                       "  xx  ",
                        "\xC3\x9F"};
   for (int k = 0; k < 6; k++) f.s[k] = str(sv[k]);
   lm_vec r;
@@ -242,11 +261,14 @@ static int test_string_functions(void) {
   EXPECT(str_is(&r, 0, "\xE2\xB1\xAF\xE2\xB1\xAF\xE2\xB1\xAF") && str_is(&r, 3, ""));
   EXPECT(str_is(&r, 5, "\xE1\xBA\x9E")); /* sharp s -> capital sharp s, as DuckDB */
   CHECK(eval(&f, "lower(s)", &r) == 0);
-  EXPECT(str_is(&r, 1, "k") && str_is(&r, 2, "a\xF0\x9F\xA6\x86" "b"));
+  EXPECT(str_is(&r, 1, "k") && str_is(&r, 2,
+                                      "a\xF0\x9F\xA6\x86"
+                                      "b"));
   CHECK(eval(&f, "length(s)", &r) == 0);
   EXPECT(i64(&r, 0) == 3 && i64(&r, 1) == 1 && i64(&r, 2) == 3 && i64(&r, 3) == 0);
   CHECK(eval(&f, "substring(s, 2, 1)", &r) == 0);
-  EXPECT(str_is(&r, 2, "\xF0\x9F\xA6\x86") && str_is(&r, 0, "\xC9\x90") && str_is(&r, 1, ""));
+  EXPECT(str_is(&r, 2, "\xF0\x9F\xA6\x86") && str_is(&r, 0, "\xC9\x90") &&
+         str_is(&r, 1, ""));
   CHECK(eval(&f, "substring(s, -1)", &r) == 0);
   EXPECT(str_is(&r, 2, "b") && str_is(&r, 4, " "));
   CHECK(eval(&f, "substring(s, 4294967295)", &r) == 0);
@@ -258,8 +280,14 @@ static int test_string_functions(void) {
   CHECK(eval(&f, "substring(s, 9223372036854775807)", &r) == 0);
   for (int k = 0; k < 6; k++) EXPECT(is_null(&r, k));
   CHECK(eval(&f, "trim(s, '\xC9\x90 ')", &r) == 0);
-  EXPECT(str_is(&r, 0, "") && str_is(&r, 4, "xx") && str_is(&r, 2, "a\xF0\x9F\xA6\x86" "b"));
-  CHECK(eval(&f, "rtrim(s, '\xF0\x9F\xA6\x86" "b')", &r) == 0);
+  EXPECT(str_is(&r, 0, "") && str_is(&r, 4, "xx") &&
+         str_is(&r, 2,
+                "a\xF0\x9F\xA6\x86"
+                "b"));
+  CHECK(eval(&f,
+             "rtrim(s, '\xF0\x9F\xA6\x86"
+             "b')",
+             &r) == 0);
   EXPECT(str_is(&r, 2, "a"));
   CHECK(eval(&f, "replace(s, 'x', 'xyzxyz')", &r) == 0);
   EXPECT(str_is(&r, 4, "  xyzxyzxyzxyz  ") && str_is(&r, 3, ""));
@@ -283,10 +311,10 @@ static int test_like(void) {
   memset(long_a, 'a', 2000);
   f.s[0] = str(long_a);
   f.s[1] = str("a%b_c");
-  f.s[2] = str("\xC3\x89t\xC3\xA9");  /* Été */
+  f.s[2] = str("\xC3\x89t\xC3\xA9"); /* Été */
   f.s[3] = str("");
-  f.u[0] = str("%a%a%a%a%a%a%a%a%b");    /* backtracking, no match */
-  f.u[1] = str("a$%b$_c$");               /* ends with the escape: NULL */
+  f.u[0] = str("%a%a%a%a%a%a%a%a%b"); /* backtracking, no match */
+  f.u[1] = str("a$%b$_c$");           /* ends with the escape: NULL */
   f.u[2] = str("_t_");
   f.u[3] = str("%");
   lm_vec r;
@@ -322,7 +350,8 @@ static int test_timestamp_edges(void) {
   CHECK(eval(&f, "date_trunc('week', ts)", &r) == 0);
   EXPECT(i64(&r, 3) == 1709510400000000LL); /* Monday 2024-03-04 */
   CHECK(eval(&f, "extract(year FROM ts)", &r) == 0);
-  EXPECT(i64(&r, 0) == -290308 && i64(&r, 1) == 294247 && i64(&r, 2) == 1969 && i64(&r, 3) == 2024);
+  EXPECT(i64(&r, 0) == -290308 && i64(&r, 1) == 294247 && i64(&r, 2) == 1969 &&
+         i64(&r, 3) == 2024);
   CHECK(eval(&f, "extract(microsecond FROM ts)", &r) == 0);
   EXPECT(i64(&r, 2) == 59999999 && i64(&r, 3) == 56789012);
   CHECK(eval(&f, "extract(epoch FROM ts)", &r) == 0);
@@ -330,11 +359,13 @@ static int test_timestamp_edges(void) {
   CHECK(eval(&f, "extract(dow FROM ts) + extract(isodow FROM ts)", &r) == 0);
   EXPECT(i64(&r, 3) == 4); /* a Tuesday: 2 + 2 */
   CHECK(eval(&f, "ts + INTERVAL '1' DAY", &r) == 0);
-  EXPECT(!is_null(&r, 0) && is_null(&r, 1) && i64(&r, 3) == 1709642096789012LL + 86400000000LL);
+  EXPECT(!is_null(&r, 0) && is_null(&r, 1) &&
+         i64(&r, 3) == 1709642096789012LL + 86400000000LL);
   CHECK(eval(&f, "ts - ts", &r) == 0);
   EXPECT(r.type == LM_TYPE_INT64 && i64(&r, 0) == 0);
   CHECK(eval(&f, "CAST(CAST(ts AS VARCHAR) AS TIMESTAMP) = ts", &r) == 0);
-  for (int k = 0; k < 4; k++) EXPECT(!is_null(&r, k) && b8(&r, k)); /* BC years round-trip */
+  for (int k = 0; k < 4; k++)
+    EXPECT(!is_null(&r, k) && b8(&r, k)); /* BC years round-trip */
   f.s[0] = str("0044-03-15 (BC) 12:00:00");
   CHECK(eval(&f, "extract(year FROM CAST(s AS TIMESTAMP))", &r) == 0);
   EXPECT(i64(&r, 0) == -43);
@@ -363,7 +394,8 @@ static int test_selection_and_nulls(void) {
   CHECK(eval_sel(&f, "round(d, i)", sel, 3, &r) == 0);
   EXPECT(f64(&r, 0) == 0.0 && is_null(&r, 1) && f64(&r, 2) == 7.5);
   CHECK(eval_sel(&f, "NULLIF(i, -1)", sel, 3, &r) == 0);
-  EXPECT(r.type == LM_TYPE_INT32 && i32(&r, 0) == -3 && is_null(&r, 1) && i32(&r, 2) == 1);
+  EXPECT(r.type == LM_TYPE_INT32 && i32(&r, 0) == -3 && is_null(&r, 1) &&
+         i32(&r, 2) == 1);
   CHECK(eval(&f, "length(NULL)", &r) == 0);
   for (int k = 0; k < 8; k++) EXPECT(is_null(&r, k));
   CHECK(eval(&f, "date_trunc(NULL, ts)", &r) == 0);
@@ -380,35 +412,52 @@ typedef struct bad_sql {
   const char* select; /* after "CREATE STREAM s AS\n" */
   laminar_code code;
   int32_t line, column;
-  const char* text;   /* a part of the message */
+  const char* text; /* a part of the message */
 } bad_sql;
 
 static const bad_sql k_bad[] = {
-    {"SELECT frobnicate(i) FROM t", LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, 2, 8, "unknown function 'frobnicate'"},
-    {"SELECT i,\n  abs(i, b) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 3, 3, "abs() takes 1 argument, got 2"},
-    {"SELECT substring(s) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 8, "takes 2 to 3 arguments"},
-    {"SELECT concat() FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 8, "at least 1 argument"},
+    {"SELECT frobnicate(i) FROM t", LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, 2, 8,
+     "unknown function 'frobnicate'"},
+    {"SELECT i,\n  abs(i, b) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 3, 3,
+     "abs() takes 1 argument, got 2"},
+    {"SELECT substring(s) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 8,
+     "takes 2 to 3 arguments"},
+    {"SELECT concat() FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 8,
+     "at least 1 argument"},
     {"SELECT nullif(i) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 8, "nullif() takes 2"},
-    {"SELECT upper(b) FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 14, "upper() needs VARCHAR as argument 1, got BIGINT"},
-    {"SELECT round(d, 1.5) FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 17, "an integer as argument 2"},
+    {"SELECT upper(b) FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 14,
+     "upper() needs VARCHAR as argument 1, got BIGINT"},
+    {"SELECT round(d, 1.5) FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 17,
+     "an integer as argument 2"},
     {"SELECT length(p) FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 15, "got BOOLEAN"},
     {"SELECT sqrt(s) FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 13, "a number"},
-    {"SELECT date_trunc('day', b) FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 26, "a TIMESTAMP"},
-    {"SELECT extract(hour FROM d) FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 26, "a TIMESTAMP"},
+    {"SELECT date_trunc('day', b) FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 26,
+     "a TIMESTAMP"},
+    {"SELECT extract(hour FROM d) FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 26,
+     "a TIMESTAMP"},
     {"SELECT b LIKE 'x%' FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 8, "VARCHAR"},
     {"SELECT s ILIKE b FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 16, "pattern"},
-    {"SELECT s < b FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 8, "cannot compare VARCHAR with BIGINT"},
+    {"SELECT s < b FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 8,
+     "cannot compare VARCHAR with BIGINT"},
     {"SELECT s + 1 FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 8, "cannot apply '+'"},
-    {"SELECT date_trunc('fortnight', ts) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 19, "'fortnight'"},
-    {"SELECT extract(bogus FROM ts) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 16, "not a date part"},
-    {"SELECT date_part(s, ts) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 18, "constant string"},
+    {"SELECT date_trunc('fortnight', ts) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 19,
+     "'fortnight'"},
+    {"SELECT extract(bogus FROM ts) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 16,
+     "not a date part"},
+    {"SELECT date_part(s, ts) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 18,
+     "constant string"},
     {"SELECT date_trunc('era', ts) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 19, "unit"},
-    {"SELECT s LIKE 'a' ESCAPE 'ab' FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 26, "one character"},
-    {"SELECT s LIKE 'a$' ESCAPE '$' FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 15, "must not end"},
-    {"SELECT s LIKE 'a' ESCAPE u FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 26, "constant"},
-    {"SELECT abs(DISTINCT i) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 8, "only valid for aggregates"},
+    {"SELECT s LIKE 'a' ESCAPE 'ab' FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 26,
+     "one character"},
+    {"SELECT s LIKE 'a$' ESCAPE '$' FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 15,
+     "must not end"},
+    {"SELECT s LIKE 'a' ESCAPE u FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 26,
+     "constant"},
+    {"SELECT abs(DISTINCT i) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 8,
+     "only valid for aggregates"},
     {"SELECT upper(*) FROM t", LAMINAR_ERR_SQL_FUNCTION_ARGS, 2, 8, "upper(*)"},
-    {"SELECT TRY_CAST(i AS FLOAT16) FROM t", LAMINAR_ERR_UNKNOWN_TYPE, 2, 22, "not a type"},
+    {"SELECT TRY_CAST(i AS FLOAT16) FROM t", LAMINAR_ERR_UNKNOWN_TYPE, 2, 22,
+     "not a type"},
     {"SELECT trim(LEADING 'x' s) FROM t", LAMINAR_ERR_SQL_SYNTAX, 2, 25, "FROM"},
     {"SELECT extract(FROM ts) FROM t", LAMINAR_ERR_SQL_SYNTAX, 2, 21, "FROM"},
     {"SELECT i FROM t WHERE abs(SUM(i)) > 1", LAMINAR_ERR_SQL_GROUPING, 2, 23, "WHERE"},
@@ -417,7 +466,8 @@ static const bad_sql k_bad[] = {
      LAMINAR_ERR_SQL_GROUPING, 2, 53, "GROUP BY"},
     {"SELECT SUM(abs(SUM(i))) FROM t GROUP BY tumble(ts, INTERVAL '1' SECOND)",
      LAMINAR_ERR_SQL_GROUPING, 2, 12, "nested"},
-    {"SELECT round(i, b) + s FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 8, "cannot apply '+' to INT and VARCHAR"},
+    {"SELECT round(i, b) + s FROM t", LAMINAR_ERR_TYPE_MISMATCH, 2, 8,
+     "cannot apply '+' to INT and VARCHAR"},
 };
 
 static int test_bad_calls_fail_at_create(void) {
@@ -440,9 +490,10 @@ static int test_bad_calls_fail_at_create(void) {
     snprintf(want, sizeof want, "LDB-%d", (int)c->code);
     ok = ok && strncmp(err.message, want, strlen(want)) == 0;
     if (!ok) {
-      fprintf(stderr, "%s\n  got %d at %d:%d \"%s\"\n  want %d at %d:%d containing \"%s\"\n", sql,
-              (int)rc, (int)err.line, (int)err.column, rc ? err.message : "", (int)c->code,
-              (int)c->line, (int)c->column, c->text);
+      fprintf(stderr,
+              "%s\n  got %d at %d:%d \"%s\"\n  want %d at %d:%d containing \"%s\"\n", sql,
+              (int)rc, (int)err.line, (int)err.column, rc ? err.message : "",
+              (int)c->code, (int)c->line, (int)c->column, c->text);
     }
     EXPECT(ok);
   }

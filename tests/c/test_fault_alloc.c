@@ -26,11 +26,14 @@ int main(void) {
 #else
 
 static const char* SOURCE_SQL =
-    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
+    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
+    "BIGINT,\n"
     "  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND)";
 static const char* STREAM_SQL =
-    "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / SUM(volume) AS vwap,\n"
-    "  COUNT(*) AS n FROM trades WHERE volume > 0 GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND)";
+    "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / "
+    "SUM(volume) AS vwap,\n"
+    "  COUNT(*) AS n FROM trades WHERE volume > 0 GROUP BY symbol, tumble(ts, INTERVAL "
+    "'1' SECOND)";
 
 /* What the session read: one line per output row, in order. */
 typedef struct session {
@@ -49,12 +52,13 @@ static laminar_code push_batch(session* s, laminar_error* err) {
   static const char* syms[] = {"AAPL", "MSFT", "M\xc3\xbcnchen", "X"};
   for (int i = 0; i < 64; i++) {
     int64_t k = g_batch * 64 + i;
-    rows[i] = (trade_row){syms[k % 4], 10.0 + (double)(k % 7), false, 1 + k % 5, false,
-                          1000 + k * 37};
+    rows[i] = (trade_row){syms[k % 4], 10.0 + (double)(k % 7), false, 1 + k % 5,
+                          false,       1000 + k * 37};
   }
   struct ArrowArray array;
   struct ArrowSchema schema;
-  if (build_trades(rows, 64, g_batch % 2 == 1, &array, &schema) != 0) return LAMINAR_ERR_INTERNAL;
+  if (build_trades(rows, 64, g_batch % 2 == 1, &array, &schema) != 0)
+    return LAMINAR_ERR_INTERNAL;
   laminar_code rc = laminar_source_push(s->src, &array, &schema, err);
   /* On failure the array is still ours (laminar.h). */
   if (rc != LAMINAR_OK && array.release != NULL) array.release(&array);
@@ -79,8 +83,8 @@ static laminar_code read_all(session* s, laminar_error* err) {
     }
     for (int64_t r = 0; r < a.length; r++) {
       struct ArrowStringView sym = ArrowArrayViewGetStringUnsafe(view.children[0], r);
-      int n = snprintf(s->out + s->out_len, sizeof s->out - s->out_len, "%.*s %lld %.9f %lld\n",
-                       (int)sym.size_bytes, sym.data,
+      int n = snprintf(s->out + s->out_len, sizeof s->out - s->out_len,
+                       "%.*s %lld %.9f %lld\n", (int)sym.size_bytes, sym.data,
                        (long long)ArrowArrayViewGetIntUnsafe(view.children[1], r),
                        ArrowArrayViewGetDoubleUnsafe(view.children[2], r),
                        (long long)ArrowArrayViewGetIntUnsafe(view.children[3], r));
@@ -214,7 +218,9 @@ static const char* session_output(const void* arg, size_t* len) {
   return s->out;
 }
 
-static laminar_code session_step(void* s, int i, laminar_error* err) { return step(s, i, err); }
+static laminar_code session_step(void* s, int i, laminar_error* err) {
+  return step(s, i, err);
+}
 
 static bool reference_ok(const void* arg) { return ((const session*)arg)->rows > 10; }
 
@@ -228,7 +234,9 @@ static int every_allocation(bool persistent) {
 }
 
 static int test_every_allocation_fails_once(void) { return every_allocation(false); }
-static int test_every_allocation_fails_from_then_on(void) { return every_allocation(true); }
+static int test_every_allocation_fails_from_then_on(void) {
+  return every_allocation(true);
+}
 /* The same session on two reactors: the keyed stream's partitions, the
  * per-reactor metrics and the pipeline state fail cleanly too. */
 static int test_cores2_every_allocation_fails_once(void) {

@@ -128,7 +128,8 @@ static int every_io_fails(int error, int64_t stride) {
     char* got = sink_output(s.dir);
     int same = strcmp(got, want) == 0;
     if (!same)
-      fprintf(stderr, "nth=%lld (failed at step %d): output differs\n--- got\n%s--- want\n%s",
+      fprintf(stderr,
+              "nth=%lld (failed at step %d): output differs\n--- got\n%s--- want\n%s",
               (long long)nth, failed_step, got, want);
     free(got);
     remove_db(s.dir);

@@ -75,22 +75,38 @@ static laminar_code read_sub(session* s, laminar_error* err) {
 static laminar_code step(session* s, int i, laminar_error* err) {
   switch (i) {
     case 0: return open_db(s, err);
-    case 1: return laminar_execute(s->db, "CREATE SOURCE ${SRC} (k VARCHAR, v BIGINT, _weight BIGINT)", err);
-    case 2: return laminar_execute(s->db, "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM ${SRC} WHERE v >= ${MIN} OR v IS NULL", err);
-    case 3: return laminar_execute(s->db, "CREATE STREAM s AS SELECT k, v * 2 AS v2 FROM mv", err);
-    case 4: return laminar_execute(s->db, "CREATE MATERIALIZED VIEW mv2 AS SELECT * FROM s", err);
+    case 1:
+      return laminar_execute(
+          s->db, "CREATE SOURCE ${SRC} (k VARCHAR, v BIGINT, _weight BIGINT)", err);
+    case 2:
+      return laminar_execute(s->db,
+                             "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM ${SRC} "
+                             "WHERE v >= ${MIN} OR v IS NULL",
+                             err);
+    case 3:
+      return laminar_execute(s->db, "CREATE STREAM s AS SELECT k, v * 2 AS v2 FROM mv",
+                             err);
+    case 4:
+      return laminar_execute(s->db, "CREATE MATERIALIZED VIEW mv2 AS SELECT * FROM s",
+                             err);
     case 5: return laminar_execute(s->db, "CREATE SINK feed FROM mv2", err);
     case 6: return laminar_source_open(s->db, "cl", &s->src, err);
     case 7: return laminar_subscribe(s->db, "feed", &s->sub, err);
     case 8: return push(s, 0, err);
     case 9: return lm_fault_run_unfaulted(s->db, err);
-    case 10: return record(s, "SELECT k, v FROM mv ORDER BY v DESC NULLS FIRST, k LIMIT 10 OFFSET 0", err);
+    case 10:
+      return record(
+          s, "SELECT k, v FROM mv ORDER BY v DESC NULLS FIRST, k LIMIT 10 OFFSET 0", err);
     case 11: return push(s, 1, err);
     case 12: return lm_fault_run_unfaulted(s->db, err);
-    case 13: return record(s, "SELECT k, v2 FROM mv2 WHERE v2 > ${MIN} ORDER BY 2, k", err);
+    case 13:
+      return record(s, "SELECT k, v2 FROM mv2 WHERE v2 > ${MIN} ORDER BY 2, k", err);
     case 14: return record(s, "EXPLAIN mv2", err);
-    case 15: return record(s, "EXPLAIN SELECT k FROM mv WHERE v > 1 ORDER BY k DESC LIMIT 1", err);
-    case 16: return record(s, "EXPLAIN CREATE MATERIALIZED VIEW x AS SELECT k FROM mv", err);
+    case 15:
+      return record(s, "EXPLAIN SELECT k FROM mv WHERE v > 1 ORDER BY k DESC LIMIT 1",
+                    err);
+    case 16:
+      return record(s, "EXPLAIN CREATE MATERIALIZED VIEW x AS SELECT k FROM mv", err);
     case 17: return record(s, "SHOW VIEWS", err);
     case 18: return record(s, "SHOW SINKS", err);
     case 19: return record(s, "DESCRIBE mv2", err);
@@ -107,7 +123,8 @@ static laminar_code step(session* s, int i, laminar_error* err) {
 static laminar_code union_push(session* s, int which, laminar_error* err) {
   kv_row ra[] = {{"a", 1, 0, 0}, {"b", 2, 0, 0}, {"c", 0, 1, 0}};
   kv_row rb[] = {{"a", 3, 0, 0}, {"d", -4, 0, 0}, {"e", 5, 0, 0}};
-  if (push_kv(which == 0 ? s->src : s->src2, which == 0 ? ra : rb, 3, 0, err) == 0) return LAMINAR_OK;
+  if (push_kv(which == 0 ? s->src : s->src2, which == 0 ? ra : rb, 3, 0, err) == 0)
+    return LAMINAR_OK;
   return err->code;
 }
 
@@ -117,9 +134,22 @@ static laminar_code union_step(void* arg, int i, laminar_error* err) {
     case 0: return laminar_open(NULL, &s->db, err);
     case 1: return laminar_execute(s->db, "CREATE SOURCE a (k VARCHAR, v BIGINT)", err);
     case 2: return laminar_execute(s->db, "CREATE SOURCE b (k VARCHAR, v BIGINT)", err);
-    case 3: return laminar_execute(s->db, "CREATE STREAM u AS SELECT k, v FROM a UNION ALL SELECT k, v * 10 FROM b WHERE v > 0", err);
-    case 4: return laminar_execute(s->db, "CREATE MATERIALIZED VIEW mv AS WITH x AS (SELECT k, v FROM a UNION ALL SELECT k, v FROM u) SELECT k, v FROM x WHERE v IS NOT NULL", err);
-    case 5: return laminar_execute(s->db, "CREATE MATERIALIZED VIEW mv2 AS SELECT k, v + 1 AS w FROM (SELECT k, v FROM b) AS d", err);
+    case 3:
+      return laminar_execute(s->db,
+                             "CREATE STREAM u AS SELECT k, v FROM a UNION ALL SELECT k, "
+                             "v * 10 FROM b WHERE v > 0",
+                             err);
+    case 4:
+      return laminar_execute(
+          s->db,
+          "CREATE MATERIALIZED VIEW mv AS WITH x AS (SELECT k, v FROM a UNION ALL SELECT "
+          "k, v FROM u) SELECT k, v FROM x WHERE v IS NOT NULL",
+          err);
+    case 5:
+      return laminar_execute(s->db,
+                             "CREATE MATERIALIZED VIEW mv2 AS SELECT k, v + 1 AS w FROM "
+                             "(SELECT k, v FROM b) AS d",
+                             err);
     case 6: return laminar_source_open(s->db, "a", &s->src, err);
     case 7: return laminar_source_open(s->db, "b", &s->src2, err);
     case 8: return laminar_subscribe(s->db, "u", &s->sub, err);
@@ -130,7 +160,11 @@ static laminar_code union_step(void* arg, int i, laminar_error* err) {
     case 13: return record(s, "SELECT k, w FROM mv2 ORDER BY k", err);
     case 14: return record(s, "EXPLAIN u", err);
     case 15: return record(s, "EXPLAIN mv", err);
-    case 16: return record(s, "EXPLAIN CREATE STREAM x AS SELECT k FROM (SELECT k FROM a UNION ALL SELECT k FROM b) WHERE k > 'a'", err);
+    case 16:
+      return record(s,
+                    "EXPLAIN CREATE STREAM x AS SELECT k FROM (SELECT k FROM a UNION ALL "
+                    "SELECT k FROM b) WHERE k > 'a'",
+                    err);
     case 17: return record(s, "SHOW STREAMS", err);
     case 18: return record(s, "SHOW VIEWS", err);
     case 19: return read_sub(s, err);
@@ -144,8 +178,8 @@ static laminar_code union_step(void* arg, int i, laminar_error* err) {
 static bool union_reference_ok(const void* arg) {
   const char* out = ((const session*)arg)->out;
   /* mv: a's rows, and u's (a's, and b's positive ones times ten). */
-  return strstr(out, "a,1;a,1;a,30;b,2;b,2;e,50") != NULL && strstr(out, "union all") != NULL &&
-         strstr(out, "batch of") != NULL;
+  return strstr(out, "a,1;a,1;a,30;b,2;b,2;e,50") != NULL &&
+         strstr(out, "union all") != NULL && strstr(out, "batch of") != NULL;
 }
 
 static void session_end(void* arg) {
@@ -162,7 +196,9 @@ static const char* session_output(const void* arg, size_t* len) {
   return s->out;
 }
 
-static laminar_code session_step(void* s, int i, laminar_error* err) { return step(s, i, err); }
+static laminar_code session_step(void* s, int i, laminar_error* err) {
+  return step(s, i, err);
+}
 
 static bool reference_ok(const void* arg) {
   const char* out = ((const session*)arg)->out;
@@ -176,7 +212,9 @@ static int every_allocation(bool persistent) {
 }
 
 static int test_every_allocation_fails_once(void) { return every_allocation(false); }
-static int test_every_allocation_fails_from_then_on(void) { return every_allocation(true); }
+static int test_every_allocation_fails_from_then_on(void) {
+  return every_allocation(true);
+}
 
 static int union_every_allocation(bool persistent) {
   lm_fault_session f = {sizeof(session), UNION_NSTEPS,   union_step,
@@ -184,7 +222,9 @@ static int union_every_allocation(bool persistent) {
   return lm_fault_every_allocation(&f, persistent, 50);
 }
 
-static int test_union_every_allocation_fails_once(void) { return union_every_allocation(false); }
+static int test_union_every_allocation_fails_once(void) {
+  return union_every_allocation(false);
+}
 static int test_union_every_allocation_fails_from_then_on(void) {
   return union_every_allocation(true);
 }
@@ -193,7 +233,8 @@ static const lm_test_case cases[] = {
     {"every_allocation_fails_once", test_every_allocation_fails_once},
     {"every_allocation_fails_from_then_on", test_every_allocation_fails_from_then_on},
     {"union_every_allocation_fails_once", test_union_every_allocation_fails_once},
-    {"union_every_allocation_fails_from_then_on", test_union_every_allocation_fails_from_then_on},
+    {"union_every_allocation_fails_from_then_on",
+     test_union_every_allocation_fails_from_then_on},
     {NULL, NULL},
 };
 

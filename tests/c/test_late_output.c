@@ -15,7 +15,8 @@
 #include <string.h>
 
 static const char* LATE_DDL =
-    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
+    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
+    "BIGINT,\n"
     "  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);\n"
     "CREATE STREAM bars AS SELECT symbol, window_start, COUNT(*) AS n FROM trades\n"
     "  GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND) WITH (late_output = true);\n"
@@ -29,7 +30,8 @@ static const char* LATE_DDL =
 /* Push rows (volume = id) with times ts[0..n). */
 static int push(laminar_source* src, const int64_t* ids, const int64_t* ts, int n) {
   trade_row rows[16];
-  for (int i = 0; i < n; i++) rows[i] = (trade_row){"A", 1.0, false, ids[i], false, ts[i]};
+  for (int i = 0; i < n; i++)
+    rows[i] = (trade_row){"A", 1.0, false, ids[i], false, ts[i]};
   struct ArrowArray array;
   struct ArrowSchema schema;
   CHECK(build_trades(rows, n, false, &array, &schema) == 0);
@@ -48,7 +50,8 @@ static int drain_ids(laminar_subscription* sub, char* out, size_t cap) {
     struct ArrowArray array;
     struct ArrowSchema schema;
     laminar_error err;
-    CHECK_CODE(laminar_subscription_next(sub, 0, &array, &schema, &err), LAMINAR_OK, &err);
+    CHECK_CODE(laminar_subscription_next(sub, 0, &array, &schema, &err), LAMINAR_OK,
+               &err);
     if (array.release == NULL) return 0;
     struct ArrowArrayView view;
     struct ArrowError aerr;
@@ -114,7 +117,8 @@ static int test_tumble_hop_session(void) {
   EXPECT(strcmp(got, "10@500 100@10") == 0);
   CHECK(drain_ids(sl, got, sizeof got) == 0);
   EXPECT(strcmp(got, "10@500 11@1950") == 0);
-  EXPECT(late_rows(db, "bars") == 3 && late_rows(db, "hops") == 2 && late_rows(db, "sess") == 2);
+  EXPECT(late_rows(db, "bars") == 3 && late_rows(db, "hops") == 2 &&
+         late_rows(db, "sess") == 2);
   EXPECT(late_rows(db, "bars_late") == 0);
   /* late_big: the downstream stream over bars_late, projecting two columns. */
   struct ArrowArray a;
@@ -139,8 +143,9 @@ static int test_errors_and_drop(void) {
   laminar_error err;
   CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, LATE_DDL, &err), LAMINAR_OK, &err);
-  const char* win = "CREATE STREAM w AS SELECT symbol, COUNT(*) AS n FROM trades GROUP BY symbol, "
-                    "tumble(ts, INTERVAL '1' SECOND) ";
+  const char* win =
+      "CREATE STREAM w AS SELECT symbol, COUNT(*) AS n FROM trades GROUP BY symbol, "
+      "tumble(ts, INTERVAL '1' SECOND) ";
   char sql[512];
   /* The default name of w's late output, and a named one, taken already. */
   CHECK_CODE(laminar_execute(db, "CREATE STREAM w_late AS SELECT * FROM trades", &err),
@@ -158,44 +163,52 @@ static int test_errors_and_drop(void) {
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_ERR_CONFIG_VALUE, &err);
   snprintf(sql, sizeof sql, "%sWITH (late_outputs = true)", win);
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_ERR_CONFIG_KEY, &err);
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE STREAM p AS SELECT * FROM trades WITH (late_output = true)",
-                             &err),
-             LAMINAR_ERR_CONFIG_CONFLICT, &err);
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE STREAM r AS SELECT symbol, COUNT(*) AS n FROM trades GROUP "
-                             "BY symbol WITH (late_output = 'r_late')",
-                             &err),
-             LAMINAR_ERR_CONFIG_CONFLICT, &err);
+  CHECK_CODE(
+      laminar_execute(
+          db, "CREATE STREAM p AS SELECT * FROM trades WITH (late_output = true)", &err),
+      LAMINAR_ERR_CONFIG_CONFLICT, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE STREAM r AS SELECT symbol, COUNT(*) AS n FROM trades GROUP "
+                      "BY symbol WITH (late_output = 'r_late')",
+                      &err),
+      LAMINAR_ERR_CONFIG_CONFLICT, &err);
   /* Nothing half-made: the failed statements left no stream behind. */
   laminar_subscription* sub;
-  CHECK_CODE(laminar_subscribe(db, "w", &sub, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
-  CHECK_CODE(laminar_subscribe(db, "r_late", &sub, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
+  CHECK_CODE(laminar_subscribe(db, "w", &sub, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+             &err);
+  CHECK_CODE(laminar_subscribe(db, "r_late", &sub, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+             &err);
   /* late_output = false: none. */
   snprintf(sql, sizeof sql, "%sWITH (late_output = false)", win);
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
 
   /* A late output goes with its stream, never alone. */
-  CHECK_CODE(laminar_execute(db, "DROP STREAM bars_late", &err), LAMINAR_ERR_SQL_DEPENDENCY, &err);
+  CHECK_CODE(laminar_execute(db, "DROP STREAM bars_late", &err),
+             LAMINAR_ERR_SQL_DEPENDENCY, &err);
   EXPECT(strstr(err.message, "bars") != NULL);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM x AS SELECT ts FROM hops_late", &err), LAMINAR_OK,
+  CHECK_CODE(laminar_execute(db, "CREATE STREAM x AS SELECT ts FROM hops_late", &err),
+             LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, "DROP STREAM hops", &err), LAMINAR_ERR_SQL_DEPENDENCY,
              &err);
-  CHECK_CODE(laminar_execute(db, "DROP STREAM hops", &err), LAMINAR_ERR_SQL_DEPENDENCY, &err);
   EXPECT(strstr(err.message, "'x'") != NULL);
   CHECK_CODE(laminar_execute(db, "DROP STREAM x", &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_subscribe(db, "bars_late", &sub, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "DROP STREAM bars; DROP STREAM hops", &err), LAMINAR_OK, &err);
-  struct ArrowArray a;
-  CHECK_CODE(laminar_subscription_next(sub, 0, &a, NULL, &err), LAMINAR_ERR_SUBSCRIPTION_CLOSED,
+  CHECK_CODE(laminar_execute(db, "DROP STREAM bars; DROP STREAM hops", &err), LAMINAR_OK,
              &err);
+  struct ArrowArray a;
+  CHECK_CODE(laminar_subscription_next(sub, 0, &a, NULL, &err),
+             LAMINAR_ERR_SUBSCRIPTION_CLOSED, &err);
   laminar_subscription_close(sub);
-  CHECK_CODE(laminar_subscribe(db, "hops_late", &sub, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
+  CHECK_CODE(laminar_subscribe(db, "hops_late", &sub, &err),
+             LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
   /* The names are free again. */
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE STREAM bars AS SELECT symbol, COUNT(*) AS n FROM trades GROUP "
-                             "BY symbol, tumble(ts, INTERVAL '1' SECOND) "
-                             "WITH (late_output = 'hops_late')",
-                             &err),
+  CHECK_CODE(laminar_execute(
+                 db,
+                 "CREATE STREAM bars AS SELECT symbol, COUNT(*) AS n FROM trades GROUP "
+                 "BY symbol, tumble(ts, INTERVAL '1' SECOND) "
+                 "WITH (late_output = 'hops_late')",
+                 &err),
              LAMINAR_OK, &err);
   laminar_close(db);
   return 0;

@@ -63,8 +63,10 @@ static int test_subscriber_bytes(void) {
     laminar_db* db = open_db(NULL, NULL);
     CHECK(db != NULL);
     laminar_error err;
-    CHECK_CODE(laminar_execute(db, "CREATE SOURCE t (k VARCHAR, v BIGINT);"
-                                   "CREATE STREAM s AS SELECT k, v FROM t", &err),
+    CHECK_CODE(laminar_execute(db,
+                               "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+                               "CREATE STREAM s AS SELECT k, v FROM t",
+                               &err),
                LAMINAR_OK, &err);
     laminar_subscription* sub;
     const char* opts = drop ? "max_queue_bytes = 100000, slow_subscriber = drop"
@@ -78,8 +80,8 @@ static int test_subscriber_bytes(void) {
     int64_t depth = lm_test_metric(db, "subscription", "s", "queue_depth");
     int64_t dropped = lm_test_metric(db, "subscription", "s", "dropped_batches");
     int64_t left = lm_test_metric(db, "source", "t", "queue_depth");
-    printf("%s: subscriber holds %" PRId64 " bytes in %" PRId64 " batches, dropped %" PRId64
-           ", source left %" PRId64 "\n",
+    printf("%s: subscriber holds %" PRId64 " bytes in %" PRId64
+           " batches, dropped %" PRId64 ", source left %" PRId64 "\n",
            drop ? "drop" : "block", bytes, depth, dropped, left);
     CHECK(bytes > 0 && bytes <= 100000);
     CHECK(depth >= 2 && depth < 60);
@@ -138,13 +140,15 @@ static int test_source_bytes(void) {
     }
     int64_t bytes = lm_test_metric(db, "source", "t", "queue_bytes");
     int64_t depth = lm_test_metric(db, "source", "t", "queue_depth");
-    printf("%s: accepted %d, refused %d, queued %" PRId64 " bytes in %" PRId64 " batches\n",
+    printf("%s: accepted %d, refused %d, queued %" PRId64 " bytes in %" PRId64
+           " batches\n",
            policies[p], accepted, refused, bytes, depth);
     CHECK(bytes > 0 && bytes <= 65536);
     CHECK(depth >= 1 && depth < 40);
     CHECK(lm_test_metric(db, "source", "t", "max_queue_bytes") == 65536);
     if (p == 2) {
-      CHECK(refused == 0 && lm_test_metric(db, "source", "t", "dropped_batches") == 40 - depth);
+      CHECK(refused == 0 &&
+            lm_test_metric(db, "source", "t", "dropped_batches") == 40 - depth);
     } else {
       CHECK(refused == 40 - depth);
       if (p == 1) CHECK(lm_test_metric(db, "source", "t", "rejected_batches") == refused);
@@ -196,15 +200,17 @@ static int test_state_bound(void) {
     laminar_db* db = on_db ? open_db("max_state_bytes", "1MB") : open_db(NULL, NULL);
     CHECK(db != NULL);
     laminar_error err;
-    CHECK_CODE(laminar_execute(db, on_db ? "CREATE SOURCE t (k VARCHAR, v BIGINT);"
-                                           "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) "
-                                           "AS n, SUM(v) AS s FROM t GROUP BY k EMIT CHANGES"
-                                         : "CREATE SOURCE t (k VARCHAR, v BIGINT);"
-                                           "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) "
-                                           "AS n, SUM(v) AS s FROM t GROUP BY k EMIT CHANGES "
-                                           "WITH (max_state_bytes = 1048576)",
-                               &err),
-               LAMINAR_OK, &err);
+    CHECK_CODE(
+        laminar_execute(db,
+                        on_db ? "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+                                "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) "
+                                "AS n, SUM(v) AS s FROM t GROUP BY k EMIT CHANGES"
+                              : "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+                                "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) "
+                                "AS n, SUM(v) AS s FROM t GROUP BY k EMIT CHANGES "
+                                "WITH (max_state_bytes = 1048576)",
+                        &err),
+        LAMINAR_OK, &err);
     laminar_source* src;
     CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
     int64_t b = 0, sum = 0;
@@ -215,18 +221,21 @@ static int test_state_bound(void) {
       if (rc != LAMINAR_OK) break;
       for (int64_t i = 0; i < 1000; i++) sum += b * 1000 + i;
     }
-    printf("%s bound hit after %" PRId64 " batches: %s\n", on_db ? "database" : "stream", b,
-           err.message);
+    printf("%s bound hit after %" PRId64 " batches: %s\n", on_db ? "database" : "stream",
+           b, err.message);
     CHECK(rc == LAMINAR_ERR_MEMORY_LIMIT && b > 0 && b < 1000);
-    CHECK(strstr(err.message, "mv") != NULL && strstr(err.message, "max_state_bytes") != NULL);
-    CHECK(strstr(err.message, "1048576") != NULL && strstr(err.message, "in use") != NULL);
+    CHECK(strstr(err.message, "mv") != NULL &&
+          strstr(err.message, "max_state_bytes") != NULL);
+    CHECK(strstr(err.message, "1048576") != NULL &&
+          strstr(err.message, "in use") != NULL);
     /* The groups stay within the bound; the view's rows behind them are
      * accounted after the GROUP BY accepted a batch, so the last accepted
      * batch's rows (1000, under 100 bytes each) may pass it. */
     int64_t used = stream_metric(db, "mv", "accounted_state_bytes");
     CHECK(used > 0 && used <= 1048576 + 1000 * 100);
     char want[128], got[128];
-    snprintf(want, sizeof want, "%" PRId64 ",%" PRId64 ",%" PRId64, b * 1000, b * 1000, sum);
+    snprintf(want, sizeof want, "%" PRId64 ",%" PRId64 ",%" PRId64, b * 1000, b * 1000,
+             sum);
     CHECK(view_totals(db, got, sizeof got) == 0);
     printf("view after the refused batch: %s (want %s)\n", got, want);
     CHECK(strcmp(got, want) == 0);
@@ -238,8 +247,8 @@ static int test_state_bound(void) {
     CHECK(push_keys(src, 0, 1000, &err) == 0);
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
     for (int64_t i = 0; i < 1000; i++) sum += i;
-    snprintf(want, sizeof want, "%" PRId64 ",%" PRId64 ",%" PRId64, b * 1000, b * 1000 + 1000,
-             sum);
+    snprintf(want, sizeof want, "%" PRId64 ",%" PRId64 ",%" PRId64, b * 1000,
+             b * 1000 + 1000, sum);
     CHECK(view_totals(db, got, sizeof got) == 0 && strcmp(got, want) == 0);
     laminar_source_close(src);
     CHECK(laminar_close(db) == LAMINAR_OK);
@@ -257,7 +266,8 @@ static int drain_totals(laminar_subscription* sub, int64_t* nout, int64_t total[
   for (;;) {
     result_view rv;
     memset(&rv, 0, sizeof rv);
-    CHECK_CODE(laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err), LAMINAR_OK, &err);
+    CHECK_CODE(laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err), LAMINAR_OK,
+               &err);
     if (rv.array.release == NULL) break;
     CHECK(result_view_init(&rv) == 0);
     int64_t w = result_col_index(&rv, "_weight");
@@ -268,9 +278,11 @@ static int drain_totals(laminar_subscription* sub, int64_t* nout, int64_t total[
       if (w >= 0 && ArrowArrayViewGetIntUnsafe(rv.view.children[w], r) < 0) continue;
       (*nout)++;
       for (int c = 0; c < 3; c++) {
-        if (cols[c] >= 0) total[c] += ArrowArrayViewGetIntUnsafe(rv.view.children[cols[c]], r);
+        if (cols[c] >= 0)
+          total[c] += ArrowArrayViewGetIntUnsafe(rv.view.children[cols[c]], r);
       }
-      if (mk >= 0) total[3] += ArrowArrayViewGetStringUnsafe(rv.view.children[mk], r).size_bytes;
+      if (mk >= 0)
+        total[3] += ArrowArrayViewGetStringUnsafe(rv.view.children[mk], r).size_bytes;
     }
     result_view_free(&rv);
   }
@@ -285,14 +297,16 @@ static int test_view_and_session_bounds(void) {
   laminar_db* db = open_db(NULL, NULL);
   CHECK(db != NULL);
   laminar_error err;
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v);"
-                                 "CREATE MATERIALIZED VIEW rows_mv AS SELECT k, v FROM t "
-                                 "WITH (max_state_bytes = 100000);"
-                                 "CREATE STREAM ss AS SELECT k, COUNT(*) AS n FROM t "
-                                 "GROUP BY k, session(v, INTERVAL '1' HOUR) EMIT ON WINDOW CLOSE "
-                                 "WITH (max_state_bytes = '3 MB')",
-                             &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v);"
+                      "CREATE MATERIALIZED VIEW rows_mv AS SELECT k, v FROM t "
+                      "WITH (max_state_bytes = 100000);"
+                      "CREATE STREAM ss AS SELECT k, COUNT(*) AS n FROM t "
+                      "GROUP BY k, session(v, INTERVAL '1' HOUR) EMIT ON WINDOW CLOSE "
+                      "WITH (max_state_bytes = '3 MB')",
+                      &err),
+      LAMINAR_OK, &err);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   int64_t b = 0;
@@ -314,7 +328,8 @@ static int test_view_and_session_bounds(void) {
   CHECK(rows == (b - 1) * 1000); /* the refused batch left none */
   CHECK(stream_metric(db, "rows_mv", "accounted_state_bytes") <= 100000);
   /* The sessions: keep going without the view until their bound. */
-  CHECK_CODE(laminar_execute(db, "DROP MATERIALIZED VIEW rows_mv", &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, "DROP MATERIALIZED VIEW rows_mv", &err), LAMINAR_OK,
+             &err);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "ss", &sub, &err), LAMINAR_OK, &err);
   int64_t accepted = stream_metric(db, "ss", "state_groups"), groups = accepted;
@@ -328,7 +343,8 @@ static int test_view_and_session_bounds(void) {
   printf("sessions after %" PRId64 " batches: %s\n", b, err.message);
   CHECK(rc == LAMINAR_ERR_MEMORY_LIMIT && strstr(err.message, "'ss'") != NULL);
   CHECK(strstr(err.message, "not applied") != NULL);
-  CHECK(stream_metric(db, "ss", "state_groups") == groups); /* the refused batch left none */
+  CHECK(stream_metric(db, "ss", "state_groups") ==
+        groups); /* the refused batch left none */
   CHECK(push_keys(src, b * 1000, 1000, &err) == 0);
   CHECK(laminar_run_until_idle(db, &err) == LAMINAR_ERR_MEMORY_LIMIT);
   printf("retried: %s\n", err.message);
@@ -341,8 +357,10 @@ static int test_view_and_session_bounds(void) {
   CHECK(drain_totals(sub, &nsess, sums) == 0);
   int64_t nrows = sums[0];
   laminar_subscription_close(sub);
-  printf("sessions closed: %" PRId64 " holding %" PRId64 " rows (before the sessions' loop: "
-         "%" PRId64 ")\n", nsess, nrows, accepted);
+  printf("sessions closed: %" PRId64 " holding %" PRId64
+         " rows (before the sessions' loop: "
+         "%" PRId64 ")\n",
+         nsess, nrows, accepted);
   CHECK(nsess == groups && nrows == groups);
   laminar_source_close(src);
   CHECK(laminar_close(db) == LAMINAR_OK);
@@ -370,13 +388,15 @@ static int push_keys_at(laminar_source* src, int64_t n, int64_t shift, bool chan
  * batch A, then batch B run with its nth allocation failing: a failure
  * leaves the state as after A (state_groups), and B retried gives the
  * unfaulted totals, read through a view downstream at the end. */
-static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap, bool* out_failed) {
+static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap,
+                     bool* out_failed) {
   laminar_db* db = open_db(NULL, NULL);
   CHECK(db != NULL);
   laminar_error err;
   const char* sql[] = {
       "CREATE SOURCE t (k VARCHAR, v BIGINT);"
-      "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo FROM t GROUP BY k "
+      "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo FROM t "
+      "GROUP BY k "
       "EMIT CHANGES",
       "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' HOUR);"
       "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo FROM t "
@@ -388,7 +408,8 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap, bool* 
       "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo FROM t "
       "GROUP BY k, session(v, INTERVAL '0.6' SECOND) EMIT ON WINDOW CLOSE",
       "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' HOUR);"
-      "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(k) AS mk "
+      "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(k) AS "
+      "mk "
       "FROM t GROUP BY k, session(v, INTERVAL '0.6' SECOND) EMIT CHANGES",
       "CREATE SOURCE t (k VARCHAR, v BIGINT, _weight BIGINT);"
       "CREATE STREAM g AS SELECT k, COUNT(DISTINCT v) AS n, SUM(v) AS s, MIN(v) AS lo, "
@@ -405,7 +426,9 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap, bool* 
    * B retracting some of A's rows and adding others twice. */
   bool session = variant == 4 || variant == 5;
   bool changelog = variant == 6;
-  const char* text = variant == 2 ? sql[0] : variant == 3 ? sql[2] : sql[variant - (variant > 3)];
+  const char* text = variant == 2   ? sql[0]
+                     : variant == 3 ? sql[2]
+                                    : sql[variant - (variant > 3)];
   CHECK_CODE(laminar_execute(db, text, &err), LAMINAR_OK, &err);
   int64_t nb = variant == 2 ? 70000 : 5000, mod = variant == 2 ? 5000 : 0;
   int64_t nkeys = session ? 2000 : 6500;
@@ -476,7 +499,8 @@ static int test_fault_batch_all_or_nothing(void) {
         CHECK(0);
       }
     }
-    printf("variant %" PRId64 ": %" PRId64 " allocations failed in turn\n", variant, faults);
+    printf("variant %" PRId64 ": %" PRId64 " allocations failed in turn\n", variant,
+           faults);
     CHECK(faults > 3);
   }
   return 0;

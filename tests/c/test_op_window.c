@@ -42,7 +42,8 @@ static laminar_code collect(void* arg, const lm_chunk* chunk) {
       } else {
         snprintf(cell, sizeof cell, "%lld", (long long)((const int64_t*)v->data)[r]);
       }
-      int n = snprintf(c->text + c->len, sizeof c->text - c->len, "%s%s", col ? "," : "", cell);
+      int n = snprintf(c->text + c->len, sizeof c->text - c->len, "%s%s", col ? "," : "",
+                       cell);
       if (n > 0) c->len += (size_t)n;
     }
     if (c->len < sizeof c->text - 1) c->text[c->len++] = '\n';
@@ -118,18 +119,21 @@ static const char SESSION_SQL[] =
  * so out-of-order rows grow and bridge open sessions across batches. */
 static const char SESSION_CHANGES_SQL[] =
     "CREATE STREAM s AS SELECT k, window_start, window_end, SUM(v) AS sv, COUNT(*) AS c, "
-    "MIN(name) AS mn, MAX(x) AS mx, COUNT(DISTINCT v % 4) AS dv, FIRST_VALUE(name) AS fn, "
-    "LAST(x) AS lx FROM t WHERE ts % 20 < 12 GROUP BY k, session(ts, INTERVAL '2' MILLISECOND) "
+    "MIN(name) AS mn, MAX(x) AS mx, COUNT(DISTINCT v % 4) AS dv, FIRST_VALUE(name) AS "
+    "fn, "
+    "LAST(x) AS lx FROM t WHERE ts % 20 < 12 GROUP BY k, session(ts, INTERVAL '2' "
+    "MILLISECOND) "
     "EMIT CHANGES";
 
-static int build_chain(lm_arena* arena, const lm_schema* input, lm_plan* plan, lm_op** chain,
-                       collected* sink) {
+static int build_chain(lm_arena* arena, const lm_schema* input, lm_plan* plan,
+                       lm_op** chain, collected* sink) {
   lm_stmt** stmts;
   size_t n;
   laminar_error err;
   CHECK_CODE(lm_sql_parse(arena, g_sql, &stmts, &n, &err), LAMINAR_OK, &err);
   CHECK(n == 1);
-  CHECK_CODE(lm_bind_stream(stmts[0], lookup, (void*)input, plan, &err), LAMINAR_OK, &err);
+  CHECK_CODE(lm_bind_stream(stmts[0], lookup, (void*)input, plan, &err), LAMINAR_OK,
+             &err);
   CHECK_CODE(lm_plan_build_chain(plan, chain), LAMINAR_OK, &err);
   lm_op* tail = *chain;
   while (tail->next) tail = tail->next;
@@ -155,7 +159,7 @@ static void make_batch(input_batch* b, int batch_no) {
     int i = batch_no * ROWS + r;
     b->k[r] = i % 5;
     b->v[r] = i * 3 - 50;
-    b->ts[r] = i / 4 + (i % 3);  /* mild disorder */
+    b->ts[r] = i / 4 + (i % 3); /* mild disorder */
     b->x[r] = i * 0.5;
     b->xnull[r] = (i % 7) == 0;
     b->name[r] = (lm_str){NAMES[i % 4], (int64_t)strlen(NAMES[i % 4])};
@@ -191,8 +195,8 @@ static void make_schema(lm_schema* s) {
 }
 
 /* The uninterrupted run: all 20 batches, then every window closed. */
-static int run_whole(lm_arena* arena, const lm_schema* input, lm_plan* plan, lm_op** chain,
-                     collected* sink) {
+static int run_whole(lm_arena* arena, const lm_schema* input, lm_plan* plan,
+                     lm_op** chain, collected* sink) {
   CHECK(build_chain(arena, input, plan, chain, sink) == 0);
   CHECK(feed(*chain, 0, 20) == 0);
   CHECK(lm_op_chain_watermark(*chain, INT64_MAX) == LAMINAR_OK);
@@ -403,10 +407,11 @@ static int test_selection_equals_gathered(void) {
   static const struct {
     const char* sql;
     bool routed; /* GROUP BY k: what the router hands a partition applies */
-  } all[] = {{TUMBLE_SQL, true},  {HOP_SQL, true},      {HOP_PANES_SQL, true},
-             {CHANGES_SQL, true}, {RUNNING_SQL, false}, {SESSION_SQL, true},
-             {SESSION_CHANGES_SQL, true}, {COMPUTED_SQL, false}, {COMPUTED_HOP_SQL, true},
-             {MAP_SQL, false}};
+  } all[] = {{TUMBLE_SQL, true},          {HOP_SQL, true},
+             {HOP_PANES_SQL, true},       {CHANGES_SQL, true},
+             {RUNNING_SQL, false},        {SESSION_SQL, true},
+             {SESSION_CHANGES_SQL, true}, {COMPUTED_SQL, false},
+             {COMPUTED_HOP_SQL, true},    {MAP_SQL, false}};
   uint64_t rng = lm_test_seed();
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     for (int routed = 0; routed < (all[i].routed ? 2 : 1); routed++) {
@@ -546,7 +551,8 @@ static laminar_code digest_rows(void* arg, const lm_chunk* chunk) {
         x = 0x9e3779b97f4a7c15ull;
       } else if (v->type == LM_TYPE_STRING) {
         lm_str str = ((const lm_str*)v->data)[r];
-        for (int64_t i = 0; i < str.len; i++) x = (x ^ (uint8_t)str.ptr[i]) * 1099511628211ull;
+        for (int64_t i = 0; i < str.len; i++)
+          x = (x ^ (uint8_t)str.ptr[i]) * 1099511628211ull;
       } else {
         memcpy(&x, (const char*)v->data + r * lm_type_width(v->type),
                (size_t)lm_type_width(v->type));
@@ -592,8 +598,8 @@ static int feed_big(lm_op* chain, int from, int to) {
   return 0;
 }
 
-static int build_big(lm_arena* arena, const lm_schema* input, lm_plan* plan, lm_op** chain,
-                     digest* d) {
+static int build_big(lm_arena* arena, const lm_schema* input, lm_plan* plan,
+                     lm_op** chain, digest* d) {
   static collected unused;
   g_sql = BLOCKS_SQL;
   CHECK(build_chain(arena, input, plan, chain, &unused) == 0);
@@ -606,8 +612,9 @@ static int build_big(lm_arena* arena, const lm_schema* input, lm_plan* plan, lm_
 
 /* Restore state w into a new chain, feed batches [from, BIG_BATCHES), close
  * every window: `d` must then equal the uninterrupted run's digest. */
-static int big_restore_finish(lm_arena* arena, const lm_schema* input, const lm_state_writer* w,
-                              int from, digest d, const digest* want) {
+static int big_restore_finish(lm_arena* arena, const lm_schema* input,
+                              const lm_state_writer* w, int from, digest d,
+                              const digest* want) {
   lm_plan plan;
   lm_op* chain;
   CHECK(build_big(arena, input, &plan, &chain, &d) == 0);
@@ -663,11 +670,13 @@ static int test_frozen_copied_by_blocks(void) {
   lm_op_frozen* f2;
   CHECK(lm_op_chain_freeze(c2, &f2) == LAMINAR_OK); /* freezes the partial copy */
   CHECK(feed_big(c2, 32, 33) == 0);
-  EXPECT(lm_op_window_thaws(c2, &groups) == 2 && groups >= held); /* copied whole through */
+  EXPECT(lm_op_window_thaws(c2, &groups) == 2 &&
+         groups >= held); /* copied whole through */
   CHECK(lm_op_chain_write_frozen(f2, &w2) == LAMINAR_OK);
   CHECK(feed_big(c2, 33, BIG_BATCHES) == 0);
   CHECK(lm_op_chain_watermark(c2, INT64_MAX) == LAMINAR_OK);
-  EXPECT(went_on.rows == whole.rows && went_on.sum == whole.sum && went_on.sq == whole.sq);
+  EXPECT(went_on.rows == whole.rows && went_on.sum == whole.sum &&
+         went_on.sq == whole.sq);
 
   CHECK(big_restore_finish(arena, &input, &w1, 31, at30, &whole) == 0);
   CHECK(big_restore_finish(arena, &input, &w2, 32, at31, &whole) == 0);
@@ -686,7 +695,8 @@ static int test_frozen_copied_by_blocks(void) {
 
 int main(int argc, char** argv) {
   static const lm_test_case cases[] = {
-      {"snapshot_restore_equals_uninterrupted", test_snapshot_restore_equals_uninterrupted},
+      {"snapshot_restore_equals_uninterrupted",
+       test_snapshot_restore_equals_uninterrupted},
       {"selection_equals_gathered", test_selection_equals_gathered},
       {"hop_snapshot_restore_equals_uninterrupted",
        test_hop_snapshot_restore_equals_uninterrupted},

@@ -28,7 +28,8 @@ static const char* scope_word(int32_t scope) {
 }
 
 /* The message names the key and the scope ("... source option 'k' ..."). */
-static bool names_key_and_scope(const laminar_error* err, const char* key, int32_t scope) {
+static bool names_key_and_scope(const laminar_error* err, const char* key,
+                                int32_t scope) {
   char want[128];
   snprintf(want, sizeof want, "%s option '%s'", scope_word(scope), key);
   return strstr(err->message, want) != NULL;
@@ -52,10 +53,14 @@ static bool default_number(const char* text, int64_t* out) {
   if (end == text) return false;
   while (*end == ' ') end++;
   int64_t mult = 1;
-  if (strcmp(end, "KB") == 0) mult = 1024;
-  else if (strcmp(end, "MB") == 0) mult = 1024 * 1024;
-  else if (strcmp(end, "GB") == 0) mult = 1024LL * 1024 * 1024;
-  else if (*end != '\0') return false;
+  if (strcmp(end, "KB") == 0)
+    mult = 1024;
+  else if (strcmp(end, "MB") == 0)
+    mult = 1024 * 1024;
+  else if (strcmp(end, "GB") == 0)
+    mult = 1024LL * 1024 * 1024;
+  else if (*end != '\0')
+    return false;
   *out = (int64_t)v * mult;
   return true;
 }
@@ -80,23 +85,26 @@ static int test_table_rows(void) {
     const char *key, *type, *def, *doc;
     int32_t scopes;
     CHECK_CODE(laminar_option_get(i, &key, &scopes, &type, &def, &doc), LAMINAR_OK, NULL);
-    EXPECT(key != NULL && key[0] != '\0' && type != NULL && type[0] != '\0' && def != NULL &&
-           doc != NULL && doc[0] != '\0');
+    EXPECT(key != NULL && key[0] != '\0' && type != NULL && type[0] != '\0' &&
+           def != NULL && doc != NULL && doc[0] != '\0');
     EXPECT(scopes != 0 && (scopes & ~31) == 0);
     seen |= scopes;
     /* One row per key and scope: a second would never be read. */
     for (int32_t j = 0; j < i; j++) {
       const char* other;
       int32_t other_scopes;
-      CHECK_CODE(laminar_option_get(j, &other, &other_scopes, NULL, NULL, NULL), LAMINAR_OK, NULL);
+      CHECK_CODE(laminar_option_get(j, &other, &other_scopes, NULL, NULL, NULL),
+                 LAMINAR_OK, NULL);
       EXPECT(strcmp(other, key) != 0 || (other_scopes & scopes) == 0);
     }
     /* "config KEY" defaults name a database option. */
     if (strncmp(def, "config ", 7) == 0) EXPECT(find_row(def + 7, LAMINAR_SCOPE_DB) >= 0);
   }
   EXPECT(seen == 31); /* every scope has options */
-  CHECK_CODE(laminar_option_get(n, NULL, NULL, NULL, NULL, NULL), LAMINAR_ERR_MISUSE, NULL);
-  CHECK_CODE(laminar_option_get(-1, NULL, NULL, NULL, NULL, NULL), LAMINAR_ERR_MISUSE, NULL);
+  CHECK_CODE(laminar_option_get(n, NULL, NULL, NULL, NULL, NULL), LAMINAR_ERR_MISUSE,
+             NULL);
+  CHECK_CODE(laminar_option_get(-1, NULL, NULL, NULL, NULL, NULL), LAMINAR_ERR_MISUSE,
+             NULL);
   /* The options of the last waves are in it. */
   const char* recent[] = {"read_only", "sink_root", "max_queue_bytes", "max_state_bytes"};
   for (size_t i = 0; i < sizeof recent / sizeof recent[0]; i++)
@@ -132,11 +140,13 @@ static int test_config_scope(void) {
     }
   }
   EXPECT(checked >= 10);
-  CHECK_CODE(laminar_config_set(c, "no_such_key", "1", &err), LAMINAR_ERR_CONFIG_KEY, &err);
+  CHECK_CODE(laminar_config_set(c, "no_such_key", "1", &err), LAMINAR_ERR_CONFIG_KEY,
+             &err);
   EXPECT(names_key_and_scope(&err, "no_such_key", LAMINAR_SCOPE_DB));
   EXPECT(strstr(err.message, "buffer_size") != NULL); /* the known keys are listed */
   /* A key of another scope only is unknown here. */
-  CHECK_CODE(laminar_config_set(c, "late_output", "true", &err), LAMINAR_ERR_CONFIG_KEY, &err);
+  CHECK_CODE(laminar_config_set(c, "late_output", "true", &err), LAMINAR_ERR_CONFIG_KEY,
+             &err);
   laminar_config_destroy(c);
   return 0;
 }
@@ -144,7 +154,8 @@ static int test_config_scope(void) {
 static laminar_db* open_db(laminar_config* c) {
   laminar_db* db = NULL;
   laminar_error err;
-  if (laminar_open(c, &db, &err) != LAMINAR_OK) fprintf(stderr, "open: %s\n", err.message);
+  if (laminar_open(c, &db, &err) != LAMINAR_OK)
+    fprintf(stderr, "open: %s\n", err.message);
   return db;
 }
 
@@ -178,14 +189,18 @@ static int test_source_scope(void) {
   laminar_db* db = open_db(NULL);
   CHECK(db != NULL);
   CHECK(expect_sql(db, "CREATE SOURCE a (k VARCHAR, ts BIGINT) WITH (bogus = 1)",
-                   LAMINAR_ERR_CONFIG_KEY, "bogus", LAMINAR_SCOPE_SOURCE, "a", "1)") == 0);
-  CHECK(expect_sql(db, "CREATE SOURCE a (k VARCHAR, ts BIGINT)\nWITH (buffer_size = 1000)",
+                   LAMINAR_ERR_CONFIG_KEY, "bogus", LAMINAR_SCOPE_SOURCE, "a",
+                   "1)") == 0);
+  CHECK(expect_sql(db,
+                   "CREATE SOURCE a (k VARCHAR, ts BIGINT)\nWITH (buffer_size = 1000)",
                    LAMINAR_ERR_CONFIG_VALUE, "buffer_size", LAMINAR_SCOPE_SOURCE, "a",
                    "1000") == 0);
-  CHECK(expect_sql(db, "CREATE SOURCE a (k VARCHAR, ts BIGINT) WITH (backpressure = 'wait')",
+  CHECK(expect_sql(db,
+                   "CREATE SOURCE a (k VARCHAR, ts BIGINT) WITH (backpressure = 'wait')",
                    LAMINAR_ERR_CONFIG_VALUE, "backpressure", LAMINAR_SCOPE_SOURCE, "a",
                    "'wait'") == 0);
-  CHECK(expect_sql(db, "CREATE SOURCE a (k VARCHAR, ts BIGINT) WITH (max_queue_bytes = TRUE)",
+  CHECK(expect_sql(db,
+                   "CREATE SOURCE a (k VARCHAR, ts BIGINT) WITH (max_queue_bytes = TRUE)",
                    LAMINAR_ERR_CONFIG_VALUE, "max_queue_bytes", LAMINAR_SCOPE_SOURCE, "a",
                    "TRUE") == 0);
   /* A stream's option is not a source's. */
@@ -194,8 +209,8 @@ static int test_source_scope(void) {
                    "TRUE") == 0);
   laminar_error err;
   /* Nothing was created by the failures. */
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE a (k VARCHAR, ts BIGINT)", &err), LAMINAR_OK,
-             &err);
+  CHECK_CODE(laminar_execute(db, "CREATE SOURCE a (k VARCHAR, ts BIGINT)", &err),
+             LAMINAR_OK, &err);
   laminar_close(db);
   return 0;
 }
@@ -216,8 +231,8 @@ static int test_stream_scope(void) {
   CHECK(expect_sql(db, sql, LAMINAR_ERR_CONFIG_VALUE, "allowed_lateness",
                    LAMINAR_SCOPE_STREAM, "s", "'soon'") == 0);
   snprintf(sql, sizeof sql, "%smax_state_bytes = 'lots')", head);
-  CHECK(expect_sql(db, sql, LAMINAR_ERR_CONFIG_VALUE, "max_state_bytes", LAMINAR_SCOPE_STREAM,
-                   "s", "'lots'") == 0);
+  CHECK(expect_sql(db, sql, LAMINAR_ERR_CONFIG_VALUE, "max_state_bytes",
+                   LAMINAR_SCOPE_STREAM, "s", "'lots'") == 0);
   /* EXPLAIN checks the same table. */
   snprintf(sql, sizeof sql, "EXPLAIN %sbogus = 1)", head);
   struct ArrowArrayStream out;
@@ -225,8 +240,8 @@ static int test_stream_scope(void) {
   EXPECT(names_key_and_scope(&err, "bogus", LAMINAR_SCOPE_STREAM));
   EXPECT(err.line == 1 && err.column == (int32_t)(strstr(sql, "1)") - sql) + 1);
   /* Well-typed options still apply. */
-  snprintf(sql, sizeof sql, "%sallowed_lateness = INTERVAL '5' SECOND, max_state_bytes = '1MB')",
-           head);
+  snprintf(sql, sizeof sql,
+           "%sallowed_lateness = INTERVAL '5' SECOND, max_state_bytes = '1MB')", head);
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
   EXPECT(lm_test_metric(db, "stream", "s", "max_state_bytes") == 1024 * 1024);
   laminar_close(db);
@@ -238,14 +253,15 @@ static int test_sink_scope(void) {
   CHECK(db != NULL);
   laminar_error err;
   CHECK_CODE(laminar_execute(db, SRC, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT k, v FROM t", &err), LAMINAR_OK,
-             &err);
+  CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT k, v FROM t", &err),
+             LAMINAR_OK, &err);
   CHECK(expect_sql(db, "CREATE SINK o FROM s INTO FILE (path = '/tmp', fmt = 'csv')",
                    LAMINAR_ERR_CONFIG_KEY, "fmt", LAMINAR_SCOPE_SINK, "o", "'csv'") == 0);
   CHECK(expect_sql(db, "CREATE SINK o FROM s INTO FILE (path = '/tmp', format = 'xml')",
-                   LAMINAR_ERR_CONFIG_VALUE, "format", LAMINAR_SCOPE_SINK, "o", "'xml'") == 0);
-  CHECK(expect_sql(db, "CREATE SINK o FROM s INTO FILE (path = 7)", LAMINAR_ERR_CONFIG_VALUE,
-                   "path", LAMINAR_SCOPE_SINK, "o", "7)") == 0);
+                   LAMINAR_ERR_CONFIG_VALUE, "format", LAMINAR_SCOPE_SINK, "o",
+                   "'xml'") == 0);
+  CHECK(expect_sql(db, "CREATE SINK o FROM s INTO FILE (path = 7)",
+                   LAMINAR_ERR_CONFIG_VALUE, "path", LAMINAR_SCOPE_SINK, "o", "7)") == 0);
   laminar_close(db);
   return 0;
 }
@@ -260,14 +276,15 @@ static int test_subscription_scope(void) {
   laminar_config_destroy(c);
   CHECK(db != NULL);
   CHECK_CODE(laminar_execute(db, SRC, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT k, v FROM t", &err), LAMINAR_OK,
-             &err);
+  CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT k, v FROM t", &err),
+             LAMINAR_OK, &err);
   laminar_subscription* sub = (laminar_subscription*)&err; /* must be reset to NULL */
   const char* bad_key[] = {"buffer_size", "backpressure"};
   const char* bad_key_values[] = {"64", "reject"};
   CHECK_CODE(laminar_subscription_open(db, "s", bad_key, bad_key_values, 2, &sub, &err),
              LAMINAR_ERR_CONFIG_KEY, &err);
-  EXPECT(sub == NULL && names_key_and_scope(&err, "backpressure", LAMINAR_SCOPE_SUBSCRIPTION));
+  EXPECT(sub == NULL &&
+         names_key_and_scope(&err, "backpressure", LAMINAR_SCOPE_SUBSCRIPTION));
   const char* keys[] = {"max_queue_bytes", "wait_strategy"};
   const char* bad_values[] = {"2MB", "spin_yield(x)"};
   CHECK_CODE(laminar_subscription_open(db, "s", keys, bad_values, 2, &sub, &err),
@@ -276,17 +293,18 @@ static int test_subscription_scope(void) {
   CHECK_CODE(laminar_subscribe_with(db, "s", "slow_subscriber = 'sometimes'", &sub, &err),
              LAMINAR_ERR_CONFIG_VALUE, &err);
   EXPECT(names_key_and_scope(&err, "slow_subscriber", LAMINAR_SCOPE_SUBSCRIPTION));
-  CHECK_CODE(laminar_subscribe_with(db, "s", "nope = 1", &sub, &err), LAMINAR_ERR_CONFIG_KEY,
-             &err);
+  CHECK_CODE(laminar_subscribe_with(db, "s", "nope = 1", &sub, &err),
+             LAMINAR_ERR_CONFIG_KEY, &err);
   EXPECT(names_key_and_scope(&err, "nope", LAMINAR_SCOPE_SUBSCRIPTION));
-  CHECK_CODE(laminar_subscription_open(db, "s", NULL, NULL, 1, &sub, &err), LAMINAR_ERR_MISUSE,
-             &err);
+  CHECK_CODE(laminar_subscription_open(db, "s", NULL, NULL, 1, &sub, &err),
+             LAMINAR_ERR_MISUSE, &err);
   /* Applied: the structured call, the text alias, and the defaults. */
   const char* good[] = {"2MB", "spin_yield(10)"};
   laminar_subscription *a, *b, *d;
-  CHECK_CODE(laminar_subscription_open(db, "s", keys, good, 2, &a, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_subscribe_with(db, "s", "max_queue_bytes = '3MB'", &b, &err), LAMINAR_OK,
+  CHECK_CODE(laminar_subscription_open(db, "s", keys, good, 2, &a, &err), LAMINAR_OK,
              &err);
+  CHECK_CODE(laminar_subscribe_with(db, "s", "max_queue_bytes = '3MB'", &b, &err),
+             LAMINAR_OK, &err);
   CHECK_CODE(laminar_subscribe(db, "s", &d, &err), LAMINAR_OK, &err);
   /* The metric rows of one stream's subscriptions come in subscription order:
    * read them as the sum and the max (2 + 3 + 1 MB; the default is the
@@ -331,10 +349,12 @@ static int test_defaults(void) {
   CHECK(db != NULL);
   laminar_error err;
   CHECK_CODE(laminar_execute(db, SRC, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT k, COUNT(*) AS n FROM t GROUP BY k, "
-                                 "tumble(ts, INTERVAL '1' SECOND)",
-                             &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE STREAM s AS SELECT k, COUNT(*) AS n FROM t GROUP BY k, "
+                      "tumble(ts, INTERVAL '1' SECOND)",
+                      &err),
+      LAMINAR_OK, &err);
   EXPECT(lm_test_metric(db, "source", "t", "queue_capacity") ==
          default_of("buffer_size", LAMINAR_SCOPE_DB));
   EXPECT(lm_test_metric(db, "source", "t", "max_queue_bytes") ==
@@ -360,13 +380,14 @@ static int test_defaults(void) {
   laminar_config_destroy(c);
   CHECK(db != NULL);
   CHECK_CODE(laminar_execute(db, SRC, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE u (k VARCHAR) WITH (buffer_size = '1024', "
-                                 "max_queue_bytes = 100)",
+  CHECK_CODE(laminar_execute(db,
+                             "CREATE SOURCE u (k VARCHAR) WITH (buffer_size = '1024', "
+                             "max_queue_bytes = 100)",
                              &err),
              LAMINAR_OK, &err);
   const char* def;
-  CHECK_CODE(laminar_option_get(find_row("buffer_size", LAMINAR_SCOPE_SOURCE), NULL, NULL, NULL,
-                                &def, NULL),
+  CHECK_CODE(laminar_option_get(find_row("buffer_size", LAMINAR_SCOPE_SOURCE), NULL, NULL,
+                                NULL, &def, NULL),
              LAMINAR_OK, NULL);
   EXPECT(strcmp(def, "config buffer_size") == 0);
   EXPECT(lm_test_metric(db, "source", "t", "queue_capacity") == 256);
@@ -386,7 +407,8 @@ static int test_close_v2(void) {
   CHECK(db != NULL);
   /* A handle that is not a database is refused, with the detail. */
   CHECK_CODE(laminar_close_v2((laminar_db*)&err, &err), LAMINAR_ERR_MISUSE, &err);
-  EXPECT(err.code == LAMINAR_ERR_MISUSE && strstr(err.message, "LDB-9002") == err.message);
+  EXPECT(err.code == LAMINAR_ERR_MISUSE &&
+         strstr(err.message, "LDB-9002") == err.message);
   CHECK_CODE(laminar_close_v2(db, &err), LAMINAR_OK, &err);
   return 0;
 }
@@ -414,8 +436,9 @@ static int test_aliases(void) {
   laminar_db* db = open_db(NULL);
   CHECK(db != NULL);
   laminar_error err;
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE t (k VARCHAR) WITH (buffer_size = 4)", &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE SOURCE t (k VARCHAR) WITH (buffer_size = 4)", &err),
+      LAMINAR_OK, &err);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   int64_t free_slots;
@@ -431,8 +454,8 @@ static int test_aliases(void) {
   EXPECT(room == 0);
   CHECK_CODE(laminar_source_watermark_timeout(src, 40, 0, &err), LAMINAR_OK, &err);
   /* Full, no runtime: both names answer as a push does. */
-  CHECK_CODE(laminar_source_push_watermark_timeout(src, 50, 0, &err), LAMINAR_ERR_QUEUE_FULL,
-             &err);
+  CHECK_CODE(laminar_source_push_watermark_timeout(src, 50, 0, &err),
+             LAMINAR_ERR_QUEUE_FULL, &err);
   CHECK_CODE(laminar_source_watermark(src, 50, &err), LAMINAR_ERR_QUEUE_FULL, &err);
   EXPECT(lm_test_metric(db, "source", "t", "queue_depth") == 4);
   laminar_source_close(src);

@@ -8,8 +8,8 @@
 #include "views_util.h"
 
 /* Render laminar_stream_partitioning(db, name) as "role,name,value;...". */
-static laminar_code partitioning_text(laminar_db* db, const char* name, char* out, size_t cap,
-                                      laminar_error* err) {
+static laminar_code partitioning_text(laminar_db* db, const char* name, char* out,
+                                      size_t cap, laminar_error* err) {
   out[0] = '\0';
   struct ArrowArrayStream st;
   laminar_code rc = laminar_stream_partitioning(db, name, &st, err);
@@ -24,52 +24,59 @@ static laminar_code partitioning_text(laminar_db* db, const char* name, char* ou
   return rc;
 }
 
-#define CHECK_PART(db, name, want)                                                        \
-  do {                                                                                    \
-    char got_[1024];                                                                      \
-    laminar_error perr_;                                                                  \
-    CHECK_CODE(partitioning_text((db), (name), got_, sizeof got_, &perr_), LAMINAR_OK, &perr_); \
-    if (strcmp(got_, (want)) != 0) {                                                      \
-      fprintf(stderr, "%s:%d: %s\n  got  '%s'\n  want '%s'\n", __FILE__, __LINE__, (name), \
-              got_, (want));                                                              \
-      return 1;                                                                           \
-    }                                                                                     \
+#define CHECK_PART(db, name, want)                                                     \
+  do {                                                                                 \
+    char got_[1024];                                                                   \
+    laminar_error perr_;                                                               \
+    CHECK_CODE(partitioning_text((db), (name), got_, sizeof got_, &perr_), LAMINAR_OK, \
+               &perr_);                                                                \
+    if (strcmp(got_, (want)) != 0) {                                                   \
+      fprintf(stderr, "%s:%d: %s\n  got  '%s'\n  want '%s'\n", __FILE__, __LINE__,     \
+              (name), got_, (want));                                                   \
+      return 1;                                                                        \
+    }                                                                                  \
   } while (0)
 
 static int test_keys_and_event_time(void) {
   laminar_db* db;
   laminar_error err;
   CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(
-                 db,
-                 "CREATE SOURCE trades (symbol VARCHAR, venue VARCHAR, price DOUBLE, "
-                 "volume BIGINT, ts BIGINT, WATERMARK FOR ts AS ts - INTERVAL '250' MILLISECOND);"
-                 "CREATE STREAM vwap AS SELECT symbol, SUM(price * volume) / SUM(volume) AS v "
-                 "FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);"
-                 "CREATE STREAM two AS SELECT venue, symbol, window_end, COUNT(*) AS n FROM trades "
-                 "GROUP BY venue, symbol, tumble(ts, INTERVAL '1' SECOND);"
-                 "CREATE STREAM expr AS SELECT upper(symbol) AS s, COUNT(*) AS n FROM trades "
-                 "GROUP BY upper(symbol), tumble(ts, INTERVAL '1' SECOND);"
-                 "CREATE STREAM total AS SELECT COUNT(*) AS n FROM trades "
-                 "GROUP BY tumble(ts, INTERVAL '1' SECOND);"
-                 "CREATE STREAM big AS SELECT symbol AS sym, venue, price * volume AS notional, "
-                 "ts FROM trades WHERE volume > 10;"
-                 "CREATE STREAM over_big AS SELECT sym, SUM(notional) AS n FROM big "
-                 "GROUP BY sym, tumble(ts, INTERVAL '1' SECOND);"
-                 "CREATE STREAM over_two AS SELECT venue, SUM(n) AS n FROM two "
-                 "GROUP BY venue, tumble(window_end, INTERVAL '5' SECOND);",
-                 &err),
-             LAMINAR_OK, &err);
-  CHECK_PART(db, "vwap", "source,trades,;event_time,ts,250;key,symbol,;partitioning,key,");
+  CHECK_CODE(
+      laminar_execute(
+          db,
+          "CREATE SOURCE trades (symbol VARCHAR, venue VARCHAR, price DOUBLE, "
+          "volume BIGINT, ts BIGINT, WATERMARK FOR ts AS ts - INTERVAL '250' "
+          "MILLISECOND);"
+          "CREATE STREAM vwap AS SELECT symbol, SUM(price * volume) / SUM(volume) AS v "
+          "FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);"
+          "CREATE STREAM two AS SELECT venue, symbol, window_end, COUNT(*) AS n FROM "
+          "trades "
+          "GROUP BY venue, symbol, tumble(ts, INTERVAL '1' SECOND);"
+          "CREATE STREAM expr AS SELECT upper(symbol) AS s, COUNT(*) AS n FROM trades "
+          "GROUP BY upper(symbol), tumble(ts, INTERVAL '1' SECOND);"
+          "CREATE STREAM total AS SELECT COUNT(*) AS n FROM trades "
+          "GROUP BY tumble(ts, INTERVAL '1' SECOND);"
+          "CREATE STREAM big AS SELECT symbol AS sym, venue, price * volume AS notional, "
+          "ts FROM trades WHERE volume > 10;"
+          "CREATE STREAM over_big AS SELECT sym, SUM(notional) AS n FROM big "
+          "GROUP BY sym, tumble(ts, INTERVAL '1' SECOND);"
+          "CREATE STREAM over_two AS SELECT venue, SUM(n) AS n FROM two "
+          "GROUP BY venue, tumble(window_end, INTERVAL '5' SECOND);",
+          &err),
+      LAMINAR_OK, &err);
+  CHECK_PART(db, "vwap",
+             "source,trades,;event_time,ts,250;key,symbol,;partitioning,key,");
   CHECK_PART(db, "two",
              "source,trades,;event_time,ts,250;key,symbol,;key,venue,;partitioning,key,");
   CHECK_PART(db, "expr", "source,trades,;event_time,ts,250;partitioning,single,");
   CHECK_PART(db, "total", "source,trades,;event_time,ts,250;partitioning,single,");
   CHECK_PART(db, "big", "source,trades,;event_time,ts,250;partitioning,any,");
   /* through a projection that renames symbol */
-  CHECK_PART(db, "over_big", "source,trades,;event_time,ts,250;key,symbol,;partitioning,key,");
+  CHECK_PART(db, "over_big",
+             "source,trades,;event_time,ts,250;key,symbol,;partitioning,key,");
   /* through an upstream window: the keys both group by */
-  CHECK_PART(db, "over_two", "source,trades,;event_time,ts,250;key,venue,;partitioning,key,");
+  CHECK_PART(db, "over_two",
+             "source,trades,;event_time,ts,250;key,venue,;partitioning,key,");
   laminar_close(db);
   return 0;
 }
@@ -85,11 +92,11 @@ static int test_no_watermark_and_errors(void) {
              LAMINAR_OK, &err);
   CHECK_PART(db, "s", "source,t,;partitioning,any,");
   struct ArrowArrayStream st;
-  CHECK_CODE(laminar_stream_partitioning(db, "nope", &st, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
-             &err);
+  CHECK_CODE(laminar_stream_partitioning(db, "nope", &st, &err),
+             LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
   EXPECT(strcmp(err.object, "nope") == 0 && strncmp(err.message, "LDB-1002", 8) == 0);
-  CHECK_CODE(laminar_stream_partitioning(db, "t", &st, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
-             &err);
+  CHECK_CODE(laminar_stream_partitioning(db, "t", &st, &err),
+             LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
   CHECK_CODE(laminar_stream_partitioning(db, NULL, &st, &err), LAMINAR_ERR_MISUSE, &err);
   CHECK_CODE(laminar_stream_partitioning(NULL, "s", &st, &err), LAMINAR_ERR_MISUSE, &err);
   laminar_close(db);

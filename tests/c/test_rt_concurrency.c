@@ -46,7 +46,8 @@ static void sleep_us(long us) {
 static int seq_schema(struct ArrowSchema* out) {
   ArrowSchemaInit(out);
   if (ArrowSchemaSetTypeStruct(out, 1) != NANOARROW_OK) return 1;
-  if (ArrowSchemaSetType(out->children[0], NANOARROW_TYPE_INT64) != NANOARROW_OK) return 1;
+  if (ArrowSchemaSetType(out->children[0], NANOARROW_TYPE_INT64) != NANOARROW_OK)
+    return 1;
   if (ArrowSchemaSetName(out->children[0], "seq") != NANOARROW_OK) return 1;
   return 0;
 }
@@ -80,7 +81,7 @@ static int64_t rows_of_batches(int64_t nbatches) {
 
 /* What a subscriber has seen so far. */
 typedef struct seq_reader {
-  int64_t next;      /* the seq expected next; -1: take the first one seen */
+  int64_t next; /* the seq expected next; -1: take the first one seen */
   int64_t rows;
   int64_t batches;
 } seq_reader;
@@ -138,12 +139,12 @@ static int seq_take(laminar_subscription* sub, int64_t timeout_ms, seq_reader* r
 typedef struct producer {
   laminar_source* src;
   int64_t nbatches;
-  long pause_us;                  /* sleep between pushes (0: none) */
+  long pause_us; /* sleep between pushes (0: none) */
   atomic_bool stop;
-  atomic_int_fast64_t pushed;     /* batches pushed so far */
+  atomic_int_fast64_t pushed; /* batches pushed so far */
   atomic_int_fast64_t pushed_rows;
   atomic_bool done;
-  laminar_code fail_code;         /* the code of the push that failed, if one did */
+  laminar_code fail_code; /* the code of the push that failed, if one did */
   /* for the back-pressure check: rows the consumer had when the last push returned */
   const atomic_int_fast64_t* consumer_rows;
   int64_t consumer_rows_at_end;
@@ -203,11 +204,11 @@ static void* producer_main(void* arg) {
 typedef struct consumer {
   laminar_subscription* sub;
   int64_t want_rows;
-  const atomic_int_fast64_t* final_rows;  /* -1 until known */
-  long pause_us;                           /* sleep after each batch (slow reader) */
-  int64_t timeout_ms;                      /* per next() call */
+  const atomic_int_fast64_t* final_rows; /* -1 until known */
+  long pause_us;                         /* sleep after each batch (slow reader) */
+  int64_t timeout_ms;                    /* per next() call */
   seq_reader rd;
-  atomic_int_fast64_t rows;                /* published progress */
+  atomic_int_fast64_t rows; /* published progress */
   int rc;
 } consumer;
 
@@ -316,7 +317,8 @@ static int test_fanout_three_subscribers(void) {
     CHECK(seq_take(c[i].sub, 0, &c[i].rd, &rc, &got) == 0);
     EXPECT(rc == LAMINAR_OK && !got);
   }
-  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL); /* closes the source and subscriptions */
+  CHECK_CODE(laminar_close(db), LAMINAR_OK,
+             NULL); /* closes the source and subscriptions */
   return 0;
 }
 
@@ -376,8 +378,8 @@ static int test_tiny_buffer_two_streams(void) {
   laminar_db* db;
   laminar_error err;
   CHECK(open_seq_db("4", &db) == 0);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM evens AS SELECT seq FROM s WHERE seq % 2 = 0",
-                             &err),
+  CHECK_CODE(laminar_execute(
+                 db, "CREATE STREAM evens AS SELECT seq FROM s WHERE seq % 2 = 0", &err),
              LAMINAR_OK, &err);
   laminar_source* src;
   laminar_subscription* sub;
@@ -451,8 +453,8 @@ static int rig_finish(live_rig* r) {
 
 /* Read a joined-late subscription for up to `ms` ms or until it has `batches`
  * batches; the rows must be one gap-free run from wherever it joined. */
-static int read_some(laminar_subscription* sub, int64_t ms, int64_t batches, seq_reader* rd,
-                     laminar_code* out_rc) {
+static int read_some(laminar_subscription* sub, int64_t ms, int64_t batches,
+                     seq_reader* rd, laminar_code* out_rc) {
   int64_t deadline = now_ms() + ms;
   *out_rc = LAMINAR_OK;
   while (rd->batches < batches && now_ms() < deadline) {
@@ -607,8 +609,8 @@ static int test_drop_source_while_pushing(void) {
   laminar_db* db;
   laminar_error err;
   CHECK(open_seq_db("4", &db) == 0);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE side (seq BIGINT NOT NULL)", &err), LAMINAR_OK,
-             &err);
+  CHECK_CODE(laminar_execute(db, "CREATE SOURCE side (seq BIGINT NOT NULL)", &err),
+             LAMINAR_OK, &err);
   producer p = {0};
   CHECK_CODE(laminar_source_open(db, "side", &p.src, &err), LAMINAR_OK, &err);
   p.nbatches = -1; /* until the push fails */

@@ -44,14 +44,14 @@ enum { NPROD = 4, NSUBS = 3, NK = 16, MAXP = 8 };
 
 typedef struct reader {
   laminar_subscription* sub;
-  bool keyed;                /* the EMIT CHANGES stream (else the plain one) */
-  int64_t want;              /* plain: rows; keyed: rows counted over all keys */
+  bool keyed;   /* the EMIT CHANGES stream (else the plain one) */
+  int64_t want; /* plain: rows; keyed: rows counted over all keys */
   /* keyed: per key (p, k) the last +1 row's count and max; plain: next seq */
   int64_t cnt[MAXP][NK];
   int64_t mx[MAXP][NK];
-  bool live[MAXP][NK];       /* a +1 row stands (not yet retracted) */
+  bool live[MAXP][NK]; /* a +1 row stands (not yet retracted) */
   int64_t next[MAXP];
-  int64_t total;             /* keyed: sum of the standing counts; plain: rows */
+  int64_t total; /* keyed: sum of the standing counts; plain: rows */
   int64_t batches;
   int rc;
 } reader;
@@ -78,15 +78,16 @@ static int reader_batch(reader* r, const struct ArrowArray* a) {
   }
   /* p, k, c, m, _weight */
   CHECK(a->n_children == 5);
-  const int64_t *p = col(a, 0), *k = col(a, 1), *c = col(a, 2), *m = col(a, 3), *w = col(a, 4);
+  const int64_t *p = col(a, 0), *k = col(a, 1), *c = col(a, 2), *m = col(a, 3),
+                *w = col(a, 4);
   for (int64_t i = 0; i < a->length; i++) {
     CHECK(p[i] >= 0 && p[i] < MAXP && k[i] >= 0 && k[i] < NK);
     int64_t pi = p[i], ki = k[i];
     if (w[i] == -1) {
       /* retracts the key's standing row */
       if (!r->live[pi][ki] || r->cnt[pi][ki] != c[i] || r->mx[pi][ki] != m[i]) {
-        fprintf(stderr, "keyed: bad retraction of (%lld, %lld) count %lld\n", (long long)pi,
-                (long long)ki, (long long)c[i]);
+        fprintf(stderr, "keyed: bad retraction of (%lld, %lld) count %lld\n",
+                (long long)pi, (long long)ki, (long long)c[i]);
         return 1;
       }
       r->live[pi][ki] = false;
@@ -159,8 +160,9 @@ static int producer_run(producer* p) {
     }
     laminar_error err;
     int64_t pushed = 0;
-    laminar_code code = n == 1 ? laminar_source_push(p->src, &arr[0], &schema, &err)
-                               : laminar_source_push_batch(p->src, arr, n, &schema, &pushed, &err);
+    laminar_code code =
+        n == 1 ? laminar_source_push(p->src, &arr[0], &schema, &err)
+               : laminar_source_push_batch(p->src, arr, n, &schema, &pushed, &err);
     if (code != LAMINAR_OK) {
       fprintf(stderr, "producer %lld: %s\n", (long long)p->id, err.message);
       for (int i = 0; i < n; i++) {
@@ -205,8 +207,9 @@ static const char* DDL =
 static int test_four_producers_three_subscribers(bool affinity) {
   laminar_db* db;
   laminar_error err;
-  const char* cfg[] = {"cores", "2", "buffer_size", "1024", "core_affinity",
-                       affinity ? "true" : "false", NULL};
+  const char* cfg[] = {
+      "cores", "2", "buffer_size", "1024", "core_affinity", affinity ? "true" : "false",
+      NULL};
   CHECK(open_cfg(cfg, &db) == 0);
   CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
   EXPECT(lm_test_metric(db, "stream", "keyed", "partitions") == 2);
@@ -223,7 +226,8 @@ static int test_four_producers_three_subscribers(bool affinity) {
   }
   CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
   pthread_t tr[NSUBS + 1], tp[NPROD];
-  for (int i = 0; i <= NSUBS; i++) CHECK(pthread_create(&tr[i], NULL, reader_main, &rd[i]) == 0);
+  for (int i = 0; i <= NSUBS; i++)
+    CHECK(pthread_create(&tr[i], NULL, reader_main, &rd[i]) == 0);
   producer pr[NPROD];
   memset(pr, 0, sizeof pr);
   CHECK_CODE(laminar_source_open(db, "t", &pr[0].src, &err), LAMINAR_OK, &err);
@@ -259,10 +263,11 @@ static int test_four_producers_three_subscribers(bool affinity) {
   EXPECT(r0 > 0 && r1 > 0 && r0 + r1 == per * NPROD);
   EXPECT(lm_test_metric(db, "reactor", "1", "rounds") > 0);
   EXPECT(lm_test_metric(db, "stream", "keyed", "state_groups") == NPROD * NK);
-  printf("cores=2 affinity=%d rows=%lld producers=%d keyed subscribers=%d: every row once, "
-         "per-key order held; reactor rows %lld / %lld; %lld ms\n",
-         affinity, (long long)(per * NPROD), NPROD, NSUBS, (long long)r0, (long long)r1,
-         (long long)ms);
+  printf(
+      "cores=2 affinity=%d rows=%lld producers=%d keyed subscribers=%d: every row once, "
+      "per-key order held; reactor rows %lld / %lld; %lld ms\n",
+      affinity, (long long)(per * NPROD), NPROD, NSUBS, (long long)r0, (long long)r1,
+      (long long)ms);
   for (int i = 0; i <= NSUBS; i++) laminar_subscription_close(rd[i].sub);
   for (int i = 0; i < NPROD; i++) laminar_source_close(pr[i].src);
   free(rd);
@@ -276,10 +281,12 @@ static int test_config_errors(void) {
   CHECK_CODE(laminar_config_create(&cfg), LAMINAR_OK, NULL);
   static const char* bad_cores[] = {"0", "65", "two", "-1", "2x", ""};
   for (size_t i = 0; i < sizeof bad_cores / sizeof *bad_cores; i++) {
-    EXPECT(laminar_config_set(cfg, "cores", bad_cores[i], &err) == LAMINAR_ERR_CONFIG_VALUE);
+    EXPECT(laminar_config_set(cfg, "cores", bad_cores[i], &err) ==
+           LAMINAR_ERR_CONFIG_VALUE);
     EXPECT(strstr(err.message, "LDB-6002") == err.message);
   }
-  EXPECT(laminar_config_set(cfg, "core_affinity", "maybe", &err) == LAMINAR_ERR_CONFIG_VALUE);
+  EXPECT(laminar_config_set(cfg, "core_affinity", "maybe", &err) ==
+         LAMINAR_ERR_CONFIG_VALUE);
   EXPECT(laminar_config_set(cfg, "cores", "64", &err) == LAMINAR_OK);
   EXPECT(laminar_config_set(cfg, "cores", "2", &err) == LAMINAR_OK);
   laminar_config_destroy(cfg);
@@ -293,13 +300,15 @@ static int window_totals(const char* cores, int64_t out[4]) {
   laminar_error err;
   const char* cfg[] = {"cores", cores, NULL};
   CHECK(open_cfg(cfg, &db) == 0);
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE SOURCE t (p BIGINT NOT NULL, seq BIGINT NOT NULL, k BIGINT "
-                             "NOT NULL, WATERMARK FOR seq AS seq - INTERVAL '0' SECOND);"
-                             "CREATE STREAM w AS SELECT window_start, k, COUNT(*) AS c, SUM(p) AS s FROM t "
-                             "GROUP BY tumble(seq, INTERVAL '1' SECOND), k;",
-                             &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(
+          db,
+          "CREATE SOURCE t (p BIGINT NOT NULL, seq BIGINT NOT NULL, k BIGINT "
+          "NOT NULL, WATERMARK FOR seq AS seq - INTERVAL '0' SECOND);"
+          "CREATE STREAM w AS SELECT window_start, k, COUNT(*) AS c, SUM(p) AS s FROM t "
+          "GROUP BY tumble(seq, INTERVAL '1' SECOND), k;",
+          &err),
+      LAMINAR_OK, &err);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "w", &sub, &err), LAMINAR_OK, &err);
   laminar_source* src;
@@ -442,8 +451,9 @@ static int test_catalog_churn(void) {
                                &err),
                LAMINAR_OK, &err);
     laminar_subscription* sub;
-    CHECK_CODE(laminar_subscribe_with(db, "extra", "slow_subscriber = 'drop'", &sub, &err),
-               LAMINAR_OK, &err);
+    CHECK_CODE(
+        laminar_subscribe_with(db, "extra", "slow_subscriber = 'drop'", &sub, &err),
+        LAMINAR_OK, &err);
     EXPECT(lm_test_metric(db, "stream", "extra", "partitions") == 2);
     struct ArrowArrayStream st;
     CHECK_CODE(laminar_pipeline_state(db, &st, &err), LAMINAR_OK, &err);
@@ -470,13 +480,12 @@ static int test_catalog_churn(void) {
 static int test_proof(void) { return test_four_producers_three_subscribers(false); }
 static int test_proof_pinned(void) { return test_four_producers_three_subscribers(true); }
 
-static const lm_test_case cases[] = {
-    {"config_errors", test_config_errors},
-    {"windows_equal", test_windows_equal},
-    {"four_producers_three_subscribers", test_proof},
-    {"pinned", test_proof_pinned},
-    {"idle_cpu", test_idle_cpu},
-    {"catalog_churn", test_catalog_churn},
-    {NULL, NULL}};
+static const lm_test_case cases[] = {{"config_errors", test_config_errors},
+                                     {"windows_equal", test_windows_equal},
+                                     {"four_producers_three_subscribers", test_proof},
+                                     {"pinned", test_proof_pinned},
+                                     {"idle_cpu", test_idle_cpu},
+                                     {"catalog_churn", test_catalog_churn},
+                                     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }

@@ -45,10 +45,10 @@ enum { NPROD = 4, NSUBS = 3, MAXP = 8 };
 
 typedef struct reader {
   laminar_subscription* sub;
-  int64_t next[MAXP];  /* next seq expected per producer */
+  int64_t next[MAXP]; /* next seq expected per producer */
   int64_t rows;
-  int64_t want_rows;   /* stop at this many (-1: until *stop) */
-  bool gaps_ok;        /* drop_oldest / drop subscriber: increasing, not gap-free */
+  int64_t want_rows; /* stop at this many (-1: until *stop) */
+  bool gaps_ok;      /* drop_oldest / drop subscriber: increasing, not gap-free */
   atomic_bool* stop;
   atomic_int_fast64_t progress;
   int rc;
@@ -58,7 +58,8 @@ static int reader_batch(reader* r, const struct ArrowArray* a) {
   CHECK(a->n_children == 2);
   const int64_t* p = (const int64_t*)a->children[0]->buffers[1];
   const int64_t* s = (const int64_t*)a->children[1]->buffers[1];
-  int64_t po = a->offset + a->children[0]->offset, so = a->offset + a->children[1]->offset;
+  int64_t po = a->offset + a->children[0]->offset,
+          so = a->offset + a->children[1]->offset;
   for (int64_t k = 0; k < a->length; k++) {
     int64_t pid = p[po + k], seq = s[so + k];
     CHECK(pid >= 0 && pid < MAXP);
@@ -79,7 +80,8 @@ static int reader_step(reader* r, int64_t timeout_ms, bool* got) {
   struct ArrowArray a;
   laminar_error err;
   *got = false;
-  CHECK_CODE(laminar_subscription_next(r->sub, timeout_ms, &a, NULL, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_subscription_next(r->sub, timeout_ms, &a, NULL, &err), LAMINAR_OK,
+             &err);
   if (a.release == NULL) return 0;
   int bad = reader_batch(r, &a);
   a.release(&a);
@@ -119,8 +121,8 @@ static void* reader_main(void* arg) {
 typedef struct producer {
   laminar_source* src;
   int64_t id;
-  int64_t first;       /* first seq it pushes */
-  int64_t rows;        /* rows to push */
+  int64_t first; /* first seq it pushes */
+  int64_t rows;  /* rows to push */
   int64_t batch_rows;
   bool use_push_batch; /* 4 batches per laminar_source_push_batch call */
   laminar_code allow;  /* a code counted instead of failing (reject: QUEUE_FULL) */
@@ -144,8 +146,9 @@ static int producer_run(producer* p) {
     }
     laminar_error err;
     int64_t pushed = 0;
-    laminar_code code = n == 1 ? laminar_source_push(p->src, &arr[0], &schema, &err)
-                               : laminar_source_push_batch(p->src, arr, n, &schema, &pushed, &err);
+    laminar_code code =
+        n == 1 ? laminar_source_push(p->src, &arr[0], &schema, &err)
+               : laminar_source_push_batch(p->src, arr, n, &schema, &pushed, &err);
     int64_t rows = 0;
     for (int i = 0; i < n; i++) rows += counts[i];
     if (code == LAMINAR_OK) {
@@ -158,8 +161,8 @@ static int producer_run(producer* p) {
       p->refused_batches += n;
       for (int i = 0; i < n; i++) arr[i].release(&arr[i]);
     } else {
-      fprintf(stderr, "producer %lld: push returned %d: %s\n", (long long)p->id, (int)code,
-              err.message);
+      fprintf(stderr, "producer %lld: push returned %d: %s\n", (long long)p->id,
+              (int)code, err.message);
       for (int i = 0; i < n; i++) {
         if (arr[i].release != NULL) arr[i].release(&arr[i]);
       }
@@ -240,7 +243,8 @@ static int test_four_producers_three_subscribers(void) {
   }
   CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
   pthread_t tr[NSUBS], tp[NPROD];
-  for (int i = 0; i < NSUBS; i++) CHECK(pthread_create(&tr[i], NULL, reader_main, &rd[i]) == 0);
+  for (int i = 0; i < NSUBS; i++)
+    CHECK(pthread_create(&tr[i], NULL, reader_main, &rd[i]) == 0);
   producer pr[NPROD];
   memset(pr, 0, sizeof pr);
   CHECK_CODE(laminar_source_open(db, "t", &pr[0].src, &err), LAMINAR_OK, &err);
@@ -296,11 +300,12 @@ static int test_clone_keeps_queued(void) {
   CHECK_CODE(laminar_subscribe(db, "s", &rd.sub, &err), LAMINAR_OK, &err);
   laminar_source *a, *b, *c;
   CHECK_CODE(laminar_source_open(db, "t", &a, &err), LAMINAR_OK, &err);
-  for (int64_t s = 0; s < 30; s += 3) CHECK_CODE(push_rows(a, 0, s, 3, &err), LAMINAR_OK, &err);
+  for (int64_t s = 0; s < 30; s += 3)
+    CHECK_CODE(push_rows(a, 0, s, 3, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_clone(a, &b, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_clone(b, &c, &err), LAMINAR_OK, &err);  // a clone of a clone
-  CHECK_CODE(laminar_source_open(db, "t", &(laminar_source*){NULL}, &err), LAMINAR_ERR_STATE,
-             &err);
+  CHECK_CODE(laminar_source_open(db, "t", &(laminar_source*){NULL}, &err),
+             LAMINAR_ERR_STATE, &err);
   EXPECT(strstr(err.message, "laminar_source_clone") != NULL);
   for (int64_t s = 0; s < 10; s++) {
     CHECK_CODE(push_rows(b, 1, s, 1, &err), LAMINAR_OK, &err);
@@ -391,7 +396,8 @@ static int test_clone_during_push(void) {
   CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
   pthread_t tr, tp[2], tc;
   CHECK(pthread_create(&tr, NULL, reader_main, &rd) == 0);
-  for (int i = 0; i < 2; i++) CHECK(pthread_create(&tp[i], NULL, producer_main, &pr[i]) == 0);
+  for (int i = 0; i < 2; i++)
+    CHECK(pthread_create(&tp[i], NULL, producer_main, &pr[i]) == 0);
   churn ch = {orig, &(atomic_bool){false}, 0};
   CHECK(pthread_create(&tc, NULL, churn_main, &ch) == 0);
   for (int i = 0; i < 2; i++) pthread_join(tp[i], NULL);
@@ -402,7 +408,8 @@ static int test_clone_during_push(void) {
   EXPECT(ch.rc == 0);
   EXPECT(pr[0].rc == 0 && pr[1].rc == 0);
   EXPECT(rd.rc == 0);
-  EXPECT(rd.next[1] == BIG_ROWS / 100 && rd.next[2] == BIG_ROWS / 100 && rd.next[3] == 100);
+  EXPECT(rd.next[1] == BIG_ROWS / 100 && rd.next[2] == BIG_ROWS / 100 &&
+         rd.next[3] == 100);
   EXPECT(rd.rows == 2 * (BIG_ROWS / 100) + 100);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   return 0;
@@ -440,7 +447,8 @@ static int test_drop_oldest_and_reject_inline(void) {
     EXPECT(room == 0);
     CHECK_CODE(laminar_source_has_capacity(src, 0, &room, &err), LAMINAR_OK, &err);
     EXPECT(room == 1);
-    CHECK_CODE(laminar_source_has_capacity(src, -1, &room, &err), LAMINAR_ERR_MISUSE, &err);
+    CHECK_CODE(laminar_source_has_capacity(src, -1, &room, &err), LAMINAR_ERR_MISUSE,
+               &err);
     int64_t dropped = lm_test_metric(db, "source", "t", "dropped_batches");
     int64_t rejected = lm_test_metric(db, "source", "t", "rejected_batches");
     if (policy == 0) {
@@ -482,7 +490,8 @@ static int test_drop_oldest_keeps_watermark(void) {
   CHECK_CODE(laminar_source_watermark(src, 6000, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_watermark(src, 7000, &err), LAMINAR_OK, &err);  // drops 5000
   CHECK_CODE(laminar_source_watermark(src, 100, &err), LAMINAR_OK, &err);   // drops 6000
-  EXPECT(lm_test_metric(db, "source", "t", "dropped_batches") == 0);  // watermarks: not batches
+  EXPECT(lm_test_metric(db, "source", "t", "dropped_batches") ==
+         0);  // watermarks: not batches
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   EXPECT(lm_test_metric(db, "source", "t", "watermark_ms") == 7000);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
@@ -546,8 +555,9 @@ static int run_policy_threaded(const char* policy) {
     EXPECT(rd.rows == ok_rows);
     EXPECT(ok_rows + refused_rows == attempted);
   }
-  printf("%s: attempted=%lld delivered=%lld dropped_rows=%lld rejected_batches=%lld\n", policy,
-         (long long)attempted, (long long)rd.rows, (long long)dropped_rows, (long long)rejected);
+  printf("%s: attempted=%lld delivered=%lld dropped_rows=%lld rejected_batches=%lld\n",
+         policy, (long long)attempted, (long long)rd.rows, (long long)dropped_rows,
+         (long long)rejected);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   return 0;
 }
@@ -572,7 +582,8 @@ static int test_slow_subscriber_drop(void) {
              LAMINAR_OK, &err);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
-  for (int64_t s = 0; s < 50; s++) CHECK_CODE(push_rows(src, 0, s, 1, &err), LAMINAR_OK, &err);
+  for (int64_t s = 0; s < 50; s++)
+    CHECK_CODE(push_rows(src, 0, s, 1, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);  // not held by `slow`
   bool got = true;
   while (got) CHECK(reader_step(&fast, 0, &got) == 0);
@@ -593,8 +604,9 @@ static int test_slow_subscriber_drop(void) {
   EXPECT(strstr(err.message, "colour") != NULL);
   CHECK_CODE(laminar_subscribe_with(db, "s", "buffer_size = 3", &bad, &err),
              LAMINAR_ERR_CONFIG_VALUE, &err);
-  CHECK_CODE(laminar_subscribe_with(db, "s", "wait_strategy = 'spin_yield(x)'", &bad, &err),
-             LAMINAR_ERR_CONFIG_VALUE, &err);
+  CHECK_CODE(
+      laminar_subscribe_with(db, "s", "wait_strategy = 'spin_yield(x)'", &bad, &err),
+      LAMINAR_ERR_CONFIG_VALUE, &err);
   CHECK_CODE(laminar_subscribe_with(db, "s", "buffer_size", &bad, &err),
              LAMINAR_ERR_CONFIG_VALUE, &err);
   CHECK_CODE(laminar_subscribe_with(db, "s", "wait_strategy = 'park", &bad, &err),
@@ -688,7 +700,8 @@ static int test_push_batch(void) {
   struct ArrowSchema schema;
   CHECK(lm_test_seq_schema(&schema, 2) == 0);
   struct ArrowArray arr[10];
-  for (int i = 0; i < 6; i++) CHECK(lm_test_seq_batch(&schema, 0, i * 2, 2, 0, &arr[i]) == 0);
+  for (int i = 0; i < 6; i++)
+    CHECK(lm_test_seq_batch(&schema, 0, i * 2, 2, 0, &arr[i]) == 0);
   // Array 3 is broken (a negative length): nothing of the call is ingested.
   arr[3].length = -1;
   int64_t pushed = -1;
@@ -699,24 +712,29 @@ static int test_push_batch(void) {
   for (int i = 0; i < 6; i++) EXPECT(arr[i].release != NULL);  // all still ours
   EXPECT(lm_test_metric(db, "source", "t", "pushed_batches") == 0);
   arr[3].length = 2;
-  CHECK_CODE(laminar_source_push_batch(src, arr, 6, &schema, &pushed, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_source_push_batch(src, arr, 6, &schema, &pushed, &err), LAMINAR_OK,
+             &err);
   EXPECT(pushed == 6);
   for (int i = 0; i < 6; i++) EXPECT(arr[i].release == NULL);
   // 2 free slots: a run of 3 is rejected whole, counted as 3.
-  for (int i = 0; i < 3; i++) CHECK(lm_test_seq_batch(&schema, 0, 12 + i * 2, 2, 0, &arr[i]) == 0);
+  for (int i = 0; i < 3; i++)
+    CHECK(lm_test_seq_batch(&schema, 0, 12 + i * 2, 2, 0, &arr[i]) == 0);
   CHECK_CODE(laminar_source_push_batch(src, arr, 3, &schema, &pushed, &err),
              LAMINAR_ERR_QUEUE_FULL, &err);
   EXPECT(pushed == 0 && arr[0].release != NULL && arr[2].release != NULL);
   EXPECT(lm_test_metric(db, "source", "t", "rejected_batches") == 3);
-  CHECK_CODE(laminar_source_push_batch(src, arr, 2, &schema, NULL, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_source_push_batch(src, arr, 2, &schema, NULL, &err), LAMINAR_OK,
+             &err);
   arr[2].release(&arr[2]);
   // More than the queue holds can never fit a reject source.
-  for (int i = 0; i < 9; i++) CHECK(lm_test_seq_batch(&schema, 0, 100, 1, 0, &arr[i]) == 0);
+  for (int i = 0; i < 9; i++)
+    CHECK(lm_test_seq_batch(&schema, 0, 100, 1, 0, &arr[i]) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_source_push_batch(src, arr, 9, &schema, &pushed, &err),
              LAMINAR_ERR_QUEUE_FULL, &err);
   for (int i = 0; i < 9; i++) arr[i].release(&arr[i]);
-  CHECK_CODE(laminar_source_push_batch(src, arr, 0, &schema, &pushed, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_source_push_batch(src, arr, 0, &schema, &pushed, &err), LAMINAR_OK,
+             &err);
   CHECK_CODE(laminar_source_push_batch(src, NULL, 1, &schema, &pushed, &err),
              LAMINAR_ERR_MISUSE, &err);
   CHECK_CODE(laminar_source_push_batch(src, arr, -1, &schema, &pushed, &err),
@@ -735,16 +753,19 @@ static int test_option_errors(void) {
   laminar_db* db;
   laminar_error err;
   CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE a (x BIGINT) WITH (backpressure = 'sideways')",
-                             &err),
+  CHECK_CODE(laminar_execute(
+                 db, "CREATE SOURCE a (x BIGINT) WITH (backpressure = 'sideways')", &err),
              LAMINAR_ERR_CONFIG_VALUE, &err);
   EXPECT(err.line == 1 && err.column == 49);  // the value
   EXPECT(strstr(err.message, "drop_oldest") != NULL);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE a (x BIGINT) WITH (wait_strategy = 'nap')", &err),
+  CHECK_CODE(laminar_execute(
+                 db, "CREATE SOURCE a (x BIGINT) WITH (wait_strategy = 'nap')", &err),
              LAMINAR_ERR_CONFIG_VALUE, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE a (x BIGINT) WITH (wait_strategy = 3)", &err),
-             LAMINAR_ERR_CONFIG_VALUE, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE a (x BIGINT) WITH (backpressur = 'block')", &err),
+  CHECK_CODE(
+      laminar_execute(db, "CREATE SOURCE a (x BIGINT) WITH (wait_strategy = 3)", &err),
+      LAMINAR_ERR_CONFIG_VALUE, &err);
+  CHECK_CODE(laminar_execute(
+                 db, "CREATE SOURCE a (x BIGINT) WITH (backpressur = 'block')", &err),
              LAMINAR_ERR_CONFIG_KEY, &err);
   CHECK_CODE(laminar_execute(db,
                              "CREATE SOURCE a (x BIGINT) WITH (backpressure = 'Reject', "
@@ -754,30 +775,35 @@ static int test_option_errors(void) {
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   laminar_config* cfg;
   CHECK_CODE(laminar_config_create(&cfg), LAMINAR_OK, NULL);
-  CHECK_CODE(laminar_config_set(cfg, "backpressure", "later", &err), LAMINAR_ERR_CONFIG_VALUE,
-             &err);
-  CHECK_CODE(laminar_config_set(cfg, "wait_strategy", "snooze", &err), LAMINAR_ERR_CONFIG_VALUE,
-             &err);
+  CHECK_CODE(laminar_config_set(cfg, "backpressure", "later", &err),
+             LAMINAR_ERR_CONFIG_VALUE, &err);
+  CHECK_CODE(laminar_config_set(cfg, "wait_strategy", "snooze", &err),
+             LAMINAR_ERR_CONFIG_VALUE, &err);
   CHECK_CODE(laminar_config_set(cfg, "slow_subscriber", "maybe", &err),
              LAMINAR_ERR_CONFIG_VALUE, &err);
-  CHECK_CODE(laminar_config_set(cfg, "backpressure", "drop_oldest", &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_config_set(cfg, "backpressure", "drop_oldest", &err), LAMINAR_OK,
+             &err);
   CHECK_CODE(laminar_config_set(cfg, "slow_subscriber", "drop", &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_open(cfg, &db, &err), LAMINAR_OK, &err);
   laminar_config_destroy(cfg);
   // The config's defaults reach new sources and subscriptions.
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE SOURCE t (p BIGINT, seq BIGINT) WITH (buffer_size = 2);"
-                             "CREATE STREAM s AS SELECT p, seq FROM t",
-                             &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE SOURCE t (p BIGINT, seq BIGINT) WITH (buffer_size = 2);"
+                      "CREATE STREAM s AS SELECT p, seq FROM t",
+                      &err),
+      LAMINAR_OK, &err);
   laminar_subscription* sub;
-  CHECK_CODE(laminar_subscribe_with(db, "s", "buffer_size = 2", &sub, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_subscribe_with(db, "s", "buffer_size = 2", &sub, &err), LAMINAR_OK,
+             &err);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
-  for (int64_t s = 0; s < 5; s++) CHECK_CODE(push_rows(src, 0, s, 1, &err), LAMINAR_OK, &err);
+  for (int64_t s = 0; s < 5; s++)
+    CHECK_CODE(push_rows(src, 0, s, 1, &err), LAMINAR_OK, &err);
   EXPECT(lm_test_metric(db, "source", "t", "dropped_batches") == 3);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
-  for (int64_t s = 0; s < 3; s++) CHECK_CODE(push_rows(src, 0, s, 1, &err), LAMINAR_OK, &err);
+  for (int64_t s = 0; s < 3; s++)
+    CHECK_CODE(push_rows(src, 0, s, 1, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   EXPECT(lm_test_metric(db, "subscription", "s", "dropped_batches") == 2);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);

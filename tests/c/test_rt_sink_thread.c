@@ -19,19 +19,21 @@
 #include "lm_test_metrics.h"
 
 static const char* TWO_SOURCES =
-    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT);\n"
-    "CREATE SOURCE quotes (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT);\n"
+    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
+    "BIGINT);\n"
+    "CREATE SOURCE quotes (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
+    "BIGINT);\n"
     "CREATE STREAM t_out AS SELECT symbol, price FROM trades;\n"
     "CREATE STREAM q_out AS SELECT symbol, price FROM quotes;\n";
 
 /* A connector sink whose write waits until `release` is set. */
 typedef struct gate {
-  atomic_int entered;        /* writes begun */
+  atomic_int entered; /* writes begun */
   atomic_int release;
-  atomic_int_fast64_t rows;  /* rows written */
+  atomic_int_fast64_t rows;           /* rows written */
   atomic_int_fast64_t committed_rows; /* rows of committed epochs */
-  int64_t open_rows;         /* rows of the epoch being written (sink thread) */
-  int64_t sealed_rows;       /* rows pre-committed, not yet committed */
+  int64_t open_rows;                  /* rows of the epoch being written (sink thread) */
+  int64_t sealed_rows;                /* rows pre-committed, not yet committed */
   atomic_int released;
 } gate;
 
@@ -62,8 +64,11 @@ static int gate_commit(void* u, uint64_t e) {
 static void gate_release(void* u) { atomic_fetch_add(&((gate*)u)->released, 1); }
 
 static laminar_sink_callbacks gate_callbacks(gate* g) {
-  return (laminar_sink_callbacks){.user = g, .write = gate_write, .pre_commit = gate_pre_commit,
-                                  .commit = gate_commit, .release = gate_release};
+  return (laminar_sink_callbacks){.user = g,
+                                  .write = gate_write,
+                                  .pre_commit = gate_pre_commit,
+                                  .commit = gate_commit,
+                                  .release = gate_release};
 }
 
 /* Wait up to ~10 s for *flag >= want. */
@@ -72,12 +77,13 @@ static bool wait_at_least(atomic_int* flag, int want) {
   return atomic_load(flag) >= want;
 }
 
-static laminar_code open_two(const char* dir, const char* buffer_size, gate* g, laminar_db** db,
-                             laminar_error* err) {
+static laminar_code open_two(const char* dir, const char* buffer_size, gate* g,
+                             laminar_db** db, laminar_error* err) {
   laminar_config* c = durable_config(dir, "1 hour", "sync");
   if (c == NULL) return LAMINAR_ERR_NOMEM;
-  laminar_code rc = buffer_size != NULL ? laminar_config_set(c, "buffer_size", buffer_size, err)
-                                        : LAMINAR_OK;
+  laminar_code rc = buffer_size != NULL
+                        ? laminar_config_set(c, "buffer_size", buffer_size, err)
+                        : LAMINAR_OK;
   if (rc == LAMINAR_OK) rc = laminar_open(c, db, err);
   laminar_config_destroy(c);
   if (rc != LAMINAR_OK) return rc;
@@ -165,7 +171,8 @@ static int test_full_sink_queue_holds_input(void) {
   usleep(50000); /* a reactor that ignored the bound would take more meanwhile */
   taken = lm_test_metric(db, "source", "trades", "pushed_batches") -
           lm_test_metric(db, "source", "trades", "queue_depth");
-  printf("accepted=%lld taken_while_blocked=%lld\n", (long long)accepted, (long long)taken);
+  printf("accepted=%lld taken_while_blocked=%lld\n", (long long)accepted,
+         (long long)taken);
   EXPECT(taken == 4);
   EXPECT(accepted == 8); /* 4 taken + a source queue of 4 */
   atomic_store(&g.release, 1);

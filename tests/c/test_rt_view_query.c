@@ -69,8 +69,9 @@ static int test_select_sees_whole_batches(void) {
   CHECK_CODE(laminar_config_set(cfg, "buffer_size", "64", &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_open(cfg, &db, &err), LAMINAR_OK, &err);
   laminar_config_destroy(cfg);
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
-                                 "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM cl",
+  CHECK_CODE(laminar_execute(db,
+                             "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
+                             "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM cl",
                              &err),
              LAMINAR_OK, &err);
   producer p = {NULL, 0};
@@ -85,7 +86,8 @@ static int test_select_sees_whole_batches(void) {
   int64_t last = 0, queries = 0, changes = 0;
   static char text[8192];
   while (last < BATCHES && !p.failed) {
-    laminar_code rc = query_text(db, "SELECT k, v FROM mv ORDER BY k", text, sizeof text, &err);
+    laminar_code rc =
+        query_text(db, "SELECT k, v FROM mv ORDER BY k", text, sizeof text, &err);
     if (rc != LAMINAR_OK) {
       fprintf(stderr, "query failed: %s\n", err.message);
       break;

@@ -21,7 +21,8 @@
 #include <string.h>
 
 static const char* DDL =
-    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT);\n"
+    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
+    "BIGINT);\n"
     "CREATE STREAM rows_out AS SELECT symbol, volume FROM trades;\n";
 
 /* Open a database with 2-slot queues: durable with a sync WAL in `dir`, or in
@@ -35,7 +36,8 @@ static laminar_code open_small(const char* dir, const char* backpressure, lamina
   if (rc == LAMINAR_OK) rc = laminar_config_set(c, "backpressure", backpressure, err);
   if (rc == LAMINAR_OK && dir != NULL) {
     rc = laminar_config_set(c, "data_dir", dir, err);
-    if (rc == LAMINAR_OK) rc = laminar_config_set(c, "checkpoint_interval", "1 hour", err);
+    if (rc == LAMINAR_OK)
+      rc = laminar_config_set(c, "checkpoint_interval", "1 hour", err);
     if (rc == LAMINAR_OK) rc = laminar_config_set(c, "wal_mode", "sync", err);
   }
   if (rc == LAMINAR_OK) rc = laminar_open(c, db, err);
@@ -57,7 +59,8 @@ static int64_t offset_of(laminar_source* src) {
 
 /* Push with a timeout until one times out (the queues are full): returns the
  * number of pushes that went in, or -1. The timed-out array is in *array. */
-static int64_t fill(laminar_source* src, struct ArrowArray* array, struct ArrowSchema* schema) {
+static int64_t fill(laminar_source* src, struct ArrowArray* array,
+                    struct ArrowSchema* schema) {
   laminar_error err;
   for (int64_t ok = 0; ok < 64; ok++) {
     if (one_row(ok, array, schema) != 0) return -1;
@@ -110,14 +113,15 @@ static int timeout_case(bool durable) {
   CHECK_CODE(laminar_source_push_timeout(src, &array, &schema, 0, &err),
              LAMINAR_ERR_PUSH_TIMEOUT, &err);
   CHECK(array.release != NULL);
-  CHECK_CODE(laminar_source_watermark_timeout(src, 5000, 30, &err), LAMINAR_ERR_PUSH_TIMEOUT,
-             &err);
+  CHECK_CODE(laminar_source_watermark_timeout(src, 5000, 30, &err),
+             LAMINAR_ERR_PUSH_TIMEOUT, &err);
   CHECK(offset_of(src) == off);
   EXPECT(lm_test_metric(db, "source", "trades", "pushed_batches") == ok);
 
   /* The reader comes back: the same array goes in, then a watermark. */
   laminar_subscription_close(sub);
-  CHECK_CODE(laminar_source_push_timeout(src, &array, &schema, 10000, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_source_push_timeout(src, &array, &schema, 10000, &err), LAMINAR_OK,
+             &err);
   CHECK(array.release == NULL);
   schema.release(&schema);
   CHECK_CODE(laminar_source_watermark_timeout(src, 5000, -1, &err), LAMINAR_OK, &err);
@@ -139,8 +143,8 @@ static int timeout_case(bool durable) {
   CHECK(array.release != NULL);
   array.release(&array);
   schema.release(&schema);
-  CHECK_CODE(laminar_source_watermark_timeout(src, 6000, 10000, &err), LAMINAR_ERR_QUEUE_FULL,
-             &err);
+  CHECK_CODE(laminar_source_watermark_timeout(src, 6000, 10000, &err),
+             LAMINAR_ERR_QUEUE_FULL, &err);
   laminar_source_close(src);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   if (durable) lm_test_rmdir(dir);
@@ -170,15 +174,17 @@ static int batch_timeout_case(bool durable) {
   struct ArrowSchema schemas[2];
   for (int i = 0; i < 2; i++) CHECK(one_row(200 + i, &arrays[i], &schemas[i]) == 0);
   int64_t pushed = -1;
-  CHECK_CODE(laminar_source_push_batch_timeout(src, arrays, 2, &schemas[0], 150, &pushed, &err),
-             LAMINAR_ERR_PUSH_TIMEOUT, &err);
+  CHECK_CODE(
+      laminar_source_push_batch_timeout(src, arrays, 2, &schemas[0], 150, &pushed, &err),
+      LAMINAR_ERR_PUSH_TIMEOUT, &err);
   CHECK(pushed == 0);
   CHECK(arrays[0].release != NULL && arrays[1].release != NULL);
   CHECK(offset_of(src) == off); /* nothing logged */
   EXPECT(lm_test_metric(db, "source", "trades", "pushed_batches") == ok);
   laminar_subscription_close(sub);
-  CHECK_CODE(laminar_source_push_batch_timeout(src, arrays, 2, &schemas[0], -1, &pushed, &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_source_push_batch_timeout(src, arrays, 2, &schemas[0], -1, &pushed, &err),
+      LAMINAR_OK, &err);
   CHECK(pushed == 2 && arrays[0].release == NULL && arrays[1].release == NULL);
   for (int i = 0; i < 2; i++) schemas[i].release(&schemas[i]);
   CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
@@ -279,9 +285,10 @@ static int test_reject_answers_as_push(void) {
     schema.release(&schema);
   }
   EXPECT(lm_test_metric(db, "source", "trades", "rejected_batches") == 1);
-  CHECK_CODE(laminar_source_push_timeout(NULL, &array, &schema, 1, &err), LAMINAR_ERR_MISUSE,
+  CHECK_CODE(laminar_source_push_timeout(NULL, &array, &schema, 1, &err),
+             LAMINAR_ERR_MISUSE, &err);
+  CHECK_CODE(laminar_source_watermark_timeout(NULL, 1, 1, &err), LAMINAR_ERR_MISUSE,
              &err);
-  CHECK_CODE(laminar_source_watermark_timeout(NULL, 1, 1, &err), LAMINAR_ERR_MISUSE, &err);
   laminar_source_close(src);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   return 0;

@@ -18,7 +18,8 @@
 #include <time.h>
 
 static const char* TRADES_SQL =
-    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT, "
+    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
+    "BIGINT, "
     "WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND)";
 
 static double now_s(void) {
@@ -70,8 +71,8 @@ static int open_trades(laminar_db** db) {
 }
 
 /* Run `sql` and report code and time; *out_rc gets the code. */
-static void timed_execute(laminar_db* db, const char* label, const char* sql, laminar_error* err,
-                          laminar_code* out_rc) {
+static void timed_execute(laminar_db* db, const char* label, const char* sql,
+                          laminar_error* err, laminar_code* out_rc) {
   double t0 = now_s();
   *out_rc = laminar_execute(db, sql, err);
   printf("%-28s %9zu bytes -> %d in %.3f s%s%.120s\n", label, strlen(sql), (int)*out_rc,
@@ -116,7 +117,8 @@ static int push_and_collect(laminar_db* db, laminar_subscription* sub, result_vi
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   printf("  3 rows through it in %.3f s\n", now_s() - t0);
   memset(rv, 0, sizeof *rv);
-  CHECK_CODE(laminar_subscription_next(sub, 0, &rv->array, &rv->schema, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_subscription_next(sub, 0, &rv->array, &rv->schema, &err), LAMINAR_OK,
+             &err);
   if (rv->array.release != NULL) CHECK(result_view_init(rv) == 0);
   return 0;
 }
@@ -174,7 +176,8 @@ static int test_deep_nesting(void) {
   EXPECT(rc == LAMINAR_ERR_SQL_LIMIT);
   EXPECT(err.line == 1);
   /* Nothing was created by the refused statements. */
-  CHECK_CODE(laminar_execute(db, "DESCRIBE s", &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
+  CHECK_CODE(laminar_execute(db, "DESCRIBE s", &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+             &err);
   /* Just under the limit still works: 200 parentheses. */
   b = (sbuf){0};
   sb_str(&b, "CREATE STREAM s AS SELECT ");
@@ -206,7 +209,8 @@ static int test_large_statements(void) {
 
   /* A 10 MB IN list. */
   sbuf b = {0};
-  sb_str(&b, "CREATE STREAM in_list AS SELECT symbol, volume FROM trades WHERE volume IN (0");
+  sb_str(&b,
+         "CREATE STREAM in_list AS SELECT symbol, volume FROM trades WHERE volume IN (0");
   char num[32];
   for (long i = 1; b.len < TEN_MB && !b.failed; i++) {
     int n = snprintf(num, sizeof num, ", %ld", i * 7919);
@@ -296,8 +300,8 @@ static int test_large_statements(void) {
   free(b.s);
   EXPECT(rc == LAMINAR_ERR_SQL_LIMIT);
   EXPECT(err.code == rc && err.line == 1);
-  CHECK_CODE(laminar_execute(db, "DESCRIBE too_long", &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
-             &err);
+  CHECK_CODE(laminar_execute(db, "DESCRIBE too_long", &err),
+             LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   return 0;
 }
@@ -335,8 +339,8 @@ static int test_wide_source(void) {
   CHECK(rows == NCOLS);
 
   /* A stream of every column, and one of many expressions over them. */
-  timed_execute(db, "CREATE STREAM SELECT *", "CREATE STREAM all_cols AS SELECT * FROM wide",
-                &err, &rc);
+  timed_execute(db, "CREATE STREAM SELECT *",
+                "CREATE STREAM all_cols AS SELECT * FROM wide", &err, &rc);
   CHECK(rc == LAMINAR_OK);
   CHECK_CODE(laminar_query(db, "DESCRIBE all_cols", &st, &err), LAMINAR_OK, &err);
   rows = count_rows(&st);
@@ -346,7 +350,8 @@ static int test_wide_source(void) {
   b = (sbuf){0};
   sb_str(&b, "CREATE STREAM sums AS SELECT window_start");
   for (int i = 0; i < NCOLS; i += 5) {
-    int n = snprintf(col, sizeof col, ", SUM(c%d) AS s%d, MAX(c%d) AS m%d", i, i, i + 2, i);
+    int n =
+        snprintf(col, sizeof col, ", SUM(c%d) AS s%d, MAX(c%d) AS m%d", i, i, i + 2, i);
     sb_add(&b, col, (size_t)n);
   }
   sb_str(&b, " FROM wide GROUP BY tumble(c0, INTERVAL '1' SECOND)");
@@ -373,7 +378,8 @@ static int test_wide_source(void) {
   b = (sbuf){0};
   sb_str(&b, "CREATE SOURCE wide2 (");
   for (int i = 0; i < NCOLS; i++) {
-    int n = snprintf(col, sizeof col, "%sc%d BIGINT", i ? ", " : "", i == NCOLS - 1 ? 17 : i);
+    int n =
+        snprintf(col, sizeof col, "%sc%d BIGINT", i ? ", " : "", i == NCOLS - 1 ? 17 : i);
     sb_add(&b, col, (size_t)n);
   }
   sb_str(&b, ")");
@@ -383,7 +389,8 @@ static int test_wide_source(void) {
   EXPECT(rc == LAMINAR_ERR_SCHEMA_INVALID || rc == LAMINAR_ERR_SQL_DUPLICATE_OBJECT);
   EXPECT(err.code == rc);
 
-  CHECK_CODE(laminar_execute(db, "DROP STREAM sums; DROP STREAM all_cols; DROP SOURCE wide", &err),
+  CHECK_CODE(laminar_execute(
+                 db, "DROP STREAM sums; DROP STREAM all_cols; DROP SOURCE wide", &err),
              LAMINAR_OK, &err);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   return 0;

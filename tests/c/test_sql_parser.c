@@ -73,24 +73,12 @@ static void dump(strbuf* sb, const lm_ast_expr* e) {
   switch (e->kind) {
     case LM_AST_LITERAL:
       switch (e->lit) {
-        case LM_LIT_NULL:
-          sb_add(sb, "NULL");
-          break;
-        case LM_LIT_BOOL:
-          sb_add(sb, e->b ? "TRUE" : "FALSE");
-          break;
-        case LM_LIT_INT:
-          sb_add(sb, "%lld", (long long)e->i);
-          break;
-        case LM_LIT_DOUBLE:
-          sb_add(sb, "%gd", e->d);
-          break;
-        case LM_LIT_STRING:
-          sb_add(sb, "'%s'", e->s);
-          break;
-        case LM_LIT_INTERVAL:
-          sb_add(sb, "%lldms", (long long)e->i);
-          break;
+        case LM_LIT_NULL: sb_add(sb, "NULL"); break;
+        case LM_LIT_BOOL: sb_add(sb, e->b ? "TRUE" : "FALSE"); break;
+        case LM_LIT_INT: sb_add(sb, "%lld", (long long)e->i); break;
+        case LM_LIT_DOUBLE: sb_add(sb, "%gd", e->d); break;
+        case LM_LIT_STRING: sb_add(sb, "'%s'", e->s); break;
+        case LM_LIT_INTERVAL: sb_add(sb, "%lldms", (long long)e->i); break;
       }
       break;
     case LM_AST_COLUMN:
@@ -170,9 +158,7 @@ static void dump(strbuf* sb, const lm_ast_expr* e) {
       if (e->table) sb_add(sb, "%s.", e->table);
       sb_add(sb, "*");
       break;
-    case LM_AST_VARIABLE:
-      sb_add(sb, "${%s}", e->name);
-      break;
+    case LM_AST_VARIABLE: sb_add(sb, "${%s}", e->name); break;
   }
 }
 
@@ -623,8 +609,9 @@ static int test_interval_compact(void) {
   EXPECT(expr_is("INTERVAL '9223372036854775807ms'", "9223372036854775807ms"));
 
   const laminar_code SYN = LAMINAR_ERR_SQL_SYNTAX;
-  EXPECT(fails_at("SELECT INTERVAL '100 fortnights' FROM t", SYN, 1, 17,
-                  "unknown unit (use ms, s, min, h, d or their full names) at character 5"));
+  EXPECT(
+      fails_at("SELECT INTERVAL '100 fortnights' FROM t", SYN, 1, 17,
+               "unknown unit (use ms, s, min, h, d or their full names) at character 5"));
   EXPECT(fails_at("SELECT INTERVAL '1h30' FROM t", SYN, 1, 17, "expected a unit"));
   EXPECT(fails_at("SELECT INTERVAL 'ms' FROM t", SYN, 1, 17,
                   "expected a number at character 1"));
@@ -781,10 +768,10 @@ static int test_errors(void) {
   EXPECT(fails_at("SELECT a FROM t, u", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 16, "join"));
   /* FROM ( query ) parses (a derived table); UNION without ALL does not. */
   EXPECT(fails_at("SELECT a FROM (SELECT 1)", LAMINAR_ERR_SQL_SYNTAX, 1, 24, "FROM"));
-  EXPECT(fails_at("SELECT a FROM t UNION SELECT a FROM u", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 23,
-                  "UNION ALL"));
-  EXPECT(fails_at("SELECT a FROM (SELECT a FROM t UNION ALL SELECT a FROM u", LAMINAR_ERR_SQL_SYNTAX,
-                  1, 57, NULL));
+  EXPECT(fails_at("SELECT a FROM t UNION SELECT a FROM u", LAMINAR_ERR_SQL_UNSUPPORTED, 1,
+                  23, "UNION ALL"));
+  EXPECT(fails_at("SELECT a FROM (SELECT a FROM t UNION ALL SELECT a FROM u",
+                  LAMINAR_ERR_SQL_SYNTAX, 1, 57, NULL));
   EXPECT(fails_at("SELECT a IN (SELECT b FROM t) FROM t", LAMINAR_ERR_SQL_UNSUPPORTED, 1,
                   14, NULL));
   EXPECT(fails_at("SELECT a FROM select", SYN, 1, 15, "keyword 'select'"));

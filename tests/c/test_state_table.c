@@ -42,8 +42,9 @@ static void batch_fill(batch* b, uint64_t* rng) {
     b->i[r] = (int64_t)(z % 7) - 3;
     b->ni[r] = (z >> 8) % 11 == 0;
     /* short strings (<= 8 bytes) and long ones (> 8: memcmp path) */
-    int len = snprintf(b->text[r], sizeof b->text[r], (z >> 16) % 2 ? "k%u" : "a-long-key-%u",
-                       (unsigned)((z >> 20) % 5));
+    int len =
+        snprintf(b->text[r], sizeof b->text[r], (z >> 16) % 2 ? "k%u" : "a-long-key-%u",
+                 (unsigned)((z >> 20) % 5));
     b->s[r] = (lm_str){b->text[r], len};
     b->ns[r] = (z >> 28) % 13 == 0;
     b->d[r] = doubles[(z >> 32) % 6];
@@ -70,7 +71,8 @@ static bool ref_equal(const batch* b, int64_t x, int64_t y) {
 }
 
 /* Each row into t (find, else append with its keys); out[r]: its row id. */
-static laminar_code add_rows(lm_state_table* t, const batch* b, const uint64_t* h, int64_t* out) {
+static laminar_code add_rows(lm_state_table* t, const batch* b, const uint64_t* h,
+                             int64_t* out) {
   for (int64_t r = 0; r < NROWS; r++) {
     int64_t g = lm_state_table_find(t, h[r], b->cols, r);
     if (g < 0) {
@@ -174,7 +176,8 @@ static int test_snapshot_round_trip(void) {
   EXPECT(!r.failed && r.pos == r.len);
   EXPECT(same_rows(&t, &u));
   /* The restored table finds the batch's rows as the original did. */
-  for (int64_t k = 0; k < NROWS; k++) EXPECT(lm_state_table_find(&u, H[k], B.cols, k) == IDS[k]);
+  for (int64_t k = 0; k < NROWS; k++)
+    EXPECT(lm_state_table_find(&u, H[k], B.cols, k) == IDS[k]);
   /* Cut short anywhere: the reader fails, nothing reads past the end. */
   for (size_t cut = 0; cut < w.len; cut += 1 + w.len / 97) {
     lm_state_table v;
@@ -248,14 +251,16 @@ static int test_copies(void) {
   lm_state_table t, whole, blocks;
   CHECK_CODE(lm_state_table_init(&t, TYPES, NKEYS), LAMINAR_OK, (laminar_error*)NULL);
   CHECK_CODE(lm_state_table_init(&whole, TYPES, NKEYS), LAMINAR_OK, (laminar_error*)NULL);
-  CHECK_CODE(lm_state_table_init(&blocks, TYPES, NKEYS), LAMINAR_OK, (laminar_error*)NULL);
+  CHECK_CODE(lm_state_table_init(&blocks, TYPES, NKEYS), LAMINAR_OK,
+             (laminar_error*)NULL);
   /* Half the batch into t, which is then frozen. */
   for (int64_t r = 0; r < NROWS / 2; r++) {
     if (lm_state_table_find(&t, H[r], B.cols, r) >= 0) continue;
     CHECK_CODE(lm_state_table_grow_index(&t), LAMINAR_OK, (laminar_error*)NULL);
     CHECK_CODE(lm_state_table_reserve(&t, t.n + 1), LAMINAR_OK, (laminar_error*)NULL);
     int64_t g = lm_state_table_push(&t, H[r]);
-    CHECK_CODE(lm_state_table_set_keys(&t, g, B.cols, r), LAMINAR_OK, (laminar_error*)NULL);
+    CHECK_CODE(lm_state_table_set_keys(&t, g, B.cols, r), LAMINAR_OK,
+               (laminar_error*)NULL);
   }
   int64_t frozen_n = t.n;
   CHECK_CODE(lm_state_table_copy(&whole, &t, true), LAMINAR_OK, (laminar_error*)NULL);
@@ -316,7 +321,8 @@ static int test_truncate_reset_bytes(void) {
   lm_state_table_reset(&t);
   EXPECT(t.n == 0 && t.cap == cap && t.strings.used_bytes == 0);
   EXPECT(lm_state_table_bytes(&t) == 0);
-  for (int64_t r = 0; r < NROWS; r++) EXPECT(lm_state_table_find(&t, H[r], B.cols, r) < 0);
+  for (int64_t r = 0; r < NROWS; r++)
+    EXPECT(lm_state_table_find(&t, H[r], B.cols, r) < 0);
   /* Reused after a reset: the same ids again. */
   static int64_t ids2[NROWS];
   CHECK_CODE(add_rows(&t, &B, H, ids2), LAMINAR_OK, (laminar_error*)NULL);
@@ -345,7 +351,8 @@ static int test_growth(void) {
     uint64_t size = (uint64_t)t.mask + 1;
     EXPECT((uint64_t)t.n * (size <= 65536 ? 4 : 2) <= size);
   }
-  for (int64_t r = 0; r < 200000; r++) EXPECT(lm_state_table_find(&t, h[r], &col, r) == r);
+  for (int64_t r = 0; r < 200000; r++)
+    EXPECT(lm_state_table_find(&t, h[r], &col, r) == r);
   lm_state_table_free(&t);
   return 0;
 }

@@ -23,7 +23,6 @@
 #include "lm_test_fs.h"
 
 
-
 /* Whole content of a file (NUL-terminated, caller frees) or NULL. */
 static char* slurp(const char* path) {
   FILE* f = fopen(path, "rb");
@@ -58,7 +57,8 @@ static int test_atomic_replace(void) {
   free(s);
   snprintf(p, sizeof p, "%s/m.tmp", dir);
   EXPECT(access(p, F_OK) != 0);
-  CHECK_CODE(lm_store_write_atomic("/nonexistent-dir", "m", "x", 1, &err), LAMINAR_ERR_IO, &err);
+  CHECK_CODE(lm_store_write_atomic("/nonexistent-dir", "m", "x", 1, &err), LAMINAR_ERR_IO,
+             &err);
   CHECK(strstr(err.message, "/nonexistent-dir/m.tmp") != NULL);
   lm_test_rmdir(dir);
   return rc;
@@ -72,15 +72,18 @@ static int test_ckpt_latest_and_gc(void) {
   uint64_t epoch;
   uint8_t* data;
   size_t len;
-  CHECK_CODE(lm_ckpt_load_latest(dir, &found, &epoch, &data, &len, NULL, &err), LAMINAR_OK, &err);
+  CHECK_CODE(lm_ckpt_load_latest(dir, &found, &epoch, &data, &len, NULL, &err),
+             LAMINAR_OK, &err);
   CHECK(!found && data == NULL);
   char payload[64];
   for (uint64_t e = 1; e <= 5; e++) {
-    int n = snprintf(payload, sizeof payload, "state of epoch %llu", (unsigned long long)e);
+    int n =
+        snprintf(payload, sizeof payload, "state of epoch %llu", (unsigned long long)e);
     CHECK_CODE(lm_ckpt_write(dir, e, payload, (size_t)n, &err), LAMINAR_OK, &err);
   }
   lm_ckpt_report rep;
-  CHECK_CODE(lm_ckpt_load_latest(dir, &found, &epoch, &data, &len, &rep, &err), LAMINAR_OK, &err);
+  CHECK_CODE(lm_ckpt_load_latest(dir, &found, &epoch, &data, &len, &rep, &err),
+             LAMINAR_OK, &err);
   CHECK(found && epoch == 5 && rep.skipped == 0);
   CHECK(len == strlen("state of epoch 5") && memcmp(data, "state of epoch 5", len) == 0);
   lm_free(data);
@@ -99,7 +102,8 @@ static int test_ckpt_latest_and_gc(void) {
   fd = open(p, O_WRONLY | O_CREAT, 0644);
   CHECK(fd >= 0 && write(fd, "partial", 7) == 7);
   close(fd);
-  CHECK_CODE(lm_ckpt_load_latest(dir, &found, &epoch, &data, &len, &rep, &err), LAMINAR_OK, &err);
+  CHECK_CODE(lm_ckpt_load_latest(dir, &found, &epoch, &data, &len, &rep, &err),
+             LAMINAR_OK, &err);
   CHECK(found && epoch == 3 && rep.skipped == 2);
   EXPECT(strstr(rep.reason, "epoch 5: CRC mismatch") != NULL);
   EXPECT(memcmp(data, "state of epoch 3", len) == 0);
@@ -121,8 +125,9 @@ static int test_ckpt_latest_and_gc(void) {
     if (access(p, F_OK) == 0) left |= 1 << e;
   }
   EXPECT(left == ((1 << 7) | (1 << 3)));
-  CHECK_CODE(lm_ckpt_load_latest("/nonexistent-dir", &found, &epoch, &data, &len, NULL, &err),
-             LAMINAR_ERR_IO, &err);
+  CHECK_CODE(
+      lm_ckpt_load_latest("/nonexistent-dir", &found, &epoch, &data, &len, NULL, &err),
+      LAMINAR_ERR_IO, &err);
   lm_test_rmdir(dir);
   return 0;
 }
@@ -163,12 +168,15 @@ static void make_rows(rows* r) {
   r->nulls[0][3] = 0; /* the empty string stays a value */
   const void* data[5] = {r->names, r->n, r->x, r->ok, r->ts};
   for (int c = 0; c < 5; c++)
-    r->cols[c] = (lm_vec){.type = r->schema.fields[c].type, .len = NROWS, .nulls = r->nulls[c],
+    r->cols[c] = (lm_vec){.type = r->schema.fields[c].type,
+                          .len = NROWS,
+                          .nulls = r->nulls[c],
                           .data = data[c]};
 }
 
 static const char* const JSONL =
-    "{\"name\":\"plain\",\"n\":0,\"x\":1.0,\"ok\":false,\"ts\":\"2023-11-14 22:13:20.123456\"}\n"
+    "{\"name\":\"plain\",\"n\":0,\"x\":1.0,\"ok\":false,\"ts\":\"2023-11-14 "
+    "22:13:20.123456\"}\n"
     "{\"name\":\"a,\\\"b\\\"\\nc\",\"n\":-9223372036854775808,\"x\":null,\"ok\":true,"
     "\"ts\":\"2023-11-14 22:13:20.123457\"}\n"
     "{\"name\":\"M\xc3\xbcnchen\\t\\u0001\",\"n\":2000,\"x\":1.2,\"ok\":false,"
@@ -226,7 +234,8 @@ static int test_sink_protocol(void) {
   make_rows(&r);
   laminar_error err;
   lm_file_sink* s;
-  CHECK_CODE(lm_file_sink_open(dir, LM_SINK_JSONL, &r.schema, &s, &err), LAMINAR_OK, &err);
+  CHECK_CODE(lm_file_sink_open(dir, LM_SINK_JSONL, &r.schema, &s, &err), LAMINAR_OK,
+             &err);
   CHECK_CODE(lm_file_sink_write(s, r.cols, 1, &err), LAMINAR_ERR_STATE, &err);
   /* Epoch 1: committed. Epoch 2: empty, committed (no file). */
   for (uint64_t e = 1; e <= 2; e++) {
@@ -246,14 +255,16 @@ static int test_sink_protocol(void) {
   CHECK_CODE(lm_file_sink_write(s, r.cols, 3, &err), LAMINAR_OK, &err);
   CHECK_CODE(lm_file_sink_pre_commit(s, &err), LAMINAR_OK, &err);
   lm_file_sink_close(s);
-  CHECK_CODE(lm_file_sink_open(dir, LM_SINK_JSONL, &r.schema, &s, &err), LAMINAR_OK, &err);
+  CHECK_CODE(lm_file_sink_open(dir, LM_SINK_JSONL, &r.schema, &s, &err), LAMINAR_OK,
+             &err);
   CHECK_CODE(lm_file_sink_begin(s, 4, &err), LAMINAR_OK, &err);
   CHECK_CODE(lm_file_sink_write(s, r.cols, 4, &err), LAMINAR_OK, &err);
   CHECK_CODE(lm_file_sink_pre_commit(s, &err), LAMINAR_OK, &err);
   lm_file_sink_close(s);
   CHECK(exists(dir, 3, true) && exists(dir, 4, true));
   /* Restart from checkpoint 3: epoch 3 is published, epoch 4 dropped. */
-  CHECK_CODE(lm_file_sink_open(dir, LM_SINK_JSONL, &r.schema, &s, &err), LAMINAR_OK, &err);
+  CHECK_CODE(lm_file_sink_open(dir, LM_SINK_JSONL, &r.schema, &s, &err), LAMINAR_OK,
+             &err);
   CHECK(lm_file_sink_committed_epoch(s) == 1);
   CHECK_CODE(lm_file_sink_recover(s, 3, &err), LAMINAR_OK, &err);
   CHECK(exists(dir, 3, false) && !exists(dir, 3, true));
@@ -299,7 +310,8 @@ static int test_sink_seal_then_sync(void) {
   make_rows(&r);
   laminar_error err;
   lm_file_sink* s;
-  CHECK_CODE(lm_file_sink_open(dir, LM_SINK_JSONL, &r.schema, &s, &err), LAMINAR_OK, &err);
+  CHECK_CODE(lm_file_sink_open(dir, LM_SINK_JSONL, &r.schema, &s, &err), LAMINAR_OK,
+             &err);
   CHECK_CODE(lm_file_sink_sync(s, &err), LAMINAR_OK, &err); /* nothing sealed: a no-op */
   CHECK_CODE(lm_file_sink_seal(s, &err), LAMINAR_ERR_STATE, &err);
   /* Epoch 1: enough rows that part of them reach the staging file before the
@@ -323,7 +335,8 @@ static int test_sink_seal_then_sync(void) {
   CHECK_CODE(lm_file_sink_commit(s, 2, &err), LAMINAR_ERR_STATE, &err);
   CHECK_CODE(lm_file_sink_sync(s, &err), LAMINAR_OK, &err);
   CHECK(exists(dir, 1, true) && exists(dir, 2, true));
-  for (int e = 1; e <= 2; e++) CHECK_CODE(lm_file_sink_commit(s, (uint64_t)e, &err), LAMINAR_OK, &err);
+  for (int e = 1; e <= 2; e++)
+    CHECK_CODE(lm_file_sink_commit(s, (uint64_t)e, &err), LAMINAR_OK, &err);
   int64_t want[3] = {0, rows1, 3};
   for (int e = 1; e <= 2; e++) {
     char p[160];
@@ -333,7 +346,8 @@ static int test_sink_seal_then_sync(void) {
     int64_t n = count_lines(got);
     free(got);
     if (n != want[e]) {
-      fprintf(stderr, "epoch %d: %lld rows, want %lld\n", e, (long long)n, (long long)want[e]);
+      fprintf(stderr, "epoch %d: %lld rows, want %lld\n", e, (long long)n,
+              (long long)want[e]);
       return 1;
     }
   }

@@ -31,8 +31,8 @@
 
 typedef struct file_state {
   char path[512];
-  uint64_t durable_size;  /* bytes covered by the file's last flush */
-  bool created_durable;   /* a directory flush happened after it was first seen */
+  uint64_t durable_size; /* bytes covered by the file's last flush */
+  bool created_durable;  /* a directory flush happened after it was first seen */
   bool seen;
 } file_state;
 
@@ -124,16 +124,21 @@ static laminar_code verify(void* arg, const lm_wal_record* r, laminar_error* err
 
 /* One run: returns 0 when every acknowledged record survived, 2 when some
  * were lost, 1 on a harness failure. */
-static int one_run(lm_wal_io io, lm_wal_direct direct, uint64_t seed, pretend_plan* pretend,
-                   uint64_t* out_lost) {
+static int one_run(lm_wal_io io, lm_wal_direct direct, uint64_t seed,
+                   pretend_plan* pretend, uint64_t* out_lost) {
   rnd_state = seed * 2654435761u + 1;
   char dir[64];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_pl_") == 0);
   tracker tr = {0};
   /* Direct I/O writes at least a 4 KiB block per commit: larger segments. */
-  uint64_t seg = (4096 + rnd() % 8192) * (direct == LM_WAL_DIRECT_OFF || io == LM_WAL_IO_URING ? 1 : 16);
-  lm_wal_options o = {.dir = dir, .segment_bytes = seg, .io = io, .direct = direct,
-                      .observe = on_event, .observe_arg = &tr};
+  uint64_t seg = (4096 + rnd() % 8192) *
+                 (direct == LM_WAL_DIRECT_OFF || io == LM_WAL_IO_URING ? 1 : 16);
+  lm_wal_options o = {.dir = dir,
+                      .segment_bytes = seg,
+                      .io = io,
+                      .direct = direct,
+                      .observe = on_event,
+                      .observe_arg = &tr};
   if (pretend != NULL) {
     o.fault = pretend_hook;
     o.fault_arg = pretend;
@@ -202,8 +207,8 @@ static int one_run(lm_wal_io io, lm_wal_direct direct, uint64_t seed, pretend_pl
       uint64_t from = page < keep ? keep : page;
       uint64_t to = page + 4096 < s->len ? page + 4096 : s->len;
       uint64_t r = rnd() % 8;
-      if (r < 4) continue;                   /* this page reached the disk */
-      if (r == 7 && !garbage_done) {         /* a torn, scrambled page */
+      if (r < 4) continue;           /* this page reached the disk */
+      if (r == 7 && !garbage_done) { /* a torn, scrambled page */
         for (uint64_t b = from; b < to; b++) s->data[b] = (uint8_t)rnd();
         garbage_done = true;
       } else {
@@ -226,7 +231,7 @@ static int one_run(lm_wal_io io, lm_wal_direct direct, uint64_t seed, pretend_pl
   CHECK_CODE(lm_wal_replay(wal, 1, verify, &v, &err), LAMINAR_OK, &err);
   lm_wal_close(wal, NULL);
   lm_test_rmdir(dir);
-  CHECK(v.bad == 0);              /* a prefix, every record intact */
+  CHECK(v.bad == 0); /* a prefix, every record intact */
   CHECK(v.next - 1 == rep.last_seq);
   *out_lost = rep.last_seq < acked ? acked - rep.last_seq : 0;
   return *out_lost > 0 ? 2 : 0;
@@ -245,7 +250,8 @@ static int runs(lm_wal_io io, lm_wal_direct direct) {
       return 1;
     }
   }
-  fprintf(stderr, "powerloss %s%s: runs=%d lost=0\n", io == LM_WAL_IO_URING ? "io_uring" : "pwrite",
+  fprintf(stderr, "powerloss %s%s: runs=%d lost=0\n",
+          io == LM_WAL_IO_URING ? "io_uring" : "pwrite",
           direct == LM_WAL_DIRECT_OFF ? " buffered" : "", n);
   return 0;
 }
@@ -258,7 +264,8 @@ static int test_skipped_flush_is_caught(void) {
   for (int i = 0; i < 10; i++) {
     pretend_plan plan = {.honest = 2};
     uint64_t lost = 0;
-    int rc = one_run(LM_WAL_IO_PWRITE, LM_WAL_DIRECT_AUTO, seed + 1000 + (uint64_t)i, &plan, &lost);
+    int rc = one_run(LM_WAL_IO_PWRITE, LM_WAL_DIRECT_AUTO, seed + 1000 + (uint64_t)i,
+                     &plan, &lost);
     CHECK(rc == 0 || rc == 2);
     caught += rc == 2;
   }
@@ -267,10 +274,18 @@ static int test_skipped_flush_is_caught(void) {
   return 0;
 }
 
-static int test_powerloss_uring(void) { return runs(LM_WAL_IO_URING, LM_WAL_DIRECT_AUTO); }
-static int test_powerloss_pwrite(void) { return runs(LM_WAL_IO_PWRITE, LM_WAL_DIRECT_AUTO); }
-static int test_powerloss_uring_buffered(void) { return runs(LM_WAL_IO_URING, LM_WAL_DIRECT_OFF); }
-static int test_powerloss_pwrite_buffered(void) { return runs(LM_WAL_IO_PWRITE, LM_WAL_DIRECT_OFF); }
+static int test_powerloss_uring(void) {
+  return runs(LM_WAL_IO_URING, LM_WAL_DIRECT_AUTO);
+}
+static int test_powerloss_pwrite(void) {
+  return runs(LM_WAL_IO_PWRITE, LM_WAL_DIRECT_AUTO);
+}
+static int test_powerloss_uring_buffered(void) {
+  return runs(LM_WAL_IO_URING, LM_WAL_DIRECT_OFF);
+}
+static int test_powerloss_pwrite_buffered(void) {
+  return runs(LM_WAL_IO_PWRITE, LM_WAL_DIRECT_OFF);
+}
 
 static const lm_test_case cases[] = {
     {"powerloss_uring", test_powerloss_uring},

@@ -32,7 +32,9 @@ typedef struct tmpdir {
   char path[256];
 } tmpdir;
 
-static int tmpdir_make(tmpdir* t) { return lm_test_mkdtemp(t->path, sizeof t->path, "lm_wal_"); }
+static int tmpdir_make(tmpdir* t) {
+  return lm_test_mkdtemp(t->path, sizeof t->path, "lm_wal_");
+}
 static void tmpdir_remove(tmpdir* t) { lm_test_rmdir(t->path); }
 
 /* Sorted segment file paths of a directory (at most 64). */
@@ -119,7 +121,8 @@ static lm_wal_direct g_direct;
 static lm_wal_options opts(const tmpdir* t, lm_wal_io io, uint64_t segment_bytes) {
   bool direct = g_direct == LM_WAL_DIRECT_AUTO && io == LM_WAL_IO_PWRITE;
   uint64_t bytes = direct ? segment_bytes * 16 : segment_bytes;
-  return (lm_wal_options){.dir = t->path, .segment_bytes = bytes, .io = io, .direct = g_direct};
+  return (lm_wal_options){
+      .dir = t->path, .segment_bytes = bytes, .io = io, .direct = g_direct};
 }
 
 /* Whether files in dir can be opened with O_DIRECT (not on tmpfs). */
@@ -142,7 +145,8 @@ static int data_end(const char* path, uint64_t* end, uint64_t* last_end) {
   for (;;) {
     uint8_t h[32], zero[32] = {0};
     if (pread(fd, h, 32, (off_t)off) != 32 || memcmp(h, zero, 32) == 0) break;
-    uint32_t len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+    uint32_t len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+                   (uint32_t)h[3] << 24;
     off += 32 + ((len + 7u) & ~7u);
     if ((h[24] | h[25] << 8) != LM_WAL_TYPE_PAD) *last_end = off;
   }
@@ -248,8 +252,8 @@ static int roundtrip(lm_wal_io io) {
   EXPECT(strcmp(lm_wal_io_name(wal), io == LM_WAL_IO_URING ? "io_uring" : "pwrite") == 0);
   /* Direct I/O with pwrite only (a killed process's io_uring O_DIRECT writes
    * can land after a restart: see wal.c). */
-  EXPECT(lm_wal_is_direct(wal) ==
-         (g_direct == LM_WAL_DIRECT_AUTO && io == LM_WAL_IO_PWRITE && dir_takes_direct(t.path)));
+  EXPECT(lm_wal_is_direct(wal) == (g_direct == LM_WAL_DIRECT_AUTO &&
+                                   io == LM_WAL_IO_PWRITE && dir_takes_direct(t.path)));
   EXPECT(rep.records == 0 && !rep.cut && lm_wal_next_seq(wal) == 1);
   CHECK_CODE(append_n(wal, 1, 300, false), LAMINAR_OK, NULL);
   CHECK_CODE(append_n(wal, 301, 200, true), LAMINAR_OK, NULL);
@@ -328,7 +332,8 @@ static int recover_from(lm_wal_io io, damage what, bool strict) {
   const char* want = NULL;
   int fd = open(segs[victim], O_RDWR);
   CHECK(fd >= 0);
-  static const uint8_t garbage[16] = {0xA5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  static const uint8_t garbage[16] = {0xA5, 1, 2,  3,  4,  5,  6,  7,
+                                      8,    9, 10, 11, 12, 13, 14, 15};
   uint8_t zeros[4096] = {0};
   switch (what) {
     case TORN_TAIL:
@@ -415,8 +420,9 @@ static int recover_from(lm_wal_io io, damage what, bool strict) {
 
 /* Every damage, cut (default) and strict. */
 static int all_damage(lm_wal_io io) {
-  static const char* names[] = {"torn_tail",     "flipped_byte",    "overwrite16",    "zero_tail",
-                                "zeroed_record", "missing_segment", "foreign_segment"};
+  static const char* names[] = {"torn_tail",      "flipped_byte",  "overwrite16",
+                                "zero_tail",      "zeroed_record", "missing_segment",
+                                "foreign_segment"};
   int failed = 0;
   for (int strict = 0; strict <= 1; strict++)
     for (int d = TORN_TAIL; d <= FOREIGN_SEGMENT; d++) {
@@ -441,7 +447,8 @@ typedef struct fault_plan {
 static int fault_hook(void* arg, lm_wal_fault_op op) {
   fault_plan* f = arg;
   if (op == LM_WAL_FAULT_WRITE) return ++f->write_calls == f->fail_write_at ? f->err : 0;
-  if (op == LM_WAL_FAULT_ALLOCATE) return ++f->alloc_calls == f->fail_alloc_at ? f->err : 0;
+  if (op == LM_WAL_FAULT_ALLOCATE)
+    return ++f->alloc_calls == f->fail_alloc_at ? f->err : 0;
   return ++f->sync_calls == f->fail_sync_at ? f->err : 0;
 }
 
@@ -460,8 +467,10 @@ static int fault_case(lm_wal_io io, bool on_sync, int e) {
   lm_wal* wal;
   CHECK_CODE(lm_wal_open(&o, &wal, NULL, &err), LAMINAR_OK, &err);
   CHECK_CODE(append_n(wal, 1, 20, true), LAMINAR_OK, NULL);
-  if (on_sync) plan.fail_sync_at = plan.sync_calls + 1;
-  else plan.fail_write_at = plan.write_calls + 1;
+  if (on_sync)
+    plan.fail_sync_at = plan.sync_calls + 1;
+  else
+    plan.fail_write_at = plan.write_calls + 1;
 
   uint8_t buf[512];
   uint32_t len = payload(21, buf);
@@ -546,7 +555,8 @@ static void* gc_thread(void* p) {
   for (uint32_t i = 0; i < GC_PER_THREAD; i++) {
     uint32_t payload_v[2] = {(uint32_t)a->id, i};
     lm_wal_ticket t;
-    if (lm_wal_append(a->wal, 1, 0, payload_v, sizeof payload_v, &t, NULL) != LAMINAR_OK ||
+    if (lm_wal_append(a->wal, 1, 0, payload_v, sizeof payload_v, &t, NULL) !=
+            LAMINAR_OK ||
         lm_wal_commit(a->wal, t, true, NULL) != LAMINAR_OK)
       a->failed++;
   }
@@ -568,8 +578,10 @@ static laminar_code gc_verify(void* arg, const lm_wal_record* r, laminar_error* 
     return LAMINAR_OK;
   }
   memcpy(v, r->payload, sizeof v);
-  if (v[0] >= GC_THREADS || v[1] != c->next[v[0]]) c->bad++;
-  else c->next[v[0]]++;
+  if (v[0] >= GC_THREADS || v[1] != c->next[v[0]])
+    c->bad++;
+  else
+    c->next[v[0]]++;
   c->count++;
   return LAMINAR_OK;
 }
@@ -629,22 +641,22 @@ static int test_bad_open(void) {
   return 0;
 }
 
-#define BOTH(name, call)                                                                  \
-  static int test_##name##_uring(void) {                                                  \
-    g_direct = LM_WAL_DIRECT_AUTO;                                                        \
-    return call(LM_WAL_IO_URING);                                                         \
-  }                                                                                       \
-  static int test_##name##_pwrite(void) {                                                 \
-    g_direct = LM_WAL_DIRECT_AUTO;                                                        \
-    return call(LM_WAL_IO_PWRITE);                                                        \
-  }                                                                                       \
-  static int test_##name##_uring_buffered(void) {                                         \
-    g_direct = LM_WAL_DIRECT_OFF;                                                         \
-    return call(LM_WAL_IO_URING);                                                         \
-  }                                                                                       \
-  static int test_##name##_pwrite_buffered(void) {                                        \
-    g_direct = LM_WAL_DIRECT_OFF;                                                         \
-    return call(LM_WAL_IO_PWRITE);                                                        \
+#define BOTH(name, call)                           \
+  static int test_##name##_uring(void) {           \
+    g_direct = LM_WAL_DIRECT_AUTO;                 \
+    return call(LM_WAL_IO_URING);                  \
+  }                                                \
+  static int test_##name##_pwrite(void) {          \
+    g_direct = LM_WAL_DIRECT_AUTO;                 \
+    return call(LM_WAL_IO_PWRITE);                 \
+  }                                                \
+  static int test_##name##_uring_buffered(void) {  \
+    g_direct = LM_WAL_DIRECT_OFF;                  \
+    return call(LM_WAL_IO_URING);                  \
+  }                                                \
+  static int test_##name##_pwrite_buffered(void) { \
+    g_direct = LM_WAL_DIRECT_OFF;                  \
+    return call(LM_WAL_IO_PWRITE);                 \
   }
 
 /* A record appended for later: its number, and what the writer did with it. */
@@ -681,8 +693,9 @@ static laminar_code append_mixed(lm_wal* wal, later_arg* a, uint64_t first, uint
   for (uint64_t i = first; i <= last; i++) {
     a[i] = (later_arg){.i = i};
     uint32_t len = payload(i, buf);
-    laminar_code rc = i % 2 ? lm_wal_append_later(wal, i / 10, 512, &later_ops, &a[i], t, err)
-                            : lm_wal_append(wal, (uint16_t)(i % 5), i / 10, buf, len, t, err);
+    laminar_code rc =
+        i % 2 ? lm_wal_append_later(wal, i / 10, 512, &later_ops, &a[i], t, err)
+              : lm_wal_append(wal, (uint16_t)(i % 5), i / 10, buf, len, t, err);
     if (rc != LAMINAR_OK) return rc;
     if (t->seq != i) return LAMINAR_ERR_INTERNAL;
   }
@@ -779,7 +792,8 @@ static int later_oom_case(lm_wal_io io) {
     laminar_code crc = lm_wal_commit(wal, last, true, &err);
     lm_fault_alloc_set(0, false);
     EXPECT(crc == LAMINAR_OK || crc == LAMINAR_ERR_IO || crc == LAMINAR_ERR_NOMEM);
-    for (uint64_t i = 1; i <= 5; i += 2) EXPECT(a[i].released == (crc == LAMINAR_ERR_NOMEM ? 0 : 1));
+    for (uint64_t i = 1; i <= 5; i += 2)
+      EXPECT(a[i].released == (crc == LAMINAR_ERR_NOMEM ? 0 : 1));
     if (crc == LAMINAR_ERR_NOMEM) { /* before it took anything: they are still to write */
       CHECK_CODE(lm_wal_commit(wal, last, true, &err), LAMINAR_OK, &err);
       for (uint64_t i = 1; i <= 5; i += 2) EXPECT(a[i].filled == 1 && a[i].released == 1);
@@ -897,10 +911,11 @@ BOTH(later, later_case)
 BOTH(later_oom, later_oom_case)
 BOTH(large, large_case)
 
-#define CASES(name)                                                                   \
-  {#name "_uring", test_##name##_uring}, {#name "_pwrite", test_##name##_pwrite},     \
-      {#name "_uring_buffered", test_##name##_uring_buffered},                        \
-      {#name "_pwrite_buffered", test_##name##_pwrite_buffered}
+#define CASES(name)                                                               \
+  {#name "_uring", test_##name##_uring}, {#name "_pwrite", test_##name##_pwrite}, \
+      {#name "_uring_buffered", test_##name##_uring_buffered}, {                  \
+#name "_pwrite_buffered", test_##name##_pwrite_buffered                       \
+  }
 
 static const lm_test_case cases[] = {
     {"crc32c", test_crc32c},

@@ -46,7 +46,8 @@ static laminar_code get_two_phase(laminar_db* db, const char* name, two_phase* t
     } else if (strcmp(role, "final_source") == 0) {
       snprintf(tp->final_source, sizeof tp->final_source, "%s", nm);
     } else if (strcmp(role, "key") == 0) {
-      if (tp->keys[0] != '\0') strncat(tp->keys, ",", sizeof tp->keys - strlen(tp->keys) - 1);
+      if (tp->keys[0] != '\0')
+        strncat(tp->keys, ",", sizeof tp->keys - strlen(tp->keys) - 1);
       strncat(tp->keys, nm, sizeof tp->keys - strlen(tp->keys) - 1);
     }
   }
@@ -64,7 +65,8 @@ static int drain(laminar_db* db, laminar_source* src, laminar_subscription* sub,
   for (;;) {
     result_view rv;
     memset(&rv, 0, sizeof rv);
-    if (laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err) != LAMINAR_OK) return 1;
+    if (laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err) != LAMINAR_OK)
+      return 1;
     if (rv.array.release == NULL) break;
     int rc = 0;
     if (into != NULL) {
@@ -210,7 +212,8 @@ static int check_split(const char* streams, const char* name) {
     CHECK_CODE(laminar_subscribe(pdb, tp.partial_stream, &sub, &err), LAMINAR_OK, &err);
     CHECK(push_part(src, rows, part, part == 1) == 0);
     CHECK(drain(pdb, src, sub, fsrc, NULL, 0) == 0);
-    CHECK_CODE(laminar_stream_late_rows(pdb, tp.partial_stream, &late, &err), LAMINAR_OK, &err);
+    CHECK_CODE(laminar_stream_late_rows(pdb, tp.partial_stream, &late, &err), LAMINAR_OK,
+               &err);
     CHECK(late == 0);
     laminar_subscription_close(sub);
     laminar_source_close(src);
@@ -236,7 +239,8 @@ static int check_split(const char* streams, const char* name) {
   sort_rows(want);
   sort_rows(got);
   if (strcmp(want, got) != 0) {
-    fprintf(stderr, "%s\n  whole     %.600s\n  two-phase %.600s\n  partial %s\n  final %s\n",
+    fprintf(stderr,
+            "%s\n  whole     %.600s\n  two-phase %.600s\n  partial %s\n  final %s\n",
             name, want, got, tp.partial, tp.final_sql);
     return 1;
   }
@@ -268,7 +272,8 @@ static int test_expression_printer(void) {
       "CREATE STREAM pre AS SELECT symbol AS \"Sym\", price, volume, ts FROM \"Trades\" "
       "WHERE (price BETWEEN -50.5 AND 400 OR price IS NULL) AND NOT (volume IN (3, 4)) "
       "AND symbol NOT LIKE 'ab!%c' ESCAPE '!';"
-      "CREATE STREAM x AS SELECT CASE WHEN \"Sym\" IS NULL THEN 'none' ELSE \"Sym\" || '''s' "
+      "CREATE STREAM x AS SELECT CASE WHEN \"Sym\" IS NULL THEN 'none' ELSE \"Sym\" || "
+      "'''s' "
       "END AS label, window_start, "
       "SUM(CASE volume WHEN 1 THEN -1 WHEN -2 THEN 2 ELSE volume END) AS s, "
       "COUNT(CAST(price AS BIGINT)) AS c, MIN(-price) AS m, "
@@ -284,17 +289,18 @@ static int test_refused_and_errors(void) {
   laminar_error err;
   CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
   char sql[2048];
-  snprintf(sql, sizeof sql,
-           "%sCREATE STREAM d AS SELECT symbol, COUNT(DISTINCT price) AS n FROM \"Trades\" "
-           "GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);"
-           "CREATE STREAM l AS SELECT symbol, LAST_VALUE(price) AS p FROM \"Trades\" "
-           "GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);"
-           "CREATE STREAM s AS SELECT symbol, COUNT(*) AS n FROM \"Trades\" "
-           "GROUP BY symbol, session(ts, INTERVAL '1' SECOND);"
-           "CREATE STREAM p AS SELECT symbol, price FROM \"Trades\";"
-           "CREATE MATERIALIZED VIEW v AS SELECT symbol, COUNT(*) AS n FROM \"Trades\" "
-           "GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);",
-           SOURCE);
+  snprintf(
+      sql, sizeof sql,
+      "%sCREATE STREAM d AS SELECT symbol, COUNT(DISTINCT price) AS n FROM \"Trades\" "
+      "GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);"
+      "CREATE STREAM l AS SELECT symbol, LAST_VALUE(price) AS p FROM \"Trades\" "
+      "GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);"
+      "CREATE STREAM s AS SELECT symbol, COUNT(*) AS n FROM \"Trades\" "
+      "GROUP BY symbol, session(ts, INTERVAL '1' SECOND);"
+      "CREATE STREAM p AS SELECT symbol, price FROM \"Trades\";"
+      "CREATE MATERIALIZED VIEW v AS SELECT symbol, COUNT(*) AS n FROM \"Trades\" "
+      "GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);",
+      SOURCE);
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
   static const char* const refused[][2] = {{"d", "DISTINCT"},
                                            {"l", "last_value() does not decompose"},
@@ -311,11 +317,11 @@ static int test_refused_and_errors(void) {
   }
   laminar_code rc = laminar_stream_two_phase(db, "v", &st, &err);
   EXPECT(rc == LAMINAR_ERR_SQL_UNSUPPORTED || rc == LAMINAR_ERR_SQL_UNKNOWN_OBJECT);
-  CHECK_CODE(laminar_stream_two_phase(db, "nope", &st, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
-             &err);
+  CHECK_CODE(laminar_stream_two_phase(db, "nope", &st, &err),
+             LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
   EXPECT(strcmp(err.object, "nope") == 0);
-  CHECK_CODE(laminar_stream_two_phase(db, "Trades", &st, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
-             &err);
+  CHECK_CODE(laminar_stream_two_phase(db, "Trades", &st, &err),
+             LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
   CHECK_CODE(laminar_stream_two_phase(db, NULL, &st, &err), LAMINAR_ERR_MISUSE, &err);
   CHECK_CODE(laminar_stream_two_phase(db, "d", NULL, &err), LAMINAR_ERR_MISUSE, &err);
   CHECK_CODE(laminar_stream_two_phase(NULL, "d", &st, &err), LAMINAR_ERR_MISUSE, &err);

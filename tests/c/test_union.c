@@ -39,7 +39,8 @@ static int open_db(int cores, laminar_db** out) {
 }
 
 /* Push one row (symbol, volume, ts) into source `name`. */
-static int push1(laminar_db* db, const char* name, const char* sym, int64_t vol, int64_t ts) {
+static int push1(laminar_db* db, const char* name, const char* sym, int64_t vol,
+                 int64_t ts) {
   laminar_error err;
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, name, &src, &err), LAMINAR_OK, &err);
@@ -96,12 +97,13 @@ static int test_three_inputs(void) {
   laminar_db* db;
   CHECK(open_db(1, &db) == 0);
   laminar_error err;
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE STREAM u AS SELECT symbol AS s, volume AS v FROM a\n"
-                             "  UNION ALL SELECT symbol, volume * 10 FROM b WHERE volume > 1\n"
-                             "  UNION ALL SELECT symbol, ts FROM c;",
-                             &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE STREAM u AS SELECT symbol AS s, volume AS v FROM a\n"
+                      "  UNION ALL SELECT symbol, volume * 10 FROM b WHERE volume > 1\n"
+                      "  UNION ALL SELECT symbol, ts FROM c;",
+                      &err),
+      LAMINAR_OK, &err);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "u", &sub, &err), LAMINAR_OK, &err);
   CHECK(push1(db, "a", "A", 1, 100) == 0);
@@ -130,20 +132,25 @@ static int test_three_inputs(void) {
   laminar_subscription_close(sub);
   /* SHOW STREAMS: every input, and the branches in the plan's summary. */
   CHECK_CODE(query_text(db, "SHOW STREAMS", text, sizeof text, &err), LAMINAR_OK, &err);
-  EXPECT(strstr(text, "u,a, b, c,union(a: project(2 columns), b: filter -> project(2 columns), "
-                      "c: project(2 columns)) -> project(2 columns)") != NULL);
-  if (strstr(text, "u,a, b, c,union(") == NULL) fprintf(stderr, "SHOW STREAMS: %s\n", text);
+  EXPECT(strstr(text,
+                "u,a, b, c,union(a: project(2 columns), b: filter -> project(2 columns), "
+                "c: project(2 columns)) -> project(2 columns)") != NULL);
+  if (strstr(text, "u,a, b, c,union(") == NULL)
+    fprintf(stderr, "SHOW STREAMS: %s\n", text);
   /* An input read by a union cannot be dropped. */
-  CHECK_CODE(laminar_execute(db, "DROP SOURCE b;", &err), LAMINAR_ERR_SQL_DEPENDENCY, &err);
+  CHECK_CODE(laminar_execute(db, "DROP SOURCE b;", &err), LAMINAR_ERR_SQL_DEPENDENCY,
+             &err);
   EXPECT(strstr(err.message, "'u'") != NULL);
-  CHECK_CODE(laminar_execute(db, "DROP STREAM u; DROP SOURCE b;", &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, "DROP STREAM u; DROP SOURCE b;", &err), LAMINAR_OK,
+             &err);
   laminar_close(db);
   return lm_test_expect_failed_;
 }
 
 static const char* WINDOWED =
     "CREATE STREAM w AS SELECT symbol, window_start, COUNT(*) AS n, SUM(v) AS total\n"
-    "  FROM (SELECT symbol, volume AS v, ts FROM a UNION ALL SELECT symbol, volume, ts FROM b)\n"
+    "  FROM (SELECT symbol, volume AS v, ts FROM a UNION ALL SELECT symbol, volume, ts "
+    "FROM b)\n"
     "  GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND) EMIT ON WINDOW CLOSE;";
 
 /* The event order of the watermark case: (source, volume, ts). */
@@ -159,11 +166,12 @@ static int run_windowed(int cores, const char* ddl, const ev* evs, int n, char* 
   CHECK(open_db(cores, &db) == 0);
   laminar_error err;
   /* With 2 cores a keyed stream over a partitions it; the union runs whole. */
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE STREAM keyed AS SELECT symbol, COUNT(*) AS n FROM a\n"
-                             "  GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);",
-                             &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE STREAM keyed AS SELECT symbol, COUNT(*) AS n FROM a\n"
+                      "  GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);",
+                      &err),
+      LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, ddl, &err), LAMINAR_OK, &err);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "w", &sub, &err), LAMINAR_OK, &err);
@@ -186,10 +194,10 @@ static int test_window_watermarks(void) {
    * [0, 1000) closed by a's watermark) although b has seen nothing. b: 900
    * (on time for b), 2300 (b's watermark 2300): the union's is 2300, so
    * [0, 1000) and [1000, 2000) close. */
-  const ev order1[] = {{"a", 1, 500}, {"a", 2, 2500}, {"a", 4, 800},
+  const ev order1[] = {{"a", 1, 500}, {"a", 2, 2500},  {"a", 4, 800},
                        {"b", 8, 900}, {"b", 16, 1500}, {"b", 32, 2300}};
-  const ev order2[] = {{"b", 8, 900}, {"b", 16, 1500}, {"a", 1, 500},
-                       {"b", 32, 2300}, {"a", 2, 2500}, {"a", 4, 800}};
+  const ev order2[] = {{"b", 8, 900},   {"b", 16, 1500}, {"a", 1, 500},
+                       {"b", 32, 2300}, {"a", 2, 2500},  {"a", 4, 800}};
   const char* want = "S,0,2,9;S,1000,1,16";
   for (int cores = 1; cores <= 2; cores++) {
     char text1[512], text2[512];
@@ -197,7 +205,8 @@ static int test_window_watermarks(void) {
     CHECK(run_windowed(cores, WINDOWED, order1, 6, text1, sizeof text1, &late1) == 0);
     CHECK(run_windowed(cores, WINDOWED, order2, 6, text2, sizeof text2, &late2) == 0);
     if (strcmp(text1, want) != 0 || strcmp(text2, want) != 0) {
-      fprintf(stderr, "cores=%d got '%s' and '%s', want '%s'\n", cores, text1, text2, want);
+      fprintf(stderr, "cores=%d got '%s' and '%s', want '%s'\n", cores, text1, text2,
+              want);
     }
     EXPECT(strcmp(text1, want) == 0);
     EXPECT(strcmp(text2, want) == 0);
@@ -218,16 +227,18 @@ static int test_window_watermarks(void) {
 static int test_hop_session_watermarks(void) {
   static const char* const DDLS[] = {
       "CREATE STREAM w AS SELECT symbol, window_start, COUNT(*) AS n, SUM(v) AS total\n"
-      "  FROM (SELECT symbol, volume AS v, ts FROM a UNION ALL SELECT symbol, volume, ts FROM b)\n"
+      "  FROM (SELECT symbol, volume AS v, ts FROM a UNION ALL SELECT symbol, volume, ts "
+      "FROM b)\n"
       "  GROUP BY symbol, hop(ts, INTERVAL '1' SECOND, INTERVAL '500' MILLISECOND);",
       "CREATE STREAM w AS SELECT symbol, window_start, COUNT(*) AS n, SUM(v) AS total\n"
-      "  FROM (SELECT symbol, volume AS v, ts FROM a UNION ALL SELECT symbol, volume, ts FROM b)\n"
+      "  FROM (SELECT symbol, volume AS v, ts FROM a UNION ALL SELECT symbol, volume, ts "
+      "FROM b)\n"
       "  GROUP BY symbol, session(ts, INTERVAL '300' MILLISECOND);",
   };
-  const ev order1[] = {{"a", 1, 500}, {"a", 2, 2500}, {"a", 4, 800},
+  const ev order1[] = {{"a", 1, 500}, {"a", 2, 2500},  {"a", 4, 800},
                        {"b", 8, 900}, {"b", 16, 1500}, {"b", 32, 2300}};
-  const ev order2[] = {{"b", 8, 900}, {"b", 16, 1500}, {"a", 1, 500},
-                       {"b", 32, 2300}, {"a", 2, 2500}, {"a", 4, 800}};
+  const ev order2[] = {{"b", 8, 900},   {"b", 16, 1500}, {"a", 1, 500},
+                       {"b", 32, 2300}, {"a", 2, 2500},  {"a", 4, 800}};
   for (size_t d = 0; d < sizeof DDLS / sizeof DDLS[0]; d++) {
     for (int cores = 1; cores <= 2; cores++) {
       char text1[512], text2[512];
@@ -249,11 +260,12 @@ static int test_hop_session_watermarks(void) {
 static int test_cte_three(void) {
   const char* ddl =
       "CREATE STREAM w AS WITH u AS (SELECT symbol, volume AS v, ts FROM a\n"
-      "  UNION ALL SELECT symbol, volume, ts FROM b UNION ALL SELECT symbol, volume, ts FROM c)\n"
+      "  UNION ALL SELECT symbol, volume, ts FROM b UNION ALL SELECT symbol, volume, ts "
+      "FROM c)\n"
       "  SELECT symbol, window_start, COUNT(*) AS n, SUM(v) AS total FROM u\n"
       "  GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);";
   /* c's watermark (delay 50): 1450 after 1500. */
-  const ev evs[] = {{"a", 1, 100}, {"b", 2, 200}, {"c", 4, 300}, {"a", 8, 1200},
+  const ev evs[] = {{"a", 1, 100},   {"b", 2, 200},   {"c", 4, 300}, {"a", 8, 1200},
                     {"b", 16, 1300}, {"c", 32, 1500}, {"c", 64, 600}};
   char text[512];
   int64_t late = -1;
@@ -270,11 +282,12 @@ static int test_view_over_union(void) {
   laminar_db* db;
   CHECK(open_db(1, &db) == 0);
   laminar_error err;
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE MATERIALIZED VIEW v AS SELECT symbol, volume FROM a\n"
-                             "  UNION ALL SELECT symbol, volume FROM b;",
-                             &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE MATERIALIZED VIEW v AS SELECT symbol, volume FROM a\n"
+                      "  UNION ALL SELECT symbol, volume FROM b;",
+                      &err),
+      LAMINAR_OK, &err);
   CHECK(push1(db, "a", "A", 1, 100) == 0);
   CHECK(push1(db, "b", "B", 2, 100) == 0);
   CHECK(push1(db, "b", "A", 1, 100) == 0);
@@ -343,14 +356,15 @@ static int test_errors(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     laminar_code rc = laminar_execute(db, cases[i].sql, &err);
     if (rc != cases[i].code || strstr(err.message, cases[i].needle) == NULL) {
-      fprintf(stderr, "case %zu: code %d (%s), want %d and '%s'\n", i, (int)rc, err.message,
-              (int)cases[i].code, cases[i].needle);
+      fprintf(stderr, "case %zu: code %d (%s), want %d and '%s'\n", i, (int)rc,
+              err.message, (int)cases[i].code, cases[i].needle);
     }
     EXPECT(rc == cases[i].code);
     EXPECT(strstr(err.message, cases[i].needle) != NULL);
   }
   /* Nothing was created. */
-  CHECK_CODE(laminar_execute(db, "DROP STREAM e;", &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
+  CHECK_CODE(laminar_execute(db, "DROP STREAM e;", &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+             &err);
   laminar_close(db);
   return lm_test_expect_failed_;
 }
@@ -376,7 +390,7 @@ static int test_cascade_and_self(void) {
   CHECK_CODE(laminar_subscribe(db, "u", &su, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_subscribe(db, "per_sec", &sw, &err), LAMINAR_OK, &err);
   CHECK(push1(db, "a", "A", 1, 100) == 0);
-  CHECK(push1(db, "c", "A", 5, 200) == 0);  /* filtered out by big */
+  CHECK(push1(db, "c", "A", 5, 200) == 0); /* filtered out by big */
   CHECK(push1(db, "c", "A", 20, 300) == 0);
   CHECK(push1(db, "a", "A", 2, 1500) == 0); /* a's watermark 1400; c's 250: no close */
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
@@ -396,9 +410,11 @@ static int test_cascade_and_self(void) {
   if (strcmp(text, "A,0,122") != 0) fprintf(stderr, "per_sec got '%s'\n", text);
   laminar_subscription_close(su);
   laminar_subscription_close(sw);
-  CHECK_CODE(laminar_execute(db, "DROP STREAM big;", &err), LAMINAR_ERR_SQL_DEPENDENCY, &err);
-  CHECK_CODE(laminar_execute(db, "DROP STREAM per_sec; DROP STREAM u; DROP STREAM big;", &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, "DROP STREAM big;", &err), LAMINAR_ERR_SQL_DEPENDENCY,
+             &err);
+  CHECK_CODE(
+      laminar_execute(db, "DROP STREAM per_sec; DROP STREAM u; DROP STREAM big;", &err),
+      LAMINAR_OK, &err);
   laminar_close(db);
   return lm_test_expect_failed_;
 }
@@ -409,14 +425,15 @@ static int test_late_output(void) {
   laminar_db* db;
   CHECK(open_db(1, &db) == 0);
   laminar_error err;
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE STREAM w AS SELECT symbol, window_start, COUNT(*) AS n\n"
-                             "  FROM (SELECT symbol, ts, volume AS v FROM a UNION ALL\n"
-                             "        SELECT symbol, ts, volume FROM b)\n"
-                             "  GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND)\n"
-                             "  WITH (late_output = 'w_late');",
-                             &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE STREAM w AS SELECT symbol, window_start, COUNT(*) AS n\n"
+                      "  FROM (SELECT symbol, ts, volume AS v FROM a UNION ALL\n"
+                      "        SELECT symbol, ts, volume FROM b)\n"
+                      "  GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND)\n"
+                      "  WITH (late_output = 'w_late');",
+                      &err),
+      LAMINAR_OK, &err);
   laminar_subscription* late;
   CHECK_CODE(laminar_subscribe(db, "w_late", &late, &err), LAMINAR_OK, &err);
   CHECK(push1(db, "b", "B", 1, 3000) == 0); /* b's watermark 3000 */
@@ -478,16 +495,17 @@ static int test_explain(void) {
 }
 
 int main(int argc, char** argv) {
-  static const lm_test_case cases[] = {{"three_inputs", test_three_inputs},
-                                       {"window_watermarks", test_window_watermarks},
-                                       {"hop_session_watermarks", test_hop_session_watermarks},
-                                       {"cte_three", test_cte_three},
-                                       {"view_over_union", test_view_over_union},
-                                       {"widening", test_widening},
-                                       {"errors", test_errors},
-                                       {"explain", test_explain},
-                                       {"cascade_and_self", test_cascade_and_self},
-                                       {"late_output", test_late_output},
-                                       {NULL, NULL}};
+  static const lm_test_case cases[] = {
+      {"three_inputs", test_three_inputs},
+      {"window_watermarks", test_window_watermarks},
+      {"hop_session_watermarks", test_hop_session_watermarks},
+      {"cte_three", test_cte_three},
+      {"view_over_union", test_view_over_union},
+      {"widening", test_widening},
+      {"errors", test_errors},
+      {"explain", test_explain},
+      {"cascade_and_self", test_cascade_and_self},
+      {"late_output", test_late_output},
+      {NULL, NULL}};
   return lm_test_main(argc, argv, cases);
 }

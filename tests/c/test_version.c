@@ -9,10 +9,11 @@ static int test_version_macros_match_library(void) {
   CHECK(strcmp(laminar_version(), LAMINAR_VERSION) == 0);
   CHECK(laminar_version_number() == LAMINAR_VERSION_NUMBER);
   CHECK(LAMINAR_VERSION_NUMBER == LAMINAR_VERSION_MAJOR * 1000000 +
-                                      LAMINAR_VERSION_MINOR * 1000 + LAMINAR_VERSION_PATCH);
+                                      LAMINAR_VERSION_MINOR * 1000 +
+                                      LAMINAR_VERSION_PATCH);
   char expect[32];
-  snprintf(expect, sizeof expect, "%d.%d.%d", LAMINAR_VERSION_MAJOR, LAMINAR_VERSION_MINOR,
-           LAMINAR_VERSION_PATCH);
+  snprintf(expect, sizeof expect, "%d.%d.%d", LAMINAR_VERSION_MAJOR,
+           LAMINAR_VERSION_MINOR, LAMINAR_VERSION_PATCH);
   CHECK(strcmp(expect, LAMINAR_VERSION) == 0);
   return 0;
 }

@@ -11,28 +11,30 @@
 
 #include "op/view.h"
 
-#define CHECK_TEXT(db, sql, want)                                                     \
-  do {                                                                                \
-    char got_[4096];                                                                  \
-    laminar_error qerr_;                                                              \
+#define CHECK_TEXT(db, sql, want)                                                       \
+  do {                                                                                  \
+    char got_[4096];                                                                    \
+    laminar_error qerr_;                                                                \
     CHECK_CODE(query_text((db), (sql), got_, sizeof got_, &qerr_), LAMINAR_OK, &qerr_); \
-    if (strcmp(got_, (want)) != 0) {                                                  \
-      fprintf(stderr, "%s:%d: %s\n  got  '%s'\n  want '%s'\n", __FILE__, __LINE__, (sql), \
-              got_, (want));                                                          \
-      return 1;                                                                       \
-    }                                                                                 \
+    if (strcmp(got_, (want)) != 0) {                                                    \
+      fprintf(stderr, "%s:%d: %s\n  got  '%s'\n  want '%s'\n", __FILE__, __LINE__,      \
+              (sql), got_, (want));                                                     \
+      return 1;                                                                         \
+    }                                                                                   \
   } while (0)
 
 /* Expect `sql` (execute or query) to fail with `code` at line:column. */
-static int fails_at(laminar_db* db, bool query, const char* sql, laminar_code code, int line,
-                    int column) {
+static int fails_at(laminar_db* db, bool query, const char* sql, laminar_code code,
+                    int line, int column) {
   laminar_error err;
   struct ArrowArrayStream st;
-  laminar_code rc = query ? laminar_query(db, sql, &st, &err) : laminar_execute(db, sql, &err);
+  laminar_code rc =
+      query ? laminar_query(db, sql, &st, &err) : laminar_execute(db, sql, &err);
   if (rc == LAMINAR_OK && query) st.release(&st);
   if (rc != code || err.line != line || err.column != column) {
     fprintf(stderr, "'%s': got %d at %d:%d (%s), want %d at %d:%d\n", sql, (int)rc,
-            (int)err.line, (int)err.column, rc ? err.message : "", (int)code, line, column);
+            (int)err.line, (int)err.column, rc ? err.message : "", (int)code, line,
+            column);
     return 0;
   }
   char pos[64];
@@ -56,13 +58,14 @@ static int open_db(laminar_db** db, const char* sql) {
 static int test_insert_only_view_and_select(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_db(&db, "CREATE SOURCE t (k VARCHAR, v BIGINT);"
-                     "CREATE MATERIALIZED VIEW big AS SELECT k, v, v * 10 AS v10 FROM t "
-                     "WHERE v > 1 OR v IS NULL") == 0);
+  CHECK(open_db(&db,
+                "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+                "CREATE MATERIALIZED VIEW big AS SELECT k, v, v * 10 AS v10 FROM t "
+                "WHERE v > 1 OR v IS NULL") == 0);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
-  kv_row rows[] = {{"a", 1, 0, 0}, {"b", 5, 0, 0}, {"c", 3, 0, 0}, {NULL, 7, 0, 0},
-                   {"d", 0, 1, 0}, {"b", 5, 0, 0}};
+  kv_row rows[] = {{"a", 1, 0, 0},  {"b", 5, 0, 0}, {"c", 3, 0, 0},
+                   {NULL, 7, 0, 0}, {"d", 0, 1, 0}, {"b", 5, 0, 0}};
   CHECK(push_kv(src, rows, 6, 0, &err) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   /* A duplicate is held twice and read twice (bag semantics). */
@@ -74,8 +77,10 @@ static int test_insert_only_view_and_select(void) {
   CHECK_TEXT(db, "SELECT k AS name, v10 FROM big WHERE v10 < 60 ORDER BY name",
              "b,50;b,50;c,30");
   /* ORDER BY a position, an alias shadowing a column, a hidden expression. */
-  CHECK_TEXT(db, "SELECT v, k FROM big WHERE k IS NOT NULL ORDER BY 2 DESC", "NULL,d;3,c;5,b;5,b");
-  CHECK_TEXT(db, "SELECT k AS v, v AS k FROM big WHERE k <> 'b' ORDER BY v", "c,3;d,NULL");
+  CHECK_TEXT(db, "SELECT v, k FROM big WHERE k IS NOT NULL ORDER BY 2 DESC",
+             "NULL,d;3,c;5,b;5,b");
+  CHECK_TEXT(db, "SELECT k AS v, v AS k FROM big WHERE k <> 'b' ORDER BY v",
+             "c,3;d,NULL");
   CHECK_TEXT(db, "SELECT k FROM big WHERE v IS NOT NULL ORDER BY -v", "NULL;b;b;c");
   /* LIMIT and OFFSET count a row held twice as two rows. */
   CHECK_TEXT(db, "SELECT k FROM big ORDER BY v DESC LIMIT 2 OFFSET 1", "b;b");
@@ -101,8 +106,9 @@ static int test_insert_only_view_and_select(void) {
 static int test_changelog_weights(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_db(&db, "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
-                     "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM cl") == 0);
+  CHECK(open_db(&db,
+                "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
+                "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM cl") == 0);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "cl", &src, &err), LAMINAR_OK, &err);
   kv_row ins[] = {{"a", 1, 0, 3}, {"b", 2, 0, 1}, {"c", 0, 1, 1}, {"d", 4, 0, 0}};
@@ -111,7 +117,10 @@ static int test_changelog_weights(void) {
   CHECK_TEXT(db, "SELECT * FROM mv ORDER BY k", "a,1;a,1;a,1;b,2;c,NULL");
   /* An update is -1 old, +1 new; weight 0 removes; a retraction of an
    * absent row (or more than is there) is clamped and counted. */
-  kv_row upd[] = {{"b", 2, 0, -1}, {"b", 3, 0, 1}, {"a", 1, 0, -2}, {"zz", 9, 0, -1},
+  kv_row upd[] = {{"b", 2, 0, -1},
+                  {"b", 3, 0, 1},
+                  {"a", 1, 0, -2},
+                  {"zz", 9, 0, -1},
                   {"c", 0, 1, -5}};
   CHECK(push_kv(src, upd, 5, 1, &err) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
@@ -123,7 +132,8 @@ static int test_changelog_weights(void) {
   static const char* names[24] = {"k00", "k01", "k02", "k03", "k04", "k05", "k06", "k07",
                                   "k08", "k09", "k10", "k11", "k12", "k13", "k14", "k15",
                                   "k16", "k17", "k18", "k19", "k20", "k21", "k22", "k23"};
-  for (int i = 0; i < 24; i++) many[i] = (kv_row){names[i], 100 - (i * 7) % 24, 0, 1 + i % 3};
+  for (int i = 0; i < 24; i++)
+    many[i] = (kv_row){names[i], 100 - (i * 7) % 24, 0, 1 + i % 3};
   CHECK(push_kv(src, many, 24, 1, &err) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   /* v 77 (k17) x3, 78 (k10) x2, 79 (k03) x1, 80 (k20) x3, ... */
@@ -142,9 +152,11 @@ static int test_changelog_weights(void) {
 static int test_first_last_over_changelog(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_db(&db, "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
-                     "CREATE MATERIALIZED VIEW fl AS SELECT v, FIRST(k) AS f, LAST_VALUE(k) AS l"
-                     " FROM cl GROUP BY v") == 0);
+  CHECK(
+      open_db(&db,
+              "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
+              "CREATE MATERIALIZED VIEW fl AS SELECT v, FIRST(k) AS f, LAST_VALUE(k) AS l"
+              " FROM cl GROUP BY v") == 0);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "cl", &src, &err), LAMINAR_OK, &err);
   static const struct {
@@ -156,7 +168,7 @@ static int test_first_last_over_changelog(void) {
       {{{"A", 1, 0, 1}, {NULL, 1, 0, 1}}, 2, "1,A,NULL"},
       {{{NULL, 1, 0, -1}, {"A", 1, 0, -1}}, 2, "1,A,B"}, /* the second A goes */
       {{{"A", 1, 0, 2}, {"C", 2, 0, 1}}, 2, "1,A,A;2,C,C"},
-      {{{"A", 1, 0, -2}, {"C", 2, 0, -1}}, 2, "1,A,B"},  /* both copies of the newest */
+      {{{"A", 1, 0, -2}, {"C", 2, 0, -1}}, 2, "1,A,B"}, /* both copies of the newest */
       {{{"A", 1, 0, -1}}, 1, "1,B,B"},
       {{{"B", 1, 0, -1}}, 1, ""},
   };
@@ -175,17 +187,18 @@ static int test_first_last_over_changelog(void) {
 static int test_cascades_follow_retractions(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_db(&db, "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
-                     "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM cl WHERE v >= 0;"
-                     "CREATE STREAM s AS SELECT k, v * 10 AS v10 FROM mv WHERE k <> 'x';"
-                     "CREATE MATERIALIZED VIEW mv2 AS SELECT * FROM s;"
-                     "CREATE MATERIALIZED VIEW keys AS SELECT k FROM mv") == 0);
+  CHECK(open_db(&db,
+                "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
+                "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM cl WHERE v >= 0;"
+                "CREATE STREAM s AS SELECT k, v * 10 AS v10 FROM mv WHERE k <> 'x';"
+                "CREATE MATERIALIZED VIEW mv2 AS SELECT * FROM s;"
+                "CREATE MATERIALIZED VIEW keys AS SELECT k FROM mv") == 0);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "s", &sub, &err), LAMINAR_OK, &err);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "cl", &src, &err), LAMINAR_OK, &err);
-  kv_row a[] = {{"a", 1, 0, 1}, {"a", 1, 0, 1}, {"b", 2, 0, 1}, {"x", 5, 0, 1},
-                {"n", -1, 0, 1}};
+  kv_row a[] = {
+      {"a", 1, 0, 1}, {"a", 1, 0, 1}, {"b", 2, 0, 1}, {"x", 5, 0, 1}, {"n", -1, 0, 1}};
   CHECK(push_kv(src, a, 5, 1, &err) == 0);
   kv_row b[] = {{"a", 1, 0, -1}, {"b", 2, 0, -1}, {"q", 7, 0, -1}, {"c", 3, 0, 1}};
   CHECK(push_kv(src, b, 4, 1, &err) == 0);
@@ -220,10 +233,13 @@ static int test_cascades_follow_retractions(void) {
   EXPECT(stream_metric(db, "mv", "retract_errors") == 1);
   EXPECT(stream_metric(db, "mv2", "retract_errors") == 0);
   /* Dropping in dependency order. */
-  EXPECT(fails_at(db, false, "DROP MATERIALIZED VIEW mv", LAMINAR_ERR_SQL_DEPENDENCY, 1, 24));
+  EXPECT(fails_at(db, false, "DROP MATERIALIZED VIEW mv", LAMINAR_ERR_SQL_DEPENDENCY, 1,
+                  24));
   EXPECT(fails_at(db, false, "DROP STREAM mv2", LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 1, 13));
-  CHECK_CODE(laminar_execute(db, "DROP VIEW mv2; DROP STREAM s; DROP MATERIALIZED VIEW keys;"
-                                 "DROP MATERIALIZED VIEW mv", &err),
+  CHECK_CODE(laminar_execute(db,
+                             "DROP VIEW mv2; DROP STREAM s; DROP MATERIALIZED VIEW keys;"
+                             "DROP MATERIALIZED VIEW mv",
+                             &err),
              LAMINAR_OK, &err);
   CHECK_TEXT(db, "SHOW VIEWS", "");
   laminar_subscription_close(sub);
@@ -236,10 +252,12 @@ static int test_cascades_follow_retractions(void) {
 static int test_view_over_window_stream(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_db(&db, "CREATE SOURCE t (k VARCHAR, v BIGINT);"
-                     "CREATE STREAM w AS SELECT k, window_start, SUM(v) AS total, COUNT(*) AS n "
-                     "FROM t GROUP BY k, tumble(v, INTERVAL '10' MILLISECOND);"
-                     "CREATE MATERIALIZED VIEW wv AS SELECT * FROM w") == 0);
+  CHECK(
+      open_db(&db,
+              "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+              "CREATE STREAM w AS SELECT k, window_start, SUM(v) AS total, COUNT(*) AS n "
+              "FROM t GROUP BY k, tumble(v, INTERVAL '10' MILLISECOND);"
+              "CREATE MATERIALIZED VIEW wv AS SELECT * FROM w") == 0);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   kv_row rows[] = {{"a", 1, 0, 0}, {"a", 2, 0, 0}, {"b", 15, 0, 0}, {"a", 12, 0, 0}};
@@ -249,7 +267,8 @@ static int test_view_over_window_stream(void) {
   CHECK_TEXT(db, "SELECT * FROM wv ORDER BY window_start, k", "a,0,3,2");
   CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
-  CHECK_TEXT(db, "SELECT * FROM wv ORDER BY window_start, k", "a,0,3,2;a,10,12,1;b,10,15,1");
+  CHECK_TEXT(db, "SELECT * FROM wv ORDER BY window_start, k",
+             "a,0,3,2;a,10,12,1;b,10,15,1");
   laminar_source_close(src);
   laminar_close(db);
   return 0;
@@ -259,27 +278,34 @@ static int test_view_over_window_stream(void) {
 
 static int test_query_errors(void) {
   laminar_db* db;
-  CHECK(open_db(&db, "CREATE SOURCE t (k VARCHAR, v BIGINT);"
-                     "CREATE STREAM s AS SELECT k FROM t;"
-                     "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM t") == 0);
+  CHECK(open_db(&db,
+                "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+                "CREATE STREAM s AS SELECT k FROM t;"
+                "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM t") == 0);
   EXPECT(fails_at(db, true, "SELECT k FROM s", LAMINAR_ERR_SQL_NOT_MATERIALIZED, 1, 15));
-  EXPECT(fails_at(db, true, "SELECT *\n  FROM t", LAMINAR_ERR_SQL_NOT_MATERIALIZED, 2, 8));
+  EXPECT(
+      fails_at(db, true, "SELECT *\n  FROM t", LAMINAR_ERR_SQL_NOT_MATERIALIZED, 2, 8));
   EXPECT(fails_at(db, false, "SELECT k FROM t", LAMINAR_ERR_SQL_NOT_MATERIALIZED, 1, 15));
   EXPECT(fails_at(db, true, "SELECT k FROM nope", LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 1, 15));
   EXPECT(fails_at(db, true, "SELECT zz FROM mv", LAMINAR_ERR_SQL_UNKNOWN_COLUMN, 1, 8));
-  EXPECT(fails_at(db, true, "SELECT k FROM mv ORDER BY 3", LAMINAR_ERR_SQL_UNKNOWN_COLUMN, 1,
+  EXPECT(fails_at(db, true, "SELECT k FROM mv ORDER BY 3", LAMINAR_ERR_SQL_UNKNOWN_COLUMN,
+                  1, 27));
+  EXPECT(fails_at(db, true, "SELECT k FROM mv ORDER BY nope",
+                  LAMINAR_ERR_SQL_UNKNOWN_COLUMN, 1, 27));
+  EXPECT(
+      fails_at(db, true, "SELECT count(*) FROM mv", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 8));
+  EXPECT(fails_at(db, true, "SELECT k FROM mv GROUP BY k", LAMINAR_ERR_SQL_UNSUPPORTED, 1,
                   27));
-  EXPECT(fails_at(db, true, "SELECT k FROM mv ORDER BY nope", LAMINAR_ERR_SQL_UNKNOWN_COLUMN, 1,
-                  27));
-  EXPECT(fails_at(db, true, "SELECT count(*) FROM mv", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 8));
-  EXPECT(fails_at(db, true, "SELECT k FROM mv GROUP BY k", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 27));
-  EXPECT(fails_at(db, true, "SELECT k FROM mv EMIT CHANGES", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 1));
-  EXPECT(fails_at(db, true, "SELECT k FROM mv WHERE v", LAMINAR_ERR_TYPE_MISMATCH, 1, 24));
+  EXPECT(fails_at(db, true, "SELECT k FROM mv EMIT CHANGES", LAMINAR_ERR_SQL_UNSUPPORTED,
+                  1, 1));
+  EXPECT(
+      fails_at(db, true, "SELECT k FROM mv WHERE v", LAMINAR_ERR_TYPE_MISMATCH, 1, 24));
   EXPECT(fails_at(db, true, "SELECT k FROM mv LIMIT -1", LAMINAR_ERR_SQL_SYNTAX, 1, 24));
-  EXPECT(fails_at(db, true, "SELECT k FROM mv ORDER BY k NULLS", LAMINAR_ERR_SQL_SYNTAX, 1, 34));
+  EXPECT(fails_at(db, true, "SELECT k FROM mv ORDER BY k NULLS", LAMINAR_ERR_SQL_SYNTAX,
+                  1, 34));
   EXPECT(fails_at(db, true, "SELECT k FROM mv OFFSET x", LAMINAR_ERR_SQL_SYNTAX, 1, 25));
-  EXPECT(fails_at(db, false, "CREATE VIEW v AS SELECT k FROM t", LAMINAR_ERR_SQL_UNSUPPORTED, 1,
-                  1));
+  EXPECT(fails_at(db, false, "CREATE VIEW v AS SELECT k FROM t",
+                  LAMINAR_ERR_SQL_UNSUPPORTED, 1, 1));
   EXPECT(fails_at(db, false, "CREATE MATERIALIZED VIEW mv AS SELECT k FROM t",
                   LAMINAR_ERR_SQL_DUPLICATE_OBJECT, 1, 26));
   EXPECT(fails_at(db, false, "CREATE MATERIALIZED VIEW o AS SELECT k FROM t ORDER BY k",
@@ -289,18 +315,21 @@ static int test_query_errors(void) {
                   LAMINAR_ERR_SQL_UNSUPPORTED, 1, 1));
   EXPECT(fails_at(db, false, "CREATE MATERIALIZED VIEW x AS SELECT 1 AS _weight FROM t",
                   LAMINAR_ERR_SCHEMA_INVALID, 1, 1));
-  EXPECT(fails_at(db, false,
-                  "CREATE MATERIALIZED VIEW x AS SELECT k, CAST(v AS BIGINT) AS _weight, 1 AS "
-                  "_weight FROM t",
-                  LAMINAR_ERR_SCHEMA_INVALID, 1, 1));
+  EXPECT(fails_at(
+      db, false,
+      "CREATE MATERIALIZED VIEW x AS SELECT k, CAST(v AS BIGINT) AS _weight, 1 AS "
+      "_weight FROM t",
+      LAMINAR_ERR_SCHEMA_INVALID, 1, 1));
   EXPECT(fails_at(db, false,
                   "CREATE STREAM x AS SELECT k, LAST(v) FROM mv\n"
                   "  GROUP BY k, session(v, INTERVAL '1' SECOND)",
                   LAMINAR_ERR_SQL_UNSUPPORTED, 2, 15));
-  EXPECT(fails_at(db, false, "DROP MATERIALIZED VIEW s", LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 1, 24));
+  EXPECT(fails_at(db, false, "DROP MATERIALIZED VIEW s", LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+                  1, 24));
   EXPECT(fails_at(db, true, "EXPLAIN nope", LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 1, 9));
   EXPECT(fails_at(db, true, "EXPLAIN DROP STREAM s", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 9));
-  EXPECT(fails_at(db, true, "EXPLAIN SELECT k FROM s", LAMINAR_ERR_SQL_NOT_MATERIALIZED, 1, 23));
+  EXPECT(fails_at(db, true, "EXPLAIN SELECT k FROM s", LAMINAR_ERR_SQL_NOT_MATERIALIZED,
+                  1, 23));
   laminar_close(db);
   return 0;
 }
@@ -310,10 +339,11 @@ static int test_query_errors(void) {
 static int test_named_sinks(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_db(&db, "CREATE SOURCE t (k VARCHAR, v BIGINT);"
-                     "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM t WHERE v > 0;"
-                     "CREATE STREAM s AS SELECT k FROM t;"
-                     "CREATE SINK out FROM mv; CREATE SINK raw FROM s") == 0);
+  CHECK(open_db(&db,
+                "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+                "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM t WHERE v > 0;"
+                "CREATE STREAM s AS SELECT k FROM t;"
+                "CREATE SINK out FROM mv; CREATE SINK raw FROM s") == 0);
   CHECK_TEXT(db, "SHOW SINKS", "out,mv,subscribe;raw,s,subscribe");
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "out", &sub, &err), LAMINAR_OK, &err);
@@ -331,16 +361,21 @@ static int test_named_sinks(void) {
   CHECK(arr.release != NULL);
   EXPECT(arr.length == 1 && arr.n_children == 3);
   arr.release(&arr);
-  EXPECT(fails_at(db, false, "DROP MATERIALIZED VIEW mv", LAMINAR_ERR_SQL_DEPENDENCY, 1, 24));
-  EXPECT(fails_at(db, false, "CREATE SINK out FROM s", LAMINAR_ERR_SQL_DUPLICATE_OBJECT, 1, 13));
-  EXPECT(fails_at(db, false, "CREATE SINK o2 FROM t", LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 1, 21));
-  EXPECT(fails_at(db, false, "CREATE SINK o2 FROM s WITH (x = 1)", LAMINAR_ERR_CONFIG_KEY, 1,
-                  33));
-  CHECK_CODE(laminar_execute(db, "CREATE SINK IF NOT EXISTS out FROM s", &err), LAMINAR_OK, &err);
+  EXPECT(fails_at(db, false, "DROP MATERIALIZED VIEW mv", LAMINAR_ERR_SQL_DEPENDENCY, 1,
+                  24));
+  EXPECT(fails_at(db, false, "CREATE SINK out FROM s", LAMINAR_ERR_SQL_DUPLICATE_OBJECT,
+                  1, 13));
+  EXPECT(fails_at(db, false, "CREATE SINK o2 FROM t", LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 1,
+                  21));
+  EXPECT(fails_at(db, false, "CREATE SINK o2 FROM s WITH (x = 1)", LAMINAR_ERR_CONFIG_KEY,
+                  1, 33));
+  CHECK_CODE(laminar_execute(db, "CREATE SINK IF NOT EXISTS out FROM s", &err),
+             LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db, "DROP SINK out; DROP SINK raw", &err), LAMINAR_OK, &err);
   CHECK_TEXT(db, "SHOW SINKS", "");
   laminar_subscription* gone;
-  CHECK_CODE(laminar_subscribe(db, "out", &gone, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT, &err);
+  CHECK_CODE(laminar_subscribe(db, "out", &gone, &err), LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+             &err);
   /* The subscription taken through the sink stays on the view. */
   kv_row more[] = {{"c", 3, 0, 0}};
   CHECK(push_kv(src, more, 1, 0, &err) == 0);
@@ -349,8 +384,8 @@ static int test_named_sinks(void) {
   EXPECT(arr.release != NULL && arr.length == 1);
   if (arr.release != NULL) arr.release(&arr);
   CHECK_CODE(laminar_execute(db, "DROP MATERIALIZED VIEW mv", &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_subscription_next(sub, 0, &arr, NULL, &err), LAMINAR_ERR_SUBSCRIPTION_CLOSED,
-             &err);
+  CHECK_CODE(laminar_subscription_next(sub, 0, &arr, NULL, &err),
+             LAMINAR_ERR_SUBSCRIPTION_CLOSED, &err);
   laminar_subscription_close(sub);
   laminar_source_close(src);
   laminar_close(db);
@@ -361,41 +396,48 @@ static int test_named_sinks(void) {
 
 static int test_explain(void) {
   laminar_db* db;
-  CHECK(open_db(&db, "CREATE SOURCE trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts "
-                     "BIGINT, WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);"
-                     "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / "
-                     "SUM(volume) AS vwap FROM trades WHERE price > 0 GROUP BY symbol, "
-                     "tumble(ts, INTERVAL '1' SECOND) HAVING COUNT(*) > 1;"
-                     "CREATE MATERIALIZED VIEW last AS SELECT symbol, vwap FROM vwap;"
-                     "CREATE SINK feed FROM last") == 0);
+  CHECK(
+      open_db(&db,
+              "CREATE SOURCE trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts "
+              "BIGINT, WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);"
+              "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / "
+              "SUM(volume) AS vwap FROM trades WHERE price > 0 GROUP BY symbol, "
+              "tumble(ts, INTERVAL '1' SECOND) HAVING COUNT(*) > 1;"
+              "CREATE MATERIALIZED VIEW last AS SELECT symbol, vwap FROM vwap;"
+              "CREATE SINK feed FROM last") == 0);
   /* One row per operator: id, operator, details, input -> output. */
-  CHECK_TEXT(db, "EXPLAIN vwap",
-             "1,source,trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts BIGINT); "
-             "watermark ts - 100 ms,push,2;"
-             "2,window_aggregate,tumble(ts, 1000 ms) GROUP BY symbol; aggregates "
-             "sum((price * CAST(volume AS DOUBLE))), sum(volume), count(*); WHERE (price > "
-             "CAST(0 AS DOUBLE)); EMIT ON WINDOW CLOSE,1,3;"
-             "3,filter,HAVING (count(*) > CAST(1 AS BIGINT)),2,4;"
-             "4,project,symbol, window_start, (sum((price * CAST(volume AS DOUBLE))) / "
-             "CAST(sum(volume) AS DOUBLE)) AS vwap,3,5;"
-             "5,output,vwap (symbol VARCHAR, window_start BIGINT, vwap DOUBLE),4,"
-             "materialized view last");
-  CHECK_TEXT(db, "EXPLAIN last",
-             "1,stream,vwap (symbol VARCHAR, window_start BIGINT, vwap DOUBLE); EXPLAIN vwap "
-             "shows its plan,,2;"
-             "2,project,symbol, vwap,1,3;"
-             "3,materialize,Z-set of the rows: each input row adds 1; forwards the changes it "
-             "applied (_weight),2,4;"
-             "4,output,last (symbol VARCHAR, vwap DOUBLE),3,sink feed");
-  CHECK_TEXT(db, "EXPLAIN CREATE STREAM x AS SELECT symbol, vwap * 2 AS v2 FROM last "
-                 "WHERE symbol = 'A'",
-             "1,materialized view,last (symbol VARCHAR, vwap DOUBLE, _weight BIGINT NOT NULL), "
-             "a changelog; EXPLAIN last shows its plan,,2;"
-             "2,filter,WHERE (symbol = 'A'),1,3;"
-             "3,project,symbol, (vwap * CAST(2 AS DOUBLE)) AS v2, _weight,2,4;"
-             "4,output,x (symbol VARCHAR, v2 DOUBLE, _weight BIGINT),3,"
-             "(not created: EXPLAIN only)");
-  CHECK_TEXT(db, "EXPLAIN SELECT symbol FROM last WHERE vwap > 1 ORDER BY vwap DESC LIMIT 3",
+  CHECK_TEXT(
+      db, "EXPLAIN vwap",
+      "1,source,trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts BIGINT); "
+      "watermark ts - 100 ms,push,2;"
+      "2,window_aggregate,tumble(ts, 1000 ms) GROUP BY symbol; aggregates "
+      "sum((price * CAST(volume AS DOUBLE))), sum(volume), count(*); WHERE (price > "
+      "CAST(0 AS DOUBLE)); EMIT ON WINDOW CLOSE,1,3;"
+      "3,filter,HAVING (count(*) > CAST(1 AS BIGINT)),2,4;"
+      "4,project,symbol, window_start, (sum((price * CAST(volume AS DOUBLE))) / "
+      "CAST(sum(volume) AS DOUBLE)) AS vwap,3,5;"
+      "5,output,vwap (symbol VARCHAR, window_start BIGINT, vwap DOUBLE),4,"
+      "materialized view last");
+  CHECK_TEXT(
+      db, "EXPLAIN last",
+      "1,stream,vwap (symbol VARCHAR, window_start BIGINT, vwap DOUBLE); EXPLAIN vwap "
+      "shows its plan,,2;"
+      "2,project,symbol, vwap,1,3;"
+      "3,materialize,Z-set of the rows: each input row adds 1; forwards the changes it "
+      "applied (_weight),2,4;"
+      "4,output,last (symbol VARCHAR, vwap DOUBLE),3,sink feed");
+  CHECK_TEXT(
+      db,
+      "EXPLAIN CREATE STREAM x AS SELECT symbol, vwap * 2 AS v2 FROM last "
+      "WHERE symbol = 'A'",
+      "1,materialized view,last (symbol VARCHAR, vwap DOUBLE, _weight BIGINT NOT NULL), "
+      "a changelog; EXPLAIN last shows its plan,,2;"
+      "2,filter,WHERE (symbol = 'A'),1,3;"
+      "3,project,symbol, (vwap * CAST(2 AS DOUBLE)) AS v2, _weight,2,4;"
+      "4,output,x (symbol VARCHAR, v2 DOUBLE, _weight BIGINT),3,"
+      "(not created: EXPLAIN only)");
+  CHECK_TEXT(db,
+             "EXPLAIN SELECT symbol FROM last WHERE vwap > 1 ORDER BY vwap DESC LIMIT 3",
              "1,scan,last (symbol VARCHAR, vwap DOUBLE),materialized view,2;"
              "2,filter,WHERE (vwap > CAST(1 AS DOUBLE)),1,3;"
              "3,project,symbol, vwap,2,4;"
@@ -403,8 +445,9 @@ static int test_explain(void) {
              "5,limit,LIMIT 3 OFFSET 0 (rows a view holds k times count k times),4,6;"
              "6,output,result (symbol VARCHAR),5,laminar_query");
   /* Nothing was created by EXPLAIN. */
-  CHECK_TEXT(db, "SHOW STREAMS", "vwap,trades,window_aggregate(tumble 1000 ms on column 3, 1 "
-                                 "keys, 3 aggregates, filtered) -> project(3 columns, having)");
+  CHECK_TEXT(db, "SHOW STREAMS",
+             "vwap,trades,window_aggregate(tumble 1000 ms on column 3, 1 "
+             "keys, 3 aggregates, filtered) -> project(3 columns, having)");
   laminar_close(db);
   return 0;
 }
@@ -417,7 +460,8 @@ static int test_variables(void) {
   CHECK_CODE(laminar_config_create(&cfg), LAMINAR_OK, NULL);
   CHECK_CODE(laminar_config_set(cfg, "var.T", "t", &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_config_set(cfg, "VAR.lim", "1", &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_config_set(cfg, "var.lim", "2", &err), LAMINAR_OK, &err); /* replaces */
+  CHECK_CODE(laminar_config_set(cfg, "var.lim", "2", &err), LAMINAR_OK,
+             &err); /* replaces */
   CHECK_CODE(laminar_config_set(cfg, "var.view.name", "mv", &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_config_set(cfg, "var.BAD", "m v", &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_config_set(cfg, "var.1x", "1", &err), LAMINAR_ERR_CONFIG_KEY, &err);
@@ -426,9 +470,10 @@ static int test_variables(void) {
   laminar_db* db;
   CHECK_CODE(laminar_open(cfg, &db, &err), LAMINAR_OK, &err);
   laminar_config_destroy(cfg); /* the database keeps its own copy */
-  CHECK_CODE(laminar_execute(db, "CREATE SOURCE ${T} (k VARCHAR, v BIGINT); -- ${NOT_SET}\n"
-                                 "CREATE MATERIALIZED VIEW ${view.name} AS /* ${NOR} */ "
-                                 "SELECT k, v FROM ${T} WHERE k <> '${T}'",
+  CHECK_CODE(laminar_execute(db,
+                             "CREATE SOURCE ${T} (k VARCHAR, v BIGINT); -- ${NOT_SET}\n"
+                             "CREATE MATERIALIZED VIEW ${view.name} AS /* ${NOR} */ "
+                             "SELECT k, v FROM ${T} WHERE k <> '${T}'",
                              &err),
              LAMINAR_OK, &err);
   laminar_source* src;
@@ -446,8 +491,8 @@ static int test_variables(void) {
                   LAMINAR_ERR_SQL_UNKNOWN_COLUMN, 1, 34));
   EXPECT(fails_at(db, true, "SELECT '${lim}${lim}${lim}', zz FROM mv",
                   LAMINAR_ERR_SQL_UNKNOWN_COLUMN, 1, 30));
-  EXPECT(fails_at(db, true, "SELECT k FROM ${BAD} WHERE k = 'a'", LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
-                  1, 15)); /* inside a value: its ${ */
+  EXPECT(fails_at(db, true, "SELECT k FROM ${BAD} WHERE k = 'a'",
+                  LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 1, 15)); /* inside a value: its ${ */
   EXPECT(fails_at(db, false, "CREATE STREAM s2 AS SELECT k FROM ${T}\n  WHERE ${T} ==",
                   LAMINAR_ERR_SQL_SYNTAX, 2, 15));
   EXPECT(fails_at(db, true, "SELECT ${ bad} FROM mv", LAMINAR_ERR_SQL_SYNTAX, 1, 8));
@@ -459,8 +504,8 @@ static int test_variables(void) {
 /* ---- the materialize operator: snapshot / restore (white-box) ---------------------------- */
 
 /* Feed the operator one chunk of (k, v, w) rows; k NULL = SQL NULL. */
-static laminar_code feed(lm_op* op, const char* const* k, const int64_t* v, const int64_t* w,
-                         int64_t n) {
+static laminar_code feed(lm_op* op, const char* const* k, const int64_t* v,
+                         const int64_t* w, int64_t n) {
   lm_str ks[16];
   uint8_t knull[16];
   for (int64_t i = 0; i < n; i++) {
@@ -486,7 +531,8 @@ static void content(const lm_op* op, char* out, size_t cap) {
       const lm_str* ks = rows.cols[0].data;
       bool null = rows.cols[0].nulls != NULL && rows.cols[0].nulls[r];
       snprintf(items[r], sizeof items[r], "%.*s:%lld*%lld", null ? 4 : (int)ks[r].len,
-               null ? "NULL" : ks[r].ptr, (long long)((const int64_t*)rows.cols[1].data)[r],
+               null ? "NULL" : ks[r].ptr,
+               (long long)((const int64_t*)rows.cols[1].data)[r],
                (long long)rows.weights[r]);
     }
     qsort(items, (size_t)n, sizeof items[0], (int (*)(const void*, const void*))strcmp);
@@ -533,7 +579,8 @@ static int test_operator_snapshot_restore(void) {
   }
   char before[4096], after[4096];
   content(op, before, sizeof before);
-  EXPECT(lm_op_view_rows(op) == 41 && lm_op_view_retract_errors(op) == 0); /* v % 50 == 0 */
+  EXPECT(lm_op_view_rows(op) == 41 &&
+         lm_op_view_retract_errors(op) == 0); /* v % 50 == 0 */
   const char* k2[] = {"zz", "key-0050-padding-padding-padding", "new"};
   int64_t v2[] = {1, 50, 7}, w2[] = {-1, -5, 1};
   CHECK_CODE(feed(op, k2, v2, w2, 3), LAMINAR_OK, NULL);
@@ -562,7 +609,8 @@ static int test_operator_snapshot_restore(void) {
   for (size_t at = 0; at < wr.len; at++) {
     wr.data[at] ^= 0x5a;
     lm_state_reader_init(&rd, wr.data, wr.len);
-    if (lm_op_chain_restore(back, &rd, &err) == LAMINAR_OK) content(back, after, sizeof after);
+    if (lm_op_chain_restore(back, &rd, &err) == LAMINAR_OK)
+      content(back, after, sizeof after);
     wr.data[at] ^= 0x5a;
   }
   /* A restored view goes on applying changes. */

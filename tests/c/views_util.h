@@ -21,15 +21,16 @@ typedef struct kv_row {
 } kv_row;
 
 /* Build and push rows; with_weight adds the _weight column. 0 on success. */
-static inline int push_kv(laminar_source* src, const kv_row* rows, int64_t n, int with_weight,
-                          laminar_error* err) {
+static inline int push_kv(laminar_source* src, const kv_row* rows, int64_t n,
+                          int with_weight, laminar_error* err) {
   struct ArrowSchema s;
   struct ArrowArray a;
   int ncols = with_weight ? 3 : 2;
   ArrowSchemaInit(&s);
   if (ArrowSchemaSetTypeStruct(&s, ncols) != NANOARROW_OK) return 1;
   const char* names[3] = {"k", "v", "_weight"};
-  enum ArrowType types[3] = {NANOARROW_TYPE_STRING, NANOARROW_TYPE_INT64, NANOARROW_TYPE_INT64};
+  enum ArrowType types[3] = {NANOARROW_TYPE_STRING, NANOARROW_TYPE_INT64,
+                             NANOARROW_TYPE_INT64};
   for (int i = 0; i < ncols; i++) {
     if (ArrowSchemaSetType(s.children[i], types[i]) != NANOARROW_OK) return 1;
     if (ArrowSchemaSetName(s.children[i], names[i]) != NANOARROW_OK) return 1;
@@ -56,8 +57,9 @@ static inline int push_kv(laminar_source* src, const kv_row* rows, int64_t n, in
 }
 
 /* Append row r of a struct array (viewed) as "c1,c2,..." to out. */
-static inline void render_row(const struct ArrowSchema* schema, struct ArrowArrayView* view,
-                              int64_t r, char* out, size_t cap) {
+static inline void render_row(const struct ArrowSchema* schema,
+                              struct ArrowArrayView* view, int64_t r, char* out,
+                              size_t cap) {
   for (int64_t c = 0; c < schema->n_children; c++) {
     size_t len = strlen(out);
     const char* sep = c > 0 ? "," : "";
@@ -98,8 +100,8 @@ static inline void one_batch_free(struct ArrowArrayStream* st, result_view* rv) 
 
 /* Run `sql` through laminar_query and render every row, rows joined by ';'.
  * Returns the call's code (the stream is released either way). */
-static inline laminar_code query_text(laminar_db* db, const char* sql, char* out, size_t cap,
-                                      laminar_error* err) {
+static inline laminar_code query_text(laminar_db* db, const char* sql, char* out,
+                                      size_t cap, laminar_error* err) {
   out[0] = '\0';
   struct ArrowArrayStream st;
   laminar_code rc = laminar_query(db, sql, &st, err);
@@ -128,7 +130,8 @@ static inline laminar_code query_text(laminar_db* db, const char* sql, char* out
 
 /* The value of metric (kind "stream", name, metric) from laminar_metrics, or
  * INT64_MIN when absent. */
-static inline int64_t stream_metric(laminar_db* db, const char* name, const char* metric) {
+static inline int64_t stream_metric(laminar_db* db, const char* name,
+                                    const char* metric) {
   char text[8192];
   laminar_error err;
   struct ArrowArrayStream st;

@@ -67,7 +67,8 @@ static const char* const EXTRA_DIRS[] = {"extra", "merged"};
 
 /* The second source and the union, with its sink (at every open). */
 static const char* UNION_DDL =
-    "CREATE SOURCE quotes (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
+    "CREATE SOURCE quotes (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
+    "BIGINT,\n"
     "  WATERMARK FOR ts AS ts - INTERVAL '30' MILLISECOND);\n"
     "CREATE STREAM merged AS SELECT symbol, window_start, COUNT(*) AS n, SUM(v) AS v\n"
     "  FROM (SELECT symbol, volume AS v, ts FROM trades UNION ALL\n"
@@ -89,9 +90,10 @@ static int extra_ddl(laminar_db* db, const char* dir, int64_t next) {
   CHECK_CODE(rc, LAMINAR_OK, &err);
   if (!v2) return 0;
   char sink[512], sinks[128];
-  snprintf(sink, sizeof sink,
-           "CREATE SINK extra_out FROM extra INTO FILE (path = '%s/%s', format = 'jsonl')",
-           sinks_dir(dir, sinks, sizeof sinks), EXTRA_DIRS[0]);
+  snprintf(
+      sink, sizeof sink,
+      "CREATE SINK extra_out FROM extra INTO FILE (path = '%s/%s', format = 'jsonl')",
+      sinks_dir(dir, sinks, sizeof sinks), EXTRA_DIRS[0]);
   CHECK_CODE(laminar_execute(db, sink, &err), LAMINAR_OK, &err);
   return 0;
 }
@@ -115,8 +117,8 @@ static void remove_all(const char* dir) { remove_db(dir); /* the extra sink's to
  * number) to the end: batch b to trades then to quotes, a run, a checkpoint
  * after every 7th; the extra stream as it is before each batch; the final
  * watermarks and checkpoint. 0, or the step that failed (> 4). */
-static int run_rest(laminar_db* db, const char* dir, laminar_source* src, laminar_source* quotes,
-                    volatile int* phase) {
+static int run_rest(laminar_db* db, const char* dir, laminar_source* src,
+                    laminar_source* quotes, volatile int* phase) {
   laminar_error err;
   int64_t off, off_q;
   if (laminar_source_offset(src, &off, &err) != LAMINAR_OK ||
@@ -139,7 +141,8 @@ static int run_rest(laminar_db* db, const char* dir, laminar_source* src, lamina
     }
   }
   *phase = PH_FINISH;
-  if (laminar_source_watermark(quotes, INT64_MAX, &err) != LAMINAR_OK || finish(db, src) != 0)
+  if (laminar_source_watermark(quotes, INT64_MAX, &err) != LAMINAR_OK ||
+      finish(db, src) != 0)
     return 8;
   return 0;
 }
@@ -154,7 +157,8 @@ static int open_all(const char* dir, int cores, laminar_db** db, laminar_source*
     fprintf(stderr, "open: %s\n", err.message);
     return 3;
   }
-  if (laminar_execute(*db, DDL, &err) != LAMINAR_OK || laminar_execute(*db, sql, &err) != LAMINAR_OK)
+  if (laminar_execute(*db, DDL, &err) != LAMINAR_OK ||
+      laminar_execute(*db, sql, &err) != LAMINAR_OK)
     return 4;
   snprintf(sql, sizeof sql, UNION_DDL, sinks_dir(dir, sinks, sizeof sinks));
   if (laminar_execute(*db, sql, &err) != LAMINAR_OK ||
@@ -175,7 +179,8 @@ static char* reference_all(void) {
   laminar_source* quotes = NULL;
   char* out = NULL;
   int phase;
-  if (open_all(dir, 1, &db, &src, &quotes) == 0 && run_rest(db, dir, src, quotes, &phase) == 0)
+  if (open_all(dir, 1, &db, &src, &quotes) == 0 &&
+      run_rest(db, dir, src, quotes, &phase) == 0)
     out = all_output(dir);
   laminar_source_close(src);
   laminar_source_close(quotes);
@@ -243,11 +248,14 @@ static int test_sigkill_loop(void) {
   for (size_t i = 0; i < sizeof SINK_DIRS / sizeof SINK_DIRS[0] + 2; i++) {
     char head[64]; /* every sink has rows to lose: a section is never empty */
     const size_t nbase = sizeof SINK_DIRS / sizeof SINK_DIRS[0];
-    snprintf(head, sizeof head, "--- %s\n", i < nbase ? SINK_DIRS[i] : EXTRA_DIRS[i - nbase]);
+    snprintf(head, sizeof head, "--- %s\n",
+             i < nbase ? SINK_DIRS[i] : EXTRA_DIRS[i - nbase]);
     const char* at = strstr(want, head);
-    CHECK(at != NULL && at[strlen(head)] != '\0' && strncmp(at + strlen(head), "---", 3) != 0);
+    CHECK(at != NULL && at[strlen(head)] != '\0' &&
+          strncmp(at + strlen(head), "---", 3) != 0);
   }
-  volatile int* phase = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  volatile int* phase =
+      mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   CHECK(phase != MAP_FAILED);
   uint64_t seed = lm_test_seed(), r = seed | 1;
   int kills = 0, episodes = 0, runs = 0, mismatches = 0;
@@ -309,20 +317,25 @@ static int test_sigkill_loop(void) {
     char* got = all_output(dir);
     if (strcmp(got, want) != 0) {
       mismatches++;
-      fprintf(stderr, "episode %d: output differs\n--- got\n%s--- want\n%s", episodes, got, want);
+      fprintf(stderr, "episode %d: output differs\n--- got\n%s--- want\n%s", episodes,
+              got, want);
     }
     free(got);
     remove_all(dir);
     if (mismatches) break;
   }
-  fprintf(stderr, "crash: kills=%d episodes=%d runs=%d mismatched_episodes=%d match=%s seed=%llu\n",
-          kills, episodes, runs, mismatches, mismatches ? "no" : "yes",
-          (unsigned long long)seed);
+  fprintf(
+      stderr,
+      "crash: kills=%d episodes=%d runs=%d mismatched_episodes=%d match=%s seed=%llu\n",
+      kills, episodes, runs, mismatches, mismatches ? "no" : "yes",
+      (unsigned long long)seed);
   fprintf(stderr, "crash: kills by phase:");
   for (int i = 0; i < PH_COUNT; i++) fprintf(stderr, " %s=%d", PHASES[i], hist[i]);
-  fprintf(stderr, "\ncrash: kills by cores: 1=%d 2=%d; restarts with another core count: %d\n",
+  fprintf(stderr,
+          "\ncrash: kills by cores: 1=%d 2=%d; restarts with another core count: %d\n",
           kills_cores[1], kills_cores[2], switches);
-  fprintf(stderr, "crash: second openers refused=%d two_owners=%d\n", refused, two_owners);
+  fprintf(stderr, "crash: second openers refused=%d two_owners=%d\n", refused,
+          two_owners);
   EXPECT(kills_cores[1] > 0 && kills_cores[2] > 0 && switches > 0);
   EXPECT(refused > 0 && two_owners == 0);
   munmap((void*)phase, 4096);

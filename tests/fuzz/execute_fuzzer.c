@@ -26,7 +26,8 @@
 
 /* The database every input starts from. */
 static const char LM_FUZZ_EXECUTE_SETUP[] =
-    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT, "
+    "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
+    "BIGINT, "
     "WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND)";
 
 /* Streams followed per input, and result batches drained per subscription. */
@@ -35,10 +36,10 @@ static const char LM_FUZZ_EXECUTE_SETUP[] =
 
 /* Report the failed invariant's line (the stack comes from the sanitizer's
  * abort handler or the debugger) and abort. */
-#define LM_FUZZ_FAIL()                                                              \
-  do {                                                                              \
+#define LM_FUZZ_FAIL()                                                             \
+  do {                                                                             \
     fprintf(stderr, "%s:%d: execute fuzz invariant failed\n", __FILE__, __LINE__); \
-    abort();                                                                        \
+    abort();                                                                       \
   } while (0)
 
 /* Abort unless a failed call's error follows the laminar.h contract. */
@@ -67,7 +68,8 @@ static void lm_fuzz_drain_rows(struct ArrowArrayStream* st, char** names, int* n
     struct ArrowError error;
     if (ArrowArrayViewInitFromSchema(&view, &schema, &error) != NANOARROW_OK ||
         ArrowArrayViewSetArray(&view, &array, &error) != NANOARROW_OK ||
-        ArrowArrayViewValidate(&view, NANOARROW_VALIDATION_LEVEL_FULL, &error) != NANOARROW_OK) {
+        ArrowArrayViewValidate(&view, NANOARROW_VALIDATION_LEVEL_FULL, &error) !=
+            NANOARROW_OK) {
       LM_FUZZ_FAIL();
     }
     if (names != NULL) {
@@ -101,12 +103,14 @@ static void lm_fuzz_push(laminar_source* src, bool dict, int64_t ts0) {
   struct ArrowArray array = {0};
   struct ArrowSchema schema = {0};
   laminar_error err;
-  if (build_trades(rows, (int64_t)(sizeof rows / sizeof rows[0]), dict, &array, &schema) != 0) {
+  if (build_trades(rows, (int64_t)(sizeof rows / sizeof rows[0]), dict, &array,
+                   &schema) != 0) {
     LM_FUZZ_FAIL();
   }
   laminar_code rc = laminar_source_push(src, &array, &schema, &err);
   lm_fuzz_check_error(rc, &err);
-  if (rc == LAMINAR_OK && array.release != NULL) LM_FUZZ_FAIL(); /* must have been moved */
+  if (rc == LAMINAR_OK && array.release != NULL)
+    LM_FUZZ_FAIL(); /* must have been moved */
   if (array.release != NULL) array.release(&array);
   schema.release(&schema);
 }
@@ -144,7 +148,8 @@ int lm_fuzz_execute(const uint8_t* data, size_t size) {
   laminar_code rc = laminar_execute(db, sql, &err);
   lm_fuzz_check_error(rc, &err);
   /* laminar_execute(): a failing statement's error names its line:column. */
-  if ((rc / 1000 == 1 || rc / 1000 == 2) && (err.line < 1 || err.column < 1)) LM_FUZZ_FAIL();
+  if ((rc / 1000 == 1 || rc / 1000 == 2) && (err.line < 1 || err.column < 1))
+    LM_FUZZ_FAIL();
 
   /* The input as a query too: only a lone SHOW/DESCRIBE may return rows. */
   struct ArrowArrayStream st;
@@ -180,7 +185,8 @@ int lm_fuzz_execute(const uint8_t* data, size_t size) {
     if (laminar_schema(db, names[i], &schema, &err) != LAMINAR_OK) LM_FUZZ_FAIL();
     schema.release(&schema);
 
-    if (laminar_subscribe(db, names[i], &subs[n_subs], &err) != LAMINAR_OK) LM_FUZZ_FAIL();
+    if (laminar_subscribe(db, names[i], &subs[n_subs], &err) != LAMINAR_OK)
+      LM_FUZZ_FAIL();
     n_subs++;
   }
 
@@ -199,7 +205,8 @@ int lm_fuzz_execute(const uint8_t* data, size_t size) {
   }
   for (int i = 0; i < n_names; i++) {
     int64_t late = -1;
-    if (laminar_stream_late_rows(db, names[i], &late, &err) != LAMINAR_OK || late < 0) LM_FUZZ_FAIL();
+    if (laminar_stream_late_rows(db, names[i], &late, &err) != LAMINAR_OK || late < 0)
+      LM_FUZZ_FAIL();
   }
 
   laminar_source_close(src);

@@ -48,8 +48,8 @@ static int64_t field_index(const struct ArrowSchema* s, const char* name) {
 }
 
 /* Row `row` of a utf8 ("u") or large utf8 ("U") column, as pointer + length. */
-static int get_string(const struct ArrowSchema* s, const struct ArrowArray* a, int64_t row,
-                      const char** out, int64_t* len) {
+static int get_string(const struct ArrowSchema* s, const struct ArrowArray* a,
+                      int64_t row, const char** out, int64_t* len) {
   int64_t i = a->offset + row;
   const char* data = (const char*)a->buffers[2];
   if (strcmp(s->format, "u") == 0) {
@@ -100,7 +100,8 @@ int main(void) {
   if (laminar_source_open(db, "trades", &src, &err) != LAMINAR_OK) {
     return fail("source_open", &err);
   }
-  if (laminar_subscribe(db, "vwap", &sub, &err) != LAMINAR_OK) return fail("subscribe", &err);
+  if (laminar_subscribe(db, "vwap", &sub, &err) != LAMINAR_OK)
+    return fail("subscribe", &err);
 
   /* One batch, three trades, as a struct array of four columns. */
   static const int32_t sym_offsets[] = {0, 4, 8, 12};
@@ -120,8 +121,8 @@ int main(void) {
       {3, 0, 0, 2, 0, ts_buffers, NULL, NULL, release_column, NULL},
   };
   struct ArrowArray* column_ptrs[] = {&columns[0], &columns[1], &columns[2], &columns[3]};
-  struct ArrowArray batch = {3, 0, 0, 1, 4, batch_buffers, column_ptrs, NULL,
-                             release_batch, NULL};
+  struct ArrowArray batch = {
+      3, 0, 0, 1, 4, batch_buffers, column_ptrs, NULL, release_batch, NULL};
 
   struct ArrowSchema fields[4] = {
       {"u", "symbol", NULL, 0, 0, NULL, NULL, release_field, NULL},
@@ -130,7 +131,8 @@ int main(void) {
       {"l", "ts", NULL, ARROW_FLAG_NULLABLE, 0, NULL, NULL, release_field, NULL},
   };
   struct ArrowSchema* field_ptrs[] = {&fields[0], &fields[1], &fields[2], &fields[3]};
-  struct ArrowSchema schema = {"+s", "", NULL, 0, 4, field_ptrs, NULL, release_field, NULL};
+  struct ArrowSchema schema = {"+s",       "",   NULL,          0,   4,
+                               field_ptrs, NULL, release_field, NULL};
 
   /* On success the batch is moved into the engine (batch.release becomes NULL);
    * the engine calls its release callback once it no longer needs the buffers. */
@@ -174,7 +176,8 @@ int main(void) {
         const char* sym;
         int64_t len;
         int64_t row = out.offset + r;
-        if (!get_string(out_schema.children[i_sym], out.children[i_sym], row, &sym, &len) ||
+        if (!get_string(out_schema.children[i_sym], out.children[i_sym], row, &sym,
+                        &len) ||
             is_null(ws, row) || is_null(vw, row) || is_null(n, row)) {
           bad = 1;
           continue;
@@ -182,13 +185,13 @@ int main(void) {
         int64_t w = ((const int64_t*)ws->buffers[1])[ws->offset + row];
         double v = ((const double*)vw->buffers[1])[vw->offset + row];
         int64_t cnt = ((const int64_t*)n->buffers[1])[n->offset + row];
-        printf("%.*s window_start=%" PRId64 " vwap=%.4f n=%" PRId64 "\n", (int)len, sym, w,
-               v, cnt);
-        if (len == 4 && memcmp(sym, "AAPL", 4) == 0 && w == 1000 &&
-            near(v, 17.5) && cnt == 2) {
+        printf("%.*s window_start=%" PRId64 " vwap=%.4f n=%" PRId64 "\n", (int)len, sym,
+               w, v, cnt);
+        if (len == 4 && memcmp(sym, "AAPL", 4) == 0 && w == 1000 && near(v, 17.5) &&
+            cnt == 2) {
           seen_aapl++;
-        } else if (len == 4 && memcmp(sym, "MSFT", 4) == 0 && w == 1000 &&
-                   near(v, 5.0) && cnt == 1) {
+        } else if (len == 4 && memcmp(sym, "MSFT", 4) == 0 && w == 1000 && near(v, 5.0) &&
+                   cnt == 1) {
           seen_msft++;
         } else {
           bad = 1;

@@ -63,13 +63,14 @@ static PyObject* capsule_pointer(PyObject* self, PyObject* args) {
       return PyErr_Format(PyExc_TypeError,
                           "expected a PyCapsule named '%s', got one named None", name);
     }
-    return PyErr_Format(PyExc_TypeError, "expected a PyCapsule named '%s', got one named '%s'",
-                        name, got);
+    return PyErr_Format(PyExc_TypeError,
+                        "expected a PyCapsule named '%s', got one named '%s'", name, got);
   }
   void* pointer = PyCapsule_GetPointer(capsule, got);
   if (pointer == NULL) {
     PyErr_Clear();
-    return PyErr_Format(PyExc_TypeError, "the PyCapsule named '%s' holds a NULL pointer", name);
+    return PyErr_Format(PyExc_TypeError, "the PyCapsule named '%s' holds a NULL pointer",
+                        name);
   }
   return PyLong_FromVoidPtr(pointer);
 }
@@ -112,9 +113,12 @@ static PyObject* capsule_take(PyObject* self, PyObject* args) {
   /* Move: the new struct owns what the old one did; the old one is released. The
    * release member sits at a different offset in each struct. */
   memcpy(to, from, size);
-  if (kind == k_schema) ((struct ArrowSchema*)from)->release = NULL;
-  else if (kind == k_array) ((struct ArrowArray*)from)->release = NULL;
-  else ((struct ArrowArrayStream*)from)->release = NULL;
+  if (kind == k_schema)
+    ((struct ArrowSchema*)from)->release = NULL;
+  else if (kind == k_array)
+    ((struct ArrowArray*)from)->release = NULL;
+  else
+    ((struct ArrowArrayStream*)from)->release = NULL;
   return capsule;
 }
 
@@ -125,8 +129,14 @@ static PyMethodDef k_methods[] = {
      "take(name, address) -> capsule: move the Arrow struct at address into a capsule."},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef k_module = {PyModuleDef_HEAD_INIT, "laminardb._capsule",
-                                      "Arrow PyCapsules at the C level (see _capsule.c).", -1,
-                                      k_methods, NULL, NULL, NULL, NULL};
+static struct PyModuleDef k_module = {PyModuleDef_HEAD_INIT,
+                                      "laminardb._capsule",
+                                      "Arrow PyCapsules at the C level (see _capsule.c).",
+                                      -1,
+                                      k_methods,
+                                      NULL,
+                                      NULL,
+                                      NULL,
+                                      NULL};
 
 PyMODINIT_FUNC PyInit__capsule(void) { return PyModule_Create(&k_module); }

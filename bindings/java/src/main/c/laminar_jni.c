@@ -177,14 +177,15 @@ JNIEXPORT jlong JNICALL Java_org_laminardb_Native_open(JNIEnv* env, jclass cls,
   return (jlong)(intptr_t)db;
 }
 
-JNIEXPORT void JNICALL Java_org_laminardb_Native_close(JNIEnv* env, jclass cls, jlong db) {
+JNIEXPORT void JNICALL Java_org_laminardb_Native_close(JNIEnv* env, jclass cls,
+                                                       jlong db) {
   (void)cls;
   laminar_code code = laminar_close(DB(db));
   failed(env, code, NULL);
 }
 
-JNIEXPORT void JNICALL Java_org_laminardb_Native_execute(JNIEnv* env, jclass cls, jlong db,
-                                                         jbyteArray sql_bytes) {
+JNIEXPORT void JNICALL Java_org_laminardb_Native_execute(JNIEnv* env, jclass cls,
+                                                         jlong db, jbyteArray sql_bytes) {
   (void)cls;
   char* sql = text_of(env, sql_bytes);
   if (sql == NULL) return;
@@ -202,14 +203,15 @@ JNIEXPORT void JNICALL Java_org_laminardb_Native_query(JNIEnv* env, jclass cls, 
   char* sql = text_of(env, sql_bytes);
   if (sql == NULL) return;
   laminar_error err;
-  laminar_code code = laminar_query(DB(db), sql, PTR(struct ArrowArrayStream, stream), &err);
+  laminar_code code =
+      laminar_query(DB(db), sql, PTR(struct ArrowArrayStream, stream), &err);
   free(sql);
   failed(env, code, &err);
 }
 
 /* laminar_metrics into the ArrowArrayStream at `stream`. */
-JNIEXPORT void JNICALL Java_org_laminardb_Native_metrics(JNIEnv* env, jclass cls, jlong db,
-                                                         jlong stream) {
+JNIEXPORT void JNICALL Java_org_laminardb_Native_metrics(JNIEnv* env, jclass cls,
+                                                         jlong db, jlong stream) {
   (void)cls;
   laminar_error err;
   failed(env, laminar_metrics(DB(db), PTR(struct ArrowArrayStream, stream), &err), &err);
@@ -228,7 +230,8 @@ JNIEXPORT void JNICALL Java_org_laminardb_Native_schema(JNIEnv* env, jclass cls,
   failed(env, code, &err);
 }
 
-JNIEXPORT void JNICALL Java_org_laminardb_Native_start(JNIEnv* env, jclass cls, jlong db) {
+JNIEXPORT void JNICALL Java_org_laminardb_Native_start(JNIEnv* env, jclass cls,
+                                                       jlong db) {
   (void)cls;
   laminar_error err;
   failed(env, laminar_start(DB(db), &err), &err);
@@ -332,13 +335,13 @@ JNIEXPORT jboolean JNICALL Java_org_laminardb_Native_sourcePushTimeout(
 /* Push without waiting (laminar_source_try_push). Returns JNI_TRUE when the core
  * took the array, JNI_FALSE when the queue was full (LAMINAR_ERR_QUEUE_FULL: the
  * array is untouched, nothing ingested); throws on any other failure. */
-JNIEXPORT jboolean JNICALL Java_org_laminardb_Native_sourceTryPush(JNIEnv* env, jclass cls,
-                                                                   jlong source, jlong array,
-                                                                   jlong schema) {
+JNIEXPORT jboolean JNICALL Java_org_laminardb_Native_sourceTryPush(
+    JNIEnv* env, jclass cls, jlong source, jlong array, jlong schema) {
   (void)cls;
   laminar_error err;
-  laminar_code code = laminar_source_try_push(SRC(source), PTR(struct ArrowArray, array),
-                                              PTR(const struct ArrowSchema, schema), &err);
+  laminar_code code =
+      laminar_source_try_push(SRC(source), PTR(struct ArrowArray, array),
+                              PTR(const struct ArrowSchema, schema), &err);
   if (code == LAMINAR_ERR_QUEUE_FULL) return JNI_FALSE;
   return failed(env, code, &err) ? JNI_FALSE : JNI_TRUE;
 }
@@ -371,9 +374,8 @@ JNIEXPORT jlong JNICALL Java_org_laminardb_Native_sourcePushBatch(JNIEnv* env, j
   }
   int64_t pushed = 0;
   laminar_error err;
-  laminar_code code = laminar_source_push_batch(SRC(source), run, (int64_t)n,
-                                                PTR(const struct ArrowSchema, schema),
-                                                &pushed, &err);
+  laminar_code code = laminar_source_push_batch(
+      SRC(source), run, (int64_t)n, PTR(const struct ArrowSchema, schema), &pushed, &err);
   for (jsize i = 0; i < n; i++) { /* what the core did not take goes back */
     if (run[i].release != NULL) *PTR(struct ArrowArray, address[i]) = run[i];
   }
@@ -386,11 +388,13 @@ JNIEXPORT jlong JNICALL Java_org_laminardb_Native_sourcePushBatch(JNIEnv* env, j
 /* laminar_source_has_capacity: whether the queue has room for n messages now. */
 JNIEXPORT jboolean JNICALL Java_org_laminardb_Native_sourceHasCapacity(JNIEnv* env,
                                                                        jclass cls,
-                                                                       jlong source, jlong n) {
+                                                                       jlong source,
+                                                                       jlong n) {
   (void)cls;
   int32_t room = 0;
   laminar_error err;
-  if (failed(env, laminar_source_has_capacity(SRC(source), (int64_t)n, &room, &err), &err)) {
+  if (failed(env, laminar_source_has_capacity(SRC(source), (int64_t)n, &room, &err),
+             &err)) {
     return JNI_FALSE;
   }
   return room ? JNI_TRUE : JNI_FALSE;
@@ -445,8 +449,8 @@ JNIEXPORT jint JNICALL Java_org_laminardb_Native_subscriptionNext(JNIEnv* env, j
   (void)cls;
   struct ArrowArray* out = PTR(struct ArrowArray, array);
   laminar_error err;
-  laminar_code code = laminar_subscription_next(SUB(sub), (int64_t)timeout_ms, out, NULL,
-                                                &err);
+  laminar_code code =
+      laminar_subscription_next(SUB(sub), (int64_t)timeout_ms, out, NULL, &err);
   if (code == LAMINAR_ERR_SUBSCRIPTION_CLOSED) return -1;
   if (failed(env, code, &err)) return 0;
   return out->release != NULL ? 1 : 0;

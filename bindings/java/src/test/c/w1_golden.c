@@ -51,7 +51,8 @@ static int cmp_line(const void* a, const void* b) {
 }
 
 /* Append the rows of every batch queued on `sub` to lines[*n..]. */
-static void drain(laminar_subscription* sub, char (**lines)[LINE], size_t* n, size_t* cap) {
+static void drain(laminar_subscription* sub, char (**lines)[LINE], size_t* n,
+                  size_t* cap) {
   for (;;) {
     result_view rv;
     memset(&rv, 0, sizeof rv);
@@ -63,8 +64,8 @@ static void drain(laminar_subscription* sub, char (**lines)[LINE], size_t* n, si
       exit(1);
     }
     int64_t c[6];
-    const char* names[6] = {"window_start", "symbol", "vwap",
-                            "trades", "max_price", "min_price"};
+    const char* names[6] = {"window_start", "symbol",    "vwap",
+                            "trades",       "max_price", "min_price"};
     for (int i = 0; i < 6; i++) {
       c[i] = result_col_index(&rv, names[i]);
       if (c[i] < 0) {
@@ -80,8 +81,8 @@ static void drain(laminar_subscription* sub, char (**lines)[LINE], size_t* n, si
         if (*lines == NULL) exit(2);
       }
       struct ArrowStringView sym = ArrowArrayViewGetStringUnsafe(col[c[1]], r);
-      snprintf((*lines)[*n], LINE, "%" PRId64 ",%.*s,%016" PRIx64 ",%" PRId64 ",%016" PRIx64
-               ",%016" PRIx64,
+      snprintf((*lines)[*n], LINE,
+               "%" PRId64 ",%.*s,%016" PRIx64 ",%" PRId64 ",%016" PRIx64 ",%016" PRIx64,
                ArrowArrayViewGetIntUnsafe(col[c[0]], r), (int)sym.size_bytes, sym.data,
                bits_of(ArrowArrayViewGetDoubleUnsafe(col[c[2]], r)),
                ArrowArrayViewGetIntUnsafe(col[c[3]], r),
