@@ -19,7 +19,7 @@ import java.util.stream.Stream;
 
 /**
  * The state of one final-stage partition of a streaming query, in the layout the Python
- * engine uses (laminardb/spark.py, docs/SPARK.md "Streaming"), so either engine restarts
+ * engine uses (laminardb/spark/state.py, docs/SPARK.md "Streaming"), so either engine restarts
  * from the other's state: under the state location, {@code p<partition>/b<batch id>/}
  * holds the partition's engine ({@code db/}, a durable engine's checkpoint) after that
  * micro-batch and {@code meta.json} ({@code {"max_ts": <ms or null>}}: the largest event
