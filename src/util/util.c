@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,20 +81,29 @@ static bool fault_now(void) {
   fault_failures++;
   return true;
 }
-static _Thread_local int64_t io_countdown;
-static _Thread_local int io_error;
+/* I/O: one countdown, counted by the threads that set it or joined it. */
+static atomic_int_fast64_t io_countdown;
+static atomic_int io_error;
+static _Thread_local bool io_joined;
 
 void lm_fault_io_set(int64_t nth, int error) {
-  io_countdown = nth > 0 ? nth : 0;
-  io_error = error;
+  atomic_store(&io_error, error);
+  atomic_store(&io_countdown, nth > 0 ? nth : 0);
+  io_joined = true;
 }
 
-int64_t lm_fault_io_remaining(void) { return io_countdown; }
+void lm_fault_io_join(void) { io_joined = true; }
+
+int64_t lm_fault_io_remaining(void) { return atomic_load(&io_countdown); }
 
 int lm_fault_io(void) {
-  if (io_countdown == 0) return 0;
-  if (--io_countdown > 0) return 0;
-  return io_error;
+  if (!io_joined) return 0;
+  int_fast64_t c = atomic_load(&io_countdown);
+  while (c > 0) {
+    if (atomic_compare_exchange_weak(&io_countdown, &c, c - 1))
+      return c == 1 ? atomic_load(&io_error) : 0;
+  }
+  return 0;
 }
 
 #define FAULT_NULL()              \

@@ -81,14 +81,19 @@ void lm_fault_alloc_set(int64_t nth, bool persistent);
 int64_t lm_fault_alloc_failures(void);
 int64_t lm_fault_alloc_remaining(void);
 
-/* The same for I/O: the calling thread's nth I/O step of src/store and
- * src/sink (a write, a flush, a rename, a segment allocation) fails with
- * errno `error`; lm_fault_io() is the check those steps make. */
+/* The same for I/O: the nth I/O step of src/store and src/sink (a write, a
+ * flush, a rename, a segment allocation) made by the calling thread or a
+ * sink thread (which joins with lm_fault_io_join: the writes of a sink run
+ * there, sink/queue.c) fails with errno `error`; lm_fault_io() is the check
+ * those steps make. One countdown for the process, counted by the joined
+ * threads only: the reactor and background threads are untouched. */
 void lm_fault_io_set(int64_t nth, int error);
 int64_t lm_fault_io_remaining(void);
 int lm_fault_io(void);
+void lm_fault_io_join(void);
 #else
 static inline int lm_fault_io(void) { return 0; }
+static inline void lm_fault_io_join(void) {}
 #endif
 
 /* Case-insensitive ASCII comparison of NUL-terminated / counted strings. */
