@@ -136,6 +136,9 @@ typedef enum laminar_code {
                                              or an aggregate where none may be */
   LAMINAR_ERR_SQL_DEPENDENCY = 1007,         /* DROP of an object others read from */
   LAMINAR_ERR_SQL_LIMIT = 1008,              /* statement too large or nested too deep */
+  LAMINAR_ERR_SQL_JOIN_CONDITION = 1009,     /* a join's ON / MATCH_CONDITION is not one
+                                                it can run (no ordering condition, an
+                                                unsupported comparison) */
   LAMINAR_ERR_SQL_NOT_MATERIALIZED = 1030,   /* SELECT from a stream or source: only
                                              materialized views keep rows to read */
   LAMINAR_ERR_SQL_UNDEFINED_VARIABLE = 1031, /* ${NAME} with no variable NAME set */
