@@ -605,7 +605,9 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  *            accounted_state_bytes (what max_state_bytes counts; 0 while no
  *            bound applies), max_state_bytes (its own, 0: none),
  *            watermark_ms, subscribers, partitions (1, or `cores` for a keyed
- *            stream); all summed over its partitions
+ *            stream); all summed over its partitions; an ASOF JOIN stream
+ *            also join_left_rows (left rows waiting for their match) and
+ *            join_right_rows (right rows kept for future matches)
  *   subscription (name: its stream): delivered_batches, queue_depth (its
  *            lag, in batches), queue_bytes (bytes of its queued batches),
  *            max_queue_bytes, dropped_batches, dropped_rows (slow_subscriber

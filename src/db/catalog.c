@@ -346,7 +346,8 @@ static laminar_code check_join_time(laminar_db* db, const lm_stmt* stmt, lm_plan
   char msg[512];
   for (int32_t b = 0; b < 2; b++) {
     const lm_plan_branch* br = &plan->branches[b];
-    const lm_source_def* in = br->input_is_source ? lm_db_find_source(db, br->input) : NULL;
+    const lm_source_def* in =
+        br->input_is_source ? lm_db_find_source(db, br->input) : NULL;
     if (in == NULL) continue;
     int32_t col = b == 0 ? j->ltime : j->rtime;
     if (in->wm_col < 0) {

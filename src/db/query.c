@@ -750,9 +750,10 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     lm_free(what.p);
     what = (lm_text){0};
     lm_text_printf(&what, "%s with %s ON %d key%s, MATCH_CONDITION(%s.%s %s %s.%s)",
-                   plan->branches[0].input, plan->branches[1].input, (int)j->nkeys, j->nkeys == 1 ? "" : "s",
-                   plan->branches[0].input, plan->union_schema.fields[j->ltime].name,
-                   cmps[j->cmp], plan->branches[1].input,
+                   plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
+                   j->nkeys == 1 ? "" : "s", plan->branches[0].input,
+                   plan->union_schema.fields[j->ltime].name, cmps[j->cmp],
+                   plan->branches[1].input,
                    plan->union_schema.fields[j->lcols + j->rtime].name);
     if (j->has_tolerance) {
       lm_text_printf(&what, ", tolerance %lld %s", (long long)j->tolerance,
@@ -766,9 +767,11 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
   char nbuf[24];
   char* inputs = lm_text_take(&ins);
   if (inputs == NULL) x->nomem = true;
-  add_row(x, plan->joined ? (plan->join.left_outer ? "left asof join" : "asof join")
-                          : "union all",
-          lm_text_take(&what), inputs != NULL ? inputs : "", next_id(x, nbuf, sizeof nbuf));
+  add_row(x,
+          plan->joined ? (plan->join.left_outer ? "left asof join" : "asof join")
+                       : "union all",
+          lm_text_take(&what), inputs != NULL ? inputs : "",
+          next_id(x, nbuf, sizeof nbuf));
   lm_free(inputs);
   return &plan->union_schema;
 }

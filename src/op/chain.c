@@ -17,7 +17,8 @@ laminar_code lm_op_emit(lm_op* op, const lm_chunk* chunk) {
 laminar_code lm_op_chain_chunk(lm_op* head, const lm_chunk* chunk) {
   /* Selections go only to heads that honour them (op.h, lm_chunk). */
   if (LM_NEVER(chunk->sel != NULL && !head->vt->takes_sel)) return LAMINAR_ERR_INTERNAL;
-  if (LM_NEVER(head->vt->on_chunk == NULL)) return LAMINAR_ERR_INTERNAL; /* several inputs */
+  if (LM_NEVER(head->vt->on_chunk == NULL))
+    return LAMINAR_ERR_INTERNAL; /* several inputs */
   head->rows_in += chunk->nrows;
   return head->vt->on_chunk(head, chunk);
 }

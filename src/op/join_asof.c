@@ -32,10 +32,10 @@
 typedef struct rowstore {
   int32_t ncols;
   lm_type* types;
-  int64_t cap;    /* slots allocated */
-  int64_t used;   /* slots ever handed out (high-water mark) */
-  int64_t live;   /* slots in use */
-  void** data;    /* per column: cap values of the type's width */
+  int64_t cap;     /* slots allocated */
+  int64_t used;    /* slots ever handed out (high-water mark) */
+  int64_t live;    /* slots in use */
+  void** data;     /* per column: cap values of the type's width */
   uint8_t** nulls; /* per column: cap flags */
   uint32_t* free_slots;
   int64_t nfree;
@@ -111,7 +111,8 @@ static void store_release(rowstore* s, uint32_t slot) {
 }
 
 /* Row `row` of cols (the input's columns, ncols of them) into `slot`. */
-static laminar_code store_put(rowstore* s, uint32_t slot, const lm_vec* cols, int64_t row) {
+static laminar_code store_put(rowstore* s, uint32_t slot, const lm_vec* cols,
+                              int64_t row) {
   for (int32_t c = 0; c < s->ncols; c++) {
     const lm_vec* v = &cols[c];
     bool null = v->nulls != NULL && v->nulls[row];
@@ -195,10 +196,10 @@ typedef struct asof_op {
   rowstore left, right;
   pending* pend; /* [phead, npend) sorted by (ts, arrival) */
   int64_t phead, npend, pcap;
-  int64_t right_rows;  /* right rows kept, all keys */
-  int64_t swept_rows;  /* right_rows after the last sweep of all keys */
-  int64_t wm[2];       /* inputs' watermarks, ms */
-  int64_t out_wm;      /* forwarded to next, ms */
+  int64_t right_rows; /* right rows kept, all keys */
+  int64_t swept_rows; /* right_rows after the last sweep of all keys */
+  int64_t wm[2];      /* inputs' watermarks, ms */
+  int64_t out_wm;     /* forwarded to next, ms */
   int64_t late[2];
   /* release scratch */
   pending* rel;
@@ -273,7 +274,8 @@ static laminar_code key_row(asof_op* j, uint64_t h, const lm_vec* keys, int64_t 
 
 /* Evaluate the side's key expressions over chunk `in`, hash them; *out_null
  * per row whether a key is NULL (then g -1). */
-static laminar_code eval_keys(asof_op* j, int32_t side, const lm_chunk* in, lm_vec* keys) {
+static laminar_code eval_keys(asof_op* j, int32_t side, const lm_chunk* in,
+                              lm_vec* keys) {
   const lm_expr* const* ex = side == 0 ? j->spec.lkeys : j->spec.rkeys;
   for (int32_t k = 0; k < j->spec.nkeys; k++) {
     LM_TRY(lm_expr_eval(j->ctx, ex[k], in->cols, NULL, in->nrows, &keys[k]));
@@ -307,8 +309,10 @@ static int32_t upper(const keyrows* kr, int64_t t) {
   if (hi > lo && kr->ts[hi - 1] <= t) return hi; /* in-order arrivals */
   while (lo < hi) {
     int32_t mid = lo + (hi - lo) / 2;
-    if (kr->ts[mid] <= t) lo = mid + 1;
-    else hi = mid;
+    if (kr->ts[mid] <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -318,8 +322,10 @@ static int32_t lower(const keyrows* kr, int64_t t) {
   int32_t lo = kr->head, hi = kr->n;
   while (lo < hi) {
     int32_t mid = lo + (hi - lo) / 2;
-    if (kr->ts[mid] < t) lo = mid + 1;
-    else hi = mid;
+    if (kr->ts[mid] < t)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -503,7 +509,8 @@ static laminar_code emit_released(asof_op* j, int64_t n) {
   }
   laminar_code rc = LAMINAR_OK;
   if (k > 0) {
-    for (int32_t c = 0; c < j->spec.lcols; c++) gather(j, &j->left, c, c, NULL, j->rel, k);
+    for (int32_t c = 0; c < j->spec.lcols; c++)
+      gather(j, &j->left, c, c, NULL, j->rel, k);
     for (int32_t c = 0; c < j->spec.rcols; c++)
       gather(j, &j->right, c, j->spec.lcols + c, j->match, NULL, k);
     lm_chunk out = {k, j->spec.lcols + j->spec.rcols, j->out, NULL};
@@ -646,8 +653,10 @@ static laminar_code pend_push(asof_op* j, pending p) {
     int64_t lo = j->phead, hi = j->npend;
     while (lo < hi) {
       int64_t mid = lo + (hi - lo) / 2;
-      if (j->pend[mid].ts <= p.ts) lo = mid + 1;
-      else hi = mid;
+      if (j->pend[mid].ts <= p.ts)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     at = lo;
     memmove(j->pend + at + 1, j->pend + at, sizeof *j->pend * (size_t)(j->npend - at));
@@ -701,7 +710,11 @@ static laminar_code asof_on_input_watermark(lm_op* op, int32_t input, int64_t wm
   if (wm <= j->wm[input]) return LAMINAR_OK;
   j->wm[input] = wm;
   if (input == 1) LM_TRY(release(j));
-  if (j->right_rows > 2 * j->swept_rows + 1024) sweep(j);
+  /* Keys pruned on their own inserts; the quiet ones when a left watermark
+   * may free rows (more rows kept than keys) or the rows doubled. */
+  if ((input == 0 && j->right_rows > j->table.n) ||
+      j->right_rows > 2 * j->swept_rows + 1024)
+    sweep(j);
   LM_TRY(compact(j));
   LM_TRY(account(j));
   return forward_watermark(j);
@@ -750,7 +763,8 @@ static laminar_code asof_snapshot(const lm_op* op, lm_state_writer* w) {
 }
 
 /* Read n rows of `types` into columns (one chunk), then insert them. */
-static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r, int64_t n) {
+static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r,
+                                 int64_t n) {
   const rowstore* st = side == 0 ? &j->left : &j->right;
   int32_t ncols = st->ncols;
   if (n < 0 || n > (int64_t)1 << 31) return LAMINAR_ERR_RECOVERY;
@@ -772,7 +786,9 @@ static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r, i
       switch (st->types[c]) {
         case LM_TYPE_STRING: ((lm_str*)data[c])[row] = lm_state_get_bytes(r); break;
         case LM_TYPE_DOUBLE: ((double*)data[c])[row] = lm_state_get_f64(r); break;
-        case LM_TYPE_INT32: ((int32_t*)data[c])[row] = (int32_t)lm_state_get_i64(r); break;
+        case LM_TYPE_INT32:
+          ((int32_t*)data[c])[row] = (int32_t)lm_state_get_i64(r);
+          break;
         case LM_TYPE_BOOL:
         case LM_TYPE_NULL: ((uint8_t*)data[c])[row] = (uint8_t)lm_state_get_i64(r); break;
         default: ((int64_t*)data[c])[row] = lm_state_get_i64(r); break;
@@ -808,7 +824,8 @@ static void asof_clear(asof_op* j) {
 static laminar_code asof_restore(lm_op* op, lm_state_reader* r, laminar_error* err) {
   asof_op* j = (asof_op*)op;
   if (lm_state_get_u32(r) != ASOF_SNAP_TAG) {
-    return lm_error_set(err, LAMINAR_ERR_RECOVERY, "asof join: snapshot is not an ASOF join's");
+    return lm_error_set(err, LAMINAR_ERR_RECOVERY,
+                        "asof join: snapshot is not an ASOF join's");
   }
   asof_clear(j);
   /* Insert with the watermarks at their oldest: nothing is late or pruned. */

@@ -126,7 +126,8 @@ laminar_code lm_op_chain_watermark(lm_op* head, int64_t watermark_ms);
  * `input` into the chain headed by `head`. LAMINAR_ERR_INTERNAL for a head
  * with one input or an input out of range. */
 laminar_code lm_op_chain_input_chunk(lm_op* head, int32_t input, const lm_chunk* chunk);
-laminar_code lm_op_chain_input_watermark(lm_op* head, int32_t input, int64_t watermark_ms);
+laminar_code lm_op_chain_input_watermark(lm_op* head, int32_t input,
+                                         int64_t watermark_ms);
 /* Whether the chain's head takes several inputs. */
 static inline bool lm_op_multi_input(const lm_op* head) {
   return head != NULL && head->vt->ninputs > 1;

@@ -215,7 +215,8 @@ void lm_stream_def_attach(lm_stream_def* s) {
 static laminar_code branch_deliver(void* arg, const lm_chunk* chunk) {
   lm_stream_def* s = arg;
   /* A join: branch b is the join's input b. */
-  if (lm_op_multi_input(s->chain)) return lm_op_chain_input_chunk(s->chain, s->cur_in, chunk);
+  if (lm_op_multi_input(s->chain))
+    return lm_op_chain_input_chunk(s->chain, s->cur_in, chunk);
   lm_op_window_set_late_floor(s->chain, s->in_wm[s->cur_in]);
   laminar_code rc = lm_op_chain_chunk(s->chain, chunk);
   lm_op_window_set_late_floor(s->chain, INT64_MIN);

@@ -157,9 +157,9 @@ typedef struct lm_ast_order_item {
  * `right`. match NULL: DuckDB's spelling, the ordering comparison is a
  * conjunct of `on` (the binder finds it). */
 typedef struct lm_ast_join {
-  bool left_outer;    /* LEFT [OUTER] ASOF JOIN */
-  int32_t line, column; /* of ASOF (or LEFT) */
-  const char* right;    /* the right input's name */
+  bool left_outer;         /* LEFT [OUTER] ASOF JOIN */
+  int32_t line, column;    /* of ASOF (or LEFT) */
+  const char* right;       /* the right input's name */
   const char* right_alias; /* NULL if none */
   int32_t right_line, right_column;
   struct lm_ast_expr* match; /* MATCH_CONDITION's expression, NULL if none */

@@ -1404,13 +1404,13 @@ static laminar_code bind_union_output(binder* b) {
 /* Which side column reference `a` names: 0 left, 1 right, with its index in
  * that side's schema; an unknown table or column, or an unqualified name
  * both sides have, fails naming it. */
-static laminar_code join_side_of_column(binder* b, const lm_ast_expr* a, int32_t* out_side,
-                                        int32_t* out_idx) {
+static laminar_code join_side_of_column(binder* b, const lm_ast_expr* a,
+                                        int32_t* out_side, int32_t* out_idx) {
   int32_t li = lm_schema_find(b->join_left, a->name);
   int32_t ri = lm_schema_find(b->join_right, a->name);
   if (a->table != NULL) {
-    bool is_left =
-        name_eq(a->table, b->input_name) || (b->input_alias && name_eq(a->table, b->input_alias));
+    bool is_left = name_eq(a->table, b->input_name) ||
+                   (b->input_alias && name_eq(a->table, b->input_alias));
     bool is_right = name_eq(a->table, b->right_name) ||
                     (b->right_alias && name_eq(a->table, b->right_alias));
     /* A self-join names its sides by their aliases. */
@@ -1523,7 +1523,8 @@ static bool tolerance_shape(binder* b, const lm_ast_expr* c, bool* out_left_minu
       d->right->kind != LM_AST_COLUMN)
     return false;
   int sl = 0, sr = 0;
-  if (join_sides(b, d->left, &sl) != LAMINAR_OK || join_sides(b, d->right, &sr) != LAMINAR_OK)
+  if (join_sides(b, d->left, &sl) != LAMINAR_OK ||
+      join_sides(b, d->right, &sr) != LAMINAR_OK)
     return false;
   if (sl == sr) return false;
   *out_left_minus = sl == 1;
@@ -1536,8 +1537,8 @@ static bool tolerance_shape(binder* b, const lm_ast_expr* c, bool* out_left_minu
  * spec from the conditions: equalities across the sides are the keys, one
  * comparison of the two sides' time columns the ordering, and
  * `l.ts - r.ts <= INTERVAL` (`r.ts - l.ts` for <= / <) the tolerance. */
-static laminar_code bind_join(binder* b, const lm_ast_select* sel, lm_plan_lookup_fn lookup,
-                              void* lookup_arg) {
+static laminar_code bind_join(binder* b, const lm_ast_select* sel,
+                              lm_plan_lookup_fn lookup, void* lookup_arg) {
   lm_plan* plan = b->plan;
   const lm_ast_join* jn = sel->join;
   bool src[2];
@@ -1677,10 +1678,11 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel, lm_plan_looku
     for (int k = 0; k < 2; k++) {
       const lm_expr* e = k == 0 ? l : r;
       if (e->type != LM_TYPE_INT64 && e->type != LM_TYPE_TIMESTAMP) {
-        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, k == 0 ? la : ra,
-                    "the ASOF JOIN ordering column '%s' must be a time: BIGINT (epoch ms) "
-                    "or TIMESTAMP, got %s",
-                    (k == 0 ? la : ra)->name, lm_type_name(e->type));
+        return fail(
+            b, LAMINAR_ERR_TYPE_MISMATCH, k == 0 ? la : ra,
+            "the ASOF JOIN ordering column '%s' must be a time: BIGINT (epoch ms) "
+            "or TIMESTAMP, got %s",
+            (k == 0 ? la : ra)->name, lm_type_name(e->type));
       }
     }
     if (l->type != r->type) {
@@ -1709,8 +1711,8 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel, lm_plan_looku
                   "the tolerance bounds the distance on the ordering's side: %s",
                   before ? "l.ts - r.ts <= INTERVAL ..." : "r.ts - l.ts <= INTERVAL ...");
     }
-    if (v->kind != LM_AST_LITERAL || (v->lit != LM_LIT_INTERVAL && v->lit != LM_LIT_INT) ||
-        v->i < 0) {
+    if (v->kind != LM_AST_LITERAL ||
+        (v->lit != LM_LIT_INTERVAL && v->lit != LM_LIT_INT) || v->i < 0) {
       return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, v,
                   "the ASOF JOIN tolerance must be an INTERVAL literal of zero or more");
     }
