@@ -355,33 +355,6 @@ static const char* JOIN_SQL =
 
 static const char* const J_DIRS[] = {"j", "w"};
 
-/* Batch i of source `which` (0: a, 1: b): a is trades_batch's input; b the
- * same symbols a little ahead, with its own disorder, and in every odd batch
- * a last row 1.7 s behind (late by b's own watermark: dropped). */
-static int push_src(laminar_source* src, int which, int64_t i) {
-  struct ArrowArray array;
-  struct ArrowSchema schema;
-  if (which == 0) {
-    CHECK(trades_batch(i, &array, &schema) == 0);
-  } else {
-    trade_row rows[ROWS];
-    static const char* syms[] = {"AAPL", "MSFT", "X"};
-    for (int r = 0; r < ROWS; r++) {
-      int64_t k = i * ROWS + r;
-      rows[r] = (trade_row){syms[k % 3], 5.0 + (double)(k % 5),      false, k,
-                            false,       995 + k * 20 - (k % 4) * 10};
-    }
-    if (i % 2 == 1) rows[ROWS - 1].ts -= 1700;
-    CHECK(build_trades(rows, ROWS, false, &array, &schema) == 0);
-  }
-  laminar_error err;
-  laminar_code rc = laminar_source_push(src, &array, &schema, &err);
-  if (array.release != NULL) array.release(&array);
-  schema.release(&schema);
-  CHECK_CODE(rc, LAMINAR_OK, &err);
-  return 0;
-}
-
 typedef struct run {
   laminar_db* db;
   laminar_source* src[2];
@@ -417,7 +390,7 @@ static int feed_to(run* r, int64_t upto) {
       if (r->next[s] >= upto ||
           (s == 1 && r->next[1] + 2 > r->next[0] && r->next[0] < upto))
         continue;
-      CHECK(push_src(r->src[s], s, r->next[s]) == 0);
+      CHECK(push_two_sources(r->src[s], s, r->next[s]) == 0);
       r->next[s]++;
       CHECK_CODE(laminar_run_until_idle(r->db, &err), LAMINAR_OK, &err);
       if (s == 0 && r->next[0] % 10 == 0)
