@@ -130,7 +130,8 @@ typedef struct schema4 {
 
 static void schema_release(struct ArrowSchema* s) { s->release = NULL; }
 
-static void schema_init(schema4* s, const char* const* names, const char* const* formats) {
+static void schema_init(schema4* s, const char* const* names,
+                        const char* const* formats) {
   for (int c = 0; c < NCOLS; c++) {
     s->child[c] = (struct ArrowSchema){
         .format = formats[c], .name = names[c], .release = schema_release};
@@ -247,8 +248,10 @@ static double run_once(int64_t n, result* res, double* block_s, int64_t* nblocks
     batch *q, *t;
     make_block(lo, hi, &q, &t); /* not timed */
     double t0 = now_s();
-    if (laminar_source_push(qq, &q->root, &qs.root, &err) != LAMINAR_OK) die("push", &err);
-    if (laminar_source_push(tq, &t->root, &ts.root, &err) != LAMINAR_OK) die("push", &err);
+    if (laminar_source_push(qq, &q->root, &qs.root, &err) != LAMINAR_OK)
+      die("push", &err);
+    if (laminar_source_push(tq, &t->root, &ts.root, &err) != LAMINAR_OK)
+      die("push", &err);
     if (laminar_run_until_idle(db, &err) != LAMINAR_OK) die("run", &err);
     drain(sub, res);
     double dt = now_s() - t0;
@@ -293,7 +296,8 @@ int main(int argc, char** argv) {
     int64_t nb;
     secs[r] = run_once(n, &res, blocks, &nb);
     if (r == 0) {
-      printf("W3 check: result rows=%lld sum(bid)=%.6f\n", (long long)res.rows, res.sum_bid);
+      printf("W3 check: result rows=%lld sum(bid)=%.6f\n", (long long)res.rows,
+             res.sum_bid);
       qsort(blocks, (size_t)nb, sizeof *blocks, cmpd);
       p50 = blocks[nb / 2];
       p99 = blocks[nb * 99 / 100];

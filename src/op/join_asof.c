@@ -32,6 +32,7 @@
 typedef struct rowstore {
   int32_t ncols;
   lm_type* types;
+  uint8_t* keep;   /* per column: held (the plan reads it), else never stored */
   int64_t cap;     /* slots allocated */
   int64_t used;    /* slots ever handed out (high-water mark) */
   int64_t live;    /* slots in use */
@@ -45,17 +46,20 @@ typedef struct rowstore {
 } rowstore;
 
 static laminar_code store_init(rowstore* s, const lm_schema* schema, int32_t first,
-                               int32_t n) {
+                               int32_t n, const uint8_t* need) {
   memset(s, 0, sizeof *s);
   lm_pool_init(&s->strings);
   s->ncols = n;
   s->types = lm_calloc((size_t)(n ? n : 1), sizeof *s->types);
   s->data = lm_calloc((size_t)(n ? n : 1), sizeof *s->data);
   s->nulls = lm_calloc((size_t)(n ? n : 1), sizeof *s->nulls);
-  if (s->types == NULL || s->data == NULL || s->nulls == NULL) return LAMINAR_ERR_NOMEM;
+  s->keep = lm_calloc((size_t)(n ? n : 1), 1);
+  if (s->types == NULL || s->data == NULL || s->nulls == NULL || s->keep == NULL)
+    return LAMINAR_ERR_NOMEM;
   for (int32_t c = 0; c < n; c++) {
     s->types[c] = schema->fields[first + c].type;
-    if (s->types[c] == LM_TYPE_STRING) s->has_strings = true;
+    s->keep[c] = need == NULL || need[first + c];
+    if (s->types[c] == LM_TYPE_STRING && s->keep[c]) s->has_strings = true;
   }
   return LAMINAR_OK;
 }
@@ -68,6 +72,7 @@ static void store_free(rowstore* s) {
   lm_free(s->data);
   lm_free(s->nulls);
   lm_free(s->types);
+  lm_free(s->keep);
   lm_free(s->free_slots);
   lm_pool_free(&s->strings);
   memset(s, 0, sizeof *s);
@@ -79,6 +84,7 @@ static laminar_code store_reserve(rowstore* s, int64_t cap) {
   while (nc < cap) nc *= 2;
   if (nc > ((int64_t)1 << 31)) return LAMINAR_ERR_NOMEM;
   for (int32_t c = 0; c < s->ncols; c++) {
+    if (!s->keep[c]) continue;
     void* d = lm_realloc(s->data[c], (size_t)(nc * lm_type_width(s->types[c])));
     if (d == NULL) return LAMINAR_ERR_NOMEM;
     s->data[c] = d;
@@ -101,8 +107,8 @@ static uint32_t store_take(rowstore* s) {
 }
 
 static void store_release(rowstore* s, uint32_t slot) {
-  for (int32_t c = 0; c < s->ncols; c++) {
-    if (s->types[c] == LM_TYPE_STRING && !s->nulls[c][slot]) {
+  for (int32_t c = 0; s->has_strings && c < s->ncols; c++) {
+    if (s->types[c] == LM_TYPE_STRING && s->keep[c] && !s->nulls[c][slot]) {
       s->str_live -= ((lm_str*)s->data[c])[slot].len;
     }
   }
@@ -114,6 +120,7 @@ static void store_release(rowstore* s, uint32_t slot) {
 static laminar_code store_put(rowstore* s, uint32_t slot, const lm_vec* cols,
                               int64_t row) {
   for (int32_t c = 0; c < s->ncols; c++) {
+    if (!s->keep[c]) continue;
     const lm_vec* v = &cols[c];
     bool null = v->nulls != NULL && v->nulls[row];
     s->nulls[c][slot] = null;
@@ -147,7 +154,7 @@ static laminar_code store_compact(rowstore* s, const uint8_t* live_mark) {
   for (int64_t slot = 0; slot < s->used; slot++) {
     if (!live_mark[slot]) continue;
     for (int32_t c = 0; c < s->ncols; c++) {
-      if (s->types[c] != LM_TYPE_STRING || s->nulls[c][slot]) continue;
+      if (s->types[c] != LM_TYPE_STRING || !s->keep[c] || s->nulls[c][slot]) continue;
       lm_str* x = &((lm_str*)s->data[c])[slot];
       if (x->len == 0) continue;
       char* p = lm_pool_copy(&fresh, x->ptr, (size_t)x->len);
@@ -165,7 +172,8 @@ static laminar_code store_compact(rowstore* s, const uint8_t* live_mark) {
 
 static int64_t store_bytes(const rowstore* s) {
   int64_t per = 0;
-  for (int32_t c = 0; c < s->ncols; c++) per += lm_type_width(s->types[c]) + 1;
+  for (int32_t c = 0; c < s->ncols; c++)
+    if (s->keep[c]) per += lm_type_width(s->types[c]) + 1;
   return s->live * per + s->str_live;
 }
 
@@ -205,6 +213,7 @@ typedef struct asof_op {
   pending* rel;
   int64_t rel_cap;
   int64_t* match; /* per released row: right slot, -1 none */
+  void* zeros;    /* out_cap values of the widest type, all zero */
   lm_vec* out;    /* lcols + rcols */
   void** out_data;
   uint8_t** out_nulls;
@@ -450,6 +459,7 @@ static laminar_code reserve_out(asof_op* j, int64_t n) {
   while (nc < n) nc *= 2;
   int32_t ncols = j->spec.lcols + j->spec.rcols;
   for (int32_t c = 0; c < ncols; c++) {
+    if (j->spec.need != NULL && !j->spec.need[c]) continue;
     void* d = lm_realloc(j->out_data[c], (size_t)(nc * lm_type_width(j->out[c].type)));
     if (d == NULL) return LAMINAR_ERR_NOMEM;
     j->out_data[c] = d;
@@ -463,6 +473,10 @@ static laminar_code reserve_out(asof_op* j, int64_t n) {
   int64_t* m = lm_realloc(j->match, sizeof *m * (size_t)nc);
   if (m == NULL) return LAMINAR_ERR_NOMEM;
   j->match = m;
+  void* z = lm_calloc((size_t)nc, sizeof(lm_str));
+  if (z == NULL) return LAMINAR_ERR_NOMEM;
+  lm_free(j->zeros);
+  j->zeros = z;
   j->out_cap = nc;
   return LAMINAR_OK;
 }
@@ -471,6 +485,10 @@ static laminar_code reserve_out(asof_op* j, int64_t n) {
 static void gather(asof_op* j, const rowstore* st, int32_t c, int32_t oc,
                    const int64_t* slots, const pending* rel, int64_t n) {
   int64_t w = lm_type_width(st->types[c]);
+  if (!st->keep[c]) { /* no one reads it: zeros */
+    j->out[oc] = (lm_vec){st->types[c], n, NULL, j->zeros};
+    return;
+  }
   char* dst = j->out_data[oc];
   uint8_t* nl = j->out_nulls[oc];
   const char* src = st->data[c];
@@ -628,7 +646,7 @@ static laminar_code right_rows(asof_op* j, const lm_chunk* in, bool check_late) 
     keyrows* kr = &j->keys[g];
     LM_TRY(keyrows_insert(kr, t, slot));
     j->right_rows++;
-    if (kr->n - kr->head > 2) prune_key(j, kr, p);
+    if (kr->n - kr->head > 8) prune_key(j, kr, p); /* amortized */
   }
   lm_eval_ctx_reset(j->ctx);
   return LAMINAR_OK;
@@ -726,7 +744,7 @@ static laminar_code asof_on_input_watermark(lm_op* op, int32_t input, int64_t wm
 
 static void put_row(const rowstore* s, uint32_t slot, lm_state_writer* w) {
   for (int32_t c = 0; c < s->ncols; c++) {
-    bool null = s->nulls[c][slot];
+    bool null = !s->keep[c] || s->nulls[c][slot]; /* not held: NULL */
     lm_state_put_u8(w, null);
     if (null) continue;
     switch (s->types[c]) {
@@ -873,6 +891,7 @@ static void asof_destroy(lm_op* op) {
   lm_free(j->pend);
   lm_free(j->rel);
   lm_free(j->match);
+  lm_free(j->zeros);
   lm_free(j->hashes);
   lm_free(j->mark);
   lm_free(j->key_types);
@@ -917,8 +936,9 @@ laminar_code lm_op_asof_create(const lm_asof_spec* spec, const lm_schema* out_sc
     j->out[c].type = out_schema->fields[c].type;
   if (rc == LAMINAR_OK) rc = lm_eval_ctx_create(&j->ctx);
   if (rc == LAMINAR_OK) rc = lm_state_table_init(&j->table, j->key_types, spec->nkeys);
-  if (rc == LAMINAR_OK) rc = store_init(&j->left, out_schema, 0, spec->lcols);
-  if (rc == LAMINAR_OK) rc = store_init(&j->right, out_schema, spec->lcols, spec->rcols);
+  if (rc == LAMINAR_OK) rc = store_init(&j->left, out_schema, 0, spec->lcols, spec->need);
+  if (rc == LAMINAR_OK)
+    rc = store_init(&j->right, out_schema, spec->lcols, spec->rcols, spec->need);
   if (rc == LAMINAR_OK && lm_schema_copy(out_schema, &j->base.out_schema) != 0)
     rc = LAMINAR_ERR_NOMEM;
   if (rc != LAMINAR_OK) {

@@ -300,6 +300,10 @@ typedef struct lm_asof_spec {
   bool has_tolerance;
   int64_t tolerance; /* in the time column's unit (ms, or µs for TIMESTAMP) */
   int32_t lcols, rcols;
+  /* Which output columns the rest of the plan reads (lcols + rcols flags; NULL:
+   * all): the join keeps only those of the rows it holds, and emits the others
+   * as unspecified values (zeros). */
+  const uint8_t* need;
 } lm_asof_spec;
 
 /* out_schema: the left input's columns then the right's (lcols + rcols). The

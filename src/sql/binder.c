@@ -1729,6 +1729,49 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
   return LAMINAR_OK;
 }
 
+static void mark_columns(const lm_expr* e, uint8_t* need, int32_t n) {
+  if (e == NULL) return;
+  if (e->kind == LM_EXPR_COLUMN && e->column >= 0 && e->column < n) need[e->column] = 1;
+  for (int32_t i = 0; e->kind == LM_EXPR_CALL && i < e->nargs; i++)
+    mark_columns(e->args[i], need, n);
+}
+
+/* The joined columns the rest of the bound plan reads, and the join's keys
+ * and times (lm_asof_spec.need): the join then holds only those. A late side
+ * output takes them all. */
+static laminar_code join_needed_columns(binder* b) {
+  lm_plan* plan = b->plan;
+  int32_t n = plan->union_schema.ncols;
+  uint8_t* need = lm_pool_alloc(&plan->pool, (size_t)(n ? n : 1));
+  if (need == NULL) return NOMEM(b);
+  memset(need, plan->late_output != NULL, (size_t)n);
+  mark_columns(plan->filter, need, n);
+  for (int32_t i = 0; !plan->windowed && i < plan->nexprs; i++)
+    mark_columns(plan->exprs[i], need, n);
+  if (plan->windowed) {
+    const lm_window_spec* w = &plan->window;
+    mark_columns(w->filter, need, n);
+    if (!w->global && w->time_col >= 0 && w->time_col < n) need[w->time_col] = 1;
+    if (w->changelog && w->weight_col >= 0 && w->weight_col < n) need[w->weight_col] = 1;
+    for (int32_t i = 0; i < w->nkeys; i++) mark_columns(w->keys[i], need, n);
+    for (int32_t i = 0; i < w->naggs; i++) {
+      mark_columns(w->aggs[i].arg, need, n);
+      mark_columns(w->aggs[i].order, need, n);
+    }
+  }
+  /* The join's own columns (snapshots hold the rows it restores from). */
+  const lm_asof_spec* j = &plan->join;
+  uint8_t* right = need + j->lcols;
+  for (int32_t k = 0; k < j->nkeys; k++) {
+    mark_columns(j->lkeys[k], need, j->lcols);
+    mark_columns(j->rkeys[k], right, j->rcols);
+  }
+  need[j->ltime] = 1;
+  right[j->rtime] = 1;
+  plan->join.need = need;
+  return LAMINAR_OK;
+}
+
 laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
                             void* lookup_arg, lm_plan* out, laminar_error* err) {
   memset(out, 0, sizeof *out);
@@ -1798,6 +1841,7 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
   }
   if (rc == LAMINAR_OK && stmt->kind == LM_STMT_CREATE_STREAM)
     rc = bind_stream_options(&b, stmt);
+  if (rc == LAMINAR_OK && out->joined) rc = join_needed_columns(&b);
   if (rc != LAMINAR_OK) lm_plan_free(out);
   return rc;
 }
