@@ -25,6 +25,7 @@
 #include "util/pool.h"
 #include "util/util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* ==== row stores ====================================================================== */
@@ -684,31 +685,93 @@ static laminar_code pend_push(asof_op* j, pending p) {
   return LAMINAR_OK;
 }
 
-static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool check_late) {
+static int cmp_direct(const void* x, const void* y) {
+  const pending* a = x;
+  const pending* b = y;
+  if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+  return a->g < b->g ? -1 : a->g > b->g;
+}
+
+/* Emit left rows of chunk `in` joined at once: rel[k].g is the row, match[k]
+ * the right slot (-1 none), sorted here by (time, row). */
+static laminar_code emit_direct(asof_op* j, const lm_chunk* in, int64_t n, bool sorted) {
+  if (n == 0) return LAMINAR_OK;
+  if (!sorted) {
+    for (int64_t k = 0; k < n; k++) j->rel[k].slot = (uint32_t)j->match[k] + 1;
+    qsort(j->rel, (size_t)n, sizeof *j->rel, cmp_direct);
+    for (int64_t k = 0; k < n; k++) j->match[k] = (int64_t)j->rel[k].slot - 1;
+  }
+  for (int32_t c = 0; c < j->spec.lcols; c++) {
+    const lm_vec* v = &in->cols[c];
+    if (!j->left.keep[c]) {
+      j->out[c] = (lm_vec){v->type, n, NULL, j->zeros};
+      continue;
+    }
+    int64_t w = lm_type_width(v->type);
+    char* dst = j->out_data[c];
+    const char* src = v->data;
+    for (int64_t k = 0; k < n; k++) memcpy(dst + k * w, src + j->rel[k].g * w, (size_t)w);
+    uint8_t* nl = NULL;
+    if (v->nulls != NULL) {
+      nl = j->out_nulls[c];
+      for (int64_t k = 0; k < n; k++) nl[k] = v->nulls[j->rel[k].g];
+    }
+    j->out[c] = (lm_vec){v->type, n, nl, dst};
+  }
+  for (int32_t c = 0; c < j->spec.rcols; c++)
+    gather(j, &j->right, c, j->spec.lcols + c, j->match, NULL, n);
+  lm_chunk out = {n, j->spec.lcols + j->spec.rcols, j->out, NULL};
+  return lm_op_emit(&j->base, &out);
+}
+
+/* Take a left chunk: late rows counted and dropped; with >= / > a row whose
+ * match is final already (the right watermark past it) is joined and emitted
+ * at once, from the chunk (the common case when quotes lead: nothing held);
+ * the others wait. `live` false (a restore): every row waits, none is late. */
+static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool live) {
   lm_vec keys[64];
   LM_TRY(eval_keys(j, 0, in, keys));
   const lm_vec* tv = &in->cols[j->spec.ltime];
   int64_t lw = to_units(j, j->wm[0]);
+  int64_t rw = to_units(j, j->wm[1]);
+  bool direct = live && cmp_before(j);
+  int64_t final_below = j->spec.cmp == LM_ASOF_GE ? rw : sat_add(rw, 1); /* t < it */
   LM_TRY(store_reserve(&j->left, j->left.used + in->nrows));
+  if (direct) LM_TRY(reserve_out(j, in->nrows));
+  int64_t nd = 0;
+  bool sorted = true;
   for (int64_t r = 0; r < in->nrows; r++) {
     bool no_time = tv->nulls != NULL && tv->nulls[r];
     int64_t t = no_time ? INT64_MIN : time_of(tv, r);
-    if (check_late && !no_time && t < lw) {
+    if (live && !no_time && t < lw) {
       j->late[0]++;
       continue;
     }
     if (no_time && !j->spec.left_outer) continue;
-    int64_t g = -1;
-    if (!no_time && !key_is_null(j, keys, r)) {
-      LM_TRY(key_row(j, j->hashes[r], keys, r, &g));
+    bool null_key = no_time || key_is_null(j, keys, r);
+    if (direct && (null_key || t < final_below)) {
+      int64_t m = -1;
+      if (!null_key) {
+        int64_t g = lm_state_table_find(&j->table, j->hashes[r], keys, r);
+        bool final;
+        if (g >= 0) m = find_match(j, &j->keys[g], t, rw, &final);
+      }
+      if (m < 0 && !j->spec.left_outer) continue;
+      if (nd > 0 && (j->rel[nd - 1].ts > t)) sorted = false;
+      j->rel[nd] = (pending){t, r, 0};
+      j->match[nd++] = m;
+      continue;
     }
+    int64_t g = -1;
+    if (!null_key) LM_TRY(key_row(j, j->hashes[r], keys, r, &g));
     uint32_t slot = store_take(&j->left);
     LM_TRY(store_put(&j->left, slot, in->cols, r));
-    /* A row without a time matches nothing: released at once (time -inf). */
+    /* A row without a key or time matches nothing: released at once. */
     LM_TRY(pend_push(j, (pending){t, g, slot}));
   }
+  laminar_code rc = emit_direct(j, in, nd, sorted);
   lm_eval_ctx_reset(j->ctx);
-  return LAMINAR_OK;
+  return rc;
 }
 
 static laminar_code asof_on_input_chunk(lm_op* op, int32_t input, const lm_chunk* in) {
@@ -770,13 +833,23 @@ static laminar_code asof_snapshot(const lm_op* op, lm_state_writer* w) {
     lm_state_put_i64(w, j->late[i]);
   }
   lm_state_put_i64(w, j->out_wm);
-  lm_state_put_i64(w, j->npend - j->phead);
-  for (int64_t i = j->phead; i < j->npend; i++) put_row(&j->left, j->pend[i].slot, w);
-  lm_state_put_i64(w, j->right_rows);
+  /* Right rows by key: the key once, then the rows (time, columns). */
+  int64_t groups = 0;
+  for (int64_t g = 0; g < j->table.n; g++) groups += j->keys[g].n > j->keys[g].head;
+  lm_state_put_i64(w, groups);
   for (int64_t g = 0; g < j->table.n; g++) {
     const keyrows* kr = &j->keys[g];
-    for (int32_t i = kr->head; i < kr->n; i++) put_row(&j->right, kr->slot[i], w);
+    if (kr->n == kr->head) continue;
+    lm_state_table_put_keys(&j->table, g, w);
+    lm_state_put_i64(w, kr->n - kr->head);
+    for (int32_t i = kr->head; i < kr->n; i++) {
+      lm_state_put_i64(w, kr->ts[i]);
+      put_row(&j->right, kr->slot[i], w);
+    }
   }
+  /* Waiting left rows, in order: restored through the key expressions. */
+  lm_state_put_i64(w, j->npend - j->phead);
+  for (int64_t i = j->phead; i < j->npend; i++) put_row(&j->left, j->pend[i].slot, w);
   return lm_state_writer_status(w);
 }
 
@@ -828,6 +901,86 @@ static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r,
   return rc;
 }
 
+/* Read one row written by put_row into `slot` of st. */
+static laminar_code get_row(rowstore* st, uint32_t slot, lm_state_reader* r) {
+  for (int32_t c = 0; c < st->ncols; c++) {
+    bool null = lm_state_get_u8(r) != 0;
+    if (!st->keep[c]) { /* not held: written as NULL */
+      if (!null) return LAMINAR_ERR_RECOVERY;
+      continue;
+    }
+    st->nulls[c][slot] = null;
+    int64_t w = lm_type_width(st->types[c]);
+    char* d = (char*)st->data[c] + slot * w;
+    if (null) {
+      memset(d, 0, (size_t)w);
+      continue;
+    }
+    switch (st->types[c]) {
+      case LM_TYPE_STRING: {
+        lm_str x = lm_state_get_bytes(r);
+        if (x.len > 0) {
+          char* p = lm_pool_copy(&st->strings, x.ptr, (size_t)x.len);
+          if (p == NULL) return LAMINAR_ERR_NOMEM;
+          x.ptr = p;
+          st->str_live += x.len;
+        }
+        memcpy(d, &x, sizeof x);
+        break;
+      }
+      case LM_TYPE_DOUBLE: {
+        double v = lm_state_get_f64(r);
+        memcpy(d, &v, 8);
+        break;
+      }
+      case LM_TYPE_INT32: {
+        int32_t v = (int32_t)lm_state_get_i64(r);
+        memcpy(d, &v, 4);
+        break;
+      }
+      case LM_TYPE_BOOL:
+      case LM_TYPE_NULL: *(uint8_t*)d = (uint8_t)lm_state_get_i64(r); break;
+      default: {
+        int64_t v = lm_state_get_i64(r);
+        memcpy(d, &v, 8);
+        break;
+      }
+    }
+  }
+  return r->failed ? LAMINAR_ERR_RECOVERY : LAMINAR_OK;
+}
+
+/* The right rows of a snapshot: per key group its keys, then its rows. */
+static laminar_code restore_right(asof_op* j, lm_state_reader* r) {
+  int64_t groups = lm_state_get_i64(r);
+  if (groups < 0 || groups > ((int64_t)1 << 30) || r->failed) return LAMINAR_ERR_RECOVERY;
+  lm_state_table* t = &j->table;
+  for (int64_t k = 0; k < groups; k++) {
+    LM_TRY(lm_state_table_reserve(t, t->n + 1));
+    if (t->cap > j->nkeyrows) {
+      keyrows* kk = lm_realloc(j->keys, sizeof *kk * (size_t)t->cap);
+      if (kk == NULL) return LAMINAR_ERR_NOMEM;
+      memset(kk + j->nkeyrows, 0, sizeof *kk * (size_t)(t->cap - j->nkeyrows));
+      j->keys = kk;
+      j->nkeyrows = t->cap;
+    }
+    int64_t g = t->n;
+    LM_TRY(lm_state_table_get_keys(t, g, r));
+    t->n++;
+    int64_t n = lm_state_get_i64(r);
+    if (n < 0 || n > ((int64_t)1 << 31) || r->failed) return LAMINAR_ERR_RECOVERY;
+    LM_TRY(store_reserve(&j->right, j->right.used + n));
+    for (int64_t i = 0; i < n; i++) {
+      int64_t ts = lm_state_get_i64(r);
+      uint32_t slot = store_take(&j->right);
+      LM_TRY(get_row(&j->right, slot, r));
+      LM_TRY(keyrows_insert(&j->keys[g], ts, slot));
+      j->right_rows++;
+    }
+  }
+  return lm_state_table_reindex(t);
+}
+
 static void asof_clear(asof_op* j) {
   for (int64_t g = 0; g < j->nkeyrows; g++) {
     lm_free(j->keys[g].ts);
@@ -854,8 +1007,8 @@ static laminar_code asof_restore(lm_op* op, lm_state_reader* r, laminar_error* e
     j->wm[i] = INT64_MIN;
   }
   int64_t out_wm = lm_state_get_i64(r);
-  laminar_code rc = restore_rows(j, 0, r, lm_state_get_i64(r));
-  if (rc == LAMINAR_OK) rc = restore_rows(j, 1, r, lm_state_get_i64(r));
+  laminar_code rc = restore_right(j, r);
+  if (rc == LAMINAR_OK) rc = restore_rows(j, 0, r, lm_state_get_i64(r));
   if (rc == LAMINAR_OK && r->failed) rc = LAMINAR_ERR_RECOVERY;
   if (rc != LAMINAR_OK) {
     asof_clear(j);

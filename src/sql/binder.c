@@ -1759,15 +1759,14 @@ static laminar_code join_needed_columns(binder* b) {
       mark_columns(w->aggs[i].order, need, n);
     }
   }
-  /* The join's own columns (snapshots hold the rows it restores from). */
+  /* The left side's keys and time (its waiting rows are restored through the
+   * key expressions). */
   const lm_asof_spec* j = &plan->join;
   uint8_t* right = need + j->lcols;
-  for (int32_t k = 0; k < j->nkeys; k++) {
-    mark_columns(j->lkeys[k], need, j->lcols);
-    mark_columns(j->rkeys[k], right, j->rcols);
-  }
+  /* Right rows are snapshotted by key group: their keys need no columns. */
+  for (int32_t k = 0; k < j->nkeys; k++) mark_columns(j->lkeys[k], need, j->lcols);
   need[j->ltime] = 1;
-  right[j->rtime] = 1;
+  (void)right;
   plan->join.need = need;
   return LAMINAR_OK;
 }
