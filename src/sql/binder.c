@@ -936,6 +936,9 @@ static laminar_code carry_weight(binder* b) {
 }
 
 /* Expand '*' items and bind every select item in `mode`. */
+static laminar_code join_star_range(binder* b, const lm_ast_expr* star, int32_t* lo,
+                                    int32_t* hi);
+
 static laminar_code bind_items(binder* b, const lm_ast_select* sel, bind_mode mode,
                                lm_expr*** out_exprs, int32_t* out_n) {
   int32_t n = 0;
@@ -952,7 +955,9 @@ static laminar_code bind_items(binder* b, const lm_ast_select* sel, bind_mode mo
         return fail(b, LAMINAR_ERR_SQL_GROUPING, item->expr,
                     "SELECT * is not allowed with GROUP BY");
       }
-      for (int32_t c = 0; c < b->input->ncols - (changelog_input(b) ? 1 : 0); c++) {
+      int32_t lo = 0, hi = b->input->ncols - (changelog_input(b) ? 1 : 0);
+      if (b->join_right != NULL) LM_TRY(join_star_range(b, item->expr, &lo, &hi));
+      for (int32_t c = lo; c < hi; c++) {
         lm_expr* e = new_expr(b, LM_EXPR_COLUMN, b->input->fields[c].type);
         if (e == NULL) return NOMEM(b);
         e->column = c;
@@ -1404,26 +1409,31 @@ static laminar_code bind_union_output(binder* b) {
 /* Which side column reference `a` names: 0 left, 1 right, with its index in
  * that side's schema; an unknown table or column, or an unqualified name
  * both sides have, fails naming it. */
+/* The side a qualifier names: 0 the left, 1 the right, -1 neither (a
+ * self-join names its sides by their aliases). */
+static int32_t join_table_side(const binder* b, const char* table) {
+  bool is_left =
+      name_eq(table, b->input_name) || (b->input_alias && name_eq(table, b->input_alias));
+  bool is_right =
+      name_eq(table, b->right_name) || (b->right_alias && name_eq(table, b->right_alias));
+  if (is_left && is_right) {
+    is_left = b->input_alias && name_eq(table, b->input_alias);
+    is_right = !is_left;
+  }
+  return is_left ? 0 : is_right ? 1 : -1;
+}
+
 static laminar_code join_side_of_column(binder* b, const lm_ast_expr* a,
                                         int32_t* out_side, int32_t* out_idx) {
   int32_t li = lm_schema_find(b->join_left, a->name);
   int32_t ri = lm_schema_find(b->join_right, a->name);
   if (a->table != NULL) {
-    bool is_left = name_eq(a->table, b->input_name) ||
-                   (b->input_alias && name_eq(a->table, b->input_alias));
-    bool is_right = name_eq(a->table, b->right_name) ||
-                    (b->right_alias && name_eq(a->table, b->right_alias));
-    /* A self-join names its sides by their aliases. */
-    if (is_left && is_right) {
-      is_left = b->input_alias && name_eq(a->table, b->input_alias);
-      is_right = !is_left;
-    }
-    if (!is_left && !is_right) {
+    *out_side = join_table_side(b, a->table);
+    if (*out_side < 0) {
       return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a,
                   "unknown table '%s' in column '%s.%s'", a->table, a->table, a->name);
     }
-    *out_side = is_left ? 0 : 1;
-    *out_idx = is_left ? li : ri;
+    *out_idx = *out_side == 0 ? li : ri;
   } else if (li >= 0 && ri >= 0) {
     return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a,
                 "column '%s' is in both sides of the join: qualify it (%s.%s or %s.%s)",
@@ -1452,6 +1462,25 @@ static laminar_code bind_join_column(binder* b, const lm_ast_expr* a, lm_expr** 
   if (e == NULL) return NOMEM(b);
   e->column = col;
   *out = e;
+  return LAMINAR_OK;
+}
+
+/* The joined columns `*` (all) or `t.*` (one side's) stands for: [lo, hi). */
+static laminar_code join_star_range(binder* b, const lm_ast_expr* star, int32_t* lo,
+                                    int32_t* hi) {
+  int32_t nl = b->join_left->ncols;
+  *lo = 0;
+  *hi = nl + b->join_right->ncols;
+  if (star->table == NULL) return LAMINAR_OK;
+  int32_t side = join_table_side(b, star->table);
+  if (side < 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, star, "unknown table '%s' in '%s.*'",
+                star->table, star->table);
+  }
+  if (side == 0)
+    *hi = nl;
+  else
+    *lo = nl;
   return LAMINAR_OK;
 }
 

@@ -347,3 +347,27 @@ def test_asof_join_errors_carry_codes_and_positions() -> None:
             "CREATE STREAM ok AS SELECT t.k FROM trades t ASOF JOIN quotes q "
             "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k"
         )
+
+
+def test_asof_join_star_per_side_and_self_join() -> None:
+    """``t.*`` is one side's columns; a source joined with itself by aliases."""
+    with laminardb.open() as db:
+        db.execute(
+            "CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, WATERMARK FOR ts);"
+            "CREATE SOURCE quotes (k VARCHAR, ts BIGINT, b DOUBLE, WATERMARK FOR ts);"
+            "CREATE STREAM j AS SELECT t.*, q.b FROM trades t ASOF JOIN quotes q "
+            "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k;"
+            "CREATE STREAM prev AS SELECT a.ts, a.p, b.p AS before FROM trades a "
+            "ASOF JOIN trades b MATCH_CONDITION(a.ts > b.ts) ON a.k = b.k"
+        )
+        sub, prev = db.subscribe("j"), db.subscribe("prev")
+        db.insert("quotes", [{"k": "x", "ts": 1, "b": 2.5}])
+        db.insert("trades", [{"k": "x", "ts": t, "p": t * 10} for t in (2, 5, 9)])
+        for s in ("quotes", "trades"):
+            db.source(s).watermark(FINAL_WATERMARK)
+        db.run_until_idle()
+        got = pa.Table.from_batches(list(iter(lambda: sub.poll(0), None)))
+        assert got.schema.names == ["k", "ts", "p", "b"]
+        assert rows_of(got, ["ts", "b"]) == [(2, 2.5), (5, 2.5), (9, 2.5)]
+        got = pa.Table.from_batches(list(iter(lambda: prev.poll(0), None)))
+        assert rows_of(got, ["ts", "before"]) == [(5, 20), (9, 50)]
