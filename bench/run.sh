@@ -172,6 +172,8 @@ run cores_queued "$B/bench_vwap" "$N" --only w1 --mode threaded --pace 0 --reps 
 if [[ "${BENCH_PYTHON:-1}" != 0 ]]; then
   run python "$PY" "$ROOT/bench/bench_python.py" -n "$N" --reps "$REPS" \
     --limit-w1b "$W1B" --limit-w2b "$W2B"
+  run python_asof "$PY" "$ROOT/bench/bench_asof.py" -n "$N" --reps "$REPS" \
+    ${W3B:+--limit-w3b "$W3B"}
 fi
 JAVA_LIB="$BUILD/bindings/java/liblaminar_jni.so"
 if [[ "${BENCH_JAVA:-1}" != 0 && -f "$JAVA_LIB" ]]; then
