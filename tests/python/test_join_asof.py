@@ -371,3 +371,19 @@ def test_asof_join_star_per_side_and_self_join() -> None:
         assert rows_of(got, ["ts", "b"]) == [(2, 2.5), (5, 2.5), (9, 2.5)]
         got = pa.Table.from_batches(list(iter(lambda: prev.poll(0), None)))
         assert rows_of(got, ["ts", "before"]) == [(5, 20), (9, 50)]
+
+
+def test_asof_join_refused_where_it_cannot_run_split() -> None:
+    """Splitting a join across engines (Spark) is refused with LDB-1005, naming it."""
+    with laminardb.open() as db:
+        db.execute(
+            "CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, WATERMARK FOR ts);"
+            "CREATE SOURCE quotes (k VARCHAR, ts BIGINT, b DOUBLE, WATERMARK FOR ts);"
+            "CREATE STREAM j AS SELECT t.k, q.b FROM trades t ASOF JOIN quotes q "
+            "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k"
+        )
+        for call in (db.partitioning, db.two_phase):
+            with pytest.raises(laminardb.LaminarError) as info:
+                call("j")
+            assert info.value.code == "LDB-1005"
+            assert "ASOF JOIN" in str(info.value)
