@@ -1195,8 +1195,8 @@ static laminar_code parse_join(parser* p, lm_ast_join** out) {
   LM_TRY(accept_kw(p, "LEFT", &j->left_outer));
   bool got;
   if (j->left_outer) LM_TRY(accept_kw(p, "OUTER", &got));
-  if (!is_kw(&p->cur, "ASOF")) {
-    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
+  if (!is_kw(&p->cur, "ASOF")) { /* at the join's first word */
+    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, j->line, j->column,
                    "only ASOF JOIN is supported yet: FROM a [LEFT] ASOF JOIN b "
                    "MATCH_CONDITION(a.ts >= b.ts) ON a.k = b.k");
   }
