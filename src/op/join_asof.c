@@ -588,12 +588,35 @@ static laminar_code forward_watermark(asof_op* j) {
   return LAMINAR_OK;
 }
 
+/* What the join holds, in the terms of the state bound: its rows' kept
+ * columns and strings, the keys, and per row its place in a list. */
+static int64_t asof_bytes(const asof_op* j) {
+  return store_bytes(&j->left) + store_bytes(&j->right) +
+         lm_state_table_bytes(&j->table) + (j->npend - j->phead) * 24 +
+         j->right_rows * 12;
+}
+
 static laminar_code account(asof_op* j) {
   if (!lm_op_bounded(&j->base)) return LAMINAR_OK;
-  int64_t bytes = store_bytes(&j->left) + store_bytes(&j->right) +
-                  lm_state_table_bytes(&j->table) + (j->npend - j->phead) * 24 +
-                  j->right_rows * 12;
-  return lm_op_account(&j->base, bytes, false);
+  return lm_op_account(&j->base, asof_bytes(j), false);
+}
+
+/* The most chunk `in` of input `side` can add to asof_bytes: every row held
+ * under a new key, with all its strings (the bound is checked before the
+ * chunk changes anything, so a batch near the bound may be refused whole). */
+static int64_t chunk_bound(const asof_op* j, int32_t side, const lm_chunk* in) {
+  const rowstore* st = side == 0 ? &j->left : &j->right;
+  int64_t per = 24 + lm_state_table_row_bytes(j->key_types, j->spec.nkeys);
+  for (int32_t c = 0; c < st->ncols; c++)
+    if (st->keep[c]) per += lm_type_width(st->types[c]) + 1;
+  int64_t bytes = per * in->nrows;
+  for (int32_t c = 0; c < in->ncols; c++) {
+    const lm_vec* v = &in->cols[c];
+    if (v->type != LM_TYPE_STRING) continue;
+    const lm_str* x = v->data;
+    for (int64_t r = 0; r < in->nrows; r++) bytes += 2 * x[r].len; /* row and key */
+  }
+  return bytes;
 }
 
 /* Compact the stores' strings when mostly dead. */
@@ -776,6 +799,10 @@ static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool live) {
 
 static laminar_code asof_on_input_chunk(lm_op* op, int32_t input, const lm_chunk* in) {
   asof_op* j = (asof_op*)op;
+  /* The first stateful operator of its chain refuses a batch that could take
+   * the state past its bound, before it changes anything (op.h). */
+  if (j->base.checks_bound && lm_op_bounded(op))
+    LM_TRY(lm_op_account(op, asof_bytes(j) + chunk_bound(j, input, in), true));
   if (input == 1) {
     LM_TRY(right_rows(j, in, true));
   } else {

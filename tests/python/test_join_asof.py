@@ -387,3 +387,40 @@ def test_asof_join_refused_where_it_cannot_run_split() -> None:
                 call("j")
             assert info.value.code == "LDB-1005"
             assert "ASOF JOIN" in str(info.value)
+
+
+def test_asof_join_meets_max_state_bytes() -> None:
+    """Quotes no trade has passed pile up; past the bound a batch is refused whole."""
+    with laminardb.open() as db:
+        db.execute(
+            "CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, WATERMARK FOR ts);"
+            "CREATE SOURCE quotes (k VARCHAR, ts BIGINT, b DOUBLE, WATERMARK FOR ts);"
+            "CREATE STREAM j AS SELECT t.k, q.b FROM trades t ASOF JOIN quotes q "
+            "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k WITH (max_state_bytes = '256KB')"
+        )
+        src = db.source("quotes")
+        accepted = 0
+        error = None
+        for i in range(1000):
+            src.push(
+                pa.record_batch(
+                    {
+                        "k": pa.array([f"k{r % 50}" for r in range(1000)]),
+                        "ts": pa.array(range(i * 1000, i * 1000 + 1000), pa.int64()),
+                        "b": pa.array([1.0] * 1000),
+                    }
+                )
+            )
+            try:
+                db.run_until_idle()
+            except laminardb.LaminarError as e:
+                error = e
+                break
+            accepted += 1000
+        assert error is not None
+        assert error.code == "LDB-3008"
+        assert "'j'" in str(error)
+        assert "max_state_bytes" in str(error)
+        m = {(r["kind"], r["name"], r["metric"]): r["value"] for r in db.metrics().to_pylist()}
+        assert m[("stream", "j", "join_right_rows")] == accepted  # the refused batch: none
+        assert 0 < m[("stream", "j", "accounted_state_bytes")] <= 256 * 1024
