@@ -141,6 +141,7 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   lm_stmt wm = *stmt;
   char wm_name[128] = {0};
   int64_t lateness = 0;
+  int64_t idle_timeout = 0;
   for (size_t i = 0; i < stmt->noptions; i++) {
     const lm_ast_option* o = &stmt->options[i];
     const lm_ast_expr* v = o->value;
@@ -177,6 +178,7 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       case LM_OPT_WAIT_STRATEGY: wait = val.wait; break;
       case LM_OPT_MAX_QUEUE_BYTES: max_queue_bytes = val.i; break;
       case LM_OPT_BUFFER_SIZE: capacity = (uint32_t)val.i; break;
+      case LM_OPT_IDLE_TIMEOUT: idle_timeout = val.i > 0 ? val.i : 0; break;
       default:
         return lm_error_set(err, LAMINAR_ERR_INTERNAL, "source option '%s'", o->key);
     }
@@ -187,6 +189,7 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   atomic_init(&def->dropped, false);
   def->wm_col = -1;
   def->lateness_ms = lateness;
+  def->idle_timeout_ms = idle_timeout;
   stmt = &wm;
   def->max_ts_ms = INT64_MIN;
   def->watermark_ms = INT64_MIN;

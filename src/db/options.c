@@ -122,6 +122,9 @@ static const lm_option table[] = {
     {"checkpoint_interval", SRC, LM_OPT_CHECKPOINT_INTERVAL, T_DURATION, "none", 1, 0,
      "a duration ('10 seconds')", "config checkpoint_interval",
      "lowers the database's checkpoint period (needs durability)"},
+    {"idle_timeout", SRC, LM_OPT_IDLE_TIMEOUT, T_DURATION, "none", 1, 0,
+     "a duration ('5 s') or none", "none",
+     "no data for this long makes it idle: it holds back no union's watermark"},
     /* ---- CREATE STREAM / MATERIALIZED VIEW ... WITH (...) ---- */
     {"allowed_lateness", STREAM, LM_OPT_ALLOWED_LATENESS, T_INTERVAL, NULL, 0, 0,
      "an INTERVAL (or milliseconds) >= 0", "the source's allowed_lateness",

@@ -101,6 +101,7 @@ void lm_stream_def_free(lm_stream_def* def) {
   lm_free(def->in_chains);
   lm_free(def->in_defs);
   lm_free(def->in_wm);
+  lm_free(def->in_idle);
   lm_free(def->in_start);
   lm_op_chain_destroy(def->chain);
   lm_plan_free(&def->plan);
@@ -245,12 +246,17 @@ laminar_code lm_stream_take_late(void* arg, const lm_chunk* chunk) {
 laminar_code lm_rt_stream_watermark(lm_stream_def* s, const void* from,
                                     int64_t watermark_ms) {
   if (s->nin > 0) {
-    /* Each input holds its own; the stream's is the least of them. */
+    /* Each input holds its own; the stream's is the least of the active
+     * ones (an idle input holds nothing back; all idle: no advance). */
     int64_t least = INT64_MAX;
+    bool active = false;
     for (int32_t b = 0; b < s->nin; b++) {
       if (s->in_defs[b] == from && watermark_ms > s->in_wm[b]) s->in_wm[b] = watermark_ms;
+      if (s->in_idle[b]) continue;
+      active = true;
       if (s->in_wm[b] < least) least = s->in_wm[b];
     }
+    if (!active) return LAMINAR_OK;
     watermark_ms = least;
   }
   if (watermark_ms <= s->watermark_ms) return LAMINAR_OK;
@@ -271,21 +277,30 @@ laminar_code lm_stream_def_set_inputs(lm_stream_def* s, const void* const* in_de
   s->in_defs = lm_calloc((size_t)n, sizeof *s->in_defs);
   s->in_chains = lm_calloc((size_t)n, sizeof *s->in_chains);
   s->in_wm = lm_calloc((size_t)n, sizeof *s->in_wm);
-  if (s->in_defs == NULL || s->in_chains == NULL || s->in_wm == NULL)
+  s->in_idle = lm_calloc((size_t)n, sizeof *s->in_idle);
+  if (s->in_defs == NULL || s->in_chains == NULL || s->in_wm == NULL ||
+      s->in_idle == NULL)
     return LAMINAR_ERR_NOMEM;
   s->nin = n;
-  int64_t least = INT64_MAX;
+  /* The least over the active inputs (over all when every one is idle). */
+  int64_t least = INT64_MAX, least_all = INT64_MAX;
+  s->idle = true;
   for (int32_t b = 0; b < n; b++) {
     s->in_defs[b] = in_defs[b];
     s->in_wm[b] = in_wm[b];
-    if (in_wm[b] < least) least = in_wm[b];
+    s->in_idle[b] = plan->branches[b].input_is_source
+                        ? ((const lm_source_def*)in_defs[b])->idle
+                        : ((const lm_stream_def*)in_defs[b])->idle;
+    if (!s->in_idle[b]) s->idle = false;
+    if (in_wm[b] < least_all) least_all = in_wm[b];
+    if (!s->in_idle[b] && in_wm[b] < least) least = in_wm[b];
     LM_TRY(lm_plan_build_branch(plan, b, &s->in_chains[b]));
     if (s->in_chains[b] != NULL) {
       s->in_chains[b]->sink = branch_deliver;
       s->in_chains[b]->sink_arg = s;
     }
   }
-  lm_stream_def_start_at(s, least);
+  lm_stream_def_start_at(s, s->idle ? least_all : least);
   return LAMINAR_OK;
 }
 
@@ -317,6 +332,8 @@ int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg) {
   int64_t carried = atomic_load_explicit(&src->carried_watermark, memory_order_relaxed);
   if (carried > wm) wm = carried;
   if (msg->seq > src->processed_seq) src->processed_seq = msg->seq;
+  /* Data or a watermark makes the source active; a marker says (rt.h). */
+  src->idle_next = msg->batch == NULL && msg->idle > 0 ? 1 : 2;
   if (msg->batch != NULL) {
     if (src->wm_col >= 0) {
       int64_t mx = batch_max_ts(src, msg->batch);
@@ -423,6 +440,61 @@ static bool have_headroom(const lm_graph* g) {
   return lm_rt_min_free(g) >= LM_SUB_HEADROOM;
 }
 
+/* Input `from` of stream s became idle / active: recompute s's watermark
+ * over its active inputs, and pass s's own idleness (all of its inputs idle)
+ * on to its readers when it changed. */
+static laminar_code input_idleness(lm_stream_def* s, const void* from, bool idle) {
+  bool all = idle;
+  if (s->nin > 0) {
+    all = true;
+    for (int32_t b = 0; b < s->nin; b++) {
+      if (s->in_defs[b] == from) s->in_idle[b] = idle;
+      all = all && s->in_idle[b];
+    }
+    /* The least of the active inputs may have risen (all idle: it stays). */
+    LM_TRY(lm_rt_stream_watermark(s, from, INT64_MIN));
+  }
+  if (all == s->idle) return LAMINAR_OK;
+  s->idle = all;
+  for (int32_t i = 0; i < s->nreaders; i++) {
+    LM_TRY(input_idleness(s->readers[i], s, all));
+  }
+  return LAMINAR_OK;
+}
+
+/* After a round's messages of src (`taken` of them): apply what they asked of
+ * its idleness (idle_next: a laminar_source_set_idle marker, or data making
+ * it active again), else its idle_timeout -- nothing taken for that long on
+ * the reactor's clock, its queue empty. A change goes to every reader
+ * (input_idleness) at a message boundary with nothing in flight, and only
+ * with subscriber headroom (closing windows emits): else it waits for a
+ * later round. */
+static laminar_code source_idleness(lm_rt* rt, lm_source_def* src, int taken) {
+  bool idle = src->idle;
+  if (src->idle_next != 0) idle = src->idle_next == 1;
+  if (src->idle_timeout_ms > 0) {
+    int64_t now = lm_rt_now_ns();
+    if (taken > 0 || src->active_ns == 0) {
+      src->active_ns = now;
+    } else if (!idle && lm_mpsc_size(src->queue) == 0 &&
+               (now - src->active_ns) / 1000000 >= src->idle_timeout_ms) {
+      idle = true;
+    }
+  }
+  if (idle == src->idle) {
+    src->idle_next = 0;
+    return LAMINAR_OK;
+  }
+  if (rt->ncores > 1) LM_TRY(lm_rt_drain(rt));
+  if (!have_headroom(rt->graph)) return LAMINAR_OK; /* idle_next kept: retried */
+  src->idle_next = 0;
+  src->idle = idle;
+  for (int32_t i = 0; i < src->nreaders; i++) {
+    LM_TRY(input_idleness(src->readers[i], src, idle));
+  }
+  return LAMINAR_OK;
+}
+
 /* Process up to `budget` messages per source, round robin. *out_progress
  * tells whether any message was processed; *out_blocked whether a full
  * subscriber stopped progress. */
@@ -458,6 +530,9 @@ static laminar_code process_round(lm_rt* rt, int budget, bool* out_progress,
       if (!lm_source_take(src, false, &item)) break;
       *out_progress = true;
       rc = process_msg(src, item);
+    }
+    if (rc == LAMINAR_OK && (src->idle_next != 0 || src->idle_timeout_ms > 0)) {
+      rc = source_idleness(rt, src, taken);
     }
     /* Producers blocked on a full queue: one notify per round, not per message
      * (a fence and a load when none is parked). */

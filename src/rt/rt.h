@@ -100,11 +100,14 @@ typedef struct lm_gather_buf {
   size_t mem_cap;
 } lm_gather_buf;
 
-/* A message in a source ring. batch == NULL: an explicit watermark. */
+/* A message in a source ring. batch == NULL: an explicit watermark, or with
+ * `idle` set a change of the source's idleness (laminar_source_set_idle:
+ * 1 idle, -1 active again; watermark_ms INT64_MIN, never logged). */
 typedef struct lm_msg {
   lm_batch* batch;
   int64_t watermark_ms;
   uint64_t seq; /* WAL sequence number (0: the source keeps no WAL) */
+  int8_t idle;
 } lm_msg;
 
 /* What a push does when its source's queue is full (CREATE SOURCE ... WITH
@@ -171,10 +174,22 @@ typedef struct lm_source_def {
    * accepted, numbered as a WAL would (laminar_source_offset); from the
    * checkpoint's position at recovery. Under log_mu. */
   uint64_t unlogged_seq;
+  /* WITH (idle_timeout = ...): taking no message for this long (the
+   * reactor's clock, lm_rt_now_ns) makes the source idle; 0: never. Fixed
+   * at CREATE. */
+  int64_t idle_timeout_ms;
   /* reactor-only */
   uint64_t processed_seq; /* last WAL record taken through the graph */
   int64_t max_ts_ms;
   int64_t watermark_ms;
+  /* Idleness (source_idleness, rt/reactor.c): an idle source holds back no
+   * reader's watermark. idle_next: what the messages taken last ask (0
+   * nothing, 1 idle, 2 active: any batch or explicit watermark), applied
+   * after they went through the graph; active_ns: when a message was last
+   * taken (0: not yet looked at). Not checkpointed: a source opens active. */
+  bool idle;
+  int8_t idle_next;
+  int64_t active_ns;
   lm_stream_def** readers;
   int32_t nreaders;
 } lm_source_def;
@@ -228,6 +243,11 @@ struct lm_stream_def {
   const void** in_defs;
   lm_op** in_chains;
   int64_t* in_wm;
+  /* in_idle[b]: input b is idle (a source declared idle, or a stream all of
+   * whose inputs are); its in_wm does not count in the least. idle: every
+   * input of this stream is (its readers skip it in turn). Reactor-only. */
+  bool* in_idle;
+  bool idle;
   int32_t cur_in; /* the branch whose rows `chain` is taking (reactor-only) */
   atomic_int_fast64_t late_rows; /* writer: reactor; reader: any (relaxed) */
   struct lm_sink** sinks; /* exactly-once sinks on the output; changed while paused */

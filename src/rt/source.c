@@ -368,6 +368,9 @@ laminar_code lm_source_enqueue(lm_rt* rt, lm_source_def* def, lm_msg* const* msg
   /* Log (or number) and enqueue as one step under log_mu, so queue order is
    * WAL order when cloned producers push at once. */
   bool locked = log->append != NULL || log->numbered;
+  /* An unlogged message of a WAL source (a change of idleness) takes the
+   * lock too: under it only the reactor may move the queue (enqueue_logged). */
+  if (def->wal != NULL) locked = true;
   if (locked) pthread_mutex_lock(&def->log_mu);
   if (log->append != NULL) {
     rc = enqueue_logged(rt, def, msgs, n, how, log, &queued, err);
