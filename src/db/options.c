@@ -125,6 +125,11 @@ static const lm_option table[] = {
     {"idle_timeout", SRC, LM_OPT_IDLE_TIMEOUT, T_DURATION, "none", 1, 0,
      "a duration ('5 s') or none", "none",
      "no data for this long makes it idle: it holds back no union's watermark"},
+    {"alignment_group", SRC, LM_OPT_ALIGNMENT_GROUP, T_TEXT, NULL, 1, 127, "a name", "",
+     "watermark alignment: sources of one group are held within max_drift"},
+    {"max_drift", SRC, LM_OPT_MAX_DRIFT, T_INTERVAL, NULL, 0, 0,
+     "an INTERVAL (or milliseconds) >= 0", "",
+     "alignment_group: how far its watermark may run ahead of the group's slowest"},
     /* ---- CREATE STREAM / MATERIALIZED VIEW ... WITH (...) ---- */
     {"allowed_lateness", STREAM, LM_OPT_ALLOWED_LATENESS, T_INTERVAL, NULL, 0, 0,
      "an INTERVAL (or milliseconds) >= 0", "the source's allowed_lateness",

@@ -87,6 +87,7 @@ void lm_source_def_unref(lm_source_def* def) {
   lm_wal_close(def->wal, NULL); /* flushes what is appended */
   lm_schema_free(&def->schema);
   lm_free(def->readers);
+  lm_free(def->align_group);
   lm_free(def->name);
   lm_free(def->sql);
   lm_free(def);
@@ -351,6 +352,9 @@ int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg) {
   if (wm <= src->watermark_ms) return INT64_MIN;
   /* Applied after the batch went through the streams (the caller's order). */
   src->watermark_ms = wm;
+  if (src->align_group != NULL) {
+    atomic_store_explicit(&src->align_wm, wm, memory_order_relaxed);
+  }
   return wm;
 }
 
@@ -495,6 +499,36 @@ static laminar_code source_idleness(lm_rt* rt, lm_source_def* src, int taken) {
   return LAMINAR_OK;
 }
 
+/* Watermark alignment (rt.h lm_source_def.align_group): each aligned
+ * source's limit is its group's least watermark -- over members that are
+ * not idle and have one -- plus its max_drift. Run after a round in which
+ * an aligned source's watermark or idleness changed, or a source came or
+ * went; a risen limit wakes the source's held producers. */
+static void align_groups(lm_rt* rt) {
+  const lm_graph* g = rt->graph;
+  rt->align_nsources = g->nsources;
+  for (int32_t i = 0; i < g->nsources; i++) {
+    lm_source_def* src = g->sources[i];
+    if (src->align_group == NULL) continue;
+    /* The group's slowest member that counts: not idle, with a watermark. */
+    int64_t least = INT64_MAX;
+    for (int32_t j = 0; j < g->nsources; j++) {
+      const lm_source_def* m = g->sources[j];
+      if (m->align_group == NULL || strcmp(m->align_group, src->align_group) != 0 ||
+          m->idle || m->watermark_ms == INT64_MIN)
+        continue;
+      if (m->watermark_ms < least) least = m->watermark_ms;
+    }
+    int64_t limit;
+    if (least == INT64_MAX || __builtin_add_overflow(least, src->max_drift_ms, &limit))
+      limit = INT64_MAX;
+    int64_t was =
+        atomic_exchange_explicit(&src->align_limit, limit, memory_order_relaxed);
+    /* Held producers park on `room`: wake them to look again. */
+    if (limit > was) lm_waiter_notify(&src->room);
+  }
+}
+
 /* Process up to `budget` messages per source, round robin. *out_progress
  * tells whether any message was processed; *out_blocked whether a full
  * subscriber stopped progress. */
@@ -505,10 +539,14 @@ static laminar_code process_round(lm_rt* rt, int budget, bool* out_progress,
   *out_blocked = false;
   int64_t total = 0;
   laminar_code round_rc = LAMINAR_OK;
+  /* A source created or dropped: the alignment groups change. */
+  bool realign = g->nsources != rt->align_nsources;
   for (int32_t i = 0; i < g->nsources; i++) {
     lm_source_def* src = g->sources[i];
     int taken = 0, limit = budget;
     laminar_code rc = LAMINAR_OK;
+    int64_t wm_before = src->watermark_ms;
+    bool idle_before = src->idle;
     if (rt->ncores > 1 && lm_rt_source_partitioned(src)) {
       /* Keyed streams: a round over every reactor (part.c). */
       int64_t n = 0;
@@ -534,6 +572,9 @@ static laminar_code process_round(lm_rt* rt, int budget, bool* out_progress,
     if (rc == LAMINAR_OK && (src->idle_next != 0 || src->idle_timeout_ms > 0)) {
       rc = source_idleness(rt, src, taken);
     }
+    if (src->align_group != NULL &&
+        (src->watermark_ms != wm_before || src->idle != idle_before))
+      realign = true;
     /* Producers blocked on a full queue: one notify per round, not per message
      * (a fence and a load when none is parked). */
     if (taken > 0) lm_waiter_notify(&src->room);
@@ -543,6 +584,7 @@ static laminar_code process_round(lm_rt* rt, int budget, bool* out_progress,
       break;
     }
   }
+  if (realign) align_groups(rt);
   if (total > 0) atomic_fetch_add_explicit(&rt->messages, total, memory_order_relaxed);
   lm_rt_notify_subscribers(g);
   return round_rc;

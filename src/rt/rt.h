@@ -178,6 +178,17 @@ typedef struct lm_source_def {
    * reactor's clock, lm_rt_now_ns) makes the source idle; 0: never. Fixed
    * at CREATE. */
   int64_t idle_timeout_ms;
+  /* Watermark alignment (WITH (alignment_group = 'g', max_drift = ...)),
+   * fixed at CREATE: align_group NULL for none. A producer of a source whose
+   * watermark (align_wm) is above align_limit -- its group's least watermark
+   * over members not idle that have one, plus max_drift -- is held back as
+   * by a full queue (source.c lm_source_held_back). Both written by the
+   * graph driver (align_groups in rt/reactor.c, relaxed: a bound, not a synchronization),
+   * read by producers; align_limit INT64_MAX: not held. */
+  char* align_group;
+  int64_t max_drift_ms;
+  atomic_int_fast64_t align_wm;
+  atomic_int_fast64_t align_limit;
   /* reactor-only */
   uint64_t processed_seq; /* last WAL record taken through the graph */
   int64_t max_ts_ms;
@@ -400,6 +411,7 @@ typedef struct lm_rt {
   atomic_uint_fast64_t round_seq; /* last posted round; writer: reactor 0 (release) */
   uint64_t merged;                /* last merged round (reactor 0) */
   int32_t inflight_msgs;          /* messages of posted, unmerged rounds (reactor 0) */
+  int32_t align_nsources;         /* graph's sources at the last alignment (reactor 0) */
   atomic_bool stop_workers;
   lm_waiter joined;        /* reactor 0 waits here for the workers' rounds */
   lm_gather_buf merge_buf; /* reactor 0: concatenation of partition outputs */

@@ -294,11 +294,113 @@ static int test_idle_restart(void) {
   return lm_test_expect_failed_;
 }
 
+static const char* ALIGNED =
+    " WITH (alignment_group = 'g', max_drift = INTERVAL '1' SECOND, buffer_size = 8)";
+
+/* Push one row (volume, ts) with `how`: 0 try_push, else push_timeout with
+ * timeout_ms; the code (the array released either way). */
+static laminar_code push_how(laminar_source* src, int64_t ts, int how, int64_t timeout_ms,
+                             laminar_error* err) {
+  trade_row row = {"S", 1.0, false, 1, false, ts};
+  struct ArrowArray array;
+  struct ArrowSchema schema;
+  if (build_trades(&row, 1, false, &array, &schema) != 0) return LAMINAR_ERR_INTERNAL;
+  laminar_code rc =
+      how == 0 ? laminar_source_try_push(src, &array, &schema, err)
+               : laminar_source_push_timeout(src, &array, &schema, timeout_ms, err);
+  if (array.release != NULL) array.release(&array);
+  schema.release(&schema);
+  return rc;
+}
+
+static int64_t free_slots(laminar_source* src) {
+  laminar_error err;
+  int64_t n = -1;
+  if (laminar_source_free_slots(src, &n, &err) != LAMINAR_OK) return -1;
+  return n;
+}
+
+/* Alignment groups, inline: a runs more than max_drift (1 s) ahead of b, the
+ * group's slowest: its pushes are refused as by a full queue (LDB-3006
+ * naming the group, no free slots), b's are not; b catching up, or b
+ * declared idle, releases a. */
+static int test_alignment_inline(void) {
+  fixture f;
+  CHECK(fx_open(&f, 1, NULL, ALIGNED, ALIGNED, NULL) == 0);
+  laminar_error err;
+  CHECK(put(&f, f.a, 1, 0) == 0);
+  CHECK(put(&f, f.b, 1, 0) == 0);
+  CHECK(put(&f, f.a, 1, 1000) == 0); /* 1000 - 0: within the drift */
+  EXPECT(free_slots(f.a) == 8);
+  CHECK_CODE(push_how(f.a, 1500, 0, 0, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_run_until_idle(f.db, &err), LAMINAR_OK, &err);
+  /* a at 1500, b at 0: held back. */
+  EXPECT(free_slots(f.a) == 0);
+  int32_t room = -1;
+  CHECK_CODE(laminar_source_has_capacity(f.a, 1, &room, &err), LAMINAR_OK, &err);
+  EXPECT(room == 0);
+  EXPECT(push_how(f.a, 1600, 0, 0, &err) == LAMINAR_ERR_QUEUE_FULL);
+  EXPECT(strstr(err.message, "alignment group 'g'") != NULL &&
+         strstr(err.message, "'a'") != NULL);
+  EXPECT(push_how(f.a, 1600, 1, 0, &err) == LAMINAR_ERR_QUEUE_FULL);
+  EXPECT(free_slots(f.b) == 8); /* b is the slowest: never held */
+  /* b catches up to 600: the group's least 600, a's limit 1600. */
+  CHECK(put(&f, f.b, 1, 600) == 0);
+  EXPECT(free_slots(f.a) == 8);
+  CHECK_CODE(push_how(f.a, 2000, 0, 0, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_run_until_idle(f.db, &err), LAMINAR_OK, &err);
+  EXPECT(free_slots(f.a) == 0); /* 2000 > 600 + 1000 */
+  /* b idle: it no longer counts; a alone is never ahead of itself. */
+  CHECK(set_idle(&f, f.b, 1) == 0);
+  EXPECT(free_slots(f.a) == 8);
+  CHECK(put(&f, f.a, 1, 5000) == 0);
+  EXPECT(free_slots(f.a) == 8);
+  /* b back (a row at 700 makes it active): a is held again. */
+  CHECK(put(&f, f.b, 1, 700) == 0);
+  EXPECT(free_slots(f.a) == 0);
+  fx_close(&f);
+  return lm_test_expect_failed_;
+}
+
+/* With the reactor running, a held source's push waits (bounded: LDB-3009
+ * with nothing ingested) and goes through once the slower member advanced. */
+static int test_alignment_threaded(void) {
+  fixture f;
+  CHECK(fx_open(&f, 1, NULL, ALIGNED, ALIGNED, NULL) == 0);
+  laminar_error err;
+  CHECK(put(&f, f.b, 1, 0) == 0);
+  CHECK(put(&f, f.a, 1, 2000) == 0); /* a at 2000, b at 0: held */
+  CHECK_CODE(laminar_start(f.db, &err), LAMINAR_OK, &err);
+  EXPECT(push_how(f.a, 2100, 1, 50, &err) == LAMINAR_ERR_PUSH_TIMEOUT);
+  EXPECT(strstr(err.message, "alignment group 'g'") != NULL);
+  EXPECT(push_how(f.a, 2100, 0, 0, &err) == LAMINAR_ERR_QUEUE_FULL);
+  /* b advances to 1500: a's limit 2500; the waiting push goes through. */
+  CHECK_CODE(push_how(f.b, 1500, 1, -1, &err), LAMINAR_OK, &err);
+  CHECK_CODE(push_how(f.a, 2100, 1, 10000, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_stop(f.db, &err), LAMINAR_OK, &err);
+  /* The options go together, and not with drop_oldest (LDB-6003). */
+  laminar_db* db;
+  CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
+  EXPECT(laminar_execute(db, "CREATE SOURCE x (ts BIGINT) WITH (alignment_group = 'g');",
+                         &err) == LAMINAR_ERR_CONFIG_CONFLICT);
+  EXPECT(strstr(err.message, "max_drift") != NULL);
+  EXPECT(laminar_execute(db,
+                         "CREATE SOURCE x (ts BIGINT) WITH (alignment_group = 'g',\n"
+                         "  max_drift = 10, backpressure = 'drop_oldest');",
+                         &err) == LAMINAR_ERR_CONFIG_CONFLICT);
+  EXPECT(strstr(err.message, "drop_oldest") != NULL);
+  laminar_close(db);
+  fx_close(&f);
+  return lm_test_expect_failed_;
+}
+
 int main(int argc, char** argv) {
   static const lm_test_case cases[] = {{"idle_api", test_idle_api},
                                        {"idle_through_stream", test_idle_through_stream},
                                        {"idle_timeout", test_idle_timeout},
                                        {"idle_restart", test_idle_restart},
+                                       {"alignment_inline", test_alignment_inline},
+                                       {"alignment_threaded", test_alignment_threaded},
                                        {NULL, NULL}};
   return lm_test_main(argc, argv, cases);
 }

@@ -223,3 +223,34 @@ def test_idle_timeout_option_and_set_idle_errors() -> None:
         with pytest.raises(laminardb.LaminarError) as info:
             src.set_idle(False)
         assert info.value.code == "LDB-9002"
+
+
+def test_alignment_group_holds_back_and_releases() -> None:
+    """A source more than max_drift ahead of its group's slowest is held back."""
+    aligned = "WITH (alignment_group = 'g', max_drift = INTERVAL '1' SECOND)"
+    with laminardb.open() as db:
+        db.execute(
+            f"CREATE SOURCE a (v BIGINT, ts BIGINT, WATERMARK FOR ts) {aligned};"
+            f"CREATE SOURCE b (v BIGINT, ts BIGINT, WATERMARK FOR ts) {aligned};"
+        )
+        a, b = db.source("a"), db.source("b")
+        b.push({"v": [1], "ts": [0]})
+        a.push({"v": [1], "ts": [900]})
+        db.run_until_idle()
+        assert a.has_capacity()  # 900 - 0 is within the drift
+        a.try_push({"v": [1], "ts": [1500]})
+        db.run_until_idle()
+        assert not a.has_capacity()
+        assert a.free_slots == 0
+        with pytest.raises(laminardb.QueueFull) as info:
+            a.try_push({"v": [1], "ts": [1600]})
+        assert info.value.code == "LDB-3006"
+        assert "alignment group 'g'" in str(info.value)
+        assert b.has_capacity()  # the slowest is never held
+        b.push({"v": [1], "ts": [700]})  # the group's least: 700, a's limit 1700
+        db.run_until_idle()
+        assert a.has_capacity()
+        a.try_push({"v": [1], "ts": [1600]})
+        with pytest.raises(laminardb.ConfigError) as info:
+            db.execute("CREATE SOURCE c (ts BIGINT) WITH (max_drift = 10)")
+        assert info.value.code == "LDB-6003"
