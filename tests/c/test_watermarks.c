@@ -123,6 +123,32 @@ static int64_t late_rows(fixture* f) {
   return n;
 }
 
+static const char* ALIGNED =
+    " WITH (alignment_group = 'g', max_drift = INTERVAL '1' SECOND, buffer_size = 8)";
+
+/* Push one row (volume, ts) with `how`: 0 try_push, else push_timeout with
+ * timeout_ms; the code (the array released either way). */
+static laminar_code push_how(laminar_source* src, int64_t ts, int how, int64_t timeout_ms,
+                             laminar_error* err) {
+  trade_row row = {"S", 1.0, false, 1, false, ts};
+  struct ArrowArray array;
+  struct ArrowSchema schema;
+  if (build_trades(&row, 1, false, &array, &schema) != 0) return LAMINAR_ERR_INTERNAL;
+  laminar_code rc =
+      how == 0 ? laminar_source_try_push(src, &array, &schema, err)
+               : laminar_source_push_timeout(src, &array, &schema, timeout_ms, err);
+  if (array.release != NULL) array.release(&array);
+  schema.release(&schema);
+  return rc;
+}
+
+static int64_t free_slots(laminar_source* src) {
+  laminar_error err;
+  int64_t n = -1;
+  if (laminar_source_free_slots(src, &n, &err) != LAMINAR_OK) return -1;
+  return n;
+}
+
 #define EXPECT_TEXT(got, want)                                                   \
   do {                                                                           \
     if (strcmp((got), (want)) != 0)                                              \
@@ -259,6 +285,32 @@ static int test_idle_timeout(void) {
   return lm_test_expect_failed_;
 }
 
+/* The reactor thread applies idle_timeout too (it looks at least every 50
+ * ms while idle): b's timeout of 20 ms lets a alone close the window, which
+ * a subscriber waiting up to 10 s receives; 2 cores (b's rounds, merged
+ * before the change is applied). */
+static int test_idle_timeout_threaded(void) {
+  fixture f;
+  CHECK(fx_open(&f, 2, NULL, "", " WITH (idle_timeout = '20 ms')", KEYED_B) == 0);
+  laminar_error err;
+  CHECK(put(&f, f.b, 1, 100) == 0);
+  CHECK_CODE(laminar_start(f.db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(push_how(f.a, 500, 1, -1, &err), LAMINAR_OK, &err);
+  CHECK_CODE(push_how(f.a, 2500, 1, -1, &err), LAMINAR_OK, &err);
+  struct ArrowArray array;
+  struct ArrowSchema schema;
+  CHECK_CODE(laminar_subscription_next(f.sub, 10000, &array, &schema, &err), LAMINAR_OK,
+             &err);
+  EXPECT(array.release != NULL && array.length == 1);
+  if (array.release != NULL) {
+    array.release(&array);
+    schema.release(&schema);
+  }
+  CHECK_CODE(laminar_stop(f.db, &err), LAMINAR_OK, &err);
+  fx_close(&f);
+  return lm_test_expect_failed_;
+}
+
 /* A restart: idleness is neither logged nor checkpointed. The run before the
  * close closed [0, 1000) with b idle; after the reopen b is active again
  * (holding the union at its watermark) and the answer over both runs is the
@@ -292,32 +344,6 @@ static int test_idle_restart(void) {
   fx_close(&f);
   lm_test_rmtree(dir);
   return lm_test_expect_failed_;
-}
-
-static const char* ALIGNED =
-    " WITH (alignment_group = 'g', max_drift = INTERVAL '1' SECOND, buffer_size = 8)";
-
-/* Push one row (volume, ts) with `how`: 0 try_push, else push_timeout with
- * timeout_ms; the code (the array released either way). */
-static laminar_code push_how(laminar_source* src, int64_t ts, int how, int64_t timeout_ms,
-                             laminar_error* err) {
-  trade_row row = {"S", 1.0, false, 1, false, ts};
-  struct ArrowArray array;
-  struct ArrowSchema schema;
-  if (build_trades(&row, 1, false, &array, &schema) != 0) return LAMINAR_ERR_INTERNAL;
-  laminar_code rc =
-      how == 0 ? laminar_source_try_push(src, &array, &schema, err)
-               : laminar_source_push_timeout(src, &array, &schema, timeout_ms, err);
-  if (array.release != NULL) array.release(&array);
-  schema.release(&schema);
-  return rc;
-}
-
-static int64_t free_slots(laminar_source* src) {
-  laminar_error err;
-  int64_t n = -1;
-  if (laminar_source_free_slots(src, &n, &err) != LAMINAR_OK) return -1;
-  return n;
 }
 
 /* Alignment groups, inline: a runs more than max_drift (1 s) ahead of b, the
@@ -395,12 +421,14 @@ static int test_alignment_threaded(void) {
 }
 
 int main(int argc, char** argv) {
-  static const lm_test_case cases[] = {{"idle_api", test_idle_api},
-                                       {"idle_through_stream", test_idle_through_stream},
-                                       {"idle_timeout", test_idle_timeout},
-                                       {"idle_restart", test_idle_restart},
-                                       {"alignment_inline", test_alignment_inline},
-                                       {"alignment_threaded", test_alignment_threaded},
-                                       {NULL, NULL}};
+  static const lm_test_case cases[] = {
+      {"idle_api", test_idle_api},
+      {"idle_through_stream", test_idle_through_stream},
+      {"idle_timeout", test_idle_timeout},
+      {"idle_timeout_threaded", test_idle_timeout_threaded},
+      {"idle_restart", test_idle_restart},
+      {"alignment_inline", test_alignment_inline},
+      {"alignment_threaded", test_alignment_threaded},
+      {NULL, NULL}};
   return lm_test_main(argc, argv, cases);
 }
