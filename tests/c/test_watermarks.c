@@ -11,6 +11,7 @@
 
 #include "arrow_build.h"
 #include "lm_test.h"
+#include "lm_test_metrics.h"
 #include "views_util.h"
 
 #include <stdio.h>
@@ -177,7 +178,9 @@ static int test_idle_api(void) {
     CHECK(put(&f, f.a, 4, 2500) == 0); /* a's 2500; the union's 100 */
     CHECK(take(&f, got, sizeof got) == 0);
     EXPECT_TEXT(got, "");
+    EXPECT(lm_test_metric(f.db, "source", "b", "watermark_idle") == 0);
     CHECK(set_idle(&f, f.b, 1) == 0); /* the union follows a: 2500 */
+    EXPECT(lm_test_metric(f.db, "source", "b", "watermark_idle") == 1);
     CHECK(take(&f, got, sizeof got) == 0);
     EXPECT_TEXT(got, "0,2,3;");
     /* b is back with a row of [0, 1000): closed, late; and one of [2000,
@@ -362,6 +365,8 @@ static int test_alignment_inline(void) {
   CHECK_CODE(laminar_run_until_idle(f.db, &err), LAMINAR_OK, &err);
   /* a at 1500, b at 0: held back. */
   EXPECT(free_slots(f.a) == 0);
+  EXPECT(lm_test_metric(f.db, "source", "a", "alignment_held") == 1);
+  EXPECT(lm_test_metric(f.db, "source", "b", "alignment_held") == 0);
   int32_t room = -1;
   CHECK_CODE(laminar_source_has_capacity(f.a, 1, &room, &err), LAMINAR_OK, &err);
   EXPECT(room == 0);
