@@ -962,6 +962,27 @@ LAMINAR_API laminar_code laminar_source_watermark_timeout(laminar_source* source
                                                           int64_t timeout_ms,
                                                           laminar_error* err);
 
+/* Declare the source idle (idle != 0) or active again (idle == 0), as
+ * Flink's idleness: an idle source holds back the watermark of no stream
+ * reading it -- a stream over several inputs (UNION ALL) takes the least
+ * watermark of its active inputs only, and keeps its watermark while every
+ * input is idle. The change is a message queued after the batches pushed
+ * before it (it takes a queue slot and waits for room as
+ * laminar_source_push() does), so it applies once they went through the
+ * graph; the next batch or watermark pushed makes the source active again
+ * (its rows behind the watermark its readers reached meanwhile are late).
+ * CREATE SOURCE ... WITH (idle_timeout = '5 s') makes it idle after that
+ * long without data, on the reactor's clock. Idleness is neither logged nor
+ * checkpointed: a reopened database starts with every source active.
+ * Params: source: an open handle; idle: nonzero idle, 0 active.
+ * Ownership: nothing is transferred.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_QUEUE_FULL (a full queue that cannot
+ *   wait: not started, or backpressure = 'reject'); LAMINAR_ERR_SOURCE_CLOSED;
+ *   LAMINAR_ERR_MISUSE.
+ * Thread-safety: as laminar_source_push(). */
+LAMINAR_API laminar_code laminar_source_set_idle(laminar_source* source, int32_t idle,
+                                                 laminar_error* err);
+
 /* The offset the next push or watermark on this source will get: 1 + the
  * number of messages its WAL holds or has checkpointed (1 for a new source).
  * After recovery a producer resumes its input from here: messages below it

@@ -141,6 +141,11 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   lm_stmt wm = *stmt;
   char wm_name[128] = {0};
   int64_t lateness = 0;
+  int64_t idle_timeout = 0;
+  char align_group[128] = {0};
+  int64_t max_drift = -1;
+  const lm_ast_expr* align_value = NULL; /* where alignment was set, for errors */
+  const lm_ast_expr* drift_value = NULL;
   for (size_t i = 0; i < stmt->noptions; i++) {
     const lm_ast_option* o = &stmt->options[i];
     const lm_ast_expr* v = o->value;
@@ -177,9 +182,31 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       case LM_OPT_WAIT_STRATEGY: wait = val.wait; break;
       case LM_OPT_MAX_QUEUE_BYTES: max_queue_bytes = val.i; break;
       case LM_OPT_BUFFER_SIZE: capacity = (uint32_t)val.i; break;
+      case LM_OPT_IDLE_TIMEOUT: idle_timeout = val.i > 0 ? val.i : 0; break;
+      case LM_OPT_ALIGNMENT_GROUP:
+        snprintf(align_group, sizeof align_group, "%.*s", (int)val.len, val.text);
+        align_value = v;
+        break;
+      case LM_OPT_MAX_DRIFT:
+        max_drift = val.i;
+        drift_value = v;
+        break;
       default:
         return lm_error_set(err, LAMINAR_ERR_INTERNAL, "source option '%s'", o->key);
     }
+  }
+  /* Alignment: a group and its drift together, and a policy that holds. */
+  if ((align_value != NULL) != (drift_value != NULL) ||
+      (align_value != NULL && backpressure == LM_BP_DROP_OLDEST)) {
+    const lm_ast_expr* at = align_value != NULL ? align_value : drift_value;
+    snprintf(msg, sizeof msg,
+             align_value != NULL && drift_value != NULL
+                 ? "source '%s': alignment_group holds a source back by back-pressure: "
+                   "backpressure 'drop_oldest' cannot go with it (use block or reject)"
+                 : "source '%s': alignment_group and max_drift go together",
+             stmt->name);
+    return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, at->line, at->column, stmt->name,
+                   msg);
   }
   lm_source_def* def = lm_calloc(1, sizeof *def);
   if (def == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -187,6 +214,9 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   atomic_init(&def->dropped, false);
   def->wm_col = -1;
   def->lateness_ms = lateness;
+  def->idle_timeout_ms = idle_timeout;
+  def->max_drift_ms = max_drift;
+  if (align_value != NULL) def->align_group = lm_strdup(align_group);
   stmt = &wm;
   def->max_ts_ms = INT64_MIN;
   def->watermark_ms = INT64_MIN;
@@ -195,6 +225,7 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   def->name = lm_strdup(stmt->name);
   def->sql = lm_db_stmt_text(sql, stmt);
   if (def->name == NULL || def->sql == NULL) goto nomem;
+  if (align_value != NULL && def->align_group == NULL) goto nomem;
   def->fingerprint = lm_durable_fingerprint(0, def->sql);
   for (size_t i = 0; i < stmt->ncolumns; i++) {
     const lm_ast_column_def* c = &stmt->columns[i];

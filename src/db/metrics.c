@@ -9,6 +9,7 @@
 
 #include "arrow/arrow.h"
 #include "op/view.h"
+#include "rt/source.h"
 #include "store/wal.h"
 #include "util/util.h"
 
@@ -71,6 +72,11 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "source", s->name, "producers",
         (int64_t)atomic_load_explicit(&s->producers, memory_order_relaxed));
     add(r, "source", s->name, "watermark_ms", s->watermark_ms);
+    /* 1 while idle: its readers' watermarks do not wait for it. */
+    add(r, "source", s->name, "watermark_idle", s->idle ? 1 : 0);
+    if (s->align_group != NULL) {
+      add(r, "source", s->name, "alignment_held", lm_source_held_back(s) ? 1 : 0);
+    }
     if (s->wal != NULL) {
       add(r, "source", s->name, "wal_next_offset", (int64_t)lm_wal_next_seq(s->wal));
       add(r, "source", s->name, "processed_offset", (int64_t)s->processed_seq);

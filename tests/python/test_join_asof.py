@@ -424,3 +424,24 @@ def test_asof_join_meets_max_state_bytes() -> None:
         m = {(r["kind"], r["name"], r["metric"]): r["value"] for r in db.metrics().to_pylist()}
         assert m[("stream", "j", "join_right_rows")] == accepted  # the refused batch: none
         assert 0 < m[("stream", "j", "accounted_state_bytes")] <= 256 * 1024
+
+
+def test_asof_join_idle_right_input_releases_nothing() -> None:
+    """An idle right input does not make a waiting left row's match final."""
+    with laminardb.open() as db:
+        db.execute(
+            "CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, WATERMARK FOR ts);"
+            "CREATE SOURCE quotes (k VARCHAR, ts BIGINT, b DOUBLE, WATERMARK FOR ts);"
+            "CREATE STREAM j AS SELECT t.ts, q.b FROM trades t ASOF JOIN quotes q "
+            "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k"
+        )
+        sub = db.subscribe("j")
+        db.insert("quotes", [{"k": "a", "ts": 10, "b": 1.0}])
+        db.insert("trades", [{"k": "a", "ts": 50, "p": 1}])
+        db.source("quotes").set_idle(True)  # noqa: FBT003 -- the API's one argument
+        db.insert("trades", [{"k": "a", "ts": 90, "p": 2}])
+        db.run_until_idle()
+        assert sub.poll(0) is None  # a quote at 10..50 may still come
+        db.insert("quotes", [{"k": "a", "ts": 60, "b": 2.0}])  # active again
+        db.run_until_idle()
+        assert rows_of(sub.poll(0), ["ts", "b"]) == [(50, 1.0)]
