@@ -136,6 +136,9 @@ typedef enum laminar_code {
                                              or an aggregate where none may be */
   LAMINAR_ERR_SQL_DEPENDENCY = 1007,         /* DROP of an object others read from */
   LAMINAR_ERR_SQL_LIMIT = 1008,              /* statement too large or nested too deep */
+  LAMINAR_ERR_SQL_JOIN_CONDITION = 1009,     /* a join's ON / MATCH_CONDITION is not one
+                                                it can run (no ordering condition, an
+                                                unsupported comparison) */
   LAMINAR_ERR_SQL_NOT_MATERIALIZED = 1030,   /* SELECT from a stream or source: only
                                              materialized views keep rows to read */
   LAMINAR_ERR_SQL_UNDEFINED_VARIABLE = 1031, /* ${NAME} with no variable NAME set */
@@ -602,7 +605,9 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  *            accounted_state_bytes (what max_state_bytes counts; 0 while no
  *            bound applies), max_state_bytes (its own, 0: none),
  *            watermark_ms, subscribers, partitions (1, or `cores` for a keyed
- *            stream); all summed over its partitions
+ *            stream); all summed over its partitions; an ASOF JOIN stream
+ *            also join_left_rows (left rows waiting for their match) and
+ *            join_right_rows (right rows kept for future matches)
  *   subscription (name: its stream): delivered_batches, queue_depth (its
  *            lag, in batches), queue_bytes (bytes of its queued batches),
  *            max_queue_bytes, dropped_batches, dropped_rows (slow_subscriber

@@ -367,8 +367,52 @@ static laminar_code branch_readers(laminar_db* db, lm_stream_def* s, bool add) {
  * defaults to the largest of its sources'; EMIT ON WINDOW CLOSE needs each
  * source's watermark; over several inputs, every branch projects its
  * source's watermark column to the window's time column. */
+/* The time rules of an ASOF join: each side's ordering column is its
+ * source's watermark column (the join releases and prunes by the
+ * watermarks); a window over the join runs on the left's time column, the
+ * time its output watermark is in. */
+static laminar_code check_join_time(laminar_db* db, const lm_stmt* stmt, lm_plan* plan,
+                                    laminar_error* err) {
+  const lm_asof_spec* j = &plan->join;
+  char msg[512];
+  for (int32_t b = 0; b < 2; b++) {
+    const lm_plan_branch* br = &plan->branches[b];
+    const lm_source_def* in =
+        br->input_is_source ? lm_db_find_source(db, br->input) : NULL;
+    if (in == NULL) continue;
+    int32_t col = b == 0 ? j->ltime : j->rtime;
+    if (in->wm_col < 0) {
+      snprintf(msg, sizeof msg,
+               "stream '%s': %s needs a watermark on source '%s' (WATERMARK FOR %s ...): "
+               "its rows are matched once the watermarks make the match final",
+               stmt->name, plan->join_kind, in->name, in->schema.fields[col].name);
+      return fail_at(err, LAMINAR_ERR_SQL_JOIN_CONDITION, br->line, br->column, in->name,
+                     msg);
+    }
+    if (in->wm_col != col) {
+      snprintf(msg, sizeof msg,
+               "stream '%s': the %s ordering column of '%s' is '%s', but its watermark "
+               "column is '%s': order by the watermark column",
+               stmt->name, plan->join_kind, in->name, in->schema.fields[col].name,
+               in->schema.fields[in->wm_col].name);
+      return fail_at(err, LAMINAR_ERR_SQL_JOIN_CONDITION, br->line, br->column, in->name,
+                     msg);
+    }
+  }
+  if (plan->windowed && !plan->window.global && plan->window.time_col != j->ltime) {
+    snprintf(msg, sizeof msg,
+             "stream '%s': a window over %s runs on the left side's time column '%s' "
+             "(the join's output watermark is in its time)",
+             stmt->name, plan->join_kind, plan->union_schema.fields[j->ltime].name);
+    return fail_at(err, LAMINAR_ERR_SQL_GROUPING, plan->join_line, plan->join_column,
+                   stmt->name, msg);
+  }
+  return LAMINAR_OK;
+}
+
 static laminar_code check_stream_time(laminar_db* db, const lm_stmt* stmt, lm_plan* plan,
                                       laminar_error* err) {
+  if (plan->joined) LM_TRY(check_join_time(db, stmt, plan, err));
   if (!plan->windowed) return LAMINAR_OK;
   bool branched = lm_plan_branched(plan);
   int64_t lateness = 0;
@@ -388,7 +432,7 @@ static laminar_code check_stream_time(laminar_db* db, const lm_stmt* stmt, lm_pl
       return fail_at(err, LAMINAR_ERR_SQL_GROUPING, stmt->emit_line, stmt->emit_column,
                      stmt->name, msg);
     }
-    if (branched && !plan->window.global && in->wm_col >= 0 &&
+    if (branched && !plan->joined && !plan->window.global && in->wm_col >= 0 &&
         br->col_out[in->wm_col] != plan->window.time_col) {
       snprintf(
           msg, sizeof msg,

@@ -99,6 +99,12 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "stream", s->name, "partitions", s->nparts);
     add(r, "stream", s->name, "watermark_ms", s->watermark_ms);
     add(r, "stream", s->name, "subscribers", s->nsubs);
+    if (lm_op_multi_input(s->chain)) { /* an ASOF join: the rows it holds */
+      int64_t left, right;
+      lm_op_asof_held(s->chain, &left, &right);
+      add(r, "stream", s->name, "join_left_rows", left);
+      add(r, "stream", s->name, "join_right_rows", right);
+    }
     const lm_op* view = lm_op_view_of(s->chain);
     if (view != NULL) {
       add(r, "stream", s->name, "view_rows", lm_op_view_rows(view));

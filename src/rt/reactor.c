@@ -216,6 +216,9 @@ void lm_stream_def_attach(lm_stream_def* s) {
  * lateness judged by their own input's watermark (op.h). */
 static laminar_code branch_deliver(void* arg, const lm_chunk* chunk) {
   lm_stream_def* s = arg;
+  /* A join: branch b is the join's input b. */
+  if (lm_op_multi_input(s->chain))
+    return lm_op_chain_input_chunk(s->chain, s->cur_in, chunk);
   lm_op_window_set_late_floor(s->chain, s->in_wm[s->cur_in]);
   laminar_code rc = lm_op_chain_chunk(s->chain, chunk);
   lm_op_window_set_late_floor(s->chain, INT64_MIN);
@@ -235,7 +238,8 @@ laminar_code lm_rt_stream_chunk(lm_stream_def* s, const void* from,
                                    : branch_deliver(s, chunk);
     }
   }
-  atomic_store_explicit(&s->late_rows, lm_op_window_late_rows(s->chain),
+  atomic_store_explicit(&s->late_rows,
+                        lm_op_window_late_rows(s->chain) + lm_op_asof_late_rows(s->chain),
                         memory_order_relaxed);
   return rc;
 }
@@ -250,15 +254,24 @@ laminar_code lm_rt_stream_watermark(lm_stream_def* s, const void* from,
     /* Each input holds its own; the stream's is the least of the active
      * ones (an idle input holds nothing back; all idle: no advance). */
     int64_t least = INT64_MAX;
+    bool join = lm_op_multi_input(s->chain);
     bool active = false;
     for (int32_t b = 0; b < s->nin; b++) {
-      if (s->in_defs[b] == from && watermark_ms > s->in_wm[b]) s->in_wm[b] = watermark_ms;
+      if (s->in_defs[b] == from && watermark_ms > s->in_wm[b]) {
+        s->in_wm[b] = watermark_ms;
+        /* A join takes each input's own watermark, idle or not (op.h). */
+        if (join) LM_TRY(lm_op_chain_input_watermark(s->chain, b, watermark_ms));
+      }
       if (s->in_idle[b]) continue;
       active = true;
       if (s->in_wm[b] < least) least = s->in_wm[b];
     }
     if (!active) return LAMINAR_OK;
     watermark_ms = least;
+    /* What it emits may be older than its inputs' watermarks (a left row
+     * waiting for the right side): downstream follows what it forwards. */
+    int64_t out_wm = lm_op_asof_out_watermark(s->chain);
+    if (join && out_wm < watermark_ms) watermark_ms = out_wm;
   }
   if (watermark_ms <= s->watermark_ms) return LAMINAR_OK;
   s->watermark_ms = watermark_ms;
@@ -302,6 +315,9 @@ laminar_code lm_stream_def_set_inputs(lm_stream_def* s, const void* const* in_de
     }
   }
   lm_stream_def_start_at(s, s->idle ? least_all : least);
+  for (int32_t b = 0; b < n && lm_op_multi_input(s->chain); b++) {
+    if (in_wm[b] != INT64_MIN) LM_TRY(lm_op_chain_input_watermark(s->chain, b, in_wm[b]));
+  }
   return LAMINAR_OK;
 }
 
