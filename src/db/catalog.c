@@ -413,6 +413,8 @@ static laminar_code make_late_stream(laminar_db* db, const lm_stmt* stmt,
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
   lm_state_budget_init(&l->budget, l->name, 0, &db->state_budget);
+  lm_plan_context pctx = {.ncores = db->rt.ncores, .source = NULL, .is_view = false};
+  lm_plan_physical(&l->plan, &pctx, &l->phys);
   lm_stream_def_attach(l);
   l->nparts = 1;
   l->late_of = s;
@@ -483,10 +485,13 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   lm_source_def* src =
       s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
   lm_stream_def* up = src ? NULL : lm_db_find_stream(db, s->plan.input);
-  /* cores > 1: a keyed stream runs as one partition per reactor (rt/part.c);
-   * a stream over branches runs whole. */
-  if (lm_stream_def_attach_rt(s, &db->rt, branched ? NULL : src, stmt->materialized) !=
-      LAMINAR_OK) {
+  /* The physical plan: cores > 1, a keyed stream runs as one partition per
+   * reactor (rt/part.c); a stream over branches runs whole. */
+  lm_plan_context pctx = {.ncores = db->rt.ncores,
+                          .source = branched || src == NULL ? NULL : &src->schema,
+                          .is_view = stmt->materialized};
+  lm_plan_physical(&s->plan, &pctx, &s->phys);
+  if (lm_stream_def_attach_rt(s) != LAMINAR_OK) {
     lm_stream_def_free(late);
     lm_stream_def_free(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");

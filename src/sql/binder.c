@@ -1594,37 +1594,8 @@ void lm_plan_free(lm_plan* plan) {
   memset(plan, 0, sizeof *plan);
 }
 
-laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
-  *out = NULL;
-  if (!plan->windowed) {
-    return lm_op_map_create(plan->filter, (const lm_expr* const*)plan->exprs,
-                            plan->nexprs, &plan->out_schema, out);
-  }
-  lm_op* win;
-  LM_TRY(lm_op_window_create(&plan->window, &plan->agg_schema, &win));
-  lm_op* post;
-  laminar_code rc =
-      lm_op_map_create(plan->having, (const lm_expr* const*)plan->post_exprs, plan->npost,
-                       &plan->out_schema, &post);
-  if (rc != LAMINAR_OK) {
-    lm_op_chain_destroy(win);
-    return rc;
-  }
-  win->next = post;
-  *out = win;
-  return LAMINAR_OK;
-}
-
 bool lm_plan_branched(const lm_plan* plan) {
   return plan->nbranches > 1 || (plan->nbranches == 1 && plan->branches[0].exprs != NULL);
-}
-
-laminar_code lm_plan_build_branch(const lm_plan* plan, int32_t b, lm_op** out) {
-  *out = NULL;
-  const lm_plan_branch* br = &plan->branches[b];
-  if (br->exprs == NULL) return LAMINAR_OK;
-  return lm_op_map_create(br->filter, (const lm_expr* const*)br->exprs, br->nexprs,
-                          &plan->union_schema, out);
 }
 
 laminar_code lm_plan_passthrough(const char* input, bool input_is_source,
@@ -1667,48 +1638,4 @@ laminar_code lm_plan_passthrough(const char* input, bool input_is_source,
 
 const char* lm_plan_inputs(const lm_plan* plan) {
   return plan->inputs != NULL ? plan->inputs : plan->input;
-}
-
-const char* lm_plan_describe(lm_plan* plan) {
-  char buf[512], head[256] = "";
-  if (lm_plan_branched(plan)) {
-    /* union(a: filter -> project(2 columns), b: project(2 columns)) -> ... */
-    size_t n = (size_t)snprintf(head, sizeof head, "union(");
-    for (int32_t b = 0; b < plan->nbranches && n < sizeof head; b++) {
-      const lm_plan_branch* br = &plan->branches[b];
-      n += (size_t)snprintf(head + n, sizeof head - n, "%s%s: %s", b > 0 ? ", " : "",
-                            br->input, br->filter != NULL ? "filter -> " : "");
-      if (n < sizeof head) {
-        n += (size_t)snprintf(head + n, sizeof head - n,
-                              br->exprs != NULL ? "project(%d columns)" : "as is",
-                              (int)br->nexprs);
-      }
-    }
-    if (n < sizeof head) snprintf(head + n, sizeof head - n, ") -> ");
-  }
-  if (plan->windowed) {
-    char shape[64];
-    if (plan->window.global) {
-      snprintf(shape, sizeof shape, "no window");
-    } else if (plan->window.session) {
-      snprintf(shape, sizeof shape, "session gap %lld ms",
-               (long long)plan->window.size_ms);
-    } else if (plan->window.hop_ms != plan->window.size_ms) {
-      snprintf(shape, sizeof shape, "hop %lld ms every %lld ms",
-               (long long)plan->window.size_ms, (long long)plan->window.hop_ms);
-    } else {
-      snprintf(shape, sizeof shape, "tumble %lld ms", (long long)plan->window.size_ms);
-    }
-    snprintf(buf, sizeof buf,
-             "%swindow_aggregate(%s on column %d, %d keys, %d aggregates%s%s) -> "
-             "project(%d columns%s)",
-             head, shape, (int)plan->window.time_col, (int)plan->window.nkeys,
-             (int)plan->window.naggs, plan->window.filter ? ", filtered" : "",
-             plan->window.emit_changes ? ", emit changes" : "", (int)plan->npost,
-             plan->having ? ", having" : "");
-  } else {
-    snprintf(buf, sizeof buf, "%s%sproject(%d columns)", head,
-             plan->filter ? "filter -> " : "", (int)plan->nexprs);
-  }
-  return lm_pool_copy(&plan->pool, buf, strlen(buf) + 1);
 }
