@@ -332,6 +332,55 @@ static laminar_code branch_readers(laminar_db* db, lm_stream_def* s, bool add) {
   return LAMINAR_OK;
 }
 
+laminar_code lm_db_stream_options(const lm_stmt* stmt, lm_plan* plan,
+                                  laminar_error* err) {
+  for (size_t i = 0; i < stmt->noptions; i++) {
+    const lm_ast_option* o = &stmt->options[i];
+    const lm_ast_expr* v = o->value;
+    const lm_option* row;
+    lm_option_value val;
+    LM_TRY(lm_option_parse_sql(LAMINAR_SCOPE_STREAM, stmt->name, o, &row, &val, err));
+    lm_option_id id = lm_option_row_id(row);
+    if (id == LM_OPT_MAX_STATE_BYTES) { /* any stream (issue 20) */
+      plan->max_state_bytes = val.i;
+      continue;
+    }
+    if (id == LM_OPT_ALLOWED_LATENESS) {
+      plan->window.lateness_ms = val.i;
+      plan->lateness_set = true;
+    } else if (id == LM_OPT_LATE_OUTPUT) {
+      plan->late_output = NULL;
+      if (!val.is_bool || val.i != 0) {
+        char name[160];
+        if (val.is_bool) {
+          snprintf(name, sizeof name, "%s_late", stmt->name);
+        } else {
+          snprintf(name, sizeof name, "%.*s", (int)val.len, val.text);
+        }
+        plan->late_output = lm_pool_copy(&plan->pool, name, strlen(name) + 1);
+        if (plan->late_output == NULL)
+          return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+        plan->late_line = v->line;
+        plan->late_column = v->column;
+      }
+    } else {
+      /* A stream-scope row this surface does not apply: the table and this
+       * switch disagree. */
+      return lm_error_set(err, LAMINAR_ERR_INTERNAL, "stream option '%s' is not applied",
+                          o->key);
+    }
+    if (!plan->windowed || plan->window.global) {
+      char msg[256];
+      snprintf(msg, sizeof msg,
+               "%s needs a window in GROUP BY (tumble, hop, slide or session)",
+               id == LM_OPT_ALLOWED_LATENESS ? "allowed_lateness" : "late_output");
+      return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, v->line, v->column, stmt->name,
+                     msg);
+    }
+  }
+  return LAMINAR_OK;
+}
+
 /* The time rules of a windowed stream over sources: its allowed lateness
  * defaults to the largest of its sources'; EMIT ON WINDOW CLOSE needs each
  * source's watermark; over several inputs, every branch projects its
@@ -433,7 +482,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
         "CREATE VIEW (not materialized) is not supported: CREATE MATERIALIZED VIEW "
         "keeps the result queryable, CREATE STREAM emits it");
   }
-  /* Keys and value types from the option table; the binder applies them. */
+  /* Keys and value types from the option table, before binding; the values
+   * land in the plan after it (lm_db_stream_options). */
   LM_TRY(lm_option_check_sql(LAMINAR_SCOPE_STREAM, stmt->name, stmt->options,
                              stmt->noptions, err));
   lm_stream_def* s = lm_calloc(1, sizeof *s);
@@ -446,7 +496,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     return rc;
   }
   bool branched = lm_plan_branched(&s->plan);
-  rc = check_stream_time(db, stmt, &s->plan, err);
+  rc = lm_db_stream_options(stmt, &s->plan, err);
+  if (rc == LAMINAR_OK) rc = check_stream_time(db, stmt, &s->plan, err);
   if (rc != LAMINAR_OK) {
     lm_plan_free(&s->plan);
     lm_free(s);

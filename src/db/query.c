@@ -962,6 +962,11 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
     LM_TRY(lm_option_check_sql(LAMINAR_SCOPE_STREAM, inner->name, inner->options,
                                inner->noptions, err));
     LM_TRY(lm_bind_stream(inner, lm_db_lookup_input, db, &plan, err));
+    laminar_code orc = lm_db_stream_options(inner, &plan, err);
+    if (orc != LAMINAR_OK) {
+      lm_plan_free(&plan);
+      return orc;
+    }
     const lm_schema* in = explain_inputs(&x, db, &plan);
     if (LM_NEVER(in == NULL)) {
       lm_plan_free(&plan);

@@ -1206,7 +1206,6 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   return LAMINAR_OK;
 }
 
-static laminar_code bind_stream_options(binder* b, const lm_stmt* stmt);
 
 /* ---- inputs: one name, or branches (UNION ALL, derived tables) ------------------- */
 
@@ -1449,8 +1448,6 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
       rc = bind_select(&b, stmt);
     }
   }
-  if (rc == LAMINAR_OK && stmt->kind == LM_STMT_CREATE_STREAM)
-    rc = bind_stream_options(&b, stmt);
   if (rc != LAMINAR_OK) lm_plan_free(out);
   return rc;
 }
@@ -1512,76 +1509,6 @@ laminar_code lm_bind_time_option(const char* object, const lm_ast_option* o, lm_
   lm_error_at(err, v->line, v->column);
   lm_error_object(err, object, NULL);
   return code;
-}
-
-/* CREATE STREAM ... WITH (allowed_lateness = INTERVAL ..., late_output = ...):
- * windows close that long after their end (the default is the source's);
- * late rows go to a side output stream (its name is checked by the catalog). */
-static laminar_code bind_stream_options(binder* b, const lm_stmt* stmt) {
-  for (size_t i = 0; i < stmt->noptions; i++) {
-    const lm_ast_option* o = &stmt->options[i];
-    const lm_ast_expr* v = o->value;
-    bool lateness = lm_streq_nocase(o->key, "allowed_lateness");
-    if (lm_streq_nocase(o->key, "max_state_bytes")) { /* any stream (issue 20) */
-      char text[64] = {0};
-      int64_t n = -1;
-      if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_INT) n = v->i;
-      if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING && v->slen < sizeof text) {
-        memcpy(text, v->s, v->slen);
-        if (!lm_parse_bytes(text, &n)) n = -1;
-      }
-      if (n < 0) {
-        return fail(b, LAMINAR_ERR_CONFIG_VALUE, v,
-                    "max_state_bytes must be a byte count such as 1048576 or '512MB' "
-                    "(0: only the database's bound)");
-      }
-      b->plan->max_state_bytes = n;
-      continue;
-    }
-    if (lateness) {
-      if (!lateness_value(v, &b->plan->window.lateness_ms)) {
-        return fail(
-            b, LAMINAR_ERR_CONFIG_VALUE, v,
-            "allowed_lateness must be an INTERVAL of zero or more, e.g. INTERVAL '5' "
-            "SECOND");
-      }
-      b->plan->lateness_set = true;
-    } else if (lm_streq_nocase(o->key, "late_output")) {
-      bool is_bool = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_BOOL;
-      bool is_name = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING &&
-                     v->slen > 0 && v->slen < 128 && memchr(v->s, '\0', v->slen) == NULL;
-      if (!is_bool && !is_name) {
-        return fail(
-            b, LAMINAR_ERR_CONFIG_VALUE, v,
-            "late_output must name the late rows' stream (late_output = 'trades_late') "
-            "or be TRUE (the stream's name + '_late') or FALSE");
-      }
-      b->plan->late_output = NULL;
-      if (is_name || v->b) {
-        char name[160];
-        if (is_name) {
-          snprintf(name, sizeof name, "%.*s", (int)v->slen, v->s);
-        } else {
-          snprintf(name, sizeof name, "%s_late", stmt->name);
-        }
-        b->plan->late_output = lm_pool_copy(&b->plan->pool, name, strlen(name) + 1);
-        if (b->plan->late_output == NULL) return NOMEM(b);
-        b->plan->late_line = v->line;
-        b->plan->late_column = v->column;
-      }
-    } else {
-      return fail(b, LAMINAR_ERR_CONFIG_KEY, v,
-                  "unknown stream option '%s' (known: allowed_lateness, late_output, "
-                  "max_state_bytes)",
-                  o->key);
-    }
-    if (!b->plan->windowed || b->plan->window.global) {
-      return fail(b, LAMINAR_ERR_CONFIG_CONFLICT, v,
-                  "%s needs a window in GROUP BY (tumble, hop, slide or session)",
-                  lateness ? "allowed_lateness" : "late_output");
-    }
-  }
-  return LAMINAR_OK;
 }
 
 /* ---- plan lifecycle ----------------------------------------------------------------- */

@@ -63,6 +63,8 @@ typedef struct lm_plan {
   int32_t nexprs;
   /* window shape */
   bool windowed;
+  /* The stream's WITH (...) options, set after binding by the option
+   * table's surface (db: lm_db_stream_options), not by the binder. */
   bool lateness_set; /* WITH (allowed_lateness = ...) on the stream */
   /* WITH (late_output = 'name' | true): the name of the stream that receives
    * the late input rows (true: "<stream>_late"), in the pool; NULL = none. */
