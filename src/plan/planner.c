@@ -140,7 +140,8 @@ static const char* two_phase_refusal(const lm_plan* plan, bool is_view, int32_t*
   return NULL;
 }
 
-void lm_plan_physical(const lm_plan* plan, const lm_plan_context* ctx, lm_phys_plan* out) {
+void lm_plan_physical(const lm_plan* plan, const lm_plan_context* ctx,
+                      lm_phys_plan* out) {
   memset(out, 0, sizeof *out);
   const lm_window_spec* w = &plan->window;
   for (int32_t k = 0; plan->windowed && k < w->nkeys && k < LM_PLAN_MAX_PART_KEYS; k++) {
@@ -159,7 +160,7 @@ void lm_plan_physical(const lm_plan* plan, const lm_plan_context* ctx, lm_phys_p
 
 const char* lm_plan_two_phase_partial(lm_agg_fn fn) {
   switch (fn) {
-    case LM_AGG_COUNT_STAR: return "count(*)";
+    case LM_AGG_COUNT_STAR: return "count";
     case LM_AGG_COUNT: return "count";
     case LM_AGG_SUM: return "sum";
     case LM_AGG_AVG: return "sum, count";
@@ -178,6 +179,15 @@ const char* lm_plan_two_phase_final(lm_agg_fn fn) {
     case LM_AGG_MIN: return "min";
     case LM_AGG_MAX: return "max";
     default: return NULL;
+  }
+}
+
+void lm_plan_chain_names(const lm_op* chain, char* buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (const lm_op* op = chain; op != NULL && n < cap; op = op->next) {
+    n += (size_t)snprintf(buf + n, cap - n, "%s%s", op == chain ? "" : " -> ",
+                          op->vt->name);
   }
 }
 

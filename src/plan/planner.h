@@ -77,6 +77,10 @@ laminar_code lm_plan_build_branch(const lm_plan* plan, int32_t b, lm_op** out);
  * "union(a: filter -> project(2 columns), b: project(2 columns)) -> ...". */
 const char* lm_plan_describe(lm_plan* plan);
 
+/* The operators of a built chain by name, "window -> map", into buf (cap
+ * bytes, truncated, always NUL-terminated). */
+void lm_plan_chain_names(const lm_op* chain, char* buf, size_t cap);
+
 /* The input column that output column `col` of `plan` carries unchanged (a
  * bare column reference, through the window's GROUP BY keys for a windowed
  * plan), or -1. */

@@ -211,9 +211,9 @@ typedef struct lm_sub {
 struct lm_stream_def {
   char* name;
   char* sql;
-  lm_plan plan;  /* logical (sql/plan.h) */
+  lm_plan plan;      /* logical (sql/plan.h) */
   lm_phys_plan phys; /* the planner's choices (plan/planner.h) */
-  lm_op* chain; /* partition 0 */
+  lm_op* chain;      /* partition 0 */
   lm_schema out_schema;
   lm_sub** subs; /* changed only while the reactor is paused */
   int32_t nsubs;

@@ -501,17 +501,18 @@ static int test_aliases(void) {
 }
 
 int main(int argc, char** argv) {
-  static const lm_test_case cases[] = {{"table_rows", test_table_rows},
-                                       {"config_scope", test_config_scope},
-                                       {"source_scope", test_source_scope},
-                                       {"stream_scope", test_stream_scope},
-                                       {"stream_scope_conflict", test_stream_scope_conflict},
-                                       {"sink_scope", test_sink_scope},
-                                       {"subscription_scope", test_subscription_scope},
-                                       {"defaults", test_defaults},
-                                       {"close_v2", test_close_v2},
-                                       {"open_keeps_config", test_open_keeps_config},
-                                       {"aliases", test_aliases},
-                                       {NULL, NULL}};
+  static const lm_test_case cases[] = {
+      {"table_rows", test_table_rows},
+      {"config_scope", test_config_scope},
+      {"source_scope", test_source_scope},
+      {"stream_scope", test_stream_scope},
+      {"stream_scope_conflict", test_stream_scope_conflict},
+      {"sink_scope", test_sink_scope},
+      {"subscription_scope", test_subscription_scope},
+      {"defaults", test_defaults},
+      {"close_v2", test_close_v2},
+      {"open_keeps_config", test_open_keeps_config},
+      {"aliases", test_aliases},
+      {NULL, NULL}};
   return lm_test_main(argc, argv, cases);
 }
