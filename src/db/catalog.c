@@ -148,10 +148,24 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
     lm_option_value val;
     LM_TRY(lm_option_parse_sql(LAMINAR_SCOPE_SOURCE, stmt->name, o, &row, &val, err));
     switch (lm_option_row_id(row)) {
-      case LM_OPT_ALLOWED_LATENESS:
+      case LM_OPT_ALLOWED_LATENESS: lateness = val.i; break;
       case LM_OPT_WATERMARK:
-        LM_TRY(lm_bind_time_option(stmt->name, o, &wm, wm_name, sizeof wm_name, &lateness,
-                                   err));
+        /* watermark = 'col': the same as WATERMARK FOR col (the table bounds
+         * the name's length below sizeof wm_name). */
+        if (wm.has_watermark) {
+          snprintf(msg, sizeof msg,
+                   "source '%s': the watermark is set twice (WATERMARK FOR and WITH "
+                   "(watermark = ...))",
+                   stmt->name);
+          return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, v->line, v->column, stmt->name,
+                         msg);
+        }
+        snprintf(wm_name, sizeof wm_name, "%.*s", (int)val.len, val.text);
+        wm.has_watermark = true;
+        wm.watermark_column = wm_name;
+        wm.watermark_delay_ms = 0;
+        wm.wm_line = v->line;
+        wm.wm_column = v->column;
         break;
       case LM_OPT_WAL_MODE:
       case LM_OPT_CHECKPOINT_INTERVAL:

@@ -1466,51 +1466,6 @@ bool lm_bind_is_window_call(const lm_ast_expr* e) {
   return e != NULL && e->kind == LM_AST_FUNCTION && is_window_fn(e->fname);
 }
 
-/* An allowed_lateness value: an INTERVAL (or integer milliseconds) >= 0. */
-static bool lateness_value(const lm_ast_expr* v, int64_t* out) {
-  if (v->kind != LM_AST_LITERAL || (v->lit != LM_LIT_INTERVAL && v->lit != LM_LIT_INT) ||
-      v->i < 0) {
-    return false;
-  }
-  *out = v->i;
-  return true;
-}
-
-laminar_code lm_bind_time_option(const char* object, const lm_ast_option* o, lm_stmt* wm,
-                                 char* name_buf, size_t cap, int64_t* lateness_ms,
-                                 laminar_error* err) {
-  const lm_ast_expr* v = o->value;
-  const char* problem = NULL;
-  laminar_code code = LAMINAR_ERR_CONFIG_VALUE;
-  if (lm_streq_nocase(o->key, "allowed_lateness")) {
-    if (!lateness_value(v, lateness_ms)) {
-      problem =
-          "allowed_lateness must be an INTERVAL of zero or more, e.g. INTERVAL '5' "
-          "SECOND";
-    }
-  } else if (v->kind != LM_AST_LITERAL || v->lit != LM_LIT_STRING || v->slen == 0 ||
-             v->slen >= cap) {
-    problem = "watermark must name a column: watermark = 'ts'";
-  } else if (wm->has_watermark) {
-    problem = "the watermark is set twice (WATERMARK FOR and WITH (watermark = ...))";
-    code = LAMINAR_ERR_CONFIG_CONFLICT;
-  } else {
-    memcpy(name_buf, v->s, v->slen);
-    name_buf[v->slen] = '\0';
-    wm->has_watermark = true;
-    wm->watermark_column = name_buf;
-    wm->watermark_delay_ms = 0;
-    wm->wm_line = v->line;
-    wm->wm_column = v->column;
-  }
-  if (problem == NULL) return LAMINAR_OK;
-  lm_error_set(err, code, "source '%s': %s at line %d, column %d", object, problem,
-               (int)v->line, (int)v->column);
-  lm_error_at(err, v->line, v->column);
-  lm_error_object(err, object, NULL);
-  return code;
-}
-
 /* ---- plan lifecycle ----------------------------------------------------------------- */
 
 void lm_plan_free(lm_plan* plan) {
