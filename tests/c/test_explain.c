@@ -37,7 +37,8 @@ static int open_db(int cores, laminar_db** out) {
 static int test_union_window_partitioned(void) {
   laminar_db* db;
   CHECK(open_db(2, &db) == 0);
-  CHECK_TEXT(db, "EXPLAIN u",
+  CHECK_TEXT(
+      db, "EXPLAIN u",
       "1,  source,a (symbol VARCHAR, v BIGINT, ts BIGINT); watermark ts - 10 "
       "ms,push,2,logical;"
       "2,  project,symbol, v, ts,1,6,logical;"
@@ -58,7 +59,8 @@ static int test_union_window_partitioned(void) {
       "table,12,,physical;"
       "14,two_phase,not split: it reads several inputs (UNION ALL) or a derived "
       "table,12,,physical");
-  CHECK_TEXT(db, "EXPLAIN k",
+  CHECK_TEXT(
+      db, "EXPLAIN k",
       "1,source,a (symbol VARCHAR, v BIGINT, ts BIGINT); watermark ts - 10 "
       "ms,push,2,logical;"
       "2,window_aggregate,tumble(ts, 1000 ms) GROUP BY symbol; aggregates sum(v), "
@@ -70,7 +72,8 @@ static int test_union_window_partitioned(void) {
       "6,partitioning,2 partitions by hash of symbol (cores = 2),5,,physical;"
       "7,two_phase,split: partial per window and key: sum(v) as sum, max(v) as max; "
       "final combines them by sum, max,5,,physical");
-  CHECK_TEXT(db, "EXPLAIN l",
+  CHECK_TEXT(
+      db, "EXPLAIN l",
       "1,source,b (symbol VARCHAR, v BIGINT, ts BIGINT); watermark ts - 0 "
       "ms,push,2,logical;"
       "2,window_aggregate,tumble(ts, 1000 ms) GROUP BY symbol; aggregates count(*); "
@@ -82,7 +85,8 @@ static int test_union_window_partitioned(void) {
       "to one stream),5,,physical;"
       "7,two_phase,split: partial per window and key: count(*) as count; final "
       "combines them by sum,5,,physical");
-  CHECK_TEXT(db, "EXPLAIN l_late",
+  CHECK_TEXT(
+      db, "EXPLAIN l_late",
       "1,source,b (symbol VARCHAR, v BIGINT, ts BIGINT); watermark ts - 0 "
       "ms,push,2,logical;"
       "2,late_rows,the rows of b that stream l's window counts as late,1,3,logical;"
@@ -116,9 +120,10 @@ static int test_one_core(void) {
 static int test_explain_create(void) {
   laminar_db* db;
   CHECK(open_db(2, &db) == 0);
-  CHECK_TEXT(db,
-             "EXPLAIN CREATE STREAM x AS SELECT symbol, MIN(v) AS lo FROM a "
-             "WHERE v > 1 GROUP BY symbol, session(ts, INTERVAL '1' SECOND)",
+  CHECK_TEXT(
+      db,
+      "EXPLAIN CREATE STREAM x AS SELECT symbol, MIN(v) AS lo FROM a "
+      "WHERE v > 1 GROUP BY symbol, session(ts, INTERVAL '1' SECOND)",
       "1,source,a (symbol VARCHAR, v BIGINT, ts BIGINT); watermark ts - 10 "
       "ms,push,2,logical;"
       "2,window_aggregate,session(ts, 1000 ms) GROUP BY symbol; aggregates min(v); "
