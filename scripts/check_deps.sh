@@ -19,6 +19,7 @@ src=${1:-"$(cd "$(dirname "$0")/.." && pwd)/src"}
 layers=(
   "db"
   "rt"
+  "plan"
   "op sql sink"
   "state arrow agg"
   "chan store expr"

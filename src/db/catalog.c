@@ -153,10 +153,24 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
     lm_option_value val;
     LM_TRY(lm_option_parse_sql(LAMINAR_SCOPE_SOURCE, stmt->name, o, &row, &val, err));
     switch (lm_option_row_id(row)) {
-      case LM_OPT_ALLOWED_LATENESS:
+      case LM_OPT_ALLOWED_LATENESS: lateness = val.i; break;
       case LM_OPT_WATERMARK:
-        LM_TRY(lm_bind_time_option(stmt->name, o, &wm, wm_name, sizeof wm_name, &lateness,
-                                   err));
+        /* watermark = 'col': the same as WATERMARK FOR col (the table bounds
+         * the name's length below sizeof wm_name). */
+        if (wm.has_watermark) {
+          snprintf(msg, sizeof msg,
+                   "source '%s': the watermark is set twice (WATERMARK FOR and WITH "
+                   "(watermark = ...))",
+                   stmt->name);
+          return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, v->line, v->column, stmt->name,
+                         msg);
+        }
+        snprintf(wm_name, sizeof wm_name, "%.*s", (int)val.len, val.text);
+        wm.has_watermark = true;
+        wm.watermark_column = wm_name;
+        wm.watermark_delay_ms = 0;
+        wm.wm_line = v->line;
+        wm.wm_column = v->column;
         break;
       case LM_OPT_WAL_MODE:
       case LM_OPT_CHECKPOINT_INTERVAL:
@@ -363,6 +377,55 @@ static laminar_code branch_readers(laminar_db* db, lm_stream_def* s, bool add) {
   return LAMINAR_OK;
 }
 
+laminar_code lm_db_stream_options(const lm_stmt* stmt, lm_plan* plan,
+                                  laminar_error* err) {
+  for (size_t i = 0; i < stmt->noptions; i++) {
+    const lm_ast_option* o = &stmt->options[i];
+    const lm_ast_expr* v = o->value;
+    const lm_option* row;
+    lm_option_value val;
+    LM_TRY(lm_option_parse_sql(LAMINAR_SCOPE_STREAM, stmt->name, o, &row, &val, err));
+    lm_option_id id = lm_option_row_id(row);
+    if (id == LM_OPT_MAX_STATE_BYTES) { /* any stream (issue 20) */
+      plan->max_state_bytes = val.i;
+      continue;
+    }
+    if (id == LM_OPT_ALLOWED_LATENESS) {
+      plan->window.lateness_ms = val.i;
+      plan->lateness_set = true;
+    } else if (id == LM_OPT_LATE_OUTPUT) {
+      plan->late_output = NULL;
+      if (!val.is_bool || val.i != 0) {
+        char name[160];
+        if (val.is_bool) {
+          snprintf(name, sizeof name, "%s_late", stmt->name);
+        } else {
+          snprintf(name, sizeof name, "%.*s", (int)val.len, val.text);
+        }
+        plan->late_output = lm_pool_copy(&plan->pool, name, strlen(name) + 1);
+        if (plan->late_output == NULL)
+          return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+        plan->late_line = v->line;
+        plan->late_column = v->column;
+      }
+    } else {
+      /* A stream-scope row this surface does not apply: the table and this
+       * switch disagree. */
+      return lm_error_set(err, LAMINAR_ERR_INTERNAL, "stream option '%s' is not applied",
+                          o->key);
+    }
+    if (!plan->windowed || plan->window.global) {
+      char msg[256];
+      snprintf(msg, sizeof msg,
+               "%s needs a window in GROUP BY (tumble, hop, slide or session)",
+               id == LM_OPT_ALLOWED_LATENESS ? "allowed_lateness" : "late_output");
+      return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, v->line, v->column, stmt->name,
+                     msg);
+    }
+  }
+  return LAMINAR_OK;
+}
+
 /* The time rules of a windowed stream over sources: its allowed lateness
  * defaults to the largest of its sources'; EMIT ON WINDOW CLOSE needs each
  * source's watermark; over several inputs, every branch projects its
@@ -488,6 +551,8 @@ static laminar_code make_late_stream(laminar_db* db, const lm_stmt* stmt,
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
   lm_state_budget_init(&l->budget, l->name, 0, &db->state_budget);
+  lm_plan_context pctx = {.ncores = db->rt.ncores, .source = NULL, .is_view = false};
+  lm_plan_physical(&l->plan, &pctx, &l->phys);
   lm_stream_def_attach(l);
   l->nparts = 1;
   l->late_of = s;
@@ -506,7 +571,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
         "CREATE VIEW (not materialized) is not supported: CREATE MATERIALIZED VIEW "
         "keeps the result queryable, CREATE STREAM emits it");
   }
-  /* Keys and value types from the option table; the binder applies them. */
+  /* Keys and value types from the option table, before binding; the values
+   * land in the plan after it (lm_db_stream_options). */
   LM_TRY(lm_option_check_sql(LAMINAR_SCOPE_STREAM, stmt->name, stmt->options,
                              stmt->noptions, err));
   lm_stream_def* s = lm_calloc(1, sizeof *s);
@@ -519,7 +585,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     return rc;
   }
   bool branched = lm_plan_branched(&s->plan);
-  rc = check_stream_time(db, stmt, &s->plan, err);
+  rc = lm_db_stream_options(stmt, &s->plan, err);
+  if (rc == LAMINAR_OK) rc = check_stream_time(db, stmt, &s->plan, err);
   if (rc != LAMINAR_OK) {
     lm_plan_free(&s->plan);
     lm_free(s);
@@ -558,10 +625,13 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   lm_source_def* src =
       s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
   lm_stream_def* up = src ? NULL : lm_db_find_stream(db, s->plan.input);
-  /* cores > 1: a keyed stream runs as one partition per reactor (rt/part.c);
-   * a stream over branches runs whole. */
-  if (lm_stream_def_attach_rt(s, &db->rt, branched ? NULL : src, stmt->materialized) !=
-      LAMINAR_OK) {
+  /* The physical plan: cores > 1, a keyed stream runs as one partition per
+   * reactor (rt/part.c); a stream over branches runs whole. */
+  lm_plan_context pctx = {.ncores = db->rt.ncores,
+                          .source = branched || src == NULL ? NULL : &src->schema,
+                          .is_view = stmt->materialized};
+  lm_plan_physical(&s->plan, &pctx, &s->phys);
+  if (lm_stream_def_attach_rt(s) != LAMINAR_OK) {
     lm_stream_def_free(late);
     lm_stream_def_free(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");

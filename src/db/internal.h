@@ -143,6 +143,12 @@ void lm_db_free_handles(laminar_db* db);
 const lm_schema* lm_db_lookup_input(void* arg, const char* name, bool* out_is_source);
 /* A malloc'd copy of the statement's text (free with lm_free), NULL on OOM. */
 char* lm_db_stmt_text(const char* sql, const lm_stmt* stmt);
+/* Apply the WITH (...) options of CREATE STREAM / MATERIALIZED VIEW `stmt`
+ * to its bound plan, each read through the option table (options.c, scope
+ * stream): allowed_lateness, late_output, max_state_bytes. Errors: LDB-6001
+ * unknown key, LDB-6002 ill-typed value, LDB-6003 a window option on a
+ * stream without a window, at the value's line:column. */
+laminar_code lm_db_stream_options(const lm_stmt* stmt, lm_plan* plan, laminar_error* err);
 /* An ArrowArrayStream of one batch of string columns: cells[row * ncols + col]. */
 laminar_code lm_db_string_table(const char* const* names, int32_t ncols, char** cells,
                                 int64_t nrows, struct ArrowArrayStream* out);

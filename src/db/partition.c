@@ -27,17 +27,8 @@ static int32_t trace_column(laminar_db* db, const lm_stream_def* s, int32_t col)
   if (s->plan.input_is_source) return col;
   const lm_stream_def* up = lm_db_find_stream(db, s->plan.input);
   if (up == NULL || col < 0 || col >= up->out_schema.ncols) return -1;
-  const lm_plan* p = &up->plan;
-  if (!p->windowed) {
-    if (col >= p->nexprs || p->exprs[col]->kind != LM_EXPR_COLUMN) return -1;
-    return trace_column(db, up, p->exprs[col]->column);
-  }
-  /* agg_schema: window_start, window_end, keys..., aggregates... */
-  if (col >= p->npost || p->post_exprs[col]->kind != LM_EXPR_COLUMN) return -1;
-  int32_t k = p->post_exprs[col]->column - 2;
-  if (k < 0 || k >= p->window.nkeys || p->window.keys[k]->kind != LM_EXPR_COLUMN)
-    return -1;
-  return trace_column(db, up, p->window.keys[k]->column);
+  int32_t in = lm_plan_traced_column(&up->plan, col); /* plan/planner.c */
+  return in < 0 ? -1 : trace_column(db, up, in);
 }
 
 laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
@@ -106,10 +97,11 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
     if (!x->plan.windowed) continue;
     windowed = true;
     memset(mine, 0, (size_t)ncols * sizeof(bool));
-    for (int32_t k = 0; k < x->plan.window.nkeys; k++) {
-      const lm_expr* key = x->plan.window.keys[k];
-      if (key->kind != LM_EXPR_COLUMN) continue;
-      int32_t c = trace_column(db, x, key->column);
+    /* The planner's key columns: a GROUP BY key's input column, -1 for an
+     * expression (plan/planner.h). */
+    for (int32_t k = 0; k < x->phys.nkey_cols; k++) {
+      if (x->phys.key_cols[k] < 0) continue;
+      int32_t c = trace_column(db, x, x->phys.key_cols[k]);
       if (c >= 0 && c < ncols) mine[c] = true;
     }
     for (int32_t c = 0; c < ncols; c++) in[c] = in[c] && mine[c];

@@ -576,11 +576,15 @@ static void put_agg(lm_text* b, const lm_agg_spec* a, const char* const* names) 
   lm_text_printf(b, ")");
 }
 
-/* The rows of an EXPLAIN: cells (id, operator, details, input, output), owned. */
+/* The rows of an EXPLAIN: cells (id, operator, details, input, output,
+ * section), owned; rows are added to the current `section` ("logical", then
+ * "physical"). */
+#define EXPLAIN_COLS 6
 typedef struct explain {
   char** cells;
   int64_t n, cap;
   bool nomem;
+  const char* section; /* NULL: "logical" */
 } explain;
 
 static void add_row(explain* x, const char* op, char* details, const char* input,
@@ -588,7 +592,7 @@ static void add_row(explain* x, const char* op, char* details, const char* input
   if (details == NULL) x->nomem = true;
   if (!x->nomem && x->n == x->cap) {
     int64_t cap = x->cap ? x->cap * 2 : 8;
-    char** grown = lm_realloc(x->cells, sizeof(char*) * 5 * (size_t)cap);
+    char** grown = lm_realloc(x->cells, sizeof(char*) * EXPLAIN_COLS * (size_t)cap);
     if (grown == NULL) {
       x->nomem = true;
     } else {
@@ -602,14 +606,15 @@ static void add_row(explain* x, const char* op, char* details, const char* input
   }
   char id[24];
   snprintf(id, sizeof id, "%lld", (long long)(x->n + 1));
-  char** row = &x->cells[x->n * 5];
+  char** row = &x->cells[x->n * EXPLAIN_COLS];
   row[0] = lm_strdup(id);
   row[1] = lm_strdup(op);
   row[2] = details;
   row[3] = lm_strdup(input);
   row[4] = lm_strdup(output);
+  row[5] = lm_strdup(x->section != NULL ? x->section : "logical");
   x->n++;
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < EXPLAIN_COLS; i++) {
     if (row[i] == NULL) x->nomem = true;
   }
 }
@@ -722,7 +727,7 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     }
     lm_free(names);
     for (int64_t r = first; !x->nomem && r < x->n; r++) {
-      char** op = &x->cells[r * 5 + 1];
+      char** op = &x->cells[r * EXPLAIN_COLS + 1];
       lm_text t = {0};
       lm_text_printf(&t, "  %s", *op);
       lm_free(*op);
@@ -737,7 +742,7 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
   char id[24];
   snprintf(id, sizeof id, "%lld", (long long)x->n + 1);
   for (int32_t b = 0; last != NULL && !x->nomem && b < plan->nbranches; b++) {
-    char** out = &x->cells[(last[b] - 1) * 5 + 4];
+    char** out = &x->cells[(last[b] - 1) * EXPLAIN_COLS + 4];
     lm_free(*out);
     *out = lm_strdup(id);
     if (*out == NULL) x->nomem = true;
@@ -867,6 +872,85 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in,
   lm_free(names);
 }
 
+/* The physical section (plan/planner.h): a "branch" row per input of a
+ * branched plan (its operator), the "chain" row (the operators each
+ * partition runs, by name), then the planner's choices: "partitioning"
+ * (partitions and hash keys, or why the stream runs whole) and "two_phase"
+ * (what each aggregate becomes in a partial and a final step, or why the
+ * stream does not split). `chain` is the built chain of partition 0 (a
+ * view's materialize operator included), `in` the schema the window reads,
+ * `output` where the rows go. */
+static void explain_physical(explain* x, const lm_plan* plan, const lm_phys_plan* ph,
+                             const lm_op* chain, bool view, const lm_schema* in,
+                             const char* output) {
+  x->section = "physical";
+  char idbuf[24], ops[256];
+  bool branched = lm_plan_branched(plan);
+  int64_t chain_id = x->n + (branched ? plan->nbranches : 0) + 1;
+  snprintf(idbuf, sizeof idbuf, "%lld", (long long)chain_id);
+  lm_text ins = {0};
+  for (int32_t b = 0; branched && b < plan->nbranches; b++) {
+    const lm_plan_branch* br = &plan->branches[b];
+    lm_text d = {0};
+    lm_text_printf(&d, "%s: %s", br->input,
+                   br->exprs != NULL ? "map (to the union's columns)"
+                                     : "no operator (its rows as they are)");
+    add_row(x, "branch", lm_text_take(&d), br->input, idbuf);
+    lm_text_printf(&ins, "%s%lld", b > 0 ? ", " : "", (long long)x->n);
+  }
+  if (!branched) lm_text_printf(&ins, "%s", plan->input);
+  lm_plan_chain_names(chain, ops, sizeof ops);
+  lm_text d = {0};
+  lm_text_printf(&d, "%s%s", ops,
+                 view && strstr(ops, "materialize") == NULL ? " -> materialize" : "");
+  if (ph->nparts > 1) {
+    lm_text_printf(&d, "; one per partition (%d)", (int)ph->nparts);
+  } else {
+    lm_text_printf(&d, "; one instance, on reactor 0");
+  }
+  char* from = lm_text_take(&ins);
+  if (from == NULL) x->nomem = true;
+  add_row(x, "chain", lm_text_take(&d), from != NULL ? from : "", output);
+  lm_free(from);
+  lm_text p = {0};
+  if (ph->nparts > 1) {
+    lm_text_printf(&p, "%d partitions by hash of ", (int)ph->nparts);
+    for (int32_t k = 0; k < ph->npart_keys; k++) {
+      lm_text_printf(&p, "%s%s", k > 0 ? ", " : "", in->fields[ph->part_keys[k]].name);
+    }
+    lm_text_printf(&p, " (cores = %d)", (int)ph->nparts);
+  } else {
+    lm_text_printf(&p, "unpartitioned: %s", ph->unpartitioned);
+  }
+  add_row(x, "partitioning", lm_text_take(&p), idbuf, "");
+  const lm_window_spec* w = &plan->window;
+  const char** names = names_of(in);
+  lm_text t = {0};
+  if (names == NULL) {
+    x->nomem = true;
+  } else if (ph->no_two_phase == NULL) {
+    lm_text_printf(&t, "split: partial per window and key");
+    for (int32_t i = 0; i < w->naggs; i++) {
+      lm_text_printf(&t, "%s", i > 0 ? ", " : ": ");
+      put_agg(&t, &w->aggs[i], names);
+      lm_text_printf(&t, " as %s", lm_plan_two_phase_partial(w->aggs[i].fn));
+    }
+    lm_text_printf(&t, "; final combines them by");
+    for (int32_t i = 0; i < w->naggs; i++) {
+      lm_text_printf(&t, "%s%s", i > 0 ? ", " : " ",
+                     lm_plan_two_phase_final(w->aggs[i].fn));
+    }
+  } else if (ph->no_two_phase_agg >= 0) {
+    lm_text_printf(&t, "not split: ");
+    put_agg(&t, &w->aggs[ph->no_two_phase_agg], names);
+    lm_text_printf(&t, " does not decompose (only COUNT, SUM, AVG, MIN and MAX do)");
+  } else {
+    lm_text_printf(&t, "not split: %s", ph->no_two_phase);
+  }
+  lm_free(names);
+  add_row(x, "two_phase", lm_text_take(&t), idbuf, "");
+}
+
 /* Where an existing stream's rows go: "2 subscribers; stream b; sink s". */
 static char* outputs_of(laminar_db* db, const lm_stream_def* s) {
   lm_text b = {0};
@@ -895,10 +979,11 @@ static laminar_code explain_rows(explain* x, struct ArrowArrayStream* out,
                                  laminar_error* err) {
   laminar_code rc = x->nomem ? LAMINAR_ERR_NOMEM : LAMINAR_OK;
   if (rc == LAMINAR_OK && out != NULL) {
-    static const char* const names[] = {"id", "operator", "details", "input", "output"};
-    rc = lm_db_string_table(names, 5, x->cells, x->n, out);
+    static const char* const names[] = {"id",    "operator", "details",
+                                        "input", "output",   "section"};
+    rc = lm_db_string_table(names, EXPLAIN_COLS, x->cells, x->n, out);
   }
-  for (int64_t i = 0; i < x->n * 5; i++) lm_free(x->cells[i]);
+  for (int64_t i = 0; i < x->n * EXPLAIN_COLS; i++) lm_free(x->cells[i]);
   lm_free(x->cells);
   return rc == LAMINAR_OK ? LAMINAR_OK : lm_error_set(err, rc, "out of memory");
 }
@@ -941,6 +1026,11 @@ static laminar_code explain_select(laminar_db* db, const lm_stmt* stmt, explain*
   shown.ncols = q.nout;
   add_row(x, "output", text_columns("result", &shown), prev_id(x, pbuf, sizeof pbuf),
           "laminar_query");
+  x->section = "physical";
+  lm_text d = {0};
+  lm_text_printf(&d, "once over a snapshot of %s's rows; in the caller's thread",
+                 s->name);
+  add_row(x, "query", lm_text_take(&d), "materialized view", "laminar_query");
   query_free(&q);
   return LAMINAR_OK;
 }
@@ -978,6 +1068,8 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
         text_columns(s->name, lm_db_is_view(s) ? lm_db_view_columns(s) : &s->out_schema),
         prev_id(&x, pbuf, sizeof pbuf), where != NULL ? where : "");
     if (where == NULL) x.nomem = true;
+    explain_physical(&x, &s->plan, &s->phys, s->chain, lm_db_is_view(s), in,
+                     where != NULL ? where : "");
     lm_free(where);
   } else if (inner->kind == LM_STMT_CREATE_STREAM &&
              (inner->object != LM_OBJ_VIEW || inner->materialized)) {
@@ -985,6 +1077,11 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
     LM_TRY(lm_option_check_sql(LAMINAR_SCOPE_STREAM, inner->name, inner->options,
                                inner->noptions, err));
     LM_TRY(lm_bind_stream(inner, lm_db_lookup_input, db, &plan, err));
+    laminar_code orc = lm_db_stream_options(inner, &plan, err);
+    if (orc != LAMINAR_OK) {
+      lm_plan_free(&plan);
+      return orc;
+    }
     const lm_schema* in = explain_inputs(&x, db, &plan);
     if (LM_NEVER(in == NULL)) {
       lm_plan_free(&plan);
@@ -997,6 +1094,22 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
     if (inner->materialized && lm_op_view_is_changelog(&shown)) shown.ncols--;
     add_row(&x, "output", text_columns(inner->name, &shown),
             prev_id(&x, pbuf, sizeof pbuf), "(not created: EXPLAIN only)");
+    /* What the planner would choose, over the chain it would build. */
+    bool is_source = false;
+    const lm_schema* src_schema = lm_db_lookup_input(db, plan.input, &is_source);
+    lm_plan_context pctx = {
+        .ncores = db->rt.ncores,
+        .source = !lm_plan_branched(&plan) && is_source ? src_schema : NULL,
+        .is_view = inner->materialized};
+    lm_phys_plan ph;
+    lm_plan_physical(&plan, &pctx, &ph);
+    lm_op* chain = NULL;
+    if (lm_plan_build_chain(&plan, &chain) != LAMINAR_OK) x.nomem = true;
+    if (chain != NULL) {
+      explain_physical(&x, &plan, &ph, chain, inner->materialized, in,
+                       "(not created: EXPLAIN only)");
+    }
+    lm_op_chain_destroy(chain);
     lm_plan_free(&plan);
   } else if (inner->kind == LM_STMT_SELECT) {
     LM_TRY(explain_select(db, inner, &x, err));

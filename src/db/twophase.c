@@ -307,20 +307,11 @@ static void source_ddl(lm_text* t, const char* name, const lm_schema* schema) {
 /* Why stream `s` (or its path from the root source) cannot be split in two
  * phases, or NULL. */
 static const char* path_refusal(laminar_db* db, const lm_stream_def* s) {
-  const lm_plan* p = &s->plan;
-  if (lm_db_is_view(s)) return "it is a materialized view";
-  if (p->joined) return "it is an ASOF JOIN (its inputs cannot be split apart)";
-  if (!p->windowed)
-    return "it has no GROUP BY window (its rows need no merging: any split "
-           "of its input works, see laminar_stream_partitioning)";
-  if (p->window.global) return "its GROUP BY has no window (a running aggregate)";
-  if (p->window.session)
-    return "session windows do not decompose (a session spans rows a "
-           "split may put in different parts)";
-  if (p->window.emit_changes) return "EMIT CHANGES does not decompose";
-  if (p->window.changelog) return "its input is a changelog";
-  if (lm_plan_branched(p))
-    return "it reads several inputs (UNION ALL, ASOF JOIN) or a derived table";
+  /* The stream's own shape: the planner's choice (plan/planner.c); an
+   * aggregate that does not decompose is named by the splitter below, as the
+   * statement spells it. */
+  if (s->phys.no_two_phase != NULL && s->phys.no_two_phase_agg < 0)
+    return s->phys.no_two_phase;
   for (const lm_stream_def* x = s; !x->plan.input_is_source;) {
     x = lm_db_find_stream(db, x->plan.input);
     if (x == NULL) return "an upstream stream is missing";

@@ -224,24 +224,16 @@ static laminar_code part_sink(void* arg, const lm_chunk* chunk) {
   return LAMINAR_OK;
 }
 
-laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
-                                     const lm_source_def* src, bool is_view) {
-  const lm_window_spec* w = &s->plan.window;
-  /* A stream with a late side output stays whole: its window operator hands
-   * late rows straight to the late stream, one reactor's chain only. */
-  bool keyed = rt->ncores > 1 && src != NULL && s->plan.windowed && !is_view &&
-               !w->changelog && w->nkeys > 0 && s->plan.late_output == NULL;
-  for (int32_t k = 0; keyed && k < w->nkeys; k++) {
-    keyed = w->keys[k]->kind == LM_EXPR_COLUMN && w->keys[k]->column >= 0 &&
-            w->keys[k]->column < src->schema.ncols;
-  }
+laminar_code lm_stream_def_attach_rt(lm_stream_def* s) {
+  /* The planner chose the partitions and their keys (plan/planner.c). */
+  const lm_phys_plan* ph = &s->phys;
   s->nparts = 1;
-  if (!keyed) {
+  if (ph->nparts <= 1) {
     lm_stream_def_attach(s);
     return LAMINAR_OK;
   }
-  int32_t n = rt->ncores;
-  int32_t* keys = lm_calloc((size_t)w->nkeys, sizeof *keys);
+  int32_t n = ph->nparts;
+  int32_t* keys = lm_calloc((size_t)ph->npart_keys, sizeof *keys);
   lm_stream_part* parts = lm_calloc((size_t)n, sizeof *parts);
   laminar_code rc = keys != NULL && parts != NULL ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
   for (int32_t p = 1; p < n && rc == LAMINAR_OK; p++) {
@@ -254,9 +246,9 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
     lm_free(keys);
     return rc;
   }
-  for (int32_t k = 0; k < w->nkeys; k++) keys[k] = w->keys[k]->column;
+  for (int32_t k = 0; k < ph->npart_keys; k++) keys[k] = ph->part_keys[k];
   s->part_keys = keys;
-  s->npart_keys = w->nkeys;
+  s->npart_keys = ph->npart_keys;
   s->parts = parts;
   s->parts[0].chain = s->chain;
   for (int32_t p = 0; p < n; p++) {

@@ -38,6 +38,7 @@
 #include "chan/wait.h"
 #include "laminar.h"
 #include "op/op.h"
+#include "plan/planner.h"
 #include "sql/plan.h"
 #include "util/types.h"
 
@@ -236,8 +237,9 @@ typedef struct lm_sub {
 struct lm_stream_def {
   char* name;
   char* sql;
-  lm_plan plan;
-  lm_op* chain; /* partition 0 */
+  lm_plan plan;      /* logical (sql/plan.h) */
+  lm_phys_plan phys; /* the planner's choices (plan/planner.h) */
+  lm_op* chain;      /* partition 0 */
   lm_schema out_schema;
   lm_sub** subs; /* changed only while the reactor is paused */
   int32_t nsubs;
@@ -285,8 +287,8 @@ struct lm_stream_def {
    * partition's chain, the database's as parent; it also carries the text
    * of a failure its operators recorded (op.h lm_op_account). */
   lm_state_budget budget;
-  /* Thread-per-core (part.c): a keyed stream reading a source directly runs
-   * as `nparts` partitions, rows routed by the hash of the GROUP BY columns
+  /* Thread-per-core (part.c): a keyed stream (phys.nparts > 1) runs as
+   * `nparts` partitions, rows routed by the hash of the GROUP BY columns
    * `part_keys` (source column indexes). nparts 1: everything else. */
   int32_t nparts;
   lm_stream_part* parts;
@@ -526,13 +528,12 @@ laminar_code lm_stream_take_late(void* arg, const lm_chunk* chunk);
 /* Point the last operator of a new stream's chain at the stream's output
  * (subscribers and downstream streams). Once, before the stream is published. */
 void lm_stream_def_attach(lm_stream_def* s);
-/* With more than one core, make `s` (whose chain is built, not yet attached)
- * a keyed stream of rt->ncores partitions when it can be one: windowed over
- * the source `src`, GROUP BY plain columns only, not a materialized view.
- * Otherwise (and with one core) it is attached as usual. Control thread,
- * before the stream is published. */
-laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
-                                     const lm_source_def* src, bool is_view);
+/* Make `s` (whose chain is built, not yet attached) a keyed stream of
+ * s->phys.nparts partitions when the planner chose more than one
+ * (lm_plan_physical: windowed over a source, GROUP BY plain columns only,
+ * not a materialized view, cores > 1). Otherwise it is attached as usual.
+ * Control thread, before the stream is published. */
+laminar_code lm_stream_def_attach_rt(lm_stream_def* s);
 /* "0" .. "63": reactor names in metrics and pipeline state. */
 const char* lm_rt_reactor_name(int32_t index);
 /* A new stream starts at its input's watermark (all its partitions). */

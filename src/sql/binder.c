@@ -1219,7 +1219,6 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   return LAMINAR_OK;
 }
 
-static laminar_code bind_stream_options(binder* b, const lm_stmt* stmt);
 
 /* ---- inputs: one name, or branches (UNION ALL, derived tables) ------------------- */
 
@@ -1867,8 +1866,6 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
       rc = bind_select(&b, stmt);
     }
   }
-  if (rc == LAMINAR_OK && stmt->kind == LM_STMT_CREATE_STREAM)
-    rc = bind_stream_options(&b, stmt);
   if (rc == LAMINAR_OK && out->joined) rc = join_needed_columns(&b);
   if (rc != LAMINAR_OK) lm_plan_free(out);
   return rc;
@@ -1888,121 +1885,6 @@ bool lm_bind_is_window_call(const lm_ast_expr* e) {
   return e != NULL && e->kind == LM_AST_FUNCTION && is_window_fn(e->fname);
 }
 
-/* An allowed_lateness value: an INTERVAL (or integer milliseconds) >= 0. */
-static bool lateness_value(const lm_ast_expr* v, int64_t* out) {
-  if (v->kind != LM_AST_LITERAL || (v->lit != LM_LIT_INTERVAL && v->lit != LM_LIT_INT) ||
-      v->i < 0) {
-    return false;
-  }
-  *out = v->i;
-  return true;
-}
-
-laminar_code lm_bind_time_option(const char* object, const lm_ast_option* o, lm_stmt* wm,
-                                 char* name_buf, size_t cap, int64_t* lateness_ms,
-                                 laminar_error* err) {
-  const lm_ast_expr* v = o->value;
-  const char* problem = NULL;
-  laminar_code code = LAMINAR_ERR_CONFIG_VALUE;
-  if (lm_streq_nocase(o->key, "allowed_lateness")) {
-    if (!lateness_value(v, lateness_ms)) {
-      problem =
-          "allowed_lateness must be an INTERVAL of zero or more, e.g. INTERVAL '5' "
-          "SECOND";
-    }
-  } else if (v->kind != LM_AST_LITERAL || v->lit != LM_LIT_STRING || v->slen == 0 ||
-             v->slen >= cap) {
-    problem = "watermark must name a column: watermark = 'ts'";
-  } else if (wm->has_watermark) {
-    problem = "the watermark is set twice (WATERMARK FOR and WITH (watermark = ...))";
-    code = LAMINAR_ERR_CONFIG_CONFLICT;
-  } else {
-    memcpy(name_buf, v->s, v->slen);
-    name_buf[v->slen] = '\0';
-    wm->has_watermark = true;
-    wm->watermark_column = name_buf;
-    wm->watermark_delay_ms = 0;
-    wm->wm_line = v->line;
-    wm->wm_column = v->column;
-  }
-  if (problem == NULL) return LAMINAR_OK;
-  lm_error_set(err, code, "source '%s': %s at line %d, column %d", object, problem,
-               (int)v->line, (int)v->column);
-  lm_error_at(err, v->line, v->column);
-  lm_error_object(err, object, NULL);
-  return code;
-}
-
-/* CREATE STREAM ... WITH (allowed_lateness = INTERVAL ..., late_output = ...):
- * windows close that long after their end (the default is the source's);
- * late rows go to a side output stream (its name is checked by the catalog). */
-static laminar_code bind_stream_options(binder* b, const lm_stmt* stmt) {
-  for (size_t i = 0; i < stmt->noptions; i++) {
-    const lm_ast_option* o = &stmt->options[i];
-    const lm_ast_expr* v = o->value;
-    bool lateness = lm_streq_nocase(o->key, "allowed_lateness");
-    if (lm_streq_nocase(o->key, "max_state_bytes")) { /* any stream (issue 20) */
-      char text[64] = {0};
-      int64_t n = -1;
-      if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_INT) n = v->i;
-      if (v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING && v->slen < sizeof text) {
-        memcpy(text, v->s, v->slen);
-        if (!lm_parse_bytes(text, &n)) n = -1;
-      }
-      if (n < 0) {
-        return fail(b, LAMINAR_ERR_CONFIG_VALUE, v,
-                    "max_state_bytes must be a byte count such as 1048576 or '512MB' "
-                    "(0: only the database's bound)");
-      }
-      b->plan->max_state_bytes = n;
-      continue;
-    }
-    if (lateness) {
-      if (!lateness_value(v, &b->plan->window.lateness_ms)) {
-        return fail(
-            b, LAMINAR_ERR_CONFIG_VALUE, v,
-            "allowed_lateness must be an INTERVAL of zero or more, e.g. INTERVAL '5' "
-            "SECOND");
-      }
-      b->plan->lateness_set = true;
-    } else if (lm_streq_nocase(o->key, "late_output")) {
-      bool is_bool = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_BOOL;
-      bool is_name = v->kind == LM_AST_LITERAL && v->lit == LM_LIT_STRING &&
-                     v->slen > 0 && v->slen < 128 && memchr(v->s, '\0', v->slen) == NULL;
-      if (!is_bool && !is_name) {
-        return fail(
-            b, LAMINAR_ERR_CONFIG_VALUE, v,
-            "late_output must name the late rows' stream (late_output = 'trades_late') "
-            "or be TRUE (the stream's name + '_late') or FALSE");
-      }
-      b->plan->late_output = NULL;
-      if (is_name || v->b) {
-        char name[160];
-        if (is_name) {
-          snprintf(name, sizeof name, "%.*s", (int)v->slen, v->s);
-        } else {
-          snprintf(name, sizeof name, "%s_late", stmt->name);
-        }
-        b->plan->late_output = lm_pool_copy(&b->plan->pool, name, strlen(name) + 1);
-        if (b->plan->late_output == NULL) return NOMEM(b);
-        b->plan->late_line = v->line;
-        b->plan->late_column = v->column;
-      }
-    } else {
-      return fail(b, LAMINAR_ERR_CONFIG_KEY, v,
-                  "unknown stream option '%s' (known: allowed_lateness, late_output, "
-                  "max_state_bytes)",
-                  o->key);
-    }
-    if (!b->plan->windowed || b->plan->window.global) {
-      return fail(b, LAMINAR_ERR_CONFIG_CONFLICT, v,
-                  "%s needs a window in GROUP BY (tumble, hop, slide or session)",
-                  lateness ? "allowed_lateness" : "late_output");
-    }
-  }
-  return LAMINAR_OK;
-}
-
 /* ---- plan lifecycle ----------------------------------------------------------------- */
 
 void lm_plan_free(lm_plan* plan) {
@@ -2013,54 +1895,8 @@ void lm_plan_free(lm_plan* plan) {
   memset(plan, 0, sizeof *plan);
 }
 
-static laminar_code build_rest(const lm_plan* plan, lm_op** out);
-
-/* An ASOF join plan: the join operator, then the rest of the plan. */
-laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
-  *out = NULL;
-  if (!plan->joined) return build_rest(plan, out);
-  lm_op* join;
-  LM_TRY(lm_op_asof_create(&plan->join, &plan->union_schema, &join));
-  laminar_code rc = build_rest(plan, &join->next);
-  if (rc != LAMINAR_OK) {
-    lm_op_chain_destroy(join);
-    return rc;
-  }
-  *out = join;
-  return LAMINAR_OK;
-}
-
-static laminar_code build_rest(const lm_plan* plan, lm_op** out) {
-  *out = NULL;
-  if (!plan->windowed) {
-    return lm_op_map_create(plan->filter, (const lm_expr* const*)plan->exprs,
-                            plan->nexprs, &plan->out_schema, out);
-  }
-  lm_op* win;
-  LM_TRY(lm_op_window_create(&plan->window, &plan->agg_schema, &win));
-  lm_op* post;
-  laminar_code rc =
-      lm_op_map_create(plan->having, (const lm_expr* const*)plan->post_exprs, plan->npost,
-                       &plan->out_schema, &post);
-  if (rc != LAMINAR_OK) {
-    lm_op_chain_destroy(win);
-    return rc;
-  }
-  win->next = post;
-  *out = win;
-  return LAMINAR_OK;
-}
-
 bool lm_plan_branched(const lm_plan* plan) {
   return plan->nbranches > 1 || (plan->nbranches == 1 && plan->branches[0].exprs != NULL);
-}
-
-laminar_code lm_plan_build_branch(const lm_plan* plan, int32_t b, lm_op** out) {
-  *out = NULL;
-  const lm_plan_branch* br = &plan->branches[b];
-  if (br->exprs == NULL) return LAMINAR_OK;
-  return lm_op_map_create(br->filter, (const lm_expr* const*)br->exprs, br->nexprs,
-                          &plan->union_schema, out);
 }
 
 laminar_code lm_plan_passthrough(const char* input, bool input_is_source,
@@ -2103,58 +1939,4 @@ laminar_code lm_plan_passthrough(const char* input, bool input_is_source,
 
 const char* lm_plan_inputs(const lm_plan* plan) {
   return plan->inputs != NULL ? plan->inputs : plan->input;
-}
-
-const char* lm_plan_describe(lm_plan* plan) {
-  char buf[512], head[256] = "";
-  if (plan->joined) {
-    static const char* const cmps[] = {"", ">=", ">", "<=", "<"};
-    const lm_asof_spec* j = &plan->join;
-    snprintf(head, sizeof head, "%s(%s, %s: %d keys, %s.%s %s %s.%s%s) -> ",
-             plan->join.left_outer ? "left_asof_join" : "asof_join",
-             plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
-             plan->branches[0].input, plan->union_schema.fields[j->ltime].name,
-             cmps[j->cmp], plan->branches[1].input,
-             plan->union_schema.fields[j->lcols + j->rtime].name,
-             j->has_tolerance ? ", tolerance" : "");
-  } else if (lm_plan_branched(plan)) {
-    /* union(a: filter -> project(2 columns), b: project(2 columns)) -> ... */
-    size_t n = (size_t)snprintf(head, sizeof head, "union(");
-    for (int32_t b = 0; b < plan->nbranches && n < sizeof head; b++) {
-      const lm_plan_branch* br = &plan->branches[b];
-      n += (size_t)snprintf(head + n, sizeof head - n, "%s%s: %s", b > 0 ? ", " : "",
-                            br->input, br->filter != NULL ? "filter -> " : "");
-      if (n < sizeof head) {
-        n += (size_t)snprintf(head + n, sizeof head - n,
-                              br->exprs != NULL ? "project(%d columns)" : "as is",
-                              (int)br->nexprs);
-      }
-    }
-    if (n < sizeof head) snprintf(head + n, sizeof head - n, ") -> ");
-  }
-  if (plan->windowed) {
-    char shape[64];
-    if (plan->window.global) {
-      snprintf(shape, sizeof shape, "no window");
-    } else if (plan->window.session) {
-      snprintf(shape, sizeof shape, "session gap %lld ms",
-               (long long)plan->window.size_ms);
-    } else if (plan->window.hop_ms != plan->window.size_ms) {
-      snprintf(shape, sizeof shape, "hop %lld ms every %lld ms",
-               (long long)plan->window.size_ms, (long long)plan->window.hop_ms);
-    } else {
-      snprintf(shape, sizeof shape, "tumble %lld ms", (long long)plan->window.size_ms);
-    }
-    snprintf(buf, sizeof buf,
-             "%swindow_aggregate(%s on column %d, %d keys, %d aggregates%s%s) -> "
-             "project(%d columns%s)",
-             head, shape, (int)plan->window.time_col, (int)plan->window.nkeys,
-             (int)plan->window.naggs, plan->window.filter ? ", filtered" : "",
-             plan->window.emit_changes ? ", emit changes" : "", (int)plan->npost,
-             plan->having ? ", having" : "");
-  } else {
-    snprintf(buf, sizeof buf, "%s%sproject(%d columns)", head,
-             plan->filter ? "filter -> " : "", (int)plan->nexprs);
-  }
-  return lm_pool_copy(&plan->pool, buf, strlen(buf) + 1);
 }

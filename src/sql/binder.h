@@ -28,15 +28,6 @@ bool lm_bind_is_window_call(const lm_ast_expr* e);
 /* An operator as SQL spells it ("+", "<>", "AND", "||"); static text. */
 const char* lm_bind_op_text(lm_ast_op op);
 
-/* A source's time option `o` of CREATE SOURCE `object`: allowed_lateness =
- * INTERVAL (into *lateness_ms) or watermark = 'col' (the same as WATERMARK FOR
- * col: sets wm's watermark fields, the name copied into name_buf of `cap`
- * bytes). Errors: LDB-6002 for a bad value, LDB-6003 for a second watermark,
- * at the value's line:column. */
-laminar_code lm_bind_time_option(const char* object, const lm_ast_option* o, lm_stmt* wm,
-                                 char* name_buf, size_t cap, int64_t* lateness_ms,
-                                 laminar_error* err);
-
 /* Map a SQL type of the AST to the engine's logical type. */
 lm_type lm_bind_sql_type(lm_sql_type type);
 

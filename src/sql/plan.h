@@ -1,8 +1,8 @@
 /*
- * plan.h -- the bound, typed plan of a continuous query: what the binder
- * (binder.c) makes of a CREATE STREAM statement and what the runtime turns
- * into an operator chain (src/db). Expression trees and names live in the
- * plan's pool and die with the plan.
+ * plan.h -- the logical plan of a continuous query: the bound, typed form
+ * the binder (binder.c) makes of a CREATE STREAM statement and the planner
+ * (src/plan/planner.h) turns into a physical plan and operators. Expression
+ * trees and names live in the plan's pool and die with the plan.
  *
  * Inputs: one branch per input (lm_plan_branch); several (UNION ALL, a
  * derived table) project their rows to one union schema first. Then one of
@@ -63,6 +63,8 @@ typedef struct lm_plan {
   int32_t nexprs;
   /* window shape */
   bool windowed;
+  /* The stream's WITH (...) options, set after binding by the option
+   * table's surface (db: lm_db_stream_options), not by the binder. */
   bool lateness_set; /* WITH (allowed_lateness = ...) on the stream */
   /* WITH (late_output = 'name' | true): the name of the stream that receives
    * the late input rows (true: "<stream>_late"), in the pool; NULL = none. */
@@ -96,10 +98,6 @@ void lm_plan_free(lm_plan* plan);
 laminar_code lm_plan_passthrough(const char* input, bool input_is_source,
                                  const lm_schema* in, lm_plan* out);
 
-/* Build the operator chain of one partition of `plan`; the chain borrows the
- * plan's expressions (free the chain before the plan). */
-laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out);
-
 /* Whether the plan reads through branches (several inputs, or one behind a
  * derived table's filter and projection) rather than one input as it is. */
 bool lm_plan_branched(const lm_plan* plan);
@@ -107,14 +105,5 @@ bool lm_plan_branched(const lm_plan* plan);
 /* What the plan reads, for SHOW STREAMS and pipeline state: its input's
  * name, or the branches' inputs joined by ", " (in the plan's pool). */
 const char* lm_plan_inputs(const lm_plan* plan);
-
-/* Build the operator of branch `b` (a map to the union schema); *out NULL
- * for a branch without one. The operator borrows the plan's expressions. */
-laminar_code lm_plan_build_branch(const lm_plan* plan, int32_t b, lm_op** out);
-
-/* One line per operator, for EXPLAIN and SHOW STREAMS; written into the
- * plan's pool. With several inputs: the union of the branches, then the
- * rest, "union(a: filter -> project(2 columns), b: project(2 columns)) -> ...". */
-const char* lm_plan_describe(lm_plan* plan);
 
 #endif /* LM_PLAN_H */

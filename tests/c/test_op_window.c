@@ -8,6 +8,7 @@
 #include "lm_test.h"
 #include "op/internal.h"
 #include "op/op.h"
+#include "plan/planner.h"
 #include "sql/binder.h"
 #include "sql/sql.h"
 #include "state/state.h"

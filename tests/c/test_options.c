@@ -248,6 +248,43 @@ static int test_stream_scope(void) {
   return 0;
 }
 
+/* A window option on a stream without a window: LDB-6003 from the option
+ * table's surface, naming the stream and the value's line:column, in CREATE
+ * and in EXPLAIN CREATE alike. */
+static int test_stream_scope_conflict(void) {
+  laminar_db* db = open_db(NULL);
+  CHECK(db != NULL);
+  laminar_error err;
+  CHECK_CODE(laminar_execute(db, SRC, &err), LAMINAR_OK, &err);
+  static const char* const cases[][2] = {
+      {"CREATE STREAM m AS SELECT k FROM t WITH (late_output = TRUE)", "TRUE)"},
+      {"CREATE STREAM m AS SELECT k FROM t\nWITH (allowed_lateness = 5)", "5)"},
+      {"CREATE STREAM m AS SELECT k, COUNT(*) AS n FROM t GROUP BY k "
+       "WITH (max_state_bytes = 0, late_output = 'x')",
+       "'x')"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char* sql = cases[i][0];
+    const char* at = strstr(sql, cases[i][1]);
+    int32_t line = 1, column = 1;
+    for (const char* p = sql; p < at; p++) {
+      column = *p == '\n' ? 1 : column + 1;
+      line += *p == '\n';
+    }
+    CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_ERR_CONFIG_CONFLICT, &err);
+    EXPECT(strstr(err.message, "needs a window") != NULL);
+    EXPECT(strcmp(err.object, "m") == 0);
+    EXPECT(err.line == line && err.column == column);
+    char explain[512];
+    snprintf(explain, sizeof explain, "EXPLAIN %s", sql);
+    struct ArrowArrayStream out;
+    CHECK_CODE(laminar_query(db, explain, &out, &err), LAMINAR_ERR_CONFIG_CONFLICT, &err);
+    EXPECT(strcmp(err.object, "m") == 0);
+    EXPECT(err.line == line && err.column == (line == 1 ? column + 8 : column));
+  }
+  laminar_close(db);
+  return 0;
+}
+
 static int test_sink_scope(void) {
   laminar_db* db = open_db(NULL);
   CHECK(db != NULL);
@@ -464,16 +501,18 @@ static int test_aliases(void) {
 }
 
 int main(int argc, char** argv) {
-  static const lm_test_case cases[] = {{"table_rows", test_table_rows},
-                                       {"config_scope", test_config_scope},
-                                       {"source_scope", test_source_scope},
-                                       {"stream_scope", test_stream_scope},
-                                       {"sink_scope", test_sink_scope},
-                                       {"subscription_scope", test_subscription_scope},
-                                       {"defaults", test_defaults},
-                                       {"close_v2", test_close_v2},
-                                       {"open_keeps_config", test_open_keeps_config},
-                                       {"aliases", test_aliases},
-                                       {NULL, NULL}};
+  static const lm_test_case cases[] = {
+      {"table_rows", test_table_rows},
+      {"config_scope", test_config_scope},
+      {"source_scope", test_source_scope},
+      {"stream_scope", test_stream_scope},
+      {"stream_scope_conflict", test_stream_scope_conflict},
+      {"sink_scope", test_sink_scope},
+      {"subscription_scope", test_subscription_scope},
+      {"defaults", test_defaults},
+      {"close_v2", test_close_v2},
+      {"open_keeps_config", test_open_keeps_config},
+      {"aliases", test_aliases},
+      {NULL, NULL}};
   return lm_test_main(argc, argv, cases);
 }

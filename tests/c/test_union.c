@@ -25,17 +25,7 @@ static const char* SOURCES =
     "  WATERMARK FOR ts AS ts - INTERVAL '50' MILLISECOND);\n";
 
 static int open_db(int cores, laminar_db** out) {
-  laminar_error err;
-  laminar_config* cfg;
-  CHECK_CODE(laminar_config_create(&cfg), LAMINAR_OK, NULL);
-  char buf[16];
-  snprintf(buf, sizeof buf, "%d", cores);
-  laminar_code rc = laminar_config_set(cfg, "cores", buf, &err);
-  if (rc == LAMINAR_OK) rc = laminar_open(cfg, out, &err);
-  laminar_config_destroy(cfg);
-  CHECK_CODE(rc, LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(*out, SOURCES, &err), LAMINAR_OK, &err);
-  return 0;
+  return open_cores_db(cores, SOURCES, out);
 }
 
 /* Push one row (symbol, volume, ts) into source `name`. */

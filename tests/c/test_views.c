@@ -11,18 +11,6 @@
 
 #include "op/view.h"
 
-#define CHECK_TEXT(db, sql, want)                                                       \
-  do {                                                                                  \
-    char got_[4096];                                                                    \
-    laminar_error qerr_;                                                                \
-    CHECK_CODE(query_text((db), (sql), got_, sizeof got_, &qerr_), LAMINAR_OK, &qerr_); \
-    if (strcmp(got_, (want)) != 0) {                                                    \
-      fprintf(stderr, "%s:%d: %s\n  got  '%s'\n  want '%s'\n", __FILE__, __LINE__,      \
-              (sql), got_, (want));                                                     \
-      return 1;                                                                         \
-    }                                                                                   \
-  } while (0)
-
 /* Expect `sql` (execute or query) to fail with `code` at line:column. */
 static int fails_at(laminar_db* db, bool query, const char* sql, laminar_code code,
                     int line, int column) {
@@ -405,45 +393,64 @@ static int test_explain(void) {
               "tumble(ts, INTERVAL '1' SECOND) HAVING COUNT(*) > 1;"
               "CREATE MATERIALIZED VIEW last AS SELECT symbol, vwap FROM vwap;"
               "CREATE SINK feed FROM last") == 0);
-  /* One row per operator: id, operator, details, input -> output. */
+  /* One row per operator: id, operator, details, input -> output, section:
+   * the logical plan's rows, then the physical plan's. */
   CHECK_TEXT(
       db, "EXPLAIN vwap",
       "1,source,trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts BIGINT); "
-      "watermark ts - 100 ms,push,2;"
+      "watermark ts - 100 ms,push,2,logical;"
       "2,window_aggregate,tumble(ts, 1000 ms) GROUP BY symbol; aggregates "
       "sum((price * CAST(volume AS DOUBLE))), sum(volume), count(*); WHERE (price > "
-      "CAST(0 AS DOUBLE)); EMIT ON WINDOW CLOSE,1,3;"
-      "3,filter,HAVING (count(*) > CAST(1 AS BIGINT)),2,4;"
+      "CAST(0 AS DOUBLE)); EMIT ON WINDOW CLOSE,1,3,logical;"
+      "3,filter,HAVING (count(*) > CAST(1 AS BIGINT)),2,4,logical;"
       "4,project,symbol, window_start, (sum((price * CAST(volume AS DOUBLE))) / "
-      "CAST(sum(volume) AS DOUBLE)) AS vwap,3,5;"
+      "CAST(sum(volume) AS DOUBLE)) AS vwap,3,5,logical;"
       "5,output,vwap (symbol VARCHAR, window_start BIGINT, vwap DOUBLE),4,"
-      "materialized view last");
+      "materialized view last,logical;"
+      /* The physical section: the planner's operators and choices. */
+      "6,chain,window -> map; one instance, on reactor 0,trades,materialized view "
+      "last,physical;"
+      "7,partitioning,unpartitioned: cores = 1,6,,physical;"
+      "8,two_phase,split: partial per window and key: sum((price * CAST(volume AS "
+      "DOUBLE))) as sum, sum(volume) as sum, count(*) as count; final combines them by "
+      "sum, sum, sum,6,,physical");
   CHECK_TEXT(
       db, "EXPLAIN last",
       "1,stream,vwap (symbol VARCHAR, window_start BIGINT, vwap DOUBLE); EXPLAIN vwap "
-      "shows its plan,,2;"
-      "2,project,symbol, vwap,1,3;"
+      "shows its plan,,2,logical;"
+      "2,project,symbol, vwap,1,3,logical;"
       "3,materialize,Z-set of the rows: each input row adds 1; forwards the changes it "
-      "applied (_weight),2,4;"
-      "4,output,last (symbol VARCHAR, vwap DOUBLE),3,sink feed");
+      "applied (_weight),2,4,logical;"
+      "4,output,last (symbol VARCHAR, vwap DOUBLE),3,sink feed,logical;"
+      "5,chain,map -> materialize; one instance, on reactor 0,vwap,sink feed,physical;"
+      "6,partitioning,unpartitioned: no GROUP BY (no keyed state),5,,physical;"
+      "7,two_phase,not split: it is a materialized view,5,,physical");
   CHECK_TEXT(
       db,
       "EXPLAIN CREATE STREAM x AS SELECT symbol, vwap * 2 AS v2 FROM last "
       "WHERE symbol = 'A'",
       "1,materialized view,last (symbol VARCHAR, vwap DOUBLE, _weight BIGINT NOT NULL), "
-      "a changelog; EXPLAIN last shows its plan,,2;"
-      "2,filter,WHERE (symbol = 'A'),1,3;"
-      "3,project,symbol, (vwap * CAST(2 AS DOUBLE)) AS v2, _weight,2,4;"
+      "a changelog; EXPLAIN last shows its plan,,2,logical;"
+      "2,filter,WHERE (symbol = 'A'),1,3,logical;"
+      "3,project,symbol, (vwap * CAST(2 AS DOUBLE)) AS v2, _weight,2,4,logical;"
       "4,output,x (symbol VARCHAR, v2 DOUBLE, _weight BIGINT),3,"
-      "(not created: EXPLAIN only)");
+      "(not created: EXPLAIN only),logical;"
+      "5,chain,map; one instance, on reactor 0,last,(not created: EXPLAIN only),"
+      "physical;"
+      "6,partitioning,unpartitioned: no GROUP BY (no keyed state),5,,physical;"
+      "7,two_phase,not split: it has no GROUP BY window (its rows need no merging: any "
+      "split of its input works, see laminar_stream_partitioning),5,,physical");
   CHECK_TEXT(db,
              "EXPLAIN SELECT symbol FROM last WHERE vwap > 1 ORDER BY vwap DESC LIMIT 3",
-             "1,scan,last (symbol VARCHAR, vwap DOUBLE),materialized view,2;"
-             "2,filter,WHERE (vwap > CAST(1 AS DOUBLE)),1,3;"
-             "3,project,symbol, vwap,2,4;"
-             "4,sort,ORDER BY vwap DESC,3,5;"
-             "5,limit,LIMIT 3 OFFSET 0 (rows a view holds k times count k times),4,6;"
-             "6,output,result (symbol VARCHAR),5,laminar_query");
+             "1,scan,last (symbol VARCHAR, vwap DOUBLE),materialized view,2,logical;"
+             "2,filter,WHERE (vwap > CAST(1 AS DOUBLE)),1,3,logical;"
+             "3,project,symbol, vwap,2,4,logical;"
+             "4,sort,ORDER BY vwap DESC,3,5,logical;"
+             "5,limit,LIMIT 3 OFFSET 0 (rows a view holds k times count k times),4,6,"
+             "logical;"
+             "6,output,result (symbol VARCHAR),5,laminar_query,logical;"
+             "7,query,once over a snapshot of last's rows; in the caller's thread,"
+             "materialized view,laminar_query,physical");
   /* Nothing was created by EXPLAIN. */
   CHECK_TEXT(db, "SHOW STREAMS",
              "vwap,trades,window_aggregate(tumble 1000 ms on column 3, 1 "

@@ -128,6 +128,35 @@ static inline laminar_code query_text(laminar_db* db, const char* sql, char* out
   return rc;
 }
 
+/* Open an in-memory database of `cores` reactors and run `sql` in it; 0 on
+ * success. */
+static inline int open_cores_db(int cores, const char* sql, laminar_db** out) {
+  laminar_error err;
+  laminar_config* cfg;
+  CHECK_CODE(laminar_config_create(&cfg), LAMINAR_OK, NULL);
+  char buf[16];
+  snprintf(buf, sizeof buf, "%d", cores);
+  laminar_code rc = laminar_config_set(cfg, "cores", buf, &err);
+  if (rc == LAMINAR_OK) rc = laminar_open(cfg, out, &err);
+  laminar_config_destroy(cfg);
+  CHECK_CODE(rc, LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(*out, sql, &err), LAMINAR_OK, &err);
+  return 0;
+}
+
+/* Fail the case unless query_text(db, sql) renders exactly `want`. */
+#define CHECK_TEXT(db, sql, want)                                                       \
+  do {                                                                                  \
+    char got_[8192];                                                                    \
+    laminar_error qerr_;                                                                \
+    CHECK_CODE(query_text((db), (sql), got_, sizeof got_, &qerr_), LAMINAR_OK, &qerr_); \
+    if (strcmp(got_, (want)) != 0) {                                                    \
+      fprintf(stderr, "%s:%d: %s\n  got  '%s'\n  want '%s'\n", __FILE__, __LINE__,      \
+              (sql), got_, (want));                                                     \
+      return 1;                                                                         \
+    }                                                                                   \
+  } while (0)
+
 /* The value of metric (kind "stream", name, metric) from laminar_metrics, or
  * INT64_MIN when absent. */
 static inline int64_t stream_metric(laminar_db* db, const char* name,

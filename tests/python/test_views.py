@@ -324,20 +324,43 @@ def test_explain_lists_operators() -> None:
             "GROUP BY k, tumble(ts, INTERVAL '1' MINUTE);"
             "CREATE MATERIALIZED VIEW mv AS SELECT k, n FROM w"
         )
-        plan = db.query("EXPLAIN mv")
-        assert plan.column_names == ["id", "operator", "details", "input", "output"]
-        assert plan.column("operator").to_pylist() == ["stream", "project", "materialize", "output"]
+        table = db.query("EXPLAIN mv")
+        assert table.column_names == ["id", "operator", "details", "input", "output", "section"]
+        plan = table.to_pylist()
+        assert [r["operator"] for r in plan if r["section"] == "logical"] == [
+            "stream",
+            "project",
+            "materialize",
+            "output",
+        ]
+        assert [r["operator"] for r in plan if r["section"] == "physical"] == [
+            "chain",
+            "partitioning",
+            "two_phase",
+        ]
+        assert plan[4]["details"].startswith("map -> materialize")
         plan = db.query("EXPLAIN w").to_pylist()
-        assert [r["operator"] for r in plan] == ["source", "window_aggregate", "project", "output"]
+        logical = [r for r in plan if r["section"] == "logical"]
+        assert [r["operator"] for r in logical] == [
+            "source",
+            "window_aggregate",
+            "project",
+            "output",
+        ]
         assert "tumble(ts, 60000 ms) GROUP BY k" in plan[1]["details"]
-        assert [(r["input"], r["output"]) for r in plan] == [
+        assert [(r["input"], r["output"]) for r in logical] == [
             ("push", "2"),
             ("1", "3"),
             ("2", "4"),
             ("3", "materialized view mv"),
         ]
-        plan = db.query("EXPLAIN CREATE MATERIALIZED VIEW x AS SELECT k FROM t WHERE v < 0")
-        assert plan.column("operator").to_pylist() == [
+        physical = {r["operator"]: r for r in plan if r["section"] == "physical"}
+        assert physical["chain"]["details"].startswith("window -> map")
+        assert physical["partitioning"]["details"] == "unpartitioned: cores = 1"
+        assert physical["two_phase"]["details"].startswith("split: ")
+        sql = "EXPLAIN CREATE MATERIALIZED VIEW x AS SELECT k FROM t WHERE v < 0"
+        plan = db.query(sql).to_pylist()
+        assert [r["operator"] for r in plan if r["section"] == "logical"] == [
             "source",
             "filter",
             "project",

@@ -1,0 +1,234 @@
+/*
+ * planner.c -- a stream's logical plan (sql/plan.h) -> its physical plan:
+ * the operators of each branch and of the main chain, the partitioning
+ * (thread-per-core, rt/part.c) and whether the two-phase split applies
+ * (db/twophase.c). See planner.h.
+ *
+ * Control thread.
+ */
+#include "plan/planner.h"
+
+#include "util/util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- operators ---------------------------------------------------------------------- */
+
+static laminar_code build_rest(const lm_plan* plan, lm_op** out);
+
+/* An ASOF join plan: the join operator, then the rest of the plan. */
+laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
+  *out = NULL;
+  if (!plan->joined) return build_rest(plan, out);
+  lm_op* join;
+  LM_TRY(lm_op_asof_create(&plan->join, &plan->union_schema, &join));
+  laminar_code rc = build_rest(plan, &join->next);
+  if (rc != LAMINAR_OK) {
+    lm_op_chain_destroy(join);
+    return rc;
+  }
+  *out = join;
+  return LAMINAR_OK;
+}
+
+static laminar_code build_rest(const lm_plan* plan, lm_op** out) {
+  *out = NULL;
+  if (!plan->windowed) {
+    return lm_op_map_create(plan->filter, (const lm_expr* const*)plan->exprs,
+                            plan->nexprs, &plan->out_schema, out);
+  }
+  lm_op* win;
+  LM_TRY(lm_op_window_create(&plan->window, &plan->agg_schema, &win));
+  lm_op* post;
+  laminar_code rc =
+      lm_op_map_create(plan->having, (const lm_expr* const*)plan->post_exprs, plan->npost,
+                       &plan->out_schema, &post);
+  if (rc != LAMINAR_OK) {
+    lm_op_chain_destroy(win);
+    return rc;
+  }
+  win->next = post;
+  *out = win;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_plan_build_branch(const lm_plan* plan, int32_t b, lm_op** out) {
+  *out = NULL;
+  const lm_plan_branch* br = &plan->branches[b];
+  if (br->exprs == NULL) return LAMINAR_OK;
+  return lm_op_map_create(br->filter, (const lm_expr* const*)br->exprs, br->nexprs,
+                          &plan->union_schema, out);
+}
+
+const char* lm_plan_describe(lm_plan* plan) {
+  char buf[512], head[256] = "";
+  if (plan->joined) {
+    static const char* const cmps[] = {"", ">=", ">", "<=", "<"};
+    const lm_asof_spec* j = &plan->join;
+    snprintf(head, sizeof head, "%s(%s, %s: %d keys, %s.%s %s %s.%s%s) -> ",
+             plan->join.left_outer ? "left_asof_join" : "asof_join",
+             plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
+             plan->branches[0].input, plan->union_schema.fields[j->ltime].name,
+             cmps[j->cmp], plan->branches[1].input,
+             plan->union_schema.fields[j->lcols + j->rtime].name,
+             j->has_tolerance ? ", tolerance" : "");
+  } else if (lm_plan_branched(plan)) {
+    /* union(a: filter -> project(2 columns), b: project(2 columns)) -> ... */
+    size_t n = (size_t)snprintf(head, sizeof head, "union(");
+    for (int32_t b = 0; b < plan->nbranches && n < sizeof head; b++) {
+      const lm_plan_branch* br = &plan->branches[b];
+      n += (size_t)snprintf(head + n, sizeof head - n, "%s%s: %s", b > 0 ? ", " : "",
+                            br->input, br->filter != NULL ? "filter -> " : "");
+      if (n < sizeof head) {
+        n += (size_t)snprintf(head + n, sizeof head - n,
+                              br->exprs != NULL ? "project(%d columns)" : "as is",
+                              (int)br->nexprs);
+      }
+    }
+    if (n < sizeof head) snprintf(head + n, sizeof head - n, ") -> ");
+  }
+  if (plan->windowed) {
+    char shape[64];
+    if (plan->window.global) {
+      snprintf(shape, sizeof shape, "no window");
+    } else if (plan->window.session) {
+      snprintf(shape, sizeof shape, "session gap %lld ms",
+               (long long)plan->window.size_ms);
+    } else if (plan->window.hop_ms != plan->window.size_ms) {
+      snprintf(shape, sizeof shape, "hop %lld ms every %lld ms",
+               (long long)plan->window.size_ms, (long long)plan->window.hop_ms);
+    } else {
+      snprintf(shape, sizeof shape, "tumble %lld ms", (long long)plan->window.size_ms);
+    }
+    snprintf(buf, sizeof buf,
+             "%swindow_aggregate(%s on column %d, %d keys, %d aggregates%s%s) -> "
+             "project(%d columns%s)",
+             head, shape, (int)plan->window.time_col, (int)plan->window.nkeys,
+             (int)plan->window.naggs, plan->window.filter ? ", filtered" : "",
+             plan->window.emit_changes ? ", emit changes" : "", (int)plan->npost,
+             plan->having ? ", having" : "");
+  } else {
+    snprintf(buf, sizeof buf, "%s%sproject(%d columns)", head,
+             plan->filter ? "filter -> " : "", (int)plan->nexprs);
+  }
+  return lm_pool_copy(&plan->pool, buf, strlen(buf) + 1);
+}
+
+/* ---- the physical choices ----------------------------------------------------------- */
+
+/* Why the plan runs whole rather than as key-hash partitions, or NULL when it
+ * can be partitioned (then ctx->ncores decides how many). A stream with a late
+ * side output stays whole: its window operator hands late rows straight to
+ * the late stream, one reactor's chain only. */
+static const char* partition_refusal(const lm_plan* plan, const lm_plan_context* ctx) {
+  const lm_window_spec* w = &plan->window;
+  if (!plan->windowed) return "no GROUP BY (no keyed state)";
+  if (ctx->is_view) return "a materialized view (one table of all its rows)";
+  if (lm_plan_branched(plan)) return "several inputs (UNION ALL) or a derived table";
+  if (ctx->source == NULL) return "it reads a stream, not a source";
+  if (w->changelog) return "its input is a changelog";
+  if (w->nkeys == 0) return "no GROUP BY key";
+  if (plan->late_output != NULL)
+    return "a late side output (the window hands late rows to one stream)";
+  if (w->nkeys > LM_PLAN_MAX_PART_KEYS) return "too many GROUP BY keys";
+  for (int32_t k = 0; k < w->nkeys; k++) {
+    bool plain = w->keys[k]->kind == LM_EXPR_COLUMN && w->keys[k]->column >= 0 &&
+                 w->keys[k]->column < ctx->source->ncols;
+    if (!plain) return "a GROUP BY key is an expression, not a column";
+  }
+  if (ctx->ncores <= 1) return "cores = 1";
+  return NULL;
+}
+
+/* Why the plan's own shape does not split into partial and final aggregates,
+ * or NULL. */
+static const char* two_phase_refusal(const lm_plan* plan, bool is_view, int32_t* agg) {
+  *agg = -1;
+  const lm_window_spec* w = &plan->window;
+  if (is_view) return "it is a materialized view";
+  if (plan->joined) return "it is an ASOF JOIN (its inputs cannot be split apart)";
+  if (!plan->windowed)
+    return "it has no GROUP BY window (its rows need no merging: any split "
+           "of its input works, see laminar_stream_partitioning)";
+  if (w->global) return "its GROUP BY has no window (a running aggregate)";
+  if (w->session)
+    return "session windows do not decompose (a session spans rows a "
+           "split may put in different parts)";
+  if (w->emit_changes) return "EMIT CHANGES does not decompose";
+  if (w->changelog) return "its input is a changelog";
+  if (lm_plan_branched(plan))
+    return "it reads several inputs (UNION ALL) or a derived table";
+  for (int32_t i = 0; i < w->naggs; i++) {
+    if (lm_plan_two_phase_partial(w->aggs[i].fn) == NULL) {
+      *agg = i;
+      return "an aggregate other than COUNT, SUM, AVG, MIN and MAX does not decompose";
+    }
+  }
+  return NULL;
+}
+
+void lm_plan_physical(const lm_plan* plan, const lm_plan_context* ctx,
+                      lm_phys_plan* out) {
+  memset(out, 0, sizeof *out);
+  const lm_window_spec* w = &plan->window;
+  for (int32_t k = 0; plan->windowed && k < w->nkeys && k < LM_PLAN_MAX_PART_KEYS; k++) {
+    out->key_cols[k] = w->keys[k]->kind == LM_EXPR_COLUMN ? w->keys[k]->column : -1;
+    out->nkey_cols = k + 1;
+  }
+  out->nparts = 1;
+  out->unpartitioned = partition_refusal(plan, ctx);
+  if (out->unpartitioned == NULL) {
+    out->nparts = ctx->ncores;
+    for (int32_t k = 0; k < w->nkeys; k++) out->part_keys[k] = w->keys[k]->column;
+    out->npart_keys = w->nkeys;
+  }
+  out->no_two_phase = two_phase_refusal(plan, ctx->is_view, &out->no_two_phase_agg);
+}
+
+const char* lm_plan_two_phase_partial(lm_agg_fn fn) {
+  switch (fn) {
+    case LM_AGG_COUNT_STAR: return "count";
+    case LM_AGG_COUNT: return "count";
+    case LM_AGG_SUM: return "sum";
+    case LM_AGG_AVG: return "sum, count";
+    case LM_AGG_MIN: return "min";
+    case LM_AGG_MAX: return "max";
+    default: return NULL;
+  }
+}
+
+const char* lm_plan_two_phase_final(lm_agg_fn fn) {
+  switch (fn) {
+    case LM_AGG_COUNT_STAR:
+    case LM_AGG_COUNT:
+    case LM_AGG_SUM: return "sum";
+    case LM_AGG_AVG: return "sum / sum";
+    case LM_AGG_MIN: return "min";
+    case LM_AGG_MAX: return "max";
+    default: return NULL;
+  }
+}
+
+void lm_plan_chain_names(const lm_op* chain, char* buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (const lm_op* op = chain; op != NULL && n < cap; op = op->next) {
+    n += (size_t)snprintf(buf + n, cap - n, "%s%s", op == chain ? "" : " -> ",
+                          op->vt->name);
+  }
+}
+
+int32_t lm_plan_traced_column(const lm_plan* p, int32_t col) {
+  if (col < 0) return -1;
+  if (!p->windowed) {
+    if (col >= p->nexprs || p->exprs[col]->kind != LM_EXPR_COLUMN) return -1;
+    return p->exprs[col]->column;
+  }
+  /* agg_schema: window_start, window_end, keys..., aggregates... */
+  if (col >= p->npost || p->post_exprs[col]->kind != LM_EXPR_COLUMN) return -1;
+  int32_t k = p->post_exprs[col]->column - 2;
+  if (k < 0 || k >= p->window.nkeys || p->window.keys[k]->kind != LM_EXPR_COLUMN)
+    return -1;
+  return p->window.keys[k]->column;
+}
