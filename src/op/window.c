@@ -1448,6 +1448,7 @@ static bool is_window(const lm_op* op) {
 }
 
 int64_t lm_op_window_late_rows(const lm_op* op) {
+  if (lm_op_is_analytic(op)) return lm_op_analytic_late_rows(op);
   return is_window(op) ? ((const window_op*)op)->late_rows : 0;
 }
 

@@ -39,6 +39,11 @@ typedef struct binder {
   lm_agg_spec* aggs;
   int32_t naggs;
   int32_t cap_aggs;
+  /* analytic calls (OVER) the select items may refer to, by AST node; the
+   * call i is column an_base + i of the analytic operator's output */
+  const lm_ast_expr** an_calls;
+  int32_t nan;
+  int32_t an_base;
 } binder;
 
 lm_type lm_bind_sql_type(lm_sql_type type) {
@@ -216,6 +221,7 @@ static bool is_window_fn(const char* f) {
 
 static bool contains_agg(const lm_ast_expr* e) {
   if (e == NULL) return false;
+  if (e->kind == LM_AST_FUNCTION && e->over != NULL) return false; /* analytic */
   if (e->kind == LM_AST_FUNCTION && is_agg_name(e->fname)) return true;
   if (contains_agg(e->left) || contains_agg(e->right) || contains_agg(e->operand) ||
       contains_agg(e->else_expr)) {
@@ -605,7 +611,10 @@ static lm_type window_bound_type(const binder* b) {
                                                         : LM_TYPE_INT64;
 }
 
+static laminar_code bind_analytic_ref(binder* b, const lm_ast_expr* a, lm_expr** out);
+
 static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_expr** out) {
+  if (a->kind == LM_AST_FUNCTION && a->over != NULL) return bind_analytic_ref(b, a, out);
   if (mode == MODE_POST) {
     /* A GROUP BY key used as a whole refers to the key column. */
     for (int32_t i = 0; i < b->nkeys; i++) {
@@ -1143,6 +1152,8 @@ static laminar_code emit_changes(binder* b) {
   return add_field(b, &plan->out_schema, LM_WEIGHT_COLUMN, LM_TYPE_INT64);
 }
 
+static laminar_code bind_analytic(binder* b, const lm_stmt* stmt, bool has_agg);
+
 static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   const lm_ast_select* sel = stmt->select;
   lm_plan* plan = b->plan;
@@ -1159,6 +1170,8 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
     has_agg = contains_agg(sel->items[i].expr);
   bool changes = stmt->emit == LM_EMIT_CHANGES;
   LM_TRY(bind_where(b, sel));
+  if (sel->qualify != NULL || lm_bind_select_is_analytic(sel))
+    return bind_analytic(b, stmt, has_agg);
   if (!has_agg) {
     if (stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
       return fail(b, LAMINAR_ERR_SQL_GROUPING, NULL,
@@ -1397,6 +1410,7 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
   lm_schema_init_empty(&out->out_schema);
   lm_schema_init_empty(&out->agg_schema);
   lm_schema_init_empty(&out->union_schema);
+  lm_schema_init_empty(&out->an_schema);
   const lm_ast_select* sel = stmt->select;
   binder b = {.stmt = stmt,
               .plan = out,
@@ -1590,12 +1604,14 @@ void lm_plan_free(lm_plan* plan) {
   lm_schema_free(&plan->union_schema);
   lm_schema_free(&plan->out_schema);
   lm_schema_free(&plan->agg_schema);
+  lm_schema_free(&plan->an_schema);
   lm_pool_free(&plan->pool);
   memset(plan, 0, sizeof *plan);
 }
 
 laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
   *out = NULL;
+  if (plan->analytic) return lm_plan_build_analytic(plan, out);
   if (!plan->windowed) {
     return lm_op_map_create(plan->filter, (const lm_expr* const*)plan->exprs,
                             plan->nexprs, &plan->out_schema, out);
@@ -1686,7 +1702,14 @@ const char* lm_plan_describe(lm_plan* plan) {
     }
     if (n < sizeof head) snprintf(head + n, sizeof head - n, ") -> ");
   }
-  if (plan->windowed) {
+  if (plan->analytic) {
+    snprintf(buf, sizeof buf,
+             "%s%sanalytic(%d partition keys, %d calls, event time column %d) -> "
+             "%sproject(%d columns)",
+             head, plan->filter ? "filter -> " : "", (int)plan->an.nkeys,
+             (int)plan->an.ncalls, (int)plan->an.time_col,
+             plan->qualify ? "qualify -> " : "", (int)plan->nexprs);
+  } else if (plan->windowed) {
     char shape[64];
     if (plan->window.global) {
       snprintf(shape, sizeof shape, "no window");
@@ -1711,4 +1734,322 @@ const char* lm_plan_describe(lm_plan* plan) {
              plan->filter ? "filter -> " : "", (int)plan->nexprs);
   }
   return lm_pool_copy(&plan->pool, buf, strlen(buf) + 1);
+}
+
+/* ---- analytic functions: f(...) OVER (PARTITION BY .. ORDER BY <event time>) ----- */
+
+static bool has_over(const lm_ast_expr* e) {
+  if (e == NULL) return false;
+  if (e->kind == LM_AST_FUNCTION && e->over != NULL) return true;
+  if (has_over(e->left) || has_over(e->right) || has_over(e->operand) ||
+      has_over(e->else_expr))
+    return true;
+  for (size_t i = 0; i < e->nlist; i++)
+    if (has_over(e->list[i])) return true;
+  for (size_t i = 0; i < e->nwhen; i++)
+    if (has_over(e->whens[i]) || has_over(e->thens[i])) return true;
+  for (size_t i = 0; i < e->nargs; i++)
+    if (has_over(e->args[i])) return true;
+  return false;
+}
+
+bool lm_bind_select_is_analytic(const lm_ast_select* sel) {
+  for (size_t i = 0; i < sel->nitems; i++)
+    if (has_over(sel->items[i].expr)) return true;
+  return has_over(sel->qualify);
+}
+
+/* Append every OVER call of e (outermost first) to b->an_calls. */
+static laminar_code collect_over(binder* b, const lm_ast_expr* e, int32_t* cap) {
+  if (e == NULL) return LAMINAR_OK;
+  if (e->kind == LM_AST_FUNCTION && e->over != NULL) {
+    if (b->nan == *cap) {
+      int32_t ncap = *cap ? *cap * 2 : 8;
+      const lm_ast_expr** n = lm_pool_alloc(&b->plan->pool, sizeof(void*) * (size_t)ncap);
+      if (n == NULL) return NOMEM(b);
+      if (b->nan > 0) memcpy(n, b->an_calls, sizeof(void*) * (size_t)b->nan);
+      b->an_calls = n;
+      *cap = ncap;
+    }
+    b->an_calls[b->nan++] = e;
+    for (size_t i = 0; i < e->nargs; i++) {
+      if (has_over(e->args[i])) {
+        return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, e->args[i],
+                    "window function calls cannot be nested");
+      }
+    }
+    return LAMINAR_OK;
+  }
+  LM_TRY(collect_over(b, e->left, cap));
+  LM_TRY(collect_over(b, e->right, cap));
+  LM_TRY(collect_over(b, e->operand, cap));
+  LM_TRY(collect_over(b, e->else_expr, cap));
+  for (size_t i = 0; i < e->nlist; i++) LM_TRY(collect_over(b, e->list[i], cap));
+  for (size_t i = 0; i < e->nwhen; i++) {
+    LM_TRY(collect_over(b, e->whens[i], cap));
+    LM_TRY(collect_over(b, e->thens[i], cap));
+  }
+  for (size_t i = 0; i < e->nargs; i++) LM_TRY(collect_over(b, e->args[i], cap));
+  return LAMINAR_OK;
+}
+
+/* A select item's reference to analytic call `a`: the operator's column. */
+static laminar_code bind_analytic_ref(binder* b, const lm_ast_expr* a, lm_expr** out) {
+  for (int32_t i = 0; i < b->nan; i++) {
+    if (b->an_calls[i] != a) continue;
+    lm_expr* e = new_expr(b, LM_EXPR_COLUMN, b->plan->an.calls[i].type);
+    if (e == NULL) return NOMEM(b);
+    e->column = b->an_base + i;
+    *out = e;
+    return LAMINAR_OK;
+  }
+  return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+              "window function %s() OVER (...) is only allowed in the SELECT list and "
+              "QUALIFY of a stream",
+              a->fname);
+}
+
+/* Whether two OVER clauses have the same PARTITION BY and ORDER BY. */
+static bool same_window(const lm_ast_over* x, const lm_ast_over* y) {
+  if (!ast_list_equal(x->partition, x->npartition, y->partition, y->npartition) ||
+      x->norder != y->norder)
+    return false;
+  for (size_t i = 0; i < x->norder; i++) {
+    if (x->order[i].desc != y->order[i].desc ||
+        !ast_equal(x->order[i].expr, y->order[i].expr))
+      return false;
+  }
+  return true;
+}
+
+/* A frame other than the default (RANGE|ROWS BETWEEN UNBOUNDED PRECEDING AND
+ * CURRENT ROW) is refused; *rows: it was written ROWS. Ranking functions,
+ * LAG and LEAD ignore frames (as DuckDB). */
+static laminar_code analytic_frame(binder* b, const lm_ast_expr* a, bool* rows) {
+  const lm_ast_over* o = a->over;
+  *rows = false;
+  if (!o->has_frame) return LAMINAR_OK;
+  *rows = o->rows;
+  if (o->start == LM_FRAME_UNBOUNDED_PRECEDING && o->end == LM_FRAME_CURRENT_ROW)
+    return LAMINAR_OK;
+  lm_error_set(b->err, LAMINAR_ERR_SQL_UNSUPPORTED,
+               "%s() OVER (...): this window frame is not supported over a stream "
+               "(supported: %s BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) at line %d, "
+               "column %d",
+               a->fname, o->rows ? "ROWS" : "RANGE", (int)o->frame_line,
+               (int)o->frame_column);
+  lm_error_at(b->err, o->frame_line, o->frame_column);
+  return LAMINAR_ERR_SQL_UNSUPPORTED;
+}
+
+/* LAG / LEAD's offset: a non-negative integer literal. */
+static laminar_code analytic_offset(binder* b, const lm_ast_expr* a, int64_t* out) {
+  *out = 1;
+  if (a->nargs < 2) return LAMINAR_OK;
+  const lm_ast_expr* o = a->args[1];
+  if (o->kind != LM_AST_LITERAL || o->lit != LM_LIT_INT || o->i < 0 || o->i > 100000) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, o,
+                "%s() offset must be an integer literal from 0 to 100000", a->fname);
+  }
+  *out = o->i;
+  return LAMINAR_OK;
+}
+
+/* Bind analytic call a into *c. */
+static laminar_code bind_analytic_call(binder* b, const lm_ast_expr* a,
+                                       lm_analytic_call* c) {
+  const char* f = a->fname;
+  memset(c, 0, sizeof *c);
+  static const struct {
+    const char* name;
+    lm_analytic_fn fn;
+    int32_t min, max;
+  } fns[] = {{"row_number", LM_AN_ROW_NUMBER, 0, 0},   {"rank", LM_AN_RANK, 0, 0},
+             {"dense_rank", LM_AN_DENSE_RANK, 0, 0},   {"lag", LM_AN_LAG, 1, 3},
+             {"lead", LM_AN_LEAD, 1, 3},               {"first_value", LM_AN_FIRST_VALUE, 1, 1},
+             {"last_value", LM_AN_LAST_VALUE, 1, 1}};
+  int32_t k = -1;
+  for (int32_t i = 0; i < (int32_t)(sizeof fns / sizeof fns[0]); i++) {
+    if (lm_streq_nocase(f, fns[i].name)) k = i;
+  }
+  if (k < 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                "%s() OVER (...) is not supported over a stream (supported: ROW_NUMBER, "
+                "RANK, DENSE_RANK, LAG, LEAD, FIRST_VALUE, LAST_VALUE)",
+                f);
+  }
+  if (a->distinct || a->star || (int32_t)a->nargs < fns[k].min ||
+      (int32_t)a->nargs > fns[k].max) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
+                "%s() takes %d to %d arguments (no DISTINCT or *)", f, (int)fns[k].min,
+                (int)fns[k].max);
+  }
+  c->fn = fns[k].fn;
+  c->type = LM_TYPE_INT64;
+  bool rows = false;
+  if (c->fn == LM_AN_FIRST_VALUE || c->fn == LM_AN_LAST_VALUE)
+    LM_TRY(analytic_frame(b, a, &rows));
+  c->rows_frame = c->fn == LM_AN_LAST_VALUE && rows;
+  if (a->nargs == 0) return LAMINAR_OK;
+  lm_expr* arg;
+  LM_TRY(bind(b, a->args[0], MODE_ROW, &arg));
+  lm_type t = arg->type;
+  if (c->fn == LM_AN_LAG || c->fn == LM_AN_LEAD) {
+    LM_TRY(analytic_offset(b, a, &c->offset));
+    if (a->nargs == 3) {
+      lm_expr* def;
+      LM_TRY(bind(b, a->args[2], MODE_ROW, &def));
+      lm_type u = common_type(t, def->type, is_str_lit(a->args[0]), is_str_lit(a->args[2]));
+      if (u == LM_TYPE_NULL && t != LM_TYPE_NULL && def->type != LM_TYPE_NULL) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->args[2],
+                    "%s() default of type %s does not match the value's type %s", f,
+                    lm_type_name(def->type), lm_type_name(t));
+      }
+      if (u == LM_TYPE_NULL) u = t != LM_TYPE_NULL ? t : def->type;
+      if (u == LM_TYPE_NULL) u = LM_TYPE_INT32;
+      LM_TRY(coerce(b, &def, u));
+      c->def = def;
+      t = u;
+    }
+  }
+  if (t == LM_TYPE_NULL) t = LM_TYPE_INT32;
+  LM_TRY(coerce(b, &arg, t));
+  c->arg = arg;
+  c->type = t;
+  return LAMINAR_OK;
+}
+
+/* The window shared by every call: PARTITION BY keys and the ORDER BY column. */
+static laminar_code bind_analytic_window(binder* b, const lm_ast_over* o,
+                                         const lm_ast_expr* call) {
+  lm_plan* plan = b->plan;
+  if (o->norder == 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, call,
+                "%s() OVER (...) over a stream needs ORDER BY its event-time column "
+                "(the source's WATERMARK column)",
+                call->fname);
+  }
+  const lm_ast_order_item* ord = &o->order[0];
+  plan->an_line = ord->expr->line;
+  plan->an_column = ord->expr->column;
+  lm_expr* t;
+  LM_TRY(bind(b, ord->expr, MODE_ROW, &t));
+  if (o->norder > 1 || ord->desc || t->kind != LM_EXPR_COLUMN ||
+      (t->type != LM_TYPE_INT64 && t->type != LM_TYPE_TIMESTAMP &&
+       t->type != LM_TYPE_INT32)) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, ord->expr,
+                "OVER (... ORDER BY ...) over a stream must order by its event-time "
+                "column alone, ascending (rows are released in event-time order)");
+  }
+  plan->an.time_col = t->column;
+  lm_expr** keys =
+      lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(o->npartition + 1));
+  if (keys == NULL) return NOMEM(b);
+  for (size_t i = 0; i < o->npartition; i++) {
+    LM_TRY(bind(b, o->partition[i], MODE_ROW, &keys[i]));
+    if (keys[i]->type == LM_TYPE_NULL) LM_TRY(coerce(b, &keys[i], LM_TYPE_INT32));
+  }
+  plan->an.keys = (const lm_expr* const*)keys;
+  plan->an.nkeys = (int32_t)o->npartition;
+  return LAMINAR_OK;
+}
+
+/* A plain query with OVER calls: the analytic operator, then QUALIFY and the
+ * select items over its output (the input's columns, then the calls'). */
+static laminar_code bind_analytic(binder* b, const lm_stmt* stmt, bool has_agg) {
+  const lm_ast_select* sel = stmt->select;
+  lm_plan* plan = b->plan;
+  if (has_agg) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "window functions (OVER) and GROUP BY / aggregates in one query are not "
+                "supported yet: aggregate in one stream and read it from another");
+  }
+  if (stmt->emit != LM_EMIT_DEFAULT) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "EMIT does not apply to window functions: each row is emitted once, "
+                "when the watermark passes it");
+  }
+  if (changelog_input(b)) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "'%s' is a changelog (it ends in _weight): window functions over a "
+                "changelog are not supported",
+                b->input_name);
+  }
+  int32_t cap = 0;
+  for (size_t i = 0; i < sel->nitems; i++) LM_TRY(collect_over(b, sel->items[i].expr, &cap));
+  LM_TRY(collect_over(b, sel->qualify, &cap));
+  if (b->nan == 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->qualify,
+                "QUALIFY needs a window function (OVER) in the query");
+  }
+  const lm_ast_over* o = b->an_calls[0]->over;
+  for (int32_t i = 1; i < b->nan; i++) {
+    if (!same_window(o, b->an_calls[i]->over)) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->an_calls[i],
+                  "every window function of a stream must use the same PARTITION BY and "
+                  "ORDER BY");
+    }
+  }
+  LM_TRY(bind_analytic_window(b, o, b->an_calls[0]));
+  lm_analytic_call* calls =
+      lm_pool_alloc(&plan->pool, sizeof(lm_analytic_call) * (size_t)b->nan);
+  lm_type* in_types =
+      lm_pool_alloc(&plan->pool, sizeof(lm_type) * (size_t)(b->input->ncols + 1));
+  if (calls == NULL || in_types == NULL) return NOMEM(b);
+  for (int32_t i = 0; i < b->nan; i++) LM_TRY(bind_analytic_call(b, b->an_calls[i], &calls[i]));
+  plan->analytic = true;
+  plan->an.filter = plan->filter;
+  plan->an.calls = calls;
+  plan->an.ncalls = b->nan;
+  plan->an.in_ncols = b->input->ncols;
+  plan->an.in_types = in_types;
+  b->an_base = b->input->ncols;
+  for (int32_t c = 0; c < b->input->ncols; c++) {
+    in_types[c] = b->input->fields[c].type;
+    LM_TRY(add_field(b, &plan->an_schema, b->input->fields[c].name, in_types[c]));
+  }
+  for (int32_t i = 0; i < b->nan; i++) {
+    const char* name = NULL;
+    for (size_t k = 0; k < sel->nitems && name == NULL; k++) {
+      if (sel->items[k].expr == b->an_calls[i]) name = sel->items[k].alias;
+    }
+    char buf[32];
+    if (name == NULL) {
+      snprintf(buf, sizeof buf, "__analytic%d", (int)i);
+      name = buf;
+    }
+    LM_TRY(add_field(b, &plan->an_schema, name, calls[i].type));
+  }
+  LM_TRY(bind_items(b, sel, MODE_ROW, &plan->exprs, &plan->nexprs));
+  if (sel->qualify != NULL) {
+    const lm_schema* in = b->input;
+    b->input = &plan->an_schema; /* QUALIFY may name the items' aliases */
+    lm_expr* q;
+    laminar_code rc = bind(b, sel->qualify, MODE_ROW, &q);
+    b->input = in;
+    LM_TRY(rc);
+    if (q->type != LM_TYPE_BOOL && q->type != LM_TYPE_NULL) {
+      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, sel->qualify,
+                  "QUALIFY needs a BOOLEAN, got %s", lm_type_name(q->type));
+    }
+    LM_TRY(coerce(b, &q, LM_TYPE_BOOL));
+    plan->qualify = q;
+  }
+  return LAMINAR_OK;
+}
+
+laminar_code lm_plan_build_analytic(const lm_plan* plan, lm_op** out) {
+  *out = NULL;
+  lm_op* an;
+  LM_TRY(lm_op_analytic_create(&plan->an, &plan->an_schema, &an));
+  lm_op* post;
+  laminar_code rc = lm_op_map_create(plan->qualify, (const lm_expr* const*)plan->exprs,
+                                     plan->nexprs, &plan->out_schema, &post);
+  if (rc != LAMINAR_OK) {
+    lm_op_chain_destroy(an);
+    return rc;
+  }
+  an->next = post;
+  *out = an;
+  return LAMINAR_OK;
 }

@@ -37,6 +37,9 @@ laminar_code lm_bind_time_option(const char* object, const lm_ast_option* o, lm_
                                  char* name_buf, size_t cap, int64_t* lateness_ms,
                                  laminar_error* err);
 
+/* Whether a select list (or QUALIFY) calls a window function (OVER). */
+bool lm_bind_select_is_analytic(const lm_ast_select* sel);
+
 /* Map a SQL type of the AST to the engine's logical type. */
 lm_type lm_bind_sql_type(lm_sql_type type);
 
