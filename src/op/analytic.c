@@ -473,7 +473,8 @@ static laminar_code an_on_watermark(lm_op* base, int64_t wm) {
   /* LAST_VALUE over RANGE: each row's last peer (same partition, same time:
    * all released together). Walk backwards, per partition. */
   int32_t* last_peer = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(nrel + 1));
-  int32_t* peer_slot = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(op->t.n + 1));
+  int32_t* peer_slot =
+      lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(op->t.n + 1));
   if (last_peer == NULL || peer_slot == NULL) return LAMINAR_ERR_NOMEM;
   for (int64_t g = 0; g < op->t.n; g++) peer_slot[g] = -1;
   for (int64_t i = nrel; i-- > 0;) {
@@ -502,7 +503,8 @@ static laminar_code an_on_watermark(lm_op* base, int64_t wm) {
   op->npend = keep;
   laminar_code rc = an_emit(op, out, nout);
   for (int64_t i = 0; i < nout; i++) slot_free(op, out[i]);
-  if (rc == LAMINAR_OK && lm_op_bounded(base)) rc = lm_op_account(base, an_bytes(op), false);
+  if (rc == LAMINAR_OK && lm_op_bounded(base))
+    rc = lm_op_account(base, an_bytes(op), false);
   return rc;
 }
 
@@ -552,7 +554,8 @@ static void an_clear(an_op* op) {
   for (int64_t i = 0; i < op->npend; i++) slot_free(op, op->pend[i]);
   op->nheld = op->npend = 0;
   for (int64_t g = 0; g < op->t.n; g++) {
-    for (int32_t i = 0; i < op->nfirst; i++) val_clear(op, &op->p_first[g * op->nfirst + i]);
+    for (int32_t i = 0; i < op->nfirst; i++)
+      val_clear(op, &op->p_first[g * op->nfirst + i]);
     for (int32_t i = 0; i < op->lag_slots; i++)
       val_clear(op, &op->p_lag[g * op->lag_slots + i]);
   }
@@ -683,7 +686,9 @@ static const lm_op_vtable analytic_vtable = {
     .destroy = an_destroy,
 };
 
-bool lm_op_is_analytic(const lm_op* op) { return op != NULL && op->vt == &analytic_vtable; }
+bool lm_op_is_analytic(const lm_op* op) {
+  return op != NULL && op->vt == &analytic_vtable;
+}
 
 int64_t lm_op_analytic_late_rows(const lm_op* op) {
   return lm_op_is_analytic(op) ? ((const an_op*)op)->late_rows : 0;
@@ -732,13 +737,14 @@ static laminar_code an_layout(an_op* op) {
   op->vtypes = lm_calloc((size_t)op->nvals + 1, sizeof(lm_type));
   if (op->vtypes == NULL) return LAMINAR_ERR_NOMEM;
   for (int32_t c = 0; c < op->nin; c++) op->vtypes[c] = sp->in_types[c];
-  for (int32_t i = op->nin; i < op->res0; i++) op->vtypes[i] = op->extra[i - op->nin]->type;
+  for (int32_t i = op->nin; i < op->res0; i++)
+    op->vtypes[i] = op->extra[i - op->nin]->type;
   for (int32_t c = 0; c < nc; c++) op->vtypes[op->res0 + c] = sp->calls[c].type;
   return LAMINAR_OK;
 }
 
-laminar_code lm_op_analytic_create(const lm_analytic_spec* spec, const lm_schema* out_schema,
-                                   lm_op** out) {
+laminar_code lm_op_analytic_create(const lm_analytic_spec* spec,
+                                   const lm_schema* out_schema, lm_op** out) {
   *out = NULL;
   an_op* op = lm_calloc(1, sizeof *op);
   if (op == NULL) return LAMINAR_ERR_NOMEM;
@@ -750,11 +756,12 @@ laminar_code lm_op_analytic_create(const lm_analytic_spec* spec, const lm_schema
   op->keyv = lm_calloc((size_t)nk + 1, sizeof(lm_vec));
   op->extrav = lm_calloc((size_t)spec->ncalls * 2 + 1, sizeof(lm_vec));
   op->outs = lm_calloc((size_t)out_schema->ncols + 1, sizeof(lm_vec));
-  laminar_code rc = op->key_types != NULL && op->keyv != NULL && op->extrav != NULL &&
-                            op->outs != NULL
-                        ? LAMINAR_OK
-                        : LAMINAR_ERR_NOMEM;
-  for (int32_t i = 0; rc == LAMINAR_OK && i < nk; i++) op->key_types[i] = spec->keys[i]->type;
+  laminar_code rc =
+      op->key_types != NULL && op->keyv != NULL && op->extrav != NULL && op->outs != NULL
+          ? LAMINAR_OK
+          : LAMINAR_ERR_NOMEM;
+  for (int32_t i = 0; rc == LAMINAR_OK && i < nk; i++)
+    op->key_types[i] = spec->keys[i]->type;
   if (rc == LAMINAR_OK) rc = an_layout(op);
   if (rc == LAMINAR_OK) rc = lm_state_table_init(&op->t, op->key_types, nk);
   if (rc == LAMINAR_OK) rc = lm_eval_ctx_create(&op->ctx);

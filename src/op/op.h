@@ -287,8 +287,8 @@ typedef struct lm_analytic_spec {
   const lm_type* in_types; /* in_ncols */
 } lm_analytic_spec;
 
-laminar_code lm_op_analytic_create(const lm_analytic_spec* spec, const lm_schema* out_schema,
-                                   lm_op** out);
+laminar_code lm_op_analytic_create(const lm_analytic_spec* spec,
+                                   const lm_schema* out_schema, lm_op** out);
 /* Whether op is an analytic operator; its late-row count and held rows. */
 bool lm_op_is_analytic(const lm_op* op);
 int64_t lm_op_analytic_late_rows(const lm_op* op);

@@ -197,7 +197,7 @@ typedef struct lm_ast_select {
   lm_ast_expr* where; /* NULL if none */
   lm_ast_expr** group_by;
   size_t ngroup;
-  lm_ast_expr* having; /* NULL if none */
+  lm_ast_expr* having;  /* NULL if none */
   lm_ast_expr* qualify; /* QUALIFY: a filter over analytic results, NULL if none */
   lm_ast_order_item* order_by;
   size_t norder;

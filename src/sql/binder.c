@@ -1864,9 +1864,12 @@ static laminar_code bind_analytic_call(binder* b, const lm_ast_expr* a,
     const char* name;
     lm_analytic_fn fn;
     int32_t min, max;
-  } fns[] = {{"row_number", LM_AN_ROW_NUMBER, 0, 0},   {"rank", LM_AN_RANK, 0, 0},
-             {"dense_rank", LM_AN_DENSE_RANK, 0, 0},   {"lag", LM_AN_LAG, 1, 3},
-             {"lead", LM_AN_LEAD, 1, 3},               {"first_value", LM_AN_FIRST_VALUE, 1, 1},
+  } fns[] = {{"row_number", LM_AN_ROW_NUMBER, 0, 0},
+             {"rank", LM_AN_RANK, 0, 0},
+             {"dense_rank", LM_AN_DENSE_RANK, 0, 0},
+             {"lag", LM_AN_LAG, 1, 3},
+             {"lead", LM_AN_LEAD, 1, 3},
+             {"first_value", LM_AN_FIRST_VALUE, 1, 1},
              {"last_value", LM_AN_LAST_VALUE, 1, 1}};
   int32_t k = -1;
   for (int32_t i = 0; i < (int32_t)(sizeof fns / sizeof fns[0]); i++) {
@@ -1899,7 +1902,8 @@ static laminar_code bind_analytic_call(binder* b, const lm_ast_expr* a,
     if (a->nargs == 3) {
       lm_expr* def;
       LM_TRY(bind(b, a->args[2], MODE_ROW, &def));
-      lm_type u = common_type(t, def->type, is_str_lit(a->args[0]), is_str_lit(a->args[2]));
+      lm_type u =
+          common_type(t, def->type, is_str_lit(a->args[0]), is_str_lit(a->args[2]));
       if (u == LM_TYPE_NULL && t != LM_TYPE_NULL && def->type != LM_TYPE_NULL) {
         return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->args[2],
                     "%s() default of type %s does not match the value's type %s", f,
@@ -1959,8 +1963,13 @@ static laminar_code bind_analytic_window(binder* b, const lm_ast_over* o,
 static laminar_code bind_analytic(binder* b, const lm_stmt* stmt, bool has_agg) {
   const lm_ast_select* sel = stmt->select;
   lm_plan* plan = b->plan;
+  int32_t cap = 0;
+  for (size_t i = 0; i < sel->nitems; i++)
+    LM_TRY(collect_over(b, sel->items[i].expr, &cap));
+  LM_TRY(collect_over(b, sel->qualify, &cap));
   if (has_agg) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED,
+                b->nan > 0 ? b->an_calls[0] : sel->qualify,
                 "window functions (OVER) and GROUP BY / aggregates in one query are not "
                 "supported yet: aggregate in one stream and read it from another");
   }
@@ -1975,9 +1984,6 @@ static laminar_code bind_analytic(binder* b, const lm_stmt* stmt, bool has_agg) 
                 "changelog are not supported",
                 b->input_name);
   }
-  int32_t cap = 0;
-  for (size_t i = 0; i < sel->nitems; i++) LM_TRY(collect_over(b, sel->items[i].expr, &cap));
-  LM_TRY(collect_over(b, sel->qualify, &cap));
   if (b->nan == 0) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->qualify,
                 "QUALIFY needs a window function (OVER) in the query");
@@ -1996,7 +2002,8 @@ static laminar_code bind_analytic(binder* b, const lm_stmt* stmt, bool has_agg) 
   lm_type* in_types =
       lm_pool_alloc(&plan->pool, sizeof(lm_type) * (size_t)(b->input->ncols + 1));
   if (calls == NULL || in_types == NULL) return NOMEM(b);
-  for (int32_t i = 0; i < b->nan; i++) LM_TRY(bind_analytic_call(b, b->an_calls[i], &calls[i]));
+  for (int32_t i = 0; i < b->nan; i++)
+    LM_TRY(bind_analytic_call(b, b->an_calls[i], &calls[i]));
   plan->analytic = true;
   plan->an.filter = plan->filter;
   plan->an.calls = calls;

@@ -82,9 +82,9 @@ typedef struct lm_plan {
    *   analytic(WHERE filter, partition keys, calls; rows in event-time order)
    *   -> [QUALIFY qualify] -> project(exprs over an_schema) */
   bool analytic;
-  lm_analytic_spec an;  /* keys/calls point into the pool */
-  lm_schema an_schema;  /* the input's columns, then one per call */
-  lm_expr* qualify;     /* over an_schema, NULL if none */
+  lm_analytic_spec an;        /* keys/calls point into the pool */
+  lm_schema an_schema;        /* the input's columns, then one per call */
+  lm_expr* qualify;           /* over an_schema, NULL if none */
   int32_t an_line, an_column; /* the ORDER BY expression of OVER (errors) */
 } lm_plan;
 

@@ -1,0 +1,299 @@
+"""Analytic functions over streams (OVER) against DuckDB's batch answer.
+
+Rows arrive out of order within the watermark delay, some behind it (late,
+dropped and counted); the stream's rows after the final watermark equal
+DuckDB's window functions over the rows that were not late. Ties on event
+time go in arrival order: DuckDB orders by (ts, id), ``id`` being the arrival
+index, and computes LAST_VALUE's last peer over (k, ts) by id.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from _oracle_util import (
+    FINAL_WATERMARK,
+    announce_seed,
+    assert_same_rows,
+    duck,
+    rows_of,
+    seed_strategy_bounds,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import laminardb
+
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("k", pa.string()),
+        ("g", pa.int64()),
+        ("v", pa.int64()),
+        ("s", pa.string()),
+        ("ts", pa.int64()),
+    ]
+)
+
+DDL = (
+    "CREATE SOURCE t (id BIGINT, k VARCHAR, g BIGINT, v BIGINT, s VARCHAR, ts BIGINT, "
+    "WATERMARK FOR ts AS ts - INTERVAL '{delay}' MILLISECOND);"
+)
+
+#: The stream under test: every function, one window.
+OVER = "OVER (PARTITION BY k, g ORDER BY ts)"
+STREAM = (
+    "CREATE STREAM a AS SELECT id, k, g, v, s, ts, "
+    f"LAG(v) {OVER} AS lag1, LAG(s, 2, 'none') {OVER} AS lag2, "
+    f"LEAD(v) {OVER} AS lead1, LEAD(v, 3, -1) {OVER} AS lead3, "
+    f"ROW_NUMBER() {OVER} AS rn, RANK() {OVER} AS rk, DENSE_RANK() {OVER} AS dr, "
+    f"FIRST_VALUE(s) {OVER} AS fv, LAST_VALUE(v) {OVER} AS lv, "
+    f"LAST_VALUE(s) OVER (PARTITION BY k, g ORDER BY ts ROWS BETWEEN UNBOUNDED "
+    f"PRECEDING AND CURRENT ROW) AS lvr, v + LAG(v, 1, 0) {OVER} AS vsum "
+    "FROM t WHERE v IS NULL OR v <> 7;"
+)
+COLUMNS = [
+    "id", "k", "g", "v", "s", "ts", "lag1", "lag2", "lead1", "lead3", "rn", "rk", "dr",
+    "fv", "lv", "lvr", "vsum",
+]  # fmt: skip
+#: DuckDB's query over the kept rows, ties broken by id.
+W = "OVER (PARTITION BY k, g ORDER BY ts, id)"
+DUCK = (
+    "SELECT id, k, g, v, s, ts, "
+    f"LAG(v) {W}, LAG(s, 2, 'none') {W}, LEAD(v) {W}, LEAD(v, 3, -1) {W}, "
+    f"ROW_NUMBER() {W}, RANK() OVER (PARTITION BY k, g ORDER BY ts), "
+    "DENSE_RANK() OVER (PARTITION BY k, g ORDER BY ts), "
+    f"FIRST_VALUE(s) {W}, "
+    "LAST_VALUE(v) OVER (PARTITION BY k, g, ts ORDER BY id ROWS BETWEEN UNBOUNDED "
+    "PRECEDING AND UNBOUNDED FOLLOWING), s, v + LAG(v, 1, 0) "
+    f"{W} FROM t WHERE v IS NULL OR v <> 7"
+)
+
+
+def make_rows(rng: random.Random, delay: int) -> tuple[list[dict], list[int]]:
+    """Rows in arrival order and the sizes of the batches they are pushed in.
+
+    Event times advance with jitter within the delay; a few rows are pushed
+    far behind (late unless the watermark has not reached them yet).
+    """
+    nkeys = rng.choice([1, 3, 40])
+    n = rng.randint(0, 400)
+    base = rng.randint(-1000, 1000)
+    rows = []
+    for i in range(n):
+        base += rng.choice([0, 0, 1, 2, 5])
+        ts = base + rng.randint(0, delay - 1) if delay > 0 else base
+        if rng.random() < 0.03:
+            ts -= rng.randint(delay + 1, 3 * delay + 20)
+        rows.append(
+            {
+                "id": i,
+                "k": None if rng.random() < 0.1 else f"k{rng.randrange(nkeys)}",
+                "g": rng.choice([None, 0, 1]),
+                "v": None if rng.random() < 0.15 else rng.randint(-5, 9),
+                "s": None if rng.random() < 0.1 else rng.choice(["x", "yy", "", "zzz"]),
+                "ts": ts,
+            }
+        )
+    sizes = []
+    left = n
+    while left > 0:
+        size = min(left, rng.choice([1, 2, 7, 30, 200]))
+        sizes.append(size)
+        left -= size
+    return rows, sizes
+
+
+def kept_rows(rows: list[dict], sizes: list[int], delay: int) -> tuple[list[dict], int]:
+    """The rows not late (behind the watermark of the batches before theirs).
+
+    Late rows are counted among those the stream's WHERE keeps (v <> 7).
+    """
+    kept, late, wm, at = [], 0, None, 0
+    for size in sizes:
+        for r in rows[at : at + size]:
+            if wm is not None and r["ts"] < wm:
+                late += r["v"] != 7
+            else:
+                kept.append(r)
+        at += size
+        top = max(r["ts"] for r in rows[:at])
+        wm = top - delay if wm is None else max(wm, top - delay)
+    return kept, late
+
+
+def batches(rows: list[dict], sizes: list[int]) -> list[pa.RecordBatch]:
+    """The rows cut into record batches of the given sizes."""
+    out, at = [], 0
+    for size in sizes:
+        out.append(pa.RecordBatch.from_pylist(rows[at : at + size], schema=SCHEMA))
+        at += size
+    return out
+
+
+def drain(sub: laminardb.Subscription, out: list[pa.RecordBatch]) -> int:
+    """Take every batch queued on ``sub`` now; return how many."""
+    taken = 0
+    while (batch := sub.poll(0)) is not None:
+        out.append(batch)
+        taken += 1
+    return taken
+
+
+def oracle(kept: list[dict]) -> list[tuple]:
+    """DuckDB's answer over the kept rows."""
+    table = pa.Table.from_pylist(kept, schema=SCHEMA)
+    _, want = duck(DUCK, t=table)
+    return want
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(*seed_strategy_bounds()),
+    delay=st.sampled_from([0, 5, 50]),
+    cores=st.sampled_from([1, 2]),
+)
+def test_analytic_matches_duckdb(seed: int, delay: int, cores: int) -> None:
+    """Every function over many keys, NULLs and disorder equals DuckDB's answer."""
+    announce_seed(seed)
+    rng = random.Random(seed)
+    rows, sizes = make_rows(rng, delay)
+    kept, want_late = kept_rows(rows, sizes, delay)
+    out: list[pa.RecordBatch] = []
+    with laminardb.open(cores=cores) as db:
+        db.execute(DDL.format(delay=delay) + STREAM)
+        sub = db.subscribe("a")
+        src = db.source("t")
+        for batch in batches(rows, sizes):
+            src.push(batch)
+            if rng.random() < 0.5:
+                db.run_until_idle()
+            drain(sub, out)
+        src.watermark(FINAL_WATERMARK)
+        db.run_until_idle()
+        drain(sub, out)
+        assert db.late_rows("a") == want_late, f"seed {seed}"
+    got = rows_of(pa.Table.from_batches(out), COLUMNS) if out else []
+    assert_same_rows(got, oracle(kept), COLUMNS, seed=seed)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(*seed_strategy_bounds()))
+def test_analytic_releases_in_event_time_order(seed: int) -> None:
+    """Without LEAD, rows come out in event-time order, ties in arrival order."""
+    announce_seed(seed)
+    rng = random.Random(seed)
+    rows, sizes = make_rows(rng, 20)
+    out: list[pa.RecordBatch] = []
+    with laminardb.open() as db:
+        db.execute(
+            DDL.format(delay=20) + "CREATE STREAM o AS SELECT id, ts, "
+            "ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) AS rn FROM t;"
+        )
+        sub = db.subscribe("o")
+        src = db.source("t")
+        for batch in batches(rows, sizes):
+            src.push(batch)
+            db.run_until_idle()
+            drain(sub, out)
+        src.watermark(FINAL_WATERMARK)
+        db.run_until_idle()
+        drain(sub, out)
+    got = rows_of(pa.Table.from_batches(out), ["ts", "id"]) if out else []
+    assert got == sorted(got), f"seed {seed}"
+    kept, _ = kept_rows(rows, sizes, 20)
+    assert len(got) == len(kept)
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(*seed_strategy_bounds()), crash=st.booleans())
+def test_analytic_restart_gives_the_uninterrupted_answer(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, *, crash: bool
+) -> None:
+    """A durable stream checkpointed mid-run and restarted equals DuckDB's answer."""
+    announce_seed(seed)
+    rng = random.Random(seed)
+    delay = 5
+    rows, sizes = make_rows(rng, delay)
+    kept, _ = kept_rows(rows, sizes, delay)
+    ddl = DDL.format(delay=delay) + STREAM + "CREATE MATERIALIZED VIEW av AS SELECT * FROM a;"
+    data: Path = tmp_path_factory.mktemp("analytic") / "data"
+    options = {"checkpoint_interval": "1 hour", "wal_mode": "sync"}
+    parts = batches(rows, sizes)
+    half = len(parts) // 2
+    db = laminardb.open(data, **options)
+    db.execute(ddl)
+    src = db.source("t")
+    for step, batch in enumerate(parts[:half]):
+        src.push(batch)
+        db.run_until_idle()
+        if step == half // 2:
+            db.checkpoint()
+    if crash:  # the directory as a kill -9 leaves it
+        copy = data.with_name("copy")
+        shutil.copytree(data, copy)
+        db.close()
+        shutil.rmtree(data)
+        copy.rename(data)
+    else:
+        db.close()
+    with laminardb.open(data, **options) as db:
+        db.execute(ddl)
+        src = db.source("t")
+        for batch in parts[half:]:
+            src.push(batch)
+            db.run_until_idle()
+        src.watermark(FINAL_WATERMARK)
+        db.run_until_idle()
+        got = rows_of(db.query("SELECT * FROM av"), COLUMNS)
+    assert_same_rows(got, oracle(kept), COLUMNS, seed=seed)
+
+
+def test_analytic_errors_carry_codes() -> None:
+    """ORDER BY not the event time, frames, misuse: LDB codes with line and column."""
+    with laminardb.open() as db:
+        db.execute(DDL.format(delay=5) + "CREATE SOURCE nw (k VARCHAR, ts BIGINT);")
+        # (query, code, the text the error points at)
+        cases = [
+            ("SELECT k, LAG(v) OVER (PARTITION BY k ORDER BY v) FROM t", "LDB-1005", "v) FROM"),
+            ("SELECT k,\n ROW_NUMBER() OVER (ORDER BY ts DESC) FROM t", "LDB-1005", "ts DESC"),
+            ("SELECT k, ROW_NUMBER() OVER (ORDER BY ts, id) FROM t", "LDB-1005", "ts, id"),
+            ("SELECT LAG(v) OVER (PARTITION BY k) FROM t", "LDB-1005", "LAG"),
+            (
+                "SELECT FIRST_VALUE(v) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND "
+                "CURRENT ROW) FROM t",
+                "LDB-1005",
+                "ROWS",
+            ),
+            ("SELECT LAG(v, -1) OVER (ORDER BY ts) FROM t", "LDB-1102", "-1"),
+            ("SELECT LAG(s, 1, 5.5) OVER (ORDER BY ts) FROM t", "LDB-2001", "5.5"),
+            ("SELECT NTILE(2) OVER (ORDER BY ts) FROM t", "LDB-1005", "NTILE"),
+            ("SELECT k FROM t WHERE ROW_NUMBER() OVER (ORDER BY ts) = 1", "LDB-1005", "ROW_"),
+            ("SELECT k FROM t QUALIFY k = 'a'", "LDB-1005", "k = "),
+            ("SELECT k, ROW_NUMBER() OVER (ORDER BY ts) FROM nw", "LDB-1005", "ts)"),
+            ("SELECT k, COUNT(*), RANK() OVER (ORDER BY ts) FROM t", "LDB-1005", "RANK"),
+            (
+                "SELECT LAG(v) OVER (ORDER BY ts), LEAD(v) OVER (PARTITION BY k ORDER BY ts) "
+                "FROM t",
+                "LDB-1005",
+                "LEAD",
+            ),
+        ]
+        prefix = "CREATE STREAM bad AS "
+        for query, code, marker in cases:
+            sql = prefix + query
+            at = sql.index(marker)
+            line = sql.count("\n", 0, at) + 1
+            column = at - (sql.rfind("\n", 0, at) + 1) + 1
+            with pytest.raises(laminardb.LaminarError) as e:
+                db.execute(sql + ";")
+            assert e.value.code == code, (query, str(e.value))
+            assert (e.value.line, e.value.column) == (line, column), (query, str(e.value))
+        # The source survived, and a good stream still goes in.
+        db.execute("CREATE STREAM ok AS SELECT k, ROW_NUMBER() OVER (ORDER BY ts) AS rn FROM t;")
+        explained = db.query("EXPLAIN ok").to_pylist()
+        assert any(row["operator"] == "analytic" for row in explained), explained
