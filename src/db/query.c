@@ -757,7 +757,10 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
  * input's columns, then the calls'). */
 static void explain_analytic(explain* x, const lm_plan* plan, const char* const* names) {
   static const char* const fn_names[] = {
-      "", "ROW_NUMBER", "RANK", "DENSE_RANK", "LAG", "LEAD", "FIRST_VALUE", "LAST_VALUE"};
+      "",     "ROW_NUMBER",  "RANK",       "DENSE_RANK", "LAG",
+      "LEAD", "FIRST_VALUE", "LAST_VALUE", "",           ""};
+  static const char* const agg_names[] = {"",    "COUNT", "COUNT", "SUM",
+                                          "AVG", "MIN",   "MAX"};
   char pbuf[24], nbuf[24];
   const lm_analytic_spec* a = &plan->an;
   lm_text b = {0};
@@ -768,8 +771,16 @@ static void explain_analytic(explain* x, const lm_plan* plan, const char* const*
   }
   for (int32_t i = 0; i < a->ncalls; i++) {
     const lm_analytic_call* c = &a->calls[i];
-    lm_text_printf(&b, "%s%s(", i > 0 ? ", " : "", fn_names[c->fn]);
+    bool agg = c->fn == LM_AN_AGG_ROWS || c->fn == LM_AN_AGG_RANGE;
+    lm_text_printf(&b, "%s%s(", i > 0 ? ", " : "",
+                   agg && c->agg <= LM_AGG_MAX ? agg_names[c->agg] : fn_names[c->fn]);
     if (c->arg != NULL) put_expr(&b, c->arg, names);
+    if (agg && c->arg == NULL) lm_text_printf(&b, "*");
+    if (c->fn == LM_AN_AGG_ROWS)
+      lm_text_printf(&b, ") ROWS %lld PRECEDING", (long long)c->offset);
+    if (c->fn == LM_AN_AGG_RANGE)
+      lm_text_printf(&b, ") RANGE %lld ms PRECEDING", (long long)c->offset);
+    if (agg) continue;
     if (c->fn == LM_AN_LAG || c->fn == LM_AN_LEAD) {
       lm_text_printf(&b, ", %lld", (long long)c->offset);
       if (c->def != NULL) {

@@ -63,6 +63,11 @@ typedef struct an_op {
   lm_value* p_first;  /* pcap * nfirst */
   lm_value* p_lag;    /* pcap * lag_slots */
   int32_t* p_lead;    /* pcap * maxlead: slot of position q at q % maxlead */
+  /* RANGE frames: per partition and call, the (time, value) of the rows a
+   * later row's frame may still hold, by time */
+  int32_t nrange;
+  int32_t* range_idx;       /* per call: its index among the RANGE calls, -1 */
+  struct an_deque* p_range; /* pcap * nrange */
   uint64_t next_seq;
   int64_t watermark;
   int64_t late_rows;
@@ -71,6 +76,12 @@ typedef struct an_op {
   lm_vec* extrav;    /* evaluated extras of a chunk */
   lm_vec* outs;      /* out_schema's columns */
 } an_op;
+
+typedef struct an_deque {
+  int64_t* ts;
+  lm_value* v;
+  int64_t head, n, cap; /* entries [head, n) */
+} an_deque;
 
 /* ---- values ---------------------------------------------------------------------- */
 
@@ -209,6 +220,7 @@ static laminar_code parts_grow(an_op* op) {
   if (op->nfirst > 0) AN_GROW(op->p_first, cap * op->nfirst);
   if (op->lag_slots > 0) AN_GROW(op->p_lag, cap * op->lag_slots);
   if (op->maxlead > 0) AN_GROW(op->p_lead, cap * op->maxlead);
+  if (op->nrange > 0) AN_GROW(op->p_range, cap * op->nrange);
   op->pcap = cap;
   return LAMINAR_OK;
 }
@@ -220,6 +232,134 @@ static void part_init(an_op* op, int64_t g) {
   op->p_dense[g] = 0;
   for (int32_t i = 0; i < op->nfirst; i++) val_null(&op->p_first[g * op->nfirst + i]);
   for (int32_t i = 0; i < op->lag_slots; i++) val_null(&op->p_lag[g * op->lag_slots + i]);
+  for (int32_t i = 0; i < op->nrange; i++)
+    op->p_range[g * op->nrange + i] = (an_deque){NULL, NULL, 0, 0, 0};
+}
+
+/* ---- aggregates over frames ------------------------------------------------------- */
+
+typedef struct an_acc {
+  int64_t n;            /* values counted (rows for COUNT(*)) */
+  lm_i128 is;           /* SUM / AVG of integers */
+  double ds;            /* SUM / AVG of doubles */
+  const lm_value* best; /* MIN / MAX */
+} an_acc;
+
+static bool val_less(const lm_value* a, const lm_value* b, lm_type t) {
+  switch (t) {
+    case LM_TYPE_DOUBLE: return a->d < b->d;
+    case LM_TYPE_BOOL: return !a->b && b->b;
+    case LM_TYPE_STRING: {
+      int64_t n = a->s.len < b->s.len ? a->s.len : b->s.len;
+      int c = n > 0 ? memcmp(a->s.ptr, b->s.ptr, (size_t)n) : 0;
+      return c < 0 || (c == 0 && a->s.len < b->s.len);
+    }
+    default: return a->i < b->i;
+  }
+}
+
+/* Add one row of the frame (v: its argument, NULL for COUNT(*)). */
+static void acc_add(const lm_analytic_call* c, lm_type t, an_acc* a, const lm_value* v) {
+  if (c->agg == LM_AGG_COUNT_STAR) {
+    a->n++;
+    return;
+  }
+  if (v->is_null) return;
+  a->n++;
+  switch (c->agg) {
+    case LM_AGG_SUM:
+    case LM_AGG_AVG:
+      if (t == LM_TYPE_DOUBLE) {
+        a->ds += v->d;
+      } else {
+        a->is += v->i;
+      }
+      break;
+    case LM_AGG_MIN:
+      if (a->best == NULL || val_less(v, a->best, t)) a->best = v;
+      break;
+    case LM_AGG_MAX:
+      if (a->best == NULL || val_less(a->best, v, t)) a->best = v;
+      break;
+    default: break;
+  }
+}
+
+static laminar_code acc_result(an_op* op, const lm_analytic_call* c, lm_type t,
+                               const an_acc* a, lm_value* out) {
+  val_clear(op, out);
+  if (c->agg == LM_AGG_COUNT_STAR || c->agg == LM_AGG_COUNT) {
+    out->is_null = false;
+    out->i = a->n;
+    return LAMINAR_OK;
+  }
+  if (a->n == 0) return LAMINAR_OK;
+  switch (c->agg) {
+    case LM_AGG_SUM:
+      if (t == LM_TYPE_DOUBLE) {
+        out->is_null = false;
+        out->d = a->ds;
+      } else if (a->is >= INT64_MIN && a->is <= INT64_MAX) {
+        out->is_null = false; /* a total outside BIGINT is NULL, as GROUP BY's */
+        out->i = (int64_t)a->is;
+      }
+      return LAMINAR_OK;
+    case LM_AGG_AVG:
+      out->is_null = false;
+      out->d = (t == LM_TYPE_DOUBLE ? a->ds : (double)a->is) / (double)a->n;
+      return LAMINAR_OK;
+    default: return val_copy(op, out, a->best);
+  }
+}
+
+static laminar_code deque_push(an_op* op, an_deque* q, int64_t ts, const lm_value* v) {
+  if (q->n == q->cap) {
+    if (q->head > 0) { /* slide the live entries down first */
+      memmove(q->ts, q->ts + q->head, sizeof(int64_t) * (size_t)(q->n - q->head));
+      memmove(q->v, q->v + q->head, sizeof(lm_value) * (size_t)(q->n - q->head));
+      q->n -= q->head;
+      q->head = 0;
+    }
+    if (q->n == q->cap) {
+      int64_t cap = q->cap ? q->cap * 2 : 8;
+      AN_GROW(q->ts, cap);
+      AN_GROW(q->v, cap);
+      q->cap = cap;
+    }
+  }
+  q->ts[q->n] = ts;
+  LM_TRY(val_copy(op, &q->v[q->n], v));
+  q->n++;
+  return LAMINAR_OK;
+}
+
+static void deque_free(an_op* op, an_deque* q) {
+  for (int64_t i = q->head; i < q->n; i++) val_clear(op, &q->v[i]);
+  lm_free(q->ts);
+  lm_free(q->v);
+  *q = (an_deque){NULL, NULL, 0, 0, 0};
+}
+
+/* The RANGE calls of released row s (after every row of its release went
+ * into the deques): entries before its frame go, then the frame
+ * [t - offset, t] is aggregated. Rows come in time order per partition. */
+static laminar_code an_compute_range(an_op* op, int32_t s) {
+  lm_value* v = row_vals(op, s);
+  int64_t g = op->part[s], t = op->ts[s];
+  for (int32_t c = 0; c < op->spec.ncalls; c++) {
+    const lm_analytic_call* call = &op->spec.calls[c];
+    if (call->fn != LM_AN_AGG_RANGE) continue;
+    an_deque* q = &op->p_range[g * op->nrange + op->range_idx[c]];
+    int64_t lo;
+    if (__builtin_sub_overflow(t, call->offset, &lo)) lo = INT64_MIN;
+    while (q->head < q->n && q->ts[q->head] < lo) val_clear(op, &q->v[q->head++]);
+    an_acc a = {0};
+    lm_type at = op->arg_at[c] >= 0 ? op->vtypes[op->arg_at[c]] : LM_TYPE_INT64;
+    for (int64_t i = q->head; i < q->n && q->ts[i] <= t; i++)
+      acc_add(call, at, &a, &q->v[i]);
+    LM_TRY(acc_result(op, call, at, &a, &v[op->res0 + c]));
+  }
+  return LAMINAR_OK;
 }
 
 /* A new partition row (room reserved in the table first). */
@@ -236,7 +376,10 @@ static int64_t an_bytes(const an_op* op) {
   int64_t live = op->nslots - op->nfree;
   int64_t per_part = 32 + (int64_t)sizeof(lm_value) * (op->nfirst + op->lag_slots) +
                      4 * (int64_t)op->maxlead;
-  return live * ((int64_t)sizeof(lm_value) * op->nvals + 36) + op->str_bytes +
+  int64_t ranged = 0;
+  for (int64_t i = 0; i < op->t.n * op->nrange; i++)
+    ranged += op->p_range[i].cap * (int64_t)(sizeof(lm_value) + 8);
+  return live * ((int64_t)sizeof(lm_value) * op->nvals + 36) + op->str_bytes + ranged +
          lm_state_table_bytes(&op->t) + op->t.n * per_part;
 }
 
@@ -398,6 +541,30 @@ static laminar_code an_compute(an_op* op, int32_t s, int32_t last_peer) {
         }
         break;
       }
+      case LM_AN_AGG_ROWS: {
+        /* Positions q - k .. q - 1 are in the ring at p % k, then the row. */
+        static const lm_value none = {.is_null = true};
+        const lm_value* self = arg != NULL ? arg : &none;
+        lm_type at = arg != NULL ? op->vtypes[op->arg_at[c]] : LM_TYPE_INT64;
+        int64_t k = call->offset;
+        an_acc a = {0};
+        lm_value* ring = k > 0 ? &op->p_lag[g * op->lag_slots + op->lag_off[c]] : NULL;
+        for (int64_t p = q - k < 1 ? 1 : q - k; p < q; p++)
+          acc_add(call, at, &a, &ring[p % k]);
+        acc_add(call, at, &a, self);
+        LM_TRY(acc_result(op, call, at, &a, res));
+        if (k > 0) {
+          val_clear(op, &ring[q % k]);
+          LM_TRY(val_copy(op, &ring[q % k], self));
+        }
+        break;
+      }
+      case LM_AN_AGG_RANGE: {
+        static const lm_value none = {.is_null = true};
+        an_deque* dq = &op->p_range[g * op->nrange + op->range_idx[c]];
+        LM_TRY(deque_push(op, dq, op->ts[s], arg != NULL ? arg : &none));
+        break; /* the value: an_compute_range, once the release is in */
+      }
     }
   }
   if (op->maxlead == 0) return LAMINAR_OK;
@@ -487,6 +654,8 @@ static laminar_code an_on_watermark(lm_op* base, int64_t wm) {
     LM_TRY(an_compute(op, rel[i].slot, last_peer[i]));
     op->pend[op->npend++] = rel[i].slot;
   }
+  for (int64_t i = 0; op->nrange > 0 && i < nrel; i++)
+    LM_TRY(an_compute_range(op, rel[i].slot));
   /* Emit the rows whose LEAD values are all known. */
   int32_t* out = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(op->npend + 1));
   if (out == NULL) return LAMINAR_ERR_NOMEM;
@@ -539,6 +708,14 @@ static laminar_code an_snapshot(const lm_op* base, lm_state_writer* w) {
         val_put(w, &op->p_first[g * op->nfirst + op->first_idx[c]], t);
       for (int64_t k = 0; op->lag_off[c] >= 0 && k < call->offset; k++)
         val_put(w, &op->p_lag[g * op->lag_slots + op->lag_off[c] + k], t);
+      if (op->range_idx[c] >= 0) {
+        const an_deque* q = &op->p_range[g * op->nrange + op->range_idx[c]];
+        lm_state_put_i64(w, q->n - q->head);
+        for (int64_t i = q->head; i < q->n; i++) {
+          lm_state_put_i64(w, q->ts[i]);
+          val_put(w, &q->v[i], t);
+        }
+      }
     }
   }
   lm_state_put_i64(w, op->nheld);
@@ -558,6 +735,8 @@ static void an_clear(an_op* op) {
       val_clear(op, &op->p_first[g * op->nfirst + i]);
     for (int32_t i = 0; i < op->lag_slots; i++)
       val_clear(op, &op->p_lag[g * op->lag_slots + i]);
+    for (int32_t i = 0; i < op->nrange; i++)
+      deque_free(op, &op->p_range[g * op->nrange + i]);
   }
   if (op->t.index != NULL) lm_state_table_reset(&op->t);
   op->nslots = 0;
@@ -609,6 +788,19 @@ static laminar_code an_restore_body(an_op* op, lm_state_reader* r) {
         LM_TRY(val_get(op, r, &op->p_first[g * op->nfirst + op->first_idx[c]], t));
       for (int64_t k = 0; op->lag_off[c] >= 0 && k < call->offset; k++)
         LM_TRY(val_get(op, r, &op->p_lag[g * op->lag_slots + op->lag_off[c] + k], t));
+      if (op->range_idx[c] >= 0) {
+        an_deque* q = &op->p_range[g * op->nrange + op->range_idx[c]];
+        int64_t n = lm_state_get_i64(r);
+        if (n < 0 || n > INT32_MAX) return LAMINAR_ERR_RECOVERY;
+        for (int64_t i = 0; i < n; i++) {
+          int64_t ts = lm_state_get_i64(r);
+          lm_value val;
+          LM_TRY(val_get(op, r, &val, t));
+          laminar_code rc = deque_push(op, q, ts, &val);
+          val_clear(op, &val);
+          LM_TRY(rc);
+        }
+      }
     }
     if (lm_state_reader_status(r, "analytic", NULL) != LAMINAR_OK)
       return LAMINAR_ERR_RECOVERY;
@@ -668,6 +860,8 @@ static void an_destroy(lm_op* base) {
   lm_free(op->p_first);
   lm_free(op->p_lag);
   lm_free(op->p_lead);
+  lm_free(op->p_range);
+  lm_free(op->range_idx);
   lm_free(op->keyv);
   lm_free(op->extrav);
   lm_free(op->outs);
@@ -708,14 +902,16 @@ static laminar_code an_layout(an_op* op) {
   op->def_at = lm_calloc((size_t)nc + 1, sizeof(int32_t));
   op->first_idx = lm_calloc((size_t)nc + 1, sizeof(int32_t));
   op->lag_off = lm_calloc((size_t)nc + 1, sizeof(int32_t));
+  op->range_idx = lm_calloc((size_t)nc + 1, sizeof(int32_t));
   op->extra = lm_calloc((size_t)nc * 2 + 1, sizeof(lm_expr*));
   if (op->arg_at == NULL || op->def_at == NULL || op->first_idx == NULL ||
-      op->lag_off == NULL || op->extra == NULL)
+      op->lag_off == NULL || op->extra == NULL || op->range_idx == NULL)
     return LAMINAR_ERR_NOMEM;
   int32_t k = op->nin;
   for (int32_t c = 0; c < nc; c++) {
     const lm_analytic_call* call = &sp->calls[c];
     op->arg_at[c] = op->def_at[c] = op->first_idx[c] = op->lag_off[c] = -1;
+    op->range_idx[c] = call->fn == LM_AN_AGG_RANGE ? op->nrange++ : -1;
     if (call->arg != NULL) {
       op->extra[k - op->nin] = call->arg;
       op->arg_at[c] = k++;
@@ -725,7 +921,7 @@ static laminar_code an_layout(an_op* op) {
       op->def_at[c] = k++;
     }
     if (call->fn == LM_AN_FIRST_VALUE) op->first_idx[c] = op->nfirst++;
-    if (call->fn == LM_AN_LAG && call->offset > 0) {
+    if ((call->fn == LM_AN_LAG || call->fn == LM_AN_AGG_ROWS) && call->offset > 0) {
       op->lag_off[c] = op->lag_slots;
       op->lag_slots += (int32_t)call->offset;
     }

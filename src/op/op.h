@@ -254,7 +254,11 @@ typedef enum lm_analytic_fn {
   LM_AN_LAG,         /* arg, offset, def */
   LM_AN_LEAD,        /* arg, offset, def */
   LM_AN_FIRST_VALUE, /* arg */
-  LM_AN_LAST_VALUE   /* arg; rows_frame: the current row's, else its last peer's */
+  LM_AN_LAST_VALUE,  /* arg; rows_frame: the current row's, else its last peer's */
+  /* Aggregate `agg` (COUNT_STAR, COUNT, SUM, AVG, MIN, MAX) of arg over a frame
+   * ending at the current row: */
+  LM_AN_AGG_ROWS, /* the row and the `offset` rows before it (ROWS n PRECEDING) */
+  LM_AN_AGG_RANGE /* the rows with event time in [t - offset ms, t] (RANGE) */
 } lm_analytic_fn;
 
 typedef struct lm_analytic_call {
@@ -263,6 +267,7 @@ typedef struct lm_analytic_call {
   const lm_expr* def; /* LAG / LEAD default (of the result type), NULL: NULL */
   int64_t offset;     /* LAG / LEAD */
   bool rows_frame;    /* LAST_VALUE: ROWS frame (the row itself ends it) */
+  lm_agg_fn agg;      /* LM_AN_AGG_*: the aggregate (SUM of BIGINT / DOUBLE args) */
   lm_type type;       /* result type */
 } lm_analytic_call;
 

@@ -1855,11 +1855,89 @@ static laminar_code analytic_offset(binder* b, const lm_ast_expr* a, int64_t* ou
   return LAMINAR_OK;
 }
 
+/* An aggregate over a frame ending at the current row: ROWS BETWEEN n
+ * PRECEDING AND CURRENT ROW, or RANGE BETWEEN INTERVAL '..' PRECEDING AND
+ * CURRENT ROW (CURRENT ROW AND CURRENT ROW: n / the interval 0). */
+static laminar_code bind_analytic_agg(binder* b, const lm_ast_expr* a,
+                                      lm_analytic_call* c) {
+  const char* f = a->fname;
+  const lm_ast_over* o = a->over;
+  bool bounded = o->has_frame && o->end == LM_FRAME_CURRENT_ROW &&
+                 (o->start == LM_FRAME_CURRENT_ROW || o->start == LM_FRAME_PRECEDING);
+  const lm_ast_expr* off = o->start_offset;
+  if (bounded && off != NULL) {
+    bool ok = off->kind == LM_AST_LITERAL && off->i >= 0 &&
+              (o->rows ? off->lit == LM_LIT_INT && off->i <= 100000
+                       : off->lit == LM_LIT_INTERVAL || off->lit == LM_LIT_INT);
+    if (!ok) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, off,
+                  "%s() OVER (...): a %s frame over a stream starts %s PRECEDING", f,
+                  o->rows ? "ROWS" : "RANGE",
+                  o->rows ? "an integer literal from 0 to 100000"
+                          : "an INTERVAL literal of zero or more");
+    }
+  }
+  if (!bounded) {
+    int32_t line = o->has_frame ? o->frame_line : a->line;
+    int32_t col = o->has_frame ? o->frame_column : a->column;
+    lm_error_set(b->err, LAMINAR_ERR_SQL_UNSUPPORTED,
+                 "%s() OVER (...) over a stream needs a frame that bounds its state: "
+                 "ROWS BETWEEN n PRECEDING AND CURRENT ROW or RANGE BETWEEN INTERVAL "
+                 "'..' PRECEDING AND CURRENT ROW at line %d, column %d",
+                 f, (int)line, (int)col);
+    lm_error_at(b->err, line, col);
+    return LAMINAR_ERR_SQL_UNSUPPORTED;
+  }
+  c->fn = o->rows ? LM_AN_AGG_ROWS : LM_AN_AGG_RANGE;
+  c->offset = off != NULL ? off->i : 0;
+  if (a->distinct) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                "%s(DISTINCT ...) OVER (...) is not supported", f);
+  }
+  if (lm_streq_nocase(f, "count") && (a->star || a->nargs == 0)) {
+    c->agg = LM_AGG_COUNT_STAR;
+    c->type = LM_TYPE_INT64;
+    return LAMINAR_OK;
+  }
+  if (a->nargs != 1 || a->star)
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a, "%s() takes exactly one argument",
+                f);
+  lm_expr* arg;
+  LM_TRY(bind(b, a->args[0], MODE_ROW, &arg));
+  lm_type t = arg->type == LM_TYPE_NULL ? LM_TYPE_INT64 : arg->type;
+  if (lm_streq_nocase(f, "count")) {
+    c->agg = LM_AGG_COUNT;
+    c->type = LM_TYPE_INT64;
+  } else if (lm_streq_nocase(f, "sum") || lm_streq_nocase(f, "avg")) {
+    if (!is_numeric(t)) {
+      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->args[0], "%s() needs a number, got %s",
+                  f, lm_type_name(t));
+    }
+    t = t == LM_TYPE_DOUBLE ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
+    c->agg = lm_streq_nocase(f, "sum") ? LM_AGG_SUM : LM_AGG_AVG;
+    c->type = c->agg == LM_AGG_AVG ? LM_TYPE_DOUBLE : t;
+  } else if (lm_streq_nocase(f, "min") || lm_streq_nocase(f, "max")) {
+    c->agg = lm_streq_nocase(f, "min") ? LM_AGG_MIN : LM_AGG_MAX;
+    c->type = t;
+  } else {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                "%s() OVER (...) is not supported over a stream (aggregates over a "
+                "frame: COUNT, SUM, AVG, MIN, MAX)",
+                f);
+  }
+  LM_TRY(coerce(b, &arg, t));
+  c->arg = arg;
+  return LAMINAR_OK;
+}
+
 /* Bind analytic call a into *c. */
 static laminar_code bind_analytic_call(binder* b, const lm_ast_expr* a,
                                        lm_analytic_call* c) {
   const char* f = a->fname;
   memset(c, 0, sizeof *c);
+  if (is_agg_name(f) && !lm_streq_nocase(f, "first_value") &&
+      !lm_streq_nocase(f, "last_value"))
+    return bind_analytic_agg(b, a, c);
   static const struct {
     const char* name;
     lm_analytic_fn fn;
@@ -1878,7 +1956,8 @@ static laminar_code bind_analytic_call(binder* b, const lm_ast_expr* a,
   if (k < 0) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
                 "%s() OVER (...) is not supported over a stream (supported: ROW_NUMBER, "
-                "RANK, DENSE_RANK, LAG, LEAD, FIRST_VALUE, LAST_VALUE)",
+                "RANK, DENSE_RANK, LAG, LEAD, FIRST_VALUE, LAST_VALUE, and COUNT, SUM, "
+                "AVG, MIN, MAX over a bounded frame)",
                 f);
   }
   if (a->distinct || a->star || (int32_t)a->nargs < fns[k].min ||

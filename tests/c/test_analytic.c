@@ -144,12 +144,9 @@ static void model(const input* in, int i, int64_t out[NOUT]) {
 static int push_batch(laminar_source* src, const input* in, int lo, int hi) {
   trade_row rows[NROWS];
   for (int i = lo; i < hi; i++) {
-    rows[i - lo] = (trade_row){in->sym[i] < 0 ? NULL : SYMS[in->sym[i]],
-                               (double)i,
-                               false,
-                               in->vol[i] == NONE ? 0 : in->vol[i],
-                               in->vol[i] == NONE,
-                               in->ts[i]};
+    rows[i - lo] = (trade_row){
+        in->sym[i] < 0 ? NULL : SYMS[in->sym[i]], (double)i,          false,
+        in->vol[i] == NONE ? 0 : in->vol[i],      in->vol[i] == NONE, in->ts[i]};
   }
   struct ArrowArray array;
   struct ArrowSchema schema;
@@ -181,7 +178,8 @@ static int take_rows(result* res, struct ArrowArray* array, struct ArrowSchema* 
     res->seen[id]++;
     for (int c = 0; c < NOUT; c++) {
       const struct ArrowArrayView* v = rv.view.children[cols[c]];
-      res->v[id][c] = ArrowArrayViewIsNull(v, r) ? NONE : ArrowArrayViewGetIntUnsafe(v, r);
+      res->v[id][c] =
+          ArrowArrayViewIsNull(v, r) ? NONE : ArrowArrayViewGetIntUnsafe(v, r);
     }
   }
   if (id_col < 0) rc = 1;

@@ -144,6 +144,27 @@ def drain(sub: laminardb.Subscription, out: list[pa.RecordBatch]) -> int:
     return taken
 
 
+def run_stream(
+    rng: random.Random, rows: list[dict], sizes: list[int], ddl: str, name: str, cores: int
+) -> tuple[list[pa.RecordBatch], int]:
+    """Push the rows in their batches (running now and then), close with the
+    final watermark; return the stream's output and late-row count."""
+    out: list[pa.RecordBatch] = []
+    with laminardb.open(cores=cores) as db:
+        db.execute(ddl)
+        sub = db.subscribe(name)
+        src = db.source("t")
+        for batch in batches(rows, sizes):
+            src.push(batch)
+            if rng.random() < 0.5:
+                db.run_until_idle()
+            drain(sub, out)
+        src.watermark(FINAL_WATERMARK)
+        db.run_until_idle()
+        drain(sub, out)
+        return out, db.late_rows(name)
+
+
 def oracle(kept: list[dict]) -> list[tuple]:
     """DuckDB's answer over the kept rows."""
     table = pa.Table.from_pylist(kept, schema=SCHEMA)
@@ -163,22 +184,60 @@ def test_analytic_matches_duckdb(seed: int, delay: int, cores: int) -> None:
     rng = random.Random(seed)
     rows, sizes = make_rows(rng, delay)
     kept, want_late = kept_rows(rows, sizes, delay)
-    out: list[pa.RecordBatch] = []
-    with laminardb.open(cores=cores) as db:
-        db.execute(DDL.format(delay=delay) + STREAM)
-        sub = db.subscribe("a")
-        src = db.source("t")
-        for batch in batches(rows, sizes):
-            src.push(batch)
-            if rng.random() < 0.5:
-                db.run_until_idle()
-            drain(sub, out)
-        src.watermark(FINAL_WATERMARK)
-        db.run_until_idle()
-        drain(sub, out)
-        assert db.late_rows("a") == want_late, f"seed {seed}"
+    out, late = run_stream(rng, rows, sizes, DDL.format(delay=delay) + STREAM, "a", cores)
+    assert late == want_late, f"seed {seed}"
     got = rows_of(pa.Table.from_batches(out), COLUMNS) if out else []
     assert_same_rows(got, oracle(kept), COLUMNS, seed=seed)
+
+
+#: Aggregates over frames: ROWS n PRECEDING (ties by arrival) and RANGE.
+FR = "PARTITION BY k ORDER BY ts"
+FRAMES = (
+    "CREATE STREAM f AS SELECT id, "
+    f"SUM(v) OVER ({FR} ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS s4, "
+    f"AVG(v) OVER ({FR} ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS a2, "
+    f"MAX(s) OVER ({FR} ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS mx, "
+    f"COUNT(*) OVER ({FR} ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS one, "
+    f"COUNT(*) OVER ({FR} RANGE BETWEEN INTERVAL '7' MILLISECOND PRECEDING AND "
+    "CURRENT ROW) AS c7, "
+    f"COUNT(v) OVER ({FR} RANGE BETWEEN INTERVAL '7' MILLISECOND PRECEDING AND "
+    "CURRENT ROW) AS cv7, "
+    f"MIN(s) OVER ({FR} RANGE BETWEEN INTERVAL '7' MILLISECOND PRECEDING AND "
+    "CURRENT ROW) AS mn7, "
+    f"SUM(v) OVER ({FR} RANGE BETWEEN INTERVAL '0' MILLISECOND PRECEDING AND "
+    "CURRENT ROW) AS peers "
+    "FROM t;"
+)
+FRAME_COLUMNS = ["id", "s4", "a2", "mx", "one", "c7", "cv7", "mn7", "peers"]
+FW = "PARTITION BY k ORDER BY ts, id"
+DUCK_FRAMES = (
+    "SELECT id, "
+    f"SUM(v) OVER ({FW} ROWS BETWEEN 3 PRECEDING AND CURRENT ROW), "
+    f"AVG(v) OVER ({FW} ROWS BETWEEN 1 PRECEDING AND CURRENT ROW), "
+    f"MAX(s) OVER ({FW} ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), 1, "
+    f"COUNT(*) OVER ({FR} RANGE BETWEEN 7 PRECEDING AND CURRENT ROW), "
+    f"COUNT(v) OVER ({FR} RANGE BETWEEN 7 PRECEDING AND CURRENT ROW), "
+    f"MIN(s) OVER ({FR} RANGE BETWEEN 7 PRECEDING AND CURRENT ROW), "
+    f"SUM(v) OVER ({FR} RANGE BETWEEN CURRENT ROW AND CURRENT ROW) FROM t"
+)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(*seed_strategy_bounds()),
+    delay=st.sampled_from([0, 5, 50]),
+    cores=st.sampled_from([1, 2]),
+)
+def test_frame_aggregates_match_duckdb(seed: int, delay: int, cores: int) -> None:
+    """COUNT/SUM/AVG/MIN/MAX over ROWS and RANGE frames equal DuckDB's answer."""
+    announce_seed(seed)
+    rng = random.Random(seed)
+    rows, sizes = make_rows(rng, delay)
+    kept, _ = kept_rows(rows, sizes, delay)
+    out, _ = run_stream(rng, rows, sizes, DDL.format(delay=delay) + FRAMES, "f", cores)
+    got = rows_of(pa.Table.from_batches(out), FRAME_COLUMNS) if out else []
+    _, want = duck(DUCK_FRAMES, t=pa.Table.from_pylist(kept, schema=SCHEMA))
+    assert_same_rows(got, want, FRAME_COLUMNS, seed=seed)
 
 
 @settings(max_examples=15, deadline=None)
@@ -220,7 +279,13 @@ def test_analytic_restart_gives_the_uninterrupted_answer(
     delay = 5
     rows, sizes = make_rows(rng, delay)
     kept, _ = kept_rows(rows, sizes, delay)
-    ddl = DDL.format(delay=delay) + STREAM + "CREATE MATERIALIZED VIEW av AS SELECT * FROM a;"
+    ddl = (
+        DDL.format(delay=delay)
+        + STREAM
+        + FRAMES
+        + "CREATE MATERIALIZED VIEW av AS SELECT * FROM a;"
+        + "CREATE MATERIALIZED VIEW fv AS SELECT * FROM f;"
+    )
     data: Path = tmp_path_factory.mktemp("analytic") / "data"
     options = {"checkpoint_interval": "1 hour", "wal_mode": "sync"}
     parts = batches(rows, sizes)
@@ -250,7 +315,10 @@ def test_analytic_restart_gives_the_uninterrupted_answer(
         src.watermark(FINAL_WATERMARK)
         db.run_until_idle()
         got = rows_of(db.query("SELECT * FROM av"), COLUMNS)
+        got_frames = rows_of(db.query("SELECT * FROM fv"), FRAME_COLUMNS)
     assert_same_rows(got, oracle(kept), COLUMNS, seed=seed)
+    _, want = duck(DUCK_FRAMES, t=pa.Table.from_pylist(kept, schema=SCHEMA))
+    assert_same_rows(got_frames, want, FRAME_COLUMNS, seed=seed)
 
 
 def test_analytic_errors_carry_codes() -> None:
@@ -272,6 +340,26 @@ def test_analytic_errors_carry_codes() -> None:
             ("SELECT LAG(v, -1) OVER (ORDER BY ts) FROM t", "LDB-1102", "-1"),
             ("SELECT LAG(s, 1, 5.5) OVER (ORDER BY ts) FROM t", "LDB-2001", "5.5"),
             ("SELECT NTILE(2) OVER (ORDER BY ts) FROM t", "LDB-1005", "NTILE"),
+            ("SELECT SUM(v) OVER (PARTITION BY k ORDER BY ts) FROM t", "LDB-1005", "SUM"),
+            (
+                "SELECT SUM(v) OVER (ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND "
+                "CURRENT ROW) FROM t",
+                "LDB-1005",
+                "ROWS",
+            ),
+            (
+                "SELECT MAX(v) OVER (ORDER BY ts RANGE BETWEEN 'x' PRECEDING AND "
+                "CURRENT ROW) FROM t",
+                "LDB-1005",
+                "'x'",
+            ),
+            (
+                "SELECT COUNT(v) OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND "
+                "1 FOLLOWING) FROM t",
+                "LDB-1005",
+                "ROWS",
+            ),
+            ("SELECT AVG(s) OVER (ORDER BY ts ROWS 2 PRECEDING) FROM t", "LDB-2001", "s)"),
             ("SELECT k FROM t WHERE ROW_NUMBER() OVER (ORDER BY ts) = 1", "LDB-1005", "ROW_"),
             ("SELECT k FROM t QUALIFY k = 'a'", "LDB-1005", "k = "),
             ("SELECT k, ROW_NUMBER() OVER (ORDER BY ts) FROM nw", "LDB-1005", "ts)"),
