@@ -33,7 +33,13 @@ static const char* AN_DDL =
     "  RANK() OVER (PARTITION BY symbol ORDER BY ts) AS rk,\n"
     "  DENSE_RANK() OVER (PARTITION BY symbol ORDER BY ts) AS dr,\n"
     "  FIRST_VALUE(volume) OVER (PARTITION BY symbol ORDER BY ts) AS fv,\n"
-    "  LAST_VALUE(volume) OVER (PARTITION BY symbol ORDER BY ts) AS lv\n"
+    "  LAST_VALUE(volume) OVER (PARTITION BY symbol ORDER BY ts) AS lv,\n"
+    "  SUM(volume) OVER (PARTITION BY symbol ORDER BY ts ROWS BETWEEN 2 PRECEDING AND\n"
+    "    CURRENT ROW) AS s3,\n"
+    "  COUNT(*) OVER (PARTITION BY symbol ORDER BY ts RANGE BETWEEN INTERVAL '50'\n"
+    "    MILLISECOND PRECEDING AND CURRENT ROW) AS c50,\n"
+    "  MIN(symbol) OVER (PARTITION BY symbol ORDER BY ts RANGE BETWEEN INTERVAL '50'\n"
+    "    MILLISECOND PRECEDING AND CURRENT ROW) AS mn\n"
     "FROM trades;\n";
 
 /* The input: rows in arrival order, cut into batches. */
@@ -47,8 +53,9 @@ typedef struct input {
   int64_t nlate;
 } input;
 
-#define NOUT 7 /* lag2, lead1, rn, rk, dr, fv, lv */
-static const char* OUT_NAMES[NOUT] = {"lag2", "lead1", "rn", "rk", "dr", "fv", "lv"};
+#define NOUT 9 /* lag2, lead1, rn, rk, dr, fv, lv, s3, c50 */
+static const char* OUT_NAMES[NOUT] = {"lag2", "lead1", "rn", "rk", "dr",
+                                      "fv",   "lv",    "s3", "c50"};
 
 typedef struct result {
   int seen[NROWS];
@@ -139,6 +146,22 @@ static void model(const input* in, int i, int64_t out[NOUT]) {
   out[4] = dense;
   out[5] = in->vol[first];
   out[6] = in->vol[last];
+  /* SUM over the row and the two before it; COUNT(*) over [t - 50, t]. */
+  int64_t sum = 0, nsum = 0, c50 = 0;
+  for (int64_t p = pos - 2 < 1 ? 1 : pos - 2; p <= pos; p++) {
+    int j = at_position(in, i, p);
+    if (in->vol[j] != NONE) {
+      sum += in->vol[j];
+      nsum++;
+    }
+  }
+  for (int j = 0; j < NROWS; j++) {
+    if (!in->late[j] && in->sym[j] == in->sym[i] && in->ts[j] <= in->ts[i] &&
+        in->ts[j] >= in->ts[i] - 50)
+      c50++;
+  }
+  out[7] = nsum > 0 ? sum : NONE;
+  out[8] = c50;
 }
 
 static int push_batch(laminar_source* src, const input* in, int lo, int hi) {
@@ -169,11 +192,24 @@ static int take_rows(result* res, struct ArrowArray* array, struct ArrowSchema* 
     cols[c] = result_col_index(&rv, OUT_NAMES[c]);
     if (cols[c] < 0) rc = 1;
   }
+  int64_t sym_col = result_col_index(&rv, "symbol"), mn_col = result_col_index(&rv, "mn");
+  if (sym_col < 0 || mn_col < 0) rc = 1;
   for (int64_t r = 0; rc == 0 && id_col >= 0 && r < rv.array.length; r++) {
     int id = (int)ArrowArrayViewGetDoubleUnsafe(rv.view.children[id_col], r);
     if (id < 0 || id >= NROWS) {
       rc = 1;
       break;
+    }
+    /* MIN(symbol) over a frame of one partition: the partition's symbol. */
+    const struct ArrowArrayView* sv = rv.view.children[sym_col];
+    const struct ArrowArrayView* mv = rv.view.children[mn_col];
+    if (ArrowArrayViewIsNull(sv, r) != ArrowArrayViewIsNull(mv, r)) rc = 1;
+    if (!ArrowArrayViewIsNull(sv, r)) {
+      struct ArrowStringView a = ArrowArrayViewGetStringUnsafe(sv, r);
+      struct ArrowStringView b = ArrowArrayViewGetStringUnsafe(mv, r);
+      if (a.size_bytes != b.size_bytes ||
+          memcmp(a.data, b.data, (size_t)a.size_bytes) != 0)
+        rc = 1;
     }
     res->seen[id]++;
     for (int c = 0; c < NOUT; c++) {
