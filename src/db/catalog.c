@@ -374,6 +374,35 @@ static laminar_code check_stream_time(laminar_db* db, const lm_stmt* stmt, lm_pl
   return LAMINAR_OK;
 }
 
+/* Top-N per window: the input is a windowed stream emitting on close (the
+ * rows of a window arrive together, before the watermark that closed it),
+ * and PARTITION BY holds one of its window bounds, so each partition is
+ * whole when the watermark releases it. */
+static laminar_code check_analytic_windows(laminar_db* db, const lm_stmt* stmt,
+                                           const lm_plan* plan, laminar_error* err) {
+  const lm_stream_def* up = lm_db_find_stream(db, plan->input);
+  bool ok = up != NULL && up->plan.windowed && !up->plan.window.global &&
+            !up->plan.window.emit_changes;
+  bool bound = false;
+  for (int32_t k = 0; ok && k < plan->an.nkeys; k++) {
+    const lm_expr* e = plan->an.keys[k];
+    if (e->kind != LM_EXPR_COLUMN || e->column >= up->plan.npost) continue;
+    const lm_expr* src = up->plan.post_exprs[e->column];
+    if (src->kind == LM_EXPR_COLUMN && (src->column == 0 || src->column == 1))
+      bound = true; /* window_start / window_end of the window aggregate */
+  }
+  if (ok && bound) return LAMINAR_OK;
+  char msg[512];
+  snprintf(msg, sizeof msg,
+           "stream '%s': window functions over stream '%s' run per window (Top-N): "
+           "'%s' must be a windowed GROUP BY stream emitting on window close, and "
+           "PARTITION BY must hold its window_start or window_end (over a source, "
+           "ORDER BY its event-time column)",
+           stmt->name, plan->input, plan->input);
+  return fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, plan->an_line, plan->an_column,
+                 stmt->name, msg);
+}
+
 /* Window functions (OVER) of a stream run over event time: the input is a
  * source with a watermark, and OVER's ORDER BY is that watermark column. */
 static laminar_code check_analytic_time(laminar_db* db, const lm_stmt* stmt,
@@ -382,6 +411,8 @@ static laminar_code check_analytic_time(laminar_db* db, const lm_stmt* stmt,
   char msg[512];
   const lm_source_def* in =
       plan->input_is_source ? lm_db_find_source(db, plan->input) : NULL;
+  if (plan->an.time_col < 0 && !lm_plan_branched(plan))
+    return check_analytic_windows(db, stmt, plan, err);
   if (lm_plan_branched(plan) || in == NULL) {
     snprintf(msg, sizeof msg,
              "stream '%s': window functions (OVER) read one source with a watermark "

@@ -796,8 +796,18 @@ static void explain_analytic(explain* x, const lm_plan* plan, const char* const*
     if (i > 0) lm_text_printf(&b, ", ");
     put_expr(&b, a->keys[i], names);
   }
-  lm_text_printf(&b, "%sORDER BY %s); rows held until the watermark passes them",
-                 a->nkeys > 0 ? " " : "", names[a->time_col]);
+  if (a->time_col >= 0) {
+    lm_text_printf(&b, "%sORDER BY %s); rows held until the watermark passes them",
+                   a->nkeys > 0 ? " " : "", names[a->time_col]);
+  } else {
+    lm_text_printf(&b, "%sORDER BY ", a->nkeys > 0 ? " " : "");
+    for (int32_t i = 0; i < a->norder; i++) {
+      if (i > 0) lm_text_printf(&b, ", ");
+      put_expr(&b, a->order[i], names);
+      if (a->desc[i]) lm_text_printf(&b, " DESC");
+    }
+    lm_text_printf(&b, "); per window: rows held until the watermark closes it");
+  }
   add_row(x, "analytic", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
           next_id(x, nbuf, sizeof nbuf));
   const char** post = lm_calloc((size_t)plan->an_schema.ncols + 1, sizeof(char*));

@@ -38,6 +38,7 @@ typedef struct an_op {
   lm_type* vtypes;
   const lm_expr** extra; /* res0 - nin expressions evaluated into [nin, res0) */
   int32_t* arg_at;       /* per call: the value index of its argument, -1 none */
+  int32_t order_at;      /* per window: the ORDER BY values' first index */
   int32_t* def_at;       /* per call: of its default, -1 none */
   /* Slots */
   int64_t cap_slots;
@@ -403,12 +404,17 @@ static laminar_code an_on_chunk(lm_op* base, const lm_chunk* in) {
     for (int64_t k = 0; k < n; k++) sel[k] = (uint32_t)k;
   }
   /* Rows behind the watermark (or without an event time) are late. */
-  const lm_vec* tv = &in->cols[op->spec.time_col];
+  const lm_vec* tv = op->spec.time_col >= 0 ? &in->cols[op->spec.time_col] : NULL;
   int64_t* tms = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(m ? m : 1));
   if (tms == NULL) return LAMINAR_ERR_NOMEM;
   int64_t kept = 0;
   for (int64_t j = 0; j < m; j++) {
     uint32_t k = sel[j];
+    if (tv == NULL) { /* per window: no lateness of its own */
+      tms[kept] = 0;
+      sel[kept++] = k;
+      continue;
+    }
     if (tv->nulls != NULL && tv->nulls[k]) {
       op->late_rows++;
       continue;
@@ -616,10 +622,13 @@ static laminar_code an_emit(an_op* op, const int32_t* slots, int64_t n) {
   return lm_op_emit(&op->base, &out);
 }
 
+static laminar_code an_release_windows(an_op* op);
+
 static laminar_code an_on_watermark(lm_op* base, int64_t wm) {
   an_op* op = (an_op*)base;
   if (wm <= op->watermark) return LAMINAR_OK;
   op->watermark = wm;
+  if (op->spec.time_col < 0) return an_release_windows(op);
   bool final = wm == INT64_MAX;
   lm_eval_ctx_reset(op->ctx);
   /* The held rows the watermark passed, by (event time, arrival). */
@@ -674,6 +683,84 @@ static laminar_code an_on_watermark(lm_op* base, int64_t wm) {
   for (int64_t i = 0; i < nout; i++) slot_free(op, out[i]);
   if (rc == LAMINAR_OK && lm_op_bounded(base))
     rc = lm_op_account(base, an_bytes(op), false);
+  return rc;
+}
+
+/* ---- per window (Top-N) ------------------------------------------------------------ */
+
+/* Order of rows a and b of one release: partition, then ORDER BY, then
+ * arrival. *peer: equal on the ORDER BY values. */
+static int win_cmp(const an_op* op, int32_t a, int32_t b, bool* peer) {
+  *peer = false;
+  if (op->part[a] != op->part[b]) return op->part[a] < op->part[b] ? -1 : 1;
+  const lm_value* va = row_vals(op, a);
+  const lm_value* vb = row_vals(op, b);
+  for (int32_t i = 0; i < op->spec.norder; i++) {
+    const lm_value* x = &va[op->order_at + i];
+    const lm_value* y = &vb[op->order_at + i];
+    if (x->is_null || y->is_null) {
+      if (x->is_null && y->is_null) continue;
+      bool first = op->spec.nulls_first[i];
+      return (x->is_null == first) ? -1 : 1;
+    }
+    lm_type t = op->vtypes[op->order_at + i];
+    int c = val_less(x, y, t) ? -1 : val_less(y, x, t) ? 1 : 0;
+    if (c != 0) return op->spec.desc[i] ? -c : c;
+  }
+  *peer = true;
+  return op->seq[a] < op->seq[b] ? -1 : op->seq[a] > op->seq[b] ? 1 : 0;
+}
+
+/* Merge sort of slots[0..n) by win_cmp (tmp: n scratch entries). */
+static void win_sort(const an_op* op, int32_t* slots, int32_t* tmp, int64_t n) {
+  if (n < 2) return;
+  int64_t h = n / 2;
+  win_sort(op, slots, tmp, h);
+  win_sort(op, slots + h, tmp, n - h);
+  int64_t i = 0, j = h, k = 0;
+  bool peer;
+  while (i < h && j < n) {
+    tmp[k++] = win_cmp(op, slots[j], slots[i], &peer) < 0 ? slots[j++] : slots[i++];
+  }
+  while (i < h) tmp[k++] = slots[i++];
+  while (j < n) tmp[k++] = slots[j++];
+  memcpy(slots, tmp, sizeof(int32_t) * (size_t)n);
+}
+
+/* Release every held row, ranked in its partition; forget the partitions. */
+static laminar_code an_release_windows(an_op* op) {
+  int64_t n = op->nheld;
+  if (n == 0) return LAMINAR_OK;
+  lm_eval_ctx_reset(op->ctx);
+  int32_t* tmp = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)n);
+  if (tmp == NULL) return LAMINAR_ERR_NOMEM;
+  win_sort(op, op->held, tmp, n);
+  int64_t rn = 0, rank = 0, dense = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int32_t s = op->held[i];
+    bool peer = false;
+    bool same = i > 0 && op->part[op->held[i - 1]] == op->part[s];
+    if (same) win_cmp(op, op->held[i - 1], s, &peer);
+    rn = same ? rn + 1 : 1;
+    if (!peer) {
+      rank = rn;
+      dense = same ? dense + 1 : 1;
+    }
+    lm_value* v = row_vals(op, s);
+    for (int32_t c = 0; c < op->spec.ncalls; c++) {
+      const lm_analytic_call* call = &op->spec.calls[c];
+      lm_value* res = &v[op->res0 + c];
+      val_clear(op, res);
+      res->is_null = false;
+      res->i = call->fn == LM_AN_ROW_NUMBER ? rn : call->fn == LM_AN_RANK ? rank : dense;
+    }
+  }
+  laminar_code rc = an_emit(op, op->held, n);
+  for (int64_t i = 0; i < n; i++) slot_free(op, op->held[i]);
+  op->nheld = 0;
+  lm_state_table_reset(&op->t);
+  if (rc == LAMINAR_OK && lm_op_bounded(&op->base))
+    rc = lm_op_account(&op->base, an_bytes(op), false);
   return rc;
 }
 
@@ -903,7 +990,7 @@ static laminar_code an_layout(an_op* op) {
   op->first_idx = lm_calloc((size_t)nc + 1, sizeof(int32_t));
   op->lag_off = lm_calloc((size_t)nc + 1, sizeof(int32_t));
   op->range_idx = lm_calloc((size_t)nc + 1, sizeof(int32_t));
-  op->extra = lm_calloc((size_t)nc * 2 + 1, sizeof(lm_expr*));
+  op->extra = lm_calloc((size_t)nc * 2 + (size_t)sp->norder + 1, sizeof(lm_expr*));
   if (op->arg_at == NULL || op->def_at == NULL || op->first_idx == NULL ||
       op->lag_off == NULL || op->extra == NULL || op->range_idx == NULL)
     return LAMINAR_ERR_NOMEM;
@@ -928,6 +1015,8 @@ static laminar_code an_layout(an_op* op) {
     if (call->fn == LM_AN_LEAD && call->offset > op->maxlead)
       op->maxlead = (int32_t)call->offset;
   }
+  op->order_at = k;
+  for (int32_t i = 0; i < sp->norder; i++) op->extra[k++ - op->nin] = sp->order[i];
   op->res0 = k;
   op->nvals = k + nc;
   op->vtypes = lm_calloc((size_t)op->nvals + 1, sizeof(lm_type));
@@ -950,7 +1039,8 @@ laminar_code lm_op_analytic_create(const lm_analytic_spec* spec,
   int32_t nk = spec->nkeys;
   op->key_types = lm_calloc((size_t)nk + 1, sizeof(lm_type));
   op->keyv = lm_calloc((size_t)nk + 1, sizeof(lm_vec));
-  op->extrav = lm_calloc((size_t)spec->ncalls * 2 + 1, sizeof(lm_vec));
+  op->extrav =
+      lm_calloc((size_t)spec->ncalls * 2 + (size_t)spec->norder + 1, sizeof(lm_vec));
   op->outs = lm_calloc((size_t)out_schema->ncols + 1, sizeof(lm_vec));
   laminar_code rc =
       op->key_types != NULL && op->keyv != NULL && op->extrav != NULL && op->outs != NULL

@@ -281,9 +281,19 @@ typedef struct lm_analytic_call {
  * time is already behind the watermark when it arrives (or NULL) is dropped
  * and counted (lm_op_window_late_rows). Emits the input columns, then one
  * column per call; out_schema lists them. */
+/* Per window (time_col < 0; Top-N over a windowed stream, whose rows of one
+ * window arrive together when it closes, before the watermark that closed
+ * it): every row held is released at the next watermark advance, ordered in
+ * its partition by `order` (ties in arrival order); the partitions (which
+ * must hold a window bound, so a partition is whole in one release) and
+ * their state are forgotten after each release. Ranking calls only. */
 typedef struct lm_analytic_spec {
   const lm_expr* filter;
-  int32_t time_col; /* BIGINT epoch ms or TIMESTAMP */
+  int32_t time_col;            /* BIGINT epoch ms or TIMESTAMP; -1: per window */
+  const lm_expr* const* order; /* per window: ORDER BY expressions */
+  const bool* desc;            /* norder: DESC */
+  const bool* nulls_first;     /* norder: NULLS FIRST (else NULLs sort last) */
+  int32_t norder;
   const lm_expr* const* keys;
   int32_t nkeys;
   const lm_analytic_call* calls;

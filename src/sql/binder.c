@@ -1403,6 +1403,34 @@ static laminar_code bind_union_output(binder* b) {
   return LAMINAR_OK;
 }
 
+/* The plan reads one input, `FROM name` of sel, as it is: b's input and the
+ * plan's one branch. */
+static laminar_code bind_one_input(binder* b, const lm_ast_select* sel,
+                                   lm_plan_lookup_fn lookup, void* lookup_arg) {
+  lm_plan* out = b->plan;
+  bool is_source = false;
+  const lm_schema* input = lookup(lookup_arg, sel->from, &is_source);
+  if (input == NULL) return unknown_input(sel, b->err);
+  b->input = input;
+  b->input_name = sel->from;
+  b->input_alias = sel->from_alias;
+  out->input = lm_pool_copy(&out->pool, sel->from, strlen(sel->from) + 1);
+  out->input_is_source = is_source;
+  out->branches = lm_pool_alloc(&out->pool, sizeof(lm_plan_branch));
+  if (out->input == NULL || out->branches == NULL) return NOMEM(b);
+  memset(out->branches, 0, sizeof(lm_plan_branch));
+  out->branches[0].input = out->input;
+  out->branches[0].input_is_source = is_source;
+  out->branches[0].line = sel->from_line;
+  out->branches[0].column = sel->from_column;
+  out->branches[0].in_ncols = input->ncols;
+  out->nbranches = 1;
+  return LAMINAR_OK;
+}
+
+static laminar_code bind_analytic_derived(binder* b, const lm_stmt* stmt,
+                                          lm_plan_lookup_fn lookup, void* lookup_arg);
+
 laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
                             void* lookup_arg, lm_plan* out, laminar_error* err) {
   memset(out, 0, sizeof *out);
@@ -1418,7 +1446,11 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
               .input_name = sel->from,
               .input_alias = sel->from_alias};
   laminar_code rc = LAMINAR_OK;
-  if (sel->union_next != NULL || sel->from_select != NULL) {
+  if (sel->union_next == NULL && sel->from_select != NULL &&
+      sel->from_select->union_next == NULL &&
+      lm_bind_select_is_analytic(sel->from_select)) {
+    rc = bind_analytic_derived(&b, stmt, lookup, lookup_arg);
+  } else if (sel->union_next != NULL || sel->from_select != NULL) {
     /* Branches: a top-level UNION ALL (the stream is the union), or a
      * derived table the outer select reads. */
     bool derived = sel->union_next == NULL;
@@ -1441,27 +1473,8 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
       rc = derived ? bind_select(&b, stmt) : bind_union_output(&b);
     }
   } else {
-    bool is_source = false;
-    const lm_schema* input = lookup(lookup_arg, sel->from, &is_source);
-    if (input == NULL) {
-      lm_plan_free(out);
-      return unknown_input(sel, err);
-    }
-    b.input = input;
-    out->input = lm_pool_copy(&out->pool, sel->from, strlen(sel->from) + 1);
-    out->input_is_source = is_source;
-    out->branches = lm_pool_alloc(&out->pool, sizeof(lm_plan_branch));
-    if (out->input == NULL || out->branches == NULL) rc = NOMEM(&b);
-    if (rc == LAMINAR_OK) {
-      memset(out->branches, 0, sizeof(lm_plan_branch));
-      out->branches[0].input = out->input;
-      out->branches[0].input_is_source = is_source;
-      out->branches[0].line = sel->from_line;
-      out->branches[0].column = sel->from_column;
-      out->branches[0].in_ncols = input->ncols;
-      out->nbranches = 1;
-      rc = bind_select(&b, stmt);
-    }
+    rc = bind_one_input(&b, sel, lookup, lookup_arg);
+    if (rc == LAMINAR_OK) rc = bind_select(&b, stmt);
   }
   if (rc == LAMINAR_OK && stmt->kind == LM_STMT_CREATE_STREAM)
     rc = bind_stream_options(&b, stmt);
@@ -2002,7 +2015,46 @@ static laminar_code bind_analytic_call(binder* b, const lm_ast_expr* a,
   return LAMINAR_OK;
 }
 
-/* The window shared by every call: PARTITION BY keys and the ORDER BY column. */
+/* OVER's PARTITION BY keys. */
+static laminar_code bind_analytic_keys(binder* b, const lm_ast_over* o) {
+  lm_plan* plan = b->plan;
+  lm_expr** keys =
+      lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(o->npartition + 1));
+  if (keys == NULL) return NOMEM(b);
+  for (size_t i = 0; i < o->npartition; i++) {
+    LM_TRY(bind(b, o->partition[i], MODE_ROW, &keys[i]));
+    if (keys[i]->type == LM_TYPE_NULL) LM_TRY(coerce(b, &keys[i], LM_TYPE_INT32));
+  }
+  plan->an.keys = (const lm_expr* const*)keys;
+  plan->an.nkeys = (int32_t)o->npartition;
+  return LAMINAR_OK;
+}
+
+/* Over a stream (Top-N per window): ORDER BY any expressions; the catalog
+ * checks that the input is windowed and PARTITION BY holds a window bound. */
+static laminar_code bind_analytic_per_window(binder* b, const lm_ast_over* o) {
+  lm_plan* plan = b->plan;
+  size_t n = o->norder;
+  lm_expr** order = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (n + 1));
+  bool* desc = lm_pool_alloc(&plan->pool, sizeof(bool) * (n + 1));
+  bool* nulls_first = lm_pool_alloc(&plan->pool, sizeof(bool) * (n + 1));
+  if (order == NULL || desc == NULL || nulls_first == NULL) return NOMEM(b);
+  for (size_t i = 0; i < n; i++) {
+    LM_TRY(bind(b, o->order[i].expr, MODE_ROW, &order[i]));
+    if (order[i]->type == LM_TYPE_NULL) LM_TRY(coerce(b, &order[i], LM_TYPE_INT32));
+    desc[i] = o->order[i].desc;
+    nulls_first[i] = o->order[i].nulls_first;
+  }
+  plan->an.time_col = -1;
+  plan->an.order = (const lm_expr* const*)order;
+  plan->an.desc = desc;
+  plan->an.nulls_first = nulls_first;
+  plan->an.norder = (int32_t)n;
+  return bind_analytic_keys(b, o);
+}
+
+/* The window shared by every call: PARTITION BY keys and the ORDER BY column
+ * (the event time over a source; any order per window over a stream). */
 static laminar_code bind_analytic_window(binder* b, const lm_ast_over* o,
                                          const lm_ast_expr* call) {
   lm_plan* plan = b->plan;
@@ -2015,6 +2067,7 @@ static laminar_code bind_analytic_window(binder* b, const lm_ast_over* o,
   const lm_ast_order_item* ord = &o->order[0];
   plan->an_line = ord->expr->line;
   plan->an_column = ord->expr->column;
+  if (!plan->input_is_source) return bind_analytic_per_window(b, o);
   lm_expr* t;
   LM_TRY(bind(b, ord->expr, MODE_ROW, &t));
   if (o->norder > 1 || ord->desc || t->kind != LM_EXPR_COLUMN ||
@@ -2025,16 +2078,7 @@ static laminar_code bind_analytic_window(binder* b, const lm_ast_over* o,
                 "column alone, ascending (rows are released in event-time order)");
   }
   plan->an.time_col = t->column;
-  lm_expr** keys =
-      lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(o->npartition + 1));
-  if (keys == NULL) return NOMEM(b);
-  for (size_t i = 0; i < o->npartition; i++) {
-    LM_TRY(bind(b, o->partition[i], MODE_ROW, &keys[i]));
-    if (keys[i]->type == LM_TYPE_NULL) LM_TRY(coerce(b, &keys[i], LM_TYPE_INT32));
-  }
-  plan->an.keys = (const lm_expr* const*)keys;
-  plan->an.nkeys = (int32_t)o->npartition;
-  return LAMINAR_OK;
+  return bind_analytic_keys(b, o);
 }
 
 /* A plain query with OVER calls: the analytic operator, then QUALIFY and the
@@ -2081,8 +2125,16 @@ static laminar_code bind_analytic(binder* b, const lm_stmt* stmt, bool has_agg) 
   lm_type* in_types =
       lm_pool_alloc(&plan->pool, sizeof(lm_type) * (size_t)(b->input->ncols + 1));
   if (calls == NULL || in_types == NULL) return NOMEM(b);
-  for (int32_t i = 0; i < b->nan; i++)
+  for (int32_t i = 0; i < b->nan; i++) {
     LM_TRY(bind_analytic_call(b, b->an_calls[i], &calls[i]));
+    lm_analytic_fn fn = calls[i].fn;
+    if (plan->an.time_col < 0 && fn != LM_AN_ROW_NUMBER && fn != LM_AN_RANK &&
+        fn != LM_AN_DENSE_RANK) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->an_calls[i],
+                  "over a stream (Top-N per window), only ROW_NUMBER, RANK and "
+                  "DENSE_RANK are supported");
+    }
+  }
   plan->analytic = true;
   plan->an.filter = plan->filter;
   plan->an.calls = calls;
@@ -2137,5 +2189,94 @@ laminar_code lm_plan_build_analytic(const lm_plan* plan, lm_op** out) {
   }
   an->next = post;
   *out = an;
+  return LAMINAR_OK;
+}
+
+/* Copy of e over the columns of an inner query whose column j is subs[j]. */
+static laminar_code subst_columns(binder* b, const lm_expr* e, lm_expr* const* subs,
+                                  lm_expr** out) {
+  if (e->kind == LM_EXPR_COLUMN) {
+    *out = subs[e->column];
+    return LAMINAR_OK;
+  }
+  lm_expr* c = new_expr(b, e->kind, e->type);
+  if (c == NULL) return NOMEM(b);
+  *c = *e;
+  if (e->kind == LM_EXPR_CALL && e->nargs > 0) {
+    c->args = lm_pool_alloc(&b->plan->pool, sizeof(lm_expr*) * (size_t)e->nargs);
+    if (c->args == NULL) return NOMEM(b);
+    for (int32_t i = 0; i < e->nargs; i++)
+      LM_TRY(subst_columns(b, e->args[i], subs, &c->args[i]));
+  }
+  *out = c;
+  return LAMINAR_OK;
+}
+
+/* SELECT items FROM (SELECT ..., f() OVER (...) AS rn FROM name ...) [WHERE
+ * cond]: the inner query is the analytic plan; the outer WHERE joins its
+ * QUALIFY and the outer items replace its projection, both written over the
+ * inner query's expressions (one operator after the analytic one). */
+static laminar_code bind_analytic_derived(binder* b, const lm_stmt* stmt,
+                                          lm_plan_lookup_fn lookup, void* lookup_arg) {
+  const lm_ast_select* outer = stmt->select;
+  const lm_ast_select* inner = outer->from_select;
+  lm_plan* plan = b->plan;
+  bool outer_agg = outer->ngroup > 0 || outer->having != NULL;
+  for (size_t i = 0; i < outer->nitems && !outer_agg; i++)
+    outer_agg = contains_agg(outer->items[i].expr);
+  if (inner->from_select != NULL || outer_agg || outer->distinct || outer->norder > 0 ||
+      outer->limit >= 0 || outer->qualify != NULL || lm_bind_select_is_analytic(outer) ||
+      inner->distinct || inner->norder > 0 || inner->limit >= 0 ||
+      stmt->emit != LM_EMIT_DEFAULT) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "over a subquery with window functions (OVER) a stream filters and "
+                "projects only: SELECT ... FROM (SELECT ..., f() OVER (...) AS rn FROM "
+                "name) WHERE rn <= N");
+  }
+  LM_TRY(bind_one_input(b, inner, lookup, lookup_arg));
+  lm_stmt is = *stmt;
+  is.select = (lm_ast_select*)inner;
+  binder ib = *b;
+  ib.stmt = &is;
+  bool inner_agg = inner->ngroup > 0 || inner->having != NULL;
+  for (size_t i = 0; i < inner->nitems && !inner_agg; i++)
+    inner_agg = contains_agg(inner->items[i].expr);
+  LM_TRY(bind_where(&ib, inner));
+  LM_TRY(bind_analytic(&ib, &is, inner_agg));
+  /* The outer query over the inner one's columns. */
+  lm_schema cols = plan->out_schema;
+  lm_schema_init_empty(&plan->out_schema);
+  lm_expr** inner_exprs = plan->exprs;
+  binder ob = {.stmt = stmt,
+               .plan = plan,
+               .err = b->err,
+               .input = &cols,
+               .input_name = outer->from,
+               .input_alias = outer->from_alias};
+  lm_expr* where = NULL;
+  laminar_code rc = LAMINAR_OK;
+  if (outer->where != NULL) {
+    rc = bind(&ob, outer->where, MODE_ROW, &where);
+    if (rc == LAMINAR_OK && where->type != LM_TYPE_BOOL && where->type != LM_TYPE_NULL) {
+      rc = fail(&ob, LAMINAR_ERR_TYPE_MISMATCH, outer->where,
+                "WHERE needs a BOOLEAN, got %s", lm_type_name(where->type));
+    }
+    if (rc == LAMINAR_OK) rc = coerce(&ob, &where, LM_TYPE_BOOL);
+    if (rc == LAMINAR_OK) rc = subst_columns(&ob, where, inner_exprs, &where);
+  }
+  if (rc == LAMINAR_OK)
+    rc = bind_items(&ob, outer, MODE_ROW, &plan->exprs, &plan->nexprs);
+  for (int32_t i = 0; rc == LAMINAR_OK && i < plan->nexprs; i++)
+    rc = subst_columns(&ob, plan->exprs[i], inner_exprs, &plan->exprs[i]);
+  lm_schema_free(&cols);
+  LM_TRY(rc);
+  if (where != NULL && plan->qualify != NULL) {
+    lm_expr* both = new_call(b, LM_XOP_AND, LM_TYPE_BOOL, 2);
+    if (both == NULL) return NOMEM(b);
+    both->args[0] = plan->qualify;
+    both->args[1] = where;
+    where = both;
+  }
+  if (where != NULL) plan->qualify = where;
   return LAMINAR_OK;
 }

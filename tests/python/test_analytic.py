@@ -240,6 +240,83 @@ def test_frame_aggregates_match_duckdb(seed: int, delay: int, cores: int) -> Non
     assert_same_rows(got, want, FRAME_COLUMNS, seed=seed)
 
 
+#: Top-N per window over a windowed stream, as a subquery and with QUALIFY.
+TOPN = (
+    "CREATE STREAM w AS SELECT k, g, window_start, SUM(v) AS sv, COUNT(*) AS n FROM t "
+    "GROUP BY k, g, tumble(ts, INTERVAL '20' MILLISECOND);"
+    "CREATE STREAM top AS SELECT * FROM (SELECT window_start, k, g, sv, ROW_NUMBER() "
+    "OVER (PARTITION BY window_start ORDER BY sv DESC, n, k NULLS FIRST, g) AS rn FROM w "
+    "WHERE n > 1) WHERE rn <= 3;"
+    "CREATE STREAM topq AS SELECT window_start, k, g, sv, RANK() OVER (PARTITION BY "
+    "window_start, g ORDER BY sv) AS r, DENSE_RANK() OVER (PARTITION BY window_start, g "
+    "ORDER BY sv) AS d FROM w QUALIFY r <= 2 OR d = 3;"
+)
+DUCK_W = (
+    "WITH w AS (SELECT k, g, ts - ((ts % 20) + 20) % 20 AS window_start, SUM(v) AS sv, "
+    "COUNT(*) AS n "
+    "FROM t GROUP BY ALL)"
+)
+DUCK_TOP = (
+    f"{DUCK_W} SELECT * FROM (SELECT window_start, k, g, sv, ROW_NUMBER() OVER "
+    "(PARTITION BY window_start ORDER BY sv DESC NULLS LAST, n, k NULLS FIRST, g NULLS "
+    "LAST) AS rn FROM w WHERE n > 1) WHERE rn <= 3"
+)
+DUCK_TOPQ = (
+    f"{DUCK_W} SELECT window_start, k, g, sv, RANK() OVER (PARTITION BY window_start, g "
+    "ORDER BY sv NULLS LAST) AS r, DENSE_RANK() OVER (PARTITION BY window_start, g ORDER BY "
+    "sv NULLS LAST) AS d FROM w QUALIFY r <= 2 OR d = 3"
+)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(*seed_strategy_bounds()),
+    delay=st.sampled_from([0, 5, 50]),
+    cores=st.sampled_from([1, 2]),
+)
+def test_top_n_per_window_matches_duckdb(seed: int, delay: int, cores: int) -> None:
+    """ROW_NUMBER / RANK / DENSE_RANK per window of a windowed stream equal DuckDB's."""
+    announce_seed(seed)
+    rng = random.Random(seed)
+    rows, sizes = make_rows(rng, delay)
+    out: dict[str, list[pa.RecordBatch]] = {"top": [], "topq": []}
+    with laminardb.open(cores=cores) as db:
+        db.execute(DDL.format(delay=delay) + TOPN)
+        subs = {name: db.subscribe(name) for name in out}
+        src = db.source("t")
+        for batch in batches(rows, sizes):
+            src.push(batch)
+            if rng.random() < 0.5:
+                db.run_until_idle()
+            for name, sub in subs.items():
+                drain(sub, out[name])
+        src.watermark(FINAL_WATERMARK)
+        db.run_until_idle()
+        for name, sub in subs.items():
+            drain(sub, out[name])
+        late = db.late_rows("w")
+    # The window stream's own late rule: a row is late when its window closed.
+    kept, wm, at, nlate = [], None, 0, 0
+    for size in sizes:
+        for r in rows[at : at + size]:
+            if wm is not None and r["ts"] - r["ts"] % 20 + 20 <= wm:
+                nlate += 1
+            else:
+                kept.append(r)
+        at += size
+        top = max(r["ts"] for r in rows[:at])
+        wm = top - delay if wm is None else max(wm, top - delay)
+    assert late == nlate, f"seed {seed}"
+    table = pa.Table.from_pylist(kept, schema=SCHEMA)
+    for name, query, cols in [
+        ("top", DUCK_TOP, ["window_start", "k", "g", "sv", "rn"]),
+        ("topq", DUCK_TOPQ, ["window_start", "k", "g", "sv", "r", "d"]),
+    ]:
+        got = rows_of(pa.Table.from_batches(out[name]), cols) if out[name] else []
+        _, want = duck(query, t=table)
+        assert_same_rows(got, want, cols, seed=seed)
+
+
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(*seed_strategy_bounds()))
 def test_analytic_releases_in_event_time_order(seed: int) -> None:
@@ -324,7 +401,12 @@ def test_analytic_restart_gives_the_uninterrupted_answer(
 def test_analytic_errors_carry_codes() -> None:
     """ORDER BY not the event time, frames, misuse: LDB codes with line and column."""
     with laminardb.open() as db:
-        db.execute(DDL.format(delay=5) + "CREATE SOURCE nw (k VARCHAR, ts BIGINT);")
+        db.execute(
+            DDL.format(delay=5) + "CREATE SOURCE nw (k VARCHAR, ts BIGINT);"
+            "CREATE STREAM plain AS SELECT k, v, ts FROM t;"
+            "CREATE STREAM w AS SELECT k, window_start, COUNT(*) AS n FROM t "
+            "GROUP BY k, tumble(ts, INTERVAL '1' SECOND);"
+        )
         # (query, code, the text the error points at)
         cases = [
             ("SELECT k, LAG(v) OVER (PARTITION BY k ORDER BY v) FROM t", "LDB-1005", "v) FROM"),
@@ -360,6 +442,19 @@ def test_analytic_errors_carry_codes() -> None:
                 "ROWS",
             ),
             ("SELECT AVG(s) OVER (ORDER BY ts ROWS 2 PRECEDING) FROM t", "LDB-2001", "s)"),
+            ("SELECT k, RANK() OVER (ORDER BY v) AS r FROM plain", "LDB-1005", "v) AS"),
+            ("SELECT k, RANK() OVER (PARTITION BY k ORDER BY n) FROM w", "LDB-1005", "n) FROM"),
+            (
+                "SELECT k, LAG(n) OVER (PARTITION BY window_start ORDER BY n) FROM w",
+                "LDB-1005",
+                "LAG",
+            ),
+            (
+                "SELECT * FROM (SELECT k, RANK() OVER (PARTITION BY window_start ORDER BY n) "
+                "AS r FROM w) GROUP BY k",
+                "LDB-1005",
+                "CREATE",
+            ),
             ("SELECT k FROM t WHERE ROW_NUMBER() OVER (ORDER BY ts) = 1", "LDB-1005", "ROW_"),
             ("SELECT k FROM t QUALIFY k = 'a'", "LDB-1005", "k = "),
             ("SELECT k, ROW_NUMBER() OVER (ORDER BY ts) FROM nw", "LDB-1005", "ts)"),
