@@ -9,7 +9,8 @@
  * means equal values of S). So S is the intersection, over the windowed
  * streams of the path, of their plain-column GROUP BY keys traced back to the
  * source; a key that is an expression, or a column that does not trace back
- * to a source column unchanged, adds nothing. Streams without windows keep no
+ * to a source column unchanged, adds nothing. Window functions (OVER) count
+ * as a GROUP BY of their PARTITION BY keys. Streams without windows keep no
  * state across rows: any split works.
  *
  * Control thread, under db->lock (internal.h).
@@ -30,6 +31,8 @@ static int32_t trace_column(laminar_db* db, const lm_stream_def* s, int32_t col)
   const lm_plan* p = &up->plan;
   if (!p->windowed) {
     if (col >= p->nexprs || p->exprs[col]->kind != LM_EXPR_COLUMN) return -1;
+    /* An analytic stream's own columns (after its input's) are computed. */
+    if (p->analytic && p->exprs[col]->column >= p->an.in_ncols) return -1;
     return trace_column(db, up, p->exprs[col]->column);
   }
   /* agg_schema: window_start, window_end, keys..., aggregates... */
@@ -103,11 +106,13 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
        x = x->late_of != NULL        ? x->late_of
            : x->plan.input_is_source ? NULL
                                      : lm_db_find_stream(db, x->plan.input)) {
-    if (!x->plan.windowed) continue;
+    if (!x->plan.windowed && !x->plan.analytic) continue;
     windowed = true;
     memset(mine, 0, (size_t)ncols * sizeof(bool));
-    for (int32_t k = 0; k < x->plan.window.nkeys; k++) {
-      const lm_expr* key = x->plan.window.keys[k];
+    /* Window functions keep state per PARTITION BY key, as a GROUP BY does. */
+    int32_t nkeys = x->plan.analytic ? x->plan.an.nkeys : x->plan.window.nkeys;
+    for (int32_t k = 0; k < nkeys; k++) {
+      const lm_expr* key = x->plan.analytic ? x->plan.an.keys[k] : x->plan.window.keys[k];
       if (key->kind != LM_EXPR_COLUMN) continue;
       int32_t c = trace_column(db, x, key->column);
       if (c >= 0 && c < ncols) mine[c] = true;

@@ -118,6 +118,14 @@ static laminar_code check_query_shape(const lm_stmt* stmt, laminar_error* err) {
         "EMIT belongs to continuous queries (CREATE STREAM, CREATE MATERIALIZED "
         "VIEW); a SELECT reads the view's current rows");
   }
+  for (const lm_ast_select* x = sel; x != NULL; x = x->from_select) {
+    if (x->qualify != NULL || lm_bind_select_is_analytic(x)) {
+      return fail_sql(
+          err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->line, stmt->column, NULL,
+          "window functions (OVER) and QUALIFY in a SELECT over a view are not "
+          "supported yet: use them in a stream's definition");
+    }
+  }
   const lm_ast_expr* agg = NULL;
   if (sel->ngroup > 0) agg = sel->group_by[0];
   if (sel->having != NULL) agg = sel->having;

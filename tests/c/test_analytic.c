@@ -427,9 +427,153 @@ static int test_errors(void) {
   return 0;
 }
 
+/* ---- Top-N per window ------------------------------------------------------------ */
+
+#define TOP_SIZE 50
+#define MAXWIN 512
+
+static const char* TOP_DDL =
+    "CREATE SOURCE trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts BIGINT,\n"
+    "  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);\n"
+    "CREATE STREAM w AS SELECT symbol, window_start, SUM(volume) AS sv FROM trades\n"
+    "  GROUP BY symbol, tumble(ts, INTERVAL '50' MILLISECOND);\n"
+    "CREATE STREAM top AS SELECT * FROM (SELECT window_start, symbol, sv,\n"
+    "  ROW_NUMBER() OVER (PARTITION BY window_start ORDER BY sv DESC, symbol) AS rn\n"
+    "  FROM w) WHERE rn <= 2;\n";
+
+static int64_t floor50(int64_t t) {
+  return t >= 0 ? t / 50 * 50 : -((-t + 49) / 50) * 50;
+}
+
+/* The model's window sums: sum[w][s] (NONE: no value), has[w][s]; s = symbol + 1
+ * (0: NULL); windows from w0. */
+typedef struct top_model {
+  int64_t w0;
+  int64_t sum[MAXWIN][5];
+  bool has[MAXWIN][5];
+  int64_t got_rn[MAXWIN][5]; /* the stream's rn, 0: not emitted */
+} top_model;
+
+static top_model g_top;
+
+/* Symbol order: A < B < C < D..., NULL last (index 0 sorts after the others). */
+static int sym_rank(int s) { return s == 0 ? 99 : s; }
+
+/* Whether (window w) group a comes before group b: sv DESC NULLS LAST, symbol. */
+static bool top_before(const top_model* m, int64_t w, int a, int b) {
+  int64_t x = m->sum[w][a], y = m->sum[w][b];
+  if (x != y) {
+    if (x == NONE || y == NONE) return y == NONE;
+    return x > y;
+  }
+  return sym_rank(a) < sym_rank(b);
+}
+
+static int top_take(laminar_subscription* sub, top_model* m) {
+  for (;;) {
+    struct ArrowArray array;
+    struct ArrowSchema schema;
+    laminar_error err;
+    CHECK_CODE(laminar_subscription_next(sub, 0, &array, &schema, &err), LAMINAR_OK,
+               &err);
+    if (array.release == NULL) return 0;
+    result_view rv = {.array = array, .schema = schema};
+    CHECK(result_view_init(&rv) == 0);
+    int64_t ws = result_col_index(&rv, "window_start"),
+            sy = result_col_index(&rv, "symbol"), rn = result_col_index(&rv, "rn");
+    CHECK(ws >= 0 && sy >= 0 && rn >= 0);
+    for (int64_t r = 0; r < rv.array.length; r++) {
+      int64_t w = (ArrowArrayViewGetIntUnsafe(rv.view.children[ws], r) - m->w0) / 50;
+      int s = 0;
+      if (!ArrowArrayViewIsNull(rv.view.children[sy], r)) {
+        struct ArrowStringView v = ArrowArrayViewGetStringUnsafe(rv.view.children[sy], r);
+        for (int k = 0; k < 4; k++) {
+          if ((size_t)v.size_bytes == strlen(SYMS[k]) &&
+              memcmp(v.data, SYMS[k], (size_t)v.size_bytes) == 0)
+            s = k + 1;
+        }
+        CHECK(s > 0);
+      }
+      CHECK(w >= 0 && w < MAXWIN && m->got_rn[w][s] == 0);
+      m->got_rn[w][s] = ArrowArrayViewGetIntUnsafe(rv.view.children[rn], r);
+    }
+    result_view_free(&rv);
+  }
+}
+
+/* The two largest window sums per window, ranked; the window stream's own
+ * late rows (a window closed) left out. */
+static int test_top_n_per_window(void) {
+  uint64_t seed = lm_test_seed();
+  make_input(seed + 200, &g_in);
+  top_model* m = &g_top;
+  memset(m, 0, sizeof *m);
+  m->w0 = INT64_MAX;
+  for (int i = 0; i < NROWS; i++)
+    if (floor50(g_in.ts[i]) < m->w0) m->w0 = floor50(g_in.ts[i]);
+  int64_t wm = INT64_MIN, top = INT64_MIN;
+  int at = 0;
+  for (int b = 0; b < g_in.nbatch; b++) {
+    for (int i = at; i < g_in.batch_end[b]; i++) {
+      int64_t w = (floor50(g_in.ts[i]) - m->w0) / 50;
+      CHECK(w < MAXWIN);
+      if (wm != INT64_MIN && floor50(g_in.ts[i]) + 50 <= wm) continue; /* late */
+      int s = g_in.sym[i] + 1;
+      if (!m->has[w][s]) m->sum[w][s] = NONE;
+      m->has[w][s] = true;
+      if (g_in.vol[i] != NONE)
+        m->sum[w][s] = (m->sum[w][s] == NONE ? 0 : m->sum[w][s]) + g_in.vol[i];
+    }
+    for (int i = at; i < g_in.batch_end[b]; i++)
+      if (g_in.ts[i] > top) top = g_in.ts[i];
+    at = g_in.batch_end[b];
+    if (top - DELAY > wm) wm = top - DELAY;
+  }
+  laminar_db* db;
+  laminar_error err;
+  CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, TOP_DDL, &err), LAMINAR_OK, &err);
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "top", &sub, &err), LAMINAR_OK, &err);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
+  at = 0;
+  for (int b = 0; b < g_in.nbatch; b++) {
+    CHECK(push_batch(src, &g_in, at, g_in.batch_end[b]) == 0);
+    at = g_in.batch_end[b];
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+    CHECK(top_take(sub, m) == 0);
+  }
+  CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  CHECK(top_take(sub, m) == 0);
+  for (int64_t w = 0; w < MAXWIN; w++) {
+    for (int s = 0; s < 5; s++) {
+      int64_t rank = 0;
+      if (m->has[w][s]) {
+        rank = 1;
+        for (int o = 0; o < 5; o++)
+          if (o != s && m->has[w][o] && top_before(m, w, o, s)) rank++;
+      }
+      int64_t want = rank <= 2 ? rank : 0;
+      if (m->got_rn[w][s] != want) {
+        fprintf(stderr, "window %lld symbol %d: rn %lld, want %lld (seed %llu)\n",
+                (long long)(m->w0 + w * 50), s, (long long)m->got_rn[w][s],
+                (long long)want, (unsigned long long)seed + 200);
+        return 1;
+      }
+    }
+  }
+  laminar_subscription_close(sub);
+  laminar_source_close(src);
+  laminar_close(db);
+  return 0;
+}
+
 static const lm_test_case cases[] = {
     {"functions_match_model", test_functions_match_model},
     {"restart_gives_the_same_answer", test_restart_gives_the_same_answer},
+    {"top_n_per_window", test_top_n_per_window},
     {"errors", test_errors},
     {NULL, NULL},
 };

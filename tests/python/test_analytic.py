@@ -480,3 +480,27 @@ def test_analytic_errors_carry_codes() -> None:
         db.execute("CREATE STREAM ok AS SELECT k, ROW_NUMBER() OVER (ORDER BY ts) AS rn FROM t;")
         explained = db.query("EXPLAIN ok").to_pylist()
         assert any(row["operator"] == "analytic" for row in explained), explained
+
+
+def test_partitioning_follows_partition_by() -> None:
+    """A window function's PARTITION BY keys split the input (Spark adapter), and
+    a SELECT over a view refuses OVER instead of computing it wrongly."""
+    with laminardb.open() as db:
+        db.execute(
+            DDL.format(delay=5) + STREAM + TOPN + "CREATE STREAM all_rows AS SELECT id, "
+            "ROW_NUMBER() OVER (ORDER BY ts) AS rn FROM t;"
+            "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM t;"
+        )
+
+        def split(name: str) -> tuple[str, set[str]]:
+            rows = db.partitioning(name).to_pylist()
+            kind = next(r["name"] for r in rows if r["role"] == "partitioning")
+            return kind, {r["name"] for r in rows if r["role"] == "key"}
+
+        assert split("a") == ("key", {"k", "g"})
+        assert split("all_rows") == ("single", set())
+        assert split("top") == ("single", set())  # every key of a window together
+        assert split("topq") == ("key", {"g"})
+        with pytest.raises(laminardb.SQLError) as e:
+            db.query("SELECT k, ROW_NUMBER() OVER (ORDER BY v) FROM mv")
+        assert e.value.code == "LDB-1005"
