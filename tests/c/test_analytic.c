@@ -48,6 +48,7 @@ typedef struct input {
   int64_t vol[NROWS];
   int64_t ts[NROWS];
   bool late[NROWS];
+  int64_t pos[NROWS]; /* kept rows: the position in the partition (model) */
   int nbatch;
   int batch_end[NROWS];
   int64_t nlate;
@@ -69,6 +70,8 @@ static uint64_t rng_next(uint64_t* s) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
+
+static void positions(input* in);
 
 static void make_input(uint64_t seed, input* in) {
   uint64_t s = seed;
@@ -99,6 +102,7 @@ static void make_input(uint64_t seed, input* in) {
     at = in->batch_end[b];
     if (top - DELAY > wm) wm = top - DELAY;
   }
+  positions(in);
 }
 
 /* Row j comes before row i in i's partition: (ts, arrival) order. */
@@ -106,15 +110,21 @@ static bool before(const input* in, int j, int i) {
   return in->ts[j] < in->ts[i] || (in->ts[j] == in->ts[i] && j < i);
 }
 
+/* Every kept row's position in its partition: 1 + the rows before it. */
+static void positions(input* in) {
+  for (int i = 0; i < NROWS; i++) {
+    in->pos[i] = 1;
+    for (int j = 0; j < NROWS; j++) {
+      if (!in->late[i] && !in->late[j] && in->sym[j] == in->sym[i] && before(in, j, i))
+        in->pos[i]++;
+    }
+  }
+}
+
 /* The kept row of i's partition at position p (1-based), -1 if none. */
 static int at_position(const input* in, int i, int64_t p) {
   for (int j = 0; j < NROWS; j++) {
-    if (in->late[j] || in->sym[j] != in->sym[i]) continue;
-    int64_t q = 1;
-    for (int k = 0; k < NROWS; k++) {
-      if (!in->late[k] && in->sym[k] == in->sym[j] && before(in, k, j)) q++;
-    }
-    if (q == p) return j;
+    if (!in->late[j] && in->sym[j] == in->sym[i] && in->pos[j] == p) return j;
   }
   return -1;
 }
