@@ -399,9 +399,9 @@ static laminar_code an_on_chunk(lm_op* base, const lm_chunk* in) {
   if (sel == NULL) return LAMINAR_ERR_NOMEM;
   int64_t m = n;
   if (op->spec.filter != NULL) {
-    LM_TRY(lm_expr_filter(op->ctx, op->spec.filter, in->cols, NULL, n, sel, &m));
+    LM_TRY(lm_expr_filter(op->ctx, op->spec.filter, in->cols, in->sel, n, sel, &m));
   } else {
-    for (int64_t k = 0; k < n; k++) sel[k] = (uint32_t)k;
+    for (int64_t k = 0; k < n; k++) sel[k] = in->sel != NULL ? in->sel[k] : (uint32_t)k;
   }
   /* Rows behind the watermark (or without an event time) are late. */
   const lm_vec* tv = op->spec.time_col >= 0 ? &in->cols[op->spec.time_col] : NULL;
@@ -812,26 +812,31 @@ static laminar_code an_snapshot(const lm_op* base, lm_state_writer* w) {
   return lm_state_writer_status(w);
 }
 
+/* Free partition g's values (before it is cut from the table). */
+static void an_part_forget(an_op* op, int64_t g) {
+  for (int32_t i = 0; i < op->nfirst; i++)
+    val_clear(op, &op->p_first[g * op->nfirst + i]);
+  for (int32_t i = 0; i < op->lag_slots; i++)
+    val_clear(op, &op->p_lag[g * op->lag_slots + i]);
+  for (int32_t i = 0; i < op->nrange; i++)
+    deque_free(op, &op->p_range[g * op->nrange + i]);
+}
+
 /* Forget every row and partition. */
 static void an_clear(an_op* op) {
   for (int64_t i = 0; i < op->nheld; i++) slot_free(op, op->held[i]);
   for (int64_t i = 0; i < op->npend; i++) slot_free(op, op->pend[i]);
   op->nheld = op->npend = 0;
-  for (int64_t g = 0; g < op->t.n; g++) {
-    for (int32_t i = 0; i < op->nfirst; i++)
-      val_clear(op, &op->p_first[g * op->nfirst + i]);
-    for (int32_t i = 0; i < op->lag_slots; i++)
-      val_clear(op, &op->p_lag[g * op->lag_slots + i]);
-    for (int32_t i = 0; i < op->nrange; i++)
-      deque_free(op, &op->p_range[g * op->nrange + i]);
-  }
+  for (int64_t g = 0; g < op->t.n; g++) an_part_forget(op, g);
   if (op->t.index != NULL) lm_state_table_reset(&op->t);
   op->nslots = 0;
   op->nfree = 0;
 }
 
-/* A row of a snapshot into a new slot, appended to the pending or held rows. */
-static laminar_code get_row(an_op* op, lm_state_reader* r, int32_t nv, bool pending) {
+/* A row of a snapshot into a new slot, appended to the pending or held rows;
+ * its partition mapped by map[0..np) (a row of a partition left out goes). */
+static laminar_code get_row(an_op* op, lm_state_reader* r, int32_t nv, bool pending,
+                            const int64_t* map, int64_t np) {
   LM_TRY(slots_reserve(op, 1));
   int32_t s = slot_take(op);
   if (pending) {
@@ -841,28 +846,50 @@ static laminar_code get_row(an_op* op, lm_state_reader* r, int32_t nv, bool pend
   }
   op->ts[s] = lm_state_get_i64(r);
   op->seq[s] = (uint64_t)lm_state_get_i64(r);
-  op->part[s] = lm_state_get_u32(r);
+  uint32_t old = lm_state_get_u32(r);
+  op->part[s] = 0;
   op->pos[s] = lm_state_get_i64(r);
   lm_value* v = row_vals(op, s);
   for (int32_t i = 0; i < nv; i++) LM_TRY(val_get(op, r, &v[i], op->vtypes[i]));
-  if ((int64_t)op->part[s] >= op->t.n || op->pos[s] < 0) return LAMINAR_ERR_RECOVERY;
+  if ((int64_t)old >= np || op->pos[s] < 0) return LAMINAR_ERR_RECOVERY;
+  if (map[old] < 0) {
+    if (pending) {
+      op->npend--;
+    } else {
+      op->nheld--;
+    }
+    slot_free(op, s);
+    return LAMINAR_OK;
+  }
+  op->part[s] = (uint32_t)map[old];
   if (pending && op->maxlead > 0 && op->pos[s] > 0)
     op->p_lead[op->part[s] * (int64_t)op->maxlead + op->pos[s] % op->maxlead] = s;
   return LAMINAR_OK;
 }
 
-static laminar_code an_restore_body(an_op* op, lm_state_reader* r) {
+/* Read a snapshot into the op, keeping the partitions `f` selects (and the
+ * rows in them) after those already there (f->merge); (*map)[old] is each
+ * snapshot partition's row in the op, -1 when left out (the caller frees). */
+static laminar_code an_restore_body(an_op* op, lm_state_reader* r,
+                                    const lm_op_part_filter* f, int64_t** map) {
   if (lm_state_get_u32(r) != AN_SNAPSHOT_VERSION) return LAMINAR_ERR_RECOVERY;
   op->watermark = lm_state_get_i64(r);
-  op->late_rows = lm_state_get_i64(r);
-  op->next_seq = (uint64_t)lm_state_get_i64(r);
+  int64_t late = lm_state_get_i64(r);
+  if (f->late) op->late_rows += late;
+  uint64_t seq = (uint64_t)lm_state_get_i64(r);
+  if (seq > op->next_seq) op->next_seq = seq;
   int64_t np = lm_state_get_i64(r);
   if (np < 0 || np > INT32_MAX) return LAMINAR_ERR_RECOVERY;
-  LM_TRY(lm_state_table_reserve(&op->t, np));
-  LM_TRY(parts_grow(op));
-  for (int64_t g = 0; g < np; g++) {
+  *map = lm_calloc((size_t)np + 1, sizeof(int64_t));
+  if (*map == NULL) return LAMINAR_ERR_NOMEM;
+  for (int64_t old = 0; old < np; old++) {
+    int64_t g = op->t.n;
+    LM_TRY(lm_state_table_reserve(&op->t, g + 1));
+    LM_TRY(parts_grow(op));
     LM_TRY(lm_state_table_get_keys(&op->t, g, r));
-    op->t.n = g + 1;
+    bool keep = f->nparts <= 1 || lm_op_part_of(op->t.hash[g], f->nparts) == f->part;
+    (*map)[old] = keep ? g : -1;
+    op->t.n = g + 1; /* a partition left out is read here, then forgotten */
     part_init(op, g);
     op->p_count[g] = lm_state_get_i64(r);
     op->p_last_ts[g] = lm_state_get_i64(r);
@@ -891,21 +918,32 @@ static laminar_code an_restore_body(an_op* op, lm_state_reader* r) {
     }
     if (lm_state_reader_status(r, "analytic", NULL) != LAMINAR_OK)
       return LAMINAR_ERR_RECOVERY;
+    if (!keep) {
+      an_part_forget(op, g);
+      lm_state_table_truncate(&op->t, g);
+    }
   }
   LM_TRY(lm_state_table_reindex(&op->t));
   int64_t nh = lm_state_get_i64(r);
   if (nh < 0 || nh > INT32_MAX) return LAMINAR_ERR_RECOVERY;
-  for (int64_t i = 0; i < nh; i++) LM_TRY(get_row(op, r, op->res0, false));
+  for (int64_t i = 0; i < nh; i++) LM_TRY(get_row(op, r, op->res0, false, *map, np));
   int64_t npd = lm_state_get_i64(r);
   if (npd < 0 || npd > INT32_MAX) return LAMINAR_ERR_RECOVERY;
-  for (int64_t i = 0; i < npd; i++) LM_TRY(get_row(op, r, op->nvals, true));
+  for (int64_t i = 0; i < npd; i++) LM_TRY(get_row(op, r, op->nvals, true, *map, np));
   return LAMINAR_OK;
 }
 
-static laminar_code an_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
+static laminar_code an_restore_part(lm_op* base, lm_state_reader* r,
+                                    const lm_op_part_filter* f, laminar_error* err) {
   an_op* op = (an_op*)base;
-  an_clear(op);
-  laminar_code rc = an_restore_body(op, r);
+  if (!f->merge) {
+    an_clear(op);
+    op->late_rows = 0;
+    op->next_seq = 0;
+  }
+  int64_t* map = NULL;
+  laminar_code rc = an_restore_body(op, r, f, &map);
+  lm_free(map);
   if (rc == LAMINAR_OK) rc = lm_state_reader_status(r, "analytic", err);
   if (rc != LAMINAR_OK) {
     an_clear(op);
@@ -916,6 +954,12 @@ static laminar_code an_restore(lm_op* base, lm_state_reader* r, laminar_error* e
   }
   if (lm_op_bounded(base)) lm_op_account(base, an_bytes(op), false);
   return LAMINAR_OK;
+}
+
+static laminar_code an_restore(lm_op* base, lm_state_reader* r, laminar_error* err) {
+  static const lm_op_part_filter whole = {
+      .nparts = 1, .part = 0, .merge = false, .late = true};
+  return an_restore_part(base, r, &whole, err);
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------- */
@@ -959,11 +1003,11 @@ static void an_destroy(lm_op* base) {
 static const lm_op_vtable analytic_vtable = {
     .name = "analytic",
     .on_chunk = an_on_chunk,
-    .takes_sel = false,
+    .takes_sel = true,
     .on_watermark = an_on_watermark,
     .snapshot = an_snapshot,
     .restore = an_restore,
-    .restore_part = NULL,
+    .restore_part = an_restore_part,
     .destroy = an_destroy,
 };
 

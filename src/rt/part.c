@@ -231,9 +231,18 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
    * late rows straight to the late stream, one reactor's chain only. */
   bool keyed = rt->ncores > 1 && src != NULL && s->plan.windowed && !is_view &&
                !w->changelog && w->nkeys > 0 && s->plan.late_output == NULL;
-  for (int32_t k = 0; keyed && k < w->nkeys; k++) {
-    keyed = w->keys[k]->kind == LM_EXPR_COLUMN && w->keys[k]->column >= 0 &&
-            w->keys[k]->column < src->schema.ncols;
+  const lm_expr* const* kx = w->keys;
+  int32_t nk = w->nkeys;
+  /* Window functions over event time: routed by their PARTITION BY columns. */
+  if (s->plan.analytic) {
+    kx = s->plan.an.keys;
+    nk = s->plan.an.nkeys;
+    keyed = rt->ncores > 1 && src != NULL && !is_view && s->plan.an.time_col >= 0 &&
+            nk > 0 && !lm_plan_branched(&s->plan);
+  }
+  for (int32_t k = 0; keyed && k < nk; k++) {
+    keyed = kx[k]->kind == LM_EXPR_COLUMN && kx[k]->column >= 0 &&
+            kx[k]->column < src->schema.ncols;
   }
   s->nparts = 1;
   if (!keyed) {
@@ -241,7 +250,7 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
     return LAMINAR_OK;
   }
   int32_t n = rt->ncores;
-  int32_t* keys = lm_calloc((size_t)w->nkeys, sizeof *keys);
+  int32_t* keys = lm_calloc((size_t)nk, sizeof *keys);
   lm_stream_part* parts = lm_calloc((size_t)n, sizeof *parts);
   laminar_code rc = keys != NULL && parts != NULL ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
   for (int32_t p = 1; p < n && rc == LAMINAR_OK; p++) {
@@ -254,9 +263,9 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
     lm_free(keys);
     return rc;
   }
-  for (int32_t k = 0; k < w->nkeys; k++) keys[k] = w->keys[k]->column;
+  for (int32_t k = 0; k < nk; k++) keys[k] = kx[k]->column;
   s->part_keys = keys;
-  s->npart_keys = w->nkeys;
+  s->npart_keys = nk;
   s->parts = parts;
   s->parts[0].chain = s->chain;
   for (int32_t p = 0; p < n; p++) {

@@ -345,12 +345,17 @@ def test_analytic_releases_in_event_time_order(seed: int) -> None:
     assert len(got) == len(kept)
 
 
-@settings(max_examples=8, deadline=None)
-@given(seed=st.integers(*seed_strategy_bounds()), crash=st.booleans())
+@settings(max_examples=12, deadline=None)
+@given(
+    seed=st.integers(*seed_strategy_bounds()),
+    crash=st.booleans(),
+    cores=st.sampled_from([(1, 1), (2, 2), (1, 2), (2, 1)]),
+)
 def test_analytic_restart_gives_the_uninterrupted_answer(
-    tmp_path_factory: pytest.TempPathFactory, seed: int, *, crash: bool
+    tmp_path_factory: pytest.TempPathFactory, seed: int, cores: tuple[int, int], *, crash: bool
 ) -> None:
-    """A durable stream checkpointed mid-run and restarted equals DuckDB's answer."""
+    """A durable stream checkpointed mid-run and restarted (with as many or
+    another number of cores) equals DuckDB's answer."""
     announce_seed(seed)
     rng = random.Random(seed)
     delay = 5
@@ -364,10 +369,10 @@ def test_analytic_restart_gives_the_uninterrupted_answer(
         + "CREATE MATERIALIZED VIEW fv AS SELECT * FROM f;"
     )
     data: Path = tmp_path_factory.mktemp("analytic") / "data"
-    options = {"checkpoint_interval": "1 hour", "wal_mode": "sync"}
+    options: dict[str, object] = {"checkpoint_interval": "1 hour", "wal_mode": "sync"}
     parts = batches(rows, sizes)
     half = len(parts) // 2
-    db = laminardb.open(data, **options)
+    db = laminardb.open(data, **options, cores=cores[0])
     db.execute(ddl)
     src = db.source("t")
     for step, batch in enumerate(parts[:half]):
@@ -383,7 +388,7 @@ def test_analytic_restart_gives_the_uninterrupted_answer(
         copy.rename(data)
     else:
         db.close()
-    with laminardb.open(data, **options) as db:
+    with laminardb.open(data, **options, cores=cores[1]) as db:
         db.execute(ddl)
         src = db.source("t")
         for batch in parts[half:]:
@@ -504,3 +509,13 @@ def test_partitioning_follows_partition_by() -> None:
         with pytest.raises(laminardb.SQLError) as e:
             db.query("SELECT k, ROW_NUMBER() OVER (ORDER BY v) FROM mv")
         assert e.value.code == "LDB-1005"
+    # Thread-per-core: routed by the PARTITION BY columns, one chain otherwise.
+    with laminardb.open(cores=2) as db:
+        db.execute(DDL.format(delay=5) + STREAM + TOPN)
+        parts = {
+            r["name"]: r["value"]
+            for r in db.metrics().to_pylist()
+            if r["kind"] == "stream" and r["metric"] == "partitions"
+        }
+        assert parts["a"] == 2
+        assert parts["top"] == 1
