@@ -145,20 +145,32 @@ def drain(sub: laminardb.Subscription, out: list[pa.RecordBatch]) -> int:
 
 
 def run_stream(
-    rng: random.Random, rows: list[dict], sizes: list[int], ddl: str, name: str, cores: int
+    rng: random.Random,
+    rows: list[dict],
+    sizes: list[int],
+    ddl: str,
+    name: str,
+    cores: int,
+    *,
+    threaded: bool = False,
 ) -> tuple[list[pa.RecordBatch], int]:
-    """Push the rows in their batches (running now and then), close with the
-    final watermark; return the stream's output and late-row count."""
+    """Push the rows in their batches (running inline now and then, or on the
+    reactor threads), close with the final watermark; return the stream's
+    output and late-row count."""
     out: list[pa.RecordBatch] = []
     with laminardb.open(cores=cores) as db:
         db.execute(ddl)
         sub = db.subscribe(name)
         src = db.source("t")
+        if threaded:
+            db.start()
         for batch in batches(rows, sizes):
             src.push(batch)
-            if rng.random() < 0.5:
+            if not threaded and rng.random() < 0.5:
                 db.run_until_idle()
             drain(sub, out)
+        if threaded:
+            db.stop()
         src.watermark(FINAL_WATERMARK)
         db.run_until_idle()
         drain(sub, out)
@@ -177,14 +189,16 @@ def oracle(kept: list[dict]) -> list[tuple]:
     seed=st.integers(*seed_strategy_bounds()),
     delay=st.sampled_from([0, 5, 50]),
     cores=st.sampled_from([1, 2]),
+    threaded=st.booleans(),
 )
-def test_analytic_matches_duckdb(seed: int, delay: int, cores: int) -> None:
+def test_analytic_matches_duckdb(seed: int, delay: int, cores: int, *, threaded: bool) -> None:
     """Every function over many keys, NULLs and disorder equals DuckDB's answer."""
     announce_seed(seed)
     rng = random.Random(seed)
     rows, sizes = make_rows(rng, delay)
     kept, want_late = kept_rows(rows, sizes, delay)
-    out, late = run_stream(rng, rows, sizes, DDL.format(delay=delay) + STREAM, "a", cores)
+    ddl = DDL.format(delay=delay) + STREAM
+    out, late = run_stream(rng, rows, sizes, ddl, "a", cores, threaded=threaded)
     assert late == want_late, f"seed {seed}"
     got = rows_of(pa.Table.from_batches(out), COLUMNS) if out else []
     assert_same_rows(got, oracle(kept), COLUMNS, seed=seed)
