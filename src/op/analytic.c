@@ -391,8 +391,13 @@ static int64_t floor_div(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
+static void an_part_forget(an_op* op, int64_t g);
+static laminar_code an_add_rows(an_op* op, const lm_chunk* in, const uint32_t* sel,
+                                const int64_t* tms, const uint64_t* h, int64_t m);
+
 static laminar_code an_on_chunk(lm_op* base, const lm_chunk* in) {
   an_op* op = (an_op*)base;
+  int64_t late0 = op->late_rows;
   lm_eval_ctx_reset(op->ctx);
   int64_t n = in->nrows;
   uint32_t* sel = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(n ? n : 1));
@@ -439,7 +444,31 @@ static laminar_code an_on_chunk(lm_op* base, const lm_chunk* in) {
   uint64_t* h = lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)m);
   if (h == NULL) return LAMINAR_ERR_NOMEM;
   lm_state_hash_rows(op->keyv, op->spec.nkeys, NULL, m, h);
-  LM_TRY(slots_reserve(op, m));
+  /* All or nothing (issue 20): rows and partitions added past a failure or
+   * the state bound are taken back, and the late rows counted uncounted. */
+  int64_t held0 = op->nheld, parts0 = op->t.n;
+  uint64_t seq0 = op->next_seq;
+  laminar_code rc = slots_reserve(op, m);
+  if (rc == LAMINAR_OK) rc = an_add_rows(op, in, sel, tms, h, m);
+  if (rc == LAMINAR_OK && lm_op_bounded(base))
+    rc = lm_op_account(base, an_bytes(op), base->checks_bound);
+  if (rc != LAMINAR_OK) {
+    for (int64_t i = held0; i < op->nheld; i++) slot_free(op, op->held[i]);
+    op->nheld = held0;
+    for (int64_t g = parts0; g < op->t.n; g++) an_part_forget(op, g);
+    if (op->t.n > parts0) lm_state_table_truncate(&op->t, parts0);
+    op->next_seq = seq0;
+    op->late_rows = late0;
+    return rc;
+  }
+  base->rows_in += m;
+  return LAMINAR_OK;
+}
+
+/* Rows sel[0..m) of `in` (event times tms, key hashes h) into held slots
+ * (room reserved), their partitions added if new. */
+static laminar_code an_add_rows(an_op* op, const lm_chunk* in, const uint32_t* sel,
+                                const int64_t* tms, const uint64_t* h, int64_t m) {
   for (int64_t j = 0; j < m; j++) {
     int64_t g = lm_state_table_find(&op->t, h[j], op->keyv, j);
     if (g < 0) {
@@ -462,8 +491,6 @@ static laminar_code an_on_chunk(lm_op* base, const lm_chunk* in) {
       LM_TRY(val_from_vec(op, &v[op->nin + i], &op->extrav[i], j));
     }
   }
-  base->rows_in += m;
-  if (lm_op_bounded(base)) LM_TRY(lm_op_account(base, an_bytes(op), false));
   return LAMINAR_OK;
 }
 
@@ -918,9 +945,10 @@ static laminar_code an_restore_body(an_op* op, lm_state_reader* r,
     }
     if (lm_state_reader_status(r, "analytic", NULL) != LAMINAR_OK)
       return LAMINAR_ERR_RECOVERY;
-    if (!keep) {
+    if (!keep) { /* forgotten: its row is taken by the next (the index is
+                  * rebuilt once all are read) */
       an_part_forget(op, g);
-      lm_state_table_truncate(&op->t, g);
+      op->t.n = g;
     }
   }
   LM_TRY(lm_state_table_reindex(&op->t));
@@ -1017,6 +1045,10 @@ bool lm_op_is_analytic(const lm_op* op) {
 
 int64_t lm_op_analytic_late_rows(const lm_op* op) {
   return lm_op_is_analytic(op) ? ((const an_op*)op)->late_rows : 0;
+}
+
+int64_t lm_op_analytic_partitions(const lm_op* op) {
+  return lm_op_is_analytic(op) ? ((const an_op*)op)->t.n : 0;
 }
 
 int64_t lm_op_analytic_held_rows(const lm_op* op) {

@@ -304,9 +304,12 @@ typedef struct lm_analytic_spec {
 
 laminar_code lm_op_analytic_create(const lm_analytic_spec* spec,
                                    const lm_schema* out_schema, lm_op** out);
-/* Whether op is an analytic operator; its late-row count and held rows. */
+/* Whether op is an analytic operator; its late-row count, the rows it holds
+ * (waiting for the watermark or for LEAD's rows) and its partitions (0 for
+ * another operator). */
 bool lm_op_is_analytic(const lm_op* op);
 int64_t lm_op_analytic_late_rows(const lm_op* op);
 int64_t lm_op_analytic_held_rows(const lm_op* op);
+int64_t lm_op_analytic_partitions(const lm_op* op);
 
 #endif /* LM_OP_H */

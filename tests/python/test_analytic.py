@@ -533,3 +533,53 @@ def test_partitioning_follows_partition_by() -> None:
         }
         assert parts["a"] == 2
         assert parts["top"] == 1
+
+
+def test_held_rows_meet_max_state_bytes() -> None:
+    """Rows held for the watermark count in max_state_bytes: the batch that
+    would pass it is refused whole (LDB-3008) and changes nothing; the rows
+    accepted before it still give DuckDB's answer, and metrics show them."""
+    with laminardb.open() as db:
+        db.execute(
+            DDL.format(delay=1_000_000) + STREAM.rstrip(";") + " WITH (max_state_bytes = '1 MB');"
+        )
+        sub = db.subscribe("a")
+        src = db.source("t")
+        rng = random.Random(7)
+        accepted: list[dict] = []
+        error: laminardb.LaminarError | None = None
+        for b in range(400):
+            rows = [
+                {"id": b * 50 + i, "k": f"k{rng.randrange(300)}", "g": i % 2, "v": i,
+                 "s": "x" * rng.randrange(40), "ts": b * 50 + i}
+                for i in range(50)
+            ]  # fmt: skip
+            src.push(pa.RecordBatch.from_pylist(rows, schema=SCHEMA))
+            try:
+                db.run_until_idle()
+            except laminardb.LaminarError as e:
+                error, failed = e, rows
+                break
+            accepted += rows
+        assert error is not None
+        assert error.code == "LDB-3008", error
+        assert "'a'" in str(error)
+        assert "max_state_bytes" in str(error)
+        assert len(accepted) > 0
+        metrics = {
+            r["metric"]: r["value"]
+            for r in db.metrics().to_pylist()
+            if r["kind"] == "stream" and r["name"] == "a"
+        }
+        held = [r for r in accepted if r["v"] != 7]  # the stream's WHERE
+        assert metrics["held_rows"] == len(held)
+        assert metrics["state_groups"] == len({(r["k"], r["g"]) for r in held})
+        src.push(pa.RecordBatch.from_pylist(failed, schema=SCHEMA))  # refused alike
+        with pytest.raises(laminardb.IngestError):
+            db.run_until_idle()
+        src.watermark(FINAL_WATERMARK)
+        db.run_until_idle()
+        out: list[pa.RecordBatch] = []
+        drain(sub, out)
+    got = rows_of(pa.Table.from_batches(out), COLUMNS)
+    assert_same_rows(got, oracle(accepted), COLUMNS)
