@@ -233,7 +233,10 @@ static int take_rows(result* res, struct ArrowArray* array, struct ArrowSchema* 
   return rc;
 }
 
-static int drain(laminar_subscription* sub, result* res) {
+/* Every batch queued on sub to take(arg, ...), which owns it. */
+typedef int (*take_fn)(void* arg, struct ArrowArray* array, struct ArrowSchema* schema);
+
+static int drain_with(laminar_subscription* sub, take_fn take, void* arg) {
   for (;;) {
     struct ArrowArray array;
     struct ArrowSchema schema;
@@ -241,8 +244,16 @@ static int drain(laminar_subscription* sub, result* res) {
     CHECK_CODE(laminar_subscription_next(sub, 0, &array, &schema, &err), LAMINAR_OK,
                &err);
     if (array.release == NULL) return 0;
-    CHECK(take_rows(res, &array, &schema) == 0);
+    CHECK(take(arg, &array, &schema) == 0);
   }
+}
+
+static int take_result(void* arg, struct ArrowArray* array, struct ArrowSchema* schema) {
+  return take_rows(arg, array, schema);
+}
+
+static int drain(laminar_subscription* sub, result* res) {
+  return drain_with(sub, take_result, res);
 }
 
 /* Every kept row once, with the model's values; no late row. */
@@ -493,15 +504,13 @@ static bool top_before(const top_model* m, int64_t w, int a, int b) {
   return sym_rank(a) < sym_rank(b);
 }
 
-static int top_take(laminar_subscription* sub, top_model* m) {
-  for (;;) {
-    struct ArrowArray array;
-    struct ArrowSchema schema;
-    laminar_error err;
-    CHECK_CODE(laminar_subscription_next(sub, 0, &array, &schema, &err), LAMINAR_OK,
-               &err);
-    if (array.release == NULL) return 0;
-    result_view rv = {.array = array, .schema = schema};
+/* The rn of each row of one output batch into m->got_rn. */
+static int top_rows(void* arg, struct ArrowArray* array, struct ArrowSchema* schema) {
+  top_model* m = arg;
+  {
+    result_view rv = {.array = *array, .schema = *schema};
+    array->release = NULL;
+    schema->release = NULL;
     CHECK(result_view_init(&rv) == 0);
     int64_t ws = result_col_index(&rv, "window_start"),
             sy = result_col_index(&rv, "symbol"), rn = result_col_index(&rv, "rn");
@@ -523,6 +532,7 @@ static int top_take(laminar_subscription* sub, top_model* m) {
     }
     result_view_free(&rv);
   }
+  return 0;
 }
 
 /* The two largest window sums per window, ranked; the window stream's own
@@ -566,11 +576,11 @@ static int test_top_n_per_window(void) {
     CHECK(push_batch(src, &g_in, at, g_in.batch_end[b]) == 0);
     at = g_in.batch_end[b];
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
-    CHECK(top_take(sub, m) == 0);
+    CHECK(drain_with(sub, top_rows, m) == 0);
   }
   CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
-  CHECK(top_take(sub, m) == 0);
+  CHECK(drain_with(sub, top_rows, m) == 0);
   for (int64_t w = 0; w < MAXWIN; w++) {
     for (int s = 0; s < 5; s++) {
       int64_t rank = 0;
