@@ -44,7 +44,7 @@ typedef struct an_op {
   int64_t cap_slots;
   int64_t nslots; /* high-water mark */
   lm_value* vals; /* cap_slots * nvals */
-  int64_t* ts;    /* event time, ms */
+  int64_t* ts;    /* event time in the column's unit (micros for TIMESTAMP) */
   uint64_t* seq;  /* arrival order */
   uint32_t* part; /* partition (table row id) */
   int64_t* pos;   /* position in the partition once released (1-based) */
@@ -70,6 +70,7 @@ typedef struct an_op {
   int32_t* range_idx;       /* per call: its index among the RANGE calls, -1 */
   struct an_deque* p_range; /* pcap * nrange */
   uint64_t next_seq;
+  bool time_us; /* the time column is a TIMESTAMP (micros; watermarks are ms) */
   int64_t watermark;
   int64_t late_rows;
   int64_t str_bytes; /* owned string bytes (accounting) */
@@ -351,8 +352,9 @@ static laminar_code an_compute_range(an_op* op, int32_t s) {
     const lm_analytic_call* call = &op->spec.calls[c];
     if (call->fn != LM_AN_AGG_RANGE) continue;
     an_deque* q = &op->p_range[g * op->nrange + op->range_idx[c]];
-    int64_t lo;
-    if (__builtin_sub_overflow(t, call->offset, &lo)) lo = INT64_MIN;
+    int64_t lo, width = call->offset;
+    if (op->time_us && __builtin_mul_overflow(width, 1000, &width)) width = INT64_MAX;
+    if (__builtin_sub_overflow(t, width, &lo)) lo = INT64_MIN;
     while (q->head < q->n && q->ts[q->head] < lo) val_clear(op, &q->v[q->head++]);
     an_acc a = {0};
     lm_type at = op->arg_at[c] >= 0 ? op->vtypes[op->arg_at[c]] : LM_TYPE_INT64;
@@ -425,8 +427,8 @@ static laminar_code an_on_chunk(lm_op* base, const lm_chunk* in) {
       continue;
     }
     int64_t t = lm_state_vec_int(tv, k);
-    if (tv->type == LM_TYPE_TIMESTAMP) t = floor_div(t, 1000);
-    if (op->watermark != INT64_MIN && t < op->watermark) {
+    int64_t ms = op->time_us ? floor_div(t, 1000) : t;
+    if (op->watermark != INT64_MIN && ms < op->watermark) {
       op->late_rows++;
       continue;
     }
@@ -664,7 +666,8 @@ static laminar_code an_on_watermark(lm_op* base, int64_t wm) {
   int64_t nrel = 0, keep = 0;
   for (int64_t i = 0; i < op->nheld; i++) {
     int32_t s = op->held[i];
-    if (final || op->ts[s] < wm) {
+    int64_t ms = op->time_us ? floor_div(op->ts[s], 1000) : op->ts[s];
+    if (final || ms < wm) {
       rel[nrel++] = (an_key){op->ts[s], op->seq[s], s};
     } else {
       op->held[keep++] = s;
@@ -1112,6 +1115,8 @@ laminar_code lm_op_analytic_create(const lm_analytic_spec* spec,
   op->base.vt = &analytic_vtable;
   op->spec = *spec;
   op->watermark = INT64_MIN;
+  op->time_us =
+      spec->time_col >= 0 && spec->in_types[spec->time_col] == LM_TYPE_TIMESTAMP;
   int32_t nk = spec->nkeys;
   op->key_types = lm_calloc((size_t)nk + 1, sizeof(lm_type));
   op->keyv = lm_calloc((size_t)nk + 1, sizeof(lm_vec));

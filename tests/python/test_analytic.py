@@ -583,3 +583,55 @@ def test_held_rows_meet_max_state_bytes() -> None:
         drain(sub, out)
     got = rows_of(pa.Table.from_batches(out), COLUMNS)
     assert_same_rows(got, oracle(accepted), COLUMNS)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(*seed_strategy_bounds()), cores=st.sampled_from([1, 2]))
+def test_timestamp_event_time_matches_duckdb(seed: int, cores: int) -> None:
+    """A TIMESTAMP event time orders and frames rows to the microsecond (the
+    watermark is in milliseconds): peers, ranks and RANGE frames as DuckDB's."""
+    announce_seed(seed)
+    rng = random.Random(seed)
+    delay = 5
+    rows, sizes = make_rows(rng, delay)
+    for r in rows:  # micros: some rows share a millisecond, some a microsecond
+        r["ts"] = r["ts"] * 1000 + rng.choice([0, 0, 500, 999])
+    schema = SCHEMA.set(SCHEMA.get_field_index("ts"), pa.field("ts", pa.timestamp("us")))
+    # Late: behind the watermark, in ms, of the batches before.
+    kept, wm, at = [], None, 0
+    for size in sizes:
+        kept += [r for r in rows[at : at + size] if wm is None or r["ts"] // 1000 >= wm]
+        at += size
+        top = max(r["ts"] for r in rows[:at]) // 1000 - delay
+        wm = top if wm is None else max(wm, top)
+    over = "OVER (PARTITION BY k ORDER BY ts)"
+    ddl = (
+        "CREATE SOURCE t (id BIGINT, k VARCHAR, g BIGINT, v BIGINT, s VARCHAR, ts TIMESTAMP, "
+        f"WATERMARK FOR ts AS ts - INTERVAL '{delay}' MILLISECOND);"
+        f"CREATE STREAM a AS SELECT id, RANK() {over} AS rk, LAG(v) OVER (PARTITION BY k "
+        "ORDER BY ts) AS lg, COUNT(*) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN "
+        "INTERVAL '7' MILLISECOND PRECEDING AND CURRENT ROW) AS c FROM t;"
+    )
+    out: list[pa.RecordBatch] = []
+    with laminardb.open(cores=cores) as db:
+        db.execute(ddl)
+        sub = db.subscribe("a")
+        src = db.source("t")
+        at = 0
+        for size in sizes:
+            src.push(pa.RecordBatch.from_pylist(rows[at : at + size], schema=schema))
+            at += size
+            db.run_until_idle()
+            drain(sub, out)
+        src.watermark(FINAL_WATERMARK)
+        db.run_until_idle()
+        drain(sub, out)
+    columns = ["id", "rk", "lg", "c"]
+    got = rows_of(pa.Table.from_batches(out), columns) if out else []
+    _, want = duck(
+        f"SELECT id, RANK() {over}, LAG(v) OVER (PARTITION BY k ORDER BY ts, id), "
+        "COUNT(*) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL 7 MILLISECOND "
+        "PRECEDING AND CURRENT ROW) FROM t",
+        t=pa.Table.from_pylist(kept, schema=schema),
+    )
+    assert_same_rows(got, want, columns, seed=seed)
