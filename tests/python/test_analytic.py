@@ -423,6 +423,7 @@ def test_analytic_errors_carry_codes() -> None:
         db.execute(
             DDL.format(delay=5) + "CREATE SOURCE nw (k VARCHAR, ts BIGINT);"
             "CREATE STREAM plain AS SELECT k, v, ts FROM t;"
+            "CREATE SOURCE q (k VARCHAR, p DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);"
             "CREATE STREAM w AS SELECT k, window_start, COUNT(*) AS n FROM t "
             "GROUP BY k, tumble(ts, INTERVAL '1' SECOND);"
         )
@@ -462,6 +463,12 @@ def test_analytic_errors_carry_codes() -> None:
             ),
             ("SELECT AVG(s) OVER (ORDER BY ts ROWS 2 PRECEDING) FROM t", "LDB-2001", "s)"),
             ("SELECT k, RANK() OVER (ORDER BY v) AS r FROM plain", "LDB-1005", "v) AS"),
+            (
+                "SELECT t.k, ROW_NUMBER() OVER (ORDER BY t.ts) FROM t ASOF JOIN q "
+                "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k",
+                "LDB-1005",
+                "ROW_NUMBER",
+            ),
             ("SELECT k, RANK() OVER (PARTITION BY k ORDER BY n) FROM w", "LDB-1005", "n) FROM"),
             (
                 "SELECT k, LAG(n) OVER (PARTITION BY window_start ORDER BY n) FROM w",
