@@ -599,7 +599,8 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  *            dropped_batches, dropped_rows (drop_oldest), rejected_batches
  *            (reject), producers (open handles), watermark_ms; with a WAL also
  *            wal_next_offset, processed_offset
- *   stream:  rows_in, rows_out, late_rows, state_groups (open window groups),
+ *   stream:  rows_in, rows_out, late_rows, state_groups (open window groups;
+ *            window functions (OVER): partitions),
  *            state_bytes (the size its operator state would take in a
  *            checkpoint: computed on demand by encoding it, O(state)),
  *            accounted_state_bytes (what max_state_bytes counts; 0 while no
@@ -607,7 +608,9 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  *            watermark_ms, subscribers, partitions (1, or `cores` for a keyed
  *            stream); all summed over its partitions; an ASOF JOIN stream
  *            also join_left_rows (left rows waiting for their match) and
- *            join_right_rows (right rows kept for future matches)
+ *            join_right_rows (right rows kept for future matches); window
+ *            functions also held_rows (rows waiting for the watermark or for
+ *            LEAD's rows)
  *   subscription (name: its stream): delivered_batches, queue_depth (its
  *            lag, in batches), queue_bytes (bytes of its queued batches),
  *            max_queue_bytes, dropped_batches, dropped_rows (slow_subscriber

@@ -512,6 +512,73 @@ static laminar_code check_stream_time(laminar_db* db, const lm_stmt* stmt, lm_pl
   return LAMINAR_OK;
 }
 
+/* Top-N per window: the input is a windowed stream emitting on close (the
+ * rows of a window arrive together, before the watermark that closed it),
+ * and PARTITION BY holds one of its window bounds, so each partition is
+ * whole when the watermark releases it. */
+static laminar_code check_analytic_windows(laminar_db* db, const lm_stmt* stmt,
+                                           const lm_plan* plan, laminar_error* err) {
+  const lm_stream_def* up = lm_db_find_stream(db, plan->input);
+  bool ok = up != NULL && up->plan.windowed && !up->plan.window.global &&
+            !up->plan.window.emit_changes;
+  bool bound = false;
+  for (int32_t k = 0; ok && k < plan->an.nkeys; k++) {
+    const lm_expr* e = plan->an.keys[k];
+    if (e->kind != LM_EXPR_COLUMN || e->column >= up->plan.npost) continue;
+    const lm_expr* src = up->plan.post_exprs[e->column];
+    if (src->kind == LM_EXPR_COLUMN && (src->column == 0 || src->column == 1))
+      bound = true; /* window_start / window_end of the window aggregate */
+  }
+  if (ok && bound) return LAMINAR_OK;
+  char msg[512];
+  snprintf(msg, sizeof msg,
+           "stream '%s': window functions over stream '%s' run per window (Top-N): "
+           "'%s' must be a windowed GROUP BY stream emitting on window close, and "
+           "PARTITION BY must hold its window_start or window_end (over a source, "
+           "ORDER BY its event-time column)",
+           stmt->name, plan->input, plan->input);
+  return fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, plan->an_line, plan->an_column,
+                 stmt->name, msg);
+}
+
+/* Window functions (OVER) of a stream run over event time: the input is a
+ * source with a watermark, and OVER's ORDER BY is that watermark column. */
+static laminar_code check_analytic_time(laminar_db* db, const lm_stmt* stmt,
+                                        const lm_plan* plan, laminar_error* err) {
+  if (!plan->analytic) return LAMINAR_OK;
+  char msg[512];
+  const lm_source_def* in =
+      plan->input_is_source ? lm_db_find_source(db, plan->input) : NULL;
+  if (plan->an.time_col < 0 && !lm_plan_branched(plan))
+    return check_analytic_windows(db, stmt, plan, err);
+  if (lm_plan_branched(plan) || in == NULL) {
+    snprintf(msg, sizeof msg,
+             "stream '%s': window functions (OVER) read one source with a watermark "
+             "directly; over a stream, a union or a derived table they are not "
+             "supported yet",
+             stmt->name);
+    return fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, plan->an_line, plan->an_column,
+                   stmt->name, msg);
+  }
+  if (in->wm_col < 0 || in->wm_col != plan->an.time_col) {
+    if (in->wm_col < 0) {
+      snprintf(msg, sizeof msg,
+               "stream '%s': window functions (OVER) release rows as the watermark "
+               "passes them, and source '%s' has none: declare WATERMARK FOR col",
+               stmt->name, in->name);
+    } else {
+      snprintf(msg, sizeof msg,
+               "stream '%s': OVER (... ORDER BY '%s') must order by the event-time "
+               "column '%s' of source '%s' (its WATERMARK column)",
+               stmt->name, in->schema.fields[plan->an.time_col].name,
+               in->schema.fields[in->wm_col].name, in->name);
+    }
+    return fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, plan->an_line, plan->an_column,
+                   stmt->name, msg);
+  }
+  return LAMINAR_OK;
+}
+
 /* The late side output of new stream `s` (WITH (late_output = ...)): a stream
  * named s->plan.late_output with the columns of s's input, fed by s's window
  * operator. *out is NULL when s declares none. Not yet in the graph. */
@@ -587,6 +654,7 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   bool branched = lm_plan_branched(&s->plan);
   rc = lm_db_stream_options(stmt, &s->plan, err);
   if (rc == LAMINAR_OK) rc = check_stream_time(db, stmt, &s->plan, err);
+  if (rc == LAMINAR_OK) rc = check_analytic_time(db, stmt, &s->plan, err);
   if (rc != LAMINAR_OK) {
     lm_plan_free(&s->plan);
     lm_free(s);

@@ -105,6 +105,12 @@ static void collect(laminar_db* db, rows* r) {
       add(r, "stream", s->name, "join_left_rows", left);
       add(r, "stream", s->name, "join_right_rows", right);
     }
+    if (lm_op_is_analytic(s->chain)) { /* window functions: rows not yet emitted */
+      int64_t held = 0;
+      for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++)
+        held += lm_op_analytic_held_rows(lm_stream_part_chain(s, p));
+      add(r, "stream", s->name, "held_rows", held);
+    }
     const lm_op* view = lm_op_view_of(s->chain);
     if (view != NULL) {
       add(r, "stream", s->name, "view_rows", lm_op_view_rows(view));

@@ -9,7 +9,8 @@
  * means equal values of S). So S is the intersection, over the windowed
  * streams of the path, of their plain-column GROUP BY keys traced back to the
  * source; a key that is an expression, or a column that does not trace back
- * to a source column unchanged, adds nothing. Streams without windows keep no
+ * to a source column unchanged, adds nothing. Window functions (OVER) count
+ * as a GROUP BY of their PARTITION BY keys. Streams without windows keep no
  * state across rows: any split works.
  *
  * Control thread, under db->lock (internal.h).
@@ -94,7 +95,7 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
        x = x->late_of != NULL        ? x->late_of
            : x->plan.input_is_source ? NULL
                                      : lm_db_find_stream(db, x->plan.input)) {
-    if (!x->plan.windowed) continue;
+    if (!x->plan.windowed && !x->plan.analytic) continue;
     windowed = true;
     memset(mine, 0, (size_t)ncols * sizeof(bool));
     /* The planner's key columns: a GROUP BY key's input column, -1 for an

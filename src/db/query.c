@@ -118,6 +118,14 @@ static laminar_code check_query_shape(const lm_stmt* stmt, laminar_error* err) {
         "EMIT belongs to continuous queries (CREATE STREAM, CREATE MATERIALIZED "
         "VIEW); a SELECT reads the view's current rows");
   }
+  for (const lm_ast_select* x = sel; x != NULL; x = x->from_select) {
+    if (x->qualify != NULL || lm_bind_select_is_analytic(x)) {
+      return fail_sql(
+          err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->line, stmt->column, NULL,
+          "window functions (OVER) and QUALIFY in a SELECT over a view are not "
+          "supported yet: use them in a stream's definition");
+    }
+  }
   const lm_ast_expr* agg = NULL;
   if (sel->ngroup > 0) agg = sel->group_by[0];
   if (sel->having != NULL) agg = sel->having;
@@ -781,6 +789,76 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
   return &plan->union_schema;
 }
 
+/* The analytic operator's row and the projection over its output (the
+ * input's columns, then the calls'). */
+static void explain_analytic(explain* x, const lm_plan* plan, const char* const* names) {
+  static const char* const fn_names[] = {
+      "",     "ROW_NUMBER",  "RANK",       "DENSE_RANK", "LAG",
+      "LEAD", "FIRST_VALUE", "LAST_VALUE", "",           ""};
+  static const char* const agg_names[] = {"",    "COUNT", "COUNT", "SUM",
+                                          "AVG", "MIN",   "MAX"};
+  char pbuf[24], nbuf[24];
+  const lm_analytic_spec* a = &plan->an;
+  lm_text b = {0};
+  if (a->filter != NULL) {
+    lm_text_printf(&b, "WHERE ");
+    put_expr(&b, a->filter, names);
+    lm_text_printf(&b, "; ");
+  }
+  for (int32_t i = 0; i < a->ncalls; i++) {
+    const lm_analytic_call* c = &a->calls[i];
+    bool agg = c->fn == LM_AN_AGG_ROWS || c->fn == LM_AN_AGG_RANGE;
+    lm_text_printf(&b, "%s%s(", i > 0 ? ", " : "",
+                   agg && c->agg <= LM_AGG_MAX ? agg_names[c->agg] : fn_names[c->fn]);
+    if (c->arg != NULL) put_expr(&b, c->arg, names);
+    if (agg && c->arg == NULL) lm_text_printf(&b, "*");
+    if (c->fn == LM_AN_AGG_ROWS)
+      lm_text_printf(&b, ") ROWS %lld PRECEDING", (long long)c->offset);
+    if (c->fn == LM_AN_AGG_RANGE)
+      lm_text_printf(&b, ") RANGE %lld ms PRECEDING", (long long)c->offset);
+    if (agg) continue;
+    if (c->fn == LM_AN_LAG || c->fn == LM_AN_LEAD) {
+      lm_text_printf(&b, ", %lld", (long long)c->offset);
+      if (c->def != NULL) {
+        lm_text_printf(&b, ", ");
+        put_expr(&b, c->def, names);
+      }
+    }
+    lm_text_printf(&b, ")");
+  }
+  lm_text_printf(&b, " OVER (");
+  if (a->nkeys > 0) lm_text_printf(&b, "PARTITION BY ");
+  for (int32_t i = 0; i < a->nkeys; i++) {
+    if (i > 0) lm_text_printf(&b, ", ");
+    put_expr(&b, a->keys[i], names);
+  }
+  if (a->time_col >= 0) {
+    lm_text_printf(&b, "%sORDER BY %s); rows held until the watermark passes them",
+                   a->nkeys > 0 ? " " : "", names[a->time_col]);
+  } else {
+    lm_text_printf(&b, "%sORDER BY ", a->nkeys > 0 ? " " : "");
+    for (int32_t i = 0; i < a->norder; i++) {
+      if (i > 0) lm_text_printf(&b, ", ");
+      put_expr(&b, a->order[i], names);
+      if (a->desc[i]) lm_text_printf(&b, " DESC");
+    }
+    lm_text_printf(&b, "); per window: rows held until the watermark closes it");
+  }
+  add_row(x, "analytic", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
+          next_id(x, nbuf, sizeof nbuf));
+  const char** post = lm_calloc((size_t)plan->an_schema.ncols + 1, sizeof(char*));
+  if (post == NULL) {
+    x->nomem = true;
+    return;
+  }
+  for (int32_t i = 0; i < plan->an_schema.ncols; i++) {
+    post[i] = i < a->in_ncols ? names[i] : plan->an_schema.fields[i].name;
+  }
+  explain_map(x, "QUALIFY ", plan->qualify, plan->exprs, plan->nexprs, &plan->out_schema,
+              post);
+  lm_free(post);
+}
+
 /* Rows for the operators of a bound plan, reading `in` (the input schema). */
 static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in,
                          bool view) {
@@ -790,7 +868,9 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in,
     x->nomem = true;
     return;
   }
-  if (plan->windowed) {
+  if (plan->analytic) {
+    explain_analytic(x, plan, names);
+  } else if (plan->windowed) {
     const lm_window_spec* w = &plan->window;
     lm_text b = {0};
     if (w->global) {

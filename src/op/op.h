@@ -323,4 +323,71 @@ int64_t lm_op_asof_late_rows(const lm_op* op);
 void lm_op_hash_keys(const lm_vec* keys, int32_t nkeys, const uint32_t* sel, int64_t n,
                      uint64_t* h);
 
+/* ---- analytic: window functions over event time (op/analytic.c) ---------- */
+
+typedef enum lm_analytic_fn {
+  LM_AN_ROW_NUMBER = 1,
+  LM_AN_RANK,
+  LM_AN_DENSE_RANK,
+  LM_AN_LAG,         /* arg, offset, def */
+  LM_AN_LEAD,        /* arg, offset, def */
+  LM_AN_FIRST_VALUE, /* arg */
+  LM_AN_LAST_VALUE,  /* arg; rows_frame: the current row's, else its last peer's */
+  /* Aggregate `agg` (COUNT_STAR, COUNT, SUM, AVG, MIN, MAX) of arg over a frame
+   * ending at the current row: */
+  LM_AN_AGG_ROWS, /* the row and the `offset` rows before it (ROWS n PRECEDING) */
+  LM_AN_AGG_RANGE /* the rows with event time in [t - offset ms, t] (RANGE) */
+} lm_analytic_fn;
+
+typedef struct lm_analytic_call {
+  lm_analytic_fn fn;
+  const lm_expr* arg; /* over the input row; NULL for the ranking functions */
+  const lm_expr* def; /* LAG / LEAD default (of the result type), NULL: NULL */
+  int64_t offset;     /* LAG / LEAD */
+  bool rows_frame;    /* LAST_VALUE: ROWS frame (the row itself ends it) */
+  lm_agg_fn agg;      /* LM_AN_AGG_*: the aggregate (SUM of BIGINT / DOUBLE args) */
+  lm_type type;       /* result type */
+} lm_analytic_call;
+
+/* Analytic functions OVER (PARTITION BY keys ORDER BY the event time):
+ * rows (those `filter` keeps) are held until the watermark passes them
+ * (event time < watermark; the final watermark INT64_MAX releases all),
+ * then released in event-time order, ties in arrival order, and each gets
+ * the calls' values over the rows of its partition released before it and
+ * with it. A row with LEAD calls is emitted once the rows it reads are
+ * released (or the final watermark shows there are none). A row whose event
+ * time is already behind the watermark when it arrives (or NULL) is dropped
+ * and counted (lm_op_window_late_rows). Emits the input columns, then one
+ * column per call; out_schema lists them. */
+/* Per window (time_col < 0; Top-N over a windowed stream, whose rows of one
+ * window arrive together when it closes, before the watermark that closed
+ * it): every row held is released at the next watermark advance, ordered in
+ * its partition by `order` (ties in arrival order); the partitions (which
+ * must hold a window bound, so a partition is whole in one release) and
+ * their state are forgotten after each release. Ranking calls only. */
+typedef struct lm_analytic_spec {
+  const lm_expr* filter;
+  int32_t time_col;            /* BIGINT epoch ms or TIMESTAMP; -1: per window */
+  const lm_expr* const* order; /* per window: ORDER BY expressions */
+  const bool* desc;            /* norder: DESC */
+  const bool* nulls_first;     /* norder: NULLS FIRST (else NULLs sort last) */
+  int32_t norder;
+  const lm_expr* const* keys;
+  int32_t nkeys;
+  const lm_analytic_call* calls;
+  int32_t ncalls;
+  int32_t in_ncols;
+  const lm_type* in_types; /* in_ncols */
+} lm_analytic_spec;
+
+laminar_code lm_op_analytic_create(const lm_analytic_spec* spec,
+                                   const lm_schema* out_schema, lm_op** out);
+/* Whether op is an analytic operator; its late-row count, the rows it holds
+ * (waiting for the watermark or for LEAD's rows) and its partitions (0 for
+ * another operator). */
+bool lm_op_is_analytic(const lm_op* op);
+int64_t lm_op_analytic_late_rows(const lm_op* op);
+int64_t lm_op_analytic_held_rows(const lm_op* op);
+int64_t lm_op_analytic_partitions(const lm_op* op);
+
 #endif /* LM_OP_H */

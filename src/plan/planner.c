@@ -34,6 +34,7 @@ laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
 
 static laminar_code build_rest(const lm_plan* plan, lm_op** out) {
   *out = NULL;
+  if (plan->analytic) return lm_plan_build_analytic(plan, out);
   if (!plan->windowed) {
     return lm_op_map_create(plan->filter, (const lm_expr* const*)plan->exprs,
                             plan->nexprs, &plan->out_schema, out);
@@ -50,6 +51,22 @@ static laminar_code build_rest(const lm_plan* plan, lm_op** out) {
   }
   win->next = post;
   *out = win;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_plan_build_analytic(const lm_plan* plan, lm_op** out) {
+  *out = NULL;
+  lm_op* an;
+  LM_TRY(lm_op_analytic_create(&plan->an, &plan->an_schema, &an));
+  lm_op* post;
+  laminar_code rc = lm_op_map_create(plan->qualify, (const lm_expr* const*)plan->exprs,
+                                     plan->nexprs, &plan->out_schema, &post);
+  if (rc != LAMINAR_OK) {
+    lm_op_chain_destroy(an);
+    return rc;
+  }
+  an->next = post;
+  *out = an;
   return LAMINAR_OK;
 }
 
@@ -88,7 +105,14 @@ const char* lm_plan_describe(lm_plan* plan) {
     }
     if (n < sizeof head) snprintf(head + n, sizeof head - n, ") -> ");
   }
-  if (plan->windowed) {
+  if (plan->analytic) {
+    snprintf(buf, sizeof buf,
+             "%s%sanalytic(%d partition keys, %d calls, event time column %d) -> "
+             "%sproject(%d columns)",
+             head, plan->filter ? "filter -> " : "", (int)plan->an.nkeys,
+             (int)plan->an.ncalls, (int)plan->an.time_col,
+             plan->qualify ? "qualify -> " : "", (int)plan->nexprs);
+  } else if (plan->windowed) {
     char shape[64];
     if (plan->window.global) {
       snprintf(shape, sizeof shape, "no window");
@@ -123,19 +147,24 @@ const char* lm_plan_describe(lm_plan* plan) {
  * the late stream, one reactor's chain only. */
 static const char* partition_refusal(const lm_plan* plan, const lm_plan_context* ctx) {
   const lm_window_spec* w = &plan->window;
-  if (!plan->windowed) return "no GROUP BY (no keyed state)";
+  /* Window functions keep state per PARTITION BY key, as a GROUP BY does:
+   * routed by those columns. */
+  const lm_expr* const* keys = plan->analytic ? plan->an.keys : w->keys;
+  int32_t nkeys = plan->analytic ? plan->an.nkeys : w->nkeys;
+  if (!plan->windowed && !plan->analytic) return "no GROUP BY (no keyed state)";
   if (ctx->is_view) return "a materialized view (one table of all its rows)";
   if (lm_plan_branched(plan)) return "several inputs (UNION ALL) or a derived table";
   if (ctx->source == NULL) return "it reads a stream, not a source";
-  if (w->changelog) return "its input is a changelog";
-  if (w->nkeys == 0) return "no GROUP BY key";
+  if (plan->analytic && plan->an.time_col < 0) return "no event-time column";
+  if (!plan->analytic && w->changelog) return "its input is a changelog";
+  if (nkeys == 0) return plan->analytic ? "no PARTITION BY key" : "no GROUP BY key";
   if (plan->late_output != NULL)
     return "a late side output (the window hands late rows to one stream)";
-  if (w->nkeys > LM_PLAN_MAX_PART_KEYS) return "too many GROUP BY keys";
-  for (int32_t k = 0; k < w->nkeys; k++) {
-    bool plain = w->keys[k]->kind == LM_EXPR_COLUMN && w->keys[k]->column >= 0 &&
-                 w->keys[k]->column < ctx->source->ncols;
-    if (!plain) return "a GROUP BY key is an expression, not a column";
+  if (nkeys > LM_PLAN_MAX_PART_KEYS) return "too many keys";
+  for (int32_t k = 0; k < nkeys; k++) {
+    bool plain = keys[k]->kind == LM_EXPR_COLUMN && keys[k]->column >= 0 &&
+                 keys[k]->column < ctx->source->ncols;
+    if (!plain) return "a key is an expression, not a column";
   }
   if (ctx->ncores <= 1) return "cores = 1";
   return NULL;
@@ -148,6 +177,9 @@ static const char* two_phase_refusal(const lm_plan* plan, bool is_view, int32_t*
   const lm_window_spec* w = &plan->window;
   if (is_view) return "it is a materialized view";
   if (plan->joined) return "it is an ASOF JOIN (its inputs cannot be split apart)";
+  if (plan->analytic)
+    return "it has window functions (OVER): split its input by the PARTITION BY "
+           "keys instead, see laminar_stream_partitioning";
   if (!plan->windowed)
     return "it has no GROUP BY window (its rows need no merging: any split "
            "of its input works, see laminar_stream_partitioning)";
@@ -171,17 +203,20 @@ static const char* two_phase_refusal(const lm_plan* plan, bool is_view, int32_t*
 void lm_plan_physical(const lm_plan* plan, const lm_plan_context* ctx,
                       lm_phys_plan* out) {
   memset(out, 0, sizeof *out);
-  const lm_window_spec* w = &plan->window;
-  for (int32_t k = 0; plan->windowed && k < w->nkeys && k < LM_PLAN_MAX_PART_KEYS; k++) {
-    out->key_cols[k] = w->keys[k]->kind == LM_EXPR_COLUMN ? w->keys[k]->column : -1;
+  const lm_expr* const* keys = plan->analytic ? plan->an.keys : plan->window.keys;
+  int32_t nkeys = plan->analytic   ? plan->an.nkeys
+                  : plan->windowed ? plan->window.nkeys
+                                   : 0;
+  for (int32_t k = 0; k < nkeys && k < LM_PLAN_MAX_PART_KEYS; k++) {
+    out->key_cols[k] = keys[k]->kind == LM_EXPR_COLUMN ? keys[k]->column : -1;
     out->nkey_cols = k + 1;
   }
   out->nparts = 1;
   out->unpartitioned = partition_refusal(plan, ctx);
   if (out->unpartitioned == NULL) {
     out->nparts = ctx->ncores;
-    for (int32_t k = 0; k < w->nkeys; k++) out->part_keys[k] = w->keys[k]->column;
-    out->npart_keys = w->nkeys;
+    for (int32_t k = 0; k < nkeys; k++) out->part_keys[k] = keys[k]->column;
+    out->npart_keys = nkeys;
   }
   out->no_two_phase = two_phase_refusal(plan, ctx->is_view, &out->no_two_phase_agg);
 }
@@ -223,6 +258,8 @@ int32_t lm_plan_traced_column(const lm_plan* p, int32_t col) {
   if (col < 0) return -1;
   if (!p->windowed) {
     if (col >= p->nexprs || p->exprs[col]->kind != LM_EXPR_COLUMN) return -1;
+    /* An analytic stream's own columns (after its input's) are computed. */
+    if (p->analytic && p->exprs[col]->column >= p->an.in_ncols) return -1;
     return p->exprs[col]->column;
   }
   /* agg_schema: window_start, window_end, keys..., aggregates... */

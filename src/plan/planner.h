@@ -64,6 +64,9 @@ typedef struct lm_plan_context {
  * nothing to free). Control thread. */
 void lm_plan_physical(const lm_plan* plan, const lm_plan_context* ctx, lm_phys_plan* out);
 
+/* The chain of an analytic plan (plan->analytic): analytic -> project. */
+laminar_code lm_plan_build_analytic(const lm_plan* plan, lm_op** out);
+
 /* Build the operator chain of one partition of `plan`; the chain borrows the
  * plan's expressions (free the chain before the plan). */
 laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out);

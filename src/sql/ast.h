@@ -92,6 +92,8 @@ typedef enum lm_ast_op {
   LM_OP_PLUS /* unary '+' */
 } lm_ast_op;
 
+struct lm_ast_over;
+
 typedef struct lm_ast_expr {
   lm_ast_expr_kind kind;
   int32_t line, column; /* first token, 1-based */
@@ -135,11 +137,37 @@ typedef struct lm_ast_expr {
   size_t nargs; /* 0 for f() and f(*) */
   bool distinct;
   bool star; /* f(*) */
+  /* FUNCTION: its OVER (...) clause (an analytic call), NULL without one */
+  struct lm_ast_over* over;
 
   /* general list (BETWEEN bounds, IN values) */
   struct lm_ast_expr** list;
   size_t nlist;
 } lm_ast_expr;
+
+/* One bound of a window frame (ROWS / RANGE BETWEEN start AND end). */
+typedef enum lm_ast_frame_bound {
+  LM_FRAME_UNBOUNDED_PRECEDING = 1,
+  LM_FRAME_PRECEDING, /* offset PRECEDING (offset: an integer or INTERVAL literal) */
+  LM_FRAME_CURRENT_ROW,
+  LM_FRAME_FOLLOWING, /* offset FOLLOWING */
+  LM_FRAME_UNBOUNDED_FOLLOWING
+} lm_ast_frame_bound;
+
+/* OVER ( [PARTITION BY exprs] [ORDER BY items] [ROWS|RANGE frame] ). A frame
+ * written as `ROWS start` alone has end CURRENT ROW. */
+typedef struct lm_ast_over {
+  struct lm_ast_expr** partition;
+  size_t npartition;
+  struct lm_ast_order_item* order;
+  size_t norder;
+  bool has_frame;
+  bool rows; /* ROWS (else RANGE) */
+  lm_ast_frame_bound start, end;
+  struct lm_ast_expr *start_offset, *end_offset; /* NULL unless (N) PRECEDING/FOLLOWING */
+  int32_t line, column;                          /* of OVER */
+  int32_t frame_line, frame_column;              /* of ROWS / RANGE */
+} lm_ast_over;
 
 typedef struct lm_ast_select_item {
   lm_ast_expr* expr;
@@ -184,7 +212,8 @@ typedef struct lm_ast_select {
   lm_ast_expr* where; /* NULL if none */
   lm_ast_expr** group_by;
   size_t ngroup;
-  lm_ast_expr* having; /* NULL if none */
+  lm_ast_expr* having;  /* NULL if none */
+  lm_ast_expr* qualify; /* QUALIFY: a filter over analytic results, NULL if none */
   lm_ast_order_item* order_by;
   size_t norder;
   int64_t limit;  /* -1 none */

@@ -44,6 +44,11 @@ typedef struct binder {
   lm_agg_spec* aggs;
   int32_t naggs;
   int32_t cap_aggs;
+  /* analytic calls (OVER) the select items may refer to, by AST node; the
+   * call i is column an_base + i of the analytic operator's output */
+  const lm_ast_expr** an_calls;
+  int32_t nan;
+  int32_t an_base;
 } binder;
 
 lm_type lm_bind_sql_type(lm_sql_type type) {
@@ -221,6 +226,7 @@ static bool is_window_fn(const char* f) {
 
 static bool contains_agg(const lm_ast_expr* e) {
   if (e == NULL) return false;
+  if (e->kind == LM_AST_FUNCTION && e->over != NULL) return false; /* analytic */
   if (e->kind == LM_AST_FUNCTION && is_agg_name(e->fname)) return true;
   if (contains_agg(e->left) || contains_agg(e->right) || contains_agg(e->operand) ||
       contains_agg(e->else_expr)) {
@@ -613,7 +619,10 @@ static lm_type window_bound_type(const binder* b) {
                                                         : LM_TYPE_INT64;
 }
 
+static laminar_code bind_analytic_ref(binder* b, const lm_ast_expr* a, lm_expr** out);
+
 static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_expr** out) {
+  if (a->kind == LM_AST_FUNCTION && a->over != NULL) return bind_analytic_ref(b, a, out);
   if (mode == MODE_POST) {
     /* A GROUP BY key used as a whole refers to the key column. */
     for (int32_t i = 0; i < b->nkeys; i++) {
@@ -1156,6 +1165,8 @@ static laminar_code emit_changes(binder* b) {
   return add_field(b, &plan->out_schema, LM_WEIGHT_COLUMN, LM_TYPE_INT64);
 }
 
+static laminar_code bind_analytic(binder* b, const lm_stmt* stmt, bool has_agg);
+
 static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   const lm_ast_select* sel = stmt->select;
   lm_plan* plan = b->plan;
@@ -1172,6 +1183,8 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
     has_agg = contains_agg(sel->items[i].expr);
   bool changes = stmt->emit == LM_EMIT_CHANGES;
   LM_TRY(bind_where(b, sel));
+  if (sel->qualify != NULL || lm_bind_select_is_analytic(sel))
+    return bind_analytic(b, stmt, has_agg);
   if (!has_agg) {
     if (stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
       return fail(b, LAMINAR_ERR_SQL_GROUPING, NULL,
@@ -1402,6 +1415,33 @@ static laminar_code bind_union_output(binder* b) {
   return LAMINAR_OK;
 }
 
+/* The plan reads one input, `FROM name` of sel, as it is: b's input and the
+ * plan's one branch. */
+static laminar_code bind_one_input(binder* b, const lm_ast_select* sel,
+                                   lm_plan_lookup_fn lookup, void* lookup_arg) {
+  lm_plan* out = b->plan;
+  bool is_source = false;
+  const lm_schema* input = lookup(lookup_arg, sel->from, &is_source);
+  if (input == NULL) return unknown_input(sel, b->err);
+  b->input = input;
+  b->input_name = sel->from;
+  b->input_alias = sel->from_alias;
+  out->input = lm_pool_copy(&out->pool, sel->from, strlen(sel->from) + 1);
+  out->input_is_source = is_source;
+  out->branches = lm_pool_alloc(&out->pool, sizeof(lm_plan_branch));
+  if (out->input == NULL || out->branches == NULL) return NOMEM(b);
+  memset(out->branches, 0, sizeof(lm_plan_branch));
+  out->branches[0].input = out->input;
+  out->branches[0].input_is_source = is_source;
+  out->branches[0].line = sel->from_line;
+  out->branches[0].column = sel->from_column;
+  out->branches[0].in_ncols = input->ncols;
+  out->nbranches = 1;
+  return LAMINAR_OK;
+}
+
+static laminar_code bind_analytic_derived(binder* b, const lm_stmt* stmt,
+                                          lm_plan_lookup_fn lookup, void* lookup_arg);
 
 /* ---- ASOF JOIN: two inputs, their conditions, the joined row ---------------------- */
 
@@ -1806,6 +1846,7 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
   lm_schema_init_empty(&out->out_schema);
   lm_schema_init_empty(&out->agg_schema);
   lm_schema_init_empty(&out->union_schema);
+  lm_schema_init_empty(&out->an_schema);
   const lm_ast_select* sel = stmt->select;
   binder b = {.stmt = stmt,
               .plan = out,
@@ -1821,6 +1862,10 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
                 "and read that stream");
     }
     if (rc == LAMINAR_OK) rc = bind_select(&b, stmt);
+  } else if (sel->union_next == NULL && sel->from_select != NULL &&
+             sel->from_select->union_next == NULL &&
+             lm_bind_select_is_analytic(sel->from_select)) {
+    rc = bind_analytic_derived(&b, stmt, lookup, lookup_arg);
   } else if (sel->union_next != NULL || sel->from_select != NULL) {
     /* Branches: a top-level UNION ALL (the stream is the union), or a
      * derived table the outer select reads. */
@@ -1844,27 +1889,8 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
       rc = derived ? bind_select(&b, stmt) : bind_union_output(&b);
     }
   } else {
-    bool is_source = false;
-    const lm_schema* input = lookup(lookup_arg, sel->from, &is_source);
-    if (input == NULL) {
-      lm_plan_free(out);
-      return unknown_input(sel, err);
-    }
-    b.input = input;
-    out->input = lm_pool_copy(&out->pool, sel->from, strlen(sel->from) + 1);
-    out->input_is_source = is_source;
-    out->branches = lm_pool_alloc(&out->pool, sizeof(lm_plan_branch));
-    if (out->input == NULL || out->branches == NULL) rc = NOMEM(&b);
-    if (rc == LAMINAR_OK) {
-      memset(out->branches, 0, sizeof(lm_plan_branch));
-      out->branches[0].input = out->input;
-      out->branches[0].input_is_source = is_source;
-      out->branches[0].line = sel->from_line;
-      out->branches[0].column = sel->from_column;
-      out->branches[0].in_ncols = input->ncols;
-      out->nbranches = 1;
-      rc = bind_select(&b, stmt);
-    }
+    rc = bind_one_input(&b, sel, lookup, lookup_arg);
+    if (rc == LAMINAR_OK) rc = bind_select(&b, stmt);
   }
   if (rc == LAMINAR_OK && out->joined) rc = join_needed_columns(&b);
   if (rc != LAMINAR_OK) lm_plan_free(out);
@@ -1891,6 +1917,7 @@ void lm_plan_free(lm_plan* plan) {
   lm_schema_free(&plan->union_schema);
   lm_schema_free(&plan->out_schema);
   lm_schema_free(&plan->agg_schema);
+  lm_schema_free(&plan->an_schema);
   lm_pool_free(&plan->pool);
   memset(plan, 0, sizeof *plan);
 }
@@ -1939,4 +1966,525 @@ laminar_code lm_plan_passthrough(const char* input, bool input_is_source,
 
 const char* lm_plan_inputs(const lm_plan* plan) {
   return plan->inputs != NULL ? plan->inputs : plan->input;
+}
+
+/* ---- analytic functions: f(...) OVER (PARTITION BY .. ORDER BY <event time>) ----- */
+
+static bool has_over(const lm_ast_expr* e) {
+  if (e == NULL) return false;
+  if (e->kind == LM_AST_FUNCTION && e->over != NULL) return true;
+  if (has_over(e->left) || has_over(e->right) || has_over(e->operand) ||
+      has_over(e->else_expr))
+    return true;
+  for (size_t i = 0; i < e->nlist; i++)
+    if (has_over(e->list[i])) return true;
+  for (size_t i = 0; i < e->nwhen; i++)
+    if (has_over(e->whens[i]) || has_over(e->thens[i])) return true;
+  for (size_t i = 0; i < e->nargs; i++)
+    if (has_over(e->args[i])) return true;
+  return false;
+}
+
+bool lm_bind_select_is_analytic(const lm_ast_select* sel) {
+  for (size_t i = 0; i < sel->nitems; i++)
+    if (has_over(sel->items[i].expr)) return true;
+  return has_over(sel->qualify);
+}
+
+/* Append every OVER call of e (outermost first) to b->an_calls. */
+static laminar_code collect_over(binder* b, const lm_ast_expr* e, int32_t* cap) {
+  if (e == NULL) return LAMINAR_OK;
+  if (e->kind == LM_AST_FUNCTION && e->over != NULL) {
+    if (b->nan == *cap) {
+      int32_t ncap = *cap ? *cap * 2 : 8;
+      const lm_ast_expr** n = lm_pool_alloc(&b->plan->pool, sizeof(void*) * (size_t)ncap);
+      if (n == NULL) return NOMEM(b);
+      if (b->nan > 0) memcpy(n, b->an_calls, sizeof(void*) * (size_t)b->nan);
+      b->an_calls = n;
+      *cap = ncap;
+    }
+    b->an_calls[b->nan++] = e;
+    for (size_t i = 0; i < e->nargs; i++) {
+      if (has_over(e->args[i])) {
+        return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, e->args[i],
+                    "window function calls cannot be nested");
+      }
+    }
+    return LAMINAR_OK;
+  }
+  LM_TRY(collect_over(b, e->left, cap));
+  LM_TRY(collect_over(b, e->right, cap));
+  LM_TRY(collect_over(b, e->operand, cap));
+  LM_TRY(collect_over(b, e->else_expr, cap));
+  for (size_t i = 0; i < e->nlist; i++) LM_TRY(collect_over(b, e->list[i], cap));
+  for (size_t i = 0; i < e->nwhen; i++) {
+    LM_TRY(collect_over(b, e->whens[i], cap));
+    LM_TRY(collect_over(b, e->thens[i], cap));
+  }
+  for (size_t i = 0; i < e->nargs; i++) LM_TRY(collect_over(b, e->args[i], cap));
+  return LAMINAR_OK;
+}
+
+/* A select item's reference to analytic call `a`: the operator's column. */
+static laminar_code bind_analytic_ref(binder* b, const lm_ast_expr* a, lm_expr** out) {
+  for (int32_t i = 0; i < b->nan; i++) {
+    if (b->an_calls[i] != a) continue;
+    lm_expr* e = new_expr(b, LM_EXPR_COLUMN, b->plan->an.calls[i].type);
+    if (e == NULL) return NOMEM(b);
+    e->column = b->an_base + i;
+    *out = e;
+    return LAMINAR_OK;
+  }
+  return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+              "window function %s() OVER (...) is only allowed in the SELECT list and "
+              "QUALIFY of a stream",
+              a->fname);
+}
+
+/* Whether two OVER clauses have the same PARTITION BY and ORDER BY. */
+static bool same_window(const lm_ast_over* x, const lm_ast_over* y) {
+  if (!ast_list_equal(x->partition, x->npartition, y->partition, y->npartition) ||
+      x->norder != y->norder)
+    return false;
+  for (size_t i = 0; i < x->norder; i++) {
+    if (x->order[i].desc != y->order[i].desc ||
+        !ast_equal(x->order[i].expr, y->order[i].expr))
+      return false;
+  }
+  return true;
+}
+
+/* A frame other than the default (RANGE|ROWS BETWEEN UNBOUNDED PRECEDING AND
+ * CURRENT ROW) is refused; *rows: it was written ROWS. Ranking functions,
+ * LAG and LEAD ignore frames (as DuckDB). */
+static laminar_code analytic_frame(binder* b, const lm_ast_expr* a, bool* rows) {
+  const lm_ast_over* o = a->over;
+  *rows = false;
+  if (!o->has_frame) return LAMINAR_OK;
+  *rows = o->rows;
+  if (o->start == LM_FRAME_UNBOUNDED_PRECEDING && o->end == LM_FRAME_CURRENT_ROW)
+    return LAMINAR_OK;
+  lm_error_set(b->err, LAMINAR_ERR_SQL_UNSUPPORTED,
+               "%s() OVER (...): this window frame is not supported over a stream "
+               "(supported: %s BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) at line %d, "
+               "column %d",
+               a->fname, o->rows ? "ROWS" : "RANGE", (int)o->frame_line,
+               (int)o->frame_column);
+  lm_error_at(b->err, o->frame_line, o->frame_column);
+  return LAMINAR_ERR_SQL_UNSUPPORTED;
+}
+
+/* LAG / LEAD's offset: a non-negative integer literal. */
+static laminar_code analytic_offset(binder* b, const lm_ast_expr* a, int64_t* out) {
+  *out = 1;
+  if (a->nargs < 2) return LAMINAR_OK;
+  const lm_ast_expr* o = a->args[1];
+  if (o->kind != LM_AST_LITERAL || o->lit != LM_LIT_INT || o->i < 0 || o->i > 100000) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, o,
+                "%s() offset must be an integer literal from 0 to 100000", a->fname);
+  }
+  *out = o->i;
+  return LAMINAR_OK;
+}
+
+/* An aggregate over a frame ending at the current row: ROWS BETWEEN n
+ * PRECEDING AND CURRENT ROW, or RANGE BETWEEN INTERVAL '..' PRECEDING AND
+ * CURRENT ROW (CURRENT ROW AND CURRENT ROW: n / the interval 0). */
+static laminar_code bind_analytic_agg(binder* b, const lm_ast_expr* a,
+                                      lm_analytic_call* c) {
+  const char* f = a->fname;
+  const lm_ast_over* o = a->over;
+  bool bounded = o->has_frame && o->end == LM_FRAME_CURRENT_ROW &&
+                 (o->start == LM_FRAME_CURRENT_ROW || o->start == LM_FRAME_PRECEDING);
+  const lm_ast_expr* off = o->start_offset;
+  if (bounded && off != NULL) {
+    bool ok = off->kind == LM_AST_LITERAL && off->i >= 0 &&
+              (o->rows ? off->lit == LM_LIT_INT && off->i <= 100000
+                       : off->lit == LM_LIT_INTERVAL || off->lit == LM_LIT_INT);
+    if (!ok) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, off,
+                  "%s() OVER (...): a %s frame over a stream starts %s PRECEDING", f,
+                  o->rows ? "ROWS" : "RANGE",
+                  o->rows ? "an integer literal from 0 to 100000"
+                          : "an INTERVAL literal of zero or more");
+    }
+  }
+  if (!bounded) {
+    int32_t line = o->has_frame ? o->frame_line : a->line;
+    int32_t col = o->has_frame ? o->frame_column : a->column;
+    lm_error_set(b->err, LAMINAR_ERR_SQL_UNSUPPORTED,
+                 "%s() OVER (...) over a stream needs a frame that bounds its state: "
+                 "ROWS BETWEEN n PRECEDING AND CURRENT ROW or RANGE BETWEEN INTERVAL "
+                 "'..' PRECEDING AND CURRENT ROW at line %d, column %d",
+                 f, (int)line, (int)col);
+    lm_error_at(b->err, line, col);
+    return LAMINAR_ERR_SQL_UNSUPPORTED;
+  }
+  c->fn = o->rows ? LM_AN_AGG_ROWS : LM_AN_AGG_RANGE;
+  c->offset = off != NULL ? off->i : 0;
+  if (a->distinct) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                "%s(DISTINCT ...) OVER (...) is not supported", f);
+  }
+  if (lm_streq_nocase(f, "count") && (a->star || a->nargs == 0)) {
+    c->agg = LM_AGG_COUNT_STAR;
+    c->type = LM_TYPE_INT64;
+    return LAMINAR_OK;
+  }
+  if (a->nargs != 1 || a->star)
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a, "%s() takes exactly one argument",
+                f);
+  lm_expr* arg;
+  LM_TRY(bind(b, a->args[0], MODE_ROW, &arg));
+  lm_type t = arg->type == LM_TYPE_NULL ? LM_TYPE_INT64 : arg->type;
+  if (lm_streq_nocase(f, "count")) {
+    c->agg = LM_AGG_COUNT;
+    c->type = LM_TYPE_INT64;
+  } else if (lm_streq_nocase(f, "sum") || lm_streq_nocase(f, "avg")) {
+    if (!is_numeric(t)) {
+      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->args[0], "%s() needs a number, got %s",
+                  f, lm_type_name(t));
+    }
+    t = t == LM_TYPE_DOUBLE ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
+    c->agg = lm_streq_nocase(f, "sum") ? LM_AGG_SUM : LM_AGG_AVG;
+    c->type = c->agg == LM_AGG_AVG ? LM_TYPE_DOUBLE : t;
+  } else if (lm_streq_nocase(f, "min") || lm_streq_nocase(f, "max")) {
+    c->agg = lm_streq_nocase(f, "min") ? LM_AGG_MIN : LM_AGG_MAX;
+    c->type = t;
+  } else {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                "%s() OVER (...) is not supported over a stream (aggregates over a "
+                "frame: COUNT, SUM, AVG, MIN, MAX)",
+                f);
+  }
+  LM_TRY(coerce(b, &arg, t));
+  c->arg = arg;
+  return LAMINAR_OK;
+}
+
+/* Bind analytic call a into *c. */
+static laminar_code bind_analytic_call(binder* b, const lm_ast_expr* a,
+                                       lm_analytic_call* c) {
+  const char* f = a->fname;
+  memset(c, 0, sizeof *c);
+  if (is_agg_name(f) && !lm_streq_nocase(f, "first_value") &&
+      !lm_streq_nocase(f, "last_value"))
+    return bind_analytic_agg(b, a, c);
+  static const struct {
+    const char* name;
+    lm_analytic_fn fn;
+    int32_t min, max;
+  } fns[] = {{"row_number", LM_AN_ROW_NUMBER, 0, 0},
+             {"rank", LM_AN_RANK, 0, 0},
+             {"dense_rank", LM_AN_DENSE_RANK, 0, 0},
+             {"lag", LM_AN_LAG, 1, 3},
+             {"lead", LM_AN_LEAD, 1, 3},
+             {"first_value", LM_AN_FIRST_VALUE, 1, 1},
+             {"last_value", LM_AN_LAST_VALUE, 1, 1}};
+  int32_t k = -1;
+  for (int32_t i = 0; i < (int32_t)(sizeof fns / sizeof fns[0]); i++) {
+    if (lm_streq_nocase(f, fns[i].name)) k = i;
+  }
+  if (k < 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                "%s() OVER (...) is not supported over a stream (supported: ROW_NUMBER, "
+                "RANK, DENSE_RANK, LAG, LEAD, FIRST_VALUE, LAST_VALUE, and COUNT, SUM, "
+                "AVG, MIN, MAX over a bounded frame)",
+                f);
+  }
+  if (a->distinct || a->star || (int32_t)a->nargs < fns[k].min ||
+      (int32_t)a->nargs > fns[k].max) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
+                "%s() takes %d to %d arguments (no DISTINCT or *)", f, (int)fns[k].min,
+                (int)fns[k].max);
+  }
+  c->fn = fns[k].fn;
+  c->type = LM_TYPE_INT64;
+  bool rows = false;
+  if (c->fn == LM_AN_FIRST_VALUE || c->fn == LM_AN_LAST_VALUE)
+    LM_TRY(analytic_frame(b, a, &rows));
+  c->rows_frame = c->fn == LM_AN_LAST_VALUE && rows;
+  if (a->nargs == 0) return LAMINAR_OK;
+  lm_expr* arg;
+  LM_TRY(bind(b, a->args[0], MODE_ROW, &arg));
+  lm_type t = arg->type;
+  if (c->fn == LM_AN_LAG || c->fn == LM_AN_LEAD) {
+    LM_TRY(analytic_offset(b, a, &c->offset));
+    if (a->nargs == 3) {
+      lm_expr* def;
+      LM_TRY(bind(b, a->args[2], MODE_ROW, &def));
+      lm_type u =
+          common_type(t, def->type, is_str_lit(a->args[0]), is_str_lit(a->args[2]));
+      if (u == LM_TYPE_NULL && t != LM_TYPE_NULL && def->type != LM_TYPE_NULL) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->args[2],
+                    "%s() default of type %s does not match the value's type %s", f,
+                    lm_type_name(def->type), lm_type_name(t));
+      }
+      if (u == LM_TYPE_NULL) u = t != LM_TYPE_NULL ? t : def->type;
+      if (u == LM_TYPE_NULL) u = LM_TYPE_INT32;
+      LM_TRY(coerce(b, &def, u));
+      c->def = def;
+      t = u;
+    }
+  }
+  if (t == LM_TYPE_NULL) t = LM_TYPE_INT32;
+  LM_TRY(coerce(b, &arg, t));
+  c->arg = arg;
+  c->type = t;
+  return LAMINAR_OK;
+}
+
+/* OVER's PARTITION BY keys. */
+static laminar_code bind_analytic_keys(binder* b, const lm_ast_over* o) {
+  lm_plan* plan = b->plan;
+  lm_expr** keys =
+      lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(o->npartition + 1));
+  if (keys == NULL) return NOMEM(b);
+  for (size_t i = 0; i < o->npartition; i++) {
+    LM_TRY(bind(b, o->partition[i], MODE_ROW, &keys[i]));
+    if (keys[i]->type == LM_TYPE_NULL) LM_TRY(coerce(b, &keys[i], LM_TYPE_INT32));
+  }
+  plan->an.keys = (const lm_expr* const*)keys;
+  plan->an.nkeys = (int32_t)o->npartition;
+  return LAMINAR_OK;
+}
+
+/* Over a stream (Top-N per window): ORDER BY any expressions; the catalog
+ * checks that the input is windowed and PARTITION BY holds a window bound. */
+static laminar_code bind_analytic_per_window(binder* b, const lm_ast_over* o) {
+  lm_plan* plan = b->plan;
+  size_t n = o->norder;
+  lm_expr** order = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (n + 1));
+  bool* desc = lm_pool_alloc(&plan->pool, sizeof(bool) * (n + 1));
+  bool* nulls_first = lm_pool_alloc(&plan->pool, sizeof(bool) * (n + 1));
+  if (order == NULL || desc == NULL || nulls_first == NULL) return NOMEM(b);
+  for (size_t i = 0; i < n; i++) {
+    LM_TRY(bind(b, o->order[i].expr, MODE_ROW, &order[i]));
+    if (order[i]->type == LM_TYPE_NULL) LM_TRY(coerce(b, &order[i], LM_TYPE_INT32));
+    desc[i] = o->order[i].desc;
+    nulls_first[i] = o->order[i].nulls_first;
+  }
+  plan->an.time_col = -1;
+  plan->an.order = (const lm_expr* const*)order;
+  plan->an.desc = desc;
+  plan->an.nulls_first = nulls_first;
+  plan->an.norder = (int32_t)n;
+  return bind_analytic_keys(b, o);
+}
+
+/* The window shared by every call: PARTITION BY keys and the ORDER BY column
+ * (the event time over a source; any order per window over a stream). */
+static laminar_code bind_analytic_window(binder* b, const lm_ast_over* o,
+                                         const lm_ast_expr* call) {
+  lm_plan* plan = b->plan;
+  if (o->norder == 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, call,
+                "%s() OVER (...) over a stream needs ORDER BY its event-time column "
+                "(the source's WATERMARK column)",
+                call->fname);
+  }
+  const lm_ast_order_item* ord = &o->order[0];
+  plan->an_line = ord->expr->line;
+  plan->an_column = ord->expr->column;
+  if (!plan->input_is_source) return bind_analytic_per_window(b, o);
+  lm_expr* t;
+  LM_TRY(bind(b, ord->expr, MODE_ROW, &t));
+  if (o->norder > 1 || ord->desc || t->kind != LM_EXPR_COLUMN ||
+      (t->type != LM_TYPE_INT64 && t->type != LM_TYPE_TIMESTAMP &&
+       t->type != LM_TYPE_INT32)) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, ord->expr,
+                "OVER (... ORDER BY ...) over a stream must order by its event-time "
+                "column alone, ascending (rows are released in event-time order)");
+  }
+  plan->an.time_col = t->column;
+  return bind_analytic_keys(b, o);
+}
+
+/* A plain query with OVER calls: the analytic operator, then QUALIFY and the
+ * select items over its output (the input's columns, then the calls'). */
+static laminar_code bind_analytic(binder* b, const lm_stmt* stmt, bool has_agg) {
+  const lm_ast_select* sel = stmt->select;
+  lm_plan* plan = b->plan;
+  int32_t cap = 0;
+  for (size_t i = 0; i < sel->nitems; i++)
+    LM_TRY(collect_over(b, sel->items[i].expr, &cap));
+  LM_TRY(collect_over(b, sel->qualify, &cap));
+  if (has_agg) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED,
+                b->nan > 0 ? b->an_calls[0] : sel->qualify,
+                "window functions (OVER) and GROUP BY / aggregates in one query are not "
+                "supported yet: aggregate in one stream and read it from another");
+  }
+  if (stmt->emit != LM_EMIT_DEFAULT) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "EMIT does not apply to window functions: each row is emitted once, "
+                "when the watermark passes it");
+  }
+  if (plan->joined) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->nan > 0 ? b->an_calls[0] : NULL,
+                "window functions (OVER) over a join are not supported yet: join in a "
+                "stream of its own and read that stream");
+  }
+  if (changelog_input(b)) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "'%s' is a changelog (it ends in _weight): window functions over a "
+                "changelog are not supported",
+                b->input_name);
+  }
+  if (b->nan == 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->qualify,
+                "QUALIFY needs a window function (OVER) in the query");
+  }
+  const lm_ast_over* o = b->an_calls[0]->over;
+  for (int32_t i = 1; i < b->nan; i++) {
+    if (!same_window(o, b->an_calls[i]->over)) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->an_calls[i],
+                  "every window function of a stream must use the same PARTITION BY and "
+                  "ORDER BY");
+    }
+  }
+  LM_TRY(bind_analytic_window(b, o, b->an_calls[0]));
+  lm_analytic_call* calls =
+      lm_pool_alloc(&plan->pool, sizeof(lm_analytic_call) * (size_t)b->nan);
+  lm_type* in_types =
+      lm_pool_alloc(&plan->pool, sizeof(lm_type) * (size_t)(b->input->ncols + 1));
+  if (calls == NULL || in_types == NULL) return NOMEM(b);
+  for (int32_t i = 0; i < b->nan; i++) {
+    LM_TRY(bind_analytic_call(b, b->an_calls[i], &calls[i]));
+    lm_analytic_fn fn = calls[i].fn;
+    if (plan->an.time_col < 0 && fn != LM_AN_ROW_NUMBER && fn != LM_AN_RANK &&
+        fn != LM_AN_DENSE_RANK) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->an_calls[i],
+                  "over a stream (Top-N per window), only ROW_NUMBER, RANK and "
+                  "DENSE_RANK are supported");
+    }
+  }
+  plan->analytic = true;
+  plan->an.filter = plan->filter;
+  plan->an.calls = calls;
+  plan->an.ncalls = b->nan;
+  plan->an.in_ncols = b->input->ncols;
+  plan->an.in_types = in_types;
+  b->an_base = b->input->ncols;
+  for (int32_t c = 0; c < b->input->ncols; c++) {
+    in_types[c] = b->input->fields[c].type;
+    LM_TRY(add_field(b, &plan->an_schema, b->input->fields[c].name, in_types[c]));
+  }
+  for (int32_t i = 0; i < b->nan; i++) {
+    const char* name = NULL;
+    for (size_t k = 0; k < sel->nitems && name == NULL; k++) {
+      if (sel->items[k].expr == b->an_calls[i]) name = sel->items[k].alias;
+    }
+    char buf[32];
+    if (name == NULL) {
+      snprintf(buf, sizeof buf, "__analytic%d", (int)i);
+      name = buf;
+    }
+    LM_TRY(add_field(b, &plan->an_schema, name, calls[i].type));
+  }
+  LM_TRY(bind_items(b, sel, MODE_ROW, &plan->exprs, &plan->nexprs));
+  if (sel->qualify != NULL) {
+    const lm_schema* in = b->input;
+    b->input = &plan->an_schema; /* QUALIFY may name the items' aliases */
+    lm_expr* q;
+    laminar_code rc = bind(b, sel->qualify, MODE_ROW, &q);
+    b->input = in;
+    LM_TRY(rc);
+    if (q->type != LM_TYPE_BOOL && q->type != LM_TYPE_NULL) {
+      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, sel->qualify,
+                  "QUALIFY needs a BOOLEAN, got %s", lm_type_name(q->type));
+    }
+    LM_TRY(coerce(b, &q, LM_TYPE_BOOL));
+    plan->qualify = q;
+  }
+  return LAMINAR_OK;
+}
+
+/* Copy of e over the columns of an inner query whose column j is subs[j]. */
+static laminar_code subst_columns(binder* b, const lm_expr* e, lm_expr* const* subs,
+                                  lm_expr** out) {
+  if (e->kind == LM_EXPR_COLUMN) {
+    *out = subs[e->column];
+    return LAMINAR_OK;
+  }
+  lm_expr* c = new_expr(b, e->kind, e->type);
+  if (c == NULL) return NOMEM(b);
+  *c = *e;
+  if (e->kind == LM_EXPR_CALL && e->nargs > 0) {
+    c->args = lm_pool_alloc(&b->plan->pool, sizeof(lm_expr*) * (size_t)e->nargs);
+    if (c->args == NULL) return NOMEM(b);
+    for (int32_t i = 0; i < e->nargs; i++)
+      LM_TRY(subst_columns(b, e->args[i], subs, &c->args[i]));
+  }
+  *out = c;
+  return LAMINAR_OK;
+}
+
+/* SELECT items FROM (SELECT ..., f() OVER (...) AS rn FROM name ...) [WHERE
+ * cond]: the inner query is the analytic plan; the outer WHERE joins its
+ * QUALIFY and the outer items replace its projection, both written over the
+ * inner query's expressions (one operator after the analytic one). */
+static laminar_code bind_analytic_derived(binder* b, const lm_stmt* stmt,
+                                          lm_plan_lookup_fn lookup, void* lookup_arg) {
+  const lm_ast_select* outer = stmt->select;
+  const lm_ast_select* inner = outer->from_select;
+  lm_plan* plan = b->plan;
+  bool outer_agg = outer->ngroup > 0 || outer->having != NULL;
+  for (size_t i = 0; i < outer->nitems && !outer_agg; i++)
+    outer_agg = contains_agg(outer->items[i].expr);
+  if (inner->from_select != NULL || outer_agg || outer->distinct || outer->norder > 0 ||
+      outer->limit >= 0 || outer->qualify != NULL || lm_bind_select_is_analytic(outer) ||
+      inner->distinct || inner->norder > 0 || inner->limit >= 0 ||
+      stmt->emit != LM_EMIT_DEFAULT) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "over a subquery with window functions (OVER) a stream filters and "
+                "projects only: SELECT ... FROM (SELECT ..., f() OVER (...) AS rn FROM "
+                "name) WHERE rn <= N");
+  }
+  LM_TRY(bind_one_input(b, inner, lookup, lookup_arg));
+  lm_stmt is = *stmt;
+  is.select = (lm_ast_select*)inner;
+  binder ib = *b;
+  ib.stmt = &is;
+  bool inner_agg = inner->ngroup > 0 || inner->having != NULL;
+  for (size_t i = 0; i < inner->nitems && !inner_agg; i++)
+    inner_agg = contains_agg(inner->items[i].expr);
+  LM_TRY(bind_where(&ib, inner));
+  LM_TRY(bind_analytic(&ib, &is, inner_agg));
+  /* The outer query over the inner one's columns. */
+  lm_schema cols = plan->out_schema;
+  lm_schema_init_empty(&plan->out_schema);
+  lm_expr** inner_exprs = plan->exprs;
+  binder ob = {.stmt = stmt,
+               .plan = plan,
+               .err = b->err,
+               .input = &cols,
+               .input_name = outer->from,
+               .input_alias = outer->from_alias};
+  lm_expr* where = NULL;
+  laminar_code rc = LAMINAR_OK;
+  if (outer->where != NULL) {
+    rc = bind(&ob, outer->where, MODE_ROW, &where);
+    if (rc == LAMINAR_OK && where->type != LM_TYPE_BOOL && where->type != LM_TYPE_NULL) {
+      rc = fail(&ob, LAMINAR_ERR_TYPE_MISMATCH, outer->where,
+                "WHERE needs a BOOLEAN, got %s", lm_type_name(where->type));
+    }
+    if (rc == LAMINAR_OK) rc = coerce(&ob, &where, LM_TYPE_BOOL);
+    if (rc == LAMINAR_OK) rc = subst_columns(&ob, where, inner_exprs, &where);
+  }
+  if (rc == LAMINAR_OK)
+    rc = bind_items(&ob, outer, MODE_ROW, &plan->exprs, &plan->nexprs);
+  for (int32_t i = 0; rc == LAMINAR_OK && i < plan->nexprs; i++)
+    rc = subst_columns(&ob, plan->exprs[i], inner_exprs, &plan->exprs[i]);
+  lm_schema_free(&cols);
+  LM_TRY(rc);
+  if (where != NULL && plan->qualify != NULL) {
+    lm_expr* both = new_call(b, LM_XOP_AND, LM_TYPE_BOOL, 2);
+    if (both == NULL) return NOMEM(b);
+    both->args[0] = plan->qualify;
+    both->args[1] = where;
+    where = both;
+  }
+  if (where != NULL) plan->qualify = where;
+  return LAMINAR_OK;
 }

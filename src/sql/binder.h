@@ -28,6 +28,9 @@ bool lm_bind_is_window_call(const lm_ast_expr* e);
 /* An operator as SQL spells it ("+", "<>", "AND", "||"); static text. */
 const char* lm_bind_op_text(lm_ast_op op);
 
+/* Whether a select list (or QUALIFY) calls a window function (OVER). */
+bool lm_bind_select_is_analytic(const lm_ast_select* sel);
+
 /* Map a SQL type of the AST to the engine's logical type. */
 lm_type lm_bind_sql_type(lm_sql_type type);
 

@@ -651,6 +651,93 @@ static NOINLINE laminar_code parse_interval(parser* p, lm_ast_expr** out) {
 
 static laminar_code parse_special_call(parser* p, const lm_token* name_tok,
                                        lm_ast_expr* e, bool* handled);
+static laminar_code parse_expr_list(parser* p, lm_ast_expr*** out, size_t* out_n);
+static laminar_code parse_order_items(parser* p, lm_ast_order_item** out, size_t* n);
+
+/* ---- OVER (...) of an analytic call ---------------------------------------------- */
+
+/* One bound of a frame: UNBOUNDED PRECEDING|FOLLOWING, CURRENT ROW, or
+ * <offset> PRECEDING|FOLLOWING (offset: any expression; the binder wants a
+ * literal). */
+static NOINLINE laminar_code parse_frame_bound(parser* p, lm_ast_frame_bound* out,
+                                               lm_ast_expr** offset) {
+  bool got;
+  *offset = NULL;
+  LM_TRY(accept_kw(p, "UNBOUNDED", &got));
+  if (got) {
+    LM_TRY(accept_kw(p, "PRECEDING", &got));
+    if (got) {
+      *out = LM_FRAME_UNBOUNDED_PRECEDING;
+      return LAMINAR_OK;
+    }
+    if (!is_kw(&p->cur, "FOLLOWING")) return expected(p, "PRECEDING or FOLLOWING");
+    *out = LM_FRAME_UNBOUNDED_FOLLOWING;
+    return advance(p);
+  }
+  LM_TRY(accept_kw(p, "CURRENT", &got));
+  if (got) {
+    if (!is_kw(&p->cur, "ROW")) return expected(p, "ROW after CURRENT");
+    *out = LM_FRAME_CURRENT_ROW;
+    return advance(p);
+  }
+  LM_TRY(parse_binary(p, 0, offset));
+  LM_TRY(accept_kw(p, "PRECEDING", &got));
+  if (got) {
+    *out = LM_FRAME_PRECEDING;
+    return LAMINAR_OK;
+  }
+  if (!is_kw(&p->cur, "FOLLOWING")) return expected(p, "PRECEDING or FOLLOWING");
+  *out = LM_FRAME_FOLLOWING;
+  return advance(p);
+}
+
+/* OVER ( [PARTITION BY expr, ...] [ORDER BY expr [ASC|DESC] [NULLS ...], ...]
+ *        [(ROWS|RANGE) (BETWEEN bound AND bound | bound)] ): the current token
+ * is OVER. A named window (OVER w) is not supported. */
+static NOINLINE laminar_code parse_over(parser* p, lm_ast_expr* e) {
+  lm_ast_over* o = lm_arena_alloc(p->arena, sizeof *o);
+  if (o == NULL) return nomem(p);
+  memset(o, 0, sizeof *o);
+  o->line = p->cur.line;
+  o->column = p->cur.column;
+  LM_TRY(advance(p));
+  if (p->cur.kind != LM_TOK_LPAREN) {
+    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
+                   "named windows (OVER name) are not supported: write OVER (...)");
+  }
+  LM_TRY(advance(p));
+  LM_TRY(enter(p));
+  bool got;
+  LM_TRY(accept_kw(p, "PARTITION", &got));
+  if (got) {
+    LM_TRY(expect_kw(p, "BY"));
+    LM_TRY(parse_expr_list(p, &o->partition, &o->npartition));
+  }
+  LM_TRY(accept_kw(p, "ORDER", &got));
+  if (got) {
+    LM_TRY(expect_kw(p, "BY"));
+    LM_TRY(parse_order_items(p, &o->order, &o->norder));
+  }
+  if (is_kw(&p->cur, "ROWS") || is_kw(&p->cur, "RANGE")) {
+    o->has_frame = true;
+    o->rows = is_kw(&p->cur, "ROWS");
+    o->frame_line = p->cur.line;
+    o->frame_column = p->cur.column;
+    LM_TRY(advance(p));
+    LM_TRY(accept_kw(p, "BETWEEN", &got));
+    LM_TRY(parse_frame_bound(p, &o->start, &o->start_offset));
+    if (got) {
+      LM_TRY(expect_kw(p, "AND"));
+      LM_TRY(parse_frame_bound(p, &o->end, &o->end_offset));
+    } else {
+      o->end = LM_FRAME_CURRENT_ROW;
+    }
+  }
+  leave(p);
+  LM_TRY(expect(p, LM_TOK_RPAREN));
+  e->over = o;
+  return LAMINAR_OK;
+}
 
 /* f( [* | [DISTINCT|ALL] expr [, expr]*] ): the current token is '('. */
 static NOINLINE laminar_code parse_call(parser* p, const lm_token* name_tok,
@@ -681,7 +768,8 @@ static NOINLINE laminar_code parse_call(parser* p, const lm_token* name_tok,
     } while (got);
   }
   LM_TRY(expect(p, LM_TOK_RPAREN));
-  if (is_kw(&p->cur, "OVER") || is_kw(&p->cur, "FILTER")) {
+  if (is_kw(&p->cur, "OVER")) LM_TRY(parse_over(p, e));
+  if (is_kw(&p->cur, "FILTER")) {
     return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
                    "%.*s clauses are not supported yet", (int)p->cur.len, p->cur.text);
   }
@@ -1150,7 +1238,8 @@ static laminar_code parse_alias(parser* p, bool from, const char** out) {
   LM_TRY(accept_kw(p, "AS", &as));
   if (as) return parse_name(p, "an alias", out, NULL, NULL);
   if (is_name_token(&p->cur) &&
-      !(from && (is_join_word(&p->cur) || is_kw(&p->cur, "OFFSET")))) {
+      !(from && (is_join_word(&p->cur) || is_kw(&p->cur, "OFFSET") ||
+                 is_kw(&p->cur, "QUALIFY")))) {
     return parse_name(p, "an alias", out, NULL, NULL);
   }
   *out = NULL;
@@ -1181,6 +1270,22 @@ static laminar_code parse_nulls_order(parser* p, bool* out_first) {
   if (*out_first) return LAMINAR_OK;
   if (!is_kw(&p->cur, "LAST")) return expected(p, "FIRST or LAST after NULLS");
   return advance(p);
+}
+
+/* expr [ASC|DESC] [NULLS FIRST|LAST] [, ...] after ORDER BY. */
+static laminar_code parse_order_items(parser* p, lm_ast_order_item** out, size_t* n) {
+  size_t cap = 0;
+  bool got;
+  do {
+    lm_ast_order_item item = {NULL, false, false};
+    LM_TRY(parse_expr(p, &item.expr));
+    LM_TRY(accept_kw(p, "DESC", &item.desc));
+    if (!item.desc) LM_TRY(accept_kw(p, "ASC", &got));
+    LM_TRY(parse_nulls_order(p, &item.nulls_first));
+    PUSH(p, *out, *n, cap, item);
+    LM_TRY(accept(p, LM_TOK_COMMA, &got));
+  } while (got);
+  return LAMINAR_OK;
 }
 
 /* [LEFT [OUTER]] ASOF [LEFT [OUTER]] JOIN name [[AS] alias] [MATCH_CONDITION ( e )]
@@ -1287,19 +1392,12 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
   }
   LM_TRY(accept_kw(p, "HAVING", &got));
   if (got) LM_TRY(parse_expr(p, &s->having));
+  LM_TRY(accept_kw(p, "QUALIFY", &got));
+  if (got) LM_TRY(parse_expr(p, &s->qualify));
   LM_TRY(accept_kw(p, "ORDER", &got));
   if (got) {
     LM_TRY(expect_kw(p, "BY"));
-    size_t ocap = 0;
-    do {
-      lm_ast_order_item item = {NULL, false, false};
-      LM_TRY(parse_expr(p, &item.expr));
-      LM_TRY(accept_kw(p, "DESC", &item.desc));
-      if (!item.desc) LM_TRY(accept_kw(p, "ASC", &got));
-      LM_TRY(parse_nulls_order(p, &item.nulls_first));
-      PUSH(p, s->order_by, s->norder, ocap, item);
-      LM_TRY(accept(p, LM_TOK_COMMA, &got));
-    } while (got);
+    LM_TRY(parse_order_items(p, &s->order_by, &s->norder));
   }
   LM_TRY(accept_kw(p, "LIMIT", &got));
   if (got) {

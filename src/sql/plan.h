@@ -11,6 +11,8 @@
  *  - window:  window aggregate(filter, keys, aggs over tumble, hop or session,
  *             or no window: GROUP BY alone)                      (GROUP BY)
  *             -> [HAVING filter] -> project(post_exprs over agg_schema)
+ *  - analytic: analytic(filter, PARTITION BY keys, calls OVER the event time)
+ *             -> [QUALIFY filter] -> project(exprs over an_schema)  (OVER (...))
  */
 #ifndef LM_PLAN_H
 #define LM_PLAN_H
@@ -87,6 +89,14 @@ typedef struct lm_plan {
   const char* join_kind; /* "ASOF JOIN" / "LEFT ASOF JOIN" (EXPLAIN) */
   lm_expr** post_exprs;  /* over agg_schema, one per output column */
   int32_t npost;
+  /* analytic shape (OVER (...) calls in a plain query):
+   *   analytic(WHERE filter, partition keys, calls; rows in event-time order)
+   *   -> [QUALIFY qualify] -> project(exprs over an_schema) */
+  bool analytic;
+  lm_analytic_spec an;        /* keys/calls point into the pool */
+  lm_schema an_schema;        /* the input's columns, then one per call */
+  lm_expr* qualify;           /* over an_schema, NULL if none */
+  int32_t an_line, an_column; /* the ORDER BY expression of OVER (errors) */
 } lm_plan;
 
 void lm_plan_free(lm_plan* plan);
