@@ -5,6 +5,7 @@
 #include "db/internal.h"
 
 #include "db/options.h"
+#include "sql/binder.h"
 #include "store/fs.h"
 #include "util/util.h"
 
@@ -143,6 +144,7 @@ static void db_free(laminar_db* db) {
   pthread_mutex_lock(&db->lock);
   lm_db_free_handles(db);
   lm_db_catalog_free(db);
+  lm_udf_list_free(&db->funcs); /* after the plans: each function's last reference */
   pthread_mutex_unlock(&db->lock);
   lm_rt_destroy(&db->rt);
   pthread_mutex_destroy(&db->lock);
@@ -416,6 +418,85 @@ laminar_code laminar_stream_late_rows(laminar_db* db, const char* name, int64_t*
     lm_error_object(err, name, NULL);
   } else {
     *out = (int64_t)atomic_load_explicit(&s->late_rows, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&db->lock);
+  return rc;
+}
+
+/* ---- user-defined functions ------------------------------------------------------ */
+
+/* The first stream or view whose plan calls function `name`, or NULL. */
+static const lm_stream_def* function_user(const laminar_db* db, const char* name) {
+  for (int32_t i = 0; i < db->graph.nstreams; i++) {
+    const lm_stream_def* s = db->graph.streams[i];
+    if (lm_udf_list_find(&s->plan.udfs, name) != NULL) return s;
+  }
+  return NULL;
+}
+
+static laminar_code function_in_use(const lm_stream_def* s, const char* name,
+                                    const char* what, laminar_error* err) {
+  lm_error_set(err, LAMINAR_ERR_SQL_DEPENDENCY,
+               "cannot %s function '%s': %s '%s' uses it (drop it first)", what, name,
+               lm_db_is_view(s) ? "view" : "stream", s->name);
+  lm_error_object(err, s->name, NULL);
+  return LAMINAR_ERR_SQL_DEPENDENCY;
+}
+
+/* Whether SQL resolves `name` before user-defined functions: a built-in
+ * scalar, an aggregate, a window function, coalesce or nullif. */
+static bool builtin_function(const char* name) {
+  lm_ast_expr call = {.kind = LM_AST_FUNCTION, .fname = (char*)name};
+  return lm_func_find(name) != NULL || lm_bind_is_aggregate_call(&call) ||
+         lm_bind_is_window_call(&call) || lm_streq_nocase(name, "coalesce") ||
+         lm_streq_nocase(name, "nullif");
+}
+
+laminar_code laminar_function_register(laminar_db* db, const char* name,
+                                       const char* const* arg_types, int32_t nargs,
+                                       const char* return_type,
+                                       laminar_function_callback fn, void* user,
+                                       void (*destroy)(void* user), uint32_t flags,
+                                       laminar_error* err) {
+  CHECK_DB(db, err);
+  lm_udf* f;
+  LM_TRY(lm_udf_create(name, arg_types, nargs, return_type, fn, user, destroy, flags, &f,
+                       err));
+  if (builtin_function(name)) {
+    lm_udf_set_destroy(f, NULL); /* `user` stays the caller's */
+    lm_udf_unref(f);
+    return lm_error_set(err, LAMINAR_ERR_SQL_DUPLICATE_OBJECT,
+                        "cannot register function '%s': a built-in function has that "
+                        "name",
+                        name);
+  }
+  pthread_mutex_lock(&db->lock);
+  const lm_stream_def* user_of = function_user(db, name);
+  laminar_code rc = LAMINAR_OK;
+  if (user_of != NULL) {
+    rc = function_in_use(user_of, name, "replace", err);
+  } else {
+    rc = lm_udf_list_add(&db->funcs, f, true);
+    if (rc != LAMINAR_OK) rc = lm_error_set(err, rc, "function '%s': out of memory", name);
+  }
+  pthread_mutex_unlock(&db->lock);
+  if (rc != LAMINAR_OK) lm_udf_set_destroy(f, NULL); /* `user` stays the caller's */
+  lm_udf_unref(f); /* the registry holds it now, or nothing does */
+  return rc;
+}
+
+laminar_code laminar_function_drop(laminar_db* db, const char* name, laminar_error* err) {
+  CHECK_DB(db, err);
+  if (name == NULL)
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_function_drop: name is NULL");
+  pthread_mutex_lock(&db->lock);
+  laminar_code rc = LAMINAR_OK;
+  const lm_stream_def* user_of = function_user(db, name);
+  if (user_of != NULL) {
+    rc = function_in_use(user_of, name, "drop", err);
+  } else if (!lm_udf_list_remove(&db->funcs, name)) {
+    rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION,
+                      "no user-defined function named '%s'", name);
   }
   pthread_mutex_unlock(&db->lock);
   return rc;

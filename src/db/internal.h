@@ -107,6 +107,9 @@ struct laminar_db {
   /* Every stream's keyed state together (config max_state_bytes; 0: no
    * bound): the parent of each stream's budget. */
   lm_state_budget state_budget;
+  /* User-defined functions (laminar_function_register), one reference each;
+   * written under `lock`. */
+  lm_udf_list funcs;
 };
 
 /* catalog.c */

@@ -76,6 +76,9 @@ typedef struct lm_plan {
   lm_expr* having;       /* over agg_schema, NULL if none */
   lm_expr** post_exprs;  /* over agg_schema, one per output column */
   int32_t npost;
+  /* The user-defined functions the plan's expressions call, one reference
+   * each (dropped by lm_plan_free). */
+  lm_udf_list udfs;
 } lm_plan;
 
 void lm_plan_free(lm_plan* plan);
