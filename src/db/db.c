@@ -477,7 +477,8 @@ laminar_code laminar_function_register(laminar_db* db, const char* name,
     rc = function_in_use(user_of, name, "replace", err);
   } else {
     rc = lm_udf_list_add(&db->funcs, f, true);
-    if (rc != LAMINAR_OK) rc = lm_error_set(err, rc, "function '%s': out of memory", name);
+    if (rc != LAMINAR_OK)
+      rc = lm_error_set(err, rc, "function '%s': out of memory", name);
   }
   pthread_mutex_unlock(&db->lock);
   if (rc != LAMINAR_OK) lm_udf_set_destroy(f, NULL); /* `user` stays the caller's */

@@ -152,7 +152,9 @@ laminar_code lm_udf_create(const char* name, const char* const* arg_types, int32
   return LAMINAR_OK;
 }
 
-void lm_udf_ref(lm_udf* f) { atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed); }
+void lm_udf_ref(lm_udf* f) {
+  atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
+}
 
 void lm_udf_unref(lm_udf* f) {
   if (f == NULL) return;
@@ -325,16 +327,16 @@ static laminar_code export_args(lm_eval_ctx* ctx, const lm_udf* f, const lm_vec*
   struct ArrowSchema* skids = lm_eval_ctx_alloc(ctx, sizeof *skids * slots);
   struct ArrowSchema** skidp = lm_eval_ctx_alloc(ctx, sizeof *skidp * slots);
   const void** top = lm_eval_ctx_alloc(ctx, sizeof(void*));
-  char* names = lm_eval_ctx_alloc(ctx, 8 * slots);
+  char* names = lm_eval_ctx_alloc(ctx, 16 * slots);
   if (kids == NULL || kidp == NULL || skids == NULL || skidp == NULL || top == NULL ||
       names == NULL)
     return LAMINAR_ERR_NOMEM;
   for (int32_t i = 0; i < n; i++) {
     LM_TRY(export_arg(ctx, &vals[i], sel, m, &kids[i]));
     kidp[i] = &kids[i];
-    snprintf(names + 8 * i, 8, "arg%d", (int)i);
+    snprintf(names + 16 * i, 16, "arg%d", (int)i);
     skids[i] = (struct ArrowSchema){.format = format_of(f->args[i]),
-                                    .name = names + 8 * i,
+                                    .name = names + 16 * i,
                                     .flags = ARROW_FLAG_NULLABLE,
                                     .release = release_schema};
     skidp[i] = &skids[i];
@@ -510,8 +512,10 @@ laminar_code lm_udf_eval(lm_eval_ctx* ctx, const lm_expr* e, const lm_xvec* args
   /* Constant arguments of a deterministic function: one row. */
   bool one = all_cst && (f->flags & LAMINAR_FUNCTION_DETERMINISTIC) != 0;
   int64_t m = one ? 1 : n;
-  lm_vec* vals = lm_eval_ctx_alloc(ctx, sizeof(lm_vec) * (size_t)(e->nargs ? e->nargs : 1));
-  void* data = lm_eval_ctx_alloc(ctx, (size_t)lm_type_width(e->type) * (size_t)(m ? m : 1));
+  lm_vec* vals =
+      lm_eval_ctx_alloc(ctx, sizeof(lm_vec) * (size_t)(e->nargs ? e->nargs : 1));
+  void* data =
+      lm_eval_ctx_alloc(ctx, (size_t)lm_type_width(e->type) * (size_t)(m ? m : 1));
   uint8_t* nulls = lm_eval_ctx_alloc(ctx, (size_t)(m ? m : 1));
   if (vals == NULL || data == NULL || nulls == NULL) return LAMINAR_ERR_NOMEM;
   for (int32_t i = 0; i < e->nargs; i++) {

@@ -571,8 +571,9 @@ static laminar_code bind_udf(binder* b, const lm_ast_expr* a, bind_mode mode,
                 a->fname);
   }
   if (a->star || a->distinct) {
-    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a, "%s(%s) is only valid for aggregates",
-                lm_udf_name(f), a->star ? "*" : "DISTINCT ...");
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
+                "%s(%s) is only valid for aggregates", lm_udf_name(f),
+                a->star ? "*" : "DISTINCT ...");
   }
   size_t nargs = a->nargs;
   lm_expr* e = new_call(b, LM_XOP_FUNC, LM_TYPE_NULL, (int32_t)nargs);
@@ -580,7 +581,8 @@ static laminar_code bind_udf(binder* b, const lm_ast_expr* a, bind_mode mode,
   if (e == NULL || want == NULL) return NOMEM(b);
   for (size_t i = 0; i < nargs; i++) LM_TRY(bind(b, a->args[i], mode, &e->args[i]));
   lm_func_binding fb;
-  laminar_code rc = lm_udf_bind(f, (const lm_expr* const*)e->args, (int32_t)nargs, want, &fb);
+  laminar_code rc =
+      lm_udf_bind(f, (const lm_expr* const*)e->args, (int32_t)nargs, want, &fb);
   if (rc != LAMINAR_OK) {
     return fail(b, rc, fb.bad_arg >= 0 ? a->args[fb.bad_arg] : a, "%s", fb.message);
   }

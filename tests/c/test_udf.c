@@ -40,10 +40,10 @@ typedef struct fn_state {
   double factor;
   mode mode;
   int64_t calls;
-  int64_t rows;         /* rows passed over all calls */
-  int64_t nulls_seen;   /* NULL argument values passed */
-  int64_t last_length;  /* args->length of the last call */
-  int destroyed;        /* destroy calls */
+  int64_t rows;        /* rows passed over all calls */
+  int64_t nulls_seen;  /* NULL argument values passed */
+  int64_t last_length; /* args->length of the last call */
+  int destroyed;       /* destroy calls */
 } fn_state;
 
 static void destroy_state(void* user) { ((fn_state*)user)->destroyed++; }
@@ -105,7 +105,8 @@ static int scale_fn(void* user, const struct ArrowArray* args,
   double* vals = malloc(sizeof(double) * (size_t)(n + 1));
   if (vals == NULL) return 3;
   for (int64_t r = 0; r < n; r++) {
-    bool null = r >= args->length || (valid != NULL && !ArrowBitGet(valid, x->offset + r));
+    bool null =
+        r >= args->length || (valid != NULL && !ArrowBitGet(valid, x->offset + r));
     vals[r] = null ? -1.0 : xs[x->offset + r] * st->factor;
   }
   enum ArrowType t =
@@ -168,7 +169,8 @@ static int tag_fn(void* user, const struct ArrowArray* args,
   const int32_t* offs = s->buffers[1];
   const char* bytes = s->buffers[2];
   const int64_t* nv = n->buffers[1];
-  if (ArrowSchemaInitFromType(out_schema, NANOARROW_TYPE_STRING) != NANOARROW_OK) return 1;
+  if (ArrowSchemaInitFromType(out_schema, NANOARROW_TYPE_STRING) != NANOARROW_OK)
+    return 1;
   if (ArrowArrayInitFromType(out, NANOARROW_TYPE_STRING) != NANOARROW_OK) return 1;
   if (ArrowArrayStartAppending(out) != NANOARROW_OK) return 1;
   for (int64_t r = 0; r < args->length; r++) {
@@ -223,7 +225,8 @@ static int open_db(laminar_db** db, laminar_source** src) {
   laminar_error err;
   CHECK_CODE(laminar_open(NULL, db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(*db, k_source, &err), LAMINAR_OK, &err);
-  if (src != NULL) CHECK_CODE(laminar_source_open(*db, "trades", src, &err), LAMINAR_OK, &err);
+  if (src != NULL)
+    CHECK_CODE(laminar_source_open(*db, "trades", src, &err), LAMINAR_OK, &err);
   return 0;
 }
 
@@ -318,7 +321,8 @@ static int check_map_row(void* arg, const result_view* rv, int64_t r) {
   char want[128];
   snprintf(want, sizeof want, "%s#%lld", t->symbol, (long long)t->volume);
   struct ArrowStringView sv = ArrowArrayViewGetStringUnsafe(tag, r);
-  CHECK(sv.size_bytes == (int64_t)strlen(want) && memcmp(sv.data, want, strlen(want)) == 0);
+  CHECK(sv.size_bytes == (int64_t)strlen(want) &&
+        memcmp(sv.data, want, strlen(want)) == 0);
   return 0;
 }
 
@@ -329,14 +333,16 @@ static int test_select_where_random(void) {
   laminar_error err;
   CHECK(open_db(&db, &src) == 0);
   fn_state scale = {.factor = 2.5}, even = {0}, tag = {0};
-  CHECK_CODE(reg_scale(db, &scale, LAMINAR_FUNCTION_DETERMINISTIC, &err), LAMINAR_OK, &err);
+  CHECK_CODE(reg_scale(db, &scale, LAMINAR_FUNCTION_DETERMINISTIC, &err), LAMINAR_OK,
+             &err);
   const char* l[] = {"l"};
   const char* ul[] = {"u", "l"};
   CHECK_CODE(laminar_function_register(db, "is_even", l, 1, "b", is_even_fn, &even, NULL,
                                        0, &err),
              LAMINAR_OK, &err);
-  CHECK_CODE(laminar_function_register(db, "TAG", ul, 2, "u", tag_fn, &tag, NULL, 0, &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_function_register(db, "TAG", ul, 2, "u", tag_fn, &tag, NULL, 0, &err),
+      LAMINAR_OK, &err);
   CHECK_CODE(laminar_execute(db,
                              "CREATE STREAM s AS SELECT symbol, Scale(price) AS y, "
                              "tag(symbol, volume) AS t FROM trades WHERE is_even(volume)",
@@ -402,13 +408,13 @@ static int test_null_handling_and_constants(void) {
   CHECK(open_db(&db, &src) == 0);
   fn_state st = {.factor = 2.0};
   CHECK_CODE(reg_scale(db, &st, LAMINAR_FUNCTION_CALLED_ON_NULL, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT scale(price) AS y FROM trades",
-                             &err),
+  CHECK_CODE(laminar_execute(
+                 db, "CREATE STREAM s AS SELECT scale(price) AS y FROM trades", &err),
              LAMINAR_OK, &err);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "s", &sub, &err), LAMINAR_OK, &err);
-  trade_row rows[6] = {{"a", 1.5, false, 1, false, 1}, {"a", 0, true, 2, false, 2},
-                       {"a", 3.0, false, 3, false, 3}, {"a", 0, true, 4, false, 4},
+  trade_row rows[6] = {{"a", 1.5, false, 1, false, 1},  {"a", 0, true, 2, false, 2},
+                       {"a", 3.0, false, 3, false, 3},  {"a", 0, true, 4, false, 4},
                        {"a", -2.0, false, 5, false, 5}, {"a", 7.0, false, 6, false, 6}};
   CHECK(push_rows(src, rows, 6) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
@@ -483,19 +489,21 @@ static int test_group_by_aggregate_having(void) {
   laminar_error err;
   CHECK(open_db(&db, &src) == 0);
   fn_state scale = {.factor = 0.5}, bucket = {0};
-  CHECK_CODE(reg_scale(db, &scale, LAMINAR_FUNCTION_DETERMINISTIC, &err), LAMINAR_OK, &err);
+  CHECK_CODE(reg_scale(db, &scale, LAMINAR_FUNCTION_DETERMINISTIC, &err), LAMINAR_OK,
+             &err);
   const char* l[] = {"l"};
   CHECK_CODE(laminar_function_register(db, "bucket", l, 1, "i", bucket_fn, &bucket, NULL,
                                        LAMINAR_FUNCTION_THREAD_SAFE, &err),
              LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE STREAM g AS SELECT window_start, bucket(volume) AS b, "
-                             "SUM(scale(price)) AS total FROM trades "
-                             "GROUP BY bucket(volume), tumble(ts, INTERVAL '100' "
-                             "MILLISECOND) HAVING scale(SUM(price)) > 50 "
-                             "EMIT ON WINDOW CLOSE",
-                             &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE STREAM g AS SELECT window_start, bucket(volume) AS b, "
+                      "SUM(scale(price)) AS total FROM trades "
+                      "GROUP BY bucket(volume), tumble(ts, INTERVAL '100' "
+                      "MILLISECOND) HAVING scale(SUM(price)) > 50 "
+                      "EMIT ON WINDOW CLOSE",
+                      &err),
+      LAMINAR_OK, &err);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "g", &sub, &err), LAMINAR_OK, &err);
   enum { N = NWIN * WIN };
@@ -541,9 +549,9 @@ static int test_timestamp_types(void) {
   CHECK(open_db(&db, &src) == 0);
   fn_state st = {0};
   const char* ts[] = {"tsu:"};
-  CHECK_CODE(laminar_function_register(db, "shift", ts, 1, "tsu:", shift_fn, &st, NULL, 0,
-                                       &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_function_register(db, "shift", ts, 1, "tsu:", shift_fn, &st, NULL, 0, &err),
+      LAMINAR_OK, &err);
   /* A BIGINT column cast to TIMESTAMP for the argument. */
   CHECK_CODE(laminar_execute(db,
                              "CREATE STREAM s AS SELECT ts, shift(CAST(ts * 1000 AS "
@@ -552,7 +560,8 @@ static int test_timestamp_types(void) {
              LAMINAR_OK, &err);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "s", &sub, &err), LAMINAR_OK, &err);
-  trade_row rows[3] = {{"a", 1, false, 1, false, 1000}, {"b", 2, false, 2, false, 2000},
+  trade_row rows[3] = {{"a", 1, false, 1, false, 1000},
+                       {"b", 2, false, 2, false, 2000},
                        {"c", 3, false, 3, false, 3000}};
   CHECK(push_rows(src, rows, 3) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
@@ -587,7 +596,8 @@ static int test_runtime_failures(void) {
       {MODE_WRONG_LENGTH, LAMINAR_ERR_FUNCTION_RESULT, "returned 4 rows for 3"},
       {MODE_BAD_NULLCOUNT, LAMINAR_ERR_FUNCTION_RESULT, "invalid array"},
   };
-  trade_row rows[3] = {{"a", 1.0, false, 1, false, 10}, {"b", 2.0, false, 2, false, 20},
+  trade_row rows[3] = {{"a", 1.0, false, 1, false, 10},
+                       {"b", 2.0, false, 2, false, 20},
                        {"c", 4.0, false, 3, false, 30}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     for (int windowed = 0; windowed < 2; windowed++) {
@@ -597,14 +607,15 @@ static int test_runtime_failures(void) {
       CHECK(open_db(&db, &src) == 0);
       fn_state st = {.factor = 1.0};
       CHECK_CODE(reg_scale(db, &st, 0, &err), LAMINAR_OK, &err);
-      CHECK_CODE(laminar_execute(db,
-                                 windowed ? "CREATE STREAM q AS SELECT SUM(scale(price)) AS "
-                                            "total FROM trades GROUP BY tumble(ts, "
-                                            "INTERVAL '1' SECOND) EMIT ON WINDOW CLOSE"
-                                          : "CREATE STREAM q AS SELECT scale(price) AS "
-                                            "total FROM trades",
-                                 &err),
-                 LAMINAR_OK, &err);
+      CHECK_CODE(
+          laminar_execute(db,
+                          windowed ? "CREATE STREAM q AS SELECT SUM(scale(price)) AS "
+                                     "total FROM trades GROUP BY tumble(ts, "
+                                     "INTERVAL '1' SECOND) EMIT ON WINDOW CLOSE"
+                                   : "CREATE STREAM q AS SELECT scale(price) AS "
+                                     "total FROM trades",
+                          &err),
+          LAMINAR_OK, &err);
       laminar_subscription* sub;
       CHECK_CODE(laminar_subscribe(db, "q", &sub, &err), LAMINAR_OK, &err);
       CHECK(push_rows(src, rows, 3) == 0); /* applied: 7 */
@@ -642,8 +653,8 @@ static int test_runtime_failures(void) {
   const char* ul[] = {"u", "l"};
   CHECK_CODE(laminar_function_register(db, "tag", ul, 2, "u", tag_fn, &st, NULL, 0, &err),
              LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM q AS SELECT tag(symbol, volume) FROM trades",
-                             &err),
+  CHECK_CODE(laminar_execute(
+                 db, "CREATE STREAM q AS SELECT tag(symbol, volume) FROM trades", &err),
              LAMINAR_OK, &err);
   CHECK(push_rows(src, rows, 3) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_ERR_FUNCTION_RESULT, &err);
@@ -661,8 +672,8 @@ static int test_reactor_failure(void) {
   CHECK(open_db(&db, &src) == 0);
   fn_state st = {.factor = 1.0, .mode = MODE_FAIL};
   CHECK_CODE(reg_scale(db, &st, 0, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM q AS SELECT scale(price) AS total FROM trades",
-                             &err),
+  CHECK_CODE(laminar_execute(
+                 db, "CREATE STREAM q AS SELECT scale(price) AS total FROM trades", &err),
              LAMINAR_OK, &err);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "q", &sub, &err), LAMINAR_OK, &err);
@@ -710,9 +721,9 @@ static int test_registration_errors(void) {
   CHECK_CODE(laminar_function_register(db, "no space", g, 1, "g", scale_fn, &st,
                                        destroy_state, 0, &err),
              LAMINAR_ERR_MISUSE, &err);
-  CHECK_CODE(laminar_function_register(db, "f", g, 1, "g", NULL, &st, destroy_state, 0,
-                                       &err),
-             LAMINAR_ERR_MISUSE, &err);
+  CHECK_CODE(
+      laminar_function_register(db, "f", g, 1, "g", NULL, &st, destroy_state, 0, &err),
+      LAMINAR_ERR_MISUSE, &err);
   CHECK_CODE(laminar_function_register(db, "f", g, 65, "g", scale_fn, &st, destroy_state,
                                        0, &err),
              LAMINAR_ERR_MISUSE, &err);
@@ -725,16 +736,18 @@ static int test_registration_errors(void) {
   EXPECT(st.destroyed == 0); /* failed registrations leave `user` to the caller */
 
   /* Binding: unknown name, argument count, argument type. */
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT nofn(price) FROM trades", &err),
-             LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE STREAM s AS SELECT nofn(price) FROM trades", &err),
+      LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, &err);
   EXPECT(strstr(err.message, "'nofn'") != NULL && err.line == 1 && err.column == 27);
   CHECK_CODE(reg_scale(db, &st, 0, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT scale(price, 1) FROM trades",
-                             &err),
-             LAMINAR_ERR_SQL_FUNCTION_ARGS, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE STREAM s AS SELECT scale(price, 1) FROM trades", &err),
+      LAMINAR_ERR_SQL_FUNCTION_ARGS, &err);
   EXPECT(strstr(err.message, "scale(DOUBLE) -> DOUBLE") != NULL);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT scale(symbol) FROM trades", &err),
-             LAMINAR_ERR_TYPE_MISMATCH, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE STREAM s AS SELECT scale(symbol) FROM trades", &err),
+      LAMINAR_ERR_TYPE_MISMATCH, &err);
   CHECK_CODE(laminar_function_drop(db, "nofn", &err), LAMINAR_ERR_SQL_UNKNOWN_FUNCTION,
              &err);
   CHECK_CODE(laminar_function_drop(db, NULL, &err), LAMINAR_ERR_MISUSE, &err);
@@ -751,11 +764,12 @@ static int test_replace_and_drop(void) {
   CHECK_CODE(reg_scale(db, &a, 0, &err), LAMINAR_OK, &err);
   CHECK_CODE(reg_scale(db, &b, 0, &err), LAMINAR_OK, &err); /* unused: replaced */
   EXPECT(a.destroyed == 1 && b.destroyed == 0);
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE MATERIALIZED VIEW v AS SELECT symbol, scale(price) AS "
-                             "y FROM trades",
-                             &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE MATERIALIZED VIEW v AS SELECT symbol, scale(price) AS "
+                      "y FROM trades",
+                      &err),
+      LAMINAR_OK, &err);
   CHECK_CODE(reg_scale(db, &c, 0, &err), LAMINAR_ERR_SQL_DEPENDENCY, &err);
   EXPECT(strstr(err.message, "view 'v'") != NULL && c.destroyed == 0);
   CHECK_CODE(laminar_function_drop(db, "SCALE", &err), LAMINAR_ERR_SQL_DEPENDENCY, &err);
@@ -768,9 +782,9 @@ static int test_replace_and_drop(void) {
   CHECK(push_rows(src, rows, 2) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   struct ArrowArrayStream st;
-  CHECK_CODE(laminar_query(db, "SELECT symbol, scale(y) AS z FROM v ORDER BY symbol", &st,
-                           &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_query(db, "SELECT symbol, scale(y) AS z FROM v ORDER BY symbol", &st, &err),
+      LAMINAR_OK, &err);
   result_view rv;
   CHECK(st.get_schema(&st, &rv.schema) == 0 && st.get_next(&st, &rv.array) == 0);
   CHECK(result_view_init(&rv) == 0);
@@ -789,8 +803,9 @@ static int test_replace_and_drop(void) {
   EXPECT(b.destroyed == 0);
   CHECK_CODE(laminar_function_drop(db, "scale", &err), LAMINAR_OK, &err);
   EXPECT(b.destroyed == 1);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT scale(price) FROM trades", &err),
-             LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE STREAM s AS SELECT scale(price) FROM trades", &err),
+      LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, &err);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   EXPECT(a.destroyed == 1 && b.destroyed == 1 && c.destroyed == 0);
   return 0;
@@ -813,8 +828,8 @@ static int test_durable_reopen_names_function(void) {
   fn_state st = {.factor = 1.0};
   CHECK_CODE(laminar_execute(db, k_source, &err), LAMINAR_OK, &err);
   CHECK_CODE(reg_scale(db, &st, 0, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM q AS SELECT scale(price) AS y FROM trades",
-                             &err),
+  CHECK_CODE(laminar_execute(
+                 db, "CREATE STREAM q AS SELECT scale(price) AS y FROM trades", &err),
              LAMINAR_OK, &err);
   CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
@@ -822,8 +837,9 @@ static int test_durable_reopen_names_function(void) {
   memset(&err, 0, sizeof err);
   laminar_code rc = laminar_open(cfg, &db, &err);
   EXPECT(rc == LAMINAR_ERR_RECOVERY);
-  EXPECT(strstr(err.message, "catalog.sql does not run: LDB-1101: unknown function "
-                             "'scale'") != NULL);
+  EXPECT(strstr(err.message,
+                "catalog.sql does not run: LDB-1101: unknown function "
+                "'scale'") != NULL);
   if (rc == LAMINAR_OK) laminar_close(db);
   laminar_config_destroy(cfg);
   char cmd[128];

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
 
 import pyarrow as pa
@@ -19,6 +19,15 @@ from laminardb._arrow import import_reader, import_schema
 from laminardb._handle import Handle, c_text, sigint_held
 from laminardb._laminar_cffi import ffi, lib
 from laminardb.errors import STATE, raise_for
+from laminardb.functions import (
+    FunctionKind,
+    NullHandling,
+    OnError,
+    PyFunction,
+    TypeSpec,
+    register,
+    resolve_types,
+)
 from laminardb.sinks import SinkConnector, callbacks_for
 from laminardb.source import Source
 from laminardb.subscription import Subscription
@@ -458,6 +467,103 @@ class Connection(Handle):
             if code == 0:
                 self._sink_handles.append(handle)
         raise_for(code, err)
+
+    def create_function(
+        self,
+        name: str,
+        fn: Callable[..., object],
+        params: Sequence[TypeSpec] | None = None,
+        returns: TypeSpec | None = None,
+        *,
+        kind: FunctionKind = "arrow",
+        null_handling: NullHandling = "default",
+        on_error: OnError = "raise",
+        deterministic: bool = False,
+    ) -> Connection:
+        """Register ``fn`` as SQL scalar function ``name``.
+
+        Usable wherever an expression goes (select list, WHERE, GROUP BY keys,
+        aggregate arguments, HAVING, a query over a view) by statements run
+        after this call. ``kind="arrow"`` calls ``fn(*arrays)`` once per chunk
+        with ``pyarrow.Array`` arguments and takes an array of the same length
+        back; ``kind="row"`` calls ``fn(*values)`` per row. Registering a name
+        again replaces the function unless a stream uses it. Functions are not
+        stored: a durable database whose streams call one cannot be reopened
+        in this version (LDB-5002 naming the function).
+
+        Args:
+            name: The SQL name (case-insensitive; not a built-in's).
+            fn: The function.
+            params: The parameters' types (pyarrow types, SQL names or
+                ``bool``/``int``/``float``/``str``/``datetime``); None: from
+                ``fn``'s type hints.
+            returns: The result type, likewise.
+            kind: ``"arrow"`` (vectorized, the fast path) or ``"row"``.
+            null_handling: ``"default"``: a row with a NULL argument is NULL
+                and not passed; ``"special"``: passed (as None / a null slot).
+            on_error: ``"raise"``: an exception fails the batch (LDB-3010,
+                its message and traceback in the error); ``"null"``: the row
+                (kind row) or the chunk (kind arrow) is NULL.
+            deterministic: Same arguments, same result and no side effect:
+                a call over constant arguments is made once per chunk.
+
+        Returns:
+            The connection (calls chain).
+
+        Raises:
+            TypeError: A type with no engine type, or missing type hints.
+            ValueError: An unknown kind, null_handling or on_error.
+            SQLError: LDB-1004 (a built-in's name), LDB-1007 (replacing a
+                function a stream uses).
+
+        Example:
+            >>> import laminardb, pyarrow.compute as pc
+            >>> db = laminardb.open()
+            >>> _ = db.create_function("twice", lambda x: pc.multiply(x, 2), ["BIGINT"], "BIGINT")
+            >>> _ = db.execute("CREATE SOURCE t (v BIGINT); "
+            ...                "CREATE MATERIALIZED VIEW m AS SELECT twice(v) AS w FROM t")
+            >>> db.insert("t", {"v": [1, 2]}); db.run_until_idle()
+            >>> db.query("SELECT w FROM m ORDER BY w").column("w").to_pylist()
+            [2, 4]
+        """
+        if kind not in ("arrow", "row"):
+            raise ValueError(f"kind must be 'arrow' or 'row', got {kind!r}")
+        if null_handling not in ("default", "special"):
+            raise ValueError(f"null_handling must be 'default' or 'special', got {null_handling!r}")
+        if on_error not in ("raise", "null"):
+            raise ValueError(f"on_error must be 'raise' or 'null', got {on_error!r}")
+        arg_formats, result_format = resolve_types(fn, params, returns)
+        function = PyFunction(name, fn, result_format, kind=kind, on_error=on_error)
+        flags = 0
+        if deterministic:
+            flags |= lib.LAMINAR_FUNCTION_DETERMINISTIC
+        if null_handling == "special":
+            flags |= lib.LAMINAR_FUNCTION_CALLED_ON_NULL
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = register(
+                self._require_open(), c_text(name, "function name"), function, arg_formats,
+                result_format, flags, err,
+            )
+        raise_for(code, err)
+        return self
+
+    def remove_function(self, name: str) -> Connection:
+        """Drop user-defined function ``name`` (``laminar_function_drop``).
+
+        Returns:
+            The connection (calls chain).
+
+        Raises:
+            SQLError: LDB-1101 (no such function), LDB-1007 (a stream uses it).
+        """
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = lib.laminar_function_drop(
+                self._require_open(), c_text(name, "function name"), err
+            )
+        raise_for(code, err)
+        return self
 
     def metrics(self) -> pa.Table:
         """The engine's counters now: rows of (kind, name, metric, value).
