@@ -796,12 +796,12 @@ typedef int (*laminar_function_callback)(void* user, const struct ArrowArray* ar
  * view uses it.
  * Functions are code, not catalog: they are not stored in data_dir, and a
  * statement that calls one must run after its registration. A durable
- * database recovers its stored streams inside laminar_open(), before any
- * function can be registered on it: reopening one whose streams call a
- * user-defined function fails with LAMINAR_ERR_RECOVERY, the message naming
- * the function ("catalog.sql does not run: LDB-1101: unknown function
- * 'fx' ..."). Use user-defined functions in in-memory databases, or in
- * durable ones that are not reopened, for now (docs/SQL.md).
+ * database recovers its stored streams (and replays its WAL through them)
+ * inside laminar_open(): register the functions they call in the config
+ * (laminar_config_function_register) before opening it. Reopening one whose
+ * streams call a function the config does not have fails with
+ * LAMINAR_ERR_RECOVERY, the message naming the function ("catalog.sql does
+ * not run: LDB-1101: unknown function 'fx' ...").
  * arg_types:   nargs Arrow format strings, one per argument: "b" BOOLEAN,
  *              "i" INT, "l" BIGINT, "g" DOUBLE, "u" VARCHAR, "tsu:" TIMESTAMP
  *              (microseconds). SQL arguments are cast to these types as a
@@ -840,7 +840,29 @@ LAMINAR_API laminar_code laminar_function_register(
     const char* return_type, laminar_function_callback fn, void* user,
     void (*destroy)(void* user), uint32_t flags, laminar_error* err);
 
-/* Drop user-defined function `name`: `destroy(user)` is called at once.
+/* Register a function in a config, as laminar_function_register() does on a
+ * database: every database laminar_open() opens with this config starts with
+ * it, before a durable one recovers its catalog and replays its WAL (so
+ * stored streams that call it bind and run). Registering a name again in the
+ * same config replaces it. A database may replace or drop its copy
+ * afterwards (laminar_function_register / laminar_function_drop) without
+ * touching the config's.
+ * Ownership: as laminar_function_register(); the config and each database
+ *   opened with it share the function, and destroy(user) runs once, when the
+ *   last of them lets it go (laminar_config_destroy(), laminar_close(), a
+ *   drop or replace).
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_DUPLICATE_OBJECT (a built-in's name);
+ *   LAMINAR_ERR_UNKNOWN_TYPE; LAMINAR_ERR_MISUSE (as laminar_function_register,
+ *   or an invalid config handle); LAMINAR_ERR_NOMEM.
+ * Thread-safety: one thread at a time per config. */
+LAMINAR_API laminar_code laminar_config_function_register(
+    laminar_config* config, const char* name, const char* const* arg_types, int32_t nargs,
+    const char* return_type, laminar_function_callback fn, void* user,
+    void (*destroy)(void* user), uint32_t flags, laminar_error* err);
+
+/* Drop user-defined function `name` from the database: `destroy(user)` is
+ * called once nothing else holds it (at once, unless a config it was
+ * registered in still does).
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_FUNCTION (no user-defined
  *   function of that name); LAMINAR_ERR_SQL_DEPENDENCY (a stream or view uses
  *   it: drop that first; the message names it); LAMINAR_ERR_MISUSE.

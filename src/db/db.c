@@ -130,6 +130,7 @@ void laminar_config_destroy(laminar_config* config) {
     lm_free(c->stream);
   }
   lm_free(config->sinks);
+  lm_udf_list_free(&config->funcs); /* a database opened with it holds its own */
   lm_vars_free(&config->vars);
   config->magic = LM_MAGIC_DEAD;
   lm_free(config->data_dir);
@@ -245,6 +246,13 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
   if (config != NULL && lm_vars_copy(&config->vars, &db->vars) != LAMINAR_OK) {
     db_free(db);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
+  /* The config's functions, before a recovered catalog binds its streams. */
+  for (int32_t i = 0; config != NULL && i < config->funcs.n; i++) {
+    if (lm_udf_list_add(&db->funcs, config->funcs.items[i], false) != LAMINAR_OK) {
+      db_free(db);
+      return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    }
   }
   lm_durable_config dc;
   lm_durable_config_init(&dc);
@@ -452,6 +460,49 @@ static bool builtin_function(const char* name) {
          lm_streq_nocase(name, "nullif");
 }
 
+/* A new function from laminar_function_register()'s arguments, its name not a
+ * built-in's. On failure `user` stays the caller's. */
+static laminar_code new_function(const char* name, const char* const* arg_types,
+                                 int32_t nargs, const char* return_type,
+                                 laminar_function_callback fn, void* user,
+                                 void (*destroy)(void* user), uint32_t flags,
+                                 lm_udf** out, laminar_error* err) {
+  LM_TRY(lm_udf_create(name, arg_types, nargs, return_type, fn, user, destroy, flags, out,
+                       err));
+  if (builtin_function(name)) {
+    lm_udf_set_destroy(*out, NULL); /* `user` stays the caller's */
+    lm_udf_unref(*out);
+    *out = NULL;
+    return lm_error_set(err, LAMINAR_ERR_SQL_DUPLICATE_OBJECT,
+                        "cannot register function '%s': a built-in function has that "
+                        "name",
+                        name);
+  }
+  return LAMINAR_OK;
+}
+
+laminar_code laminar_config_function_register(laminar_config* config, const char* name,
+                                              const char* const* arg_types, int32_t nargs,
+                                              const char* return_type,
+                                              laminar_function_callback fn, void* user,
+                                              void (*destroy)(void* user), uint32_t flags,
+                                              laminar_error* err) {
+  if (config == NULL || config->magic != LM_MAGIC_CONFIG) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_config_function_register: invalid config handle");
+  }
+  lm_udf* f;
+  LM_TRY(new_function(name, arg_types, nargs, return_type, fn, user, destroy, flags, &f,
+                      err));
+  laminar_code rc = lm_udf_list_add(&config->funcs, f, true);
+  if (rc != LAMINAR_OK) {
+    lm_udf_set_destroy(f, NULL);
+    rc = lm_error_set(err, rc, "function '%s': out of memory", name);
+  }
+  lm_udf_unref(f); /* the config holds it now, or nothing does */
+  return rc;
+}
+
 laminar_code laminar_function_register(laminar_db* db, const char* name,
                                        const char* const* arg_types, int32_t nargs,
                                        const char* return_type,
@@ -460,16 +511,8 @@ laminar_code laminar_function_register(laminar_db* db, const char* name,
                                        laminar_error* err) {
   CHECK_DB(db, err);
   lm_udf* f;
-  LM_TRY(lm_udf_create(name, arg_types, nargs, return_type, fn, user, destroy, flags, &f,
-                       err));
-  if (builtin_function(name)) {
-    lm_udf_set_destroy(f, NULL); /* `user` stays the caller's */
-    lm_udf_unref(f);
-    return lm_error_set(err, LAMINAR_ERR_SQL_DUPLICATE_OBJECT,
-                        "cannot register function '%s': a built-in function has that "
-                        "name",
-                        name);
-  }
+  LM_TRY(new_function(name, arg_types, nargs, return_type, fn, user, destroy, flags, &f,
+                      err));
   pthread_mutex_lock(&db->lock);
   const lm_stream_def* user_of = function_user(db, name);
   laminar_code rc = LAMINAR_OK;

@@ -52,6 +52,9 @@ struct laminar_config {
   int64_t max_state_bytes; /* the database's keyed-state bound (0: none) */
   int32_t cores;           /* reactors (thread-per-core), 1..LM_RT_MAX_CORES */
   bool core_affinity;      /* pin reactor i to CPU i */
+  /* Functions every database opened with it starts with (one reference
+   * each; laminar_config_function_register). */
+  lm_udf_list funcs;
 };
 
 /* A sink on a stream: CREATE SINK ... INTO FILE (sql set: part of the stored

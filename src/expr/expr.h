@@ -261,8 +261,8 @@ laminar_code lm_expr_filter(lm_eval_ctx* ctx, const lm_expr* pred, const lm_vec*
                             const uint32_t* sel, int64_t nsel, uint32_t* out_sel,
                             int64_t* out_n);
 
-/* True when `e` (or any sub-expression) is not a pure function of its row
- * (none are in this version); used by the planner for constant folding. */
+/* True when `e` has the same value for every row: literals and calls over
+ * them, except calls of a user-defined function that is not deterministic. */
 bool lm_expr_is_constant(const lm_expr* e);
 
 /* Text forms used by CAST(x AS VARCHAR) and by file sinks; each writes at most `cap` bytes

@@ -130,6 +130,7 @@ laminar_code lm_udf_eval(lm_eval_ctx* ctx, const lm_expr* e, const lm_xvec* args
 int32_t lm_udf_nargs(const lm_udf* f);
 lm_type lm_udf_arg_type(const lm_udf* f, int32_t i);
 lm_type lm_udf_result(const lm_udf* f);
+bool lm_udf_deterministic(const lm_udf* f);
 void lm_udf_usage(const lm_udf* f, char* buf, size_t cap);
 
 /* Context statistics (ctx.c): chunks obtained from malloc over the context's

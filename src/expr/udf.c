@@ -171,6 +171,9 @@ void lm_udf_set_destroy(lm_udf* f, void (*destroy)(void* user)) { f->destroy = d
 int32_t lm_udf_nargs(const lm_udf* f) { return f->nargs; }
 lm_type lm_udf_arg_type(const lm_udf* f, int32_t i) { return f->args[i]; }
 lm_type lm_udf_result(const lm_udf* f) { return f->result; }
+bool lm_udf_deterministic(const lm_udf* f) {
+  return (f->flags & LAMINAR_FUNCTION_DETERMINISTIC) != 0;
+}
 
 void lm_udf_usage(const lm_udf* f, char* buf, size_t cap) {
   int at = snprintf(buf, cap, "%s(", f->name);

@@ -811,10 +811,10 @@ static int test_replace_and_drop(void) {
   return 0;
 }
 
-/* A durable database whose stream calls a function: reopened, laminar_open
- * fails naming the function (functions hang off an open database, so none
- * can be registered before the catalog is recovered; laminar.h says so). */
-static int test_durable_reopen_names_function(void) {
+/* A durable database whose stream calls a function: reopened without it,
+ * laminar_open fails naming the function; with it in the config, the stored
+ * stream binds, the WAL replay runs through it, and the stream goes on. */
+static int test_durable_reopen_with_config_function(void) {
   char dir[] = "/tmp/lm_test_udf_XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
   laminar_config* cfg;
@@ -823,25 +823,67 @@ static int test_durable_reopen_names_function(void) {
   CHECK_CODE(laminar_config_set(cfg, "data_dir", dir, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_config_set(cfg, "checkpoint_interval", "10 min", &err), LAMINAR_OK,
              &err);
+  CHECK_CODE(laminar_config_set(cfg, "wal_mode", "sync", &err), LAMINAR_OK, &err);
   laminar_db* db;
   CHECK_CODE(laminar_open(cfg, &db, &err), LAMINAR_OK, &err);
-  fn_state st = {.factor = 1.0};
+  fn_state st = {.factor = 2.0};
   CHECK_CODE(laminar_execute(db, k_source, &err), LAMINAR_OK, &err);
   CHECK_CODE(reg_scale(db, &st, 0, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(
-                 db, "CREATE STREAM q AS SELECT scale(price) AS y FROM trades", &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE MATERIALIZED VIEW v AS SELECT symbol, scale(price) AS "
+                      "y FROM trades",
+                      &err),
+      LAMINAR_OK, &err);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
+  trade_row rows[2] = {{"a", 1.5, false, 1, false, 10}, {"b", 2.0, false, 2, false, 20}};
+  CHECK(push_rows(src, rows, 1) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
+  CHECK(push_rows(src, rows + 1, 1) == 0); /* in the WAL only */
+  laminar_source_close(src);
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   EXPECT(st.destroyed == 1);
+
   memset(&err, 0, sizeof err);
-  laminar_code rc = laminar_open(cfg, &db, &err);
-  EXPECT(rc == LAMINAR_ERR_RECOVERY);
+  CHECK_CODE(laminar_open(cfg, &db, &err), LAMINAR_ERR_RECOVERY, &err);
   EXPECT(strstr(err.message,
                 "catalog.sql does not run: LDB-1101: unknown function "
                 "'scale'") != NULL);
-  if (rc == LAMINAR_OK) laminar_close(db);
+
+  fn_state again = {.factor = 2.0};
+  const char* g[] = {"g"};
+  CHECK_CODE(laminar_config_function_register(cfg, "scale", g, 1, "g", scale_fn, &again,
+                                              destroy_state, 0, &err),
+             LAMINAR_OK, &err);
+  CHECK_CODE(laminar_config_function_register(NULL, "scale", g, 1, "g", scale_fn, &again,
+                                              destroy_state, 0, &err),
+             LAMINAR_ERR_MISUSE, &err);
+  CHECK_CODE(laminar_open(cfg, &db, &err), LAMINAR_OK, &err);
+  EXPECT(again.rows == 1); /* the WAL's row went through it */
+  CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
+  trade_row more = {"c", 4.0, false, 3, false, 30};
+  CHECK(push_rows(src, &more, 1) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  struct ArrowArrayStream out;
+  CHECK_CODE(laminar_query(db, "SELECT y FROM v ORDER BY y", &out, &err), LAMINAR_OK,
+             &err);
+  result_view rv;
+  CHECK(out.get_schema(&out, &rv.schema) == 0 && out.get_next(&out, &rv.array) == 0);
+  CHECK(result_view_init(&rv) == 0);
+  EXPECT(rv.array.length == 3);
+  for (int64_t r = 0; r < rv.array.length && r < 3; r++) {
+    static const double want[3] = {3.0, 4.0, 8.0};
+    EXPECT(ArrowArrayViewGetDoubleUnsafe(rv.view.children[0], r) == want[r]);
+  }
+  result_view_free(&rv);
+  out.release(&out);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  EXPECT(again.destroyed == 0); /* the config still holds it */
   laminar_config_destroy(cfg);
+  EXPECT(again.destroyed == 1);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   CHECK(system(cmd) == 0);
@@ -858,7 +900,7 @@ int main(int argc, char** argv) {
       {"reactor_failure", test_reactor_failure},
       {"registration_errors", test_registration_errors},
       {"replace_and_drop", test_replace_and_drop},
-      {"durable_reopen_names_function", test_durable_reopen_names_function},
+      {"durable_reopen_with_config_function", test_durable_reopen_with_config_function},
       {NULL, NULL}};
   return lm_test_main(argc, argv, cases);
 }

@@ -336,3 +336,28 @@ def test_registration_errors_and_lifecycle(db: laminardb.Connection) -> None:
     with pytest.raises(laminardb.SQLError) as info:
         db.remove_function("f")
     assert info.value.code == "LDB-1101"
+
+
+def test_durable_reopen_needs_the_functions(data_dir) -> None:  # noqa: ANN001
+    """Stored streams calling a function recover when open() is given it."""
+    from laminardb.functions import Function
+
+    def usd() -> Function:
+        return Function("usd", lambda p: pc.multiply(p, 2.0), ["DOUBLE"], "DOUBLE")
+
+    options = {"checkpoint_interval": "10 min", "wal_mode": "sync"}
+    with laminardb.open(data_dir, functions=[usd()], **options) as db:
+        db.execute("CREATE SOURCE u (p DOUBLE)")
+        db.execute("CREATE MATERIALIZED VIEW v AS SELECT usd(p) AS d FROM u")
+        db.insert("u", {"p": [1.0]})
+        db.run_until_idle()
+        db.checkpoint()
+        db.insert("u", {"p": [2.0]})  # in the WAL only: replayed through usd at open
+    with pytest.raises(laminardb.StorageError) as info:
+        laminardb.open(data_dir, **options)
+    assert info.value.code == "LDB-5002"
+    assert "unknown function 'usd'" in str(info.value)
+    with laminardb.open(data_dir, functions=[usd()], **options) as db:
+        db.insert("u", {"p": [3.0]})
+        db.run_until_idle()
+        assert db.query("SELECT d FROM v ORDER BY d").column("d").to_pylist() == [2.0, 4.0, 6.0]

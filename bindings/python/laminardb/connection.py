@@ -19,15 +19,7 @@ from laminardb._arrow import import_reader, import_schema
 from laminardb._handle import Handle, c_text, sigint_held
 from laminardb._laminar_cffi import ffi, lib
 from laminardb.errors import STATE, raise_for
-from laminardb.functions import (
-    FunctionKind,
-    NullHandling,
-    OnError,
-    PyFunction,
-    TypeSpec,
-    register,
-    resolve_types,
-)
+from laminardb.functions import Function, FunctionKind, NullHandling, OnError, TypeSpec
 from laminardb.sinks import SinkConnector, callbacks_for
 from laminardb.source import Source
 from laminardb.subscription import Subscription
@@ -526,25 +518,19 @@ class Connection(Handle):
             >>> db.query("SELECT w FROM m ORDER BY w").column("w").to_pylist()
             [2, 4]
         """
-        if kind not in ("arrow", "row"):
-            raise ValueError(f"kind must be 'arrow' or 'row', got {kind!r}")
-        if null_handling not in ("default", "special"):
-            raise ValueError(f"null_handling must be 'default' or 'special', got {null_handling!r}")
-        if on_error not in ("raise", "null"):
-            raise ValueError(f"on_error must be 'raise' or 'null', got {on_error!r}")
-        arg_formats, result_format = resolve_types(fn, params, returns)
-        function = PyFunction(name, fn, result_format, kind=kind, on_error=on_error)
-        flags = 0
-        if deterministic:
-            flags |= lib.LAMINAR_FUNCTION_DETERMINISTIC
-        if null_handling == "special":
-            flags |= lib.LAMINAR_FUNCTION_CALLED_ON_NULL
+        function = Function(
+            name,
+            fn,
+            params,
+            returns,
+            kind=kind,
+            null_handling=null_handling,
+            on_error=on_error,
+            deterministic=deterministic,
+        )
         err = ffi.new("laminar_error*")
         with self._lock:
-            code = register(
-                self._require_open(), c_text(name, "function name"), function, arg_formats,
-                result_format, flags, err,
-            )
+            code = function.register(lib.laminar_function_register, self._require_open(), err)
         raise_for(code, err)
         return self
 
@@ -759,6 +745,7 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
     *,
     config: Mapping[str, object] | None = None,
     sinks: Mapping[str, tuple[str, SinkConnector]] | None = None,
+    functions: Sequence[Function] = (),
     vars: Mapping[str, object] | None = None,  # noqa: A002 -- the documented name
     read_only: bool = False,
     **options: object,
@@ -782,6 +769,10 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
         sinks: Python sinks to attach while a durable database recovers,
             ``{name: (stream, connector)}`` (see :meth:`Connection.add_sink`);
             the streams must be in the stored catalog.
+        functions: User-defined functions
+            (:class:`laminardb.functions.Function`) registered before the
+            database opens, so a durable one's stored streams that call them
+            recover (see :meth:`Connection.create_function`).
         vars: ``${NAME}`` substitution variables, ``{NAME: value}``: every
             ``${NAME}`` in the SQL text of ``execute`` and ``query`` is replaced
             by ``str(value)`` before parsing (the same as the option
@@ -843,6 +834,10 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
             code = lib.laminar_config_add_sink(
                 config_out[0], c_text(name, "sink name"), c_text(stream, "stream name"), cb, err
             )
+            raise_for(code, err)
+        for function in functions:
+            err = ffi.new("laminar_error*")
+            code = function.register(lib.laminar_config_function_register, config_out[0], err)
             raise_for(code, err)
         db_out = ffi.new("laminar_db**")
         err = ffi.new("laminar_error*")

@@ -34,9 +34,10 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from laminardb._arrow import capsule_pointer, import_batch
+from laminardb._handle import c_text
 from laminardb._laminar_cffi import ffi, lib
 
-__all__ = ["FunctionKind", "NullHandling", "OnError", "TypeSpec", "arrow_format"]
+__all__ = ["Function", "FunctionKind", "NullHandling", "OnError", "TypeSpec", "arrow_format"]
 
 #: ``kind`` of :meth:`laminardb.Connection.create_function`.
 FunctionKind = Literal["arrow", "row"]
@@ -271,33 +272,73 @@ def lm_py_udf_destroy(user: Any) -> None:  # noqa: ANN401 -- cdata
     _live.pop(int(ffi.cast("uintptr_t", user)), None)
 
 
-def register(
-    db: Any,  # noqa: ANN401 -- cdata
-    name: bytes,
-    function: PyFunction,
-    arg_formats: list[str],
-    result_format: str,
-    flags: int,
-    err: Any,  # noqa: ANN401 -- cdata
-) -> int:
-    """``laminar_function_register`` for ``function``; the code it returned."""
-    handle = ffi.new_handle(function)
-    key = int(ffi.cast("uintptr_t", handle))
-    keep = [ffi.new("char[]", f.encode()) for f in arg_formats]
-    types = ffi.new("const char*[]", keep) if keep else ffi.NULL
-    _live[key] = handle
-    code = lib.laminar_function_register(
-        db,
-        name,
-        types,
-        len(arg_formats),
-        result_format.encode(),
-        lib.lm_py_udf_call,
-        handle,
-        lib.lm_py_udf_destroy,
-        flags,
-        err,
-    )
-    if code != 0:
-        _live.pop(key, None)  # not registered: destroy is not called
-    return int(code)
+class Function:
+    """A Python function to register, as ``Connection.create_function`` takes it.
+
+    ``laminardb.open(path, functions=[Function(...), ...])`` registers them
+    before a durable database recovers its streams (which may call them).
+    The arguments are those of :meth:`laminardb.Connection.create_function`.
+
+    Example:
+        >>> import pyarrow.compute as pc
+        >>> from laminardb.functions import Function
+        >>> f = Function("twice", lambda x: pc.multiply(x, 2), ["BIGINT"], "BIGINT")
+        >>> f.name, f.arg_formats, f.result_format
+        ('twice', ['l'], 'l')
+    """
+
+    def __init__(
+        self,
+        name: str,
+        fn: Callable[..., object],
+        params: Sequence[TypeSpec] | None = None,
+        returns: TypeSpec | None = None,
+        *,
+        kind: FunctionKind = "arrow",
+        null_handling: NullHandling = "default",
+        on_error: OnError = "raise",
+        deterministic: bool = False,
+    ) -> None:
+        """Check the options and resolve the types (TypeError / ValueError)."""
+        c_text(name, "function name")  # a str without NUL, or TypeError / ValueError
+        if kind not in ("arrow", "row"):
+            raise ValueError(f"kind must be 'arrow' or 'row', got {kind!r}")
+        if null_handling not in ("default", "special"):
+            raise ValueError(f"null_handling must be 'default' or 'special', got {null_handling!r}")
+        if on_error not in ("raise", "null"):
+            raise ValueError(f"on_error must be 'raise' or 'null', got {on_error!r}")
+        self.name = name
+        self.arg_formats, self.result_format = resolve_types(fn, params, returns)
+        self.call = PyFunction(name, fn, self.result_format, kind=kind, on_error=on_error)
+        self.flags = 0
+        if deterministic:
+            self.flags |= lib.LAMINAR_FUNCTION_DETERMINISTIC
+        if null_handling == "special":
+            self.flags |= lib.LAMINAR_FUNCTION_CALLED_ON_NULL
+
+    def register(self, register_fn: Any, target: Any, err: Any) -> int:  # noqa: ANN401 -- cffi
+        """Register on ``target`` (a database or a config) through ``register_fn``.
+
+        ``register_fn`` is ``laminar_function_register`` or
+        ``laminar_config_function_register``; returns the code it returned.
+        """
+        handle = ffi.new_handle(self.call)
+        key = int(ffi.cast("uintptr_t", handle))
+        keep = [ffi.new("char[]", f.encode()) for f in self.arg_formats]
+        types = ffi.new("const char*[]", keep) if keep else ffi.NULL
+        _live[key] = handle
+        code = register_fn(
+            target,
+            c_text(self.name, "function name"),
+            types,
+            len(self.arg_formats),
+            self.result_format.encode(),
+            lib.lm_py_udf_call,
+            handle,
+            lib.lm_py_udf_destroy,
+            self.flags,
+            err,
+        )
+        if code != 0:
+            _live.pop(key, None)  # not registered: destroy is not called
+        return int(code)
