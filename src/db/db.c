@@ -529,19 +529,51 @@ laminar_code laminar_function_register(laminar_db* db, const char* name,
   return rc;
 }
 
+laminar_code lm_db_function_drop(laminar_db* db, const char* name, bool if_exists,
+                                 laminar_error* err) {
+  const lm_stream_def* user_of = function_user(db, name);
+  if (user_of != NULL) return function_in_use(user_of, name, "drop", err);
+  if (!lm_udf_list_remove(&db->funcs, name) && !if_exists) {
+    return lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION,
+                        "no user-defined function named '%s'", name);
+  }
+  return LAMINAR_OK;
+}
+
 laminar_code laminar_function_drop(laminar_db* db, const char* name, laminar_error* err) {
   CHECK_DB(db, err);
   if (name == NULL)
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_function_drop: name is NULL");
   pthread_mutex_lock(&db->lock);
-  laminar_code rc = LAMINAR_OK;
-  const lm_stream_def* user_of = function_user(db, name);
-  if (user_of != NULL) {
-    rc = function_in_use(user_of, name, "drop", err);
-  } else if (!lm_udf_list_remove(&db->funcs, name)) {
-    rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION,
-                      "no user-defined function named '%s'", name);
-  }
+  laminar_code rc = lm_db_function_drop(db, name, false, err);
   pthread_mutex_unlock(&db->lock);
   return rc;
+}
+
+laminar_code lm_db_show_functions(laminar_db* db, struct ArrowArrayStream* out,
+                                  laminar_error* err) {
+  if (out == NULL) return LAMINAR_OK;
+  int32_t n = db->funcs.n;
+  char** cells = lm_calloc((size_t)(n * 5 + 1), sizeof(char*));
+  char* text = lm_calloc((size_t)(n + 1), 512); /* arguments | returns | flags */
+  laminar_code rc = cells == NULL || text == NULL ? LAMINAR_ERR_NOMEM : LAMINAR_OK;
+  for (int32_t i = 0; rc == LAMINAR_OK && i < n; i++) {
+    const lm_udf* f = db->funcs.items[i];
+    char* args = text + (size_t)i * 512;
+    char* returns = args + 320;
+    char* flags = args + 400;
+    lm_udf_describe(f, args, 320, returns, 80, flags, 112);
+    const lm_stream_def* user_of = function_user(db, lm_udf_name(f));
+    cells[i * 5] = (char*)lm_udf_name(f);
+    cells[i * 5 + 1] = args;
+    cells[i * 5 + 2] = returns;
+    cells[i * 5 + 3] = flags;
+    cells[i * 5 + 4] = user_of != NULL ? user_of->name : "";
+  }
+  static const char* const names[] = {"name", "arguments", "returns", "flags", "used_by"};
+  if (rc == LAMINAR_OK) rc = lm_db_string_table(names, 5, cells, n, out);
+  lm_free(text);
+  lm_free(cells);
+  if (rc != LAMINAR_OK) return lm_error_set(err, rc, "out of memory");
+  return LAMINAR_OK;
 }

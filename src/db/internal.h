@@ -147,6 +147,14 @@ void lm_db_free_handles(laminar_db* db);
 
 /* catalog.c helpers shared with view.c and query.c */
 const lm_schema* lm_db_lookup_input(void* arg, const char* name, bool* out_is_source);
+/* db.c: user-defined functions, db->lock held. Drop `name` (if_exists: no
+ * error when there is none); SHOW FUNCTIONS rows (name, arguments, returns,
+ * flags, used_by). */
+laminar_code lm_db_function_drop(laminar_db* db, const char* name, bool if_exists,
+                                 laminar_error* err);
+laminar_code lm_db_show_functions(laminar_db* db, struct ArrowArrayStream* out,
+                                  laminar_error* err);
+
 /* A malloc'd copy of the statement's text (free with lm_free), NULL on OOM. */
 char* lm_db_stmt_text(const char* sql, const lm_stmt* stmt);
 /* An ArrowArrayStream of one batch of string columns: cells[row * ncols + col]. */

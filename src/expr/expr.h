@@ -200,6 +200,10 @@ laminar_code lm_udf_create(const char* name, const char* const* arg_types, int32
 void lm_udf_ref(lm_udf* f);
 void lm_udf_unref(lm_udf* f); /* NULL: no-op */
 const char* lm_udf_name(const lm_udf* f);
+/* SHOW FUNCTIONS text: the argument types ("DOUBLE, BIGINT"), the result type
+ * and the flags ("deterministic, called on null"), each NUL-terminated. */
+void lm_udf_describe(const lm_udf* f, char* args, size_t args_cap, char* result,
+                     size_t result_cap, char* flags, size_t flags_cap);
 /* Set (or clear: NULL) what the last unref calls; before f is shared. */
 void lm_udf_set_destroy(lm_udf* f, void (*destroy)(void* user));
 

@@ -175,14 +175,30 @@ bool lm_udf_deterministic(const lm_udf* f) {
   return (f->flags & LAMINAR_FUNCTION_DETERMINISTIC) != 0;
 }
 
-void lm_udf_usage(const lm_udf* f, char* buf, size_t cap) {
-  int at = snprintf(buf, cap, "%s(", f->name);
-  for (int32_t i = 0; i < f->nargs && at > 0 && (size_t)at < cap; i++) {
+/* "DOUBLE, BIGINT" into buf. */
+static void arg_list(const lm_udf* f, char* buf, size_t cap) {
+  int at = 0;
+  buf[0] = '\0';
+  for (int32_t i = 0; i < f->nargs && at >= 0 && (size_t)at < cap; i++) {
     at += snprintf(buf + at, cap - (size_t)at, "%s%s", i ? ", " : "",
                    lm_type_name(f->args[i]));
   }
-  if (at > 0 && (size_t)at < cap)
-    snprintf(buf + at, cap - (size_t)at, ") -> %s", lm_type_name(f->result));
+}
+
+void lm_udf_usage(const lm_udf* f, char* buf, size_t cap) {
+  char args[320];
+  arg_list(f, args, sizeof args);
+  snprintf(buf, cap, "%s(%s) -> %s", f->name, args, lm_type_name(f->result));
+}
+
+void lm_udf_describe(const lm_udf* f, char* args, size_t args_cap, char* result,
+                     size_t result_cap, char* flags, size_t flags_cap) {
+  arg_list(f, args, args_cap);
+  snprintf(result, result_cap, "%s", lm_type_name(f->result));
+  snprintf(flags, flags_cap, "%s%s%s",
+           f->flags & LAMINAR_FUNCTION_DETERMINISTIC ? "deterministic" : "volatile",
+           f->flags & LAMINAR_FUNCTION_CALLED_ON_NULL ? ", called on null" : "",
+           f->flags & LAMINAR_FUNCTION_THREAD_SAFE ? ", thread-safe" : "");
 }
 
 /* ---- lists ------------------------------------------------------------------------ */

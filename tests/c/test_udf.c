@@ -774,6 +774,25 @@ static int test_replace_and_drop(void) {
   EXPECT(strstr(err.message, "view 'v'") != NULL && c.destroyed == 0);
   CHECK_CODE(laminar_function_drop(db, "SCALE", &err), LAMINAR_ERR_SQL_DEPENDENCY, &err);
   EXPECT(strstr(err.message, "'v'") != NULL);
+  CHECK_CODE(laminar_execute(db, "DROP FUNCTION scale", &err), LAMINAR_ERR_SQL_DEPENDENCY,
+             &err);
+  EXPECT(err.line == 1 && err.column == 15);
+
+  /* SHOW FUNCTIONS: one row per function, with the stream that uses it. */
+  struct ArrowArrayStream st;
+  result_view rv;
+  CHECK_CODE(laminar_query(db, "SHOW FUNCTIONS", &st, &err), LAMINAR_OK, &err);
+  CHECK(st.get_schema(&st, &rv.schema) == 0 && st.get_next(&st, &rv.array) == 0);
+  CHECK(result_view_init(&rv) == 0);
+  CHECK(rv.array.length == 1);
+  static const char* const want[] = {"scale", "DOUBLE", "DOUBLE", "volatile", "v"};
+  for (int c = 0; c < 5; c++) {
+    struct ArrowStringView sv = ArrowArrayViewGetStringUnsafe(rv.view.children[c], 0);
+    EXPECT(sv.size_bytes == (int64_t)strlen(want[c]) &&
+           memcmp(sv.data, want[c], strlen(want[c])) == 0);
+  }
+  result_view_free(&rv);
+  st.release(&st);
 
   /* laminar_query over the view calls functions too. */
   laminar_source* src;
@@ -781,11 +800,9 @@ static int test_replace_and_drop(void) {
   trade_row rows[2] = {{"a", 1.5, false, 1, false, 10}, {"b", 2.0, false, 2, false, 20}};
   CHECK(push_rows(src, rows, 2) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
-  struct ArrowArrayStream st;
   CHECK_CODE(
       laminar_query(db, "SELECT symbol, scale(y) AS z FROM v ORDER BY symbol", &st, &err),
       LAMINAR_OK, &err);
-  result_view rv;
   CHECK(st.get_schema(&st, &rv.schema) == 0 && st.get_next(&st, &rv.array) == 0);
   CHECK(result_view_init(&rv) == 0);
   EXPECT(rv.array.length == 2);
@@ -801,8 +818,12 @@ static int test_replace_and_drop(void) {
 
   CHECK_CODE(laminar_execute(db, "DROP MATERIALIZED VIEW v", &err), LAMINAR_OK, &err);
   EXPECT(b.destroyed == 0);
-  CHECK_CODE(laminar_function_drop(db, "scale", &err), LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db, "DROP FUNCTION IF EXISTS nofn; DROP FUNCTION scale", &err),
+      LAMINAR_OK, &err);
   EXPECT(b.destroyed == 1);
+  CHECK_CODE(laminar_execute(db, "DROP FUNCTION scale", &err),
+             LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, &err);
   CHECK_CODE(
       laminar_execute(db, "CREATE STREAM s AS SELECT scale(price) FROM trades", &err),
       LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, &err);

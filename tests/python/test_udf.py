@@ -320,6 +320,19 @@ def test_registration_errors_and_lifecycle(db: laminardb.Connection) -> None:
     with pytest.raises(laminardb.SQLError) as info:
         db.remove_function("f")
     assert info.value.code == "LDB-1007"
+    shown = db.query("SHOW FUNCTIONS").to_pylist()
+    assert shown == [
+        {
+            "name": "f",
+            "arguments": "DOUBLE",
+            "returns": "DOUBLE",
+            "flags": "volatile",
+            "used_by": "q",
+        }
+    ]
+    with pytest.raises(laminardb.SQLError) as info:
+        db.execute("DROP FUNCTION f")
+    assert info.value.code == "LDB-1007"
     with pytest.raises(laminardb.SQLError) as info:
         db.execute("CREATE STREAM r AS SELECT g(x) FROM u")
     assert info.value.code == "LDB-1101"
@@ -336,6 +349,9 @@ def test_registration_errors_and_lifecycle(db: laminardb.Connection) -> None:
     with pytest.raises(laminardb.SQLError) as info:
         db.remove_function("f")
     assert info.value.code == "LDB-1101"
+    db.create_function("f", lambda x: x, ["DOUBLE"], "DOUBLE")
+    db.execute("DROP FUNCTION IF EXISTS nothing; DROP FUNCTION f")
+    assert db.query("SHOW FUNCTIONS").num_rows == 0
 
 
 def test_durable_reopen_needs_the_functions(data_dir) -> None:  # noqa: ANN001
