@@ -22,6 +22,7 @@
 #include "lm_test.h"
 
 #include <math.h>
+#include <stdatomic.h>
 
 /* ---- the functions -------------------------------------------------------------- */
 
@@ -911,6 +912,96 @@ static int test_durable_reopen_with_config_function(void) {
   return 0;
 }
 
+/* cores = 2, a keyed window whose aggregate argument calls the function: the
+ * reactors evaluate it concurrently, and a function not declared thread-safe
+ * is never entered twice at once; the sums are right. */
+typedef struct guarded {
+  atomic_int inside;
+  atomic_int overlaps;
+  atomic_llong rows;
+} guarded;
+
+static int guarded_fn(void* user, const struct ArrowArray* args,
+                      const struct ArrowSchema* args_schema, struct ArrowArray* out,
+                      struct ArrowSchema* out_schema, char* error, size_t cap) {
+  (void)args_schema;
+  (void)error;
+  (void)cap;
+  guarded* g = user;
+  if (atomic_fetch_add(&g->inside, 1) != 0) atomic_fetch_add(&g->overlaps, 1);
+  atomic_fetch_add(&g->rows, args->length);
+  const struct ArrowArray* x = args->children[0];
+  const double* xs = x->buffers[1];
+  double* vals = malloc(sizeof(double) * (size_t)(x->length + 1));
+  int rc = vals == NULL;
+  for (int64_t r = 0; rc == 0 && r < x->length; r++) {
+    vals[r] = xs[x->offset + r] * 3.0;
+    for (volatile int spin = 0; spin < 200; spin++) {
+    }
+  }
+  if (rc == 0)
+    rc = make_array(NANOARROW_TYPE_DOUBLE, x->length, vals, NULL, out, out_schema);
+  free(vals);
+  atomic_fetch_sub(&g->inside, 1);
+  return rc;
+}
+
+static int test_cores_serialize_calls(void) {
+  laminar_config* cfg;
+  laminar_error err;
+  CHECK_CODE(laminar_config_create(&cfg), LAMINAR_OK, NULL);
+  CHECK_CODE(laminar_config_set(cfg, "cores", "2", &err), LAMINAR_OK, &err);
+  guarded g;
+  atomic_init(&g.inside, 0);
+  atomic_init(&g.overlaps, 0);
+  atomic_init(&g.rows, 0);
+  const char* dbl[] = {"g"};
+  CHECK_CODE(laminar_config_function_register(cfg, "triple", dbl, 1, "g", guarded_fn, &g,
+                                              NULL, 0, &err),
+             LAMINAR_OK, &err);
+  laminar_db* db;
+  CHECK_CODE(laminar_open(cfg, &db, &err), LAMINAR_OK, &err);
+  laminar_config_destroy(cfg);
+  CHECK_CODE(laminar_execute(db, k_source, &err), LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE STREAM w AS SELECT symbol, SUM(triple(price)) AS total "
+                      "FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND) "
+                      "EMIT ON WINDOW CLOSE",
+                      &err),
+      LAMINAR_OK, &err);
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "w", &sub, &err), LAMINAR_OK, &err);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
+  enum { BATCHES = 40, ROWS = 256 };
+  static const char* const syms[] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+  static trade_row rows[ROWS];
+  double want = 0;
+  for (int b = 0; b < BATCHES; b++) {
+    for (int r = 0; r < ROWS; r++) {
+      rows[r] =
+          (trade_row){syms[(r * 7 + b) % 8], (double)(r % 13), false, 1, false, b * 10};
+      want += 3.0 * (double)(r % 13);
+    }
+    CHECK(push_rows(src, rows, ROWS) == 0);
+  }
+  CHECK_CODE(laminar_source_push_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
+  double total = 0;
+  int64_t got;
+  CHECK(drain(sub, sum_total, &total, &got) == 0);
+  EXPECT(got == 8);
+  EXPECT(total == want);
+  EXPECT(atomic_load(&g.overlaps) == 0);
+  EXPECT(atomic_load(&g.rows) >= (long long)BATCHES * ROWS);
+  laminar_subscription_close(sub);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   static const lm_test_case cases[] = {
       {"select_where_random", test_select_where_random},
@@ -922,6 +1013,7 @@ int main(int argc, char** argv) {
       {"registration_errors", test_registration_errors},
       {"replace_and_drop", test_replace_and_drop},
       {"durable_reopen_with_config_function", test_durable_reopen_with_config_function},
+      {"cores_serialize_calls", test_cores_serialize_calls},
       {NULL, NULL}};
   return lm_test_main(argc, argv, cases);
 }
