@@ -420,6 +420,17 @@ static laminar_code import_result(lm_eval_ctx* ctx, const lm_udf* f,
   laminar_code rc = LAMINAR_OK;
   lm_type t = f->result;
   size_t w = (size_t)lm_type_width(t);
+  if (pos == NULL && t != LM_TYPE_BOOL && t != LM_TYPE_STRING) {
+    /* Fixed width in place: the engine's layout is Arrow's. */
+    memcpy(data, view.buffer_views[1].data.as_uint8 + (size_t)view.offset * w,
+           (size_t)m * w);
+    const uint8_t* valid = view.buffer_views[0].data.as_uint8;
+    for (int64_t k = 0; k < m; k++) {
+      nulls[k] = valid != NULL && !ArrowBitGet(valid, view.offset + k);
+    }
+    ArrowArrayViewReset(&view);
+    return LAMINAR_OK;
+  }
   for (int64_t k = 0; k < m && rc == LAMINAR_OK; k++) {
     int64_t at = pos ? pos[k] : k;
     bool is_null = ArrowArrayViewIsNull(&view, k);

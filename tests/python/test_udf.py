@@ -221,14 +221,29 @@ def test_null_handling_special_and_on_error_null(db: laminardb.Connection) -> No
 
     db.create_function("nz", nz, ["DOUBLE"], "DOUBLE", kind="row", null_handling="special")
     db.create_function("fragile", fragile, ["DOUBLE"], "DOUBLE", kind="row", on_error="null")
+    # An arrow function whose result has NULLs of its own (rows 1 and 3).
+    db.create_function(
+        "capped",
+        lambda x: pc.if_else(pc.greater(x, 2.0), pa.scalar(None, pa.float64()), x),
+        ["DOUBLE"],
+        "DOUBLE",
+    )
     db.execute("CREATE SOURCE u (x DOUBLE)")
-    db.execute("CREATE STREAM q AS SELECT nz(x) AS a, fragile(x) AS b FROM u")
+    db.execute("CREATE STREAM q AS SELECT nz(x) AS a, fragile(x) AS b, capped(x) AS c FROM u")
     sub = db.subscribe("q")
     db.insert("u", {"x": [1.0, None, 3.0]})
+    db.insert("u", {"x": [4.0, 0.5, 2.5]})
     db.run_until_idle()
-    rows = drain(sub, 3).to_pylist()
-    assert rows == [{"a": 1.0, "b": 1.0}, {"a": -1.0, "b": None}, {"a": 3.0, "b": None}]
-    assert seen == [1.0, None, 3.0]
+    rows = drain(sub, 6).to_pylist()
+    assert rows == [
+        {"a": 1.0, "b": 1.0, "c": 1.0},
+        {"a": -1.0, "b": None, "c": None},
+        {"a": 3.0, "b": None, "c": None},
+        {"a": 4.0, "b": None, "c": None},
+        {"a": 0.5, "b": 0.5, "c": 0.5},
+        {"a": 2.5, "b": None, "c": None},
+    ]
+    assert seen == [1.0, None, 3.0, 4.0, 0.5, 2.5]
 
 
 def test_exception_fails_the_batch_and_data_before_survives(db: laminardb.Connection) -> None:
