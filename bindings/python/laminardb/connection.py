@@ -480,8 +480,9 @@ class Connection(Handle):
         with ``pyarrow.Array`` arguments and takes an array of the same length
         back; ``kind="row"`` calls ``fn(*values)`` per row. Registering a name
         again replaces the function unless a stream uses it. Functions are not
-        stored: a durable database whose streams call one cannot be reopened
-        in this version (LDB-5002 naming the function).
+        stored: reopen a durable database whose streams call one with
+        ``laminardb.open(path, functions=[Function(...)])`` (without it the
+        open raises LDB-5002 naming the function).
 
         Args:
             name: The SQL name (case-insensitive; not a built-in's).
