@@ -45,6 +45,9 @@
  * count; this 2-core machine can only show up to 2. --prequeue makes the threaded
  * mode queue every batch before laminar_start and time start -> last result, so no
  * producer thread competes with the reactors for the cores (no latency then).
+ * --udf: the price goes through a C user-defined function fx (x * 1.0, DETERMINISTIC
+ * and THREAD_SAFE) in W1's SUM and MAX and in W2's product: the per-event cost of a
+ * C scalar function (compare with a run without it).
  * --pin: every database gets `core_affinity = true` (reactor i on CPU i), and the
  * application's threads (the producer, the consumer, and the threads the database
  * starts besides its reactors, which inherit the mask) run on the CPUs the
@@ -91,6 +94,18 @@ static const char* W1_SQL =
     "FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND) EMIT ON WINDOW CLOSE;";
 static const char* W2_SQL =
     "CREATE STREAM w2 AS SELECT symbol, price * volume AS notional FROM trades "
+    "WHERE volume > 500;";
+/* --udf: the same queries with the price through a C user-defined function
+ * fx(DOUBLE) -> DOUBLE that multiplies by 1.0 (so the checksums hold): the
+ * cost of a C scalar function per event. */
+static const char* W1_UDF_SQL =
+    "CREATE STREAM w1 AS SELECT window_start, symbol, SUM(fx(price) * volume) / "
+    "SUM(volume) AS vwap, COUNT(*) AS trades, MAX(fx(price)) AS max_price, "
+    "MIN(price) AS min_price FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' "
+    "SECOND) "
+    "EMIT ON WINDOW CLOSE;";
+static const char* W2_UDF_SQL =
+    "CREATE STREAM w2 AS SELECT symbol, fx(price) * volume AS notional FROM trades "
     "WHERE volume > 500;";
 
 /* ------------------------------------------------------------------------------------
@@ -545,6 +560,48 @@ static char g_run_dir[4096];
  * or wal_direct_io=off. */
 static const char* g_sets[8];
 static int g_nsets;
+static bool g_udf = false; /* --udf: W1_UDF_SQL / W2_UDF_SQL */
+
+/* fx's result: one malloc'd block (struct, buffer pointers, values), freed by
+ * its release. */
+typedef struct fx_out {
+  const void* buffers[2];
+  double values[];
+} fx_out;
+
+static void fx_release(struct ArrowArray* a) {
+  free(a->private_data);
+  a->release = NULL;
+}
+
+static void fx_schema_release(struct ArrowSchema* s) { s->release = NULL; }
+
+static int fx_fn(void* user, const struct ArrowArray* args,
+                 const struct ArrowSchema* args_schema, struct ArrowArray* out,
+                 struct ArrowSchema* out_schema, char* error, size_t cap) {
+  (void)user;
+  (void)args_schema;
+  const struct ArrowArray* x = args->children[0];
+  const double* in = (const double*)x->buffers[1] + x->offset;
+  fx_out* o = malloc(sizeof *o + sizeof(double) * (size_t)(x->length + 1));
+  if (o == NULL) {
+    snprintf(error, cap, "out of memory");
+    return 1;
+  }
+  for (int64_t i = 0; i < x->length; i++) o->values[i] = in[i] * 1.0;
+  o->buffers[0] = NULL;
+  o->buffers[1] = o->values;
+  *out = (struct ArrowArray){.length = x->length,
+                             .n_buffers = 2,
+                             .buffers = o->buffers,
+                             .release = fx_release,
+                             .private_data = o};
+  *out_schema = (struct ArrowSchema){.format = "g",
+                                     .name = "",
+                                     .flags = ARROW_FLAG_NULLABLE,
+                                     .release = fx_schema_release};
+  return 0;
+}
 
 static void remove_tree(const char* dir) {
   char cmd[4200];
@@ -611,8 +668,16 @@ static void run_open(run_ctx* r, workload w) {
   check_rc(laminar_open(cfg, &r->db, &err), &err, "laminar_open");
   laminar_config_destroy(cfg);
   check_rc(laminar_execute(r->db, SOURCE_SQL, &err), &err, "CREATE SOURCE");
-  check_rc(laminar_execute(r->db, w == W1 ? W1_SQL : W2_SQL, &err), &err,
-           "CREATE STREAM");
+  if (g_udf) {
+    const char* dbl[] = {"g"};
+    check_rc(laminar_function_register(
+                 r->db, "fx", dbl, 1, "g", fx_fn, NULL, NULL,
+                 LAMINAR_FUNCTION_DETERMINISTIC | LAMINAR_FUNCTION_THREAD_SAFE, &err),
+             &err, "laminar_function_register");
+  }
+  const char* sql =
+      w == W1 ? (g_udf ? W1_UDF_SQL : W1_SQL) : (g_udf ? W2_UDF_SQL : W2_SQL);
+  check_rc(laminar_execute(r->db, sql, &err), &err, "CREATE STREAM");
   if (g_file_sink && strcmp(g_durable, "off") != 0) {
     char sql[4400];
     snprintf(sql, sizeof sql, "CREATE SINK out_file FROM %s INTO FILE (path = '%s_sink')",
@@ -893,7 +958,7 @@ static void usage(void) {
       "                  [--durable off|ckpt|async|sync] [--checkpoint-ms MS]\n"
       "                  [--set KEY=VALUE ...  (durable runs: e.g. wal_direct_io=off)]\n"
       "                  [--data-dir DIR] [--cores LIST] [--prequeue] [--pin] "
-      "[--file-sink]\n");
+      "[--file-sink] [--udf]\n");
   exit(2);
 }
 
@@ -944,6 +1009,8 @@ static options parse_args(int argc, char** argv) {
       g_file_sink = true;
     } else if (strcmp(a, "--pin") == 0) {
       g_pin = true;
+    } else if (strcmp(a, "--udf") == 0) {
+      g_udf = true;
     } else if (strcmp(a, "--cores") == 0 && v) {
       o.ncores = 0;
       for (const char* c = v; *c != '\0' && o.ncores < 8;) {

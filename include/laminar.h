@@ -164,6 +164,13 @@ typedef enum laminar_code {
   LAMINAR_ERR_PUSH_TIMEOUT = 3009,    /* no room in the source queue within the
                                              timeout of a *_timeout push; nothing
                                              ingested */
+  LAMINAR_ERR_FUNCTION_FAILED = 3010, /* a user-defined function's callback
+                                             reported an error: the batch was not
+                                             applied */
+  LAMINAR_ERR_FUNCTION_RESULT = 3011, /* a user-defined function's result is not
+                                             a valid array of its return type and
+                                             the rows' count: the batch was not
+                                             applied */
 
   /* 4xxx subscriptions */
   LAMINAR_ERR_SUBSCRIPTION_CLOSED = 4001, /* the stream was dropped or the db closed */
@@ -737,6 +744,139 @@ LAMINAR_API laminar_code laminar_stream_partitioning(laminar_db* db, const char*
 LAMINAR_API laminar_code laminar_stream_two_phase(laminar_db* db, const char* name,
                                                   struct ArrowArrayStream* out,
                                                   laminar_error* err);
+
+/* ------------------------------------------------------------------------------
+ * User-defined scalar functions
+ * ---------------------------------------------------------------------------- */
+
+/* Flags of laminar_function_register() (a bit set).
+ *   LAMINAR_FUNCTION_DETERMINISTIC  the same arguments always give the same
+ *       result and the function has no effect: a call whose arguments are all
+ *       constant (literals, or no arguments) is made once per chunk over one
+ *       row, its value used for every row. Without it such a call is made over
+ *       every row of the chunk.
+ *   LAMINAR_FUNCTION_CALLED_ON_NULL  the callback also gets rows where an
+ *       argument is NULL and decides their result. Without it (the default,
+ *       SQL's "NULL in, NULL out") such rows are NULL and are not passed: the
+ *       arrays the callback gets have no NULLs.
+ *   LAMINAR_FUNCTION_THREAD_SAFE  the callback may run on several threads at
+ *       once (with `cores` > 1 several reactors evaluate expressions). Without
+ *       it the calls of one function are serialized by a lock. */
+typedef enum laminar_function_flags {
+  LAMINAR_FUNCTION_DETERMINISTIC = 1,
+  LAMINAR_FUNCTION_CALLED_ON_NULL = 2,
+  LAMINAR_FUNCTION_THREAD_SAFE = 4
+} laminar_function_flags;
+
+/* A scalar function over one chunk of rows (Arrow C Data Interface).
+ * user:        the pointer given to laminar_function_register()
+ * args:        a struct array ("+s") of `args->length` rows whose children are
+ *              the arguments in order, each of its declared type (children
+ *              named "arg0", "arg1", ...; no children for a function of no
+ *              arguments). Borrowed: its buffers are valid until the callback
+ *              returns and must not be written. Its release callbacks free
+ *              nothing, so a consumer may import it (moving the struct) and
+ *              release it, but must not use its buffers after returning.
+ * args_schema: the schema of `args`, borrowed likewise.
+ * out, out_schema: the callee fills both (released structs on entry): an array
+ *              of exactly args->length rows of the declared return type, and
+ *              its schema. The core takes ownership of both whatever the return
+ *              value and releases each that is not released.
+ * error, error_cap: on failure the callee may write a NUL-terminated message
+ *              of at most error_cap bytes (error[0] is '\0' on entry).
+ * Returns: 0 on success; any other value fails the call.
+ * Thread-safety: see LAMINAR_FUNCTION_THREAD_SAFE. The callback runs on the
+ *   thread that evaluates the expression: a reactor thread, the caller of
+ *   laminar_run_until_idle() or laminar_query(), the opener of a durable
+ *   database replaying its WAL. It must not call this database's API except
+ *   to read its own `user` data. */
+typedef int (*laminar_function_callback)(void* user, const struct ArrowArray* args,
+                                         const struct ArrowSchema* args_schema,
+                                         struct ArrowArray* out,
+                                         struct ArrowSchema* out_schema, char* error,
+                                         size_t error_cap);
+
+/* Register scalar function `name`, callable in SQL wherever an expression is
+ * allowed (select list, WHERE, GROUP BY keys, aggregate arguments, HAVING) by
+ * the streams, views and queries bound after this call. Names are
+ * case-insensitive; a built-in function's name (abs, upper, ...) cannot be
+ * taken. Registering a name again replaces the function, unless a stream or
+ * view uses it.
+ * Functions are code, not catalog: they are not stored in data_dir, and a
+ * statement that calls one must run after its registration. A durable
+ * database recovers its stored streams (and replays its WAL through them)
+ * inside laminar_open(): register the functions they call in the config
+ * (laminar_config_function_register) before opening it. Reopening one whose
+ * streams call a function the config does not have fails with
+ * LAMINAR_ERR_RECOVERY, the message naming the function ("catalog.sql does
+ * not run: LDB-1101: unknown function 'fx' ...").
+ * arg_types:   nargs Arrow format strings, one per argument: "b" BOOLEAN,
+ *              "i" INT, "l" BIGINT, "g" DOUBLE, "u" VARCHAR, "tsu:" TIMESTAMP
+ *              (microseconds). SQL arguments are cast to these types as a
+ *              built-in function's are (an INT widens to BIGINT or DOUBLE; a
+ *              string literal converts).
+ * nargs:       0 to 64.
+ * return_type: one Arrow format string of the same set: the format the
+ *              callback's out_schema must have ("U" is also accepted for
+ *              "u", large offsets).
+ * fn:          the callback (laminar_function_callback).
+ * user:        passed to every call of fn; may be NULL.
+ * destroy:     called once with `user` when the function is dropped, replaced
+ *              or the database is closed (after the last call); NULL: none.
+ * flags:       a bit set of laminar_function_flags.
+ * At run time a callback that returns non-zero fails the chunk with
+ * LAMINAR_ERR_FUNCTION_FAILED, and a result that is released, of another
+ * format, of another length, or that fails nanoarrow's full validation with
+ * LAMINAR_ERR_FUNCTION_RESULT; the message names the function and the stream
+ * ("stream 'q': function 'fx' failed: <callback's message>"). The stream's
+ * batch is not applied (nothing of it is emitted; a windowed stream's state is
+ * as before it), the error is reported as other processing errors are (by
+ * laminar_run_until_idle(), or by laminar_stop() for the reactor), and the
+ * stream goes on with the next batch.
+ * Ownership: name and arg_types are copied; `user` is the database's from a
+ *   successful call (freed by `destroy`); on failure it stays the caller's and
+ *   destroy is not called.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_DUPLICATE_OBJECT (a built-in function
+ *   has that name); LAMINAR_ERR_SQL_DEPENDENCY (replacing a function a stream
+ *   or view uses: the message names it); LAMINAR_ERR_UNKNOWN_TYPE (a format
+ *   not in the list, naming the argument); LAMINAR_ERR_MISUSE (NULL db, name
+ *   or fn, an empty name or one that is not an identifier, nargs out of range,
+ *   unknown flags); LAMINAR_ERR_NOMEM.
+ * Thread-safety: any thread (serialized with other catalog calls). */
+LAMINAR_API laminar_code laminar_function_register(
+    laminar_db* db, const char* name, const char* const* arg_types, int32_t nargs,
+    const char* return_type, laminar_function_callback fn, void* user,
+    void (*destroy)(void* user), uint32_t flags, laminar_error* err);
+
+/* Register a function in a config, as laminar_function_register() does on a
+ * database: every database laminar_open() opens with this config starts with
+ * it, before a durable one recovers its catalog and replays its WAL (so
+ * stored streams that call it bind and run). Registering a name again in the
+ * same config replaces it. A database may replace or drop its copy
+ * afterwards (laminar_function_register / laminar_function_drop) without
+ * touching the config's.
+ * Ownership: as laminar_function_register(); the config and each database
+ *   opened with it share the function, and destroy(user) runs once, when the
+ *   last of them lets it go (laminar_config_destroy(), laminar_close(), a
+ *   drop or replace).
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_DUPLICATE_OBJECT (a built-in's name);
+ *   LAMINAR_ERR_UNKNOWN_TYPE; LAMINAR_ERR_MISUSE (as laminar_function_register,
+ *   or an invalid config handle); LAMINAR_ERR_NOMEM.
+ * Thread-safety: one thread at a time per config. */
+LAMINAR_API laminar_code laminar_config_function_register(
+    laminar_config* config, const char* name, const char* const* arg_types, int32_t nargs,
+    const char* return_type, laminar_function_callback fn, void* user,
+    void (*destroy)(void* user), uint32_t flags, laminar_error* err);
+
+/* Drop user-defined function `name` from the database: `destroy(user)` is
+ * called once nothing else holds it (at once, unless a config it was
+ * registered in still does).
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_FUNCTION (no user-defined
+ *   function of that name); LAMINAR_ERR_SQL_DEPENDENCY (a stream or view uses
+ *   it: drop that first; the message names it); LAMINAR_ERR_MISUSE.
+ * Thread-safety: any thread (serialized with other catalog calls). */
+LAMINAR_API laminar_code laminar_function_drop(laminar_db* db, const char* name,
+                                               laminar_error* err);
 
 /* ------------------------------------------------------------------------------
  * Sources

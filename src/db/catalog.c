@@ -646,7 +646,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   if (s == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   s->watermark_ms = INT64_MIN;
   atomic_init(&s->late_rows, 0);
-  laminar_code rc = lm_bind_stream(stmt, lm_db_lookup_input, db, &s->plan, err);
+  laminar_code rc =
+      lm_bind_stream(stmt, lm_db_lookup_input, db, &db->funcs, &s->plan, err);
   if (rc != LAMINAR_OK) {
     lm_free(s);
     return rc;
@@ -1039,6 +1040,7 @@ static laminar_code show(laminar_db* db, const lm_stmt* stmt,
                          struct ArrowArrayStream* out, laminar_error* err) {
   bool sources = stmt->object == LM_OBJ_SOURCE;
   if (stmt->object == LM_OBJ_SINK) return lm_db_show_sinks(db, out, err);
+  if (stmt->object == LM_OBJ_FUNCTION) return lm_db_show_functions(db, out, err);
   bool views = stmt->object == LM_OBJ_VIEW; /* SHOW STREAMS lists the others */
   if (out == NULL) return LAMINAR_OK;
   int64_t n = sources ? db->graph.nsources : db->graph.nstreams;
@@ -1131,7 +1133,9 @@ static laminar_code read_only_statement(laminar_db* db, const char* sql,
                                         const lm_stmt* st, laminar_error* err) {
   bool create = st->kind == LM_STMT_CREATE_SOURCE || st->kind == LM_STMT_CREATE_STREAM ||
                 st->kind == LM_STMT_CREATE_SINK;
-  if (!create && st->kind != LM_STMT_DROP) return LAMINAR_OK;
+  /* Functions are not stored: DROP FUNCTION changes nothing in data_dir. */
+  if (!create && (st->kind != LM_STMT_DROP || st->object == LM_OBJ_FUNCTION))
+    return LAMINAR_OK;
   if (create) {
     bool skip;
     LM_TRY(check_new_name(db, sql, st, err, &skip));
@@ -1178,6 +1182,9 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
       case LM_STMT_DROP:
         if (st->object == LM_OBJ_SINK) {
           rc = drop_sink(db, st, err);
+        } else if (st->object == LM_OBJ_FUNCTION) {
+          rc = lm_db_function_drop(db, st->name, st->if_exists, err);
+          if (rc != LAMINAR_OK) lm_error_at(err, st->name_line, st->name_column);
         } else if (st->object != LM_OBJ_SOURCE && st->object != LM_OBJ_STREAM &&
                    st->object != LM_OBJ_VIEW) {
           rc = fail_at(

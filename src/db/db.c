@@ -5,6 +5,7 @@
 #include "db/internal.h"
 
 #include "db/options.h"
+#include "sql/binder.h"
 #include "store/fs.h"
 #include "util/util.h"
 
@@ -129,6 +130,7 @@ void laminar_config_destroy(laminar_config* config) {
     lm_free(c->stream);
   }
   lm_free(config->sinks);
+  lm_udf_list_free(&config->funcs); /* a database opened with it holds its own */
   lm_vars_free(&config->vars);
   config->magic = LM_MAGIC_DEAD;
   lm_free(config->data_dir);
@@ -143,6 +145,7 @@ static void db_free(laminar_db* db) {
   pthread_mutex_lock(&db->lock);
   lm_db_free_handles(db);
   lm_db_catalog_free(db);
+  lm_udf_list_free(&db->funcs); /* after the plans: each function's last reference */
   pthread_mutex_unlock(&db->lock);
   lm_rt_destroy(&db->rt);
   pthread_mutex_destroy(&db->lock);
@@ -243,6 +246,13 @@ laminar_code laminar_open(const laminar_config* config, laminar_db** out,
   if (config != NULL && lm_vars_copy(&config->vars, &db->vars) != LAMINAR_OK) {
     db_free(db);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
+  /* The config's functions, before a recovered catalog binds its streams. */
+  for (int32_t i = 0; config != NULL && i < config->funcs.n; i++) {
+    if (lm_udf_list_add(&db->funcs, config->funcs.items[i], false) != LAMINAR_OK) {
+      db_free(db);
+      return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    }
   }
   lm_durable_config dc;
   lm_durable_config_init(&dc);
@@ -419,4 +429,151 @@ laminar_code laminar_stream_late_rows(laminar_db* db, const char* name, int64_t*
   }
   pthread_mutex_unlock(&db->lock);
   return rc;
+}
+
+/* ---- user-defined functions ------------------------------------------------------ */
+
+/* The first stream or view whose plan calls function `name`, or NULL. */
+static const lm_stream_def* function_user(const laminar_db* db, const char* name) {
+  for (int32_t i = 0; i < db->graph.nstreams; i++) {
+    const lm_stream_def* s = db->graph.streams[i];
+    if (lm_udf_list_find(&s->plan.udfs, name) != NULL) return s;
+  }
+  return NULL;
+}
+
+static laminar_code function_in_use(const lm_stream_def* s, const char* name,
+                                    const char* what, laminar_error* err) {
+  lm_error_set(err, LAMINAR_ERR_SQL_DEPENDENCY,
+               "cannot %s function '%s': %s '%s' uses it (drop it first)", what, name,
+               lm_db_is_view(s) ? "view" : "stream", s->name);
+  lm_error_object(err, s->name, NULL);
+  return LAMINAR_ERR_SQL_DEPENDENCY;
+}
+
+/* Whether SQL resolves `name` before user-defined functions: a built-in
+ * scalar, an aggregate, a window function, coalesce or nullif. */
+static bool builtin_function(const char* name) {
+  lm_ast_expr call = {.kind = LM_AST_FUNCTION, .fname = (char*)name};
+  return lm_func_find(name) != NULL || lm_bind_is_aggregate_call(&call) ||
+         lm_bind_is_window_call(&call) || lm_streq_nocase(name, "coalesce") ||
+         lm_streq_nocase(name, "nullif");
+}
+
+/* A new function from laminar_function_register()'s arguments, its name not a
+ * built-in's. On failure `user` stays the caller's. */
+static laminar_code new_function(const char* name, const char* const* arg_types,
+                                 int32_t nargs, const char* return_type,
+                                 laminar_function_callback fn, void* user,
+                                 void (*destroy)(void* user), uint32_t flags,
+                                 lm_udf** out, laminar_error* err) {
+  LM_TRY(lm_udf_create(name, arg_types, nargs, return_type, fn, user, destroy, flags, out,
+                       err));
+  if (builtin_function(name)) {
+    lm_udf_set_destroy(*out, NULL); /* `user` stays the caller's */
+    lm_udf_unref(*out);
+    *out = NULL;
+    return lm_error_set(err, LAMINAR_ERR_SQL_DUPLICATE_OBJECT,
+                        "cannot register function '%s': a built-in function has that "
+                        "name",
+                        name);
+  }
+  return LAMINAR_OK;
+}
+
+laminar_code laminar_config_function_register(laminar_config* config, const char* name,
+                                              const char* const* arg_types, int32_t nargs,
+                                              const char* return_type,
+                                              laminar_function_callback fn, void* user,
+                                              void (*destroy)(void* user), uint32_t flags,
+                                              laminar_error* err) {
+  if (config == NULL || config->magic != LM_MAGIC_CONFIG) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_config_function_register: invalid config handle");
+  }
+  lm_udf* f;
+  LM_TRY(new_function(name, arg_types, nargs, return_type, fn, user, destroy, flags, &f,
+                      err));
+  laminar_code rc = lm_udf_list_add(&config->funcs, f, true);
+  if (rc != LAMINAR_OK) {
+    lm_udf_set_destroy(f, NULL);
+    rc = lm_error_set(err, rc, "function '%s': out of memory", name);
+  }
+  lm_udf_unref(f); /* the config holds it now, or nothing does */
+  return rc;
+}
+
+laminar_code laminar_function_register(laminar_db* db, const char* name,
+                                       const char* const* arg_types, int32_t nargs,
+                                       const char* return_type,
+                                       laminar_function_callback fn, void* user,
+                                       void (*destroy)(void* user), uint32_t flags,
+                                       laminar_error* err) {
+  CHECK_DB(db, err);
+  lm_udf* f;
+  LM_TRY(new_function(name, arg_types, nargs, return_type, fn, user, destroy, flags, &f,
+                      err));
+  pthread_mutex_lock(&db->lock);
+  const lm_stream_def* user_of = function_user(db, name);
+  laminar_code rc = LAMINAR_OK;
+  if (user_of != NULL) {
+    rc = function_in_use(user_of, name, "replace", err);
+  } else {
+    rc = lm_udf_list_add(&db->funcs, f, true);
+    if (rc != LAMINAR_OK)
+      rc = lm_error_set(err, rc, "function '%s': out of memory", name);
+  }
+  pthread_mutex_unlock(&db->lock);
+  if (rc != LAMINAR_OK) lm_udf_set_destroy(f, NULL); /* `user` stays the caller's */
+  lm_udf_unref(f); /* the registry holds it now, or nothing does */
+  return rc;
+}
+
+laminar_code lm_db_function_drop(laminar_db* db, const char* name, bool if_exists,
+                                 laminar_error* err) {
+  const lm_stream_def* user_of = function_user(db, name);
+  if (user_of != NULL) return function_in_use(user_of, name, "drop", err);
+  if (!lm_udf_list_remove(&db->funcs, name) && !if_exists) {
+    return lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION,
+                        "no user-defined function named '%s'", name);
+  }
+  return LAMINAR_OK;
+}
+
+laminar_code laminar_function_drop(laminar_db* db, const char* name, laminar_error* err) {
+  CHECK_DB(db, err);
+  if (name == NULL)
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "laminar_function_drop: name is NULL");
+  pthread_mutex_lock(&db->lock);
+  laminar_code rc = lm_db_function_drop(db, name, false, err);
+  pthread_mutex_unlock(&db->lock);
+  return rc;
+}
+
+laminar_code lm_db_show_functions(laminar_db* db, struct ArrowArrayStream* out,
+                                  laminar_error* err) {
+  if (out == NULL) return LAMINAR_OK;
+  int32_t n = db->funcs.n;
+  char** cells = lm_calloc((size_t)(n * 5 + 1), sizeof(char*));
+  char* text = lm_calloc((size_t)(n + 1), 512); /* arguments | returns | flags */
+  laminar_code rc = cells == NULL || text == NULL ? LAMINAR_ERR_NOMEM : LAMINAR_OK;
+  for (int32_t i = 0; rc == LAMINAR_OK && i < n; i++) {
+    const lm_udf* f = db->funcs.items[i];
+    char* args = text + (size_t)i * 512;
+    char* returns = args + 320;
+    char* flags = args + 400;
+    lm_udf_describe(f, args, 320, returns, 80, flags, 112);
+    const lm_stream_def* user_of = function_user(db, lm_udf_name(f));
+    cells[i * 5] = (char*)lm_udf_name(f);
+    cells[i * 5 + 1] = args;
+    cells[i * 5 + 2] = returns;
+    cells[i * 5 + 3] = flags;
+    cells[i * 5 + 4] = user_of != NULL ? user_of->name : "";
+  }
+  static const char* const names[] = {"name", "arguments", "returns", "flags", "used_by"};
+  if (rc == LAMINAR_OK) rc = lm_db_string_table(names, 5, cells, n, out);
+  lm_free(text);
+  lm_free(cells);
+  if (rc != LAMINAR_OK) return lm_error_set(err, rc, "out of memory");
+  return LAMINAR_OK;
 }

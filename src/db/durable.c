@@ -1577,10 +1577,11 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec,
   c->replayed++;
   set_quiet(c, rec->seq <= c->quiet_upto);
   rc = lm_rt_process_now(c->rt, src, msg); /* consumes msg */
-  if (rc == LAMINAR_ERR_MEMORY_LIMIT) {
-    /* The live run refused this batch at its stream's max_state_bytes and
-     * left the state as it was (issue 20): so does the replay, which then
-     * goes on as the live run did. The failure's text is dropped. */
+  if (rc == LAMINAR_ERR_MEMORY_LIMIT || lm_expr_udf_failed(rc)) {
+    /* The live run refused this batch at its stream's max_state_bytes, or a
+     * user-defined function failed on it, and left the state as it was
+     * (issue 20, 23): so does the replay, which then goes on as the live run
+     * did. The failure's text is dropped. */
     lm_rt_processing_error(c->rt->graph, rc, "", NULL);
     return LAMINAR_OK;
   }

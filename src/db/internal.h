@@ -52,6 +52,9 @@ struct laminar_config {
   int64_t max_state_bytes; /* the database's keyed-state bound (0: none) */
   int32_t cores;           /* reactors (thread-per-core), 1..LM_RT_MAX_CORES */
   bool core_affinity;      /* pin reactor i to CPU i */
+  /* Functions every database opened with it starts with (one reference
+   * each; laminar_config_function_register). */
+  lm_udf_list funcs;
 };
 
 /* A sink on a stream: CREATE SINK ... INTO FILE (sql set: part of the stored
@@ -107,6 +110,9 @@ struct laminar_db {
   /* Every stream's keyed state together (config max_state_bytes; 0: no
    * bound): the parent of each stream's budget. */
   lm_state_budget state_budget;
+  /* User-defined functions (laminar_function_register), one reference each;
+   * written under `lock`. */
+  lm_udf_list funcs;
 };
 
 /* catalog.c */
@@ -141,6 +147,14 @@ void lm_db_free_handles(laminar_db* db);
 
 /* catalog.c helpers shared with view.c and query.c */
 const lm_schema* lm_db_lookup_input(void* arg, const char* name, bool* out_is_source);
+/* db.c: user-defined functions, db->lock held. Drop `name` (if_exists: no
+ * error when there is none); SHOW FUNCTIONS rows (name, arguments, returns,
+ * flags, used_by). */
+laminar_code lm_db_function_drop(laminar_db* db, const char* name, bool if_exists,
+                                 laminar_error* err);
+laminar_code lm_db_show_functions(laminar_db* db, struct ArrowArrayStream* out,
+                                  laminar_error* err);
+
 /* A malloc'd copy of the statement's text (free with lm_free), NULL on OOM. */
 char* lm_db_stmt_text(const char* sql, const lm_stmt* stmt);
 /* Apply the WITH (...) options of CREATE STREAM / MATERIALIZED VIEW `stmt`

@@ -144,8 +144,8 @@ static laminar_code check_query_shape(const lm_stmt* stmt, laminar_error* err) {
 }
 
 /* Bind `stmt` (a SELECT) over view `s` into *q. */
-static laminar_code bind_query(const lm_stmt* stmt, lm_stream_def* s, query* q,
-                               laminar_error* err) {
+static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, lm_stream_def* s,
+                               query* q, laminar_error* err) {
   memset(q, 0, sizeof *q);
   const lm_ast_select* sel = stmt->select;
   LM_TRY(check_query_shape(stmt, err));
@@ -157,7 +157,7 @@ static laminar_code bind_query(const lm_stmt* stmt, lm_stream_def* s, query* q,
   body.offset = 0;
   lm_stmt bound = *stmt;
   bound.select = &body;
-  LM_TRY(lm_bind_stream(&bound, view_lookup, &scope, &q->plan, err));
+  LM_TRY(lm_bind_stream(&bound, view_lookup, &scope, &db->funcs, &q->plan, err));
   q->nout = q->plan.nexprs;
   q->limit = sel->limit;
   q->offset = sel->offset;
@@ -200,7 +200,7 @@ static laminar_code bind_query(const lm_stmt* stmt, lm_stream_def* s, query* q,
     lm_plan_free(&q->plan);
     body.items = items;
     body.nitems = sel->nitems + nextra;
-    rc = lm_bind_stream(&bound, view_lookup, &scope, &q->plan, err);
+    rc = lm_bind_stream(&bound, view_lookup, &scope, &db->funcs, &q->plan, err);
   }
   lm_free(items);
   if (rc != LAMINAR_OK) query_free(q);
@@ -328,6 +328,14 @@ static void top_k(uint32_t* out, uint32_t* tmp, int64_t m, int64_t k, const sort
   merge_sort(out, tmp, n, s); /* ties cannot remain: positions differ */
 }
 
+/* The error of a failed evaluation: a user-defined function's text, or out
+ * of memory. */
+static laminar_code query_eval_error(const lm_eval_ctx* ctx, laminar_code rc,
+                                     laminar_error* err) {
+  if (lm_expr_udf_failed(rc)) return lm_error_set(err, rc, "%s", lm_eval_ctx_error(ctx));
+  return lm_error_set(err, rc, "out of memory evaluating the query");
+}
+
 /* Filter, project, sort, expand multiplicities and cut rows of `rows` into
  * the result batch. Scratch from ctx. */
 static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_ctx* ctx,
@@ -342,7 +350,8 @@ static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_c
   if (q->plan.filter != NULL) {
     sel = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * (size_t)(n ? n : 1));
     if (sel == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-    LM_TRY(lm_expr_filter(ctx, q->plan.filter, rows->cols, NULL, n, sel, &m));
+    laminar_code rc = lm_expr_filter(ctx, q->plan.filter, rows->cols, NULL, n, sel, &m);
+    if (rc != LAMINAR_OK) return query_eval_error(ctx, rc, err);
   }
   int32_t nexprs = q->plan.nexprs;
   lm_vec* vals = lm_eval_ctx_alloc(ctx, sizeof(lm_vec) * (size_t)(nexprs ? nexprs : 1));
@@ -353,8 +362,7 @@ static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_c
   }
   for (int32_t i = 0; i < nexprs; i++) {
     laminar_code rc = lm_expr_eval(ctx, q->plan.exprs[i], rows->cols, sel, m, &vals[i]);
-    if (rc != LAMINAR_OK)
-      return lm_error_set(err, rc, "out of memory evaluating the query");
+    if (rc != LAMINAR_OK) return query_eval_error(ctx, rc, err);
   }
   sorter s = {vals, q->keys, q->nkeys};
   int64_t need =
@@ -409,7 +417,7 @@ laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
   lm_stream_def* s;
   LM_TRY(find_view(db, stmt->select, &s, err));
   query q;
-  LM_TRY(bind_query(stmt, s, &q, err));
+  LM_TRY(bind_query(db, stmt, s, &q, err));
   if (out == NULL) { /* laminar_execute: checked, nothing to return */
     query_free(&q);
     return LAMINAR_OK;
@@ -1074,7 +1082,7 @@ static laminar_code explain_select(laminar_db* db, const lm_stmt* stmt, explain*
   lm_stream_def* s;
   LM_TRY(find_view(db, stmt->select, &s, err));
   query q;
-  LM_TRY(bind_query(stmt, s, &q, err));
+  LM_TRY(bind_query(db, stmt, s, &q, err));
   char pbuf[24], nbuf[24];
   add_row(x, "scan", text_columns(s->name, lm_db_view_columns(s)), "materialized view",
           next_id(x, nbuf, sizeof nbuf));
@@ -1156,7 +1164,7 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
     lm_plan plan;
     LM_TRY(lm_option_check_sql(LAMINAR_SCOPE_STREAM, inner->name, inner->options,
                                inner->noptions, err));
-    LM_TRY(lm_bind_stream(inner, lm_db_lookup_input, db, &plan, err));
+    LM_TRY(lm_bind_stream(inner, lm_db_lookup_input, db, &db->funcs, &plan, err));
     laminar_code orc = lm_db_stream_options(inner, &plan, err);
     if (orc != LAMINAR_OK) {
       lm_plan_free(&plan);

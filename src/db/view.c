@@ -38,6 +38,7 @@ const char* lm_db_object_word(lm_object_kind kind) {
     case LM_OBJ_STREAM: return "stream";
     case LM_OBJ_VIEW: return "materialized view";
     case LM_OBJ_SINK: return "sink";
+    case LM_OBJ_FUNCTION: return "function";
   }
   return "object";
 }

@@ -9,10 +9,14 @@
 #include "util/pool.h"
 #include "util/util.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #define CTX_MIN_CHUNK ((size_t)64 * 1024)
 
 struct lm_eval_ctx {
   lm_pool pool;
+  char error[LM_EVAL_ERROR_MAX]; /* lm_eval_ctx_error */
 };
 
 laminar_code lm_eval_ctx_create(lm_eval_ctx** out) {
@@ -27,6 +31,15 @@ void* lm_eval_ctx_alloc(lm_eval_ctx* ctx, size_t bytes) {
 }
 
 void lm_eval_ctx_reset(lm_eval_ctx* ctx) { lm_pool_reset(&ctx->pool); }
+
+const char* lm_eval_ctx_error(const lm_eval_ctx* ctx) { return ctx->error; }
+
+void lm_eval_ctx_set_error(lm_eval_ctx* ctx, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+  va_end(ap);
+}
 
 void lm_eval_ctx_destroy(lm_eval_ctx* ctx) {
   if (ctx == NULL) return;

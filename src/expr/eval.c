@@ -938,6 +938,8 @@ static laminar_code eval_coalesce(lm_eval_ctx* ctx, const lm_expr* e, const lm_v
 bool lm_expr_is_constant(const lm_expr* e) {
   if (e->kind == LM_EXPR_LITERAL) return true;
   if (e->kind == LM_EXPR_COLUMN) return false;
+  if (e->op == LM_XOP_FUNC && e->fn == LM_FN_UDF && !lm_udf_deterministic(e->udf))
+    return false;
   for (int32_t i = 0; i < e->nargs; i++) {
     if (!lm_expr_is_constant(e->args[i])) return false;
   }

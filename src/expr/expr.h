@@ -88,7 +88,8 @@ typedef enum lm_func_id {
   LM_FN_LIKE,        /* STRING, STRING pattern [BOOL]; fn_arg = escape char or -1 */
   LM_FN_ILIKE,       /* as LIKE, case-insensitive (simple lower-case mapping) */
   LM_FN_DATE_PART,   /* TIMESTAMP [INT64 or DOUBLE]; fn_arg = lm_date_part */
-  LM_FN_DATE_TRUNC   /* TIMESTAMP [TIMESTAMP]; fn_arg = lm_date_part */
+  LM_FN_DATE_TRUNC,  /* TIMESTAMP [TIMESTAMP]; fn_arg = lm_date_part */
+  LM_FN_UDF          /* a user-defined function `udf` (udf.c): its declared types */
 } lm_func_id;
 
 /* Fields of EXTRACT / date_part and units of date_trunc (time.c). */
@@ -126,6 +127,8 @@ typedef struct lm_value {
   lm_str s;
 } lm_value;
 
+typedef struct lm_udf lm_udf;
+
 typedef struct lm_expr {
   lm_expr_kind kind;
   lm_type type;          /* result type */
@@ -134,6 +137,8 @@ typedef struct lm_expr {
   lm_expr_op op;         /* CALL */
   lm_func_id fn;         /* CALL FUNC */
   int32_t fn_arg;        /* CALL FUNC: a bound constant (LIKE escape, date part) */
+  const lm_udf* udf;     /* CALL FUNC LM_FN_UDF: the function (a reference held by
+                            the plan, lm_udf_list) */
   bool has_else;         /* CALL CASE */
   int32_t nargs;         /* CALL */
   struct lm_expr** args; /* CALL */
@@ -179,6 +184,54 @@ laminar_code lm_func_bind(const lm_func_def* f, const lm_expr* const* args, int3
  * truncate are accepted. */
 lm_date_part lm_date_part_find(lm_str name, bool trunc);
 
+/* ---- user-defined scalar functions (udf.c) ----------------------------------------- */
+
+/* A registered function (laminar_function_register): its name, declared
+ * types, callback and flags. Immutable after creation and refcounted: the
+ * database's registry holds one reference and each plan that calls it one
+ * (so a stream keeps its function alive), the last unref calls the user's
+ * destroy. Calls are evaluated by lm_expr_eval like any function; a failure
+ * is LAMINAR_ERR_FUNCTION_FAILED or LAMINAR_ERR_FUNCTION_RESULT with the text
+ * in lm_eval_ctx_error(). */
+laminar_code lm_udf_create(const char* name, const char* const* arg_types, int32_t nargs,
+                           const char* return_type, laminar_function_callback fn,
+                           void* user, void (*destroy)(void* user), uint32_t flags,
+                           lm_udf** out, laminar_error* err);
+void lm_udf_ref(lm_udf* f);
+void lm_udf_unref(lm_udf* f); /* NULL: no-op */
+const char* lm_udf_name(const lm_udf* f);
+/* SHOW FUNCTIONS text: the argument types ("DOUBLE, BIGINT"), the result type
+ * and the flags ("deterministic, called on null"), each NUL-terminated. */
+void lm_udf_describe(const lm_udf* f, char* args, size_t args_cap, char* result,
+                     size_t result_cap, char* flags, size_t flags_cap);
+/* Set (or clear: NULL) what the last unref calls; before f is shared. */
+void lm_udf_set_destroy(lm_udf* f, void (*destroy)(void* user));
+
+/* Type a call of `f` as lm_func_bind types a built-in's (want[i]: the
+ * declared argument types; casts as for built-ins). */
+laminar_code lm_udf_bind(const lm_udf* f, const lm_expr* const* args, int32_t nargs,
+                         lm_type* want, lm_func_binding* out);
+
+/* A set of functions, each held by one reference: the database's registry
+ * (names unique, case-insensitive) and the functions a plan calls. Not
+ * thread-safe: the catalog's lock guards the database's. */
+typedef struct lm_udf_list {
+  lm_udf** items;
+  int32_t n;
+} lm_udf_list;
+
+/* The function named `name` (case-insensitive) or NULL. */
+lm_udf* lm_udf_list_find(const lm_udf_list* l, const char* name);
+/* Whether l holds f itself. */
+bool lm_udf_list_has(const lm_udf_list* l, const lm_udf* f);
+/* Add a reference to f (kept after a function of the same name, which is
+ * dropped, if `replace`; appended otherwise). LAMINAR_ERR_NOMEM. */
+laminar_code lm_udf_list_add(lm_udf_list* l, lm_udf* f, bool replace);
+/* Drop the function named `name`; false when there is none. */
+bool lm_udf_list_remove(lm_udf_list* l, const char* name);
+/* Drop every reference and free the list (left empty). */
+void lm_udf_list_free(lm_udf_list* l);
+
 /* Scratch memory for evaluation. Results of lm_expr_eval stay valid until the
  * next lm_eval_ctx_reset. Grows to the largest batch seen, then reuses. */
 typedef struct lm_eval_ctx lm_eval_ctx;
@@ -187,12 +240,21 @@ void lm_eval_ctx_reset(lm_eval_ctx* ctx);
 void lm_eval_ctx_destroy(lm_eval_ctx* ctx);
 /* Scratch allocation from the context (8-byte aligned; NULL when out of memory). */
 void* lm_eval_ctx_alloc(lm_eval_ctx* ctx, size_t bytes);
+/* The text of the last evaluation failure that has one (a user-defined
+ * function's, "function 'fx' failed: ..."); "" when none. */
+const char* lm_eval_ctx_error(const lm_eval_ctx* ctx);
+/* Whether `rc` is a failure of a user-defined function (its text in
+ * lm_eval_ctx_error). */
+static inline bool lm_expr_udf_failed(laminar_code rc) {
+  return rc == LAMINAR_ERR_FUNCTION_FAILED || rc == LAMINAR_ERR_FUNCTION_RESULT;
+}
 
 /* Evaluate `e` over the rows sel[0..nsel) of the input columns `in` (each of
  * the same length; `sel` ascending; NULL sel means rows 0..nsel-1). The result
  * is dense: out->len == nsel and position k holds the value for row sel[k].
  * Column references with sel == NULL are returned zero-copy (out aliases the
- * input). Returns LAMINAR_OK or LAMINAR_ERR_NOMEM. */
+ * input). Returns LAMINAR_OK, LAMINAR_ERR_NOMEM, or a user-defined function's
+ * failure (lm_expr_udf_failed; the text in lm_eval_ctx_error). */
 laminar_code lm_expr_eval(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in,
                           const uint32_t* sel, int64_t nsel, lm_vec* out);
 
@@ -203,8 +265,8 @@ laminar_code lm_expr_filter(lm_eval_ctx* ctx, const lm_expr* pred, const lm_vec*
                             const uint32_t* sel, int64_t nsel, uint32_t* out_sel,
                             int64_t* out_n);
 
-/* True when `e` (or any sub-expression) is not a pure function of its row
- * (none are in this version); used by the planner for constant folding. */
+/* True when `e` has the same value for every row: literals and calls over
+ * them, except calls of a user-defined function that is not deterministic. */
 bool lm_expr_is_constant(const lm_expr* e);
 
 /* Text forms used by CAST(x AS VARCHAR) and by file sinks; each writes at most `cap` bytes

@@ -105,9 +105,9 @@ static bool is_numeric(lm_type t) {
 /* Argument i must convert to `to`: a value of that type, a NULL, a string
  * literal (parsed when evaluated, as DuckDB's string literals), or -- for a
  * numeric `to` -- any number. */
-static laminar_code want_arg(const lm_func_def* f, const lm_expr* const* args, int32_t i,
-                             lm_type to, const char* what, lm_type* want,
-                             lm_func_binding* out) {
+static laminar_code want_arg_of(const char* name, const char* usage,
+                                const lm_expr* const* args, int32_t i, lm_type to,
+                                const char* what, lm_type* want, lm_func_binding* out) {
   lm_type t = args[i]->type;
   bool ok = t == to || t == LM_TYPE_NULL ||
             (to != LM_TYPE_STRING && is_str_literal(args[i])) ||
@@ -115,11 +115,17 @@ static laminar_code want_arg(const lm_func_def* f, const lm_expr* const* args, i
             (to == LM_TYPE_INT64 && (t == LM_TYPE_INT32));
   if (!ok) {
     return bind_fail(out, LAMINAR_ERR_TYPE_MISMATCH, i,
-                     "%s() needs %s as argument %d, got %s (usage: %s)", f->name, what,
-                     (int)i + 1, lm_type_name(t), f->usage);
+                     "%s() needs %s as argument %d, got %s (usage: %s)", name, what,
+                     (int)i + 1, lm_type_name(t), usage);
   }
   want[i] = to;
   return LAMINAR_OK;
+}
+
+static laminar_code want_arg(const lm_func_def* f, const lm_expr* const* args, int32_t i,
+                             lm_type to, const char* what, lm_type* want,
+                             lm_func_binding* out) {
+  return want_arg_of(f->name, f->usage, args, i, to, what, want, out);
 }
 
 /* want_arg for arguments from..nargs-1. */
@@ -279,8 +285,30 @@ laminar_code lm_func_bind(const lm_func_def* f, const lm_expr* const* args, int3
                         : LM_TYPE_INT64;
       return LAMINAR_OK;
     }
+    case LM_FN_UDF: break; /* not in the table: lm_udf_bind */
   }
   return bind_fail(out, LAMINAR_ERR_INTERNAL, -1, "unknown function id %d", (int)f->fn);
+}
+
+laminar_code lm_udf_bind(const lm_udf* f, const lm_expr* const* args, int32_t nargs,
+                         lm_type* want, lm_func_binding* out) {
+  memset(out, 0, sizeof *out);
+  out->fn = LM_FN_UDF;
+  out->bad_arg = -1;
+  char usage[160];
+  lm_udf_usage(f, usage, sizeof usage);
+  if (nargs != lm_udf_nargs(f)) {
+    return bind_fail(out, LAMINAR_ERR_SQL_FUNCTION_ARGS, -1,
+                     "%s() takes %d argument%s, got %d (usage: %s)", lm_udf_name(f),
+                     (int)lm_udf_nargs(f), lm_udf_nargs(f) == 1 ? "" : "s", (int)nargs,
+                     usage);
+  }
+  for (int32_t i = 0; i < nargs; i++) {
+    lm_type t = lm_udf_arg_type(f, i);
+    LM_TRY(want_arg_of(lm_udf_name(f), usage, args, i, t, lm_type_name(t), want, out));
+  }
+  out->result = lm_udf_result(f);
+  return LAMINAR_OK;
 }
 
 /* ---- evaluation ------------------------------------------------------------------- */
@@ -342,6 +370,7 @@ static laminar_code run_kernel(lm_fcall* c) {
     case LM_FN_ILIKE: return lm_fn_like(c);
     case LM_FN_DATE_PART: return lm_fn_date_part(c);
     case LM_FN_DATE_TRUNC: return lm_fn_date_trunc(c);
+    case LM_FN_UDF: break; /* lm_udf_eval */
   }
   return LAMINAR_ERR_INTERNAL;
 }
@@ -361,6 +390,7 @@ laminar_code lm_expr_eval_func(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec*
     all_cst &= args[i].cst;
     any_null_cst |= args[i].cst && args[i].v.nulls != NULL && args[i].v.nulls[0];
   }
+  if (e->fn == LM_FN_UDF) return lm_udf_eval(ctx, e, args, n, out);
   bool strict = e->fn != LM_FN_CONCAT;
   bool null_part =
       (e->fn == LM_FN_DATE_PART || e->fn == LM_FN_DATE_TRUNC) && e->fn_arg == 0;

@@ -114,6 +114,25 @@ void lm_civil_from_days(int64_t days, int64_t* y, int64_t* m, int64_t* d);
 /* Floor division (b > 0). */
 int64_t lm_floor_div(int64_t a, int64_t b);
 
+/* Record the text of an evaluation failure (lm_eval_ctx_error). */
+#define LM_EVAL_ERROR_MAX 512
+void lm_eval_ctx_set_error(lm_eval_ctx* ctx, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Evaluate a call of a user-defined function (udf.c) over its evaluated
+ * arguments args[0..e->nargs), each of n logical rows; same contract as
+ * lm_expr_eval_x. */
+laminar_code lm_udf_eval(lm_eval_ctx* ctx, const lm_expr* e, const lm_xvec* args,
+                         int64_t n, lm_xvec* out);
+
+/* A user-defined function's declared types (udf.c), and its SQL usage text
+ * ("fx(DOUBLE, BIGINT) -> DOUBLE") into buf. */
+int32_t lm_udf_nargs(const lm_udf* f);
+lm_type lm_udf_arg_type(const lm_udf* f, int32_t i);
+lm_type lm_udf_result(const lm_udf* f);
+bool lm_udf_deterministic(const lm_udf* f);
+void lm_udf_usage(const lm_udf* f, char* buf, size_t cap);
+
 /* Context statistics (ctx.c): chunks obtained from malloc over the context's
  * life, and bytes currently reserved. */
 uint64_t lm_eval_ctx_mallocs(const lm_eval_ctx* ctx);

@@ -20,20 +20,31 @@ typedef struct map_op {
   lm_vec* outs;
 } map_op;
 
+/* A failed evaluation: a user-defined function's text is recorded for the
+ * stream's error (nothing was emitted). */
+static laminar_code eval_failed(map_op* op, laminar_code rc) {
+  if (lm_expr_udf_failed(rc))
+    lm_state_budget_fail(op->base.budget, rc, "%s", lm_eval_ctx_error(op->ctx));
+  return rc;
+}
+
 static laminar_code map_on_chunk(lm_op* base, const lm_chunk* in) {
   map_op* op = (map_op*)base;
   lm_eval_ctx_reset(op->ctx);
   const uint32_t* sel = in->sel; /* the chunk's own selection, if any */
   int64_t n = in->nrows;
+  laminar_code rc;
   if (op->filter != NULL) {
     uint32_t* kept = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(n ? n : 1));
     if (kept == NULL) return LAMINAR_ERR_NOMEM;
-    LM_TRY(lm_expr_filter(op->ctx, op->filter, in->cols, sel, n, kept, &n));
+    rc = lm_expr_filter(op->ctx, op->filter, in->cols, sel, n, kept, &n);
+    if (rc != LAMINAR_OK) return eval_failed(op, rc);
     if (n == 0) return LAMINAR_OK;
     if (sel != NULL || n < in->nrows) sel = kept;
   }
   for (int32_t i = 0; i < op->nexprs; i++) {
-    LM_TRY(lm_expr_eval(op->ctx, op->exprs[i], in->cols, sel, n, &op->outs[i]));
+    rc = lm_expr_eval(op->ctx, op->exprs[i], in->cols, sel, n, &op->outs[i]);
+    if (rc != LAMINAR_OK) return eval_failed(op, rc);
   }
   lm_chunk out = {n, op->nexprs, op->outs, NULL};
   return lm_op_emit(base, &out);

@@ -907,8 +907,21 @@ laminar_code lm_op_window_on_chunk(lm_op* base, const lm_chunk* in) {
   return lm_op_window_chunk_failed(op, window_chunk(op, in));
 }
 
+static laminar_code prepare_rows(window_op* op, const lm_chunk* in, lm_chunk* out_rows,
+                                 const uint64_t** out_given, bool* out_by_pos);
+
 laminar_code lm_op_window_prepare(window_op* op, const lm_chunk* in, lm_chunk* out_rows,
                                   const uint64_t** out_given, bool* out_by_pos) {
+  laminar_code rc = prepare_rows(op, in, out_rows, out_given, out_by_pos);
+  if (lm_expr_udf_failed(rc)) { /* raised before any state changed */
+    lm_state_budget_fail(op->base.budget, rc, "%s; the batch was not applied",
+                         lm_eval_ctx_error(op->ctx));
+  }
+  return rc;
+}
+
+static laminar_code prepare_rows(window_op* op, const lm_chunk* in, lm_chunk* out_rows,
+                                 const uint64_t** out_given, bool* out_by_pos) {
   const lm_window_spec* spec = &op->spec;
   const uint64_t* given = op->in_hashes; /* the router's, for this chunk only */
   const lm_vec* given_args = op->in_args;

@@ -258,7 +258,8 @@ typedef enum lm_object_kind {
   LM_OBJ_SOURCE = 1,
   LM_OBJ_STREAM,
   LM_OBJ_VIEW,
-  LM_OBJ_SINK
+  LM_OBJ_SINK,
+  LM_OBJ_FUNCTION /* a user-defined function (DROP FUNCTION, SHOW FUNCTIONS) */
 } lm_object_kind;
 
 typedef struct lm_stmt {

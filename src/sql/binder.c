@@ -35,6 +35,7 @@ typedef struct binder {
   const lm_schema* join_right; /* NULL: no join */
   const char* right_name;
   const char* right_alias;
+  const lm_udf_list* funcs; /* user-defined functions in scope (NULL: none) */
   /* aggregation */
   bool aggregating;
   const lm_ast_expr* tumble; /* the tumble(...) call of GROUP BY */
@@ -572,6 +573,44 @@ static laminar_code bind_func(binder* b, const lm_ast_expr* a, const lm_func_def
   return LAMINAR_OK;
 }
 
+/* A call of a user-defined function (laminar_function_register): typed as a
+ * built-in's; the plan holds a reference to the function. */
+static laminar_code bind_udf(binder* b, const lm_ast_expr* a, bind_mode mode,
+                             lm_expr** out) {
+  lm_udf* f = b->funcs != NULL ? lm_udf_list_find(b->funcs, a->fname) : NULL;
+  if (f == NULL) {
+    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, a,
+                "unknown function '%s' (a user-defined function must be registered "
+                "before a statement that calls it is run or recovered)",
+                a->fname);
+  }
+  if (a->star || a->distinct) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
+                "%s(%s) is only valid for aggregates", lm_udf_name(f),
+                a->star ? "*" : "DISTINCT ...");
+  }
+  size_t nargs = a->nargs;
+  lm_expr* e = new_call(b, LM_XOP_FUNC, LM_TYPE_NULL, (int32_t)nargs);
+  lm_type* want = lm_pool_alloc(&b->plan->pool, sizeof(lm_type) * (nargs ? nargs : 1));
+  if (e == NULL || want == NULL) return NOMEM(b);
+  for (size_t i = 0; i < nargs; i++) LM_TRY(bind(b, a->args[i], mode, &e->args[i]));
+  lm_func_binding fb;
+  laminar_code rc =
+      lm_udf_bind(f, (const lm_expr* const*)e->args, (int32_t)nargs, want, &fb);
+  if (rc != LAMINAR_OK) {
+    return fail(b, rc, fb.bad_arg >= 0 ? a->args[fb.bad_arg] : a, "%s", fb.message);
+  }
+  for (size_t i = 0; i < nargs; i++) LM_TRY(coerce(b, &e->args[i], want[i]));
+  if (!lm_udf_list_has(&b->plan->udfs, f) &&
+      lm_udf_list_add(&b->plan->udfs, f, false) != LAMINAR_OK)
+    return NOMEM(b);
+  e->type = fb.result;
+  e->fn = LM_FN_UDF;
+  e->udf = f;
+  *out = e;
+  return LAMINAR_OK;
+}
+
 /* s [NOT] LIKE | ILIKE pattern [ESCAPE c]: the escape, if any, is list[0]. */
 static laminar_code bind_like(binder* b, const lm_ast_expr* a, bind_mode mode,
                               lm_expr** out) {
@@ -881,10 +920,7 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       }
       if (lm_streq_nocase(a->fname, "nullif")) return bind_nullif(b, a, mode, out);
       const lm_func_def* f = lm_func_find(a->fname);
-      if (f == NULL) {
-        return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, a, "unknown function '%s'",
-                    a->fname);
-      }
+      if (f == NULL) return bind_udf(b, a, mode, out);
       return bind_func(b, a, f, a->args, a->nargs, mode, out);
     }
   }
@@ -1298,7 +1334,8 @@ static laminar_code bind_branch(binder* top, const lm_ast_select* sel,
               .err = top->err,
               .input = input,
               .input_name = sel->from,
-              .input_alias = sel->from_alias};
+              .input_alias = sel->from_alias,
+              .funcs = top->funcs};
   br->input = lm_pool_copy(&plan->pool, sel->from, strlen(sel->from) + 1);
   if (br->input == NULL) return NOMEM(&b);
   br->input_is_source = is_source;
@@ -1840,7 +1877,8 @@ static laminar_code join_needed_columns(binder* b) {
 }
 
 laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
-                            void* lookup_arg, lm_plan* out, laminar_error* err) {
+                            void* lookup_arg, const lm_udf_list* funcs, lm_plan* out,
+                            laminar_error* err) {
   memset(out, 0, sizeof *out);
   lm_pool_init(&out->pool);
   lm_schema_init_empty(&out->out_schema);
@@ -1852,7 +1890,8 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
               .plan = out,
               .err = err,
               .input_name = sel->from,
-              .input_alias = sel->from_alias};
+              .input_alias = sel->from_alias,
+              .funcs = funcs};
   laminar_code rc = LAMINAR_OK;
   if (sel->join != NULL) {
     rc = bind_join(&b, sel, lookup, lookup_arg);
@@ -1914,6 +1953,7 @@ bool lm_bind_is_window_call(const lm_ast_expr* e) {
 /* ---- plan lifecycle ----------------------------------------------------------------- */
 
 void lm_plan_free(lm_plan* plan) {
+  lm_udf_list_free(&plan->udfs);
   lm_schema_free(&plan->union_schema);
   lm_schema_free(&plan->out_schema);
   lm_schema_free(&plan->agg_schema);

@@ -9,12 +9,13 @@
 #include "sql/plan.h"
 
 /* Bind the SELECT of a CREATE STREAM statement against the catalog (through
- * `lookup`). On success *out is a complete plan (free with lm_plan_free).
+ * `lookup`) and the user-defined functions `funcs` (NULL: none). On success *out is a complete plan (free with lm_plan_free).
  * Errors carry the line:column of the offending expression:
  * 1002 unknown input, 1003 unknown column, 1005 unsupported construct,
  * 1006 grouping errors, 2001 type errors. On failure *out is left empty. */
 laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
-                            void* lookup_arg, lm_plan* out, laminar_error* err);
+                            void* lookup_arg, const lm_udf_list* funcs, lm_plan* out,
+                            laminar_error* err);
 
 /* True when expression `e` calls an aggregate function anywhere in it. */
 bool lm_bind_has_aggregate(const lm_ast_expr* e);

@@ -10,8 +10,9 @@
  *                AS query [emit]
  *            | CREATE [OR REPLACE] SINK [IF NOT EXISTS] name FROM name
  *                  [INTO FILE (option [, ...]) | WITH (...)]
- *            | DROP (SOURCE|STREAM|VIEW|MATERIALIZED VIEW|SINK) [IF EXISTS] name
- *            | SHOW (SOURCES|STREAMS|VIEWS|MATERIALIZED VIEWS|SINKS)
+ *            | DROP (SOURCE|STREAM|VIEW|MATERIALIZED VIEW|SINK|FUNCTION) [IF EXISTS]
+ *                  name
+ *            | SHOW (SOURCES|STREAMS|VIEWS|MATERIALIZED VIEWS|SINKS|FUNCTIONS)
  *            | (DESCRIBE | DESC) name  |  EXPLAIN (stmt | name)  |  query [emit]
  *   query   := [WITH name AS ( query ) [, ...]] select [UNION ALL select ...]
  *   coldef  := name type [NOT NULL | NULL]
@@ -1691,8 +1692,8 @@ static laminar_code parse_create(parser* p, lm_stmt* s) {
   }
 }
 
-/* The object word after DROP: SOURCE | STREAM | VIEW | MATERIALIZED VIEW | SINK,
- * or its plural after SHOW. */
+/* The object word after DROP: SOURCE | STREAM | VIEW | MATERIALIZED VIEW | SINK |
+ * FUNCTION, or its plural after SHOW. */
 static laminar_code parse_object_kind(parser* p, bool plural, lm_stmt* s) {
   static const struct {
     const char* one;
@@ -1701,7 +1702,8 @@ static laminar_code parse_object_kind(parser* p, bool plural, lm_stmt* s) {
   } words[] = {{"SOURCE", "SOURCES", LM_OBJ_SOURCE},
                {"STREAM", "STREAMS", LM_OBJ_STREAM},
                {"VIEW", "VIEWS", LM_OBJ_VIEW},
-               {"SINK", "SINKS", LM_OBJ_SINK}};
+               {"SINK", "SINKS", LM_OBJ_SINK},
+               {"FUNCTION", "FUNCTIONS", LM_OBJ_FUNCTION}};
   bool got;
   LM_TRY(accept_kw(p, "MATERIALIZED", &got));
   if (got) {
@@ -1716,8 +1718,9 @@ static laminar_code parse_object_kind(parser* p, bool plural, lm_stmt* s) {
       return advance(p);
     }
   }
-  return expected(p, plural ? "SOURCES, STREAMS, VIEWS or SINKS"
-                            : "SOURCE, STREAM, VIEW, MATERIALIZED VIEW or SINK");
+  return expected(p, plural
+                         ? "SOURCES, STREAMS, VIEWS, SINKS or FUNCTIONS"
+                         : "SOURCE, STREAM, VIEW, MATERIALIZED VIEW, SINK or FUNCTION");
 }
 
 static laminar_code parse_statement(parser* p, lm_stmt** out);

@@ -97,6 +97,9 @@ typedef struct lm_plan {
   lm_schema an_schema;        /* the input's columns, then one per call */
   lm_expr* qualify;           /* over an_schema, NULL if none */
   int32_t an_line, an_column; /* the ORDER BY expression of OVER (errors) */
+  /* The user-defined functions the plan's expressions call, one reference
+   * each (dropped by lm_plan_free). */
+  lm_udf_list udfs;
 } lm_plan;
 
 void lm_plan_free(lm_plan* plan);

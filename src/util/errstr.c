@@ -36,6 +36,9 @@ const char* laminar_errstr(laminar_code code) {
     case LAMINAR_ERR_MEMORY_LIMIT: return "memory limit (max_state_bytes) reached";
     case LAMINAR_ERR_PUSH_TIMEOUT:
       return "no room in the source queue within the timeout";
+    case LAMINAR_ERR_FUNCTION_FAILED: return "a user-defined function failed";
+    case LAMINAR_ERR_FUNCTION_RESULT:
+      return "a user-defined function returned an invalid result";
     case LAMINAR_ERR_SUBSCRIPTION_CLOSED: return "subscription closed";
     case LAMINAR_ERR_IO: return "I/O error";
     case LAMINAR_ERR_RECOVERY: return "stored state does not recover";

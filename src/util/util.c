@@ -197,3 +197,46 @@ bool lm_parse_bytes(const char* text, int64_t* out) {
   }
   return false;
 }
+
+/* RFC 3629: no overlongs, no surrogates, at most U+10FFFF. ASCII runs are
+ * skipped eight bytes at a time. */
+bool lm_utf8_valid(const uint8_t* s, int64_t n) {
+  int64_t i = 0;
+  while (i < n) {
+    if (n - i >= 8) {
+      uint64_t word;
+      memcpy(&word, s + i, 8);
+      if ((word & 0x8080808080808080ULL) == 0) {
+        i += 8;
+        continue;
+      }
+    }
+    uint8_t c = s[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    int64_t need;
+    uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      need = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      need = 2;
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      need = 3;
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // > U+10FFFF
+    } else {
+      return false;
+    }
+    if (n - i <= need) return false;
+    if (s[i + 1] < lo || s[i + 1] > hi) return false;
+    for (int64_t k = 2; k <= need; k++) {
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+    }
+    i += need + 1;
+  }
+  return true;
+}

@@ -98,6 +98,10 @@ static inline void lm_fault_io_join(void) {}
 
 /* Case-insensitive ASCII comparison of NUL-terminated / counted strings. */
 bool lm_streq_nocase(const char* a, const char* b);
+
+/* Whether s[0..n) is well-formed UTF-8 (no overlong forms, surrogates or code
+ * points past U+10FFFF). */
+bool lm_utf8_valid(const uint8_t* s, int64_t n);
 bool lm_strneq_nocase(const char* a, size_t alen, const char* b);
 
 /* Parse a byte count: a whole number with an optional unit, case-insensitive,

@@ -95,8 +95,8 @@ static int eval_sel(fixture* f, const char* expr, const uint32_t* sel, int64_t n
   size_t n;
   laminar_error err;
   CHECK_CODE(lm_sql_parse(f->arena, sql, &stmts, &n, &err), LAMINAR_OK, &err);
-  CHECK_CODE(lm_bind_stream(stmts[0], lookup, &f->schema, &f->plan, &err), LAMINAR_OK,
-             &err);
+  CHECK_CODE(lm_bind_stream(stmts[0], lookup, &f->schema, NULL, &f->plan, &err),
+             LAMINAR_OK, &err);
   f->bound = true;
   for (int c = 0; c < NCOLS;
        c++) { /* the lm_vec contract: no null array without a NULL */

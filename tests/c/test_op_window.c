@@ -133,7 +133,7 @@ static int build_chain(lm_arena* arena, const lm_schema* input, lm_plan* plan,
   laminar_error err;
   CHECK_CODE(lm_sql_parse(arena, g_sql, &stmts, &n, &err), LAMINAR_OK, &err);
   CHECK(n == 1);
-  CHECK_CODE(lm_bind_stream(stmts[0], lookup, (void*)input, plan, &err), LAMINAR_OK,
+  CHECK_CODE(lm_bind_stream(stmts[0], lookup, (void*)input, NULL, plan, &err), LAMINAR_OK,
              &err);
   CHECK_CODE(lm_plan_build_chain(plan, chain), LAMINAR_OK, &err);
   lm_op* tail = *chain;

@@ -588,7 +588,13 @@ def test_cli_version():
 
 @pytest.mark.parametrize(
     "module",
-    ["laminardb.connection", "laminardb.source", "laminardb.subscription", "laminardb.errors"],
+    [
+        "laminardb.connection",
+        "laminardb.source",
+        "laminardb.subscription",
+        "laminardb.errors",
+        "laminardb.functions",
+    ],
 )
 def test_docstring_examples(module):
     """The Examples in the package's docstrings run as written."""

@@ -22,8 +22,9 @@ from pathlib import Path
 
 MODULE_NAME = "laminardb._laminar_cffi"
 
-#: Functions implemented in Python (``@ffi.def_extern`` in ``laminardb.sinks``)
-#: that the core calls through ``laminar_sink_callbacks``.
+#: Functions implemented in Python (``@ffi.def_extern`` in ``laminardb.sinks``
+#: and ``laminardb.functions``) that the core calls through
+#: ``laminar_sink_callbacks`` and ``laminar_function_register``.
 PYTHON_CALLBACKS = """
 extern "Python" int lm_py_sink_begin(void*, uint64_t);
 extern "Python" int lm_py_sink_write(void*, struct ArrowArray*, struct ArrowSchema*);
@@ -31,6 +32,9 @@ extern "Python" int lm_py_sink_pre_commit(void*, uint64_t);
 extern "Python" int lm_py_sink_commit(void*, uint64_t);
 extern "Python" int lm_py_sink_rollback(void*, uint64_t);
 extern "Python" int lm_py_sink_recover(void*, uint64_t);
+extern "Python" int lm_py_udf_call(void*, const struct ArrowArray*, const struct ArrowSchema*,
+                                   struct ArrowArray*, struct ArrowSchema*, char*, size_t);
+extern "Python" void lm_py_udf_destroy(void*);
 """
 
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Union
 
 import pyarrow as pa
@@ -19,6 +19,7 @@ from laminardb._arrow import import_reader, import_schema
 from laminardb._handle import Handle, c_text, sigint_held
 from laminardb._laminar_cffi import ffi, lib
 from laminardb.errors import STATE, raise_for
+from laminardb.functions import Function, FunctionKind, NullHandling, OnError, TypeSpec
 from laminardb.sinks import SinkConnector, callbacks_for
 from laminardb.source import Source
 from laminardb.subscription import Subscription
@@ -459,6 +460,98 @@ class Connection(Handle):
                 self._sink_handles.append(handle)
         raise_for(code, err)
 
+    def create_function(
+        self,
+        name: str,
+        fn: Callable[..., object],
+        params: Sequence[TypeSpec] | None = None,
+        returns: TypeSpec | None = None,
+        *,
+        kind: FunctionKind = "arrow",
+        null_handling: NullHandling = "default",
+        on_error: OnError = "raise",
+        deterministic: bool = False,
+    ) -> Connection:
+        """Register ``fn`` as SQL scalar function ``name``.
+
+        Usable wherever an expression goes (select list, WHERE, GROUP BY keys,
+        aggregate arguments, HAVING, a query over a view) by statements run
+        after this call. ``kind="arrow"`` calls ``fn(*arrays)`` once per chunk
+        with ``pyarrow.Array`` arguments and takes an array of the same length
+        back; ``kind="row"`` calls ``fn(*values)`` per row. Registering a name
+        again replaces the function unless a stream uses it. Functions are not
+        stored: reopen a durable database whose streams call one with
+        ``laminardb.open(path, functions=[Function(...)])`` (without it the
+        open raises LDB-5002 naming the function).
+
+        Args:
+            name: The SQL name (case-insensitive; not a built-in's).
+            fn: The function.
+            params: The parameters' types (pyarrow types, SQL names or
+                ``bool``/``int``/``float``/``str``/``datetime``); None: from
+                ``fn``'s type hints.
+            returns: The result type, likewise.
+            kind: ``"arrow"`` (vectorized, the fast path) or ``"row"``.
+            null_handling: ``"default"``: a row with a NULL argument is NULL
+                and not passed; ``"special"``: passed (as None / a null slot).
+            on_error: ``"raise"``: an exception fails the batch (LDB-3010,
+                its message and traceback in the error); ``"null"``: the row
+                (kind row) or the chunk (kind arrow) is NULL.
+            deterministic: Same arguments, same result and no side effect:
+                a call over constant arguments is made once per chunk.
+
+        Returns:
+            The connection (calls chain).
+
+        Raises:
+            TypeError: A type with no engine type, or missing type hints.
+            ValueError: An unknown kind, null_handling or on_error.
+            SQLError: LDB-1004 (a built-in's name), LDB-1007 (replacing a
+                function a stream uses).
+
+        Example:
+            >>> import laminardb, pyarrow.compute as pc
+            >>> db = laminardb.open()
+            >>> _ = db.create_function("twice", lambda x: pc.multiply(x, 2), ["BIGINT"], "BIGINT")
+            >>> _ = db.execute("CREATE SOURCE t (v BIGINT); "
+            ...                "CREATE MATERIALIZED VIEW m AS SELECT twice(v) AS w FROM t")
+            >>> db.insert("t", {"v": [1, 2]}); db.run_until_idle()
+            >>> db.query("SELECT w FROM m ORDER BY w").column("w").to_pylist()
+            [2, 4]
+        """
+        function = Function(
+            name,
+            fn,
+            params,
+            returns,
+            kind=kind,
+            null_handling=null_handling,
+            on_error=on_error,
+            deterministic=deterministic,
+        )
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = function.register(lib.laminar_function_register, self._require_open(), err)
+        raise_for(code, err)
+        return self
+
+    def remove_function(self, name: str) -> Connection:
+        """Drop user-defined function ``name`` (``laminar_function_drop``).
+
+        Returns:
+            The connection (calls chain).
+
+        Raises:
+            SQLError: LDB-1101 (no such function), LDB-1007 (a stream uses it).
+        """
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = lib.laminar_function_drop(
+                self._require_open(), c_text(name, "function name"), err
+            )
+        raise_for(code, err)
+        return self
+
     def metrics(self) -> pa.Table:
         """The engine's counters now: rows of (kind, name, metric, value).
 
@@ -655,6 +748,7 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
     *,
     config: Mapping[str, object] | None = None,
     sinks: Mapping[str, tuple[str, SinkConnector]] | None = None,
+    functions: Sequence[Function] = (),
     vars: Mapping[str, object] | None = None,  # noqa: A002 -- the documented name
     read_only: bool = False,
     **options: object,
@@ -678,6 +772,10 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
         sinks: Python sinks to attach while a durable database recovers,
             ``{name: (stream, connector)}`` (see :meth:`Connection.add_sink`);
             the streams must be in the stored catalog.
+        functions: User-defined functions
+            (:class:`laminardb.functions.Function`) registered before the
+            database opens, so a durable one's stored streams that call them
+            recover (see :meth:`Connection.create_function`).
         vars: ``${NAME}`` substitution variables, ``{NAME: value}``: every
             ``${NAME}`` in the SQL text of ``execute`` and ``query`` is replaced
             by ``str(value)`` before parsing (the same as the option
@@ -739,6 +837,10 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
             code = lib.laminar_config_add_sink(
                 config_out[0], c_text(name, "sink name"), c_text(stream, "stream name"), cb, err
             )
+            raise_for(code, err)
+        for function in functions:
+            err = ffi.new("laminar_error*")
+            code = function.register(lib.laminar_config_function_register, config_out[0], err)
             raise_for(code, err)
         db_out = ffi.new("laminar_db**")
         err = ffi.new("laminar_error*")

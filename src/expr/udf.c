@@ -1,0 +1,585 @@
+/*
+ * udf.c -- user-defined scalar functions (laminar_function_register): the
+ * function object and its declared types, the lists the registry and plans
+ * keep, and the evaluation of a call over one chunk through the Arrow C Data
+ * Interface.
+ *
+ * A call (lm_udf_eval) gets its arguments evaluated like any function's. It
+ * exports the rows to pass as a struct array whose buffers live in the
+ * evaluation context (fixed-width values zero-copy where no gather is needed;
+ * null bytes and booleans packed into bitmaps; strings laid out with offsets),
+ * calls the callback once, then validates the result the callee handed over
+ * -- not released, the declared format, the rows' count, nanoarrow's full
+ * validation, UTF-8 -- and copies it into context memory before releasing it.
+ * So the callee's array never outlives the call, and a bad result is an
+ * error naming the function, never a crash or a silent cast.
+ *
+ * NULLs: without LAMINAR_FUNCTION_CALLED_ON_NULL a row with a NULL argument
+ * is NULL and is not passed (the rows passed are gathered); with it every row
+ * is passed. DETERMINISTIC: a call over constant arguments is made over one
+ * row and its value is a constant. Calls of a function without
+ * LAMINAR_FUNCTION_THREAD_SAFE are serialized by the function's mutex (several
+ * reactors may evaluate the same expression).
+ */
+#include "expr/internal.h"
+
+#include "nanoarrow/nanoarrow.h"
+#include "util/util.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#define UDF_MAX_ARGS 64
+
+struct lm_udf {
+  atomic_int_fast64_t refs; /* writer: any holder; acq_rel on unref */
+  char* name;
+  int32_t nargs;
+  lm_type args[UDF_MAX_ARGS];
+  lm_type result;
+  laminar_function_callback fn;
+  void* user;
+  void (*destroy)(void* user);
+  uint32_t flags;
+  pthread_mutex_t mu; /* serializes calls unless THREAD_SAFE */
+};
+
+/* ---- types ---------------------------------------------------------------------- */
+
+/* The engine type of an Arrow format the API accepts, or LM_TYPE_NULL. */
+static lm_type type_of_format(const char* f, bool result) {
+  if (f == NULL) return LM_TYPE_NULL;
+  if (strcmp(f, "b") == 0) return LM_TYPE_BOOL;
+  if (strcmp(f, "i") == 0) return LM_TYPE_INT32;
+  if (strcmp(f, "l") == 0) return LM_TYPE_INT64;
+  if (strcmp(f, "g") == 0) return LM_TYPE_DOUBLE;
+  if (strcmp(f, "u") == 0 || (result && strcmp(f, "U") == 0)) return LM_TYPE_STRING;
+  if (strcmp(f, "tsu:") == 0) return LM_TYPE_TIMESTAMP;
+  return LM_TYPE_NULL;
+}
+
+/* The format the core passes a type in. */
+static const char* format_of(lm_type t) {
+  switch (t) {
+    case LM_TYPE_BOOL: return "b";
+    case LM_TYPE_INT32: return "i";
+    case LM_TYPE_INT64: return "l";
+    case LM_TYPE_DOUBLE: return "g";
+    case LM_TYPE_STRING: return "u";
+    case LM_TYPE_TIMESTAMP: return "tsu:";
+    case LM_TYPE_NULL: break;
+  }
+  return "n";
+}
+
+/* Whether the callee's result format fits return type t (a timestamp may
+ * carry a time zone: values are UTC microseconds either way). */
+static bool result_format_ok(const char* f, lm_type t) {
+  if (f == NULL) return false;
+  if (t == LM_TYPE_TIMESTAMP) return strncmp(f, "tsu:", 4) == 0;
+  return type_of_format(f, true) == t;
+}
+
+static bool is_identifier(const char* s) {
+  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return false;
+  for (s++; *s; s++) {
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_' ||
+          (*s >= '0' && *s <= '9')))
+      return false;
+  }
+  return true;
+}
+
+/* ---- the function object ---------------------------------------------------------- */
+
+laminar_code lm_udf_create(const char* name, const char* const* arg_types, int32_t nargs,
+                           const char* return_type, laminar_function_callback fn,
+                           void* user, void (*destroy)(void* user), uint32_t flags,
+                           lm_udf** out, laminar_error* err) {
+  *out = NULL;
+  if (name == NULL || fn == NULL || !is_identifier(name) || strlen(name) > 120) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_function_register: the name must be an identifier "
+                        "(letters, digits, '_'; at most 120 bytes) and fn not NULL");
+  }
+  if (nargs < 0 || nargs > UDF_MAX_ARGS || (nargs > 0 && arg_types == NULL)) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "function '%s': nargs must be 0 to %d with arg_types set", name,
+                        UDF_MAX_ARGS);
+  }
+  uint32_t known = LAMINAR_FUNCTION_DETERMINISTIC | LAMINAR_FUNCTION_CALLED_ON_NULL |
+                   LAMINAR_FUNCTION_THREAD_SAFE;
+  if ((flags & ~known) != 0) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "function '%s': unknown flags 0x%x",
+                        name, (unsigned)(flags & ~known));
+  }
+  lm_type args[UDF_MAX_ARGS];
+  for (int32_t i = 0; i < nargs; i++) {
+    args[i] = type_of_format(arg_types[i], false);
+    if (args[i] == LM_TYPE_NULL) {
+      return lm_error_set(err, LAMINAR_ERR_UNKNOWN_TYPE,
+                          "function '%s': argument %d has type '%s'; use one of the "
+                          "Arrow formats b, i, l, g, u, tsu:",
+                          name, (int)i + 1, arg_types[i] ? arg_types[i] : "(null)");
+    }
+  }
+  lm_type result = type_of_format(return_type, false);
+  if (result == LM_TYPE_NULL) {
+    return lm_error_set(err, LAMINAR_ERR_UNKNOWN_TYPE,
+                        "function '%s': return type '%s'; use one of the Arrow formats "
+                        "b, i, l, g, u, tsu:",
+                        name, return_type ? return_type : "(null)");
+  }
+  lm_udf* f = lm_calloc(1, sizeof *f);
+  char* copy = lm_strdup(name);
+  if (f == NULL || copy == NULL || pthread_mutex_init(&f->mu, NULL) != 0) {
+    lm_free(f);
+    lm_free(copy);
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "function '%s': out of memory", name);
+  }
+  atomic_init(&f->refs, 1);
+  f->name = copy;
+  f->nargs = nargs;
+  memcpy(f->args, args, sizeof(lm_type) * (size_t)nargs);
+  f->result = result;
+  f->fn = fn;
+  f->user = user;
+  f->destroy = destroy;
+  f->flags = flags;
+  *out = f;
+  return LAMINAR_OK;
+}
+
+void lm_udf_ref(lm_udf* f) {
+  atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
+}
+
+void lm_udf_unref(lm_udf* f) {
+  if (f == NULL) return;
+  /* acq_rel: the last holder sees every call made through the others. */
+  if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1) return;
+  if (f->destroy != NULL) f->destroy(f->user);
+  pthread_mutex_destroy(&f->mu);
+  lm_free(f->name);
+  lm_free(f);
+}
+
+const char* lm_udf_name(const lm_udf* f) { return f->name; }
+void lm_udf_set_destroy(lm_udf* f, void (*destroy)(void* user)) { f->destroy = destroy; }
+int32_t lm_udf_nargs(const lm_udf* f) { return f->nargs; }
+lm_type lm_udf_arg_type(const lm_udf* f, int32_t i) { return f->args[i]; }
+lm_type lm_udf_result(const lm_udf* f) { return f->result; }
+bool lm_udf_deterministic(const lm_udf* f) {
+  return (f->flags & LAMINAR_FUNCTION_DETERMINISTIC) != 0;
+}
+
+/* "DOUBLE, BIGINT" into buf. */
+static void arg_list(const lm_udf* f, char* buf, size_t cap) {
+  int at = 0;
+  buf[0] = '\0';
+  for (int32_t i = 0; i < f->nargs && at >= 0 && (size_t)at < cap; i++) {
+    at += snprintf(buf + at, cap - (size_t)at, "%s%s", i ? ", " : "",
+                   lm_type_name(f->args[i]));
+  }
+}
+
+void lm_udf_usage(const lm_udf* f, char* buf, size_t cap) {
+  char args[320];
+  arg_list(f, args, sizeof args);
+  snprintf(buf, cap, "%s(%s) -> %s", f->name, args, lm_type_name(f->result));
+}
+
+void lm_udf_describe(const lm_udf* f, char* args, size_t args_cap, char* result,
+                     size_t result_cap, char* flags, size_t flags_cap) {
+  arg_list(f, args, args_cap);
+  snprintf(result, result_cap, "%s", lm_type_name(f->result));
+  snprintf(flags, flags_cap, "%s%s%s",
+           f->flags & LAMINAR_FUNCTION_DETERMINISTIC ? "deterministic" : "volatile",
+           f->flags & LAMINAR_FUNCTION_CALLED_ON_NULL ? ", called on null" : "",
+           f->flags & LAMINAR_FUNCTION_THREAD_SAFE ? ", thread-safe" : "");
+}
+
+/* ---- lists ------------------------------------------------------------------------ */
+
+lm_udf* lm_udf_list_find(const lm_udf_list* l, const char* name) {
+  for (int32_t i = 0; i < l->n; i++) {
+    if (lm_streq_nocase(l->items[i]->name, name)) return l->items[i];
+  }
+  return NULL;
+}
+
+bool lm_udf_list_has(const lm_udf_list* l, const lm_udf* f) {
+  for (int32_t i = 0; i < l->n; i++) {
+    if (l->items[i] == f) return true;
+  }
+  return false;
+}
+
+laminar_code lm_udf_list_add(lm_udf_list* l, lm_udf* f, bool replace) {
+  if (replace) {
+    for (int32_t i = 0; i < l->n; i++) {
+      if (lm_streq_nocase(l->items[i]->name, f->name)) {
+        lm_udf* old = l->items[i];
+        lm_udf_ref(f);
+        l->items[i] = f;
+        lm_udf_unref(old);
+        return LAMINAR_OK;
+      }
+    }
+  }
+  lm_udf** grown = lm_realloc(l->items, sizeof(lm_udf*) * (size_t)(l->n + 1));
+  if (grown == NULL) return LAMINAR_ERR_NOMEM;
+  l->items = grown;
+  lm_udf_ref(f);
+  l->items[l->n++] = f;
+  return LAMINAR_OK;
+}
+
+bool lm_udf_list_remove(lm_udf_list* l, const char* name) {
+  for (int32_t i = 0; i < l->n; i++) {
+    if (lm_streq_nocase(l->items[i]->name, name)) {
+      lm_udf* old = l->items[i];
+      memmove(&l->items[i], &l->items[i + 1], sizeof(lm_udf*) * (size_t)(l->n - i - 1));
+      l->n--;
+      lm_udf_unref(old);
+      return true;
+    }
+  }
+  return false;
+}
+
+void lm_udf_list_free(lm_udf_list* l) {
+  for (int32_t i = 0; i < l->n; i++) lm_udf_unref(l->items[i]);
+  lm_free(l->items);
+  l->items = NULL;
+  l->n = 0;
+}
+
+/* ---- export of the arguments ---------------------------------------------------- */
+
+/* Release callbacks of what the core passes: the memory is the context's, so
+ * releasing only marks the struct released (a consumer that imports it may
+ * release it; the core does not rely on either). */
+static void release_array(struct ArrowArray* a) { a->release = NULL; }
+static void release_schema(struct ArrowSchema* s) { s->release = NULL; }
+
+/* One argument's values, rows sel[0..m) of v (sel NULL: rows 0..m-1), as a
+ * child array in ctx memory. */
+static laminar_code export_arg(lm_eval_ctx* ctx, const lm_vec* v, const uint32_t* sel,
+                               int64_t m, struct ArrowArray* a) {
+  memset(a, 0, sizeof *a);
+  a->length = m;
+  a->release = release_array;
+  const void** bufs = lm_eval_ctx_alloc(ctx, sizeof(void*) * 3);
+  if (bufs == NULL) return LAMINAR_ERR_NOMEM;
+  bufs[0] = bufs[1] = bufs[2] = NULL;
+  a->buffers = bufs;
+  a->n_buffers = v->type == LM_TYPE_STRING ? 3 : 2;
+  size_t bitmap = (size_t)((m + 7) / 8 + 1);
+  if (v->nulls != NULL) {
+    uint8_t* valid = lm_eval_ctx_alloc(ctx, bitmap);
+    if (valid == NULL) return LAMINAR_ERR_NOMEM;
+    memset(valid, 0, bitmap);
+    int64_t nulls = 0;
+    for (int64_t k = 0; k < m; k++) {
+      uint8_t is_null = v->nulls[sel ? sel[k] : k];
+      nulls += is_null;
+      if (!is_null) valid[k >> 3] |= (uint8_t)(1u << (k & 7));
+    }
+    a->null_count = nulls;
+    if (nulls > 0) bufs[0] = valid;
+  }
+  if (v->type == LM_TYPE_BOOL) {
+    uint8_t* bits = lm_eval_ctx_alloc(ctx, bitmap);
+    if (bits == NULL) return LAMINAR_ERR_NOMEM;
+    memset(bits, 0, bitmap);
+    const uint8_t* d = v->data;
+    for (int64_t k = 0; k < m; k++) {
+      if (d[sel ? sel[k] : k]) bits[k >> 3] |= (uint8_t)(1u << (k & 7));
+    }
+    bufs[1] = bits;
+    return LAMINAR_OK;
+  }
+  if (v->type == LM_TYPE_STRING) {
+    const lm_str* s = v->data;
+    int64_t total = 0;
+    for (int64_t k = 0; k < m; k++) total += s[sel ? sel[k] : k].len;
+    if (total > INT32_MAX) return LAMINAR_ERR_NOMEM; /* a chunk's strings past 2 GiB */
+    int32_t* offs = lm_eval_ctx_alloc(ctx, sizeof(int32_t) * (size_t)(m + 1));
+    char* bytes = lm_eval_ctx_alloc(ctx, (size_t)(total ? total : 1));
+    if (offs == NULL || bytes == NULL) return LAMINAR_ERR_NOMEM;
+    int32_t at = 0;
+    for (int64_t k = 0; k < m; k++) {
+      offs[k] = at;
+      lm_str x = s[sel ? sel[k] : k];
+      if (x.len > 0) memcpy(bytes + at, x.ptr, (size_t)x.len);
+      at += (int32_t)x.len;
+    }
+    offs[m] = at;
+    bufs[1] = offs;
+    bufs[2] = bytes;
+    return LAMINAR_OK;
+  }
+  if (sel == NULL) {
+    bufs[1] = v->data; /* fixed width: the engine's layout is Arrow's */
+    return LAMINAR_OK;
+  }
+  size_t w = (size_t)lm_type_width(v->type);
+  uint8_t* d = lm_eval_ctx_alloc(ctx, w * (size_t)(m ? m : 1));
+  if (d == NULL) return LAMINAR_ERR_NOMEM;
+  const uint8_t* from = v->data;
+  for (int64_t k = 0; k < m; k++) memcpy(d + (size_t)k * w, from + (size_t)sel[k] * w, w);
+  bufs[1] = d;
+  return LAMINAR_OK;
+}
+
+/* The struct array of the call and its schema, in ctx memory. */
+static laminar_code export_args(lm_eval_ctx* ctx, const lm_udf* f, const lm_vec* vals,
+                                const uint32_t* sel, int64_t m, struct ArrowArray* arr,
+                                struct ArrowSchema* sch) {
+  int32_t n = f->nargs;
+  size_t slots = (size_t)(n ? n : 1);
+  struct ArrowArray* kids = lm_eval_ctx_alloc(ctx, sizeof *kids * slots);
+  struct ArrowArray** kidp = lm_eval_ctx_alloc(ctx, sizeof *kidp * slots);
+  struct ArrowSchema* skids = lm_eval_ctx_alloc(ctx, sizeof *skids * slots);
+  struct ArrowSchema** skidp = lm_eval_ctx_alloc(ctx, sizeof *skidp * slots);
+  const void** top = lm_eval_ctx_alloc(ctx, sizeof(void*));
+  char* names = lm_eval_ctx_alloc(ctx, 16 * slots);
+  if (kids == NULL || kidp == NULL || skids == NULL || skidp == NULL || top == NULL ||
+      names == NULL)
+    return LAMINAR_ERR_NOMEM;
+  for (int32_t i = 0; i < n; i++) {
+    LM_TRY(export_arg(ctx, &vals[i], sel, m, &kids[i]));
+    kidp[i] = &kids[i];
+    snprintf(names + 16 * i, 16, "arg%d", (int)i);
+    skids[i] = (struct ArrowSchema){.format = format_of(f->args[i]),
+                                    .name = names + 16 * i,
+                                    .flags = ARROW_FLAG_NULLABLE,
+                                    .release = release_schema};
+    skidp[i] = &skids[i];
+  }
+  top[0] = NULL;
+  *arr = (struct ArrowArray){.length = m,
+                             .n_buffers = 1,
+                             .n_children = n,
+                             .buffers = top,
+                             .children = n ? kidp : NULL,
+                             .release = release_array};
+  *sch = (struct ArrowSchema){.format = "+s",
+                              .name = "",
+                              .n_children = n,
+                              .children = n ? skidp : NULL,
+                              .release = release_schema};
+  return LAMINAR_OK;
+}
+
+/* ---- import of the result -------------------------------------------------------- */
+
+/* Check the callee's result and copy its m rows into `data` / `nulls` at
+ * positions pos[k] (pos NULL: k). On failure the text is in ctx. */
+static laminar_code import_result(lm_eval_ctx* ctx, const lm_udf* f,
+                                  const struct ArrowArray* out,
+                                  const struct ArrowSchema* out_schema, int64_t m,
+                                  const uint32_t* pos, void* data, uint8_t* nulls) {
+  const char* why = NULL;
+  char buf[300];
+  if (out->release == NULL || out_schema->release == NULL) {
+    why = "its result array or schema is released (not filled)";
+  } else if (!result_format_ok(out_schema->format, f->result)) {
+    snprintf(buf, sizeof buf, "it returned format '%.40s', declared '%s' (%s)",
+             out_schema->format ? out_schema->format : "(null)", format_of(f->result),
+             lm_type_name(f->result));
+    why = buf;
+  } else if (out->length != m) {
+    snprintf(buf, sizeof buf, "it returned %lld rows for %lld", (long long)out->length,
+             (long long)m);
+    why = buf;
+  }
+  if (why != NULL) {
+    lm_eval_ctx_set_error(ctx, "function '%s' returned an invalid result: %s", f->name,
+                          why);
+    return LAMINAR_ERR_FUNCTION_RESULT;
+  }
+  struct ArrowError na;
+  na.message[0] = '\0';
+  struct ArrowArrayView view;
+  bool ok = ArrowArrayViewInitFromSchema(&view, out_schema, &na) == NANOARROW_OK;
+  if (ok) {
+    ok = ArrowArrayViewSetArray(&view, out, &na) == NANOARROW_OK &&
+         ArrowArrayViewValidate(&view, NANOARROW_VALIDATION_LEVEL_FULL, &na) ==
+             NANOARROW_OK;
+  }
+  if (!ok) {
+    ArrowArrayViewReset(&view);
+    lm_eval_ctx_set_error(ctx, "function '%s' returned an invalid array: %s", f->name,
+                          na.message);
+    return LAMINAR_ERR_FUNCTION_RESULT;
+  }
+  laminar_code rc = LAMINAR_OK;
+  lm_type t = f->result;
+  size_t w = (size_t)lm_type_width(t);
+  if (pos == NULL && t != LM_TYPE_BOOL && t != LM_TYPE_STRING) {
+    /* Fixed width in place: the engine's layout is Arrow's. */
+    memcpy(data, view.buffer_views[1].data.as_uint8 + (size_t)view.offset * w,
+           (size_t)m * w);
+    const uint8_t* valid = view.buffer_views[0].data.as_uint8;
+    for (int64_t k = 0; k < m; k++) {
+      nulls[k] = valid != NULL && !ArrowBitGet(valid, view.offset + k);
+    }
+    ArrowArrayViewReset(&view);
+    return LAMINAR_OK;
+  }
+  for (int64_t k = 0; k < m && rc == LAMINAR_OK; k++) {
+    int64_t at = pos ? pos[k] : k;
+    bool is_null = ArrowArrayViewIsNull(&view, k);
+    nulls[at] = is_null;
+    uint8_t* slot = (uint8_t*)data + (size_t)at * w;
+    if (is_null) {
+      memset(slot, 0, w);
+      continue;
+    }
+    switch (t) {
+      case LM_TYPE_BOOL: *slot = ArrowArrayViewGetIntUnsafe(&view, k) != 0; break;
+      case LM_TYPE_INT32: {
+        int32_t x = (int32_t)ArrowArrayViewGetIntUnsafe(&view, k);
+        memcpy(slot, &x, 4);
+        break;
+      }
+      case LM_TYPE_INT64:
+      case LM_TYPE_TIMESTAMP: {
+        int64_t x = ArrowArrayViewGetIntUnsafe(&view, k);
+        memcpy(slot, &x, 8);
+        break;
+      }
+      case LM_TYPE_DOUBLE: {
+        double x = ArrowArrayViewGetDoubleUnsafe(&view, k);
+        memcpy(slot, &x, 8);
+        break;
+      }
+      case LM_TYPE_STRING: {
+        struct ArrowStringView sv = ArrowArrayViewGetStringUnsafe(&view, k);
+        if (!lm_utf8_valid((const uint8_t*)sv.data, sv.size_bytes)) {
+          lm_eval_ctx_set_error(ctx,
+                                "function '%s' returned an invalid array: invalid "
+                                "UTF-8 in value %lld",
+                                f->name, (long long)k);
+          rc = LAMINAR_ERR_FUNCTION_RESULT;
+          break;
+        }
+        char* copy = lm_eval_ctx_alloc(ctx, (size_t)(sv.size_bytes ? sv.size_bytes : 1));
+        if (copy == NULL) {
+          rc = LAMINAR_ERR_NOMEM;
+          break;
+        }
+        if (sv.size_bytes > 0) memcpy(copy, sv.data, (size_t)sv.size_bytes);
+        lm_str s = {copy, sv.size_bytes};
+        memcpy(slot, &s, sizeof s);
+        break;
+      }
+      case LM_TYPE_NULL: break;
+    }
+  }
+  ArrowArrayViewReset(&view);
+  return rc;
+}
+
+/* ---- a call ------------------------------------------------------------------------ */
+
+static laminar_code call(lm_eval_ctx* ctx, lm_udf* f, const lm_vec* vals,
+                         const uint32_t* sel, int64_t m, const uint32_t* pos, void* data,
+                         uint8_t* nulls) {
+  struct ArrowArray arr;
+  struct ArrowSchema sch;
+  LM_TRY(export_args(ctx, f, vals, sel, m, &arr, &sch));
+  struct ArrowArray out;
+  struct ArrowSchema out_schema;
+  memset(&out, 0, sizeof out);
+  memset(&out_schema, 0, sizeof out_schema);
+  char msg[400];
+  msg[0] = '\0';
+  bool serial = (f->flags & LAMINAR_FUNCTION_THREAD_SAFE) == 0;
+  if (serial) pthread_mutex_lock(&f->mu);
+  int status = f->fn(f->user, &arr, &sch, &out, &out_schema, msg, sizeof msg);
+  if (serial) pthread_mutex_unlock(&f->mu);
+  msg[sizeof msg - 1] = '\0';
+  laminar_code rc = LAMINAR_OK;
+  if (status != 0) {
+    if (msg[0] != '\0') {
+      lm_eval_ctx_set_error(ctx, "function '%s' failed: %s", f->name, msg);
+    } else {
+      lm_eval_ctx_set_error(ctx, "function '%s' failed (its callback returned %d)",
+                            f->name, status);
+    }
+    rc = LAMINAR_ERR_FUNCTION_FAILED;
+  } else {
+    rc = import_result(ctx, f, &out, &out_schema, m, pos, data, nulls);
+  }
+  if (out.release != NULL) out.release(&out);
+  if (out_schema.release != NULL) out_schema.release(&out_schema);
+  return rc;
+}
+
+/* Storage a constant NULL result points at. */
+static const uint8_t k_null_one = 1;
+static const lm_str k_zero_slot[1];
+
+laminar_code lm_udf_eval(lm_eval_ctx* ctx, const lm_expr* e, const lm_xvec* args,
+                         int64_t n, lm_xvec* out) {
+  lm_udf* f = (lm_udf*)e->udf;
+  bool strict = (f->flags & LAMINAR_FUNCTION_CALLED_ON_NULL) == 0;
+  bool all_cst = true, any_null_cst = false;
+  for (int32_t i = 0; i < e->nargs; i++) {
+    all_cst &= args[i].cst;
+    any_null_cst |= args[i].cst && args[i].v.nulls != NULL && args[i].v.nulls[0];
+  }
+  if (strict && any_null_cst) {
+    out->v = (lm_vec){e->type, n, &k_null_one, k_zero_slot};
+    out->cst = true;
+    return LAMINAR_OK;
+  }
+  /* Constant arguments of a deterministic function: one row. */
+  bool one = all_cst && (f->flags & LAMINAR_FUNCTION_DETERMINISTIC) != 0;
+  int64_t m = one ? 1 : n;
+  lm_vec* vals =
+      lm_eval_ctx_alloc(ctx, sizeof(lm_vec) * (size_t)(e->nargs ? e->nargs : 1));
+  void* data =
+      lm_eval_ctx_alloc(ctx, (size_t)lm_type_width(e->type) * (size_t)(m ? m : 1));
+  uint8_t* nulls = lm_eval_ctx_alloc(ctx, (size_t)(m ? m : 1));
+  if (vals == NULL || data == NULL || nulls == NULL) return LAMINAR_ERR_NOMEM;
+  for (int32_t i = 0; i < e->nargs; i++) {
+    if (one) {
+      vals[i] = args[i].v;
+      vals[i].len = 1;
+    } else {
+      LM_TRY(lm_expr_densify(ctx, &args[i], &vals[i]));
+    }
+  }
+  memset(nulls, 1, (size_t)(m ? m : 1));
+  memset(data, 0, (size_t)lm_type_width(e->type) * (size_t)(m ? m : 1));
+  /* The rows to pass: all, or (strict) those without a NULL argument. */
+  const uint32_t* sel = NULL;
+  int64_t k = m;
+  if (strict) {
+    bool any = false;
+    for (int32_t i = 0; i < e->nargs && !any; i++) any = vals[i].nulls != NULL;
+    if (any) {
+      uint32_t* rows = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * (size_t)(m ? m : 1));
+      if (rows == NULL) return LAMINAR_ERR_NOMEM;
+      k = 0;
+      for (int64_t r = 0; r < m; r++) {
+        bool null = false;
+        for (int32_t i = 0; i < e->nargs; i++) null |= vals[i].nulls && vals[i].nulls[r];
+        if (!null) rows[k++] = (uint32_t)r;
+      }
+      sel = rows;
+    }
+  }
+  if (k > 0) LM_TRY(call(ctx, f, vals, sel, k, sel, data, nulls));
+  uint8_t anynull = 0;
+  for (int64_t r = 0; r < m; r++) anynull |= nulls[r];
+  out->v = (lm_vec){e->type, n, anynull ? nulls : NULL, data};
+  out->cst = one;
+  return LAMINAR_OK;
+}
