@@ -483,8 +483,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   lm_source_def* src =
       s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
   lm_stream_def* up = src ? NULL : lm_db_find_stream(db, s->plan.input);
-  /* cores > 1: a keyed stream runs as one partition per reactor (rt/part.c);
-   * a stream over branches runs whole. */
+  /* cores > 1: a keyed stream runs as one partition per reactor (rt/part.c),
+   * over branches too when each reads a source and passes the keys through. */
   if (lm_stream_def_attach_rt(s, &db->rt, branched ? NULL : src, stmt->materialized) !=
       LAMINAR_OK) {
     lm_stream_def_free(late);

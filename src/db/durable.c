@@ -1283,6 +1283,7 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len,
       if ((uint32_t)s->nin == nin) memcpy(&v, in_wm + 8 * (size_t)b, 8);
       s->in_wm[b] = v;
     }
+    if (rc == LAMINAR_OK) lm_stream_def_sync_inputs(s); /* and its partitions' */
     if (rc != LAMINAR_OK) {
       char msg[sizeof err->message]; /* lm_error_set clears err->message first */
       snprintf(msg, sizeof msg, "%s", err ? err->message : "state does not restore");
@@ -1405,6 +1406,7 @@ static void gates_open(replay_gates* G, const lm_source_def* root, uint64_t seq)
         }
         if (s->in_wm[b] < least) least = s->in_wm[b];
       }
+      lm_stream_def_sync_inputs(s); /* its partitions' too */
       if (least > s->watermark_ms) lm_stream_def_start_at(s, least);
       if (s->late != NULL) s->late->watermark_ms = s->watermark_ms;
       continue;

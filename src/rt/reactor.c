@@ -212,12 +212,16 @@ void lm_stream_def_attach(lm_stream_def* s) {
 
 /* Sink of a branch's chain: its rows into the stream's chain, their
  * lateness judged by their own input's watermark (op.h). */
+laminar_code lm_rt_input_chunk(lm_op* chain, int64_t in_wm, const lm_chunk* chunk) {
+  lm_op_window_set_late_floor(chain, in_wm);
+  laminar_code rc = lm_op_chain_chunk(chain, chunk);
+  lm_op_window_set_late_floor(chain, INT64_MIN);
+  return rc;
+}
+
 static laminar_code branch_deliver(void* arg, const lm_chunk* chunk) {
   lm_stream_def* s = arg;
-  lm_op_window_set_late_floor(s->chain, s->in_wm[s->cur_in]);
-  laminar_code rc = lm_op_chain_chunk(s->chain, chunk);
-  lm_op_window_set_late_floor(s->chain, INT64_MIN);
-  return rc;
+  return lm_rt_input_chunk(s->chain, s->in_wm[s->cur_in], chunk);
 }
 
 laminar_code lm_rt_stream_chunk(lm_stream_def* s, const void* from,
@@ -285,6 +289,7 @@ laminar_code lm_stream_def_set_inputs(lm_stream_def* s, const void* const* in_de
       s->in_chains[b]->sink_arg = s;
     }
   }
+  if (s->nparts > 1) LM_TRY(lm_stream_parts_set_inputs(s));
   lm_stream_def_start_at(s, least);
   return LAMINAR_OK;
 }

@@ -86,6 +86,13 @@ typedef struct lm_stream_part {
   int32_t cur_msg;  /* round message being processed */
   int32_t cur_slot; /* round slot being processed */
   lm_part_out out[LM_RT_ROUNDS_INFLIGHT];
+  /* A keyed stream over several inputs (its nin > 0): the partition's own
+   * branch chains (in_chains[b], NULL: none; they end in its chain) and
+   * inputs' watermarks (in_wm[b]; its watermark is the least), and the
+   * branch whose rows its chain is taking. */
+  lm_op** in_chains;
+  int64_t* in_wm;
+  int32_t cur_in;
 } lm_stream_part;
 
 /* Growable scratch of one reactor: row hashes, its partition's row numbers
@@ -261,6 +268,11 @@ struct lm_stream_def {
   lm_stream_part* parts;
   int32_t* part_keys;
   int32_t npart_keys;
+  /* A keyed stream over several inputs (every branch reads a source and
+   * passes each GROUP BY column through unchanged): branch b's rows are
+   * routed by its source's columns in_part_keys[b * npart_keys ..], the
+   * columns its projection puts at the keys' places (part_keys: branch 0's). */
+  int32_t* in_part_keys;
 };
 
 typedef struct lm_graph {
@@ -496,7 +508,9 @@ laminar_code lm_stream_take_late(void* arg, const lm_chunk* chunk);
 void lm_stream_def_attach(lm_stream_def* s);
 /* With more than one core, make `s` (whose chain is built, not yet attached)
  * a keyed stream of rt->ncores partitions when it can be one: windowed over
- * the source `src`, GROUP BY plain columns only, not a materialized view.
+ * the source `src`, GROUP BY plain columns only, not a materialized view;
+ * or (src NULL, the plan has branches) windowed over a union whose every
+ * branch reads a source and passes each GROUP BY column through unchanged.
  * Otherwise (and with one core) it is attached as usual. Control thread,
  * before the stream is published. */
 laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
@@ -513,6 +527,9 @@ void lm_stream_def_start_at(lm_stream_def* s, int64_t watermark_ms);
  * thread, after lm_stream_def_attach_rt. */
 laminar_code lm_stream_def_set_inputs(lm_stream_def* s, const void* const* in_defs,
                                       const int64_t* in_wm);
+/* Copy a keyed stream's inputs' watermarks (in_wm, set while the graph does
+ * not run: a restore, a replay gate) to each of its partitions. */
+void lm_stream_def_sync_inputs(lm_stream_def* s);
 /* The chain of partition p (< nparts; p 0: `chain`, also of an unpartitioned stream). */
 lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p);
 /* Late rows of a stream over all its partitions. */

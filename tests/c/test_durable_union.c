@@ -9,8 +9,9 @@
  * newest checkpoint deleted (the quiet fallback to the older one), and with
  * the sink created later than the union, one source ahead of the other
  * (the replay runs every source to the sink's starts first), cores 1
- * and 2. The replay runs one source after the other; per-input lateness
- * makes that equal to the live interleaving.
+ * and 2, and reopened on another number of reactors (the union's window
+ * runs partitioned, re-split by key hash). The replay runs one source after
+ * the other; per-input lateness makes that equal to the live interleaving.
  */
 /* lm_ctest: TIMEOUT 240 */
 #ifndef _GNU_SOURCE
@@ -189,8 +190,9 @@ static char* reference(int cores, const int64_t create[2], const int64_t sink_at
 /* Run to CUT, copy the directory as a crash leaves it, close; put the copy
  * back (without the newest checkpoint when `lose_newest`), reopen, resume
  * each source from its offset, finish: equal to the reference. */
-static int crash_and_resume_sink(int cores, int64_t create_a, int64_t create_b,
-                                 bool lose_newest, int64_t sink_a, int64_t sink_b) {
+static int crash_and_resume_cores(int cores, int cores_after, int64_t create_a,
+                                  int64_t create_b, bool lose_newest, int64_t sink_a,
+                                  int64_t sink_b) {
   const int64_t create[2] = {create_a, create_b};
   const int64_t sink_at[2] = {sink_a, sink_b};
   char* want = reference(cores, create, sink_at);
@@ -215,7 +217,7 @@ static int crash_and_resume_sink(int cores, int64_t create_a, int64_t create_b,
     CHECK(unlink(file) == 0);
   }
 
-  run again = {.dir = dir, .cores = cores};
+  run again = {.dir = dir, .cores = cores_after};
   CHECK(open_run(&again) == 0); /* creates the union: the stored one, already there */
   laminar_error err;
   for (int s = 0; s < 2; s++) {
@@ -229,14 +231,20 @@ static int crash_and_resume_sink(int cores, int64_t create_a, int64_t create_b,
   int failed = strcmp(got, want) != 0;
   if (failed)
     fprintf(stderr,
-            "cores=%d create=%lld,%lld sink=%lld,%lld lose_newest=%d\n--- got\n%s--- "
+            "cores=%d->%d create=%lld,%lld sink=%lld,%lld lose_newest=%d\n--- got\n%s--- "
             "want\n%s",
-            cores, (long long)create_a, (long long)create_b, (long long)sink_a,
-            (long long)sink_b, lose_newest, got, want);
+            cores, cores_after, (long long)create_a, (long long)create_b,
+            (long long)sink_a, (long long)sink_b, lose_newest, got, want);
   free(got);
   free(want);
   remove_db(dir);
   return failed;
+}
+
+static int crash_and_resume_sink(int cores, int64_t create_a, int64_t create_b,
+                                 bool lose_newest, int64_t sink_a, int64_t sink_b) {
+  return crash_and_resume_cores(cores, cores, create_a, create_b, lose_newest, sink_a,
+                                sink_b);
 }
 
 static int crash_and_resume(int cores, int64_t create_a, int64_t create_b,
@@ -278,11 +286,23 @@ static int test_sink_created_later(void) {
          crash_and_resume_sink(2, 0, 0, true, CUT, CUT - 3);
 }
 
+/* Reopened on another number of reactors: the union's window runs as one
+ * partition per reactor (rt/part.c), its checkpointed partitions re-split by
+ * key hash; the union created after the newest checkpoint, and the sink. */
+static int test_cores_change(void) {
+  return crash_and_resume_cores(2, 1, 0, 0, false, 0, 0) |
+         crash_and_resume_cores(1, 2, 0, 0, false, 0, 0) |
+         crash_and_resume_cores(2, 3, 0, 0, true, 0, 0) |
+         crash_and_resume_cores(1, 2, 22, 21, false, 0, 0) |
+         crash_and_resume_cores(3, 2, 0, 0, false, CUT, CUT - 3);
+}
+
 static const lm_test_case cases[] = {
     {"in_checkpoint", test_in_checkpoint},
     {"created_after_checkpoint", test_created_after_checkpoint},
     {"newest_checkpoint_lost", test_newest_checkpoint_lost},
     {"sink_created_later", test_sink_created_later},
+    {"cores_change", test_cores_change},
     {NULL, NULL},
 };
 

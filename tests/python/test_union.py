@@ -112,6 +112,14 @@ def drain(sub: laminardb.Subscription, out: list[pa.RecordBatch]) -> int:
     return taken
 
 
+def partitions(db: laminardb.Connection, stream: str) -> int:
+    """How many partitions (reactors) stream ``stream`` runs as."""
+    rows = db.metrics().to_pylist()
+    return next(
+        r["value"] for r in rows if r["name"] == stream and r["metric"] == "partitions"
+    )
+
+
 def pump(db: laminardb.Connection, sub: laminardb.Subscription, out: list) -> None:
     """Run inline until the input is consumed and the output taken."""
     db.run_until_idle()
@@ -158,6 +166,8 @@ def test_union_window_and_view_match_duckdb(
     out: list[pa.RecordBatch] = []
     with laminardb.open(cores=cores) as db:
         db.execute(ddl)
+        # The window over the union runs as one partition per reactor.
+        assert partitions(db, "w") == cores
         sources = [db.source(n) for n in names]
         sub = db.subscribe("w")
         if threaded:  # the reactor takes the pushes as they come
@@ -220,20 +230,27 @@ def test_union_errors_carry_codes() -> None:
         db.execute("CREATE STREAM ok AS SELECT k FROM a UNION ALL SELECT k FROM b")
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     cores=st.sampled_from([1, 2]),
+    cores_after=st.sampled_from([1, 2, 3]),
     crash=st.booleans(),
 )
 def test_union_restart_in_the_middle(
-    tmp_path_factory: pytest.TempPathFactory, seed: int, cores: int, *, crash: bool
+    tmp_path_factory: pytest.TempPathFactory,
+    seed: int,
+    cores: int,
+    cores_after: int,
+    *,
+    crash: bool,
 ) -> None:
     """A durable union restarted mid-run (closed, or copied as a crash leaves it).
 
     Two sources, a window over their union, a view over the window; a
-    checkpoint in the first half, then a restart, each source resumed from its
-    own ``offset``: the view equals DuckDB's answer over the accepted rows.
+    checkpoint in the first half, then a restart on ``cores_after`` reactors
+    (the window's partitions re-split by key hash), each source resumed from
+    its own ``offset``: the view equals DuckDB's answer over the accepted rows.
     """
     announce_seed(seed)
     rng = random.Random(seed)
@@ -277,8 +294,9 @@ def test_union_restart_in_the_middle(
         copy.rename(data)
     else:
         db.close()
-    with laminardb.open(data, **options) as db:
+    with laminardb.open(data, **{**options, "cores": cores_after}) as db:
         db.execute(ddl)  # the stored statements: already there
+        assert partitions(db, "w") == cores_after
         sources = [db.source(n) for n in names]
         for i in range(2):
             assert sources[i].offset - 1 == sent[i]
