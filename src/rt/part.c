@@ -230,9 +230,7 @@ static laminar_code part_sink(void* arg, const lm_chunk* chunk) {
   return LAMINAR_OK;
 }
 
-/* The source column branch b of `plan` puts unchanged at union column u
- * (a bare column reference, no cast), or -1. */
-static int32_t branch_source_col(const lm_plan* plan, int32_t b, int32_t u) {
+int32_t lm_plan_branch_source_col(const lm_plan* plan, int32_t b, int32_t u) {
   const lm_plan_branch* br = &plan->branches[b];
   if (!br->input_is_source) return -1;
   if (br->exprs == NULL) return u < br->in_ncols ? u : -1; /* the input as it is */
@@ -261,7 +259,7 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
   int32_t nb = branched ? s->plan.nbranches : 0;
   for (int32_t b = 0; keyed && b < nb; b++) {
     for (int32_t k = 0; keyed && k < w->nkeys; k++)
-      keyed = branch_source_col(&s->plan, b, w->keys[k]->column) >= 0;
+      keyed = lm_plan_branch_source_col(&s->plan, b, w->keys[k]->column) >= 0;
   }
   s->nparts = 1;
   if (!keyed) {
@@ -289,7 +287,8 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
   for (int32_t k = 0; k < w->nkeys; k++) keys[k] = w->keys[k]->column;
   for (int32_t b = 0; b < nb; b++) {
     for (int32_t k = 0; k < w->nkeys; k++)
-      in_keys[b * w->nkeys + k] = branch_source_col(&s->plan, b, w->keys[k]->column);
+      in_keys[b * w->nkeys + k] =
+          lm_plan_branch_source_col(&s->plan, b, w->keys[k]->column);
   }
   if (nb > 0) memcpy(keys, in_keys, sizeof *keys * (size_t)w->nkeys); /* branch 0's */
   s->in_part_keys = in_keys;

@@ -515,6 +515,10 @@ void lm_stream_def_attach(lm_stream_def* s);
  * before the stream is published. */
 laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
                                      const lm_source_def* src, bool is_view);
+/* The column of its source that branch b of `plan` puts unchanged (a bare
+ * column reference, no cast) at union column u, or -1 (also when the branch
+ * reads a stream): what keyed unions route by, and the Spark adapter hashes. */
+int32_t lm_plan_branch_source_col(const lm_plan* plan, int32_t b, int32_t u);
 /* "0" .. "63": reactor names in metrics and pipeline state. */
 const char* lm_rt_reactor_name(int32_t index);
 /* A new stream starts at its input's watermark (all its partitions). */
