@@ -37,13 +37,18 @@ static laminar_code partitioning_text(laminar_db* db, const char* name, char* ou
     }                                                                                  \
   } while (0)
 
+/* An in-memory database with `sql` run in it. */
+static int open_with(const char* sql, laminar_db** db) {
+  laminar_error err;
+  CHECK_CODE(laminar_open(NULL, db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(*db, sql, &err), LAMINAR_OK, &err);
+  return 0;
+}
+
 static int test_keys_and_event_time(void) {
   laminar_db* db;
-  laminar_error err;
-  CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(
-      laminar_execute(
-          db,
+  CHECK(
+      open_with(
           "CREATE SOURCE trades (symbol VARCHAR, venue VARCHAR, price DOUBLE, "
           "volume BIGINT, ts BIGINT, WATERMARK FOR ts AS ts - INTERVAL '250' "
           "MILLISECOND);"
@@ -62,8 +67,7 @@ static int test_keys_and_event_time(void) {
           "GROUP BY sym, tumble(ts, INTERVAL '1' SECOND);"
           "CREATE STREAM over_two AS SELECT venue, SUM(n) AS n FROM two "
           "GROUP BY venue, tumble(window_end, INTERVAL '5' SECOND);",
-          &err),
-      LAMINAR_OK, &err);
+          &db) == 0);
   CHECK_PART(db, "vwap",
              "source,trades,;event_time,ts,250;key,symbol,;partitioning,key,");
   CHECK_PART(db, "two",
@@ -109,26 +113,22 @@ static int test_no_watermark_and_errors(void) {
 static int test_union(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(
-      laminar_execute(
-          db,
-          "CREATE SOURCE a (sym VARCHAR, venue VARCHAR, v BIGINT, ts BIGINT,\n"
-          "  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);\n"
-          "CREATE SOURCE b (ts BIGINT, place VARCHAR, s VARCHAR, n INT,\n"
-          "  WATERMARK FOR ts);\n"
-          "CREATE STREAM w AS SELECT k, venue, COUNT(*) AS c FROM (SELECT sym AS k,\n"
-          "  venue, v, ts FROM a UNION ALL SELECT s, place, n, ts FROM b)\n"
-          "  GROUP BY k, venue, tumble(ts, INTERVAL '1' SECOND);\n"
-          "CREATE STREAM lower_k AS SELECT k, COUNT(*) AS c FROM (SELECT sym AS k, ts\n"
-          "  FROM a UNION ALL SELECT lower(s), ts FROM b) GROUP BY k,\n"
-          "  tumble(ts, INTERVAL '1' SECOND);\n"
-          "CREATE STREAM u AS SELECT sym, ts FROM a UNION ALL SELECT s, ts FROM b;\n"
-          "CREATE STREAM over_u AS SELECT sym, COUNT(*) AS c FROM u\n"
-          "  GROUP BY sym, tumble(ts, INTERVAL '1' SECOND);\n"
-          "CREATE STREAM bad AS SELECT sym, ts FROM u UNION ALL SELECT s, ts FROM b;",
-          &err),
-      LAMINAR_OK, &err);
+  CHECK(open_with(
+            "CREATE SOURCE a (sym VARCHAR, venue VARCHAR, v BIGINT, ts BIGINT,\n"
+            "  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);\n"
+            "CREATE SOURCE b (ts BIGINT, place VARCHAR, s VARCHAR, n INT,\n"
+            "  WATERMARK FOR ts);\n"
+            "CREATE STREAM w AS SELECT k, venue, COUNT(*) AS c FROM (SELECT sym AS k,\n"
+            "  venue, v, ts FROM a UNION ALL SELECT s, place, n, ts FROM b)\n"
+            "  GROUP BY k, venue, tumble(ts, INTERVAL '1' SECOND);\n"
+            "CREATE STREAM lower_k AS SELECT k, COUNT(*) AS c FROM (SELECT sym AS k, ts\n"
+            "  FROM a UNION ALL SELECT lower(s), ts FROM b) GROUP BY k,\n"
+            "  tumble(ts, INTERVAL '1' SECOND);\n"
+            "CREATE STREAM u AS SELECT sym, ts FROM a UNION ALL SELECT s, ts FROM b;\n"
+            "CREATE STREAM over_u AS SELECT sym, COUNT(*) AS c FROM u\n"
+            "  GROUP BY sym, tumble(ts, INTERVAL '1' SECOND);\n"
+            "CREATE STREAM bad AS SELECT sym, ts FROM u UNION ALL SELECT s, ts FROM b;",
+            &db) == 0);
   CHECK_PART(db, "w",
              "source,a,;event_time,ts,100;key,sym,;key,venue,;"
              "source,b,;event_time,ts,0;key,s,;key,place,;partitioning,key,");
