@@ -85,7 +85,7 @@ from laminardb.spark.partition import (
     _union_task,
     _use_jvm,
 )
-from laminardb.spark.planning import Plan, TwoPhase, plan
+from laminardb.spark.planning import Input, Plan, TwoPhase, plan
 from laminardb.spark.state import (
     _check_state_location,
     _stored_query,
@@ -97,7 +97,7 @@ from laminardb.spark.state import (
 if TYPE_CHECKING:  # pragma: no cover -- typing only
     from pyspark.sql import DataFrame
 
-__all__ = ["FINAL_WATERMARK", "TESTED_SPARK", "Plan", "TwoPhase", "UntestedSparkWarning",
+__all__ = ["FINAL_WATERMARK", "TESTED_SPARK", "Input", "Plan", "TwoPhase", "UntestedSparkWarning",
            "configure", "jars", "jvm_engine_available", "plan", "run", "spark_line",
            "with_expr"]
 
