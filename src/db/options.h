@@ -44,7 +44,10 @@ typedef enum lm_option_id {
   LM_OPT_ALLOWED_LATENESS,
   LM_OPT_LATE_OUTPUT,
   LM_OPT_PATH,
-  LM_OPT_FORMAT
+  LM_OPT_FORMAT,
+  LM_OPT_IDLE_TIMEOUT,
+  LM_OPT_ALIGNMENT_GROUP,
+  LM_OPT_MAX_DRIFT
 } lm_option_id;
 
 /* A parsed value; which member holds it follows the row's type. */

@@ -68,14 +68,15 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
   const lm_stream_def* onion = NULL; /* the union at the root, if any */
   for (;;) {
     if (lm_plan_branched(&cur->plan)) {
-      bool sources = true;
+      bool sources = !lm_op_multi_input(cur->chain); /* a join's inputs do not union */
       for (int32_t b = 0; b < cur->plan.nbranches; b++)
         sources = sources && cur->plan.branches[b].input_is_source;
       if (!sources) {
         rc = lm_error_set(
             err, LAMINAR_ERR_SQL_UNSUPPORTED,
-            "stream '%s': %s reads a stream in a UNION ALL branch or derived table; "
-            "its partitioning by root sources is not supported yet",
+            "stream '%s': %s reads several inputs through an ASOF JOIN, or a stream in "
+            "a UNION ALL branch or derived table; its partitioning by root sources is "
+            "not supported yet",
             stream, cur == s ? "it" : cur->name);
         lm_error_object(err, stream, NULL);
         pthread_mutex_unlock(&db->lock);

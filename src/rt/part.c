@@ -247,8 +247,10 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s, const lm_rt* rt,
   bool branched = lm_plan_branched(&s->plan);
   /* A stream with a late side output stays whole: its window operator hands
    * late rows straight to the late stream, one reactor's chain only. */
+  /* (A join's inputs meet in its operator, not as a union: it stays whole.) */
   bool keyed = rt->ncores > 1 && (src != NULL || branched) && s->plan.windowed &&
-               !is_view && !w->changelog && w->nkeys > 0 && s->plan.late_output == NULL;
+               !is_view && !w->changelog && w->nkeys > 0 && s->plan.late_output == NULL &&
+               !lm_op_multi_input(s->chain);
   for (int32_t k = 0; keyed && k < w->nkeys; k++) {
     keyed =
         w->keys[k]->kind == LM_EXPR_COLUMN && w->keys[k]->column >= 0 &&
@@ -385,7 +387,8 @@ lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p) {
 }
 
 int64_t lm_stream_late_rows(const lm_stream_def* s) {
-  if (s->nparts <= 1) return lm_op_window_late_rows(s->chain);
+  if (s->nparts <= 1)
+    return lm_op_window_late_rows(s->chain) + lm_op_asof_late_rows(s->chain);
   int64_t n = 0;
   for (int32_t p = 0; p < s->nparts; p++) n += lm_op_window_late_rows(s->parts[p].chain);
   return n;
@@ -624,16 +627,21 @@ static laminar_code route_msg(lm_rt* rt, lm_round* rd, int32_t j, uint64_t seq,
   return LAMINAR_OK;
 }
 
-/* Raise the watermarks in_wm[b] of the inputs in_defs[b] that are `from` to
- * wm; the least of all of them. */
-static int64_t inputs_advance(int32_t nin, const void* const* in_defs, int64_t* in_wm,
-                              const void* from, int64_t wm) {
+/* Raise the watermarks in_wm[b] of keyed union s's inputs that are `from`
+ * to wm; the least over its active inputs (an idle one holds nothing back,
+ * as in reactor.c; all idle: INT64_MIN, no advance). s->in_idle is written
+ * by reactor 0 with no round in flight (an idleness change drains first). */
+static int64_t inputs_advance(const lm_stream_def* s, int64_t* in_wm, const void* from,
+                              int64_t wm) {
   int64_t least = INT64_MAX;
-  for (int32_t b = 0; b < nin; b++) {
-    if (in_defs[b] == from && wm > in_wm[b]) in_wm[b] = wm;
+  bool active = false;
+  for (int32_t b = 0; b < s->nin; b++) {
+    if (s->in_defs[b] == from && wm > in_wm[b]) in_wm[b] = wm;
+    if (s->in_idle != NULL && s->in_idle[b]) continue;
+    active = true;
     if (in_wm[b] < least) least = in_wm[b];
   }
-  return least;
+  return active ? least : INT64_MIN;
 }
 
 /* Reactor r's share of message j of round `seq` for keyed stream s over a
@@ -725,8 +733,7 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
       lm_part_out* o = &sp->out[slot];
       sp->cur_msg = j;
       /* Over a union: the inputs from src advance, the least of all counts. */
-      int64_t least =
-          s->nin > 0 ? inputs_advance(s->nin, s->in_defs, sp->in_wm, src, wm) : wm;
+      int64_t least = s->nin > 0 ? inputs_advance(s, sp->in_wm, src, wm) : wm;
       if (least <= sp->watermark_ms || o->rc != LAMINAR_OK) continue;
       sp->watermark_ms = least;
       o->rc = lm_op_chain_watermark(sp->chain, least);
@@ -854,8 +861,7 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
           continue;
         }
         /* Over a union: the least of its inputs', as each partition saw. */
-        int64_t least =
-            s->nin > 0 ? inputs_advance(s->nin, s->in_defs, s->in_wm, src, wm) : wm;
+        int64_t least = s->nin > 0 ? inputs_advance(s, s->in_wm, src, wm) : wm;
         if (least > s->watermark_ms) {
           /* Every partition closed its windows for it above: forward it. */
           s->watermark_ms = least;
