@@ -692,9 +692,16 @@ LAMINAR_API laminar_code laminar_stream_late_rows(laminar_db* db, const char* na
  *   partitioning  name: `key` (hash on the key rows), `single` (windowed, but
  *                 no such column: all rows in one database) or `any` (no
  *                 window on the path: any split gives the same rows)
+ * A stream over a UNION ALL of sources (at the root of its path) has one
+ * group of source, event_time and key rows per input, in the union's order,
+ * before the partitioning row; the i-th key row of every group is the column
+ * that input puts unchanged at the same union column (hash each input's rows
+ * on its own key columns: equal keys meet). A union column is a key only
+ * when every input passes a plain, uncast source column there.
  * Ownership: *out is the caller's on LAMINAR_OK; release it with out->release.
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no stream of that
- *   name); LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
+ *   name); LAMINAR_ERR_SQL_UNSUPPORTED (a UNION ALL branch on the path reads
+ *   a stream); LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_stream_partitioning(laminar_db* db, const char* name,
                                                      struct ArrowArrayStream* out,

@@ -851,24 +851,38 @@ laminar_code lm_db_attach_sink(laminar_db* db, lm_sink_def* k, laminar_error* er
   /* While the stored catalog runs at open, recovery decides the epoch. */
   if (!lm_durable_recovering(db->dur))
     LM_TRY(k->sink->vt->begin(k->sink, lm_durable_next_epoch(db->dur), err));
+  laminar_code rc = LAMINAR_OK;
+  if (k->stream->in_start != NULL && k->in_start == NULL) {
+    k->in_start = lm_calloc((size_t)k->stream->nin, sizeof *k->in_start);
+    if (k->in_start == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    k->nin = k->stream->nin;
+  }
   lm_rt_pause(&db->rt);
   const lm_source_def* root = lm_db_root_source(db, k->stream);
   k->start_seq =
       root != NULL ? root->processed_seq : 0; /* replay feeds it the records after */
-  laminar_code rc = append_ptr((void***)&k->stream->sinks, &k->stream->nsinks, k->sink);
+  for (int32_t b = 0; b < k->nin; b++) {      /* and per input of a union: its root's */
+    const lm_source_def* r = lm_db_branch_root(db, k->stream, b);
+    k->in_start[b] = r != NULL ? r->processed_seq : 0;
+  }
+  rc = append_ptr((void***)&k->stream->sinks, &k->stream->nsinks, k->sink);
   if (rc == LAMINAR_OK) {
     rc = append_ptr((void***)&db->sinks, &db->nsinks, k);
     if (rc != LAMINAR_OK) k->stream->nsinks--;
   }
   lm_rt_resume(&db->rt);
   if (rc != LAMINAR_OK) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  if (k->sql != NULL)
+  if (k->sql != NULL) {
     lm_durable_identify(db->dur, k->name, &k->incarnation, &k->start_seq);
+    if (k->in_start != NULL)
+      lm_durable_identify_inputs(db->dur, k->name, k->in_start, k->nin);
+  }
   return LAMINAR_OK;
 }
 
 void lm_db_sink_free(lm_sink_def* k) {
   if (k->sink != NULL) k->sink->vt->close(k->sink);
+  lm_free(k->in_start);
   lm_free(k->name);
   lm_free(k->sql);
   lm_free(k);

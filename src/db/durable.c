@@ -355,7 +355,10 @@ laminar_code lm_durable_catalog_changed(laminar_db* db, laminar_error* err) {
   for (int32_t i = 0; i < db->nsinks && ok; i++) {
     const lm_sink_def* k = db->sinks[i];
     if (k->sql == NULL) continue; /* a connector's: code, not in the catalog */
-    ok = append_ident(&text, &len, &cap, k->name, k->incarnation, &k->start_seq, 1) &&
+    ok = (k->in_start != NULL ? append_ident(&text, &len, &cap, k->name, k->incarnation,
+                                             k->in_start, k->nin)
+                              : append_ident(&text, &len, &cap, k->name, k->incarnation,
+                                             &k->start_seq, 1)) &&
          append_stmt(&text, &len, &cap, k->sql);
   }
   laminar_code rc;
@@ -1280,6 +1283,7 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len,
       if ((uint32_t)s->nin == nin) memcpy(&v, in_wm + 8 * (size_t)b, 8);
       s->in_wm[b] = v;
     }
+    if (rc == LAMINAR_OK) lm_stream_def_sync_inputs(s); /* and its partitions' */
     if (rc != LAMINAR_OK) {
       char msg[sizeof err->message]; /* lm_error_set clears err->message first */
       snprintf(msg, sizeof msg, "%s", err ? err->message : "state does not restore");
@@ -1402,6 +1406,7 @@ static void gates_open(replay_gates* G, const lm_source_def* root, uint64_t seq)
         }
         if (s->in_wm[b] < least) least = s->in_wm[b];
       }
+      lm_stream_def_sync_inputs(s); /* its partitions' too */
       if (least > s->watermark_ms) lm_stream_def_start_at(s, least);
       if (s->late != NULL) s->late->watermark_ms = s->watermark_ms;
       continue;
@@ -1410,6 +1415,16 @@ static void gates_open(replay_gates* G, const lm_source_def* root, uint64_t seq)
         s->plan.input_is_source ? NULL : lm_db_find_stream(G->db, s->plan.input);
     lm_stream_def_start_at(s, up != NULL ? up->watermark_ms : x->root->watermark_ms);
     if (s->late != NULL) s->late->watermark_ms = s->watermark_ms;
+  }
+  if (changed) gates_apply(G);
+}
+
+/* Open the gate of sink k (every source passed its CREATE positions). */
+static void gates_open_sink(replay_gates* G, const struct lm_sink* k) {
+  bool changed = false;
+  for (int32_t i = 0; i < G->n; i++) {
+    if (G->gates[i].open || G->gates[i].sink != k) continue;
+    G->gates[i].open = changed = true;
   }
   if (changed) gates_apply(G);
 }
@@ -1429,6 +1444,13 @@ static void gates_free(replay_gates* G) {
   lm_free(G->sinks);
   lm_free(G->gates);
   *G = (replay_gates){0};
+}
+
+/* Whether sink k is on its stream's sink list (a connector's may not be yet). */
+static bool sink_on_stream(const lm_sink_def* k) {
+  for (int32_t j = 0; j < k->stream->nsinks; j++)
+    if (k->stream->sinks[j] == k->sink) return true;
+  return false;
 }
 
 /* Hold every stream and sink created after the restored position of its root
@@ -1461,12 +1483,18 @@ static laminar_code gates_init(laminar_db* db, replay_gates* G, laminar_error* e
   for (int32_t i = 0; i < db->nsinks; i++) {
     lm_sink_def* k = db->sinks[i];
     lm_source_def* root = lm_db_root_source(db, k->stream);
-    bool on_stream = false;
-    for (int32_t j = 0; j < k->stream->nsinks; j++)
-      on_stream |= k->stream->sinks[j] == k->sink;
-    if (!on_stream || root == NULL || k->start_seq <= root->processed_seq) continue;
-    gates[n++] = (replay_gate){
-        .root = root, .stream = k->stream, .sink = k->sink, .start = k->start_seq};
+    uint64_t start = k->start_seq;
+    /* On a union: held by an input whose root's start the checkpoint does
+     * not cover (the replay's pass up to its starts opens it, sink_cuts). */
+    for (int32_t b = 0; b < k->nin && b < k->stream->nin; b++) {
+      lm_source_def* r = lm_db_branch_root(db, k->stream, b);
+      root = r;
+      start = k->in_start[b];
+      if (r != NULL && k->in_start[b] > r->processed_seq) break;
+    }
+    if (!sink_on_stream(k) || root == NULL || start <= root->processed_seq) continue;
+    gates[n++] =
+        (replay_gate){.root = root, .stream = k->stream, .sink = k->sink, .start = start};
   }
   if (n == 0) {
     lm_free(gates);
@@ -1858,27 +1886,117 @@ static laminar_code replay_readonly(lm_durable* d, replay_ctx* c, laminar_error*
   return rc;
 }
 
+/* A point of the live run where the replay stops every source first (one
+ * pass over the sources): upto[i] is the last record of source i (graph
+ * order) the pass takes, 0 for none. `sink`: the sink on a union created
+ * there, held during the pass and attached after it; NULL for the quiet
+ * positions (below). */
+typedef struct replay_cut {
+  uint64_t* upto;
+  const lm_sink_def* sink;
+} replay_cut;
+
+/* Whether cut x stands before cut y in the live run: some source both name
+ * is further in y. (Cuts are positions of one run, so they never cross.) */
+static bool cut_before(const replay_cut* x, const replay_cut* y, int32_t nsources) {
+  for (int32_t i = 0; i < nsources; i++)
+    if (x->upto[i] != 0 && y->upto[i] != 0 && x->upto[i] != y->upto[i])
+      return x->upto[i] < y->upto[i];
+  return false;
+}
+
+/* The cuts of the replay, in the order of the live run: the quiet positions
+ * (`quiet`), and each sink on a union created after the restored
+ * checkpoint, at its inputs' root positions of its CREATE. Live, such a sink
+ * got the union's output from the records after those positions, every
+ * source's; a replay of one source after another would hand it windows
+ * that closed before it existed, or withhold ones closed after, depending on
+ * which source's record closes them. Replaying every source to the sink's
+ * positions first (sink held), then on (sink attached), closes exactly the
+ * windows the live run closed before the CREATE in the first pass: a
+ * window closes once every input's watermark passed it, and each input's
+ * watermark and accepted rows depend on that input's records only. */
+static laminar_code replay_cuts(laminar_db* db, lm_durable* d, bool quiet,
+                                replay_cut** out, int32_t* nout, laminar_error* err) {
+  lm_graph* g = &db->graph;
+  *out = NULL;
+  *nout = 0;
+  replay_cut* cuts = lm_calloc((size_t)db->nsinks + 1, sizeof *cuts);
+  if (cuts == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  int32_t n = 0;
+  laminar_code rc = LAMINAR_OK;
+  for (int32_t k = -1; k < db->nsinks && rc == LAMINAR_OK; k++) {
+    const lm_sink_def* sink = k >= 0 ? db->sinks[k] : NULL;
+    if (sink == NULL && !quiet) continue;
+    if (sink != NULL) {
+      bool after = false;
+      for (int32_t b = 0; b < sink->nin && b < sink->stream->nin; b++) {
+        const lm_source_def* r = lm_db_branch_root(db, sink->stream, b);
+        after |= r != NULL && sink->in_start[b] > r->processed_seq;
+      }
+      if (!after || !sink_on_stream(sink)) continue;
+    }
+    uint64_t* upto = lm_calloc((size_t)g->nsources + 1, sizeof *upto);
+    if (upto == NULL) {
+      rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+      break;
+    }
+    for (int32_t i = 0; i < g->nsources; i++) {
+      const lm_source_def* src = g->sources[i];
+      if (sink == NULL) upto[i] = pos_find(&d->replay_quiet, src->name, src->incarnation);
+      for (int32_t b = 0; sink != NULL && b < sink->nin && b < sink->stream->nin; b++) {
+        if (lm_db_branch_root(db, sink->stream, b) == src && sink->in_start[b] > upto[i])
+          upto[i] = sink->in_start[b];
+      }
+    }
+    /* In live order (sinks are in creation order; the quiet positions go
+     * where they stand among them). */
+    int32_t at = n;
+    while (at > 0 && cut_before(&(replay_cut){upto, sink}, &cuts[at - 1], g->nsources)) {
+      cuts[at] = cuts[at - 1];
+      at--;
+    }
+    cuts[at] = (replay_cut){upto, sink};
+    n++;
+  }
+  if (rc != LAMINAR_OK) {
+    for (int32_t i = 0; i < n; i++) lm_free(cuts[i].upto);
+    lm_free(cuts);
+    return rc;
+  }
+  *out = cuts;
+  *nout = n;
+  return LAMINAR_OK;
+}
+
 /* Replay every source's WAL after the restored positions. Records up to
  * d->replay_quiet's positions (a fallback past a lost checkpoint,
  * `quiet_epoch`) feed no sink: their epochs may be published. With a
- * stream over several inputs that takes two passes: every source up to its
- * quiet position, then every source's rest -- one source replayed whole
- * before the next would close, quietly, windows whose rows the published
- * epochs did not hold (the other inputs were not that far yet). */
+ * stream over several inputs that takes passes (replay_cuts): every source
+ * up to its quiet position, then every source's rest -- one source replayed
+ * whole before the next would close, quietly, windows whose rows the
+ * published epochs did not hold (the other inputs were not that far yet);
+ * likewise every source up to the positions where a sink on a union was
+ * created, then on. */
 static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epoch,
                                laminar_error* err) {
-  replay_gates G;
-  LM_TRY(gates_init(db, &G, err));
   lm_graph* g = &db->graph;
-  int32_t* saved = lm_calloc((size_t)g->nstreams + 1, sizeof *saved);
-  laminar_code rc =
-      saved != NULL ? LAMINAR_OK : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   bool branched = false;
   for (int32_t i = 0; i < g->nstreams; i++) branched |= g->streams[i]->nin > 1;
-  int32_t passes = quiet_epoch != 0 && branched && !d->conf.read_only ? 2 : 1;
-  for (int32_t pass = 0; pass < passes * g->nsources && rc == LAMINAR_OK; pass++) {
+  /* Before the gates take held sinks off their streams' lists. */
+  replay_cut* cuts = NULL;
+  int32_t ncuts = 0;
+  if (!d->conf.read_only)
+    LM_TRY(replay_cuts(db, d, quiet_epoch != 0 && branched, &cuts, &ncuts, err));
+  replay_gates G;
+  laminar_code rc = gates_init(db, &G, err);
+  int32_t* saved =
+      rc == LAMINAR_OK ? lm_calloc((size_t)g->nstreams + 1, sizeof *saved) : NULL;
+  if (rc == LAMINAR_OK && saved == NULL)
+    rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  for (int32_t pass = 0; pass < (ncuts + 1) * g->nsources && rc == LAMINAR_OK; pass++) {
     int32_t i = pass % g->nsources;
-    bool first = passes == 2 && pass < g->nsources; /* up to the quiet positions only */
+    const replay_cut* cut = pass / g->nsources < ncuts ? &cuts[pass / g->nsources] : NULL;
     lm_source_def* s = g->sources[i];
     replay_ctx c = {.rt = &db->rt,
                     .db = db,
@@ -1886,15 +2004,19 @@ static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epo
                     .gates = &G,
                     .saved = saved,
                     .quiet_upto = pos_find(&d->replay_quiet, s->name, s->incarnation)};
-    c.stop_after = first ? c.quiet_upto : UINT64_MAX;
+    c.stop_after = cut != NULL ? cut->upto[i] : UINT64_MAX;
     if (d->conf.read_only) { /* file sinks discard there: no quiet needed */
       rc = replay_readonly(d, &c, err);
       continue;
     }
     if (s->wal == NULL) continue;
-    rc = lm_wal_replay(s->wal, s->processed_seq + 1, replay_record, &c, err);
+    if (c.stop_after > s->processed_seq)
+      rc = lm_wal_replay(s->wal, s->processed_seq + 1, replay_record, &c, err);
     set_quiet(&c, false);
-    if (rc == LAMINAR_OK && c.quiet_upto > s->processed_seq && db->nsinks > 0) {
+    if (rc == LAMINAR_OK && cut != NULL && cut->sink != NULL && i == g->nsources - 1)
+      gates_open_sink(&G, cut->sink->sink); /* every source at its CREATE: attached */
+    if (rc == LAMINAR_OK && cut == NULL && c.quiet_upto > s->processed_seq &&
+        db->nsinks > 0) {
       /* With sinks the log must reach the positions whose epochs may be
        * published, or the state would lack rows the sinks hold (without,
        * the producer resumes from the offset: nothing is published). */
@@ -1912,8 +2034,11 @@ static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epo
           what, c.quiet_upto, quiet_epoch, d->ckpt_dir, quiet_epoch);
     }
   }
+  for (int32_t k = 0; k < ncuts; k++) lm_free(cuts[k].upto);
+  lm_free(cuts);
   lm_free(saved);
-  gates_free(&G); /* what the log did not reach starts now, at its input's watermark */
+  if (G.db != NULL)
+    gates_free(&G); /* what the log did not reach starts now, at its input's watermark */
   return rc;
 }
 

@@ -66,6 +66,12 @@ typedef struct lm_sink_def {
   struct lm_sink* sink;
   uint64_t incarnation; /* durable identity, as a stream's (rt.h) */
   uint64_t start_seq;   /* its root source's position at CREATE: replay feeds it after */
+  /* On a stream over several inputs (stream->in_start != NULL): in_start[b]
+   * is the position of input b's root source at CREATE (nin of them; NULL
+   * otherwise). The replay runs every source up to these first, the sink
+   * held, so it gets what it got live: the output after its CREATE. */
+  uint64_t* in_start;
+  int32_t nin;
 } lm_sink_def;
 
 

@@ -11,7 +11,10 @@
  * source; a key that is an expression, or a column that does not trace back
  * to a source column unchanged, adds nothing. Window functions (OVER) count
  * as a GROUP BY of their PARTITION BY keys. Streams without windows keep no
- * state across rows: any split works.
+ * state across rows: any split works. With a UNION ALL of sources at the root
+ * of the path, S is a set of union columns that every input fills with a
+ * plain, uncast column of its own source, reported per input: hashing each
+ * input on its own columns there sends equal keys to one engine.
  *
  * Control thread, under db->lock (internal.h).
  */
@@ -51,39 +54,56 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
     pthread_mutex_unlock(&db->lock);
     return rc;
   }
-  /* Walk to the root source; `in` marks the source columns every windowed
-   * stream on the path groups by (starting from "all"). */
+  /* Walk to the root: a source, or a union of sources (then `in` marks
+   * union columns, each input's source column at that place is its key). */
   const lm_stream_def* cur = s;
+  const lm_stream_def* onion = NULL; /* the union at the root, if any */
   for (;;) {
     if (lm_plan_branched(&cur->plan)) {
-      rc = lm_error_set(err, LAMINAR_ERR_SQL_UNSUPPORTED,
-                        "stream '%s': %s reads several inputs (UNION ALL, ASOF JOIN) or "
-                        "a derived table; "
-                        "its partitioning by one root source is not supported yet",
-                        stream, cur == s ? "it" : cur->name);
-      lm_error_object(err, stream, NULL);
-      pthread_mutex_unlock(&db->lock);
-      return rc;
+      bool sources = !lm_op_multi_input(cur->chain); /* a join's inputs do not union */
+      for (int32_t b = 0; b < cur->plan.nbranches; b++)
+        sources = sources && cur->plan.branches[b].input_is_source;
+      if (!sources) {
+        rc = lm_error_set(
+            err, LAMINAR_ERR_SQL_UNSUPPORTED,
+            "stream '%s': %s reads several inputs through an ASOF JOIN, or a stream in "
+            "a UNION ALL branch or derived table; its partitioning by root sources is "
+            "not supported yet",
+            stream, cur == s ? "it" : cur->name);
+        lm_error_object(err, stream, NULL);
+        pthread_mutex_unlock(&db->lock);
+        return rc;
+      }
+      onion = cur;
+      break;
     }
     if (cur->plan.input_is_source) break;
     const lm_stream_def* up = lm_db_find_stream(db, cur->plan.input);
     if (up == NULL) break;
     cur = up;
   }
-  lm_source_def* src = lm_db_find_source(db, cur->plan.input);
-  if (src == NULL) {
-    rc =
-        lm_error_set(err, LAMINAR_ERR_INTERNAL, "stream '%s' has no root source", stream);
-    pthread_mutex_unlock(&db->lock);
-    return rc;
+  int32_t nin = onion != NULL ? onion->plan.nbranches : 1;
+  lm_source_def** srcs = lm_calloc((size_t)nin, sizeof *srcs);
+  for (int32_t b = 0; srcs != NULL && b < nin; b++) {
+    srcs[b] = lm_db_find_source(
+        db, onion != NULL ? onion->plan.branches[b].input : cur->plan.input);
+    if (srcs[b] == NULL) {
+      lm_free(srcs);
+      rc = lm_error_set(err, LAMINAR_ERR_INTERNAL, "stream '%s' has no root source",
+                        stream);
+      pthread_mutex_unlock(&db->lock);
+      return rc;
+    }
   }
-  int32_t ncols = src->schema.ncols;
+  int32_t ncols = onion != NULL  ? onion->plan.union_schema.ncols
+                  : srcs != NULL ? srcs[0]->schema.ncols
+                                 : 0;
   bool* in = lm_calloc((size_t)ncols + 1, sizeof(bool));
   bool* mine = lm_calloc((size_t)ncols + 1, sizeof(bool));
-  /* at most: source, event_time, partitioning, one key per column */
-  char** cells = lm_calloc((size_t)(ncols + 3) * 3, sizeof(char*));
-  char delay[32];
-  if (in == NULL || mine == NULL || cells == NULL) {
+  /* at most, per input: source, event_time, one key per column; partitioning */
+  char** cells = lm_calloc((size_t)(nin * (ncols + 2) + 1) * 3, sizeof(char*));
+  char* delays = lm_calloc((size_t)nin, 32);
+  if (srcs == NULL || in == NULL || mine == NULL || cells == NULL || delays == NULL) {
     rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
     goto done;
   }
@@ -107,26 +127,37 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
     }
     for (int32_t c = 0; c < ncols; c++) in[c] = in[c] && mine[c];
   }
+  /* Over a union, a key every input puts there unchanged: hashing each
+   * input's own column at that place keeps a key's rows together. */
+  for (int32_t c = 0; onion != NULL && c < ncols; c++) {
+    for (int32_t b = 0; in[c] && b < nin; b++)
+      in[c] = lm_plan_branch_source_col(&onion->plan, b, c) >= 0;
+  }
   int64_t n = 0;
   bool any_key = false;
-  cells[n * 3] = "source";
-  cells[n * 3 + 1] = src->name;
-  cells[n * 3 + 2] = "";
-  n++;
-  if (src->wm_col >= 0) {
-    snprintf(delay, sizeof delay, "%lld", (long long)src->wm_delay_ms);
-    cells[n * 3] = "event_time";
-    cells[n * 3 + 1] = src->schema.fields[src->wm_col].name;
-    cells[n * 3 + 2] = delay;
-    n++;
-  }
-  for (int32_t c = 0; windowed && c < ncols; c++) {
-    if (!in[c]) continue;
-    any_key = true;
-    cells[n * 3] = "key";
-    cells[n * 3 + 1] = src->schema.fields[c].name;
+  for (int32_t b = 0; b < nin; b++) {
+    const lm_source_def* src = srcs[b];
+    cells[n * 3] = "source";
+    cells[n * 3 + 1] = src->name;
     cells[n * 3 + 2] = "";
     n++;
+    if (src->wm_col >= 0) {
+      char* delay = delays + 32 * b;
+      snprintf(delay, 32, "%lld", (long long)src->wm_delay_ms);
+      cells[n * 3] = "event_time";
+      cells[n * 3 + 1] = src->schema.fields[src->wm_col].name;
+      cells[n * 3 + 2] = delay;
+      n++;
+    }
+    for (int32_t c = 0; windowed && c < ncols; c++) {
+      if (!in[c]) continue;
+      int32_t sc = onion != NULL ? lm_plan_branch_source_col(&onion->plan, b, c) : c;
+      any_key = true;
+      cells[n * 3] = "key";
+      cells[n * 3 + 1] = src->schema.fields[sc].name;
+      cells[n * 3 + 2] = "";
+      n++;
+    }
   }
   cells[n * 3] = "partitioning";
   cells[n * 3 + 1] = !windowed ? "any" : any_key ? "key" : "single";
@@ -136,9 +167,11 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
   rc = lm_db_string_table(names, 3, cells, n, out);
   if (rc != LAMINAR_OK) lm_error_set(err, rc, "out of memory");
 done:
+  lm_free(srcs);
   lm_free(in);
   lm_free(mine);
   lm_free(cells);
+  lm_free(delays);
   pthread_mutex_unlock(&db->lock);
   return rc;
 }

@@ -5,7 +5,10 @@
  * ...] [LIMIT n] [OFFSET m] reads a consistent snapshot of the view: the
  * graph is paused (rt.h) only while the view's encoded rows are copied; the
  * copy is decoded, filtered, projected, sorted and cut after the graph runs
- * again. The query is bound by the stream binder over the view's columns;
+ * again. Several views (a UNION ALL of SELECTs over views, or a derived
+ * table over one) are copied in the same pause, each run through its
+ * branch's filter and projection to the union's columns, and concatenated
+ * before the rest. The query is bound by the stream binder over the views' columns;
  * ORDER BY names an output column (by alias or position, as in DuckDB) or is
  * bound as an extra, hidden projection. A row the view holds k times is k
  * rows of the result (bag semantics, as a table with duplicates in DuckDB).
@@ -68,28 +71,25 @@ static void query_free(query* q) {
   q->keys = NULL;
 }
 
-/* The catalog a query sees: the one view, under its name. */
-typedef struct view_scope {
-  const char* name;
-  const lm_schema* columns;
-} view_scope;
-
+/* The catalog a query sees: its materialized views, under their names. */
 static const lm_schema* view_lookup(void* arg, const char* name, bool* out_is_source) {
-  const view_scope* v = arg;
-  if (!lm_streq_nocase(name, v->name)) return NULL;
+  laminar_db* db = arg;
+  lm_stream_def* s = lm_db_find_stream(db, name);
+  if (s == NULL || !lm_db_is_view(s)) return NULL;
   *out_is_source = true;
-  return v->columns;
+  return lm_db_view_columns(s);
 }
 
-/* The view a SELECT reads, or an error saying why FROM names none. */
+/* The view named by the FROM of `sel` (a plain name), or an error saying why
+ * it names none. */
 static laminar_code find_view(laminar_db* db, const lm_ast_select* sel,
                               lm_stream_def** out, laminar_error* err) {
-  if (sel->union_next != NULL || sel->from_select != NULL) {
+  if (sel->from_select != NULL) {
     return fail_sql(
         err, LAMINAR_ERR_SQL_UNSUPPORTED, sel->from_line, sel->from_column, NULL,
-        "UNION ALL and derived tables in a SELECT over a view are not supported "
-        "yet: put the union in a view's definition (CREATE MATERIALIZED VIEW v AS "
-        "SELECT ... UNION ALL SELECT ...)");
+        "a derived table inside a UNION ALL branch or another derived table of a "
+        "SELECT over views is not supported yet: one level of UNION ALL or derived "
+        "table over view names");
   }
   lm_stream_def* s = lm_db_find_stream(db, sel->from);
   if (s != NULL && lm_db_is_view(s)) {
@@ -107,6 +107,32 @@ static laminar_code find_view(laminar_db* db, const lm_ast_select* sel,
   }
   return fail_sql(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, sel->from_line, sel->from_column,
                   sel->from, "no materialized view named '%s'", sel->from);
+}
+
+/* The views a SELECT reads, one per input of its plan (lm_plan.branches, in
+ * order): its FROM, or each branch of its UNION ALL set or derived table.
+ * *out (lm_malloc'ed) and *n; an error names the first FROM that is no view. */
+static laminar_code find_views(laminar_db* db, const lm_ast_select* sel,
+                               lm_stream_def*** out, int32_t* n, laminar_error* err) {
+  *out = NULL;
+  *n = 0;
+  const lm_ast_select* first = sel;
+  if (sel->union_next == NULL && sel->from_select != NULL) first = sel->from_select;
+  int32_t count = 0;
+  for (const lm_ast_select* x = first; x != NULL; x = x->union_next) count++;
+  lm_stream_def** views = lm_calloc((size_t)count, sizeof *views);
+  if (views == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  int32_t i = 0;
+  for (const lm_ast_select* x = first; x != NULL; x = x->union_next, i++) {
+    laminar_code rc = find_view(db, x, &views[i], err);
+    if (rc != LAMINAR_OK) {
+      lm_free(views);
+      return rc;
+    }
+  }
+  *out = views;
+  *n = count;
+  return LAMINAR_OK;
 }
 
 /* What a query over a view cannot do (yet): clear errors before binding. */
@@ -143,42 +169,65 @@ static laminar_code check_query_shape(const lm_stmt* stmt, laminar_error* err) {
   return LAMINAR_OK;
 }
 
-/* Bind `stmt` (a SELECT) over view `s` into *q. */
-static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, lm_stream_def* s,
-                               query* q, laminar_error* err) {
+/* Bind `stmt` (a SELECT over views) into *q. A top-level UNION ALL takes
+ * the ORDER BY, LIMIT and OFFSET written after its last branch for the whole
+ * set (as in DuckDB); its ORDER BY names output columns (by name or
+ * position). */
+static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, query* q,
+                               laminar_error* err) {
   memset(q, 0, sizeof *q);
   const lm_ast_select* sel = stmt->select;
   LM_TRY(check_query_shape(stmt, err));
-  view_scope scope = {sel->from, lm_db_view_columns(s)};
-  lm_ast_select body = *sel;
-  body.order_by = NULL;
-  body.norder = 0;
-  body.limit = -1;
-  body.offset = 0;
+  size_t nsel = 0;
+  const lm_ast_select* last = sel;
+  for (const lm_ast_select* x = sel; x != NULL; x = x->union_next) {
+    nsel++;
+    last = x;
+  }
+  bool set = nsel > 1;
+  lm_ast_select* body = lm_calloc(nsel, sizeof *body);
+  if (body == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  size_t i = 0;
+  for (const lm_ast_select* x = sel; x != NULL; x = x->union_next, i++) {
+    body[i] = *x;
+    body[i].union_next = i + 1 < nsel ? &body[i + 1] : NULL;
+  }
+  lm_ast_select* tail = &body[nsel - 1];
+  tail->order_by = NULL;
+  tail->norder = 0;
+  tail->limit = -1;
+  tail->offset = 0;
   lm_stmt bound = *stmt;
-  bound.select = &body;
-  LM_TRY(lm_bind_stream(&bound, view_lookup, &scope, &db->funcs, &q->plan, err));
+  bound.select = body;
+  laminar_code rc = lm_bind_stream(&bound, view_lookup, db, &db->funcs, &q->plan, err);
+  if (rc != LAMINAR_OK) {
+    lm_free(body);
+    return rc;
+  }
   q->nout = q->plan.nexprs;
-  q->limit = sel->limit;
-  q->offset = sel->offset;
-  if (sel->norder == 0) return LAMINAR_OK;
+  q->limit = last->limit;
+  q->offset = last->offset;
+  if (last->norder == 0) {
+    lm_free(body);
+    return LAMINAR_OK;
+  }
 
   /* ORDER BY: an output column by position or name, else a hidden projection. */
-  q->keys = lm_calloc(sel->norder, sizeof(sort_key));
-  lm_ast_select_item* items = lm_calloc(sel->nitems + sel->norder, sizeof *items);
+  q->keys = lm_calloc(last->norder, sizeof(sort_key));
+  lm_ast_select_item* items = lm_calloc(sel->nitems + last->norder, sizeof *items);
   if (q->keys == NULL || items == NULL) {
     lm_free(items);
+    lm_free(body);
     query_free(q);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
   memcpy(items, sel->items, sizeof *items * sel->nitems);
   size_t nextra = 0;
-  laminar_code rc = LAMINAR_OK;
-  for (size_t i = 0; i < sel->norder && rc == LAMINAR_OK; i++) {
-    const lm_ast_expr* e = sel->order_by[i].expr;
-    sort_key* k = &q->keys[q->nkeys++];
-    k->desc = sel->order_by[i].desc;
-    k->nulls_first = sel->order_by[i].nulls_first;
+  for (size_t k = 0; k < last->norder && rc == LAMINAR_OK; k++) {
+    const lm_ast_expr* e = last->order_by[k].expr;
+    sort_key* key = &q->keys[q->nkeys++];
+    key->desc = last->order_by[k].desc;
+    key->nulls_first = last->order_by[k].nulls_first;
     int32_t named = e->kind == LM_AST_COLUMN && e->table == NULL
                         ? lm_schema_find(&q->plan.out_schema, e->name)
                         : -1;
@@ -188,21 +237,26 @@ static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, lm_stream_de
                       "ORDER BY position %lld is not in the select list (1 to %d)",
                       (long long)e->i, (int)q->nout);
       }
-      k->col = (int32_t)e->i - 1;
+      key->col = (int32_t)e->i - 1;
     } else if (named >= 0) {
-      k->col = named;
+      key->col = named;
+    } else if (set) {
+      rc = fail_sql(err, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, e->line, e->column, NULL,
+                    "ORDER BY after UNION ALL names an output column of the union (by "
+                    "name or position), not an expression");
     } else {
-      k->col = q->nout + (int32_t)nextra;
+      key->col = q->nout + (int32_t)nextra;
       items[sel->nitems + nextra++] = (lm_ast_select_item){(lm_ast_expr*)e, NULL};
     }
   }
   if (rc == LAMINAR_OK && nextra > 0) {
     lm_plan_free(&q->plan);
-    body.items = items;
-    body.nitems = sel->nitems + nextra;
-    rc = lm_bind_stream(&bound, view_lookup, &scope, &db->funcs, &q->plan, err);
+    body[0].items = items;
+    body[0].nitems = sel->nitems + nextra;
+    rc = lm_bind_stream(&bound, view_lookup, db, &db->funcs, &q->plan, err);
   }
   lm_free(items);
+  lm_free(body);
   if (rc != LAMINAR_OK) query_free(q);
   return rc;
 }
@@ -412,27 +466,125 @@ static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_c
   return rc == LAMINAR_OK ? LAMINAR_OK : lm_error_set(err, rc, "out of memory");
 }
 
-laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
-                          struct ArrowArrayStream* out, laminar_error* err) {
-  lm_stream_def* s;
-  LM_TRY(find_view(db, stmt->select, &s, err));
-  query q;
-  LM_TRY(bind_query(db, stmt, s, &q, err));
-  if (out == NULL) { /* laminar_execute: checked, nothing to return */
-    query_free(&q);
+/* Concatenate the per-input row sets in[0..n) (over the same columns) into
+ * *out: columns and weights in ctx's memory, values pointing where in[]'s
+ * do (strings into their rows: keep in[] alive). */
+static laminar_code concat_rows(const lm_view_rows* in, int32_t n, int32_t ncols,
+                                lm_eval_ctx* ctx, lm_view_rows* out) {
+  int64_t total = 0;
+  for (int32_t b = 0; b < n; b++) total += in[b].nrows;
+  memset(out, 0, sizeof *out);
+  out->nrows = total;
+  out->ncols = ncols;
+  size_t rows = (size_t)(total ? total : 1);
+  out->cols = lm_eval_ctx_alloc(ctx, sizeof(lm_vec) * (size_t)(ncols ? ncols : 1));
+  out->weights = lm_eval_ctx_alloc(ctx, sizeof(int64_t) * rows);
+  if (out->cols == NULL || out->weights == NULL) return LAMINAR_ERR_NOMEM;
+  int64_t at = 0;
+  for (int32_t b = 0; b < n; b++) {
+    memcpy(out->weights + at, in[b].weights, sizeof(int64_t) * (size_t)in[b].nrows);
+    at += in[b].nrows;
+  }
+  for (int32_t c = 0; c < ncols; c++) {
+    lm_type type = in[0].cols[c].type;
+    size_t w = (size_t)lm_type_width(type);
+    unsigned char* data = lm_eval_ctx_alloc(ctx, w * rows);
+    uint8_t* nulls = lm_eval_ctx_alloc(ctx, rows);
+    if (data == NULL || nulls == NULL) return LAMINAR_ERR_NOMEM;
+    at = 0;
+    for (int32_t b = 0; b < n; b++) {
+      const lm_vec* v = &in[b].cols[c];
+      size_t m = (size_t)in[b].nrows;
+      if (v->data != NULL && m > 0) memcpy(data + (size_t)at * w, v->data, m * w);
+      if (v->data == NULL && m > 0) memset(data + (size_t)at * w, 0, m * w);
+      if (v->nulls != NULL && m > 0) memcpy(nulls + at, v->nulls, m);
+      if (v->nulls == NULL && m > 0) memset(nulls + at, 0, m);
+      at += (int64_t)m;
+    }
+    out->cols[c] = (lm_vec){type, total, nulls, data};
+  }
+  return LAMINAR_OK;
+}
+
+/* The rows of input b of the query's plan, as the rest of the plan reads
+ * them: `rows` through branch b's filter and projection to the union's
+ * columns (ctx's memory; strings may point into `rows`). Without an
+ * operator (a single input), `rows` as they are. */
+static laminar_code branch_rows(const lm_plan* plan, int32_t b, const lm_view_rows* rows,
+                                lm_eval_ctx* ctx, lm_view_rows* out) {
+  const lm_plan_branch* br = &plan->branches[b];
+  if (br->exprs == NULL) {
+    *out = *rows;
     return LAMINAR_OK;
   }
-  lm_view_rows rows;
+  int64_t n = rows->nrows;
+  uint32_t* sel = NULL;
+  int64_t m = n;
+  if (br->filter != NULL) {
+    sel = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * (size_t)(n ? n : 1));
+    if (sel == NULL) return LAMINAR_ERR_NOMEM;
+    LM_TRY(lm_expr_filter(ctx, br->filter, rows->cols, NULL, n, sel, &m));
+  }
+  memset(out, 0, sizeof *out);
+  out->nrows = m;
+  out->ncols = br->nexprs;
+  out->cols =
+      lm_eval_ctx_alloc(ctx, sizeof(lm_vec) * (size_t)(br->nexprs ? br->nexprs : 1));
+  out->weights = lm_eval_ctx_alloc(ctx, sizeof(int64_t) * (size_t)(m ? m : 1));
+  if (out->cols == NULL || out->weights == NULL) return LAMINAR_ERR_NOMEM;
+  for (int64_t k = 0; k < m; k++)
+    out->weights[k] = rows->weights[sel != NULL ? sel[k] : k];
+  for (int32_t c = 0; c < br->nexprs; c++) {
+    LM_TRY(lm_expr_eval(ctx, br->exprs[c], rows->cols, sel, m, &out->cols[c]));
+  }
+  return LAMINAR_OK;
+}
+
+laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
+                          struct ArrowArrayStream* out, laminar_error* err) {
+  lm_stream_def** views;
+  int32_t nviews;
+  LM_TRY(find_views(db, stmt->select, &views, &nviews, err));
+  query q;
+  laminar_code rc = bind_query(db, stmt, &q, err);
+  if (rc != LAMINAR_OK || out == NULL) { /* laminar_execute: checked, nothing to return */
+    if (rc == LAMINAR_OK) query_free(&q);
+    lm_free(views);
+    return rc;
+  }
+  /* One input per view the plan reads (its branches, in order). */
+  int32_t nin = q.plan.nbranches;
+  lm_view_rows* rows = lm_calloc((size_t)nin, sizeof *rows);
+  lm_view_rows* branch = lm_calloc((size_t)nin, sizeof *branch);
+  lm_view_rows all;
   lm_schema out_schema;
   lm_schema_init_empty(&out_schema);
   lm_eval_ctx* ctx = NULL;
+  rc = rows == NULL || branch == NULL ? LAMINAR_ERR_NOMEM
+       : nin != nviews                ? LAMINAR_ERR_INTERNAL
+                                      : LAMINAR_OK;
   /* The consistent snapshot: the graph holds still between two messages
-   * while the view's rows are copied, and runs on during the rest. */
-  lm_rt_pause(&db->rt);
-  laminar_code rc = lm_op_view_copy(lm_op_view_of(s->chain), &rows);
-  lm_rt_resume(&db->rt);
-  if (rc == LAMINAR_OK) rc = lm_view_rows_decode(lm_db_view_columns(s), &rows);
+   * while the views' rows are copied (every view at the same message
+   * boundary), and runs on during the rest. */
+  int32_t copied = 0;
+  if (rc == LAMINAR_OK) {
+    lm_rt_pause(&db->rt);
+    for (; copied < nin && rc == LAMINAR_OK; copied++) {
+      rc = lm_op_view_copy(lm_op_view_of(views[copied]->chain), &rows[copied]);
+      if (rc != LAMINAR_OK) break;
+    }
+    lm_rt_resume(&db->rt);
+  }
+  for (int32_t b = 0; rc == LAMINAR_OK && b < nin; b++)
+    rc = lm_view_rows_decode(lm_db_view_columns(views[b]), &rows[b]);
   if (rc == LAMINAR_OK) rc = lm_eval_ctx_create(&ctx);
+  for (int32_t b = 0; rc == LAMINAR_OK && b < nin; b++)
+    rc = branch_rows(&q.plan, b, &rows[b], ctx, &branch[b]);
+  if (rc == LAMINAR_OK && nin > 1) {
+    rc = concat_rows(branch, nin, q.plan.union_schema.ncols, ctx, &all);
+  } else if (rc == LAMINAR_OK) {
+    all = branch[0];
+  }
   for (int32_t c = 0; rc == LAMINAR_OK && c < q.nout; c++) {
     const lm_field* f = &q.plan.out_schema.fields[c];
     if (lm_schema_add(&out_schema, f->name, f->type, false) != 0) rc = LAMINAR_ERR_NOMEM;
@@ -441,14 +593,17 @@ laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
     rc = lm_error_set(err, rc, "out of memory");
   } else {
     lm_batch* batch;
-    rc = evaluate(&q, &rows, ctx, &out_schema, &batch, err);
+    rc = evaluate(&q, &all, ctx, &out_schema, &batch, err);
     if (rc == LAMINAR_OK) {
       rc = lm_rows_stream(&out_schema, batch, out);
       if (rc != LAMINAR_OK) rc = lm_error_set(err, rc, "out of memory");
     }
   }
   lm_eval_ctx_destroy(ctx);
-  lm_view_rows_free(&rows);
+  for (int32_t b = 0; b < copied && rows != NULL; b++) lm_view_rows_free(&rows[b]);
+  lm_free(rows);
+  lm_free(branch);
+  lm_free(views);
   lm_schema_free(&out_schema);
   query_free(&q);
   return rc;
@@ -1079,14 +1234,24 @@ static laminar_code explain_rows(explain* x, struct ArrowArrayStream* out,
 /* EXPLAIN SELECT ... FROM view. */
 static laminar_code explain_select(laminar_db* db, const lm_stmt* stmt, explain* x,
                                    laminar_error* err) {
-  lm_stream_def* s;
-  LM_TRY(find_view(db, stmt->select, &s, err));
+  lm_stream_def** views;
+  int32_t nviews;
+  LM_TRY(find_views(db, stmt->select, &views, &nviews, err));
   query q;
-  LM_TRY(bind_query(db, stmt, s, &q, err));
+  laminar_code rc = bind_query(db, stmt, &q, err);
+  lm_stream_def* s = views[0];
+  lm_free(views);
+  LM_TRY(rc);
   char pbuf[24], nbuf[24];
-  add_row(x, "scan", text_columns(s->name, lm_db_view_columns(s)), "materialized view",
-          next_id(x, nbuf, sizeof nbuf));
-  explain_plan(x, &q.plan, lm_db_view_columns(s), false);
+  if (lm_plan_branched(&q.plan)) {
+    /* Each view, its branch's operators, the union (as a stream's inputs). */
+    const lm_schema* in = explain_inputs(x, db, &q.plan);
+    explain_plan(x, &q.plan, in != NULL ? in : &q.plan.union_schema, false);
+  } else {
+    add_row(x, "scan", text_columns(s->name, lm_db_view_columns(s)), "materialized view",
+            next_id(x, nbuf, sizeof nbuf));
+    explain_plan(x, &q.plan, lm_db_view_columns(s), false);
+  }
   const char** names = names_of(&q.plan.out_schema);
   if (names == NULL) x->nomem = true;
   if (q.nkeys > 0 && names != NULL) {

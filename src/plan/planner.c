@@ -141,6 +141,17 @@ const char* lm_plan_describe(lm_plan* plan) {
 
 /* ---- the physical choices ----------------------------------------------------------- */
 
+int32_t lm_plan_branch_source_col(const lm_plan* plan, int32_t b, int32_t u) {
+  const lm_plan_branch* br = &plan->branches[b];
+  if (!br->input_is_source) return -1;
+  if (br->exprs == NULL) return u < br->in_ncols ? u : -1; /* the input as it is */
+  const lm_expr* e = u < br->nexprs ? br->exprs[u] : NULL;
+  if (e == NULL || e->kind != LM_EXPR_COLUMN || e->column < 0 ||
+      e->column >= br->in_ncols)
+    return -1;
+  return e->column;
+}
+
 /* Why the plan runs whole rather than as key-hash partitions, or NULL when it
  * can be partitioned (then ctx->ncores decides how many). A stream with a late
  * side output stays whole: its window operator hands late rows straight to
@@ -151,20 +162,31 @@ static const char* partition_refusal(const lm_plan* plan, const lm_plan_context*
    * routed by those columns. */
   const lm_expr* const* keys = plan->analytic ? plan->an.keys : w->keys;
   int32_t nkeys = plan->analytic ? plan->an.nkeys : w->nkeys;
+  bool branched = lm_plan_branched(plan);
   if (!plan->windowed && !plan->analytic) return "no GROUP BY (no keyed state)";
   if (ctx->is_view) return "a materialized view (one table of all its rows)";
-  if (lm_plan_branched(plan)) return "several inputs (UNION ALL) or a derived table";
-  if (ctx->source == NULL) return "it reads a stream, not a source";
+  if (plan->joined) return "an ASOF JOIN (its inputs meet in one operator)";
+  if (branched && plan->analytic) return "window functions over several inputs";
+  if (!branched && ctx->source == NULL) return "it reads a stream, not a source";
   if (plan->analytic && plan->an.time_col < 0) return "no event-time column";
   if (!plan->analytic && w->changelog) return "its input is a changelog";
   if (nkeys == 0) return plan->analytic ? "no PARTITION BY key" : "no GROUP BY key";
   if (plan->late_output != NULL)
     return "a late side output (the window hands late rows to one stream)";
   if (nkeys > LM_PLAN_MAX_PART_KEYS) return "too many keys";
+  int32_t ncols = branched ? plan->union_schema.ncols : ctx->source->ncols;
   for (int32_t k = 0; k < nkeys; k++) {
     bool plain = keys[k]->kind == LM_EXPR_COLUMN && keys[k]->column >= 0 &&
-                 keys[k]->column < ctx->source->ncols;
+                 keys[k]->column < ncols;
     if (!plain) return "a key is an expression, not a column";
+  }
+  /* Over a union: every branch routes its rows by the source columns it puts
+   * at the keys' places (rt/part.c), so each must be one, unchanged. */
+  for (int32_t b = 0; branched && b < plan->nbranches; b++) {
+    for (int32_t k = 0; k < nkeys; k++) {
+      if (lm_plan_branch_source_col(plan, b, keys[k]->column) < 0)
+        return "a UNION ALL branch reads a stream, or computes or casts a key";
+    }
   }
   if (ctx->ncores <= 1) return "cores = 1";
   return NULL;

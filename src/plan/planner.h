@@ -64,6 +64,11 @@ typedef struct lm_plan_context {
  * nothing to free). Control thread. */
 void lm_plan_physical(const lm_plan* plan, const lm_plan_context* ctx, lm_phys_plan* out);
 
+/* The column of its source that branch b of `plan` puts unchanged (a bare
+ * column reference, no cast) at union column u, or -1 (also when the branch
+ * reads a stream): what keyed unions route by, and the Spark adapter hashes. */
+int32_t lm_plan_branch_source_col(const lm_plan* plan, int32_t b, int32_t u);
+
 /* The chain of an analytic plan (plan->analytic): analytic -> project. */
 laminar_code lm_plan_build_analytic(const lm_plan* plan, lm_op** out);
 

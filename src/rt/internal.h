@@ -15,6 +15,10 @@ laminar_code lm_rt_stream_chunk(lm_stream_def* s, const void* from,
                                 const lm_chunk* chunk);
 laminar_code lm_rt_stream_watermark(lm_stream_def* s, const void* from,
                                     int64_t watermark_ms);
+/* Rows of one input of a union into `chain` (a stream's, or a partition's),
+ * their lateness judged by that input's watermark `in_wm` (op.h
+ * lm_op_window_set_late_floor). */
+laminar_code lm_rt_input_chunk(lm_op* chain, int64_t in_wm, const lm_chunk* chunk);
 /* Hand a built output batch of `s` to its sinks, subscribers and downstream
  * streams (borrows the caller's reference). */
 laminar_code lm_rt_stream_publish(lm_stream_def* s, lm_batch* batch);
@@ -62,6 +66,10 @@ laminar_code lm_rt_workers_start(lm_rt* rt);
 void lm_rt_workers_stop(lm_rt* rt);
 /* Free a reactor's scratch. */
 void lm_gather_buf_free(lm_gather_buf* g);
+/* Set up the partitions of keyed stream s over several inputs: each one's
+ * branch chains and inputs' watermarks (from s->in_wm). After s->nin and
+ * s->in_wm are set (lm_stream_def_set_inputs). */
+laminar_code lm_stream_parts_set_inputs(lm_stream_def* s);
 /* Free a keyed stream's partitions 1..N-1 and their pending outputs. */
 void lm_stream_def_free_parts(lm_stream_def* s);
 /* Free rt->reactors (workers stopped). */

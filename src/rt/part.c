@@ -8,7 +8,13 @@
  * source it reads (a keyed stream) gets N copies of its operator chain,
  * "partition p" owned by reactor p. Everything else (map streams, views,
  * streams reading streams, windows without GROUP BY or with expression keys)
- * stays on reactor 0, as with one core.
+ * stays on reactor 0, as with one core. A window over a UNION ALL of sources
+ * is keyed too when every branch puts a plain source column, uncast, at each
+ * key's place: branch b's rows are routed by those columns of its source
+ * (in_part_keys), which hash as the keys do; each partition runs its own
+ * copy of the branch chains into its chain and keeps each input's watermark
+ * (run_part_union, inputs_advance), as reactor.c does for an unpartitioned
+ * union.
  *
  * Reactor 0 drains the source queue. For a source with keyed readers it takes
  * a *round* of up to LM_RT_ROUND_MSGS messages (fewer when a subscriber has
@@ -232,10 +238,17 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s) {
     lm_stream_def_attach(s);
     return LAMINAR_OK;
   }
+  /* Over a union: every branch routes its rows by the source columns it
+   * puts at the keys' places, whose values (and so hashes) are the keys'. */
+  int32_t nk = ph->npart_keys;
+  int32_t nb = lm_plan_branched(&s->plan) ? s->plan.nbranches : 0;
   int32_t n = ph->nparts;
-  int32_t* keys = lm_calloc((size_t)ph->npart_keys, sizeof *keys);
+  int32_t* keys = lm_calloc((size_t)nk, sizeof *keys);
+  int32_t* in_keys = nb > 0 ? lm_calloc((size_t)(nb * nk), sizeof *in_keys) : NULL;
   lm_stream_part* parts = lm_calloc((size_t)n, sizeof *parts);
-  laminar_code rc = keys != NULL && parts != NULL ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
+  laminar_code rc = keys != NULL && parts != NULL && (nb == 0 || in_keys != NULL)
+                        ? LAMINAR_OK
+                        : LAMINAR_ERR_NOMEM;
   for (int32_t p = 1; p < n && rc == LAMINAR_OK; p++) {
     rc = lm_plan_build_chain(&s->plan, &parts[p].chain);
     if (rc == LAMINAR_OK) lm_op_chain_set_budget(parts[p].chain, &s->budget);
@@ -244,11 +257,18 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s) {
     for (int32_t p = 1; parts != NULL && p < n; p++) lm_op_chain_destroy(parts[p].chain);
     lm_free(parts);
     lm_free(keys);
+    lm_free(in_keys);
     return rc;
   }
-  for (int32_t k = 0; k < ph->npart_keys; k++) keys[k] = ph->part_keys[k];
+  for (int32_t k = 0; k < nk; k++) keys[k] = ph->part_keys[k];
+  for (int32_t b = 0; b < nb; b++) {
+    for (int32_t k = 0; k < nk; k++)
+      in_keys[b * nk + k] = lm_plan_branch_source_col(&s->plan, b, ph->part_keys[k]);
+  }
+  if (nb > 0) memcpy(keys, in_keys, sizeof *keys * (size_t)nk); /* branch 0's */
+  s->in_part_keys = in_keys;
   s->part_keys = keys;
-  s->npart_keys = ph->npart_keys;
+  s->npart_keys = nk;
   s->parts = parts;
   s->parts[0].chain = s->chain;
   for (int32_t p = 0; p < n; p++) {
@@ -273,15 +293,53 @@ void lm_stream_def_start_at(lm_stream_def* s, int64_t watermark_ms) {
     lm_op_chain_watermark(s->chain, watermark_ms);
     return;
   }
+  lm_stream_def_sync_inputs(s);
   for (int32_t p = 0; p < s->nparts; p++) {
     s->parts[p].watermark_ms = watermark_ms;
     lm_op_chain_watermark(s->parts[p].chain, watermark_ms);
   }
 }
 
+/* Sink of a partition's branch chain: its rows into the partition's chain,
+ * their lateness judged by their own input's watermark (as branch_deliver
+ * in reactor.c). */
+static laminar_code part_branch_deliver(void* arg, const lm_chunk* chunk) {
+  lm_stream_part* sp = arg;
+  return lm_rt_input_chunk(sp->chain, sp->in_wm[sp->cur_in], chunk);
+}
+
+laminar_code lm_stream_parts_set_inputs(lm_stream_def* s) {
+  for (int32_t p = 0; p < s->nparts; p++) {
+    lm_stream_part* sp = &s->parts[p];
+    sp->in_chains = lm_calloc((size_t)s->nin, sizeof *sp->in_chains);
+    sp->in_wm = lm_calloc((size_t)s->nin, sizeof *sp->in_wm);
+    if (sp->in_chains == NULL || sp->in_wm == NULL) return LAMINAR_ERR_NOMEM;
+    for (int32_t b = 0; b < s->nin; b++) {
+      sp->in_wm[b] = s->in_wm[b];
+      LM_TRY(lm_plan_build_branch(&s->plan, b, &sp->in_chains[b]));
+      if (sp->in_chains[b] != NULL) {
+        sp->in_chains[b]->sink = part_branch_deliver;
+        sp->in_chains[b]->sink_arg = sp;
+      }
+    }
+  }
+  return LAMINAR_OK;
+}
+
+void lm_stream_def_sync_inputs(lm_stream_def* s) {
+  for (int32_t p = 0; s->nparts > 1 && p < s->nparts; p++) {
+    for (int32_t b = 0; s->parts[p].in_wm != NULL && b < s->nin; b++)
+      s->parts[p].in_wm[b] = s->in_wm[b];
+  }
+}
+
 void lm_stream_def_free_parts(lm_stream_def* s) {
   for (int32_t p = 0; s->parts != NULL && p < s->nparts; p++) {
     lm_stream_part* sp = &s->parts[p];
+    for (int32_t b = 0; sp->in_chains != NULL && b < s->nin; b++)
+      lm_op_chain_destroy(sp->in_chains[b]);
+    lm_free(sp->in_chains);
+    lm_free(sp->in_wm);
     if (p > 0) lm_op_chain_destroy(sp->chain); /* parts[0].chain is s->chain */
     for (int32_t k = 0; k < LM_RT_ROUNDS_INFLIGHT; k++) {
       for (int32_t i = 0; i < sp->out[k].n; i++)
@@ -291,8 +349,10 @@ void lm_stream_def_free_parts(lm_stream_def* s) {
   }
   lm_free(s->parts);
   lm_free(s->part_keys);
+  lm_free(s->in_part_keys);
   s->parts = NULL;
   s->part_keys = NULL;
+  s->in_part_keys = NULL;
 }
 
 lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p) {
@@ -354,14 +414,15 @@ static bool same_keys(const lm_stream_def* a, const lm_stream_def* b) {
          memcmp(a->part_keys, b->part_keys, sizeof(int32_t) * (size_t)a->npart_keys) == 0;
 }
 
-/* Hash the GROUP BY columns of keyed stream s over every row of `batch`. */
-static laminar_code hash_keys(const lm_stream_def* s, const lm_batch* batch,
+/* Hash source columns cols[0..n) (a keyed stream's GROUP BY columns) over
+ * every row of `batch`. */
+static laminar_code hash_keys(const int32_t* cols, int32_t n, const lm_batch* batch,
                               uint64_t* h) {
   lm_vec keys[16] = {0};
-  lm_vec* kv = s->npart_keys <= 16 ? keys : lm_malloc(sizeof *kv * (size_t)s->npart_keys);
+  lm_vec* kv = n <= 16 ? keys : lm_malloc(sizeof *kv * (size_t)n);
   if (kv == NULL) return LAMINAR_ERR_NOMEM;
-  for (int32_t k = 0; k < s->npart_keys; k++) kv[k] = batch->cols[s->part_keys[k]];
-  lm_op_hash_keys(kv, s->npart_keys, NULL, batch->nrows, h);
+  for (int32_t k = 0; k < n; k++) kv[k] = batch->cols[cols[k]];
+  lm_op_hash_keys(kv, n, NULL, batch->nrows, h);
   if (kv != keys) lm_free(kv);
   return LAMINAR_OK;
 }
@@ -451,7 +512,7 @@ static void hash_shared(lm_round* rd, int32_t j, lm_reactor* r, uint64_t seq) {
   uint64_t* h = rd->hashes + rd->hoff[j];
   lm_gather_buf* g = &r->scratch;
   if (gather_rows(g, batch->nrows) == LAMINAR_OK &&
-      hash_keys(rd->hkeys, batch, h) == LAMINAR_OK) {
+      hash_keys(rd->hkeys->part_keys, rd->hkeys->npart_keys, batch, h) == LAMINAR_OK) {
     int32_t n = rd->hkeys->nparts;
     bucket_rows(h, batch->nrows, n, rd->rows + rd->hoff[j], g->sel,
                 rd->poff + (int64_t)j * (n + 1));
@@ -502,9 +563,10 @@ static bool shared_route(lm_round* rd, int32_t j, const lm_stream_def* s, lm_rea
  * aggregate arguments when they are s's (else NULL). No copy of the rows:
  * the chain's window operator reads them where they are (lm_chunk.sel). From
  * the round's shared routing when it serves s, else hashed and selected here
- * (r's scratch). */
+ * (r's scratch). keys: the source columns to route by (a branch of a union;
+ * never shared), NULL for s's part_keys. */
 static laminar_code route_msg(lm_rt* rt, lm_round* rd, int32_t j, uint64_t seq,
-                              const lm_stream_def* s, lm_reactor* r,
+                              const lm_stream_def* s, const int32_t* keys, lm_reactor* r,
                               const uint64_t** out_h, const lm_vec** out_args,
                               lm_chunk* out) {
   const lm_batch* batch = rd->msgs[j]->batch;
@@ -513,7 +575,7 @@ static laminar_code route_msg(lm_rt* rt, lm_round* rd, int32_t j, uint64_t seq,
   const uint32_t* rows;
   int64_t m;
   *out_args = NULL;
-  if (shared_route(rd, j, s, r, seq)) {
+  if (keys == NULL && shared_route(rd, j, s, r, seq)) {
     const int64_t* off = rd->poff + (int64_t)j * (rt->ncores + 1);
     *out_h = rd->hashes + rd->hoff[j];
     if (s == rd->hkeys && rd->nargs > 0) *out_args = rd->args + (int64_t)j * rd->nargs;
@@ -522,7 +584,8 @@ static laminar_code route_msg(lm_rt* rt, lm_round* rd, int32_t j, uint64_t seq,
   } else {
     lm_gather_buf* g = &r->scratch;
     LM_TRY(gather_rows(g, n));
-    LM_TRY(hash_keys(s, batch, g->hashes));
+    LM_TRY(
+        hash_keys(keys != NULL ? keys : s->part_keys, s->npart_keys, batch, g->hashes));
     const uint64_t* h = g->hashes;
     uint32_t* sel = g->sel;
     m = 0;
@@ -535,6 +598,50 @@ static laminar_code route_msg(lm_rt* rt, lm_round* rd, int32_t j, uint64_t seq,
   }
   *out = (lm_chunk){m, batch->ncols, batch->cols, m < n ? rows : NULL};
   return LAMINAR_OK;
+}
+
+/* Raise the watermarks in_wm[b] of keyed union s's inputs that are `from`
+ * to wm; the least over its active inputs (an idle one holds nothing back,
+ * as in reactor.c; all idle: INT64_MIN, no advance). s->in_idle is written
+ * by reactor 0 with no round in flight (an idleness change drains first). */
+static int64_t inputs_advance(const lm_stream_def* s, int64_t* in_wm, const void* from,
+                              int64_t wm) {
+  int64_t least = INT64_MAX;
+  bool active = false;
+  for (int32_t b = 0; b < s->nin; b++) {
+    if (s->in_defs[b] == from && wm > in_wm[b]) in_wm[b] = wm;
+    if (s->in_idle != NULL && s->in_idle[b]) continue;
+    active = true;
+    if (in_wm[b] < least) least = in_wm[b];
+  }
+  return active ? least : INT64_MIN;
+}
+
+/* Reactor r's share of message j of round `seq` for keyed stream s over a
+ * union: for each branch reading the round's source, the rows of r's
+ * partition (routed by that branch's key columns) through the partition's
+ * branch chain into its chain, judged late by that input's watermark. The
+ * rows taken. */
+static int64_t run_part_union(lm_rt* rt, lm_round* rd, int32_t j, uint64_t seq,
+                              lm_stream_def* s, lm_reactor* r) {
+  lm_stream_part* sp = &s->parts[r->index];
+  lm_part_out* o = &sp->out[(int32_t)(seq % LM_RT_ROUNDS_INFLIGHT)];
+  int64_t rows = 0;
+  for (int32_t b = 0; b < s->nin && o->rc == LAMINAR_OK; b++) {
+    if (s->in_defs[b] != rd->src) continue;
+    const uint64_t* h;
+    const lm_vec* args;
+    lm_chunk sub;
+    o->rc = route_msg(rt, rd, j, seq, s, s->in_part_keys + (int64_t)b * s->npart_keys, r,
+                      &h, &args, &sub);
+    if (o->rc != LAMINAR_OK || sub.nrows == 0) continue;
+    rows += sub.nrows;
+    sp->cur_in = b;
+    /* The branch's projection moves rows: its output is not hashed by row. */
+    o->rc = sp->in_chains[b] != NULL ? lm_op_chain_chunk(sp->in_chains[b], &sub)
+                                     : part_branch_deliver(sp, &sub);
+  }
+  return rows;
 }
 
 /* Reactor r's partition of round `seq` (its slot). */
@@ -568,8 +675,12 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
         lm_stream_part* sp = &s->parts[p];
         lm_part_out* o = &sp->out[slot];
         sp->cur_msg = j;
+        if (s->nin > 0) {
+          rows += run_part_union(rt, rd, j, seq, s, r);
+          continue;
+        }
         if (!same_keys(prev, s)) { /* streams grouping alike share one routing */
-          sel_rc = route_msg(rt, rd, j, seq, s, r, &h, &args, &sub);
+          sel_rc = route_msg(rt, rd, j, seq, s, NULL, r, &h, &args, &sub);
           prev = s;
         } else {
           args = NULL; /* routed for an earlier stream: its arguments are not s's */
@@ -594,9 +705,11 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
       lm_stream_part* sp = &s->parts[p];
       lm_part_out* o = &sp->out[slot];
       sp->cur_msg = j;
-      if (wm <= sp->watermark_ms || o->rc != LAMINAR_OK) continue;
-      sp->watermark_ms = wm;
-      o->rc = lm_op_chain_watermark(sp->chain, wm);
+      /* Over a union: the inputs from src advance, the least of all counts. */
+      int64_t least = s->nin > 0 ? inputs_advance(s, sp->in_wm, src, wm) : wm;
+      if (least <= sp->watermark_ms || o->rc != LAMINAR_OK) continue;
+      sp->watermark_ms = least;
+      o->rc = lm_op_chain_watermark(sp->chain, least);
     }
   }
   for (int32_t i = 0; i < src->nreaders; i++) {
@@ -718,11 +831,15 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
         lm_stream_def* s = src->readers[i];
         if (s->nparts <= 1) {
           rc = lm_rt_stream_watermark(s, src, wm);
-        } else if (wm > s->watermark_ms) {
-          /* Every partition closed its windows for wm above: forward it. */
-          s->watermark_ms = wm;
+          continue;
+        }
+        /* Over a union: the least of its inputs', as each partition saw. */
+        int64_t least = s->nin > 0 ? inputs_advance(s, s->in_wm, src, wm) : wm;
+        if (least > s->watermark_ms) {
+          /* Every partition closed its windows for it above: forward it. */
+          s->watermark_ms = least;
           for (int32_t d = 0; d < s->nreaders && rc == LAMINAR_OK; d++) {
-            rc = lm_rt_stream_watermark(s->readers[d], s, wm);
+            rc = lm_rt_stream_watermark(s->readers[d], s, least);
           }
         }
       }
@@ -786,7 +903,8 @@ static void share_hashes(lm_round* rd, int32_t ncores) {
   if (rd->barrier != NULL) return;
   const lm_stream_def* first = NULL;
   for (int32_t i = 0; i < rd->src->nreaders && first == NULL; i++) {
-    if (rd->src->readers[i]->nparts > 1) first = rd->src->readers[i];
+    const lm_stream_def* s = rd->src->readers[i];
+    if (s->nparts > 1 && s->nin == 0) first = s; /* a union's branches route apart */
   }
   int64_t total = 0;
   for (int32_t j = 0; j < rd->n; j++) {

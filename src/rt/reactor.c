@@ -214,15 +214,19 @@ void lm_stream_def_attach(lm_stream_def* s) {
 
 /* Sink of a branch's chain: its rows into the stream's chain, their
  * lateness judged by their own input's watermark (op.h). */
+laminar_code lm_rt_input_chunk(lm_op* chain, int64_t in_wm, const lm_chunk* chunk) {
+  lm_op_window_set_late_floor(chain, in_wm);
+  laminar_code rc = lm_op_chain_chunk(chain, chunk);
+  lm_op_window_set_late_floor(chain, INT64_MIN);
+  return rc;
+}
+
 static laminar_code branch_deliver(void* arg, const lm_chunk* chunk) {
   lm_stream_def* s = arg;
   /* A join: branch b is the join's input b. */
   if (lm_op_multi_input(s->chain))
     return lm_op_chain_input_chunk(s->chain, s->cur_in, chunk);
-  lm_op_window_set_late_floor(s->chain, s->in_wm[s->cur_in]);
-  laminar_code rc = lm_op_chain_chunk(s->chain, chunk);
-  lm_op_window_set_late_floor(s->chain, INT64_MIN);
-  return rc;
+  return lm_rt_input_chunk(s->chain, s->in_wm[s->cur_in], chunk);
 }
 
 laminar_code lm_rt_stream_chunk(lm_stream_def* s, const void* from,
@@ -314,6 +318,7 @@ laminar_code lm_stream_def_set_inputs(lm_stream_def* s, const void* const* in_de
       s->in_chains[b]->sink_arg = s;
     }
   }
+  if (s->nparts > 1) LM_TRY(lm_stream_parts_set_inputs(s));
   lm_stream_def_start_at(s, s->idle ? least_all : least);
   for (int32_t b = 0; b < n && lm_op_multi_input(s->chain); b++) {
     if (in_wm[b] != INT64_MIN) LM_TRY(lm_op_chain_input_watermark(s->chain, b, in_wm[b]));
@@ -471,8 +476,10 @@ static laminar_code input_idleness(lm_stream_def* s, const void* from, bool idle
       if (s->in_defs[b] == from) s->in_idle[b] = idle;
       all = all && s->in_idle[b];
     }
-    /* The least of the active inputs may have risen (all idle: it stays). */
-    LM_TRY(lm_rt_stream_watermark(s, from, INT64_MIN));
+    /* The least of the active inputs may have risen (all idle: it stays).
+     * A keyed union's partitions run in rounds only (part.c): they and the
+     * merge take the new least with the next advance of an input. */
+    if (s->nparts <= 1) LM_TRY(lm_rt_stream_watermark(s, from, INT64_MIN));
   }
   if (all == s->idle) return LAMINAR_OK;
   s->idle = all;

@@ -87,6 +87,13 @@ typedef struct lm_stream_part {
   int32_t cur_msg;  /* round message being processed */
   int32_t cur_slot; /* round slot being processed */
   lm_part_out out[LM_RT_ROUNDS_INFLIGHT];
+  /* A keyed stream over several inputs (its nin > 0): the partition's own
+   * branch chains (in_chains[b], NULL: none; they end in its chain) and
+   * inputs' watermarks (in_wm[b]; its watermark is the least), and the
+   * branch whose rows its chain is taking. */
+  lm_op** in_chains;
+  int64_t* in_wm;
+  int32_t cur_in;
 } lm_stream_part;
 
 /* Growable scratch of one reactor: row hashes, its partition's row numbers
@@ -294,6 +301,11 @@ struct lm_stream_def {
   lm_stream_part* parts;
   int32_t* part_keys;
   int32_t npart_keys;
+  /* A keyed stream over several inputs (every branch reads a source and
+   * passes each GROUP BY column through unchanged): branch b's rows are
+   * routed by its source's columns in_part_keys[b * npart_keys ..], the
+   * columns its projection puts at the keys' places (part_keys: branch 0's). */
+  int32_t* in_part_keys;
 };
 
 typedef struct lm_graph {
@@ -530,9 +542,11 @@ laminar_code lm_stream_take_late(void* arg, const lm_chunk* chunk);
 void lm_stream_def_attach(lm_stream_def* s);
 /* Make `s` (whose chain is built, not yet attached) a keyed stream of
  * s->phys.nparts partitions when the planner chose more than one
- * (lm_plan_physical: windowed over a source, GROUP BY plain columns only,
- * not a materialized view, cores > 1). Otherwise it is attached as usual.
- * Control thread, before the stream is published. */
+ * (lm_plan_physical: windowed over a source, or over a union whose every
+ * branch reads a source and passes each GROUP BY column through unchanged;
+ * GROUP BY plain columns only, not a materialized view, cores > 1).
+ * Otherwise it is attached as usual. Control thread, before the stream is
+ * published. */
 laminar_code lm_stream_def_attach_rt(lm_stream_def* s);
 /* "0" .. "63": reactor names in metrics and pipeline state. */
 const char* lm_rt_reactor_name(int32_t index);
@@ -546,6 +560,9 @@ void lm_stream_def_start_at(lm_stream_def* s, int64_t watermark_ms);
  * thread, after lm_stream_def_attach_rt. */
 laminar_code lm_stream_def_set_inputs(lm_stream_def* s, const void* const* in_defs,
                                       const int64_t* in_wm);
+/* Copy a keyed stream's inputs' watermarks (in_wm, set while the graph does
+ * not run: a restore, a replay gate) to each of its partitions. */
+void lm_stream_def_sync_inputs(lm_stream_def* s);
 /* The chain of partition p (< nparts; p 0: `chain`, also of an unpartitioned stream). */
 lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p);
 /* Late rows of a stream over all its partitions. */

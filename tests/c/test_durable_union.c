@@ -6,9 +6,12 @@
  * of an uninterrupted run -- with the union in the checkpoint (its inputs'
  * watermarks restored), created after the newest checkpoint (the replay
  * gates it per source: each source's records after ITS start), and with the
- * newest checkpoint deleted (the quiet fallback to the older one), cores 1
- * and 2. The replay runs one source after the other; per-input lateness
- * makes that equal to the live interleaving.
+ * newest checkpoint deleted (the quiet fallback to the older one), and with
+ * the sink created later than the union, one source ahead of the other
+ * (the replay runs every source to the sink's starts first), cores 1
+ * and 2, and reopened on another number of reactors (the union's window
+ * runs partitioned, re-split by key hash). The replay runs one source after
+ * the other; per-input lateness makes that equal to the live interleaving.
  */
 /* lm_ctest: TIMEOUT 240 */
 #ifndef _GNU_SOURCE
@@ -37,7 +40,9 @@ static const char* UNION_SQL =
     "        SELECT symbol, volume * 100, ts FROM b WHERE volume > 1)\n"
     "  GROUP BY symbol, tumble(ts, INTERVAL '500' MILLISECOND);\n"
     "CREATE MATERIALIZED VIEW big AS SELECT symbol, window_start, n, total FROM u WHERE "
-    "n >= 11;\n"
+    "n >= 11;\n";
+
+static const char* SINK_SQL =
     "CREATE SINK u_out FROM u INTO FILE (path = '%s/u', format = 'jsonl')";
 
 static const char* const U_DIRS[] = {"u"};
@@ -50,13 +55,23 @@ typedef struct run {
   int64_t create
       [2]; /* the union created when a and b have these many batches ({0,0}: at open) */
   int64_t next[2]; /* the next batch of each source */
+  /* The sink created when a and b have these many batches ({0,0}: with the
+   * union). */
+  int64_t sink_at[2];
 } run;
 
-static int create_union(run* r) {
+static int create_sink(run* r) {
   char sql[1024], sinks[128];
-  snprintf(sql, sizeof sql, UNION_SQL, sinks_dir(r->dir, sinks, sizeof sinks));
+  snprintf(sql, sizeof sql, SINK_SQL, sinks_dir(r->dir, sinks, sizeof sinks));
   laminar_error err;
   CHECK_CODE(laminar_execute(r->db, sql, &err), LAMINAR_OK, &err);
+  return 0;
+}
+
+static int create_union(run* r) {
+  laminar_error err;
+  CHECK_CODE(laminar_execute(r->db, UNION_SQL, &err), LAMINAR_OK, &err);
+  if (r->sink_at[0] == 0) CHECK(create_sink(r) == 0);
   return 0;
 }
 
@@ -90,6 +105,8 @@ static int feed_to(run* r, int64_t upto_a, int64_t upto_b) {
         CHECK_CODE(laminar_checkpoint(r->db, &err), LAMINAR_OK, &err);
       if (r->create[0] > 0 && r->next[0] == r->create[0] && r->next[1] == r->create[1])
         CHECK(create_union(r) == 0);
+      if (r->sink_at[0] > 0 && r->next[0] == r->sink_at[0] && r->next[1] == r->sink_at[1])
+        CHECK(create_sink(r) == 0);
     }
   }
   return 0;
@@ -124,15 +141,19 @@ static char* finish_run(run* r) {
 static int run_to_cut(run* r) {
   CHECK(open_run(r) == 0);
   if (r->create[0] > 0) CHECK(feed_to(r, r->create[0], r->create[1]) == 0);
+  if (r->sink_at[0] > 0) CHECK(feed_to(r, r->sink_at[0], r->sink_at[1]) == 0);
   CHECK(feed_to(r, CUT, CUT) == 0);
   return 0;
 }
 
 /* The uninterrupted run's output. */
-static char* reference(int cores, const int64_t create[2]) {
+static char* reference(int cores, const int64_t create[2], const int64_t sink_at[2]) {
   char dir[64];
   if (lm_test_mkdtemp(dir, sizeof dir, "lm_dun_ref_") != 0) return NULL;
-  run r = {.dir = dir, .cores = cores, .create = {create[0], create[1]}};
+  run r = {.dir = dir,
+           .cores = cores,
+           .create = {create[0], create[1]},
+           .sink_at = {sink_at[0], sink_at[1]}};
   char* out = run_to_cut(&r) == 0 ? finish_run(&r) : NULL;
   remove_db(dir);
   return out;
@@ -141,16 +162,21 @@ static char* reference(int cores, const int64_t create[2]) {
 /* Run to CUT, copy the directory as a crash leaves it, close; put the copy
  * back (without the newest checkpoint when `lose_newest`), reopen, resume
  * each source from its offset, finish: equal to the reference. */
-static int crash_and_resume(int cores, int64_t create_a, int64_t create_b,
-                            bool lose_newest) {
+static int crash_and_resume_cores(int cores, int cores_after, int64_t create_a,
+                                  int64_t create_b, bool lose_newest, int64_t sink_a,
+                                  int64_t sink_b) {
   const int64_t create[2] = {create_a, create_b};
-  char* want = reference(cores, create);
+  const int64_t sink_at[2] = {sink_a, sink_b};
+  char* want = reference(cores, create, sink_at);
   CHECK(want != NULL);
   /* Rows from the sink and from the view, b's volumes (x100) among them. */
   CHECK(strstr(want, "\"window_start\"") != NULL && strstr(want, "--- big\n\n") == NULL);
   char dir[64], copy[80];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_dun_") == 0);
-  run r = {.dir = dir, .cores = cores, .create = {create_a, create_b}};
+  run r = {.dir = dir,
+           .cores = cores,
+           .create = {create_a, create_b},
+           .sink_at = {sink_a, sink_b}};
   CHECK(run_to_cut(&r) == 0);
   snprintf(copy, sizeof copy, "%s_c", dir);
   CHECK(copy_db(dir, copy) == 0);
@@ -163,7 +189,7 @@ static int crash_and_resume(int cores, int64_t create_a, int64_t create_b,
     CHECK(unlink(file) == 0);
   }
 
-  run again = {.dir = dir, .cores = cores};
+  run again = {.dir = dir, .cores = cores_after};
   CHECK(open_run(&again) == 0); /* creates the union: the stored one, already there */
   laminar_error err;
   for (int s = 0; s < 2; s++) {
@@ -176,12 +202,26 @@ static int crash_and_resume(int cores, int64_t create_a, int64_t create_b,
   CHECK(got != NULL);
   int failed = strcmp(got, want) != 0;
   if (failed)
-    fprintf(stderr, "cores=%d create=%lld,%lld lose_newest=%d\n--- got\n%s--- want\n%s",
-            cores, (long long)create_a, (long long)create_b, lose_newest, got, want);
+    fprintf(stderr,
+            "cores=%d->%d create=%lld,%lld sink=%lld,%lld lose_newest=%d\n--- got\n%s--- "
+            "want\n%s",
+            cores, cores_after, (long long)create_a, (long long)create_b,
+            (long long)sink_a, (long long)sink_b, lose_newest, got, want);
   free(got);
   free(want);
   remove_db(dir);
   return failed;
+}
+
+static int crash_and_resume_sink(int cores, int64_t create_a, int64_t create_b,
+                                 bool lose_newest, int64_t sink_a, int64_t sink_b) {
+  return crash_and_resume_cores(cores, cores, create_a, create_b, lose_newest, sink_a,
+                                sink_b);
+}
+
+static int crash_and_resume(int cores, int64_t create_a, int64_t create_b,
+                            bool lose_newest) {
+  return crash_and_resume_sink(cores, create_a, create_b, lose_newest, 0, 0);
 }
 
 /* The union from the start: in both checkpoints, its inputs' watermarks too. */
@@ -204,10 +244,37 @@ static int test_newest_checkpoint_lost(void) {
          crash_and_resume(1, 22, 21, true);
 }
 
+/* The sink created on the union after the newest checkpoint, each source at
+ * another position: a at CUT already, b three batches before (whose watermark
+ * is then the union's: b's records after the CREATE close windows the sink
+ * must get, and b's before it windows it must not); with the newest
+ * checkpoint lost too, the sink created before (epoch 1 at a's 10 .. 2 at
+ * a's 20) and after it. */
+static int test_sink_created_later(void) {
+  return crash_and_resume_sink(1, 0, 0, false, CUT, CUT - 3) |
+         crash_and_resume_sink(2, 0, 0, false, CUT, CUT - 3) |
+         crash_and_resume_sink(1, 0, 0, false, CUT - 1, CUT) |
+         crash_and_resume_sink(1, 0, 0, true, 16, 13) |
+         crash_and_resume_sink(2, 0, 0, true, CUT, CUT - 3);
+}
+
+/* Reopened on another number of reactors: the union's window runs as one
+ * partition per reactor (rt/part.c), its checkpointed partitions re-split by
+ * key hash; the union created after the newest checkpoint, and the sink. */
+static int test_cores_change(void) {
+  return crash_and_resume_cores(2, 1, 0, 0, false, 0, 0) |
+         crash_and_resume_cores(1, 2, 0, 0, false, 0, 0) |
+         crash_and_resume_cores(2, 3, 0, 0, true, 0, 0) |
+         crash_and_resume_cores(1, 2, 22, 21, false, 0, 0) |
+         crash_and_resume_cores(3, 2, 0, 0, false, CUT, CUT - 3);
+}
+
 static const lm_test_case cases[] = {
     {"in_checkpoint", test_in_checkpoint},
     {"created_after_checkpoint", test_created_after_checkpoint},
     {"newest_checkpoint_lost", test_newest_checkpoint_lost},
+    {"sink_created_later", test_sink_created_later},
+    {"cores_change", test_cores_change},
     {NULL, NULL},
 };
 

@@ -18,7 +18,8 @@ static const char* PIPELINE =
     "CREATE SOURCE a (symbol VARCHAR, v BIGINT, ts BIGINT,\n"
     "  WATERMARK FOR ts AS ts - INTERVAL '10' MILLISECOND);\n"
     "CREATE SOURCE b (symbol VARCHAR, v BIGINT, ts BIGINT, WATERMARK FOR ts);\n"
-    /* a window over a union: the branches feed one chain */
+    /* a window over a union: each branch routes its rows by its own symbol
+     * column, one chain per partition when cores > 1 */
     "CREATE STREAM u AS SELECT symbol, COUNT(*) AS n, AVG(v) AS av\n"
     "  FROM (SELECT symbol, v, ts FROM a UNION ALL SELECT symbol, v, ts FROM b\n"
     "        WHERE v > 0)\n"
@@ -54,9 +55,8 @@ static int test_union_window_partitioned(void) {
       "9,output,u (symbol VARCHAR, n BIGINT, av DOUBLE),8,(none yet),logical;"
       "10,branch,a: map (to the union's columns),a,12,physical;"
       "11,branch,b: map (to the union's columns),b,12,physical;"
-      "12,chain,window -> map; one instance, on reactor 0,10, 11,(none yet),physical;"
-      "13,partitioning,unpartitioned: several inputs (UNION ALL) or a derived "
-      "table,12,,physical;"
+      "12,chain,window -> map; one per partition (2),10, 11,(none yet),physical;"
+      "13,partitioning,2 partitions by hash of symbol (cores = 2),12,,physical;"
       "14,two_phase,not split: it reads several inputs (UNION ALL) or a derived "
       "table,12,,physical");
   CHECK_TEXT(

@@ -37,13 +37,18 @@ static laminar_code partitioning_text(laminar_db* db, const char* name, char* ou
     }                                                                                  \
   } while (0)
 
+/* An in-memory database with `sql` run in it. */
+static int open_with(const char* sql, laminar_db** db) {
+  laminar_error err;
+  CHECK_CODE(laminar_open(NULL, db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(*db, sql, &err), LAMINAR_OK, &err);
+  return 0;
+}
+
 static int test_keys_and_event_time(void) {
   laminar_db* db;
-  laminar_error err;
-  CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(
-      laminar_execute(
-          db,
+  CHECK(
+      open_with(
           "CREATE SOURCE trades (symbol VARCHAR, venue VARCHAR, price DOUBLE, "
           "volume BIGINT, ts BIGINT, WATERMARK FOR ts AS ts - INTERVAL '250' "
           "MILLISECOND);"
@@ -62,8 +67,7 @@ static int test_keys_and_event_time(void) {
           "GROUP BY sym, tumble(ts, INTERVAL '1' SECOND);"
           "CREATE STREAM over_two AS SELECT venue, SUM(n) AS n FROM two "
           "GROUP BY venue, tumble(window_end, INTERVAL '5' SECOND);",
-          &err),
-      LAMINAR_OK, &err);
+          &db) == 0);
   CHECK_PART(db, "vwap",
              "source,trades,;event_time,ts,250;key,symbol,;partitioning,key,");
   CHECK_PART(db, "two",
@@ -103,9 +107,52 @@ static int test_no_watermark_and_errors(void) {
   return 0;
 }
 
+/* A union of sources at the root: one group of rows per input, the i-th key
+ * of each at the same union column; a key one input computes or casts is
+ * none; a union reading a stream is refused. */
+static int test_union(void) {
+  laminar_db* db;
+  laminar_error err;
+  CHECK(open_with(
+            "CREATE SOURCE a (sym VARCHAR, venue VARCHAR, v BIGINT, ts BIGINT,\n"
+            "  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);\n"
+            "CREATE SOURCE b (ts BIGINT, place VARCHAR, s VARCHAR, n INT,\n"
+            "  WATERMARK FOR ts);\n"
+            "CREATE STREAM w AS SELECT k, venue, COUNT(*) AS c FROM (SELECT sym AS k,\n"
+            "  venue, v, ts FROM a UNION ALL SELECT s, place, n, ts FROM b)\n"
+            "  GROUP BY k, venue, tumble(ts, INTERVAL '1' SECOND);\n"
+            "CREATE STREAM lower_k AS SELECT k, COUNT(*) AS c FROM (SELECT sym AS k, ts\n"
+            "  FROM a UNION ALL SELECT lower(s), ts FROM b) GROUP BY k,\n"
+            "  tumble(ts, INTERVAL '1' SECOND);\n"
+            "CREATE STREAM u AS SELECT sym, ts FROM a UNION ALL SELECT s, ts FROM b;\n"
+            "CREATE STREAM over_u AS SELECT sym, COUNT(*) AS c FROM u\n"
+            "  GROUP BY sym, tumble(ts, INTERVAL '1' SECOND);\n"
+            "CREATE STREAM bad AS SELECT sym, ts FROM u UNION ALL SELECT s, ts FROM b;",
+            &db) == 0);
+  CHECK_PART(db, "w",
+             "source,a,;event_time,ts,100;key,sym,;key,venue,;"
+             "source,b,;event_time,ts,0;key,s,;key,place,;partitioning,key,");
+  CHECK_PART(db, "lower_k",
+             "source,a,;event_time,ts,100;source,b,;event_time,ts,0;"
+             "partitioning,single,");
+  CHECK_PART(db, "u",
+             "source,a,;event_time,ts,100;source,b,;event_time,ts,0;"
+             "partitioning,any,");
+  CHECK_PART(db, "over_u",
+             "source,a,;event_time,ts,100;key,sym,;source,b,;event_time,ts,0;key,s,;"
+             "partitioning,key,");
+  struct ArrowArrayStream st;
+  CHECK_CODE(laminar_stream_partitioning(db, "bad", &st, &err),
+             LAMINAR_ERR_SQL_UNSUPPORTED, &err);
+  EXPECT(strstr(err.message, "UNION ALL") != NULL);
+  laminar_close(db);
+  return 0;
+}
+
 static const lm_test_case cases[] = {
     {"keys_and_event_time", test_keys_and_event_time},
     {"no_watermark_and_errors", test_no_watermark_and_errors},
+    {"union", test_union},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }

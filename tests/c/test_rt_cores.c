@@ -11,8 +11,9 @@
  * key's rows so far, each counted once, in order), every -1 row retracts the
  * key's previous +1 row, and the last count is the key's row count. The plain
  * subscriber checks every row once, in order per producer.
- * Also: the config errors, core_affinity, and the
- * per-reactor metrics.
+ * Also: the config errors, core_affinity, the per-reactor metrics, and a
+ * window over a UNION ALL of two sources run as partitions while one
+ * producer per source pushes concurrently (the cores = 1 inline totals).
  */
 /* lm_ctest: LABELS unit concurrency TIMEOUT 300 */
 #define _GNU_SOURCE /* clock_gettime */
@@ -477,6 +478,89 @@ static int test_catalog_churn(void) {
   return 0;
 }
 
+/* A window over the UNION ALL of two sources, keyed by k (one partition per
+ * reactor, each input routed by its own k): its totals (rows, sums, a
+ * checksum of (window, k) pairs) with `cores` reactors, threaded with one
+ * producer per source pushing concurrently (cores > 1), or inline. */
+#define UNION_ROWS 200000
+static int union_totals(const char* cores, bool threaded, int64_t out[3]) {
+  laminar_db* db;
+  laminar_error err;
+  const char* cfg[] = {"cores", cores, "buffer_size", "4096", NULL};
+  CHECK(open_cfg(cfg, &db) == 0);
+  CHECK_CODE(
+      laminar_execute(
+          db,
+          "CREATE SOURCE t0 (p BIGINT NOT NULL, seq BIGINT NOT NULL, k BIGINT NOT NULL,"
+          "  WATERMARK FOR seq AS seq - INTERVAL '0' SECOND);"
+          "CREATE SOURCE t1 (p BIGINT NOT NULL, seq BIGINT NOT NULL, k BIGINT NOT NULL,"
+          "  WATERMARK FOR seq AS seq - INTERVAL '0' SECOND);"
+          "CREATE STREAM w AS SELECT window_start, k, COUNT(*) AS c, SUM(p) AS s FROM"
+          "  (SELECT p, seq, k FROM t0 UNION ALL SELECT p * 7, seq, k FROM t1)"
+          "  GROUP BY tumble(seq, INTERVAL '1' SECOND), k;",
+          &err),
+      LAMINAR_OK, &err);
+  EXPECT(lm_test_metric(db, "stream", "w", "partitions") == atoi(cores));
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "w", &sub, &err), LAMINAR_OK, &err);
+  producer pr[2] = {0};
+  pthread_t tp[2];
+  for (int i = 0; i < 2; i++) {
+    CHECK_CODE(laminar_source_open(db, i == 0 ? "t0" : "t1", &pr[i].src, &err),
+               LAMINAR_OK, &err);
+    pr[i].id = i + 1;
+    pr[i].rows = UNION_ROWS;
+    pr[i].batch_rows = 1000 + 337 * i;
+  }
+  if (threaded) {
+    CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
+    for (int i = 0; i < 2; i++)
+      CHECK(pthread_create(&tp[i], NULL, producer_main, &pr[i]) == 0);
+    for (int i = 0; i < 2; i++) CHECK(pthread_join(tp[i], NULL) == 0);
+  } else {
+    for (int i = 0; i < 2; i++) {
+      producer_main(&pr[i]);
+      CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+    }
+  }
+  for (int i = 0; i < 2; i++) {
+    CHECK(pr[i].rc == 0);
+    CHECK_CODE(laminar_source_watermark(pr[i].src, INT64_MAX, &err), LAMINAR_OK, &err);
+  }
+  if (threaded) {
+    CHECK_CODE(laminar_stop(db, &err), LAMINAR_OK, &err);
+  } else {
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  }
+  memset(out, 0, sizeof(int64_t) * 3);
+  for (;;) {
+    struct ArrowArray a;
+    CHECK_CODE(laminar_subscription_next(sub, 0, &a, NULL, &err), LAMINAR_OK, &err);
+    if (a.release == NULL) break;
+    CHECK(a.n_children == 4); /* window_start, k, c, s */
+    for (int64_t i = 0; i < a.length; i++) {
+      out[0] += col(&a, 1)[i] * 1000003 + col(&a, 0)[i];
+      out[1] += col(&a, 2)[i];
+      out[2] += col(&a, 3)[i];
+    }
+    a.release(&a);
+  }
+  EXPECT(lm_test_metric(db, "stream", "w", "late_rows") == 0);
+  for (int i = 0; i < 2; i++) laminar_source_close(pr[i].src);
+  laminar_subscription_close(sub);
+  laminar_close(db);
+  return 0;
+}
+
+static int test_union_threaded(void) {
+  int64_t one[3], two[3];
+  CHECK(union_totals("1", false, one) == 0);
+  CHECK(union_totals("2", true, two) == 0);
+  EXPECT(one[1] == 2 * UNION_ROWS);
+  for (int i = 0; i < 3; i++) EXPECT(one[i] == two[i]);
+  return 0;
+}
+
 static int test_proof(void) { return test_four_producers_three_subscribers(false); }
 static int test_proof_pinned(void) { return test_four_producers_three_subscribers(true); }
 
@@ -486,6 +570,7 @@ static const lm_test_case cases[] = {{"config_errors", test_config_errors},
                                      {"pinned", test_proof_pinned},
                                      {"idle_cpu", test_idle_cpu},
                                      {"catalog_churn", test_catalog_churn},
+                                     {"union_threaded", test_union_threaded},
                                      {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }

@@ -29,7 +29,10 @@
  * A second source, quotes (the same batches), and a window over the UNION
  * ALL of trades and quotes with a sink on it: each source resumes at its own
  * offset, the union's checkpoints hold each input's watermark, and its
- * replay runs one source after the other.
+ * replay runs one source after the other. The window groups by symbol,
+ * which both branches pass through, so on 2 reactors it runs as partitions
+ * (rt/part.c), checkpointed per partition and re-split on a restart with the
+ * other core count.
  *
  * Before each kill the parent tries to open the child's directory itself: while
  * the child holds it (between its open and its close) that must fail with

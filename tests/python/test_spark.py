@@ -318,3 +318,69 @@ def test_timestamp_event_time(spark: Any, rng: np.random.Generator,  # noqa: ANN
     window_start comes back as a Spark timestamp (the Python engine; the JVM one:
     test_spark_jvm.py)."""
     check_timestamp_event_time(spark, rng, tmp_path / "in", engine="python")
+
+
+#: A window over the UNION ALL of two sources whose columns differ in name,
+#: order and integer width: each input is routed by its own key column.
+UNION_SQL = """
+CREATE SOURCE nyse (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,
+                    WATERMARK FOR ts AS ts - INTERVAL '300' MILLISECOND);
+CREATE SOURCE nasdaq (ts BIGINT, sym VARCHAR, qty INT, px DOUBLE, WATERMARK FOR ts);
+CREATE STREAM bars AS
+  SELECT symbol, window_start, COUNT(*) AS trades, SUM(notional) AS notional
+  FROM (SELECT symbol, price * volume AS notional, ts FROM nyse
+        UNION ALL SELECT sym, px * qty, ts FROM nasdaq WHERE qty > 2)
+  GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);
+"""
+UNION_DUCK = (
+    "SELECT symbol, (ts // 1000) * 1000 AS window_start, COUNT(*) AS trades, "
+    "SUM(notional) AS notional FROM (SELECT symbol, price * volume AS notional, ts "
+    "FROM nyse UNION ALL SELECT sym, px * qty, ts FROM nasdaq WHERE qty > 2) GROUP BY ALL"
+)
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_union_of_two_dataframes_equals_duckdb(spark: Any, rng: np.random.Generator,
+                                               tmp_path: Path, partitions: int) -> None:
+    """One DataFrame per source of a UNION ALL (Python engine) equals DuckDB.
+
+    The inputs arrive shuffled across files; each is hash-partitioned on its
+    own key column and sorted by event time with the other's rows, so no row
+    is late and every window closes at the end: DuckDB's batch answer.
+    """
+    a = trades(rng, 3000, symbols=7)
+    n = 2000
+    b = pa.table({
+        "ts": pa.array(rng.integers(0, 30_000, n), pa.int64()),
+        "sym": symbol_array(rng.integers(0, 7, n), 7),
+        "qty": pa.array(rng.integers(0, 9, n), pa.int32()),
+        "px": pa.array(rng.uniform(1, 100, n)),
+    })
+    frames = {"nyse": spark_frame(spark, a, tmp_path / "a", 3),
+              "NASDAQ": spark_frame(spark, b, tmp_path / "b", 2)}
+    p = lspark.plan(frames, UNION_SQL)
+    assert (p.partitioning, [i.source for i in p.inputs]) == ("key", ["nyse", "nasdaq"])
+    assert [i.keys for i in p.inputs] == [("symbol",), ("sym",)]
+    out = lspark.run(frames, UNION_SQL, partitions=partitions)
+    assert out.columns == ["symbol", "window_start", "trades", "notional"]
+    columns = ["symbol", "window_start", "trades", "notional"]
+    _, want = duck(UNION_DUCK, nyse=a, nasdaq=b)
+    assert_same_rows(rows_of(out), want, columns)
+
+
+def test_union_errors_on_the_driver(spark: Any, tmp_path: Path) -> None:
+    """A union wants one DataFrame per source, batch, on the Python engine."""
+    a = pa.table({"symbol": ["A"], "price": [1.0], "volume": [1], "ts": [5]})
+    b = pa.table({"ts": [5], "sym": ["A"], "qty": pa.array([3], pa.int32()), "px": [2.0]})
+    fa, fb = spark_frame(spark, a, tmp_path / "a", 1), spark_frame(spark, b, tmp_path / "b", 1)
+    cases: list[tuple[Any, dict[str, Any], str]] = [
+        (fa, {}, "LDB-6002"),  # one DataFrame for two sources
+        ({"nyse": fa}, {}, "LDB-6002"),  # nasdaq has none
+        ({"nyse": fa, "nasdaq": fb, "arca": fa}, {}, "LDB-1002"),
+        ({"nyse": fa, "nasdaq": fa}, {}, "LDB-3003"),  # nasdaq's columns missing
+        ({"nyse": fa, "nasdaq": fb}, {"engine": "jvm"}, "LDB-1005"),
+    ]
+    for frames, kwargs, code in cases:
+        with pytest.raises(laminardb.LaminarError) as info:
+            lspark.run(frames, UNION_SQL, **kwargs)
+        assert info.value.code == code, (code, str(info.value))

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,9 +81,11 @@ from laminardb.spark.partition import (
     _partitions,
     _source_columns,
     _two_phase_frame,
+    _union_frame,
+    _union_task,
     _use_jvm,
 )
-from laminardb.spark.planning import Plan, TwoPhase, plan
+from laminardb.spark.planning import Input, Plan, TwoPhase, plan
 from laminardb.spark.state import (
     _check_state_location,
     _stored_query,
@@ -94,13 +97,31 @@ from laminardb.spark.state import (
 if TYPE_CHECKING:  # pragma: no cover -- typing only
     from pyspark.sql import DataFrame
 
-__all__ = ["FINAL_WATERMARK", "TESTED_SPARK", "Plan", "TwoPhase", "UntestedSparkWarning",
+__all__ = ["FINAL_WATERMARK", "TESTED_SPARK", "Input", "Plan", "TwoPhase", "UntestedSparkWarning",
            "configure", "jars", "jvm_engine_available", "plan", "run", "spark_line",
            "with_expr"]
 
 
+def _run_union(frames: Mapping[str, DataFrame], p: Plan, *, partitions: int | None,
+               engine: str) -> DataFrame:
+    """A stream over a ``UNION ALL`` of sources, one DataFrame per source (see :func:`run`)."""
+    if engine == "jvm":
+        raise error_for(_UNSUPPORTED, "LDB-1005: engine='jvm' runs one input DataFrame; a "
+                        "stream over UNION ALL runs with engine='python'")
+    if engine != "python":
+        _use_jvm(next(iter(frames.values())), engine)  # an unknown name: its LDB-6002
+    by_lower = {str(name).lower(): frame for name, frame in frames.items()}
+    ordered = [by_lower[inp.source.lower()] for inp in p.inputs]
+    if any(frame.isStreaming for frame in ordered):
+        raise error_for(_UNSUPPORTED, "LDB-1005: a stream over UNION ALL runs on batch "
+                        "DataFrames (a streaming union is not supported yet)")
+    frame = _union_frame(ordered, p, partitions)
+    return _map_in_arrow(frame, functools.partial(_union_task, p),
+                         _spark_schema(p.output_schema))
+
+
 def run(
-    df: DataFrame,
+    df: DataFrame | Mapping[str, DataFrame],
     sql: str,
     *,
     source: str | None = None,
@@ -115,7 +136,12 @@ def run(
 
     Args:
         df: The input rows: a batch or a streaming DataFrame with (at least)
-            the source's columns, matched by name.
+            the source's columns, matched by name. For a stream over a
+            ``UNION ALL`` of sources: a mapping from each source's name to
+            its (batch) DataFrame, run with the Python engine; each input is
+            hash-partitioned on its own key columns (the ones it puts at the
+            union's ``GROUP BY`` columns), so equal keys of every input meet
+            in one engine.
         sql: ``CREATE SOURCE`` and ``CREATE STREAM`` statements, as for
             :meth:`laminardb.Connection.execute`.
         source: The source ``df`` feeds (default: the stream's root source).
@@ -165,11 +191,17 @@ def run(
             declares no WATERMARK (nothing would ever close its windows).
         SQLError: LDB-1005 for ``engine="jvm"`` on the streaming
             whole-stream path (``two_phase=False`` or a stream that does not
-            decompose).
+            decompose), and for a union with ``engine="jvm"`` or a streaming
+            DataFrame.
 
     Example:
         See docs/SPARK.md.
     """
+    if isinstance(df, Mapping):
+        p = plan(df, sql, source=source, stream=stream, **options)
+        if p.inputs:
+            return _run_union(df, p, partitions=partitions, engine=engine)
+        df = next(iter(df.values()))
     use_jvm = _use_jvm(df, engine)
     p = plan(df, sql, source=source, stream=stream, **options)
     out_type = _spark_schema(p.output_schema)

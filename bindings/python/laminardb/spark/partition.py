@@ -10,7 +10,7 @@ close every window at the end), and the same stage run in Spark's JVM
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -28,7 +28,7 @@ from laminardb.spark.compat import (
     _spark_schema,
     jvm_engine_available,
 )
-from laminardb.spark.planning import Plan, TwoPhase
+from laminardb.spark.planning import Input, Plan, TwoPhase
 
 if TYPE_CHECKING:  # pragma: no cover -- typing only
     from pyspark.sql import DataFrame
@@ -57,7 +57,7 @@ def _partitions(df: DataFrame, partitions: int | None) -> int:
     return partitions
 
 
-def _source_columns(df: DataFrame, p: Plan) -> DataFrame:
+def _source_columns(df: DataFrame, p: Plan | Input) -> DataFrame:
     """``df`` reduced to the source's columns, named and (integers) cast as it declares."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_type
@@ -121,6 +121,81 @@ def _input_frame(df: DataFrame, p: Plan, partitions: int | None) -> tuple[DataFr
         # micro-batch themselves (_stream_task).
         out = out.sortWithinPartitions(p.event_time)
     return out, partitions
+
+
+#: Columns of a union's combined frame: the input a row belongs to, its
+#: partition keys and its event time (the source's own columns are prefixed
+#: ``__i<n>_`` per input).
+_INPUT, _KEY, _TIME = "__input", "__k", "__ts"
+
+
+def _input_column(i: int, name: str) -> str:
+    """The combined frame's name of input ``i``'s column ``name``."""
+    return f"__i{i}_{name}"
+
+
+def _union_frame(frames: Sequence[DataFrame], p: Plan, partitions: int | None) -> DataFrame:
+    """One DataFrame carrying every input of a union, partitioned and sorted for the tasks.
+
+    Each input's rows keep their source's columns (prefixed per input, the
+    others NULL), the input's number, its key columns at shared places
+    (``__k<j>``: the i-th key of every input is at the same union column, so
+    equal keys hash to one partition) and its event time (``__ts``, for the
+    sort within partitions: no row is late inside a partition).
+    """
+    from pyspark.sql import functions as F
+
+    parts = []
+    for i, (frame, inp) in enumerate(zip(frames, p.inputs)):
+        base = _source_columns(frame, inp)
+        cols = [F.lit(i).alias(_INPUT)]
+        cols += [F.col(name).alias(_input_column(i, name)) for name in inp.columns]
+        cols += [F.col(k).alias(f"{_KEY}{j}") for j, k in enumerate(inp.keys)]
+        if inp.event_time is not None:
+            cols.append(F.col(inp.event_time).alias(_TIME))
+        parts.append(base.select(*cols))
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part, allowMissingColumns=True)
+    engines = _partitions(frames[0], partitions)
+    if p.partitioning == "key":
+        out = out.repartition(engines, *[F.col(f"{_KEY}{j}") for j in range(len(p.keys))])
+    elif p.partitioning == "single":
+        out = out.repartition(1)
+    if p.partitioning != "any" and all(inp.event_time is not None for inp in p.inputs):
+        out = out.sortWithinPartitions(_TIME)
+    return out
+
+
+def _union_task(p: Plan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The body of one task of a union: each batch's rows to their own sources.
+
+    Every Arrow batch of the combined frame is split by ``__input`` and each
+    input's rows (its columns, as its source declares them) are pushed into
+    its source; at the end of the partition the final watermark of every
+    source closes every window.
+    """
+    import pyarrow.compute as pc
+
+    out_schema = _spark_out_schema(p)
+    with _open_task_db(p) as db:
+        sub = db.subscribe(p.stream)
+        sources = [db.source(inp.source) for inp in p.inputs]
+        for batch in batches:
+            tag = batch.column(_INPUT)
+            for i, (inp, src) in enumerate(zip(p.inputs, sources)):
+                rows = batch.filter(pc.equal(tag, i))
+                if rows.num_rows == 0:
+                    continue
+                arrays = []
+                for field in inp.input_schema:
+                    col = rows.column(_input_column(i, field.name))
+                    arrays.append(col if col.type == field.type else col.cast(field.type))
+                src.push(pa.RecordBatch.from_arrays(arrays, schema=inp.input_schema))
+            yield from _drain(db, sub, out_schema)
+        for src in sources:
+            src.watermark(FINAL_WATERMARK)
+        yield from _drain(db, sub, out_schema)
 
 
 def _use_jvm(df: DataFrame, engine: str) -> bool:

@@ -18,6 +18,7 @@ import laminardb
 from laminardb.errors import error_for
 from laminardb.spark.compat import (
     _COLUMN_TYPE,
+    _CONFIG_VALUE,
     _SCHEMA_MISMATCH,
     _UNKNOWN_OBJECT,
     _UNSUPPORTED,
@@ -28,6 +29,28 @@ from laminardb.spark.compat import (
 
 if TYPE_CHECKING:  # pragma: no cover -- typing only
     from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input of a stream over a ``UNION ALL`` of sources (:attr:`Plan.inputs`).
+
+    Attributes:
+        source: The source this input's DataFrame feeds.
+        columns: The source's column names, in its order.
+        event_time: The source's watermark column, or None.
+        delay_ms: Its watermark delay in milliseconds (0 without one).
+        keys: Its columns to hash on (``"key"`` only), the i-th at the same
+            union column for every input.
+        input_schema: The Arrow schema the tasks push (the source's columns).
+    """
+
+    source: str
+    columns: tuple[str, ...]
+    event_time: str | None
+    delay_ms: int
+    keys: tuple[str, ...]
+    input_schema: pa.Schema
 
 
 @dataclass(frozen=True)
@@ -49,6 +72,8 @@ class Plan:
         two_phase: The partial and final stages of the stream's aggregation
             (``laminar_stream_two_phase``), or None when it does not
             decompose (then the stream runs whole per key partition).
+        inputs: A stream over a ``UNION ALL`` of sources: each input (the
+            first is also ``source``, ``columns``... above); empty otherwise.
     """
 
     sql: str
@@ -63,6 +88,7 @@ class Plan:
     output_schema: pa.Schema
     options: tuple[tuple[str, Any], ...]
     two_phase: TwoPhase | None = None
+    inputs: tuple[Input, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,64 +116,53 @@ def _streams(db: laminardb.Connection) -> list[str]:
     return [str(name) for name in table.column(0).to_pylist()]
 
 
-def plan(df: DataFrame, sql: str, *, source: str | None = None, stream: str | None = None,
-         **options: Any) -> Plan:  # noqa: ANN401 -- laminardb.open's option values
-    """Check ``df`` against ``sql`` on the driver and work out how to run it.
+def _groups(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The partitioning rows of each input: a group starts at each ``source`` row."""
+    groups: list[list[dict[str, Any]]] = []
+    for r in rows:
+        if r["role"] == "source":
+            groups.append([])
+        if r["role"] != "partitioning":
+            groups[-1].append(r)
+    return groups
 
-    Args:
-        df: The input DataFrame.
-        sql: ``CREATE SOURCE`` / ``CREATE STREAM`` statements.
-        source: The source ``df`` feeds (default: the stream's root source).
-        stream: The stream to return (default: the only stream declared).
-        **options: ``laminardb.open`` options for each task's engine.
 
-    Returns:
-        The :class:`Plan`.
-
-    Raises:
-        SQLError: The SQL does not run (its LDB-1xxx code, line and column);
-            LDB-1002 for an unknown ``source``/``stream``, or a ``source`` the
-            stream does not read; LDB-1005 for a materialized view or for SQL
-            declaring several streams without ``stream=``.
-        IngestError: LDB-3003 when ``df`` lacks a column of the source (the
-            event-time column included); LDB-3004 when a column's type does
-            not fit.
-    """
-    spark_line()
-    with laminardb.open(**options) as db:
-        db.execute(sql)
-        names = _streams(db)
-        if stream is None:
-            if len(names) != 1:
-                raise error_for(
-                    _UNSUPPORTED,
-                    f"LDB-1005: the SQL declares {len(names)} streams ({', '.join(names)}): "
-                    "name the one to return with stream=",
-                )
-            stream = names[0]
-        elif stream.lower() not in (n.lower() for n in names):
-            code = _UNKNOWN_OBJECT if _db_has_no(db, stream) else _UNSUPPORTED
+def _frames(df: DataFrame | Mapping[str, DataFrame], stream: str,
+            roots: list[str]) -> list[DataFrame]:
+    """The DataFrame of each root source: ``df``, or ``df[name]`` per input."""
+    if not isinstance(df, Mapping):
+        if len(roots) > 1:
             raise error_for(
-                code,
-                f"LDB-{code}: '{stream}' is not a stream the SQL declares "
-                f"(streams: {', '.join(names)})",
+                _CONFIG_VALUE,
+                f"LDB-6002: stream '{stream}' reads {len(roots)} sources "
+                f"({', '.join(roots)}) through UNION ALL: pass one DataFrame per source, "
+                f"e.g. run({{{', '.join(repr(r) + ': df_' + r for r in roots)}}}, ...)",
                 object=stream,
             )
-        rows = db.partitioning(stream).to_pylist()
-        root = next(r["name"] for r in rows if r["role"] == "source")
-        if source is not None and source.lower() != root.lower():
+        return [df]
+    by_lower = {str(name).lower(): frame for name, frame in df.items()}
+    wanted = {r.lower() for r in roots}
+    for name in df:
+        if str(name).lower() not in wanted:
             raise error_for(
                 _UNKNOWN_OBJECT,
-                f"LDB-1002: stream '{stream}' reads source '{root}', not '{source}'",
-                object=source,
+                f"LDB-1002: stream '{stream}' reads {', '.join(roots)}, not '{name}'",
+                object=str(name),
             )
-        event = next((r for r in rows if r["role"] == "event_time"), None)
-        kind = next(r["name"] for r in rows if r["role"] == "partitioning")
-        keys = tuple(r["name"] for r in rows if r["role"] == "key")
-        source_schema = db.schema(root)
-        output_schema = db.schema(stream)
-        split = _two_phase(db, stream, options)
+    missing = [r for r in roots if r.lower() not in by_lower]
+    if missing:
+        raise error_for(
+            _CONFIG_VALUE,
+            f"LDB-6002: no DataFrame for source '{missing[0]}' of stream '{stream}' "
+            f"(pass one per source: {', '.join(roots)})",
+            object=missing[0],
+        )
+    return [by_lower[r.lower()] for r in roots]
 
+
+def _check_frame(df: DataFrame, root: str, source_schema: pa.Schema,
+                 event: dict[str, Any] | None) -> list[pa.Field]:
+    """The source's fields, after checking ``df`` has each with a fitting type."""
     df_schema = _arrow_schema(df.schema)
     by_lower = {name.lower(): name for name in df_schema.names}
     fields = []
@@ -176,19 +191,100 @@ def plan(df: DataFrame, sql: str, *, source: str | None = None, stream: str | No
                 column_name=field.name,
             )
         fields.append(pa.field(field.name, field.type, nullable=field.nullable))
+    return fields
+
+
+def plan(df: DataFrame | Mapping[str, DataFrame], sql: str, *, source: str | None = None,
+         stream: str | None = None,
+         **options: Any) -> Plan:  # noqa: ANN401 -- laminardb.open's option values
+    """Check ``df`` against ``sql`` on the driver and work out how to run it.
+
+    Args:
+        df: The input DataFrame; for a stream over a ``UNION ALL`` of
+            sources, a mapping from each source's name to its DataFrame.
+        sql: ``CREATE SOURCE`` / ``CREATE STREAM`` statements.
+        source: The source ``df`` feeds (default: the stream's root source).
+        stream: The stream to return (default: the only stream declared).
+        **options: ``laminardb.open`` options for each task's engine.
+
+    Returns:
+        The :class:`Plan`.
+
+    Raises:
+        SQLError: The SQL does not run (its LDB-1xxx code, line and column);
+            LDB-1002 for an unknown ``source``/``stream``, or a ``source`` (or
+            a key of ``df``) the stream does not read; LDB-1005 for a
+            materialized view, for SQL declaring several streams without
+            ``stream=``, or a union with a stream among its inputs.
+        ConfigError: LDB-6002 for one DataFrame given to a stream over a
+            union, or a union's source without a DataFrame.
+        IngestError: LDB-3003 when ``df`` lacks a column of the source (the
+            event-time column included); LDB-3004 when a column's type does
+            not fit.
+    """
+    spark_line()
+    with laminardb.open(**options) as db:
+        db.execute(sql)
+        names = _streams(db)
+        if stream is None:
+            if len(names) != 1:
+                raise error_for(
+                    _UNSUPPORTED,
+                    f"LDB-1005: the SQL declares {len(names)} streams ({', '.join(names)}): "
+                    "name the one to return with stream=",
+                )
+            stream = names[0]
+        elif stream.lower() not in (n.lower() for n in names):
+            code = _UNKNOWN_OBJECT if _db_has_no(db, stream) else _UNSUPPORTED
+            raise error_for(
+                code,
+                f"LDB-{code}: '{stream}' is not a stream the SQL declares "
+                f"(streams: {', '.join(names)})",
+                object=stream,
+            )
+        rows = db.partitioning(stream).to_pylist()
+        groups = _groups(rows)
+        roots = [str(g[0]["name"]) for g in groups]
+        root = roots[0]
+        if source is not None and source.lower() not in (r.lower() for r in roots):
+            raise error_for(
+                _UNKNOWN_OBJECT,
+                f"LDB-1002: stream '{stream}' reads source '{root}', not '{source}'",
+                object=source,
+            )
+        kind = next(r["name"] for r in rows if r["role"] == "partitioning")
+        schemas = [db.schema(r) for r in roots]
+        output_schema = db.schema(stream)
+        split = _two_phase(db, stream, options) if len(roots) == 1 else None
+
+    inputs = []
+    for frame, group, name, source_schema in zip(_frames(df, stream, roots), groups, roots,
+                                                 schemas):
+        event = next((r for r in group if r["role"] == "event_time"), None)
+        fields = _check_frame(frame, name, source_schema, event)
+        inputs.append(Input(
+            source=name,
+            columns=tuple(f.name for f in fields),
+            event_time=None if event is None else str(event["name"]),
+            delay_ms=0 if event is None else int(event["value"]),
+            keys=tuple(str(r["name"]) for r in group if r["role"] == "key"),
+            input_schema=pa.schema(fields),
+        ))
+    first = inputs[0]
     return Plan(
         sql=sql,
-        source=root,
+        source=first.source,
         stream=stream,
-        columns=tuple(f.name for f in fields),
-        event_time=None if event is None else str(event["name"]),
-        delay_ms=0 if event is None else int(event["value"]),
+        columns=first.columns,
+        event_time=first.event_time,
+        delay_ms=first.delay_ms,
         partitioning=str(kind),
-        keys=keys,
-        input_schema=pa.schema(fields),
+        keys=first.keys,
+        input_schema=first.input_schema,
         output_schema=output_schema,
         options=tuple(sorted(options.items())),
         two_phase=split,
+        inputs=tuple(inputs) if len(inputs) > 1 else (),
     )
 
 
