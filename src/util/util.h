@@ -96,6 +96,36 @@ static inline int lm_fault_io(void) { return 0; }
 static inline void lm_fault_io_join(void) {}
 #endif
 
+/* ---- durations: the one unit table (SQL INTERVAL, options, config) ---------- */
+
+/* Milliseconds in one unit word s[0..n) (singular, plural or abbreviated, any
+ * case: ms, msec, s, sec, second, m, min, minute, h, hr, hour, d, day and
+ * their plurals); false if unknown. */
+bool lm_interval_unit(const char* s, size_t n, int64_t* out_ms);
+/* The quoted text of an INTERVAL: one bare quantity (its unit follows the
+ * quotes), or one or more "quantity unit" terms summed ('5 seconds', '100ms',
+ * '1h 30m', '1 hour 30 minutes'), blanks optional between a quantity and its unit
+ * and around terms. */
+typedef struct lm_interval_text {
+  bool bare;   /* a quantity alone: is_int/iv/dv hold it */
+  bool is_int; /* exact: iv (bare) or ms (terms) */
+  int64_t iv;
+  double dv;
+  int64_t ms;    /* terms: the sum in milliseconds when is_int */
+  double dms;    /* terms: the sum in milliseconds when not is_int */
+  bool overflow; /* an exact sum left int64 */
+  size_t bad;    /* on failure: offset of the offending part */
+  const char* why;
+} lm_interval_text;
+/* Parse s[0..n) as above; false with it->bad and it->why on failure. */
+bool lm_interval_parse_text(const char* s, size_t n, lm_interval_text* it);
+/* A duration as an option or config value takes: "none" or "off" (-1, when
+ * the caller allows it), a whole or decimal number of milliseconds, or
+ * quantity-unit terms as INTERVAL text takes ('10 seconds', '100ms',
+ * '1h 30m'); not negative, at most 10^15 ms; fractions of a millisecond
+ * round half up. */
+bool lm_interval_parse_ms(const char* text, int64_t* out_ms);
+
 /* Case-insensitive ASCII comparison of NUL-terminated / counted strings. */
 bool lm_streq_nocase(const char* a, const char* b);
 bool lm_strneq_nocase(const char* a, size_t alen, const char* b);
