@@ -72,28 +72,30 @@ char* lm_strdup(const char* s);
 void lm_free(void* p);
 
 #ifdef LAMINAR_FAULT_INJECTION
-/* Test builds (CMake LAMINAR_FAULT_INJECTION=ON): make the calling thread's
- * nth allocation through the functions above fail (1 = the next one), and
- * with `persistent` every later one too; nth = 0 turns it off. The count of
- * allocations failed since the last set is lm_fault_alloc_failures();
- * lm_fault_alloc_remaining() is the countdown (0: off), to pause and resume. */
+/* Test builds (CMake LAMINAR_FAULT_INJECTION=ON): make the nth allocation
+ * through the functions above fail (1 = the next one), and with `persistent`
+ * every later one too; nth = 0 turns it off. One countdown for the process,
+ * counted by the joined threads only: the thread that sets it and sink
+ * threads (lm_fault_join, sink/queue.c); the reactor and background threads
+ * are untouched. The count of allocations failed since the last set is
+ * lm_fault_alloc_failures(); lm_fault_alloc_remaining() is the countdown
+ * (0: off), to pause and resume. */
 void lm_fault_alloc_set(int64_t nth, bool persistent);
 int64_t lm_fault_alloc_failures(void);
 int64_t lm_fault_alloc_remaining(void);
 
 /* The same for I/O: the nth I/O step of src/store and src/sink (a write, a
- * flush, a rename, a segment allocation) made by the calling thread or a
- * sink thread (which joins with lm_fault_io_join: the writes of a sink run
- * there, sink/queue.c) fails with errno `error`; lm_fault_io() is the check
- * those steps make. One countdown for the process, counted by the joined
- * threads only: the reactor and background threads are untouched. */
+ * flush, a rename, a segment allocation) made by a joined thread fails with
+ * errno `error`; lm_fault_io() is the check those steps make. */
 void lm_fault_io_set(int64_t nth, int error);
 int64_t lm_fault_io_remaining(void);
 int lm_fault_io(void);
-void lm_fault_io_join(void);
+/* The calling thread counts in both countdowns from now on (a sink thread:
+ * its writes and allocations are the database's). */
+void lm_fault_join(void);
 #else
 static inline int lm_fault_io(void) { return 0; }
-static inline void lm_fault_io_join(void) {}
+static inline void lm_fault_join(void) {}
 #endif
 
 /* ---- durations: the one unit table (SQL INTERVAL, options, config) ---------- */
