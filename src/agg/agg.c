@@ -368,19 +368,25 @@ static laminar_code run_reserve_n(lm_agg_states* st, int64_t extra) {
 }
 
 laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
-                                   const uint32_t* sel, int64_t m) {
+                                   const uint32_t* sel, int64_t m, uint64_t seq) {
   if (arg == NULL || m <= 0) return LAMINAR_OK;
+  if (seq == 0 || seq != st->prep_seq) { /* a new chunk: nothing prepared yet */
+    st->prep_seq = seq;
+    st->prep_rows = 0;
+    st->prep_bytes = 0;
+  }
   /* Value entries: COUNT(DISTINCT)'s; over a changelog MIN/MAX's and
    * FIRST/LAST's too (at most one new entry a row), FIRST/LAST's runs (at
    * most one a row). */
   bool distinct = st->fn == LM_AGG_COUNT_DISTINCT;
   bool sets = distinct || (st->weighted && keeps_value(st->fn));
-  if (sets) LM_TRY(dset_reserve_n(st, m));
-  if (st->weighted && is_first_last(st->fn)) LM_TRY(run_reserve_n(st, m));
+  int64_t rows = st->prep_rows + m;
+  if (sets) LM_TRY(dset_reserve_n(st, rows));
+  if (st->weighted && is_first_last(st->fn)) LM_TRY(run_reserve_n(st, rows));
+  size_t bytes = st->prep_bytes;
   if (st->arg_type == LM_TYPE_STRING && (distinct || keeps_value(st->fn))) {
     /* Every row's string copied at most once, each rounded up to 16 bytes. */
     const lm_str* x = arg->data;
-    size_t bytes = 0;
     for (int64_t j = 0; j < m; j++) {
       uint32_t r = sel != NULL ? sel[j] : (uint32_t)j;
       if (arg->nulls != NULL && arg->nulls[r]) continue;
@@ -388,6 +394,8 @@ laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
     }
     if (!lm_pool_reserve(&st->strings, bytes)) return LAMINAR_ERR_NOMEM;
   }
+  st->prep_rows = rows;
+  st->prep_bytes = bytes;
   return LAMINAR_OK;
 }
 

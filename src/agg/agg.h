@@ -97,6 +97,11 @@ typedef struct lm_agg_states {
   uint32_t d_mask;
   bool weighted; /* retractable: `count` counts non-NULL values for SUM too */
   lm_pool strings;
+  /* lm_agg_states_prepare calls of one chunk (prep_seq, nonzero): the rows
+   * and string bytes prepared so far, so that their room adds up. */
+  uint64_t prep_seq;
+  int64_t prep_rows;
+  size_t prep_bytes;
 } lm_agg_states;
 
 void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type);
@@ -129,10 +134,13 @@ int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups);
  * lm_agg_update_weighted / _ordered) of arg rows sel[j], j < m, so that it
  * cannot fail: string copies (MIN/MAX/FIRST/LAST of strings),
  * COUNT(DISTINCT) entries, and for a weighted state the MIN/MAX/FIRST/LAST
- * value entries and FIRST/LAST runs. Changes no group's state (only
- * capacity); LAMINAR_ERR_NOMEM. */
+ * value entries and FIRST/LAST runs. Calls with the same nonzero `seq` (one
+ * chunk prepared slice by slice before its first update) add up: the room
+ * holds the updates of all of them; a new seq (or 0) starts over. Changes
+ * no group's state (only capacity); LAMINAR_ERR_NOMEM (what earlier calls of
+ * the seq prepared stays prepared). */
 laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
-                                   const uint32_t* sel, int64_t m);
+                                   const uint32_t* sel, int64_t m, uint64_t seq);
 
 /* Update groups gids[j] with arg rows sel[j], j < m (arg NULL for COUNT(*)).
  * Returns LAMINAR_ERR_NOMEM if a MIN/MAX string copy fails (it cannot after

@@ -160,35 +160,6 @@ void lm_durable_config_init(lm_durable_config* c) {
                            .flush_ms = 10};
 }
 
-bool lm_durable_parse_interval(const char* text, int64_t* out_ms) {
-  while (*text == ' ') text++;
-  if (lm_streq_nocase(text, "none") || lm_streq_nocase(text, "off")) {
-    *out_ms = -1;
-    return true;
-  }
-  char* end;
-  errno = 0;
-  double v = strtod(text, &end);
-  if (end == text || errno != 0 || !(v >= 0)) return false;
-  while (*end == ' ') end++;
-  static const struct {
-    const char* unit;
-    double ms;
-  } units[] = {{"", 1},        {"ms", 1},         {"millisecond", 1}, {"milliseconds", 1},
-               {"s", 1000},    {"sec", 1000},     {"second", 1000},   {"seconds", 1000},
-               {"m", 60000},   {"min", 60000},    {"minute", 60000},  {"minutes", 60000},
-               {"h", 3600000}, {"hour", 3600000}, {"hours", 3600000}};
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-    if (lm_streq_nocase(end, units[i].unit)) {
-      double ms = v * units[i].ms;
-      if (ms > 1e15) return false;
-      *out_ms = (int64_t)ms;
-      return true;
-    }
-  }
-  return false;
-}
-
 bool lm_durable_parse_wal_mode(const char* v, lm_wal_mode* out) {
   if (lm_streq_nocase(v, "none"))
     *out = LM_WAL_NONE;
@@ -2188,7 +2159,7 @@ static laminar_code recover(laminar_db* db, lm_durable* d, laminar_error* err) {
 
 /* ---- the background thread ---------------------------------------------------------------- */
 
-/* Milliseconds of config (at most 1e15, lm_durable_parse_interval) as
+/* Milliseconds of config (at most 1e15, lm_interval_parse_ms) as
  * nanoseconds, saturating at ~31 years so that sums with now_ns() stay in
  * range. */
 static int64_t config_ns(int64_t ms) {

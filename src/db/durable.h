@@ -71,10 +71,6 @@ typedef struct lm_durable_config {
 
 void lm_durable_config_init(lm_durable_config* c);
 
-/* Parse "none", "<n>", "<n> ms|s|seconds|minutes|..." into milliseconds (-1:
- * none). False when the text is not a duration. */
-bool lm_durable_parse_interval(const char* text, int64_t* out_ms);
-
 /* Parse "none" | "async" | "sync". */
 bool lm_durable_parse_wal_mode(const char* text, lm_wal_mode* out);
 

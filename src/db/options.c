@@ -238,7 +238,7 @@ static bool parse_value(const lm_option* row, const char* text, lm_option_value*
       return parse_whole(text, &out->i) && out->i >= row->min && out->i <= row->max;
     case T_BYTES: return lm_parse_bytes(text, &out->i);
     case T_DURATION:
-      if (!lm_durable_parse_interval(text, &out->i)) return false;
+      if (!lm_interval_parse_ms(text, &out->i)) return false;
       return out->i >= row->min || (out->i == -1 && row->choices != NULL);
     case T_INTERVAL: return parse_whole(text, &out->i) && out->i >= 0;
     case T_ENUM: out->i = choice_index(row->choices, text); return out->i >= 0;

@@ -224,9 +224,10 @@ laminar_code lm_op_kmap_reserve(window_op* op) {
  * own: with ~1 row per group and pane (hop's 100 ms panes), most rows open a
  * group, and a table insert plus a second probe for each cost more. */
 static laminar_code pane_groups(window_op* op, window* pane, const uint32_t* sel,
-                                int64_t m, const uint64_t* hashes, uint32_t* gids) {
+                                int64_t m, const uint64_t* hashes, bool adding,
+                                uint32_t* gids) {
   LM_TRY(groups_find_or_add(op, op->keyset, sel, m, hashes, gids)); /* key ids */
-  LM_TRY(lm_op_kmap_reserve(op));
+  if (adding) LM_TRY(lm_op_kmap_reserve(op));
   uint64_t pass = ++op->pass;
   uint32_t* kmap = op->kmap;
   uint64_t* kstamp = op->kstamp;
@@ -236,7 +237,7 @@ static laminar_code pane_groups(window_op* op, window* pane, const uint32_t* sel
   }
   int64_t first = pane->t.n; /* new groups from here: at most m, and the keyset's */
   int64_t most = pane->t.n + m < op->keyset->t.n ? pane->t.n + m : op->keyset->t.n;
-  LM_TRY(lm_op_window_reserve(op, pane, most));
+  if (adding) LM_TRY(lm_op_window_reserve(op, pane, most)); /* else all there */
   for (int64_t j = 0; j < m; j++) {
     uint32_t k = gids[j];
     if (kstamp[k] != pass) {
@@ -689,6 +690,20 @@ static laminar_code window_check_bound(window_op* op) {
   return lm_op_window_account(op, op->base.checks_bound);
 }
 
+/* The windows the chunk's first pass journaled made whole (a checkpoint's
+ * copy by blocks completed), so that its second pass finds every group
+ * without copying anything. */
+static laminar_code window_settle(window_op* op) {
+  for (int32_t j = 0; j < op->jn; j++) {
+    int32_t at = lm_op_open_lower_bound(op, op->jwin[j]->start);
+    if (at < op->nopen && op->open[at] == op->jwin[j] && op->jwin[j]->cow != NULL) {
+      LM_TRY(lm_op_window_cow_settle(op, at));
+      op->jwin[j] = op->open[at];
+    }
+  }
+  return LAMINAR_OK;
+}
+
 /* A chunk failed before its aggregate updates (rc): take its groups back and
  * say so where the caller reports errors. */
 static laminar_code window_fail_clean(window_op* op, laminar_code rc) {
@@ -706,10 +721,12 @@ static laminar_code window_fail_clean(window_op* op, laminar_code rc) {
   return rc;
 }
 
-/* How update_windows runs: GROUPS adds the slice's groups only (the first
- * pass over a chunk of several slices); CHECKED adds them, checks the bound,
- * then updates (a chunk of one slice); UPDATE finds the groups (all there)
- * and updates. */
+/* How update_windows runs: GROUPS adds the slice's groups and prepares its
+ * updates only (the first pass over a chunk of several slices: what the
+ * slices prepare adds up, lm_agg_states_prepare by the chunk's jseq);
+ * CHECKED adds them, prepares, checks the bound, then updates (a chunk of one
+ * slice); UPDATE finds the groups (all there, their windows the op's own:
+ * window_settle) and updates, allocating nothing. */
 typedef enum update_mode { UPDATE_GROUPS, UPDATE_CHECKED, UPDATE } update_mode;
 
 /* Passes 3 and 4 over the pairs of one slice: bucket rows by window (a
@@ -740,27 +757,30 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
     }
     sel = s->sel;
   }
+  bool adding = mode != UPDATE;
   for (int32_t i = 0; i < nwin; i++) {
-    LM_TRY(journal_reserve(op));
+    if (adding) LM_TRY(journal_reserve(op));
     int32_t before = op->nopen;
     LM_TRY(window_get(op, s->starts[i], &wins[i]));
-    journal(op, wins[i], op->nopen != before);
+    if (adding) journal(op, wins[i], op->nopen != before);
     const uint32_t* wsel = sel + s->offsets[i];
     int64_t m = s->offsets[i + 1] - s->offsets[i];
     uint32_t* wg = gids + s->offsets[i];
     if (op->panes) {
-      LM_TRY(pane_groups(op, wins[i], wsel, m, hashes, wg));
+      LM_TRY(pane_groups(op, wins[i], wsel, m, hashes, adding, wg));
     } else {
       LM_TRY(groups_find_or_add(op, wins[i], wsel, m, hashes, wg));
     }
     /* Groups the updates may touch: EMIT CHANGES rows to reserve (two each). */
     *io_touch += m < wins[i]->t.n ? m : wins[i]->t.n;
-    /* What the updates copy or add (strings, value entries, runs): room now. */
-    for (int32_t a = 0; a < spec->naggs; a++) {
+    /* What the updates copy or add (strings, value entries, runs): room now,
+     * for the whole chunk (prepared in its first pass when it has several
+     * slices). */
+    for (int32_t a = 0; adding && a < spec->naggs; a++) {
       const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
       const uint32_t* at =
           spec->aggs[a].order == NULL && op->arg_pos[a] ? pos + s->offsets[i] : wsel;
-      LM_TRY(lm_agg_states_prepare(&wins[i]->aggs[a], arg, at, m));
+      LM_TRY(lm_agg_states_prepare(&wins[i]->aggs[a], arg, at, m, op->jseq));
     }
   }
   if (mode == UPDATE_GROUPS) return LAMINAR_OK;
@@ -1062,6 +1082,7 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
     if (pass == 0) {
       op->late_rows = late_before;
       op->nlate = nlate_before;
+      if (rc == LAMINAR_OK) rc = window_settle(op);
       if (rc == LAMINAR_OK) rc = window_check_bound(op);
       if (rc == LAMINAR_OK && spec->emit_changes) rc = lm_op_rows_reserve(op, 2 * touch);
     }

@@ -54,50 +54,61 @@ void lm_error_object(laminar_error* err, const char* object, const char* column_
 }
 
 #ifdef LAMINAR_FAULT_INJECTION
-/* Test builds only: the calling thread's allocation countdown (RELIABILITY:
- * fail the N-th allocation, once or from then on). Thread-local, so a test
- * aims at its own calls and the reactor thread is untouched. */
-static _Thread_local int64_t fault_countdown;
-static _Thread_local bool fault_persistent;
-static _Thread_local int64_t fault_failures;
+/* Test builds only (RELIABILITY: fail the N-th allocation or I/O step, once
+ * or from then on). One countdown of each kind for the process, counted by
+ * the threads that joined: the test's thread (by setting one) and sink
+ * threads (lm_fault_join: a sink's work runs there, sink/queue.c). The
+ * reactor and background threads are untouched. */
+static _Thread_local bool fault_joined;
+
+void lm_fault_join(void) { fault_joined = true; }
+
+/* Allocations. */
+static atomic_int_fast64_t fault_countdown;
+static atomic_bool fault_persistent;
+static atomic_int_fast64_t fault_failures;
 
 void lm_fault_alloc_set(int64_t nth, bool persistent) {
-  fault_countdown = nth > 0 ? nth : 0;
-  fault_persistent = persistent;
-  fault_failures = 0;
+  atomic_store(&fault_countdown, 0); /* off while the rest is set */
+  atomic_store(&fault_persistent, persistent);
+  atomic_store(&fault_failures, 0);
+  atomic_store(&fault_countdown, nth > 0 ? nth : 0);
+  fault_joined = true;
 }
 
-int64_t lm_fault_alloc_failures(void) { return fault_failures; }
+int64_t lm_fault_alloc_failures(void) { return atomic_load(&fault_failures); }
 
-int64_t lm_fault_alloc_remaining(void) { return fault_countdown; }
+int64_t lm_fault_alloc_remaining(void) { return atomic_load(&fault_countdown); }
 
+/* Whether this allocation fails: the countdown reached it (and stays at 1,
+ * failing every later one, when persistent). */
 static bool fault_now(void) {
-  if (fault_countdown == 0) return false;
-  if (fault_countdown > 1) {
-    fault_countdown--;
-    return false;
+  if (!fault_joined) return false;
+  int_fast64_t c = atomic_load(&fault_countdown);
+  while (c > 0) {
+    int_fast64_t next = c > 1 ? c - 1 : atomic_load(&fault_persistent) ? 1 : 0;
+    if (c == 1 && next == 1) break; /* persistent: every one fails from now */
+    if (atomic_compare_exchange_weak(&fault_countdown, &c, next)) break;
   }
-  if (!fault_persistent) fault_countdown = 0;
-  fault_failures++;
+  if (c != 1) return false;
+  atomic_fetch_add(&fault_failures, 1);
   return true;
 }
-/* I/O: one countdown, counted by the threads that set it or joined it. */
+
+/* I/O. */
 static atomic_int_fast64_t io_countdown;
 static atomic_int io_error;
-static _Thread_local bool io_joined;
 
 void lm_fault_io_set(int64_t nth, int error) {
   atomic_store(&io_error, error);
   atomic_store(&io_countdown, nth > 0 ? nth : 0);
-  io_joined = true;
+  fault_joined = true;
 }
-
-void lm_fault_io_join(void) { io_joined = true; }
 
 int64_t lm_fault_io_remaining(void) { return atomic_load(&io_countdown); }
 
 int lm_fault_io(void) {
-  if (!io_joined) return 0;
+  if (!fault_joined) return 0;
   int_fast64_t c = atomic_load(&io_countdown);
   while (c > 0) {
     if (atomic_compare_exchange_weak(&io_countdown, &c, c - 1))

@@ -72,29 +72,61 @@ char* lm_strdup(const char* s);
 void lm_free(void* p);
 
 #ifdef LAMINAR_FAULT_INJECTION
-/* Test builds (CMake LAMINAR_FAULT_INJECTION=ON): make the calling thread's
- * nth allocation through the functions above fail (1 = the next one), and
- * with `persistent` every later one too; nth = 0 turns it off. The count of
- * allocations failed since the last set is lm_fault_alloc_failures();
- * lm_fault_alloc_remaining() is the countdown (0: off), to pause and resume. */
+/* Test builds (CMake LAMINAR_FAULT_INJECTION=ON): make the nth allocation
+ * through the functions above fail (1 = the next one), and with `persistent`
+ * every later one too; nth = 0 turns it off. One countdown for the process,
+ * counted by the joined threads only: the thread that sets it and sink
+ * threads (lm_fault_join, sink/queue.c); the reactor and background threads
+ * are untouched. The count of allocations failed since the last set is
+ * lm_fault_alloc_failures(); lm_fault_alloc_remaining() is the countdown
+ * (0: off), to pause and resume. */
 void lm_fault_alloc_set(int64_t nth, bool persistent);
 int64_t lm_fault_alloc_failures(void);
 int64_t lm_fault_alloc_remaining(void);
 
 /* The same for I/O: the nth I/O step of src/store and src/sink (a write, a
- * flush, a rename, a segment allocation) made by the calling thread or a
- * sink thread (which joins with lm_fault_io_join: the writes of a sink run
- * there, sink/queue.c) fails with errno `error`; lm_fault_io() is the check
- * those steps make. One countdown for the process, counted by the joined
- * threads only: the reactor and background threads are untouched. */
+ * flush, a rename, a segment allocation) made by a joined thread fails with
+ * errno `error`; lm_fault_io() is the check those steps make. */
 void lm_fault_io_set(int64_t nth, int error);
 int64_t lm_fault_io_remaining(void);
 int lm_fault_io(void);
-void lm_fault_io_join(void);
+/* The calling thread counts in both countdowns from now on (a sink thread:
+ * its writes and allocations are the database's). */
+void lm_fault_join(void);
 #else
 static inline int lm_fault_io(void) { return 0; }
-static inline void lm_fault_io_join(void) {}
+static inline void lm_fault_join(void) {}
 #endif
+
+/* ---- durations: the one unit table (SQL INTERVAL, options, config) ---------- */
+
+/* Milliseconds in one unit word s[0..n) (singular, plural or abbreviated, any
+ * case: ms, msec, s, sec, second, m, min, minute, h, hr, hour, d, day and
+ * their plurals); false if unknown. */
+bool lm_interval_unit(const char* s, size_t n, int64_t* out_ms);
+/* The quoted text of an INTERVAL: one bare quantity (its unit follows the
+ * quotes), or one or more "quantity unit" terms summed ('5 seconds', '100ms',
+ * '1h 30m', '1 hour 30 minutes'), blanks optional between a quantity and its unit
+ * and around terms. */
+typedef struct lm_interval_text {
+  bool bare;   /* a quantity alone: is_int/iv/dv hold it */
+  bool is_int; /* exact: iv (bare) or ms (terms) */
+  int64_t iv;
+  double dv;
+  int64_t ms;    /* terms: the sum in milliseconds when is_int */
+  double dms;    /* terms: the sum in milliseconds when not is_int */
+  bool overflow; /* an exact sum left int64 */
+  size_t bad;    /* on failure: offset of the offending part */
+  const char* why;
+} lm_interval_text;
+/* Parse s[0..n) as above; false with it->bad and it->why on failure. */
+bool lm_interval_parse_text(const char* s, size_t n, lm_interval_text* it);
+/* A duration as an option or config value takes: "none" or "off" (-1, when
+ * the caller allows it), a whole or decimal number of milliseconds, or
+ * quantity-unit terms as INTERVAL text takes ('10 seconds', '100ms',
+ * '1h 30m'); not negative, at most 10^15 ms; fractions of a millisecond
+ * round half up. */
+bool lm_interval_parse_ms(const char* text, int64_t* out_ms);
 
 /* Case-insensitive ASCII comparison of NUL-terminated / counted strings. */
 bool lm_streq_nocase(const char* a, const char* b);

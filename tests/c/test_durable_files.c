@@ -80,6 +80,31 @@ static bool regular(const char* path) {
   return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* CREATE SINK o FROM s writing jsonl files into directory `path`. */
+static int create_sink(laminar_db* db, const char* path) {
+  char sql[512];
+  laminar_error err;
+  snprintf(sql, sizeof sql,
+           "CREATE SINK o FROM s INTO FILE (path = '%s', format = 'jsonl')", path);
+  CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
+  return 0;
+}
+
+/* Push rows a and b into t, run them through, checkpoint (the sink commits
+ * epoch 1) and close the database. */
+static int push_commit_close(laminar_db* db) {
+  laminar_error err;
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
+  kv_row rows[2] = {{"a", 1, 0, 0}, {"b", 2, 0, 0}};
+  CHECK(push_kv(src, rows, 2, 0, &err) == 0);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  return 0;
+}
+
 /* Links planted at catalog.sql.tmp, at the next checkpoint's temporary and at
  * a sink's staging file are replaced; the file they point at is untouched and
  * every real file is written where it belongs. */
@@ -103,18 +128,8 @@ static int test_planted_links_not_followed(void) {
   CHECK(mkdir(sinks, 0755) == 0);
   snprintf(p, sizeof p, "%s/.part-00000000000000000001.jsonl.pending", sinks);
   CHECK(plant(root, p) == 0);
-  char sql[256];
-  snprintf(sql, sizeof sql,
-           "CREATE SINK o FROM s INTO FILE (path = '%s', format = 'jsonl')", sinks);
-  CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
-  laminar_source* src;
-  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
-  kv_row rows[2] = {{"a", 1, 0, 0}, {"b", 2, 0, 0}};
-  CHECK(push_kv(src, rows, 2, 0, &err) == 0);
-  laminar_source_close(src);
-  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  CHECK(create_sink(db, sinks) == 0);
+  CHECK(push_commit_close(db) == 0);
   EXPECT(precious_intact(root));
   snprintf(p, sizeof p, "%s/checkpoints/ckpt-00000000000000000001.bin", dir);
   EXPECT(regular(p));
@@ -309,7 +324,7 @@ static bool holds_prefix(const char* dir, const char* prefix) {
  * in the directory that was checked (now renamed), nothing in the data
  * directory; and a reopen refuses the path, which now leads inside. */
 static int test_sink_swapped_for_symlink(void) {
-  char root[64], dir[96], out[128], moved[128], sql[512], p[256];
+  char root[64], dir[96], out[128], moved[128], p[256];
   CHECK(make_root(root, sizeof root, dir, sizeof dir) == 0);
   laminar_db* db;
   laminar_error err;
@@ -317,19 +332,10 @@ static int test_sink_swapped_for_symlink(void) {
   CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
   snprintf(out, sizeof out, "%s/out", root);
   snprintf(moved, sizeof moved, "%s/out.moved", root);
-  snprintf(sql, sizeof sql,
-           "CREATE SINK o FROM s INTO FILE (path = '%s', format = 'jsonl')", out);
-  CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
+  CHECK(create_sink(db, out) == 0);
   CHECK(rename(out, moved) == 0);
   CHECK(symlink(dir, out) == 0);
-  laminar_source* src;
-  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
-  kv_row rows[2] = {{"a", 1, 0, 0}, {"b", 2, 0, 0}};
-  CHECK(push_kv(src, rows, 2, 0, &err) == 0);
-  laminar_source_close(src);
-  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  CHECK(push_commit_close(db) == 0);
   EXPECT(!holds_prefix(dir, "part-") && !holds_prefix(dir, ".part-"));
   snprintf(p, sizeof p, "%s/part-00000000000000000001.jsonl", moved);
   EXPECT(regular(p));

@@ -13,6 +13,7 @@
 #include "util/util.h"
 
 #include <math.h>
+#include <pthread.h>
 
 #include "arrow_build.h"
 #include "lm_test.h"
@@ -246,7 +247,55 @@ static int test_cores2_every_allocation_fails_once(void) {
   return rc;
 }
 
+/* The allocation countdown is one for the process, counted by the thread
+ * that set it and by threads that joined it (sink threads, lm_fault_join),
+ * never by others: a joined thread's allocations fail like the test's own. */
+typedef struct alloc_probe {
+  bool join;
+  int nalloc;
+  int failed_at; /* 1-based, 0: none failed */
+} alloc_probe;
+
+static void* probe_allocations(void* arg) {
+  alloc_probe* p = arg;
+  if (p->join) lm_fault_join();
+  for (int i = 1; i <= p->nalloc; i++) {
+    void* m = lm_malloc(16);
+    if (m == NULL && p->failed_at == 0) p->failed_at = i;
+    lm_free(m);
+  }
+  return NULL;
+}
+
+static int test_countdown_spans_joined_threads(void) {
+  lm_fault_alloc_set(4, false);
+  void* mine = lm_malloc(16); /* the setter's own: 1 */
+  CHECK(mine != NULL);
+  lm_free(mine);
+  alloc_probe other = {false, 10, 0}, sink = {true, 10, 0};
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, probe_allocations, &other) == 0);
+  CHECK(pthread_join(t, NULL) == 0);
+  EXPECT(other.failed_at == 0); /* not joined: untouched */
+  EXPECT(lm_fault_alloc_remaining() == 3);
+  CHECK(pthread_create(&t, NULL, probe_allocations, &sink) == 0);
+  CHECK(pthread_join(t, NULL) == 0);
+  printf("joined thread's allocation %d failed (countdown 4, one made first)\n",
+         sink.failed_at);
+  EXPECT(sink.failed_at == 3); /* 2, 3 pass; 4 fails */
+  EXPECT(lm_fault_alloc_failures() == 1 && lm_fault_alloc_remaining() == 0);
+  /* Persistent: every later allocation of a joined thread fails too. */
+  lm_fault_alloc_set(2, true);
+  alloc_probe again = {true, 5, 0};
+  CHECK(pthread_create(&t, NULL, probe_allocations, &again) == 0);
+  CHECK(pthread_join(t, NULL) == 0);
+  lm_fault_alloc_set(0, false);
+  EXPECT(again.failed_at == 2);
+  return 0;
+}
+
 static const lm_test_case cases[] = {
+    {"countdown_spans_joined_threads", test_countdown_spans_joined_threads},
     {"every_allocation_fails_once", test_every_allocation_fails_once},
     {"every_allocation_fails_from_then_on", test_every_allocation_fails_from_then_on},
     {"cores2_every_allocation_fails_once", test_cores2_every_allocation_fails_once},

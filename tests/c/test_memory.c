@@ -5,7 +5,7 @@
  * for memory (the bound, or an allocation failure) leaves the state as it
  * was, so a retry gives the uninterrupted answer.
  */
-/* lm_ctest: TIMEOUT 180 */
+/* lm_ctest: TIMEOUT 900 */
 #define _POSIX_C_SOURCE 200809L
 #include "lm_test.h"
 #include "lm_test_metrics.h"
@@ -413,7 +413,11 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap,
       "FROM t GROUP BY k, session(v, INTERVAL '0.6' SECOND) EMIT CHANGES",
       "CREATE SOURCE t (k VARCHAR, v BIGINT, _weight BIGINT);"
       "CREATE STREAM g AS SELECT k, COUNT(DISTINCT v) AS n, SUM(v) AS s, MIN(v) AS lo, "
-      "LAST(k) AS mk FROM t GROUP BY k EMIT CHANGES"};
+      "LAST(k) AS mk FROM t GROUP BY k EMIT CHANGES",
+      "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' HOUR);"
+      "CREATE STREAM g AS SELECT k, COUNT(DISTINCT v) AS n, SUM(v) AS s, MIN(v) AS lo, "
+      "MAX(k) AS mk FROM t "
+      "GROUP BY k, hop(v, INTERVAL '8' SECOND, INTERVAL '1' SECOND) EMIT CHANGES"};
   /* Variant 2: variant 0 with a batch B of more rows than one pass of the
    * window operator takes (65536): its groups go in by a first pass over all.
    * Variant 3: aggregates that allocate as they update (COUNT(DISTINCT), MAX
@@ -424,14 +428,26 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap,
    * two, keys 1000..1999 are new. */
   /* Variant 6: a changelog input (weighted states: value entries, runs),
    * B retracting some of A's rows and adding others twice. */
+  /* Variants 7 to 10 (issue 20): B of more (row, window) pairs than one
+   * pass of the window operator takes (65536), with aggregates that allocate
+   * as they update: 7 is variant 3, 8 hopping windows with EMIT CHANGES
+   * (8 windows a row, 9000 rows), 9 variant 6 (changelog),
+   * 10 variant 5 (sessions, EMIT CHANGES). */
+  bool big = variant >= 7;
+  if (big) variant = variant == 7 ? 3 : variant == 8 ? 7 : variant == 9 ? 6 : 5;
   bool session = variant == 4 || variant == 5;
   bool changelog = variant == 6;
   const char* text = variant == 2   ? sql[0]
                      : variant == 3 ? sql[2]
                                     : sql[variant - (variant > 3)];
   CHECK_CODE(laminar_execute(db, text, &err), LAMINAR_OK, &err);
-  int64_t nb = variant == 2 ? 70000 : 5000, mod = variant == 2 ? 5000 : 0;
-  int64_t nkeys = session ? 2000 : 6500;
+  int64_t nb = variant == 2 || big ? 70000 : 5000, mod = variant == 2 || big ? 5000 : 0;
+  if (big && variant == 3) nb = 270000; /* four slices: the later ones need more room */
+  if (variant == 7) { /* 8 windows a row: 72000 pairs, of 100 keys */
+    nb = 9000;
+    mod = 100;
+  }
+  int64_t nkeys = session ? (big ? 70000 : 2000) : 6500;
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   CHECK(push_keys_weighted(src, 0, 3000, session ? 1000 : 0, changelog, 0, &err) == 0);
@@ -483,8 +499,10 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap,
   return 0;
 }
 
-static int test_fault_batch_all_or_nothing(void) {
-  for (int64_t variant = 0; variant <= 6; variant++) {
+/* fault_run of each of variants first .. last with its nth allocation
+ * failing, n = 1, 2, ... until one runs without a failure. */
+static int fault_variants(int64_t first, int64_t last) {
+  for (int64_t variant = first; variant <= last; variant++) {
     char want[512], got[512];
     bool failed;
     CHECK(fault_run(0, variant, want, sizeof want, &failed) == 0);
@@ -505,11 +523,27 @@ static int test_fault_batch_all_or_nothing(void) {
   }
   return 0;
 }
+
+static int test_fault_batch_all_or_nothing(void) { return fault_variants(0, 6); }
+
+/* Batches of more (row, window) pairs than the window operator assigns at
+ * once (issue 20): all or nothing at every allocation, with strings and
+ * COUNT(DISTINCT) (GROUP BY, hopping windows with EMIT CHANGES), a
+ * changelog input, and session windows. */
+static int test_fault_big_distinct(void) { return fault_variants(7, 7); }
+static int test_fault_big_hop(void) { return fault_variants(8, 8); }
+static int test_fault_big_changelog(void) { return fault_variants(9, 9); }
+static int test_fault_big_session(void) { return fault_variants(10, 10); }
 #else
 static int test_fault_batch_all_or_nothing(void) {
   printf("needs LAMINAR_FAULT_INJECTION\n");
   return LM_TEST_SKIP;
 }
+
+static int test_fault_big_distinct(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_big_hop(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_big_changelog(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_big_session(void) { return test_fault_batch_all_or_nothing(); }
 #endif
 
 static const lm_test_case cases[] = {
@@ -518,6 +552,10 @@ static const lm_test_case cases[] = {
     {"state_bound", test_state_bound},
     {"view_and_session_bounds", test_view_and_session_bounds},
     {"fault_batch_all_or_nothing", test_fault_batch_all_or_nothing},
+    {"fault_big_distinct", test_fault_big_distinct},
+    {"fault_big_hop", test_fault_big_hop},
+    {"fault_big_changelog", test_fault_big_changelog},
+    {"fault_big_session", test_fault_big_session},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }

@@ -505,3 +505,48 @@ def test_close_while_a_push_is_blocked_does_not_hang() -> None:
     assert not t.is_alive()
     assert outcome == ["LDB-3006"]
     assert sub.closed
+
+
+def test_push_batch_longer_than_the_queue_says_what_went_in() -> None:
+    """A push_batch of more batches than the queue holds, stopped midway.
+
+    The runtime is stopped while the call waits for room behind a subscriber
+    nobody reads: the error says exactly which batches went in (the first
+    ``ingested_batches``, ``ingested_rows`` rows), and those are the rows the
+    stream delivers; pushing the rest completes the input once.
+    """
+    db = laminardb.open(buffer_size=2)
+    db.execute("CREATE SOURCE t (v BIGINT); CREATE STREAM s AS SELECT v FROM t")
+    sub = db.subscribe("s")
+    db.start()
+    src = db.source("t")
+    batches = [pa.record_batch({"v": [3 * i, 3 * i + 1, 3 * i + 2]}) for i in range(20)]
+    stopper = threading.Timer(0.5, db.stop)
+    stopper.start()
+    with pytest.raises(laminardb.LaminarError) as info:
+        src.push_batch(batches)
+    stopper.join()
+    e = info.value
+    assert e.ingested_batches is not None, e
+    assert 0 < e.ingested_batches < len(batches), e
+    assert e.ingested_rows == 3 * e.ingested_batches
+    assert f"{e.ingested_batches} of the 20 batch(es) ({e.ingested_rows} rows)" in str(e)
+
+    def drain() -> list[int]:
+        got: list[int] = []
+        while True:
+            batch = sub.poll(timeout=0)
+            if batch is None:
+                db.run_until_idle()
+                batch = sub.poll(timeout=0)
+                if batch is None:
+                    return got
+            got.extend(batch.column("v").to_pylist())
+
+    assert sorted(drain()) == list(range(e.ingested_rows))
+    rest: list[int] = []
+    for batch in batches[e.ingested_batches :]:  # the rest, once
+        src.push(batch)
+        rest.extend(drain())
+    assert sorted(rest) == list(range(e.ingested_rows, 60))
+    db.close()

@@ -73,6 +73,10 @@ class LaminarError(Exception):
         column: 1-based column in the SQL text, or None when not SQL.
         object: The source or stream concerned, or None when unknown.
         column_name: The column concerned, or None when unknown.
+        ingested_batches: For :meth:`laminardb.Source.push_batch` of more
+            batches than the queue holds, stopped midway: how many of its
+            batches were ingested (the first ones); None otherwise.
+        ingested_rows: The rows of those batches; None otherwise.
 
     Example:
         >>> import laminardb
@@ -115,6 +119,8 @@ class LaminarError(Exception):
         self.column = column
         self.object = object_name
         self.column_name = column_name
+        self.ingested_batches: int | None = None
+        self.ingested_rows: int | None = None
 
     def __str__(self) -> str:
         """Return the message, which starts with the code."""

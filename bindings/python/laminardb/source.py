@@ -34,7 +34,7 @@ from laminardb._arrow import (
 )
 from laminardb._handle import NamedHandle
 from laminardb._laminar_cffi import ffi, lib
-from laminardb.errors import PUSH_TIMEOUT, error_for, misuse, raise_for
+from laminardb.errors import PUSH_TIMEOUT, LaminarError, error_for, misuse, raise_for
 
 __all__ = ["Source"]
 
@@ -366,8 +366,15 @@ class Source(NamedHandle):
                 queue (in slices of :data:`WAIT_SLICE_MS`, as :meth:`push`):
                 nothing of the call was ingested when the batches fit the
                 queue (``buffer_size``); a longer call goes in a queue's
-                capacity at a time, and the note on the exception says how
-                many batches were ingested.
+                capacity at a time, and the exception's ``ingested_batches``
+                and ``ingested_rows`` (and its note) say how much went in.
+
+        A call of more batches than the queue holds cannot be all or nothing:
+        when it fails midway (Ctrl-C, the runtime stopped, the source dropped)
+        its first batches stay ingested, and the exception says exactly how
+        many: ``e.ingested_batches`` and ``e.ingested_rows`` (the LDB error's
+        message ends with them too); push ``batches[e.ingested_batches:]``
+        again. Every other failure ingested nothing (both are 0 or None).
         """
         if isinstance(batches, pa.Table):
             batches = batches.to_batches()
@@ -414,16 +421,54 @@ class Source(NamedHandle):
                 if code != PUSH_TIMEOUT:
                     break
             raise_for(code, err)
+        except LaminarError as exc:
+            if done == 0:
+                raise
+            # A run longer than the queue went in a capacity at a time: say
+            # exactly what of it is in (the core counts it, *out_pushed).
+            raise self._partly_ingested(exc, items, done) from None
         except KeyboardInterrupt as exc:
             # Exact: a slice that timed out took nothing of a run that fits the
             # queue, and says how many of a longer one it took.
+            rows = sum(item.num_rows for item in items[:done])
             _note(exc, f"laminardb: source {self._label}: {done} of the {n} batch(es) were "
-                  "ingested before the interrupt, the rest not")
+                  f"ingested before the interrupt ({rows} rows), the rest not")
+            exc.ingested_batches = done  # type: ignore[attr-defined]
+            exc.ingested_rows = rows  # type: ignore[attr-defined]
             raise
         finally:
             for index in range(n):  # what the core did not take is still ours
                 if arrays[index].release != ffi.NULL:
                     arrays[index].release(arrays + index)
+
+    def _partly_ingested(
+        self, exc: LaminarError, items: list[pa.RecordBatch], done: int
+    ) -> LaminarError:
+        """The error of a :meth:`push_batch` that ingested its first ``done`` batches.
+
+        Args:
+            exc: The engine's error that stopped the call.
+            items: The call's batches, in order.
+            done: How many of them the engine took before the error.
+
+        Returns:
+            An error of the same code whose message ends with the count and
+            whose ``ingested_batches`` / ``ingested_rows`` hold it.
+        """
+        rows = sum(item.num_rows for item in items[:done])
+        out = error_for(
+            exc.number,
+            f"{exc.message}; source {self._label}: {done} of the {len(items)} batch(es) "
+            f"({rows} rows) of this push_batch were ingested before it, the rest not "
+            f"(push batches[{done}:] again)",
+            line=exc.line,
+            column=exc.column,
+            object=exc.object,
+            column_name=exc.column_name,
+        )
+        out.ingested_batches = done
+        out.ingested_rows = rows
+        return out
 
     @property
     def free_slots(self) -> int:

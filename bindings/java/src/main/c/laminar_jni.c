@@ -356,16 +356,17 @@ JNIEXPORT jboolean JNICALL Java_org_laminardb_Native_sourceTryPush(
   return failed(env, code, &err) ? JNI_FALSE : JNI_TRUE;
 }
 
-/* laminar_source_push_batch of the struct arrays at addresses[0..n), all described
- * by the schema at `schema`. The core takes one contiguous C array: the structs are
- * moved into one for the call, and those it did not take are moved back to their
- * addresses (still the caller's to release). Returns how many were ingested (all,
- * on success); throws on failure (the count is then in the arrays' release: NULL
- * for the ingested ones). */
-JNIEXPORT jlong JNICALL Java_org_laminardb_Native_sourcePushBatch(JNIEnv* env, jclass cls,
-                                                                  jlong source,
-                                                                  jlongArray addresses,
-                                                                  jlong schema) {
+/* laminar_source_push_batch_timeout of the struct arrays at addresses[0..n), all
+ * described by the schema at `schema`, waiting at most timeout_ms for room. The
+ * core takes one contiguous C array: the structs are moved into one for the call,
+ * and those it did not take are moved back to their addresses (still the caller's
+ * to release). Returns how many were ingested: all on success, fewer when the wait
+ * timed out (the first ones may be in: a run longer than the queue); throws on any
+ * other failure (the count is then in the arrays' release: NULL for the ingested
+ * ones). */
+JNIEXPORT jlong JNICALL Java_org_laminardb_Native_sourcePushBatchTimeout(
+    JNIEnv* env, jclass cls, jlong source, jlongArray addresses, jlong schema,
+    jlong timeout_ms) {
   (void)cls;
   jsize n = addresses != NULL ? (*env)->GetArrayLength(env, addresses) : 0;
   if (n == 0) return 0;
@@ -384,14 +385,15 @@ JNIEXPORT jlong JNICALL Java_org_laminardb_Native_sourcePushBatch(JNIEnv* env, j
   }
   int64_t pushed = 0;
   laminar_error err;
-  laminar_code code = laminar_source_push_batch(
-      SRC(source), run, (int64_t)n, PTR(const struct ArrowSchema, schema), &pushed, &err);
+  laminar_code code = laminar_source_push_batch_timeout(
+      SRC(source), run, (int64_t)n, PTR(const struct ArrowSchema, schema),
+      (int64_t)timeout_ms, &pushed, &err);
   for (jsize i = 0; i < n; i++) { /* what the core did not take goes back */
     if (run[i].release != NULL) *PTR(struct ArrowArray, address[i]) = run[i];
   }
   free(run);
   (*env)->ReleaseLongArrayElements(env, addresses, address, JNI_ABORT);
-  failed(env, code, &err);
+  if (code != LAMINAR_ERR_PUSH_TIMEOUT) failed(env, code, &err);
   return (jlong)pushed;
 }
 

@@ -143,10 +143,12 @@ final class Native {
   static native boolean sourceTryPush(long source, long arrayAddress, long schemaAddress);
 
   /**
-   * laminar_source_push_batch of the struct arrays at {@code arrayAddresses}: the ones the
-   * core did not take are back at their addresses (release not NULL) after the call.
+   * laminar_source_push_batch_timeout of the struct arrays at {@code arrayAddresses}: the
+   * ones the core did not take are back at their addresses (release not NULL) after the
+   * call. Returns how many it took: fewer than all when no room came within timeoutMs.
    */
-  static native long sourcePushBatch(long source, long[] arrayAddresses, long schemaAddress);
+  static native long sourcePushBatchTimeout(
+      long source, long[] arrayAddresses, long schemaAddress, long timeoutMs);
 
   /** laminar_source_has_capacity. */
   static native boolean sourceHasCapacity(long source, long n);

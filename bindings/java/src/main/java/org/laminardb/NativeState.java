@@ -40,6 +40,11 @@ final class NativeState {
     final Set<Child> children = ConcurrentHashMap.newKeySet();
     /** True between a successful start() and stop() made through this binding. */
     volatile boolean started;
+    /**
+     * Set when close() begins: a push waiting for room (in slices, holding the read
+     * lock) gives up at its next slice instead of keeping close() waiting.
+     */
+    volatile boolean closing;
     private long pointer;
     private BufferAllocator allocator; // typed sources and subscriptions; closed last
 
@@ -80,6 +85,7 @@ final class NativeState {
     /** Close the children, then the database; idempotent (close() and the Cleaner). */
     @Override
     public void run() {
+      closing = true;
       lock.writeLock().lock();
       try {
         if (pointer == 0) {
@@ -113,6 +119,8 @@ final class NativeState {
     final Db db;
     final String label;
     private long pointer;
+    /** Set when close() begins (as Db.closing, for this handle's waits). */
+    volatile boolean closing;
 
     Child(Db db, long pointer, String label) {
       this.db = db;
@@ -151,6 +159,7 @@ final class NativeState {
     /** Close: under db's read lock (the db may be closing: then it frees us). */
     @Override
     public final void run() {
+      closing = true;
       db.lock.readLock().lock();
       try {
         free();

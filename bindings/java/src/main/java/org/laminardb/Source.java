@@ -3,9 +3,7 @@ package org.laminardb;
 import java.lang.ref.Cleaner;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.locks.LockSupport;
 import org.apache.arrow.c.ArrowArray;
-import org.apache.arrow.c.ArrowArrayStream;
 import org.apache.arrow.c.ArrowSchema;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
@@ -35,7 +33,6 @@ public final class Source implements AutoCloseable {
     private Schema exportedSchema; // the Arrow schema `cSchema` describes
     private BufferAllocator exportedAllocator; // where cSchema lives
     private ArrowSchema cSchema; // exported once, borrowed by every push
-    long capacity; // the queue's capacity in messages, once known (pushBatch)
 
     State(NativeState.Db db, long pointer, String name) {
       super(db, pointer, "source '" + name + "'");
@@ -159,9 +156,7 @@ public final class Source implements AutoCloseable {
       return Native.sourceTryPush(p, array, schema);
     }
     while (!Native.sourcePushTimeout(p, array, schema, WAIT_SLICE_MS)) {
-      if (Thread.currentThread().isInterrupted()) {
-        throw interrupted("the batch was not ingested (push it again)");
-      }
+      checkWait("the batch was not ingested (push it again)");
     }
     return true;
   }
@@ -221,12 +216,13 @@ public final class Source implements AutoCloseable {
    * before any is queued, then queued in order as one run (no other producer's batch
    * lands between them) with one wake-up of the runtime. Cheaper than one push each.
    *
-   * <p>While the runtime runs, the call first waits until the queue has room for the
-   * whole run (in slices of at most 10 ms, whatever the source's back-pressure policy;
-   * an {@link Thread#interrupt()} ends the wait with LDB-3009 and nothing of the run
-   * ingested), then hands it over. A run longer than the queue holds goes in runs of
-   * the queue's capacity, each validated and queued whole, in order; if one fails, the
-   * runs before it stay ingested and the exception's message counts them.
+   * <p>It goes through {@code laminar_source_push_batch_timeout} in wait slices of 100
+   * ms: a run that fits the queue waits for room for all of it (block back-pressure,
+   * runtime running) and goes in whole or not at all; an {@link Thread#interrupt()} ends
+   * the wait with LDB-3009, and a {@link #close()} of this source or of its database on
+   * another thread with LDB-9002 (close() does not wait for it). A run longer than the
+   * queue goes in a queue's capacity at a time, in order; if the call stops midway, the
+   * batches before stay ingested and the exception's message counts them.
    *
    * @param roots the batches, all with the same schema (each is exported, not modified)
    * @throws LaminarException as {@link #push(VectorSchemaRoot)}; a rejected batch's
@@ -355,25 +351,26 @@ public final class Source implements AutoCloseable {
   }
 
   /**
-   * The body of pushBatch: the exported arrays in runs that fit the queue, each waited
-   * for (runtime running) and handed to laminar_source_push_batch. Arrays the core took
-   * have release NULL afterwards.
+   * The body of pushBatch: the exported arrays handed to laminar_source_push_batch_timeout
+   * in wait slices of {@link #WAIT_SLICE_MS} (a run that fits the queue waits for room
+   * for all of it; a longer one goes in a queue's capacity at a time), so an interrupt or
+   * a close() on another thread ends the wait. Arrays the core took have release NULL
+   * afterwards.
    */
   private void pushRuns(long p, List<ArrowArray> arrays, long schema) {
+    int n = arrays.size();
     int done = 0;
-    while (done < arrays.size()) {
-      int run = arrays.size() - done;
-      if (state.db.started) {
-        run = (int) Math.min(run, capacity(p));
-        awaitRoom(p, run, done);
-      }
-      long[] addresses = new long[run];
-      for (int i = 0; i < run; i++) {
-        addresses[i] = arrays.get(done + i).memoryAddress();
+    while (done < n) {
+      long[] addresses = new long[n - done];
+      for (int i = done; i < n; i++) {
+        addresses[i - done] = arrays.get(i).memoryAddress();
       }
       try {
-        done += (int) Native.sourcePushBatch(p, addresses, schema);
+        done += (int) Native.sourcePushBatchTimeout(p, addresses, schema, WAIT_SLICE_MS);
       } catch (LaminarException e) {
+        while (done < n && arrays.get(done).snapshot().release == 0) {
+          done++; // taken by the core before it failed
+        }
         if (done == 0) {
           throw e;
         }
@@ -388,56 +385,33 @@ public final class Source implements AutoCloseable {
         counted.initCause(e);
         throw counted;
       }
-    }
-  }
-
-  /** Wait (runtime running) until the queue has room for `run` messages. */
-  private void awaitRoom(long p, int run, int done) {
-    long sleepNs = 100_000; // 0.1 ms, doubling up to 10 ms
-    while (!Native.sourceHasCapacity(p, run)) {
-      if (!state.db.started) {
-        return; // the core answers at once now
-      }
-      if (Thread.currentThread().isInterrupted()) {
-        throw interrupted(
+      if (done < n) { // the slice ended without room
+        checkWait(
             done == 0
                 ? "nothing of this pushBatch call was ingested"
                 : "the first " + done + " batches of this pushBatch call were ingested");
       }
-      LockSupport.parkNanos(sleepNs);
-      sleepNs = Math.min(sleepNs * 2, 10_000_000L);
     }
   }
 
-  /** The queue's capacity in messages (from laminar_pipeline_state, once). */
-  private long capacity(long p) {
-    if (state.capacity <= 0) {
-      state.capacity = queueCapacity(state.db, name);
+  /**
+   * After a wait slice that found no room: LDB-3009 if the thread was interrupted;
+   * LDB-9002 if this source or its database is being closed on another thread (close()
+   * waits for calls in flight, so a wait that went on would keep it waiting for good).
+   * {@code what} says what of the call went in.
+   */
+  private void checkWait(String what) {
+    if (Thread.currentThread().isInterrupted()) {
+      throw interrupted(what);
     }
-    return state.capacity;
-  }
-
-  /** queue_capacity of source `source` in the pipeline state (1 if not found). */
-  private static long queueCapacity(NativeState.Db db, String source) {
-    BufferAllocator allocator = db.allocator();
-    try (ArrowArrayStream stream = ArrowArrayStream.allocateNew(allocator)) {
-      Native.pipelineState(db.require(), stream.memoryAddress());
-      try (ArrowReader reader = Data.importArrayStream(allocator, stream)) {
-        while (reader.loadNextBatch()) {
-          VectorSchemaRoot rows = reader.getVectorSchemaRoot();
-          for (int r = 0; r < rows.getRowCount(); r++) {
-            if ("source".equals(String.valueOf(rows.getVector("kind").getObject(r)))
-                && source.equals(String.valueOf(rows.getVector("name").getObject(r)))) {
-              Object capacity = rows.getVector("queue_capacity").getObject(r);
-              return capacity == null ? 1 : Math.max(1, ((Number) capacity).longValue());
-            }
-          }
-        }
-      }
-    } catch (java.io.IOException e) {
-      throw new LaminarException(9999, "LDB-9999: reading the pipeline state: " + e, 0, 0, "", "");
+    if (state.closing || state.db.closing) {
+      throw LaminarException.misuse(
+          state.label
+              + (state.closing ? " is" : "'s database is")
+              + " being closed on another thread while this call waited for room in its"
+              + " queue; "
+              + what);
     }
-    return 1;
   }
 
   /**
@@ -480,9 +454,7 @@ public final class Source implements AutoCloseable {
       synchronized (state) {
         long p = state.require();
         while (!Native.sourceWatermarkTimeout(p, watermarkMs, WAIT_SLICE_MS)) {
-          if (Thread.currentThread().isInterrupted()) {
-            throw interrupted("the watermark was not sent (send it again)");
-          }
+          checkWait("the watermark was not sent (send it again)");
         }
       }
     } finally {

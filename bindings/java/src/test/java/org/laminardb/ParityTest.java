@@ -213,6 +213,87 @@ class ParityTest extends AllocatorTest {
     }
   }
 
+  /**
+   * A push, pushBatch (a run that fits the queue, and one longer than it) or watermark
+   * waiting for room behind a subscriber that reads nothing, and close() on another
+   * thread: close() does not wait for it -- the waiting call ends within a wait slice
+   * with LDB-9002 saying the database (or the source) is being closed -- and nothing
+   * of a run that fits the queue went in.
+   */
+  @Test
+  void closeOnAnotherThreadEndsAWaitForRoom() throws InterruptedException {
+    for (int kind = 0; kind < 5; kind++) {
+      boolean closeSource = kind == 4;
+      LaminarDB db = LaminarDB.open(new Config().bufferSize(2));
+      db.execute(SQL);
+      Source source = db.source("t");
+      Subscription sub = db.subscribe("s", allocator);
+      db.start();
+      long next = 0;
+      for (int i = 0; i < 1000; i++) { // fill the subscriber's, the reactor's, the source's room
+        try (VectorSchemaRoot one = rows(next, 1)) {
+          if (!source.tryPush(one)) {
+            break;
+          }
+        }
+        next++;
+        Thread.sleep(2);
+      }
+      assertFalse(source.hasCapacity(), "the queue never filled");
+      AtomicReference<Throwable> thrown = new AtomicReference<>();
+      final int which = kind;
+      final long first = next;
+      Thread pusher =
+          new Thread(
+              () -> {
+                List<VectorSchemaRoot> roots = new ArrayList<>();
+                try {
+                  for (int i = 0; i < (which == 2 ? 5 : 2); i++) {
+                    roots.add(rows(first + i, 1));
+                  }
+                  if (which == 0 || which == 4) {
+                    source.push(roots.get(0));
+                  } else if (which == 3) {
+                    source.watermark(Long.MAX_VALUE);
+                  } else {
+                    source.pushBatch(roots);
+                  }
+                } catch (Throwable t) {
+                  thrown.set(t);
+                } finally {
+                  roots.forEach(VectorSchemaRoot::close);
+                }
+              });
+      pusher.setDaemon(true); // a call that waits for good must not hold the JVM
+      pusher.start();
+      Thread.sleep(300); // it waits for room
+      assertTrue(pusher.isAlive(), "call " + kind + " did not wait for room");
+      long t0 = System.nanoTime();
+      Thread closer = new Thread(closeSource ? source::close : db::close); // (db: sub too)
+      closer.setDaemon(true); // a close() that waits for good must not hold the JVM
+      closer.start();
+      closer.join(5000);
+      pusher.join(5000);
+      double seconds = (System.nanoTime() - t0) / 1e9;
+      assertFalse(closer.isAlive(), "close() waited for call " + kind);
+      assertFalse(pusher.isAlive(), "close() did not end call " + kind);
+      assertTrue(seconds < 3.0, "close() took " + seconds + " s");
+      assertNotNull(thrown.get(), "call " + kind);
+      LaminarException e = (LaminarException) thrown.get();
+      assertEquals("LDB-9002", e.code(), e.getMessage());
+      assertTrue(e.getMessage().contains("being closed on another thread"), e.getMessage());
+      if (kind == 1) {
+        assertTrue(e.getMessage().contains("nothing of this pushBatch call"), e.getMessage());
+      }
+      if (closeSource) {
+        assertTrue(source.isClosed());
+        sub.close();
+        db.close();
+      }
+      assertTrue(db.isClosed());
+    }
+  }
+
   @Test
   void pushBatchIsOneRunValidatedWhole() {
     try (LaminarDB db = LaminarDB.open()) {
