@@ -36,14 +36,46 @@ typedef enum lm_agg_fn {
   LM_AGG_MAX = 6,
   LM_AGG_FIRST = 7,         /* FIRST_VALUE / FIRST: the value of the earliest row */
   LM_AGG_LAST = 8,          /* LAST_VALUE / LAST: the value of the latest row */
-  LM_AGG_COUNT_DISTINCT = 9 /* COUNT(DISTINCT x) */
+  LM_AGG_COUNT_DISTINCT = 9, /* COUNT(DISTINCT x) */
+  /* The moment aggregates: over DOUBLE arguments (the binder casts), rows
+   * with a NULL argument skipped; a count, means and centered second moments
+   * updated by Welford's rule (a retraction is the inverse update) and
+   * merged by Chan's. Two-argument ones take (y, x) as DuckDB: y in `arg`,
+   * x in `order`. */
+  LM_AGG_VAR_SAMP = 10,
+  LM_AGG_VAR_POP = 11,
+  LM_AGG_STDDEV_SAMP = 12,
+  LM_AGG_STDDEV_POP = 13,
+  LM_AGG_COVAR_SAMP = 14,
+  LM_AGG_COVAR_POP = 15,
+  LM_AGG_CORR = 16,
+  LM_AGG_REGR_SLOPE = 17,
+  LM_AGG_REGR_INTERCEPT = 18,
+  LM_AGG_REGR_R2 = 19,
+  LM_AGG_REGR_COUNT = 20
 } lm_agg_fn;
+
+/* An aggregate's SQL name: the function, how many arguments it takes, and
+ * for the moment aggregates the fixed result type. */
+typedef struct lm_agg_def {
+  const char* name;
+  lm_agg_fn fn;
+  int32_t nargs; /* 1 or 2 (COUNT also takes '*') */
+} lm_agg_def;
+
+/* The aggregate named `name` (case-insensitive), NULL if none. Aliases:
+ * stddev = stddev_samp, variance = var_samp, first_value = first,
+ * last_value = last; bool_and / bool_or are MIN / MAX of a BOOLEAN. */
+const lm_agg_def* lm_agg_find(const char* name);
+/* True for the moment aggregates (LM_AGG_VAR_SAMP .. LM_AGG_REGR_COUNT). */
+bool lm_agg_is_moments(lm_agg_fn fn);
 
 typedef struct lm_agg_spec {
   lm_agg_fn fn;
   const lm_expr* arg; /* NULL for COUNT(*) */
   /* FIRST / LAST: the event time ordering the rows (ties: arrival order);
-   * NULL: arrival order only. */
+   * NULL: arrival order only. Two-argument aggregates (covar, corr, regr_*):
+   * their second argument. */
   const lm_expr* order;
   lm_type
       result_type; /* COUNT: INT64; SUM: INT64 or DOUBLE; AVG: DOUBLE; MIN/MAX: arg's */
@@ -59,7 +91,14 @@ typedef struct lm_agg_states {
   lm_type arg_type; /* LM_TYPE_NULL for COUNT(*) */
   lm_type result_type;
   int64_t cap;
-  int64_t* count; /* COUNT, COUNT(*), AVG */
+  int64_t* count; /* COUNT, COUNT(*), AVG, moments (rows with no NULL argument) */
+  /* Moment aggregates: the means of the first (a) and second (b) argument,
+   * their centered sums of squares (q_a, q_b) and co-moment (c_ab). */
+  double* m_a;
+  double* m_b;
+  double* q_a;
+  double* q_b;
+  double* c_ab;
   lm_i128* sum_i; /* SUM/AVG of INT64 */
   double* sum_d;  /* SUM/AVG of DOUBLE */
   int64_t* mm_i;  /* MIN/MAX of INT32/INT64/TIMESTAMP/BOOL */
