@@ -46,6 +46,8 @@ static const lm_agg_def agg_defs[] = {
     {"regr_intercept", LM_AGG_REGR_INTERCEPT, 2},
     {"regr_r2", LM_AGG_REGR_R2, 2},
     {"regr_count", LM_AGG_REGR_COUNT, 2},
+    {"arg_min", LM_AGG_ARG_MIN, 2},
+    {"arg_max", LM_AGG_ARG_MAX, 2},
 };
 
 const lm_agg_def* lm_agg_find(const char* name) {
@@ -93,14 +95,19 @@ static bool uses_minmax(lm_agg_fn fn) { return fn == LM_AGG_MIN || fn == LM_AGG_
  * above every number): -inf for MAX, NaN for MIN, so a fold needs no test of
  * whether a value came yet (`has` still says so, for NULL results). */
 static double minmax_identity(lm_agg_fn fn) { return fn == LM_AGG_MAX ? -INFINITY : NAN; }
+static bool is_arg_minmax(lm_agg_fn fn) { return fn == LM_AGG_ARG_MIN || fn == LM_AGG_ARG_MAX; }
 /* Keeps one value of the argument's type per group. */
-static bool keeps_value(lm_agg_fn fn) { return uses_minmax(fn) || is_first_last(fn); }
+static bool keeps_value(lm_agg_fn fn) {
+  return uses_minmax(fn) || is_first_last(fn) || is_arg_minmax(fn);
+}
 
 void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type) {
   *st = (lm_agg_states){0};
   st->fn = spec->fn;
   st->arg_type = arg_type;
   st->result_type = spec->result_type;
+  st->by_type = is_arg_minmax(spec->fn) && spec->order != NULL ? spec->order->type
+                                                                : LM_TYPE_NULL;
   lm_pool_init(&st->strings);
 }
 
@@ -134,6 +141,15 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
     GROW(ord, cap);
     GROW(vnull, cap);
   }
+  if (is_arg_minmax(st->fn)) {
+    if (st->by_type == LM_TYPE_DOUBLE) {
+      GROW(by_d, cap);
+    } else if (st->by_type == LM_TYPE_STRING) {
+      GROW(by_s, cap);
+    } else {
+      GROW(by_i, cap);
+    }
+  }
   if (st->fn == LM_AGG_COUNT_DISTINCT || (st->weighted && keeps_value(st->fn)))
     GROW(d_head, cap);
   if (lm_agg_is_moments(st->fn)) {
@@ -165,7 +181,9 @@ int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups) {
   if (st->vnull) per += 1;
   if (st->d_head) per += 4;
   per += 8 * ((st->m_a != NULL) + (st->m_b != NULL) + (st->q_a != NULL) +
-              (st->q_b != NULL) + (st->c_ab != NULL));
+              (st->q_b != NULL) + (st->c_ab != NULL) + (st->by_i != NULL) +
+              (st->by_d != NULL));
+  if (st->by_s) per += (int64_t)sizeof(lm_str);
   /* A value-set entry: hash, group, value (16 at most), next, count, time,
    * null flag, run top, and its table slots (about two). */
   int64_t entries = st->d_n * 64 + st->r_n * 20;
@@ -185,6 +203,9 @@ void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
   if (st->d_head) st->d_head[g] = -1;
   if (st->m_a) st->m_a[g] = st->q_a[g] = 0.0;
   if (st->m_b) st->m_b[g] = st->q_b[g] = st->c_ab[g] = 0.0;
+  if (st->by_i) st->by_i[g] = 0;
+  if (st->by_d) st->by_d[g] = 0.0;
+  if (st->by_s) st->by_s[g] = (lm_str){NULL, 0};
 }
 
 void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n) {
@@ -210,6 +231,9 @@ void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n) {
   ZERO_RANGE(q_a);
   ZERO_RANGE(q_b);
   ZERO_RANGE(c_ab);
+  ZERO_RANGE(by_i);
+  ZERO_RANGE(by_d);
+  ZERO_RANGE(by_s);
 #undef ZERO_RANGE
   if (st->d_head) {
     for (int64_t g = first; g < first + n; g++) st->d_head[g] = -1;
@@ -245,6 +269,9 @@ void lm_agg_states_free(lm_agg_states* st) {
   lm_free(st->q_a);
   lm_free(st->q_b);
   lm_free(st->c_ab);
+  lm_free(st->by_i);
+  lm_free(st->by_d);
+  lm_free(st->by_s);
   lm_free(st->d_hash);
   lm_free(st->d_group);
   lm_free(st->d_i);
@@ -560,8 +587,21 @@ static laminar_code run_reserve_n(lm_agg_states* st, int64_t extra) {
   return LAMINAR_OK;
 }
 
+/* Bytes of a copy of every non-NULL string of v's rows sel[j], j < m, each
+ * rounded up to 16 bytes. */
+static size_t string_bytes(const lm_vec* v, const uint32_t* sel, int64_t m) {
+  const lm_str* x = v->data;
+  size_t bytes = 0;
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t r = sel != NULL ? sel[j] : (uint32_t)j;
+    if (v->nulls != NULL && v->nulls[r]) continue;
+    bytes += (size_t)x[r].len + 16;
+  }
+  return bytes;
+}
+
 laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
-                                   const uint32_t* sel, int64_t m) {
+                                   const lm_vec* order, const uint32_t* sel, int64_t m) {
   if (arg == NULL || m <= 0) return LAMINAR_OK;
   /* Value entries: COUNT(DISTINCT)'s; over a changelog MIN/MAX's and
    * FIRST/LAST's too (at most one new entry a row), FIRST/LAST's runs (at
@@ -570,17 +610,12 @@ laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
   bool sets = distinct || (st->weighted && keeps_value(st->fn));
   if (sets) LM_TRY(dset_reserve_n(st, m));
   if (st->weighted && is_first_last(st->fn)) LM_TRY(run_reserve_n(st, m));
-  if (st->arg_type == LM_TYPE_STRING && (distinct || keeps_value(st->fn))) {
-    /* Every row's string copied at most once, each rounded up to 16 bytes. */
-    const lm_str* x = arg->data;
-    size_t bytes = 0;
-    for (int64_t j = 0; j < m; j++) {
-      uint32_t r = sel != NULL ? sel[j] : (uint32_t)j;
-      if (arg->nulls != NULL && arg->nulls[r]) continue;
-      bytes += (size_t)x[r].len + 16;
-    }
-    if (!lm_pool_reserve(&st->strings, bytes)) return LAMINAR_ERR_NOMEM;
-  }
+  /* Every row's string copied at most once (ARG_MIN/ARG_MAX: its x and by). */
+  size_t bytes = 0;
+  if (st->arg_type == LM_TYPE_STRING && (distinct || keeps_value(st->fn)))
+    bytes += string_bytes(arg, sel, m);
+  if (st->by_type == LM_TYPE_STRING && order != NULL) bytes += string_bytes(order, sel, m);
+  if (bytes > 0 && !lm_pool_reserve(&st->strings, bytes)) return LAMINAR_ERR_NOMEM;
   return LAMINAR_OK;
 }
 
@@ -770,7 +805,7 @@ static int32_t fl_pick(const lm_agg_states* st, int64_t g) {
 static laminar_code keep_value(lm_agg_states* st, const lm_vec* arg, uint32_t g,
                                uint32_t r) {
   bool is_null = arg->nulls && arg->nulls[r];
-  st->vnull[g] = is_null;
+  if (st->vnull) st->vnull[g] = is_null;
   st->has[g] = 1;
   if (is_null) return LAMINAR_OK;
   if (st->arg_type == LM_TYPE_DOUBLE) {
@@ -786,9 +821,83 @@ static laminar_code keep_value(lm_agg_states* st, const lm_vec* arg, uint32_t g,
   return LAMINAR_OK;
 }
 
+/* ---- ARG_MIN / ARG_MAX ------------------------------------------------------ */
+
+/* A `by` value (the field of by_type in use). */
+typedef struct byvalue {
+  int64_t i;
+  double d;
+  lm_str s;
+} byvalue;
+
+static byvalue by_at(const lm_agg_states* st, const lm_vec* by, uint32_t r) {
+  byvalue v = {.i = 0};
+  if (st->by_type == LM_TYPE_DOUBLE) {
+    v.d = ((const double*)by->data)[r];
+  } else if (st->by_type == LM_TYPE_STRING) {
+    v.s = ((const lm_str*)by->data)[r];
+  } else {
+    v.i = int_value(by, r);
+  }
+  return v;
+}
+
+static byvalue by_kept(const lm_agg_states* st, int64_t g) {
+  byvalue v = {.i = 0};
+  if (st->by_d) v.d = st->by_d[g];
+  if (st->by_s) v.s = st->by_s[g];
+  if (st->by_i) v.i = st->by_i[g];
+  return v;
+}
+
+/* Whether `by` value v replaces group g's (strictly better: ties keep the
+ * value seen first; DuckDB's order, NaN above every number). */
+static bool by_better(const lm_agg_states* st, byvalue v, int64_t g) {
+  if (!st->has[g]) return true;
+  bool is_min = st->fn == LM_AGG_ARG_MIN;
+  byvalue cur = by_kept(st, g);
+  if (st->by_d) return is_min ? dbl_less(v.d, cur.d) : dbl_less(cur.d, v.d);
+  if (st->by_s) {
+    int c = cmp_str(v.s, cur.s);
+    return is_min ? c < 0 : c > 0;
+  }
+  return is_min ? v.i < cur.i : v.i > cur.i;
+}
+
+/* Group g's `by` is v now (a string copied into the pool unless `same`). */
+static laminar_code by_keep(lm_agg_states* st, bool same, byvalue v, int64_t g) {
+  if (st->by_d) st->by_d[g] = v.d;
+  if (st->by_i) st->by_i[g] = v.i;
+  if (st->by_s) {
+    if (same) {
+      st->by_s[g] = v.s;
+      return LAMINAR_OK;
+    }
+    char* copy = lm_pool_copy(&st->strings, v.s.ptr, (size_t)v.s.len);
+    if (copy == NULL && v.s.len > 0) return LAMINAR_ERR_NOMEM;
+    st->by_s[g] = (lm_str){copy, v.s.len};
+  }
+  return LAMINAR_OK;
+}
+
+static laminar_code argmm_update(lm_agg_states* st, const lm_vec* arg, const lm_vec* by,
+                                 const uint32_t* sel, const uint32_t* gids, int64_t m) {
+  if (arg == NULL || by == NULL) return LAMINAR_ERR_INTERNAL;
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t r = ROW(j), g = gids[j];
+    if ((arg->nulls && arg->nulls[r]) || (by->nulls && by->nulls[r])) continue;
+    byvalue v = by_at(st, by, r);
+    if (!by_better(st, v, g)) continue;
+    LM_TRY(by_keep(st, false, v, g));
+    LM_TRY(keep_value(st, arg, g, r));
+  }
+  return LAMINAR_OK;
+}
+
 laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg,
                                    const lm_vec* order, const uint32_t* sel,
                                    const uint32_t* gids, int64_t m) {
+  if (is_arg_minmax(st->fn)) return argmm_update(st, arg, order, sel, gids, m);
   if (lm_agg_is_moments(st->fn))
     return moments_update(st, arg, order, sel, gids, NULL, m);
   if (!is_first_last(st->fn)) return lm_agg_update(st, arg, sel, gids, m);
@@ -933,7 +1042,9 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
     case LM_AGG_REGR_SLOPE:
     case LM_AGG_REGR_INTERCEPT:
     case LM_AGG_REGR_R2:
-    case LM_AGG_REGR_COUNT: break;
+    case LM_AGG_REGR_COUNT:
+    case LM_AGG_ARG_MIN:
+    case LM_AGG_ARG_MAX: break;
   }
   return LAMINAR_ERR_INTERNAL;
 }
@@ -1018,6 +1129,15 @@ laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* f
   }
   /* Over a changelog nothing merges (no panes, no sessions: the binder refuses them). */
   if (is_first_last(st->fn) && st->weighted) return LAMINAR_ERR_INTERNAL;
+  if (is_arg_minmax(st->fn)) {
+    if (!from->has[src] || !by_better(st, by_kept(from, src), dst)) return LAMINAR_OK;
+    LM_TRY(by_keep(st, same, by_kept(from, src), dst));
+    if (st->mm_i) st->mm_i[dst] = from->mm_i[src];
+    if (st->mm_d) st->mm_d[dst] = from->mm_d[src];
+    if (st->mm_s) LM_TRY(keep_str(st, same, from->mm_s[src], &st->mm_s[dst]));
+    st->has[dst] = 1;
+    return LAMINAR_OK;
+  }
   if (is_first_last(st->fn)) {
     bool first = st->fn == LM_AGG_FIRST;
     if (from->has[src] && (!st->has[dst] || (first ? from->ord[src] < st->ord[dst]
@@ -1213,6 +1333,8 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
       case LM_AGG_MAX:
       case LM_AGG_FIRST:
       case LM_AGG_LAST:
+      case LM_AGG_ARG_MIN:
+      case LM_AGG_ARG_MAX:
         if (st->weighted) { /* MIN/MAX/FIRST/LAST over a changelog: from the multiset */
           int32_t e = is_first_last(st->fn) ? fl_pick(st, g) : dset_extreme(st, g);
           is_null = e < 0 || (st->d_vnull != NULL && st->d_vnull[e]);
@@ -1289,8 +1411,13 @@ laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, in
   COPY_ARRAY(q_a, n, cap);
   COPY_ARRAY(q_b, n, cap);
   COPY_ARRAY(c_ab, n, cap);
+  COPY_ARRAY(by_i, n, cap);
+  COPY_ARRAY(by_d, n, cap);
+  COPY_ARRAY(by_s, n, cap);
   for (int64_t g = 0; dst->mm_s != NULL && g < n; g++)
     LM_TRY(copy_str(dst, &dst->mm_s[g]));
+  for (int64_t g = 0; dst->by_s != NULL && g < n; g++)
+    LM_TRY(copy_str(dst, &dst->by_s[g]));
   /* The value sets and run stacks: indices, copied as they are. */
   if (src->d_cap > 0) {
     COPY_ARRAY(d_hash, src->d_n, src->d_cap);
@@ -1329,7 +1456,8 @@ laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, in
 
 bool lm_agg_states_flat(const lm_agg_states* st) {
   return !st->weighted && st->fn != LM_AGG_COUNT_DISTINCT &&
-         !(keeps_value(st->fn) && st->arg_type == LM_TYPE_STRING);
+         !(keeps_value(st->fn) && st->arg_type == LM_TYPE_STRING) &&
+         st->by_type != LM_TYPE_STRING;
 }
 
 /* dst->field[first .. first + n) = src's, for the arrays the state has. */
@@ -1355,6 +1483,8 @@ void lm_agg_states_copy_range(lm_agg_states* dst, const lm_agg_states* src, int6
   COPY_RANGE(q_a);
   COPY_RANGE(q_b);
   COPY_RANGE(c_ab);
+  COPY_RANGE(by_i);
+  COPY_RANGE(by_d);
 }
 
 #undef COPY_RANGE
@@ -1406,6 +1536,9 @@ void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* 
     lm_state_put_f64(w, st->q_b[g]);
     lm_state_put_f64(w, st->c_ab[g]);
   }
+  if (st->by_i) lm_state_put_i64(w, st->by_i[g]);
+  if (st->by_d) lm_state_put_f64(w, st->by_d[g]);
+  if (st->by_s) lm_state_put_bytes(w, st->by_s[g].ptr, (size_t)st->by_s[g].len);
   if (st->weighted && (uses_minmax(st->fn) || st->fn == LM_AGG_COUNT_DISTINCT)) {
     /* MIN/MAX and COUNT(DISTINCT) over a changelog: the values held, with
      * their multiplicities */
@@ -1523,6 +1656,14 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
     st->m_b[g] = lm_state_get_f64(r);
     st->q_b[g] = lm_state_get_f64(r);
     st->c_ab[g] = lm_state_get_f64(r);
+  }
+  if (st->by_i) st->by_i[g] = lm_state_get_i64(r);
+  if (st->by_d) st->by_d[g] = lm_state_get_f64(r);
+  if (st->by_s) {
+    lm_str s = lm_state_get_bytes(r);
+    char* copy = lm_pool_copy(&st->strings, s.ptr, (size_t)s.len);
+    if (copy == NULL && s.len > 0) return LAMINAR_ERR_NOMEM;
+    st->by_s[g] = (lm_str){copy, s.len};
   }
   if (st->weighted && (uses_minmax(st->fn) || st->fn == LM_AGG_COUNT_DISTINCT)) {
     if (st->fn == LM_AGG_COUNT_DISTINCT) st->count[g] = 0; /* recounted from the values */

@@ -52,7 +52,12 @@ typedef enum lm_agg_fn {
   LM_AGG_REGR_SLOPE = 17,
   LM_AGG_REGR_INTERCEPT = 18,
   LM_AGG_REGR_R2 = 19,
-  LM_AGG_REGR_COUNT = 20
+  LM_AGG_REGR_COUNT = 20,
+  /* ARG_MIN(x, by) / ARG_MAX(x, by): x of the row with the least / greatest
+   * `by` (in `order`; ties: the first seen); rows with a NULL x or by are
+   * skipped (DuckDB). Not retractable. */
+  LM_AGG_ARG_MIN = 21,
+  LM_AGG_ARG_MAX = 22
 } lm_agg_fn;
 
 /* An aggregate's SQL name: the function, how many arguments it takes, and
@@ -89,6 +94,7 @@ __extension__ typedef unsigned __int128 lm_u128;
 typedef struct lm_agg_states {
   lm_agg_fn fn;
   lm_type arg_type; /* LM_TYPE_NULL for COUNT(*) */
+  lm_type by_type;  /* ARG_MIN / ARG_MAX: the type of `by` */
   lm_type result_type;
   int64_t cap;
   int64_t* count; /* COUNT, COUNT(*), AVG, moments (rows with no NULL argument) */
@@ -99,6 +105,10 @@ typedef struct lm_agg_states {
   double* q_a;
   double* q_b;
   double* c_ab;
+  /* ARG_MIN / ARG_MAX: the `by` of the value kept (x: in mm_*), by by_type. */
+  int64_t* by_i;
+  double* by_d;
+  lm_str* by_s;
   lm_i128* sum_i; /* SUM/AVG of INT64 */
   double* sum_d;  /* SUM/AVG of DOUBLE */
   int64_t* mm_i;  /* MIN/MAX of INT32/INT64/TIMESTAMP/BOOL */
@@ -165,13 +175,14 @@ void lm_agg_states_free(lm_agg_states* st);
 int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups);
 
 /* Make room for an lm_agg_update / lm_agg_update_ordered (weighted states:
- * lm_agg_update_weighted / _ordered) of arg rows sel[j], j < m, so that it
- * cannot fail: string copies (MIN/MAX/FIRST/LAST of strings),
+ * lm_agg_update_weighted / _ordered) of arg (and `order`, NULL if none) rows
+ * sel[j], j < m, so that it cannot fail: string copies (MIN/MAX/FIRST/LAST/
+ * ARG_MIN/ARG_MAX of strings, ARG_MIN/ARG_MAX of a string `by`),
  * COUNT(DISTINCT) entries, and for a weighted state the MIN/MAX/FIRST/LAST
  * value entries and FIRST/LAST runs. Changes no group's state (only
  * capacity); LAMINAR_ERR_NOMEM. */
 laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
-                                   const uint32_t* sel, int64_t m);
+                                   const lm_vec* order, const uint32_t* sel, int64_t m);
 
 /* Update groups gids[j] with arg rows sel[j], j < m (arg NULL for COUNT(*)).
  * Returns LAMINAR_ERR_NOMEM if a MIN/MAX string copy fails (it cannot after

@@ -485,6 +485,24 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
       spec.fn = def->fn;
       spec.arg = arg;
       spec.result_type = def->fn == LM_AGG_REGR_COUNT ? LM_TYPE_INT64 : LM_TYPE_DOUBLE;
+    } else if (def != NULL && (def->fn == LM_AGG_ARG_MIN || def->fn == LM_AGG_ARG_MAX)) {
+      if (a->star || a->nargs != 2) {
+        return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "%s() takes exactly two arguments (x, by)",
+                    f);
+      }
+      lm_expr* args[2];
+      for (int i = 0; i < 2; i++) {
+        if (contains_agg(a->args[i])) {
+          return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[i],
+                      "aggregate calls cannot be nested");
+        }
+        LM_TRY(bind(b, a->args[i], MODE_ROW, &args[i]));
+        if (args[i]->type == LM_TYPE_NULL) LM_TRY(coerce(b, &args[i], LM_TYPE_INT32));
+      }
+      spec.fn = def->fn;
+      spec.arg = args[0];
+      spec.order = args[1];
+      spec.result_type = args[0]->type;
     } else {
       if (a->nargs != 1 || a->star) {
         return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "%s() takes exactly one argument", f);

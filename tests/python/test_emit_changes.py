@@ -60,8 +60,17 @@ SOURCE = (
 )
 
 
+def _nan_free(row: tuple) -> tuple:
+    """NaN as a marker, so that the retraction of a row holding NaN cancels it."""
+    return tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in row)
+
+
+def _nan_back(row: tuple) -> tuple:
+    return tuple(math.nan if isinstance(v, str) and v == "NaN" else v for v in row)
+
+
 class Deltas:
-    """A subscription's changelog added up: row -> multiplicity."""
+    """A subscription's changelog added up: row -> multiplicity (NaN-safe)."""
 
     def __init__(self, subscription: laminardb.Subscription, columns: list[str]) -> None:
         self.subscription = subscription
@@ -77,7 +86,7 @@ class Deltas:
                 rows_of(table, self.columns), table.column("_weight").to_pylist()
             ):
                 assert weight in (-1, 1), weight
-                self.state[row] += weight
+                self.state[_nan_free(row)] += weight
                 self.rows += 1
 
     def current(self) -> list[tuple]:
@@ -85,7 +94,7 @@ class Deltas:
         assert all(m in (0, 1) for m in self.state.values()), [
             (r, m) for r, m in self.state.items() if m not in (0, 1)
         ][:3]
-        return [row for row, m in self.state.items() if m == 1]
+        return [_nan_back(row) for row, m in self.state.items() if m == 1]
 
 
 def checkpoints(nbatches: int, rng: np.random.Generator) -> set[int]:
