@@ -349,6 +349,18 @@ static inline void moments_add(lm_agg_states* st, uint32_t g, double a, double b
     if (st->m_b) st->m_b[g] = st->q_b[g] = st->c_ab[g] = 0.0;
     return;
   }
+  if (n == 1 && w < 0) {
+    /* One row left: the retracted rows' rounding goes with them (no spread),
+     * though its value is only as exact as the means were. */
+    double fw = (double)w, fn = (double)n;
+    st->m_a[g] += fw * (a - st->m_a[g]) / fn;
+    st->q_a[g] = 0.0;
+    if (st->m_b) {
+      st->m_b[g] += fw * (b - st->m_b[g]) / fn;
+      st->q_b[g] = st->c_ab[g] = 0.0;
+    }
+    return;
+  }
   double fw = (double)w, fn = (double)n;
   double da = a - st->m_a[g];
   st->m_a[g] += fw * da / fn;
@@ -425,7 +437,12 @@ static bool moments_result(const lm_agg_states* st, int64_t g, double* out) {
   double qa = st->q_a[g] > 0.0 ? st->q_a[g] : 0.0;
   double qb = st->q_b != NULL && st->q_b[g] > 0.0 ? st->q_b[g] : 0.0;
   double var_x = n > 1 ? qb / fn : 0.0, var_y = n > 1 ? qa / fn : 0.0;
-  double cov = st->c_ab != NULL ? st->c_ab[g] / fn : 0.0;
+  /* |c_ab| <= sqrt(q_a q_b) (Cauchy-Schwarz): a co-moment past it is rounding
+   * (after retractions), so a constant column gives NaN as it should. */
+  double cmax = sqrt(qa) * sqrt(qb);
+  double c = st->c_ab != NULL ? st->c_ab[g] : 0.0;
+  c = c > cmax ? cmax : c < -cmax ? -cmax : c;
+  double cov = c / fn;
   switch (st->fn) {
     case LM_AGG_VAR_POP: *out = qa / fn; return false;
     case LM_AGG_STDDEV_POP: *out = sqrt(qa / fn); return false;
@@ -438,7 +455,7 @@ static bool moments_result(const lm_agg_states* st, int64_t g, double* out) {
     case LM_AGG_COVAR_POP: *out = cov; return false;
     case LM_AGG_COVAR_SAMP:
       if (n < 2) return true;
-      *out = st->c_ab[g] / (fn - 1.0);
+      *out = c / (fn - 1.0);
       return false;
     case LM_AGG_CORR: *out = cov / (sqrt(var_x) * sqrt(var_y)); return false;
     case LM_AGG_REGR_SLOPE: *out = cov / var_x; return false;

@@ -137,8 +137,15 @@ def assert_stats_match(
     seed: int,
     *,
     factor: float = 1e-9,
+    retracted: bool = False,
 ) -> None:
-    """Rows identified by their first ``nkeys`` columns; the rest compared by kind."""
+    """Rows identified by their first ``nkeys`` columns; the rest compared by kind.
+
+    ``retracted``: where DuckDB's ratio (corr, regr_slope, regr_intercept,
+    regr_r2) is NaN or NULL (a constant x or y), retractions leave a ratio of
+    rounding residues instead (docs/SQL.md); such a group's ratios are not
+    compared.
+    """
     got_by = {row[:nkeys]: row for row in got}
     want_by = {row[:nkeys]: row for row in want}
     assert len(got_by) == len(got), f"seed {seed}: one row per group"
@@ -149,7 +156,14 @@ def assert_stats_match(
     )
     for k, w in want_by.items():
         g = got_by[k]
-        for (_, _, alias, kind), a, b in zip(stats, g[nkeys:], w[nkeys:]):
+        degenerate = retracted and any(
+            b is None or (isinstance(b, float) and math.isnan(b))
+            for (ours, _, _, _), b in zip(stats, w[nkeys:])
+            if ours.startswith(("corr", "regr_slope"))
+        )
+        for (ours, _, alias, kind), a, b in zip(stats, g[nkeys:], w[nkeys:]):
+            if degenerate and ours.startswith(("corr", "regr_s", "regr_i", "regr_r")):
+                continue
             assert _close(a, b, kind, scale, factor), (
                 f"seed {seed}: group {k} {alias}: LaminarDB {a!r}, DuckDB {b!r} (scale {scale})"
             )
@@ -299,7 +313,7 @@ def test_changelog_input_retracts(seed):
         _, expected = duck(oracle, t=pushed)
         _, inner_rows = duck(inner, t=pushed)
         scale = max([1.0, *(abs(v) for r in inner_rows for v in r[2:] if v is not None)])
-        assert_stats_match(current, expected, 1, STATS, scale, seed, factor=1e-7)
+        assert_stats_match(current, expected, 1, STATS, scale, seed, factor=1e-7, retracted=True)
 
     _run_changes(ddl, batches, columns, set(range(len(batches))), check)
 
