@@ -6,7 +6,8 @@
  *
  * The partial query is the stream's GROUP BY with every aggregate replaced by
  * its partial state (COUNT -> COUNT, SUM -> SUM, MIN/MAX -> MIN/MAX, AVG ->
- * SUM and COUNT), one row per (window, key) with window_start ("__ws"),
+ * SUM and COUNT, BOOL_AND/BOOL_OR -> themselves, ARG_MIN(x, by) -> ARG_MIN
+ * and MIN of `by` where x is not NULL; ARG_MAX alike), one row per (window, key) with window_start ("__ws"),
  * window_end ("__we") and the keys ("__k<i>"); its source has no watermark, so
  * windows close on explicit watermarks only and no row is late whatever order
  * it comes in. The final query groups the partial rows by the keys, "__we"
@@ -205,6 +206,13 @@ static void refuse(splitter* s, const char* fmt, const char* what) {
   if (s->reason[0] == '\0') snprintf(s->reason, sizeof s->reason, fmt, what);
 }
 
+static bool is_bool_agg(const char* f) {
+  return lm_streq_nocase(f, "bool_and") || lm_streq_nocase(f, "bool_or");
+}
+static bool is_arg_minmax(const char* f) {
+  return lm_streq_nocase(f, "arg_min") || lm_streq_nocase(f, "arg_max");
+}
+
 /* The index of aggregate call `e`, adding it (and its partial columns) when new. */
 static int32_t agg_index(splitter* s, const lm_ast_expr* e) {
   for (int32_t i = 0; i < s->naggs; i++) {
@@ -232,14 +240,37 @@ static int32_t agg_index(splitter* s, const lm_ast_expr* e) {
            f);
     return j;
   }
+  const lm_agg_def* def = lm_agg_find(f);
+  if (def != NULL && lm_agg_is_moments(def->fn)) {
+    refuse(s,
+           "%s() does not decompose yet (its partial state, a count, means and centered "
+           "sums of squares, has no SQL form the final query can merge)",
+           f);
+    return j;
+  }
+  if (is_arg_minmax(f) && e->nargs == 2) {
+    /* the partial's x and its `by` (over the rows where both are non-NULL) */
+    lm_text_printf(t, ", %s(", f);
+    print_list(e->args, 2, NULL, NULL, t);
+    lm_text_printf(t, ") AS \"__a%d\", %s(CASE WHEN (", (int)j,
+                   lm_streq_nocase(f, "arg_min") ? "min" : "max");
+    print_expr(e->args[0], NULL, NULL, t);
+    put(t, ") IS NULL THEN NULL ELSE (");
+    print_expr(e->args[1], NULL, NULL, t);
+    lm_text_printf(t, ") END) AS \"__b%d\"", (int)j);
+    return j;
+  }
   if (!count_star && e->nargs != 1) {
     refuse(s, "%s() with other than one argument", f);
     return j;
   }
   bool avg = lm_streq_nocase(f, "avg");
   if (!count_star && !avg && !lm_streq_nocase(f, "count") && !lm_streq_nocase(f, "sum") &&
-      !lm_streq_nocase(f, "min") && !lm_streq_nocase(f, "max")) {
-    refuse(s, "%s() does not decompose (only COUNT, SUM, AVG, MIN and MAX do)", f);
+      !lm_streq_nocase(f, "min") && !lm_streq_nocase(f, "max") && !is_bool_agg(f)) {
+    refuse(s,
+           "%s() does not decompose (only COUNT, SUM, AVG, MIN, MAX, BOOL_AND, BOOL_OR, "
+           "ARG_MIN and ARG_MAX do)",
+           f);
     return j;
   }
   if (count_star) {
@@ -274,8 +305,10 @@ static bool final_hook(void* arg, const lm_ast_expr* e, lm_text* out) {
     if (lm_streq_nocase(f, "avg")) {
       lm_text_printf(out, "(CAST(sum(\"__a%d\") AS DOUBLE) / sum(\"__b%d\"))", (int)j,
                      (int)j);
-    } else if (lm_streq_nocase(f, "min") || lm_streq_nocase(f, "max")) {
+    } else if (lm_streq_nocase(f, "min") || lm_streq_nocase(f, "max") || is_bool_agg(f)) {
       lm_text_printf(out, "%s(\"__a%d\")", f, (int)j);
+    } else if (is_arg_minmax(f)) {
+      lm_text_printf(out, "%s(\"__a%d\", \"__b%d\")", f, (int)j, (int)j);
     } else {
       lm_text_printf(out, "sum(\"__a%d\")", (int)j);
     }
