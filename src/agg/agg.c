@@ -57,6 +57,13 @@ const lm_agg_def* lm_agg_find(const char* name) {
   return NULL;
 }
 
+const char* lm_agg_fn_name(lm_agg_fn fn) {
+  for (size_t i = 0; i < sizeof agg_defs / sizeof agg_defs[0]; i++) {
+    if (agg_defs[i].fn == fn) return agg_defs[i].name;
+  }
+  return "aggregate";
+}
+
 static bool uses_count(lm_agg_fn fn) {
   return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG ||
          fn == LM_AGG_COUNT_DISTINCT || lm_agg_is_moments(fn);

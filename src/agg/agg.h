@@ -72,6 +72,8 @@ typedef struct lm_agg_def {
  * stddev = stddev_samp, variance = var_samp, first_value = first,
  * last_value = last; bool_and / bool_or are MIN / MAX of a BOOLEAN. */
 const lm_agg_def* lm_agg_find(const char* name);
+/* The SQL name of `fn` (its first name: "var_samp", "min"). */
+const char* lm_agg_fn_name(lm_agg_fn fn);
 /* True for the moment aggregates (LM_AGG_VAR_SAMP .. LM_AGG_REGR_COUNT). */
 bool lm_agg_is_moments(lm_agg_fn fn);
 

@@ -461,3 +461,17 @@ def test_arg_min_max_over_a_changelog_is_refused(item):
         assert e.value.code == "LDB-1005"
         assert "take retractions" in str(e.value)
         db.execute("CREATE STREAM w AS SELECT g, var_pop(x) AS v FROM u GROUP BY g")
+
+
+def test_explain_names_both_arguments():
+    """EXPLAIN shows a two-argument aggregate with both arguments, (y, x) in order."""
+    with laminardb.open() as db:
+        db.execute(
+            SOURCE.format(delay=0)
+            + "CREATE STREAM w AS SELECT k, corr(y, x) AS c, arg_max(s, y) AS a, "
+            "var_pop(y) AS v FROM t GROUP BY k, tumble(ts, INTERVAL '1' SECOND);"
+        )
+        details = " ".join(db.query("EXPLAIN w").column("details").to_pylist())
+        assert "corr(y, CAST(x AS DOUBLE))" in details
+        assert "arg_max(s, y)" in details
+        assert "var_pop(y)" in details
