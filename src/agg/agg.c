@@ -14,7 +14,7 @@
 #include <string.h>
 
 bool lm_agg_is_moments(lm_agg_fn fn) {
-  return fn >= LM_AGG_VAR_SAMP && fn <= LM_AGG_REGR_COUNT;
+  return fn >= LM_AGG_VAR_SAMP && fn <= LM_AGG_M2;
 }
 /* The moment aggregates of two arguments (y, x). */
 static bool is_bivariate(lm_agg_fn fn) {
@@ -46,6 +46,8 @@ static const lm_agg_def agg_defs[] = {
     {"regr_intercept", LM_AGG_REGR_INTERCEPT, 2},
     {"regr_r2", LM_AGG_REGR_R2, 2},
     {"regr_count", LM_AGG_REGR_COUNT, 2},
+    {"__mean", LM_AGG_MEAN, 1},
+    {"__m2", LM_AGG_M2, 2},
     {"arg_min", LM_AGG_ARG_MIN, 2},
     {"arg_max", LM_AGG_ARG_MAX, 2},
 };
@@ -356,6 +358,11 @@ static inline void moments_add(lm_agg_states* st, uint32_t g, double a, double b
     if (st->m_b) st->m_b[g] = st->q_b[g] = st->c_ab[g] = 0.0;
     return;
   }
+  if (n - w == 0) { /* the first rows: w copies of one point have no spread */
+    st->m_a[g] = a;
+    if (st->m_b) st->m_b[g] = b;
+    return;
+  }
   if (n == 1 && w < 0) {
     /* One row left: the retracted rows' rounding goes with them (no spread),
      * though its value is only as exact as the means were. */
@@ -386,18 +393,21 @@ static inline void moments_add(lm_agg_states* st, uint32_t g, double a, double b
 static laminar_code moments_update(lm_agg_states* st, const lm_vec* a, const lm_vec* b,
                                    const uint32_t* sel, const uint32_t* gids,
                                    const int64_t* weight, int64_t m) {
-  bool two = is_bivariate(st->fn);
+  bool two = is_bivariate(st->fn), counted = st->fn == LM_AGG_M2;
   if (a == NULL || a->type != LM_TYPE_DOUBLE ||
-      (two && (b == NULL || b->type != LM_TYPE_DOUBLE)))
+      (two && (b == NULL || b->type != LM_TYPE_DOUBLE)) ||
+      (counted && (b == NULL || b->type != LM_TYPE_INT64)))
     return LAMINAR_ERR_INTERNAL;
   const double* x = a->data;
   const double* y = two ? b->data : NULL;
+  const int64_t* times = counted ? b->data : NULL; /* __m2: each value n times */
   const uint8_t* xn = a->nulls;
-  const uint8_t* yn = two ? b->nulls : NULL;
+  const uint8_t* yn = two || counted ? b->nulls : NULL;
   for (int64_t j = 0; j < m; j++) {
     uint32_t r = ROW(j);
     if ((xn && xn[r]) || (yn && yn[r])) continue;
     int64_t w = weight ? weight[r] : 1;
+    if (times != NULL && __builtin_mul_overflow(w, times[r], &w)) continue;
     if (w != 0) moments_add(st, gids[j], x[r], y ? y[r] : 0.0, w);
   }
   return LAMINAR_OK;
@@ -452,6 +462,8 @@ static bool moments_result(const lm_agg_states* st, int64_t g, double* out) {
   double cov = c / fn;
   switch (st->fn) {
     case LM_AGG_VAR_POP: *out = qa / fn; return false;
+    case LM_AGG_MEAN: *out = st->m_a[g]; return false;
+    case LM_AGG_M2: *out = qa; return false;
     case LM_AGG_STDDEV_POP: *out = sqrt(qa / fn); return false;
     case LM_AGG_VAR_SAMP:
     case LM_AGG_STDDEV_SAMP:
@@ -1059,7 +1071,9 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
     case LM_AGG_VAR_SAMP:
     case LM_AGG_VAR_POP:
     case LM_AGG_STDDEV_SAMP:
-    case LM_AGG_STDDEV_POP: return moments_update(st, arg, NULL, sel, gids, NULL, m);
+    case LM_AGG_STDDEV_POP:
+    case LM_AGG_MEAN: return moments_update(st, arg, NULL, sel, gids, NULL, m);
+    case LM_AGG_M2: /* two arguments: lm_agg_update_ordered */
     case LM_AGG_COVAR_SAMP: /* two arguments: lm_agg_update_ordered */
     case LM_AGG_COVAR_POP:
     case LM_AGG_CORR:
@@ -1320,7 +1334,9 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
       case LM_AGG_CORR:
       case LM_AGG_REGR_SLOPE:
       case LM_AGG_REGR_INTERCEPT:
-      case LM_AGG_REGR_R2: {
+      case LM_AGG_REGR_R2:
+      case LM_AGG_MEAN:
+      case LM_AGG_M2: {
         double v = 0.0;
         is_null = moments_result(st, g, &v);
         ((double*)data)[k] = is_null ? 0.0 : v;

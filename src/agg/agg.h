@@ -53,11 +53,17 @@ typedef enum lm_agg_fn {
   LM_AGG_REGR_INTERCEPT = 18,
   LM_AGG_REGR_R2 = 19,
   LM_AGG_REGR_COUNT = 20,
+  /* The two-phase split's (src/db/twophase.c): __mean(x), the Welford mean;
+   * __m2(mean, n), the centered sum of squares of values `mean` each
+   * counted n (BIGINT, in `order`) times -- Chan's merge of partial
+   * (n, mean) pairs, to which the partial sums of squares add. */
+  LM_AGG_MEAN = 21,
+  LM_AGG_M2 = 22,
   /* ARG_MIN(x, by) / ARG_MAX(x, by): x of the row with the least / greatest
    * `by` (in `order`; ties: the first seen); rows with a NULL x or by are
    * skipped (DuckDB). Not retractable. */
-  LM_AGG_ARG_MIN = 21,
-  LM_AGG_ARG_MAX = 22
+  LM_AGG_ARG_MIN = 23,
+  LM_AGG_ARG_MAX = 24
 } lm_agg_fn;
 
 /* An aggregate's SQL name: the function, how many arguments it takes, and
@@ -74,7 +80,7 @@ typedef struct lm_agg_def {
 const lm_agg_def* lm_agg_find(const char* name);
 /* The SQL name of `fn` (its first name: "var_samp", "min"). */
 const char* lm_agg_fn_name(lm_agg_fn fn);
-/* True for the moment aggregates (LM_AGG_VAR_SAMP .. LM_AGG_REGR_COUNT). */
+/* True for the moment aggregates (LM_AGG_VAR_SAMP .. LM_AGG_M2). */
 bool lm_agg_is_moments(lm_agg_fn fn);
 
 typedef struct lm_agg_spec {

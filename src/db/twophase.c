@@ -7,7 +7,8 @@
  * The partial query is the stream's GROUP BY with every aggregate replaced by
  * its partial state (COUNT -> COUNT, SUM -> SUM, MIN/MAX -> MIN/MAX, AVG ->
  * SUM and COUNT, BOOL_AND/BOOL_OR -> themselves, ARG_MIN(x, by) -> ARG_MIN
- * and MIN of `by` where x is not NULL; ARG_MAX alike), one row per (window, key) with window_start ("__ws"),
+ * and MIN of `by` where x is not NULL; ARG_MAX alike; VAR_* / STDDEV_* ->
+ * COUNT, __mean and VAR_POP * COUNT, merged by __m2: Chan's rule), one row per (window, key) with window_start ("__ws"),
  * window_end ("__we") and the keys ("__k<i>"); its source has no watermark, so
  * windows close on explicit watermarks only and no row is late whatever order
  * it comes in. The final query groups the partial rows by the keys, "__we"
@@ -206,6 +207,12 @@ static void refuse(splitter* s, const char* fmt, const char* what) {
   if (s->reason[0] == '\0') snprintf(s->reason, sizeof s->reason, fmt, what);
 }
 
+/* VAR_* and STDDEV_*: merged by Chan's rule in the final query. */
+static bool is_univariate(lm_agg_fn fn) {
+  return fn == LM_AGG_VAR_SAMP || fn == LM_AGG_VAR_POP || fn == LM_AGG_STDDEV_SAMP ||
+         fn == LM_AGG_STDDEV_POP;
+}
+
 static bool is_bool_agg(const char* f) {
   return lm_streq_nocase(f, "bool_and") || lm_streq_nocase(f, "bool_or");
 }
@@ -241,6 +248,19 @@ static int32_t agg_index(splitter* s, const lm_ast_expr* e) {
     return j;
   }
   const lm_agg_def* def = lm_agg_find(f);
+  if (def != NULL && is_univariate(def->fn) && e->nargs == 1) {
+    /* n, the Welford mean and the centered sum of squares */
+    put(t, ", count(");
+    print_expr(e->args[0], NULL, NULL, t);
+    lm_text_printf(t, ") AS \"__a%d\", __mean(", (int)j);
+    print_expr(e->args[0], NULL, NULL, t);
+    lm_text_printf(t, ") AS \"__b%d\", (var_pop(", (int)j);
+    print_expr(e->args[0], NULL, NULL, t);
+    put(t, ") * count(");
+    print_expr(e->args[0], NULL, NULL, t);
+    lm_text_printf(t, ")) AS \"__c%d\"", (int)j);
+    return j;
+  }
   if (def != NULL && lm_agg_is_moments(def->fn)) {
     refuse(s,
            "%s() does not decompose yet (its partial state, a count, means and centered "
@@ -307,6 +327,16 @@ static bool final_hook(void* arg, const lm_ast_expr* e, lm_text* out) {
                      (int)j);
     } else if (lm_streq_nocase(f, "min") || lm_streq_nocase(f, "max") || is_bool_agg(f)) {
       lm_text_printf(out, "%s(\"__a%d\")", f, (int)j);
+    } else if (lm_agg_find(f) != NULL && is_univariate(lm_agg_find(f)->fn)) {
+      /* N, and the sum of squares: the partials' own plus their means' spread */
+      lm_agg_fn fn = lm_agg_find(f)->fn;
+      bool samp = fn == LM_AGG_VAR_SAMP || fn == LM_AGG_STDDEV_SAMP;
+      bool root = fn == LM_AGG_STDDEV_SAMP || fn == LM_AGG_STDDEV_POP;
+      lm_text_printf(out,
+                     "%s(CASE WHEN sum(\"__a%d\") > %d THEN (sum(\"__c%d\") + "
+                     "__m2(\"__b%d\", \"__a%d\")) / (sum(\"__a%d\") - %d) END)",
+                     root ? "sqrt" : "", (int)j, samp ? 1 : 0, (int)j, (int)j, (int)j,
+                     (int)j, samp ? 1 : 0);
     } else if (is_arg_minmax(f)) {
       lm_text_printf(out, "%s(\"__a%d\", \"__b%d\")", f, (int)j, (int)j);
     } else {

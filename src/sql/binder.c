@@ -480,6 +480,8 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
       if (def->nargs == 2) {
         lm_expr* x;
         LM_TRY(bind_moment_arg(b, a, f, a->args[1], &x));
+        /* __m2(mean, n): n counts, a BIGINT */
+        if (def->fn == LM_AGG_M2) LM_TRY(coerce(b, &x, LM_TYPE_INT64));
         spec.order = x;
       }
       spec.fn = def->fn;
