@@ -41,7 +41,7 @@ from _oracle_util import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_emit_changes import Deltas
+from test_emit_changes import Deltas, random_window
 from test_windows import arrival_watermarks, hop_oracle, session_oracle
 
 import laminardb
@@ -181,17 +181,11 @@ def test_tumble_and_hop_match_duckdb(cores, seed):
     """Tumbling windows (one pass) and hopping ones (panes merged by Chan's rule)."""
     announce_seed(seed)
     rng = np.random.default_rng(seed)
-    size = int(rng.choice([10, 100, 1000]))
-    hop = int(rng.choice([size, size // 2, size // 5]))
+    size, hop, window = random_window(rng)
     data = window_table(rng, size_ms=size)
     table = with_ids(data.table)
     keys = [["k"], ["k", "g"], ["g"]][int(rng.integers(3))]
     where = ["", "WHERE x > 0", "WHERE y IS NULL OR x < -100"][int(rng.integers(3))]
-    window = (
-        f"tumble(ts, INTERVAL '{size}' MILLISECOND)"
-        if hop == size
-        else f"hop(ts, INTERVAL '{size}' MILLISECOND, INTERVAL '{hop}' MILLISECOND)"
-    )
     ddl = SOURCE.format(delay=data.delay_ms) + (
         f"CREATE STREAM w AS SELECT {', '.join(keys)}, window_start, "
         f"{_items(ALL, duckdb_side=False)} FROM t {where} "
