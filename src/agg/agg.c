@@ -13,9 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-bool lm_agg_is_moments(lm_agg_fn fn) {
-  return fn >= LM_AGG_VAR_SAMP && fn <= LM_AGG_M2;
-}
+bool lm_agg_is_moments(lm_agg_fn fn) { return fn >= LM_AGG_VAR_SAMP && fn <= LM_AGG_M2; }
 /* The moment aggregates of two arguments (y, x). */
 static bool is_bivariate(lm_agg_fn fn) {
   return fn >= LM_AGG_COVAR_SAMP && fn <= LM_AGG_REGR_COUNT;
@@ -104,7 +102,9 @@ static bool uses_minmax(lm_agg_fn fn) { return fn == LM_AGG_MIN || fn == LM_AGG_
  * above every number): -inf for MAX, NaN for MIN, so a fold needs no test of
  * whether a value came yet (`has` still says so, for NULL results). */
 static double minmax_identity(lm_agg_fn fn) { return fn == LM_AGG_MAX ? -INFINITY : NAN; }
-static bool is_arg_minmax(lm_agg_fn fn) { return fn == LM_AGG_ARG_MIN || fn == LM_AGG_ARG_MAX; }
+static bool is_arg_minmax(lm_agg_fn fn) {
+  return fn == LM_AGG_ARG_MIN || fn == LM_AGG_ARG_MAX;
+}
 /* Keeps one value of the argument's type per group. */
 static bool keeps_value(lm_agg_fn fn) {
   return uses_minmax(fn) || is_first_last(fn) || is_arg_minmax(fn);
@@ -115,8 +115,8 @@ void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_
   st->fn = spec->fn;
   st->arg_type = arg_type;
   st->result_type = spec->result_type;
-  st->by_type = is_arg_minmax(spec->fn) && spec->order != NULL ? spec->order->type
-                                                                : LM_TYPE_NULL;
+  st->by_type =
+      is_arg_minmax(spec->fn) && spec->order != NULL ? spec->order->type : LM_TYPE_NULL;
   lm_pool_init(&st->strings);
 }
 
@@ -189,9 +189,9 @@ int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups) {
   if (st->ord) per += 8;
   if (st->vnull) per += 1;
   if (st->d_head) per += 4;
-  per += 8 * ((st->m_a != NULL) + (st->m_b != NULL) + (st->q_a != NULL) +
-              (st->q_b != NULL) + (st->c_ab != NULL) + (st->by_i != NULL) +
-              (st->by_d != NULL));
+  per +=
+      8 * ((st->m_a != NULL) + (st->m_b != NULL) + (st->q_a != NULL) + (st->q_b != NULL) +
+           (st->c_ab != NULL) + (st->by_i != NULL) + (st->by_d != NULL));
   if (st->by_s) per += (int64_t)sizeof(lm_str);
   /* A value-set entry: hash, group, value (16 at most), next, count, time,
    * null flag, run top, and its table slots (about two). */
@@ -650,7 +650,8 @@ laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
   size_t bytes = 0;
   if (st->arg_type == LM_TYPE_STRING && (distinct || keeps_value(st->fn)))
     bytes += string_bytes(arg, sel, m);
-  if (st->by_type == LM_TYPE_STRING && order != NULL) bytes += string_bytes(order, sel, m);
+  if (st->by_type == LM_TYPE_STRING && order != NULL)
+    bytes += string_bytes(order, sel, m);
   if (bytes > 0 && !lm_pool_reserve(&st->strings, bytes)) return LAMINAR_ERR_NOMEM;
   return LAMINAR_OK;
 }
@@ -1073,7 +1074,7 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
     case LM_AGG_STDDEV_SAMP:
     case LM_AGG_STDDEV_POP:
     case LM_AGG_MEAN: return moments_update(st, arg, NULL, sel, gids, NULL, m);
-    case LM_AGG_M2: /* two arguments: lm_agg_update_ordered */
+    case LM_AGG_M2:         /* two arguments: lm_agg_update_ordered */
     case LM_AGG_COVAR_SAMP: /* two arguments: lm_agg_update_ordered */
     case LM_AGG_COVAR_POP:
     case LM_AGG_CORR:

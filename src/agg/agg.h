@@ -34,8 +34,8 @@ typedef enum lm_agg_fn {
   LM_AGG_AVG = 4,
   LM_AGG_MIN = 5,
   LM_AGG_MAX = 6,
-  LM_AGG_FIRST = 7,         /* FIRST_VALUE / FIRST: the value of the earliest row */
-  LM_AGG_LAST = 8,          /* LAST_VALUE / LAST: the value of the latest row */
+  LM_AGG_FIRST = 7,          /* FIRST_VALUE / FIRST: the value of the earliest row */
+  LM_AGG_LAST = 8,           /* LAST_VALUE / LAST: the value of the latest row */
   LM_AGG_COUNT_DISTINCT = 9, /* COUNT(DISTINCT x) */
   /* The moment aggregates: over DOUBLE arguments (the binder casts), rows
    * with a NULL argument skipped; a count, means and centered second moments

@@ -380,8 +380,8 @@ static void print_bivariate_final(lm_agg_fn fn, int32_t j, lm_text* out) {
       lm_text_printf(out, "(CASE WHEN %s > 0 THEN %s / %s END)", n, c, qx);
       return;
     case LM_AGG_REGR_INTERCEPT:
-      lm_text_printf(out, "(CASE WHEN %s > 0 AND %s <> 0 THEN %s - %s / %s * %s END)", n, qx,
-                     my, c, qx, mx);
+      lm_text_printf(out, "(CASE WHEN %s > 0 AND %s <> 0 THEN %s - %s / %s * %s END)", n,
+                     qx, my, c, qx, mx);
       return;
     case LM_AGG_REGR_R2:
       lm_text_printf(out,

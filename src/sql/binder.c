@@ -472,7 +472,7 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
       spec.result_type = LM_TYPE_INT64;
     } else if (def != NULL && lm_agg_is_moments(def->fn)) {
       if (a->star || a->nargs != (size_t)def->nargs) {
-        return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "%s() takes exactly %s", f,
+        return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a, "%s() takes exactly %s", f,
                     def->nargs == 1 ? "one argument" : "two arguments (y, x)");
       }
       lm_expr* arg;
@@ -489,8 +489,8 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
       spec.result_type = def->fn == LM_AGG_REGR_COUNT ? LM_TYPE_INT64 : LM_TYPE_DOUBLE;
     } else if (def != NULL && (def->fn == LM_AGG_ARG_MIN || def->fn == LM_AGG_ARG_MAX)) {
       if (a->star || a->nargs != 2) {
-        return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "%s() takes exactly two arguments (x, by)",
-                    f);
+        return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
+                    "%s() takes exactly two arguments (x, by)", f);
       }
       lm_expr* args[2];
       for (int i = 0; i < 2; i++) {

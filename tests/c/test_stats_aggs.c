@@ -158,13 +158,15 @@ static int check_view(laminar_db* db, const held* h) {
       for (int c = 0; c < NSTATS; c++) {
         struct ArrowArrayView* col = rv.view.children[c + 1];
         int got_null = ArrowArrayViewIsNull(col, r);
-        long double got = c == NSTATS - 1 ? (long double)ArrowArrayViewGetIntUnsafe(col, r)
-                                          : (long double)ArrowArrayViewGetDoubleUnsafe(col, r);
+        long double got = c == NSTATS - 1
+                              ? (long double)ArrowArrayViewGetIntUnsafe(col, r)
+                              : (long double)ArrowArrayViewGetDoubleUnsafe(col, r);
         if (e.degenerate && c >= 6 && c <= 9) continue;
         int ok = got_null == e.is_null[c];
         if (ok && !got_null && e.is_nan[c]) ok = isnan((double)got);
         if (ok && !got_null && !e.is_nan[c])
-          ok = fabsl(got - e.val[c]) <= rel_tolerance(&e) * fabsl(e.val[c]) + tolerance(c, &e);
+          ok = fabsl(got - e.val[c]) <=
+               rel_tolerance(&e) * fabsl(e.val[c]) + tolerance(c, &e);
         if (!ok && bad++ < 5) {
           fprintf(stderr, "key %s column %s: got %s%.17Lg, want %s%.17Lg%s\n", KEYS[k],
                   rv.schema.children[c + 1]->name, got_null ? "NULL " : "", got,
@@ -179,8 +181,8 @@ static int check_view(laminar_db* db, const held* h) {
   st.release(&st);
   for (int k = 0; k < NKEYS; k++) {
     if (seen[k] != (h[k].n > 0) && bad++ < 5)
-      fprintf(stderr, "key %s: row %s, %d rows held\n", KEYS[k], seen[k] ? "present" : "missing",
-              h[k].n);
+      fprintf(stderr, "key %s: row %s, %d rows held\n", KEYS[k],
+              seen[k] ? "present" : "missing", h[k].n);
   }
   return bad == 0 ? 0 : 1;
 }
@@ -244,7 +246,8 @@ static int test_retractions_match_two_pass(void) {
 static int view_bits(laminar_db* db, char* out, size_t cap) {
   laminar_error err;
   struct ArrowArrayStream st;
-  CHECK_CODE(laminar_query(db, "SELECT * FROM m ORDER BY k", &st, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_query(db, "SELECT * FROM m ORDER BY k", &st, &err), LAMINAR_OK,
+             &err);
   result_view rv;
   memset(&rv, 0, sizeof rv);
   out[0] = '\0';
@@ -301,7 +304,8 @@ static int test_restart_keeps_moments(void) {
   CHECK_CODE(open_db(dir, "sync", &db, &err), LAMINAR_OK, &err);
   rc = view_bits(db, after, sizeof after);
   EXPECT(rc == 0 && strcmp(before, after) == 0);
-  if (strcmp(before, after) != 0) fprintf(stderr, "before %s\nafter  %s\n", before, after);
+  if (strcmp(before, after) != 0)
+    fprintf(stderr, "before %s\nafter  %s\n", before, after);
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   for (int b = 0; b < 20 && rc == 0; b++) rc = random_batch(src, h, &rng, 12345);
   if (rc == 0) rc = laminar_run_until_idle(db, &err) != LAMINAR_OK;
@@ -324,7 +328,8 @@ static int test_arg_min_refused_over_changelog(void) {
                              &err),
              LAMINAR_ERR_SQL_UNSUPPORTED, &err);
   EXPECT(strstr(err.message, "arg_max") != NULL);
-  CHECK_CODE(laminar_execute(db, VIEW_SQL, &err), LAMINAR_OK, &err); /* the name is free */
+  CHECK_CODE(laminar_execute(db, VIEW_SQL, &err), LAMINAR_OK,
+             &err); /* the name is free */
   laminar_close(db);
   return 0;
 }

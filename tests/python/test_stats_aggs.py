@@ -419,14 +419,14 @@ def test_one_row_null_and_constant_groups():
 @pytest.mark.parametrize(
     ("item", "code"),
     [
-        ("covar_pop(x)", "LDB-1001"),
-        ("var_pop(x, y)", "LDB-1001"),
+        ("covar_pop(x)", "LDB-1102"),
+        ("var_pop(x, y)", "LDB-1102"),
         ("stddev(s)", "LDB-2001"),
         ("corr(y, s)", "LDB-2001"),
         ("bool_and(x)", "LDB-2001"),
         ("var_pop(var_pop(x))", "LDB-1006"),
-        ("arg_min(x)", "LDB-1001"),
-        ("arg_max(x, y, s)", "LDB-1001"),
+        ("arg_min(x)", "LDB-1102"),
+        ("arg_max(x, y, s)", "LDB-1102"),
     ],
 )
 def test_bad_calls_are_refused(item, code):
