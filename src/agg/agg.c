@@ -13,9 +13,60 @@
 #include <math.h>
 #include <string.h>
 
+bool lm_agg_is_moments(lm_agg_fn fn) { return fn >= LM_AGG_VAR_SAMP && fn <= LM_AGG_M2; }
+/* The moment aggregates of two arguments (y, x). */
+static bool is_bivariate(lm_agg_fn fn) {
+  return fn >= LM_AGG_COVAR_SAMP && fn <= LM_AGG_REGR_COUNT;
+}
+
+static const lm_agg_def agg_defs[] = {
+    {"count", LM_AGG_COUNT, 1},
+    {"sum", LM_AGG_SUM, 1},
+    {"avg", LM_AGG_AVG, 1},
+    {"min", LM_AGG_MIN, 1},
+    {"max", LM_AGG_MAX, 1},
+    {"bool_and", LM_AGG_MIN, 1},
+    {"bool_or", LM_AGG_MAX, 1},
+    {"first", LM_AGG_FIRST, 1},
+    {"first_value", LM_AGG_FIRST, 1},
+    {"last", LM_AGG_LAST, 1},
+    {"last_value", LM_AGG_LAST, 1},
+    {"var_samp", LM_AGG_VAR_SAMP, 1},
+    {"variance", LM_AGG_VAR_SAMP, 1},
+    {"var_pop", LM_AGG_VAR_POP, 1},
+    {"stddev_samp", LM_AGG_STDDEV_SAMP, 1},
+    {"stddev", LM_AGG_STDDEV_SAMP, 1},
+    {"stddev_pop", LM_AGG_STDDEV_POP, 1},
+    {"covar_samp", LM_AGG_COVAR_SAMP, 2},
+    {"covar_pop", LM_AGG_COVAR_POP, 2},
+    {"corr", LM_AGG_CORR, 2},
+    {"regr_slope", LM_AGG_REGR_SLOPE, 2},
+    {"regr_intercept", LM_AGG_REGR_INTERCEPT, 2},
+    {"regr_r2", LM_AGG_REGR_R2, 2},
+    {"regr_count", LM_AGG_REGR_COUNT, 2},
+    {"__mean", LM_AGG_MEAN, 1},
+    {"__m2", LM_AGG_M2, 2},
+    {"arg_min", LM_AGG_ARG_MIN, 2},
+    {"arg_max", LM_AGG_ARG_MAX, 2},
+};
+
+const lm_agg_def* lm_agg_find(const char* name) {
+  for (size_t i = 0; i < sizeof agg_defs / sizeof agg_defs[0]; i++) {
+    if (lm_streq_nocase(name, agg_defs[i].name)) return &agg_defs[i];
+  }
+  return NULL;
+}
+
+const char* lm_agg_fn_name(lm_agg_fn fn) {
+  for (size_t i = 0; i < sizeof agg_defs / sizeof agg_defs[0]; i++) {
+    if (agg_defs[i].fn == fn) return agg_defs[i].name;
+  }
+  return "aggregate";
+}
+
 static bool uses_count(lm_agg_fn fn) {
   return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG ||
-         fn == LM_AGG_COUNT_DISTINCT;
+         fn == LM_AGG_COUNT_DISTINCT || lm_agg_is_moments(fn);
 }
 static bool is_first_last(lm_agg_fn fn) {
   return fn == LM_AGG_FIRST || fn == LM_AGG_LAST;
@@ -36,7 +87,8 @@ static bool is_first_last(lm_agg_fn fn) {
 bool lm_agg_retractable(lm_agg_fn fn) {
   return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG ||
          fn == LM_AGG_SUM || fn == LM_AGG_MIN || fn == LM_AGG_MAX ||
-         fn == LM_AGG_COUNT_DISTINCT || fn == LM_AGG_FIRST || fn == LM_AGG_LAST;
+         fn == LM_AGG_COUNT_DISTINCT || fn == LM_AGG_FIRST || fn == LM_AGG_LAST ||
+         lm_agg_is_moments(fn);
 }
 
 bool lm_agg_states_set_weighted(lm_agg_states* st) {
@@ -50,14 +102,21 @@ static bool uses_minmax(lm_agg_fn fn) { return fn == LM_AGG_MIN || fn == LM_AGG_
  * above every number): -inf for MAX, NaN for MIN, so a fold needs no test of
  * whether a value came yet (`has` still says so, for NULL results). */
 static double minmax_identity(lm_agg_fn fn) { return fn == LM_AGG_MAX ? -INFINITY : NAN; }
+static bool is_arg_minmax(lm_agg_fn fn) {
+  return fn == LM_AGG_ARG_MIN || fn == LM_AGG_ARG_MAX;
+}
 /* Keeps one value of the argument's type per group. */
-static bool keeps_value(lm_agg_fn fn) { return uses_minmax(fn) || is_first_last(fn); }
+static bool keeps_value(lm_agg_fn fn) {
+  return uses_minmax(fn) || is_first_last(fn) || is_arg_minmax(fn);
+}
 
 void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type) {
   *st = (lm_agg_states){0};
   st->fn = spec->fn;
   st->arg_type = arg_type;
   st->result_type = spec->result_type;
+  st->by_type =
+      is_arg_minmax(spec->fn) && spec->order != NULL ? spec->order->type : LM_TYPE_NULL;
   lm_pool_init(&st->strings);
 }
 
@@ -91,10 +150,27 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
     GROW(ord, cap);
     GROW(vnull, cap);
   }
+  if (is_arg_minmax(st->fn)) {
+    if (st->by_type == LM_TYPE_DOUBLE) {
+      GROW(by_d, cap);
+    } else if (st->by_type == LM_TYPE_STRING) {
+      GROW(by_s, cap);
+    } else {
+      GROW(by_i, cap);
+    }
+  }
   if (st->fn == LM_AGG_COUNT_DISTINCT || (st->weighted && keeps_value(st->fn)))
     GROW(d_head, cap);
-  if (st->fn != LM_AGG_COUNT && st->fn != LM_AGG_COUNT_STAR &&
-      st->fn != LM_AGG_COUNT_DISTINCT) {
+  if (lm_agg_is_moments(st->fn)) {
+    GROW(m_a, cap);
+    GROW(q_a, cap);
+    if (is_bivariate(st->fn)) {
+      GROW(m_b, cap);
+      GROW(q_b, cap);
+      GROW(c_ab, cap);
+    }
+  } else if (st->fn != LM_AGG_COUNT && st->fn != LM_AGG_COUNT_STAR &&
+             st->fn != LM_AGG_COUNT_DISTINCT) {
     GROW(has, cap);
   }
   st->cap = cap;
@@ -113,6 +189,10 @@ int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups) {
   if (st->ord) per += 8;
   if (st->vnull) per += 1;
   if (st->d_head) per += 4;
+  per +=
+      8 * ((st->m_a != NULL) + (st->m_b != NULL) + (st->q_a != NULL) + (st->q_b != NULL) +
+           (st->c_ab != NULL) + (st->by_i != NULL) + (st->by_d != NULL));
+  if (st->by_s) per += (int64_t)sizeof(lm_str);
   /* A value-set entry: hash, group, value (16 at most), next, count, time,
    * null flag, run top, and its table slots (about two). */
   int64_t entries = st->d_n * 64 + st->r_n * 20;
@@ -130,6 +210,11 @@ void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
   if (st->ord) st->ord[g] = 0;
   if (st->vnull) st->vnull[g] = 0;
   if (st->d_head) st->d_head[g] = -1;
+  if (st->m_a) st->m_a[g] = st->q_a[g] = 0.0;
+  if (st->m_b) st->m_b[g] = st->q_b[g] = st->c_ab[g] = 0.0;
+  if (st->by_i) st->by_i[g] = 0;
+  if (st->by_d) st->by_d[g] = 0.0;
+  if (st->by_s) st->by_s[g] = (lm_str){NULL, 0};
 }
 
 void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n) {
@@ -150,6 +235,14 @@ void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n) {
   ZERO_RANGE(has);
   ZERO_RANGE(ord);
   ZERO_RANGE(vnull);
+  ZERO_RANGE(m_a);
+  ZERO_RANGE(m_b);
+  ZERO_RANGE(q_a);
+  ZERO_RANGE(q_b);
+  ZERO_RANGE(c_ab);
+  ZERO_RANGE(by_i);
+  ZERO_RANGE(by_d);
+  ZERO_RANGE(by_s);
 #undef ZERO_RANGE
   if (st->d_head) {
     for (int64_t g = first; g < first + n; g++) st->d_head[g] = -1;
@@ -180,6 +273,14 @@ void lm_agg_states_free(lm_agg_states* st) {
   lm_free(st->has);
   lm_free(st->ord);
   lm_free(st->vnull);
+  lm_free(st->m_a);
+  lm_free(st->m_b);
+  lm_free(st->q_a);
+  lm_free(st->q_b);
+  lm_free(st->c_ab);
+  lm_free(st->by_i);
+  lm_free(st->by_d);
+  lm_free(st->by_s);
   lm_free(st->d_hash);
   lm_free(st->d_group);
   lm_free(st->d_i);
@@ -239,6 +340,161 @@ static int64_t int_value(const lm_vec* v, uint32_t row) {
     case LM_TYPE_INT32: return ((const int32_t*)v->data)[row];
     case LM_TYPE_BOOL: return ((const uint8_t*)v->data)[row];
     default: return ((const int64_t*)v->data)[row];
+  }
+}
+
+/* ---- the moment aggregates ------------------------------------------------ */
+
+/* Group g takes w more copies of the pair (a, b) (b unused by one-argument
+ * aggregates): Welford's update in its weighted form (West, 1979), so that a
+ * retraction (w < 0) is the inverse update. A group back at no rows restarts
+ * from exact zeros. */
+static inline void moments_add(lm_agg_states* st, uint32_t g, double a, double b,
+                               int64_t w) {
+  int64_t n = st->count[g] + w;
+  st->count[g] = n;
+  if (n == 0) {
+    st->m_a[g] = st->q_a[g] = 0.0;
+    if (st->m_b) st->m_b[g] = st->q_b[g] = st->c_ab[g] = 0.0;
+    return;
+  }
+  if (n - w == 0) { /* the first rows: w copies of one point have no spread */
+    st->m_a[g] = a;
+    if (st->m_b) st->m_b[g] = b;
+    return;
+  }
+  if (n == 1 && w < 0) {
+    /* One row left: the retracted rows' rounding goes with them (no spread),
+     * though its value is only as exact as the means were. */
+    double fw = (double)w, fn = (double)n;
+    st->m_a[g] += fw * (a - st->m_a[g]) / fn;
+    st->q_a[g] = 0.0;
+    if (st->m_b) {
+      st->m_b[g] += fw * (b - st->m_b[g]) / fn;
+      st->q_b[g] = st->c_ab[g] = 0.0;
+    }
+    return;
+  }
+  double fw = (double)w, fn = (double)n;
+  double da = a - st->m_a[g];
+  st->m_a[g] += fw * da / fn;
+  st->q_a[g] += fw * da * (a - st->m_a[g]);
+  if (st->m_b) {
+    double db = b - st->m_b[g];
+    st->m_b[g] += fw * db / fn;
+    st->q_b[g] += fw * db * (b - st->m_b[g]);
+    st->c_ab[g] += fw * da * (b - st->m_b[g]);
+  }
+}
+
+/* Rows sel[j] of a (and b for two arguments; DOUBLE), each weight[row] times
+ * (weight NULL: once), into groups gids[j]; a row with a NULL argument is
+ * skipped. */
+static laminar_code moments_update(lm_agg_states* st, const lm_vec* a, const lm_vec* b,
+                                   const uint32_t* sel, const uint32_t* gids,
+                                   const int64_t* weight, int64_t m) {
+  bool two = is_bivariate(st->fn), counted = st->fn == LM_AGG_M2;
+  if (a == NULL || a->type != LM_TYPE_DOUBLE ||
+      (two && (b == NULL || b->type != LM_TYPE_DOUBLE)) ||
+      (counted && (b == NULL || b->type != LM_TYPE_INT64)))
+    return LAMINAR_ERR_INTERNAL;
+  const double* x = a->data;
+  const double* y = two ? b->data : NULL;
+  const int64_t* times = counted ? b->data : NULL; /* __m2: each value n times */
+  const uint8_t* xn = a->nulls;
+  const uint8_t* yn = two || counted ? b->nulls : NULL;
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t r = ROW(j);
+    if ((xn && xn[r]) || (yn && yn[r])) continue;
+    int64_t w = weight ? weight[r] : 1;
+    if (times != NULL && __builtin_mul_overflow(w, times[r], &w)) continue;
+    if (w != 0) moments_add(st, gids[j], x[r], y ? y[r] : 0.0, w);
+  }
+  return LAMINAR_OK;
+}
+
+/* Chan's parallel rule: group src of `from` folded into group dst of st. */
+static void moments_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* from,
+                          int64_t src) {
+  int64_t na = st->count[dst], nb = from->count[src], n = na + nb;
+  if (nb == 0) return;
+  if (na == 0 || n == 0) {
+    st->count[dst] = n;
+    st->m_a[dst] = n == 0 ? 0.0 : from->m_a[src];
+    st->q_a[dst] = n == 0 ? 0.0 : from->q_a[src];
+    if (st->m_b) {
+      st->m_b[dst] = n == 0 ? 0.0 : from->m_b[src];
+      st->q_b[dst] = n == 0 ? 0.0 : from->q_b[src];
+      st->c_ab[dst] = n == 0 ? 0.0 : from->c_ab[src];
+    }
+    return;
+  }
+  double fb = (double)nb, fn = (double)n, f = (double)na * fb / fn;
+  double da = from->m_a[src] - st->m_a[dst];
+  st->m_a[dst] += da * fb / fn;
+  st->q_a[dst] += from->q_a[src] + da * da * f;
+  if (st->m_b) {
+    double db = from->m_b[src] - st->m_b[dst];
+    st->m_b[dst] += db * fb / fn;
+    st->q_b[dst] += from->q_b[src] + db * db * f;
+    st->c_ab[dst] += from->c_ab[src] + da * db * f;
+  }
+  st->count[dst] = n;
+}
+
+/* Group g's result (DOUBLE; not REGR_COUNT) in *out, or true for NULL. As
+ * DuckDB: population statistics of one row are 0, sample ones NULL; corr and
+ * regr_slope divide by a zero deviation (NaN); regr_intercept is NULL where
+ * the slope is NaN, regr_r2 NULL when x is constant and 1 when y is. */
+static bool moments_result(const lm_agg_states* st, int64_t g, double* out) {
+  int64_t n = st->count[g];
+  if (n <= 0) return true;
+  double fn = (double)n;
+  /* (a sum of squares a retraction left a rounding error below zero is zero) */
+  double qa = st->q_a[g] > 0.0 ? st->q_a[g] : 0.0;
+  double qb = st->q_b != NULL && st->q_b[g] > 0.0 ? st->q_b[g] : 0.0;
+  double var_x = n > 1 ? qb / fn : 0.0, var_y = n > 1 ? qa / fn : 0.0;
+  /* |c_ab| <= sqrt(q_a q_b) (Cauchy-Schwarz): a co-moment past it is rounding
+   * (after retractions), so a constant column gives NaN as it should. */
+  double cmax = sqrt(qa) * sqrt(qb);
+  double c = st->c_ab != NULL ? st->c_ab[g] : 0.0;
+  c = c > cmax ? cmax : c < -cmax ? -cmax : c;
+  double cov = c / fn;
+  switch (st->fn) {
+    case LM_AGG_VAR_POP: *out = qa / fn; return false;
+    case LM_AGG_MEAN: *out = st->m_a[g]; return false;
+    case LM_AGG_M2: *out = qa; return false;
+    case LM_AGG_STDDEV_POP: *out = sqrt(qa / fn); return false;
+    case LM_AGG_VAR_SAMP:
+    case LM_AGG_STDDEV_SAMP:
+      if (n < 2) return true;
+      *out = qa / (fn - 1.0);
+      if (st->fn == LM_AGG_STDDEV_SAMP) *out = sqrt(*out);
+      return false;
+    case LM_AGG_COVAR_POP: *out = cov; return false;
+    case LM_AGG_COVAR_SAMP:
+      if (n < 2) return true;
+      *out = c / (fn - 1.0);
+      return false;
+    case LM_AGG_CORR: *out = cov / (sqrt(var_x) * sqrt(var_y)); return false;
+    case LM_AGG_REGR_SLOPE: *out = cov / var_x; return false;
+    case LM_AGG_REGR_INTERCEPT: {
+      double slope = cov / var_x;
+      if (isnan(slope)) return true;
+      *out = st->m_a[g] - slope * st->m_b[g];
+      return false;
+    }
+    case LM_AGG_REGR_R2: {
+      if (var_x == 0.0) return true;
+      if (var_y == 0.0) {
+        *out = 1.0;
+        return false;
+      }
+      double r = cov / (sqrt(var_x) * sqrt(var_y));
+      *out = r * r;
+      return false;
+    }
+    default: return true;
   }
 }
 
@@ -367,8 +623,22 @@ static laminar_code run_reserve_n(lm_agg_states* st, int64_t extra) {
   return LAMINAR_OK;
 }
 
+/* Bytes of a copy of every non-NULL string of v's rows sel[j], j < m, each
+ * rounded up to 16 bytes. */
+static size_t string_bytes(const lm_vec* v, const uint32_t* sel, int64_t m) {
+  const lm_str* x = v->data;
+  size_t bytes = 0;
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t r = sel != NULL ? sel[j] : (uint32_t)j;
+    if (v->nulls != NULL && v->nulls[r]) continue;
+    bytes += (size_t)x[r].len + 16;
+  }
+  return bytes;
+}
+
 laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
-                                   const uint32_t* sel, int64_t m, uint64_t seq) {
+                                   const lm_vec* order, const uint32_t* sel, int64_t m,
+                                   uint64_t seq) {
   if (arg == NULL || m <= 0) return LAMINAR_OK;
   if (seq == 0 || seq != st->prep_seq) { /* a new chunk: nothing prepared yet */
     st->prep_seq = seq;
@@ -383,17 +653,14 @@ laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
   int64_t rows = st->prep_rows + m;
   if (sets) LM_TRY(dset_reserve_n(st, rows));
   if (st->weighted && is_first_last(st->fn)) LM_TRY(run_reserve_n(st, rows));
+  /* Every row's string copied at most once (ARG_MIN/ARG_MAX: its x and by),
+   * added to what earlier slices of the chunk reserved. */
   size_t bytes = st->prep_bytes;
-  if (st->arg_type == LM_TYPE_STRING && (distinct || keeps_value(st->fn))) {
-    /* Every row's string copied at most once, each rounded up to 16 bytes. */
-    const lm_str* x = arg->data;
-    for (int64_t j = 0; j < m; j++) {
-      uint32_t r = sel != NULL ? sel[j] : (uint32_t)j;
-      if (arg->nulls != NULL && arg->nulls[r]) continue;
-      bytes += (size_t)x[r].len + 16;
-    }
-    if (!lm_pool_reserve(&st->strings, bytes)) return LAMINAR_ERR_NOMEM;
-  }
+  if (st->arg_type == LM_TYPE_STRING && (distinct || keeps_value(st->fn)))
+    bytes += string_bytes(arg, sel, m);
+  if (st->by_type == LM_TYPE_STRING && order != NULL)
+    bytes += string_bytes(order, sel, m);
+  if (bytes > 0 && !lm_pool_reserve(&st->strings, bytes)) return LAMINAR_ERR_NOMEM;
   st->prep_rows = rows;
   st->prep_bytes = bytes;
   return LAMINAR_OK;
@@ -585,7 +852,7 @@ static int32_t fl_pick(const lm_agg_states* st, int64_t g) {
 static laminar_code keep_value(lm_agg_states* st, const lm_vec* arg, uint32_t g,
                                uint32_t r) {
   bool is_null = arg->nulls && arg->nulls[r];
-  st->vnull[g] = is_null;
+  if (st->vnull) st->vnull[g] = is_null;
   st->has[g] = 1;
   if (is_null) return LAMINAR_OK;
   if (st->arg_type == LM_TYPE_DOUBLE) {
@@ -601,9 +868,85 @@ static laminar_code keep_value(lm_agg_states* st, const lm_vec* arg, uint32_t g,
   return LAMINAR_OK;
 }
 
+/* ---- ARG_MIN / ARG_MAX ------------------------------------------------------ */
+
+/* A `by` value (the field of by_type in use). */
+typedef struct byvalue {
+  int64_t i;
+  double d;
+  lm_str s;
+} byvalue;
+
+static byvalue by_at(const lm_agg_states* st, const lm_vec* by, uint32_t r) {
+  byvalue v = {.i = 0};
+  if (st->by_type == LM_TYPE_DOUBLE) {
+    v.d = ((const double*)by->data)[r];
+  } else if (st->by_type == LM_TYPE_STRING) {
+    v.s = ((const lm_str*)by->data)[r];
+  } else {
+    v.i = int_value(by, r);
+  }
+  return v;
+}
+
+static byvalue by_kept(const lm_agg_states* st, int64_t g) {
+  byvalue v = {.i = 0};
+  if (st->by_d) v.d = st->by_d[g];
+  if (st->by_s) v.s = st->by_s[g];
+  if (st->by_i) v.i = st->by_i[g];
+  return v;
+}
+
+/* Whether `by` value v replaces group g's (strictly better: ties keep the
+ * value seen first; DuckDB's order, NaN above every number). */
+static bool by_better(const lm_agg_states* st, byvalue v, int64_t g) {
+  if (!st->has[g]) return true;
+  bool is_min = st->fn == LM_AGG_ARG_MIN;
+  byvalue cur = by_kept(st, g);
+  if (st->by_d) return is_min ? dbl_less(v.d, cur.d) : dbl_less(cur.d, v.d);
+  if (st->by_s) {
+    int c = cmp_str(v.s, cur.s);
+    return is_min ? c < 0 : c > 0;
+  }
+  return is_min ? v.i < cur.i : v.i > cur.i;
+}
+
+/* Group g's `by` is v now (a string copied into the pool unless `same`). */
+static laminar_code by_keep(lm_agg_states* st, bool same, byvalue v, int64_t g) {
+  if (st->by_d) st->by_d[g] = v.d;
+  if (st->by_i) st->by_i[g] = v.i;
+  if (st->by_s) {
+    if (same) {
+      st->by_s[g] = v.s;
+      return LAMINAR_OK;
+    }
+    char* copy = lm_pool_copy(&st->strings, v.s.ptr, (size_t)v.s.len);
+    if (copy == NULL && v.s.len > 0) return LAMINAR_ERR_NOMEM;
+    st->by_s[g] = (lm_str){copy, v.s.len};
+  }
+  return LAMINAR_OK;
+}
+
+static laminar_code argmm_update(lm_agg_states* st, const lm_vec* arg, const lm_vec* by,
+                                 const uint32_t* sel, const uint32_t* gids, int64_t m) {
+  if (arg == NULL || by == NULL) return LAMINAR_ERR_INTERNAL;
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t r = ROW(j), g = gids[j];
+    if ((arg->nulls && arg->nulls[r]) || (by->nulls && by->nulls[r])) continue;
+    byvalue v = by_at(st, by, r);
+    if (!by_better(st, v, g)) continue;
+    LM_TRY(by_keep(st, false, v, g));
+    LM_TRY(keep_value(st, arg, g, r));
+  }
+  return LAMINAR_OK;
+}
+
 laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg,
                                    const lm_vec* order, const uint32_t* sel,
                                    const uint32_t* gids, int64_t m) {
+  if (is_arg_minmax(st->fn)) return argmm_update(st, arg, order, sel, gids, m);
+  if (lm_agg_is_moments(st->fn))
+    return moments_update(st, arg, order, sel, gids, NULL, m);
   if (!is_first_last(st->fn)) return lm_agg_update(st, arg, sel, gids, m);
   bool first = st->fn == LM_AGG_FIRST;
   for (int64_t j = 0; j < m; j++) {
@@ -736,6 +1079,21 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
       }
       return LAMINAR_OK;
     }
+    case LM_AGG_VAR_SAMP:
+    case LM_AGG_VAR_POP:
+    case LM_AGG_STDDEV_SAMP:
+    case LM_AGG_STDDEV_POP:
+    case LM_AGG_MEAN: return moments_update(st, arg, NULL, sel, gids, NULL, m);
+    case LM_AGG_M2:         /* two arguments: lm_agg_update_ordered */
+    case LM_AGG_COVAR_SAMP: /* two arguments: lm_agg_update_ordered */
+    case LM_AGG_COVAR_POP:
+    case LM_AGG_CORR:
+    case LM_AGG_REGR_SLOPE:
+    case LM_AGG_REGR_INTERCEPT:
+    case LM_AGG_REGR_R2:
+    case LM_AGG_REGR_COUNT:
+    case LM_AGG_ARG_MIN:
+    case LM_AGG_ARG_MAX: break;
   }
   return LAMINAR_ERR_INTERNAL;
 }
@@ -751,6 +1109,8 @@ laminar_code lm_agg_update_weighted_ordered(lm_agg_states* st, const lm_vec* arg
                                             const uint32_t* gids, const int64_t* weight,
                                             int64_t m) {
   if (!st->weighted) return LAMINAR_ERR_INTERNAL;
+  if (lm_agg_is_moments(st->fn))
+    return moments_update(st, arg, order, sel, gids, weight, m);
   const uint8_t* nulls = arg ? arg->nulls : NULL;
   for (int64_t j = 0; j < m; j++) {
     uint32_t r = ROW(j), g = gids[j];
@@ -806,6 +1166,10 @@ static laminar_code keep_str(lm_agg_states* st, bool same, lm_str v, lm_str* out
 laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* from,
                           int64_t src) {
   bool same = st == from;
+  if (lm_agg_is_moments(st->fn)) {
+    moments_merge(st, dst, from, src);
+    return LAMINAR_OK;
+  }
   if (st->fn == LM_AGG_COUNT_DISTINCT) {
     for (int32_t e = from->d_head[src]; e >= 0; e = from->d_next[e]) {
       LM_TRY(dset_insert(st, (uint32_t)dst, entry_value(from, e)));
@@ -814,6 +1178,15 @@ laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* f
   }
   /* Over a changelog nothing merges (no panes, no sessions: the binder refuses them). */
   if (is_first_last(st->fn) && st->weighted) return LAMINAR_ERR_INTERNAL;
+  if (is_arg_minmax(st->fn)) {
+    if (!from->has[src] || !by_better(st, by_kept(from, src), dst)) return LAMINAR_OK;
+    LM_TRY(by_keep(st, same, by_kept(from, src), dst));
+    if (st->mm_i) st->mm_i[dst] = from->mm_i[src];
+    if (st->mm_d) st->mm_d[dst] = from->mm_d[src];
+    if (st->mm_s) LM_TRY(keep_str(st, same, from->mm_s[src], &st->mm_s[dst]));
+    st->has[dst] = 1;
+    return LAMINAR_OK;
+  }
   if (is_first_last(st->fn)) {
     bool first = st->fn == LM_AGG_FIRST;
     if (from->has[src] && (!st->has[dst] || (first ? from->ord[src] < st->ord[dst]
@@ -961,7 +1334,25 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
     switch (st->fn) {
       case LM_AGG_COUNT_STAR:
       case LM_AGG_COUNT:
-      case LM_AGG_COUNT_DISTINCT: ((int64_t*)data)[k] = st->count[g]; break;
+      case LM_AGG_COUNT_DISTINCT:
+      case LM_AGG_REGR_COUNT: ((int64_t*)data)[k] = st->count[g]; break;
+      case LM_AGG_VAR_SAMP:
+      case LM_AGG_VAR_POP:
+      case LM_AGG_STDDEV_SAMP:
+      case LM_AGG_STDDEV_POP:
+      case LM_AGG_COVAR_SAMP:
+      case LM_AGG_COVAR_POP:
+      case LM_AGG_CORR:
+      case LM_AGG_REGR_SLOPE:
+      case LM_AGG_REGR_INTERCEPT:
+      case LM_AGG_REGR_R2:
+      case LM_AGG_MEAN:
+      case LM_AGG_M2: {
+        double v = 0.0;
+        is_null = moments_result(st, g, &v);
+        ((double*)data)[k] = is_null ? 0.0 : v;
+        break;
+      }
       case LM_AGG_SUM:
         if (!has_value(st, g)) {
           is_null = 1;
@@ -993,6 +1384,8 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
       case LM_AGG_MAX:
       case LM_AGG_FIRST:
       case LM_AGG_LAST:
+      case LM_AGG_ARG_MIN:
+      case LM_AGG_ARG_MAX:
         if (st->weighted) { /* MIN/MAX/FIRST/LAST over a changelog: from the multiset */
           int32_t e = is_first_last(st->fn) ? fl_pick(st, g) : dset_extreme(st, g);
           is_null = e < 0 || (st->d_vnull != NULL && st->d_vnull[e]);
@@ -1064,8 +1457,18 @@ laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, in
   COPY_ARRAY(ord, n, cap);
   COPY_ARRAY(vnull, n, cap);
   COPY_ARRAY(d_head, n, cap);
+  COPY_ARRAY(m_a, n, cap);
+  COPY_ARRAY(m_b, n, cap);
+  COPY_ARRAY(q_a, n, cap);
+  COPY_ARRAY(q_b, n, cap);
+  COPY_ARRAY(c_ab, n, cap);
+  COPY_ARRAY(by_i, n, cap);
+  COPY_ARRAY(by_d, n, cap);
+  COPY_ARRAY(by_s, n, cap);
   for (int64_t g = 0; dst->mm_s != NULL && g < n; g++)
     LM_TRY(copy_str(dst, &dst->mm_s[g]));
+  for (int64_t g = 0; dst->by_s != NULL && g < n; g++)
+    LM_TRY(copy_str(dst, &dst->by_s[g]));
   /* The value sets and run stacks: indices, copied as they are. */
   if (src->d_cap > 0) {
     COPY_ARRAY(d_hash, src->d_n, src->d_cap);
@@ -1104,7 +1507,8 @@ laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, in
 
 bool lm_agg_states_flat(const lm_agg_states* st) {
   return !st->weighted && st->fn != LM_AGG_COUNT_DISTINCT &&
-         !(keeps_value(st->fn) && st->arg_type == LM_TYPE_STRING);
+         !(keeps_value(st->fn) && st->arg_type == LM_TYPE_STRING) &&
+         st->by_type != LM_TYPE_STRING;
 }
 
 /* dst->field[first .. first + n) = src's, for the arrays the state has. */
@@ -1125,6 +1529,13 @@ void lm_agg_states_copy_range(lm_agg_states* dst, const lm_agg_states* src, int6
   COPY_RANGE(has);
   COPY_RANGE(ord);
   COPY_RANGE(vnull);
+  COPY_RANGE(m_a);
+  COPY_RANGE(m_b);
+  COPY_RANGE(q_a);
+  COPY_RANGE(q_b);
+  COPY_RANGE(c_ab);
+  COPY_RANGE(by_i);
+  COPY_RANGE(by_d);
 }
 
 #undef COPY_RANGE
@@ -1167,6 +1578,18 @@ void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* 
   if (st->has) lm_state_put_u8(w, st->has[g]);
   if (st->ord) lm_state_put_i64(w, st->ord[g]);
   if (st->vnull) lm_state_put_u8(w, st->vnull[g]);
+  if (st->m_a) {
+    lm_state_put_f64(w, st->m_a[g]);
+    lm_state_put_f64(w, st->q_a[g]);
+  }
+  if (st->m_b) {
+    lm_state_put_f64(w, st->m_b[g]);
+    lm_state_put_f64(w, st->q_b[g]);
+    lm_state_put_f64(w, st->c_ab[g]);
+  }
+  if (st->by_i) lm_state_put_i64(w, st->by_i[g]);
+  if (st->by_d) lm_state_put_f64(w, st->by_d[g]);
+  if (st->by_s) lm_state_put_bytes(w, st->by_s[g].ptr, (size_t)st->by_s[g].len);
   if (st->weighted && (uses_minmax(st->fn) || st->fn == LM_AGG_COUNT_DISTINCT)) {
     /* MIN/MAX and COUNT(DISTINCT) over a changelog: the values held, with
      * their multiplicities */
@@ -1276,6 +1699,23 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
     st->mm_d[g] = minmax_identity(st->fn);
   if (st->ord) st->ord[g] = lm_state_get_i64(r);
   if (st->vnull) st->vnull[g] = lm_state_get_u8(r) ? 1 : 0;
+  if (st->m_a) {
+    st->m_a[g] = lm_state_get_f64(r);
+    st->q_a[g] = lm_state_get_f64(r);
+  }
+  if (st->m_b) {
+    st->m_b[g] = lm_state_get_f64(r);
+    st->q_b[g] = lm_state_get_f64(r);
+    st->c_ab[g] = lm_state_get_f64(r);
+  }
+  if (st->by_i) st->by_i[g] = lm_state_get_i64(r);
+  if (st->by_d) st->by_d[g] = lm_state_get_f64(r);
+  if (st->by_s) {
+    lm_str s = lm_state_get_bytes(r);
+    char* copy = lm_pool_copy(&st->strings, s.ptr, (size_t)s.len);
+    if (copy == NULL && s.len > 0) return LAMINAR_ERR_NOMEM;
+    st->by_s[g] = (lm_str){copy, s.len};
+  }
   if (st->weighted && (uses_minmax(st->fn) || st->fn == LM_AGG_COUNT_DISTINCT)) {
     if (st->fn == LM_AGG_COUNT_DISTINCT) st->count[g] = 0; /* recounted from the values */
     uint32_t n = lm_state_get_u32(r);

@@ -34,16 +34,61 @@ typedef enum lm_agg_fn {
   LM_AGG_AVG = 4,
   LM_AGG_MIN = 5,
   LM_AGG_MAX = 6,
-  LM_AGG_FIRST = 7,         /* FIRST_VALUE / FIRST: the value of the earliest row */
-  LM_AGG_LAST = 8,          /* LAST_VALUE / LAST: the value of the latest row */
-  LM_AGG_COUNT_DISTINCT = 9 /* COUNT(DISTINCT x) */
+  LM_AGG_FIRST = 7,          /* FIRST_VALUE / FIRST: the value of the earliest row */
+  LM_AGG_LAST = 8,           /* LAST_VALUE / LAST: the value of the latest row */
+  LM_AGG_COUNT_DISTINCT = 9, /* COUNT(DISTINCT x) */
+  /* The moment aggregates: over DOUBLE arguments (the binder casts), rows
+   * with a NULL argument skipped; a count, means and centered second moments
+   * updated by Welford's rule (a retraction is the inverse update) and
+   * merged by Chan's. Two-argument ones take (y, x) as DuckDB: y in `arg`,
+   * x in `order`. */
+  LM_AGG_VAR_SAMP = 10,
+  LM_AGG_VAR_POP = 11,
+  LM_AGG_STDDEV_SAMP = 12,
+  LM_AGG_STDDEV_POP = 13,
+  LM_AGG_COVAR_SAMP = 14,
+  LM_AGG_COVAR_POP = 15,
+  LM_AGG_CORR = 16,
+  LM_AGG_REGR_SLOPE = 17,
+  LM_AGG_REGR_INTERCEPT = 18,
+  LM_AGG_REGR_R2 = 19,
+  LM_AGG_REGR_COUNT = 20,
+  /* The two-phase split's (src/db/twophase.c): __mean(x), the Welford mean;
+   * __m2(mean, n), the centered sum of squares of values `mean` each
+   * counted n (BIGINT, in `order`) times -- Chan's merge of partial
+   * (n, mean) pairs, to which the partial sums of squares add. */
+  LM_AGG_MEAN = 21,
+  LM_AGG_M2 = 22,
+  /* ARG_MIN(x, by) / ARG_MAX(x, by): x of the row with the least / greatest
+   * `by` (in `order`; ties: the first seen); rows with a NULL x or by are
+   * skipped (DuckDB). Not retractable. */
+  LM_AGG_ARG_MIN = 23,
+  LM_AGG_ARG_MAX = 24
 } lm_agg_fn;
+
+/* An aggregate's SQL name: the function, how many arguments it takes, and
+ * for the moment aggregates the fixed result type. */
+typedef struct lm_agg_def {
+  const char* name;
+  lm_agg_fn fn;
+  int32_t nargs; /* 1 or 2 (COUNT also takes '*') */
+} lm_agg_def;
+
+/* The aggregate named `name` (case-insensitive), NULL if none. Aliases:
+ * stddev = stddev_samp, variance = var_samp, first_value = first,
+ * last_value = last; bool_and / bool_or are MIN / MAX of a BOOLEAN. */
+const lm_agg_def* lm_agg_find(const char* name);
+/* The SQL name of `fn` (its first name: "var_samp", "min"). */
+const char* lm_agg_fn_name(lm_agg_fn fn);
+/* True for the moment aggregates (LM_AGG_VAR_SAMP .. LM_AGG_M2). */
+bool lm_agg_is_moments(lm_agg_fn fn);
 
 typedef struct lm_agg_spec {
   lm_agg_fn fn;
   const lm_expr* arg; /* NULL for COUNT(*) */
   /* FIRST / LAST: the event time ordering the rows (ties: arrival order);
-   * NULL: arrival order only. */
+   * NULL: arrival order only. Two-argument aggregates (covar, corr, regr_*):
+   * their second argument. */
   const lm_expr* order;
   lm_type
       result_type; /* COUNT: INT64; SUM: INT64 or DOUBLE; AVG: DOUBLE; MIN/MAX: arg's */
@@ -57,9 +102,21 @@ __extension__ typedef unsigned __int128 lm_u128;
 typedef struct lm_agg_states {
   lm_agg_fn fn;
   lm_type arg_type; /* LM_TYPE_NULL for COUNT(*) */
+  lm_type by_type;  /* ARG_MIN / ARG_MAX: the type of `by` */
   lm_type result_type;
   int64_t cap;
-  int64_t* count; /* COUNT, COUNT(*), AVG */
+  int64_t* count; /* COUNT, COUNT(*), AVG, moments (rows with no NULL argument) */
+  /* Moment aggregates: the means of the first (a) and second (b) argument,
+   * their centered sums of squares (q_a, q_b) and co-moment (c_ab). */
+  double* m_a;
+  double* m_b;
+  double* q_a;
+  double* q_b;
+  double* c_ab;
+  /* ARG_MIN / ARG_MAX: the `by` of the value kept (x: in mm_*), by by_type. */
+  int64_t* by_i;
+  double* by_d;
+  lm_str* by_s;
   lm_i128* sum_i; /* SUM/AVG of INT64 */
   double* sum_d;  /* SUM/AVG of DOUBLE */
   int64_t* mm_i;  /* MIN/MAX of INT32/INT64/TIMESTAMP/BOOL */
@@ -131,8 +188,9 @@ void lm_agg_states_free(lm_agg_states* st);
 int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups);
 
 /* Make room for an lm_agg_update / lm_agg_update_ordered (weighted states:
- * lm_agg_update_weighted / _ordered) of arg rows sel[j], j < m, so that it
- * cannot fail: string copies (MIN/MAX/FIRST/LAST of strings),
+ * lm_agg_update_weighted / _ordered) of arg (and `order`, NULL if none) rows
+ * sel[j], j < m, so that it cannot fail: string copies (MIN/MAX/FIRST/LAST/
+ * ARG_MIN/ARG_MAX of strings, ARG_MIN/ARG_MAX of a string `by`),
  * COUNT(DISTINCT) entries, and for a weighted state the MIN/MAX/FIRST/LAST
  * value entries and FIRST/LAST runs. Calls with the same nonzero `seq` (one
  * chunk prepared slice by slice before its first update) add up: the room
@@ -140,7 +198,8 @@ int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups);
  * no group's state (only capacity); LAMINAR_ERR_NOMEM (what earlier calls of
  * the seq prepared stays prepared). */
 laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
-                                   const uint32_t* sel, int64_t m, uint64_t seq);
+                                   const lm_vec* order, const uint32_t* sel, int64_t m,
+                                   uint64_t seq);
 
 /* Update groups gids[j] with arg rows sel[j], j < m (arg NULL for COUNT(*)).
  * Returns LAMINAR_ERR_NOMEM if a MIN/MAX string copy fails (it cannot after

@@ -734,7 +734,7 @@ static const char* agg_name(lm_agg_fn fn) {
     case LM_AGG_FIRST: return "first";
     case LM_AGG_LAST: return "last";
     case LM_AGG_COUNT_DISTINCT: return "count distinct";
-    default: return "aggregate";
+    default: return lm_agg_fn_name(fn);
   }
 }
 
@@ -744,6 +744,10 @@ static void put_agg(lm_text* b, const lm_agg_spec* a, const char* const* names) 
   if (a->arg == NULL) return;
   lm_text_printf(b, "(");
   put_expr(b, a->arg, names);
+  if (a->order != NULL && a->fn != LM_AGG_FIRST && a->fn != LM_AGG_LAST) {
+    lm_text_printf(b, ", "); /* the second argument of a two-argument aggregate */
+    put_expr(b, a->order, names);
+  }
   lm_text_printf(b, ")");
 }
 

@@ -6,7 +6,11 @@
  *
  * The partial query is the stream's GROUP BY with every aggregate replaced by
  * its partial state (COUNT -> COUNT, SUM -> SUM, MIN/MAX -> MIN/MAX, AVG ->
- * SUM and COUNT), one row per (window, key) with window_start ("__ws"),
+ * SUM and COUNT, BOOL_AND/BOOL_OR -> themselves, ARG_MIN(x, by) -> ARG_MIN
+ * and MIN of `by` where x is not NULL; ARG_MAX alike; VAR_* / STDDEV_* ->
+ * COUNT, __mean and VAR_POP * COUNT, merged by __m2: Chan's rule; the
+ * two-argument ones -> the same for y and x where both are non-NULL and
+ * COVAR_POP * REGR_COUNT, the co-moment merged by polarization), one row per (window, key) with window_start ("__ws"),
  * window_end ("__we") and the keys ("__k<i>"); its source has no watermark, so
  * windows close on explicit watermarks only and no row is late whatever order
  * it comes in. The final query groups the partial rows by the keys, "__we"
@@ -205,6 +209,28 @@ static void refuse(splitter* s, const char* fmt, const char* what) {
   if (s->reason[0] == '\0') snprintf(s->reason, sizeof s->reason, fmt, what);
 }
 
+/* VAR_* and STDDEV_*: merged by Chan's rule in the final query. */
+static bool is_univariate(lm_agg_fn fn) {
+  return fn == LM_AGG_VAR_SAMP || fn == LM_AGG_VAR_POP || fn == LM_AGG_STDDEV_SAMP ||
+         fn == LM_AGG_STDDEV_POP;
+}
+
+static bool is_bool_agg(const char* f) {
+  return lm_streq_nocase(f, "bool_and") || lm_streq_nocase(f, "bool_or");
+}
+static bool is_arg_minmax(const char* f) {
+  return lm_streq_nocase(f, "arg_min") || lm_streq_nocase(f, "arg_max");
+}
+
+/* "CASE WHEN (other) IS NULL THEN NULL ELSE (v) END": v where both are non-NULL. */
+static void print_masked(lm_text* t, const lm_ast_expr* v, const lm_ast_expr* other) {
+  put(t, "CASE WHEN (");
+  print_expr(other, NULL, NULL, t);
+  put(t, ") IS NULL THEN NULL ELSE (");
+  print_expr(v, NULL, NULL, t);
+  put(t, ") END");
+}
+
 /* The index of aggregate call `e`, adding it (and its partial columns) when new. */
 static int32_t agg_index(splitter* s, const lm_ast_expr* e) {
   for (int32_t i = 0; i < s->naggs; i++) {
@@ -232,14 +258,77 @@ static int32_t agg_index(splitter* s, const lm_ast_expr* e) {
            f);
     return j;
   }
+  const lm_agg_def* def = lm_agg_find(f);
+  if (def != NULL && is_univariate(def->fn) && e->nargs == 1) {
+    /* n, the Welford mean and the centered sum of squares */
+    put(t, ", count(");
+    print_expr(e->args[0], NULL, NULL, t);
+    lm_text_printf(t, ") AS \"__a%d\", __mean(", (int)j);
+    print_expr(e->args[0], NULL, NULL, t);
+    lm_text_printf(t, ") AS \"__b%d\", (var_pop(", (int)j);
+    print_expr(e->args[0], NULL, NULL, t);
+    put(t, ") * count(");
+    print_expr(e->args[0], NULL, NULL, t);
+    lm_text_printf(t, ")) AS \"__c%d\"", (int)j);
+    return j;
+  }
+  if (def != NULL && lm_agg_is_moments(def->fn) && e->nargs == 2 &&
+      def->fn != LM_AGG_M2) {
+    /* over the rows where both are non-NULL (y', x'): n, the means, the sums
+     * of squares and the co-moment */
+    for (int c = 0; c < 5; c++) {
+      const lm_ast_expr* v = e->args[c < 3 ? 0 : 1];
+      const lm_ast_expr* other = e->args[c < 3 ? 1 : 0];
+      if (c == 0) {
+        put(t, ", count(");
+      } else {
+        put(t, c == 1 || c == 3 ? ", __mean(" : ", (var_pop(");
+      }
+      print_masked(t, v, other);
+      if (c == 2 || c == 4) {
+        put(t, ") * count(");
+        print_masked(t, v, other);
+        put(t, ")");
+      }
+      lm_text_printf(t, ") AS \"__%c%d\"", 'a' + c, (int)j);
+    }
+    put(t, ", (covar_pop(");
+    print_list(e->args, 2, NULL, NULL, t);
+    put(t, ") * regr_count(");
+    print_list(e->args, 2, NULL, NULL, t);
+    lm_text_printf(t, ")) AS \"__f%d\"", (int)j);
+    return j;
+  }
+  if (def != NULL && lm_agg_is_moments(def->fn)) {
+    refuse(s,
+           "%s() does not decompose yet (its partial state, a count, means and centered "
+           "sums of squares, has no SQL form the final query can merge)",
+           f);
+    return j;
+  }
+  if (is_arg_minmax(f) && e->nargs == 2) {
+    /* the partial's x and its `by` (over the rows where both are non-NULL) */
+    lm_text_printf(t, ", %s(", f);
+    print_list(e->args, 2, NULL, NULL, t);
+    lm_text_printf(t, ") AS \"__a%d\", %s(CASE WHEN (", (int)j,
+                   lm_streq_nocase(f, "arg_min") ? "min" : "max");
+    print_expr(e->args[0], NULL, NULL, t);
+    put(t, ") IS NULL THEN NULL ELSE (");
+    print_expr(e->args[1], NULL, NULL, t);
+    lm_text_printf(t, ") END) AS \"__b%d\"", (int)j);
+    return j;
+  }
   if (!count_star && e->nargs != 1) {
     refuse(s, "%s() with other than one argument", f);
     return j;
   }
   bool avg = lm_streq_nocase(f, "avg");
   if (!count_star && !avg && !lm_streq_nocase(f, "count") && !lm_streq_nocase(f, "sum") &&
-      !lm_streq_nocase(f, "min") && !lm_streq_nocase(f, "max")) {
-    refuse(s, "%s() does not decompose (only COUNT, SUM, AVG, MIN and MAX do)", f);
+      !lm_streq_nocase(f, "min") && !lm_streq_nocase(f, "max") && !is_bool_agg(f)) {
+    refuse(s,
+           "%s() does not decompose (only COUNT, SUM, AVG, MIN, MAX, BOOL_AND, BOOL_OR, "
+           "ARG_MIN and ARG_MAX do)",
+           f);
     return j;
   }
   if (count_star) {
@@ -255,6 +344,53 @@ static int32_t agg_index(splitter* s, const lm_ast_expr* e) {
     lm_text_printf(t, ") AS \"__b%d\"", (int)j);
   }
   return j;
+}
+
+/* The final expression of two-argument moment aggregate `fn` over partial
+ * columns __a..__f of aggregate j (n, y's mean and sum of squares, x's, the
+ * co-moment): sums of squares merged by __m2 (Chan), the co-moment's merge
+ * term by polarization, (Q(y+x) - Q(y) - Q(x)) / 2 over the partial means
+ * (the means of y + x are their sums); DuckDB's NULL / NaN results. */
+static void print_bivariate_final(lm_agg_fn fn, int32_t j, lm_text* out) {
+  char n[64], qy[160], qx[160], c0[400], c[1024], my[128], mx[128];
+  int k = (int)j;
+  snprintf(n, sizeof n, "sum(\"__a%d\")", k);
+  snprintf(qy, sizeof qy, "(sum(\"__c%d\") + __m2(\"__b%d\", \"__a%d\"))", k, k, k);
+  snprintf(qx, sizeof qx, "(sum(\"__e%d\") + __m2(\"__d%d\", \"__a%d\"))", k, k, k);
+  snprintf(c0, sizeof c0,
+           "(sum(\"__f%d\") + (__m2((\"__b%d\" + \"__d%d\"), \"__a%d\") - "
+           "__m2(\"__b%d\", \"__a%d\") - __m2(\"__d%d\", \"__a%d\")) / 2)",
+           k, k, k, k, k, k, k, k);
+  /* a constant y or x has no co-moment (not the polarization's rounding) */
+  snprintf(c, sizeof c, "(CASE WHEN %s = 0 OR %s = 0 THEN 0.0 ELSE %s END)", qy, qx, c0);
+  snprintf(my, sizeof my, "(sum((\"__b%d\" * \"__a%d\")) / %s)", k, k, n);
+  snprintf(mx, sizeof mx, "(sum((\"__d%d\" * \"__a%d\")) / %s)", k, k, n);
+  switch (fn) {
+    case LM_AGG_REGR_COUNT: lm_text_printf(out, "%s", n); return;
+    case LM_AGG_COVAR_POP:
+      lm_text_printf(out, "(CASE WHEN %s > 0 THEN %s / %s END)", n, c, n);
+      return;
+    case LM_AGG_COVAR_SAMP:
+      lm_text_printf(out, "(CASE WHEN %s > 1 THEN %s / (%s - 1) END)", n, c, n);
+      return;
+    case LM_AGG_CORR:
+      lm_text_printf(out, "(CASE WHEN %s > 0 THEN %s / sqrt(%s * %s) END)", n, c, qy, qx);
+      return;
+    case LM_AGG_REGR_SLOPE:
+      lm_text_printf(out, "(CASE WHEN %s > 0 THEN %s / %s END)", n, c, qx);
+      return;
+    case LM_AGG_REGR_INTERCEPT:
+      lm_text_printf(out, "(CASE WHEN %s > 0 AND %s <> 0 THEN %s - %s / %s * %s END)", n,
+                     qx, my, c, qx, mx);
+      return;
+    case LM_AGG_REGR_R2:
+      lm_text_printf(out,
+                     "(CASE WHEN %s > 0 AND %s <> 0 THEN (CASE WHEN %s = 0 THEN 1.0 ELSE "
+                     "%s * %s / (%s * %s) END) END)",
+                     n, qx, qy, c, c, qx, qy);
+      return;
+    default: return;
+  }
 }
 
 /* Print a select item or HAVING of the final query: keys become their partial
@@ -274,8 +410,22 @@ static bool final_hook(void* arg, const lm_ast_expr* e, lm_text* out) {
     if (lm_streq_nocase(f, "avg")) {
       lm_text_printf(out, "(CAST(sum(\"__a%d\") AS DOUBLE) / sum(\"__b%d\"))", (int)j,
                      (int)j);
-    } else if (lm_streq_nocase(f, "min") || lm_streq_nocase(f, "max")) {
+    } else if (lm_streq_nocase(f, "min") || lm_streq_nocase(f, "max") || is_bool_agg(f)) {
       lm_text_printf(out, "%s(\"__a%d\")", f, (int)j);
+    } else if (lm_agg_find(f) != NULL && is_univariate(lm_agg_find(f)->fn)) {
+      /* N, and the sum of squares: the partials' own plus their means' spread */
+      lm_agg_fn fn = lm_agg_find(f)->fn;
+      bool samp = fn == LM_AGG_VAR_SAMP || fn == LM_AGG_STDDEV_SAMP;
+      bool root = fn == LM_AGG_STDDEV_SAMP || fn == LM_AGG_STDDEV_POP;
+      lm_text_printf(out,
+                     "%s(CASE WHEN sum(\"__a%d\") > %d THEN (sum(\"__c%d\") + "
+                     "__m2(\"__b%d\", \"__a%d\")) / (sum(\"__a%d\") - %d) END)",
+                     root ? "sqrt" : "", (int)j, samp ? 1 : 0, (int)j, (int)j, (int)j,
+                     (int)j, samp ? 1 : 0);
+    } else if (lm_agg_find(f) != NULL && lm_agg_is_moments(lm_agg_find(f)->fn)) {
+      print_bivariate_final(lm_agg_find(f)->fn, j, out);
+    } else if (is_arg_minmax(f)) {
+      lm_text_printf(out, "%s(\"__a%d\", \"__b%d\")", f, (int)j, (int)j);
     } else {
       lm_text_printf(out, "sum(\"__a%d\")", (int)j);
     }

@@ -427,7 +427,8 @@ static laminar_code session_chunk(window_op* op, const lm_chunk* in,
   for (int64_t j = 0; j < m; j++) gids[j] = (uint32_t)slot_find(op, (int32_t)gids[j]);
   for (int32_t a = 0; a < spec->naggs; a++) {
     const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
-    LM_TRY(lm_agg_states_prepare(&op->sagg[a], arg, sel, m, op->jseq));
+    const lm_vec* ord = spec->aggs[a].order ? &op->ord_vecs[a] : NULL;
+    LM_TRY(lm_agg_states_prepare(&op->sagg[a], arg, ord, sel, m, op->jseq));
   }
   if (lm_op_bounded(&op->base)) {
     LM_TRY(lm_op_account(&op->base, lm_op_window_bytes(op), op->base.checks_bound));

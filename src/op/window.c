@@ -780,7 +780,8 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
       const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
       const uint32_t* at =
           spec->aggs[a].order == NULL && op->arg_pos[a] ? pos + s->offsets[i] : wsel;
-      LM_TRY(lm_agg_states_prepare(&wins[i]->aggs[a], arg, at, m, op->jseq));
+      const lm_vec* ord = spec->aggs[a].order != NULL ? &op->ord_vecs[a] : NULL;
+      LM_TRY(lm_agg_states_prepare(&wins[i]->aggs[a], arg, ord, at, m, op->jseq));
     }
   }
   if (mode == UPDATE_GROUPS) return LAMINAR_OK;

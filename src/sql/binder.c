@@ -212,13 +212,7 @@ static bool ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
   return false;
 }
 
-static bool is_agg_name(const char* f) {
-  return f != NULL && (lm_streq_nocase(f, "count") || lm_streq_nocase(f, "sum") ||
-                       lm_streq_nocase(f, "avg") || lm_streq_nocase(f, "min") ||
-                       lm_streq_nocase(f, "max") || lm_streq_nocase(f, "first") ||
-                       lm_streq_nocase(f, "first_value") || lm_streq_nocase(f, "last") ||
-                       lm_streq_nocase(f, "last_value"));
-}
+static bool is_agg_name(const char* f) { return f != NULL && lm_agg_find(f) != NULL; }
 
 static bool is_window_fn(const char* f) {
   return f != NULL && (lm_streq_nocase(f, "tumble") || lm_streq_nocase(f, "hop") ||
@@ -455,6 +449,20 @@ static laminar_code make_not(binder* b, lm_expr* inner, lm_expr** out) {
   return LAMINAR_OK;
 }
 
+/* A moment aggregate's argument: a number (or NULL), as DOUBLE. */
+static laminar_code bind_moment_arg(binder* b, const lm_ast_expr* a, const char* f,
+                                    const lm_ast_expr* arg, lm_expr** out) {
+  if (contains_agg(arg)) {
+    return fail(b, LAMINAR_ERR_SQL_GROUPING, arg, "aggregate calls cannot be nested");
+  }
+  LM_TRY(bind(b, arg, MODE_ROW, out));
+  if (!is_numeric((*out)->type) && (*out)->type != LM_TYPE_NULL) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "%s() needs a number, got %s", f,
+                lm_type_name((*out)->type));
+  }
+  return coerce(b, out, LM_TYPE_DOUBLE);
+}
+
 /* An aggregate call in MODE_POST: register it (deduplicated) and reference its
  * output column. */
 static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out) {
@@ -473,9 +481,45 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
     }
     lm_agg_spec spec = {0};
     const char* f = a->fname;
+    const lm_agg_def* def = lm_agg_find(f);
     if (lm_streq_nocase(f, "count") && (a->star || a->nargs == 0)) {
       spec.fn = LM_AGG_COUNT_STAR;
       spec.result_type = LM_TYPE_INT64;
+    } else if (def != NULL && lm_agg_is_moments(def->fn)) {
+      if (a->star || a->nargs != (size_t)def->nargs) {
+        return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a, "%s() takes exactly %s", f,
+                    def->nargs == 1 ? "one argument" : "two arguments (y, x)");
+      }
+      lm_expr* arg;
+      LM_TRY(bind_moment_arg(b, a, f, a->args[0], &arg));
+      if (def->nargs == 2) {
+        lm_expr* x;
+        LM_TRY(bind_moment_arg(b, a, f, a->args[1], &x));
+        /* __m2(mean, n): n counts, a BIGINT */
+        if (def->fn == LM_AGG_M2) LM_TRY(coerce(b, &x, LM_TYPE_INT64));
+        spec.order = x;
+      }
+      spec.fn = def->fn;
+      spec.arg = arg;
+      spec.result_type = def->fn == LM_AGG_REGR_COUNT ? LM_TYPE_INT64 : LM_TYPE_DOUBLE;
+    } else if (def != NULL && (def->fn == LM_AGG_ARG_MIN || def->fn == LM_AGG_ARG_MAX)) {
+      if (a->star || a->nargs != 2) {
+        return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
+                    "%s() takes exactly two arguments (x, by)", f);
+      }
+      lm_expr* args[2];
+      for (int i = 0; i < 2; i++) {
+        if (contains_agg(a->args[i])) {
+          return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[i],
+                      "aggregate calls cannot be nested");
+        }
+        LM_TRY(bind(b, a->args[i], MODE_ROW, &args[i]));
+        if (args[i]->type == LM_TYPE_NULL) LM_TRY(coerce(b, &args[i], LM_TYPE_INT32));
+      }
+      spec.fn = def->fn;
+      spec.arg = args[0];
+      spec.order = args[1];
+      spec.result_type = args[0]->type;
     } else {
       if (a->nargs != 1 || a->star) {
         return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "%s() takes exactly one argument", f);
@@ -513,6 +557,15 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
         LM_TRY(coerce(b, &arg, in));
         spec.fn = avg ? LM_AGG_AVG : LM_AGG_SUM;
         spec.result_type = avg ? LM_TYPE_DOUBLE : in;
+      } else if (lm_streq_nocase(f, "bool_and") || lm_streq_nocase(f, "bool_or")) {
+        /* MIN / MAX of a BOOLEAN (false < true) */
+        if (at != LM_TYPE_BOOL && at != LM_TYPE_NULL) {
+          return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "%s() needs a BOOLEAN, got %s", f,
+                      lm_type_name(at));
+        }
+        LM_TRY(coerce(b, &arg, LM_TYPE_BOOL));
+        spec.fn = def->fn;
+        spec.result_type = LM_TYPE_BOOL;
       } else {
         if (at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
         spec.fn = lm_streq_nocase(f, "min") ? LM_AGG_MIN : LM_AGG_MAX;
@@ -1168,8 +1221,8 @@ static laminar_code bind_changelog_aggs(binder* b) {
       return fail(
           b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
           "%s() over a changelog ('%s' ends in a _weight column) is not supported "
-          "yet: only COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX, FIRST and LAST take "
-          "retractions",
+          "yet: only COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX, FIRST, LAST, "
+          "BOOL_AND, BOOL_OR and the statistical aggregates take retractions",
           b->agg_calls[i]->fname, b->input_name);
     }
   }

@@ -54,8 +54,7 @@ static const spelling good[] = {
     {"  10 s  ", 10000},
 };
 
-static const char* const bad[] = {"5 fortnights", "abc", "5 s x", "s", "1..5 s",
-                                  "5 s 3"};
+static const char* const bad[] = {"5 fortnights", "abc", "5 s x", "s", "1..5 s", "5 s 3"};
 
 /* The INTERVAL literal and the option value of `text` as SQL parses them:
  * the watermark delay of a source and its checkpoint_interval option. */
@@ -119,8 +118,8 @@ static int test_every_spelling_the_same(void) {
     const lm_option* row;
     lm_option_value v;
     laminar_error err;
-    if (lm_option_parse_text(LAMINAR_SCOPE_DB, "checkpoint_interval", s->text, &row,
-                             &v, &err) == LAMINAR_OK) {
+    if (lm_option_parse_text(LAMINAR_SCOPE_DB, "checkpoint_interval", s->text, &row, &v,
+                             &err) == LAMINAR_OK) {
       config = v.i;
     }
     laminar_code rc = sql_values(s->text, &delay, &opt);

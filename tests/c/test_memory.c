@@ -443,7 +443,7 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap,
   CHECK_CODE(laminar_execute(db, text, &err), LAMINAR_OK, &err);
   int64_t nb = variant == 2 || big ? 70000 : 5000, mod = variant == 2 || big ? 5000 : 0;
   if (big && variant == 3) nb = 270000; /* four slices: the later ones need more room */
-  if (variant == 7) { /* 8 windows a row: 72000 pairs, of 100 keys */
+  if (variant == 7) {                   /* 8 windows a row: 72000 pairs, of 100 keys */
     nb = 9000;
     mod = 100;
   }

@@ -141,6 +141,16 @@ TWO_PHASE_CASES = {
         "FROM t GROUP BY ALL",
         True,
     ),
+    "statistics": (
+        "CREATE STREAM h AS SELECT symbol, window_start, stddev(price) AS sd, "
+        "var_pop(volume) AS vp, corr(price, volume) AS c, regr_slope(price, volume) AS rs, "
+        "covar_samp(volume, price) AS cs, bool_and(volume > 100) AS big FROM trades "
+        "GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);",
+        "SELECT symbol, (ts // 1000) * 1000 AS window_start, stddev(price) AS sd, "
+        "var_pop(volume) AS vp, corr(price, volume) AS c, regr_slope(price, volume) AS rs, "
+        "covar_samp(volume, price) AS cs, bool_and(volume > 100) AS big FROM t GROUP BY ALL",
+        True,
+    ),
     "count_distinct_falls_back": (
         "CREATE STREAM h AS SELECT symbol, window_start, COUNT(DISTINCT volume) AS d "
         "FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);",

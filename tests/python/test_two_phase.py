@@ -55,6 +55,43 @@ CASES: dict[str, tuple[str, str, list[str]]] = {
         "GROUP BY k, ws",
         ["k", "window_start", "window_end", "n", "sx", "mn"],
     ),
+    # by values are injective functions of x (ties give the same x): any order agrees
+    "bool_arg": (
+        "CREATE STREAM w AS SELECT k, window_start, bool_and(x > 0) AS ba, bool_or(y < 0) AS bo, "
+        "arg_min(x - 1, (x % 7) * 10000 + x) AS amn, arg_max(CAST(x AS VARCHAR), x) AS amx, "
+        "arg_min(y * 2, y) AS amy FROM t WHERE s <> 'a' "
+        "GROUP BY k, hop(ts, INTERVAL '{size3}' MILLISECOND, INTERVAL '{size}' MILLISECOND);",
+        "SELECT k, ws AS window_start, bool_and(x > 0) AS ba, bool_or(y < 0) AS bo, "
+        "arg_min(x - 1, (x % 7) * 10000 + x) AS amn, arg_max(CAST(x AS VARCHAR), x) AS amx, "
+        "arg_min(y * 2, y) AS amy "
+        "FROM (SELECT *, unnest(range(CAST(ceil((ts - {size3} + 1) / {size}) AS "
+        "BIGINT), CAST(floor(ts / {size}) AS BIGINT) + 1)) * {size} AS ws FROM t "
+        "WHERE s <> 'a') GROUP BY k, ws",
+        ["k", "window_start", "ba", "bo", "amn", "amx", "amy"],
+    ),
+    # Chan's merge of partial (count, mean, sum of squares); y + 1e6: an offset
+    "moments": (
+        "CREATE STREAM w AS SELECT k, window_start, var_samp(y + 1e6) AS vs, var_pop(x) AS vp, "
+        "stddev(y) AS sd, stddev_pop(x) AS sp, variance(x) * 2 AS v2 FROM t "
+        "GROUP BY k, hop(ts, INTERVAL '{size3}' MILLISECOND, INTERVAL '{size}' MILLISECOND);",
+        "SELECT k, ws AS window_start, var_samp(y + 1e6) AS vs, var_pop(x) AS vp, "
+        "stddev(y) AS sd, stddev_pop(x) AS sp, variance(x) * 2 AS v2 "
+        "FROM (SELECT *, unnest(range(CAST(ceil((ts - {size3} + 1) / {size}) AS "
+        "BIGINT), CAST(floor(ts / {size}) AS BIGINT) + 1)) * {size} AS ws FROM t) "
+        "GROUP BY k, ws",
+        ["k", "window_start", "vs", "vp", "sd", "sp", "v2"],
+    ),
+    # the co-moment merged by polarization; rows where y or x is NULL skipped
+    "bivariate": (
+        "CREATE STREAM w AS SELECT k, window_start, covar_samp(y, x) AS cs, covar_pop(x, y) AS cp, "
+        "corr(y, x) AS c, regr_slope(y, x) AS rs, regr_intercept(y, x) AS ri, "
+        "regr_r2(y, x) AS r2, regr_count(y, x) AS rc FROM t "
+        "GROUP BY k, tumble(ts, INTERVAL '{size}' MILLISECOND);",
+        "SELECT k, {ws} AS window_start, covar_samp(y, x) AS cs, covar_pop(x, y) AS cp, "
+        "corr(y, x) AS c, regr_slope(y, x) AS rs, regr_intercept(y, x) AS ri, "
+        "regr_r2(y, x) AS r2, regr_count(y, x) AS rc FROM t GROUP BY k, {ws}",
+        ["k", "window_start", "cs", "cp", "c", "rs", "ri", "r2", "rc"],
+    ),
     "upstream_projection": (
         "CREATE STREAM f AS SELECT k AS key, x * 2 AS x2, ts FROM t WHERE y > 0;"
         "CREATE STREAM w AS SELECT key, SUM(x2) AS s2, COUNT(*) AS n FROM f "
