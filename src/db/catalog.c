@@ -568,6 +568,8 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
     return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->sink_from_line,
                    stmt->sink_from_column, stmt->sink_from, msg);
   }
+  if (!stmt->sink_into_file && lm_db_sink_has_connector(stmt))
+    return lm_db_create_connector_sink(db, sql, stmt, stream, err);
   if (!stmt->sink_into_file) return lm_db_create_endpoint(db, sql, stmt, stream, err);
   char path[4096] = {0};
   lm_sink_format format = LM_SINK_JSONL;

@@ -165,6 +165,12 @@ laminar_code lm_db_view_attach(lm_stream_def* s, const lm_stmt* stmt, laminar_er
 /* "stream", "materialized view", ... for messages. */
 const char* lm_db_object_word(lm_object_kind kind);
 /* CREATE SINK name FROM stream_or_view (no INTO): a named endpoint. */
+/* CREATE SINK ... WITH (connector = ...): whether the statement names a
+ * connector, and the sink it makes (db/connector.c). */
+bool lm_db_sink_has_connector(const lm_stmt* stmt);
+laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
+                                         const lm_stmt* stmt, lm_stream_def* stream,
+                                         laminar_error* err);
 laminar_code lm_db_create_endpoint(laminar_db* db, const char* sql, const lm_stmt* stmt,
                                    lm_stream_def* stream, laminar_error* err);
 /* The stream, view, or the input of the sink, called `name` (laminar_subscribe). */

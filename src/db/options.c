@@ -134,8 +134,28 @@ static const lm_option table[] = {
     /* ---- CREATE SINK ... INTO FILE (...) ---- */
     {"path", SINK, LM_OPT_PATH, T_TEXT, NULL, 1, 4095, "a directory", "",
      "where the sink writes its files (required)"},
-    {"format", SINK, LM_OPT_FORMAT, T_ENUM, "jsonl | csv", 0, 0, "jsonl | csv", "jsonl",
-     "file format"},
+    {"format", SINK, LM_OPT_FORMAT, T_ENUM, "jsonl | csv | json", 0, 0,
+     "jsonl | csv | json", "jsonl",
+     "file format; of a Kafka sink, each message's (json: one object, jsonl alike)"},
+    /* ---- CREATE SINK ... WITH (connector = 'kafka', ...) (docs/KAFKA.md) ---- */
+    {"connector", SINK, LM_OPT_CONNECTOR, T_ENUM, "kafka", 0, 0, "kafka", "",
+     "the external system the sink writes to"},
+    {"bootstrap.servers", SINK, LM_OPT_BOOTSTRAP_SERVERS, T_TEXT, NULL, 1, 0,
+     "host:port[,host:port...]", "", "Kafka brokers to connect to (required)"},
+    {"topic", SINK, LM_OPT_TOPIC, T_TEXT, NULL, 1, 249, "a topic name", "",
+     "the Kafka topic written (required)"},
+    {"key", SINK, LM_OPT_KEY, T_TEXT, NULL, 1, 0, "column names, comma-separated", "",
+     "the message key: these columns, in the message format (none: no key)"},
+    {"delivery", SINK, LM_OPT_DELIVERY, T_ENUM, "exactly_once | at_least_once", 0, 0,
+     "exactly_once | at_least_once", "exactly_once",
+     "exactly_once: one Kafka transaction per checkpoint epoch"},
+    {"transactional_id", SINK, LM_OPT_TRANSACTIONAL_ID, T_TEXT, NULL, 1, 200,
+     "text", "laminardb.<sink name>",
+     "the producer's transactional.id: stable, one per sink and cluster"},
+    {"timeout", SINK, LM_OPT_TIMEOUT, T_DURATION, NULL, 1, 0, "a duration ('30 seconds')",
+     "30 seconds", "longest wait for the broker in one step (connect, commit)"},
+    {"kafka.NAME", SINK, LM_OPT_KAFKA, T_TEXT, NULL, 0, 0, "text", "",
+     "passed to the Kafka client (librdkafka) as its property NAME"},
 };
 
 #define NROWS ((int32_t)(sizeof table / sizeof table[0]))
@@ -155,6 +175,8 @@ static const char* scope_name(laminar_option_scope scope) {
 
 static bool key_matches(const lm_option* row, const char* key) {
   if (row->id == LM_OPT_VAR) return strlen(key) > 4 && lm_strneq_nocase(key, 4, "var.");
+  if (row->id == LM_OPT_KAFKA)
+    return strlen(key) > 6 && lm_strneq_nocase(key, 6, "kafka.");
   return lm_streq_nocase(row->key, key);
 }
 

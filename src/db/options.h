@@ -44,7 +44,15 @@ typedef enum lm_option_id {
   LM_OPT_ALLOWED_LATENESS,
   LM_OPT_LATE_OUTPUT,
   LM_OPT_PATH,
-  LM_OPT_FORMAT
+  LM_OPT_FORMAT,
+  LM_OPT_CONNECTOR,
+  LM_OPT_BOOTSTRAP_SERVERS,
+  LM_OPT_TOPIC,
+  LM_OPT_KEY,
+  LM_OPT_DELIVERY,
+  LM_OPT_TRANSACTIONAL_ID,
+  LM_OPT_TIMEOUT,
+  LM_OPT_KAFKA /* kafka.NAME: passed to the Kafka client as NAME */
 } lm_option_id;
 
 /* A parsed value; which member holds it follows the row's type. */
