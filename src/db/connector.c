@@ -100,7 +100,8 @@ static laminar_code stage_dir(laminar_db* db, const char* name, char* out, size_
 laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
                                          const lm_stmt* stmt, lm_stream_def* stream,
                                          laminar_error* err) {
-  lm_kafka_sink_config c = {.name = stmt->name, .exactly_once = true, .timeout_ms = 30000};
+  lm_kafka_sink_config c = {
+      .name = stmt->name, .exactly_once = true, .timeout_ms = 30000};
   const char* conf_keys[MAX_CONF];
   const char* conf_values[MAX_CONF];
   char* texts[MAX_CONF + 8];
@@ -108,8 +109,8 @@ laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
   int32_t* key = lm_calloc((size_t)stream->out_schema.ncols + 1, sizeof *key);
   char txn[256];
   char dir[4096];
-  laminar_code rc = key != NULL ? LAMINAR_OK
-                                : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  laminar_code rc =
+      key != NULL ? LAMINAR_OK : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   bool has_connector = false;
   for (size_t i = 0; i < stmt->noptions && rc == LAMINAR_OK; i++) {
     const lm_ast_option* o = &stmt->options[i];

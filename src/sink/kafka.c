@@ -40,9 +40,9 @@ typedef struct kafka_sink {
   int64_t timeout_ms;
   rd_kafka_conf_t* conf;  /* the producer's settings, duplicated per producer */
   rd_kafka_conf_t* cconf; /* the marker consumer's (the user's properties too) */
-  rd_kafka_t* rk;        /* NULL until connected (again after a failure) */
-  rd_kafka_topic_t* rkt; /* the topic's handle of rk */
-  int64_t marker;        /* highest epoch published (read after connecting) */
+  rd_kafka_t* rk;         /* NULL until connected (again after a failure) */
+  rd_kafka_topic_t* rkt;  /* the topic's handle of rk */
+  int64_t marker;         /* highest epoch published (read after connecting) */
   char last_error[sizeof(((laminar_error*)0)->message)];
   /* at_least_once: the first failed delivery since the last flush. */
   rd_kafka_resp_err_t delivery_err;
@@ -68,7 +68,8 @@ static laminar_code txn_fail(kafka_sink* k, laminar_error* err, const char* what
 static void on_delivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque) {
   (void)rk;
   kafka_sink* k = opaque;
-  if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR && k->delivery_err == RD_KAFKA_RESP_ERR_NO_ERROR)
+  if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR &&
+      k->delivery_err == RD_KAFKA_RESP_ERR_NO_ERROR)
     k->delivery_err = m->err;
 }
 
@@ -123,9 +124,9 @@ static laminar_code check_topic(kafka_sink* k, laminar_error* err) {
   const struct rd_kafka_metadata* md = NULL;
   rd_kafka_resp_err_t e = rd_kafka_metadata(k->rk, 0, t, &md, (int)k->timeout_ms);
   /* A topic being created answers LEADER_NOT_AVAILABLE first: ask again. */
-  for (int tries = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
-                      md->topics[0].err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE &&
-                      tries < 50;
+  for (int tries = 0;
+       e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+       md->topics[0].err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE && tries < 50;
        tries++) {
     rd_kafka_metadata_destroy(md);
     md = NULL;
@@ -201,8 +202,8 @@ static laminar_code read_file(kafka_sink* k, const char* path, char** data, size
     while (rc == LAMINAR_OK && got < (size_t)st.st_size) {
       ssize_t r = read(fd, *data + got, (size_t)st.st_size - got);
       if (r <= 0) {
-        rc = lm_error_set(err, LAMINAR_ERR_IO, "sink '%s': read '%s' failed: %s",
-                          k->name, path, r == 0 ? "short file" : strerror(errno));
+        rc = lm_error_set(err, LAMINAR_ERR_IO, "sink '%s': read '%s' failed: %s", k->name,
+                          path, r == 0 ? "short file" : strerror(errno));
         break;
       }
       got += (size_t)r;
@@ -219,7 +220,7 @@ static laminar_code read_file(kafka_sink* k, const char* path, char** data, size
 
 /* Produce every record of data[0..len): key record, value record, ... */
 static laminar_code produce_records(kafka_sink* k, const char* path, const char* data,
-                                   size_t len, laminar_error* err) {
+                                    size_t len, laminar_error* err) {
   const unsigned char* p = (const unsigned char*)data;
   size_t at = 0;
   while (at < len) {
@@ -307,8 +308,8 @@ static laminar_code publish(kafka_sink* k, uint64_t epoch, laminar_error* err) {
     LM_TRY(rc);
   }
   if (unlink(path) != 0 && errno != ENOENT)
-    return lm_error_set(err, LAMINAR_ERR_IO, "sink '%s': unlink '%s' failed: %s",
-                        k->name, path, strerror(errno));
+    return lm_error_set(err, LAMINAR_ERR_IO, "sink '%s': unlink '%s' failed: %s", k->name,
+                        path, strerror(errno));
   return LAMINAR_OK;
 }
 
@@ -506,6 +507,9 @@ laminar_code lm_kafka_sink_open(const lm_kafka_sink_config* c, const lm_schema* 
   for (int pass = 0; pass < 2 && rc == LAMINAR_OK; pass++) {
     rd_kafka_conf_t* conf = pass == 0 ? k->conf : k->cconf;
     rc = set_conf(k, conf, "bootstrap.servers", c->brokers, err);
+    /* Errors reach the caller as LDB codes; the client's own log only says
+     * what is wrong (kafka.log_level raises it). */
+    if (rc == LAMINAR_OK) rc = set_conf(k, conf, "log_level", "3", err);
     if (rc == LAMINAR_OK)
       rc = set_conf(k, conf, "socket.connection.setup.timeout.ms", ms, err);
     for (int32_t i = 0; rc == LAMINAR_OK && i < c->nconf; i++)

@@ -47,8 +47,8 @@ typedef struct lm_kafka_sink_config {
   bool csv;          /* messages as CSV fields (else a JSON object) */
   bool exactly_once; /* transactions (else at least once) */
   const char* transactional_id;
-  const char* stage_dir; /* staging directory (created; its parent must exist) */
-  bool fresh;            /* created now, not re-created at open: stale staging
+  const char* stage_dir;   /* staging directory (created; its parent must exist) */
+  bool fresh;              /* created now, not re-created at open: stale staging
                             is removed and a new uid chosen */
   const int32_t* key_cols; /* the key's columns */
   int32_t nkey;
