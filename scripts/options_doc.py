@@ -36,7 +36,16 @@ SCOPES = {1: "config", 2: "source", 4: "stream", 8: "subscription", 16: "sink"}
 DOCS: dict[str, tuple[Path, int, frozenset[str]]] = {
     "sql": (ROOT / "docs" / "SQL.md", 2 | 4 | 16, frozenset()),
     "c": (ROOT / "docs" / "C-API.md", 1 | 8, frozenset()),
-    "kafka": (ROOT / "docs" / "KAFKA.md", 16, frozenset({"path"})),
+    "kafka": (
+        ROOT / "docs" / "KAFKA.md",
+        2 | 16,
+        frozenset(
+            {
+                "path", "buffer_size", "max_queue_bytes", "backpressure", "wait_strategy",
+                "watermark", "allowed_lateness", "wal_mode", "checkpoint_interval",
+            }
+        ),
+    ),
 }
 
 

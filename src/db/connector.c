@@ -11,23 +11,39 @@
 
 #include "db/durable.h"
 #include "db/options.h"
+#include "connect/kafka_source.h"
 #include "sink/kafka.h"
 #include "util/util.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #define MAX_CONF 64
 
-static laminar_code fail_stmt(laminar_error* err, laminar_code code, const lm_stmt* stmt,
-                              int32_t line, int32_t column, const char* msg) {
-  lm_error_set(err, code, "sink '%s': %s at line %d, column %d", stmt->name, msg,
+/* An error of object `stmt` (kind: "sink" or "source") at line:column. */
+static laminar_code fail_obj(laminar_error* err, laminar_code code, const char* kind,
+                             const lm_stmt* stmt, int32_t line, int32_t column,
+                             const char* msg) {
+  lm_error_set(err, code, "%s '%s': %s at line %d, column %d", kind, stmt->name, msg,
                (int)line, (int)column);
   lm_error_at(err, line, column);
   lm_error_object(err, stmt->name, NULL);
   return code;
+}
+
+static laminar_code fail_stmt(laminar_error* err, laminar_code code, const lm_stmt* stmt,
+                              int32_t line, int32_t column, const char* msg) {
+  return fail_obj(err, code, "sink", stmt, line, column, msg);
+}
+
+static laminar_code fail_source(laminar_error* err, laminar_code code,
+                                const lm_stmt* stmt, int32_t line, int32_t column,
+                                const char* msg) {
+  return fail_obj(err, code, "source", stmt, line, column, msg);
 }
 
 /* A NUL-terminated copy of an option's text (kept in `texts` to free). */
@@ -75,21 +91,24 @@ static laminar_code key_columns(const lm_stmt* stmt, const lm_ast_option* o,
   return LAMINAR_OK;
 }
 
-/* "<data_dir>/sinks/kafka-<name>", the name's unusual characters as '_'. */
-static laminar_code stage_dir(laminar_db* db, const char* name, char* out, size_t cap,
-                              laminar_error* err) {
-  const char* dir = lm_durable_dir(db->dur);
-  int n = snprintf(out, cap, "%s/sinks", dir);
+/* "<data_dir>/<sub>/kafka-<name><suffix>" (<data_dir>/<sub> made), the
+ * name's unusual characters as '_': where a connector keeps its files. */
+static laminar_code connector_path(laminar_db* db, const char* kind, const char* name,
+                                   const char* sub, const char* suffix, char* out,
+                                   size_t cap, laminar_error* err) {
+  int n = snprintf(out, cap, "%s/%s", lm_durable_dir(db->dur), sub);
   if (n < 0 || (size_t)n >= cap)
-    return lm_error_set(err, LAMINAR_ERR_IO, "sink '%s': data_dir path too long", name);
+    return lm_error_set(err, LAMINAR_ERR_IO, "%s '%s': data_dir path too long", kind,
+                        name);
   if (mkdir(out, 0755) != 0 && errno != EEXIST)
-    return lm_error_set(err, LAMINAR_ERR_IO, "sink '%s': mkdir '%s' failed: %s", name,
+    return lm_error_set(err, LAMINAR_ERR_IO, "%s '%s': mkdir '%s' failed: %s", kind, name,
                         out, strerror(errno));
   size_t at = (size_t)n;
-  n = snprintf(out + at, cap - at, "/kafka-%s", name);
+  n = snprintf(out + at, cap - at, "/kafka-%s%s", name, suffix);
   if (n < 0 || (size_t)n >= cap - at)
-    return lm_error_set(err, LAMINAR_ERR_IO, "sink '%s': data_dir path too long", name);
-  for (char* c = out + at + 7; *c != '\0'; c++) {
+    return lm_error_set(err, LAMINAR_ERR_IO, "%s '%s': data_dir path too long", kind,
+                        name);
+  for (char* c = out + at + 7; c < out + at + 7 + strlen(name); c++) {
     bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
               (*c >= '0' && *c <= '9') || *c == '_' || *c == '-';
     if (!ok) *c = '_';
@@ -206,7 +225,7 @@ laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
     c.conf_keys = conf_keys;
     c.conf_values = conf_values;
     c.fresh = !lm_durable_recovering(db->dur);
-    rc = stage_dir(db, stmt->name, dir, sizeof dir, err);
+    rc = connector_path(db, "sink", stmt->name, "sinks", "", dir, sizeof dir, err);
     c.stage_dir = dir;
     lm_sink* inner = NULL;
     if (rc == LAMINAR_OK) rc = lm_kafka_sink_open(&c, &stream->out_schema, &inner, err);
@@ -220,4 +239,153 @@ laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
   lm_free(key);
   LM_TRY(rc);
   return lm_durable_catalog_changed(db, err);
+}
+
+/* ---- CREATE SOURCE ... WITH (connector = 'kafka', ...) ------------------------------ */
+
+
+laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
+                                    lm_source_def* def, laminar_error* err) {
+  const lm_schema* schema = &def->schema;
+  /* Per-partition watermarks over the WATERMARK FOR column by default. */
+  lm_kafka_source_config c = {.name = stmt->name,
+                              .event_time = def->wm_col,
+                              .wm_delay_ms = def->wm_delay_ms,
+                              .idle_timeout_ms = -1,
+                              .timeout_ms = 30000};
+  const char* conf_keys[MAX_CONF];
+  const char* conf_values[MAX_CONF];
+  char* texts[MAX_CONF + 8];
+  int32_t ntexts = 0;
+  char log[4096];
+  laminar_code rc = LAMINAR_OK;
+  for (size_t i = 0; i < stmt->noptions && rc == LAMINAR_OK; i++) {
+    const lm_ast_option* o = &stmt->options[i];
+    const lm_option* row;
+    lm_option_value v;
+    rc = lm_option_parse_sql(LAMINAR_SCOPE_SOURCE, stmt->name, o, &row, &v, err);
+    if (rc != LAMINAR_OK) break;
+    if (ntexts >= MAX_CONF + 6) {
+      rc = fail_source(err, LAMINAR_ERR_CONFIG_VALUE, stmt, o->value->line,
+                       o->value->column, "too many options");
+      break;
+    }
+    char* t = NULL;
+    if (v.text != NULL && (t = text_copy(&v, texts, &ntexts)) == NULL) {
+      rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+      break;
+    }
+    char msg[300];
+    switch (lm_option_row_id(row)) {
+      case LM_OPT_BOOTSTRAP_SERVERS: c.brokers = t; break;
+      case LM_OPT_TOPIC: c.topic = t; break;
+      case LM_OPT_FORMAT: c.csv = v.i == 1; break; /* "json | csv" */
+      case LM_OPT_GROUP_ID: c.group_id = t; break;
+      case LM_OPT_TIMEOUT: c.timeout_ms = v.i; break;
+      case LM_OPT_IDLE_TIMEOUT: c.idle_timeout_ms = v.i; break;
+      case LM_OPT_STARTUP: {
+        char* end = NULL;
+        if (lm_streq_nocase(t, "earliest")) {
+          c.startup = LM_KAFKA_EARLIEST;
+        } else if (lm_streq_nocase(t, "latest")) {
+          c.startup = LM_KAFKA_LATEST;
+        } else if (lm_streq_nocase(t, "group")) {
+          c.startup = LM_KAFKA_GROUP;
+        } else if (lm_strneq_nocase(t, 10, "timestamp:") && t[10] != '\0' &&
+                   (c.startup_ms = strtoll(t + 10, &end, 10)) >= 0 && *end == '\0') {
+          c.startup = LM_KAFKA_TIMESTAMP;
+        } else {
+          snprintf(msg, sizeof msg,
+                   "startup '%.100s': expected earliest, latest, group or timestamp:<ms>",
+                   t);
+          rc = fail_source(err, LAMINAR_ERR_CONFIG_VALUE, stmt, o->value->line,
+                           o->value->column, msg);
+        }
+        break;
+      }
+      case LM_OPT_EVENT_TIME:
+        if (lm_streq_nocase(t, "kafka_timestamp")) {
+          c.event_time = -2;
+          break;
+        }
+        c.event_time = lm_schema_find(schema, t);
+        if (c.event_time < 0 ||
+            (schema->fields[c.event_time].type != LM_TYPE_INT64 &&
+             schema->fields[c.event_time].type != LM_TYPE_TIMESTAMP)) {
+          snprintf(msg, sizeof msg,
+                   "event_time '%.100s' is no BIGINT or TIMESTAMP column of the source",
+                   t);
+          rc = fail_source(err, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, stmt, o->value->line,
+                           o->value->column, msg);
+        }
+        break;
+      case LM_OPT_KAFKA:
+        if (c.nconf == MAX_CONF) {
+          rc = fail_source(err, LAMINAR_ERR_CONFIG_VALUE, stmt, o->value->line,
+                           o->value->column, "more than 64 kafka.* properties");
+          break;
+        }
+        conf_keys[c.nconf] = o->key + 6; /* after "kafka." */
+        conf_values[c.nconf++] = t;
+        break;
+      default: break; /* the source's own (catalog.c) */
+    }
+  }
+  const char* missing = NULL;
+  if (rc == LAMINAR_OK) {
+    if (c.brokers == NULL)
+      missing = "'bootstrap.servers'";
+    else if (c.topic == NULL)
+      missing = "topic";
+  }
+  if (missing != NULL) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "a Kafka source needs %s = '...'", missing);
+    rc = fail_source(err, LAMINAR_ERR_CONFIG_VALUE, stmt, stmt->line, stmt->column, msg);
+  }
+  c.conf_keys = conf_keys;
+  c.conf_values = conf_values;
+  if (rc == LAMINAR_OK && db->dur != NULL && !lm_durable_read_only(db->dur)) {
+    rc = connector_path(db, "source", stmt->name, "sources", ".offsets", log, sizeof log,
+                        err);
+    /* A source created now starts afresh: an older one's log goes. */
+    if (rc == LAMINAR_OK && !lm_durable_recovering(db->dur)) unlink(log);
+    c.offsets_log = log;
+  }
+  /* Room first: once started, the consumer cannot be joined under db->lock. */
+  if (rc == LAMINAR_OK) {
+    struct lm_kafka_source** grown =
+        lm_realloc(db->consumers, sizeof *grown * (size_t)(db->nconsumers + 1));
+    if (grown == NULL)
+      rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    else
+      db->consumers = grown;
+  }
+  struct lm_kafka_source* k = NULL;
+  if (rc == LAMINAR_OK && lm_durable_read_only(db->dur)) {
+    /* read_only: the catalog names it, nothing is consumed */
+  } else if (rc == LAMINAR_OK) {
+    rc = lm_kafka_source_start(db, &c, schema, &k, err);
+    if (rc != LAMINAR_OK) lm_error_object(err, stmt->name, NULL);
+  }
+  if (k != NULL) db->consumers[db->nconsumers++] = k;
+  /* Its watermark is the partitions' least, sent by the consumer. */
+  if (rc == LAMINAR_OK && c.event_time != -1) def->wm_external = true;
+  for (int32_t i = 0; i < ntexts; i++) lm_free(texts[i]);
+  return rc;
+}
+
+void lm_db_source_connector_stop(laminar_db* db, const char* source) {
+  for (int32_t i = 0; i < db->nconsumers; i++) {
+    struct lm_kafka_source* k = db->consumers[i];
+    if (!lm_kafka_source_signaled(k) && strcmp(lm_kafka_source_name(k), source) == 0)
+      lm_kafka_source_signal(k); /* joined at close: it may wait for db->lock */
+  }
+}
+
+void lm_db_connectors_stop(laminar_db* db) {
+  for (int32_t i = 0; i < db->nconsumers; i++) lm_kafka_source_stop(db->consumers[i]);
+  lm_free(db->consumers);
+  db->consumers = NULL;
+  db->nconsumers = 0;
 }

@@ -52,7 +52,11 @@ typedef enum lm_option_id {
   LM_OPT_DELIVERY,
   LM_OPT_TRANSACTIONAL_ID,
   LM_OPT_TIMEOUT,
-  LM_OPT_KAFKA /* kafka.NAME: passed to the Kafka client as NAME */
+  LM_OPT_KAFKA, /* kafka.NAME: passed to the Kafka client as NAME */
+  LM_OPT_STARTUP,
+  LM_OPT_GROUP_ID,
+  LM_OPT_EVENT_TIME,
+  LM_OPT_IDLE_TIMEOUT
 } lm_option_id;
 
 /* A parsed value; which member holds it follows the row's type. */

@@ -318,7 +318,7 @@ int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg) {
   if (carried > wm) wm = carried;
   if (msg->seq > src->processed_seq) src->processed_seq = msg->seq;
   if (msg->batch != NULL) {
-    if (src->wm_col >= 0) {
+    if (src->wm_col >= 0 && !src->wm_external) {
       int64_t mx = batch_max_ts(src, msg->batch);
       if (mx > src->max_ts_ms) src->max_ts_ms = mx;
       if (src->max_ts_ms != INT64_MIN) {
