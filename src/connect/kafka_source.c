@@ -32,9 +32,9 @@
 
 typedef struct part_state {
   int32_t id;
-  int64_t next;   /* next offset to read (-1: not known yet) */
-  int64_t max_ts; /* largest event time delivered, ms (INT64_MIN: none) */
-  bool eof;       /* at the end of what the partition holds */
+  int64_t next;    /* next offset to read (-1: not known yet) */
+  int64_t max_ts;  /* largest event time delivered, ms (INT64_MIN: none) */
+  bool eof;        /* at the end of what the partition holds */
   int64_t last_ns; /* when it last delivered (or was assigned) */
 } part_state;
 
@@ -196,7 +196,8 @@ static bool parse_number(const char* p, size_t n, cell* out) {
 
 static int32_t column_of(const lm_kafka_source* s, const char* name, size_t n) {
   for (int32_t c = 0; c < s->schema.ncols; c++)
-    if (strlen(s->schema.fields[c].name) == n && memcmp(s->schema.fields[c].name, name, n) == 0)
+    if (strlen(s->schema.fields[c].name) == n &&
+        memcmp(s->schema.fields[c].name, name, n) == 0)
       return c;
   return -1;
 }
@@ -341,7 +342,8 @@ static bool check_cells(const lm_kafka_source* s, const char** why) {
       case C_BOOL: ok = f->type == LM_TYPE_BOOL; break;
     }
     if (!ok) {
-      *why = v->kind == C_NULL ? "NULL in a NOT NULL column" : "a value of the wrong type";
+      *why =
+          v->kind == C_NULL ? "NULL in a NOT NULL column" : "a value of the wrong type";
       return false;
     }
   }
@@ -362,8 +364,9 @@ static ArrowErrorCode append_row(lm_kafka_source* s, struct ArrowArray* arr) {
       }
       case C_DOUBLE: rc = ArrowArrayAppendDouble(child, v->d); break;
       case C_INT:
-        rc = s->schema.fields[c].type == LM_TYPE_DOUBLE ? ArrowArrayAppendDouble(child, v->d)
-                                                        : ArrowArrayAppendInt(child, v->i);
+        rc = s->schema.fields[c].type == LM_TYPE_DOUBLE
+                 ? ArrowArrayAppendDouble(child, v->d)
+                 : ArrowArrayAppendInt(child, v->i);
         break;
       case C_BOOL: rc = ArrowArrayAppendInt(child, v->i); break;
       default: rc = EINVAL;
@@ -400,9 +403,8 @@ static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
   s->text_len = 0;
   for (int32_t c = 0; c < s->schema.ncols; c++) s->cells[c] = (cell){.kind = C_NULL};
   const char* why = NULL;
-  bool ok = m->payload != NULL &&
-            (s->csv ? decode_csv(s, m->payload, m->len, &why)
-                    : decode_json(s, m->payload, m->len, &why));
+  bool ok = m->payload != NULL && (s->csv ? decode_csv(s, m->payload, m->len, &why)
+                                          : decode_json(s, m->payload, m->len, &why));
   if (m->payload == NULL) why = "no payload";
   rd_kafka_timestamp_type_t tt;
   int64_t ts = rd_kafka_message_timestamp(m, &tt);
@@ -411,11 +413,10 @@ static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
   if (ok && s->meta_offset >= 0)
     s->cells[s->meta_offset] = (cell){.kind = C_INT, .i = m->offset};
   if (ok && s->meta_timestamp >= 0)
-    s->cells[s->meta_timestamp] =
-        (cell){.kind = C_INT,
-               .i = s->schema.fields[s->meta_timestamp].type == LM_TYPE_TIMESTAMP
-                        ? ts * 1000
-                        : ts};
+    s->cells[s->meta_timestamp] = (cell){
+        .kind = C_INT,
+        .i = s->schema.fields[s->meta_timestamp].type == LM_TYPE_TIMESTAMP ? ts * 1000
+                                                                           : ts};
   if (ok && s->meta_key >= 0) {
     cell k = {.kind = C_NULL};
     if (m->key != NULL) {
@@ -526,7 +527,8 @@ static bool stopping(lm_kafka_source* s) {
 static bool assign(lm_kafka_source* s) {
   rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(s->nparts);
   for (int32_t i = 0; i < s->nparts; i++) {
-    rd_kafka_topic_partition_t* tp = rd_kafka_topic_partition_list_add(l, s->topic, s->parts[i].id);
+    rd_kafka_topic_partition_t* tp =
+        rd_kafka_topic_partition_list_add(l, s->topic, s->parts[i].id);
     if (s->parts[i].next >= 0)
       tp->offset = s->parts[i].next;
     else if (s->startup == LM_KAFKA_LATEST)
@@ -546,7 +548,8 @@ static bool assign(lm_kafka_source* s) {
     rd_kafka_topic_partition_list_t* q = rd_kafka_topic_partition_list_new(s->nparts);
     for (int32_t i = 0; i < s->nparts; i++)
       if (s->parts[i].next < 0)
-        rd_kafka_topic_partition_list_add(q, s->topic, s->parts[i].id)->offset = s->startup_ms;
+        rd_kafka_topic_partition_list_add(q, s->topic, s->parts[i].id)->offset =
+            s->startup_ms;
     if (q->cnt > 0) e = rd_kafka_offsets_for_times(s->rk, q, (int)s->timeout_ms);
     for (int32_t i = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && i < q->cnt; i++) {
       rd_kafka_topic_partition_t* tp =
@@ -557,7 +560,8 @@ static bool assign(lm_kafka_source* s) {
   }
   if (e == RD_KAFKA_RESP_ERR_NO_ERROR) e = rd_kafka_assign(s->rk, l);
   rd_kafka_topic_partition_list_destroy(l);
-  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) fail(s, "Kafka assign failed", rd_kafka_err2str(e));
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+    fail(s, "Kafka assign failed", rd_kafka_err2str(e));
   return e == RD_KAFKA_RESP_ERR_NO_ERROR;
 }
 
@@ -660,7 +664,8 @@ static void* consume(void* arg) {
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
           if (ps != NULL) ps->eof = true;
         } else if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-          if (rd_kafka_message_errstr(m) != NULL && m->err != RD_KAFKA_RESP_ERR__TRANSPORT &&
+          if (rd_kafka_message_errstr(m) != NULL &&
+              m->err != RD_KAFKA_RESP_ERR__TRANSPORT &&
               m->err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
             fail(s, "Kafka", rd_kafka_message_errstr(m));
           }
@@ -724,7 +729,8 @@ static laminar_code broker_fail(const lm_kafka_source* s, laminar_error* err,
 /* The topic's partitions into s->parts. */
 static laminar_code read_partitions(lm_kafka_source* s, laminar_error* err) {
   rd_kafka_topic_t* t = rd_kafka_topic_new(s->rk, s->topic, NULL);
-  if (t == NULL) return broker_fail(s, err, "topic", rd_kafka_err2str(rd_kafka_last_error()));
+  if (t == NULL)
+    return broker_fail(s, err, "topic", rd_kafka_err2str(rd_kafka_last_error()));
   const struct rd_kafka_metadata* md = NULL;
   rd_kafka_resp_err_t e = rd_kafka_metadata(s->rk, 0, t, &md, (int)s->timeout_ms);
   if (e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1) e = md->topics[0].err;
@@ -769,12 +775,14 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
   s->topic = lm_strdup(c->topic);
   s->offsets_log = c->offsets_log != NULL ? lm_strdup(c->offsets_log) : NULL;
   laminar_code rc = LAMINAR_OK;
-  if (s->name == NULL || s->topic == NULL || (c->offsets_log != NULL && s->offsets_log == NULL) ||
+  if (s->name == NULL || s->topic == NULL ||
+      (c->offsets_log != NULL && s->offsets_log == NULL) ||
       lm_schema_copy(schema, &s->schema) != 0)
     rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   if (rc == LAMINAR_OK) {
     s->cells = lm_calloc((size_t)s->schema.ncols + 1, sizeof *s->cells);
-    if (s->cells == NULL || lm_arrow_schema_export(&s->schema, &s->arrow_schema) != LAMINAR_OK)
+    if (s->cells == NULL ||
+        lm_arrow_schema_export(&s->schema, &s->arrow_schema) != LAMINAR_OK)
       rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
   s->meta_partition = column_of(s, "_partition", 10);
@@ -793,7 +801,8 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
   if (rc == LAMINAR_OK) rc = conf_set(s, conf, "enable.partition.eof", "true", err);
   if (rc == LAMINAR_OK) rc = conf_set(s, conf, "isolation.level", "read_committed", err);
   if (rc == LAMINAR_OK) rc = conf_set(s, conf, "log_level", "3", err);
-  if (rc == LAMINAR_OK) rc = conf_set(s, conf, "socket.connection.setup.timeout.ms", ms, err);
+  if (rc == LAMINAR_OK)
+    rc = conf_set(s, conf, "socket.connection.setup.timeout.ms", ms, err);
   for (int32_t i = 0; rc == LAMINAR_OK && i < c->nconf; i++)
     rc = conf_set(s, conf, c->conf_keys[i], c->conf_values[i], err);
   if (rc == LAMINAR_OK) {

@@ -48,9 +48,9 @@ typedef struct lm_kafka_source_config {
   const char* group_id; /* NULL: "laminardb.<source>" */
   bool csv;
   lm_kafka_startup startup;
-  int64_t startup_ms;     /* LM_KAFKA_TIMESTAMP */
-  int32_t event_time;     /* column index, -1: none, -2: the message timestamp */
-  int64_t wm_delay_ms;    /* the watermark trails the event time by this much */
+  int64_t startup_ms;      /* LM_KAFKA_TIMESTAMP */
+  int32_t event_time;      /* column index, -1: none, -2: the message timestamp */
+  int64_t wm_delay_ms;     /* the watermark trails the event time by this much */
   int64_t idle_timeout_ms; /* a partition at its end this long stops holding the
                               watermark (-1: never) */
   const char* offsets_log; /* NULL: not durable */
