@@ -189,7 +189,8 @@ static int create_topic(const char* bootstrap, const char* name) {
 static int test_round_trip(void) {
   const char* bootstrap = getenv("LAMINAR_KAFKA_BOOTSTRAP");
 #ifndef LAMINAR_HAVE_KAFKA
-  if (bootstrap != NULL) return LM_TEST_SKIP;
+  (void)bootstrap;
+  return LM_TEST_SKIP; /* the refusals check LDB-1005 */
 #else
   if (bootstrap == NULL || bootstrap[0] == '\0') return LM_TEST_SKIP;
   char dir[256], sql[1024], topic[64];
