@@ -840,9 +840,10 @@ void lm_kafka_source_stop(lm_kafka_source* s) {
 
 const char* lm_kafka_source_name(const lm_kafka_source* s) { return s->name; }
 
-int64_t lm_kafka_source_bad(lm_kafka_source* s, char* reason, size_t cap) {
+int64_t lm_kafka_source_bad(lm_kafka_source* s, char* reason, size_t cap, bool* failed) {
   pthread_mutex_lock(&s->mu);
   int64_t n = s->bad;
+  *failed = s->failure[0] != '\0';
   if (reason != NULL && cap > 0)
     snprintf(reason, cap, "%s", s->failure[0] != '\0' ? s->failure : s->bad_reason);
   pthread_mutex_unlock(&s->mu);
@@ -876,8 +877,9 @@ const char* lm_kafka_source_name(const lm_kafka_source* s) {
   return "";
 }
 
-int64_t lm_kafka_source_bad(lm_kafka_source* s, char* reason, size_t cap) {
+int64_t lm_kafka_source_bad(lm_kafka_source* s, char* reason, size_t cap, bool* failed) {
   (void)s;
+  *failed = false;
   if (reason != NULL && cap > 0) reason[0] = '\0';
   return 0;
 }

@@ -84,7 +84,8 @@ bool lm_kafka_source_signaled(lm_kafka_source* s);
 /* The source it feeds. */
 const char* lm_kafka_source_name(const lm_kafka_source* s);
 
-/* Messages skipped as bad, and the reason of the last ("" when none). */
-int64_t lm_kafka_source_bad(lm_kafka_source* s, char* reason, size_t cap);
+/* Messages skipped as bad; the reason of the last, or why the thread
+ * stopped ("" when neither); *failed: whether it stopped on an error. */
+int64_t lm_kafka_source_bad(lm_kafka_source* s, char* reason, size_t cap, bool* failed);
 
 #endif /* LM_CONNECT_KAFKA_SOURCE_H */

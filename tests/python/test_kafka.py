@@ -332,6 +332,13 @@ def test_source_json_csv_metadata_and_bad_records(bootstrap: str, tmp_path: Path
             sub = db.subscribe("s")
             db.start()
             got = poll_rows(sub, at_least=60)
+            counters = {
+                r["metric"]: r["value"]
+                for r in db.metrics().to_pylist()
+                if r["kind"] == "source" and r["name"] == "t"
+            }
+        assert counters["kafka_bad_records"] == 2, fmt
+        assert counters["kafka_failed"] == 0
         assert sorted(r["id"] for r in got) == list(range(60)), fmt
         for r in got:
             assert r["k"] == f"k,{r['id'] % 3}"
