@@ -179,17 +179,16 @@ CHILD = textwrap.dedent(
 
     root, bootstrap, topic = sys.argv[1], sys.argv[2], sys.argv[3]
     settings = {"checkpoint_interval": "1 hour", "wal_mode": "sync"}
-    fresh = not (__import__("pathlib").Path(root) / "catalog.sql").exists()
     db = laminardb.open(root, **settings)
-    if fresh:
+    if len(sys.argv) > 4:  # setup, run once before the kills
         db.execute(
             "CREATE SOURCE t (id BIGINT NOT NULL, k VARCHAR, v DOUBLE);"
             "CREATE STREAM s AS SELECT id, k, v FROM t;"
-        )
-        db.execute(
             "CREATE SINK out FROM s WITH (connector = 'kafka', "
             f"'bootstrap.servers' = '{bootstrap}', topic = '{topic}', key = 'id')"
         )
+        db.close()
+        sys.exit(0)
     src = db.source("t")
     for i in range(src.offset - 1, 40):
         src.push([{"id": i * 10 + j, "k": f"k{j}", "v": float(i)} for j in range(10)])
@@ -215,6 +214,8 @@ def test_sink_exactly_once_across_kill_9(bootstrap: str, tmp_path: Path) -> None
     seed = int(os.environ.get("LAMINAR_TEST_SEED", "24"))
     print(f"seed={seed}")
     rng = np.random.default_rng(seed)
+    # The pipeline is declared once, unkilled (the test is about a running one).
+    subprocess.run([sys.executable, str(script), str(root), bootstrap, topic, "setup"], check=True)
     kills = 0
     for _ in range(30):
         proc = subprocess.Popen(
@@ -388,9 +389,8 @@ SOURCE_CHILD = textwrap.dedent(
 
     root, bootstrap, topic_in, topic_out = sys.argv[1:5]
     settings = {"checkpoint_interval": "1 hour", "wal_mode": sys.argv[5]}
-    fresh = not (__import__("pathlib").Path(root) / "catalog.sql").exists()
     db = laminardb.open(root, **settings)
-    if fresh:
+    if sys.argv[6] == "0":  # setup, run once before the kills
         db.execute(
             "CREATE SOURCE t (id BIGINT NOT NULL, v DOUBLE) WITH (connector = 'kafka', "
             f"'bootstrap.servers' = '{bootstrap}', topic = '{topic_in}');"
@@ -432,6 +432,9 @@ def test_source_to_sink_exactly_once_across_kill_9(
     rng = np.random.default_rng(seed)
     kills = 0
     args = [sys.executable, str(script), str(root), bootstrap, topic_in, topic_out, wal_mode]
+    # The pipeline is declared once, unkilled, before any input (the test is
+    # about a running one; a Kafka source reads as soon as it exists).
+    subprocess.run([*args, "0"], stdout=subprocess.PIPE, timeout=120, check=True)
     for k in range(4):
         # New input for every run: each restart resumes where the recovered
         # state ends, and what it read before must not come again.
