@@ -41,8 +41,15 @@ DOCS: dict[str, tuple[Path, int, frozenset[str]]] = {
         2 | 16,
         frozenset(
             {
-                "path", "buffer_size", "max_queue_bytes", "backpressure", "wait_strategy",
-                "watermark", "allowed_lateness", "wal_mode", "checkpoint_interval",
+                "path",
+                "buffer_size",
+                "max_queue_bytes",
+                "backpressure",
+                "wait_strategy",
+                "watermark",
+                "allowed_lateness",
+                "wal_mode",
+                "checkpoint_interval",
             }
         ),
     ),
