@@ -56,8 +56,15 @@ def write_files(directory: Path, rows: int, files: int) -> None:
     for i in range(files):
         count = min(step, rows - i * step)
         cols = trade_columns(i * step, count)
-        table = pa.table([symbol_array(cols["symbol_id"]), pa.array(cols["price"]),
-                          pa.array(cols["volume"]), pa.array(cols["ts"])], schema=TRADES_SCHEMA)
+        table = pa.table(
+            [
+                symbol_array(cols["symbol_id"]),
+                pa.array(cols["price"]),
+                pa.array(cols["volume"]),
+                pa.array(cols["ts"]),
+            ],
+            schema=TRADES_SCHEMA,
+        )
         path = directory / f"part-{i:04d}.parquet"
         pq.write_table(table, path)
         os.utime(path, (1_000_000 + i, 1_000_000 + i))
@@ -72,8 +79,10 @@ def spark_w1(df: Any, *, streaming: bool) -> Any:  # noqa: ANN401
         t = t.withWatermark("event", "0 seconds")
     return t.groupBy(F.window("event", "1 second"), "symbol").agg(
         (F.sum(F.col("price") * F.col("volume")) / F.sum("volume")).alias("vwap"),
-        F.count("*").alias("trades"), F.max("price").alias("max_price"),
-        F.min("price").alias("min_price"))
+        F.count("*").alias("trades"),
+        F.max("price").alias("max_price"),
+        F.min("price").alias("min_price"),
+    )
 
 
 def _consume(batches: Any) -> Any:  # noqa: ANN401 -- a mapInArrow function
@@ -112,11 +121,16 @@ def main(argv: list[str] | None = None) -> int:
     builder = SparkSession.builder
     if lspark.jars():
         builder = lspark.configure(builder)  # the JVM engine's jars (docs/SPARK.md)
-    spark = (builder.master("local[2]").appName("laminardb-bench")
-             .config("spark.sql.shuffle.partitions", str(args.partitions))
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "4g")
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark = (
+        builder.master("local[2]")
+        .appName("laminardb-bench")
+        .config("spark.sql.shuffle.partitions", str(args.partitions))
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "4g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     work = Path(tempfile.mkdtemp(prefix="laminardb-bench-spark-"))
     try:
@@ -126,8 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         assert df.count() == args.rows
 
         adapter = lspark.run(df, W1_SQL, partitions=args.partitions, engine="python")
-        whole = lspark.run(df, W1_SQL, partitions=args.partitions, two_phase=False,
-                           engine="python")
+        whole = lspark.run(df, W1_SQL, partitions=args.partitions, two_phase=False, engine="python")
         own = spark_w1(df, streaming=False)
         n_adapter, n_whole, n_spark = adapter.count(), whole.count(), own.count()
         assert n_adapter == n_spark == n_whole, (n_adapter, n_whole, n_spark)
@@ -143,9 +156,15 @@ def main(argv: list[str] | None = None) -> int:
         split = plan.two_phase.partial
         partial = df.select(*split.columns).mapInArrow(
             functools.partial(lspark._batch_task, split, final=True),  # noqa: SLF001
-            from_arrow_schema(split.output_schema))
-        figures = {"adapter": adapter, "whole": whole, "spark": own, "transfer_only": transfer,
-                   "partial_only": partial}
+            from_arrow_schema(split.output_schema),
+        )
+        figures = {
+            "adapter": adapter,
+            "whole": whole,
+            "spark": own,
+            "transfer_only": transfer,
+            "partial_only": partial,
+        }
         if jvm is not None:
             figures["jvm"] = jvm
         # Interleaved (one run of each figure per round), so a change in the
@@ -153,38 +172,57 @@ def main(argv: list[str] | None = None) -> int:
         times: dict[str, list[float]] = {name: [] for name in figures}
         for _ in range(0 if args.skip_batch else args.reps):
             for name, frame in figures.items():
-                times[name].append(median_seconds(
-                    1, lambda _, f=frame: f.write.format("noop").mode("overwrite").save()))
-        batch = {name: statistics.median(values or [float("nan")])
-                 for name, values in times.items()}
-        print(f"RESULT spark-batch W1 rows={args.rows} adapter_s={batch['adapter']:.2f} "
-              f"spark_s={batch['spark']:.2f} ratio={batch['spark'] / batch['adapter']:.2f} "
-              f"whole_s={batch['whole']:.2f} ratio_whole={batch['spark'] / batch['whole']:.2f} "
-              f"transfer_only_s={batch['transfer_only']:.2f} "
-              f"partial_only_s={batch['partial_only']:.2f} (result rows {n_adapter})")
+                times[name].append(
+                    median_seconds(
+                        1, lambda _, f=frame: f.write.format("noop").mode("overwrite").save()
+                    )
+                )
+        batch = {
+            name: statistics.median(values or [float("nan")]) for name, values in times.items()
+        }
+        print(
+            f"RESULT spark-batch W1 rows={args.rows} adapter_s={batch['adapter']:.2f} "
+            f"spark_s={batch['spark']:.2f} ratio={batch['spark'] / batch['adapter']:.2f} "
+            f"whole_s={batch['whole']:.2f} ratio_whole={batch['spark'] / batch['whole']:.2f} "
+            f"transfer_only_s={batch['transfer_only']:.2f} "
+            f"partial_only_s={batch['partial_only']:.2f} (result rows {n_adapter})"
+        )
         if jvm is not None:
-            print(f"RESULT spark-batch-jvm W1 rows={args.rows} jvm_s={batch['jvm']:.2f} "
-                  f"spark_s={batch['spark']:.2f} ratio={batch['spark'] / batch['jvm']:.2f}")
+            print(
+                f"RESULT spark-batch-jvm W1 rows={args.rows} jvm_s={batch['jvm']:.2f} "
+                f"spark_s={batch['spark']:.2f} ratio={batch['spark'] / batch['jvm']:.2f}"
+            )
 
         if not args.skip_streaming:
             schema = "symbol string, price double, volume long, ts long"
 
             def stream_run(which: str, rep: int) -> None:
-                src = (spark.readStream.schema(schema)
-                       .option("maxFilesPerTrigger", args.files_per_batch).parquet(str(inp)))
+                src = (
+                    spark.readStream.schema(schema)
+                    .option("maxFilesPerTrigger", args.files_per_batch)
+                    .parquet(str(inp))
+                )
                 ckpt = work / f"ckpt-{which}-{rep}"
                 if which == "spark":
                     out = spark_w1(src, streaming=True)
                 elif which == "read_only":
                     out = src
                 else:
-                    out = lspark.run(src, W1_SQL, partitions=args.partitions,
-                                     engine="jvm" if which == "jvm" else "python",
-                                     state_location=str(ckpt / "laminardb"),
-                                     two_phase=which != "whole")
-                query = (out.writeStream.format("noop").outputMode("append")
-                         .option("checkpointLocation", str(ckpt))
-                         .trigger(availableNow=True).start())
+                    out = lspark.run(
+                        src,
+                        W1_SQL,
+                        partitions=args.partitions,
+                        engine="jvm" if which == "jvm" else "python",
+                        state_location=str(ckpt / "laminardb"),
+                        two_phase=which != "whole",
+                    )
+                query = (
+                    out.writeStream.format("noop")
+                    .outputMode("append")
+                    .option("checkpointLocation", str(ckpt))
+                    .trigger(availableNow=True)
+                    .start()
+                )
                 query.awaitTermination()
 
             names = ["adapter", "whole", "spark", "read_only"]
@@ -198,18 +236,22 @@ def main(argv: list[str] | None = None) -> int:
                     if rep:
                         runs[name].append(took)
             stream = {name: statistics.median(values) for name, values in runs.items()}
-            print(f"RESULT spark-stream W1 rows={args.rows} micro_batches="
-                  f"{-(-args.files // args.files_per_batch)} adapter_s={stream['adapter']:.2f} "
-                  f"spark_s={stream['spark']:.2f} "
-                  f"ratio={stream['spark'] / stream['adapter']:.2f} "
-                  f"whole_s={stream['whole']:.2f} "
-                  f"ratio_whole={stream['spark'] / stream['whole']:.2f} "
-                  f"read_only_s={stream['read_only']:.2f}")
+            print(
+                f"RESULT spark-stream W1 rows={args.rows} micro_batches="
+                f"{-(-args.files // args.files_per_batch)} adapter_s={stream['adapter']:.2f} "
+                f"spark_s={stream['spark']:.2f} "
+                f"ratio={stream['spark'] / stream['adapter']:.2f} "
+                f"whole_s={stream['whole']:.2f} "
+                f"ratio_whole={stream['spark'] / stream['whole']:.2f} "
+                f"read_only_s={stream['read_only']:.2f}"
+            )
             if jvm is not None:
-                print(f"RESULT spark-stream-jvm W1 rows={args.rows} jvm_s={stream['jvm']:.2f} "
-                      f"spark_s={stream['spark']:.2f} "
-                      f"ratio={stream['spark'] / stream['jvm']:.2f} "
-                      f"read_only_s={stream['read_only']:.2f}")
+                print(
+                    f"RESULT spark-stream-jvm W1 rows={args.rows} jvm_s={stream['jvm']:.2f} "
+                    f"spark_s={stream['spark']:.2f} "
+                    f"ratio={stream['spark'] / stream['jvm']:.2f} "
+                    f"read_only_s={stream['read_only']:.2f}"
+                )
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

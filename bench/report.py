@@ -66,15 +66,17 @@ def versus(name: str, key: str, pattern: str, unit: str, target: str) -> Row:
     return Row(name, key, pattern, unit, None, target, ratio_group=pattern.count("(["))
 
 
-
-
 def vwap_rows(w: str, target: str) -> list[Row]:
     """bench_vwap's rows of workload `w` (W1, W2): inline, threaded, paced latency."""
     return [
         rate(f"{w} inline", "vwap", f"{w} +inline", f"{w}b", target),
         rate(f"{w} threaded", "vwap", f"{w} +threaded", f"{w}b", target),
-        pair(f"{w} paced p50 / p99 latency", "vwap",
-             rf"^LATENCY {w} +paced\S* .*?p50={NUM} p99={NUM}", "µs"),
+        pair(
+            f"{w} paced p50 / p99 latency",
+            "vwap",
+            rf"^LATENCY {w} +paced\S* .*?p50={NUM} p99={NUM}",
+            "µs",
+        ),
     ]
 
 
@@ -117,6 +119,33 @@ TABLES = [
         "`bench_vwap`: `SELECT symbol, price * volume AS notional WHERE volume > 500`, "
         "modes as W1.",
         vwap_rows("W2", "≥ 0.4×"),
+    ),
+    Table(
+        "W3: ASOF join of trades with quotes (C)",
+        "`bench_asof`: `FROM trades t ASOF JOIN quotes q MATCH_CONDITION(t.ts >= q.ts) ON "
+        "t.symbol = q.symbol` over limit_asof's feed (10^7 events, 1,000 symbols, 75% "
+        "quotes), blocks of 8,192 events pushed as a quotes and a trades batch, inline "
+        "(push, run_until_idle, drain on one thread); cpu = the same run's rate over "
+        "its CPU time (a loaded machine stretches the wall time, not this); p50 / p99 "
+        "of a block's time; Python = `bench/bench_asof.py`, the same blocks as pyarrow "
+        "batches, with pandas `merge_asof` and DuckDB's ASOF JOIN on the same tables.",
+        [
+            rate("W3 inline", "asof", "W3 asof inline", "W3b", "≥ 0.35×"),
+            # No ratio: W3b is a wall-clock figure.
+            Row(
+                "W3 inline, CPU time",
+                "asof",
+                rf"^CPU W3 asof inline .*? {NUM} M rows/s",
+                "M rows/s",
+            ),
+            pair(
+                "W3 block p50 / p99", "asof", rf"^RESULT W3 asof .*?p50 {NUM} us p99 {NUM} us", "µs"
+            ),
+            rate("W3 Python (laminardb, inline)", "python_asof", "python-W3", "W3b", "≥ 0.3×"),
+            rate("W3 pandas merge_asof", "python_asof", "pandas-merge_asof", "W3b"),
+            rate("W3 DuckDB ASOF JOIN, 1 thread", "python_asof", "duckdb-1thread", "W3b"),
+            rate("W3 DuckDB ASOF JOIN, 2 threads", "python_asof", "duckdb-2threads", "W3b"),
+        ],
     ),
     Table(
         "Window kinds and emit modes (C)",
@@ -262,8 +291,9 @@ TABLES = [
         "`bench_wide_push`: a one-row push into a source of N BIGINT columns, thread "
         "CPU time per push (ms), columns in order / reversed.",
         [
-            pair(f"{n:,} columns, in order / reversed", "wide_push", WIDE.format(n=n, num=NUM),
-                 "ms")
+            pair(
+                f"{n:,} columns, in order / reversed", "wide_push", WIDE.format(n=n, num=NUM), "ms"
+            )
             for n in (1000, 4000, 16000)
         ],
     ),

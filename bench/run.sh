@@ -162,6 +162,8 @@ run limit_asof "$BUILD/limit_asof" "$N" "$REPS"
 run vwap "$B/bench_vwap" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6" \
   --w2b-rows-per-s "${W2B}e6"
 run windows "$B/bench_windows" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6"
+W3B="$(rate_of W3b "$OUT/limit_asof.txt")"
+run asof "$B/bench_asof" "$N" --reps "$REPS" ${W3B:+--w3b-rows-per-s "${W3B}e6"}
 CORES="${BENCH_CORES:-2}"
 run cores "$B/bench_vwap" "$N" --only w1 --mode threaded --pace 0 --reps "$REPS" \
   --cores "1,$CORES" --w1b-rows-per-s "${W1B}e6"
@@ -170,6 +172,8 @@ run cores_queued "$B/bench_vwap" "$N" --only w1 --mode threaded --pace 0 --reps 
 if [[ "${BENCH_PYTHON:-1}" != 0 ]]; then
   run python "$PY" "$ROOT/bench/bench_python.py" -n "$N" --reps "$REPS" \
     --limit-w1b "$W1B" --limit-w2b "$W2B"
+  run python_asof "$PY" "$ROOT/bench/bench_asof.py" -n "$N" --reps "$REPS" \
+    ${W3B:+--limit-w3b "$W3B"}
 fi
 JAVA_LIB="$BUILD/bindings/java/liblaminar_jni.so"
 if [[ "${BENCH_JAVA:-1}" != 0 && -f "$JAVA_LIB" ]]; then

@@ -136,6 +136,9 @@ typedef enum laminar_code {
                                              or an aggregate where none may be */
   LAMINAR_ERR_SQL_DEPENDENCY = 1007,         /* DROP of an object others read from */
   LAMINAR_ERR_SQL_LIMIT = 1008,              /* statement too large or nested too deep */
+  LAMINAR_ERR_SQL_JOIN_CONDITION = 1009,     /* a join's ON / MATCH_CONDITION is not one
+                                                it can run (no ordering condition, an
+                                                unsupported comparison) */
   LAMINAR_ERR_SQL_NOT_MATERIALIZED = 1030,   /* SELECT from a stream or source: only
                                              materialized views keep rows to read */
   LAMINAR_ERR_SQL_UNDEFINED_VARIABLE = 1031, /* ${NAME} with no variable NAME set */
@@ -605,7 +608,9 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  *            accounted_state_bytes (what max_state_bytes counts; 0 while no
  *            bound applies), max_state_bytes (its own, 0: none),
  *            watermark_ms, subscribers, partitions (1, or `cores` for a keyed
- *            stream); all summed over its partitions
+ *            stream); all summed over its partitions; an ASOF JOIN stream
+ *            also join_left_rows (left rows waiting for their match) and
+ *            join_right_rows (right rows kept for future matches)
  *   subscription (name: its stream): delivered_batches, queue_depth (its
  *            lag, in batches), queue_bytes (bytes of its queued batches),
  *            max_queue_bytes, dropped_batches, dropped_rows (slow_subscriber
@@ -959,6 +964,27 @@ LAMINAR_API laminar_code laminar_source_watermark_timeout(laminar_source* source
                                                           int64_t watermark_ms,
                                                           int64_t timeout_ms,
                                                           laminar_error* err);
+
+/* Declare the source idle (idle != 0) or active again (idle == 0), as
+ * Flink's idleness: an idle source holds back the watermark of no stream
+ * reading it -- a stream over several inputs (UNION ALL) takes the least
+ * watermark of its active inputs only, and keeps its watermark while every
+ * input is idle. The change is a message queued after the batches pushed
+ * before it (it takes a queue slot and waits for room as
+ * laminar_source_push() does), so it applies once they went through the
+ * graph; the next batch or watermark pushed makes the source active again
+ * (its rows behind the watermark its readers reached meanwhile are late).
+ * CREATE SOURCE ... WITH (idle_timeout = '5 s') makes it idle after that
+ * long without data, on the reactor's clock. Idleness is neither logged nor
+ * checkpointed: a reopened database starts with every source active.
+ * Params: source: an open handle; idle: nonzero idle, 0 active.
+ * Ownership: nothing is transferred.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_QUEUE_FULL (a full queue that cannot
+ *   wait: not started, or backpressure = 'reject'); LAMINAR_ERR_SOURCE_CLOSED;
+ *   LAMINAR_ERR_MISUSE.
+ * Thread-safety: as laminar_source_push(). */
+LAMINAR_API laminar_code laminar_source_set_idle(laminar_source* source, int32_t idle,
+                                                 laminar_error* err);
 
 /* The offset the next push or watermark on this source will get: 1 + the
  * number of messages its WAL holds or has checkpointed (1 for a new source).

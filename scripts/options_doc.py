@@ -50,6 +50,8 @@ DOCS: dict[str, tuple[Path, int, frozenset[str]]] = {
                 "allowed_lateness",
                 "wal_mode",
                 "checkpoint_interval",
+                "alignment_group",
+                "max_drift",
             }
         ),
     ),

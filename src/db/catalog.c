@@ -141,6 +141,11 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   lm_stmt wm = *stmt;
   char wm_name[128] = {0};
   int64_t lateness = 0;
+  int64_t idle_timeout = 0;
+  char align_group[128] = {0};
+  int64_t max_drift = -1;
+  const lm_ast_expr* align_value = NULL; /* where alignment was set, for errors */
+  const lm_ast_expr* drift_value = NULL;
   for (size_t i = 0; i < stmt->noptions; i++) {
     const lm_ast_option* o = &stmt->options[i];
     const lm_ast_expr* v = o->value;
@@ -184,12 +189,33 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       case LM_OPT_STARTUP:
       case LM_OPT_GROUP_ID:
       case LM_OPT_EVENT_TIME:
-      case LM_OPT_IDLE_TIMEOUT:
       case LM_OPT_TIMEOUT:
       case LM_OPT_KAFKA: break; /* a connector's: lm_db_source_connector */
+      case LM_OPT_IDLE_TIMEOUT: idle_timeout = val.i > 0 ? val.i : 0; break;
+      case LM_OPT_ALIGNMENT_GROUP:
+        snprintf(align_group, sizeof align_group, "%.*s", (int)val.len, val.text);
+        align_value = v;
+        break;
+      case LM_OPT_MAX_DRIFT:
+        max_drift = val.i;
+        drift_value = v;
+        break;
       default:
         return lm_error_set(err, LAMINAR_ERR_INTERNAL, "source option '%s'", o->key);
     }
+  }
+  /* Alignment: a group and its drift together, and a policy that holds. */
+  if ((align_value != NULL) != (drift_value != NULL) ||
+      (align_value != NULL && backpressure == LM_BP_DROP_OLDEST)) {
+    const lm_ast_expr* at = align_value != NULL ? align_value : drift_value;
+    snprintf(msg, sizeof msg,
+             align_value != NULL && drift_value != NULL
+                 ? "source '%s': alignment_group holds a source back by back-pressure: "
+                   "backpressure 'drop_oldest' cannot go with it (use block or reject)"
+                 : "source '%s': alignment_group and max_drift go together",
+             stmt->name);
+    return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, at->line, at->column, stmt->name,
+                   msg);
   }
   lm_source_def* def = lm_calloc(1, sizeof *def);
   if (def == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -197,6 +223,9 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   atomic_init(&def->dropped, false);
   def->wm_col = -1;
   def->lateness_ms = lateness;
+  def->idle_timeout_ms = idle_timeout;
+  def->max_drift_ms = max_drift;
+  if (align_value != NULL) def->align_group = lm_strdup(align_group);
   stmt = &wm;
   def->max_ts_ms = INT64_MIN;
   def->watermark_ms = INT64_MIN;
@@ -205,6 +234,7 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   def->name = lm_strdup(stmt->name);
   def->sql = lm_db_stmt_text(sql, stmt);
   if (def->name == NULL || def->sql == NULL) goto nomem;
+  if (align_value != NULL && def->align_group == NULL) goto nomem;
   def->fingerprint = lm_durable_fingerprint(0, def->sql);
   for (size_t i = 0; i < stmt->ncolumns; i++) {
     const lm_ast_column_def* c = &stmt->columns[i];
@@ -355,8 +385,52 @@ static laminar_code branch_readers(laminar_db* db, lm_stream_def* s, bool add) {
  * defaults to the largest of its sources'; EMIT ON WINDOW CLOSE needs each
  * source's watermark; over several inputs, every branch projects its
  * source's watermark column to the window's time column. */
+/* The time rules of an ASOF join: each side's ordering column is its
+ * source's watermark column (the join releases and prunes by the
+ * watermarks); a window over the join runs on the left's time column, the
+ * time its output watermark is in. */
+static laminar_code check_join_time(laminar_db* db, const lm_stmt* stmt, lm_plan* plan,
+                                    laminar_error* err) {
+  const lm_asof_spec* j = &plan->join;
+  char msg[512];
+  for (int32_t b = 0; b < 2; b++) {
+    const lm_plan_branch* br = &plan->branches[b];
+    const lm_source_def* in =
+        br->input_is_source ? lm_db_find_source(db, br->input) : NULL;
+    if (in == NULL) continue;
+    int32_t col = b == 0 ? j->ltime : j->rtime;
+    if (in->wm_col < 0) {
+      snprintf(msg, sizeof msg,
+               "stream '%s': %s needs a watermark on source '%s' (WATERMARK FOR %s ...): "
+               "its rows are matched once the watermarks make the match final",
+               stmt->name, plan->join_kind, in->name, in->schema.fields[col].name);
+      return fail_at(err, LAMINAR_ERR_SQL_JOIN_CONDITION, br->line, br->column, in->name,
+                     msg);
+    }
+    if (in->wm_col != col) {
+      snprintf(msg, sizeof msg,
+               "stream '%s': the %s ordering column of '%s' is '%s', but its watermark "
+               "column is '%s': order by the watermark column",
+               stmt->name, plan->join_kind, in->name, in->schema.fields[col].name,
+               in->schema.fields[in->wm_col].name);
+      return fail_at(err, LAMINAR_ERR_SQL_JOIN_CONDITION, br->line, br->column, in->name,
+                     msg);
+    }
+  }
+  if (plan->windowed && !plan->window.global && plan->window.time_col != j->ltime) {
+    snprintf(msg, sizeof msg,
+             "stream '%s': a window over %s runs on the left side's time column '%s' "
+             "(the join's output watermark is in its time)",
+             stmt->name, plan->join_kind, plan->union_schema.fields[j->ltime].name);
+    return fail_at(err, LAMINAR_ERR_SQL_GROUPING, plan->join_line, plan->join_column,
+                   stmt->name, msg);
+  }
+  return LAMINAR_OK;
+}
+
 static laminar_code check_stream_time(laminar_db* db, const lm_stmt* stmt, lm_plan* plan,
                                       laminar_error* err) {
+  if (plan->joined) LM_TRY(check_join_time(db, stmt, plan, err));
   if (!plan->windowed) return LAMINAR_OK;
   bool branched = lm_plan_branched(plan);
   int64_t lateness = 0;
@@ -376,7 +450,7 @@ static laminar_code check_stream_time(laminar_db* db, const lm_stmt* stmt, lm_pl
       return fail_at(err, LAMINAR_ERR_SQL_GROUPING, stmt->emit_line, stmt->emit_column,
                      stmt->name, msg);
     }
-    if (branched && !plan->window.global && in->wm_col >= 0 &&
+    if (branched && !plan->joined && !plan->window.global && in->wm_col >= 0 &&
         br->col_out[in->wm_col] != plan->window.time_col) {
       snprintf(
           msg, sizeof msg,

@@ -282,7 +282,7 @@ laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
       case LM_OPT_FORMAT: c.csv = v.i == 1; break; /* "json | csv" */
       case LM_OPT_GROUP_ID: c.group_id = t; break;
       case LM_OPT_TIMEOUT: c.timeout_ms = v.i; break;
-      case LM_OPT_IDLE_TIMEOUT: c.idle_timeout_ms = v.i; break;
+      case LM_OPT_IDLE_TIMEOUT: c.idle_timeout_ms = v.i > 0 ? v.i : -1; break;
       case LM_OPT_STARTUP: {
         char* end = NULL;
         if (lm_streq_nocase(t, "earliest")) {

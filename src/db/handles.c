@@ -212,6 +212,7 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
     msg->batch = batch;
     msg->watermark_ms = INT64_MIN;
     msg->seq = 0;
+    msg->idle = 0;
     msgs[imported] = msg;
   }
   if (rc == LAMINAR_OK) {
@@ -313,8 +314,11 @@ laminar_code laminar_source_has_capacity(laminar_source* src, int64_t n, int32_t
   return LAMINAR_OK;
 }
 
-static laminar_code watermark(laminar_source* src, int64_t watermark_ms,
-                              const lm_push_wait* how, laminar_error* err) {
+/* Queue a message without a batch: an explicit watermark (idle 0, logged as
+ * the source's records are), or a change of idleness (idle 1 / -1: not
+ * logged, it takes no offset; a replay opens every source active). */
+static laminar_code control_msg(laminar_source* src, int64_t watermark_ms, int8_t idle,
+                                const lm_push_wait* how, laminar_error* err) {
   if (!source_ok(src)) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE, "invalid or closed source handle");
   }
@@ -325,10 +329,23 @@ static laminar_code watermark(laminar_source* src, int64_t watermark_ms,
   msg->batch = NULL;
   msg->watermark_ms = watermark_ms;
   msg->seq = 0;
-  lm_source_log log = source_log(src, NULL);
+  msg->idle = idle;
+  lm_source_log log =
+      idle != 0 ? (lm_source_log){NULL, NULL, false} : source_log(src, NULL);
   laminar_code rc = lm_source_enqueue(source_rt(src), def, &msg, 1, how, &log, NULL, err);
   if (rc != LAMINAR_OK) lm_free(msg);
   return rc;
+}
+
+static laminar_code watermark(laminar_source* src, int64_t watermark_ms,
+                              const lm_push_wait* how, laminar_error* err) {
+  return control_msg(src, watermark_ms, 0, how, err);
+}
+
+laminar_code laminar_source_set_idle(laminar_source* src, int32_t idle,
+                                     laminar_error* err) {
+  lm_push_wait how = lm_push_wait_forever();
+  return control_msg(src, INT64_MIN, idle != 0 ? 1 : -1, &how, err);
 }
 
 laminar_code laminar_source_watermark(laminar_source* src, int64_t watermark_ms,

@@ -10,6 +10,7 @@
 #include "arrow/arrow.h"
 #include "connect/kafka_source.h"
 #include "op/view.h"
+#include "rt/source.h"
 #include "store/wal.h"
 #include "util/util.h"
 
@@ -72,6 +73,11 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "source", s->name, "producers",
         (int64_t)atomic_load_explicit(&s->producers, memory_order_relaxed));
     add(r, "source", s->name, "watermark_ms", s->watermark_ms);
+    /* 1 while idle: its readers' watermarks do not wait for it. */
+    add(r, "source", s->name, "watermark_idle", s->idle ? 1 : 0);
+    if (s->align_group != NULL) {
+      add(r, "source", s->name, "alignment_held", lm_source_held_back(s) ? 1 : 0);
+    }
     if (s->wal != NULL) {
       add(r, "source", s->name, "wal_next_offset", (int64_t)lm_wal_next_seq(s->wal));
       add(r, "source", s->name, "processed_offset", (int64_t)s->processed_seq);
@@ -94,6 +100,12 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "stream", s->name, "partitions", s->nparts);
     add(r, "stream", s->name, "watermark_ms", s->watermark_ms);
     add(r, "stream", s->name, "subscribers", s->nsubs);
+    if (lm_op_multi_input(s->chain)) { /* an ASOF join: the rows it holds */
+      int64_t left, right;
+      lm_op_asof_held(s->chain, &left, &right);
+      add(r, "stream", s->name, "join_left_rows", left);
+      add(r, "stream", s->name, "join_right_rows", right);
+    }
     const lm_op* view = lm_op_view_of(s->chain);
     if (view != NULL) {
       add(r, "stream", s->name, "view_rows", lm_op_view_rows(view));

@@ -64,11 +64,11 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
   const lm_stream_def* cur = s;
   for (;;) {
     if (lm_plan_branched(&cur->plan)) {
-      rc = lm_error_set(
-          err, LAMINAR_ERR_SQL_UNSUPPORTED,
-          "stream '%s': %s reads several inputs (UNION ALL) or a derived table; "
-          "its partitioning by one root source is not supported yet",
-          stream, cur == s ? "it" : cur->name);
+      rc = lm_error_set(err, LAMINAR_ERR_SQL_UNSUPPORTED,
+                        "stream '%s': %s reads several inputs (UNION ALL, ASOF JOIN) or "
+                        "a derived table; "
+                        "its partitioning by one root source is not supported yet",
+                        stream, cur == s ? "it" : cur->name);
       lm_error_object(err, stream, NULL);
       pthread_mutex_unlock(&db->lock);
       return rc;

@@ -743,11 +743,34 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     if (*out == NULL) x->nomem = true;
   }
   lm_free(last);
-  lm_text_printf(&what, "; each input's own watermark, the least of them the union's");
+  if (plan->joined) {
+    /* An ASOF join: its condition instead of the union's inputs. */
+    static const char* const cmps[] = {"", ">=", ">", "<=", "<"};
+    const lm_asof_spec* j = &plan->join;
+    lm_free(what.p);
+    what = (lm_text){0};
+    lm_text_printf(&what, "%s with %s ON %d key%s, MATCH_CONDITION(%s.%s %s %s.%s)",
+                   plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
+                   j->nkeys == 1 ? "" : "s", plan->branches[0].input,
+                   plan->union_schema.fields[j->ltime].name, cmps[j->cmp],
+                   plan->branches[1].input,
+                   plan->union_schema.fields[j->lcols + j->rtime].name);
+    if (j->has_tolerance) {
+      lm_text_printf(&what, ", tolerance %lld %s", (long long)j->tolerance,
+                     j->time_type == LM_TYPE_TIMESTAMP ? "us" : "ms");
+    }
+    lm_text_printf(&what, "; %s rows wait for the right watermark",
+                   plan->branches[0].input);
+  } else {
+    lm_text_printf(&what, "; each input's own watermark, the least of them the union's");
+  }
   char nbuf[24];
   char* inputs = lm_text_take(&ins);
   if (inputs == NULL) x->nomem = true;
-  add_row(x, "union all", lm_text_take(&what), inputs != NULL ? inputs : "",
+  add_row(x,
+          plan->joined ? (plan->join.left_outer ? "left asof join" : "asof join")
+                       : "union all",
+          lm_text_take(&what), inputs != NULL ? inputs : "",
           next_id(x, nbuf, sizeof nbuf));
   lm_free(inputs);
   return &plan->union_schema;

@@ -309,6 +309,7 @@ static void source_ddl(lm_text* t, const char* name, const lm_schema* schema) {
 static const char* path_refusal(laminar_db* db, const lm_stream_def* s) {
   const lm_plan* p = &s->plan;
   if (lm_db_is_view(s)) return "it is a materialized view";
+  if (p->joined) return "it is an ASOF JOIN (its inputs cannot be split apart)";
   if (!p->windowed)
     return "it has no GROUP BY window (its rows need no merging: any split "
            "of its input works, see laminar_stream_partitioning)";
@@ -319,12 +320,12 @@ static const char* path_refusal(laminar_db* db, const lm_stream_def* s) {
   if (p->window.emit_changes) return "EMIT CHANGES does not decompose";
   if (p->window.changelog) return "its input is a changelog";
   if (lm_plan_branched(p))
-    return "it reads several inputs (UNION ALL) or a derived table";
+    return "it reads several inputs (UNION ALL, ASOF JOIN) or a derived table";
   for (const lm_stream_def* x = s; !x->plan.input_is_source;) {
     x = lm_db_find_stream(db, x->plan.input);
     if (x == NULL) return "an upstream stream is missing";
     if (lm_plan_branched(&x->plan))
-      return "an upstream stream reads several inputs (UNION ALL)";
+      return "an upstream stream reads several inputs (UNION ALL, ASOF JOIN)";
     if (x->plan.windowed || lm_db_is_view(x)) {
       return "an upstream stream aggregates (only filters and projections may come "
              "before "

@@ -17,15 +17,38 @@ laminar_code lm_op_emit(lm_op* op, const lm_chunk* chunk) {
 laminar_code lm_op_chain_chunk(lm_op* head, const lm_chunk* chunk) {
   /* Selections go only to heads that honour them (op.h, lm_chunk). */
   if (LM_NEVER(chunk->sel != NULL && !head->vt->takes_sel)) return LAMINAR_ERR_INTERNAL;
+  if (LM_NEVER(head->vt->on_chunk == NULL))
+    return LAMINAR_ERR_INTERNAL; /* several inputs */
   head->rows_in += chunk->nrows;
   return head->vt->on_chunk(head, chunk);
 }
 
 laminar_code lm_op_chain_watermark(lm_op* head, int64_t watermark_ms) {
+  /* A multi-input head takes each input's own watermark and forwards what it
+   * can promise itself (lm_op_chain_input_watermark): the least of the
+   * inputs' is not its to pass on. */
+  if (lm_op_multi_input(head)) return LAMINAR_OK;
   for (lm_op* op = head; op != NULL; op = op->next) {
     if (op->vt->on_watermark != NULL) LM_TRY(op->vt->on_watermark(op, watermark_ms));
   }
   return LAMINAR_OK;
+}
+
+laminar_code lm_op_chain_input_chunk(lm_op* head, int32_t input, const lm_chunk* chunk) {
+  if (LM_NEVER(!lm_op_multi_input(head) || input < 0 || input >= head->vt->ninputs ||
+               chunk->sel != NULL)) {
+    return LAMINAR_ERR_INTERNAL;
+  }
+  head->rows_in += chunk->nrows;
+  return head->vt->on_input_chunk(head, input, chunk);
+}
+
+laminar_code lm_op_chain_input_watermark(lm_op* head, int32_t input,
+                                         int64_t watermark_ms) {
+  if (LM_NEVER(!lm_op_multi_input(head) || input < 0 || input >= head->vt->ninputs)) {
+    return LAMINAR_ERR_INTERNAL;
+  }
+  return head->vt->on_input_watermark(head, input, watermark_ms);
 }
 
 laminar_code lm_op_chain_snapshot(const lm_op* head, lm_state_writer* w) {

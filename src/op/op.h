@@ -70,6 +70,15 @@ typedef struct lm_op_vtable {
    * nothing), and let go of it; exactly once per frozen state. */
   laminar_code (*freeze)(lm_op* op, void** out);
   laminar_code (*write_frozen)(void* frozen, lm_state_writer* w);
+  /* Multi-input operators (a join): ninputs > 1 and the two calls below; 0
+   * (or 1) and NULL for single-input operators, whose input is on_chunk /
+   * on_watermark. Such an operator heads its chain: the runtime hands it
+   * input i's chunks and input i's OWN watermark (not the least of the
+   * inputs'), and the operator forwards to `next` (lm_op_chain_watermark of
+   * op->next) the watermark it can guarantee for what it emits. */
+  int32_t ninputs;
+  laminar_code (*on_input_chunk)(lm_op* op, int32_t input, const lm_chunk* in);
+  laminar_code (*on_input_watermark)(lm_op* op, int32_t input, int64_t watermark_ms);
 } lm_op_vtable;
 
 /* Common header of every operator (first member of each concrete struct). */
@@ -113,6 +122,16 @@ laminar_code lm_op_emit(lm_op* op, const lm_chunk* chunk);
 /* Push a chunk / watermark into a chain starting at `head`. */
 laminar_code lm_op_chain_chunk(lm_op* head, const lm_chunk* chunk);
 laminar_code lm_op_chain_watermark(lm_op* head, int64_t watermark_ms);
+/* Multi-input heads (lm_op_vtable.ninputs > 1): a chunk / watermark of input
+ * `input` into the chain headed by `head`. LAMINAR_ERR_INTERNAL for a head
+ * with one input or an input out of range. */
+laminar_code lm_op_chain_input_chunk(lm_op* head, int32_t input, const lm_chunk* chunk);
+laminar_code lm_op_chain_input_watermark(lm_op* head, int32_t input,
+                                         int64_t watermark_ms);
+/* Whether the chain's head takes several inputs. */
+static inline bool lm_op_multi_input(const lm_op* head) {
+  return head != NULL && head->vt->ninputs > 1;
+}
 /* Snapshot / restore every operator of a chain, in order. */
 laminar_code lm_op_chain_snapshot(const lm_op* head, lm_state_writer* w);
 laminar_code lm_op_chain_restore(lm_op* head, lm_state_reader* r, laminar_error* err);
@@ -238,6 +257,65 @@ void lm_op_window_set_key_hashes(lm_op* op, const uint64_t* h);
 void lm_op_window_set_args(lm_op* op, const lm_vec* args);
 /* Number of groups currently held (all open windows). */
 int64_t lm_op_window_state_rows(const lm_op* op);
+
+/* ---- asof join: two inputs (join_asof.c) ------------------------------------ */
+
+/* The ordering condition of an ASOF join: left time <cmp> right time. */
+typedef enum lm_asof_cmp {
+  LM_ASOF_GE = 1, /* t.ts >= q.ts: the latest right row at or before */
+  LM_ASOF_GT = 2, /* t.ts >  q.ts: the latest right row strictly before */
+  LM_ASOF_LE = 3, /* t.ts <= q.ts: the earliest right row at or after */
+  LM_ASOF_LT = 4  /* t.ts <  q.ts: the earliest right row strictly after */
+} lm_asof_cmp;
+
+/* `left [LEFT] ASOF JOIN right MATCH_CONDITION(left.time cmp right.time)
+ * ON lkeys[i] = rkeys[i] ...`. Input 0 is the left side (lcols columns),
+ * input 1 the right (rcols); each row of the left is matched with the one
+ * right row of equal keys (no key NULL) nearest in time on cmp's side
+ * (within `tolerance` time units when has_tolerance); among right rows of
+ * equal time the last to arrive. Output: the left row's columns then the
+ * right row's (all NULL for an unmatched left row of a LEFT join; an
+ * unmatched row of an inner join is dropped).
+ *
+ * Streaming (watermarks mean: no more rows older than it): a right row older
+ * than the right watermark, or a left row older than the left one, is late:
+ * dropped and counted. A left row waits until its match is final: for
+ * >= / > until the right watermark passes its time (>=: > time; >: >= time);
+ * for <= / < until a right row at or after it (after: <) is older than the
+ * right watermark, or the right watermark passes time + tolerance. Each
+ * release emits the left rows it frees in event-time order (arrival order
+ * among equal times). Right rows a future left row can no longer match (by
+ * the least of the left watermark and the waiting left rows' times) are
+ * dropped: per key, for >= / > the newest one at or before that bound and
+ * those after, for <= / < those at or after it. The operator forwards
+ * min(left watermark, oldest waiting left row) to `next`. */
+typedef struct lm_asof_spec {
+  bool left_outer;
+  lm_asof_cmp cmp;
+  int32_t nkeys;
+  const lm_expr* const* lkeys; /* over the left input's columns */
+  const lm_expr* const* rkeys; /* over the right's; of the same types as lkeys */
+  int32_t ltime, rtime;        /* time columns (BIGINT ms or TIMESTAMP, both alike) */
+  lm_type time_type;
+  bool has_tolerance;
+  int64_t tolerance; /* in the time column's unit (ms, or µs for TIMESTAMP) */
+  int32_t lcols, rcols;
+  /* Which output columns the rest of the plan reads (lcols + rcols flags; NULL:
+   * all): the join keeps only those of the rows it holds, and emits the others
+   * as unspecified values (zeros). */
+  const uint8_t* need;
+} lm_asof_spec;
+
+/* out_schema: the left input's columns then the right's (lcols + rcols). The
+ * spec's expressions are borrowed (they live in the plan). */
+laminar_code lm_op_asof_create(const lm_asof_spec* spec, const lm_schema* out_schema,
+                               lm_op** out);
+/* Rows held: left rows waiting, right rows kept (for metrics and tests). */
+void lm_op_asof_held(const lm_op* op, int64_t* out_left, int64_t* out_right);
+/* The watermark the join forwarded last (INT64_MAX for another operator). */
+int64_t lm_op_asof_out_watermark(const lm_op* op);
+/* Late rows dropped so far (left + right). */
+int64_t lm_op_asof_late_rows(const lm_op* op);
 
 /* Hash every row's key tuple: rows 0..n-1 into h[0..n) (sel NULL), or rows
  * sel[0..n) into h[sel[i]]. The window operators' group hash; the

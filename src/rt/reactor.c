@@ -87,6 +87,7 @@ void lm_source_def_unref(lm_source_def* def) {
   lm_wal_close(def->wal, NULL); /* flushes what is appended */
   lm_schema_free(&def->schema);
   lm_free(def->readers);
+  lm_free(def->align_group);
   lm_free(def->name);
   lm_free(def->sql);
   lm_free(def);
@@ -101,6 +102,7 @@ void lm_stream_def_free(lm_stream_def* def) {
   lm_free(def->in_chains);
   lm_free(def->in_defs);
   lm_free(def->in_wm);
+  lm_free(def->in_idle);
   lm_free(def->in_start);
   lm_op_chain_destroy(def->chain);
   lm_plan_free(&def->plan);
@@ -214,6 +216,9 @@ void lm_stream_def_attach(lm_stream_def* s) {
  * lateness judged by their own input's watermark (op.h). */
 static laminar_code branch_deliver(void* arg, const lm_chunk* chunk) {
   lm_stream_def* s = arg;
+  /* A join: branch b is the join's input b. */
+  if (lm_op_multi_input(s->chain))
+    return lm_op_chain_input_chunk(s->chain, s->cur_in, chunk);
   lm_op_window_set_late_floor(s->chain, s->in_wm[s->cur_in]);
   laminar_code rc = lm_op_chain_chunk(s->chain, chunk);
   lm_op_window_set_late_floor(s->chain, INT64_MIN);
@@ -233,7 +238,8 @@ laminar_code lm_rt_stream_chunk(lm_stream_def* s, const void* from,
                                    : branch_deliver(s, chunk);
     }
   }
-  atomic_store_explicit(&s->late_rows, lm_op_window_late_rows(s->chain),
+  atomic_store_explicit(&s->late_rows,
+                        lm_op_window_late_rows(s->chain) + lm_op_asof_late_rows(s->chain),
                         memory_order_relaxed);
   return rc;
 }
@@ -245,13 +251,27 @@ laminar_code lm_stream_take_late(void* arg, const lm_chunk* chunk) {
 laminar_code lm_rt_stream_watermark(lm_stream_def* s, const void* from,
                                     int64_t watermark_ms) {
   if (s->nin > 0) {
-    /* Each input holds its own; the stream's is the least of them. */
+    /* Each input holds its own; the stream's is the least of the active
+     * ones (an idle input holds nothing back; all idle: no advance). */
     int64_t least = INT64_MAX;
+    bool join = lm_op_multi_input(s->chain);
+    bool active = false;
     for (int32_t b = 0; b < s->nin; b++) {
-      if (s->in_defs[b] == from && watermark_ms > s->in_wm[b]) s->in_wm[b] = watermark_ms;
+      if (s->in_defs[b] == from && watermark_ms > s->in_wm[b]) {
+        s->in_wm[b] = watermark_ms;
+        /* A join takes each input's own watermark, idle or not (op.h). */
+        if (join) LM_TRY(lm_op_chain_input_watermark(s->chain, b, watermark_ms));
+      }
+      if (s->in_idle[b]) continue;
+      active = true;
       if (s->in_wm[b] < least) least = s->in_wm[b];
     }
+    if (!active) return LAMINAR_OK;
     watermark_ms = least;
+    /* What it emits may be older than its inputs' watermarks (a left row
+     * waiting for the right side): downstream follows what it forwards. */
+    int64_t out_wm = lm_op_asof_out_watermark(s->chain);
+    if (join && out_wm < watermark_ms) watermark_ms = out_wm;
   }
   if (watermark_ms <= s->watermark_ms) return LAMINAR_OK;
   s->watermark_ms = watermark_ms;
@@ -271,21 +291,33 @@ laminar_code lm_stream_def_set_inputs(lm_stream_def* s, const void* const* in_de
   s->in_defs = lm_calloc((size_t)n, sizeof *s->in_defs);
   s->in_chains = lm_calloc((size_t)n, sizeof *s->in_chains);
   s->in_wm = lm_calloc((size_t)n, sizeof *s->in_wm);
-  if (s->in_defs == NULL || s->in_chains == NULL || s->in_wm == NULL)
+  s->in_idle = lm_calloc((size_t)n, sizeof *s->in_idle);
+  if (s->in_defs == NULL || s->in_chains == NULL || s->in_wm == NULL ||
+      s->in_idle == NULL)
     return LAMINAR_ERR_NOMEM;
   s->nin = n;
-  int64_t least = INT64_MAX;
+  /* The least over the active inputs (over all when every one is idle). */
+  int64_t least = INT64_MAX, least_all = INT64_MAX;
+  s->idle = true;
   for (int32_t b = 0; b < n; b++) {
     s->in_defs[b] = in_defs[b];
     s->in_wm[b] = in_wm[b];
-    if (in_wm[b] < least) least = in_wm[b];
+    s->in_idle[b] = plan->branches[b].input_is_source
+                        ? ((const lm_source_def*)in_defs[b])->idle
+                        : ((const lm_stream_def*)in_defs[b])->idle;
+    if (!s->in_idle[b]) s->idle = false;
+    if (in_wm[b] < least_all) least_all = in_wm[b];
+    if (!s->in_idle[b] && in_wm[b] < least) least = in_wm[b];
     LM_TRY(lm_plan_build_branch(plan, b, &s->in_chains[b]));
     if (s->in_chains[b] != NULL) {
       s->in_chains[b]->sink = branch_deliver;
       s->in_chains[b]->sink_arg = s;
     }
   }
-  lm_stream_def_start_at(s, least);
+  lm_stream_def_start_at(s, s->idle ? least_all : least);
+  for (int32_t b = 0; b < n && lm_op_multi_input(s->chain); b++) {
+    if (in_wm[b] != INT64_MIN) LM_TRY(lm_op_chain_input_watermark(s->chain, b, in_wm[b]));
+  }
   return LAMINAR_OK;
 }
 
@@ -317,6 +349,8 @@ int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg) {
   int64_t carried = atomic_load_explicit(&src->carried_watermark, memory_order_relaxed);
   if (carried > wm) wm = carried;
   if (msg->seq > src->processed_seq) src->processed_seq = msg->seq;
+  /* Data or a watermark makes the source active; a marker says (rt.h). */
+  src->idle_next = msg->batch == NULL && msg->idle > 0 ? 1 : 2;
   if (msg->batch != NULL) {
     if (src->wm_col >= 0 && !src->wm_external) {
       int64_t mx = batch_max_ts(src, msg->batch);
@@ -334,6 +368,9 @@ int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg) {
   if (wm <= src->watermark_ms) return INT64_MIN;
   /* Applied after the batch went through the streams (the caller's order). */
   src->watermark_ms = wm;
+  if (src->align_group != NULL) {
+    atomic_store_explicit(&src->align_wm, wm, memory_order_relaxed);
+  }
   return wm;
 }
 
@@ -423,6 +460,91 @@ static bool have_headroom(const lm_graph* g) {
   return lm_rt_min_free(g) >= LM_SUB_HEADROOM;
 }
 
+/* Input `from` of stream s became idle / active: recompute s's watermark
+ * over its active inputs, and pass s's own idleness (all of its inputs idle)
+ * on to its readers when it changed. */
+static laminar_code input_idleness(lm_stream_def* s, const void* from, bool idle) {
+  bool all = idle;
+  if (s->nin > 0) {
+    all = true;
+    for (int32_t b = 0; b < s->nin; b++) {
+      if (s->in_defs[b] == from) s->in_idle[b] = idle;
+      all = all && s->in_idle[b];
+    }
+    /* The least of the active inputs may have risen (all idle: it stays). */
+    LM_TRY(lm_rt_stream_watermark(s, from, INT64_MIN));
+  }
+  if (all == s->idle) return LAMINAR_OK;
+  s->idle = all;
+  for (int32_t i = 0; i < s->nreaders; i++) {
+    LM_TRY(input_idleness(s->readers[i], s, all));
+  }
+  return LAMINAR_OK;
+}
+
+/* After a round's messages of src (`taken` of them): apply what they asked of
+ * its idleness (idle_next: a laminar_source_set_idle marker, or data making
+ * it active again), else its idle_timeout -- nothing taken for that long on
+ * the reactor's clock, its queue empty. A change goes to every reader
+ * (input_idleness) at a message boundary with nothing in flight, and only
+ * with subscriber headroom (closing windows emits): else it waits for a
+ * later round. */
+static laminar_code source_idleness(lm_rt* rt, lm_source_def* src, int taken) {
+  bool idle = src->idle;
+  if (src->idle_next != 0) idle = src->idle_next == 1;
+  if (src->idle_timeout_ms > 0) {
+    int64_t now = lm_rt_now_ns();
+    if (taken > 0 || src->active_ns == 0) {
+      src->active_ns = now;
+    } else if (!idle && lm_mpsc_size(src->queue) == 0 &&
+               (now - src->active_ns) / 1000000 >= src->idle_timeout_ms) {
+      idle = true;
+    }
+  }
+  if (idle == src->idle) {
+    src->idle_next = 0;
+    return LAMINAR_OK;
+  }
+  if (rt->ncores > 1) LM_TRY(lm_rt_drain(rt));
+  if (!have_headroom(rt->graph)) return LAMINAR_OK; /* idle_next kept: retried */
+  src->idle_next = 0;
+  src->idle = idle;
+  for (int32_t i = 0; i < src->nreaders; i++) {
+    LM_TRY(input_idleness(src->readers[i], src, idle));
+  }
+  return LAMINAR_OK;
+}
+
+/* Watermark alignment (rt.h lm_source_def.align_group): each aligned
+ * source's limit is its group's least watermark -- over members that are
+ * not idle and have one -- plus its max_drift. Run after a round in which
+ * an aligned source's watermark or idleness changed, or a source came or
+ * went; a risen limit wakes the source's held producers. */
+static void align_groups(lm_rt* rt) {
+  const lm_graph* g = rt->graph;
+  rt->align_nsources = g->nsources;
+  for (int32_t i = 0; i < g->nsources; i++) {
+    lm_source_def* src = g->sources[i];
+    if (src->align_group == NULL) continue;
+    /* The group's slowest member that counts: not idle, with a watermark. */
+    int64_t least = INT64_MAX;
+    for (int32_t j = 0; j < g->nsources; j++) {
+      const lm_source_def* m = g->sources[j];
+      if (m->align_group == NULL || strcmp(m->align_group, src->align_group) != 0 ||
+          m->idle || m->watermark_ms == INT64_MIN)
+        continue;
+      if (m->watermark_ms < least) least = m->watermark_ms;
+    }
+    int64_t limit;
+    if (least == INT64_MAX || __builtin_add_overflow(least, src->max_drift_ms, &limit))
+      limit = INT64_MAX;
+    int64_t was =
+        atomic_exchange_explicit(&src->align_limit, limit, memory_order_relaxed);
+    /* Held producers park on `room`: wake them to look again. */
+    if (limit > was) lm_waiter_notify(&src->room);
+  }
+}
+
 /* Process up to `budget` messages per source, round robin. *out_progress
  * tells whether any message was processed; *out_blocked whether a full
  * subscriber stopped progress. */
@@ -433,10 +555,14 @@ static laminar_code process_round(lm_rt* rt, int budget, bool* out_progress,
   *out_blocked = false;
   int64_t total = 0;
   laminar_code round_rc = LAMINAR_OK;
+  /* A source created or dropped: the alignment groups change. */
+  bool realign = g->nsources != rt->align_nsources;
   for (int32_t i = 0; i < g->nsources; i++) {
     lm_source_def* src = g->sources[i];
     int taken = 0, limit = budget;
     laminar_code rc = LAMINAR_OK;
+    int64_t wm_before = src->watermark_ms;
+    bool idle_before = src->idle;
     if (rt->ncores > 1 && lm_rt_source_partitioned(src)) {
       /* Keyed streams: a round over every reactor (part.c). */
       int64_t n = 0;
@@ -459,6 +585,12 @@ static laminar_code process_round(lm_rt* rt, int budget, bool* out_progress,
       *out_progress = true;
       rc = process_msg(src, item);
     }
+    if (rc == LAMINAR_OK && (src->idle_next != 0 || src->idle_timeout_ms > 0)) {
+      rc = source_idleness(rt, src, taken);
+    }
+    if (src->align_group != NULL &&
+        (src->watermark_ms != wm_before || src->idle != idle_before))
+      realign = true;
     /* Producers blocked on a full queue: one notify per round, not per message
      * (a fence and a load when none is parked). */
     if (taken > 0) lm_waiter_notify(&src->room);
@@ -468,6 +600,7 @@ static laminar_code process_round(lm_rt* rt, int budget, bool* out_progress,
       break;
     }
   }
+  if (realign) align_groups(rt);
   if (total > 0) atomic_fetch_add_explicit(&rt->messages, total, memory_order_relaxed);
   lm_rt_notify_subscribers(g);
   return round_rc;

@@ -100,11 +100,14 @@ typedef struct lm_gather_buf {
   size_t mem_cap;
 } lm_gather_buf;
 
-/* A message in a source ring. batch == NULL: an explicit watermark. */
+/* A message in a source ring. batch == NULL: an explicit watermark, or with
+ * `idle` set a change of the source's idleness (laminar_source_set_idle:
+ * 1 idle, -1 active again; watermark_ms INT64_MIN, never logged). */
 typedef struct lm_msg {
   lm_batch* batch;
   int64_t watermark_ms;
   uint64_t seq; /* WAL sequence number (0: the source keeps no WAL) */
+  int8_t idle;
 } lm_msg;
 
 /* What a push does when its source's queue is full (CREATE SOURCE ... WITH
@@ -175,10 +178,33 @@ typedef struct lm_source_def {
    * accepted, numbered as a WAL would (laminar_source_offset); from the
    * checkpoint's position at recovery. Under log_mu. */
   uint64_t unlogged_seq;
+  /* WITH (idle_timeout = ...): taking no message for this long (the
+   * reactor's clock, lm_rt_now_ns) makes the source idle; 0: never. Fixed
+   * at CREATE. */
+  int64_t idle_timeout_ms;
+  /* Watermark alignment (WITH (alignment_group = 'g', max_drift = ...)),
+   * fixed at CREATE: align_group NULL for none. A producer of a source whose
+   * watermark (align_wm) is above align_limit -- its group's least watermark
+   * over members not idle that have one, plus max_drift -- is held back as
+   * by a full queue (source.c lm_source_held_back). Both written by the
+   * graph driver (align_groups in rt/reactor.c, relaxed: a bound, not a synchronization),
+   * read by producers; align_limit INT64_MAX: not held. */
+  char* align_group;
+  int64_t max_drift_ms;
+  atomic_int_fast64_t align_wm;
+  atomic_int_fast64_t align_limit;
   /* reactor-only */
   uint64_t processed_seq; /* last WAL record taken through the graph */
   int64_t max_ts_ms;
   int64_t watermark_ms;
+  /* Idleness (source_idleness, rt/reactor.c): an idle source holds back no
+   * reader's watermark. idle_next: what the messages taken last ask (0
+   * nothing, 1 idle, 2 active: any batch or explicit watermark), applied
+   * after they went through the graph; active_ns: when a message was last
+   * taken (0: not yet looked at). Not checkpointed: a source opens active. */
+  bool idle;
+  int8_t idle_next;
+  int64_t active_ns;
   lm_stream_def** readers;
   int32_t nreaders;
 } lm_source_def;
@@ -232,6 +258,11 @@ struct lm_stream_def {
   const void** in_defs;
   lm_op** in_chains;
   int64_t* in_wm;
+  /* in_idle[b]: input b is idle (a source declared idle, or a stream all of
+   * whose inputs are); its in_wm does not count in the least. idle: every
+   * input of this stream is (its readers skip it in turn). Reactor-only. */
+  bool* in_idle;
+  bool idle;
   int32_t cur_in; /* the branch whose rows `chain` is taking (reactor-only) */
   atomic_int_fast64_t late_rows; /* writer: reactor; reader: any (relaxed) */
   struct lm_sink** sinks; /* exactly-once sinks on the output; changed while paused */
@@ -384,6 +415,7 @@ typedef struct lm_rt {
   atomic_uint_fast64_t round_seq; /* last posted round; writer: reactor 0 (release) */
   uint64_t merged;                /* last merged round (reactor 0) */
   int32_t inflight_msgs;          /* messages of posted, unmerged rounds (reactor 0) */
+  int32_t align_nsources;         /* graph's sources at the last alignment (reactor 0) */
   atomic_bool stop_workers;
   lm_waiter joined;        /* reactor 0 waits here for the workers' rounds */
   lm_gather_buf merge_buf; /* reactor 0: concatenation of partition outputs */

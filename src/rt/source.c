@@ -60,6 +60,8 @@ laminar_code lm_source_def_init_queue(lm_source_def* def, uint32_t capacity,
   atomic_init(&def->rejected_batches, 0);
   atomic_init(&def->carried_watermark, INT64_MIN);
   atomic_init(&def->queued_bytes, 0);
+  atomic_init(&def->align_wm, INT64_MIN);
+  atomic_init(&def->align_limit, INT64_MAX);
   LM_TRY(lm_waiter_init(&def->room));
   if (pthread_mutex_init(&def->log_mu, NULL) != 0) {
     lm_waiter_destroy(&def->room);
@@ -112,7 +114,26 @@ laminar_code lm_source_check_open(const lm_source_def* def, laminar_error* err) 
   return LAMINAR_ERR_SOURCE_CLOSED;
 }
 
+bool lm_source_held_back(const lm_source_def* def) {
+  if (def->align_group == NULL) return false;
+  return atomic_load_explicit(&def->align_wm, memory_order_relaxed) >
+         atomic_load_explicit(&def->align_limit, memory_order_relaxed);
+}
+
 static laminar_code queue_full(const lm_source_def* def, laminar_error* err) {
+  if (lm_source_held_back(def)) {
+    long long wm = (long long)atomic_load_explicit(&def->align_wm, memory_order_relaxed);
+    long long limit =
+        (long long)atomic_load_explicit(&def->align_limit, memory_order_relaxed);
+    lm_error_set(err, LAMINAR_ERR_QUEUE_FULL,
+                 "source '%s': held back by its alignment group '%s': its watermark %lld "
+                 "is more than max_drift %lld ms ahead of the group's slowest member "
+                 "(%lld); push again once the others caught up",
+                 def->name, def->align_group, wm, (long long)def->max_drift_ms,
+                 limit - (long long)def->max_drift_ms);
+    lm_error_object(err, def->name, NULL);
+    return LAMINAR_ERR_QUEUE_FULL;
+  }
   long long queued =
       (long long)atomic_load_explicit(&def->queued_bytes, memory_order_relaxed);
   if (def->backpressure == LM_BP_REJECT) {
@@ -136,10 +157,19 @@ static laminar_code queue_full(const lm_source_def* def, laminar_error* err) {
 
 static laminar_code push_timeout(const lm_source_def* def, const lm_push_wait* how,
                                  laminar_error* err) {
-  lm_error_set(err, LAMINAR_ERR_PUSH_TIMEOUT,
-               "source '%s': no room in its queue (%u messages) within %lld ms; "
-               "nothing ingested",
-               def->name, lm_mpsc_capacity(def->queue), (long long)how->timeout_ms);
+  if (lm_source_held_back(def)) {
+    lm_error_set(err, LAMINAR_ERR_PUSH_TIMEOUT,
+                 "source '%s': held back by its alignment group '%s' (more than "
+                 "max_drift %lld ms ahead of its slowest member) for %lld ms; "
+                 "nothing ingested",
+                 def->name, def->align_group, (long long)def->max_drift_ms,
+                 (long long)how->timeout_ms);
+  } else {
+    lm_error_set(err, LAMINAR_ERR_PUSH_TIMEOUT,
+                 "source '%s': no room in its queue (%u messages) within %lld ms; "
+                 "nothing ingested",
+                 def->name, lm_mpsc_capacity(def->queue), (long long)how->timeout_ms);
+  }
   lm_error_object(err, def->name, NULL);
   return LAMINAR_ERR_PUSH_TIMEOUT;
 }
@@ -172,7 +202,7 @@ static bool over_queue_bytes(const lm_source_def* def, int64_t bytes) {
  * known yet), in slots or under max_queue_bytes. */
 static bool lacks_room(const lm_source_def* def, uint32_t n, int64_t bytes) {
   return lm_mpsc_capacity(def->queue) - lm_mpsc_size(def->queue) < n ||
-         over_queue_bytes(def, bytes);
+         over_queue_bytes(def, bytes) || lm_source_held_back(def);
 }
 
 typedef struct room_wait {
@@ -278,13 +308,17 @@ static int64_t msg_bytes(const lm_msg* msg) {
 }
 
 /* Enqueue msgs[0..n) (n <= capacity) as one contiguous run, applying the
- * source's back-pressure policy to a full queue. */
+ * source's back-pressure policy to a full queue. `align`: a source held back
+ * by its alignment group counts as full (the log path checked that under
+ * its lock before logging, and does not look again). */
 static laminar_code enqueue_run(lm_rt* rt, lm_source_def* def, lm_msg* const* msgs,
-                                uint32_t n, const lm_push_wait* how, laminar_error* err) {
+                                uint32_t n, const lm_push_wait* how, bool align,
+                                laminar_error* err) {
   int64_t bytes = 0;
   for (uint32_t i = 0; i < n; i++) bytes += msg_bytes(msgs[i]);
-  /* The byte bound counts as fullness: the same policies apply. */
-  while (over_queue_bytes(def, bytes) ||
+  /* The byte bound and the alignment hold count as fullness: the same
+   * policies apply (drop_oldest is refused with alignment at CREATE). */
+  while ((align && lm_source_held_back(def)) || over_queue_bytes(def, bytes) ||
          !lm_mpsc_push_all(def->queue, (void* const*)msgs, n)) {
     LM_TRY(lm_source_check_open(def, err));
     switch (on_full(rt, def, how->wait)) {
@@ -324,7 +358,7 @@ static laminar_code enqueue_logged(lm_rt* rt, lm_source_def* def, lm_msg* const*
     lm_msg* msg = msgs[*queued];
     rc = refuse_early(rt, def, 1, msg_bytes(msg), how, true, err);
     if (rc == LAMINAR_OK) rc = log->append(log->arg, def, msg, *queued, err);
-    if (rc == LAMINAR_OK) rc = enqueue_run(rt, def, &msg, 1, how, err);
+    if (rc == LAMINAR_OK) rc = enqueue_run(rt, def, &msg, 1, how, false, err);
     if (rc == LAMINAR_OK) (*queued)++;
   }
   return rc;
@@ -342,7 +376,7 @@ static laminar_code enqueue_plain(lm_rt* rt, lm_source_def* def, lm_msg* const* 
     for (uint32_t k = 0; numbered && k < run; k++) {
       msgs[*queued + k]->seq = def->unlogged_seq + 1 + k;
     }
-    rc = enqueue_run(rt, def, &msgs[*queued], run, how, err);
+    rc = enqueue_run(rt, def, &msgs[*queued], run, how, true, err);
     if (rc == LAMINAR_OK) {
       *queued += run;
       if (numbered) def->unlogged_seq += run;
@@ -368,6 +402,9 @@ laminar_code lm_source_enqueue(lm_rt* rt, lm_source_def* def, lm_msg* const* msg
   /* Log (or number) and enqueue as one step under log_mu, so queue order is
    * WAL order when cloned producers push at once. */
   bool locked = log->append != NULL || log->numbered;
+  /* An unlogged message of a WAL source (a change of idleness) takes the
+   * lock too: under it only the reactor may move the queue (enqueue_logged). */
+  if (def->wal != NULL) locked = true;
   if (locked) pthread_mutex_lock(&def->log_mu);
   if (log->append != NULL) {
     rc = enqueue_logged(rt, def, msgs, n, how, log, &queued, err);
@@ -389,6 +426,7 @@ laminar_code lm_source_enqueue(lm_rt* rt, lm_source_def* def, lm_msg* const* msg
 }
 
 int64_t lm_source_free_slots(const lm_source_def* def) {
+  if (lm_source_held_back(def)) return 0;
   return (int64_t)lm_mpsc_capacity(def->queue) - (int64_t)lm_mpsc_size(def->queue);
 }
 

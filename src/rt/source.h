@@ -69,7 +69,13 @@ laminar_code lm_source_enqueue(lm_rt* rt, lm_source_def* def, lm_msg* const* msg
                                const lm_source_log* log, int64_t* out_queued,
                                laminar_error* err);
 
-/* Free slots of def's queue now (a hint: others push and the reactor pops). */
+/* Whether def's alignment group holds its producers back now: its watermark
+ * runs more than max_drift ahead of the group's slowest member (rt.h
+ * align_limit). Pushes meet the back-pressure policy as on a full queue. */
+bool lm_source_held_back(const lm_source_def* def);
+
+/* Free slots of def's queue now (a hint: others push and the reactor pops);
+ * 0 while the source is held back by its alignment group. */
 int64_t lm_source_free_slots(const lm_source_def* def);
 
 /* The offset the next message will get (laminar_source_offset): the WAL's

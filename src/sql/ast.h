@@ -152,6 +152,20 @@ typedef struct lm_ast_order_item {
   bool nulls_first; /* NULLS FIRST; without NULLS ..., NULLs sort last (DuckDB) */
 } lm_ast_order_item;
 
+/* `[LEFT] ASOF JOIN right [alias] [MATCH_CONDITION ( match )] ON on` after
+ * FROM's first name: the join of the select's input (the left side) with
+ * `right`. match NULL: DuckDB's spelling, the ordering comparison is a
+ * conjunct of `on` (the binder finds it). */
+typedef struct lm_ast_join {
+  bool left_outer;         /* LEFT [OUTER] ASOF JOIN */
+  int32_t line, column;    /* of ASOF (or LEFT) */
+  const char* right;       /* the right input's name */
+  const char* right_alias; /* NULL if none */
+  int32_t right_line, right_column;
+  struct lm_ast_expr* match; /* MATCH_CONDITION's expression, NULL if none */
+  struct lm_ast_expr* on;    /* ON's expression */
+} lm_ast_join;
+
 typedef struct lm_ast_select {
   bool distinct;
   lm_ast_select_item* items;
@@ -162,6 +176,7 @@ typedef struct lm_ast_select {
   const char* from_alias; /* NULL if none */
   int32_t from_line, from_column;
   struct lm_ast_select* from_select; /* the derived table's query, NULL for a name */
+  lm_ast_join* join; /* FROM name [alias] ASOF JOIN ...; NULL without a join */
   /* `this UNION ALL union_next`: the next branch of a set, NULL if none. The
    * first select of a set stands for the whole set; every branch is a
    * select of its own (its ORDER BY / LIMIT belong to it). */

@@ -30,6 +30,11 @@ typedef struct binder {
   const lm_schema* input;
   const char* input_name;
   const char* input_alias;
+  /* ASOF JOIN: input is the joined row; columns resolve by side (join.*). */
+  const lm_schema* join_left;
+  const lm_schema* join_right; /* NULL: no join */
+  const char* right_name;
+  const char* right_alias;
   /* aggregation */
   bool aggregating;
   const lm_ast_expr* tumble; /* the tumble(...) call of GROUP BY */
@@ -237,7 +242,10 @@ static bool contains_agg(const lm_ast_expr* e) {
 
 static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_expr** out);
 
+static laminar_code bind_join_column(binder* b, const lm_ast_expr* a, lm_expr** out);
+
 static laminar_code bind_column_row(binder* b, const lm_ast_expr* a, lm_expr** out) {
+  if (b->join_right != NULL) return bind_join_column(b, a, out);
   if (a->table != NULL && !name_eq(a->table, b->input_name) &&
       !(b->input_alias != NULL && name_eq(a->table, b->input_alias))) {
     return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a,
@@ -928,6 +936,9 @@ static laminar_code carry_weight(binder* b) {
 }
 
 /* Expand '*' items and bind every select item in `mode`. */
+static laminar_code join_star_range(binder* b, const lm_ast_expr* star, int32_t* lo,
+                                    int32_t* hi);
+
 static laminar_code bind_items(binder* b, const lm_ast_select* sel, bind_mode mode,
                                lm_expr*** out_exprs, int32_t* out_n) {
   int32_t n = 0;
@@ -944,7 +955,9 @@ static laminar_code bind_items(binder* b, const lm_ast_select* sel, bind_mode mo
         return fail(b, LAMINAR_ERR_SQL_GROUPING, item->expr,
                     "SELECT * is not allowed with GROUP BY");
       }
-      for (int32_t c = 0; c < b->input->ncols - (changelog_input(b) ? 1 : 0); c++) {
+      int32_t lo = 0, hi = b->input->ncols - (changelog_input(b) ? 1 : 0);
+      if (b->join_right != NULL) LM_TRY(join_star_range(b, item->expr, &lo, &hi));
+      for (int32_t c = lo; c < hi; c++) {
         lm_expr* e = new_expr(b, LM_EXPR_COLUMN, b->input->fields[c].type);
         if (e == NULL) return NOMEM(b);
         e->column = c;
@@ -1390,6 +1403,403 @@ static laminar_code bind_union_output(binder* b) {
   return LAMINAR_OK;
 }
 
+
+/* ---- ASOF JOIN: two inputs, their conditions, the joined row ---------------------- */
+
+/* Which side column reference `a` names: 0 left, 1 right, with its index in
+ * that side's schema; an unknown table or column, or an unqualified name
+ * both sides have, fails naming it. */
+/* The side a qualifier names: 0 the left, 1 the right, -1 neither (a
+ * self-join names its sides by their aliases). */
+static int32_t join_table_side(const binder* b, const char* table) {
+  bool is_left =
+      name_eq(table, b->input_name) || (b->input_alias && name_eq(table, b->input_alias));
+  bool is_right =
+      name_eq(table, b->right_name) || (b->right_alias && name_eq(table, b->right_alias));
+  if (is_left && is_right) {
+    is_left = b->input_alias && name_eq(table, b->input_alias);
+    is_right = !is_left;
+  }
+  return is_left ? 0 : is_right ? 1 : -1;
+}
+
+static laminar_code join_side_of_column(binder* b, const lm_ast_expr* a,
+                                        int32_t* out_side, int32_t* out_idx) {
+  int32_t li = lm_schema_find(b->join_left, a->name);
+  int32_t ri = lm_schema_find(b->join_right, a->name);
+  if (a->table != NULL) {
+    *out_side = join_table_side(b, a->table);
+    if (*out_side < 0) {
+      return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a,
+                  "unknown table '%s' in column '%s.%s'", a->table, a->table, a->name);
+    }
+    *out_idx = *out_side == 0 ? li : ri;
+  } else if (li >= 0 && ri >= 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a,
+                "column '%s' is in both sides of the join: qualify it (%s.%s or %s.%s)",
+                a->name, b->input_alias ? b->input_alias : b->input_name, a->name,
+                b->right_alias ? b->right_alias : b->right_name, a->name);
+  } else {
+    *out_side = li >= 0 ? 0 : 1;
+    *out_idx = li >= 0 ? li : ri;
+  }
+  if (*out_idx < 0) {
+    const char* in = *out_side == 0 ? b->input_name : b->right_name;
+    laminar_code rc = fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a, "no column '%s' in '%s'",
+                           a->name, a->table != NULL ? in : b->input_name);
+    lm_error_object(b->err, in, a->name);
+    return rc;
+  }
+  return LAMINAR_OK;
+}
+
+/* A column of the joined row: the left's columns, then the right's. */
+static laminar_code bind_join_column(binder* b, const lm_ast_expr* a, lm_expr** out) {
+  int32_t side, idx;
+  LM_TRY(join_side_of_column(b, a, &side, &idx));
+  int32_t col = side == 0 ? idx : b->join_left->ncols + idx;
+  lm_expr* e = new_expr(b, LM_EXPR_COLUMN, b->input->fields[col].type);
+  if (e == NULL) return NOMEM(b);
+  e->column = col;
+  *out = e;
+  return LAMINAR_OK;
+}
+
+/* The joined columns `*` (all) or `t.*` (one side's) stands for: [lo, hi). */
+static laminar_code join_star_range(binder* b, const lm_ast_expr* star, int32_t* lo,
+                                    int32_t* hi) {
+  int32_t nl = b->join_left->ncols;
+  *lo = 0;
+  *hi = nl + b->join_right->ncols;
+  if (star->table == NULL) return LAMINAR_OK;
+  int32_t side = join_table_side(b, star->table);
+  if (side < 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, star, "unknown table '%s' in '%s.*'",
+                star->table, star->table);
+  }
+  if (side == 0)
+    *hi = nl;
+  else
+    *lo = nl;
+  return LAMINAR_OK;
+}
+
+/* The sides expression `a` reads: bit 1 the left, bit 2 the right. */
+static laminar_code join_sides(binder* b, const lm_ast_expr* a, int* out) {
+  if (a == NULL) return LAMINAR_OK;
+  if (a->kind == LM_AST_COLUMN) {
+    int32_t side, idx;
+    LM_TRY(join_side_of_column(b, a, &side, &idx));
+    *out |= side == 0 ? 1 : 2;
+    return LAMINAR_OK;
+  }
+  LM_TRY(join_sides(b, a->left, out));
+  LM_TRY(join_sides(b, a->right, out));
+  LM_TRY(join_sides(b, a->operand, out));
+  LM_TRY(join_sides(b, a->else_expr, out));
+  for (size_t i = 0; i < a->nlist; i++) LM_TRY(join_sides(b, a->list[i], out));
+  for (size_t i = 0; i < a->nwhen; i++) {
+    LM_TRY(join_sides(b, a->whens[i], out));
+    LM_TRY(join_sides(b, a->thens[i], out));
+  }
+  for (size_t i = 0; i < a->nargs; i++) LM_TRY(join_sides(b, a->args[i], out));
+  return LAMINAR_OK;
+}
+
+/* Bind `a` over one side's own columns (a key, the time). */
+static laminar_code bind_join_side(binder* b, int32_t side, const lm_ast_expr* a,
+                                   lm_expr** out) {
+  binder s = {.stmt = b->stmt,
+              .plan = b->plan,
+              .err = b->err,
+              .input = side == 0 ? b->join_left : b->join_right,
+              .input_name = side == 0 ? b->input_name : b->right_name,
+              .input_alias = side == 0 ? b->input_alias : b->right_alias};
+  return bind(&s, a, MODE_ROW, out);
+}
+
+/* The conjuncts of `a` (split at AND) appended to list[*n] (at most cap). */
+static laminar_code join_conjuncts(binder* b, const lm_ast_expr* a,
+                                   const lm_ast_expr** list, int32_t* n, int32_t cap) {
+  if (a->kind == LM_AST_BINARY && a->op == LM_OP_AND) {
+    LM_TRY(join_conjuncts(b, a->left, list, n, cap));
+    return join_conjuncts(b, a->right, list, n, cap);
+  }
+  if (*n == cap) {
+    return fail(b, LAMINAR_ERR_SQL_LIMIT, a, "a join condition has more than %d parts",
+                (int)cap);
+  }
+  list[(*n)++] = a;
+  return LAMINAR_OK;
+}
+
+static lm_asof_cmp asof_cmp_of(lm_ast_op op, bool flipped) {
+  switch (op) {
+    case LM_OP_GE: return flipped ? LM_ASOF_LE : LM_ASOF_GE;
+    case LM_OP_GT: return flipped ? LM_ASOF_LT : LM_ASOF_GT;
+    case LM_OP_LE: return flipped ? LM_ASOF_GE : LM_ASOF_LE;
+    default: return flipped ? LM_ASOF_GT : LM_ASOF_LT;
+  }
+}
+
+/* `x.ts - y.ts <= INTERVAL ...` (or an integer of the time's unit): the
+ * tolerance, with `*out_left_minus` whether it is left minus right. */
+static bool tolerance_shape(binder* b, const lm_ast_expr* c, bool* out_left_minus,
+                            const lm_ast_expr** out_bound) {
+  if (c->kind != LM_AST_BINARY || c->op != LM_OP_LE) return false;
+  const lm_ast_expr* d = c->left;
+  if (d->kind != LM_AST_BINARY || d->op != LM_OP_SUB || d->left->kind != LM_AST_COLUMN ||
+      d->right->kind != LM_AST_COLUMN)
+    return false;
+  int sl = 0, sr = 0;
+  if (join_sides(b, d->left, &sl) != LAMINAR_OK ||
+      join_sides(b, d->right, &sr) != LAMINAR_OK)
+    return false;
+  if (sl == sr) return false;
+  *out_left_minus = sl == 1;
+  *out_bound = c->right;
+  return true;
+}
+
+/* FROM left [alias] [LEFT] ASOF JOIN right [alias] MATCH_CONDITION(...) ON ...:
+ * two branches without operators, the joined row as union_schema, the join
+ * spec from the conditions: equalities across the sides are the keys, one
+ * comparison of the two sides' time columns the ordering, and
+ * `l.ts - r.ts <= INTERVAL` (`r.ts - l.ts` for <= / <) the tolerance. */
+static laminar_code bind_join(binder* b, const lm_ast_select* sel,
+                              lm_plan_lookup_fn lookup, void* lookup_arg) {
+  lm_plan* plan = b->plan;
+  const lm_ast_join* jn = sel->join;
+  bool src[2];
+  const lm_schema* in[2];
+  const char* names[2] = {sel->from, jn->right};
+  int32_t lines[2] = {sel->from_line, jn->right_line};
+  int32_t cols[2] = {sel->from_column, jn->right_column};
+  for (int i = 0; i < 2; i++) {
+    in[i] = lookup(lookup_arg, names[i], &src[i]);
+    if (in[i] == NULL) {
+      lm_error_set(b->err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+                   "no source or stream named '%s' at line %d, column %d", names[i],
+                   (int)lines[i], (int)cols[i]);
+      lm_error_at(b->err, lines[i], cols[i]);
+      lm_error_object(b->err, names[i], NULL);
+      return LAMINAR_ERR_SQL_UNKNOWN_OBJECT;
+    }
+    if (lm_op_view_is_changelog(in[i])) {
+      lm_error_set(b->err, LAMINAR_ERR_SQL_UNSUPPORTED,
+                   "'%s' at line %d, column %d is a changelog (it ends in _weight): an "
+                   "ASOF JOIN over a changelog is not supported yet",
+                   names[i], (int)lines[i], (int)cols[i]);
+      lm_error_at(b->err, lines[i], cols[i]);
+      lm_error_object(b->err, names[i], NULL);
+      return LAMINAR_ERR_SQL_UNSUPPORTED;
+    }
+  }
+  plan->branches = lm_pool_alloc(&plan->pool, sizeof(lm_plan_branch) * 2);
+  if (plan->branches == NULL) return NOMEM(b);
+  memset(plan->branches, 0, sizeof(lm_plan_branch) * 2);
+  for (int i = 0; i < 2; i++) {
+    lm_plan_branch* br = &plan->branches[i];
+    br->input = lm_pool_copy(&plan->pool, names[i], strlen(names[i]) + 1);
+    if (br->input == NULL) return NOMEM(b);
+    br->input_is_source = src[i];
+    br->line = lines[i];
+    br->column = cols[i];
+    br->in_ncols = in[i]->ncols;
+    for (int32_t c = 0; c < in[i]->ncols; c++)
+      LM_TRY(add_field(b, &plan->union_schema, in[i]->fields[c].name,
+                       in[i]->fields[c].type));
+  }
+  plan->nbranches = 2;
+  size_t len = strlen(names[0]) + strlen(names[1]) + 3;
+  plan->inputs = lm_pool_alloc(&plan->pool, len);
+  if (plan->inputs == NULL) return NOMEM(b);
+  snprintf(plan->inputs, len, "%s, %s", names[0], names[1]);
+  plan->input = plan->branches[0].input;
+  plan->input_is_source = src[0];
+  plan->joined = true;
+  plan->join_line = jn->line;
+  plan->join_column = jn->column;
+  plan->join_kind = jn->left_outer ? "LEFT ASOF JOIN" : "ASOF JOIN";
+  b->input = &plan->union_schema;
+  b->join_left = in[0];
+  b->join_right = in[1];
+  b->right_name = jn->right;
+  b->right_alias = jn->right_alias;
+
+  lm_asof_spec* sp = &plan->join;
+  sp->left_outer = jn->left_outer;
+  sp->lcols = in[0]->ncols;
+  sp->rcols = in[1]->ncols;
+  enum { MAXC = 64 };
+  const lm_ast_expr* conj[MAXC];
+  int32_t n = 0;
+  if (jn->match != NULL) LM_TRY(join_conjuncts(b, jn->match, conj, &n, MAXC));
+  LM_TRY(join_conjuncts(b, jn->on, conj, &n, MAXC));
+  lm_expr** keys[2];
+  for (int i = 0; i < 2; i++) {
+    keys[i] = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * MAXC);
+    if (keys[i] == NULL) return NOMEM(b);
+  }
+  const lm_ast_expr* order = NULL;
+  const lm_ast_expr* tol = NULL;
+  bool tol_left_minus = false;
+  const lm_ast_expr* tol_bound = NULL;
+  for (int32_t i = 0; i < n; i++) {
+    const lm_ast_expr* c = conj[i];
+    if (tolerance_shape(b, c, &tol_left_minus, &tol_bound)) {
+      if (tol != NULL) {
+        return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, c,
+                    "ASOF JOIN takes one tolerance (l.ts - r.ts <= INTERVAL ...)");
+      }
+      tol = c;
+      continue;
+    }
+    bool cmp = c->kind == LM_AST_BINARY &&
+               (c->op == LM_OP_EQ || c->op == LM_OP_GE || c->op == LM_OP_GT ||
+                c->op == LM_OP_LE || c->op == LM_OP_LT);
+    int sl = 0, sr = 0;
+    if (cmp) {
+      LM_TRY(join_sides(b, c->left, &sl));
+      LM_TRY(join_sides(b, c->right, &sr));
+    }
+    bool across = cmp && ((sl == 1 && sr == 2) || (sl == 2 && sr == 1));
+    if (!across) {
+      return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, c,
+                  "an ASOF JOIN condition compares the two sides: equalities "
+                  "(l.k = r.k), one ordering comparison of their time columns (l.ts >= "
+                  "r.ts, >, <=, <) and optionally a tolerance (l.ts - r.ts <= INTERVAL "
+                  "...); filter one side with WHERE");
+    }
+    const lm_ast_expr* la = sl == 1 ? c->left : c->right;
+    const lm_ast_expr* ra = sl == 1 ? c->right : c->left;
+    if (c->op == LM_OP_EQ) {
+      lm_expr *l, *r;
+      LM_TRY(bind_join_side(b, 0, la, &l));
+      LM_TRY(bind_join_side(b, 1, ra, &r));
+      lm_type t = common_type(l->type, r->type, is_str_lit(la), is_str_lit(ra));
+      if (t == LM_TYPE_NULL || l->type == LM_TYPE_NULL) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, c,
+                    "ASOF JOIN key: cannot compare %s with %s", lm_type_name(l->type),
+                    lm_type_name(r->type));
+      }
+      LM_TRY(coerce(b, &l, t));
+      LM_TRY(coerce(b, &r, t));
+      keys[0][sp->nkeys] = l;
+      keys[1][sp->nkeys++] = r;
+      continue;
+    }
+    if (order != NULL) {
+      return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, c,
+                  "ASOF JOIN takes one ordering condition; the other comparison is at "
+                  "line %d, column %d",
+                  (int)order->line, (int)order->column);
+    }
+    order = c;
+    lm_expr *l, *r;
+    LM_TRY(bind_join_side(b, 0, la, &l));
+    LM_TRY(bind_join_side(b, 1, ra, &r));
+    if (l->kind != LM_EXPR_COLUMN || r->kind != LM_EXPR_COLUMN) {
+      return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, c,
+                  "the ASOF JOIN ordering condition compares two time columns (l.ts >= "
+                  "r.ts)");
+    }
+    for (int k = 0; k < 2; k++) {
+      const lm_expr* e = k == 0 ? l : r;
+      if (e->type != LM_TYPE_INT64 && e->type != LM_TYPE_TIMESTAMP) {
+        return fail(
+            b, LAMINAR_ERR_TYPE_MISMATCH, k == 0 ? la : ra,
+            "the ASOF JOIN ordering column '%s' must be a time: BIGINT (epoch ms) "
+            "or TIMESTAMP, got %s",
+            (k == 0 ? la : ra)->name, lm_type_name(e->type));
+      }
+    }
+    if (l->type != r->type) {
+      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, c,
+                  "the ASOF JOIN ordering columns must have one type, got %s and %s",
+                  lm_type_name(l->type), lm_type_name(r->type));
+    }
+    sp->cmp = asof_cmp_of(c->op, sl != 1);
+    sp->ltime = l->column;
+    sp->rtime = r->column;
+    sp->time_type = l->type;
+  }
+  if (order == NULL) {
+    lm_error_set(b->err, LAMINAR_ERR_SQL_JOIN_CONDITION,
+                 "%s at line %d, column %d needs an ordering condition on the two time "
+                 "columns: MATCH_CONDITION(l.ts >= r.ts) (or >, <=, <)",
+                 plan->join_kind, (int)jn->line, (int)jn->column);
+    lm_error_at(b->err, jn->line, jn->column);
+    return LAMINAR_ERR_SQL_JOIN_CONDITION;
+  }
+  if (tol != NULL) {
+    bool before = sp->cmp == LM_ASOF_GE || sp->cmp == LM_ASOF_GT;
+    const lm_ast_expr* v = tol_bound;
+    if (tol_left_minus != before) {
+      return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, tol,
+                  "the tolerance bounds the distance on the ordering's side: %s",
+                  before ? "l.ts - r.ts <= INTERVAL ..." : "r.ts - l.ts <= INTERVAL ...");
+    }
+    if (v->kind != LM_AST_LITERAL ||
+        (v->lit != LM_LIT_INTERVAL && v->lit != LM_LIT_INT) || v->i < 0) {
+      return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, v,
+                  "the ASOF JOIN tolerance must be an INTERVAL literal of zero or more");
+    }
+    sp->has_tolerance = true;
+    /* INTERVALs are ms; a TIMESTAMP's unit is µs. */
+    sp->tolerance = v->i;
+    if (sp->time_type == LM_TYPE_TIMESTAMP && v->lit == LM_LIT_INTERVAL) {
+      if (__builtin_mul_overflow(v->i, (int64_t)1000, &sp->tolerance))
+        sp->tolerance = INT64_MAX;
+    }
+  }
+  sp->lkeys = (const lm_expr* const*)keys[0];
+  sp->rkeys = (const lm_expr* const*)keys[1];
+  return LAMINAR_OK;
+}
+
+static void mark_columns(const lm_expr* e, uint8_t* need, int32_t n) {
+  if (e == NULL) return;
+  if (e->kind == LM_EXPR_COLUMN && e->column >= 0 && e->column < n) need[e->column] = 1;
+  for (int32_t i = 0; e->kind == LM_EXPR_CALL && i < e->nargs; i++)
+    mark_columns(e->args[i], need, n);
+}
+
+/* The joined columns the rest of the bound plan reads, and the join's keys
+ * and times (lm_asof_spec.need): the join then holds only those. A late side
+ * output takes them all. */
+static laminar_code join_needed_columns(binder* b) {
+  lm_plan* plan = b->plan;
+  int32_t n = plan->union_schema.ncols;
+  uint8_t* need = lm_pool_alloc(&plan->pool, (size_t)(n ? n : 1));
+  if (need == NULL) return NOMEM(b);
+  memset(need, plan->late_output != NULL, (size_t)n);
+  mark_columns(plan->filter, need, n);
+  for (int32_t i = 0; !plan->windowed && i < plan->nexprs; i++)
+    mark_columns(plan->exprs[i], need, n);
+  if (plan->windowed) {
+    const lm_window_spec* w = &plan->window;
+    mark_columns(w->filter, need, n);
+    if (!w->global && w->time_col >= 0 && w->time_col < n) need[w->time_col] = 1;
+    if (w->changelog && w->weight_col >= 0 && w->weight_col < n) need[w->weight_col] = 1;
+    for (int32_t i = 0; i < w->nkeys; i++) mark_columns(w->keys[i], need, n);
+    for (int32_t i = 0; i < w->naggs; i++) {
+      mark_columns(w->aggs[i].arg, need, n);
+      mark_columns(w->aggs[i].order, need, n);
+    }
+  }
+  /* The left side's keys and time (its waiting rows are restored through the
+   * key expressions). */
+  const lm_asof_spec* j = &plan->join;
+  uint8_t* right = need + j->lcols;
+  /* Right rows are snapshotted by key group: their keys need no columns. */
+  for (int32_t k = 0; k < j->nkeys; k++) mark_columns(j->lkeys[k], need, j->lcols);
+  need[j->ltime] = 1;
+  (void)right;
+  plan->join.need = need;
+  return LAMINAR_OK;
+}
+
 laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
                             void* lookup_arg, lm_plan* out, laminar_error* err) {
   memset(out, 0, sizeof *out);
@@ -1404,7 +1814,15 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
               .input_name = sel->from,
               .input_alias = sel->from_alias};
   laminar_code rc = LAMINAR_OK;
-  if (sel->union_next != NULL || sel->from_select != NULL) {
+  if (sel->join != NULL) {
+    rc = bind_join(&b, sel, lookup, lookup_arg);
+    if (rc == LAMINAR_OK && sel->union_next != NULL) {
+      rc = fail(&b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "UNION ALL of a join is not supported yet: join in a stream of its own "
+                "and read that stream");
+    }
+    if (rc == LAMINAR_OK) rc = bind_select(&b, stmt);
+  } else if (sel->union_next != NULL || sel->from_select != NULL) {
     /* Branches: a top-level UNION ALL (the stream is the union), or a
      * derived table the outer select reads. */
     bool derived = sel->union_next == NULL;
@@ -1451,6 +1869,7 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
   }
   if (rc == LAMINAR_OK && stmt->kind == LM_STMT_CREATE_STREAM)
     rc = bind_stream_options(&b, stmt);
+  if (rc == LAMINAR_OK && out->joined) rc = join_needed_columns(&b);
   if (rc != LAMINAR_OK) lm_plan_free(out);
   return rc;
 }
@@ -1594,7 +2013,24 @@ void lm_plan_free(lm_plan* plan) {
   memset(plan, 0, sizeof *plan);
 }
 
+static laminar_code build_rest(const lm_plan* plan, lm_op** out);
+
+/* An ASOF join plan: the join operator, then the rest of the plan. */
 laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
+  *out = NULL;
+  if (!plan->joined) return build_rest(plan, out);
+  lm_op* join;
+  LM_TRY(lm_op_asof_create(&plan->join, &plan->union_schema, &join));
+  laminar_code rc = build_rest(plan, &join->next);
+  if (rc != LAMINAR_OK) {
+    lm_op_chain_destroy(join);
+    return rc;
+  }
+  *out = join;
+  return LAMINAR_OK;
+}
+
+static laminar_code build_rest(const lm_plan* plan, lm_op** out) {
   *out = NULL;
   if (!plan->windowed) {
     return lm_op_map_create(plan->filter, (const lm_expr* const*)plan->exprs,
@@ -1671,7 +2107,17 @@ const char* lm_plan_inputs(const lm_plan* plan) {
 
 const char* lm_plan_describe(lm_plan* plan) {
   char buf[512], head[256] = "";
-  if (lm_plan_branched(plan)) {
+  if (plan->joined) {
+    static const char* const cmps[] = {"", ">=", ">", "<=", "<"};
+    const lm_asof_spec* j = &plan->join;
+    snprintf(head, sizeof head, "%s(%s, %s: %d keys, %s.%s %s %s.%s%s) -> ",
+             plan->join.left_outer ? "left_asof_join" : "asof_join",
+             plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
+             plan->branches[0].input, plan->union_schema.fields[j->ltime].name,
+             cmps[j->cmp], plan->branches[1].input,
+             plan->union_schema.fields[j->lcols + j->rtime].name,
+             j->has_tolerance ? ", tolerance" : "");
+  } else if (lm_plan_branched(plan)) {
     /* union(a: filter -> project(2 columns), b: project(2 columns)) -> ... */
     size_t n = (size_t)snprintf(head, sizeof head, "union(");
     for (int32_t b = 0; b < plan->nbranches && n < sizeof head; b++) {

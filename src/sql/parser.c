@@ -18,6 +18,8 @@
  *   watermark := WATERMARK FOR col [AS col [- INTERVAL ...]]
  *   option  := (name[.name]* | 'key') = ('str' | [-]number | TRUE | FALSE | INTERVAL .. |
  * ${V}) select  := SELECT [DISTINCT|ALL] item [, ...] FROM (name | ( query )) [[AS] alias]
+ *              [[LEFT [OUTER]] ASOF [LEFT [OUTER]] JOIN name [[AS] alias]
+ *                 [MATCH_CONDITION ( e )] ON e]
  *              [WHERE e]
  *              [GROUP BY e, ...] [HAVING e]
  *              [ORDER BY e [ASC|DESC] [NULLS FIRST|LAST], ...] [LIMIT n] [OFFSET m]
@@ -28,8 +30,8 @@
  * ||; + -;
  * * / %; unary - +; primaries. All binary operators are left-associative.
  *
- * Not parsed in this version (LAMINAR_ERR_SQL_UNSUPPORTED at the token): JOIN
- * and comma joins, subqueries outside FROM, UNION without ALL, CREATE TABLE.
+ * Not parsed in this version (LAMINAR_ERR_SQL_UNSUPPORTED at the token): joins
+ * other than ASOF JOIN after a named input, comma joins, subqueries outside FROM, UNION without ALL, CREATE TABLE.
  *
  * Recursion: every recursive path goes through parse_binary(), parse_unary()
  * or parse_statement(), which count depth and stop at LM_SQL_MAX_DEPTH with
@@ -1181,6 +1183,46 @@ static laminar_code parse_nulls_order(parser* p, bool* out_first) {
   return advance(p);
 }
 
+/* [LEFT [OUTER]] ASOF [LEFT [OUTER]] JOIN name [[AS] alias] [MATCH_CONDITION ( e )]
+ * ON e (LEFT before ASOF as Snowflake, after as DuckDB), the
+ * current token at LEFT or ASOF; anything else a join word starts is
+ * LAMINAR_ERR_SQL_UNSUPPORTED at it. */
+static laminar_code parse_join(parser* p, lm_ast_join** out) {
+  lm_ast_join* j = lm_arena_alloc(p->arena, sizeof *j);
+  if (j == NULL) return nomem(p);
+  j->line = p->cur.line;
+  j->column = p->cur.column;
+  LM_TRY(accept_kw(p, "LEFT", &j->left_outer));
+  bool got;
+  if (j->left_outer) LM_TRY(accept_kw(p, "OUTER", &got));
+  if (!is_kw(&p->cur, "ASOF")) { /* at the join's first word */
+    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, j->line, j->column,
+                   "only ASOF JOIN is supported yet: FROM a [LEFT] ASOF JOIN b "
+                   "MATCH_CONDITION(a.ts >= b.ts) ON a.k = b.k");
+  }
+  LM_TRY(advance(p));
+  if (!j->left_outer) { /* DuckDB's spelling: ASOF LEFT JOIN */
+    LM_TRY(accept_kw(p, "LEFT", &j->left_outer));
+    if (j->left_outer) LM_TRY(accept_kw(p, "OUTER", &got));
+  }
+  LM_TRY(expect_kw(p, "JOIN"));
+  LM_TRY(parse_name(p, "a source or stream name after ASOF JOIN", &j->right,
+                    &j->right_line, &j->right_column));
+  if (!is_kw(&p->cur, "MATCH_CONDITION") && !is_kw(&p->cur, "ON")) {
+    LM_TRY(parse_alias(p, true, &j->right_alias));
+  }
+  LM_TRY(accept_kw(p, "MATCH_CONDITION", &got));
+  if (got) {
+    LM_TRY(expect(p, LM_TOK_LPAREN));
+    LM_TRY(parse_expr(p, &j->match));
+    LM_TRY(expect(p, LM_TOK_RPAREN));
+  }
+  LM_TRY(expect_kw(p, "ON"));
+  LM_TRY(parse_expr(p, &j->on));
+  *out = j;
+  return LAMINAR_OK;
+}
+
 static laminar_code parse_select(parser* p, lm_ast_select** out) {
   lm_ast_select* s = lm_arena_alloc(p->arena, sizeof *s);
   if (s == NULL) return nomem(p);
@@ -1227,6 +1269,9 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
         break;
       }
     }
+  }
+  if (s->from_select == NULL && (is_kw(&p->cur, "ASOF") || is_kw(&p->cur, "LEFT"))) {
+    LM_TRY(parse_join(p, &s->join));
   }
   if (is_join_word(&p->cur)) {
     return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,

@@ -74,6 +74,15 @@ typedef struct lm_plan {
   lm_window_spec window; /* keys/aggs point into the pool */
   lm_schema agg_schema;  /* window_start, window_end, keys..., aggs... */
   lm_expr* having;       /* over agg_schema, NULL if none */
+  /* ASOF JOIN: branches[0] is the left input, branches[1] the right (both
+   * without operators of their own), union_schema the joined row (the left
+   * columns then the right), which the rest of the plan reads; the chain
+   * starts with the join operator (op.h lm_asof_spec, expressions in the
+   * pool). The plan's line/column of the join: join_line/join_column. */
+  bool joined;
+  lm_asof_spec join;
+  int32_t join_line, join_column;
+  const char* join_kind; /* "ASOF JOIN" / "LEFT ASOF JOIN" (EXPLAIN) */
   lm_expr** post_exprs;  /* over agg_schema, one per output column */
   int32_t npost;
 } lm_plan;

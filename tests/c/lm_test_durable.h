@@ -69,6 +69,35 @@ static inline int push_batch(laminar_source* src, int64_t b, laminar_error* err)
   return (int)rc;
 }
 
+/* Two sources' input (test_durable_union.c, test_join_asof.c): batch i of
+ * source `which` (0: a, 1: b): a is trades_batch's input; b the
+ * same symbols 1.5 s ahead in time, other volumes, its own disorder, and in
+ * every odd batch a last row 1.7 s behind, its window closed by b's watermark, not by the
+ * stream's (a's, behind) -- a restore that lost b's own watermark would take it. */
+static inline int push_two_sources(laminar_source* src, int which, int64_t i) {
+  struct ArrowArray array;
+  struct ArrowSchema schema;
+  if (which == 0) {
+    CHECK(trades_batch(i, &array, &schema) == 0);
+  } else {
+    trade_row rows[ROWS];
+    static const char* syms[] = {"AAPL", "MSFT", "X"};
+    for (int r = 0; r < ROWS; r++) {
+      int64_t k = i * ROWS + r;
+      rows[r] = (trade_row){syms[k % 3], 5.0 + (double)(k % 5),       false, k % 4,
+                            false,       2500 + k * 20 - (k % 4) * 10};
+    }
+    if (i % 2 == 1) rows[ROWS - 1].ts -= 1700;
+    CHECK(build_trades(rows, ROWS, false, &array, &schema) == 0);
+  }
+  laminar_error err;
+  laminar_code rc = laminar_source_push(src, &array, &schema, &err);
+  if (array.release != NULL) array.release(&array);
+  schema.release(&schema);
+  CHECK_CODE(rc, LAMINAR_OK, &err);
+  return 0;
+}
+
 /* A config for a durable database in dir with `cores` reactors (NULL on failure). */
 static inline laminar_config* durable_config_cores(const char* dir, const char* interval,
                                                    const char* wal_mode, int cores) {

@@ -42,34 +42,6 @@ static const char* UNION_SQL =
 
 static const char* const U_DIRS[] = {"u"};
 
-/* Batch i of source `which` (0: a, 1: b): a is trades_batch's input; b the
- * same symbols 1.5 s ahead in time, other volumes, its own disorder, and in
- * every odd batch a last row 1.7 s behind, its window closed by b's watermark, not by the
- * stream's (a's, behind) -- a restore that lost b's own watermark would take it. */
-static int push_src(laminar_source* src, int which, int64_t i) {
-  struct ArrowArray array;
-  struct ArrowSchema schema;
-  if (which == 0) {
-    CHECK(trades_batch(i, &array, &schema) == 0);
-  } else {
-    trade_row rows[ROWS];
-    static const char* syms[] = {"AAPL", "MSFT", "X"};
-    for (int r = 0; r < ROWS; r++) {
-      int64_t k = i * ROWS + r;
-      rows[r] = (trade_row){syms[k % 3], 5.0 + (double)(k % 5),       false, k % 4,
-                            false,       2500 + k * 20 - (k % 4) * 10};
-    }
-    if (i % 2 == 1) rows[ROWS - 1].ts -= 1700;
-    CHECK(build_trades(rows, ROWS, false, &array, &schema) == 0);
-  }
-  laminar_error err;
-  laminar_code rc = laminar_source_push(src, &array, &schema, &err);
-  if (array.release != NULL) array.release(&array);
-  schema.release(&schema);
-  CHECK_CODE(rc, LAMINAR_OK, &err);
-  return 0;
-}
-
 typedef struct run {
   laminar_db* db;
   laminar_source* src[2];
@@ -111,7 +83,7 @@ static int feed_to(run* r, int64_t upto_a, int64_t upto_b) {
   while (r->next[0] < upto_a || r->next[1] < upto_b) {
     for (int s = 0; s < 2; s++) {
       if (r->next[s] >= (s == 0 ? upto_a : upto_b)) continue;
-      CHECK(push_src(r->src[s], s, r->next[s]) == 0);
+      CHECK(push_two_sources(r->src[s], s, r->next[s]) == 0);
       r->next[s]++;
       CHECK_CODE(laminar_run_until_idle(r->db, &err), LAMINAR_OK, &err);
       if (s == 0 && r->next[0] % 10 == 0)

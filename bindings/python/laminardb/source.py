@@ -493,6 +493,43 @@ class Source(NamedHandle):
                 break
         raise_for(code, err)
 
+    def set_idle(self, idle: bool) -> None:  # noqa: FBT001 -- the one argument
+        """Declare the source idle (``True``) or active again (``False``).
+
+        An idle source holds back the watermark of no stream reading it: a
+        ``UNION ALL`` follows the least watermark of its active inputs (none
+        moves it while all are idle), as Flink's idleness. The change is
+        queued after the batches pushed before it, so it applies once they
+        went through the streams. The next push or watermark makes the source
+        active again; its rows behind the watermark the streams reached
+        meanwhile are late. ``CREATE SOURCE ... WITH (idle_timeout = '5 s')``
+        declares it idle after that long without data. Idleness is neither
+        logged nor checkpointed: a reopened database starts with every source
+        active.
+
+        Args:
+            idle: ``True`` idle, ``False`` active.
+
+        Raises:
+            TypeError: If ``idle`` is not a bool.
+            QueueFull: LDB-3006, the queue is full and cannot drain.
+            IngestError: LDB-3007, the source was dropped.
+            LaminarError: LDB-9002 if the source is closed.
+
+        Example:
+            >>> import laminardb
+            >>> db = laminardb.open()
+            >>> _ = db.execute("CREATE SOURCE q (v BIGINT, ts BIGINT, WATERMARK FOR ts)")
+            >>> with db.source("q") as src:
+            ...     src.set_idle(True)
+            >>> db.close()
+        """
+        if not isinstance(idle, bool):
+            raise TypeError(f"idle must be a bool, got {type(idle).__name__}")
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = lib.laminar_source_set_idle(self._require_open(), 1 if idle else 0, err)
+        raise_for(code, err)
 
     @property
     def offset(self) -> int:

@@ -317,6 +317,16 @@ JNIEXPORT void JNICALL Java_org_laminardb_Native_sourceWatermark(JNIEnv* env, jc
   failed(env, laminar_source_watermark(SRC(source), (int64_t)watermark_ms, &err), &err);
 }
 
+/* laminar_source_set_idle: queued after the pushes before it, waiting for room in a
+ * full block queue as laminar_source_watermark does. */
+JNIEXPORT void JNICALL Java_org_laminardb_Native_sourceSetIdle(JNIEnv* env, jclass cls,
+                                                               jlong source,
+                                                               jboolean idle) {
+  (void)cls;
+  laminar_error err;
+  failed(env, laminar_source_set_idle(SRC(source), idle ? 1 : 0, &err), &err);
+}
+
 /* Push as sourcePush, waiting at most timeout_ms for room in a full queue
  * (laminar_source_push_timeout). Returns JNI_TRUE when the core took the array,
  * JNI_FALSE when no room came in time (LAMINAR_ERR_PUSH_TIMEOUT: the array is

@@ -129,6 +129,9 @@ final class Native {
   /** laminar_source_watermark: no time limit (the Spark stage, which never starts the runtime). */
   static native void sourceWatermark(long source, long watermarkMs);
 
+  /** laminar_source_set_idle: declare the source idle (true) or active (false). */
+  static native void sourceSetIdle(long source, boolean idle);
+
   /** laminar_source_watermark_timeout: false when no room came within timeoutMs. */
   static native boolean sourceWatermarkTimeout(long source, long watermarkMs, long timeoutMs);
 

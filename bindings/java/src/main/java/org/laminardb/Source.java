@@ -491,6 +491,26 @@ public final class Source implements AutoCloseable {
   }
 
   /**
+   * Declare the source idle ({@code true}) or active again ({@code false}), as Flink's
+   * idleness: an idle source holds back the watermark of no stream reading it (a UNION ALL
+   * follows the least watermark of its active inputs; none moves it while all are idle).
+   * Queued after the pushes made before it; the next push or watermark makes the source
+   * active again, its rows behind the watermark reached meanwhile being late. {@code
+   * CREATE SOURCE ... WITH (idle_timeout = '5 s')} does it after that long without data.
+   * Not logged or checkpointed: a reopened database starts with every source active.
+   */
+  public void setIdle(boolean idle) {
+    state.db.lock.readLock().lock();
+    try {
+      synchronized (state) {
+        Native.sourceSetIdle(state.require(), idle);
+      }
+    } finally {
+      state.db.lock.readLock().unlock();
+    }
+  }
+
+  /**
    * Another producer handle on the same source, for another thread: the source turns
    * from single- to multi-producer on its first clone, keeping what is queued; each
    * handle's batches keep their order. Close every clone (closing this one does not

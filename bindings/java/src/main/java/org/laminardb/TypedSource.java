@@ -87,6 +87,11 @@ public final class TypedSource<T> implements AutoCloseable {
     source.watermark(watermarkMs);
   }
 
+  /** As {@link Source#setIdle(boolean)}. */
+  public void setIdle(boolean idle) {
+    source.setIdle(idle);
+  }
+
   /** As {@link Source#hasCapacity(long)}. */
   public boolean hasCapacity(long n) {
     return source.hasCapacity(n);
