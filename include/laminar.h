@@ -183,6 +183,9 @@ typedef enum laminar_code {
                                              database (this process or another) */
   LAMINAR_ERR_READ_ONLY = 5004, /* a write (DDL, push, checkpoint, sink) on
                                              a database opened read_only */
+  LAMINAR_ERR_CONNECTOR = 5005, /* an external system of a connector (a Kafka
+                                   broker) failed, refused or did not answer
+                                   within the timeout */
 
   /* 6xxx config */
   LAMINAR_ERR_CONFIG_KEY = 6001,      /* unknown configuration key */

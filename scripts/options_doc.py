@@ -7,6 +7,7 @@ it between two marker lines::
 
     <!-- options:sql begin ... -->     (docs/SQL.md: source, stream, sink)
     <!-- options:c begin ... -->       (docs/C-API.md: config, subscription)
+    <!-- options:kafka begin ... -->   (docs/KAFKA.md: the Kafka sink's)
 
 Usage::
 
@@ -31,10 +32,29 @@ ROOT = Path(__file__).resolve().parents[1]
 # laminar_option_scope bits, in the order the scope column lists them.
 SCOPES = {1: "config", 2: "source", 4: "stream", 8: "subscription", 16: "sink"}
 
-# Which scopes each doc's table shows.
-DOCS = {
-    "sql": (ROOT / "docs" / "SQL.md", 2 | 4 | 16),
-    "c": (ROOT / "docs" / "C-API.md", 1 | 8),
+# Which scopes each doc's table shows, and the keys of those scopes it leaves out.
+DOCS: dict[str, tuple[Path, int, frozenset[str]]] = {
+    "sql": (ROOT / "docs" / "SQL.md", 2 | 4 | 16, frozenset()),
+    "c": (ROOT / "docs" / "C-API.md", 1 | 8, frozenset()),
+    "kafka": (
+        ROOT / "docs" / "KAFKA.md",
+        2 | 16,
+        frozenset(
+            {
+                "path",
+                "buffer_size",
+                "max_queue_bytes",
+                "backpressure",
+                "wait_strategy",
+                "watermark",
+                "allowed_lateness",
+                "wal_mode",
+                "checkpoint_interval",
+                "alignment_group",
+                "max_drift",
+            }
+        ),
+    ),
 }
 
 
@@ -65,21 +85,21 @@ def render(options: list[Option], doc: str) -> str:
 
     Args:
         options: The engine's rows, in table order.
-        doc: Which doc's table: "sql" (WITH options) or "c" (config and
-            subscription options).
+        doc: Which doc's table: "sql" (WITH options), "c" (config and
+            subscription options) or "kafka" (the Kafka sink's).
 
     Returns:
         The lines between the doc's markers (a header row, a rule and one row
         per option in the doc's scopes), newline-terminated.
     """
-    mask = DOCS[doc][1]
+    _, mask, skip = DOCS[doc]
     lines = [
         "| option | scope | type | default | description |",
         "|---|---|---|---|---|",
     ]
     for o in options:
         shown = o.scopes & mask
-        if not shown:
+        if not shown or o.key in skip:
             continue
         scope = ", ".join(name for bit, name in SCOPES.items() if shown & bit)
         lines.append(
@@ -145,7 +165,7 @@ def main() -> int:
     args = parser.parse_args()
     options = options_from_library(args.lib)
     stale = []
-    for doc, (path, _) in DOCS.items():
+    for doc, (path, _, _) in DOCS.items():
         text = path.read_text(encoding="utf-8")
         if block(text, doc) is None:
             print(f"{path}: no <!-- options:{doc} begin --> marker", file=sys.stderr)

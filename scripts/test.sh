@@ -11,6 +11,8 @@
 #      test_store_*, test_durable*)
 #   4. ruff and pytest over the Python package and tests/python, if present (the
 #      Spark suite on the newest PySpark, requirements-test.txt)
+# A Kafka broker (tests/kafka/broker.sh) runs from the start to the end, for the
+# Kafka tests of every step, when librdkafka is installed.
 #   4b. the other Spark line and the wheel from a fresh venv: a matrix of the Spark
 #      suite on PySpark 3.5 (.venv-spark35/), then tests/spark/quickstart.py (what
 #      docs/SPARK.md says, both engines, batch and streaming with a restart, against
@@ -33,6 +35,19 @@ cd "$root"
 jobs=${JOBS:-2}
 py="$root/.venv/bin/python"
 cmake_common=(--no-warn-unused-cli -DPython3_EXECUTABLE="$py" -DLAMINAR_WERROR=ON)
+
+# A Kafka broker (KRaft, 127.0.0.1) for the Kafka tests (tests/c/test_kafka.c
+# round_trip in every C build, tests/python/test_kafka.py), up until this script
+# exits; without librdkafka the library refuses the connectors and the tests
+# check that instead (docs/KAFKA.md).
+if pkg-config --exists rdkafka; then
+  echo "== kafka broker (tests/kafka/broker.sh)"
+  export LAMINAR_KAFKA_HOME="$root/.kafka-broker"
+  trap 'tests/kafka/broker.sh stop || true' EXIT
+  bootstrap=$(tests/kafka/broker.sh start | tail -n 1)
+  export LAMINAR_KAFKA_BOOTSTRAP="${bootstrap#bootstrap.servers=}"
+  echo "kafka broker: $LAMINAR_KAFKA_BOOTSTRAP"
+fi
 
 echo "== 0. format (scripts/format.sh --check)"
 scripts/format.sh --check

@@ -196,6 +196,15 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       case LM_OPT_WAIT_STRATEGY: wait = val.wait; break;
       case LM_OPT_MAX_QUEUE_BYTES: max_queue_bytes = val.i; break;
       case LM_OPT_BUFFER_SIZE: capacity = (uint32_t)val.i; break;
+      case LM_OPT_FORMAT:
+      case LM_OPT_CONNECTOR:
+      case LM_OPT_BOOTSTRAP_SERVERS:
+      case LM_OPT_TOPIC:
+      case LM_OPT_STARTUP:
+      case LM_OPT_GROUP_ID:
+      case LM_OPT_EVENT_TIME:
+      case LM_OPT_TIMEOUT:
+      case LM_OPT_KAFKA: break; /* a connector's: lm_db_source_connector */
       case LM_OPT_IDLE_TIMEOUT: idle_timeout = val.i > 0 ? val.i : 0; break;
       case LM_OPT_ALIGNMENT_GROUP:
         snprintf(align_group, sizeof align_group, "%.*s", (int)val.len, val.text);
@@ -310,10 +319,19 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
         "use 'block' or 'reject', or wal_mode 'none' for this source");
     goto fail;
   }
+  /* A connector's consumer (db/connector.c): checked against its system and
+   * started now; it feeds the source once this statement is done. */
+  if (lm_db_sink_has_connector(stmt)) {
+    rc = lm_db_source_connector(db, stmt, def, err);
+    if (rc != LAMINAR_OK) goto fail;
+  }
   lm_rt_pause(&db->rt);
   rc = append_ptr((void***)&db->graph.sources, &db->graph.nsources, def);
   lm_rt_resume(&db->rt);
-  if (rc != LAMINAR_OK) goto nomem;
+  if (rc != LAMINAR_OK) {
+    lm_db_source_connector_stop(db, stmt->name);
+    goto nomem;
+  }
   return lm_durable_catalog_changed(db, err);
 nomem:
   rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -782,6 +800,8 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
     return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->sink_from_line,
                    stmt->sink_from_column, stmt->sink_from, msg);
   }
+  if (!stmt->sink_into_file && lm_db_sink_has_connector(stmt))
+    return lm_db_create_connector_sink(db, sql, stmt, stream, err);
   if (!stmt->sink_into_file) return lm_db_create_endpoint(db, sql, stmt, stream, err);
   char path[4096] = {0};
   lm_sink_format format = LM_SINK_JSONL;
@@ -953,6 +973,7 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
                      stmt->name, msg);
     }
   }
+  if (want_source) lm_db_source_connector_stop(db, src->name); /* its consumer first */
   lm_rt_pause(&db->rt);
   if (want_source) {
     remove_ptr((void**)db->graph.sources, &db->graph.nsources, src);

@@ -142,6 +142,7 @@ void laminar_config_destroy(laminar_config* config) {
 
 /* Free an opened database whose runtime is stopped (close, or a failed open). */
 static void db_free(laminar_db* db) {
+  lm_db_connectors_stop(db); /* their threads take db->lock: before it */
   pthread_mutex_lock(&db->lock);
   lm_db_free_handles(db);
   lm_db_catalog_free(db);
@@ -292,6 +293,7 @@ laminar_code laminar_close_v2(laminar_db* db, laminar_error* err) {
   if (!db_ok(db))
     return lm_error_set(err, LAMINAR_ERR_MISUSE,
                         "laminar_close: invalid or closed database handle");
+  lm_db_connectors_stop(db); /* they push: stopped before the rest */
   lm_durable_close(db->dur); /* its thread takes db->lock: stopped first */
   db->dur = NULL;
   laminar_code rc = lm_rt_stop(&db->rt, err);

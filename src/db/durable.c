@@ -260,6 +260,8 @@ void lm_durable_set_write_hook(lm_durable* d, void (*fn)(void* arg), void* arg) 
 
 uint64_t lm_durable_last_epoch(const lm_durable* d) { return d->epoch; }
 
+const char* lm_durable_dir(const lm_durable* d) { return d->dir_real; }
+
 /* ---- the catalog file -------------------------------------------------------------- */
 
 static bool append_text(char** buf, size_t* len, size_t* cap, const char* s) {

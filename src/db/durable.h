@@ -199,4 +199,7 @@ void lm_durable_set_write_hook(lm_durable* d, void (*fn)(void* arg), void* arg);
 /* The last checkpoint that became durable (0: none). */
 uint64_t lm_durable_last_epoch(const lm_durable* d);
 
+/* The data directory, canonical (connectors keep their staging under it). */
+const char* lm_durable_dir(const lm_durable* d);
+
 #endif /* LM_DB_DURABLE_H */

@@ -105,6 +105,9 @@ struct laminar_db {
   int32_t nsubs;
   lm_sink_def** sinks; /* file sinks, in creation order */
   int32_t nsinks;
+  /* Consumers feeding sources (CREATE SOURCE ... WITH (connector = ...)). */
+  struct lm_kafka_source** consumers;
+  int32_t nconsumers;
   lm_durable* dur;              /* NULL: durability off */
   int dir_lock;                 /* lm_fs_lock_dir's fd on data_dir (-1: none) */
   bool read_only;               /* opened with read_only: shared lock, nothing written */
@@ -191,6 +194,19 @@ laminar_code lm_db_view_attach(lm_stream_def* s, const lm_stmt* stmt, laminar_er
 /* "stream", "materialized view", ... for messages. */
 const char* lm_db_object_word(lm_object_kind kind);
 /* CREATE SINK name FROM stream_or_view (no INTO): a named endpoint. */
+/* CREATE SINK ... WITH (connector = ...): whether the statement names a
+ * connector, and the sink it makes (db/connector.c). */
+bool lm_db_sink_has_connector(const lm_stmt* stmt);
+/* CREATE SOURCE ... WITH (connector = ...): check the options and start the
+ * source's consumer (db->consumers). Stop it (DROP, a failed CREATE);
+ * a source without one is a no-op. Stop them all (close). */
+laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
+                                    lm_source_def* def, laminar_error* err);
+void lm_db_source_connector_stop(laminar_db* db, const char* source);
+void lm_db_connectors_stop(laminar_db* db);
+laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
+                                         const lm_stmt* stmt, lm_stream_def* stream,
+                                         laminar_error* err);
 laminar_code lm_db_create_endpoint(laminar_db* db, const char* sql, const lm_stmt* stmt,
                                    lm_stream_def* stream, laminar_error* err);
 /* The stream, view, or the input of the sink, called `name` (laminar_subscribe). */

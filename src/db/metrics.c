@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arrow/arrow.h"
+#include "connect/kafka_source.h"
 #include "op/view.h"
 #include "rt/source.h"
 #include "store/wal.h"
@@ -153,6 +154,16 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "reactor", nm, "rows",
         (int64_t)atomic_load_explicit(&rx->rows, memory_order_relaxed));
     add(r, "reactor", nm, "cpu", atomic_load_explicit(&rx->cpu, memory_order_relaxed));
+  }
+  /* Kafka consumers (docs/KAFKA.md): records skipped, and whether the
+   * consumer stopped on an error (its source gets nothing more). */
+  for (int32_t i = 0; i < db->nconsumers; i++) {
+    struct lm_kafka_source* k = db->consumers[i];
+    if (lm_kafka_source_signaled(k)) continue; /* dropped */
+    bool failed = false;
+    add(r, "source", lm_kafka_source_name(k), "kafka_bad_records",
+        lm_kafka_source_bad(k, NULL, 0, &failed));
+    add(r, "source", lm_kafka_source_name(k), "kafka_failed", failed ? 1 : 0);
   }
   if (db->dur != NULL) {
     add(r, "database", "", "last_checkpoint", (int64_t)lm_durable_last_epoch(db->dur));

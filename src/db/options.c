@@ -124,7 +124,8 @@ static const lm_option table[] = {
      "lowers the database's checkpoint period (needs durability)"},
     {"idle_timeout", SRC, LM_OPT_IDLE_TIMEOUT, T_DURATION, "none", 1, 0,
      "a duration ('5 s') or none", "none",
-     "no data for this long makes it idle: it holds back no union's watermark"},
+     "no data for this long makes it idle: it holds back no union's watermark (of a "
+     "Kafka source, also a partition's: docs/KAFKA.md)"},
     {"alignment_group", SRC, LM_OPT_ALIGNMENT_GROUP, T_TEXT, NULL, 1, 127, "a name", "",
      "watermark alignment: sources of one group are held within max_drift"},
     {"max_drift", SRC, LM_OPT_MAX_DRIFT, T_INTERVAL, NULL, 0, 0,
@@ -142,8 +143,40 @@ static const lm_option table[] = {
     /* ---- CREATE SINK ... INTO FILE (...) ---- */
     {"path", SINK, LM_OPT_PATH, T_TEXT, NULL, 1, 4095, "a directory", "",
      "where the sink writes its files (required)"},
-    {"format", SINK, LM_OPT_FORMAT, T_ENUM, "jsonl | csv", 0, 0, "jsonl | csv", "jsonl",
-     "file format"},
+    {"format", SINK, LM_OPT_FORMAT, T_ENUM, "jsonl | csv | json", 0, 0,
+     "jsonl | csv | json", "jsonl",
+     "file format; of a Kafka sink, each message's (json: one object, jsonl alike)"},
+    /* ---- CREATE SOURCE / SINK ... WITH (connector = 'kafka', ...) (docs/KAFKA.md) ---- */
+    {"format", SRC, LM_OPT_FORMAT, T_ENUM, "json | csv", 0, 0, "json | csv", "json",
+     "a Kafka source's message format (csv: fields in column order)"},
+    {"connector", SINK | SRC, LM_OPT_CONNECTOR, T_ENUM, "kafka", 0, 0, "kafka", "",
+     "the external system the sink writes to or the source reads from"},
+    {"bootstrap.servers", SINK | SRC, LM_OPT_BOOTSTRAP_SERVERS, T_TEXT, NULL, 1, 0,
+     "host:port[,host:port...]", "", "Kafka brokers to connect to (required)"},
+    {"topic", SINK | SRC, LM_OPT_TOPIC, T_TEXT, NULL, 1, 249, "a topic name", "",
+     "the Kafka topic written or read (required)"},
+    {"key", SINK, LM_OPT_KEY, T_TEXT, NULL, 1, 0, "column names, comma-separated", "",
+     "the message key: these columns, in the message format (none: no key)"},
+    {"delivery", SINK, LM_OPT_DELIVERY, T_ENUM, "exactly_once | at_least_once", 0, 0,
+     "exactly_once | at_least_once", "exactly_once",
+     "exactly_once: one Kafka transaction per checkpoint epoch"},
+    {"transactional_id", SINK, LM_OPT_TRANSACTIONAL_ID, T_TEXT, NULL, 1, 200, "text",
+     "laminardb.<sink name>",
+     "the producer's transactional.id: stable, one per sink and cluster"},
+    {"startup", SRC, LM_OPT_STARTUP, T_TEXT, NULL, 1, 40,
+     "earliest | latest | group | timestamp:<ms>", "earliest",
+     "where a Kafka source starts when no checkpoint says"},
+    {"group_id", SRC, LM_OPT_GROUP_ID, T_TEXT, NULL, 1, 200, "text",
+     "laminardb.<source name>",
+     "the Kafka consumer group (startup 'group' reads its offsets)"},
+    {"event_time", SRC, LM_OPT_EVENT_TIME, T_TEXT, NULL, 1, 127,
+     "a column name or kafka_timestamp", "",
+     "per-partition watermarks from this column (or the message timestamp)"},
+    {"timeout", SINK | SRC, LM_OPT_TIMEOUT, T_DURATION, NULL, 1, 0,
+     "a duration ('30 seconds')", "30 seconds",
+     "longest wait for the broker in one step (connect, commit)"},
+    {"kafka.NAME", SINK | SRC, LM_OPT_KAFKA, T_TEXT, NULL, 0, 0, "text", "",
+     "passed to the Kafka client (librdkafka) as its property NAME"},
 };
 
 #define NROWS ((int32_t)(sizeof table / sizeof table[0]))
@@ -163,6 +196,8 @@ static const char* scope_name(laminar_option_scope scope) {
 
 static bool key_matches(const lm_option* row, const char* key) {
   if (row->id == LM_OPT_VAR) return strlen(key) > 4 && lm_strneq_nocase(key, 4, "var.");
+  if (row->id == LM_OPT_KAFKA)
+    return strlen(key) > 6 && lm_strneq_nocase(key, 6, "kafka.");
   return lm_streq_nocase(row->key, key);
 }
 

@@ -357,7 +357,7 @@ int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg) {
   /* Data or a watermark makes the source active; a marker says (rt.h). */
   src->idle_next = msg->batch == NULL && msg->idle > 0 ? 1 : 2;
   if (msg->batch != NULL) {
-    if (src->wm_col >= 0) {
+    if (src->wm_col >= 0 && !src->wm_external) {
       int64_t mx = batch_max_ts(src, msg->batch);
       if (mx > src->max_ts_ms) src->max_ts_ms = mx;
       if (src->max_ts_ms != INT64_MIN) {

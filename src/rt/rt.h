@@ -136,6 +136,10 @@ typedef struct lm_source_def {
   lm_schema schema;
   int32_t wm_col; /* watermark column, -1 if none */
   int64_t wm_delay_ms;
+  /* The watermark comes from explicit watermark messages only, not from the
+   * batches' wm_col: a connector sends per-partition watermarks (their
+   * minimum) itself (db/connector.c). Set at CREATE, before any push. */
+  bool wm_external;
   /* Of lm_msg*: single-producer until the first clone of a handle, then
    * multi-producer (chan/mpsc.h); consumer: the reactor / run_until_idle. */
   lm_mpsc* queue;

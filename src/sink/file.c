@@ -48,6 +48,8 @@ struct lm_file_sink {
   struct sealed_epoch* sealed;
   int32_t nsealed, cap_sealed;
   char last_error[sizeof(((laminar_error*)0)->message)]; /* the last failed write's */
+  int32_t* key; /* framed formats: the key's columns (lm_file_sink_set_key) */
+  int32_t nkey;
 };
 
 /* A sealed epoch: its staging file and the rows still to write to it. */
@@ -60,7 +62,13 @@ typedef struct sealed_epoch {
 } sealed_epoch;
 
 static const char* ext(const lm_file_sink* s) {
-  return s->format == LM_SINK_CSV ? "csv" : "jsonl";
+  switch (s->format) {
+    case LM_SINK_CSV: return "csv";
+    case LM_SINK_RECORDS_JSON:
+    case LM_SINK_RECORDS_CSV: return "records";
+    case LM_SINK_JSONL: break;
+  }
+  return "jsonl";
 }
 
 /* A part file's name in the directory (dir_fd), and its path for messages. */
@@ -190,10 +198,60 @@ static bool scalar_text(const lm_vec* v, int64_t r, char* out, size_t cap, size_
   return false;
 }
 
+/* The cells idx[0..n) of row r (all columns when idx is NULL): a JSON object,
+ * or CSV fields without the line break. */
+static void format_cells(lm_file_sink* s, const lm_vec* cols, int64_t r,
+                         const int32_t* idx, int32_t n, bool csv) {
+  const lm_schema* sc = &s->schema;
+  char num[64];
+  if (!csv) put(s, "{", 1);
+  for (int32_t i = 0; i < n; i++) {
+    int32_t c = idx != NULL ? idx[i] : i;
+    const lm_vec* v = &cols[c];
+    if (i > 0) put(s, ",", 1);
+    if (!csv) {
+      json_string(s, sc->fields[c].name, (int64_t)strlen(sc->fields[c].name));
+      put(s, ":", 1);
+    }
+    bool null = v->nulls != NULL && v->nulls[r];
+    if (!null && v->type == LM_TYPE_STRING) {
+      lm_str str = ((const lm_str*)v->data)[r];
+      if (csv)
+        csv_string(s, str.ptr, str.len);
+      else
+        json_string(s, str.ptr, str.len);
+      continue;
+    }
+    size_t len = 0;
+    if (!null && scalar_text(v, r, num, sizeof num, &len)) {
+      if (!csv && v->type == LM_TYPE_TIMESTAMP)
+        json_string(s, num, (int64_t)len);
+      else
+        put(s, num, len);
+    } else if (!csv) {
+      puts_(s, "null");
+    }
+  }
+  if (!csv) put(s, "}", 1);
+}
+
+/* A record of the framed formats: 4 bytes of length (little endian), then
+ * the cells. */
+static void framed_cells(lm_file_sink* s, const lm_vec* cols, int64_t r,
+                         const int32_t* idx, int32_t n, bool csv) {
+  size_t at = s->len;
+  put(s, "\0\0\0\0", 4);
+  if (n > 0) format_cells(s, cols, r, idx, n, csv);
+  if (s->nomem) return;
+  uint32_t len = (uint32_t)(s->len - at - 4);
+  for (int i = 0; i < 4; i++) s->buf[at + (size_t)i] = (char)((len >> (8 * i)) & 0xff);
+}
+
 static void format_rows(lm_file_sink* s, const lm_vec* cols, int64_t nrows) {
   const lm_schema* sc = &s->schema;
-  bool csv = s->format == LM_SINK_CSV;
-  if (csv && !s->header_done) {
+  bool framed = s->format == LM_SINK_RECORDS_JSON || s->format == LM_SINK_RECORDS_CSV;
+  bool csv = s->format == LM_SINK_CSV || s->format == LM_SINK_RECORDS_CSV;
+  if (csv && !framed && !s->header_done) {
     for (int32_t c = 0; c < sc->ncols; c++) {
       if (c > 0) put(s, ",", 1);
       csv_string(s, sc->fields[c].name, (int64_t)strlen(sc->fields[c].name));
@@ -201,36 +259,14 @@ static void format_rows(lm_file_sink* s, const lm_vec* cols, int64_t nrows) {
     put(s, "\n", 1);
     s->header_done = true;
   }
-  char num[64];
-  for (int64_t r = 0; r < nrows; r++) {
-    if (!csv) put(s, "{", 1);
-    for (int32_t c = 0; c < sc->ncols; c++) {
-      const lm_vec* v = &cols[c];
-      if (c > 0) put(s, ",", 1);
-      if (!csv) {
-        json_string(s, sc->fields[c].name, (int64_t)strlen(sc->fields[c].name));
-        put(s, ":", 1);
-      }
-      bool null = v->nulls != NULL && v->nulls[r];
-      if (!null && v->type == LM_TYPE_STRING) {
-        lm_str str = ((const lm_str*)v->data)[r];
-        if (csv)
-          csv_string(s, str.ptr, str.len);
-        else
-          json_string(s, str.ptr, str.len);
-        continue;
-      }
-      size_t n = 0;
-      if (!null && scalar_text(v, r, num, sizeof num, &n)) {
-        if (!csv && v->type == LM_TYPE_TIMESTAMP)
-          json_string(s, num, (int64_t)n);
-        else
-          put(s, num, n);
-      } else if (!csv) {
-        puts_(s, "null");
-      }
+  for (int64_t r = 0; r < nrows && !s->nomem; r++) {
+    if (framed) {
+      framed_cells(s, cols, r, s->key, s->nkey, csv);
+      framed_cells(s, cols, r, NULL, sc->ncols, csv);
+    } else {
+      format_cells(s, cols, r, NULL, sc->ncols, csv);
+      put(s, "\n", 1);
     }
-    put(s, csv ? "\n" : "}\n", csv ? 1 : 2);
   }
 }
 
@@ -430,7 +466,19 @@ void lm_file_sink_close(lm_file_sink* s) {
   lm_free(s->buf);
   lm_free(s->dir);
   lm_free(s->real);
+  lm_free(s->key);
   lm_free(s);
+}
+
+laminar_code lm_file_sink_set_key(lm_file_sink* s, const int32_t* cols, int32_t n,
+                                  laminar_error* err) {
+  int32_t* key = lm_calloc((size_t)n + 1, sizeof *key);
+  if (key == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "sink: out of memory");
+  if (n > 0) memcpy(key, cols, (size_t)n * sizeof *key);
+  lm_free(s->key);
+  s->key = key;
+  s->nkey = n;
+  return LAMINAR_OK;
 }
 
 const char* lm_file_sink_real(const lm_file_sink* s) { return s->real; }

@@ -41,7 +41,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef enum lm_sink_format { LM_SINK_JSONL = 1, LM_SINK_CSV = 2 } lm_sink_format;
+/* RECORDS_*: framed records, the staging of a connector that publishes each
+ * committed epoch elsewhere (sink/kafka.c): per row, a key record (the
+ * columns of lm_file_sink_set_key, empty when none) and a value record (the
+ * row); each record is 4 bytes of length (little endian) and a JSON object
+ * or CSV fields without a line break. Files named part-<epoch>.records. */
+typedef enum lm_sink_format {
+  LM_SINK_JSONL = 1,
+  LM_SINK_CSV = 2,
+  LM_SINK_RECORDS_JSON = 3,
+  LM_SINK_RECORDS_CSV = 4
+} lm_sink_format;
 
 typedef struct lm_file_sink lm_file_sink;
 
@@ -53,6 +63,11 @@ typedef struct lm_file_sink lm_file_sink;
 laminar_code lm_file_sink_open(const char* dir, lm_sink_format format,
                                const lm_schema* schema, lm_file_sink** out,
                                laminar_error* err);
+
+/* Framed formats: the columns of each row's key record (copied; none by
+ * default). Before the first write. LAMINAR_ERR_NOMEM. */
+laminar_code lm_file_sink_set_key(lm_file_sink* sink, const int32_t* cols, int32_t n,
+                                  laminar_error* err);
 
 /* The canonical path of the directory the sink opened (and writes in,
  * through its descriptor, whatever becomes of `dir` later): what a caller

@@ -44,6 +44,7 @@ const char* laminar_errstr(laminar_code code) {
     case LAMINAR_ERR_RECOVERY: return "stored state does not recover";
     case LAMINAR_ERR_LOCKED: return "the data directory is in use by another database";
     case LAMINAR_ERR_READ_ONLY: return "the database is open read-only";
+    case LAMINAR_ERR_CONNECTOR: return "a connector's external system failed";
     case LAMINAR_ERR_CONFIG_KEY: return "unknown configuration key";
     case LAMINAR_ERR_CONFIG_VALUE: return "invalid configuration value";
     case LAMINAR_ERR_CONFIG_CONFLICT: return "conflicting configuration";

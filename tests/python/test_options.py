@@ -60,7 +60,7 @@ def _bytes(text: str) -> int:
     return int(number) * (1 << 20 if unit else 1)
 
 
-@pytest.mark.parametrize("doc", ["sql", "c"])
+@pytest.mark.parametrize("doc", ["sql", "c", "kafka"])
 def test_docs_tables_are_the_engines(doc: str) -> None:
     options_doc = _options_doc()
     rows = [options_doc.Option(*r) for r in _rows()]

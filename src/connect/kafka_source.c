@@ -1,0 +1,887 @@
+/*
+ * kafka_source.c -- the Kafka consumer feeding a source (see kafka_source.h).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // fdatasync, O_CLOEXEC under -std=c17
+#endif
+
+#include "connect/kafka_source.h"
+
+#include "util/util.h"
+
+#ifdef LAMINAR_HAVE_KAFKA
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arrow/arrow.h"
+#include "nanoarrow/nanoarrow.h"
+
+#define BATCH_ROWS 4096
+#define BATCH_NS (50 * 1000 * 1000)
+
+typedef struct part_state {
+  int32_t id;
+  int64_t next;    /* next offset to read (-1: not known yet) */
+  int64_t max_ts;  /* largest event time delivered, ms (INT64_MIN: none) */
+  bool eof;        /* at the end of what the partition holds */
+  int64_t last_ns; /* when it last delivered (or was assigned) */
+} part_state;
+
+/* One decoded cell. */
+typedef enum cell_kind { C_NULL, C_INT, C_DOUBLE, C_STR, C_BOOL } cell_kind;
+typedef struct cell {
+  cell_kind kind;
+  int64_t i;
+  double d;
+  size_t at, len; /* C_STR: in the row's scratch text */
+} cell;
+
+struct lm_kafka_source {
+  laminar_db* db;
+  char* name;
+  char* topic;
+  char* offsets_log;
+  bool csv;
+  int32_t event_time;
+  int64_t wm_delay_ms;
+  int64_t idle_ms; /* -1: a partition never goes idle */
+  lm_kafka_startup startup;
+  int64_t startup_ms;
+  int64_t timeout_ms;
+  lm_schema schema;
+  struct ArrowSchema arrow_schema;
+  int32_t meta_partition, meta_offset, meta_timestamp, meta_key; /* -1: absent */
+  rd_kafka_t* rk;
+  part_state* parts;
+  int32_t nparts;
+  pthread_t thread;
+  bool started;
+  atomic_bool stop;
+  /* Decoding scratch. */
+  cell* cells;
+  char* text;
+  size_t text_len, text_cap;
+  /* Bad records, and what stopped the thread: under mu. */
+  pthread_mutex_t mu;
+  int64_t bad;
+  char bad_reason[256];
+  char failure[512];
+};
+
+/* ---- decoding --------------------------------------------------------------------- */
+
+static bool text_put(lm_kafka_source* s, const char* p, size_t n) {
+  if (s->text_len + n > s->text_cap) {
+    size_t cap = s->text_cap ? s->text_cap : 4096;
+    while (cap < s->text_len + n) cap *= 2;
+    char* grown = lm_realloc(s->text, cap);
+    if (grown == NULL) return false;
+    s->text = grown;
+    s->text_cap = cap;
+  }
+  memcpy(s->text + s->text_len, p, n);
+  s->text_len += n;
+  return true;
+}
+
+static const char* skip_ws(const char* p, const char* end) {
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+  return p;
+}
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* A JSON string at *pp (after its opening quote) into the scratch text. */
+static bool json_string(lm_kafka_source* s, const char** pp, const char* end, size_t* at,
+                        size_t* len) {
+  const char* p = *pp;
+  *at = s->text_len;
+  while (p < end && *p != '"') {
+    if (*p != '\\') {
+      const char* run = p;
+      while (p < end && *p != '"' && *p != '\\') p++;
+      if (!text_put(s, run, (size_t)(p - run))) return false;
+      continue;
+    }
+    if (++p >= end) return false;
+    char c = *p++, out;
+    switch (c) {
+      case '"': out = '"'; break;
+      case '\\': out = '\\'; break;
+      case '/': out = '/'; break;
+      case 'b': out = '\b'; break;
+      case 'f': out = '\f'; break;
+      case 'n': out = '\n'; break;
+      case 'r': out = '\r'; break;
+      case 't': out = '\t'; break;
+      case 'u': {
+        if (end - p < 4) return false;
+        int v = 0;
+        for (int k = 0; k < 4; k++) {
+          int h = hexval(p[k]);
+          if (h < 0) return false;
+          v = v * 16 + h;
+        }
+        p += 4;
+        char u[3];
+        size_t n;
+        if (v >= 0xD800 && v <= 0xDFFF) return false; /* surrogates: not taken */
+        if (v < 0x80) {
+          u[0] = (char)v;
+          n = 1;
+        } else if (v < 0x800) {
+          u[0] = (char)(0xC0 | (v >> 6));
+          u[1] = (char)(0x80 | (v & 0x3F));
+          n = 2;
+        } else {
+          u[0] = (char)(0xE0 | (v >> 12));
+          u[1] = (char)(0x80 | ((v >> 6) & 0x3F));
+          u[2] = (char)(0x80 | (v & 0x3F));
+          n = 3;
+        }
+        if (!text_put(s, u, n)) return false;
+        continue;
+      }
+      default: return false;
+    }
+    if (!text_put(s, &out, 1)) return false;
+  }
+  if (p >= end) return false;
+  *pp = p + 1;
+  *len = s->text_len - *at;
+  return true;
+}
+
+/* A number: C_INT when written without fraction or exponent (and in range). */
+static bool parse_number(const char* p, size_t n, cell* out) {
+  char buf[64];
+  if (n == 0 || n >= sizeof buf) return false;
+  memcpy(buf, p, n);
+  buf[n] = '\0';
+  char* e;
+  bool integral = strpbrk(buf, ".eE") == NULL;
+  errno = 0;
+  if (integral) {
+    long long v = strtoll(buf, &e, 10);
+    if (*e == '\0' && errno == 0) {
+      out->kind = C_INT;
+      out->i = v;
+      out->d = (double)v;
+      return true;
+    }
+  }
+  errno = 0;
+  double d = strtod(buf, &e);
+  if (*e != '\0' || errno != 0 || !isfinite(d)) return false;
+  out->kind = C_DOUBLE;
+  out->d = d;
+  return true;
+}
+
+static int32_t column_of(const lm_kafka_source* s, const char* name, size_t n) {
+  for (int32_t c = 0; c < s->schema.ncols; c++)
+    if (strlen(s->schema.fields[c].name) == n &&
+        memcmp(s->schema.fields[c].name, name, n) == 0)
+      return c;
+  return -1;
+}
+
+/* A flat JSON object into cells; false with *why on a bad record. */
+static bool decode_json(lm_kafka_source* s, const char* p, size_t n, const char** why) {
+  const char* end = p + n;
+  p = skip_ws(p, end);
+  if (p >= end || *p != '{') return *why = "not a JSON object", false;
+  p = skip_ws(p + 1, end);
+  if (p < end && *p == '}') return true;
+  for (;;) {
+    if (p >= end || *p != '"') return *why = "a member without a quoted name", false;
+    p++;
+    size_t kat, klen;
+    if (!json_string(s, &p, end, &kat, &klen)) return *why = "a bad string", false;
+    int32_t col = column_of(s, s->text + kat, klen);
+    p = skip_ws(p, end);
+    if (p >= end || *p != ':') return *why = "':' expected", false;
+    p = skip_ws(p + 1, end);
+    if (p >= end) return *why = "a value expected", false;
+    cell v = {.kind = C_NULL};
+    if (*p == '"') {
+      p++;
+      if (!json_string(s, &p, end, &v.at, &v.len)) return *why = "a bad string", false;
+      v.kind = C_STR;
+    } else if (*p == '{' || *p == '[') {
+      return *why = "a nested object or array", false;
+    } else {
+      const char* start = p;
+      while (p < end && *p != ',' && *p != '}' && *p != ' ' && *p != '\t' && *p != '\n' &&
+             *p != '\r')
+        p++;
+      size_t len = (size_t)(p - start);
+      if (len == 4 && memcmp(start, "null", 4) == 0) {
+        v.kind = C_NULL;
+      } else if (len == 4 && memcmp(start, "true", 4) == 0) {
+        v.kind = C_BOOL;
+        v.i = 1;
+      } else if (len == 5 && memcmp(start, "false", 5) == 0) {
+        v.kind = C_BOOL;
+        v.i = 0;
+      } else if (!parse_number(start, len, &v)) {
+        return *why = "a bad value", false;
+      }
+    }
+    if (col >= 0) s->cells[col] = v;
+    p = skip_ws(p, end);
+    if (p < end && *p == ',') {
+      p = skip_ws(p + 1, end);
+      continue;
+    }
+    if (p < end && *p == '}') return true;
+    return *why = "',' or '}' expected", false;
+  }
+}
+
+static bool is_meta(const lm_kafka_source* s, int32_t c) {
+  return c == s->meta_partition || c == s->meta_offset || c == s->meta_timestamp ||
+         c == s->meta_key;
+}
+
+/* The next column CSV fields fill (metadata columns are not in the message). */
+static int32_t next_data_col(const lm_kafka_source* s, int32_t c) {
+  while (c < s->schema.ncols && is_meta(s, c)) c++;
+  return c;
+}
+
+/* CSV fields in column order, metadata columns left out (RFC 4180 quoting; an
+ * empty unquoted field is NULL). Values are typed by their column. */
+static bool decode_csv(lm_kafka_source* s, const char* p, size_t n, const char** why) {
+  const char* end = p + n;
+  while (end > p && (end[-1] == '\n' || end[-1] == '\r')) end--;
+  int32_t col = next_data_col(s, 0);
+  for (;;) {
+    if (col >= s->schema.ncols) return *why = "more fields than columns", false;
+    cell v = {.kind = C_NULL};
+    size_t at = s->text_len;
+    bool quoted = p < end && *p == '"';
+    if (quoted) {
+      p++;
+      for (;;) {
+        if (p >= end) return *why = "an unterminated quote", false;
+        if (*p == '"') {
+          if (p + 1 < end && p[1] == '"') {
+            if (!text_put(s, "\"", 1)) return *why = "out of memory", false;
+            p += 2;
+            continue;
+          }
+          p++;
+          break;
+        }
+        if (!text_put(s, p, 1)) return *why = "out of memory", false;
+        p++;
+      }
+    } else {
+      const char* start = p;
+      while (p < end && *p != ',') p++;
+      if (!text_put(s, start, (size_t)(p - start))) return *why = "out of memory", false;
+    }
+    size_t len = s->text_len - at;
+    if (quoted || len > 0) {
+      lm_type t = s->schema.fields[col].type;
+      if (t == LM_TYPE_STRING) {
+        v.kind = C_STR;
+        v.at = at;
+        v.len = len;
+      } else if (t == LM_TYPE_BOOL) {
+        bool yes = len == 4 && memcmp(s->text + at, "true", 4) == 0;
+        bool no = len == 5 && memcmp(s->text + at, "false", 5) == 0;
+        if (!yes && !no) return *why = "a bad boolean", false;
+        v.kind = C_BOOL;
+        v.i = yes;
+      } else if (!parse_number(s->text + at, len, &v)) {
+        return *why = "a bad number", false;
+      }
+    }
+    s->cells[col] = v;
+    col = next_data_col(s, col + 1);
+    if (p >= end) break;
+    p++; /* the comma */
+  }
+  if (col != s->schema.ncols) return *why = "fewer fields than columns", false;
+  return true;
+}
+
+/* Check the cells fit the columns. */
+static bool check_cells(const lm_kafka_source* s, const char** why) {
+  for (int32_t c = 0; c < s->schema.ncols; c++) {
+    const cell* v = &s->cells[c];
+    const lm_field* f = &s->schema.fields[c];
+    bool ok = true;
+    switch (v->kind) {
+      case C_NULL: ok = !f->not_null; break;
+      case C_INT:
+        ok = f->type == LM_TYPE_INT64 || f->type == LM_TYPE_TIMESTAMP ||
+             f->type == LM_TYPE_DOUBLE ||
+             (f->type == LM_TYPE_INT32 && v->i >= INT32_MIN && v->i <= INT32_MAX);
+        break;
+      case C_DOUBLE: ok = f->type == LM_TYPE_DOUBLE; break;
+      case C_STR: ok = f->type == LM_TYPE_STRING; break;
+      case C_BOOL: ok = f->type == LM_TYPE_BOOL; break;
+    }
+    if (!ok) {
+      *why =
+          v->kind == C_NULL ? "NULL in a NOT NULL column" : "a value of the wrong type";
+      return false;
+    }
+  }
+  return true;
+}
+
+static ArrowErrorCode append_row(lm_kafka_source* s, struct ArrowArray* arr) {
+  for (int32_t c = 0; c < s->schema.ncols; c++) {
+    struct ArrowArray* child = arr->children[c];
+    const cell* v = &s->cells[c];
+    ArrowErrorCode rc;
+    switch (v->kind) {
+      case C_NULL: rc = ArrowArrayAppendNull(child, 1); break;
+      case C_STR: {
+        struct ArrowStringView sv = {s->text + v->at, (int64_t)v->len};
+        rc = ArrowArrayAppendString(child, sv);
+        break;
+      }
+      case C_DOUBLE: rc = ArrowArrayAppendDouble(child, v->d); break;
+      case C_INT:
+        rc = s->schema.fields[c].type == LM_TYPE_DOUBLE
+                 ? ArrowArrayAppendDouble(child, v->d)
+                 : ArrowArrayAppendInt(child, v->i);
+        break;
+      case C_BOOL: rc = ArrowArrayAppendInt(child, v->i); break;
+      default: rc = EINVAL;
+    }
+    if (rc != NANOARROW_OK) return rc;
+  }
+  return ArrowArrayFinishElement(arr);
+}
+
+static void note_bad(lm_kafka_source* s, const rd_kafka_message_t* m, const char* why) {
+  pthread_mutex_lock(&s->mu);
+  s->bad++;
+  snprintf(s->bad_reason, sizeof s->bad_reason, "partition %d offset %" PRId64 ": %s",
+           (int)m->partition, (int64_t)m->offset, why);
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void fail(lm_kafka_source* s, const char* what, const char* detail) {
+  pthread_mutex_lock(&s->mu);
+  if (s->failure[0] == '\0')
+    snprintf(s->failure, sizeof s->failure, "%s: %.400s", what, detail);
+  pthread_mutex_unlock(&s->mu);
+}
+
+static part_state* part_of(lm_kafka_source* s, int32_t id) {
+  for (int32_t i = 0; i < s->nparts; i++)
+    if (s->parts[i].id == id) return &s->parts[i];
+  return NULL;
+}
+
+/* One message: a row of `arr`, or a bad record. */
+static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
+                           struct ArrowArray* arr) {
+  s->text_len = 0;
+  for (int32_t c = 0; c < s->schema.ncols; c++) s->cells[c] = (cell){.kind = C_NULL};
+  const char* why = NULL;
+  bool ok = m->payload != NULL && (s->csv ? decode_csv(s, m->payload, m->len, &why)
+                                          : decode_json(s, m->payload, m->len, &why));
+  if (m->payload == NULL) why = "no payload";
+  rd_kafka_timestamp_type_t tt;
+  int64_t ts = rd_kafka_message_timestamp(m, &tt);
+  if (ok && s->meta_partition >= 0)
+    s->cells[s->meta_partition] = (cell){.kind = C_INT, .i = m->partition};
+  if (ok && s->meta_offset >= 0)
+    s->cells[s->meta_offset] = (cell){.kind = C_INT, .i = m->offset};
+  if (ok && s->meta_timestamp >= 0)
+    s->cells[s->meta_timestamp] = (cell){
+        .kind = C_INT,
+        .i = s->schema.fields[s->meta_timestamp].type == LM_TYPE_TIMESTAMP ? ts * 1000
+                                                                           : ts};
+  if (ok && s->meta_key >= 0) {
+    cell k = {.kind = C_NULL};
+    if (m->key != NULL) {
+      k.kind = C_STR;
+      k.at = s->text_len;
+      k.len = m->key_len;
+      ok = text_put(s, m->key, m->key_len);
+      if (!ok) why = "out of memory";
+    }
+    s->cells[s->meta_key] = k;
+  }
+  if (ok) ok = check_cells(s, &why);
+  if (ok && append_row(s, arr) != NANOARROW_OK) {
+    ok = false;
+    why = "out of memory";
+  }
+  if (!ok) {
+    note_bad(s, m, why != NULL ? why : "does not decode");
+    return false;
+  }
+  part_state* ps = part_of(s, m->partition);
+  if (ps != NULL && s->event_time != -1) {
+    int64_t et = ts;
+    if (s->event_time >= 0) {
+      const cell* v = &s->cells[s->event_time];
+      et = v->kind == C_INT ? v->i : INT64_MIN;
+      if (et != INT64_MIN && s->schema.fields[s->event_time].type == LM_TYPE_TIMESTAMP)
+        et /= 1000;
+    }
+    if (et > ps->max_ts) ps->max_ts = et;
+  }
+  return true;
+}
+
+/* ---- the offsets log ------------------------------------------------------------- */
+
+/* Record: u64 seq, u32 n, n x (i32 partition, i64 next offset); native order
+ * (the file is this machine's). */
+static bool log_append(lm_kafka_source* s, int64_t seq) {
+  int fd = open(s->offsets_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  size_t n = 12 + (size_t)s->nparts * 12;
+  unsigned char* rec = lm_malloc(n);
+  bool ok = rec != NULL;
+  if (ok) {
+    uint64_t q = (uint64_t)seq;
+    uint32_t k = (uint32_t)s->nparts;
+    memcpy(rec, &q, 8);
+    memcpy(rec + 8, &k, 4);
+    for (int32_t i = 0; i < s->nparts; i++) {
+      memcpy(rec + 12 + (size_t)i * 12, &s->parts[i].id, 4);
+      memcpy(rec + 16 + (size_t)i * 12, &s->parts[i].next, 8);
+    }
+    ok = write(fd, rec, n) == (ssize_t)n && fdatasync(fd) == 0;
+  }
+  lm_free(rec);
+  close(fd);
+  return ok;
+}
+
+/* The positions of the last record whose seq < `offset` into s->parts (a
+ * torn tail is ignored). */
+static void log_resume(lm_kafka_source* s, int64_t offset) {
+  int fd = open(s->offsets_log, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  for (;;) {
+    unsigned char head[12];
+    if (read(fd, head, 12) != 12) break;
+    uint64_t q;
+    uint32_t k;
+    memcpy(&q, head, 8);
+    memcpy(&k, head + 8, 4);
+    if (k > 1u << 20) break;
+    size_t n = (size_t)k * 12;
+    unsigned char* body = lm_malloc(n + 1);
+    if (body == NULL || read(fd, body, n) != (ssize_t)n) {
+      lm_free(body);
+      break;
+    }
+    if ((int64_t)q < offset) {
+      for (uint32_t i = 0; i < k; i++) {
+        int32_t id;
+        int64_t next;
+        memcpy(&id, body + (size_t)i * 12, 4);
+        memcpy(&next, body + 4 + (size_t)i * 12, 8);
+        part_state* ps = part_of(s, id);
+        if (ps != NULL) ps->next = next;
+      }
+    }
+    lm_free(body);
+  }
+  close(fd);
+}
+
+/* ---- the thread ---------------------------------------------------------------------- */
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static bool stopping(lm_kafka_source* s) {
+  return atomic_load_explicit(&s->stop, memory_order_acquire);
+}
+
+/* Assign every partition at its position, or where `startup` says. */
+static bool assign(lm_kafka_source* s) {
+  rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(s->nparts);
+  for (int32_t i = 0; i < s->nparts; i++) {
+    rd_kafka_topic_partition_t* tp =
+        rd_kafka_topic_partition_list_add(l, s->topic, s->parts[i].id);
+    if (s->parts[i].next >= 0)
+      tp->offset = s->parts[i].next;
+    else if (s->startup == LM_KAFKA_LATEST)
+      tp->offset = RD_KAFKA_OFFSET_END;
+    else if (s->startup == LM_KAFKA_GROUP)
+      tp->offset = RD_KAFKA_OFFSET_STORED;
+    else if (s->startup == LM_KAFKA_TIMESTAMP)
+      tp->offset = s->startup_ms;
+    else
+      tp->offset = RD_KAFKA_OFFSET_BEGINNING;
+  }
+  rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+  if (s->startup == LM_KAFKA_TIMESTAMP) {
+    /* offsets_for_times replaces the timestamps of the partitions without a
+     * position by offsets; the others keep theirs (asked with -1... so ask
+     * only for those). */
+    rd_kafka_topic_partition_list_t* q = rd_kafka_topic_partition_list_new(s->nparts);
+    for (int32_t i = 0; i < s->nparts; i++)
+      if (s->parts[i].next < 0)
+        rd_kafka_topic_partition_list_add(q, s->topic, s->parts[i].id)->offset =
+            s->startup_ms;
+    if (q->cnt > 0) e = rd_kafka_offsets_for_times(s->rk, q, (int)s->timeout_ms);
+    for (int32_t i = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && i < q->cnt; i++) {
+      rd_kafka_topic_partition_t* tp =
+          rd_kafka_topic_partition_list_find(l, s->topic, q->elems[i].partition);
+      if (tp != NULL) tp->offset = q->elems[i].offset;
+    }
+    rd_kafka_topic_partition_list_destroy(q);
+  }
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) e = rd_kafka_assign(s->rk, l);
+  rd_kafka_topic_partition_list_destroy(l);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+    fail(s, "Kafka assign failed", rd_kafka_err2str(e));
+  return e == RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+static int64_t now_ns(void);
+
+/* The watermark the partitions allow (INT64_MIN: none yet): the least of
+ * their event times, partitions idle (at their end for idle_ms) left out;
+ * when all are idle, the least of those that delivered anything. */
+static int64_t watermark(const lm_kafka_source* s) {
+  int64_t wm = INT64_MAX;
+  bool any = false;
+  int64_t now = now_ns();
+  for (int pass = 0; pass < 2 && !any; pass++) {
+    for (int32_t i = 0; i < s->nparts; i++) {
+      const part_state* p = &s->parts[i];
+      bool idle = p->eof && s->idle_ms >= 0 && now - p->last_ns >= s->idle_ms * 1000000;
+      if (pass == 0 ? idle : p->max_ts == INT64_MIN) continue;
+      any = true;
+      if (p->max_ts < wm) wm = p->max_ts;
+    }
+  }
+  if (!any || wm == INT64_MAX || wm == INT64_MIN) return INT64_MIN;
+  int64_t out;
+  return __builtin_sub_overflow(wm, s->wm_delay_ms, &out) ? INT64_MIN : out;
+}
+
+/* Push the batch (moved on success), waiting while the queue is full. */
+static bool push(lm_kafka_source* s, laminar_source* src, struct ArrowArray* arr) {
+  laminar_error e;
+  for (;;) {
+    laminar_code rc = laminar_source_push_timeout(src, arr, &s->arrow_schema, 100, &e);
+    if (rc == LAMINAR_OK) return true;
+    if (rc != LAMINAR_ERR_PUSH_TIMEOUT && rc != LAMINAR_ERR_QUEUE_FULL) {
+      fail(s, "push failed", e.message);
+      return false;
+    }
+    if (stopping(s)) return false;
+    if (rc == LAMINAR_ERR_QUEUE_FULL) {
+      struct timespec ts = {0, 10 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
+static bool flush(lm_kafka_source* s, laminar_source* src, struct ArrowArray* arr,
+                  int64_t* last_wm) {
+  if (arr->length > 0) {
+    if (ArrowArrayFinishBuildingDefault(arr, NULL) != NANOARROW_OK) {
+      fail(s, "building a batch failed", "out of memory");
+      return false;
+    }
+    laminar_error e;
+    int64_t seq = 0;
+    if (s->offsets_log != NULL && laminar_source_offset(src, &seq, &e) == LAMINAR_OK &&
+        !log_append(s, seq)) {
+      fail(s, "cannot write the offsets log", strerror(errno));
+      return false;
+    }
+    if (!push(s, src, arr)) return false;
+  }
+  int64_t wm = s->event_time != -1 ? watermark(s) : INT64_MIN;
+  if (wm != INT64_MIN && wm > *last_wm) {
+    laminar_error e;
+    laminar_code rc;
+    while ((rc = laminar_source_push_watermark_timeout(src, wm, 100, &e)) != LAMINAR_OK) {
+      if (stopping(s) || (rc != LAMINAR_ERR_PUSH_TIMEOUT && rc != LAMINAR_ERR_QUEUE_FULL))
+        return rc == LAMINAR_OK;
+    }
+    *last_wm = wm;
+  }
+  return true;
+}
+
+static bool new_batch(lm_kafka_source* s, struct ArrowArray* arr) {
+  if (arr->release != NULL) arr->release(arr);
+  if (ArrowArrayInitFromSchema(arr, &s->arrow_schema, NULL) != NANOARROW_OK) return false;
+  return ArrowArrayStartAppending(arr) == NANOARROW_OK;
+}
+
+static void* consume(void* arg) {
+  lm_kafka_source* s = arg;
+  laminar_source* src = NULL;
+  laminar_error e;
+  if (laminar_source_open(s->db, s->name, &src, &e) != LAMINAR_OK) {
+    fail(s, "cannot open the source", e.message);
+    return NULL;
+  }
+  int64_t offset = 0;
+  if (s->offsets_log != NULL && laminar_source_offset(src, &offset, &e) == LAMINAR_OK)
+    log_resume(s, offset);
+  struct ArrowArray arr = {0};
+  int64_t last_wm = INT64_MIN;
+  for (int32_t i = 0; i < s->nparts; i++) s->parts[i].last_ns = now_ns();
+  if (!stopping(s) && assign(s) && new_batch(s, &arr)) {
+    int64_t started = now_ns();
+    while (!stopping(s)) {
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(s->rk, 20);
+      if (m != NULL) {
+        part_state* ps = part_of(s, m->partition);
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+          if (ps != NULL) ps->eof = true;
+        } else if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+          if (rd_kafka_message_errstr(m) != NULL &&
+              m->err != RD_KAFKA_RESP_ERR__TRANSPORT &&
+              m->err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+            fail(s, "Kafka", rd_kafka_message_errstr(m));
+          }
+        } else {
+          decode_message(s, m, &arr);
+          if (ps != NULL) {
+            ps->next = m->offset + 1;
+            ps->eof = false;
+            ps->last_ns = now_ns();
+          }
+        }
+        rd_kafka_message_destroy(m);
+      }
+      bool due = arr.length >= BATCH_ROWS || now_ns() - started >= BATCH_NS;
+      if (!due) continue;
+      if (!flush(s, src, &arr, &last_wm)) break;
+      if (!new_batch(s, &arr)) break;
+      started = now_ns();
+    }
+  }
+  if (arr.release != NULL) arr.release(&arr);
+  laminar_source_close(src);
+  return NULL;
+}
+
+/* ---- starting and stopping ------------------------------------------------------- */
+
+static void source_free(lm_kafka_source* s) {
+  if (s->rk != NULL) {
+    rd_kafka_consumer_close(s->rk);
+    rd_kafka_destroy(s->rk);
+  }
+  if (s->arrow_schema.release != NULL) s->arrow_schema.release(&s->arrow_schema);
+  lm_schema_free(&s->schema);
+  pthread_mutex_destroy(&s->mu);
+  lm_free(s->parts);
+  lm_free(s->cells);
+  lm_free(s->text);
+  lm_free(s->name);
+  lm_free(s->topic);
+  lm_free(s->offsets_log);
+  lm_free(s);
+}
+
+static laminar_code conf_set(const lm_kafka_source* s, rd_kafka_conf_t* conf,
+                             const char* key, const char* value, laminar_error* err) {
+  char errstr[512];
+  if (rd_kafka_conf_set(conf, key, value, errstr, sizeof errstr) == RD_KAFKA_CONF_OK)
+    return LAMINAR_OK;
+  return lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                      "source '%s': Kafka property '%s': %s", s->name, key, errstr);
+}
+
+static laminar_code broker_fail(const lm_kafka_source* s, laminar_error* err,
+                                const char* what, const char* reason) {
+  return lm_error_set(err, LAMINAR_ERR_CONNECTOR,
+                      "source '%s': Kafka %s (topic '%s') failed: %s", s->name, what,
+                      s->topic, reason);
+}
+
+/* The topic's partitions into s->parts. */
+static laminar_code read_partitions(lm_kafka_source* s, laminar_error* err) {
+  rd_kafka_topic_t* t = rd_kafka_topic_new(s->rk, s->topic, NULL);
+  if (t == NULL)
+    return broker_fail(s, err, "topic", rd_kafka_err2str(rd_kafka_last_error()));
+  const struct rd_kafka_metadata* md = NULL;
+  rd_kafka_resp_err_t e = rd_kafka_metadata(s->rk, 0, t, &md, (int)s->timeout_ms);
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1) e = md->topics[0].err;
+  laminar_code rc = LAMINAR_OK;
+  if (e == RD_KAFKA_RESP_ERR__TRANSPORT || e == RD_KAFKA_RESP_ERR__TIMED_OUT) {
+    char why[300];
+    snprintf(why, sizeof why, "no broker answered within %" PRId64 " ms (%s)",
+             s->timeout_ms, rd_kafka_err2str(e));
+    rc = broker_fail(s, err, "connect", why);
+  } else if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    rc = broker_fail(s, err, "topic metadata", rd_kafka_err2str(e));
+  } else {
+    const struct rd_kafka_metadata_topic* mt = &md->topics[0];
+    s->parts = lm_calloc((size_t)mt->partition_cnt + 1, sizeof *s->parts);
+    if (s->parts == NULL) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    for (int i = 0; rc == LAMINAR_OK && i < mt->partition_cnt; i++)
+      s->parts[s->nparts++] =
+          (part_state){.id = mt->partitions[i].id, .next = -1, .max_ts = INT64_MIN};
+  }
+  if (md != NULL) rd_kafka_metadata_destroy(md);
+  rd_kafka_topic_destroy(t);
+  return rc;
+}
+
+laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config* c,
+                                   const lm_schema* schema, lm_kafka_source** out,
+                                   laminar_error* err) {
+  *out = NULL;
+  lm_kafka_source* s = lm_calloc(1, sizeof *s);
+  if (s == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  pthread_mutex_init(&s->mu, NULL);
+  atomic_init(&s->stop, false);
+  s->db = db;
+  s->csv = c->csv;
+  s->event_time = c->event_time;
+  s->wm_delay_ms = c->wm_delay_ms;
+  s->idle_ms = c->idle_timeout_ms;
+  s->startup = c->startup;
+  s->startup_ms = c->startup_ms;
+  s->timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 30000;
+  s->name = lm_strdup(c->name);
+  s->topic = lm_strdup(c->topic);
+  s->offsets_log = c->offsets_log != NULL ? lm_strdup(c->offsets_log) : NULL;
+  laminar_code rc = LAMINAR_OK;
+  if (s->name == NULL || s->topic == NULL ||
+      (c->offsets_log != NULL && s->offsets_log == NULL) ||
+      lm_schema_copy(schema, &s->schema) != 0)
+    rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  if (rc == LAMINAR_OK) {
+    s->cells = lm_calloc((size_t)s->schema.ncols + 1, sizeof *s->cells);
+    if (s->cells == NULL ||
+        lm_arrow_schema_export(&s->schema, &s->arrow_schema) != LAMINAR_OK)
+      rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
+  s->meta_partition = column_of(s, "_partition", 10);
+  s->meta_offset = column_of(s, "_offset", 7);
+  s->meta_timestamp = column_of(s, "_timestamp", 10);
+  s->meta_key = column_of(s, "_key", 4);
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char group[300];
+  snprintf(group, sizeof group, "laminardb.%s", c->name);
+  char ms[32];
+  snprintf(ms, sizeof ms, "%" PRId64, s->timeout_ms);
+  if (rc == LAMINAR_OK) rc = conf_set(s, conf, "bootstrap.servers", c->brokers, err);
+  if (rc == LAMINAR_OK)
+    rc = conf_set(s, conf, "group.id", c->group_id != NULL ? c->group_id : group, err);
+  if (rc == LAMINAR_OK) rc = conf_set(s, conf, "enable.auto.commit", "false", err);
+  if (rc == LAMINAR_OK) rc = conf_set(s, conf, "enable.partition.eof", "true", err);
+  if (rc == LAMINAR_OK) rc = conf_set(s, conf, "isolation.level", "read_committed", err);
+  if (rc == LAMINAR_OK) rc = conf_set(s, conf, "log_level", "3", err);
+  if (rc == LAMINAR_OK)
+    rc = conf_set(s, conf, "socket.connection.setup.timeout.ms", ms, err);
+  for (int32_t i = 0; rc == LAMINAR_OK && i < c->nconf; i++)
+    rc = conf_set(s, conf, c->conf_keys[i], c->conf_values[i], err);
+  if (rc == LAMINAR_OK) {
+    char errstr[512];
+    s->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    if (s->rk == NULL) rc = broker_fail(s, err, "consumer", errstr);
+    conf = s->rk == NULL ? conf : NULL;
+  }
+  if (conf != NULL) rd_kafka_conf_destroy(conf);
+  if (rc == LAMINAR_OK) rc = read_partitions(s, err);
+  if (rc == LAMINAR_OK && pthread_create(&s->thread, NULL, consume, s) != 0)
+    rc = lm_error_set(err, LAMINAR_ERR_INTERNAL, "source '%s': cannot start its consumer",
+                      c->name);
+  if (rc != LAMINAR_OK) {
+    source_free(s);
+    return rc;
+  }
+  s->started = true;
+  *out = s;
+  return LAMINAR_OK;
+}
+
+void lm_kafka_source_signal(lm_kafka_source* s) {
+  atomic_store_explicit(&s->stop, true, memory_order_release);
+}
+
+bool lm_kafka_source_signaled(lm_kafka_source* s) { return stopping(s); }
+
+void lm_kafka_source_stop(lm_kafka_source* s) {
+  if (s == NULL) return;
+  atomic_store_explicit(&s->stop, true, memory_order_release);
+  if (s->started) pthread_join(s->thread, NULL);
+  source_free(s);
+}
+
+const char* lm_kafka_source_name(const lm_kafka_source* s) { return s->name; }
+
+int64_t lm_kafka_source_bad(lm_kafka_source* s, char* reason, size_t cap, bool* failed) {
+  pthread_mutex_lock(&s->mu);
+  int64_t n = s->bad;
+  *failed = s->failure[0] != '\0';
+  if (reason != NULL && cap > 0)
+    snprintf(reason, cap, "%s", s->failure[0] != '\0' ? s->failure : s->bad_reason);
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+#else /* !LAMINAR_HAVE_KAFKA */
+
+laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config* c,
+                                   const lm_schema* schema, lm_kafka_source** out,
+                                   laminar_error* err) {
+  (void)db, (void)schema;
+  *out = NULL;
+  return lm_error_set(err, LAMINAR_ERR_SQL_UNSUPPORTED,
+                      "source '%s': connector 'kafka': LaminarDB was built without Kafka "
+                      "(librdkafka); rebuild with librdkafka-dev installed",
+                      c->name);
+}
+
+void lm_kafka_source_stop(lm_kafka_source* s) { (void)s; }
+
+void lm_kafka_source_signal(lm_kafka_source* s) { (void)s; }
+
+bool lm_kafka_source_signaled(lm_kafka_source* s) {
+  (void)s;
+  return true;
+}
+
+const char* lm_kafka_source_name(const lm_kafka_source* s) {
+  (void)s;
+  return "";
+}
+
+int64_t lm_kafka_source_bad(lm_kafka_source* s, char* reason, size_t cap, bool* failed) {
+  (void)s;
+  *failed = false;
+  if (reason != NULL && cap > 0) reason[0] = '\0';
+  return 0;
+}
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * kafka_source.h -- a Kafka topic feeding a source (docs/KAFKA.md): a consumer
+ * thread that decodes messages (JSON objects or CSV lines) into Arrow batches
+ * of the source's schema and pushes them through the source's public push
+ * path (laminar_source_push), as any producer would.
+ *
+ * Exactly once in, through the source's offset (laminar_source_offset): before
+ * each batch is pushed, the consumer appends to an offsets log in the data
+ * directory the push's offset and every partition's next Kafka offset after
+ * the batch (fdatasync'ed). After a restart the source's offset says which
+ * pushes the recovered state holds (the WAL's, or the checkpoint's without
+ * one), so the consumer resumes each partition where the last of those left
+ * it: nothing consumed is lost or applied twice. Without durability it starts
+ * at `startup` each time.
+ *
+ * Watermarks: with event_time = '<column>' (or 'kafka_timestamp'), each
+ * partition's watermark is the largest event time it delivered; after each
+ * batch the source gets the minimum over the partitions (explicit watermark
+ * messages), partitions idle (at their end for idle_timeout) excepted.
+ *
+ * Metadata columns: source columns named _partition, _offset, _timestamp
+ * (the message's, epoch ms) and _key are filled from the message.
+ * A message that does not decode (not JSON, a wrong type, a field count) is
+ * skipped and counted; the reason of the last one is kept.
+ */
+#ifndef LM_CONNECT_KAFKA_SOURCE_H
+#define LM_CONNECT_KAFKA_SOURCE_H
+
+#include "laminar.h"
+#include "util/types.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct lm_kafka_source lm_kafka_source;
+
+typedef enum lm_kafka_startup {
+  LM_KAFKA_EARLIEST = 0,
+  LM_KAFKA_LATEST = 1,
+  LM_KAFKA_GROUP = 2,
+  LM_KAFKA_TIMESTAMP = 3
+} lm_kafka_startup;
+
+typedef struct lm_kafka_source_config {
+  const char* name; /* the source */
+  const char* brokers;
+  const char* topic;
+  const char* group_id; /* NULL: "laminardb.<source>" */
+  bool csv;
+  lm_kafka_startup startup;
+  int64_t startup_ms;      /* LM_KAFKA_TIMESTAMP */
+  int32_t event_time;      /* column index, -1: none, -2: the message timestamp */
+  int64_t wm_delay_ms;     /* the watermark trails the event time by this much */
+  int64_t idle_timeout_ms; /* a partition at its end this long stops holding the
+                              watermark (-1: never) */
+  const char* offsets_log; /* NULL: not durable */
+  const char* const* conf_keys;
+  const char* const* conf_values;
+  int32_t nconf;
+  int64_t timeout_ms;
+} lm_kafka_source_config;
+
+/* Check the configuration against the broker (the topic's partitions) and
+ * start the consumer thread on `db`'s source c->name of `schema` (copied).
+ * Errors: LAMINAR_ERR_CONNECTOR, LAMINAR_ERR_CONFIG_VALUE (a property the
+ * client refuses), LAMINAR_ERR_SQL_UNSUPPORTED (built without Kafka),
+ * LAMINAR_ERR_NOMEM. Control thread, under db->lock: the thread takes it to
+ * open its producer handle, so it starts feeding once the caller is done. */
+laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config* c,
+                                   const lm_schema* schema, lm_kafka_source** out,
+                                   laminar_error* err);
+
+/* Ask the thread to stop (it closes its producer handle and ends); no wait:
+ * a caller holding db->lock may call it. */
+void lm_kafka_source_signal(lm_kafka_source* s);
+
+/* Stop the thread, wait for it and free. NULL is a no-op. Not under db->lock
+ * (the thread may wait for it). */
+void lm_kafka_source_stop(lm_kafka_source* s);
+
+/* Whether lm_kafka_source_signal was called. */
+bool lm_kafka_source_signaled(lm_kafka_source* s);
+
+/* The source it feeds. */
+const char* lm_kafka_source_name(const lm_kafka_source* s);
+
+/* Messages skipped as bad; the reason of the last, or why the thread
+ * stopped ("" when neither); *failed: whether it stopped on an error. */
+int64_t lm_kafka_source_bad(lm_kafka_source* s, char* reason, size_t cap, bool* failed);
+
+#endif /* LM_CONNECT_KAFKA_SOURCE_H */

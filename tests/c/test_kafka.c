@@ -1,0 +1,261 @@
+/*
+ * test_kafka.c -- the Kafka connectors' refusals through laminar.h, with no
+ * broker needed (tests/python/test_kafka.py runs them against a real one):
+ * every bad CREATE SOURCE / CREATE SINK ... WITH (connector = 'kafka', ...)
+ * gets its code naming the object, an unreachable broker is LDB-5005 within
+ * the timeout (not a hang), a library built without librdkafka says so with
+ * LDB-1005, and nothing of a refused statement stays (the name is free).
+ * Under ASan+UBSan this also covers the connectors' failure paths for leaks.
+ * With LAMINAR_KAFKA_BOOTSTRAP set (a running broker, tests/kafka/broker.sh),
+ * `round_trip` also runs rows through a Kafka sink and back through a Kafka
+ * source (skipped without: the success paths under the sanitizers).
+ */
+#include "lm_test_fs.h"  // first: its feature macros
+#include "arrow_build.h"
+#include "lm_test.h"
+
+#include <stdlib.h>
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define DDL                                                    \
+  "CREATE SOURCE t (id BIGINT NOT NULL, k VARCHAR, v DOUBLE);" \
+  "CREATE STREAM s AS SELECT id, k, v FROM t;"
+
+#define SINK "CREATE SINK out FROM s WITH (connector = 'kafka', "
+#define NOWHERE "'bootstrap.servers' = '127.0.0.1:1', timeout = '1 second'"
+
+#ifdef LAMINAR_HAVE_KAFKA
+#define UNREACHABLE LAMINAR_ERR_CONNECTOR
+#else
+#define UNREACHABLE LAMINAR_ERR_SQL_UNSUPPORTED
+#endif
+
+static laminar_code open_durable(const char* dir, laminar_db** db, laminar_error* err) {
+  laminar_config* c;
+  if (laminar_config_create(&c) != LAMINAR_OK) return LAMINAR_ERR_NOMEM;
+  laminar_code rc = laminar_config_set(c, "data_dir", dir, err);
+  if (rc == LAMINAR_OK) rc = laminar_config_set(c, "checkpoint_interval", "1 hour", err);
+  if (rc == LAMINAR_OK) rc = laminar_open(c, db, err);
+  laminar_config_destroy(c);
+  return rc;
+}
+
+static double seconds_since(const struct timespec* t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+typedef struct bad_case {
+  const char* sql;
+  laminar_code want;
+} bad_case;
+
+/* Each statement fails with its code, its message naming `object`. */
+static int expect_all(laminar_db* db, const bad_case* cases, const char* object) {
+  for (const bad_case* c = cases; c->sql != NULL; c++) {
+    laminar_error err;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    laminar_code rc = laminar_execute(db, c->sql, &err);
+    if (rc != c->want) {
+      fprintf(stderr, "%s\n  returned %d, want %d (%s)\n", c->sql, (int)rc, (int)c->want,
+              rc != LAMINAR_OK ? err.message : "");
+      return 1;
+    }
+    EXPECT(strstr(err.message, object) != NULL);
+    EXPECT(seconds_since(&t0) < 20.0); /* a clear error, not a hang */
+#ifndef LAMINAR_HAVE_KAFKA
+    if (rc == LAMINAR_ERR_SQL_UNSUPPORTED) EXPECT(strstr(err.message, "without Kafka"));
+#endif
+  }
+  return 0;
+}
+
+static int test_sink_refusals(void) {
+  char dir[256];
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_kafka_") == 0);
+  laminar_db* db;
+  laminar_error err;
+  CHECK_CODE(open_durable(dir, &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
+  static const bad_case cases[] = {
+      {SINK "topic = 'x')", LAMINAR_ERR_CONFIG_VALUE}, /* no bootstrap.servers */
+      {SINK NOWHERE ")", LAMINAR_ERR_CONFIG_VALUE},    /* no topic */
+      {SINK NOWHERE ", topic = 'x', delivery = 'twice')", LAMINAR_ERR_CONFIG_VALUE},
+      {SINK NOWHERE ", topic = 'x', colour = 'red')", LAMINAR_ERR_CONFIG_KEY},
+      {SINK NOWHERE ", topic = 'x', path = '/tmp/x')", LAMINAR_ERR_CONFIG_CONFLICT},
+      {SINK NOWHERE ", topic = 'x', key = 'nope')", LAMINAR_ERR_SQL_UNKNOWN_COLUMN},
+      {SINK NOWHERE ", topic = 'x', key = 'k')", UNREACHABLE},
+      {SINK NOWHERE ", topic = 'x', delivery = 'at_least_once', format = 'csv')",
+       UNREACHABLE},
+      {NULL, LAMINAR_OK}};
+  int rc = expect_all(db, cases, "'out'");
+  /* Nothing stayed: the name is free for an endpoint. */
+  if (rc == 0)
+    CHECK_CODE(laminar_execute(db, "CREATE SINK out FROM s", &err), LAMINAR_OK, &err);
+  laminar_close(db);
+  lm_test_rmtree(dir);
+  return rc;
+}
+
+static int test_sink_needs_durability(void) {
+  laminar_db* db;
+  laminar_error err;
+  CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, DDL, &err), LAMINAR_OK, &err);
+  laminar_code rc = laminar_execute(db, SINK NOWHERE ", topic = 'x')", &err);
+#ifdef LAMINAR_HAVE_KAFKA
+  EXPECT(rc == LAMINAR_ERR_CONFIG_CONFLICT);
+  EXPECT(strstr(err.message, "data_dir") != NULL);
+#else
+  EXPECT(rc == LAMINAR_ERR_SQL_UNSUPPORTED);
+#endif
+  laminar_close(db);
+  return 0;
+}
+
+#define SOURCE "CREATE SOURCE src (id BIGINT, ts BIGINT) WITH (connector = 'kafka', "
+
+static int test_source_refusals(void) {
+  laminar_db* db;
+  laminar_error err;
+  CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
+  static const bad_case cases[] = {
+      {SOURCE "topic = 'x')", LAMINAR_ERR_CONFIG_VALUE},
+      {SOURCE NOWHERE ")", LAMINAR_ERR_CONFIG_VALUE},
+      {SOURCE NOWHERE ", topic = 'x', startup = 'yesterday')", LAMINAR_ERR_CONFIG_VALUE},
+      {SOURCE NOWHERE ", topic = 'x', startup = 'timestamp:x')",
+       LAMINAR_ERR_CONFIG_VALUE},
+      {SOURCE NOWHERE ", topic = 'x', format = 'xml')", LAMINAR_ERR_CONFIG_VALUE},
+      {SOURCE NOWHERE ", topic = 'x', event_time = 'nope')",
+       LAMINAR_ERR_SQL_UNKNOWN_COLUMN},
+      {SOURCE NOWHERE ", topic = 'x', 'kafka.no.such.property' = '1')",
+#ifdef LAMINAR_HAVE_KAFKA
+       LAMINAR_ERR_CONFIG_VALUE},
+#else
+       LAMINAR_ERR_SQL_UNSUPPORTED},
+#endif
+      {SOURCE NOWHERE
+       ", topic = 'x', startup = 'timestamp:5', idle_timeout = '1 second')",
+       UNREACHABLE},
+      {NULL, LAMINAR_OK}};
+  int rc = expect_all(db, cases, "'src'");
+  /* Nothing stayed: the name is free. */
+  if (rc == 0)
+    CHECK_CODE(laminar_execute(db, "CREATE SOURCE src (id BIGINT)", &err), LAMINAR_OK,
+               &err);
+  laminar_close(db);
+  return rc;
+}
+
+#ifdef LAMINAR_HAVE_KAFKA
+#include <librdkafka/rdkafka.h>
+
+/* Test setup: a topic of 2 partitions, made with librdkafka's admin API. */
+static int create_topic(const char* bootstrap, const char* name) {
+  char errstr[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, errstr, sizeof errstr) !=
+      RD_KAFKA_CONF_OK)
+    return -1;
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  if (rk == NULL) return -1;
+  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(name, 2, 1, errstr, sizeof errstr);
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
+  int rc = -1;
+  const rd_kafka_CreateTopics_result_t* res =
+      ev != NULL ? rd_kafka_event_CreateTopics_result(ev) : NULL;
+  if (res != NULL) {
+    size_t n;
+    const rd_kafka_topic_result_t** tr = rd_kafka_CreateTopics_result_topics(res, &n);
+    rc = n == 1 && rd_kafka_topic_result_error(tr[0]) == RD_KAFKA_RESP_ERR_NO_ERROR ? 0
+                                                                                    : -1;
+  }
+  if (ev != NULL) rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_NewTopic_destroy(nt);
+  rd_kafka_destroy(rk);
+  return rc;
+}
+#endif
+
+/* trades -> exactly-once sink -> topic -> source -> subscription. */
+static int test_round_trip(void) {
+  const char* bootstrap = getenv("LAMINAR_KAFKA_BOOTSTRAP");
+#ifndef LAMINAR_HAVE_KAFKA
+  (void)bootstrap;
+  return LM_TEST_SKIP; /* the refusals check LDB-1005 */
+#else
+  if (bootstrap == NULL || bootstrap[0] == '\0') return LM_TEST_SKIP;
+  char dir[256], sql[1024], topic[64];
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_kafka_") == 0);
+  snprintf(topic, sizeof topic, "c-%s",
+           strrchr(dir, '_') + 1); /* mkdtemp's random part */
+  CHECK(create_topic(bootstrap, topic) == 0);
+  laminar_db* db;
+  laminar_error err;
+  CHECK_CODE(open_durable(dir, &db, &err), LAMINAR_OK, &err);
+  snprintf(
+      sql, sizeof sql,
+      "CREATE SOURCE trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts BIGINT);"
+      "CREATE STREAM big AS SELECT * FROM trades WHERE volume > 1;"
+      "CREATE SINK out FROM big WITH (connector = 'kafka', 'bootstrap.servers' = "
+      "'%s', topic = '%s', key = 'symbol');"
+      "CREATE SOURCE back (symbol VARCHAR, price DOUBLE, volume BIGINT, ts BIGINT, "
+      "_partition INT) WITH (connector = 'kafka', 'bootstrap.servers' = '%s', "
+      "topic = '%s');"
+      "CREATE STREAM seen AS SELECT * FROM back;",
+      bootstrap, topic, bootstrap, topic);
+  CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "seen", &sub, &err), LAMINAR_OK, &err);
+  const trade_row rows[] = {{"A", 1.5, false, 10, false, 1},
+                            {"B", 2.5, false, 1, false, 2},
+                            {"C", 3.5, false, 30, false, 3},
+                            {NULL, 0, true, 40, false, 4}};
+  struct ArrowArray arr;
+  struct ArrowSchema schema;
+  CHECK(build_trades(rows, 4, false, &arr, &schema) == 0);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "trades", &src, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_source_push(src, &arr, &schema, &err), LAMINAR_OK, &err);
+  schema.release(&schema);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err); /* publishes 3 rows */
+  CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err); /* the source feeds `seen` */
+  int64_t seen = 0;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (seen < 3 && seconds_since(&t0) < 30.0) {
+    struct ArrowArray out;
+    struct ArrowSchema out_schema;
+    CHECK_CODE(laminar_subscription_next(sub, 200, &out, &out_schema, &err), LAMINAR_OK,
+               &err);
+    if (out.release == NULL) continue;
+    seen += out.length;
+    out.release(&out);
+    out_schema.release(&out_schema);
+  }
+  EXPECT(seen == 3);
+  laminar_subscription_close(sub);
+  CHECK_CODE(laminar_close_v2(db, &err), LAMINAR_OK, &err);
+  lm_test_rmtree(dir);
+  return 0;
+#endif
+}
+
+static const lm_test_case cases[] = {
+    {"round_trip", test_round_trip},
+    {"sink_refusals", test_sink_refusals},
+    {"sink_needs_durability", test_sink_needs_durability},
+    {"source_refusals", test_source_refusals},
+    {NULL, NULL}};
+
+int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
