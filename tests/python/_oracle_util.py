@@ -8,14 +8,18 @@
   window with the final watermark and collect the output and late-row count.
 * ``duck``: run a query over Arrow tables in DuckDB (default settings).
 * ``assert_same_rows``: compare two row multisets with a float tolerance.
+* ``close_as``: close a durable database cleanly, or leave its directory as a
+  kill -9 would have.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -29,6 +33,22 @@ FINAL_WATERMARK = 2**63 - 1
 #: Relative and absolute tolerance of floating-point comparisons.
 REL_TOL = 1e-9
 ABS_TOL = 1e-6
+
+
+def close_as(db: laminardb.Connection, data: Path, *, crash: bool) -> None:
+    """Close ``db`` (durable, in ``data``); with ``crash``, leave ``data`` as a kill -9 does.
+
+    The crash is a copy of the directory taken while the database is open (what
+    is durable at that moment), put back after the close.
+    """
+    if not crash:
+        db.close()
+        return
+    copy = data.with_name(data.name + "-crash-copy")
+    shutil.copytree(data, copy)
+    db.close()
+    shutil.rmtree(data)
+    copy.rename(data)
 
 
 def seed_strategy_bounds() -> tuple[int, int]:

@@ -10,7 +10,6 @@ index, and computes LAST_VALUE's last peer over (k, ts) by id.
 from __future__ import annotations
 
 import random
-import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,6 +18,7 @@ from _oracle_util import (
     FINAL_WATERMARK,
     announce_seed,
     assert_same_rows,
+    close_as,
     duck,
     rows_of,
     seed_strategy_bounds,
@@ -394,14 +394,7 @@ def test_analytic_restart_gives_the_uninterrupted_answer(
         db.run_until_idle()
         if step == half // 2:
             db.checkpoint()
-    if crash:  # the directory as a kill -9 leaves it
-        copy = data.with_name("copy")
-        shutil.copytree(data, copy)
-        db.close()
-        shutil.rmtree(data)
-        copy.rename(data)
-    else:
-        db.close()
+    close_as(db, data, crash=crash)  # or as a kill -9 leaves it
     with laminardb.open(data, **options, cores=cores[1]) as db:
         db.execute(ddl)
         src = db.source("t")

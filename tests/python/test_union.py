@@ -14,7 +14,6 @@ the reactor thread taking the pushes as they come.
 from __future__ import annotations
 
 import random
-import shutil
 
 import pyarrow as pa
 import pytest
@@ -22,6 +21,7 @@ from _oracle_util import (
     FINAL_WATERMARK,
     announce_seed,
     assert_same_rows,
+    close_as,
     duck,
     rows_of,
     seed_strategy_bounds,
@@ -286,14 +286,7 @@ def test_union_restart_in_the_middle(
         db.run_until_idle()
         if step == half // 2:
             db.checkpoint()
-    if crash:  # the directory as a kill -9 leaves it
-        copy = data.with_name("copy")
-        shutil.copytree(data, copy)
-        db.close()
-        shutil.rmtree(data)
-        copy.rename(data)
-    else:
-        db.close()
+    close_as(db, data, crash=crash)  # or as a kill -9 leaves it
     with laminardb.open(data, **{**options, "cores": cores_after}) as db:
         db.execute(ddl)  # the stored statements: already there
         assert partitions(db, "w") == cores_after
