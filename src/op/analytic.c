@@ -171,13 +171,6 @@ static lm_value* row_vals(const an_op* op, int32_t slot) {
   return &op->vals[(int64_t)slot * op->nvals];
 }
 
-#define AN_GROW(ptr, n)                                             \
-  do {                                                              \
-    void* grown_ = lm_realloc((ptr), sizeof(*(ptr)) * (size_t)(n)); \
-    if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                   \
-    (ptr) = grown_;                                                 \
-  } while (0)
-
 /* Room for `more` slots beyond the high-water mark, held and pending. */
 static laminar_code slots_reserve(an_op* op, int64_t more) {
   int64_t need = op->nslots + more;
@@ -185,14 +178,14 @@ static laminar_code slots_reserve(an_op* op, int64_t more) {
   int64_t cap = op->cap_slots ? op->cap_slots : 64;
   while (cap < need) cap *= 2;
   if (cap > INT32_MAX) return LAMINAR_ERR_NOMEM;
-  AN_GROW(op->vals, cap * op->nvals);
-  AN_GROW(op->ts, cap);
-  AN_GROW(op->seq, cap);
-  AN_GROW(op->part, cap);
-  AN_GROW(op->pos, cap);
-  AN_GROW(op->free_slots, cap);
-  AN_GROW(op->held, cap);
-  AN_GROW(op->pend, cap);
+  LM_GROW_ARRAY(op->vals, cap * op->nvals);
+  LM_GROW_ARRAY(op->ts, cap);
+  LM_GROW_ARRAY(op->seq, cap);
+  LM_GROW_ARRAY(op->part, cap);
+  LM_GROW_ARRAY(op->pos, cap);
+  LM_GROW_ARRAY(op->free_slots, cap);
+  LM_GROW_ARRAY(op->held, cap);
+  LM_GROW_ARRAY(op->pend, cap);
   op->cap_slots = cap;
   return LAMINAR_OK;
 }
@@ -215,14 +208,14 @@ static void slot_free(an_op* op, int32_t s) {
 static laminar_code parts_grow(an_op* op) {
   int64_t cap = op->t.cap;
   if (cap <= op->pcap) return LAMINAR_OK;
-  AN_GROW(op->p_count, cap);
-  AN_GROW(op->p_last_ts, cap);
-  AN_GROW(op->p_rank, cap);
-  AN_GROW(op->p_dense, cap);
-  if (op->nfirst > 0) AN_GROW(op->p_first, cap * op->nfirst);
-  if (op->lag_slots > 0) AN_GROW(op->p_lag, cap * op->lag_slots);
-  if (op->maxlead > 0) AN_GROW(op->p_lead, cap * op->maxlead);
-  if (op->nrange > 0) AN_GROW(op->p_range, cap * op->nrange);
+  LM_GROW_ARRAY(op->p_count, cap);
+  LM_GROW_ARRAY(op->p_last_ts, cap);
+  LM_GROW_ARRAY(op->p_rank, cap);
+  LM_GROW_ARRAY(op->p_dense, cap);
+  if (op->nfirst > 0) LM_GROW_ARRAY(op->p_first, cap * op->nfirst);
+  if (op->lag_slots > 0) LM_GROW_ARRAY(op->p_lag, cap * op->lag_slots);
+  if (op->maxlead > 0) LM_GROW_ARRAY(op->p_lead, cap * op->maxlead);
+  if (op->nrange > 0) LM_GROW_ARRAY(op->p_range, cap * op->nrange);
   op->pcap = cap;
   return LAMINAR_OK;
 }
@@ -324,8 +317,8 @@ static laminar_code deque_push(an_op* op, an_deque* q, int64_t ts, const lm_valu
     }
     if (q->n == q->cap) {
       int64_t cap = q->cap ? q->cap * 2 : 8;
-      AN_GROW(q->ts, cap);
-      AN_GROW(q->v, cap);
+      LM_GROW_ARRAY(q->ts, cap);
+      LM_GROW_ARRAY(q->v, cap);
       q->cap = cap;
     }
   }

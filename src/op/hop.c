@@ -81,9 +81,9 @@ static laminar_code slide_reserve(window_op* op) {
   }
   for (int32_t a = 0; a < op->spec.naggs; a++)
     LM_TRY(lm_agg_slide_reserve(&op->slide[a], ncap));
-  GROW_ARRAY(op->slide_npanes, ncap);
-  GROW_ARRAY(op->slide_live, ncap);
-  GROW_ARRAY(op->slide_pos, ncap);
+  LM_GROW_ARRAY(op->slide_npanes, ncap);
+  LM_GROW_ARRAY(op->slide_live, ncap);
+  LM_GROW_ARRAY(op->slide_pos, ncap);
   memset(op->slide_npanes + op->slide_cap, 0,
          sizeof(int32_t) * (size_t)(ncap - op->slide_cap));
   op->slide_cap = ncap;

@@ -197,13 +197,6 @@ static inline int64_t lm_op_window_late_wm(const window_op* op) {
   return op->late_floor > op->watermark ? op->late_floor : op->watermark;
 }
 
-#define GROW_ARRAY(ptr, n)                                          \
-  do {                                                              \
-    void* grown_ = lm_realloc((ptr), sizeof(*(ptr)) * (size_t)(n)); \
-    if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                   \
-    (ptr) = grown_;                                                 \
-  } while (0)
-
 static inline int64_t lm_op_floor_div(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;

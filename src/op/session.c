@@ -97,14 +97,14 @@ static laminar_code slot_take(window_op* op, int32_t* out) {
   } else {
     if (op->s_hw == op->s_cap) {
       int32_t ncap = op->s_cap ? op->s_cap * 2 : 64;
-      GROW_ARRAY(op->s_start, ncap);
-      GROW_ARRAY(op->s_end, ncap);
-      GROW_ARRAY(op->s_key, ncap);
-      GROW_ARRAY(op->s_next, ncap);
-      GROW_ARRAY(op->s_parent, ncap);
-      GROW_ARRAY(op->s_used, ncap);
-      GROW_ARRAY(op->s_stamp, ncap);
-      GROW_ARRAY(op->s_jmark, ncap);
+      LM_GROW_ARRAY(op->s_start, ncap);
+      LM_GROW_ARRAY(op->s_end, ncap);
+      LM_GROW_ARRAY(op->s_key, ncap);
+      LM_GROW_ARRAY(op->s_next, ncap);
+      LM_GROW_ARRAY(op->s_parent, ncap);
+      LM_GROW_ARRAY(op->s_used, ncap);
+      LM_GROW_ARRAY(op->s_stamp, ncap);
+      LM_GROW_ARRAY(op->s_jmark, ncap);
       for (int32_t a = 0; a < op->spec.naggs; a++) {
         LM_TRY(lm_agg_states_reserve(&op->sagg[a], ncap));
       }
@@ -217,8 +217,8 @@ static void slot_unlink(window_op* op, int32_t s) {
 static laminar_code keys_grow(window_op* op, int64_t n) {
   int64_t ncap = op->k_cap ? op->k_cap * 2 : 64;
   while (ncap < n) ncap *= 2;
-  GROW_ARRAY(op->k_first, ncap);
-  GROW_ARRAY(op->k_jmark, ncap);
+  LM_GROW_ARRAY(op->k_first, ncap);
+  LM_GROW_ARRAY(op->k_jmark, ncap);
   for (int64_t k = op->k_cap; k < ncap; k++) op->k_first[k] = -1, op->k_jmark[k] = 0;
   op->k_cap = ncap;
   return LAMINAR_OK;

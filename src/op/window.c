@@ -103,11 +103,11 @@ laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap) {
     LM_TRY(lm_agg_states_reserve(&w->aggs[a], ncap));
   }
   if (op->track) {
-    GROW_ARRAY(w->nrows, ncap);
-    GROW_ARRAY(w->live, ncap);
-    GROW_ARRAY(w->stamp, ncap);
+    LM_GROW_ARRAY(w->nrows, ncap);
+    LM_GROW_ARRAY(w->live, ncap);
+    LM_GROW_ARRAY(w->stamp, ncap);
   }
-  if (op->panes) GROW_ARRAY(w->kid, ncap);
+  if (op->panes) LM_GROW_ARRAY(w->kid, ncap);
   w->cap = ncap;
   return LAMINAR_OK;
 }
@@ -210,8 +210,8 @@ static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t*
 laminar_code lm_op_kmap_reserve(window_op* op) {
   if (op->kmap_cap >= op->keyset->t.n) return LAMINAR_OK;
   int64_t ncap = op->keyset->t.n * 2;
-  GROW_ARRAY(op->kmap, ncap);
-  GROW_ARRAY(op->kstamp, ncap);
+  LM_GROW_ARRAY(op->kmap, ncap);
+  LM_GROW_ARRAY(op->kstamp, ncap);
   memset(op->kstamp + op->kmap_cap, 0, sizeof(uint64_t) * (size_t)(ncap - op->kmap_cap));
   op->kmap_cap = ncap;
   return LAMINAR_OK;
@@ -298,8 +298,8 @@ static laminar_code window_get(window_op* op, int64_t start, window** out) {
   }
   if (op->nopen == op->cap_open) {
     int32_t ncap = op->cap_open ? op->cap_open * 2 : 8;
-    GROW_ARRAY(op->open, ncap);
-    GROW_ARRAY(op->spare, ncap);
+    LM_GROW_ARRAY(op->open, ncap);
+    LM_GROW_ARRAY(op->spare, ncap);
     op->cap_open = ncap;
   }
   window* w;
@@ -618,8 +618,8 @@ void lm_op_window_journal_begin(window_op* op) {
 static laminar_code journal_reserve(window_op* op) {
   if (op->jn < op->jcap) return LAMINAR_OK;
   int32_t ncap = op->jcap ? op->jcap * 2 : 16;
-  GROW_ARRAY(op->jwin, ncap);
-  GROW_ARRAY(op->jgroups, ncap);
+  LM_GROW_ARRAY(op->jwin, ncap);
+  LM_GROW_ARRAY(op->jgroups, ncap);
   op->jcap = ncap;
   return LAMINAR_OK;
 }

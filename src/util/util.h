@@ -68,6 +68,14 @@ void* lm_realloc(void* p, size_t n);
 void* lm_alloc_aligned(size_t n);
 /* `align`-aligned (a power of two, at least sizeof(void*)), not zeroed. */
 void* lm_malloc_aligned(size_t align, size_t n);
+/* Resize array `ptr` to `n` elements in place, or return LAMINAR_ERR_NOMEM
+ * from the calling function (ptr unchanged then). */
+#define LM_GROW_ARRAY(ptr, n)                                       \
+  do {                                                              \
+    void* grown_ = lm_realloc((ptr), sizeof(*(ptr)) * (size_t)(n)); \
+    if (grown_ == NULL) return LAMINAR_ERR_NOMEM;                   \
+    (ptr) = grown_;                                                 \
+  } while (0)
 char* lm_strdup(const char* s);
 void lm_free(void* p);
 
