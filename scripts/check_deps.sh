@@ -15,12 +15,14 @@ src=${1:-"$(cd "$(dirname "$0")/.." && pwd)/src"}
 # The layers, top to bottom: a module may include its own layer's modules
 # and any layer below it. sink/ is ring 1 with store/ (DESIGN §2), but it
 # consumes batches (arrow/), formats values (expr/) and writes through
-# store/'s fs layer, and rt/ drives it: it sits with the operators.
+# store/'s fs layer, and rt/ drives it: it sits with the operators. connect/
+# (the Kafka source's consumer thread) feeds a source through the public push
+# API and builds batches (arrow/): db/ starts it, beside the sinks.
 layers=(
   "db"
   "rt"
   "plan"
-  "op sql sink"
+  "op sql sink connect"
   "state arrow agg"
   "chan store expr"
   "util"
