@@ -195,7 +195,8 @@ CHILD = textwrap.dedent(
         db.run_until_idle()
         if i % 3 == 2:
             db.checkpoint()
-        time.sleep(0.05)  # a whole run lasts > 2 s: the kills land mid-run
+        print(f"pushed {i}", flush=True)  # the parent kills a few batches on
+        time.sleep(0.05)
     db.checkpoint()
     db.close()
     print("done")
@@ -216,16 +217,24 @@ def test_sink_exactly_once_across_kill_9(bootstrap: str, tmp_path: Path) -> None
     rng = np.random.default_rng(seed)
     # The pipeline is declared once, unkilled (the test is about a running one).
     subprocess.run([sys.executable, str(script), str(root), bootstrap, topic, "setup"], check=True)
+    # Each killed run is let push 1 to 4 batches (of 40) and killed a seeded
+    # moment after the last one it reported, so the 8 kills land mid-run
+    # whatever the machine's speed.
     kills = 0
     for _ in range(30):
         proc = subprocess.Popen(
             [sys.executable, str(script), str(root), bootstrap, topic], stdout=subprocess.PIPE
         )
+        assert proc.stdout is not None
         if kills < 8:
-            time.sleep(float(rng.uniform(0.3, 1.5)))
+            for _ in range(int(rng.integers(1, 5))):
+                if not proc.stdout.readline():
+                    break
+            time.sleep(float(rng.uniform(0.0, 0.08)))
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
+                proc.stdout.close()
                 kills += 1
                 continue
         stdout, _ = proc.communicate(timeout=180)
