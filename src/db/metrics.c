@@ -101,8 +101,13 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "stream", s->name, "watermark_ms", s->watermark_ms);
     add(r, "stream", s->name, "subscribers", s->nsubs);
     if (lm_op_multi_input(s->chain)) { /* an ASOF join: the rows it holds */
-      int64_t left, right;
-      lm_op_asof_held(s->chain, &left, &right);
+      int64_t left = 0, right = 0;
+      for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++) {
+        int64_t l, r;
+        lm_op_asof_held(lm_stream_part_chain(s, p), &l, &r);
+        left += l;
+        right += r;
+      }
       add(r, "stream", s->name, "join_left_rows", left);
       add(r, "stream", s->name, "join_right_rows", right);
     }

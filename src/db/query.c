@@ -1162,8 +1162,15 @@ static void explain_physical(explain* x, const lm_plan* plan, const lm_phys_plan
   lm_text p = {0};
   if (ph->nparts > 1) {
     lm_text_printf(&p, "%d partitions by hash of ", (int)ph->nparts);
-    for (int32_t k = 0; k < ph->npart_keys; k++) {
+    for (int32_t k = 0; k < ph->npart_keys && !plan->joined; k++) {
       lm_text_printf(&p, "%s%s", k > 0 ? ", " : "", in->fields[ph->part_keys[k]].name);
+    }
+    for (int32_t k = 0; k < ph->npart_keys && plan->joined; k++) {
+      /* An ASOF join: each input by its own key column. */
+      int32_t rc = lm_plan_part_source_col(plan, ph, 1, k);
+      lm_text_printf(&p, "%s%s.%s / %s.%s", k > 0 ? ", " : "", plan->branches[0].input,
+                     in->fields[ph->part_keys[k]].name, plan->branches[1].input,
+                     in->fields[plan->join.lcols + rc].name);
     }
     lm_text_printf(&p, " (cores = %d)", (int)ph->nparts);
   } else {

@@ -21,6 +21,7 @@
  */
 #include "op/op.h"
 
+#include "op/internal.h"
 #include "state/table.h"
 #include "util/pool.h"
 #include "util/util.h"
@@ -880,9 +881,34 @@ static laminar_code asof_snapshot(const lm_op* op, lm_state_writer* w) {
   return lm_state_writer_status(w);
 }
 
-/* Read n rows of `types` into columns (one chunk), then insert them. */
-static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r,
-                                 int64_t n) {
+/* Keep the rows of left chunk *ch (columns cols over data / nulls, ours)
+ * whose key hash routes to f's partition (as rt/part.c routes a left row:
+ * NULL keys too), in place. */
+static laminar_code filter_left(asof_op* j, lm_chunk* ch, lm_vec* cols, void** data,
+                                uint8_t** nulls, const lm_op_part_filter* f) {
+  if (f->nparts <= 1) return LAMINAR_OK;
+  lm_vec keys[64];
+  LM_TRY(eval_keys(j, 0, ch, keys));
+  int64_t m = 0;
+  for (int64_t row = 0; row < ch->nrows; row++) {
+    if (lm_op_part_of(j->hashes[row], f->nparts) != f->part) continue;
+    for (int32_t c = 0; c < ch->ncols; c++) {
+      size_t w = (size_t)lm_type_width(cols[c].type);
+      memmove((char*)data[c] + (size_t)m * w, (char*)data[c] + (size_t)row * w, w);
+      nulls[c][m] = nulls[c][row];
+    }
+    m++;
+  }
+  for (int32_t c = 0; c < ch->ncols; c++) cols[c].len = m;
+  ch->nrows = m;
+  lm_eval_ctx_reset(j->ctx);
+  return LAMINAR_OK;
+}
+
+/* Read n rows of `types` into columns (one chunk), then insert them (left
+ * rows: those of f's partition). */
+static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r, int64_t n,
+                                 const lm_op_part_filter* f) {
   const rowstore* st = side == 0 ? &j->left : &j->right;
   int32_t ncols = st->ncols;
   if (n < 0 || n > (int64_t)1 << 31) return LAMINAR_ERR_RECOVERY;
@@ -914,8 +940,9 @@ static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r,
     }
     if (r->failed) rc = LAMINAR_ERR_RECOVERY;
   }
+  lm_chunk ch = {n, ncols, cols, NULL};
+  if (rc == LAMINAR_OK && side == 0) rc = filter_left(j, &ch, cols, data, nulls, f);
   if (rc == LAMINAR_OK) {
-    lm_chunk ch = {n, ncols, cols, NULL};
     rc = side == 0 ? left_rows(j, &ch, false) : right_rows(j, &ch, false);
   }
   for (int32_t c = 0; c < ncols && data != NULL && nulls != NULL; c++) {
@@ -977,8 +1004,10 @@ static laminar_code get_row(rowstore* st, uint32_t slot, lm_state_reader* r) {
   return r->failed ? LAMINAR_ERR_RECOVERY : LAMINAR_OK;
 }
 
-/* The right rows of a snapshot: per key group its keys, then its rows. */
-static laminar_code restore_right(asof_op* j, lm_state_reader* r) {
+/* The right rows of a snapshot: per key group its keys, then its rows; the
+ * groups of f's partition are kept (added to those there are). */
+static laminar_code restore_right(asof_op* j, lm_state_reader* r,
+                                  const lm_op_part_filter* f) {
   int64_t groups = lm_state_get_i64(r);
   if (groups < 0 || groups > ((int64_t)1 << 30) || r->failed) return LAMINAR_ERR_RECOVERY;
   lm_state_table* t = &j->table;
@@ -997,10 +1026,16 @@ static laminar_code restore_right(asof_op* j, lm_state_reader* r) {
     int64_t n = lm_state_get_i64(r);
     if (n < 0 || n > ((int64_t)1 << 31) || r->failed) return LAMINAR_ERR_RECOVERY;
     LM_TRY(store_reserve(&j->right, j->right.used + n));
+    bool mine = f->nparts <= 1 || lm_op_part_of(t->hash[g], f->nparts) == f->part;
+    if (!mine) t->n--; /* another partition's: read past, its slot reused */
     for (int64_t i = 0; i < n; i++) {
       int64_t ts = lm_state_get_i64(r);
       uint32_t slot = store_take(&j->right);
       LM_TRY(get_row(&j->right, slot, r));
+      if (!mine) {
+        store_release(&j->right, slot);
+        continue;
+      }
       LM_TRY(keyrows_insert(&j->keys[g], ts, slot));
       j->right_rows++;
     }
@@ -1019,13 +1054,23 @@ static void asof_clear(asof_op* j) {
   j->right_rows = j->swept_rows = 0;
 }
 
-static laminar_code asof_restore(lm_op* op, lm_state_reader* r, laminar_error* err) {
+/* Restore a snapshot, or with f the part of it whose keys route to f's
+ * partition (op.h lm_op_part_filter: a checkpoint taken with another number
+ * of partitions), merged into the state there is when f->merge. */
+static laminar_code asof_restore_part(lm_op* op, lm_state_reader* r,
+                                      const lm_op_part_filter* f, laminar_error* err) {
   asof_op* j = (asof_op*)op;
   if (lm_state_get_u32(r) != ASOF_SNAP_TAG) {
     return lm_error_set(err, LAMINAR_ERR_RECOVERY,
                         "asof join: snapshot is not an ASOF join's");
   }
-  asof_clear(j);
+  int64_t had_wm[2] = {j->wm[0], j->wm[1]}, had_late[2] = {j->late[0], j->late[1]};
+  int64_t had_out = j->out_wm;
+  if (!f->merge) {
+    asof_clear(j);
+    had_late[0] = had_late[1] = 0;
+    had_wm[0] = had_wm[1] = had_out = INT64_MAX;
+  }
   /* Insert with the watermarks at their oldest: nothing is late or pruned. */
   int64_t wm[2], late[2];
   for (int i = 0; i < 2; i++) {
@@ -1034,21 +1079,26 @@ static laminar_code asof_restore(lm_op* op, lm_state_reader* r, laminar_error* e
     j->wm[i] = INT64_MIN;
   }
   int64_t out_wm = lm_state_get_i64(r);
-  laminar_code rc = restore_right(j, r);
-  if (rc == LAMINAR_OK) rc = restore_rows(j, 0, r, lm_state_get_i64(r));
+  laminar_code rc = restore_right(j, r, f);
+  if (rc == LAMINAR_OK) rc = restore_rows(j, 0, r, lm_state_get_i64(r), f);
   if (rc == LAMINAR_OK && r->failed) rc = LAMINAR_ERR_RECOVERY;
   if (rc != LAMINAR_OK) {
     asof_clear(j);
     return lm_error_set(err, rc, "asof join: cannot restore its state%s",
                         rc == LAMINAR_ERR_RECOVERY ? " (snapshot damaged)" : "");
   }
+  /* Merged partitions saw the same watermarks at the barrier: the least. */
   for (int i = 0; i < 2; i++) {
-    j->wm[i] = wm[i];
-    j->late[i] = late[i];
+    j->wm[i] = wm[i] < had_wm[i] ? wm[i] : had_wm[i];
+    j->late[i] = had_late[i] + (f->late ? late[i] : 0);
   }
-  j->out_wm = out_wm;
+  j->out_wm = out_wm < had_out ? out_wm : had_out;
   j->swept_rows = j->right_rows;
   return account(j);
+}
+
+static laminar_code asof_restore(lm_op* op, lm_state_reader* r, laminar_error* err) {
+  return asof_restore_part(op, r, &lm_op_part_whole, err);
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
@@ -1086,6 +1136,7 @@ static const lm_op_vtable asof_vtable = {
     .on_watermark = NULL, /* inputs' watermarks: on_input_watermark */
     .snapshot = asof_snapshot,
     .restore = asof_restore,
+    .restore_part = asof_restore_part,
     .destroy = asof_destroy,
     .ninputs = 2,
     .on_input_chunk = asof_on_input_chunk,

@@ -1277,7 +1277,10 @@ void lm_op_window_restore_head(window_op* op, lm_state_reader* r,
     op->late_rows = 0;
   }
   int64_t wm = lm_state_get_i64(r), late = lm_state_get_i64(r);
-  if (wm > op->watermark) op->watermark = wm;
+  /* Merged partitions: the least of theirs. A window after an ASOF join sees
+   * its partition's own (held back by the left rows it holds), and rows an
+   * old partition has yet to emit must not be late in the merged one. */
+  if (!f->merge || wm < op->watermark) op->watermark = wm;
   if (f->late) op->late_rows += late;
 }
 

@@ -152,11 +152,64 @@ int32_t lm_plan_branch_source_col(const lm_plan* plan, int32_t b, int32_t u) {
   return e->column;
 }
 
+/* Whether union column u (the join's output row) is one of the GROUP BY or
+ * PARTITION BY keys, a bare column, of what follows the join. */
+static bool join_rest_keyed_by(const lm_plan* plan, int32_t u) {
+  const lm_expr* const* keys = plan->analytic ? plan->an.keys : plan->window.keys;
+  int32_t nkeys = plan->analytic ? plan->an.nkeys : plan->window.nkeys;
+  for (int32_t k = 0; k < nkeys; k++) {
+    if (keys[k]->kind == LM_EXPR_COLUMN && keys[k]->column == u) return true;
+  }
+  return false;
+}
+
+/* Why an ASOF join runs whole, or NULL when each input can be routed by its
+ * own equality key columns (rows of equal keys meet in one partition, which
+ * joins them as the whole would). A GROUP BY or window functions after the
+ * join keep their groups in one partition only when they are keyed by the
+ * join's keys too. */
+static const char* join_partition_refusal(const lm_plan* plan,
+                                          const lm_plan_context* ctx) {
+  const lm_asof_spec* j = &plan->join;
+  if (ctx->is_view) return "a materialized view (one table of all its rows)";
+  if (j->nkeys == 0) return "an ASOF JOIN without equality keys (one operator)";
+  if (j->nkeys > LM_PLAN_MAX_PART_KEYS) return "too many keys";
+  if (!plan->branches[0].input_is_source || !plan->branches[1].input_is_source)
+    return "an ASOF JOIN input is a stream, not a source";
+  if (plan->late_output != NULL) return "a late side output";
+  for (int32_t k = 0; k < j->nkeys; k++) {
+    const lm_expr* l = j->lkeys[k];
+    const lm_expr* r = j->rkeys[k];
+    if (l->kind != LM_EXPR_COLUMN || r->kind != LM_EXPR_COLUMN || l->column < 0 ||
+        l->column >= j->lcols || r->column < 0 || r->column >= j->rcols)
+      return "an ASOF JOIN key is an expression, not a column";
+    /* Equal values must hash alike on both sides. */
+    if (l->type != r->type) return "ASOF JOIN keys of different types";
+    if ((plan->windowed || plan->analytic) && !join_rest_keyed_by(plan, l->column) &&
+        (j->left_outer || !join_rest_keyed_by(plan, j->lcols + r->column)))
+      return "a GROUP BY or PARTITION BY after the ASOF JOIN without its keys";
+  }
+  if (plan->windowed && plan->window.changelog) return "its input is a changelog";
+  if (ctx->ncores <= 1) return "cores = 1";
+  return NULL;
+}
+
+int32_t lm_plan_part_source_col(const lm_plan* plan, const lm_phys_plan* ph, int32_t b,
+                                int32_t k) {
+  if (k < 0 || k >= ph->npart_keys) return -1;
+  if (plan->joined) {
+    const lm_expr* e = b == 0 ? plan->join.lkeys[k] : plan->join.rkeys[k];
+    return e->kind == LM_EXPR_COLUMN ? e->column : -1;
+  }
+  return lm_plan_branch_source_col(plan, b, ph->part_keys[k]);
+}
+
 /* Why the plan runs whole rather than as key-hash partitions, or NULL when it
  * can be partitioned (then ctx->ncores decides how many). A stream with a late
  * side output stays whole: its window operator hands late rows straight to
  * the late stream, one reactor's chain only. */
 static const char* partition_refusal(const lm_plan* plan, const lm_plan_context* ctx) {
+  if (plan->joined) return join_partition_refusal(plan, ctx);
   const lm_window_spec* w = &plan->window;
   /* Window functions keep state per PARTITION BY key, as a GROUP BY does:
    * routed by those columns. */
@@ -165,7 +218,6 @@ static const char* partition_refusal(const lm_plan* plan, const lm_plan_context*
   bool branched = lm_plan_branched(plan);
   if (!plan->windowed && !plan->analytic) return "no GROUP BY (no keyed state)";
   if (ctx->is_view) return "a materialized view (one table of all its rows)";
-  if (plan->joined) return "an ASOF JOIN (its inputs meet in one operator)";
   if (branched && plan->analytic) return "window functions over several inputs";
   if (!branched && ctx->source == NULL) return "it reads a stream, not a source";
   if (plan->analytic && plan->an.time_col < 0) return "no event-time column";
@@ -235,7 +287,14 @@ void lm_plan_physical(const lm_plan* plan, const lm_plan_context* ctx,
   }
   out->nparts = 1;
   out->unpartitioned = partition_refusal(plan, ctx);
-  if (out->unpartitioned == NULL) {
+  if (out->unpartitioned == NULL && plan->joined) {
+    /* The left key columns, at their union places; lm_plan_part_source_col
+     * maps them to each input's own. */
+    out->nparts = ctx->ncores;
+    for (int32_t k = 0; k < plan->join.nkeys; k++)
+      out->part_keys[k] = plan->join.lkeys[k]->column;
+    out->npart_keys = plan->join.nkeys;
+  } else if (out->unpartitioned == NULL) {
     out->nparts = ctx->ncores;
     for (int32_t k = 0; k < nkeys; k++) out->part_keys[k] = keys[k]->column;
     out->npart_keys = nkeys;

@@ -10,8 +10,9 @@
  *    by lm_plan_build_chain / lm_plan_build_branch;
  *  - partitioning: with cores > 1, a windowed stream reading a source
  *    directly, grouped by plain input columns, runs as `nparts` partitions,
- *    its rows routed by the hash of those columns; otherwise it runs whole,
- *    and `unpartitioned` says why;
+ *    its rows routed by the hash of those columns (an ASOF join of two
+ *    sources: each input by its own equality key columns); otherwise it runs
+ *    whole, and `unpartitioned` says why;
  *  - the two-phase split (laminar_stream_two_phase, db/twophase.c): whether
  *    the stream's own shape decomposes into a partial and a final aggregate
  *    and what each aggregate becomes, or why not (the path from the root
@@ -35,7 +36,8 @@
 typedef struct lm_phys_plan {
   /* Partitions: > 1 when the stream runs as one partition per reactor, its
    * rows routed by the hash of input columns part_keys[0..npart_keys) (the
-   * GROUP BY's plain columns, in key order); 1 otherwise, with
+   * GROUP BY's plain columns, in key order; an ASOF join's left equality key
+   * columns, lm_plan_part_source_col gives each input's); 1 otherwise, with
    * `unpartitioned` the reason (static text). */
   int32_t nparts;
   int32_t part_keys[LM_PLAN_MAX_PART_KEYS];
@@ -68,6 +70,13 @@ void lm_plan_physical(const lm_plan* plan, const lm_plan_context* ctx, lm_phys_p
  * column reference, no cast) at union column u, or -1 (also when the branch
  * reads a stream): what keyed unions route by, and the Spark adapter hashes. */
 int32_t lm_plan_branch_source_col(const lm_plan* plan, int32_t b, int32_t u);
+
+/* The column of its source that input (branch) b of `plan` routes partition
+ * key k of `ph` by: for a union, the source column the branch puts at the
+ * key's place (lm_plan_branch_source_col); for an ASOF join, the side's own
+ * k-th equality key column. -1 when none. */
+int32_t lm_plan_part_source_col(const lm_plan* plan, const lm_phys_plan* ph, int32_t b,
+                                int32_t k);
 
 /* The chain of an analytic plan (plan->analytic): analytic -> project. */
 laminar_code lm_plan_build_analytic(const lm_plan* plan, lm_op** out);

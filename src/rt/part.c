@@ -207,6 +207,43 @@ static laminar_code concat(lm_gather_buf* g, lm_batch* const* b, int32_t k, int3
   return LAMINAR_OK;
 }
 
+/* Rows in->sel[0..nrows) of `in` as a dense chunk in g's columns (strings as
+ * views: their bytes stay in the batch); `in` itself when it has no
+ * selection. For a head that takes no selection (an ASOF join). */
+static laminar_code densify(lm_gather_buf* g, const lm_chunk* in, lm_chunk* out) {
+  if (in->sel == NULL) {
+    *out = *in;
+    return LAMINAR_OK;
+  }
+  int64_t n = in->nrows;
+  size_t bytes = 0;
+  for (int32_t c = 0; c < in->ncols; c++) {
+    bytes += align16((size_t)(n * lm_type_width(in->cols[c].type))) + align16((size_t)n);
+  }
+  LM_TRY(gather_reserve(g, in->ncols, bytes));
+  unsigned char* p = g->mem;
+  for (int32_t c = 0; c < in->ncols; c++) {
+    const lm_vec* v = &in->cols[c];
+    size_t w = (size_t)lm_type_width(v->type);
+    unsigned char* data = p;
+    p += align16(n * w);
+    uint8_t* nulls = p;
+    p += align16((size_t)n);
+    const unsigned char* src = v->data;
+    if (src != NULL) {
+      for (int64_t k = 0; k < n; k++) memcpy(data + (size_t)k * w, src + in->sel[k] * w, w);
+    } else {
+      memset(data, 0, n * w);
+    }
+    if (v->nulls != NULL) {
+      for (int64_t k = 0; k < n; k++) nulls[k] = v->nulls[in->sel[k]];
+    }
+    g->cols[c] = (lm_vec){v->type, n, v->nulls != NULL ? nulls : NULL, data};
+  }
+  *out = (lm_chunk){n, in->ncols, g->cols, NULL};
+  return LAMINAR_OK;
+}
+
 /* ---- keyed streams ---------------------------------------------------------- */
 
 /* The tail of partition p's chain: build its output once, on its reactor,
@@ -263,7 +300,7 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s) {
   for (int32_t k = 0; k < nk; k++) keys[k] = ph->part_keys[k];
   for (int32_t b = 0; b < nb; b++) {
     for (int32_t k = 0; k < nk; k++)
-      in_keys[b * nk + k] = lm_plan_branch_source_col(&s->plan, b, ph->part_keys[k]);
+      in_keys[b * nk + k] = lm_plan_part_source_col(&s->plan, ph, b, k);
   }
   if (nb > 0) memcpy(keys, in_keys, sizeof *keys * (size_t)nk); /* branch 0's */
   s->in_part_keys = in_keys;
@@ -359,11 +396,14 @@ lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p) {
   return s->nparts > 1 ? s->parts[p].chain : s->chain;
 }
 
+int64_t lm_stream_part_late_rows(const lm_op* chain) {
+  return lm_op_window_late_rows(chain) + lm_op_asof_late_rows(chain);
+}
+
 int64_t lm_stream_late_rows(const lm_stream_def* s) {
-  if (s->nparts <= 1)
-    return lm_op_window_late_rows(s->chain) + lm_op_asof_late_rows(s->chain);
+  if (s->nparts <= 1) return lm_stream_part_late_rows(s->chain);
   int64_t n = 0;
-  for (int32_t p = 0; p < s->nparts; p++) n += lm_op_window_late_rows(s->parts[p].chain);
+  for (int32_t p = 0; p < s->nparts; p++) n += lm_stream_part_late_rows(s->parts[p].chain);
   return n;
 }
 
@@ -637,11 +677,35 @@ static int64_t run_part_union(lm_rt* rt, lm_round* rd, int32_t j, uint64_t seq,
     if (o->rc != LAMINAR_OK || sub.nrows == 0) continue;
     rows += sub.nrows;
     sp->cur_in = b;
+    if (lm_op_multi_input(sp->chain)) { /* a join: input b, dense */
+      lm_chunk dense;
+      o->rc = densify(&r->scratch, &sub, &dense);
+      if (o->rc == LAMINAR_OK) o->rc = lm_op_chain_input_chunk(sp->chain, b, &dense);
+      continue;
+    }
     /* The branch's projection moves rows: its output is not hashed by row. */
     o->rc = sp->in_chains[b] != NULL ? lm_op_chain_chunk(sp->in_chains[b], &sub)
                                      : part_branch_deliver(sp, &sub);
   }
   return rows;
+}
+
+/* Partition sp of ASOF join s takes watermark wm of source `from` on each of
+ * its inputs reading it (each input's own, as reactor.c's join does);
+ * sp->watermark_ms becomes what it can promise downstream: the least of its
+ * active inputs', held back by the left rows it still holds. */
+static laminar_code part_join_watermark(lm_stream_def* s, lm_stream_part* sp,
+                                        const void* from, int64_t wm) {
+  for (int32_t b = 0; b < s->nin; b++) {
+    if (s->in_defs[b] == from && wm > sp->in_wm[b])
+      LM_TRY(lm_op_chain_input_watermark(sp->chain, b, wm));
+  }
+  int64_t least = inputs_advance(s, sp->in_wm, from, wm);
+  if (least == INT64_MIN) return LAMINAR_OK;
+  int64_t out = lm_op_asof_out_watermark(sp->chain);
+  if (out < least) least = out;
+  if (least > sp->watermark_ms) sp->watermark_ms = least;
+  return LAMINAR_OK;
 }
 
 /* Reactor r's partition of round `seq` (its slot). */
@@ -698,24 +762,32 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
       }
     }
     int64_t wm = rd->wms[j];
-    if (wm == INT64_MIN) continue;
-    for (int32_t i = 0; i < src->nreaders; i++) {
+    for (int32_t i = 0; wm != INT64_MIN && i < src->nreaders; i++) {
       lm_stream_def* s = src->readers[i];
       if (s->nparts <= 1) continue;
       lm_stream_part* sp = &s->parts[p];
       lm_part_out* o = &sp->out[slot];
       sp->cur_msg = j;
+      if (lm_op_multi_input(sp->chain)) {
+        if (o->rc == LAMINAR_OK) o->rc = part_join_watermark(s, sp, src, wm);
+        continue;
+      }
       /* Over a union: the inputs from src advance, the least of all counts. */
       int64_t least = s->nin > 0 ? inputs_advance(s, sp->in_wm, src, wm) : wm;
       if (least <= sp->watermark_ms || o->rc != LAMINAR_OK) continue;
       sp->watermark_ms = least;
       o->rc = lm_op_chain_watermark(sp->chain, least);
     }
+    for (int32_t i = 0; i < src->nreaders; i++) { /* what the merge may forward */
+      lm_stream_def* s = src->readers[i];
+      if (s->nparts > 1 && lm_op_multi_input(s->chain))
+        s->parts[p].out[slot].wm_after[j] = s->parts[p].watermark_ms;
+    }
   }
   for (int32_t i = 0; i < src->nreaders; i++) {
     lm_stream_def* s = src->readers[i];
     if (s->nparts > 1)
-      s->parts[p].out[slot].late_rows = lm_op_window_late_rows(s->parts[p].chain);
+      s->parts[p].out[slot].late_rows = lm_stream_part_late_rows(s->parts[p].chain);
   }
   atomic_fetch_add_explicit(&r->rows, rows, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->rounds, 1, memory_order_relaxed);
@@ -835,6 +907,13 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
         }
         /* Over a union: the least of its inputs', as each partition saw. */
         int64_t least = s->nin > 0 ? inputs_advance(s, s->in_wm, src, wm) : wm;
+        if (lm_op_multi_input(s->chain)) { /* a join: what every partition promised */
+          least = INT64_MAX;
+          for (int32_t p = 0; p < s->nparts; p++) {
+            int64_t pw = s->parts[p].out[slot].wm_after[j];
+            if (pw < least) least = pw;
+          }
+        }
         if (least > s->watermark_ms) {
           /* Every partition closed its windows for it above: forward it. */
           s->watermark_ms = least;

@@ -242,8 +242,7 @@ laminar_code lm_rt_stream_chunk(lm_stream_def* s, const void* from,
                                    : branch_deliver(s, chunk);
     }
   }
-  atomic_store_explicit(&s->late_rows,
-                        lm_op_window_late_rows(s->chain) + lm_op_asof_late_rows(s->chain),
+  atomic_store_explicit(&s->late_rows, lm_stream_part_late_rows(s->chain),
                         memory_order_relaxed);
   return rc;
 }
@@ -320,8 +319,11 @@ laminar_code lm_stream_def_set_inputs(lm_stream_def* s, const void* const* in_de
   }
   if (s->nparts > 1) LM_TRY(lm_stream_parts_set_inputs(s));
   lm_stream_def_start_at(s, s->idle ? least_all : least);
-  for (int32_t b = 0; b < n && lm_op_multi_input(s->chain); b++) {
-    if (in_wm[b] != INT64_MIN) LM_TRY(lm_op_chain_input_watermark(s->chain, b, in_wm[b]));
+  for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++) {
+    lm_op* chain = lm_stream_part_chain(s, p);
+    for (int32_t b = 0; b < n && lm_op_multi_input(chain); b++) {
+      if (in_wm[b] != INT64_MIN) LM_TRY(lm_op_chain_input_watermark(chain, b, in_wm[b]));
+    }
   }
   return LAMINAR_OK;
 }

@@ -73,6 +73,10 @@ typedef struct lm_part_out {
   int32_t merged;    /* reactor 0: items already delivered */
   laminar_code rc;   /* first error of the partition in this round */
   int64_t late_rows; /* the partition's late-row count after the round */
+  /* An ASOF join's partition: the watermark it can promise downstream after
+   * each round message (its inputs' least, held back by the left rows it
+   * holds); reactor 0 forwards the least over the partitions. */
+  int64_t wm_after[LM_RT_ROUND_MSGS];
 } lm_part_out;
 
 /* One partition of a keyed stream (cores > 1, see part.c). Touched only by
@@ -571,6 +575,8 @@ void lm_stream_def_sync_inputs(lm_stream_def* s);
 lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p);
 /* Late rows of a stream over all its partitions. */
 int64_t lm_stream_late_rows(const lm_stream_def* s);
+/* Late rows one chain's window or ASOF join dropped so far. */
+int64_t lm_stream_part_late_rows(const lm_op* chain);
 /* Groups held by a stream over all its partitions. */
 int64_t lm_stream_state_rows(const lm_stream_def* s);
 /* Rows into its first operator / out of its last, over all its partitions. */
