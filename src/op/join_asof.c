@@ -26,6 +26,7 @@
 #include "util/pool.h"
 #include "util/util.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -223,9 +224,16 @@ typedef struct asof_op {
   uint64_t* hashes;
   int64_t hash_cap;
   uint8_t* mark; /* compaction scratch */
+  /* Copy-on-write checkpoints (asof_freeze): `held` while a frozen copy may
+   * still read the state; `share` 2 while both the op and the checkpoint
+   * hold it, each letting go takes one (the last frees it). */
+  bool held;
+  atomic_int share;
+  int64_t thaws; /* copies made for a checkpoint still holding the state */
 } asof_op;
 
 static const lm_op_vtable asof_vtable;
+static laminar_code asof_thaw(asof_op* j);
 
 static bool is_asof(const lm_op* op) { return op != NULL && op->vt == &asof_vtable; }
 
@@ -800,6 +808,7 @@ static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool live) {
 
 static laminar_code asof_on_input_chunk(lm_op* op, int32_t input, const lm_chunk* in) {
   asof_op* j = (asof_op*)op;
+  LM_TRY(asof_thaw(j)); /* a checkpoint may still read the state */
   /* The first stateful operator of its chain refuses a batch that could take
    * the state past its bound, before it changes anything (op.h). */
   if (j->base.checks_bound && lm_op_bounded(op))
@@ -817,6 +826,7 @@ static laminar_code asof_on_input_chunk(lm_op* op, int32_t input, const lm_chunk
 static laminar_code asof_on_input_watermark(lm_op* op, int32_t input, int64_t wm) {
   asof_op* j = (asof_op*)op;
   if (wm <= j->wm[input]) return LAMINAR_OK;
+  LM_TRY(asof_thaw(j));
   j->wm[input] = wm;
   if (input == 1) LM_TRY(release(j));
   /* Keys pruned on their own inserts; the quiet ones when a left watermark
@@ -1060,6 +1070,7 @@ static void asof_clear(asof_op* j) {
 static laminar_code asof_restore_part(lm_op* op, lm_state_reader* r,
                                       const lm_op_part_filter* f, laminar_error* err) {
   asof_op* j = (asof_op*)op;
+  LM_TRY(asof_thaw(j));
   if (lm_state_get_u32(r) != ASOF_SNAP_TAG) {
     return lm_error_set(err, LAMINAR_ERR_RECOVERY,
                         "asof join: snapshot is not an ASOF join's");
@@ -1101,15 +1112,136 @@ static laminar_code asof_restore(lm_op* op, lm_state_reader* r, laminar_error* e
   return asof_restore_part(op, r, &lm_op_part_whole, err);
 }
 
-/* ---- lifecycle ----------------------------------------------------------------------------- */
-
-static void asof_destroy(lm_op* op) {
-  asof_op* j = (asof_op*)op;
-  asof_clear(j);
+/* Free the join's state: keys, their right rows, both row stores, the
+ * waiting left rows (what a snapshot reads; not the scratch). */
+static void state_free(asof_op* j) {
+  for (int64_t g = 0; g < j->nkeyrows; g++) {
+    lm_free(j->keys[g].ts);
+    lm_free(j->keys[g].slot);
+  }
   lm_free(j->keys);
   lm_state_table_free(&j->table);
   store_free(&j->left);
   store_free(&j->right);
+  lm_free(j->pend);
+}
+
+/* ---- checkpoints by copy-on-write ----------------------------------------------------------- */
+
+/* The freeze points a holder (an op-shaped shell: what asof_snapshot reads)
+ * at the join's state as it is -- the key table, the right rows by key, the
+ * row stores, the waiting left rows -- and marks it shared (share = 2): O(1)
+ * in the stall. Before its first change while the checkpoint still holds it,
+ * the op makes its own copy (asof_thaw: encoded and restored, as a restart
+ * would, so the copy is the restore path's tested state) and goes on with
+ * it; a checkpoint written before that costs no copy. Whoever lets go last
+ * frees the held state. The op outlives its frozen states (the durable layer
+ * writes or drops them before a stream goes). */
+
+/* Exchange the state fields (state_free's) of a and b. */
+static void swap_state(asof_op* a, asof_op* b) {
+  asof_op t = *a;
+  a->table = b->table;
+  a->keys = b->keys;
+  a->nkeyrows = b->nkeyrows;
+  a->left = b->left;
+  a->right = b->right;
+  a->pend = b->pend;
+  a->phead = b->phead;
+  a->npend = b->npend;
+  a->pcap = b->pcap;
+  a->right_rows = b->right_rows;
+  a->swept_rows = b->swept_rows;
+  b->table = t.table;
+  b->keys = t.keys;
+  b->nkeyrows = t.nkeyrows;
+  b->left = t.left;
+  b->right = t.right;
+  b->pend = t.pend;
+  b->phead = t.phead;
+  b->npend = t.npend;
+  b->pcap = t.pcap;
+  b->right_rows = t.right_rows;
+  b->swept_rows = t.swept_rows;
+}
+
+/* Before the op changes its state: if a checkpoint still holds it, go on
+ * with a copy (the holder keeps the original); else take it back. */
+static laminar_code asof_thaw(asof_op* j) {
+  if (!j->held) return LAMINAR_OK;
+  if (atomic_load_explicit(&j->share, memory_order_acquire) != 2) {
+    atomic_store_explicit(&j->share, 0, memory_order_relaxed); /* the writer is done */
+    j->held = false;
+    return LAMINAR_OK;
+  }
+  lm_op* copy;
+  LM_TRY(lm_op_asof_create(&j->spec, &j->base.out_schema, &copy));
+  lm_state_writer w;
+  lm_state_writer_init(&w);
+  laminar_code rc = asof_snapshot(&j->base, &w);
+  if (rc == LAMINAR_OK) {
+    lm_state_reader r;
+    lm_state_reader_init(&r, w.data, w.len);
+    rc = asof_restore(copy, &r, NULL);
+  }
+  lm_state_writer_free(&w);
+  if (rc != LAMINAR_OK) {
+    lm_op_chain_destroy(copy);
+    return rc;
+  }
+  asof_op* c = (asof_op*)copy;
+  swap_state(j, c); /* j goes on with the copy; c has the originals */
+  j->held = false;
+  j->thaws++;
+  /* acq_rel: pairs with the writer's let-go. 1: it let go first, the
+   * originals are ours to free (with c); else the writer frees them. */
+  if (atomic_fetch_sub_explicit(&j->share, 1, memory_order_acq_rel) != 1) {
+    asof_op empty = {0};
+    swap_state(c, &empty);
+  }
+  lm_op_chain_destroy(copy);
+  return LAMINAR_OK;
+}
+
+/* A checkpoint's frozen join: the op, and a shell holding its state. */
+typedef struct asof_frozen {
+  asof_op* op;
+  asof_op shell;
+} asof_frozen;
+
+static laminar_code asof_freeze(lm_op* op, void** out) {
+  asof_op* j = (asof_op*)op;
+  *out = NULL;
+  LM_TRY(asof_thaw(j)); /* an earlier checkpoint's hold: settled first */
+  asof_frozen* f = lm_malloc(sizeof *f);
+  if (f == NULL) return LAMINAR_ERR_NOMEM;
+  f->op = j;
+  memcpy(&f->shell, j, sizeof f->shell); /* the state's pointers; wm, late, out_wm */
+  atomic_store_explicit(&j->share, 2, memory_order_relaxed); /* published by the resume */
+  j->held = true;
+  *out = f;
+  return LAMINAR_OK;
+}
+
+static laminar_code asof_write_frozen(void* frozen, lm_state_writer* w) {
+  asof_frozen* f = frozen;
+  laminar_code rc = w != NULL ? asof_snapshot(&f->shell.base, w) : LAMINAR_OK;
+  /* acq_rel: pairs with the op's let-go in asof_thaw. 1: the op let go
+   * first (it copied the state): the held one is ours to free. */
+  if (atomic_fetch_sub_explicit(&f->op->share, 1, memory_order_acq_rel) == 1)
+    state_free(&f->shell);
+  lm_free(f);
+  return rc;
+}
+
+/* ---- lifecycle ----------------------------------------------------------------------------- */
+
+static void asof_destroy(lm_op* op) {
+  asof_op* j = (asof_op*)op;
+  /* Still shared with a checkpoint not yet written: its writer frees it. */
+  bool writer_frees =
+      j->held && atomic_fetch_sub_explicit(&j->share, 1, memory_order_acq_rel) == 2;
+  if (!writer_frees) state_free(j);
   int32_t ncols = j->spec.lcols + j->spec.rcols;
   for (int32_t c = 0; c < ncols && j->out_data != NULL; c++) {
     lm_free(j->out_data[c]);
@@ -1118,7 +1250,6 @@ static void asof_destroy(lm_op* op) {
   lm_free(j->out_data);
   lm_free(j->out_nulls);
   lm_free(j->out);
-  lm_free(j->pend);
   lm_free(j->rel);
   lm_free(j->match);
   lm_free(j->zeros);
@@ -1138,6 +1269,8 @@ static const lm_op_vtable asof_vtable = {
     .restore = asof_restore,
     .restore_part = asof_restore_part,
     .destroy = asof_destroy,
+    .freeze = asof_freeze,
+    .write_frozen = asof_write_frozen,
     .ninputs = 2,
     .on_input_chunk = asof_on_input_chunk,
     .on_input_watermark = asof_on_input_watermark,
@@ -1197,4 +1330,8 @@ int64_t lm_op_asof_late_rows(const lm_op* op) {
 
 int64_t lm_op_asof_out_watermark(const lm_op* op) {
   return is_asof(op) ? ((const asof_op*)op)->out_wm : INT64_MAX;
+}
+
+int64_t lm_op_asof_thaws(const lm_op* op) {
+  return is_asof(op) ? ((const asof_op*)op)->thaws : 0;
 }

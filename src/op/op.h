@@ -316,6 +316,9 @@ void lm_op_asof_held(const lm_op* op, int64_t* out_left, int64_t* out_right);
 int64_t lm_op_asof_out_watermark(const lm_op* op);
 /* Late rows dropped so far (left + right). */
 int64_t lm_op_asof_late_rows(const lm_op* op);
+/* Copies of its state the join made before changing it while a checkpoint
+ * still held it (copy-on-write freeze; tests). 0 for another operator. */
+int64_t lm_op_asof_thaws(const lm_op* op);
 
 /* Hash every row's key tuple: rows 0..n-1 into h[0..n) (sel NULL), or rows
  * sel[0..n) into h[sel[i]]. The window operators' group hash; the
