@@ -3,8 +3,9 @@
 The feed of ``../shared/bench/limit_asof.c``'s header (generated with numpy, not
 timed), split into blocks of 8,192 consecutive events, each pushed as a quotes
 and a trades pyarrow batch through the inline driver (push, ``run_until_idle``;
-the result taken as one Arrow table every 64 blocks); beside it, on the same two tables, pandas ``merge_asof`` and DuckDB's
-``ASOF JOIN`` (1 thread and 2), each timed alone. Median of ``--reps`` runs;
+the result taken as one Arrow table every 64 blocks); beside it, on the same
+two tables, pandas ``merge_asof`` and DuckDB's ``ASOF JOIN`` (1 thread and 2),
+each timed alone. Median of ``--reps`` runs;
 every engine's result rows and ``sum(bid)`` must agree.
 
     python bench/bench_asof.py -n 1e7 --reps 3 --limit-w3b 5.0

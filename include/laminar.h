@@ -700,11 +700,15 @@ LAMINAR_API laminar_code laminar_stream_late_rows(laminar_db* db, const char* na
  * before the partitioning row; the i-th key row of every group is the column
  * that input puts unchanged at the same union column (hash each input's rows
  * on its own key columns: equal keys meet). A union column is a key only
- * when every input passes a plain, uncast source column there.
+ * when every input passes a plain, uncast source column there. An ASOF JOIN
+ * of two sources at the root likewise has one group per input (left, then
+ * right), its keys each side's own equality key columns (the join keeps state
+ * per key, as a GROUP BY of them).
  * Ownership: *out is the caller's on LAMINAR_OK; release it with out->release.
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no stream of that
- *   name); LAMINAR_ERR_SQL_UNSUPPORTED (a UNION ALL branch on the path reads
- *   a stream); LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
+ *   name); LAMINAR_ERR_SQL_UNSUPPORTED (a UNION ALL branch or an ASOF JOIN
+ *   input on the path reads a stream, or a join reads one source on both
+ *   sides); LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_stream_partitioning(laminar_db* db, const char* name,
                                                      struct ArrowArrayStream* out,

@@ -373,20 +373,35 @@ def test_asof_join_star_per_side_and_self_join() -> None:
         assert rows_of(got, ["ts", "before"]) == [(5, 20), (9, 50)]
 
 
-def test_asof_join_refused_where_it_cannot_run_split() -> None:
-    """Splitting a join across engines (Spark) is refused with LDB-1005, naming it."""
+def test_asof_join_split_by_each_inputs_key_not_in_two_phases() -> None:
+    """Across engines (Spark) a join splits by each input's own key; no two phases."""
     with laminardb.open() as db:
         db.execute(
             "CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, WATERMARK FOR ts);"
-            "CREATE SOURCE quotes (k VARCHAR, ts BIGINT, b DOUBLE, WATERMARK FOR ts);"
+            "CREATE SOURCE quotes (sym VARCHAR, ts BIGINT, b DOUBLE, WATERMARK FOR ts);"
             "CREATE STREAM j AS SELECT t.k, q.b FROM trades t ASOF JOIN quotes q "
-            "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k"
+            "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.sym;"
+            "CREATE STREAM self AS SELECT t.k, q.p FROM trades t ASOF JOIN trades q "
+            "MATCH_CONDITION(t.ts > q.ts) ON t.k = q.k"
         )
-        for call in (db.partitioning, db.two_phase):
-            with pytest.raises(laminardb.LaminarError) as info:
-                call("j")
-            assert info.value.code == "LDB-1005"
-            assert "ASOF JOIN" in str(info.value)
+        rows = [(r["role"], r["name"]) for r in db.partitioning("j").to_pylist()]
+        assert rows == [
+            ("source", "trades"),
+            ("event_time", "ts"),
+            ("key", "k"),
+            ("source", "quotes"),
+            ("event_time", "ts"),
+            ("key", "sym"),
+            ("partitioning", "key"),
+        ]
+        with pytest.raises(laminardb.LaminarError) as info:
+            db.partitioning("self")  # one source on both sides
+        assert info.value.code == "LDB-1005"
+        assert "joins a source with itself" in str(info.value)
+        with pytest.raises(laminardb.LaminarError) as info:
+            db.two_phase("j")
+        assert info.value.code == "LDB-1005"
+        assert "ASOF JOIN" in str(info.value)
 
 
 def test_asof_join_meets_max_state_bytes() -> None:
