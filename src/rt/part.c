@@ -14,7 +14,13 @@
  * (in_part_keys), which hash as the keys do; each partition runs its own
  * copy of the branch chains into its chain and keeps each input's watermark
  * (run_part_union, inputs_advance), as reactor.c does for an unpartitioned
- * union.
+ * union. An ASOF join of two sources on plain key columns is keyed the same
+ * way, each input routed by its own equality key columns
+ * (lm_plan_part_source_col): its head takes each input's rows as a dense
+ * chunk (densify) and each input's own watermark (part_join_watermark); what
+ * a partition can promise downstream (held back by its waiting left rows) is
+ * noted per round message (lm_part_out.wm_after) and the merge forwards the
+ * least over the partitions.
  *
  * Reactor 0 drains the source queue. For a source with keyed readers it takes
  * a *round* of up to LM_RT_ROUND_MSGS messages (fewer when a subscriber has
