@@ -19,6 +19,7 @@
 #      DuckDB) on 3.5 and, in a new venv holding only the wheel setup.sh built
 #      (dist/) with laminardb[spark] and the newest PySpark (.venv-wheel/), on 4.x;
 #      its "spark-compat:" lines are the compatibility table of docs/SPARK.md
+#      (tests/spark/compat_table.py checks the doc's copy)
 #   5. pytest again with the package bound to step 2's ASan+UBSan core
 # Environment: JOBS (parallel jobs, default 2), LAMINAR_SKIP_TSAN=1 skips step 3,
 # LAMINAR_SKIP_PY_ASAN=1 skips step 5.
@@ -151,6 +152,7 @@ if [ -d tests/python ] && [ -n "$wheel" ]; then
   env -u PYSPARK_PYTHON PATH=/usr/bin:/bin .venv-wheel/bin/python tests/spark/quickstart.py \
     --state-after "$upgrade" | tee -a .spark-compat.txt
   rm -rf "$upgrade"
+  "$py" tests/spark/compat_table.py .spark-compat.txt docs/SPARK.md
 fi
 if [ -d tests/python ] && [ "${LAMINAR_SKIP_PY_ASAN:-0}" != 1 ]; then
   # The Python tests once more, with the package bound to the ASan+UBSan core

@@ -128,6 +128,9 @@ def main() -> None:
     spark = lspark.configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     assert lspark.jvm_engine_available(spark)
+    scala = spark.sparkContext._jvm.scala.util.Properties.versionNumberString()  # noqa: SLF001
+    print(f"spark-compat: pyspark={pyspark.__version__} scala={scala} "
+          f"jar={lspark.jars()[0].parent.name}", flush=True)
     work = Path(tempfile.mkdtemp(prefix="laminardb-quickstart-"))
 
     table = trades(1, 20_000, 1_000, 31_000)
