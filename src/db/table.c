@@ -217,7 +217,11 @@ laminar_code lm_db_show_tables(laminar_db* db, struct ArrowArrayStream* out,
     for (int32_t j = 0; j < nkey; j++) len += strlen(cols->fields[keys[j]].name) + 2;
     char* key_text = lm_malloc(len);
     owned[2 * i] = key_text;
-    owned[2 * i + 1] = lm_db_format_columns(cols);
+    /* The changelog source's columns without _weight: keys NOT NULL. */
+    lm_source_def* def = lm_db_table_source(db, s->name);
+    lm_schema declared = {def != NULL ? def->schema.ncols - 1 : cols->ncols,
+                          def != NULL ? def->schema.fields : cols->fields};
+    owned[2 * i + 1] = lm_db_format_columns(&declared);
     if (key_text == NULL || owned[2 * i + 1] == NULL) {
       rc = LAMINAR_ERR_NOMEM;
       break;
