@@ -665,7 +665,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   s->watermark_ms = INT64_MIN;
   atomic_init(&s->late_rows, 0);
   laminar_code rc =
-      lm_bind_stream(stmt, lm_db_lookup_input, db, &db->funcs, &s->plan, err);
+      lm_bind_stream_tables(stmt, lm_db_lookup_input, lm_db_table_columns, db, &db->funcs,
+                            &s->plan, err);
   if (rc != LAMINAR_OK) {
     lm_free(s);
     return rc;
@@ -687,6 +688,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_stream_def_free(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
+  /* A lookup join reads its table's operator in place (table.c). */
+  if (s->plan.lookup) lm_db_table_attach_lookup(db, s);
   {
     const lm_source_def* in_src =
         s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;

@@ -205,6 +205,12 @@ laminar_code lm_db_show_tables(laminar_db* db, struct ArrowArrayStream* out,
                                laminar_error* err);
 /* The changelog source of table `name`, NULL when there is no such table. */
 lm_source_def* lm_db_table_source(laminar_db* db, const char* name);
+/* lm_plan_table_fn over the catalog (arg: the db): table `name`'s columns
+ * and primary key, NULL when it is no table. */
+const lm_schema* lm_db_table_columns(void* arg, const char* name, const int32_t** out_keys,
+                                     int32_t* out_nkeys);
+/* Point lookup-join stream s's operator at its table's (s->plan.lookup). */
+void lm_db_table_attach_lookup(laminar_db* db, lm_stream_def* s);
 /* True when stream `s` is a table's. */
 bool lm_db_is_table(const lm_stream_def* s);
 /* handles.c: push one array to a table's changelog source from the control

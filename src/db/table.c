@@ -172,6 +172,8 @@ laminar_code lm_db_create_table(laminar_db* db, const char* sql, const lm_stmt* 
   return rc;
 }
 
+static lm_stream_def* table_reader(laminar_db* db, const char* name);
+
 laminar_code lm_db_drop_table(laminar_db* db, const lm_stmt* stmt, laminar_error* err) {
   char changes[512];
   if (find_table(db, stmt->name) == NULL) {
@@ -180,6 +182,14 @@ laminar_code lm_db_drop_table(laminar_db* db, const lm_stmt* stmt, laminar_error
     snprintf(msg, sizeof msg, "no table named '%s'", stmt->name);
     return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line,
                    stmt->name_column, stmt->name, NULL, msg);
+  }
+  lm_stream_def* joiner = table_reader(db, stmt->name);
+  if (joiner != NULL) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "cannot drop '%s': stream '%s' joins it", stmt->name,
+             joiner->name);
+    return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
+                   stmt->name, NULL, msg);
   }
   /* The view first (refused while a stream, view or sink reads it), then its
    * changelog source. */
@@ -245,6 +255,31 @@ laminar_code lm_db_show_tables(laminar_db* db, struct ArrowArrayStream* out,
   lm_free(cells);
   if (rc != LAMINAR_OK) return lm_error_set(err, rc, "out of memory");
   return LAMINAR_OK;
+}
+
+/* ---- lookup joins -------------------------------------------------------------------- */
+
+const lm_schema* lm_db_table_columns(void* arg, const char* name, const int32_t** out_keys,
+                                     int32_t* out_nkeys) {
+  lm_stream_def* s = find_table(arg, name);
+  if (s == NULL) return NULL;
+  *out_keys = table_keys(s, out_nkeys);
+  return lm_db_view_columns(s);
+}
+
+void lm_db_table_attach_lookup(laminar_db* db, lm_stream_def* s) {
+  lm_stream_def* t = find_table(db, s->plan.lookup_table);
+  if (s->chain != NULL && lm_op_is_lookup(s->chain))
+    lm_op_lookup_set_table(s->chain, t != NULL ? lm_op_view_of(t->chain) : NULL);
+}
+
+/* The first stream joining table `name`, NULL for none. */
+static lm_stream_def* table_reader(laminar_db* db, const char* name) {
+  for (int32_t i = 0; i < db->graph.nstreams; i++) {
+    lm_stream_def* s = db->graph.streams[i];
+    if (s->plan.lookup && lm_streq_nocase(s->plan.lookup_table, name)) return s;
+  }
+  return NULL;
 }
 
 /* ---- writes: rows -> one batch on the changelog source ----------------------------- */

@@ -834,6 +834,59 @@ laminar_code lm_op_table_create(const lm_schema* in_schema, const int32_t* key_c
 
 bool lm_op_is_table(const lm_op* op) { return op != NULL && op->vt == &table_vtable; }
 
+laminar_code lm_op_table_lookup(const lm_op* table, lm_eval_ctx* ctx, const lm_vec* keys,
+                                int64_t n, lm_vec* out_cols, uint8_t* found) {
+  const view_op* v = (const view_op*)table;
+  int32_t nkey = v->nkey;
+  const uint8_t** rows = lm_eval_ctx_alloc(ctx, sizeof(uint8_t*) * (size_t)(n ? n : 1));
+  uint8_t* key = NULL;
+  int64_t key_cap = 0;
+  if (rows == NULL) return LAMINAR_ERR_NOMEM;
+  int64_t m = 0;
+  for (int64_t r = 0; r < n; r++) {
+    found[r] = 0;
+    int64_t klen = 0;
+    bool null_key = false;
+    for (int32_t k = 0; k < nkey; k++) {
+      if (keys[k].nulls != NULL && keys[k].nulls[r]) null_key = true;
+      int64_t one = value_size(&keys[k], r);
+      if (one < 0) return LAMINAR_ERR_NOMEM;
+      klen += one;
+    }
+    if (null_key || v->count == 0) continue;
+    if (klen > key_cap) {
+      key_cap = klen * 2;
+      key = lm_eval_ctx_alloc(ctx, (size_t)key_cap);
+      if (key == NULL) return LAMINAR_ERR_NOMEM;
+    }
+    uint8_t* p = key;
+    for (int32_t k = 0; k < nkey; k++) p = encode_value(&keys[k], r, p);
+    bool hit;
+    int64_t i = probe(v, row_hash(key, klen), key, klen, &hit);
+    if (!hit) continue;
+    const slot* s = &v->slots[i];
+    rows[m++] = v->bytes + s->off + s->klen;
+    found[r] = 1;
+  }
+  /* The matched rows decoded in order, then spread to their input rows. */
+  LM_TRY(decode_into(ctx, &v->columns, rows, m, out_cols));
+  if (m == n) return LAMINAR_OK;
+  for (int32_t c = 0; c < v->columns.ncols; c++) {
+    size_t w = (size_t)lm_type_width(out_cols[c].type);
+    uint8_t* data = lm_eval_ctx_alloc(ctx, w * (size_t)(n ? n : 1));
+    uint8_t* nulls = lm_eval_ctx_alloc(ctx, (size_t)(n ? n : 1));
+    if (data == NULL || nulls == NULL) return LAMINAR_ERR_NOMEM;
+    memset(data, 0, w * (size_t)(n ? n : 1));
+    for (int64_t r = 0, j = 0; r < n; r++) {
+      nulls[r] = !found[r] || out_cols[c].nulls[j];
+      if (found[r]) memcpy(data + (size_t)r * w, (const uint8_t*)out_cols[c].data + j * w, w);
+      j += found[r];
+    }
+    out_cols[c] = (lm_vec){out_cols[c].type, n, nulls, data};
+  }
+  return LAMINAR_OK;
+}
+
 const int32_t* lm_op_table_keys(const lm_op* op, int32_t* out_n) {
   const view_op* v = (const view_op*)op;
   *out_n = v->nkey;

@@ -56,6 +56,13 @@ laminar_code lm_op_table_create(const lm_schema* in_schema, const int32_t* key_c
                                 int32_t nkey, lm_op** out);
 /* True when `op` is a table's operator. */
 bool lm_op_is_table(const lm_op* op);
+/* Look up n keys in a table's operator: keys[k] holds n values of key
+ * column k (the key's order and types). out_cols (the table's ncols
+ * vectors, memory from ctx, valid until its next reset) receive each key's
+ * row, all NULL where there is none; found[i] says which. A NULL key matches
+ * nothing. Owner thread of the table. LAMINAR_OK or LAMINAR_ERR_NOMEM. */
+laminar_code lm_op_table_lookup(const lm_op* table, lm_eval_ctx* ctx, const lm_vec* keys,
+                                int64_t n, lm_vec* out_cols, uint8_t* found);
 /* A table operator's primary-key column indexes (*out_n of them). */
 const int32_t* lm_op_table_keys(const lm_op* op, int32_t* out_n);
 

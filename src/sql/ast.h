@@ -186,6 +186,11 @@ typedef struct lm_ast_order_item {
  * conjunct of `on` (the binder finds it). */
 typedef struct lm_ast_join {
   bool left_outer;         /* LEFT [OUTER] ASOF JOIN */
+  /* `[INNER | LEFT [OUTER]] JOIN right [FOR SYSTEM_TIME AS OF e] [alias] ON on`
+   * (not ASOF): a join of the input with a table (lookup join). as_of: the
+   * FOR SYSTEM_TIME AS OF expression (temporal join), NULL without one. */
+  bool plain;
+  struct lm_ast_expr* as_of;
   int32_t line, column;    /* of ASOF (or LEFT) */
   const char* right;       /* the right input's name */
   const char* right_alias; /* NULL if none */

@@ -25,7 +25,9 @@
  *   option  := (name[.name]* | 'key') = ('str' | [-]number | TRUE | FALSE | INTERVAL .. |
  * ${V}) select  := SELECT [DISTINCT|ALL] item [, ...] FROM (name | ( query )) [[AS] alias]
  *              [[LEFT [OUTER]] ASOF [LEFT [OUTER]] JOIN name [[AS] alias]
- *                 [MATCH_CONDITION ( e )] ON e]
+ *                 [MATCH_CONDITION ( e )] ON e
+ *               | [INNER | LEFT [OUTER]] JOIN name [FOR SYSTEM_TIME AS OF e]
+ *                 [[AS] alias] ON e]
  *              [WHERE e]
  *              [GROUP BY e, ...] [HAVING e]
  *              [ORDER BY e [ASC|DESC] [NULLS FIRST|LAST], ...] [LIMIT n] [OFFSET m]
@@ -1168,6 +1170,27 @@ static laminar_code parse_order_items(parser* p, lm_ast_order_item** out, size_t
  * ON e (LEFT before ASOF as Snowflake, after as DuckDB), the
  * current token at LEFT or ASOF; anything else a join word starts is
  * LAMINAR_ERR_SQL_UNSUPPORTED at it. */
+/* JOIN right [FOR SYSTEM_TIME AS OF e] [alias] ON e after [INNER | LEFT
+ * [OUTER]]: a join with a table (the binder checks what `right` is). */
+static laminar_code parse_plain_join(parser* p, lm_ast_join* j, lm_ast_join** out) {
+  j->plain = true;
+  LM_TRY(advance(p));  // JOIN
+  LM_TRY(parse_name(p, "a table name after JOIN", &j->right, &j->right_line,
+                    &j->right_column));
+  if (is_kw(&p->cur, "FOR")) {
+    LM_TRY(advance(p));
+    LM_TRY(expect_kw(p, "SYSTEM_TIME"));
+    LM_TRY(expect_kw(p, "AS"));
+    LM_TRY(expect_kw(p, "OF"));
+    LM_TRY(parse_expr(p, &j->as_of));
+  }
+  if (!is_kw(&p->cur, "ON")) LM_TRY(parse_alias(p, true, &j->right_alias));
+  LM_TRY(expect_kw(p, "ON"));
+  LM_TRY(parse_expr(p, &j->on));
+  *out = j;
+  return LAMINAR_OK;
+}
+
 static laminar_code parse_join(parser* p, lm_ast_join** out) {
   lm_ast_join* j = lm_arena_alloc(p->arena, sizeof *j);
   if (j == NULL) return nomem(p);
@@ -1176,6 +1199,8 @@ static laminar_code parse_join(parser* p, lm_ast_join** out) {
   LM_TRY(accept_kw(p, "LEFT", &j->left_outer));
   bool got;
   if (j->left_outer) LM_TRY(accept_kw(p, "OUTER", &got));
+  if (!j->left_outer) LM_TRY(accept_kw(p, "INNER", &got));
+  if (is_kw(&p->cur, "JOIN")) return parse_plain_join(p, j, out);
   if (!is_kw(&p->cur, "ASOF")) { /* at the join's first word */
     return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, j->line, j->column,
                    "only ASOF JOIN is supported yet: FROM a [LEFT] ASOF JOIN b "
@@ -1251,7 +1276,8 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
       }
     }
   }
-  if (s->from_select == NULL && (is_kw(&p->cur, "ASOF") || is_kw(&p->cur, "LEFT"))) {
+  if (s->from_select == NULL && (is_kw(&p->cur, "ASOF") || is_kw(&p->cur, "LEFT") ||
+                                 is_kw(&p->cur, "JOIN") || is_kw(&p->cur, "INNER"))) {
     LM_TRY(parse_join(p, &s->join));
   }
   if (is_join_word(&p->cur)) {
