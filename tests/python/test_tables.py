@@ -6,7 +6,9 @@ replayed into a DuckDB table with a primary key (``INSERT OR REPLACE`` /
 ``DELETE``). After each step the table's content (``SELECT *``), a
 materialized view aggregating it, and the net changelog a stream reading it
 delivered must equal DuckDB's batch answer -- with one or two cores, and
-across a restart of a durable database in the middle.
+across a restart of a durable database in the middle. Lookup joins: stream
+rows pushed between the writes join the table as it is then, as DuckDB's
+batch join of those rows with the model table at that step.
 """
 
 from __future__ import annotations
@@ -148,6 +150,88 @@ def test_tables_match_duckdb_model(tmp_path_factory, cores, seed, restart):
         # The stream over the table: its changelog nets to the batch answer.
         want = Counter(con.execute("SELECT k1, k2, v FROM t WHERE v > 0").fetchall())
         assert net(changes) == want
+    db.close()
+
+
+JOIN_SQL = """
+CREATE SOURCE s (id BIGINT, a INT, b VARCHAR, x DOUBLE);
+CREATE STREAM j AS SELECT s.id, s.x, t.g, t.v FROM s JOIN t ON s.a = t.k1 AND t.k2 = s.b;
+CREATE STREAM lj AS SELECT id, g, v FROM s LEFT JOIN t tt ON tt.k2 = s.b AND s.a = tt.k1;
+"""
+
+
+def join_model(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> tuple[Counter, Counter]:
+    """DuckDB's answer for pushed stream rows against the model table now."""
+    con.execute("CREATE OR REPLACE TEMP TABLE s (id BIGINT, a INTEGER, b VARCHAR, x DOUBLE)")
+    con.executemany("INSERT INTO s VALUES (?, ?, ?, ?)",
+                    [[r["id"], r["a"], r["b"], r["x"]] for r in rows])
+    inner = con.execute(
+        "SELECT s.id, s.x, t.g, t.v FROM s JOIN t ON s.a = t.k1 AND t.k2 = s.b"
+    ).fetchall()
+    left = con.execute(
+        "SELECT s.id, t.g, t.v FROM s LEFT JOIN t ON s.a = t.k1 AND t.k2 = s.b"
+    ).fetchall()
+    return Counter(inner), Counter(left)
+
+
+def drained(sub: laminardb.Subscription) -> Counter:
+    rows: Counter = Counter()
+    while (batch := sub.poll(0)) is not None:
+        rows.update(tuple(r.values()) for r in batch.to_pylist())
+    return rows
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), restart=st.booleans())
+def test_lookup_join_matches_duckdb_model(tmp_path_factory, cores, seed, restart):
+    """Stream rows interleaved with table writes: each batch joins the table as it is."""
+    print(f"seed={seed} cores={cores} restart={restart}")
+    rng = random.Random(seed)
+    ops = random_ops(rng, rng.randint(1, 20))
+    cut = rng.randint(0, len(ops))
+    con = duckdb.connect()
+    con.execute(DUCK_SQL)
+    path: Path = tmp_path_factory.mktemp("lookup") / "db"
+    settings_ = {"checkpoint_interval": "1 hour", "wal_mode": "sync", "cores": cores}
+    db = laminardb.open(path, **settings_)
+    db.execute(TABLE_SQL + JOIN_SQL)
+    subs = (db.subscribe("j"), db.subscribe("lj"))
+    want_inner: Counter = Counter()
+    want_left: Counter = Counter()
+    got_inner: Counter = Counter()
+    got_left: Counter = Counter()
+    next_id = 0
+    for i, (op, rows) in enumerate(ops):
+        if restart and i == cut:
+            if rng.random() < 0.5:
+                db.checkpoint()
+            for sub in subs:
+                sub.close()
+            db.close()
+            db = laminardb.open(path, **settings_)
+            db.run_until_idle()
+            subs = (db.subscribe("j"), db.subscribe("lj"))
+        apply_laminar(db, op, rows)
+        apply_duckdb(con, op, rows)
+        db.run_until_idle()
+        # Stream rows, some with keys the table has, some without, NULL keys.
+        stream = []
+        for _ in range(rng.randint(0, 5)):
+            next_id += 1
+            stream.append({"id": next_id, "a": rng.choice([0, 1, 2, 5, None]),
+                           "b": rng.choice(["a", "b", "c'd", None]),
+                           "x": rng.choice([None, 1.5, -2.0])})
+        if stream:
+            db.insert("s", stream)
+            db.run_until_idle()
+            inner, left = join_model(con, stream)
+            want_inner += inner
+            want_left += left
+        got_inner += drained(subs[0])
+        got_left += drained(subs[1])
+    assert got_inner == want_inner
+    assert got_left == want_left
     db.close()
 
 
