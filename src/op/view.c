@@ -65,6 +65,18 @@ static uint8_t* encode_value(const lm_vec* v, int64_t r, uint8_t* p) {
   return p + w;
 }
 
+/* Encoded size of row r of columns cols[idx[0..n)] (idx NULL: cols[0..n)), or
+ * -1 when a string is too long for its u32 length (4 GiB or more). */
+static int64_t encoded_size(const lm_vec* cols, const int32_t* idx, int32_t n, int64_t r) {
+  int64_t size = 0;
+  for (int32_t c = 0; c < n; c++) {
+    int64_t one = value_size(&cols[idx != NULL ? idx[c] : c], r);
+    if (one < 0) return -1;
+    size += one;
+  }
+  return size;
+}
+
 /* Length of the encoded row at p[0..len) for `schema`, or -1 when the bytes
  * are not a row of it (checked on restore: decoding trusts what is stored). */
 static int64_t row_check(const lm_schema* schema, const uint8_t* p, int64_t len) {
@@ -336,12 +348,8 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
   if (offs == NULL || eff == NULL) return LAMINAR_ERR_NOMEM;
   offs[0] = 0;
   for (int64_t r = 0; r < n; r++) {
-    int64_t size = 0;
-    for (int32_t c = 0; c < ncols; c++) {
-      int64_t one = value_size(&in->cols[c], r);
-      if (one < 0) return LAMINAR_ERR_NOMEM; /* a string of 4 GiB or more */
-      size += one;
-    }
+    int64_t size = encoded_size(in->cols, NULL, ncols, r);
+    if (size < 0) return LAMINAR_ERR_NOMEM; /* a string of 4 GiB or more */
     offs[r + 1] = offs[r] + size;
   }
   uint8_t* enc = lm_eval_ctx_alloc(v->ctx, (size_t)(offs[n] ? offs[n] : 1));
@@ -714,19 +722,10 @@ static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
   if (offs == NULL || klens == NULL) return LAMINAR_ERR_NOMEM;
   offs[0] = 0;
   for (int64_t r = 0; r < n; r++) {
-    int64_t size = 0;
-    for (int32_t k = 0; k < v->nkey; k++) {
-      int64_t one = value_size(&in->cols[v->key_cols[k]], r);
-      if (one < 0) return LAMINAR_ERR_NOMEM;
-      size += one;
-    }
-    klens[r] = size;
-    for (int32_t c = 0; c < ncols; c++) {
-      int64_t one = value_size(&in->cols[c], r);
-      if (one < 0) return LAMINAR_ERR_NOMEM; /* a string of 4 GiB or more */
-      size += one;
-    }
-    offs[r + 1] = offs[r] + size;
+    klens[r] = encoded_size(in->cols, v->key_cols, v->nkey, r);
+    int64_t size = encoded_size(in->cols, NULL, ncols, r);
+    if (klens[r] < 0 || size < 0) return LAMINAR_ERR_NOMEM; /* a string of 4 GiB+ */
+    offs[r + 1] = offs[r] + klens[r] + size;
   }
   uint8_t* enc = lm_eval_ctx_alloc(v->ctx, (size_t)(offs[n] ? offs[n] : 1));
   /* Output: at most two rows per input row (old -1, new +1). */
@@ -845,14 +844,11 @@ laminar_code lm_op_table_lookup(const lm_op* table, lm_eval_ctx* ctx, const lm_v
   int64_t m = 0;
   for (int64_t r = 0; r < n; r++) {
     found[r] = 0;
-    int64_t klen = 0;
     bool null_key = false;
-    for (int32_t k = 0; k < nkey; k++) {
-      if (keys[k].nulls != NULL && keys[k].nulls[r]) null_key = true;
-      int64_t one = value_size(&keys[k], r);
-      if (one < 0) return LAMINAR_ERR_NOMEM;
-      klen += one;
-    }
+    for (int32_t k = 0; k < nkey; k++)
+      null_key |= keys[k].nulls != NULL && keys[k].nulls[r];
+    int64_t klen = encoded_size(keys, NULL, nkey, r);
+    if (klen < 0) return LAMINAR_ERR_NOMEM;
     if (null_key || v->count == 0) continue;
     if (klen > key_cap) {
       key_cap = klen * 2;

@@ -242,31 +242,32 @@ static int test_lookup_errors(void) {
   CHECK(open_sql_db(&db,
                     "CREATE TABLE t (k BIGINT, j VARCHAR, v DOUBLE, PRIMARY KEY (k, j));"
                     "CREATE SOURCE s (a BIGINT, b VARCHAR, c DOUBLE, ts BIGINT)") == 0);
-  const char* p = "CREATE STREAM e AS SELECT a FROM s\n";
-  char sql[512];
-  /* ON that does not fix the whole key: LDB-1021 at the ON (a key missing) or
-   * at the condition (not `s.x = t.key`). */
-  snprintf(sql, sizeof sql, "%sJOIN t ON s.a = t.k", p);
-  EXPECT(fails_at(db, false, sql, LAMINAR_ERR_SQL_LOOKUP_KEY, 2, 11));
-  snprintf(sql, sizeof sql, "%sJOIN t ON s.a = t.k AND s.c = t.v", p);
-  EXPECT(fails_at(db, false, sql, LAMINAR_ERR_SQL_LOOKUP_KEY, 2, 25));
-  snprintf(sql, sizeof sql, "%sJOIN t ON s.a = t.k AND t.j > s.b", p);
-  EXPECT(fails_at(db, false, sql, LAMINAR_ERR_SQL_LOOKUP_KEY, 2, 25));
-  snprintf(sql, sizeof sql, "%sJOIN t ON s.a = t.k AND t.j = 'x'", p);
-  EXPECT(fails_at(db, false, sql, LAMINAR_ERR_SQL_LOOKUP_KEY, 2, 25));
-  snprintf(sql, sizeof sql, "%sJOIN t ON s.a = t.k AND s.b = t.j AND s.a = t.k", p);
-  EXPECT(fails_at(db, false, sql, LAMINAR_ERR_SQL_LOOKUP_KEY, 2, 39));
-  /* A key of another type. */
-  snprintf(sql, sizeof sql, "%sJOIN t ON s.b = t.k AND s.b = t.j", p);
-  EXPECT(fails_at(db, false, sql, LAMINAR_ERR_TYPE_MISMATCH, 2, 11));
-  /* The right side must be a table; temporal joins are not there yet. */
-  snprintf(sql, sizeof sql, "%sJOIN s u ON s.a = u.a", p);
-  EXPECT(fails_at(db, false, sql, LAMINAR_ERR_SQL_UNSUPPORTED, 2, 1));
-  snprintf(sql, sizeof sql, "%sLEFT JOIN nope ON s.a = nope.k", p);
-  EXPECT(fails_at(db, false, sql, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 2, 11));
-  snprintf(sql, sizeof sql, "%sJOIN t FOR SYSTEM_TIME AS OF s.ts ON s.a = t.k AND s.b = t.j",
-           p);
-  EXPECT(fails_at(db, false, sql, LAMINAR_ERR_SQL_UNSUPPORTED, 2, 30));
+  /* Each after "CREATE STREAM e AS SELECT a FROM s\n", failing at line 2. */
+  static const struct {
+    const char* join;
+    laminar_code code;
+    int column;
+  } cases[] = {
+      /* ON that does not fix the whole key: LDB-1021 at the ON (a key
+       * missing) or at the condition (not `s.x = t.key`). */
+      {"JOIN t ON s.a = t.k", LAMINAR_ERR_SQL_LOOKUP_KEY, 11},
+      {"JOIN t ON s.a = t.k AND s.c = t.v", LAMINAR_ERR_SQL_LOOKUP_KEY, 25},
+      {"JOIN t ON s.a = t.k AND t.j > s.b", LAMINAR_ERR_SQL_LOOKUP_KEY, 25},
+      {"JOIN t ON s.a = t.k AND t.j = 'x'", LAMINAR_ERR_SQL_LOOKUP_KEY, 25},
+      {"JOIN t ON s.a = t.k AND s.b = t.j AND s.a = t.k", LAMINAR_ERR_SQL_LOOKUP_KEY, 39},
+      /* A key of another type. */
+      {"JOIN t ON s.b = t.k AND s.b = t.j", LAMINAR_ERR_TYPE_MISMATCH, 11},
+      /* The right side must be a table; temporal joins are not there yet. */
+      {"JOIN s u ON s.a = u.a", LAMINAR_ERR_SQL_UNSUPPORTED, 1},
+      {"LEFT JOIN nope ON s.a = nope.k", LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 11},
+      {"JOIN t FOR SYSTEM_TIME AS OF s.ts ON s.a = t.k AND s.b = t.j",
+       LAMINAR_ERR_SQL_UNSUPPORTED, 30},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char sql[512];
+    snprintf(sql, sizeof sql, "CREATE STREAM e AS SELECT a FROM s\n%s", cases[i].join);
+    EXPECT(fails_at(db, false, sql, cases[i].code, 2, cases[i].column));
+  }
   laminar_close(db);
   return 0;
 }

@@ -114,43 +114,55 @@ def net(batches: list[pa.RecordBatch]) -> Counter:
     return Counter({k: w for k, w in total.items() if w != 0})
 
 
+class Run:
+    """One randomized run: the operations, the model, a durable database."""
+
+    def __init__(self, tmp_path_factory, cores: int, seed: int, nops: int, sql: str) -> None:
+        self.rng = random.Random(seed)
+        self.ops = random_ops(self.rng, self.rng.randint(1, nops))
+        self.cut = self.rng.randint(0, len(self.ops))
+        self.con = duckdb.connect()
+        self.con.execute(DUCK_SQL)
+        self.path: Path = tmp_path_factory.mktemp("tables") / "db"
+        self.settings = {"checkpoint_interval": "1 hour", "wal_mode": "sync", "cores": cores}
+        self.db = laminardb.open(self.path, **self.settings)
+        self.db.execute(sql)
+
+    def restart(self, subs: list[laminardb.Subscription]) -> None:
+        """Close (after a checkpoint, or with the WAL alone) and open again."""
+        if self.rng.random() < 0.5:
+            self.db.checkpoint()
+        for sub in subs:
+            sub.close()
+        self.db.close()
+        self.db = laminardb.open(self.path, **self.settings)
+        self.db.run_until_idle()
+
+
 @pytest.mark.parametrize("cores", [1, 2])
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), restart=st.booleans())
 def test_tables_match_duckdb_model(tmp_path_factory, cores, seed, restart):
     print(f"seed={seed} cores={cores} restart={restart}")
-    rng = random.Random(seed)
-    ops = random_ops(rng, rng.randint(1, 25))
-    cut = rng.randint(0, len(ops))
-    con = duckdb.connect()
-    con.execute(DUCK_SQL)
-    path: Path = tmp_path_factory.mktemp("tables") / "db"
-    settings_ = {"checkpoint_interval": "1 hour", "wal_mode": "sync", "cores": cores}
-    db = laminardb.open(path, **settings_)
-    db.execute(TABLE_SQL)
-    sub = db.subscribe("big")
+    run = Run(tmp_path_factory, cores, seed, 25, TABLE_SQL)
+    sub = run.db.subscribe("big")
     changes: list[pa.RecordBatch] = []
-    for i, (op, rows) in enumerate(ops):
-        if restart and i == cut:
-            if rng.random() < 0.5:
-                db.checkpoint()  # else the WAL alone brings the writes back
-            sub.close()
-            db.close()
-            db = laminardb.open(path, **settings_)
-            db.run_until_idle()
-            check(db, con)
-        apply_laminar(db, op, rows)
-        apply_duckdb(con, op, rows)
-        db.run_until_idle()
-        check(db, con)
+    for i, (op, rows) in enumerate(run.ops):
+        if restart and i == run.cut:
+            run.restart([sub])
+            check(run.db, run.con)
+        apply_laminar(run.db, op, rows)
+        apply_duckdb(run.con, op, rows)
+        run.db.run_until_idle()
+        check(run.db, run.con)
         if not restart:
             while (batch := sub.poll(0)) is not None:
                 changes.append(batch)
     if not restart:
         # The stream over the table: its changelog nets to the batch answer.
-        want = Counter(con.execute("SELECT k1, k2, v FROM t WHERE v > 0").fetchall())
+        want = Counter(run.con.execute("SELECT k1, k2, v FROM t WHERE v > 0").fetchall())
         assert net(changes) == want
-    db.close()
+    run.db.close()
 
 
 JOIN_SQL = """
@@ -187,34 +199,21 @@ def drained(sub: laminardb.Subscription) -> Counter:
 def test_lookup_join_matches_duckdb_model(tmp_path_factory, cores, seed, restart):
     """Stream rows interleaved with table writes: each batch joins the table as it is."""
     print(f"seed={seed} cores={cores} restart={restart}")
-    rng = random.Random(seed)
-    ops = random_ops(rng, rng.randint(1, 20))
-    cut = rng.randint(0, len(ops))
-    con = duckdb.connect()
-    con.execute(DUCK_SQL)
-    path: Path = tmp_path_factory.mktemp("lookup") / "db"
-    settings_ = {"checkpoint_interval": "1 hour", "wal_mode": "sync", "cores": cores}
-    db = laminardb.open(path, **settings_)
-    db.execute(TABLE_SQL + JOIN_SQL)
-    subs = (db.subscribe("j"), db.subscribe("lj"))
+    run = Run(tmp_path_factory, cores, seed, 20, TABLE_SQL + JOIN_SQL)
+    rng = run.rng
+    subs = [run.db.subscribe("j"), run.db.subscribe("lj")]
     want_inner: Counter = Counter()
     want_left: Counter = Counter()
     got_inner: Counter = Counter()
     got_left: Counter = Counter()
     next_id = 0
-    for i, (op, rows) in enumerate(ops):
-        if restart and i == cut:
-            if rng.random() < 0.5:
-                db.checkpoint()
-            for sub in subs:
-                sub.close()
-            db.close()
-            db = laminardb.open(path, **settings_)
-            db.run_until_idle()
-            subs = (db.subscribe("j"), db.subscribe("lj"))
-        apply_laminar(db, op, rows)
-        apply_duckdb(con, op, rows)
-        db.run_until_idle()
+    for i, (op, rows) in enumerate(run.ops):
+        if restart and i == run.cut:
+            run.restart(subs)
+            subs = [run.db.subscribe("j"), run.db.subscribe("lj")]
+        apply_laminar(run.db, op, rows)
+        apply_duckdb(run.con, op, rows)
+        run.db.run_until_idle()
         # Stream rows, some with keys the table has, some without, NULL keys.
         stream = []
         for _ in range(rng.randint(0, 5)):
@@ -223,16 +222,16 @@ def test_lookup_join_matches_duckdb_model(tmp_path_factory, cores, seed, restart
                            "b": rng.choice(["a", "b", "c'd", None]),
                            "x": rng.choice([None, 1.5, -2.0])})
         if stream:
-            db.insert("s", stream)
-            db.run_until_idle()
-            inner, left = join_model(con, stream)
+            run.db.insert("s", stream)
+            run.db.run_until_idle()
+            inner, left = join_model(run.con, stream)
             want_inner += inner
             want_left += left
         got_inner += drained(subs[0])
         got_left += drained(subs[1])
     assert got_inner == want_inner
     assert got_left == want_left
-    db.close()
+    run.db.close()
 
 
 def test_sql_errors_carry_codes_and_positions(db):
