@@ -666,8 +666,9 @@ int64_t lm_op_view_thaws(const lm_op* view, int64_t* out_rows) {
  * nothing, a delete of a key not there is nothing. Rows of one chunk apply in
  * order, so a later row sees an earlier one's effect. */
 
-/* Decode n encoded rows rows[k][0..lens[k]) of `columns` into out[] vectors
- * whose memory (strings included) comes from ctx. */
+/* Decode n encoded rows rows[k] of `columns` into out[] vectors whose memory
+ * comes from ctx; strings are views of the encoded rows, which must outlive
+ * the vectors' use (the chunk being processed). */
 static laminar_code decode_into(lm_eval_ctx* ctx, const lm_schema* columns,
                                 const uint8_t* const* rows, int64_t n, lm_vec* out) {
   int32_t ncols = columns->ncols;
@@ -693,10 +694,7 @@ static laminar_code decode_into(lm_eval_ctx* ctx, const lm_schema* columns,
       if (t == LM_TYPE_STRING) {
         uint32_t len;
         memcpy(&len, p, 4);
-        char* copy = lm_eval_ctx_alloc(ctx, len ? len : 1);
-        if (copy == NULL) return LAMINAR_ERR_NOMEM;
-        if (len > 0) memcpy(copy, p + 4, len);
-        lm_str str = {copy, (int64_t)len};
+        lm_str str = {(const char*)p + 4, (int64_t)len}; /* a view of the row */
         memcpy(at, &str, sizeof str);
         p += 4 + len;
       } else {
@@ -837,31 +835,54 @@ laminar_code lm_op_table_lookup(const lm_op* table, lm_eval_ctx* ctx, const lm_v
                                 int64_t n, lm_vec* out_cols, uint8_t* found) {
   const view_op* v = (const view_op*)table;
   int32_t nkey = v->nkey;
-  const uint8_t** rows = lm_eval_ctx_alloc(ctx, sizeof(uint8_t*) * (size_t)(n ? n : 1));
-  uint8_t* key = NULL;
-  int64_t key_cap = 0;
-  if (rows == NULL) return LAMINAR_ERR_NOMEM;
-  int64_t m = 0;
+  size_t cnt = (size_t)(n ? n : 1);
+  const uint8_t** rows = lm_eval_ctx_alloc(ctx, sizeof(uint8_t*) * cnt);
+  int64_t* offs = lm_eval_ctx_alloc(ctx, sizeof(int64_t) * (cnt + 1));
+  uint64_t* hashes = lm_eval_ctx_alloc(ctx, sizeof(uint64_t) * cnt);
+  if (rows == NULL || offs == NULL || hashes == NULL) return LAMINAR_ERR_NOMEM;
+  /* Pass 1: every key encoded back to back and hashed; a NULL key (or an
+   * empty table) gets an empty encoding and is not looked up. */
+  memset(found, 0, cnt);
+  offs[0] = 0;
   for (int64_t r = 0; r < n; r++) {
-    found[r] = 0;
-    bool null_key = false;
+    bool null_key = v->count == 0;
     for (int32_t k = 0; k < nkey; k++)
       null_key |= keys[k].nulls != NULL && keys[k].nulls[r];
-    int64_t klen = encoded_size(keys, NULL, nkey, r);
+    int64_t klen = null_key ? 0 : encoded_size(keys, NULL, nkey, r);
     if (klen < 0) return LAMINAR_ERR_NOMEM;
-    if (null_key || v->count == 0) continue;
-    if (klen > key_cap) {
-      key_cap = klen * 2;
-      key = lm_eval_ctx_alloc(ctx, (size_t)key_cap);
-      if (key == NULL) return LAMINAR_ERR_NOMEM;
-    }
-    uint8_t* p = key;
+    offs[r + 1] = offs[r] + klen;
+  }
+  uint8_t* enc = lm_eval_ctx_alloc(ctx, (size_t)(offs[n] ? offs[n] : 1));
+  if (enc == NULL) return LAMINAR_ERR_NOMEM;
+  for (int64_t r = 0; r < n; r++) {
+    if (offs[r + 1] == offs[r]) continue;
+    uint8_t* p = enc + offs[r];
     for (int32_t k = 0; k < nkey; k++) p = encode_value(&keys[k], r, p);
+    hashes[r] = row_hash(enc + offs[r], offs[r + 1] - offs[r]);
+  }
+  /* Pass 2: probe, with the slot of a row PREFETCH rows ahead already asked
+   * for -- a large table's slots and rows are cache misses (on this machine a
+   * 10^6-row table's lookups took half the time with the prefetches). */
+  enum { PREFETCH = 16 };
+  uint64_t mask = (uint64_t)v->cap - 1;
+  int64_t m = 0;
+  for (int64_t r = 0; r < n; r++) {
+    int64_t ahead = r + PREFETCH;
+    if (ahead < n && offs[ahead + 1] != offs[ahead])
+      __builtin_prefetch(&v->slots[hashes[ahead] & mask]);
+    /* Halfway there its slot is in cache: ask for the row's bytes too. */
+    int64_t half = r + PREFETCH / 2;
+    if (half < n && offs[half + 1] != offs[half]) {
+      const slot* ps = &v->slots[hashes[half] & mask];
+      if (ps->weight != 0) __builtin_prefetch(v->bytes + ps->off);
+    }
+    int64_t klen = offs[r + 1] - offs[r];
+    if (klen == 0) continue;
     bool hit;
-    int64_t i = probe(v, row_hash(key, klen), key, klen, &hit);
+    int64_t i = probe(v, hashes[r], enc + offs[r], klen, &hit);
     if (!hit) continue;
-    const slot* s = &v->slots[i];
-    rows[m++] = v->bytes + s->off + s->klen;
+    const slot* sl = &v->slots[i];
+    rows[m++] = v->bytes + sl->off + sl->klen;
     found[r] = 1;
   }
   /* The matched rows decoded in order, then spread to their input rows. */
