@@ -20,6 +20,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pytest
+from _oracle_util import announce_seed, close_as, seed_strategy_bounds
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -129,21 +130,22 @@ class Run:
         self.db.execute(sql)
 
     def restart(self, subs: list[laminardb.Subscription]) -> None:
-        """Close (after a checkpoint, or with the WAL alone) and open again."""
+        """Close or crash (after a checkpoint, or with the WAL alone); open again."""
         if self.rng.random() < 0.5:
             self.db.checkpoint()
         for sub in subs:
             sub.close()
-        self.db.close()
+        close_as(self.db, self.path, crash=self.rng.random() < 0.5)
         self.db = laminardb.open(self.path, **self.settings)
         self.db.run_until_idle()
 
 
 @pytest.mark.parametrize("cores", [1, 2])
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), restart=st.booleans())
+@given(seed=st.integers(*seed_strategy_bounds()), restart=st.booleans())
 def test_tables_match_duckdb_model(tmp_path_factory, cores, seed, restart):
-    print(f"seed={seed} cores={cores} restart={restart}")
+    announce_seed(seed)
+    print(f"cores={cores} restart={restart}")
     run = Run(tmp_path_factory, cores, seed, 25, TABLE_SQL)
     sub = run.db.subscribe("big")
     changes: list[pa.RecordBatch] = []
@@ -195,10 +197,11 @@ def drained(sub: laminardb.Subscription) -> Counter:
 
 @pytest.mark.parametrize("cores", [1, 2])
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), restart=st.booleans())
+@given(seed=st.integers(*seed_strategy_bounds()), restart=st.booleans())
 def test_lookup_join_matches_duckdb_model(tmp_path_factory, cores, seed, restart):
     """Stream rows interleaved with table writes: each batch joins the table as it is."""
-    print(f"seed={seed} cores={cores} restart={restart}")
+    announce_seed(seed)
+    print(f"cores={cores} restart={restart}")
     run = Run(tmp_path_factory, cores, seed, 20, TABLE_SQL + JOIN_SQL)
     rng = run.rng
     subs = [run.db.subscribe("j"), run.db.subscribe("lj")]
