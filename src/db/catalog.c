@@ -1162,6 +1162,12 @@ static laminar_code describe(laminar_db* db, const lm_stmt* stmt,
   lm_stream_def* s = src ? NULL : lm_db_find_stream(db, stmt->name);
   if (src) schema = &src->schema;
   if (s) schema = lm_db_is_view(s) ? lm_db_view_columns(s) : &s->out_schema;
+  /* A table: its declared columns (keys NOT NULL), its changelog's without
+   * _weight. */
+  lm_source_def* changes = s != NULL ? lm_db_table_source(db, s->name) : NULL;
+  lm_schema declared = {changes != NULL ? changes->schema.ncols - 1 : 0,
+                        changes != NULL ? changes->schema.fields : NULL};
+  if (changes != NULL) schema = &declared;
   if (schema == NULL) {
     char msg[256];
     snprintf(msg, sizeof msg, "no source, stream or view named '%s'", stmt->name);

@@ -50,6 +50,7 @@ static int test_sql_upsert_and_delete(void) {
   CHECK_TEXT(db, "SELECT k, tag, v FROM t ORDER BY k, tag", "1,a,4.5;2,a,2");
   CHECK_TEXT(db, "SELECT tag, n, s FROM per_tag ORDER BY tag", "a,2,6.5");
   CHECK_TEXT(db, "SHOW TABLES", "t,k BIGINT NOT NULL, tag VARCHAR NOT NULL, v DOUBLE,k, tag");
+  CHECK_TEXT(db, "DESCRIBE t", "k,BIGINT,NO;tag,VARCHAR,NO;v,DOUBLE,YES");
   /* The table's parts are no sources or views of their own. */
   CHECK_TEXT(db, "SHOW SOURCES", "");
   EXPECT(fails_at(db, false, "DROP TABLE t", LAMINAR_ERR_SQL_DEPENDENCY, 1, 12));
