@@ -269,6 +269,7 @@ static int cmp_value(const lm_vec* v, uint32_t a, uint32_t b) {
       const uint8_t* x = v->data;
       return (x[a] > x[b]) - (x[a] < x[b]);
     }
+    case LM_TYPE_DATE:
     case LM_TYPE_INT32: {
       const int32_t* x = v->data;
       return (x[a] > x[b]) - (x[a] < x[b]);

@@ -225,7 +225,8 @@ static laminar_code eval_literal(lm_eval_ctx* ctx, const lm_expr* e, int64_t n,
   }
   switch (e->type) {
     case LM_TYPE_BOOL: return set_const_bool(ctx, n, e->lit.b, out);
-    case LM_TYPE_INT32: {
+    case LM_TYPE_INT32:
+    case LM_TYPE_DATE: {
       int32_t v = (int32_t)e->lit.i;
       return set_const(ctx, e->type, n, &v, out);
     }
@@ -566,6 +567,7 @@ static lm_type compare_type(lm_type a, lm_type b) {
   if (a == b) return a;
   if (a == LM_TYPE_DOUBLE || b == LM_TYPE_DOUBLE) return LM_TYPE_DOUBLE;
   if (a == LM_TYPE_TIMESTAMP || b == LM_TYPE_TIMESTAMP) return LM_TYPE_TIMESTAMP;
+  if (a == LM_TYPE_DATE && b == LM_TYPE_DATE) return LM_TYPE_DATE;
   return LM_TYPE_INT64;
 }
 
@@ -586,7 +588,8 @@ static laminar_code eval_compare(lm_eval_ctx* ctx, lm_expr_op op, lm_xvec* a, lm
   switch (a->v.type) {
     case LM_TYPE_INT64:
     case LM_TYPE_TIMESTAMP: cmp_i64(op, s.mode, s.m, a->v.data, b->v.data, r); break;
-    case LM_TYPE_INT32: cmp_i32(op, s.mode, s.m, a->v.data, b->v.data, r); break;
+    case LM_TYPE_INT32:
+    case LM_TYPE_DATE: cmp_i32(op, s.mode, s.m, a->v.data, b->v.data, r); break;
     case LM_TYPE_BOOL: cmp_u8(op, s.mode, s.m, a->v.data, b->v.data, r); break;
     case LM_TYPE_DOUBLE: cmp_f64(op, s.mode, s.m, a->v.data, b->v.data, r); break;
     case LM_TYPE_STRING:
@@ -1020,9 +1023,16 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
         LM_TRY(coerce(ctx, &b, LM_TYPE_INT32));
         return arith_i32(ctx, e->op, &a, &b, n, out);
       }
-      /* INT64, and TIMESTAMP +- INT64 micros / TIMESTAMP - TIMESTAMP. */
+      /* INT64, and TIMESTAMP +- INT64 micros / TIMESTAMP - TIMESTAMP; DATE +- n
+       * and DATE - DATE in days. */
       LM_TRY(coerce(ctx, &a, LM_TYPE_INT64));
       LM_TRY(coerce(ctx, &b, LM_TYPE_INT64));
+      if (e->type == LM_TYPE_DATE) {
+        /* the day count in 64 bits, then NULL where it leaves the DATE range */
+        lm_xvec days;
+        LM_TRY(arith_i64(ctx, e->op, LM_TYPE_INT64, &a, &b, n, &days));
+        return eval_cast(ctx, LM_TYPE_DATE, &days, n, out);
+      }
       return arith_i64(ctx, e->op, e->type, &a, &b, n, out);
     case LM_XOP_EQ:
     case LM_XOP_NE:

@@ -103,8 +103,8 @@ static bool is_numeric(lm_type t) {
 }
 
 /* Argument i must convert to `to`: a value of that type, a NULL, a string
- * literal (parsed when evaluated, as DuckDB's string literals), or -- for a
- * numeric `to` -- any number. */
+ * literal (parsed when evaluated, as DuckDB's string literals), -- for a
+ * numeric `to` -- any number, or -- for a TIMESTAMP -- a DATE. */
 static laminar_code want_arg_of(const char* name, const char* usage,
                                 const lm_expr* const* args, int32_t i, lm_type to,
                                 const char* what, lm_type* want, lm_func_binding* out) {
@@ -112,7 +112,8 @@ static laminar_code want_arg_of(const char* name, const char* usage,
   bool ok = t == to || t == LM_TYPE_NULL ||
             (to != LM_TYPE_STRING && is_str_literal(args[i])) ||
             (to == LM_TYPE_DOUBLE && is_numeric(t)) ||
-            (to == LM_TYPE_INT64 && (t == LM_TYPE_INT32));
+            (to == LM_TYPE_INT64 && (t == LM_TYPE_INT32)) ||
+            (to == LM_TYPE_TIMESTAMP && t == LM_TYPE_DATE); /* its midnight */
   if (!ok) {
     return bind_fail(out, LAMINAR_ERR_TYPE_MISMATCH, i,
                      "%s() needs %s as argument %d, got %s (usage: %s)", name, what,

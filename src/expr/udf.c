@@ -57,6 +57,7 @@ static lm_type type_of_format(const char* f, bool result) {
   if (strcmp(f, "g") == 0) return LM_TYPE_DOUBLE;
   if (strcmp(f, "u") == 0 || (result && strcmp(f, "U") == 0)) return LM_TYPE_STRING;
   if (strcmp(f, "tsu:") == 0) return LM_TYPE_TIMESTAMP;
+  if (strcmp(f, "tdD") == 0) return LM_TYPE_DATE;
   return LM_TYPE_NULL;
 }
 
@@ -69,6 +70,7 @@ static const char* format_of(lm_type t) {
     case LM_TYPE_DOUBLE: return "g";
     case LM_TYPE_STRING: return "u";
     case LM_TYPE_TIMESTAMP: return "tsu:";
+    case LM_TYPE_DATE: return "tdD";
     case LM_TYPE_NULL: break;
   }
   return "n";
@@ -442,7 +444,8 @@ static laminar_code import_result(lm_eval_ctx* ctx, const lm_udf* f,
     }
     switch (t) {
       case LM_TYPE_BOOL: *slot = ArrowArrayViewGetIntUnsafe(&view, k) != 0; break;
-      case LM_TYPE_INT32: {
+      case LM_TYPE_INT32:
+      case LM_TYPE_DATE: {
         int32_t x = (int32_t)ArrowArrayViewGetIntUnsafe(&view, k);
         memcpy(slot, &x, 4);
         break;

@@ -79,6 +79,7 @@ void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int6
       case LM_TYPE_DOUBLE:
         for (int64_t g = 0; g < ng; g++) ((double*)ov->data)[row + g] = ks->d[kids[g]];
         break;
+      case LM_TYPE_DATE:
       case LM_TYPE_INT32:
       case LM_TYPE_BOOL:
         for (int64_t g = 0; g < ng; g++)

@@ -32,18 +32,19 @@
 /* Column types a statement can name. VARCHAR/TEXT/STRING/VARCHAR(n) -> STRING;
  * BIGINT/INT8/LONG -> INT64; INT/INTEGER/INT4 -> INT32;
  * DOUBLE/DOUBLE PRECISION/FLOAT8/FLOAT -> DOUBLE; BOOLEAN/BOOL -> BOOL;
- * TIMESTAMP[(p)] -> TIMESTAMP. */
+ * TIMESTAMP[(p)] -> TIMESTAMP; DATE -> DATE. */
 typedef enum lm_sql_type {
   LM_SQL_TYPE_STRING = 1,
   LM_SQL_TYPE_INT64,
   LM_SQL_TYPE_INT32,
   LM_SQL_TYPE_DOUBLE,
   LM_SQL_TYPE_BOOL,
-  LM_SQL_TYPE_TIMESTAMP
+  LM_SQL_TYPE_TIMESTAMP,
+  LM_SQL_TYPE_DATE
 } lm_sql_type;
 
 /* Canonical SQL spelling of a type ("VARCHAR", "BIGINT", "INT", "DOUBLE",
- * "BOOLEAN", "TIMESTAMP"); "UNKNOWN" for a value outside the enum. Static text. */
+ * "BOOLEAN", "TIMESTAMP", "DATE"); "UNKNOWN" for a value outside the enum. Static text. */
 const char* lm_sql_type_name(lm_sql_type type);
 
 typedef enum lm_ast_expr_kind {

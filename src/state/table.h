@@ -190,6 +190,7 @@ int64_t lm_state_table_find_row(const lm_state_table* t, uint64_t h,
 /* Row `row` of an integer-like column (INT32, BOOL, INT64, TIMESTAMP). */
 static inline int64_t lm_state_vec_int(const lm_vec* v, int64_t row) {
   switch (v->type) {
+    case LM_TYPE_DATE:
     case LM_TYPE_INT32: return ((const int32_t*)v->data)[row];
     case LM_TYPE_BOOL: return ((const uint8_t*)v->data)[row];
     default: return ((const int64_t*)v->data)[row];

@@ -16,6 +16,7 @@ const char* lm_type_name(lm_type type) {
     case LM_TYPE_DOUBLE: return "DOUBLE";
     case LM_TYPE_STRING: return "VARCHAR";
     case LM_TYPE_TIMESTAMP: return "TIMESTAMP";
+    case LM_TYPE_DATE: return "DATE";
     case LM_TYPE_NULL: return "NULL";
   }
   return "?";

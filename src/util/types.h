@@ -20,7 +20,8 @@ typedef enum lm_type {
   LM_TYPE_INT64 = 3,    /* data: int64_t per row */
   LM_TYPE_DOUBLE = 4,   /* data: double per row */
   LM_TYPE_STRING = 5,   /* data: lm_str per row (UTF-8, not NUL-terminated) */
-  LM_TYPE_TIMESTAMP = 6 /* data: int64_t microseconds since the epoch, no zone */
+  LM_TYPE_TIMESTAMP = 6, /* data: int64_t microseconds since the epoch, no zone */
+  LM_TYPE_DATE = 7       /* data: int32_t days since 1970-01-01 (Arrow date32) */
 } lm_type;
 
 /* A borrowed string: `len` bytes at `ptr` (ptr may be NULL when len is 0). */
@@ -57,7 +58,8 @@ typedef struct lm_schema {
 static inline int64_t lm_type_width(lm_type type) {
   switch (type) {
     case LM_TYPE_BOOL: return 1;
-    case LM_TYPE_INT32: return 4;
+    case LM_TYPE_INT32:
+    case LM_TYPE_DATE: return 4;
     case LM_TYPE_INT64:
     case LM_TYPE_TIMESTAMP:
     case LM_TYPE_DOUBLE: return 8;
@@ -68,7 +70,7 @@ static inline int64_t lm_type_width(lm_type type) {
 }
 
 /* SQL name of a type ("VARCHAR", "BIGINT", "INT", "DOUBLE", "BOOLEAN",
- * "TIMESTAMP", "NULL"). */
+ * "TIMESTAMP", "DATE", "NULL"). */
 const char* lm_type_name(lm_type type);
 
 /* Schema helpers (util/types.c). lm_schema_init_empty sets ncols=0, fields=NULL.
