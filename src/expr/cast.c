@@ -28,6 +28,8 @@
  *   STRING -> BOOL             true/t/yes/y/1, false/f/no/n/0, any case
  *   STRING -> TIMESTAMP        see lm_expr_parse_timestamp below
  *   STRING -> DATE             see lm_expr_parse_date below
+ *   SMALLINT / TINYINT         read as INT; to them: as to INT64, then NULL
+ *                              outside their range
  *   NULL (type) -> anything    all NULL
  */
 #include "expr/internal.h"
@@ -500,6 +502,8 @@ static bool cast_can_fail(lm_type from, lm_type to) {
              from == LM_TYPE_DATE;
     case LM_TYPE_INT32: return from != LM_TYPE_BOOL && from != LM_TYPE_DATE;
     case LM_TYPE_DATE: return from != LM_TYPE_INT32 && from != LM_TYPE_TIMESTAMP;
+    case LM_TYPE_INT16:
+    case LM_TYPE_INT8: return true;
     case LM_TYPE_NULL: return true;
   }
   return true;
@@ -624,12 +628,49 @@ static void cast_from_string(const lm_vec* in, lm_type to, void* data, uint8_t* 
     }                                              \
   } while (0)
 
+/* SMALLINT / TINYINT (storage types, docs/SQL.md "Types"): from them, widen
+ * to INT and cast that; to them, cast to BIGINT and narrow, NULL outside the
+ * range. */
+static laminar_code cast_small_int(lm_eval_ctx* ctx, const lm_vec* in, lm_type to,
+                                   lm_vec* out) {
+  int64_t n = in->len;
+  size_t cnt = (size_t)n;
+  if (in->type == LM_TYPE_INT16 || in->type == LM_TYPE_INT8) {
+    int32_t* wide = lm_eval_ctx_alloc(ctx, 4 * cnt);
+    if (wide == NULL) return LAMINAR_ERR_NOMEM;
+    for (int64_t k = 0; k < n; k++) wide[k] = (int32_t)lm_vec_int_at(in, k);
+    lm_vec w = {LM_TYPE_INT32, n, in->nulls, wide};
+    return lm_expr_cast(ctx, &w, to, out);
+  }
+  lm_vec w;
+  LM_TRY(lm_expr_cast(ctx, in, LM_TYPE_INT64, &w));
+  int64_t lo = to == LM_TYPE_INT16 ? INT16_MIN : INT8_MIN;
+  int64_t hi = to == LM_TYPE_INT16 ? INT16_MAX : INT8_MAX;
+  void* data = lm_eval_ctx_alloc(ctx, (size_t)lm_type_width(to) * cnt);
+  uint8_t* nl = lm_eval_ctx_alloc(ctx, cnt);
+  if (data == NULL || nl == NULL) return LAMINAR_ERR_NOMEM;
+  uint8_t any = 0;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t x = ((const int64_t*)w.data)[k];
+    nl[k] = (uint8_t)((w.nulls != NULL && w.nulls[k]) || x < lo || x > hi);
+    any |= nl[k];
+    lm_vec_int_put(to, data, k, nl[k] ? 0 : x);
+  }
+  *out = (lm_vec){to, n, any ? nl : NULL, data};
+  return LAMINAR_OK;
+}
+
 laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec* out) {
   int64_t n = in->len;
   lm_type from = in->type;
   if (from == to) {
     *out = *in;
     return LAMINAR_OK;
+  }
+  if (from != LM_TYPE_NULL && to != LM_TYPE_NULL &&
+      (from == LM_TYPE_INT16 || from == LM_TYPE_INT8 || to == LM_TYPE_INT16 ||
+       to == LM_TYPE_INT8)) {
+    return cast_small_int(ctx, in, to, out);
   }
   size_t cnt = (size_t)n;
   void* data = lm_eval_ctx_alloc(ctx, (size_t)lm_type_width(to) * cnt);

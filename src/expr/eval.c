@@ -123,6 +123,11 @@ laminar_code lm_expr_densify(lm_eval_ctx* ctx, const lm_xvec* x, lm_vec* out) {
   } else {
     switch (lm_type_width(type)) {
       case 1: memset(data, *(const uint8_t*)x->v.data, (size_t)n); break;
+      case 2: {
+        int16_t c = *(const int16_t*)x->v.data;
+        for (int64_t k = 0; k < n; k++) ((int16_t*)data)[k] = c;
+        break;
+      }
       case 4: {
         int32_t c = *(const int32_t*)x->v.data;
         for (int64_t k = 0; k < n; k++) ((int32_t*)data)[k] = c;
@@ -186,6 +191,11 @@ static laminar_code eval_column(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec
       for (int64_t k = 0; k < n; k++) ((uint8_t*)data)[k] = s[sel[k]];
       break;
     }
+    case 2: {
+      const int16_t* s = src->data;
+      for (int64_t k = 0; k < n; k++) ((int16_t*)data)[k] = s[sel[k]];
+      break;
+    }
     case 4: {
       const int32_t* s = src->data;
       for (int64_t k = 0; k < n; k++) ((int32_t*)data)[k] = s[sel[k]];
@@ -228,6 +238,14 @@ static laminar_code eval_literal(lm_eval_ctx* ctx, const lm_expr* e, int64_t n,
     case LM_TYPE_INT32:
     case LM_TYPE_DATE: {
       int32_t v = (int32_t)e->lit.i;
+      return set_const(ctx, e->type, n, &v, out);
+    }
+    case LM_TYPE_INT16: {
+      int16_t v = (int16_t)e->lit.i;
+      return set_const(ctx, e->type, n, &v, out);
+    }
+    case LM_TYPE_INT8: {
+      int8_t v = (int8_t)e->lit.i;
       return set_const(ctx, e->type, n, &v, out);
     }
     case LM_TYPE_INT64:
@@ -595,6 +613,8 @@ static laminar_code eval_compare(lm_eval_ctx* ctx, lm_expr_op op, lm_xvec* a, lm
     case LM_TYPE_STRING:
       cmp_str(op, s.mode, s.m, a->v.data, b->v.data, s.nulls, r);
       break;
+    case LM_TYPE_INT16: /* the binder compares them as BIGINT */
+    case LM_TYPE_INT8:
     case LM_TYPE_NULL: return LAMINAR_ERR_INTERNAL;
   }
   return LAMINAR_OK;
@@ -763,6 +783,11 @@ static void scatter(lm_type type, void* dst, uint8_t* dnull, const uint32_t* pos
     case 1: {
       const uint8_t* s = src->v.data;
       for (int64_t j = 0; j < count; j++) ((uint8_t*)dst)[pos[j]] = s[cst ? 0 : j];
+      break;
+    }
+    case 2: {
+      const int16_t* s = src->v.data;
+      for (int64_t j = 0; j < count; j++) ((int16_t*)dst)[pos[j]] = s[cst ? 0 : j];
       break;
     }
     case 4: {

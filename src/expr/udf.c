@@ -71,6 +71,8 @@ static const char* format_of(lm_type t) {
     case LM_TYPE_STRING: return "u";
     case LM_TYPE_TIMESTAMP: return "tsu:";
     case LM_TYPE_DATE: return "tdD";
+    case LM_TYPE_INT16: return "s"; /* not a declared type: the binder casts to INT */
+    case LM_TYPE_INT8: return "c";
     case LM_TYPE_NULL: break;
   }
   return "n";
@@ -444,6 +446,8 @@ static laminar_code import_result(lm_eval_ctx* ctx, const lm_udf* f,
     }
     switch (t) {
       case LM_TYPE_BOOL: *slot = ArrowArrayViewGetIntUnsafe(&view, k) != 0; break;
+      case LM_TYPE_INT16:
+      case LM_TYPE_INT8: lm_vec_int_put(t, slot, 0, ArrowArrayViewGetIntUnsafe(&view, k)); break;
       case LM_TYPE_INT32:
       case LM_TYPE_DATE: {
         int32_t x = (int32_t)ArrowArrayViewGetIntUnsafe(&view, k);

@@ -180,6 +180,10 @@ static bool scalar_text(const lm_vec* v, int64_t r, char* out, size_t cap, size_
     case LM_TYPE_INT32:
       *n = (size_t)snprintf(out, cap, "%" PRId32, ((const int32_t*)v->data)[r]);
       return true;
+    case LM_TYPE_INT16:
+    case LM_TYPE_INT8:
+      *n = (size_t)snprintf(out, cap, "%" PRId64, lm_vec_int_at(v, r));
+      return true;
     case LM_TYPE_INT64:
       *n = (size_t)snprintf(out, cap, "%" PRId64, ((const int64_t*)v->data)[r]);
       return true;

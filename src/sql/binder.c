@@ -61,6 +61,8 @@ lm_type lm_bind_sql_type(lm_sql_type type) {
     case LM_SQL_TYPE_BOOL: return LM_TYPE_BOOL;
     case LM_SQL_TYPE_TIMESTAMP: return LM_TYPE_TIMESTAMP;
     case LM_SQL_TYPE_DATE: return LM_TYPE_DATE;
+    case LM_SQL_TYPE_INT16: return LM_TYPE_INT16;
+    case LM_SQL_TYPE_INT8: return LM_TYPE_INT8;
   }
   return LM_TYPE_NULL;
 }
@@ -113,7 +115,14 @@ static lm_expr* new_call(binder* b, lm_expr_op op, lm_type type, int32_t nargs) 
 #define NOMEM(b) lm_error_set((b)->err, LAMINAR_ERR_NOMEM, "out of memory")
 
 static bool is_numeric(lm_type t) {
-  return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE;
+  return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE ||
+         t == LM_TYPE_INT16 || t == LM_TYPE_INT8;
+}
+
+/* An integer type of at most 32 bits: computes as INT (SMALLINT and TINYINT
+ * are storage types, promoted in arithmetic as C promotes them). */
+static bool is_int32_or_less(lm_type t) {
+  return t == LM_TYPE_INT32 || t == LM_TYPE_INT16 || t == LM_TYPE_INT8;
 }
 
 /* Wrap `e` in a CAST to `type` unless it already has it. A NULL literal just
@@ -355,7 +364,7 @@ static laminar_code make_compare(binder* b, const lm_ast_expr* at, lm_expr_op xo
                 lm_type_name(l->type), lm_type_name(r->type));
   }
   if (t == LM_TYPE_NULL) t = LM_TYPE_INT32;
-  if (t == LM_TYPE_INT32) t = LM_TYPE_INT64;
+  if (is_int32_or_less(t)) t = LM_TYPE_INT64;
   LM_TRY(coerce(b, &l, t));
   LM_TRY(coerce(b, &r, t));
   lm_expr* e = new_call(b, xop, LM_TYPE_BOOL, 2);
@@ -418,8 +427,8 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
         : op == LM_OP_DIV ? LM_XOP_DIV
                           : LM_XOP_MOD;
   /* TIMESTAMP +/- an integer (an INTERVAL, scaled to micros by the caller). */
-  bool int_l = l->type == LM_TYPE_INT64 || l->type == LM_TYPE_INT32;
-  bool int_r = r->type == LM_TYPE_INT64 || r->type == LM_TYPE_INT32;
+  bool int_l = l->type == LM_TYPE_INT64 || is_int32_or_less(l->type);
+  bool int_r = r->type == LM_TYPE_INT64 || is_int32_or_less(r->type);
   bool add_sub = op == LM_OP_ADD || op == LM_OP_SUB;
   if (add_sub && l->type == LM_TYPE_TIMESTAMP && int_r) {
     LM_TRY(coerce(b, &r, LM_TYPE_INT64));
@@ -445,8 +454,8 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
   /* As DuckDB: '/' is DOUBLE; INT op INT stays INT (and overflows at 32 bits). */
   lm_type t = (op == LM_OP_DIV || lt == LM_TYPE_DOUBLE || rt == LM_TYPE_DOUBLE)
                   ? LM_TYPE_DOUBLE
-              : (lt == LM_TYPE_INT32 && rt == LM_TYPE_INT32) ? LM_TYPE_INT32
-                                                             : LM_TYPE_INT64;
+              : (is_int32_or_less(lt) && is_int32_or_less(rt)) ? LM_TYPE_INT32
+                                                                 : LM_TYPE_INT64;
   LM_TRY(coerce(b, &l, t));
   LM_TRY(coerce(b, &r, t));
   return make_call2(b, xop, t, l, r, out);
@@ -798,8 +807,9 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
         *out = x;
         return LAMINAR_OK;
       }
-      lm_type t =
-          x->type == LM_TYPE_DOUBLE || x->type == LM_TYPE_INT32 ? x->type : LM_TYPE_INT64;
+      lm_type t = x->type == LM_TYPE_DOUBLE   ? x->type
+                  : is_int32_or_less(x->type) ? LM_TYPE_INT32
+                                              : LM_TYPE_INT64;
       LM_TRY(coerce(b, &x, t));
       lm_expr* e = new_call(b, LM_XOP_NEG, t, 1);
       if (e == NULL) return NOMEM(b);

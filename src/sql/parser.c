@@ -322,6 +322,8 @@ const char* lm_sql_type_name(lm_sql_type type) {
     case LM_SQL_TYPE_BOOL: return "BOOLEAN";
     case LM_SQL_TYPE_TIMESTAMP: return "TIMESTAMP";
     case LM_SQL_TYPE_DATE: return "DATE";
+    case LM_SQL_TYPE_INT16: return "SMALLINT";
+    case LM_SQL_TYPE_INT8: return "TINYINT";
   }
   return "UNKNOWN";
 }
@@ -338,11 +340,15 @@ static const struct {
     {"float8", LM_SQL_TYPE_DOUBLE},       {"float", LM_SQL_TYPE_DOUBLE},
     {"boolean", LM_SQL_TYPE_BOOL},        {"bool", LM_SQL_TYPE_BOOL},
     {"timestamp", LM_SQL_TYPE_TIMESTAMP}, {"date", LM_SQL_TYPE_DATE},
+    {"smallint", LM_SQL_TYPE_INT16},      {"int2", LM_SQL_TYPE_INT16},
+    {"short", LM_SQL_TYPE_INT16},         {"tinyint", LM_SQL_TYPE_INT8},
+    {"int1", LM_SQL_TYPE_INT8},
 };
 
 /* type := VARCHAR[(n)] | TEXT | STRING | BIGINT | INT8 | LONG | INT | INTEGER |
  *         INT4 | DOUBLE [PRECISION] | FLOAT8 | FLOAT | BOOLEAN | BOOL |
- *         TIMESTAMP[(p)] | DATE. `column_name` (NULL allowed) goes into the error. */
+ *         TIMESTAMP[(p)] | DATE | SMALLINT | INT2 | SHORT | TINYINT | INT1.
+ *         `column_name` (NULL allowed) goes into the error. */
 static NOINLINE laminar_code parse_type(parser* p, const char* column_name,
                                         lm_sql_type* out) {
   const lm_token t = p->cur;
