@@ -826,7 +826,7 @@ typedef int (*laminar_function_callback)(void* user, const struct ArrowArray* ar
  * not run: LDB-1101: unknown function 'fx' ...").
  * arg_types:   nargs Arrow format strings, one per argument: "b" BOOLEAN,
  *              "i" INT, "l" BIGINT, "g" DOUBLE, "u" VARCHAR, "tsu:" TIMESTAMP
- *              (microseconds). SQL arguments are cast to these types as a
+ *              (microseconds), "tdD" DATE (days). SQL arguments are cast to these types as a
  *              built-in function's are (an INT widens to BIGINT or DOUBLE; a
  *              string literal converts).
  * nargs:       0 to 64.

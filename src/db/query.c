@@ -265,18 +265,15 @@ static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, query* q,
 
 static int cmp_value(const lm_vec* v, uint32_t a, uint32_t b) {
   switch (v->type) {
-    case LM_TYPE_BOOL: {
-      const uint8_t* x = v->data;
-      return (x[a] > x[b]) - (x[a] < x[b]);
-    }
-    case LM_TYPE_INT32: {
-      const int32_t* x = v->data;
-      return (x[a] > x[b]) - (x[a] < x[b]);
-    }
+    case LM_TYPE_BOOL:
+    case LM_TYPE_INT8:
+    case LM_TYPE_INT16:
+    case LM_TYPE_DATE:
+    case LM_TYPE_INT32:
     case LM_TYPE_INT64:
     case LM_TYPE_TIMESTAMP: {
-      const int64_t* x = v->data;
-      return (x[a] > x[b]) - (x[a] < x[b]);
+      int64_t x = lm_vec_int_at(v, a), y = lm_vec_int_at(v, b);
+      return (x > y) - (x < y);
     }
     case LM_TYPE_DOUBLE: {
       double x = ((const double*)v->data)[a], y = ((const double*)v->data)[b];

@@ -32,18 +32,22 @@
 /* Column types a statement can name. VARCHAR/TEXT/STRING/VARCHAR(n) -> STRING;
  * BIGINT/INT8/LONG -> INT64; INT/INTEGER/INT4 -> INT32;
  * DOUBLE/DOUBLE PRECISION/FLOAT8/FLOAT -> DOUBLE; BOOLEAN/BOOL -> BOOL;
- * TIMESTAMP[(p)] -> TIMESTAMP. */
+ * TIMESTAMP[(p)] -> TIMESTAMP; DATE -> DATE; SMALLINT/INT2/SHORT -> INT16;
+ * TINYINT/INT1 -> INT8. */
 typedef enum lm_sql_type {
   LM_SQL_TYPE_STRING = 1,
   LM_SQL_TYPE_INT64,
   LM_SQL_TYPE_INT32,
   LM_SQL_TYPE_DOUBLE,
   LM_SQL_TYPE_BOOL,
-  LM_SQL_TYPE_TIMESTAMP
+  LM_SQL_TYPE_TIMESTAMP,
+  LM_SQL_TYPE_DATE,
+  LM_SQL_TYPE_INT16,
+  LM_SQL_TYPE_INT8
 } lm_sql_type;
 
 /* Canonical SQL spelling of a type ("VARCHAR", "BIGINT", "INT", "DOUBLE",
- * "BOOLEAN", "TIMESTAMP"); "UNKNOWN" for a value outside the enum. Static text. */
+ * "BOOLEAN", "TIMESTAMP", "DATE", "SMALLINT", "TINYINT"); "UNKNOWN" for a value outside the enum. Static text. */
 const char* lm_sql_type_name(lm_sql_type type);
 
 typedef enum lm_ast_expr_kind {

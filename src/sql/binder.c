@@ -61,6 +61,9 @@ lm_type lm_bind_sql_type(lm_sql_type type) {
     case LM_SQL_TYPE_DOUBLE: return LM_TYPE_DOUBLE;
     case LM_SQL_TYPE_BOOL: return LM_TYPE_BOOL;
     case LM_SQL_TYPE_TIMESTAMP: return LM_TYPE_TIMESTAMP;
+    case LM_SQL_TYPE_DATE: return LM_TYPE_DATE;
+    case LM_SQL_TYPE_INT16: return LM_TYPE_INT16;
+    case LM_SQL_TYPE_INT8: return LM_TYPE_INT8;
   }
   return LM_TYPE_NULL;
 }
@@ -113,7 +116,14 @@ static lm_expr* new_call(binder* b, lm_expr_op op, lm_type type, int32_t nargs) 
 #define NOMEM(b) lm_error_set((b)->err, LAMINAR_ERR_NOMEM, "out of memory")
 
 static bool is_numeric(lm_type t) {
-  return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE;
+  return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE ||
+         t == LM_TYPE_INT16 || t == LM_TYPE_INT8;
+}
+
+/* An integer type of at most 32 bits: computes as INT (SMALLINT and TINYINT
+ * are storage types, promoted in arithmetic as C promotes them). */
+static bool is_int32_or_less(lm_type t) {
+  return t == LM_TYPE_INT32 || t == LM_TYPE_INT16 || t == LM_TYPE_INT8;
 }
 
 /* Wrap `e` in a CAST to `type` unless it already has it. A NULL literal just
@@ -139,6 +149,11 @@ static lm_type common_type(lm_type a, lm_type c, bool a_is_str_lit, bool c_is_st
   if (c == LM_TYPE_NULL) return a;
   if (is_numeric(a) && is_numeric(c)) {
     return (a == LM_TYPE_DOUBLE || c == LM_TYPE_DOUBLE) ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
+  }
+  /* A DATE meets a TIMESTAMP as its midnight, as in DuckDB. */
+  if ((a == LM_TYPE_DATE && c == LM_TYPE_TIMESTAMP) ||
+      (a == LM_TYPE_TIMESTAMP && c == LM_TYPE_DATE)) {
+    return LM_TYPE_TIMESTAMP;
   }
   /* A string literal meets a typed value in that value's type ('2024-01-01'
    * against a TIMESTAMP, '5' against a BIGINT), as in DuckDB. */
@@ -330,6 +345,17 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
                                 lm_expr* l, lm_expr* r, bool l_str_lit, bool r_str_lit,
                                 lm_expr** out);
 
+/* The call xop(l, r) of result type `type`. */
+static laminar_code make_call2(binder* b, lm_expr_op xop, lm_type type, lm_expr* l,
+                               lm_expr* r, lm_expr** out) {
+  lm_expr* e = new_call(b, xop, type, 2);
+  if (e == NULL) return NOMEM(b);
+  e->args[0] = l;
+  e->args[1] = r;
+  *out = e;
+  return LAMINAR_OK;
+}
+
 static laminar_code make_compare(binder* b, const lm_ast_expr* at, lm_expr_op xop,
                                  lm_expr* l, lm_expr* r, bool l_str_lit, bool r_str_lit,
                                  lm_expr** out) {
@@ -339,7 +365,7 @@ static laminar_code make_compare(binder* b, const lm_ast_expr* at, lm_expr_op xo
                 lm_type_name(l->type), lm_type_name(r->type));
   }
   if (t == LM_TYPE_NULL) t = LM_TYPE_INT32;
-  if (t == LM_TYPE_INT32) t = LM_TYPE_INT64;
+  if (is_int32_or_less(t)) t = LM_TYPE_INT64;
   LM_TRY(coerce(b, &l, t));
   LM_TRY(coerce(b, &r, t));
   lm_expr* e = new_call(b, xop, LM_TYPE_BOOL, 2);
@@ -402,23 +428,22 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
         : op == LM_OP_DIV ? LM_XOP_DIV
                           : LM_XOP_MOD;
   /* TIMESTAMP +/- an integer (an INTERVAL, scaled to micros by the caller). */
-  if ((op == LM_OP_ADD || op == LM_OP_SUB) && l->type == LM_TYPE_TIMESTAMP &&
-      (r->type == LM_TYPE_INT64 || r->type == LM_TYPE_INT32)) {
+  bool int_l = l->type == LM_TYPE_INT64 || is_int32_or_less(l->type);
+  bool int_r = r->type == LM_TYPE_INT64 || is_int32_or_less(r->type);
+  bool add_sub = op == LM_OP_ADD || op == LM_OP_SUB;
+  if (add_sub && l->type == LM_TYPE_TIMESTAMP && int_r) {
     LM_TRY(coerce(b, &r, LM_TYPE_INT64));
-    lm_expr* e = new_call(b, xop, LM_TYPE_TIMESTAMP, 2);
-    if (e == NULL) return NOMEM(b);
-    e->args[0] = l;
-    e->args[1] = r;
-    *out = e;
-    return LAMINAR_OK;
+    return make_call2(b, xop, LM_TYPE_TIMESTAMP, l, r, out);
   }
-  if (op == LM_OP_SUB && l->type == LM_TYPE_TIMESTAMP && r->type == LM_TYPE_TIMESTAMP) {
-    lm_expr* e = new_call(b, xop, LM_TYPE_INT64, 2);
-    if (e == NULL) return NOMEM(b);
-    e->args[0] = l;
-    e->args[1] = r;
-    *out = e;
-    return LAMINAR_OK;
+  /* DATE +/- an integer number of days is a DATE, INT + DATE too, and DATE -
+   * DATE the BIGINT number of days between them, as in DuckDB. */
+  if ((add_sub && l->type == LM_TYPE_DATE && int_r) ||
+      (op == LM_OP_ADD && int_l && r->type == LM_TYPE_DATE)) {
+    return make_call2(b, xop, LM_TYPE_DATE, l, r, out);
+  }
+  if (op == LM_OP_SUB && l->type == r->type &&
+      (l->type == LM_TYPE_TIMESTAMP || l->type == LM_TYPE_DATE)) {
+    return make_call2(b, xop, LM_TYPE_INT64, l, r, out);
   }
   lm_type lt = l->type == LM_TYPE_NULL ? r->type : l->type;
   lm_type rt = r->type == LM_TYPE_NULL ? l->type : r->type;
@@ -430,16 +455,11 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
   /* As DuckDB: '/' is DOUBLE; INT op INT stays INT (and overflows at 32 bits). */
   lm_type t = (op == LM_OP_DIV || lt == LM_TYPE_DOUBLE || rt == LM_TYPE_DOUBLE)
                   ? LM_TYPE_DOUBLE
-              : (lt == LM_TYPE_INT32 && rt == LM_TYPE_INT32) ? LM_TYPE_INT32
-                                                             : LM_TYPE_INT64;
+              : (is_int32_or_less(lt) && is_int32_or_less(rt)) ? LM_TYPE_INT32
+                                                                 : LM_TYPE_INT64;
   LM_TRY(coerce(b, &l, t));
   LM_TRY(coerce(b, &r, t));
-  lm_expr* e = new_call(b, xop, t, 2);
-  if (e == NULL) return NOMEM(b);
-  e->args[0] = l;
-  e->args[1] = r;
-  *out = e;
-  return LAMINAR_OK;
+  return make_call2(b, xop, t, l, r, out);
 }
 
 static laminar_code make_not(binder* b, lm_expr* inner, lm_expr** out) {
@@ -788,8 +808,9 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
         *out = x;
         return LAMINAR_OK;
       }
-      lm_type t =
-          x->type == LM_TYPE_DOUBLE || x->type == LM_TYPE_INT32 ? x->type : LM_TYPE_INT64;
+      lm_type t = x->type == LM_TYPE_DOUBLE   ? x->type
+                  : is_int32_or_less(x->type) ? LM_TYPE_INT32
+                                              : LM_TYPE_INT64;
       LM_TRY(coerce(b, &x, t));
       lm_expr* e = new_call(b, LM_XOP_NEG, t, 1);
       if (e == NULL) return NOMEM(b);
@@ -801,6 +822,15 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       lm_expr *l, *r;
       LM_TRY(bind(b, a->left, mode, &l));
       LM_TRY(bind(b, a->right, mode, &r));
+      /* DATE +/- INTERVAL is the TIMESTAMP of its midnight moved, as in DuckDB. */
+      if (a->right->kind == LM_AST_LITERAL && a->right->lit == LM_LIT_INTERVAL &&
+          l->type == LM_TYPE_DATE) {
+        LM_TRY(coerce(b, &l, LM_TYPE_TIMESTAMP));
+      }
+      if (a->left->kind == LM_AST_LITERAL && a->left->lit == LM_LIT_INTERVAL &&
+          r->type == LM_TYPE_DATE) {
+        LM_TRY(coerce(b, &r, LM_TYPE_TIMESTAMP));
+      }
       /* INTERVAL next to a TIMESTAMP counts microseconds. */
       if (a->right->kind == LM_AST_LITERAL && a->right->lit == LM_LIT_INTERVAL &&
           l->type == LM_TYPE_TIMESTAMP) {
@@ -933,6 +963,15 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       lm_expr* x;
       LM_TRY(bind(b, a->left, mode, &x));
       lm_type t = lm_bind_sql_type(a->cast_type);
+      /* DATE converts only to and from text and TIMESTAMP (DuckDB refuses
+       * the rest when binding too). */
+      bool date_ok = x->type == t || x->type == LM_TYPE_NULL || x->type == LM_TYPE_STRING ||
+                     x->type == LM_TYPE_TIMESTAMP || t == LM_TYPE_STRING ||
+                     t == LM_TYPE_TIMESTAMP;
+      if ((x->type == LM_TYPE_DATE || t == LM_TYPE_DATE) && !date_ok) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "cannot CAST %s to %s",
+                    lm_type_name(x->type), lm_type_name(t));
+      }
       if (x->type == LM_TYPE_NULL) {
         LM_TRY(coerce(b, &x, t));
         *out = x;

@@ -329,6 +329,9 @@ const char* lm_sql_type_name(lm_sql_type type) {
     case LM_SQL_TYPE_DOUBLE: return "DOUBLE";
     case LM_SQL_TYPE_BOOL: return "BOOLEAN";
     case LM_SQL_TYPE_TIMESTAMP: return "TIMESTAMP";
+    case LM_SQL_TYPE_DATE: return "DATE";
+    case LM_SQL_TYPE_INT16: return "SMALLINT";
+    case LM_SQL_TYPE_INT8: return "TINYINT";
   }
   return "UNKNOWN";
 }
@@ -344,12 +347,16 @@ static const struct {
     {"int4", LM_SQL_TYPE_INT32},          {"double", LM_SQL_TYPE_DOUBLE},
     {"float8", LM_SQL_TYPE_DOUBLE},       {"float", LM_SQL_TYPE_DOUBLE},
     {"boolean", LM_SQL_TYPE_BOOL},        {"bool", LM_SQL_TYPE_BOOL},
-    {"timestamp", LM_SQL_TYPE_TIMESTAMP},
+    {"timestamp", LM_SQL_TYPE_TIMESTAMP}, {"date", LM_SQL_TYPE_DATE},
+    {"smallint", LM_SQL_TYPE_INT16},      {"int2", LM_SQL_TYPE_INT16},
+    {"short", LM_SQL_TYPE_INT16},         {"tinyint", LM_SQL_TYPE_INT8},
+    {"int1", LM_SQL_TYPE_INT8},
 };
 
 /* type := VARCHAR[(n)] | TEXT | STRING | BIGINT | INT8 | LONG | INT | INTEGER |
  *         INT4 | DOUBLE [PRECISION] | FLOAT8 | FLOAT | BOOLEAN | BOOL |
- *         TIMESTAMP[(p)]. `column_name` (NULL allowed) goes into the error. */
+ *         TIMESTAMP[(p)] | DATE | SMALLINT | INT2 | SHORT | TINYINT | INT1.
+ *         `column_name` (NULL allowed) goes into the error. */
 static NOINLINE laminar_code parse_type(parser* p, const char* column_name,
                                         lm_sql_type* out) {
   const lm_token t = p->cur;
@@ -368,8 +375,8 @@ static NOINLINE laminar_code parse_type(parser* p, const char* column_name,
     describe(&t, found, sizeof found);
     laminar_code rc =
         fail_at(p, LAMINAR_ERR_UNKNOWN_TYPE, t.line, t.column,
-                "%s is not a type (use VARCHAR, BIGINT, INT, DOUBLE, BOOLEAN "
-                "or TIMESTAMP)",
+                "%s is not a type (use VARCHAR, BIGINT, INT, DOUBLE, BOOLEAN, "
+                "TIMESTAMP or DATE)",
                 found);
     lm_error_object(p->err, NULL, column_name);
     return rc;
@@ -823,6 +830,36 @@ static NOINLINE laminar_code parse_cast(parser* p, lm_ast_expr** out) {
   return LAMINAR_OK;
 }
 
+/* Whether the token after the current one is a string literal (so that
+ * `DATE '2026-01-02'` is a typed literal while `date` alone is a name). */
+static bool next_is_string(const parser* p) {
+  lm_lexer lx = p->lex; /* a copy: the real lexer does not move */
+  lm_token t;
+  laminar_error scratch;
+  return lm_lexer_next(&lx, &t, &scratch) == LAMINAR_OK && t.kind == LM_TOK_STRING;
+}
+
+/* DATE 'text' | TIMESTAMP 'text', the current token being the type word: as
+ * CAST('text' AS type), as in DuckDB (text that does not convert is NULL, see
+ * "Runtime faults" in docs/SQL.md). */
+static NOINLINE laminar_code parse_typed_literal(parser* p, lm_sql_type type,
+                                                 lm_ast_expr** out) {
+  lm_ast_expr* e;
+  NEW_EXPR(e, LM_AST_CAST, p->cur.line, p->cur.column);
+  e->cast_type = type;
+  LM_TRY(advance(p));
+  const lm_token t = p->cur;
+  lm_ast_expr* lit;
+  NEW_EXPR(lit, LM_AST_LITERAL, t.line, t.column);
+  lit->lit = LM_LIT_STRING;
+  LM_TRY(tok_string(p, &t, &lit->s, &lit->slen));
+  e->left = lit;
+  LM_TRY(advance(p));
+  LM_TRY(finish(p, e));
+  *out = e;
+  return LAMINAR_OK;
+}
+
 /* Literals, names, t.name, t.* and function calls (the leaves of parse_primary). */
 static NOINLINE laminar_code parse_leaf(parser* p, lm_ast_expr** out) {
   const lm_token t = p->cur;
@@ -864,6 +901,10 @@ static NOINLINE laminar_code parse_leaf(parser* p, lm_ast_expr** out) {
         return advance(p);
       }
       if (is_kw(&t, "INTERVAL")) return parse_interval(p, out);
+      if ((is_kw(&t, "DATE") || is_kw(&t, "TIMESTAMP")) && next_is_string(p)) {
+        return parse_typed_literal(
+            p, is_kw(&t, "DATE") ? LM_SQL_TYPE_DATE : LM_SQL_TYPE_TIMESTAMP, out);
+      }
       if (is_reserved(&t)) return expected(p, "an expression");
       break;
     case LM_TOK_QIDENT: break;
