@@ -19,6 +19,7 @@
  */
 #include "op/op.h"
 
+#include "op/join.h"
 #include "state/rowstore.h"
 #include "state/table.h"
 #include "util/pool.h"
@@ -57,11 +58,7 @@ typedef struct asof_op {
   pending* rel;
   int64_t rel_cap;
   int64_t* match; /* per released row: right slot, -1 none */
-  void* zeros;    /* out_cap values of the widest type, all zero */
-  lm_vec* out;    /* lcols + rcols */
-  void** out_data;
-  uint8_t** out_nulls;
-  int64_t out_cap;
+  lm_join_out o;  /* lcols + rcols */
   uint64_t* hashes;
   int64_t hash_cap;
   uint8_t* mark; /* compaction scratch */
@@ -71,31 +68,6 @@ static const lm_op_vtable asof_vtable;
 
 static bool is_asof(const lm_op* op) { return op != NULL && op->vt == &asof_vtable; }
 
-/* A watermark (ms) in the time column's unit, saturating. */
-static int64_t to_units(const asof_op* j, int64_t ms) {
-  if (j->spec.time_type != LM_TYPE_TIMESTAMP) return ms;
-  if (ms >= INT64_MAX / 1000) return INT64_MAX;
-  if (ms <= INT64_MIN / 1000) return INT64_MIN;
-  return ms * 1000;
-}
-
-/* A time (the column's unit) in ms, rounded down. */
-static int64_t to_ms(const asof_op* j, int64_t t) {
-  if (j->spec.time_type != LM_TYPE_TIMESTAMP) return t;
-  return t / 1000 - (t % 1000 < 0 ? 1 : 0);
-}
-
-static int64_t sat_add(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
-  return r;
-}
-
-static int64_t sat_sub(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_sub_overflow(a, b, &r)) return b > 0 ? INT64_MIN : INT64_MAX;
-  return r;
-}
 
 static bool cmp_before(const asof_op* j) {
   return j->spec.cmp == LM_ASOF_GE || j->spec.cmp == LM_ASOF_GT;
@@ -106,23 +78,9 @@ static bool cmp_before(const asof_op* j) {
 /* The key row of row `row` (hash h) of the key columns, added when new. */
 static laminar_code key_row(asof_op* j, uint64_t h, const lm_vec* keys, int64_t row,
                             int64_t* out) {
-  lm_state_table* t = &j->table;
-  int64_t g = lm_state_table_find(t, h, keys, row);
-  if (g < 0) {
-    LM_TRY(lm_state_table_reserve(t, t->n + 1));
-    if (t->cap > j->nkeyrows) {
-      lm_timelist* k = lm_realloc(j->keys, sizeof *k * (size_t)t->cap);
-      if (k == NULL) return LAMINAR_ERR_NOMEM;
-      memset(k + j->nkeyrows, 0, sizeof *k * (size_t)(t->cap - j->nkeyrows));
-      j->keys = k;
-      j->nkeyrows = t->cap;
-    }
-    LM_TRY(lm_state_table_grow_index(t));
-    g = lm_state_table_push(t, h);
-    LM_TRY(lm_state_table_set_keys(t, g, keys, row));
-  }
-  *out = g;
-  return LAMINAR_OK;
+  void** arrays[] = {(void**)&j->keys};
+  const size_t sizes[] = {sizeof *j->keys};
+  return lm_join_key_row(&j->table, h, keys, row, arrays, sizes, 1, &j->nkeyrows, out);
 }
 
 /* Evaluate the side's key expressions over chunk `in`, hash them; *out_null
@@ -159,7 +117,7 @@ static int64_t time_of(const lm_vec* v, int64_t row) {
 
 /* The least time a future or waiting left row can have (the column's unit). */
 static int64_t left_floor(const asof_op* j) {
-  int64_t p = to_units(j, j->wm[0]);
+  int64_t p = lm_join_to_units(j->spec.time_type, j->wm[0]);
   if (j->npend > j->phead) {
     /* Sorted by time within the list. */
     if (j->pend[j->phead].ts < p) p = j->pend[j->phead].ts;
@@ -178,7 +136,8 @@ static void prune_key(asof_op* j, lm_timelist* kr, int64_t p) {
         sp->cmp == LM_ASOF_GE ? lm_timelist_upper(kr, p) : lm_timelist_lower(kr, p);
     drop = last - 1;
     if (drop < kr->head) drop = kr->head;
-    if (sp->has_tolerance && drop < kr->n && kr->ts[drop] < sat_sub(p, sp->tolerance)) {
+    if (sp->has_tolerance && drop < kr->n &&
+        kr->ts[drop] < lm_join_sat_sub(p, sp->tolerance)) {
       drop++;
     }
   } else {
@@ -211,7 +170,8 @@ static int64_t find_match(const asof_op* j, const lm_timelist* kr, int64_t t, in
       int32_t i =
           (sp->cmp == LM_ASOF_GE ? lm_timelist_upper(kr, t) : lm_timelist_lower(kr, t)) -
           1;
-      if (i >= kr->head && (!sp->has_tolerance || sat_sub(t, kr->ts[i]) <= sp->tolerance))
+      if (i >= kr->head &&
+          (!sp->has_tolerance || lm_join_sat_sub(t, kr->ts[i]) <= sp->tolerance))
         m = kr->slot[i];
     }
     return m;
@@ -219,7 +179,7 @@ static int64_t find_match(const asof_op* j, const lm_timelist* kr, int64_t t, in
   /* <= / <: the earliest right row at or after t (after: <); among equal
    * times the last to arrive. Final when that row is older than rw (no
    * earlier one can come), or when rw passes t + tolerance. */
-  int64_t limit = sp->has_tolerance ? sat_add(t, sp->tolerance) : INT64_MAX;
+  int64_t limit = sp->has_tolerance ? lm_join_sat_add(t, sp->tolerance) : INT64_MAX;
   *out_final = sp->has_tolerance && rw > limit;
   if (kr != NULL && kr->n > kr->head) {
     int32_t i =
@@ -247,30 +207,15 @@ static int64_t match_of(const asof_op* j, const pending* p, int64_t rw, bool* ou
 /* ---- release ----------------------------------------------------------------------------- */
 
 static laminar_code reserve_out(asof_op* j, int64_t n) {
-  if (n <= j->out_cap) return LAMINAR_OK;
-  int64_t nc = j->out_cap ? j->out_cap : 256;
-  while (nc < n) nc *= 2;
-  int32_t ncols = j->spec.lcols + j->spec.rcols;
-  for (int32_t c = 0; c < ncols; c++) {
-    if (j->spec.need != NULL && !j->spec.need[c]) continue;
-    void* d = lm_realloc(j->out_data[c], (size_t)(nc * lm_type_width(j->out[c].type)));
-    if (d == NULL) return LAMINAR_ERR_NOMEM;
-    j->out_data[c] = d;
-    uint8_t* nl = lm_realloc(j->out_nulls[c], (size_t)nc);
-    if (nl == NULL) return LAMINAR_ERR_NOMEM;
-    j->out_nulls[c] = nl;
-  }
-  pending* r = lm_realloc(j->rel, sizeof *r * (size_t)nc);
+  LM_TRY(lm_join_out_reserve(&j->o, n));
+  if (j->rel_cap >= j->o.cap) return LAMINAR_OK;
+  pending* r = lm_realloc(j->rel, sizeof *r * (size_t)j->o.cap);
   if (r == NULL) return LAMINAR_ERR_NOMEM;
   j->rel = r;
-  int64_t* m = lm_realloc(j->match, sizeof *m * (size_t)nc);
+  int64_t* m = lm_realloc(j->match, sizeof *m * (size_t)j->o.cap);
   if (m == NULL) return LAMINAR_ERR_NOMEM;
   j->match = m;
-  void* z = lm_calloc((size_t)nc, sizeof(lm_str));
-  if (z == NULL) return LAMINAR_ERR_NOMEM;
-  lm_free(j->zeros);
-  j->zeros = z;
-  j->out_cap = nc;
+  j->rel_cap = j->o.cap;
   return LAMINAR_OK;
 }
 
@@ -279,11 +224,11 @@ static void gather(asof_op* j, const lm_rowstore* st, int32_t c, int32_t oc,
                    const int64_t* slots, const pending* rel, int64_t n) {
   int64_t w = lm_type_width(st->types[c]);
   if (!st->keep[c]) { /* no one reads it: zeros */
-    j->out[oc] = (lm_vec){st->types[c], n, NULL, j->zeros};
+    j->o.vecs[oc] = (lm_vec){st->types[c], n, NULL, j->o.zeros};
     return;
   }
-  char* dst = j->out_data[oc];
-  uint8_t* nl = j->out_nulls[oc];
+  char* dst = j->o.data[oc];
+  uint8_t* nl = j->o.nulls[oc];
   const char* src = st->data[c];
   bool any_null = false;
   for (int64_t r = 0; r < n; r++) {
@@ -297,9 +242,9 @@ static void gather(asof_op* j, const lm_rowstore* st, int32_t c, int32_t oc,
       memcpy(dst + r * w, src + s * w, (size_t)w);
     }
   }
-  j->out[oc].len = n;
-  j->out[oc].data = dst;
-  j->out[oc].nulls = any_null ? nl : NULL;
+  j->o.vecs[oc].len = n;
+  j->o.vecs[oc].data = dst;
+  j->o.vecs[oc].nulls = any_null ? nl : NULL;
 }
 
 /* Emit the rows rel[0..n) (matches in j->match), then let their left slots go. */
@@ -324,7 +269,7 @@ static laminar_code emit_released(asof_op* j, int64_t n) {
       gather(j, &j->left, c, c, NULL, j->rel, k);
     for (int32_t c = 0; c < j->spec.rcols; c++)
       gather(j, &j->right, c, j->spec.lcols + c, j->match, NULL, k);
-    lm_chunk out = {k, j->spec.lcols + j->spec.rcols, j->out, NULL};
+    lm_chunk out = {k, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
     rc = lm_op_emit(&j->base, &out);
     for (int64_t r = 0; r < k; r++) lm_rowstore_release(&j->left, j->rel[r].slot);
   }
@@ -333,7 +278,7 @@ static laminar_code emit_released(asof_op* j, int64_t n) {
 
 /* Emit every waiting left row whose match is final, in (time, arrival) order. */
 static laminar_code release(asof_op* j) {
-  int64_t rw = to_units(j, j->wm[1]);
+  int64_t rw = lm_join_to_units(j->spec.time_type, j->wm[1]);
   int64_t n = 0;
   LM_TRY(reserve_out(j, j->npend - j->phead));
   if (cmp_before(j)) {
@@ -371,7 +316,7 @@ static laminar_code release(asof_op* j) {
 static laminar_code forward_watermark(asof_op* j) {
   int64_t w = j->wm[0];
   if (j->npend > j->phead) {
-    int64_t p = to_ms(j, j->pend[j->phead].ts);
+    int64_t p = lm_join_to_ms(j->spec.time_type, j->pend[j->phead].ts);
     if (p < w) w = p;
   }
   if (w <= j->out_wm) return LAMINAR_OK;
@@ -397,18 +342,8 @@ static laminar_code account(asof_op* j) {
  * under a new key, with all its strings (the bound is checked before the
  * chunk changes anything, so a batch near the bound may be refused whole). */
 static int64_t chunk_bound(const asof_op* j, int32_t side, const lm_chunk* in) {
-  const lm_rowstore* st = side == 0 ? &j->left : &j->right;
-  int64_t per = 24 + lm_state_table_row_bytes(j->key_types, j->spec.nkeys);
-  for (int32_t c = 0; c < st->ncols; c++)
-    if (st->keep[c]) per += lm_type_width(st->types[c]) + 1;
-  int64_t bytes = per * in->nrows;
-  for (int32_t c = 0; c < in->ncols; c++) {
-    const lm_vec* v = &in->cols[c];
-    if (v->type != LM_TYPE_STRING) continue;
-    const lm_str* x = v->data;
-    for (int64_t r = 0; r < in->nrows; r++) bytes += 2 * x[r].len; /* row and key */
-  }
-  return bytes;
+  return lm_join_chunk_bound(side == 0 ? &j->left : &j->right, j->key_types,
+                             j->spec.nkeys, 24, in);
 }
 
 /* Compact the stores' strings when mostly dead. */
@@ -444,7 +379,7 @@ static laminar_code right_rows(asof_op* j, const lm_chunk* in, bool check_late) 
   lm_vec keys[64];
   LM_TRY(eval_keys(j, 1, in, keys));
   const lm_vec* tv = &in->cols[j->spec.rtime];
-  int64_t rw = to_units(j, j->wm[1]);
+  int64_t rw = lm_join_to_units(j->spec.time_type, j->wm[1]);
   int64_t p = left_floor(j);
   LM_TRY(lm_rowstore_reserve(&j->right, j->right.used + in->nrows));
   for (int64_t r = 0; r < in->nrows; r++) {
@@ -519,23 +454,23 @@ static laminar_code emit_direct(asof_op* j, const lm_chunk* in, int64_t n, bool 
   for (int32_t c = 0; c < j->spec.lcols; c++) {
     const lm_vec* v = &in->cols[c];
     if (!j->left.keep[c]) {
-      j->out[c] = (lm_vec){v->type, n, NULL, j->zeros};
+      j->o.vecs[c] = (lm_vec){v->type, n, NULL, j->o.zeros};
       continue;
     }
     int64_t w = lm_type_width(v->type);
-    char* dst = j->out_data[c];
+    char* dst = j->o.data[c];
     const char* src = v->data;
     for (int64_t k = 0; k < n; k++) memcpy(dst + k * w, src + j->rel[k].g * w, (size_t)w);
     uint8_t* nl = NULL;
     if (v->nulls != NULL) {
-      nl = j->out_nulls[c];
+      nl = j->o.nulls[c];
       for (int64_t k = 0; k < n; k++) nl[k] = v->nulls[j->rel[k].g];
     }
-    j->out[c] = (lm_vec){v->type, n, nl, dst};
+    j->o.vecs[c] = (lm_vec){v->type, n, nl, dst};
   }
   for (int32_t c = 0; c < j->spec.rcols; c++)
     gather(j, &j->right, c, j->spec.lcols + c, j->match, NULL, n);
-  lm_chunk out = {n, j->spec.lcols + j->spec.rcols, j->out, NULL};
+  lm_chunk out = {n, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
   return lm_op_emit(&j->base, &out);
 }
 
@@ -547,10 +482,11 @@ static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool live) {
   lm_vec keys[64];
   LM_TRY(eval_keys(j, 0, in, keys));
   const lm_vec* tv = &in->cols[j->spec.ltime];
-  int64_t lw = to_units(j, j->wm[0]);
-  int64_t rw = to_units(j, j->wm[1]);
+  int64_t lw = lm_join_to_units(j->spec.time_type, j->wm[0]);
+  int64_t rw = lm_join_to_units(j->spec.time_type, j->wm[1]);
   bool direct = live && cmp_before(j);
-  int64_t final_below = j->spec.cmp == LM_ASOF_GE ? rw : sat_add(rw, 1); /* t < it */
+  int64_t final_below =
+      j->spec.cmp == LM_ASOF_GE ? rw : lm_join_sat_add(rw, 1); /* t < it */
   LM_TRY(lm_rowstore_reserve(&j->left, j->left.used + in->nrows));
   if (direct) LM_TRY(reserve_out(j, in->nrows));
   int64_t nd = 0;
@@ -784,18 +720,10 @@ static void asof_destroy(lm_op* op) {
   lm_state_table_free(&j->table);
   lm_rowstore_free(&j->left);
   lm_rowstore_free(&j->right);
-  int32_t ncols = j->spec.lcols + j->spec.rcols;
-  for (int32_t c = 0; c < ncols && j->out_data != NULL; c++) {
-    lm_free(j->out_data[c]);
-    lm_free(j->out_nulls[c]);
-  }
-  lm_free(j->out_data);
-  lm_free(j->out_nulls);
-  lm_free(j->out);
+  lm_join_out_free(&j->o);
   lm_free(j->pend);
   lm_free(j->rel);
   lm_free(j->match);
-  lm_free(j->zeros);
   lm_free(j->hashes);
   lm_free(j->mark);
   lm_free(j->key_types);
@@ -826,18 +754,11 @@ laminar_code lm_op_asof_create(const lm_asof_spec* spec, const lm_schema* out_sc
   j->base.vt = &asof_vtable;
   j->spec = *spec;
   j->wm[0] = j->wm[1] = j->out_wm = INT64_MIN;
-  int32_t ncols = spec->lcols + spec->rcols;
   j->key_types = lm_calloc((size_t)(spec->nkeys ? spec->nkeys : 1), sizeof(lm_type));
-  j->out = lm_calloc((size_t)ncols, sizeof *j->out);
-  j->out_data = lm_calloc((size_t)ncols, sizeof *j->out_data);
-  j->out_nulls = lm_calloc((size_t)ncols, sizeof *j->out_nulls);
-  laminar_code rc = j->key_types && j->out && j->out_data && j->out_nulls
-                        ? LAMINAR_OK
-                        : LAMINAR_ERR_NOMEM;
+  laminar_code rc = j->key_types != NULL ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
   for (int32_t k = 0; rc == LAMINAR_OK && k < spec->nkeys; k++)
     j->key_types[k] = spec->lkeys[k]->type;
-  for (int32_t c = 0; rc == LAMINAR_OK && c < ncols; c++)
-    j->out[c].type = out_schema->fields[c].type;
+  if (rc == LAMINAR_OK) rc = lm_join_out_init(&j->o, out_schema, spec->need);
   if (rc == LAMINAR_OK) rc = lm_eval_ctx_create(&j->ctx);
   if (rc == LAMINAR_OK) rc = lm_state_table_init(&j->table, j->key_types, spec->nkeys);
   if (rc == LAMINAR_OK)
@@ -871,4 +792,25 @@ int64_t lm_op_asof_late_rows(const lm_op* op) {
 
 int64_t lm_op_asof_out_watermark(const lm_op* op) {
   return is_asof(op) ? ((const asof_op*)op)->out_wm : INT64_MAX;
+}
+
+/* ---- both joins ---------------------------------------------------------------------------- */
+
+void lm_op_join_held(const lm_op* op, int64_t out_rows[2], int64_t out_bytes[2]) {
+  if (!is_asof(op)) {
+    lm_op_ijoin_held(op, out_rows, out_bytes);
+    return;
+  }
+  const asof_op* j = (const asof_op*)op;
+  lm_op_asof_held(op, &out_rows[0], &out_rows[1]);
+  out_bytes[0] = lm_rowstore_bytes(&j->left) + (j->npend - j->phead) * 24;
+  out_bytes[1] = lm_rowstore_bytes(&j->right) + j->right_rows * 12;
+}
+
+int64_t lm_op_join_out_watermark(const lm_op* op) {
+  return is_asof(op) ? lm_op_asof_out_watermark(op) : lm_op_ijoin_out_watermark(op);
+}
+
+int64_t lm_op_join_late_rows(const lm_op* op) {
+  return lm_op_asof_late_rows(op) + lm_op_ijoin_late_rows(op);
 }

@@ -22,7 +22,10 @@ laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
   *out = NULL;
   if (!plan->joined) return build_rest(plan, out);
   lm_op* join;
-  LM_TRY(lm_op_asof_create(&plan->join, &plan->union_schema, &join));
+  if (plan->interval)
+    LM_TRY(lm_op_ijoin_create(&plan->ijoin, &plan->union_schema, &join));
+  else
+    LM_TRY(lm_op_asof_create(&plan->join, &plan->union_schema, &join));
   laminar_code rc = build_rest(plan, &join->next);
   if (rc != LAMINAR_OK) {
     lm_op_chain_destroy(join);
@@ -80,7 +83,16 @@ laminar_code lm_plan_build_branch(const lm_plan* plan, int32_t b, lm_op** out) {
 
 const char* lm_plan_describe(lm_plan* plan) {
   char buf[512], head[256] = "";
-  if (plan->joined) {
+  if (plan->interval) {
+    const lm_ijoin_spec* j = &plan->ijoin;
+    snprintf(head, sizeof head,
+             "%s(%s, %s: %d keys, %s.%s - %s.%s in [%lld, %lld]%s) -> ",
+             lm_plan_join_name(plan), plan->branches[0].input, plan->branches[1].input,
+             (int)j->nkeys, plan->branches[1].input,
+             plan->union_schema.fields[j->lcols + j->rtime].name, plan->branches[0].input,
+             plan->union_schema.fields[j->ltime].name, (long long)j->lo, (long long)j->hi,
+             j->residual != NULL ? ", residual" : "");
+  } else if (plan->joined) {
     static const char* const cmps[] = {"", ">=", ">", "<=", "<"};
     const lm_asof_spec* j = &plan->join;
     snprintf(head, sizeof head, "%s(%s, %s: %d keys, %s.%s %s %s.%s%s) -> ",
@@ -165,6 +177,7 @@ static const char* partition_refusal(const lm_plan* plan, const lm_plan_context*
   bool branched = lm_plan_branched(plan);
   if (!plan->windowed && !plan->analytic) return "no GROUP BY (no keyed state)";
   if (ctx->is_view) return "a materialized view (one table of all its rows)";
+  if (plan->interval) return "an interval join (its inputs meet in one operator)";
   if (plan->joined) return "an ASOF JOIN (its inputs meet in one operator)";
   if (branched && plan->analytic) return "window functions over several inputs";
   if (!branched && ctx->source == NULL) return "it reads a stream, not a source";
@@ -198,6 +211,7 @@ static const char* two_phase_refusal(const lm_plan* plan, bool is_view, int32_t*
   *agg = -1;
   const lm_window_spec* w = &plan->window;
   if (is_view) return "it is a materialized view";
+  if (plan->interval) return "it is an interval join (its inputs cannot be split apart)";
   if (plan->joined) return "it is an ASOF JOIN (its inputs cannot be split apart)";
   if (plan->analytic)
     return "it has window functions (OVER): split its input by the PARTITION BY "
@@ -290,4 +304,18 @@ int32_t lm_plan_traced_column(const lm_plan* p, int32_t col) {
   if (k < 0 || k >= p->window.nkeys || p->window.keys[k]->kind != LM_EXPR_COLUMN)
     return -1;
   return p->window.keys[k]->column;
+}
+
+const char* lm_plan_join_name(const lm_plan* plan) {
+  if (!plan->interval) return plan->join.left_outer ? "left asof join" : "asof join";
+  const lm_ijoin_spec* j = &plan->ijoin;
+  return j->keep_left && j->keep_right ? "full interval join"
+         : j->keep_left                ? "left interval join"
+         : j->keep_right               ? "right interval join"
+                                       : "interval join";
+}
+
+int32_t lm_plan_join_time(const lm_plan* plan, int32_t side) {
+  if (plan->interval) return side == 0 ? plan->ijoin.ltime : plan->ijoin.rtime;
+  return side == 0 ? plan->join.ltime : plan->join.rtime;
 }

@@ -100,4 +100,10 @@ int32_t lm_plan_traced_column(const lm_plan* plan, int32_t col);
 const char* lm_plan_two_phase_partial(lm_agg_fn fn);
 const char* lm_plan_two_phase_final(lm_agg_fn fn);
 
+/* A join plan's operator name for EXPLAIN ("asof join", "left interval
+ * join", ...; static text), and the time column of its side 0 (left) or 1
+ * (right), an index in that side's columns. */
+const char* lm_plan_join_name(const lm_plan* plan);
+int32_t lm_plan_join_time(const lm_plan* plan, int32_t side);
+
 #endif /* LM_PLAN_PLANNER_H */

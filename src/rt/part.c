@@ -361,7 +361,7 @@ lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p) {
 
 int64_t lm_stream_late_rows(const lm_stream_def* s) {
   if (s->nparts <= 1)
-    return lm_op_window_late_rows(s->chain) + lm_op_asof_late_rows(s->chain);
+    return lm_op_window_late_rows(s->chain) + lm_op_join_late_rows(s->chain);
   int64_t n = 0;
   for (int32_t p = 0; p < s->nparts; p++) n += lm_op_window_late_rows(s->parts[p].chain);
   return n;

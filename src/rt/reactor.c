@@ -243,7 +243,7 @@ laminar_code lm_rt_stream_chunk(lm_stream_def* s, const void* from,
     }
   }
   atomic_store_explicit(&s->late_rows,
-                        lm_op_window_late_rows(s->chain) + lm_op_asof_late_rows(s->chain),
+                        lm_op_window_late_rows(s->chain) + lm_op_join_late_rows(s->chain),
                         memory_order_relaxed);
   return rc;
 }
@@ -274,7 +274,7 @@ laminar_code lm_rt_stream_watermark(lm_stream_def* s, const void* from,
     watermark_ms = least;
     /* What it emits may be older than its inputs' watermarks (a left row
      * waiting for the right side): downstream follows what it forwards. */
-    int64_t out_wm = lm_op_asof_out_watermark(s->chain);
+    int64_t out_wm = lm_op_join_out_watermark(s->chain);
     if (join && out_wm < watermark_ms) watermark_ms = out_wm;
   }
   if (watermark_ms <= s->watermark_ms) return LAMINAR_OK;

@@ -1690,17 +1690,35 @@ static bool tolerance_shape(binder* b, const lm_ast_expr* c, bool* out_left_minu
   return true;
 }
 
-/* FROM left [alias] [LEFT] ASOF JOIN right [alias] MATCH_CONDITION(...) ON ...:
- * two branches without operators, the joined row as union_schema, the join
- * spec from the conditions: equalities across the sides are the keys, one
- * comparison of the two sides' time columns the ordering, and
- * `l.ts - r.ts <= INTERVAL` (`r.ts - l.ts` for <= / <) the tolerance. */
-static laminar_code bind_join(binder* b, const lm_ast_select* sel,
-                              lm_plan_lookup_fn lookup, void* lookup_arg) {
+/* The key equality `c` (la = ra, la over the left side, ra the right) as
+ * keys[0][*n] = keys[1][*n], both of the type the two meet in (LDB-2001 when
+ * they do not). */
+static laminar_code bind_join_key(binder* b, const lm_ast_expr* c, const lm_ast_expr* la,
+                                  const lm_ast_expr* ra, lm_expr** keys[2], int32_t* n) {
+  lm_expr *l, *r;
+  LM_TRY(bind_join_side(b, 0, la, &l));
+  LM_TRY(bind_join_side(b, 1, ra, &r));
+  lm_type t = common_type(l->type, r->type, is_str_lit(la), is_str_lit(ra));
+  if (t == LM_TYPE_NULL || l->type == LM_TYPE_NULL) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, c, "%s key: cannot compare %s with %s",
+                b->plan->join_kind, lm_type_name(l->type), lm_type_name(r->type));
+  }
+  LM_TRY(coerce(b, &l, t));
+  LM_TRY(coerce(b, &r, t));
+  keys[0][*n] = l;
+  keys[1][(*n)++] = r;
+  return LAMINAR_OK;
+}
+
+/* The two inputs of a join (ASOF or not): two branches without operators,
+ * the joined row (the left's columns then the right's) as union_schema,
+ * which the select binds over; their schemas in in[0], in[1]. */
+static laminar_code join_inputs(binder* b, const lm_ast_select* sel,
+                                lm_plan_lookup_fn lookup, void* lookup_arg,
+                                const lm_schema** in) {
   lm_plan* plan = b->plan;
   const lm_ast_join* jn = sel->join;
   bool src[2];
-  const lm_schema* in[2];
   const char* names[2] = {sel->from, jn->right};
   int32_t lines[2] = {sel->from_line, jn->right_line};
   int32_t cols[2] = {sel->from_column, jn->right_column};
@@ -1716,8 +1734,8 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
     }
     if (lm_op_view_is_changelog(in[i])) {
       lm_error_set(b->err, LAMINAR_ERR_SQL_UNSUPPORTED,
-                   "'%s' at line %d, column %d is a changelog (it ends in _weight): an "
-                   "ASOF JOIN over a changelog is not supported yet",
+                   "'%s' at line %d, column %d is a changelog (it ends in _weight): a "
+                   "join over a changelog is not supported yet",
                    names[i], (int)lines[i], (int)cols[i]);
       lm_error_at(b->err, lines[i], cols[i]);
       lm_error_object(b->err, names[i], NULL);
@@ -1749,13 +1767,25 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
   plan->joined = true;
   plan->join_line = jn->line;
   plan->join_column = jn->column;
-  plan->join_kind = jn->left_outer ? "LEFT ASOF JOIN" : "ASOF JOIN";
   b->input = &plan->union_schema;
   b->join_left = in[0];
   b->join_right = in[1];
   b->right_name = jn->right;
   b->right_alias = jn->right_alias;
+  return LAMINAR_OK;
+}
 
+/* FROM left [alias] [LEFT] ASOF JOIN right [alias] MATCH_CONDITION(...) ON ...:
+ * the join spec from the conditions: equalities across the sides are the
+ * keys, one comparison of the two sides' time columns the ordering, and
+ * `l.ts - r.ts <= INTERVAL` (`r.ts - l.ts` for <= / <) the tolerance. */
+static laminar_code bind_join(binder* b, const lm_ast_select* sel,
+                              lm_plan_lookup_fn lookup, void* lookup_arg) {
+  lm_plan* plan = b->plan;
+  const lm_ast_join* jn = sel->join;
+  const lm_schema* in[2];
+  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, in));
+  plan->join_kind = jn->left_outer ? "LEFT ASOF JOIN" : "ASOF JOIN";
   lm_asof_spec* sp = &plan->join;
   sp->left_outer = jn->left_outer;
   sp->lcols = in[0]->ncols;
@@ -1803,19 +1833,7 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
     const lm_ast_expr* la = sl == 1 ? c->left : c->right;
     const lm_ast_expr* ra = sl == 1 ? c->right : c->left;
     if (c->op == LM_OP_EQ) {
-      lm_expr *l, *r;
-      LM_TRY(bind_join_side(b, 0, la, &l));
-      LM_TRY(bind_join_side(b, 1, ra, &r));
-      lm_type t = common_type(l->type, r->type, is_str_lit(la), is_str_lit(ra));
-      if (t == LM_TYPE_NULL || l->type == LM_TYPE_NULL) {
-        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, c,
-                    "ASOF JOIN key: cannot compare %s with %s", lm_type_name(l->type),
-                    lm_type_name(r->type));
-      }
-      LM_TRY(coerce(b, &l, t));
-      LM_TRY(coerce(b, &r, t));
-      keys[0][sp->nkeys] = l;
-      keys[1][sp->nkeys++] = r;
+      LM_TRY(bind_join_key(b, c, la, ra, keys, &sp->nkeys));
       continue;
     }
     if (order != NULL) {
@@ -1887,6 +1905,240 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
   return LAMINAR_OK;
 }
 
+/* ---- interval joins: equality keys, a time bound, a residual ---------------------- */
+
+/* `col`, `col + k`, `col - k` or `k + col`, k an INTERVAL or integer literal:
+ * the column, its side (0 left, 1 right) and the offset k (signed). */
+typedef struct time_term {
+  const lm_ast_expr* col;
+  int32_t side;
+  int64_t off;
+  bool off_interval; /* k is an INTERVAL (ms), else in the time column's unit */
+} time_term;
+
+static bool is_offset_lit(const lm_ast_expr* e) {
+  return e->kind == LM_AST_LITERAL && (e->lit == LM_LIT_INTERVAL || e->lit == LM_LIT_INT);
+}
+
+static bool time_term_of(binder* b, const lm_ast_expr* e, time_term* out) {
+  const lm_ast_expr* lit = NULL;
+  bool minus = false;
+  if (e->kind == LM_AST_COLUMN) {
+    out->col = e;
+  } else if (e->kind == LM_AST_BINARY && (e->op == LM_OP_ADD || e->op == LM_OP_SUB) &&
+             e->left->kind == LM_AST_COLUMN && is_offset_lit(e->right)) {
+    out->col = e->left;
+    lit = e->right;
+    minus = e->op == LM_OP_SUB;
+  } else if (e->kind == LM_AST_BINARY && e->op == LM_OP_ADD &&
+             e->right->kind == LM_AST_COLUMN && is_offset_lit(e->left)) {
+    out->col = e->right;
+    lit = e->left;
+  } else {
+    return false;
+  }
+  int sides = 0;
+  if (join_sides(b, out->col, &sides) != LAMINAR_OK) return false;
+  out->side = sides == 1 ? 0 : 1;
+  out->off = lit == NULL ? 0 : minus ? -lit->i : lit->i;
+  out->off_interval = lit != NULL && lit->lit == LM_LIT_INTERVAL;
+  return true;
+}
+
+/* What the conjuncts of an interval join's ON bound: right time - left time
+ * in [lo, hi] (the time column's unit), over one pair of time columns. */
+typedef struct time_bound {
+  bool has_lo, has_hi;
+  int64_t lo, hi;
+  const lm_expr *lt, *rt; /* the two time columns (bound), NULL before the first */
+  const lm_ast_expr* first;
+} time_bound;
+
+/* `x op y` (op >=, >, <=, <) as a bound on the time difference when x and y
+ * are time terms (time_term_of) of the two sides' time columns; *out_used
+ * false (and nothing changed) when it is not one. */
+static laminar_code add_time_bound(binder* b, const lm_ast_expr* at, const lm_ast_expr* x,
+                                   lm_ast_op op, const lm_ast_expr* y, time_bound* tb,
+                                   bool* out_used) {
+  *out_used = false;
+  time_term tx, ty;
+  if (!time_term_of(b, x, &tx) || !time_term_of(b, y, &ty) || tx.side == ty.side)
+    return LAMINAR_OK;
+  if (tx.side == 1) { /* left term first: l + cx op r + cy */
+    time_term s = tx;
+    tx = ty;
+    ty = s;
+    op = op == LM_OP_GE   ? LM_OP_LE
+         : op == LM_OP_GT ? LM_OP_LT
+         : op == LM_OP_LE ? LM_OP_GE
+                          : LM_OP_GT;
+  }
+  lm_expr *l, *r;
+  LM_TRY(bind_join_side(b, 0, tx.col, &l));
+  LM_TRY(bind_join_side(b, 1, ty.col, &r));
+  bool timeish = (l->type == LM_TYPE_INT64 || l->type == LM_TYPE_TIMESTAMP) &&
+                 (r->type == LM_TYPE_INT64 || r->type == LM_TYPE_TIMESTAMP);
+  if (!timeish) return LAMINAR_OK; /* not times: a residual condition */
+  if (l->type != r->type) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at,
+                "the %s time columns must have one type, got %s and %s",
+                b->plan->join_kind, lm_type_name(l->type), lm_type_name(r->type));
+  }
+  if (tb->lt != NULL && (tb->lt->column != l->column || tb->rt->column != r->column)) {
+    return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, at,
+                "the time bounds of a %s compare one pair of time columns; the first "
+                "is at line %d, column %d",
+                b->plan->join_kind, (int)tb->first->line, (int)tb->first->column);
+  }
+  if (tb->lt == NULL) {
+    tb->lt = l;
+    tb->rt = r;
+    tb->first = at;
+  }
+  /* INTERVALs are ms; a TIMESTAMP's unit is µs. */
+  int64_t cx = tx.off, cy = ty.off, d;
+  if (l->type == LM_TYPE_TIMESTAMP) {
+    if ((tx.off_interval && __builtin_mul_overflow(cx, (int64_t)1000, &cx)) ||
+        (ty.off_interval && __builtin_mul_overflow(cy, (int64_t)1000, &cy)))
+      return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, at, "the time bound is too large");
+  }
+  if (__builtin_sub_overflow(cx, cy, &d) || d == INT64_MIN || d == INT64_MAX)
+    return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, at, "the time bound is too large");
+  /* l + cx op r + cy  <=>  r - l op' cx - cy */
+  if (op == LM_OP_GT) d -= 1; /* integers: r - l < d is r - l <= d - 1 */
+  if (op == LM_OP_LT) d += 1;
+  if (op == LM_OP_GE || op == LM_OP_GT) {
+    if (!tb->has_hi || d < tb->hi) tb->hi = d;
+    tb->has_hi = true;
+  } else {
+    if (!tb->has_lo || d > tb->lo) tb->lo = d;
+    tb->has_lo = true;
+  }
+  *out_used = true;
+  return LAMINAR_OK;
+}
+
+/* Conjunct `c` as a time bound (a comparison or a BETWEEN of time terms of
+ * the two sides), *out_used false when it is not one. */
+static laminar_code time_bound_of(binder* b, const lm_ast_expr* c, time_bound* tb,
+                                  bool* out_used) {
+  *out_used = false;
+  if (c->kind == LM_AST_BINARY &&
+      (c->op == LM_OP_GE || c->op == LM_OP_GT || c->op == LM_OP_LE || c->op == LM_OP_LT))
+    return add_time_bound(b, c, c->left, c->op, c->right, tb, out_used);
+  if (c->kind != LM_AST_BETWEEN || c->negated || c->nlist != 2) return LAMINAR_OK;
+  /* x BETWEEN y AND z: both halves bounds, or the whole a residual */
+  time_term tx, ty, tz;
+  if (!time_term_of(b, c->left, &tx) || !time_term_of(b, c->list[0], &ty) ||
+      !time_term_of(b, c->list[1], &tz) || ty.side == tx.side || tz.side == tx.side)
+    return LAMINAR_OK;
+  time_bound keep = *tb;
+  bool lo_used, hi_used;
+  LM_TRY(add_time_bound(b, c, c->left, LM_OP_GE, c->list[0], tb, &lo_used));
+  LM_TRY(add_time_bound(b, c, c->left, LM_OP_LE, c->list[1], tb, &hi_used));
+  if (!lo_used || !hi_used) {
+    *tb = keep;
+    return LAMINAR_OK;
+  }
+  *out_used = true;
+  return LAMINAR_OK;
+}
+
+/* FROM left [alias] [INNER | LEFT | RIGHT | FULL] JOIN right [alias] ON ...:
+ * the ON's conjuncts split into equalities across the sides (the keys),
+ * comparisons of the two sides' time columns that bound their difference
+ * (l.ts >= r.ts - INTERVAL ..., r.ts BETWEEN l.ts - ... AND l.ts + ...), and
+ * the rest, a residual filter over the joined row. Without a bound on both
+ * ends the join could hold every row forever: LDB-1010. */
+static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
+                                       lm_plan_lookup_fn lookup, void* lookup_arg) {
+  lm_plan* plan = b->plan;
+  const lm_ast_join* jn = sel->join;
+  static const char* const kinds[] = {"JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"};
+  plan->join_kind = kinds[jn->type];
+  if (sel->from_window != NULL || jn->right_window != NULL) {
+    const lm_ast_expr* w = sel->from_window != NULL ? sel->from_window : jn->right_window;
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w,
+                "window joins (FROM %s(a, ...) JOIN %s(b, ...)) are not supported yet: "
+                "join within a time bound (ON a.k = b.k AND b.ts BETWEEN a.ts - "
+                "INTERVAL ... AND a.ts + INTERVAL ...)",
+                w->fname, w->fname);
+  }
+  const lm_schema* in[2];
+  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, in));
+  plan->interval = true;
+  lm_ijoin_spec* sp = &plan->ijoin;
+  sp->keep_left = jn->type == LM_JOIN_LEFT || jn->type == LM_JOIN_FULL;
+  sp->keep_right = jn->type == LM_JOIN_RIGHT || jn->type == LM_JOIN_FULL;
+  sp->lcols = in[0]->ncols;
+  sp->rcols = in[1]->ncols;
+  enum { MAXC = 64 };
+  const lm_ast_expr* conj[MAXC];
+  int32_t n = 0;
+  LM_TRY(join_conjuncts(b, jn->on, conj, &n, MAXC));
+  lm_expr** keys[2];
+  for (int i = 0; i < 2; i++) {
+    keys[i] = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * MAXC);
+    if (keys[i] == NULL) return NOMEM(b);
+  }
+  time_bound tb = {0};
+  for (int32_t i = 0; i < n; i++) {
+    const lm_ast_expr* c = conj[i];
+    if (c->kind == LM_AST_BINARY && c->op == LM_OP_EQ) {
+      int sl = 0, sr = 0;
+      LM_TRY(join_sides(b, c->left, &sl));
+      LM_TRY(join_sides(b, c->right, &sr));
+      if ((sl == 1 && sr == 2) || (sl == 2 && sr == 1)) {
+        LM_TRY(bind_join_key(b, c, sl == 1 ? c->left : c->right,
+                             sl == 1 ? c->right : c->left, keys, &sp->nkeys));
+        continue;
+      }
+    }
+    bool used;
+    LM_TRY(time_bound_of(b, c, &tb, &used));
+    if (used) continue;
+    lm_expr* e;
+    if (contains_agg(c)) {
+      return fail(b, LAMINAR_ERR_SQL_GROUPING, c, "aggregates are not allowed in ON");
+    }
+    LM_TRY(bind(b, c, MODE_ROW, &e));
+    if (e->type != LM_TYPE_BOOL && e->type != LM_TYPE_NULL) {
+      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, c, "ON needs a BOOLEAN, got %s",
+                  lm_type_name(e->type));
+    }
+    LM_TRY(coerce(b, &e, LM_TYPE_BOOL));
+    if (sp->residual != NULL) {
+      lm_expr*and = new_call(b, LM_XOP_AND, LM_TYPE_BOOL, 2);
+      if (and == NULL) return NOMEM(b);
+      and->args[0] = (lm_expr*)sp->residual;
+      and->args[1] = e;
+      e = and;
+    }
+    sp->residual = e;
+  }
+  if (!tb.has_lo || !tb.has_hi) {
+    lm_error_set(b->err, LAMINAR_ERR_SQL_UNBOUNDED_JOIN,
+                 "%s at line %d, column %d joins two unbounded inputs without a time "
+                 "bound on %s: it would hold every row forever. Bound the time "
+                 "difference on both ends (ON ... AND r.ts BETWEEN l.ts - INTERVAL "
+                 "'1' SECOND AND l.ts + INTERVAL '1' SECOND), or use an ASOF JOIN",
+                 plan->join_kind, (int)jn->line, (int)jn->column,
+                 !tb.has_lo && !tb.has_hi ? "either end"
+                 : tb.has_lo              ? "its upper end"
+                                          : "its lower end");
+    lm_error_at(b->err, jn->line, jn->column);
+    return LAMINAR_ERR_SQL_UNBOUNDED_JOIN;
+  }
+  sp->lo = tb.lo;
+  sp->hi = tb.hi;
+  sp->ltime = tb.lt->column;
+  sp->rtime = tb.rt->column;
+  sp->time_type = tb.lt->type;
+  sp->lkeys = (const lm_expr* const*)keys[0];
+  sp->rkeys = (const lm_expr* const*)keys[1];
+  return LAMINAR_OK;
+}
+
 static void mark_columns(const lm_expr* e, uint8_t* need, int32_t n) {
   if (e == NULL) return;
   if (e->kind == LM_EXPR_COLUMN && e->column >= 0 && e->column < n) need[e->column] = 1;
@@ -1916,6 +2168,18 @@ static laminar_code join_needed_columns(binder* b) {
       mark_columns(w->aggs[i].arg, need, n);
       mark_columns(w->aggs[i].order, need, n);
     }
+  }
+  if (plan->interval) { /* both sides' rows are restored through their keys */
+    lm_ijoin_spec* ij = &plan->ijoin;
+    for (int32_t k = 0; k < ij->nkeys; k++) {
+      mark_columns(ij->lkeys[k], need, ij->lcols);
+      mark_columns(ij->rkeys[k], need + ij->lcols, ij->rcols);
+    }
+    mark_columns(ij->residual, need, n);
+    need[ij->ltime] = 1;
+    need[ij->lcols + ij->rtime] = 1;
+    ij->need = need;
+    return LAMINAR_OK;
   }
   /* The left side's keys and time (its waiting rows are restored through the
    * key expressions). */
@@ -1947,7 +2211,8 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
               .funcs = funcs};
   laminar_code rc = LAMINAR_OK;
   if (sel->join != NULL) {
-    rc = bind_join(&b, sel, lookup, lookup_arg);
+    rc = sel->join->asof ? bind_join(&b, sel, lookup, lookup_arg)
+                         : bind_interval_join(&b, sel, lookup, lookup_arg);
     if (rc == LAMINAR_OK && sel->union_next != NULL) {
       rc = fail(&b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
                 "UNION ALL of a join is not supported yet: join in a stream of its own "

@@ -85,8 +85,12 @@ typedef struct lm_plan {
    * pool). The plan's line/column of the join: join_line/join_column. */
   bool joined;
   lm_asof_spec join;
+  /* An interval or window join (a JOIN without ASOF): the chain starts with
+   * the interval join operator (op.h lm_ijoin_spec) instead. */
+  bool interval;
+  lm_ijoin_spec ijoin;
   int32_t join_line, join_column;
-  const char* join_kind; /* "ASOF JOIN" / "LEFT ASOF JOIN" (EXPLAIN) */
+  const char* join_kind; /* "ASOF JOIN", "LEFT ASOF JOIN", "FULL JOIN"... (EXPLAIN) */
   lm_expr** post_exprs;  /* over agg_schema, one per output column */
   int32_t npost;
   /* analytic shape (OVER (...) calls in a plain query):

@@ -331,7 +331,8 @@ def test_asof_join_errors_carry_codes_and_positions() -> None:
                 "LDB-1009",
                 "nowm",
             ),
-            ("SELECT t.k FROM trades t JOIN quotes q ON t.k = q.k", "LDB-1005", "JOIN"),
+            # a join that is neither ASOF nor bounded in time
+            ("SELECT t.k FROM trades t JOIN quotes q ON t.k = q.k", "LDB-1010", "JOIN"),
         ]
         prefix = "CREATE STREAM e AS "
         for select, code, at in cases:
