@@ -897,8 +897,8 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     const char** names = names_of(in);
     if (names == NULL) x->nomem = true;
     if (names != NULL && br->exprs != NULL) {
-      explain_map(x, "WHERE ", br->filter, br->exprs, br->nexprs, &plan->union_schema,
-                  names);
+      explain_map(x, "WHERE ", br->filter, br->exprs, br->nexprs,
+                  plan->joined ? &plan->join_side[b] : &plan->union_schema, names);
     }
     lm_free(names);
     for (int64_t r = first; !x->nomem && r < x->n; r++) {
@@ -929,13 +929,20 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     const char* unit = j->time_type == LM_TYPE_TIMESTAMP ? "us" : "ms";
     lm_free(what.p);
     what = (lm_text){0};
-    lm_text_printf(&what, "%s with %s ON %d key%s, %s.%s - %s.%s in [%lld, %lld] %s%s",
-                   plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
-                   j->nkeys == 1 ? "" : "s", plan->branches[1].input,
-                   plan->union_schema.fields[j->lcols + j->rtime].name,
-                   plan->branches[0].input, plan->union_schema.fields[j->ltime].name,
-                   (long long)j->lo, (long long)j->hi, unit,
-                   j->residual != NULL ? ", residual filter" : "");
+    if (j->window_ms > 0) {
+      lm_text_printf(&what, "%s with %s ON %d key%s, one tumbling window of %lld ms%s",
+                     plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
+                     j->nkeys == 1 ? "" : "s", (long long)j->window_ms,
+                     j->residual != NULL ? ", residual filter" : "");
+    } else {
+      lm_text_printf(&what, "%s with %s ON %d key%s, %s.%s - %s.%s in [%lld, %lld] %s%s",
+                     plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
+                     j->nkeys == 1 ? "" : "s", plan->branches[1].input,
+                     plan->union_schema.fields[j->lcols + j->rtime].name,
+                     plan->branches[0].input, plan->union_schema.fields[j->ltime].name,
+                     (long long)j->lo, (long long)j->hi, unit,
+                     j->residual != NULL ? ", residual filter" : "");
+    }
     lm_text_printf(&what, "; each side's rows held until the other's watermark passes");
   } else if (plan->joined) {
     /* An ASOF join: its condition instead of the union's inputs. */

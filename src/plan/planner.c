@@ -77,8 +77,10 @@ laminar_code lm_plan_build_branch(const lm_plan* plan, int32_t b, lm_op** out) {
   *out = NULL;
   const lm_plan_branch* br = &plan->branches[b];
   if (br->exprs == NULL) return LAMINAR_OK;
-  return lm_op_map_create(br->filter, (const lm_expr* const*)br->exprs, br->nexprs,
-                          &plan->union_schema, out);
+  /* A window join's side projects to that side's columns, not the joined row. */
+  const lm_schema* to = plan->joined ? &plan->join_side[b] : &plan->union_schema;
+  return lm_op_map_create(br->filter, (const lm_expr* const*)br->exprs, br->nexprs, to,
+                          out);
 }
 
 const char* lm_plan_describe(lm_plan* plan) {
@@ -309,10 +311,11 @@ int32_t lm_plan_traced_column(const lm_plan* p, int32_t col) {
 const char* lm_plan_join_name(const lm_plan* plan) {
   if (!plan->interval) return plan->join.left_outer ? "left asof join" : "asof join";
   const lm_ijoin_spec* j = &plan->ijoin;
-  return j->keep_left && j->keep_right ? "full interval join"
-         : j->keep_left                ? "left interval join"
-         : j->keep_right               ? "right interval join"
-                                       : "interval join";
+  static const char* const names[2][4] = {
+      {"interval join", "left interval join", "right interval join",
+       "full interval join"},
+      {"window join", "left window join", "right window join", "full window join"}};
+  return names[j->window_ms > 0][(j->keep_left ? 1 : 0) + (j->keep_right ? 2 : 0)];
 }
 
 int32_t lm_plan_join_time(const lm_plan* plan, int32_t side) {

@@ -1710,6 +1710,88 @@ static laminar_code bind_join_key(binder* b, const lm_ast_expr* c, const lm_ast_
   return LAMINAR_OK;
 }
 
+/* One side of a window join, `tumble(input, time, size)` over `in`: the
+ * branch's projection (the input's columns, then window_start =
+ * time - floor-mod(time, size) and window_end = window_start + size) into
+ * `side`, the columns the join reads of that side. */
+static laminar_code window_side(binder* b, const lm_ast_expr* w, const lm_schema* in,
+                                lm_plan_branch* br, lm_schema* side) {
+  lm_plan* plan = b->plan;
+  if (!lm_streq_nocase(w->fname, "tumble")) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w,
+                "window joins over %s(...) are not supported yet: tumble(input, time, "
+                "size) on both sides",
+                w->fname);
+  }
+  if (w->nargs != 3 || w->args[1]->kind != LM_AST_COLUMN ||
+      w->args[2]->kind != LM_AST_LITERAL ||
+      (w->args[2]->lit != LM_LIT_INTERVAL && w->args[2]->lit != LM_LIT_INT) ||
+      w->args[2]->i <= 0) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, w,
+                "tumble in FROM takes (input, time column, INTERVAL size > 0)");
+  }
+  int32_t tc = lm_schema_find(in, w->args[1]->name);
+  if (tc < 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, w->args[1], "no column '%s' in '%s'",
+                w->args[1]->name, br->input);
+  }
+  if (in->fields[tc].type != LM_TYPE_INT64) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w->args[1],
+                "window joins over a %s time column are not supported yet: BIGINT "
+                "(epoch ms)",
+                lm_type_name(in->fields[tc].type));
+  }
+  int64_t size = w->args[2]->i;
+  if (plan->ijoin.window_ms != 0 && plan->ijoin.window_ms != size) {
+    return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, w,
+                "both sides of a window join take one window size (%lld and %lld ms)",
+                (long long)plan->ijoin.window_ms, (long long)size);
+  }
+  plan->ijoin.window_ms = size;
+  lm_schema_init_empty(side);
+  for (int32_t c = 0; c < in->ncols; c++)
+    LM_TRY(add_field(b, side, in->fields[c].name, in->fields[c].type));
+  LM_TRY(add_field(b, side, "window_start", LM_TYPE_INT64));
+  LM_TRY(add_field(b, side, "window_end", LM_TYPE_INT64));
+  int32_t n = side->ncols;
+  br->exprs = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)n);
+  if (br->exprs == NULL) return NOMEM(b);
+  br->nexprs = n;
+  br->col_out = lm_pool_alloc(&plan->pool, sizeof(int32_t) * (size_t)in->ncols);
+  if (br->col_out == NULL) return NOMEM(b);
+  for (int32_t c = 0; c < in->ncols; c++) {
+    lm_expr* e = new_expr(b, LM_EXPR_COLUMN, in->fields[c].type);
+    if (e == NULL) return NOMEM(b);
+    e->column = c;
+    br->exprs[c] = e;
+    br->col_out[c] = c;
+  }
+  /* time - ((time % size + size) % size), then + size */
+  lm_expr* t = br->exprs[tc];
+  lm_expr* s = new_expr(b, LM_EXPR_LITERAL, LM_TYPE_INT64);
+  lm_expr* m1 = new_call(b, LM_XOP_MOD, LM_TYPE_INT64, 2);
+  lm_expr* p = new_call(b, LM_XOP_ADD, LM_TYPE_INT64, 2);
+  lm_expr* m2 = new_call(b, LM_XOP_MOD, LM_TYPE_INT64, 2);
+  lm_expr* start = new_call(b, LM_XOP_SUB, LM_TYPE_INT64, 2);
+  lm_expr* end = new_call(b, LM_XOP_ADD, LM_TYPE_INT64, 2);
+  if (s == NULL || m1 == NULL || p == NULL || m2 == NULL || start == NULL || end == NULL)
+    return NOMEM(b);
+  s->lit.i = size;
+  m1->args[0] = t;
+  m1->args[1] = s;
+  p->args[0] = m1;
+  p->args[1] = s;
+  m2->args[0] = p;
+  m2->args[1] = s;
+  start->args[0] = t;
+  start->args[1] = m2;
+  end->args[0] = start;
+  end->args[1] = s;
+  br->exprs[n - 2] = start;
+  br->exprs[n - 1] = end;
+  return LAMINAR_OK;
+}
+
 /* The two inputs of a join (ASOF or not): two branches without operators,
  * the joined row (the left's columns then the right's) as union_schema,
  * which the select binds over; their schemas in in[0], in[1]. */
@@ -1745,6 +1827,7 @@ static laminar_code join_inputs(binder* b, const lm_ast_select* sel,
   plan->branches = lm_pool_alloc(&plan->pool, sizeof(lm_plan_branch) * 2);
   if (plan->branches == NULL) return NOMEM(b);
   memset(plan->branches, 0, sizeof(lm_plan_branch) * 2);
+  const lm_ast_expr* windows[2] = {sel->from_window, jn->right_window};
   for (int i = 0; i < 2; i++) {
     lm_plan_branch* br = &plan->branches[i];
     br->input = lm_pool_copy(&plan->pool, names[i], strlen(names[i]) + 1);
@@ -1753,6 +1836,10 @@ static laminar_code join_inputs(binder* b, const lm_ast_select* sel,
     br->line = lines[i];
     br->column = cols[i];
     br->in_ncols = in[i]->ncols;
+    if (windows[i] != NULL) {
+      LM_TRY(window_side(b, windows[i], in[i], br, &plan->join_side[i]));
+      in[i] = &plan->join_side[i];
+    }
     for (int32_t c = 0; c < in[i]->ncols; c++)
       LM_TRY(add_field(b, &plan->union_schema, in[i]->fields[c].name,
                        in[i]->fields[c].type));
@@ -1784,8 +1871,13 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
   lm_plan* plan = b->plan;
   const lm_ast_join* jn = sel->join;
   const lm_schema* in[2];
-  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, in));
   plan->join_kind = jn->left_outer ? "LEFT ASOF JOIN" : "ASOF JOIN";
+  if (sel->from_window != NULL) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->from_window,
+                "an ASOF JOIN reads its inputs by name, not through %s(...)",
+                sel->from_window->fname);
+  }
+  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, in));
   lm_asof_spec* sp = &plan->join;
   sp->left_outer = jn->left_outer;
   sp->lcols = in[0]->ncols;
@@ -2044,6 +2136,37 @@ static laminar_code time_bound_of(binder* b, const lm_ast_expr* c, time_bound* t
   return LAMINAR_OK;
 }
 
+/* A window join's spec past its keys: the time columns its tumble() calls
+ * name, and a key `l.window_start = r.window_start` it must have (rows of
+ * one window meet; LDB-1009 without). */
+static laminar_code window_join_keys(binder* b, const lm_ast_select* sel,
+                                     const lm_schema* const* in) {
+  lm_ijoin_spec* sp = &b->plan->ijoin;
+  const lm_ast_expr* w[2] = {sel->from_window, sel->join->right_window};
+  int32_t ws[2];
+  for (int i = 0; i < 2; i++) ws[i] = in[i]->ncols - 2;
+  bool keyed = false;
+  for (int32_t k = 0; k < sp->nkeys; k++) {
+    const lm_expr *l = sp->lkeys[k], *r = sp->rkeys[k];
+    keyed = keyed || (l->kind == LM_EXPR_COLUMN && l->column == ws[0] &&
+                      r->kind == LM_EXPR_COLUMN && r->column == ws[1]);
+  }
+  if (!keyed) {
+    lm_error_set(b->err, LAMINAR_ERR_SQL_JOIN_CONDITION,
+                 "a window join at line %d, column %d joins the rows of one window: ON "
+                 "needs %s.window_start = %s.window_start",
+                 (int)sel->join->line, (int)sel->join->column,
+                 b->input_alias ? b->input_alias : b->input_name,
+                 b->right_alias ? b->right_alias : b->right_name);
+    lm_error_at(b->err, sel->join->line, sel->join->column);
+    return LAMINAR_ERR_SQL_JOIN_CONDITION;
+  }
+  sp->ltime = lm_schema_find(in[0], w[0]->args[1]->name);
+  sp->rtime = lm_schema_find(in[1], w[1]->args[1]->name);
+  sp->time_type = LM_TYPE_INT64;
+  return LAMINAR_OK;
+}
+
 /* FROM left [alias] [INNER | LEFT | RIGHT | FULL] JOIN right [alias] ON ...:
  * the ON's conjuncts split into equalities across the sides (the keys),
  * comparisons of the two sides' time columns that bound their difference
@@ -2056,13 +2179,12 @@ static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
   const lm_ast_join* jn = sel->join;
   static const char* const kinds[] = {"JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"};
   plan->join_kind = kinds[jn->type];
-  if (sel->from_window != NULL || jn->right_window != NULL) {
+  bool windowed = sel->from_window != NULL || jn->right_window != NULL;
+  if (windowed && (sel->from_window == NULL || jn->right_window == NULL)) {
     const lm_ast_expr* w = sel->from_window != NULL ? sel->from_window : jn->right_window;
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w,
-                "window joins (FROM %s(a, ...) JOIN %s(b, ...)) are not supported yet: "
-                "join within a time bound (ON a.k = b.k AND b.ts BETWEEN a.ts - "
-                "INTERVAL ... AND a.ts + INTERVAL ...)",
-                w->fname, w->fname);
+                "a window join takes a window on both sides: FROM tumble(a, ts, size) "
+                "JOIN tumble(b, ts, size) ON a.window_start = b.window_start ...");
   }
   const lm_schema* in[2];
   LM_TRY(join_inputs(b, sel, lookup, lookup_arg, in));
@@ -2081,6 +2203,8 @@ static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
     keys[i] = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * MAXC);
     if (keys[i] == NULL) return NOMEM(b);
   }
+  sp->lkeys = (const lm_expr* const*)keys[0];
+  sp->rkeys = (const lm_expr* const*)keys[1];
   time_bound tb = {0};
   for (int32_t i = 0; i < n; i++) {
     const lm_ast_expr* c = conj[i];
@@ -2094,8 +2218,8 @@ static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
         continue;
       }
     }
-    bool used;
-    LM_TRY(time_bound_of(b, c, &tb, &used));
+    bool used = false;
+    if (!windowed) LM_TRY(time_bound_of(b, c, &tb, &used));
     if (used) continue;
     lm_expr* e;
     if (contains_agg(c)) {
@@ -2116,6 +2240,7 @@ static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
     }
     sp->residual = e;
   }
+  if (windowed) return window_join_keys(b, sel, in);
   if (!tb.has_lo || !tb.has_hi) {
     lm_error_set(b->err, LAMINAR_ERR_SQL_UNBOUNDED_JOIN,
                  "%s at line %d, column %d joins two unbounded inputs without a time "
@@ -2134,8 +2259,6 @@ static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
   sp->ltime = tb.lt->column;
   sp->rtime = tb.rt->column;
   sp->time_type = tb.lt->type;
-  sp->lkeys = (const lm_expr* const*)keys[0];
-  sp->rkeys = (const lm_expr* const*)keys[1];
   return LAMINAR_OK;
 }
 
@@ -2202,6 +2325,8 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
   lm_schema_init_empty(&out->agg_schema);
   lm_schema_init_empty(&out->union_schema);
   lm_schema_init_empty(&out->an_schema);
+  lm_schema_init_empty(&out->join_side[0]);
+  lm_schema_init_empty(&out->join_side[1]);
   const lm_ast_select* sel = stmt->select;
   binder b = {.stmt = stmt,
               .plan = out,
@@ -2276,6 +2401,8 @@ void lm_plan_free(lm_plan* plan) {
   lm_schema_free(&plan->out_schema);
   lm_schema_free(&plan->agg_schema);
   lm_schema_free(&plan->an_schema);
+  lm_schema_free(&plan->join_side[0]);
+  lm_schema_free(&plan->join_side[1]);
   lm_pool_free(&plan->pool);
   memset(plan, 0, sizeof *plan);
 }

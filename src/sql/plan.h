@@ -89,6 +89,10 @@ typedef struct lm_plan {
    * the interval join operator (op.h lm_ijoin_spec) instead. */
   bool interval;
   lm_ijoin_spec ijoin;
+  /* A window join (FROM tumble(a, ...) JOIN tumble(b, ...)): each side's
+   * branch projects its input's columns then window_start, window_end, the
+   * columns of join_side[i] (the join's inputs); empty otherwise. */
+  lm_schema join_side[2];
   int32_t join_line, join_column;
   const char* join_kind; /* "ASOF JOIN", "LEFT ASOF JOIN", "FULL JOIN"... (EXPLAIN) */
   lm_expr** post_exprs;  /* over agg_schema, one per output column */

@@ -15,6 +15,19 @@
 #include "lm_test_durable.h"
 #include "views_util.h"
 
+/* Push rows[0..n) to src as one batch (build_trades' columns). */
+static int push_rows(laminar_source* src, const trade_row* rows, int64_t n) {
+  struct ArrowArray array;
+  struct ArrowSchema schema;
+  CHECK(build_trades(rows, n, false, &array, &schema) == 0);
+  laminar_error err;
+  laminar_code rc = laminar_source_push(src, &array, &schema, &err);
+  if (array.release != NULL) array.release(&array);
+  schema.release(&schema);
+  CHECK_CODE(rc, LAMINAR_OK, &err);
+  return 0;
+}
+
 /* CREATE STREAM e AS <select> fails with `code` at the first `at` in select. */
 static int expect_error(laminar_db* db, const char* select, laminar_code code,
                         const char* at) {

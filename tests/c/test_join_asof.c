@@ -106,17 +106,6 @@ static int64_t model(const side* l, const side* r, const char* op, bool left_out
   return n;
 }
 
-static int push_rows(laminar_source* src, const trade_row* rows, int64_t n) {
-  struct ArrowArray array;
-  struct ArrowSchema schema;
-  CHECK(build_trades(rows, n, false, &array, &schema) == 0);
-  laminar_error err;
-  laminar_code rc = laminar_source_push(src, &array, &schema, &err);
-  if (array.release != NULL) array.release(&array);
-  schema.release(&schema);
-  CHECK_CODE(rc, LAMINAR_OK, &err);
-  return 0;
-}
 
 /* Take every batch queued on sub into out[*n] as (tid, qid) pairs. */
 static int take(laminar_subscription* sub, pair* out, int64_t* n, int64_t cap) {

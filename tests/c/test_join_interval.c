@@ -75,15 +75,7 @@ static void held(laminar_db* db, int64_t out[4]) {
 
 static int push_ab(laminar_source* src, const char* sym, int64_t ts, int64_t id) {
   trade_row r = {sym, 1.0, false, id, false, ts};
-  struct ArrowArray array;
-  struct ArrowSchema schema;
-  CHECK(build_trades(&r, 1, false, &array, &schema) == 0);
-  laminar_error err;
-  laminar_code rc = laminar_source_push(src, &array, &schema, &err);
-  if (array.release != NULL) array.release(&array);
-  schema.release(&schema);
-  CHECK_CODE(rc, LAMINAR_OK, &err);
-  return 0;
+  return push_rows(src, &r, 1);
 }
 
 static int test_rows_held(void) {

@@ -10,12 +10,15 @@
 * ``assert_same_rows``: compare two row multisets with a float tolerance.
 * ``close_as``: close a durable database cleanly, or leave its directory as a
   kill -9 would have.
+* ``rows_to_batches`` and ``run_two_inputs``: a join's two sources pushed as
+  random batches in a random interleaving, output and late rows collected.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import random
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -374,3 +377,59 @@ def assert_same_rows(
                 f"seed {seed}: row {i} column {col!r}: LaminarDB {a!r}, DuckDB {b!r}\n"
                 f"  LaminarDB row {g}\n  DuckDB row    {w}"
             )
+
+
+def rows_to_batches(
+    rng: random.Random, rows: list[tuple], schema: pa.Schema
+) -> list[pa.RecordBatch]:
+    """Cut tuples (one value per column of ``schema``) into batches of random sizes."""
+    out = []
+    i = 0
+    while i < len(rows):
+        n = rng.randrange(1, 15)
+        part = rows[i : i + n]
+        i += n
+        cols = [pa.array([r[c] for r in part], f.type) for c, f in enumerate(schema)]
+        out.append(pa.record_batch(cols, schema=schema))
+    return out
+
+
+def run_two_inputs(
+    rng: random.Random,
+    ddl: str,
+    sides: Sequence[tuple[str, list[pa.RecordBatch]]],
+    *,
+    cores: int,
+    threaded: bool,
+) -> tuple[list[pa.RecordBatch], int]:
+    """Create ``ddl`` (its stream is ``j``), push each (source, batches) pair in a
+    random interleaving that keeps each source's own order, running inline at
+    random points (or on the reactor thread), then the final watermark on
+    every source; return the stream's output and its late rows."""
+    queues = [[(name, b) for b in batches] for name, batches in sides]
+    merged: list[tuple[str, pa.RecordBatch]] = []
+    while any(queues):
+        live = [q for q in queues if q]
+        merged.append(rng.choice(live).pop(0))
+    out: list[pa.RecordBatch] = []
+    with laminardb.open(cores=cores) as db:
+        db.execute(ddl)
+        src = {name: db.source(name) for name, _ in sides}
+        sub = db.subscribe("j")
+        if threaded:
+            db.start()
+        for name, batch in merged:
+            src[name].push(batch)
+            if not threaded and rng.random() < 0.4:
+                db.run_until_idle()
+            while (got := sub.poll(0)) is not None:
+                out.append(got)
+        for s in src.values():
+            s.watermark(FINAL_WATERMARK)
+        if threaded:
+            db.stop()
+        db.run_until_idle()
+        while (got := sub.poll(0)) is not None:
+            out.append(got)
+        late = db.late_rows("j")
+    return out, late

@@ -26,6 +26,8 @@ from _oracle_util import (
     assert_same_rows,
     duck,
     rows_of,
+    rows_to_batches,
+    run_two_inputs,
     seed_strategy_bounds,
 )
 from hypothesis import given, settings
@@ -53,19 +55,6 @@ def gen_side(rng: random.Random, n: int, keys: list[str], delay: int, *, unique:
             seen.add((k, ts))
         rows.append((k, ts, i if not unique else rng.randrange(-500, 500) / 4.0))
     return rows
-
-
-def batches_of(rng: random.Random, rows: list, schema: pa.Schema) -> list[pa.RecordBatch]:
-    """Cut rows into record batches of random sizes."""
-    out = []
-    i = 0
-    while i < len(rows):
-        n = rng.randrange(1, 15)
-        part = rows[i : i + n]
-        i += n
-        cols = [pa.array([r[c] for r in part], schema.field(c).type) for c in range(3)]
-        out.append(pa.record_batch(cols, schema=schema))
-    return out
 
 
 def oracle(trades: list, quotes: list, op: str, *, left: bool, tol: int | None) -> list[tuple]:
@@ -101,41 +90,18 @@ def run_join(
     threaded: bool,
 ) -> tuple[list[pa.RecordBatch], int]:
     """Push both sides interleaved at random; return the output and late rows."""
-    order = [(0, b) for b in batches_of(rng, trades, TRADES)]
-    qb = [(1, b) for b in batches_of(rng, quotes, QUOTES)]
-    # Interleave keeping each side's own order.
-    merged: list = []
-    while order or qb:
-        pick = order if (order and (not qb or rng.random() < 0.5)) else qb
-        merged.append(pick.pop(0))
-    out: list[pa.RecordBatch] = []
-    with laminardb.open(cores=cores) as db:
-        db.execute(
-            f"CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, "
-            f"WATERMARK FOR ts AS ts - INTERVAL '{delays[0]}' MILLISECOND);"
-            f"CREATE SOURCE quotes (k VARCHAR, ts BIGINT, b DOUBLE, "
-            f"WATERMARK FOR ts AS ts - INTERVAL '{delays[1]}' MILLISECOND);"
-            f"CREATE STREAM j AS {select}"
-        )
-        src = [db.source("trades"), db.source("quotes")]
-        sub = db.subscribe("j")
-        if threaded:
-            db.start()
-        for side, batch in merged:
-            src[side].push(batch)
-            if not threaded and rng.random() < 0.4:
-                db.run_until_idle()
-            while (b := sub.poll(0)) is not None:
-                out.append(b)
-        for s in src:
-            s.watermark(FINAL_WATERMARK)
-        if threaded:
-            db.stop()
-        db.run_until_idle()
-        while (b := sub.poll(0)) is not None:
-            out.append(b)
-        late = db.late_rows("j")
-    return out, late
+    ddl = (
+        f"CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, "
+        f"WATERMARK FOR ts AS ts - INTERVAL '{delays[0]}' MILLISECOND);"
+        f"CREATE SOURCE quotes (k VARCHAR, ts BIGINT, b DOUBLE, "
+        f"WATERMARK FOR ts AS ts - INTERVAL '{delays[1]}' MILLISECOND);"
+        f"CREATE STREAM j AS {select}"
+    )
+    sides = [
+        ("trades", rows_to_batches(rng, trades, TRADES)),
+        ("quotes", rows_to_batches(rng, quotes, QUOTES)),
+    ]
+    return run_two_inputs(rng, ddl, sides, cores=cores, threaded=threaded)
 
 
 @settings(max_examples=40, deadline=None)

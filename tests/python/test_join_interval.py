@@ -29,6 +29,8 @@ from _oracle_util import (
     close_as,
     duck,
     rows_of,
+    rows_to_batches,
+    run_two_inputs,
     seed_strategy_bounds,
 )
 from hypothesis import given, settings
@@ -55,19 +57,6 @@ def gen_side(rng: random.Random, n: int, keys: list[str], delay: int, id0: int) 
     return rows
 
 
-def batches_of(rng: random.Random, rows: list[tuple], schema: pa.Schema) -> list[pa.RecordBatch]:
-    """Cut rows into record batches of random sizes."""
-    out = []
-    i = 0
-    while i < len(rows):
-        n = rng.randrange(1, 15)
-        part = rows[i : i + n]
-        i += n
-        cols = [pa.array([r[c] for r in part], schema.field(c).type) for c in range(4)]
-        out.append(pa.record_batch(cols, schema=schema))
-    return out
-
-
 def run_join(
     rng: random.Random,
     left: list[tuple],
@@ -79,40 +68,15 @@ def run_join(
     threaded: bool,
 ) -> tuple[list[pa.RecordBatch], int]:
     """Push both sides interleaved at random; return the output and late rows."""
-    la = [(0, b) for b in batches_of(rng, left, A)]
-    rb = [(1, b) for b in batches_of(rng, right, B)]
-    merged: list = []
-    while la or rb:
-        pick = la if (la and (not rb or rng.random() < 0.5)) else rb
-        merged.append(pick.pop(0))
-    out: list[pa.RecordBatch] = []
-    with laminardb.open(cores=cores) as db:
-        db.execute(
-            f"CREATE SOURCE a (k VARCHAR, g BIGINT, ts BIGINT, x BIGINT, "
-            f"WATERMARK FOR ts AS ts - INTERVAL '{delays[0]}' MILLISECOND);"
-            f"CREATE SOURCE b (k VARCHAR, g BIGINT, ts BIGINT, y BIGINT, "
-            f"WATERMARK FOR ts AS ts - INTERVAL '{delays[1]}' MILLISECOND);"
-            f"CREATE STREAM j AS {select}"
-        )
-        src = [db.source("a"), db.source("b")]
-        sub = db.subscribe("j")
-        if threaded:
-            db.start()
-        for side, batch in merged:
-            src[side].push(batch)
-            if not threaded and rng.random() < 0.4:
-                db.run_until_idle()
-            while (got := sub.poll(0)) is not None:
-                out.append(got)
-        for s in src:
-            s.watermark(FINAL_WATERMARK)
-        if threaded:
-            db.stop()
-        db.run_until_idle()
-        while (got := sub.poll(0)) is not None:
-            out.append(got)
-        late = db.late_rows("j")
-    return out, late
+    ddl = (
+        f"CREATE SOURCE a (k VARCHAR, g BIGINT, ts BIGINT, x BIGINT, "
+        f"WATERMARK FOR ts AS ts - INTERVAL '{delays[0]}' MILLISECOND);"
+        f"CREATE SOURCE b (k VARCHAR, g BIGINT, ts BIGINT, y BIGINT, "
+        f"WATERMARK FOR ts AS ts - INTERVAL '{delays[1]}' MILLISECOND);"
+        f"CREATE STREAM j AS {select}"
+    )
+    sides = [("a", rows_to_batches(rng, left, A)), ("b", rows_to_batches(rng, right, B))]
+    return run_two_inputs(rng, ddl, sides, cores=cores, threaded=threaded)
 
 
 def plus(n: int, *, interval: bool = True) -> str:
@@ -171,6 +135,69 @@ def test_interval_join_matches_duckdb(
     tb = pa.Table.from_pylist([dict(zip(B.names, r)) for r in right], B)
     _, want = duck(f"{SELECT} FROM ta a {jtype} tb b ON {duck_on(on)}", ta=ta, tb=tb)
     assert_same_rows(got, want, COLS, seed=seed)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(*seed_strategy_bounds()),
+    jtype=st.sampled_from(TYPES),
+    cores=st.sampled_from([1, 2]),
+    threaded=st.booleans(),
+)
+def test_window_join_matches_duckdb(seed: int, jtype: str, cores: int, *, threaded: bool) -> None:
+    """FROM tumble(a) JOIN tumble(b) ON window_start and keys equals DuckDB's
+    join on ``ts - ts % size`` for every join type."""
+    announce_seed(seed)
+    rng = random.Random(seed)
+    keys = [f"s{i}" for i in range(rng.choice([1, 4, 50]))]
+    delays = (rng.choice([0, 5, 30]), rng.choice([0, 10]))
+    left = gen_side(rng, rng.randrange(0, 250), keys, delays[0], 0)
+    right = gen_side(rng, rng.randrange(0, 250), keys, delays[1], 100000)
+    size = rng.choice([7, 25, 100])
+    cols = ["ak", "aws", "awe", "ats", "x", "bk", "bws", "bts", "y"]
+    items = (
+        "a.k AS ak, a.window_start AS aws, a.window_end AS awe, a.ts AS ats, a.x, "
+        "b.k AS bk, b.window_start AS bws, b.ts AS bts, b.y"
+    )
+    select = (
+        f"SELECT {items} FROM tumble(a, ts, INTERVAL '{size}' MILLISECOND) {jtype} "
+        f"tumble(b, ts, INTERVAL '{size}' MILLISECOND) "
+        "ON a.window_start = b.window_start AND a.k = b.k"
+    )
+    out, late = run_join(rng, left, right, select, delays, cores=cores, threaded=threaded)
+    assert late == 0, f"no row is late by construction, got {late} (seed {seed})"
+    got = rows_of(pa.Table.from_batches(out), cols) if out else []
+    ta = pa.Table.from_pylist([dict(zip(A.names, r)) for r in left], A)
+    tb = pa.Table.from_pylist([dict(zip(B.names, r)) for r in right], B)
+    win = f"SELECT *, ts - ts % {size} AS window_start, ts - ts % {size} + {size} AS window_end"
+    _, want = duck(
+        f"SELECT {items} FROM ({win} FROM ta) a {jtype} ({win} FROM tb) b "
+        "ON a.window_start = b.window_start AND a.k = b.k",
+        ta=ta,
+        tb=tb,
+    )
+    assert_same_rows(got, want, cols, seed=seed)
+
+
+def test_window_join_outer_rows_when_the_window_closes() -> None:
+    """An unmatched row of a LEFT window join leaves when the right side's
+    watermark reaches its window's end, not before."""
+    with laminardb.open() as db:
+        open_ab(
+            db,
+            "CREATE STREAM j AS SELECT a.window_start, a.ts, b.ts AS bts "
+            "FROM tumble(a, ts, INTERVAL '1' SECOND) LEFT JOIN "
+            "tumble(b, ts, INTERVAL '1' SECOND) ON a.window_start = b.window_start "
+            "AND a.k = b.k",
+        )
+        sub = db.subscribe("j")
+        db.insert("a", [{"k": "p", "ts": 100, "x": 0}, {"k": "q", "ts": 200, "x": 0}])
+        db.insert("b", [{"k": "p", "ts": 999, "y": 0}])
+        db.run_until_idle()
+        assert drain(sub) == [{"window_start": 0, "ts": 100, "bts": 999}]
+        db.insert("b", [{"k": "p", "ts": 1000, "y": 0}])  # b's window [0, 1000) closes
+        db.run_until_idle()
+        assert drain(sub) == [{"window_start": 0, "ts": 200, "bts": None}]
 
 
 def open_ab(db: laminardb.Connection, stream: str) -> None:
@@ -317,8 +344,8 @@ def test_interval_join_restart_equals_uninterrupted(tmp_path: Path) -> None:
     keys = [f"s{i}" for i in range(7)]
     left = gen_side(rng, 400, keys, 10, 0)
     right = gen_side(rng, 500, keys, 10, 100000)
-    ab = batches_of(rng, left, A)
-    bb = batches_of(rng, right, B)
+    ab = rows_to_batches(rng, left, A)
+    bb = rows_to_batches(rng, right, B)
     ddl = (
         "CREATE SOURCE a (k VARCHAR, g BIGINT, ts BIGINT, x BIGINT, "
         "WATERMARK FOR ts AS ts - INTERVAL '10' MILLISECOND);"
@@ -400,13 +427,33 @@ def test_interval_join_errors_carry_codes_and_positions() -> None:
                 "LDB-1009",
                 "a JOIN",
             ),
-            # window joins
+            # window joins: without window_start in ON, of two sizes, hop, one side
             (
                 "SELECT a.k FROM tumble(a, ts, INTERVAL '1' SECOND) JOIN "
-                "tumble(b, ts, INTERVAL '1' SECOND) ON a.window_start = b.window_start",
+                "tumble(b, ts, INTERVAL '1' SECOND) ON a.k = b.k",
+                "LDB-1009",
+                "JOIN",
+            ),
+            (
+                "SELECT a.k FROM tumble(a, ts, INTERVAL '1' SECOND) JOIN "
+                "tumble(b, ts, INTERVAL '2' SECOND) ON a.window_start = b.window_start",
+                "LDB-1009",
+                "tumble(b",
+            ),
+            (
+                "SELECT a.k FROM hop(a, ts, INTERVAL '2' SECOND, INTERVAL '1' SECOND) "
+                "JOIN hop(b, ts, INTERVAL '2' SECOND, INTERVAL '1' SECOND) "
+                "ON a.window_start = b.window_start",
+                "LDB-1005",
+                "hop",
+            ),
+            (
+                "SELECT a.k FROM a JOIN tumble(b, ts, INTERVAL '1' SECOND) "
+                "ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + 1",
                 "LDB-1005",
                 "tumble",
             ),
+            ("SELECT a.k FROM tumble(a, ts, INTERVAL '1' SECOND)", "LDB-1005", "tumble"),
             # CROSS join
             ("SELECT a.k FROM a CROSS JOIN b", "LDB-1005", "CROSS"),
         ]
