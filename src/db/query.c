@@ -943,7 +943,10 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
                      (long long)j->lo, (long long)j->hi, unit,
                      j->residual != NULL ? ", residual filter" : "");
     }
-    lm_text_printf(&what, "; each side's rows held until the other's watermark passes");
+    lm_text_printf(&what, j->window_ms > 0
+                              ? "; a window's rows held until both watermarks close it"
+                              : "; each side's rows held until the other's watermark "
+                                "passes");
   } else if (plan->joined) {
     /* An ASOF join: its condition instead of the union's inputs. */
     static const char* const cmps[] = {"", ">=", ">", "<=", "<"};

@@ -17,7 +17,8 @@
  * and holds its rows while the other side's watermark allows a match. A
  * watermark of one side drops the other side's rows it can no longer match
  * (a prefix of each key's time-sorted list), emitting an outer side's
- * unmatched ones. Snapshots write each side's rows (time, matched flag,
+ * unmatched ones. A window join instead holds both sides' rows until the
+ * least of the watermarks closes their window, then joins the window. Snapshots write each side's rows (time, matched flag,
  * columns); a restore reads them back into the stores and rebuilds the keys
  * from the key columns.
  */
@@ -266,7 +267,8 @@ static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* in) {
     }
     if (key_is_null(j, keys, r)) continue; /* a NULL key never matches */
     int64_t g = lm_state_table_find(&j->table, j->hashes[r], keys, r);
-    if (g >= 0) {
+    bool windowed = j->spec.window_ms > 0; /* joined when the window closes */
+    if (g >= 0 && !windowed) {
       const lm_timelist* kl = &j->lists[o][g];
       int64_t lo, hi;
       match_range(j, s, t, &lo, &hi);
@@ -280,7 +282,7 @@ static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* in) {
         }
       }
     }
-    if (!can_match(j, s, t, j->wm[o])) continue;
+    if (!windowed && !can_match(j, s, t, j->wm[o])) continue;
     if (g < 0) LM_TRY(key_row(j, j->hashes[r], keys, r, &g));
     uint32_t slot = lm_rowstore_take(&j->side[s].rows);
     LM_TRY(lm_rowstore_put(&j->side[s].rows, slot, in->cols, r));
@@ -361,16 +363,133 @@ static laminar_code evict(ijoin_op* j, int32_t side) {
   return rc;
 }
 
+/* Pairs pa/pb[0..n) (slots of the two stores): the residual keeps the
+ * matches, which are marked and emitted. */
+static laminar_code emit_slot_pairs(ijoin_op* j, int64_t n) {
+  if (n == 0) return LAMINAR_OK;
+  LM_TRY(lm_join_out_reserve(&j->o, n));
+  fill_side(j, 0, NULL, j->pa, n);
+  fill_side(j, 1, NULL, j->pb, n);
+  int64_t nk = n;
+  if (j->spec.residual != NULL) {
+    LM_TRY(lm_expr_filter(j->ctx, j->spec.residual, j->o.vecs, NULL, n, j->psel, &nk));
+    for (int64_t k = 0; k < nk; k++) {
+      j->pa[k] = j->pa[j->psel[k]];
+      j->pb[k] = j->pb[j->psel[k]];
+    }
+  }
+  for (int64_t k = 0; k < nk; k++) {
+    j->side[0].matched[j->pa[k]] = 1;
+    j->side[1].matched[j->pb[k]] = 1;
+  }
+  laminar_code rc = LAMINAR_OK;
+  if (nk == n) {
+    lm_chunk out = {n, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
+    rc = lm_op_emit(&j->base, &out);
+  } else {
+    rc = emit_rows(j, 0, NULL, j->pa, j->pb, nk);
+  }
+  lm_eval_ctx_reset(j->ctx);
+  return rc;
+}
+
+/* A window join: the windows both watermarks have closed (end <= the least
+ * of them), key by key and in time order: every pair of their rows, then an
+ * outer side's rows that matched nothing, NULL-padded; their rows dropped. */
+static laminar_code close_windows(ijoin_op* j) {
+  int64_t least = j->wm[0] < j->wm[1] ? j->wm[0] : j->wm[1];
+  if (least == INT64_MIN) return LAMINAR_OK;
+  int64_t close = lm_join_to_units(j->spec.time_type, least);
+  int64_t size = window_units(j);
+  for (int32_t s = 0; s < 2; s++) { /* nothing held closes: nothing to do */
+    if (j->side[s].held > 0 &&
+        lm_join_sat_add(window_start(j, j->side[s].min_ts), size) <= close)
+      goto work;
+  }
+  return LAMINAR_OK;
+work:;
+  int64_t n = 0;
+  int64_t ndrop[2] = {0, 0};
+  /* 1. the pairs of every closed window; the closed rows' ranges per key */
+  for (int64_t g = 0; g < j->table.n; g++) {
+    lm_timelist* l[2] = {&j->lists[0][g], &j->lists[1][g]};
+    int32_t at[2] = {l[0]->head, l[1]->head};
+    for (;;) {
+      int64_t w = INT64_MAX;
+      for (int s = 0; s < 2; s++) {
+        if (at[s] < l[s]->n) {
+          int64_t ws = window_start(j, l[s]->ts[at[s]]);
+          if (ws < w) w = ws;
+        }
+      }
+      if (w == INT64_MAX || lm_join_sat_add(w, size) > close) break;
+      int32_t end[2];
+      for (int s = 0; s < 2; s++)
+        end[s] = lm_timelist_lower(l[s], lm_join_sat_add(w, size));
+      for (int s = 0; s < 2; s++) {
+        if (end[s] < at[s]) end[s] = at[s];
+      }
+      int64_t np = (int64_t)(end[0] - at[0]) * (end[1] - at[1]);
+      if (np > 0) {
+        LM_TRY(reserve_pairs(j, n + np));
+        for (int32_t a = at[0]; a < end[0]; a++) {
+          for (int32_t b = at[1]; b < end[1]; b++) {
+            j->pa[n] = l[0]->slot[a];
+            j->pb[n++] = l[1]->slot[b];
+          }
+        }
+      }
+      at[0] = end[0];
+      at[1] = end[1];
+    }
+    ndrop[0] += at[0] - l[0]->head;
+    ndrop[1] += at[1] - l[1]->head;
+  }
+  LM_TRY(emit_slot_pairs(j, n));
+  /* 2. per side: the unmatched rows of an outer side, then drop the rows */
+  for (int32_t s = 0; s < 2; s++) {
+    side_state* ss = &j->side[s];
+    bool keep = s == 0 ? j->spec.keep_left : j->spec.keep_right;
+    LM_TRY(reserve_pairs(j, ndrop[s]));
+    int64_t m = 0, k = 0, min_ts = INT64_MAX;
+    for (int64_t g = 0; g < j->table.n; g++) {
+      lm_timelist* kl = &j->lists[s][g];
+      int32_t i = kl->head;
+      while (i < kl->n && lm_join_sat_add(window_start(j, kl->ts[i]), size) <= close) {
+        j->pa[k++] = kl->slot[i];
+        if (keep && !ss->matched[kl->slot[i]]) j->pb[m++] = kl->slot[i];
+        i++;
+      }
+      ss->held -= i - kl->head;
+      kl->head = i;
+      if (kl->head == kl->n) kl->head = kl->n = 0;
+      if (kl->n > kl->head && kl->ts[kl->head] < min_ts) min_ts = kl->ts[kl->head];
+    }
+    ss->min_ts = min_ts;
+    laminar_code rc = emit_rows(j, s, NULL, j->pb, j->pneg, m);
+    for (int64_t q = 0; q < k; q++) lm_rowstore_release(&ss->rows, (uint32_t)j->pa[q]);
+    LM_TRY(rc);
+  }
+  return LAMINAR_OK;
+}
+
 /* The watermark the join can promise downstream, in the left time's terms:
  * no row it emits later has an older left time. */
 static laminar_code forward_watermark(ijoin_op* j) {
   int64_t w = j->wm[0];
   int64_t rw = j->wm[1];
-  if (rw != INT64_MAX) {
+  if (j->spec.window_ms > 0) {
+    /* Windows not closed by both watermarks start at or after this one's. */
+    int64_t least = w < rw ? w : rw;
+    if (least != INT64_MAX && least != INT64_MIN) {
+      w = lm_join_to_ms(j->spec.time_type,
+                        window_start(j, lm_join_to_units(j->spec.time_type, least)));
+    } else {
+      w = least;
+    }
+  } else if (rw != INT64_MAX) {
     int64_t u = lm_join_to_units(j->spec.time_type, rw);
-    int64_t bound =
-        j->spec.window_ms > 0 ? window_start(j, u) : lm_join_sat_add(u, -j->spec.hi);
-    bound = lm_join_to_ms(j->spec.time_type, bound);
+    int64_t bound = lm_join_to_ms(j->spec.time_type, lm_join_sat_add(u, -j->spec.hi));
     if (bound < w) w = bound;
   }
   if (w <= j->out_wm) return LAMINAR_OK;
@@ -439,7 +558,10 @@ static laminar_code ijoin_on_input_watermark(lm_op* op, int32_t input, int64_t w
   ijoin_op* j = (ijoin_op*)op;
   if (wm <= j->wm[input]) return LAMINAR_OK;
   j->wm[input] = wm;
-  LM_TRY(evict(j, 1 - input));
+  if (j->spec.window_ms > 0)
+    LM_TRY(close_windows(j));
+  else
+    LM_TRY(evict(j, 1 - input));
   LM_TRY(compact(j));
   LM_TRY(account(j));
   return forward_watermark(j);

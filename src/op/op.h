@@ -340,9 +340,10 @@ int64_t lm_op_asof_late_rows(const lm_op* op);
  *
  * window_ms > 0 (a tumbling window join): instead of the bound, both rows lie
  * in one window [start, start + window_ms) of their times (the binder also
- * makes window_start a key); rows are dropped when the other side's
- * watermark reaches their window's end, and the forwarded watermark is
- * min(left watermark, the start of the right watermark's window). */
+ * makes window_start a key), and a window is joined when it closes on both
+ * sides (both watermarks reach its end): its pairs, then an outer side's
+ * unmatched rows, then its rows are dropped. The forwarded watermark is the
+ * start of the window the least of the two watermarks is in. */
 typedef struct lm_ijoin_spec {
   bool keep_left, keep_right;
   int32_t nkeys;

@@ -180,8 +180,8 @@ def test_window_join_matches_duckdb(seed: int, jtype: str, cores: int, *, thread
 
 
 def test_window_join_outer_rows_when_the_window_closes() -> None:
-    """An unmatched row of a LEFT window join leaves when the right side's
-    watermark reaches its window's end, not before."""
+    """A window join emits a window when it closes on both sides: its pairs,
+    then the unmatched rows of an outer side."""
     with laminardb.open() as db:
         open_ab(
             db,
@@ -194,10 +194,16 @@ def test_window_join_outer_rows_when_the_window_closes() -> None:
         db.insert("a", [{"k": "p", "ts": 100, "x": 0}, {"k": "q", "ts": 200, "x": 0}])
         db.insert("b", [{"k": "p", "ts": 999, "y": 0}])
         db.run_until_idle()
-        assert drain(sub) == [{"window_start": 0, "ts": 100, "bts": 999}]
-        db.insert("b", [{"k": "p", "ts": 1000, "y": 0}])  # b's window [0, 1000) closes
+        assert drain(sub) == []  # both rows of p are in, the window is open
+        db.insert("b", [{"k": "p", "ts": 1000, "y": 0}])  # closed on b, open on a
         db.run_until_idle()
-        assert drain(sub) == [{"window_start": 0, "ts": 200, "bts": None}]
+        assert drain(sub) == []
+        db.insert("a", [{"k": "p", "ts": 1000, "x": 0}])  # closed on both
+        db.run_until_idle()
+        assert drain(sub) == [
+            {"window_start": 0, "ts": 100, "bts": 999},
+            {"window_start": 0, "ts": 200, "bts": None},
+        ]
 
 
 def open_ab(db: laminardb.Connection, stream: str) -> None:
