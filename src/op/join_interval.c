@@ -29,6 +29,7 @@
 #include "state/table.h"
 #include "util/util.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define IJ_SNAP_TAG 0x494A4F4Eu /* "IJON" */
@@ -63,8 +64,9 @@ typedef struct ijoin_op {
   uint8_t* rowstate; /* 0 open, 1 matched, 2 late or not for output */
   int64_t rcap;
   uint64_t* hashes;
-  lm_join_out o; /* lcols + rcols */
-  uint8_t* mark; /* compaction scratch */
+  lm_join_out o;         /* lcols + rcols */
+  lm_join_out in_buf[2]; /* a routed chunk's rows (lm_chunk.sel) made dense, per side */
+  uint8_t* mark;         /* compaction scratch */
 } ijoin_op;
 
 static const lm_op_vtable ijoin_vtable;
@@ -213,11 +215,11 @@ static laminar_code hold(ijoin_op* j, int32_t side, int64_t g, int64_t t, uint32
 }
 
 /* Evaluate the side's key expressions over cols (n rows) and hash them. */
-static laminar_code eval_keys(ijoin_op* j, int32_t side, const lm_vec* cols, int64_t n,
-                              lm_vec* keys) {
+static laminar_code eval_keys(ijoin_op* j, int32_t side, const lm_vec* cols,
+                              const uint32_t* sel, int64_t n, lm_vec* keys) {
   const lm_expr* const* ex = side == 0 ? j->spec.lkeys : j->spec.rkeys;
   for (int32_t k = 0; k < j->spec.nkeys; k++)
-    LM_TRY(lm_expr_eval(j->ctx, ex[k], cols, NULL, n, &keys[k]));
+    LM_TRY(lm_expr_eval(j->ctx, ex[k], cols, sel, n, &keys[k]));
   if (n > j->rcap) {
     int64_t nc = j->rcap ? j->rcap : 256;
     while (nc < n) nc *= 2;
@@ -247,10 +249,42 @@ static bool key_is_null(const ijoin_op* j, const lm_vec* keys, int64_t row) {
 
 /* Probe, emit the pairs, hold the rows that can still match, and emit an
  * outer side's rows that cannot (and matched nothing). */
-static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* in) {
+/* Thread-per-core hands a partition the whole batch with its rows as a
+ * selection (op.h lm_chunk): those rows of side s's columns, dense, in
+ * *out (valid until the next call for that side). */
+static laminar_code densify(ijoin_op* j, int32_t s, const lm_chunk* in, lm_chunk* out) {
+  lm_join_out* b = &j->in_buf[s];
+  LM_TRY(lm_join_out_reserve(b, in->nrows));
+  for (int32_t c = 0; c < b->ncols; c++) {
+    lm_type type = b->vecs[c].type;
+    if (b->need != NULL && !b->need[c]) { /* never read */
+      b->vecs[c] = (lm_vec){type, in->nrows, NULL, b->zeros};
+      continue;
+    }
+    int64_t w = lm_type_width(type);
+    const char* src = in->cols[c].data;
+    const uint8_t* snl = in->cols[c].nulls;
+    char* dst = b->data[c];
+    for (int64_t k = 0; k < in->nrows; k++) {
+      memcpy(dst + k * w, src + (int64_t)in->sel[k] * w, (size_t)w);
+      if (snl != NULL) b->nulls[c][k] = snl[in->sel[k]];
+    }
+    b->vecs[c] = (lm_vec){type, in->nrows, snl != NULL ? b->nulls[c] : NULL, dst};
+  }
+  *out = (lm_chunk){in->nrows, b->ncols, b->vecs, NULL};
+  return LAMINAR_OK;
+}
+
+static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed) {
   int32_t o = 1 - s;
+  lm_chunk dense;
+  const lm_chunk* in = routed;
+  if (routed->sel != NULL) {
+    LM_TRY(densify(j, s, routed, &dense));
+    in = &dense;
+  }
   lm_vec keys[IJ_MAX_KEYS];
-  LM_TRY(eval_keys(j, s, in->cols, in->nrows, keys));
+  LM_TRY(eval_keys(j, s, in->cols, NULL, in->nrows, keys));
   const lm_vec* tv = &in->cols[s == 0 ? j->spec.ltime : j->spec.rtime];
   int64_t wm_self = lm_join_to_units(j->spec.time_type, j->wm[s]);
   LM_TRY(reserve_side(j, s, in->nrows));
@@ -602,40 +636,62 @@ static void ijoin_clear(ijoin_op* j) {
   lm_state_table_reset(&j->table);
 }
 
-/* Read `n` rows of one side (a fresh store: slots 0..n-1), then key and hold
- * them. */
-static laminar_code restore_side(ijoin_op* j, int32_t side, lm_state_reader* r) {
+typedef struct held_row {
+  uint32_t slot;
+  int64_t ts;
+} held_row;
+
+static int cmp_slot(const void* x, const void* y) {
+  const held_row* a = x;
+  const held_row* b = y;
+  return a->slot < b->slot ? -1 : a->slot > b->slot;
+}
+
+/* Read one side's rows of a snapshot into its store, then key and hold them;
+ * with `f`, only those whose key hash falls in partition f->part of
+ * f->nparts (the others are let go). */
+static laminar_code restore_side(ijoin_op* j, int32_t side, lm_state_reader* r,
+                                 const lm_op_part_filter* f) {
   side_state* ss = &j->side[side];
   int64_t n = lm_state_get_i64(r);
   if (n < 0 || n > ((int64_t)1 << 31) || r->failed) return LAMINAR_ERR_RECOVERY;
   if (n == 0) return LAMINAR_OK;
   LM_TRY(reserve_side(j, side, n));
-  int64_t* ts = lm_malloc(sizeof *ts * (size_t)n);
-  if (ts == NULL) return LAMINAR_ERR_NOMEM;
-  laminar_code rc = LAMINAR_OK;
-  for (int64_t i = 0; rc == LAMINAR_OK && i < n; i++) {
-    ts[i] = lm_state_get_i64(r);
-    uint8_t m = lm_state_get_u8(r);
-    uint32_t slot = lm_rowstore_take(&ss->rows);
-    if (slot != (uint32_t)i) rc = LAMINAR_ERR_INTERNAL;
-    ss->matched[slot] = m != 0;
-    if (rc == LAMINAR_OK) rc = lm_rowstore_read_row(&ss->rows, slot, r);
-  }
-  /* The key columns, as the store holds them, over slots 0..n-1. */
+  held_row* rows = lm_malloc(sizeof *rows * (size_t)n);
+  uint32_t* sel = lm_malloc(sizeof *sel * (size_t)n);
   lm_vec* cols = lm_calloc((size_t)(ss->rows.ncols ? ss->rows.ncols : 1), sizeof *cols);
-  if (rc == LAMINAR_OK && cols == NULL) rc = LAMINAR_ERR_NOMEM;
-  for (int32_t c = 0; rc == LAMINAR_OK && c < ss->rows.ncols; c++)
-    cols[c] = (lm_vec){ss->rows.types[c], n, ss->rows.nulls[c], ss->rows.data[c]};
-  lm_vec keys[IJ_MAX_KEYS];
-  if (rc == LAMINAR_OK) rc = eval_keys(j, side, cols, n, keys);
+  laminar_code rc = rows && sel && cols ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
   for (int64_t i = 0; rc == LAMINAR_OK && i < n; i++) {
+    rows[i].ts = lm_state_get_i64(r);
+    uint8_t m = lm_state_get_u8(r);
+    rows[i].slot = lm_rowstore_take(&ss->rows);
+    ss->matched[rows[i].slot] = m != 0;
+    rc = lm_rowstore_read_row(&ss->rows, rows[i].slot, r);
+  }
+  /* The key columns as the store holds them, at the rows' slots (ascending). */
+  if (rc == LAMINAR_OK) {
+    qsort(rows, (size_t)n, sizeof *rows, cmp_slot);
+    for (int64_t i = 0; i < n; i++) sel[i] = rows[i].slot;
+    for (int32_t c = 0; c < ss->rows.ncols; c++) {
+      cols[c] =
+          (lm_vec){ss->rows.types[c], ss->rows.used, ss->rows.nulls[c], ss->rows.data[c]};
+    }
+  }
+  lm_vec keys[IJ_MAX_KEYS];
+  if (rc == LAMINAR_OK) rc = eval_keys(j, side, cols, sel, n, keys);
+  for (int64_t i = 0; rc == LAMINAR_OK && i < n; i++) {
+    if (f != NULL && lm_op_part_of(j->hashes[i], f->nparts) != f->part) {
+      lm_rowstore_release(&ss->rows, rows[i].slot);
+      continue;
+    }
     int64_t g;
     rc = key_row(j, j->hashes[i], keys, i, &g);
-    if (rc == LAMINAR_OK) rc = hold(j, side, g, ts[i], (uint32_t)i);
+    if (rc == LAMINAR_OK) rc = hold(j, side, g, rows[i].ts, rows[i].slot);
   }
   lm_eval_ctx_reset(j->ctx);
   lm_free(cols);
-  lm_free(ts);
+  lm_free(sel);
+  lm_free(rows);
   return rc;
 }
 
@@ -650,21 +706,32 @@ static laminar_code reset_stores(ijoin_op* j) {
   return LAMINAR_OK;
 }
 
-static laminar_code ijoin_restore(lm_op* op, lm_state_reader* r, laminar_error* err) {
-  ijoin_op* j = (ijoin_op*)op;
+/* A snapshot into the join: whole (f NULL), or the part of an old
+ * partition's that falls in f->part, added to what is restored (f->merge). */
+static laminar_code restore_into(ijoin_op* j, lm_state_reader* r,
+                                 const lm_op_part_filter* f, laminar_error* err) {
   if (lm_state_get_u32(r) != IJ_SNAP_TAG) {
     return lm_error_set(err, LAMINAR_ERR_RECOVERY,
                         "interval join: snapshot is not an interval join's");
   }
-  ijoin_clear(j);
-  laminar_code rc = reset_stores(j);
-  for (int i = 0; i < 2; i++) {
-    j->wm[i] = lm_state_get_i64(r);
-    j->late[i] = lm_state_get_i64(r);
+  bool merge = f != NULL && f->merge;
+  laminar_code rc = LAMINAR_OK;
+  if (!merge) {
+    ijoin_clear(j);
+    rc = reset_stores(j);
+    j->late[0] = j->late[1] = 0;
   }
-  j->out_wm = lm_state_get_i64(r);
-  if (rc == LAMINAR_OK) rc = restore_side(j, 0, r);
-  if (rc == LAMINAR_OK) rc = restore_side(j, 1, r);
+  int64_t late[2];
+  for (int i = 0; i < 2; i++) {
+    j->wm[i] = lm_state_get_i64(r); /* every partition saw the inputs' */
+    late[i] = lm_state_get_i64(r);
+    /* Each old partition's late rows go to exactly one new one. */
+    if (f == NULL || f->late) j->late[i] += late[i];
+  }
+  int64_t out_wm = lm_state_get_i64(r);
+  if (!merge || out_wm < j->out_wm) j->out_wm = out_wm;
+  if (rc == LAMINAR_OK) rc = restore_side(j, 0, r, f);
+  if (rc == LAMINAR_OK) rc = restore_side(j, 1, r, f);
   if (rc == LAMINAR_OK && r->failed) rc = LAMINAR_ERR_RECOVERY;
   if (rc != LAMINAR_OK) {
     ijoin_clear(j);
@@ -675,6 +742,15 @@ static laminar_code ijoin_restore(lm_op* op, lm_state_reader* r, laminar_error* 
                         rc == LAMINAR_ERR_RECOVERY ? " (snapshot damaged)" : "");
   }
   return account(j);
+}
+
+static laminar_code ijoin_restore(lm_op* op, lm_state_reader* r, laminar_error* err) {
+  return restore_into((ijoin_op*)op, r, NULL, err);
+}
+
+static laminar_code ijoin_restore_part(lm_op* op, lm_state_reader* r,
+                                       const lm_op_part_filter* f, laminar_error* err) {
+  return restore_into((ijoin_op*)op, r, f, err);
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
@@ -690,6 +766,8 @@ static void ijoin_destroy(lm_op* op) {
     lm_free(j->side[s].matched);
   }
   lm_join_out_free(&j->o);
+  lm_join_out_free(&j->in_buf[0]);
+  lm_join_out_free(&j->in_buf[1]);
   lm_free(j->pa);
   lm_free(j->pb);
   lm_free(j->pneg);
@@ -703,13 +781,32 @@ static void ijoin_destroy(lm_op* op) {
   lm_free(j);
 }
 
+/* The dense copy of side s's routed rows: that side's columns. */
+static laminar_code init_in_buf(ijoin_op* j, int32_t s, const lm_schema* out_schema) {
+  int32_t first = s == 0 ? 0 : j->spec.lcols;
+  int32_t n = s == 0 ? j->spec.lcols : j->spec.rcols;
+  lm_schema side;
+  lm_schema_init_empty(&side);
+  laminar_code rc = LAMINAR_OK;
+  for (int32_t c = 0; rc == LAMINAR_OK && c < n; c++) {
+    const lm_field* f = &out_schema->fields[first + c];
+    if (lm_schema_add(&side, f->name, f->type, false) != 0) rc = LAMINAR_ERR_NOMEM;
+  }
+  if (rc == LAMINAR_OK)
+    rc = lm_join_out_init(&j->in_buf[s], &side,
+                          j->spec.need != NULL ? j->spec.need + first : NULL);
+  lm_schema_free(&side);
+  return rc;
+}
+
 static const lm_op_vtable ijoin_vtable = {
     .name = "interval_join",
     .on_chunk = NULL,
-    .takes_sel = false,
+    .takes_sel = true,    /* a routed chunk's rows are made dense (densify) */
     .on_watermark = NULL, /* inputs' watermarks: on_input_watermark */
     .snapshot = ijoin_snapshot,
     .restore = ijoin_restore,
+    .restore_part = ijoin_restore_part,
     .destroy = ijoin_destroy,
     .ninputs = 2,
     .on_input_chunk = ijoin_on_input_chunk,
@@ -732,6 +829,7 @@ laminar_code lm_op_ijoin_create(const lm_ijoin_spec* spec, const lm_schema* out_
   for (int32_t k = 0; rc == LAMINAR_OK && k < spec->nkeys; k++)
     j->key_types[k] = spec->lkeys[k]->type;
   if (rc == LAMINAR_OK) rc = lm_join_out_init(&j->o, out_schema, spec->need);
+  for (int32_t s = 0; rc == LAMINAR_OK && s < 2; s++) rc = init_in_buf(j, s, out_schema);
   if (rc == LAMINAR_OK && lm_schema_copy(out_schema, &j->base.out_schema) != 0)
     rc = LAMINAR_ERR_NOMEM;
   if (rc == LAMINAR_OK) rc = lm_eval_ctx_create(&j->ctx);

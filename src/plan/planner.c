@@ -177,6 +177,16 @@ static const char* partition_refusal(const lm_plan* plan, const lm_plan_context*
   const lm_expr* const* keys = plan->analytic ? plan->an.keys : w->keys;
   int32_t nkeys = plan->analytic ? plan->an.nkeys : w->nkeys;
   bool branched = lm_plan_branched(plan);
+  if (plan->interval) {
+    int32_t cols[LM_PLAN_MAX_PART_KEYS];
+    if (ctx->is_view) return "a materialized view (one table of all its rows)";
+    if (!plan->branches[0].input_is_source || !plan->branches[1].input_is_source)
+      return "a join reading a stream (its inputs are routed by source columns)";
+    if (lm_plan_join_part_keys(plan, 0, cols) == 0)
+      return "a join without an equality of two plain columns";
+    if (ctx->ncores <= 1) return "cores = 1";
+    return NULL;
+  }
   if (!plan->windowed && !plan->analytic) return "no GROUP BY (no keyed state)";
   if (ctx->is_view) return "a materialized view (one table of all its rows)";
   if (plan->interval) return "an interval join (its inputs meet in one operator)";
@@ -251,7 +261,12 @@ void lm_plan_physical(const lm_plan* plan, const lm_plan_context* ctx,
   }
   out->nparts = 1;
   out->unpartitioned = partition_refusal(plan, ctx);
-  if (out->unpartitioned == NULL) {
+  if (out->unpartitioned == NULL && plan->interval) {
+    /* A join: each input routed by its own columns of the keys
+     * (lm_plan_join_part_keys); part_keys are the left side's. */
+    out->nparts = ctx->ncores;
+    out->npart_keys = lm_plan_join_part_keys(plan, 0, out->part_keys);
+  } else if (out->unpartitioned == NULL) {
     out->nparts = ctx->ncores;
     for (int32_t k = 0; k < nkeys; k++) out->part_keys[k] = keys[k]->column;
     out->npart_keys = nkeys;
@@ -321,4 +336,21 @@ const char* lm_plan_join_name(const lm_plan* plan) {
 int32_t lm_plan_join_time(const lm_plan* plan, int32_t side) {
   if (plan->interval) return side == 0 ? plan->ijoin.ltime : plan->ijoin.rtime;
   return side == 0 ? plan->join.ltime : plan->join.rtime;
+}
+
+int32_t lm_plan_join_part_keys(const lm_plan* plan, int32_t b, int32_t* out_cols) {
+  if (!plan->interval) return 0;
+  const lm_ijoin_spec* j = &plan->ijoin;
+  int32_t n = 0;
+  for (int32_t k = 0; k < j->nkeys && n < LM_PLAN_MAX_PART_KEYS; k++) {
+    /* Both bare columns (of one type: the binder casts where they differ) of
+     * the inputs themselves (not a window join's window_start). */
+    const lm_expr *l = j->lkeys[k], *r = j->rkeys[k];
+    if (l->kind != LM_EXPR_COLUMN || r->kind != LM_EXPR_COLUMN ||
+        l->column >= plan->branches[0].in_ncols ||
+        r->column >= plan->branches[1].in_ncols)
+      continue;
+    out_cols[n++] = b == 0 ? l->column : r->column;
+  }
+  return n;
 }

@@ -344,8 +344,10 @@ def test_interval_join_window_over_its_output() -> None:
 
 
 def test_interval_join_restart_equals_uninterrupted(tmp_path: Path) -> None:
-    """Checkpoint, WAL, kill -9 in the middle, restart: the sink's rows equal an
-    uninterrupted run's (join state in the checkpoint, the rest replayed)."""
+    """Checkpoint, WAL, kill -9 in the middle, restart (on one reactor or two,
+    the same number or another): the sink's rows equal an uninterrupted run's
+    (join state in the checkpoint, split by key hash across partitions, the
+    rest replayed)."""
     rng = random.Random(5)
     keys = [f"s{i}" for i in range(7)]
     left = gen_side(rng, 400, keys, 10, 0)
@@ -361,9 +363,9 @@ def test_interval_join_restart_equals_uninterrupted(tmp_path: Path) -> None:
         "AND b.ts BETWEEN a.ts - 15 AND a.ts + 5;"
     )
 
-    def run(root: Path, stop: int | None) -> list[tuple]:
+    def run(root: Path, stop: int | None, cores: tuple[int, int] = (1, 1)) -> list[tuple]:
         out = root.with_name(root.name + "-out")
-        opts = {"checkpoint_interval": "1 hour", "wal_mode": "sync"}
+        opts = {"checkpoint_interval": "1 hour", "wal_mode": "sync", "cores": cores[0]}
         n = max(len(ab), len(bb))
         db = laminardb.open(root, **opts)
         db.execute(ddl + f"CREATE SINK s FROM j INTO FILE (path = '{out}', format = 'jsonl')")
@@ -377,6 +379,7 @@ def test_interval_join_restart_equals_uninterrupted(tmp_path: Path) -> None:
                 if i == stop // 2:
                     db.checkpoint()
             close_as(db, root, crash=True)
+            opts["cores"] = cores[1]
             db = laminardb.open(root, **opts)
             start = stop
         for i in range(start, n):
@@ -398,9 +401,10 @@ def test_interval_join_restart_equals_uninterrupted(tmp_path: Path) -> None:
 
     whole = run(tmp_path / "whole", None)
     assert len(whole) > 300
-    for stop in (7, 23):
-        again = run(tmp_path / f"cut{stop}", stop)
-        assert sorted(again, key=repr) == sorted(whole, key=repr), stop
+    # Partitioned by the key on two reactors, and reopened on another number.
+    for stop, cores in ((7, (1, 1)), (23, (1, 1)), (7, (2, 2)), (11, (1, 2)), (23, (2, 1))):
+        again = run(tmp_path / f"cut{stop}-{cores[0]}{cores[1]}", stop, cores)
+        assert sorted(again, key=repr) == sorted(whole, key=repr), (stop, cores)
 
 
 def test_interval_join_errors_carry_codes_and_positions() -> None:
@@ -477,6 +481,24 @@ def test_interval_join_errors_carry_codes_and_positions() -> None:
             "CREATE STREAM ok AS SELECT a.k FROM a RIGHT JOIN b ON a.k = b.k "
             "AND b.ts BETWEEN a.ts AND a.ts + 5"
         )
+
+
+def test_interval_join_partitioned_by_its_keys() -> None:
+    """With cores = 2 a join on plain key columns runs one partition per
+    reactor, both inputs routed by their key columns; a computed key keeps it
+    whole."""
+    with laminardb.open(cores=2) as db:
+        open_ab(
+            db,
+            "CREATE STREAM j AS SELECT a.k, b.y FROM a JOIN b ON a.k = b.k "
+            "AND b.ts BETWEEN a.ts AND a.ts + 5;"
+            "CREATE STREAM u AS SELECT a.k, b.y FROM a JOIN b ON upper(a.k) = b.k "
+            "AND b.ts BETWEEN a.ts AND a.ts + 5",
+        )
+        for name, want in (("j", "2 partitions"), ("u", "unpartitioned")):
+            plan = db.query(f"EXPLAIN {name}").to_pylist()
+            part = [r["details"] for r in plan if r["operator"] == "partitioning"]
+            assert want in part[0], part
 
 
 def test_interval_join_refused_where_it_cannot_run_split() -> None:
