@@ -12,6 +12,8 @@
   kill -9 would have.
 * ``rows_to_batches`` and ``run_two_inputs``: a join's two sources pushed as
   random batches in a random interleaving, output and late rows collected.
+* ``feed_join_steadily``: a join's two sources fed in time order for a while,
+  the metrics sampled on the way (bounded-state tests).
 """
 
 from __future__ import annotations
@@ -433,3 +435,42 @@ def run_two_inputs(
             out.append(got)
         late = db.late_rows("j")
     return out, late
+
+
+def feed_join_steadily(
+    db: laminardb.Connection,
+    sub: laminardb.Subscription,
+    left: tuple[str, str, object],
+    right: tuple[str, str, object],
+    *,
+    nkeys: int,
+    seed: int,
+    sample_at: Sequence[int] = (20, 200),
+) -> tuple[int, list[dict[tuple[str, str, str], int]]]:
+    """Feed ``max(sample_at)`` steps of 500 rows in time order (1 ms apart, keys
+    ``k0..`` at random, 75% to the right source), each side's (source, value
+    column, value); run inline and drain ``sub`` after each step. Returns the
+    rows emitted and the metrics ((kind, name, metric) -> value) at each step
+    of ``sample_at``."""
+    rng = random.Random(seed)
+    ts = 0
+    emitted = 0
+    samples = []
+    for step in range(1, max(sample_at) + 1):
+        rows: tuple[list[dict], list[dict]] = ([], [])
+        for _ in range(500):
+            ts += 1
+            k = f"k{rng.randrange(nkeys)}"
+            side = 1 if rng.random() < 0.75 else 0
+            name, col, value = (left, right)[side]
+            rows[side].append({"k": k, "ts": ts, col: value})
+        db.insert(right[0], rows[1])
+        db.insert(left[0], rows[0])
+        db.run_until_idle()
+        while (got := sub.poll(0)) is not None:
+            emitted += got.num_rows
+        if step in sample_at:
+            samples.append(
+                {(r["kind"], r["name"], r["metric"]): r["value"] for r in db.metrics().to_pylist()}
+            )
+    return emitted, samples

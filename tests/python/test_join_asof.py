@@ -25,6 +25,7 @@ from _oracle_util import (
     announce_seed,
     assert_same_rows,
     duck,
+    feed_join_steadily,
     rows_of,
     rows_to_batches,
     run_two_inputs,
@@ -202,7 +203,6 @@ def test_asof_join_late_rows_counted() -> None:
 def test_asof_join_state_is_bounded() -> None:
     """Rows held stay under a bound while the input grows tenfold."""
     nkeys = 50
-    held_at: list[int] = []
     with laminardb.open() as db:
         db.execute(
             "CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, WATERMARK FOR ts);"
@@ -211,31 +211,13 @@ def test_asof_join_state_is_bounded() -> None:
             "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k"
         )
         sub = db.subscribe("j")
-        rng = random.Random(7)
-        ts = 0
-        emitted = 0
-        for step in range(1, 201):
-            qrows, trows = [], []
-            for _ in range(500):
-                ts += 1
-                k = f"k{rng.randrange(nkeys)}"
-                if rng.random() < 0.75:
-                    qrows.append({"k": k, "ts": ts, "b": 1.0})
-                else:
-                    trows.append({"k": k, "ts": ts, "p": 1})
-            db.insert("quotes", qrows)
-            db.insert("trades", trows)
-            db.run_until_idle()
-            while (b := sub.poll(0)) is not None:
-                emitted += b.num_rows
-            if step in (20, 200):
-                m = {
-                    (r["kind"], r["name"], r["metric"]): r["value"]
-                    for r in db.metrics().to_pylist()
-                }
-                held_at.append(
-                    m[("stream", "j", "join_left_rows")] + m[("stream", "j", "join_right_rows")]
-                )
+        emitted, samples = feed_join_steadily(
+            db, sub, ("trades", "p", 1), ("quotes", "b", 1.0), nkeys=nkeys, seed=7
+        )
+        held_at = [
+            m[("stream", "j", "join_left_rows")] + m[("stream", "j", "join_right_rows")]
+            for m in samples
+        ]
     # Per key at most the newest quote plus a batch's worth; no growth with input.
     bound = nkeys * 2 + 1000
     assert all(h <= bound for h in held_at), held_at

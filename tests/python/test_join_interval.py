@@ -28,6 +28,7 @@ from _oracle_util import (
     assert_same_rows,
     close_as,
     duck,
+    feed_join_steadily,
     rows_of,
     rows_to_batches,
     run_two_inputs,
@@ -265,7 +266,6 @@ def test_interval_join_late_rows_counted() -> None:
 def test_interval_join_state_is_bounded() -> None:
     """Rows and bytes held per side stay under a bound while the input grows tenfold."""
     nkeys = 50
-    held: list[tuple[int, int, int, int]] = []
     with laminardb.open() as db:
         open_ab(
             db,
@@ -274,35 +274,17 @@ def test_interval_join_state_is_bounded() -> None:
             "'20' MILLISECOND",
         )
         sub = db.subscribe("j")
-        rng = random.Random(11)
-        ts = 0
-        emitted = 0
-        for step in range(1, 201):
-            arows, brows = [], []
-            for _ in range(500):
-                ts += 1
-                k = f"k{rng.randrange(nkeys)}"
-                if rng.random() < 0.75:
-                    brows.append({"k": k, "ts": ts, "y": 1})
-                else:
-                    arows.append({"k": k, "ts": ts, "x": 1})
-            db.insert("b", brows)
-            db.insert("a", arows)
-            db.run_until_idle()
-            while (got := sub.poll(0)) is not None:
-                emitted += got.num_rows
-            if step in (20, 200):
-                m = {
-                    (r["kind"], r["name"], r["metric"]): r["value"]
-                    for r in db.metrics().to_pylist()
-                }
-                held.append(
-                    tuple(
-                        m[("stream", "j", f"join_{side}_{what}")]
-                        for side in ("left", "right")
-                        for what in ("rows", "bytes")
-                    )
-                )
+        emitted, samples = feed_join_steadily(
+            db, sub, ("a", "x", 1), ("b", "y", 1), nkeys=nkeys, seed=11
+        )
+        held = [
+            tuple(
+                m[("stream", "j", f"join_{side}_{what}")]
+                for side in ("left", "right")
+                for what in ("rows", "bytes")
+            )
+            for m in samples
+        ]
     # Each side holds at most the rows of the last bound (20 ms) plus a batch.
     for lrows, lbytes, rrows, rbytes in held:
         assert 0 < lrows <= 700, held
