@@ -139,6 +139,9 @@ typedef enum laminar_code {
   LAMINAR_ERR_SQL_JOIN_CONDITION = 1009,     /* a join's ON / MATCH_CONDITION is not one
                                                 it can run (no ordering condition, an
                                                 unsupported comparison) */
+  LAMINAR_ERR_SQL_UNBOUNDED_JOIN = 1010,     /* a join of two unbounded inputs with no
+                                                time bound on both ends (its state would
+                                                grow without end) */
   LAMINAR_ERR_SQL_TABLE_KEY = 1020,          /* a DELETE whose WHERE does not fix the
                                                 whole primary key of its table */
   LAMINAR_ERR_SQL_LOOKUP_KEY = 1021,         /* a lookup join's ON is not one equality
@@ -620,9 +623,11 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  *            accounted_state_bytes (what max_state_bytes counts; 0 while no
  *            bound applies), max_state_bytes (its own, 0: none),
  *            watermark_ms, subscribers, partitions (1, or `cores` for a keyed
- *            stream); all summed over its partitions; an ASOF JOIN stream
- *            also join_left_rows (left rows waiting for their match) and
- *            join_right_rows (right rows kept for future matches); window
+ *            stream); all summed over its partitions; a join stream also
+ *            join_left_rows and join_right_rows (ASOF: left rows waiting for
+ *            their match, right rows kept for future matches; interval: each
+ *            side's rows held while the other side's watermark allows a
+ *            match) and join_left_bytes, join_right_bytes (their bytes); window
  *            functions also held_rows (rows waiting for the watermark or for
  *            LEAD's rows)
  *   subscription (name: its stream): delivered_batches, queue_depth (its

@@ -454,14 +454,13 @@ laminar_code lm_db_stream_options(const lm_stmt* stmt, lm_plan* plan,
  * time its output watermark is in. */
 static laminar_code check_join_time(laminar_db* db, const lm_stmt* stmt, lm_plan* plan,
                                     laminar_error* err) {
-  const lm_asof_spec* j = &plan->join;
   char msg[512];
   for (int32_t b = 0; b < 2; b++) {
     const lm_plan_branch* br = &plan->branches[b];
     const lm_source_def* in =
         br->input_is_source ? lm_db_find_source(db, br->input) : NULL;
     if (in == NULL) continue;
-    int32_t col = b == 0 ? j->ltime : j->rtime;
+    int32_t col = lm_plan_join_time(plan, b);
     if (in->wm_col < 0) {
       snprintf(msg, sizeof msg,
                "stream '%s': %s needs a watermark on source '%s' (WATERMARK FOR %s ...): "
@@ -472,7 +471,7 @@ static laminar_code check_join_time(laminar_db* db, const lm_stmt* stmt, lm_plan
     }
     if (in->wm_col != col) {
       snprintf(msg, sizeof msg,
-               "stream '%s': the %s ordering column of '%s' is '%s', but its watermark "
+               "stream '%s': the %s time column of '%s' is '%s', but its watermark "
                "column is '%s': order by the watermark column",
                stmt->name, plan->join_kind, in->name, in->schema.fields[col].name,
                in->schema.fields[in->wm_col].name);
@@ -480,11 +479,12 @@ static laminar_code check_join_time(laminar_db* db, const lm_stmt* stmt, lm_plan
                      msg);
     }
   }
-  if (plan->windowed && !plan->window.global && plan->window.time_col != j->ltime) {
+  int32_t ltime = lm_plan_join_time(plan, 0);
+  if (plan->windowed && !plan->window.global && plan->window.time_col != ltime) {
     snprintf(msg, sizeof msg,
              "stream '%s': a window over %s runs on the left side's time column '%s' "
              "(the join's output watermark is in its time)",
-             stmt->name, plan->join_kind, plan->union_schema.fields[j->ltime].name);
+             stmt->name, plan->join_kind, plan->union_schema.fields[ltime].name);
     return fail_at(err, LAMINAR_ERR_SQL_GROUPING, plan->join_line, plan->join_column,
                    stmt->name, msg);
   }

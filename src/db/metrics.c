@@ -100,11 +100,20 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "stream", s->name, "partitions", s->nparts);
     add(r, "stream", s->name, "watermark_ms", s->watermark_ms);
     add(r, "stream", s->name, "subscribers", s->nsubs);
-    if (lm_op_multi_input(s->chain)) { /* an ASOF join: the rows it holds */
-      int64_t left, right;
-      lm_op_asof_held(s->chain, &left, &right);
-      add(r, "stream", s->name, "join_left_rows", left);
-      add(r, "stream", s->name, "join_right_rows", right);
+    if (lm_op_multi_input(s->chain)) { /* a join: the rows and bytes it holds */
+      int64_t rows[2] = {0, 0}, bytes[2] = {0, 0};
+      for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++) {
+        int64_t r2[2], b2[2];
+        lm_op_join_held(lm_stream_part_chain(s, p), r2, b2);
+        for (int i = 0; i < 2; i++) {
+          rows[i] += r2[i];
+          bytes[i] += b2[i];
+        }
+      }
+      add(r, "stream", s->name, "join_left_rows", rows[0]);
+      add(r, "stream", s->name, "join_right_rows", rows[1]);
+      add(r, "stream", s->name, "join_left_bytes", bytes[0]);
+      add(r, "stream", s->name, "join_right_bytes", bytes[1]);
     }
     if (lm_op_is_analytic(s->chain)) { /* window functions: rows not yet emitted */
       int64_t held = 0;

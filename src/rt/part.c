@@ -262,6 +262,10 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s) {
   }
   for (int32_t k = 0; k < nk; k++) keys[k] = ph->part_keys[k];
   for (int32_t b = 0; b < nb; b++) {
+    if (s->plan.interval) { /* a join: each input by its own key columns */
+      lm_plan_join_part_keys(&s->plan, b, in_keys + b * nk);
+      continue;
+    }
     for (int32_t k = 0; k < nk; k++)
       in_keys[b * nk + k] = lm_plan_branch_source_col(&s->plan, b, ph->part_keys[k]);
   }
@@ -305,6 +309,9 @@ void lm_stream_def_start_at(lm_stream_def* s, int64_t watermark_ms) {
  * in reactor.c). */
 static laminar_code part_branch_deliver(void* arg, const lm_chunk* chunk) {
   lm_stream_part* sp = arg;
+  /* A join: branch b is the join's input b (as branch_deliver). */
+  if (lm_op_multi_input(sp->chain))
+    return lm_op_chain_input_chunk(sp->chain, sp->cur_in, chunk);
   return lm_rt_input_chunk(sp->chain, sp->in_wm[sp->cur_in], chunk);
 }
 
@@ -361,9 +368,12 @@ lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p) {
 
 int64_t lm_stream_late_rows(const lm_stream_def* s) {
   if (s->nparts <= 1)
-    return lm_op_window_late_rows(s->chain) + lm_op_asof_late_rows(s->chain);
+    return lm_op_window_late_rows(s->chain) + lm_op_join_late_rows(s->chain);
   int64_t n = 0;
-  for (int32_t p = 0; p < s->nparts; p++) n += lm_op_window_late_rows(s->parts[p].chain);
+  for (int32_t p = 0; p < s->nparts; p++) {
+    n += lm_op_window_late_rows(s->parts[p].chain) +
+         lm_op_join_late_rows(s->parts[p].chain);
+  }
   return n;
 }
 
@@ -705,6 +715,18 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
       lm_stream_part* sp = &s->parts[p];
       lm_part_out* o = &sp->out[slot];
       sp->cur_msg = j;
+      if (lm_op_multi_input(sp->chain)) {
+        /* A join takes each input's own watermark and forwards its own. */
+        for (int32_t b = 0; b < s->nin && o->rc == LAMINAR_OK; b++) {
+          if (s->in_defs[b] == src && wm > sp->in_wm[b]) {
+            sp->in_wm[b] = wm;
+            o->rc = lm_op_chain_input_watermark(sp->chain, b, wm);
+          }
+        }
+        int64_t out = lm_op_join_out_watermark(sp->chain);
+        if (out > sp->watermark_ms) sp->watermark_ms = out;
+        continue;
+      }
       /* Over a union: the inputs from src advance, the least of all counts. */
       int64_t least = s->nin > 0 ? inputs_advance(s, sp->in_wm, src, wm) : wm;
       if (least <= sp->watermark_ms || o->rc != LAMINAR_OK) continue;
@@ -715,7 +737,8 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
   for (int32_t i = 0; i < src->nreaders; i++) {
     lm_stream_def* s = src->readers[i];
     if (s->nparts > 1)
-      s->parts[p].out[slot].late_rows = lm_op_window_late_rows(s->parts[p].chain);
+      s->parts[p].out[slot].late_rows = lm_op_window_late_rows(s->parts[p].chain) +
+                                        lm_op_join_late_rows(s->parts[p].chain);
   }
   atomic_fetch_add_explicit(&r->rows, rows, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->rounds, 1, memory_order_relaxed);
@@ -833,8 +856,12 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
           rc = lm_rt_stream_watermark(s, src, wm);
           continue;
         }
-        /* Over a union: the least of its inputs', as each partition saw. */
+        /* Over a union: the least of its inputs', as each partition saw; a
+         * join: the least of what its partitions forwarded. */
         int64_t least = s->nin > 0 ? inputs_advance(s, s->in_wm, src, wm) : wm;
+        for (int32_t p = 0; lm_op_multi_input(s->chain) && p < s->nparts; p++) {
+          if (s->parts[p].watermark_ms < least) least = s->parts[p].watermark_ms;
+        }
         if (least > s->watermark_ms) {
           /* Every partition closed its windows for it above: forward it. */
           s->watermark_ms = least;

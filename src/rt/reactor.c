@@ -244,7 +244,7 @@ laminar_code lm_rt_stream_chunk(lm_stream_def* s, const void* from,
     }
   }
   atomic_store_explicit(&s->late_rows,
-                        lm_op_window_late_rows(s->chain) + lm_op_asof_late_rows(s->chain),
+                        lm_op_window_late_rows(s->chain) + lm_op_join_late_rows(s->chain),
                         memory_order_relaxed);
   return rc;
 }
@@ -275,7 +275,7 @@ laminar_code lm_rt_stream_watermark(lm_stream_def* s, const void* from,
     watermark_ms = least;
     /* What it emits may be older than its inputs' watermarks (a left row
      * waiting for the right side): downstream follows what it forwards. */
-    int64_t out_wm = lm_op_asof_out_watermark(s->chain);
+    int64_t out_wm = lm_op_join_out_watermark(s->chain);
     if (join && out_wm < watermark_ms) watermark_ms = out_wm;
   }
   if (watermark_ms <= s->watermark_ms) return LAMINAR_OK;
@@ -321,8 +321,14 @@ laminar_code lm_stream_def_set_inputs(lm_stream_def* s, const void* const* in_de
   }
   if (s->nparts > 1) LM_TRY(lm_stream_parts_set_inputs(s));
   lm_stream_def_start_at(s, s->idle ? least_all : least);
-  for (int32_t b = 0; b < n && lm_op_multi_input(s->chain); b++) {
-    if (in_wm[b] != INT64_MIN) LM_TRY(lm_op_chain_input_watermark(s->chain, b, in_wm[b]));
+  /* A join takes each input's own watermark, in every partition. */
+  for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++) {
+    lm_op* chain = lm_stream_part_chain(s, p);
+    if (!lm_op_multi_input(chain)) break;
+    for (int32_t b = 0; b < n; b++) {
+      if (in_wm[b] != INT64_MIN) LM_TRY(lm_op_chain_input_watermark(chain, b, in_wm[b]));
+    }
+    if (s->nparts > 1) s->parts[p].watermark_ms = lm_op_join_out_watermark(chain);
   }
   return LAMINAR_OK;
 }
