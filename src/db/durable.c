@@ -23,6 +23,7 @@
 #include "arrow/codec.h"
 #include "db/internal.h"
 #include "sink/sink.h"
+#include "state/keywm.h"
 #include "state/state.h"
 #include "store/ckpt.h"
 #include "store/crc32c.h"
@@ -36,7 +37,7 @@
 /* 1: one state per stream; 2: per stream its partition count and each
  * partition's state; 3: each source and stream then ends with its incarnation
  * and fingerprint (read: all three). */
-#define CKPT_VERSION 4u /* 4: each input's watermark of a stream */
+#define CKPT_VERSION 5u /* 4: each input's watermark of a stream; 5: sources' keys */
 /* catalog.sql's first line (the file before it had none: still read). */
 #define CATALOG_MAGIC "-- laminardb catalog 2"
 #define CATALOG_NAME "catalog.sql"
@@ -852,6 +853,13 @@ static void put_sources(ckpt_barrier* c) {
     lm_state_put_i64(w, s->max_ts_ms);
     lm_state_put_i64(w, (int64_t)s->incarnation); /* format 3 */
     lm_state_put_i64(w, (int64_t)s->fingerprint);
+    /* format 5: per-key watermarks' key table (empty: none), one blob. */
+    lm_state_writer kw;
+    lm_state_writer_init(&kw);
+    if (s->keys != NULL) lm_keywm_put(s->keys, &kw);
+    if (lm_state_writer_status(&kw) != LAMINAR_OK) w->failed = true;
+    lm_state_put_bytes(w, kw.data, kw.len);
+    lm_state_writer_free(&kw);
     c->covered[i] = s->processed_seq;
   }
   if (lm_state_writer_status(w) != LAMINAR_OK)
@@ -1154,6 +1162,7 @@ static laminar_code parse_positions(const uint8_t* data, size_t len, const char*
     (void)lm_state_get_i64(&r);
     uint64_t inc = version >= 3 ? (uint64_t)lm_state_get_i64(&r) : 0; /* see restore */
     if (version >= 3) (void)lm_state_get_i64(&r);
+    if (version >= 5) (void)lm_state_get_bytes(&r);
     if (r.failed) break;
     char* name = lm_malloc((size_t)nm.len + 1);
     if (name == NULL) {
@@ -1192,6 +1201,35 @@ static laminar_code same_object(const char* kind, const char* name, uint32_t ver
 
 /* Restore the graph from checkpoint bytes (the graph is not running); file
  * names the checkpoint in errors. */
+/* A source's per-key watermark table from its checkpointed blob (empty:
+ * none, as a source without watermark_key writes). */
+static laminar_code restore_source_keys(lm_source_def* s, lm_str blob, const char* file,
+                                        laminar_error* err) {
+  if (s->keys != NULL) {
+    lm_keywm_free(s->keys);
+    lm_free(s->keys);
+    s->keys = NULL;
+  }
+  if (blob.len == 0 || s->wm_key_col < 0) return LAMINAR_OK;
+  s->keys = lm_calloc(1, sizeof *s->keys);
+  if (s->keys == NULL ||
+      lm_keywm_init(s->keys, s->schema.fields[s->wm_key_col].type) != LAMINAR_OK) {
+    lm_free(s->keys);
+    s->keys = NULL;
+    return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
+  lm_state_reader r;
+  lm_state_reader_init(&r, blob.ptr, (size_t)blob.len);
+  laminar_code rc = lm_keywm_get(s->keys, &r);
+  if (rc == LAMINAR_OK && (r.failed || r.pos != r.len))
+    rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
+                      "checkpoint %s: source '%s': its watermark keys do not read",
+                      file, s->name);
+  else if (rc != LAMINAR_OK)
+    rc = lm_error_set(err, rc, "out of memory");
+  return rc;
+}
+
 static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len,
                             const char* file, laminar_error* err) {
   lm_state_reader r;
@@ -1210,6 +1248,7 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len,
             mx = lm_state_get_i64(&r);
     uint64_t inc = version >= 3 ? (uint64_t)lm_state_get_i64(&r) : 0;
     uint64_t fp = version >= 3 ? (uint64_t)lm_state_get_i64(&r) : 0;
+    lm_str keys = version >= 5 ? lm_state_get_bytes(&r) : (lm_str){NULL, 0};
     if (s == NULL || r.failed)
       continue; /* dropped after the checkpoint: the catalog is newer */
     bool applies;
@@ -1220,6 +1259,7 @@ static laminar_code restore(laminar_db* db, const uint8_t* data, size_t len,
     s->unlogged_seq = (uint64_t)seq; /* wal_mode none: its offsets go on from here */
     s->watermark_ms = wm;
     s->max_ts_ms = mx;
+    LM_TRY(restore_source_keys(s, keys, file, err));
   }
   n = lm_state_get_u32(&r);
   for (uint32_t i = 0; i < n && !r.failed; i++) {

@@ -114,6 +114,8 @@ static const lm_option table[] = {
      "block | drop", "config slow_subscriber", "what a full queue does to new batches"},
     {"watermark", SRC, LM_OPT_WATERMARK, T_TEXT, NULL, 1, 127, "a column name", "",
      "the watermark column: as WATERMARK FOR col"},
+    {"watermark_key", SRC, LM_OPT_WATERMARK_KEY, T_TEXT, NULL, 1, 127, "a column name",
+     "", "per-key watermarks: each value of this column has its own watermark"},
     {"allowed_lateness", SRC, LM_OPT_ALLOWED_LATENESS, T_INTERVAL, NULL, 0, 0,
      "an INTERVAL (or milliseconds) >= 0", "0",
      "default allowed lateness of the windowed streams reading it"},

@@ -201,6 +201,15 @@ typedef struct lm_source_def {
   int64_t max_drift_ms;
   atomic_int_fast64_t align_wm;
   atomic_int_fast64_t align_limit;
+  /* WITH (watermark_key = 'col'): per-key watermarks (docs/SQL.md), fixed at
+   * CREATE; -1 none. Each key's watermark is its largest event time less
+   * wm_delay_ms; the source's is the least over its keys that are not idle
+   * (idle_timeout_ms > 0: a key whose largest event time is more than that
+   * behind the source's largest), never behind an explicit watermark. */
+  int32_t wm_key_col;
+  /* reactor-only: the keys' event times (state/keywm.h), NULL without a key;
+   * checkpointed with the source's position (db/durable.c). */
+  struct lm_keywm* keys;
   /* reactor-only */
   uint64_t processed_seq; /* last WAL record taken through the graph */
   int64_t max_ts_ms;
@@ -311,6 +320,10 @@ struct lm_stream_def {
    * columns its projection puts at the keys' places (part_keys: branch 0's). */
   int32_t* in_part_keys;
 };
+
+/* Keys a source with per-key watermarks tracks now (0 without). Reactor
+ * state: read it with the reactor paused or stopped (metrics do). */
+int64_t lm_rt_source_keys(const lm_source_def* src);
 
 typedef struct lm_graph {
   lm_source_def** sources;
