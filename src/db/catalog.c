@@ -548,8 +548,8 @@ static laminar_code check_key_watermark(laminar_db* db, const lm_stmt* stmt,
   }
   char msg[512];
   const char* why = w->session         ? "session windows"
-                    : w->emit_changes  ? "EMIT CHANGES"
                     : w->global        ? "a GROUP BY without a window"
+                    : w->emit_changes  ? "EMIT CHANGES"
                     : plan->late_output ? "a late side output (late_output)"
                                         : NULL;
   if (why != NULL) {
