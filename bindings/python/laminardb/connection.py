@@ -561,7 +561,8 @@ class Connection(Handle):
         late_rows, state_groups, state_bytes, accounted_state_bytes,
         max_state_bytes, watermark_ms, subscribers, partitions (an ASOF JOIN
         stream also join_left_rows, join_right_rows: the rows it holds; window
-        functions also held_rows). Subscriptions:
+        functions also held_rows; a window over a source with per-key
+        watermarks also watermark_keys, as that source does). Subscriptions:
         delivered_batches, queue_depth, queue_bytes, max_queue_bytes.
         Reactors ("0" .. cores-1): busy_ns, running_ns, busy_pct, rounds, rows,
         cpu (reactor 0 also messages). Durable databases: last_checkpoint,
