@@ -80,40 +80,12 @@ static int put1(fixture* f, const char* symbol, int64_t volume, int64_t ts) {
   return put(f, &row, 1);
 }
 
-/* Append the rows w emitted since the last call ("symbol,start,n,v;" each). */
-static int take(fixture* f, char* out, size_t cap) {
-  for (;;) {
-    result_view rv;
-    memset(&rv, 0, sizeof rv);
-    laminar_error err;
-    CHECK_CODE(laminar_subscription_next(f->sub, 0, &rv.array, &rv.schema, &err),
-               LAMINAR_OK, &err);
-    if (rv.array.release == NULL) return 0;
-    CHECK(result_view_init(&rv) == 0);
-    for (int64_t r = 0; r < rv.array.length; r++) {
-      char line[128] = "";
-      render_row(&rv.schema, &rv.view, r, line, sizeof line);
-      size_t len = strlen(out);
-      snprintf(out + len, cap - len, "%s;", line);
-    }
-    result_view_free(&rv);
-  }
-}
-
 static int64_t late_rows(fixture* f) {
   laminar_error err;
   int64_t n = -1;
   if (laminar_stream_late_rows(f->db, "w", &n, &err) != LAMINAR_OK) return -1;
   return n;
 }
-
-#define EXPECT_TEXT(got, want)                                                   \
-  do {                                                                           \
-    if (strcmp((got), (want)) != 0)                                              \
-      fprintf(stderr, "%s:%d: got '%s', want '%s'\n", __FILE__, __LINE__, (got), \
-              (want));                                                           \
-    EXPECT(strcmp((got), (want)) == 0);                                          \
-  } while (0)
 
 /* Each error with its code and the position of what is wrong. */
 static int test_option_errors(void) {
@@ -196,14 +168,14 @@ static int test_quiet_key(void) {
     CHECK(put1(&f, "A", 1, 10) == 0);
     CHECK(put1(&f, "B", 2, 20) == 0);
     CHECK(put1(&f, "A", 4, 450) == 0); /* A's watermark 450 closes A's [0, 100) */
-    CHECK(take(&f, got, sizeof got) == 0);
+    CHECK(take_text(f.sub, got, sizeof got) == 0);
     EXPECT_TEXT(got, "A,0,1,1;");
     EXPECT(lm_test_metric(f.db, "source", "t", "watermark_ms") == 20);
     EXPECT(lm_test_metric(f.db, "source", "t", "watermark_keys") == 2);
     CHECK(put1(&f, "B", 8, 90) == 0); /* on time for B (a single watermark: late) */
     CHECK(put1(&f, "A", 16, 50) == 0); /* late for A */
     CHECK(put1(&f, "B", 32, 300) == 0);
-    CHECK(take(&f, got, sizeof got) == 0);
+    CHECK(take_text(f.sub, got, sizeof got) == 0);
     EXPECT_TEXT(got, "A,0,1,1;B,0,2,10;");
     EXPECT(late_rows(&f) == 1);
     EXPECT(lm_test_metric(f.db, "stream", "w", "watermark_keys") >= 1);
@@ -288,7 +260,7 @@ static int test_snapshot_round_trip(void) {
     CHECK(put_range(&f, rows, 0, NROWS / 3, &s) == 0);
     CHECK(put_range(&f, rows, NROWS / 3, NROWS / 2, &s) == 0);
     CHECK(put_range(&f, rows, NROWS / 2, NROWS, &s) == 0);
-    CHECK(take(&f, a, sizeof a) == 0);
+    CHECK(take_text(f.sub, a, sizeof a) == 0);
     int64_t late = late_rows(&f);
     int64_t wm = lm_test_metric(f.db, "source", "t", "watermark_ms");
     fx_close(&f);
@@ -303,11 +275,11 @@ static int test_snapshot_round_trip(void) {
     CHECK(put_range(&f, rows, 0, NROWS / 3, &s) == 0);
     CHECK_CODE(laminar_checkpoint(f.db, &err), LAMINAR_OK, &err);
     CHECK(put_range(&f, rows, NROWS / 3, NROWS / 2, &s) == 0);
-    CHECK(take(&f, b, sizeof b) == 0);
+    CHECK(take_text(f.sub, b, sizeof b) == 0);
     fx_close(&f);
     CHECK(fx_open(&f, cores[c][1], dir, 20, with) == 0);
     CHECK(put_range(&f, rows, NROWS / 2, NROWS, &s) == 0);
-    CHECK(take(&f, b, sizeof b) == 0);
+    CHECK(take_text(f.sub, b, sizeof b) == 0);
     EXPECT(late_rows(&f) == late);
     EXPECT(lm_test_metric(f.db, "source", "t", "watermark_ms") == wm);
     fx_close(&f);
