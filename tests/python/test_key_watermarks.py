@@ -26,6 +26,7 @@ from _oracle_util import (
     assert_same_rows,
     close_as,
     duck,
+    row_batches,
     rows_of,
     seed_strategy_bounds,
 )
@@ -68,23 +69,7 @@ def make_batches(rng: random.Random, delay: int) -> list[pa.RecordBatch]:
         clock[k] += rng.randrange(0, 40)
         behind = rng.randrange(0, 3 * delay + 150) if rng.random() < 0.2 else 0
         rows.append((k, rng.randrange(-5, 50), max(0, clock[k] + skew[k] - behind)))
-    batches = []
-    i = 0
-    while i < len(rows):
-        n = rng.randrange(1, 16)
-        part = rows[i : i + n]
-        i += n
-        batches.append(
-            pa.record_batch(
-                [
-                    pa.array([r[0] for r in part]),
-                    pa.array([r[1] for r in part], pa.int64()),
-                    pa.array([r[2] for r in part], pa.int64()),
-                ],
-                schema=SCHEMA,
-            )
-        )
-    return batches
+    return row_batches(rng, rows, SCHEMA, 16)
 
 
 @dataclass

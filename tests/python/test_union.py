@@ -23,6 +23,7 @@ from _oracle_util import (
     assert_same_rows,
     close_as,
     duck,
+    row_batches,
     rows_of,
     seed_strategy_bounds,
 )
@@ -44,23 +45,7 @@ def make_batches(rng: random.Random, delay: int) -> list[pa.RecordBatch]:
         t += rng.randrange(0, 30)
         behind = rng.randrange(0, 3 * delay + 60) if rng.random() < 0.25 else 0
         rows.append((rng.choice("abcde"), rng.randrange(-5, 50), max(0, t - behind)))
-    batches = []
-    i = 0
-    while i < len(rows):
-        n = rng.randrange(1, 12)
-        part = rows[i : i + n]
-        i += n
-        batches.append(
-            pa.record_batch(
-                [
-                    pa.array([r[0] for r in part]),
-                    pa.array([r[1] for r in part], pa.int64()),
-                    pa.array([r[2] for r in part], pa.int64()),
-                ],
-                schema=SCHEMA,
-            )
-        )
-    return batches
+    return row_batches(rng, rows, SCHEMA, 12)
 
 
 def accepted_rows(batches: list[pa.RecordBatch], delay: int) -> tuple[list[tuple], int]:
@@ -115,9 +100,7 @@ def drain(sub: laminardb.Subscription, out: list[pa.RecordBatch]) -> int:
 def partitions(db: laminardb.Connection, stream: str) -> int:
     """How many partitions (reactors) stream ``stream`` runs as."""
     rows = db.metrics().to_pylist()
-    return next(
-        r["value"] for r in rows if r["name"] == stream and r["metric"] == "partitions"
-    )
+    return next(r["value"] for r in rows if r["name"] == stream and r["metric"] == "partitions")
 
 
 def pump(db: laminardb.Connection, sub: laminardb.Subscription, out: list) -> None:
