@@ -698,14 +698,15 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
       }
     }
     int64_t wm = rd->wms[j];
-    if (wm == INT64_MIN) continue;
+    if (wm == INT64_MIN && !rd->rewm) continue;
     for (int32_t i = 0; i < src->nreaders; i++) {
       lm_stream_def* s = src->readers[i];
-      if (s->nparts <= 1) continue;
+      if (s->nparts <= 1 || (rd->rewm && s->nin == 0)) continue;
       lm_stream_part* sp = &s->parts[p];
       lm_part_out* o = &sp->out[slot];
       sp->cur_msg = j;
-      /* Over a union: the inputs from src advance, the least of all counts. */
+      /* Over a union: the inputs from src advance, the least of all counts
+       * (an idleness round: the least over the inputs now active). */
       int64_t least = s->nin > 0 ? inputs_advance(s, sp->in_wm, src, wm) : wm;
       if (least <= sp->watermark_ms || o->rc != LAMINAR_OK) continue;
       sp->watermark_ms = least;
@@ -827,8 +828,11 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
         }
       }
       int64_t wm = rd->wms[j];
-      for (int32_t i = 0; wm != INT64_MIN && i < src->nreaders && rc == LAMINAR_OK; i++) {
+      for (int32_t i = 0; (wm != INT64_MIN || rd->rewm) && i < src->nreaders &&
+                          rc == LAMINAR_OK;
+           i++) {
         lm_stream_def* s = src->readers[i];
+        if (rd->rewm && (s->nparts <= 1 || s->nin == 0)) continue; /* done already */
         if (s->nparts <= 1) {
           rc = lm_rt_stream_watermark(s, src, wm);
           continue;
@@ -850,6 +854,7 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
   laminar_code prc = end_round(src, slot);
   rt->inflight_msgs -= rd->n;
   rd->n = 0;
+  rd->rewm = false;
   rt->merged = seq;
   lm_rt_notify_subscribers(rt->graph);
   return rc != LAMINAR_OK ? rc : prc;
@@ -996,6 +1001,24 @@ laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
   rd->n = 1;
   rd->msgs[0] = msg;
   rd->wms[0] = lm_rt_msg_advance(src, msg);
+  rt->inflight_msgs += 1;
+  post_round(rt, seq, false);
+  return lm_rt_drain(rt);
+}
+
+laminar_code lm_rt_run_idleness(lm_rt* rt, lm_source_def* src) {
+  lm_msg* msg = lm_calloc(1, sizeof *msg);
+  if (msg == NULL) return LAMINAR_ERR_NOMEM;
+  msg->watermark_ms = INT64_MIN;
+  uint64_t seq = atomic_load_explicit(&rt->round_seq, memory_order_relaxed) + 1;
+  lm_round* rd = &rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT];
+  uint32_t room = lm_rt_min_free(rt->graph);
+  rd->src = src;
+  rd->split = room > 1 && (room - 1) / (uint32_t)rt->ncores >= 1;
+  rd->n = 1;
+  rd->msgs[0] = msg;
+  rd->wms[0] = INT64_MIN; /* no input advances: only the idle flags changed */
+  rd->rewm = true;
   rt->inflight_msgs += 1;
   post_round(rt, seq, false);
   return lm_rt_drain(rt);

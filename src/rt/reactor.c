@@ -542,8 +542,8 @@ static laminar_code input_idleness(lm_stream_def* s, const void* from, bool idle
       all = all && s->in_idle[b];
     }
     /* The least of the active inputs may have risen (all idle: it stays).
-     * A keyed union's partitions run in rounds only (part.c): they and the
-     * merge take the new least with the next advance of an input. */
+     * A keyed union's partitions run in rounds only (part.c): source_idleness
+     * runs them an idleness round (lm_rt_run_idleness) after this. */
     if (s->nparts <= 1) LM_TRY(lm_rt_stream_watermark(s, from, INT64_MIN));
   }
   if (all == s->idle) return LAMINAR_OK;
@@ -581,9 +581,13 @@ static laminar_code source_idleness(lm_rt* rt, lm_source_def* src, int taken) {
   if (!have_headroom(rt->graph)) return LAMINAR_OK; /* idle_next kept: retried */
   src->idle_next = 0;
   src->idle = idle;
+  bool keyed_union = false;
   for (int32_t i = 0; i < src->nreaders; i++) {
     LM_TRY(input_idleness(src->readers[i], src, idle));
+    keyed_union = keyed_union || (src->readers[i]->nparts > 1 && src->readers[i]->nin > 0);
   }
+  /* A partitioned union takes the change now, not at the next advance. */
+  if (keyed_union && rt->ncores > 1) LM_TRY(lm_rt_run_idleness(rt, src));
   return LAMINAR_OK;
 }
 

@@ -405,6 +405,10 @@ typedef struct lm_round {
   int64_t wms[LM_RT_ROUND_MSGS];
   int32_t n;
   bool split; /* publish each partition's batch (else concatenate) */
+  /* An idleness change of src (one message, no data, wms[0] INT64_MIN): each
+   * partitioned union reading src takes the least of its active inputs now
+   * (lm_rt_run_idleness), not at the next advance of an input. */
+  bool rewm;
   /* Key hashes of the messages' rows over the GROUP BY columns of `hkeys`
    * (the first keyed reader; readers grouping alike share them), computed
    * once per message by whichever reactor claims it: message j's rows from
