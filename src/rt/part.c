@@ -990,7 +990,10 @@ laminar_code lm_rt_post_barrier(lm_rt* rt, lm_barrier* b) {
   return rc;
 }
 
-laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
+/* A round of one message (its watermark wm; rewm: an idleness round), run
+ * through every partition here and merged. */
+static laminar_code run_one(lm_rt* rt, lm_source_def* src, lm_msg* msg, int64_t wm,
+                            bool rewm) {
   uint64_t seq = atomic_load_explicit(&rt->round_seq, memory_order_relaxed) + 1;
   lm_round* rd = &rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT];
   /* Nothing in flight and nobody else on the graph: one message at most N
@@ -1000,28 +1003,23 @@ laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
   rd->split = room > 1 && (room - 1) / (uint32_t)rt->ncores >= 1;
   rd->n = 1;
   rd->msgs[0] = msg;
-  rd->wms[0] = lm_rt_msg_advance(src, msg);
+  rd->wms[0] = wm;
+  rd->rewm = rewm;
   rt->inflight_msgs += 1;
   post_round(rt, seq, false);
   return lm_rt_drain(rt);
+}
+
+laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
+  return run_one(rt, src, msg, lm_rt_msg_advance(src, msg), false);
 }
 
 laminar_code lm_rt_run_idleness(lm_rt* rt, lm_source_def* src) {
   lm_msg* msg = lm_calloc(1, sizeof *msg);
   if (msg == NULL) return LAMINAR_ERR_NOMEM;
   msg->watermark_ms = INT64_MIN;
-  uint64_t seq = atomic_load_explicit(&rt->round_seq, memory_order_relaxed) + 1;
-  lm_round* rd = &rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT];
-  uint32_t room = lm_rt_min_free(rt->graph);
-  rd->src = src;
-  rd->split = room > 1 && (room - 1) / (uint32_t)rt->ncores >= 1;
-  rd->n = 1;
-  rd->msgs[0] = msg;
-  rd->wms[0] = INT64_MIN; /* no input advances: only the idle flags changed */
-  rd->rewm = true;
-  rt->inflight_msgs += 1;
-  post_round(rt, seq, false);
-  return lm_rt_drain(rt);
+  /* No input advances: only the idle flags changed. */
+  return run_one(rt, src, msg, INT64_MIN, true);
 }
 
 laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
