@@ -16,6 +16,10 @@
  * source's: the least over its active keys, rt/reactor.c) closes every key's
  * windows it passes: a key that went quiet is closed by the others' progress.
  *
+ * max_state_bytes: the keys' windows are charged to the stream's bound but
+ * a chunk is not refused at it (a refusal of one key's rows would leave the
+ * chunk half applied); the key table itself is not charged.
+ *
  * Bounded state: a key whose own watermark is not ahead of the stream's and
  * that has no open window is dropped (its operator destroyed, its late count
  * kept); if it comes back it starts at the stream's watermark, which is what
@@ -88,8 +92,10 @@ static laminar_code key_window(kwin_op* op, int64_t k) {
   LM_TRY(lm_op_window_create(&op->spec, &op->base.out_schema, &w));
   w->sink = kwin_forward;
   w->sink_arg = op;
+  /* Charged to the stream's bound, never refused there: one key's refusal
+   * would leave the other keys' rows of the chunk applied. */
   w->budget = op->base.budget;
-  w->checks_bound = op->base.checks_bound;
+  w->checks_bound = false;
   op->wins[k] = w;
   op->applied[k] = INT64_MIN;
   if (op->watermark != INT64_MIN) {

@@ -40,15 +40,23 @@ SCHEMA = pa.schema([("k", pa.string()), ("v", pa.int64()), ("ts", pa.int64())])
 COLUMNS = ["k", "window_start", "n", "sv"]
 
 
-def ddl(delay: int, idle: int | None, *, view: bool = False) -> str:
-    """The source (per-key watermarks on k) and the window grouped by k."""
+def ddl(delay: int, idle: int | None, *, view: bool = False, hop: int = SIZE_MS) -> str:
+    """The source (per-key watermarks on k) and the window grouped by k.
+
+    ``hop`` below SIZE_MS: a hopping window (windows every ``hop`` ms).
+    """
     idle_opt = f", idle_timeout = '{idle} ms'" if idle is not None else ""
+    window = (
+        f"tumble(ts, INTERVAL '{SIZE_MS}' MILLISECOND)"
+        if hop == SIZE_MS
+        else f"hop(ts, INTERVAL '{SIZE_MS}' MILLISECOND, INTERVAL '{hop}' MILLISECOND)"
+    )
     text = (
         f"CREATE SOURCE s (k VARCHAR, v BIGINT, ts BIGINT, "
         f"WATERMARK FOR ts AS ts - INTERVAL '{delay}' MILLISECOND) "
         f"WITH (watermark_key = 'k'{idle_opt});"
         "CREATE STREAM w AS SELECT k, window_start, COUNT(*) AS n, SUM(v) AS sv "
-        f"FROM s GROUP BY k, tumble(ts, INTERVAL '{SIZE_MS}' MILLISECOND) "
+        f"FROM s GROUP BY k, {window} "
         "EMIT ON WINDOW CLOSE;"
     )
     if view:
@@ -78,6 +86,7 @@ class Model:
 
     delay: int
     idle: int | None
+    hop: int = SIZE_MS
     source_wm: int | None = None
     top: int | None = None
     source_keys: dict[str, int] = field(default_factory=dict)  # not idle: largest time
@@ -96,11 +105,11 @@ class Model:
         rows = list(zip(*(batch.column(c).to_pylist() for c in ("k", "v", "ts"))))
         for row in rows:
             wm = self.key_wm(row[0])
-            end = (row[2] // SIZE_MS) * SIZE_MS + SIZE_MS
+            end = (row[2] // self.hop) * self.hop + SIZE_MS  # of its last window
             if wm is not None and end <= wm:
                 self.late += 1
-            else:
-                self.kept.append(row)
+            else:  # it counts in its windows still open: those ending after wm
+                self.kept.append((*row, wm if wm is not None else -(2**62)))
         for k, _, ts in rows:
             self.key_max[k] = max(self.key_max.get(k, ts), ts)
             self.source_keys[k] = max(self.source_keys.get(k, ts), ts)
@@ -122,6 +131,7 @@ class Model:
                 "k": pa.array([r[0] for r in self.kept], pa.string()),
                 "v": pa.array([r[1] for r in self.kept], pa.int64()),
                 "ts": pa.array([r[2] for r in self.kept], pa.int64()),
+                "floor": pa.array([r[3] for r in self.kept], pa.int64()),
             }
         )
         keys = sorted(self.key_max)
@@ -131,11 +141,17 @@ class Model:
                 "wm": pa.array([self.key_wm(k) for k in keys], pa.int64()),
             }
         )
+        # Each row in every window [ws, ws + size) containing it (ws a multiple
+        # of hop) that was open when it came (end > floor) and that its key's
+        # watermark closed (end <= wm).
         _, want = duck(
-            f"SELECT t.k, (ts // {SIZE_MS}) * {SIZE_MS} AS ws, COUNT(*) AS n, "
-            "SUM(v) AS sv FROM t JOIN marks USING (k) "
-            f"WHERE (ts // {SIZE_MS}) * {SIZE_MS} + {SIZE_MS} <= marks.wm "
-            "GROUP BY t.k, ws",
+            "WITH w AS (SELECT t.k, v, ts, floor, wm, "
+            f"unnest(range((ts // {self.hop} - {SIZE_MS // self.hop + 1}) * {self.hop}, "
+            f"(ts // {self.hop}) * {self.hop} + 1, {self.hop})) AS ws "
+            "FROM t JOIN marks USING (k)) "
+            "SELECT k, ws, COUNT(*) AS n, SUM(v) AS sv FROM w "
+            f"WHERE ts < ws + {SIZE_MS} AND ws + {SIZE_MS} > floor "
+            f"AND ws + {SIZE_MS} <= wm GROUP BY k, ws",
             t=table,
             marks=marks,
         )
@@ -154,16 +170,22 @@ def collect(sub: laminardb.Subscription, out: list[tuple]) -> None:
     cores=st.sampled_from([1, 2]),
     delay=st.sampled_from([0, 30, 120]),
     idle=st.sampled_from([None, 300, 1500]),
+    hop=st.sampled_from([SIZE_MS, SIZE_MS, 40, 25]),
 )
-def test_per_key_windows_match_duckdb(seed: int, cores: int, delay: int, idle: int | None) -> None:
-    """Each key's windows close on its own watermark; late rows judged per key."""
+def test_per_key_windows_match_duckdb(
+    seed: int, cores: int, delay: int, idle: int | None, hop: int
+) -> None:
+    """Each key's windows close on its own watermark; late rows judged per key.
+
+    Tumbling windows, and hopping ones (a row in every window containing it).
+    """
     announce_seed(seed)
     rng = random.Random(seed)
     batches = make_batches(rng, delay)
-    model = Model(delay, idle)
+    model = Model(delay, idle, hop)
     got: list[tuple] = []
     with laminardb.open(cores=cores) as db:
-        db.execute(ddl(delay, idle))
+        db.execute(ddl(delay, idle, hop=hop))
         sub = db.subscribe("w")
         src = db.source("s")
         for batch in batches:
