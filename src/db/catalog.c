@@ -535,7 +535,8 @@ static laminar_code check_join_time(laminar_db* db, const lm_stmt* stmt, lm_plan
  * reading a stream) follow the source's watermark, the least over its keys. */
 static laminar_code check_key_watermark(laminar_db* db, const lm_stmt* stmt,
                                         lm_plan* plan, laminar_error* err) {
-  if (!plan->windowed || lm_plan_branched(plan) || !plan->input_is_source) return LAMINAR_OK;
+  if (!plan->windowed || lm_plan_branched(plan) || !plan->input_is_source)
+    return LAMINAR_OK;
   const lm_source_def* in = lm_db_find_source(db, plan->input);
   if (in == NULL || in->wm_key_col < 0 || in->wm_external) return LAMINAR_OK;
   const lm_window_spec* w = &plan->window;
@@ -547,9 +548,9 @@ static laminar_code check_key_watermark(laminar_db* db, const lm_stmt* stmt,
     col = sel->group_by[0]->column;
   }
   char msg[512];
-  const char* why = w->session         ? "session windows"
-                    : w->global        ? "a GROUP BY without a window"
-                    : w->emit_changes  ? "EMIT CHANGES"
+  const char* why = w->session          ? "session windows"
+                    : w->global         ? "a GROUP BY without a window"
+                    : w->emit_changes   ? "EMIT CHANGES"
                     : plan->late_output ? "a late side output (late_output)"
                                         : NULL;
   if (why != NULL) {
@@ -562,8 +563,8 @@ static laminar_code check_key_watermark(laminar_db* db, const lm_stmt* stmt,
   }
   bool grouped = false;
   for (int32_t k = 0; k < w->nkeys; k++) {
-    grouped = grouped ||
-              (w->keys[k]->kind == LM_EXPR_COLUMN && w->keys[k]->column == in->wm_key_col);
+    grouped = grouped || (w->keys[k]->kind == LM_EXPR_COLUMN &&
+                          w->keys[k]->column == in->wm_key_col);
   }
   if (!grouped) {
     snprintf(msg, sizeof msg,

@@ -1223,8 +1223,8 @@ static laminar_code restore_source_keys(lm_source_def* s, lm_str blob, const cha
   laminar_code rc = lm_keywm_get(s->keys, &r);
   if (rc == LAMINAR_OK && (r.failed || r.pos != r.len))
     rc = lm_error_set(err, LAMINAR_ERR_RECOVERY,
-                      "checkpoint %s: source '%s': its watermark keys do not read",
-                      file, s->name);
+                      "checkpoint %s: source '%s': its watermark keys do not read", file,
+                      s->name);
   else if (rc != LAMINAR_OK)
     rc = lm_error_set(err, rc, "out of memory");
   return rc;

@@ -76,7 +76,8 @@ static void collect(laminar_db* db, rows* r) {
     /* 1 while idle: its readers' watermarks do not wait for it. */
     add(r, "source", s->name, "watermark_idle", s->idle ? 1 : 0);
     /* Per-key watermarks: the keys the source's watermark is the least over. */
-    if (s->wm_key_col >= 0) add(r, "source", s->name, "watermark_keys", lm_rt_source_keys(s));
+    if (s->wm_key_col >= 0)
+      add(r, "source", s->name, "watermark_keys", lm_rt_source_keys(s));
     if (s->align_group != NULL) {
       add(r, "source", s->name, "alignment_held", lm_source_held_back(s) ? 1 : 0);
     }

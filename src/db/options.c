@@ -115,7 +115,8 @@ static const lm_option table[] = {
     {"watermark", SRC, LM_OPT_WATERMARK, T_TEXT, NULL, 1, 127, "a column name", "",
      "the watermark column: as WATERMARK FOR col"},
     {"watermark_key", SRC, LM_OPT_WATERMARK_KEY, T_TEXT, NULL, 1, 127, "a column name",
-     "", "per-key watermarks: each value of this column has its own watermark, and "
+     "",
+     "per-key watermarks: each value of this column has its own watermark, and "
      "windows grouped by it close per key"},
     {"allowed_lateness", SRC, LM_OPT_ALLOWED_LATENESS, T_INTERVAL, NULL, 0, 0,
      "an INTERVAL (or milliseconds) >= 0", "0",

@@ -176,7 +176,8 @@ static laminar_code kwin_on_chunk(lm_op* base, const lm_chunk* in) {
     }
     at = end;
   }
-  for (int64_t i = 0; i < nseen && rc == LAMINAR_OK; i++) rc = advance_key(op, op->seen[i]);
+  for (int64_t i = 0; i < nseen && rc == LAMINAR_OK; i++)
+    rc = advance_key(op, op->seen[i]);
   return rc;
 }
 
@@ -328,8 +329,8 @@ static const lm_op_vtable kwin_vtable = {
 
 laminar_code lm_op_keyed_window_create(const lm_window_spec* spec,
                                        const lm_schema* out_schema, int32_t key_col,
-                                       int32_t ts_col, lm_type key_type,
-                                       int64_t delay_ms, lm_op** out) {
+                                       int32_t ts_col, lm_type key_type, int64_t delay_ms,
+                                       lm_op** out) {
   *out = NULL;
   if (spec->session || spec->global || spec->emit_changes || spec->changelog)
     return LAMINAR_ERR_INTERNAL;
@@ -350,7 +351,9 @@ laminar_code lm_op_keyed_window_create(const lm_window_spec* spec,
   return LAMINAR_OK;
 }
 
-bool lm_op_is_keyed_window(const lm_op* op) { return op != NULL && op->vt == &kwin_vtable; }
+bool lm_op_is_keyed_window(const lm_op* op) {
+  return op != NULL && op->vt == &kwin_vtable;
+}
 
 int64_t lm_op_keyed_window_keys(const lm_op* op) {
   return lm_op_is_keyed_window(op) ? lm_keywm_count(&((const kwin_op*)op)->kw) : 0;

@@ -270,8 +270,8 @@ int64_t lm_op_window_state_rows(const lm_op* op);
  * lm_op_window_state_rows count over its keys. */
 laminar_code lm_op_keyed_window_create(const lm_window_spec* spec,
                                        const lm_schema* out_schema, int32_t key_col,
-                                       int32_t ts_col, lm_type key_type,
-                                       int64_t delay_ms, lm_op** out);
+                                       int32_t ts_col, lm_type key_type, int64_t delay_ms,
+                                       lm_op** out);
 bool lm_op_is_keyed_window(const lm_op* op);
 /* Keys the operator tracks now (0 for other operators). */
 int64_t lm_op_keyed_window_keys(const lm_op* op);

@@ -828,9 +828,8 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
         }
       }
       int64_t wm = rd->wms[j];
-      for (int32_t i = 0; (wm != INT64_MIN || rd->rewm) && i < src->nreaders &&
-                          rc == LAMINAR_OK;
-           i++) {
+      for (int32_t i = 0;
+           (wm != INT64_MIN || rd->rewm) && i < src->nreaders && rc == LAMINAR_OK; i++) {
         lm_stream_def* s = src->readers[i];
         if (rd->rewm && (s->nparts <= 1 || s->nin == 0)) continue; /* done already */
         if (s->nparts <= 1) {

@@ -392,7 +392,8 @@ static laminar_code batch_keys_least(lm_source_def* src, const lm_batch* batch,
     if (keep == NULL) return LAMINAR_OK; /* kept for now: idle keys count in no least */
     for (int64_t k = 0; k < n; k++) {
       int64_t t = kw->max_ts[k];
-      keep[k] = t == INT64_MIN || src->idle_timeout_ms <= 0 || top - t <= src->idle_timeout_ms;
+      keep[k] =
+          t == INT64_MIN || src->idle_timeout_ms <= 0 || top - t <= src->idle_timeout_ms;
     }
     (void)lm_keywm_compact(kw, keep, NULL); /* NOMEM: compacted later */
     lm_free(keep);
@@ -584,7 +585,8 @@ static laminar_code source_idleness(lm_rt* rt, lm_source_def* src, int taken) {
   bool keyed_union = false;
   for (int32_t i = 0; i < src->nreaders; i++) {
     LM_TRY(input_idleness(src->readers[i], src, idle));
-    keyed_union = keyed_union || (src->readers[i]->nparts > 1 && src->readers[i]->nin > 0);
+    keyed_union =
+        keyed_union || (src->readers[i]->nparts > 1 && src->readers[i]->nin > 0);
   }
   /* A partitioned union takes the change now, not at the next advance. */
   if (keyed_union && rt->ncores > 1) LM_TRY(lm_rt_run_idleness(rt, src));

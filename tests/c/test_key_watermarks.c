@@ -40,10 +40,12 @@ static int fx_open(fixture* f, int cores, const char* dir, int delay, const char
   char buf[16];
   snprintf(buf, sizeof buf, "%d", cores);
   laminar_code rc = laminar_config_set(cfg, "cores", buf, &err);
-  if (rc == LAMINAR_OK && dir != NULL) rc = laminar_config_set(cfg, "data_dir", dir, &err);
+  if (rc == LAMINAR_OK && dir != NULL)
+    rc = laminar_config_set(cfg, "data_dir", dir, &err);
   if (rc == LAMINAR_OK && dir != NULL)
     rc = laminar_config_set(cfg, "checkpoint_interval", "1 hour", &err);
-  if (rc == LAMINAR_OK && dir != NULL) rc = laminar_config_set(cfg, "wal_mode", "sync", &err);
+  if (rc == LAMINAR_OK && dir != NULL)
+    rc = laminar_config_set(cfg, "wal_mode", "sync", &err);
   if (rc == LAMINAR_OK) rc = laminar_open(cfg, &f->db, &err);
   laminar_config_destroy(cfg);
   CHECK_CODE(rc, LAMINAR_OK, &err);
@@ -172,7 +174,7 @@ static int test_quiet_key(void) {
     EXPECT_TEXT(got, "A,0,1,1;");
     EXPECT(lm_test_metric(f.db, "source", "t", "watermark_ms") == 20);
     EXPECT(lm_test_metric(f.db, "source", "t", "watermark_keys") == 2);
-    CHECK(put1(&f, "B", 8, 90) == 0); /* on time for B (a single watermark: late) */
+    CHECK(put1(&f, "B", 8, 90) == 0);  /* on time for B (a single watermark: late) */
     CHECK(put1(&f, "A", 16, 50) == 0); /* late for A */
     CHECK(put1(&f, "B", 32, 300) == 0);
     CHECK(take_text(f.sub, got, sizeof got) == 0);
@@ -205,8 +207,8 @@ static void make_rows(uint64_t seed, trade_row* rows) {
     clock[k] += (int64_t)(rng_next(&s) % 30);
     int64_t behind = rng_next(&s) % 5 == 0 ? (int64_t)(rng_next(&s) % 150) : 0;
     int64_t ts = clock[k] + skew[k] - behind;
-    rows[i] = (trade_row){syms[k], 1.0, false, (int64_t)(rng_next(&s) % 100), false,
-                          ts < 0 ? 0 : ts};
+    rows[i] = (trade_row){
+        syms[k], 1.0, false, (int64_t)(rng_next(&s) % 100), false, ts < 0 ? 0 : ts};
   }
 }
 
