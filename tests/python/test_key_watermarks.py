@@ -320,3 +320,33 @@ def test_restart_in_the_middle_equals_the_model(
         got = rows_of(db.query("SELECT k, window_start, n, sv FROM wv"), COLUMNS)
         assert db.late_rows("w") == model.late, seed
     assert_same_rows(got, model.answer(), COLUMNS, seed=seed)
+
+
+def test_key_tables_stay_bounded() -> None:
+    """Quiet keys leave both key tables once they hold nothing back."""
+    with laminardb.open() as db:
+        db.execute(ddl(0, 500))
+        sub = db.subscribe("w")
+        keys = [f"k{i}" for i in range(100)]
+        db.insert("s", {"k": keys, "v": [1] * 100, "ts": [10] * 100})
+        db.run_until_idle()
+        counts = {
+            (r["kind"], r["metric"]): r["value"]
+            for r in db.metrics().to_pylist()
+            if r["metric"] == "watermark_keys"
+        }
+        assert counts == {("source", "watermark_keys"): 100, ("stream", "watermark_keys"): 100}
+        # "hot" runs 5 s ahead: the others are idle (more than 500 ms behind),
+        # the source's watermark follows "hot" and closes their windows.
+        db.insert("s", {"k": ["hot"], "v": [1], "ts": [5000]})
+        db.run_until_idle()
+        got: list[tuple] = []
+        collect(sub, got)
+        assert sorted(got) == sorted((k, 0, 1, 1) for k in keys)
+        counts = {
+            (r["kind"], r["metric"]): r["value"]
+            for r in db.metrics().to_pylist()
+            if r["metric"] == "watermark_keys"
+        }
+        # Only "hot" is left: it has an open window.
+        assert counts == {("source", "watermark_keys"): 1, ("stream", "watermark_keys"): 1}
