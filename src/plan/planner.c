@@ -239,6 +239,12 @@ void lm_plan_physical(const lm_plan* plan, const lm_plan_context* ctx,
     out->key_cols[k] = keys[k]->kind == LM_EXPR_COLUMN ? keys[k]->column : -1;
     out->nkey_cols = k + 1;
   }
+  /* Per-key watermarks: a key's rows (and its watermark) stay together, so
+   * the key column alone is what any split keeps together. */
+  if (plan->keyed_wm) {
+    out->key_cols[0] = plan->wm_key_col;
+    out->nkey_cols = 1;
+  }
   out->nparts = 1;
   out->unpartitioned = partition_refusal(plan, ctx);
   if (out->unpartitioned == NULL) {

@@ -266,6 +266,14 @@ def test_option_errors_carry_codes() -> None:
             assert info.value.code == code, (sql, str(info.value))
         # A plain stream over the source follows the source's watermark.
         db.execute("CREATE STREAM p AS SELECT k, ts FROM s")
+        # Grouped by more than the key, a split of the input (the Spark
+        # adapter's) keeps each key's rows together: the key column alone.
+        db.execute(
+            "CREATE STREAM kv AS SELECT k, v, window_start, COUNT(*) AS n FROM s "
+            "GROUP BY k, v, tumble(ts, INTERVAL '10' MILLISECOND) EMIT ON WINDOW CLOSE"
+        )
+        keys = [r["name"] for r in db.partitioning("kv").to_pylist() if r["role"] == "key"]
+        assert keys == ["k"]
 
 
 @settings(max_examples=8, deadline=None)
