@@ -581,6 +581,14 @@ static laminar_code source_idleness(lm_rt* rt, lm_source_def* src, int taken) {
   if (rt->ncores > 1) LM_TRY(lm_rt_drain(rt));
   if (!have_headroom(rt->graph)) return LAMINAR_OK; /* idle_next kept: retried */
   src->idle_next = 0;
+  LM_TRY(lm_rt_apply_idleness(rt, src, idle));
+  /* Durable: where in the input it took effect (WAL replay applies it there). */
+  if (rt->idle_hook != NULL) rt->idle_hook(rt->idle_hook_arg, src, idle);
+  return LAMINAR_OK;
+}
+
+laminar_code lm_rt_apply_idleness(lm_rt* rt, lm_source_def* src, bool idle) {
+  if (src->idle == idle) return LAMINAR_OK;
   src->idle = idle;
   bool keyed_union = false;
   for (int32_t i = 0; i < src->nreaders; i++) {

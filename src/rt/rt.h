@@ -470,6 +470,12 @@ typedef struct lm_rt {
    * round or a data round); it may hold that reactor back. */
   void (*round_hook)(void* arg, int32_t part, bool barrier);
   void* round_hook_arg;
+  /* Durability (db/durable.c): called on reactor 0 when an idleness change
+   * of `src` has been applied (source_idleness), every message taken before
+   * it through the graph: the sources' processed_seq are the point in the
+   * input where it took effect. NULL: none. Set before the runtime starts. */
+  void (*idle_hook)(void* arg, const lm_source_def* src, bool idle);
+  void* idle_hook_arg;
   /* Counters (issue 5 observability). writer: the thread driving the graph
    * (relaxed); reader: laminar_metrics. busy_ns: time in rounds that took
    * messages, on the reactor thread; started_ns: CLOCK_MONOTONIC at
@@ -511,6 +517,13 @@ void lm_rt_barrier_points(const lm_rt* rt, bool* at_merge);
 /* Tests: fn(arg, part, barrier) runs on reactor `part` before each round it
  * runs (cores > 1), a barrier round or not; it may hold that reactor back.
  * Set while the runtime is stopped. */
+/* Make source src idle (or active again) for its readers now: each marks
+ * the input and recomputes its watermark over its active inputs (emitting
+ * what that closes; partitioned unions as an idleness round). The graph
+ * driver's thread, nothing in flight; also WAL replay, where a logged change
+ * is applied at its point in the input. No hook call. */
+laminar_code lm_rt_apply_idleness(lm_rt* rt, lm_source_def* src, bool idle);
+
 void lm_rt_set_round_hook(lm_rt* rt, void (*fn)(void* arg, int32_t part, bool barrier),
                           void* arg);
 

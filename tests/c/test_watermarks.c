@@ -4,8 +4,8 @@
  * an idle input of a UNION ALL holds back no window, all inputs idle hold the
  * watermark, a returning input's rows behind it are late, a stream over an
  * idle source is idle for a union reading it, cores 1 and 2, and a restart
- * (idleness is not checkpointed: the reopened source holds the union back
- * again, and the answer is the uninterrupted run's).
+ * (idleness is checkpointed: the reopened source is still idle, and the
+ * answer is the uninterrupted run's).
  */
 #include "lm_test_fs.h" /* first: its feature macro */
 
@@ -285,10 +285,10 @@ static int test_idle_timeout_threaded(void) {
   return lm_test_expect_failed_;
 }
 
-/* A restart: idleness is neither logged nor checkpointed. The run before the
- * close closed [0, 1000) with b idle; after the reopen b is active again
- * (holding the union at its watermark) and the answer over both runs is the
- * one a single run gives. */
+/* A restart: idleness is checkpointed (and logged where it changes). The
+ * run before the close closed [0, 1000) with b idle; after the reopen b is
+ * still idle, so a alone moves the union, and the answer over both runs is
+ * the one a single run gives. */
 static int test_idle_restart(void) {
   char dir[256];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_wm_restart_") == 0);
@@ -308,10 +308,10 @@ static int test_idle_restart(void) {
   fx_close(&f);
   CHECK(fx_open(&f, 1, dir, "", "", NULL) == 0);
   got[0] = '\0';
-  CHECK(put(&f, f.a, 32, 3500) == 0); /* b active again (at 100) holds it */
+  CHECK(put(&f, f.a, 32, 3500) == 0); /* b still idle: the union at a's 3500 */
   CHECK(take_text(f.sub, got, sizeof got) == 0);
-  EXPECT_TEXT(got, "");
-  CHECK(put(&f, f.b, 64, 3200) == 0);
+  EXPECT_TEXT(got, "1000,3,28;");
+  CHECK(put(&f, f.b, 64, 3200) == 0); /* b back, its window still open */
   CHECK(take_text(f.sub, got, sizeof got) == 0);
   EXPECT_TEXT(got, "1000,3,28;");
   EXPECT(late_rows(&f) == 0);
