@@ -91,6 +91,7 @@ void lm_source_def_unref(lm_source_def* def) {
   lm_free(def->align_group);
   if (def->keys != NULL) lm_keywm_free(def->keys);
   lm_free(def->keys);
+  lm_free(def->table);
   lm_free(def->name);
   lm_free(def->sql);
   lm_free(def);
