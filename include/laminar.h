@@ -1171,8 +1171,10 @@ LAMINAR_API laminar_code laminar_source_watermark_timeout(laminar_source* source
  * graph; the next batch or watermark pushed makes the source active again
  * (its rows behind the watermark its readers reached meanwhile are late).
  * CREATE SOURCE ... WITH (idle_timeout = '5 s') makes it idle after that
- * long without data, on the reactor's clock. Idleness is neither logged nor
- * checkpointed: a reopened database starts with every source active.
+ * long without data, on the reactor's clock. On a durable database a
+ * checkpoint holds each source's idleness and each change is recorded with
+ * the sources' positions where it took effect; a restart's WAL replay
+ * applies it there (docs/SQL.md "Idle sources").
  * Params: source: an open handle; idle: nonzero idle, 0 active.
  * Ownership: nothing is transferred.
  * Returns: LAMINAR_OK; LAMINAR_ERR_QUEUE_FULL (a full queue that cannot

@@ -75,6 +75,9 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "source", s->name, "watermark_ms", s->watermark_ms);
     /* 1 while idle: its readers' watermarks do not wait for it. */
     add(r, "source", s->name, "watermark_idle", s->idle ? 1 : 0);
+    /* Per-key watermarks: the keys the source's watermark is the least over. */
+    if (s->wm_key_col >= 0)
+      add(r, "source", s->name, "watermark_keys", lm_rt_source_keys(s));
     if (s->align_group != NULL) {
       add(r, "source", s->name, "alignment_held", lm_source_held_back(s) ? 1 : 0);
     }
@@ -120,6 +123,12 @@ static void collect(laminar_db* db, rows* r) {
       for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++)
         held += lm_op_analytic_held_rows(lm_stream_part_chain(s, p));
       add(r, "stream", s->name, "held_rows", held);
+    }
+    if (s->plan.keyed_wm) { /* per-key watermarks: the keys with state or a watermark */
+      int64_t keys = 0;
+      for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++)
+        keys += lm_op_keyed_window_keys(lm_stream_part_chain(s, p));
+      add(r, "stream", s->name, "watermark_keys", keys);
     }
     const lm_op* view = lm_op_view_of(s->chain);
     if (view != NULL) {

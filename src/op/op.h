@@ -258,6 +258,26 @@ void lm_op_window_set_args(lm_op* op, const lm_vec* args);
 /* Number of groups currently held (all open windows). */
 int64_t lm_op_window_state_rows(const lm_op* op);
 
+/* ---- keyed window: per-key watermarks (keyed_window.c) ----------------------- */
+
+/* A tumbling or hopping window (spec as lm_op_window_create's; not session,
+ * EMIT CHANGES, global or changelog: LAMINAR_ERR_INTERNAL) whose windows close
+ * per key of input column key_col (of type key_type): key k's windows close
+ * when max(k's largest event time in column ts_col less delay_ms, the
+ * operator's watermark) reaches their end (plus lateness), and k's rows are
+ * late against that. Output as the window operator's; keys' windows in the
+ * order their watermarks close them. lm_op_window_late_rows and
+ * lm_op_window_state_rows count over its keys. */
+laminar_code lm_op_keyed_window_create(const lm_window_spec* spec,
+                                       const lm_schema* out_schema, int32_t key_col,
+                                       int32_t ts_col, lm_type key_type, int64_t delay_ms,
+                                       lm_op** out);
+bool lm_op_is_keyed_window(const lm_op* op);
+/* Keys the operator tracks now (0 for other operators). */
+int64_t lm_op_keyed_window_keys(const lm_op* op);
+int64_t lm_op_keyed_window_late_rows(const lm_op* op);
+int64_t lm_op_keyed_window_state_rows(const lm_op* op);
+
 /* ---- lookup join: a stream's rows against a table (join_lookup.c) ---------- */
 
 /* `FROM s [LEFT] JOIN t ON s.x = t.k ...` where t is a table (CREATE TABLE):

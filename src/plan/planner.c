@@ -45,7 +45,13 @@ static laminar_code build_rest(const lm_plan* plan, lm_op** out) {
                             plan->nexprs, &plan->out_schema, out);
   }
   lm_op* win;
-  LM_TRY(lm_op_window_create(&plan->window, &plan->agg_schema, &win));
+  if (plan->keyed_wm) {
+    LM_TRY(lm_op_keyed_window_create(&plan->window, &plan->agg_schema, plan->wm_key_col,
+                                     plan->wm_ts_col, plan->wm_key_type,
+                                     plan->wm_delay_ms, &win));
+  } else {
+    LM_TRY(lm_op_window_create(&plan->window, &plan->agg_schema, &win));
+  }
   lm_op* post;
   laminar_code rc =
       lm_op_map_create(plan->having, (const lm_expr* const*)plan->post_exprs, plan->npost,
@@ -267,6 +273,12 @@ void lm_plan_physical(const lm_plan* plan, const lm_plan_context* ctx,
     out->key_cols[k] = keys[k]->kind == LM_EXPR_COLUMN ? keys[k]->column : -1;
     out->nkey_cols = k + 1;
   }
+  /* Per-key watermarks: a key's rows (and its watermark) stay together, so
+   * the key column alone is what any split keeps together. */
+  if (plan->keyed_wm) {
+    out->key_cols[0] = plan->wm_key_col;
+    out->nkey_cols = 1;
+  }
   out->nparts = 1;
   out->unpartitioned = partition_refusal(plan, ctx);
   if (out->unpartitioned == NULL && plan->interval) {
@@ -278,6 +290,11 @@ void lm_plan_physical(const lm_plan* plan, const lm_plan_context* ctx,
     out->nparts = ctx->ncores;
     for (int32_t k = 0; k < nkeys; k++) out->part_keys[k] = keys[k]->column;
     out->npart_keys = nkeys;
+    /* Per-key watermarks: a key's rows (and its watermark) in one partition. */
+    if (plan->keyed_wm) {
+      out->part_keys[0] = plan->wm_key_col;
+      out->npart_keys = 1;
+    }
   }
   out->no_two_phase = two_phase_refusal(plan, ctx->is_view, &out->no_two_phase_agg);
 }

@@ -708,10 +708,10 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
       }
     }
     int64_t wm = rd->wms[j];
-    if (wm == INT64_MIN) continue;
+    if (wm == INT64_MIN && !rd->rewm) continue;
     for (int32_t i = 0; i < src->nreaders; i++) {
       lm_stream_def* s = src->readers[i];
-      if (s->nparts <= 1) continue;
+      if (s->nparts <= 1 || (rd->rewm && s->nin == 0)) continue;
       lm_stream_part* sp = &s->parts[p];
       lm_part_out* o = &sp->out[slot];
       sp->cur_msg = j;
@@ -727,7 +727,8 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
         if (out > sp->watermark_ms) sp->watermark_ms = out;
         continue;
       }
-      /* Over a union: the inputs from src advance, the least of all counts. */
+      /* Over a union: the inputs from src advance, the least of all counts
+       * (an idleness round: the least over the inputs now active). */
       int64_t least = s->nin > 0 ? inputs_advance(s, sp->in_wm, src, wm) : wm;
       if (least <= sp->watermark_ms || o->rc != LAMINAR_OK) continue;
       sp->watermark_ms = least;
@@ -850,8 +851,10 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
         }
       }
       int64_t wm = rd->wms[j];
-      for (int32_t i = 0; wm != INT64_MIN && i < src->nreaders && rc == LAMINAR_OK; i++) {
+      for (int32_t i = 0;
+           (wm != INT64_MIN || rd->rewm) && i < src->nreaders && rc == LAMINAR_OK; i++) {
         lm_stream_def* s = src->readers[i];
+        if (rd->rewm && (s->nparts <= 1 || s->nin == 0)) continue; /* done already */
         if (s->nparts <= 1) {
           rc = lm_rt_stream_watermark(s, src, wm);
           continue;
@@ -877,6 +880,7 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
   laminar_code prc = end_round(src, slot);
   rt->inflight_msgs -= rd->n;
   rd->n = 0;
+  rd->rewm = false;
   rt->merged = seq;
   lm_rt_notify_subscribers(rt->graph);
   return rc != LAMINAR_OK ? rc : prc;
@@ -1012,7 +1016,10 @@ laminar_code lm_rt_post_barrier(lm_rt* rt, lm_barrier* b) {
   return rc;
 }
 
-laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
+/* A round of one message (its watermark wm; rewm: an idleness round), run
+ * through every partition here and merged. */
+static laminar_code run_one(lm_rt* rt, lm_source_def* src, lm_msg* msg, int64_t wm,
+                            bool rewm) {
   uint64_t seq = atomic_load_explicit(&rt->round_seq, memory_order_relaxed) + 1;
   lm_round* rd = &rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT];
   /* Nothing in flight and nobody else on the graph: one message at most N
@@ -1022,10 +1029,23 @@ laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
   rd->split = room > 1 && (room - 1) / (uint32_t)rt->ncores >= 1;
   rd->n = 1;
   rd->msgs[0] = msg;
-  rd->wms[0] = lm_rt_msg_advance(src, msg);
+  rd->wms[0] = wm;
+  rd->rewm = rewm;
   rt->inflight_msgs += 1;
   post_round(rt, seq, false);
   return lm_rt_drain(rt);
+}
+
+laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
+  return run_one(rt, src, msg, lm_rt_msg_advance(src, msg), false);
+}
+
+laminar_code lm_rt_run_idleness(lm_rt* rt, lm_source_def* src) {
+  lm_msg* msg = lm_calloc(1, sizeof *msg);
+  if (msg == NULL) return LAMINAR_ERR_NOMEM;
+  msg->watermark_ms = INT64_MIN;
+  /* No input advances: only the idle flags changed. */
+  return run_one(rt, src, msg, INT64_MIN, true);
 }
 
 laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,

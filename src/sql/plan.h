@@ -75,6 +75,14 @@ typedef struct lm_plan {
   /* WITH (max_state_bytes = ...): bound on the stream's keyed state; 0: only
    * the database's (config max_state_bytes). */
   int64_t max_state_bytes;
+  /* Per-key watermarks (its source's watermark_key; set by db/catalog.c for
+   * a window reading such a source directly): the window closes per value
+   * of input column wm_key_col (of type wm_key_type) on that key's largest
+   * time in wm_ts_col less wm_delay_ms (op/keyed_window.c). */
+  bool keyed_wm;
+  int32_t wm_key_col, wm_ts_col;
+  lm_type wm_key_type;
+  int64_t wm_delay_ms;
   lm_window_spec window; /* keys/aggs point into the pool */
   lm_schema agg_schema;  /* window_start, window_end, keys..., aggs... */
   lm_expr* having;       /* over agg_schema, NULL if none */

@@ -56,6 +56,25 @@ def close_as(db: laminardb.Connection, data: Path, *, crash: bool) -> None:
     copy.rename(data)
 
 
+def row_batches(
+    rng: random.Random, rows: Sequence[tuple], schema: pa.Schema, max_rows: int
+) -> list[pa.RecordBatch]:
+    """Cut ``rows`` (tuples in ``schema``'s column order) into batches of 1 to
+    ``max_rows - 1`` rows, sizes drawn from ``rng``."""
+    batches = []
+    i = 0
+    while i < len(rows):
+        part = rows[i : i + rng.randrange(1, max_rows)]
+        i += len(part)
+        batches.append(
+            pa.record_batch(
+                [pa.array([r[c] for r in part], schema.field(c).type) for c in range(len(schema))],
+                schema=schema,
+            )
+        )
+    return batches
+
+
 def seed_strategy_bounds() -> tuple[int, int]:
     """Return the range of seeds hypothesis draws from (or the replayed seed).
 
