@@ -166,6 +166,8 @@ run vwap "$B/bench_vwap" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6" \
 run windows "$B/bench_windows" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6"
 W3B="$(rate_of W3b "$OUT/limit_asof.txt")"
 run asof "$B/bench_asof" "$N" --reps "$REPS" ${W3B:+--w3b-rows-per-s "${W3B}e6"}
+run interval "$B/bench_asof" "$N" --reps "$REPS" --interval 50 \
+  ${W3B:+--w3b-rows-per-s "${W3B}e6"}
 CORES="${BENCH_CORES:-2}"
 run cores "$B/bench_vwap" "$N" --only w1 --mode threaded --pace 0 --reps "$REPS" \
   --cores "1,$CORES" --w1b-rows-per-s "${W1B}e6"
@@ -176,6 +178,10 @@ if [[ "${BENCH_PYTHON:-1}" != 0 ]]; then
     --limit-w1b "$W1B" --limit-w2b "$W2B"
   run python_asof "$PY" "$ROOT/bench/bench_asof.py" -n "$N" --reps "$REPS" \
     ${W3B:+--limit-w3b "$W3B"}
+  # DuckDB's interval join (a hash join on symbol, then the time filter) takes
+  # minutes at 10^7 events: W3i from Python runs on BENCH_INTERVAL_N (10^6).
+  run python_interval "$PY" "$ROOT/bench/bench_asof.py" -n "${BENCH_INTERVAL_N:-1e6}" \
+    --reps "$REPS" --interval 50 ${W3B:+--limit-w3b "$W3B"}
 fi
 JAVA_LIB="$BUILD/bindings/java/liblaminar_jni.so"
 if [[ "${BENCH_JAVA:-1}" != 0 && -f "$JAVA_LIB" ]]; then

@@ -139,6 +139,9 @@ typedef enum laminar_code {
   LAMINAR_ERR_SQL_JOIN_CONDITION = 1009,     /* a join's ON / MATCH_CONDITION is not one
                                                 it can run (no ordering condition, an
                                                 unsupported comparison) */
+  LAMINAR_ERR_SQL_UNBOUNDED_JOIN = 1010,     /* a join of two unbounded inputs with no
+                                                time bound on both ends (its state would
+                                                grow without end) */
   LAMINAR_ERR_SQL_TABLE_KEY = 1020,          /* a DELETE whose WHERE does not fix the
                                                 whole primary key of its table */
   LAMINAR_ERR_SQL_LOOKUP_KEY = 1021,         /* a lookup join's ON is not one equality
@@ -620,9 +623,11 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  *            accounted_state_bytes (what max_state_bytes counts; 0 while no
  *            bound applies), max_state_bytes (its own, 0: none),
  *            watermark_ms, subscribers, partitions (1, or `cores` for a keyed
- *            stream); all summed over its partitions; an ASOF JOIN stream
- *            also join_left_rows (left rows waiting for their match) and
- *            join_right_rows (right rows kept for future matches); window
+ *            stream); all summed over its partitions; a join stream also
+ *            join_left_rows and join_right_rows (ASOF: left rows waiting for
+ *            their match, right rows kept for future matches; interval: each
+ *            side's rows held while the other side's watermark allows a
+ *            match) and join_left_bytes, join_right_bytes (their bytes); window
  *            functions also held_rows (rows waiting for the watermark or for
  *            LEAD's rows)
  *   subscription (name: its stream): delivered_batches, queue_depth (its
@@ -1170,8 +1175,10 @@ LAMINAR_API laminar_code laminar_source_watermark_timeout(laminar_source* source
  * graph; the next batch or watermark pushed makes the source active again
  * (its rows behind the watermark its readers reached meanwhile are late).
  * CREATE SOURCE ... WITH (idle_timeout = '5 s') makes it idle after that
- * long without data, on the reactor's clock. Idleness is neither logged nor
- * checkpointed: a reopened database starts with every source active.
+ * long without data, on the reactor's clock. On a durable database a
+ * checkpoint holds each source's idleness and each change is recorded with
+ * the sources' positions where it took effect; a restart's WAL replay
+ * applies it there (docs/SQL.md "Idle sources").
  * Params: source: an open handle; idle: nonzero idle, 0 active.
  * Ownership: nothing is transferred.
  * Returns: LAMINAR_OK; LAMINAR_ERR_QUEUE_FULL (a full queue that cannot

@@ -146,6 +146,8 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   int64_t max_drift = -1;
   const lm_ast_expr* align_value = NULL; /* where alignment was set, for errors */
   const lm_ast_expr* drift_value = NULL;
+  char wm_key[128] = {0};
+  const lm_ast_expr* key_value = NULL; /* where watermark_key was set, for errors */
   for (size_t i = 0; i < stmt->noptions; i++) {
     const lm_ast_option* o = &stmt->options[i];
     const lm_ast_expr* v = o->value;
@@ -214,6 +216,10 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
         max_drift = val.i;
         drift_value = v;
         break;
+      case LM_OPT_WATERMARK_KEY:
+        snprintf(wm_key, sizeof wm_key, "%.*s", (int)val.len, val.text);
+        key_value = v;
+        break;
       default:
         return lm_error_set(err, LAMINAR_ERR_INTERNAL, "source option '%s'", o->key);
     }
@@ -236,6 +242,7 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   atomic_init(&def->refs, 1);
   atomic_init(&def->dropped, false);
   def->wm_col = -1;
+  def->wm_key_col = -1;
   def->lateness_ms = lateness;
   def->idle_timeout_ms = idle_timeout;
   def->max_drift_ms = max_drift;
@@ -298,6 +305,36 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
     }
     def->wm_col = idx;
     def->wm_delay_ms = stmt->watermark_delay_ms;
+  }
+  if (key_value != NULL) {
+    /* Per-key watermarks: a column of the source, a key type, and event time
+     * to take each key's watermark from. */
+    int32_t idx = lm_schema_find(&def->schema, wm_key);
+    if (idx < 0) {
+      snprintf(msg, sizeof msg, "source '%s': watermark_key names no column '%s'",
+               stmt->name, wm_key);
+      rc = fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, key_value->line,
+                   key_value->column, stmt->name, msg);
+      lm_error_object(err, stmt->name, wm_key);
+      goto fail;
+    }
+    lm_type t = def->schema.fields[idx].type;
+    if (!stmt->has_watermark || idx == def->wm_col || t == LM_TYPE_DOUBLE) {
+      snprintf(msg, sizeof msg,
+               !stmt->has_watermark
+                   ? "source '%s': watermark_key '%s' needs a watermark column "
+                     "(WATERMARK FOR col or WITH (watermark = 'col'))"
+               : idx == def->wm_col
+                   ? "source '%s': watermark_key '%s' is the watermark column itself"
+                   : "source '%s': watermark_key '%s' must be a column of whole "
+                     "numbers, text, a boolean or a timestamp, not DOUBLE",
+               stmt->name, wm_key);
+      rc = fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, key_value->line, key_value->column,
+                   stmt->name, msg);
+      lm_error_object(err, stmt->name, wm_key);
+      goto fail;
+    }
+    def->wm_key_col = idx;
   }
   rc = lm_source_def_init_queue(def, capacity, backpressure, wait);
   def->max_queue_bytes = max_queue_bytes;
@@ -454,14 +491,13 @@ laminar_code lm_db_stream_options(const lm_stmt* stmt, lm_plan* plan,
  * time its output watermark is in. */
 static laminar_code check_join_time(laminar_db* db, const lm_stmt* stmt, lm_plan* plan,
                                     laminar_error* err) {
-  const lm_asof_spec* j = &plan->join;
   char msg[512];
   for (int32_t b = 0; b < 2; b++) {
     const lm_plan_branch* br = &plan->branches[b];
     const lm_source_def* in =
         br->input_is_source ? lm_db_find_source(db, br->input) : NULL;
     if (in == NULL) continue;
-    int32_t col = b == 0 ? j->ltime : j->rtime;
+    int32_t col = lm_plan_join_time(plan, b);
     if (in->wm_col < 0) {
       snprintf(msg, sizeof msg,
                "stream '%s': %s needs a watermark on source '%s' (WATERMARK FOR %s ...): "
@@ -472,7 +508,7 @@ static laminar_code check_join_time(laminar_db* db, const lm_stmt* stmt, lm_plan
     }
     if (in->wm_col != col) {
       snprintf(msg, sizeof msg,
-               "stream '%s': the %s ordering column of '%s' is '%s', but its watermark "
+               "stream '%s': the %s time column of '%s' is '%s', but its watermark "
                "column is '%s': order by the watermark column",
                stmt->name, plan->join_kind, in->name, in->schema.fields[col].name,
                in->schema.fields[in->wm_col].name);
@@ -480,14 +516,68 @@ static laminar_code check_join_time(laminar_db* db, const lm_stmt* stmt, lm_plan
                      msg);
     }
   }
-  if (plan->windowed && !plan->window.global && plan->window.time_col != j->ltime) {
+  int32_t ltime = lm_plan_join_time(plan, 0);
+  if (plan->windowed && !plan->window.global && plan->window.time_col != ltime) {
     snprintf(msg, sizeof msg,
              "stream '%s': a window over %s runs on the left side's time column '%s' "
              "(the join's output watermark is in its time)",
-             stmt->name, plan->join_kind, plan->union_schema.fields[j->ltime].name);
+             stmt->name, plan->join_kind, plan->union_schema.fields[ltime].name);
     return fail_at(err, LAMINAR_ERR_SQL_GROUPING, plan->join_line, plan->join_column,
                    stmt->name, msg);
   }
+  return LAMINAR_OK;
+}
+
+/* A window reading a source with per-key watermarks (watermark_key) directly
+ * closes per key (op/keyed_window.c): it must GROUP BY the key column, and
+ * only tumbling or hopping windows closed on EMIT ON WINDOW CLOSE do. Sets
+ * the plan's keyed_wm. Other readers (plain streams, a union, a stream
+ * reading a stream) follow the source's watermark, the least over its keys. */
+static laminar_code check_key_watermark(laminar_db* db, const lm_stmt* stmt,
+                                        lm_plan* plan, laminar_error* err) {
+  if (!plan->windowed || lm_plan_branched(plan) || !plan->input_is_source)
+    return LAMINAR_OK;
+  const lm_source_def* in = lm_db_find_source(db, plan->input);
+  if (in == NULL || in->wm_key_col < 0 || in->wm_external) return LAMINAR_OK;
+  const lm_window_spec* w = &plan->window;
+  const char* key = in->schema.fields[in->wm_key_col].name;
+  const lm_ast_select* sel = stmt->select;
+  int32_t line = stmt->line, col = stmt->column;
+  if (sel != NULL && sel->ngroup > 0) {
+    line = sel->group_by[0]->line;
+    col = sel->group_by[0]->column;
+  }
+  char msg[512];
+  const char* why = w->session          ? "session windows"
+                    : w->global         ? "a GROUP BY without a window"
+                    : w->emit_changes   ? "EMIT CHANGES"
+                    : plan->late_output ? "a late side output (late_output)"
+                                        : NULL;
+  if (why != NULL) {
+    snprintf(msg, sizeof msg,
+             "stream '%s': source '%s' has per-key watermarks (watermark_key '%s'); "
+             "%s over it are not supported: use a tumbling or hopping window with EMIT "
+             "ON WINDOW CLOSE",
+             stmt->name, in->name, key, why);
+    return fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, line, col, stmt->name, msg);
+  }
+  bool grouped = false;
+  for (int32_t k = 0; k < w->nkeys; k++) {
+    grouped = grouped || (w->keys[k]->kind == LM_EXPR_COLUMN &&
+                          w->keys[k]->column == in->wm_key_col);
+  }
+  if (!grouped) {
+    snprintf(msg, sizeof msg,
+             "stream '%s': source '%s' has per-key watermarks: its windows close per "
+             "'%s', so GROUP BY must contain the column '%s'",
+             stmt->name, in->name, key, key);
+    return fail_at(err, LAMINAR_ERR_SQL_GROUPING, line, col, stmt->name, msg);
+  }
+  plan->keyed_wm = true;
+  plan->wm_key_col = in->wm_key_col;
+  plan->wm_ts_col = in->wm_col;
+  plan->wm_key_type = in->schema.fields[in->wm_key_col].type;
+  plan->wm_delay_ms = in->wm_delay_ms;
   return LAMINAR_OK;
 }
 
@@ -675,6 +765,7 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   rc = lm_db_stream_options(stmt, &s->plan, err);
   if (rc == LAMINAR_OK) rc = check_stream_time(db, stmt, &s->plan, err);
   if (rc == LAMINAR_OK) rc = check_analytic_time(db, stmt, &s->plan, err);
+  if (rc == LAMINAR_OK) rc = check_key_watermark(db, stmt, &s->plan, err);
   if (rc != LAMINAR_OK) {
     lm_plan_free(&s->plan);
     lm_free(s);

@@ -42,7 +42,7 @@ static int32_t trace_column(laminar_db* db, const lm_stream_def* s, int32_t col)
  * ASOF join, at the left key column of key k, each side's own k-th key
  * column; -1 when none. */
 static int32_t root_col(const lm_plan* plan, int32_t b, int32_t c) {
-  if (!plan->joined) return lm_plan_branch_source_col(plan, b, c);
+  if (!plan->joined || plan->interval) return lm_plan_branch_source_col(plan, b, c);
   for (int32_t k = 0; k < plan->join.nkeys; k++) {
     const lm_expr* l = plan->join.lkeys[k];
     const lm_expr* r = plan->join.rkeys[k];
@@ -79,18 +79,18 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
   const lm_stream_def* onion = NULL; /* the union at the root, if any */
   for (;;) {
     if (lm_plan_branched(&cur->plan)) {
-      bool sources = true;
+      bool sources = !cur->plan.interval; /* an interval join: not reported yet */
       for (int32_t b = 0; b < cur->plan.nbranches; b++)
         sources = sources && cur->plan.branches[b].input_is_source;
       /* A self-join's two inputs are one source: not split per input. */
-      bool self_join = cur->plan.joined &&
-                       lm_streq_nocase(cur->plan.branches[0].input, cur->plan.branches[1].input);
+      bool self_join = cur->plan.joined && lm_streq_nocase(cur->plan.branches[0].input,
+                                                           cur->plan.branches[1].input);
       if (!sources || self_join) {
         rc = lm_error_set(
             err, LAMINAR_ERR_SQL_UNSUPPORTED,
             "stream '%s': %s reads a stream in a UNION ALL branch, a derived table or "
-            "an ASOF JOIN, or joins a source with itself; its partitioning by root "
-            "sources is not supported yet",
+            "an ASOF JOIN, joins a source with itself, or reads two sources through "
+            "an interval join; its partitioning by root sources is not supported yet",
             stream, cur == s ? "it" : cur->name);
         lm_error_object(err, stream, NULL);
         pthread_mutex_unlock(&db->lock);
@@ -137,7 +137,7 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
        x = x->late_of != NULL        ? x->late_of
            : x->plan.input_is_source ? NULL
                                      : lm_db_find_stream(db, x->plan.input)) {
-    if (x->plan.joined) {
+    if (x->plan.joined && !x->plan.interval) {
       /* An ASOF join keeps state per equality key: its left key columns (at
        * their union places; root_col maps each input's own). */
       windowed = true;

@@ -905,8 +905,8 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     const char** names = names_of(in);
     if (names == NULL) x->nomem = true;
     if (names != NULL && br->exprs != NULL) {
-      explain_map(x, "WHERE ", br->filter, br->exprs, br->nexprs, &plan->union_schema,
-                  names);
+      explain_map(x, "WHERE ", br->filter, br->exprs, br->nexprs,
+                  plan->joined ? &plan->join_side[b] : &plan->union_schema, names);
     }
     lm_free(names);
     for (int64_t r = first; !x->nomem && r < x->n; r++) {
@@ -931,7 +931,31 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     if (*out == NULL) x->nomem = true;
   }
   lm_free(last);
-  if (plan->joined) {
+  if (plan->interval) {
+    /* An interval join: its keys and time bound instead of the union's inputs. */
+    const lm_ijoin_spec* j = &plan->ijoin;
+    const char* unit = j->time_type == LM_TYPE_TIMESTAMP ? "us" : "ms";
+    lm_free(what.p);
+    what = (lm_text){0};
+    if (j->window_ms > 0) {
+      lm_text_printf(&what, "%s with %s ON %d key%s, one tumbling window of %lld ms%s",
+                     plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
+                     j->nkeys == 1 ? "" : "s", (long long)j->window_ms,
+                     j->residual != NULL ? ", residual filter" : "");
+    } else {
+      lm_text_printf(&what, "%s with %s ON %d key%s, %s.%s - %s.%s in [%lld, %lld] %s%s",
+                     plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
+                     j->nkeys == 1 ? "" : "s", plan->branches[1].input,
+                     plan->union_schema.fields[j->lcols + j->rtime].name,
+                     plan->branches[0].input, plan->union_schema.fields[j->ltime].name,
+                     (long long)j->lo, (long long)j->hi, unit,
+                     j->residual != NULL ? ", residual filter" : "");
+    }
+    lm_text_printf(&what, j->window_ms > 0
+                              ? "; a window's rows held until both watermarks close it"
+                              : "; each side's rows held until the other's watermark "
+                                "passes");
+  } else if (plan->joined) {
     /* An ASOF join: its condition instead of the union's inputs. */
     static const char* const cmps[] = {"", ">=", ">", "<=", "<"};
     const lm_asof_spec* j = &plan->join;
@@ -956,8 +980,9 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
   char* inputs = lm_text_take(&ins);
   if (inputs == NULL) x->nomem = true;
   add_row(x,
-          plan->joined ? (plan->join.left_outer ? "left asof join" : "asof join")
-                       : "union all",
+          plan->interval ? lm_plan_join_name(plan)
+          : plan->joined ? (plan->join.left_outer ? "left asof join" : "asof join")
+                         : "union all",
           lm_text_take(&what), inputs != NULL ? inputs : "",
           next_id(x, nbuf, sizeof nbuf));
   lm_free(inputs);

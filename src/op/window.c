@@ -1485,6 +1485,7 @@ static bool is_window(const lm_op* op) {
 
 int64_t lm_op_window_late_rows(const lm_op* op) {
   if (lm_op_is_analytic(op)) return lm_op_analytic_late_rows(op);
+  if (lm_op_is_keyed_window(op)) return lm_op_keyed_window_late_rows(op);
   return is_window(op) ? ((const window_op*)op)->late_rows : 0;
 }
 
@@ -1500,6 +1501,7 @@ int64_t lm_op_window_thaws(const lm_op* base, int64_t* out_groups) {
 
 int64_t lm_op_window_state_rows(const lm_op* op) {
   if (lm_op_is_analytic(op)) return lm_op_analytic_partitions(op);
+  if (lm_op_is_keyed_window(op)) return lm_op_keyed_window_state_rows(op);
   if (!is_window(op)) return 0;
   const window_op* w = (const window_op*)op;
   if (op->vt == &lm_op_session_vtable) return w->s_open;

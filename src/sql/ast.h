@@ -184,23 +184,41 @@ typedef struct lm_ast_order_item {
   bool nulls_first; /* NULLS FIRST; without NULLS ..., NULLs sort last (DuckDB) */
 } lm_ast_order_item;
 
-/* `[LEFT] ASOF JOIN right [alias] [MATCH_CONDITION ( match )] ON on` after
- * FROM's first name: the join of the select's input (the left side) with
- * `right`. match NULL: DuckDB's spelling, the ordering comparison is a
- * conjunct of `on` (the binder finds it). */
+/* The type of a join: which sides keep their unmatched rows. */
+typedef enum lm_ast_join_type {
+  LM_JOIN_INNER = 0, /* [INNER] JOIN */
+  LM_JOIN_LEFT,      /* LEFT [OUTER] JOIN */
+  LM_JOIN_RIGHT,     /* RIGHT [OUTER] JOIN */
+  LM_JOIN_FULL       /* FULL [OUTER] JOIN */
+} lm_ast_join_type;
+
+/* A join after FROM's first input (the left side) with `right`:
+ *  - `[INNER | LEFT | RIGHT | FULL [OUTER]] JOIN right [alias] ON on`;
+ *  - `[LEFT] ASOF JOIN right [alias] [MATCH_CONDITION ( match )] ON on`
+ *    (asof; type INNER or LEFT). match NULL: DuckDB's spelling, the ordering
+ *    comparison is a conjunct of `on` (the binder finds it).
+ * The ON expression is kept whole: the binder splits its conjuncts into
+ * equality keys, time bounds and a residual filter. A side written as a
+ * window table function, `tumble(input, time, size)` / `hop(input, time,
+ * size, slide)`, has that call (a FUNCTION node whose args[0] is a COLUMN
+ * naming the input) in the select's from_window / the join's right_window;
+ * `right` (or the select's `from`) is then the input's name. */
 typedef struct lm_ast_join {
-  bool left_outer;         /* LEFT [OUTER] ASOF JOIN */
-  /* `[INNER | LEFT [OUTER]] JOIN right [FOR SYSTEM_TIME AS OF e] [alias] ON on`
-   * (not ASOF): a join of the input with a table (lookup join). as_of: the
-   * FOR SYSTEM_TIME AS OF expression (temporal join), NULL without one. */
+  lm_ast_join_type type;
+  bool asof;       /* ASOF JOIN */
+  bool left_outer; /* type == LM_JOIN_LEFT (the ASOF join reads it) */
+  /* A join that is not ASOF reads a table or a stream: `plain` (set for
+   * every non-ASOF join); as_of: the FOR SYSTEM_TIME AS OF expression of a
+   * lookup join of a table (temporal join), NULL without one. */
   bool plain;
   struct lm_ast_expr* as_of;
-  int32_t line, column;    /* of ASOF (or LEFT) */
+  int32_t line, column;    /* of the join's first word */
   const char* right;       /* the right input's name */
   const char* right_alias; /* NULL if none */
   int32_t right_line, right_column;
-  struct lm_ast_expr* match; /* MATCH_CONDITION's expression, NULL if none */
-  struct lm_ast_expr* on;    /* ON's expression */
+  struct lm_ast_expr* right_window; /* tumble(...) / hop(...) around it, or NULL */
+  struct lm_ast_expr* match;        /* MATCH_CONDITION's expression, NULL if none */
+  struct lm_ast_expr* on;           /* ON's expression */
 } lm_ast_join;
 
 typedef struct lm_ast_select {
@@ -213,7 +231,10 @@ typedef struct lm_ast_select {
   const char* from_alias; /* NULL if none */
   int32_t from_line, from_column;
   struct lm_ast_select* from_select; /* the derived table's query, NULL for a name */
-  lm_ast_join* join; /* FROM name [alias] ASOF JOIN ...; NULL without a join */
+  /* FROM tumble(name, time, size) / hop(...): the call, NULL for a plain name
+   * (only as a join's side, see lm_ast_join) */
+  struct lm_ast_expr* from_window;
+  lm_ast_join* join; /* FROM name [alias] [ASOF] JOIN ...; NULL without a join */
   /* `this UNION ALL union_next`: the next branch of a set, NULL if none. The
    * first select of a set stands for the whole set; every branch is a
    * select of its own (its ORDER BY / LIMIT belong to it). */
@@ -260,7 +281,7 @@ typedef enum lm_stmt_kind {
   LM_STMT_SHOW,
   LM_STMT_DESCRIBE,
   LM_STMT_EXPLAIN,
-  LM_STMT_SELECT, /* a bare SELECT */
+  LM_STMT_SELECT,       /* a bare SELECT */
   LM_STMT_CREATE_TABLE, /* CREATE TABLE name (columns, PRIMARY KEY (...)) */
   LM_STMT_INSERT,       /* INSERT INTO name VALUES (...), ... */
   LM_STMT_DELETE        /* DELETE FROM name [WHERE ...] */

@@ -24,10 +24,11 @@
  *   watermark := WATERMARK FOR col [AS col [- INTERVAL ...]]
  *   option  := (name[.name]* | 'key') = ('str' | [-]number | TRUE | FALSE | INTERVAL .. |
  * ${V}) select  := SELECT [DISTINCT|ALL] item [, ...] FROM (name | ( query )) [[AS] alias]
- *              [[LEFT [OUTER]] ASOF [LEFT [OUTER]] JOIN name [[AS] alias]
- *                 [MATCH_CONDITION ( e )] ON e
- *               | [INNER | LEFT [OUTER]] JOIN name [FOR SYSTEM_TIME AS OF e]
- *                 [[AS] alias] ON e]
+ *              [[INNER|LEFT|RIGHT|FULL [OUTER]] JOIN input
+ *                 [FOR SYSTEM_TIME AS OF e] [[AS] alias] ON e
+ *               |[LEFT [OUTER]] ASOF [LEFT [OUTER]] JOIN name [[AS] alias]
+ *                 [MATCH_CONDITION ( e )] ON e]
+ *   input   := name | tumble ( name , e , e ) | hop ( name , e , e , e )
  *              [WHERE e]
  *              [GROUP BY e, ...] [HAVING e]
  *              [ORDER BY e [ASC|DESC] [NULLS FIRST|LAST], ...] [LIMIT n] [OFFSET m]
@@ -38,8 +39,8 @@
  * ||; + -;
  * * / %; unary - +; primaries. All binary operators are left-associative.
  *
- * Not parsed in this version (LAMINAR_ERR_SQL_UNSUPPORTED at the token): joins
- * other than ASOF JOIN after a named input, comma joins, subqueries outside FROM, UNION without ALL,
+ * Not parsed in this version (LAMINAR_ERR_SQL_UNSUPPORTED at the token): CROSS,
+ * NATURAL and comma joins, a join after a derived table, subqueries outside FROM, UNION without ALL,
  * INSERT ... SELECT.
  *
  * Recursion: every recursive path goes through parse_binary(), parse_unary()
@@ -1207,62 +1208,102 @@ static laminar_code parse_order_items(parser* p, lm_ast_order_item** out, size_t
   return LAMINAR_OK;
 }
 
-/* [LEFT [OUTER]] ASOF [LEFT [OUTER]] JOIN name [[AS] alias] [MATCH_CONDITION ( e )]
- * ON e (LEFT before ASOF as Snowflake, after as DuckDB), the
- * current token at LEFT or ASOF; anything else a join word starts is
- * LAMINAR_ERR_SQL_UNSUPPORTED at it. */
-/* JOIN right [FOR SYSTEM_TIME AS OF e] [alias] ON e after [INNER | LEFT
- * [OUTER]]: a join with a table (the binder checks what `right` is). */
-static laminar_code parse_plain_join(parser* p, lm_ast_join* j, lm_ast_join** out) {
-  j->plain = true;
-  LM_TRY(advance(p));  // JOIN
-  LM_TRY(parse_name(p, "a table name after JOIN", &j->right, &j->right_line,
-                    &j->right_column));
-  if (is_kw(&p->cur, "FOR")) {
-    LM_TRY(advance(p));
-    LM_TRY(expect_kw(p, "SYSTEM_TIME"));
-    LM_TRY(expect_kw(p, "AS"));
-    LM_TRY(expect_kw(p, "OF"));
-    LM_TRY(parse_expr(p, &j->as_of));
+/* One input of a FROM clause: `name` or a window table function over it,
+ * `tumble(name, time, size)` / `hop(name, time, size, slide)` (*out_window the
+ * call, else NULL). */
+static laminar_code parse_from_input(parser* p, const char* what, const char** out_name,
+                                     int32_t* out_line, int32_t* out_column,
+                                     lm_ast_expr** out_window) {
+  lm_token name_tok = p->cur;
+  *out_window = NULL;
+  LM_TRY(parse_name(p, what, out_name, out_line, out_column));
+  if (p->cur.kind != LM_TOK_LPAREN ||
+      !(lm_streq_nocase(*out_name, "tumble") || lm_streq_nocase(*out_name, "hop")))
+    return LAMINAR_OK;
+  lm_ast_expr* call;
+  LM_TRY(parse_call(p, &name_tok, &call));
+  if (call->nargs < 1 || call->args[0]->kind != LM_AST_COLUMN ||
+      call->args[0]->table != NULL) {
+    return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, call->line, call->column,
+                   "%s(...) in FROM takes a source or stream name first: %s(input, "
+                   "time_column, INTERVAL ...)",
+                   call->fname, call->fname);
   }
-  if (!is_kw(&p->cur, "ON")) LM_TRY(parse_alias(p, true, &j->right_alias));
-  LM_TRY(expect_kw(p, "ON"));
-  LM_TRY(parse_expr(p, &j->on));
-  *out = j;
+  *out_name = call->args[0]->name;
+  *out_line = call->args[0]->line;
+  *out_column = call->args[0]->column;
+  *out_window = call;
   return LAMINAR_OK;
 }
 
+/* A join after FROM's first input, the current token at its first word:
+ *   [INNER | LEFT [OUTER] | RIGHT [OUTER] | FULL [OUTER]] JOIN input [[AS] alias]
+ *     ON e
+ *   [LEFT [OUTER]] ASOF [LEFT [OUTER]] JOIN name [[AS] alias]
+ *     [MATCH_CONDITION ( e )] ON e
+ * (LEFT before ASOF as Snowflake, after as DuckDB). CROSS, NATURAL, comma
+ * joins and ASOF with RIGHT / FULL are LAMINAR_ERR_SQL_UNSUPPORTED at the
+ * token. */
 static laminar_code parse_join(parser* p, lm_ast_join** out) {
   lm_ast_join* j = lm_arena_alloc(p->arena, sizeof *j);
   if (j == NULL) return nomem(p);
   j->line = p->cur.line;
   j->column = p->cur.column;
-  LM_TRY(accept_kw(p, "LEFT", &j->left_outer));
   bool got;
-  if (j->left_outer) LM_TRY(accept_kw(p, "OUTER", &got));
-  if (!j->left_outer) LM_TRY(accept_kw(p, "INNER", &got));
-  if (is_kw(&p->cur, "JOIN")) return parse_plain_join(p, j, out);
-  if (!is_kw(&p->cur, "ASOF")) { /* at the join's first word */
+  static const char* const types[] = {"INNER", "LEFT", "RIGHT", "FULL"};
+  for (int i = 0; i < 4; i++) {
+    LM_TRY(accept_kw(p, types[i], &got));
+    if (got) {
+      j->type = (lm_ast_join_type)i;
+      if (i > 0) LM_TRY(accept_kw(p, "OUTER", &got));
+      break;
+    }
+  }
+  LM_TRY(accept_kw(p, "ASOF", &j->asof));
+  if (j->asof && j->type == LM_JOIN_INNER) { /* DuckDB's spelling: ASOF LEFT JOIN */
+    LM_TRY(accept_kw(p, "LEFT", &got));
+    if (got) {
+      j->type = LM_JOIN_LEFT;
+      LM_TRY(accept_kw(p, "OUTER", &got));
+    }
+  }
+  if (j->asof && (j->type == LM_JOIN_RIGHT || j->type == LM_JOIN_FULL)) {
     return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, j->line, j->column,
-                   "only ASOF JOIN is supported yet: FROM a [LEFT] ASOF JOIN b "
+                   "ASOF JOIN is inner or LEFT: FROM a [LEFT] ASOF JOIN b "
                    "MATCH_CONDITION(a.ts >= b.ts) ON a.k = b.k");
   }
-  LM_TRY(advance(p));
-  if (!j->left_outer) { /* DuckDB's spelling: ASOF LEFT JOIN */
-    LM_TRY(accept_kw(p, "LEFT", &j->left_outer));
-    if (j->left_outer) LM_TRY(accept_kw(p, "OUTER", &got));
+  if (!is_kw(&p->cur, "JOIN")) {
+    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
+                   "this join is not supported: FROM a [INNER | LEFT | RIGHT | FULL] "
+                   "JOIN b ON ..., or FROM a [LEFT] ASOF JOIN b ...");
   }
-  LM_TRY(expect_kw(p, "JOIN"));
-  LM_TRY(parse_name(p, "a source or stream name after ASOF JOIN", &j->right,
-                    &j->right_line, &j->right_column));
+  j->left_outer = j->type == LM_JOIN_LEFT;
+  LM_TRY(advance(p));
+  if (j->asof) {
+    LM_TRY(parse_name(p, "a source or stream name after ASOF JOIN", &j->right,
+                      &j->right_line, &j->right_column));
+  } else {
+    j->plain = true;
+    LM_TRY(parse_from_input(p, "a source, stream or table name after JOIN", &j->right,
+                            &j->right_line, &j->right_column, &j->right_window));
+    if (is_kw(&p->cur, "FOR")) { /* a temporal join of a table */
+      LM_TRY(advance(p));
+      LM_TRY(expect_kw(p, "SYSTEM_TIME"));
+      LM_TRY(expect_kw(p, "AS"));
+      LM_TRY(expect_kw(p, "OF"));
+      LM_TRY(parse_expr(p, &j->as_of));
+    }
+  }
   if (!is_kw(&p->cur, "MATCH_CONDITION") && !is_kw(&p->cur, "ON")) {
     LM_TRY(parse_alias(p, true, &j->right_alias));
   }
-  LM_TRY(accept_kw(p, "MATCH_CONDITION", &got));
-  if (got) {
-    LM_TRY(expect(p, LM_TOK_LPAREN));
-    LM_TRY(parse_expr(p, &j->match));
-    LM_TRY(expect(p, LM_TOK_RPAREN));
+  if (j->asof) {
+    LM_TRY(accept_kw(p, "MATCH_CONDITION", &got));
+    if (got) {
+      LM_TRY(expect(p, LM_TOK_LPAREN));
+      LM_TRY(parse_expr(p, &j->match));
+      LM_TRY(expect(p, LM_TOK_RPAREN));
+    }
   }
   LM_TRY(expect_kw(p, "ON"));
   LM_TRY(parse_expr(p, &j->on));
@@ -1307,8 +1348,8 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
     LM_TRY(parse_alias(p, true, &s->from_alias));
     if (s->from_alias != NULL) s->from = s->from_alias;
   } else {
-    LM_TRY(parse_name(p, "a source or stream name", &s->from, &s->from_line,
-                      &s->from_column));
+    LM_TRY(parse_from_input(p, "a source or stream name", &s->from, &s->from_line,
+                            &s->from_column, &s->from_window));
     LM_TRY(parse_alias(p, true, &s->from_alias));
     for (size_t i = p->ncte; i-- > 0;) { /* a CTE in scope, innermost first */
       if (lm_streq_nocase(p->ctes[i].name, s->from)) {
@@ -1317,13 +1358,23 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
       }
     }
   }
-  if (s->from_select == NULL && (is_kw(&p->cur, "ASOF") || is_kw(&p->cur, "LEFT") ||
-                                 is_kw(&p->cur, "JOIN") || is_kw(&p->cur, "INNER"))) {
+  if (s->from_select == NULL && is_join_word(&p->cur) && p->cur.kind != LM_TOK_COMMA &&
+      !is_kw(&p->cur, "CROSS") && !is_kw(&p->cur, "NATURAL")) {
     LM_TRY(parse_join(p, &s->join));
+  }
+  if (s->from_window != NULL && s->join == NULL) {
+    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, s->from_window->line,
+                   s->from_window->column,
+                   "%s(...) in FROM is a side of a window join (FROM tumble(a, ts, "
+                   "size) JOIN tumble(b, ts, size) ON ...); to aggregate over windows, "
+                   "GROUP BY %s(ts, ...)",
+                   s->from_window->fname, s->from_window->fname);
   }
   if (is_join_word(&p->cur)) {
     return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
-                   "joins are not supported yet: FROM takes a single source or stream");
+                   "this join is not supported: FROM takes one input or one join of "
+                   "two named inputs (a JOIN b ON ...); join in a stream of its own "
+                   "and read that stream");
   }
 
   LM_TRY(accept_kw(p, "WHERE", &got));
@@ -1757,12 +1808,10 @@ static laminar_code parse_object_kind(parser* p, bool plural, lm_stmt* s) {
     const char* one;
     const char* many;
     lm_object_kind kind;
-  } words[] = {{"SOURCE", "SOURCES", LM_OBJ_SOURCE},
-               {"STREAM", "STREAMS", LM_OBJ_STREAM},
-               {"VIEW", "VIEWS", LM_OBJ_VIEW},
-               {"SINK", "SINKS", LM_OBJ_SINK},
-               {"TABLE", "TABLES", LM_OBJ_TABLE},
-               {"FUNCTION", "FUNCTIONS", LM_OBJ_FUNCTION}};
+  } words[] = {
+      {"SOURCE", "SOURCES", LM_OBJ_SOURCE}, {"STREAM", "STREAMS", LM_OBJ_STREAM},
+      {"VIEW", "VIEWS", LM_OBJ_VIEW},       {"SINK", "SINKS", LM_OBJ_SINK},
+      {"TABLE", "TABLES", LM_OBJ_TABLE},    {"FUNCTION", "FUNCTIONS", LM_OBJ_FUNCTION}};
   bool got;
   LM_TRY(accept_kw(p, "MATERIALIZED", &got));
   if (got) {
@@ -1777,10 +1826,9 @@ static laminar_code parse_object_kind(parser* p, bool plural, lm_stmt* s) {
       return advance(p);
     }
   }
-  return expected(p, plural
-                         ? "SOURCES, TABLES, STREAMS, VIEWS, SINKS or FUNCTIONS"
-                         : "SOURCE, TABLE, STREAM, VIEW, MATERIALIZED VIEW, SINK or "
-                           "FUNCTION");
+  return expected(p, plural ? "SOURCES, TABLES, STREAMS, VIEWS, SINKS or FUNCTIONS"
+                            : "SOURCE, TABLE, STREAM, VIEW, MATERIALIZED VIEW, SINK or "
+                              "FUNCTION");
 }
 
 static laminar_code parse_statement(parser* p, lm_stmt** out);

@@ -762,8 +762,12 @@ static int test_errors(void) {
   /* Assorted. */
   EXPECT(fails_at("FROB x", SYN, 1, 1, "expected a statement"));
   EXPECT(fails_at("CREATE TABLE t (a INT)", SYN, 1, 16, "PRIMARY KEY"));
-  EXPECT(fails_at("SELECT a FROM t RIGHT JOIN u ON a = b", LAMINAR_ERR_SQL_UNSUPPORTED, 1,
-                  17, "join"));
+  EXPECT(fails_at("SELECT a FROM t CROSS JOIN u", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 17,
+                  "join"));
+  EXPECT(fails_at("SELECT a FROM t FULL ASOF JOIN u ON a = b",
+                  LAMINAR_ERR_SQL_UNSUPPORTED, 1, 17, "ASOF JOIN is inner or LEFT"));
+  EXPECT(fails_at("SELECT a FROM tumble(t, ts, INTERVAL '1' SECOND)",
+                  LAMINAR_ERR_SQL_UNSUPPORTED, 1, 15, "window join"));
   EXPECT(fails_at("SELECT a FROM t, u", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 16, "join"));
   /* FROM ( query ) parses (a derived table); UNION without ALL does not. */
   EXPECT(fails_at("SELECT a FROM (SELECT 1)", LAMINAR_ERR_SQL_SYNTAX, 1, 24, "FROM"));

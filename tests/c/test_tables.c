@@ -258,8 +258,9 @@ static int test_lookup_errors(void) {
       {"JOIN t ON s.a = t.k AND s.b = t.j AND s.a = t.k", LAMINAR_ERR_SQL_LOOKUP_KEY, 39},
       /* A key of another type. */
       {"JOIN t ON s.b = t.k AND s.b = t.j", LAMINAR_ERR_TYPE_MISMATCH, 11},
-      /* The right side must be a table; temporal joins are not there yet. */
-      {"JOIN s u ON s.a = u.a", LAMINAR_ERR_SQL_UNSUPPORTED, 1},
+      /* A join of two streams is an interval join: without a time bound it is
+       * refused; temporal joins are not there yet. */
+      {"JOIN s u ON s.a = u.a", LAMINAR_ERR_SQL_UNBOUNDED_JOIN, 1},
       {"LEFT JOIN nope ON s.a = nope.k", LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 11},
       {"JOIN t FOR SYSTEM_TIME AS OF s.ts ON s.a = t.k AND s.b = t.j",
        LAMINAR_ERR_SQL_UNSUPPORTED, 30},

@@ -128,6 +128,36 @@ static inline laminar_code query_text(laminar_db* db, const char* sql, char* out
   return rc;
 }
 
+/* Append every row queued on `sub` now to out as "v1,v2,...;" (render_row),
+ * in the order they were emitted; 0 on success. */
+static inline int take_text(laminar_subscription* sub, char* out, size_t cap) {
+  for (;;) {
+    result_view rv;
+    memset(&rv, 0, sizeof rv);
+    laminar_error err;
+    CHECK_CODE(laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err), LAMINAR_OK,
+               &err);
+    if (rv.array.release == NULL) return 0;
+    CHECK(result_view_init(&rv) == 0);
+    for (int64_t r = 0; r < rv.array.length; r++) {
+      char line[128] = "";
+      render_row(&rv.schema, &rv.view, r, line, sizeof line);
+      size_t len = strlen(out);
+      snprintf(out + len, cap - len, "%s;", line);
+    }
+    result_view_free(&rv);
+  }
+}
+
+/* An expecting check of two strings that prints both when they differ. */
+#define EXPECT_TEXT(got, want)                                                   \
+  do {                                                                           \
+    if (strcmp((got), (want)) != 0)                                              \
+      fprintf(stderr, "%s:%d: got '%s', want '%s'\n", __FILE__, __LINE__, (got), \
+              (want));                                                           \
+    EXPECT(strcmp((got), (want)) == 0);                                          \
+  } while (0)
+
 /* Open an in-memory database of `cores` reactors and run `sql` in it; 0 on
  * success. */
 static inline int open_cores_db(int cores, const char* sql, laminar_db** out) {

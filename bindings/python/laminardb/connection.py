@@ -676,9 +676,11 @@ class Connection(Handle):
         queue_bytes, max_queue_bytes, watermark_ms (with a WAL:
         wal_next_offset, processed_offset). Streams: rows_in, rows_out,
         late_rows, state_groups, state_bytes, accounted_state_bytes,
-        max_state_bytes, watermark_ms, subscribers, partitions (an ASOF JOIN
-        stream also join_left_rows, join_right_rows: the rows it holds; window
-        functions also held_rows). Subscriptions:
+        max_state_bytes, watermark_ms, subscribers, partitions (a join stream,
+        ASOF or interval, also join_left_rows, join_right_rows,
+        join_left_bytes, join_right_bytes: the rows it holds per side; window
+        functions also held_rows; a window over a source with per-key
+        watermarks also watermark_keys, as that source does). Subscriptions:
         delivered_batches, queue_depth, queue_bytes, max_queue_bytes.
         Reactors ("0" .. cores-1): busy_ns, running_ns, busy_pct, rounds, rows,
         cpu (reactor 0 also messages). Durable databases: last_checkpoint,
