@@ -2,8 +2,9 @@
  * join_util.h -- what the join tests share (test_join_asof.c,
  * test_join_interval.c): an error at its line and column, and a crash in the
  * middle of two sources feeding a join (file sinks on the join and on a window
- * over it), reopened and resumed from each source's offset, compared with an
- * uninterrupted run's output.
+ * over it), reopened and resumed from each source's offset (at the same or
+ * another `cores`, both streams then one partition per reactor), compared
+ * with an uninterrupted run's output.
  */
 #ifndef LM_TEST_JOIN_UTIL_H
 #define LM_TEST_JOIN_UTIL_H

@@ -483,6 +483,35 @@ def test_interval_join_partitioned_by_its_keys() -> None:
             assert want in part[0], part
 
 
+def test_interval_join_partitioned_with_a_group_by_only_on_its_keys() -> None:
+    """With cores = 2 a GROUP BY after a join splits with it only when keyed
+    by a join key of a side never padded with NULLs (each partition then
+    holds all of a group's rows); otherwise the stream runs whole, saying why."""
+    window = "tumble(a.ts, INTERVAL '100' MILLISECOND)"
+    on = "ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + 5"
+    streams = {
+        "inner_a": ("a JOIN b", "a.k", "2 partitions"),
+        "inner_b": ("a JOIN b", "b.k", "2 partitions"),
+        "left_a": ("a LEFT JOIN b", "a.k", "2 partitions"),
+        "left_b": ("a LEFT JOIN b", "b.k", "after the join without its keys"),
+        "full_a": ("a FULL JOIN b", "a.k", "after the join without its keys"),
+        "other": ("a JOIN b", "b.y", "after the join without its keys"),
+    }
+    with laminardb.open(cores=2) as db:
+        open_ab(
+            db,
+            ";".join(
+                f"CREATE STREAM {name} AS SELECT {key} AS g, COUNT(*) AS n "
+                f"FROM {join} {on} GROUP BY {key}, {window}"
+                for name, (join, key, _) in streams.items()
+            ),
+        )
+        for name, (_, _, want) in streams.items():
+            plan = db.query(f"EXPLAIN {name}").to_pylist()
+            part = [r["details"] for r in plan if r["operator"] == "partitioning"]
+            assert want in part[0], (name, part)
+
+
 def test_interval_join_refused_where_it_cannot_run_split() -> None:
     """Splitting a join across engines (Spark) is refused with LDB-1005, naming it."""
     with laminardb.open() as db:
