@@ -1397,7 +1397,9 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
           case LM_TYPE_STRING:
             ((lm_str*)data)[k] = is_null ? (lm_str){NULL, 0} : st->mm_s[g];
             break;
-          default: lm_vec_int_put(st->result_type, data, k, is_null ? 0 : st->mm_i[g]); break;
+          default:
+            lm_vec_int_put(st->result_type, data, k, is_null ? 0 : st->mm_i[g]);
+            break;
         }
         break;
     }

@@ -879,7 +879,8 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     /* A lookup join: its row, then the rest reads the joined row. */
     char pbuf[24], nbuf[24];
     lm_text what = {0};
-    lm_text_printf(&what, "%s with table %s ON its %d key column%s, its rows when each "
+    lm_text_printf(&what,
+                   "%s with table %s ON its %d key column%s, its rows when each "
                    "row is processed",
                    plan->input, plan->lookup_table, (int)plan->lk.nkeys,
                    plan->lk.nkeys == 1 ? "" : "s");

@@ -447,7 +447,9 @@ static laminar_code import_result(lm_eval_ctx* ctx, const lm_udf* f,
     switch (t) {
       case LM_TYPE_BOOL: *slot = ArrowArrayViewGetIntUnsafe(&view, k) != 0; break;
       case LM_TYPE_INT16:
-      case LM_TYPE_INT8: lm_vec_int_put(t, slot, 0, ArrowArrayViewGetIntUnsafe(&view, k)); break;
+      case LM_TYPE_INT8:
+        lm_vec_int_put(t, slot, 0, ArrowArrayViewGetIntUnsafe(&view, k));
+        break;
       case LM_TYPE_INT32:
       case LM_TYPE_DATE: {
         int32_t x = (int32_t)ArrowArrayViewGetIntUnsafe(&view, k);

@@ -456,7 +456,7 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
   lm_type t = (op == LM_OP_DIV || lt == LM_TYPE_DOUBLE || rt == LM_TYPE_DOUBLE)
                   ? LM_TYPE_DOUBLE
               : (is_int32_or_less(lt) && is_int32_or_less(rt)) ? LM_TYPE_INT32
-                                                                 : LM_TYPE_INT64;
+                                                               : LM_TYPE_INT64;
   LM_TRY(coerce(b, &l, t));
   LM_TRY(coerce(b, &r, t));
   return make_call2(b, xop, t, l, r, out);
@@ -965,9 +965,9 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       lm_type t = lm_bind_sql_type(a->cast_type);
       /* DATE converts only to and from text and TIMESTAMP (DuckDB refuses
        * the rest when binding too). */
-      bool date_ok = x->type == t || x->type == LM_TYPE_NULL || x->type == LM_TYPE_STRING ||
-                     x->type == LM_TYPE_TIMESTAMP || t == LM_TYPE_STRING ||
-                     t == LM_TYPE_TIMESTAMP;
+      bool date_ok = x->type == t || x->type == LM_TYPE_NULL ||
+                     x->type == LM_TYPE_STRING || x->type == LM_TYPE_TIMESTAMP ||
+                     t == LM_TYPE_STRING || t == LM_TYPE_TIMESTAMP;
       if ((x->type == LM_TYPE_DATE || t == LM_TYPE_DATE) && !date_ok) {
         return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "cannot CAST %s to %s",
                     lm_type_name(x->type), lm_type_name(t));
