@@ -740,7 +740,7 @@ static const char* agg_name(lm_agg_fn fn) {
 
 /* "sum(price * volume)", "count(*)". */
 static void put_agg(lm_text* b, const lm_agg_spec* a, const char* const* names) {
-  lm_text_printf(b, "%s", agg_name(a->fn));
+  lm_text_printf(b, "%s", a->fn == LM_AGG_UDAF ? lm_udf_name(a->udaf) : agg_name(a->fn));
   if (a->arg == NULL) return;
   lm_text_printf(b, "(");
   put_expr(b, a->arg, names);
