@@ -372,9 +372,16 @@ def test_registration_errors_and_catalog(db: laminardb.Connection) -> None:
     with pytest.raises(laminardb.SQLError) as info:
         db.execute("CREATE STREAM x AS SELECT symbol FROM trades WHERE sumsq(price) > 1")
     db.execute("CREATE STREAM y AS SELECT symbol, sumsq(price) AS s FROM trades GROUP BY symbol")
+    db.execute(TUMBLE)
+    with pytest.raises(laminardb.SQLError) as info:  # no partial state to ship yet
+        db.two_phase("w")
+    assert info.value.code == "LDB-1005"
+    assert "user-defined aggregate 'sumsq' has no partial/final split yet" in str(info.value)
     flags = {r["name"]: r["flags"] for r in db.query("SHOW FUNCTIONS").to_pylist()}
     assert flags == {"sumsq": "aggregate, retractable", "geomean": "aggregate"}
     with pytest.raises(laminardb.SQLError) as info:
         db.remove_function("sumsq")
     assert info.value.code == "LDB-1007"
+    db.execute("DROP STREAM w")
     db.remove_function("geomean")
+    assert [r["name"] for r in db.query("SHOW FUNCTIONS").to_pylist()] == ["sumsq"]
