@@ -2042,7 +2042,9 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
   return rc;
 }
 
-bool lm_bind_has_aggregate(const lm_ast_expr* e) { return contains_agg(NULL, e); }
+bool lm_bind_has_aggregate(const lm_udf_list* funcs, const lm_ast_expr* e) {
+  return contains_agg(funcs, e);
+}
 
 bool lm_bind_ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
   return ast_equal(x, y);

@@ -371,6 +371,10 @@ def test_registration_errors_and_catalog(db: laminardb.Connection) -> None:
     db.execute(SOURCE)
     with pytest.raises(laminardb.SQLError) as info:
         db.execute("CREATE STREAM x AS SELECT symbol FROM trades WHERE sumsq(price) > 1")
+    db.execute("CREATE MATERIALIZED VIEW v AS SELECT symbol, price FROM trades")
+    with pytest.raises(laminardb.SQLError) as info:  # as for a built-in aggregate
+        db.query("SELECT sumsq(price) AS s FROM v")
+    assert "aggregates, GROUP BY and HAVING in a SELECT over a view" in str(info.value)
     db.execute("CREATE STREAM y AS SELECT symbol, sumsq(price) AS s FROM trades GROUP BY symbol")
     db.execute(TUMBLE)
     with pytest.raises(laminardb.SQLError) as info:  # no partial state to ship yet
