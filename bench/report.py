@@ -195,9 +195,12 @@ TABLES = [
         "Spark",
         "`bench/bench_spark.py`: W1 on `local[2]`, 4 partitions, into the `noop` sink: "
         "the adapter (two-phase, Python engine; JVM engine) against Spark's own "
-        "`groupBy(window(...))`, seconds; the ratio is Spark's time over the adapter's.",
+        "`groupBy(window(...))`, seconds; the ratio is Spark's time over the adapter's. "
+        "Both Spark lines in the same run: the newest PySpark 4 (`.venv`) and 3.5 "
+        "(`.venv-spark35`).",
         [
-            versus(f"{kind}, {name}", "spark", SPARK.format(kind=k, what=w), "s", "≥ 2×")
+            versus(f"{line}: {kind}, {name}", key, SPARK.format(kind=k, what=w), "s", "≥ 2×")
+            for line, key in (("PySpark 4", "spark"), ("PySpark 3.5", "spark35"))
             for kind, s in (("batch", "batch"), ("streaming", "stream"))
             for name, k, w in (("adapter", s, "adapter"), ("JVM engine", f"{s}-jvm", "jvm"))
         ],

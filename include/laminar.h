@@ -139,6 +139,10 @@ typedef enum laminar_code {
   LAMINAR_ERR_SQL_JOIN_CONDITION = 1009,     /* a join's ON / MATCH_CONDITION is not one
                                                 it can run (no ordering condition, an
                                                 unsupported comparison) */
+  LAMINAR_ERR_SQL_TABLE_KEY = 1020,          /* a DELETE whose WHERE does not fix the
+                                                whole primary key of its table */
+  LAMINAR_ERR_SQL_LOOKUP_KEY = 1021,         /* a lookup join's ON is not one equality
+                                                per primary-key column of its table */
   LAMINAR_ERR_SQL_NOT_MATERIALIZED = 1030,   /* SELECT from a stream or source: only
                                              materialized views keep rows to read */
   LAMINAR_ERR_SQL_UNDEFINED_VARIABLE = 1031, /* ${NAME} with no variable NAME set */
@@ -822,7 +826,7 @@ typedef int (*laminar_function_callback)(void* user, const struct ArrowArray* ar
  * not run: LDB-1101: unknown function 'fx' ...").
  * arg_types:   nargs Arrow format strings, one per argument: "b" BOOLEAN,
  *              "i" INT, "l" BIGINT, "g" DOUBLE, "u" VARCHAR, "tsu:" TIMESTAMP
- *              (microseconds). SQL arguments are cast to these types as a
+ *              (microseconds), "tdD" DATE (days). SQL arguments are cast to these types as a
  *              built-in function's are (an INT widens to BIGINT or DOUBLE; a
  *              string literal converts).
  * nargs:       0 to 64.
@@ -1193,6 +1197,43 @@ LAMINAR_API laminar_code laminar_source_push_batch_timeout(
     laminar_source* source, struct ArrowArray* arrays, int64_t n,
     const struct ArrowSchema* schema, int64_t timeout_ms, int64_t* out_pushed,
     laminar_error* err);
+
+/* Upsert rows into table `table` (CREATE TABLE ... PRIMARY KEY): each row
+ * replaces the row of its key, or adds it. The same as pushing the rows with
+ * `_weight` +1 to the table's source (laminar_source_open(db, table) opens
+ * it: its columns are the table's then `_weight BIGINT`, +1 or NULL upsert,
+ * -1 deletes), and as SQL `INSERT INTO table VALUES ...`.
+ * table: the table's name. rows/schema: a struct array whose columns are the
+ *   table's, matched by name in any order (as laminar_source_push matches a
+ *   source's), without `_weight`; NULL in a key column is refused.
+ * Ownership: on LAMINAR_OK `*rows` has been consumed (its release member is
+ *   NULL); on failure it is untouched and still the caller's. `schema` is
+ *   borrowed for the call.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no table of that name);
+ *   LAMINAR_ERR_STATE while a producer handle of the table is open (write
+ *   through that handle instead); LAMINAR_ERR_READ_ONLY on a read-only
+ *   database; the import errors of laminar_source_push (LAMINAR_ERR_SCHEMA_MISMATCH,
+ *   LAMINAR_ERR_COLUMN_TYPE, LAMINAR_ERR_NULL_VIOLATION, LAMINAR_ERR_ARROW_*)
+ *   and its queue and WAL errors; LAMINAR_ERR_MISUSE for NULL arguments. On
+ *   failure nothing is written.
+ * Thread-safety: any thread; takes the database's catalog lock for the call. */
+LAMINAR_API laminar_code laminar_table_upsert(laminar_db* db, const char* table,
+                                              struct ArrowArray* rows,
+                                              const struct ArrowSchema* schema,
+                                              laminar_error* err);
+
+/* Delete the rows of the given keys from table `table`; a key with no row is
+ * ignored. The same as SQL `DELETE FROM table WHERE k = ...` per key.
+ * keys/schema: a struct array of exactly the table's primary-key columns
+ *   (matched by name), one row per key to delete.
+ * Ownership: as laminar_table_upsert().
+ * Returns: as laminar_table_upsert() (LAMINAR_ERR_SCHEMA_MISMATCH when the
+ *   columns are not the primary key's).
+ * Thread-safety: as laminar_table_upsert(). */
+LAMINAR_API laminar_code laminar_table_delete(laminar_db* db, const char* table,
+                                              struct ArrowArray* keys,
+                                              const struct ArrowSchema* schema,
+                                              laminar_error* err);
 
 /* Alias of laminar_source_free_slots(): *out = 1 when it reports at least `n`
  * free slots, else 0. Kept for existing callers (the bindings' has_capacity).

@@ -665,7 +665,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   s->watermark_ms = INT64_MIN;
   atomic_init(&s->late_rows, 0);
   laminar_code rc =
-      lm_bind_stream(stmt, lm_db_lookup_input, db, &db->funcs, &s->plan, err);
+      lm_bind_stream_tables(stmt, lm_db_lookup_input, lm_db_table_columns, db, &db->funcs,
+                            &s->plan, err);
   if (rc != LAMINAR_OK) {
     lm_free(s);
     return rc;
@@ -687,6 +688,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_stream_def_free(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
+  /* A lookup join reads its table's operator in place (table.c). */
+  if (s->plan.lookup) lm_db_table_attach_lookup(db, s);
   {
     const lm_source_def* in_src =
         s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
@@ -783,6 +786,16 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_durable_identify(db->dur, late->name, &late->incarnation, NULL);
   }
   return lm_durable_catalog_changed(db, err);
+}
+
+laminar_code lm_db_create_source(laminar_db* db, const char* sql, const lm_stmt* stmt,
+                                 laminar_error* err) {
+  return create_source(db, sql, stmt, err);
+}
+
+laminar_code lm_db_create_stream(laminar_db* db, const char* sql, const lm_stmt* stmt,
+                                 laminar_error* err) {
+  return create_stream(db, sql, stmt, err);
 }
 
 /* ---- CREATE SINK ... INTO FILE ------------------------------------------------------- */
@@ -921,12 +934,18 @@ static void remove_ptr(void** arr, int32_t* n, const void* p) {
   }
 }
 
-static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err) {
+laminar_code lm_db_drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err) {
   char msg[256];
   lm_source_def* src = lm_db_find_source(db, stmt->name);
   lm_stream_def* s = lm_db_find_stream(db, stmt->name);
   bool want_source = stmt->object == LM_OBJ_SOURCE;
   const char* other = NULL; /* DROP STREAM of a view, DROP VIEW of a stream */
+  /* A table's parts go only with DROP TABLE (lm_db_drop_table). */
+  if (src != NULL && src->table != NULL && !stmt->internal) src = NULL;
+  if (s != NULL && lm_db_is_table(s) && !stmt->internal) {
+    other = "TABLE";
+    s = NULL;
+  }
   if (s != NULL && lm_db_is_view(s) != (stmt->object == LM_OBJ_VIEW)) {
     other = lm_db_is_view(s) ? "MATERIALIZED VIEW" : "STREAM";
     s = NULL;
@@ -938,8 +957,10 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
                  want_source ? "source" : lm_db_object_word(stmt->object), stmt->name);
     if (other != NULL && n > 0 && (size_t)n < sizeof msg) {
       snprintf(msg + n, sizeof msg - (size_t)n, " (it is a %s: DROP %s %s)",
-               lm_streq_nocase(other, "STREAM") ? "stream" : "materialized view", other,
-               stmt->name);
+               lm_streq_nocase(other, "STREAM")  ? "stream"
+               : lm_streq_nocase(other, "TABLE") ? "table"
+                                                 : "materialized view",
+               other, stmt->name);
     }
     return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line,
                    stmt->name_column, stmt->name, msg);
@@ -1076,6 +1097,7 @@ static laminar_code show(laminar_db* db, const lm_stmt* stmt,
   bool sources = stmt->object == LM_OBJ_SOURCE;
   if (stmt->object == LM_OBJ_SINK) return lm_db_show_sinks(db, out, err);
   if (stmt->object == LM_OBJ_FUNCTION) return lm_db_show_functions(db, out, err);
+  if (stmt->object == LM_OBJ_TABLE) return lm_db_show_tables(db, out, err);
   bool views = stmt->object == LM_OBJ_VIEW; /* SHOW STREAMS lists the others */
   if (out == NULL) return LAMINAR_OK;
   int64_t n = sources ? db->graph.nsources : db->graph.nstreams;
@@ -1089,6 +1111,8 @@ static laminar_code show(laminar_db* db, const lm_stmt* stmt,
   int64_t k = 0; /* rows filled */
   for (int64_t i = 0; i < n; i++) {
     if (!sources && lm_db_is_view(db->graph.streams[i]) != views) continue;
+    if (!sources && lm_db_is_table(db->graph.streams[i])) continue; /* SHOW TABLES */
+    if (sources && db->graph.sources[i]->table != NULL) continue;
     if (sources) {
       lm_source_def* s = db->graph.sources[i];
       owned[i] = lm_db_format_columns(&s->schema);
@@ -1138,6 +1162,12 @@ static laminar_code describe(laminar_db* db, const lm_stmt* stmt,
   lm_stream_def* s = src ? NULL : lm_db_find_stream(db, stmt->name);
   if (src) schema = &src->schema;
   if (s) schema = lm_db_is_view(s) ? lm_db_view_columns(s) : &s->out_schema;
+  /* A table: its declared columns (keys NOT NULL), its changelog's without
+   * _weight. */
+  lm_source_def* changes = s != NULL ? lm_db_table_source(db, s->name) : NULL;
+  lm_schema declared = {changes != NULL ? changes->schema.ncols - 1 : 0,
+                        changes != NULL ? changes->schema.fields : NULL};
+  if (changes != NULL) schema = &declared;
   if (schema == NULL) {
     char msg[256];
     snprintf(msg, sizeof msg, "no source, stream or view named '%s'", stmt->name);
@@ -1167,7 +1197,16 @@ static laminar_code describe(laminar_db* db, const lm_stmt* stmt,
 static laminar_code read_only_statement(laminar_db* db, const char* sql,
                                         const lm_stmt* st, laminar_error* err) {
   bool create = st->kind == LM_STMT_CREATE_SOURCE || st->kind == LM_STMT_CREATE_STREAM ||
-                st->kind == LM_STMT_CREATE_SINK;
+                st->kind == LM_STMT_CREATE_SINK || st->kind == LM_STMT_CREATE_TABLE;
+  if (st->kind == LM_STMT_INSERT || st->kind == LM_STMT_DELETE) {
+    char what[192];
+    snprintf(what, sizeof what, "takes no writes (%s '%s')",
+             st->kind == LM_STMT_INSERT ? "INSERT INTO" : "DELETE FROM", st->name);
+    laminar_code rc = lm_durable_refuse_write(db->dur, what, err);
+    lm_error_at(err, st->line, st->column);
+    lm_error_object(err, st->name, NULL);
+    return rc;
+  }
   /* Functions are not stored: DROP FUNCTION changes nothing in data_dir. */
   if (!create && (st->kind != LM_STMT_DROP || st->object == LM_OBJ_FUNCTION))
     return LAMINAR_OK;
@@ -1207,15 +1246,21 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
     if (lm_durable_read_only(db->dur) && !lm_durable_recovering(db->dur)) {
       rc = read_only_statement(db, sql, st, err);
       if (rc != LAMINAR_OK || st->kind == LM_STMT_CREATE_SOURCE ||
-          st->kind == LM_STMT_CREATE_STREAM || st->kind == LM_STMT_CREATE_SINK)
+          st->kind == LM_STMT_CREATE_STREAM || st->kind == LM_STMT_CREATE_SINK ||
+          st->kind == LM_STMT_CREATE_TABLE)
         continue; /* refused, or a re-declaration: nothing to do */
     }
     switch (st->kind) {
       case LM_STMT_CREATE_SOURCE: rc = create_source(db, sql, st, err); break;
       case LM_STMT_CREATE_STREAM: rc = create_stream(db, sql, st, err); break;
       case LM_STMT_CREATE_SINK: rc = create_sink(db, sql, st, err); break;
+      case LM_STMT_CREATE_TABLE: rc = lm_db_create_table(db, sql, st, err); break;
+      case LM_STMT_INSERT: rc = lm_db_insert(db, st, err); break;
+      case LM_STMT_DELETE: rc = lm_db_delete(db, st, err); break;
       case LM_STMT_DROP:
-        if (st->object == LM_OBJ_SINK) {
+        if (st->object == LM_OBJ_TABLE) {
+          rc = lm_db_drop_table(db, st, err);
+        } else if (st->object == LM_OBJ_SINK) {
           rc = drop_sink(db, st, err);
         } else if (st->object == LM_OBJ_FUNCTION) {
           rc = lm_db_function_drop(db, st->name, st->if_exists, err);
@@ -1224,10 +1269,10 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
                    st->object != LM_OBJ_VIEW) {
           rc = fail_at(
               err, LAMINAR_ERR_SQL_UNSUPPORTED, st->line, st->column, st->name,
-              "only DROP SOURCE, DROP STREAM, DROP MATERIALIZED VIEW and DROP SINK "
-              "are supported");
+              "only DROP SOURCE, DROP TABLE, DROP STREAM, DROP MATERIALIZED VIEW and "
+              "DROP SINK are supported");
         } else {
-          rc = drop(db, st, err);
+          rc = lm_db_drop(db, st, err);
         }
         break;
       case LM_STMT_SHOW: rc = show(db, st, out_rows, err); break;

@@ -266,18 +266,15 @@ static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, query* q,
 
 static int cmp_value(const lm_vec* v, uint32_t a, uint32_t b) {
   switch (v->type) {
-    case LM_TYPE_BOOL: {
-      const uint8_t* x = v->data;
-      return (x[a] > x[b]) - (x[a] < x[b]);
-    }
-    case LM_TYPE_INT32: {
-      const int32_t* x = v->data;
-      return (x[a] > x[b]) - (x[a] < x[b]);
-    }
+    case LM_TYPE_BOOL:
+    case LM_TYPE_INT8:
+    case LM_TYPE_INT16:
+    case LM_TYPE_DATE:
+    case LM_TYPE_INT32:
     case LM_TYPE_INT64:
     case LM_TYPE_TIMESTAMP: {
-      const int64_t* x = v->data;
-      return (x[a] > x[b]) - (x[a] < x[b]);
+      int64_t x = lm_vec_int_at(v, a), y = lm_vec_int_at(v, b);
+      return (x > y) - (x < y);
     }
     case LM_TYPE_DOUBLE: {
       double x = ((const double*)v->data)[a], y = ((const double*)v->data)[b];
@@ -879,7 +876,18 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
   if (!lm_plan_branched(plan)) {
     const lm_schema* in = lm_db_lookup_input(db, plan->input, &is_source);
     if (in != NULL) explain_input(x, db, plan->input);
-    return in;
+    if (in == NULL || !plan->lookup) return in;
+    /* A lookup join: its row, then the rest reads the joined row. */
+    char pbuf[24], nbuf[24];
+    lm_text what = {0};
+    lm_text_printf(&what, "%s with table %s ON its %d key column%s, its rows when each "
+                   "row is processed",
+                   plan->input, plan->lookup_table, (int)plan->lk.nkeys,
+                   plan->lk.nkeys == 1 ? "" : "s");
+    add_row(x, plan->lk.left_outer ? "left lookup join" : "lookup join",
+            lm_text_take(&what), prev_id(x, pbuf, sizeof pbuf),
+            next_id(x, nbuf, sizeof nbuf));
+    return &plan->union_schema;
   }
   lm_text ins = {0}, what = {0};
   int64_t* last = lm_calloc((size_t)plan->nbranches, sizeof *last);
@@ -1334,7 +1342,8 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
     lm_plan plan;
     LM_TRY(lm_option_check_sql(LAMINAR_SCOPE_STREAM, inner->name, inner->options,
                                inner->noptions, err));
-    LM_TRY(lm_bind_stream(inner, lm_db_lookup_input, db, &db->funcs, &plan, err));
+    LM_TRY(lm_bind_stream_tables(inner, lm_db_lookup_input, lm_db_table_columns, db,
+                                 &db->funcs, &plan, err));
     laminar_code orc = lm_db_stream_options(inner, &plan, err);
     if (orc != LAMINAR_OK) {
       lm_plan_free(&plan);

@@ -844,10 +844,12 @@ static void put_row(const rowstore* s, uint32_t slot, lm_state_writer* w) {
         break;
       }
       case LM_TYPE_DOUBLE: lm_state_put_f64(w, ((const double*)s->data[c])[slot]); break;
-      case LM_TYPE_INT32: lm_state_put_i64(w, ((const int32_t*)s->data[c])[slot]); break;
-      case LM_TYPE_BOOL:
       case LM_TYPE_NULL: lm_state_put_i64(w, ((const uint8_t*)s->data[c])[slot]); break;
-      default: lm_state_put_i64(w, ((const int64_t*)s->data[c])[slot]); break;
+      default: {
+        lm_vec v = {s->types[c], slot + 1, NULL, s->data[c]};
+        lm_state_put_i64(w, lm_vec_int_at(&v, slot));
+        break;
+      }
     }
   }
 }
@@ -904,12 +906,8 @@ static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r,
       switch (st->types[c]) {
         case LM_TYPE_STRING: ((lm_str*)data[c])[row] = lm_state_get_bytes(r); break;
         case LM_TYPE_DOUBLE: ((double*)data[c])[row] = lm_state_get_f64(r); break;
-        case LM_TYPE_INT32:
-          ((int32_t*)data[c])[row] = (int32_t)lm_state_get_i64(r);
-          break;
-        case LM_TYPE_BOOL:
         case LM_TYPE_NULL: ((uint8_t*)data[c])[row] = (uint8_t)lm_state_get_i64(r); break;
-        default: ((int64_t*)data[c])[row] = lm_state_get_i64(r); break;
+        default: lm_vec_int_put(st->types[c], data[c], row, lm_state_get_i64(r)); break;
       }
     }
     if (r->failed) rc = LAMINAR_ERR_RECOVERY;
@@ -960,18 +958,8 @@ static laminar_code get_row(rowstore* st, uint32_t slot, lm_state_reader* r) {
         memcpy(d, &v, 8);
         break;
       }
-      case LM_TYPE_INT32: {
-        int32_t v = (int32_t)lm_state_get_i64(r);
-        memcpy(d, &v, 4);
-        break;
-      }
-      case LM_TYPE_BOOL:
       case LM_TYPE_NULL: *(uint8_t*)d = (uint8_t)lm_state_get_i64(r); break;
-      default: {
-        int64_t v = lm_state_get_i64(r);
-        memcpy(d, &v, 8);
-        break;
-      }
+      default: lm_vec_int_put(st->types[c], d, 0, lm_state_get_i64(r)); break;
     }
   }
   return r->failed ? LAMINAR_ERR_RECOVERY : LAMINAR_OK;

@@ -258,6 +258,34 @@ void lm_op_window_set_args(lm_op* op, const lm_vec* args);
 /* Number of groups currently held (all open windows). */
 int64_t lm_op_window_state_rows(const lm_op* op);
 
+/* ---- lookup join: a stream's rows against a table (join_lookup.c) ---------- */
+
+/* `FROM s [LEFT] JOIN t ON s.x = t.k ...` where t is a table (CREATE TABLE):
+ * each input row is matched, when it is processed, with the table's row of
+ * the key its lkeys give (the table's content at that moment: processing
+ * time). One input; the table is read in place (lm_op_lookup_set_table), on
+ * the same thread (tables and the streams joining them run on reactor 0).
+ * Output: the input's columns then the table's (lcols + rcols); an inner
+ * join drops rows without a match, LEFT pads them with NULLs. A NULL key
+ * never matches. Stateless: snapshots hold nothing. */
+typedef struct lm_lookup_spec {
+  bool left_outer;
+  int32_t lcols, rcols;
+  int32_t nkeys;               /* the table's primary-key columns */
+  const lm_expr* const* lkeys; /* over the input's columns, in the key's order */
+} lm_lookup_spec;
+
+/* out_schema: the input's columns then the table's. The expressions stay the
+ * caller's (the plan's pool) and must outlive the operator. LAMINAR_OK or
+ * LAMINAR_ERR_NOMEM. */
+laminar_code lm_op_lookup_create(const lm_lookup_spec* spec, const lm_schema* out_schema,
+                                 lm_op** out);
+/* Point the lookup at the table's operator (op/view.h lm_op_table_create),
+ * before the first chunk; NULL: nothing matches. Control thread. */
+void lm_op_lookup_set_table(lm_op* op, const lm_op* table);
+/* Whether `op` is a lookup join's operator. */
+bool lm_op_is_lookup(const lm_op* op);
+
 /* ---- asof join: two inputs (join_asof.c) ------------------------------------ */
 
 /* The ordering condition of an ASOF join: left time <cmp> right time. */

@@ -1235,9 +1235,7 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
         switch (ks->type) {
           case LM_TYPE_STRING: ((lm_str*)ov->data)[row + g] = ks->s[g]; break;
           case LM_TYPE_DOUBLE: ((double*)ov->data)[row + g] = ks->d[g]; break;
-          case LM_TYPE_INT32: ((int32_t*)ov->data)[row + g] = (int32_t)ks->i[g]; break;
-          case LM_TYPE_BOOL: ((uint8_t*)ov->data)[row + g] = (uint8_t)ks->i[g]; break;
-          default: ((int64_t*)ov->data)[row + g] = ks->i[g]; break;
+          default: lm_vec_int_put(ks->type, (void*)ov->data, row + g, ks->i[g]); break;
         }
       }
     }

@@ -17,12 +17,13 @@
 
 static laminar_code build_rest(const lm_plan* plan, lm_op** out);
 
-/* An ASOF join plan: the join operator, then the rest of the plan. */
+/* A join plan (ASOF, lookup): the join operator, then the rest of the plan. */
 laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
   *out = NULL;
-  if (!plan->joined) return build_rest(plan, out);
+  if (!plan->joined && !plan->lookup) return build_rest(plan, out);
   lm_op* join;
-  LM_TRY(lm_op_asof_create(&plan->join, &plan->union_schema, &join));
+  LM_TRY(plan->lookup ? lm_op_lookup_create(&plan->lk, &plan->union_schema, &join)
+                      : lm_op_asof_create(&plan->join, &plan->union_schema, &join));
   laminar_code rc = build_rest(plan, &join->next);
   if (rc != LAMINAR_OK) {
     lm_op_chain_destroy(join);
@@ -90,6 +91,10 @@ const char* lm_plan_describe(lm_plan* plan) {
              cmps[j->cmp], plan->branches[1].input,
              plan->union_schema.fields[j->lcols + j->rtime].name,
              j->has_tolerance ? ", tolerance" : "");
+  } else if (plan->lookup) {
+    snprintf(head, sizeof head, "%s(%s, %s: %d keys) -> ",
+             plan->lk.left_outer ? "left_lookup_join" : "lookup_join", plan->input,
+             plan->lookup_table, (int)plan->lk.nkeys);
   } else if (lm_plan_branched(plan)) {
     /* union(a: filter -> project(2 columns), b: project(2 columns)) -> ... */
     size_t n = (size_t)snprintf(head, sizeof head, "union(");
@@ -166,6 +171,7 @@ static const char* partition_refusal(const lm_plan* plan, const lm_plan_context*
   if (!plan->windowed && !plan->analytic) return "no GROUP BY (no keyed state)";
   if (ctx->is_view) return "a materialized view (one table of all its rows)";
   if (plan->joined) return "an ASOF JOIN (its inputs meet in one operator)";
+  if (plan->lookup) return "a lookup join (it reads its table where the table runs)";
   if (branched && plan->analytic) return "window functions over several inputs";
   if (!branched && ctx->source == NULL) return "it reads a stream, not a source";
   if (plan->analytic && plan->an.time_col < 0) return "no event-time column";
@@ -199,6 +205,7 @@ static const char* two_phase_refusal(const lm_plan* plan, bool is_view, int32_t*
   const lm_window_spec* w = &plan->window;
   if (is_view) return "it is a materialized view";
   if (plan->joined) return "it is an ASOF JOIN (its inputs cannot be split apart)";
+  if (plan->lookup) return "it is a lookup join (it reads its table in place)";
   if (plan->analytic)
     return "it has window functions (OVER): split its input by the PARTITION BY "
            "keys instead, see laminar_stream_partitioning";

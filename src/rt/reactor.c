@@ -88,6 +88,7 @@ void lm_source_def_unref(lm_source_def* def) {
   lm_schema_free(&def->schema);
   lm_free(def->readers);
   lm_free(def->align_group);
+  lm_free(def->table);
   lm_free(def->name);
   lm_free(def->sql);
   lm_free(def);

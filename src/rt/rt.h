@@ -133,6 +133,9 @@ const char* lm_backpressure_name(lm_backpressure bp);
 typedef struct lm_source_def {
   char* name;
   char* sql; /* the CREATE statement, for SHOW */
+  /* The changelog of a table (CREATE TABLE): the table's name, NULL for a
+   * source. Its schema is the table's columns then `_weight`. Set at CREATE. */
+  char* table;
   lm_schema schema;
   int32_t wm_col; /* watermark column, -1 if none */
   int64_t wm_delay_ms;

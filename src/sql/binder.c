@@ -35,6 +35,7 @@ typedef struct binder {
   const lm_schema* join_right; /* NULL: no join */
   const char* right_name;
   const char* right_alias;
+  lm_plan_table_fn tables; /* lookup joins: the tables in scope (NULL: none) */
   const lm_udf_list* funcs; /* user-defined functions in scope (NULL: none) */
   /* aggregation */
   bool aggregating;
@@ -60,6 +61,9 @@ lm_type lm_bind_sql_type(lm_sql_type type) {
     case LM_SQL_TYPE_DOUBLE: return LM_TYPE_DOUBLE;
     case LM_SQL_TYPE_BOOL: return LM_TYPE_BOOL;
     case LM_SQL_TYPE_TIMESTAMP: return LM_TYPE_TIMESTAMP;
+    case LM_SQL_TYPE_DATE: return LM_TYPE_DATE;
+    case LM_SQL_TYPE_INT16: return LM_TYPE_INT16;
+    case LM_SQL_TYPE_INT8: return LM_TYPE_INT8;
   }
   return LM_TYPE_NULL;
 }
@@ -112,7 +116,14 @@ static lm_expr* new_call(binder* b, lm_expr_op op, lm_type type, int32_t nargs) 
 #define NOMEM(b) lm_error_set((b)->err, LAMINAR_ERR_NOMEM, "out of memory")
 
 static bool is_numeric(lm_type t) {
-  return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE;
+  return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE ||
+         t == LM_TYPE_INT16 || t == LM_TYPE_INT8;
+}
+
+/* An integer type of at most 32 bits: computes as INT (SMALLINT and TINYINT
+ * are storage types, promoted in arithmetic as C promotes them). */
+static bool is_int32_or_less(lm_type t) {
+  return t == LM_TYPE_INT32 || t == LM_TYPE_INT16 || t == LM_TYPE_INT8;
 }
 
 /* Wrap `e` in a CAST to `type` unless it already has it. A NULL literal just
@@ -138,6 +149,11 @@ static lm_type common_type(lm_type a, lm_type c, bool a_is_str_lit, bool c_is_st
   if (c == LM_TYPE_NULL) return a;
   if (is_numeric(a) && is_numeric(c)) {
     return (a == LM_TYPE_DOUBLE || c == LM_TYPE_DOUBLE) ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
+  }
+  /* A DATE meets a TIMESTAMP as its midnight, as in DuckDB. */
+  if ((a == LM_TYPE_DATE && c == LM_TYPE_TIMESTAMP) ||
+      (a == LM_TYPE_TIMESTAMP && c == LM_TYPE_DATE)) {
+    return LM_TYPE_TIMESTAMP;
   }
   /* A string literal meets a typed value in that value's type ('2024-01-01'
    * against a TIMESTAMP, '5' against a BIGINT), as in DuckDB. */
@@ -336,6 +352,17 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
                                 lm_expr* l, lm_expr* r, bool l_str_lit, bool r_str_lit,
                                 lm_expr** out);
 
+/* The call xop(l, r) of result type `type`. */
+static laminar_code make_call2(binder* b, lm_expr_op xop, lm_type type, lm_expr* l,
+                               lm_expr* r, lm_expr** out) {
+  lm_expr* e = new_call(b, xop, type, 2);
+  if (e == NULL) return NOMEM(b);
+  e->args[0] = l;
+  e->args[1] = r;
+  *out = e;
+  return LAMINAR_OK;
+}
+
 static laminar_code make_compare(binder* b, const lm_ast_expr* at, lm_expr_op xop,
                                  lm_expr* l, lm_expr* r, bool l_str_lit, bool r_str_lit,
                                  lm_expr** out) {
@@ -345,7 +372,7 @@ static laminar_code make_compare(binder* b, const lm_ast_expr* at, lm_expr_op xo
                 lm_type_name(l->type), lm_type_name(r->type));
   }
   if (t == LM_TYPE_NULL) t = LM_TYPE_INT32;
-  if (t == LM_TYPE_INT32) t = LM_TYPE_INT64;
+  if (is_int32_or_less(t)) t = LM_TYPE_INT64;
   LM_TRY(coerce(b, &l, t));
   LM_TRY(coerce(b, &r, t));
   lm_expr* e = new_call(b, xop, LM_TYPE_BOOL, 2);
@@ -408,23 +435,22 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
         : op == LM_OP_DIV ? LM_XOP_DIV
                           : LM_XOP_MOD;
   /* TIMESTAMP +/- an integer (an INTERVAL, scaled to micros by the caller). */
-  if ((op == LM_OP_ADD || op == LM_OP_SUB) && l->type == LM_TYPE_TIMESTAMP &&
-      (r->type == LM_TYPE_INT64 || r->type == LM_TYPE_INT32)) {
+  bool int_l = l->type == LM_TYPE_INT64 || is_int32_or_less(l->type);
+  bool int_r = r->type == LM_TYPE_INT64 || is_int32_or_less(r->type);
+  bool add_sub = op == LM_OP_ADD || op == LM_OP_SUB;
+  if (add_sub && l->type == LM_TYPE_TIMESTAMP && int_r) {
     LM_TRY(coerce(b, &r, LM_TYPE_INT64));
-    lm_expr* e = new_call(b, xop, LM_TYPE_TIMESTAMP, 2);
-    if (e == NULL) return NOMEM(b);
-    e->args[0] = l;
-    e->args[1] = r;
-    *out = e;
-    return LAMINAR_OK;
+    return make_call2(b, xop, LM_TYPE_TIMESTAMP, l, r, out);
   }
-  if (op == LM_OP_SUB && l->type == LM_TYPE_TIMESTAMP && r->type == LM_TYPE_TIMESTAMP) {
-    lm_expr* e = new_call(b, xop, LM_TYPE_INT64, 2);
-    if (e == NULL) return NOMEM(b);
-    e->args[0] = l;
-    e->args[1] = r;
-    *out = e;
-    return LAMINAR_OK;
+  /* DATE +/- an integer number of days is a DATE, INT + DATE too, and DATE -
+   * DATE the BIGINT number of days between them, as in DuckDB. */
+  if ((add_sub && l->type == LM_TYPE_DATE && int_r) ||
+      (op == LM_OP_ADD && int_l && r->type == LM_TYPE_DATE)) {
+    return make_call2(b, xop, LM_TYPE_DATE, l, r, out);
+  }
+  if (op == LM_OP_SUB && l->type == r->type &&
+      (l->type == LM_TYPE_TIMESTAMP || l->type == LM_TYPE_DATE)) {
+    return make_call2(b, xop, LM_TYPE_INT64, l, r, out);
   }
   lm_type lt = l->type == LM_TYPE_NULL ? r->type : l->type;
   lm_type rt = r->type == LM_TYPE_NULL ? l->type : r->type;
@@ -436,16 +462,11 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
   /* As DuckDB: '/' is DOUBLE; INT op INT stays INT (and overflows at 32 bits). */
   lm_type t = (op == LM_OP_DIV || lt == LM_TYPE_DOUBLE || rt == LM_TYPE_DOUBLE)
                   ? LM_TYPE_DOUBLE
-              : (lt == LM_TYPE_INT32 && rt == LM_TYPE_INT32) ? LM_TYPE_INT32
-                                                             : LM_TYPE_INT64;
+              : (is_int32_or_less(lt) && is_int32_or_less(rt)) ? LM_TYPE_INT32
+                                                                 : LM_TYPE_INT64;
   LM_TRY(coerce(b, &l, t));
   LM_TRY(coerce(b, &r, t));
-  lm_expr* e = new_call(b, xop, t, 2);
-  if (e == NULL) return NOMEM(b);
-  e->args[0] = l;
-  e->args[1] = r;
-  *out = e;
-  return LAMINAR_OK;
+  return make_call2(b, xop, t, l, r, out);
 }
 
 static laminar_code make_not(binder* b, lm_expr* inner, lm_expr** out) {
@@ -834,8 +855,9 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
         *out = x;
         return LAMINAR_OK;
       }
-      lm_type t =
-          x->type == LM_TYPE_DOUBLE || x->type == LM_TYPE_INT32 ? x->type : LM_TYPE_INT64;
+      lm_type t = x->type == LM_TYPE_DOUBLE   ? x->type
+                  : is_int32_or_less(x->type) ? LM_TYPE_INT32
+                                              : LM_TYPE_INT64;
       LM_TRY(coerce(b, &x, t));
       lm_expr* e = new_call(b, LM_XOP_NEG, t, 1);
       if (e == NULL) return NOMEM(b);
@@ -847,6 +869,15 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       lm_expr *l, *r;
       LM_TRY(bind(b, a->left, mode, &l));
       LM_TRY(bind(b, a->right, mode, &r));
+      /* DATE +/- INTERVAL is the TIMESTAMP of its midnight moved, as in DuckDB. */
+      if (a->right->kind == LM_AST_LITERAL && a->right->lit == LM_LIT_INTERVAL &&
+          l->type == LM_TYPE_DATE) {
+        LM_TRY(coerce(b, &l, LM_TYPE_TIMESTAMP));
+      }
+      if (a->left->kind == LM_AST_LITERAL && a->left->lit == LM_LIT_INTERVAL &&
+          r->type == LM_TYPE_DATE) {
+        LM_TRY(coerce(b, &r, LM_TYPE_TIMESTAMP));
+      }
       /* INTERVAL next to a TIMESTAMP counts microseconds. */
       if (a->right->kind == LM_AST_LITERAL && a->right->lit == LM_LIT_INTERVAL &&
           l->type == LM_TYPE_TIMESTAMP) {
@@ -979,6 +1010,15 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       lm_expr* x;
       LM_TRY(bind(b, a->left, mode, &x));
       lm_type t = lm_bind_sql_type(a->cast_type);
+      /* DATE converts only to and from text and TIMESTAMP (DuckDB refuses
+       * the rest when binding too). */
+      bool date_ok = x->type == t || x->type == LM_TYPE_NULL || x->type == LM_TYPE_STRING ||
+                     x->type == LM_TYPE_TIMESTAMP || t == LM_TYPE_STRING ||
+                     t == LM_TYPE_TIMESTAMP;
+      if ((x->type == LM_TYPE_DATE || t == LM_TYPE_DATE) && !date_ok) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "cannot CAST %s to %s",
+                    lm_type_name(x->type), lm_type_name(t));
+      }
       if (x->type == LM_TYPE_NULL) {
         LM_TRY(coerce(b, &x, t));
         *out = x;
@@ -1940,6 +1980,147 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
   return LAMINAR_OK;
 }
 
+/* ---- lookup join: a stream with a table -------------------------------------------- */
+
+/* An error at line:column of the statement (no expression to point at). */
+static laminar_code fail_pos(binder* b, laminar_code code, int32_t line, int32_t column,
+                             const char* object, const char* msg) {
+  lm_error_set(b->err, code, "%s at line %d, column %d", msg, (int)line, (int)column);
+  lm_error_at(b->err, line, column);
+  lm_error_object(b->err, object, NULL);
+  return code;
+}
+
+/* FROM s [alias] [INNER | LEFT [OUTER]] JOIN t [alias] ON s.x = t.k [AND ...]
+ * with t a table: one branch (s) without operators, the joined row (s's
+ * columns then t's) as union_schema, the lookup spec from ON, which must be
+ * exactly one `input expression = t.key` per primary-key column of t. */
+static laminar_code bind_lookup_join(binder* b, const lm_ast_select* sel,
+                                     lm_plan_lookup_fn lookup, void* lookup_arg) {
+  lm_plan* plan = b->plan;
+  const lm_ast_join* jn = sel->join;
+  char msg[512];
+  bool src = false, right_src = false;
+  const lm_schema* left = lookup(lookup_arg, sel->from, &src);
+  if (left == NULL) return unknown_input(sel, b->err);
+  const int32_t* keys = NULL;
+  int32_t nkeys = 0;
+  const lm_schema* table =
+      b->tables != NULL ? b->tables(lookup_arg, jn->right, &keys, &nkeys) : NULL;
+  if (table == NULL) {
+    bool exists = lookup(lookup_arg, jn->right, &right_src) != NULL;
+    snprintf(msg, sizeof msg,
+             exists ? "JOIN reads a table (CREATE TABLE): '%s' is a %s; join two "
+                      "streams with ASOF JOIN"
+                    : "no table named '%s'",
+             jn->right, right_src ? "source" : "stream or view");
+    return fail_pos(b, exists ? LAMINAR_ERR_SQL_UNSUPPORTED : LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+                    exists ? jn->line : jn->right_line,
+                    exists ? jn->column : jn->right_column, jn->right, msg);
+  }
+  if (jn->as_of != NULL) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, jn->as_of,
+                "FOR SYSTEM_TIME AS OF (a temporal join) is not supported yet: JOIN %s "
+                "without it joins each row with the table's current rows",
+                jn->right);
+  }
+  if (lm_op_view_is_changelog(left)) {
+    snprintf(msg, sizeof msg,
+             "'%s' is a changelog (it ends in _weight): a lookup join over a changelog "
+             "is not supported yet",
+             sel->from);
+    return fail_pos(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->from_line, sel->from_column,
+                    sel->from, msg);
+  }
+  plan->branches = lm_pool_alloc(&plan->pool, sizeof(lm_plan_branch));
+  plan->input = lm_pool_copy(&plan->pool, sel->from, strlen(sel->from) + 1);
+  plan->lookup_table = lm_pool_copy(&plan->pool, jn->right, strlen(jn->right) + 1);
+  if (plan->branches == NULL || plan->input == NULL || plan->lookup_table == NULL)
+    return NOMEM(b);
+  memset(plan->branches, 0, sizeof(lm_plan_branch));
+  plan->branches[0] = (lm_plan_branch){.input = plan->input,
+                                       .input_is_source = src,
+                                       .line = sel->from_line,
+                                       .column = sel->from_column,
+                                       .in_ncols = left->ncols};
+  plan->nbranches = 1;
+  plan->input_is_source = src;
+  for (int32_t c = 0; c < left->ncols; c++)
+    LM_TRY(add_field(b, &plan->union_schema, left->fields[c].name, left->fields[c].type));
+  for (int32_t c = 0; c < table->ncols; c++)
+    LM_TRY(
+        add_field(b, &plan->union_schema, table->fields[c].name, table->fields[c].type));
+  plan->lookup = true;
+  b->input = &plan->union_schema;
+  b->join_left = left;
+  b->join_right = table;
+  b->right_name = jn->right;
+  b->right_alias = jn->right_alias;
+
+  /* ON: one `left expression = t.key` per key column, in any order. */
+  enum { MAXC = 64 };
+  const lm_ast_expr* conj[MAXC];
+  int32_t n = 0;
+  LM_TRY(join_conjuncts(b, jn->on, conj, &n, MAXC));
+  lm_expr** lkeys = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(nkeys + 1));
+  if (lkeys == NULL) return NOMEM(b);
+  memset(lkeys, 0, sizeof(lm_expr*) * (size_t)(nkeys + 1));
+  char key_text[256] = "";
+  for (int32_t k = 0; k < nkeys; k++) {
+    size_t used = strlen(key_text);
+    snprintf(key_text + used, sizeof key_text - used, "%s%s", k ? ", " : "",
+             table->fields[keys[k]].name);
+  }
+  for (int32_t i = 0; i < n; i++) {
+    const lm_ast_expr* c = conj[i];
+    int sl = 0, sr = 0;
+    bool eq = c->kind == LM_AST_BINARY && c->op == LM_OP_EQ;
+    if (eq) {
+      LM_TRY(join_sides(b, c->left, &sl));
+      LM_TRY(join_sides(b, c->right, &sr));
+    }
+    /* The table's side: one bare column of it; the other side the input's. */
+    const lm_ast_expr* ta = sl == 2 ? c->left : c->right;
+    const lm_ast_expr* la = sl == 2 ? c->right : c->left;
+    int32_t side = -1, col = -1, k = 0;
+    if (eq && ((sl == 2 && sr == 1) || (sl == 1 && sr == 2)) &&
+        ta->kind == LM_AST_COLUMN)
+      LM_TRY(join_side_of_column(b, ta, &side, &col));
+    while (side == 1 && k < nkeys && keys[k] != col) k++;
+    if (side != 1 || k == nkeys || lkeys[k] != NULL) {
+      return fail(b, LAMINAR_ERR_SQL_LOOKUP_KEY, c,
+                  "a lookup join's ON is `input_column = %s.key` once for each column of "
+                  "the table's primary key (%s), joined by AND%s",
+                  jn->right, key_text,
+                  side == 1 && k == nkeys  ? ": this column is not in the key"
+                  : side == 1              ? ": this key column is given twice"
+                                           : "");
+    }
+    lm_expr* l;
+    LM_TRY(bind_join_side(b, 0, la, &l));
+    lm_type want = table->fields[col].type;
+    if (l->type != want && l->type != LM_TYPE_NULL) {
+      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, c,
+                  "lookup join key: %s cannot match the table's key column '%s' (%s)",
+                  lm_type_name(l->type), table->fields[col].name, lm_type_name(want));
+    }
+    lkeys[k] = l;
+  }
+  for (int32_t k = 0; k < nkeys; k++) {
+    if (lkeys[k] != NULL) continue;
+    return fail(b, LAMINAR_ERR_SQL_LOOKUP_KEY, jn->on,
+                "the ON of a lookup join fixes every column of %s's primary key (%s): "
+                "'%s' is missing",
+                jn->right, key_text, table->fields[keys[k]].name);
+  }
+  plan->lk = (lm_lookup_spec){.left_outer = jn->left_outer,
+                              .lcols = left->ncols,
+                              .rcols = table->ncols,
+                              .nkeys = nkeys,
+                              .lkeys = (const lm_expr* const*)lkeys};
+  return LAMINAR_OK;
+}
+
 static void mark_columns(const lm_expr* e, uint8_t* need, int32_t n) {
   if (e == NULL) return;
   if (e->kind == LM_EXPR_COLUMN && e->column >= 0 && e->column < n) need[e->column] = 1;
@@ -1985,6 +2166,13 @@ static laminar_code join_needed_columns(binder* b) {
 laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
                             void* lookup_arg, const lm_udf_list* funcs, lm_plan* out,
                             laminar_error* err) {
+  return lm_bind_stream_tables(stmt, lookup, NULL, lookup_arg, funcs, out, err);
+}
+
+laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
+                                   lm_plan_table_fn tables, void* lookup_arg,
+                                   const lm_udf_list* funcs, lm_plan* out,
+                                   laminar_error* err) {
   memset(out, 0, sizeof *out);
   lm_pool_init(&out->pool);
   lm_schema_init_empty(&out->out_schema);
@@ -1997,9 +2185,23 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
               .err = err,
               .input_name = sel->from,
               .input_alias = sel->from_alias,
+              .tables = tables,
               .funcs = funcs};
   laminar_code rc = LAMINAR_OK;
-  if (sel->join != NULL) {
+  if (sel->join != NULL && sel->join->plain) {
+    rc = bind_lookup_join(&b, sel, lookup, lookup_arg);
+    if (rc == LAMINAR_OK && sel->union_next != NULL) {
+      rc = fail(&b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "UNION ALL of a join is not supported yet: join in a stream of its own "
+                "and read that stream");
+    }
+    if (rc == LAMINAR_OK) rc = bind_select(&b, stmt);
+    if (rc == LAMINAR_OK && (out->windowed || out->analytic)) {
+      rc = fail(&b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "GROUP BY, aggregates and OVER over a lookup join are not supported yet: "
+                "join in a stream of its own and aggregate in a stream reading it");
+    }
+  } else if (sel->join != NULL) {
     rc = bind_join(&b, sel, lookup, lookup_arg);
     if (rc == LAMINAR_OK && sel->union_next != NULL) {
       rc = fail(&b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,

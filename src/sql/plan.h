@@ -87,6 +87,15 @@ typedef struct lm_plan {
   lm_asof_spec join;
   int32_t join_line, join_column;
   const char* join_kind; /* "ASOF JOIN" / "LEFT ASOF JOIN" (EXPLAIN) */
+  /* Lookup join (`FROM s [LEFT] JOIN t ON ...`, t a table): one branch (the
+   * stream's input, without operators); union_schema the joined row (the
+   * input's columns then the table's), which the rest of the plan reads; the
+   * chain starts with the lookup operator (op.h lm_lookup_spec, key
+   * expressions in the pool), pointed at the table's operator by the
+   * catalog (lookup_table, in the pool). */
+  bool lookup;
+  lm_lookup_spec lk;
+  char* lookup_table;
   lm_expr** post_exprs;  /* over agg_schema, one per output column */
   int32_t npost;
   /* analytic shape (OVER (...) calls in a plain query):
@@ -101,6 +110,12 @@ typedef struct lm_plan {
    * each (dropped by lm_plan_free). */
   lm_udf_list udfs;
 } lm_plan;
+
+/* The tables the binder may join (lookup joins): for a table `name`, its
+ * columns (without _weight) and its primary key's column indexes; NULL when
+ * `name` is no table. */
+typedef const lm_schema* (*lm_plan_table_fn)(void* arg, const char* name,
+                                             const int32_t** out_keys, int32_t* out_nkeys);
 
 void lm_plan_free(lm_plan* plan);
 

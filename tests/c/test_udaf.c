@@ -17,10 +17,11 @@
  *  - callback failures and bad finalize results: 3010 / 3011 naming the
  *    function and the stream, no crash; registration errors.
  */
-#define _POSIX_C_SOURCE 200809L  // mkdtemp
+#define _GNU_SOURCE  // mkdtemp, nftw under -std=c17 (lm_test_fs.h)
 #include "arrow_build.h"
 #include "laminar.h"
 #include "lm_test.h"
+#include "lm_test_fs.h"
 #include "udf_util.h"
 
 #include <math.h>
@@ -428,8 +429,8 @@ static int test_changelog_retract(void) {
 
 static int test_checkpoint_restart(void) {
   uint64_t rng = lm_test_seed() * 13 | 1;
-  char dir[] = "/tmp/laminar_udaf_XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
+  char dir[128];
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_test_udaf_") == 0);
   laminar_config* cfg;
   laminar_error err;
   CHECK(durable_config(dir, &cfg) == 0);
@@ -476,9 +477,7 @@ static int test_checkpoint_restart(void) {
   laminar_config_destroy(cfg);
   EXPECT(u.destroyed == 3);
   EXPECT(atomic_load(&u.allocs) == atomic_load(&u.frees));
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  CHECK(system(cmd) == 0);
+  lm_test_rmtree(dir);
   return 0;
 }
 

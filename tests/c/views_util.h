@@ -185,4 +185,35 @@ static inline int64_t stream_metric(laminar_db* db, const char* name,
   return value;
 }
 
+/* Expect `sql` (execute or query) to fail with `code` at line:column. */
+static inline int fails_at(laminar_db* db, bool query, const char* sql, laminar_code code,
+                    int line, int column) {
+  laminar_error err;
+  struct ArrowArrayStream st;
+  laminar_code rc =
+      query ? laminar_query(db, sql, &st, &err) : laminar_execute(db, sql, &err);
+  if (rc == LAMINAR_OK && query) st.release(&st);
+  if (rc != code || err.line != line || err.column != column) {
+    fprintf(stderr, "'%s': got %d at %d:%d (%s), want %d at %d:%d\n", sql, (int)rc,
+            (int)err.line, (int)err.column, rc ? err.message : "", (int)code, line,
+            column);
+    return 0;
+  }
+  char pos[64];
+  snprintf(pos, sizeof pos, "line %d, column %d", line, column);
+  if (strstr(err.message, pos) == NULL) {
+    fprintf(stderr, "'%s': message '%s' lacks '%s'\n", sql, err.message, pos);
+    return 0;
+  }
+  return 1;
+}
+
+/* Open an in-memory database and run `sql` in it; 0 on success. */
+static inline int open_sql_db(laminar_db** db, const char* sql) {
+  laminar_error err;
+  CHECK_CODE(laminar_open(NULL, db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(*db, sql, &err), LAMINAR_OK, &err);
+  return 0;
+}
+
 #endif /* LM_TEST_VIEWS_UTIL_H */
