@@ -2315,7 +2315,7 @@ static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
     if (!windowed) LM_TRY(time_bound_of(b, c, &tb, &used));
     if (used) continue;
     lm_expr* e;
-    if (contains_agg(c)) {
+    if (contains_agg(b->funcs, c)) {
       return fail(b, LAMINAR_ERR_SQL_GROUPING, c, "aggregates are not allowed in ON");
     }
     LM_TRY(bind(b, c, MODE_ROW, &e));
