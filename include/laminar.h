@@ -901,6 +901,135 @@ LAMINAR_API laminar_code laminar_config_function_register(
 LAMINAR_API laminar_code laminar_function_drop(laminar_db* db, const char* name,
                                                laminar_error* err);
 
+/* ---- aggregate functions ----------------------------------------------------
+ *
+ * A user-defined aggregate keeps one state per group: `state_size` bytes the
+ * core owns (allocated, zeroed, copied, checkpointed and freed by it), laid
+ * out one group after another, so that a callback reaches group g's state at
+ * `(char*)states + g * state_size`. A state that points at memory of its own
+ * (a heap buffer, a handle into a host language) says so with
+ * destroy_state, which the core calls once for every state it discards, and
+ * with serialize/deserialize, which the core then uses to copy and checkpoint
+ * it. Callbacks of one aggregate run on the thread that processes its
+ * stream's partition (one at a time unless LAMINAR_FUNCTION_THREAD_SAFE); they
+ * must not call this database's API. error/error_cap: as for
+ * laminar_function_callback (a NUL-terminated message, error[0] '\0' on
+ * entry). */
+
+/* Make group state `state` (state_size zero bytes on entry) the empty
+ * state. Called for every new group before any other callback sees it. */
+typedef void (*laminar_aggregate_init)(void* user, void* state);
+
+/* Fold one chunk's rows into their groups' states: row j of `args` (a
+ * struct array as laminar_function_callback's: one child per declared
+ * argument, borrowed for the call) goes to the state at
+ * `(char*)states + groups[j] * state_size`, j < args->length. Rows of one
+ * group come in arrival order. Without LAMINAR_FUNCTION_CALLED_ON_NULL rows
+ * with a NULL argument are not passed. The retract callback has the same
+ * shape and removes the rows' contributions (a changelog's -1 rows).
+ * Returns: 0 on success; any other value fails the batch. */
+typedef int (*laminar_aggregate_update)(void* user, void* states, const uint32_t* groups,
+                                        const struct ArrowArray* args,
+                                        const struct ArrowSchema* args_schema,
+                                        char* error, size_t error_cap);
+
+/* Fold state `other` (unchanged, and still in use afterwards) into `state`:
+ * afterwards `state` is what updating it with other's rows would have made
+ * it. Used by hop windows (panes), sessions that a row bridges, several
+ * cores' partial results and the two-phase split.
+ * Returns: 0 on success; any other value fails the batch. */
+typedef int (*laminar_aggregate_merge)(void* user, void* state, const void* other,
+                                       char* error, size_t error_cap);
+
+/* The results of n consecutive group states (`states`, n * state_size
+ * bytes; not to be changed): fill out/out_schema (released on entry) with an
+ * array of exactly n rows of the declared return type, as
+ * laminar_function_callback does. The core takes ownership of both whatever
+ * the return value.
+ * Returns: 0 on success; any other value fails the batch (its rows are not
+ * emitted). */
+typedef int (*laminar_aggregate_finalize)(void* user, const void* states, int64_t n,
+                                          struct ArrowArray* out,
+                                          struct ArrowSchema* out_schema, char* error,
+                                          size_t error_cap);
+
+/* Write state `state` as bytes into buf (cap bytes): returns the number of
+ * bytes the encoding takes, having written them only if that is <= cap (the
+ * core calls again with a larger buffer otherwise); a negative value is an
+ * error. */
+typedef int64_t (*laminar_aggregate_serialize)(void* user, const void* state, void* buf,
+                                               int64_t cap);
+
+/* Make `state` (state_size zero bytes on entry, init not called) the state
+ * that serialize wrote as buf[0..len). Returns: 0 on success; any other value
+ * fails the restore or copy. */
+typedef int (*laminar_aggregate_deserialize)(void* user, void* state, const void* buf,
+                                             int64_t len);
+
+/* Free what state `state` points at; called once for each state the core
+ * discards (a closed window's, a dropped group's, at close). */
+typedef void (*laminar_aggregate_destroy_state)(void* user, void* state);
+
+/* Register aggregate function `name`, callable in SQL as a built-in
+ * aggregate is -- in the select list and HAVING of a GROUP BY with or
+ * without tumble/hop/session windows, EMIT ON WINDOW CLOSE or EMIT CHANGES --
+ * by the streams, views and queries bound after this call. Aggregates share
+ * the function namespace with laminar_function_register (SHOW FUNCTIONS,
+ * DROP FUNCTION, laminar_function_drop, the same durability rules).
+ * arg_types, nargs: as laminar_function_register (1 or 2 arguments).
+ * return_type: one of "b", "i", "l", "g", "tsu:" (a fixed-width type).
+ * state_size: bytes of one group's state, 1 to 65536.
+ * init:        optional (NULL: the empty state is state_size zero bytes).
+ * update:      required.
+ * retract:     optional; without it the aggregate cannot read a changelog
+ *              (a stream over an EMIT CHANGES stream or a view): a statement
+ *              that would is refused with LAMINAR_ERR_SQL_UNSUPPORTED.
+ * merge:       required.
+ * finalize:    required.
+ * serialize, deserialize: both or neither; neither: the state's bytes are
+ *              copied and checkpointed as they are.
+ * destroy_state: optional; with it serialize/deserialize are required.
+ * user, destroy: as laminar_function_register.
+ * flags:       LAMINAR_FUNCTION_CALLED_ON_NULL, LAMINAR_FUNCTION_THREAD_SAFE.
+ * At run time a callback returning non-zero fails the batch with
+ * LAMINAR_ERR_FUNCTION_FAILED and a bad finalize result with
+ * LAMINAR_ERR_FUNCTION_RESULT, the message naming the stream and the
+ * function ("stream 'q': function 'geomean' failed: <message>"), reported as
+ * a scalar function's failure is. Unlike a scalar function's, an update
+ * failure may leave the batch's earlier rows applied to the state.
+ * Ownership: as laminar_function_register().
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_DUPLICATE_OBJECT (a built-in's name);
+ *   LAMINAR_ERR_SQL_DEPENDENCY (replacing a function a stream uses);
+ *   LAMINAR_ERR_UNKNOWN_TYPE (a format not in the lists); LAMINAR_ERR_MISUSE
+ *   (NULL db, name, update, merge or finalize, a name that is not an
+ *   identifier, nargs or state_size out of range, one of serialize/deserialize
+ *   without the other, destroy_state without them, unknown flags);
+ *   LAMINAR_ERR_NOMEM.
+ * Thread-safety: any thread (serialized with other catalog calls). */
+LAMINAR_API laminar_code laminar_aggregate_register(
+    laminar_db* db, const char* name, const char* const* arg_types, int32_t nargs,
+    const char* return_type, int64_t state_size, laminar_aggregate_init init,
+    laminar_aggregate_update update, laminar_aggregate_update retract,
+    laminar_aggregate_merge merge, laminar_aggregate_finalize finalize,
+    laminar_aggregate_serialize serialize, laminar_aggregate_deserialize deserialize,
+    laminar_aggregate_destroy_state destroy_state, void* user,
+    void (*destroy)(void* user), uint32_t flags, laminar_error* err);
+
+/* Register an aggregate function in a config, as
+ * laminar_aggregate_register() does on a database (see
+ * laminar_config_function_register: databases opened with the config start
+ * with it, before a durable one recovers its streams).
+ * Ownership, returns: as laminar_config_function_register().
+ * Thread-safety: one thread at a time per config. */
+LAMINAR_API laminar_code laminar_config_aggregate_register(
+    laminar_config* config, const char* name, const char* const* arg_types, int32_t nargs,
+    const char* return_type, int64_t state_size, laminar_aggregate_init init,
+    laminar_aggregate_update update, laminar_aggregate_update retract,
+    laminar_aggregate_merge merge, laminar_aggregate_finalize finalize,
+    laminar_aggregate_serialize serialize, laminar_aggregate_deserialize deserialize,
+    laminar_aggregate_destroy_state destroy_state, void* user,
+    void (*destroy)(void* user), uint32_t flags, laminar_error* err);
+
 /* ------------------------------------------------------------------------------
  * Sources
  * ---------------------------------------------------------------------------- */

@@ -7,6 +7,8 @@
  */
 #include "agg/agg.h"
 
+#include "agg/internal.h"
+
 #include "state/table.h"
 #include "util/util.h"
 
@@ -92,6 +94,10 @@ bool lm_agg_retractable(lm_agg_fn fn) {
 }
 
 bool lm_agg_states_set_weighted(lm_agg_states* st) {
+  if (st->fn == LM_AGG_UDAF) {
+    st->weighted = lm_udaf_retractable(st->udaf);
+    return st->weighted;
+  }
   if (!lm_agg_retractable(st->fn)) return false;
   st->weighted = true;
   return true;
@@ -118,6 +124,7 @@ void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_
   st->by_type =
       is_arg_minmax(spec->fn) && spec->order != NULL ? spec->order->type : LM_TYPE_NULL;
   lm_pool_init(&st->strings);
+  if (spec->fn == LM_AGG_UDAF) lm_udaf_states_init(st, spec);
 }
 
 #define GROW(field, n)                                                      \
@@ -129,6 +136,7 @@ void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_
 
 laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
   if (cap <= st->cap) return LAMINAR_OK;
+  if (st->fn == LM_AGG_UDAF) return lm_udaf_states_reserve(st, cap);
   if (uses_count(st->fn) || st->weighted) GROW(count, cap);
   if (uses_sum(st->fn)) {
     if (st->arg_type == LM_TYPE_DOUBLE) {
@@ -178,6 +186,7 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
 }
 
 int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups) {
+  if (st->fn == LM_AGG_UDAF) return lm_udaf_states_bytes(st, ngroups);
   int64_t per = 0;
   if (st->count) per += 8;
   if (st->sum_i) per += (int64_t)sizeof(lm_i128);
@@ -200,6 +209,10 @@ int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups) {
 }
 
 void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
+  if (st->fn == LM_AGG_UDAF) {
+    lm_udaf_states_init_range(st, g, 1);
+    return;
+  }
   if (st->count) st->count[g] = 0;
   if (st->sum_i) st->sum_i[g] = 0;
   if (st->sum_d) st->sum_d[g] = 0.0;
@@ -219,6 +232,10 @@ void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
 
 void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n) {
   if (n <= 0) return;
+  if (st->fn == LM_AGG_UDAF) {
+    lm_udaf_states_init_range(st, first, n);
+    return;
+  }
 #define ZERO_RANGE(field) \
   if (st->field) memset(st->field + first, 0, sizeof(*st->field) * (size_t)n)
   ZERO_RANGE(count);
@@ -250,12 +267,17 @@ void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n) {
 }
 
 void lm_agg_states_drop_group(lm_agg_states* st, int64_t g) {
+  if (st->fn == LM_AGG_UDAF) {
+    lm_udaf_states_drop_group(st, g);
+    return;
+  }
   if (st->d_head == NULL) return;
   for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) st->d_group[e] = UINT32_MAX;
   st->d_head[g] = -1;
 }
 
 void lm_agg_states_clear(lm_agg_states* st) {
+  if (st->fn == LM_AGG_UDAF) lm_udaf_states_clear(st);
   lm_pool_reset(&st->strings);
   st->d_n = 0;
   st->r_n = 0;
@@ -264,6 +286,7 @@ void lm_agg_states_clear(lm_agg_states* st) {
 }
 
 void lm_agg_states_free(lm_agg_states* st) {
+  if (st->fn == LM_AGG_UDAF) lm_udaf_states_free(st);
   lm_free(st->count);
   lm_free(st->sum_i);
   lm_free(st->sum_d);
@@ -939,6 +962,8 @@ laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg,
                                    const lm_vec* order, const uint32_t* sel,
                                    const uint32_t* gids, int64_t m) {
   if (is_arg_minmax(st->fn)) return argmm_update(st, arg, order, sel, gids, m);
+  if (st->fn == LM_AGG_UDAF)
+    return lm_udaf_states_update(st, arg, order, sel, gids, NULL, m);
   if (lm_agg_is_moments(st->fn))
     return moments_update(st, arg, order, sel, gids, NULL, m);
   if (!is_first_last(st->fn)) return lm_agg_update(st, arg, sel, gids, m);
@@ -962,6 +987,8 @@ laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg,
 
 laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                            const uint32_t* gids, int64_t m) {
+  if (st->fn == LM_AGG_UDAF)
+    return lm_udaf_states_update(st, arg, NULL, sel, gids, NULL, m);
   const uint8_t* nulls = arg ? arg->nulls : NULL;
   switch (st->fn) {
     case LM_AGG_FIRST:
@@ -1087,7 +1114,8 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
     case LM_AGG_REGR_R2:
     case LM_AGG_REGR_COUNT:
     case LM_AGG_ARG_MIN:
-    case LM_AGG_ARG_MAX: break;
+    case LM_AGG_ARG_MAX:
+    case LM_AGG_UDAF: break; /* (dispatched above) */
   }
   return LAMINAR_ERR_INTERNAL;
 }
@@ -1103,6 +1131,8 @@ laminar_code lm_agg_update_weighted_ordered(lm_agg_states* st, const lm_vec* arg
                                             const uint32_t* gids, const int64_t* weight,
                                             int64_t m) {
   if (!st->weighted) return LAMINAR_ERR_INTERNAL;
+  if (st->fn == LM_AGG_UDAF)
+    return lm_udaf_states_update(st, arg, order, sel, gids, weight, m);
   if (lm_agg_is_moments(st->fn))
     return moments_update(st, arg, order, sel, gids, weight, m);
   const uint8_t* nulls = arg ? arg->nulls : NULL;
@@ -1159,6 +1189,7 @@ static laminar_code keep_str(lm_agg_states* st, bool same, lm_str v, lm_str* out
 
 laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* from,
                           int64_t src) {
+  if (st->fn == LM_AGG_UDAF) return lm_udaf_states_merge(st, dst, from, src);
   bool same = st == from;
   if (lm_agg_is_moments(st->fn)) {
     moments_merge(st, dst, from, src);
@@ -1290,6 +1321,7 @@ static bool finalize_flagged_d(const double* v, const uint8_t* has, int64_t n,
 bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* data,
                      uint8_t* nulls) {
   if (n <= 0) return false; /* (a window without groups: its arrays may not exist yet) */
+  if (st->fn == LM_AGG_UDAF) return lm_udaf_states_finalize(st, first, n, data, nulls);
   if (!st->weighted) {      /* the common results as plain loops */
     switch (st->fn) {
       case LM_AGG_COUNT_STAR:
@@ -1397,9 +1429,12 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
           case LM_TYPE_STRING:
             ((lm_str*)data)[k] = is_null ? (lm_str){NULL, 0} : st->mm_s[g];
             break;
-          default: lm_vec_int_put(st->result_type, data, k, is_null ? 0 : st->mm_i[g]); break;
+          default:
+            lm_vec_int_put(st->result_type, data, k, is_null ? 0 : st->mm_i[g]);
+            break;
         }
         break;
+      case LM_AGG_UDAF: break; /* (dispatched above) */
     }
     nulls[k] = is_null;
     any_null |= is_null;
@@ -1430,6 +1465,7 @@ static laminar_code copy_str(lm_agg_states* dst, lm_str* s) {
 }
 
 laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, int64_t n) {
+  if (src->fn == LM_AGG_UDAF) return lm_udaf_states_copy(dst, src, n);
   lm_agg_states_clear(dst);
   LM_TRY(lm_agg_states_reserve(dst, n));
   int64_t cap = dst->cap;
@@ -1492,6 +1528,7 @@ laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, in
 #undef COPY_ARRAY
 
 bool lm_agg_states_flat(const lm_agg_states* st) {
+  if (st->fn == LM_AGG_UDAF) return !lm_udaf_owns_memory(st->udaf);
   return !st->weighted && st->fn != LM_AGG_COUNT_DISTINCT &&
          !(keeps_value(st->fn) && st->arg_type == LM_TYPE_STRING) &&
          st->by_type != LM_TYPE_STRING;
@@ -1507,6 +1544,10 @@ bool lm_agg_states_flat(const lm_agg_states* st) {
 void lm_agg_states_copy_range(lm_agg_states* dst, const lm_agg_states* src, int64_t first,
                               int64_t n) {
   if (n <= 0) return;
+  if (src->fn == LM_AGG_UDAF) {
+    lm_udaf_states_copy_range(dst, src, first, n);
+    return;
+  }
   COPY_RANGE(count);
   COPY_RANGE(sum_i);
   COPY_RANGE(sum_d);
@@ -1552,6 +1593,10 @@ static dvalue read_value(const lm_agg_states* st, lm_state_reader* r) {
 }
 
 void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* w) {
+  if (st->fn == LM_AGG_UDAF) {
+    lm_udaf_snapshot_group(st, g, w);
+    return;
+  }
   if (st->count) lm_state_put_i64(w, st->count[g]);
   if (st->sum_i) {
     lm_state_put_i64(w, (int64_t)(uint64_t)st->sum_i[g]);
@@ -1664,6 +1709,7 @@ static laminar_code fl_restore_group(lm_agg_states* st, uint32_t g, lm_state_rea
 }
 
 laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader* r) {
+  if (st->fn == LM_AGG_UDAF) return lm_udaf_restore_group(st, g, r);
   if (st->count) st->count[g] = lm_state_get_i64(r);
   if (st->sum_i) {
     uint64_t lo = (uint64_t)lm_state_get_i64(r);
@@ -1723,4 +1769,16 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
     }
   }
   return LAMINAR_OK;
+}
+
+/* ---- user-defined aggregates (the state: agg/udaf.c) ------------------------ */
+
+void lm_agg_states_set_report(lm_agg_states* st, lm_agg_report* report) {
+  st->report = report;
+}
+
+laminar_code lm_agg_report_take(lm_agg_report* report) {
+  laminar_code rc = report->rc;
+  report->rc = LAMINAR_OK;
+  return rc;
 }

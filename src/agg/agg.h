@@ -63,7 +63,10 @@ typedef enum lm_agg_fn {
    * `by` (in `order`; ties: the first seen); rows with a NULL x or by are
    * skipped (DuckDB). Not retractable. */
   LM_AGG_ARG_MIN = 23,
-  LM_AGG_ARG_MAX = 24
+  LM_AGG_ARG_MAX = 24,
+  /* A user-defined aggregate (laminar_aggregate_register; agg/udaf.c): the
+   * spec's `udaf`, its arguments in `arg` and (a second one) `order`. */
+  LM_AGG_UDAF = 100
 } lm_agg_fn;
 
 /* An aggregate's SQL name: the function, how many arguments it takes, and
@@ -92,7 +95,18 @@ typedef struct lm_agg_spec {
   const lm_expr* order;
   lm_type
       result_type; /* COUNT: INT64; SUM: INT64 or DOUBLE; AVG: DOUBLE; MIN/MAX: arg's */
+  lm_udf* udaf;    /* LM_AGG_UDAF: the function (a reference held by the plan) */
 } lm_agg_spec;
+
+/* Where a user-defined aggregate's states report (lm_agg_states_set_report):
+ * the scratch memory of its calls, and the first failure of a call that
+ * cannot return one (finalize) until the owner takes it. One per operator,
+ * used by its partition's thread only. */
+typedef struct lm_agg_report {
+  lm_eval_ctx* ctx;
+  laminar_code rc; /* the first failure not yet taken; LAMINAR_OK: none */
+  char text[512];  /* its text, or a failed update's / merge's */
+} lm_agg_report;
 
 __extension__ typedef __int128 lm_i128;
 __extension__ typedef unsigned __int128 lm_u128;
@@ -159,6 +173,13 @@ typedef struct lm_agg_states {
   uint64_t prep_seq;
   int64_t prep_rows;
   size_t prep_bytes;
+  /* LM_AGG_UDAF (agg/udaf.c): the function, cap states of u_size bytes each,
+   * which of them hold a state to destroy, where calls report. */
+  lm_udf* udaf;
+  uint8_t* u_state;
+  uint8_t* u_live;
+  int64_t u_size;
+  lm_agg_report* report;
 } lm_agg_states;
 
 void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type);
@@ -261,6 +282,14 @@ bool lm_agg_states_flat(const lm_agg_states* st);
  * a checkpoint's copy-on-write by blocks of groups (op/window_frozen.c). */
 void lm_agg_states_copy_range(lm_agg_states* dst, const lm_agg_states* src, int64_t first,
                               int64_t n);
+
+/* Where st's user-defined aggregate calls take scratch memory and report
+ * (see lm_agg_report); every operator sets it on the states it creates. A
+ * no-op for built-in aggregates. */
+void lm_agg_states_set_report(lm_agg_states* st, lm_agg_report* report);
+/* Take the failure a finalize recorded in `report` (LAMINAR_OK: none),
+ * leaving it empty; the text stays in report->text. */
+laminar_code lm_agg_report_take(lm_agg_report* report);
 
 void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* w);
 /* Restore into group g (already reserved). LAMINAR_ERR_NOMEM on a string copy. */

@@ -754,9 +754,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   if (s == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   s->watermark_ms = INT64_MIN;
   atomic_init(&s->late_rows, 0);
-  laminar_code rc =
-      lm_bind_stream_tables(stmt, lm_db_lookup_input, lm_db_table_columns, db, &db->funcs,
-                            &s->plan, err);
+  laminar_code rc = lm_bind_stream_tables(stmt, lm_db_lookup_input, lm_db_table_columns,
+                                          db, &db->funcs, &s->plan, err);
   if (rc != LAMINAR_OK) {
     lm_free(s);
     return rc;

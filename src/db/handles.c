@@ -234,8 +234,9 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
   return rc;
 }
 
-laminar_code lm_db_table_push(laminar_db* db, lm_source_def* def, struct ArrowArray* array,
-                              const struct ArrowSchema* schema, laminar_error* err) {
+laminar_code lm_db_table_push(laminar_db* db, lm_source_def* def,
+                              struct ArrowArray* array, const struct ArrowSchema* schema,
+                              laminar_error* err) {
   int expected = 0;
   /* The producer side for this one push (acq_rel, as laminar_source_open). */
   if (!atomic_compare_exchange_strong_explicit(

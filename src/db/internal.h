@@ -207,8 +207,8 @@ laminar_code lm_db_show_tables(laminar_db* db, struct ArrowArrayStream* out,
 lm_source_def* lm_db_table_source(laminar_db* db, const char* name);
 /* lm_plan_table_fn over the catalog (arg: the db): table `name`'s columns
  * and primary key, NULL when it is no table. */
-const lm_schema* lm_db_table_columns(void* arg, const char* name, const int32_t** out_keys,
-                                     int32_t* out_nkeys);
+const lm_schema* lm_db_table_columns(void* arg, const char* name,
+                                     const int32_t** out_keys, int32_t* out_nkeys);
 /* Point lookup-join stream s's operator at its table's (s->plan.lookup). */
 void lm_db_table_attach_lookup(laminar_db* db, lm_stream_def* s);
 /* True when stream `s` is a table's. */
@@ -217,8 +217,9 @@ bool lm_db_is_table(const lm_stream_def* s);
  * thread (SQL INSERT/DELETE, laminar_table_*), as a producer for the push;
  * LAMINAR_ERR_STATE while a producer handle is open. Moves the array on
  * success. */
-laminar_code lm_db_table_push(laminar_db* db, lm_source_def* def, struct ArrowArray* array,
-                              const struct ArrowSchema* schema, laminar_error* err);
+laminar_code lm_db_table_push(laminar_db* db, lm_source_def* def,
+                              struct ArrowArray* array, const struct ArrowSchema* schema,
+                              laminar_error* err);
 
 /* view.c: materialized views and named sinks in the catalog */
 /* True when stream `s` is a materialized view (its chain ends in materialize). */

@@ -136,7 +136,8 @@ static laminar_code find_views(laminar_db* db, const lm_ast_select* sel,
 }
 
 /* What a query over a view cannot do (yet): clear errors before binding. */
-static laminar_code check_query_shape(const lm_stmt* stmt, laminar_error* err) {
+static laminar_code check_query_shape(const laminar_db* db, const lm_stmt* stmt,
+                                      laminar_error* err) {
   const lm_ast_select* sel = stmt->select;
   if (stmt->emit != LM_EMIT_DEFAULT) {
     return fail_sql(
@@ -156,10 +157,10 @@ static laminar_code check_query_shape(const lm_stmt* stmt, laminar_error* err) {
   if (sel->ngroup > 0) agg = sel->group_by[0];
   if (sel->having != NULL) agg = sel->having;
   for (size_t i = 0; agg == NULL && i < sel->nitems; i++) {
-    if (lm_bind_has_aggregate(sel->items[i].expr)) agg = sel->items[i].expr;
+    if (lm_bind_has_aggregate(&db->funcs, sel->items[i].expr)) agg = sel->items[i].expr;
   }
   for (size_t i = 0; agg == NULL && i < sel->norder; i++) {
-    if (lm_bind_has_aggregate(sel->order_by[i].expr)) agg = sel->order_by[i].expr;
+    if (lm_bind_has_aggregate(&db->funcs, sel->order_by[i].expr)) agg = sel->order_by[i].expr;
   }
   if (agg != NULL) {
     return fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, agg->line, agg->column, NULL,
@@ -177,7 +178,7 @@ static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, query* q,
                                laminar_error* err) {
   memset(q, 0, sizeof *q);
   const lm_ast_select* sel = stmt->select;
-  LM_TRY(check_query_shape(stmt, err));
+  LM_TRY(check_query_shape(db, stmt, err));
   size_t nsel = 0;
   const lm_ast_select* last = sel;
   for (const lm_ast_select* x = sel; x != NULL; x = x->union_next) {
@@ -737,7 +738,7 @@ static const char* agg_name(lm_agg_fn fn) {
 
 /* "sum(price * volume)", "count(*)". */
 static void put_agg(lm_text* b, const lm_agg_spec* a, const char* const* names) {
-  lm_text_printf(b, "%s", agg_name(a->fn));
+  lm_text_printf(b, "%s", a->fn == LM_AGG_UDAF ? lm_udf_name(a->udaf) : agg_name(a->fn));
   if (a->arg == NULL) return;
   lm_text_printf(b, "(");
   put_expr(b, a->arg, names);
@@ -879,7 +880,8 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     /* A lookup join: its row, then the rest reads the joined row. */
     char pbuf[24], nbuf[24];
     lm_text what = {0};
-    lm_text_printf(&what, "%s with table %s ON its %d key column%s, its rows when each "
+    lm_text_printf(&what,
+                   "%s with table %s ON its %d key column%s, its rows when each "
                    "row is processed",
                    plan->input, plan->lookup_table, (int)plan->lk.nkeys,
                    plan->lk.nkeys == 1 ? "" : "s");

@@ -141,8 +141,8 @@ laminar_code lm_db_create_table(laminar_db* db, const char* sql, const lm_stmt* 
     rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
   /* The view over it: SELECT * FROM "t$changes", keyed by the primary key. */
-  lm_ast_expr star = {.kind = LM_AST_STAR, .line = stmt->line, .column = stmt->column,
-                      .height = 1};
+  lm_ast_expr star = {
+      .kind = LM_AST_STAR, .line = stmt->line, .column = stmt->column, .height = 1};
   lm_ast_select_item item = {&star, NULL};
   lm_ast_select sel = {.items = &item,
                        .nitems = 1,
@@ -165,8 +165,11 @@ laminar_code lm_db_create_table(laminar_db* db, const char* sql, const lm_stmt* 
   if (rc == LAMINAR_OK) rc = lm_db_create_stream(db, sql, &view, err);
   if (rc != LAMINAR_OK) {
     /* Not half a table: the source goes again (its error stays the one). */
-    lm_stmt drop = {.kind = LM_STMT_DROP, .object = LM_OBJ_SOURCE, .name = changes,
-                    .if_exists = true, .internal = true};
+    lm_stmt drop = {.kind = LM_STMT_DROP,
+                    .object = LM_OBJ_SOURCE,
+                    .name = changes,
+                    .if_exists = true,
+                    .internal = true};
     lm_db_drop(db, &drop, NULL);
   }
   return rc;
@@ -259,8 +262,8 @@ laminar_code lm_db_show_tables(laminar_db* db, struct ArrowArrayStream* out,
 
 /* ---- lookup joins -------------------------------------------------------------------- */
 
-const lm_schema* lm_db_table_columns(void* arg, const char* name, const int32_t** out_keys,
-                                     int32_t* out_nkeys) {
+const lm_schema* lm_db_table_columns(void* arg, const char* name,
+                                     const int32_t** out_keys, int32_t* out_nkeys) {
   lm_stream_def* s = find_table(arg, name);
   if (s == NULL) return NULL;
   *out_keys = table_keys(s, out_nkeys);
@@ -305,7 +308,8 @@ static void rows_free(rows* r) {
 }
 
 /* nrows rows of `schema`, every value NULL (zero data), weights w. */
-static laminar_code rows_init(rows* r, const lm_schema* schema, int64_t nrows, int64_t w) {
+static laminar_code rows_init(rows* r, const lm_schema* schema, int64_t nrows,
+                              int64_t w) {
   memset(r, 0, sizeof *r);
   r->ncols = schema->ncols;
   r->nrows = nrows;
@@ -515,8 +519,7 @@ laminar_code lm_db_delete(laminar_db* db, const lm_stmt* stmt, laminar_error* er
   }
   for (int32_t k = 0; k < nkey; k++) {
     if (value[k] != NULL) continue;
-    snprintf(why, sizeof why, "key column '%s' is not fixed",
-             cols->fields[keys[k]].name);
+    snprintf(why, sizeof why, "key column '%s' is not fixed", cols->fields[keys[k]].name);
     return key_error(stmt, cols, keys, nkey, stmt->where->line, stmt->where->column, why,
                      err);
   }
@@ -539,7 +542,8 @@ laminar_code lm_db_delete(laminar_db* db, const lm_stmt* stmt, laminar_error* er
 /* Import `array` (columns `want`, by name) for table `name`, then build its
  * rows for the changelog with weight w: the imported columns at their table
  * positions (pos[i] for want's column i), the rest NULL or zero. */
-static laminar_code write_table(laminar_db* db, const char* name, struct ArrowArray* array,
+static laminar_code write_table(laminar_db* db, const char* name,
+                                struct ArrowArray* array,
                                 const struct ArrowSchema* schema, bool upsert,
                                 laminar_error* err) {
   const char* fn = upsert ? "laminar_table_upsert" : "laminar_table_delete";
@@ -610,7 +614,7 @@ laminar_code laminar_table_upsert(laminar_db* db, const char* table,
 }
 
 laminar_code laminar_table_delete(laminar_db* db, const char* table,
-                                  struct ArrowArray* keys, const struct ArrowSchema* schema,
-                                  laminar_error* err) {
+                                  struct ArrowArray* keys,
+                                  const struct ArrowSchema* schema, laminar_error* err) {
   return write_table(db, table, keys, schema, false, err);
 }

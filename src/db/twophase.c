@@ -661,6 +661,15 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
     snprintf(sp.reason, sizeof sp.reason, "%s", why);
     goto refused;
   }
+  for (int32_t i = 0; i < s->plan.udfs.n; i++) {
+    if (lm_udf_is_aggregate(s->plan.udfs.items[i])) {
+      /* (its partial state would be a column of serialized bytes) */
+      snprintf(sp.reason, sizeof sp.reason,
+               "user-defined aggregate '%s' has no partial/final split yet",
+               lm_udf_name(s->plan.udfs.items[i]));
+      goto refused;
+    }
+  }
   const lm_stream_def* cur = s;
   while (!cur->plan.input_is_source) cur = lm_db_find_stream(db, cur->plan.input);
   const lm_source_def* root = lm_db_find_source(db, cur->plan.input);

@@ -710,7 +710,9 @@ laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec
         break;
       case LM_TYPE_DATE:
         switch (from) {
-          case LM_TYPE_TIMESTAMP: CONVERT(int64_t, int32_t, lm_floor_div(x, LM_US_PER_DAY)); break;
+          case LM_TYPE_TIMESTAMP:
+            CONVERT(int64_t, int32_t, lm_floor_div(x, LM_US_PER_DAY));
+            break;
           case LM_TYPE_INT32: memcpy(data, in->data, 4 * cnt); break;
           case LM_TYPE_INT64:
             CONVERT_CHECKED(int64_t, int32_t, x >= INT32_MIN && x <= INT32_MAX, x);
@@ -747,10 +749,11 @@ laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec
               CONVERT(int32_t, int64_t, x);
             } else {
               /* |days| < 2^31 times 86.4e9 can pass 2^63: check in 128 bits */
-              CONVERT_CHECKED(int32_t, int64_t,
-                              (__extension__(__int128) x * LM_US_PER_DAY) >= INT64_MIN &&
-                                  (__extension__(__int128) x * LM_US_PER_DAY) <= INT64_MAX,
-                              (int64_t)x * LM_US_PER_DAY);
+              CONVERT_CHECKED(
+                  int32_t, int64_t,
+                  (__extension__(__int128) x * LM_US_PER_DAY) >= INT64_MIN &&
+                      (__extension__(__int128) x * LM_US_PER_DAY) <= INT64_MAX,
+                  (int64_t)x * LM_US_PER_DAY);
             }
             break;
           case LM_TYPE_DOUBLE: {

@@ -101,7 +101,8 @@ static bool is_str_literal(const lm_expr* a) {
 static bool is_small_int(lm_type t) { return t == LM_TYPE_INT16 || t == LM_TYPE_INT8; }
 
 static bool is_numeric(lm_type t) {
-  return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE || is_small_int(t);
+  return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE ||
+         is_small_int(t);
 }
 
 /* Argument i must convert to `to`: a value of that type, a NULL, a string

@@ -113,12 +113,13 @@ laminar_code lm_op_lookup_create(const lm_lookup_spec* spec, const lm_schema* ou
   j->base.vt = &lookup_vtable;
   j->spec = *spec;
   lm_schema_init_empty(&j->base.out_schema);
-  bool ok = lm_eval_ctx_create(&j->ctx) == LAMINAR_OK &&
-            (j->keys = lm_calloc((size_t)(spec->nkeys ? spec->nkeys : 1),
-                                 sizeof(lm_vec))) != NULL &&
-            (j->outs = lm_calloc((size_t)(spec->lcols + spec->rcols + 1),
-                                 sizeof(lm_vec))) != NULL &&
-            lm_schema_copy(out_schema, &j->base.out_schema) == 0;
+  bool ok =
+      lm_eval_ctx_create(&j->ctx) == LAMINAR_OK &&
+      (j->keys = lm_calloc((size_t)(spec->nkeys ? spec->nkeys : 1), sizeof(lm_vec))) !=
+          NULL &&
+      (j->outs = lm_calloc((size_t)(spec->lcols + spec->rcols + 1), sizeof(lm_vec))) !=
+          NULL &&
+      lm_schema_copy(out_schema, &j->base.out_schema) == 0;
   if (!ok) {
     lookup_destroy(&j->base);
     return LAMINAR_ERR_NOMEM;

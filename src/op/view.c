@@ -67,7 +67,8 @@ static uint8_t* encode_value(const lm_vec* v, int64_t r, uint8_t* p) {
 
 /* Encoded size of row r of columns cols[idx[0..n)] (idx NULL: cols[0..n)), or
  * -1 when a string is too long for its u32 length (4 GiB or more). */
-static int64_t encoded_size(const lm_vec* cols, const int32_t* idx, int32_t n, int64_t r) {
+static int64_t encoded_size(const lm_vec* cols, const int32_t* idx, int32_t n,
+                            int64_t r) {
   int64_t size = 0;
   for (int32_t c = 0; c < n; c++) {
     int64_t one = value_size(&cols[idx != NULL ? idx[c] : c], r);
@@ -735,7 +736,8 @@ static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
     return LAMINAR_ERR_NOMEM;
   for (int64_t r = 0; r < n; r++) {
     uint8_t* p = enc + offs[r];
-    for (int32_t k = 0; k < v->nkey; k++) p = encode_value(&in->cols[v->key_cols[k]], r, p);
+    for (int32_t k = 0; k < v->nkey; k++)
+      p = encode_value(&in->cols[v->key_cols[k]], r, p);
     for (int32_t c = 0; c < ncols; c++) p = encode_value(&in->cols[c], r, p);
   }
   /* Room for the worst case before the state changes (every row new). */
@@ -746,7 +748,8 @@ static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
   for (int64_t r = 0; r < n; r++) {
     const uint8_t* p = enc + offs[r];
     int64_t len = offs[r + 1] - offs[r], klen = klens[r];
-    bool upsert = (wv->nulls != NULL && wv->nulls[r]) || ((const int64_t*)wv->data)[r] > 0;
+    bool upsert =
+        (wv->nulls != NULL && wv->nulls[r]) || ((const int64_t*)wv->data)[r] > 0;
     uint64_t h = row_hash(p, klen);
     bool found;
     int64_t i = probe(v, h, p, klen, &found);
@@ -896,7 +899,8 @@ laminar_code lm_op_table_lookup(const lm_op* table, lm_eval_ctx* ctx, const lm_v
     memset(data, 0, w * (size_t)(n ? n : 1));
     for (int64_t r = 0, j = 0; r < n; r++) {
       nulls[r] = !found[r] || out_cols[c].nulls[j];
-      if (found[r]) memcpy(data + (size_t)r * w, (const uint8_t*)out_cols[c].data + j * w, w);
+      if (found[r])
+        memcpy(data + (size_t)r * w, (const uint8_t*)out_cols[c].data + j * w, w);
       j += found[r];
     }
     out_cols[c] = (lm_vec){out_cols[c].type, n, nulls, data};

@@ -67,6 +67,7 @@ laminar_code lm_op_window_new(window_op* op, window** out) {
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     const lm_agg_spec* spec = &op->spec.aggs[a];
     lm_agg_states_init(&w->aggs[a], spec, spec->arg ? spec->arg->type : LM_TYPE_NULL);
+    lm_agg_states_set_report(&w->aggs[a], &op->agg_report);
     if (op->spec.changelog) lm_agg_states_set_weighted(&w->aggs[a]);
   }
   *out = w;
@@ -377,6 +378,11 @@ static void put_group_row(window_op* op, const window* w, int64_t g, int64_t wei
 /* Emit the buffered rows as one chunk and empty the buffer. */
 laminar_code lm_op_rows_flush(window_op* op) {
   if (op->dn == 0) return LAMINAR_OK;
+  laminar_code failed = lm_op_window_agg_failed(op);
+  if (failed != LAMINAR_OK) {
+    op->dn = 0;
+    return failed;
+  }
   int32_t ncols = op->base.out_schema.ncols;
   for (int32_t c = 0; c < ncols; c++) op->dvecs[c].len = op->dn;
   lm_chunk out = {op->dn, ncols, op->dvecs, NULL};
@@ -913,8 +919,26 @@ static laminar_code eval_rows(window_op* op, const lm_expr* e, const lm_chunk* i
 
 static laminar_code window_chunk(window_op* op, const lm_chunk* in);
 
+/* A user-defined aggregate's finalize failed since the last check: its
+ * code, the failure recorded for the stream (the rows are not emitted). */
+laminar_code lm_op_window_agg_failed(window_op* op) {
+  laminar_code rc = lm_agg_report_take(&op->agg_report);
+  if (rc != LAMINAR_OK) {
+    lm_state_budget_fail(op->base.budget, rc, "%s; the results were not emitted",
+                         op->agg_report.text);
+  }
+  return rc;
+}
+
 /* A chunk; a failure names the stream and says what it left (issue 20). */
 laminar_code lm_op_window_chunk_failed(window_op* op, laminar_code rc) {
+  if (lm_expr_udf_failed(rc) && op->agg_report.text[0] != '\0') {
+    /* a user-defined aggregate's update or merge */
+    lm_state_budget_fail(op->base.budget, rc,
+                         "%s; this batch is partly applied to the stream's state",
+                         op->agg_report.text);
+    op->agg_report.text[0] = '\0';
+  }
   if (rc == LAMINAR_ERR_NOMEM) { /* unless a more precise text is recorded */
     lm_state_budget_fail(op->base.budget, rc,
                          "out of memory; the batch was not applied "
@@ -1094,6 +1118,13 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
     op->dn = 0; /* no EMIT CHANGES row of it was built */
     return window_fail_clean(op, rc);
   }
+  if (rc != LAMINAR_OK && lm_expr_udf_failed(rc) && op->agg_report.text[0] != '\0') {
+    lm_state_budget_fail(op->base.budget, rc,
+                         "%s; this batch is partly applied to the stream's state",
+                         op->agg_report.text);
+    op->agg_report.text[0] = '\0';
+    return rc;
+  }
   if (rc != LAMINAR_OK) {
     return lm_state_budget_fail(op->base.budget, rc,
                                 "%s while updating aggregates: this batch is partly "
@@ -1221,7 +1252,8 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
   }
   lm_chunk out = {total, ncols, op->out_vecs, NULL};
   /* Emit before recycling: the chunk borrows the windows' key strings. */
-  laminar_code rc = lm_op_emit(&op->base, &out);
+  laminar_code rc = lm_op_window_agg_failed(op);
+  if (rc == LAMINAR_OK) rc = lm_op_emit(&op->base, &out);
   lm_op_window_drop_closed(op, nclose);
   return rc;
 }
@@ -1473,6 +1505,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
     lm_op_window_destroy(&op->base);
     return LAMINAR_ERR_NOMEM;
   }
+  op->agg_report.ctx = op->ctx;
   *out = &op->base;
   return LAMINAR_OK;
 }

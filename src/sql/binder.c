@@ -228,29 +228,36 @@ static bool ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
   return false;
 }
 
-static bool is_agg_name(const char* f) { return f != NULL && lm_agg_find(f) != NULL; }
+/* A built-in aggregate's name, or a user-defined aggregate's in `funcs`
+ * (NULL: built-ins only). */
+static bool is_agg_name(const lm_udf_list* funcs, const char* f) {
+  if (f == NULL) return false;
+  if (lm_agg_find(f) != NULL) return true;
+  const lm_udf* u = funcs != NULL ? lm_udf_list_find(funcs, f) : NULL;
+  return u != NULL && lm_udf_is_aggregate(u);
+}
 
 static bool is_window_fn(const char* f) {
   return f != NULL && (lm_streq_nocase(f, "tumble") || lm_streq_nocase(f, "hop") ||
                        lm_streq_nocase(f, "slide") || lm_streq_nocase(f, "session"));
 }
 
-static bool contains_agg(const lm_ast_expr* e) {
+static bool contains_agg(const lm_udf_list* funcs, const lm_ast_expr* e) {
   if (e == NULL) return false;
   if (e->kind == LM_AST_FUNCTION && e->over != NULL) return false; /* analytic */
-  if (e->kind == LM_AST_FUNCTION && is_agg_name(e->fname)) return true;
-  if (contains_agg(e->left) || contains_agg(e->right) || contains_agg(e->operand) ||
-      contains_agg(e->else_expr)) {
+  if (e->kind == LM_AST_FUNCTION && is_agg_name(funcs, e->fname)) return true;
+  if (contains_agg(funcs, e->left) || contains_agg(funcs, e->right) ||
+      contains_agg(funcs, e->operand) || contains_agg(funcs, e->else_expr)) {
     return true;
   }
   for (size_t i = 0; i < e->nlist; i++) {
-    if (contains_agg(e->list[i])) return true;
+    if (contains_agg(funcs, e->list[i])) return true;
   }
   for (size_t i = 0; i < e->nwhen; i++) {
-    if (contains_agg(e->whens[i]) || contains_agg(e->thens[i])) return true;
+    if (contains_agg(funcs, e->whens[i]) || contains_agg(funcs, e->thens[i])) return true;
   }
   for (size_t i = 0; i < e->nargs; i++) {
-    if (contains_agg(e->args[i])) return true;
+    if (contains_agg(funcs, e->args[i])) return true;
   }
   return false;
 }
@@ -456,7 +463,7 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
   lm_type t = (op == LM_OP_DIV || lt == LM_TYPE_DOUBLE || rt == LM_TYPE_DOUBLE)
                   ? LM_TYPE_DOUBLE
               : (is_int32_or_less(lt) && is_int32_or_less(rt)) ? LM_TYPE_INT32
-                                                                 : LM_TYPE_INT64;
+                                                               : LM_TYPE_INT64;
   LM_TRY(coerce(b, &l, t));
   LM_TRY(coerce(b, &r, t));
   return make_call2(b, xop, t, l, r, out);
@@ -473,7 +480,7 @@ static laminar_code make_not(binder* b, lm_expr* inner, lm_expr** out) {
 /* A moment aggregate's argument: a number (or NULL), as DOUBLE. */
 static laminar_code bind_moment_arg(binder* b, const lm_ast_expr* a, const char* f,
                                     const lm_ast_expr* arg, lm_expr** out) {
-  if (contains_agg(arg)) {
+  if (contains_agg(b->funcs, arg)) {
     return fail(b, LAMINAR_ERR_SQL_GROUPING, arg, "aggregate calls cannot be nested");
   }
   LM_TRY(bind(b, arg, MODE_ROW, out));
@@ -482,6 +489,43 @@ static laminar_code bind_moment_arg(binder* b, const lm_ast_expr* a, const char*
                 lm_type_name((*out)->type));
   }
   return coerce(b, out, LM_TYPE_DOUBLE);
+}
+
+/* A call of a user-defined aggregate (laminar_aggregate_register): its
+ * arguments typed and cast as a scalar function's; the plan holds a
+ * reference to the function. */
+static laminar_code bind_udaf(binder* b, const lm_ast_expr* a, lm_udf* f,
+                              lm_agg_spec* spec) {
+  if (a->star) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
+                "%s(*) is not valid: name its arguments", lm_udf_name(f));
+  }
+  int32_t given = (int32_t)a->nargs;
+  int32_t nb = given < 2 ? given : 2; /* more: lm_udf_bind reports the count */
+  lm_expr* args[2] = {NULL, NULL};
+  lm_type want[2];
+  for (int32_t i = 0; i < nb; i++) {
+    if (contains_agg(b->funcs, a->args[i])) {
+      return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[i],
+                  "aggregate calls cannot be nested");
+    }
+    LM_TRY(bind(b, a->args[i], MODE_ROW, &args[i]));
+  }
+  lm_func_binding fb;
+  laminar_code rc = lm_udf_bind(f, (const lm_expr* const*)args, given, want, &fb);
+  if (rc != LAMINAR_OK) {
+    return fail(b, rc, fb.bad_arg >= 0 ? a->args[fb.bad_arg] : a, "%s", fb.message);
+  }
+  for (int32_t i = 0; i < nb; i++) LM_TRY(coerce(b, &args[i], want[i]));
+  if (!lm_udf_list_has(&b->plan->udfs, f) &&
+      lm_udf_list_add(&b->plan->udfs, f, false) != LAMINAR_OK)
+    return NOMEM(b);
+  spec->fn = LM_AGG_UDAF;
+  spec->arg = args[0];
+  spec->order = args[1];
+  spec->result_type = fb.result;
+  spec->udaf = f;
+  return LAMINAR_OK;
 }
 
 /* An aggregate call in MODE_POST: register it (deduplicated) and reference its
@@ -503,7 +547,10 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
     lm_agg_spec spec = {0};
     const char* f = a->fname;
     const lm_agg_def* def = lm_agg_find(f);
-    if (lm_streq_nocase(f, "count") && (a->star || a->nargs == 0)) {
+    lm_udf* uf = def == NULL && b->funcs != NULL ? lm_udf_list_find(b->funcs, f) : NULL;
+    if (uf != NULL && lm_udf_is_aggregate(uf)) {
+      LM_TRY(bind_udaf(b, a, uf, &spec));
+    } else if (lm_streq_nocase(f, "count") && (a->star || a->nargs == 0)) {
       spec.fn = LM_AGG_COUNT_STAR;
       spec.result_type = LM_TYPE_INT64;
     } else if (def != NULL && lm_agg_is_moments(def->fn)) {
@@ -530,7 +577,7 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
       }
       lm_expr* args[2];
       for (int i = 0; i < 2; i++) {
-        if (contains_agg(a->args[i])) {
+        if (contains_agg(b->funcs, a->args[i])) {
           return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[i],
                       "aggregate calls cannot be nested");
         }
@@ -545,7 +592,7 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
       if (a->nargs != 1 || a->star) {
         return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "%s() takes exactly one argument", f);
       }
-      if (contains_agg(a->args[0])) {
+      if (contains_agg(b->funcs, a->args[0])) {
         return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[0],
                     "aggregate calls cannot be nested");
       }
@@ -747,7 +794,7 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
         return LAMINAR_OK;
       }
     }
-    if (a->kind == LM_AST_FUNCTION && is_agg_name(a->fname))
+    if (a->kind == LM_AST_FUNCTION && is_agg_name(b->funcs, a->fname))
       return bind_agg_ref(b, a, out);
     if (a->kind == LM_AST_COLUMN && a->table == NULL &&
         (lm_streq_nocase(a->name, "window_start") ||
@@ -775,7 +822,7 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       lm_error_object(b->err, b->input_name, a->name);
       return rc;
     }
-  } else if (a->kind == LM_AST_FUNCTION && is_agg_name(a->fname)) {
+  } else if (a->kind == LM_AST_FUNCTION && is_agg_name(b->funcs, a->fname)) {
     return fail(b, LAMINAR_ERR_SQL_GROUPING, a, "aggregate %s() is not allowed here",
                 a->fname);
   }
@@ -965,9 +1012,9 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       lm_type t = lm_bind_sql_type(a->cast_type);
       /* DATE converts only to and from text and TIMESTAMP (DuckDB refuses
        * the rest when binding too). */
-      bool date_ok = x->type == t || x->type == LM_TYPE_NULL || x->type == LM_TYPE_STRING ||
-                     x->type == LM_TYPE_TIMESTAMP || t == LM_TYPE_STRING ||
-                     t == LM_TYPE_TIMESTAMP;
+      bool date_ok = x->type == t || x->type == LM_TYPE_NULL ||
+                     x->type == LM_TYPE_STRING || x->type == LM_TYPE_TIMESTAMP ||
+                     t == LM_TYPE_STRING || t == LM_TYPE_TIMESTAMP;
       if ((x->type == LM_TYPE_DATE || t == LM_TYPE_DATE) && !date_ok) {
         return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "cannot CAST %s to %s",
                     lm_type_name(x->type), lm_type_name(t));
@@ -1117,7 +1164,7 @@ static laminar_code bind_items(binder* b, const lm_ast_select* sel, bind_mode mo
 
 static laminar_code bind_where(binder* b, const lm_ast_select* sel) {
   if (sel->where == NULL) return LAMINAR_OK;
-  if (contains_agg(sel->where)) {
+  if (contains_agg(b->funcs, sel->where)) {
     return fail(b, LAMINAR_ERR_SQL_GROUPING, sel->where,
                 "aggregates are not allowed in WHERE (use HAVING)");
   }
@@ -1217,7 +1264,7 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
       LM_TRY(bind_window_fn(b, g));
       continue;
     }
-    if (contains_agg(g)) {
+    if (contains_agg(b->funcs, g)) {
       return fail(b, LAMINAR_ERR_SQL_GROUPING, g,
                   "aggregates are not allowed in GROUP BY");
     }
@@ -1257,7 +1304,13 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
 static laminar_code bind_changelog_aggs(binder* b) {
   if (!changelog_input(b)) return LAMINAR_OK;
   for (int32_t i = 0; i < b->naggs; i++) {
-    if (!lm_agg_retractable(b->aggs[i].fn)) {
+    if (b->aggs[i].fn == LM_AGG_UDAF && !lm_udaf_retractable(b->aggs[i].udaf)) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
+                  "aggregate function '%s' has no retract callback: it cannot read a "
+                  "changelog ('%s' ends in a _weight column); register it with one",
+                  lm_udf_name(b->aggs[i].udaf), b->input_name);
+    }
+    if (b->aggs[i].fn != LM_AGG_UDAF && !lm_agg_retractable(b->aggs[i].fn)) {
       return fail(
           b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
           "%s() over a changelog ('%s' ends in a _weight column) is not supported "
@@ -1309,7 +1362,7 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   }
   bool has_agg = sel->ngroup > 0 || sel->having != NULL;
   for (size_t i = 0; i < sel->nitems && !has_agg; i++)
-    has_agg = contains_agg(sel->items[i].expr);
+    has_agg = contains_agg(b->funcs, sel->items[i].expr);
   bool changes = stmt->emit == LM_EMIT_CHANGES;
   LM_TRY(bind_where(b, sel));
   if (sel->qualify != NULL || lm_bind_select_is_analytic(sel))
@@ -1399,7 +1452,7 @@ static laminar_code bind_branch(binder* top, const lm_ast_select* sel,
   }
   const lm_ast_expr* agg = sel->ngroup > 0 ? sel->group_by[0] : sel->having;
   for (size_t i = 0; agg == NULL && i < sel->nitems; i++) {
-    if (contains_agg(sel->items[i].expr)) agg = sel->items[i].expr;
+    if (contains_agg(top->funcs, sel->items[i].expr)) agg = sel->items[i].expr;
   }
   if (agg != NULL || sel->distinct || sel->norder > 0 || sel->limit >= 0) {
     return fail(
@@ -2262,7 +2315,7 @@ static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
     if (!windowed) LM_TRY(time_bound_of(b, c, &tb, &used));
     if (used) continue;
     lm_expr* e;
-    if (contains_agg(c)) {
+    if (contains_agg(b->funcs, c)) {
       return fail(b, LAMINAR_ERR_SQL_GROUPING, c, "aggregates are not allowed in ON");
     }
     LM_TRY(bind(b, c, MODE_ROW, &e));
@@ -2596,14 +2649,16 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
   return rc;
 }
 
-bool lm_bind_has_aggregate(const lm_ast_expr* e) { return contains_agg(e); }
+bool lm_bind_has_aggregate(const lm_udf_list* funcs, const lm_ast_expr* e) {
+  return contains_agg(funcs, e);
+}
 
 bool lm_bind_ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
   return ast_equal(x, y);
 }
 
 bool lm_bind_is_aggregate_call(const lm_ast_expr* e) {
-  return e != NULL && e->kind == LM_AST_FUNCTION && is_agg_name(e->fname);
+  return e != NULL && e->kind == LM_AST_FUNCTION && is_agg_name(NULL, e->fname);
 }
 
 bool lm_bind_is_window_call(const lm_ast_expr* e) {
@@ -2869,7 +2924,7 @@ static laminar_code bind_analytic_call(binder* b, const lm_ast_expr* a,
                                        lm_analytic_call* c) {
   const char* f = a->fname;
   memset(c, 0, sizeof *c);
-  if (is_agg_name(f) && !lm_streq_nocase(f, "first_value") &&
+  if (is_agg_name(NULL, f) && !lm_streq_nocase(f, "first_value") &&
       !lm_streq_nocase(f, "last_value"))
     return bind_analytic_agg(b, a, c);
   static const struct {
@@ -3133,7 +3188,7 @@ static laminar_code bind_analytic_derived(binder* b, const lm_stmt* stmt,
   lm_plan* plan = b->plan;
   bool outer_agg = outer->ngroup > 0 || outer->having != NULL;
   for (size_t i = 0; i < outer->nitems && !outer_agg; i++)
-    outer_agg = contains_agg(outer->items[i].expr);
+    outer_agg = contains_agg(b->funcs, outer->items[i].expr);
   if (inner->from_select != NULL || outer_agg || outer->distinct || outer->norder > 0 ||
       outer->limit >= 0 || outer->qualify != NULL || lm_bind_select_is_analytic(outer) ||
       inner->distinct || inner->norder > 0 || inner->limit >= 0 ||
@@ -3150,7 +3205,7 @@ static laminar_code bind_analytic_derived(binder* b, const lm_stmt* stmt,
   ib.stmt = &is;
   bool inner_agg = inner->ngroup > 0 || inner->having != NULL;
   for (size_t i = 0; i < inner->nitems && !inner_agg; i++)
-    inner_agg = contains_agg(inner->items[i].expr);
+    inner_agg = contains_agg(b->funcs, inner->items[i].expr);
   LM_TRY(bind_where(&ib, inner));
   LM_TRY(bind_analytic(&ib, &is, inner_agg));
   /* The outer query over the inner one's columns. */

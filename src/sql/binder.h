@@ -27,8 +27,9 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
                                    const lm_udf_list* funcs, lm_plan* out,
                                    laminar_error* err);
 
-/* True when expression `e` calls an aggregate function anywhere in it. */
-bool lm_bind_has_aggregate(const lm_ast_expr* e);
+/* True when expression `e` calls an aggregate function anywhere in it: a
+ * built-in one or a user-defined one of `funcs` (NULL: built-ins only). */
+bool lm_bind_has_aggregate(const lm_udf_list* funcs, const lm_ast_expr* e);
 /* The binder's structural equality of expressions (how a select item matches
  * a GROUP BY key; column qualifiers are ignored). */
 bool lm_bind_ast_equal(const lm_ast_expr* x, const lm_ast_expr* y);

@@ -14,12 +14,12 @@
 
 /* Logical types. Values are stable (they appear in snapshots). */
 typedef enum lm_type {
-  LM_TYPE_NULL = 0,     /* the type of a bare NULL literal before binding */
-  LM_TYPE_BOOL = 1,     /* data: uint8_t per row, 0 or 1 */
-  LM_TYPE_INT32 = 2,    /* data: int32_t per row */
-  LM_TYPE_INT64 = 3,    /* data: int64_t per row */
-  LM_TYPE_DOUBLE = 4,   /* data: double per row */
-  LM_TYPE_STRING = 5,   /* data: lm_str per row (UTF-8, not NUL-terminated) */
+  LM_TYPE_NULL = 0,      /* the type of a bare NULL literal before binding */
+  LM_TYPE_BOOL = 1,      /* data: uint8_t per row, 0 or 1 */
+  LM_TYPE_INT32 = 2,     /* data: int32_t per row */
+  LM_TYPE_INT64 = 3,     /* data: int64_t per row */
+  LM_TYPE_DOUBLE = 4,    /* data: double per row */
+  LM_TYPE_STRING = 5,    /* data: lm_str per row (UTF-8, not NUL-terminated) */
   LM_TYPE_TIMESTAMP = 6, /* data: int64_t microseconds since the epoch, no zone */
   LM_TYPE_DATE = 7,      /* data: int32_t days since 1970-01-01 (Arrow date32) */
   LM_TYPE_INT16 = 8,     /* data: int16_t per row (SMALLINT) */

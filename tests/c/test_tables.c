@@ -34,10 +34,11 @@ static int drain_text(laminar_subscription* sub, char* out, size_t cap) {
 static int test_sql_upsert_and_delete(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_sql_db(&db,
-                "CREATE TABLE t (k BIGINT, tag VARCHAR, v DOUBLE, PRIMARY KEY (k, tag));"
-                "CREATE MATERIALIZED VIEW per_tag AS SELECT tag, COUNT(*) AS n, "
-                "SUM(v) AS s FROM t GROUP BY tag EMIT CHANGES") == 0);
+  CHECK(open_sql_db(
+            &db,
+            "CREATE TABLE t (k BIGINT, tag VARCHAR, v DOUBLE, PRIMARY KEY (k, tag));"
+            "CREATE MATERIALIZED VIEW per_tag AS SELECT tag, COUNT(*) AS n, "
+            "SUM(v) AS s FROM t GROUP BY tag EMIT CHANGES") == 0);
   CHECK_CODE(laminar_execute(db,
                              "INSERT INTO t VALUES (1, 'a', 1.5), (2, 'a', 2), "
                              "(1, 'b', NULL);"
@@ -49,12 +50,14 @@ static int test_sql_upsert_and_delete(void) {
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   CHECK_TEXT(db, "SELECT k, tag, v FROM t ORDER BY k, tag", "1,a,4.5;2,a,2");
   CHECK_TEXT(db, "SELECT tag, n, s FROM per_tag ORDER BY tag", "a,2,6.5");
-  CHECK_TEXT(db, "SHOW TABLES", "t,k BIGINT NOT NULL, tag VARCHAR NOT NULL, v DOUBLE,k, tag");
+  CHECK_TEXT(db, "SHOW TABLES",
+             "t,k BIGINT NOT NULL, tag VARCHAR NOT NULL, v DOUBLE,k, tag");
   CHECK_TEXT(db, "DESCRIBE t", "k,BIGINT,NO;tag,VARCHAR,NO;v,DOUBLE,YES");
   /* The table's parts are no sources or views of their own. */
   CHECK_TEXT(db, "SHOW SOURCES", "");
   EXPECT(fails_at(db, false, "DROP TABLE t", LAMINAR_ERR_SQL_DEPENDENCY, 1, 12));
-  EXPECT(fails_at(db, false, "DROP MATERIALIZED VIEW t", LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 1, 24));
+  EXPECT(fails_at(db, false, "DROP MATERIALIZED VIEW t", LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+                  1, 24));
   CHECK_CODE(laminar_execute(db, "DROP MATERIALIZED VIEW per_tag; DROP TABLE t", &err),
              LAMINAR_OK, &err);
   CHECK_TEXT(db, "SHOW TABLES", "");
@@ -137,7 +140,8 @@ static int test_c_api(void) {
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   EXPECT(laminar_execute(db, "INSERT INTO t VALUES (3, 'z')", &err) == LAMINAR_ERR_STATE);
   laminar_source_close(src);
-  CHECK_CODE(laminar_execute(db, "INSERT INTO t VALUES (3, 'z')", &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, "INSERT INTO t VALUES (3, 'z')", &err), LAMINAR_OK,
+             &err);
   laminar_subscription_close(sub);
   laminar_close(db);
   return 0;
@@ -145,36 +149,40 @@ static int test_c_api(void) {
 
 static int test_errors(void) {
   laminar_db* db;
-  CHECK(open_sql_db(&db,
-                "CREATE TABLE t (k BIGINT, j INT, v DOUBLE NOT NULL, PRIMARY KEY (k, j));"
-                "CREATE SOURCE s (k BIGINT)") == 0);
+  CHECK(open_sql_db(
+            &db,
+            "CREATE TABLE t (k BIGINT, j INT, v DOUBLE NOT NULL, PRIMARY KEY (k, j));"
+            "CREATE SOURCE s (k BIGINT)") == 0);
   /* DELETE that does not fix the whole key: LDB-1020 where it goes wrong. */
   EXPECT(fails_at(db, false, "DELETE FROM t", LAMINAR_ERR_SQL_TABLE_KEY, 1, 1));
-  EXPECT(fails_at(db, false, "DELETE FROM t WHERE k = 1", LAMINAR_ERR_SQL_TABLE_KEY, 1, 21));
-  EXPECT(fails_at(db, false, "DELETE FROM t\n WHERE k = 1 AND v = 2", LAMINAR_ERR_SQL_TABLE_KEY,
-                  2, 18));
-  EXPECT(fails_at(db, false, "DELETE FROM t WHERE k = 1 AND j > 2", LAMINAR_ERR_SQL_TABLE_KEY,
-                  1, 31));
-  EXPECT(fails_at(db, false, "DELETE FROM t WHERE k = 1 AND k = 2", LAMINAR_ERR_SQL_TABLE_KEY,
-                  1, 31));
-  EXPECT(fails_at(db, false, "DELETE FROM t WHERE k = 1 OR j = 2", LAMINAR_ERR_SQL_TABLE_KEY, 1,
-                  21));
+  EXPECT(
+      fails_at(db, false, "DELETE FROM t WHERE k = 1", LAMINAR_ERR_SQL_TABLE_KEY, 1, 21));
+  EXPECT(fails_at(db, false, "DELETE FROM t\n WHERE k = 1 AND v = 2",
+                  LAMINAR_ERR_SQL_TABLE_KEY, 2, 18));
+  EXPECT(fails_at(db, false, "DELETE FROM t WHERE k = 1 AND j > 2",
+                  LAMINAR_ERR_SQL_TABLE_KEY, 1, 31));
+  EXPECT(fails_at(db, false, "DELETE FROM t WHERE k = 1 AND k = 2",
+                  LAMINAR_ERR_SQL_TABLE_KEY, 1, 31));
+  EXPECT(fails_at(db, false, "DELETE FROM t WHERE k = 1 OR j = 2",
+                  LAMINAR_ERR_SQL_TABLE_KEY, 1, 21));
   EXPECT(fails_at(db, false, "DELETE FROM t WHERE nope = 1 AND j = 2",
                   LAMINAR_ERR_SQL_UNKNOWN_COLUMN, 1, 21));
   /* Type mismatch and NULL in a key or NOT NULL column. */
-  EXPECT(fails_at(db, false, "INSERT INTO t VALUES (1, 'x', 2.0)", LAMINAR_ERR_TYPE_MISMATCH, 1,
-                  26));
+  EXPECT(fails_at(db, false, "INSERT INTO t VALUES (1, 'x', 2.0)",
+                  LAMINAR_ERR_TYPE_MISMATCH, 1, 26));
   EXPECT(fails_at(db, false, "INSERT INTO t VALUES (1, 2, 3.0),\n (1, 2, NULL)",
                   LAMINAR_ERR_NULL_VIOLATION, 2, 9));
-  EXPECT(fails_at(db, false, "DELETE FROM t WHERE k = 'a' AND j = 1", LAMINAR_ERR_TYPE_MISMATCH,
-                  1, 25));
-  EXPECT(fails_at(db, false, "INSERT INTO t VALUES (1, 2)", LAMINAR_ERR_SCHEMA_MISMATCH, 1, 23));
-  EXPECT(fails_at(db, false, "INSERT INTO t VALUES (1, 2, 3), (4)", LAMINAR_ERR_SQL_SYNTAX, 1,
-                  34));
+  EXPECT(fails_at(db, false, "DELETE FROM t WHERE k = 'a' AND j = 1",
+                  LAMINAR_ERR_TYPE_MISMATCH, 1, 25));
+  EXPECT(fails_at(db, false, "INSERT INTO t VALUES (1, 2)", LAMINAR_ERR_SCHEMA_MISMATCH,
+                  1, 23));
+  EXPECT(fails_at(db, false, "INSERT INTO t VALUES (1, 2, 3), (4)",
+                  LAMINAR_ERR_SQL_SYNTAX, 1, 34));
   /* Writes go to tables only. */
-  EXPECT(fails_at(db, false, "INSERT INTO s VALUES (1)", LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 1, 13));
-  EXPECT(fails_at(db, false, "DELETE FROM nope WHERE k = 1", LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 1,
-                  13));
+  EXPECT(fails_at(db, false, "INSERT INTO s VALUES (1)", LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+                  1, 13));
+  EXPECT(fails_at(db, false, "DELETE FROM nope WHERE k = 1",
+                  LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 1, 13));
   /* CREATE TABLE: the key names a column; _weight is reserved; one key. */
   EXPECT(fails_at(db, false, "CREATE TABLE u (a BIGINT, PRIMARY KEY (b))",
                   LAMINAR_ERR_SQL_UNKNOWN_COLUMN, 1, 40));
@@ -203,13 +211,15 @@ static int test_lookup_join(void) {
                     "  ON p.venue = s.v AND s.k = p.sym;"
                     "CREATE STREAM left_j AS SELECT k, v, p.sym FROM s"
                     "  LEFT OUTER JOIN px p ON s.k = p.sym AND s.v = p.venue;"
-                    "CREATE MATERIALIZED VIEW seen AS SELECT k, v, px FROM inner_j") == 0);
+                    "CREATE MATERIALIZED VIEW seen AS SELECT k, v, px FROM inner_j") ==
+        0);
   laminar_subscription* left;
   CHECK_CODE(laminar_subscribe(db, "left_j", &left, &err), LAMINAR_OK, &err);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "s", &src, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "INSERT INTO px VALUES ('a', 1, 10), ('a', 2, 20)", &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db, "INSERT INTO px VALUES ('a', 1, 10), ('a', 2, 20)", &err),
+      LAMINAR_OK, &err);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   kv_row rows1[] = {{"a", 1, 0, 1}, {"a", 3, 0, 1}, {NULL, 1, 0, 1}};
   CHECK(push_kv(src, rows1, 3, 0, &err) == 0);

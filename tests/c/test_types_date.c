@@ -95,11 +95,9 @@ static int test_type_errors_name_the_place(void) {
   int bad = 0;
   /* columns:     1234567890123456789012345678901234567890 */
   bad |= refused(db, "CREATE STREAM s AS SELECT SUM(d) FROM t EMIT CHANGES",
-                 LAMINAR_ERR_TYPE_MISMATCH, 27,
-                 "sum() needs a number, got DATE");
+                 LAMINAR_ERR_TYPE_MISMATCH, 27, "sum() needs a number, got DATE");
   bad |= refused(db, "CREATE STREAM s AS SELECT AVG(e) FROM t EMIT CHANGES",
-                 LAMINAR_ERR_TYPE_MISMATCH, 27,
-                 "got DATE");
+                 LAMINAR_ERR_TYPE_MISMATCH, 27, "got DATE");
   bad |= refused(db, "CREATE STREAM s AS SELECT CAST(d AS INT) FROM t",
                  LAMINAR_ERR_TYPE_MISMATCH, 27, "cannot CAST DATE to INT");
   bad |= refused(db, "CREATE STREAM s AS SELECT CAST(1.5 AS DATE) FROM t",

@@ -217,7 +217,7 @@ static inline int64_t stream_metric(laminar_db* db, const char* name,
 
 /* Expect `sql` (execute or query) to fail with `code` at line:column. */
 static inline int fails_at(laminar_db* db, bool query, const char* sql, laminar_code code,
-                    int line, int column) {
+                           int line, int column) {
   laminar_error err;
   struct ArrowArrayStream st;
   laminar_code rc =

@@ -18,6 +18,7 @@ import pyarrow as pa
 from laminardb._arrow import capsule_pointer, import_reader, import_schema
 from laminardb._handle import Handle, c_text, sigint_held
 from laminardb._laminar_cffi import ffi, lib
+from laminardb.aggregates import Aggregate, AggregateOnError
 from laminardb.errors import STATE, raise_for
 from laminardb.functions import Function, FunctionKind, NullHandling, OnError, TypeSpec
 from laminardb.sinks import SinkConnector, callbacks_for
@@ -652,6 +653,77 @@ class Connection(Handle):
         raise_for(code, err)
         return self
 
+    def create_aggregate(
+        self,
+        name: str,
+        cls: type | object,
+        params: Sequence[TypeSpec],
+        returns: TypeSpec,
+        *,
+        null_handling: NullHandling = "default",
+        on_error: AggregateOnError = "raise",
+    ) -> Connection:
+        """Register a Python aggregate function ``name`` for SQL (``laminar_aggregate_register``).
+
+        ``cls`` (a class, instantiated once, or an instance) has
+        ``init() -> state``, ``update(state, *arrays) -> state`` (once per
+        group of each chunk, with ``pyarrow.Array`` slices of that group's
+        rows), ``merge(a, b) -> state`` and ``finalize(state) -> value``
+        (None: NULL); optionally ``retract(state, *arrays) -> state``, which
+        lets the aggregate read a changelog (without it such a statement is
+        refused with LDB-1005), and ``serialize(state) -> bytes`` /
+        ``deserialize(bytes) -> state`` (default: pickle) for checkpoints.
+        Usable as a built-in aggregate is: GROUP BY with or without tumble,
+        hop and session windows, HAVING, EMIT CHANGES. It shares the
+        function namespace (``remove_function``, SHOW FUNCTIONS); reopen a
+        durable database with ``laminardb.open(path, functions=[Aggregate(...)])``.
+
+        Args:
+            name: The SQL name (case-insensitive; not a built-in's).
+            cls: The aggregate's class or object.
+            params: One or two parameter types (pyarrow types, SQL names or
+                ``bool``/``int``/``float``/``str``/``datetime``).
+            returns: The result type: BOOLEAN, INT, BIGINT, DOUBLE or TIMESTAMP.
+            null_handling: ``"default"``: rows with a NULL argument are left
+                out; ``"special"``: passed.
+            on_error: ``"raise"``: an exception fails the batch (LDB-3010
+                naming the function, the stream and the traceback);
+                ``"null"``: that group's result is NULL.
+
+        Returns:
+            The connection (calls chain).
+
+        Raises:
+            TypeError: A missing method or a type with no engine type.
+            ValueError: A wrong count of parameters, an unknown option.
+            SQLError: LDB-1004 (a built-in's name), LDB-1007 (replacing a
+                function a stream uses).
+
+        Example:
+            >>> import laminardb
+            >>> class SumSq:
+            ...     def init(self): return 0.0
+            ...     def update(self, s, x): return s + sum(v * v for v in x.to_pylist())
+            ...     def retract(self, s, x): return s - sum(v * v for v in x.to_pylist())
+            ...     def merge(self, a, b): return a + b
+            ...     def finalize(self, s): return s
+            >>> db = laminardb.open()
+            >>> _ = db.create_aggregate("sumsq", SumSq, ["DOUBLE"], "DOUBLE")
+            >>> _ = db.execute("CREATE SOURCE t (k VARCHAR, v DOUBLE); "
+            ...     "CREATE MATERIALIZED VIEW m AS SELECT k, sumsq(v) AS s FROM t GROUP BY k")
+            >>> db.insert("t", {"k": ["a", "a", "b"], "v": [1.0, 2.0, 3.0]}); db.run_until_idle()
+            >>> db.query("SELECT k, s FROM m ORDER BY k").to_pylist()
+            [{'k': 'a', 's': 5.0}, {'k': 'b', 's': 9.0}]
+        """
+        aggregate = Aggregate(
+            name, cls, params, returns, null_handling=null_handling, on_error=on_error
+        )
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = aggregate.register(lib.laminar_aggregate_register, self._require_open(), err)
+        raise_for(code, err)
+        return self
+
     def remove_function(self, name: str) -> Connection:
         """Drop user-defined function ``name`` (``laminar_function_drop``).
 
@@ -867,7 +939,7 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
     *,
     config: Mapping[str, object] | None = None,
     sinks: Mapping[str, tuple[str, SinkConnector]] | None = None,
-    functions: Sequence[Function] = (),
+    functions: Sequence[Function | Aggregate] = (),
     vars: Mapping[str, object] | None = None,  # noqa: A002 -- the documented name
     read_only: bool = False,
     **options: object,
@@ -892,7 +964,8 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
             ``{name: (stream, connector)}`` (see :meth:`Connection.add_sink`);
             the streams must be in the stored catalog.
         functions: User-defined functions
-            (:class:`laminardb.functions.Function`) registered before the
+            (:class:`laminardb.functions.Function`) and aggregates
+            (:class:`laminardb.aggregates.Aggregate`) registered before the
             database opens, so a durable one's stored streams that call them
             recover (see :meth:`Connection.create_function`).
         vars: ``${NAME}`` substitution variables, ``{NAME: value}``: every
@@ -959,7 +1032,12 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
             raise_for(code, err)
         for function in functions:
             err = ffi.new("laminar_error*")
-            code = function.register(lib.laminar_config_function_register, config_out[0], err)
+            register = (
+                lib.laminar_config_aggregate_register
+                if isinstance(function, Aggregate)
+                else lib.laminar_config_function_register
+            )
+            code = function.register(register, config_out[0], err)
             raise_for(code, err)
         db_out = ffi.new("laminar_db**")
         err = ffi.new("laminar_error*")
