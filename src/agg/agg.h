@@ -63,7 +63,18 @@ typedef enum lm_agg_fn {
    * `by` (in `order`; ties: the first seen); rows with a NULL x or by are
    * skipped (DuckDB). Not retractable. */
   LM_AGG_ARG_MIN = 23,
-  LM_AGG_ARG_MAX = 24
+  LM_AGG_ARG_MAX = 24,
+  /* The order statistics: a counted multiset of each group's non-NULL
+   * values (the value-set entries with a multiplicity), so they merge and
+   * take retractions; the fraction q (spec `param`) is a constant.
+   * MEDIAN = QUANTILE_CONT at 0.5; QUANTILE_DISC returns a value held;
+   * APPROX_QUANTILE holds sketch buckets (sketch.h) instead of values. */
+  LM_AGG_MEDIAN = 40,
+  LM_AGG_QUANTILE_CONT = 41,
+  LM_AGG_QUANTILE_DISC = 42,
+  LM_AGG_APPROX_QUANTILE = 43,
+  /* HyperLogLog registers per group (sketch.h); not retractable. */
+  LM_AGG_APPROX_COUNT_DISTINCT = 44
 } lm_agg_fn;
 
 /* An aggregate's SQL name: the function, how many arguments it takes, and
@@ -82,6 +93,8 @@ const lm_agg_def* lm_agg_find(const char* name);
 const char* lm_agg_fn_name(lm_agg_fn fn);
 /* True for the moment aggregates (LM_AGG_VAR_SAMP .. LM_AGG_M2). */
 bool lm_agg_is_moments(lm_agg_fn fn);
+/* True for MEDIAN, QUANTILE_CONT, QUANTILE_DISC and APPROX_QUANTILE. */
+bool lm_agg_is_quantile(lm_agg_fn fn);
 
 typedef struct lm_agg_spec {
   lm_agg_fn fn;
@@ -92,6 +105,7 @@ typedef struct lm_agg_spec {
   const lm_expr* order;
   lm_type
       result_type; /* COUNT: INT64; SUM: INT64 or DOUBLE; AVG: DOUBLE; MIN/MAX: arg's */
+  double param;    /* the quantiles: the fraction q in [0, 1] */
 } lm_agg_spec;
 
 __extension__ typedef __int128 lm_i128;
@@ -134,7 +148,13 @@ typedef struct lm_agg_states {
   double* d_d;  /* DOUBLE (canonical: -0.0 is 0.0, one NaN) */
   lm_str* d_s;  /* STRING (bytes in `strings`) */
   int32_t* d_next;
-  int64_t* d_cnt; /* MIN/MAX over a changelog: the value's multiplicity */
+  int64_t* d_cnt; /* MIN/MAX over a changelog, quantiles: the value's multiplicity */
+  /* The quantiles: q, and room to sort one group's entries (d_cap of them). */
+  double q;
+  int32_t* q_sort;
+  /* APPROX_COUNT_DISTINCT: LM_HLL_M registers per group, group g's at
+   * hll[g * LM_HLL_M]. */
+  uint8_t* hll;
   /* FIRST/LAST over a changelog: the set's entries are (event time, value)
    * pairs (d_t, d_vnull: the value is NULL), d_cnt their net multiplicity,
    * and d_top[e] the newest of the entry's runs: a stack of (arrival, count)

@@ -748,6 +748,8 @@ static void put_agg(lm_text* b, const lm_agg_spec* a, const char* const* names) 
     lm_text_printf(b, ", "); /* the second argument of a two-argument aggregate */
     put_expr(b, a->order, names);
   }
+  if (lm_agg_is_quantile(a->fn) && a->fn != LM_AGG_MEDIAN)
+    lm_text_printf(b, ", %g", a->param);
   lm_text_printf(b, ")");
 }
 
