@@ -19,14 +19,12 @@ small random groups here, within 3 standard errors (4.9%) over 10^5 values.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 from _oracle_util import (
-    FINAL_WATERMARK,
     announce_seed,
     duck,
     rows_of,
@@ -37,7 +35,8 @@ from _oracle_util import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_emit_changes import Deltas, random_window
+from test_emit_changes import random_window
+from test_stats_aggs import run_changes, run_with_restart
 from test_windows import arrival_watermarks, hop_oracle, session_oracle
 
 import laminardb
@@ -182,30 +181,6 @@ def test_sessions_match_duckdb(seed):
 # ---------------------------------------------------------------------------
 
 
-def _run_changes(
-    ddl: str,
-    batches: list[pa.RecordBatch],
-    columns: list[str],
-    check_at: set[int],
-    check: Callable[[list[tuple], pa.Table], None],
-    *,
-    cores: int = 1,
-) -> None:
-    """Push ``batches`` one by one into a database running ``ddl``; after each
-    batch in ``check_at``, ``check`` the rows stream ``w``'s deltas add up to
-    against the rows pushed so far."""
-    with laminardb.open(cores=cores) as db:
-        db.execute(ddl)
-        deltas = Deltas(db.subscribe("w"), columns)
-        src = db.source("t")
-        for i, batch in enumerate(batches):
-            src.push(batch)
-            db.run_until_idle()
-            deltas.take()
-            if i in check_at:
-                check(deltas.current(), pa.Table.from_batches(batches[: i + 1]))
-
-
 @pytest.mark.parametrize("cores", [1, 2])
 @settings(max_examples=10, deadline=None)
 @given(seed=SEEDS)
@@ -229,7 +204,7 @@ def test_running_aggregate_matches_duckdb(cores, seed):
         _, expected = duck(oracle, t=pushed)
         assert_match(current, expected, len(keys), ALL, seed)
 
-    _run_changes(ddl, batches, columns, check_at, check, cores=cores)
+    run_changes(ddl, batches, columns, check_at, check, cores=cores)
 
 
 @settings(max_examples=10, deadline=None)
@@ -255,7 +230,7 @@ def test_changelog_input_retracts(seed):
         _, expected = duck(oracle, t=pushed)
         assert_match(current, expected, 1, EXACT, seed)
 
-    _run_changes(ddl, batches, columns, set(range(len(batches))), check)
+    run_changes(ddl, batches, columns, set(range(len(batches))), check)
 
 
 # ---------------------------------------------------------------------------
@@ -282,33 +257,7 @@ def test_restart_keeps_the_state(tmp_path_factory, cores, seed):
         f"FROM t GROUP BY k, tumble(ts, INTERVAL '{size}' MILLISECOND) EMIT ON WINDOW CLOSE;"
     )
     columns = ["k", "window_start", *(a for _, _, a, _ in ALL)]
-    options = {"checkpoint_interval": "1 hour", "wal_mode": "sync"}
-    got: list[tuple] = []
-
-    def drain(sub: laminardb.Subscription) -> None:
-        while (b := sub.poll(0)) is not None:
-            got.extend(rows_of(pa.Table.from_batches([b]), columns))
-
-    with laminardb.open(root, cores=cores[0], **options) as db:
-        db.execute(ddl)
-        sub = db.subscribe("w")
-        src = db.source("t")
-        for batch in batches[:stop]:
-            src.push(batch)
-            db.run_until_idle()
-            drain(sub)
-        db.checkpoint()
-    with laminardb.open(root, cores=cores[1], **options) as db:
-        sub = db.subscribe("w")
-        src = db.source("t")
-        assert src.offset - 1 == stop
-        for batch in batches[stop:]:
-            src.push(batch)
-            db.run_until_idle()
-            drain(sub)
-        src.watermark(FINAL_WATERMARK)
-        db.run_until_idle()
-        drain(sub)
+    got = run_with_restart(root, ddl, batches, stop, columns, cores)
     start = f"(ts - ((ts % {size}) + {size}) % {size})"
     oracle = (
         f"SELECT k, {start} AS window_start, {_items(ALL, duckdb_side=True)} FROM t GROUP BY ALL"
