@@ -506,7 +506,9 @@ static laminar_code build_texts(laminar_db* db, const lm_stream_def* s,
       sp->keys[sp->nkeys++] = sel->group_by[i];
     }
   }
-  if (window == NULL || sel->distinct || sel->norder > 0 || sel->limit >= 0) {
+  if (sel->distinct) {
+    snprintf(sp->reason, sizeof sp->reason, "SELECT DISTINCT does not decompose");
+  } else if (window == NULL || sel->norder > 0 || sel->limit >= 0) {
     snprintf(sp->reason, sizeof sp->reason, "its statement has no window in GROUP BY");
     return LAMINAR_OK;
   }

@@ -809,7 +809,9 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
       }
       if (spec->emit_changes) {
         LM_TRY(lm_op_rows_reserve(op, 2 * nt)); /* reserved already: no allocation */
-        for (int64_t i = 0; i < nt; i++) {
+        /* Without aggregates (SELECT DISTINCT) a row does not change while
+         * its group lives: only a group's birth and death are deltas. */
+        for (int64_t i = 0; i < nt && spec->naggs > 0; i++) {
           if (w->live[touched[i]]) put_group_row(op, w, touched[i], -1);
         }
       }
@@ -835,8 +837,13 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
       if (spec->emit_changes) {
         for (int64_t i = 0; i < nt; i++) {
           uint32_t g = touched[i];
+          bool was = w->live[g] != 0;
           w->live[g] = w->nrows[g] > 0;
-          if (w->live[g]) put_group_row(op, w, g, +1);
+          if (spec->naggs == 0) {
+            if (was != (w->live[g] != 0)) put_group_row(op, w, g, was ? -1 : +1);
+          } else if (w->live[g]) {
+            put_group_row(op, w, g, +1);
+          }
         }
       }
     }

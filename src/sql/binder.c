@@ -1322,12 +1322,62 @@ static laminar_code emit_changes(binder* b) {
 
 static laminar_code bind_analytic(binder* b, const lm_stmt* stmt, bool has_agg);
 
+/* A window bound named as a column (window_start / window_end, unqualified). */
+static bool is_window_bound_ref(const lm_ast_expr* e) {
+  return e->kind == LM_AST_COLUMN && e->table == NULL &&
+         (lm_streq_nocase(e->name, "window_start") ||
+          lm_streq_nocase(e->name, "window_end"));
+}
+
+/* SELECT DISTINCT items ... [GROUP BY window]: the same query grouped by the
+ * window and every item (but the window's bounds), without aggregates: a row
+ * per distinct tuple per window, or without a window a running GROUP BY (a
+ * tuple's +1 when first held, its -1 when a changelog input retracts its last
+ * row). *out: the rewritten select (in the plan's pool). */
+static laminar_code distinct_as_group_by(binder* b, const lm_ast_select* sel,
+                                         const lm_ast_select** out) {
+  const char* why = NULL;
+  const lm_ast_expr* at = NULL;
+  for (size_t i = 0; i < sel->nitems && why == NULL; i++) {
+    const lm_ast_expr* e = sel->items[i].expr;
+    if (e->kind == LM_AST_STAR)
+      why = "SELECT DISTINCT * is not supported: name the columns";
+    if (contains_agg(e)) why = "SELECT DISTINCT over aggregates is not supported yet";
+    at = e;
+  }
+  for (size_t i = 0; i < sel->ngroup && why == NULL; i++) {
+    if (!lm_bind_is_window_call(sel->group_by[i])) {
+      why = "SELECT DISTINCT groups by its items: its GROUP BY may hold the window only";
+      at = sel->group_by[i];
+    }
+  }
+  if (why == NULL && sel->having != NULL) {
+    why = "SELECT DISTINCT takes no HAVING";
+    at = sel->having;
+  }
+  if (why == NULL && (sel->qualify != NULL || lm_bind_select_is_analytic(sel)))
+    why = "SELECT DISTINCT with OVER / QUALIFY is not supported yet";
+  if (why != NULL) return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, at, "%s", why);
+  lm_ast_select* d = lm_pool_alloc(&b->plan->pool, sizeof *d);
+  lm_ast_expr** keys =
+      lm_pool_alloc(&b->plan->pool, sizeof(lm_ast_expr*) * (sel->ngroup + sel->nitems));
+  if (d == NULL || keys == NULL) return NOMEM(b);
+  *d = *sel;
+  d->distinct = false;
+  d->ngroup = 0;
+  for (size_t i = 0; i < sel->ngroup; i++) keys[d->ngroup++] = sel->group_by[i];
+  for (size_t i = 0; i < sel->nitems; i++) {
+    if (!is_window_bound_ref(sel->items[i].expr)) keys[d->ngroup++] = sel->items[i].expr;
+  }
+  d->group_by = keys;
+  *out = d;
+  return LAMINAR_OK;
+}
+
 static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   const lm_ast_select* sel = stmt->select;
   lm_plan* plan = b->plan;
-  if (sel->distinct)
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
-                "SELECT DISTINCT is not supported yet");
+  if (sel->distinct) LM_TRY(distinct_as_group_by(b, sel, &sel));
   if (sel->norder > 0 || sel->limit >= 0) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED,
                 sel->norder ? sel->order_by[0].expr : NULL,
