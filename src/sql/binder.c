@@ -692,8 +692,17 @@ static laminar_code bind_udf(binder* b, const lm_ast_expr* a, bind_mode mode,
       (lm_streq_nocase(a->fname, "list") || lm_streq_nocase(a->fname, "array_agg"))) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
                 "%s() builds a LIST value, and LaminarDB has no LIST type yet "
-                "(string_agg() is not available either; COUNT(DISTINCT x), "
-                "approx_count_distinct(x) and FIRST/LAST cover common uses)",
+                "(COUNT(DISTINCT x), approx_count_distinct(x) and FIRST/LAST cover "
+                "common uses)",
+                a->fname);
+  }
+  if (f == NULL && (lm_streq_nocase(a->fname, "string_agg") ||
+                    lm_streq_nocase(a->fname, "group_concat") ||
+                    lm_streq_nocase(a->fname, "listagg"))) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                "%s() is not supported yet: no aggregate concatenates strings "
+                "(MIN/MAX, FIRST/LAST or the rows themselves, concatenated by the "
+                "client, cover common uses)",
                 a->fname);
   }
   if (f == NULL) {

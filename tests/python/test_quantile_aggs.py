@@ -368,6 +368,7 @@ def test_small_groups_and_nulls():
         ("median(median(x))", "LDB-1006"),
         ("list(x)", "LDB-1005"),
         ("array_agg(s)", "LDB-1005"),
+        ("string_agg(s, ',')", "LDB-1005"),
     ],
 )
 def test_bad_calls_are_refused(item, code):
