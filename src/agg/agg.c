@@ -936,8 +936,18 @@ static void sift_down(const lm_agg_states* st, int32_t* a, int64_t root, int64_t
   }
 }
 
-/* Heapsort of entries a[0 .. n) by value (no allocation, no recursion). */
+/* Entries a[0 .. n) by value: insertion sort for a few (a window's group
+ * usually holds a handful), heapsort past that (no allocation, no recursion). */
 static void sort_entries(const lm_agg_states* st, int32_t* a, int64_t n) {
+  if (n <= 24) {
+    for (int64_t i = 1; i < n; i++) {
+      int32_t e = a[i];
+      int64_t j = i;
+      for (; j > 0 && entry_less(st, e, a[j - 1]); j--) a[j] = a[j - 1];
+      a[j] = e;
+    }
+    return;
+  }
   for (int64_t i = n / 2 - 1; i >= 0; i--) sift_down(st, a, i, n);
   for (int64_t end = n - 1; end > 0; end--) {
     int32_t t = a[0];

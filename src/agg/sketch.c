@@ -35,21 +35,21 @@ double lm_quantile_interpolate(double lo, double hi, double frac) {
  * a = 0.01, subnormals included) keeps its sign apart from zero. */
 #define LM_SKETCH_OFFSET 1000000.0
 
-static double sketch_gamma(void) {
-  return (1.0 + LM_SKETCH_ALPHA) / (1.0 - LM_SKETCH_ALPHA);
-}
+/* ln g, g = (1 + a) / (1 - a) at a = LM_SKETCH_ALPHA = 0.01 (a constant: no
+ * second log per value); the buckets and their values both derive from it. */
+#define LM_SKETCH_LN_GAMMA 0.020000666706669435
 
 double lm_sketch_key(double x) {
   if (x == 0.0 || isnan(x) || isinf(x)) return x == 0.0 ? 0.0 : x;
-  double k = ceil(log(fabs(x)) / log(sketch_gamma()));
+  double k = ceil(log(fabs(x)) * (1.0 / LM_SKETCH_LN_GAMMA));
   return x > 0 ? LM_SKETCH_OFFSET + k : -(LM_SKETCH_OFFSET + k);
 }
 
 double lm_sketch_value(double key) {
   if (key == 0.0 || isnan(key) || isinf(key)) return key;
-  double g = sketch_gamma();
+  double g = exp(LM_SKETCH_LN_GAMMA);
   double k = fabs(key) - LM_SKETCH_OFFSET;
-  double v = 2.0 * pow(g, k) / (g + 1.0);
+  double v = 2.0 * exp(k * LM_SKETCH_LN_GAMMA) / (g + 1.0);
   return key > 0 ? v : -v;
 }
 
