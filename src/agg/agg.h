@@ -6,7 +6,9 @@
  * Each aggregate supports init (new group), update (a batch), finalize (to an
  * output column), and snapshot/restore of one group. Over a changelog input
  * (rows with a weight: +1 insert, -1 retract, any integer) COUNT, SUM, AVG,
- * MIN, MAX, COUNT(DISTINCT), FIRST and LAST are retractable:
+ * MIN, MAX, COUNT(DISTINCT), FIRST, LAST, the moments and the quantiles
+ * (APPROX_QUANTILE's sketch included; not APPROX_COUNT_DISTINCT, ARG_MIN,
+ * ARG_MAX) are retractable:
  * lm_agg_states_set_weighted() before the first reserve, then
  * lm_agg_update_weighted(); SUM and AVG count their non-NULL values (weighted)
  * so that a group whose values are all retracted is NULL again. Merge folds one
@@ -183,7 +185,7 @@ typedef struct lm_agg_states {
 
 void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type);
 /* Make the state retractable (COUNT, COUNT(*), SUM, AVG, MIN, MAX, COUNT(DISTINCT),
- * FIRST, LAST; call before
+ * FIRST, LAST, the moments, the quantiles; call before
  * lm_agg_states_reserve). Returns false for an aggregate that cannot be. */
 bool lm_agg_states_set_weighted(lm_agg_states* st);
 /* True if aggregate `fn` can take retractions (lm_agg_update_weighted). */
