@@ -197,6 +197,13 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
   return LAMINAR_OK;
 }
 
+/* Its updates add value-set entries (at most one a row): COUNT(DISTINCT), the
+ * quantiles, MIN/MAX/FIRST/LAST over a changelog. */
+static bool adds_entries(const lm_agg_states* st) {
+  return st->fn == LM_AGG_COUNT_DISTINCT || (st->weighted && keeps_value(st->fn)) ||
+         lm_agg_is_quantile(st->fn);
+}
+
 int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups) {
   int64_t per = 0;
   if (st->count) per += 8;
@@ -218,6 +225,10 @@ int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups) {
    * null flag, run top, and its table slots (about two). */
   int64_t entries = st->d_n * 64 + st->r_n * 20;
   return ngroups * per + entries + (int64_t)st->strings.used_bytes;
+}
+
+int64_t lm_agg_states_pending_bytes(const lm_agg_states* st, uint64_t seq) {
+  return adds_entries(st) && seq != 0 && st->prep_seq == seq ? st->prep_rows * 64 : 0;
 }
 
 void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
@@ -675,8 +686,7 @@ laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
    * FIRST/LAST's too (at most one new entry a row), FIRST/LAST's runs (at
    * most one a row). */
   bool distinct = st->fn == LM_AGG_COUNT_DISTINCT;
-  bool sets =
-      distinct || (st->weighted && keeps_value(st->fn)) || lm_agg_is_quantile(st->fn);
+  bool sets = adds_entries(st);
   int64_t rows = st->prep_rows + m;
   if (sets) LM_TRY(dset_reserve_n(st, rows));
   if (st->weighted && is_first_last(st->fn)) LM_TRY(run_reserve_n(st, rows));

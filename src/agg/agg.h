@@ -208,6 +208,11 @@ void lm_agg_states_free(lm_agg_states* st);
  * accounting): the per-group arrays it keeps, the value-set and run entries,
  * and its string memory. */
 int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups);
+/* Bytes of the value-set entries the updates prepared by the
+ * lm_agg_states_prepare calls of chunk `seq` may add (one a row; 0 for
+ * another seq or a state without value sets): what a bound check before
+ * those updates adds to lm_agg_states_bytes. */
+int64_t lm_agg_states_pending_bytes(const lm_agg_states* st, uint64_t seq);
 
 /* Make room for an lm_agg_update / lm_agg_update_ordered (weighted states:
  * lm_agg_update_weighted / _ordered) of arg (and `order`, NULL if none) rows

@@ -680,9 +680,25 @@ static laminar_code window_rollback(window_op* op) {
 
 /* Bring the op's charge to its bytes now (check: refuse growth past the
  * bound); nothing to do without a bound. */
+/* Bytes the updates of the chunk being prepared (op->jseq) may add to value
+ * sets (COUNT(DISTINCT), quantiles, MIN/MAX over a changelog): counted when
+ * the bound is checked, before those updates. */
+static int64_t window_pending_bytes(const window_op* op) {
+  int64_t b = 0;
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    for (int32_t i = 0; i < op->nopen; i++)
+      b += lm_agg_states_pending_bytes(&op->open[i]->aggs[a], op->jseq);
+    if (op->keyset != NULL)
+      b += lm_agg_states_pending_bytes(&op->keyset->aggs[a], op->jseq);
+    if (op->sagg != NULL) b += lm_agg_states_pending_bytes(&op->sagg[a], op->jseq);
+  }
+  return b;
+}
+
 laminar_code lm_op_window_account(window_op* op, bool check) {
   if (!lm_op_bounded(&op->base)) return LAMINAR_OK;
-  return lm_op_account(&op->base, lm_op_window_bytes(op), check);
+  int64_t pending = check ? window_pending_bytes(op) : 0;
+  return lm_op_account(&op->base, lm_op_window_bytes(op) + pending, check);
 }
 
 /* The chunk's groups are in: charge their bytes to the bound. */

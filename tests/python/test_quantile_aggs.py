@@ -407,3 +407,39 @@ def test_explain_names_the_fraction():
         assert "quantile_cont(y, 0.25)" in details
         assert "median(x)" in details
         assert "approx_quantile(y, 0.99)" in details
+
+
+def test_exact_quantiles_count_against_max_state_bytes():
+    """An exact median holds every distinct value: over an endless run of new
+    values it meets max_state_bytes (LDB-3008), and the refused batch leaves the
+    view's median that of the rows accepted (DuckDB's)."""
+    with laminardb.open() as db:
+        db.execute(
+            "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+            "CREATE MATERIALIZED VIEW mv AS SELECT k, median(v) AS m, quantile_disc(v, 0.9) "
+            "AS q FROM t GROUP BY k WITH (max_state_bytes = '1 MB')"
+        )
+        src = db.source("t")
+        accepted: list[pa.RecordBatch] = []
+        error = None
+        for b in range(200):
+            batch = pa.record_batch(
+                {"k": pa.array(["a"] * 1000), "v": pa.array(range(b * 1000, b * 1000 + 1000))}
+            )
+            src.push(batch)
+            try:
+                db.run_until_idle()
+            except laminardb.LaminarError as e:
+                error = e
+                break
+            accepted.append(batch)
+        assert error is not None, "no batch was refused"
+        assert error.code == "LDB-3008"
+        assert "max_state_bytes" in str(error)
+        assert 1 < len(accepted) < 100
+        got = db.query("SELECT k, m, q FROM mv").to_pylist()
+        _, want = duck(
+            "SELECT k, median(v), quantile_disc(v, 0.9) FROM t GROUP BY k",
+            t=pa.Table.from_batches(accepted),
+        )
+        assert [(r["k"], r["m"], r["q"]) for r in got] == want
