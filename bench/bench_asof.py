@@ -11,6 +11,11 @@ every engine's result rows and ``sum(bid)`` must agree.
 
 ``--limit-w3b`` takes limit_asof's W3b (M rows/s, same machine and session) and
 adds the ratio to each RESULT line. Exit status 1 if the results disagree.
+
+``--interval MS``: W3i instead, the interval join of each trade with the quotes
+of its symbol within +-MS ms (``JOIN ... ON t.symbol = q.symbol AND q.ts BETWEEN
+t.ts - MS AND t.ts + MS``), through laminardb and DuckDB (1 thread and 2; pandas
+has no interval join); the same check of rows and ``sum(bid)``.
 """
 
 from __future__ import annotations
@@ -85,8 +90,18 @@ def blocks(n: int, trades: pa.Table, quotes: pa.Table) -> list[tuple[pa.RecordBa
     return out
 
 
-def run_engine(parts: list) -> tuple[float, int, float]:
-    """W3 through laminardb, inline; (seconds, rows, sum(bid))."""
+def join_clause(interval: int | None) -> str:
+    """W3's join (ASOF), or W3i's (within +-interval ms), after ``FROM trades t``."""
+    if interval is None:
+        return "ASOF JOIN quotes q MATCH_CONDITION(t.ts >= q.ts) ON t.symbol = q.symbol"
+    return (
+        f"JOIN quotes q ON t.symbol = q.symbol AND q.ts BETWEEN t.ts - INTERVAL "
+        f"'{interval}' MILLISECOND AND t.ts + INTERVAL '{interval}' MILLISECOND"
+    )
+
+
+def run_engine(parts: list, interval: int | None) -> tuple[float, int, float]:
+    """W3 (or W3i) through laminardb, inline; (seconds, rows, sum(bid))."""
     with laminardb.open() as db:
         db.execute(
             "CREATE SOURCE trades (symbol VARCHAR, ts BIGINT, price DOUBLE, volume BIGINT,"
@@ -94,8 +109,7 @@ def run_engine(parts: list) -> tuple[float, int, float]:
             "CREATE SOURCE quotes (symbol VARCHAR, ts BIGINT, bid DOUBLE, ask DOUBLE,"
             "  WATERMARK FOR ts);"
             "CREATE STREAM w3 AS SELECT t.symbol, t.ts, t.price, t.volume, q.bid, q.ask"
-            "  FROM trades t ASOF JOIN quotes q MATCH_CONDITION(t.ts >= q.ts)"
-            "  ON t.symbol = q.symbol"
+            f"  FROM trades t {join_clause(interval)}"
         )
         sub = db.subscribe("w3")
         tsrc, qsrc = db.source("trades"), db.source("quotes")
@@ -125,16 +139,24 @@ def run_pandas(trades: pd.DataFrame, quotes: pd.DataFrame) -> tuple[float, int, 
     return time.perf_counter() - t0, len(r), float(r["bid"].sum())
 
 
-def run_duckdb(trades: pa.Table, quotes: pa.Table, threads: int) -> tuple[float, int, float]:
-    """DuckDB's ASOF JOIN into an Arrow table."""
+def run_duckdb(
+    trades: pa.Table, quotes: pa.Table, threads: int, interval: int | None
+) -> tuple[float, int, float]:
+    """DuckDB's ASOF JOIN (or the interval join) into an Arrow table."""
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
     con.register("trades", trades)
     con.register("quotes", quotes)
+    if interval is None:
+        join = "ASOF JOIN quotes q ON t.symbol = q.symbol AND t.ts >= q.ts"
+    else:
+        join = (
+            f"JOIN quotes q ON t.symbol = q.symbol "
+            f"AND q.ts BETWEEN t.ts - {interval} AND t.ts + {interval}"
+        )
     t0 = time.perf_counter()
     r = con.sql(
-        "SELECT t.symbol, t.ts, t.price, t.volume, q.bid, q.ask FROM trades t "
-        "ASOF JOIN quotes q ON t.symbol = q.symbol AND t.ts >= q.ts"
+        f"SELECT t.symbol, t.ts, t.price, t.volume, q.bid, q.ask FROM trades t {join}"
     ).to_arrow_table()
     secs = time.perf_counter() - t0
     con.close()
@@ -146,19 +168,23 @@ def main() -> int:
     ap.add_argument("-n", type=float, default=1e7)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--limit-w3b", type=float, default=0.0, help="W3b, M rows/s")
+    ap.add_argument("--interval", type=int, default=None, help="W3i: +-MS ms")
     args = ap.parse_args()
+    iv = args.interval
     n = int(args.n)
     g0 = time.perf_counter()
     trades, quotes = feed(n)
     parts = blocks(n, trades, quotes)
     tdf, qdf = trades.to_pandas(), quotes.to_pandas()
     print(f"N={n} events ({trades.num_rows} trades) generated in {time.perf_counter() - g0:.2f} s")
+    w = "W3" if iv is None else "W3i"
     runs = {
-        "python-W3": lambda: run_engine(parts),
-        "pandas-merge_asof": lambda: run_pandas(tdf, qdf),
-        "duckdb-1thread": lambda: run_duckdb(trades, quotes, 1),
-        "duckdb-2threads": lambda: run_duckdb(trades, quotes, 2),
+        f"python-{w}": lambda: run_engine(parts, iv),
+        "duckdb-1thread": lambda: run_duckdb(trades, quotes, 1, iv),
+        "duckdb-2threads": lambda: run_duckdb(trades, quotes, 2, iv),
     }
+    if iv is None:
+        runs["pandas-merge_asof"] = lambda: run_pandas(tdf, qdf)
     checks = set()
     for name, fn in runs.items():
         secs = []
@@ -172,7 +198,7 @@ def main() -> int:
         if args.limit_w3b > 0:
             line += f"  ratio_to_W3b={rate / args.limit_w3b:.3f}"
         print(line, flush=True)
-    print(f"W3 check: (result rows, sum(bid)) = {sorted(checks)}")
+    print(f"{w} check: (result rows, sum(bid)) = {sorted(checks)}")
     if len(checks) != 1:
         print("CHECK FAILED: the engines disagree", file=sys.stderr)
         return 1

@@ -139,6 +139,13 @@ typedef enum laminar_code {
   LAMINAR_ERR_SQL_JOIN_CONDITION = 1009,     /* a join's ON / MATCH_CONDITION is not one
                                                 it can run (no ordering condition, an
                                                 unsupported comparison) */
+  LAMINAR_ERR_SQL_UNBOUNDED_JOIN = 1010,     /* a join of two unbounded inputs with no
+                                                time bound on both ends (its state would
+                                                grow without end) */
+  LAMINAR_ERR_SQL_TABLE_KEY = 1020,          /* a DELETE whose WHERE does not fix the
+                                                whole primary key of its table */
+  LAMINAR_ERR_SQL_LOOKUP_KEY = 1021,         /* a lookup join's ON is not one equality
+                                                per primary-key column of its table */
   LAMINAR_ERR_SQL_NOT_MATERIALIZED = 1030,   /* SELECT from a stream or source: only
                                              materialized views keep rows to read */
   LAMINAR_ERR_SQL_UNDEFINED_VARIABLE = 1031, /* ${NAME} with no variable NAME set */
@@ -616,9 +623,11 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  *            accounted_state_bytes (what max_state_bytes counts; 0 while no
  *            bound applies), max_state_bytes (its own, 0: none),
  *            watermark_ms, subscribers, partitions (1, or `cores` for a keyed
- *            stream); all summed over its partitions; an ASOF JOIN stream
- *            also join_left_rows (left rows waiting for their match) and
- *            join_right_rows (right rows kept for future matches); window
+ *            stream); all summed over its partitions; a join stream also
+ *            join_left_rows and join_right_rows (ASOF: left rows waiting for
+ *            their match, right rows kept for future matches; interval: each
+ *            side's rows held while the other side's watermark allows a
+ *            match) and join_left_bytes, join_right_bytes (their bytes); window
  *            functions also held_rows (rows waiting for the watermark or for
  *            LEAD's rows)
  *   subscription (name: its stream): delivered_batches, queue_depth (its
@@ -823,7 +832,7 @@ typedef int (*laminar_function_callback)(void* user, const struct ArrowArray* ar
  * not run: LDB-1101: unknown function 'fx' ...").
  * arg_types:   nargs Arrow format strings, one per argument: "b" BOOLEAN,
  *              "i" INT, "l" BIGINT, "g" DOUBLE, "u" VARCHAR, "tsu:" TIMESTAMP
- *              (microseconds). SQL arguments are cast to these types as a
+ *              (microseconds), "tdD" DATE (days). SQL arguments are cast to these types as a
  *              built-in function's are (an INT widens to BIGINT or DOUBLE; a
  *              string literal converts).
  * nargs:       0 to 64.
@@ -1066,6 +1075,43 @@ LAMINAR_API laminar_code laminar_source_push_batch_timeout(
     const struct ArrowSchema* schema, int64_t timeout_ms, int64_t* out_pushed,
     laminar_error* err);
 
+/* Upsert rows into table `table` (CREATE TABLE ... PRIMARY KEY): each row
+ * replaces the row of its key, or adds it. The same as pushing the rows with
+ * `_weight` +1 to the table's source (laminar_source_open(db, table) opens
+ * it: its columns are the table's then `_weight BIGINT`, +1 or NULL upsert,
+ * -1 deletes), and as SQL `INSERT INTO table VALUES ...`.
+ * table: the table's name. rows/schema: a struct array whose columns are the
+ *   table's, matched by name in any order (as laminar_source_push matches a
+ *   source's), without `_weight`; NULL in a key column is refused.
+ * Ownership: on LAMINAR_OK `*rows` has been consumed (its release member is
+ *   NULL); on failure it is untouched and still the caller's. `schema` is
+ *   borrowed for the call.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no table of that name);
+ *   LAMINAR_ERR_STATE while a producer handle of the table is open (write
+ *   through that handle instead); LAMINAR_ERR_READ_ONLY on a read-only
+ *   database; the import errors of laminar_source_push (LAMINAR_ERR_SCHEMA_MISMATCH,
+ *   LAMINAR_ERR_COLUMN_TYPE, LAMINAR_ERR_NULL_VIOLATION, LAMINAR_ERR_ARROW_*)
+ *   and its queue and WAL errors; LAMINAR_ERR_MISUSE for NULL arguments. On
+ *   failure nothing is written.
+ * Thread-safety: any thread; takes the database's catalog lock for the call. */
+LAMINAR_API laminar_code laminar_table_upsert(laminar_db* db, const char* table,
+                                              struct ArrowArray* rows,
+                                              const struct ArrowSchema* schema,
+                                              laminar_error* err);
+
+/* Delete the rows of the given keys from table `table`; a key with no row is
+ * ignored. The same as SQL `DELETE FROM table WHERE k = ...` per key.
+ * keys/schema: a struct array of exactly the table's primary-key columns
+ *   (matched by name), one row per key to delete.
+ * Ownership: as laminar_table_upsert().
+ * Returns: as laminar_table_upsert() (LAMINAR_ERR_SCHEMA_MISMATCH when the
+ *   columns are not the primary key's).
+ * Thread-safety: as laminar_table_upsert(). */
+LAMINAR_API laminar_code laminar_table_delete(laminar_db* db, const char* table,
+                                              struct ArrowArray* keys,
+                                              const struct ArrowSchema* schema,
+                                              laminar_error* err);
+
 /* Alias of laminar_source_free_slots(): *out = 1 when it reports at least `n`
  * free slots, else 0. Kept for existing callers (the bindings' has_capacity).
  * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE (n < 0, NULL out, bad handle).
@@ -1126,8 +1172,10 @@ LAMINAR_API laminar_code laminar_source_watermark_timeout(laminar_source* source
  * graph; the next batch or watermark pushed makes the source active again
  * (its rows behind the watermark its readers reached meanwhile are late).
  * CREATE SOURCE ... WITH (idle_timeout = '5 s') makes it idle after that
- * long without data, on the reactor's clock. Idleness is neither logged nor
- * checkpointed: a reopened database starts with every source active.
+ * long without data, on the reactor's clock. On a durable database a
+ * checkpoint holds each source's idleness and each change is recorded with
+ * the sources' positions where it took effect; a restart's WAL replay
+ * applies it there (docs/SQL.md "Idle sources").
  * Params: source: an open handle; idle: nonzero idle, 0 active.
  * Ownership: nothing is transferred.
  * Returns: LAMINAR_OK; LAMINAR_ERR_QUEUE_FULL (a full queue that cannot

@@ -371,13 +371,7 @@ static inline void fold_minmax_d(double* mm, uint8_t* has, uint32_t g, double v,
   has[g] = 1;
 }
 
-static int64_t int_value(const lm_vec* v, uint32_t row) {
-  switch (v->type) {
-    case LM_TYPE_INT32: return ((const int32_t*)v->data)[row];
-    case LM_TYPE_BOOL: return ((const uint8_t*)v->data)[row];
-    default: return ((const int64_t*)v->data)[row];
-  }
-}
+static int64_t int_value(const lm_vec* v, uint32_t row) { return lm_vec_int_at(v, row); }
 
 /* ---- the moment aggregates ------------------------------------------------ */
 
@@ -889,9 +883,7 @@ static void put_entry_value(const lm_agg_states* st, dvalue v, void* data, int64
   switch (st->result_type) {
     case LM_TYPE_DOUBLE: ((double*)data)[k] = v.d; break;
     case LM_TYPE_STRING: ((lm_str*)data)[k] = v.s; break;
-    case LM_TYPE_INT32: ((int32_t*)data)[k] = (int32_t)v.i; break;
-    case LM_TYPE_BOOL: ((uint8_t*)data)[k] = (uint8_t)v.i; break;
-    default: ((int64_t*)data)[k] = v.i; break;
+    default: lm_vec_int_put(st->result_type, data, k, v.i); break;
   }
 }
 
@@ -1669,13 +1661,9 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
           case LM_TYPE_STRING:
             ((lm_str*)data)[k] = is_null ? (lm_str){NULL, 0} : st->mm_s[g];
             break;
-          case LM_TYPE_INT32:
-            ((int32_t*)data)[k] = is_null ? 0 : (int32_t)st->mm_i[g];
+          default:
+            lm_vec_int_put(st->result_type, data, k, is_null ? 0 : st->mm_i[g]);
             break;
-          case LM_TYPE_BOOL:
-            ((uint8_t*)data)[k] = is_null ? 0 : (uint8_t)st->mm_i[g];
-            break;
-          default: ((int64_t*)data)[k] = is_null ? 0 : st->mm_i[g]; break;
         }
         break;
     }

@@ -66,10 +66,11 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
       if (!sources) {
         rc = lm_error_set(
             err, LAMINAR_ERR_SQL_UNSUPPORTED,
-            "stream '%s': %s reads several inputs through an ASOF JOIN, or a stream in "
+            "stream '%s': %s reads several inputs through %s, or a stream in "
             "a UNION ALL branch or derived table; its partitioning by root sources is "
             "not supported yet",
-            stream, cur == s ? "it" : cur->name);
+            stream, cur == s ? "it" : cur->name,
+            cur->plan.interval ? "an interval join" : "an ASOF JOIN");
         lm_error_object(err, stream, NULL);
         pthread_mutex_unlock(&db->lock);
         return rc;

@@ -276,10 +276,13 @@ bool lm_expr_is_constant(const lm_expr* e);
  *              "d[.ddd]e+XX" (at least two exponent digits); "nan", "inf",
  *              "-inf" (what DuckDB prints).
  *   timestamp: "YYYY-MM-DD HH:MM:SS[.ffffff]" with trailing zeros of the
- *              fraction dropped; years before 1 print as "YYYY-MM-DD (BC) ...". */
+ *              fraction dropped; years before 1 print as "YYYY-MM-DD (BC) ...".
+ *   date:      "YYYY-MM-DD", years before 1 as "YYYY-MM-DD (BC)". */
 #define LM_EXPR_DOUBLE_TEXT_MAX 32
 #define LM_EXPR_TIMESTAMP_TEXT_MAX 48
+#define LM_EXPR_DATE_TEXT_MAX 24
 int lm_expr_format_double(double d, char* buf, size_t cap);
 int lm_expr_format_timestamp(int64_t micros, char* buf, size_t cap);
+int lm_expr_format_date(int32_t days, char* buf, size_t cap);
 
 #endif /* LM_EXPR_H */

@@ -57,6 +57,7 @@ static lm_type type_of_format(const char* f, bool result) {
   if (strcmp(f, "g") == 0) return LM_TYPE_DOUBLE;
   if (strcmp(f, "u") == 0 || (result && strcmp(f, "U") == 0)) return LM_TYPE_STRING;
   if (strcmp(f, "tsu:") == 0) return LM_TYPE_TIMESTAMP;
+  if (strcmp(f, "tdD") == 0) return LM_TYPE_DATE;
   return LM_TYPE_NULL;
 }
 
@@ -69,6 +70,9 @@ static const char* format_of(lm_type t) {
     case LM_TYPE_DOUBLE: return "g";
     case LM_TYPE_STRING: return "u";
     case LM_TYPE_TIMESTAMP: return "tsu:";
+    case LM_TYPE_DATE: return "tdD";
+    case LM_TYPE_INT16: return "s"; /* not a declared type: the binder casts to INT */
+    case LM_TYPE_INT8: return "c";
     case LM_TYPE_NULL: break;
   }
   return "n";
@@ -442,7 +446,10 @@ static laminar_code import_result(lm_eval_ctx* ctx, const lm_udf* f,
     }
     switch (t) {
       case LM_TYPE_BOOL: *slot = ArrowArrayViewGetIntUnsafe(&view, k) != 0; break;
-      case LM_TYPE_INT32: {
+      case LM_TYPE_INT16:
+      case LM_TYPE_INT8: lm_vec_int_put(t, slot, 0, ArrowArrayViewGetIntUnsafe(&view, k)); break;
+      case LM_TYPE_INT32:
+      case LM_TYPE_DATE: {
         int32_t x = (int32_t)ArrowArrayViewGetIntUnsafe(&view, k);
         memcpy(slot, &x, 4);
         break;

@@ -1227,9 +1227,7 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
         switch (ks->type) {
           case LM_TYPE_STRING: ((lm_str*)ov->data)[row + g] = ks->s[g]; break;
           case LM_TYPE_DOUBLE: ((double*)ov->data)[row + g] = ks->d[g]; break;
-          case LM_TYPE_INT32: ((int32_t*)ov->data)[row + g] = (int32_t)ks->i[g]; break;
-          case LM_TYPE_BOOL: ((uint8_t*)ov->data)[row + g] = (uint8_t)ks->i[g]; break;
-          default: ((int64_t*)ov->data)[row + g] = ks->i[g]; break;
+          default: lm_vec_int_put(ks->type, (void*)ov->data, row + g, ks->i[g]); break;
         }
       }
     }
@@ -1507,6 +1505,7 @@ static bool is_window(const lm_op* op) {
 
 int64_t lm_op_window_late_rows(const lm_op* op) {
   if (lm_op_is_analytic(op)) return lm_op_analytic_late_rows(op);
+  if (lm_op_is_keyed_window(op)) return lm_op_keyed_window_late_rows(op);
   return is_window(op) ? ((const window_op*)op)->late_rows : 0;
 }
 
@@ -1522,6 +1521,7 @@ int64_t lm_op_window_thaws(const lm_op* base, int64_t* out_groups) {
 
 int64_t lm_op_window_state_rows(const lm_op* op) {
   if (lm_op_is_analytic(op)) return lm_op_analytic_partitions(op);
+  if (lm_op_is_keyed_window(op)) return lm_op_keyed_window_state_rows(op);
   if (!is_window(op)) return 0;
   const window_op* w = (const window_op*)op;
   if (op->vt == &lm_op_session_vtable) return w->s_open;

@@ -100,4 +100,16 @@ int32_t lm_plan_traced_column(const lm_plan* plan, int32_t col);
 const char* lm_plan_two_phase_partial(lm_agg_fn fn);
 const char* lm_plan_two_phase_final(lm_agg_fn fn);
 
+/* A join plan's operator name for EXPLAIN ("asof join", "left interval
+ * join", ...; static text), and the time column of its side 0 (left) or 1
+ * (right), an index in that side's columns. */
+const char* lm_plan_join_name(const lm_plan* plan);
+int32_t lm_plan_join_time(const lm_plan* plan, int32_t side);
+
+/* The columns of input b (0 left, 1 right) of an interval join that its
+ * partitions route by (the keys that are bare columns of both inputs, in key
+ * order) into out_cols (room for LM_PLAN_MAX_PART_KEYS); their number, 0
+ * when there are none (or the plan is not an interval join). */
+int32_t lm_plan_join_part_keys(const lm_plan* plan, int32_t b, int32_t* out_cols);
+
 #endif /* LM_PLAN_PLANNER_H */

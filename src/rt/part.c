@@ -262,6 +262,10 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s) {
   }
   for (int32_t k = 0; k < nk; k++) keys[k] = ph->part_keys[k];
   for (int32_t b = 0; b < nb; b++) {
+    if (s->plan.interval) { /* a join: each input by its own key columns */
+      lm_plan_join_part_keys(&s->plan, b, in_keys + b * nk);
+      continue;
+    }
     for (int32_t k = 0; k < nk; k++)
       in_keys[b * nk + k] = lm_plan_branch_source_col(&s->plan, b, ph->part_keys[k]);
   }
@@ -305,6 +309,9 @@ void lm_stream_def_start_at(lm_stream_def* s, int64_t watermark_ms) {
  * in reactor.c). */
 static laminar_code part_branch_deliver(void* arg, const lm_chunk* chunk) {
   lm_stream_part* sp = arg;
+  /* A join: branch b is the join's input b (as branch_deliver). */
+  if (lm_op_multi_input(sp->chain))
+    return lm_op_chain_input_chunk(sp->chain, sp->cur_in, chunk);
   return lm_rt_input_chunk(sp->chain, sp->in_wm[sp->cur_in], chunk);
 }
 
@@ -361,9 +368,12 @@ lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p) {
 
 int64_t lm_stream_late_rows(const lm_stream_def* s) {
   if (s->nparts <= 1)
-    return lm_op_window_late_rows(s->chain) + lm_op_asof_late_rows(s->chain);
+    return lm_op_window_late_rows(s->chain) + lm_op_join_late_rows(s->chain);
   int64_t n = 0;
-  for (int32_t p = 0; p < s->nparts; p++) n += lm_op_window_late_rows(s->parts[p].chain);
+  for (int32_t p = 0; p < s->nparts; p++) {
+    n += lm_op_window_late_rows(s->parts[p].chain) +
+         lm_op_join_late_rows(s->parts[p].chain);
+  }
   return n;
 }
 
@@ -698,14 +708,27 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
       }
     }
     int64_t wm = rd->wms[j];
-    if (wm == INT64_MIN) continue;
+    if (wm == INT64_MIN && !rd->rewm) continue;
     for (int32_t i = 0; i < src->nreaders; i++) {
       lm_stream_def* s = src->readers[i];
-      if (s->nparts <= 1) continue;
+      if (s->nparts <= 1 || (rd->rewm && s->nin == 0)) continue;
       lm_stream_part* sp = &s->parts[p];
       lm_part_out* o = &sp->out[slot];
       sp->cur_msg = j;
-      /* Over a union: the inputs from src advance, the least of all counts. */
+      if (lm_op_multi_input(sp->chain)) {
+        /* A join takes each input's own watermark and forwards its own. */
+        for (int32_t b = 0; b < s->nin && o->rc == LAMINAR_OK; b++) {
+          if (s->in_defs[b] == src && wm > sp->in_wm[b]) {
+            sp->in_wm[b] = wm;
+            o->rc = lm_op_chain_input_watermark(sp->chain, b, wm);
+          }
+        }
+        int64_t out = lm_op_join_out_watermark(sp->chain);
+        if (out > sp->watermark_ms) sp->watermark_ms = out;
+        continue;
+      }
+      /* Over a union: the inputs from src advance, the least of all counts
+       * (an idleness round: the least over the inputs now active). */
       int64_t least = s->nin > 0 ? inputs_advance(s, sp->in_wm, src, wm) : wm;
       if (least <= sp->watermark_ms || o->rc != LAMINAR_OK) continue;
       sp->watermark_ms = least;
@@ -715,7 +738,8 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
   for (int32_t i = 0; i < src->nreaders; i++) {
     lm_stream_def* s = src->readers[i];
     if (s->nparts > 1)
-      s->parts[p].out[slot].late_rows = lm_op_window_late_rows(s->parts[p].chain);
+      s->parts[p].out[slot].late_rows = lm_op_window_late_rows(s->parts[p].chain) +
+                                        lm_op_join_late_rows(s->parts[p].chain);
   }
   atomic_fetch_add_explicit(&r->rows, rows, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->rounds, 1, memory_order_relaxed);
@@ -827,14 +851,20 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
         }
       }
       int64_t wm = rd->wms[j];
-      for (int32_t i = 0; wm != INT64_MIN && i < src->nreaders && rc == LAMINAR_OK; i++) {
+      for (int32_t i = 0;
+           (wm != INT64_MIN || rd->rewm) && i < src->nreaders && rc == LAMINAR_OK; i++) {
         lm_stream_def* s = src->readers[i];
+        if (rd->rewm && (s->nparts <= 1 || s->nin == 0)) continue; /* done already */
         if (s->nparts <= 1) {
           rc = lm_rt_stream_watermark(s, src, wm);
           continue;
         }
-        /* Over a union: the least of its inputs', as each partition saw. */
+        /* Over a union: the least of its inputs', as each partition saw; a
+         * join: the least of what its partitions forwarded. */
         int64_t least = s->nin > 0 ? inputs_advance(s, s->in_wm, src, wm) : wm;
+        for (int32_t p = 0; lm_op_multi_input(s->chain) && p < s->nparts; p++) {
+          if (s->parts[p].watermark_ms < least) least = s->parts[p].watermark_ms;
+        }
         if (least > s->watermark_ms) {
           /* Every partition closed its windows for it above: forward it. */
           s->watermark_ms = least;
@@ -850,6 +880,7 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
   laminar_code prc = end_round(src, slot);
   rt->inflight_msgs -= rd->n;
   rd->n = 0;
+  rd->rewm = false;
   rt->merged = seq;
   lm_rt_notify_subscribers(rt->graph);
   return rc != LAMINAR_OK ? rc : prc;
@@ -985,7 +1016,10 @@ laminar_code lm_rt_post_barrier(lm_rt* rt, lm_barrier* b) {
   return rc;
 }
 
-laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
+/* A round of one message (its watermark wm; rewm: an idleness round), run
+ * through every partition here and merged. */
+static laminar_code run_one(lm_rt* rt, lm_source_def* src, lm_msg* msg, int64_t wm,
+                            bool rewm) {
   uint64_t seq = atomic_load_explicit(&rt->round_seq, memory_order_relaxed) + 1;
   lm_round* rd = &rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT];
   /* Nothing in flight and nobody else on the graph: one message at most N
@@ -995,10 +1029,23 @@ laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
   rd->split = room > 1 && (room - 1) / (uint32_t)rt->ncores >= 1;
   rd->n = 1;
   rd->msgs[0] = msg;
-  rd->wms[0] = lm_rt_msg_advance(src, msg);
+  rd->wms[0] = wm;
+  rd->rewm = rewm;
   rt->inflight_msgs += 1;
   post_round(rt, seq, false);
   return lm_rt_drain(rt);
+}
+
+laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
+  return run_one(rt, src, msg, lm_rt_msg_advance(src, msg), false);
+}
+
+laminar_code lm_rt_run_idleness(lm_rt* rt, lm_source_def* src) {
+  lm_msg* msg = lm_calloc(1, sizeof *msg);
+  if (msg == NULL) return LAMINAR_ERR_NOMEM;
+  msg->watermark_ms = INT64_MIN;
+  /* No input advances: only the idle flags changed. */
+  return run_one(rt, src, msg, INT64_MIN, true);
 }
 
 laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,

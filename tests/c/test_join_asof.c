@@ -25,6 +25,7 @@
 
 #include "lm_test.h"
 #include "lm_test_durable.h"
+#include "join_util.h"
 #include "views_util.h"
 
 /* ==== the model test ================================================================== */
@@ -105,17 +106,6 @@ static int64_t model(const side* l, const side* r, const char* op, bool left_out
   return n;
 }
 
-static int push_rows(laminar_source* src, const trade_row* rows, int64_t n) {
-  struct ArrowArray array;
-  struct ArrowSchema schema;
-  CHECK(build_trades(rows, n, false, &array, &schema) == 0);
-  laminar_error err;
-  laminar_code rc = laminar_source_push(src, &array, &schema, &err);
-  if (array.release != NULL) array.release(&array);
-  schema.release(&schema);
-  CHECK_CODE(rc, LAMINAR_OK, &err);
-  return 0;
-}
 
 /* Take every batch queued on sub into out[*n] as (tid, qid) pairs. */
 static int take(laminar_subscription* sub, pair* out, int64_t* n, int64_t cap) {
@@ -277,21 +267,6 @@ static int test_rows_held(void) {
 
 /* ==== errors ========================================================================== */
 
-static int expect_error(laminar_db* db, const char* select, laminar_code code,
-                        const char* at) {
-  char sql[1024];
-  const char* prefix = "CREATE STREAM e AS ";
-  snprintf(sql, sizeof sql, "%s%s", prefix, select);
-  laminar_error err;
-  CHECK_CODE(laminar_execute(db, sql, &err), code, &err);
-  int32_t col = (int32_t)(strlen(prefix) + (size_t)(strstr(select, at) - select) + 1);
-  if (err.line != 1 || err.column != col) {
-    fprintf(stderr, "%s: at %d:%d, want 1:%d (%s)\n", select, (int)err.line,
-            (int)err.column, (int)col, err.message);
-    return 1;
-  }
-  return 0;
-}
 
 static int test_errors(void) {
   laminar_db* db;
@@ -333,15 +308,6 @@ static int test_errors(void) {
 
 /* ==== durable: a crash mid-stream ======================================================= */
 
-#define NB 30  /* batches per source */
-#define CUT 24 /* the crash copy: after batch CUT-1 of each source */
-
-static const char* SOURCES =
-    "CREATE SOURCE a (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
-    "  WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);\n"
-    "CREATE SOURCE b (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,\n"
-    "  WATERMARK FOR ts AS ts - INTERVAL '30' MILLISECOND);\n";
-
 static const char* JOIN_SQL =
     "CREATE STREAM j AS SELECT t.symbol, t.ts, t.volume, q.price AS qp, q.ts AS qts\n"
     "  FROM a t LEFT ASOF JOIN b q MATCH_CONDITION(t.ts >= q.ts) ON t.symbol = "
@@ -353,111 +319,9 @@ static const char* JOIN_SQL =
     "CREATE SINK j_out FROM j INTO FILE (path = '%s/j', format = 'jsonl');\n"
     "CREATE SINK w_out FROM w INTO FILE (path = '%s/w', format = 'jsonl')";
 
-static const char* const J_DIRS[] = {"j", "w"};
-
-typedef struct run {
-  laminar_db* db;
-  laminar_source* src[2];
-  const char* dir;
-  int cores;
-  int64_t next[2];
-} run;
-
-static int open_run(run* r) {
-  laminar_error err;
-  laminar_config* c = durable_config_cores(r->dir, "1 hour", "sync", r->cores);
-  CHECK(c != NULL);
-  laminar_code rc = laminar_open(c, &r->db, &err);
-  laminar_config_destroy(c);
-  CHECK_CODE(rc, LAMINAR_OK, &err);
-  char sql[2048], sinks[128];
-  sinks_dir(r->dir, sinks, sizeof sinks);
-  CHECK_CODE(laminar_execute(r->db, SOURCES, &err), LAMINAR_OK, &err);
-  snprintf(sql, sizeof sql, JOIN_SQL, sinks, sinks);
-  CHECK_CODE(laminar_execute(r->db, sql, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_source_open(r->db, "a", &r->src[0], &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_source_open(r->db, "b", &r->src[1], &err), LAMINAR_OK, &err);
-  return 0;
+static int test_durable(void) {
+  return crash_and_resume(JOIN_SQL, 1) | crash_and_resume(JOIN_SQL, 2);
 }
-
-/* Push until each source reaches its bound, b two batches behind a (its
- * quotes then hold a's trades back), running inline, a checkpoint after
- * every 10th batch of a. */
-static int feed_to(run* r, int64_t upto) {
-  laminar_error err;
-  while (r->next[0] < upto || r->next[1] < upto) {
-    for (int s = 0; s < 2; s++) {
-      if (r->next[s] >= upto ||
-          (s == 1 && r->next[1] + 2 > r->next[0] && r->next[0] < upto))
-        continue;
-      CHECK(push_two_sources(r->src[s], s, r->next[s]) == 0);
-      r->next[s]++;
-      CHECK_CODE(laminar_run_until_idle(r->db, &err), LAMINAR_OK, &err);
-      if (s == 0 && r->next[0] % 10 == 0)
-        CHECK_CODE(laminar_checkpoint(r->db, &err), LAMINAR_OK, &err);
-    }
-  }
-  return 0;
-}
-
-static char* finish_run(run* r) {
-  laminar_error err;
-  if (feed_to(r, NB) != 0) return NULL;
-  for (int s = 0; s < 2; s++)
-    if (laminar_source_watermark(r->src[s], INT64_MAX, &err) != LAMINAR_OK) return NULL;
-  if (laminar_run_until_idle(r->db, &err) != LAMINAR_OK ||
-      laminar_checkpoint(r->db, &err) != LAMINAR_OK) {
-    fprintf(stderr, "finish: %s\n", err.message);
-    return NULL;
-  }
-  for (int s = 0; s < 2; s++) laminar_source_close(r->src[s]);
-  laminar_close(r->db);
-  return sinks_output(r->dir, J_DIRS, 2);
-}
-
-static char* reference(int cores) {
-  char dir[64];
-  if (lm_test_mkdtemp(dir, sizeof dir, "lm_asof_ref_") != 0) return NULL;
-  run r = {.dir = dir, .cores = cores};
-  char* out = open_run(&r) == 0 && feed_to(&r, CUT) == 0 ? finish_run(&r) : NULL;
-  remove_db(dir);
-  return out;
-}
-
-static int crash_and_resume(int cores) {
-  char* want = reference(cores);
-  CHECK(want != NULL);
-  CHECK(strstr(want, "\"qp\"") != NULL && strstr(want, "\"window_start\"") != NULL);
-  char dir[64], copy[80];
-  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_asof_") == 0);
-  run r = {.dir = dir, .cores = cores};
-  CHECK(open_run(&r) == 0 && feed_to(&r, CUT) == 0);
-  snprintf(copy, sizeof copy, "%s_c", dir);
-  CHECK(copy_db(dir, copy) == 0);
-  for (int s = 0; s < 2; s++) laminar_source_close(r.src[s]);
-  CHECK_CODE(laminar_close(r.db), LAMINAR_OK, NULL);
-  CHECK(restore_db(copy, dir) == 0);
-
-  run again = {.dir = dir, .cores = cores};
-  CHECK(open_run(&again) == 0); /* the stored streams, already there */
-  laminar_error err;
-  for (int s = 0; s < 2; s++) {
-    int64_t offset;
-    CHECK_CODE(laminar_source_offset(again.src[s], &offset, &err), LAMINAR_OK, &err);
-    again.next[s] = offset - 1;
-  }
-  CHECK(again.next[0] == CUT && again.next[1] == CUT);
-  char* got = finish_run(&again);
-  CHECK(got != NULL);
-  int failed = strcmp(got, want) != 0;
-  if (failed) fprintf(stderr, "cores=%d\n--- got\n%s--- want\n%s", cores, got, want);
-  free(got);
-  free(want);
-  remove_db(dir);
-  return failed;
-}
-
-static int test_durable(void) { return crash_and_resume(1) | crash_and_resume(2); }
 
 static const lm_test_case cases[] = {
     {"model", test_model},

@@ -16,10 +16,11 @@
  *    function, destroy called exactly once, a durable reopen without the
  *    function fails naming it, laminar_query over a view calls it.
  */
-#define _POSIX_C_SOURCE 200809L  // mkdtemp
+#define _GNU_SOURCE  // mkdtemp, nftw under -std=c17 (lm_test_fs.h)
 #include "arrow_build.h"
 #include "laminar.h"
 #include "lm_test.h"
+#include "lm_test_fs.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -837,8 +838,8 @@ static int test_replace_and_drop(void) {
  * laminar_open fails naming the function; with it in the config, the stored
  * stream binds, the WAL replay runs through it, and the stream goes on. */
 static int test_durable_reopen_with_config_function(void) {
-  char dir[] = "/tmp/lm_test_udf_XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
+  char dir[128];
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_test_udf_") == 0);
   laminar_config* cfg;
   laminar_error err;
   CHECK_CODE(laminar_config_create(&cfg), LAMINAR_OK, NULL);
@@ -919,9 +920,7 @@ static int test_durable_reopen_with_config_function(void) {
   CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
   laminar_config_destroy(cfg);
   EXPECT(failing.destroyed == 1);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  CHECK(system(cmd) == 0);
+  lm_test_rmtree(dir);
   return 0;
 }
 

@@ -11,42 +11,12 @@
 
 #include "op/view.h"
 
-/* Expect `sql` (execute or query) to fail with `code` at line:column. */
-static int fails_at(laminar_db* db, bool query, const char* sql, laminar_code code,
-                    int line, int column) {
-  laminar_error err;
-  struct ArrowArrayStream st;
-  laminar_code rc =
-      query ? laminar_query(db, sql, &st, &err) : laminar_execute(db, sql, &err);
-  if (rc == LAMINAR_OK && query) st.release(&st);
-  if (rc != code || err.line != line || err.column != column) {
-    fprintf(stderr, "'%s': got %d at %d:%d (%s), want %d at %d:%d\n", sql, (int)rc,
-            (int)err.line, (int)err.column, rc ? err.message : "", (int)code, line,
-            column);
-    return 0;
-  }
-  char pos[64];
-  snprintf(pos, sizeof pos, "line %d, column %d", line, column);
-  if (strstr(err.message, pos) == NULL) {
-    fprintf(stderr, "'%s': message '%s' lacks '%s'\n", sql, err.message, pos);
-    return 0;
-  }
-  return 1;
-}
-
-static int open_db(laminar_db** db, const char* sql) {
-  laminar_error err;
-  CHECK_CODE(laminar_open(NULL, db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(*db, sql, &err), LAMINAR_OK, &err);
-  return 0;
-}
-
 /* ---- insert-only input ---------------------------------------------------------------- */
 
 static int test_insert_only_view_and_select(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_db(&db,
+  CHECK(open_sql_db(&db,
                 "CREATE SOURCE t (k VARCHAR, v BIGINT);"
                 "CREATE MATERIALIZED VIEW big AS SELECT k, v, v * 10 AS v10 FROM t "
                 "WHERE v > 1 OR v IS NULL") == 0);
@@ -94,7 +64,7 @@ static int test_insert_only_view_and_select(void) {
 static int test_changelog_weights(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_db(&db,
+  CHECK(open_sql_db(&db,
                 "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
                 "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM cl") == 0);
   laminar_source* src;
@@ -141,7 +111,7 @@ static int test_first_last_over_changelog(void) {
   laminar_db* db;
   laminar_error err;
   CHECK(
-      open_db(&db,
+      open_sql_db(&db,
               "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
               "CREATE MATERIALIZED VIEW fl AS SELECT v, FIRST(k) AS f, LAST_VALUE(k) AS l"
               " FROM cl GROUP BY v") == 0);
@@ -175,7 +145,7 @@ static int test_first_last_over_changelog(void) {
 static int test_cascades_follow_retractions(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_db(&db,
+  CHECK(open_sql_db(&db,
                 "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
                 "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM cl WHERE v >= 0;"
                 "CREATE STREAM s AS SELECT k, v * 10 AS v10 FROM mv WHERE k <> 'x';"
@@ -241,7 +211,7 @@ static int test_view_over_window_stream(void) {
   laminar_db* db;
   laminar_error err;
   CHECK(
-      open_db(&db,
+      open_sql_db(&db,
               "CREATE SOURCE t (k VARCHAR, v BIGINT);"
               "CREATE STREAM w AS SELECT k, window_start, SUM(v) AS total, COUNT(*) AS n "
               "FROM t GROUP BY k, tumble(v, INTERVAL '10' MILLISECOND);"
@@ -266,7 +236,7 @@ static int test_view_over_window_stream(void) {
 
 static int test_query_errors(void) {
   laminar_db* db;
-  CHECK(open_db(&db,
+  CHECK(open_sql_db(&db,
                 "CREATE SOURCE t (k VARCHAR, v BIGINT);"
                 "CREATE STREAM s AS SELECT k FROM t;"
                 "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM t") == 0);
@@ -327,7 +297,7 @@ static int test_query_errors(void) {
 static int test_named_sinks(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_db(&db,
+  CHECK(open_sql_db(&db,
                 "CREATE SOURCE t (k VARCHAR, v BIGINT);"
                 "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM t WHERE v > 0;"
                 "CREATE STREAM s AS SELECT k FROM t;"
@@ -385,7 +355,7 @@ static int test_named_sinks(void) {
 static int test_explain(void) {
   laminar_db* db;
   CHECK(
-      open_db(&db,
+      open_sql_db(&db,
               "CREATE SOURCE trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts "
               "BIGINT, WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);"
               "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / "

@@ -25,7 +25,10 @@ from _oracle_util import (
     announce_seed,
     assert_same_rows,
     duck,
+    feed_join_steadily,
     rows_of,
+    rows_to_batches,
+    run_two_inputs,
     seed_strategy_bounds,
 )
 from hypothesis import given, settings
@@ -53,19 +56,6 @@ def gen_side(rng: random.Random, n: int, keys: list[str], delay: int, *, unique:
             seen.add((k, ts))
         rows.append((k, ts, i if not unique else rng.randrange(-500, 500) / 4.0))
     return rows
-
-
-def batches_of(rng: random.Random, rows: list, schema: pa.Schema) -> list[pa.RecordBatch]:
-    """Cut rows into record batches of random sizes."""
-    out = []
-    i = 0
-    while i < len(rows):
-        n = rng.randrange(1, 15)
-        part = rows[i : i + n]
-        i += n
-        cols = [pa.array([r[c] for r in part], schema.field(c).type) for c in range(3)]
-        out.append(pa.record_batch(cols, schema=schema))
-    return out
 
 
 def oracle(trades: list, quotes: list, op: str, *, left: bool, tol: int | None) -> list[tuple]:
@@ -101,41 +91,18 @@ def run_join(
     threaded: bool,
 ) -> tuple[list[pa.RecordBatch], int]:
     """Push both sides interleaved at random; return the output and late rows."""
-    order = [(0, b) for b in batches_of(rng, trades, TRADES)]
-    qb = [(1, b) for b in batches_of(rng, quotes, QUOTES)]
-    # Interleave keeping each side's own order.
-    merged: list = []
-    while order or qb:
-        pick = order if (order and (not qb or rng.random() < 0.5)) else qb
-        merged.append(pick.pop(0))
-    out: list[pa.RecordBatch] = []
-    with laminardb.open(cores=cores) as db:
-        db.execute(
-            f"CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, "
-            f"WATERMARK FOR ts AS ts - INTERVAL '{delays[0]}' MILLISECOND);"
-            f"CREATE SOURCE quotes (k VARCHAR, ts BIGINT, b DOUBLE, "
-            f"WATERMARK FOR ts AS ts - INTERVAL '{delays[1]}' MILLISECOND);"
-            f"CREATE STREAM j AS {select}"
-        )
-        src = [db.source("trades"), db.source("quotes")]
-        sub = db.subscribe("j")
-        if threaded:
-            db.start()
-        for side, batch in merged:
-            src[side].push(batch)
-            if not threaded and rng.random() < 0.4:
-                db.run_until_idle()
-            while (b := sub.poll(0)) is not None:
-                out.append(b)
-        for s in src:
-            s.watermark(FINAL_WATERMARK)
-        if threaded:
-            db.stop()
-        db.run_until_idle()
-        while (b := sub.poll(0)) is not None:
-            out.append(b)
-        late = db.late_rows("j")
-    return out, late
+    ddl = (
+        f"CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, "
+        f"WATERMARK FOR ts AS ts - INTERVAL '{delays[0]}' MILLISECOND);"
+        f"CREATE SOURCE quotes (k VARCHAR, ts BIGINT, b DOUBLE, "
+        f"WATERMARK FOR ts AS ts - INTERVAL '{delays[1]}' MILLISECOND);"
+        f"CREATE STREAM j AS {select}"
+    )
+    sides = [
+        ("trades", rows_to_batches(rng, trades, TRADES)),
+        ("quotes", rows_to_batches(rng, quotes, QUOTES)),
+    ]
+    return run_two_inputs(rng, ddl, sides, cores=cores, threaded=threaded)
 
 
 @settings(max_examples=40, deadline=None)
@@ -236,7 +203,6 @@ def test_asof_join_late_rows_counted() -> None:
 def test_asof_join_state_is_bounded() -> None:
     """Rows held stay under a bound while the input grows tenfold."""
     nkeys = 50
-    held_at: list[int] = []
     with laminardb.open() as db:
         db.execute(
             "CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, WATERMARK FOR ts);"
@@ -245,31 +211,13 @@ def test_asof_join_state_is_bounded() -> None:
             "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k"
         )
         sub = db.subscribe("j")
-        rng = random.Random(7)
-        ts = 0
-        emitted = 0
-        for step in range(1, 201):
-            qrows, trows = [], []
-            for _ in range(500):
-                ts += 1
-                k = f"k{rng.randrange(nkeys)}"
-                if rng.random() < 0.75:
-                    qrows.append({"k": k, "ts": ts, "b": 1.0})
-                else:
-                    trows.append({"k": k, "ts": ts, "p": 1})
-            db.insert("quotes", qrows)
-            db.insert("trades", trows)
-            db.run_until_idle()
-            while (b := sub.poll(0)) is not None:
-                emitted += b.num_rows
-            if step in (20, 200):
-                m = {
-                    (r["kind"], r["name"], r["metric"]): r["value"]
-                    for r in db.metrics().to_pylist()
-                }
-                held_at.append(
-                    m[("stream", "j", "join_left_rows")] + m[("stream", "j", "join_right_rows")]
-                )
+        emitted, samples = feed_join_steadily(
+            db, sub, ("trades", "p", 1), ("quotes", "b", 1.0), nkeys=nkeys, seed=7
+        )
+        held_at = [
+            m[("stream", "j", "join_left_rows")] + m[("stream", "j", "join_right_rows")]
+            for m in samples
+        ]
     # Per key at most the newest quote plus a batch's worth; no growth with input.
     bound = nkeys * 2 + 1000
     assert all(h <= bound for h in held_at), held_at
@@ -331,7 +279,8 @@ def test_asof_join_errors_carry_codes_and_positions() -> None:
                 "LDB-1009",
                 "nowm",
             ),
-            ("SELECT t.k FROM trades t JOIN quotes q ON t.k = q.k", "LDB-1005", "JOIN"),
+            # a join that is neither ASOF nor bounded in time
+            ("SELECT t.k FROM trades t JOIN quotes q ON t.k = q.k", "LDB-1010", "JOIN"),
         ]
         prefix = "CREATE STREAM e AS "
         for select, code, at in cases:

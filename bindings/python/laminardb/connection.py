@@ -15,7 +15,7 @@ from typing import Any, Union
 
 import pyarrow as pa
 
-from laminardb._arrow import import_reader, import_schema
+from laminardb._arrow import capsule_pointer, import_reader, import_schema
 from laminardb._handle import Handle, c_text, sigint_held
 from laminardb._laminar_cffi import ffi, lib
 from laminardb.errors import STATE, raise_for
@@ -315,6 +315,123 @@ class Connection(Handle):
         """
         self.source(name).push(data)
 
+    # -- tables ----------------------------------------------------------------
+
+    def _table_rows(self, name: str, data: object, *, keys: bool) -> pa.Table:
+        """Turn ``data`` into a ``pyarrow.Table`` for a write to table ``name``.
+
+        Args:
+            name: The table.
+            data: An Arrow stream or array, a dict of columns or a list of row
+                dicts (built with the table's column types).
+            keys: Only the primary-key columns (a delete) rather than all.
+
+        Returns:
+            The rows.
+        """
+        if isinstance(data, pa.Table):
+            return data
+        if isinstance(data, pa.RecordBatch):
+            return pa.Table.from_batches([data])
+        if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
+            return pa.table(data)
+        schema = self.schema(name)
+        fields = [f for f in schema if f.name != "_weight"]
+        if isinstance(data, Mapping):
+            wanted = pa.schema([f for f in fields if f.name in data])
+            return pa.Table.from_pydict(dict(data), schema=wanted)
+        if isinstance(data, list):
+            names = {k for row in data for k in row} if keys else None
+            wanted = pa.schema([f for f in fields if names is None or f.name in names])
+            return pa.Table.from_pylist(data, schema=wanted)
+        raise TypeError(
+            f"cannot write {type(data).__name__} to table {name!r}: pass an Arrow "
+            "table/batch, a dict of columns or a list of row dicts"
+        )
+
+    def _table_write(self, name: str, data: object, *, upsert: bool) -> None:
+        """Write every batch of ``data`` with laminar_table_upsert / _delete.
+
+        Args:
+            name: The table.
+            data: As :meth:`upsert` (or :meth:`delete`'s keys).
+            upsert: Upsert the rows, or delete the keys.
+        """
+        table = self._table_rows(name, data, keys=not upsert)
+        text = c_text(name, "name")
+        call = lib.laminar_table_upsert if upsert else lib.laminar_table_delete
+        for batch in table.to_batches():
+            schema_cap, array_cap = batch.__arrow_c_array__()
+            schema = ffi.cast("struct ArrowSchema*", capsule_pointer(schema_cap, "arrow_schema"))
+            array = ffi.cast("struct ArrowArray*", capsule_pointer(array_cap, "arrow_array"))
+            err = ffi.new("laminar_error*")
+            with self._lock:
+                code = call(self._require_open(), text, array, schema, err)
+            raise_for(code, err)
+
+    def upsert(self, name: str, data: object) -> None:
+        """Insert or replace rows of table ``name`` by their primary key.
+
+        A row whose key is in the table replaces that row; others are added.
+        The same as ``INSERT INTO name VALUES ...``.
+
+        Args:
+            name: The table (``CREATE TABLE ... PRIMARY KEY (...)``).
+            data: Rows with the table's columns: a pyarrow Table or
+                RecordBatch, an object with ``__arrow_c_stream__`` /
+                ``__arrow_c_array__``, a dict of columns or a list of row
+                dicts.
+
+        Raises:
+            TypeError: If ``data`` is of no accepted kind.
+            SQLError: LDB-1002 if there is no table of that name.
+            IngestError: LDB-3xxx if a batch was rejected (nothing of it written).
+            LaminarError: LDB-9xxx if a :class:`Source` on the table is open
+                (write through it) or the connection is closed.
+
+        Example:
+            >>> import laminardb
+            >>> db = laminardb.open()
+            >>> _ = db.execute("CREATE TABLE fx (ccy VARCHAR, rate DOUBLE, PRIMARY KEY (ccy))")
+            >>> db.upsert("fx", [{"ccy": "EUR", "rate": 1.08}, {"ccy": "GBP", "rate": 1.27}])
+            >>> db.upsert("fx", {"ccy": ["EUR"], "rate": [1.09]})
+            >>> db.run_until_idle()
+            >>> db.query("SELECT ccy, rate FROM fx ORDER BY ccy").to_pylist()
+            [{'ccy': 'EUR', 'rate': 1.09}, {'ccy': 'GBP', 'rate': 1.27}]
+            >>> db.close()
+        """
+        self._table_write(name, data, upsert=True)
+
+    def delete(self, name: str, keys: object) -> None:
+        """Delete the rows of the given primary keys from table ``name``.
+
+        A key with no row is ignored. The same as ``DELETE FROM name WHERE
+        key = ...`` for each key.
+
+        Args:
+            name: The table.
+            keys: The primary-key columns only, one row per key to delete (as
+                :meth:`upsert` takes rows).
+
+        Raises:
+            TypeError: If ``keys`` is of no accepted kind.
+            SQLError: LDB-1002 if there is no table of that name.
+            IngestError: LDB-3003 if the columns are not the primary key's.
+            LaminarError: As :meth:`upsert`.
+
+        Example:
+            >>> import laminardb
+            >>> db = laminardb.open()
+            >>> _ = db.execute("CREATE TABLE fx (ccy VARCHAR, rate DOUBLE, PRIMARY KEY (ccy))")
+            >>> db.upsert("fx", {"ccy": ["EUR", "GBP"], "rate": [1.08, 1.27]})
+            >>> db.delete("fx", {"ccy": ["GBP"]})
+            >>> db.run_until_idle()
+            >>> db.query("SELECT ccy FROM fx").to_pylist()
+            [{'ccy': 'EUR'}]
+            >>> db.close()
+        """
+        self._table_write(name, keys, upsert=False)
+
     def subscribe(
         self,
         name: str,
@@ -559,9 +676,11 @@ class Connection(Handle):
         queue_bytes, max_queue_bytes, watermark_ms (with a WAL:
         wal_next_offset, processed_offset). Streams: rows_in, rows_out,
         late_rows, state_groups, state_bytes, accounted_state_bytes,
-        max_state_bytes, watermark_ms, subscribers, partitions (an ASOF JOIN
-        stream also join_left_rows, join_right_rows: the rows it holds; window
-        functions also held_rows). Subscriptions:
+        max_state_bytes, watermark_ms, subscribers, partitions (a join stream,
+        ASOF or interval, also join_left_rows, join_right_rows,
+        join_left_bytes, join_right_bytes: the rows it holds per side; window
+        functions also held_rows; a window over a source with per-key
+        watermarks also watermark_keys, as that source does). Subscriptions:
         delivered_batches, queue_depth, queue_bytes, max_queue_bytes.
         Reactors ("0" .. cores-1): busy_ns, running_ns, busy_pct, rounds, rows,
         cpu (reactor 0 also messages). Durable databases: last_checkpoint,

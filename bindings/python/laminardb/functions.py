@@ -66,6 +66,7 @@ _SQL_NAMES = {
     "TEXT": "u",
     "STRING": "u",
     "TIMESTAMP": "tsu:",
+    "DATE": "tdD",
 }
 _PY_TYPES: dict[object, str] = {
     bool: "b",
@@ -73,6 +74,7 @@ _PY_TYPES: dict[object, str] = {
     float: "g",
     str: "u",
     datetime.datetime: "tsu:",
+    datetime.date: "tdD",
 }
 _ARROW_TYPES = {
     pa.bool_(): "b",
@@ -82,6 +84,7 @@ _ARROW_TYPES = {
     pa.string(): "u",
     pa.large_string(): "u",
     pa.timestamp("us"): "tsu:",
+    pa.date32(): "tdD",
 }
 _FORMAT_TYPES = {
     "b": pa.bool_(),
@@ -90,6 +93,7 @@ _FORMAT_TYPES = {
     "g": pa.float64(),
     "u": pa.string(),
     "tsu:": pa.timestamp("us"),
+    "tdD": pa.date32(),
 }
 
 
@@ -101,7 +105,7 @@ def arrow_format(spec: TypeSpec) -> str:
             (``"DOUBLE"``) or a Python type (``float``).
 
     Returns:
-        One of ``b``, ``i``, ``l``, ``g``, ``u``, ``tsu:``.
+        One of ``b``, ``i``, ``l``, ``g``, ``u``, ``tsu:``, ``tdD``.
 
     Raises:
         TypeError: For a type the engine has no column type for.
@@ -119,8 +123,8 @@ def arrow_format(spec: TypeSpec) -> str:
         found = _PY_TYPES.get(spec)
     if found is None:
         raise TypeError(
-            f"no engine type for {spec!r}: use BOOLEAN, INT, BIGINT, DOUBLE, VARCHAR or "
-            "TIMESTAMP (pyarrow, SQL name or bool/int/float/str/datetime)"
+            f"no engine type for {spec!r}: use BOOLEAN, INT, BIGINT, DOUBLE, VARCHAR, "
+            "TIMESTAMP or DATE (pyarrow, SQL name or bool/int/float/str/datetime/date)"
         )
     return found
 
