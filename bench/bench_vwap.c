@@ -752,9 +752,10 @@ static void run_open(run_ctx* r, workload w) {
                                         LAMINAR_FUNCTION_THREAD_SAFE, &err),
              &err, "laminar_aggregate_register");
   }
-  const char* sql =
-      w == W1 ? (g_udaf ? W1_UDAF_SQL : g_udf ? W1_UDF_SQL : W1_SQL)
-              : (g_udf ? W2_UDF_SQL : W2_SQL);
+  const char* sql = w == W1 ? (g_udaf  ? W1_UDAF_SQL
+                               : g_udf ? W1_UDF_SQL
+                                       : W1_SQL)
+                            : (g_udf ? W2_UDF_SQL : W2_SQL);
   check_rc(laminar_execute(r->db, sql, &err), &err, "CREATE STREAM");
   if (g_file_sink && strcmp(g_durable, "off") != 0) {
     char sql[4400];

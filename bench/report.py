@@ -171,7 +171,8 @@ TABLES = [
         "Window kinds and emit modes (C)",
         "`bench_windows`: W1's data and aggregates, inline; hop = 1 s windows every "
         "100 ms, session = 5 s gap over bursty symbols, changes = W1 with EMIT CHANGES, "
-        "running = GROUP BY symbol EMIT CHANGES (no window).",
+        "running = GROUP BY symbol EMIT CHANGES (no window), approx_percentile / median = "
+        "W1 with approx_percentile(price, 0.99) / median(price) too.",
         [
             rate(f"W1 {v}", "windows", f"{v} +inline", "W1b", t)
             for v, t in [
@@ -180,6 +181,8 @@ TABLES = [
                 ("changes", "≥ 0.15×"),
                 ("running", "—"),
                 ("session_changes", "≥ 0.15×"),
+                ("approx_percentile", "≥ 0.25×"),
+                ("median", "—"),
             ]
         ],
     ),

@@ -760,7 +760,8 @@ LAMINAR_API laminar_code laminar_stream_partitioning(laminar_db* db, const char*
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no stream of that
  *   name); LAMINAR_ERR_SQL_UNSUPPORTED with the reason when the stream does
  *   not decompose (no window, a session window, EMIT CHANGES, COUNT(DISTINCT),
- *   FIRST/LAST, an aggregating upstream stream, a materialized view): run it
+ *   FIRST/LAST, median, the quantiles, approx_count_distinct, SELECT
+ *   DISTINCT, an aggregating upstream stream, a materialized view): run it
  *   whole, partitioned as laminar_stream_partitioning says;
  *   LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
  * Thread-safety: any thread. */

@@ -160,7 +160,8 @@ static laminar_code check_query_shape(const laminar_db* db, const lm_stmt* stmt,
     if (lm_bind_has_aggregate(&db->funcs, sel->items[i].expr)) agg = sel->items[i].expr;
   }
   for (size_t i = 0; agg == NULL && i < sel->norder; i++) {
-    if (lm_bind_has_aggregate(&db->funcs, sel->order_by[i].expr)) agg = sel->order_by[i].expr;
+    if (lm_bind_has_aggregate(&db->funcs, sel->order_by[i].expr))
+      agg = sel->order_by[i].expr;
   }
   if (agg != NULL) {
     return fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, agg->line, agg->column, NULL,
@@ -746,6 +747,8 @@ static void put_agg(lm_text* b, const lm_agg_spec* a, const char* const* names) 
     lm_text_printf(b, ", "); /* the second argument of a two-argument aggregate */
     put_expr(b, a->order, names);
   }
+  if (lm_agg_is_quantile(a->fn) && a->fn != LM_AGG_MEDIAN)
+    lm_text_printf(b, ", %g", a->param);
   lm_text_printf(b, ")");
 }
 

@@ -230,8 +230,8 @@ void lm_udf_describe(const lm_udf* f, char* args, size_t args_cap, char* result,
                      size_t result_cap, char* flags, size_t flags_cap) {
   arg_list(f, args, args_cap);
   snprintf(result, result_cap, "%s", lm_type_name(f->result));
-  const char* kind = f->flags & LAMINAR_FUNCTION_DETERMINISTIC ? "deterministic"
-                                                                : "volatile";
+  const char* kind =
+      f->flags & LAMINAR_FUNCTION_DETERMINISTIC ? "deterministic" : "volatile";
   if (f->aggregate) kind = f->a_retract != NULL ? "aggregate, retractable" : "aggregate";
   snprintf(flags, flags_cap, "%s%s%s", kind,
            f->flags & LAMINAR_FUNCTION_CALLED_ON_NULL ? ", called on null" : "",

@@ -430,9 +430,7 @@ static laminar_code session_chunk(window_op* op, const lm_chunk* in,
     const lm_vec* ord = spec->aggs[a].order ? &op->ord_vecs[a] : NULL;
     LM_TRY(lm_agg_states_prepare(&op->sagg[a], arg, ord, sel, m, op->jseq));
   }
-  if (lm_op_bounded(&op->base)) {
-    LM_TRY(lm_op_account(&op->base, lm_op_window_bytes(op), op->base.checks_bound));
-  }
+  LM_TRY(lm_op_window_account(op, op->base.checks_bound));
   if (op->s_touched != NULL) LM_TRY(lm_op_rows_reserve(op, op->s_ntouched));
   *out_updating = true;
   for (int32_t a = 0; a < spec->naggs; a++) {

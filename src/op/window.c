@@ -686,9 +686,25 @@ static laminar_code window_rollback(window_op* op) {
 
 /* Bring the op's charge to its bytes now (check: refuse growth past the
  * bound); nothing to do without a bound. */
+/* Bytes the updates of the chunk being prepared (op->jseq) may add to value
+ * sets (COUNT(DISTINCT), quantiles, MIN/MAX over a changelog): counted when
+ * the bound is checked, before those updates. */
+static int64_t window_pending_bytes(const window_op* op) {
+  int64_t b = 0;
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    for (int32_t i = 0; i < op->nopen; i++)
+      b += lm_agg_states_pending_bytes(&op->open[i]->aggs[a], op->jseq);
+    if (op->keyset != NULL)
+      b += lm_agg_states_pending_bytes(&op->keyset->aggs[a], op->jseq);
+    if (op->sagg != NULL) b += lm_agg_states_pending_bytes(&op->sagg[a], op->jseq);
+  }
+  return b;
+}
+
 laminar_code lm_op_window_account(window_op* op, bool check) {
   if (!lm_op_bounded(&op->base)) return LAMINAR_OK;
-  return lm_op_account(&op->base, lm_op_window_bytes(op), check);
+  int64_t pending = check ? window_pending_bytes(op) : 0;
+  return lm_op_account(&op->base, lm_op_window_bytes(op) + pending, check);
 }
 
 /* The chunk's groups are in: charge their bytes to the bound. */
@@ -815,7 +831,9 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
       }
       if (spec->emit_changes) {
         LM_TRY(lm_op_rows_reserve(op, 2 * nt)); /* reserved already: no allocation */
-        for (int64_t i = 0; i < nt; i++) {
+        /* Without aggregates (SELECT DISTINCT) a row does not change while
+         * its group lives: only a group's birth and death are deltas. */
+        for (int64_t i = 0; i < nt && spec->naggs > 0; i++) {
           if (w->live[touched[i]]) put_group_row(op, w, touched[i], -1);
         }
       }
@@ -841,8 +859,13 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
       if (spec->emit_changes) {
         for (int64_t i = 0; i < nt; i++) {
           uint32_t g = touched[i];
+          bool was = w->live[g] != 0;
           w->live[g] = w->nrows[g] > 0;
-          if (w->live[g]) put_group_row(op, w, g, +1);
+          if (spec->naggs == 0) {
+            if (was != (w->live[g] != 0)) put_group_row(op, w, g, was ? -1 : +1);
+          } else if (w->live[g]) {
+            put_group_row(op, w, g, +1);
+          }
         }
       }
     }

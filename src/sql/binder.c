@@ -528,6 +528,60 @@ static laminar_code bind_udaf(binder* b, const lm_ast_expr* a, lm_udf* f,
   return LAMINAR_OK;
 }
 
+/* The fraction q of quantile_cont / quantile_disc / approx_quantile: a
+ * number literal in [0, 1]. */
+static laminar_code bind_quantile_fraction(binder* b, const char* f, const lm_ast_expr* q,
+                                           double* out) {
+  bool number =
+      q->kind == LM_AST_LITERAL && (q->lit == LM_LIT_INT || q->lit == LM_LIT_DOUBLE);
+  double v = !number ? 0.0 : q->lit == LM_LIT_INT ? (double)q->i : q->d;
+  if (!number || !(v >= 0.0 && v <= 1.0)) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, q,
+                "%s(x, q): q must be a number literal between 0 and 1", f);
+  }
+  *out = v;
+  return LAMINAR_OK;
+}
+
+/* median / quantile_cont / quantile_disc / approx_quantile(x, q) and
+ * approx_count_distinct(x): the argument x and the fraction into spec. */
+static laminar_code bind_order_stat(binder* b, const lm_ast_expr* a,
+                                    const lm_agg_def* def, lm_agg_spec* spec) {
+  const char* f = a->fname;
+  if (a->star || a->nargs != (size_t)def->nargs) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a, "%s() takes exactly %s", f,
+                def->nargs == 1 ? "one argument" : "two arguments (x, q)");
+  }
+  if (contains_agg(b->funcs, a->args[0])) {
+    return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[0],
+                "aggregate calls cannot be nested");
+  }
+  lm_expr* arg;
+  LM_TRY(bind(b, a->args[0], MODE_ROW, &arg));
+  if (def->nargs == 2) LM_TRY(bind_quantile_fraction(b, f, a->args[1], &spec->param));
+  lm_type at = arg->type;
+  spec->fn = def->fn;
+  if (def->fn == LM_AGG_APPROX_COUNT_DISTINCT) {
+    if (at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+    spec->result_type = LM_TYPE_INT64;
+  } else if (def->fn == LM_AGG_QUANTILE_DISC) {
+    /* a value of the argument's own type (any type: strings in byte order) */
+    if (at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+    spec->result_type = arg->type;
+  } else {
+    /* median, quantile_cont and approx_quantile interpolate or bucket: numbers */
+    if (!is_numeric(at) && at != LM_TYPE_NULL) {
+      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "%s() needs a number, got %s", f,
+                  lm_type_name(at));
+    }
+    if (def->fn == LM_AGG_APPROX_QUANTILE || at == LM_TYPE_NULL)
+      LM_TRY(coerce(b, &arg, LM_TYPE_DOUBLE));
+    spec->result_type = LM_TYPE_DOUBLE;
+  }
+  spec->arg = arg;
+  return LAMINAR_OK;
+}
+
 /* An aggregate call in MODE_POST: register it (deduplicated) and reference its
  * output column. */
 static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out) {
@@ -570,6 +624,9 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
       spec.fn = def->fn;
       spec.arg = arg;
       spec.result_type = def->fn == LM_AGG_REGR_COUNT ? LM_TYPE_INT64 : LM_TYPE_DOUBLE;
+    } else if (def != NULL &&
+               (lm_agg_is_quantile(def->fn) || def->fn == LM_AGG_APPROX_COUNT_DISTINCT)) {
+      LM_TRY(bind_order_stat(b, a, def, &spec));
     } else if (def != NULL && (def->fn == LM_AGG_ARG_MIN || def->fn == LM_AGG_ARG_MAX)) {
       if (a->star || a->nargs != 2) {
         return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
@@ -699,6 +756,23 @@ static laminar_code bind_func(binder* b, const lm_ast_expr* a, const lm_func_def
 static laminar_code bind_udf(binder* b, const lm_ast_expr* a, bind_mode mode,
                              lm_expr** out) {
   lm_udf* f = b->funcs != NULL ? lm_udf_list_find(b->funcs, a->fname) : NULL;
+  if (f == NULL &&
+      (lm_streq_nocase(a->fname, "list") || lm_streq_nocase(a->fname, "array_agg"))) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                "%s() builds a LIST value, and LaminarDB has no LIST type yet "
+                "(COUNT(DISTINCT x), approx_count_distinct(x) and FIRST/LAST cover "
+                "common uses)",
+                a->fname);
+  }
+  if (f == NULL && (lm_streq_nocase(a->fname, "string_agg") ||
+                    lm_streq_nocase(a->fname, "group_concat") ||
+                    lm_streq_nocase(a->fname, "listagg"))) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                "%s() is not supported yet: no aggregate concatenates strings "
+                "(MIN/MAX, FIRST/LAST or the rows themselves, concatenated by the "
+                "client, cover common uses)",
+                a->fname);
+  }
   if (f == NULL) {
     return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, a,
                 "unknown function '%s' (a user-defined function must be registered "
@@ -1315,7 +1389,8 @@ static laminar_code bind_changelog_aggs(binder* b) {
           b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
           "%s() over a changelog ('%s' ends in a _weight column) is not supported "
           "yet: only COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX, FIRST, LAST, "
-          "BOOL_AND, BOOL_OR and the statistical aggregates take retractions",
+          "BOOL_AND, BOOL_OR, the statistical aggregates, median and the quantiles "
+          "take retractions (approx_count_distinct's HyperLogLog cannot forget a value)",
           b->agg_calls[i]->fname, b->input_name);
     }
   }
@@ -1349,12 +1424,63 @@ static laminar_code emit_changes(binder* b) {
 
 static laminar_code bind_analytic(binder* b, const lm_stmt* stmt, bool has_agg);
 
+/* A window bound named as a column (window_start / window_end, unqualified). */
+static bool is_window_bound_ref(const lm_ast_expr* e) {
+  return e->kind == LM_AST_COLUMN && e->table == NULL &&
+         (lm_streq_nocase(e->name, "window_start") ||
+          lm_streq_nocase(e->name, "window_end"));
+}
+
+/* SELECT DISTINCT items ... [GROUP BY window]: the same query grouped by the
+ * window and every item (but the window's bounds), without aggregates: a row
+ * per distinct tuple per window, or without a window a running GROUP BY (a
+ * tuple's +1 when first held, its -1 when a changelog input retracts its last
+ * row). *out: the rewritten select (in the plan's pool). */
+static laminar_code distinct_as_group_by(binder* b, const lm_ast_select* sel,
+                                         const lm_ast_select** out) {
+  const char* why = NULL;
+  const lm_ast_expr* at = NULL;
+  for (size_t i = 0; i < sel->nitems && why == NULL; i++) {
+    const lm_ast_expr* e = sel->items[i].expr;
+    if (e->kind == LM_AST_STAR)
+      why = "SELECT DISTINCT * is not supported: name the columns";
+    if (contains_agg(b->funcs, e))
+      why = "SELECT DISTINCT over aggregates is not supported yet";
+    at = e;
+  }
+  for (size_t i = 0; i < sel->ngroup && why == NULL; i++) {
+    if (!lm_bind_is_window_call(sel->group_by[i])) {
+      why = "SELECT DISTINCT groups by its items: its GROUP BY may hold the window only";
+      at = sel->group_by[i];
+    }
+  }
+  if (why == NULL && sel->having != NULL) {
+    why = "SELECT DISTINCT takes no HAVING";
+    at = sel->having;
+  }
+  if (why == NULL && (sel->qualify != NULL || lm_bind_select_is_analytic(sel)))
+    why = "SELECT DISTINCT with OVER / QUALIFY is not supported yet";
+  if (why != NULL) return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, at, "%s", why);
+  lm_ast_select* d = lm_pool_alloc(&b->plan->pool, sizeof *d);
+  lm_ast_expr** keys =
+      lm_pool_alloc(&b->plan->pool, sizeof(lm_ast_expr*) * (sel->ngroup + sel->nitems));
+  if (d == NULL || keys == NULL) return NOMEM(b);
+  *d = *sel;
+  d->distinct = false;
+  d->ngroup = 0;
+  for (size_t i = 0; i < sel->ngroup; i++) keys[d->ngroup++] = sel->group_by[i];
+  for (size_t i = 0; i < sel->nitems; i++) {
+    if (!is_window_bound_ref(sel->items[i].expr)) keys[d->ngroup++] = sel->items[i].expr;
+  }
+  d->group_by = keys;
+  *out = d;
+  return LAMINAR_OK;
+}
+
 static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   const lm_ast_select* sel = stmt->select;
   lm_plan* plan = b->plan;
-  if (sel->distinct)
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
-                "SELECT DISTINCT is not supported yet");
+  if (sel->distinct) LM_TRY(distinct_as_group_by(b, sel, &sel));
   if (sel->norder > 0 || sel->limit >= 0) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED,
                 sel->norder ? sel->order_by[0].expr : NULL,

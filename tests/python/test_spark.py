@@ -151,6 +151,15 @@ TWO_PHASE_CASES = {
         "covar_samp(volume, price) AS cs, bool_and(volume > 100) AS big FROM t GROUP BY ALL",
         True,
     ),
+    "quantiles_fall_back": (
+        "CREATE STREAM h AS SELECT symbol, window_start, median(price) AS m, "
+        "quantile_cont(volume, 0.25) AS qc, quantile_disc(price, 0.9) AS qd "
+        "FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);",
+        "SELECT symbol, (ts // 1000) * 1000 AS window_start, median(price) AS m, "
+        "quantile_cont(volume, 0.25) AS qc, quantile_disc(price, 0.9) AS qd "
+        "FROM t GROUP BY ALL",
+        False,
+    ),
     "count_distinct_falls_back": (
         "CREATE STREAM h AS SELECT symbol, window_start, COUNT(DISTINCT volume) AS d "
         "FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);",
