@@ -81,8 +81,10 @@ static const char* UNION_DDL =
     "  FROM (SELECT symbol, volume AS v, ts FROM trades UNION ALL\n"
     "        SELECT symbol, volume * 10, ts FROM quotes WHERE volume > 3)\n"
     "  GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);\n"
-    "CREATE SINK merged_out FROM merged INTO FILE (path = '%s/merged', format = 'jsonl');\n"
-    "CREATE STREAM quoted AS SELECT t.symbol, t.ts, t.volume, q.price AS qp, q.ts AS qts\n"
+    "CREATE SINK merged_out FROM merged INTO FILE (path = '%s/merged', format = "
+    "'jsonl');\n"
+    "CREATE STREAM quoted AS SELECT t.symbol, t.ts, t.volume, q.price AS qp, q.ts AS "
+    "qts\n"
     "  FROM trades t LEFT ASOF JOIN quotes q MATCH_CONDITION(t.ts > q.ts)\n"
     "  ON t.symbol = q.symbol;\n"
     "CREATE SINK quoted_out FROM quoted INTO FILE (path = '%s/quoted', format = 'jsonl')";
