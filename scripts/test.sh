@@ -112,7 +112,7 @@ if [ -d tests/python ]; then
   .venv/bin/ruff check .  # every Python file in the repository (ruff.toml)
   # pytest exits 5 when it collects no test: a failure only if test files exist.
   set +e
-  TMPDIR="$pytmp" .venv/bin/python -m pytest tests/python -q
+  .venv/bin/python -m pytest tests/python -q
   rc=$?
   set -e
   if [ "$rc" -eq 5 ] && ! find tests/python -name 'test_*.py' -print -quit | grep -q .; then
@@ -170,7 +170,7 @@ if [ -d tests/python ] && [ "${LAMINAR_SKIP_PY_ASAN:-0}" != 1 ]; then
     .venv-asan/bin/python -m pip install -q ./bindings/python
   preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)"
   LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
-  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 TMPDIR="$pytmp" \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     .venv-asan/bin/python -m pytest tests/python -q -p no:cacheprovider \
       --ignore-glob='tests/python/test_spark*'
 fi
