@@ -37,12 +37,14 @@ jobs=${JOBS:-2}
 py="$root/.venv/bin/python"
 cmake_common=(--no-warn-unused-cli -DPython3_EXECUTABLE="$py" -DLAMINAR_WERROR=ON)
 
-# Scratch space for the tests (tests/c/lm_test_fs.h lm_test_mkdtemp, pytest's
-# tmp_path): a RAM disk where it has 4 GiB free. What the tests prove does not
-# depend on the medium (kill -9 keeps the page cache; test_store_powerloss
-# models lost syncs itself, and it and test_store_wal, which probe O_DIRECT,
-# stay on TMPDIR); on a disk the sync-WAL fault loops wait on fsync most of
-# their time (test_fault_io under ASan: 6 min on /tmp, 1.4 min on /dev/shm).
+# Scratch space for the C tests (tests/c/lm_test_fs.h lm_test_mkdtemp, which
+# remove what they make): a RAM disk where it has 4 GiB free. pytest stays on
+# TMPDIR: it keeps its tmp_path trees (11 GB of them filled /dev/shm once).
+# What the tests prove does not depend on the medium (kill -9 keeps the page
+# cache; test_store_powerloss models lost syncs itself, and it and
+# test_store_wal, which probe O_DIRECT, stay on TMPDIR); on a disk the sync-WAL
+# fault loops wait on fsync most of their time (test_fault_io under ASan: 6 min
+# on /tmp, 1.4 min on /dev/shm).
 ramtmp=""
 cleanup() {
   if [ -n "${LAMINAR_KAFKA_HOME:-}" ]; then tests/kafka/broker.sh stop || true; fi
@@ -54,7 +56,6 @@ if [ -z "${LAMINAR_TEST_TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ] &&
   ramtmp=$(mktemp -d /dev/shm/lt.XXXXXX)
   export LAMINAR_TEST_TMPDIR="$ramtmp"
 fi
-pytmp="${LAMINAR_TEST_TMPDIR:-${TMPDIR:-/tmp}}"
 
 # A Kafka broker (KRaft, 127.0.0.1) for the Kafka tests (tests/c/test_kafka.c
 # round_trip in every C build, tests/python/test_kafka.py), up until this script
@@ -141,7 +142,7 @@ if [ -d tests/python ] && [ -n "$wheel" ]; then
   # Users' conditions: no PYSPARK_PYTHON, and a PATH whose python3 is not the venv's.
   # An upgrade too: streaming queries half run on 3.5 (--state-before) are finished
   # on 4.x from the same checkpoint and state locations (--state-after).
-  upgrade=$(mktemp -d "$pytmp/spark-upgrade.XXXXXX")
+  upgrade=$(mktemp -d "${TMPDIR:-/tmp}/spark-upgrade.XXXXXX")
   env -u PYSPARK_PYTHON PATH=/usr/bin:/bin .venv-spark35/bin/python tests/spark/quickstart.py \
     --state-before "$upgrade" | tee .spark-compat.txt
   newest=$(sed -n 's/^pyspark\(\[[a-z,]*\]\)\{0,1\}==\([0-9.]*\).*/\2/p' \
