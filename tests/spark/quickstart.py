@@ -20,6 +20,7 @@ was written exactly once with DuckDB's answer (``mode=streaming(state from
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -82,6 +83,7 @@ def check(name: str, got: list[tuple], want: list[tuple]) -> None:
                  f"{sorted(set(got) ^ set(want))[:5]}")
 
 
+@functools.cache
 def parts() -> list[pa.Table]:
     """The streaming input: four files of 5 s of event time each."""
     return [trades(10 + i, 3_000, 1_000 + i * 5_000, 1_000 + (i + 1) * 5_000)
