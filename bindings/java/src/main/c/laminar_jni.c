@@ -34,7 +34,6 @@
 static jclass exception_class;    // org.laminardb.LaminarException
 static jmethodID exception_make;  // static LaminarException fromNative(I[BII[B[B)
 static JavaVM* java_vm;           // the JVM, for callbacks on the core's threads
-static int cache_callbacks(JNIEnv* env);
 
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
   (void)reserved;
@@ -48,7 +47,6 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
   exception_make = (*env)->GetStaticMethodID(
       env, exception_class, "fromNative", "(I[BII[B[B)Lorg/laminardb/LaminarException;");
   if (exception_make == NULL) return JNI_ERR;
-  if (!cache_callbacks(env)) return JNI_ERR;
   java_vm = vm;
   return JNI_VERSION_1_8;
 }
@@ -573,36 +571,54 @@ static JNIEnv* callback_env(void) {
   return env;
 }
 
-static jmethodID scalar_call;      // byte[] ScalarCall.call(JJJJ)
-static jmethodID scalar_destroy;   // void ScalarCall.destroy()
-static jmethodID agg_update;       // byte[] AggregateCall.update(JJJJZ)
-static jmethodID agg_merge;        // byte[] AggregateCall.merge(JJ)
-static jmethodID agg_finish;       // byte[] AggregateCall.finish(JJJJ)
-static jmethodID agg_serialize;    // byte[] AggregateCall.serialize(J)
-static jmethodID agg_deserialize;  // boolean AggregateCall.deserialize(J[B)
-static jmethodID agg_destroy_state;  // void AggregateCall.destroyState(J)
-static jmethodID agg_destroy;      // void AggregateCall.destroy()
+/* One registered Java function or aggregate: the `user` of its C callbacks. The
+ * methods are looked up on the call object's class at registration (not at load:
+ * the Spark engine's jar loads this library without those classes). */
+typedef struct java_fn {
+  jobject call;             /* global reference: its ScalarCall or AggregateCall */
+  jmethodID apply;          /* byte[] ScalarCall.call(JJJJ) / AggregateCall.update(JJJJZ) */
+  jmethodID merge;          /* byte[] AggregateCall.merge(JJ) */
+  jmethodID finish;         /* byte[] AggregateCall.finish(JJJJ) */
+  jmethodID serialize;      /* byte[] AggregateCall.serialize(J) */
+  jmethodID deserialize;    /* boolean AggregateCall.deserialize(J[B) */
+  jmethodID destroy_state;  /* void AggregateCall.destroyState(J) */
+  jmethodID destroy;        /* void destroy() */
+} java_fn;
 
-/* Cache the callback methods (from JNI_OnLoad); 0 on failure. */
-static int cache_callbacks(JNIEnv* env) {
-  jclass scalar = (*env)->FindClass(env, "org/laminardb/ScalarCall");
-  if (scalar == NULL) return 0;
-  scalar_call = (*env)->GetMethodID(env, scalar, "call", "(JJJJ)[B");
-  scalar_destroy = (*env)->GetMethodID(env, scalar, "destroy", "()V");
-  (*env)->DeleteLocalRef(env, scalar);
-  if (scalar_call == NULL || scalar_destroy == NULL) return 0;
-  jclass agg = (*env)->FindClass(env, "org/laminardb/AggregateCall");
-  if (agg == NULL) return 0;
-  agg_update = (*env)->GetMethodID(env, agg, "update", "(JJJJZ)[B");
-  agg_merge = (*env)->GetMethodID(env, agg, "merge", "(JJ)[B");
-  agg_finish = (*env)->GetMethodID(env, agg, "finish", "(JJJJ)[B");
-  agg_serialize = (*env)->GetMethodID(env, agg, "serialize", "(J)[B");
-  agg_deserialize = (*env)->GetMethodID(env, agg, "deserialize", "(J[B)Z");
-  agg_destroy_state = (*env)->GetMethodID(env, agg, "destroyState", "(J)V");
-  agg_destroy = (*env)->GetMethodID(env, agg, "destroy", "()V");
-  (*env)->DeleteLocalRef(env, agg);
-  return agg_update && agg_merge && agg_finish && agg_serialize && agg_deserialize &&
-         agg_destroy_state && agg_destroy;
+/* A java_fn for `call` (malloc'ed; its global reference taken), or NULL with an
+ * exception pending. */
+static java_fn* java_fn_new(JNIEnv* env, jobject call, jboolean aggregate) {
+  java_fn* f = calloc(1, sizeof *f);
+  if (f == NULL) {
+    throw_code(env, LAMINAR_ERR_NOMEM, NULL);
+    return NULL;
+  }
+  jclass cls = (*env)->GetObjectClass(env, call);
+  if (!aggregate) {
+    f->apply = (*env)->GetMethodID(env, cls, "call", "(JJJJ)[B");
+  } else if ((f->apply = (*env)->GetMethodID(env, cls, "update", "(JJJJZ)[B")) != NULL &&
+             (f->merge = (*env)->GetMethodID(env, cls, "merge", "(JJ)[B")) != NULL &&
+             (f->finish = (*env)->GetMethodID(env, cls, "finish", "(JJJJ)[B")) != NULL &&
+             (f->serialize = (*env)->GetMethodID(env, cls, "serialize", "(J)[B")) != NULL &&
+             (f->deserialize = (*env)->GetMethodID(env, cls, "deserialize", "(J[B)Z")) !=
+                 NULL) {
+    f->destroy_state = (*env)->GetMethodID(env, cls, "destroyState", "(J)V");
+  }
+  if (f->apply != NULL && (!aggregate || f->destroy_state != NULL)) {
+    f->destroy = (*env)->GetMethodID(env, cls, "destroy", "()V");
+  }
+  (*env)->DeleteLocalRef(env, cls);
+  if (f->destroy != NULL) f->call = (*env)->NewGlobalRef(env, call);
+  if (f->call == NULL) { /* NoSuchMethodError or OutOfMemoryError pending */
+    free(f);
+    return NULL;
+  }
+  return f;
+}
+
+static void java_fn_free(JNIEnv* env, java_fn* f) {
+  (*env)->DeleteGlobalRef(env, f->call);
+  free(f);
 }
 
 /* Write `text` (at most cap - 1 bytes, NUL-terminated) into the core's error buffer. */
@@ -645,67 +661,68 @@ static int no_env(JNIEnv* env, char* error, size_t cap) {
 
 #define ADDR(p) ((jlong)(intptr_t)(p))
 
-/* Call byte[]-returning `method` of the Java object `user` with the arguments that
+/* Call byte[]-returning `method` of f's Java object with the arguments that
  * follow, in a local frame of its own: 0 on success, 1 with the message in error. */
-static int call_java(char* error, size_t cap, void* user, jmethodID method, ...) {
+static int call_java(char* error, size_t cap, const java_fn* f, jmethodID method, ...) {
   JNIEnv* env = callback_env();
   if (env == NULL || (*env)->PushLocalFrame(env, 8) != 0) return no_env(env, error, cap);
   va_list args;
   va_start(args, method);
-  jbyteArray message = (jbyteArray)(*env)->CallObjectMethodV(env, (jobject)user, method, args);
+  jbyteArray message = (jbyteArray)(*env)->CallObjectMethodV(env, f->call, method, args);
   va_end(args);
   int rc = callback_result(env, message, error, cap);
   (*env)->PopLocalFrame(env, NULL);
   return rc;
 }
 
-/* laminar_function_callback of every Java function: `user` is the global reference
- * of its ScalarCall. */
+/* laminar_function_callback of every Java function: `user` is its java_fn. */
 static int java_scalar(void* user, const struct ArrowArray* args,
                        const struct ArrowSchema* args_schema, struct ArrowArray* out,
                        struct ArrowSchema* out_schema, char* error, size_t error_cap) {
-  return call_java(error, error_cap, user, scalar_call, ADDR(args), ADDR(args_schema),
+  const java_fn* f = user;
+  return call_java(error, error_cap, f, f->apply, ADDR(args), ADDR(args_schema),
                    ADDR(out), ADDR(out_schema));
 }
 
-/* destroy of every Java function or aggregate: `method` (destroy()) on the object,
- * then its global reference goes. */
-static void java_destroy(void* user, jmethodID method) {
+/* destroy of every Java function or aggregate: its destroy(), then it goes. */
+static void java_destroy(void* user) {
+  java_fn* f = user;
   JNIEnv* env = callback_env();
   if (env == NULL) return; /* cannot happen on a live JVM; the object leaks */
-  (*env)->CallVoidMethod(env, (jobject)user, method);
+  (*env)->CallVoidMethod(env, f->call, f->destroy);
   (*env)->ExceptionClear(env);
-  (*env)->DeleteGlobalRef(env, (jobject)user);
+  java_fn_free(env, f);
 }
-
-static void java_scalar_destroy(void* user) { java_destroy(user, scalar_destroy); }
-static void java_agg_destroy(void* user) { java_destroy(user, agg_destroy); }
 
 static int java_agg_update(void* user, void* states, const uint32_t* groups,
                            const struct ArrowArray* args,
                            const struct ArrowSchema* args_schema, char* error,
                            size_t error_cap) {
-  return call_java(error, error_cap, user, agg_update, ADDR(states), ADDR(groups),
-                   ADDR(args), ADDR(args_schema), JNI_FALSE);
+  const java_fn* f = user;
+  return call_java(error, error_cap, f, f->apply, ADDR(states), ADDR(groups), ADDR(args),
+                   ADDR(args_schema), JNI_FALSE);
 }
 
 static int java_agg_retract(void* user, void* states, const uint32_t* groups,
                             const struct ArrowArray* args,
                             const struct ArrowSchema* args_schema, char* error,
                             size_t error_cap) {
-  return call_java(error, error_cap, user, agg_update, ADDR(states), ADDR(groups),
-                   ADDR(args), ADDR(args_schema), JNI_TRUE);
+  const java_fn* f = user;
+  return call_java(error, error_cap, f, f->apply, ADDR(states), ADDR(groups), ADDR(args),
+                   ADDR(args_schema), JNI_TRUE);
 }
 
 static int java_agg_merge(void* user, void* state, const void* other, char* error,
                           size_t error_cap) {
-  return call_java(error, error_cap, user, agg_merge, ADDR(state), ADDR(other));
+  const java_fn* f = user;
+  return call_java(error, error_cap, f, f->merge, ADDR(state), ADDR(other));
 }
 
 static int java_agg_finalize(void* user, const void* states, int64_t n,
                              struct ArrowArray* out, struct ArrowSchema* out_schema,
                              char* error, size_t error_cap) {
-  return call_java(error, error_cap, user, agg_finish, ADDR(states), (jlong)n, ADDR(out),
+  const java_fn* f = user;
+  return call_java(error, error_cap, f, f->finish, ADDR(states), (jlong)n, ADDR(out),
                    ADDR(out_schema));
 }
 
@@ -717,8 +734,8 @@ static int64_t java_agg_serialize(void* user, const void* state, void* buf, int6
     if (env != NULL) (*env)->ExceptionClear(env);
     return -1;
   }
-  jbyteArray data =
-      (jbyteArray)(*env)->CallObjectMethod(env, (jobject)user, agg_serialize, ADDR(state));
+  const java_fn* f = user;
+  jbyteArray data = (jbyteArray)(*env)->CallObjectMethod(env, f->call, f->serialize, ADDR(state));
   int64_t n = -1;
   if ((*env)->ExceptionCheck(env)) {
     (*env)->ExceptionClear(env);
@@ -740,8 +757,8 @@ static int java_agg_deserialize(void* user, void* state, const void* buf, int64_
   jbyteArray data = (*env)->NewByteArray(env, (jsize)len);
   if (data != NULL) {
     (*env)->SetByteArrayRegion(env, data, 0, (jsize)len, (const jbyte*)buf);
-    jboolean ok = (*env)->CallBooleanMethod(env, (jobject)user, agg_deserialize,
-                                            ADDR(state), data);
+    const java_fn* f = user;
+    jboolean ok = (*env)->CallBooleanMethod(env, f->call, f->deserialize, ADDR(state), data);
     rc = (*env)->ExceptionCheck(env) || !ok;
   }
   (*env)->ExceptionClear(env);
@@ -752,7 +769,8 @@ static int java_agg_deserialize(void* user, void* state, const void* buf, int64_
 static void java_agg_destroy_state(void* user, void* state) {
   JNIEnv* env = callback_env();
   if (env == NULL) return;
-  (*env)->CallVoidMethod(env, (jobject)user, agg_destroy_state, ADDR(state));
+  const java_fn* f = user;
+  (*env)->CallVoidMethod(env, f->call, f->destroy_state, ADDR(state));
   (*env)->ExceptionClear(env);
 }
 
@@ -792,34 +810,34 @@ JNIEXPORT void JNICALL Java_org_laminardb_Native_functionRegister(
   char* name = text_of(env, name_bytes);
   char* result = name != NULL ? text_of(env, return_bytes) : NULL;
   int ok = result != NULL && formats_of(env, arg_types, formats, nargs);
-  jobject ref = ok ? (*env)->NewGlobalRef(env, call) : NULL;
+  java_fn* ref = ok ? java_fn_new(env, call, aggregate) : NULL;
   if (ref != NULL) {
     laminar_error err;
     laminar_code code;
     const char* const* types = (const char* const*)formats;
     if (!aggregate) {
       code = db != 0 ? laminar_function_register(DB(db), name, types, (int32_t)nargs,
-                                                 result, java_scalar, ref,
-                                                 java_scalar_destroy, (uint32_t)flags, &err)
+                                                 result, java_scalar, ref, java_destroy,
+                                                 (uint32_t)flags, &err)
                      : laminar_config_function_register(
                            CFG(config), name, types, (int32_t)nargs, result, java_scalar,
-                           ref, java_scalar_destroy, (uint32_t)flags, &err);
+                           ref, java_destroy, (uint32_t)flags, &err);
     } else {
       laminar_aggregate_update undo = retract ? java_agg_retract : NULL;
       code = db != 0 ? laminar_aggregate_register(
                            DB(db), name, types, (int32_t)nargs, result, 8, NULL,
                            java_agg_update, undo, java_agg_merge, java_agg_finalize,
                            java_agg_serialize, java_agg_deserialize,
-                           java_agg_destroy_state, ref, java_agg_destroy, (uint32_t)flags,
+                           java_agg_destroy_state, ref, java_destroy, (uint32_t)flags,
                            &err)
                      : laminar_config_aggregate_register(
                            CFG(config), name, types, (int32_t)nargs, result, 8, NULL,
                            java_agg_update, undo, java_agg_merge, java_agg_finalize,
                            java_agg_serialize, java_agg_deserialize,
-                           java_agg_destroy_state, ref, java_agg_destroy, (uint32_t)flags,
+                           java_agg_destroy_state, ref, java_destroy, (uint32_t)flags,
                            &err);
     }
-    if (failed(env, code, &err)) (*env)->DeleteGlobalRef(env, ref); /* not the core's */
+    if (failed(env, code, &err)) java_fn_free(env, ref); /* not the core's */
   }
   if (result != NULL) free_formats(formats, nargs);
   free(result);
