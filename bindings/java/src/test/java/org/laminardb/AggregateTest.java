@@ -106,6 +106,118 @@ class AggregateTest {
 
   public record Win(String symbol, long windowStart, Double sq, Double b) {}
 
+  public record Two(String symbol, Double w, Double bw, Long n, Long bn) {}
+
+  /** SUM(x * y) over two arguments. */
+  static final class WeightedSum implements AggregateFunction<Double> {
+    @Override
+    public Double init() {
+      return null;
+    }
+
+    @Override
+    public Double update(Double s, List<FieldVector> args) {
+      Float8Vector x = (Float8Vector) args.get(0);
+      org.apache.arrow.vector.BigIntVector y = (org.apache.arrow.vector.BigIntVector) args.get(1);
+      double sum = s == null ? 0.0 : s;
+      for (int i = 0; i < x.getValueCount(); i++) {
+        sum += x.get(i) * y.get(i);
+      }
+      return sum;
+    }
+
+    @Override
+    public Double merge(Double a, Double b) {
+      return a == null ? b : b == null ? a : a + b;
+    }
+
+    @Override
+    public Object finalize(Double s) {
+      return s;
+    }
+  }
+
+  /** COUNT(*) including NULLs: called on NULL input, a BIGINT result, its own bytes. */
+  static final class CountAll implements AggregateFunction<long[]> {
+    @Override
+    public long[] init() {
+      return new long[1];
+    }
+
+    @Override
+    public long[] update(long[] s, List<FieldVector> args) {
+      s[0] += args.get(0).getValueCount();
+      return s;
+    }
+
+    @Override
+    public long[] merge(long[] a, long[] b) {
+      return new long[] {a[0] + b[0]};
+    }
+
+    @Override
+    public Object finalize(long[] s) {
+      return s[0];
+    }
+
+    @Override
+    public byte[] serialize(long[] s) {
+      return java.nio.ByteBuffer.allocate(8).putLong(s[0]).array();
+    }
+
+    @Override
+    public long[] deserialize(byte[] data) {
+      return new long[] {java.nio.ByteBuffer.wrap(data).getLong()};
+    }
+  }
+
+  public record Traded(String symbol, Double price, Long volume, long ts) {}
+
+  @ParameterizedTest
+  @ValueSource(ints = {1, 2})
+  void twoArgumentsNullsAndBigintResults(int cores) {
+    Random rng = new Random(UdfTest.SEED + 4);
+    List<Traded> rows = new ArrayList<>();
+    for (int i = 0; i < 1500; i++) {
+      rows.add(
+          new Traded(
+              String.valueOf((char) ('A' + rng.nextInt(3))),
+              rng.nextInt(10) == 0 ? null : (double) rng.nextInt(1000) / 10,
+              rng.nextInt(10) == 0 ? null : (long) rng.nextInt(100),
+              i));
+    }
+    try (LaminarDB db = LaminarDB.open(new Config().set("cores", Integer.toString(cores)))) {
+      db.createAggregate("wsum", new WeightedSum(), List.of("DOUBLE", "BIGINT"), "DOUBLE");
+      db.createAggregate(
+          "count_all",
+          new CountAll(),
+          List.of("DOUBLE"),
+          "BIGINT",
+          FunctionOptions.defaults().calledOnNull(true));
+      db.execute(
+          "CREATE SOURCE trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts BIGINT,"
+              + " WATERMARK FOR ts AS ts);"
+              + "CREATE STREAM w AS SELECT symbol, wsum(price, volume) AS w,"
+              + " SUM(price * volume) AS bw, count_all(price) AS n, COUNT(*) AS bn FROM trades"
+              + " GROUP BY symbol, tumble(ts, INTERVAL '100' MILLISECOND) EMIT ON WINDOW CLOSE;");
+      try (TypedSource<Traded> t = db.source("trades", Traded.class);
+          TypedSubscription<Two> w = db.subscribe("w", Two.class)) {
+        for (int i = 0; i < rows.size(); i += 61) {
+          t.push(rows.subList(i, Math.min(rows.size(), i + 61)));
+          db.runUntilIdle();
+        }
+        t.watermark(Long.MAX_VALUE / 2);
+        db.runUntilIdle();
+        List<Two> out = UdfTest.drain(w);
+        assertEquals(15 * 3, out.size());
+        for (Two r : out) {
+          assertTrue(close(r.w(), r.bw()), r.toString());
+          assertEquals(r.bn(), r.n(), r.toString());
+        }
+      }
+    }
+  }
+
   /** n rows, ts ascending with gaps, 4 symbols, prices with 15% NULLs. */
   static List<Trade> trades(Random rng, int n) {
     List<Trade> rows = new ArrayList<>();

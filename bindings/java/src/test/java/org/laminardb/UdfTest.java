@@ -297,6 +297,73 @@ class UdfTest {
     }
   }
 
+  @Test
+  void aFailureOnTheReactorIsThrownByStop() {
+    try (LaminarDB db = LaminarDB.open()) {
+      db.createFunction("faulty", UdfTest::faulty, List.of("BIGINT"), "BIGINT");
+      db.execute(
+          "CREATE SOURCE t (k BIGINT, x BIGINT, ts BIGINT);"
+              + "CREATE STREAM s AS SELECT k, x, faulty(x) AS a, x AS b, x AS r FROM t;");
+      try (TypedSource<In> t = db.source("t", In.class);
+          TypedSubscription<Out> s = db.subscribe("s", Out.class)) {
+        db.start();
+        t.push(new In(1, 13L, 1));
+        t.push(new In(1, 5L, 2));
+        LaminarException e = assertThrows(LaminarException.class, db::stop);
+        assertEquals("LDB-3010", e.code());
+        assertTrue(e.getMessage().contains("risk model diverged"), e.getMessage());
+        List<Out> out = drain(s);
+        assertEquals(1, out.size()); // the next batch went through
+        assertEquals(11L, out.get(0).a());
+      }
+    }
+  }
+
+  public record Typed(Integer i, Boolean b, java.time.Instant t, long ts) {}
+
+  public record TypedOut(
+      Integer i2, Integer si2, Boolean nb, Boolean snb, java.time.Instant t1, java.time.Instant st1,
+      String d, String sd) {}
+
+  @Test
+  void rowFunctionsOverIntBooleanTimestampAndDate() {
+    try (LaminarDB db = LaminarDB.open()) {
+      db.createRowFunction("twice", a -> (Integer) a[0] * 2, List.of("INT"), "INT");
+      db.createRowFunction("flip", a -> !(Boolean) a[0], List.of("BOOLEAN"), "BOOLEAN");
+      db.createRowFunction(
+          "later", a -> ((java.time.Instant) a[0]).plusSeconds(1), List.of("TIMESTAMP"), "TIMESTAMP");
+      db.createRowFunction(
+          "day_after",
+          a -> ((java.time.LocalDate) a[0]).plusDays(1).toString(),
+          List.of("DATE"),
+          "VARCHAR");
+      db.execute(
+          "CREATE SOURCE s (i INT, b BOOLEAN, t TIMESTAMP, ts BIGINT);"
+              + "CREATE STREAM o AS SELECT twice(i) AS i2, i * 2 AS si2, flip(b) AS nb,"
+              + " NOT b AS snb, later(t) AS t1, t + INTERVAL '1' SECOND AS st1,"
+              + " day_after(CAST('2024-02-28' AS DATE)) AS d, '2024-02-29' AS sd FROM s;");
+      try (TypedSource<Typed> src = db.source("s", Typed.class);
+          TypedSubscription<TypedOut> o = db.subscribe("o", TypedOut.class)) {
+        src.push(
+            List.of(
+                new Typed(21, true, java.time.Instant.parse("2024-01-01T00:00:00.123456Z"), 1),
+                new Typed(null, null, null, 2),
+                new Typed(-4, false, java.time.Instant.parse("1969-12-31T23:59:59.5Z"), 3)));
+        db.runUntilIdle();
+        List<TypedOut> out = drain(o);
+        assertEquals(3, out.size());
+        for (TypedOut r : out) {
+          assertEquals(r.si2(), r.i2());
+          assertEquals(r.snb(), r.nb());
+          assertEquals(r.st1(), r.t1());
+          assertEquals(r.sd(), r.d());
+        }
+        assertEquals(42, out.get(0).i2());
+        assertEquals(null, out.get(1).t1());
+      }
+    }
+  }
+
   private static long rssKiB() throws IOException {
     for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
       if (line.startsWith("VmRSS:")) {
