@@ -373,14 +373,25 @@ class UdfTest {
     throw new IOException("no VmRSS in /proc/self/status");
   }
 
+  /** True when the test JVM runs with AddressSanitizer preloaded (scripts/test.sh step 2). */
+  static boolean underAsan() {
+    String preload = System.getenv("LD_PRELOAD");
+    return preload != null && preload.contains("asan");
+  }
+
   /**
    * A million calls on the reactor thread (attached to the JVM once) in bounded memory:
-   * 100 calls per chunk (one per call site), 10,000 chunks.
+   * 100 calls per chunk (one per call site), 10,000 chunks. RSS is taken after the
+   * first 20% (JIT, arenas and the Arrow allocators at their steady size) and at the
+   * end; the heap is fixed and pre-touched (pom.xml), so RSS moves with native memory.
+   * Measured: -8..+2 MiB; a leak of 16 bytes per call (one JNI local reference, say)
+   * would add 12 MiB. Under ASan, whose quarantine keeps freed memory, the bound means
+   * nothing: there it makes 10^5 calls for the memory checks and prints RSS only.
    */
   @Test
   void aMillionCallsOnTheReactorInBoundedMemory() throws Exception {
     int sites = 100;
-    int chunks = 10_000;
+    int chunks = underAsan() ? 1_000 : 10_000;
     AtomicLong calls = new AtomicLong();
     try (LaminarDB db = LaminarDB.open(new Config().bufferSize(64))) {
       db.createFunction(
@@ -403,8 +414,8 @@ class UdfTest {
         List<In> row = List.of(new In(1, 1L, 1));
         for (int c = 0; c < chunks; c++) {
           t.push(row);
-          if (c == chunks / 10) {
-            while (calls.get() < (long) sites * (chunks / 10)) {
+          if (c == chunks / 5) {
+            while (calls.get() < (long) sites * (chunks / 5)) {
               Thread.sleep(1);
             }
             System.gc();
@@ -419,7 +430,9 @@ class UdfTest {
           "UdfTest: %d calls on the reactor in %.1f s, RSS %d KiB -> %d KiB%n",
           calls.get(), (System.nanoTime() - start) / 1e9, before, after);
       assertEquals((long) sites * chunks, calls.get());
-      assertTrue(after - before < 64 * 1024, "RSS grew by " + (after - before) + " KiB");
+      if (!underAsan()) {
+        assertTrue(after - before < 12 * 1024, "RSS grew by " + (after - before) + " KiB");
+      }
     }
   }
 
