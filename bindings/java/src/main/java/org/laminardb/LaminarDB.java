@@ -73,7 +73,6 @@ public final class LaminarDB implements AutoCloseable {
   /** Open through a C config that registers {@code functions} first. */
   private static LaminarDB openWithFunctions(
       Map<String, String> options, List<Registration> functions) {
-    Callbacks.refuseInside();
     long config = Native.configCreate();
     try {
       for (Map.Entry<String, String> e : options.entrySet()) {
