@@ -319,6 +319,41 @@ class UdfTest {
     }
   }
 
+  @Test
+  void theReactorIsAttachedOnceAndDetachedAtStop() throws Exception {
+    java.util.Set<Thread> threads = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    try (LaminarDB db = LaminarDB.open()) {
+      db.createFunction(
+          "where_am_i",
+          (args, allocator) -> {
+            threads.add(Thread.currentThread());
+            return affine(args, allocator);
+          },
+          List.of("BIGINT"),
+          "BIGINT");
+      db.execute(
+          "CREATE SOURCE t (k BIGINT, x BIGINT, ts BIGINT);"
+              + "CREATE STREAM s AS SELECT where_am_i(x) AS a FROM t;");
+      try (TypedSource<In> t = db.source("t", In.class)) {
+        for (int round = 0; round < 2; round++) {
+          threads.clear();
+          db.start();
+          for (int i = 0; i < 50; i++) {
+            t.push(new In(1, (long) i, i));
+          }
+          db.stop();
+          assertEquals(1, threads.size(), threads.toString());
+          Thread reactor = threads.iterator().next();
+          assertEquals("laminardb-reactor", reactor.getName());
+          assertTrue(reactor.isDaemon());
+          assertFalse(reactor == Thread.currentThread());
+          reactor.join(10_000); // detached when the reactor thread ends, at stop()
+          assertFalse(reactor.isAlive());
+        }
+      }
+    }
+  }
+
   public record Typed(Integer i, Boolean b, java.time.Instant t, long ts) {}
 
   public record TypedOut(
