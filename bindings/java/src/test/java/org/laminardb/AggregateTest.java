@@ -303,7 +303,7 @@ class AggregateTest {
 
   @ParameterizedTest
   @ValueSource(ints = {1, 2})
-  void hopWindowsAndHavingMergeStates(int cores) {
+  void hopAndSessionWindowsEqualTheBuiltins(int cores) {
     List<Trade> rows = trades(new Random(UdfTest.SEED + 1), 2000);
     try (LaminarDB db = LaminarDB.open(new Config().set("cores", Integer.toString(cores)))) {
       db.createAggregate("sumsq", new SumSquares(), List.of("DOUBLE"), "DOUBLE");
@@ -313,14 +313,24 @@ class AggregateTest {
               + "CREATE STREAM w AS SELECT symbol, sumsq(price) AS sq, SUM(price * price) AS b,"
               + " spread(price) AS spread, MAX(price) - MIN(price) AS bspread FROM trades"
               + " GROUP BY symbol, hop(ts, INTERVAL '100' MILLISECOND, INTERVAL '30' MILLISECOND)"
-              + " HAVING sumsq(price) > 100 EMIT ON WINDOW CLOSE;");
-      try (TypedSubscription<Hop> w = db.subscribe("w", Hop.class)) {
+              + " HAVING sumsq(price) > 100 EMIT ON WINDOW CLOSE;"
+              + "CREATE STREAM ss AS SELECT symbol, sumsq(price) AS sq, SUM(price * price) AS b,"
+              + " spread(price) AS spread, MAX(price) - MIN(price) AS bspread FROM trades"
+              + " GROUP BY symbol, session(ts, INTERVAL '20' MILLISECOND) EMIT ON WINDOW CLOSE;");
+      try (TypedSubscription<Hop> w = db.subscribe("w", Hop.class);
+          TypedSubscription<Hop> ss = db.subscribe("ss", Hop.class)) {
         feed(db, rows);
         closeAll(db);
         List<Hop> out = UdfTest.drain(w);
         assertFalse(out.isEmpty());
         for (Hop h : out) {
           assertTrue(h.sq() > 100, h.toString());
+          assertTrue(close(h.sq(), h.b()), h.toString());
+          assertTrue(close(h.spread(), h.bspread()), h.toString());
+        }
+        List<Hop> sessions = UdfTest.drain(ss);
+        assertFalse(sessions.isEmpty());
+        for (Hop h : sessions) {
           assertTrue(close(h.sq(), h.b()), h.toString());
           assertTrue(close(h.spread(), h.bspread()), h.toString());
         }
