@@ -495,7 +495,8 @@ JNIEXPORT jlong JNICALL Java_org_laminardb_Native_configCreate(JNIEnv* env, jcla
 }
 
 JNIEXPORT void JNICALL Java_org_laminardb_Native_configSet(JNIEnv* env, jclass cls,
-                                                           jlong config, jbyteArray key_bytes,
+                                                           jlong config,
+                                                           jbyteArray key_bytes,
                                                            jbyteArray value_bytes) {
   (void)cls;
   char* key = text_of(env, key_bytes);
@@ -575,14 +576,14 @@ static JNIEnv* callback_env(void) {
  * methods are looked up on the call object's class at registration (not at load:
  * the Spark engine's jar loads this library without those classes). */
 typedef struct java_fn {
-  jobject call;             /* global reference: its ScalarCall or AggregateCall */
-  jmethodID apply;          /* byte[] ScalarCall.call(JJJJ) / AggregateCall.update(JJJJZ) */
-  jmethodID merge;          /* byte[] AggregateCall.merge(JJ) */
-  jmethodID finish;         /* byte[] AggregateCall.finish(JJJJ) */
-  jmethodID serialize;      /* byte[] AggregateCall.serialize(J) */
-  jmethodID deserialize;    /* boolean AggregateCall.deserialize(J[B) */
-  jmethodID destroy_state;  /* void AggregateCall.destroyState(J) */
-  jmethodID destroy;        /* void destroy() */
+  jobject call;          /* global reference: its ScalarCall or AggregateCall */
+  jmethodID apply;       /* byte[] ScalarCall.call(JJJJ) / AggregateCall.update(JJJJZ) */
+  jmethodID merge;       /* byte[] AggregateCall.merge(JJ) */
+  jmethodID finish;      /* byte[] AggregateCall.finish(JJJJ) */
+  jmethodID serialize;   /* byte[] AggregateCall.serialize(J) */
+  jmethodID deserialize; /* boolean AggregateCall.deserialize(J[B) */
+  jmethodID destroy_state; /* void AggregateCall.destroyState(J) */
+  jmethodID destroy;       /* void destroy() */
 } java_fn;
 
 /* A java_fn for `call` (malloc'ed; its global reference taken), or NULL with an
@@ -599,7 +600,8 @@ static java_fn* java_fn_new(JNIEnv* env, jobject call, jboolean aggregate) {
   } else if ((f->apply = (*env)->GetMethodID(env, cls, "update", "(JJJJZ)[B")) != NULL &&
              (f->merge = (*env)->GetMethodID(env, cls, "merge", "(JJ)[B")) != NULL &&
              (f->finish = (*env)->GetMethodID(env, cls, "finish", "(JJJJ)[B")) != NULL &&
-             (f->serialize = (*env)->GetMethodID(env, cls, "serialize", "(J)[B")) != NULL &&
+             (f->serialize = (*env)->GetMethodID(env, cls, "serialize", "(J)[B")) !=
+                 NULL &&
              (f->deserialize = (*env)->GetMethodID(env, cls, "deserialize", "(J[B)Z")) !=
                  NULL) {
     f->destroy_state = (*env)->GetMethodID(env, cls, "destroyState", "(J)V");
@@ -735,13 +737,15 @@ static int64_t java_agg_serialize(void* user, const void* state, void* buf, int6
     return -1;
   }
   const java_fn* f = user;
-  jbyteArray data = (jbyteArray)(*env)->CallObjectMethod(env, f->call, f->serialize, ADDR(state));
+  jbyteArray data =
+      (jbyteArray)(*env)->CallObjectMethod(env, f->call, f->serialize, ADDR(state));
   int64_t n = -1;
   if ((*env)->ExceptionCheck(env)) {
     (*env)->ExceptionClear(env);
   } else if (data != NULL) {
     n = (int64_t)(*env)->GetArrayLength(env, data);
-    if (n <= cap && n > 0) (*env)->GetByteArrayRegion(env, data, 0, (jsize)n, (jbyte*)buf);
+    if (n <= cap && n > 0)
+      (*env)->GetByteArrayRegion(env, data, 0, (jsize)n, (jbyte*)buf);
   }
   (*env)->PopLocalFrame(env, NULL);
   return n;
@@ -758,7 +762,8 @@ static int java_agg_deserialize(void* user, void* state, const void* buf, int64_
   if (data != NULL) {
     (*env)->SetByteArrayRegion(env, data, 0, (jsize)len, (const jbyte*)buf);
     const java_fn* f = user;
-    jboolean ok = (*env)->CallBooleanMethod(env, f->call, f->deserialize, ADDR(state), data);
+    jboolean ok =
+        (*env)->CallBooleanMethod(env, f->call, f->deserialize, ADDR(state), data);
     rc = (*env)->ExceptionCheck(env) || !ok;
   }
   (*env)->ExceptionClear(env);
@@ -824,18 +829,17 @@ JNIEXPORT void JNICALL Java_org_laminardb_Native_functionRegister(
                            ref, java_destroy, (uint32_t)flags, &err);
     } else {
       laminar_aggregate_update undo = retract ? java_agg_retract : NULL;
-      code = db != 0 ? laminar_aggregate_register(
-                           DB(db), name, types, (int32_t)nargs, result, 8, NULL,
-                           java_agg_update, undo, java_agg_merge, java_agg_finalize,
-                           java_agg_serialize, java_agg_deserialize,
-                           java_agg_destroy_state, ref, java_destroy, (uint32_t)flags,
-                           &err)
-                     : laminar_config_aggregate_register(
-                           CFG(config), name, types, (int32_t)nargs, result, 8, NULL,
-                           java_agg_update, undo, java_agg_merge, java_agg_finalize,
-                           java_agg_serialize, java_agg_deserialize,
-                           java_agg_destroy_state, ref, java_destroy, (uint32_t)flags,
-                           &err);
+      code = db != 0
+                 ? laminar_aggregate_register(
+                       DB(db), name, types, (int32_t)nargs, result, 8, NULL,
+                       java_agg_update, undo, java_agg_merge, java_agg_finalize,
+                       java_agg_serialize, java_agg_deserialize, java_agg_destroy_state,
+                       ref, java_destroy, (uint32_t)flags, &err)
+                 : laminar_config_aggregate_register(
+                       CFG(config), name, types, (int32_t)nargs, result, 8, NULL,
+                       java_agg_update, undo, java_agg_merge, java_agg_finalize,
+                       java_agg_serialize, java_agg_deserialize, java_agg_destroy_state,
+                       ref, java_destroy, (uint32_t)flags, &err);
     }
     if (failed(env, code, &err)) java_fn_free(env, ref); /* not the core's */
   }
@@ -864,7 +868,8 @@ JNIEXPORT void JNICALL Java_org_laminardb_Native_functionDrop(JNIEnv* env, jclas
  * array at `array` described by `schema`: moved into the core on success, untouched
  * on failure. */
 JNIEXPORT void JNICALL Java_org_laminardb_Native_tableWrite(JNIEnv* env, jclass cls,
-                                                            jlong db, jbyteArray name_bytes,
+                                                            jlong db,
+                                                            jbyteArray name_bytes,
                                                             jlong array, jlong schema,
                                                             jboolean remove) {
   (void)cls;
