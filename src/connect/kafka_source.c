@@ -36,6 +36,8 @@ typedef struct part_state {
   int64_t max_ts;  /* largest event time delivered, ms (INT64_MIN: none) */
   bool eof;        /* at the end of what the partition holds */
   int64_t last_ns; /* when it last delivered (or was assigned) */
+  bool joined;     /* found by a metadata refresh while running: holds the
+                      watermark back only from its first record on */
 } part_state;
 
 /* One decoded cell. */
@@ -59,12 +61,14 @@ struct lm_kafka_source {
   lm_kafka_startup startup;
   int64_t startup_ms;
   int64_t timeout_ms;
+  int64_t discovery_ms; /* metadata refresh period (<= 0: none) */
   lm_schema schema;
   struct ArrowSchema arrow_schema;
   int32_t meta_partition, meta_offset, meta_timestamp, meta_key; /* -1: absent */
   rd_kafka_t* rk;
+  rd_kafka_topic_t* rkt; /* the topic's handle of rk (metadata requests) */
   part_state* parts;
-  int32_t nparts;
+  int32_t nparts, cap_parts;
   pthread_t thread;
   bool started;
   atomic_bool stop;
@@ -578,6 +582,7 @@ static int64_t watermark(const lm_kafka_source* s) {
     for (int32_t i = 0; i < s->nparts; i++) {
       const part_state* p = &s->parts[i];
       bool idle = p->eof && s->idle_ms >= 0 && now - p->last_ns >= s->idle_ms * 1000000;
+      if (p->joined && p->max_ts == INT64_MIN) continue; /* none of its records yet */
       if (pass == 0 ? idle : p->max_ts == INT64_MIN) continue;
       any = true;
       if (p->max_ts < wm) wm = p->max_ts;
@@ -641,6 +646,36 @@ static bool new_batch(lm_kafka_source* s, struct ArrowArray* arr) {
   return ArrowArrayStartAppending(arr) == NANOARROW_OK;
 }
 
+static rd_kafka_resp_err_t topic_metadata(lm_kafka_source* s, int timeout_ms,
+                                          const struct rd_kafka_metadata** md);
+static int32_t add_partitions(lm_kafka_source* s,
+                              const struct rd_kafka_metadata_topic* mt, bool joined);
+
+/* A metadata refresh (partition_discovery_interval): the partitions the
+ * topic gained since are assigned at their earliest offset, each holding the
+ * watermark back from its first record on. A refresh that fails (the broker
+ * away) is tried again a period later. */
+static void discover(lm_kafka_source* s) {
+  const struct rd_kafka_metadata* md;
+  int wait = s->timeout_ms < 2000 ? (int)s->timeout_ms : 2000;
+  int32_t before = s->nparts;
+  if (topic_metadata(s, wait, &md) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+      add_partitions(s, &md->topics[0], true) > 0) {
+    rd_kafka_topic_partition_list_t* l =
+        rd_kafka_topic_partition_list_new(s->nparts - before);
+    for (int32_t i = before; i < s->nparts; i++)
+      rd_kafka_topic_partition_list_add(l, s->topic, s->parts[i].id)->offset =
+          RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_error_t* e = rd_kafka_incremental_assign(s->rk, l);
+    if (e != NULL) {
+      fail(s, "Kafka assign failed", rd_kafka_error_string(e));
+      rd_kafka_error_destroy(e);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+  }
+  if (md != NULL) rd_kafka_metadata_destroy(md);
+}
+
 static void* consume(void* arg) {
   lm_kafka_source* s = arg;
   laminar_source* src = NULL;
@@ -656,8 +691,12 @@ static void* consume(void* arg) {
   int64_t last_wm = INT64_MIN;
   for (int32_t i = 0; i < s->nparts; i++) s->parts[i].last_ns = now_ns();
   if (!stopping(s) && assign(s) && new_batch(s, &arr)) {
-    int64_t started = now_ns();
+    int64_t started = now_ns(), discovered = started;
     while (!stopping(s)) {
+      if (s->discovery_ms > 0 && now_ns() - discovered >= s->discovery_ms * 1000000) {
+        discover(s);
+        discovered = now_ns();
+      }
       rd_kafka_message_t* m = rd_kafka_consumer_poll(s->rk, 20);
       if (m != NULL) {
         part_state* ps = part_of(s, m->partition);
@@ -694,6 +733,7 @@ static void* consume(void* arg) {
 /* ---- starting and stopping ------------------------------------------------------- */
 
 static void source_free(lm_kafka_source* s) {
+  if (s->rkt != NULL) rd_kafka_topic_destroy(s->rkt);
   if (s->rk != NULL) {
     rd_kafka_consumer_close(s->rk);
     rd_kafka_destroy(s->rk);
@@ -726,14 +766,49 @@ static laminar_code broker_fail(const lm_kafka_source* s, laminar_error* err,
                       s->topic, reason);
 }
 
+/* Add the partitions of `mt` that s->parts does not hold yet (next offset
+ * not known, no event time); `joined`: found while running. The number
+ * added, or -1 out of memory. */
+static int32_t add_partitions(lm_kafka_source* s,
+                              const struct rd_kafka_metadata_topic* mt, bool joined) {
+  int32_t added = 0;
+  for (int i = 0; i < mt->partition_cnt; i++) {
+    if (part_of(s, mt->partitions[i].id) != NULL) continue;
+    if (s->nparts == s->cap_parts) {
+      int32_t cap = s->cap_parts > 0 ? s->cap_parts * 2 : mt->partition_cnt + 1;
+      part_state* grown = lm_realloc(s->parts, (size_t)cap * sizeof *grown);
+      if (grown == NULL) return -1;
+      s->parts = grown;
+      s->cap_parts = cap;
+    }
+    s->parts[s->nparts++] = (part_state){.id = mt->partitions[i].id,
+                                         .next = -1,
+                                         .max_ts = INT64_MIN,
+                                         .last_ns = now_ns(),
+                                         .joined = joined};
+    added++;
+  }
+  return added;
+}
+
+/* The topic's metadata (*md: destroy with rd_kafka_metadata_destroy). */
+static rd_kafka_resp_err_t topic_metadata(lm_kafka_source* s, int timeout_ms,
+                                          const struct rd_kafka_metadata** md) {
+  *md = NULL;
+  rd_kafka_resp_err_t e = rd_kafka_metadata(s->rk, 0, s->rkt, md, timeout_ms);
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR && (*md)->topic_cnt != 1)
+    e = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) e = (*md)->topics[0].err;
+  return e;
+}
+
 /* The topic's partitions into s->parts. */
 static laminar_code read_partitions(lm_kafka_source* s, laminar_error* err) {
-  rd_kafka_topic_t* t = rd_kafka_topic_new(s->rk, s->topic, NULL);
-  if (t == NULL)
+  s->rkt = rd_kafka_topic_new(s->rk, s->topic, NULL);
+  if (s->rkt == NULL)
     return broker_fail(s, err, "topic", rd_kafka_err2str(rd_kafka_last_error()));
-  const struct rd_kafka_metadata* md = NULL;
-  rd_kafka_resp_err_t e = rd_kafka_metadata(s->rk, 0, t, &md, (int)s->timeout_ms);
-  if (e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1) e = md->topics[0].err;
+  const struct rd_kafka_metadata* md;
+  rd_kafka_resp_err_t e = topic_metadata(s, (int)s->timeout_ms, &md);
   laminar_code rc = LAMINAR_OK;
   if (e == RD_KAFKA_RESP_ERR__TRANSPORT || e == RD_KAFKA_RESP_ERR__TIMED_OUT) {
     char why[300];
@@ -742,16 +817,10 @@ static laminar_code read_partitions(lm_kafka_source* s, laminar_error* err) {
     rc = broker_fail(s, err, "connect", why);
   } else if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     rc = broker_fail(s, err, "topic metadata", rd_kafka_err2str(e));
-  } else {
-    const struct rd_kafka_metadata_topic* mt = &md->topics[0];
-    s->parts = lm_calloc((size_t)mt->partition_cnt + 1, sizeof *s->parts);
-    if (s->parts == NULL) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-    for (int i = 0; rc == LAMINAR_OK && i < mt->partition_cnt; i++)
-      s->parts[s->nparts++] =
-          (part_state){.id = mt->partitions[i].id, .next = -1, .max_ts = INT64_MIN};
+  } else if (add_partitions(s, &md->topics[0], false) < 0) {
+    rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
   if (md != NULL) rd_kafka_metadata_destroy(md);
-  rd_kafka_topic_destroy(t);
   return rc;
 }
 
@@ -771,6 +840,7 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
   s->startup = c->startup;
   s->startup_ms = c->startup_ms;
   s->timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 30000;
+  s->discovery_ms = c->discovery_ms;
   s->name = lm_strdup(c->name);
   s->topic = lm_strdup(c->topic);
   s->offsets_log = c->offsets_log != NULL ? lm_strdup(c->offsets_log) : NULL;

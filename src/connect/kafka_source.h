@@ -18,6 +18,10 @@
  * batch the source gets the minimum over the partitions (explicit watermark
  * messages), partitions idle (at their end for idle_timeout) excepted.
  *
+ * Partitions added to the topic while it runs are found by a metadata
+ * refresh every discovery_ms and read from their earliest offset; each
+ * holds the watermark back from its first record on.
+ *
  * Metadata columns: source columns named _partition, _offset, _timestamp
  * (the message's, epoch ms) and _key are filled from the message.
  * A message that does not decode (not JSON, a wrong type, a field count) is
@@ -58,6 +62,8 @@ typedef struct lm_kafka_source_config {
   const char* const* conf_values;
   int32_t nconf;
   int64_t timeout_ms;
+  int64_t discovery_ms; /* partitions added to the topic are looked for this
+                           often (<= 0: never) */
 } lm_kafka_source_config;
 
 /* Check the configuration against the broker (the topic's partitions) and

@@ -252,7 +252,8 @@ laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
                               .event_time = def->wm_col,
                               .wm_delay_ms = def->wm_delay_ms,
                               .idle_timeout_ms = -1,
-                              .timeout_ms = 30000};
+                              .timeout_ms = 30000,
+                              .discovery_ms = 5000};
   const char* conf_keys[MAX_CONF];
   const char* conf_values[MAX_CONF];
   char* texts[MAX_CONF + 8];
@@ -283,6 +284,7 @@ laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
       case LM_OPT_GROUP_ID: c.group_id = t; break;
       case LM_OPT_TIMEOUT: c.timeout_ms = v.i; break;
       case LM_OPT_IDLE_TIMEOUT: c.idle_timeout_ms = v.i > 0 ? v.i : -1; break;
+      case LM_OPT_PARTITION_DISCOVERY: c.discovery_ms = v.i > 0 ? v.i : -1; break;
       case LM_OPT_STARTUP: {
         char* end = NULL;
         if (lm_streq_nocase(t, "earliest")) {

@@ -180,6 +180,9 @@ static const lm_option table[] = {
     {"timeout", SINK | SRC, LM_OPT_TIMEOUT, T_DURATION, NULL, 1, 0,
      "a duration ('30 seconds')", "30 seconds",
      "longest wait for the broker in one step (connect, commit)"},
+    {"partition_discovery_interval", SRC, LM_OPT_PARTITION_DISCOVERY, T_DURATION, "none",
+     1, 0, "a duration ('5 seconds') or none", "5 seconds",
+     "how often a Kafka source looks for partitions added to its topic (none: never)"},
     {"kafka.NAME", SINK | SRC, LM_OPT_KAFKA, T_TEXT, NULL, 0, 0, "text", "",
      "passed to the Kafka client (librdkafka) as its property NAME"},
 };
