@@ -40,6 +40,19 @@ typedef struct part_state {
                       watermark back only from its first record on */
 } part_state;
 
+/* The positions a push left (every partition's next offset after it), kept
+ * from the push until a durable checkpoint covers it: then committed to the
+ * group. */
+typedef struct pending_push {
+  struct pending_push* next;
+  int64_t seq; /* the push's sequence number (laminar_source_offset) */
+  int32_t n;
+  struct {
+    int32_t id;
+    int64_t next;
+  } at[];
+} pending_push;
+
 /* One decoded cell. */
 typedef enum cell_kind { C_NULL, C_INT, C_DOUBLE, C_STR, C_BOOL } cell_kind;
 typedef struct cell {
@@ -72,6 +85,11 @@ struct lm_kafka_source {
   pthread_t thread;
   bool started;
   atomic_bool stop;
+  /* Group commits: the last covered sequence number a checkpoint reported
+   * (any thread), the pushes since the last commit (the thread's). */
+  _Atomic int64_t covered;
+  int64_t committed;
+  pending_push *pending, *pending_tail;
   /* Decoding scratch. */
   cell* cells;
   char* text;
@@ -611,6 +629,51 @@ static bool push(lm_kafka_source* s, laminar_source* src, struct ArrowArray* arr
   }
 }
 
+/* Remember the positions after push `seq` (out of memory: that push's
+ * positions are never committed to the group, a later one's are). */
+static void remember(lm_kafka_source* s, int64_t seq) {
+  pending_push* p = lm_malloc(sizeof *p + (size_t)s->nparts * sizeof p->at[0]);
+  if (p == NULL) return;
+  p->next = NULL;
+  p->seq = seq;
+  p->n = s->nparts;
+  for (int32_t i = 0; i < s->nparts; i++) {
+    p->at[i].id = s->parts[i].id;
+    p->at[i].next = s->parts[i].next;
+  }
+  if (s->pending_tail != NULL)
+    s->pending_tail->next = p;
+  else
+    s->pending = p;
+  s->pending_tail = p;
+}
+
+/* Commit to the group the positions of the last push a checkpoint covers
+ * (asynchronously: a commit that fails, the broker away, is superseded by
+ * the next checkpoint's). */
+static void commit_covered(lm_kafka_source* s) {
+  int64_t covered = atomic_load_explicit(&s->covered, memory_order_acquire);
+  if (covered <= s->committed) return;
+  s->committed = covered;
+  pending_push* last = NULL;
+  while (s->pending != NULL && s->pending->seq <= covered) {
+    pending_push* p = s->pending;
+    s->pending = p->next;
+    lm_free(last);
+    last = p;
+  }
+  if (s->pending == NULL) s->pending_tail = NULL;
+  if (last == NULL) return;
+  rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(last->n);
+  for (int32_t i = 0; i < last->n; i++)
+    if (last->at[i].next >= 0)
+      rd_kafka_topic_partition_list_add(l, s->topic, last->at[i].id)->offset =
+          last->at[i].next;
+  if (l->cnt > 0) (void)rd_kafka_commit(s->rk, l, 1);
+  rd_kafka_topic_partition_list_destroy(l);
+  lm_free(last);
+}
+
 static bool flush(lm_kafka_source* s, laminar_source* src, struct ArrowArray* arr,
                   int64_t* last_wm) {
   if (arr->length > 0) {
@@ -625,6 +688,7 @@ static bool flush(lm_kafka_source* s, laminar_source* src, struct ArrowArray* ar
       fail(s, "cannot write the offsets log", strerror(errno));
       return false;
     }
+    if (s->offsets_log != NULL) remember(s, seq);
     if (!push(s, src, arr)) return false;
   }
   int64_t wm = s->event_time != -1 ? watermark(s) : INT64_MIN;
@@ -693,6 +757,7 @@ static void* consume(void* arg) {
   if (!stopping(s) && assign(s) && new_batch(s, &arr)) {
     int64_t started = now_ns(), discovered = started;
     while (!stopping(s)) {
+      commit_covered(s);
       if (s->discovery_ms > 0 && now_ns() - discovered >= s->discovery_ms * 1000000) {
         discover(s);
         discovered = now_ns();
@@ -733,6 +798,11 @@ static void* consume(void* arg) {
 /* ---- starting and stopping ------------------------------------------------------- */
 
 static void source_free(lm_kafka_source* s) {
+  while (s->pending != NULL) {
+    pending_push* p = s->pending;
+    s->pending = p->next;
+    lm_free(p);
+  }
   if (s->rkt != NULL) rd_kafka_topic_destroy(s->rkt);
   if (s->rk != NULL) {
     rd_kafka_consumer_close(s->rk);
@@ -832,6 +902,8 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
   if (s == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   pthread_mutex_init(&s->mu, NULL);
   atomic_init(&s->stop, false);
+  atomic_init(&s->covered, -1);
+  s->committed = -1;
   s->db = db;
   s->csv = c->csv;
   s->event_time = c->event_time;
@@ -901,6 +973,14 @@ void lm_kafka_source_signal(lm_kafka_source* s) {
 
 bool lm_kafka_source_signaled(lm_kafka_source* s) { return stopping(s); }
 
+void lm_kafka_source_checkpointed(lm_kafka_source* s, int64_t covered) {
+  int64_t was = atomic_load_explicit(&s->covered, memory_order_relaxed);
+  while (covered > was &&
+         !atomic_compare_exchange_weak_explicit(
+             &s->covered, &was, covered, memory_order_release, memory_order_relaxed)) {
+  }
+}
+
 void lm_kafka_source_stop(lm_kafka_source* s) {
   if (s == NULL) return;
   atomic_store_explicit(&s->stop, true, memory_order_release);
@@ -936,6 +1016,10 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
 void lm_kafka_source_stop(lm_kafka_source* s) { (void)s; }
 
 void lm_kafka_source_signal(lm_kafka_source* s) { (void)s; }
+
+void lm_kafka_source_checkpointed(lm_kafka_source* s, int64_t covered) {
+  (void)s, (void)covered;
+}
 
 bool lm_kafka_source_signaled(lm_kafka_source* s) {
   (void)s;

@@ -18,6 +18,10 @@
  * batch the source gets the minimum over the partitions (explicit watermark
  * messages), partitions idle (at their end for idle_timeout) excepted.
  *
+ * After each durable checkpoint the consumer group's offsets are committed:
+ * every partition's next offset after the last push the checkpoint covers
+ * (for monitoring tools; recovery never reads them).
+ *
  * Partitions added to the topic while it runs are found by a metadata
  * refresh every discovery_ms and read from their earliest offset; each
  * holds the watermark back from its first record on.
@@ -86,6 +90,13 @@ void lm_kafka_source_stop(lm_kafka_source* s);
 
 /* Whether lm_kafka_source_signal was called. */
 bool lm_kafka_source_signaled(lm_kafka_source* s);
+
+/* A durable checkpoint holds the source's records up to `covered` (its
+ * sequence numbers, laminar_source_offset's): the thread commits the Kafka
+ * offsets the last of those pushes left to the consumer group, for
+ * monitoring (recovery reads the checkpoint, not the group). Any thread;
+ * no wait. */
+void lm_kafka_source_checkpointed(lm_kafka_source* s, int64_t covered);
 
 /* The source it feeds. */
 const char* lm_kafka_source_name(const lm_kafka_source* s);

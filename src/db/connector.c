@@ -392,6 +392,15 @@ void lm_db_source_connector_stop(laminar_db* db, const char* source) {
   }
 }
 
+void lm_db_source_connector_checkpointed(laminar_db* db, const char* source,
+                                         int64_t covered) {
+  for (int32_t i = 0; i < db->nconsumers; i++) {
+    struct lm_kafka_source* k = db->consumers[i];
+    if (!lm_kafka_source_signaled(k) && strcmp(lm_kafka_source_name(k), source) == 0)
+      lm_kafka_source_checkpointed(k, covered);
+  }
+}
+
 void lm_db_connectors_stop(laminar_db* db) {
   for (int32_t i = 0; i < db->nconsumers; i++) lm_kafka_source_stop(db->consumers[i]);
   lm_free(db->consumers);

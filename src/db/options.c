@@ -173,7 +173,8 @@ static const lm_option table[] = {
      "where a Kafka source starts when no checkpoint says"},
     {"group_id", SRC, LM_OPT_GROUP_ID, T_TEXT, NULL, 1, 200, "text",
      "laminardb.<source name>",
-     "the Kafka consumer group (startup 'group' reads its offsets)"},
+     "the Kafka consumer group: its offsets are committed after each durable "
+     "checkpoint (startup 'group' reads them)"},
     {"event_time", SRC, LM_OPT_EVENT_TIME, T_TEXT, NULL, 1, 127,
      "a column name or kafka_timestamp", "",
      "per-partition watermarks from this column (or the message timestamp)"},

@@ -611,3 +611,42 @@ def test_broker_restart_mid_stream(
     assert set(failures) <= {"LDB-5005"}
     assert sorted(ids) == list(range(200))
     assert max(ids.values()) == 1
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
+    """The group's committed offset of each partition (-1001: none)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        tps = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+        return [tp.offset for tp in sorted(tps, key=lambda tp: tp.partition)]
+    finally:
+        c.close()
+
+
+def test_group_offsets_committed_after_checkpoints(bootstrap: str, tmp_path: Path) -> None:
+    """The consumer group's offsets are written only once a durable
+    checkpoint covers what was read: each partition's next offset."""
+    topic = new_topic(bootstrap, 2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    produce(bootstrap, topic, [(i % 2, json.dumps({"id": i}).encode()) for i in range(30)])
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        db.execute(source_sql(bootstrap, topic, "id BIGINT", f", group_id = '{group}'"))
+        db.execute("CREATE STREAM s AS SELECT id FROM t")
+        sub = db.subscribe("s")
+        db.start()
+        assert len(poll_rows(sub, at_least=30, quiet=0.5)) == 30
+        assert committed_offsets(bootstrap, group, topic, 2) == [-1001, -1001]
+        db.checkpoint()
+        deadline = time.monotonic() + 30
+        while (got := committed_offsets(bootstrap, group, topic, 2)) != [15, 15]:
+            assert time.monotonic() < deadline, got
+            time.sleep(0.2)
+        produce(bootstrap, topic, [(0, json.dumps({"id": 30 + i}).encode()) for i in range(5)])
+        assert len(poll_rows(sub, at_least=5, quiet=0.5)) == 5
+        assert committed_offsets(bootstrap, group, topic, 2) == [15, 15]
+        db.checkpoint()
+        while (got := committed_offsets(bootstrap, group, topic, 2)) != [20, 15]:
+            assert time.monotonic() < deadline, got
+            time.sleep(0.2)
