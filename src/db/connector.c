@@ -155,7 +155,10 @@ laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
       case LM_OPT_CONNECTOR: has_connector = true; break;
       case LM_OPT_BOOTSTRAP_SERVERS: c.brokers = t; break;
       case LM_OPT_TOPIC: c.topic = t; break;
-      case LM_OPT_FORMAT: c.csv = v.i == 1; break; /* "jsonl | csv | json" */
+      case LM_OPT_FORMAT: /* "jsonl | csv | json | upsert-json" */
+        c.csv = v.i == 1;
+        c.upsert = v.i == 3;
+        break;
       case LM_OPT_KEY:
         rc = key_columns(stmt, o, t, &stream->out_schema, key, &c.nkey, err);
         break;
@@ -194,6 +197,16 @@ laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
     snprintf(msg, sizeof msg, "a Kafka sink needs %s = '...'", missing);
     rc = fail_stmt(err, LAMINAR_ERR_CONFIG_VALUE, stmt, stmt->line, stmt->column, msg);
   }
+  /* upsert-json: keyed, over a changelog (its last column _weight). */
+  int32_t ncols = stream->out_schema.ncols;
+  if (rc == LAMINAR_OK && c.upsert &&
+      (ncols == 0 || strcmp(stream->out_schema.fields[ncols - 1].name, "_weight") != 0))
+    rc = fail_stmt(err, LAMINAR_ERR_CONFIG_VALUE, stmt, stmt->line, stmt->column,
+                   "format 'upsert-json' needs a changelog (EMIT CHANGES, a materialized "
+                   "view: a _weight column)");
+  if (rc == LAMINAR_OK && c.upsert && c.nkey == 0)
+    rc = fail_stmt(err, LAMINAR_ERR_CONFIG_VALUE, stmt, stmt->line, stmt->column,
+                   "format 'upsert-json' needs key = '<columns>'");
   if (rc == LAMINAR_OK && !lm_kafka_available()) {
     lm_sink* none;
     rc = lm_kafka_sink_open(&c, &stream->out_schema, &none, err);

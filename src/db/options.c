@@ -148,9 +148,10 @@ static const lm_option table[] = {
     /* ---- CREATE SINK ... INTO FILE (...) ---- */
     {"path", SINK, LM_OPT_PATH, T_TEXT, NULL, 1, 4095, "a directory", "",
      "where the sink writes its files (required)"},
-    {"format", SINK, LM_OPT_FORMAT, T_ENUM, "jsonl | csv | json", 0, 0,
-     "jsonl | csv | json", "jsonl",
-     "file format; of a Kafka sink, each message's (json: one object, jsonl alike)"},
+    {"format", SINK, LM_OPT_FORMAT, T_ENUM, "jsonl | csv | json | upsert-json", 0, 0,
+     "jsonl | csv | json | upsert-json", "jsonl",
+     "file format; of a Kafka sink, each message's (json: one object, jsonl alike; "
+     "upsert-json: a keyed changelog's last row per key, or a tombstone)"},
     /* ---- CREATE SOURCE / SINK ... WITH (connector = 'kafka', ...) (docs/KAFKA.md) ---- */
     {"format", SRC, LM_OPT_FORMAT, T_ENUM, "json | csv", 0, 0, "json | csv", "json",
      "a Kafka source's message format (csv: fields in column order)"},

@@ -23,7 +23,8 @@
 
 #define DDL                                                    \
   "CREATE SOURCE t (id BIGINT NOT NULL, k VARCHAR, v DOUBLE);" \
-  "CREATE STREAM s AS SELECT id, k, v FROM t;"
+  "CREATE STREAM s AS SELECT id, k, v FROM t;"                 \
+  "CREATE STREAM c AS SELECT k, COUNT(*) AS n FROM t GROUP BY k EMIT CHANGES;"
 
 #define SINK "CREATE SINK out FROM s WITH (connector = 'kafka', "
 #define NOWHERE "'bootstrap.servers' = '127.0.0.1:1', timeout = '1 second'"
@@ -90,6 +91,14 @@ static int test_sink_refusals(void) {
       {SINK NOWHERE ", topic = 'x', colour = 'red')", LAMINAR_ERR_CONFIG_KEY},
       {SINK NOWHERE ", topic = 'x', path = '/tmp/x')", LAMINAR_ERR_CONFIG_CONFLICT},
       {SINK NOWHERE ", topic = 'x', key = 'nope')", LAMINAR_ERR_SQL_UNKNOWN_COLUMN},
+      /* upsert-json: of a changelog, keyed, a Kafka sink's only. */
+      {SINK NOWHERE ", topic = 'x', format = 'upsert-json', key = 'k')",
+       LAMINAR_ERR_CONFIG_VALUE},
+      {"CREATE SINK out FROM c WITH (connector = 'kafka', " NOWHERE
+       ", topic = 'x', format = 'upsert-json')",
+       LAMINAR_ERR_CONFIG_VALUE},
+      {"CREATE SINK out FROM c INTO FILE (path = '/tmp/x', format = 'upsert-json')",
+       LAMINAR_ERR_CONFIG_VALUE},
       {SINK NOWHERE ", topic = 'x', key = 'k')", UNREACHABLE},
       {SINK NOWHERE ", topic = 'x', delivery = 'at_least_once', format = 'csv')",
        UNREACHABLE},

@@ -23,11 +23,15 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 
 import laminardb
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKER = ROOT / "tests" / "kafka" / "broker.sh"
@@ -85,11 +89,9 @@ def new_topic(bootstrap: str, partitions: int = 2) -> str:
     return name
 
 
-def read_committed(
-    bootstrap: str, topic: str, *, at_least: int, quiet: float = 2.0
-) -> list[tuple[bytes | None, bytes]]:
-    """Every message of `topic` a read_committed consumer sees: waits for
-    `at_least`, then until nothing new came for `quiet` seconds."""
+def committed_reader(bootstrap: str, topic: str, **extra: object) -> Consumer:
+    """A consumer of `topic` from its start, of a group of its own, that sees
+    only what committed transactions wrote."""
     from confluent_kafka import Consumer
 
     c = Consumer(
@@ -99,9 +101,19 @@ def read_committed(
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
             "enable.auto.commit": False,
+            **extra,
         }
     )
     c.subscribe([topic])
+    return c
+
+
+def read_committed(
+    bootstrap: str, topic: str, *, at_least: int, quiet: float = 2.0
+) -> list[tuple[bytes | None, bytes]]:
+    """Every message of `topic` a read_committed consumer sees: waits for
+    `at_least`, then until nothing new came for `quiet` seconds."""
+    c = committed_reader(bootstrap, topic)
     got: list[tuple[bytes | None, bytes]] = []
     deadline = time.monotonic() + 60
     last = time.monotonic()
@@ -650,3 +662,133 @@ def test_group_offsets_committed_after_checkpoints(bootstrap: str, tmp_path: Pat
         while (got := committed_offsets(bootstrap, group, topic, 2)) != [20, 15]:
             assert time.monotonic() < deadline, got
             time.sleep(0.2)
+
+
+# ---- upsert-json ------------------------------------------------------------------
+
+
+def read_to_end(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | None]]:
+    """Every committed message of `topic` up to each partition's end, each
+    partition's in its order (what a compacting reader replays); a
+    tombstone's value is None."""
+    from confluent_kafka import KafkaError
+
+    c = committed_reader(bootstrap, topic, **{"enable.partition.eof": True})
+    got: list[tuple[bytes | None, bytes | None]] = []
+    ends: set[int] = set()
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            err = m.error()
+            if err is None:
+                got.append((m.key(), m.value()))
+                ends.discard(m.partition())
+            elif err.code() == KafkaError._PARTITION_EOF:
+                ends.add(m.partition())
+                assignment = c.assignment()
+                if assignment and ends >= {tp.partition for tp in assignment}:
+                    break
+    finally:
+        c.close()
+    return got
+
+
+def test_upsert_json_sessions_compacted_equal_duckdb(bootstrap: str, tmp_path: Path) -> None:
+    """topic -> session windows EMIT CHANGES -> exactly-once upsert-json
+    topic, keyed by (k, window_start): a session that grows is its key's new
+    value, one merged away or replaced by an earlier start a tombstone. The
+    topic compacted (last value per key, tombstones deleting) equals DuckDB's
+    sessions over the same records."""
+    import duckdb
+
+    seed = int(os.environ.get("LAMINAR_TEST_SEED", str(int(time.time()))))
+    print(f"seed={seed}")
+    rng = np.random.default_rng(seed)
+    topic_in, topic_out = new_topic(bootstrap, 2), new_topic(bootstrap, 2)
+    records: list[dict[str, object]] = []
+    halves: list[list[tuple[int, bytes]]] = [[], []]
+    for p in range(2):
+        base = 0
+        for i in range(300):
+            if p == 0 and i == 150:
+                # Two sessions of key kz in the first epoch, bridged by a row
+                # of the second (within the watermark delay): the later one is
+                # merged away, a tombstone.
+                bridge = [(0, base - 90), (0, base + 60), (1, base - 15)]
+                for h, ts in bridge:
+                    records.append({"k": "kz", "v": 1, "ts": ts})
+                    halves[h].append((0, json.dumps(records[-1]).encode()))
+                base += 60
+            base += int(rng.integers(0, 60)) if rng.random() > 0.1 else int(rng.integers(150, 300))
+            # Disorder within the watermark delay (100): rows can bridge sessions.
+            row = {"k": f"k{int(rng.integers(0, 4))}", "v": int(rng.integers(1, 10))}
+            row["ts"] = max(0, base - int(rng.integers(0, 80)))
+            records.append(row)
+            halves[i // 150].append((p, json.dumps(row).encode()))
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        db.execute(
+            source_sql(
+                bootstrap,
+                topic_in,
+                "k VARCHAR NOT NULL, v BIGINT, ts BIGINT, "
+                "WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND",
+            )
+            + ";CREATE STREAM sess AS SELECT k, window_start, window_end, COUNT(*) AS n, "
+            "SUM(v) AS s FROM t GROUP BY k, session(ts, INTERVAL '100' MILLISECOND) "
+            "EMIT CHANGES;"
+            "CREATE MATERIALIZED VIEW seen AS SELECT COUNT(*) AS n FROM t EMIT CHANGES;"
+            f"CREATE SINK up FROM sess WITH (connector = 'kafka', "
+            f"'bootstrap.servers' = '{bootstrap}', topic = '{topic_out}', "
+            "format = 'upsert-json', key = 'k, window_start')"
+        )
+        sub = db.subscribe("sess")
+        db.start()
+        # Two epochs: a session of the first may be merged away in the second.
+        for h, half in enumerate(halves):
+            produce(bootstrap, topic_in, half)
+            deadline = time.monotonic() + 60
+            want_n = len(halves[0]) if h == 0 else len(records)
+            while db.query("SELECT n FROM seen").column("n").to_pylist() != [want_n]:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            time.sleep(0.3)  # the last batch's changes through the stream
+            db.checkpoint()
+        changes = poll_rows(sub, at_least=1, quiet=0.5)
+    everything = read_to_end(bootstrap, topic_out)
+    compacted: dict[bytes | None, dict] = {}
+    for key, value in everything:
+        if value is None:
+            compacted.pop(key, None)
+        else:
+            compacted[key] = json.loads(value)
+    got = sorted(
+        (r["k"], r["window_start"], r["window_end"], r["n"], r["s"]) for r in compacted.values()
+    )
+    for key, r in compacted.items():
+        assert key is not None
+        assert json.loads(key) == {"k": r["k"], "window_start": r["window_start"]}
+        assert "_weight" not in r
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (k VARCHAR, v BIGINT, ts BIGINT)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?)", [(r["k"], r["v"], r["ts"]) for r in records])
+    want = con.execute(
+        """
+        WITH o AS (SELECT *, CASE WHEN ts - LAG(ts) OVER (PARTITION BY k ORDER BY ts) < 100
+                                  THEN 0 ELSE 1 END AS new FROM t),
+             g AS (SELECT *, SUM(new) OVER (PARTITION BY k ORDER BY ts
+                                            ROWS UNBOUNDED PRECEDING) AS sid FROM o)
+        SELECT k, MIN(ts), MAX(ts) + 100, COUNT(*), SUM(v) FROM g GROUP BY k, sid
+        """
+    ).fetchall()
+    tombstones = sum(1 for _, v in everything if v is None)
+    retractions = sum(1 for r in changes if r["_weight"] < 0)
+    print(
+        f"upsert-json: {len(everything)} messages, {tombstones} tombstones, "
+        f"{retractions} retractions, {len(changes)} changes, {len(got)} sessions"
+    )
+    assert got == sorted(tuple(r) for r in want)
+    assert len(everything) < len(changes)  # one message per key and epoch
+    assert tombstones > 0  # kz's second session, merged away, at least
