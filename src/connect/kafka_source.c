@@ -17,6 +17,7 @@
 #include <librdkafka/rdkafka.h>
 #include <math.h>
 #include <pthread.h>
+#include <regex.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 #define BATCH_NS (50 * 1000 * 1000)
 
 typedef struct part_state {
+  int32_t topic; /* its topic: an index of lm_kafka_source.topics */
   int32_t id;
   int64_t next;    /* next offset to read (-1: not known yet) */
   int64_t max_ts;  /* largest event time delivered, ms (INT64_MIN: none) */
@@ -48,7 +50,7 @@ typedef struct pending_push {
   int64_t seq; /* the push's sequence number (laminar_source_offset) */
   int32_t n;
   struct {
-    int32_t id;
+    int32_t topic, id;
     int64_t next;
   } at[];
 } pending_push;
@@ -65,7 +67,14 @@ typedef struct cell {
 struct lm_kafka_source {
   laminar_db* db;
   char* name;
-  char* topic;
+  char* topic; /* the topic, or with `pattern` the regular expression */
+  bool pattern;
+  regex_t re; /* pattern */
+  /* The topics read (one, or those matching the pattern): names and their
+   * hashes (the offsets log names a pattern's topics by them). */
+  char** topics;
+  uint32_t* topic_hash;
+  int32_t ntopics, cap_topics;
   char* offsets_log;
   bool csv;
   int32_t event_time;
@@ -77,7 +86,8 @@ struct lm_kafka_source {
   int64_t discovery_ms; /* metadata refresh period (<= 0: none) */
   lm_schema schema;
   struct ArrowSchema arrow_schema;
-  int32_t meta_partition, meta_offset, meta_timestamp, meta_key; /* -1: absent */
+  int32_t meta_partition, meta_offset, meta_timestamp, meta_key,
+      meta_topic; /* -1: absent */
   rd_kafka_t* rk;
   rd_kafka_topic_t* rkt; /* the topic's handle of rk (metadata requests) */
   part_state* parts;
@@ -279,7 +289,7 @@ static bool decode_json(lm_kafka_source* s, const char* p, size_t n, const char*
 
 static bool is_meta(const lm_kafka_source* s, int32_t c) {
   return c == s->meta_partition || c == s->meta_offset || c == s->meta_timestamp ||
-         c == s->meta_key;
+         c == s->meta_key || c == s->meta_topic;
 }
 
 /* The next column CSV fields fill (metadata columns are not in the message). */
@@ -413,10 +423,26 @@ static void fail(lm_kafka_source* s, const char* what, const char* detail) {
   pthread_mutex_unlock(&s->mu);
 }
 
-static part_state* part_of(lm_kafka_source* s, int32_t id) {
+static part_state* part_of(lm_kafka_source* s, int32_t topic, int32_t id) {
   for (int32_t i = 0; i < s->nparts; i++)
-    if (s->parts[i].id == id) return &s->parts[i];
+    if (s->parts[i].id == id && s->parts[i].topic == topic) return &s->parts[i];
   return NULL;
+}
+
+/* FNV-1a: a pattern's topic in the offsets log. */
+static uint32_t name_hash(const char* name) {
+  uint32_t h = 2166136261u;
+  for (const unsigned char* p = (const unsigned char*)name; *p != '\0'; p++)
+    h = (h ^ *p) * 16777619u;
+  return h;
+}
+
+/* The index of topic `name` in s->topics (-1: not read). */
+static int32_t topic_index(const lm_kafka_source* s, const char* name) {
+  if (s->ntopics == 1) return strcmp(s->topics[0], name) == 0 ? 0 : -1;
+  for (int32_t t = 0; t < s->ntopics; t++)
+    if (strcmp(s->topics[t], name) == 0) return t;
+  return -1;
 }
 
 /* One message: a row of `arr`, or a bad record. */
@@ -439,6 +465,14 @@ static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
         .kind = C_INT,
         .i = s->schema.fields[s->meta_timestamp].type == LM_TYPE_TIMESTAMP ? ts * 1000
                                                                            : ts};
+  int32_t topic = topic_index(s, rd_kafka_topic_name(m->rkt));
+  if (ok && s->meta_topic >= 0 && topic >= 0) {
+    const char* name = s->topics[topic];
+    s->cells[s->meta_topic] =
+        (cell){.kind = C_STR, .at = s->text_len, .len = strlen(name)};
+    ok = text_put(s, name, strlen(name));
+    if (!ok) why = "out of memory";
+  }
   if (ok && s->meta_key >= 0) {
     cell k = {.kind = C_NULL};
     if (m->key != NULL) {
@@ -459,7 +493,7 @@ static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
     note_bad(s, m, why != NULL ? why : "does not decode");
     return false;
   }
-  part_state* ps = part_of(s, m->partition);
+  part_state* ps = part_of(s, topic, m->partition);
   if (ps != NULL && s->event_time != -1) {
     int64_t et = ts;
     if (s->event_time >= 0) {
@@ -476,21 +510,32 @@ static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
 /* ---- the offsets log ------------------------------------------------------------- */
 
 /* Record: u64 seq, u32 n, n x (i32 partition, i64 next offset); native order
- * (the file is this machine's). */
+ * (the file is this machine's). With topic_pattern, n has LOG_TOPICS set and
+ * each entry starts with its topic's name_hash (u32). With LOG_WM set (every
+ * record written now), each entry ends with the partition's largest event
+ * time (i64, INT64_MIN: none): a restart resumes the partitions' watermarks
+ * too, else windows the last push's watermark did not close before a crash
+ * would wait for records that already came. */
+#define LOG_TOPICS 0x80000000u
+#define LOG_WM 0x40000000u
 static bool log_append(lm_kafka_source* s, int64_t seq) {
   int fd = open(s->offsets_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return false;
-  size_t n = 12 + (size_t)s->nparts * 12;
+  size_t each = s->pattern ? 24 : 20;
+  size_t n = 12 + (size_t)s->nparts * each;
   unsigned char* rec = lm_malloc(n);
   bool ok = rec != NULL;
   if (ok) {
     uint64_t q = (uint64_t)seq;
-    uint32_t k = (uint32_t)s->nparts;
+    uint32_t k = (uint32_t)s->nparts | (s->pattern ? LOG_TOPICS : 0) | LOG_WM;
     memcpy(rec, &q, 8);
     memcpy(rec + 8, &k, 4);
     for (int32_t i = 0; i < s->nparts; i++) {
-      memcpy(rec + 12 + (size_t)i * 12, &s->parts[i].id, 4);
-      memcpy(rec + 16 + (size_t)i * 12, &s->parts[i].next, 8);
+      unsigned char* e = rec + 12 + (size_t)i * each;
+      if (s->pattern) memcpy(e, &s->topic_hash[s->parts[i].topic], 4), e += 4;
+      memcpy(e, &s->parts[i].id, 4);
+      memcpy(e + 4, &s->parts[i].next, 8);
+      memcpy(e + 12, &s->parts[i].max_ts, 8);
     }
     ok = write(fd, rec, n) == (ssize_t)n && fdatasync(fd) == 0;
   }
@@ -499,8 +544,8 @@ static bool log_append(lm_kafka_source* s, int64_t seq) {
   return ok;
 }
 
-/* The positions of the last record whose seq < `offset` into s->parts (a
- * torn tail is ignored). */
+/* The positions (and event times) of the last record whose seq < `offset`
+ * into s->parts (a torn tail is ignored). */
 static void log_resume(lm_kafka_source* s, int64_t offset) {
   int fd = open(s->offsets_log, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
@@ -511,8 +556,11 @@ static void log_resume(lm_kafka_source* s, int64_t offset) {
     uint32_t k;
     memcpy(&q, head, 8);
     memcpy(&k, head + 8, 4);
+    bool topics = (k & LOG_TOPICS) != 0, wm = (k & LOG_WM) != 0;
+    size_t each = 12 + (topics ? 4 : 0) + (wm ? 8 : 0);
+    k &= ~(LOG_TOPICS | LOG_WM);
     if (k > 1u << 20) break;
-    size_t n = (size_t)k * 12;
+    size_t n = (size_t)k * each;
     unsigned char* body = lm_malloc(n + 1);
     if (body == NULL || read(fd, body, n) != (ssize_t)n) {
       lm_free(body);
@@ -520,12 +568,19 @@ static void log_resume(lm_kafka_source* s, int64_t offset) {
     }
     if ((int64_t)q < offset) {
       for (uint32_t i = 0; i < k; i++) {
+        const unsigned char* e = body + (size_t)i * each;
+        uint32_t hash = 0;
         int32_t id;
-        int64_t next;
-        memcpy(&id, body + (size_t)i * 12, 4);
-        memcpy(&next, body + 4 + (size_t)i * 12, 8);
-        part_state* ps = part_of(s, id);
-        if (ps != NULL) ps->next = next;
+        int64_t next, max_ts = INT64_MIN;
+        if (topics) memcpy(&hash, e, 4), e += 4;
+        memcpy(&id, e, 4);
+        memcpy(&next, e + 4, 8);
+        if (wm) memcpy(&max_ts, e + 12, 8);
+        for (int32_t t = 0; t < s->ntopics; t++) {
+          if (topics ? s->topic_hash[t] != hash : t != 0) continue;
+          part_state* ps = part_of(s, t, id);
+          if (ps != NULL) ps->next = next, ps->max_ts = max_ts;
+        }
       }
     }
     lm_free(body);
@@ -549,8 +604,8 @@ static bool stopping(lm_kafka_source* s) {
 static bool assign(lm_kafka_source* s) {
   rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(s->nparts);
   for (int32_t i = 0; i < s->nparts; i++) {
-    rd_kafka_topic_partition_t* tp =
-        rd_kafka_topic_partition_list_add(l, s->topic, s->parts[i].id);
+    rd_kafka_topic_partition_t* tp = rd_kafka_topic_partition_list_add(
+        l, s->topics[s->parts[i].topic], s->parts[i].id);
     if (s->parts[i].next >= 0)
       tp->offset = s->parts[i].next;
     else if (s->startup == LM_KAFKA_LATEST)
@@ -570,12 +625,12 @@ static bool assign(lm_kafka_source* s) {
     rd_kafka_topic_partition_list_t* q = rd_kafka_topic_partition_list_new(s->nparts);
     for (int32_t i = 0; i < s->nparts; i++)
       if (s->parts[i].next < 0)
-        rd_kafka_topic_partition_list_add(q, s->topic, s->parts[i].id)->offset =
-            s->startup_ms;
+        rd_kafka_topic_partition_list_add(q, s->topics[s->parts[i].topic], s->parts[i].id)
+            ->offset = s->startup_ms;
     if (q->cnt > 0) e = rd_kafka_offsets_for_times(s->rk, q, (int)s->timeout_ms);
     for (int32_t i = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && i < q->cnt; i++) {
       rd_kafka_topic_partition_t* tp =
-          rd_kafka_topic_partition_list_find(l, s->topic, q->elems[i].partition);
+          rd_kafka_topic_partition_list_find(l, q->elems[i].topic, q->elems[i].partition);
       if (tp != NULL) tp->offset = q->elems[i].offset;
     }
     rd_kafka_topic_partition_list_destroy(q);
@@ -638,6 +693,7 @@ static void remember(lm_kafka_source* s, int64_t seq) {
   p->seq = seq;
   p->n = s->nparts;
   for (int32_t i = 0; i < s->nparts; i++) {
+    p->at[i].topic = s->parts[i].topic;
     p->at[i].id = s->parts[i].id;
     p->at[i].next = s->parts[i].next;
   }
@@ -667,8 +723,8 @@ static void commit_covered(lm_kafka_source* s) {
   rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(last->n);
   for (int32_t i = 0; i < last->n; i++)
     if (last->at[i].next >= 0)
-      rd_kafka_topic_partition_list_add(l, s->topic, last->at[i].id)->offset =
-          last->at[i].next;
+      rd_kafka_topic_partition_list_add(l, s->topics[last->at[i].topic], last->at[i].id)
+          ->offset = last->at[i].next;
   if (l->cnt > 0) (void)rd_kafka_commit(s->rk, l, 1);
   rd_kafka_topic_partition_list_destroy(l);
   lm_free(last);
@@ -712,11 +768,12 @@ static bool new_batch(lm_kafka_source* s, struct ArrowArray* arr) {
 
 static rd_kafka_resp_err_t topic_metadata(lm_kafka_source* s, int timeout_ms,
                                           const struct rd_kafka_metadata** md);
-static int32_t add_partitions(lm_kafka_source* s,
-                              const struct rd_kafka_metadata_topic* mt, bool joined);
+static int32_t add_topics(lm_kafka_source* s, const struct rd_kafka_metadata* md,
+                          bool joined);
 
 /* A metadata refresh (partition_discovery_interval): the partitions the
- * topic gained since are assigned at their earliest offset, each holding the
+ * topic gained since (with topic_pattern, also the partitions of topics
+ * that match since) are assigned at their earliest offset, each holding the
  * watermark back from its first record on. A refresh that fails (the broker
  * away) is tried again a period later. */
 static void discover(lm_kafka_source* s) {
@@ -724,12 +781,12 @@ static void discover(lm_kafka_source* s) {
   int wait = s->timeout_ms < 2000 ? (int)s->timeout_ms : 2000;
   int32_t before = s->nparts;
   if (topic_metadata(s, wait, &md) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-      add_partitions(s, &md->topics[0], true) > 0) {
+      add_topics(s, md, true) > 0) {
     rd_kafka_topic_partition_list_t* l =
         rd_kafka_topic_partition_list_new(s->nparts - before);
     for (int32_t i = before; i < s->nparts; i++)
-      rd_kafka_topic_partition_list_add(l, s->topic, s->parts[i].id)->offset =
-          RD_KAFKA_OFFSET_BEGINNING;
+      rd_kafka_topic_partition_list_add(l, s->topics[s->parts[i].topic], s->parts[i].id)
+          ->offset = RD_KAFKA_OFFSET_BEGINNING;
     rd_kafka_error_t* e = rd_kafka_incremental_assign(s->rk, l);
     if (e != NULL) {
       fail(s, "Kafka assign failed", rd_kafka_error_string(e));
@@ -764,7 +821,10 @@ static void* consume(void* arg) {
       }
       rd_kafka_message_t* m = rd_kafka_consumer_poll(s->rk, 20);
       if (m != NULL) {
-        part_state* ps = part_of(s, m->partition);
+        part_state* ps =
+            m->rkt != NULL
+                ? part_of(s, topic_index(s, rd_kafka_topic_name(m->rkt)), m->partition)
+                : NULL;
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
           if (ps != NULL) ps->eof = true;
         } else if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -816,6 +876,10 @@ static void source_free(lm_kafka_source* s) {
   lm_free(s->text);
   lm_free(s->name);
   lm_free(s->topic);
+  for (int32_t t = 0; t < s->ntopics; t++) lm_free(s->topics[t]);
+  lm_free(s->topics);
+  lm_free(s->topic_hash);
+  if (s->pattern) regfree(&s->re);
   lm_free(s->offsets_log);
   lm_free(s);
 }
@@ -839,11 +903,11 @@ static laminar_code broker_fail(const lm_kafka_source* s, laminar_error* err,
 /* Add the partitions of `mt` that s->parts does not hold yet (next offset
  * not known, no event time); `joined`: found while running. The number
  * added, or -1 out of memory. */
-static int32_t add_partitions(lm_kafka_source* s,
+static int32_t add_partitions(lm_kafka_source* s, int32_t topic,
                               const struct rd_kafka_metadata_topic* mt, bool joined) {
   int32_t added = 0;
   for (int i = 0; i < mt->partition_cnt; i++) {
-    if (part_of(s, mt->partitions[i].id) != NULL) continue;
+    if (part_of(s, topic, mt->partitions[i].id) != NULL) continue;
     if (s->nparts == s->cap_parts) {
       int32_t cap = s->cap_parts > 0 ? s->cap_parts * 2 : mt->partition_cnt + 1;
       part_state* grown = lm_realloc(s->parts, (size_t)cap * sizeof *grown);
@@ -851,7 +915,8 @@ static int32_t add_partitions(lm_kafka_source* s,
       s->parts = grown;
       s->cap_parts = cap;
     }
-    s->parts[s->nparts++] = (part_state){.id = mt->partitions[i].id,
+    s->parts[s->nparts++] = (part_state){.topic = topic,
+                                         .id = mt->partitions[i].id,
                                          .next = -1,
                                          .max_ts = INT64_MIN,
                                          .last_ns = now_ns(),
@@ -861,11 +926,57 @@ static int32_t add_partitions(lm_kafka_source* s,
   return added;
 }
 
-/* The topic's metadata (*md: destroy with rd_kafka_metadata_destroy). */
+/* The index of topic `name` in s->topics, added when new (-1: out of
+ * memory). */
+static int32_t topic_add(lm_kafka_source* s, const char* name) {
+  int32_t t = topic_index(s, name);
+  if (t >= 0) return t;
+  if (s->ntopics == s->cap_topics) {
+    int32_t cap = s->cap_topics > 0 ? s->cap_topics * 2 : 4;
+    char** names = lm_realloc(s->topics, (size_t)cap * sizeof *names);
+    if (names == NULL) return -1;
+    s->topics = names;
+    uint32_t* hashes = lm_realloc(s->topic_hash, (size_t)cap * sizeof *hashes);
+    if (hashes == NULL) return -1;
+    s->topic_hash = hashes;
+    s->cap_topics = cap;
+  }
+  char* copy = lm_strdup(name);
+  if (copy == NULL) return -1;
+  s->topics[s->ntopics] = copy;
+  s->topic_hash[s->ntopics] = name_hash(name);
+  return s->ntopics++;
+}
+
+/* The partitions of the topics of `md` the source reads (its topic, or
+ * those matching its pattern but Kafka's internal "__" ones) that s->parts
+ * does not hold yet: the number added, or -1 out of memory. */
+static int32_t add_topics(lm_kafka_source* s, const struct rd_kafka_metadata* md,
+                          bool joined) {
+  int32_t added = 0;
+  for (int i = 0; i < md->topic_cnt; i++) {
+    const struct rd_kafka_metadata_topic* mt = &md->topics[i];
+    if (mt->err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+    if (s->pattern ? strncmp(mt->topic, "__", 2) == 0 ||
+                         regexec(&s->re, mt->topic, 0, NULL, 0) != 0
+                   : strcmp(mt->topic, s->topic) != 0)
+      continue;
+    int32_t t = topic_add(s, mt->topic);
+    int32_t n = t >= 0 ? add_partitions(s, t, mt, joined) : -1;
+    if (n < 0) return -1;
+    added += n;
+  }
+  return added;
+}
+
+/* The topic's metadata, or with a pattern every topic's (*md: destroy with
+ * rd_kafka_metadata_destroy). */
 static rd_kafka_resp_err_t topic_metadata(lm_kafka_source* s, int timeout_ms,
                                           const struct rd_kafka_metadata** md) {
   *md = NULL;
-  rd_kafka_resp_err_t e = rd_kafka_metadata(s->rk, 0, s->rkt, md, timeout_ms);
+  rd_kafka_resp_err_t e =
+      rd_kafka_metadata(s->rk, s->pattern ? 1 : 0, s->rkt, md, timeout_ms);
+  if (s->pattern) return e;
   if (e == RD_KAFKA_RESP_ERR_NO_ERROR && (*md)->topic_cnt != 1)
     e = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
   if (e == RD_KAFKA_RESP_ERR_NO_ERROR) e = (*md)->topics[0].err;
@@ -874,8 +985,8 @@ static rd_kafka_resp_err_t topic_metadata(lm_kafka_source* s, int timeout_ms,
 
 /* The topic's partitions into s->parts. */
 static laminar_code read_partitions(lm_kafka_source* s, laminar_error* err) {
-  s->rkt = rd_kafka_topic_new(s->rk, s->topic, NULL);
-  if (s->rkt == NULL)
+  if (!s->pattern) s->rkt = rd_kafka_topic_new(s->rk, s->topic, NULL);
+  if (!s->pattern && s->rkt == NULL)
     return broker_fail(s, err, "topic", rd_kafka_err2str(rd_kafka_last_error()));
   const struct rd_kafka_metadata* md;
   rd_kafka_resp_err_t e = topic_metadata(s, (int)s->timeout_ms, &md);
@@ -887,7 +998,7 @@ static laminar_code read_partitions(lm_kafka_source* s, laminar_error* err) {
     rc = broker_fail(s, err, "connect", why);
   } else if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     rc = broker_fail(s, err, "topic metadata", rd_kafka_err2str(e));
-  } else if (add_partitions(s, &md->topics[0], false) < 0) {
+  } else if (add_topics(s, md, false) < 0) {
     rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
   if (md != NULL) rd_kafka_metadata_destroy(md);
@@ -914,12 +1025,23 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
   s->timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 30000;
   s->discovery_ms = c->discovery_ms;
   s->name = lm_strdup(c->name);
-  s->topic = lm_strdup(c->topic);
+  s->topic = lm_strdup(c->topic_pattern != NULL ? c->topic_pattern : c->topic);
   s->offsets_log = c->offsets_log != NULL ? lm_strdup(c->offsets_log) : NULL;
   laminar_code rc = LAMINAR_OK;
-  if (s->name == NULL || s->topic == NULL ||
-      (c->offsets_log != NULL && s->offsets_log == NULL) ||
-      lm_schema_copy(schema, &s->schema) != 0)
+  if (s->topic != NULL && c->topic_pattern != NULL) {
+    int e = regcomp(&s->re, c->topic_pattern, REG_EXTENDED | REG_NOSUB);
+    if (e != 0) {
+      char why[200];
+      regerror(e, &s->re, why, sizeof why);
+      rc = lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                        "source '%s': topic_pattern '%s' is no regular expression: %s",
+                        c->name, c->topic_pattern, why);
+    }
+    s->pattern = e == 0;
+  }
+  if (rc == LAMINAR_OK && (s->name == NULL || s->topic == NULL ||
+                           (c->offsets_log != NULL && s->offsets_log == NULL) ||
+                           lm_schema_copy(schema, &s->schema) != 0))
     rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   if (rc == LAMINAR_OK) {
     s->cells = lm_calloc((size_t)s->schema.ncols + 1, sizeof *s->cells);
@@ -931,6 +1053,7 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
   s->meta_offset = column_of(s, "_offset", 7);
   s->meta_timestamp = column_of(s, "_timestamp", 10);
   s->meta_key = column_of(s, "_key", 4);
+  s->meta_topic = column_of(s, "_topic", 6);
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char group[300];
   snprintf(group, sizeof group, "laminardb.%s", c->name);

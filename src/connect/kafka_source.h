@@ -27,7 +27,7 @@
  * holds the watermark back from its first record on.
  *
  * Metadata columns: source columns named _partition, _offset, _timestamp
- * (the message's, epoch ms) and _key are filled from the message.
+ * (the message's, epoch ms), _key and _topic are filled from the message.
  * A message that does not decode (not JSON, a wrong type, a field count) is
  * skipped and counted; the reason of the last one is kept.
  */
@@ -53,7 +53,9 @@ typedef struct lm_kafka_source_config {
   const char* name; /* the source */
   const char* brokers;
   const char* topic;
-  const char* group_id; /* NULL: "laminardb.<source>" */
+  const char* topic_pattern; /* instead of topic: every topic matching this POSIX
+                                extended regular expression (unanchored) */
+  const char* group_id;      /* NULL: "laminardb.<source>" */
   bool csv;
   lm_kafka_startup startup;
   int64_t startup_ms;      /* LM_KAFKA_TIMESTAMP */

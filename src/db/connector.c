@@ -298,6 +298,7 @@ laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
       case LM_OPT_TIMEOUT: c.timeout_ms = v.i; break;
       case LM_OPT_IDLE_TIMEOUT: c.idle_timeout_ms = v.i > 0 ? v.i : -1; break;
       case LM_OPT_PARTITION_DISCOVERY: c.discovery_ms = v.i > 0 ? v.i : -1; break;
+      case LM_OPT_TOPIC_PATTERN: c.topic_pattern = t; break;
       case LM_OPT_STARTUP: {
         char* end = NULL;
         if (lm_streq_nocase(t, "earliest")) {
@@ -357,8 +358,8 @@ laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
   if (rc == LAMINAR_OK) {
     if (c.brokers == NULL)
       missing = "'bootstrap.servers'";
-    else if (c.topic == NULL)
-      missing = "topic";
+    else if ((c.topic == NULL) == (c.topic_pattern == NULL))
+      missing = "either topic or topic_pattern";
   }
   if (missing != NULL) {
     char msg[200];

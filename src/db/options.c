@@ -169,6 +169,10 @@ static const lm_option table[] = {
     {"transactional_id", SINK, LM_OPT_TRANSACTIONAL_ID, T_TEXT, NULL, 1, 200, "text",
      "laminardb.<sink name>",
      "the producer's transactional.id: stable, one per sink and cluster"},
+    {"topic_pattern", SRC, LM_OPT_TOPIC_PATTERN, T_TEXT, NULL, 1, 0,
+     "a POSIX extended regular expression", "",
+     "instead of topic: every topic it matches (unanchored; found again every "
+     "partition_discovery_interval); the _topic column names each row's"},
     {"startup", SRC, LM_OPT_STARTUP, T_TEXT, NULL, 1, 40,
      "earliest | latest | group | timestamp:<ms>", "earliest",
      "where a Kafka source starts when no checkpoint says"},

@@ -141,6 +141,7 @@ static int test_source_refusals(void) {
       {SOURCE NOWHERE ", topic = 'x', startup = 'timestamp:x')",
        LAMINAR_ERR_CONFIG_VALUE},
       {SOURCE NOWHERE ", topic = 'x', format = 'xml')", LAMINAR_ERR_CONFIG_VALUE},
+      {SOURCE NOWHERE ", topic = 'x', topic_pattern = 'x.*')", LAMINAR_ERR_CONFIG_VALUE},
       {SOURCE NOWHERE ", topic = 'x', event_time = 'nope')",
        LAMINAR_ERR_SQL_UNKNOWN_COLUMN},
       {SOURCE NOWHERE ", topic = 'x', 'kafka.no.such.property' = '1')",

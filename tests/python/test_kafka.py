@@ -792,3 +792,58 @@ def test_upsert_json_sessions_compacted_equal_duckdb(bootstrap: str, tmp_path: P
     assert got == sorted(tuple(r) for r in want)
     assert len(everything) < len(changes)  # one message per key and epoch
     assert tombstones > 0  # kz's second session, merged away, at least
+
+
+def test_source_topic_pattern(bootstrap: str, tmp_path: Path) -> None:
+    """topic_pattern reads every matching topic (the _topic column names
+    each row's), not the others, and a matching topic created while the
+    source runs is found by the metadata refresh."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    prefix = f"pat-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def make(name: str, partitions: int) -> None:
+        for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+            future.result(timeout=30)
+
+    make(f"{prefix}-a", 2)
+    make(f"{prefix}-b", 1)
+    make(f"other-{prefix}-a", 1)  # contains the prefix, but not at the start
+    for topic, ids in ((f"{prefix}-a", range(0, 20)), (f"{prefix}-b", range(20, 30))):
+        produce(
+            bootstrap,
+            topic,
+            [(i % 2 if topic.endswith("a") else 0, json.dumps({"id": i}).encode()) for i in ids],
+        )
+    produce(bootstrap, f"other-{prefix}-a", [(0, json.dumps({"id": 99}).encode())])
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        db.execute(
+            f"CREATE SOURCE t (id BIGINT, _topic VARCHAR, _partition INT) WITH (connector = "
+            f"'kafka', 'bootstrap.servers' = '{bootstrap}', topic_pattern = '^{prefix}-', "
+            "partition_discovery_interval = '300 ms')"
+        )
+        db.execute("CREATE STREAM s AS SELECT * FROM t")
+        sub = db.subscribe("s")
+        db.start()
+        first = poll_rows(sub, at_least=30)
+        make(f"{prefix}-c", 1)
+        produce(
+            bootstrap, f"{prefix}-c", [(0, json.dumps({"id": i}).encode()) for i in range(30, 35)]
+        )
+        later = poll_rows(sub, at_least=5)
+        db.checkpoint()
+    # Reopened, it resumes every topic's partitions where it was (the offsets
+    # log names a pattern's topics): only what came since.
+    produce(bootstrap, f"{prefix}-b", [(0, json.dumps({"id": 35}).encode())])
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        sub = db.subscribe("s")
+        db.start()
+        again = poll_rows(sub, at_least=1)
+    assert sorted((r["id"], r["_topic"]) for r in first) == [
+        (i, f"{prefix}-a" if i < 20 else f"{prefix}-b") for i in range(30)
+    ]
+    assert sorted((r["id"], r["_topic"]) for r in later) == [
+        (i, f"{prefix}-c") for i in range(30, 35)
+    ]
+    assert [(r["id"], r["_topic"]) for r in again] == [(35, f"{prefix}-b")]
