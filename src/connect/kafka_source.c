@@ -40,7 +40,19 @@ typedef struct part_state {
   int64_t last_ns; /* when it last delivered (or was assigned) */
   bool joined;     /* found by a metadata refresh while running: holds the
                       watermark back only from its first record on */
+  int64_t resume;  /* upsert-json after a restart: the records before this
+                      offset only rebuild the keys' rows (-1: none) */
 } part_state;
+
+/* upsert-json: every key's current value (the message's bytes), to retract
+ * it when the key gets a new value or a tombstone. Open addressing; a
+ * deleted key keeps its slot with no value. */
+typedef struct upsert_slot {
+  char* key;   /* NULL: an empty slot */
+  char* value; /* NULL: no row */
+  uint32_t kl, vl;
+  uint32_t hash;
+} upsert_slot;
 
 /* The positions a push left (every partition's next offset after it), kept
  * from the push until a durable checkpoint covers it: then committed to the
@@ -77,6 +89,9 @@ struct lm_kafka_source {
   int32_t ntopics, cap_topics;
   char* offsets_log;
   bool csv;
+  bool upsert; /* format 'upsert-json': a changelog source (kafka_source.h) */
+  upsert_slot* slots;
+  size_t nslots, used;
   int32_t event_time;
   int64_t wm_delay_ms;
   int64_t idle_ms; /* -1: a partition never goes idle */
@@ -86,8 +101,8 @@ struct lm_kafka_source {
   int64_t discovery_ms; /* metadata refresh period (<= 0: none) */
   lm_schema schema;
   struct ArrowSchema arrow_schema;
-  int32_t meta_partition, meta_offset, meta_timestamp, meta_key,
-      meta_topic; /* -1: absent */
+  int32_t meta_partition, meta_offset, meta_timestamp, meta_key, meta_topic,
+      meta_weight; /* -1: absent; _weight only with upsert */
   rd_kafka_t* rk;
   rd_kafka_topic_t* rkt; /* the topic's handle of rk (metadata requests) */
   part_state* parts;
@@ -289,7 +304,7 @@ static bool decode_json(lm_kafka_source* s, const char* p, size_t n, const char*
 
 static bool is_meta(const lm_kafka_source* s, int32_t c) {
   return c == s->meta_partition || c == s->meta_offset || c == s->meta_timestamp ||
-         c == s->meta_key || c == s->meta_topic;
+         c == s->meta_key || c == s->meta_topic || c == s->meta_weight;
 }
 
 /* The next column CSV fields fill (metadata columns are not in the message). */
@@ -446,14 +461,17 @@ static int32_t topic_index(const lm_kafka_source* s, const char* name) {
 }
 
 /* One message: a row of `arr`, or a bad record. */
-static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
-                           struct ArrowArray* arr) {
+static bool decode_row(lm_kafka_source* s, const rd_kafka_message_t* m,
+                       const char* payload, size_t len, int64_t weight,
+                       struct ArrowArray* arr) {
   s->text_len = 0;
   for (int32_t c = 0; c < s->schema.ncols; c++) s->cells[c] = (cell){.kind = C_NULL};
   const char* why = NULL;
-  bool ok = m->payload != NULL && (s->csv ? decode_csv(s, m->payload, m->len, &why)
-                                          : decode_json(s, m->payload, m->len, &why));
-  if (m->payload == NULL) why = "no payload";
+  bool ok = payload != NULL && (s->csv ? decode_csv(s, payload, len, &why)
+                                       : decode_json(s, payload, len, &why));
+  if (payload == NULL) why = "no payload";
+  if (ok && s->meta_weight >= 0)
+    s->cells[s->meta_weight] = (cell){.kind = C_INT, .i = weight};
   rd_kafka_timestamp_type_t tt;
   int64_t ts = rd_kafka_message_timestamp(m, &tt);
   if (ok && s->meta_partition >= 0)
@@ -507,6 +525,99 @@ static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
   return true;
 }
 
+/* Where a partition stands for the offsets log and the group: its next
+ * offset, never behind a resume offset it is still rebuilding up to. */
+static int64_t position(const part_state* p) {
+  return p->next > p->resume ? p->next : p->resume;
+}
+
+/* ---- upsert-json: the keys' rows ------------------------------------------------- */
+
+static uint32_t bytes_hash(const char* p, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 16777619u;
+  return h;
+}
+
+/* The slot of key (an empty one where it would go when absent); NULL out of
+ * memory (the table grows at half full). */
+static upsert_slot* slot_of(lm_kafka_source* s, const char* key, uint32_t kl) {
+  if ((s->used + 1) * 2 > s->nslots) {
+    size_t n = s->nslots ? s->nslots * 2 : 1024;
+    upsert_slot* grown = lm_calloc(n, sizeof *grown);
+    if (grown == NULL) return NULL;
+    for (size_t i = 0; i < s->nslots; i++) {
+      if (s->slots[i].key == NULL) continue;
+      size_t j = s->slots[i].hash & (n - 1);
+      while (grown[j].key != NULL) j = (j + 1) & (n - 1);
+      grown[j] = s->slots[i];
+    }
+    lm_free(s->slots);
+    s->slots = grown;
+    s->nslots = n;
+  }
+  uint32_t h = bytes_hash(key, kl);
+  size_t j = h & (s->nslots - 1);
+  while (s->slots[j].key != NULL && !(s->slots[j].hash == h && s->slots[j].kl == kl &&
+                                      memcmp(s->slots[j].key, key, kl) == 0))
+    j = (j + 1) & (s->nslots - 1);
+  s->slots[j].hash = h;
+  return &s->slots[j];
+}
+
+/* Set the slot's value (NULL: none); false out of memory. */
+static bool slot_set(lm_kafka_source* s, upsert_slot* slot, const char* key, uint32_t kl,
+                     const char* value, uint32_t vl) {
+  if (slot->key == NULL) {
+    slot->key = lm_malloc(kl + 1u);
+    if (slot->key == NULL) return false;
+    memcpy(slot->key, key, kl);
+    slot->kl = kl;
+    s->used++;
+  }
+  lm_free(slot->value);
+  slot->value = NULL;
+  slot->vl = 0;
+  if (value == NULL) return true;
+  slot->value = lm_malloc(vl + 1u);
+  if (slot->value == NULL) return false;
+  memcpy(slot->value, value, vl);
+  slot->vl = vl;
+  return true;
+}
+
+/* An upsert record: its key's row retracted (-1, the old value decoded) if
+ * it has one, then the new value inserted (+1) unless it is a tombstone.
+ * Below the partition's resume offset only the keys' rows change (the rows
+ * the checkpoint holds). */
+static bool decode_upsert(lm_kafka_source* s, const rd_kafka_message_t* m, part_state* ps,
+                          struct ArrowArray* arr) {
+  if (m->key == NULL || m->key_len == 0) {
+    note_bad(s, m, "an upsert record without a key");
+    return false;
+  }
+  upsert_slot* slot = slot_of(s, m->key, (uint32_t)m->key_len);
+  bool rebuild = ps != NULL && ps->resume >= 0 && m->offset < ps->resume;
+  bool ok = slot != NULL;
+  if (ok && !rebuild && slot->value != NULL)
+    ok = decode_row(s, m, slot->value, slot->vl, -1, arr);
+  if (ok && !rebuild && m->payload != NULL)
+    ok = decode_row(s, m, m->payload, m->len, 1, arr);
+  if (slot != NULL && (ok || rebuild) &&
+      !slot_set(s, slot, m->key, (uint32_t)m->key_len, m->payload, (uint32_t)m->len))
+    slot = NULL;
+  if (slot == NULL) note_bad(s, m, "out of memory");
+  return ok && slot != NULL;
+}
+
+/* One message: rows of `arr` (one; upsert-json: a retraction and an insert),
+ * or a bad record. */
+static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
+                           part_state* ps, struct ArrowArray* arr) {
+  if (s->upsert) return decode_upsert(s, m, ps, arr);
+  return decode_row(s, m, m->payload, m->len, 0, arr);
+}
+
 /* ---- the offsets log ------------------------------------------------------------- */
 
 /* Record: u64 seq, u32 n, n x (i32 partition, i64 next offset); native order
@@ -534,7 +645,8 @@ static bool log_append(lm_kafka_source* s, int64_t seq) {
       unsigned char* e = rec + 12 + (size_t)i * each;
       if (s->pattern) memcpy(e, &s->topic_hash[s->parts[i].topic], 4), e += 4;
       memcpy(e, &s->parts[i].id, 4);
-      memcpy(e + 4, &s->parts[i].next, 8);
+      int64_t at = position(&s->parts[i]);
+      memcpy(e + 4, &at, 8);
       memcpy(e + 12, &s->parts[i].max_ts, 8);
     }
     ok = write(fd, rec, n) == (ssize_t)n && fdatasync(fd) == 0;
@@ -606,7 +718,10 @@ static bool assign(lm_kafka_source* s) {
   for (int32_t i = 0; i < s->nparts; i++) {
     rd_kafka_topic_partition_t* tp = rd_kafka_topic_partition_list_add(
         l, s->topics[s->parts[i].topic], s->parts[i].id);
-    if (s->parts[i].next >= 0)
+    if (s->parts[i].next >= 0 && s->upsert) { /* rebuild the keys' rows first */
+      s->parts[i].resume = s->parts[i].next;
+      tp->offset = RD_KAFKA_OFFSET_BEGINNING;
+    } else if (s->parts[i].next >= 0)
       tp->offset = s->parts[i].next;
     else if (s->startup == LM_KAFKA_LATEST)
       tp->offset = RD_KAFKA_OFFSET_END;
@@ -695,7 +810,7 @@ static void remember(lm_kafka_source* s, int64_t seq) {
   for (int32_t i = 0; i < s->nparts; i++) {
     p->at[i].topic = s->parts[i].topic;
     p->at[i].id = s->parts[i].id;
-    p->at[i].next = s->parts[i].next;
+    p->at[i].next = position(&s->parts[i]);
   }
   if (s->pending_tail != NULL)
     s->pending_tail->next = p;
@@ -834,7 +949,7 @@ static void* consume(void* arg) {
             fail(s, "Kafka", rd_kafka_message_errstr(m));
           }
         } else {
-          decode_message(s, m, &arr);
+          decode_message(s, m, ps, &arr);
           if (ps != NULL) {
             ps->next = m->offset + 1;
             ps->eof = false;
@@ -879,6 +994,11 @@ static void source_free(lm_kafka_source* s) {
   for (int32_t t = 0; t < s->ntopics; t++) lm_free(s->topics[t]);
   lm_free(s->topics);
   lm_free(s->topic_hash);
+  for (size_t i = 0; i < s->nslots; i++) {
+    lm_free(s->slots[i].key);
+    lm_free(s->slots[i].value);
+  }
+  lm_free(s->slots);
   if (s->pattern) regfree(&s->re);
   lm_free(s->offsets_log);
   lm_free(s);
@@ -920,7 +1040,8 @@ static int32_t add_partitions(lm_kafka_source* s, int32_t topic,
                                          .next = -1,
                                          .max_ts = INT64_MIN,
                                          .last_ns = now_ns(),
-                                         .joined = joined};
+                                         .joined = joined,
+                                         .resume = -1};
     added++;
   }
   return added;
@@ -1016,7 +1137,7 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
   atomic_init(&s->covered, -1);
   s->committed = -1;
   s->db = db;
-  s->csv = c->csv;
+  s->csv = c->csv && !c->upsert;
   s->event_time = c->event_time;
   s->wm_delay_ms = c->wm_delay_ms;
   s->idle_ms = c->idle_timeout_ms;
@@ -1054,6 +1175,17 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
   s->meta_timestamp = column_of(s, "_timestamp", 10);
   s->meta_key = column_of(s, "_key", 4);
   s->meta_topic = column_of(s, "_topic", 6);
+  s->upsert = c->upsert;
+  s->meta_weight = c->upsert ? s->schema.ncols - 1 : -1;
+  if (rc == LAMINAR_OK && c->upsert &&
+      (s->schema.ncols < 2 ||
+       strcmp(s->schema.fields[s->meta_weight].name, "_weight") != 0 ||
+       s->schema.fields[s->meta_weight].type != LM_TYPE_INT64))
+    rc =
+        lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                     "source '%s': format 'upsert-json' needs a changelog source: a last "
+                     "column _weight BIGINT",
+                     c->name);
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char group[300];
   snprintf(group, sizeof group, "laminardb.%s", c->name);

@@ -57,6 +57,10 @@ typedef struct lm_kafka_source_config {
                                 extended regular expression (unanchored) */
   const char* group_id;      /* NULL: "laminardb.<source>" */
   bool csv;
+  bool upsert; /* upsert-json: keyed JSON values, a null value a tombstone; the
+                  source is a changelog (its last column _weight BIGINT): a
+                  key's new value retracts its old row (-1) and inserts (+1), a
+                  tombstone retracts it */
   lm_kafka_startup startup;
   int64_t startup_ms;      /* LM_KAFKA_TIMESTAMP */
   int32_t event_time;      /* column index, -1: none, -2: the message timestamp */

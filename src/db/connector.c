@@ -293,7 +293,10 @@ laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
     switch (lm_option_row_id(row)) {
       case LM_OPT_BOOTSTRAP_SERVERS: c.brokers = t; break;
       case LM_OPT_TOPIC: c.topic = t; break;
-      case LM_OPT_FORMAT: c.csv = v.i == 1; break; /* "json | csv" */
+      case LM_OPT_FORMAT: /* "json | csv | upsert-json" */
+        c.csv = v.i == 1;
+        c.upsert = v.i == 2;
+        break;
       case LM_OPT_GROUP_ID: c.group_id = t; break;
       case LM_OPT_TIMEOUT: c.timeout_ms = v.i; break;
       case LM_OPT_IDLE_TIMEOUT: c.idle_timeout_ms = v.i > 0 ? v.i : -1; break;

@@ -144,6 +144,13 @@ static int test_source_refusals(void) {
       {SOURCE NOWHERE ", topic = 'x', topic_pattern = 'x.*')", LAMINAR_ERR_CONFIG_VALUE},
       {SOURCE NOWHERE ", topic = 'x', event_time = 'nope')",
        LAMINAR_ERR_SQL_UNKNOWN_COLUMN},
+      /* upsert-json: a changelog source only (its last column _weight). */
+      {SOURCE NOWHERE ", topic = 'x', format = 'upsert-json')",
+#ifdef LAMINAR_HAVE_KAFKA
+       LAMINAR_ERR_CONFIG_VALUE},
+#else
+       LAMINAR_ERR_SQL_UNSUPPORTED},
+#endif
       {SOURCE NOWHERE ", topic = 'x', 'kafka.no.such.property' = '1')",
 #ifdef LAMINAR_HAVE_KAFKA
        LAMINAR_ERR_CONFIG_VALUE},
