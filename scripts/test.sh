@@ -60,8 +60,9 @@ fi
 # A Kafka broker (KRaft, 127.0.0.1) for the Kafka tests (tests/c/test_kafka.c
 # round_trip and the crash test's Kafka mode, tests/crash/test_crash_kafka.c,
 # beside test_crash in every C build; tests/python/test_kafka.py), up until
-# this script exits (without it test_crash_kafka is skipped); without librdkafka the library refuses the connectors and the tests
-# check that instead (docs/KAFKA.md).
+# this script exits (without it test_crash_kafka is skipped); without
+# librdkafka the library refuses the connectors and the tests check that
+# instead (docs/KAFKA.md).
 if pkg-config --exists rdkafka; then
   echo "== kafka broker (tests/kafka/broker.sh)"
   export LAMINAR_KAFKA_HOME="$root/.kafka-broker"
@@ -82,10 +83,8 @@ echo "== 2. ASan+UBSan build + ctest (build-asan/)"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DLAMINAR_SANITIZE=address,undefined \
       -DLAMINAR_FAULT_INJECTION=ON -DLAMINAR_BUILD_BENCH=OFF "${cmake_common[@]}"
 cmake --build build-asan -j"$jobs"
-# The Kafka crash test's kills are slower under the sanitizers: fewer of them
-# (50, its default, in step 1).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 LAMINAR_CRASH_KAFKA_KILLS=20 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
 tsan_tests=()
