@@ -206,6 +206,8 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       case LM_OPT_GROUP_ID:
       case LM_OPT_EVENT_TIME:
       case LM_OPT_TIMEOUT:
+      case LM_OPT_PARTITION_DISCOVERY:
+      case LM_OPT_TOPIC_PATTERN:
       case LM_OPT_KAFKA: break; /* a connector's: lm_db_source_connector */
       case LM_OPT_IDLE_TIMEOUT: idle_timeout = val.i > 0 ? val.i : 0; break;
       case LM_OPT_ALIGNMENT_GROUP:
@@ -916,8 +918,16 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
     if (lm_option_row_id(row) == LM_OPT_PATH) {
       memcpy(path, val.text, val.len); /* the table bounds it below sizeof path */
       path[val.len] = '\0';
+    } else if (val.i == 3) { /* "jsonl | csv | json | upsert-json" */
+      char msg[300];
+      snprintf(msg, sizeof msg,
+               "sink '%s': format 'upsert-json' is a Kafka sink's (connector = 'kafka'), "
+               "not a file sink's",
+               stmt->name);
+      return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, stmt->options[i].value->line,
+                     stmt->options[i].value->column, stmt->name, msg);
     } else {
-      format = val.i == 1 ? LM_SINK_CSV : LM_SINK_JSONL; /* "jsonl | csv" */
+      format = val.i == 1 ? LM_SINK_CSV : LM_SINK_JSONL;
     }
   }
   if (path[0] == '\0') {

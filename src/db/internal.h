@@ -241,6 +241,11 @@ bool lm_db_sink_has_connector(const lm_stmt* stmt);
 laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
                                     lm_source_def* def, laminar_error* err);
 void lm_db_source_connector_stop(laminar_db* db, const char* source);
+/* A durable checkpoint covers source `source`'s records up to `covered`:
+ * its consumer, if any, commits the matching Kafka offsets to its group
+ * (monitoring only). Under db->lock. */
+void lm_db_source_connector_checkpointed(laminar_db* db, const char* source,
+                                         int64_t covered);
 void lm_db_connectors_stop(laminar_db* db);
 laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
                                          const lm_stmt* stmt, lm_stream_def* stream,

@@ -59,7 +59,9 @@ typedef enum lm_option_id {
   LM_OPT_IDLE_TIMEOUT,
   LM_OPT_ALIGNMENT_GROUP,
   LM_OPT_MAX_DRIFT,
-  LM_OPT_WATERMARK_KEY
+  LM_OPT_WATERMARK_KEY,
+  LM_OPT_PARTITION_DISCOVERY,
+  LM_OPT_TOPIC_PATTERN
 } lm_option_id;
 
 /* A parsed value; which member holds it follows the row's type. */
