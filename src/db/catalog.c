@@ -432,6 +432,23 @@ static laminar_code branch_readers(laminar_db* db, lm_stream_def* s, bool add) {
   return LAMINAR_OK;
 }
 
+/* WITH (state_ttl = ...): a running aggregate (GROUP BY without a window)
+ * forgets its idle keys; its input's event time is found later
+ * (check_ttl_time). 0 leaves every key forever. */
+static laminar_code ttl_option(const lm_stmt* stmt, lm_plan* plan, const lm_ast_expr* v,
+                               int64_t ttl_ms, laminar_error* err) {
+  plan->ttl_line = v->line;
+  plan->ttl_column = v->column;
+  if (ttl_ms == 0) return LAMINAR_OK;
+  if (plan->windowed && plan->window.global) {
+    plan->window.ttl_ms = ttl_ms;
+    return LAMINAR_OK;
+  }
+  return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, v->line, v->column, stmt->name,
+                 "state_ttl needs a running aggregate (GROUP BY without a window): "
+                 "a windowed query forgets its state when its windows close");
+}
+
 laminar_code lm_db_stream_options(const lm_stmt* stmt, lm_plan* plan,
                                   laminar_error* err) {
   for (size_t i = 0; i < stmt->noptions; i++) {
@@ -443,6 +460,10 @@ laminar_code lm_db_stream_options(const lm_stmt* stmt, lm_plan* plan,
     lm_option_id id = lm_option_row_id(row);
     if (id == LM_OPT_MAX_STATE_BYTES) { /* any stream (issue 20) */
       plan->max_state_bytes = val.i;
+      continue;
+    }
+    if (id == LM_OPT_STATE_TTL) {
+      LM_TRY(ttl_option(stmt, plan, v, val.i, err));
       continue;
     }
     if (id == LM_OPT_ALLOWED_LATENESS) {
@@ -581,9 +602,36 @@ static laminar_code check_key_watermark(laminar_db* db, const lm_stmt* stmt,
   return LAMINAR_OK;
 }
 
+/* state_ttl measures idleness in event time: the input is one source with a
+ * watermark column of BIGINT milliseconds or TIMESTAMP, which the window
+ * operator reads per row (window.ttl_col). */
+static laminar_code check_ttl_time(laminar_db* db, const lm_stmt* stmt, lm_plan* plan,
+                                   laminar_error* err) {
+  if (plan->window.ttl_ms <= 0) return LAMINAR_OK;
+  const lm_source_def* in =
+      plan->input_is_source && !lm_plan_branched(plan) && !plan->joined && !plan->lookup
+          ? lm_db_find_source(db, plan->input)
+          : NULL;
+  if (in != NULL && in->wm_col >= 0 &&
+      (in->schema.fields[in->wm_col].type == LM_TYPE_INT64 ||
+       in->schema.fields[in->wm_col].type == LM_TYPE_TIMESTAMP)) {
+    plan->window.ttl_col = in->wm_col;
+    return LAMINAR_OK;
+  }
+  char msg[512];
+  snprintf(msg, sizeof msg,
+           "state_ttl forgets keys by event time: stream '%s' must read one source "
+           "directly whose WATERMARK FOR column is BIGINT (ms) or TIMESTAMP, and '%s' "
+           "is not one",
+           stmt->name, plan->input);
+  return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, plan->ttl_line, plan->ttl_column,
+                 stmt->name, msg);
+}
+
 static laminar_code check_stream_time(laminar_db* db, const lm_stmt* stmt, lm_plan* plan,
                                       laminar_error* err) {
   if (plan->joined) LM_TRY(check_join_time(db, stmt, plan, err));
+  LM_TRY(check_ttl_time(db, stmt, plan, err));
   if (!plan->windowed) return LAMINAR_OK;
   bool branched = lm_plan_branched(plan);
   int64_t lateness = 0;

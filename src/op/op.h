@@ -221,6 +221,12 @@ typedef struct lm_window_spec {
    * -1 retract; NULL and 0 rows are skipped); aggregates must be retractable. */
   bool changelog;
   int32_t weight_col;
+  /* WITH (state_ttl = ...), global only (0: none): a group whose largest
+   * event time (input column ttl_col, BIGINT ms or TIMESTAMP) plus ttl_ms is
+   * at or below the watermark is forgotten when the watermark gets there,
+   * its last row retracted (-1); a later row of its key starts it afresh. */
+  int64_t ttl_ms;
+  int32_t ttl_col;
 } lm_window_spec;
 
 /* Most windows a hopping window may put one row in (the binder refuses more). */
