@@ -1604,8 +1604,13 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   op->out_hop = op->spec.hop_ms;
   /* Panes when windows overlap (hop < size); a larger hop leaves gaps, and each
    * row is in one window at most. */
+  /* STRING_AGG keeps arrival order, which merging panes would lose: its
+   * hopping windows take each row into each of its windows instead. */
+  bool arrival_order = false;
+  for (int32_t a = 0; a < spec->naggs; a++)
+    arrival_order |= spec->aggs[a].fn == LM_AGG_STRING_AGG;
   if (op->spec.hop_ms < op->spec.size_ms && !spec->global && !spec->session &&
-      !spec->emit_changes && !spec->changelog) {
+      !spec->emit_changes && !spec->changelog && !arrival_order) {
     int64_t a = op->spec.size_ms, b = op->spec.hop_ms;
     while (b != 0) {
       int64_t t = a % b;

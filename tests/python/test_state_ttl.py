@@ -37,7 +37,9 @@ AGGS = [
     ("MAX(x)", "MAX(x)"),
     ("COUNT(DISTINCT x)", "COUNT(DISTINCT x)"),
     ("MEDIAN(x)", "MEDIAN(x)"),
+    ("STRING_AGG(CAST(x AS VARCHAR), '|')", "STRING_AGG(CAST(x AS VARCHAR), '|' ORDER BY rn)"),
 ]
+MEDIAN_COL = 1 + [ours for ours, _ in AGGS].index("MEDIAN(x)")
 
 
 def ddl(delay: int, ttl: int, *, view: bool = False) -> str:
@@ -75,13 +77,15 @@ class Model:
     def __init__(self, delay: int, ttl: int) -> None:
         self.delay, self.ttl = delay, ttl
         self.rows: dict[object, list[tuple]] = {}
+        self.rn = 0  # arrival number of the next row
         self.last: dict[object, int] = {}
         self.max_ts: int | None = None
         self.wm: int | None = None
 
     def push(self, batch: pa.RecordBatch) -> None:
         for k, x, ts in rows_of(pa.Table.from_batches([batch]), ["k", "x", "ts"]):
-            self.rows.setdefault(k, []).append((k, x, ts))
+            self.rows.setdefault(k, []).append((k, x, ts, self.rn))
+            self.rn += 1
             self.last[k] = max(self.last.get(k, ts), ts)
             self.max_ts = ts if self.max_ts is None else max(self.max_ts, ts)
         wm = self.max_ts - self.delay
@@ -92,7 +96,10 @@ class Model:
 
     def expected(self) -> list[tuple]:
         held = [r for rows in self.rows.values() for r in rows]
-        table = pa.Table.from_pylist([dict(zip(["k", "x", "ts"], r)) for r in held], schema=SCHEMA)
+        table = pa.Table.from_pylist(
+            [dict(zip(["k", "x", "ts", "rn"], r)) for r in held],
+            schema=SCHEMA.append(pa.field("rn", pa.int64())),
+        )
         items = ", ".join(theirs for _, theirs in AGGS)
         return duck(f"SELECT k, {items} FROM cur GROUP BY k", cur=table)[1]
 
@@ -113,7 +120,7 @@ def normal(rows: list[tuple]) -> list[tuple]:
     """MEDIAN is DOUBLE in both; the rest are whole numbers."""
     return sorted(
         (
-            tuple(float(v) if i == len(AGGS) and v is not None else v for i, v in enumerate(r))
+            tuple(float(v) if i == MEDIAN_COL and v is not None else v for i, v in enumerate(r))
             for r in rows
         ),
         key=repr,
