@@ -1381,6 +1381,7 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
     LM_TRY(lm_bind_stream_tables(inner, lm_db_lookup_input, lm_db_table_columns, db,
                                  &db->funcs, &plan, err));
     laminar_code orc = lm_db_stream_options(inner, &plan, err);
+    if (orc == LAMINAR_OK) orc = lm_db_join_ttl(db, inner, &plan, err);
     if (orc != LAMINAR_OK) {
       lm_plan_free(&plan);
       return orc;

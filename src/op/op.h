@@ -410,6 +410,11 @@ typedef struct lm_ijoin_spec {
   lm_type time_type;
   int64_t lo, hi;    /* right time - left time in [lo, hi], the time column's unit */
   int64_t window_ms; /* > 0: tumbling window join (lo, hi unused) */
+  /* > 0: a join without a time bound that WITH (state_ttl = ...) allows:
+   * [lo, hi] is [-ttl, +ttl] over the inputs' watermark columns (set by
+   * the catalog, db/catalog.c lm_db_join_ttl), so each side's rows go once
+   * the other side's watermark is ttl past them. */
+  int64_t ttl_ms;
   const lm_expr* residual; /* over the joined row; NULL: none */
   int32_t lcols, rcols;
   /* Which output columns the rest of the plan reads (NULL: all), as

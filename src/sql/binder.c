@@ -2416,6 +2416,18 @@ static laminar_code window_join_keys(binder* b, const lm_ast_select* sel,
   return LAMINAR_OK;
 }
 
+/* The statement's WITH (state_ttl = ...) in milliseconds (an INTERVAL or a
+ * whole number literal), 0 when it has none; the option table checks it. */
+static int64_t stmt_state_ttl(const lm_stmt* stmt) {
+  for (size_t i = 0; i < stmt->noptions; i++) {
+    const lm_ast_expr* v = stmt->options[i].value;
+    if (lm_streq_nocase(stmt->options[i].key, "state_ttl") && v->kind == LM_AST_LITERAL &&
+        (v->lit == LM_LIT_INTERVAL || v->lit == LM_LIT_INT) && v->i > 0)
+      return v->i;
+  }
+  return 0;
+}
+
 /* FROM left [alias] [INNER | LEFT | RIGHT | FULL] JOIN right [alias] ON ...:
  * the ON's conjuncts split into equalities across the sides (the keys),
  * comparisons of the two sides' time columns that bound their difference
@@ -2490,12 +2502,21 @@ static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
     sp->residual = e;
   }
   if (windowed) return window_join_keys(b, sel, in);
+  if (!tb.has_lo && !tb.has_hi && (sp->ttl_ms = stmt_state_ttl(b->stmt)) > 0) {
+    /* bounded by the TTL over the watermark columns, which the catalog
+     * knows (lm_db_join_ttl) */
+    sp->ltime = sp->rtime = -1;
+    sp->time_type = LM_TYPE_INT64;
+    return LAMINAR_OK;
+  }
   if (!tb.has_lo || !tb.has_hi) {
     lm_error_set(b->err, LAMINAR_ERR_SQL_UNBOUNDED_JOIN,
                  "%s at line %d, column %d joins two unbounded inputs without a time "
                  "bound on %s: it would hold every row forever. Bound the time "
                  "difference on both ends (ON ... AND r.ts BETWEEN l.ts - INTERVAL "
-                 "'1' SECOND AND l.ts + INTERVAL '1' SECOND), or use an ASOF JOIN",
+                 "'1' SECOND AND l.ts + INTERVAL '1' SECOND), use an ASOF JOIN, or "
+                 "(with no bound at all) let rows go after a time: WITH (state_ttl = "
+                 "INTERVAL '1' HOUR)",
                  plan->join_kind, (int)jn->line, (int)jn->column,
                  !tb.has_lo && !tb.has_hi ? "either end"
                  : tb.has_lo              ? "its upper end"
@@ -2689,8 +2710,8 @@ static laminar_code join_needed_columns(binder* b) {
       mark_columns(ij->rkeys[k], need + ij->lcols, ij->rcols);
     }
     mark_columns(ij->residual, need, n);
-    need[ij->ltime] = 1;
-    need[ij->lcols + ij->rtime] = 1;
+    if (ij->ltime >= 0) need[ij->ltime] = 1; /* (a TTL join's: lm_db_join_ttl) */
+    if (ij->rtime >= 0) need[ij->lcols + ij->rtime] = 1;
     ij->need = need;
     return LAMINAR_OK;
   }
