@@ -50,7 +50,7 @@ def numbered(table: pa.Table) -> pa.Table:
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(seed=SEEDS)
 def test_windows_equal_duckdb(seed: int, cores: int) -> None:
     """Tumbling and hopping windows: each window's values in arrival order."""
@@ -100,7 +100,7 @@ def held(state: Counter) -> list[tuple]:
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(seed=SEEDS)
 def test_running_changes_equal_duckdb(seed: int, cores: int) -> None:
     """GROUP BY without a window: after every batch the changelog folded is
@@ -131,7 +131,7 @@ def test_running_changes_equal_duckdb(seed: int, cores: int) -> None:
             assert_same_rows(held(state), want, cols, seed=seed)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(seed=SEEDS)
 def test_changelog_retractions_equal_model(seed: int) -> None:
     """Over a changelog, a -1 row removes the latest arrival of its value in its
