@@ -1111,6 +1111,9 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in,
     }
     if (plan->late_output != NULL)
       lm_text_printf(&b, "; late rows to %s", plan->late_output);
+    if (w->ttl_ms > 0)
+      lm_text_printf(&b, "; keys idle %lld ms in event time forgotten (state_ttl)",
+                     (long long)w->ttl_ms);
     add_row(x, "window_aggregate", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
             next_id(x, nbuf, sizeof nbuf));
     /* The projection reads window_start, window_end, keys, then aggregates. */

@@ -271,3 +271,10 @@ def test_state_ttl_errors() -> None:
                 "WITH (state_ttl = 'soon')"
             )
         assert e.value.code == "LDB-6002"
+
+
+def test_explain_shows_state_ttl() -> None:
+    with laminardb.open() as db:
+        db.execute(ddl(0, 60_000))
+        details = [r["details"] for r in db.query("EXPLAIN w").to_pylist()]
+        assert any("60000 ms in event time forgotten (state_ttl)" in d for d in details)
