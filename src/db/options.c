@@ -145,6 +145,12 @@ static const lm_option table[] = {
      "late rows go to this stream (TRUE: the stream's name + '_late')"},
     {"max_state_bytes", STREAM, LM_OPT_MAX_STATE_BYTES, T_BYTES, NULL, 0, 0,
      "a byte count ('512MB'; 0: none)", "0", "bound on this stream's keyed state"},
+    {"state_ttl", STREAM, LM_OPT_STATE_TTL, T_INTERVAL, NULL, 0, 0,
+     "an INTERVAL (or milliseconds) >= 0; 0: none", "0",
+     "a key (a group of a GROUP BY without a window) not updated for this long in "
+     "event time is forgotten once the watermark passes, its row retracted; a JOIN "
+     "without a time bound drops each side's rows this far behind the other's "
+     "watermark (approximate)"},
     /* ---- CREATE SINK ... INTO FILE (...) ---- */
     {"path", SINK, LM_OPT_PATH, T_TEXT, NULL, 1, 4095, "a directory", "",
      "where the sink writes its files (required)"},
