@@ -1821,8 +1821,9 @@ laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, in
 
 bool lm_agg_states_flat(const lm_agg_states* st) {
   if (st->fn == LM_AGG_UDAF) return !lm_udaf_owns_memory(st->udaf);
-  return !st->weighted && st->fn != LM_AGG_COUNT_DISTINCT && st->fn != LM_AGG_STRING_AGG &&
-         !lm_agg_is_quantile(st->fn) && st->fn != LM_AGG_APPROX_COUNT_DISTINCT &&
+  return !st->weighted && st->fn != LM_AGG_COUNT_DISTINCT &&
+         st->fn != LM_AGG_STRING_AGG && !lm_agg_is_quantile(st->fn) &&
+         st->fn != LM_AGG_APPROX_COUNT_DISTINCT &&
          !(keeps_value(st->fn) && st->arg_type == LM_TYPE_STRING) &&
          st->by_type != LM_TYPE_STRING;
 }

@@ -1630,8 +1630,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   /* A group's bytes: its row of the table (hash, index share, keys),
    * tracking, a pane's key id. */
   op->per_group = lm_state_table_row_bytes(op->key_types, spec->nkeys) +
-                  (op->track ? 17 : 0) + (op->panes ? 4 : 0) +
-                  (spec->ttl_ms > 0 ? 8 : 0);
+                  (op->track ? 17 : 0) + (op->panes ? 4 : 0) + (spec->ttl_ms > 0 ? 8 : 0);
   op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
   op->arg_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
   op->ord_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));

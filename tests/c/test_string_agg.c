@@ -70,9 +70,9 @@ static int check_view(laminar_db* db, const held* h) {
       qsort(want, (size_t)n, sizeof want[0], cmp_i64);
       struct ArrowArrayView* col = rv.view.children[1];
       int got_null = ArrowArrayViewIsNull(col, r);
-      int64_t m = got_null ? 0
-                           : parse_values(ArrowArrayViewGetStringUnsafe(col, r), got,
-                                          MAXHELD);
+      int64_t m = got_null
+                      ? 0
+                      : parse_values(ArrowArrayViewGetStringUnsafe(col, r), got, MAXHELD);
       qsort(got, (size_t)m, sizeof got[0], cmp_i64);
       int ok = got_null == (n == 0) && m == n &&
                memcmp(got, want, sizeof got[0] * (size_t)n) == 0 &&
