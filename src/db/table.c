@@ -201,6 +201,12 @@ laminar_code lm_db_drop_table(laminar_db* db, const lm_stmt* stmt, laminar_error
     return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
                    stmt->name, NULL, msg);
   }
+  /* No source's lookup-join order names the changelog source any more. */
+  lm_source_def* def = lm_db_table_source(db, stmt->name);
+  lm_rt_pause(&db->rt);
+  for (int32_t i = 0; def != NULL && i < db->graph.nsources; i++)
+    if (db->graph.sources[i]->order_of == def) db->graph.sources[i]->order_of = NULL;
+  lm_rt_resume(&db->rt);
   /* The view first (refused while a stream, view or sink reads it), then its
    * changelog source. */
   lm_stmt part = *stmt;
@@ -283,6 +289,15 @@ void lm_db_table_attach_lookup(laminar_db* db, lm_stream_def* s) {
   lm_stream_def* t = find_table(db, s->plan.lookup_table);
   if (s->chain != NULL && lm_op_is_lookup(s->chain))
     lm_op_lookup_set_table(s->chain, t != NULL ? lm_op_view_of(t->chain) : NULL);
+}
+
+void lm_db_table_order(laminar_db* db, lm_stream_def* s) {
+  lm_source_def* root = lm_db_root_source(db, s);
+  lm_source_def* changes = lm_db_table_source(db, s->plan.lookup_table);
+  if (root == NULL || changes == NULL || root->wal == NULL) return;
+  root->order_of = changes;
+  root->order_noted = changes->processed_seq;
+  root->order_self = root->processed_seq;
 }
 
 /* The first stream joining table `name`, NULL for none. */
