@@ -1235,7 +1235,10 @@ LAMINAR_API laminar_code laminar_table_upsert(laminar_db* db, const char* table,
 /* Delete the rows of the given keys from table `table`; a key with no row is
  * ignored. The same as SQL `DELETE FROM table WHERE k = ...` per key.
  * keys/schema: a struct array of exactly the table's primary-key columns
- *   (matched by name), one row per key to delete.
+ *   (matched by name), one row per key to delete; for a table with an event
+ *   time (WATERMARK FOR a column that is not in the key) also that column:
+ *   the time of each delete, which ends the key's version for temporal joins
+ *   (docs/SQL.md "Temporal JOIN").
  * Ownership: as laminar_table_upsert().
  * Returns: as laminar_table_upsert() (LAMINAR_ERR_SCHEMA_MISMATCH when the
  *   columns are not the primary key's).
