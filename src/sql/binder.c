@@ -2666,7 +2666,10 @@ static laminar_code bind_temporal_join(binder* b, const lm_ast_select* sel,
   }
   b->join_right = table;
   plan->temporal_table = lm_pool_copy(&plan->pool, jn->right, strlen(jn->right) + 1);
-  if (plan->temporal_table == NULL) return NOMEM(b);
+  size_t len = strlen(sel->from) + strlen(jn->right) + 3;
+  plan->inputs = lm_pool_alloc(&plan->pool, len); /* SHOW STREAMS: the table's name */
+  if (plan->temporal_table == NULL || plan->inputs == NULL) return NOMEM(b);
+  snprintf(plan->inputs, len, "%s, %s", sel->from, jn->right);
 
   /* AS OF: a time column of the input, of the table's time type. */
   int sides = 0;

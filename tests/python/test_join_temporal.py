@@ -258,3 +258,14 @@ def test_refusals(select: str, code: str, at: str) -> None:
             db.execute(sql)
         assert info.value.code == code, info.value
         assert (info.value.line, info.value.column) == (1, sql.index(at) + 1), info.value
+
+
+def test_explain_and_show_name_the_table() -> None:
+    """EXPLAIN and SHOW STREAMS say temporal join and name the table."""
+    with laminardb.open() as db:
+        db.execute(ddl((0, 0), left=True))
+        ops = [r["operator"] for r in db.query("EXPLAIN j").to_pylist()]
+        assert "left temporal join" in ops, ops
+        (row,) = [r for r in db.query("SHOW STREAMS").to_pylist() if r["name"] == "j"]
+        assert row["input"] == "orders, rates", row
+        assert row["plan"].startswith("left_temporal_join(orders, rates: 1 keys, AS OF"), row
