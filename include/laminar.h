@@ -138,14 +138,16 @@ typedef enum laminar_code {
   LAMINAR_ERR_SQL_LIMIT = 1008,              /* statement too large or nested too deep */
   LAMINAR_ERR_SQL_JOIN_CONDITION = 1009,     /* a join's ON / MATCH_CONDITION is not one
                                                 it can run (no ordering condition, an
-                                                unsupported comparison) */
+                                                unsupported comparison; FOR SYSTEM_TIME
+                                                AS OF without a time on either side) */
   LAMINAR_ERR_SQL_UNBOUNDED_JOIN = 1010,     /* a join of two unbounded inputs with no
                                                 time bound on both ends (its state would
                                                 grow without end) */
   LAMINAR_ERR_SQL_TABLE_KEY = 1020,          /* a DELETE whose WHERE does not fix the
                                                 whole primary key of its table */
-  LAMINAR_ERR_SQL_LOOKUP_KEY = 1021,         /* a lookup join's ON is not one equality
-                                                per primary-key column of its table */
+  LAMINAR_ERR_SQL_LOOKUP_KEY = 1021,         /* a lookup or temporal join's ON is not
+                                                one equality per primary-key column of
+                                                its table */
   LAMINAR_ERR_SQL_NOT_MATERIALIZED = 1030,   /* SELECT from a stream or source: only
                                              materialized views keep rows to read */
   LAMINAR_ERR_SQL_UNDEFINED_VARIABLE = 1031, /* ${NAME} with no variable NAME set */
