@@ -2182,7 +2182,8 @@ static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epo
     }
     if (s->wal == NULL) continue;
     if (c.stop_after > s->processed_seq)
-      rc = lm_wal_replay(s->wal, s->processed_seq + 1, replay_record, &c, err);
+      rc = lm_wal_replay_upto(s->wal, s->processed_seq + 1, c.stop_after, replay_record,
+                              &c, err);
     set_quiet(&c, false);
     if (rc == LAMINAR_OK && cut != NULL && cut->sink != NULL && i == g->nsources - 1)
       gates_open_sink(&G, cut->sink->sink); /* every source at its CREATE: attached */
