@@ -2052,9 +2052,7 @@ static void idle_logged(void* arg, const lm_source_def* src, bool idle) {
 /* rt.h order_hook: src takes over from the other side of a lookup join. The
  * replay stops every source here first, so between two points only one side
  * of the join moves, whatever the order the sources are replayed in. */
-static void order_logged(void* arg, const lm_source_def* src) {
-  log_point(arg, src, 2);
-}
+static void order_logged(void* arg, const lm_source_def* src) { log_point(arg, src, 2); }
 
 /* Add the logged idleness changes after checkpoint `epoch` to cuts (in live
  * order). A record whose checkpoint is one before `epoch` may come before

@@ -996,8 +996,7 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
   char nbuf[24];
   char* inputs = lm_text_take(&ins);
   if (inputs == NULL) x->nomem = true;
-  add_row(x,
-          plan->interval || plan->joined ? lm_plan_join_name(plan) : "union all",
+  add_row(x, plan->interval || plan->joined ? lm_plan_join_name(plan) : "union all",
           lm_text_take(&what), inputs != NULL ? inputs : "",
           next_id(x, nbuf, sizeof nbuf));
   lm_free(inputs);

@@ -557,9 +557,10 @@ laminar_code lm_db_delete(laminar_db* db, const lm_stmt* stmt, laminar_error* er
                      err);
   }
   if (time_col >= 0 && time_value == NULL) {
-    snprintf(why, sizeof why,
-             "table '%s' has event time '%s': a DELETE gives its time too (AND %s = value)",
-             stmt->name, cols->fields[time_col].name, cols->fields[time_col].name);
+    snprintf(
+        why, sizeof why,
+        "table '%s' has event time '%s': a DELETE gives its time too (AND %s = value)",
+        stmt->name, cols->fields[time_col].name, cols->fields[time_col].name);
     return key_error(stmt, cols, keys, nkey, stmt->where->line, stmt->where->column, why,
                      err);
   }

@@ -2692,7 +2692,8 @@ static laminar_code bind_temporal_join(binder* b, const lm_ast_select* sel,
   }
   lm_expr** lkeys;
   LM_TRY(bind_table_keys(b, jn, table, tk, &lkeys));
-  lm_expr** rkeys = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(tk->nkeys + 1));
+  lm_expr** rkeys =
+      lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(tk->nkeys + 1));
   if (rkeys == NULL) return NOMEM(b);
   for (int32_t k = 0; k < tk->nkeys; k++) {
     rkeys[k] = new_expr(b, LM_EXPR_COLUMN, table->fields[tk->keys[k]].type);
@@ -2832,7 +2833,8 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
              exists ? "FOR SYSTEM_TIME AS OF reads a table (CREATE TABLE): '%s' is a %s"
                     : "no table named '%s'",
              sel->join->right, src ? "source" : "stream or view");
-    rc = fail_pos(&b, exists ? LAMINAR_ERR_SQL_UNSUPPORTED : LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+    rc = fail_pos(&b,
+                  exists ? LAMINAR_ERR_SQL_UNSUPPORTED : LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
                   sel->join->right_line, sel->join->right_column, sel->join->right, msg);
     lm_plan_free(out);
     return rc;

@@ -1243,7 +1243,7 @@ laminar_code lm_wal_replay_upto(lm_wal* wal, uint64_t from_seq, uint64_t to_seq,
   char path[4096];
   for (size_t i = 0; i < nseg && rc == LAMINAR_OK; i++) {
     if (i + 1 < nseg && segs[i + 1] <= from_seq) continue; /* all below from_seq */
-    if (i > 0 && segs[i] > to_seq) break; /* all above to_seq */
+    if (i > 0 && segs[i] > to_seq) break;                  /* all above to_seq */
     segment_path(wal, segs[i], path, sizeof path);
     uint64_t size;
     scan_result sr;

@@ -345,13 +345,14 @@ static int test_temporal_join(void) {
 
 static int test_temporal_errors(void) {
   laminar_db* db;
-  CHECK(open_sql_db(&db,
-                    "CREATE TABLE r (k BIGINT, j VARCHAR, ts BIGINT, WATERMARK FOR ts AS "
-                    "ts, PRIMARY KEY (k, j));"
-                    "CREATE TABLE rt (k BIGINT, j VARCHAR, ts TIMESTAMP, WATERMARK FOR ts "
-                    "AS ts, PRIMARY KEY (k, j));"
-                    "CREATE SOURCE s (a BIGINT, b VARCHAR, c DOUBLE, ts BIGINT);"
-                    "CREATE SOURCE s2 (a BIGINT)") == 0);
+  CHECK(
+      open_sql_db(&db,
+                  "CREATE TABLE r (k BIGINT, j VARCHAR, ts BIGINT, WATERMARK FOR ts AS "
+                  "ts, PRIMARY KEY (k, j));"
+                  "CREATE TABLE rt (k BIGINT, j VARCHAR, ts TIMESTAMP, WATERMARK FOR ts "
+                  "AS ts, PRIMARY KEY (k, j));"
+                  "CREATE SOURCE s (a BIGINT, b VARCHAR, c DOUBLE, ts BIGINT);"
+                  "CREATE SOURCE s2 (a BIGINT)") == 0);
   static const join_error cases[] = {
       /* ON not covering the key: LDB-1021 at the ON (a key column missing) or
        * at the condition that is not `s.x = r.key`. */
@@ -366,7 +367,8 @@ static int test_temporal_errors(void) {
       {"JOIN rt FOR SYSTEM_TIME AS OF s.ts ON s.a = rt.k AND s.b = rt.j",
        LAMINAR_ERR_TYPE_MISMATCH, 31},
       /* Only a table has versions; only INNER and LEFT. */
-      {"JOIN s2 FOR SYSTEM_TIME AS OF s.ts ON s.a = s2.a", LAMINAR_ERR_SQL_UNSUPPORTED, 6},
+      {"JOIN s2 FOR SYSTEM_TIME AS OF s.ts ON s.a = s2.a", LAMINAR_ERR_SQL_UNSUPPORTED,
+       6},
       {"RIGHT JOIN r FOR SYSTEM_TIME AS OF s.ts ON s.a = r.k AND s.b = r.j",
        LAMINAR_ERR_SQL_UNSUPPORTED, 1},
   };
