@@ -138,14 +138,16 @@ typedef enum laminar_code {
   LAMINAR_ERR_SQL_LIMIT = 1008,              /* statement too large or nested too deep */
   LAMINAR_ERR_SQL_JOIN_CONDITION = 1009,     /* a join's ON / MATCH_CONDITION is not one
                                                 it can run (no ordering condition, an
-                                                unsupported comparison) */
+                                                unsupported comparison; FOR SYSTEM_TIME
+                                                AS OF without a time on either side) */
   LAMINAR_ERR_SQL_UNBOUNDED_JOIN = 1010,     /* a join of two unbounded inputs with no
                                                 time bound on both ends (its state would
                                                 grow without end) */
   LAMINAR_ERR_SQL_TABLE_KEY = 1020,          /* a DELETE whose WHERE does not fix the
                                                 whole primary key of its table */
-  LAMINAR_ERR_SQL_LOOKUP_KEY = 1021,         /* a lookup join's ON is not one equality
-                                                per primary-key column of its table */
+  LAMINAR_ERR_SQL_LOOKUP_KEY = 1021,         /* a lookup or temporal join's ON is not
+                                                one equality per primary-key column of
+                                                its table */
   LAMINAR_ERR_SQL_NOT_MATERIALIZED = 1030,   /* SELECT from a stream or source: only
                                              materialized views keep rows to read */
   LAMINAR_ERR_SQL_UNDEFINED_VARIABLE = 1031, /* ${NAME} with no variable NAME set */
@@ -1235,7 +1237,10 @@ LAMINAR_API laminar_code laminar_table_upsert(laminar_db* db, const char* table,
 /* Delete the rows of the given keys from table `table`; a key with no row is
  * ignored. The same as SQL `DELETE FROM table WHERE k = ...` per key.
  * keys/schema: a struct array of exactly the table's primary-key columns
- *   (matched by name), one row per key to delete.
+ *   (matched by name), one row per key to delete; for a table with an event
+ *   time (WATERMARK FOR a column that is not in the key) also that column:
+ *   the time of each delete, which ends the key's version for temporal joins
+ *   (docs/SQL.md "Temporal JOIN").
  * Ownership: as laminar_table_upsert().
  * Returns: as laminar_table_upsert() (LAMINAR_ERR_SCHEMA_MISMATCH when the
  *   columns are not the primary key's).

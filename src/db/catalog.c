@@ -911,6 +911,7 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
   lm_rt_pause(&db->rt);
+  if (s->plan.lookup) lm_db_table_order(db, s);
   if (branched) {
     /* Each input's current watermark; the stream's is the least. */
     const void** defs = lm_calloc((size_t)s->plan.nbranches, sizeof *defs);

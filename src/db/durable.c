@@ -2008,8 +2008,9 @@ static laminar_code replay_cuts(laminar_db* db, lm_durable* d, bool quiet,
 
 #define IDLE_LOG "idle.log"
 
-static void idle_logged(void* arg, const lm_source_def* src, bool idle) {
-  lm_durable* d = arg;
+/* Append one record: `kind` (0 active, 1 idle: an idleness change of src;
+ * 2: a lookup-join order point, no change) and every source's position. */
+static void log_point(lm_durable* d, const lm_source_def* src, uint8_t kind) {
   lm_graph* g = &d->db->graph;
   lm_state_writer w;
   lm_state_writer_init(&w);
@@ -2017,12 +2018,13 @@ static void idle_logged(void* arg, const lm_source_def* src, bool idle) {
   lm_state_put_i64(&w, (int64_t)__atomic_load_n(&d->epoch, __ATOMIC_RELAXED));
   put_name(&w, src->name);
   lm_state_put_i64(&w, (int64_t)src->incarnation);
-  lm_state_put_u8(&w, idle ? 1 : 0);
+  lm_state_put_u8(&w, kind);
   lm_state_put_u32(&w, (uint32_t)g->nsources);
   for (int32_t i = 0; i < g->nsources; i++) {
-    put_name(&w, g->sources[i]->name);
-    lm_state_put_i64(&w, (int64_t)g->sources[i]->incarnation);
-    lm_state_put_i64(&w, (int64_t)g->sources[i]->processed_seq);
+    const lm_source_def* s = g->sources[i];
+    put_name(&w, s->name);
+    lm_state_put_i64(&w, (int64_t)s->incarnation);
+    lm_state_put_i64(&w, (int64_t)s->processed_seq);
   }
   if (lm_state_writer_status(&w) == LAMINAR_OK) {
     lm_le_put32(w.data, (uint32_t)(w.len - 4));
@@ -2037,12 +2039,21 @@ static void idle_logged(void* arg, const lm_source_def* src, bool idle) {
             lm_fs_write_all(fd, w.data, w.len) == 0;
   if (fd >= 0) close(fd);
   /* Not written (no memory, an I/O error): a restart replays the rows after
-   * the last checkpoint without this change, as before idle.log existed.
+   * the last checkpoint without this point, as before idle.log existed.
    * Reported nowhere: the reactor takes no lock a checkpoint may hold. */
   (void)ok;
   lm_free(path);
   lm_state_writer_free(&w);
 }
+
+static void idle_logged(void* arg, const lm_source_def* src, bool idle) {
+  log_point(arg, src, idle ? 1 : 0);
+}
+
+/* rt.h order_hook: src takes over from the other side of a lookup join. The
+ * replay stops every source here first, so between two points only one side
+ * of the join moves, whatever the order the sources are replayed in. */
+static void order_logged(void* arg, const lm_source_def* src) { log_point(arg, src, 2); }
 
 /* Add the logged idleness changes after checkpoint `epoch` to cuts (in live
  * order). A record whose checkpoint is one before `epoch` may come before
@@ -2106,7 +2117,7 @@ static laminar_code idle_cuts(laminar_db* db, lm_durable* d, uint64_t epoch,
       lm_free(upto);
       continue;
     }
-    replay_cut c = {upto, NULL, src, idle};
+    replay_cut c = {upto, NULL, src, idle == 2 ? -1 : idle}; /* 2: an order point */
     int32_t k = *ncuts;
     while (k > 0 && cut_before(&c, &(*cuts)[k - 1], g->nsources)) {
       (*cuts)[k] = (*cuts)[k - 1];
@@ -2170,7 +2181,8 @@ static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epo
     }
     if (s->wal == NULL) continue;
     if (c.stop_after > s->processed_seq)
-      rc = lm_wal_replay(s->wal, s->processed_seq + 1, replay_record, &c, err);
+      rc = lm_wal_replay_upto(s->wal, s->processed_seq + 1, c.stop_after, replay_record,
+                              &c, err);
     set_quiet(&c, false);
     if (rc == LAMINAR_OK && cut != NULL && cut->sink != NULL && i == g->nsources - 1)
       gates_open_sink(&G, cut->sink->sink); /* every source at its CREATE: attached */
@@ -2499,6 +2511,8 @@ laminar_code lm_durable_open(laminar_db* db, const char* data_dir,
   if (rc == LAMINAR_OK && !c->read_only) {
     db->rt.idle_hook = idle_logged;
     db->rt.idle_hook_arg = d;
+    db->rt.order_hook = order_logged;
+    db->rt.order_hook_arg = d;
   }
   /* The config's sinks are attached by now; the config may go after open. */
   d->config_sinks = NULL;

@@ -212,10 +212,14 @@ laminar_code lm_db_show_tables(laminar_db* db, struct ArrowArrayStream* out,
                                laminar_error* err);
 /* The changelog source of table `name`, NULL when there is no such table. */
 lm_source_def* lm_db_table_source(laminar_db* db, const char* name);
-/* lm_plan_table_fn over the catalog (arg: the db): table `name`'s columns
- * and primary key, NULL when it is no table. */
-const lm_schema* lm_db_table_columns(void* arg, const char* name,
-                                     const int32_t** out_keys, int32_t* out_nkeys);
+/* lm_plan_table_fn over the catalog (arg: the db): table `name`'s columns,
+ * primary key, changelog source and event time, NULL when it is no table. */
+const lm_schema* lm_db_table_columns(void* arg, const char* name, lm_plan_table* out);
+/* Lookup-join stream s (s->plan.lookup) with a WAL on its root source: the
+ * reactor records where the source's messages see the table's changes (rt.h
+ * order_hook), so that the replay joins them as the live run did. Call with
+ * the graph paused. */
+void lm_db_table_order(laminar_db* db, lm_stream_def* s);
 /* Point lookup-join stream s's operator at its table's (s->plan.lookup). */
 void lm_db_table_attach_lookup(laminar_db* db, lm_stream_def* s);
 /* True when stream `s` is a table's. */

@@ -960,6 +960,18 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
                               ? "; a window's rows held until both watermarks close it"
                               : "; each side's rows held until the other's watermark "
                                 "passes");
+  } else if (plan->joined && plan->temporal_table != NULL) {
+    /* A temporal join: the table, its changelog the right input. */
+    const lm_asof_spec* j = &plan->join;
+    lm_free(what.p);
+    what = (lm_text){0};
+    lm_text_printf(&what,
+                   "%s with %s FOR SYSTEM_TIME AS OF %s.%s ON %d key%s (the table's "
+                   "changelog %s); %s rows wait for the table's watermark",
+                   plan->branches[0].input, plan->temporal_table, plan->branches[0].input,
+                   plan->union_schema.fields[j->ltime].name, (int)j->nkeys,
+                   j->nkeys == 1 ? "" : "s", plan->branches[1].input,
+                   plan->branches[0].input);
   } else if (plan->joined) {
     /* An ASOF join: its condition instead of the union's inputs. */
     static const char* const cmps[] = {"", ">=", ">", "<=", "<"};
@@ -984,10 +996,7 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
   char nbuf[24];
   char* inputs = lm_text_take(&ins);
   if (inputs == NULL) x->nomem = true;
-  add_row(x,
-          plan->interval ? lm_plan_join_name(plan)
-          : plan->joined ? (plan->join.left_outer ? "left asof join" : "asof join")
-                         : "union all",
+  add_row(x, plan->interval || plan->joined ? lm_plan_join_name(plan) : "union all",
           lm_text_take(&what), inputs != NULL ? inputs : "",
           next_id(x, nbuf, sizeof nbuf));
   lm_free(inputs);

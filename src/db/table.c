@@ -60,6 +60,13 @@ lm_source_def* lm_db_table_source(laminar_db* db, const char* name) {
   return lm_db_find_source(db, buf);
 }
 
+/* Whether column c is one of the nkey key columns `keys`. */
+static bool is_key(const int32_t* keys, int32_t nkey, int32_t c) {
+  for (int32_t k = 0; k < nkey; k++)
+    if (keys[k] == c) return true;
+  return false;
+}
+
 /* The table named by stmt, or LDB-1002 at its name. */
 static laminar_code table_of(laminar_db* db, const lm_stmt* stmt, lm_stream_def** out_s,
                              lm_source_def** out_def, laminar_error* err) {
@@ -194,6 +201,12 @@ laminar_code lm_db_drop_table(laminar_db* db, const lm_stmt* stmt, laminar_error
     return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
                    stmt->name, NULL, msg);
   }
+  /* No source's lookup-join order names the changelog source any more. */
+  lm_source_def* def = lm_db_table_source(db, stmt->name);
+  lm_rt_pause(&db->rt);
+  for (int32_t i = 0; def != NULL && i < db->graph.nsources; i++)
+    if (db->graph.sources[i]->order_of == def) db->graph.sources[i]->order_of = NULL;
+  lm_rt_resume(&db->rt);
   /* The view first (refused while a stream, view or sink reads it), then its
    * changelog source. */
   lm_stmt part = *stmt;
@@ -262,11 +275,13 @@ laminar_code lm_db_show_tables(laminar_db* db, struct ArrowArrayStream* out,
 
 /* ---- lookup joins -------------------------------------------------------------------- */
 
-const lm_schema* lm_db_table_columns(void* arg, const char* name,
-                                     const int32_t** out_keys, int32_t* out_nkeys) {
+const lm_schema* lm_db_table_columns(void* arg, const char* name, lm_plan_table* out) {
   lm_stream_def* s = find_table(arg, name);
-  if (s == NULL) return NULL;
-  *out_keys = table_keys(s, out_nkeys);
+  lm_source_def* def = s != NULL ? lm_db_table_source(arg, name) : NULL;
+  if (def == NULL) return NULL;
+  out->keys = table_keys(s, &out->nkeys);
+  out->changes = def->name;
+  out->time_col = def->wm_col;
   return lm_db_view_columns(s);
 }
 
@@ -276,11 +291,21 @@ void lm_db_table_attach_lookup(laminar_db* db, lm_stream_def* s) {
     lm_op_lookup_set_table(s->chain, t != NULL ? lm_op_view_of(t->chain) : NULL);
 }
 
+void lm_db_table_order(laminar_db* db, lm_stream_def* s) {
+  lm_source_def* root = lm_db_root_source(db, s);
+  lm_source_def* changes = lm_db_table_source(db, s->plan.lookup_table);
+  if (root == NULL || changes == NULL || root->wal == NULL) return;
+  root->order_of = changes;
+  root->order_noted = changes->processed_seq;
+  root->order_self = root->processed_seq;
+}
+
 /* The first stream joining table `name`, NULL for none. */
 static lm_stream_def* table_reader(laminar_db* db, const char* name) {
   for (int32_t i = 0; i < db->graph.nstreams; i++) {
     lm_stream_def* s = db->graph.streams[i];
-    if (s->plan.lookup && lm_streq_nocase(s->plan.lookup_table, name)) return s;
+    const char* joined = s->plan.lookup ? s->plan.lookup_table : s->plan.temporal_table;
+    if (joined != NULL && lm_streq_nocase(joined, name)) return s;
   }
   return NULL;
 }
@@ -479,6 +504,10 @@ laminar_code lm_db_delete(laminar_db* db, const lm_stmt* stmt, laminar_error* er
   /* The conjuncts of WHERE, AND by AND (the parser bounds the depth). */
   const lm_ast_expr* todo[256];
   const lm_ast_expr* value[MAX_KEY] = {0};
+  /* A table with event time: the delete's time too (its temporal joins see
+   * the row end then). */
+  int32_t time_col = is_key(keys, nkey, def->wm_col) ? -1 : def->wm_col;
+  const lm_ast_expr* time_value = NULL;
   int32_t ntodo = 0;
   todo[ntodo++] = stmt->where;
   char why[300];
@@ -506,6 +535,10 @@ laminar_code lm_db_delete(laminar_db* db, const lm_stmt* stmt, laminar_error* er
       return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, col->line, col->column,
                      stmt->name, col->name, why);
     }
+    if (c == time_col && time_value == NULL) {
+      time_value = lit; /* when the delete happens (a table with event time) */
+      continue;
+    }
     int32_t k = 0;
     while (k < nkey && keys[k] != c) k++;
     if (k == nkey || value[k] != NULL) {
@@ -523,6 +556,14 @@ laminar_code lm_db_delete(laminar_db* db, const lm_stmt* stmt, laminar_error* er
     return key_error(stmt, cols, keys, nkey, stmt->where->line, stmt->where->column, why,
                      err);
   }
+  if (time_col >= 0 && time_value == NULL) {
+    snprintf(
+        why, sizeof why,
+        "table '%s' has event time '%s': a DELETE gives its time too (AND %s = value)",
+        stmt->name, cols->fields[time_col].name, cols->fields[time_col].name);
+    return key_error(stmt, cols, keys, nkey, stmt->where->line, stmt->where->column, why,
+                     err);
+  }
   rows r;
   laminar_code rc = rows_init(&r, &def->schema, 1, -1);
   if (rc != LAMINAR_OK) rc = lm_error_set(err, rc, "out of memory");
@@ -531,6 +572,11 @@ laminar_code lm_db_delete(laminar_db* db, const lm_stmt* stmt, laminar_error* er
     r.nulls[keys[k]][0] = 1; /* set by the literal, or refused if NULL */
     rc = put_literal(&r, keys[k], 0, &def->schema.fields[keys[k]], value[k], stmt->name,
                      err);
+  }
+  if (rc == LAMINAR_OK && time_value != NULL) {
+    r.nulls[time_col][0] = 1;
+    rc = put_literal(&r, time_col, 0, &def->schema.fields[time_col], time_value,
+                     stmt->name, err);
   }
   if (rc == LAMINAR_OK) rc = rows_push(db, def, &r, err);
   rows_free(&r);
@@ -573,14 +619,17 @@ static laminar_code write_table(laminar_db* db, const char* name,
   }
   int32_t nkey;
   const int32_t* keys = table_keys(s, &nkey);
-  int32_t nwant = upsert ? def->schema.ncols - 1 : nkey;
+  /* A delete gives the key; of a table with event time also the time the
+   * delete happens at (it ends the version a temporal join sees then). */
+  bool timed = !upsert && def->wm_col >= 0 && !is_key(keys, nkey, def->wm_col);
+  int32_t nwant = upsert ? def->schema.ncols - 1 : nkey + (timed ? 1 : 0);
   if (nwant > 256) {
     rc = lm_error_set(err, LAMINAR_ERR_SQL_LIMIT, "%s: table '%s' has too many columns",
                       fn, name);
     goto done;
   }
   for (int32_t i = 0; i < nwant; i++) {
-    pos[i] = upsert ? i : keys[i];
+    pos[i] = upsert ? i : i < nkey ? keys[i] : def->wm_col;
     const lm_field* f = &def->schema.fields[pos[i]];
     if (lm_schema_add(&want, f->name, f->type, f->not_null) != 0) {
       rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -588,7 +637,10 @@ static laminar_code write_table(laminar_db* db, const char* name,
     }
   }
   char what[300];
-  snprintf(what, sizeof what, "%s%s", name, upsert ? "" : " (its primary key)");
+  snprintf(what, sizeof what, "%s%s", name,
+           upsert  ? ""
+           : timed ? " (its primary key and event time)"
+                   : " (its primary key)");
   rc = lm_arrow_import(&want, what, array, schema, &batch, err);
   if (rc != LAMINAR_OK) goto done; /* the array is still the caller's */
   rc = rows_init(&r, &def->schema, batch->nrows, upsert ? 1 : -1);

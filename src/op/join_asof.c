@@ -166,6 +166,15 @@ static void sweep(asof_op* j) {
 
 /* ---- the match of a left row ----------------------------------------------------------- */
 
+/* Whether right row `slot` is a delete of a temporal join's table (spec
+ * tombstones: its last column, the changelog weight, is negative): the
+ * version it starts is "no row". */
+static bool is_tombstone(const asof_op* j, uint32_t slot) {
+  if (!j->spec.tombstones) return false;
+  int32_t wc = j->spec.rcols - 1;
+  return !j->right.nulls[wc][slot] && ((const int64_t*)j->right.data[wc])[slot] < 0;
+}
+
 /* The matching right slot of left row time t in kr (-1: none), and whether
  * it is final under right watermark rw (the column's unit). */
 static int64_t find_match(const asof_op* j, const lm_timelist* kr, int64_t t, int64_t rw,
@@ -180,7 +189,8 @@ static int64_t find_match(const asof_op* j, const lm_timelist* kr, int64_t t, in
           (sp->cmp == LM_ASOF_GE ? lm_timelist_upper(kr, t) : lm_timelist_lower(kr, t)) -
           1;
       if (i >= kr->head &&
-          (!sp->has_tolerance || lm_join_sat_sub(t, kr->ts[i]) <= sp->tolerance))
+          (!sp->has_tolerance || lm_join_sat_sub(t, kr->ts[i]) <= sp->tolerance) &&
+          !is_tombstone(j, kr->slot[i]))
         m = kr->slot[i];
     }
     return m;

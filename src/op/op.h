@@ -358,6 +358,11 @@ typedef struct lm_asof_spec {
    * all): the join keeps only those of the rows it holds, and emits the others
    * as unspecified values (zeros). */
   const uint8_t* need;
+  /* A temporal join (FOR SYSTEM_TIME AS OF): the right input is a table's
+   * changelog, its last column the weight (held: need flags it). A right row
+   * of negative weight (a delete) is a version of "no row": a left row whose
+   * match it is stays unmatched. Only with cmp LM_ASOF_GE. */
+  bool tombstones;
 } lm_asof_spec;
 
 /* out_schema: the left input's columns then the right's (lcols + rcols). The

@@ -102,6 +102,12 @@ const char* lm_plan_describe(lm_plan* plan) {
              plan->union_schema.fields[j->lcols + j->rtime].name, plan->branches[0].input,
              plan->union_schema.fields[j->ltime].name, (long long)j->lo, (long long)j->hi,
              j->residual != NULL ? ", residual" : "");
+  } else if (plan->joined && plan->temporal_table != NULL) {
+    const lm_asof_spec* j = &plan->join;
+    snprintf(head, sizeof head, "%s(%s, %s: %d keys, AS OF %s.%s) -> ",
+             plan->join.left_outer ? "left_temporal_join" : "temporal_join",
+             plan->branches[0].input, plan->temporal_table, (int)j->nkeys,
+             plan->branches[0].input, plan->union_schema.fields[j->ltime].name);
   } else if (plan->joined) {
     static const char* const cmps[] = {"", ">=", ">", "<=", "<"};
     const lm_asof_spec* j = &plan->join;
@@ -420,6 +426,8 @@ int32_t lm_plan_traced_column(const lm_plan* p, int32_t col) {
 }
 
 const char* lm_plan_join_name(const lm_plan* plan) {
+  if (plan->temporal_table != NULL)
+    return plan->join.left_outer ? "left temporal join" : "temporal join";
   if (!plan->interval) return plan->join.left_outer ? "left asof join" : "asof join";
   const lm_ijoin_spec* j = &plan->ijoin;
   static const char* const names[2][4] = {

@@ -24,7 +24,7 @@ laminar_code lm_rt_input_chunk(lm_op* chain, int64_t in_wm, const lm_chunk* chun
 laminar_code lm_rt_stream_publish(lm_stream_def* s, lm_batch* batch);
 /* Account message `msg` in its source's watermark (and WAL position): the new
  * source watermark, or INT64_MIN when it did not advance. */
-int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg);
+int64_t lm_rt_msg_advance(lm_rt* rt, lm_source_def* src, const lm_msg* msg);
 /* Fewest free slots of any blocking subscriber ring (UINT32_MAX: none). */
 uint32_t lm_rt_min_free(const lm_graph* g);
 

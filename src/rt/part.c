@@ -1106,7 +1106,7 @@ static laminar_code run_one(lm_rt* rt, lm_source_def* src, lm_msg* msg, int64_t 
 }
 
 laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
-  return run_one(rt, src, msg, lm_rt_msg_advance(src, msg), false);
+  return run_one(rt, src, msg, lm_rt_msg_advance(rt, src, msg), false);
 }
 
 laminar_code lm_rt_run_idleness(lm_rt* rt, lm_source_def* src) {
@@ -1165,7 +1165,7 @@ laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,
       lm_msg* msg;
       if (!lm_source_take(src, false, &msg)) break;
       if (msg->batch != NULL) rows += msg->batch->nrows;
-      rd->wms[rd->n] = lm_rt_msg_advance(src, msg);
+      rd->wms[rd->n] = lm_rt_msg_advance(rt, src, msg);
       rd->msgs[rd->n++] = msg;
     }
     if (rd->n == 0) break;

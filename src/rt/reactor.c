@@ -411,7 +411,33 @@ int64_t lm_rt_source_keys(const lm_source_def* src) {
   return src->keys != NULL ? lm_keywm_count(src->keys) : 0;
 }
 
-int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg) {
+/* Lookup joins under a WAL (rt.h order_hook): before a logged message of a
+ * source a lookup join reads, when its table took messages since the last
+ * point, or of a table's changelog, when a source joining it took messages
+ * since: a point where the one takes over from the other, recorded before
+ * the message is taken. Between two points only one of them moves. */
+static void order_point(lm_rt* rt, lm_source_def* src) {
+  bool turn = false;
+  if (src->order_of != NULL) {
+    turn = src->order_of->processed_seq != src->order_noted;
+  } else if (src->table != NULL) {
+    for (int32_t i = 0; !turn && i < rt->graph->nsources; i++) {
+      const lm_source_def* s = rt->graph->sources[i];
+      turn = s->order_of == src && s->processed_seq != s->order_self;
+    }
+  }
+  if (!turn) return;
+  if (rt->order_hook != NULL) rt->order_hook(rt->order_hook_arg, src);
+  for (int32_t i = 0; i < rt->graph->nsources; i++) {
+    lm_source_def* s = rt->graph->sources[i];
+    if (s->order_of == NULL || (s != src && s->order_of != src)) continue;
+    s->order_noted = s->order_of->processed_seq;
+    s->order_self = s->processed_seq;
+  }
+}
+
+int64_t lm_rt_msg_advance(lm_rt* rt, lm_source_def* src, const lm_msg* msg) {
+  if (msg->seq != 0) order_point(rt, src);
   int64_t wm = src->watermark_ms;
   /* An explicit watermark a drop_oldest producer removed unread still counts
    * (relaxed: see carried_watermark in rt.h). */
@@ -451,9 +477,9 @@ int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg) {
   return wm;
 }
 
-static laminar_code process_msg(lm_source_def* src, lm_msg* msg) {
+static laminar_code process_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
   laminar_code rc = LAMINAR_OK;
-  int64_t wm = lm_rt_msg_advance(src, msg);
+  int64_t wm = lm_rt_msg_advance(rt, src, msg);
   if (msg->batch != NULL) {
     lm_batch* batch = msg->batch;
     lm_chunk chunk = {batch->nrows, batch->ncols, batch->cols, NULL};
@@ -487,7 +513,7 @@ laminar_code lm_rt_process_now(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
   /* Keyed readers: the message goes through their partitions as a round of
    * one, as the reactor would route it (lm_rt_run_msg drains: it notifies). */
   if (rt->ncores > 1 && lm_rt_source_partitioned(src)) return lm_rt_run_msg(rt, src, msg);
-  laminar_code rc = process_msg(src, msg);
+  laminar_code rc = process_msg(rt, src, msg);
   lm_rt_notify_subscribers(rt->graph);
   /* Replay: each record's sink writes are done before the next is taken, so
    * a failed write names its record. */
@@ -675,7 +701,7 @@ static laminar_code process_round(lm_rt* rt, int budget, bool* out_progress,
       lm_msg* item;
       if (!lm_source_take(src, false, &item)) break;
       *out_progress = true;
-      rc = process_msg(src, item);
+      rc = process_msg(rt, src, item);
     }
     if (rc == LAMINAR_OK && (src->idle_next != 0 || src->idle_timeout_ms > 0)) {
       rc = source_idleness(rt, src, taken);

@@ -217,6 +217,13 @@ typedef struct lm_source_def {
   /* reactor-only: the keys' event times (state/keywm.h), NULL without a key;
    * checkpointed with the source's position (db/durable.c). */
   struct lm_keywm* keys;
+  /* A lookup join reads this source's rows (db/table.c): order_of is the
+   * changelog source of the table it joins (NULL: none); order_noted and
+   * order_self are that source's and this one's processed_seq when a point
+   * of their order was last recorded (rt order_hook). Reactor 0 (it drains
+   * both); set while the graph is paused. */
+  struct lm_source_def* order_of;
+  uint64_t order_noted, order_self;
   /* reactor-only */
   uint64_t processed_seq; /* last WAL record taken through the graph */
   int64_t max_ts_ms;
@@ -483,6 +490,15 @@ typedef struct lm_rt {
    * input where it took effect. NULL: none. Set before the runtime starts. */
   void (*idle_hook)(void* arg, const lm_source_def* src, bool idle);
   void* idle_hook_arg;
+  /* Durability (db/durable.c): called on reactor 0 before a logged message
+   * of `src` is taken where it takes over from the other side of a lookup
+   * join: src a source a lookup join reads (src->order_of its table's
+   * changelog) after that table took messages, or a table's changelog after
+   * a source joining it did. The sources' processed_seq are the point, so
+   * that the WAL replay takes the two in the live order. NULL: none. Set
+   * before the runtime starts. */
+  void (*order_hook)(void* arg, const lm_source_def* src);
+  void* order_hook_arg;
   /* Counters (issue 5 observability). writer: the thread driving the graph
    * (relaxed); reader: laminar_metrics. busy_ns: time in rounds that took
    * messages, on the reactor thread; started_ns: CLOCK_MONOTONIC at

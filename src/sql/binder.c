@@ -2046,11 +2046,11 @@ static laminar_code window_side(binder* b, const lm_ast_expr* w, const lm_schema
  * which the select binds over; their schemas in in[0], in[1]. */
 static laminar_code join_inputs(binder* b, const lm_ast_select* sel,
                                 lm_plan_lookup_fn lookup, void* lookup_arg,
-                                const lm_schema** in) {
+                                const char* changelog, const lm_schema** in) {
   lm_plan* plan = b->plan;
   const lm_ast_join* jn = sel->join;
   bool src[2];
-  const char* names[2] = {sel->from, jn->right};
+  const char* names[2] = {sel->from, changelog != NULL ? changelog : jn->right};
   int32_t lines[2] = {sel->from_line, jn->right_line};
   int32_t cols[2] = {sel->from_column, jn->right_column};
   for (int i = 0; i < 2; i++) {
@@ -2063,7 +2063,7 @@ static laminar_code join_inputs(binder* b, const lm_ast_select* sel,
       lm_error_object(b->err, names[i], NULL);
       return LAMINAR_ERR_SQL_UNKNOWN_OBJECT;
     }
-    if (lm_op_view_is_changelog(in[i])) {
+    if (lm_op_view_is_changelog(in[i]) && !(i == 1 && changelog != NULL)) {
       lm_error_set(b->err, LAMINAR_ERR_SQL_UNSUPPORTED,
                    "'%s' at line %d, column %d is a changelog (it ends in _weight): a "
                    "join over a changelog is not supported yet",
@@ -2089,9 +2089,13 @@ static laminar_code join_inputs(binder* b, const lm_ast_select* sel,
       LM_TRY(window_side(b, windows[i], in[i], br, &plan->join_side[i]));
       in[i] = &plan->join_side[i];
     }
-    for (int32_t c = 0; c < in[i]->ncols; c++)
-      LM_TRY(add_field(b, &plan->union_schema, in[i]->fields[c].name,
+    for (int32_t c = 0; c < in[i]->ncols; c++) {
+      /* A changelog's weight: named so that no column reference or `*`
+       * reaches it. */
+      bool weight = i == 1 && changelog != NULL && c == in[i]->ncols - 1;
+      LM_TRY(add_field(b, &plan->union_schema, weight ? "$weight" : in[i]->fields[c].name,
                        in[i]->fields[c].type));
+    }
   }
   plan->nbranches = 2;
   size_t len = strlen(names[0]) + strlen(names[1]) + 3;
@@ -2126,7 +2130,7 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
                 "an ASOF JOIN reads its inputs by name, not through %s(...)",
                 sel->from_window->fname);
   }
-  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, in));
+  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, NULL, in));
   lm_asof_spec* sp = &plan->join;
   sp->left_outer = jn->left_outer;
   sp->lcols = in[0]->ncols;
@@ -2448,7 +2452,7 @@ static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
                 "JOIN tumble(b, ts, size) ON a.window_start = b.window_start ...");
   }
   const lm_schema* in[2];
-  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, in));
+  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, NULL, in));
   plan->interval = true;
   lm_ijoin_spec* sp = &plan->ijoin;
   sp->keep_left = jn->type == LM_JOIN_LEFT || jn->type == LM_JOIN_FULL;
@@ -2543,74 +2547,17 @@ static laminar_code fail_pos(binder* b, laminar_code code, int32_t line, int32_t
   return code;
 }
 
-/* FROM s [alias] [INNER | LEFT [OUTER]] JOIN t [alias] ON s.x = t.k [AND ...]
- * with t a table: one branch (s) without operators, the joined row (s's
- * columns then t's) as union_schema, the lookup spec from ON, which must be
- * exactly one `input expression = t.key` per primary-key column of t. */
-static laminar_code bind_lookup_join(binder* b, const lm_ast_select* sel,
-                                     lm_plan_lookup_fn lookup, void* lookup_arg) {
+/* The ON of a join with table `table` (named by the join, primary key
+ * tk): exactly one `input expression = t.key` per key column, in any order,
+ * joined by AND (LDB-1021 otherwise). Out: per key column k, the input's
+ * expression (bound over the left side) in lkeys[k] (nkeys of them, in the
+ * pool). */
+static laminar_code bind_table_keys(binder* b, const lm_ast_join* jn,
+                                    const lm_schema* table, const lm_plan_table* tk,
+                                    lm_expr*** out_lkeys) {
   lm_plan* plan = b->plan;
-  const lm_ast_join* jn = sel->join;
-  char msg[512];
-  bool src = false, right_src = false;
-  const lm_schema* left = lookup(lookup_arg, sel->from, &src);
-  if (left == NULL) return unknown_input(sel, b->err);
-  const int32_t* keys = NULL;
-  int32_t nkeys = 0;
-  const lm_schema* table =
-      b->tables != NULL ? b->tables(lookup_arg, jn->right, &keys, &nkeys) : NULL;
-  if (table == NULL) {
-    bool exists = lookup(lookup_arg, jn->right, &right_src) != NULL;
-    snprintf(msg, sizeof msg,
-             exists ? "JOIN reads a table (CREATE TABLE): '%s' is a %s; join two "
-                      "streams with ASOF JOIN"
-                    : "no table named '%s'",
-             jn->right, right_src ? "source" : "stream or view");
-    return fail_pos(b,
-                    exists ? LAMINAR_ERR_SQL_UNSUPPORTED : LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
-                    exists ? jn->line : jn->right_line,
-                    exists ? jn->column : jn->right_column, jn->right, msg);
-  }
-  if (jn->as_of != NULL) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, jn->as_of,
-                "FOR SYSTEM_TIME AS OF (a temporal join) is not supported yet: JOIN %s "
-                "without it joins each row with the table's current rows",
-                jn->right);
-  }
-  if (lm_op_view_is_changelog(left)) {
-    snprintf(msg, sizeof msg,
-             "'%s' is a changelog (it ends in _weight): a lookup join over a changelog "
-             "is not supported yet",
-             sel->from);
-    return fail_pos(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->from_line, sel->from_column,
-                    sel->from, msg);
-  }
-  plan->branches = lm_pool_alloc(&plan->pool, sizeof(lm_plan_branch));
-  plan->input = lm_pool_copy(&plan->pool, sel->from, strlen(sel->from) + 1);
-  plan->lookup_table = lm_pool_copy(&plan->pool, jn->right, strlen(jn->right) + 1);
-  if (plan->branches == NULL || plan->input == NULL || plan->lookup_table == NULL)
-    return NOMEM(b);
-  memset(plan->branches, 0, sizeof(lm_plan_branch));
-  plan->branches[0] = (lm_plan_branch){.input = plan->input,
-                                       .input_is_source = src,
-                                       .line = sel->from_line,
-                                       .column = sel->from_column,
-                                       .in_ncols = left->ncols};
-  plan->nbranches = 1;
-  plan->input_is_source = src;
-  for (int32_t c = 0; c < left->ncols; c++)
-    LM_TRY(add_field(b, &plan->union_schema, left->fields[c].name, left->fields[c].type));
-  for (int32_t c = 0; c < table->ncols; c++)
-    LM_TRY(
-        add_field(b, &plan->union_schema, table->fields[c].name, table->fields[c].type));
-  plan->lookup = true;
-  b->input = &plan->union_schema;
-  b->join_left = left;
-  b->join_right = table;
-  b->right_name = jn->right;
-  b->right_alias = jn->right_alias;
-
-  /* ON: one `left expression = t.key` per key column, in any order. */
+  const int32_t* keys = tk->keys;
+  int32_t nkeys = tk->nkeys;
   enum { MAXC = 64 };
   const lm_ast_expr* conj[MAXC];
   int32_t n = 0;
@@ -2618,6 +2565,7 @@ static laminar_code bind_lookup_join(binder* b, const lm_ast_select* sel,
   lm_expr** lkeys = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(nkeys + 1));
   if (lkeys == NULL) return NOMEM(b);
   memset(lkeys, 0, sizeof(lm_expr*) * (size_t)(nkeys + 1));
+  const char* what = jn->as_of != NULL ? "temporal" : "lookup";
   char key_text[256] = "";
   for (int32_t k = 0; k < nkeys; k++) {
     size_t used = strlen(key_text);
@@ -2641,9 +2589,9 @@ static laminar_code bind_lookup_join(binder* b, const lm_ast_select* sel,
     while (side == 1 && k < nkeys && keys[k] != col) k++;
     if (side != 1 || k == nkeys || lkeys[k] != NULL) {
       return fail(b, LAMINAR_ERR_SQL_LOOKUP_KEY, c,
-                  "a lookup join's ON is `input_column = %s.key` once for each column of "
+                  "a %s join's ON is `input_column = %s.key` once for each column of "
                   "the table's primary key (%s), joined by AND%s",
-                  jn->right, key_text,
+                  what, jn->right, key_text,
                   side == 1 && k == nkeys ? ": this column is not in the key"
                   : side == 1             ? ": this key column is given twice"
                                           : "");
@@ -2653,7 +2601,7 @@ static laminar_code bind_lookup_join(binder* b, const lm_ast_select* sel,
     lm_type want = table->fields[col].type;
     if (l->type != want && l->type != LM_TYPE_NULL) {
       return fail(b, LAMINAR_ERR_TYPE_MISMATCH, c,
-                  "lookup join key: %s cannot match the table's key column '%s' (%s)",
+                  "%s join key: %s cannot match the table's key column '%s' (%s)", what,
                   lm_type_name(l->type), table->fields[col].name, lm_type_name(want));
     }
     lkeys[k] = l;
@@ -2661,15 +2609,160 @@ static laminar_code bind_lookup_join(binder* b, const lm_ast_select* sel,
   for (int32_t k = 0; k < nkeys; k++) {
     if (lkeys[k] != NULL) continue;
     return fail(b, LAMINAR_ERR_SQL_LOOKUP_KEY, jn->on,
-                "the ON of a lookup join fixes every column of %s's primary key (%s): "
+                "the ON of a %s join fixes every column of %s's primary key (%s): "
                 "'%s' is missing",
-                jn->right, key_text, table->fields[keys[k]].name);
+                what, jn->right, key_text, table->fields[keys[k]].name);
   }
+  *out_lkeys = lkeys;
+  return LAMINAR_OK;
+}
+
+/* The input of a join with a table (FROM s): its schema, or LDB-1002; a
+ * changelog (EMIT CHANGES, a view) is refused (LDB-1005). */
+static laminar_code table_join_input(binder* b, const lm_ast_select* sel,
+                                     lm_plan_lookup_fn lookup, void* lookup_arg,
+                                     const lm_schema** out, bool* out_src) {
+  *out = lookup(lookup_arg, sel->from, out_src);
+  if (*out == NULL) return unknown_input(sel, b->err);
+  if (lm_op_view_is_changelog(*out)) {
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "'%s' is a changelog (it ends in _weight): a %s join over a changelog "
+             "is not supported yet",
+             sel->from, sel->join->as_of != NULL ? "temporal" : "lookup");
+    return fail_pos(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->from_line, sel->from_column,
+                    sel->from, msg);
+  }
+  return LAMINAR_OK;
+}
+
+/* Names in a join of input `left` with `table` (the statement's join's
+ * right side) bind over the joined row, union_schema. */
+static void table_join_scope(binder* b, const lm_schema* left, const lm_schema* table) {
+  b->input = &b->plan->union_schema;
+  b->join_left = left;
+  b->join_right = table;
+  b->right_name = b->stmt->select->join->right;
+  b->right_alias = b->stmt->select->join->right_alias;
+}
+
+/* FROM s [alias] [INNER | LEFT [OUTER]] JOIN t [alias] ON s.x = t.k [AND ...]
+ * with t a table (columns `table`, key tk): one branch (s) without
+ * operators, the joined row (s's columns then t's) as union_schema, the
+ * lookup spec from ON (bind_table_keys). */
+static laminar_code bind_lookup_join(binder* b, const lm_ast_select* sel,
+                                     lm_plan_lookup_fn lookup, void* lookup_arg,
+                                     const lm_schema* table, const lm_plan_table* tk) {
+  lm_plan* plan = b->plan;
+  const lm_ast_join* jn = sel->join;
+  bool src = false;
+  const lm_schema* left;
+  LM_TRY(table_join_input(b, sel, lookup, lookup_arg, &left, &src));
+  plan->branches = lm_pool_alloc(&plan->pool, sizeof(lm_plan_branch));
+  plan->input = lm_pool_copy(&plan->pool, sel->from, strlen(sel->from) + 1);
+  plan->lookup_table = lm_pool_copy(&plan->pool, jn->right, strlen(jn->right) + 1);
+  if (plan->branches == NULL || plan->input == NULL || plan->lookup_table == NULL)
+    return NOMEM(b);
+  memset(plan->branches, 0, sizeof(lm_plan_branch));
+  plan->branches[0] = (lm_plan_branch){.input = plan->input,
+                                       .input_is_source = src,
+                                       .line = sel->from_line,
+                                       .column = sel->from_column,
+                                       .in_ncols = left->ncols};
+  plan->nbranches = 1;
+  plan->input_is_source = src;
+  for (int32_t c = 0; c < left->ncols; c++)
+    LM_TRY(add_field(b, &plan->union_schema, left->fields[c].name, left->fields[c].type));
+  for (int32_t c = 0; c < table->ncols; c++)
+    LM_TRY(
+        add_field(b, &plan->union_schema, table->fields[c].name, table->fields[c].type));
+  plan->lookup = true;
+  table_join_scope(b, left, table);
+  lm_expr** lkeys;
+  LM_TRY(bind_table_keys(b, jn, table, tk, &lkeys));
   plan->lk = (lm_lookup_spec){.left_outer = jn->left_outer,
                               .lcols = left->ncols,
                               .rcols = table->ncols,
-                              .nkeys = nkeys,
+                              .nkeys = tk->nkeys,
                               .lkeys = (const lm_expr* const*)lkeys};
+  return LAMINAR_OK;
+}
+
+/* FROM s [alias] [INNER | LEFT] JOIN t FOR SYSTEM_TIME AS OF s.ts [alias] ON
+ * s.x = t.k ... (t a table with an event time): an ASOF join (>=) of s with
+ * t's changelog source, keyed by t's primary key, whose deletes end a
+ * version (lm_asof_spec.tombstones). Two branches (s, the changelog); the
+ * joined row is s's columns, t's, then the changelog weight (named so that
+ * no column reference or `*` reaches it). A table without a time column and
+ * WATERMARK, or an AS OF that is not a time column of s: LDB-1009. */
+static laminar_code bind_temporal_join(binder* b, const lm_ast_select* sel,
+                                       lm_plan_lookup_fn lookup, void* lookup_arg,
+                                       const lm_schema* table, const lm_plan_table* tk) {
+  lm_plan* plan = b->plan;
+  const lm_ast_join* jn = sel->join;
+  plan->join_kind = jn->left_outer ? "LEFT TEMPORAL JOIN" : "TEMPORAL JOIN";
+  if (tk->time_col < 0) {
+    return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, jn->as_of,
+                "FOR SYSTEM_TIME AS OF joins the version of %s valid at each row's time, "
+                "and table '%s' has no event time: declare it with a time column and "
+                "WATERMARK FOR it (CREATE TABLE %s (..., ts TIMESTAMP, WATERMARK FOR ts "
+                "AS ts - INTERVAL '1' SECOND, PRIMARY KEY (...)))",
+                jn->right, jn->right, jn->right);
+  }
+  const lm_schema* in[2];
+  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, tk->changes, in));
+  if (in[1]->ncols != table->ncols + 1) {
+    return fail(b, LAMINAR_ERR_INTERNAL, jn->as_of, "table '%s' has no changelog source",
+                jn->right);
+  }
+  b->join_right = table;
+  plan->temporal_table = lm_pool_copy(&plan->pool, jn->right, strlen(jn->right) + 1);
+  size_t len = strlen(sel->from) + strlen(jn->right) + 3;
+  plan->inputs = lm_pool_alloc(&plan->pool, len); /* SHOW STREAMS: the table's name */
+  if (plan->temporal_table == NULL || plan->inputs == NULL) return NOMEM(b);
+  snprintf(plan->inputs, len, "%s, %s", sel->from, jn->right);
+
+  /* AS OF: a time column of the input, of the table's time type. */
+  int sides = 0;
+  LM_TRY(join_sides(b, jn->as_of, &sides));
+  lm_expr* l = NULL;
+  if (sides == 1 && jn->as_of->kind == LM_AST_COLUMN)
+    LM_TRY(bind_join_side(b, 0, jn->as_of, &l));
+  lm_type tt = table->fields[tk->time_col].type;
+  if (l == NULL || (l->type != LM_TYPE_INT64 && l->type != LM_TYPE_TIMESTAMP)) {
+    return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, jn->as_of,
+                "FOR SYSTEM_TIME AS OF takes a time column of '%s' (BIGINT epoch ms or "
+                "TIMESTAMP, e.g. %s.ts): the version of %s valid at that time is joined",
+                sel->from, sel->from_alias ? sel->from_alias : sel->from, jn->right);
+  }
+  if (l->type != tt) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, jn->as_of,
+                "FOR SYSTEM_TIME AS OF: '%s' is %s, table '%s''s time column '%s' is %s",
+                jn->as_of->name, lm_type_name(l->type), jn->right,
+                table->fields[tk->time_col].name, lm_type_name(tt));
+  }
+  lm_expr** lkeys;
+  LM_TRY(bind_table_keys(b, jn, table, tk, &lkeys));
+  lm_expr** rkeys =
+      lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(tk->nkeys + 1));
+  if (rkeys == NULL) return NOMEM(b);
+  for (int32_t k = 0; k < tk->nkeys; k++) {
+    rkeys[k] = new_expr(b, LM_EXPR_COLUMN, table->fields[tk->keys[k]].type);
+    if (rkeys[k] == NULL) return NOMEM(b);
+    rkeys[k]->column = tk->keys[k];
+    if (lkeys[k]->type == LM_TYPE_NULL) LM_TRY(coerce(b, &lkeys[k], rkeys[k]->type));
+  }
+  plan->join = (lm_asof_spec){.left_outer = jn->left_outer,
+                              .cmp = LM_ASOF_GE,
+                              .nkeys = tk->nkeys,
+                              .lkeys = (const lm_expr* const*)lkeys,
+                              .rkeys = (const lm_expr* const*)rkeys,
+                              .ltime = l->column,
+                              .rtime = tk->time_col,
+                              .time_type = tt,
+                              .lcols = in[0]->ncols,
+                              .rcols = in[1]->ncols,
+                              .tombstones = true};
   return LAMINAR_OK;
 }
 
@@ -2722,7 +2815,7 @@ static laminar_code join_needed_columns(binder* b) {
   /* Right rows are snapshotted by key group: their keys need no columns. */
   for (int32_t k = 0; k < j->nkeys; k++) mark_columns(j->lkeys[k], need, j->lcols);
   need[j->ltime] = 1;
-  (void)right;
+  if (j->tombstones) right[j->rcols - 1] = 1; /* the weight: a delete ends a version */
   plan->join.need = need;
   return LAMINAR_OK;
 }
@@ -2754,10 +2847,10 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
               .tables = tables,
               .funcs = funcs};
   laminar_code rc = LAMINAR_OK;
-  const int32_t* table_keys = NULL;
-  int32_t table_nkeys = 0;
+  lm_plan_table tk = {.time_col = -1};
+  const lm_schema* table = NULL;
   if (sel->join != NULL && sel->join->plain && b.tables != NULL &&
-      b.tables(lookup_arg, sel->join->right, &table_keys, &table_nkeys) != NULL) {
+      (table = b.tables(lookup_arg, sel->join->right, &tk)) != NULL) {
     /* JOIN of a table: a lookup join (an interval join reads two streams) */
     const lm_ast_join* jn = sel->join;
     if (jn->type == LM_JOIN_RIGHT || jn->type == LM_JOIN_FULL ||
@@ -2770,18 +2863,32 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
       lm_plan_free(out);
       return LAMINAR_ERR_SQL_UNSUPPORTED;
     }
-    rc = bind_lookup_join(&b, sel, lookup, lookup_arg);
+    rc = jn->as_of != NULL ? bind_temporal_join(&b, sel, lookup, lookup_arg, table, &tk)
+                           : bind_lookup_join(&b, sel, lookup, lookup_arg, table, &tk);
     if (rc == LAMINAR_OK && sel->union_next != NULL) {
       rc = fail(&b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
                 "UNION ALL of a join is not supported yet: join in a stream of its own "
                 "and read that stream");
     }
     if (rc == LAMINAR_OK) rc = bind_select(&b, stmt);
-    if (rc == LAMINAR_OK && (out->windowed || out->analytic)) {
+    if (rc == LAMINAR_OK && out->lookup && (out->windowed || out->analytic)) {
       rc = fail(&b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
                 "GROUP BY, aggregates and OVER over a lookup join are not supported yet: "
                 "join in a stream of its own and aggregate in a stream reading it");
     }
+  } else if (sel->join != NULL && sel->join->as_of != NULL) {
+    bool src = false;
+    bool exists = lookup(lookup_arg, sel->join->right, &src) != NULL;
+    char msg[300];
+    snprintf(msg, sizeof msg,
+             exists ? "FOR SYSTEM_TIME AS OF reads a table (CREATE TABLE): '%s' is a %s"
+                    : "no table named '%s'",
+             sel->join->right, src ? "source" : "stream or view");
+    rc = fail_pos(&b,
+                  exists ? LAMINAR_ERR_SQL_UNSUPPORTED : LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+                  sel->join->right_line, sel->join->right_column, sel->join->right, msg);
+    lm_plan_free(out);
+    return rc;
   } else if (sel->join != NULL) {
     rc = sel->join->asof ? bind_join(&b, sel, lookup, lookup_arg)
                          : bind_interval_join(&b, sel, lookup, lookup_arg);

@@ -115,6 +115,10 @@ typedef struct lm_plan {
   bool lookup;
   lm_lookup_spec lk;
   char* lookup_table;
+  /* Temporal join (`JOIN t FOR SYSTEM_TIME AS OF s.ts ON ...`): an ASOF join
+   * (joined, join.tombstones) of the input with the table's changelog
+   * source; temporal_table names the table (in the pool), NULL otherwise. */
+  char* temporal_table;
   lm_expr** post_exprs; /* over agg_schema, one per output column */
   int32_t npost;
   /* analytic shape (OVER (...) calls in a plain query):
@@ -130,12 +134,19 @@ typedef struct lm_plan {
   lm_udf_list udfs;
 } lm_plan;
 
-/* The tables the binder may join (lookup joins): for a table `name`, its
- * columns (without _weight) and its primary key's column indexes; NULL when
- * `name` is no table. */
+/* The tables the binder may join (lookup and temporal joins): for a table
+ * `name`, its columns (without _weight) and its primary key's column indexes,
+ * the name of its changelog source (the table's columns then _weight; valid
+ * while the catalog holds the table) and its event-time column (the one its
+ * WATERMARK is on, -1: none); NULL when `name` is no table. */
+typedef struct lm_plan_table {
+  const int32_t* keys;
+  int32_t nkeys;
+  const char* changes;
+  int32_t time_col;
+} lm_plan_table;
 typedef const lm_schema* (*lm_plan_table_fn)(void* arg, const char* name,
-                                             const int32_t** out_keys,
-                                             int32_t* out_nkeys);
+                                             lm_plan_table* out);
 
 void lm_plan_free(lm_plan* plan);
 

@@ -1231,6 +1231,11 @@ laminar_code lm_wal_commit(lm_wal* wal, lm_wal_ticket t, bool sync, laminar_erro
 
 laminar_code lm_wal_replay(lm_wal* wal, uint64_t from_seq, lm_wal_replay_fn fn, void* arg,
                            laminar_error* err) {
+  return lm_wal_replay_upto(wal, from_seq, UINT64_MAX, fn, arg, err);
+}
+
+laminar_code lm_wal_replay_upto(lm_wal* wal, uint64_t from_seq, uint64_t to_seq,
+                                lm_wal_replay_fn fn, void* arg, laminar_error* err) {
   uint64_t* segs;
   size_t nseg;
   LM_TRY(list_segments(wal, &segs, &nseg, err));
@@ -1238,6 +1243,7 @@ laminar_code lm_wal_replay(lm_wal* wal, uint64_t from_seq, lm_wal_replay_fn fn, 
   char path[4096];
   for (size_t i = 0; i < nseg && rc == LAMINAR_OK; i++) {
     if (i + 1 < nseg && segs[i + 1] <= from_seq) continue; /* all below from_seq */
+    if (i > 0 && segs[i] > to_seq) break;                  /* all above to_seq */
     segment_path(wal, segs[i], path, sizeof path);
     uint64_t size;
     scan_result sr;

@@ -176,6 +176,12 @@ typedef laminar_code (*lm_wal_replay_fn)(void* arg, const lm_wal_record* rec,
                                          laminar_error* err);
 laminar_code lm_wal_replay(lm_wal* wal, uint64_t from_seq, lm_wal_replay_fn fn, void* arg,
                            laminar_error* err);
+/* lm_wal_replay that reads no segment whose records all come after to_seq
+ * (fn may still see some records after to_seq, of a segment it reads): a
+ * replay in passes (db/durable.c cuts) reads each part of the log about
+ * once, not the rest of the log on every pass. */
+laminar_code lm_wal_replay_upto(lm_wal* wal, uint64_t from_seq, uint64_t to_seq,
+                                lm_wal_replay_fn fn, void* arg, laminar_error* err);
 
 /* Replay the log in `dir` without opening it for writing (a read_only
  * database): call fn for every record with seq >= from_seq, in order, up to

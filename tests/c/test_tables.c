@@ -248,17 +248,28 @@ static int test_lookup_join(void) {
   return 0;
 }
 
+/* A join that fails: its text after "CREATE STREAM e AS SELECT a FROM s\n",
+ * the code and the column on line 2. */
+typedef struct join_error {
+  const char* join;
+  laminar_code code;
+  int column;
+} join_error;
+
+static void join_errors(laminar_db* db, const join_error* cases, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    char sql[512];
+    snprintf(sql, sizeof sql, "CREATE STREAM e AS SELECT a FROM s\n%s", cases[i].join);
+    EXPECT(fails_at(db, false, sql, cases[i].code, 2, cases[i].column));
+  }
+}
+
 static int test_lookup_errors(void) {
   laminar_db* db;
   CHECK(open_sql_db(&db,
                     "CREATE TABLE t (k BIGINT, j VARCHAR, v DOUBLE, PRIMARY KEY (k, j));"
                     "CREATE SOURCE s (a BIGINT, b VARCHAR, c DOUBLE, ts BIGINT)") == 0);
-  /* Each after "CREATE STREAM e AS SELECT a FROM s\n", failing at line 2. */
-  static const struct {
-    const char* join;
-    laminar_code code;
-    int column;
-  } cases[] = {
+  static const join_error cases[] = {
       /* ON that does not fix the whole key: LDB-1021 at the ON (a key
        * missing) or at the condition (not `s.x = t.key`). */
       {"JOIN t ON s.a = t.k", LAMINAR_ERR_SQL_LOOKUP_KEY, 11},
@@ -269,22 +280,106 @@ static int test_lookup_errors(void) {
       /* A key of another type. */
       {"JOIN t ON s.b = t.k AND s.b = t.j", LAMINAR_ERR_TYPE_MISMATCH, 11},
       /* A join of two streams is an interval join: without a time bound it is
-       * refused; temporal joins are not there yet. */
+       * refused. */
       {"JOIN s u ON s.a = u.a", LAMINAR_ERR_SQL_UNBOUNDED_JOIN, 1},
       {"LEFT JOIN nope ON s.a = nope.k", LAMINAR_ERR_SQL_UNKNOWN_OBJECT, 11},
+      /* A temporal join of a table without event time: LDB-1009 at AS OF's
+       * expression. */
       {"JOIN t FOR SYSTEM_TIME AS OF s.ts ON s.a = t.k AND s.b = t.j",
-       LAMINAR_ERR_SQL_UNSUPPORTED, 30},
+       LAMINAR_ERR_SQL_JOIN_CONDITION, 30},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char sql[512];
-    snprintf(sql, sizeof sql, "CREATE STREAM e AS SELECT a FROM s\n%s", cases[i].join);
-    EXPECT(fails_at(db, false, sql, cases[i].code, 2, cases[i].column));
-  }
+  join_errors(db, cases, sizeof cases / sizeof cases[0]);
+  laminar_close(db);
+  return 0;
+}
+
+/* FOR SYSTEM_TIME AS OF: each order joins the version of its key valid at
+ * its time (a delete ends a version), emitted once the table's watermark is
+ * past it; a DELETE of a table with event time gives its time. */
+static int test_temporal_join(void) {
+  laminar_db* db;
+  laminar_error err;
+  CHECK(open_sql_db(&db,
+                    "CREATE SOURCE s (k VARCHAR, v BIGINT, WATERMARK FOR v AS v);"
+                    "CREATE TABLE r (k VARCHAR, x BIGINT, ts BIGINT, WATERMARK FOR ts AS "
+                    "ts, PRIMARY KEY (k));"
+                    "CREATE STREAM j AS SELECT s.k, s.v, r.x, r.ts FROM s LEFT JOIN r "
+                    "FOR SYSTEM_TIME AS OF s.v ON s.k = r.k") == 0);
+  laminar_source* src;
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_source_open(db, "s", &src, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_subscribe(db, "j", &sub, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(db, "INSERT INTO r VALUES ('a', 1, 10), ('b', 2, 10)", &err),
+             LAMINAR_OK, &err);
+  kv_row first[] = {{"a", 5, 0, 0}, {"a", 12, 0, 0}, {"b", 15, 0, 0}};
+  CHECK(push_kv(src, first, 3, 0, &err) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  char got[1024] = "";
+  CHECK(drain_text(sub, got, sizeof got) == 0);
+  /* Only 5 is final: the table's watermark (10) is not past 12 and 15. */
+  EXPECT_TEXT(got, "a,5,NULL,NULL");
+  got[0] = '\0';
+  /* A DELETE of a table with event time says when. */
+  EXPECT(fails_at(db, false, "DELETE FROM r WHERE k = 'b'", LAMINAR_ERR_SQL_TABLE_KEY, 1,
+                  21));
+  CHECK_CODE(laminar_execute(db,
+                             "DELETE FROM r WHERE k = 'b' AND ts = 14;"
+                             "INSERT INTO r VALUES ('a', 3, 20);"
+                             "INSERT INTO r VALUES ('c', 0, 100)",
+                             &err),
+             LAMINAR_OK, &err);
+  kv_row second[] = {{"a", 25, 0, 0}, {"b", 30, 0, 0}, {"c", 100, 0, 0}};
+  CHECK(push_kv(src, second, 3, 0, &err) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  CHECK(drain_text(sub, got, sizeof got) == 0);
+  EXPECT_TEXT(got, "a,12,1,10;b,15,NULL,NULL;a,25,3,20;b,30,NULL,NULL");
+  /* The table's current content is as a table without event time keeps it. */
+  CHECK_TEXT(db, "SELECT k, x, ts FROM r ORDER BY k", "a,3,20;c,0,100");
+  /* A joined table is not dropped from under its stream. */
+  EXPECT(fails_at(db, false, "DROP TABLE r", LAMINAR_ERR_SQL_DEPENDENCY, 1, 12));
+  laminar_subscription_close(sub);
+  laminar_source_close(src);
+  laminar_close(db);
+  return 0;
+}
+
+static int test_temporal_errors(void) {
+  laminar_db* db;
+  CHECK(
+      open_sql_db(&db,
+                  "CREATE TABLE r (k BIGINT, j VARCHAR, ts BIGINT, WATERMARK FOR ts AS "
+                  "ts, PRIMARY KEY (k, j));"
+                  "CREATE TABLE rt (k BIGINT, j VARCHAR, ts TIMESTAMP, WATERMARK FOR ts "
+                  "AS ts, PRIMARY KEY (k, j));"
+                  "CREATE SOURCE s (a BIGINT, b VARCHAR, c DOUBLE, ts BIGINT);"
+                  "CREATE SOURCE s2 (a BIGINT)") == 0);
+  static const join_error cases[] = {
+      /* ON not covering the key: LDB-1021 at the ON (a key column missing) or
+       * at the condition that is not `s.x = r.key`. */
+      {"JOIN r FOR SYSTEM_TIME AS OF s.ts ON s.a = r.k", LAMINAR_ERR_SQL_LOOKUP_KEY, 38},
+      {"JOIN r FOR SYSTEM_TIME AS OF s.ts ON s.a = r.k AND s.b = r.ts",
+       LAMINAR_ERR_SQL_LOOKUP_KEY, 52},
+      /* AS OF: a time column of the stream, of the table's time type. */
+      {"JOIN r FOR SYSTEM_TIME AS OF s.c ON s.a = r.k AND s.b = r.j",
+       LAMINAR_ERR_SQL_JOIN_CONDITION, 30},
+      {"JOIN r FOR SYSTEM_TIME AS OF r.ts ON s.a = r.k AND s.b = r.j",
+       LAMINAR_ERR_SQL_JOIN_CONDITION, 30},
+      {"JOIN rt FOR SYSTEM_TIME AS OF s.ts ON s.a = rt.k AND s.b = rt.j",
+       LAMINAR_ERR_TYPE_MISMATCH, 31},
+      /* Only a table has versions; only INNER and LEFT. */
+      {"JOIN s2 FOR SYSTEM_TIME AS OF s.ts ON s.a = s2.a", LAMINAR_ERR_SQL_UNSUPPORTED,
+       6},
+      {"RIGHT JOIN r FOR SYSTEM_TIME AS OF s.ts ON s.a = r.k AND s.b = r.j",
+       LAMINAR_ERR_SQL_UNSUPPORTED, 1},
+  };
+  join_errors(db, cases, sizeof cases / sizeof cases[0]);
   laminar_close(db);
   return 0;
 }
 
 static const lm_test_case cases[] = {
+    {"temporal_join", test_temporal_join},
+    {"temporal_errors", test_temporal_errors},
     {"lookup_join", test_lookup_join},
     {"lookup_errors", test_lookup_errors},
     {"sql_upsert_and_delete", test_sql_upsert_and_delete},

@@ -412,7 +412,9 @@ class Connection(Handle):
         Args:
             name: The table.
             keys: The primary-key columns only, one row per key to delete (as
-                :meth:`upsert` takes rows).
+                :meth:`upsert` takes rows); for a table with an event time
+                (``WATERMARK FOR`` a column) also that column, the time of
+                each delete (temporal joins see the row end then).
 
         Raises:
             TypeError: If ``keys`` is of no accepted kind.
