@@ -978,7 +978,11 @@ typedef void (*laminar_aggregate_destroy_state)(void* user, void* state);
  * the function namespace with laminar_function_register (SHOW FUNCTIONS,
  * DROP FUNCTION, laminar_function_drop, the same durability rules).
  * arg_types, nargs: as laminar_function_register (1 or 2 arguments).
- * return_type: one of "b", "i", "l", "g", "tsu:" (a fixed-width type).
+ * return_type: one Arrow format string of laminar_function_register's set
+ *              ("b", "i", "l", "g", "u" VARCHAR, "tsu:", "tdD"): the format
+ *              finalize's out_schema must have ("U" is also accepted for "u").
+ *              A VARCHAR result's strings are copied out of finalize's array
+ *              before it is released.
  * state_size: bytes of one group's state, 1 to 65536.
  * init:        optional (NULL: the empty state is state_size zero bytes).
  * update:      required.

@@ -687,13 +687,6 @@ laminar_code lm_udaf_create(const char* name, const char* const* arg_types, int3
                         "CALLED_ON_NULL and THREAD_SAFE)",
                         nm, (unsigned)LAMINAR_FUNCTION_DETERMINISTIC);
   }
-  lm_type r = type_of_format(return_type, false);
-  if (r == LM_TYPE_STRING) {
-    return lm_error_set(err, LAMINAR_ERR_UNKNOWN_TYPE,
-                        "aggregate '%s': return type '%s'; use one of the Arrow formats "
-                        "b, i, l, g, tsu:",
-                        nm, return_type);
-  }
   LM_TRY(
       create(name, arg_types, nargs, return_type, NULL, user, destroy, flags, out, err));
   lm_udf* f = *out;
