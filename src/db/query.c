@@ -906,6 +906,18 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
   if (!lm_plan_branched(plan)) {
     const lm_schema* in = lm_db_lookup_input(db, plan->input, &is_source);
     if (in != NULL) explain_input(x, db, plan->input);
+    if (in != NULL && plan->lateral) {
+      /* A table function: its row, then the rest reads the joined row. */
+      char pbuf[24], nbuf[24];
+      lm_text what = {0};
+      char usage[400];
+      lm_udf_usage(plan->lat.fn, usage, sizeof usage);
+      lm_text_printf(&what, "%s joined with the rows of %s for each row", plan->input,
+                     usage);
+      add_row(x, "table function", lm_text_take(&what), prev_id(x, pbuf, sizeof pbuf),
+              next_id(x, nbuf, sizeof nbuf));
+      return &plan->union_schema;
+    }
     if (in == NULL || !plan->lookup) return in;
     /* A lookup join: its row, then the rest reads the joined row. */
     char pbuf[24], nbuf[24];

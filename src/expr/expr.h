@@ -204,6 +204,9 @@ const char* lm_udf_name(const lm_udf* f);
  * and the flags ("deterministic, called on null"), each NUL-terminated. */
 void lm_udf_describe(const lm_udf* f, char* args, size_t args_cap, char* result,
                      size_t result_cap, char* flags, size_t flags_cap);
+/* Its SQL usage text ("fx(DOUBLE, BIGINT) -> DOUBLE", a table function's
+ * "-> TABLE(i BIGINT, s VARCHAR)") into buf. */
+void lm_udf_usage(const lm_udf* f, char* buf, size_t cap);
 /* Set (or clear: NULL) what the last unref calls; before f is shared. */
 void lm_udf_set_destroy(lm_udf* f, void (*destroy)(void* user));
 

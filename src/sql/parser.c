@@ -1314,7 +1314,8 @@ static laminar_code parse_join(parser* p, lm_ast_join** out) {
 
 /* A table function after FROM's input, the current token after the comma or
  * CROSS JOIN: [LATERAL] f(args) [[AS] alias [(col, ...)]]. */
-static laminar_code parse_lateral(parser* p, lm_ast_lateral** out) {
+static laminar_code parse_lateral(parser* p, const lm_token* join_tok,
+                                  lm_ast_lateral** out) {
   lm_ast_lateral* l = lm_arena_alloc(p->arena, sizeof *l);
   if (l == NULL) return nomem(p);
   bool got;
@@ -1324,7 +1325,7 @@ static laminar_code parse_lateral(parser* p, lm_ast_lateral** out) {
   LM_TRY(parse_name(p, "a table function call (f(x, ...)) after FROM input,", &name, NULL,
                     NULL));
   if (p->cur.kind != LM_TOK_LPAREN) {
-    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, name_tok.line, name_tok.column,
+    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, join_tok->line, join_tok->column,
                    "FROM a, b (a comma or CROSS JOIN) takes a table function call "
                    "after the input: FROM a, f(a.x) or FROM a CROSS JOIN LATERAL "
                    "f(a.x); to join two inputs use JOIN ... ON");
@@ -1393,13 +1394,14 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
       }
     }
   }
+  lm_token join_tok = p->cur;
   if (p->cur.kind == LM_TOK_COMMA) { /* FROM a, f(...) */
     LM_TRY(advance(p));
-    LM_TRY(parse_lateral(p, &s->lateral));
+    LM_TRY(parse_lateral(p, &join_tok, &s->lateral));
   } else if (is_kw(&p->cur, "CROSS")) { /* FROM a CROSS JOIN [LATERAL] f(...) */
     LM_TRY(advance(p));
     LM_TRY(expect_kw(p, "JOIN"));
-    LM_TRY(parse_lateral(p, &s->lateral));
+    LM_TRY(parse_lateral(p, &join_tok, &s->lateral));
   }
   if (s->from_select == NULL && is_join_word(&p->cur) && p->cur.kind != LM_TOK_COMMA &&
       !is_kw(&p->cur, "CROSS") && !is_kw(&p->cur, "NATURAL")) {
