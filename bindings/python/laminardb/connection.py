@@ -684,7 +684,8 @@ class Connection(Handle):
             cls: The aggregate's class or object.
             params: One or two parameter types (pyarrow types, SQL names or
                 ``bool``/``int``/``float``/``str``/``datetime``).
-            returns: The result type: BOOLEAN, INT, BIGINT, DOUBLE or TIMESTAMP.
+            returns: The result type: BOOLEAN, INT, BIGINT, DOUBLE, VARCHAR,
+                TIMESTAMP or DATE.
             null_handling: ``"default"``: rows with a NULL argument are left
                 out; ``"special"``: passed.
             on_error: ``"raise"``: an exception fails the batch (LDB-3010
