@@ -980,7 +980,11 @@ typedef void (*laminar_aggregate_destroy_state)(void* user, void* state);
  * the function namespace with laminar_function_register (SHOW FUNCTIONS,
  * DROP FUNCTION, laminar_function_drop, the same durability rules).
  * arg_types, nargs: as laminar_function_register (1 or 2 arguments).
- * return_type: one of "b", "i", "l", "g", "tsu:" (a fixed-width type).
+ * return_type: one Arrow format string of laminar_function_register's set
+ *              ("b", "i", "l", "g", "u" VARCHAR, "tsu:", "tdD"): the format
+ *              finalize's out_schema must have ("U" is also accepted for "u").
+ *              A VARCHAR result's strings are copied out of finalize's array
+ *              before it is released.
  * state_size: bytes of one group's state, 1 to 65536.
  * init:        optional (NULL: the empty state is state_size zero bytes).
  * update:      required.
@@ -1031,6 +1035,78 @@ LAMINAR_API laminar_code laminar_config_aggregate_register(
     laminar_aggregate_merge merge, laminar_aggregate_finalize finalize,
     laminar_aggregate_serialize serialize, laminar_aggregate_deserialize deserialize,
     laminar_aggregate_destroy_state destroy_state, void* user,
+    void (*destroy)(void* user), uint32_t flags, laminar_error* err);
+
+/* ---- table functions -------------------------------------------------------
+ *
+ * A table function turns each input row into zero or more output rows: SQL
+ * calls it in FROM, joined to the rows of one input read by name,
+ *   FROM s, f(s.x, ...) [[AS] t [(a, b, ...)]]
+ *   FROM s CROSS JOIN LATERAL f(s.x, ...) [[AS] t [(a, b, ...)]]
+ * (LATERAL is optional), and the rest of the query (WHERE, GROUP BY and
+ * windows, the select list) reads s's columns and f's. The callback has the
+ * laminar_function_callback signature and is vectorized: one call per chunk
+ * of input rows, `args` as a scalar function's (one child per argument; rows
+ * with a NULL argument are left out unless LAMINAR_FUNCTION_CALLED_ON_NULL,
+ * and make no rows). It fills out/out_schema with a struct array ("+s",
+ * offset 0, no NULL rows) whose child 0 is the parent-row column -- "i"
+ * (int32) or "l" (int64), no NULLs: for each output row the row of `args` it
+ * came from, in [0, args->length) and never going down -- and whose next
+ * children are the declared columns in order, each of its declared format.
+ * Output rows keep their parent's columns, its event time included, so
+ * watermarks and windows downstream work as over the input. */
+
+/* Register table function `name` (see above), callable in FROM by the
+ * streams, views and queries bound after this call. It shares the function
+ * namespace of laminar_function_register (SHOW FUNCTIONS lists it as
+ * "table", laminar_function_drop and DROP FUNCTION drop it, the same rules on
+ * replacing one a stream uses and on durability: register it in the config
+ * of a durable database whose streams call it, before laminar_open()).
+ * Built-in table functions: generate_series(start, stop [, step]),
+ * range(start, stop [, step]) and string_split_to_rows(s, sep), also written
+ * unnest(string_split(s, sep)); their names cannot be taken.
+ * arg_types, nargs: as laminar_function_register (0 to 64 arguments).
+ * columns:     a struct schema ("+s") with 1 to 64 children, one per output
+ *              column: its name (an identifier, unique) and its type, an
+ *              Arrow format of laminar_function_register's set. Borrowed for
+ *              the call (names and formats are copied).
+ * fn:          the callback (laminar_function_callback, as described above).
+ * user, destroy, flags: as laminar_function_register
+ *              (LAMINAR_FUNCTION_DETERMINISTIC is accepted and has no effect).
+ * At run time a callback that returns non-zero fails the chunk with
+ * LAMINAR_ERR_FUNCTION_FAILED; a result that is released, not a struct of the
+ * parent column and the declared columns, of another format, with a parent
+ * index NULL, out of range or going down, of mismatched lengths, or failing
+ * nanoarrow's full validation fails it with LAMINAR_ERR_FUNCTION_RESULT. The
+ * message names the stream, the function, and the column or output row
+ * ("stream 'q': function 'split' returned an invalid result: parent row 7 at
+ * output row 3 is out of range (the call had 4 rows)"). Nothing of the batch
+ * is emitted and the stream goes on, as for a scalar function.
+ * Ownership: name, arg_types and columns are copied; `user` as
+ *   laminar_function_register.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_DUPLICATE_OBJECT (a built-in function
+ *   has that name); LAMINAR_ERR_SQL_DEPENDENCY (replacing a function a stream
+ *   or view uses); LAMINAR_ERR_UNKNOWN_TYPE (an argument's or column's format
+ *   not in the list, naming it); LAMINAR_ERR_MISUSE (NULL db, name, fn or
+ *   columns, a released or non-struct columns schema, no or too many columns,
+ *   a column without an identifier name or named twice, nargs out of range,
+ *   unknown flags); LAMINAR_ERR_NOMEM. On failure nothing is registered.
+ * Thread-safety: any thread (serialized with other catalog calls). */
+LAMINAR_API laminar_code laminar_table_function_register(
+    laminar_db* db, const char* name, const char* const* arg_types, int32_t nargs,
+    const struct ArrowSchema* columns, laminar_function_callback fn, void* user,
+    void (*destroy)(void* user), uint32_t flags, laminar_error* err);
+
+/* Register a table function in a config, as laminar_table_function_register()
+ * does on a database: every database opened with the config starts with it,
+ * before a durable one recovers its streams (see
+ * laminar_config_function_register).
+ * Ownership, returns: as laminar_config_function_register() and
+ *   laminar_table_function_register().
+ * Thread-safety: one thread at a time per config. */
+LAMINAR_API laminar_code laminar_config_table_function_register(
+    laminar_config* config, const char* name, const char* const* arg_types, int32_t nargs,
+    const struct ArrowSchema* columns, laminar_function_callback fn, void* user,
     void (*destroy)(void* user), uint32_t flags, laminar_error* err);
 
 /* ------------------------------------------------------------------------------

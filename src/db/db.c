@@ -457,13 +457,42 @@ static laminar_code function_in_use(const lm_stream_def* s, const char* name,
  * scalar, an aggregate, a window function, coalesce or nullif. */
 static bool builtin_function(const char* name) {
   lm_ast_expr call = {.kind = LM_AST_FUNCTION, .fname = (char*)name};
+  bool table = false;
+  (void)lm_udtf_builtin(name, 0, NULL, &table); /* (no built-in takes 0 arguments) */
   return lm_func_find(name) != NULL || lm_bind_is_aggregate_call(&call) ||
          lm_bind_is_window_call(&call) || lm_streq_nocase(name, "coalesce") ||
-         lm_streq_nocase(name, "nullif");
+         lm_streq_nocase(name, "nullif") || table;
+}
+
+/* New function object *out unless its name is a built-in's: then it is let go
+ * (`user` staying the caller's), LAMINAR_ERR_SQL_DUPLICATE_OBJECT naming it
+ * as `what` ("function", "aggregate"). */
+static laminar_code refuse_builtin(const char* what, const char* name, lm_udf** out,
+                                   laminar_error* err) {
+  if (!builtin_function(name)) return LAMINAR_OK;
+  lm_udf_set_destroy(*out, NULL);
+  lm_udf_unref(*out);
+  *out = NULL;
+  return lm_error_set(err, LAMINAR_ERR_SQL_DUPLICATE_OBJECT,
+                      "cannot register %s '%s': a built-in function has that name", what,
+                      name);
 }
 
 static laminar_code register_udf(laminar_db* db, const char* name, lm_udf* f,
                                  laminar_error* err);
+
+/* Add new function object f to config's list (replacing one of its name);
+ * the list holds it after, or nothing does (`user` then the caller's). */
+static laminar_code config_add(laminar_config* config, const char* name, lm_udf* f,
+                               laminar_error* err) {
+  laminar_code rc = lm_udf_list_add(&config->funcs, f, true);
+  if (rc != LAMINAR_OK) {
+    lm_udf_set_destroy(f, NULL);
+    rc = lm_error_set(err, rc, "function '%s': out of memory", name);
+  }
+  lm_udf_unref(f);
+  return rc;
+}
 
 /* A new function from laminar_function_register()'s arguments, its name not a
  * built-in's. On failure `user` stays the caller's. */
@@ -474,16 +503,7 @@ static laminar_code new_function(const char* name, const char* const* arg_types,
                                  lm_udf** out, laminar_error* err) {
   LM_TRY(lm_udf_create(name, arg_types, nargs, return_type, fn, user, destroy, flags, out,
                        err));
-  if (builtin_function(name)) {
-    lm_udf_set_destroy(*out, NULL); /* `user` stays the caller's */
-    lm_udf_unref(*out);
-    *out = NULL;
-    return lm_error_set(err, LAMINAR_ERR_SQL_DUPLICATE_OBJECT,
-                        "cannot register function '%s': a built-in function has that "
-                        "name",
-                        name);
-  }
-  return LAMINAR_OK;
+  return refuse_builtin("function", name, out, err);
 }
 
 laminar_code laminar_config_function_register(laminar_config* config, const char* name,
@@ -499,13 +519,7 @@ laminar_code laminar_config_function_register(laminar_config* config, const char
   lm_udf* f;
   LM_TRY(new_function(name, arg_types, nargs, return_type, fn, user, destroy, flags, &f,
                       err));
-  laminar_code rc = lm_udf_list_add(&config->funcs, f, true);
-  if (rc != LAMINAR_OK) {
-    lm_udf_set_destroy(f, NULL);
-    rc = lm_error_set(err, rc, "function '%s': out of memory", name);
-  }
-  lm_udf_unref(f); /* the config holds it now, or nothing does */
-  return rc;
+  return config_add(config, name, f, err);
 }
 
 laminar_code laminar_function_register(laminar_db* db, const char* name,
@@ -532,16 +546,7 @@ static laminar_code new_aggregate(const char* name, const char* const* arg_types
                                   lm_udf** out, laminar_error* err) {
   LM_TRY(lm_udaf_create(name, arg_types, nargs, return_type, cb, user, destroy, flags,
                         out, err));
-  if (builtin_function(name)) {
-    lm_udf_set_destroy(*out, NULL);
-    lm_udf_unref(*out);
-    *out = NULL;
-    return lm_error_set(err, LAMINAR_ERR_SQL_DUPLICATE_OBJECT,
-                        "cannot register aggregate '%s': a built-in function has that "
-                        "name",
-                        name);
-  }
-  return LAMINAR_OK;
+  return refuse_builtin("aggregate", name, out, err);
 }
 
 /* Register f (a new reference) in db's registry unless a stream uses the name. */
@@ -597,13 +602,38 @@ laminar_code laminar_config_aggregate_register(
   lm_udf* f;
   LM_TRY(new_aggregate(name, arg_types, nargs, return_type, &cb, user, destroy, flags, &f,
                        err));
-  laminar_code rc = lm_udf_list_add(&config->funcs, f, true);
-  if (rc != LAMINAR_OK) {
-    lm_udf_set_destroy(f, NULL);
-    rc = lm_error_set(err, rc, "aggregate '%s': out of memory", name);
+  return config_add(config, name, f, err);
+}
+
+/* ---- table functions ------------------------------------------------------------- */
+
+laminar_code laminar_table_function_register(laminar_db* db, const char* name,
+                                             const char* const* arg_types, int32_t nargs,
+                                             const struct ArrowSchema* columns,
+                                             laminar_function_callback fn, void* user,
+                                             void (*destroy)(void* user), uint32_t flags,
+                                             laminar_error* err) {
+  CHECK_DB(db, err);
+  lm_udf* f;
+  LM_TRY(
+      lm_udtf_create(name, arg_types, nargs, columns, fn, user, destroy, flags, &f, err));
+  LM_TRY(refuse_builtin("table function", name, &f, err));
+  return register_udf(db, name, f, err);
+}
+
+laminar_code laminar_config_table_function_register(
+    laminar_config* config, const char* name, const char* const* arg_types, int32_t nargs,
+    const struct ArrowSchema* columns, laminar_function_callback fn, void* user,
+    void (*destroy)(void* user), uint32_t flags, laminar_error* err) {
+  if (config == NULL || config->magic != LM_MAGIC_CONFIG) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_config_table_function_register: invalid config handle");
   }
-  lm_udf_unref(f);
-  return rc;
+  lm_udf* f;
+  LM_TRY(
+      lm_udtf_create(name, arg_types, nargs, columns, fn, user, destroy, flags, &f, err));
+  LM_TRY(refuse_builtin("table function", name, &f, err));
+  return config_add(config, name, f, err);
 }
 
 laminar_code lm_db_function_drop(laminar_db* db, const char* name, bool if_exists,

@@ -539,6 +539,25 @@ static laminar_code branch_rows(const lm_plan* plan, int32_t b, const lm_view_ro
   return LAMINAR_OK;
 }
 
+/* A table function's joined rows (plan->lateral) of the view's rows `in`:
+ * each joined row weighs what its view row does. ctx memory. */
+static laminar_code lateral_rows(const lm_plan* plan, const lm_view_rows* in,
+                                 lm_eval_ctx* ctx, lm_view_rows* out) {
+  memset(out, 0, sizeof *out);
+  int32_t ncols = plan->union_schema.ncols;
+  out->ncols = ncols;
+  out->cols = lm_eval_ctx_alloc(ctx, sizeof(lm_vec) * (size_t)ncols);
+  if (out->cols == NULL) return LAMINAR_ERR_NOMEM;
+  const uint32_t* parent;
+  LM_TRY(lm_op_lateral_apply(ctx, &plan->lat, in->cols, NULL, in->nrows, out->cols,
+                             &parent, &out->nrows));
+  out->weights =
+      lm_eval_ctx_alloc(ctx, sizeof(int64_t) * (size_t)(out->nrows ? out->nrows : 1));
+  if (out->weights == NULL) return LAMINAR_ERR_NOMEM;
+  for (int64_t k = 0; k < out->nrows; k++) out->weights[k] = in->weights[parent[k]];
+  return LAMINAR_OK;
+}
+
 laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
                           struct ArrowArrayStream* out, laminar_error* err) {
   lm_stream_def** views;
@@ -584,12 +603,20 @@ laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
   } else if (rc == LAMINAR_OK) {
     all = branch[0];
   }
+  bool failed = false; /* err is set */
+  if (rc == LAMINAR_OK && q.plan.lateral) {
+    rc = lateral_rows(&q.plan, &branch[0], ctx, &all);
+    if (lm_expr_udf_failed(rc)) {
+      rc = query_eval_error(ctx, rc, err);
+      failed = true;
+    }
+  }
   for (int32_t c = 0; rc == LAMINAR_OK && c < q.nout; c++) {
     const lm_field* f = &q.plan.out_schema.fields[c];
     if (lm_schema_add(&out_schema, f->name, f->type, false) != 0) rc = LAMINAR_ERR_NOMEM;
   }
   if (rc != LAMINAR_OK) {
-    rc = lm_error_set(err, rc, "out of memory");
+    if (!failed) rc = lm_error_set(err, rc, "out of memory");
   } else {
     lm_batch* batch;
     rc = evaluate(&q, &all, ctx, &out_schema, &batch, err);
@@ -879,6 +906,18 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
   if (!lm_plan_branched(plan)) {
     const lm_schema* in = lm_db_lookup_input(db, plan->input, &is_source);
     if (in != NULL) explain_input(x, db, plan->input);
+    if (in != NULL && plan->lateral) {
+      /* A table function: its row, then the rest reads the joined row. */
+      char pbuf[24], nbuf[24];
+      lm_text what = {0};
+      char usage[400];
+      lm_udf_usage(plan->lat.fn, usage, sizeof usage);
+      lm_text_printf(&what, "%s joined with the rows of %s for each row", plan->input,
+                     usage);
+      add_row(x, "table function", lm_text_take(&what), prev_id(x, pbuf, sizeof pbuf),
+              next_id(x, nbuf, sizeof nbuf));
+      return &plan->union_schema;
+    }
     if (in == NULL || !plan->lookup) return in;
     /* A lookup join: its row, then the rest reads the joined row. */
     char pbuf[24], nbuf[24];

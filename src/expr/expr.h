@@ -204,6 +204,9 @@ const char* lm_udf_name(const lm_udf* f);
  * and the flags ("deterministic, called on null"), each NUL-terminated. */
 void lm_udf_describe(const lm_udf* f, char* args, size_t args_cap, char* result,
                      size_t result_cap, char* flags, size_t flags_cap);
+/* Its SQL usage text ("fx(DOUBLE, BIGINT) -> DOUBLE", a table function's
+ * "-> TABLE(i BIGINT, s VARCHAR)") into buf. */
+void lm_udf_usage(const lm_udf* f, char* buf, size_t cap);
 /* Set (or clear: NULL) what the last unref calls; before f is shared. */
 void lm_udf_set_destroy(lm_udf* f, void (*destroy)(void* user));
 
@@ -263,6 +266,37 @@ int64_t lm_udaf_serialize(lm_udf* f, const void* state, void* buf, int64_t cap);
 /* The state from its encoding (LAMINAR_ERR_FUNCTION_FAILED, or
  * LAMINAR_ERR_RECOVERY for plain bytes of the wrong length). */
 laminar_code lm_udaf_deserialize(lm_udf* f, void* state, const void* buf, int64_t len);
+
+/* ---- table functions (udf.c; the operator is op/lateral.c) ------------------------ */
+
+/* A table function object (lm_udf_is_table): one input row -> zero or more
+ * output rows of `columns` (a struct ArrowSchema, borrowed: names and formats
+ * copied), checked as laminar_table_function_register documents; refcounted
+ * and listed as a scalar function is. */
+laminar_code lm_udtf_create(const char* name, const char* const* arg_types, int32_t nargs,
+                            const struct ArrowSchema* columns,
+                            laminar_function_callback fn, void* user,
+                            void (*destroy)(void* user), uint32_t flags, lm_udf** out,
+                            laminar_error* err);
+bool lm_udf_is_table(const lm_udf* f);
+int32_t lm_udtf_ncols(const lm_udf* f);
+lm_type lm_udtf_col_type(const lm_udf* f, int32_t i);
+const char* lm_udtf_col_name(const lm_udf* f, int32_t i);
+/* Call table function f over n rows of its evaluated arguments (args: dense
+ * vectors of n rows, cast to the declared types). Rows with a NULL argument
+ * give no rows unless CALLED_ON_NULL. Out: *out_m output rows, cols[0..ncols)
+ * their columns (dense, ctx memory), *out_parent the input row (< n) of each,
+ * ascending. LAMINAR_ERR_FUNCTION_FAILED / LAMINAR_ERR_FUNCTION_RESULT with the
+ * text in lm_eval_ctx_error(ctx), or LAMINAR_ERR_NOMEM. */
+laminar_code lm_udtf_eval(lm_eval_ctx* ctx, lm_udf* f, const lm_vec* args, int64_t n,
+                          lm_vec* cols, const uint32_t** out_parent, int64_t* out_m);
+/* The built-in table function `name` taking nargs arguments (generate_series,
+ * range, string_split_to_rows) as a new object (one reference) whose column is
+ * named `column` (NULL: the function's name), or NULL when there is none of
+ * that name (*out_known false) or of that many arguments (*out_known true),
+ * or no memory. udtf_builtin.c. */
+lm_udf* lm_udtf_builtin(const char* name, int32_t nargs, const char* column,
+                        bool* out_known);
 
 /* A set of functions, each held by one reference: the database's registry
  * (names unique, case-insensitive) and the functions a plan calls. Not

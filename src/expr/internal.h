@@ -128,13 +128,12 @@ void lm_eval_ctx_set_error(lm_eval_ctx* ctx, const char* fmt, ...)
 laminar_code lm_udf_eval(lm_eval_ctx* ctx, const lm_expr* e, const lm_xvec* args,
                          int64_t n, lm_xvec* out);
 
-/* A user-defined function's declared types (udf.c), and its SQL usage text
- * ("fx(DOUBLE, BIGINT) -> DOUBLE") into buf. */
+/* A user-defined function's declared types (udf.c); its usage text is
+ * lm_udf_usage (expr.h). */
 int32_t lm_udf_nargs(const lm_udf* f);
 lm_type lm_udf_arg_type(const lm_udf* f, int32_t i);
 lm_type lm_udf_result(const lm_udf* f);
 bool lm_udf_deterministic(const lm_udf* f);
-void lm_udf_usage(const lm_udf* f, char* buf, size_t cap);
 
 /* Context statistics (ctx.c): chunks obtained from malloc over the context's
  * life, and bytes currently reserved. */

@@ -55,6 +55,11 @@ struct lm_udf {
   laminar_aggregate_serialize a_serialize;
   laminar_aggregate_deserialize a_deserialize;
   laminar_aggregate_destroy_state a_destroy_state;
+  /* A table function (laminar_table_function_register): fn set, these too. */
+  bool table;
+  int32_t ncols;                 /* its output columns, 1 to UDF_MAX_ARGS */
+  lm_type cols[UDF_MAX_ARGS];    /* their types */
+  char* col_names[UDF_MAX_ARGS]; /* and names (owned) */
 };
 
 /* ---- types ---------------------------------------------------------------------- */
@@ -197,6 +202,7 @@ void lm_udf_unref(lm_udf* f) {
   if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1) return;
   if (f->destroy != NULL) f->destroy(f->user);
   pthread_mutex_destroy(&f->mu);
+  for (int32_t i = 0; i < f->ncols; i++) lm_free(f->col_names[i]);
   lm_free(f->name);
   lm_free(f);
 }
@@ -220,19 +226,39 @@ static void arg_list(const lm_udf* f, char* buf, size_t cap) {
   }
 }
 
+/* "TABLE(a BIGINT, b VARCHAR)": a table function's columns, into buf. */
+static void table_list(const lm_udf* f, char* buf, size_t cap) {
+  int at = snprintf(buf, cap, "TABLE(");
+  for (int32_t i = 0; i < f->ncols && at >= 0 && (size_t)at < cap; i++) {
+    at += snprintf(buf + at, cap - (size_t)at, "%s%s %s", i ? ", " : "", f->col_names[i],
+                   lm_type_name(f->cols[i]));
+  }
+  if (at >= 0 && (size_t)at < cap) snprintf(buf + at, cap - (size_t)at, ")");
+}
+
 void lm_udf_usage(const lm_udf* f, char* buf, size_t cap) {
-  char args[320];
+  char args[320], result[320];
   arg_list(f, args, sizeof args);
-  snprintf(buf, cap, "%s(%s) -> %s", f->name, args, lm_type_name(f->result));
+  if (f->table) {
+    table_list(f, result, sizeof result);
+  } else {
+    snprintf(result, sizeof result, "%s", lm_type_name(f->result));
+  }
+  snprintf(buf, cap, "%s(%s) -> %s", f->name, args, result);
 }
 
 void lm_udf_describe(const lm_udf* f, char* args, size_t args_cap, char* result,
                      size_t result_cap, char* flags, size_t flags_cap) {
   arg_list(f, args, args_cap);
-  snprintf(result, result_cap, "%s", lm_type_name(f->result));
+  if (f->table) {
+    table_list(f, result, result_cap);
+  } else {
+    snprintf(result, result_cap, "%s", lm_type_name(f->result));
+  }
   const char* kind =
       f->flags & LAMINAR_FUNCTION_DETERMINISTIC ? "deterministic" : "volatile";
   if (f->aggregate) kind = f->a_retract != NULL ? "aggregate, retractable" : "aggregate";
+  if (f->table) kind = "table";
   snprintf(flags, flags_cap, "%s%s%s", kind,
            f->flags & LAMINAR_FUNCTION_CALLED_ON_NULL ? ", called on null" : "",
            f->flags & LAMINAR_FUNCTION_THREAD_SAFE ? ", thread-safe" : "");
@@ -416,7 +442,7 @@ static laminar_code export_args(lm_eval_ctx* ctx, const lm_udf* f, const lm_vec*
 
 /* Check the callee's result and copy its m rows into `data` / `nulls` at
  * positions pos[k] (pos NULL: k). On failure the text is in ctx. */
-static laminar_code import_result(lm_eval_ctx* ctx, const lm_udf* f,
+static laminar_code import_result(lm_eval_ctx* ctx, const char* name, lm_type t,
                                   const struct ArrowArray* out,
                                   const struct ArrowSchema* out_schema, int64_t m,
                                   const uint32_t* pos, void* data, uint8_t* nulls) {
@@ -424,10 +450,10 @@ static laminar_code import_result(lm_eval_ctx* ctx, const lm_udf* f,
   char buf[300];
   if (out->release == NULL || out_schema->release == NULL) {
     why = "its result array or schema is released (not filled)";
-  } else if (!result_format_ok(out_schema->format, f->result)) {
+  } else if (!result_format_ok(out_schema->format, t)) {
     snprintf(buf, sizeof buf, "it returned format '%.40s', declared '%s' (%s)",
-             out_schema->format ? out_schema->format : "(null)", format_of(f->result),
-             lm_type_name(f->result));
+             out_schema->format ? out_schema->format : "(null)", format_of(t),
+             lm_type_name(t));
     why = buf;
   } else if (out->length != m) {
     snprintf(buf, sizeof buf, "it returned %lld rows for %lld", (long long)out->length,
@@ -435,8 +461,7 @@ static laminar_code import_result(lm_eval_ctx* ctx, const lm_udf* f,
     why = buf;
   }
   if (why != NULL) {
-    lm_eval_ctx_set_error(ctx, "function '%s' returned an invalid result: %s", f->name,
-                          why);
+    lm_eval_ctx_set_error(ctx, "function '%s' returned an invalid result: %s", name, why);
     return LAMINAR_ERR_FUNCTION_RESULT;
   }
   struct ArrowError na;
@@ -450,12 +475,11 @@ static laminar_code import_result(lm_eval_ctx* ctx, const lm_udf* f,
   }
   if (!ok) {
     ArrowArrayViewReset(&view);
-    lm_eval_ctx_set_error(ctx, "function '%s' returned an invalid array: %s", f->name,
+    lm_eval_ctx_set_error(ctx, "function '%s' returned an invalid array: %s", name,
                           na.message);
     return LAMINAR_ERR_FUNCTION_RESULT;
   }
   laminar_code rc = LAMINAR_OK;
-  lm_type t = f->result;
   size_t w = (size_t)lm_type_width(t);
   if (pos == NULL && t != LM_TYPE_BOOL && t != LM_TYPE_STRING) {
     /* Fixed width in place: the engine's layout is Arrow's. */
@@ -506,7 +530,7 @@ static laminar_code import_result(lm_eval_ctx* ctx, const lm_udf* f,
           lm_eval_ctx_set_error(ctx,
                                 "function '%s' returned an invalid array: invalid "
                                 "UTF-8 in value %lld",
-                                f->name, (long long)k);
+                                name, (long long)k);
           rc = LAMINAR_ERR_FUNCTION_RESULT;
           break;
         }
@@ -564,30 +588,65 @@ static laminar_code take_result(lm_eval_ctx* ctx, const lm_udf* f, const char* w
   if (status != 0) {
     rc = failed(ctx, f, what, status, msg, cap);
   } else {
-    rc = import_result(ctx, f, out, out_schema, m, pos, data, nulls);
+    rc = import_result(ctx, f->name, f->result, out, out_schema, m, pos, data, nulls);
   }
   if (out->release != NULL) out->release(out);
   if (out_schema->release != NULL) out_schema->release(out_schema);
   return rc;
 }
 
-static laminar_code call(lm_eval_ctx* ctx, lm_udf* f, const lm_vec* vals,
-                         const uint32_t* sel, int64_t m, const uint32_t* pos, void* data,
-                         uint8_t* nulls) {
+/* Rows sel[0..m) of vals (sel NULL: 0..m-1) through f's callback, once:
+ * *status is its return value, out / out_schema what it filled (zeroed
+ * first; the caller releases them), msg (cap bytes) its text. */
+static laminar_code invoke(lm_eval_ctx* ctx, lm_udf* f, const lm_vec* vals,
+                           const uint32_t* sel, int64_t m, struct ArrowArray* out,
+                           struct ArrowSchema* out_schema, char* msg, size_t cap,
+                           int* status) {
+  memset(out, 0, sizeof *out);
+  memset(out_schema, 0, sizeof *out_schema);
+  msg[0] = '\0';
   struct ArrowArray arr;
   struct ArrowSchema sch;
   LM_TRY(export_args(ctx, f, vals, sel, m, &arr, &sch));
+  enter(f);
+  *status = f->fn(f->user, &arr, &sch, out, out_schema, msg, cap);
+  leave(f);
+  return LAMINAR_OK;
+}
+
+static laminar_code call(lm_eval_ctx* ctx, lm_udf* f, const lm_vec* vals,
+                         const uint32_t* sel, int64_t m, const uint32_t* pos, void* data,
+                         uint8_t* nulls) {
   struct ArrowArray out;
   struct ArrowSchema out_schema;
-  memset(&out, 0, sizeof out);
-  memset(&out_schema, 0, sizeof out_schema);
   char msg[400];
-  msg[0] = '\0';
-  enter(f);
-  int status = f->fn(f->user, &arr, &sch, &out, &out_schema, msg, sizeof msg);
-  leave(f);
+  int status;
+  LM_TRY(invoke(ctx, f, vals, sel, m, &out, &out_schema, msg, sizeof msg, &status));
   return take_result(ctx, f, NULL, status, msg, sizeof msg, &out, &out_schema, m, pos,
                      data, nulls);
+}
+
+/* The rows of vals (m each) a call passes: all (*out_sel NULL, *out_k m), or,
+ * unless f is CALLED_ON_NULL, those without a NULL argument. */
+static laminar_code passed_rows(lm_eval_ctx* ctx, const lm_udf* f, const lm_vec* vals,
+                                int64_t m, const uint32_t** out_sel, int64_t* out_k) {
+  *out_sel = NULL;
+  *out_k = m;
+  if ((f->flags & LAMINAR_FUNCTION_CALLED_ON_NULL) != 0) return LAMINAR_OK;
+  bool any = false;
+  for (int32_t i = 0; i < f->nargs && !any; i++) any = vals[i].nulls != NULL;
+  if (!any) return LAMINAR_OK;
+  uint32_t* rows = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * (size_t)(m ? m : 1));
+  if (rows == NULL) return LAMINAR_ERR_NOMEM;
+  int64_t k = 0;
+  for (int64_t r = 0; r < m; r++) {
+    bool null = false;
+    for (int32_t i = 0; i < f->nargs; i++) null |= vals[i].nulls && vals[i].nulls[r];
+    if (!null) rows[k++] = (uint32_t)r;
+  }
+  *out_sel = rows;
+  *out_k = k;
+  return LAMINAR_OK;
 }
 
 /* Storage a constant NULL result points at. */
@@ -627,24 +686,9 @@ laminar_code lm_udf_eval(lm_eval_ctx* ctx, const lm_expr* e, const lm_xvec* args
   }
   memset(nulls, 1, (size_t)(m ? m : 1));
   memset(data, 0, (size_t)lm_type_width(e->type) * (size_t)(m ? m : 1));
-  /* The rows to pass: all, or (strict) those without a NULL argument. */
-  const uint32_t* sel = NULL;
-  int64_t k = m;
-  if (strict) {
-    bool any = false;
-    for (int32_t i = 0; i < e->nargs && !any; i++) any = vals[i].nulls != NULL;
-    if (any) {
-      uint32_t* rows = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * (size_t)(m ? m : 1));
-      if (rows == NULL) return LAMINAR_ERR_NOMEM;
-      k = 0;
-      for (int64_t r = 0; r < m; r++) {
-        bool null = false;
-        for (int32_t i = 0; i < e->nargs; i++) null |= vals[i].nulls && vals[i].nulls[r];
-        if (!null) rows[k++] = (uint32_t)r;
-      }
-      sel = rows;
-    }
-  }
+  const uint32_t* sel;
+  int64_t k;
+  LM_TRY(passed_rows(ctx, f, vals, m, &sel, &k));
   if (k > 0) LM_TRY(call(ctx, f, vals, sel, k, sel, data, nulls));
   uint8_t anynull = 0;
   for (int64_t r = 0; r < m; r++) anynull |= nulls[r];
@@ -686,13 +730,6 @@ laminar_code lm_udaf_create(const char* name, const char* const* arg_types, int3
                         "aggregate '%s': unknown flags 0x%x (an aggregate takes "
                         "CALLED_ON_NULL and THREAD_SAFE)",
                         nm, (unsigned)LAMINAR_FUNCTION_DETERMINISTIC);
-  }
-  lm_type r = type_of_format(return_type, false);
-  if (r == LM_TYPE_STRING) {
-    return lm_error_set(err, LAMINAR_ERR_UNKNOWN_TYPE,
-                        "aggregate '%s': return type '%s'; use one of the Arrow formats "
-                        "b, i, l, g, tsu:",
-                        nm, return_type);
   }
   LM_TRY(
       create(name, arg_types, nargs, return_type, NULL, user, destroy, flags, out, err));
@@ -819,4 +856,230 @@ laminar_code lm_udaf_deserialize(lm_udf* f, void* state, const void* buf, int64_
   int status = f->a_deserialize(f->user, state, buf, len);
   leave(f);
   return status == 0 ? LAMINAR_OK : LAMINAR_ERR_FUNCTION_FAILED;
+}
+
+/* ---- table functions (laminar_table_function_register) ------------------------------ */
+
+laminar_code lm_udtf_create(const char* name, const char* const* arg_types, int32_t nargs,
+                            const struct ArrowSchema* columns,
+                            laminar_function_callback fn, void* user,
+                            void (*destroy)(void* user), uint32_t flags, lm_udf** out,
+                            laminar_error* err) {
+  *out = NULL;
+  const char* nm = name ? name : "(null)";
+  if (fn == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_table_function_register: function '%s': fn is NULL", nm);
+  }
+  if (columns == NULL || columns->release == NULL || columns->format == NULL ||
+      strcmp(columns->format, "+s") != 0 || columns->n_children < 1 ||
+      columns->n_children > UDF_MAX_ARGS || columns->children == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "table function '%s': columns must be a struct schema (\"+s\", "
+                        "not released) of 1 to %d columns",
+                        nm, UDF_MAX_ARGS);
+  }
+  int32_t ncols = (int32_t)columns->n_children;
+  lm_type types[UDF_MAX_ARGS];
+  for (int32_t i = 0; i < ncols; i++) {
+    const struct ArrowSchema* c = columns->children[i];
+    if (c == NULL || c->name == NULL || !is_identifier(c->name) ||
+        strlen(c->name) > 120) {
+      return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                          "table function '%s': column %d has no name, or one that is "
+                          "not an identifier",
+                          nm, (int)i + 1);
+    }
+    types[i] = type_of_format(c->format, false);
+    if (types[i] == LM_TYPE_NULL) {
+      return lm_error_set(err, LAMINAR_ERR_UNKNOWN_TYPE,
+                          "table function '%s': column '%s' has type '%s'; use one of "
+                          "the Arrow formats b, i, l, g, u, tsu:, tdD",
+                          nm, c->name, c->format ? c->format : "(null)");
+    }
+    for (int32_t j = 0; j < i; j++) {
+      if (lm_streq_nocase(columns->children[j]->name, c->name)) {
+        return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                            "table function '%s': two columns are named '%s'", nm,
+                            c->name);
+      }
+    }
+  }
+  /* The scalar checks (name, arguments, flags); the result type is unused. */
+  LM_TRY(create(name, arg_types, nargs, "l", fn, user, destroy, flags, out, err));
+  lm_udf* f = *out;
+  f->table = true;
+  for (int32_t i = 0; i < ncols; i++) {
+    f->col_names[i] = lm_strdup(columns->children[i]->name);
+    f->cols[i] = types[i];
+    if (f->col_names[i] == NULL) {
+      f->ncols = i;
+      lm_udf_set_destroy(f, NULL);
+      lm_udf_unref(f);
+      *out = NULL;
+      return lm_error_set(err, LAMINAR_ERR_NOMEM, "function '%s': out of memory", nm);
+    }
+  }
+  f->ncols = ncols;
+  return LAMINAR_OK;
+}
+
+bool lm_udf_is_table(const lm_udf* f) { return f->table; }
+int32_t lm_udtf_ncols(const lm_udf* f) { return f->ncols; }
+lm_type lm_udtf_col_type(const lm_udf* f, int32_t i) { return f->cols[i]; }
+const char* lm_udtf_col_name(const lm_udf* f, int32_t i) { return f->col_names[i]; }
+
+/* The parent-index column (child 0 of a table function's result): int32 or
+ * int64 without NULLs, each value in [0, k) and not below the one before,
+ * into parent[0..m) mapped through sel (the passed rows' input rows; NULL:
+ * the same). On failure the text is in ctx. */
+static laminar_code import_parents(lm_eval_ctx* ctx, const lm_udf* f,
+                                   const struct ArrowArray* a,
+                                   const struct ArrowSchema* s, int64_t m, int64_t k,
+                                   const uint32_t* sel, uint32_t* parent) {
+  char why[200] = "";
+  struct ArrowError na;
+  na.message[0] = '\0';
+  struct ArrowArrayView view;
+  bool ok =
+      s->format != NULL && (strcmp(s->format, "i") == 0 || strcmp(s->format, "l") == 0);
+  if (!ok) {
+    snprintf(why, sizeof why,
+             "its parent-row column (child 0) has format '%.40s', not 'i' "
+             "or 'l'",
+             s->format ? s->format : "(null)");
+  } else if (a->release == NULL || a->length != m) {
+    snprintf(why, sizeof why, "its parent-row column has %lld rows for %lld",
+             (long long)a->length, (long long)m);
+    ok = false;
+  }
+  bool viewed = false;
+  if (ok) {
+    viewed = true;
+    ok = ArrowArrayViewInitFromSchema(&view, s, &na) == NANOARROW_OK &&
+         ArrowArrayViewSetArray(&view, a, &na) == NANOARROW_OK &&
+         ArrowArrayViewValidate(&view, NANOARROW_VALIDATION_LEVEL_FULL, &na) ==
+             NANOARROW_OK;
+    if (!ok)
+      snprintf(why, sizeof why, "its parent-row column is invalid: %.150s", na.message);
+  }
+  int64_t prev = 0;
+  for (int64_t r = 0; ok && r < m; r++) {
+    if (ArrowArrayViewIsNull(&view, r)) {
+      snprintf(why, sizeof why, "its parent-row column is NULL at output row %lld",
+               (long long)r);
+      ok = false;
+      break;
+    }
+    int64_t p = ArrowArrayViewGetIntUnsafe(&view, r);
+    if (p < 0 || p >= k) {
+      snprintf(why, sizeof why,
+               "parent row %lld at output row %lld is out of range (the call had %lld "
+               "rows)",
+               (long long)p, (long long)r, (long long)k);
+      ok = false;
+    } else if (p < prev) {
+      snprintf(why, sizeof why,
+               "parent rows must not go down: %lld after %lld at output row %lld",
+               (long long)p, (long long)prev, (long long)r);
+      ok = false;
+    } else {
+      parent[r] = sel ? sel[p] : (uint32_t)p;
+      prev = p;
+    }
+  }
+  if (viewed) ArrowArrayViewReset(&view);
+  if (ok) return LAMINAR_OK;
+  lm_eval_ctx_set_error(ctx, "function '%s' returned an invalid result: %s", f->name,
+                        why);
+  return LAMINAR_ERR_FUNCTION_RESULT;
+}
+
+/* A table function's result: the struct checked, the parents and columns
+ * copied into ctx memory. */
+static laminar_code import_table(lm_eval_ctx* ctx, const lm_udf* f,
+                                 const struct ArrowArray* out,
+                                 const struct ArrowSchema* sch, int64_t k,
+                                 const uint32_t* sel, lm_vec* cols,
+                                 const uint32_t** out_parent, int64_t* out_m) {
+  char why[300] = "";
+  if (out->release == NULL || sch->release == NULL) {
+    snprintf(why, sizeof why, "its result array or schema is released (not filled)");
+  } else if (sch->format == NULL || strcmp(sch->format, "+s") != 0 ||
+             sch->n_children != f->ncols + 1 || out->n_children != f->ncols + 1 ||
+             out->children == NULL || sch->children == NULL) {
+    snprintf(
+        why, sizeof why,
+        "it returned format '%.40s' with %lld columns; declared a struct (\"+s\") of "
+        "the parent-row column then %d column%s",
+        sch->format ? sch->format : "(null)", (long long)sch->n_children, (int)f->ncols,
+        f->ncols == 1 ? "" : "s");
+  } else if (out->length < 0 || out->length > INT32_MAX || out->offset != 0 ||
+             (out->n_buffers > 0 && out->buffers != NULL && out->buffers[0] != NULL &&
+              out->null_count != 0)) {
+    snprintf(why, sizeof why,
+             "its struct array has offset %lld, length %lld or NULL rows (offset 0, no "
+             "NULL rows)",
+             (long long)out->offset, (long long)out->length);
+  }
+  if (why[0] != '\0') {
+    lm_eval_ctx_set_error(ctx, "function '%s' returned an invalid result: %s", f->name,
+                          why);
+    return LAMINAR_ERR_FUNCTION_RESULT;
+  }
+  for (int64_t c = 0; c <= f->ncols; c++) {
+    if (out->children[c] == NULL || sch->children[c] == NULL) {
+      lm_eval_ctx_set_error(ctx,
+                            "function '%s' returned an invalid result: child %lld "
+                            "is NULL",
+                            f->name, (long long)c);
+      return LAMINAR_ERR_FUNCTION_RESULT;
+    }
+  }
+  int64_t m = out->length;
+  size_t rows = (size_t)(m ? m : 1);
+  uint32_t* parent = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * rows);
+  if (parent == NULL) return LAMINAR_ERR_NOMEM;
+  LM_TRY(import_parents(ctx, f, out->children[0], sch->children[0], m, k, sel, parent));
+  for (int32_t c = 0; c < f->ncols; c++) {
+    lm_type t = f->cols[c];
+    void* data = lm_eval_ctx_alloc(ctx, (size_t)lm_type_width(t) * rows);
+    uint8_t* nulls = lm_eval_ctx_alloc(ctx, rows);
+    if (data == NULL || nulls == NULL) return LAMINAR_ERR_NOMEM;
+    char what[300];
+    snprintf(what, sizeof what, "%s' column '%s", f->name, f->col_names[c]);
+    LM_TRY(import_result(ctx, what, t, out->children[c + 1], sch->children[c + 1], m,
+                         NULL, data, nulls));
+    uint8_t any = 0;
+    for (int64_t r = 0; r < m; r++) any |= nulls[r];
+    cols[c] = (lm_vec){t, m, any ? nulls : NULL, data};
+  }
+  *out_parent = parent;
+  *out_m = m;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_udtf_eval(lm_eval_ctx* ctx, lm_udf* f, const lm_vec* args, int64_t n,
+                          lm_vec* cols, const uint32_t** out_parent, int64_t* out_m) {
+  *out_parent = NULL;
+  *out_m = 0;
+  for (int32_t c = 0; c < f->ncols; c++) cols[c] = (lm_vec){f->cols[c], 0, NULL, NULL};
+  const uint32_t* sel;
+  int64_t k;
+  LM_TRY(passed_rows(ctx, f, args, n, &sel, &k));
+  if (k == 0) return LAMINAR_OK;
+  struct ArrowArray out;
+  struct ArrowSchema out_schema;
+  char msg[400];
+  int status;
+  LM_TRY(invoke(ctx, f, args, sel, k, &out, &out_schema, msg, sizeof msg, &status));
+  laminar_code rc;
+  if (status != 0) {
+    rc = failed(ctx, f, NULL, status, msg, sizeof msg);
+  } else {
+    rc = import_table(ctx, f, &out, &out_schema, k, sel, cols, out_parent, out_m);
+  }
+  if (out.release != NULL) out.release(&out);
+  if (out_schema.release != NULL) out_schema.release(&out_schema);
+  return rc;
 }

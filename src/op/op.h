@@ -180,6 +180,32 @@ void lm_op_chain_destroy(lm_op* head);
 laminar_code lm_op_map_create(const lm_expr* filter, const lm_expr* const* exprs,
                               int32_t nexprs, const lm_schema* out_schema, lm_op** out);
 
+/* ---- lateral: a table function joined to each input row (lateral.c) ------ */
+
+/* FROM input, f(args): each input row joined with the rows f makes of it.
+ * Emits out_schema: the input's in_ncols columns (the parent row's values),
+ * then f's columns. The spec's pointers must outlive the operator (they live
+ * in the plan, which holds a reference to fn). */
+typedef struct lm_lateral_spec {
+  lm_udf* fn;                 /* the table function (lm_udf_is_table) */
+  const lm_expr* const* args; /* its arguments, over the input row */
+  int32_t nargs;
+  int32_t in_ncols;
+} lm_lateral_spec;
+
+laminar_code lm_op_lateral_create(const lm_lateral_spec* spec,
+                                  const lm_schema* out_schema, lm_op** out);
+/* What the operator does to one chunk, for a caller with rows of its own (a
+ * SELECT over a view): the rows sel[0..n) (sel NULL: 0..n-1) of the input
+ * columns `cols` through spec's function: *out_m joined rows into out[0..
+ * in_ncols + the function's columns) (dense, ctx memory), *out_parent the
+ * input row (of cols) of each. A failure is the function's
+ * (lm_expr_udf_failed, its text in ctx) or LAMINAR_ERR_NOMEM. */
+laminar_code lm_op_lateral_apply(lm_eval_ctx* ctx, const lm_lateral_spec* spec,
+                                 const lm_vec* cols, const uint32_t* sel, int64_t n,
+                                 lm_vec* out, const uint32_t** out_parent,
+                                 int64_t* out_m);
+
 /* ---- window: tumbling / hopping window hash aggregation ------------------ */
 
 /* Window aggregation over windows [start, start + size_ms) on time column

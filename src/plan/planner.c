@@ -17,12 +17,15 @@
 
 static laminar_code build_rest(const lm_plan* plan, lm_op** out);
 
-/* A join plan (ASOF, lookup): the join operator, then the rest of the plan. */
+/* A join plan (ASOF, lookup, a table function): the join operator, then the
+ * rest of the plan. */
 laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
   *out = NULL;
-  if (!plan->joined && !plan->lookup) return build_rest(plan, out);
+  if (!plan->joined && !plan->lookup && !plan->lateral) return build_rest(plan, out);
   lm_op* join;
-  if (plan->interval)
+  if (plan->lateral)
+    LM_TRY(lm_op_lateral_create(&plan->lat, &plan->union_schema, &join));
+  else if (plan->interval)
     LM_TRY(lm_op_ijoin_create(&plan->ijoin, &plan->union_schema, &join));
   else if (plan->lookup)
     LM_TRY(lm_op_lookup_create(&plan->lk, &plan->union_schema, &join));
@@ -118,6 +121,9 @@ const char* lm_plan_describe(lm_plan* plan) {
              cmps[j->cmp], plan->branches[1].input,
              plan->union_schema.fields[j->lcols + j->rtime].name,
              j->has_tolerance ? ", tolerance" : "");
+  } else if (plan->lateral) {
+    snprintf(head, sizeof head, "lateral(%s, %s: %d columns) -> ", plan->input,
+             lm_udf_name(plan->lat.fn), (int)lm_udtf_ncols(plan->lat.fn));
   } else if (plan->lookup) {
     snprintf(head, sizeof head, "%s(%s, %s: %d keys) -> ",
              plan->lk.left_outer ? "left_lookup_join" : "lookup_join", plan->input,
@@ -286,6 +292,9 @@ static const char* partition_refusal(const lm_plan* plan, const lm_plan_context*
   for (int32_t k = 0; k < nkeys; k++) {
     bool plain = keys[k]->kind == LM_EXPR_COLUMN && keys[k]->column >= 0 &&
                  keys[k]->column < ncols;
+    if (plan->lateral && keys[k]->kind == LM_EXPR_COLUMN &&
+        keys[k]->column >= plan->lat.in_ncols)
+      return "a key is a table function's column (rows are routed before the call)";
     if (!plain) return "a key is an expression, not a column";
   }
   /* Over a union: every branch routes its rows by the source columns it puts
@@ -309,6 +318,7 @@ static const char* two_phase_refusal(const lm_plan* plan, bool is_view, int32_t*
   if (plan->interval) return "it is an interval join (its inputs cannot be split apart)";
   if (plan->joined) return "it is an ASOF JOIN (its inputs cannot be split apart)";
   if (plan->lookup) return "it is a lookup join (it reads its table in place)";
+  if (plan->lateral) return "it calls a table function (FROM s, f(...))";
   if (plan->analytic)
     return "it has window functions (OVER): split its input by the PARTITION BY "
            "keys instead, see laminar_stream_partitioning";

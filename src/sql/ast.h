@@ -221,6 +221,18 @@ typedef struct lm_ast_join {
   struct lm_ast_expr* on;           /* ON's expression */
 } lm_ast_join;
 
+/* A table function joined to each row of FROM's input:
+ *   FROM input [alias], [LATERAL] f(args) [[AS] alias [(col, ...)]]
+ *   FROM input [alias] CROSS JOIN [LATERAL] f(args) [[AS] alias [(col, ...)]]
+ * call is the FUNCTION node f(args); cols (ncols, 0 without a list) rename
+ * f's columns in order. */
+typedef struct lm_ast_lateral {
+  struct lm_ast_expr* call;
+  const char* alias; /* NULL if none */
+  const char** cols;
+  size_t ncols;
+} lm_ast_lateral;
+
 typedef struct lm_ast_select {
   bool distinct;
   lm_ast_select_item* items;
@@ -234,7 +246,8 @@ typedef struct lm_ast_select {
   /* FROM tumble(name, time, size) / hop(...): the call, NULL for a plain name
    * (only as a join's side, see lm_ast_join) */
   struct lm_ast_expr* from_window;
-  lm_ast_join* join; /* FROM name [alias] [ASOF] JOIN ...; NULL without a join */
+  lm_ast_join* join;       /* FROM name [alias] [ASOF] JOIN ...; NULL without a join */
+  lm_ast_lateral* lateral; /* FROM name [alias], f(...) ...; NULL without one */
   /* `this UNION ALL union_next`: the next branch of a set, NULL if none. The
    * first select of a set stands for the whole set; every branch is a
    * select of its own (its ORDER BY / LIMIT belong to it). */

@@ -809,6 +809,12 @@ static laminar_code bind_udf(binder* b, const lm_ast_expr* a, bind_mode mode,
                 "before a statement that calls it is run or recovered)",
                 a->fname);
   }
+  if (lm_udf_is_table(f)) {
+    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, a,
+                "'%s' is a table function: call it in FROM (FROM s, %s(s.x) or FROM s "
+                "CROSS JOIN LATERAL %s(s.x))",
+                lm_udf_name(f), lm_udf_name(f), lm_udf_name(f));
+  }
   if (a->star || a->distinct) {
     return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
                 "%s(%s) is only valid for aggregates", lm_udf_name(f),
@@ -2646,6 +2652,27 @@ static void table_join_scope(binder* b, const lm_schema* left, const lm_schema* 
   b->right_alias = b->stmt->select->join->right_alias;
 }
 
+/* The one branch of a plan that joins FROM's input `left` (s) with what is
+ * not a stream (a table, a table function): s read as it is, and s's columns
+ * as the first of union_schema. */
+static laminar_code joined_branch(binder* b, const lm_ast_select* sel,
+                                  const lm_schema* left, bool src) {
+  lm_plan* plan = b->plan;
+  plan->branches = lm_pool_alloc(&plan->pool, sizeof(lm_plan_branch));
+  plan->input = lm_pool_copy(&plan->pool, sel->from, strlen(sel->from) + 1);
+  if (plan->branches == NULL || plan->input == NULL) return NOMEM(b);
+  plan->branches[0] = (lm_plan_branch){.input = plan->input,
+                                       .input_is_source = src,
+                                       .line = sel->from_line,
+                                       .column = sel->from_column,
+                                       .in_ncols = left->ncols};
+  plan->nbranches = 1;
+  plan->input_is_source = src;
+  for (int32_t c = 0; c < left->ncols; c++)
+    LM_TRY(add_field(b, &plan->union_schema, left->fields[c].name, left->fields[c].type));
+  return LAMINAR_OK;
+}
+
 /* FROM s [alias] [INNER | LEFT [OUTER]] JOIN t [alias] ON s.x = t.k [AND ...]
  * with t a table (columns `table`, key tk): one branch (s) without
  * operators, the joined row (s's columns then t's) as union_schema, the
@@ -2658,21 +2685,9 @@ static laminar_code bind_lookup_join(binder* b, const lm_ast_select* sel,
   bool src = false;
   const lm_schema* left;
   LM_TRY(table_join_input(b, sel, lookup, lookup_arg, &left, &src));
-  plan->branches = lm_pool_alloc(&plan->pool, sizeof(lm_plan_branch));
-  plan->input = lm_pool_copy(&plan->pool, sel->from, strlen(sel->from) + 1);
   plan->lookup_table = lm_pool_copy(&plan->pool, jn->right, strlen(jn->right) + 1);
-  if (plan->branches == NULL || plan->input == NULL || plan->lookup_table == NULL)
-    return NOMEM(b);
-  memset(plan->branches, 0, sizeof(lm_plan_branch));
-  plan->branches[0] = (lm_plan_branch){.input = plan->input,
-                                       .input_is_source = src,
-                                       .line = sel->from_line,
-                                       .column = sel->from_column,
-                                       .in_ncols = left->ncols};
-  plan->nbranches = 1;
-  plan->input_is_source = src;
-  for (int32_t c = 0; c < left->ncols; c++)
-    LM_TRY(add_field(b, &plan->union_schema, left->fields[c].name, left->fields[c].type));
+  if (plan->lookup_table == NULL) return NOMEM(b);
+  LM_TRY(joined_branch(b, sel, left, src));
   for (int32_t c = 0; c < table->ncols; c++)
     LM_TRY(
         add_field(b, &plan->union_schema, table->fields[c].name, table->fields[c].type));
@@ -2766,6 +2781,161 @@ static laminar_code bind_temporal_join(binder* b, const lm_ast_select* sel,
   return LAMINAR_OK;
 }
 
+/* ---- table functions: FROM s, f(s.x) ---------------------------------------------- */
+
+/* The table function a FROM call names, with the arguments to bind: a
+ * user-defined one (a new reference), else a built-in (a new object);
+ * `unnest(string_split(s, sep))` is the built-in string_split_to_rows(s, sep)
+ * with its column named unnest, as DuckDB names it. */
+static laminar_code lateral_function(binder* b, const lm_ast_expr* call, lm_udf** out,
+                                     lm_ast_expr* const** out_args, size_t* out_nargs) {
+  *out = NULL;
+  *out_args = call->args;
+  *out_nargs = call->nargs;
+  const char* name = call->fname;
+  const char* column = NULL;
+  if (lm_streq_nocase(name, "unnest")) {
+    const lm_ast_expr* in = call->nargs == 1 ? call->args[0] : NULL;
+    if (in == NULL || in->kind != LM_AST_FUNCTION ||
+        !lm_streq_nocase(in->fname, "string_split") || in->nargs != 2) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, call,
+                  "unnest() in FROM takes string_split(s, sep) (there is no LIST type "
+                  "yet): FROM t, unnest(string_split(t.s, ','))");
+    }
+    name = "string_split_to_rows";
+    column = "unnest";
+    *out_args = in->args;
+    *out_nargs = in->nargs;
+  }
+  lm_udf* f =
+      b->funcs != NULL && column == NULL ? lm_udf_list_find(b->funcs, name) : NULL;
+  if (f != NULL && !lm_udf_is_table(f)) {
+    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, call,
+                "'%s' is not a table function (it returns one value per row: call it in "
+                "the select list)",
+                lm_udf_name(f));
+  }
+  if (f != NULL) {
+    lm_udf_ref(f);
+    *out = f;
+    return LAMINAR_OK;
+  }
+  bool known;
+  f = lm_udtf_builtin(name, (int32_t)*out_nargs, column, &known);
+  if (f != NULL) {
+    *out = f;
+    return LAMINAR_OK;
+  }
+  if (!known) {
+    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, call,
+                "unknown table function '%s' (the built-ins are generate_series, range, "
+                "string_split_to_rows and unnest(string_split(...)); a user-defined one "
+                "must be registered before a statement that calls it is run or "
+                "recovered)",
+                name);
+  }
+  bool split = lm_streq_nocase(name, "string_split_to_rows");
+  return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, call,
+              "%s() takes %s arguments, got %d (usage: %s)", call->fname,
+              split ? "2" : "2 or 3", (int)*out_nargs,
+              split ? "string_split_to_rows(s VARCHAR, sep VARCHAR)"
+                    : "generate_series(start BIGINT, stop BIGINT [, step BIGINT])");
+}
+
+/* FROM s [alias], [LATERAL] f(args) [alias [(cols)]] (or CROSS JOIN ...): one
+ * branch (s, without operators), the joined row (s's columns then f's) as
+ * union_schema, the lateral spec (f and its arguments over s's row). Column
+ * references then resolve by side, as for a lookup join. */
+static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
+                                 lm_plan_lookup_fn lookup, void* lookup_arg) {
+  lm_plan* plan = b->plan;
+  const lm_ast_lateral* lat = sel->lateral;
+  const lm_ast_expr* call = lat->call;
+  if (sel->join != NULL || sel->from_select != NULL || sel->from_window != NULL ||
+      sel->union_next != NULL) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, call,
+                "a table function joins one input read by name (FROM s, f(s.x)): not "
+                "with a JOIN, a derived table, a window table function or UNION ALL");
+  }
+  bool src = false;
+  const lm_schema* left = lookup(lookup_arg, sel->from, &src);
+  if (left == NULL) return unknown_input(sel, b->err);
+  if (lm_op_view_is_changelog(left)) {
+    char msg[400];
+    snprintf(msg, sizeof msg,
+             "'%s' is a changelog (it ends in _weight): a table function over a "
+             "changelog is not supported yet",
+             sel->from);
+    return fail_pos(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->from_line, sel->from_column,
+                    sel->from, msg);
+  }
+  if (call->star || call->distinct) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, call,
+                "%s(%s) is only valid for aggregates", call->fname,
+                call->star ? "*" : "DISTINCT ...");
+  }
+  lm_udf* f;
+  lm_ast_expr* const* argv;
+  size_t nargs;
+  LM_TRY(lateral_function(b, call, &f, &argv, &nargs));
+  laminar_code rc = lm_udf_list_add(&plan->udfs, f, false);
+  lm_udf_unref(f); /* the plan's reference holds it (or none, on failure) */
+  if (rc != LAMINAR_OK) return NOMEM(b);
+  /* The arguments, over s's row. */
+  b->input = left;
+  lm_expr** args = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (nargs ? nargs : 1));
+  lm_type* want = lm_pool_alloc(&plan->pool, sizeof(lm_type) * (nargs ? nargs : 1));
+  if (args == NULL || want == NULL) return NOMEM(b);
+  for (size_t i = 0; i < nargs; i++) {
+    if (contains_agg(b->funcs, argv[i])) {
+      return fail(b, LAMINAR_ERR_SQL_GROUPING, argv[i],
+                  "an aggregate in the arguments of table function '%s'", call->fname);
+    }
+    LM_TRY(bind(b, argv[i], MODE_ROW, &args[i]));
+  }
+  lm_func_binding fb;
+  rc = lm_udf_bind(f, (const lm_expr* const*)args, (int32_t)nargs, want, &fb);
+  if (rc != LAMINAR_OK)
+    return fail(b, rc, fb.bad_arg >= 0 ? argv[fb.bad_arg] : call, "%s", fb.message);
+  for (size_t i = 0; i < nargs; i++) LM_TRY(coerce(b, &args[i], want[i]));
+  /* f's columns, renamed by the alias list; a built-in's one column (a set of
+   * values, not of rows) also by the alias alone, as in DuckDB and
+   * PostgreSQL. */
+  int32_t ncols = lm_udtf_ncols(f);
+  bool builtin = b->funcs == NULL || !lm_udf_list_has(b->funcs, f);
+  if (lat->ncols > (size_t)ncols) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, call,
+                "table function '%s' has %d column%s, and its alias %s names %d",
+                lm_udf_name(f), (int)ncols, ncols == 1 ? "" : "s", lat->alias,
+                (int)lat->ncols);
+  }
+  for (int32_t c = 0; c < ncols; c++) {
+    const char* name = lm_udtf_col_name(f, c);
+    if ((size_t)c < lat->ncols) {
+      name = lat->cols[c];
+    } else if (builtin && lat->alias != NULL && lat->ncols == 0 && ncols == 1) {
+      name = lat->alias;
+    }
+    LM_TRY(add_field(b, &plan->lat_cols, name, lm_udtf_col_type(f, c)));
+  }
+  LM_TRY(joined_branch(b, sel, left, src));
+  for (int32_t c = 0; c < ncols; c++) {
+    LM_TRY(add_field(b, &plan->union_schema, plan->lat_cols.fields[c].name,
+                     plan->lat_cols.fields[c].type));
+  }
+  plan->lateral = true;
+  plan->lat = (lm_lateral_spec){.fn = f,
+                                .args = (const lm_expr* const*)args,
+                                .nargs = (int32_t)nargs,
+                                .in_ncols = left->ncols};
+  b->input = &plan->union_schema;
+  b->join_left = left;
+  b->join_right = &plan->lat_cols;
+  b->right_name = lm_udf_name(f);
+  b->right_alias = lat->alias;
+  return LAMINAR_OK;
+}
+
 static void mark_columns(const lm_expr* e, uint8_t* need, int32_t n) {
   if (e == NULL) return;
   if (e->kind == LM_EXPR_COLUMN && e->column >= 0 && e->column < n) need[e->column] = 1;
@@ -2835,6 +3005,7 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
   lm_schema_init_empty(&out->out_schema);
   lm_schema_init_empty(&out->agg_schema);
   lm_schema_init_empty(&out->union_schema);
+  lm_schema_init_empty(&out->lat_cols);
   lm_schema_init_empty(&out->an_schema);
   lm_schema_init_empty(&out->join_side[0]);
   lm_schema_init_empty(&out->join_side[1]);
@@ -2849,8 +3020,11 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
   laminar_code rc = LAMINAR_OK;
   lm_plan_table tk = {.time_col = -1};
   const lm_schema* table = NULL;
-  if (sel->join != NULL && sel->join->plain && b.tables != NULL &&
-      (table = b.tables(lookup_arg, sel->join->right, &tk)) != NULL) {
+  if (sel->lateral != NULL) {
+    rc = bind_lateral(&b, sel, lookup, lookup_arg);
+    if (rc == LAMINAR_OK) rc = bind_select(&b, stmt);
+  } else if (sel->join != NULL && sel->join->plain && b.tables != NULL &&
+             (table = b.tables(lookup_arg, sel->join->right, &tk)) != NULL) {
     /* JOIN of a table: a lookup join (an interval join reads two streams) */
     const lm_ast_join* jn = sel->join;
     if (jn->type == LM_JOIN_RIGHT || jn->type == LM_JOIN_FULL ||
@@ -2954,6 +3128,7 @@ bool lm_bind_is_window_call(const lm_ast_expr* e) {
 void lm_plan_free(lm_plan* plan) {
   lm_udf_list_free(&plan->udfs);
   lm_schema_free(&plan->union_schema);
+  lm_schema_free(&plan->lat_cols);
   lm_schema_free(&plan->out_schema);
   lm_schema_free(&plan->agg_schema);
   lm_schema_free(&plan->an_schema);

@@ -27,7 +27,8 @@
  *              [[INNER|LEFT|RIGHT|FULL [OUTER]] JOIN input
  *                 [FOR SYSTEM_TIME AS OF e] [[AS] alias] ON e
  *               |[LEFT [OUTER]] ASOF [LEFT [OUTER]] JOIN name [[AS] alias]
- *                 [MATCH_CONDITION ( e )] ON e]
+ *                 [MATCH_CONDITION ( e )] ON e
+ *               |(, | CROSS JOIN) [LATERAL] f ( e, ... ) [[AS] alias [( col, ... )]]]
  *   input   := name | tumble ( name , e , e ) | hop ( name , e , e , e )
  *              [WHERE e]
  *              [GROUP BY e, ...] [HAVING e]
@@ -1311,6 +1312,41 @@ static laminar_code parse_join(parser* p, lm_ast_join** out) {
   return LAMINAR_OK;
 }
 
+/* A table function after FROM's input, the current token after the comma or
+ * CROSS JOIN: [LATERAL] f(args) [[AS] alias [(col, ...)]]. */
+static laminar_code parse_lateral(parser* p, const lm_token* join_tok,
+                                  lm_ast_lateral** out) {
+  lm_ast_lateral* l = lm_arena_alloc(p->arena, sizeof *l);
+  if (l == NULL) return nomem(p);
+  bool got;
+  LM_TRY(accept_kw(p, "LATERAL", &got));
+  lm_token name_tok = p->cur;
+  const char* name;
+  LM_TRY(parse_name(p, "a table function call (f(x, ...)) after FROM input,", &name, NULL,
+                    NULL));
+  if (p->cur.kind != LM_TOK_LPAREN) {
+    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, join_tok->line, join_tok->column,
+                   "FROM a, b (a comma or CROSS JOIN) takes a table function call "
+                   "after the input: FROM a, f(a.x) or FROM a CROSS JOIN LATERAL "
+                   "f(a.x); to join two inputs use JOIN ... ON");
+  }
+  LM_TRY(parse_call(p, &name_tok, &l->call));
+  LM_TRY(parse_alias(p, true, &l->alias));
+  if (l->alias != NULL && p->cur.kind == LM_TOK_LPAREN) {
+    LM_TRY(advance(p));
+    size_t cap = 0;
+    do {
+      const char* col;
+      LM_TRY(parse_name(p, "a column alias", &col, NULL, NULL));
+      PUSH(p, l->cols, l->ncols, cap, col);
+      LM_TRY(accept(p, LM_TOK_COMMA, &got));
+    } while (got);
+    LM_TRY(expect(p, LM_TOK_RPAREN));
+  }
+  *out = l;
+  return LAMINAR_OK;
+}
+
 static laminar_code parse_select(parser* p, lm_ast_select** out) {
   lm_ast_select* s = lm_arena_alloc(p->arena, sizeof *s);
   if (s == NULL) return nomem(p);
@@ -1357,6 +1393,15 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
         break;
       }
     }
+  }
+  lm_token join_tok = p->cur;
+  if (p->cur.kind == LM_TOK_COMMA) { /* FROM a, f(...) */
+    LM_TRY(advance(p));
+    LM_TRY(parse_lateral(p, &join_tok, &s->lateral));
+  } else if (is_kw(&p->cur, "CROSS")) { /* FROM a CROSS JOIN [LATERAL] f(...) */
+    LM_TRY(advance(p));
+    LM_TRY(expect_kw(p, "JOIN"));
+    LM_TRY(parse_lateral(p, &join_tok, &s->lateral));
   }
   if (s->from_select == NULL && is_join_word(&p->cur) && p->cur.kind != LM_TOK_COMMA &&
       !is_kw(&p->cur, "CROSS") && !is_kw(&p->cur, "NATURAL")) {

@@ -119,6 +119,14 @@ typedef struct lm_plan {
    * (joined, join.tombstones) of the input with the table's changelog
    * source; temporal_table names the table (in the pool), NULL otherwise. */
   char* temporal_table;
+  /* A table function (FROM s, f(s.x)): one branch (s, without operators),
+   * union_schema the joined row (s's columns, then f's as lat_cols names
+   * them), which the rest of the plan reads; the chain starts with the
+   * lateral operator (op.h lm_lateral_spec; fn is held in udfs, its
+   * arguments over s's row live in the pool). */
+  bool lateral;
+  lm_lateral_spec lat;
+  lm_schema lat_cols;
   lm_expr** post_exprs; /* over agg_schema, one per output column */
   int32_t npost;
   /* analytic shape (OVER (...) calls in a plain query):

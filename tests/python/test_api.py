@@ -594,6 +594,7 @@ def test_cli_version():
         "laminardb.subscription",
         "laminardb.errors",
         "laminardb.functions",
+        "laminardb.table_functions",
     ],
 )
 def test_docstring_examples(module):

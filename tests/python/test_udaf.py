@@ -13,6 +13,7 @@ registration errors.
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections.abc import Iterator
 
@@ -153,6 +154,70 @@ def test_tumble_equals_duckdb(cores_db: laminardb.Connection, rng: np.random.Gen
     for key, (sq, gm) in want.items():
         assert _close(got[key][0], sq), key
         assert _close(got[key][1], gm), key
+
+
+class Symbols:
+    """The distinct symbols of a group, sorted and joined by '|' (VARCHAR)."""
+
+    def init(self) -> set[str]:
+        return set()
+
+    def update(self, state: set[str], x: pa.Array) -> set[str]:
+        return state | set(x.to_pylist())
+
+    def merge(self, a: set[str], b: set[str]) -> set[str]:
+        return a | b
+
+    def finalize(self, state: set[str]) -> str | None:
+        return "|".join(sorted(state)) if state else None
+
+
+class DayOf:
+    """DATE '2020-01-01' plus the group's row count in days (a DATE result)."""
+
+    def init(self) -> int:
+        return 0
+
+    def update(self, state: int, x: pa.Array) -> int:
+        return state + len(x)
+
+    def merge(self, a: int, b: int) -> int:
+        return a + b
+
+    def finalize(self, state: int) -> datetime.date:
+        return datetime.date(2020, 1, 1) + datetime.timedelta(days=state)
+
+
+def test_varchar_and_date_results_equal_duckdb(
+    cores_db: laminardb.Connection, rng: np.random.Generator
+) -> None:
+    db = cores_db
+    db.create_aggregate("symbols", Symbols, ["VARCHAR"], "VARCHAR")
+    db.create_aggregate("day_of", DayOf, ["DOUBLE"], "DATE")
+    db.execute(SOURCE)
+    db.execute(
+        "CREATE STREAM w AS SELECT volume % 3 AS k, window_start, symbols(symbol) AS syms, "
+        "day_of(price) AS d FROM trades "
+        "GROUP BY volume % 3, tumble(ts, INTERVAL '100' MILLISECOND) EMIT ON WINDOW CLOSE"
+    )
+    sub = db.subscribe("w")
+    table = _trades(rng, 2000)
+    _feed(db, table)
+    _close_all(db)
+    out = _sub_table(sub)
+    assert out.schema.field("syms").type == pa.string()
+    assert out.schema.field("d").type == pa.date32()
+    got = {(r["k"], r["window_start"]): (r["syms"], r["d"]) for r in out.to_pylist()}
+    con = duckdb.connect()
+    con.register("trades", table)
+    want = {
+        (k, ws): (syms, d)
+        for k, ws, syms, d in con.sql(
+            "SELECT volume % 3, ts - ts % 100, string_agg(DISTINCT symbol, '|' ORDER BY symbol), "
+            "DATE '2020-01-01' + CAST(COUNT(price) AS INTEGER) FROM trades GROUP BY ALL"
+        ).fetchall()
+    }
+    assert got == want
 
 
 @pytest.mark.parametrize(
@@ -360,8 +425,8 @@ def test_registration_errors_and_catalog(db: laminardb.Connection) -> None:
 
     with pytest.raises(TypeError, match="no merge"):
         db.create_aggregate("nm", NoMerge, ["BIGINT"], "BIGINT")
-    with pytest.raises(TypeError, match="return type"):
-        db.create_aggregate("s", SumSq, ["DOUBLE"], "VARCHAR")
+    with pytest.raises(TypeError, match="no engine type"):
+        db.create_aggregate("s", SumSq, ["DOUBLE"], "DECIMAL(10, 2)")
     with pytest.raises(ValueError, match="1 or 2 parameters"):
         db.create_aggregate("s", SumSq, [], "DOUBLE")
     with pytest.raises(laminardb.SQLError) as info:

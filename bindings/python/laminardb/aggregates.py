@@ -67,7 +67,9 @@ _RESULT_TYPES = {
     "i": pa.int32(),
     "l": pa.int64(),
     "g": pa.float64(),
+    "u": pa.string(),
     "tsu:": pa.timestamp("us"),
+    "tdD": pa.date32(),
 }
 
 
@@ -376,12 +378,7 @@ class Aggregate:
             raise ValueError(f"aggregate {name!r}: takes 1 or 2 parameters, got {len(params)}")
         self.name = name
         self.arg_formats = [arrow_format(p) for p in params]
-        self.result_format = arrow_format(returns)
-        if self.result_format not in _RESULT_TYPES:
-            raise TypeError(
-                f"aggregate {name!r}: return type {returns!r}; use BOOLEAN, INT, BIGINT, "
-                "DOUBLE or TIMESTAMP"
-            )
+        self.result_format = arrow_format(returns)  # any engine type (TypeError else)
         self.retractable = callable(getattr(impl, "retract", None))
         self.call = PyAggregate(name, impl, self.result_format, on_error)
         self.flags = lib.LAMINAR_FUNCTION_CALLED_ON_NULL if null_handling == "special" else 0

@@ -24,6 +24,7 @@ from laminardb.functions import Function, FunctionKind, NullHandling, OnError, T
 from laminardb.sinks import SinkConnector, callbacks_for
 from laminardb.source import Source
 from laminardb.subscription import Subscription
+from laminardb.table_functions import TableFunction, TableFunctionKind
 
 __all__ = ["Connection", "open"]
 
@@ -685,7 +686,8 @@ class Connection(Handle):
             cls: The aggregate's class or object.
             params: One or two parameter types (pyarrow types, SQL names or
                 ``bool``/``int``/``float``/``str``/``datetime``).
-            returns: The result type: BOOLEAN, INT, BIGINT, DOUBLE or TIMESTAMP.
+            returns: The result type: BOOLEAN, INT, BIGINT, DOUBLE, VARCHAR,
+                TIMESTAMP or DATE.
             null_handling: ``"default"``: rows with a NULL argument are left
                 out; ``"special"``: passed.
             on_error: ``"raise"``: an exception fails the batch (LDB-3010
@@ -723,6 +725,72 @@ class Connection(Handle):
         err = ffi.new("laminar_error*")
         with self._lock:
             code = aggregate.register(lib.laminar_aggregate_register, self._require_open(), err)
+        raise_for(code, err)
+        return self
+
+    def create_table_function(
+        self,
+        name: str,
+        fn: Callable[..., object],
+        params: Sequence[TypeSpec],
+        returns: Mapping[str, TypeSpec] | Sequence[tuple[str, TypeSpec]],
+        *,
+        kind: TableFunctionKind = "arrow",
+        null_handling: NullHandling = "default",
+    ) -> Connection:
+        """Register ``fn`` as SQL table function ``name`` (``laminar_table_function_register``).
+
+        SQL calls it in FROM, joined to each row of one input:
+        ``FROM s, name(s.x)``, ``FROM s CROSS JOIN LATERAL name(s.x) AS t(a, b)``.
+        ``kind="arrow"`` calls ``fn(*arrays)`` once per chunk and takes back a
+        ``pyarrow.RecordBatch`` / ``Table`` (or a dict of columns) with a
+        column ``_row`` -- the 0-based position of each output row's input
+        row, never going down -- and the declared columns by name.
+        ``kind="row"`` calls ``fn(*values)`` per input row, which returns or
+        yields that row's output rows as tuples (a bare value for one
+        column). It shares the function namespace (``remove_function``,
+        SHOW FUNCTIONS); reopen a durable database whose streams call it with
+        ``laminardb.open(path, functions=[TableFunction(...)])``.
+
+        Args:
+            name: The SQL name (case-insensitive; not a built-in's).
+            fn: The function.
+            params: The parameters' types (pyarrow types, SQL names or
+                ``bool``/``int``/``float``/``str``/``datetime``/``date``).
+            returns: The output columns: a mapping (or pairs) of name to type.
+            kind: ``"arrow"`` (vectorized) or ``"row"``.
+            null_handling: ``"default"``: a row with a NULL argument makes no
+                rows and is not passed; ``"special"``: passed (None / a null).
+
+        Returns:
+            The connection (calls chain).
+
+        Raises:
+            TypeError: A type with no engine type.
+            ValueError: An unknown option, no output column.
+            SQLError: LDB-1004 (a built-in's name), LDB-1007 (replacing a
+                function a stream uses).
+
+        Example:
+            >>> import laminardb, pyarrow as pa
+            >>> db = laminardb.open()
+            >>> _ = db.create_table_function(
+            ...     "repeat", lambda s, n: [(s,)] * n, ["VARCHAR", "BIGINT"], {"r": "VARCHAR"},
+            ...     kind="row")
+            >>> _ = db.execute("CREATE SOURCE t (s VARCHAR, n BIGINT); "
+            ...     "CREATE MATERIALIZED VIEW m AS SELECT s, r FROM t, repeat(t.s, t.n)")
+            >>> db.insert("t", {"s": ["a", "b"], "n": [2, 0]}); db.run_until_idle()
+            >>> db.query("SELECT s, r FROM m").to_pylist()
+            [{'s': 'a', 'r': 'a'}, {'s': 'a', 'r': 'a'}]
+        """
+        function = TableFunction(
+            name, fn, params, returns, kind=kind, null_handling=null_handling
+        )
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = function.register(
+                lib.laminar_table_function_register, self._require_open(), err
+            )
         raise_for(code, err)
         return self
 
@@ -941,7 +1009,7 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
     *,
     config: Mapping[str, object] | None = None,
     sinks: Mapping[str, tuple[str, SinkConnector]] | None = None,
-    functions: Sequence[Function | Aggregate] = (),
+    functions: Sequence[Function | Aggregate | TableFunction] = (),
     vars: Mapping[str, object] | None = None,  # noqa: A002 -- the documented name
     read_only: bool = False,
     **options: object,
@@ -966,8 +1034,9 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
             ``{name: (stream, connector)}`` (see :meth:`Connection.add_sink`);
             the streams must be in the stored catalog.
         functions: User-defined functions
-            (:class:`laminardb.functions.Function`) and aggregates
-            (:class:`laminardb.aggregates.Aggregate`) registered before the
+            (:class:`laminardb.functions.Function`), aggregates
+            (:class:`laminardb.aggregates.Aggregate`) and table functions
+            (:class:`laminardb.table_functions.TableFunction`) registered before the
             database opens, so a durable one's stored streams that call them
             recover (see :meth:`Connection.create_function`).
         vars: ``${NAME}`` substitution variables, ``{NAME: value}``: every
@@ -1037,6 +1106,8 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
             register = (
                 lib.laminar_config_aggregate_register
                 if isinstance(function, Aggregate)
+                else lib.laminar_config_table_function_register
+                if isinstance(function, TableFunction)
                 else lib.laminar_config_function_register
             )
             code = function.register(register, config_out[0], err)

@@ -177,7 +177,14 @@ def run(
             (:func:`jvm_engine_available`), except for the streaming
             whole-stream path, else ``"python"``.
         **options: ``laminardb.open`` options of each task's engine
-            (``buffer_size``, ``vars``...).
+            (``buffer_size``, ``vars``...). ``functions=[...]``
+            (:class:`laminardb.functions.Function`,
+            :class:`laminardb.aggregates.Aggregate`,
+            :class:`laminardb.table_functions.TableFunction`) ships Python
+            functions to the executors (pickled by Spark's cloudpickle) and
+            registers them in every task's engine and the driver's planning
+            one; such a run uses the Python engine (``engine="auto"``), and
+            ``engine="jvm"`` refuses it (LDB-1005).
 
     Returns:
         A DataFrame (streaming when ``df`` is) with the stream's columns, its
@@ -206,6 +213,13 @@ def run(
             return _run_union(df, p, partitions=partitions, engine=engine)
         df = next(iter(df.values()))
     use_jvm = _use_jvm(df, engine)
+    if use_jvm and options.get("functions"):
+        # Python functions run in Python workers only: each task's engine
+        # registers the (cloudpickled) functions before it opens.
+        if engine == "jvm":
+            raise error_for(_UNSUPPORTED, "LDB-1005: engine='jvm' runs no Python functions "
+                            "(functions=...): use engine='python' (or 'auto', which does)")
+        use_jvm = False
     p = plan(df, sql, source=source, stream=stream, **options)
     if use_jvm and not _jvm_carries(p):
         if engine == "jvm":
