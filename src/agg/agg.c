@@ -1594,6 +1594,7 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
       case LM_AGG_SUM:
         if (st->sum_d)
           return finalize_flagged_d(st->sum_d + first, st->has + first, n, data, nulls);
+        if (st->sum_i && lm_type_is_decimal(st->result_type)) break; /* below */
         if (st->sum_i) { /* NULL without a value or when the total does not fit BIGINT */
           uint8_t none = 0;
           for (int64_t k = 0; k < n; k++) {
@@ -1653,10 +1654,16 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
           if (st->result_type == LM_TYPE_DOUBLE) {
             ((double*)data)[k] = 0;
           } else {
-            ((int64_t*)data)[k] = 0;
+            lm_vec_dec_put(st->result_type, data, k, 0); /* BIGINT: as DECIMAL(18) */
           }
         } else if (st->arg_type == LM_TYPE_DOUBLE) {
           ((double*)data)[k] = st->sum_d[g];
+        } else if (lm_type_is_decimal(st->result_type)) {
+          /* DECIMAL(38, s): NULL past 38 digits (DuckDB raises) */
+          lm_i128 s = st->sum_i[g], lim = (lm_i128)10000000000000000000u;
+          lim = lim * lim; /* 10^38 */
+          is_null = !(s < lim && s > -lim);
+          lm_vec_dec_put(st->result_type, data, k, is_null ? 0 : s);
         } else {
           lm_i128 s = st->sum_i[g];
           bool fits = s >= INT64_MIN && s <= INT64_MAX;
@@ -1671,7 +1678,10 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
         } else if (st->arg_type == LM_TYPE_DOUBLE) {
           ((double*)data)[k] = st->sum_d[g] / (double)st->count[g];
         } else {
-          ((double*)data)[k] = (double)st->sum_i[g] / (double)st->count[g];
+          /* a DECIMAL's sum is unscaled: divide by 10^s, as DuckDB's DOUBLE */
+          double scale = 1.0;
+          for (int32_t i = 0; i < lm_type_scale(st->arg_type); i++) scale *= 10.0;
+          ((double*)data)[k] = (double)st->sum_i[g] / ((double)st->count[g] * scale);
         }
         break;
       case LM_AGG_MIN:
