@@ -100,9 +100,11 @@ static bool is_str_literal(const lm_expr* a) {
 
 static bool is_small_int(lm_type t) { return t == LM_TYPE_INT16 || t == LM_TYPE_INT8; }
 
+/* (A DECIMAL argument converts to DOUBLE: abs, round and the rest compute on
+ * it as a DOUBLE, docs/SQL.md "Decimals".) */
 static bool is_numeric(lm_type t) {
   return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE ||
-         is_small_int(t);
+         is_small_int(t) || lm_type_is_decimal(t);
 }
 
 /* Argument i must convert to `to`: a value of that type, a NULL, a string

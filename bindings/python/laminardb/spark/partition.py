@@ -202,11 +202,14 @@ def _jvm_carries(p: Plan) -> bool:
     """Tell whether the JVM stage has been built for the plan's column types.
 
     Its column copiers know BIGINT, INT, DOUBLE, VARCHAR, BOOLEAN and
-    TIMESTAMP; a DATE, SMALLINT or TINYINT column (Arrow date32, int16, int8)
-    runs in the Python engine.
+    TIMESTAMP; a DATE, SMALLINT, TINYINT or DECIMAL column (Arrow date32,
+    int16, int8, decimal128) runs in the Python engine.
     """
     return not any(
-        pa.types.is_date32(f.type) or pa.types.is_int16(f.type) or pa.types.is_int8(f.type)
+        pa.types.is_date32(f.type)
+        or pa.types.is_int16(f.type)
+        or pa.types.is_int8(f.type)
+        or pa.types.is_decimal(f.type)
         for f in (*p.input_schema, *p.output_schema)
     )
 
