@@ -782,7 +782,6 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
           return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "%s() needs a number, got %s",
                       avg ? "avg" : "sum", lm_type_name(at));
         }
-        LM_TRY(check_narrow_decimal(b, a, f, at));
         lm_type in = at == LM_TYPE_DOUBLE || lm_type_is_decimal(at) ? at : LM_TYPE_INT64;
         LM_TRY(coerce(b, &arg, in));
         spec.fn = avg ? LM_AGG_AVG : LM_AGG_SUM;

@@ -6,7 +6,11 @@ values as keys) go through:
 * a projection of DECIMAL arithmetic, casts and comparisons, compared row by
   row with DuckDB (values and the decimal128 result types);
 * a tumbling window keyed by a DECIMAL with SUM / MIN / MAX / AVG / COUNT, on
-  1 and 2 cores, compared with DuckDB's GROUP BY over the window start;
+  1 and 2 cores, compared with DuckDB's GROUP BY over the window start; the
+  same over hopping and session windows, and SUM of a DECIMAL(30,4);
+* the tumbling window split in two phases (partial rows merged by the final
+  query, laminar_stream_two_phase);
+* an EMIT CHANGES changelog at 1 and 2 cores folded by its weights;
 * a running GROUP BY (EMIT CHANGES, retractions folded by a materialized
   view) on 1 and 2 cores;
 * the same on a durable database checkpointed and reopened half way, so the
@@ -36,6 +40,7 @@ from _oracle_util import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_two_phase import two_phase_run
 
 import laminardb
 
@@ -164,6 +169,92 @@ def test_tumbling_window_keyed_by_decimal_matches_duckdb(cores: int, seed: int) 
     _, want = duck(theirs, t=table)
     columns = ["b", "window_start", "s", "lo", "hi", "av", "n"]
     assert_same_rows(rows_of(result, columns), want, columns, seed=seed)
+
+
+AGGS = "SUM(a) AS s, MIN(a) AS lo, MAX(a) AS hi, AVG(a) AS av, COUNT(a) AS n, " \
+    "SUM(CAST(a AS DECIMAL(30,4)) * 1000) AS big"
+AGGS_DUCK = "SUM(a), MIN(a), MAX(a), AVG(a), COUNT(a), SUM(CAST(a AS DECIMAL(30,4)) * 1000)"
+AGG_COLUMNS = ["s", "lo", "hi", "av", "n", "big"]
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+@settings(max_examples=3, deadline=None)
+@given(seed=SEEDS)
+def test_hop_and_session_windows_keyed_by_decimal_match_duckdb(cores: int,
+                                                               seed: int) -> None:
+    announce_seed(seed)
+    rng = np.random.default_rng(seed)
+    table = decimal_table(rng, int(rng.integers(0, 1500)))
+    size = int(rng.choice([50, 1000]))
+    hop = size // int(rng.choice([1, 2, 5]))
+    gap = int(rng.integers(1, 200))
+    batches = split_batches(rng, table)
+    hop_sql = (SOURCE + f"CREATE STREAM w AS SELECT b, window_start, {AGGS} FROM t GROUP BY b, "
+               f"hop(ts, INTERVAL '{size}' MILLISECOND, INTERVAL '{hop}' MILLISECOND);")
+    got = run_engine(hop_sql, batches, cores=cores).table
+    assert got.schema.field("big").type == pa.decimal128(38, 4)
+    newest = f"(ts - ((ts % {hop}) + {hop}) % {hop})"
+    _, want = duck(
+        f"WITH p AS (SELECT t.*, {newest} - j * {hop} AS ws FROM t, "
+        f"(SELECT unnest(range(0, {-(-size // hop)})) AS j)) "
+        f"SELECT b, ws, {AGGS_DUCK} FROM p WHERE ws > ts - {size} GROUP BY ALL", t=table)
+    columns = ["b", "window_start", *AGG_COLUMNS]
+    assert_same_rows(rows_of(got, columns), want, columns, seed=seed)
+    session_sql = (SOURCE + f"CREATE STREAM w AS SELECT b, window_start, {AGGS} FROM t "
+                   f"GROUP BY b, session(ts, INTERVAL '{gap}' MILLISECOND);")
+    got = run_engine(session_sql, batches, cores=cores).table
+    seq = table.append_column("seq", pa.array(range(table.num_rows), pa.int64()))
+    _, want = duck(
+        "WITH o AS (SELECT *, CASE WHEN ts - lag(ts) OVER (PARTITION BY b ORDER BY ts, seq) "
+        f"< {gap} THEN 0 ELSE 1 END AS brk FROM t), "
+        "s AS (SELECT *, sum(brk) OVER (PARTITION BY b ORDER BY ts, seq ROWS UNBOUNDED "
+        "PRECEDING) AS sid FROM o) "
+        f"SELECT b, min(ts), {AGGS_DUCK} FROM s GROUP BY b, sid", t=seq)
+    assert_same_rows(rows_of(got, columns), want, columns, seed=seed)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_two_phase_decimal_window_matches_duckdb(seed: int) -> None:
+    announce_seed(seed)
+    rng = np.random.default_rng(seed)
+    table = decimal_table(rng, int(rng.integers(200, 1500)))
+    ours, theirs = _window_sql(100)
+    got = two_phase_run(ours, "w", table, rng, parts=int(rng.integers(1, 5)),
+                        finals=int(rng.integers(1, 4)))
+    one = run_engine(ours, split_batches(rng, table))
+    assert got.schema == one.table.schema  # DECIMAL(38,4) sums through the merge
+    _, want = duck(theirs, t=table)
+    columns = ["b", "window_start", "s", "lo", "hi", "av", "n"]
+    assert_same_rows(rows_of(got, columns), want, columns, seed=seed)
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+@settings(max_examples=4, deadline=None)
+@given(seed=SEEDS)
+def test_emit_changes_folds_to_duckdb(cores: int, seed: int) -> None:
+    """The changelog of a running GROUP BY, each row counted by its weight."""
+    announce_seed(seed)
+    rng = np.random.default_rng(seed)
+    table = decimal_table(rng, int(rng.integers(0, 1500)))
+    ddl = (SOURCE + "CREATE STREAM c AS SELECT k, SUM(a) AS s, MIN(b) AS lo, MAX(b) AS hi, "
+           "COUNT(*) AS n FROM t GROUP BY k EMIT CHANGES;")
+    with laminardb.open(cores=cores) as db:
+        db.execute(ddl)
+        sub = db.subscribe("c")
+        rows: dict[tuple, int] = {}
+        for batch in split_batches(rng, table):
+            db.insert("t", batch)
+            db.run_until_idle()
+            while (out := sub.poll(0)) is not None:
+                for r in out.to_pylist():
+                    key = (r["k"], r["s"], r["lo"], r["hi"], r["n"])
+                    rows[key] = rows.get(key, 0) + r["_weight"]
+        assert sub.schema.field("s").type == pa.decimal128(38, 4)
+    got = [key for key, w in rows.items() for _ in range(w)]
+    assert all(w >= 0 for w in rows.values())
+    _, want = duck("SELECT k, SUM(a), MIN(b), MAX(b), COUNT(*) FROM t GROUP BY k", t=table)
+    columns = ["k", "s", "lo", "hi", "n"]
+    assert_same_rows(got, want, columns, seed=seed)
 
 
 RUNNING = (
