@@ -57,11 +57,6 @@ laminar_code lm_expr_compare_decimal(lm_eval_ctx* ctx, lm_expr_op op, const lm_x
 bool lm_dec_rescale(lm_i128 x, int32_t from_scale, int32_t to_scale, lm_i128* out);
 /* Whether |x| < 10^precision. */
 bool lm_dec_fits(lm_i128 x, int32_t precision);
-/* Text (DuckDB's grammar: blanks, sign, digits with '_', point, exponent) and
- * DOUBLE (DuckDB's rounding) to DECIMAL(p, s); false when it does not convert
- * or fit. */
-bool lm_dec_parse(lm_str s, int32_t precision, int32_t scale, lm_i128* out);
-bool lm_dec_from_double(double d, int32_t precision, int32_t scale, lm_i128* out);
 double lm_dec_to_double(lm_i128 x, int32_t scale);
 
 /* Parsers used by CAST from VARCHAR; false when the text does not convert.

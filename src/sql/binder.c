@@ -3284,6 +3284,20 @@ static laminar_code bind_analytic_window(binder* b, const lm_ast_over* o,
                 "(the source's WATERMARK column)",
                 call->fname);
   }
+  /* The operator holds every input column in 64-bit values (op/analytic.c). */
+  for (int32_t c = 0; c < b->input->ncols; c++) {
+    if (!lm_type_is_wide(b->input->fields[c].type)) continue;
+    laminar_code rc =
+        fail(b, LAMINAR_ERR_TYPE_MISMATCH, call,
+             "%s() OVER (...) over '%s': its column '%s' is %s, and a window function's "
+             "input holds DECIMALs of at most 18 digits (CAST it to DECIMAL(18,%d) "
+             "upstream)",
+             call->fname, b->input_name, b->input->fields[c].name,
+             lm_type_name(b->input->fields[c].type),
+             (int)lm_type_scale(b->input->fields[c].type));
+    lm_error_object(b->err, b->input_name, b->input->fields[c].name);
+    return rc;
+  }
   const lm_ast_order_item* ord = &o->order[0];
   plan->an_line = ord->expr->line;
   plan->an_column = ord->expr->column;
