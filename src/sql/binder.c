@@ -664,6 +664,7 @@ static laminar_code bind_order_stat(binder* b, const lm_ast_expr* a,
   spec->fn = def->fn;
   if (def->fn == LM_AGG_APPROX_COUNT_DISTINCT) {
     if (at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+    LM_TRY(check_narrow_decimal(b, a, f, at));
     spec->result_type = LM_TYPE_INT64;
   } else if (def->fn == LM_AGG_QUANTILE_DISC) {
     /* a value of the argument's own type (any type: strings in byte order) */
@@ -742,6 +743,7 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
         }
         LM_TRY(bind(b, a->args[i], MODE_ROW, &args[i]));
         if (args[i]->type == LM_TYPE_NULL) LM_TRY(coerce(b, &args[i], LM_TYPE_INT32));
+        LM_TRY(check_narrow_decimal(b, a, f, args[i]->type));
       }
       spec.fn = def->fn;
       spec.arg = args[0];

@@ -132,6 +132,10 @@ static int test_type_errors_name_the_place(void) {
                  LAMINAR_ERR_TYPE_MISMATCH, 55, "GROUP BY key of DECIMAL(38,2)");
   bad |= refused(db, "CREATE STREAM s AS SELECT LAG(a) OVER (PARTITION BY k ORDER BY ts) FROM t",
                  LAMINAR_ERR_TYPE_MISMATCH, 27, "its column 'w' is DECIMAL(38,2)");
+  bad |= refused(db, "CREATE STREAM s AS SELECT ARG_MAX(k, w) FROM t EMIT CHANGES",
+                 LAMINAR_ERR_TYPE_MISMATCH, 27, "arg_max of DECIMAL(38,2)");
+  bad |= refused(db, "CREATE STREAM s AS SELECT APPROX_COUNT_DISTINCT(w) FROM t EMIT CHANGES",
+                 LAMINAR_ERR_TYPE_MISMATCH, 27, "approx_count_distinct of DECIMAL(38,2)");
   bad |= refused(db, "CREATE STREAM s AS SELECT MAX(w) FROM t EMIT CHANGES",
                  LAMINAR_ERR_TYPE_MISMATCH, 27, "max of DECIMAL(38,2)");
   CHECK(bad == 0);
