@@ -367,3 +367,51 @@ laminar_code lm_expr_compare_decimal(lm_eval_ctx* ctx, lm_expr_op op, const lm_x
   out->cst = cst;
   return LAMINAR_OK;
 }
+
+/* ---- ABS, ROUND, FLOOR, CEIL of a DECIMAL ---------------------------------------------- */
+
+laminar_code lm_fn_math_decimal(lm_fcall* c) {
+  const lm_xvec* x = &c->args[0];
+  lm_type in = x->v.type, out = c->e->type;
+  int32_t s = lm_type_scale(in), p = lm_type_precision(out);
+  for (int64_t k = 0; k < c->m; k++) {
+    lm_i128 v = FNULL(c, k) ? 0 : lm_vec_dec_at(&x->v, x->cst ? 0 : k), r = 0;
+    bool ok = true;
+    switch (c->e->fn) {
+      case LM_FN_ABS: r = v < 0 ? -v : v; break;
+      case LM_FN_ROUND: {
+        int64_t d = c->nargs == 2 ? FARG(c, int64_t, 1, k) : 0;
+        if (d >= s) {
+          r = v;
+        } else if (d >= 0) {
+          lm_dec_rescale(v, s, (int32_t)d, &r);
+        } else if (s - d > LM_DECIMAL_MAX_PRECISION) { /* rounds to 0 */
+          r = 0;
+        } else { /* to a multiple of 10^-d, at scale 0 */
+          lm_dec_rescale(v, s, (int32_t)d, &r);
+          ok = lm_dec_rescale(r, 0, (int32_t)-d, &r) && lm_dec_fits(r, p);
+        }
+        break;
+      }
+      case LM_FN_FLOOR:
+      case LM_FN_CEIL: {
+        lm_i128 unit = 1;
+        for (int32_t i = 0; i < s; i++) unit *= 10;
+        r = v / unit;
+        lm_i128 rem = v % unit;
+        if (c->e->fn == LM_FN_FLOOR && rem < 0) r--;
+        if (c->e->fn == LM_FN_CEIL && rem > 0) r++;
+        break;
+      }
+      default: return LAMINAR_ERR_INTERNAL;
+    }
+    if (!ok) {
+      uint8_t* nl = lm_fcall_nulls(c);
+      if (nl == NULL) return LAMINAR_ERR_NOMEM;
+      nl[k] = 1;
+      r = 0;
+    }
+    lm_vec_dec_put(out, c->data, k, r);
+  }
+  return LAMINAR_OK;
+}

@@ -100,6 +100,8 @@ typedef struct lm_fcall {
  * holding the input nulls); NULL when out of memory. */
 uint8_t* lm_fcall_nulls(lm_fcall* c);
 
+laminar_code lm_fn_math_decimal(lm_fcall* c); /* decimal.c: ABS ROUND FLOOR CEIL of a
+                                                 DECIMAL, into a DECIMAL */
 laminar_code lm_fn_math(lm_fcall* c); /* math.c: ABS ROUND FLOOR CEIL SQRT POWER LN
                                                 EXP LOG10 */
 laminar_code lm_fn_case(lm_fcall* c); /* strfn.c: UPPER LOWER */

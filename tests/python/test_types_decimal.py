@@ -113,6 +113,15 @@ EXPRESSIONS = [
     "a / b",
     "coalesce(a, b)",
     "CASE WHEN a > 0 THEN a ELSE b END",
+    "abs(a)",
+    "abs(b - a)",
+    "round(a)",
+    "round(a, 2)",
+    "round(b, 1)",
+    "round(a, 6)",
+    "floor(a)",
+    "ceil(b)",
+    "sqrt(abs(a))",
 ]
 
 
