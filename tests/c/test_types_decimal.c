@@ -296,6 +296,61 @@ static int test_other_decimals_are_refused(void) {
   return 0;
 }
 
+/* ---- functions ------------------------------------------------------------------------ */
+
+/* abs, round, floor, ceil keep a DECIMAL (the values are DuckDB's). */
+static int test_functions_keep_decimal(void) {
+  laminar_db* db = open_mem();
+  CHECK(db != NULL);
+  laminar_error err;
+  CHECK_CODE(laminar_execute(db, SOURCE, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(
+                 db,
+                 "CREATE STREAM s AS SELECT CAST(abs(b) AS VARCHAR) AS ab, "
+                 "CAST(round(a, 1) AS VARCHAR) AS r1, CAST(floor(a) AS VARCHAR) AS fl, "
+                 "CAST(ceil(a) AS VARCHAR) AS ce, CAST(round(w) AS VARCHAR) AS rw, "
+                 "CAST(round(b) AS VARCHAR) AS rb, round(w) AS rw_type FROM t",
+                 &err),
+             LAMINAR_OK, &err);
+  laminar_subscription* sub = NULL;
+  CHECK_CODE(laminar_subscribe(db, "s", &sub, &err), LAMINAR_OK, &err);
+  i128 big = 1;
+  for (int i = 0; i < 38; i++) big *= 10;
+  const char* k[2] = {"x", "y"};
+  const i128 a[2] = {-25000, 12500}, b[2] = {-249, 50}, w[2] = {big - 1, -1};
+  CHECK_CODE(push(db, k, a, b, w, 2, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  struct ArrowArray out;
+  struct ArrowSchema schema;
+  CHECK_CODE(laminar_subscription_next(sub, 0, &out, &schema, &err), LAMINAR_OK, &err);
+  CHECK(out.release != NULL && out.length == 2);
+  EXPECT(strcmp(schema.children[6]->format, "d:38,0") == 0);
+  struct ArrowArrayView view;
+  struct ArrowError error;
+  CHECK(ArrowArrayViewInitFromSchema(&view, &schema, &error) == NANOARROW_OK);
+  CHECK(ArrowArrayViewSetArray(&view, &out, &error) == NANOARROW_OK);
+  static const char* want[2][6] = {
+      {"2.49", "-2.5", "-3", "-2", "1000000000000000000000000000000000000", "-2"},
+      {"0.50", "1.3", "1", "2", "0", "1"}};
+  for (int64_t r = 0; r < 2; r++) {
+    for (int c = 0; c < 6; c++) {
+      char got[96];
+      cell_text(view.children[c], schema.children[c], r, got, sizeof got);
+      if (strcmp(got, want[r][c]) != 0) {
+        fprintf(stderr, "row %d %s: got %s, want %s\n", (int)r, schema.children[c]->name,
+                got, want[r][c]);
+        lm_test_expect_failed_ = 1;
+      }
+    }
+  }
+  ArrowArrayViewReset(&view);
+  out.release(&out);
+  schema.release(&schema);
+  laminar_subscription_close(sub);
+  laminar_close(db);
+  return lm_test_expect_failed_;
+}
+
 /* ---- tables ------------------------------------------------------------------------- */
 
 /* INSERT into a DECIMAL key of a table ('1.255' rounds, 2 and 0.5 convert),
@@ -474,6 +529,7 @@ int main(int argc, char** argv) {
       {"type_errors_name_the_place", test_type_errors_name_the_place},
       {"decimal128_in_and_out", test_decimal128_in_and_out},
       {"other_decimals_are_refused", test_other_decimals_are_refused},
+      {"functions_keep_decimal", test_functions_keep_decimal},
       {"table_insert_and_lookup_join", test_table_insert_and_lookup_join},
       {"decimal_state_survives_a_restart", test_decimal_state_survives_a_restart},
       {NULL, NULL}};
