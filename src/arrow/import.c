@@ -121,6 +121,10 @@ static void describe_type(const struct ArrowSchemaView* view,
              storage_name(view->storage_type));
   } else if (view->type == NANOARROW_TYPE_TIMESTAMP) {
     snprintf(buf, cap, "timestamp[%s]", ArrowTimeUnitString(view->time_unit));
+  } else if (view->type == NANOARROW_TYPE_DECIMAL128 ||
+             view->type == NANOARROW_TYPE_DECIMAL256) {
+    snprintf(buf, cap, "%s(%d, %d)", storage_name(view->type), (int)view->decimal_precision,
+             (int)view->decimal_scale);
   } else {
     snprintf(buf, cap, "%s", storage_name(view->type));
   }
