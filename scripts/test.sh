@@ -58,9 +58,11 @@ if [ -z "${LAMINAR_TEST_TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ] &&
 fi
 
 # A Kafka broker (KRaft, 127.0.0.1) for the Kafka tests (tests/c/test_kafka.c
-# round_trip in every C build, tests/python/test_kafka.py), up until this script
-# exits; without librdkafka the library refuses the connectors and the tests
-# check that instead (docs/KAFKA.md).
+# round_trip and the crash test's Kafka mode, tests/crash/test_crash_kafka.c,
+# beside test_crash in every C build; tests/python/test_kafka.py), up until
+# this script exits (without it test_crash_kafka is skipped); without
+# librdkafka the library refuses the connectors and the tests check that
+# instead (docs/KAFKA.md).
 if pkg-config --exists rdkafka; then
   echo "== kafka broker (tests/kafka/broker.sh)"
   export LAMINAR_KAFKA_HOME="$root/.kafka-broker"

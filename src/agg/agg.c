@@ -61,6 +61,9 @@ static const lm_agg_def agg_defs[] = {
     {"approx_quantile", LM_AGG_APPROX_QUANTILE, 2},
     {"approx_percentile", LM_AGG_APPROX_QUANTILE, 2},
     {"approx_count_distinct", LM_AGG_APPROX_COUNT_DISTINCT, 1},
+    {"string_agg", LM_AGG_STRING_AGG, 2},
+    {"group_concat", LM_AGG_STRING_AGG, 2},
+    {"listagg", LM_AGG_STRING_AGG, 2},
 };
 
 const lm_agg_def* lm_agg_find(const char* name) {
@@ -106,7 +109,7 @@ bool lm_agg_retractable(lm_agg_fn fn) {
   return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG ||
          fn == LM_AGG_SUM || fn == LM_AGG_MIN || fn == LM_AGG_MAX ||
          fn == LM_AGG_COUNT_DISTINCT || fn == LM_AGG_FIRST || fn == LM_AGG_LAST ||
-         lm_agg_is_moments(fn) || lm_agg_is_quantile(fn);
+         lm_agg_is_moments(fn) || lm_agg_is_quantile(fn) || fn == LM_AGG_STRING_AGG;
 }
 
 bool lm_agg_states_set_weighted(lm_agg_states* st) {
@@ -142,6 +145,7 @@ void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_
       is_arg_minmax(spec->fn) && spec->order != NULL ? spec->order->type : LM_TYPE_NULL;
   lm_pool_init(&st->strings);
   if (spec->fn == LM_AGG_UDAF) lm_udaf_states_init(st, spec);
+  if (spec->fn == LM_AGG_STRING_AGG) lm_strcat_init(st, spec);
 }
 
 #define GROW(field, n)                                                      \
@@ -154,6 +158,7 @@ void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_
 laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
   if (cap <= st->cap) return LAMINAR_OK;
   if (st->fn == LM_AGG_UDAF) return lm_udaf_states_reserve(st, cap);
+  if (st->fn == LM_AGG_STRING_AGG) return lm_strcat_reserve(st, cap);
   if (uses_count(st->fn) || st->weighted) GROW(count, cap);
   if (uses_sum(st->fn)) {
     if (st->arg_type == LM_TYPE_DOUBLE) {
@@ -214,6 +219,7 @@ static bool adds_entries(const lm_agg_states* st) {
 
 int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups) {
   if (st->fn == LM_AGG_UDAF) return lm_udaf_states_bytes(st, ngroups);
+  if (st->fn == LM_AGG_STRING_AGG) return lm_strcat_bytes(st, ngroups);
   int64_t per = 0;
   if (st->count) per += 8;
   if (st->sum_i) per += (int64_t)sizeof(lm_i128);
@@ -241,8 +247,8 @@ int64_t lm_agg_states_pending_bytes(const lm_agg_states* st, uint64_t seq) {
 }
 
 void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
-  if (st->fn == LM_AGG_UDAF) {
-    lm_udaf_states_init_range(st, g, 1);
+  if (st->fn == LM_AGG_UDAF || st->fn == LM_AGG_STRING_AGG) {
+    lm_agg_states_init_range(st, g, 1);
     return;
   }
   if (st->count) st->count[g] = 0;
@@ -267,6 +273,10 @@ void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n) {
   if (n <= 0) return;
   if (st->fn == LM_AGG_UDAF) {
     lm_udaf_states_init_range(st, first, n);
+    return;
+  }
+  if (st->fn == LM_AGG_STRING_AGG) {
+    lm_strcat_init_range(st, first, n);
     return;
   }
 #define ZERO_RANGE(field) \
@@ -305,6 +315,10 @@ void lm_agg_states_drop_group(lm_agg_states* st, int64_t g) {
     lm_udaf_states_drop_group(st, g);
     return;
   }
+  if (st->fn == LM_AGG_STRING_AGG) {
+    lm_strcat_drop_group(st, g);
+    return;
+  }
   if (st->d_head == NULL) return;
   for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) st->d_group[e] = UINT32_MAX;
   st->d_head[g] = -1;
@@ -312,6 +326,7 @@ void lm_agg_states_drop_group(lm_agg_states* st, int64_t g) {
 
 void lm_agg_states_clear(lm_agg_states* st) {
   if (st->fn == LM_AGG_UDAF) lm_udaf_states_clear(st);
+  if (st->fn == LM_AGG_STRING_AGG) lm_strcat_clear(st);
   lm_pool_reset(&st->strings);
   st->d_n = 0;
   st->r_n = 0;
@@ -321,6 +336,7 @@ void lm_agg_states_clear(lm_agg_states* st) {
 
 void lm_agg_states_free(lm_agg_states* st) {
   if (st->fn == LM_AGG_UDAF) lm_udaf_states_free(st);
+  if (st->fn == LM_AGG_STRING_AGG) lm_strcat_free(st);
   lm_free(st->count);
   lm_free(st->sum_i);
   lm_free(st->sum_d);
@@ -718,12 +734,14 @@ laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
   bool sets = adds_entries(st);
   int64_t rows = st->prep_rows + m;
   if (sets) LM_TRY(dset_reserve_n(st, rows));
+  if (st->fn == LM_AGG_STRING_AGG) LM_TRY(lm_strcat_room(st, rows));
   if (st->weighted && is_first_last(st->fn)) LM_TRY(run_reserve_n(st, rows));
   /* Every row's string copied at most once (ARG_MIN/ARG_MAX: its x and by),
    * added to what earlier slices of the chunk reserved. */
   size_t bytes = st->prep_bytes;
   if (st->arg_type == LM_TYPE_STRING &&
-      (distinct || keeps_value(st->fn) || lm_agg_is_quantile(st->fn)))
+      (distinct || keeps_value(st->fn) || lm_agg_is_quantile(st->fn) ||
+       st->fn == LM_AGG_STRING_AGG))
     bytes += string_bytes(arg, sel, m);
   if (st->by_type == LM_TYPE_STRING && order != NULL)
     bytes += string_bytes(order, sel, m);
@@ -1217,6 +1235,7 @@ laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg,
   if (is_arg_minmax(st->fn)) return argmm_update(st, arg, order, sel, gids, m);
   if (st->fn == LM_AGG_UDAF)
     return lm_udaf_states_update(st, arg, order, sel, gids, NULL, m);
+  if (st->fn == LM_AGG_STRING_AGG) return lm_strcat_update(st, arg, sel, gids, NULL, m);
   if (lm_agg_is_moments(st->fn))
     return moments_update(st, arg, order, sel, gids, NULL, m);
   if (!is_first_last(st->fn)) return lm_agg_update(st, arg, sel, gids, m);
@@ -1242,6 +1261,7 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
                            const uint32_t* gids, int64_t m) {
   if (st->fn == LM_AGG_UDAF)
     return lm_udaf_states_update(st, arg, NULL, sel, gids, NULL, m);
+  if (st->fn == LM_AGG_STRING_AGG) return lm_strcat_update(st, arg, sel, gids, NULL, m);
   const uint8_t* nulls = arg ? arg->nulls : NULL;
   switch (st->fn) {
     case LM_AGG_FIRST:
@@ -1376,7 +1396,8 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
     case LM_AGG_REGR_COUNT:
     case LM_AGG_ARG_MIN:
     case LM_AGG_ARG_MAX:
-    case LM_AGG_UDAF: break; /* (dispatched above) */
+    case LM_AGG_UDAF:
+    case LM_AGG_STRING_AGG: break; /* (dispatched above) */
     case LM_AGG_MEDIAN:
     case LM_AGG_QUANTILE_CONT:
     case LM_AGG_QUANTILE_DISC:
@@ -1402,6 +1423,7 @@ laminar_code lm_agg_update_weighted_ordered(lm_agg_states* st, const lm_vec* arg
   if (!st->weighted) return LAMINAR_ERR_INTERNAL;
   if (st->fn == LM_AGG_UDAF)
     return lm_udaf_states_update(st, arg, order, sel, gids, weight, m);
+  if (st->fn == LM_AGG_STRING_AGG) return lm_strcat_update(st, arg, sel, gids, weight, m);
   if (lm_agg_is_moments(st->fn))
     return moments_update(st, arg, order, sel, gids, weight, m);
   if (lm_agg_is_quantile(st->fn)) return quantile_update(st, arg, sel, gids, weight, m);
@@ -1462,6 +1484,7 @@ static laminar_code keep_str(lm_agg_states* st, bool same, lm_str v, lm_str* out
 laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* from,
                           int64_t src) {
   if (st->fn == LM_AGG_UDAF) return lm_udaf_states_merge(st, dst, from, src);
+  if (st->fn == LM_AGG_STRING_AGG) return lm_strcat_merge(st, dst, from, src);
   bool same = st == from;
   if (lm_agg_is_moments(st->fn)) {
     moments_merge(st, dst, from, src);
@@ -1606,6 +1629,7 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
                      uint8_t* nulls) {
   if (n <= 0) return false; /* (a window without groups: its arrays may not exist yet) */
   if (st->fn == LM_AGG_UDAF) return lm_udaf_states_finalize(st, first, n, data, nulls);
+  if (st->fn == LM_AGG_STRING_AGG) return lm_strcat_finalize(st, first, n, data, nulls);
   if (!st->weighted) { /* the common results as plain loops */
     switch (st->fn) {
       case LM_AGG_COUNT_STAR:
@@ -1734,7 +1758,8 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
             break;
         }
         break;
-      case LM_AGG_UDAF: break; /* (dispatched above) */
+      case LM_AGG_UDAF:
+      case LM_AGG_STRING_AGG: break; /* (dispatched above) */
     }
     nulls[k] = is_null;
     any_null |= is_null;
@@ -1766,6 +1791,7 @@ static laminar_code copy_str(lm_agg_states* dst, lm_str* s) {
 
 laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, int64_t n) {
   if (src->fn == LM_AGG_UDAF) return lm_udaf_states_copy(dst, src, n);
+  if (src->fn == LM_AGG_STRING_AGG) return lm_strcat_copy(dst, src, n);
   lm_agg_states_clear(dst);
   LM_TRY(lm_agg_states_reserve(dst, n));
   int64_t cap = dst->cap;
@@ -1831,7 +1857,7 @@ laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, in
 
 bool lm_agg_states_flat(const lm_agg_states* st) {
   if (st->fn == LM_AGG_UDAF) return !lm_udaf_owns_memory(st->udaf);
-  return !st->weighted && st->fn != LM_AGG_COUNT_DISTINCT &&
+  return !st->weighted && st->fn != LM_AGG_COUNT_DISTINCT && st->fn != LM_AGG_STRING_AGG &&
          !lm_agg_is_quantile(st->fn) && st->fn != LM_AGG_APPROX_COUNT_DISTINCT &&
          !(keeps_value(st->fn) && st->arg_type == LM_TYPE_STRING) &&
          st->by_type != LM_TYPE_STRING;
@@ -1898,6 +1924,10 @@ static dvalue read_value(const lm_agg_states* st, lm_state_reader* r) {
 void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* w) {
   if (st->fn == LM_AGG_UDAF) {
     lm_udaf_snapshot_group(st, g, w);
+    return;
+  }
+  if (st->fn == LM_AGG_STRING_AGG) {
+    lm_strcat_snapshot_group(st, g, w);
     return;
   }
   if (st->count) lm_state_put_i64(w, st->count[g]);
@@ -2015,6 +2045,7 @@ static laminar_code fl_restore_group(lm_agg_states* st, uint32_t g, lm_state_rea
 
 laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader* r) {
   if (st->fn == LM_AGG_UDAF) return lm_udaf_restore_group(st, g, r);
+  if (st->fn == LM_AGG_STRING_AGG) return lm_strcat_restore_group(st, g, r);
   if (st->count) st->count[g] = lm_state_get_i64(r);
   if (st->sum_i) {
     uint64_t lo = (uint64_t)lm_state_get_i64(r);

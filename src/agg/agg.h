@@ -77,6 +77,9 @@ typedef enum lm_agg_fn {
   LM_AGG_APPROX_QUANTILE = 43,
   /* HyperLogLog registers per group (sketch.h); not retractable. */
   LM_AGG_APPROX_COUNT_DISTINCT = 44,
+  /* STRING_AGG(x [, sep]): the non-NULL values in arrival order joined by
+   * the spec's `sep` (agg/strcat.c); retractable. */
+  LM_AGG_STRING_AGG = 45,
   /* A user-defined aggregate (laminar_aggregate_register; agg/udaf.c): the
    * spec's `udaf`, its arguments in `arg` and (a second one) `order`. */
   LM_AGG_UDAF = 100
@@ -112,6 +115,7 @@ typedef struct lm_agg_spec {
       result_type; /* COUNT: INT64; SUM: INT64 or DOUBLE; AVG: DOUBLE; MIN/MAX: arg's */
   lm_udf* udaf;    /* LM_AGG_UDAF: the function (a reference held by the plan) */
   double param;    /* the quantiles: the fraction q in [0, 1] */
+  lm_str sep;      /* STRING_AGG: the separator (bytes the caller keeps alive) */
 } lm_agg_spec;
 
 /* Where a user-defined aggregate's states report (lm_agg_states_set_report):
@@ -200,6 +204,10 @@ typedef struct lm_agg_states {
   uint8_t* u_live;
   int64_t u_size;
   lm_agg_report* report;
+  /* LM_AGG_STRING_AGG (agg/strcat.c): the separator (the spec's) and each
+   * group's values in arrival order. */
+  lm_str sep;
+  struct lm_strcat* sc;
 } lm_agg_states;
 
 void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type);

@@ -1,6 +1,7 @@
 /*
  * internal.h -- private to src/agg: the user-defined aggregates' state
- * machinery (udaf.c), which agg.c's entry points hand LM_AGG_UDAF states to.
+ * machinery (udaf.c), which agg.c's entry points hand LM_AGG_UDAF states to,
+ * and STRING_AGG's (strcat.c), handed LM_AGG_STRING_AGG states likewise.
  */
 #ifndef LM_AGG_INTERNAL_H
 #define LM_AGG_INTERNAL_H
@@ -30,5 +31,28 @@ void lm_udaf_states_copy_range(lm_agg_states* dst, const lm_agg_states* src,
                                int64_t first, int64_t n);
 void lm_udaf_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* w);
 laminar_code lm_udaf_restore_group(lm_agg_states* st, int64_t g, lm_state_reader* r);
+
+/* STRING_AGG's state (strcat.c), as the functions of agg.h of the same names;
+ * update takes weight NULL for an insert-only input. */
+void lm_strcat_init(lm_agg_states* st, const lm_agg_spec* spec);
+laminar_code lm_strcat_reserve(lm_agg_states* st, int64_t cap);
+int64_t lm_strcat_bytes(const lm_agg_states* st, int64_t ngroups);
+void lm_strcat_init_range(lm_agg_states* st, int64_t first, int64_t n);
+void lm_strcat_drop_group(lm_agg_states* st, int64_t g);
+void lm_strcat_clear(lm_agg_states* st);
+void lm_strcat_free(lm_agg_states* st);
+/* Room for `entries` more values than the state holds (or has free), so
+ * that updates adding that many cannot fail (with their string bytes
+ * reserved in st->strings by the caller). */
+laminar_code lm_strcat_room(lm_agg_states* st, int64_t entries);
+laminar_code lm_strcat_update(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
+                              const uint32_t* gids, const int64_t* weight, int64_t m);
+laminar_code lm_strcat_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* from,
+                             int64_t src);
+bool lm_strcat_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* data,
+                        uint8_t* nulls);
+laminar_code lm_strcat_copy(lm_agg_states* dst, const lm_agg_states* src, int64_t n);
+void lm_strcat_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* w);
+laminar_code lm_strcat_restore_group(lm_agg_states* st, int64_t g, lm_state_reader* r);
 
 #endif /* LM_AGG_INTERNAL_H */

@@ -17,6 +17,7 @@
 #include <librdkafka/rdkafka.h>
 #include <math.h>
 #include <pthread.h>
+#include <regex.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,12 +32,40 @@
 #define BATCH_NS (50 * 1000 * 1000)
 
 typedef struct part_state {
+  int32_t topic; /* its topic: an index of lm_kafka_source.topics */
   int32_t id;
   int64_t next;    /* next offset to read (-1: not known yet) */
   int64_t max_ts;  /* largest event time delivered, ms (INT64_MIN: none) */
   bool eof;        /* at the end of what the partition holds */
   int64_t last_ns; /* when it last delivered (or was assigned) */
+  bool joined;     /* found by a metadata refresh while running: holds the
+                      watermark back only from its first record on */
+  int64_t resume;  /* upsert-json after a restart: the records before this
+                      offset only rebuild the keys' rows (-1: none) */
 } part_state;
+
+/* upsert-json: every key's current value (the message's bytes), to retract
+ * it when the key gets a new value or a tombstone. Open addressing; a
+ * deleted key keeps its slot with no value. */
+typedef struct upsert_slot {
+  char* key;   /* NULL: an empty slot */
+  char* value; /* NULL: no row */
+  uint32_t kl, vl;
+  uint32_t hash;
+} upsert_slot;
+
+/* The positions a push left (every partition's next offset after it), kept
+ * from the push until a durable checkpoint covers it: then committed to the
+ * group. */
+typedef struct pending_push {
+  struct pending_push* next;
+  int64_t seq; /* the push's sequence number (laminar_source_offset) */
+  int32_t n;
+  struct {
+    int32_t topic, id;
+    int64_t next;
+  } at[];
+} pending_push;
 
 /* One decoded cell. */
 typedef enum cell_kind { C_NULL, C_INT, C_DOUBLE, C_STR, C_BOOL } cell_kind;
@@ -50,24 +79,42 @@ typedef struct cell {
 struct lm_kafka_source {
   laminar_db* db;
   char* name;
-  char* topic;
+  char* topic; /* the topic, or with `pattern` the regular expression */
+  bool pattern;
+  regex_t re; /* pattern */
+  /* The topics read (one, or those matching the pattern): names and their
+   * hashes (the offsets log names a pattern's topics by them). */
+  char** topics;
+  uint32_t* topic_hash;
+  int32_t ntopics, cap_topics;
   char* offsets_log;
   bool csv;
+  bool upsert; /* format 'upsert-json': a changelog source (kafka_source.h) */
+  upsert_slot* slots;
+  size_t nslots, used;
   int32_t event_time;
   int64_t wm_delay_ms;
   int64_t idle_ms; /* -1: a partition never goes idle */
   lm_kafka_startup startup;
   int64_t startup_ms;
   int64_t timeout_ms;
+  int64_t discovery_ms; /* metadata refresh period (<= 0: none) */
   lm_schema schema;
   struct ArrowSchema arrow_schema;
-  int32_t meta_partition, meta_offset, meta_timestamp, meta_key; /* -1: absent */
+  int32_t meta_partition, meta_offset, meta_timestamp, meta_key, meta_topic,
+      meta_weight; /* -1: absent; _weight only with upsert */
   rd_kafka_t* rk;
+  rd_kafka_topic_t* rkt; /* the topic's handle of rk (metadata requests) */
   part_state* parts;
-  int32_t nparts;
+  int32_t nparts, cap_parts;
   pthread_t thread;
   bool started;
   atomic_bool stop;
+  /* Group commits: the last covered sequence number a checkpoint reported
+   * (any thread), the pushes since the last commit (the thread's). */
+  _Atomic int64_t covered;
+  int64_t committed;
+  pending_push *pending, *pending_tail;
   /* Decoding scratch. */
   cell* cells;
   char* text;
@@ -257,7 +304,7 @@ static bool decode_json(lm_kafka_source* s, const char* p, size_t n, const char*
 
 static bool is_meta(const lm_kafka_source* s, int32_t c) {
   return c == s->meta_partition || c == s->meta_offset || c == s->meta_timestamp ||
-         c == s->meta_key;
+         c == s->meta_key || c == s->meta_topic || c == s->meta_weight;
 }
 
 /* The next column CSV fields fill (metadata columns are not in the message). */
@@ -391,21 +438,40 @@ static void fail(lm_kafka_source* s, const char* what, const char* detail) {
   pthread_mutex_unlock(&s->mu);
 }
 
-static part_state* part_of(lm_kafka_source* s, int32_t id) {
+static part_state* part_of(lm_kafka_source* s, int32_t topic, int32_t id) {
   for (int32_t i = 0; i < s->nparts; i++)
-    if (s->parts[i].id == id) return &s->parts[i];
+    if (s->parts[i].id == id && s->parts[i].topic == topic) return &s->parts[i];
   return NULL;
 }
 
+/* FNV-1a: a pattern's topic in the offsets log. */
+static uint32_t name_hash(const char* name) {
+  uint32_t h = 2166136261u;
+  for (const unsigned char* p = (const unsigned char*)name; *p != '\0'; p++)
+    h = (h ^ *p) * 16777619u;
+  return h;
+}
+
+/* The index of topic `name` in s->topics (-1: not read). */
+static int32_t topic_index(const lm_kafka_source* s, const char* name) {
+  if (s->ntopics == 1) return strcmp(s->topics[0], name) == 0 ? 0 : -1;
+  for (int32_t t = 0; t < s->ntopics; t++)
+    if (strcmp(s->topics[t], name) == 0) return t;
+  return -1;
+}
+
 /* One message: a row of `arr`, or a bad record. */
-static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
-                           struct ArrowArray* arr) {
+static bool decode_row(lm_kafka_source* s, const rd_kafka_message_t* m,
+                       const char* payload, size_t len, int64_t weight,
+                       struct ArrowArray* arr) {
   s->text_len = 0;
   for (int32_t c = 0; c < s->schema.ncols; c++) s->cells[c] = (cell){.kind = C_NULL};
   const char* why = NULL;
-  bool ok = m->payload != NULL && (s->csv ? decode_csv(s, m->payload, m->len, &why)
-                                          : decode_json(s, m->payload, m->len, &why));
-  if (m->payload == NULL) why = "no payload";
+  bool ok = payload != NULL && (s->csv ? decode_csv(s, payload, len, &why)
+                                       : decode_json(s, payload, len, &why));
+  if (payload == NULL) why = "no payload";
+  if (ok && s->meta_weight >= 0)
+    s->cells[s->meta_weight] = (cell){.kind = C_INT, .i = weight};
   rd_kafka_timestamp_type_t tt;
   int64_t ts = rd_kafka_message_timestamp(m, &tt);
   if (ok && s->meta_partition >= 0)
@@ -417,6 +483,14 @@ static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
         .kind = C_INT,
         .i = s->schema.fields[s->meta_timestamp].type == LM_TYPE_TIMESTAMP ? ts * 1000
                                                                            : ts};
+  int32_t topic = topic_index(s, rd_kafka_topic_name(m->rkt));
+  if (ok && s->meta_topic >= 0 && topic >= 0) {
+    const char* name = s->topics[topic];
+    s->cells[s->meta_topic] =
+        (cell){.kind = C_STR, .at = s->text_len, .len = strlen(name)};
+    ok = text_put(s, name, strlen(name));
+    if (!ok) why = "out of memory";
+  }
   if (ok && s->meta_key >= 0) {
     cell k = {.kind = C_NULL};
     if (m->key != NULL) {
@@ -437,7 +511,7 @@ static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
     note_bad(s, m, why != NULL ? why : "does not decode");
     return false;
   }
-  part_state* ps = part_of(s, m->partition);
+  part_state* ps = part_of(s, topic, m->partition);
   if (ps != NULL && s->event_time != -1) {
     int64_t et = ts;
     if (s->event_time >= 0) {
@@ -451,24 +525,129 @@ static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
   return true;
 }
 
+/* Where a partition stands for the offsets log and the group: its next
+ * offset, never behind a resume offset it is still rebuilding up to. */
+static int64_t position(const part_state* p) {
+  return p->next > p->resume ? p->next : p->resume;
+}
+
+/* ---- upsert-json: the keys' rows ------------------------------------------------- */
+
+static uint32_t bytes_hash(const char* p, size_t n) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 16777619u;
+  return h;
+}
+
+/* The slot of key (an empty one where it would go when absent); NULL out of
+ * memory (the table grows at half full). */
+static upsert_slot* slot_of(lm_kafka_source* s, const char* key, uint32_t kl) {
+  if ((s->used + 1) * 2 > s->nslots) {
+    size_t n = s->nslots ? s->nslots * 2 : 1024;
+    upsert_slot* grown = lm_calloc(n, sizeof *grown);
+    if (grown == NULL) return NULL;
+    for (size_t i = 0; i < s->nslots; i++) {
+      if (s->slots[i].key == NULL) continue;
+      size_t j = s->slots[i].hash & (n - 1);
+      while (grown[j].key != NULL) j = (j + 1) & (n - 1);
+      grown[j] = s->slots[i];
+    }
+    lm_free(s->slots);
+    s->slots = grown;
+    s->nslots = n;
+  }
+  uint32_t h = bytes_hash(key, kl);
+  size_t j = h & (s->nslots - 1);
+  while (s->slots[j].key != NULL && !(s->slots[j].hash == h && s->slots[j].kl == kl &&
+                                      memcmp(s->slots[j].key, key, kl) == 0))
+    j = (j + 1) & (s->nslots - 1);
+  s->slots[j].hash = h;
+  return &s->slots[j];
+}
+
+/* Set the slot's value (NULL: none); false out of memory. */
+static bool slot_set(lm_kafka_source* s, upsert_slot* slot, const char* key, uint32_t kl,
+                     const char* value, uint32_t vl) {
+  if (slot->key == NULL) {
+    slot->key = lm_malloc(kl + 1u);
+    if (slot->key == NULL) return false;
+    memcpy(slot->key, key, kl);
+    slot->kl = kl;
+    s->used++;
+  }
+  lm_free(slot->value);
+  slot->value = NULL;
+  slot->vl = 0;
+  if (value == NULL) return true;
+  slot->value = lm_malloc(vl + 1u);
+  if (slot->value == NULL) return false;
+  memcpy(slot->value, value, vl);
+  slot->vl = vl;
+  return true;
+}
+
+/* An upsert record: its key's row retracted (-1, the old value decoded) if
+ * it has one, then the new value inserted (+1) unless it is a tombstone.
+ * Below the partition's resume offset only the keys' rows change (the rows
+ * the checkpoint holds). */
+static bool decode_upsert(lm_kafka_source* s, const rd_kafka_message_t* m, part_state* ps,
+                          struct ArrowArray* arr) {
+  if (m->key == NULL || m->key_len == 0) {
+    note_bad(s, m, "an upsert record without a key");
+    return false;
+  }
+  upsert_slot* slot = slot_of(s, m->key, (uint32_t)m->key_len);
+  bool rebuild = ps != NULL && ps->resume >= 0 && m->offset < ps->resume;
+  bool ok = slot != NULL;
+  if (ok && !rebuild && slot->value != NULL)
+    ok = decode_row(s, m, slot->value, slot->vl, -1, arr);
+  if (ok && !rebuild && m->payload != NULL)
+    ok = decode_row(s, m, m->payload, m->len, 1, arr);
+  if (slot != NULL && (ok || rebuild) &&
+      !slot_set(s, slot, m->key, (uint32_t)m->key_len, m->payload, (uint32_t)m->len))
+    slot = NULL;
+  if (slot == NULL) note_bad(s, m, "out of memory");
+  return ok && slot != NULL;
+}
+
+/* One message: rows of `arr` (one; upsert-json: a retraction and an insert),
+ * or a bad record. */
+static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
+                           part_state* ps, struct ArrowArray* arr) {
+  if (s->upsert) return decode_upsert(s, m, ps, arr);
+  return decode_row(s, m, m->payload, m->len, 0, arr);
+}
+
 /* ---- the offsets log ------------------------------------------------------------- */
 
 /* Record: u64 seq, u32 n, n x (i32 partition, i64 next offset); native order
- * (the file is this machine's). */
+ * (the file is this machine's). With topic_pattern, n has LOG_TOPICS set and
+ * each entry starts with its topic's name_hash (u32). With LOG_WM set (every
+ * record written now), each entry ends with the partition's largest event
+ * time (i64, INT64_MIN: none): a restart resumes the partitions' watermarks
+ * too, else windows the last push's watermark did not close before a crash
+ * would wait for records that already came. */
+#define LOG_TOPICS 0x80000000u
+#define LOG_WM 0x40000000u
 static bool log_append(lm_kafka_source* s, int64_t seq) {
   int fd = open(s->offsets_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return false;
-  size_t n = 12 + (size_t)s->nparts * 12;
+  size_t each = s->pattern ? 24 : 20;
+  size_t n = 12 + (size_t)s->nparts * each;
   unsigned char* rec = lm_malloc(n);
   bool ok = rec != NULL;
   if (ok) {
     uint64_t q = (uint64_t)seq;
-    uint32_t k = (uint32_t)s->nparts;
+    uint32_t k = (uint32_t)s->nparts | (s->pattern ? LOG_TOPICS : 0) | LOG_WM;
     memcpy(rec, &q, 8);
     memcpy(rec + 8, &k, 4);
     for (int32_t i = 0; i < s->nparts; i++) {
-      memcpy(rec + 12 + (size_t)i * 12, &s->parts[i].id, 4);
-      memcpy(rec + 16 + (size_t)i * 12, &s->parts[i].next, 8);
+      unsigned char* e = rec + 12 + (size_t)i * each;
+      if (s->pattern) memcpy(e, &s->topic_hash[s->parts[i].topic], 4), e += 4;
+      memcpy(e, &s->parts[i].id, 4);
+      int64_t at = position(&s->parts[i]);
+      memcpy(e + 4, &at, 8);
+      memcpy(e + 12, &s->parts[i].max_ts, 8);
     }
     ok = write(fd, rec, n) == (ssize_t)n && fdatasync(fd) == 0;
   }
@@ -477,8 +656,8 @@ static bool log_append(lm_kafka_source* s, int64_t seq) {
   return ok;
 }
 
-/* The positions of the last record whose seq < `offset` into s->parts (a
- * torn tail is ignored). */
+/* The positions (and event times) of the last record whose seq < `offset`
+ * into s->parts (a torn tail is ignored). */
 static void log_resume(lm_kafka_source* s, int64_t offset) {
   int fd = open(s->offsets_log, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
@@ -489,8 +668,11 @@ static void log_resume(lm_kafka_source* s, int64_t offset) {
     uint32_t k;
     memcpy(&q, head, 8);
     memcpy(&k, head + 8, 4);
+    bool topics = (k & LOG_TOPICS) != 0, wm = (k & LOG_WM) != 0;
+    size_t each = 12 + (topics ? 4 : 0) + (wm ? 8 : 0);
+    k &= ~(LOG_TOPICS | LOG_WM);
     if (k > 1u << 20) break;
-    size_t n = (size_t)k * 12;
+    size_t n = (size_t)k * each;
     unsigned char* body = lm_malloc(n + 1);
     if (body == NULL || read(fd, body, n) != (ssize_t)n) {
       lm_free(body);
@@ -498,12 +680,19 @@ static void log_resume(lm_kafka_source* s, int64_t offset) {
     }
     if ((int64_t)q < offset) {
       for (uint32_t i = 0; i < k; i++) {
+        const unsigned char* e = body + (size_t)i * each;
+        uint32_t hash = 0;
         int32_t id;
-        int64_t next;
-        memcpy(&id, body + (size_t)i * 12, 4);
-        memcpy(&next, body + 4 + (size_t)i * 12, 8);
-        part_state* ps = part_of(s, id);
-        if (ps != NULL) ps->next = next;
+        int64_t next, max_ts = INT64_MIN;
+        if (topics) memcpy(&hash, e, 4), e += 4;
+        memcpy(&id, e, 4);
+        memcpy(&next, e + 4, 8);
+        if (wm) memcpy(&max_ts, e + 12, 8);
+        for (int32_t t = 0; t < s->ntopics; t++) {
+          if (topics ? s->topic_hash[t] != hash : t != 0) continue;
+          part_state* ps = part_of(s, t, id);
+          if (ps != NULL) ps->next = next, ps->max_ts = max_ts;
+        }
       }
     }
     lm_free(body);
@@ -527,9 +716,12 @@ static bool stopping(lm_kafka_source* s) {
 static bool assign(lm_kafka_source* s) {
   rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(s->nparts);
   for (int32_t i = 0; i < s->nparts; i++) {
-    rd_kafka_topic_partition_t* tp =
-        rd_kafka_topic_partition_list_add(l, s->topic, s->parts[i].id);
-    if (s->parts[i].next >= 0)
+    rd_kafka_topic_partition_t* tp = rd_kafka_topic_partition_list_add(
+        l, s->topics[s->parts[i].topic], s->parts[i].id);
+    if (s->parts[i].next >= 0 && s->upsert) { /* rebuild the keys' rows first */
+      s->parts[i].resume = s->parts[i].next;
+      tp->offset = RD_KAFKA_OFFSET_BEGINNING;
+    } else if (s->parts[i].next >= 0)
       tp->offset = s->parts[i].next;
     else if (s->startup == LM_KAFKA_LATEST)
       tp->offset = RD_KAFKA_OFFSET_END;
@@ -548,12 +740,12 @@ static bool assign(lm_kafka_source* s) {
     rd_kafka_topic_partition_list_t* q = rd_kafka_topic_partition_list_new(s->nparts);
     for (int32_t i = 0; i < s->nparts; i++)
       if (s->parts[i].next < 0)
-        rd_kafka_topic_partition_list_add(q, s->topic, s->parts[i].id)->offset =
-            s->startup_ms;
+        rd_kafka_topic_partition_list_add(q, s->topics[s->parts[i].topic], s->parts[i].id)
+            ->offset = s->startup_ms;
     if (q->cnt > 0) e = rd_kafka_offsets_for_times(s->rk, q, (int)s->timeout_ms);
     for (int32_t i = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && i < q->cnt; i++) {
       rd_kafka_topic_partition_t* tp =
-          rd_kafka_topic_partition_list_find(l, s->topic, q->elems[i].partition);
+          rd_kafka_topic_partition_list_find(l, q->elems[i].topic, q->elems[i].partition);
       if (tp != NULL) tp->offset = q->elems[i].offset;
     }
     rd_kafka_topic_partition_list_destroy(q);
@@ -578,6 +770,7 @@ static int64_t watermark(const lm_kafka_source* s) {
     for (int32_t i = 0; i < s->nparts; i++) {
       const part_state* p = &s->parts[i];
       bool idle = p->eof && s->idle_ms >= 0 && now - p->last_ns >= s->idle_ms * 1000000;
+      if (p->joined && p->max_ts == INT64_MIN) continue; /* none of its records yet */
       if (pass == 0 ? idle : p->max_ts == INT64_MIN) continue;
       any = true;
       if (p->max_ts < wm) wm = p->max_ts;
@@ -606,6 +799,52 @@ static bool push(lm_kafka_source* s, laminar_source* src, struct ArrowArray* arr
   }
 }
 
+/* Remember the positions after push `seq` (out of memory: that push's
+ * positions are never committed to the group, a later one's are). */
+static void remember(lm_kafka_source* s, int64_t seq) {
+  pending_push* p = lm_malloc(sizeof *p + (size_t)s->nparts * sizeof p->at[0]);
+  if (p == NULL) return;
+  p->next = NULL;
+  p->seq = seq;
+  p->n = s->nparts;
+  for (int32_t i = 0; i < s->nparts; i++) {
+    p->at[i].topic = s->parts[i].topic;
+    p->at[i].id = s->parts[i].id;
+    p->at[i].next = position(&s->parts[i]);
+  }
+  if (s->pending_tail != NULL)
+    s->pending_tail->next = p;
+  else
+    s->pending = p;
+  s->pending_tail = p;
+}
+
+/* Commit to the group the positions of the last push a checkpoint covers
+ * (asynchronously: a commit that fails, the broker away, is superseded by
+ * the next checkpoint's). */
+static void commit_covered(lm_kafka_source* s) {
+  int64_t covered = atomic_load_explicit(&s->covered, memory_order_acquire);
+  if (covered <= s->committed) return;
+  s->committed = covered;
+  pending_push* last = NULL;
+  while (s->pending != NULL && s->pending->seq <= covered) {
+    pending_push* p = s->pending;
+    s->pending = p->next;
+    lm_free(last);
+    last = p;
+  }
+  if (s->pending == NULL) s->pending_tail = NULL;
+  if (last == NULL) return;
+  rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(last->n);
+  for (int32_t i = 0; i < last->n; i++)
+    if (last->at[i].next >= 0)
+      rd_kafka_topic_partition_list_add(l, s->topics[last->at[i].topic], last->at[i].id)
+          ->offset = last->at[i].next;
+  if (l->cnt > 0) (void)rd_kafka_commit(s->rk, l, 1);
+  rd_kafka_topic_partition_list_destroy(l);
+  lm_free(last);
+}
+
 static bool flush(lm_kafka_source* s, laminar_source* src, struct ArrowArray* arr,
                   int64_t* last_wm) {
   if (arr->length > 0) {
@@ -620,6 +859,7 @@ static bool flush(lm_kafka_source* s, laminar_source* src, struct ArrowArray* ar
       fail(s, "cannot write the offsets log", strerror(errno));
       return false;
     }
+    if (s->offsets_log != NULL) remember(s, seq);
     if (!push(s, src, arr)) return false;
   }
   int64_t wm = s->event_time != -1 ? watermark(s) : INT64_MIN;
@@ -641,6 +881,37 @@ static bool new_batch(lm_kafka_source* s, struct ArrowArray* arr) {
   return ArrowArrayStartAppending(arr) == NANOARROW_OK;
 }
 
+static rd_kafka_resp_err_t topic_metadata(lm_kafka_source* s, int timeout_ms,
+                                          const struct rd_kafka_metadata** md);
+static int32_t add_topics(lm_kafka_source* s, const struct rd_kafka_metadata* md,
+                          bool joined);
+
+/* A metadata refresh (partition_discovery_interval): the partitions the
+ * topic gained since (with topic_pattern, also the partitions of topics
+ * that match since) are assigned at their earliest offset, each holding the
+ * watermark back from its first record on. A refresh that fails (the broker
+ * away) is tried again a period later. */
+static void discover(lm_kafka_source* s) {
+  const struct rd_kafka_metadata* md;
+  int wait = s->timeout_ms < 2000 ? (int)s->timeout_ms : 2000;
+  int32_t before = s->nparts;
+  if (topic_metadata(s, wait, &md) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+      add_topics(s, md, true) > 0) {
+    rd_kafka_topic_partition_list_t* l =
+        rd_kafka_topic_partition_list_new(s->nparts - before);
+    for (int32_t i = before; i < s->nparts; i++)
+      rd_kafka_topic_partition_list_add(l, s->topics[s->parts[i].topic], s->parts[i].id)
+          ->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_error_t* e = rd_kafka_incremental_assign(s->rk, l);
+    if (e != NULL) {
+      fail(s, "Kafka assign failed", rd_kafka_error_string(e));
+      rd_kafka_error_destroy(e);
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+  }
+  if (md != NULL) rd_kafka_metadata_destroy(md);
+}
+
 static void* consume(void* arg) {
   lm_kafka_source* s = arg;
   laminar_source* src = NULL;
@@ -656,11 +927,20 @@ static void* consume(void* arg) {
   int64_t last_wm = INT64_MIN;
   for (int32_t i = 0; i < s->nparts; i++) s->parts[i].last_ns = now_ns();
   if (!stopping(s) && assign(s) && new_batch(s, &arr)) {
-    int64_t started = now_ns();
+    int64_t started = now_ns(), discovered = started;
     while (!stopping(s)) {
+      commit_covered(s);
+      int64_t now = now_ns(); /* one clock read per message (a measured cost) */
+      if (s->discovery_ms > 0 && now - discovered >= s->discovery_ms * 1000000) {
+        discover(s);
+        discovered = now = now_ns();
+      }
       rd_kafka_message_t* m = rd_kafka_consumer_poll(s->rk, 20);
       if (m != NULL) {
-        part_state* ps = part_of(s, m->partition);
+        part_state* ps =
+            m->rkt != NULL
+                ? part_of(s, topic_index(s, rd_kafka_topic_name(m->rkt)), m->partition)
+                : NULL;
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
           if (ps != NULL) ps->eof = true;
         } else if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -670,16 +950,16 @@ static void* consume(void* arg) {
             fail(s, "Kafka", rd_kafka_message_errstr(m));
           }
         } else {
-          decode_message(s, m, &arr);
+          decode_message(s, m, ps, &arr);
           if (ps != NULL) {
             ps->next = m->offset + 1;
             ps->eof = false;
-            ps->last_ns = now_ns();
+            ps->last_ns = now;
           }
         }
         rd_kafka_message_destroy(m);
       }
-      bool due = arr.length >= BATCH_ROWS || now_ns() - started >= BATCH_NS;
+      bool due = arr.length >= BATCH_ROWS || now - started >= BATCH_NS;
       if (!due) continue;
       if (!flush(s, src, &arr, &last_wm)) break;
       if (!new_batch(s, &arr)) break;
@@ -694,6 +974,12 @@ static void* consume(void* arg) {
 /* ---- starting and stopping ------------------------------------------------------- */
 
 static void source_free(lm_kafka_source* s) {
+  while (s->pending != NULL) {
+    pending_push* p = s->pending;
+    s->pending = p->next;
+    lm_free(p);
+  }
+  if (s->rkt != NULL) rd_kafka_topic_destroy(s->rkt);
   if (s->rk != NULL) {
     rd_kafka_consumer_close(s->rk);
     rd_kafka_destroy(s->rk);
@@ -706,6 +992,15 @@ static void source_free(lm_kafka_source* s) {
   lm_free(s->text);
   lm_free(s->name);
   lm_free(s->topic);
+  for (int32_t t = 0; t < s->ntopics; t++) lm_free(s->topics[t]);
+  lm_free(s->topics);
+  lm_free(s->topic_hash);
+  for (size_t i = 0; i < s->nslots; i++) {
+    lm_free(s->slots[i].key);
+    lm_free(s->slots[i].value);
+  }
+  lm_free(s->slots);
+  if (s->pattern) regfree(&s->re);
   lm_free(s->offsets_log);
   lm_free(s);
 }
@@ -726,14 +1021,97 @@ static laminar_code broker_fail(const lm_kafka_source* s, laminar_error* err,
                       s->topic, reason);
 }
 
+/* Add the partitions of `mt` that s->parts does not hold yet (next offset
+ * not known, no event time); `joined`: found while running. The number
+ * added, or -1 out of memory. */
+static int32_t add_partitions(lm_kafka_source* s, int32_t topic,
+                              const struct rd_kafka_metadata_topic* mt, bool joined) {
+  int32_t added = 0;
+  for (int i = 0; i < mt->partition_cnt; i++) {
+    if (part_of(s, topic, mt->partitions[i].id) != NULL) continue;
+    if (s->nparts == s->cap_parts) {
+      int32_t cap = s->cap_parts > 0 ? s->cap_parts * 2 : mt->partition_cnt + 1;
+      part_state* grown = lm_realloc(s->parts, (size_t)cap * sizeof *grown);
+      if (grown == NULL) return -1;
+      s->parts = grown;
+      s->cap_parts = cap;
+    }
+    s->parts[s->nparts++] = (part_state){.topic = topic,
+                                         .id = mt->partitions[i].id,
+                                         .next = -1,
+                                         .max_ts = INT64_MIN,
+                                         .last_ns = now_ns(),
+                                         .joined = joined,
+                                         .resume = -1};
+    added++;
+  }
+  return added;
+}
+
+/* The index of topic `name` in s->topics, added when new (-1: out of
+ * memory). */
+static int32_t topic_add(lm_kafka_source* s, const char* name) {
+  int32_t t = topic_index(s, name);
+  if (t >= 0) return t;
+  if (s->ntopics == s->cap_topics) {
+    int32_t cap = s->cap_topics > 0 ? s->cap_topics * 2 : 4;
+    char** names = lm_realloc(s->topics, (size_t)cap * sizeof *names);
+    if (names == NULL) return -1;
+    s->topics = names;
+    uint32_t* hashes = lm_realloc(s->topic_hash, (size_t)cap * sizeof *hashes);
+    if (hashes == NULL) return -1;
+    s->topic_hash = hashes;
+    s->cap_topics = cap;
+  }
+  char* copy = lm_strdup(name);
+  if (copy == NULL) return -1;
+  s->topics[s->ntopics] = copy;
+  s->topic_hash[s->ntopics] = name_hash(name);
+  return s->ntopics++;
+}
+
+/* The partitions of the topics of `md` the source reads (its topic, or
+ * those matching its pattern but Kafka's internal "__" ones) that s->parts
+ * does not hold yet: the number added, or -1 out of memory. */
+static int32_t add_topics(lm_kafka_source* s, const struct rd_kafka_metadata* md,
+                          bool joined) {
+  int32_t added = 0;
+  for (int i = 0; i < md->topic_cnt; i++) {
+    const struct rd_kafka_metadata_topic* mt = &md->topics[i];
+    if (mt->err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+    if (s->pattern ? strncmp(mt->topic, "__", 2) == 0 ||
+                         regexec(&s->re, mt->topic, 0, NULL, 0) != 0
+                   : strcmp(mt->topic, s->topic) != 0)
+      continue;
+    int32_t t = topic_add(s, mt->topic);
+    int32_t n = t >= 0 ? add_partitions(s, t, mt, joined) : -1;
+    if (n < 0) return -1;
+    added += n;
+  }
+  return added;
+}
+
+/* The topic's metadata, or with a pattern every topic's (*md: destroy with
+ * rd_kafka_metadata_destroy). */
+static rd_kafka_resp_err_t topic_metadata(lm_kafka_source* s, int timeout_ms,
+                                          const struct rd_kafka_metadata** md) {
+  *md = NULL;
+  rd_kafka_resp_err_t e =
+      rd_kafka_metadata(s->rk, s->pattern ? 1 : 0, s->rkt, md, timeout_ms);
+  if (s->pattern) return e;
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR && (*md)->topic_cnt != 1)
+    e = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) e = (*md)->topics[0].err;
+  return e;
+}
+
 /* The topic's partitions into s->parts. */
 static laminar_code read_partitions(lm_kafka_source* s, laminar_error* err) {
-  rd_kafka_topic_t* t = rd_kafka_topic_new(s->rk, s->topic, NULL);
-  if (t == NULL)
+  if (!s->pattern) s->rkt = rd_kafka_topic_new(s->rk, s->topic, NULL);
+  if (!s->pattern && s->rkt == NULL)
     return broker_fail(s, err, "topic", rd_kafka_err2str(rd_kafka_last_error()));
-  const struct rd_kafka_metadata* md = NULL;
-  rd_kafka_resp_err_t e = rd_kafka_metadata(s->rk, 0, t, &md, (int)s->timeout_ms);
-  if (e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1) e = md->topics[0].err;
+  const struct rd_kafka_metadata* md;
+  rd_kafka_resp_err_t e = topic_metadata(s, (int)s->timeout_ms, &md);
   laminar_code rc = LAMINAR_OK;
   if (e == RD_KAFKA_RESP_ERR__TRANSPORT || e == RD_KAFKA_RESP_ERR__TIMED_OUT) {
     char why[300];
@@ -742,16 +1120,10 @@ static laminar_code read_partitions(lm_kafka_source* s, laminar_error* err) {
     rc = broker_fail(s, err, "connect", why);
   } else if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     rc = broker_fail(s, err, "topic metadata", rd_kafka_err2str(e));
-  } else {
-    const struct rd_kafka_metadata_topic* mt = &md->topics[0];
-    s->parts = lm_calloc((size_t)mt->partition_cnt + 1, sizeof *s->parts);
-    if (s->parts == NULL) rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-    for (int i = 0; rc == LAMINAR_OK && i < mt->partition_cnt; i++)
-      s->parts[s->nparts++] =
-          (part_state){.id = mt->partitions[i].id, .next = -1, .max_ts = INT64_MIN};
+  } else if (add_topics(s, md, false) < 0) {
+    rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
   if (md != NULL) rd_kafka_metadata_destroy(md);
-  rd_kafka_topic_destroy(t);
   return rc;
 }
 
@@ -763,21 +1135,35 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
   if (s == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   pthread_mutex_init(&s->mu, NULL);
   atomic_init(&s->stop, false);
+  atomic_init(&s->covered, -1);
+  s->committed = -1;
   s->db = db;
-  s->csv = c->csv;
+  s->csv = c->csv && !c->upsert;
   s->event_time = c->event_time;
   s->wm_delay_ms = c->wm_delay_ms;
   s->idle_ms = c->idle_timeout_ms;
   s->startup = c->startup;
   s->startup_ms = c->startup_ms;
   s->timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 30000;
+  s->discovery_ms = c->discovery_ms;
   s->name = lm_strdup(c->name);
-  s->topic = lm_strdup(c->topic);
+  s->topic = lm_strdup(c->topic_pattern != NULL ? c->topic_pattern : c->topic);
   s->offsets_log = c->offsets_log != NULL ? lm_strdup(c->offsets_log) : NULL;
   laminar_code rc = LAMINAR_OK;
-  if (s->name == NULL || s->topic == NULL ||
-      (c->offsets_log != NULL && s->offsets_log == NULL) ||
-      lm_schema_copy(schema, &s->schema) != 0)
+  if (s->topic != NULL && c->topic_pattern != NULL) {
+    int e = regcomp(&s->re, c->topic_pattern, REG_EXTENDED | REG_NOSUB);
+    if (e != 0) {
+      char why[200];
+      regerror(e, &s->re, why, sizeof why);
+      rc = lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                        "source '%s': topic_pattern '%s' is no regular expression: %s",
+                        c->name, c->topic_pattern, why);
+    }
+    s->pattern = e == 0;
+  }
+  if (rc == LAMINAR_OK && (s->name == NULL || s->topic == NULL ||
+                           (c->offsets_log != NULL && s->offsets_log == NULL) ||
+                           lm_schema_copy(schema, &s->schema) != 0))
     rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   if (rc == LAMINAR_OK) {
     s->cells = lm_calloc((size_t)s->schema.ncols + 1, sizeof *s->cells);
@@ -789,6 +1175,18 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
   s->meta_offset = column_of(s, "_offset", 7);
   s->meta_timestamp = column_of(s, "_timestamp", 10);
   s->meta_key = column_of(s, "_key", 4);
+  s->meta_topic = column_of(s, "_topic", 6);
+  s->upsert = c->upsert;
+  s->meta_weight = c->upsert ? s->schema.ncols - 1 : -1;
+  if (rc == LAMINAR_OK && c->upsert &&
+      (s->schema.ncols < 2 ||
+       strcmp(s->schema.fields[s->meta_weight].name, "_weight") != 0 ||
+       s->schema.fields[s->meta_weight].type != LM_TYPE_INT64))
+    rc =
+        lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                     "source '%s': format 'upsert-json' needs a changelog source: a last "
+                     "column _weight BIGINT",
+                     c->name);
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char group[300];
   snprintf(group, sizeof group, "laminardb.%s", c->name);
@@ -831,6 +1229,14 @@ void lm_kafka_source_signal(lm_kafka_source* s) {
 
 bool lm_kafka_source_signaled(lm_kafka_source* s) { return stopping(s); }
 
+void lm_kafka_source_checkpointed(lm_kafka_source* s, int64_t covered) {
+  int64_t was = atomic_load_explicit(&s->covered, memory_order_relaxed);
+  while (covered > was &&
+         !atomic_compare_exchange_weak_explicit(
+             &s->covered, &was, covered, memory_order_release, memory_order_relaxed)) {
+  }
+}
+
 void lm_kafka_source_stop(lm_kafka_source* s) {
   if (s == NULL) return;
   atomic_store_explicit(&s->stop, true, memory_order_release);
@@ -866,6 +1272,10 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
 void lm_kafka_source_stop(lm_kafka_source* s) { (void)s; }
 
 void lm_kafka_source_signal(lm_kafka_source* s) { (void)s; }
+
+void lm_kafka_source_checkpointed(lm_kafka_source* s, int64_t covered) {
+  (void)s, (void)covered;
+}
 
 bool lm_kafka_source_signaled(lm_kafka_source* s) {
   (void)s;

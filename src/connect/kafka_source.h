@@ -18,8 +18,16 @@
  * batch the source gets the minimum over the partitions (explicit watermark
  * messages), partitions idle (at their end for idle_timeout) excepted.
  *
+ * After each durable checkpoint the consumer group's offsets are committed:
+ * every partition's next offset after the last push the checkpoint covers
+ * (for monitoring tools; recovery never reads them).
+ *
+ * Partitions added to the topic while it runs are found by a metadata
+ * refresh every discovery_ms and read from their earliest offset; each
+ * holds the watermark back from its first record on.
+ *
  * Metadata columns: source columns named _partition, _offset, _timestamp
- * (the message's, epoch ms) and _key are filled from the message.
+ * (the message's, epoch ms), _key and _topic are filled from the message.
  * A message that does not decode (not JSON, a wrong type, a field count) is
  * skipped and counted; the reason of the last one is kept.
  */
@@ -45,8 +53,14 @@ typedef struct lm_kafka_source_config {
   const char* name; /* the source */
   const char* brokers;
   const char* topic;
-  const char* group_id; /* NULL: "laminardb.<source>" */
+  const char* topic_pattern; /* instead of topic: every topic matching this POSIX
+                                extended regular expression (unanchored) */
+  const char* group_id;      /* NULL: "laminardb.<source>" */
   bool csv;
+  bool upsert; /* upsert-json: keyed JSON values, a null value a tombstone; the
+                  source is a changelog (its last column _weight BIGINT): a
+                  key's new value retracts its old row (-1) and inserts (+1), a
+                  tombstone retracts it */
   lm_kafka_startup startup;
   int64_t startup_ms;      /* LM_KAFKA_TIMESTAMP */
   int32_t event_time;      /* column index, -1: none, -2: the message timestamp */
@@ -58,6 +72,8 @@ typedef struct lm_kafka_source_config {
   const char* const* conf_values;
   int32_t nconf;
   int64_t timeout_ms;
+  int64_t discovery_ms; /* partitions added to the topic are looked for this
+                           often (<= 0: never) */
 } lm_kafka_source_config;
 
 /* Check the configuration against the broker (the topic's partitions) and
@@ -80,6 +96,13 @@ void lm_kafka_source_stop(lm_kafka_source* s);
 
 /* Whether lm_kafka_source_signal was called. */
 bool lm_kafka_source_signaled(lm_kafka_source* s);
+
+/* A durable checkpoint holds the source's records up to `covered` (its
+ * sequence numbers, laminar_source_offset's): the thread commits the Kafka
+ * offsets the last of those pushes left to the consumer group, for
+ * monitoring (recovery reads the checkpoint, not the group). Any thread;
+ * no wait. */
+void lm_kafka_source_checkpointed(lm_kafka_source* s, int64_t covered);
 
 /* The source it feeds. */
 const char* lm_kafka_source_name(const lm_kafka_source* s);

@@ -206,6 +206,8 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       case LM_OPT_GROUP_ID:
       case LM_OPT_EVENT_TIME:
       case LM_OPT_TIMEOUT:
+      case LM_OPT_PARTITION_DISCOVERY:
+      case LM_OPT_TOPIC_PATTERN:
       case LM_OPT_KAFKA: break; /* a connector's: lm_db_source_connector */
       case LM_OPT_IDLE_TIMEOUT: idle_timeout = val.i > 0 ? val.i : 0; break;
       case LM_OPT_ALIGNMENT_GROUP:
@@ -432,6 +434,25 @@ static laminar_code branch_readers(laminar_db* db, lm_stream_def* s, bool add) {
   return LAMINAR_OK;
 }
 
+/* WITH (state_ttl = ...): a running aggregate (GROUP BY without a window)
+ * forgets its idle keys; its input's event time is found later
+ * (check_ttl_time). 0 leaves every key forever. */
+static laminar_code ttl_option(const lm_stmt* stmt, lm_plan* plan, const lm_ast_expr* v,
+                               int64_t ttl_ms, laminar_error* err) {
+  plan->ttl_line = v->line;
+  plan->ttl_column = v->column;
+  if (ttl_ms == 0) return LAMINAR_OK;
+  if (plan->interval && plan->ijoin.ttl_ms == ttl_ms) return LAMINAR_OK; /* binder's */
+  if (plan->windowed && plan->window.global && !plan->joined) {
+    plan->window.ttl_ms = ttl_ms;
+    return LAMINAR_OK;
+  }
+  return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, v->line, v->column, stmt->name,
+                 "state_ttl needs a running aggregate (GROUP BY without a window) or a "
+                 "JOIN without a time bound: a windowed query forgets its state when "
+                 "its windows close, a time-bounded join by its bound");
+}
+
 laminar_code lm_db_stream_options(const lm_stmt* stmt, lm_plan* plan,
                                   laminar_error* err) {
   for (size_t i = 0; i < stmt->noptions; i++) {
@@ -443,6 +464,10 @@ laminar_code lm_db_stream_options(const lm_stmt* stmt, lm_plan* plan,
     lm_option_id id = lm_option_row_id(row);
     if (id == LM_OPT_MAX_STATE_BYTES) { /* any stream (issue 20) */
       plan->max_state_bytes = val.i;
+      continue;
+    }
+    if (id == LM_OPT_STATE_TTL) {
+      LM_TRY(ttl_option(stmt, plan, v, val.i, err));
       continue;
     }
     if (id == LM_OPT_ALLOWED_LATENESS) {
@@ -581,9 +606,77 @@ static laminar_code check_key_watermark(laminar_db* db, const lm_stmt* stmt,
   return LAMINAR_OK;
 }
 
+laminar_code lm_db_join_ttl(laminar_db* db, const lm_stmt* stmt, lm_plan* plan,
+                            laminar_error* err) {
+  lm_ijoin_spec* j = &plan->ijoin;
+  if (!plan->interval || j->ttl_ms <= 0) return LAMINAR_OK;
+  int32_t col[2] = {-1, -1};
+  lm_type type[2] = {LM_TYPE_NULL, LM_TYPE_NULL};
+  for (int32_t b = 0; b < 2; b++) {
+    const lm_plan_branch* br = &plan->branches[b];
+    const lm_source_def* in =
+        br->input_is_source ? lm_db_find_source(db, br->input) : NULL;
+    if (in != NULL && in->wm_col >= 0) {
+      col[b] = in->wm_col;
+      type[b] = in->schema.fields[in->wm_col].type;
+    }
+    if (col[b] < 0 || (type[b] != LM_TYPE_INT64 && type[b] != LM_TYPE_TIMESTAMP) ||
+        (b == 1 && type[1] != type[0])) {
+      char msg[512];
+      snprintf(msg, sizeof msg,
+               "stream '%s': %s with state_ttl and no time bound drops each side's rows "
+               "by the other side's watermark, so both inputs must be sources with a "
+               "WATERMARK FOR column of one type (BIGINT ms or TIMESTAMP); '%s' is not "
+               "one",
+               stmt->name, plan->join_kind, br->input);
+      return fail_at(err, LAMINAR_ERR_SQL_UNBOUNDED_JOIN, plan->join_line,
+                     plan->join_column, br->input, msg);
+    }
+  }
+  int64_t unit = type[0] == LM_TYPE_TIMESTAMP ? 1000 : 1, ttl;
+  if (__builtin_mul_overflow(j->ttl_ms, unit, &ttl)) ttl = INT64_MAX;
+  j->ltime = col[0];
+  j->rtime = col[1];
+  j->time_type = type[0];
+  j->lo = -ttl;
+  j->hi = ttl;
+  if (j->need != NULL) {
+    ((uint8_t*)j->need)[col[0]] = 1;
+    ((uint8_t*)j->need)[j->lcols + col[1]] = 1;
+  }
+  return LAMINAR_OK;
+}
+
+/* state_ttl measures idleness in event time: the input is one source with a
+ * watermark column of BIGINT milliseconds or TIMESTAMP, which the window
+ * operator reads per row (window.ttl_col). */
+static laminar_code check_ttl_time(laminar_db* db, const lm_stmt* stmt, lm_plan* plan,
+                                   laminar_error* err) {
+  if (plan->window.ttl_ms <= 0) return LAMINAR_OK;
+  const lm_source_def* in =
+      plan->input_is_source && !lm_plan_branched(plan) && !plan->joined && !plan->lookup
+          ? lm_db_find_source(db, plan->input)
+          : NULL;
+  if (in != NULL && in->wm_col >= 0 &&
+      (in->schema.fields[in->wm_col].type == LM_TYPE_INT64 ||
+       in->schema.fields[in->wm_col].type == LM_TYPE_TIMESTAMP)) {
+    plan->window.ttl_col = in->wm_col;
+    return LAMINAR_OK;
+  }
+  char msg[512];
+  snprintf(msg, sizeof msg,
+           "state_ttl forgets keys by event time: stream '%s' must read one source "
+           "directly whose WATERMARK FOR column is BIGINT (ms) or TIMESTAMP, and '%s' "
+           "is not one",
+           stmt->name, plan->input);
+  return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, plan->ttl_line, plan->ttl_column,
+                 stmt->name, msg);
+}
+
 static laminar_code check_stream_time(laminar_db* db, const lm_stmt* stmt, lm_plan* plan,
                                       laminar_error* err) {
   if (plan->joined) LM_TRY(check_join_time(db, stmt, plan, err));
+  LM_TRY(check_ttl_time(db, stmt, plan, err));
   if (!plan->windowed) return LAMINAR_OK;
   bool branched = lm_plan_branched(plan);
   int64_t lateness = 0;
@@ -762,6 +855,7 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   }
   bool branched = lm_plan_branched(&s->plan);
   rc = lm_db_stream_options(stmt, &s->plan, err);
+  if (rc == LAMINAR_OK) rc = lm_db_join_ttl(db, stmt, &s->plan, err);
   if (rc == LAMINAR_OK) rc = check_stream_time(db, stmt, &s->plan, err);
   if (rc == LAMINAR_OK) rc = check_analytic_time(db, stmt, &s->plan, err);
   if (rc == LAMINAR_OK) rc = check_key_watermark(db, stmt, &s->plan, err);
@@ -916,8 +1010,16 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
     if (lm_option_row_id(row) == LM_OPT_PATH) {
       memcpy(path, val.text, val.len); /* the table bounds it below sizeof path */
       path[val.len] = '\0';
+    } else if (val.i == 3) { /* "jsonl | csv | json | upsert-json" */
+      char msg[300];
+      snprintf(msg, sizeof msg,
+               "sink '%s': format 'upsert-json' is a Kafka sink's (connector = 'kafka'), "
+               "not a file sink's",
+               stmt->name);
+      return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, stmt->options[i].value->line,
+                     stmt->options[i].value->column, stmt->name, msg);
     } else {
-      format = val.i == 1 ? LM_SINK_CSV : LM_SINK_JSONL; /* "jsonl | csv" */
+      format = val.i == 1 ? LM_SINK_CSV : LM_SINK_JSONL;
     }
   }
   if (path[0] == '\0') {

@@ -155,7 +155,10 @@ laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
       case LM_OPT_CONNECTOR: has_connector = true; break;
       case LM_OPT_BOOTSTRAP_SERVERS: c.brokers = t; break;
       case LM_OPT_TOPIC: c.topic = t; break;
-      case LM_OPT_FORMAT: c.csv = v.i == 1; break; /* "jsonl | csv | json" */
+      case LM_OPT_FORMAT: /* "jsonl | csv | json | upsert-json" */
+        c.csv = v.i == 1;
+        c.upsert = v.i == 3;
+        break;
       case LM_OPT_KEY:
         rc = key_columns(stmt, o, t, &stream->out_schema, key, &c.nkey, err);
         break;
@@ -194,6 +197,16 @@ laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
     snprintf(msg, sizeof msg, "a Kafka sink needs %s = '...'", missing);
     rc = fail_stmt(err, LAMINAR_ERR_CONFIG_VALUE, stmt, stmt->line, stmt->column, msg);
   }
+  /* upsert-json: keyed, over a changelog (its last column _weight). */
+  int32_t ncols = stream->out_schema.ncols;
+  if (rc == LAMINAR_OK && c.upsert &&
+      (ncols == 0 || strcmp(stream->out_schema.fields[ncols - 1].name, "_weight") != 0))
+    rc = fail_stmt(err, LAMINAR_ERR_CONFIG_VALUE, stmt, stmt->line, stmt->column,
+                   "format 'upsert-json' needs a changelog (EMIT CHANGES, a materialized "
+                   "view: a _weight column)");
+  if (rc == LAMINAR_OK && c.upsert && c.nkey == 0)
+    rc = fail_stmt(err, LAMINAR_ERR_CONFIG_VALUE, stmt, stmt->line, stmt->column,
+                   "format 'upsert-json' needs key = '<columns>'");
   if (rc == LAMINAR_OK && !lm_kafka_available()) {
     lm_sink* none;
     rc = lm_kafka_sink_open(&c, &stream->out_schema, &none, err);
@@ -252,7 +265,8 @@ laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
                               .event_time = def->wm_col,
                               .wm_delay_ms = def->wm_delay_ms,
                               .idle_timeout_ms = -1,
-                              .timeout_ms = 30000};
+                              .timeout_ms = 30000,
+                              .discovery_ms = 5000};
   const char* conf_keys[MAX_CONF];
   const char* conf_values[MAX_CONF];
   char* texts[MAX_CONF + 8];
@@ -279,10 +293,15 @@ laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
     switch (lm_option_row_id(row)) {
       case LM_OPT_BOOTSTRAP_SERVERS: c.brokers = t; break;
       case LM_OPT_TOPIC: c.topic = t; break;
-      case LM_OPT_FORMAT: c.csv = v.i == 1; break; /* "json | csv" */
+      case LM_OPT_FORMAT: /* "json | csv | upsert-json" */
+        c.csv = v.i == 1;
+        c.upsert = v.i == 2;
+        break;
       case LM_OPT_GROUP_ID: c.group_id = t; break;
       case LM_OPT_TIMEOUT: c.timeout_ms = v.i; break;
       case LM_OPT_IDLE_TIMEOUT: c.idle_timeout_ms = v.i > 0 ? v.i : -1; break;
+      case LM_OPT_PARTITION_DISCOVERY: c.discovery_ms = v.i > 0 ? v.i : -1; break;
+      case LM_OPT_TOPIC_PATTERN: c.topic_pattern = t; break;
       case LM_OPT_STARTUP: {
         char* end = NULL;
         if (lm_streq_nocase(t, "earliest")) {
@@ -342,8 +361,8 @@ laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
   if (rc == LAMINAR_OK) {
     if (c.brokers == NULL)
       missing = "'bootstrap.servers'";
-    else if (c.topic == NULL)
-      missing = "topic";
+    else if ((c.topic == NULL) == (c.topic_pattern == NULL))
+      missing = "either topic or topic_pattern";
   }
   if (missing != NULL) {
     char msg[200];
@@ -387,6 +406,15 @@ void lm_db_source_connector_stop(laminar_db* db, const char* source) {
     struct lm_kafka_source* k = db->consumers[i];
     if (!lm_kafka_source_signaled(k) && strcmp(lm_kafka_source_name(k), source) == 0)
       lm_kafka_source_signal(k); /* joined at close: it may wait for db->lock */
+  }
+}
+
+void lm_db_source_connector_checkpointed(laminar_db* db, const char* source,
+                                         int64_t covered) {
+  for (int32_t i = 0; i < db->nconsumers; i++) {
+    struct lm_kafka_source* k = db->consumers[i];
+    if (!lm_kafka_source_signaled(k) && strcmp(lm_kafka_source_name(k), source) == 0)
+      lm_kafka_source_checkpointed(k, covered);
   }
 }
 

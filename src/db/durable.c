@@ -1101,6 +1101,7 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
       uint64_t prev = pos_find(&d->prev, s->name, s->incarnation);
       if (prev > covered[i]) prev = covered[i];
       if (s->wal != NULL && prev > 0) rc = lm_wal_truncate_before(s->wal, prev + 1, err);
+      lm_db_source_connector_checkpointed(db, s->name, (int64_t)covered[i]);
       char* name = now.v != NULL ? lm_strdup(s->name) : NULL;
       if (name != NULL) now.v[now.n++] = (src_pos){name, covered[i], s->incarnation};
     }

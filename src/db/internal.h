@@ -172,6 +172,13 @@ char* lm_db_stmt_text(const char* sql, const lm_stmt* stmt);
  * unknown key, LDB-6002 ill-typed value, LDB-6003 a window option on a
  * stream without a window, at the value's line:column. */
 laminar_code lm_db_stream_options(const lm_stmt* stmt, lm_plan* plan, laminar_error* err);
+/* A join without a time bound that WITH (state_ttl = ...) allows (the
+ * binder's ijoin.ttl_ms): its time columns are its two sources' watermark
+ * columns, its bound [-ttl, +ttl] in their unit. No-op for other plans.
+ * Errors: LDB-1010 when an input is no source with a BIGINT or TIMESTAMP
+ * watermark column (or their types differ). */
+laminar_code lm_db_join_ttl(laminar_db* db, const lm_stmt* stmt, lm_plan* plan,
+                            laminar_error* err);
 /* An ArrowArrayStream of one batch of string columns: cells[row * ncols + col]. */
 laminar_code lm_db_string_table(const char* const* names, int32_t ncols, char** cells,
                                 int64_t nrows, struct ArrowArrayStream* out);
@@ -241,6 +248,11 @@ bool lm_db_sink_has_connector(const lm_stmt* stmt);
 laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
                                     lm_source_def* def, laminar_error* err);
 void lm_db_source_connector_stop(laminar_db* db, const char* source);
+/* A durable checkpoint covers source `source`'s records up to `covered`:
+ * its consumer, if any, commits the matching Kafka offsets to its group
+ * (monitoring only). Under db->lock. */
+void lm_db_source_connector_checkpointed(laminar_db* db, const char* source,
+                                         int64_t covered);
 void lm_db_connectors_stop(laminar_db* db);
 laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
                                          const lm_stmt* stmt, lm_stream_def* stream,

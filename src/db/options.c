@@ -145,15 +145,24 @@ static const lm_option table[] = {
      "late rows go to this stream (TRUE: the stream's name + '_late')"},
     {"max_state_bytes", STREAM, LM_OPT_MAX_STATE_BYTES, T_BYTES, NULL, 0, 0,
      "a byte count ('512MB'; 0: none)", "0", "bound on this stream's keyed state"},
+    {"state_ttl", STREAM, LM_OPT_STATE_TTL, T_INTERVAL, NULL, 0, 0,
+     "an INTERVAL (or milliseconds) >= 0; 0: none", "0",
+     "a key (a group of a GROUP BY without a window) not updated for this long in "
+     "event time is forgotten once the watermark passes, its row retracted; a JOIN "
+     "without a time bound drops each side's rows this far behind the other's "
+     "watermark (approximate)"},
     /* ---- CREATE SINK ... INTO FILE (...) ---- */
     {"path", SINK, LM_OPT_PATH, T_TEXT, NULL, 1, 4095, "a directory", "",
      "where the sink writes its files (required)"},
-    {"format", SINK, LM_OPT_FORMAT, T_ENUM, "jsonl | csv | json", 0, 0,
-     "jsonl | csv | json", "jsonl",
-     "file format; of a Kafka sink, each message's (json: one object, jsonl alike)"},
+    {"format", SINK, LM_OPT_FORMAT, T_ENUM, "jsonl | csv | json | upsert-json", 0, 0,
+     "jsonl | csv | json | upsert-json", "jsonl",
+     "file format; of a Kafka sink, each message's (json: one object, jsonl alike; "
+     "upsert-json: a keyed changelog's last row per key, or a tombstone)"},
     /* ---- CREATE SOURCE / SINK ... WITH (connector = 'kafka', ...) (docs/KAFKA.md) ---- */
-    {"format", SRC, LM_OPT_FORMAT, T_ENUM, "json | csv", 0, 0, "json | csv", "json",
-     "a Kafka source's message format (csv: fields in column order)"},
+    {"format", SRC, LM_OPT_FORMAT, T_ENUM, "json | csv | upsert-json", 0, 0,
+     "json | csv | upsert-json", "json",
+     "a Kafka source's message format (csv: fields in column order; upsert-json: "
+     "keyed values and tombstones into a changelog source)"},
     {"connector", SINK | SRC, LM_OPT_CONNECTOR, T_ENUM, "kafka", 0, 0, "kafka", "",
      "the external system the sink writes to or the source reads from"},
     {"bootstrap.servers", SINK | SRC, LM_OPT_BOOTSTRAP_SERVERS, T_TEXT, NULL, 1, 0,
@@ -168,18 +177,26 @@ static const lm_option table[] = {
     {"transactional_id", SINK, LM_OPT_TRANSACTIONAL_ID, T_TEXT, NULL, 1, 200, "text",
      "laminardb.<sink name>",
      "the producer's transactional.id: stable, one per sink and cluster"},
+    {"topic_pattern", SRC, LM_OPT_TOPIC_PATTERN, T_TEXT, NULL, 1, 0,
+     "a POSIX extended regular expression", "",
+     "instead of topic: every topic it matches (unanchored; found again every "
+     "partition_discovery_interval); the _topic column names each row's"},
     {"startup", SRC, LM_OPT_STARTUP, T_TEXT, NULL, 1, 40,
      "earliest | latest | group | timestamp:<ms>", "earliest",
      "where a Kafka source starts when no checkpoint says"},
     {"group_id", SRC, LM_OPT_GROUP_ID, T_TEXT, NULL, 1, 200, "text",
      "laminardb.<source name>",
-     "the Kafka consumer group (startup 'group' reads its offsets)"},
+     "the Kafka consumer group: its offsets are committed after each durable "
+     "checkpoint (startup 'group' reads them)"},
     {"event_time", SRC, LM_OPT_EVENT_TIME, T_TEXT, NULL, 1, 127,
      "a column name or kafka_timestamp", "",
      "per-partition watermarks from this column (or the message timestamp)"},
     {"timeout", SINK | SRC, LM_OPT_TIMEOUT, T_DURATION, NULL, 1, 0,
      "a duration ('30 seconds')", "30 seconds",
      "longest wait for the broker in one step (connect, commit)"},
+    {"partition_discovery_interval", SRC, LM_OPT_PARTITION_DISCOVERY, T_DURATION, "none",
+     1, 0, "a duration ('5 seconds') or none", "5 seconds",
+     "how often a Kafka source looks for partitions added to its topic (none: never)"},
     {"kafka.NAME", SINK | SRC, LM_OPT_KAFKA, T_TEXT, NULL, 0, 0, "text", "",
      "passed to the Kafka client (librdkafka) as its property NAME"},
 };

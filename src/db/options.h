@@ -24,6 +24,7 @@ typedef enum lm_option_id {
   LM_OPT_BUFFER_SIZE,
   LM_OPT_MAX_QUEUE_BYTES,
   LM_OPT_MAX_STATE_BYTES,
+  LM_OPT_STATE_TTL,
   LM_OPT_BACKPRESSURE,
   LM_OPT_WAIT_STRATEGY,
   LM_OPT_SLOW_SUBSCRIBER,
@@ -59,7 +60,9 @@ typedef enum lm_option_id {
   LM_OPT_IDLE_TIMEOUT,
   LM_OPT_ALIGNMENT_GROUP,
   LM_OPT_MAX_DRIFT,
-  LM_OPT_WATERMARK_KEY
+  LM_OPT_WATERMARK_KEY,
+  LM_OPT_PARTITION_DISCOVERY,
+  LM_OPT_TOPIC_PATTERN
 } lm_option_id;
 
 /* A parsed value; which member holds it follows the row's type. */

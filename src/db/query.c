@@ -1115,6 +1115,9 @@ static void explain_plan(explain* x, const lm_plan* plan, const lm_schema* in,
     }
     if (plan->late_output != NULL)
       lm_text_printf(&b, "; late rows to %s", plan->late_output);
+    if (w->ttl_ms > 0)
+      lm_text_printf(&b, "; keys idle %lld ms in event time forgotten (state_ttl)",
+                     (long long)w->ttl_ms);
     add_row(x, "window_aggregate", lm_text_take(&b), prev_id(x, pbuf, sizeof pbuf),
             next_id(x, nbuf, sizeof nbuf));
     /* The projection reads window_start, window_end, keys, then aggregates. */
@@ -1385,6 +1388,7 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
     LM_TRY(lm_bind_stream_tables(inner, lm_db_lookup_input, lm_db_table_columns, db,
                                  &db->funcs, &plan, err));
     laminar_code orc = lm_db_stream_options(inner, &plan, err);
+    if (orc == LAMINAR_OK) orc = lm_db_join_ttl(db, inner, &plan, err);
     if (orc != LAMINAR_OK) {
       lm_plan_free(&plan);
       return orc;

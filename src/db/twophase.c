@@ -8,7 +8,8 @@
  * its partial state (COUNT -> COUNT, SUM -> SUM, MIN/MAX -> MIN/MAX, AVG ->
  * SUM and COUNT, BOOL_AND/BOOL_OR -> themselves, ARG_MIN(x, by) -> ARG_MIN
  * and MIN of `by` where x is not NULL; ARG_MAX alike; VAR_* / STDDEV_* ->
- * COUNT, __mean and VAR_POP * COUNT, merged by __m2: Chan's rule; the
+ * COUNT, __mean and VAR_POP * COUNT, merged by __m2: Chan's rule; STRING_AGG
+ * -> itself, its final joining the partial strings; the
  * two-argument ones -> the same for y and x where both are non-NULL and
  * COVAR_POP * REGR_COUNT, the co-moment merged by polarization), one row per (window, key) with window_start ("__ws"),
  * window_end ("__we") and the keys ("__k<i>"); its source has no watermark, so
@@ -326,6 +327,13 @@ static int32_t agg_index(splitter* s, const lm_ast_expr* e) {
     lm_text_printf(t, ") END) AS \"__b%d\"", (int)j);
     return j;
   }
+  if (def != NULL && def->fn == LM_AGG_STRING_AGG) {
+    /* each split's values joined in its arrival order; the final joins those */
+    lm_text_printf(t, ", %s(", f);
+    print_list(e->args, e->nargs, NULL, NULL, t);
+    lm_text_printf(t, ") AS \"__a%d\"", (int)j);
+    return j;
+  }
   if (!count_star && e->nargs != 1) {
     refuse(s, "%s() with other than one argument", f);
     return j;
@@ -434,6 +442,13 @@ static bool final_hook(void* arg, const lm_ast_expr* e, lm_text* out) {
       print_bivariate_final(lm_agg_find(f)->fn, j, out);
     } else if (is_arg_minmax(f)) {
       lm_text_printf(out, "%s(\"__a%d\", \"__b%d\")", f, (int)j, (int)j);
+    } else if (lm_agg_find(f) != NULL && lm_agg_find(f)->fn == LM_AGG_STRING_AGG) {
+      lm_text_printf(out, "%s(\"__a%d\"", f, (int)j);
+      if (e->nargs == 2) {
+        put(out, ", ");
+        print_expr(e->args[1], NULL, NULL, out);
+      }
+      put(out, ")");
     } else {
       lm_text_printf(out, "sum(\"__a%d\")", (int)j);
     }

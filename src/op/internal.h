@@ -37,6 +37,7 @@ typedef struct window {
   int64_t* nrows;  /* rows of the group (sum of weights) */
   uint8_t* live;   /* EMIT CHANGES: its current result was emitted (+1) */
   uint64_t* stamp; /* the update pass that last touched it */
+  int64_t* last;   /* state_ttl: its largest event time (ms), INT64_MIN: none */
   uint32_t* kid;   /* panes: the group's key id in the op's keyset */
   uint64_t edit;   /* panes: the op's edit count when rows last went in */
   /* Checkpoints (copy-on-write): who holds the window. 0: the op alone;
@@ -191,6 +192,10 @@ typedef struct window_op {
   uint64_t jseq;     /* chunks begun */
   int64_t jkeyset;   /* the keyset's groups before the chunk, -1: no keyset */
   int64_t per_group; /* bytes a group of a window holds (accounting) */
+  /* state_ttl (spec.ttl_ms > 0): this chunk's event-time column, and the
+   * groups forgotten so far (window_expire in window.c). */
+  const lm_vec* ttl_times;
+  int64_t expired;
 } window_op;
 
 /* The watermark a row's lateness is judged by: the op's, or its input's if

@@ -221,6 +221,12 @@ typedef struct lm_window_spec {
    * -1 retract; NULL and 0 rows are skipped); aggregates must be retractable. */
   bool changelog;
   int32_t weight_col;
+  /* WITH (state_ttl = ...), global only (0: none): a group whose largest
+   * event time (input column ttl_col, BIGINT ms or TIMESTAMP) plus ttl_ms is
+   * at or below the watermark is forgotten when the watermark gets there,
+   * its last row retracted (-1); a later row of its key starts it afresh. */
+  int64_t ttl_ms;
+  int32_t ttl_col;
 } lm_window_spec;
 
 /* Most windows a hopping window may put one row in (the binder refuses more). */
@@ -404,6 +410,11 @@ typedef struct lm_ijoin_spec {
   lm_type time_type;
   int64_t lo, hi;    /* right time - left time in [lo, hi], the time column's unit */
   int64_t window_ms; /* > 0: tumbling window join (lo, hi unused) */
+  /* > 0: a join without a time bound that WITH (state_ttl = ...) allows:
+   * [lo, hi] is [-ttl, +ttl] over the inputs' watermark columns (set by
+   * the catalog, db/catalog.c lm_db_join_ttl), so each side's rows go once
+   * the other side's watermark is ttl past them. */
+  int64_t ttl_ms;
   const lm_expr* residual; /* over the joined row; NULL: none */
   int32_t lcols, rcols;
   /* Which output columns the rest of the plan reads (NULL: all), as

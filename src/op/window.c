@@ -50,6 +50,7 @@ void lm_op_window_free(window_op* op, window* w) {
   lm_free(w->nrows);
   lm_free(w->live);
   lm_free(w->stamp);
+  lm_free(w->last);
   lm_free(w->kid);
   lm_free(w);
 }
@@ -107,6 +108,7 @@ laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap) {
     LM_GROW_ARRAY(w->nrows, ncap);
     LM_GROW_ARRAY(w->live, ncap);
     LM_GROW_ARRAY(w->stamp, ncap);
+    if (op->spec.ttl_ms > 0) LM_GROW_ARRAY(w->last, ncap);
   }
   if (op->panes) LM_GROW_ARRAY(w->kid, ncap);
   w->cap = ncap;
@@ -125,6 +127,7 @@ laminar_code lm_op_group_append(window_op* op, window* w, uint64_t h, uint32_t* 
     w->nrows[g] = 0;
     w->live[g] = 0;
     w->stamp[g] = 0;
+    if (w->last != NULL) w->last[g] = INT64_MIN;
   }
   *out_gid = g;
   return LAMINAR_OK;
@@ -751,6 +754,17 @@ static laminar_code window_fail_clean(window_op* op, laminar_code rc) {
  * window_settle) and updates, allocating nothing. */
 typedef enum update_mode { UPDATE_GROUPS, UPDATE_CHECKED, UPDATE } update_mode;
 
+/* Groups gids[j] took rows sel[j]: each keeps the largest event time of its
+ * rows (a row without one refreshes nothing). */
+static void ttl_touch(const lm_vec* times, int64_t* last, const uint32_t* sel,
+                      const uint32_t* gids, int64_t m) {
+  for (int64_t j = 0; j < m; j++) {
+    if (times->nulls != NULL && times->nulls[sel[j]]) continue;
+    int64_t t = lm_op_time_ms(times, sel[j]);
+    if (t > last[gids[j]]) last[gids[j]] = t;
+  }
+}
+
 /* Passes 3 and 4 over the pairs of one slice: bucket rows by window (a
  * counting sort keeps arrival order), then find (add) the group ids of every
  * window's rows, and only then run each aggregate's update loop per window:
@@ -856,6 +870,7 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
     if (op->track) {
       for (int64_t j = 0; j < m; j++)
         w->nrows[wg[j]] += op->weights ? op->weights[wsel[j]] : 1;
+      if (op->ttl_times != NULL) ttl_touch(op->ttl_times, w->last, wsel, wg, m);
       if (spec->emit_changes) {
         for (int64_t i = 0; i < nt; i++) {
           uint32_t g = touched[i];
@@ -1106,6 +1121,7 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
    * again by the second). */
   lm_op_window_journal_begin(op);
   LM_TRY(lm_op_window_account(op, false));
+  op->ttl_times = spec->ttl_ms > 0 ? &rows.cols[spec->ttl_col] : NULL;
   int64_t late_before = op->late_rows, nlate_before = op->nlate;
   bool hashed = false, several = slice < n, updating = false;
   laminar_code rc = LAMINAR_OK;
@@ -1189,6 +1205,107 @@ static laminar_code close_tracked(window_op* op, int32_t nclose, int64_t total) 
 
 static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_ms);
 
+/* ---- state_ttl: forgetting idle groups (GROUP BY without a window) ------------ */
+
+/* Whether group g holds anything: rows, or a result its readers hold. A
+ * forgotten group holds nothing until a row of its key comes again. */
+static bool ttl_held(const window* w, int64_t g) {
+  return w->nrows[g] != 0 || w->live[g] != 0;
+}
+
+/* The one window of a GROUP BY without a window, without its forgotten
+ * groups: each other group copied (keys, aggregate states through their
+ * snapshot form, tracking) in order into a fresh window that replaces it.
+ * On failure the old window stays, unchanged. */
+static laminar_code ttl_compact(window_op* op) {
+  const window* w = op->open[0];
+  window* nw;
+  if (op->nspare > 0) {
+    nw = op->spare[--op->nspare];
+  } else {
+    LM_TRY(lm_op_window_new(op, &nw));
+  }
+  nw->start = w->start;
+  lm_state_writer sw;
+  lm_state_writer_init(&sw);
+  laminar_code rc = LAMINAR_OK;
+  for (int64_t g = 0; g < w->t.n && rc == LAMINAR_OK; g++) {
+    if (!ttl_held(w, g)) continue;
+    uint32_t h;
+    rc = lm_op_group_append(op, nw, w->t.hash[g], &h);
+    if (rc == LAMINAR_OK) rc = lm_state_table_copy_keys(&nw->t, h, &w->t, g, true);
+    sw.len = 0;
+    for (int32_t a = 0; rc == LAMINAR_OK && a < op->spec.naggs; a++)
+      lm_agg_snapshot_group(&w->aggs[a], g, &sw);
+    if (rc == LAMINAR_OK) rc = lm_state_writer_status(&sw);
+    lm_state_reader r;
+    lm_state_reader_init(&r, sw.data, sw.len);
+    for (int32_t a = 0; rc == LAMINAR_OK && a < op->spec.naggs; a++)
+      rc = lm_agg_restore_group(&nw->aggs[a], h, &r);
+    if (rc == LAMINAR_OK && r.failed) rc = LAMINAR_ERR_INTERNAL;
+    if (rc != LAMINAR_OK) break;
+    nw->nrows[h] = w->nrows[g];
+    nw->live[h] = w->live[g];
+    nw->last[h] = w->last[g];
+  }
+  lm_state_writer_free(&sw);
+  if (rc != LAMINAR_OK) {
+    lm_op_window_recycle(op, nw);
+    return rc;
+  }
+  lm_op_window_let_go(op, op->open[0]);
+  op->open[0] = nw;
+  return LAMINAR_OK;
+}
+
+/* state_ttl, at a watermark: every group whose largest event time is
+ * ttl_ms or more behind it retracts its row (EMIT CHANGES: -1 of the row
+ * last emitted) and is forgotten (its aggregates empty, as a new group's).
+ * Forgotten groups keep their slot, so a key coming back finds it, until
+ * they are half the window's groups: then the window is compacted. Driven
+ * by the watermark alone, so a replay forgets the same groups. */
+static laminar_code window_expire(window_op* op) {
+  const lm_window_spec* spec = &op->spec;
+  int64_t horizon;
+  if (spec->ttl_ms <= 0 || op->nopen == 0 ||
+      __builtin_sub_overflow(op->watermark, spec->ttl_ms, &horizon)) {
+    return LAMINAR_OK;
+  }
+  const window* w = op->open[0];
+  int64_t nexp = 0, nfree = 0;
+  for (int64_t g = 0; g < w->t.n; g++) {
+    if (!ttl_held(w, g)) {
+      nfree++;
+    } else if (w->last[g] <= horizon) {
+      nexp++;
+    }
+  }
+  if (nexp == 0) return LAMINAR_OK;
+  LM_TRY(lm_op_window_cow_settle(op, 0)); /* the op's own to change */
+  window* own = op->open[0];
+  LM_TRY(lm_op_rows_reserve(op, nexp));
+  for (int64_t g = 0; g < own->t.n; g++) {
+    if (ttl_held(own, g) && own->last[g] <= horizon && own->live[g])
+      put_group_row(op, own, g, -1);
+  }
+  /* The rows borrow the group's strings: out before the states go. */
+  laminar_code rc = lm_op_rows_flush(op);
+  for (int64_t g = 0; g < own->t.n; g++) {
+    if (!ttl_held(own, g) || own->last[g] > horizon) continue;
+    for (int32_t a = 0; a < spec->naggs; a++) {
+      lm_agg_states_drop_group(&own->aggs[a], g);
+      lm_agg_states_init_group(&own->aggs[a], g);
+    }
+    own->nrows[g] = 0;
+    own->live[g] = 0;
+    own->last[g] = INT64_MIN;
+  }
+  op->expired += nexp;
+  nfree += nexp;
+  if (rc == LAMINAR_OK && 2 * nfree >= own->t.n) rc = ttl_compact(op);
+  return rc;
+}
+
 /* Close windows, then give their bytes back to the bound. */
 static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   window_op* op = (window_op*)base;
@@ -1201,7 +1318,7 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
   if (watermark_ms <= op->watermark) return LAMINAR_OK;
   op->watermark = watermark_ms;
   const lm_window_spec* spec = &op->spec;
-  if (spec->global) return LAMINAR_OK; /* the one window never closes */
+  if (spec->global) return window_expire(op); /* the one window never closes */
   int32_t nclose = 0;
   int64_t total = 0;
   while (nclose < op->nopen) {
@@ -1295,6 +1412,7 @@ void lm_op_put_window(const window_op* op, const window* win, lm_state_writer* w
     if (op->track) {
       lm_state_put_i64(w, from->nrows[g]);
       lm_state_put_u8(w, from->live[g]);
+      if (op->spec.ttl_ms > 0) lm_state_put_i64(w, from->last[g]);
     }
   }
 }
@@ -1371,6 +1489,7 @@ laminar_code lm_op_window_restore_part(lm_op* base, lm_state_reader* r,
         win->nrows[g] = lm_state_get_i64(r);
         win->live[g] = lm_state_get_u8(r) ? 1 : 0;
         win->stamp[g] = 0;
+        if (op->spec.ttl_ms > 0) win->last[g] = lm_state_get_i64(r);
       }
       if (lm_op_part_of(win->t.hash[g], f->nparts) == f->part) {
         g++;
@@ -1485,8 +1604,13 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   op->out_hop = op->spec.hop_ms;
   /* Panes when windows overlap (hop < size); a larger hop leaves gaps, and each
    * row is in one window at most. */
+  /* STRING_AGG keeps arrival order, which merging panes would lose: its
+   * hopping windows take each row into each of its windows instead. */
+  bool arrival_order = false;
+  for (int32_t a = 0; a < spec->naggs; a++)
+    arrival_order |= spec->aggs[a].fn == LM_AGG_STRING_AGG;
   if (op->spec.hop_ms < op->spec.size_ms && !spec->global && !spec->session &&
-      !spec->emit_changes && !spec->changelog) {
+      !spec->emit_changes && !spec->changelog && !arrival_order) {
     int64_t a = op->spec.size_ms, b = op->spec.hop_ms;
     while (b != 0) {
       int64_t t = a % b;
@@ -1506,7 +1630,8 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   /* A group's bytes: its row of the table (hash, index share, keys),
    * tracking, a pane's key id. */
   op->per_group = lm_state_table_row_bytes(op->key_types, spec->nkeys) +
-                  (op->track ? 17 : 0) + (op->panes ? 4 : 0);
+                  (op->track ? 17 : 0) + (op->panes ? 4 : 0) +
+                  (spec->ttl_ms > 0 ? 8 : 0);
   op->key_vecs = lm_calloc((size_t)spec->nkeys + 1, sizeof(lm_vec));
   op->arg_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));
   op->ord_vecs = lm_calloc((size_t)spec->naggs + 1, sizeof(lm_vec));

@@ -260,6 +260,7 @@ static laminar_code window_copy(window_op* op, window* dst, const window* src) {
     memcpy(dst->nrows, src->nrows, sizeof(int64_t) * (size_t)n);
     memcpy(dst->live, src->live, (size_t)n);
     memcpy(dst->stamp, src->stamp, sizeof(uint64_t) * (size_t)n);
+    if (src->last != NULL) memcpy(dst->last, src->last, sizeof(int64_t) * (size_t)n);
   }
   if (op->panes && n > 0) memcpy(dst->kid, src->kid, sizeof(uint32_t) * (size_t)n);
   dst->start = src->start;

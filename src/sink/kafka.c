@@ -37,6 +37,7 @@ typedef struct kafka_sink {
   char* txn_id;
   char* marker_group; /* "<transactional.id>.<uid>" */
   bool exactly_once;
+  bool upsert; /* format 'upsert-json' (kafka.h) */
   int64_t timeout_ms;
   rd_kafka_conf_t* conf;  /* the producer's settings, duplicated per producer */
   rd_kafka_conf_t* cconf; /* the marker consumer's (the user's properties too) */
@@ -218,33 +219,190 @@ static laminar_code read_file(kafka_sink* k, const char* path, char** data, size
   return rc;
 }
 
+/* One staged record: its key and value (JSON or CSV text). */
+typedef struct staged {
+  const char* key;
+  const char* value;
+  uint32_t kl, vl;
+  int64_t weight; /* upsert: the row's _weight */
+  size_t at;      /* its position in the file (the epoch's order) */
+} staged;
+
+/* The record at *at of data[0..len) into *r, *at past it: false when the
+ * file is damaged there. */
+static bool next_record(const char* data, size_t len, size_t* at, staged* r) {
+  const unsigned char* p = (const unsigned char*)data;
+  size_t a = *at;
+  uint32_t kl = 0, vl = 0;
+  if (!(len - a >= 4 && (kl = le32(p + a)) <= len - a - 4 && len - a - 4 - kl >= 4 &&
+        (vl = le32(p + a + 4 + kl)) <= len - a - 8 - kl))
+    return false;
+  *r = (staged){
+      .key = data + a + 4, .kl = kl, .value = data + a + 8 + kl, .vl = vl, .at = a};
+  *at = a + 8 + (size_t)kl + vl;
+  return true;
+}
+
+static laminar_code damaged(kafka_sink* k, const char* path, size_t at,
+                            laminar_error* err) {
+  return lm_error_set(err, LAMINAR_ERR_RECOVERY,
+                      "sink '%s': staged file '%s' is damaged at byte %zu", k->name, path,
+                      at);
+}
+
+/* Produce one message (value NULL: a tombstone). */
+static laminar_code produce_one(kafka_sink* k, const char* key, uint32_t kl,
+                                const char* value, uint32_t vl, laminar_error* err) {
+  for (;;) {
+    /* rd_kafka_produce (not producev: its macros are not -pedantic clean). */
+    int r =
+        rd_kafka_produce(k->rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, (void*)value,
+                         value != NULL ? vl : 0, kl > 0 ? key : NULL, kl, NULL);
+    rd_kafka_resp_err_t e = r == 0 ? RD_KAFKA_RESP_ERR_NO_ERROR : rd_kafka_last_error();
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+    if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
+      return broker_fail(k, err, "produce", rd_kafka_err2str(e));
+    rd_kafka_poll(k->rk, 10);
+  }
+  rd_kafka_poll(k->rk, 0);
+  return LAMINAR_OK;
+}
+
+/* An upsert record's value without its last member, "_weight" (the
+ * stream's last column, so the JSON object's last member: a '"' inside a
+ * string is escaped, so the last `"_weight":` is the member), and the
+ * weight. The value is cut in place: *vl shortened, the closing brace
+ * written by the caller. false when the value has no such member. */
+static bool split_weight(const char* v, uint32_t* vl, int64_t* weight) {
+  static const char member[] = "\"_weight\":";
+  const size_t m = sizeof member - 1;
+  if (*vl < m + 2 || v[*vl - 1] != '}') return false;
+  for (size_t i = *vl - m - 1; i > 0; i--) {
+    if (memcmp(v + i, member, m) != 0) continue;
+    if (v[i - 1] != ',' && v[i - 1] != '{') return false;
+    char num[24];
+    size_t n = *vl - 1 - (i + m);
+    if (n == 0 || n >= sizeof num) return false;
+    memcpy(num, v + i + m, n);
+    num[n] = '\0';
+    char* end;
+    *weight = strtoll(num, &end, 10);
+    if (*end != '\0') return false;
+    *vl = (uint32_t)(v[i - 1] == ',' ? i - 1 : i); /* "{...,"  ->  "{..." */
+    return true;
+  }
+  return false;
+}
+
+static int cmp_bytes(const char* x, uint32_t xl, const char* y, uint32_t yl) {
+  int c = memcmp(x, y, xl < yl ? xl : yl);
+  return c != 0 ? c : xl < yl ? -1 : xl > yl;
+}
+
+/* By key, then value, then position. */
+static int cmp_staged_key(const void* a, const void* b) {
+  const staged* x = a;
+  const staged* y = b;
+  int c = cmp_bytes(x->key, x->kl, y->key, y->kl);
+  if (c == 0) c = cmp_bytes(x->value, x->vl, y->value, y->vl);
+  return c != 0 ? c : x->at < y->at ? -1 : x->at > y->at;
+}
+
+static int cmp_staged_at(const void* a, const void* b) {
+  const staged* x = a;
+  const staged* y = b;
+  return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* upsert-json: per key, the last +1 row's value, or a tombstone when the key
+ * only lost rows in this epoch; in the order of those rows. */
+static laminar_code produce_upserts(kafka_sink* k, const char* path, const char* data,
+                                    size_t len, laminar_error* err) {
+  size_t n = 0, cap = 64, at = 0;
+  staged* recs = lm_malloc(cap * sizeof *recs);
+  if (recs == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  laminar_code rc = LAMINAR_OK;
+  while (at < len && rc == LAMINAR_OK) {
+    if (n == cap) {
+      staged* grown = lm_realloc(recs, (cap *= 2) * sizeof *recs);
+      if (grown == NULL) {
+        rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+        break;
+      }
+      recs = grown;
+    }
+    size_t before = at;
+    if (!next_record(data, len, &at, &recs[n]) ||
+        !split_weight(recs[n].value, &recs[n].vl, &recs[n].weight))
+      rc = damaged(k, path, before, err);
+    else
+      n++;
+  }
+  /* Per key, what it holds after the epoch: each of its rows (values) held
+   * before the epoch if the epoch's first change of it is a retraction, plus
+   * the epoch's weights of it. The row held that was inserted last is the
+   * key's message; none held: a tombstone. One record per key is kept, at
+   * the position of the key's last change. */
+  if (rc == LAMINAR_OK && n > 0) qsort(recs, n, sizeof *recs, cmp_staged_key);
+  size_t kept = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i, last = i;
+    const staged* pick = NULL;
+    while (j < n && cmp_bytes(recs[j].key, recs[j].kl, recs[i].key, recs[i].kl) == 0) {
+      size_t v = j, inserted = SIZE_MAX;
+      int64_t held = recs[j].weight < 0 ? 1 : 0;
+      for (; v < n && cmp_bytes(recs[v].key, recs[v].kl, recs[i].key, recs[i].kl) == 0 &&
+             cmp_bytes(recs[v].value, recs[v].vl, recs[j].value, recs[j].vl) == 0;
+           v++) {
+        held += recs[v].weight;
+        if (recs[v].weight > 0) inserted = v;
+        if (recs[v].at > recs[last].at) last = v;
+      }
+      if (held > 0 && inserted != SIZE_MAX &&
+          (pick == NULL || recs[inserted].at > pick->at))
+        pick = &recs[inserted];
+      j = v;
+    }
+    staged out = pick != NULL ? *pick : recs[last];
+    out.at = recs[last].at;
+    if (pick == NULL) out.value = NULL; /* a tombstone */
+    recs[kept++] = out;
+    i = j;
+  }
+  if (kept > 0) qsort(recs, kept, sizeof *recs, cmp_staged_at);
+  char* buf = NULL;
+  size_t buf_cap = 0;
+  for (size_t i = 0; i < kept && rc == LAMINAR_OK; i++) {
+    const staged* r = &recs[i];
+    if (r->value != NULL && (size_t)r->vl + 1 > buf_cap) {
+      char* grown = lm_realloc(buf, buf_cap = (size_t)r->vl + 64);
+      if (grown == NULL) {
+        rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+        break;
+      }
+      buf = grown;
+    }
+    if (r->value != NULL) {
+      memcpy(buf, r->value, r->vl);
+      buf[r->vl] = '}';
+    }
+    rc = produce_one(k, r->key, r->kl, r->value != NULL ? buf : NULL, r->vl + 1, err);
+  }
+  lm_free(buf);
+  lm_free(recs);
+  return rc;
+}
+
 /* Produce every record of data[0..len): key record, value record, ... */
 static laminar_code produce_records(kafka_sink* k, const char* path, const char* data,
                                     size_t len, laminar_error* err) {
-  const unsigned char* p = (const unsigned char*)data;
+  if (k->upsert) return produce_upserts(k, path, data, len, err);
   size_t at = 0;
   while (at < len) {
-    uint32_t kl = 0, vl = 0;
-    bool ok = len - at >= 4 && (kl = le32(p + at)) <= len - at - 4 &&
-              len - at - 4 - kl >= 4 && (vl = le32(p + at + 4 + kl)) <= len - at - 8 - kl;
-    if (!ok)
-      return lm_error_set(err, LAMINAR_ERR_RECOVERY,
-                          "sink '%s': staged file '%s' is damaged at byte %zu", k->name,
-                          path, at);
-    const char* key = data + at + 4;
-    const char* value = data + at + 8 + kl;
-    for (;;) {
-      /* rd_kafka_produce (not producev: its macros are not -pedantic clean). */
-      int r = rd_kafka_produce(k->rkt, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY,
-                               (void*)value, vl, kl > 0 ? key : NULL, kl, NULL);
-      rd_kafka_resp_err_t e = r == 0 ? RD_KAFKA_RESP_ERR_NO_ERROR : rd_kafka_last_error();
-      if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
-      if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
-        return broker_fail(k, err, "produce", rd_kafka_err2str(e));
-      rd_kafka_poll(k->rk, 10);
-    }
-    rd_kafka_poll(k->rk, 0);
-    at += 8 + (size_t)kl + vl;
+    staged r;
+    size_t before = at;
+    if (!next_record(data, len, &at, &r)) return damaged(k, path, before, err);
+    LM_TRY(produce_one(k, r.key, r.kl, r.value, r.vl, err));
   }
   return LAMINAR_OK;
 }
@@ -490,6 +648,7 @@ laminar_code lm_kafka_sink_open(const lm_kafka_sink_config* c, const lm_schema* 
   if (k == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   k->base.vt = &KAFKA_VT;
   k->exactly_once = c->exactly_once;
+  k->upsert = c->upsert;
   k->timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 30000;
   k->marker = -1;
   k->name = lm_strdup(c->name);

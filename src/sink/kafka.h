@@ -45,6 +45,9 @@ typedef struct lm_kafka_sink_config {
   const char* brokers; /* bootstrap.servers */
   const char* topic;
   bool csv;          /* messages as CSV fields (else a JSON object) */
+  bool upsert;       /* upsert-json: of a changelog (the schema's last column
+                        _weight) and keyed; per epoch and key, the last +1 row's
+                        value, or a tombstone when the key only lost rows */
   bool exactly_once; /* transactions (else at least once) */
   const char* transactional_id;
   const char* stage_dir;   /* staging directory (created; its parent must exist) */

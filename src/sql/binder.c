@@ -685,6 +685,43 @@ static laminar_code bind_order_stat(binder* b, const lm_ast_expr* a,
   return LAMINAR_OK;
 }
 
+/* string_agg(x [, sep]) (group_concat, listagg): x a VARCHAR, sep a string
+ * literal (default ','), as DuckDB. */
+static laminar_code bind_string_agg(binder* b, const lm_ast_expr* a, lm_agg_spec* spec) {
+  const char* f = a->fname;
+  if (a->star || a->nargs < 1 || a->nargs > 2) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
+                "%s() takes one or two arguments (x [, separator])", f);
+  }
+  if (contains_agg(b->funcs, a->args[0])) {
+    return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[0],
+                "aggregate calls cannot be nested");
+  }
+  lm_expr* arg;
+  LM_TRY(bind(b, a->args[0], MODE_ROW, &arg));
+  if (arg->type != LM_TYPE_STRING && arg->type != LM_TYPE_NULL) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->args[0],
+                "%s() needs a VARCHAR, got %s (CAST it to VARCHAR)", f,
+                lm_type_name(arg->type));
+  }
+  LM_TRY(coerce(b, &arg, LM_TYPE_STRING));
+  spec->sep = (lm_str){",", 1};
+  if (a->nargs == 2) {
+    const lm_ast_expr* s = a->args[1];
+    if (s->kind != LM_AST_LITERAL || s->lit != LM_LIT_STRING) {
+      return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, s,
+                  "%s(x, separator): the separator must be a string literal", f);
+    }
+    char* sep = lm_pool_copy(&b->plan->pool, s->s, s->slen);
+    if (sep == NULL && s->slen > 0) return NOMEM(b);
+    spec->sep = (lm_str){sep, (int64_t)s->slen};
+  }
+  spec->fn = LM_AGG_STRING_AGG;
+  spec->arg = arg;
+  spec->result_type = LM_TYPE_STRING;
+  return LAMINAR_OK;
+}
+
 /* An aggregate call in MODE_POST: register it (deduplicated) and reference its
  * output column. */
 static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out) {
@@ -730,6 +767,8 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
     } else if (def != NULL &&
                (lm_agg_is_quantile(def->fn) || def->fn == LM_AGG_APPROX_COUNT_DISTINCT)) {
       LM_TRY(bind_order_stat(b, a, def, &spec));
+    } else if (def != NULL && def->fn == LM_AGG_STRING_AGG) {
+      LM_TRY(bind_string_agg(b, a, &spec));
     } else if (def != NULL && (def->fn == LM_AGG_ARG_MIN || def->fn == LM_AGG_ARG_MAX)) {
       if (a->star || a->nargs != 2) {
         return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
@@ -872,15 +911,6 @@ static laminar_code bind_udf(binder* b, const lm_ast_expr* a, bind_mode mode,
                 "%s() builds a LIST value, and LaminarDB has no LIST type yet "
                 "(COUNT(DISTINCT x), approx_count_distinct(x) and FIRST/LAST cover "
                 "common uses)",
-                a->fname);
-  }
-  if (f == NULL && (lm_streq_nocase(a->fname, "string_agg") ||
-                    lm_streq_nocase(a->fname, "group_concat") ||
-                    lm_streq_nocase(a->fname, "listagg"))) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
-                "%s() is not supported yet: no aggregate concatenates strings "
-                "(MIN/MAX, FIRST/LAST or the rows themselves, concatenated by the "
-                "client, cover common uses)",
                 a->fname);
   }
   if (f == NULL) {
@@ -2505,6 +2535,18 @@ static laminar_code window_join_keys(binder* b, const lm_ast_select* sel,
   return LAMINAR_OK;
 }
 
+/* The statement's WITH (state_ttl = ...) in milliseconds (an INTERVAL or a
+ * whole number literal), 0 when it has none; the option table checks it. */
+static int64_t stmt_state_ttl(const lm_stmt* stmt) {
+  for (size_t i = 0; i < stmt->noptions; i++) {
+    const lm_ast_expr* v = stmt->options[i].value;
+    if (lm_streq_nocase(stmt->options[i].key, "state_ttl") && v->kind == LM_AST_LITERAL &&
+        (v->lit == LM_LIT_INTERVAL || v->lit == LM_LIT_INT) && v->i > 0)
+      return v->i;
+  }
+  return 0;
+}
+
 /* FROM left [alias] [INNER | LEFT | RIGHT | FULL] JOIN right [alias] ON ...:
  * the ON's conjuncts split into equalities across the sides (the keys),
  * comparisons of the two sides' time columns that bound their difference
@@ -2579,12 +2621,21 @@ static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
     sp->residual = e;
   }
   if (windowed) return window_join_keys(b, sel, in);
+  if (!tb.has_lo && !tb.has_hi && (sp->ttl_ms = stmt_state_ttl(b->stmt)) > 0) {
+    /* bounded by the TTL over the watermark columns, which the catalog
+     * knows (lm_db_join_ttl) */
+    sp->ltime = sp->rtime = -1;
+    sp->time_type = LM_TYPE_INT64;
+    return LAMINAR_OK;
+  }
   if (!tb.has_lo || !tb.has_hi) {
     lm_error_set(b->err, LAMINAR_ERR_SQL_UNBOUNDED_JOIN,
                  "%s at line %d, column %d joins two unbounded inputs without a time "
                  "bound on %s: it would hold every row forever. Bound the time "
                  "difference on both ends (ON ... AND r.ts BETWEEN l.ts - INTERVAL "
-                 "'1' SECOND AND l.ts + INTERVAL '1' SECOND), or use an ASOF JOIN",
+                 "'1' SECOND AND l.ts + INTERVAL '1' SECOND), use an ASOF JOIN, or "
+                 "(with no bound at all) let rows go after a time: WITH (state_ttl = "
+                 "INTERVAL '1' HOUR)",
                  plan->join_kind, (int)jn->line, (int)jn->column,
                  !tb.has_lo && !tb.has_hi ? "either end"
                  : tb.has_lo              ? "its upper end"
@@ -2778,8 +2829,8 @@ static laminar_code join_needed_columns(binder* b) {
       mark_columns(ij->rkeys[k], need + ij->lcols, ij->rcols);
     }
     mark_columns(ij->residual, need, n);
-    need[ij->ltime] = 1;
-    need[ij->lcols + ij->rtime] = 1;
+    if (ij->ltime >= 0) need[ij->ltime] = 1; /* (a TTL join's: lm_db_join_ttl) */
+    if (ij->rtime >= 0) need[ij->lcols + ij->rtime] = 1;
     ij->need = need;
     return LAMINAR_OK;
   }

@@ -75,6 +75,9 @@ typedef struct lm_plan {
   /* WITH (max_state_bytes = ...): bound on the stream's keyed state; 0: only
    * the database's (config max_state_bytes). */
   int64_t max_state_bytes;
+  /* WITH (state_ttl = ...): where its value is (errors); the value itself is
+   * in window.ttl_ms. */
+  int32_t ttl_line, ttl_column;
   /* Per-key watermarks (its source's watermark_key; set by db/catalog.c for
    * a window reading such a source directly): the window closes per value
    * of input column wm_key_col (of type wm_key_type) on that key's largest

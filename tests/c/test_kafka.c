@@ -13,6 +13,7 @@
 #include "lm_test_fs.h"  // first: its feature macros
 #include "arrow_build.h"
 #include "lm_test.h"
+#include "lm_test_kafka.h"
 
 #include <stdlib.h>
 
@@ -22,7 +23,8 @@
 
 #define DDL                                                    \
   "CREATE SOURCE t (id BIGINT NOT NULL, k VARCHAR, v DOUBLE);" \
-  "CREATE STREAM s AS SELECT id, k, v FROM t;"
+  "CREATE STREAM s AS SELECT id, k, v FROM t;"                 \
+  "CREATE STREAM c AS SELECT k, COUNT(*) AS n FROM t GROUP BY k EMIT CHANGES;"
 
 #define SINK "CREATE SINK out FROM s WITH (connector = 'kafka', "
 #define NOWHERE "'bootstrap.servers' = '127.0.0.1:1', timeout = '1 second'"
@@ -89,6 +91,14 @@ static int test_sink_refusals(void) {
       {SINK NOWHERE ", topic = 'x', colour = 'red')", LAMINAR_ERR_CONFIG_KEY},
       {SINK NOWHERE ", topic = 'x', path = '/tmp/x')", LAMINAR_ERR_CONFIG_CONFLICT},
       {SINK NOWHERE ", topic = 'x', key = 'nope')", LAMINAR_ERR_SQL_UNKNOWN_COLUMN},
+      /* upsert-json: of a changelog, keyed, a Kafka sink's only. */
+      {SINK NOWHERE ", topic = 'x', format = 'upsert-json', key = 'k')",
+       LAMINAR_ERR_CONFIG_VALUE},
+      {"CREATE SINK out FROM c WITH (connector = 'kafka', " NOWHERE
+       ", topic = 'x', format = 'upsert-json')",
+       LAMINAR_ERR_CONFIG_VALUE},
+      {"CREATE SINK out FROM c INTO FILE (path = '/tmp/x', format = 'upsert-json')",
+       LAMINAR_ERR_CONFIG_VALUE},
       {SINK NOWHERE ", topic = 'x', key = 'k')", UNREACHABLE},
       {SINK NOWHERE ", topic = 'x', delivery = 'at_least_once', format = 'csv')",
        UNREACHABLE},
@@ -131,8 +141,16 @@ static int test_source_refusals(void) {
       {SOURCE NOWHERE ", topic = 'x', startup = 'timestamp:x')",
        LAMINAR_ERR_CONFIG_VALUE},
       {SOURCE NOWHERE ", topic = 'x', format = 'xml')", LAMINAR_ERR_CONFIG_VALUE},
+      {SOURCE NOWHERE ", topic = 'x', topic_pattern = 'x.*')", LAMINAR_ERR_CONFIG_VALUE},
       {SOURCE NOWHERE ", topic = 'x', event_time = 'nope')",
        LAMINAR_ERR_SQL_UNKNOWN_COLUMN},
+      /* upsert-json: a changelog source only (its last column _weight). */
+      {SOURCE NOWHERE ", topic = 'x', format = 'upsert-json')",
+#ifdef LAMINAR_HAVE_KAFKA
+       LAMINAR_ERR_CONFIG_VALUE},
+#else
+       LAMINAR_ERR_SQL_UNSUPPORTED},
+#endif
       {SOURCE NOWHERE ", topic = 'x', 'kafka.no.such.property' = '1')",
 #ifdef LAMINAR_HAVE_KAFKA
        LAMINAR_ERR_CONFIG_VALUE},
@@ -152,38 +170,6 @@ static int test_source_refusals(void) {
   return rc;
 }
 
-#ifdef LAMINAR_HAVE_KAFKA
-#include <librdkafka/rdkafka.h>
-
-/* Test setup: a topic of 2 partitions, made with librdkafka's admin API. */
-static int create_topic(const char* bootstrap, const char* name) {
-  char errstr[512];
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, errstr, sizeof errstr) !=
-      RD_KAFKA_CONF_OK)
-    return -1;
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-  if (rk == NULL) return -1;
-  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(name, 2, 1, errstr, sizeof errstr);
-  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
-  rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
-  int rc = -1;
-  const rd_kafka_CreateTopics_result_t* res =
-      ev != NULL ? rd_kafka_event_CreateTopics_result(ev) : NULL;
-  if (res != NULL) {
-    size_t n;
-    const rd_kafka_topic_result_t** tr = rd_kafka_CreateTopics_result_topics(res, &n);
-    rc = n == 1 && rd_kafka_topic_result_error(tr[0]) == RD_KAFKA_RESP_ERR_NO_ERROR ? 0
-                                                                                    : -1;
-  }
-  if (ev != NULL) rd_kafka_event_destroy(ev);
-  rd_kafka_queue_destroy(q);
-  rd_kafka_NewTopic_destroy(nt);
-  rd_kafka_destroy(rk);
-  return rc;
-}
-#endif
 
 /* trades -> exactly-once sink -> topic -> source -> subscription. */
 static int test_round_trip(void) {
@@ -197,7 +183,7 @@ static int test_round_trip(void) {
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_kafka_") == 0);
   snprintf(topic, sizeof topic, "c-%s",
            strrchr(dir, '_') + 1); /* mkdtemp's random part */
-  CHECK(create_topic(bootstrap, topic) == 0);
+  CHECK(lm_test_kafka_create_topic(bootstrap, topic, 2) == 0);
   laminar_db* db;
   laminar_error err;
   CHECK_CODE(open_durable(dir, &db, &err), LAMINAR_OK, &err);

@@ -146,8 +146,11 @@ static int test_refusals(void) {
   CHECK(refused(db, "CREATE STREAM m AS SELECT k, array_agg(v) AS l FROM s GROUP BY k",
                 LAMINAR_ERR_SQL_UNSUPPORTED, "array_agg") == 0);
   CHECK(refused(db,
-                "CREATE STREAM m AS SELECT k, string_agg(k, ',') AS l FROM s GROUP BY k",
-                LAMINAR_ERR_SQL_UNSUPPORTED, "string_agg") == 0);
+                "CREATE STREAM m AS SELECT k, string_agg(v, ',') AS l FROM s GROUP BY k",
+                LAMINAR_ERR_TYPE_MISMATCH, "string_agg() needs a VARCHAR") == 0);
+  CHECK(refused(db,
+                "CREATE STREAM m AS SELECT k, string_agg(k, k) AS l FROM s GROUP BY k",
+                LAMINAR_ERR_SQL_FUNCTION_ARGS, "string literal") == 0);
   CHECK(refused(db,
                 "CREATE STREAM m AS SELECT k, quantile_cont(v, v) AS q FROM s GROUP BY k",
                 LAMINAR_ERR_SQL_FUNCTION_ARGS, "between 0 and 1") == 0);

@@ -9,6 +9,8 @@
 #   serves and prints `bootstrap.servers=127.0.0.1:<port>` as its last line.
 # stop: stops the broker started from the same $LAMINAR_KAFKA_HOME and
 #   removes its storage.
+# restart: stops that broker and starts it again on the same port with the
+#   same storage (a broker restart as clients see it).
 # Environment: LAMINAR_KAFKA_HOME (state: pid, port, logs, data; default
 #   ${TMPDIR:-/tmp}/laminardb-kafka), LAMINAR_CACHE (default
 #   ~/.cache/laminardb), LAMINAR_KAFKA_VERSION (default 4.1.1),
@@ -20,6 +22,8 @@ CACHE=${LAMINAR_CACHE:-$HOME/.cache/laminardb}
 LIBS="$CACHE/kafka-$VERSION/libs"
 HOME_DIR=${LAMINAR_KAFKA_HOME:-${TMPDIR:-/tmp}/laminardb-kafka}
 TIMEOUT=${LAMINAR_KAFKA_TIMEOUT:-90}
+JOPTS=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
+       -Djava.awt.headless=true)
 
 die() { echo "broker.sh: $*" >&2; exit 1; }
 
@@ -51,6 +55,31 @@ free_port() {
 
 running() {
   [ -f "$HOME_DIR/pid" ] && kill -0 "$(cat "$HOME_DIR/pid")" 2>/dev/null
+}
+
+# Run the broker of $HOME_DIR/server.properties in the background and wait
+# until its client listener on $HOME_DIR/port accepts.
+launch() {
+  local cp="$LIBS/*" port
+  port=$(cat "$HOME_DIR/port")
+  nohup java "${JOPTS[@]}" -cp "$cp" kafka.Kafka "$HOME_DIR/server.properties" \
+      >> "$HOME_DIR/stdout.log" 2>&1 < /dev/null &
+  echo $! > "$HOME_DIR/pid"
+  local waited=0
+  # Ready when the client listener accepts (it opens once the broker has
+  # started; the broker's own log has no SLF4J binding to go to).
+  until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+    if ! running; then
+      die "the broker exited: $(tail -20 "$HOME_DIR/stdout.log" 2>/dev/null)"
+    fi
+    if [ "$waited" -ge $((TIMEOUT * 5)) ]; then
+      stop
+      die "the broker did not start within ${TIMEOUT}s"
+    fi
+    sleep 0.2
+    waited=$((waited + 1))
+  done
+  echo "bootstrap.servers=127.0.0.1:$port"
 }
 
 start() {
@@ -88,34 +117,15 @@ group.initial.rebalance.delay.ms=0
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 PROPS
-  local cp="$LIBS/*"
-  local jopts=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
-               -Djava.awt.headless=true)
-  java "${jopts[@]}" -cp "$cp" kafka.tools.StorageTool format -t "$cluster" \
+  java "${JOPTS[@]}" -cp "$LIBS/*" kafka.tools.StorageTool format -t "$cluster" \
       -c "$HOME_DIR/server.properties" > "$HOME_DIR/format.log" 2>&1 \
       || die "formatting the storage failed: $(tail -5 "$HOME_DIR/format.log")"
-  nohup java "${jopts[@]}" -cp "$cp" kafka.Kafka "$HOME_DIR/server.properties" \
-      > "$HOME_DIR/stdout.log" 2>&1 < /dev/null &
-  echo $! > "$HOME_DIR/pid"
   echo "$port" > "$HOME_DIR/port"
-  local waited=0
-  # Ready when the client listener accepts (it opens once the broker has
-  # started; the broker's own log has no SLF4J binding to go to).
-  until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-    if ! running; then
-      die "the broker exited: $(tail -20 "$HOME_DIR/stdout.log" 2>/dev/null)"
-    fi
-    if [ "$waited" -ge $((TIMEOUT * 5)) ]; then
-      stop
-      die "the broker did not start within ${TIMEOUT}s"
-    fi
-    sleep 0.2
-    waited=$((waited + 1))
-  done
-  echo "bootstrap.servers=127.0.0.1:$port"
+  launch
 }
 
-stop() {
+# Stop the broker's JVM (its storage stays).
+halt() {
   if running; then
     local pid
     pid=$(cat "$HOME_DIR/pid")
@@ -123,13 +133,26 @@ stop() {
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
   fi
+}
+
+stop() {
+  halt
   rm -rf "$HOME_DIR"
+}
+
+# Stop the broker and start it again on the same port with the same storage
+# (what a broker restart mid-stream looks like to clients).
+restart() {
+  [ -f "$HOME_DIR/server.properties" ] || die "no broker in $HOME_DIR to restart"
+  halt
+  launch
 }
 
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
+  restart) restart ;;
   status) if running; then echo "bootstrap.servers=127.0.0.1:$(cat "$HOME_DIR/port")"; else exit 1; fi ;;
   fetch) fetch ;;
-  *) die "usage: broker.sh start|stop|status|fetch" ;;
+  *) die "usage: broker.sh start|stop|restart|status|fetch" ;;
 esac

@@ -368,7 +368,9 @@ def test_small_groups_and_nulls():
         ("median(median(x))", "LDB-1006"),
         ("list(x)", "LDB-1005"),
         ("array_agg(s)", "LDB-1005"),
-        ("string_agg(s, ',')", "LDB-1005"),
+        ("string_agg(x, ',')", "LDB-2001"),
+        ("string_agg(s, s)", "LDB-1102"),
+        ("string_agg(s, ',', ';')", "LDB-1102"),
     ],
 )
 def test_bad_calls_are_refused(item, code):

@@ -18,6 +18,8 @@
  * Thread-safety: as the laminar.h call each function wraps.
  */
 #include <jni.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@
 
 static jclass exception_class;    // org.laminardb.LaminarException
 static jmethodID exception_make;  // static LaminarException fromNative(I[BII[B[B)
+static JavaVM* java_vm;           // the JVM, for callbacks on the core's threads
 
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
   (void)reserved;
@@ -44,6 +47,7 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void* reserved) {
   exception_make = (*env)->GetStaticMethodID(
       env, exception_class, "fromNative", "(I[BII[B[B)Lorg/laminardb/LaminarException;");
   if (exception_make == NULL) return JNI_ERR;
+  java_vm = vm;
   return JNI_VERSION_1_8;
 }
 
@@ -474,4 +478,409 @@ JNIEXPORT void JNICALL Java_org_laminardb_Native_subscriptionClose(JNIEnv* env,
   (void)env;
   (void)cls;
   laminar_subscription_close(SUB(sub));
+}
+
+/* ------------------------------------------------------------------------------------
+ * Configs: a database opened with user-defined functions registered first (a durable
+ * one recovers its streams, which may call them, inside laminar_open)
+ * ---------------------------------------------------------------------------------- */
+
+#define CFG(h) ((laminar_config*)(intptr_t)(h))
+
+JNIEXPORT jlong JNICALL Java_org_laminardb_Native_configCreate(JNIEnv* env, jclass cls) {
+  (void)cls;
+  laminar_config* config = NULL;
+  if (failed(env, laminar_config_create(&config), NULL)) return 0;
+  return (jlong)(intptr_t)config;
+}
+
+JNIEXPORT void JNICALL Java_org_laminardb_Native_configSet(JNIEnv* env, jclass cls,
+                                                           jlong config,
+                                                           jbyteArray key_bytes,
+                                                           jbyteArray value_bytes) {
+  (void)cls;
+  char* key = text_of(env, key_bytes);
+  char* value = key != NULL ? text_of(env, value_bytes) : NULL;
+  if (value != NULL) {
+    laminar_error err;
+    failed(env, laminar_config_set(CFG(config), key, value, &err), &err);
+  }
+  free(value);
+  free(key);
+}
+
+JNIEXPORT void JNICALL Java_org_laminardb_Native_configDestroy(JNIEnv* env, jclass cls,
+                                                               jlong config) {
+  (void)env;
+  (void)cls;
+  laminar_config_destroy(CFG(config));
+}
+
+/* laminar_open with `config` (still the caller's to destroy). */
+JNIEXPORT jlong JNICALL Java_org_laminardb_Native_openConfig(JNIEnv* env, jclass cls,
+                                                             jlong config) {
+  (void)cls;
+  laminar_db* db = NULL;
+  laminar_error err;
+  if (failed(env, laminar_open(CFG(config), &db, &err), &err)) return 0;
+  return (jlong)(intptr_t)db;
+}
+
+/* ------------------------------------------------------------------------------------
+ * User-defined functions: the core calls C trampolines that call the Java objects
+ * org.laminardb.ScalarCall / AggregateCall (one per registration, held by a global
+ * reference until the core's destroy callback).
+ *
+ * Threads: a callback runs on whichever thread evaluates the stream: a Java thread
+ * in runUntilIdle / query / open (attached already), or a reactor thread of the
+ * core, which is attached to the JVM as a daemon at its first call and detached when
+ * it exits (a pthread key's destructor: laminar_stop / laminar_close join their
+ * reactors, so a database's reactors are detached by then).
+ * Local references: each call runs in its own local frame (PushLocalFrame /
+ * PopLocalFrame), so a reactor thread, which never returns to Java, holds none
+ * between calls.
+ * Errors: the Java side catches everything the user's code throws and returns the
+ * message as UTF-8 bytes (null on success); an exception still pending after the
+ * call (an Error thrown while reporting) is cleared and fails the call. Either way
+ * the core reports LDB-3010 naming the function and the stream.
+ * ---------------------------------------------------------------------------------- */
+
+static pthread_once_t detach_once = PTHREAD_ONCE_INIT;
+static pthread_key_t detach_key;
+
+static void detach_thread(void* vm) { (*(JavaVM*)vm)->DetachCurrentThread((JavaVM*)vm); }
+
+static int detach_key_ok;
+
+static void make_detach_key(void) {
+  detach_key_ok = pthread_key_create(&detach_key, detach_thread) == 0;
+}
+
+/* The JNIEnv of the calling thread, attaching it (as a daemon, detached at its exit)
+ * when the JVM does not know it; NULL if that fails. */
+static JNIEnv* callback_env(void) {
+  JNIEnv* env = NULL;
+  jint rc = (*java_vm)->GetEnv(java_vm, (void**)&env, JNI_VERSION_1_8);
+  if (rc == JNI_OK) return env;
+  if (rc != JNI_EDETACHED) return NULL;
+  JavaVMAttachArgs args = {.version = JNI_VERSION_1_8, .name = "laminardb-reactor"};
+  if ((*java_vm)->AttachCurrentThreadAsDaemon(java_vm, (void**)&env, &args) != JNI_OK) {
+    return NULL;
+  }
+  pthread_once(&detach_once, make_detach_key);
+  if (detach_key_ok) pthread_setspecific(detach_key, java_vm);
+  return env;
+}
+
+/* One registered Java function or aggregate: the `user` of its C callbacks. The
+ * methods are looked up on the call object's class at registration (not at load:
+ * the Spark engine's jar loads this library without those classes). */
+typedef struct java_fn {
+  jobject call;          /* global reference: its ScalarCall or AggregateCall */
+  jmethodID apply;       /* byte[] ScalarCall.call(JJJJ) / AggregateCall.update(JJJJZ) */
+  jmethodID merge;       /* byte[] AggregateCall.merge(JJ) */
+  jmethodID finish;      /* byte[] AggregateCall.finish(JJJJ) */
+  jmethodID serialize;   /* byte[] AggregateCall.serialize(J) */
+  jmethodID deserialize; /* boolean AggregateCall.deserialize(J[B) */
+  jmethodID destroy_state; /* void AggregateCall.destroyState(J) */
+  jmethodID destroy;       /* void destroy() */
+} java_fn;
+
+/* A java_fn for `call` (malloc'ed; its global reference taken), or NULL with an
+ * exception pending. */
+static java_fn* java_fn_new(JNIEnv* env, jobject call, jboolean aggregate) {
+  java_fn* f = calloc(1, sizeof *f);
+  if (f == NULL) {
+    throw_code(env, LAMINAR_ERR_NOMEM, NULL);
+    return NULL;
+  }
+  jclass cls = (*env)->GetObjectClass(env, call);
+  if (!aggregate) {
+    f->apply = (*env)->GetMethodID(env, cls, "call", "(JJJJ)[B");
+  } else if ((f->apply = (*env)->GetMethodID(env, cls, "update", "(JJJJZ)[B")) != NULL &&
+             (f->merge = (*env)->GetMethodID(env, cls, "merge", "(JJ)[B")) != NULL &&
+             (f->finish = (*env)->GetMethodID(env, cls, "finish", "(JJJJ)[B")) != NULL &&
+             (f->serialize = (*env)->GetMethodID(env, cls, "serialize", "(J)[B")) !=
+                 NULL &&
+             (f->deserialize = (*env)->GetMethodID(env, cls, "deserialize", "(J[B)Z")) !=
+                 NULL) {
+    f->destroy_state = (*env)->GetMethodID(env, cls, "destroyState", "(J)V");
+  }
+  if (f->apply != NULL && (!aggregate || f->destroy_state != NULL)) {
+    f->destroy = (*env)->GetMethodID(env, cls, "destroy", "()V");
+  }
+  (*env)->DeleteLocalRef(env, cls);
+  if (f->destroy != NULL) f->call = (*env)->NewGlobalRef(env, call);
+  if (f->call == NULL) { /* NoSuchMethodError or OutOfMemoryError pending */
+    free(f);
+    return NULL;
+  }
+  return f;
+}
+
+static void java_fn_free(JNIEnv* env, java_fn* f) {
+  (*env)->DeleteGlobalRef(env, f->call);
+  free(f);
+}
+
+/* Write `text` (at most cap - 1 bytes, NUL-terminated) into the core's error buffer. */
+static void write_error(char* error, size_t cap, const char* text, size_t n) {
+  if (cap == 0) return;
+  if (n > cap - 1) n = cap - 1;
+  memcpy(error, text, n);
+  error[n] = '\0';
+}
+
+/* The outcome of a Java callback that returned `message` (null: success): 0, or 1
+ * with the message (or the pending exception's note) in error. */
+static int callback_result(JNIEnv* env, jbyteArray message, char* error, size_t cap) {
+  if ((*env)->ExceptionCheck(env)) {
+    (*env)->ExceptionClear(env);
+    const char* text = "a Java error escaped the callback (out of memory or stack?)";
+    write_error(error, cap, text, strlen(text));
+    return 1;
+  }
+  if (message == NULL) return 0;
+  jsize n = (*env)->GetArrayLength(env, message);
+  jbyte* bytes = (*env)->GetByteArrayElements(env, message, NULL);
+  if (bytes == NULL) {
+    (*env)->ExceptionClear(env);
+    write_error(error, cap, "out of memory", 13);
+    return 1;
+  }
+  write_error(error, cap, (const char*)bytes, (size_t)n);
+  (*env)->ReleaseByteArrayElements(env, message, bytes, JNI_ABORT);
+  return 1;
+}
+
+/* A thread the JVM cannot take, or a local frame it cannot give: the call fails. */
+static int no_env(JNIEnv* env, char* error, size_t cap) {
+  if (env != NULL) (*env)->ExceptionClear(env);
+  const char* text = "cannot call Java on this thread (JVM attach or local frame failed)";
+  write_error(error, cap, text, strlen(text));
+  return 1;
+}
+
+#define ADDR(p) ((jlong)(intptr_t)(p))
+
+/* Call byte[]-returning `method` of f's Java object with the arguments that
+ * follow, in a local frame of its own: 0 on success, 1 with the message in error. */
+static int call_java(char* error, size_t cap, const java_fn* f, jmethodID method, ...) {
+  JNIEnv* env = callback_env();
+  if (env == NULL || (*env)->PushLocalFrame(env, 8) != 0) return no_env(env, error, cap);
+  va_list args;
+  va_start(args, method);
+  jbyteArray message = (jbyteArray)(*env)->CallObjectMethodV(env, f->call, method, args);
+  va_end(args);
+  int rc = callback_result(env, message, error, cap);
+  (*env)->PopLocalFrame(env, NULL);
+  return rc;
+}
+
+/* laminar_function_callback of every Java function: `user` is its java_fn. */
+static int java_scalar(void* user, const struct ArrowArray* args,
+                       const struct ArrowSchema* args_schema, struct ArrowArray* out,
+                       struct ArrowSchema* out_schema, char* error, size_t error_cap) {
+  const java_fn* f = user;
+  return call_java(error, error_cap, f, f->apply, ADDR(args), ADDR(args_schema),
+                   ADDR(out), ADDR(out_schema));
+}
+
+/* destroy of every Java function or aggregate: its destroy(), then it goes. */
+static void java_destroy(void* user) {
+  java_fn* f = user;
+  JNIEnv* env = callback_env();
+  if (env == NULL) return; /* cannot happen on a live JVM; the object leaks */
+  (*env)->CallVoidMethod(env, f->call, f->destroy);
+  (*env)->ExceptionClear(env);
+  java_fn_free(env, f);
+}
+
+static int java_agg_update(void* user, void* states, const uint32_t* groups,
+                           const struct ArrowArray* args,
+                           const struct ArrowSchema* args_schema, char* error,
+                           size_t error_cap) {
+  const java_fn* f = user;
+  return call_java(error, error_cap, f, f->apply, ADDR(states), ADDR(groups), ADDR(args),
+                   ADDR(args_schema), JNI_FALSE);
+}
+
+static int java_agg_retract(void* user, void* states, const uint32_t* groups,
+                            const struct ArrowArray* args,
+                            const struct ArrowSchema* args_schema, char* error,
+                            size_t error_cap) {
+  const java_fn* f = user;
+  return call_java(error, error_cap, f, f->apply, ADDR(states), ADDR(groups), ADDR(args),
+                   ADDR(args_schema), JNI_TRUE);
+}
+
+static int java_agg_merge(void* user, void* state, const void* other, char* error,
+                          size_t error_cap) {
+  const java_fn* f = user;
+  return call_java(error, error_cap, f, f->merge, ADDR(state), ADDR(other));
+}
+
+static int java_agg_finalize(void* user, const void* states, int64_t n,
+                             struct ArrowArray* out, struct ArrowSchema* out_schema,
+                             char* error, size_t error_cap) {
+  const java_fn* f = user;
+  return call_java(error, error_cap, f, f->finish, ADDR(states), (jlong)n, ADDR(out),
+                   ADDR(out_schema));
+}
+
+/* The state's bytes from AggregateCall.serialize (null: it failed, -1). A state
+ * larger than `cap` is serialized again when the core calls back with room. */
+static int64_t java_agg_serialize(void* user, const void* state, void* buf, int64_t cap) {
+  JNIEnv* env = callback_env();
+  if (env == NULL || (*env)->PushLocalFrame(env, 8) != 0) {
+    if (env != NULL) (*env)->ExceptionClear(env);
+    return -1;
+  }
+  const java_fn* f = user;
+  jbyteArray data =
+      (jbyteArray)(*env)->CallObjectMethod(env, f->call, f->serialize, ADDR(state));
+  int64_t n = -1;
+  if ((*env)->ExceptionCheck(env)) {
+    (*env)->ExceptionClear(env);
+  } else if (data != NULL) {
+    n = (int64_t)(*env)->GetArrayLength(env, data);
+    if (n <= cap && n > 0)
+      (*env)->GetByteArrayRegion(env, data, 0, (jsize)n, (jbyte*)buf);
+  }
+  (*env)->PopLocalFrame(env, NULL);
+  return n;
+}
+
+static int java_agg_deserialize(void* user, void* state, const void* buf, int64_t len) {
+  JNIEnv* env = callback_env();
+  if (env == NULL || (*env)->PushLocalFrame(env, 8) != 0 || len > INT32_MAX) {
+    if (env != NULL) (*env)->ExceptionClear(env);
+    return 1;
+  }
+  int rc = 1;
+  jbyteArray data = (*env)->NewByteArray(env, (jsize)len);
+  if (data != NULL) {
+    (*env)->SetByteArrayRegion(env, data, 0, (jsize)len, (const jbyte*)buf);
+    const java_fn* f = user;
+    jboolean ok =
+        (*env)->CallBooleanMethod(env, f->call, f->deserialize, ADDR(state), data);
+    rc = (*env)->ExceptionCheck(env) || !ok;
+  }
+  (*env)->ExceptionClear(env);
+  (*env)->PopLocalFrame(env, NULL);
+  return rc;
+}
+
+static void java_agg_destroy_state(void* user, void* state) {
+  JNIEnv* env = callback_env();
+  if (env == NULL) return;
+  const java_fn* f = user;
+  (*env)->CallVoidMethod(env, f->call, f->destroy_state, ADDR(state));
+  (*env)->ExceptionClear(env);
+}
+
+/* The Arrow format strings of a registration (argTypes, UTF-8), malloc'ed into
+ * formats[0..n) (free with free_formats); 0 with an exception pending on failure. */
+static int formats_of(JNIEnv* env, jobjectArray types, char** formats, jsize n) {
+  for (jsize i = 0; i < n; i++) formats[i] = NULL;
+  for (jsize i = 0; i < n; i++) {
+    jbyteArray t = (jbyteArray)(*env)->GetObjectArrayElement(env, types, i);
+    formats[i] = (*env)->ExceptionCheck(env) ? NULL : text_of(env, t);
+    if (t != NULL) (*env)->DeleteLocalRef(env, t);
+    if (formats[i] == NULL) return 0;
+  }
+  return 1;
+}
+
+static void free_formats(char** formats, jsize n) {
+  for (jsize i = 0; i < n; i++) free(formats[i]);
+}
+
+/* Register `call` (a ScalarCall, or an AggregateCall when `aggregate`) as function
+ * `name` on the database `db`, or on the config `config` when db is 0. The core
+ * holds a global reference to `call` until it calls destroy. Throws on failure. */
+JNIEXPORT void JNICALL Java_org_laminardb_Native_functionRegister(
+    JNIEnv* env, jclass cls, jlong db, jlong config, jbyteArray name_bytes,
+    jobjectArray arg_types, jbyteArray return_bytes, jint flags, jboolean aggregate,
+    jboolean retract, jobject call) {
+  (void)cls;
+  char* formats[64];
+  jsize nargs = arg_types != NULL ? (*env)->GetArrayLength(env, arg_types) : 0;
+  if (nargs > 64) {
+    laminar_error err = {.code = LAMINAR_ERR_MISUSE};
+    snprintf(err.message, sizeof err.message, "LDB-9002: more than 64 parameters");
+    throw_code(env, LAMINAR_ERR_MISUSE, &err);
+    return;
+  }
+  char* name = text_of(env, name_bytes);
+  char* result = name != NULL ? text_of(env, return_bytes) : NULL;
+  int ok = result != NULL && formats_of(env, arg_types, formats, nargs);
+  java_fn* ref = ok ? java_fn_new(env, call, aggregate) : NULL;
+  if (ref != NULL) {
+    laminar_error err;
+    laminar_code code;
+    const char* const* types = (const char* const*)formats;
+    if (!aggregate) {
+      code = db != 0 ? laminar_function_register(DB(db), name, types, (int32_t)nargs,
+                                                 result, java_scalar, ref, java_destroy,
+                                                 (uint32_t)flags, &err)
+                     : laminar_config_function_register(
+                           CFG(config), name, types, (int32_t)nargs, result, java_scalar,
+                           ref, java_destroy, (uint32_t)flags, &err);
+    } else {
+      laminar_aggregate_update undo = retract ? java_agg_retract : NULL;
+      code = db != 0
+                 ? laminar_aggregate_register(
+                       DB(db), name, types, (int32_t)nargs, result, 8, NULL,
+                       java_agg_update, undo, java_agg_merge, java_agg_finalize,
+                       java_agg_serialize, java_agg_deserialize, java_agg_destroy_state,
+                       ref, java_destroy, (uint32_t)flags, &err)
+                 : laminar_config_aggregate_register(
+                       CFG(config), name, types, (int32_t)nargs, result, 8, NULL,
+                       java_agg_update, undo, java_agg_merge, java_agg_finalize,
+                       java_agg_serialize, java_agg_deserialize, java_agg_destroy_state,
+                       ref, java_destroy, (uint32_t)flags, &err);
+    }
+    if (failed(env, code, &err)) java_fn_free(env, ref); /* not the core's */
+  }
+  if (result != NULL) free_formats(formats, nargs);
+  free(result);
+  free(name);
+}
+
+JNIEXPORT void JNICALL Java_org_laminardb_Native_functionDrop(JNIEnv* env, jclass cls,
+                                                              jlong db,
+                                                              jbyteArray name_bytes) {
+  (void)cls;
+  char* name = text_of(env, name_bytes);
+  if (name == NULL) return;
+  laminar_error err;
+  laminar_code code = laminar_function_drop(DB(db), name, &err);
+  free(name);
+  failed(env, code, &err);
+}
+
+/* ------------------------------------------------------------------------------------
+ * Tables
+ * ---------------------------------------------------------------------------------- */
+
+/* laminar_table_upsert (remove 0) or laminar_table_delete (remove 1) of the struct
+ * array at `array` described by `schema`: moved into the core on success, untouched
+ * on failure. */
+JNIEXPORT void JNICALL Java_org_laminardb_Native_tableWrite(JNIEnv* env, jclass cls,
+                                                            jlong db,
+                                                            jbyteArray name_bytes,
+                                                            jlong array, jlong schema,
+                                                            jboolean remove) {
+  (void)cls;
+  char* name = text_of(env, name_bytes);
+  if (name == NULL) return;
+  laminar_error err;
+  laminar_code code =
+      remove ? laminar_table_delete(DB(db), name, PTR(struct ArrowArray, array),
+                                    PTR(const struct ArrowSchema, schema), &err)
+             : laminar_table_upsert(DB(db), name, PTR(struct ArrowArray, array),
+                                    PTR(const struct ArrowSchema, schema), &err);
+  free(name);
+  failed(env, code, &err);
 }

@@ -1,7 +1,9 @@
 package org.laminardb;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -13,6 +15,7 @@ import java.util.Map;
  */
 public final class Config {
   private final Map<String, String> options = new LinkedHashMap<>();
+  private final List<Registration> functions = new ArrayList<>();
 
   /** An empty config: every option at its default. */
   public Config() {}
@@ -42,5 +45,39 @@ public final class Config {
   /** The options set so far, in order. */
   public Map<String, String> options() {
     return java.util.Collections.unmodifiableMap(options);
+  }
+
+  /**
+   * Register a vectorized scalar function at open, as {@link LaminarDB#createFunction}
+   * does on an open database. Names and types are checked here (LDB-2002 for an
+   * unknown type), the rest when the database opens.
+   */
+  public Config function(
+      String name, VectorFunction fn, List<String> params, String returns, FunctionOptions options) {
+    functions.add(Registration.scalar(name, fn, params, returns, options));
+    return this;
+  }
+
+  /** Register a per-row scalar function at open, as {@link LaminarDB#createRowFunction}. */
+  public Config rowFunction(
+      String name, RowFunction fn, List<String> params, String returns, FunctionOptions options) {
+    functions.add(Registration.row(name, fn, params, returns, options));
+    return this;
+  }
+
+  /** Register an aggregate at open, as {@link LaminarDB#createAggregate}. */
+  public Config aggregate(
+      String name,
+      AggregateFunction<?> aggregate,
+      List<String> params,
+      String returns,
+      FunctionOptions options) {
+    functions.add(Registration.aggregate(name, aggregate, params, returns, options));
+    return this;
+  }
+
+  /** The functions to register at open, in order. */
+  List<Registration> functions() {
+    return java.util.Collections.unmodifiableList(functions);
   }
 }

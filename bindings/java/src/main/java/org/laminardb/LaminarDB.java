@@ -2,12 +2,15 @@ package org.laminardb;
 
 import java.lang.ref.Cleaner;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
 import java.util.function.LongFunction;
+import org.apache.arrow.c.ArrowArray;
 import org.apache.arrow.c.ArrowArrayStream;
 import org.apache.arrow.c.ArrowSchema;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.arrow.vector.types.pojo.Schema;
 
@@ -53,6 +56,9 @@ public final class LaminarDB implements AutoCloseable {
    */
   public static LaminarDB open(Config config) {
     Map<String, String> options = config.options();
+    if (!config.functions().isEmpty()) {
+      return openWithFunctions(options, config.functions());
+    }
     byte[][] keys = new byte[options.size()][];
     byte[][] values = new byte[options.size()][];
     int i = 0;
@@ -62,6 +68,26 @@ public final class LaminarDB implements AutoCloseable {
       i++;
     }
     return new LaminarDB(Native.open(keys, values));
+  }
+
+  /** Open through a C config that registers {@code functions} first. */
+  private static LaminarDB openWithFunctions(
+      Map<String, String> options, List<Registration> functions) {
+    long config = Native.configCreate();
+    try {
+      for (Map.Entry<String, String> e : options.entrySet()) {
+        Native.configSet(
+            config,
+            e.getKey().getBytes(StandardCharsets.UTF_8),
+            e.getValue().getBytes(StandardCharsets.UTF_8));
+      }
+      for (Registration r : functions) {
+        r.register(0, config);
+      }
+      return new LaminarDB(Native.openConfig(config));
+    } finally {
+      Native.configDestroy(config);
+    }
   }
 
   /** The core library's version ("0.1.0"). */
@@ -304,6 +330,206 @@ public final class LaminarDB implements AutoCloseable {
     });
   }
 
+  /**
+   * Register a vectorized scalar function, callable in SQL wherever an expression is
+   * (select list, WHERE, GROUP BY keys, aggregate arguments, HAVING) by the streams,
+   * views and queries created after this call; see {@link VectorFunction}. Registering
+   * a name again replaces the function, unless a stream uses it. Functions are not
+   * stored in the data directory: for a durable database whose streams call one,
+   * register it in the {@link Config} it is opened with.
+   *
+   * <p>At run time an exception from {@code fn} (or a null result) fails the stream's
+   * batch with LDB-3010 and a result of another type or length with LDB-3011, the
+   * message naming the function, the stream and the exception; the batch is not
+   * applied and the error is thrown by {@link #runUntilIdle} (or {@link #stop} after
+   * {@link #start}). The function runs on the thread that evaluates the stream (a
+   * reactor thread, attached to the JVM as a daemon, or the caller of runUntilIdle /
+   * query / open), one call at a time; it must not use the database: a call back into
+   * it throws LDB-9002.
+   *
+   * @param name the SQL name (case-insensitive; not a built-in's)
+   * @param fn the function
+   * @param params the parameters' SQL types: BOOLEAN, INT, BIGINT, DOUBLE, VARCHAR,
+   *     TIMESTAMP, DATE (at least one); SQL arguments are cast to them as a built-in's
+   * @param returns the result's SQL type, of the same set
+   * @param options deterministic, called on NULL ({@code null}: the defaults)
+   * @return this database
+   * @throws LaminarException LDB-2002 for an unknown type; LDB-1004 for a built-in's
+   *     name; LDB-1007 when replacing a function a stream uses; LDB-9002 for a bad name
+   */
+  public LaminarDB createFunction(
+      String name, VectorFunction fn, List<String> params, String returns, FunctionOptions options) {
+    return register(Registration.scalar(name, fn, params, returns, options));
+  }
+
+  /** {@link #createFunction(String, VectorFunction, List, String, FunctionOptions)} with the default options. */
+  public LaminarDB createFunction(
+      String name, VectorFunction fn, List<String> params, String returns) {
+    return createFunction(name, fn, params, returns, null);
+  }
+
+  /**
+   * Register a scalar function written per row ({@link RowFunction}: Java values in, a
+   * Java value out), otherwise as {@link #createFunction}.
+   */
+  public LaminarDB createRowFunction(
+      String name, RowFunction fn, List<String> params, String returns, FunctionOptions options) {
+    return register(Registration.row(name, fn, params, returns, options));
+  }
+
+  /** {@link #createRowFunction(String, RowFunction, List, String, FunctionOptions)} with the default options. */
+  public LaminarDB createRowFunction(
+      String name, RowFunction fn, List<String> params, String returns) {
+    return createRowFunction(name, fn, params, returns, null);
+  }
+
+  /**
+   * Register an aggregate ({@link AggregateFunction}), callable as a built-in aggregate
+   * is: in the select list and HAVING of a GROUP BY with or without tumble / hop /
+   * session windows, EMIT ON WINDOW CLOSE or EMIT CHANGES; over a changelog (a stream
+   * over an EMIT CHANGES stream or a view) only if it overrides {@code retract}, else
+   * such a statement is refused with LDB-1005. Its states are checkpointed.
+   * Durability, errors and threads as {@link #createFunction}.
+   *
+   * @param params one or two parameter types
+   * @param returns BOOLEAN, INT, BIGINT, DOUBLE or TIMESTAMP
+   * @param options only calledOnNull applies ({@code null}: the defaults)
+   */
+  public LaminarDB createAggregate(
+      String name,
+      AggregateFunction<?> aggregate,
+      List<String> params,
+      String returns,
+      FunctionOptions options) {
+    return register(Registration.aggregate(name, aggregate, params, returns, options));
+  }
+
+  /** {@link #createAggregate(String, AggregateFunction, List, String, FunctionOptions)} with the default options. */
+  public LaminarDB createAggregate(
+      String name, AggregateFunction<?> aggregate, List<String> params, String returns) {
+    return createAggregate(name, aggregate, params, returns, null);
+  }
+
+  private LaminarDB register(Registration r) {
+    return locked(p -> {
+      r.register(p, 0);
+      return this;
+    });
+  }
+
+  /**
+   * Drop user-defined function or aggregate {@code name} (as SQL {@code DROP
+   * FUNCTION}).
+   *
+   * @throws LaminarException LDB-1101 if no user-defined function has that name;
+   *     LDB-1007 while a stream or view uses it
+   */
+  public void dropFunction(String name) {
+    byte[] text = Text.utf8(name, "function name");
+    locked(p -> {
+      Native.functionDrop(p, text);
+      return null;
+    });
+  }
+
+  /**
+   * Upsert rows into table {@code table} ({@code CREATE TABLE ... PRIMARY KEY}): each
+   * row replaces the row of its key or adds it, as SQL {@code INSERT INTO}. The root's
+   * columns are the table's, matched by name; it stays yours (its buffers are exported
+   * zero-copy and released by the engine). See {@code laminar_table_upsert}.
+   *
+   * @throws LaminarException LDB-1002 for no such table; LDB-9003 while a producer
+   *     handle of the table is open; the push errors of {@link Source#push} (LDB-3003,
+   *     3004, 3005: NULL in a key column); nothing is written on failure
+   */
+  public void upsert(String table, VectorSchemaRoot rows) {
+    writeTable(table, rows, false);
+  }
+
+  /**
+   * Delete the rows of the given keys from table {@code table} (a key without a row is
+   * ignored), as SQL {@code DELETE FROM table WHERE key = ...} per key.
+   *
+   * @param keys exactly the table's primary-key columns, one row per key
+   * @throws LaminarException as {@link #upsert}, LDB-3003 when the columns are not the
+   *     primary key's
+   */
+  public void delete(String table, VectorSchemaRoot keys) {
+    writeTable(table, keys, true);
+  }
+
+  /**
+   * Upsert typed rows into table {@code table}: records or POJOs whose properties are
+   * the table's columns, mapped as {@link TypedSource} maps a source's.
+   */
+  public <T> void upsert(String table, Class<T> type, List<? extends T> rows) {
+    writeTyped(table, type, rows, false);
+  }
+
+  /**
+   * Delete typed keys from table {@code table}: records or POJOs whose properties are
+   * exactly the table's primary-key columns.
+   */
+  public <T> void delete(String table, Class<T> type, List<? extends T> keys) {
+    writeTyped(table, type, keys, true);
+  }
+
+  private void writeTable(String table, VectorSchemaRoot root, boolean remove) {
+    byte[] text = Text.utf8(table, "table name");
+    BufferAllocator allocator = root.getFieldVectors().isEmpty()
+        ? null
+        : root.getFieldVectors().get(0).getAllocator();
+    if (allocator == null) {
+      throw LaminarException.misuse("table '" + table + "': rows have no columns");
+    }
+    try (ArrowArray array = ArrowArray.allocateNew(allocator);
+        ArrowSchema schema = ArrowSchema.allocateNew(allocator)) {
+      Data.exportVectorSchemaRoot(allocator, root, null, array, schema);
+      try {
+        locked(p -> {
+          Native.tableWrite(p, text, array.memoryAddress(), schema.memoryAddress(), remove);
+          return null;
+        });
+      } finally {
+        array.release(); // a no-op once moved into the core
+        schema.release();
+      }
+    }
+  }
+
+  private <T> void writeTyped(String table, Class<T> type, List<? extends T> rows, boolean remove) {
+    Schema schema;
+    BufferAllocator allocator;
+    state.lock.readLock().lock();
+    try {
+      allocator = state.allocator();
+      schema = schema(table, allocator);
+    } finally {
+      state.lock.readLock().unlock();
+    }
+    String label = "table '" + table + "'";
+    if (remove) {
+      schema = new Schema(keyFields(schema, type));
+    } else {
+      schema = new Schema(schema.getFields().stream()
+          .filter(f -> !f.getName().equals("_weight"))
+          .collect(java.util.stream.Collectors.toList()));
+    }
+    RowMapper<T> mapper = RowMapper.forWrite(type, schema, label, table);
+    if (rows.isEmpty()) {
+      return;
+    }
+    try (VectorSchemaRoot root = mapper.write(rows, allocator)) {
+      writeTable(table, root, remove);
+    }
+  }
+
+  /** The columns of {@code schema} that {@code type} has properties for (a delete's keys). */
+  private static List<org.apache.arrow.vector.types.pojo.Field> keyFields(
+      Schema schema, Class<?> type) {
+    return RowMapper.matching(schema, type);
+  }
+
   /** True once {@link #close()} ran. */
   public boolean isClosed() {
     return state.isClosed();
@@ -315,6 +541,7 @@ public final class LaminarDB implements AutoCloseable {
    */
   @Override
   public void close() {
+    Callbacks.refuseInside(); // else the Cleaner would drop the handle unclosed
     cleanable.clean();
   }
 }

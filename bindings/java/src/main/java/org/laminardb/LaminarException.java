@@ -20,6 +20,12 @@ public class LaminarException extends RuntimeException {
   public static final int UNKNOWN_COLUMN = 1003;
   /** LDB-2001: a column's type does not fit (a typed subscription's property). */
   public static final int TYPE_MISMATCH = 2001;
+  /** LDB-2002: a type name the engine does not know (a function's parameter or result). */
+  public static final int UNKNOWN_TYPE = 2002;
+  /** LDB-3010: a user-defined function threw (the stream's batch is not applied). */
+  public static final int FUNCTION_FAILED = 3010;
+  /** LDB-3011: a user-defined function's result has the wrong type, length or layout. */
+  public static final int FUNCTION_RESULT = 3011;
   /** LDB-3003: columns do not match the source's (a typed source's class). */
   public static final int SCHEMA_MISMATCH = 3003;
   /** LDB-3004: a column has the wrong type (a typed source's property). */
@@ -72,6 +78,11 @@ public class LaminarException extends RuntimeException {
   /** LDB-9002 for misuse detected on the Java side (a closed handle, a bad argument). */
   static LaminarException misuse(String what) {
     return new LaminarException(MISUSE, String.format("LDB-%04d: %s", MISUSE, what), 0, 0, "", "");
+  }
+
+  /** An exception with {@code number} and the text after "LDB-NNNN: ". */
+  static LaminarException of(int number, String what) {
+    return new LaminarException(number, String.format("LDB-%04d: %s", number, what), 0, 0, "", "");
   }
 
   /** The stable code, {@code "LDB-NNNN"}. */

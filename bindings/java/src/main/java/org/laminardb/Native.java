@@ -161,4 +161,42 @@ final class Native {
   static native int subscriptionNext(long sub, long timeoutMs, long arrayAddress);
 
   static native void subscriptionClose(long sub);
+
+  /** laminar_config_create: a config handle (destroy it with configDestroy). */
+  static native long configCreate();
+
+  /** laminar_config_set. */
+  static native void configSet(long config, byte[] key, byte[] value);
+
+  /** laminar_config_destroy. */
+  static native void configDestroy(long config);
+
+  /** laminar_open with {@code config} (still the caller's to destroy). */
+  static native long openConfig(long config);
+
+  /**
+   * laminar_function_register (or laminar_aggregate_register when {@code aggregate})
+   * on database {@code db}, or the config versions on {@code config} when db is 0. The
+   * core holds {@code call} (a ScalarCall or an AggregateCall) until its destroy.
+   */
+  static native void functionRegister(
+      long db,
+      long config,
+      byte[] name,
+      byte[][] argTypes,
+      byte[] returnType,
+      int flags,
+      boolean aggregate,
+      boolean retract,
+      Object call);
+
+  /** laminar_function_drop. */
+  static native void functionDrop(long db, byte[] name);
+
+  /**
+   * laminar_table_upsert, or laminar_table_delete when {@code remove}: the struct array
+   * at arrayAddress is moved into the core on success, untouched on failure.
+   */
+  static native void tableWrite(
+      long db, byte[] table, long arrayAddress, long schemaAddress, boolean remove);
 }

@@ -36,7 +36,7 @@ final class NativeState {
 
   /** The state of one database handle. */
   static final class Db implements Runnable {
-    final ReentrantReadWriteLock lock = new ReentrantReadWriteLock();
+    final DbLock lock = new DbLock();
     final Set<Child> children = ConcurrentHashMap.newKeySet();
     /** True between a successful start() and stop() made through this binding. */
     volatile boolean started;
@@ -110,6 +110,58 @@ final class NativeState {
         }
       } finally {
         lock.writeLock().unlock();
+      }
+    }
+  }
+
+  /**
+   * A database's lock that refuses to be taken (LDB-9002) by a thread inside a
+   * user-defined function's callback: the engine runs the callback in the middle of a
+   * batch, holding its own locks (and, in runUntilIdle, this lock's read side), so a
+   * call back into the database could only deadlock.
+   */
+  static final class DbLock extends ReentrantReadWriteLock {
+    private static final long serialVersionUID = 1L;
+    private final Read read = new Read(this);
+    private final Write write = new Write(this);
+
+    @Override
+    public ReentrantReadWriteLock.ReadLock readLock() {
+      return read;
+    }
+
+    @Override
+    public ReentrantReadWriteLock.WriteLock writeLock() {
+      return write;
+    }
+
+    /** The read side, checked. */
+    static final class Read extends ReentrantReadWriteLock.ReadLock {
+      private static final long serialVersionUID = 1L;
+
+      Read(ReentrantReadWriteLock lock) {
+        super(lock);
+      }
+
+      @Override
+      public void lock() {
+        Callbacks.refuseInside();
+        super.lock();
+      }
+    }
+
+    /** The write side (close), checked. */
+    static final class Write extends ReentrantReadWriteLock.WriteLock {
+      private static final long serialVersionUID = 1L;
+
+      Write(ReentrantReadWriteLock lock) {
+        super(lock);
+      }
+
+      @Override
+      public void lock() {
+        Callbacks.refuseInside();
+        super.lock();
       }
     }
   }

@@ -377,6 +377,21 @@ final class RowMapper<T> {
   // -- names -------------------------------------------------------------------------
 
   /** Whether SQL column {@code column} is Java property {@code property}. */
+  /** The columns of {@code schema} a readable property of {@code type} maps to, in order. */
+  static List<org.apache.arrow.vector.types.pojo.Field> matching(Schema schema, Class<?> type) {
+    java.util.Set<String> props = Shape.of(type).readable().keySet();
+    List<org.apache.arrow.vector.types.pojo.Field> out = new ArrayList<>();
+    for (org.apache.arrow.vector.types.pojo.Field f : schema.getFields()) {
+      for (String p : props) {
+        if (matches(f.getName(), p)) {
+          out.add(f);
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
   static boolean matches(String column, String property) {
     return column.equalsIgnoreCase(property) || column.equalsIgnoreCase(snake(property));
   }

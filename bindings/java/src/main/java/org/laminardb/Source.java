@@ -510,6 +510,7 @@ public final class Source implements AutoCloseable {
   /** Close the producer handle; what it pushed is still processed. Idempotent. */
   @Override
   public void close() {
+    Callbacks.refuseInside(); // else the Cleaner would drop the handle unclosed
     cleanable.clean();
   }
 }

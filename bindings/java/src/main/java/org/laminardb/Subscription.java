@@ -218,6 +218,7 @@ public final class Subscription implements AutoCloseable, Iterable<VectorSchemaR
   /** Close the subscription and drop its queued batches. Idempotent. */
   @Override
   public void close() {
+    Callbacks.refuseInside(); // else the Cleaner would drop the handle unclosed
     cleanable.clean();
   }
 }
