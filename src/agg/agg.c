@@ -412,6 +412,18 @@ static inline void fold_minmax_d(double* mm, uint8_t* has, uint32_t g, double v,
 
 static int64_t int_value(const lm_vec* v, uint32_t row) { return lm_vec_int_at(v, row); }
 
+/* A SUM's 128-bit total s plus w times x. A DECIMAL(p > 18) argument can take
+ * it past 128 bits: it then sticks at the lowest 128-bit value, a total no
+ * result type holds, so it finalizes as NULL (as a total past DECIMAL(38)). */
+#define SUM_POISON ((lm_i128)(-(((lm_u128)1 << 127) - 1)) - 1)
+static inline lm_i128 sum_add(lm_i128 s, lm_i128 x, int64_t w) {
+  lm_i128 wx, r;
+  if (s == SUM_POISON || __builtin_mul_overflow(x, (lm_i128)w, &wx) ||
+      __builtin_add_overflow(s, wx, &r))
+    return SUM_POISON;
+  return r;
+}
+
 /* ---- the moment aggregates ------------------------------------------------ */
 
 /* Group g takes w more copies of the pair (a, b) (b unused by one-argument
@@ -1300,7 +1312,15 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
           }
         }
       } else {
-        if (nulls == NULL && arg->type == LM_TYPE_INT64 && st->count == NULL) {
+        if (lm_type_is_wide(arg->type)) { /* DECIMAL(p > 18): 128-bit values */
+          for (int64_t j = 0; j < m; j++) {
+            uint32_t r = ROW(j), g = gids[j];
+            if (nulls && nulls[r]) continue;
+            st->sum_i[g] = sum_add(st->sum_i[g], lm_vec_dec_at(arg, r), 1);
+            st->has[g] = 1;
+            if (st->count) st->count[g]++;
+          }
+        } else if (nulls == NULL && arg->type == LM_TYPE_INT64 && st->count == NULL) {
           const int64_t* x = arg->data;
           for (int64_t j = 0; j < m; j++) {
             uint32_t g = gids[j];
@@ -1441,7 +1461,9 @@ laminar_code lm_agg_update_weighted_ordered(lm_agg_states* st, const lm_vec* arg
     if (st->arg_type == LM_TYPE_DOUBLE) {
       st->sum_d[g] += (double)w * ((const double*)arg->data)[r];
     } else {
-      st->sum_i[g] += (lm_i128)w * int_value(arg, r);
+      st->sum_i[g] = lm_type_is_wide(arg->type)
+                         ? sum_add(st->sum_i[g], lm_vec_dec_at(arg, r), w)
+                         : st->sum_i[g] + (lm_i128)w * int_value(arg, r);
     }
   }
   return LAMINAR_OK;
@@ -1511,7 +1533,7 @@ laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* f
     return LAMINAR_OK;
   }
   if (st->count) st->count[dst] += from->count[src];
-  if (st->sum_i) st->sum_i[dst] += from->sum_i[src];
+  if (st->sum_i) st->sum_i[dst] = sum_add(st->sum_i[dst], from->sum_i[src], 1);
   if (st->sum_d) st->sum_d[dst] += from->sum_d[src];
   if (uses_minmax(st->fn) && from->has[src]) {
     bool is_min = st->fn == LM_AGG_MIN, take = !st->has[dst];
@@ -1551,7 +1573,8 @@ laminar_code lm_agg_merge_many(lm_agg_states* st, const uint32_t* dst,
       if (st->sum_d) {
         for (int64_t g = 0; g < n; g++) st->sum_d[dst[g]] += from->sum_d[g];
       } else {
-        for (int64_t g = 0; g < n; g++) st->sum_i[dst[g]] += from->sum_i[g];
+        for (int64_t g = 0; g < n; g++)
+          st->sum_i[dst[g]] = sum_add(st->sum_i[dst[g]], from->sum_i[g], 1);
       }
       for (int64_t g = 0; g < n; g++) st->has[dst[g]] |= from->has[g];
       return LAMINAR_OK;
@@ -1618,6 +1641,7 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
       case LM_AGG_SUM:
         if (st->sum_d)
           return finalize_flagged_d(st->sum_d + first, st->has + first, n, data, nulls);
+        if (st->sum_i && lm_type_is_decimal(st->result_type)) break; /* below */
         if (st->sum_i) { /* NULL without a value or when the total does not fit BIGINT */
           uint8_t none = 0;
           for (int64_t k = 0; k < n; k++) {
@@ -1677,10 +1701,16 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
           if (st->result_type == LM_TYPE_DOUBLE) {
             ((double*)data)[k] = 0;
           } else {
-            ((int64_t*)data)[k] = 0;
+            lm_vec_dec_put(st->result_type, data, k, 0); /* BIGINT: as DECIMAL(18) */
           }
         } else if (st->arg_type == LM_TYPE_DOUBLE) {
           ((double*)data)[k] = st->sum_d[g];
+        } else if (lm_type_is_decimal(st->result_type)) {
+          /* DECIMAL(38, s): NULL past 38 digits (DuckDB raises) */
+          lm_i128 s = st->sum_i[g], lim = (lm_i128)10000000000000000000u;
+          lim = lim * lim; /* 10^38 */
+          is_null = !(s < lim && s > -lim);
+          lm_vec_dec_put(st->result_type, data, k, is_null ? 0 : s);
         } else {
           lm_i128 s = st->sum_i[g];
           bool fits = s >= INT64_MIN && s <= INT64_MAX;
@@ -1694,8 +1724,14 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
           ((double*)data)[k] = 0;
         } else if (st->arg_type == LM_TYPE_DOUBLE) {
           ((double*)data)[k] = st->sum_d[g] / (double)st->count[g];
+        } else if (st->sum_i[g] == SUM_POISON) {
+          is_null = 1; /* past 128 bits (sum_add) */
+          ((double*)data)[k] = 0;
         } else {
-          ((double*)data)[k] = (double)st->sum_i[g] / (double)st->count[g];
+          /* a DECIMAL's sum is unscaled: divide by 10^s, as DuckDB's DOUBLE */
+          double scale = 1.0;
+          for (int32_t i = 0; i < lm_type_scale(st->arg_type); i++) scale *= 10.0;
+          ((double*)data)[k] = (double)st->sum_i[g] / ((double)st->count[g] * scale);
         }
         break;
       case LM_AGG_MIN:

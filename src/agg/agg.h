@@ -128,8 +128,6 @@ typedef struct lm_agg_report {
   char text[512];  /* its text, or a failed update's / merge's */
 } lm_agg_report;
 
-__extension__ typedef __int128 lm_i128;
-__extension__ typedef unsigned __int128 lm_u128;
 
 /* The state of one aggregate for `cap` groups. Which arrays exist depends on
  * the function and argument type. */

@@ -32,7 +32,7 @@ void lm_batch_encode_to(const lm_batch* batch, uint8_t* dst) {
   dst += 12;
   for (int32_t c = 0; c < batch->ncols; c++) {
     const lm_vec* v = &batch->cols[c];
-    *dst++ = (uint8_t)v->type;
+    *dst++ = (uint8_t)lm_type_kind(v->type); /* a DECIMAL's p, s: in the schema */
     *dst++ = v->nulls != NULL;
     if (v->nulls != NULL) {
       memcpy(dst, v->nulls, (size_t)n);
@@ -85,9 +85,10 @@ laminar_code lm_batch_decode(const lm_schema* schema, lm_state_reader* r, lm_bat
   if (cols == NULL || owned == NULL)
     rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   for (uint32_t c = 0; c < ncols && rc == LAMINAR_OK; c++) {
-    lm_type type = (lm_type)lm_state_get_u8(r);
+    uint8_t kind = lm_state_get_u8(r);
     uint8_t has_nulls = lm_state_get_u8(r);
-    if (r->failed || type != schema->fields[c].type || has_nulls > 1) {
+    lm_type type = schema->fields[c].type;
+    if (r->failed || kind != (uint8_t)lm_type_kind(type) || has_nulls > 1) {
       rc = corrupt(err, r, "column type differs");
       break;
     }

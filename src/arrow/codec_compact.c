@@ -295,7 +295,7 @@ HOT void encode_batch(const lm_batch_plan* plan, uint8_t* dst) {
   for (int32_t c = 0; c < batch->ncols; c++) {
     const lm_vec* v = &batch->cols[c];
     const lm_col_plan* p = &plan->cols[c];
-    dst[0] = (uint8_t)v->type;
+    dst[0] = (uint8_t)lm_type_kind(v->type); /* a DECIMAL's p, s: in the schema */
     dst[1] = p->nulls;
     dst[2] = p->kind;
     dst[3] = p->width;
@@ -477,9 +477,9 @@ laminar_code lm_batch_decode_compact(const lm_schema* schema, lm_state_reader* r
     lm_type want = schema->fields[c].type;
     if (r->failed) {
       rc = corrupt(err, r, c, "truncated column header");
-    } else if (type != (uint8_t)want) {
+    } else if (type != (uint8_t)lm_type_kind(want)) {
       rc = corrupt(err, r, c, "column type differs");
-    } else if (flags > 1 || !(w == 0 || w == 1 || w == 2 || w == 4 || w == 8)) {
+    } else if (flags > 1 || !(w == 0 || w == 1 || w == 2 || w == 4 || w == 8 || w == 16)) {
       rc = corrupt(err, r, c, "bad flags or width");
     } else if (!(kind == KIND_STR ? want == LM_TYPE_STRING
                  : kind == KIND_RAW

@@ -72,7 +72,7 @@ void lm_batch_unref(lm_batch* batch) {
  * ---------------------------------------------------------------------------- */
 
 static enum ArrowType arrow_type_of(lm_type type) {
-  switch (type) {
+  switch (lm_type_kind(type)) {
     case LM_TYPE_BOOL: return NANOARROW_TYPE_BOOL;
     case LM_TYPE_INT32: return NANOARROW_TYPE_INT32;
     case LM_TYPE_INT64: return NANOARROW_TYPE_INT64;
@@ -82,6 +82,7 @@ static enum ArrowType arrow_type_of(lm_type type) {
     case LM_TYPE_DATE: return NANOARROW_TYPE_DATE32;
     case LM_TYPE_INT16: return NANOARROW_TYPE_INT16;
     case LM_TYPE_INT8: return NANOARROW_TYPE_INT8;
+    case LM_TYPE_DECIMAL: return NANOARROW_TYPE_DECIMAL128;
     case LM_TYPE_NULL: return NANOARROW_TYPE_NA;
   }
   return NANOARROW_TYPE_NA;
@@ -97,6 +98,10 @@ laminar_code lm_arrow_schema_export(const lm_schema* schema, struct ArrowSchema*
     int rc = f->type == LM_TYPE_TIMESTAMP
                  ? ArrowSchemaSetTypeDateTime(child, NANOARROW_TYPE_TIMESTAMP,
                                               NANOARROW_TIME_UNIT_MICRO, NULL)
+             : lm_type_is_decimal(f->type)
+                 ? ArrowSchemaSetTypeDecimal(child, NANOARROW_TYPE_DECIMAL128,
+                                             lm_type_precision(f->type),
+                                             lm_type_scale(f->type))
                  : ArrowSchemaSetType(child, arrow_type_of(f->type));
     if (rc != NANOARROW_OK || ArrowSchemaSetName(child, f->name) != NANOARROW_OK) {
       goto fail;
@@ -141,7 +146,7 @@ static int build_column(struct ArrowArray* child, lm_type type, const lm_vec* co
     return NANOARROW_OK;
   }
   struct ArrowBuffer* data = ArrowArrayBuffer(child, 1);
-  switch (col->type) {
+  switch (lm_type_kind(col->type)) {
     case LM_TYPE_BOOL: {
       int64_t bytes = (nrows + 7) / 8;
       NANOARROW_RETURN_NOT_OK(ArrowBufferReserve(data, bytes));
@@ -186,6 +191,18 @@ static int build_column(struct ArrowArray* child, lm_type type, const lm_vec* co
       }
       break;
     }
+    case LM_TYPE_DECIMAL:
+      /* decimal128: 16 bytes a value, little-endian two's complement */
+      if (lm_type_is_wide(col->type)) {
+        if (nrows > 0) NANOARROW_RETURN_NOT_OK(ArrowBufferAppend(data, col->data, nrows * 16));
+      } else {
+        NANOARROW_RETURN_NOT_OK(ArrowBufferReserve(data, nrows * 16));
+        for (int64_t r = 0; r < nrows; r++) {
+          lm_i128 x = ((const int64_t*)col->data)[r];
+          ArrowBufferAppendUnsafe(data, &x, 16);
+        }
+      }
+      break;
     case LM_TYPE_NULL: break;  // handled above
   }
   child->length = nrows;

@@ -266,7 +266,11 @@ static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, query* q,
 /* ==== running it ========================================================================= */
 
 static int cmp_value(const lm_vec* v, uint32_t a, uint32_t b) {
-  switch (v->type) {
+  switch (lm_type_kind(v->type)) {
+    case LM_TYPE_DECIMAL: { /* one type per column: one scale */
+      lm_i128 x = lm_vec_dec_at(v, a), y = lm_vec_dec_at(v, b);
+      return (x > y) - (x < y);
+    }
     case LM_TYPE_BOOL:
     case LM_TYPE_INT8:
     case LM_TYPE_INT16:

@@ -504,6 +504,7 @@ static bool cast_can_fail(lm_type from, lm_type to) {
     case LM_TYPE_DATE: return from != LM_TYPE_INT32 && from != LM_TYPE_TIMESTAMP;
     case LM_TYPE_INT16:
     case LM_TYPE_INT8: return true;
+    case LM_TYPE_DECIMAL: /* lm_expr_cast_decimal: never here */
     case LM_TYPE_NULL: return true;
   }
   return true;
@@ -666,6 +667,9 @@ laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec
   if (from == to) {
     *out = *in;
     return LAMINAR_OK;
+  }
+  if (lm_type_is_decimal(from) || lm_type_is_decimal(to)) {
+    return lm_expr_cast_decimal(ctx, in, to, out);
   }
   if (from != LM_TYPE_NULL && to != LM_TYPE_NULL &&
       (from == LM_TYPE_INT16 || from == LM_TYPE_INT8 || to == LM_TYPE_INT16 ||

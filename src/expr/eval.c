@@ -252,6 +252,7 @@ static laminar_code eval_literal(lm_eval_ctx* ctx, const lm_expr* e, int64_t n,
     case LM_TYPE_TIMESTAMP: return set_const(ctx, e->type, n, &e->lit.i, out);
     case LM_TYPE_DOUBLE: return set_const(ctx, e->type, n, &e->lit.d, out);
     case LM_TYPE_STRING: return set_const(ctx, e->type, n, &e->lit.s, out);
+    case LM_TYPE_DECIMAL: // only NULL literals are typed DECIMAL
     case LM_TYPE_NULL: break;
   }
   return LAMINAR_ERR_INTERNAL;
@@ -615,6 +616,7 @@ static laminar_code eval_compare(lm_eval_ctx* ctx, lm_expr_op op, lm_xvec* a, lm
       break;
     case LM_TYPE_INT16: /* the binder compares them as BIGINT */
     case LM_TYPE_INT8:
+    case LM_TYPE_DECIMAL: // lm_expr_compare_decimal
     case LM_TYPE_NULL: return LAMINAR_ERR_INTERNAL;
   }
   return LAMINAR_OK;
@@ -1025,6 +1027,9 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
   }
   switch (e->op) {
     case LM_XOP_NEG: {
+      if (lm_type_is_decimal(e->type)) {
+        return lm_expr_arith_decimal(ctx, LM_XOP_NEG, e->type, &a, NULL, n, out);
+      }
       lm_type t =
           e->type == LM_TYPE_DOUBLE || e->type == LM_TYPE_INT32 ? e->type : LM_TYPE_INT64;
       LM_TRY(coerce(ctx, &a, t));
@@ -1038,6 +1043,9 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
     case LM_XOP_DIV:
     case LM_XOP_MOD:
       if (e->nargs != 2) return LAMINAR_ERR_INTERNAL;
+      if (lm_type_is_decimal(e->type)) {
+        return lm_expr_arith_decimal(ctx, e->op, e->type, &a, &b, n, out);
+      }
       if (e->type == LM_TYPE_DOUBLE) {
         LM_TRY(coerce(ctx, &a, LM_TYPE_DOUBLE));
         LM_TRY(coerce(ctx, &b, LM_TYPE_DOUBLE));
@@ -1066,6 +1074,9 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
     case LM_XOP_GT:
     case LM_XOP_GE:
       if (e->nargs != 2) return LAMINAR_ERR_INTERNAL;
+      if (lm_type_is_decimal(a.v.type) && lm_type_is_decimal(b.v.type)) {
+        return lm_expr_compare_decimal(ctx, e->op, &a, &b, n, out);
+      }
       return eval_compare(ctx, e->op, &a, &b, n, out);
     case LM_XOP_CONCAT:
       if (e->nargs != 2 || a.v.type != LM_TYPE_STRING || b.v.type != LM_TYPE_STRING) {

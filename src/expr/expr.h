@@ -367,6 +367,16 @@ bool lm_expr_is_constant(const lm_expr* e);
 #define LM_EXPR_DOUBLE_TEXT_MAX 32
 #define LM_EXPR_TIMESTAMP_TEXT_MAX 48
 #define LM_EXPR_DATE_TEXT_MAX 24
+/* Text of the unscaled DECIMAL x of scale `scale` ("-12.50", fixed scale, as
+ * DuckDB) into buf (cap bytes, NUL-terminated, truncated to fit); returns its
+ * length. LM_EXPR_DECIMAL_TEXT_MAX bytes always suffice (decimal.c). */
+#define LM_EXPR_DECIMAL_TEXT_MAX 48
+int lm_expr_format_decimal(lm_i128 x, int32_t scale, char* buf, size_t cap);
+/* Text (DuckDB's grammar: blanks, sign, digits with '_', point, exponent) and
+ * DOUBLE (DuckDB's rounding) to the unscaled value of DECIMAL(p, s), rounding
+ * half away from zero; false when it does not convert or fit (decimal.c). */
+bool lm_dec_parse(lm_str s, int32_t precision, int32_t scale, lm_i128* out);
+bool lm_dec_from_double(double d, int32_t precision, int32_t scale, lm_i128* out);
 int lm_expr_format_double(double d, char* buf, size_t cap);
 int lm_expr_format_timestamp(int64_t micros, char* buf, size_t cap);
 int lm_expr_format_date(int32_t days, char* buf, size_t cap);

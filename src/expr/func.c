@@ -100,9 +100,11 @@ static bool is_str_literal(const lm_expr* a) {
 
 static bool is_small_int(lm_type t) { return t == LM_TYPE_INT16 || t == LM_TYPE_INT8; }
 
+/* (A DECIMAL argument converts to DOUBLE: abs, round and the rest compute on
+ * it as a DOUBLE, docs/SQL.md "Decimals".) */
 static bool is_numeric(lm_type t) {
   return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE ||
-         is_small_int(t);
+         is_small_int(t) || lm_type_is_decimal(t);
 }
 
 /* Argument i must convert to `to`: a value of that type, a NULL, a string
@@ -221,6 +223,21 @@ laminar_code lm_func_bind(const lm_func_def* f, const lm_expr* const* args, int3
   switch (f->fn) {
     case LM_FN_ABS:
     case LM_FN_ROUND: {
+      /* A DECIMAL stays one, as DuckDB: abs(x) its type, round(x, d) for a
+       * constant d its precision with scale min(d, s) (0 for d <= 0). */
+      bool const_d = nargs == 1 || (args[1]->kind == LM_EXPR_LITERAL &&
+                                    !args[1]->lit.is_null &&
+                                    (args[1]->type == LM_TYPE_INT32 ||
+                                     args[1]->type == LM_TYPE_INT64));
+      if (lm_type_is_decimal(t0) && (f->fn == LM_FN_ABS || const_d)) {
+        int64_t d = nargs == 2 ? args[1]->lit.i : 0, s = lm_type_scale(t0);
+        out->result = f->fn == LM_FN_ABS ? t0
+                      : lm_type_decimal(lm_type_precision(t0),
+                                        (int32_t)(d >= s ? s : d > 0 ? d : 0));
+        if (nargs == 2)
+          LM_TRY(want_arg(f, args, 1, LM_TYPE_INT64, "an integer", want, out));
+        return LAMINAR_OK;
+      }
       /* Integers keep their type (INT stays INT, BIGINT stays BIGINT). */
       lm_type rt = t0 == LM_TYPE_INT32 || t0 == LM_TYPE_INT64 ? t0
                    : is_small_int(t0)                         ? LM_TYPE_INT32
@@ -234,6 +251,11 @@ laminar_code lm_func_bind(const lm_func_def* f, const lm_expr* const* args, int3
     }
     case LM_FN_FLOOR:
     case LM_FN_CEIL:
+      if (lm_type_is_decimal(t0)) { /* DECIMAL(p, 0), as DuckDB */
+        out->result = lm_type_decimal(lm_type_precision(t0), 0);
+        return LAMINAR_OK;
+      }
+      /* fall through */
     case LM_FN_SQRT:
     case LM_FN_LN:
     case LM_FN_EXP:

@@ -40,6 +40,25 @@ laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec
 
 /* lm_expr_format_double / lm_expr_format_timestamp: in expr.h (file sinks use them). */
 
+/* DECIMAL kernels (decimal.c). lm_expr_cast_decimal: lm_expr_cast where `to`
+ * or in->type is a DECIMAL (same contract). lm_expr_arith_decimal: op (NEG with
+ * b NULL, ADD, SUB, MUL, MOD) of decimal operands into `type`, NULL where the
+ * result does not fit. lm_expr_compare_decimal: op (EQ .. GE) of two decimal
+ * operands of any scales. */
+laminar_code lm_expr_cast_decimal(lm_eval_ctx* ctx, const lm_vec* in, lm_type to,
+                                  lm_vec* out);
+laminar_code lm_expr_arith_decimal(lm_eval_ctx* ctx, lm_expr_op op, lm_type type,
+                                   const lm_xvec* a, const lm_xvec* b, int64_t n,
+                                   lm_xvec* out);
+laminar_code lm_expr_compare_decimal(lm_eval_ctx* ctx, lm_expr_op op, const lm_xvec* a,
+                                     const lm_xvec* b, int64_t n, lm_xvec* out);
+/* The unscaled DECIMAL x at from_scale moved to to_scale (rounding half away
+ * from zero when digits drop); false when it leaves 128 bits. */
+bool lm_dec_rescale(lm_i128 x, int32_t from_scale, int32_t to_scale, lm_i128* out);
+/* Whether |x| < 10^precision. */
+bool lm_dec_fits(lm_i128 x, int32_t precision);
+double lm_dec_to_double(lm_i128 x, int32_t scale);
+
 /* Parsers used by CAST from VARCHAR; false when the text does not convert.
  * See cast.c for the accepted grammar (DuckDB's). */
 bool lm_expr_parse_int64(lm_str s, int64_t* out);
@@ -81,6 +100,8 @@ typedef struct lm_fcall {
  * holding the input nulls); NULL when out of memory. */
 uint8_t* lm_fcall_nulls(lm_fcall* c);
 
+laminar_code lm_fn_math_decimal(lm_fcall* c); /* decimal.c: ABS ROUND FLOOR CEIL of a
+                                                 DECIMAL, into a DECIMAL */
 laminar_code lm_fn_math(lm_fcall* c); /* math.c: ABS ROUND FLOOR CEIL SQRT POWER LN
                                                 EXP LOG10 */
 laminar_code lm_fn_case(lm_fcall* c); /* strfn.c: UPPER LOWER */

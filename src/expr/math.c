@@ -147,6 +147,7 @@ static laminar_code fn_round(lm_fcall* c) {
 
 laminar_code lm_fn_math(lm_fcall* c) {
   int64_t m = c->m;
+  if (lm_type_is_decimal(c->e->type)) return lm_fn_math_decimal(c);
   switch (c->e->fn) {
     case LM_FN_ABS: return fn_abs(c);
     case LM_FN_ROUND: return fn_round(c);

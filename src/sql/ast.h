@@ -33,7 +33,8 @@
  * BIGINT/INT8/LONG -> INT64; INT/INTEGER/INT4 -> INT32;
  * DOUBLE/DOUBLE PRECISION/FLOAT8/FLOAT -> DOUBLE; BOOLEAN/BOOL -> BOOL;
  * TIMESTAMP[(p)] -> TIMESTAMP; DATE -> DATE; SMALLINT/INT2/SHORT -> INT16;
- * TINYINT/INT1 -> INT8. */
+ * TINYINT/INT1 -> INT8; DECIMAL/NUMERIC[(p[,s])] -> DECIMAL, its value
+ * lm_sql_type_decimal(p, s) (bare DECIMAL is DECIMAL(18,3), as DuckDB). */
 typedef enum lm_sql_type {
   LM_SQL_TYPE_STRING = 1,
   LM_SQL_TYPE_INT64,
@@ -43,11 +44,19 @@ typedef enum lm_sql_type {
   LM_SQL_TYPE_TIMESTAMP,
   LM_SQL_TYPE_DATE,
   LM_SQL_TYPE_INT16,
-  LM_SQL_TYPE_INT8
+  LM_SQL_TYPE_INT8,
+  /* With the precision in bits 8..15 and the scale in bits 16..23, as lm_type's
+   * LM_TYPE_DECIMAL (util/types.h): lm_bind_sql_type maps one to the other. */
+  LM_SQL_TYPE_DECIMAL = 10
 } lm_sql_type;
 
+static inline lm_sql_type lm_sql_type_decimal(int32_t precision, int32_t scale) {
+  return (lm_sql_type)((uint32_t)LM_SQL_TYPE_DECIMAL | ((uint32_t)precision << 8) |
+                       ((uint32_t)scale << 16));
+}
+
 /* Canonical SQL spelling of a type ("VARCHAR", "BIGINT", "INT", "DOUBLE",
- * "BOOLEAN", "TIMESTAMP", "DATE", "SMALLINT", "TINYINT"); "UNKNOWN" for a value outside the enum. Static text. */
+ * "BOOLEAN", "TIMESTAMP", "DATE", "SMALLINT", "TINYINT", "DECIMAL(18,4)"); "UNKNOWN" for a value outside the enum. Static text. */
 const char* lm_sql_type_name(lm_sql_type type);
 
 typedef enum lm_ast_expr_kind {

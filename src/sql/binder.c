@@ -64,6 +64,11 @@ lm_type lm_bind_sql_type(lm_sql_type type) {
     case LM_SQL_TYPE_DATE: return LM_TYPE_DATE;
     case LM_SQL_TYPE_INT16: return LM_TYPE_INT16;
     case LM_SQL_TYPE_INT8: return LM_TYPE_INT8;
+    case LM_SQL_TYPE_DECIMAL: break;
+  }
+  if (((uint32_t)type & 0xffu) == LM_SQL_TYPE_DECIMAL) {
+    return lm_type_decimal((int32_t)(((uint32_t)type >> 8) & 0xffu),
+                           (int32_t)(((uint32_t)type >> 16) & 0xffu));
   }
   return LM_TYPE_NULL;
 }
@@ -117,7 +122,48 @@ static lm_expr* new_call(binder* b, lm_expr_op op, lm_type type, int32_t nargs) 
 
 static bool is_numeric(lm_type t) {
   return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE ||
-         t == LM_TYPE_INT16 || t == LM_TYPE_INT8;
+         t == LM_TYPE_INT16 || t == LM_TYPE_INT8 || lm_type_is_decimal(t);
+}
+
+/* ---- DECIMAL typing, DuckDB's rules (docs/SQL.md "Decimals") ---------------------- */
+
+/* An integer type as the DECIMAL(w, 0) holding all its values (TINYINT 3,
+ * SMALLINT 5, INT 10, BIGINT 19 digits); a DECIMAL as itself; else NULL. */
+static lm_type as_decimal(lm_type t) {
+  switch (lm_type_kind(t)) {
+    case LM_TYPE_INT8: return lm_type_decimal(3, 0);
+    case LM_TYPE_INT16: return lm_type_decimal(5, 0);
+    case LM_TYPE_INT32: return lm_type_decimal(10, 0);
+    case LM_TYPE_INT64: return lm_type_decimal(19, 0);
+    case LM_TYPE_DECIMAL: return t;
+    default: return LM_TYPE_NULL;
+  }
+}
+
+/* A DECIMAL of `digits` integer digits and scale s, the precision capped at 38. */
+static lm_type decimal_of(int32_t digits, int32_t s) {
+  int32_t p = digits + s;
+  if (p > LM_DECIMAL_MAX_PRECISION) p = LM_DECIMAL_MAX_PRECISION;
+  if (p < 1) p = 1;
+  return lm_type_decimal(p, s);
+}
+
+static int32_t max_i32(int32_t a, int32_t c) { return a > c ? a : c; }
+
+/* The DECIMAL two numbers meet in when one is a DECIMAL and neither a DOUBLE
+ * (CASE, COALESCE, '%'): the larger integer part and the larger scale. `extra`
+ * integer digits are added ('+' and '-' add one). */
+static lm_type common_decimal(lm_type a, lm_type c, int32_t extra) {
+  lm_type x = as_decimal(a), y = as_decimal(c);
+  int32_t px = lm_type_precision(x), sx = lm_type_scale(x);
+  int32_t py = lm_type_precision(y), sy = lm_type_scale(y);
+  return decimal_of(max_i32(px - sx, py - sy) + extra, max_i32(sx, sy));
+}
+
+/* Whether a and c are numbers that meet as a DECIMAL (one is, no DOUBLE). */
+static bool meets_as_decimal(lm_type a, lm_type c) {
+  return (lm_type_is_decimal(a) || lm_type_is_decimal(c)) &&
+         as_decimal(a) != LM_TYPE_NULL && as_decimal(c) != LM_TYPE_NULL;
 }
 
 /* An integer type of at most 32 bits: computes as INT (SMALLINT and TINYINT
@@ -147,6 +193,7 @@ static lm_type common_type(lm_type a, lm_type c, bool a_is_str_lit, bool c_is_st
   if (a == c) return a;
   if (a == LM_TYPE_NULL) return c;
   if (c == LM_TYPE_NULL) return a;
+  if (meets_as_decimal(a, c)) return common_decimal(a, c, 0);
   if (is_numeric(a) && is_numeric(c)) {
     return (a == LM_TYPE_DOUBLE || c == LM_TYPE_DOUBLE) ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
   }
@@ -373,14 +420,54 @@ static laminar_code make_compare(binder* b, const lm_ast_expr* at, lm_expr_op xo
   }
   if (t == LM_TYPE_NULL) t = LM_TYPE_INT32;
   if (is_int32_or_less(t)) t = LM_TYPE_INT64;
-  LM_TRY(coerce(b, &l, t));
-  LM_TRY(coerce(b, &r, t));
+  if (lm_type_is_decimal(t)) {
+    /* each side as a DECIMAL of its own scale: the kernel compares across
+     * scales exactly (no common type to overflow) */
+    LM_TRY(coerce(b, &l, l->type == LM_TYPE_NULL || l_str_lit ? t : as_decimal(l->type)));
+    LM_TRY(coerce(b, &r, r->type == LM_TYPE_NULL || r_str_lit ? t : as_decimal(r->type)));
+  } else {
+    LM_TRY(coerce(b, &l, t));
+    LM_TRY(coerce(b, &r, t));
+  }
   lm_expr* e = new_call(b, xop, LM_TYPE_BOOL, 2);
   if (e == NULL) return NOMEM(b);
   e->args[0] = l;
   e->args[1] = r;
   *out = e;
   return LAMINAR_OK;
+}
+
+/* l op r (+ - * %) where the operands meet as DECIMALs (types lt, rt, a NULL
+ * taking the other's): DuckDB's result types. '+' '-': the larger integer part
+ * plus one digit and the larger scale; '%': the same without the digit; '*':
+ * the precisions and the scales add, a scale past 38 is an error, and two
+ * operands of at most 18 digits stay at 18 when the scale is below 18. The
+ * precision is capped at 38; values that do not fit are NULL. */
+static laminar_code make_decimal_arith(binder* b, const lm_ast_expr* at, lm_ast_op op,
+                                       lm_expr_op xop, lm_expr* l, lm_expr* r, lm_type lt,
+                                       lm_type rt, lm_expr** out) {
+  lm_type x = as_decimal(lt), y = as_decimal(rt), t;
+  if (op == LM_OP_MUL) {
+    int32_t p = lm_type_precision(x) + lm_type_precision(y);
+    int32_t s = lm_type_scale(x) + lm_type_scale(y);
+    if (s > LM_DECIMAL_MAX_PRECISION) {
+      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at,
+                  "%s * %s needs scale %d, past DECIMAL's 38: CAST an operand to a "
+                  "smaller scale",
+                  lm_type_name(x), lm_type_name(y), (int)s);
+    }
+    if (p > LM_DECIMAL_MAX_PRECISION64 && lm_type_precision(x) <= LM_DECIMAL_MAX_PRECISION64 &&
+        lm_type_precision(y) <= LM_DECIMAL_MAX_PRECISION64 && s < LM_DECIMAL_MAX_PRECISION64) {
+      p = LM_DECIMAL_MAX_PRECISION64;
+    }
+    if (p > LM_DECIMAL_MAX_PRECISION) p = LM_DECIMAL_MAX_PRECISION;
+    t = lm_type_decimal(p, s);
+  } else {
+    t = common_decimal(x, y, op == LM_OP_MOD ? 0 : 1);
+  }
+  LM_TRY(coerce(b, &l, x));
+  LM_TRY(coerce(b, &r, y));
+  return make_call2(b, xop, t, l, r, out);
 }
 
 static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
@@ -459,6 +546,9 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
     return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at, "cannot apply '%s' to %s and %s",
                 lm_bind_op_text(op), lm_type_name(l->type), lm_type_name(r->type));
   }
+  if (op != LM_OP_DIV && meets_as_decimal(lt, rt)) {
+    return make_decimal_arith(b, at, op, xop, l, r, lt, rt, out);
+  }
   /* As DuckDB: '/' is DOUBLE; INT op INT stays INT (and overflows at 32 bits). */
   lm_type t = (op == LM_OP_DIV || lt == LM_TYPE_DOUBLE || rt == LM_TYPE_DOUBLE)
                   ? LM_TYPE_DOUBLE
@@ -475,6 +565,17 @@ static laminar_code make_not(binder* b, lm_expr* inner, lm_expr** out) {
   e->args[0] = inner;
   *out = e;
   return LAMINAR_OK;
+}
+
+/* A value of type t held in state as one 64-bit word: every type but a
+ * DECIMAL of more than 18 digits (LDB-2001 for that, naming what refused it). */
+static laminar_code check_narrow_decimal(binder* b, const lm_ast_expr* at, const char* what,
+                                         lm_type t) {
+  if (!lm_type_is_wide(t)) return LAMINAR_OK;
+  return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at,
+              "%s of %s is not supported: a DECIMAL kept in state has at most 18 digits "
+              "(CAST it to DECIMAL(18,%d))",
+              what, lm_type_name(t), (int)lm_type_scale(t));
 }
 
 /* A moment aggregate's argument: a number (or NULL), as DOUBLE. */
@@ -563,10 +664,12 @@ static laminar_code bind_order_stat(binder* b, const lm_ast_expr* a,
   spec->fn = def->fn;
   if (def->fn == LM_AGG_APPROX_COUNT_DISTINCT) {
     if (at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+    LM_TRY(check_narrow_decimal(b, a, f, at));
     spec->result_type = LM_TYPE_INT64;
   } else if (def->fn == LM_AGG_QUANTILE_DISC) {
     /* a value of the argument's own type (any type: strings in byte order) */
     if (at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+    LM_TRY(check_narrow_decimal(b, a, f, at));
     spec->result_type = arg->type;
   } else {
     /* median, quantile_cont and approx_quantile interpolate or bucket: numbers */
@@ -574,7 +677,7 @@ static laminar_code bind_order_stat(binder* b, const lm_ast_expr* a,
       return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "%s() needs a number, got %s", f,
                   lm_type_name(at));
     }
-    if (def->fn == LM_AGG_APPROX_QUANTILE || at == LM_TYPE_NULL)
+    if (def->fn == LM_AGG_APPROX_QUANTILE || at == LM_TYPE_NULL || lm_type_is_decimal(at))
       LM_TRY(coerce(b, &arg, LM_TYPE_DOUBLE));
     spec->result_type = LM_TYPE_DOUBLE;
   }
@@ -679,6 +782,7 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
         }
         LM_TRY(bind(b, a->args[i], MODE_ROW, &args[i]));
         if (args[i]->type == LM_TYPE_NULL) LM_TRY(coerce(b, &args[i], LM_TYPE_INT32));
+        LM_TRY(check_narrow_decimal(b, a, f, args[i]->type));
       }
       spec.fn = def->fn;
       spec.arg = args[0];
@@ -699,9 +803,11 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
         spec.fn = a->distinct ? LM_AGG_COUNT_DISTINCT : LM_AGG_COUNT;
         spec.result_type = LM_TYPE_INT64;
         if (a->distinct && at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+        if (a->distinct) LM_TRY(check_narrow_decimal(b, a, f, at));
       } else if (lm_streq_nocase(f, "first") || lm_streq_nocase(f, "first_value") ||
                  lm_streq_nocase(f, "last") || lm_streq_nocase(f, "last_value")) {
         if (at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+        LM_TRY(check_narrow_decimal(b, a, f, at));
         spec.fn = (f[0] == 'f' || f[0] == 'F') ? LM_AGG_FIRST : LM_AGG_LAST;
         spec.result_type = arg->type;
         /* By event time: the window's time column (arrival order without one). */
@@ -717,10 +823,13 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
           return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "%s() needs a number, got %s",
                       avg ? "avg" : "sum", lm_type_name(at));
         }
-        lm_type in = at == LM_TYPE_DOUBLE ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
+        lm_type in = at == LM_TYPE_DOUBLE || lm_type_is_decimal(at) ? at : LM_TYPE_INT64;
         LM_TRY(coerce(b, &arg, in));
         spec.fn = avg ? LM_AGG_AVG : LM_AGG_SUM;
-        spec.result_type = avg ? LM_TYPE_DOUBLE : in;
+        /* SUM of DECIMAL(p, s) is DECIMAL(38, s), AVG a DOUBLE, as DuckDB */
+        spec.result_type = avg                      ? LM_TYPE_DOUBLE
+                           : lm_type_is_decimal(in) ? lm_type_decimal(38, lm_type_scale(in))
+                                                    : in;
       } else if (lm_streq_nocase(f, "bool_and") || lm_streq_nocase(f, "bool_or")) {
         /* MIN / MAX of a BOOLEAN (false < true) */
         if (at != LM_TYPE_BOOL && at != LM_TYPE_NULL) {
@@ -732,6 +841,7 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
         spec.result_type = LM_TYPE_BOOL;
       } else {
         if (at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+        LM_TRY(check_narrow_decimal(b, a, f, at));
         spec.fn = lm_streq_nocase(f, "min") ? LM_AGG_MIN : LM_AGG_MAX;
         spec.result_type = arg->type;
       }
@@ -965,9 +1075,9 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
         *out = x;
         return LAMINAR_OK;
       }
-      lm_type t = x->type == LM_TYPE_DOUBLE   ? x->type
-                  : is_int32_or_less(x->type) ? LM_TYPE_INT32
-                                              : LM_TYPE_INT64;
+      lm_type t = x->type == LM_TYPE_DOUBLE || lm_type_is_decimal(x->type) ? x->type
+                  : is_int32_or_less(x->type)                          ? LM_TYPE_INT32
+                                                                       : LM_TYPE_INT64;
       LM_TRY(coerce(b, &x, t));
       lm_expr* e = new_call(b, LM_XOP_NEG, t, 1);
       if (e == NULL) return NOMEM(b);
@@ -1125,6 +1235,13 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       bool date_ok = x->type == t || x->type == LM_TYPE_NULL ||
                      x->type == LM_TYPE_STRING || x->type == LM_TYPE_TIMESTAMP ||
                      t == LM_TYPE_STRING || t == LM_TYPE_TIMESTAMP;
+      /* DECIMAL converts to and from text, numbers and BOOLEAN (DuckDB). */
+      bool time_x = x->type == LM_TYPE_DATE || x->type == LM_TYPE_TIMESTAMP;
+      bool time_t = t == LM_TYPE_DATE || t == LM_TYPE_TIMESTAMP;
+      if ((lm_type_is_decimal(x->type) && time_t) || (lm_type_is_decimal(t) && time_x)) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "cannot CAST %s to %s",
+                    lm_type_name(x->type), lm_type_name(t));
+      }
       if ((x->type == LM_TYPE_DATE || t == LM_TYPE_DATE) && !date_ok) {
         return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "cannot CAST %s to %s",
                     lm_type_name(x->type), lm_type_name(t));
@@ -1381,6 +1498,7 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
     lm_expr* k;
     LM_TRY(bind(b, g, MODE_ROW, &k));
     if (k->type == LM_TYPE_NULL) LM_TRY(coerce(b, &k, LM_TYPE_INT32));
+    LM_TRY(check_narrow_decimal(b, g, "a GROUP BY key", k->type));
     b->keys[b->nkeys] = g;
     key_exprs[b->nkeys] = k;
     b->nkeys++;
@@ -1958,6 +2076,7 @@ static laminar_code bind_join_key(binder* b, const lm_ast_expr* c, const lm_ast_
     return fail(b, LAMINAR_ERR_TYPE_MISMATCH, c, "%s key: cannot compare %s with %s",
                 b->plan->join_kind, lm_type_name(l->type), lm_type_name(r->type));
   }
+  LM_TRY(check_narrow_decimal(b, c, "a join key", t));
   LM_TRY(coerce(b, &l, t));
   LM_TRY(coerce(b, &r, t));
   keys[0][*n] = l;
@@ -3458,6 +3577,7 @@ static laminar_code bind_analytic_keys(binder* b, const lm_ast_over* o) {
   if (keys == NULL) return NOMEM(b);
   for (size_t i = 0; i < o->npartition; i++) {
     LM_TRY(bind(b, o->partition[i], MODE_ROW, &keys[i]));
+    LM_TRY(check_narrow_decimal(b, o->partition[i], "a PARTITION BY key", keys[i]->type));
     if (keys[i]->type == LM_TYPE_NULL) LM_TRY(coerce(b, &keys[i], LM_TYPE_INT32));
   }
   plan->an.keys = (const lm_expr* const*)keys;
@@ -3498,6 +3618,20 @@ static laminar_code bind_analytic_window(binder* b, const lm_ast_over* o,
                 "%s() OVER (...) over a stream needs ORDER BY its event-time column "
                 "(the source's WATERMARK column)",
                 call->fname);
+  }
+  /* The operator holds every input column in 64-bit values (op/analytic.c). */
+  for (int32_t c = 0; c < b->input->ncols; c++) {
+    if (!lm_type_is_wide(b->input->fields[c].type)) continue;
+    laminar_code rc =
+        fail(b, LAMINAR_ERR_TYPE_MISMATCH, call,
+             "%s() OVER (...) over '%s': its column '%s' is %s, and a window function's "
+             "input holds DECIMALs of at most 18 digits (CAST it to DECIMAL(18,%d) "
+             "upstream)",
+             call->fname, b->input_name, b->input->fields[c].name,
+             lm_type_name(b->input->fields[c].type),
+             (int)lm_type_scale(b->input->fields[c].type));
+    lm_error_object(b->err, b->input_name, b->input->fields[c].name);
+    return rc;
   }
   const lm_ast_order_item* ord = &o->order[0];
   plan->an_line = ord->expr->line;

@@ -59,6 +59,7 @@
 #include "sql/lexer.h"
 #include "sql/sql.h"
 #include "util/pool.h"
+#include "util/types.h"
 #include "util/util.h"
 
 /* ==== arena ========================================================================= */
@@ -324,6 +325,10 @@ static laminar_code grow_array(parser* p, void* arr, size_t n, size_t* cap, size
 /* ==== types and literals ============================================================ */
 
 const char* lm_sql_type_name(lm_sql_type type) {
+  if (((uint32_t)type & 0xffu) == LM_SQL_TYPE_DECIMAL) {
+    return lm_type_name(lm_type_decimal((int32_t)(((uint32_t)type >> 8) & 0xffu),
+                                        (int32_t)(((uint32_t)type >> 16) & 0xffu)));
+  }
   switch (type) {
     case LM_SQL_TYPE_STRING: return "VARCHAR";
     case LM_SQL_TYPE_INT64: return "BIGINT";
@@ -334,6 +339,7 @@ const char* lm_sql_type_name(lm_sql_type type) {
     case LM_SQL_TYPE_DATE: return "DATE";
     case LM_SQL_TYPE_INT16: return "SMALLINT";
     case LM_SQL_TYPE_INT8: return "TINYINT";
+    case LM_SQL_TYPE_DECIMAL: break;
   }
   return "UNKNOWN";
 }
@@ -352,12 +358,46 @@ static const struct {
     {"timestamp", LM_SQL_TYPE_TIMESTAMP}, {"date", LM_SQL_TYPE_DATE},
     {"smallint", LM_SQL_TYPE_INT16},      {"int2", LM_SQL_TYPE_INT16},
     {"short", LM_SQL_TYPE_INT16},         {"tinyint", LM_SQL_TYPE_INT8},
-    {"int1", LM_SQL_TYPE_INT8},
+    {"int1", LM_SQL_TYPE_INT8},           {"decimal", LM_SQL_TYPE_DECIMAL},
+    {"numeric", LM_SQL_TYPE_DECIMAL},
 };
+
+/* [(p[, s])] after DECIMAL / NUMERIC: the precision and scale into *out. */
+static laminar_code parse_decimal_args(parser* p, const char* column_name,
+                                       lm_sql_type* out) {
+  int64_t prec = 18, scale = 3;
+  bool got;
+  LM_TRY(accept(p, LM_TOK_LPAREN, &got));
+  if (got) {
+    const lm_token at = p->cur;
+    LM_TRY(expect(p, LM_TOK_INTEGER));
+    prec = at.uval > 1000 ? 1000 : (int64_t)at.uval;
+    scale = 0;
+    LM_TRY(accept(p, LM_TOK_COMMA, &got));
+    const lm_token st = p->cur;
+    if (got) {
+      LM_TRY(expect(p, LM_TOK_INTEGER));
+      scale = st.uval > 1000 ? 1000 : (int64_t)st.uval;
+    }
+    if (prec < 1 || prec > LM_DECIMAL_MAX_PRECISION || scale < 0 || scale > prec) {
+      laminar_code rc = fail_at(p, LAMINAR_ERR_UNKNOWN_TYPE, at.line, at.column,
+                                "DECIMAL(%lld,%lld) is not a type: the precision is 1 "
+                                "to 38 and the scale 0 to the precision",
+                                (long long)prec, (long long)scale);
+      lm_error_object(p->err, NULL, column_name);
+      return rc;
+    }
+    LM_TRY(expect(p, LM_TOK_RPAREN));
+  }
+  *out = lm_sql_type_decimal((int32_t)prec, (int32_t)scale);
+  return LAMINAR_OK;
+}
 
 /* type := VARCHAR[(n)] | TEXT | STRING | BIGINT | INT8 | LONG | INT | INTEGER |
  *         INT4 | DOUBLE [PRECISION] | FLOAT8 | FLOAT | BOOLEAN | BOOL |
- *         TIMESTAMP[(p)] | DATE | SMALLINT | INT2 | SHORT | TINYINT | INT1.
+ *         TIMESTAMP[(p)] | DATE | SMALLINT | INT2 | SHORT | TINYINT | INT1 |
+ *         (DECIMAL | NUMERIC)[(p[, s])], 1 <= p <= 38, 0 <= s <= p (DuckDB's
+ *         defaults: DECIMAL is DECIMAL(18,3), DECIMAL(p) is DECIMAL(p,0)).
  *         `column_name` (NULL allowed) goes into the error. */
 static NOINLINE laminar_code parse_type(parser* p, const char* column_name,
                                         lm_sql_type* out) {
@@ -378,7 +418,7 @@ static NOINLINE laminar_code parse_type(parser* p, const char* column_name,
     laminar_code rc =
         fail_at(p, LAMINAR_ERR_UNKNOWN_TYPE, t.line, t.column,
                 "%s is not a type (use VARCHAR, BIGINT, INT, DOUBLE, BOOLEAN, "
-                "TIMESTAMP or DATE)",
+                "DECIMAL(p,s), TIMESTAMP or DATE)",
                 found);
     lm_error_object(p->err, NULL, column_name);
     return rc;
@@ -389,6 +429,7 @@ static NOINLINE laminar_code parse_type(parser* p, const char* column_name,
   if (*out == LM_SQL_TYPE_DOUBLE && lm_strneq_nocase(t.text, t.len, "double")) {
     LM_TRY(accept_kw(p, "PRECISION", &got));
   }
+  if (*out == LM_SQL_TYPE_DECIMAL) return parse_decimal_args(p, column_name, out);
   if (*out == LM_SQL_TYPE_STRING || *out == LM_SQL_TYPE_TIMESTAMP) {
     LM_TRY(accept(p, LM_TOK_LPAREN, &got));  // VARCHAR(n), TIMESTAMP(p): n is ignored
     if (got) {

@@ -212,6 +212,12 @@ void lm_rowstore_write_row(const lm_rowstore* s, uint32_t slot, lm_state_writer*
       case LM_TYPE_NULL: lm_state_put_i64(w, ((const uint8_t*)s->data[c])[slot]); break;
       default: {
         lm_vec v = {s->types[c], slot + 1, NULL, s->data[c]};
+        if (lm_type_is_wide(v.type)) { /* DECIMAL(p > 18): low, then high half */
+          lm_i128 x = lm_vec_dec_at(&v, slot);
+          lm_state_put_i64(w, (int64_t)(uint64_t)x);
+          lm_state_put_i64(w, (int64_t)(uint64_t)((lm_u128)x >> 64));
+          break;
+        }
         lm_state_put_i64(w, lm_vec_int_at(&v, slot));
         break;
       }
@@ -252,7 +258,14 @@ laminar_code lm_rowstore_read_row(lm_rowstore* st, uint32_t slot, lm_state_reade
         break;
       }
       case LM_TYPE_NULL: *(uint8_t*)d = (uint8_t)lm_state_get_i64(r); break;
-      default: lm_vec_int_put(st->types[c], d, 0, lm_state_get_i64(r)); break;
+      default:
+        if (lm_type_is_wide(st->types[c])) {
+          uint64_t lo = (uint64_t)lm_state_get_i64(r), hi = (uint64_t)lm_state_get_i64(r);
+          lm_vec_dec_put(st->types[c], d, 0, (lm_i128)(((lm_u128)hi << 64) | lo));
+          break;
+        }
+        lm_vec_int_put(st->types[c], d, 0, lm_state_get_i64(r));
+        break;
     }
   }
   return r->failed ? LAMINAR_ERR_RECOVERY : LAMINAR_OK;

@@ -3,13 +3,14 @@
  */
 #include "util/types.h"
 
+#include "util/decimal_names.h"
 #include "util/util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 const char* lm_type_name(lm_type type) {
-  switch (type) {
+  switch (lm_type_kind(type)) {
     case LM_TYPE_BOOL: return "BOOLEAN";
     case LM_TYPE_INT32: return "INT";
     case LM_TYPE_INT64: return "BIGINT";
@@ -19,6 +20,11 @@ const char* lm_type_name(lm_type type) {
     case LM_TYPE_DATE: return "DATE";
     case LM_TYPE_INT16: return "SMALLINT";
     case LM_TYPE_INT8: return "TINYINT";
+    case LM_TYPE_DECIMAL: {
+      int32_t p = lm_type_precision(type), s = lm_type_scale(type);
+      const char* name = p <= LM_DECIMAL_MAX_PRECISION && s <= p ? lm_decimal_names[p][s] : NULL;
+      return name != NULL ? name : "DECIMAL";
+    }
     case LM_TYPE_NULL: return "NULL";
   }
   return "?";

@@ -23,8 +23,49 @@ typedef enum lm_type {
   LM_TYPE_TIMESTAMP = 6, /* data: int64_t microseconds since the epoch, no zone */
   LM_TYPE_DATE = 7,      /* data: int32_t days since 1970-01-01 (Arrow date32) */
   LM_TYPE_INT16 = 8,     /* data: int16_t per row (SMALLINT) */
-  LM_TYPE_INT8 = 9       /* data: int8_t per row (TINYINT) */
+  LM_TYPE_INT8 = 9,      /* data: int8_t per row (TINYINT) */
+  /* DECIMAL(p,s), 1 <= p <= 38, 0 <= s <= p: the unscaled integer (the value
+   * times 10^s), int64_t per row when p <= 18, lm_i128 (Arrow decimal128's
+   * layout) when p > 18. A column's lm_type value is lm_type_decimal(p, s):
+   * this kind in the low byte, p and s above it, so the precision and scale
+   * travel wherever a type does (fields, bound expressions, key and state
+   * types, snapshots of types) and never per row. Test with lm_type_is_decimal
+   * or switch on lm_type_kind(): a switch on the raw value never meets this
+   * enumerator. */
+  LM_TYPE_DECIMAL = 10
 } lm_type;
+
+/* 128-bit integers (GCC and Clang), for DECIMAL(p > 18) values and exact sums. */
+__extension__ typedef __int128 lm_i128;
+__extension__ typedef unsigned __int128 lm_u128;
+
+/* Most digits a DECIMAL holds, and most a 64-bit one does. */
+#define LM_DECIMAL_MAX_PRECISION 38
+#define LM_DECIMAL_MAX_PRECISION64 18
+
+/* The type DECIMAL(p, s) (1 <= p <= 38, 0 <= s <= p: the caller checks). */
+static inline lm_type lm_type_decimal(int32_t precision, int32_t scale) {
+  return (lm_type)((uint32_t)LM_TYPE_DECIMAL | ((uint32_t)precision << 8) |
+                   ((uint32_t)scale << 16));
+}
+/* The kind of a type: the type itself, or LM_TYPE_DECIMAL for any DECIMAL(p,s). */
+static inline lm_type lm_type_kind(lm_type type) {
+  return (lm_type)((uint32_t)type & 0xffu);
+}
+static inline bool lm_type_is_decimal(lm_type type) {
+  return lm_type_kind(type) == LM_TYPE_DECIMAL;
+}
+/* Precision and scale of a DECIMAL type (0 for other types). */
+static inline int32_t lm_type_precision(lm_type type) {
+  return lm_type_is_decimal(type) ? (int32_t)(((uint32_t)type >> 8) & 0xffu) : 0;
+}
+static inline int32_t lm_type_scale(lm_type type) {
+  return lm_type_is_decimal(type) ? (int32_t)(((uint32_t)type >> 16) & 0xffu) : 0;
+}
+/* A DECIMAL stored as lm_i128 per row (precision above 18). */
+static inline bool lm_type_is_wide(lm_type type) {
+  return lm_type_is_decimal(type) && lm_type_precision(type) > LM_DECIMAL_MAX_PRECISION64;
+}
 
 /* A borrowed string: `len` bytes at `ptr` (ptr may be NULL when len is 0). */
 typedef struct lm_str {
@@ -58,7 +99,7 @@ typedef struct lm_schema {
 
 /* Size in bytes of one value of `type` in an lm_vec's data. */
 static inline int64_t lm_type_width(lm_type type) {
-  switch (type) {
+  switch (lm_type_kind(type)) {
     case LM_TYPE_BOOL:
     case LM_TYPE_INT8: return 1;
     case LM_TYPE_INT16: return 2;
@@ -68,13 +109,14 @@ static inline int64_t lm_type_width(lm_type type) {
     case LM_TYPE_TIMESTAMP:
     case LM_TYPE_DOUBLE: return 8;
     case LM_TYPE_STRING: return (int64_t)sizeof(lm_str);
+    case LM_TYPE_DECIMAL: return lm_type_is_wide(type) ? 16 : 8;
     case LM_TYPE_NULL: return 1;
   }
   return 1;
 }
 
 /* Row `row` of a column stored as an integer (BOOL, INT8, INT16, INT32, DATE,
- * INT64, TIMESTAMP), widened to 64 bits. */
+ * INT64, TIMESTAMP, DECIMAL(p <= 18)), widened to 64 bits. */
 static inline int64_t lm_vec_int_at(const lm_vec* v, int64_t row) {
   switch (v->type) {
     case LM_TYPE_BOOL: return ((const uint8_t*)v->data)[row];
@@ -99,8 +141,26 @@ static inline void lm_vec_int_put(lm_type type, void* data, int64_t row, int64_t
   }
 }
 
+/* Row `row` of a DECIMAL column (either width) as a 128-bit unscaled value. */
+static inline lm_i128 lm_vec_dec_at(const lm_vec* v, int64_t row) {
+  if (lm_type_is_wide(v->type)) {
+    lm_i128 x;
+    __builtin_memcpy(&x, (const char*)v->data + 16 * row, 16);
+    return x;
+  }
+  return ((const int64_t*)v->data)[row];
+}
+/* Store the unscaled value x (in range for `type`) at `row` of DECIMAL data. */
+static inline void lm_vec_dec_put(lm_type type, void* data, int64_t row, lm_i128 x) {
+  if (lm_type_is_wide(type)) {
+    __builtin_memcpy((char*)data + 16 * row, &x, 16);
+  } else {
+    ((int64_t*)data)[row] = (int64_t)x;
+  }
+}
+
 /* SQL name of a type ("VARCHAR", "BIGINT", "INT", "DOUBLE", "BOOLEAN",
- * "TIMESTAMP", "DATE", "SMALLINT", "TINYINT", "NULL"). */
+ * "TIMESTAMP", "DATE", "SMALLINT", "TINYINT", "DECIMAL(18,4)", "NULL"). Static text. */
 const char* lm_type_name(lm_type type);
 
 /* Schema helpers (util/types.c). lm_schema_init_empty sets ncols=0, fields=NULL.

@@ -12,6 +12,7 @@ The suite's session is started with ``laminardb.spark.configure`` (conftest
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import shutil
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,26 @@ def test_engine_errors(jvm: Any, tmp_path: Path) -> None:  # noqa: ANN401
         lspark._jvm_stage(  # noqa: SLF001 -- a stage whose SQL the driver never checked
             df, dataclasses.replace(bad, sql="CREATE STREAM nope AS SELEC"),
             out_type=None).collect()
+
+
+def test_jvm_refuses_a_decimal_column_by_name(jvm: Any) -> None:  # noqa: ANN401
+    """The JVM stage has no decimal128 copier: engine='jvm' is LDB-1005 naming
+    the column, engine='auto' runs the query on the Python engine."""
+    df = jvm.createDataFrame([("A", "10.1250", 1, 0), ("A", "9.8750", 2, 1500)],
+                             "symbol string, price string, volume long, ts long")
+    df = df.withColumn("price", df["price"].cast("decimal(18,4)"))
+    sql = ("CREATE SOURCE trades (symbol VARCHAR, price DECIMAL(18,4), volume BIGINT, "
+           "ts BIGINT, WATERMARK FOR ts AS ts);"
+           "CREATE STREAM w AS SELECT symbol, window_start, MAX(price) AS hi, COUNT(*) AS n "
+           "FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);")
+    with pytest.raises(laminardb.SQLError) as info:
+        lspark.run(df, sql, engine="jvm")
+    assert info.value.code == "LDB-1005"
+    assert "column 'price'" in str(info.value)
+    assert "decimal128(18, 4)" in str(info.value)
+    rows = sorted(tuple(r) for r in lspark.run(df, sql, engine="auto").collect())
+    assert rows == [("A", 0, decimal.Decimal("10.1250"), 1),
+                    ("A", 1000, decimal.Decimal("9.8750"), 1)]
 
 
 def fail_first_attempt(marker_dir: str) -> Any:  # noqa: ANN401 -- a mapInArrow function

@@ -1,13 +1,15 @@
-"""laminardb.spark with DATE, SMALLINT and TINYINT columns (issue 25 item 1):
-Spark's DateType / ShortType / ByteType pass through the adapter as Arrow
-date32 / int16 / int8 (no conversion), a window keyed by the date equals
-DuckDB's answer, and the output DataFrame has the same Spark types back.
+"""laminardb.spark with DATE, SMALLINT, TINYINT and DECIMAL columns (issue 25
+item 1): Spark's DateType / ShortType / ByteType / DecimalType pass through the
+adapter as Arrow date32 / int16 / int8 / decimal128 (no conversion), a window
+keyed by the date or the decimal equals DuckDB's answer, and the output
+DataFrame has the same Spark types back (a DECIMAL SUM as decimal(38,s)).
 
 Runs in the session's local Spark (conftest ``spark``); marked ``spark``.
 """
 
 from __future__ import annotations
 
+import decimal
 from pathlib import Path
 from typing import Any
 
@@ -53,4 +55,43 @@ def test_date_and_small_int_columns_pass_through(spark: Any, rng: np.random.Gene
     types = {f.name: f.dataType.typeName() for f in out.schema.fields}
     assert (types["d"], types["lo"], types["hb"]) == ("date", "short", "byte")
     columns, want = duck(DUCK, t=table)
+    assert_same_rows([tuple(r) for r in out.collect()], want, columns)
+
+
+DEC_SQL = """
+CREATE SOURCE t (k DECIMAL(10,2), p DECIMAL(18,4), ts BIGINT, WATERMARK FOR ts AS ts);
+CREATE STREAM w AS
+  SELECT k, window_start, SUM(p) AS total, MIN(p) AS lo, MAX(p) AS hi, AVG(p) AS mean,
+         COUNT(*) AS n
+  FROM t GROUP BY k, tumble(ts, INTERVAL '1' SECOND);
+"""
+DEC_DUCK = (
+    "SELECT k, (ts // 1000) * 1000 AS window_start, SUM(p), MIN(p), MAX(p), AVG(p), "
+    "COUNT(*) FROM t GROUP BY ALL"
+)
+
+
+def test_decimal_columns_pass_through(spark: Any, rng: np.random.Generator,  # noqa: ANN401
+                                      tmp_path: Path) -> None:
+    """Spark's DecimalType runs through the Python engine as Arrow decimal128."""
+    n = 3000
+    keys = [decimal.Decimal(int(x)).scaleb(-2) for x in rng.integers(-500, 500, size=n) // 50]
+    prices = [decimal.Decimal(int(x)).scaleb(-4)
+              for x in rng.integers(-(10**17), 10**17, size=n)]
+    table = pa.table({
+        "k": pa.array(keys, pa.decimal128(10, 2), mask=rng.random(n) < 0.05),
+        "p": pa.array(prices, pa.decimal128(18, 4), mask=rng.random(n) < 0.05),
+        "ts": pa.array(np.sort(rng.integers(0, 20_000, size=n)), pa.int64()),
+    })
+    (tmp_path / "in").mkdir()
+    for i in range(3):
+        pq.write_table(table.slice(i * 1000, 1000), tmp_path / "in" / f"part-{i}.parquet")
+    df = spark.read.parquet(str(tmp_path / "in"))
+    assert [f.dataType.simpleString() for f in df.schema.fields] == [
+        "decimal(10,2)", "decimal(18,4)", "bigint"]
+    out = lspark.run(df, DEC_SQL, source="t", stream="w", engine="python")
+    types = {f.name: f.dataType.simpleString() for f in out.schema.fields}
+    assert (types["k"], types["total"], types["lo"], types["mean"]) == (
+        "decimal(10,2)", "decimal(38,4)", "decimal(18,4)", "double")
+    columns, want = duck(DEC_DUCK, t=table)
     assert_same_rows([tuple(r) for r in out.collect()], want, columns)

@@ -77,8 +77,8 @@ from laminardb.spark.partition import (
     FINAL_WATERMARK,
     _batch_task,
     _input_frame,
-    _jvm_carries,
     _jvm_stage,
+    _jvm_uncarried,
     _partitions,
     _source_columns,
     _two_phase_frame,
@@ -221,12 +221,14 @@ def run(
                             "(functions=...): use engine='python' (or 'auto', which does)")
         use_jvm = False
     p = plan(df, sql, source=source, stream=stream, **options)
-    if use_jvm and not _jvm_carries(p):
+    uncarried = _jvm_uncarried(p) if use_jvm else None
+    if uncarried is not None:
         if engine == "jvm":
             raise error_for(_UNSUPPORTED, "LDB-1005: engine='jvm' carries BIGINT, INT, DOUBLE, "
-                            "VARCHAR, BOOLEAN and TIMESTAMP columns; this query has DATE, "
-                            "SMALLINT or TINYINT ones: use engine='python' (or 'auto')")
-        use_jvm = False  # auto: DATE / SMALLINT / TINYINT columns run in Python
+                            "VARCHAR, BOOLEAN and TIMESTAMP columns; column "
+                            f"'{uncarried.name}' is {uncarried.type}: use engine='python' "
+                            "(or 'auto')", column_name=uncarried.name)
+        use_jvm = False  # auto: DATE / SMALLINT / TINYINT / DECIMAL columns run in Python
     out_type = _spark_schema(p.output_schema)
     split = p.two_phase if two_phase is not False else None
     if split is not None and df.isStreaming and two_phase is None and state_location is not None:

@@ -35,6 +35,8 @@ def _sql_type(arrow_type: pa.DataType) -> str:
         return "TIMESTAMP"
     if pa.types.is_date32(arrow_type):
         return "DATE"
+    if pa.types.is_decimal128(arrow_type):
+        return f"DECIMAL({arrow_type.precision},{arrow_type.scale})"
     raise error_for(2002, f"LDB-2002: no LaminarDB SQL type for Arrow type {arrow_type}")
 
 

@@ -198,17 +198,18 @@ def _union_task(p: Plan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
         yield from _drain(db, sub, out_schema)
 
 
-def _jvm_carries(p: Plan) -> bool:
-    """Tell whether the JVM stage has been built for the plan's column types.
+def _jvm_uncarried(p: Plan) -> pa.Field | None:
+    """The first column of the plan the JVM stage has no column copier for.
 
     Its column copiers know BIGINT, INT, DOUBLE, VARCHAR, BOOLEAN and
-    TIMESTAMP; a DATE, SMALLINT or TINYINT column (Arrow date32, int16, int8)
-    runs in the Python engine.
+    TIMESTAMP; a DATE, SMALLINT, TINYINT or DECIMAL column (Arrow date32,
+    int16, int8, decimal128) runs in the Python engine.
     """
-    return not any(
-        pa.types.is_date32(f.type) or pa.types.is_int16(f.type) or pa.types.is_int8(f.type)
-        for f in (*p.input_schema, *p.output_schema)
-    )
+    for f in (*p.input_schema, *p.output_schema):
+        if (pa.types.is_date32(f.type) or pa.types.is_int16(f.type)
+                or pa.types.is_int8(f.type) or pa.types.is_decimal(f.type)):
+            return f
+    return None
 
 
 def _use_jvm(df: DataFrame, engine: str) -> bool:
