@@ -432,9 +432,7 @@ const lm_schema* lm_op_view_columns(const lm_op* view) {
   return &((const view_op*)view)->columns;
 }
 
-int64_t lm_op_view_rows(const lm_op* view) {
-  return ((const view_op*)view)->rows.count;
-}
+int64_t lm_op_view_rows(const lm_op* view) { return ((const view_op*)view)->rows.count; }
 
 int64_t lm_op_view_retract_errors(const lm_op* view) {
   return ((const view_op*)view)->retract_errors;

@@ -23,7 +23,8 @@ void lm_state_rowset_free(lm_state_rowset* s) {
 }
 
 void lm_state_rowset_clear(lm_state_rowset* s) {
-  if (s->slots != NULL) memset(s->slots, 0, sizeof(lm_state_rowset_slot) * (size_t)s->cap);
+  if (s->slots != NULL)
+    memset(s->slots, 0, sizeof(lm_state_rowset_slot) * (size_t)s->cap);
   s->count = 0;
   s->nbytes = 0;
   s->dead = 0;

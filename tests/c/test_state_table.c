@@ -458,7 +458,7 @@ static int test_rowset_keyed(void) {
              (laminar_error*)NULL);
   uint8_t row[32];
   for (int64_t k = 0; k < 500; k++) {
-    memcpy(row, &k, 8);              /* the key */
+    memcpy(row, &k, 8);                 /* the key */
     memset(row + 8, (int)(k % 251), 8); /* the row */
     uint64_t h = lm_state_rowset_hash(row, 8);
     bool found;
