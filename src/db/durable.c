@@ -2147,6 +2147,11 @@ static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epo
     /* Every source is where the previous cut stood: its idleness change now. */
     const replay_cut* prev = i == 0 && pass > 0 ? &cuts[pass / g->nsources - 1] : NULL;
     if (prev != NULL && prev->idle >= 0) {
+      /* The change is what the live run's round made of the messages before
+       * it: what the replayed ones ask (idle_next, lm_rt_msg_advance) is
+       * spent, or the first live round would apply it again (a source idle
+       * since then made active). */
+      prev->idle_src->idle_next = 0;
       rc = lm_rt_apply_idleness(&db->rt, prev->idle_src, prev->idle == 1);
       if (rc != LAMINAR_OK) break;
     }
