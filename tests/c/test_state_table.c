@@ -358,8 +358,17 @@ static int test_growth(void) {
     uint64_t size = (uint64_t)t.mask + 1;
     EXPECT((uint64_t)t.n * (size <= 65536 ? 4 : 2) <= size);
   }
-  for (int64_t r = 0; r < 200000; r++)
+  for (int64_t r = 0; r < 200000; r++) {
     EXPECT(lm_state_table_find(&t, h[r], &col, r) == r);
+    EXPECT(lm_state_table_find1(&t, false, h[r], &col, r) == r);
+  }
+  /* A key not there: -1 from both lookups. */
+  int64_t absent[1] = {3};
+  uint64_t ha;
+  lm_vec one = {LM_TYPE_INT64, 1, NULL, absent};
+  lm_state_hash_rows(&one, 1, NULL, 1, &ha);
+  EXPECT(lm_state_table_find(&t, ha, &one, 0) == -1);
+  EXPECT(lm_state_table_find1(&t, false, ha, &one, 0) == -1);
   lm_state_table_free(&t);
   return 0;
 }
@@ -567,6 +576,36 @@ static int test_rowset_freeze_snapshot(void) {
   return 0;
 }
 
+/* The one-key lookup (lm_state_table_find1) of STRING keys, short and long,
+ * agrees with the general one on every row, present or not. */
+static int test_find1_strings(void) {
+  uint64_t rng = lm_test_seed() + 11;
+  batch_fill(&B, &rng);
+  lm_state_table t;
+  const lm_type ty = LM_TYPE_STRING;
+  CHECK_CODE(lm_state_table_init(&t, &ty, 1), LAMINAR_OK, (laminar_error*)NULL);
+  lm_vec col = {LM_TYPE_STRING, NROWS, NULL, B.s};
+  lm_state_hash_rows(&col, 1, NULL, NROWS, H);
+  for (int64_t r = 0; r < NROWS; r++) {
+    int64_t g = lm_state_table_find(&t, H[r], &col, r);
+    EXPECT(lm_state_table_find1(&t, true, H[r], &col, r) == g);
+    if (g >= 0 || r % 2 == 1) continue; /* odd rows' new keys stay out */
+    CHECK_CODE(lm_state_table_grow_index(&t), LAMINAR_OK, (laminar_error*)NULL);
+    CHECK_CODE(lm_state_table_reserve(&t, t.n + 1), LAMINAR_OK, (laminar_error*)NULL);
+    g = lm_state_table_push(&t, H[r]);
+    CHECK_CODE(lm_state_table_set_keys(&t, g, &col, r), LAMINAR_OK, (laminar_error*)NULL);
+  }
+  int64_t hits = 0;
+  for (int64_t r = 0; r < NROWS; r++) {
+    int64_t g = lm_state_table_find(&t, H[r], &col, r);
+    EXPECT(lm_state_table_find1(&t, true, H[r], &col, r) == g);
+    hits += g >= 0;
+  }
+  EXPECT(hits > 0 && t.n > 0);
+  lm_state_table_free(&t);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   static const lm_test_case cases[] = {
       {"find_matches_reference", test_find_matches_reference},
@@ -575,6 +614,7 @@ int main(int argc, char** argv) {
       {"copies", test_copies},
       {"truncate_reset_bytes", test_truncate_reset_bytes},
       {"growth", test_growth},
+      {"find1_strings", test_find1_strings},
       {"rowset_add_remove", test_rowset_add_remove},
       {"rowset_keyed", test_rowset_keyed},
       {"rowset_freeze_snapshot", test_rowset_freeze_snapshot},
