@@ -45,6 +45,7 @@
 #include <time.h>
 
 #include "arrow/arrow.h"
+#include "bench_push.h"
 #include "db/durable.h"
 #include "db/internal.h"
 #include "op/op.h"
@@ -80,16 +81,7 @@ static void push_spread(laminar_source* src, const lm_schema* schema, int64_t fi
   lm_vec cols[3] = {{LM_TYPE_STRING, n, NULL, keys},
                     {LM_TYPE_DOUBLE, n, NULL, v},
                     {LM_TYPE_INT64, n, NULL, ts}};
-  lm_batch* batch;
-  check(lm_arrow_build(schema, cols, n, &batch), NULL, "build");
-  struct ArrowArray array;
-  struct ArrowSchema sch;
-  check(lm_batch_export(batch, &array), NULL, "export");
-  lm_batch_unref(batch);
-  check(lm_arrow_schema_export(schema, &sch), NULL, "schema");
-  laminar_error err;
-  check(laminar_source_push(src, &array, &sch, &err), &err, "push");
-  sch.release(&sch);
+  bench_push_cols(src, schema, cols, n);
   free(text);
   free(keys);
   free(v);
@@ -332,16 +324,7 @@ static void w1_push(laminar_source* src, w1_data* d, int64_t b) {
                     {LM_TYPE_DOUBLE, BATCH, NULL, d->price},
                     {LM_TYPE_INT64, BATCH, NULL, d->volume},
                     {LM_TYPE_INT64, BATCH, NULL, d->ts}};
-  lm_batch* batch;
-  check(lm_arrow_build(&d->schema, cols, BATCH, &batch), NULL, "build");
-  struct ArrowArray array;
-  struct ArrowSchema sch;
-  check(lm_batch_export(batch, &array), NULL, "export");
-  lm_batch_unref(batch);
-  check(lm_arrow_schema_export(&d->schema, &sch), NULL, "schema");
-  laminar_error err;
-  check(laminar_source_push(src, &array, &sch, &err), &err, "push");
-  sch.release(&sch);
+  bench_push_cols(src, &d->schema, cols, BATCH);
 }
 
 /* mode 0: no checkpoints; 1: in-band barriers; 2: the pause. Rows/s. */

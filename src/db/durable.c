@@ -29,6 +29,7 @@
 #include "store/ckpt.h"
 #include "store/crc32c.h"
 #include "store/fs.h"
+#include "store/idlelog.h"
 #include "util/util.h"
 
 #define WAL_BATCH 1     /* WAL record types: a batch in codec.h's first form (still */
@@ -122,6 +123,7 @@ struct lm_durable {
   /* The previous checkpoint's positions: WAL records after them are kept,
    * so that a damaged newest checkpoint can fall back to it. */
   pos_list prev;
+  lm_idlelog idle; /* idle.log (idle_logged below) */
 };
 
 static char* read_text(const char* path, bool* missing, size_t* out_len);
@@ -1092,9 +1094,11 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
     for (int32_t i = 0; i < db->nsinks && rc == LAMINAR_OK; i++)
       for (uint64_t e = d->epoch + 1; e <= epoch && rc == LAMINAR_OK; e++)
         rc = db->sinks[i]->sink->vt->commit(db->sinks[i]->sink, e, err);
+    uint64_t prev_epoch = d->epoch;
     if (rc == LAMINAR_OK) d->epoch = epoch;
     /* The logs keep what the previous checkpoint does not cover: a fallback
-     * to it (this one damaged later) replays from there. */
+     * to it (this one damaged later) replays from there. idle.log likewise:
+     * a restore of it reads the records after it (idle_cuts). */
     pos_list now = {.v = lm_calloc((size_t)g->nsources + 1, sizeof(src_pos))};
     for (int32_t i = 0; i < g->nsources && rc == LAMINAR_OK; i++) {
       lm_source_def* s = g->sources[i];
@@ -1109,6 +1113,7 @@ laminar_code lm_durable_checkpoint(laminar_db* db, laminar_error* err) {
     pos_list_free(&d->prev);
     d->prev = now;
     if (rc == LAMINAR_OK) rc = lm_ckpt_gc(d->ckpt_dir, d->conf.keep, err);
+    if (rc == LAMINAR_OK) rc = lm_idlelog_prune(&d->idle, prev_epoch, err);
   }
   lm_free(covered);
   return rc;
@@ -1997,16 +2002,15 @@ static laminar_code replay_cuts(laminar_db* db, lm_durable* d, bool quiet,
 }
 
 /* ---- idleness, logged where it took effect ------------------------------------
- * idle.log in data_dir: one record per idleness change the reactor applied
- * (rt.h idle_hook): the last completed checkpoint then, the source and the
- * change, and every source's position (processed_seq) at that moment. Each
- * record is u32 length, the payload, u32 CRC-32C of the payload; a torn or
- * damaged tail ends the log. Appended without fsync: it survives a kill -9
- * (the page cache), like the async WAL. WAL replay applies each change
- * after every source is replayed up to its positions (replay_all's cuts), so
- * a restart judges rows as the live run did. */
-
-#define IDLE_LOG "idle.log"
+ * idle.log in data_dir (store/idlelog.h): one record per idleness change the
+ * reactor applied (rt.h idle_hook): the last completed checkpoint then, the
+ * source and the change, and every source's position (processed_seq) at
+ * that moment. Fsynced when the source's wal_mode is sync (as its WAL
+ * records), else it survives a kill -9 by the page cache, like the async
+ * WAL; a torn tail is cut at open; each checkpoint prunes what no
+ * restorable checkpoint needs. WAL replay applies each change after every
+ * source is replayed up to its positions (replay_all's cuts), so a restart
+ * judges rows as the live run did. */
 
 /* Append one record: `kind` (0 active, 1 idle: an idleness change of src;
  * 2: a lookup-join order point, no change) and every source's position. */
@@ -2014,7 +2018,6 @@ static void log_point(lm_durable* d, const lm_source_def* src, uint8_t kind) {
   lm_graph* g = &d->db->graph;
   lm_state_writer w;
   lm_state_writer_init(&w);
-  lm_state_put_u32(&w, 0); /* length, below */
   lm_state_put_i64(&w, (int64_t)__atomic_load_n(&d->epoch, __ATOMIC_RELAXED));
   put_name(&w, src->name);
   lm_state_put_i64(&w, (int64_t)src->incarnation);
@@ -2026,23 +2029,12 @@ static void log_point(lm_durable* d, const lm_source_def* src, uint8_t kind) {
     lm_state_put_i64(&w, (int64_t)s->incarnation);
     lm_state_put_i64(&w, (int64_t)s->processed_seq);
   }
-  if (lm_state_writer_status(&w) == LAMINAR_OK) {
-    lm_le_put32(w.data, (uint32_t)(w.len - 4));
-    uint8_t crc[4];
-    lm_le_put32(crc, lm_crc32c(0, w.data + 4, w.len - 4));
-    lm_state_put_raw(&w, crc, 4);
-  }
-  char* path = join(d->dir, IDLE_LOG);
-  int fd =
-      path != NULL ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
-  bool ok = fd >= 0 && lm_state_writer_status(&w) == LAMINAR_OK &&
-            lm_fs_write_all(fd, w.data, w.len) == 0;
-  if (fd >= 0) close(fd);
   /* Not written (no memory, an I/O error): a restart replays the rows after
    * the last checkpoint without this point, as before idle.log existed.
-   * Reported nowhere: the reactor takes no lock a checkpoint may hold. */
-  (void)ok;
-  lm_free(path);
+   * Reported nowhere: the reactor takes no lock a checkpoint may hold (the
+   * log's own lock is held for its file operations only). */
+  if (lm_state_writer_status(&w) == LAMINAR_OK)
+    (void)lm_idlelog_append(&d->idle, w.data, w.len, src->wal_sync);
   lm_state_writer_free(&w);
 }
 
@@ -2055,79 +2047,82 @@ static void idle_logged(void* arg, const lm_source_def* src, bool idle) {
  * of the join moves, whatever the order the sources are replayed in. */
 static void order_logged(void* arg, const lm_source_def* src) { log_point(arg, src, 2); }
 
+/* What idle_cuts reads the log with. */
+typedef struct idle_reading {
+  laminar_db* db;
+  uint64_t epoch;
+  replay_cut** cuts;
+  int32_t* ncuts;
+  laminar_error* err;
+} idle_reading;
+
+/* One record of idle.log: a cut when it is after the restored checkpoint. */
+static laminar_code idle_record(void* arg, const uint8_t* p, size_t n) {
+  idle_reading* c = arg;
+  lm_graph* g = &c->db->graph;
+  lm_state_reader r;
+  lm_state_reader_init(&r, p, n);
+  uint64_t ep = (uint64_t)lm_state_get_i64(&r);
+  lm_str nm = lm_state_get_bytes(&r);
+  uint64_t inc = (uint64_t)lm_state_get_i64(&r);
+  int8_t idle = (int8_t)lm_state_get_u8(&r);
+  uint32_t nsrc = lm_state_get_u32(&r);
+  if (r.failed || ep + 1 < c->epoch) return LAMINAR_OK;
+  lm_source_def* src = NULL;
+  for (int32_t i = 0; i < g->nsources; i++) {
+    lm_source_def* s = g->sources[i];
+    if (s->incarnation == inc && strlen(s->name) == (size_t)nm.len &&
+        memcmp(s->name, nm.ptr, (size_t)nm.len) == 0)
+      src = s;
+  }
+  uint64_t* upto = lm_calloc((size_t)g->nsources + 1, sizeof *upto);
+  replay_cut* grown = lm_realloc(*c->cuts, sizeof **c->cuts * (size_t)(*c->ncuts + 1));
+  if (grown != NULL) *c->cuts = grown;
+  if (upto == NULL || grown == NULL) {
+    lm_free(upto);
+    return lm_error_set(c->err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
+  for (uint32_t k = 0; k < nsrc && !r.failed; k++) {
+    lm_str sn = lm_state_get_bytes(&r);
+    uint64_t si = (uint64_t)lm_state_get_i64(&r);
+    uint64_t seq = (uint64_t)lm_state_get_i64(&r);
+    for (int32_t i = 0; i < g->nsources; i++) {
+      const lm_source_def* s = g->sources[i];
+      if (s->incarnation == si && strlen(s->name) == (size_t)sn.len &&
+          memcmp(s->name, sn.ptr, (size_t)sn.len) == 0)
+        upto[i] = seq;
+    }
+  }
+  if (src == NULL || r.failed) { /* dropped since, or unreadable: nothing to do */
+    lm_free(upto);
+    return LAMINAR_OK;
+  }
+  replay_cut cut = {upto, NULL, src, idle == 2 ? -1 : idle}; /* 2: an order point */
+  int32_t k = *c->ncuts;
+  while (k > 0 && cut_before(&cut, &(*c->cuts)[k - 1], g->nsources)) {
+    (*c->cuts)[k] = (*c->cuts)[k - 1];
+    k--;
+  }
+  (*c->cuts)[k] = cut;
+  (*c->ncuts)++;
+  return LAMINAR_OK;
+}
+
 /* Add the logged idleness changes after checkpoint `epoch` to cuts (in live
  * order). A record whose checkpoint is one before `epoch` may come before
  * or after that checkpoint's barrier: applied either way (before it, the
- * later changes restore what the checkpoint holds). */
+ * later changes restore what the checkpoint holds). A torn tail is cut off
+ * the file (reported), so the changes logged from now on follow the last
+ * good record. */
 static laminar_code idle_cuts(laminar_db* db, lm_durable* d, uint64_t epoch,
                               replay_cut** cuts, int32_t* ncuts, laminar_error* err) {
-  char* path = join(d->dir, IDLE_LOG);
-  if (path == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  bool missing;
-  size_t len;
-  char* text = read_text(path, &missing, &len);
-  lm_free(path);
-  if (text == NULL)
-    return missing ? LAMINAR_OK : lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-  lm_graph* g = &db->graph;
-  const uint8_t* p = (const uint8_t*)text;
-  size_t at = 0;
-  laminar_code rc = LAMINAR_OK;
-  while (rc == LAMINAR_OK && at + 8 <= len) {
-    uint32_t n = lm_le_get32(p + at);
-    if (n > len - at - 8 || lm_crc32c(0, p + at + 4, n) != lm_le_get32(p + at + 4 + n))
-      break; /* torn or damaged tail: the log ends here */
-    lm_state_reader r;
-    lm_state_reader_init(&r, p + at + 4, n);
-    at += 8 + (size_t)n;
-    uint64_t ep = (uint64_t)lm_state_get_i64(&r);
-    lm_str nm = lm_state_get_bytes(&r);
-    uint64_t inc = (uint64_t)lm_state_get_i64(&r);
-    int8_t idle = (int8_t)lm_state_get_u8(&r);
-    uint32_t nsrc = lm_state_get_u32(&r);
-    if (r.failed || ep + 1 < epoch) continue;
-    lm_source_def* src = NULL;
-    for (int32_t i = 0; i < g->nsources; i++) {
-      lm_source_def* s = g->sources[i];
-      if (s->incarnation == inc && strlen(s->name) == (size_t)nm.len &&
-          memcmp(s->name, nm.ptr, (size_t)nm.len) == 0)
-        src = s;
-    }
-    uint64_t* upto = lm_calloc((size_t)g->nsources + 1, sizeof *upto);
-    replay_cut* grown = lm_realloc(*cuts, sizeof **cuts * (size_t)(*ncuts + 1));
-    if (upto == NULL || grown == NULL) {
-      lm_free(upto);
-      if (grown != NULL) *cuts = grown;
-      rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
-      break;
-    }
-    *cuts = grown;
-    for (uint32_t k = 0; k < nsrc && !r.failed; k++) {
-      lm_str sn = lm_state_get_bytes(&r);
-      uint64_t si = (uint64_t)lm_state_get_i64(&r);
-      uint64_t seq = (uint64_t)lm_state_get_i64(&r);
-      for (int32_t i = 0; i < g->nsources; i++) {
-        const lm_source_def* s = g->sources[i];
-        if (s->incarnation == si && strlen(s->name) == (size_t)sn.len &&
-            memcmp(s->name, sn.ptr, (size_t)sn.len) == 0)
-          upto[i] = seq;
-      }
-    }
-    if (src == NULL || r.failed) { /* dropped since, or unreadable: nothing to do */
-      lm_free(upto);
-      continue;
-    }
-    replay_cut c = {upto, NULL, src, idle == 2 ? -1 : idle}; /* 2: an order point */
-    int32_t k = *ncuts;
-    while (k > 0 && cut_before(&c, &(*cuts)[k - 1], g->nsources)) {
-      (*cuts)[k] = (*cuts)[k - 1];
-      k--;
-    }
-    (*cuts)[k] = c;
-    (*ncuts)++;
-  }
-  lm_free(text);
-  return rc;
+  idle_reading c = {db, epoch, cuts, ncuts, err};
+  int64_t cut = 0;
+  LM_TRY(lm_idlelog_read(&d->idle, true, &cut, idle_record, &c, err));
+  if (cut > 0)
+    report(d, "%s: a torn tail of %" PRId64 " bytes cut at the last good record",
+           d->idle.path, cut);
+  return LAMINAR_OK;
 }
 
 /* Replay every source's WAL after the restored positions. Records up to
@@ -2164,6 +2159,11 @@ static laminar_code replay_all(laminar_db* db, lm_durable* d, uint64_t quiet_epo
     /* Every source is where the previous cut stood: its idleness change now. */
     const replay_cut* prev = i == 0 && pass > 0 ? &cuts[pass / g->nsources - 1] : NULL;
     if (prev != NULL && prev->idle >= 0) {
+      /* The change is what the live run's round made of the messages before
+       * it: what the replayed ones ask (idle_next, lm_rt_msg_advance) is
+       * spent, or the first live round would apply it again (a source idle
+       * since then made active). */
+      prev->idle_src->idle_next = 0;
       rc = lm_rt_apply_idleness(&db->rt, prev->idle_src, prev->idle == 1);
       if (rc != LAMINAR_OK) break;
     }
@@ -2444,6 +2444,7 @@ static void durable_free(lm_durable* d) {
   pos_list_free(&d->restored);
   pos_list_free(&d->replay_quiet);
   pos_list_free(&d->prev);
+  lm_idlelog_close(&d->idle);
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
   lm_free(d->dir);
@@ -2491,7 +2492,8 @@ laminar_code lm_durable_open(laminar_db* db, const char* data_dir,
   d->ckpt_dir = join(data_dir, "checkpoints");
   d->wal_dir = join(data_dir, "wal");
   laminar_code rc = LAMINAR_OK;
-  if (d->dir == NULL || d->ckpt_dir == NULL || d->wal_dir == NULL)
+  if (d->dir == NULL || d->ckpt_dir == NULL || d->wal_dir == NULL ||
+      lm_idlelog_init(&d->idle, data_dir) != LAMINAR_OK)
     rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   if (rc == LAMINAR_OK)
     rc = resolve_dir(data_dir, "data_dir", LAMINAR_ERR_IO, &d->dir_real, err);

@@ -4,11 +4,10 @@
  * downstream as a changelog, copied out for ad-hoc SELECT, saved and restored
  * with checkpoints.
  *
- * State: each distinct row is encoded once into a byte string (below) kept in
- * one growable buffer; an open-addressing hash table (linear probing, at most
- * half full, backward-shift deletion so there are no tombstones) maps the
- * row's bytes to its multiplicity. Rows that leave the view leave dead bytes
- * behind, reclaimed by compaction once they are more than half the buffer.
+ * State: each distinct row is encoded once into a byte string (below); the
+ * keyed state layer's row set (state/rowset.h: one hash table over encoded
+ * rows, with deletion, compaction, the state bound's accounting and
+ * copy-on-write freezes) maps the row's bytes to its multiplicity.
  *
  * A chunk is applied all or nothing: rows are encoded and the table and the
  * buffer are grown for the worst case (every row new) before the first row
@@ -21,10 +20,10 @@
  */
 #include "op/view.h"
 
+#include "state/rowset.h"
 #include "util/util.h"
 
 #include <assert.h>
-#include <stdatomic.h>
 #include <string.h>
 
 /* The encoding is stored in checkpoints as it is in memory. */
@@ -102,38 +101,12 @@ static int64_t row_check(const lm_schema* schema, const uint8_t* p, int64_t len)
   return pos;
 }
 
-/* A 64-bit hash of the encoded row, eight bytes at a time. */
-static uint64_t row_hash(const uint8_t* p, int64_t len) {
-  uint64_t h = 0x243f6a8885a308d3ull ^ (uint64_t)len;
-  while (len >= 8) {
-    uint64_t k;
-    memcpy(&k, p, 8);
-    h = (h ^ k) * 0x9fb21c651e98df25ull;
-    h ^= h >> 31;
-    p += 8;
-    len -= 8;
-  }
-  uint64_t k = 0;
-  if (len > 0) memcpy(&k, p, (size_t)len);
-  h = (h ^ k) * 0xd6e8feb86659fd93ull;
-  h ^= h >> 32;
-  h *= 0x9fb21c651e98df25ull;
-  return h ^ (h >> 29);
+/* The hash of an encoded row (or a table's key): the state layer's. */
+static inline uint64_t row_hash(const uint8_t* p, int64_t len) {
+  return lm_state_rowset_hash(p, len);
 }
 
 /* ==== the operator ==================================================================== */
-
-/* One distinct row: its hash, multiplicity (0 = empty slot) and bytes. A
- * table's (keyed) slot holds its key's encoding then the row's: klen bytes of
- * key, hashed and compared alone; a view's klen is 0 and the whole row is
- * its identity. */
-typedef struct slot {
-  uint64_t hash;
-  int64_t weight;
-  int64_t off;
-  int64_t len;
-  int64_t klen;
-} slot;
 
 typedef struct view_op {
   lm_op base; /* out_schema: the columns, then _weight BIGINT */
@@ -144,24 +117,13 @@ typedef struct view_op {
   int32_t nkey;
   lm_schema key_schema;
   bool changelog; /* input chunks carry the weight as column columns.ncols */
-  slot* slots;
-  int64_t cap;   /* slots (a power of two, or 0) */
-  int64_t count; /* rows in the view */
-  uint8_t* bytes;
-  int64_t nbytes; /* used, live and dead */
-  int64_t bytes_cap;
-  int64_t dead; /* bytes of rows that left */
+  /* The rows: a view's identified by their whole encoding, a table's
+   * (keyed) by their key's encoding, stored before the row's. */
+  lm_state_rowset rows;
   int64_t retract_errors;
   lm_eval_ctx* ctx; /* per-chunk scratch */
   lm_vec* outs;     /* columns.ncols + 1 output vectors */
-  /* Checkpoints (copy-on-write, "frozen views" below): who holds `slots` and
-   * `bytes` as they were at the freeze. 2: the op and a frozen checkpoint
-   * being written (set in the stall); 1: one of them let go; whoever lets
-   * go last frees them. held (the op's alone): the op's slots and bytes are
-   * those, so it copies them before changing them if the writer still
-   * reads them. */
-  _Atomic int32_t share;
-  bool held;
+  /* Checkpoints freeze `rows` copy-on-write ("frozen views" below). */
   int64_t thaws; /* copies made so (lm_op_view_thaws) */
   int64_t thawed_rows;
 } view_op;
@@ -175,133 +137,10 @@ bool lm_op_view_is_changelog(const lm_schema* schema) {
   return last->type == LM_TYPE_INT64 && lm_streq_nocase(last->name, LM_WEIGHT_COLUMN);
 }
 
-/* Grow the table so `extra` more rows keep it at most half full. Nothing
- * changes on failure. */
-static laminar_code reserve_slots(view_op* v, int64_t extra) {
-  int64_t need = v->count + extra;
-  if (need <= v->cap / 2) return LAMINAR_OK;
-  int64_t cap = v->cap ? v->cap : 16;
-  while (cap / 2 < need) {
-    if (cap > INT64_MAX / 4 / (int64_t)sizeof(slot)) return LAMINAR_ERR_NOMEM;
-    cap *= 2;
-  }
-  slot* grown = lm_calloc((size_t)cap, sizeof(slot));
-  if (grown == NULL) return LAMINAR_ERR_NOMEM;
-  uint64_t mask = (uint64_t)cap - 1;
-  for (int64_t i = 0; i < v->cap; i++) {
-    if (v->slots[i].weight == 0) continue;
-    uint64_t j = v->slots[i].hash & mask;
-    while (grown[j].weight != 0) j = (j + 1) & mask;
-    grown[j] = v->slots[i];
-  }
-  lm_free(v->slots);
-  v->slots = grown;
-  v->cap = cap;
-  return LAMINAR_OK;
-}
-
-static laminar_code reserve_bytes(view_op* v, int64_t extra) {
-  if (extra > INT64_MAX / 4 - v->nbytes) return LAMINAR_ERR_NOMEM;
-  int64_t need = v->nbytes + extra;
-  if (need <= v->bytes_cap) return LAMINAR_OK;
-  int64_t cap = v->bytes_cap ? v->bytes_cap : 4096;
-  while (cap < need) cap *= 2;
-  uint8_t* grown = lm_realloc(v->bytes, (size_t)cap);
-  if (grown == NULL) return LAMINAR_ERR_NOMEM;
-  v->bytes = grown;
-  v->bytes_cap = cap;
-  return LAMINAR_OK;
-}
-
-/* Rewrite the buffer with the live rows only, when dead rows are most of it.
- * Best effort: without memory for the new buffer the old one stays. */
-static void maybe_compact(view_op* v) {
-  if (v->dead < 65536 || v->dead * 2 < v->nbytes) return;
-  int64_t live = v->nbytes - v->dead;
-  int64_t cap = live + live / 2 + 4096;
-  uint8_t* fresh = lm_malloc((size_t)cap);
-  if (fresh == NULL) return;
-  int64_t pos = 0;
-  for (int64_t i = 0; i < v->cap; i++) {
-    slot* s = &v->slots[i];
-    if (s->weight == 0) continue;
-    memcpy(fresh + pos, v->bytes + s->off, (size_t)s->len);
-    s->off = pos;
-    pos += s->len;
-  }
-  lm_free(v->bytes);
-  v->bytes = fresh;
-  v->bytes_cap = cap;
-  v->nbytes = pos;
-  v->dead = 0;
-}
-
-/* The slot whose identity is p[0..len) with hash h -- a view's whole row, a
- * table's key (the first klen bytes of its slot) -- or the empty slot where
- * it goes (*found false). The table must have an empty slot. */
-static int64_t probe(const view_op* v, uint64_t h, const uint8_t* p, int64_t len,
-                     bool* found) {
-  uint64_t mask = (uint64_t)v->cap - 1;
-  uint64_t i = h & mask;
-  for (;;) {
-    const slot* s = &v->slots[i];
-    if (s->weight == 0) {
-      *found = false;
-      return (int64_t)i;
-    }
-    int64_t id_len = v->nkey > 0 ? s->klen : s->len;
-    if (s->hash == h && id_len == len && memcmp(v->bytes + s->off, p, (size_t)len) == 0) {
-      *found = true;
-      return (int64_t)i;
-    }
-    i = (i + 1) & mask;
-  }
-}
-
-/* Empty slot i, shifting later rows of its probe run back (no tombstones). */
-static void remove_slot(view_op* v, int64_t i) {
-  uint64_t mask = (uint64_t)v->cap - 1;
-  uint64_t hole = (uint64_t)i;
-  uint64_t j = hole;
-  for (;;) {
-    j = (j + 1) & mask;
-    if (v->slots[j].weight == 0) break;
-    uint64_t home = v->slots[j].hash & mask;
-    /* The row at j may fill the hole unless its home lies cyclically in (hole, j]. */
-    if (((j - home) & mask) >= ((j - hole) & mask)) {
-      v->slots[hole] = v->slots[j];
-      hole = j;
-    }
-  }
-  v->slots[hole].weight = 0;
-}
-
 /* Add weight w to row p[0..len) (hash h); returns the weight applied. */
 static int64_t apply_row(view_op* v, uint64_t h, const uint8_t* p, int64_t len,
                          int64_t w) {
-  bool found;
-  int64_t i = probe(v, h, p, len, &found);
-  int64_t old = found ? v->slots[i].weight : 0;
-  int64_t now;
-  if (__builtin_add_overflow(old, w, &now)) now = INT64_MAX; /* only w > 0 overflows */
-  if (now < 0) {
-    v->retract_errors++; /* a retraction of a row that is not (or not so often) there */
-    now = 0;
-  }
-  if (now == old) return 0;
-  if (!found) {
-    memcpy(v->bytes + v->nbytes, p, (size_t)len); /* room reserved by the caller */
-    v->slots[i] = (slot){h, now, v->nbytes, len, 0};
-    v->nbytes += len;
-    v->count++;
-  } else if (now == 0) {
-    v->dead += v->slots[i].len;
-    remove_slot(v, i);
-    v->count--;
-  } else {
-    v->slots[i].weight = now;
-  }
-  return now - old;
+  return lm_state_rowset_add(&v->rows, h, p, len, w, &v->retract_errors);
 }
 
 laminar_code lm_op_gather(lm_eval_ctx* ctx, const lm_vec* in, const uint32_t* sel,
@@ -322,16 +161,14 @@ laminar_code lm_op_gather(lm_eval_ctx* ctx, const lm_vec* in, const uint32_t* se
 static laminar_code view_thaw(view_op* v);
 
 /* The view's bytes for max_state_bytes: its live rows and their slots. */
-static int64_t view_bytes(const view_op* v) {
-  return v->nbytes - v->dead + v->count * (int64_t)(2 * sizeof(slot));
-}
+static int64_t view_bytes(const view_op* v) { return lm_state_rowset_bytes(&v->rows); }
 
 /* Before a chunk changes the state: the state the op's own (a checkpoint
  * may still read it), the scratch reset, dead bytes reclaimed. */
 static laminar_code chunk_begin(view_op* v) {
   LM_TRY(view_thaw(v));
   lm_eval_ctx_reset(v->ctx);
-  maybe_compact(v);
+  lm_state_rowset_compact(&v->rows);
   return LAMINAR_OK;
 }
 
@@ -360,8 +197,7 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
     for (int32_t c = 0; c < ncols; c++) p = encode_value(&in->cols[c], r, p);
   }
   /* Room for the worst case before the state changes: all or nothing. */
-  LM_TRY(reserve_slots(v, n));
-  LM_TRY(reserve_bytes(v, offs[n]));
+  LM_TRY(lm_state_rowset_reserve(&v->rows, n, offs[n]));
 
   bool pass = true; /* every row applied exactly its own weight */
   int64_t errors_before = v->retract_errors;
@@ -421,48 +257,31 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
 
 /* ---- snapshot / restore -------------------------------------------------------------- */
 
-/* The state a snapshot holds: the table, the row bytes, the counts. */
-typedef struct view_state {
-  const slot* slots;
-  int64_t cap;
-  int64_t count;
-  const uint8_t* bytes;
-  int64_t retract_errors;
-} view_state;
-
-static view_state state_of(const view_op* v) {
-  return (view_state){v->slots, v->cap, v->count, v->bytes, v->retract_errors};
-}
-
-static laminar_code put_state(const view_state* st, lm_state_writer* w) {
-  lm_state_put_i64(w, st->retract_errors);
-  lm_state_put_i64(w, st->count);
-  for (int64_t i = 0; i < st->cap; i++) {
-    const slot* s = &st->slots[i];
-    if (s->weight == 0) continue;
-    lm_state_put_i64(w, s->weight);
-    lm_state_put_bytes(w, st->bytes + s->off, (size_t)s->len);
-  }
+/* A snapshot: the retraction errors, then the rows (lm_state_rowset_put:
+ * the count, per row its weight and bytes). */
+static laminar_code put_state(const lm_state_rowset_frozen* st, int64_t retract_errors,
+                              lm_state_writer* w) {
+  lm_state_put_i64(w, retract_errors);
+  lm_state_rowset_put(st, w);
   return lm_state_writer_status(w);
 }
 
 static laminar_code view_snapshot(const lm_op* base, lm_state_writer* w) {
-  view_state st = state_of((const view_op*)base);
-  return put_state(&st, w);
+  view_op* v = (view_op*)base;
+  lm_state_rowset_frozen st = lm_state_rowset_now(&v->rows);
+  return put_state(&st, v->retract_errors, w);
 }
 
 /* ---- frozen views: checkpoints by copy-on-write ------------------------------------ */
 
-/* The stall notes the table and the row bytes as they are and marks them
- * shared (share = 2) -- O(1), nothing copied; the checkpoint encodes them
- * from its own thread while the op runs on. Before the op changes them
- * (view_thaw: a chunk, a restore) it copies both (two memcpys) and goes on
- * with the copies; if the writer is done first (share 1), they are the op's
- * again, uncopied. */
+/* The stall freezes the rows (lm_state_rowset_freeze: O(1), nothing
+ * copied); the checkpoint encodes them from its own thread while the op
+ * runs on, and the op copies them first if it changes them meanwhile
+ * (view_thaw: a chunk, a restore). */
 
 typedef struct view_frozen {
-  view_op* v;
-  view_state st;
+  lm_state_rowset_frozen st;
+  int64_t retract_errors;
 } view_frozen;
 
 static laminar_code view_freeze(lm_op* base, void** out) {
@@ -470,65 +289,35 @@ static laminar_code view_freeze(lm_op* base, void** out) {
   view_frozen* f = lm_malloc(sizeof *f);
   *out = f;
   if (f == NULL) return LAMINAR_ERR_NOMEM;
-  f->v = v;
-  f->st = state_of(v);
   /* Never still held by an earlier checkpoint: checkpoints write what they
    * froze before the next one begins (as windows, op/window_frozen.c). */
-  atomic_store_explicit(&v->share, 2, memory_order_relaxed); /* published by the resume */
-  v->held = true;
+  f->st = lm_state_rowset_freeze(&v->rows);
+  f->retract_errors = v->retract_errors;
   return LAMINAR_OK;
 }
 
 static laminar_code view_write_frozen(void* frozen, lm_state_writer* w) {
   view_frozen* f = frozen;
-  laminar_code rc = w != NULL ? put_state(&f->st, w) : LAMINAR_OK;
-  /* acq_rel: pairs with view_thaw's. 1: the op let go first (it copied). */
-  if (atomic_fetch_sub_explicit(&f->v->share, 1, memory_order_acq_rel) == 1) {
-    lm_free((void*)f->st.slots);
-    lm_free((void*)f->st.bytes);
-  }
+  laminar_code rc = w != NULL ? put_state(&f->st, f->retract_errors, w) : LAMINAR_OK;
+  lm_state_rowset_release(&f->st);
   lm_free(f);
   return rc;
 }
 
-/* Make the table and the row bytes the op's to change: copies when a
- * checkpoint still reads them. LAMINAR_ERR_NOMEM leaves the op as it was. */
+/* Make the rows the op's to change: copies when a checkpoint still reads
+ * them. LAMINAR_ERR_NOMEM leaves the op as it was. */
 static laminar_code view_thaw(view_op* v) {
-  if (!v->held) return LAMINAR_OK;
-  if (atomic_load_explicit(&v->share, memory_order_acquire) != 2) {
-    atomic_store_explicit(&v->share, 0, memory_order_relaxed); /* the writer is done */
-    v->held = false;
-    return LAMINAR_OK;
-  }
-  slot* slots = v->cap > 0 ? lm_malloc(sizeof(slot) * (size_t)v->cap) : NULL;
-  uint8_t* bytes = v->bytes_cap > 0 ? lm_malloc((size_t)v->bytes_cap) : NULL;
-  if ((v->cap > 0 && slots == NULL) || (v->bytes_cap > 0 && bytes == NULL)) {
-    lm_free(slots);
-    lm_free(bytes);
-    return LAMINAR_ERR_NOMEM;
-  }
-  if (v->cap > 0) memcpy(slots, v->slots, sizeof(slot) * (size_t)v->cap);
-  if (v->nbytes > 0) memcpy(bytes, v->bytes, (size_t)v->nbytes);
-  slot* old_slots = v->slots;
-  uint8_t* old_bytes = v->bytes;
-  v->slots = slots;
-  v->bytes = bytes;
-  v->held = false;
-  v->thaws++;
-  v->thawed_rows += v->count;
-  /* acq_rel: pairs with view_write_frozen's. 1: the writer let go first. */
-  if (atomic_fetch_sub_explicit(&v->share, 1, memory_order_acq_rel) == 1) {
-    lm_free(old_slots);
-    lm_free(old_bytes);
+  bool copied;
+  LM_TRY(lm_state_rowset_thaw(&v->rows, &copied));
+  if (copied) {
+    v->thaws++;
+    v->thawed_rows += v->rows.count;
   }
   return LAMINAR_OK;
 }
 
 static void clear_state(view_op* v) {
-  if (v->slots != NULL) memset(v->slots, 0, sizeof(slot) * (size_t)v->cap);
-  v->count = 0;
-  v->nbytes = 0;
-  v->dead = 0;
+  lm_state_rowset_clear(&v->rows);
   v->retract_errors = 0;
 }
 
@@ -549,7 +338,7 @@ static laminar_code view_restore(lm_op* base, lm_state_reader* r, laminar_error*
   if (r->failed || errors < 0 || count < 0 || (uint64_t)count > (r->len - r->pos) / 12) {
     return corrupt(err, "header");
   }
-  if (reserve_slots(v, count) != LAMINAR_OK) {
+  if (lm_state_rowset_reserve(&v->rows, count, 0) != LAMINAR_OK) {
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory restoring a view");
   }
   for (int64_t k = 0; k < count; k++) {
@@ -562,17 +351,15 @@ static laminar_code view_restore(lm_op* base, lm_state_reader* r, laminar_error*
     int64_t klen = v->nkey > 0 ? row_check(&v->key_schema, p, row.len) : 0;
     if (klen < 0 || row_check(&v->columns, p + klen, row.len - klen) != row.len - klen)
       return corrupt(err, "row encoding");
-    if (reserve_bytes(v, row.len) != LAMINAR_OK) {
+    if (lm_state_rowset_reserve(&v->rows, 0, row.len) != LAMINAR_OK) {
       return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory restoring a view");
     }
     bool found;
-    uint64_t h = row_hash(p, v->nkey > 0 ? klen : row.len);
-    int64_t i = probe(v, h, p, v->nkey > 0 ? klen : row.len, &found);
+    int64_t id_len = v->nkey > 0 ? klen : row.len;
+    uint64_t h = row_hash(p, id_len);
+    int64_t i = lm_state_rowset_probe(&v->rows, h, p, id_len, &found);
     if (found) return corrupt(err, "duplicate row");
-    if (row.len > 0) memcpy(v->bytes + v->nbytes, p, (size_t)row.len);
-    v->slots[i] = (slot){h, weight, v->nbytes, row.len, klen};
-    v->nbytes += row.len;
-    v->count++;
+    lm_state_rowset_insert_at(&v->rows, i, h, p, row.len, klen, weight);
   }
   v->retract_errors = errors;
   return LAMINAR_OK;
@@ -587,8 +374,7 @@ static void view_destroy(lm_op* base) {
   lm_free(v->key_cols);
   lm_eval_ctx_destroy(v->ctx);
   lm_free(v->outs);
-  lm_free(v->slots);
-  lm_free(v->bytes);
+  lm_state_rowset_free(&v->rows);
   lm_free(v);
 }
 
@@ -617,6 +403,7 @@ laminar_code lm_op_view_create(const lm_schema* in_schema, lm_op** out) {
   if (v == NULL) return LAMINAR_ERR_NOMEM;
   v->base.vt = &view_vtable;
   v->changelog = changelog;
+  lm_state_rowset_init(&v->rows, false);
   lm_schema_init_empty(&v->columns);
   bool ok = lm_eval_ctx_create(&v->ctx) == LAMINAR_OK &&
             (v->outs = lm_calloc((size_t)ncols + 1, sizeof(lm_vec))) != NULL;
@@ -645,7 +432,7 @@ const lm_schema* lm_op_view_columns(const lm_op* view) {
   return &((const view_op*)view)->columns;
 }
 
-int64_t lm_op_view_rows(const lm_op* view) { return ((const view_op*)view)->count; }
+int64_t lm_op_view_rows(const lm_op* view) { return ((const view_op*)view)->rows.count; }
 
 int64_t lm_op_view_retract_errors(const lm_op* view) {
   return ((const view_op*)view)->retract_errors;
@@ -731,7 +518,7 @@ static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
   const uint8_t** outs = lm_eval_ctx_alloc(v->ctx, sizeof(uint8_t*) * (size_t)(2 * n));
   int64_t* weights = lm_eval_ctx_alloc(v->ctx, sizeof(int64_t) * (size_t)(2 * n));
   /* Old rows copied out: at most what the state and this chunk hold. */
-  uint8_t* old = lm_eval_ctx_alloc(v->ctx, (size_t)(v->nbytes + offs[n] + 1));
+  uint8_t* old = lm_eval_ctx_alloc(v->ctx, (size_t)(v->rows.nbytes + offs[n] + 1));
   if (enc == NULL || outs == NULL || weights == NULL || old == NULL)
     return LAMINAR_ERR_NOMEM;
   for (int64_t r = 0; r < n; r++) {
@@ -741,9 +528,9 @@ static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
     for (int32_t c = 0; c < ncols; c++) p = encode_value(&in->cols[c], r, p);
   }
   /* Room for the worst case before the state changes (every row new). */
-  LM_TRY(reserve_slots(v, n));
-  LM_TRY(reserve_bytes(v, offs[n]));
+  LM_TRY(lm_state_rowset_reserve(&v->rows, n, offs[n]));
 
+  lm_state_rowset* rs = &v->rows;
   int64_t m = 0, old_pos = 0;
   for (int64_t r = 0; r < n; r++) {
     const uint8_t* p = enc + offs[r];
@@ -752,34 +539,27 @@ static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
         (wv->nulls != NULL && wv->nulls[r]) || ((const int64_t*)wv->data)[r] > 0;
     uint64_t h = row_hash(p, klen);
     bool found;
-    int64_t i = probe(v, h, p, klen, &found);
+    int64_t i = lm_state_rowset_probe(rs, h, p, klen, &found);
     if (found) {
-      slot* s = &v->slots[i];
-      if (upsert && s->len == len && memcmp(v->bytes + s->off, p, (size_t)len) == 0)
+      const lm_state_rowset_slot* s = &rs->slots[i];
+      const uint8_t* at = lm_state_rowset_data(rs, i);
+      if (upsert && s->len == len && memcmp(at, p, (size_t)len) == 0)
         continue; /* the same row again */
       /* The old row goes out: copied, as its bytes may be reused below. */
       int64_t olen = s->len - s->klen;
       uint8_t* copy = old + old_pos;
-      memcpy(copy, v->bytes + s->off + s->klen, (size_t)olen);
+      memcpy(copy, at + s->klen, (size_t)olen);
       old_pos += olen;
       outs[m] = copy;
       weights[m++] = -1;
-      v->dead += s->len;
       if (!upsert) {
-        remove_slot(v, i);
-        v->count--;
+        lm_state_rowset_remove_at(rs, i);
         continue;
       }
-      memcpy(v->bytes + v->nbytes, p, (size_t)len); /* room reserved above */
-      s->off = v->nbytes;
-      s->len = len;
-      v->nbytes += len;
+      lm_state_rowset_replace_at(rs, i, p, len); /* room reserved above */
     } else {
       if (!upsert) continue; /* no row of that key */
-      memcpy(v->bytes + v->nbytes, p, (size_t)len);
-      v->slots[i] = (slot){h, 1, v->nbytes, len, klen};
-      v->nbytes += len;
-      v->count++;
+      lm_state_rowset_insert_at(rs, i, h, p, len, klen, 1);
     }
     outs[m] = p + klen;
     weights[m++] = 1;
@@ -814,6 +594,7 @@ laminar_code lm_op_table_create(const lm_schema* in_schema, const int32_t* key_c
   LM_TRY(lm_op_view_create(in_schema, out));
   view_op* v = (view_op*)*out;
   v->base.vt = &table_vtable;
+  lm_state_rowset_init(&v->rows, true); /* empty still: nothing to free */
   v->key_cols = lm_malloc(sizeof(int32_t) * (size_t)nkey);
   bool ok = v->key_cols != NULL;
   for (int32_t k = 0; ok && k < nkey; k++) {
@@ -848,7 +629,7 @@ laminar_code lm_op_table_lookup(const lm_op* table, lm_eval_ctx* ctx, const lm_v
   memset(found, 0, cnt);
   offs[0] = 0;
   for (int64_t r = 0; r < n; r++) {
-    bool null_key = v->count == 0;
+    bool null_key = v->rows.count == 0;
     for (int32_t k = 0; k < nkey; k++)
       null_key |= keys[k].nulls != NULL && keys[k].nulls[r];
     int64_t klen = null_key ? 0 : encoded_size(keys, NULL, nkey, r);
@@ -867,25 +648,21 @@ laminar_code lm_op_table_lookup(const lm_op* table, lm_eval_ctx* ctx, const lm_v
    * for -- a large table's slots and rows are cache misses (on this machine a
    * 10^6-row table's lookups took half the time with the prefetches). */
   enum { PREFETCH = 16 };
-  uint64_t mask = (uint64_t)v->cap - 1;
   int64_t m = 0;
   for (int64_t r = 0; r < n; r++) {
     int64_t ahead = r + PREFETCH;
     if (ahead < n && offs[ahead + 1] != offs[ahead])
-      __builtin_prefetch(&v->slots[hashes[ahead] & mask]);
+      lm_state_rowset_prefetch(&v->rows, hashes[ahead], 0);
     /* Halfway there its slot is in cache: ask for the row's bytes too. */
     int64_t half = r + PREFETCH / 2;
-    if (half < n && offs[half + 1] != offs[half]) {
-      const slot* ps = &v->slots[hashes[half] & mask];
-      if (ps->weight != 0) __builtin_prefetch(v->bytes + ps->off);
-    }
+    if (half < n && offs[half + 1] != offs[half])
+      lm_state_rowset_prefetch(&v->rows, hashes[half], 1);
     int64_t klen = offs[r + 1] - offs[r];
     if (klen == 0) continue;
-    bool hit;
-    int64_t i = probe(v, hashes[r], enc + offs[r], klen, &hit);
-    if (!hit) continue;
-    const slot* sl = &v->slots[i];
-    rows[m++] = v->bytes + sl->off + sl->klen;
+    const lm_state_rowset_slot* sl =
+        lm_state_rowset_find(&v->rows, hashes[r], enc + offs[r], klen);
+    if (sl == NULL) continue;
+    rows[m++] = v->rows.bytes + sl->off + sl->klen;
     found[r] = 1;
   }
   /* The matched rows decoded in order, then spread to their input rows. */
@@ -919,8 +696,9 @@ const int32_t* lm_op_table_keys(const lm_op* op, int32_t* out_n) {
 laminar_code lm_op_view_copy(const lm_op* base, lm_view_rows* out) {
   const view_op* v = (const view_op*)base;
   memset(out, 0, sizeof *out);
-  int64_t n = v->count;
-  int64_t live = v->nbytes - v->dead;
+  const lm_state_rowset* rs = &v->rows;
+  int64_t n = rs->count;
+  int64_t live = rs->nbytes - rs->dead;
   out->bytes = lm_malloc((size_t)(live ? live : 1));
   out->offsets = lm_malloc(sizeof(int64_t) * (size_t)(n + 1));
   out->weights = lm_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
@@ -930,11 +708,11 @@ laminar_code lm_op_view_copy(const lm_op* base, lm_view_rows* out) {
   }
   int64_t k = 0, pos = 0;
   out->offsets[0] = 0;
-  for (int64_t i = 0; i < v->cap; i++) {
-    const slot* s = &v->slots[i];
+  for (int64_t i = 0; i < rs->cap; i++) {
+    const lm_state_rowset_slot* s = &rs->slots[i];
     if (s->weight == 0) continue;
     int64_t len = s->len - s->klen; /* a table's key prefix stays behind */
-    memcpy(out->bytes + pos, v->bytes + s->off + s->klen, (size_t)len);
+    memcpy(out->bytes + pos, rs->bytes + s->off + s->klen, (size_t)len);
     pos += len;
     out->weights[k] = s->weight;
     out->offsets[++k] = pos;

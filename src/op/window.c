@@ -159,9 +159,9 @@ laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
 
 /* The group of each row sel[j] of window w (hashes by row) into gids[j],
  * adding new groups. A single key column without NULLs (the common GROUP BY)
- * probes inline, comparing the value directly; new groups, other key shapes
- * and collisions beyond the first slot's hash go through
- * lm_op_group_find_or_add. The same groups, in the same order, either way. */
+ * probes with lm_state_table_find1, comparing the value directly; new groups
+ * and other key shapes go through lm_op_group_find_or_add. The same groups,
+ * in the same order, either way. */
 static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t* sel,
                                        int64_t m, const uint64_t* hashes,
                                        uint32_t* gids) {
@@ -173,29 +173,14 @@ static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t*
               (t == LM_TYPE_STRING || t == LM_TYPE_INT64 || t == LM_TYPE_TIMESTAMP);
   int64_t j = 0;
   while (fast && j < m) {
-    /* Re-read after each slow call: adding a group may grow these arrays. */
-    const uint32_t* table = w->t.index;
-    uint32_t mask = w->t.mask;
-    const uint64_t* ghash = w->t.hash;
-    const lm_state_keycol* ks = &w->t.keys[0];
+    /* Re-read after each slow call: adding a group may grow the table. A
+     * copy: the stores to gids cannot alias its fields. */
+    const lm_state_table tab = w->t;
     for (; j < m; j++) {
-      uint32_t r = sel[j];
-      uint64_t h = hashes[r];
-      uint32_t slot = (uint32_t)h & mask, e;
-      bool found = false;
-      while ((e = table[slot]) != 0) {
-        uint32_t g = e - 1;
-        if (ghash[g] == h && !ks->nulls[g] &&
-            (t == LM_TYPE_STRING
-                 ? lm_state_str_eq(ks->s[g], ((const lm_str*)key->data)[r])
-                 : ks->i[g] == ((const int64_t*)key->data)[r])) {
-          gids[j] = g;
-          found = true;
-          break;
-        }
-        slot = (slot + 1) & mask;
-      }
-      if (!found) break;
+      int64_t g =
+          lm_state_table_find1(&tab, t == LM_TYPE_STRING, hashes[sel[j]], key, sel[j]);
+      if (g < 0) break;
+      gids[j] = (uint32_t)g;
     }
     if (j < m) {
       LM_TRY(

@@ -230,6 +230,27 @@ static inline int64_t lm_state_table_find(const lm_state_table* t, uint64_t h,
     slot = (slot + 1) & t->mask;
   }
 }
+/* The row whose single key equals row `row` of column key (hash h), or -1:
+ * the lookup of the common GROUP BY -- one key column of INT64, TIMESTAMP
+ * (is_string false) or STRING (true) with no NULLs in the batch -- comparing
+ * the value directly instead of lm_state_table_row_equals' loop over key
+ * columns and types. The same answer as lm_state_table_find. Callers in a
+ * loop that also stores uint32_t values pass a local copy of the table, so
+ * its index fields stay in registers (a store could alias them). */
+static inline int64_t lm_state_table_find1(const lm_state_table* t, bool is_string,
+                                           uint64_t h, const lm_vec* key, int64_t row) {
+  const lm_state_keycol* ks = &t->keys[0];
+  uint32_t slot = (uint32_t)h & t->mask, e;
+  while ((e = t->index[slot]) != 0) {
+    uint32_t g = e - 1;
+    if (t->hash[g] == h && !ks->nulls[g] &&
+        (is_string ? lm_state_str_eq(ks->s[g], ((const lm_str*)key->data)[row])
+                   : ks->i[g] == ((const int64_t*)key->data)[row]))
+      return g;
+    slot = (slot + 1) & t->mask;
+  }
+  return -1;
+}
 /* The hash of row g's stored keys; equals lm_state_hash_rows() of its source. */
 uint64_t lm_state_table_hash_row(const lm_state_table* t, int64_t g);
 /* Replace the index by one of nsize slots (a power of two above n) over rows

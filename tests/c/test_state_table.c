@@ -5,9 +5,16 @@
  * of rows and of stored keys agreeing, snapshot round trips and truncated
  * input, the partition filter of a restart on another core count, copies
  * for copy-on-write freezes (whole and by blocks), truncation and the bytes
- * the state bound counts. Random cases print their seed.
+ * the state bound counts. The row set of views and tables
+ * (src/state/rowset.h) against a reference multiset: weights up and down,
+ * removal at weight 0 (backward shift: every live entry still found, no
+ * tombstones), keyed entries replaced and removed, compaction, the bytes
+ * the bound counts, snapshot encoding and copy-on-write freezes. Random
+ * cases print their seed.
  */
 #include "state/table.h"
+
+#include "state/rowset.h"
 
 #include "util/util.h"
 
@@ -351,8 +358,250 @@ static int test_growth(void) {
     uint64_t size = (uint64_t)t.mask + 1;
     EXPECT((uint64_t)t.n * (size <= 65536 ? 4 : 2) <= size);
   }
-  for (int64_t r = 0; r < 200000; r++)
+  for (int64_t r = 0; r < 200000; r++) {
     EXPECT(lm_state_table_find(&t, h[r], &col, r) == r);
+    EXPECT(lm_state_table_find1(&t, false, h[r], &col, r) == r);
+  }
+  /* A key not there: -1 from both lookups. */
+  int64_t absent[1] = {3};
+  uint64_t ha;
+  lm_vec one = {LM_TYPE_INT64, 1, NULL, absent};
+  lm_state_hash_rows(&one, 1, NULL, 1, &ha);
+  EXPECT(lm_state_table_find(&t, ha, &one, 0) == -1);
+  EXPECT(lm_state_table_find1(&t, false, ha, &one, 0) == -1);
+  lm_state_table_free(&t);
+  return 0;
+}
+
+/* ---- the row set (state/rowset.h) -------------------------------------------------- */
+
+#define NUNIV 3000
+
+/* Entry u of the universe: a distinct byte string of 2..41 bytes, u in its
+ * first two (lengths vary, so hashes see every tail length). */
+static int64_t univ_entry(int64_t u, uint8_t* out) {
+  int64_t len = 2 + (u * 7) % 40;
+  out[0] = (uint8_t)u;
+  out[1] = (uint8_t)(u >> 8);
+  for (int64_t k = 2; k < len; k++) out[k] = (uint8_t)((u >> (k % 3 * 4)) + k * 31);
+  return len;
+}
+
+/* The set holds exactly the entries ref[u] > 0 with those weights; its
+ * count, its bytes for the bound and a walk over its slots agree. */
+static bool rowset_matches(const lm_state_rowset* s, const int64_t* ref) {
+  uint8_t buf[64];
+  int64_t live = 0, live_bytes = 0;
+  for (int64_t u = 0; u < NUNIV; u++) {
+    int64_t len = univ_entry(u, buf);
+    const lm_state_rowset_slot* e =
+        lm_state_rowset_find(s, lm_state_rowset_hash(buf, len), buf, len);
+    if (ref[u] == 0) {
+      if (e != NULL) return false;
+      continue;
+    }
+    if (e == NULL || e->weight != ref[u] || e->len != len ||
+        memcmp(s->bytes + e->off, buf, (size_t)len) != 0)
+      return false;
+    live++;
+    live_bytes += len;
+  }
+  int64_t walked = 0;
+  for (int64_t i = 0; i < s->cap; i++) walked += s->slots[i].weight != 0;
+  return s->count == live && walked == live &&
+         lm_state_rowset_bytes(s) ==
+             live_bytes + live * (int64_t)(2 * sizeof(lm_state_rowset_slot));
+}
+
+/* Random weights added to a small universe, many reaching 0 (removed by
+ * backward shift) and some going below (stopped at 0, counted), checked
+ * against a reference after every round; compaction keeps it all. */
+static int test_rowset_add_remove(void) {
+  uint64_t rng = lm_test_seed() + 7;
+  static int64_t ref[NUNIV];
+  memset(ref, 0, sizeof ref);
+  lm_state_rowset s;
+  lm_state_rowset_init(&s, false);
+  int64_t errors = 0, ref_errors = 0;
+  uint8_t buf[64];
+  for (int round = 0; round < 60; round++) {
+    CHECK_CODE(lm_state_rowset_reserve(&s, 2000, 2000 * 40), LAMINAR_OK,
+               (laminar_error*)NULL);
+    for (int k = 0; k < 2000; k++) {
+      uint64_t z = lm_test_rand(&rng);
+      int64_t u = (int64_t)(z % (round < 30 ? NUNIV : NUNIV / 3));
+      int64_t w = (int64_t)((z >> 20) % 5) - 2; /* -2 .. 2 */
+      int64_t len = univ_entry(u, buf);
+      int64_t want = ref[u] + w < 0 ? -ref[u] : w;
+      if (ref[u] + w < 0) ref_errors++;
+      int64_t got =
+          lm_state_rowset_add(&s, lm_state_rowset_hash(buf, len), buf, len, w, &errors);
+      EXPECT(got == want);
+      ref[u] += want;
+    }
+    EXPECT(errors == ref_errors);
+    CHECK(rowset_matches(&s, ref));
+    lm_state_rowset_compact(&s);
+    CHECK(rowset_matches(&s, ref));
+  }
+  /* Everything taken back: empty, every slot empty. */
+  for (int64_t u = 0; u < NUNIV; u++) {
+    int64_t len = univ_entry(u, buf);
+    if (ref[u] > 0)
+      lm_state_rowset_add(&s, lm_state_rowset_hash(buf, len), buf, len, -ref[u], &errors);
+    ref[u] = 0;
+  }
+  CHECK(rowset_matches(&s, ref));
+  EXPECT(s.count == 0 && lm_state_rowset_bytes(&s) == 0);
+  EXPECT(s.dead == s.nbytes);
+  lm_state_rowset_free(&s);
+  return 0;
+}
+
+/* Keyed entries (a table): identity the first klen bytes; replace keeps the
+ * key and counts the old bytes dead, remove drops it, others stay found. */
+static int test_rowset_keyed(void) {
+  lm_state_rowset s;
+  lm_state_rowset_init(&s, true);
+  CHECK_CODE(lm_state_rowset_reserve(&s, 500, 500 * 32), LAMINAR_OK,
+             (laminar_error*)NULL);
+  uint8_t row[32];
+  for (int64_t k = 0; k < 500; k++) {
+    memcpy(row, &k, 8);                 /* the key */
+    memset(row + 8, (int)(k % 251), 8); /* the row */
+    uint64_t h = lm_state_rowset_hash(row, 8);
+    bool found;
+    int64_t i = lm_state_rowset_probe(&s, h, row, 8, &found);
+    CHECK(!found);
+    lm_state_rowset_insert_at(&s, i, h, row, 16, 8, 1);
+  }
+  CHECK_CODE(lm_state_rowset_reserve(&s, 0, 500 * 32), LAMINAR_OK, (laminar_error*)NULL);
+  for (int64_t k = 0; k < 500; k++) {
+    memcpy(row, &k, 8);
+    uint64_t h = lm_state_rowset_hash(row, 8);
+    bool found;
+    int64_t i = lm_state_rowset_probe(&s, h, row, 8, &found);
+    CHECK(found);
+    if (k % 3 == 0) {
+      lm_state_rowset_remove_at(&s, i);
+    } else if (k % 3 == 1) {
+      memset(row + 8, 0xAB, 16); /* a longer row under the same key */
+      lm_state_rowset_replace_at(&s, i, row, 24);
+    }
+  }
+  EXPECT(s.count == 500 - 167);
+  EXPECT(s.dead == 167 * 16 + 167 * 16);
+  for (int64_t k = 0; k < 500; k++) {
+    memcpy(row, &k, 8);
+    const lm_state_rowset_slot* e =
+        lm_state_rowset_find(&s, lm_state_rowset_hash(row, 8), row, 8);
+    if (k % 3 == 0) {
+      EXPECT(e == NULL);
+      continue;
+    }
+    CHECK(e != NULL);
+    EXPECT(e->klen == 8 && e->weight == 1);
+    EXPECT(e->len == (k % 3 == 1 ? 24 : 16));
+    EXPECT(s.bytes[e->off + 8] == (k % 3 == 1 ? 0xAB : (uint8_t)(k % 251)));
+  }
+  lm_state_rowset_free(&s);
+  return 0;
+}
+
+/* The snapshot encoding (count, then weight and bytes per entry) of a frozen
+ * set stays what it was at the freeze while the set thaws (a copy) and
+ * changes; released after, and without a writer the thaw copies nothing. */
+static int test_rowset_freeze_snapshot(void) {
+  lm_state_rowset s;
+  lm_state_rowset_init(&s, false);
+  uint8_t buf[64];
+  int64_t errors = 0;
+  CHECK_CODE(lm_state_rowset_reserve(&s, 100, 100 * 40), LAMINAR_OK,
+             (laminar_error*)NULL);
+  for (int64_t u = 0; u < 100; u++) {
+    int64_t len = univ_entry(u, buf);
+    lm_state_rowset_add(&s, lm_state_rowset_hash(buf, len), buf, len, 1 + u % 3, &errors);
+  }
+  lm_state_writer before;
+  lm_state_writer_init(&before);
+  lm_state_rowset_frozen now = lm_state_rowset_now(&s);
+  lm_state_rowset_put(&now, &before);
+  CHECK_CODE(lm_state_writer_status(&before), LAMINAR_OK, (laminar_error*)NULL);
+
+  lm_state_rowset_frozen f = lm_state_rowset_freeze(&s);
+  bool copied;
+  CHECK_CODE(lm_state_rowset_thaw(&s, &copied), LAMINAR_OK, (laminar_error*)NULL);
+  EXPECT(copied);
+  CHECK_CODE(lm_state_rowset_reserve(&s, 100, 100 * 40), LAMINAR_OK,
+             (laminar_error*)NULL);
+  for (int64_t u = 0; u < 100; u++) { /* every entry changes; half go away */
+    int64_t len = univ_entry(u, buf);
+    lm_state_rowset_add(&s, lm_state_rowset_hash(buf, len), buf, len,
+                        u % 2 ? -(1 + u % 3) : 5, &errors);
+  }
+  EXPECT(s.count == 50);
+  lm_state_writer frozen;
+  lm_state_writer_init(&frozen);
+  lm_state_rowset_put(&f, &frozen);
+  lm_state_rowset_release(&f);
+  CHECK(frozen.len == before.len);
+  EXPECT(memcmp(frozen.data, before.data, before.len) == 0);
+
+  /* The encoding reads back as the entries: count, weight, bytes. */
+  lm_state_reader r;
+  lm_state_reader_init(&r, before.data, before.len);
+  EXPECT(lm_state_get_i64(&r) == 100);
+  int64_t seen = 0;
+  for (int64_t k = 0; k < 100; k++) {
+    int64_t w = lm_state_get_i64(&r);
+    lm_str b = lm_state_get_bytes(&r);
+    CHECK(!r.failed);
+    int64_t u = (uint8_t)b.ptr[0];
+    int64_t len = univ_entry(u, buf);
+    EXPECT(len == b.len && memcmp(buf, b.ptr, (size_t)len) == 0);
+    EXPECT(w == 1 + u % 3);
+    seen++;
+  }
+  EXPECT(seen == 100 && r.pos == r.len);
+
+  /* Freeze, the writer done first: the thaw copies nothing. */
+  f = lm_state_rowset_freeze(&s);
+  lm_state_rowset_release(&f);
+  CHECK_CODE(lm_state_rowset_thaw(&s, &copied), LAMINAR_OK, (laminar_error*)NULL);
+  EXPECT(!copied);
+  EXPECT(s.count == 50);
+  lm_state_writer_free(&before);
+  lm_state_writer_free(&frozen);
+  lm_state_rowset_free(&s);
+  return 0;
+}
+
+/* The one-key lookup (lm_state_table_find1) of STRING keys, short and long,
+ * agrees with the general one on every row, present or not. */
+static int test_find1_strings(void) {
+  uint64_t rng = lm_test_seed() + 11;
+  batch_fill(&B, &rng);
+  lm_state_table t;
+  const lm_type ty = LM_TYPE_STRING;
+  CHECK_CODE(lm_state_table_init(&t, &ty, 1), LAMINAR_OK, (laminar_error*)NULL);
+  lm_vec col = {LM_TYPE_STRING, NROWS, NULL, B.s};
+  lm_state_hash_rows(&col, 1, NULL, NROWS, H);
+  for (int64_t r = 0; r < NROWS; r++) {
+    int64_t g = lm_state_table_find(&t, H[r], &col, r);
+    EXPECT(lm_state_table_find1(&t, true, H[r], &col, r) == g);
+    if (g >= 0 || r % 2 == 1) continue; /* odd rows' new keys stay out */
+    CHECK_CODE(lm_state_table_grow_index(&t), LAMINAR_OK, (laminar_error*)NULL);
+    CHECK_CODE(lm_state_table_reserve(&t, t.n + 1), LAMINAR_OK, (laminar_error*)NULL);
+    g = lm_state_table_push(&t, H[r]);
+    CHECK_CODE(lm_state_table_set_keys(&t, g, &col, r), LAMINAR_OK, (laminar_error*)NULL);
+  }
+  int64_t hits = 0;
+  for (int64_t r = 0; r < NROWS; r++) {
+    int64_t g = lm_state_table_find(&t, H[r], &col, r);
+    EXPECT(lm_state_table_find1(&t, true, H[r], &col, r) == g);
+    hits += g >= 0;
+  }
+  EXPECT(hits > 0 && t.n > 0);
   lm_state_table_free(&t);
   return 0;
 }
@@ -365,6 +614,10 @@ int main(int argc, char** argv) {
       {"copies", test_copies},
       {"truncate_reset_bytes", test_truncate_reset_bytes},
       {"growth", test_growth},
+      {"find1_strings", test_find1_strings},
+      {"rowset_add_remove", test_rowset_add_remove},
+      {"rowset_keyed", test_rowset_keyed},
+      {"rowset_freeze_snapshot", test_rowset_freeze_snapshot},
       {NULL, NULL},
   };
   return lm_test_main(argc, argv, cases);
