@@ -50,7 +50,22 @@ typedef struct window {
    * rest is read from the frozen original it holds. */
   struct window_cow* cow;
   uint64_t jseq; /* the chunk (window_op.jseq) that journaled it last */
+  int32_t jidx;  /* its place in that chunk's journal (window_op.jwin) */
 } window;
+
+/* EMIT CHANGES chunks (issue 20): the chunk's copy of the groups it touches
+ * in one journaled window, updated in place of the window's own until
+ * everything downstream took the chunk's rows. Entry e is group group[e] of
+ * the window (entry[g] = e + 1; 0: none), its aggregate states in w->aggs,
+ * its row count and emitted flag in w->nrows and w->live (w's table unused). */
+typedef struct window_shadow {
+  window* w;
+  uint32_t* group;
+  uint32_t* entry;
+  int64_t n;
+  int64_t ngroup; /* room in group */
+  int64_t nentry; /* room in entry */
+} window_shadow;
 
 typedef struct window_op {
   lm_op base;
@@ -188,6 +203,13 @@ typedef struct window_op {
   int32_t jn, jcap;
   uint64_t jseq;     /* chunks begun */
   int64_t jkeyset;   /* the keyset's groups before the chunk, -1: no keyset */
+  /* EMIT CHANGES: a chunk updates copies of the groups it touches
+   * (jshadow[j] for jwin[j]) and builds its rows from them; only once they
+   * went through everything downstream (the rest of the chain, the stream's
+   * output) does it update the windows (prepared: cannot fail). A failure
+   * before that takes the groups back: the chain is as before the chunk. */
+  window_shadow* jshadow; /* jcap */
+  lm_state_writer sh_buf; /* a group's states encoded on their way to its copy */
   int64_t per_group; /* bytes a group of a window holds (accounting) */
 } window_op;
 

@@ -524,6 +524,142 @@ static int fault_variants(int64_t first, int64_t last) {
   return 0;
 }
 
+/* FNV-1a of the text of `sql`'s rows (a view's whole content). */
+static int query_hash(laminar_db* db, const char* sql, uint64_t* out) {
+  size_t big = 16u << 20;
+  char* text = malloc(big);
+  CHECK(text != NULL);
+  laminar_error err;
+  laminar_code rc = query_text(db, sql, text, big, &err);
+  if (rc != LAMINAR_OK) printf("query: %s\n", err.message);
+  uint64_t h = 14695981039346656037ull;
+  for (const char* p = text; *p != '\0'; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+  free(text);
+  CHECK(rc == LAMINAR_OK);
+  *out = h;
+  return 0;
+}
+
+/* The chain behind a stream's state (issue 20): a materialized view behind
+ * the aggregation, read by a subscriber. After batch A, batch B runs with
+ * its nth allocation failing: a failure leaves the view's content as after
+ * A and emits nothing; B pushed again gives the unfaulted view and rows. */
+static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
+                     bool* out_failed) {
+  laminar_db* db = open_db(NULL, NULL);
+  CHECK(db != NULL);
+  laminar_error err;
+  const char* src_sql =
+      "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' HOUR);";
+  const char* sql[] = {
+      /* 0: GROUP BY + view */
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo "
+      "FROM t GROUP BY k EMIT CHANGES",
+      /* 1: string results, COUNT(DISTINCT), HAVING */
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(DISTINCT v % 7) AS n, SUM(v) AS s, "
+      "MAX(k) AS mk FROM t GROUP BY k HAVING COUNT(*) > 0 EMIT CHANGES",
+      /* 2: hopping windows, EMIT CHANGES: a big B (9000 rows x 8 windows) */
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, window_start AS ws, COUNT(*) AS n, "
+      "SUM(v) AS s, MIN(v) AS lo FROM t "
+      "GROUP BY k, hop(v, INTERVAL '8' SECOND, INTERVAL '1' SECOND) EMIT CHANGES",
+      /* 3: GROUP BY + view, a big B (70000 rows of 5000 keys) */
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(DISTINCT v) AS n, SUM(v) AS s, "
+      "MAX(k) AS mk FROM t GROUP BY k EMIT CHANGES",
+  };
+  const char* order[] = {"SELECT * FROM mv ORDER BY k", "SELECT * FROM mv ORDER BY k",
+                         "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k"};
+  char text[1024];
+  snprintf(text, sizeof text, "%s%s", src_sql, sql[variant]);
+  CHECK_CODE(laminar_execute(db, text, &err), LAMINAR_OK, &err);
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "mv", &sub, &err), LAMINAR_OK, &err);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
+  int64_t nb = 5000, mod = 0;
+  if (variant == 2) {
+    nb = 9000;
+    mod = 100;
+  } else if (variant == 3) {
+    nb = 70000;
+    mod = 5000;
+  }
+  CHECK(push_keys_mod(src, 0, 3000, 0, &err) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  int64_t nout_a, tot_a[4];
+  CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
+  uint64_t view_a;
+  CHECK(query_hash(db, order[variant], &view_a) == 0);
+  int64_t groups_a = stream_metric(db, "mv", "state_groups");
+  CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0);
+  lm_fault_alloc_set(nth, false);
+  laminar_code rc = laminar_run_until_idle(db, &err);
+  *out_failed = lm_fault_alloc_failures() > 0;
+  lm_fault_alloc_set(0, false);
+  if (rc != LAMINAR_OK) {
+    if (rc != LAMINAR_ERR_NOMEM || strstr(err.message, "'mv'") == NULL ||
+        strstr(err.message, "not applied") == NULL) {
+      printf("allocation %" PRId64 ": %s\n", nth, err.message);
+      CHECK(0);
+    }
+    /* As before B: the view, the stream's groups, nothing emitted. */
+    uint64_t view;
+    CHECK(query_hash(db, order[variant], &view) == 0);
+    int64_t nout, tot[4];
+    CHECK(drain_totals(sub, &nout, tot) == 0);
+    if (view != view_a || nout != 0 ||
+        stream_metric(db, "mv", "state_groups") != groups_a) {
+      printf("allocation %" PRId64 " (%s): the view %s, %" PRId64
+             " rows emitted, groups %" PRId64 " (before %" PRId64 ")\n",
+             nth, err.message, view == view_a ? "unchanged" : "changed", nout,
+             stream_metric(db, "mv", "state_groups"), groups_a);
+      CHECK(0);
+    }
+    CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0); /* the retry */
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  }
+  int64_t nout, tot[4];
+  CHECK(drain_totals(sub, &nout, tot) == 0);
+  uint64_t view;
+  CHECK(query_hash(db, order[variant], &view) == 0);
+  snprintf(out, cap,
+           "view=%016" PRIx64 " groups=%" PRId64 " rows=%" PRId64 "+%" PRId64
+           " n=%" PRId64 " s=%" PRId64 " lo=%" PRId64 " mk=%" PRId64,
+           view, stream_metric(db, "mv", "state_groups"), nout_a, nout,
+           tot_a[0] + tot[0], tot_a[1] + tot[1], tot_a[2] + tot[2], tot_a[3] + tot[3]);
+  laminar_subscription_close(sub);
+  laminar_source_close(src);
+  CHECK(laminar_close(db) == LAMINAR_OK);
+  return 0;
+}
+
+/* chain_run of variant with its nth allocation failing, n = 1, 2, ... until
+ * one runs without a failure. */
+static int chain_variant(int64_t variant) {
+  char want[512], got[512];
+  bool failed;
+  CHECK(chain_run(0, variant, want, sizeof want, &failed) == 0);
+  printf("chain variant %" PRId64 " unfaulted: %s\n", variant, want);
+  int64_t faults = 0;
+  for (int64_t nth = 1; nth < 100000; nth++) {
+    CHECK(chain_run(nth, variant, got, sizeof got, &failed) == 0);
+    if (!failed) break;
+    faults++;
+    if (strcmp(got, want) != 0) {
+      printf("allocation %" PRId64 " failing: %s\n", nth, got);
+      CHECK(0);
+    }
+  }
+  printf("chain variant %" PRId64 ": %" PRId64 " allocations failed in turn\n", variant,
+         faults);
+  CHECK(faults > 3);
+  return 0;
+}
+
+static int test_fault_chain_group_view(void) { return chain_variant(0); }
+static int test_fault_chain_strings_distinct(void) { return chain_variant(1); }
+static int test_fault_chain_big_hop(void) { return chain_variant(2); }
+static int test_fault_chain_big_group(void) { return chain_variant(3); }
+
 static int test_fault_batch_all_or_nothing(void) { return fault_variants(0, 6); }
 
 /* Batches of more (row, window) pairs than the window operator assigns at
@@ -544,6 +680,12 @@ static int test_fault_big_distinct(void) { return test_fault_batch_all_or_nothin
 static int test_fault_big_hop(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_big_changelog(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_big_session(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_group_view(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_strings_distinct(void) {
+  return test_fault_batch_all_or_nothing();
+}
+static int test_fault_chain_big_hop(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_big_group(void) { return test_fault_batch_all_or_nothing(); }
 #endif
 
 static const lm_test_case cases[] = {
@@ -556,6 +698,10 @@ static const lm_test_case cases[] = {
     {"fault_big_hop", test_fault_big_hop},
     {"fault_big_changelog", test_fault_big_changelog},
     {"fault_big_session", test_fault_big_session},
+    {"fault_chain_group_view", test_fault_chain_group_view},
+    {"fault_chain_strings_distinct", test_fault_chain_strings_distinct},
+    {"fault_chain_big_hop", test_fault_chain_big_hop},
+    {"fault_chain_big_group", test_fault_chain_big_group},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
