@@ -263,6 +263,9 @@ laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap);
 /* Room for `more` rows in the op's row buffer; emit (and empty) the buffer. */
 laminar_code lm_op_rows_reserve(window_op* op, int64_t more);
 laminar_code lm_op_rows_flush(window_op* op);
+/* Closing windows (or sessions) at the op's watermark failed with rc:
+ * records what it left for the error (nothing emitted, still open). */
+laminar_code lm_op_window_close_failed(window_op* op, laminar_code rc);
 /* The index of the first open pane (or window) starting at or after `start`. */
 int32_t lm_op_open_lower_bound(const window_op* op, int64_t start);
 /* Whether an open pane starting in [lo, hi) took rows after edit count `since`. */

@@ -514,14 +514,14 @@ static laminar_code session_close(window_op* op) {
   for (int32_t i = 0; i < nclose && !op->spec.emit_changes; i++) {
     put_session_row(op, closing[i].slot, +1);
   }
-  laminar_code rc = lm_op_rows_flush(op);
+  LM_TRY(lm_op_rows_flush(op)); /* downstream as before when it fails: they stay open */
   for (int32_t i = 0; i < nclose; i++) {
     slot_unlink(op, closing[i].slot);
   }
   if (op->s_open == 0) { /* nothing open: drop replaced MIN/MAX strings */
     for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&op->sagg[a]);
   }
-  return rc;
+  return LAMINAR_OK;
 }
 
 static void session_put(const window_op* op, lm_state_writer* w) {
@@ -808,7 +808,7 @@ static laminar_code session_on_watermark(lm_op* base, int64_t watermark_ms) {
   laminar_code rc = LAMINAR_OK;
   if (watermark_ms > op->watermark) {
     op->watermark = watermark_ms;
-    rc = session_close(op);
+    rc = lm_op_window_close_failed(op, session_close(op));
   }
   lm_op_window_account(op, false);
   return rc;

@@ -28,6 +28,7 @@
 #include "op/internal.h"
 #include "op/view.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1066,6 +1067,18 @@ laminar_code lm_op_window_chunk_failed(window_op* op, laminar_code rc) {
   return rc;
 }
 
+/* Closing windows failed (rc): say what it left (issue 20). */
+laminar_code lm_op_window_close_failed(window_op* op, laminar_code rc) {
+  if (rc == LAMINAR_ERR_NOMEM) {
+    lm_state_budget_fail(op->base.budget, rc,
+                         "out of memory closing windows at watermark %" PRId64
+                         "; nothing of them was emitted, they close at the next "
+                         "watermark advance (the input that moved it was applied)",
+                         op->watermark);
+  }
+  return rc;
+}
+
 laminar_code lm_op_window_on_chunk(lm_op* base, const lm_chunk* in) {
   window_op* op = (window_op*)base;
   return lm_op_window_chunk_failed(op, window_chunk(op, in));
@@ -1297,7 +1310,7 @@ static laminar_code close_tracked(window_op* op, int32_t nclose, int64_t total) 
     }
   }
   laminar_code rc = lm_op_rows_flush(op);
-  lm_op_window_drop_closed(op, nclose);
+  if (rc == LAMINAR_OK) lm_op_window_drop_closed(op, nclose); /* else: the next advance */
   return rc;
 }
 
@@ -1307,7 +1320,7 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
 /* Close windows, then give their bytes back to the bound. */
 static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   window_op* op = (window_op*)base;
-  laminar_code rc = window_on_watermark_apply(op, watermark_ms);
+  laminar_code rc = lm_op_window_close_failed(op, window_on_watermark_apply(op, watermark_ms));
   lm_op_window_account(op, false);
   return rc;
 }
@@ -1393,7 +1406,9 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
   lm_chunk out = {total, ncols, op->out_vecs, NULL};
   /* Emit before recycling: the chunk borrows the windows' key strings. */
   laminar_code rc = lm_op_emit(&op->base, &out);
-  lm_op_window_drop_closed(op, nclose);
+  /* Downstream as before them when it failed: they stay open, closed by the
+   * next advance (rows for them are late all the same). */
+  if (rc == LAMINAR_OK) lm_op_window_drop_closed(op, nclose);
   return rc;
 }
 

@@ -5,7 +5,7 @@
  * for memory (the bound, or an allocation failure) leaves the state as it
  * was, so a retry gives the uninterrupted answer.
  */
-/* lm_ctest: TIMEOUT 900 */
+/* lm_ctest: TIMEOUT 2400 */
 #define _POSIX_C_SOURCE 200809L
 #include "lm_test.h"
 #include "lm_test_metrics.h"
@@ -565,9 +565,27 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
       /* 3: GROUP BY + view, a big B (70000 rows of 5000 keys) */
       "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(DISTINCT v) AS n, SUM(v) AS s, "
       "MAX(k) AS mk FROM t GROUP BY k EMIT CHANGES",
+      /* 4: tumbling windows closed by the watermark into a view */
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, window_start AS ws, COUNT(*) AS n, "
+      "SUM(v) AS s, MIN(v) AS lo, MAX(k) AS mk FROM t "
+      "GROUP BY k, tumble(v, INTERVAL '1' SECOND) EMIT ON WINDOW CLOSE",
+      /* 5: session windows closed by the watermark into a view */
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, window_start AS ws, COUNT(*) AS n, "
+      "SUM(v) AS s, MIN(v) AS lo FROM t "
+      "GROUP BY k, session(v, INTERVAL '0.6' SECOND) EMIT ON WINDOW CLOSE",
+      /* 6: a cascade: a view reading a stream's changes */
+      "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MAX(k) AS mk FROM t "
+      "GROUP BY k EMIT CHANGES;"
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, n, s, mk FROM g WHERE n > 0",
   };
   const char* order[] = {"SELECT * FROM mv ORDER BY k", "SELECT * FROM mv ORDER BY k",
-                         "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k"};
+                         "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k",
+                         "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k, ws",
+                         "SELECT * FROM mv ORDER BY k, n"};
+  /* 4, 5: B goes in unfaulted; the watermark closing every window fails
+   * instead, and is retried by the next one. */
+  bool close = variant == 4 || variant == 5;
+  const char* stream = variant == 6 ? "g" : "mv";
   char text[1024];
   snprintf(text, sizeof text, "%s%s", src_sql, sql[variant]);
   CHECK_CODE(laminar_execute(db, text, &err), LAMINAR_OK, &err);
@@ -589,32 +607,51 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
   CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
   uint64_t view_a;
   CHECK(query_hash(db, order[variant], &view_a) == 0);
-  int64_t groups_a = stream_metric(db, "mv", "state_groups");
-  CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0);
+  if (close) {
+    CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0);
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+    CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
+    CHECK(query_hash(db, order[variant], &view_a) == 0);
+  }
+  int64_t groups_a = stream_metric(db, stream, "state_groups");
+  if (close) {
+    CHECK_CODE(laminar_source_watermark(src, 100000, &err), LAMINAR_OK, &err);
+  } else {
+    CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0);
+  }
   lm_fault_alloc_set(nth, false);
   laminar_code rc = laminar_run_until_idle(db, &err);
   *out_failed = lm_fault_alloc_failures() > 0;
   lm_fault_alloc_set(0, false);
   if (rc != LAMINAR_OK) {
-    if (rc != LAMINAR_ERR_NOMEM || strstr(err.message, "'mv'") == NULL ||
-        strstr(err.message, "not applied") == NULL) {
+    char quoted[8];
+    snprintf(quoted, sizeof quoted, "'%s'", stream);
+    if (rc != LAMINAR_ERR_NOMEM || strstr(err.message, quoted) == NULL ||
+        strstr(err.message,
+               close ? "close at the next watermark advance" : "not applied") == NULL) {
       printf("allocation %" PRId64 ": %s\n", nth, err.message);
       CHECK(0);
     }
     /* As before B: the view, the stream's groups, nothing emitted. */
+    if (getenv("LM_CHAIN_DEBUG") != NULL)
+      printf("allocation %" PRId64 ": %s\n", nth, err.message);
     uint64_t view;
     CHECK(query_hash(db, order[variant], &view) == 0);
     int64_t nout, tot[4];
     CHECK(drain_totals(sub, &nout, tot) == 0);
     if (view != view_a || nout != 0 ||
-        stream_metric(db, "mv", "state_groups") != groups_a) {
+        stream_metric(db, stream, "state_groups") != groups_a) {
       printf("allocation %" PRId64 " (%s): the view %s, %" PRId64
              " rows emitted, groups %" PRId64 " (before %" PRId64 ")\n",
              nth, err.message, view == view_a ? "unchanged" : "changed", nout,
-             stream_metric(db, "mv", "state_groups"), groups_a);
+             stream_metric(db, stream, "state_groups"), groups_a);
       CHECK(0);
     }
-    CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0); /* the retry */
+    if (!close) CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0); /* the retry */
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  }
+  if (close) { /* the retry of a failed close; nothing to close unfaulted */
+    CHECK_CODE(laminar_source_watermark(src, 100001, &err), LAMINAR_OK, &err);
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   }
   int64_t nout, tot[4];
@@ -624,7 +661,7 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
   snprintf(out, cap,
            "view=%016" PRIx64 " groups=%" PRId64 " rows=%" PRId64 "+%" PRId64
            " n=%" PRId64 " s=%" PRId64 " lo=%" PRId64 " mk=%" PRId64,
-           view, stream_metric(db, "mv", "state_groups"), nout_a, nout,
+           view, stream_metric(db, stream, "state_groups"), nout_a, nout,
            tot_a[0] + tot[0], tot_a[1] + tot[1], tot_a[2] + tot[2], tot_a[3] + tot[3]);
   laminar_subscription_close(sub);
   laminar_source_close(src);
@@ -659,6 +696,9 @@ static int test_fault_chain_group_view(void) { return chain_variant(0); }
 static int test_fault_chain_strings_distinct(void) { return chain_variant(1); }
 static int test_fault_chain_big_hop(void) { return chain_variant(2); }
 static int test_fault_chain_big_group(void) { return chain_variant(3); }
+static int test_fault_chain_window_close(void) { return chain_variant(4); }
+static int test_fault_chain_session_close(void) { return chain_variant(5); }
+static int test_fault_chain_cascade(void) { return chain_variant(6); }
 
 static int test_fault_batch_all_or_nothing(void) { return fault_variants(0, 6); }
 
@@ -686,6 +726,9 @@ static int test_fault_chain_strings_distinct(void) {
 }
 static int test_fault_chain_big_hop(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_chain_big_group(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_window_close(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_session_close(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_cascade(void) { return test_fault_batch_all_or_nothing(); }
 #endif
 
 static const lm_test_case cases[] = {
@@ -702,6 +745,9 @@ static const lm_test_case cases[] = {
     {"fault_chain_strings_distinct", test_fault_chain_strings_distinct},
     {"fault_chain_big_hop", test_fault_chain_big_hop},
     {"fault_chain_big_group", test_fault_chain_big_group},
+    {"fault_chain_window_close", test_fault_chain_window_close},
+    {"fault_chain_session_close", test_fault_chain_session_close},
+    {"fault_chain_cascade", test_fault_chain_cascade},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
