@@ -499,28 +499,38 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap,
   return 0;
 }
 
-/* fault_run of each of variants first .. last with its nth allocation
- * failing, n = 1, 2, ... until one runs without a failure. */
-static int fault_variants(int64_t first, int64_t last) {
-  for (int64_t variant = first; variant <= last; variant++) {
-    char want[512], got[512];
-    bool failed;
-    CHECK(fault_run(0, variant, want, sizeof want, &failed) == 0);
-    printf("variant %" PRId64 " unfaulted: %s\n", variant, want);
-    int64_t faults = 0;
-    for (int64_t nth = 1; nth < 100000; nth++) {
-      CHECK(fault_run(nth, variant, got, sizeof got, &failed) == 0);
-      if (!failed) break;
-      faults++;
-      if (strcmp(got, want) != 0) {
-        printf("allocation %" PRId64 " failing: %s\n", nth, got);
-        CHECK(0);
-      }
+/* A run of one variant with its nth allocation failing (0: none): its
+ * output into out, and whether an allocation failed. */
+typedef int (*fault_run_fn)(int64_t nth, int64_t variant, char* out, size_t cap,
+                            bool* out_failed);
+
+/* run(variant) with its nth allocation failing, n = 1, 2, ... until one runs
+ * without a failure: each gives the unfaulted output. */
+static int fault_each(fault_run_fn run, int64_t variant) {
+  char want[512], got[512];
+  bool failed;
+  CHECK(run(0, variant, want, sizeof want, &failed) == 0);
+  printf("variant %" PRId64 " unfaulted: %s\n", variant, want);
+  int64_t faults = 0;
+  for (int64_t nth = 1; nth < 100000; nth++) {
+    CHECK(run(nth, variant, got, sizeof got, &failed) == 0);
+    if (!failed) break;
+    faults++;
+    if (strcmp(got, want) != 0) {
+      printf("allocation %" PRId64 " failing: %s\n", nth, got);
+      CHECK(0);
     }
-    printf("variant %" PRId64 ": %" PRId64 " allocations failed in turn\n", variant,
-           faults);
-    CHECK(faults > 3);
   }
+  printf("variant %" PRId64 ": %" PRId64 " allocations failed in turn\n", variant,
+         faults);
+  CHECK(faults > 3);
+  return 0;
+}
+
+/* fault_run of each of variants first .. last (fault_each). */
+static int fault_variants(int64_t first, int64_t last) {
+  for (int64_t variant = first; variant <= last; variant++)
+    CHECK(fault_each(fault_run, variant) == 0);
   return 0;
 }
 
@@ -669,28 +679,7 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
   return 0;
 }
 
-/* chain_run of variant with its nth allocation failing, n = 1, 2, ... until
- * one runs without a failure. */
-static int chain_variant(int64_t variant) {
-  char want[512], got[512];
-  bool failed;
-  CHECK(chain_run(0, variant, want, sizeof want, &failed) == 0);
-  printf("chain variant %" PRId64 " unfaulted: %s\n", variant, want);
-  int64_t faults = 0;
-  for (int64_t nth = 1; nth < 100000; nth++) {
-    CHECK(chain_run(nth, variant, got, sizeof got, &failed) == 0);
-    if (!failed) break;
-    faults++;
-    if (strcmp(got, want) != 0) {
-      printf("allocation %" PRId64 " failing: %s\n", nth, got);
-      CHECK(0);
-    }
-  }
-  printf("chain variant %" PRId64 ": %" PRId64 " allocations failed in turn\n", variant,
-         faults);
-  CHECK(faults > 3);
-  return 0;
-}
+static int chain_variant(int64_t variant) { return fault_each(chain_run, variant); }
 
 static int test_fault_chain_group_view(void) { return chain_variant(0); }
 static int test_fault_chain_strings_distinct(void) { return chain_variant(1); }
