@@ -797,6 +797,7 @@ static laminar_code session_on_chunk(lm_op* base, const lm_chunk* in) {
     }
     lm_op_window_account(op, false);
     if (rc == LAMINAR_OK) rc = lm_op_late_deliver(op, in);
+    if (rc != LAMINAR_OK) return lm_op_window_handoff_failed(op, rc, "session windows");
   }
   return lm_op_window_chunk_failed(op, rc);
 }

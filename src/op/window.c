@@ -1067,6 +1067,13 @@ laminar_code lm_op_window_chunk_failed(window_op* op, laminar_code rc) {
   return rc;
 }
 
+laminar_code lm_op_window_handoff_failed(window_op* op, laminar_code rc, const char* what) {
+  return lm_state_budget_fail(op->base.budget, rc,
+                              "%s handing on the batch's rows: the %s took the batch, "
+                              "what reads their rows did not (partly applied)",
+                              laminar_errstr(rc), what);
+}
+
 /* Closing windows failed (rc): say what it left (issue 20). */
 laminar_code lm_op_window_close_failed(window_op* op, laminar_code rc) {
   if (rc == LAMINAR_ERR_NOMEM) {
@@ -1285,7 +1292,8 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
   /* What the updates added (MIN/MAX strings, distinct values) is in use now. */
   LM_TRY(lm_op_window_account(op, false));
   if (spec->emit_changes) return LAMINAR_OK; /* (rows and late rows went before) */
-  return lm_op_late_deliver(op, in);
+  rc = lm_op_late_deliver(op, in);
+  return rc == LAMINAR_OK ? rc : lm_op_window_handoff_failed(op, rc, "windows");
 }
 
 /* ---- emission ------------------------------------------------------------------- */
