@@ -2,15 +2,21 @@
 
 The feed of ``../shared/bench/limit_asof.c``'s header (generated with numpy, not
 timed), split into blocks of 8,192 consecutive events, each pushed as a quotes
-and a trades pyarrow batch through the inline driver (push, ``run_until_idle``,
-drain); beside it, on the same two tables, pandas ``merge_asof`` and DuckDB's
-``ASOF JOIN`` (1 thread and 2), each timed alone. Median of ``--reps`` runs;
+and a trades pyarrow batch through the inline driver (push, ``run_until_idle``;
+the result taken as one Arrow table every 64 blocks); beside it, on the same
+two tables, pandas ``merge_asof`` and DuckDB's ``ASOF JOIN`` (1 thread and 2),
+each timed alone. Median of ``--reps`` runs;
 every engine's result rows and ``sum(bid)`` must agree.
 
     python bench/bench_asof.py -n 1e7 --reps 3 --limit-w3b 5.0
 
 ``--limit-w3b`` takes limit_asof's W3b (M rows/s, same machine and session) and
 adds the ratio to each RESULT line. Exit status 1 if the results disagree.
+
+``--interval MS``: W3i instead, the interval join of each trade with the quotes
+of its symbol within +-MS ms (``JOIN ... ON t.symbol = q.symbol AND q.ts BETWEEN
+t.ts - MS AND t.ts + MS``), through laminardb and DuckDB (1 thread and 2; pandas
+has no interval join); the same check of rows and ``sum(bid)``.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import laminardb
 NSYM = 1000
 TS0 = 1_700_000_000_000
 BLOCK = 8192
+DRAIN_EVERY = 64  # blocks between two takes of the result queue (as one table)
 M1 = np.uint64(0xBF58476D1CE4E5B9)
 M2 = np.uint64(0x94D049BB133111EB)
 
@@ -85,8 +92,24 @@ def blocks(n: int, trades: pa.Table, quotes: pa.Table) -> list[tuple[pa.RecordBa
     return out
 
 
-def run_engine(parts: list) -> tuple[float, int, float]:
-    """W3 through laminardb, inline; (seconds, rows, sum(bid))."""
+def join_clause(interval: int | None) -> str:
+    """W3's join (ASOF), or W3i's (within +-interval ms), after ``FROM trades t``."""
+    if interval is None:
+        return "ASOF JOIN quotes q MATCH_CONDITION(t.ts >= q.ts) ON t.symbol = q.symbol"
+    return (
+        f"JOIN quotes q ON t.symbol = q.symbol AND q.ts BETWEEN t.ts - INTERVAL "
+        f"'{interval}' MILLISECOND AND t.ts + INTERVAL '{interval}' MILLISECOND"
+    )
+
+
+def run_engine(parts: list, interval: int | None) -> tuple[float, int, float]:
+    """W3 (or W3i) through laminardb, inline; (seconds, rows, sum(bid)).
+
+    Per block: its quotes and trades batches pushed, then ``run_until_idle``;
+    no Python per output batch in the loop: the subscription's queue is taken
+    as one Arrow table every DRAIN_EVERY blocks (bounded memory), and the
+    result is one table, summed once.
+    """
     with laminardb.open() as db:
         db.execute(
             "CREATE SOURCE trades (symbol VARCHAR, ts BIGINT, price DOUBLE, volume BIGINT,"
@@ -94,27 +117,25 @@ def run_engine(parts: list) -> tuple[float, int, float]:
             "CREATE SOURCE quotes (symbol VARCHAR, ts BIGINT, bid DOUBLE, ask DOUBLE,"
             "  WATERMARK FOR ts);"
             "CREATE STREAM w3 AS SELECT t.symbol, t.ts, t.price, t.volume, q.bid, q.ask"
-            "  FROM trades t ASOF JOIN quotes q MATCH_CONDITION(t.ts >= q.ts)"
-            "  ON t.symbol = q.symbol"
+            f"  FROM trades t {join_clause(interval)}"
         )
         sub = db.subscribe("w3")
-        tsrc, qsrc = db.source("trades"), db.source("quotes")
-        rows, total = 0, 0.0
+        qpush, tpush, run = db.source("quotes").push, db.source("trades").push, db.run_until_idle
+        tables = []
         t0 = time.perf_counter()
-        for qb, tb in parts:
-            qsrc.push(qb)
-            tsrc.push(tb)
-            db.run_until_idle()
-            while (b := sub.poll(0)) is not None:
-                rows += b.num_rows
-                total += pa.compute.sum(b.column("bid")).as_py() or 0.0
-        qsrc.watermark(2**63 - 1)
-        tsrc.watermark(2**63 - 1)
-        db.run_until_idle()
-        while (b := sub.poll(0)) is not None:
-            rows += b.num_rows
-            total += pa.compute.sum(b.column("bid")).as_py() or 0.0
-        return time.perf_counter() - t0, rows, total
+        for i, (qb, tb) in enumerate(parts, 1):
+            qpush(qb)
+            tpush(tb)
+            run()
+            if i % DRAIN_EVERY == 0:
+                tables.append(sub.to_arrow_table())
+        db.source("quotes").watermark(2**63 - 1)
+        db.source("trades").watermark(2**63 - 1)
+        run()
+        tables.append(sub.to_arrow_table())
+        result = pa.concat_tables(tables)
+        total = pa.compute.sum(result.column("bid")).as_py() or 0.0
+        return time.perf_counter() - t0, result.num_rows, total
 
 
 def run_pandas(trades: pd.DataFrame, quotes: pd.DataFrame) -> tuple[float, int, float]:
@@ -125,16 +146,24 @@ def run_pandas(trades: pd.DataFrame, quotes: pd.DataFrame) -> tuple[float, int, 
     return time.perf_counter() - t0, len(r), float(r["bid"].sum())
 
 
-def run_duckdb(trades: pa.Table, quotes: pa.Table, threads: int) -> tuple[float, int, float]:
-    """DuckDB's ASOF JOIN into an Arrow table."""
+def run_duckdb(
+    trades: pa.Table, quotes: pa.Table, threads: int, interval: int | None
+) -> tuple[float, int, float]:
+    """DuckDB's ASOF JOIN (or the interval join) into an Arrow table."""
     con = duckdb.connect()
     con.execute(f"SET threads = {threads}")
     con.register("trades", trades)
     con.register("quotes", quotes)
+    if interval is None:
+        join = "ASOF JOIN quotes q ON t.symbol = q.symbol AND t.ts >= q.ts"
+    else:
+        join = (
+            f"JOIN quotes q ON t.symbol = q.symbol "
+            f"AND q.ts BETWEEN t.ts - {interval} AND t.ts + {interval}"
+        )
     t0 = time.perf_counter()
     r = con.sql(
-        "SELECT t.symbol, t.ts, t.price, t.volume, q.bid, q.ask FROM trades t "
-        "ASOF JOIN quotes q ON t.symbol = q.symbol AND t.ts >= q.ts"
+        f"SELECT t.symbol, t.ts, t.price, t.volume, q.bid, q.ask FROM trades t {join}"
     ).to_arrow_table()
     secs = time.perf_counter() - t0
     con.close()
@@ -146,19 +175,23 @@ def main() -> int:
     ap.add_argument("-n", type=float, default=1e7)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--limit-w3b", type=float, default=0.0, help="W3b, M rows/s")
+    ap.add_argument("--interval", type=int, default=None, help="W3i: +-MS ms")
     args = ap.parse_args()
+    iv = args.interval
     n = int(args.n)
     g0 = time.perf_counter()
     trades, quotes = feed(n)
     parts = blocks(n, trades, quotes)
     tdf, qdf = trades.to_pandas(), quotes.to_pandas()
     print(f"N={n} events ({trades.num_rows} trades) generated in {time.perf_counter() - g0:.2f} s")
+    w = "W3" if iv is None else "W3i"
     runs = {
-        "python-W3": lambda: run_engine(parts),
-        "pandas-merge_asof": lambda: run_pandas(tdf, qdf),
-        "duckdb-1thread": lambda: run_duckdb(trades, quotes, 1),
-        "duckdb-2threads": lambda: run_duckdb(trades, quotes, 2),
+        f"python-{w}": lambda: run_engine(parts, iv),
+        "duckdb-1thread": lambda: run_duckdb(trades, quotes, 1, iv),
+        "duckdb-2threads": lambda: run_duckdb(trades, quotes, 2, iv),
     }
+    if iv is None:
+        runs["pandas-merge_asof"] = lambda: run_pandas(tdf, qdf)
     checks = set()
     for name, fn in runs.items():
         secs = []
@@ -172,7 +205,7 @@ def main() -> int:
         if args.limit_w3b > 0:
             line += f"  ratio_to_W3b={rate / args.limit_w3b:.3f}"
         print(line, flush=True)
-    print(f"W3 check: (result rows, sum(bid)) = {sorted(checks)}")
+    print(f"{w} check: (result rows, sum(bid)) = {sorted(checks)}")
     if len(checks) != 1:
         print("CHECK FAILED: the engines disagree", file=sys.stderr)
         return 1

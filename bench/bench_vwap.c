@@ -48,6 +48,9 @@
  * --udf: the price goes through a C user-defined function fx (x * 1.0, DETERMINISTIC
  * and THREAD_SAFE) in W1's SUM and MAX and in W2's product: the per-event cost of a
  * C scalar function (compare with a run without it).
+ * --udaf: W1's SUM(price * volume) is a C user-defined aggregate pvsum(price,
+ * volume) (state: a double sum and a count, THREAD_SAFE): the per-event cost of
+ * an aggregate's update callback against the built-in SUM.
  * --pin: every database gets `core_affinity = true` (reactor i on CPU i), and the
  * application's threads (the producer, the consumer, and the threads the database
  * starts besides its reactors, which inherit the mask) run on the CPUs the
@@ -107,6 +110,14 @@ static const char* W1_UDF_SQL =
 static const char* W2_UDF_SQL =
     "CREATE STREAM w2 AS SELECT symbol, fx(price) * volume AS notional FROM trades "
     "WHERE volume > 500;";
+
+/* --udaf: W1 with the VWAP numerator as a C user-defined aggregate. */
+static const char* W1_UDAF_SQL =
+    "CREATE STREAM w1 AS SELECT window_start, symbol, pvsum(price, volume) / "
+    "SUM(volume) AS vwap, COUNT(*) AS trades, MAX(price) AS max_price, "
+    "MIN(price) AS min_price FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' "
+    "SECOND) "
+    "EMIT ON WINDOW CLOSE;";
 
 /* ------------------------------------------------------------------------------------
  * Small helpers
@@ -560,7 +571,8 @@ static char g_run_dir[4096];
  * or wal_direct_io=off. */
 static const char* g_sets[8];
 static int g_nsets;
-static bool g_udf = false; /* --udf: W1_UDF_SQL / W2_UDF_SQL */
+static bool g_udf = false;  /* --udf: W1_UDF_SQL / W2_UDF_SQL */
+static bool g_udaf = false; /* --udaf: W1_UDAF_SQL */
 
 /* fx's result: one malloc'd block (struct, buffer pointers, values), freed by
  * its release. */
@@ -576,22 +588,18 @@ static void fx_release(struct ArrowArray* a) {
 
 static void fx_schema_release(struct ArrowSchema* s) { s->release = NULL; }
 
-static int fx_fn(void* user, const struct ArrowArray* args,
-                 const struct ArrowSchema* args_schema, struct ArrowArray* out,
-                 struct ArrowSchema* out_schema, char* error, size_t cap) {
-  (void)user;
-  (void)args_schema;
-  const struct ArrowArray* x = args->children[0];
-  const double* in = (const double*)x->buffers[1] + x->offset;
-  fx_out* o = malloc(sizeof *o + sizeof(double) * (size_t)(x->length + 1));
+/* A DOUBLE array of n rows into out / out_schema, its values for the caller
+ * to write; NULL (and the message in error) when out of memory. */
+static double* double_result(int64_t n, struct ArrowArray* out,
+                             struct ArrowSchema* out_schema, char* error, size_t cap) {
+  fx_out* o = malloc(sizeof *o + sizeof(double) * (size_t)(n + 1));
   if (o == NULL) {
     snprintf(error, cap, "out of memory");
-    return 1;
+    return NULL;
   }
-  for (int64_t i = 0; i < x->length; i++) o->values[i] = in[i] * 1.0;
   o->buffers[0] = NULL;
   o->buffers[1] = o->values;
-  *out = (struct ArrowArray){.length = x->length,
+  *out = (struct ArrowArray){.length = n,
                              .n_buffers = 2,
                              .buffers = o->buffers,
                              .release = fx_release,
@@ -600,6 +608,67 @@ static int fx_fn(void* user, const struct ArrowArray* args,
                                      .name = "",
                                      .flags = ARROW_FLAG_NULLABLE,
                                      .release = fx_schema_release};
+  return o->values;
+}
+
+static int fx_fn(void* user, const struct ArrowArray* args,
+                 const struct ArrowSchema* args_schema, struct ArrowArray* out,
+                 struct ArrowSchema* out_schema, char* error, size_t cap) {
+  (void)user;
+  (void)args_schema;
+  const struct ArrowArray* x = args->children[0];
+  const double* in = (const double*)x->buffers[1] + x->offset;
+  double* values = double_result(x->length, out, out_schema, error, cap);
+  if (values == NULL) return 1;
+  for (int64_t i = 0; i < x->length; i++) values[i] = in[i] * 1.0;
+  return 0;
+}
+
+/* pvsum(price DOUBLE, volume BIGINT) -> DOUBLE: the sum of price * volume. */
+typedef struct pvsum_state {
+  double sum;
+  int64_t n;
+} pvsum_state;
+
+static int pvsum_update(void* user, void* states, const uint32_t* groups,
+                        const struct ArrowArray* args, const struct ArrowSchema* schema,
+                        char* error, size_t cap) {
+  (void)user;
+  (void)schema;
+  (void)error;
+  (void)cap;
+  const struct ArrowArray* p = args->children[0];
+  const struct ArrowArray* v = args->children[1];
+  const double* price = (const double*)p->buffers[1] + p->offset;
+  const int64_t* volume = (const int64_t*)v->buffers[1] + v->offset;
+  pvsum_state* st = states;
+  for (int64_t i = 0; i < args->length; i++) {
+    st[groups[i]].sum += price[i] * (double)volume[i];
+    st[groups[i]].n++;
+  }
+  return 0;
+}
+
+static int pvsum_merge(void* user, void* state, const void* other, char* error,
+                       size_t cap) {
+  (void)user;
+  (void)error;
+  (void)cap;
+  pvsum_state* a = state;
+  const pvsum_state* b = other;
+  a->sum += b->sum;
+  a->n += b->n;
+  return 0;
+}
+
+static int pvsum_finalize(void* user, const void* states, int64_t n,
+                          struct ArrowArray* out, struct ArrowSchema* out_schema,
+                          char* error, size_t cap) {
+  (void)user;
+  const pvsum_state* st = states;
+  double* values = double_result(n, out, out_schema, error, cap);
+  if (values == NULL) return 1;
+  for (int64_t i = 0; i < n; i++) values[i] = st[i].sum; /* every group has rows */
   return 0;
 }
 
@@ -675,8 +744,18 @@ static void run_open(run_ctx* r, workload w) {
                  LAMINAR_FUNCTION_DETERMINISTIC | LAMINAR_FUNCTION_THREAD_SAFE, &err),
              &err, "laminar_function_register");
   }
-  const char* sql =
-      w == W1 ? (g_udf ? W1_UDF_SQL : W1_SQL) : (g_udf ? W2_UDF_SQL : W2_SQL);
+  if (g_udaf) {
+    const char* gl[] = {"g", "l"};
+    check_rc(laminar_aggregate_register(r->db, "pvsum", gl, 2, "g", sizeof(pvsum_state),
+                                        NULL, pvsum_update, NULL, pvsum_merge,
+                                        pvsum_finalize, NULL, NULL, NULL, NULL, NULL,
+                                        LAMINAR_FUNCTION_THREAD_SAFE, &err),
+             &err, "laminar_aggregate_register");
+  }
+  const char* sql = w == W1 ? (g_udaf  ? W1_UDAF_SQL
+                               : g_udf ? W1_UDF_SQL
+                                       : W1_SQL)
+                            : (g_udf ? W2_UDF_SQL : W2_SQL);
   check_rc(laminar_execute(r->db, sql, &err), &err, "CREATE STREAM");
   if (g_file_sink && strcmp(g_durable, "off") != 0) {
     char sql[4400];
@@ -958,7 +1037,7 @@ static void usage(void) {
       "                  [--durable off|ckpt|async|sync] [--checkpoint-ms MS]\n"
       "                  [--set KEY=VALUE ...  (durable runs: e.g. wal_direct_io=off)]\n"
       "                  [--data-dir DIR] [--cores LIST] [--prequeue] [--pin] "
-      "[--file-sink] [--udf]\n");
+      "[--file-sink] [--udf] [--udaf]\n");
   exit(2);
 }
 
@@ -1011,6 +1090,8 @@ static options parse_args(int argc, char** argv) {
       g_pin = true;
     } else if (strcmp(a, "--udf") == 0) {
       g_udf = true;
+    } else if (strcmp(a, "--udaf") == 0) {
+      g_udaf = true;
     } else if (strcmp(a, "--cores") == 0 && v) {
       o.ncores = 0;
       for (const char* c = v; *c != '\0' && o.ncores < 8;) {

@@ -13,6 +13,8 @@
  *   session_changes  the session variant with EMIT CHANGES: a -1/+1 pair per
  *            session touched by each pushed batch
  *   running  GROUP BY symbol without a window, EMIT CHANGES (a running VWAP)
+ *   approx_percentile  W1 (tumble 1 s) with approx_percentile(price, 0.99) too
+ *   median   W1 (tumble 1 s) with the exact median(price) too
  *
  * Data: limit_vwap's spec (event i: z = splitmix64_mix((i+1)*0x9E3779B97F4A7C15),
  * symbol 'S%03d' % (z%100) -- for session the bursty symbol above --, volume
@@ -26,7 +28,8 @@
  * session_changes: rows summed by _weight).
  *
  * Usage: bench_windows [N] [--reps R] [--batch B]
- *                      [--only hop|session|changes|running|session_changes]
+ *                      [--only hop|session|changes|running|session_changes|
+ *                              approx_percentile|median]
  *                      [--w1b-rows-per-s X]
  * With X (limit_vwap's W1b from the same run, rows/s) each RESULT line carries
  * ratio_to_W1b. Exit status 0 only if every check held.
@@ -82,6 +85,14 @@ static const variant VARIANTS[] = {
      "CREATE STREAM w AS SELECT window_start, window_end, symbol, " VWAP_ITEMS
      "GROUP BY symbol, session(ts, INTERVAL '5' SECOND) EMIT CHANGES;",
      true, true, 1},
+    {"approx_percentile",
+     "CREATE STREAM w AS SELECT window_start, symbol, approx_percentile(price, 0.99) AS "
+     "p99, " VWAP_ITEMS "GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);",
+     false, false, 1},
+    {"median",
+     "CREATE STREAM w AS SELECT window_start, symbol, median(price) AS p50, " VWAP_ITEMS
+     "GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);",
+     false, false, 1},
 };
 
 static int64_t now_ns(void) {
@@ -361,7 +372,8 @@ int main(int argc, char** argv) {
       fprintf(
           stderr,
           "usage: bench_windows [N] [--reps R] [--batch B] "
-          "[--only hop|session|changes|running|session_changes] [--w1b-rows-per-s X]\n");
+          "[--only hop|session|changes|running|session_changes|approx_percentile|median] "
+          "[--w1b-rows-per-s X]\n");
       return 2;
     }
   }

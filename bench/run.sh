@@ -10,7 +10,7 @@
 # faster of the two (a limit run slowed by a neighbour would flatter us).
 #
 #   bench/run.sh [N]           N events (default 10000000; or BENCH_N=...)
-#   bench/run.sh --quick       the quick sizes (N = 10^6; Spark 10^6 rows, batch only;
+#   bench/run.sh --quick       the quick sizes (N = 10^6; Spark 10^6 rows, one rep;
 #                              smaller checkpoint, recovery, WAL, ring and MPSC runs;
 #                              latency: park only, 1 s), for a loaded machine
 #   bench/run.sh --compare A B [ROUNDS]
@@ -25,6 +25,8 @@
 #   BENCH_CORES=4              reactors for the thread-per-core scaling (default 2)
 #   BENCH_DOCS=0               leave docs/ alone (results stay in build-bench/results)
 #   PYTHON=...                 the interpreter with laminardb installed (default .venv)
+#   PYTHON_SPARK35=...         the one with PySpark 3.5 (default .venv-spark35, made by
+#                              scripts/test.sh step 4b); Spark runs on both lines
 #
 # Exit status: non-zero if a build fails, a limit loop is missing, or a result check
 # fails (the docs are still written, the failed figures marked).
@@ -164,6 +166,8 @@ run vwap "$B/bench_vwap" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6" \
 run windows "$B/bench_windows" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6"
 W3B="$(rate_of W3b "$OUT/limit_asof.txt")"
 run asof "$B/bench_asof" "$N" --reps "$REPS" ${W3B:+--w3b-rows-per-s "${W3B}e6"}
+run interval "$B/bench_asof" "$N" --reps "$REPS" --interval 50 \
+  ${W3B:+--w3b-rows-per-s "${W3B}e6"}
 CORES="${BENCH_CORES:-2}"
 run cores "$B/bench_vwap" "$N" --only w1 --mode threaded --pace 0 --reps "$REPS" \
   --cores "1,$CORES" --w1b-rows-per-s "${W1B}e6"
@@ -174,6 +178,10 @@ if [[ "${BENCH_PYTHON:-1}" != 0 ]]; then
     --limit-w1b "$W1B" --limit-w2b "$W2B"
   run python_asof "$PY" "$ROOT/bench/bench_asof.py" -n "$N" --reps "$REPS" \
     ${W3B:+--limit-w3b "$W3B"}
+  # DuckDB's interval join (a hash join on symbol, then the time filter) takes
+  # minutes at 10^7 events: W3i from Python runs on BENCH_INTERVAL_N (10^6).
+  run python_interval "$PY" "$ROOT/bench/bench_asof.py" -n "${BENCH_INTERVAL_N:-1e6}" \
+    --reps "$REPS" --interval 50 ${W3B:+--limit-w3b "$W3B"}
 fi
 JAVA_LIB="$BUILD/bindings/java/liblaminar_jni.so"
 if [[ "${BENCH_JAVA:-1}" != 0 && -f "$JAVA_LIB" ]]; then
@@ -194,7 +202,7 @@ done
 if [[ $QUICK == 1 ]]; then
   WAL_BATCHES=50; CKPT_GROUPS=400000; REC=1000000
   LAT=(--seconds 1 --runs 1 --strategy park)
-  SPARK=(--rows 1000000 --reps 1 --skip-streaming); MPSC=5000000; RING=10000000
+  SPARK=(--rows 1000000 --reps 1); MPSC=5000000; RING=10000000
 else
   WAL_BATCHES=200; CKPT_GROUPS=1600000; REC=10000000
   LAT=(--seconds 3 --runs 3 --strategy all)
@@ -214,6 +222,15 @@ run ring "$B/bench_ring" "$RING"
 run wide_push "$B/bench_wide_push" 9
 if [[ "${BENCH_SPARK:-1}" != 0 && "${BENCH_PYTHON:-1}" != 0 ]]; then
   run spark "$PY" "$ROOT/bench/bench_spark.py" "${SPARK[@]}"
+  # The other Spark line (issue 22: 4.x and 3.5 in the same run): scripts/test.sh
+  # step 4b's venv, which holds PySpark 3.5 and the wheel.
+  PY35="${PYTHON_SPARK35:-$ROOT/.venv-spark35/bin/python}"
+  if [[ -x "$PY35" ]] && "$PY35" -c 'import laminardb.spark, pyspark' 2>/dev/null; then
+    run spark35 "$PY35" "$ROOT/bench/bench_spark.py" "${SPARK[@]}"
+  else
+    echo "run.sh: no PySpark 3.5 venv ($PY35; scripts/test.sh step 4b makes it):" \
+      "the Spark 3.5 line is not run" >&2
+  fi
 fi
 run limit_vwap_after "$BUILD/limit_vwap" "$N" "$REPS"
 echo "load_after=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/meta.txt"

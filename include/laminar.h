@@ -139,6 +139,13 @@ typedef enum laminar_code {
   LAMINAR_ERR_SQL_JOIN_CONDITION = 1009,     /* a join's ON / MATCH_CONDITION is not one
                                                 it can run (no ordering condition, an
                                                 unsupported comparison) */
+  LAMINAR_ERR_SQL_UNBOUNDED_JOIN = 1010,     /* a join of two unbounded inputs with no
+                                                time bound on both ends (its state would
+                                                grow without end) */
+  LAMINAR_ERR_SQL_TABLE_KEY = 1020,          /* a DELETE whose WHERE does not fix the
+                                                whole primary key of its table */
+  LAMINAR_ERR_SQL_LOOKUP_KEY = 1021,         /* a lookup join's ON is not one equality
+                                                per primary-key column of its table */
   LAMINAR_ERR_SQL_NOT_MATERIALIZED = 1030,   /* SELECT from a stream or source: only
                                              materialized views keep rows to read */
   LAMINAR_ERR_SQL_UNDEFINED_VARIABLE = 1031, /* ${NAME} with no variable NAME set */
@@ -616,9 +623,11 @@ LAMINAR_API laminar_code laminar_config_add_sink(laminar_config* config, const c
  *            accounted_state_bytes (what max_state_bytes counts; 0 while no
  *            bound applies), max_state_bytes (its own, 0: none),
  *            watermark_ms, subscribers, partitions (1, or `cores` for a keyed
- *            stream); all summed over its partitions; an ASOF JOIN stream
- *            also join_left_rows (left rows waiting for their match) and
- *            join_right_rows (right rows kept for future matches); window
+ *            stream); all summed over its partitions; a join stream also
+ *            join_left_rows and join_right_rows (ASOF: left rows waiting for
+ *            their match, right rows kept for future matches; interval: each
+ *            side's rows held while the other side's watermark allows a
+ *            match) and join_left_bytes, join_right_bytes (their bytes); window
  *            functions also held_rows (rows waiting for the watermark or for
  *            LEAD's rows)
  *   subscription (name: its stream): delivered_batches, queue_depth (its
@@ -700,11 +709,15 @@ LAMINAR_API laminar_code laminar_stream_late_rows(laminar_db* db, const char* na
  * before the partitioning row; the i-th key row of every group is the column
  * that input puts unchanged at the same union column (hash each input's rows
  * on its own key columns: equal keys meet). A union column is a key only
- * when every input passes a plain, uncast source column there.
+ * when every input passes a plain, uncast source column there. An ASOF JOIN
+ * of two sources at the root likewise has one group per input (left, then
+ * right), its keys each side's own equality key columns (the join keeps state
+ * per key, as a GROUP BY of them).
  * Ownership: *out is the caller's on LAMINAR_OK; release it with out->release.
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no stream of that
- *   name); LAMINAR_ERR_SQL_UNSUPPORTED (a UNION ALL branch on the path reads
- *   a stream); LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
+ *   name); LAMINAR_ERR_SQL_UNSUPPORTED (a UNION ALL branch or an ASOF JOIN
+ *   input on the path reads a stream, or a join reads one source on both
+ *   sides); LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_stream_partitioning(laminar_db* db, const char* name,
                                                      struct ArrowArrayStream* out,
@@ -747,7 +760,8 @@ LAMINAR_API laminar_code laminar_stream_partitioning(laminar_db* db, const char*
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no stream of that
  *   name); LAMINAR_ERR_SQL_UNSUPPORTED with the reason when the stream does
  *   not decompose (no window, a session window, EMIT CHANGES, COUNT(DISTINCT),
- *   FIRST/LAST, an aggregating upstream stream, a materialized view): run it
+ *   FIRST/LAST, median, the quantiles, approx_count_distinct, SELECT
+ *   DISTINCT, an aggregating upstream stream, a materialized view): run it
  *   whole, partitioned as laminar_stream_partitioning says;
  *   LAMINAR_ERR_MISUSE; LAMINAR_ERR_NOMEM.
  * Thread-safety: any thread. */
@@ -822,7 +836,7 @@ typedef int (*laminar_function_callback)(void* user, const struct ArrowArray* ar
  * not run: LDB-1101: unknown function 'fx' ...").
  * arg_types:   nargs Arrow format strings, one per argument: "b" BOOLEAN,
  *              "i" INT, "l" BIGINT, "g" DOUBLE, "u" VARCHAR, "tsu:" TIMESTAMP
- *              (microseconds). SQL arguments are cast to these types as a
+ *              (microseconds), "tdD" DATE (days). SQL arguments are cast to these types as a
  *              built-in function's are (an INT widens to BIGINT or DOUBLE; a
  *              string literal converts).
  * nargs:       0 to 64.
@@ -887,6 +901,135 @@ LAMINAR_API laminar_code laminar_config_function_register(
  * Thread-safety: any thread (serialized with other catalog calls). */
 LAMINAR_API laminar_code laminar_function_drop(laminar_db* db, const char* name,
                                                laminar_error* err);
+
+/* ---- aggregate functions ----------------------------------------------------
+ *
+ * A user-defined aggregate keeps one state per group: `state_size` bytes the
+ * core owns (allocated, zeroed, copied, checkpointed and freed by it), laid
+ * out one group after another, so that a callback reaches group g's state at
+ * `(char*)states + g * state_size`. A state that points at memory of its own
+ * (a heap buffer, a handle into a host language) says so with
+ * destroy_state, which the core calls once for every state it discards, and
+ * with serialize/deserialize, which the core then uses to copy and checkpoint
+ * it. Callbacks of one aggregate run on the thread that processes its
+ * stream's partition (one at a time unless LAMINAR_FUNCTION_THREAD_SAFE); they
+ * must not call this database's API. error/error_cap: as for
+ * laminar_function_callback (a NUL-terminated message, error[0] '\0' on
+ * entry). */
+
+/* Make group state `state` (state_size zero bytes on entry) the empty
+ * state. Called for every new group before any other callback sees it. */
+typedef void (*laminar_aggregate_init)(void* user, void* state);
+
+/* Fold one chunk's rows into their groups' states: row j of `args` (a
+ * struct array as laminar_function_callback's: one child per declared
+ * argument, borrowed for the call) goes to the state at
+ * `(char*)states + groups[j] * state_size`, j < args->length. Rows of one
+ * group come in arrival order. Without LAMINAR_FUNCTION_CALLED_ON_NULL rows
+ * with a NULL argument are not passed. The retract callback has the same
+ * shape and removes the rows' contributions (a changelog's -1 rows).
+ * Returns: 0 on success; any other value fails the batch. */
+typedef int (*laminar_aggregate_update)(void* user, void* states, const uint32_t* groups,
+                                        const struct ArrowArray* args,
+                                        const struct ArrowSchema* args_schema,
+                                        char* error, size_t error_cap);
+
+/* Fold state `other` (unchanged, and still in use afterwards) into `state`:
+ * afterwards `state` is what updating it with other's rows would have made
+ * it. Used by hop windows (panes), sessions that a row bridges, several
+ * cores' partial results and the two-phase split.
+ * Returns: 0 on success; any other value fails the batch. */
+typedef int (*laminar_aggregate_merge)(void* user, void* state, const void* other,
+                                       char* error, size_t error_cap);
+
+/* The results of n consecutive group states (`states`, n * state_size
+ * bytes; not to be changed): fill out/out_schema (released on entry) with an
+ * array of exactly n rows of the declared return type, as
+ * laminar_function_callback does. The core takes ownership of both whatever
+ * the return value.
+ * Returns: 0 on success; any other value fails the batch (its rows are not
+ * emitted). */
+typedef int (*laminar_aggregate_finalize)(void* user, const void* states, int64_t n,
+                                          struct ArrowArray* out,
+                                          struct ArrowSchema* out_schema, char* error,
+                                          size_t error_cap);
+
+/* Write state `state` as bytes into buf (cap bytes): returns the number of
+ * bytes the encoding takes, having written them only if that is <= cap (the
+ * core calls again with a larger buffer otherwise); a negative value is an
+ * error. */
+typedef int64_t (*laminar_aggregate_serialize)(void* user, const void* state, void* buf,
+                                               int64_t cap);
+
+/* Make `state` (state_size zero bytes on entry, init not called) the state
+ * that serialize wrote as buf[0..len). Returns: 0 on success; any other value
+ * fails the restore or copy. */
+typedef int (*laminar_aggregate_deserialize)(void* user, void* state, const void* buf,
+                                             int64_t len);
+
+/* Free what state `state` points at; called once for each state the core
+ * discards (a closed window's, a dropped group's, at close). */
+typedef void (*laminar_aggregate_destroy_state)(void* user, void* state);
+
+/* Register aggregate function `name`, callable in SQL as a built-in
+ * aggregate is -- in the select list and HAVING of a GROUP BY with or
+ * without tumble/hop/session windows, EMIT ON WINDOW CLOSE or EMIT CHANGES --
+ * by the streams, views and queries bound after this call. Aggregates share
+ * the function namespace with laminar_function_register (SHOW FUNCTIONS,
+ * DROP FUNCTION, laminar_function_drop, the same durability rules).
+ * arg_types, nargs: as laminar_function_register (1 or 2 arguments).
+ * return_type: one of "b", "i", "l", "g", "tsu:" (a fixed-width type).
+ * state_size: bytes of one group's state, 1 to 65536.
+ * init:        optional (NULL: the empty state is state_size zero bytes).
+ * update:      required.
+ * retract:     optional; without it the aggregate cannot read a changelog
+ *              (a stream over an EMIT CHANGES stream or a view): a statement
+ *              that would is refused with LAMINAR_ERR_SQL_UNSUPPORTED.
+ * merge:       required.
+ * finalize:    required.
+ * serialize, deserialize: both or neither; neither: the state's bytes are
+ *              copied and checkpointed as they are.
+ * destroy_state: optional; with it serialize/deserialize are required.
+ * user, destroy: as laminar_function_register.
+ * flags:       LAMINAR_FUNCTION_CALLED_ON_NULL, LAMINAR_FUNCTION_THREAD_SAFE.
+ * At run time a callback returning non-zero fails the batch with
+ * LAMINAR_ERR_FUNCTION_FAILED and a bad finalize result with
+ * LAMINAR_ERR_FUNCTION_RESULT, the message naming the stream and the
+ * function ("stream 'q': function 'geomean' failed: <message>"), reported as
+ * a scalar function's failure is. Unlike a scalar function's, an update
+ * failure may leave the batch's earlier rows applied to the state.
+ * Ownership: as laminar_function_register().
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_DUPLICATE_OBJECT (a built-in's name);
+ *   LAMINAR_ERR_SQL_DEPENDENCY (replacing a function a stream uses);
+ *   LAMINAR_ERR_UNKNOWN_TYPE (a format not in the lists); LAMINAR_ERR_MISUSE
+ *   (NULL db, name, update, merge or finalize, a name that is not an
+ *   identifier, nargs or state_size out of range, one of serialize/deserialize
+ *   without the other, destroy_state without them, unknown flags);
+ *   LAMINAR_ERR_NOMEM.
+ * Thread-safety: any thread (serialized with other catalog calls). */
+LAMINAR_API laminar_code laminar_aggregate_register(
+    laminar_db* db, const char* name, const char* const* arg_types, int32_t nargs,
+    const char* return_type, int64_t state_size, laminar_aggregate_init init,
+    laminar_aggregate_update update, laminar_aggregate_update retract,
+    laminar_aggregate_merge merge, laminar_aggregate_finalize finalize,
+    laminar_aggregate_serialize serialize, laminar_aggregate_deserialize deserialize,
+    laminar_aggregate_destroy_state destroy_state, void* user,
+    void (*destroy)(void* user), uint32_t flags, laminar_error* err);
+
+/* Register an aggregate function in a config, as
+ * laminar_aggregate_register() does on a database (see
+ * laminar_config_function_register: databases opened with the config start
+ * with it, before a durable one recovers its streams).
+ * Ownership, returns: as laminar_config_function_register().
+ * Thread-safety: one thread at a time per config. */
+LAMINAR_API laminar_code laminar_config_aggregate_register(
+    laminar_config* config, const char* name, const char* const* arg_types, int32_t nargs,
+    const char* return_type, int64_t state_size, laminar_aggregate_init init,
+    laminar_aggregate_update update, laminar_aggregate_update retract,
+    laminar_aggregate_merge merge, laminar_aggregate_finalize finalize,
+    laminar_aggregate_serialize serialize, laminar_aggregate_deserialize deserialize,
+    laminar_aggregate_destroy_state destroy_state, void* user,
+    void (*destroy)(void* user), uint32_t flags, laminar_error* err);
 
 /* ------------------------------------------------------------------------------
  * Sources
@@ -1065,6 +1208,43 @@ LAMINAR_API laminar_code laminar_source_push_batch_timeout(
     const struct ArrowSchema* schema, int64_t timeout_ms, int64_t* out_pushed,
     laminar_error* err);
 
+/* Upsert rows into table `table` (CREATE TABLE ... PRIMARY KEY): each row
+ * replaces the row of its key, or adds it. The same as pushing the rows with
+ * `_weight` +1 to the table's source (laminar_source_open(db, table) opens
+ * it: its columns are the table's then `_weight BIGINT`, +1 or NULL upsert,
+ * -1 deletes), and as SQL `INSERT INTO table VALUES ...`.
+ * table: the table's name. rows/schema: a struct array whose columns are the
+ *   table's, matched by name in any order (as laminar_source_push matches a
+ *   source's), without `_weight`; NULL in a key column is refused.
+ * Ownership: on LAMINAR_OK `*rows` has been consumed (its release member is
+ *   NULL); on failure it is untouched and still the caller's. `schema` is
+ *   borrowed for the call.
+ * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no table of that name);
+ *   LAMINAR_ERR_STATE while a producer handle of the table is open (write
+ *   through that handle instead); LAMINAR_ERR_READ_ONLY on a read-only
+ *   database; the import errors of laminar_source_push (LAMINAR_ERR_SCHEMA_MISMATCH,
+ *   LAMINAR_ERR_COLUMN_TYPE, LAMINAR_ERR_NULL_VIOLATION, LAMINAR_ERR_ARROW_*)
+ *   and its queue and WAL errors; LAMINAR_ERR_MISUSE for NULL arguments. On
+ *   failure nothing is written.
+ * Thread-safety: any thread; takes the database's catalog lock for the call. */
+LAMINAR_API laminar_code laminar_table_upsert(laminar_db* db, const char* table,
+                                              struct ArrowArray* rows,
+                                              const struct ArrowSchema* schema,
+                                              laminar_error* err);
+
+/* Delete the rows of the given keys from table `table`; a key with no row is
+ * ignored. The same as SQL `DELETE FROM table WHERE k = ...` per key.
+ * keys/schema: a struct array of exactly the table's primary-key columns
+ *   (matched by name), one row per key to delete.
+ * Ownership: as laminar_table_upsert().
+ * Returns: as laminar_table_upsert() (LAMINAR_ERR_SCHEMA_MISMATCH when the
+ *   columns are not the primary key's).
+ * Thread-safety: as laminar_table_upsert(). */
+LAMINAR_API laminar_code laminar_table_delete(laminar_db* db, const char* table,
+                                              struct ArrowArray* keys,
+                                              const struct ArrowSchema* schema,
+                                              laminar_error* err);
+
 /* Alias of laminar_source_free_slots(): *out = 1 when it reports at least `n`
  * free slots, else 0. Kept for existing callers (the bindings' has_capacity).
  * Returns: LAMINAR_OK; LAMINAR_ERR_MISUSE (n < 0, NULL out, bad handle).
@@ -1125,8 +1305,10 @@ LAMINAR_API laminar_code laminar_source_watermark_timeout(laminar_source* source
  * graph; the next batch or watermark pushed makes the source active again
  * (its rows behind the watermark its readers reached meanwhile are late).
  * CREATE SOURCE ... WITH (idle_timeout = '5 s') makes it idle after that
- * long without data, on the reactor's clock. Idleness is neither logged nor
- * checkpointed: a reopened database starts with every source active.
+ * long without data, on the reactor's clock. On a durable database a
+ * checkpoint holds each source's idleness and each change is recorded with
+ * the sources' positions where it took effect; a restart's WAL replay
+ * applies it there (docs/SQL.md "Idle sources").
  * Params: source: an open handle; idle: nonzero idle, 0 active.
  * Ownership: nothing is transferred.
  * Returns: LAMINAR_OK; LAMINAR_ERR_QUEUE_FULL (a full queue that cannot

@@ -52,6 +52,7 @@ DOCS: dict[str, tuple[Path, int, frozenset[str]]] = {
                 "checkpoint_interval",
                 "alignment_group",
                 "max_drift",
+                "watermark_key",
             }
         ),
     ),

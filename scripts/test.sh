@@ -19,6 +19,7 @@
 #      DuckDB) on 3.5 and, in a new venv holding only the wheel setup.sh built
 #      (dist/) with laminardb[spark] and the newest PySpark (.venv-wheel/), on 4.x;
 #      its "spark-compat:" lines are the compatibility table of docs/SPARK.md
+#      (tests/spark/compat_table.py checks the doc's copy)
 #   5. pytest again with the package bound to step 2's ASan+UBSan core
 # Environment: JOBS (parallel jobs, default 2), LAMINAR_SKIP_TSAN=1 skips step 3,
 # LAMINAR_SKIP_PY_ASAN=1 skips step 5.
@@ -36,6 +37,26 @@ jobs=${JOBS:-2}
 py="$root/.venv/bin/python"
 cmake_common=(--no-warn-unused-cli -DPython3_EXECUTABLE="$py" -DLAMINAR_WERROR=ON)
 
+# Scratch space for the C tests (tests/c/lm_test_fs.h lm_test_mkdtemp, which
+# remove what they make): a RAM disk where it has 4 GiB free. pytest stays on
+# TMPDIR: it keeps its tmp_path trees (11 GB of them filled /dev/shm once).
+# What the tests prove does not depend on the medium (kill -9 keeps the page
+# cache; test_store_powerloss models lost syncs itself, and it and
+# test_store_wal, which probe O_DIRECT, stay on TMPDIR); on a disk the sync-WAL
+# fault loops wait on fsync most of their time (test_fault_io under ASan: 6 min
+# on /tmp, 1.4 min on /dev/shm).
+ramtmp=""
+cleanup() {
+  if [ -n "${LAMINAR_KAFKA_HOME:-}" ]; then tests/kafka/broker.sh stop || true; fi
+  if [ -n "$ramtmp" ]; then rm -rf "$ramtmp"; fi
+}
+trap cleanup EXIT
+if [ -z "${LAMINAR_TEST_TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ] &&
+   [ "$(df -Pk /dev/shm | awk 'NR == 2 { print $4 }')" -ge 4194304 ]; then
+  ramtmp=$(mktemp -d /dev/shm/lt.XXXXXX)
+  export LAMINAR_TEST_TMPDIR="$ramtmp"
+fi
+
 # A Kafka broker (KRaft, 127.0.0.1) for the Kafka tests (tests/c/test_kafka.c
 # round_trip in every C build, tests/python/test_kafka.py), up until this script
 # exits; without librdkafka the library refuses the connectors and the tests
@@ -43,7 +64,6 @@ cmake_common=(--no-warn-unused-cli -DPython3_EXECUTABLE="$py" -DLAMINAR_WERROR=O
 if pkg-config --exists rdkafka; then
   echo "== kafka broker (tests/kafka/broker.sh)"
   export LAMINAR_KAFKA_HOME="$root/.kafka-broker"
-  trap 'tests/kafka/broker.sh stop || true' EXIT
   bootstrap=$(tests/kafka/broker.sh start | tail -n 1)
   export LAMINAR_KAFKA_BOOTSTRAP="${bootstrap#bootstrap.servers=}"
   echo "kafka broker: $LAMINAR_KAFKA_BOOTSTRAP"
@@ -120,15 +140,20 @@ if [ -d tests/python ] && [ -n "$wheel" ]; then
     tests/python/test_spark_jvm.py::test_jvm_timestamp_event_time \
     tests/python/test_spark_jvm_stream.py::test_jvm_restart_writes_each_window_once
   # Users' conditions: no PYSPARK_PYTHON, and a PATH whose python3 is not the venv's.
+  # An upgrade too: streaming queries half run on 3.5 (--state-before) are finished
+  # on 4.x from the same checkpoint and state locations (--state-after).
+  upgrade=$(mktemp -d "${TMPDIR:-/tmp}/spark-upgrade.XXXXXX")
   env -u PYSPARK_PYTHON PATH=/usr/bin:/bin .venv-spark35/bin/python tests/spark/quickstart.py \
-    | tee .spark-compat.txt
+    --state-before "$upgrade" | tee .spark-compat.txt
   newest=$(sed -n 's/^pyspark\(\[[a-z,]*\]\)\{0,1\}==\([0-9.]*\).*/\2/p' \
     bindings/python/requirements-test.txt)
   rm -rf .venv-wheel
   "$py" -m venv .venv-wheel
   .venv-wheel/bin/python -m pip install -q "$wheel[spark]" "pyspark==$newest" duckdb==2.0.0
   env -u PYSPARK_PYTHON PATH=/usr/bin:/bin .venv-wheel/bin/python tests/spark/quickstart.py \
-    | tee -a .spark-compat.txt
+    --state-after "$upgrade" | tee -a .spark-compat.txt
+  rm -rf "$upgrade"
+  "$py" tests/spark/compat_table.py .spark-compat.txt docs/SPARK.md
 fi
 if [ -d tests/python ] && [ "${LAMINAR_SKIP_PY_ASAN:-0}" != 1 ]; then
   # The Python tests once more, with the package bound to the ASan+UBSan core

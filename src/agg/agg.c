@@ -7,6 +7,9 @@
  */
 #include "agg/agg.h"
 
+#include "agg/internal.h"
+#include "agg/sketch.h"
+
 #include "state/table.h"
 #include "util/util.h"
 
@@ -14,6 +17,9 @@
 #include <string.h>
 
 bool lm_agg_is_moments(lm_agg_fn fn) { return fn >= LM_AGG_VAR_SAMP && fn <= LM_AGG_M2; }
+bool lm_agg_is_quantile(lm_agg_fn fn) {
+  return fn >= LM_AGG_MEDIAN && fn <= LM_AGG_APPROX_QUANTILE;
+}
 /* The moment aggregates of two arguments (y, x). */
 static bool is_bivariate(lm_agg_fn fn) {
   return fn >= LM_AGG_COVAR_SAMP && fn <= LM_AGG_REGR_COUNT;
@@ -48,6 +54,13 @@ static const lm_agg_def agg_defs[] = {
     {"__m2", LM_AGG_M2, 2},
     {"arg_min", LM_AGG_ARG_MIN, 2},
     {"arg_max", LM_AGG_ARG_MAX, 2},
+    {"median", LM_AGG_MEDIAN, 1},
+    {"quantile_cont", LM_AGG_QUANTILE_CONT, 2},
+    {"quantile_disc", LM_AGG_QUANTILE_DISC, 2},
+    {"quantile", LM_AGG_QUANTILE_DISC, 2},
+    {"approx_quantile", LM_AGG_APPROX_QUANTILE, 2},
+    {"approx_percentile", LM_AGG_APPROX_QUANTILE, 2},
+    {"approx_count_distinct", LM_AGG_APPROX_COUNT_DISTINCT, 1},
 };
 
 const lm_agg_def* lm_agg_find(const char* name) {
@@ -66,7 +79,12 @@ const char* lm_agg_fn_name(lm_agg_fn fn) {
 
 static bool uses_count(lm_agg_fn fn) {
   return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG ||
-         fn == LM_AGG_COUNT_DISTINCT || lm_agg_is_moments(fn);
+         fn == LM_AGG_COUNT_DISTINCT || lm_agg_is_moments(fn) || lm_agg_is_quantile(fn);
+}
+/* Keeps counted value-set entries (d_cnt): over a changelog, and always for
+ * the quantiles. */
+static bool counts_values(const lm_agg_states* st) {
+  return st->weighted || lm_agg_is_quantile(st->fn);
 }
 static bool is_first_last(lm_agg_fn fn) {
   return fn == LM_AGG_FIRST || fn == LM_AGG_LAST;
@@ -88,10 +106,14 @@ bool lm_agg_retractable(lm_agg_fn fn) {
   return fn == LM_AGG_COUNT_STAR || fn == LM_AGG_COUNT || fn == LM_AGG_AVG ||
          fn == LM_AGG_SUM || fn == LM_AGG_MIN || fn == LM_AGG_MAX ||
          fn == LM_AGG_COUNT_DISTINCT || fn == LM_AGG_FIRST || fn == LM_AGG_LAST ||
-         lm_agg_is_moments(fn);
+         lm_agg_is_moments(fn) || lm_agg_is_quantile(fn);
 }
 
 bool lm_agg_states_set_weighted(lm_agg_states* st) {
+  if (st->fn == LM_AGG_UDAF) {
+    st->weighted = lm_udaf_retractable(st->udaf);
+    return st->weighted;
+  }
   if (!lm_agg_retractable(st->fn)) return false;
   st->weighted = true;
   return true;
@@ -115,9 +137,11 @@ void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_
   st->fn = spec->fn;
   st->arg_type = arg_type;
   st->result_type = spec->result_type;
+  st->q = spec->fn == LM_AGG_MEDIAN ? 0.5 : spec->param;
   st->by_type =
       is_arg_minmax(spec->fn) && spec->order != NULL ? spec->order->type : LM_TYPE_NULL;
   lm_pool_init(&st->strings);
+  if (spec->fn == LM_AGG_UDAF) lm_udaf_states_init(st, spec);
 }
 
 #define GROW(field, n)                                                      \
@@ -129,6 +153,7 @@ void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_
 
 laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
   if (cap <= st->cap) return LAMINAR_OK;
+  if (st->fn == LM_AGG_UDAF) return lm_udaf_states_reserve(st, cap);
   if (uses_count(st->fn) || st->weighted) GROW(count, cap);
   if (uses_sum(st->fn)) {
     if (st->arg_type == LM_TYPE_DOUBLE) {
@@ -159,8 +184,10 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
       GROW(by_i, cap);
     }
   }
-  if (st->fn == LM_AGG_COUNT_DISTINCT || (st->weighted && keeps_value(st->fn)))
+  if (st->fn == LM_AGG_COUNT_DISTINCT || (st->weighted && keeps_value(st->fn)) ||
+      lm_agg_is_quantile(st->fn))
     GROW(d_head, cap);
+  if (st->fn == LM_AGG_APPROX_COUNT_DISTINCT) GROW(hll, cap * LM_HLL_M);
   if (lm_agg_is_moments(st->fn)) {
     GROW(m_a, cap);
     GROW(q_a, cap);
@@ -170,14 +197,23 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
       GROW(c_ab, cap);
     }
   } else if (st->fn != LM_AGG_COUNT && st->fn != LM_AGG_COUNT_STAR &&
-             st->fn != LM_AGG_COUNT_DISTINCT) {
+             st->fn != LM_AGG_COUNT_DISTINCT && !lm_agg_is_quantile(st->fn) &&
+             st->fn != LM_AGG_APPROX_COUNT_DISTINCT) {
     GROW(has, cap);
   }
   st->cap = cap;
   return LAMINAR_OK;
 }
 
+/* Its updates add value-set entries (at most one a row): COUNT(DISTINCT), the
+ * quantiles, MIN/MAX/FIRST/LAST over a changelog. */
+static bool adds_entries(const lm_agg_states* st) {
+  return st->fn == LM_AGG_COUNT_DISTINCT || (st->weighted && keeps_value(st->fn)) ||
+         lm_agg_is_quantile(st->fn);
+}
+
 int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups) {
+  if (st->fn == LM_AGG_UDAF) return lm_udaf_states_bytes(st, ngroups);
   int64_t per = 0;
   if (st->count) per += 8;
   if (st->sum_i) per += (int64_t)sizeof(lm_i128);
@@ -193,13 +229,22 @@ int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups) {
       8 * ((st->m_a != NULL) + (st->m_b != NULL) + (st->q_a != NULL) + (st->q_b != NULL) +
            (st->c_ab != NULL) + (st->by_i != NULL) + (st->by_d != NULL));
   if (st->by_s) per += (int64_t)sizeof(lm_str);
+  if (st->hll) per += LM_HLL_M;
   /* A value-set entry: hash, group, value (16 at most), next, count, time,
    * null flag, run top, and its table slots (about two). */
   int64_t entries = st->d_n * 64 + st->r_n * 20;
   return ngroups * per + entries + (int64_t)st->strings.used_bytes;
 }
 
+int64_t lm_agg_states_pending_bytes(const lm_agg_states* st, uint64_t seq) {
+  return adds_entries(st) && seq != 0 && st->prep_seq == seq ? st->prep_rows * 64 : 0;
+}
+
 void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
+  if (st->fn == LM_AGG_UDAF) {
+    lm_udaf_states_init_range(st, g, 1);
+    return;
+  }
   if (st->count) st->count[g] = 0;
   if (st->sum_i) st->sum_i[g] = 0;
   if (st->sum_d) st->sum_d[g] = 0.0;
@@ -215,10 +260,15 @@ void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
   if (st->by_i) st->by_i[g] = 0;
   if (st->by_d) st->by_d[g] = 0.0;
   if (st->by_s) st->by_s[g] = (lm_str){NULL, 0};
+  if (st->hll) memset(st->hll + g * LM_HLL_M, 0, LM_HLL_M);
 }
 
 void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n) {
   if (n <= 0) return;
+  if (st->fn == LM_AGG_UDAF) {
+    lm_udaf_states_init_range(st, first, n);
+    return;
+  }
 #define ZERO_RANGE(field) \
   if (st->field) memset(st->field + first, 0, sizeof(*st->field) * (size_t)n)
   ZERO_RANGE(count);
@@ -243,6 +293,7 @@ void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n) {
   ZERO_RANGE(by_i);
   ZERO_RANGE(by_d);
   ZERO_RANGE(by_s);
+  if (st->hll) memset(st->hll + first * LM_HLL_M, 0, (size_t)n * LM_HLL_M);
 #undef ZERO_RANGE
   if (st->d_head) {
     for (int64_t g = first; g < first + n; g++) st->d_head[g] = -1;
@@ -250,12 +301,17 @@ void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n) {
 }
 
 void lm_agg_states_drop_group(lm_agg_states* st, int64_t g) {
+  if (st->fn == LM_AGG_UDAF) {
+    lm_udaf_states_drop_group(st, g);
+    return;
+  }
   if (st->d_head == NULL) return;
   for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) st->d_group[e] = UINT32_MAX;
   st->d_head[g] = -1;
 }
 
 void lm_agg_states_clear(lm_agg_states* st) {
+  if (st->fn == LM_AGG_UDAF) lm_udaf_states_clear(st);
   lm_pool_reset(&st->strings);
   st->d_n = 0;
   st->r_n = 0;
@@ -264,6 +320,7 @@ void lm_agg_states_clear(lm_agg_states* st) {
 }
 
 void lm_agg_states_free(lm_agg_states* st) {
+  if (st->fn == LM_AGG_UDAF) lm_udaf_states_free(st);
   lm_free(st->count);
   lm_free(st->sum_i);
   lm_free(st->sum_d);
@@ -288,6 +345,8 @@ void lm_agg_states_free(lm_agg_states* st) {
   lm_free(st->d_s);
   lm_free(st->d_next);
   lm_free(st->d_cnt);
+  lm_free(st->q_sort);
+  lm_free(st->hll);
   lm_free(st->d_t);
   lm_free(st->d_vnull);
   lm_free(st->d_top);
@@ -335,13 +394,7 @@ static inline void fold_minmax_d(double* mm, uint8_t* has, uint32_t g, double v,
   has[g] = 1;
 }
 
-static int64_t int_value(const lm_vec* v, uint32_t row) {
-  switch (v->type) {
-    case LM_TYPE_INT32: return ((const int32_t*)v->data)[row];
-    case LM_TYPE_BOOL: return ((const uint8_t*)v->data)[row];
-    default: return ((const int64_t*)v->data)[row];
-  }
-}
+static int64_t int_value(const lm_vec* v, uint32_t row) { return lm_vec_int_at(v, row); }
 
 /* ---- the moment aggregates ------------------------------------------------ */
 
@@ -578,7 +631,8 @@ static laminar_code dset_reserve_n(lm_agg_states* st, int64_t extra) {
     GROW(d_hash, ncap);
     GROW(d_group, ncap);
     GROW(d_next, ncap);
-    if (st->weighted) GROW(d_cnt, ncap);
+    if (counts_values(st)) GROW(d_cnt, ncap);
+    if (lm_agg_is_quantile(st->fn)) GROW(q_sort, ncap);
     if (st->weighted && is_first_last(st->fn)) {
       GROW(d_t, ncap);
       GROW(d_vnull, ncap);
@@ -649,14 +703,15 @@ laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
    * FIRST/LAST's too (at most one new entry a row), FIRST/LAST's runs (at
    * most one a row). */
   bool distinct = st->fn == LM_AGG_COUNT_DISTINCT;
-  bool sets = distinct || (st->weighted && keeps_value(st->fn));
+  bool sets = adds_entries(st);
   int64_t rows = st->prep_rows + m;
   if (sets) LM_TRY(dset_reserve_n(st, rows));
   if (st->weighted && is_first_last(st->fn)) LM_TRY(run_reserve_n(st, rows));
   /* Every row's string copied at most once (ARG_MIN/ARG_MAX: its x and by),
    * added to what earlier slices of the chunk reserved. */
   size_t bytes = st->prep_bytes;
-  if (st->arg_type == LM_TYPE_STRING && (distinct || keeps_value(st->fn)))
+  if (st->arg_type == LM_TYPE_STRING &&
+      (distinct || keeps_value(st->fn) || lm_agg_is_quantile(st->fn)))
     bytes += string_bytes(arg, sel, m);
   if (st->by_type == LM_TYPE_STRING && order != NULL)
     bytes += string_bytes(order, sel, m);
@@ -846,6 +901,209 @@ static int32_t fl_pick(const lm_agg_states* st, int64_t g) {
   return best;
 }
 
+/* Value v of a set entry as result k (result_type) of a finalize. */
+static void put_entry_value(const lm_agg_states* st, dvalue v, void* data, int64_t k) {
+  switch (st->result_type) {
+    case LM_TYPE_DOUBLE: ((double*)data)[k] = v.d; break;
+    case LM_TYPE_STRING: ((lm_str*)data)[k] = v.s; break;
+    default: lm_vec_int_put(st->result_type, data, k, v.i); break;
+  }
+}
+
+/* ---- the quantiles and APPROX_COUNT_DISTINCT (arithmetic in sketch.h) ---- */
+
+/* Row r's value as a quantile state holds it: APPROX_QUANTILE its bucket key. */
+static dvalue quantile_value(const lm_agg_states* st, const lm_vec* arg, uint32_t r) {
+  dvalue v = value_at(st, arg, r);
+  if (st->fn == LM_AGG_APPROX_QUANTILE) v.d = lm_sketch_key(v.d);
+  return v;
+}
+
+/* Group g holds value v `w` more times (w < 0: retracted). */
+static laminar_code quantile_weigh(lm_agg_states* st, uint32_t g, dvalue v, int64_t w) {
+  LM_TRY(dset_weigh(st, g, v, w));
+  st->count[g] += w;
+  return LAMINAR_OK;
+}
+
+/* Rows sel[j] (non-NULL) of arg into groups gids[j], each weight[row] times
+ * (weight NULL: once). Cannot fail after lm_agg_states_prepare. */
+static laminar_code quantile_update(lm_agg_states* st, const lm_vec* arg,
+                                    const uint32_t* sel, const uint32_t* gids,
+                                    const int64_t* weight, int64_t m) {
+  if (arg == NULL) return LAMINAR_ERR_INTERNAL;
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t r = ROW(j);
+    int64_t w = weight ? weight[r] : 1;
+    if ((arg->nulls && arg->nulls[r]) || w == 0) continue;
+    LM_TRY(quantile_weigh(st, gids[j], quantile_value(st, arg, r), w));
+  }
+  return LAMINAR_OK;
+}
+
+/* Entry a's value before entry b's (DuckDB's order: NaN last). */
+static bool entry_less(const lm_agg_states* st, int32_t a, int32_t b) {
+  if (st->d_d) return dbl_less(st->d_d[a], st->d_d[b]);
+  if (st->d_s) return cmp_str(st->d_s[a], st->d_s[b]) < 0;
+  return st->d_i[a] < st->d_i[b];
+}
+
+static void sift_down(const lm_agg_states* st, int32_t* a, int64_t root, int64_t n) {
+  for (;;) {
+    int64_t child = 2 * root + 1;
+    if (child >= n) return;
+    if (child + 1 < n && entry_less(st, a[child], a[child + 1])) child++;
+    if (!entry_less(st, a[root], a[child])) return;
+    int32_t t = a[root];
+    a[root] = a[child];
+    a[child] = t;
+    root = child;
+  }
+}
+
+/* Entries a[0 .. n) by value: insertion sort for a few (a window's group
+ * usually holds a handful), heapsort past that (no allocation, no recursion). */
+static void sort_entries(const lm_agg_states* st, int32_t* a, int64_t n) {
+  if (n <= 24) {
+    for (int64_t i = 1; i < n; i++) {
+      int32_t e = a[i];
+      int64_t j = i;
+      for (; j > 0 && entry_less(st, e, a[j - 1]); j--) a[j] = a[j - 1];
+      a[j] = e;
+    }
+    return;
+  }
+  for (int64_t i = n / 2 - 1; i >= 0; i--) sift_down(st, a, i, n);
+  for (int64_t end = n - 1; end > 0; end--) {
+    int32_t t = a[0];
+    a[0] = a[end];
+    a[end] = t;
+    sift_down(st, a, 0, end);
+  }
+}
+
+/* Group g's quantile: the entries at the two positions to interpolate
+ * between (the same one for the discrete kinds) and the fraction; false if
+ * the group holds no value. Sorts the group's entries in st->q_sort (room
+ * for every entry: grown with them). */
+static bool quantile_pick(const lm_agg_states* st, int64_t g, int32_t* out_lo,
+                          int32_t* out_hi, double* out_frac) {
+  int64_t k = 0, n = 0;
+  for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) {
+    if (st->d_cnt[e] <= 0) continue;
+    st->q_sort[k++] = e;
+    n += st->d_cnt[e];
+  }
+  if (n == 0) return false;
+  sort_entries(st, st->q_sort, k);
+  int64_t lo, hi;
+  *out_frac = 0.0;
+  if (st->fn == LM_AGG_MEDIAN || st->fn == LM_AGG_QUANTILE_CONT) {
+    lm_quantile_cont_pos(n, st->q, &lo, &hi, out_frac);
+  } else {
+    lo = hi = lm_quantile_disc_pos(n, st->q);
+  }
+  *out_lo = *out_hi = -1;
+  int64_t held = 0;
+  for (int64_t i = 0; i < k; i++) {
+    int32_t e = st->q_sort[i];
+    held += st->d_cnt[e];
+    if (*out_lo < 0 && lo < held) *out_lo = e;
+    if (hi < held) {
+      *out_hi = e;
+      break;
+    }
+  }
+  return *out_lo >= 0 && *out_hi >= 0;
+}
+
+/* An entry's value as a DOUBLE (integer kinds converted). */
+static double entry_double(const lm_agg_states* st, int32_t e) {
+  return st->d_d ? st->d_d[e] : (double)st->d_i[e];
+}
+
+/* Group g's quantile result into data[k] (result_type); true for NULL. */
+static bool quantile_result(const lm_agg_states* st, int64_t g, void* data, int64_t k) {
+  int32_t lo, hi;
+  double frac;
+  bool is_null = !quantile_pick(st, g, &lo, &hi, &frac);
+  if (st->fn != LM_AGG_QUANTILE_DISC) {
+    double v = 0.0;
+    if (!is_null && st->fn == LM_AGG_APPROX_QUANTILE) {
+      v = lm_sketch_value(st->d_d[lo]);
+    } else if (!is_null) {
+      v = lm_quantile_interpolate(entry_double(st, lo), entry_double(st, hi), frac);
+    }
+    ((double*)data)[k] = v;
+    return is_null;
+  }
+  put_entry_value(st, is_null ? (dvalue){.i = 0} : entry_value(st, lo), data, k);
+  return is_null;
+}
+
+/* APPROX_COUNT_DISTINCT: rows sel[j] (non-NULL) of arg into groups gids[j]. */
+static void hll_update(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
+                       const uint32_t* gids, int64_t m) {
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t r = ROW(j);
+    if (arg->nulls && arg->nulls[r]) continue;
+    uint64_t h;
+    if (st->arg_type == LM_TYPE_DOUBLE) {
+      h = lm_hll_hash_double(((const double*)arg->data)[r]);
+    } else if (st->arg_type == LM_TYPE_STRING) {
+      lm_str s = ((const lm_str*)arg->data)[r];
+      h = lm_hll_hash_bytes(s.ptr, s.len);
+    } else {
+      h = lm_hll_hash_int(int_value(arg, r));
+    }
+    lm_hll_add(st->hll + (int64_t)gids[j] * LM_HLL_M, h);
+  }
+}
+
+/* Group g's registers: sparse (count, then index and value of each nonzero
+ * one) when under a third are set, else all of them. */
+static void hll_snapshot(const lm_agg_states* st, int64_t g, lm_state_writer* w) {
+  const uint8_t* reg = st->hll + g * LM_HLL_M;
+  uint32_t nz = 0;
+  for (int i = 0; i < LM_HLL_M; i++) nz += reg[i] != 0;
+  lm_state_put_u32(w, nz);
+  if (nz * 3 > LM_HLL_M) {
+    lm_state_put_bytes(w, reg, LM_HLL_M);
+    return;
+  }
+  for (uint32_t i = 0; i < LM_HLL_M; i++) {
+    if (reg[i] == 0) continue;
+    lm_state_put_u32(w, i);
+    lm_state_put_u8(w, reg[i]);
+  }
+}
+
+static void hll_restore(lm_agg_states* st, int64_t g, lm_state_reader* r) {
+  uint8_t* reg = st->hll + g * LM_HLL_M;
+  memset(reg, 0, LM_HLL_M);
+  uint32_t nz = lm_state_get_u32(r);
+  if (nz > LM_HLL_M) {
+    r->failed = true;
+  } else if (nz * 3 > LM_HLL_M) {
+    lm_str s = lm_state_get_bytes(r);
+    if (s.len != LM_HLL_M) {
+      r->failed = true;
+    } else {
+      memcpy(reg, s.ptr, LM_HLL_M);
+    }
+  } else {
+    for (uint32_t k = 0; k < nz && !r->failed; k++) {
+      uint32_t i = lm_state_get_u32(r);
+      uint8_t v = lm_state_get_u8(r);
+      if (i >= LM_HLL_M || v > 64) {
+        r->failed = true;
+      } else {
+        reg[i] = v;
+      }
+    }
+  }
+}
+
 /* ---- FIRST / LAST ------------------------------------------------------------ */
 
 /* Keep row r's value of `arg` (NULL included) as group g's. */
@@ -945,6 +1203,8 @@ laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg,
                                    const lm_vec* order, const uint32_t* sel,
                                    const uint32_t* gids, int64_t m) {
   if (is_arg_minmax(st->fn)) return argmm_update(st, arg, order, sel, gids, m);
+  if (st->fn == LM_AGG_UDAF)
+    return lm_udaf_states_update(st, arg, order, sel, gids, NULL, m);
   if (lm_agg_is_moments(st->fn))
     return moments_update(st, arg, order, sel, gids, NULL, m);
   if (!is_first_last(st->fn)) return lm_agg_update(st, arg, sel, gids, m);
@@ -968,6 +1228,8 @@ laminar_code lm_agg_update_ordered(lm_agg_states* st, const lm_vec* arg,
 
 laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel,
                            const uint32_t* gids, int64_t m) {
+  if (st->fn == LM_AGG_UDAF)
+    return lm_udaf_states_update(st, arg, NULL, sel, gids, NULL, m);
   const uint8_t* nulls = arg ? arg->nulls : NULL;
   switch (st->fn) {
     case LM_AGG_FIRST:
@@ -1093,7 +1355,16 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
     case LM_AGG_REGR_R2:
     case LM_AGG_REGR_COUNT:
     case LM_AGG_ARG_MIN:
-    case LM_AGG_ARG_MAX: break;
+    case LM_AGG_ARG_MAX:
+    case LM_AGG_UDAF: break; /* (dispatched above) */
+    case LM_AGG_MEDIAN:
+    case LM_AGG_QUANTILE_CONT:
+    case LM_AGG_QUANTILE_DISC:
+    case LM_AGG_APPROX_QUANTILE: return quantile_update(st, arg, sel, gids, NULL, m);
+    case LM_AGG_APPROX_COUNT_DISTINCT:
+      if (arg == NULL) break;
+      hll_update(st, arg, sel, gids, m);
+      return LAMINAR_OK;
   }
   return LAMINAR_ERR_INTERNAL;
 }
@@ -1109,8 +1380,11 @@ laminar_code lm_agg_update_weighted_ordered(lm_agg_states* st, const lm_vec* arg
                                             const uint32_t* gids, const int64_t* weight,
                                             int64_t m) {
   if (!st->weighted) return LAMINAR_ERR_INTERNAL;
+  if (st->fn == LM_AGG_UDAF)
+    return lm_udaf_states_update(st, arg, order, sel, gids, weight, m);
   if (lm_agg_is_moments(st->fn))
     return moments_update(st, arg, order, sel, gids, weight, m);
+  if (lm_agg_is_quantile(st->fn)) return quantile_update(st, arg, sel, gids, weight, m);
   const uint8_t* nulls = arg ? arg->nulls : NULL;
   for (int64_t j = 0; j < m; j++) {
     uint32_t r = ROW(j), g = gids[j];
@@ -1165,6 +1439,7 @@ static laminar_code keep_str(lm_agg_states* st, bool same, lm_str v, lm_str* out
 
 laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* from,
                           int64_t src) {
+  if (st->fn == LM_AGG_UDAF) return lm_udaf_states_merge(st, dst, from, src);
   bool same = st == from;
   if (lm_agg_is_moments(st->fn)) {
     moments_merge(st, dst, from, src);
@@ -1174,6 +1449,17 @@ laminar_code lm_agg_merge(lm_agg_states* st, int64_t dst, const lm_agg_states* f
     for (int32_t e = from->d_head[src]; e >= 0; e = from->d_next[e]) {
       LM_TRY(dset_insert(st, (uint32_t)dst, entry_value(from, e)));
     }
+    return LAMINAR_OK;
+  }
+  if (lm_agg_is_quantile(st->fn)) { /* the counted values add up */
+    for (int32_t e = from->d_head[src]; e >= 0; e = from->d_next[e]) {
+      if (from->d_cnt[e] != 0)
+        LM_TRY(quantile_weigh(st, (uint32_t)dst, entry_value(from, e), from->d_cnt[e]));
+    }
+    return LAMINAR_OK;
+  }
+  if (st->fn == LM_AGG_APPROX_COUNT_DISTINCT) {
+    lm_hll_merge(st->hll + dst * LM_HLL_M, from->hll + src * LM_HLL_M);
     return LAMINAR_OK;
   }
   /* Over a changelog nothing merges (no panes, no sessions: the binder refuses them). */
@@ -1296,7 +1582,8 @@ static bool finalize_flagged_d(const double* v, const uint8_t* has, int64_t n,
 bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* data,
                      uint8_t* nulls) {
   if (n <= 0) return false; /* (a window without groups: its arrays may not exist yet) */
-  if (!st->weighted) {      /* the common results as plain loops */
+  if (st->fn == LM_AGG_UDAF) return lm_udaf_states_finalize(st, first, n, data, nulls);
+  if (!st->weighted) { /* the common results as plain loops */
     switch (st->fn) {
       case LM_AGG_COUNT_STAR:
       case LM_AGG_COUNT:
@@ -1336,6 +1623,13 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
       case LM_AGG_COUNT:
       case LM_AGG_COUNT_DISTINCT:
       case LM_AGG_REGR_COUNT: ((int64_t*)data)[k] = st->count[g]; break;
+      case LM_AGG_APPROX_COUNT_DISTINCT:
+        ((int64_t*)data)[k] = lm_hll_estimate(st->hll + g * LM_HLL_M);
+        break;
+      case LM_AGG_MEDIAN:
+      case LM_AGG_QUANTILE_CONT:
+      case LM_AGG_QUANTILE_DISC:
+      case LM_AGG_APPROX_QUANTILE: is_null = quantile_result(st, g, data, k); break;
       case LM_AGG_VAR_SAMP:
       case LM_AGG_VAR_POP:
       case LM_AGG_STDDEV_SAMP:
@@ -1390,13 +1684,7 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
           int32_t e = is_first_last(st->fn) ? fl_pick(st, g) : dset_extreme(st, g);
           is_null = e < 0 || (st->d_vnull != NULL && st->d_vnull[e]);
           dvalue v = is_null ? (dvalue){.i = 0} : entry_value(st, e);
-          switch (st->result_type) {
-            case LM_TYPE_DOUBLE: ((double*)data)[k] = v.d; break;
-            case LM_TYPE_STRING: ((lm_str*)data)[k] = v.s; break;
-            case LM_TYPE_INT32: ((int32_t*)data)[k] = (int32_t)v.i; break;
-            case LM_TYPE_BOOL: ((uint8_t*)data)[k] = (uint8_t)v.i; break;
-            default: ((int64_t*)data)[k] = v.i; break;
-          }
+          put_entry_value(st, v, data, k);
           break;
         }
         is_null = !st->has[g] || (st->vnull && st->vnull[g]);
@@ -1405,15 +1693,12 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
           case LM_TYPE_STRING:
             ((lm_str*)data)[k] = is_null ? (lm_str){NULL, 0} : st->mm_s[g];
             break;
-          case LM_TYPE_INT32:
-            ((int32_t*)data)[k] = is_null ? 0 : (int32_t)st->mm_i[g];
+          default:
+            lm_vec_int_put(st->result_type, data, k, is_null ? 0 : st->mm_i[g]);
             break;
-          case LM_TYPE_BOOL:
-            ((uint8_t*)data)[k] = is_null ? 0 : (uint8_t)st->mm_i[g];
-            break;
-          default: ((int64_t*)data)[k] = is_null ? 0 : st->mm_i[g]; break;
         }
         break;
+      case LM_AGG_UDAF: break; /* (dispatched above) */
     }
     nulls[k] = is_null;
     any_null |= is_null;
@@ -1444,6 +1729,7 @@ static laminar_code copy_str(lm_agg_states* dst, lm_str* s) {
 }
 
 laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, int64_t n) {
+  if (src->fn == LM_AGG_UDAF) return lm_udaf_states_copy(dst, src, n);
   lm_agg_states_clear(dst);
   LM_TRY(lm_agg_states_reserve(dst, n));
   int64_t cap = dst->cap;
@@ -1465,6 +1751,7 @@ laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, in
   COPY_ARRAY(by_i, n, cap);
   COPY_ARRAY(by_d, n, cap);
   COPY_ARRAY(by_s, n, cap);
+  if (src->hll != NULL && n > 0) memcpy(dst->hll, src->hll, (size_t)n * LM_HLL_M);
   for (int64_t g = 0; dst->mm_s != NULL && g < n; g++)
     LM_TRY(copy_str(dst, &dst->mm_s[g]));
   for (int64_t g = 0; dst->by_s != NULL && g < n; g++)
@@ -1481,6 +1768,7 @@ laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, in
     COPY_ARRAY(d_t, src->d_n, src->d_cap);
     COPY_ARRAY(d_vnull, src->d_n, src->d_cap);
     COPY_ARRAY(d_top, src->d_n, src->d_cap);
+    COPY_ARRAY(q_sort, 0, src->d_cap); /* room only */
     dst->d_cap = src->d_cap;
     dst->d_n = src->d_n;
     for (int64_t e = 0; dst->d_s != NULL && e < src->d_n; e++)
@@ -1506,7 +1794,9 @@ laminar_code lm_agg_states_copy(lm_agg_states* dst, const lm_agg_states* src, in
 #undef COPY_ARRAY
 
 bool lm_agg_states_flat(const lm_agg_states* st) {
+  if (st->fn == LM_AGG_UDAF) return !lm_udaf_owns_memory(st->udaf);
   return !st->weighted && st->fn != LM_AGG_COUNT_DISTINCT &&
+         !lm_agg_is_quantile(st->fn) && st->fn != LM_AGG_APPROX_COUNT_DISTINCT &&
          !(keeps_value(st->fn) && st->arg_type == LM_TYPE_STRING) &&
          st->by_type != LM_TYPE_STRING;
 }
@@ -1521,6 +1811,10 @@ bool lm_agg_states_flat(const lm_agg_states* st) {
 void lm_agg_states_copy_range(lm_agg_states* dst, const lm_agg_states* src, int64_t first,
                               int64_t n) {
   if (n <= 0) return;
+  if (src->fn == LM_AGG_UDAF) {
+    lm_udaf_states_copy_range(dst, src, first, n);
+    return;
+  }
   COPY_RANGE(count);
   COPY_RANGE(sum_i);
   COPY_RANGE(sum_d);
@@ -1566,6 +1860,10 @@ static dvalue read_value(const lm_agg_states* st, lm_state_reader* r) {
 }
 
 void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* w) {
+  if (st->fn == LM_AGG_UDAF) {
+    lm_udaf_snapshot_group(st, g, w);
+    return;
+  }
   if (st->count) lm_state_put_i64(w, st->count[g]);
   if (st->sum_i) {
     lm_state_put_i64(w, (int64_t)(uint64_t)st->sum_i[g]);
@@ -1590,9 +1888,11 @@ void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* 
   if (st->by_i) lm_state_put_i64(w, st->by_i[g]);
   if (st->by_d) lm_state_put_f64(w, st->by_d[g]);
   if (st->by_s) lm_state_put_bytes(w, st->by_s[g].ptr, (size_t)st->by_s[g].len);
-  if (st->weighted && (uses_minmax(st->fn) || st->fn == LM_AGG_COUNT_DISTINCT)) {
-    /* MIN/MAX and COUNT(DISTINCT) over a changelog: the values held, with
-     * their multiplicities */
+  if (st->hll) hll_snapshot(st, g, w);
+  if ((st->weighted && (uses_minmax(st->fn) || st->fn == LM_AGG_COUNT_DISTINCT)) ||
+      lm_agg_is_quantile(st->fn)) {
+    /* MIN/MAX and COUNT(DISTINCT) over a changelog, the quantiles: the
+     * values held, with their multiplicities */
     uint32_t n = 0;
     for (int32_t e = st->d_head[g]; e >= 0; e = st->d_next[e]) n += st->d_cnt[e] != 0;
     lm_state_put_u32(w, n);
@@ -1678,6 +1978,7 @@ static laminar_code fl_restore_group(lm_agg_states* st, uint32_t g, lm_state_rea
 }
 
 laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader* r) {
+  if (st->fn == LM_AGG_UDAF) return lm_udaf_restore_group(st, g, r);
   if (st->count) st->count[g] = lm_state_get_i64(r);
   if (st->sum_i) {
     uint64_t lo = (uint64_t)lm_state_get_i64(r);
@@ -1716,7 +2017,9 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
     if (copy == NULL && s.len > 0) return LAMINAR_ERR_NOMEM;
     st->by_s[g] = (lm_str){copy, s.len};
   }
-  if (st->weighted && (uses_minmax(st->fn) || st->fn == LM_AGG_COUNT_DISTINCT)) {
+  if (st->hll) hll_restore(st, g, r);
+  if ((st->weighted && (uses_minmax(st->fn) || st->fn == LM_AGG_COUNT_DISTINCT)) ||
+      lm_agg_is_quantile(st->fn)) {
     if (st->fn == LM_AGG_COUNT_DISTINCT) st->count[g] = 0; /* recounted from the values */
     uint32_t n = lm_state_get_u32(r);
     if (n > r->len) r->failed = true;
@@ -1737,4 +2040,16 @@ laminar_code lm_agg_restore_group(lm_agg_states* st, int64_t g, lm_state_reader*
     }
   }
   return LAMINAR_OK;
+}
+
+/* ---- user-defined aggregates (the state: agg/udaf.c) ------------------------ */
+
+void lm_agg_states_set_report(lm_agg_states* st, lm_agg_report* report) {
+  st->report = report;
+}
+
+laminar_code lm_agg_report_take(lm_agg_report* report) {
+  laminar_code rc = report->rc;
+  report->rc = LAMINAR_OK;
+  return rc;
 }

@@ -6,7 +6,9 @@
  * Each aggregate supports init (new group), update (a batch), finalize (to an
  * output column), and snapshot/restore of one group. Over a changelog input
  * (rows with a weight: +1 insert, -1 retract, any integer) COUNT, SUM, AVG,
- * MIN, MAX, COUNT(DISTINCT), FIRST and LAST are retractable:
+ * MIN, MAX, COUNT(DISTINCT), FIRST, LAST, the moments and the quantiles
+ * (APPROX_QUANTILE's sketch included; not APPROX_COUNT_DISTINCT, ARG_MIN,
+ * ARG_MAX) are retractable:
  * lm_agg_states_set_weighted() before the first reserve, then
  * lm_agg_update_weighted(); SUM and AVG count their non-NULL values (weighted)
  * so that a group whose values are all retracted is NULL again. Merge folds one
@@ -63,7 +65,21 @@ typedef enum lm_agg_fn {
    * `by` (in `order`; ties: the first seen); rows with a NULL x or by are
    * skipped (DuckDB). Not retractable. */
   LM_AGG_ARG_MIN = 23,
-  LM_AGG_ARG_MAX = 24
+  LM_AGG_ARG_MAX = 24,
+  /* The order statistics: a counted multiset of each group's non-NULL
+   * values (the value-set entries with a multiplicity), so they merge and
+   * take retractions; the fraction q (spec `param`) is a constant.
+   * MEDIAN = QUANTILE_CONT at 0.5; QUANTILE_DISC returns a value held;
+   * APPROX_QUANTILE holds sketch buckets (sketch.h) instead of values. */
+  LM_AGG_MEDIAN = 40,
+  LM_AGG_QUANTILE_CONT = 41,
+  LM_AGG_QUANTILE_DISC = 42,
+  LM_AGG_APPROX_QUANTILE = 43,
+  /* HyperLogLog registers per group (sketch.h); not retractable. */
+  LM_AGG_APPROX_COUNT_DISTINCT = 44,
+  /* A user-defined aggregate (laminar_aggregate_register; agg/udaf.c): the
+   * spec's `udaf`, its arguments in `arg` and (a second one) `order`. */
+  LM_AGG_UDAF = 100
 } lm_agg_fn;
 
 /* An aggregate's SQL name: the function, how many arguments it takes, and
@@ -82,6 +98,8 @@ const lm_agg_def* lm_agg_find(const char* name);
 const char* lm_agg_fn_name(lm_agg_fn fn);
 /* True for the moment aggregates (LM_AGG_VAR_SAMP .. LM_AGG_M2). */
 bool lm_agg_is_moments(lm_agg_fn fn);
+/* True for MEDIAN, QUANTILE_CONT, QUANTILE_DISC and APPROX_QUANTILE. */
+bool lm_agg_is_quantile(lm_agg_fn fn);
 
 typedef struct lm_agg_spec {
   lm_agg_fn fn;
@@ -92,7 +110,19 @@ typedef struct lm_agg_spec {
   const lm_expr* order;
   lm_type
       result_type; /* COUNT: INT64; SUM: INT64 or DOUBLE; AVG: DOUBLE; MIN/MAX: arg's */
+  lm_udf* udaf;    /* LM_AGG_UDAF: the function (a reference held by the plan) */
+  double param;    /* the quantiles: the fraction q in [0, 1] */
 } lm_agg_spec;
+
+/* Where a user-defined aggregate's states report (lm_agg_states_set_report):
+ * the scratch memory of its calls, and the first failure of a call that
+ * cannot return one (finalize) until the owner takes it. One per operator,
+ * used by its partition's thread only. */
+typedef struct lm_agg_report {
+  lm_eval_ctx* ctx;
+  laminar_code rc; /* the first failure not yet taken; LAMINAR_OK: none */
+  char text[512];  /* its text, or a failed update's / merge's */
+} lm_agg_report;
 
 __extension__ typedef __int128 lm_i128;
 __extension__ typedef unsigned __int128 lm_u128;
@@ -134,7 +164,13 @@ typedef struct lm_agg_states {
   double* d_d;  /* DOUBLE (canonical: -0.0 is 0.0, one NaN) */
   lm_str* d_s;  /* STRING (bytes in `strings`) */
   int32_t* d_next;
-  int64_t* d_cnt; /* MIN/MAX over a changelog: the value's multiplicity */
+  int64_t* d_cnt; /* MIN/MAX over a changelog, quantiles: the value's multiplicity */
+  /* The quantiles: q, and room to sort one group's entries (d_cap of them). */
+  double q;
+  int32_t* q_sort;
+  /* APPROX_COUNT_DISTINCT: LM_HLL_M registers per group, group g's at
+   * hll[g * LM_HLL_M]. */
+  uint8_t* hll;
   /* FIRST/LAST over a changelog: the set's entries are (event time, value)
    * pairs (d_t, d_vnull: the value is NULL), d_cnt their net multiplicity,
    * and d_top[e] the newest of the entry's runs: a stack of (arrival, count)
@@ -159,11 +195,18 @@ typedef struct lm_agg_states {
   uint64_t prep_seq;
   int64_t prep_rows;
   size_t prep_bytes;
+  /* LM_AGG_UDAF (agg/udaf.c): the function, cap states of u_size bytes each,
+   * which of them hold a state to destroy, where calls report. */
+  lm_udf* udaf;
+  uint8_t* u_state;
+  uint8_t* u_live;
+  int64_t u_size;
+  lm_agg_report* report;
 } lm_agg_states;
 
 void lm_agg_states_init(lm_agg_states* st, const lm_agg_spec* spec, lm_type arg_type);
 /* Make the state retractable (COUNT, COUNT(*), SUM, AVG, MIN, MAX, COUNT(DISTINCT),
- * FIRST, LAST; call before
+ * FIRST, LAST, the moments, the quantiles; call before
  * lm_agg_states_reserve). Returns false for an aggregate that cannot be. */
 bool lm_agg_states_set_weighted(lm_agg_states* st);
 /* True if aggregate `fn` can take retractions (lm_agg_update_weighted). */
@@ -186,6 +229,11 @@ void lm_agg_states_free(lm_agg_states* st);
  * accounting): the per-group arrays it keeps, the value-set and run entries,
  * and its string memory. */
 int64_t lm_agg_states_bytes(const lm_agg_states* st, int64_t ngroups);
+/* Bytes of the value-set entries the updates prepared by the
+ * lm_agg_states_prepare calls of chunk `seq` may add (one a row; 0 for
+ * another seq or a state without value sets): what a bound check before
+ * those updates adds to lm_agg_states_bytes. */
+int64_t lm_agg_states_pending_bytes(const lm_agg_states* st, uint64_t seq);
 
 /* Make room for an lm_agg_update / lm_agg_update_ordered (weighted states:
  * lm_agg_update_weighted / _ordered) of arg (and `order`, NULL if none) rows
@@ -261,6 +309,14 @@ bool lm_agg_states_flat(const lm_agg_states* st);
  * a checkpoint's copy-on-write by blocks of groups (op/window_frozen.c). */
 void lm_agg_states_copy_range(lm_agg_states* dst, const lm_agg_states* src, int64_t first,
                               int64_t n);
+
+/* Where st's user-defined aggregate calls take scratch memory and report
+ * (see lm_agg_report); every operator sets it on the states it creates. A
+ * no-op for built-in aggregates. */
+void lm_agg_states_set_report(lm_agg_states* st, lm_agg_report* report);
+/* Take the failure a finalize recorded in `report` (LAMINAR_OK: none),
+ * leaving it empty; the text stays in report->text. */
+laminar_code lm_agg_report_take(lm_agg_report* report);
 
 void lm_agg_snapshot_group(const lm_agg_states* st, int64_t g, lm_state_writer* w);
 /* Restore into group g (already reserved). LAMINAR_ERR_NOMEM on a string copy. */

@@ -361,11 +361,7 @@ bool lm_agg_slide_finalize(const lm_agg_slide* s, const uint32_t* kids, int64_t 
           memcpy((double*)data + j, &bits, 8);
         } else {
           int64_t v = is_null ? 0 : w_val[k];
-          switch (s->result_type) {
-            case LM_TYPE_INT32: ((int32_t*)data)[j] = (int32_t)v; break;
-            case LM_TYPE_BOOL: ((uint8_t*)data)[j] = (uint8_t)v; break;
-            default: ((int64_t*)data)[j] = v; break;
-          }
+          lm_vec_int_put(s->result_type, data, j, v);
         }
         nulls[j] = is_null;
         any |= is_null;

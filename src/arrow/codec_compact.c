@@ -46,7 +46,7 @@ static uint8_t width_of(uint64_t range) {
 
 static bool is_integer(lm_type t) {
   return t == LM_TYPE_BOOL || t == LM_TYPE_INT32 || t == LM_TYPE_INT64 ||
-         t == LM_TYPE_TIMESTAMP;
+         t == LM_TYPE_TIMESTAMP || t == LM_TYPE_DATE;
 }
 
 /* ---- analysis ---------------------------------------------------------------------- */
@@ -56,7 +56,7 @@ static bool is_integer(lm_type t) {
 HOT const int64_t* ints(const lm_vec* v, size_t start, size_t n, int64_t* tmp) {
   if (v->type == LM_TYPE_INT64 || v->type == LM_TYPE_TIMESTAMP)
     return (const int64_t*)v->data + start;
-  if (v->type == LM_TYPE_INT32) {
+  if (v->type == LM_TYPE_INT32 || v->type == LM_TYPE_DATE) {
     const int32_t* p = (const int32_t*)v->data + start;
     for (size_t i = 0; i < n; i++) tmp[i] = p[i];
   } else {
@@ -381,7 +381,7 @@ static bool put_ints(lm_type type, void* data, size_t start, const uint64_t* x,
     memcpy((int64_t*)data + start, x, n * 8);
     return true;
   }
-  if (type == LM_TYPE_INT32) {
+  if (type == LM_TYPE_INT32 || type == LM_TYPE_DATE) {
     int32_t* d = (int32_t*)data + start;
     for (size_t i = 0; i < n; i++) d[i] = (int32_t)(uint32_t)x[i]; /* the low 32 bits */
     return true;

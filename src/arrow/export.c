@@ -79,6 +79,9 @@ static enum ArrowType arrow_type_of(lm_type type) {
     case LM_TYPE_DOUBLE: return NANOARROW_TYPE_DOUBLE;
     case LM_TYPE_STRING: return NANOARROW_TYPE_STRING;
     case LM_TYPE_TIMESTAMP: return NANOARROW_TYPE_TIMESTAMP;
+    case LM_TYPE_DATE: return NANOARROW_TYPE_DATE32;
+    case LM_TYPE_INT16: return NANOARROW_TYPE_INT16;
+    case LM_TYPE_INT8: return NANOARROW_TYPE_INT8;
     case LM_TYPE_NULL: return NANOARROW_TYPE_NA;
   }
   return NANOARROW_TYPE_NA;
@@ -150,7 +153,10 @@ static int build_column(struct ArrowArray* child, lm_type type, const lm_vec* co
       data->size_bytes = bytes;
       break;
     }
+    case LM_TYPE_INT8:
+    case LM_TYPE_INT16:
     case LM_TYPE_INT32:
+    case LM_TYPE_DATE:
     case LM_TYPE_INT64:
     case LM_TYPE_DOUBLE:
     case LM_TYPE_TIMESTAMP:

@@ -146,6 +146,8 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   int64_t max_drift = -1;
   const lm_ast_expr* align_value = NULL; /* where alignment was set, for errors */
   const lm_ast_expr* drift_value = NULL;
+  char wm_key[128] = {0};
+  const lm_ast_expr* key_value = NULL; /* where watermark_key was set, for errors */
   for (size_t i = 0; i < stmt->noptions; i++) {
     const lm_ast_option* o = &stmt->options[i];
     const lm_ast_expr* v = o->value;
@@ -214,6 +216,10 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
         max_drift = val.i;
         drift_value = v;
         break;
+      case LM_OPT_WATERMARK_KEY:
+        snprintf(wm_key, sizeof wm_key, "%.*s", (int)val.len, val.text);
+        key_value = v;
+        break;
       default:
         return lm_error_set(err, LAMINAR_ERR_INTERNAL, "source option '%s'", o->key);
     }
@@ -236,6 +242,7 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
   atomic_init(&def->refs, 1);
   atomic_init(&def->dropped, false);
   def->wm_col = -1;
+  def->wm_key_col = -1;
   def->lateness_ms = lateness;
   def->idle_timeout_ms = idle_timeout;
   def->max_drift_ms = max_drift;
@@ -298,6 +305,36 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
     }
     def->wm_col = idx;
     def->wm_delay_ms = stmt->watermark_delay_ms;
+  }
+  if (key_value != NULL) {
+    /* Per-key watermarks: a column of the source, a key type, and event time
+     * to take each key's watermark from. */
+    int32_t idx = lm_schema_find(&def->schema, wm_key);
+    if (idx < 0) {
+      snprintf(msg, sizeof msg, "source '%s': watermark_key names no column '%s'",
+               stmt->name, wm_key);
+      rc = fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, key_value->line,
+                   key_value->column, stmt->name, msg);
+      lm_error_object(err, stmt->name, wm_key);
+      goto fail;
+    }
+    lm_type t = def->schema.fields[idx].type;
+    if (!stmt->has_watermark || idx == def->wm_col || t == LM_TYPE_DOUBLE) {
+      snprintf(msg, sizeof msg,
+               !stmt->has_watermark
+                   ? "source '%s': watermark_key '%s' needs a watermark column "
+                     "(WATERMARK FOR col or WITH (watermark = 'col'))"
+               : idx == def->wm_col
+                   ? "source '%s': watermark_key '%s' is the watermark column itself"
+                   : "source '%s': watermark_key '%s' must be a column of whole "
+                     "numbers, text, a boolean or a timestamp, not DOUBLE",
+               stmt->name, wm_key);
+      rc = fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, key_value->line, key_value->column,
+                   stmt->name, msg);
+      lm_error_object(err, stmt->name, wm_key);
+      goto fail;
+    }
+    def->wm_key_col = idx;
   }
   rc = lm_source_def_init_queue(def, capacity, backpressure, wait);
   def->max_queue_bytes = max_queue_bytes;
@@ -454,14 +491,13 @@ laminar_code lm_db_stream_options(const lm_stmt* stmt, lm_plan* plan,
  * time its output watermark is in. */
 static laminar_code check_join_time(laminar_db* db, const lm_stmt* stmt, lm_plan* plan,
                                     laminar_error* err) {
-  const lm_asof_spec* j = &plan->join;
   char msg[512];
   for (int32_t b = 0; b < 2; b++) {
     const lm_plan_branch* br = &plan->branches[b];
     const lm_source_def* in =
         br->input_is_source ? lm_db_find_source(db, br->input) : NULL;
     if (in == NULL) continue;
-    int32_t col = b == 0 ? j->ltime : j->rtime;
+    int32_t col = lm_plan_join_time(plan, b);
     if (in->wm_col < 0) {
       snprintf(msg, sizeof msg,
                "stream '%s': %s needs a watermark on source '%s' (WATERMARK FOR %s ...): "
@@ -472,7 +508,7 @@ static laminar_code check_join_time(laminar_db* db, const lm_stmt* stmt, lm_plan
     }
     if (in->wm_col != col) {
       snprintf(msg, sizeof msg,
-               "stream '%s': the %s ordering column of '%s' is '%s', but its watermark "
+               "stream '%s': the %s time column of '%s' is '%s', but its watermark "
                "column is '%s': order by the watermark column",
                stmt->name, plan->join_kind, in->name, in->schema.fields[col].name,
                in->schema.fields[in->wm_col].name);
@@ -480,14 +516,68 @@ static laminar_code check_join_time(laminar_db* db, const lm_stmt* stmt, lm_plan
                      msg);
     }
   }
-  if (plan->windowed && !plan->window.global && plan->window.time_col != j->ltime) {
+  int32_t ltime = lm_plan_join_time(plan, 0);
+  if (plan->windowed && !plan->window.global && plan->window.time_col != ltime) {
     snprintf(msg, sizeof msg,
              "stream '%s': a window over %s runs on the left side's time column '%s' "
              "(the join's output watermark is in its time)",
-             stmt->name, plan->join_kind, plan->union_schema.fields[j->ltime].name);
+             stmt->name, plan->join_kind, plan->union_schema.fields[ltime].name);
     return fail_at(err, LAMINAR_ERR_SQL_GROUPING, plan->join_line, plan->join_column,
                    stmt->name, msg);
   }
+  return LAMINAR_OK;
+}
+
+/* A window reading a source with per-key watermarks (watermark_key) directly
+ * closes per key (op/keyed_window.c): it must GROUP BY the key column, and
+ * only tumbling or hopping windows closed on EMIT ON WINDOW CLOSE do. Sets
+ * the plan's keyed_wm. Other readers (plain streams, a union, a stream
+ * reading a stream) follow the source's watermark, the least over its keys. */
+static laminar_code check_key_watermark(laminar_db* db, const lm_stmt* stmt,
+                                        lm_plan* plan, laminar_error* err) {
+  if (!plan->windowed || lm_plan_branched(plan) || !plan->input_is_source)
+    return LAMINAR_OK;
+  const lm_source_def* in = lm_db_find_source(db, plan->input);
+  if (in == NULL || in->wm_key_col < 0 || in->wm_external) return LAMINAR_OK;
+  const lm_window_spec* w = &plan->window;
+  const char* key = in->schema.fields[in->wm_key_col].name;
+  const lm_ast_select* sel = stmt->select;
+  int32_t line = stmt->line, col = stmt->column;
+  if (sel != NULL && sel->ngroup > 0) {
+    line = sel->group_by[0]->line;
+    col = sel->group_by[0]->column;
+  }
+  char msg[512];
+  const char* why = w->session          ? "session windows"
+                    : w->global         ? "a GROUP BY without a window"
+                    : w->emit_changes   ? "EMIT CHANGES"
+                    : plan->late_output ? "a late side output (late_output)"
+                                        : NULL;
+  if (why != NULL) {
+    snprintf(msg, sizeof msg,
+             "stream '%s': source '%s' has per-key watermarks (watermark_key '%s'); "
+             "%s over it are not supported: use a tumbling or hopping window with EMIT "
+             "ON WINDOW CLOSE",
+             stmt->name, in->name, key, why);
+    return fail_at(err, LAMINAR_ERR_SQL_UNSUPPORTED, line, col, stmt->name, msg);
+  }
+  bool grouped = false;
+  for (int32_t k = 0; k < w->nkeys; k++) {
+    grouped = grouped || (w->keys[k]->kind == LM_EXPR_COLUMN &&
+                          w->keys[k]->column == in->wm_key_col);
+  }
+  if (!grouped) {
+    snprintf(msg, sizeof msg,
+             "stream '%s': source '%s' has per-key watermarks: its windows close per "
+             "'%s', so GROUP BY must contain the column '%s'",
+             stmt->name, in->name, key, key);
+    return fail_at(err, LAMINAR_ERR_SQL_GROUPING, line, col, stmt->name, msg);
+  }
+  plan->keyed_wm = true;
+  plan->wm_key_col = in->wm_key_col;
+  plan->wm_ts_col = in->wm_col;
+  plan->wm_key_type = in->schema.fields[in->wm_key_col].type;
+  plan->wm_delay_ms = in->wm_delay_ms;
   return LAMINAR_OK;
 }
 
@@ -664,8 +754,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   if (s == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   s->watermark_ms = INT64_MIN;
   atomic_init(&s->late_rows, 0);
-  laminar_code rc =
-      lm_bind_stream(stmt, lm_db_lookup_input, db, &db->funcs, &s->plan, err);
+  laminar_code rc = lm_bind_stream_tables(stmt, lm_db_lookup_input, lm_db_table_columns,
+                                          db, &db->funcs, &s->plan, err);
   if (rc != LAMINAR_OK) {
     lm_free(s);
     return rc;
@@ -674,6 +764,7 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   rc = lm_db_stream_options(stmt, &s->plan, err);
   if (rc == LAMINAR_OK) rc = check_stream_time(db, stmt, &s->plan, err);
   if (rc == LAMINAR_OK) rc = check_analytic_time(db, stmt, &s->plan, err);
+  if (rc == LAMINAR_OK) rc = check_key_watermark(db, stmt, &s->plan, err);
   if (rc != LAMINAR_OK) {
     lm_plan_free(&s->plan);
     lm_free(s);
@@ -687,6 +778,8 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_stream_def_free(s);
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
+  /* A lookup join reads its table's operator in place (table.c). */
+  if (s->plan.lookup) lm_db_table_attach_lookup(db, s);
   {
     const lm_source_def* in_src =
         s->plan.input_is_source ? lm_db_find_source(db, s->plan.input) : NULL;
@@ -783,6 +876,16 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
     lm_durable_identify(db->dur, late->name, &late->incarnation, NULL);
   }
   return lm_durable_catalog_changed(db, err);
+}
+
+laminar_code lm_db_create_source(laminar_db* db, const char* sql, const lm_stmt* stmt,
+                                 laminar_error* err) {
+  return create_source(db, sql, stmt, err);
+}
+
+laminar_code lm_db_create_stream(laminar_db* db, const char* sql, const lm_stmt* stmt,
+                                 laminar_error* err) {
+  return create_stream(db, sql, stmt, err);
 }
 
 /* ---- CREATE SINK ... INTO FILE ------------------------------------------------------- */
@@ -921,12 +1024,18 @@ static void remove_ptr(void** arr, int32_t* n, const void* p) {
   }
 }
 
-static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err) {
+laminar_code lm_db_drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err) {
   char msg[256];
   lm_source_def* src = lm_db_find_source(db, stmt->name);
   lm_stream_def* s = lm_db_find_stream(db, stmt->name);
   bool want_source = stmt->object == LM_OBJ_SOURCE;
   const char* other = NULL; /* DROP STREAM of a view, DROP VIEW of a stream */
+  /* A table's parts go only with DROP TABLE (lm_db_drop_table). */
+  if (src != NULL && src->table != NULL && !stmt->internal) src = NULL;
+  if (s != NULL && lm_db_is_table(s) && !stmt->internal) {
+    other = "TABLE";
+    s = NULL;
+  }
   if (s != NULL && lm_db_is_view(s) != (stmt->object == LM_OBJ_VIEW)) {
     other = lm_db_is_view(s) ? "MATERIALIZED VIEW" : "STREAM";
     s = NULL;
@@ -938,8 +1047,10 @@ static laminar_code drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err
                  want_source ? "source" : lm_db_object_word(stmt->object), stmt->name);
     if (other != NULL && n > 0 && (size_t)n < sizeof msg) {
       snprintf(msg + n, sizeof msg - (size_t)n, " (it is a %s: DROP %s %s)",
-               lm_streq_nocase(other, "STREAM") ? "stream" : "materialized view", other,
-               stmt->name);
+               lm_streq_nocase(other, "STREAM")  ? "stream"
+               : lm_streq_nocase(other, "TABLE") ? "table"
+                                                 : "materialized view",
+               other, stmt->name);
     }
     return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, stmt->name_line,
                    stmt->name_column, stmt->name, msg);
@@ -1076,6 +1187,7 @@ static laminar_code show(laminar_db* db, const lm_stmt* stmt,
   bool sources = stmt->object == LM_OBJ_SOURCE;
   if (stmt->object == LM_OBJ_SINK) return lm_db_show_sinks(db, out, err);
   if (stmt->object == LM_OBJ_FUNCTION) return lm_db_show_functions(db, out, err);
+  if (stmt->object == LM_OBJ_TABLE) return lm_db_show_tables(db, out, err);
   bool views = stmt->object == LM_OBJ_VIEW; /* SHOW STREAMS lists the others */
   if (out == NULL) return LAMINAR_OK;
   int64_t n = sources ? db->graph.nsources : db->graph.nstreams;
@@ -1089,6 +1201,8 @@ static laminar_code show(laminar_db* db, const lm_stmt* stmt,
   int64_t k = 0; /* rows filled */
   for (int64_t i = 0; i < n; i++) {
     if (!sources && lm_db_is_view(db->graph.streams[i]) != views) continue;
+    if (!sources && lm_db_is_table(db->graph.streams[i])) continue; /* SHOW TABLES */
+    if (sources && db->graph.sources[i]->table != NULL) continue;
     if (sources) {
       lm_source_def* s = db->graph.sources[i];
       owned[i] = lm_db_format_columns(&s->schema);
@@ -1138,6 +1252,12 @@ static laminar_code describe(laminar_db* db, const lm_stmt* stmt,
   lm_stream_def* s = src ? NULL : lm_db_find_stream(db, stmt->name);
   if (src) schema = &src->schema;
   if (s) schema = lm_db_is_view(s) ? lm_db_view_columns(s) : &s->out_schema;
+  /* A table: its declared columns (keys NOT NULL), its changelog's without
+   * _weight. */
+  lm_source_def* changes = s != NULL ? lm_db_table_source(db, s->name) : NULL;
+  lm_schema declared = {changes != NULL ? changes->schema.ncols - 1 : 0,
+                        changes != NULL ? changes->schema.fields : NULL};
+  if (changes != NULL) schema = &declared;
   if (schema == NULL) {
     char msg[256];
     snprintf(msg, sizeof msg, "no source, stream or view named '%s'", stmt->name);
@@ -1167,7 +1287,16 @@ static laminar_code describe(laminar_db* db, const lm_stmt* stmt,
 static laminar_code read_only_statement(laminar_db* db, const char* sql,
                                         const lm_stmt* st, laminar_error* err) {
   bool create = st->kind == LM_STMT_CREATE_SOURCE || st->kind == LM_STMT_CREATE_STREAM ||
-                st->kind == LM_STMT_CREATE_SINK;
+                st->kind == LM_STMT_CREATE_SINK || st->kind == LM_STMT_CREATE_TABLE;
+  if (st->kind == LM_STMT_INSERT || st->kind == LM_STMT_DELETE) {
+    char what[192];
+    snprintf(what, sizeof what, "takes no writes (%s '%s')",
+             st->kind == LM_STMT_INSERT ? "INSERT INTO" : "DELETE FROM", st->name);
+    laminar_code rc = lm_durable_refuse_write(db->dur, what, err);
+    lm_error_at(err, st->line, st->column);
+    lm_error_object(err, st->name, NULL);
+    return rc;
+  }
   /* Functions are not stored: DROP FUNCTION changes nothing in data_dir. */
   if (!create && (st->kind != LM_STMT_DROP || st->object == LM_OBJ_FUNCTION))
     return LAMINAR_OK;
@@ -1207,15 +1336,21 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
     if (lm_durable_read_only(db->dur) && !lm_durable_recovering(db->dur)) {
       rc = read_only_statement(db, sql, st, err);
       if (rc != LAMINAR_OK || st->kind == LM_STMT_CREATE_SOURCE ||
-          st->kind == LM_STMT_CREATE_STREAM || st->kind == LM_STMT_CREATE_SINK)
+          st->kind == LM_STMT_CREATE_STREAM || st->kind == LM_STMT_CREATE_SINK ||
+          st->kind == LM_STMT_CREATE_TABLE)
         continue; /* refused, or a re-declaration: nothing to do */
     }
     switch (st->kind) {
       case LM_STMT_CREATE_SOURCE: rc = create_source(db, sql, st, err); break;
       case LM_STMT_CREATE_STREAM: rc = create_stream(db, sql, st, err); break;
       case LM_STMT_CREATE_SINK: rc = create_sink(db, sql, st, err); break;
+      case LM_STMT_CREATE_TABLE: rc = lm_db_create_table(db, sql, st, err); break;
+      case LM_STMT_INSERT: rc = lm_db_insert(db, st, err); break;
+      case LM_STMT_DELETE: rc = lm_db_delete(db, st, err); break;
       case LM_STMT_DROP:
-        if (st->object == LM_OBJ_SINK) {
+        if (st->object == LM_OBJ_TABLE) {
+          rc = lm_db_drop_table(db, st, err);
+        } else if (st->object == LM_OBJ_SINK) {
           rc = drop_sink(db, st, err);
         } else if (st->object == LM_OBJ_FUNCTION) {
           rc = lm_db_function_drop(db, st->name, st->if_exists, err);
@@ -1224,10 +1359,10 @@ laminar_code lm_db_execute_locked(laminar_db* db, const char* sql,
                    st->object != LM_OBJ_VIEW) {
           rc = fail_at(
               err, LAMINAR_ERR_SQL_UNSUPPORTED, st->line, st->column, st->name,
-              "only DROP SOURCE, DROP STREAM, DROP MATERIALIZED VIEW and DROP SINK "
-              "are supported");
+              "only DROP SOURCE, DROP TABLE, DROP STREAM, DROP MATERIALIZED VIEW and "
+              "DROP SINK are supported");
         } else {
-          rc = drop(db, st, err);
+          rc = lm_db_drop(db, st, err);
         }
         break;
       case LM_STMT_SHOW: rc = show(db, st, out_rows, err); break;

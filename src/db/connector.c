@@ -319,6 +319,13 @@ laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
                            o->value->column, msg);
         }
         break;
+      case LM_OPT_WATERMARK_KEY:
+        /* Its watermark is the Kafka partitions' least (sent by the consumer). */
+        rc = fail_source(err, LAMINAR_ERR_CONFIG_CONFLICT, stmt, o->value->line,
+                         o->value->column,
+                         "watermark_key cannot go with connector 'kafka': a Kafka "
+                         "source's watermarks are per partition");
+        break;
       case LM_OPT_KAFKA:
         if (c.nconf == MAX_CONF) {
           rc = fail_source(err, LAMINAR_ERR_CONFIG_VALUE, stmt, o->value->line,

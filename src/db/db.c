@@ -462,6 +462,9 @@ static bool builtin_function(const char* name) {
          lm_streq_nocase(name, "nullif");
 }
 
+static laminar_code register_udf(laminar_db* db, const char* name, lm_udf* f,
+                                 laminar_error* err);
+
 /* A new function from laminar_function_register()'s arguments, its name not a
  * built-in's. On failure `user` stays the caller's. */
 static laminar_code new_function(const char* name, const char* const* arg_types,
@@ -515,6 +518,35 @@ laminar_code laminar_function_register(laminar_db* db, const char* name,
   lm_udf* f;
   LM_TRY(new_function(name, arg_types, nargs, return_type, fn, user, destroy, flags, &f,
                       err));
+  return register_udf(db, name, f, err);
+}
+
+/* ---- aggregate functions --------------------------------------------------------- */
+
+/* A new aggregate from laminar_aggregate_register()'s arguments, its name not
+ * a built-in's. On failure `user` stays the caller's. */
+static laminar_code new_aggregate(const char* name, const char* const* arg_types,
+                                  int32_t nargs, const char* return_type,
+                                  const lm_udaf_callbacks* cb, void* user,
+                                  void (*destroy)(void* user), uint32_t flags,
+                                  lm_udf** out, laminar_error* err) {
+  LM_TRY(lm_udaf_create(name, arg_types, nargs, return_type, cb, user, destroy, flags,
+                        out, err));
+  if (builtin_function(name)) {
+    lm_udf_set_destroy(*out, NULL);
+    lm_udf_unref(*out);
+    *out = NULL;
+    return lm_error_set(err, LAMINAR_ERR_SQL_DUPLICATE_OBJECT,
+                        "cannot register aggregate '%s': a built-in function has that "
+                        "name",
+                        name);
+  }
+  return LAMINAR_OK;
+}
+
+/* Register f (a new reference) in db's registry unless a stream uses the name. */
+static laminar_code register_udf(laminar_db* db, const char* name, lm_udf* f,
+                                 laminar_error* err) {
   pthread_mutex_lock(&db->lock);
   const lm_stream_def* user_of = function_user(db, name);
   laminar_code rc = LAMINAR_OK;
@@ -528,6 +560,49 @@ laminar_code laminar_function_register(laminar_db* db, const char* name,
   pthread_mutex_unlock(&db->lock);
   if (rc != LAMINAR_OK) lm_udf_set_destroy(f, NULL); /* `user` stays the caller's */
   lm_udf_unref(f); /* the registry holds it now, or nothing does */
+  return rc;
+}
+
+laminar_code laminar_aggregate_register(
+    laminar_db* db, const char* name, const char* const* arg_types, int32_t nargs,
+    const char* return_type, int64_t state_size, laminar_aggregate_init init,
+    laminar_aggregate_update update, laminar_aggregate_update retract,
+    laminar_aggregate_merge merge, laminar_aggregate_finalize finalize,
+    laminar_aggregate_serialize serialize, laminar_aggregate_deserialize deserialize,
+    laminar_aggregate_destroy_state destroy_state, void* user,
+    void (*destroy)(void* user), uint32_t flags, laminar_error* err) {
+  CHECK_DB(db, err);
+  lm_udaf_callbacks cb = {state_size, init,      update,      retract,      merge,
+                          finalize,   serialize, deserialize, destroy_state};
+  lm_udf* f;
+  LM_TRY(new_aggregate(name, arg_types, nargs, return_type, &cb, user, destroy, flags, &f,
+                       err));
+  return register_udf(db, name, f, err);
+}
+
+laminar_code laminar_config_aggregate_register(
+    laminar_config* config, const char* name, const char* const* arg_types, int32_t nargs,
+    const char* return_type, int64_t state_size, laminar_aggregate_init init,
+    laminar_aggregate_update update, laminar_aggregate_update retract,
+    laminar_aggregate_merge merge, laminar_aggregate_finalize finalize,
+    laminar_aggregate_serialize serialize, laminar_aggregate_deserialize deserialize,
+    laminar_aggregate_destroy_state destroy_state, void* user,
+    void (*destroy)(void* user), uint32_t flags, laminar_error* err) {
+  if (config == NULL || config->magic != LM_MAGIC_CONFIG) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_config_aggregate_register: invalid config handle");
+  }
+  lm_udaf_callbacks cb = {state_size, init,      update,      retract,      merge,
+                          finalize,   serialize, deserialize, destroy_state};
+  lm_udf* f;
+  LM_TRY(new_aggregate(name, arg_types, nargs, return_type, &cb, user, destroy, flags, &f,
+                       err));
+  laminar_code rc = lm_udf_list_add(&config->funcs, f, true);
+  if (rc != LAMINAR_OK) {
+    lm_udf_set_destroy(f, NULL);
+    rc = lm_error_set(err, rc, "aggregate '%s': out of memory", name);
+  }
+  lm_udf_unref(f);
   return rc;
 }
 

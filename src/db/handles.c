@@ -48,6 +48,7 @@ laminar_code laminar_source_open(laminar_db* db, const char* name, laminar_sourc
   pthread_mutex_lock(&db->lock);
   laminar_code rc = LAMINAR_OK;
   lm_source_def* def = lm_db_find_source(db, name);
+  if (def == NULL) def = lm_db_table_source(db, name); /* a table: its changelog */
   laminar_source* src = NULL;
   if (def == NULL) {
     rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, "no source named '%s'", name);
@@ -230,6 +231,29 @@ static laminar_code push_many(laminar_source* src, struct ArrowArray* arrays, in
     if (kept != &one_kept) lm_free(kept);
   }
   if (out_pushed != NULL) *out_pushed = queued;
+  return rc;
+}
+
+laminar_code lm_db_table_push(laminar_db* db, lm_source_def* def,
+                              struct ArrowArray* array, const struct ArrowSchema* schema,
+                              laminar_error* err) {
+  int expected = 0;
+  /* The producer side for this one push (acq_rel, as laminar_source_open). */
+  if (!atomic_compare_exchange_strong_explicit(
+          &def->producers, &expected, 1, memory_order_acq_rel, memory_order_acquire)) {
+    lm_error_set(err, LAMINAR_ERR_STATE,
+                 "table '%s' has an open producer handle: write through it (or close "
+                 "it first)",
+                 def->table);
+    lm_error_object(err, def->table, NULL);
+    return LAMINAR_ERR_STATE;
+  }
+  laminar_source src = {LM_MAGIC_SOURCE, db, def};
+  /* As laminar_source_push: waits for room while the runtime runs, a full
+   * queue is LAMINAR_ERR_QUEUE_FULL when it does not. */
+  lm_push_wait how = lm_push_wait_forever();
+  laminar_code rc = push_many(&src, array, 1, schema, &how, NULL, err);
+  atomic_fetch_sub_explicit(&def->producers, 1, memory_order_acq_rel);
   return rc;
 }
 

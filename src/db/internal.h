@@ -183,6 +183,44 @@ char* lm_db_format_columns(const lm_schema* s);
 laminar_code lm_db_execute_sql(laminar_db* db, const char* sql,
                                struct ArrowArrayStream* out_rows, laminar_error* err);
 
+/* catalog.c: CREATE SOURCE / CREATE STREAM / DROP of one statement (the
+ * statements a table is made of, table.c). */
+laminar_code lm_db_create_source(laminar_db* db, const char* sql, const lm_stmt* stmt,
+                                 laminar_error* err);
+laminar_code lm_db_create_stream(laminar_db* db, const char* sql, const lm_stmt* stmt,
+                                 laminar_error* err);
+laminar_code lm_db_drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err);
+
+/* table.c: tables (CREATE TABLE, INSERT, DELETE, DROP TABLE, SHOW TABLES).
+ * A table `t` is two catalog objects made by one statement: the source
+ * `t$changes` (its changelog: the columns and `_weight`, where writes go,
+ * logged as any source's) and the materialized view `t` over it, whose
+ * operator keeps one row per key (op/view.h lm_op_table_create). */
+laminar_code lm_db_create_table(laminar_db* db, const char* sql, const lm_stmt* stmt,
+                                laminar_error* err);
+laminar_code lm_db_insert(laminar_db* db, const lm_stmt* stmt, laminar_error* err);
+laminar_code lm_db_delete(laminar_db* db, const lm_stmt* stmt, laminar_error* err);
+laminar_code lm_db_drop_table(laminar_db* db, const lm_stmt* stmt, laminar_error* err);
+laminar_code lm_db_show_tables(laminar_db* db, struct ArrowArrayStream* out,
+                               laminar_error* err);
+/* The changelog source of table `name`, NULL when there is no such table. */
+lm_source_def* lm_db_table_source(laminar_db* db, const char* name);
+/* lm_plan_table_fn over the catalog (arg: the db): table `name`'s columns
+ * and primary key, NULL when it is no table. */
+const lm_schema* lm_db_table_columns(void* arg, const char* name,
+                                     const int32_t** out_keys, int32_t* out_nkeys);
+/* Point lookup-join stream s's operator at its table's (s->plan.lookup). */
+void lm_db_table_attach_lookup(laminar_db* db, lm_stream_def* s);
+/* True when stream `s` is a table's. */
+bool lm_db_is_table(const lm_stream_def* s);
+/* handles.c: push one array to a table's changelog source from the control
+ * thread (SQL INSERT/DELETE, laminar_table_*), as a producer for the push;
+ * LAMINAR_ERR_STATE while a producer handle is open. Moves the array on
+ * success. */
+laminar_code lm_db_table_push(laminar_db* db, lm_source_def* def,
+                              struct ArrowArray* array, const struct ArrowSchema* schema,
+                              laminar_error* err);
+
 /* view.c: materialized views and named sinks in the catalog */
 /* True when stream `s` is a materialized view (its chain ends in materialize). */
 bool lm_db_is_view(const lm_stream_def* s);

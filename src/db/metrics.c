@@ -75,6 +75,9 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "source", s->name, "watermark_ms", s->watermark_ms);
     /* 1 while idle: its readers' watermarks do not wait for it. */
     add(r, "source", s->name, "watermark_idle", s->idle ? 1 : 0);
+    /* Per-key watermarks: the keys the source's watermark is the least over. */
+    if (s->wm_key_col >= 0)
+      add(r, "source", s->name, "watermark_keys", lm_rt_source_keys(s));
     if (s->align_group != NULL) {
       add(r, "source", s->name, "alignment_held", lm_source_held_back(s) ? 1 : 0);
     }
@@ -100,17 +103,32 @@ static void collect(laminar_db* db, rows* r) {
     add(r, "stream", s->name, "partitions", s->nparts);
     add(r, "stream", s->name, "watermark_ms", s->watermark_ms);
     add(r, "stream", s->name, "subscribers", s->nsubs);
-    if (lm_op_multi_input(s->chain)) { /* an ASOF join: the rows it holds */
-      int64_t left, right;
-      lm_op_asof_held(s->chain, &left, &right);
-      add(r, "stream", s->name, "join_left_rows", left);
-      add(r, "stream", s->name, "join_right_rows", right);
+    if (lm_op_multi_input(s->chain)) { /* a join: the rows and bytes it holds */
+      int64_t rows[2] = {0, 0}, bytes[2] = {0, 0};
+      for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++) {
+        int64_t r2[2], b2[2];
+        lm_op_join_held(lm_stream_part_chain(s, p), r2, b2);
+        for (int i = 0; i < 2; i++) {
+          rows[i] += r2[i];
+          bytes[i] += b2[i];
+        }
+      }
+      add(r, "stream", s->name, "join_left_rows", rows[0]);
+      add(r, "stream", s->name, "join_right_rows", rows[1]);
+      add(r, "stream", s->name, "join_left_bytes", bytes[0]);
+      add(r, "stream", s->name, "join_right_bytes", bytes[1]);
     }
     if (lm_op_is_analytic(s->chain)) { /* window functions: rows not yet emitted */
       int64_t held = 0;
       for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++)
         held += lm_op_analytic_held_rows(lm_stream_part_chain(s, p));
       add(r, "stream", s->name, "held_rows", held);
+    }
+    if (s->plan.keyed_wm) { /* per-key watermarks: the keys with state or a watermark */
+      int64_t keys = 0;
+      for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++)
+        keys += lm_op_keyed_window_keys(lm_stream_part_chain(s, p));
+      add(r, "stream", s->name, "watermark_keys", keys);
     }
     const lm_op* view = lm_op_view_of(s->chain);
     if (view != NULL) {

@@ -114,6 +114,10 @@ static const lm_option table[] = {
      "block | drop", "config slow_subscriber", "what a full queue does to new batches"},
     {"watermark", SRC, LM_OPT_WATERMARK, T_TEXT, NULL, 1, 127, "a column name", "",
      "the watermark column: as WATERMARK FOR col"},
+    {"watermark_key", SRC, LM_OPT_WATERMARK_KEY, T_TEXT, NULL, 1, 127, "a column name",
+     "",
+     "per-key watermarks: each value of this column has its own watermark, and "
+     "windows grouped by it close per key"},
     {"allowed_lateness", SRC, LM_OPT_ALLOWED_LATENESS, T_INTERVAL, NULL, 0, 0,
      "an INTERVAL (or milliseconds) >= 0", "0",
      "default allowed lateness of the windowed streams reading it"},
@@ -125,7 +129,8 @@ static const lm_option table[] = {
     {"idle_timeout", SRC, LM_OPT_IDLE_TIMEOUT, T_DURATION, "none", 1, 0,
      "a duration ('5 s') or none", "none",
      "no data for this long makes it idle: it holds back no union's watermark (of a "
-     "Kafka source, also a partition's: docs/KAFKA.md)"},
+     "Kafka source, also a partition's: docs/KAFKA.md; with watermark_key, a key this "
+     "far behind the source's largest event time)"},
     {"alignment_group", SRC, LM_OPT_ALIGNMENT_GROUP, T_TEXT, NULL, 1, 127, "a name", "",
      "watermark alignment: sources of one group are held within max_drift"},
     {"max_drift", SRC, LM_OPT_MAX_DRIFT, T_INTERVAL, NULL, 0, 0,

@@ -58,7 +58,8 @@ typedef enum lm_option_id {
   LM_OPT_EVENT_TIME,
   LM_OPT_IDLE_TIMEOUT,
   LM_OPT_ALIGNMENT_GROUP,
-  LM_OPT_MAX_DRIFT
+  LM_OPT_MAX_DRIFT,
+  LM_OPT_WATERMARK_KEY
 } lm_option_id;
 
 /* A parsed value; which member holds it follows the row's type. */

@@ -14,7 +14,9 @@
  * state across rows: any split works. With a UNION ALL of sources at the root
  * of the path, S is a set of union columns that every input fills with a
  * plain, uncast column of its own source, reported per input: hashing each
- * input on its own columns there sends equal keys to one engine.
+ * input on its own columns there sends equal keys to one engine. An ASOF
+ * JOIN of two sources at the root counts as a GROUP BY of its equality keys
+ * (its left key columns; each input is reported with its own key columns).
  *
  * Control thread, under db->lock (internal.h).
  */
@@ -33,6 +35,23 @@ static int32_t trace_column(laminar_db* db, const lm_stream_def* s, int32_t col)
   if (up == NULL || col < 0 || col >= up->out_schema.ncols) return -1;
   int32_t in = lm_plan_traced_column(&up->plan, col); /* plan/planner.c */
   return in < 0 ? -1 : trace_column(db, up, in);
+}
+
+/* The column of input b's source at column c of the several-input root
+ * `plan`: a union's branch column (lm_plan_branch_source_col), or, for an
+ * ASOF join, at the left key column of key k, each side's own k-th key
+ * column; -1 when none. */
+static int32_t root_col(const lm_plan* plan, int32_t b, int32_t c) {
+  if (!plan->joined || plan->interval) return lm_plan_branch_source_col(plan, b, c);
+  for (int32_t k = 0; k < plan->join.nkeys; k++) {
+    const lm_expr* l = plan->join.lkeys[k];
+    const lm_expr* r = plan->join.rkeys[k];
+    if (l->kind != LM_EXPR_COLUMN || l->column != c) continue;
+    if (b == 0) return c;
+    /* Equal values hash alike only as one type. */
+    return r->kind == LM_EXPR_COLUMN && r->type == l->type ? r->column : -1;
+  }
+  return -1;
 }
 
 laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
@@ -60,15 +79,18 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
   const lm_stream_def* onion = NULL; /* the union at the root, if any */
   for (;;) {
     if (lm_plan_branched(&cur->plan)) {
-      bool sources = !lm_op_multi_input(cur->chain); /* a join's inputs do not union */
+      bool sources = !cur->plan.interval; /* an interval join: not reported yet */
       for (int32_t b = 0; b < cur->plan.nbranches; b++)
         sources = sources && cur->plan.branches[b].input_is_source;
-      if (!sources) {
+      /* A self-join's two inputs are one source: not split per input. */
+      bool self_join = cur->plan.joined && lm_streq_nocase(cur->plan.branches[0].input,
+                                                           cur->plan.branches[1].input);
+      if (!sources || self_join) {
         rc = lm_error_set(
             err, LAMINAR_ERR_SQL_UNSUPPORTED,
-            "stream '%s': %s reads several inputs through an ASOF JOIN, or a stream in "
-            "a UNION ALL branch or derived table; its partitioning by root sources is "
-            "not supported yet",
+            "stream '%s': %s reads a stream in a UNION ALL branch, a derived table or "
+            "an ASOF JOIN, joins a source with itself, or reads two sources through "
+            "an interval join; its partitioning by root sources is not supported yet",
             stream, cur == s ? "it" : cur->name);
         lm_error_object(err, stream, NULL);
         pthread_mutex_unlock(&db->lock);
@@ -115,6 +137,18 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
        x = x->late_of != NULL        ? x->late_of
            : x->plan.input_is_source ? NULL
                                      : lm_db_find_stream(db, x->plan.input)) {
+    if (x->plan.joined && !x->plan.interval) {
+      /* An ASOF join keeps state per equality key: its left key columns (at
+       * their union places; root_col maps each input's own). */
+      windowed = true;
+      memset(mine, 0, (size_t)ncols * sizeof(bool));
+      for (int32_t k = 0; k < x->plan.join.nkeys; k++) {
+        const lm_expr* e = x->plan.join.lkeys[k];
+        if (e->kind == LM_EXPR_COLUMN && e->column >= 0 && e->column < ncols)
+          mine[e->column] = true;
+      }
+      for (int32_t c = 0; c < ncols; c++) in[c] = in[c] && mine[c];
+    }
     if (!x->plan.windowed && !x->plan.analytic) continue;
     windowed = true;
     memset(mine, 0, (size_t)ncols * sizeof(bool));
@@ -130,8 +164,7 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
   /* Over a union, a key every input puts there unchanged: hashing each
    * input's own column at that place keeps a key's rows together. */
   for (int32_t c = 0; onion != NULL && c < ncols; c++) {
-    for (int32_t b = 0; in[c] && b < nin; b++)
-      in[c] = lm_plan_branch_source_col(&onion->plan, b, c) >= 0;
+    for (int32_t b = 0; in[c] && b < nin; b++) in[c] = root_col(&onion->plan, b, c) >= 0;
   }
   int64_t n = 0;
   bool any_key = false;
@@ -151,7 +184,7 @@ laminar_code laminar_stream_partitioning(laminar_db* db, const char* stream,
     }
     for (int32_t c = 0; windowed && c < ncols; c++) {
       if (!in[c]) continue;
-      int32_t sc = onion != NULL ? lm_plan_branch_source_col(&onion->plan, b, c) : c;
+      int32_t sc = onion != NULL ? root_col(&onion->plan, b, c) : c;
       any_key = true;
       cells[n * 3] = "key";
       cells[n * 3 + 1] = src->schema.fields[sc].name;

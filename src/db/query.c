@@ -136,7 +136,8 @@ static laminar_code find_views(laminar_db* db, const lm_ast_select* sel,
 }
 
 /* What a query over a view cannot do (yet): clear errors before binding. */
-static laminar_code check_query_shape(const lm_stmt* stmt, laminar_error* err) {
+static laminar_code check_query_shape(const laminar_db* db, const lm_stmt* stmt,
+                                      laminar_error* err) {
   const lm_ast_select* sel = stmt->select;
   if (stmt->emit != LM_EMIT_DEFAULT) {
     return fail_sql(
@@ -156,10 +157,11 @@ static laminar_code check_query_shape(const lm_stmt* stmt, laminar_error* err) {
   if (sel->ngroup > 0) agg = sel->group_by[0];
   if (sel->having != NULL) agg = sel->having;
   for (size_t i = 0; agg == NULL && i < sel->nitems; i++) {
-    if (lm_bind_has_aggregate(sel->items[i].expr)) agg = sel->items[i].expr;
+    if (lm_bind_has_aggregate(&db->funcs, sel->items[i].expr)) agg = sel->items[i].expr;
   }
   for (size_t i = 0; agg == NULL && i < sel->norder; i++) {
-    if (lm_bind_has_aggregate(sel->order_by[i].expr)) agg = sel->order_by[i].expr;
+    if (lm_bind_has_aggregate(&db->funcs, sel->order_by[i].expr))
+      agg = sel->order_by[i].expr;
   }
   if (agg != NULL) {
     return fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, agg->line, agg->column, NULL,
@@ -177,7 +179,7 @@ static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, query* q,
                                laminar_error* err) {
   memset(q, 0, sizeof *q);
   const lm_ast_select* sel = stmt->select;
-  LM_TRY(check_query_shape(stmt, err));
+  LM_TRY(check_query_shape(db, stmt, err));
   size_t nsel = 0;
   const lm_ast_select* last = sel;
   for (const lm_ast_select* x = sel; x != NULL; x = x->union_next) {
@@ -265,18 +267,15 @@ static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, query* q,
 
 static int cmp_value(const lm_vec* v, uint32_t a, uint32_t b) {
   switch (v->type) {
-    case LM_TYPE_BOOL: {
-      const uint8_t* x = v->data;
-      return (x[a] > x[b]) - (x[a] < x[b]);
-    }
-    case LM_TYPE_INT32: {
-      const int32_t* x = v->data;
-      return (x[a] > x[b]) - (x[a] < x[b]);
-    }
+    case LM_TYPE_BOOL:
+    case LM_TYPE_INT8:
+    case LM_TYPE_INT16:
+    case LM_TYPE_DATE:
+    case LM_TYPE_INT32:
     case LM_TYPE_INT64:
     case LM_TYPE_TIMESTAMP: {
-      const int64_t* x = v->data;
-      return (x[a] > x[b]) - (x[a] < x[b]);
+      int64_t x = lm_vec_int_at(v, a), y = lm_vec_int_at(v, b);
+      return (x > y) - (x < y);
     }
     case LM_TYPE_DOUBLE: {
       double x = ((const double*)v->data)[a], y = ((const double*)v->data)[b];
@@ -740,7 +739,7 @@ static const char* agg_name(lm_agg_fn fn) {
 
 /* "sum(price * volume)", "count(*)". */
 static void put_agg(lm_text* b, const lm_agg_spec* a, const char* const* names) {
-  lm_text_printf(b, "%s", agg_name(a->fn));
+  lm_text_printf(b, "%s", a->fn == LM_AGG_UDAF ? lm_udf_name(a->udaf) : agg_name(a->fn));
   if (a->arg == NULL) return;
   lm_text_printf(b, "(");
   put_expr(b, a->arg, names);
@@ -748,6 +747,8 @@ static void put_agg(lm_text* b, const lm_agg_spec* a, const char* const* names) 
     lm_text_printf(b, ", "); /* the second argument of a two-argument aggregate */
     put_expr(b, a->order, names);
   }
+  if (lm_agg_is_quantile(a->fn) && a->fn != LM_AGG_MEDIAN)
+    lm_text_printf(b, ", %g", a->param);
   lm_text_printf(b, ")");
 }
 
@@ -878,7 +879,19 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
   if (!lm_plan_branched(plan)) {
     const lm_schema* in = lm_db_lookup_input(db, plan->input, &is_source);
     if (in != NULL) explain_input(x, db, plan->input);
-    return in;
+    if (in == NULL || !plan->lookup) return in;
+    /* A lookup join: its row, then the rest reads the joined row. */
+    char pbuf[24], nbuf[24];
+    lm_text what = {0};
+    lm_text_printf(&what,
+                   "%s with table %s ON its %d key column%s, its rows when each "
+                   "row is processed",
+                   plan->input, plan->lookup_table, (int)plan->lk.nkeys,
+                   plan->lk.nkeys == 1 ? "" : "s");
+    add_row(x, plan->lk.left_outer ? "left lookup join" : "lookup join",
+            lm_text_take(&what), prev_id(x, pbuf, sizeof pbuf),
+            next_id(x, nbuf, sizeof nbuf));
+    return &plan->union_schema;
   }
   lm_text ins = {0}, what = {0};
   int64_t* last = lm_calloc((size_t)plan->nbranches, sizeof *last);
@@ -897,8 +910,8 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     const char** names = names_of(in);
     if (names == NULL) x->nomem = true;
     if (names != NULL && br->exprs != NULL) {
-      explain_map(x, "WHERE ", br->filter, br->exprs, br->nexprs, &plan->union_schema,
-                  names);
+      explain_map(x, "WHERE ", br->filter, br->exprs, br->nexprs,
+                  plan->joined ? &plan->join_side[b] : &plan->union_schema, names);
     }
     lm_free(names);
     for (int64_t r = first; !x->nomem && r < x->n; r++) {
@@ -923,7 +936,31 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     if (*out == NULL) x->nomem = true;
   }
   lm_free(last);
-  if (plan->joined) {
+  if (plan->interval) {
+    /* An interval join: its keys and time bound instead of the union's inputs. */
+    const lm_ijoin_spec* j = &plan->ijoin;
+    const char* unit = j->time_type == LM_TYPE_TIMESTAMP ? "us" : "ms";
+    lm_free(what.p);
+    what = (lm_text){0};
+    if (j->window_ms > 0) {
+      lm_text_printf(&what, "%s with %s ON %d key%s, one tumbling window of %lld ms%s",
+                     plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
+                     j->nkeys == 1 ? "" : "s", (long long)j->window_ms,
+                     j->residual != NULL ? ", residual filter" : "");
+    } else {
+      lm_text_printf(&what, "%s with %s ON %d key%s, %s.%s - %s.%s in [%lld, %lld] %s%s",
+                     plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
+                     j->nkeys == 1 ? "" : "s", plan->branches[1].input,
+                     plan->union_schema.fields[j->lcols + j->rtime].name,
+                     plan->branches[0].input, plan->union_schema.fields[j->ltime].name,
+                     (long long)j->lo, (long long)j->hi, unit,
+                     j->residual != NULL ? ", residual filter" : "");
+    }
+    lm_text_printf(&what, j->window_ms > 0
+                              ? "; a window's rows held until both watermarks close it"
+                              : "; each side's rows held until the other's watermark "
+                                "passes");
+  } else if (plan->joined) {
     /* An ASOF join: its condition instead of the union's inputs. */
     static const char* const cmps[] = {"", ">=", ">", "<=", "<"};
     const lm_asof_spec* j = &plan->join;
@@ -948,8 +985,9 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
   char* inputs = lm_text_take(&ins);
   if (inputs == NULL) x->nomem = true;
   add_row(x,
-          plan->joined ? (plan->join.left_outer ? "left asof join" : "asof join")
-                       : "union all",
+          plan->interval ? lm_plan_join_name(plan)
+          : plan->joined ? (plan->join.left_outer ? "left asof join" : "asof join")
+                         : "union all",
           lm_text_take(&what), inputs != NULL ? inputs : "",
           next_id(x, nbuf, sizeof nbuf));
   lm_free(inputs);
@@ -1162,8 +1200,15 @@ static void explain_physical(explain* x, const lm_plan* plan, const lm_phys_plan
   lm_text p = {0};
   if (ph->nparts > 1) {
     lm_text_printf(&p, "%d partitions by hash of ", (int)ph->nparts);
-    for (int32_t k = 0; k < ph->npart_keys; k++) {
+    for (int32_t k = 0; k < ph->npart_keys && !plan->joined; k++) {
       lm_text_printf(&p, "%s%s", k > 0 ? ", " : "", in->fields[ph->part_keys[k]].name);
+    }
+    for (int32_t k = 0; k < ph->npart_keys && plan->joined; k++) {
+      /* An ASOF join: each input by its own key column. */
+      int32_t rc = lm_plan_part_source_col(plan, ph, 1, k);
+      lm_text_printf(&p, "%s%s.%s / %s.%s", k > 0 ? ", " : "", plan->branches[0].input,
+                     in->fields[ph->part_keys[k]].name, plan->branches[1].input,
+                     in->fields[plan->join.lcols + rc].name);
     }
     lm_text_printf(&p, " (cores = %d)", (int)ph->nparts);
   } else {
@@ -1333,7 +1378,8 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
     lm_plan plan;
     LM_TRY(lm_option_check_sql(LAMINAR_SCOPE_STREAM, inner->name, inner->options,
                                inner->noptions, err));
-    LM_TRY(lm_bind_stream(inner, lm_db_lookup_input, db, &db->funcs, &plan, err));
+    LM_TRY(lm_bind_stream_tables(inner, lm_db_lookup_input, lm_db_table_columns, db,
+                                 &db->funcs, &plan, err));
     laminar_code orc = lm_db_stream_options(inner, &plan, err);
     if (orc != LAMINAR_OK) {
       lm_plan_free(&plan);

@@ -306,6 +306,14 @@ static int32_t agg_index(splitter* s, const lm_ast_expr* e) {
            f);
     return j;
   }
+  if (def != NULL &&
+      (lm_agg_is_quantile(def->fn) || def->fn == LM_AGG_APPROX_COUNT_DISTINCT)) {
+    refuse(s,
+           "%s() does not decompose (its partial state, a group's counted values or a "
+           "sketch, has no SQL column the final query could merge)",
+           f);
+    return j;
+  }
   if (is_arg_minmax(f) && e->nargs == 2) {
     /* the partial's x and its `by` (over the rows where both are non-NULL) */
     lm_text_printf(t, ", %s(", f);
@@ -498,7 +506,9 @@ static laminar_code build_texts(laminar_db* db, const lm_stream_def* s,
       sp->keys[sp->nkeys++] = sel->group_by[i];
     }
   }
-  if (window == NULL || sel->distinct || sel->norder > 0 || sel->limit >= 0) {
+  if (sel->distinct) {
+    snprintf(sp->reason, sizeof sp->reason, "SELECT DISTINCT does not decompose");
+  } else if (window == NULL || sel->norder > 0 || sel->limit >= 0) {
     snprintf(sp->reason, sizeof sp->reason, "its statement has no window in GROUP BY");
     return LAMINAR_OK;
   }
@@ -660,6 +670,15 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
   if (why != NULL) {
     snprintf(sp.reason, sizeof sp.reason, "%s", why);
     goto refused;
+  }
+  for (int32_t i = 0; i < s->plan.udfs.n; i++) {
+    if (lm_udf_is_aggregate(s->plan.udfs.items[i])) {
+      /* (its partial state would be a column of serialized bytes) */
+      snprintf(sp.reason, sizeof sp.reason,
+               "user-defined aggregate '%s' has no partial/final split yet",
+               lm_udf_name(s->plan.udfs.items[i]));
+      goto refused;
+    }
   }
   const lm_stream_def* cur = s;
   while (!cur->plan.input_is_source) cur = lm_db_find_stream(db, cur->plan.input);

@@ -28,6 +28,10 @@
 
 bool lm_db_is_view(const lm_stream_def* s) { return lm_op_view_of(s->chain) != NULL; }
 
+bool lm_db_is_table(const lm_stream_def* s) {
+  return lm_op_is_table(lm_op_view_of(s->chain));
+}
+
 const lm_schema* lm_db_view_columns(const lm_stream_def* s) {
   return lm_op_view_columns(lm_op_view_of(s->chain));
 }
@@ -39,6 +43,7 @@ const char* lm_db_object_word(lm_object_kind kind) {
     case LM_OBJ_VIEW: return "materialized view";
     case LM_OBJ_SINK: return "sink";
     case LM_OBJ_FUNCTION: return "function";
+    case LM_OBJ_TABLE: return "table";
   }
   return "object";
 }
@@ -48,7 +53,16 @@ laminar_code lm_db_view_attach(lm_stream_def* s, const lm_stmt* stmt,
   lm_op* tail = s->chain;
   while (tail->next != NULL) tail = tail->next;
   lm_op* view;
-  laminar_code rc = lm_op_view_create(&s->plan.out_schema, &view);
+  laminar_code rc;
+  if (stmt->npkey > 0) { /* a table's stream (table.c): its key's columns */
+    int32_t keys[64];
+    int32_t nkey = 0;
+    for (size_t k = 0; k < stmt->npkey && k < 64; k++)
+      keys[nkey++] = lm_schema_find(&s->plan.out_schema, stmt->pkey[k]);
+    rc = lm_op_table_create(&s->plan.out_schema, keys, nkey, &view);
+  } else {
+    rc = lm_op_view_create(&s->plan.out_schema, &view);
+  }
   if (rc == LAMINAR_ERR_SCHEMA_INVALID) {
     lm_error_set(err, rc,
                  "materialized view '%s' needs columns other than _weight (the name is "

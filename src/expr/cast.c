@@ -16,6 +16,10 @@
  *   INT32 -> TIMESTAMP         as INT64; TIMESTAMP -> INT32 NULL if out of range
  *   DOUBLE <-> TIMESTAMP       microseconds, as DOUBLE -> INT64
  *   BOOL <-> TIMESTAMP         always NULL (no meaningful conversion)
+ *   DATE -> TIMESTAMP          its midnight (NULL past the 64-bit range)
+ *   TIMESTAMP -> DATE          the day it falls in (floor)
+ *   DATE <-> numbers / BOOL    refused by the binder (as DuckDB); the kernel
+ *                              still reads a number as days, for DATE +/- n
  *   anything -> STRING         DuckDB's text: integers in decimal, doubles in
  *                              shortest round-trip form ("1.5", "100.0",
  *                              "1e+20"), booleans "true"/"false", timestamps
@@ -23,6 +27,9 @@
  *   STRING -> numbers          see lm_expr_parse_int64 / _double below
  *   STRING -> BOOL             true/t/yes/y/1, false/f/no/n/0, any case
  *   STRING -> TIMESTAMP        see lm_expr_parse_timestamp below
+ *   STRING -> DATE             see lm_expr_parse_date below
+ *   SMALLINT / TINYINT         read as INT; to them: as to INT64, then NULL
+ *                              outside their range
  *   NULL (type) -> anything    all NULL
  */
 #include "expr/internal.h"
@@ -161,6 +168,18 @@ int lm_expr_format_timestamp(int64_t us, char* buf, size_t cap) {
     while (f[len - 1] == '0') len--;
     n += snprintf(out + n, sizeof out - (size_t)n, ".%.*s", len, f);
   }
+  size_t len = (size_t)n < cap ? (size_t)n : cap;
+  memcpy(buf, out, len);
+  return (int)len;
+}
+
+int lm_expr_format_date(int32_t days, char* buf, size_t cap) {
+  int64_t y, m, d;
+  lm_civil_from_days(days, &y, &m, &d);
+  bool bc = y <= 0;
+  char out[LM_EXPR_DATE_TEXT_MAX + 8];
+  int n = snprintf(out, sizeof out, "%04lld-%02lld-%02lld%s", (long long)(bc ? 1 - y : y),
+                   (long long)m, (long long)d, bc ? " (BC)" : "");
   size_t len = (size_t)n < cap ? (size_t)n : cap;
   memcpy(buf, out, len);
   return (int)len;
@@ -457,6 +476,15 @@ bool lm_expr_parse_timestamp(lm_str s, int64_t* out) {
   return true;
 }
 
+/* DuckDB's text -> date: lm_expr_parse_timestamp's grammar; a time of day is
+ * dropped ("2026-01-02 10:30" is 2026-01-02), as DuckDB does. */
+bool lm_expr_parse_date(lm_str s, int32_t* out) {
+  int64_t us;
+  if (!lm_expr_parse_timestamp(s, &us)) return false;
+  *out = (int32_t)lm_floor_div(us, LM_US_PER_DAY); /* |days| < 2^27: fits */
+  return true;
+}
+
 /* ---- the CAST kernel -------------------------------------------------------------- */
 
 /* The slot data of vector v, typed. */
@@ -470,8 +498,12 @@ static bool cast_can_fail(lm_type from, lm_type to) {
     case LM_TYPE_BOOL: return from == LM_TYPE_STRING || from == LM_TYPE_TIMESTAMP;
     case LM_TYPE_INT64: return from == LM_TYPE_STRING || from == LM_TYPE_DOUBLE;
     case LM_TYPE_TIMESTAMP:
-      return from == LM_TYPE_STRING || from == LM_TYPE_DOUBLE || from == LM_TYPE_BOOL;
-    case LM_TYPE_INT32: return from != LM_TYPE_BOOL;
+      return from == LM_TYPE_STRING || from == LM_TYPE_DOUBLE || from == LM_TYPE_BOOL ||
+             from == LM_TYPE_DATE;
+    case LM_TYPE_INT32: return from != LM_TYPE_BOOL && from != LM_TYPE_DATE;
+    case LM_TYPE_DATE: return from != LM_TYPE_INT32 && from != LM_TYPE_TIMESTAMP;
+    case LM_TYPE_INT16:
+    case LM_TYPE_INT8: return true;
     case LM_TYPE_NULL: return true;
   }
   return true;
@@ -489,6 +521,7 @@ static laminar_code cast_to_string(lm_eval_ctx* ctx, const lm_vec* in, lm_str* r
   int64_t n = in->len;
   size_t width = in->type == LM_TYPE_DOUBLE      ? LM_EXPR_DOUBLE_TEXT_MAX
                  : in->type == LM_TYPE_TIMESTAMP ? LM_EXPR_TIMESTAMP_TEXT_MAX
+                 : in->type == LM_TYPE_DATE      ? LM_EXPR_DATE_TEXT_MAX
                                                  : 24;
   char* slab = lm_eval_ctx_alloc(ctx, width * (size_t)n);
   if (slab == NULL) return LAMINAR_ERR_NOMEM;
@@ -516,6 +549,7 @@ static laminar_code cast_to_string(lm_eval_ctx* ctx, const lm_vec* in, lm_str* r
       case LM_TYPE_TIMESTAMP:
         len = lm_expr_format_timestamp(DATA(int64_t, in)[k], w, width);
         break;
+      case LM_TYPE_DATE: len = lm_expr_format_date(DATA(int32_t, in)[k], w, width); break;
       default: len = 0; break;
     }
     r[k] = (lm_str){w, len};
@@ -541,6 +575,12 @@ static void cast_from_string(const lm_vec* in, lm_type to, void* data, uint8_t* 
           int64_t v = 0;
           ok = lm_expr_parse_int64(s[k], &v) && v >= INT32_MIN && v <= INT32_MAX;
           ((int32_t*)data)[k] = ok ? (int32_t)v : 0;
+          break;
+        }
+        case LM_TYPE_DATE: {
+          int32_t v = 0;
+          ok = lm_expr_parse_date(s[k], &v);
+          ((int32_t*)data)[k] = ok ? v : 0;
           break;
         }
         case LM_TYPE_INT64:
@@ -588,12 +628,49 @@ static void cast_from_string(const lm_vec* in, lm_type to, void* data, uint8_t* 
     }                                              \
   } while (0)
 
+/* SMALLINT / TINYINT (storage types, docs/SQL.md "Types"): from them, widen
+ * to INT and cast that; to them, cast to BIGINT and narrow, NULL outside the
+ * range. */
+static laminar_code cast_small_int(lm_eval_ctx* ctx, const lm_vec* in, lm_type to,
+                                   lm_vec* out) {
+  int64_t n = in->len;
+  size_t cnt = (size_t)n;
+  if (in->type == LM_TYPE_INT16 || in->type == LM_TYPE_INT8) {
+    int32_t* wide = lm_eval_ctx_alloc(ctx, 4 * cnt);
+    if (wide == NULL) return LAMINAR_ERR_NOMEM;
+    for (int64_t k = 0; k < n; k++) wide[k] = (int32_t)lm_vec_int_at(in, k);
+    lm_vec w = {LM_TYPE_INT32, n, in->nulls, wide};
+    return lm_expr_cast(ctx, &w, to, out);
+  }
+  lm_vec w;
+  LM_TRY(lm_expr_cast(ctx, in, LM_TYPE_INT64, &w));
+  int64_t lo = to == LM_TYPE_INT16 ? INT16_MIN : INT8_MIN;
+  int64_t hi = to == LM_TYPE_INT16 ? INT16_MAX : INT8_MAX;
+  void* data = lm_eval_ctx_alloc(ctx, (size_t)lm_type_width(to) * cnt);
+  uint8_t* nl = lm_eval_ctx_alloc(ctx, cnt);
+  if (data == NULL || nl == NULL) return LAMINAR_ERR_NOMEM;
+  uint8_t any = 0;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t x = ((const int64_t*)w.data)[k];
+    nl[k] = (uint8_t)((w.nulls != NULL && w.nulls[k]) || x < lo || x > hi);
+    any |= nl[k];
+    lm_vec_int_put(to, data, k, nl[k] ? 0 : x);
+  }
+  *out = (lm_vec){to, n, any ? nl : NULL, data};
+  return LAMINAR_OK;
+}
+
 laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec* out) {
   int64_t n = in->len;
   lm_type from = in->type;
   if (from == to) {
     *out = *in;
     return LAMINAR_OK;
+  }
+  if (from != LM_TYPE_NULL && to != LM_TYPE_NULL &&
+      (from == LM_TYPE_INT16 || from == LM_TYPE_INT8 || to == LM_TYPE_INT16 ||
+       to == LM_TYPE_INT8)) {
+    return cast_small_int(ctx, in, to, out);
   }
   size_t cnt = (size_t)n;
   void* data = lm_eval_ctx_alloc(ctx, (size_t)lm_type_width(to) * cnt);
@@ -631,9 +708,22 @@ laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec
           default: return LAMINAR_ERR_INTERNAL;
         }
         break;
+      case LM_TYPE_DATE:
+        switch (from) {
+          case LM_TYPE_TIMESTAMP:
+            CONVERT(int64_t, int32_t, lm_floor_div(x, LM_US_PER_DAY));
+            break;
+          case LM_TYPE_INT32: memcpy(data, in->data, 4 * cnt); break;
+          case LM_TYPE_INT64:
+            CONVERT_CHECKED(int64_t, int32_t, x >= INT32_MIN && x <= INT32_MAX, x);
+            break;
+          default: return LAMINAR_ERR_INTERNAL;
+        }
+        break;
       case LM_TYPE_INT32:
         switch (from) {
           case LM_TYPE_BOOL: CONVERT(uint8_t, int32_t, x != 0); break;
+          case LM_TYPE_DATE: memcpy(data, in->data, 4 * cnt); break;
           case LM_TYPE_INT64:
           case LM_TYPE_TIMESTAMP:
             CONVERT_CHECKED(int64_t, int32_t, x >= INT32_MIN && x <= INT32_MAX, x);
@@ -654,6 +744,18 @@ laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec
           case LM_TYPE_INT32: CONVERT(int32_t, int64_t, x); break;
           case LM_TYPE_INT64:
           case LM_TYPE_TIMESTAMP: memcpy(data, in->data, 8 * cnt); break;
+          case LM_TYPE_DATE:
+            if (to == LM_TYPE_INT64) {
+              CONVERT(int32_t, int64_t, x);
+            } else {
+              /* |days| < 2^31 times 86.4e9 can pass 2^63: check in 128 bits */
+              CONVERT_CHECKED(
+                  int32_t, int64_t,
+                  (__extension__(__int128) x * LM_US_PER_DAY) >= INT64_MIN &&
+                      (__extension__(__int128) x * LM_US_PER_DAY) <= INT64_MAX,
+                  (int64_t)x * LM_US_PER_DAY);
+            }
+            break;
           case LM_TYPE_DOUBLE: {
             int64_t v = 0;
             CONVERT_CHECKED(

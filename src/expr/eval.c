@@ -123,6 +123,11 @@ laminar_code lm_expr_densify(lm_eval_ctx* ctx, const lm_xvec* x, lm_vec* out) {
   } else {
     switch (lm_type_width(type)) {
       case 1: memset(data, *(const uint8_t*)x->v.data, (size_t)n); break;
+      case 2: {
+        int16_t c = *(const int16_t*)x->v.data;
+        for (int64_t k = 0; k < n; k++) ((int16_t*)data)[k] = c;
+        break;
+      }
       case 4: {
         int32_t c = *(const int32_t*)x->v.data;
         for (int64_t k = 0; k < n; k++) ((int32_t*)data)[k] = c;
@@ -186,6 +191,11 @@ static laminar_code eval_column(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec
       for (int64_t k = 0; k < n; k++) ((uint8_t*)data)[k] = s[sel[k]];
       break;
     }
+    case 2: {
+      const int16_t* s = src->data;
+      for (int64_t k = 0; k < n; k++) ((int16_t*)data)[k] = s[sel[k]];
+      break;
+    }
     case 4: {
       const int32_t* s = src->data;
       for (int64_t k = 0; k < n; k++) ((int32_t*)data)[k] = s[sel[k]];
@@ -225,8 +235,17 @@ static laminar_code eval_literal(lm_eval_ctx* ctx, const lm_expr* e, int64_t n,
   }
   switch (e->type) {
     case LM_TYPE_BOOL: return set_const_bool(ctx, n, e->lit.b, out);
-    case LM_TYPE_INT32: {
+    case LM_TYPE_INT32:
+    case LM_TYPE_DATE: {
       int32_t v = (int32_t)e->lit.i;
+      return set_const(ctx, e->type, n, &v, out);
+    }
+    case LM_TYPE_INT16: {
+      int16_t v = (int16_t)e->lit.i;
+      return set_const(ctx, e->type, n, &v, out);
+    }
+    case LM_TYPE_INT8: {
+      int8_t v = (int8_t)e->lit.i;
       return set_const(ctx, e->type, n, &v, out);
     }
     case LM_TYPE_INT64:
@@ -566,6 +585,7 @@ static lm_type compare_type(lm_type a, lm_type b) {
   if (a == b) return a;
   if (a == LM_TYPE_DOUBLE || b == LM_TYPE_DOUBLE) return LM_TYPE_DOUBLE;
   if (a == LM_TYPE_TIMESTAMP || b == LM_TYPE_TIMESTAMP) return LM_TYPE_TIMESTAMP;
+  if (a == LM_TYPE_DATE && b == LM_TYPE_DATE) return LM_TYPE_DATE;
   return LM_TYPE_INT64;
 }
 
@@ -586,12 +606,15 @@ static laminar_code eval_compare(lm_eval_ctx* ctx, lm_expr_op op, lm_xvec* a, lm
   switch (a->v.type) {
     case LM_TYPE_INT64:
     case LM_TYPE_TIMESTAMP: cmp_i64(op, s.mode, s.m, a->v.data, b->v.data, r); break;
-    case LM_TYPE_INT32: cmp_i32(op, s.mode, s.m, a->v.data, b->v.data, r); break;
+    case LM_TYPE_INT32:
+    case LM_TYPE_DATE: cmp_i32(op, s.mode, s.m, a->v.data, b->v.data, r); break;
     case LM_TYPE_BOOL: cmp_u8(op, s.mode, s.m, a->v.data, b->v.data, r); break;
     case LM_TYPE_DOUBLE: cmp_f64(op, s.mode, s.m, a->v.data, b->v.data, r); break;
     case LM_TYPE_STRING:
       cmp_str(op, s.mode, s.m, a->v.data, b->v.data, s.nulls, r);
       break;
+    case LM_TYPE_INT16: /* the binder compares them as BIGINT */
+    case LM_TYPE_INT8:
     case LM_TYPE_NULL: return LAMINAR_ERR_INTERNAL;
   }
   return LAMINAR_OK;
@@ -760,6 +783,11 @@ static void scatter(lm_type type, void* dst, uint8_t* dnull, const uint32_t* pos
     case 1: {
       const uint8_t* s = src->v.data;
       for (int64_t j = 0; j < count; j++) ((uint8_t*)dst)[pos[j]] = s[cst ? 0 : j];
+      break;
+    }
+    case 2: {
+      const int16_t* s = src->v.data;
+      for (int64_t j = 0; j < count; j++) ((int16_t*)dst)[pos[j]] = s[cst ? 0 : j];
       break;
     }
     case 4: {
@@ -1020,9 +1048,16 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
         LM_TRY(coerce(ctx, &b, LM_TYPE_INT32));
         return arith_i32(ctx, e->op, &a, &b, n, out);
       }
-      /* INT64, and TIMESTAMP +- INT64 micros / TIMESTAMP - TIMESTAMP. */
+      /* INT64, and TIMESTAMP +- INT64 micros / TIMESTAMP - TIMESTAMP; DATE +- n
+       * and DATE - DATE in days. */
       LM_TRY(coerce(ctx, &a, LM_TYPE_INT64));
       LM_TRY(coerce(ctx, &b, LM_TYPE_INT64));
+      if (e->type == LM_TYPE_DATE) {
+        /* the day count in 64 bits, then NULL where it leaves the DATE range */
+        lm_xvec days;
+        LM_TRY(arith_i64(ctx, e->op, LM_TYPE_INT64, &a, &b, n, &days));
+        return eval_cast(ctx, LM_TYPE_DATE, &days, n, out);
+      }
       return arith_i64(ctx, e->op, e->type, &a, &b, n, out);
     case LM_XOP_EQ:
     case LM_XOP_NE:

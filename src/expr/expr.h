@@ -212,6 +212,58 @@ void lm_udf_set_destroy(lm_udf* f, void (*destroy)(void* user));
 laminar_code lm_udf_bind(const lm_udf* f, const lm_expr* const* args, int32_t nargs,
                          lm_type* want, lm_func_binding* out);
 
+/* ---- user-defined aggregates (udf.c; the state machinery is agg/udaf.c) ---------- */
+
+typedef struct lm_eval_ctx lm_eval_ctx;
+
+/* laminar_aggregate_register's callbacks. */
+typedef struct lm_udaf_callbacks {
+  int64_t state_size;
+  laminar_aggregate_init init;
+  laminar_aggregate_update update;
+  laminar_aggregate_update retract;
+  laminar_aggregate_merge merge;
+  laminar_aggregate_finalize finalize;
+  laminar_aggregate_serialize serialize;
+  laminar_aggregate_deserialize deserialize;
+  laminar_aggregate_destroy_state destroy_state;
+} lm_udaf_callbacks;
+
+/* An aggregate function object (lm_udf_is_aggregate), checked as
+ * laminar_aggregate_register documents; refcounted and listed as a scalar
+ * function is. */
+laminar_code lm_udaf_create(const char* name, const char* const* arg_types, int32_t nargs,
+                            const char* return_type, const lm_udaf_callbacks* cb,
+                            void* user, void (*destroy)(void* user), uint32_t flags,
+                            lm_udf** out, laminar_error* err);
+bool lm_udf_is_aggregate(const lm_udf* f);
+int64_t lm_udaf_state_size(const lm_udf* f);
+bool lm_udaf_retractable(const lm_udf* f); /* has a retract callback */
+/* Its states point at memory of their own: copies go through serialize. */
+bool lm_udaf_owns_memory(const lm_udf* f);
+/* A new group's state (zeroed, then init). */
+void lm_udaf_init_state(lm_udf* f, void* state);
+void lm_udaf_destroy_state(lm_udf* f, void* state);
+/* Update (or retract) the states of groups gids[j] with the rows sel[j] (sel
+ * NULL: j) of the nargs argument vectors, j < m; rows with a NULL argument
+ * skipped unless CALLED_ON_NULL. Scratch memory from ctx. A failure is
+ * LAMINAR_ERR_FUNCTION_FAILED with the text in lm_eval_ctx_error(ctx). */
+laminar_code lm_udaf_update(lm_eval_ctx* ctx, lm_udf* f, bool retract, void* states,
+                            const lm_vec* args, const uint32_t* sel, const uint32_t* gids,
+                            int64_t m);
+laminar_code lm_udaf_merge(lm_eval_ctx* ctx, lm_udf* f, void* state, const void* other);
+/* The results of n consecutive states into data / nulls (n values each);
+ * LAMINAR_ERR_FUNCTION_FAILED or LAMINAR_ERR_FUNCTION_RESULT with the text in
+ * ctx. */
+laminar_code lm_udaf_finalize(lm_eval_ctx* ctx, lm_udf* f, const void* states, int64_t n,
+                              void* data, uint8_t* nulls);
+/* The state's encoding: its length, written to buf if it fits cap; negative
+ * on failure. Without serialize: the state's bytes. */
+int64_t lm_udaf_serialize(lm_udf* f, const void* state, void* buf, int64_t cap);
+/* The state from its encoding (LAMINAR_ERR_FUNCTION_FAILED, or
+ * LAMINAR_ERR_RECOVERY for plain bytes of the wrong length). */
+laminar_code lm_udaf_deserialize(lm_udf* f, void* state, const void* buf, int64_t len);
+
 /* A set of functions, each held by one reference: the database's registry
  * (names unique, case-insensitive) and the functions a plan calls. Not
  * thread-safe: the catalog's lock guards the database's. */
@@ -276,10 +328,13 @@ bool lm_expr_is_constant(const lm_expr* e);
  *              "d[.ddd]e+XX" (at least two exponent digits); "nan", "inf",
  *              "-inf" (what DuckDB prints).
  *   timestamp: "YYYY-MM-DD HH:MM:SS[.ffffff]" with trailing zeros of the
- *              fraction dropped; years before 1 print as "YYYY-MM-DD (BC) ...". */
+ *              fraction dropped; years before 1 print as "YYYY-MM-DD (BC) ...".
+ *   date:      "YYYY-MM-DD", years before 1 as "YYYY-MM-DD (BC)". */
 #define LM_EXPR_DOUBLE_TEXT_MAX 32
 #define LM_EXPR_TIMESTAMP_TEXT_MAX 48
+#define LM_EXPR_DATE_TEXT_MAX 24
 int lm_expr_format_double(double d, char* buf, size_t cap);
 int lm_expr_format_timestamp(int64_t micros, char* buf, size_t cap);
+int lm_expr_format_date(int32_t days, char* buf, size_t cap);
 
 #endif /* LM_EXPR_H */

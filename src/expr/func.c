@@ -98,13 +98,16 @@ static bool is_str_literal(const lm_expr* a) {
   return a->kind == LM_EXPR_LITERAL && a->type == LM_TYPE_STRING && !a->lit.is_null;
 }
 
+static bool is_small_int(lm_type t) { return t == LM_TYPE_INT16 || t == LM_TYPE_INT8; }
+
 static bool is_numeric(lm_type t) {
-  return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE;
+  return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE ||
+         is_small_int(t);
 }
 
 /* Argument i must convert to `to`: a value of that type, a NULL, a string
- * literal (parsed when evaluated, as DuckDB's string literals), or -- for a
- * numeric `to` -- any number. */
+ * literal (parsed when evaluated, as DuckDB's string literals), -- for a
+ * numeric `to` -- any number, or -- for a TIMESTAMP -- a DATE. */
 static laminar_code want_arg_of(const char* name, const char* usage,
                                 const lm_expr* const* args, int32_t i, lm_type to,
                                 const char* what, lm_type* want, lm_func_binding* out) {
@@ -112,7 +115,9 @@ static laminar_code want_arg_of(const char* name, const char* usage,
   bool ok = t == to || t == LM_TYPE_NULL ||
             (to != LM_TYPE_STRING && is_str_literal(args[i])) ||
             (to == LM_TYPE_DOUBLE && is_numeric(t)) ||
-            (to == LM_TYPE_INT64 && (t == LM_TYPE_INT32));
+            (to == LM_TYPE_INT64 && (t == LM_TYPE_INT32 || is_small_int(t))) ||
+            (to == LM_TYPE_INT32 && is_small_int(t)) ||
+            (to == LM_TYPE_TIMESTAMP && t == LM_TYPE_DATE); /* its midnight */
   if (!ok) {
     return bind_fail(out, LAMINAR_ERR_TYPE_MISMATCH, i,
                      "%s() needs %s as argument %d, got %s (usage: %s)", name, what,
@@ -218,6 +223,7 @@ laminar_code lm_func_bind(const lm_func_def* f, const lm_expr* const* args, int3
     case LM_FN_ROUND: {
       /* Integers keep their type (INT stays INT, BIGINT stays BIGINT). */
       lm_type rt = t0 == LM_TYPE_INT32 || t0 == LM_TYPE_INT64 ? t0
+                   : is_small_int(t0)                         ? LM_TYPE_INT32
                    : t0 == LM_TYPE_NULL                       ? LM_TYPE_INT64
                                                               : LM_TYPE_DOUBLE;
       LM_TRY(want_arg(f, args, 0, rt, "a number", want, out));

@@ -46,6 +46,7 @@ bool lm_expr_parse_int64(lm_str s, int64_t* out);
 bool lm_expr_parse_double(lm_str s, double* out);
 bool lm_expr_parse_bool(lm_str s, bool* out);
 bool lm_expr_parse_timestamp(lm_str s, int64_t* out);
+bool lm_expr_parse_date(lm_str s, int32_t* out);
 
 /* ---- scalar functions (func.c and the kernel files) ------------------------------ */
 
@@ -113,6 +114,8 @@ int64_t lm_days_from_civil(int64_t y, int64_t m, int64_t d);
 void lm_civil_from_days(int64_t days, int64_t* y, int64_t* m, int64_t* d);
 /* Floor division (b > 0). */
 int64_t lm_floor_div(int64_t a, int64_t b);
+/* Microseconds in a day: a DATE's day number times this is its midnight. */
+#define LM_US_PER_DAY INT64_C(86400000000)
 
 /* Record the text of an evaluation failure (lm_eval_ctx_error). */
 #define LM_EVAL_ERROR_MAX 512

@@ -44,6 +44,17 @@ struct lm_udf {
   void (*destroy)(void* user);
   uint32_t flags;
   pthread_mutex_t mu; /* serializes calls unless THREAD_SAFE */
+  /* An aggregate (laminar_aggregate_register): fn is NULL, these are set. */
+  bool aggregate;
+  int64_t state_size;
+  laminar_aggregate_init a_init;
+  laminar_aggregate_update a_update;
+  laminar_aggregate_update a_retract;
+  laminar_aggregate_merge a_merge;
+  laminar_aggregate_finalize a_finalize;
+  laminar_aggregate_serialize a_serialize;
+  laminar_aggregate_deserialize a_deserialize;
+  laminar_aggregate_destroy_state a_destroy_state;
 };
 
 /* ---- types ---------------------------------------------------------------------- */
@@ -57,6 +68,7 @@ static lm_type type_of_format(const char* f, bool result) {
   if (strcmp(f, "g") == 0) return LM_TYPE_DOUBLE;
   if (strcmp(f, "u") == 0 || (result && strcmp(f, "U") == 0)) return LM_TYPE_STRING;
   if (strcmp(f, "tsu:") == 0) return LM_TYPE_TIMESTAMP;
+  if (strcmp(f, "tdD") == 0) return LM_TYPE_DATE;
   return LM_TYPE_NULL;
 }
 
@@ -69,6 +81,9 @@ static const char* format_of(lm_type t) {
     case LM_TYPE_DOUBLE: return "g";
     case LM_TYPE_STRING: return "u";
     case LM_TYPE_TIMESTAMP: return "tsu:";
+    case LM_TYPE_DATE: return "tdD";
+    case LM_TYPE_INT16: return "s"; /* not a declared type: the binder casts to INT */
+    case LM_TYPE_INT8: return "c";
     case LM_TYPE_NULL: break;
   }
   return "n";
@@ -94,15 +109,34 @@ static bool is_identifier(const char* s) {
 
 /* ---- the function object ---------------------------------------------------------- */
 
+static laminar_code create(const char* name, const char* const* arg_types, int32_t nargs,
+                           const char* return_type, laminar_function_callback fn,
+                           void* user, void (*destroy)(void* user), uint32_t flags,
+                           lm_udf** out, laminar_error* err);
+
 laminar_code lm_udf_create(const char* name, const char* const* arg_types, int32_t nargs,
                            const char* return_type, laminar_function_callback fn,
                            void* user, void (*destroy)(void* user), uint32_t flags,
                            lm_udf** out, laminar_error* err) {
   *out = NULL;
-  if (name == NULL || fn == NULL || !is_identifier(name) || strlen(name) > 120) {
+  if (fn == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "laminar_function_register: function '%s': fn is NULL",
+                        name ? name : "(null)");
+  }
+  return create(name, arg_types, nargs, return_type, fn, user, destroy, flags, out, err);
+}
+
+/* lm_udf_create's checks and allocation, fn NULL for an aggregate. */
+static laminar_code create(const char* name, const char* const* arg_types, int32_t nargs,
+                           const char* return_type, laminar_function_callback fn,
+                           void* user, void (*destroy)(void* user), uint32_t flags,
+                           lm_udf** out, laminar_error* err) {
+  *out = NULL;
+  if (name == NULL || !is_identifier(name) || strlen(name) > 120) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE,
                         "laminar_function_register: the name must be an identifier "
-                        "(letters, digits, '_'; at most 120 bytes) and fn not NULL");
+                        "(letters, digits, '_'; at most 120 bytes)");
   }
   if (nargs < 0 || nargs > UDF_MAX_ARGS || (nargs > 0 && arg_types == NULL)) {
     return lm_error_set(err, LAMINAR_ERR_MISUSE,
@@ -145,6 +179,7 @@ laminar_code lm_udf_create(const char* name, const char* const* arg_types, int32
   memcpy(f->args, args, sizeof(lm_type) * (size_t)nargs);
   f->result = result;
   f->fn = fn;
+  f->aggregate = fn == NULL;
   f->user = user;
   f->destroy = destroy;
   f->flags = flags;
@@ -195,8 +230,10 @@ void lm_udf_describe(const lm_udf* f, char* args, size_t args_cap, char* result,
                      size_t result_cap, char* flags, size_t flags_cap) {
   arg_list(f, args, args_cap);
   snprintf(result, result_cap, "%s", lm_type_name(f->result));
-  snprintf(flags, flags_cap, "%s%s%s",
-           f->flags & LAMINAR_FUNCTION_DETERMINISTIC ? "deterministic" : "volatile",
+  const char* kind =
+      f->flags & LAMINAR_FUNCTION_DETERMINISTIC ? "deterministic" : "volatile";
+  if (f->aggregate) kind = f->a_retract != NULL ? "aggregate, retractable" : "aggregate";
+  snprintf(flags, flags_cap, "%s%s%s", kind,
            f->flags & LAMINAR_FUNCTION_CALLED_ON_NULL ? ", called on null" : "",
            f->flags & LAMINAR_FUNCTION_THREAD_SAFE ? ", thread-safe" : "");
 }
@@ -442,7 +479,12 @@ static laminar_code import_result(lm_eval_ctx* ctx, const lm_udf* f,
     }
     switch (t) {
       case LM_TYPE_BOOL: *slot = ArrowArrayViewGetIntUnsafe(&view, k) != 0; break;
-      case LM_TYPE_INT32: {
+      case LM_TYPE_INT16:
+      case LM_TYPE_INT8:
+        lm_vec_int_put(t, slot, 0, ArrowArrayViewGetIntUnsafe(&view, k));
+        break;
+      case LM_TYPE_INT32:
+      case LM_TYPE_DATE: {
         int32_t x = (int32_t)ArrowArrayViewGetIntUnsafe(&view, k);
         memcpy(slot, &x, 4);
         break;
@@ -487,6 +529,48 @@ static laminar_code import_result(lm_eval_ctx* ctx, const lm_udf* f,
 
 /* ---- a call ------------------------------------------------------------------------ */
 
+/* Serialize the calls of a function not declared thread-safe. */
+static void enter(lm_udf* f) {
+  if ((f->flags & LAMINAR_FUNCTION_THREAD_SAFE) == 0) pthread_mutex_lock(&f->mu);
+}
+static void leave(lm_udf* f) {
+  if ((f->flags & LAMINAR_FUNCTION_THREAD_SAFE) == 0) pthread_mutex_unlock(&f->mu);
+}
+
+/* The text of a callback that returned `status` (non-zero) into ctx; `what`
+ * names an aggregate's callback (NULL for a scalar function).
+ * LAMINAR_ERR_FUNCTION_FAILED. */
+static laminar_code failed(lm_eval_ctx* ctx, const lm_udf* f, const char* what,
+                           int status, char* msg, size_t cap) {
+  msg[cap - 1] = '\0';
+  char in[32] = "";
+  if (what != NULL) snprintf(in, sizeof in, " in %s", what);
+  if (msg[0] != '\0') {
+    lm_eval_ctx_set_error(ctx, "function '%s' failed%s: %s", f->name, in, msg);
+  } else {
+    lm_eval_ctx_set_error(ctx, "function '%s' failed%s (its callback returned %d)",
+                          f->name, in, status);
+  }
+  return LAMINAR_ERR_FUNCTION_FAILED;
+}
+
+/* A result-returning callback's outcome: its failure, or its m rows checked
+ * and copied (import_result); out and out_schema released either way. */
+static laminar_code take_result(lm_eval_ctx* ctx, const lm_udf* f, const char* what,
+                                int status, char* msg, size_t cap, struct ArrowArray* out,
+                                struct ArrowSchema* out_schema, int64_t m,
+                                const uint32_t* pos, void* data, uint8_t* nulls) {
+  laminar_code rc;
+  if (status != 0) {
+    rc = failed(ctx, f, what, status, msg, cap);
+  } else {
+    rc = import_result(ctx, f, out, out_schema, m, pos, data, nulls);
+  }
+  if (out->release != NULL) out->release(out);
+  if (out_schema->release != NULL) out_schema->release(out_schema);
+  return rc;
+}
+
 static laminar_code call(lm_eval_ctx* ctx, lm_udf* f, const lm_vec* vals,
                          const uint32_t* sel, int64_t m, const uint32_t* pos, void* data,
                          uint8_t* nulls) {
@@ -499,26 +583,11 @@ static laminar_code call(lm_eval_ctx* ctx, lm_udf* f, const lm_vec* vals,
   memset(&out_schema, 0, sizeof out_schema);
   char msg[400];
   msg[0] = '\0';
-  bool serial = (f->flags & LAMINAR_FUNCTION_THREAD_SAFE) == 0;
-  if (serial) pthread_mutex_lock(&f->mu);
+  enter(f);
   int status = f->fn(f->user, &arr, &sch, &out, &out_schema, msg, sizeof msg);
-  if (serial) pthread_mutex_unlock(&f->mu);
-  msg[sizeof msg - 1] = '\0';
-  laminar_code rc = LAMINAR_OK;
-  if (status != 0) {
-    if (msg[0] != '\0') {
-      lm_eval_ctx_set_error(ctx, "function '%s' failed: %s", f->name, msg);
-    } else {
-      lm_eval_ctx_set_error(ctx, "function '%s' failed (its callback returned %d)",
-                            f->name, status);
-    }
-    rc = LAMINAR_ERR_FUNCTION_FAILED;
-  } else {
-    rc = import_result(ctx, f, &out, &out_schema, m, pos, data, nulls);
-  }
-  if (out.release != NULL) out.release(&out);
-  if (out_schema.release != NULL) out_schema.release(&out_schema);
-  return rc;
+  leave(f);
+  return take_result(ctx, f, NULL, status, msg, sizeof msg, &out, &out_schema, m, pos,
+                     data, nulls);
 }
 
 /* Storage a constant NULL result points at. */
@@ -582,4 +651,172 @@ laminar_code lm_udf_eval(lm_eval_ctx* ctx, const lm_expr* e, const lm_xvec* args
   out->v = (lm_vec){e->type, n, anynull ? nulls : NULL, data};
   out->cst = one;
   return LAMINAR_OK;
+}
+
+/* ---- aggregate functions (laminar_aggregate_register) ------------------------------ */
+
+laminar_code lm_udaf_create(const char* name, const char* const* arg_types, int32_t nargs,
+                            const char* return_type, const lm_udaf_callbacks* cb,
+                            void* user, void (*destroy)(void* user), uint32_t flags,
+                            lm_udf** out, laminar_error* err) {
+  *out = NULL;
+  const char* nm = name ? name : "(null)";
+  if (cb->update == NULL || cb->merge == NULL || cb->finalize == NULL) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "aggregate '%s': update, merge and finalize are required", nm);
+  }
+  if (nargs < 1 || nargs > 2) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "aggregate '%s': nargs must be 1 or 2, got %d", nm, (int)nargs);
+  }
+  if (cb->state_size < 1 || cb->state_size > 65536) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "aggregate '%s': state_size must be 1 to 65536, got %lld", nm,
+                        (long long)cb->state_size);
+  }
+  if ((cb->serialize == NULL) != (cb->deserialize == NULL) ||
+      (cb->destroy_state != NULL && cb->serialize == NULL)) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "aggregate '%s': serialize and deserialize go together, and "
+                        "destroy_state needs them",
+                        nm);
+  }
+  if ((flags & LAMINAR_FUNCTION_DETERMINISTIC) != 0) {
+    return lm_error_set(err, LAMINAR_ERR_MISUSE,
+                        "aggregate '%s': unknown flags 0x%x (an aggregate takes "
+                        "CALLED_ON_NULL and THREAD_SAFE)",
+                        nm, (unsigned)LAMINAR_FUNCTION_DETERMINISTIC);
+  }
+  lm_type r = type_of_format(return_type, false);
+  if (r == LM_TYPE_STRING) {
+    return lm_error_set(err, LAMINAR_ERR_UNKNOWN_TYPE,
+                        "aggregate '%s': return type '%s'; use one of the Arrow formats "
+                        "b, i, l, g, tsu:",
+                        nm, return_type);
+  }
+  LM_TRY(
+      create(name, arg_types, nargs, return_type, NULL, user, destroy, flags, out, err));
+  lm_udf* f = *out;
+  f->state_size = cb->state_size;
+  f->a_init = cb->init;
+  f->a_update = cb->update;
+  f->a_retract = cb->retract;
+  f->a_merge = cb->merge;
+  f->a_finalize = cb->finalize;
+  f->a_serialize = cb->serialize;
+  f->a_deserialize = cb->deserialize;
+  f->a_destroy_state = cb->destroy_state;
+  return LAMINAR_OK;
+}
+
+bool lm_udf_is_aggregate(const lm_udf* f) { return f->aggregate; }
+int64_t lm_udaf_state_size(const lm_udf* f) { return f->state_size; }
+bool lm_udaf_retractable(const lm_udf* f) { return f->a_retract != NULL; }
+bool lm_udaf_owns_memory(const lm_udf* f) { return f->a_serialize != NULL; }
+
+void lm_udaf_init_state(lm_udf* f, void* state) {
+  memset(state, 0, (size_t)f->state_size);
+  if (f->a_init == NULL) return;
+  enter(f);
+  f->a_init(f->user, state);
+  leave(f);
+}
+
+void lm_udaf_destroy_state(lm_udf* f, void* state) {
+  if (f->a_destroy_state == NULL) return;
+  enter(f);
+  f->a_destroy_state(f->user, state);
+  leave(f);
+}
+
+laminar_code lm_udaf_update(lm_eval_ctx* ctx, lm_udf* f, bool retract, void* states,
+                            const lm_vec* args, const uint32_t* sel, const uint32_t* gids,
+                            int64_t m) {
+  if (m == 0) return LAMINAR_OK;
+  /* Rows with a NULL argument are skipped unless CALLED_ON_NULL. */
+  bool strict = (f->flags & LAMINAR_FUNCTION_CALLED_ON_NULL) == 0;
+  bool any = false;
+  for (int32_t i = 0; strict && i < f->nargs; i++) any |= args[i].nulls != NULL;
+  const uint32_t* rows = sel;
+  const uint32_t* groups = gids;
+  int64_t k = m;
+  if (any) {
+    uint32_t* r = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * (size_t)m);
+    uint32_t* g = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * (size_t)m);
+    if (r == NULL || g == NULL) return LAMINAR_ERR_NOMEM;
+    k = 0;
+    for (int64_t j = 0; j < m; j++) {
+      uint32_t row = sel ? sel[j] : (uint32_t)j;
+      bool null = false;
+      for (int32_t i = 0; i < f->nargs; i++) null |= args[i].nulls && args[i].nulls[row];
+      if (null) continue;
+      r[k] = row;
+      g[k++] = gids[j];
+    }
+    rows = r;
+    groups = g;
+    if (k == 0) return LAMINAR_OK;
+  }
+  struct ArrowArray arr;
+  struct ArrowSchema sch;
+  LM_TRY(export_args(ctx, f, args, rows, k, &arr, &sch));
+  char msg[400];
+  msg[0] = '\0';
+  laminar_aggregate_update cb = retract ? f->a_retract : f->a_update;
+  enter(f);
+  int status = cb(f->user, states, groups, &arr, &sch, msg, sizeof msg);
+  leave(f);
+  if (status != 0)
+    return failed(ctx, f, retract ? "retract" : "update", status, msg, sizeof msg);
+  return LAMINAR_OK;
+}
+
+laminar_code lm_udaf_merge(lm_eval_ctx* ctx, lm_udf* f, void* state, const void* other) {
+  char msg[400];
+  msg[0] = '\0';
+  enter(f);
+  int status = f->a_merge(f->user, state, other, msg, sizeof msg);
+  leave(f);
+  if (status != 0) return failed(ctx, f, "merge", status, msg, sizeof msg);
+  return LAMINAR_OK;
+}
+
+laminar_code lm_udaf_finalize(lm_eval_ctx* ctx, lm_udf* f, const void* states, int64_t n,
+                              void* data, uint8_t* nulls) {
+  if (n == 0) return LAMINAR_OK;
+  struct ArrowArray out;
+  struct ArrowSchema out_schema;
+  memset(&out, 0, sizeof out);
+  memset(&out_schema, 0, sizeof out_schema);
+  char msg[400];
+  msg[0] = '\0';
+  enter(f);
+  int status = f->a_finalize(f->user, states, n, &out, &out_schema, msg, sizeof msg);
+  leave(f);
+  return take_result(ctx, f, "finalize", status, msg, sizeof msg, &out, &out_schema, n,
+                     NULL, data, nulls);
+}
+
+int64_t lm_udaf_serialize(lm_udf* f, const void* state, void* buf, int64_t cap) {
+  if (f->a_serialize == NULL) {
+    if (cap >= f->state_size) memcpy(buf, state, (size_t)f->state_size);
+    return f->state_size;
+  }
+  enter(f);
+  int64_t n = f->a_serialize(f->user, state, buf, cap);
+  leave(f);
+  return n;
+}
+
+laminar_code lm_udaf_deserialize(lm_udf* f, void* state, const void* buf, int64_t len) {
+  memset(state, 0, (size_t)f->state_size);
+  if (f->a_deserialize == NULL) {
+    if (len != f->state_size) return LAMINAR_ERR_RECOVERY;
+    memcpy(state, buf, (size_t)len);
+    return LAMINAR_OK;
+  }
+  enter(f);
+  int status = f->a_deserialize(f->user, state, buf, len);
+  leave(f);
+  return status == 0 ? LAMINAR_OK : LAMINAR_ERR_FUNCTION_FAILED;
 }

@@ -117,14 +117,13 @@ static laminar_code val_from_vec(an_op* op, lm_value* v, const lm_vec* x, int64_
   if (x->type == LM_TYPE_NULL || (x->nulls != NULL && x->nulls[k])) return LAMINAR_OK;
   v->is_null = false;
   switch (x->type) {
-    case LM_TYPE_INT32: v->i = ((const int32_t*)x->data)[k]; break;
     case LM_TYPE_BOOL: v->b = ((const uint8_t*)x->data)[k] != 0; break;
     case LM_TYPE_DOUBLE: v->d = ((const double*)x->data)[k]; break;
     case LM_TYPE_STRING: {
       lm_str s = ((const lm_str*)x->data)[k];
       return val_str(op, v, s.ptr, s.len);
     }
-    default: v->i = ((const int64_t*)x->data)[k]; break;
+    default: v->i = lm_vec_int_at(x, k); break;
   }
   return LAMINAR_OK;
 }
@@ -628,13 +627,12 @@ static laminar_code an_emit(an_op* op, const int32_t* slots, int64_t n) {
       const lm_value* v = &row_vals(op, slots[r])[vi];
       nulls[r] = v->is_null ? 1 : 0;
       switch (t) {
-        case LM_TYPE_INT32: ((int32_t*)data)[r] = (int32_t)v->i; break;
         case LM_TYPE_BOOL: ((uint8_t*)data)[r] = v->b ? 1 : 0; break;
         case LM_TYPE_DOUBLE: ((double*)data)[r] = v->d; break;
         case LM_TYPE_STRING:
           ((lm_str*)data)[r] = v->s.ptr != NULL ? v->s : (lm_str){"", 0};
           break;
-        default: ((int64_t*)data)[r] = v->i; break;
+        default: lm_vec_int_put(t, data, r, v->i); break;
       }
     }
     *o = (lm_vec){.type = t, .len = n, .nulls = nulls, .data = data};

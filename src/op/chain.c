@@ -36,7 +36,7 @@ laminar_code lm_op_chain_watermark(lm_op* head, int64_t watermark_ms) {
 
 laminar_code lm_op_chain_input_chunk(lm_op* head, int32_t input, const lm_chunk* chunk) {
   if (LM_NEVER(!lm_op_multi_input(head) || input < 0 || input >= head->vt->ninputs ||
-               chunk->sel != NULL)) {
+               (chunk->sel != NULL && !head->vt->takes_sel))) {
     return LAMINAR_ERR_INTERNAL;
   }
   head->rows_in += chunk->nrows;

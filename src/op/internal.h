@@ -72,6 +72,8 @@ typedef struct window_op {
   lm_window_spec spec;
   lm_type* key_types; /* spec.nkeys: the GROUP BY keys' types (tables' key columns) */
   lm_eval_ctx* ctx;
+  /* Where user-defined aggregates' states report (ctx: op->ctx). */
+  lm_agg_report agg_report;
   window** open; /* sorted by start */
   int32_t nopen;
   int32_t cap_open;
@@ -372,6 +374,9 @@ laminar_code lm_op_window_prepare(window_op* op, const lm_chunk* in, lm_chunk* o
                                   const uint64_t** out_given, bool* out_by_pos);
 /* A chunk's code, a NOMEM recorded for the error the caller reports. */
 laminar_code lm_op_window_chunk_failed(window_op* op, laminar_code rc);
+/* Take a user-defined aggregate's finalize failure (LAMINAR_OK: none), recording
+ * it for the stream. Called before a chunk of results is emitted. */
+laminar_code lm_op_window_agg_failed(window_op* op);
 /* Start a chunk's journal (window_op.jwin); take window w back to its first
  * g0 groups (undo). */
 void lm_op_window_journal_begin(window_op* op);

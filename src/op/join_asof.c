@@ -7,10 +7,8 @@
  *  - the equality keys in a keyed state table (state/table.h): a key's row id
  *    g indexes `keys[g]`, the right rows of that key sorted by (time,
  *    arrival), and keys seen only on the left have an empty list;
- *  - the rows themselves, left and right, in two row stores (columnar
- *    arrays by slot, freed slots reused; STRING bytes in a pool compacted
- *    when it holds twice what live rows use), so state stays bounded as
- *    rows are dropped;
+ *  - the rows themselves, left and right, in two row stores
+ *    (state/rowstore.h), so state stays bounded as rows are dropped;
  *  - the left rows waiting for their match to be final, sorted by (time,
  *    arrival): a release takes them in that order.
  *
@@ -21,171 +19,19 @@
  */
 #include "op/op.h"
 
+#include "op/internal.h"
+#include "op/join.h"
+#include "state/rowstore.h"
 #include "state/table.h"
 #include "util/pool.h"
 #include "util/util.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ==== row stores ====================================================================== */
-
-typedef struct rowstore {
-  int32_t ncols;
-  lm_type* types;
-  uint8_t* keep;   /* per column: held (the plan reads it), else never stored */
-  int64_t cap;     /* slots allocated */
-  int64_t used;    /* slots ever handed out (high-water mark) */
-  int64_t live;    /* slots in use */
-  void** data;     /* per column: cap values of the type's width */
-  uint8_t** nulls; /* per column: cap flags */
-  uint32_t* free_slots;
-  int64_t nfree;
-  lm_pool strings;
-  int64_t str_live; /* STRING bytes live rows use */
-  bool has_strings;
-} rowstore;
-
-static laminar_code store_init(rowstore* s, const lm_schema* schema, int32_t first,
-                               int32_t n, const uint8_t* need) {
-  memset(s, 0, sizeof *s);
-  lm_pool_init(&s->strings);
-  s->ncols = n;
-  s->types = lm_calloc((size_t)(n ? n : 1), sizeof *s->types);
-  s->data = lm_calloc((size_t)(n ? n : 1), sizeof *s->data);
-  s->nulls = lm_calloc((size_t)(n ? n : 1), sizeof *s->nulls);
-  s->keep = lm_calloc((size_t)(n ? n : 1), 1);
-  if (s->types == NULL || s->data == NULL || s->nulls == NULL || s->keep == NULL)
-    return LAMINAR_ERR_NOMEM;
-  for (int32_t c = 0; c < n; c++) {
-    s->types[c] = schema->fields[first + c].type;
-    s->keep[c] = need == NULL || need[first + c];
-    if (s->types[c] == LM_TYPE_STRING && s->keep[c]) s->has_strings = true;
-  }
-  return LAMINAR_OK;
-}
-
-static void store_free(rowstore* s) {
-  for (int32_t c = 0; c < s->ncols && s->data != NULL; c++) {
-    lm_free(s->data[c]);
-    lm_free(s->nulls[c]);
-  }
-  lm_free(s->data);
-  lm_free(s->nulls);
-  lm_free(s->types);
-  lm_free(s->keep);
-  lm_free(s->free_slots);
-  lm_pool_free(&s->strings);
-  memset(s, 0, sizeof *s);
-}
-
-static laminar_code store_reserve(rowstore* s, int64_t cap) {
-  if (cap <= s->cap) return LAMINAR_OK;
-  int64_t nc = s->cap ? s->cap : 256;
-  while (nc < cap) nc *= 2;
-  if (nc > ((int64_t)1 << 31)) return LAMINAR_ERR_NOMEM;
-  for (int32_t c = 0; c < s->ncols; c++) {
-    if (!s->keep[c]) continue;
-    void* d = lm_realloc(s->data[c], (size_t)(nc * lm_type_width(s->types[c])));
-    if (d == NULL) return LAMINAR_ERR_NOMEM;
-    s->data[c] = d;
-    uint8_t* nl = lm_realloc(s->nulls[c], (size_t)nc);
-    if (nl == NULL) return LAMINAR_ERR_NOMEM;
-    s->nulls[c] = nl;
-  }
-  uint32_t* f = lm_realloc(s->free_slots, sizeof *f * (size_t)nc);
-  if (f == NULL) return LAMINAR_ERR_NOMEM;
-  s->free_slots = f;
-  s->cap = nc;
-  return LAMINAR_OK;
-}
-
-/* A free slot (room reserved: store_reserve(used + 1)). */
-static uint32_t store_take(rowstore* s) {
-  s->live++;
-  if (s->nfree > 0) return s->free_slots[--s->nfree];
-  return (uint32_t)s->used++;
-}
-
-static void store_release(rowstore* s, uint32_t slot) {
-  for (int32_t c = 0; s->has_strings && c < s->ncols; c++) {
-    if (s->types[c] == LM_TYPE_STRING && s->keep[c] && !s->nulls[c][slot]) {
-      s->str_live -= ((lm_str*)s->data[c])[slot].len;
-    }
-  }
-  s->free_slots[s->nfree++] = slot;
-  s->live--;
-}
-
-/* Row `row` of cols (the input's columns, ncols of them) into `slot`. */
-static laminar_code store_put(rowstore* s, uint32_t slot, const lm_vec* cols,
-                              int64_t row) {
-  for (int32_t c = 0; c < s->ncols; c++) {
-    if (!s->keep[c]) continue;
-    const lm_vec* v = &cols[c];
-    bool null = v->nulls != NULL && v->nulls[row];
-    s->nulls[c][slot] = null;
-    int64_t w = lm_type_width(s->types[c]);
-    if (s->types[c] == LM_TYPE_STRING) {
-      lm_str x = null ? (lm_str){NULL, 0} : ((const lm_str*)v->data)[row];
-      if (x.len > 0) {
-        char* p = lm_pool_copy(&s->strings, x.ptr, (size_t)x.len);
-        if (p == NULL) return LAMINAR_ERR_NOMEM;
-        x.ptr = p;
-        s->str_live += x.len;
-      }
-      ((lm_str*)s->data[c])[slot] = x;
-    } else if (null) {
-      memset((char*)s->data[c] + slot * w, 0, (size_t)w);
-    } else {
-      memcpy((char*)s->data[c] + slot * w, (const char*)v->data + row * w, (size_t)w);
-    }
-  }
-  return LAMINAR_OK;
-}
-
-/* Move live strings to a fresh pool when the old one is mostly dead bytes:
- * freed rows' strings are otherwise only reclaimed by a reset. */
-static laminar_code store_compact(rowstore* s, const uint8_t* live_mark) {
-  if (!s->has_strings) return LAMINAR_OK;
-  int64_t held = (int64_t)lm_pool_reserved(&s->strings);
-  if (held < 2 * s->str_live + (1 << 20)) return LAMINAR_OK;
-  lm_pool fresh;
-  lm_pool_init(&fresh);
-  for (int64_t slot = 0; slot < s->used; slot++) {
-    if (!live_mark[slot]) continue;
-    for (int32_t c = 0; c < s->ncols; c++) {
-      if (s->types[c] != LM_TYPE_STRING || !s->keep[c] || s->nulls[c][slot]) continue;
-      lm_str* x = &((lm_str*)s->data[c])[slot];
-      if (x->len == 0) continue;
-      char* p = lm_pool_copy(&fresh, x->ptr, (size_t)x->len);
-      if (p == NULL) {
-        lm_pool_free(&fresh);
-        return LAMINAR_ERR_NOMEM;
-      }
-      x->ptr = p;
-    }
-  }
-  lm_pool_free(&s->strings);
-  s->strings = fresh;
-  return LAMINAR_OK;
-}
-
-static int64_t store_bytes(const rowstore* s) {
-  int64_t per = 0;
-  for (int32_t c = 0; c < s->ncols; c++)
-    if (s->keep[c]) per += lm_type_width(s->types[c]) + 1;
-  return s->live * per + s->str_live;
-}
-
 /* ==== the operator ===================================================================== */
 
-/* The right rows of one key, sorted by (time, arrival): [head, n) of the arrays. */
-typedef struct keyrows {
-  int64_t* ts;
-  uint32_t* slot;
-  int32_t head, n, cap;
-} keyrows;
 
 /* A left row waiting for its match. */
 typedef struct pending {
@@ -200,9 +46,9 @@ typedef struct asof_op {
   lm_type* key_types;
   lm_eval_ctx* ctx;
   lm_state_table table;
-  keyrows* keys; /* table.cap entries */
+  lm_timelist* keys; /* table.cap entries */
   int64_t nkeyrows;
-  rowstore left, right;
+  lm_rowstore left, right;
   pending* pend; /* [phead, npend) sorted by (ts, arrival) */
   int64_t phead, npend, pcap;
   int64_t right_rows; /* right rows kept, all keys */
@@ -214,45 +60,23 @@ typedef struct asof_op {
   pending* rel;
   int64_t rel_cap;
   int64_t* match; /* per released row: right slot, -1 none */
-  void* zeros;    /* out_cap values of the widest type, all zero */
-  lm_vec* out;    /* lcols + rcols */
-  void** out_data;
-  uint8_t** out_nulls;
-  int64_t out_cap;
+  lm_join_out o;  /* lcols + rcols */
   uint64_t* hashes;
   int64_t hash_cap;
   uint8_t* mark; /* compaction scratch */
+  /* Copy-on-write checkpoints (asof_freeze): `held` while a frozen copy may
+   * still read the state; `share` 2 while both the op and the checkpoint
+   * hold it, each letting go takes one (the last frees it). */
+  bool held;
+  atomic_int share;
+  int64_t thaws; /* copies made for a checkpoint still holding the state */
 } asof_op;
 
 static const lm_op_vtable asof_vtable;
+static laminar_code asof_thaw(asof_op* j);
 
 static bool is_asof(const lm_op* op) { return op != NULL && op->vt == &asof_vtable; }
 
-/* A watermark (ms) in the time column's unit, saturating. */
-static int64_t to_units(const asof_op* j, int64_t ms) {
-  if (j->spec.time_type != LM_TYPE_TIMESTAMP) return ms;
-  if (ms >= INT64_MAX / 1000) return INT64_MAX;
-  if (ms <= INT64_MIN / 1000) return INT64_MIN;
-  return ms * 1000;
-}
-
-/* A time (the column's unit) in ms, rounded down. */
-static int64_t to_ms(const asof_op* j, int64_t t) {
-  if (j->spec.time_type != LM_TYPE_TIMESTAMP) return t;
-  return t / 1000 - (t % 1000 < 0 ? 1 : 0);
-}
-
-static int64_t sat_add(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
-  return r;
-}
-
-static int64_t sat_sub(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_sub_overflow(a, b, &r)) return b > 0 ? INT64_MIN : INT64_MAX;
-  return r;
-}
 
 static bool cmp_before(const asof_op* j) {
   return j->spec.cmp == LM_ASOF_GE || j->spec.cmp == LM_ASOF_GT;
@@ -263,23 +87,9 @@ static bool cmp_before(const asof_op* j) {
 /* The key row of row `row` (hash h) of the key columns, added when new. */
 static laminar_code key_row(asof_op* j, uint64_t h, const lm_vec* keys, int64_t row,
                             int64_t* out) {
-  lm_state_table* t = &j->table;
-  int64_t g = lm_state_table_find(t, h, keys, row);
-  if (g < 0) {
-    LM_TRY(lm_state_table_reserve(t, t->n + 1));
-    if (t->cap > j->nkeyrows) {
-      keyrows* k = lm_realloc(j->keys, sizeof *k * (size_t)t->cap);
-      if (k == NULL) return LAMINAR_ERR_NOMEM;
-      memset(k + j->nkeyrows, 0, sizeof *k * (size_t)(t->cap - j->nkeyrows));
-      j->keys = k;
-      j->nkeyrows = t->cap;
-    }
-    LM_TRY(lm_state_table_grow_index(t));
-    g = lm_state_table_push(t, h);
-    LM_TRY(lm_state_table_set_keys(t, g, keys, row));
-  }
-  *out = g;
-  return LAMINAR_OK;
+  void** arrays[] = {(void**)&j->keys};
+  const size_t sizes[] = {sizeof *j->keys};
+  return lm_join_key_row(&j->table, h, keys, row, arrays, sizes, 1, &j->nkeyrows, out);
 }
 
 /* Evaluate the side's key expressions over chunk `in`, hash them; *out_null
@@ -313,65 +123,10 @@ static int64_t time_of(const lm_vec* v, int64_t row) {
 
 /* ---- right rows ---------------------------------------------------------------------- */
 
-/* First index in [head, n) of kr whose time is > t (upper bound). */
-static int32_t upper(const keyrows* kr, int64_t t) {
-  int32_t lo = kr->head, hi = kr->n;
-  if (hi > lo && kr->ts[hi - 1] <= t) return hi; /* in-order arrivals */
-  while (lo < hi) {
-    int32_t mid = lo + (hi - lo) / 2;
-    if (kr->ts[mid] <= t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-/* First index in [head, n) whose time is >= t (lower bound). */
-static int32_t lower(const keyrows* kr, int64_t t) {
-  int32_t lo = kr->head, hi = kr->n;
-  while (lo < hi) {
-    int32_t mid = lo + (hi - lo) / 2;
-    if (kr->ts[mid] < t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-static laminar_code keyrows_insert(keyrows* kr, int64_t t, uint32_t slot) {
-  if (kr->head > 0 && (kr->n == kr->cap || kr->head >= kr->n / 2)) {
-    int32_t live = kr->n - kr->head;
-    memmove(kr->ts, kr->ts + kr->head, sizeof *kr->ts * (size_t)live);
-    memmove(kr->slot, kr->slot + kr->head, sizeof *kr->slot * (size_t)live);
-    kr->head = 0;
-    kr->n = live;
-  }
-  if (kr->n == kr->cap) {
-    int32_t nc = kr->cap ? kr->cap * 2 : 4;
-    int64_t* ts = lm_realloc(kr->ts, sizeof *ts * (size_t)nc);
-    if (ts == NULL) return LAMINAR_ERR_NOMEM;
-    kr->ts = ts;
-    uint32_t* sl = lm_realloc(kr->slot, sizeof *sl * (size_t)nc);
-    if (sl == NULL) return LAMINAR_ERR_NOMEM;
-    kr->slot = sl;
-    kr->cap = nc;
-  }
-  int32_t at = upper(kr, t);
-  if (at < kr->n) {
-    memmove(kr->ts + at + 1, kr->ts + at, sizeof *kr->ts * (size_t)(kr->n - at));
-    memmove(kr->slot + at + 1, kr->slot + at, sizeof *kr->slot * (size_t)(kr->n - at));
-  }
-  kr->ts[at] = t;
-  kr->slot[at] = slot;
-  kr->n++;
-  return LAMINAR_OK;
-}
 
 /* The least time a future or waiting left row can have (the column's unit). */
 static int64_t left_floor(const asof_op* j) {
-  int64_t p = to_units(j, j->wm[0]);
+  int64_t p = lm_join_to_units(j->spec.time_type, j->wm[0]);
   if (j->npend > j->phead) {
     /* Sorted by time within the list. */
     if (j->pend[j->phead].ts < p) p = j->pend[j->phead].ts;
@@ -380,22 +135,24 @@ static int64_t left_floor(const asof_op* j) {
 }
 
 /* Drop the rows of kr no left row at or after time p can match. */
-static void prune_key(asof_op* j, keyrows* kr, int64_t p) {
+static void prune_key(asof_op* j, lm_timelist* kr, int64_t p) {
   int32_t drop = kr->head; /* rows [head, drop) go */
   const lm_asof_spec* sp = &j->spec;
   if (kr->n == kr->head || p == INT64_MIN) return;
   if (cmp_before(j)) {
     /* Keep the newest row usable by time p (<= p, or < p), and after. */
-    int32_t last = sp->cmp == LM_ASOF_GE ? upper(kr, p) : lower(kr, p);
+    int32_t last =
+        sp->cmp == LM_ASOF_GE ? lm_timelist_upper(kr, p) : lm_timelist_lower(kr, p);
     drop = last - 1;
     if (drop < kr->head) drop = kr->head;
-    if (sp->has_tolerance && drop < kr->n && kr->ts[drop] < sat_sub(p, sp->tolerance)) {
+    if (sp->has_tolerance && drop < kr->n &&
+        kr->ts[drop] < lm_join_sat_sub(p, sp->tolerance)) {
       drop++;
     }
   } else {
-    drop = sp->cmp == LM_ASOF_LE ? lower(kr, p) : upper(kr, p);
+    drop = sp->cmp == LM_ASOF_LE ? lm_timelist_lower(kr, p) : lm_timelist_upper(kr, p);
   }
-  for (int32_t i = kr->head; i < drop; i++) store_release(&j->right, kr->slot[i]);
+  for (int32_t i = kr->head; i < drop; i++) lm_rowstore_release(&j->right, kr->slot[i]);
   j->right_rows -= drop - kr->head;
   kr->head = drop;
   if (kr->head == kr->n) kr->head = kr->n = 0;
@@ -411,7 +168,7 @@ static void sweep(asof_op* j) {
 
 /* The matching right slot of left row time t in kr (-1: none), and whether
  * it is final under right watermark rw (the column's unit). */
-static int64_t find_match(const asof_op* j, const keyrows* kr, int64_t t, int64_t rw,
+static int64_t find_match(const asof_op* j, const lm_timelist* kr, int64_t t, int64_t rw,
                           bool* out_final) {
   const lm_asof_spec* sp = &j->spec;
   int64_t m = -1;
@@ -419,8 +176,11 @@ static int64_t find_match(const asof_op* j, const keyrows* kr, int64_t t, int64_
     /* Final once every right row <= t (< t) is in: rw > t (rw >= t). */
     *out_final = sp->cmp == LM_ASOF_GE ? rw > t : rw >= t;
     if (kr != NULL && kr->n > kr->head) {
-      int32_t i = (sp->cmp == LM_ASOF_GE ? upper(kr, t) : lower(kr, t)) - 1;
-      if (i >= kr->head && (!sp->has_tolerance || sat_sub(t, kr->ts[i]) <= sp->tolerance))
+      int32_t i =
+          (sp->cmp == LM_ASOF_GE ? lm_timelist_upper(kr, t) : lm_timelist_lower(kr, t)) -
+          1;
+      if (i >= kr->head &&
+          (!sp->has_tolerance || lm_join_sat_sub(t, kr->ts[i]) <= sp->tolerance))
         m = kr->slot[i];
     }
     return m;
@@ -428,12 +188,13 @@ static int64_t find_match(const asof_op* j, const keyrows* kr, int64_t t, int64_
   /* <= / <: the earliest right row at or after t (after: <); among equal
    * times the last to arrive. Final when that row is older than rw (no
    * earlier one can come), or when rw passes t + tolerance. */
-  int64_t limit = sp->has_tolerance ? sat_add(t, sp->tolerance) : INT64_MAX;
+  int64_t limit = sp->has_tolerance ? lm_join_sat_add(t, sp->tolerance) : INT64_MAX;
   *out_final = sp->has_tolerance && rw > limit;
   if (kr != NULL && kr->n > kr->head) {
-    int32_t i = sp->cmp == LM_ASOF_LE ? lower(kr, t) : upper(kr, t);
+    int32_t i =
+        sp->cmp == LM_ASOF_LE ? lm_timelist_lower(kr, t) : lm_timelist_upper(kr, t);
     if (i < kr->n && kr->ts[i] <= limit) {
-      int32_t last = upper(kr, kr->ts[i]) - 1;
+      int32_t last = lm_timelist_upper(kr, kr->ts[i]) - 1;
       m = kr->slot[last];
       if (kr->ts[i] < rw) *out_final = true;
     }
@@ -455,43 +216,28 @@ static int64_t match_of(const asof_op* j, const pending* p, int64_t rw, bool* ou
 /* ---- release ----------------------------------------------------------------------------- */
 
 static laminar_code reserve_out(asof_op* j, int64_t n) {
-  if (n <= j->out_cap) return LAMINAR_OK;
-  int64_t nc = j->out_cap ? j->out_cap : 256;
-  while (nc < n) nc *= 2;
-  int32_t ncols = j->spec.lcols + j->spec.rcols;
-  for (int32_t c = 0; c < ncols; c++) {
-    if (j->spec.need != NULL && !j->spec.need[c]) continue;
-    void* d = lm_realloc(j->out_data[c], (size_t)(nc * lm_type_width(j->out[c].type)));
-    if (d == NULL) return LAMINAR_ERR_NOMEM;
-    j->out_data[c] = d;
-    uint8_t* nl = lm_realloc(j->out_nulls[c], (size_t)nc);
-    if (nl == NULL) return LAMINAR_ERR_NOMEM;
-    j->out_nulls[c] = nl;
-  }
-  pending* r = lm_realloc(j->rel, sizeof *r * (size_t)nc);
+  LM_TRY(lm_join_out_reserve(&j->o, n));
+  if (j->rel_cap >= j->o.cap) return LAMINAR_OK;
+  pending* r = lm_realloc(j->rel, sizeof *r * (size_t)j->o.cap);
   if (r == NULL) return LAMINAR_ERR_NOMEM;
   j->rel = r;
-  int64_t* m = lm_realloc(j->match, sizeof *m * (size_t)nc);
+  int64_t* m = lm_realloc(j->match, sizeof *m * (size_t)j->o.cap);
   if (m == NULL) return LAMINAR_ERR_NOMEM;
   j->match = m;
-  void* z = lm_calloc((size_t)nc, sizeof(lm_str));
-  if (z == NULL) return LAMINAR_ERR_NOMEM;
-  lm_free(j->zeros);
-  j->zeros = z;
-  j->out_cap = nc;
+  j->rel_cap = j->o.cap;
   return LAMINAR_OK;
 }
 
 /* Gather column c of `st` at slots into output column oc (slot -1: NULL). */
-static void gather(asof_op* j, const rowstore* st, int32_t c, int32_t oc,
+static void gather(asof_op* j, const lm_rowstore* st, int32_t c, int32_t oc,
                    const int64_t* slots, const pending* rel, int64_t n) {
   int64_t w = lm_type_width(st->types[c]);
   if (!st->keep[c]) { /* no one reads it: zeros */
-    j->out[oc] = (lm_vec){st->types[c], n, NULL, j->zeros};
+    j->o.vecs[oc] = (lm_vec){st->types[c], n, NULL, j->o.zeros};
     return;
   }
-  char* dst = j->out_data[oc];
-  uint8_t* nl = j->out_nulls[oc];
+  char* dst = j->o.data[oc];
+  uint8_t* nl = j->o.nulls[oc];
   const char* src = st->data[c];
   bool any_null = false;
   for (int64_t r = 0; r < n; r++) {
@@ -502,12 +248,12 @@ static void gather(asof_op* j, const rowstore* st, int32_t c, int32_t oc,
       any_null = true;
     } else {
       nl[r] = 0;
-      memcpy(dst + r * w, src + s * w, (size_t)w);
+      lm_copy_value(dst + r * w, src + s * w, w);
     }
   }
-  j->out[oc].len = n;
-  j->out[oc].data = dst;
-  j->out[oc].nulls = any_null ? nl : NULL;
+  j->o.vecs[oc].len = n;
+  j->o.vecs[oc].data = dst;
+  j->o.vecs[oc].nulls = any_null ? nl : NULL;
 }
 
 /* Emit the rows rel[0..n) (matches in j->match), then let their left slots go. */
@@ -517,7 +263,7 @@ static laminar_code emit_released(asof_op* j, int64_t n) {
   if (!j->spec.left_outer) { /* inner: unmatched rows go */
     for (int64_t r = 0; r < n; r++) {
       if (j->match[r] < 0) {
-        store_release(&j->left, j->rel[r].slot);
+        lm_rowstore_release(&j->left, j->rel[r].slot);
         continue;
       }
       j->rel[k] = j->rel[r];
@@ -532,16 +278,16 @@ static laminar_code emit_released(asof_op* j, int64_t n) {
       gather(j, &j->left, c, c, NULL, j->rel, k);
     for (int32_t c = 0; c < j->spec.rcols; c++)
       gather(j, &j->right, c, j->spec.lcols + c, j->match, NULL, k);
-    lm_chunk out = {k, j->spec.lcols + j->spec.rcols, j->out, NULL};
+    lm_chunk out = {k, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
     rc = lm_op_emit(&j->base, &out);
-    for (int64_t r = 0; r < k; r++) store_release(&j->left, j->rel[r].slot);
+    for (int64_t r = 0; r < k; r++) lm_rowstore_release(&j->left, j->rel[r].slot);
   }
   return rc;
 }
 
 /* Emit every waiting left row whose match is final, in (time, arrival) order. */
 static laminar_code release(asof_op* j) {
-  int64_t rw = to_units(j, j->wm[1]);
+  int64_t rw = lm_join_to_units(j->spec.time_type, j->wm[1]);
   int64_t n = 0;
   LM_TRY(reserve_out(j, j->npend - j->phead));
   if (cmp_before(j)) {
@@ -579,7 +325,7 @@ static laminar_code release(asof_op* j) {
 static laminar_code forward_watermark(asof_op* j) {
   int64_t w = j->wm[0];
   if (j->npend > j->phead) {
-    int64_t p = to_ms(j, j->pend[j->phead].ts);
+    int64_t p = lm_join_to_ms(j->spec.time_type, j->pend[j->phead].ts);
     if (p < w) w = p;
   }
   if (w <= j->out_wm) return LAMINAR_OK;
@@ -591,7 +337,7 @@ static laminar_code forward_watermark(asof_op* j) {
 /* What the join holds, in the terms of the state bound: its rows' kept
  * columns and strings, the keys, and per row its place in a list. */
 static int64_t asof_bytes(const asof_op* j) {
-  return store_bytes(&j->left) + store_bytes(&j->right) +
+  return lm_rowstore_bytes(&j->left) + lm_rowstore_bytes(&j->right) +
          lm_state_table_bytes(&j->table) + (j->npend - j->phead) * 24 +
          j->right_rows * 12;
 }
@@ -605,25 +351,15 @@ static laminar_code account(asof_op* j) {
  * under a new key, with all its strings (the bound is checked before the
  * chunk changes anything, so a batch near the bound may be refused whole). */
 static int64_t chunk_bound(const asof_op* j, int32_t side, const lm_chunk* in) {
-  const rowstore* st = side == 0 ? &j->left : &j->right;
-  int64_t per = 24 + lm_state_table_row_bytes(j->key_types, j->spec.nkeys);
-  for (int32_t c = 0; c < st->ncols; c++)
-    if (st->keep[c]) per += lm_type_width(st->types[c]) + 1;
-  int64_t bytes = per * in->nrows;
-  for (int32_t c = 0; c < in->ncols; c++) {
-    const lm_vec* v = &in->cols[c];
-    if (v->type != LM_TYPE_STRING) continue;
-    const lm_str* x = v->data;
-    for (int64_t r = 0; r < in->nrows; r++) bytes += 2 * x[r].len; /* row and key */
-  }
-  return bytes;
+  return lm_join_chunk_bound(side == 0 ? &j->left : &j->right, j->key_types,
+                             j->spec.nkeys, 24, in);
 }
 
 /* Compact the stores' strings when mostly dead. */
 static laminar_code compact(asof_op* j) {
-  rowstore* st[2] = {&j->left, &j->right};
+  lm_rowstore* st[2] = {&j->left, &j->right};
   for (int side = 0; side < 2; side++) {
-    rowstore* s = st[side];
+    lm_rowstore* s = st[side];
     if (!s->has_strings ||
         (int64_t)lm_pool_reserved(&s->strings) < 2 * s->str_live + (1 << 20))
       continue;
@@ -635,11 +371,11 @@ static laminar_code compact(asof_op* j) {
       for (int64_t i = j->phead; i < j->npend; i++) mark[j->pend[i].slot] = 1;
     } else {
       for (int64_t g = 0; g < j->table.n; g++) {
-        const keyrows* kr = &j->keys[g];
+        const lm_timelist* kr = &j->keys[g];
         for (int32_t i = kr->head; i < kr->n; i++) mark[kr->slot[i]] = 1;
       }
     }
-    LM_TRY(store_compact(s, mark));
+    LM_TRY(lm_rowstore_compact(s, mark));
   }
   return LAMINAR_OK;
 }
@@ -652,9 +388,9 @@ static laminar_code right_rows(asof_op* j, const lm_chunk* in, bool check_late) 
   lm_vec keys[64];
   LM_TRY(eval_keys(j, 1, in, keys));
   const lm_vec* tv = &in->cols[j->spec.rtime];
-  int64_t rw = to_units(j, j->wm[1]);
+  int64_t rw = lm_join_to_units(j->spec.time_type, j->wm[1]);
   int64_t p = left_floor(j);
-  LM_TRY(store_reserve(&j->right, j->right.used + in->nrows));
+  LM_TRY(lm_rowstore_reserve(&j->right, j->right.used + in->nrows));
   for (int64_t r = 0; r < in->nrows; r++) {
     if (tv->nulls != NULL && tv->nulls[r]) continue; /* no time: never matches */
     int64_t t = time_of(tv, r);
@@ -665,10 +401,10 @@ static laminar_code right_rows(asof_op* j, const lm_chunk* in, bool check_late) 
     if (key_is_null(j, keys, r)) continue;
     int64_t g;
     LM_TRY(key_row(j, j->hashes[r], keys, r, &g));
-    uint32_t slot = store_take(&j->right);
-    LM_TRY(store_put(&j->right, slot, in->cols, r));
-    keyrows* kr = &j->keys[g];
-    LM_TRY(keyrows_insert(kr, t, slot));
+    uint32_t slot = lm_rowstore_take(&j->right);
+    LM_TRY(lm_rowstore_put(&j->right, slot, in->cols, r));
+    lm_timelist* kr = &j->keys[g];
+    LM_TRY(lm_timelist_insert(kr, t, slot));
     j->right_rows++;
     if (kr->n - kr->head > 8) prune_key(j, kr, p); /* amortized */
   }
@@ -727,23 +463,23 @@ static laminar_code emit_direct(asof_op* j, const lm_chunk* in, int64_t n, bool 
   for (int32_t c = 0; c < j->spec.lcols; c++) {
     const lm_vec* v = &in->cols[c];
     if (!j->left.keep[c]) {
-      j->out[c] = (lm_vec){v->type, n, NULL, j->zeros};
+      j->o.vecs[c] = (lm_vec){v->type, n, NULL, j->o.zeros};
       continue;
     }
     int64_t w = lm_type_width(v->type);
-    char* dst = j->out_data[c];
+    char* dst = j->o.data[c];
     const char* src = v->data;
-    for (int64_t k = 0; k < n; k++) memcpy(dst + k * w, src + j->rel[k].g * w, (size_t)w);
+    for (int64_t k = 0; k < n; k++) lm_copy_value(dst + k * w, src + j->rel[k].g * w, w);
     uint8_t* nl = NULL;
     if (v->nulls != NULL) {
-      nl = j->out_nulls[c];
+      nl = j->o.nulls[c];
       for (int64_t k = 0; k < n; k++) nl[k] = v->nulls[j->rel[k].g];
     }
-    j->out[c] = (lm_vec){v->type, n, nl, dst};
+    j->o.vecs[c] = (lm_vec){v->type, n, nl, dst};
   }
   for (int32_t c = 0; c < j->spec.rcols; c++)
     gather(j, &j->right, c, j->spec.lcols + c, j->match, NULL, n);
-  lm_chunk out = {n, j->spec.lcols + j->spec.rcols, j->out, NULL};
+  lm_chunk out = {n, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
   return lm_op_emit(&j->base, &out);
 }
 
@@ -755,11 +491,12 @@ static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool live) {
   lm_vec keys[64];
   LM_TRY(eval_keys(j, 0, in, keys));
   const lm_vec* tv = &in->cols[j->spec.ltime];
-  int64_t lw = to_units(j, j->wm[0]);
-  int64_t rw = to_units(j, j->wm[1]);
+  int64_t lw = lm_join_to_units(j->spec.time_type, j->wm[0]);
+  int64_t rw = lm_join_to_units(j->spec.time_type, j->wm[1]);
   bool direct = live && cmp_before(j);
-  int64_t final_below = j->spec.cmp == LM_ASOF_GE ? rw : sat_add(rw, 1); /* t < it */
-  LM_TRY(store_reserve(&j->left, j->left.used + in->nrows));
+  int64_t final_below =
+      j->spec.cmp == LM_ASOF_GE ? rw : lm_join_sat_add(rw, 1); /* t < it */
+  LM_TRY(lm_rowstore_reserve(&j->left, j->left.used + in->nrows));
   if (direct) LM_TRY(reserve_out(j, in->nrows));
   int64_t nd = 0;
   bool sorted = true;
@@ -787,8 +524,8 @@ static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool live) {
     }
     int64_t g = -1;
     if (!null_key) LM_TRY(key_row(j, j->hashes[r], keys, r, &g));
-    uint32_t slot = store_take(&j->left);
-    LM_TRY(store_put(&j->left, slot, in->cols, r));
+    uint32_t slot = lm_rowstore_take(&j->left);
+    LM_TRY(lm_rowstore_put(&j->left, slot, in->cols, r));
     /* A row without a key or time matches nothing: released at once. */
     LM_TRY(pend_push(j, (pending){t, g, slot}));
   }
@@ -799,6 +536,7 @@ static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool live) {
 
 static laminar_code asof_on_input_chunk(lm_op* op, int32_t input, const lm_chunk* in) {
   asof_op* j = (asof_op*)op;
+  LM_TRY(asof_thaw(j)); /* a checkpoint may still read the state */
   /* The first stateful operator of its chain refuses a batch that could take
    * the state past its bound, before it changes anything (op.h). */
   if (j->base.checks_bound && lm_op_bounded(op))
@@ -816,6 +554,7 @@ static laminar_code asof_on_input_chunk(lm_op* op, int32_t input, const lm_chunk
 static laminar_code asof_on_input_watermark(lm_op* op, int32_t input, int64_t wm) {
   asof_op* j = (asof_op*)op;
   if (wm <= j->wm[input]) return LAMINAR_OK;
+  LM_TRY(asof_thaw(j));
   j->wm[input] = wm;
   if (input == 1) LM_TRY(release(j));
   /* Keys pruned on their own inserts; the quiet ones when a left watermark
@@ -832,25 +571,6 @@ static laminar_code asof_on_input_watermark(lm_op* op, int32_t input, int64_t wm
 
 #define ASOF_SNAP_TAG 0x41534F46u /* "ASOF" */
 
-static void put_row(const rowstore* s, uint32_t slot, lm_state_writer* w) {
-  for (int32_t c = 0; c < s->ncols; c++) {
-    bool null = !s->keep[c] || s->nulls[c][slot]; /* not held: NULL */
-    lm_state_put_u8(w, null);
-    if (null) continue;
-    switch (s->types[c]) {
-      case LM_TYPE_STRING: {
-        lm_str x = ((const lm_str*)s->data[c])[slot];
-        lm_state_put_bytes(w, x.ptr, (size_t)x.len);
-        break;
-      }
-      case LM_TYPE_DOUBLE: lm_state_put_f64(w, ((const double*)s->data[c])[slot]); break;
-      case LM_TYPE_INT32: lm_state_put_i64(w, ((const int32_t*)s->data[c])[slot]); break;
-      case LM_TYPE_BOOL:
-      case LM_TYPE_NULL: lm_state_put_i64(w, ((const uint8_t*)s->data[c])[slot]); break;
-      default: lm_state_put_i64(w, ((const int64_t*)s->data[c])[slot]); break;
-    }
-  }
-}
 
 static laminar_code asof_snapshot(const lm_op* op, lm_state_writer* w) {
   const asof_op* j = (const asof_op*)op;
@@ -865,25 +585,51 @@ static laminar_code asof_snapshot(const lm_op* op, lm_state_writer* w) {
   for (int64_t g = 0; g < j->table.n; g++) groups += j->keys[g].n > j->keys[g].head;
   lm_state_put_i64(w, groups);
   for (int64_t g = 0; g < j->table.n; g++) {
-    const keyrows* kr = &j->keys[g];
+    const lm_timelist* kr = &j->keys[g];
     if (kr->n == kr->head) continue;
     lm_state_table_put_keys(&j->table, g, w);
     lm_state_put_i64(w, kr->n - kr->head);
     for (int32_t i = kr->head; i < kr->n; i++) {
       lm_state_put_i64(w, kr->ts[i]);
-      put_row(&j->right, kr->slot[i], w);
+      lm_rowstore_write_row(&j->right, kr->slot[i], w);
     }
   }
   /* Waiting left rows, in order: restored through the key expressions. */
   lm_state_put_i64(w, j->npend - j->phead);
-  for (int64_t i = j->phead; i < j->npend; i++) put_row(&j->left, j->pend[i].slot, w);
+  for (int64_t i = j->phead; i < j->npend; i++)
+    lm_rowstore_write_row(&j->left, j->pend[i].slot, w);
   return lm_state_writer_status(w);
 }
 
-/* Read n rows of `types` into columns (one chunk), then insert them. */
-static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r,
-                                 int64_t n) {
-  const rowstore* st = side == 0 ? &j->left : &j->right;
+/* Keep the rows of left chunk *ch (columns cols over data / nulls, ours)
+ * whose key hash routes to f's partition (as rt/part.c routes a left row:
+ * NULL keys too), in place. */
+static laminar_code filter_left(asof_op* j, lm_chunk* ch, lm_vec* cols, void** data,
+                                uint8_t** nulls, const lm_op_part_filter* f) {
+  if (f->nparts <= 1) return LAMINAR_OK;
+  lm_vec keys[64];
+  LM_TRY(eval_keys(j, 0, ch, keys));
+  int64_t m = 0;
+  for (int64_t row = 0; row < ch->nrows; row++) {
+    if (lm_op_part_of(j->hashes[row], f->nparts) != f->part) continue;
+    for (int32_t c = 0; c < ch->ncols; c++) {
+      size_t w = (size_t)lm_type_width(cols[c].type);
+      memmove((char*)data[c] + (size_t)m * w, (char*)data[c] + (size_t)row * w, w);
+      nulls[c][m] = nulls[c][row];
+    }
+    m++;
+  }
+  for (int32_t c = 0; c < ch->ncols; c++) cols[c].len = m;
+  ch->nrows = m;
+  lm_eval_ctx_reset(j->ctx);
+  return LAMINAR_OK;
+}
+
+/* Read n rows of `types` into columns (one chunk), then insert them (left
+ * rows: those of f's partition). */
+static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r, int64_t n,
+                                 const lm_op_part_filter* f) {
+  const lm_rowstore* st = side == 0 ? &j->left : &j->right;
   int32_t ncols = st->ncols;
   if (n < 0 || n > (int64_t)1 << 31) return LAMINAR_ERR_RECOVERY;
   if (n == 0) return LAMINAR_OK;
@@ -904,18 +650,15 @@ static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r,
       switch (st->types[c]) {
         case LM_TYPE_STRING: ((lm_str*)data[c])[row] = lm_state_get_bytes(r); break;
         case LM_TYPE_DOUBLE: ((double*)data[c])[row] = lm_state_get_f64(r); break;
-        case LM_TYPE_INT32:
-          ((int32_t*)data[c])[row] = (int32_t)lm_state_get_i64(r);
-          break;
-        case LM_TYPE_BOOL:
         case LM_TYPE_NULL: ((uint8_t*)data[c])[row] = (uint8_t)lm_state_get_i64(r); break;
-        default: ((int64_t*)data[c])[row] = lm_state_get_i64(r); break;
+        default: lm_vec_int_put(st->types[c], data[c], row, lm_state_get_i64(r)); break;
       }
     }
     if (r->failed) rc = LAMINAR_ERR_RECOVERY;
   }
+  lm_chunk ch = {n, ncols, cols, NULL};
+  if (rc == LAMINAR_OK && side == 0) rc = filter_left(j, &ch, cols, data, nulls, f);
   if (rc == LAMINAR_OK) {
-    lm_chunk ch = {n, ncols, cols, NULL};
     rc = side == 0 ? left_rows(j, &ch, false) : right_rows(j, &ch, false);
   }
   for (int32_t c = 0; c < ncols && data != NULL && nulls != NULL; c++) {
@@ -928,64 +671,18 @@ static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r,
   return rc;
 }
 
-/* Read one row written by put_row into `slot` of st. */
-static laminar_code get_row(rowstore* st, uint32_t slot, lm_state_reader* r) {
-  for (int32_t c = 0; c < st->ncols; c++) {
-    bool null = lm_state_get_u8(r) != 0;
-    if (!st->keep[c]) { /* not held: written as NULL */
-      if (!null) return LAMINAR_ERR_RECOVERY;
-      continue;
-    }
-    st->nulls[c][slot] = null;
-    int64_t w = lm_type_width(st->types[c]);
-    char* d = (char*)st->data[c] + slot * w;
-    if (null) {
-      memset(d, 0, (size_t)w);
-      continue;
-    }
-    switch (st->types[c]) {
-      case LM_TYPE_STRING: {
-        lm_str x = lm_state_get_bytes(r);
-        if (x.len > 0) {
-          char* p = lm_pool_copy(&st->strings, x.ptr, (size_t)x.len);
-          if (p == NULL) return LAMINAR_ERR_NOMEM;
-          x.ptr = p;
-          st->str_live += x.len;
-        }
-        memcpy(d, &x, sizeof x);
-        break;
-      }
-      case LM_TYPE_DOUBLE: {
-        double v = lm_state_get_f64(r);
-        memcpy(d, &v, 8);
-        break;
-      }
-      case LM_TYPE_INT32: {
-        int32_t v = (int32_t)lm_state_get_i64(r);
-        memcpy(d, &v, 4);
-        break;
-      }
-      case LM_TYPE_BOOL:
-      case LM_TYPE_NULL: *(uint8_t*)d = (uint8_t)lm_state_get_i64(r); break;
-      default: {
-        int64_t v = lm_state_get_i64(r);
-        memcpy(d, &v, 8);
-        break;
-      }
-    }
-  }
-  return r->failed ? LAMINAR_ERR_RECOVERY : LAMINAR_OK;
-}
 
-/* The right rows of a snapshot: per key group its keys, then its rows. */
-static laminar_code restore_right(asof_op* j, lm_state_reader* r) {
+/* The right rows of a snapshot: per key group its keys, then its rows; the
+ * groups of f's partition are kept (added to those there are). */
+static laminar_code restore_right(asof_op* j, lm_state_reader* r,
+                                  const lm_op_part_filter* f) {
   int64_t groups = lm_state_get_i64(r);
   if (groups < 0 || groups > ((int64_t)1 << 30) || r->failed) return LAMINAR_ERR_RECOVERY;
   lm_state_table* t = &j->table;
   for (int64_t k = 0; k < groups; k++) {
     LM_TRY(lm_state_table_reserve(t, t->n + 1));
     if (t->cap > j->nkeyrows) {
-      keyrows* kk = lm_realloc(j->keys, sizeof *kk * (size_t)t->cap);
+      lm_timelist* kk = lm_realloc(j->keys, sizeof *kk * (size_t)t->cap);
       if (kk == NULL) return LAMINAR_ERR_NOMEM;
       memset(kk + j->nkeyrows, 0, sizeof *kk * (size_t)(t->cap - j->nkeyrows));
       j->keys = kk;
@@ -996,12 +693,18 @@ static laminar_code restore_right(asof_op* j, lm_state_reader* r) {
     t->n++;
     int64_t n = lm_state_get_i64(r);
     if (n < 0 || n > ((int64_t)1 << 31) || r->failed) return LAMINAR_ERR_RECOVERY;
-    LM_TRY(store_reserve(&j->right, j->right.used + n));
+    LM_TRY(lm_rowstore_reserve(&j->right, j->right.used + n));
+    bool mine = f->nparts <= 1 || lm_op_part_of(t->hash[g], f->nparts) == f->part;
+    if (!mine) t->n--; /* another partition's: read past, its slot reused */
     for (int64_t i = 0; i < n; i++) {
       int64_t ts = lm_state_get_i64(r);
-      uint32_t slot = store_take(&j->right);
-      LM_TRY(get_row(&j->right, slot, r));
-      LM_TRY(keyrows_insert(&j->keys[g], ts, slot));
+      uint32_t slot = lm_rowstore_take(&j->right);
+      LM_TRY(lm_rowstore_read_row(&j->right, slot, r));
+      if (!mine) {
+        lm_rowstore_release(&j->right, slot);
+        continue;
+      }
+      LM_TRY(lm_timelist_insert(&j->keys[g], ts, slot));
       j->right_rows++;
     }
   }
@@ -1010,22 +713,31 @@ static laminar_code restore_right(asof_op* j, lm_state_reader* r) {
 
 static void asof_clear(asof_op* j) {
   for (int64_t g = 0; g < j->nkeyrows; g++) {
-    lm_free(j->keys[g].ts);
-    lm_free(j->keys[g].slot);
-    memset(&j->keys[g], 0, sizeof j->keys[g]);
+    lm_timelist_free(&j->keys[g]);
   }
   lm_state_table_reset(&j->table);
   j->phead = j->npend = 0;
   j->right_rows = j->swept_rows = 0;
 }
 
-static laminar_code asof_restore(lm_op* op, lm_state_reader* r, laminar_error* err) {
+/* Restore a snapshot, or with f the part of it whose keys route to f's
+ * partition (op.h lm_op_part_filter: a checkpoint taken with another number
+ * of partitions), merged into the state there is when f->merge. */
+static laminar_code asof_restore_part(lm_op* op, lm_state_reader* r,
+                                      const lm_op_part_filter* f, laminar_error* err) {
   asof_op* j = (asof_op*)op;
+  LM_TRY(asof_thaw(j));
   if (lm_state_get_u32(r) != ASOF_SNAP_TAG) {
     return lm_error_set(err, LAMINAR_ERR_RECOVERY,
                         "asof join: snapshot is not an ASOF join's");
   }
-  asof_clear(j);
+  int64_t had_wm[2] = {j->wm[0], j->wm[1]}, had_late[2] = {j->late[0], j->late[1]};
+  int64_t had_out = j->out_wm;
+  if (!f->merge) {
+    asof_clear(j);
+    had_late[0] = had_late[1] = 0;
+    had_wm[0] = had_wm[1] = had_out = INT64_MAX;
+  }
   /* Insert with the watermarks at their oldest: nothing is late or pruned. */
   int64_t wm[2], late[2];
   for (int i = 0; i < 2; i++) {
@@ -1034,44 +746,158 @@ static laminar_code asof_restore(lm_op* op, lm_state_reader* r, laminar_error* e
     j->wm[i] = INT64_MIN;
   }
   int64_t out_wm = lm_state_get_i64(r);
-  laminar_code rc = restore_right(j, r);
-  if (rc == LAMINAR_OK) rc = restore_rows(j, 0, r, lm_state_get_i64(r));
+  laminar_code rc = restore_right(j, r, f);
+  if (rc == LAMINAR_OK) rc = restore_rows(j, 0, r, lm_state_get_i64(r), f);
   if (rc == LAMINAR_OK && r->failed) rc = LAMINAR_ERR_RECOVERY;
   if (rc != LAMINAR_OK) {
     asof_clear(j);
     return lm_error_set(err, rc, "asof join: cannot restore its state%s",
                         rc == LAMINAR_ERR_RECOVERY ? " (snapshot damaged)" : "");
   }
+  /* Merged partitions saw the same watermarks at the barrier: the least. */
   for (int i = 0; i < 2; i++) {
-    j->wm[i] = wm[i];
-    j->late[i] = late[i];
+    j->wm[i] = wm[i] < had_wm[i] ? wm[i] : had_wm[i];
+    j->late[i] = had_late[i] + (f->late ? late[i] : 0);
   }
-  j->out_wm = out_wm;
+  j->out_wm = out_wm < had_out ? out_wm : had_out;
   j->swept_rows = j->right_rows;
   return account(j);
+}
+
+static laminar_code asof_restore(lm_op* op, lm_state_reader* r, laminar_error* err) {
+  return asof_restore_part(op, r, &lm_op_part_whole, err);
+}
+
+/* Free the join's state: keys, their right rows, both row stores, the
+ * waiting left rows (what a snapshot reads; not the scratch). */
+static void state_free(asof_op* j) {
+  for (int64_t g = 0; g < j->nkeyrows; g++) lm_timelist_free(&j->keys[g]);
+  lm_free(j->keys);
+  lm_state_table_free(&j->table);
+  lm_rowstore_free(&j->left);
+  lm_rowstore_free(&j->right);
+  lm_free(j->pend);
+}
+
+/* ---- checkpoints by copy-on-write ----------------------------------------------------------- */
+
+/* The freeze points a holder (an op-shaped shell: what asof_snapshot reads)
+ * at the join's state as it is -- the key table, the right rows by key, the
+ * row stores, the waiting left rows -- and marks it shared (share = 2): O(1)
+ * in the stall. Before its first change while the checkpoint still holds it,
+ * the op makes its own copy (asof_thaw: encoded and restored, as a restart
+ * would, so the copy is the restore path's tested state) and goes on with
+ * it; a checkpoint written before that costs no copy. Whoever lets go last
+ * frees the held state. The op outlives its frozen states (the durable layer
+ * writes or drops them before a stream goes). */
+
+/* Exchange the state fields (state_free's) of a and b. */
+static void swap_state(asof_op* a, asof_op* b) {
+  asof_op t = *a;
+  a->table = b->table;
+  a->keys = b->keys;
+  a->nkeyrows = b->nkeyrows;
+  a->left = b->left;
+  a->right = b->right;
+  a->pend = b->pend;
+  a->phead = b->phead;
+  a->npend = b->npend;
+  a->pcap = b->pcap;
+  a->right_rows = b->right_rows;
+  a->swept_rows = b->swept_rows;
+  b->table = t.table;
+  b->keys = t.keys;
+  b->nkeyrows = t.nkeyrows;
+  b->left = t.left;
+  b->right = t.right;
+  b->pend = t.pend;
+  b->phead = t.phead;
+  b->npend = t.npend;
+  b->pcap = t.pcap;
+  b->right_rows = t.right_rows;
+  b->swept_rows = t.swept_rows;
+}
+
+/* Before the op changes its state: if a checkpoint still holds it, go on
+ * with a copy (the holder keeps the original); else take it back. */
+static laminar_code asof_thaw(asof_op* j) {
+  if (!j->held) return LAMINAR_OK;
+  if (atomic_load_explicit(&j->share, memory_order_acquire) != 2) {
+    atomic_store_explicit(&j->share, 0, memory_order_relaxed); /* the writer is done */
+    j->held = false;
+    return LAMINAR_OK;
+  }
+  lm_op* copy;
+  LM_TRY(lm_op_asof_create(&j->spec, &j->base.out_schema, &copy));
+  lm_state_writer w;
+  lm_state_writer_init(&w);
+  laminar_code rc = asof_snapshot(&j->base, &w);
+  if (rc == LAMINAR_OK) {
+    lm_state_reader r;
+    lm_state_reader_init(&r, w.data, w.len);
+    rc = asof_restore(copy, &r, NULL);
+  }
+  lm_state_writer_free(&w);
+  if (rc != LAMINAR_OK) {
+    lm_op_chain_destroy(copy);
+    return rc;
+  }
+  asof_op* c = (asof_op*)copy;
+  swap_state(j, c); /* j goes on with the copy; c has the originals */
+  j->held = false;
+  j->thaws++;
+  /* acq_rel: pairs with the writer's let-go. 1: it let go first, the
+   * originals are ours to free (with c); else the writer frees them. */
+  if (atomic_fetch_sub_explicit(&j->share, 1, memory_order_acq_rel) != 1) {
+    asof_op empty = {0};
+    swap_state(c, &empty);
+  }
+  lm_op_chain_destroy(copy);
+  return LAMINAR_OK;
+}
+
+/* A checkpoint's frozen join: the op, and a shell holding its state. */
+typedef struct asof_frozen {
+  asof_op* op;
+  asof_op shell;
+} asof_frozen;
+
+static laminar_code asof_freeze(lm_op* op, void** out) {
+  asof_op* j = (asof_op*)op;
+  *out = NULL;
+  LM_TRY(asof_thaw(j)); /* an earlier checkpoint's hold: settled first */
+  asof_frozen* f = lm_malloc(sizeof *f);
+  if (f == NULL) return LAMINAR_ERR_NOMEM;
+  f->op = j;
+  memcpy(&f->shell, j, sizeof f->shell); /* the state's pointers; wm, late, out_wm */
+  atomic_store_explicit(&j->share, 2, memory_order_relaxed); /* published by the resume */
+  j->held = true;
+  *out = f;
+  return LAMINAR_OK;
+}
+
+static laminar_code asof_write_frozen(void* frozen, lm_state_writer* w) {
+  asof_frozen* f = frozen;
+  laminar_code rc = w != NULL ? asof_snapshot(&f->shell.base, w) : LAMINAR_OK;
+  /* acq_rel: pairs with the op's let-go in asof_thaw. 1: the op let go
+   * first (it copied the state): the held one is ours to free. */
+  if (atomic_fetch_sub_explicit(&f->op->share, 1, memory_order_acq_rel) == 1)
+    state_free(&f->shell);
+  lm_free(f);
+  return rc;
 }
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
 
 static void asof_destroy(lm_op* op) {
   asof_op* j = (asof_op*)op;
-  asof_clear(j);
-  lm_free(j->keys);
-  lm_state_table_free(&j->table);
-  store_free(&j->left);
-  store_free(&j->right);
-  int32_t ncols = j->spec.lcols + j->spec.rcols;
-  for (int32_t c = 0; c < ncols && j->out_data != NULL; c++) {
-    lm_free(j->out_data[c]);
-    lm_free(j->out_nulls[c]);
-  }
-  lm_free(j->out_data);
-  lm_free(j->out_nulls);
-  lm_free(j->out);
-  lm_free(j->pend);
+  /* Still shared with a checkpoint not yet written: its writer frees it. */
+  bool writer_frees =
+      j->held && atomic_fetch_sub_explicit(&j->share, 1, memory_order_acq_rel) == 2;
+  if (!writer_frees) state_free(j);
+  lm_join_out_free(&j->o);
   lm_free(j->rel);
   lm_free(j->match);
-  lm_free(j->zeros);
   lm_free(j->hashes);
   lm_free(j->mark);
   lm_free(j->key_types);
@@ -1086,7 +912,10 @@ static const lm_op_vtable asof_vtable = {
     .on_watermark = NULL, /* inputs' watermarks: on_input_watermark */
     .snapshot = asof_snapshot,
     .restore = asof_restore,
+    .restore_part = asof_restore_part,
     .destroy = asof_destroy,
+    .freeze = asof_freeze,
+    .write_frozen = asof_write_frozen,
     .ninputs = 2,
     .on_input_chunk = asof_on_input_chunk,
     .on_input_watermark = asof_on_input_watermark,
@@ -1102,23 +931,17 @@ laminar_code lm_op_asof_create(const lm_asof_spec* spec, const lm_schema* out_sc
   j->base.vt = &asof_vtable;
   j->spec = *spec;
   j->wm[0] = j->wm[1] = j->out_wm = INT64_MIN;
-  int32_t ncols = spec->lcols + spec->rcols;
   j->key_types = lm_calloc((size_t)(spec->nkeys ? spec->nkeys : 1), sizeof(lm_type));
-  j->out = lm_calloc((size_t)ncols, sizeof *j->out);
-  j->out_data = lm_calloc((size_t)ncols, sizeof *j->out_data);
-  j->out_nulls = lm_calloc((size_t)ncols, sizeof *j->out_nulls);
-  laminar_code rc = j->key_types && j->out && j->out_data && j->out_nulls
-                        ? LAMINAR_OK
-                        : LAMINAR_ERR_NOMEM;
+  laminar_code rc = j->key_types != NULL ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
   for (int32_t k = 0; rc == LAMINAR_OK && k < spec->nkeys; k++)
     j->key_types[k] = spec->lkeys[k]->type;
-  for (int32_t c = 0; rc == LAMINAR_OK && c < ncols; c++)
-    j->out[c].type = out_schema->fields[c].type;
+  if (rc == LAMINAR_OK) rc = lm_join_out_init(&j->o, out_schema, spec->need);
   if (rc == LAMINAR_OK) rc = lm_eval_ctx_create(&j->ctx);
   if (rc == LAMINAR_OK) rc = lm_state_table_init(&j->table, j->key_types, spec->nkeys);
-  if (rc == LAMINAR_OK) rc = store_init(&j->left, out_schema, 0, spec->lcols, spec->need);
   if (rc == LAMINAR_OK)
-    rc = store_init(&j->right, out_schema, spec->lcols, spec->rcols, spec->need);
+    rc = lm_rowstore_init(&j->left, out_schema, 0, spec->lcols, spec->need);
+  if (rc == LAMINAR_OK)
+    rc = lm_rowstore_init(&j->right, out_schema, spec->lcols, spec->rcols, spec->need);
   if (rc == LAMINAR_OK && lm_schema_copy(out_schema, &j->base.out_schema) != 0)
     rc = LAMINAR_ERR_NOMEM;
   if (rc != LAMINAR_OK) {
@@ -1146,4 +969,29 @@ int64_t lm_op_asof_late_rows(const lm_op* op) {
 
 int64_t lm_op_asof_out_watermark(const lm_op* op) {
   return is_asof(op) ? ((const asof_op*)op)->out_wm : INT64_MAX;
+}
+
+int64_t lm_op_asof_thaws(const lm_op* op) {
+  return is_asof(op) ? ((const asof_op*)op)->thaws : 0;
+}
+
+/* ---- both joins ---------------------------------------------------------------------------- */
+
+void lm_op_join_held(const lm_op* op, int64_t out_rows[2], int64_t out_bytes[2]) {
+  if (!is_asof(op)) {
+    lm_op_ijoin_held(op, out_rows, out_bytes);
+    return;
+  }
+  const asof_op* j = (const asof_op*)op;
+  lm_op_asof_held(op, &out_rows[0], &out_rows[1]);
+  out_bytes[0] = lm_rowstore_bytes(&j->left) + (j->npend - j->phead) * 24;
+  out_bytes[1] = lm_rowstore_bytes(&j->right) + j->right_rows * 12;
+}
+
+int64_t lm_op_join_out_watermark(const lm_op* op) {
+  return is_asof(op) ? lm_op_asof_out_watermark(op) : lm_op_ijoin_out_watermark(op);
+}
+
+int64_t lm_op_join_late_rows(const lm_op* op) {
+  return lm_op_asof_late_rows(op) + lm_op_ijoin_late_rows(op);
 }

@@ -258,6 +258,54 @@ void lm_op_window_set_args(lm_op* op, const lm_vec* args);
 /* Number of groups currently held (all open windows). */
 int64_t lm_op_window_state_rows(const lm_op* op);
 
+/* ---- keyed window: per-key watermarks (keyed_window.c) ----------------------- */
+
+/* A tumbling or hopping window (spec as lm_op_window_create's; not session,
+ * EMIT CHANGES, global or changelog: LAMINAR_ERR_INTERNAL) whose windows close
+ * per key of input column key_col (of type key_type): key k's windows close
+ * when max(k's largest event time in column ts_col less delay_ms, the
+ * operator's watermark) reaches their end (plus lateness), and k's rows are
+ * late against that. Output as the window operator's; keys' windows in the
+ * order their watermarks close them. lm_op_window_late_rows and
+ * lm_op_window_state_rows count over its keys. */
+laminar_code lm_op_keyed_window_create(const lm_window_spec* spec,
+                                       const lm_schema* out_schema, int32_t key_col,
+                                       int32_t ts_col, lm_type key_type, int64_t delay_ms,
+                                       lm_op** out);
+bool lm_op_is_keyed_window(const lm_op* op);
+/* Keys the operator tracks now (0 for other operators). */
+int64_t lm_op_keyed_window_keys(const lm_op* op);
+int64_t lm_op_keyed_window_late_rows(const lm_op* op);
+int64_t lm_op_keyed_window_state_rows(const lm_op* op);
+
+/* ---- lookup join: a stream's rows against a table (join_lookup.c) ---------- */
+
+/* `FROM s [LEFT] JOIN t ON s.x = t.k ...` where t is a table (CREATE TABLE):
+ * each input row is matched, when it is processed, with the table's row of
+ * the key its lkeys give (the table's content at that moment: processing
+ * time). One input; the table is read in place (lm_op_lookup_set_table), on
+ * the same thread (tables and the streams joining them run on reactor 0).
+ * Output: the input's columns then the table's (lcols + rcols); an inner
+ * join drops rows without a match, LEFT pads them with NULLs. A NULL key
+ * never matches. Stateless: snapshots hold nothing. */
+typedef struct lm_lookup_spec {
+  bool left_outer;
+  int32_t lcols, rcols;
+  int32_t nkeys;               /* the table's primary-key columns */
+  const lm_expr* const* lkeys; /* over the input's columns, in the key's order */
+} lm_lookup_spec;
+
+/* out_schema: the input's columns then the table's. The expressions stay the
+ * caller's (the plan's pool) and must outlive the operator. LAMINAR_OK or
+ * LAMINAR_ERR_NOMEM. */
+laminar_code lm_op_lookup_create(const lm_lookup_spec* spec, const lm_schema* out_schema,
+                                 lm_op** out);
+/* Point the lookup at the table's operator (op/view.h lm_op_table_create),
+ * before the first chunk; NULL: nothing matches. Control thread. */
+void lm_op_lookup_set_table(lm_op* op, const lm_op* table);
+/* Whether `op` is a lookup join's operator. */
+bool lm_op_is_lookup(const lm_op* op);
+
 /* ---- asof join: two inputs (join_asof.c) ------------------------------------ */
 
 /* The ordering condition of an ASOF join: left time <cmp> right time. */
@@ -316,6 +364,71 @@ void lm_op_asof_held(const lm_op* op, int64_t* out_left, int64_t* out_right);
 int64_t lm_op_asof_out_watermark(const lm_op* op);
 /* Late rows dropped so far (left + right). */
 int64_t lm_op_asof_late_rows(const lm_op* op);
+/* Copies of its state the join made before changing it while a checkpoint
+ * still held it (copy-on-write freeze; tests). 0 for another operator. */
+int64_t lm_op_asof_thaws(const lm_op* op);
+
+/* ---- interval join: two inputs, a time bound (join_interval.c) ------------- */
+
+/* `left [INNER | LEFT | RIGHT | FULL] JOIN right ON lkeys[i] = rkeys[i] ...
+ * AND lo <= right.time - left.time <= hi [AND residual]`. Input 0 is the left
+ * side (lcols columns), input 1 the right (rcols). A pair of rows of equal
+ * keys (no key NULL) whose times (both non-NULL) are within the bound and
+ * for which `residual` (over the joined row: the left columns then the
+ * right's; NULL: none) is TRUE is emitted as soon as both rows are in, the
+ * left row's columns then the right's. keep_left (LEFT / FULL): a left row
+ * that never matched is emitted once, the right columns NULL, when the
+ * right watermark proves no match can come (right watermark > its time +
+ * hi), or at once when it cannot match (a NULL key or time); keep_right
+ * likewise for right rows (left watermark > time - lo).
+ *
+ * Streaming: a row older than its own input's watermark is late: dropped
+ * and counted. Each side's rows are held until the other side's watermark
+ * proves no match can come (then dropped), so the state is bounded by the
+ * watermarks and the bound. The operator forwards, in the left time's terms,
+ * min(left watermark, right watermark - hi) to `next`: no row it emits later
+ * has an older left time.
+ *
+ * window_ms > 0 (a tumbling window join): instead of the bound, both rows lie
+ * in one window [start, start + window_ms) of their times (the binder also
+ * makes window_start a key), and a window is joined when it closes on both
+ * sides (both watermarks reach its end): its pairs, then an outer side's
+ * unmatched rows, then its rows are dropped. The forwarded watermark is the
+ * start of the window the least of the two watermarks is in. */
+typedef struct lm_ijoin_spec {
+  bool keep_left, keep_right;
+  int32_t nkeys;
+  const lm_expr* const* lkeys; /* over the left input's columns */
+  const lm_expr* const* rkeys; /* over the right's; of the same types as lkeys */
+  int32_t ltime, rtime;        /* time columns (BIGINT ms or TIMESTAMP, both alike) */
+  lm_type time_type;
+  int64_t lo, hi;    /* right time - left time in [lo, hi], the time column's unit */
+  int64_t window_ms; /* > 0: tumbling window join (lo, hi unused) */
+  const lm_expr* residual; /* over the joined row; NULL: none */
+  int32_t lcols, rcols;
+  /* Which output columns the rest of the plan reads (NULL: all), as
+   * lm_asof_spec.need; the keys' and times' columns are always held. */
+  const uint8_t* need;
+} lm_ijoin_spec;
+
+laminar_code lm_op_ijoin_create(const lm_ijoin_spec* spec, const lm_schema* out_schema,
+                                lm_op** out);
+/* Rows and bytes held per side; late rows; the watermark forwarded last
+ * (INT64_MAX for another operator). Through lm_op_join_* below. */
+void lm_op_ijoin_held(const lm_op* op, int64_t out_rows[2], int64_t out_bytes[2]);
+int64_t lm_op_ijoin_late_rows(const lm_op* op);
+int64_t lm_op_ijoin_out_watermark(const lm_op* op);
+
+/* ---- joins: what both join operators report ----------------------------------- */
+
+/* Rows and bytes a join holds per side (left [0], right [1]): the ASOF join's
+ * waiting left rows and kept right rows, the interval join's rows of each
+ * side. Zeros for another operator. */
+void lm_op_join_held(const lm_op* op, int64_t out_rows[2], int64_t out_bytes[2]);
+/* The watermark a join forwarded last (INT64_MAX for another operator). */
+int64_t lm_op_join_out_watermark(const lm_op* op);
+/* Late rows a join dropped so far, both sides (0 for another operator). */
+int64_t lm_op_join_late_rows(const lm_op* op);
 
 /* Hash every row's key tuple: rows 0..n-1 into h[0..n) (sel NULL), or rows
  * sel[0..n) into h[sel[i]]. The window operators' group hash; the

@@ -430,9 +430,7 @@ static laminar_code session_chunk(window_op* op, const lm_chunk* in,
     const lm_vec* ord = spec->aggs[a].order ? &op->ord_vecs[a] : NULL;
     LM_TRY(lm_agg_states_prepare(&op->sagg[a], arg, ord, sel, m, op->jseq));
   }
-  if (lm_op_bounded(&op->base)) {
-    LM_TRY(lm_op_account(&op->base, lm_op_window_bytes(op), op->base.checks_bound));
-  }
+  LM_TRY(lm_op_window_account(op, op->base.checks_bound));
   if (op->s_touched != NULL) LM_TRY(lm_op_rows_reserve(op, op->s_ntouched));
   *out_updating = true;
   for (int32_t a = 0; a < spec->naggs; a++) {
@@ -665,6 +663,7 @@ static laminar_code session_copy(window_op* op, window_op** out) {
   }
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_agg_states_init(&c->sagg[a], &op->spec.aggs[a], op->sagg[a].arg_type);
+    lm_agg_states_set_report(&c->sagg[a], &op->agg_report);
     c->sagg[a].weighted = op->sagg[a].weighted;
     if (lm_agg_states_copy(&c->sagg[a], &op->sagg[a], hw) != LAMINAR_OK ||
         lm_agg_states_reserve(&c->sagg[a], op->s_cap) != LAMINAR_OK) {
@@ -843,6 +842,7 @@ laminar_code lm_op_session_init(window_op* op) {
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     const lm_agg_spec* as = &op->spec.aggs[a];
     lm_agg_states_init(&op->sagg[a], as, as->arg ? as->arg->type : LM_TYPE_NULL);
+    lm_agg_states_set_report(&op->sagg[a], &op->agg_report);
   }
   return lm_op_window_new(op, &op->keyset);
 }

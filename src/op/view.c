@@ -65,6 +65,19 @@ static uint8_t* encode_value(const lm_vec* v, int64_t r, uint8_t* p) {
   return p + w;
 }
 
+/* Encoded size of row r of columns cols[idx[0..n)] (idx NULL: cols[0..n)), or
+ * -1 when a string is too long for its u32 length (4 GiB or more). */
+static int64_t encoded_size(const lm_vec* cols, const int32_t* idx, int32_t n,
+                            int64_t r) {
+  int64_t size = 0;
+  for (int32_t c = 0; c < n; c++) {
+    int64_t one = value_size(&cols[idx != NULL ? idx[c] : c], r);
+    if (one < 0) return -1;
+    size += one;
+  }
+  return size;
+}
+
 /* Length of the encoded row at p[0..len) for `schema`, or -1 when the bytes
  * are not a row of it (checked on restore: decoding trusts what is stored). */
 static int64_t row_check(const lm_schema* schema, const uint8_t* p, int64_t len) {
@@ -110,17 +123,26 @@ static uint64_t row_hash(const uint8_t* p, int64_t len) {
 
 /* ==== the operator ==================================================================== */
 
-/* One distinct row: its hash, multiplicity (0 = empty slot) and bytes. */
+/* One distinct row: its hash, multiplicity (0 = empty slot) and bytes. A
+ * table's (keyed) slot holds its key's encoding then the row's: klen bytes of
+ * key, hashed and compared alone; a view's klen is 0 and the whole row is
+ * its identity. */
 typedef struct slot {
   uint64_t hash;
   int64_t weight;
   int64_t off;
   int64_t len;
+  int64_t klen;
 } slot;
 
 typedef struct view_op {
   lm_op base; /* out_schema: the columns, then _weight BIGINT */
   lm_schema columns;
+  /* A table (lm_op_table_create): its primary key's column indexes and
+   * their schema; nkey 0 for a view. */
+  int32_t* key_cols;
+  int32_t nkey;
+  lm_schema key_schema;
   bool changelog; /* input chunks carry the weight as column columns.ncols */
   slot* slots;
   int64_t cap;   /* slots (a power of two, or 0) */
@@ -145,6 +167,7 @@ typedef struct view_op {
 } view_op;
 
 static const lm_op_vtable view_vtable;
+static const lm_op_vtable table_vtable;
 
 bool lm_op_view_is_changelog(const lm_schema* schema) {
   if (schema->ncols == 0) return false;
@@ -213,8 +236,9 @@ static void maybe_compact(view_op* v) {
   v->dead = 0;
 }
 
-/* The slot holding row p[0..len) with hash h, or the empty slot where it goes
- * (*found false). The table must have an empty slot. */
+/* The slot whose identity is p[0..len) with hash h -- a view's whole row, a
+ * table's key (the first klen bytes of its slot) -- or the empty slot where
+ * it goes (*found false). The table must have an empty slot. */
 static int64_t probe(const view_op* v, uint64_t h, const uint8_t* p, int64_t len,
                      bool* found) {
   uint64_t mask = (uint64_t)v->cap - 1;
@@ -225,7 +249,8 @@ static int64_t probe(const view_op* v, uint64_t h, const uint8_t* p, int64_t len
       *found = false;
       return (int64_t)i;
     }
-    if (s->hash == h && s->len == len && memcmp(v->bytes + s->off, p, (size_t)len) == 0) {
+    int64_t id_len = v->nkey > 0 ? s->klen : s->len;
+    if (s->hash == h && id_len == len && memcmp(v->bytes + s->off, p, (size_t)len) == 0) {
       *found = true;
       return (int64_t)i;
     }
@@ -266,7 +291,7 @@ static int64_t apply_row(view_op* v, uint64_t h, const uint8_t* p, int64_t len,
   if (now == old) return 0;
   if (!found) {
     memcpy(v->bytes + v->nbytes, p, (size_t)len); /* room reserved by the caller */
-    v->slots[i] = (slot){h, now, v->nbytes, len};
+    v->slots[i] = (slot){h, now, v->nbytes, len, 0};
     v->nbytes += len;
     v->count++;
   } else if (now == 0) {
@@ -301,14 +326,21 @@ static int64_t view_bytes(const view_op* v) {
   return v->nbytes - v->dead + v->count * (int64_t)(2 * sizeof(slot));
 }
 
+/* Before a chunk changes the state: the state the op's own (a checkpoint
+ * may still read it), the scratch reset, dead bytes reclaimed. */
+static laminar_code chunk_begin(view_op* v) {
+  LM_TRY(view_thaw(v));
+  lm_eval_ctx_reset(v->ctx);
+  maybe_compact(v);
+  return LAMINAR_OK;
+}
+
 static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
   view_op* v = (view_op*)base;
   int32_t ncols = v->columns.ncols;
   int64_t n = in->nrows;
   if (n == 0) return LAMINAR_OK;
-  LM_TRY(view_thaw(v)); /* a checkpoint may still read the state */
-  lm_eval_ctx_reset(v->ctx);
-  maybe_compact(v);
+  LM_TRY(chunk_begin(v));
   const lm_vec* wv = v->changelog ? &in->cols[ncols] : NULL;
 
   /* Encode every row first: sizes, then the bytes back to back. Room for
@@ -321,12 +353,8 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
     return LAMINAR_ERR_NOMEM;
   offs[0] = 0;
   for (int64_t r = 0; r < n; r++) {
-    int64_t size = 0;
-    for (int32_t c = 0; c < ncols; c++) {
-      int64_t one = value_size(&in->cols[c], r);
-      if (one < 0) return LAMINAR_ERR_NOMEM; /* a string of 4 GiB or more */
-      size += one;
-    }
+    int64_t size = encoded_size(in->cols, NULL, ncols, r);
+    if (size < 0) return LAMINAR_ERR_NOMEM; /* a string of 4 GiB or more */
     offs[r + 1] = offs[r] + size;
   }
   uint8_t* enc = lm_eval_ctx_alloc(v->ctx, (size_t)(offs[n] ? offs[n] : 1));
@@ -534,19 +562,22 @@ static laminar_code view_restore(lm_op* base, lm_state_reader* r, laminar_error*
   for (int64_t k = 0; k < count; k++) {
     int64_t weight = lm_state_get_i64(r);
     lm_str row = lm_state_get_bytes(r);
-    if (r->failed || weight <= 0) return corrupt(err, "row");
+    /* A table's row is its key's encoding then the row's, once (weight 1). */
+    if (r->failed || weight <= 0 || (v->nkey > 0 && weight != 1))
+      return corrupt(err, "row");
     const uint8_t* p = (const uint8_t*)row.ptr;
-    if (row_check(&v->columns, p, row.len) != row.len)
+    int64_t klen = v->nkey > 0 ? row_check(&v->key_schema, p, row.len) : 0;
+    if (klen < 0 || row_check(&v->columns, p + klen, row.len - klen) != row.len - klen)
       return corrupt(err, "row encoding");
     if (reserve_bytes(v, row.len) != LAMINAR_OK) {
       return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory restoring a view");
     }
     bool found;
-    uint64_t h = row_hash(p, row.len);
-    int64_t i = probe(v, h, p, row.len, &found);
+    uint64_t h = row_hash(p, v->nkey > 0 ? klen : row.len);
+    int64_t i = probe(v, h, p, v->nkey > 0 ? klen : row.len, &found);
     if (found) return corrupt(err, "duplicate row");
     if (row.len > 0) memcpy(v->bytes + v->nbytes, p, (size_t)row.len);
-    v->slots[i] = (slot){h, weight, v->nbytes, row.len};
+    v->slots[i] = (slot){h, weight, v->nbytes, row.len, klen};
     v->nbytes += row.len;
     v->count++;
   }
@@ -559,6 +590,8 @@ static laminar_code view_restore(lm_op* base, lm_state_reader* r, laminar_error*
 static void view_destroy(lm_op* base) {
   view_op* v = (view_op*)base;
   lm_schema_free(&v->columns);
+  lm_schema_free(&v->key_schema);
+  lm_free(v->key_cols);
   lm_eval_ctx_destroy(v->ctx);
   lm_free(v->outs);
   lm_free(v->slots);
@@ -612,7 +645,7 @@ laminar_code lm_op_view_create(const lm_schema* in_schema, lm_op** out) {
 lm_op* lm_op_view_of(const lm_op* chain) {
   if (chain == NULL) return NULL;
   while (chain->next != NULL) chain = chain->next;
-  return chain->vt == &view_vtable ? (lm_op*)chain : NULL;
+  return chain->vt == &view_vtable || chain->vt == &table_vtable ? (lm_op*)chain : NULL;
 }
 
 const lm_schema* lm_op_view_columns(const lm_op* view) {
@@ -629,6 +662,263 @@ int64_t lm_op_view_thaws(const lm_op* view, int64_t* out_rows) {
   const view_op* v = (const view_op*)view;
   *out_rows = v->thawed_rows;
   return v->thaws;
+}
+
+/* ---- tables: the keyed form (lm_op_table_create) ------------------------------------ */
+
+/* A table holds one row per primary key. Its input is a changelog of the
+ * table's columns and `_weight`: a weight > 0 (or NULL) upserts the row, a
+ * weight <= 0 deletes the row of that key (the other values are ignored).
+ * Each change goes out as a proper changelog: an upsert over a different row
+ * is (old, -1) then (new, +1), an upsert of the row already there is
+ * nothing, a delete of a key not there is nothing. Rows of one chunk apply in
+ * order, so a later row sees an earlier one's effect. */
+
+/* Decode n encoded rows rows[k] of `columns` into out[] vectors whose memory
+ * comes from ctx; strings are views of the encoded rows, which must outlive
+ * the vectors' use (the chunk being processed). */
+static laminar_code decode_into(lm_eval_ctx* ctx, const lm_schema* columns,
+                                const uint8_t* const* rows, int64_t n, lm_vec* out) {
+  int32_t ncols = columns->ncols;
+  for (int32_t c = 0; c < ncols; c++) {
+    size_t w = (size_t)lm_type_width(columns->fields[c].type);
+    uint8_t* data = lm_eval_ctx_alloc(ctx, w * (size_t)(n ? n : 1));
+    uint8_t* nulls = lm_eval_ctx_alloc(ctx, (size_t)(n ? n : 1));
+    if (data == NULL || nulls == NULL) return LAMINAR_ERR_NOMEM;
+    memset(nulls, 0, (size_t)(n ? n : 1));
+    out[c] = (lm_vec){columns->fields[c].type, n, nulls, data};
+  }
+  for (int64_t r = 0; r < n; r++) {
+    const uint8_t* p = rows[r];
+    for (int32_t c = 0; c < ncols; c++) {
+      lm_type t = columns->fields[c].type;
+      size_t w = (size_t)lm_type_width(t);
+      uint8_t* at = (uint8_t*)out[c].data + (size_t)r * w;
+      if (*p++ == 0) {
+        ((uint8_t*)out[c].nulls)[r] = 1;
+        memset(at, 0, w);
+        continue;
+      }
+      if (t == LM_TYPE_STRING) {
+        uint32_t len;
+        memcpy(&len, p, 4);
+        lm_str str = {(const char*)p + 4, (int64_t)len}; /* a view of the row */
+        memcpy(at, &str, sizeof str);
+        p += 4 + len;
+      } else {
+        memcpy(at, p, w);
+        p += w;
+      }
+    }
+  }
+  return LAMINAR_OK;
+}
+
+static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
+  view_op* v = (view_op*)base;
+  int32_t ncols = v->columns.ncols;
+  int64_t n = in->nrows;
+  if (n == 0) return LAMINAR_OK;
+  LM_TRY(chunk_begin(v));
+  const lm_vec* wv = &in->cols[ncols];
+
+  /* Each row encoded as key then row, back to back. */
+  int64_t* offs = lm_eval_ctx_alloc(v->ctx, sizeof(int64_t) * (size_t)(n + 1));
+  int64_t* klens = lm_eval_ctx_alloc(v->ctx, sizeof(int64_t) * (size_t)n);
+  if (offs == NULL || klens == NULL) return LAMINAR_ERR_NOMEM;
+  offs[0] = 0;
+  for (int64_t r = 0; r < n; r++) {
+    klens[r] = encoded_size(in->cols, v->key_cols, v->nkey, r);
+    int64_t size = encoded_size(in->cols, NULL, ncols, r);
+    if (klens[r] < 0 || size < 0) return LAMINAR_ERR_NOMEM; /* a string of 4 GiB+ */
+    offs[r + 1] = offs[r] + klens[r] + size;
+  }
+  uint8_t* enc = lm_eval_ctx_alloc(v->ctx, (size_t)(offs[n] ? offs[n] : 1));
+  /* Output: at most two rows per input row (old -1, new +1). */
+  const uint8_t** outs = lm_eval_ctx_alloc(v->ctx, sizeof(uint8_t*) * (size_t)(2 * n));
+  int64_t* weights = lm_eval_ctx_alloc(v->ctx, sizeof(int64_t) * (size_t)(2 * n));
+  /* Old rows copied out: at most what the state and this chunk hold. */
+  uint8_t* old = lm_eval_ctx_alloc(v->ctx, (size_t)(v->nbytes + offs[n] + 1));
+  if (enc == NULL || outs == NULL || weights == NULL || old == NULL)
+    return LAMINAR_ERR_NOMEM;
+  for (int64_t r = 0; r < n; r++) {
+    uint8_t* p = enc + offs[r];
+    for (int32_t k = 0; k < v->nkey; k++)
+      p = encode_value(&in->cols[v->key_cols[k]], r, p);
+    for (int32_t c = 0; c < ncols; c++) p = encode_value(&in->cols[c], r, p);
+  }
+  /* Room for the worst case before the state changes (every row new). */
+  LM_TRY(reserve_slots(v, n));
+  LM_TRY(reserve_bytes(v, offs[n]));
+
+  int64_t m = 0, old_pos = 0;
+  for (int64_t r = 0; r < n; r++) {
+    const uint8_t* p = enc + offs[r];
+    int64_t len = offs[r + 1] - offs[r], klen = klens[r];
+    bool upsert =
+        (wv->nulls != NULL && wv->nulls[r]) || ((const int64_t*)wv->data)[r] > 0;
+    uint64_t h = row_hash(p, klen);
+    bool found;
+    int64_t i = probe(v, h, p, klen, &found);
+    if (found) {
+      slot* s = &v->slots[i];
+      if (upsert && s->len == len && memcmp(v->bytes + s->off, p, (size_t)len) == 0)
+        continue; /* the same row again */
+      /* The old row goes out: copied, as its bytes may be reused below. */
+      int64_t olen = s->len - s->klen;
+      uint8_t* copy = old + old_pos;
+      memcpy(copy, v->bytes + s->off + s->klen, (size_t)olen);
+      old_pos += olen;
+      outs[m] = copy;
+      weights[m++] = -1;
+      v->dead += s->len;
+      if (!upsert) {
+        remove_slot(v, i);
+        v->count--;
+        continue;
+      }
+      memcpy(v->bytes + v->nbytes, p, (size_t)len); /* room reserved above */
+      s->off = v->nbytes;
+      s->len = len;
+      v->nbytes += len;
+    } else {
+      if (!upsert) continue; /* no row of that key */
+      memcpy(v->bytes + v->nbytes, p, (size_t)len);
+      v->slots[i] = (slot){h, 1, v->nbytes, len, klen};
+      v->nbytes += len;
+      v->count++;
+    }
+    outs[m] = p + klen;
+    weights[m++] = 1;
+  }
+  if (lm_op_bounded(base)) LM_TRY(lm_op_account(base, view_bytes(v), false));
+  if (m == 0) return LAMINAR_OK;
+  LM_TRY(decode_into(v->ctx, &v->columns, outs, m, v->outs));
+  v->outs[ncols] = (lm_vec){LM_TYPE_INT64, m, NULL, weights};
+  lm_chunk out = {m, ncols + 1, v->outs, NULL};
+  return lm_op_emit(base, &out);
+}
+
+static const lm_op_vtable table_vtable = {
+    .name = "table",
+    .on_chunk = table_on_chunk,
+    .on_watermark = NULL,
+    .snapshot = view_snapshot,
+    .restore = view_restore,
+    .destroy = view_destroy,
+    .freeze = view_freeze,
+    .write_frozen = view_write_frozen,
+};
+
+laminar_code lm_op_table_create(const lm_schema* in_schema, const int32_t* key_cols,
+                                int32_t nkey, lm_op** out) {
+  *out = NULL;
+  if (!lm_op_view_is_changelog(in_schema) || nkey <= 0) return LAMINAR_ERR_SCHEMA_INVALID;
+  for (int32_t k = 0; k < nkey; k++) {
+    if (key_cols[k] < 0 || key_cols[k] >= in_schema->ncols - 1)
+      return LAMINAR_ERR_SCHEMA_INVALID;
+  }
+  LM_TRY(lm_op_view_create(in_schema, out));
+  view_op* v = (view_op*)*out;
+  v->base.vt = &table_vtable;
+  v->key_cols = lm_malloc(sizeof(int32_t) * (size_t)nkey);
+  bool ok = v->key_cols != NULL;
+  for (int32_t k = 0; ok && k < nkey; k++) {
+    const lm_field* f = &in_schema->fields[key_cols[k]];
+    v->key_cols[k] = key_cols[k];
+    ok = lm_schema_add(&v->key_schema, f->name, f->type, f->not_null) == 0;
+  }
+  /* Output rows: at most two per input row. */
+  if (!ok) {
+    lm_schema_free(&v->base.out_schema);
+    view_destroy(&v->base);
+    *out = NULL;
+    return LAMINAR_ERR_NOMEM;
+  }
+  v->nkey = nkey;
+  return LAMINAR_OK;
+}
+
+bool lm_op_is_table(const lm_op* op) { return op != NULL && op->vt == &table_vtable; }
+
+laminar_code lm_op_table_lookup(const lm_op* table, lm_eval_ctx* ctx, const lm_vec* keys,
+                                int64_t n, lm_vec* out_cols, uint8_t* found) {
+  const view_op* v = (const view_op*)table;
+  int32_t nkey = v->nkey;
+  size_t cnt = (size_t)(n ? n : 1);
+  const uint8_t** rows = lm_eval_ctx_alloc(ctx, sizeof(uint8_t*) * cnt);
+  int64_t* offs = lm_eval_ctx_alloc(ctx, sizeof(int64_t) * (cnt + 1));
+  uint64_t* hashes = lm_eval_ctx_alloc(ctx, sizeof(uint64_t) * cnt);
+  if (rows == NULL || offs == NULL || hashes == NULL) return LAMINAR_ERR_NOMEM;
+  /* Pass 1: every key encoded back to back and hashed; a NULL key (or an
+   * empty table) gets an empty encoding and is not looked up. */
+  memset(found, 0, cnt);
+  offs[0] = 0;
+  for (int64_t r = 0; r < n; r++) {
+    bool null_key = v->count == 0;
+    for (int32_t k = 0; k < nkey; k++)
+      null_key |= keys[k].nulls != NULL && keys[k].nulls[r];
+    int64_t klen = null_key ? 0 : encoded_size(keys, NULL, nkey, r);
+    if (klen < 0) return LAMINAR_ERR_NOMEM;
+    offs[r + 1] = offs[r] + klen;
+  }
+  uint8_t* enc = lm_eval_ctx_alloc(ctx, (size_t)(offs[n] ? offs[n] : 1));
+  if (enc == NULL) return LAMINAR_ERR_NOMEM;
+  for (int64_t r = 0; r < n; r++) {
+    if (offs[r + 1] == offs[r]) continue;
+    uint8_t* p = enc + offs[r];
+    for (int32_t k = 0; k < nkey; k++) p = encode_value(&keys[k], r, p);
+    hashes[r] = row_hash(enc + offs[r], offs[r + 1] - offs[r]);
+  }
+  /* Pass 2: probe, with the slot of a row PREFETCH rows ahead already asked
+   * for -- a large table's slots and rows are cache misses (on this machine a
+   * 10^6-row table's lookups took half the time with the prefetches). */
+  enum { PREFETCH = 16 };
+  uint64_t mask = (uint64_t)v->cap - 1;
+  int64_t m = 0;
+  for (int64_t r = 0; r < n; r++) {
+    int64_t ahead = r + PREFETCH;
+    if (ahead < n && offs[ahead + 1] != offs[ahead])
+      __builtin_prefetch(&v->slots[hashes[ahead] & mask]);
+    /* Halfway there its slot is in cache: ask for the row's bytes too. */
+    int64_t half = r + PREFETCH / 2;
+    if (half < n && offs[half + 1] != offs[half]) {
+      const slot* ps = &v->slots[hashes[half] & mask];
+      if (ps->weight != 0) __builtin_prefetch(v->bytes + ps->off);
+    }
+    int64_t klen = offs[r + 1] - offs[r];
+    if (klen == 0) continue;
+    bool hit;
+    int64_t i = probe(v, hashes[r], enc + offs[r], klen, &hit);
+    if (!hit) continue;
+    const slot* sl = &v->slots[i];
+    rows[m++] = v->bytes + sl->off + sl->klen;
+    found[r] = 1;
+  }
+  /* The matched rows decoded in order, then spread to their input rows. */
+  LM_TRY(decode_into(ctx, &v->columns, rows, m, out_cols));
+  if (m == n) return LAMINAR_OK;
+  for (int32_t c = 0; c < v->columns.ncols; c++) {
+    size_t w = (size_t)lm_type_width(out_cols[c].type);
+    uint8_t* data = lm_eval_ctx_alloc(ctx, w * (size_t)(n ? n : 1));
+    uint8_t* nulls = lm_eval_ctx_alloc(ctx, (size_t)(n ? n : 1));
+    if (data == NULL || nulls == NULL) return LAMINAR_ERR_NOMEM;
+    memset(data, 0, w * (size_t)(n ? n : 1));
+    for (int64_t r = 0, j = 0; r < n; r++) {
+      nulls[r] = !found[r] || out_cols[c].nulls[j];
+      if (found[r])
+        memcpy(data + (size_t)r * w, (const uint8_t*)out_cols[c].data + j * w, w);
+      j += found[r];
+    }
+    out_cols[c] = (lm_vec){out_cols[c].type, n, nulls, data};
+  }
+  return LAMINAR_OK;
+}
+
+const int32_t* lm_op_table_keys(const lm_op* op, int32_t* out_n) {
+  const view_op* v = (const view_op*)op;
+  *out_n = v->nkey;
+  return v->key_cols;
 }
 
 /* ---- copies for ad-hoc queries ------------------------------------------------------- */
@@ -650,8 +940,9 @@ laminar_code lm_op_view_copy(const lm_op* base, lm_view_rows* out) {
   for (int64_t i = 0; i < v->cap; i++) {
     const slot* s = &v->slots[i];
     if (s->weight == 0) continue;
-    memcpy(out->bytes + pos, v->bytes + s->off, (size_t)s->len);
-    pos += s->len;
+    int64_t len = s->len - s->klen; /* a table's key prefix stays behind */
+    memcpy(out->bytes + pos, v->bytes + s->off + s->klen, (size_t)len);
+    pos += len;
     out->weights[k] = s->weight;
     out->offsets[++k] = pos;
   }

@@ -43,6 +43,29 @@ bool lm_op_view_is_changelog(const lm_schema* schema);
  * or another column named _weight. */
 laminar_code lm_op_view_create(const lm_schema* in_schema, lm_op** out);
 
+/* Create the operator of a table (CREATE TABLE): like a view's, but holding
+ * one row per primary key. `in_schema` is the table's columns then
+ * `_weight BIGINT`; key_cols[0..nkey) are the key's column indexes. An input
+ * row with a weight > 0 or NULL upserts its row (replacing the row of its
+ * key), one with a weight <= 0 deletes the row of its key; the output is the
+ * changelog of the table's content ((old, -1) then (new, +1) for a replaced
+ * row). lm_op_view_of, lm_op_view_copy and the rest of this header take it
+ * as a view. Returns LAMINAR_OK, LAMINAR_ERR_NOMEM, or
+ * LAMINAR_ERR_SCHEMA_INVALID (no weight column, a key index out of range). */
+laminar_code lm_op_table_create(const lm_schema* in_schema, const int32_t* key_cols,
+                                int32_t nkey, lm_op** out);
+/* True when `op` is a table's operator. */
+bool lm_op_is_table(const lm_op* op);
+/* Look up n keys in a table's operator: keys[k] holds n values of key
+ * column k (the key's order and types). out_cols (the table's ncols
+ * vectors, memory from ctx, valid until its next reset) receive each key's
+ * row, all NULL where there is none; found[i] says which. A NULL key matches
+ * nothing. Owner thread of the table. LAMINAR_OK or LAMINAR_ERR_NOMEM. */
+laminar_code lm_op_table_lookup(const lm_op* table, lm_eval_ctx* ctx, const lm_vec* keys,
+                                int64_t n, lm_vec* out_cols, uint8_t* found);
+/* A table operator's primary-key column indexes (*out_n of them). */
+const int32_t* lm_op_table_keys(const lm_op* op, int32_t* out_n);
+
 /* The materialize operator ending `chain`, or NULL when the chain is not a
  * view's. */
 lm_op* lm_op_view_of(const lm_op* chain);

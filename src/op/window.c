@@ -68,6 +68,7 @@ laminar_code lm_op_window_new(window_op* op, window** out) {
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     const lm_agg_spec* spec = &op->spec.aggs[a];
     lm_agg_states_init(&w->aggs[a], spec, spec->arg ? spec->arg->type : LM_TYPE_NULL);
+    lm_agg_states_set_report(&w->aggs[a], &op->agg_report);
     if (op->spec.changelog) lm_agg_states_set_weighted(&w->aggs[a]);
   }
   *out = w;
@@ -383,6 +384,11 @@ static void put_group_row(window_op* op, const window* w, int64_t g, int64_t wei
 /* Emit the buffered rows as one chunk and empty the buffer. */
 laminar_code lm_op_rows_flush(window_op* op) {
   if (op->dn == 0) return LAMINAR_OK;
+  laminar_code failed = lm_op_window_agg_failed(op);
+  if (failed != LAMINAR_OK) {
+    op->dn = 0;
+    return failed;
+  }
   int32_t ncols = op->base.out_schema.ncols;
   for (int32_t c = 0; c < ncols; c++) op->dvecs[c].len = op->dn;
   lm_chunk out = {op->dn, ncols, op->dvecs, NULL};
@@ -695,9 +701,25 @@ static laminar_code window_rollback(window_op* op) {
 
 /* Bring the op's charge to its bytes now (check: refuse growth past the
  * bound); nothing to do without a bound. */
+/* Bytes the updates of the chunk being prepared (op->jseq) may add to value
+ * sets (COUNT(DISTINCT), quantiles, MIN/MAX over a changelog): counted when
+ * the bound is checked, before those updates. */
+static int64_t window_pending_bytes(const window_op* op) {
+  int64_t b = 0;
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    for (int32_t i = 0; i < op->nopen; i++)
+      b += lm_agg_states_pending_bytes(&op->open[i]->aggs[a], op->jseq);
+    if (op->keyset != NULL)
+      b += lm_agg_states_pending_bytes(&op->keyset->aggs[a], op->jseq);
+    if (op->sagg != NULL) b += lm_agg_states_pending_bytes(&op->sagg[a], op->jseq);
+  }
+  return b;
+}
+
 laminar_code lm_op_window_account(window_op* op, bool check) {
   if (!lm_op_bounded(&op->base)) return LAMINAR_OK;
-  return lm_op_account(&op->base, lm_op_window_bytes(op), check);
+  int64_t pending = check ? window_pending_bytes(op) : 0;
+  return lm_op_account(&op->base, lm_op_window_bytes(op) + pending, check);
 }
 
 /* The chunk's groups are in: charge their bytes to the bound. */
@@ -868,7 +890,9 @@ static laminar_code shadow_window(window_op* op, assign_scratch* s, int32_t i, w
   c = op->jshadow[w->jidx].w;
   const uint32_t* group = op->jshadow[w->jidx].group;
   LM_TRY(lm_op_rows_reserve(op, 2 * nt)); /* reserved already: no allocation */
-  for (int64_t k = 0; k < nt; k++) {
+  /* Without aggregates (SELECT DISTINCT) a row does not change while its
+   * group lives: only a group's birth and death are deltas. */
+  for (int64_t k = 0; k < nt && spec->naggs > 0; k++) {
     if (c->live[touched[k]]) put_row(op, w, c->aggs, touched[k], group[touched[k]], -1);
   }
   for (int32_t a = 0; a < spec->naggs; a++) {
@@ -881,8 +905,13 @@ static laminar_code shadow_window(window_op* op, assign_scratch* s, int32_t i, w
   for (int64_t j = 0; j < m; j++) c->nrows[eg[j]] += op->weights ? op->weights[wsel[j]] : 1;
   for (int64_t k = 0; k < nt; k++) {
     uint32_t e = touched[k];
+    bool was = c->live[e] != 0;
     c->live[e] = c->nrows[e] > 0;
-    if (c->live[e]) put_row(op, w, c->aggs, e, group[e], +1);
+    if (spec->naggs == 0) {
+      if (was != (c->live[e] != 0)) put_row(op, w, c->aggs, e, group[e], was ? -1 : +1);
+    } else if (c->live[e]) {
+      put_row(op, w, c->aggs, e, group[e], +1);
+    }
   }
   return LAMINAR_OK;
 }
@@ -1057,8 +1086,26 @@ static laminar_code eval_rows(window_op* op, const lm_expr* e, const lm_chunk* i
 
 static laminar_code window_chunk(window_op* op, const lm_chunk* in);
 
+/* A user-defined aggregate's finalize failed since the last check: its
+ * code, the failure recorded for the stream (the rows are not emitted). */
+laminar_code lm_op_window_agg_failed(window_op* op) {
+  laminar_code rc = lm_agg_report_take(&op->agg_report);
+  if (rc != LAMINAR_OK) {
+    lm_state_budget_fail(op->base.budget, rc, "%s; the results were not emitted",
+                         op->agg_report.text);
+  }
+  return rc;
+}
+
 /* A chunk; a failure names the stream and says what it left (issue 20). */
 laminar_code lm_op_window_chunk_failed(window_op* op, laminar_code rc) {
+  if (lm_expr_udf_failed(rc) && op->agg_report.text[0] != '\0') {
+    /* a user-defined aggregate's update or merge */
+    lm_state_budget_fail(op->base.budget, rc,
+                         "%s; this batch is partly applied to the stream's state",
+                         op->agg_report.text);
+    op->agg_report.text[0] = '\0';
+  }
   if (rc == LAMINAR_ERR_NOMEM) { /* unless a more precise text is recorded */
     lm_state_budget_fail(op->base.budget, rc,
                          "out of memory; the batch was not applied "
@@ -1283,6 +1330,13 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
     op->dn = 0; /* no EMIT CHANGES row of it went on */
     return window_fail_clean(op, rc);
   }
+  if (rc != LAMINAR_OK && lm_expr_udf_failed(rc) && op->agg_report.text[0] != '\0') {
+    lm_state_budget_fail(op->base.budget, rc,
+                         "%s; this batch is partly applied to the stream's state",
+                         op->agg_report.text);
+    op->agg_report.text[0] = '\0';
+    return rc;
+  }
   if (rc != LAMINAR_OK) {
     return lm_state_budget_fail(op->base.budget, rc,
                                 "%s while updating aggregates: this batch is partly "
@@ -1317,8 +1371,13 @@ static laminar_code close_tracked(window_op* op, int32_t nclose, int64_t total) 
       if (w->nrows[g] > 0) put_group_row(op, w, g, +1);
     }
   }
-  laminar_code rc = lm_op_rows_flush(op);
-  if (rc == LAMINAR_OK) lm_op_window_drop_closed(op, nclose); /* else: the next advance */
+  laminar_code rc = lm_op_window_agg_failed(op); /* a failed finalize: results lost */
+  if (rc == LAMINAR_OK) {
+    rc = lm_op_rows_flush(op);
+    if (rc != LAMINAR_OK) return rc; /* downstream as before them: the next advance */
+  }
+  op->dn = 0;
+  lm_op_window_drop_closed(op, nclose);
   return rc;
 }
 
@@ -1394,9 +1453,7 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
         switch (ks->type) {
           case LM_TYPE_STRING: ((lm_str*)ov->data)[row + g] = ks->s[g]; break;
           case LM_TYPE_DOUBLE: ((double*)ov->data)[row + g] = ks->d[g]; break;
-          case LM_TYPE_INT32: ((int32_t*)ov->data)[row + g] = (int32_t)ks->i[g]; break;
-          case LM_TYPE_BOOL: ((uint8_t*)ov->data)[row + g] = (uint8_t)ks->i[g]; break;
-          default: ((int64_t*)ov->data)[row + g] = ks->i[g]; break;
+          default: lm_vec_int_put(ks->type, (void*)ov->data, row + g, ks->i[g]); break;
         }
       }
     }
@@ -1413,7 +1470,12 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
   }
   lm_chunk out = {total, ncols, op->out_vecs, NULL};
   /* Emit before recycling: the chunk borrows the windows' key strings. */
-  laminar_code rc = lm_op_emit(&op->base, &out);
+  laminar_code rc = lm_op_window_agg_failed(op);
+  if (rc != LAMINAR_OK) { /* a user-defined finalize failed: their results are lost */
+    lm_op_window_drop_closed(op, nclose);
+    return rc;
+  }
+  rc = lm_op_emit(&op->base, &out);
   /* Downstream as before them when it failed: they stay open, closed by the
    * next advance (rows for them are late all the same). */
   if (rc == LAMINAR_OK) lm_op_window_drop_closed(op, nclose);
@@ -1469,7 +1531,10 @@ void lm_op_window_restore_head(window_op* op, lm_state_reader* r,
     op->late_rows = 0;
   }
   int64_t wm = lm_state_get_i64(r), late = lm_state_get_i64(r);
-  if (wm > op->watermark) op->watermark = wm;
+  /* Merged partitions: the least of theirs. A window after an ASOF join sees
+   * its partition's own (held back by the left rows it holds), and rows an
+   * old partition has yet to emit must not be late in the merged one. */
+  if (!f->merge || wm < op->watermark) op->watermark = wm;
   if (f->late) op->late_rows += late;
 }
 
@@ -1665,6 +1730,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
     lm_op_window_destroy(&op->base);
     return LAMINAR_ERR_NOMEM;
   }
+  op->agg_report.ctx = op->ctx;
   *out = &op->base;
   return LAMINAR_OK;
 }
@@ -1677,6 +1743,7 @@ static bool is_window(const lm_op* op) {
 
 int64_t lm_op_window_late_rows(const lm_op* op) {
   if (lm_op_is_analytic(op)) return lm_op_analytic_late_rows(op);
+  if (lm_op_is_keyed_window(op)) return lm_op_keyed_window_late_rows(op);
   return is_window(op) ? ((const window_op*)op)->late_rows : 0;
 }
 
@@ -1692,6 +1759,7 @@ int64_t lm_op_window_thaws(const lm_op* base, int64_t* out_groups) {
 
 int64_t lm_op_window_state_rows(const lm_op* op) {
   if (lm_op_is_analytic(op)) return lm_op_analytic_partitions(op);
+  if (lm_op_is_keyed_window(op)) return lm_op_keyed_window_state_rows(op);
   if (!is_window(op)) return 0;
   const window_op* w = (const window_op*)op;
   if (op->vt == &lm_op_session_vtable) return w->s_open;

@@ -10,8 +10,9 @@
  *    by lm_plan_build_chain / lm_plan_build_branch;
  *  - partitioning: with cores > 1, a windowed stream reading a source
  *    directly, grouped by plain input columns, runs as `nparts` partitions,
- *    its rows routed by the hash of those columns; otherwise it runs whole,
- *    and `unpartitioned` says why;
+ *    its rows routed by the hash of those columns (an ASOF join of two
+ *    sources: each input by its own equality key columns); otherwise it runs
+ *    whole, and `unpartitioned` says why;
  *  - the two-phase split (laminar_stream_two_phase, db/twophase.c): whether
  *    the stream's own shape decomposes into a partial and a final aggregate
  *    and what each aggregate becomes, or why not (the path from the root
@@ -35,7 +36,8 @@
 typedef struct lm_phys_plan {
   /* Partitions: > 1 when the stream runs as one partition per reactor, its
    * rows routed by the hash of input columns part_keys[0..npart_keys) (the
-   * GROUP BY's plain columns, in key order); 1 otherwise, with
+   * GROUP BY's plain columns, in key order; an ASOF join's left equality key
+   * columns, lm_plan_part_source_col gives each input's); 1 otherwise, with
    * `unpartitioned` the reason (static text). */
   int32_t nparts;
   int32_t part_keys[LM_PLAN_MAX_PART_KEYS];
@@ -69,6 +71,13 @@ void lm_plan_physical(const lm_plan* plan, const lm_plan_context* ctx, lm_phys_p
  * reads a stream): what keyed unions route by, and the Spark adapter hashes. */
 int32_t lm_plan_branch_source_col(const lm_plan* plan, int32_t b, int32_t u);
 
+/* The column of its source that input (branch) b of `plan` routes partition
+ * key k of `ph` by: for a union, the source column the branch puts at the
+ * key's place (lm_plan_branch_source_col); for an ASOF join, the side's own
+ * k-th equality key column. -1 when none. */
+int32_t lm_plan_part_source_col(const lm_plan* plan, const lm_phys_plan* ph, int32_t b,
+                                int32_t k);
+
 /* The chain of an analytic plan (plan->analytic): analytic -> project. */
 laminar_code lm_plan_build_analytic(const lm_plan* plan, lm_op** out);
 
@@ -99,5 +108,17 @@ int32_t lm_plan_traced_column(const lm_plan* plan, int32_t col);
  * when it does not decompose. Static text. */
 const char* lm_plan_two_phase_partial(lm_agg_fn fn);
 const char* lm_plan_two_phase_final(lm_agg_fn fn);
+
+/* A join plan's operator name for EXPLAIN ("asof join", "left interval
+ * join", ...; static text), and the time column of its side 0 (left) or 1
+ * (right), an index in that side's columns. */
+const char* lm_plan_join_name(const lm_plan* plan);
+int32_t lm_plan_join_time(const lm_plan* plan, int32_t side);
+
+/* The columns of input b (0 left, 1 right) of an interval join that its
+ * partitions route by (the keys that are bare columns of both inputs, in key
+ * order) into out_cols (room for LM_PLAN_MAX_PART_KEYS); their number, 0
+ * when there are none (or the plan is not an interval join). */
+int32_t lm_plan_join_part_keys(const lm_plan* plan, int32_t b, int32_t* out_cols);
 
 #endif /* LM_PLAN_PLANNER_H */

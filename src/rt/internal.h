@@ -54,6 +54,11 @@ bool lm_rt_source_partitioned(const lm_source_def* src);
  * thread), and merge it; nothing may be in flight (the reactors are not
  * started). Consumes msg. */
 laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg);
+/* Source src's idleness changed (in_idle of its readers set, nothing in
+ * flight): its partitioned union readers and their merge recompute their
+ * watermark over the active inputs as a round of one (part.c), so windows
+ * the change closes are emitted now. Reactor 0 / the inline caller. */
+laminar_code lm_rt_run_idleness(lm_rt* rt, lm_source_def* src);
 /* Take up to a round of messages from `src` and run them through every
  * partition (all reactors) and then the merge (this thread). */
 laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,

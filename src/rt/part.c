@@ -14,7 +14,14 @@
  * (in_part_keys), which hash as the keys do; each partition runs its own
  * copy of the branch chains into its chain and keeps each input's watermark
  * (run_part_union, inputs_advance), as reactor.c does for an unpartitioned
- * union.
+ * union. A join (ASOF or interval) of two sources on plain key columns is
+ * keyed the same way, each input routed by its own equality key columns
+ * (lm_plan_part_source_col, lm_plan_join_part_keys): its head takes each
+ * input's rows (as a dense chunk when it takes no selection: densify) and
+ * each input's own watermark (part_join_watermark); what a partition's join
+ * forwards downstream (lm_op_join_out_watermark) is noted per round message
+ * (lm_part_out.wm_after) and the merge forwards the least over the
+ * partitions.
  *
  * Reactor 0 drains the source queue. For a source with keyed readers it takes
  * a *round* of up to LM_RT_ROUND_MSGS messages (fewer when a subscriber has
@@ -207,6 +214,44 @@ static laminar_code concat(lm_gather_buf* g, lm_batch* const* b, int32_t k, int3
   return LAMINAR_OK;
 }
 
+/* Rows in->sel[0..nrows) of `in` as a dense chunk in g's columns (strings as
+ * views: their bytes stay in the batch); `in` itself when it has no
+ * selection. For a head that takes no selection (an ASOF join). */
+static laminar_code densify(lm_gather_buf* g, const lm_chunk* in, lm_chunk* out) {
+  if (in->sel == NULL) {
+    *out = *in;
+    return LAMINAR_OK;
+  }
+  int64_t n = in->nrows;
+  size_t bytes = 0;
+  for (int32_t c = 0; c < in->ncols; c++) {
+    bytes += align16((size_t)(n * lm_type_width(in->cols[c].type))) + align16((size_t)n);
+  }
+  LM_TRY(gather_reserve(g, in->ncols, bytes));
+  unsigned char* p = g->mem;
+  for (int32_t c = 0; c < in->ncols; c++) {
+    const lm_vec* v = &in->cols[c];
+    size_t w = (size_t)lm_type_width(v->type);
+    unsigned char* data = p;
+    p += align16(n * w);
+    uint8_t* nulls = p;
+    p += align16((size_t)n);
+    const unsigned char* src = v->data;
+    if (src != NULL) {
+      for (int64_t k = 0; k < n; k++)
+        memcpy(data + (size_t)k * w, src + in->sel[k] * w, w);
+    } else {
+      memset(data, 0, n * w);
+    }
+    if (v->nulls != NULL) {
+      for (int64_t k = 0; k < n; k++) nulls[k] = v->nulls[in->sel[k]];
+    }
+    g->cols[c] = (lm_vec){v->type, n, v->nulls != NULL ? nulls : NULL, data};
+  }
+  *out = (lm_chunk){n, in->ncols, g->cols, NULL};
+  return LAMINAR_OK;
+}
+
 /* ---- keyed streams ---------------------------------------------------------- */
 
 /* The tail of partition p's chain: build its output once, on its reactor,
@@ -262,8 +307,12 @@ laminar_code lm_stream_def_attach_rt(lm_stream_def* s) {
   }
   for (int32_t k = 0; k < nk; k++) keys[k] = ph->part_keys[k];
   for (int32_t b = 0; b < nb; b++) {
+    if (s->plan.interval) { /* a join: each input by its own key columns */
+      lm_plan_join_part_keys(&s->plan, b, in_keys + b * nk);
+      continue;
+    }
     for (int32_t k = 0; k < nk; k++)
-      in_keys[b * nk + k] = lm_plan_branch_source_col(&s->plan, b, ph->part_keys[k]);
+      in_keys[b * nk + k] = lm_plan_part_source_col(&s->plan, ph, b, k);
   }
   if (nb > 0) memcpy(keys, in_keys, sizeof *keys * (size_t)nk); /* branch 0's */
   s->in_part_keys = in_keys;
@@ -305,6 +354,9 @@ void lm_stream_def_start_at(lm_stream_def* s, int64_t watermark_ms) {
  * in reactor.c). */
 static laminar_code part_branch_deliver(void* arg, const lm_chunk* chunk) {
   lm_stream_part* sp = arg;
+  /* A join: branch b is the join's input b (as branch_deliver). */
+  if (lm_op_multi_input(sp->chain))
+    return lm_op_chain_input_chunk(sp->chain, sp->cur_in, chunk);
   return lm_rt_input_chunk(sp->chain, sp->in_wm[sp->cur_in], chunk);
 }
 
@@ -359,11 +411,15 @@ lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p) {
   return s->nparts > 1 ? s->parts[p].chain : s->chain;
 }
 
+int64_t lm_stream_part_late_rows(const lm_op* chain) {
+  return lm_op_window_late_rows(chain) + lm_op_join_late_rows(chain);
+}
+
 int64_t lm_stream_late_rows(const lm_stream_def* s) {
-  if (s->nparts <= 1)
-    return lm_op_window_late_rows(s->chain) + lm_op_asof_late_rows(s->chain);
+  if (s->nparts <= 1) return lm_stream_part_late_rows(s->chain);
   int64_t n = 0;
-  for (int32_t p = 0; p < s->nparts; p++) n += lm_op_window_late_rows(s->parts[p].chain);
+  for (int32_t p = 0; p < s->nparts; p++)
+    n += lm_stream_part_late_rows(s->parts[p].chain);
   return n;
 }
 
@@ -637,11 +693,35 @@ static int64_t run_part_union(lm_rt* rt, lm_round* rd, int32_t j, uint64_t seq,
     if (o->rc != LAMINAR_OK || sub.nrows == 0) continue;
     rows += sub.nrows;
     sp->cur_in = b;
+    if (lm_op_multi_input(sp->chain) && !sp->chain->vt->takes_sel) {
+      /* A join that takes no selection (ASOF): input b, dense. */
+      lm_chunk dense;
+      o->rc = densify(&r->scratch, &sub, &dense);
+      if (o->rc == LAMINAR_OK) o->rc = part_branch_deliver(sp, &dense);
+      continue;
+    }
     /* The branch's projection moves rows: its output is not hashed by row. */
     o->rc = sp->in_chains[b] != NULL ? lm_op_chain_chunk(sp->in_chains[b], &sub)
                                      : part_branch_deliver(sp, &sub);
   }
   return rows;
+}
+
+/* Partition sp of join s (ASOF or interval) takes watermark wm of source
+ * `from` on each of its inputs reading it (each input's own, as reactor.c's
+ * join does); sp->watermark_ms becomes what the join forwards downstream
+ * (lm_op_join_out_watermark: held back by the rows it still holds). */
+static laminar_code part_join_watermark(lm_stream_def* s, lm_stream_part* sp,
+                                        const void* from, int64_t wm) {
+  for (int32_t b = 0; b < s->nin; b++) {
+    if (s->in_defs[b] == from && wm > sp->in_wm[b]) {
+      sp->in_wm[b] = wm;
+      LM_TRY(lm_op_chain_input_watermark(sp->chain, b, wm));
+    }
+  }
+  int64_t out = lm_op_join_out_watermark(sp->chain);
+  if (out > sp->watermark_ms) sp->watermark_ms = out;
+  return LAMINAR_OK;
 }
 
 /* Reactor r's partition of round `seq` (its slot). */
@@ -698,24 +778,33 @@ static void run_part(lm_rt* rt, lm_reactor* r, uint64_t seq) {
       }
     }
     int64_t wm = rd->wms[j];
-    if (wm == INT64_MIN) continue;
-    for (int32_t i = 0; i < src->nreaders; i++) {
+    for (int32_t i = 0; (wm != INT64_MIN || rd->rewm) && i < src->nreaders; i++) {
       lm_stream_def* s = src->readers[i];
-      if (s->nparts <= 1) continue;
+      if (s->nparts <= 1 || (rd->rewm && s->nin == 0)) continue;
       lm_stream_part* sp = &s->parts[p];
       lm_part_out* o = &sp->out[slot];
       sp->cur_msg = j;
-      /* Over a union: the inputs from src advance, the least of all counts. */
+      if (lm_op_multi_input(sp->chain)) {
+        if (o->rc == LAMINAR_OK) o->rc = part_join_watermark(s, sp, src, wm);
+        continue;
+      }
+      /* Over a union: the inputs from src advance, the least of all counts
+       * (an idleness round: the least over the inputs now active). */
       int64_t least = s->nin > 0 ? inputs_advance(s, sp->in_wm, src, wm) : wm;
       if (least <= sp->watermark_ms || o->rc != LAMINAR_OK) continue;
       sp->watermark_ms = least;
       o->rc = lm_op_chain_watermark(sp->chain, least);
     }
+    for (int32_t i = 0; i < src->nreaders; i++) { /* what the merge may forward */
+      lm_stream_def* s = src->readers[i];
+      if (s->nparts > 1 && lm_op_multi_input(s->chain))
+        s->parts[p].out[slot].wm_after[j] = s->parts[p].watermark_ms;
+    }
   }
   for (int32_t i = 0; i < src->nreaders; i++) {
     lm_stream_def* s = src->readers[i];
     if (s->nparts > 1)
-      s->parts[p].out[slot].late_rows = lm_op_window_late_rows(s->parts[p].chain);
+      s->parts[p].out[slot].late_rows = lm_stream_part_late_rows(s->parts[p].chain);
   }
   atomic_fetch_add_explicit(&r->rows, rows, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->rounds, 1, memory_order_relaxed);
@@ -827,14 +916,24 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
         }
       }
       int64_t wm = rd->wms[j];
-      for (int32_t i = 0; wm != INT64_MIN && i < src->nreaders && rc == LAMINAR_OK; i++) {
+      for (int32_t i = 0;
+           (wm != INT64_MIN || rd->rewm) && i < src->nreaders && rc == LAMINAR_OK; i++) {
         lm_stream_def* s = src->readers[i];
+        if (rd->rewm && (s->nparts <= 1 || s->nin == 0)) continue; /* done already */
         if (s->nparts <= 1) {
           rc = lm_rt_stream_watermark(s, src, wm);
           continue;
         }
-        /* Over a union: the least of its inputs', as each partition saw. */
+        /* Over a union: the least of its inputs', as each partition saw; a
+         * join: the least of what its partitions forwarded. */
         int64_t least = s->nin > 0 ? inputs_advance(s, s->in_wm, src, wm) : wm;
+        if (lm_op_multi_input(s->chain)) { /* a join: what every partition promised */
+          least = INT64_MAX;
+          for (int32_t p = 0; p < s->nparts; p++) {
+            int64_t pw = s->parts[p].out[slot].wm_after[j];
+            if (pw < least) least = pw;
+          }
+        }
         if (least > s->watermark_ms) {
           /* Every partition closed its windows for it above: forward it. */
           s->watermark_ms = least;
@@ -850,6 +949,7 @@ static laminar_code merge_round(lm_rt* rt, uint64_t seq) {
   laminar_code prc = end_round(src, slot);
   rt->inflight_msgs -= rd->n;
   rd->n = 0;
+  rd->rewm = false;
   rt->merged = seq;
   lm_rt_notify_subscribers(rt->graph);
   return rc != LAMINAR_OK ? rc : prc;
@@ -985,7 +1085,10 @@ laminar_code lm_rt_post_barrier(lm_rt* rt, lm_barrier* b) {
   return rc;
 }
 
-laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
+/* A round of one message (its watermark wm; rewm: an idleness round), run
+ * through every partition here and merged. */
+static laminar_code run_one(lm_rt* rt, lm_source_def* src, lm_msg* msg, int64_t wm,
+                            bool rewm) {
   uint64_t seq = atomic_load_explicit(&rt->round_seq, memory_order_relaxed) + 1;
   lm_round* rd = &rt->rounds[seq % LM_RT_ROUNDS_INFLIGHT];
   /* Nothing in flight and nobody else on the graph: one message at most N
@@ -995,10 +1098,23 @@ laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
   rd->split = room > 1 && (room - 1) / (uint32_t)rt->ncores >= 1;
   rd->n = 1;
   rd->msgs[0] = msg;
-  rd->wms[0] = lm_rt_msg_advance(src, msg);
+  rd->wms[0] = wm;
+  rd->rewm = rewm;
   rt->inflight_msgs += 1;
   post_round(rt, seq, false);
   return lm_rt_drain(rt);
+}
+
+laminar_code lm_rt_run_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
+  return run_one(rt, src, msg, lm_rt_msg_advance(src, msg), false);
+}
+
+laminar_code lm_rt_run_idleness(lm_rt* rt, lm_source_def* src) {
+  lm_msg* msg = lm_calloc(1, sizeof *msg);
+  if (msg == NULL) return LAMINAR_ERR_NOMEM;
+  msg->watermark_ms = INT64_MIN;
+  /* No input advances: only the idle flags changed. */
+  return run_one(rt, src, msg, INT64_MIN, true);
 }
 
 laminar_code lm_rt_run_round(lm_rt* rt, lm_source_def* src, int64_t* out_taken,

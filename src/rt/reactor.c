@@ -8,6 +8,7 @@
 #include "rt/internal.h"
 
 #include "sink/sink.h"
+#include "state/keywm.h"
 #include "store/wal.h"
 #include "util/util.h"
 
@@ -88,6 +89,9 @@ void lm_source_def_unref(lm_source_def* def) {
   lm_schema_free(&def->schema);
   lm_free(def->readers);
   lm_free(def->align_group);
+  if (def->keys != NULL) lm_keywm_free(def->keys);
+  lm_free(def->keys);
+  lm_free(def->table);
   lm_free(def->name);
   lm_free(def->sql);
   lm_free(def);
@@ -252,8 +256,7 @@ laminar_code lm_rt_stream_chunk(lm_stream_def* s, const void* from,
                                    : branch_deliver(s, chunk);
     }
   }
-  atomic_store_explicit(&s->late_rows,
-                        lm_op_window_late_rows(s->chain) + lm_op_asof_late_rows(s->chain),
+  atomic_store_explicit(&s->late_rows, lm_stream_part_late_rows(s->chain),
                         memory_order_relaxed);
   return rc;
 }
@@ -284,7 +287,7 @@ laminar_code lm_rt_stream_watermark(lm_stream_def* s, const void* from,
     watermark_ms = least;
     /* What it emits may be older than its inputs' watermarks (a left row
      * waiting for the right side): downstream follows what it forwards. */
-    int64_t out_wm = lm_op_asof_out_watermark(s->chain);
+    int64_t out_wm = lm_op_join_out_watermark(s->chain);
     if (join && out_wm < watermark_ms) watermark_ms = out_wm;
   }
   if (watermark_ms <= s->watermark_ms) return LAMINAR_OK;
@@ -330,8 +333,14 @@ laminar_code lm_stream_def_set_inputs(lm_stream_def* s, const void* const* in_de
   }
   if (s->nparts > 1) LM_TRY(lm_stream_parts_set_inputs(s));
   lm_stream_def_start_at(s, s->idle ? least_all : least);
-  for (int32_t b = 0; b < n && lm_op_multi_input(s->chain); b++) {
-    if (in_wm[b] != INT64_MIN) LM_TRY(lm_op_chain_input_watermark(s->chain, b, in_wm[b]));
+  /* A join takes each input's own watermark, in every partition. */
+  for (int32_t p = 0; p < (s->nparts > 1 ? s->nparts : 1); p++) {
+    lm_op* chain = lm_stream_part_chain(s, p);
+    if (!lm_op_multi_input(chain)) break;
+    for (int32_t b = 0; b < n; b++) {
+      if (in_wm[b] != INT64_MIN) LM_TRY(lm_op_chain_input_watermark(chain, b, in_wm[b]));
+    }
+    if (s->nparts > 1) s->parts[p].watermark_ms = lm_op_join_out_watermark(chain);
   }
   return LAMINAR_OK;
 }
@@ -357,6 +366,61 @@ static int64_t batch_max_ts(const lm_source_def* src, const lm_batch* batch) {
   return best;
 }
 
+/* Per-key watermarks (rt.h wm_key_col): take the batch's rows into the
+ * source's key table and return the least largest event time over the keys
+ * that are not idle (INT64_MIN: none). Idle keys (idle_timeout_ms > 0: their
+ * largest time more than that behind the source's largest) leave the table:
+ * they hold nothing back, and a key that comes back starts anew. All in
+ * event time, so a replay of the same input decides the same. */
+static laminar_code batch_keys_least(lm_source_def* src, const lm_batch* batch,
+                                     int64_t* out) {
+  *out = INT64_MIN;
+  if (src->keys == NULL) {
+    src->keys = lm_calloc(1, sizeof *src->keys);
+    if (src->keys == NULL) return LAMINAR_ERR_NOMEM;
+    laminar_code rc = lm_keywm_init(src->keys, src->schema.fields[src->wm_key_col].type);
+    if (rc != LAMINAR_OK) {
+      lm_free(src->keys);
+      src->keys = NULL;
+      return rc;
+    }
+  }
+  lm_keywm* kw = src->keys;
+  LM_TRY(lm_keywm_observe(kw, &batch->cols[src->wm_key_col], &batch->cols[src->wm_col],
+                          NULL, batch->nrows, NULL, NULL));
+  int64_t n = lm_keywm_count(kw), top = INT64_MIN, least = INT64_MAX;
+  for (int64_t k = 0; k < n; k++) {
+    if (kw->max_ts[k] > top) top = kw->max_ts[k];
+  }
+  int64_t idle = 0;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t t = kw->max_ts[k];
+    if (t == INT64_MIN) continue; /* no time yet: holds nothing */
+    if (src->idle_timeout_ms > 0 && top - t > src->idle_timeout_ms) {
+      idle++;
+      continue;
+    }
+    if (t < least) least = t;
+  }
+  if (least != INT64_MAX) *out = least;
+  if (idle > 0) {
+    bool* keep = lm_malloc((size_t)n * sizeof *keep);
+    if (keep == NULL) return LAMINAR_OK; /* kept for now: idle keys count in no least */
+    for (int64_t k = 0; k < n; k++) {
+      int64_t t = kw->max_ts[k];
+      keep[k] =
+          t == INT64_MIN || src->idle_timeout_ms <= 0 || top - t <= src->idle_timeout_ms;
+    }
+    (void)lm_keywm_compact(kw, keep, NULL); /* NOMEM: compacted later */
+    lm_free(keep);
+  }
+  return LAMINAR_OK;
+}
+
+int64_t lm_rt_source_keys(const lm_source_def* src) {
+  return src->keys != NULL ? lm_keywm_count(src->keys) : 0;
+}
+
 int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg) {
   int64_t wm = src->watermark_ms;
   /* An explicit watermark a drop_oldest producer removed unread still counts
@@ -367,7 +431,15 @@ int64_t lm_rt_msg_advance(lm_source_def* src, const lm_msg* msg) {
   /* Data or a watermark makes the source active; a marker says (rt.h). */
   src->idle_next = msg->batch == NULL && msg->idle > 0 ? 1 : 2;
   if (msg->batch != NULL) {
-    if (src->wm_col >= 0 && !src->wm_external) {
+    if (src->wm_col >= 0 && src->wm_key_col >= 0 && !src->wm_external) {
+      int64_t least = INT64_MIN, cand;
+      int64_t mx = batch_max_ts(src, msg->batch);
+      if (mx > src->max_ts_ms) src->max_ts_ms = mx;
+      /* Out of memory: no advance from this batch (a later one catches up). */
+      if (batch_keys_least(src, msg->batch, &least) == LAMINAR_OK && least != INT64_MIN &&
+          !__builtin_sub_overflow(least, src->wm_delay_ms, &cand) && cand > wm)
+        wm = cand;
+    } else if (src->wm_col >= 0 && !src->wm_external) {
       int64_t mx = batch_max_ts(src, msg->batch);
       if (mx > src->max_ts_ms) src->max_ts_ms = mx;
       if (src->max_ts_ms != INT64_MIN) {
@@ -487,8 +559,8 @@ static laminar_code input_idleness(lm_stream_def* s, const void* from, bool idle
       all = all && s->in_idle[b];
     }
     /* The least of the active inputs may have risen (all idle: it stays).
-     * A keyed union's partitions run in rounds only (part.c): they and the
-     * merge take the new least with the next advance of an input. */
+     * A keyed union's partitions run in rounds only (part.c): source_idleness
+     * runs them an idleness round (lm_rt_run_idleness) after this. */
     if (s->nparts <= 1) LM_TRY(lm_rt_stream_watermark(s, from, INT64_MIN));
   }
   if (all == s->idle) return LAMINAR_OK;
@@ -525,10 +597,23 @@ static laminar_code source_idleness(lm_rt* rt, lm_source_def* src, int taken) {
   if (rt->ncores > 1) LM_TRY(lm_rt_drain(rt));
   if (!have_headroom(rt->graph)) return LAMINAR_OK; /* idle_next kept: retried */
   src->idle_next = 0;
+  LM_TRY(lm_rt_apply_idleness(rt, src, idle));
+  /* Durable: where in the input it took effect (WAL replay applies it there). */
+  if (rt->idle_hook != NULL) rt->idle_hook(rt->idle_hook_arg, src, idle);
+  return LAMINAR_OK;
+}
+
+laminar_code lm_rt_apply_idleness(lm_rt* rt, lm_source_def* src, bool idle) {
+  if (src->idle == idle) return LAMINAR_OK;
   src->idle = idle;
+  bool keyed_union = false;
   for (int32_t i = 0; i < src->nreaders; i++) {
     LM_TRY(input_idleness(src->readers[i], src, idle));
+    keyed_union =
+        keyed_union || (src->readers[i]->nparts > 1 && src->readers[i]->nin > 0);
   }
+  /* A partitioned union takes the change now, not at the next advance. */
+  if (keyed_union && rt->ncores > 1) LM_TRY(lm_rt_run_idleness(rt, src));
   return LAMINAR_OK;
 }
 

@@ -73,6 +73,10 @@ typedef struct lm_part_out {
   int32_t merged;    /* reactor 0: items already delivered */
   laminar_code rc;   /* first error of the partition in this round */
   int64_t late_rows; /* the partition's late-row count after the round */
+  /* A join's partition (ASOF or interval): the watermark its join forwards
+   * downstream after each round message (lm_op_join_out_watermark); reactor
+   * 0 forwards the least over the partitions. */
+  int64_t wm_after[LM_RT_ROUND_MSGS];
 } lm_part_out;
 
 /* One partition of a keyed stream (cores > 1, see part.c). Touched only by
@@ -133,6 +137,9 @@ const char* lm_backpressure_name(lm_backpressure bp);
 typedef struct lm_source_def {
   char* name;
   char* sql; /* the CREATE statement, for SHOW */
+  /* The changelog of a table (CREATE TABLE): the table's name, NULL for a
+   * source. Its schema is the table's columns then `_weight`. Set at CREATE. */
+  char* table;
   lm_schema schema;
   int32_t wm_col; /* watermark column, -1 if none */
   int64_t wm_delay_ms;
@@ -201,6 +208,15 @@ typedef struct lm_source_def {
   int64_t max_drift_ms;
   atomic_int_fast64_t align_wm;
   atomic_int_fast64_t align_limit;
+  /* WITH (watermark_key = 'col'): per-key watermarks (docs/SQL.md), fixed at
+   * CREATE; -1 none. Each key's watermark is its largest event time less
+   * wm_delay_ms; the source's is the least over its keys that are not idle
+   * (idle_timeout_ms > 0: a key whose largest event time is more than that
+   * behind the source's largest), never behind an explicit watermark. */
+  int32_t wm_key_col;
+  /* reactor-only: the keys' event times (state/keywm.h), NULL without a key;
+   * checkpointed with the source's position (db/durable.c). */
+  struct lm_keywm* keys;
   /* reactor-only */
   uint64_t processed_seq; /* last WAL record taken through the graph */
   int64_t max_ts_ms;
@@ -312,6 +328,10 @@ struct lm_stream_def {
   int32_t* in_part_keys;
 };
 
+/* Keys a source with per-key watermarks tracks now (0 without). Reactor
+ * state: read it with the reactor paused or stopped (metrics do). */
+int64_t lm_rt_source_keys(const lm_source_def* src);
+
 typedef struct lm_graph {
   lm_source_def** sources;
   int32_t nsources;
@@ -392,6 +412,10 @@ typedef struct lm_round {
   int64_t wms[LM_RT_ROUND_MSGS];
   int32_t n;
   bool split; /* publish each partition's batch (else concatenate) */
+  /* An idleness change of src (one message, no data, wms[0] INT64_MIN): each
+   * partitioned union reading src takes the least of its active inputs now
+   * (lm_rt_run_idleness), not at the next advance of an input. */
+  bool rewm;
   /* Key hashes of the messages' rows over the GROUP BY columns of `hkeys`
    * (the first keyed reader; readers grouping alike share them), computed
    * once per message by whichever reactor claims it: message j's rows from
@@ -453,6 +477,12 @@ typedef struct lm_rt {
    * round or a data round); it may hold that reactor back. */
   void (*round_hook)(void* arg, int32_t part, bool barrier);
   void* round_hook_arg;
+  /* Durability (db/durable.c): called on reactor 0 when an idleness change
+   * of `src` has been applied (source_idleness), every message taken before
+   * it through the graph: the sources' processed_seq are the point in the
+   * input where it took effect. NULL: none. Set before the runtime starts. */
+  void (*idle_hook)(void* arg, const lm_source_def* src, bool idle);
+  void* idle_hook_arg;
   /* Counters (issue 5 observability). writer: the thread driving the graph
    * (relaxed); reader: laminar_metrics. busy_ns: time in rounds that took
    * messages, on the reactor thread; started_ns: CLOCK_MONOTONIC at
@@ -494,6 +524,13 @@ void lm_rt_barrier_points(const lm_rt* rt, bool* at_merge);
 /* Tests: fn(arg, part, barrier) runs on reactor `part` before each round it
  * runs (cores > 1), a barrier round or not; it may hold that reactor back.
  * Set while the runtime is stopped. */
+/* Make source src idle (or active again) for its readers now: each marks
+ * the input and recomputes its watermark over its active inputs (emitting
+ * what that closes; partitioned unions as an idleness round). The graph
+ * driver's thread, nothing in flight; also WAL replay, where a logged change
+ * is applied at its point in the input. No hook call. */
+laminar_code lm_rt_apply_idleness(lm_rt* rt, lm_source_def* src, bool idle);
+
 void lm_rt_set_round_hook(lm_rt* rt, void (*fn)(void* arg, int32_t part, bool barrier),
                           void* arg);
 
@@ -571,6 +608,8 @@ void lm_stream_def_sync_inputs(lm_stream_def* s);
 lm_op* lm_stream_part_chain(const lm_stream_def* s, int32_t p);
 /* Late rows of a stream over all its partitions. */
 int64_t lm_stream_late_rows(const lm_stream_def* s);
+/* Late rows one chain's window or join dropped so far. */
+int64_t lm_stream_part_late_rows(const lm_op* chain);
 /* Groups held by a stream over all its partitions. */
 int64_t lm_stream_state_rows(const lm_stream_def* s);
 /* Rows into its first operator / out of its last, over all its partitions. */

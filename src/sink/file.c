@@ -180,6 +180,10 @@ static bool scalar_text(const lm_vec* v, int64_t r, char* out, size_t cap, size_
     case LM_TYPE_INT32:
       *n = (size_t)snprintf(out, cap, "%" PRId32, ((const int32_t*)v->data)[r]);
       return true;
+    case LM_TYPE_INT16:
+    case LM_TYPE_INT8:
+      *n = (size_t)snprintf(out, cap, "%" PRId64, lm_vec_int_at(v, r));
+      return true;
     case LM_TYPE_INT64:
       *n = (size_t)snprintf(out, cap, "%" PRId64, ((const int64_t*)v->data)[r]);
       return true;
@@ -191,6 +195,9 @@ static bool scalar_text(const lm_vec* v, int64_t r, char* out, size_t cap, size_
     }
     case LM_TYPE_TIMESTAMP:
       *n = (size_t)lm_expr_format_timestamp(((const int64_t*)v->data)[r], out, cap);
+      return true;
+    case LM_TYPE_DATE:
+      *n = (size_t)lm_expr_format_date(((const int32_t*)v->data)[r], out, cap);
       return true;
     case LM_TYPE_STRING:
     case LM_TYPE_NULL: break;
@@ -224,7 +231,7 @@ static void format_cells(lm_file_sink* s, const lm_vec* cols, int64_t r,
     }
     size_t len = 0;
     if (!null && scalar_text(v, r, num, sizeof num, &len)) {
-      if (!csv && v->type == LM_TYPE_TIMESTAMP)
+      if (!csv && (v->type == LM_TYPE_TIMESTAMP || v->type == LM_TYPE_DATE))
         json_string(s, num, (int64_t)len);
       else
         put(s, num, len);

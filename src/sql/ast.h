@@ -32,18 +32,22 @@
 /* Column types a statement can name. VARCHAR/TEXT/STRING/VARCHAR(n) -> STRING;
  * BIGINT/INT8/LONG -> INT64; INT/INTEGER/INT4 -> INT32;
  * DOUBLE/DOUBLE PRECISION/FLOAT8/FLOAT -> DOUBLE; BOOLEAN/BOOL -> BOOL;
- * TIMESTAMP[(p)] -> TIMESTAMP. */
+ * TIMESTAMP[(p)] -> TIMESTAMP; DATE -> DATE; SMALLINT/INT2/SHORT -> INT16;
+ * TINYINT/INT1 -> INT8. */
 typedef enum lm_sql_type {
   LM_SQL_TYPE_STRING = 1,
   LM_SQL_TYPE_INT64,
   LM_SQL_TYPE_INT32,
   LM_SQL_TYPE_DOUBLE,
   LM_SQL_TYPE_BOOL,
-  LM_SQL_TYPE_TIMESTAMP
+  LM_SQL_TYPE_TIMESTAMP,
+  LM_SQL_TYPE_DATE,
+  LM_SQL_TYPE_INT16,
+  LM_SQL_TYPE_INT8
 } lm_sql_type;
 
 /* Canonical SQL spelling of a type ("VARCHAR", "BIGINT", "INT", "DOUBLE",
- * "BOOLEAN", "TIMESTAMP"); "UNKNOWN" for a value outside the enum. Static text. */
+ * "BOOLEAN", "TIMESTAMP", "DATE", "SMALLINT", "TINYINT"); "UNKNOWN" for a value outside the enum. Static text. */
 const char* lm_sql_type_name(lm_sql_type type);
 
 typedef enum lm_ast_expr_kind {
@@ -180,18 +184,41 @@ typedef struct lm_ast_order_item {
   bool nulls_first; /* NULLS FIRST; without NULLS ..., NULLs sort last (DuckDB) */
 } lm_ast_order_item;
 
-/* `[LEFT] ASOF JOIN right [alias] [MATCH_CONDITION ( match )] ON on` after
- * FROM's first name: the join of the select's input (the left side) with
- * `right`. match NULL: DuckDB's spelling, the ordering comparison is a
- * conjunct of `on` (the binder finds it). */
+/* The type of a join: which sides keep their unmatched rows. */
+typedef enum lm_ast_join_type {
+  LM_JOIN_INNER = 0, /* [INNER] JOIN */
+  LM_JOIN_LEFT,      /* LEFT [OUTER] JOIN */
+  LM_JOIN_RIGHT,     /* RIGHT [OUTER] JOIN */
+  LM_JOIN_FULL       /* FULL [OUTER] JOIN */
+} lm_ast_join_type;
+
+/* A join after FROM's first input (the left side) with `right`:
+ *  - `[INNER | LEFT | RIGHT | FULL [OUTER]] JOIN right [alias] ON on`;
+ *  - `[LEFT] ASOF JOIN right [alias] [MATCH_CONDITION ( match )] ON on`
+ *    (asof; type INNER or LEFT). match NULL: DuckDB's spelling, the ordering
+ *    comparison is a conjunct of `on` (the binder finds it).
+ * The ON expression is kept whole: the binder splits its conjuncts into
+ * equality keys, time bounds and a residual filter. A side written as a
+ * window table function, `tumble(input, time, size)` / `hop(input, time,
+ * size, slide)`, has that call (a FUNCTION node whose args[0] is a COLUMN
+ * naming the input) in the select's from_window / the join's right_window;
+ * `right` (or the select's `from`) is then the input's name. */
 typedef struct lm_ast_join {
-  bool left_outer;         /* LEFT [OUTER] ASOF JOIN */
-  int32_t line, column;    /* of ASOF (or LEFT) */
+  lm_ast_join_type type;
+  bool asof;       /* ASOF JOIN */
+  bool left_outer; /* type == LM_JOIN_LEFT (the ASOF join reads it) */
+  /* A join that is not ASOF reads a table or a stream: `plain` (set for
+   * every non-ASOF join); as_of: the FOR SYSTEM_TIME AS OF expression of a
+   * lookup join of a table (temporal join), NULL without one. */
+  bool plain;
+  struct lm_ast_expr* as_of;
+  int32_t line, column;    /* of the join's first word */
   const char* right;       /* the right input's name */
   const char* right_alias; /* NULL if none */
   int32_t right_line, right_column;
-  struct lm_ast_expr* match; /* MATCH_CONDITION's expression, NULL if none */
-  struct lm_ast_expr* on;    /* ON's expression */
+  struct lm_ast_expr* right_window; /* tumble(...) / hop(...) around it, or NULL */
+  struct lm_ast_expr* match;        /* MATCH_CONDITION's expression, NULL if none */
+  struct lm_ast_expr* on;           /* ON's expression */
 } lm_ast_join;
 
 typedef struct lm_ast_select {
@@ -204,7 +231,10 @@ typedef struct lm_ast_select {
   const char* from_alias; /* NULL if none */
   int32_t from_line, from_column;
   struct lm_ast_select* from_select; /* the derived table's query, NULL for a name */
-  lm_ast_join* join; /* FROM name [alias] ASOF JOIN ...; NULL without a join */
+  /* FROM tumble(name, time, size) / hop(...): the call, NULL for a plain name
+   * (only as a join's side, see lm_ast_join) */
+  struct lm_ast_expr* from_window;
+  lm_ast_join* join; /* FROM name [alias] [ASOF] JOIN ...; NULL without a join */
   /* `this UNION ALL union_next`: the next branch of a set, NULL if none. The
    * first select of a set stands for the whole set; every branch is a
    * select of its own (its ORDER BY / LIMIT belong to it). */
@@ -251,7 +281,10 @@ typedef enum lm_stmt_kind {
   LM_STMT_SHOW,
   LM_STMT_DESCRIBE,
   LM_STMT_EXPLAIN,
-  LM_STMT_SELECT /* a bare SELECT */
+  LM_STMT_SELECT,       /* a bare SELECT */
+  LM_STMT_CREATE_TABLE, /* CREATE TABLE name (columns, PRIMARY KEY (...)) */
+  LM_STMT_INSERT,       /* INSERT INTO name VALUES (...), ... */
+  LM_STMT_DELETE        /* DELETE FROM name [WHERE ...] */
 } lm_stmt_kind;
 
 typedef enum lm_object_kind {
@@ -259,7 +292,8 @@ typedef enum lm_object_kind {
   LM_OBJ_STREAM,
   LM_OBJ_VIEW,
   LM_OBJ_SINK,
-  LM_OBJ_FUNCTION /* a user-defined function (DROP FUNCTION, SHOW FUNCTIONS) */
+  LM_OBJ_FUNCTION, /* a user-defined function (DROP FUNCTION, SHOW FUNCTIONS) */
+  LM_OBJ_TABLE     /* a table with a primary key (CREATE/DROP TABLE, SHOW TABLES) */
 } lm_object_kind;
 
 typedef struct lm_stmt {
@@ -272,6 +306,9 @@ typedef struct lm_stmt {
   int32_t name_line, name_column;
   bool if_not_exists, or_replace, if_exists;
   bool materialized; /* CREATE/DROP/SHOW MATERIALIZED VIEW(S) */
+  /* Made by the catalog for a table's parts (its changelog source and its
+   * stream), never by the parser: DROP may take a table's parts. */
+  bool internal;
   /* CREATE SOURCE: SOURCE; CREATE STREAM: STREAM; CREATE [MATERIALIZED] VIEW:
    * VIEW; CREATE SINK: SINK; DROP / SHOW: the target kind. 0 otherwise. */
   lm_object_kind object;
@@ -295,6 +332,20 @@ typedef struct lm_stmt {
   const char* sink_from;
   int32_t sink_from_line, sink_from_column;
   bool sink_into_file;
+
+  /* CREATE TABLE (columns, watermark and options as CREATE SOURCE's): the
+   * PRIMARY KEY's column names, in order, and where each is written. */
+  const char** pkey;
+  int32_t* pkey_line;
+  int32_t* pkey_column;
+  size_t npkey; /* >= 1 for CREATE TABLE */
+
+  /* INSERT INTO name VALUES: nrows rows of nvalues expressions each, row r's
+   * in values[r * nvalues .. (r + 1) * nvalues). */
+  struct lm_ast_expr** values;
+  size_t nrows, nvalues;
+  /* DELETE FROM name [WHERE where] */
+  struct lm_ast_expr* where;
 
   /* EXPLAIN: the statement explained, or NULL for EXPLAIN name (in `name`) */
   struct lm_stmt* inner;

@@ -35,6 +35,7 @@ typedef struct binder {
   const lm_schema* join_right; /* NULL: no join */
   const char* right_name;
   const char* right_alias;
+  lm_plan_table_fn tables;  /* lookup joins: the tables in scope (NULL: none) */
   const lm_udf_list* funcs; /* user-defined functions in scope (NULL: none) */
   /* aggregation */
   bool aggregating;
@@ -60,6 +61,9 @@ lm_type lm_bind_sql_type(lm_sql_type type) {
     case LM_SQL_TYPE_DOUBLE: return LM_TYPE_DOUBLE;
     case LM_SQL_TYPE_BOOL: return LM_TYPE_BOOL;
     case LM_SQL_TYPE_TIMESTAMP: return LM_TYPE_TIMESTAMP;
+    case LM_SQL_TYPE_DATE: return LM_TYPE_DATE;
+    case LM_SQL_TYPE_INT16: return LM_TYPE_INT16;
+    case LM_SQL_TYPE_INT8: return LM_TYPE_INT8;
   }
   return LM_TYPE_NULL;
 }
@@ -112,7 +116,14 @@ static lm_expr* new_call(binder* b, lm_expr_op op, lm_type type, int32_t nargs) 
 #define NOMEM(b) lm_error_set((b)->err, LAMINAR_ERR_NOMEM, "out of memory")
 
 static bool is_numeric(lm_type t) {
-  return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE;
+  return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE ||
+         t == LM_TYPE_INT16 || t == LM_TYPE_INT8;
+}
+
+/* An integer type of at most 32 bits: computes as INT (SMALLINT and TINYINT
+ * are storage types, promoted in arithmetic as C promotes them). */
+static bool is_int32_or_less(lm_type t) {
+  return t == LM_TYPE_INT32 || t == LM_TYPE_INT16 || t == LM_TYPE_INT8;
 }
 
 /* Wrap `e` in a CAST to `type` unless it already has it. A NULL literal just
@@ -138,6 +149,11 @@ static lm_type common_type(lm_type a, lm_type c, bool a_is_str_lit, bool c_is_st
   if (c == LM_TYPE_NULL) return a;
   if (is_numeric(a) && is_numeric(c)) {
     return (a == LM_TYPE_DOUBLE || c == LM_TYPE_DOUBLE) ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
+  }
+  /* A DATE meets a TIMESTAMP as its midnight, as in DuckDB. */
+  if ((a == LM_TYPE_DATE && c == LM_TYPE_TIMESTAMP) ||
+      (a == LM_TYPE_TIMESTAMP && c == LM_TYPE_DATE)) {
+    return LM_TYPE_TIMESTAMP;
   }
   /* A string literal meets a typed value in that value's type ('2024-01-01'
    * against a TIMESTAMP, '5' against a BIGINT), as in DuckDB. */
@@ -212,29 +228,36 @@ static bool ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
   return false;
 }
 
-static bool is_agg_name(const char* f) { return f != NULL && lm_agg_find(f) != NULL; }
+/* A built-in aggregate's name, or a user-defined aggregate's in `funcs`
+ * (NULL: built-ins only). */
+static bool is_agg_name(const lm_udf_list* funcs, const char* f) {
+  if (f == NULL) return false;
+  if (lm_agg_find(f) != NULL) return true;
+  const lm_udf* u = funcs != NULL ? lm_udf_list_find(funcs, f) : NULL;
+  return u != NULL && lm_udf_is_aggregate(u);
+}
 
 static bool is_window_fn(const char* f) {
   return f != NULL && (lm_streq_nocase(f, "tumble") || lm_streq_nocase(f, "hop") ||
                        lm_streq_nocase(f, "slide") || lm_streq_nocase(f, "session"));
 }
 
-static bool contains_agg(const lm_ast_expr* e) {
+static bool contains_agg(const lm_udf_list* funcs, const lm_ast_expr* e) {
   if (e == NULL) return false;
   if (e->kind == LM_AST_FUNCTION && e->over != NULL) return false; /* analytic */
-  if (e->kind == LM_AST_FUNCTION && is_agg_name(e->fname)) return true;
-  if (contains_agg(e->left) || contains_agg(e->right) || contains_agg(e->operand) ||
-      contains_agg(e->else_expr)) {
+  if (e->kind == LM_AST_FUNCTION && is_agg_name(funcs, e->fname)) return true;
+  if (contains_agg(funcs, e->left) || contains_agg(funcs, e->right) ||
+      contains_agg(funcs, e->operand) || contains_agg(funcs, e->else_expr)) {
     return true;
   }
   for (size_t i = 0; i < e->nlist; i++) {
-    if (contains_agg(e->list[i])) return true;
+    if (contains_agg(funcs, e->list[i])) return true;
   }
   for (size_t i = 0; i < e->nwhen; i++) {
-    if (contains_agg(e->whens[i]) || contains_agg(e->thens[i])) return true;
+    if (contains_agg(funcs, e->whens[i]) || contains_agg(funcs, e->thens[i])) return true;
   }
   for (size_t i = 0; i < e->nargs; i++) {
-    if (contains_agg(e->args[i])) return true;
+    if (contains_agg(funcs, e->args[i])) return true;
   }
   return false;
 }
@@ -329,6 +352,17 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
                                 lm_expr* l, lm_expr* r, bool l_str_lit, bool r_str_lit,
                                 lm_expr** out);
 
+/* The call xop(l, r) of result type `type`. */
+static laminar_code make_call2(binder* b, lm_expr_op xop, lm_type type, lm_expr* l,
+                               lm_expr* r, lm_expr** out) {
+  lm_expr* e = new_call(b, xop, type, 2);
+  if (e == NULL) return NOMEM(b);
+  e->args[0] = l;
+  e->args[1] = r;
+  *out = e;
+  return LAMINAR_OK;
+}
+
 static laminar_code make_compare(binder* b, const lm_ast_expr* at, lm_expr_op xop,
                                  lm_expr* l, lm_expr* r, bool l_str_lit, bool r_str_lit,
                                  lm_expr** out) {
@@ -338,7 +372,7 @@ static laminar_code make_compare(binder* b, const lm_ast_expr* at, lm_expr_op xo
                 lm_type_name(l->type), lm_type_name(r->type));
   }
   if (t == LM_TYPE_NULL) t = LM_TYPE_INT32;
-  if (t == LM_TYPE_INT32) t = LM_TYPE_INT64;
+  if (is_int32_or_less(t)) t = LM_TYPE_INT64;
   LM_TRY(coerce(b, &l, t));
   LM_TRY(coerce(b, &r, t));
   lm_expr* e = new_call(b, xop, LM_TYPE_BOOL, 2);
@@ -401,23 +435,22 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
         : op == LM_OP_DIV ? LM_XOP_DIV
                           : LM_XOP_MOD;
   /* TIMESTAMP +/- an integer (an INTERVAL, scaled to micros by the caller). */
-  if ((op == LM_OP_ADD || op == LM_OP_SUB) && l->type == LM_TYPE_TIMESTAMP &&
-      (r->type == LM_TYPE_INT64 || r->type == LM_TYPE_INT32)) {
+  bool int_l = l->type == LM_TYPE_INT64 || is_int32_or_less(l->type);
+  bool int_r = r->type == LM_TYPE_INT64 || is_int32_or_less(r->type);
+  bool add_sub = op == LM_OP_ADD || op == LM_OP_SUB;
+  if (add_sub && l->type == LM_TYPE_TIMESTAMP && int_r) {
     LM_TRY(coerce(b, &r, LM_TYPE_INT64));
-    lm_expr* e = new_call(b, xop, LM_TYPE_TIMESTAMP, 2);
-    if (e == NULL) return NOMEM(b);
-    e->args[0] = l;
-    e->args[1] = r;
-    *out = e;
-    return LAMINAR_OK;
+    return make_call2(b, xop, LM_TYPE_TIMESTAMP, l, r, out);
   }
-  if (op == LM_OP_SUB && l->type == LM_TYPE_TIMESTAMP && r->type == LM_TYPE_TIMESTAMP) {
-    lm_expr* e = new_call(b, xop, LM_TYPE_INT64, 2);
-    if (e == NULL) return NOMEM(b);
-    e->args[0] = l;
-    e->args[1] = r;
-    *out = e;
-    return LAMINAR_OK;
+  /* DATE +/- an integer number of days is a DATE, INT + DATE too, and DATE -
+   * DATE the BIGINT number of days between them, as in DuckDB. */
+  if ((add_sub && l->type == LM_TYPE_DATE && int_r) ||
+      (op == LM_OP_ADD && int_l && r->type == LM_TYPE_DATE)) {
+    return make_call2(b, xop, LM_TYPE_DATE, l, r, out);
+  }
+  if (op == LM_OP_SUB && l->type == r->type &&
+      (l->type == LM_TYPE_TIMESTAMP || l->type == LM_TYPE_DATE)) {
+    return make_call2(b, xop, LM_TYPE_INT64, l, r, out);
   }
   lm_type lt = l->type == LM_TYPE_NULL ? r->type : l->type;
   lm_type rt = r->type == LM_TYPE_NULL ? l->type : r->type;
@@ -429,16 +462,11 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
   /* As DuckDB: '/' is DOUBLE; INT op INT stays INT (and overflows at 32 bits). */
   lm_type t = (op == LM_OP_DIV || lt == LM_TYPE_DOUBLE || rt == LM_TYPE_DOUBLE)
                   ? LM_TYPE_DOUBLE
-              : (lt == LM_TYPE_INT32 && rt == LM_TYPE_INT32) ? LM_TYPE_INT32
-                                                             : LM_TYPE_INT64;
+              : (is_int32_or_less(lt) && is_int32_or_less(rt)) ? LM_TYPE_INT32
+                                                               : LM_TYPE_INT64;
   LM_TRY(coerce(b, &l, t));
   LM_TRY(coerce(b, &r, t));
-  lm_expr* e = new_call(b, xop, t, 2);
-  if (e == NULL) return NOMEM(b);
-  e->args[0] = l;
-  e->args[1] = r;
-  *out = e;
-  return LAMINAR_OK;
+  return make_call2(b, xop, t, l, r, out);
 }
 
 static laminar_code make_not(binder* b, lm_expr* inner, lm_expr** out) {
@@ -452,7 +480,7 @@ static laminar_code make_not(binder* b, lm_expr* inner, lm_expr** out) {
 /* A moment aggregate's argument: a number (or NULL), as DOUBLE. */
 static laminar_code bind_moment_arg(binder* b, const lm_ast_expr* a, const char* f,
                                     const lm_ast_expr* arg, lm_expr** out) {
-  if (contains_agg(arg)) {
+  if (contains_agg(b->funcs, arg)) {
     return fail(b, LAMINAR_ERR_SQL_GROUPING, arg, "aggregate calls cannot be nested");
   }
   LM_TRY(bind(b, arg, MODE_ROW, out));
@@ -461,6 +489,97 @@ static laminar_code bind_moment_arg(binder* b, const lm_ast_expr* a, const char*
                 lm_type_name((*out)->type));
   }
   return coerce(b, out, LM_TYPE_DOUBLE);
+}
+
+/* A call of a user-defined aggregate (laminar_aggregate_register): its
+ * arguments typed and cast as a scalar function's; the plan holds a
+ * reference to the function. */
+static laminar_code bind_udaf(binder* b, const lm_ast_expr* a, lm_udf* f,
+                              lm_agg_spec* spec) {
+  if (a->star) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
+                "%s(*) is not valid: name its arguments", lm_udf_name(f));
+  }
+  int32_t given = (int32_t)a->nargs;
+  int32_t nb = given < 2 ? given : 2; /* more: lm_udf_bind reports the count */
+  lm_expr* args[2] = {NULL, NULL};
+  lm_type want[2];
+  for (int32_t i = 0; i < nb; i++) {
+    if (contains_agg(b->funcs, a->args[i])) {
+      return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[i],
+                  "aggregate calls cannot be nested");
+    }
+    LM_TRY(bind(b, a->args[i], MODE_ROW, &args[i]));
+  }
+  lm_func_binding fb;
+  laminar_code rc = lm_udf_bind(f, (const lm_expr* const*)args, given, want, &fb);
+  if (rc != LAMINAR_OK) {
+    return fail(b, rc, fb.bad_arg >= 0 ? a->args[fb.bad_arg] : a, "%s", fb.message);
+  }
+  for (int32_t i = 0; i < nb; i++) LM_TRY(coerce(b, &args[i], want[i]));
+  if (!lm_udf_list_has(&b->plan->udfs, f) &&
+      lm_udf_list_add(&b->plan->udfs, f, false) != LAMINAR_OK)
+    return NOMEM(b);
+  spec->fn = LM_AGG_UDAF;
+  spec->arg = args[0];
+  spec->order = args[1];
+  spec->result_type = fb.result;
+  spec->udaf = f;
+  return LAMINAR_OK;
+}
+
+/* The fraction q of quantile_cont / quantile_disc / approx_quantile: a
+ * number literal in [0, 1]. */
+static laminar_code bind_quantile_fraction(binder* b, const char* f, const lm_ast_expr* q,
+                                           double* out) {
+  bool number =
+      q->kind == LM_AST_LITERAL && (q->lit == LM_LIT_INT || q->lit == LM_LIT_DOUBLE);
+  double v = !number ? 0.0 : q->lit == LM_LIT_INT ? (double)q->i : q->d;
+  if (!number || !(v >= 0.0 && v <= 1.0)) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, q,
+                "%s(x, q): q must be a number literal between 0 and 1", f);
+  }
+  *out = v;
+  return LAMINAR_OK;
+}
+
+/* median / quantile_cont / quantile_disc / approx_quantile(x, q) and
+ * approx_count_distinct(x): the argument x and the fraction into spec. */
+static laminar_code bind_order_stat(binder* b, const lm_ast_expr* a,
+                                    const lm_agg_def* def, lm_agg_spec* spec) {
+  const char* f = a->fname;
+  if (a->star || a->nargs != (size_t)def->nargs) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a, "%s() takes exactly %s", f,
+                def->nargs == 1 ? "one argument" : "two arguments (x, q)");
+  }
+  if (contains_agg(b->funcs, a->args[0])) {
+    return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[0],
+                "aggregate calls cannot be nested");
+  }
+  lm_expr* arg;
+  LM_TRY(bind(b, a->args[0], MODE_ROW, &arg));
+  if (def->nargs == 2) LM_TRY(bind_quantile_fraction(b, f, a->args[1], &spec->param));
+  lm_type at = arg->type;
+  spec->fn = def->fn;
+  if (def->fn == LM_AGG_APPROX_COUNT_DISTINCT) {
+    if (at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+    spec->result_type = LM_TYPE_INT64;
+  } else if (def->fn == LM_AGG_QUANTILE_DISC) {
+    /* a value of the argument's own type (any type: strings in byte order) */
+    if (at == LM_TYPE_NULL) LM_TRY(coerce(b, &arg, LM_TYPE_INT32));
+    spec->result_type = arg->type;
+  } else {
+    /* median, quantile_cont and approx_quantile interpolate or bucket: numbers */
+    if (!is_numeric(at) && at != LM_TYPE_NULL) {
+      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "%s() needs a number, got %s", f,
+                  lm_type_name(at));
+    }
+    if (def->fn == LM_AGG_APPROX_QUANTILE || at == LM_TYPE_NULL)
+      LM_TRY(coerce(b, &arg, LM_TYPE_DOUBLE));
+    spec->result_type = LM_TYPE_DOUBLE;
+  }
+  spec->arg = arg;
+  return LAMINAR_OK;
 }
 
 /* An aggregate call in MODE_POST: register it (deduplicated) and reference its
@@ -482,7 +601,10 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
     lm_agg_spec spec = {0};
     const char* f = a->fname;
     const lm_agg_def* def = lm_agg_find(f);
-    if (lm_streq_nocase(f, "count") && (a->star || a->nargs == 0)) {
+    lm_udf* uf = def == NULL && b->funcs != NULL ? lm_udf_list_find(b->funcs, f) : NULL;
+    if (uf != NULL && lm_udf_is_aggregate(uf)) {
+      LM_TRY(bind_udaf(b, a, uf, &spec));
+    } else if (lm_streq_nocase(f, "count") && (a->star || a->nargs == 0)) {
       spec.fn = LM_AGG_COUNT_STAR;
       spec.result_type = LM_TYPE_INT64;
     } else if (def != NULL && lm_agg_is_moments(def->fn)) {
@@ -502,6 +624,9 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
       spec.fn = def->fn;
       spec.arg = arg;
       spec.result_type = def->fn == LM_AGG_REGR_COUNT ? LM_TYPE_INT64 : LM_TYPE_DOUBLE;
+    } else if (def != NULL &&
+               (lm_agg_is_quantile(def->fn) || def->fn == LM_AGG_APPROX_COUNT_DISTINCT)) {
+      LM_TRY(bind_order_stat(b, a, def, &spec));
     } else if (def != NULL && (def->fn == LM_AGG_ARG_MIN || def->fn == LM_AGG_ARG_MAX)) {
       if (a->star || a->nargs != 2) {
         return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
@@ -509,7 +634,7 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
       }
       lm_expr* args[2];
       for (int i = 0; i < 2; i++) {
-        if (contains_agg(a->args[i])) {
+        if (contains_agg(b->funcs, a->args[i])) {
           return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[i],
                       "aggregate calls cannot be nested");
         }
@@ -524,7 +649,7 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
       if (a->nargs != 1 || a->star) {
         return fail(b, LAMINAR_ERR_SQL_SYNTAX, a, "%s() takes exactly one argument", f);
       }
-      if (contains_agg(a->args[0])) {
+      if (contains_agg(b->funcs, a->args[0])) {
         return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[0],
                     "aggregate calls cannot be nested");
       }
@@ -631,6 +756,23 @@ static laminar_code bind_func(binder* b, const lm_ast_expr* a, const lm_func_def
 static laminar_code bind_udf(binder* b, const lm_ast_expr* a, bind_mode mode,
                              lm_expr** out) {
   lm_udf* f = b->funcs != NULL ? lm_udf_list_find(b->funcs, a->fname) : NULL;
+  if (f == NULL &&
+      (lm_streq_nocase(a->fname, "list") || lm_streq_nocase(a->fname, "array_agg"))) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                "%s() builds a LIST value, and LaminarDB has no LIST type yet "
+                "(COUNT(DISTINCT x), approx_count_distinct(x) and FIRST/LAST cover "
+                "common uses)",
+                a->fname);
+  }
+  if (f == NULL && (lm_streq_nocase(a->fname, "string_agg") ||
+                    lm_streq_nocase(a->fname, "group_concat") ||
+                    lm_streq_nocase(a->fname, "listagg"))) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                "%s() is not supported yet: no aggregate concatenates strings "
+                "(MIN/MAX, FIRST/LAST or the rows themselves, concatenated by the "
+                "client, cover common uses)",
+                a->fname);
+  }
   if (f == NULL) {
     return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, a,
                 "unknown function '%s' (a user-defined function must be registered "
@@ -726,7 +868,7 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
         return LAMINAR_OK;
       }
     }
-    if (a->kind == LM_AST_FUNCTION && is_agg_name(a->fname))
+    if (a->kind == LM_AST_FUNCTION && is_agg_name(b->funcs, a->fname))
       return bind_agg_ref(b, a, out);
     if (a->kind == LM_AST_COLUMN && a->table == NULL &&
         (lm_streq_nocase(a->name, "window_start") ||
@@ -754,7 +896,7 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       lm_error_object(b->err, b->input_name, a->name);
       return rc;
     }
-  } else if (a->kind == LM_AST_FUNCTION && is_agg_name(a->fname)) {
+  } else if (a->kind == LM_AST_FUNCTION && is_agg_name(b->funcs, a->fname)) {
     return fail(b, LAMINAR_ERR_SQL_GROUPING, a, "aggregate %s() is not allowed here",
                 a->fname);
   }
@@ -787,8 +929,9 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
         *out = x;
         return LAMINAR_OK;
       }
-      lm_type t =
-          x->type == LM_TYPE_DOUBLE || x->type == LM_TYPE_INT32 ? x->type : LM_TYPE_INT64;
+      lm_type t = x->type == LM_TYPE_DOUBLE   ? x->type
+                  : is_int32_or_less(x->type) ? LM_TYPE_INT32
+                                              : LM_TYPE_INT64;
       LM_TRY(coerce(b, &x, t));
       lm_expr* e = new_call(b, LM_XOP_NEG, t, 1);
       if (e == NULL) return NOMEM(b);
@@ -800,6 +943,15 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       lm_expr *l, *r;
       LM_TRY(bind(b, a->left, mode, &l));
       LM_TRY(bind(b, a->right, mode, &r));
+      /* DATE +/- INTERVAL is the TIMESTAMP of its midnight moved, as in DuckDB. */
+      if (a->right->kind == LM_AST_LITERAL && a->right->lit == LM_LIT_INTERVAL &&
+          l->type == LM_TYPE_DATE) {
+        LM_TRY(coerce(b, &l, LM_TYPE_TIMESTAMP));
+      }
+      if (a->left->kind == LM_AST_LITERAL && a->left->lit == LM_LIT_INTERVAL &&
+          r->type == LM_TYPE_DATE) {
+        LM_TRY(coerce(b, &r, LM_TYPE_TIMESTAMP));
+      }
       /* INTERVAL next to a TIMESTAMP counts microseconds. */
       if (a->right->kind == LM_AST_LITERAL && a->right->lit == LM_LIT_INTERVAL &&
           l->type == LM_TYPE_TIMESTAMP) {
@@ -932,6 +1084,15 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       lm_expr* x;
       LM_TRY(bind(b, a->left, mode, &x));
       lm_type t = lm_bind_sql_type(a->cast_type);
+      /* DATE converts only to and from text and TIMESTAMP (DuckDB refuses
+       * the rest when binding too). */
+      bool date_ok = x->type == t || x->type == LM_TYPE_NULL ||
+                     x->type == LM_TYPE_STRING || x->type == LM_TYPE_TIMESTAMP ||
+                     t == LM_TYPE_STRING || t == LM_TYPE_TIMESTAMP;
+      if ((x->type == LM_TYPE_DATE || t == LM_TYPE_DATE) && !date_ok) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "cannot CAST %s to %s",
+                    lm_type_name(x->type), lm_type_name(t));
+      }
       if (x->type == LM_TYPE_NULL) {
         LM_TRY(coerce(b, &x, t));
         *out = x;
@@ -1077,7 +1238,7 @@ static laminar_code bind_items(binder* b, const lm_ast_select* sel, bind_mode mo
 
 static laminar_code bind_where(binder* b, const lm_ast_select* sel) {
   if (sel->where == NULL) return LAMINAR_OK;
-  if (contains_agg(sel->where)) {
+  if (contains_agg(b->funcs, sel->where)) {
     return fail(b, LAMINAR_ERR_SQL_GROUPING, sel->where,
                 "aggregates are not allowed in WHERE (use HAVING)");
   }
@@ -1177,7 +1338,7 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
       LM_TRY(bind_window_fn(b, g));
       continue;
     }
-    if (contains_agg(g)) {
+    if (contains_agg(b->funcs, g)) {
       return fail(b, LAMINAR_ERR_SQL_GROUPING, g,
                   "aggregates are not allowed in GROUP BY");
     }
@@ -1217,12 +1378,19 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
 static laminar_code bind_changelog_aggs(binder* b) {
   if (!changelog_input(b)) return LAMINAR_OK;
   for (int32_t i = 0; i < b->naggs; i++) {
-    if (!lm_agg_retractable(b->aggs[i].fn)) {
+    if (b->aggs[i].fn == LM_AGG_UDAF && !lm_udaf_retractable(b->aggs[i].udaf)) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
+                  "aggregate function '%s' has no retract callback: it cannot read a "
+                  "changelog ('%s' ends in a _weight column); register it with one",
+                  lm_udf_name(b->aggs[i].udaf), b->input_name);
+    }
+    if (b->aggs[i].fn != LM_AGG_UDAF && !lm_agg_retractable(b->aggs[i].fn)) {
       return fail(
           b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
           "%s() over a changelog ('%s' ends in a _weight column) is not supported "
           "yet: only COUNT, COUNT(DISTINCT), SUM, AVG, MIN, MAX, FIRST, LAST, "
-          "BOOL_AND, BOOL_OR and the statistical aggregates take retractions",
+          "BOOL_AND, BOOL_OR, the statistical aggregates, median and the quantiles "
+          "take retractions (approx_count_distinct's HyperLogLog cannot forget a value)",
           b->agg_calls[i]->fname, b->input_name);
     }
   }
@@ -1256,12 +1424,63 @@ static laminar_code emit_changes(binder* b) {
 
 static laminar_code bind_analytic(binder* b, const lm_stmt* stmt, bool has_agg);
 
+/* A window bound named as a column (window_start / window_end, unqualified). */
+static bool is_window_bound_ref(const lm_ast_expr* e) {
+  return e->kind == LM_AST_COLUMN && e->table == NULL &&
+         (lm_streq_nocase(e->name, "window_start") ||
+          lm_streq_nocase(e->name, "window_end"));
+}
+
+/* SELECT DISTINCT items ... [GROUP BY window]: the same query grouped by the
+ * window and every item (but the window's bounds), without aggregates: a row
+ * per distinct tuple per window, or without a window a running GROUP BY (a
+ * tuple's +1 when first held, its -1 when a changelog input retracts its last
+ * row). *out: the rewritten select (in the plan's pool). */
+static laminar_code distinct_as_group_by(binder* b, const lm_ast_select* sel,
+                                         const lm_ast_select** out) {
+  const char* why = NULL;
+  const lm_ast_expr* at = NULL;
+  for (size_t i = 0; i < sel->nitems && why == NULL; i++) {
+    const lm_ast_expr* e = sel->items[i].expr;
+    if (e->kind == LM_AST_STAR)
+      why = "SELECT DISTINCT * is not supported: name the columns";
+    if (contains_agg(b->funcs, e))
+      why = "SELECT DISTINCT over aggregates is not supported yet";
+    at = e;
+  }
+  for (size_t i = 0; i < sel->ngroup && why == NULL; i++) {
+    if (!lm_bind_is_window_call(sel->group_by[i])) {
+      why = "SELECT DISTINCT groups by its items: its GROUP BY may hold the window only";
+      at = sel->group_by[i];
+    }
+  }
+  if (why == NULL && sel->having != NULL) {
+    why = "SELECT DISTINCT takes no HAVING";
+    at = sel->having;
+  }
+  if (why == NULL && (sel->qualify != NULL || lm_bind_select_is_analytic(sel)))
+    why = "SELECT DISTINCT with OVER / QUALIFY is not supported yet";
+  if (why != NULL) return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, at, "%s", why);
+  lm_ast_select* d = lm_pool_alloc(&b->plan->pool, sizeof *d);
+  lm_ast_expr** keys =
+      lm_pool_alloc(&b->plan->pool, sizeof(lm_ast_expr*) * (sel->ngroup + sel->nitems));
+  if (d == NULL || keys == NULL) return NOMEM(b);
+  *d = *sel;
+  d->distinct = false;
+  d->ngroup = 0;
+  for (size_t i = 0; i < sel->ngroup; i++) keys[d->ngroup++] = sel->group_by[i];
+  for (size_t i = 0; i < sel->nitems; i++) {
+    if (!is_window_bound_ref(sel->items[i].expr)) keys[d->ngroup++] = sel->items[i].expr;
+  }
+  d->group_by = keys;
+  *out = d;
+  return LAMINAR_OK;
+}
+
 static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   const lm_ast_select* sel = stmt->select;
   lm_plan* plan = b->plan;
-  if (sel->distinct)
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
-                "SELECT DISTINCT is not supported yet");
+  if (sel->distinct) LM_TRY(distinct_as_group_by(b, sel, &sel));
   if (sel->norder > 0 || sel->limit >= 0) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED,
                 sel->norder ? sel->order_by[0].expr : NULL,
@@ -1269,7 +1488,7 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   }
   bool has_agg = sel->ngroup > 0 || sel->having != NULL;
   for (size_t i = 0; i < sel->nitems && !has_agg; i++)
-    has_agg = contains_agg(sel->items[i].expr);
+    has_agg = contains_agg(b->funcs, sel->items[i].expr);
   bool changes = stmt->emit == LM_EMIT_CHANGES;
   LM_TRY(bind_where(b, sel));
   if (sel->qualify != NULL || lm_bind_select_is_analytic(sel))
@@ -1359,7 +1578,7 @@ static laminar_code bind_branch(binder* top, const lm_ast_select* sel,
   }
   const lm_ast_expr* agg = sel->ngroup > 0 ? sel->group_by[0] : sel->having;
   for (size_t i = 0; agg == NULL && i < sel->nitems; i++) {
-    if (contains_agg(sel->items[i].expr)) agg = sel->items[i].expr;
+    if (contains_agg(top->funcs, sel->items[i].expr)) agg = sel->items[i].expr;
   }
   if (agg != NULL || sel->distinct || sel->norder > 0 || sel->limit >= 0) {
     return fail(
@@ -1690,17 +1909,117 @@ static bool tolerance_shape(binder* b, const lm_ast_expr* c, bool* out_left_minu
   return true;
 }
 
-/* FROM left [alias] [LEFT] ASOF JOIN right [alias] MATCH_CONDITION(...) ON ...:
- * two branches without operators, the joined row as union_schema, the join
- * spec from the conditions: equalities across the sides are the keys, one
- * comparison of the two sides' time columns the ordering, and
- * `l.ts - r.ts <= INTERVAL` (`r.ts - l.ts` for <= / <) the tolerance. */
-static laminar_code bind_join(binder* b, const lm_ast_select* sel,
-                              lm_plan_lookup_fn lookup, void* lookup_arg) {
+/* The key equality `c` (la = ra, la over the left side, ra the right) as
+ * keys[0][*n] = keys[1][*n], both of the type the two meet in (LDB-2001 when
+ * they do not). */
+static laminar_code bind_join_key(binder* b, const lm_ast_expr* c, const lm_ast_expr* la,
+                                  const lm_ast_expr* ra, lm_expr** keys[2], int32_t* n) {
+  lm_expr *l, *r;
+  LM_TRY(bind_join_side(b, 0, la, &l));
+  LM_TRY(bind_join_side(b, 1, ra, &r));
+  lm_type t = common_type(l->type, r->type, is_str_lit(la), is_str_lit(ra));
+  if (t == LM_TYPE_NULL || l->type == LM_TYPE_NULL) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, c, "%s key: cannot compare %s with %s",
+                b->plan->join_kind, lm_type_name(l->type), lm_type_name(r->type));
+  }
+  LM_TRY(coerce(b, &l, t));
+  LM_TRY(coerce(b, &r, t));
+  keys[0][*n] = l;
+  keys[1][(*n)++] = r;
+  return LAMINAR_OK;
+}
+
+/* One side of a window join, `tumble(input, time, size)` over `in`: the
+ * branch's projection (the input's columns, then window_start =
+ * time - floor-mod(time, size) and window_end = window_start + size) into
+ * `side`, the columns the join reads of that side. */
+static laminar_code window_side(binder* b, const lm_ast_expr* w, const lm_schema* in,
+                                lm_plan_branch* br, lm_schema* side) {
+  lm_plan* plan = b->plan;
+  if (!lm_streq_nocase(w->fname, "tumble")) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w,
+                "window joins over %s(...) are not supported yet: tumble(input, time, "
+                "size) on both sides",
+                w->fname);
+  }
+  if (w->nargs != 3 || w->args[1]->kind != LM_AST_COLUMN ||
+      w->args[2]->kind != LM_AST_LITERAL ||
+      (w->args[2]->lit != LM_LIT_INTERVAL && w->args[2]->lit != LM_LIT_INT) ||
+      w->args[2]->i <= 0) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, w,
+                "tumble in FROM takes (input, time column, INTERVAL size > 0)");
+  }
+  int32_t tc = lm_schema_find(in, w->args[1]->name);
+  if (tc < 0) {
+    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, w->args[1], "no column '%s' in '%s'",
+                w->args[1]->name, br->input);
+  }
+  if (in->fields[tc].type != LM_TYPE_INT64) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w->args[1],
+                "window joins over a %s time column are not supported yet: BIGINT "
+                "(epoch ms)",
+                lm_type_name(in->fields[tc].type));
+  }
+  int64_t size = w->args[2]->i;
+  if (plan->ijoin.window_ms != 0 && plan->ijoin.window_ms != size) {
+    return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, w,
+                "both sides of a window join take one window size (%lld and %lld ms)",
+                (long long)plan->ijoin.window_ms, (long long)size);
+  }
+  plan->ijoin.window_ms = size;
+  lm_schema_init_empty(side);
+  for (int32_t c = 0; c < in->ncols; c++)
+    LM_TRY(add_field(b, side, in->fields[c].name, in->fields[c].type));
+  LM_TRY(add_field(b, side, "window_start", LM_TYPE_INT64));
+  LM_TRY(add_field(b, side, "window_end", LM_TYPE_INT64));
+  int32_t n = side->ncols;
+  br->exprs = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)n);
+  if (br->exprs == NULL) return NOMEM(b);
+  br->nexprs = n;
+  br->col_out = lm_pool_alloc(&plan->pool, sizeof(int32_t) * (size_t)in->ncols);
+  if (br->col_out == NULL) return NOMEM(b);
+  for (int32_t c = 0; c < in->ncols; c++) {
+    lm_expr* e = new_expr(b, LM_EXPR_COLUMN, in->fields[c].type);
+    if (e == NULL) return NOMEM(b);
+    e->column = c;
+    br->exprs[c] = e;
+    br->col_out[c] = c;
+  }
+  /* time - ((time % size + size) % size), then + size */
+  lm_expr* t = br->exprs[tc];
+  lm_expr* s = new_expr(b, LM_EXPR_LITERAL, LM_TYPE_INT64);
+  lm_expr* m1 = new_call(b, LM_XOP_MOD, LM_TYPE_INT64, 2);
+  lm_expr* p = new_call(b, LM_XOP_ADD, LM_TYPE_INT64, 2);
+  lm_expr* m2 = new_call(b, LM_XOP_MOD, LM_TYPE_INT64, 2);
+  lm_expr* start = new_call(b, LM_XOP_SUB, LM_TYPE_INT64, 2);
+  lm_expr* end = new_call(b, LM_XOP_ADD, LM_TYPE_INT64, 2);
+  if (s == NULL || m1 == NULL || p == NULL || m2 == NULL || start == NULL || end == NULL)
+    return NOMEM(b);
+  s->lit.i = size;
+  m1->args[0] = t;
+  m1->args[1] = s;
+  p->args[0] = m1;
+  p->args[1] = s;
+  m2->args[0] = p;
+  m2->args[1] = s;
+  start->args[0] = t;
+  start->args[1] = m2;
+  end->args[0] = start;
+  end->args[1] = s;
+  br->exprs[n - 2] = start;
+  br->exprs[n - 1] = end;
+  return LAMINAR_OK;
+}
+
+/* The two inputs of a join (ASOF or not): two branches without operators,
+ * the joined row (the left's columns then the right's) as union_schema,
+ * which the select binds over; their schemas in in[0], in[1]. */
+static laminar_code join_inputs(binder* b, const lm_ast_select* sel,
+                                lm_plan_lookup_fn lookup, void* lookup_arg,
+                                const lm_schema** in) {
   lm_plan* plan = b->plan;
   const lm_ast_join* jn = sel->join;
   bool src[2];
-  const lm_schema* in[2];
   const char* names[2] = {sel->from, jn->right};
   int32_t lines[2] = {sel->from_line, jn->right_line};
   int32_t cols[2] = {sel->from_column, jn->right_column};
@@ -1716,8 +2035,8 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
     }
     if (lm_op_view_is_changelog(in[i])) {
       lm_error_set(b->err, LAMINAR_ERR_SQL_UNSUPPORTED,
-                   "'%s' at line %d, column %d is a changelog (it ends in _weight): an "
-                   "ASOF JOIN over a changelog is not supported yet",
+                   "'%s' at line %d, column %d is a changelog (it ends in _weight): a "
+                   "join over a changelog is not supported yet",
                    names[i], (int)lines[i], (int)cols[i]);
       lm_error_at(b->err, lines[i], cols[i]);
       lm_error_object(b->err, names[i], NULL);
@@ -1727,6 +2046,7 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
   plan->branches = lm_pool_alloc(&plan->pool, sizeof(lm_plan_branch) * 2);
   if (plan->branches == NULL) return NOMEM(b);
   memset(plan->branches, 0, sizeof(lm_plan_branch) * 2);
+  const lm_ast_expr* windows[2] = {sel->from_window, jn->right_window};
   for (int i = 0; i < 2; i++) {
     lm_plan_branch* br = &plan->branches[i];
     br->input = lm_pool_copy(&plan->pool, names[i], strlen(names[i]) + 1);
@@ -1735,6 +2055,10 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
     br->line = lines[i];
     br->column = cols[i];
     br->in_ncols = in[i]->ncols;
+    if (windows[i] != NULL) {
+      LM_TRY(window_side(b, windows[i], in[i], br, &plan->join_side[i]));
+      in[i] = &plan->join_side[i];
+    }
     for (int32_t c = 0; c < in[i]->ncols; c++)
       LM_TRY(add_field(b, &plan->union_schema, in[i]->fields[c].name,
                        in[i]->fields[c].type));
@@ -1749,13 +2073,30 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
   plan->joined = true;
   plan->join_line = jn->line;
   plan->join_column = jn->column;
-  plan->join_kind = jn->left_outer ? "LEFT ASOF JOIN" : "ASOF JOIN";
   b->input = &plan->union_schema;
   b->join_left = in[0];
   b->join_right = in[1];
   b->right_name = jn->right;
   b->right_alias = jn->right_alias;
+  return LAMINAR_OK;
+}
 
+/* FROM left [alias] [LEFT] ASOF JOIN right [alias] MATCH_CONDITION(...) ON ...:
+ * the join spec from the conditions: equalities across the sides are the
+ * keys, one comparison of the two sides' time columns the ordering, and
+ * `l.ts - r.ts <= INTERVAL` (`r.ts - l.ts` for <= / <) the tolerance. */
+static laminar_code bind_join(binder* b, const lm_ast_select* sel,
+                              lm_plan_lookup_fn lookup, void* lookup_arg) {
+  lm_plan* plan = b->plan;
+  const lm_ast_join* jn = sel->join;
+  const lm_schema* in[2];
+  plan->join_kind = jn->left_outer ? "LEFT ASOF JOIN" : "ASOF JOIN";
+  if (sel->from_window != NULL) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->from_window,
+                "an ASOF JOIN reads its inputs by name, not through %s(...)",
+                sel->from_window->fname);
+  }
+  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, in));
   lm_asof_spec* sp = &plan->join;
   sp->left_outer = jn->left_outer;
   sp->lcols = in[0]->ncols;
@@ -1803,19 +2144,7 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
     const lm_ast_expr* la = sl == 1 ? c->left : c->right;
     const lm_ast_expr* ra = sl == 1 ? c->right : c->left;
     if (c->op == LM_OP_EQ) {
-      lm_expr *l, *r;
-      LM_TRY(bind_join_side(b, 0, la, &l));
-      LM_TRY(bind_join_side(b, 1, ra, &r));
-      lm_type t = common_type(l->type, r->type, is_str_lit(la), is_str_lit(ra));
-      if (t == LM_TYPE_NULL || l->type == LM_TYPE_NULL) {
-        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, c,
-                    "ASOF JOIN key: cannot compare %s with %s", lm_type_name(l->type),
-                    lm_type_name(r->type));
-      }
-      LM_TRY(coerce(b, &l, t));
-      LM_TRY(coerce(b, &r, t));
-      keys[0][sp->nkeys] = l;
-      keys[1][sp->nkeys++] = r;
+      LM_TRY(bind_join_key(b, c, la, ra, keys, &sp->nkeys));
       continue;
     }
     if (order != NULL) {
@@ -1887,6 +2216,412 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
   return LAMINAR_OK;
 }
 
+/* ---- interval joins: equality keys, a time bound, a residual ---------------------- */
+
+/* `col`, `col + k`, `col - k` or `k + col`, k an INTERVAL or integer literal:
+ * the column, its side (0 left, 1 right) and the offset k (signed). */
+typedef struct time_term {
+  const lm_ast_expr* col;
+  int32_t side;
+  int64_t off;
+  bool off_interval; /* k is an INTERVAL (ms), else in the time column's unit */
+} time_term;
+
+static bool is_offset_lit(const lm_ast_expr* e) {
+  return e->kind == LM_AST_LITERAL && (e->lit == LM_LIT_INTERVAL || e->lit == LM_LIT_INT);
+}
+
+static bool time_term_of(binder* b, const lm_ast_expr* e, time_term* out) {
+  const lm_ast_expr* lit = NULL;
+  bool minus = false;
+  if (e->kind == LM_AST_COLUMN) {
+    out->col = e;
+  } else if (e->kind == LM_AST_BINARY && (e->op == LM_OP_ADD || e->op == LM_OP_SUB) &&
+             e->left->kind == LM_AST_COLUMN && is_offset_lit(e->right)) {
+    out->col = e->left;
+    lit = e->right;
+    minus = e->op == LM_OP_SUB;
+  } else if (e->kind == LM_AST_BINARY && e->op == LM_OP_ADD &&
+             e->right->kind == LM_AST_COLUMN && is_offset_lit(e->left)) {
+    out->col = e->right;
+    lit = e->left;
+  } else {
+    return false;
+  }
+  int sides = 0;
+  if (join_sides(b, out->col, &sides) != LAMINAR_OK) return false;
+  out->side = sides == 1 ? 0 : 1;
+  out->off = lit == NULL ? 0 : minus ? -lit->i : lit->i;
+  out->off_interval = lit != NULL && lit->lit == LM_LIT_INTERVAL;
+  return true;
+}
+
+/* What the conjuncts of an interval join's ON bound: right time - left time
+ * in [lo, hi] (the time column's unit), over one pair of time columns. */
+typedef struct time_bound {
+  bool has_lo, has_hi;
+  int64_t lo, hi;
+  const lm_expr *lt, *rt; /* the two time columns (bound), NULL before the first */
+  const lm_ast_expr* first;
+} time_bound;
+
+/* `x op y` (op >=, >, <=, <) as a bound on the time difference when x and y
+ * are time terms (time_term_of) of the two sides' time columns; *out_used
+ * false (and nothing changed) when it is not one. */
+static laminar_code add_time_bound(binder* b, const lm_ast_expr* at, const lm_ast_expr* x,
+                                   lm_ast_op op, const lm_ast_expr* y, time_bound* tb,
+                                   bool* out_used) {
+  *out_used = false;
+  time_term tx, ty;
+  if (!time_term_of(b, x, &tx) || !time_term_of(b, y, &ty) || tx.side == ty.side)
+    return LAMINAR_OK;
+  if (tx.side == 1) { /* left term first: l + cx op r + cy */
+    time_term s = tx;
+    tx = ty;
+    ty = s;
+    op = op == LM_OP_GE   ? LM_OP_LE
+         : op == LM_OP_GT ? LM_OP_LT
+         : op == LM_OP_LE ? LM_OP_GE
+                          : LM_OP_GT;
+  }
+  lm_expr *l, *r;
+  LM_TRY(bind_join_side(b, 0, tx.col, &l));
+  LM_TRY(bind_join_side(b, 1, ty.col, &r));
+  bool timeish = (l->type == LM_TYPE_INT64 || l->type == LM_TYPE_TIMESTAMP) &&
+                 (r->type == LM_TYPE_INT64 || r->type == LM_TYPE_TIMESTAMP);
+  if (!timeish) return LAMINAR_OK; /* not times: a residual condition */
+  if (l->type != r->type) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at,
+                "the %s time columns must have one type, got %s and %s",
+                b->plan->join_kind, lm_type_name(l->type), lm_type_name(r->type));
+  }
+  if (tb->lt != NULL && (tb->lt->column != l->column || tb->rt->column != r->column)) {
+    return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, at,
+                "the time bounds of a %s compare one pair of time columns; the first "
+                "is at line %d, column %d",
+                b->plan->join_kind, (int)tb->first->line, (int)tb->first->column);
+  }
+  if (tb->lt == NULL) {
+    tb->lt = l;
+    tb->rt = r;
+    tb->first = at;
+  }
+  /* INTERVALs are ms; a TIMESTAMP's unit is µs. */
+  int64_t cx = tx.off, cy = ty.off, d;
+  if (l->type == LM_TYPE_TIMESTAMP) {
+    if ((tx.off_interval && __builtin_mul_overflow(cx, (int64_t)1000, &cx)) ||
+        (ty.off_interval && __builtin_mul_overflow(cy, (int64_t)1000, &cy)))
+      return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, at, "the time bound is too large");
+  }
+  if (__builtin_sub_overflow(cx, cy, &d) || d == INT64_MIN || d == INT64_MAX)
+    return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, at, "the time bound is too large");
+  /* l + cx op r + cy  <=>  r - l op' cx - cy */
+  if (op == LM_OP_GT) d -= 1; /* integers: r - l < d is r - l <= d - 1 */
+  if (op == LM_OP_LT) d += 1;
+  if (op == LM_OP_GE || op == LM_OP_GT) {
+    if (!tb->has_hi || d < tb->hi) tb->hi = d;
+    tb->has_hi = true;
+  } else {
+    if (!tb->has_lo || d > tb->lo) tb->lo = d;
+    tb->has_lo = true;
+  }
+  *out_used = true;
+  return LAMINAR_OK;
+}
+
+/* Conjunct `c` as a time bound (a comparison or a BETWEEN of time terms of
+ * the two sides), *out_used false when it is not one. */
+static laminar_code time_bound_of(binder* b, const lm_ast_expr* c, time_bound* tb,
+                                  bool* out_used) {
+  *out_used = false;
+  if (c->kind == LM_AST_BINARY &&
+      (c->op == LM_OP_GE || c->op == LM_OP_GT || c->op == LM_OP_LE || c->op == LM_OP_LT))
+    return add_time_bound(b, c, c->left, c->op, c->right, tb, out_used);
+  if (c->kind != LM_AST_BETWEEN || c->negated || c->nlist != 2) return LAMINAR_OK;
+  /* x BETWEEN y AND z: both halves bounds, or the whole a residual */
+  time_term tx, ty, tz;
+  if (!time_term_of(b, c->left, &tx) || !time_term_of(b, c->list[0], &ty) ||
+      !time_term_of(b, c->list[1], &tz) || ty.side == tx.side || tz.side == tx.side)
+    return LAMINAR_OK;
+  time_bound keep = *tb;
+  bool lo_used, hi_used;
+  LM_TRY(add_time_bound(b, c, c->left, LM_OP_GE, c->list[0], tb, &lo_used));
+  LM_TRY(add_time_bound(b, c, c->left, LM_OP_LE, c->list[1], tb, &hi_used));
+  if (!lo_used || !hi_used) {
+    *tb = keep;
+    return LAMINAR_OK;
+  }
+  *out_used = true;
+  return LAMINAR_OK;
+}
+
+/* A window join's spec past its keys: the time columns its tumble() calls
+ * name, and a key `l.window_start = r.window_start` it must have (rows of
+ * one window meet; LDB-1009 without). */
+static laminar_code window_join_keys(binder* b, const lm_ast_select* sel,
+                                     const lm_schema* const* in) {
+  lm_ijoin_spec* sp = &b->plan->ijoin;
+  const lm_ast_expr* w[2] = {sel->from_window, sel->join->right_window};
+  int32_t ws[2];
+  for (int i = 0; i < 2; i++) ws[i] = in[i]->ncols - 2;
+  bool keyed = false;
+  for (int32_t k = 0; k < sp->nkeys; k++) {
+    const lm_expr *l = sp->lkeys[k], *r = sp->rkeys[k];
+    keyed = keyed || (l->kind == LM_EXPR_COLUMN && l->column == ws[0] &&
+                      r->kind == LM_EXPR_COLUMN && r->column == ws[1]);
+  }
+  if (!keyed) {
+    lm_error_set(b->err, LAMINAR_ERR_SQL_JOIN_CONDITION,
+                 "a window join at line %d, column %d joins the rows of one window: ON "
+                 "needs %s.window_start = %s.window_start",
+                 (int)sel->join->line, (int)sel->join->column,
+                 b->input_alias ? b->input_alias : b->input_name,
+                 b->right_alias ? b->right_alias : b->right_name);
+    lm_error_at(b->err, sel->join->line, sel->join->column);
+    return LAMINAR_ERR_SQL_JOIN_CONDITION;
+  }
+  sp->ltime = lm_schema_find(in[0], w[0]->args[1]->name);
+  sp->rtime = lm_schema_find(in[1], w[1]->args[1]->name);
+  sp->time_type = LM_TYPE_INT64;
+  return LAMINAR_OK;
+}
+
+/* FROM left [alias] [INNER | LEFT | RIGHT | FULL] JOIN right [alias] ON ...:
+ * the ON's conjuncts split into equalities across the sides (the keys),
+ * comparisons of the two sides' time columns that bound their difference
+ * (l.ts >= r.ts - INTERVAL ..., r.ts BETWEEN l.ts - ... AND l.ts + ...), and
+ * the rest, a residual filter over the joined row. Without a bound on both
+ * ends the join could hold every row forever: LDB-1010. */
+static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
+                                       lm_plan_lookup_fn lookup, void* lookup_arg) {
+  lm_plan* plan = b->plan;
+  const lm_ast_join* jn = sel->join;
+  static const char* const kinds[] = {"JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"};
+  plan->join_kind = kinds[jn->type];
+  bool windowed = sel->from_window != NULL || jn->right_window != NULL;
+  if (windowed && (sel->from_window == NULL || jn->right_window == NULL)) {
+    const lm_ast_expr* w = sel->from_window != NULL ? sel->from_window : jn->right_window;
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w,
+                "a window join takes a window on both sides: FROM tumble(a, ts, size) "
+                "JOIN tumble(b, ts, size) ON a.window_start = b.window_start ...");
+  }
+  const lm_schema* in[2];
+  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, in));
+  plan->interval = true;
+  lm_ijoin_spec* sp = &plan->ijoin;
+  sp->keep_left = jn->type == LM_JOIN_LEFT || jn->type == LM_JOIN_FULL;
+  sp->keep_right = jn->type == LM_JOIN_RIGHT || jn->type == LM_JOIN_FULL;
+  sp->lcols = in[0]->ncols;
+  sp->rcols = in[1]->ncols;
+  enum { MAXC = 64 };
+  const lm_ast_expr* conj[MAXC];
+  int32_t n = 0;
+  LM_TRY(join_conjuncts(b, jn->on, conj, &n, MAXC));
+  lm_expr** keys[2];
+  for (int i = 0; i < 2; i++) {
+    keys[i] = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * MAXC);
+    if (keys[i] == NULL) return NOMEM(b);
+  }
+  sp->lkeys = (const lm_expr* const*)keys[0];
+  sp->rkeys = (const lm_expr* const*)keys[1];
+  time_bound tb = {0};
+  for (int32_t i = 0; i < n; i++) {
+    const lm_ast_expr* c = conj[i];
+    if (c->kind == LM_AST_BINARY && c->op == LM_OP_EQ) {
+      int sl = 0, sr = 0;
+      LM_TRY(join_sides(b, c->left, &sl));
+      LM_TRY(join_sides(b, c->right, &sr));
+      if ((sl == 1 && sr == 2) || (sl == 2 && sr == 1)) {
+        LM_TRY(bind_join_key(b, c, sl == 1 ? c->left : c->right,
+                             sl == 1 ? c->right : c->left, keys, &sp->nkeys));
+        continue;
+      }
+    }
+    bool used = false;
+    if (!windowed) LM_TRY(time_bound_of(b, c, &tb, &used));
+    if (used) continue;
+    lm_expr* e;
+    if (contains_agg(b->funcs, c)) {
+      return fail(b, LAMINAR_ERR_SQL_GROUPING, c, "aggregates are not allowed in ON");
+    }
+    LM_TRY(bind(b, c, MODE_ROW, &e));
+    if (e->type != LM_TYPE_BOOL && e->type != LM_TYPE_NULL) {
+      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, c, "ON needs a BOOLEAN, got %s",
+                  lm_type_name(e->type));
+    }
+    LM_TRY(coerce(b, &e, LM_TYPE_BOOL));
+    if (sp->residual != NULL) {
+      lm_expr*and = new_call(b, LM_XOP_AND, LM_TYPE_BOOL, 2);
+      if (and == NULL) return NOMEM(b);
+      and->args[0] = (lm_expr*)sp->residual;
+      and->args[1] = e;
+      e = and;
+    }
+    sp->residual = e;
+  }
+  if (windowed) return window_join_keys(b, sel, in);
+  if (!tb.has_lo || !tb.has_hi) {
+    lm_error_set(b->err, LAMINAR_ERR_SQL_UNBOUNDED_JOIN,
+                 "%s at line %d, column %d joins two unbounded inputs without a time "
+                 "bound on %s: it would hold every row forever. Bound the time "
+                 "difference on both ends (ON ... AND r.ts BETWEEN l.ts - INTERVAL "
+                 "'1' SECOND AND l.ts + INTERVAL '1' SECOND), or use an ASOF JOIN",
+                 plan->join_kind, (int)jn->line, (int)jn->column,
+                 !tb.has_lo && !tb.has_hi ? "either end"
+                 : tb.has_lo              ? "its upper end"
+                                          : "its lower end");
+    lm_error_at(b->err, jn->line, jn->column);
+    return LAMINAR_ERR_SQL_UNBOUNDED_JOIN;
+  }
+  sp->lo = tb.lo;
+  sp->hi = tb.hi;
+  sp->ltime = tb.lt->column;
+  sp->rtime = tb.rt->column;
+  sp->time_type = tb.lt->type;
+  return LAMINAR_OK;
+}
+
+/* ---- lookup join: a stream with a table -------------------------------------------- */
+
+/* An error at line:column of the statement (no expression to point at). */
+static laminar_code fail_pos(binder* b, laminar_code code, int32_t line, int32_t column,
+                             const char* object, const char* msg) {
+  lm_error_set(b->err, code, "%s at line %d, column %d", msg, (int)line, (int)column);
+  lm_error_at(b->err, line, column);
+  lm_error_object(b->err, object, NULL);
+  return code;
+}
+
+/* FROM s [alias] [INNER | LEFT [OUTER]] JOIN t [alias] ON s.x = t.k [AND ...]
+ * with t a table: one branch (s) without operators, the joined row (s's
+ * columns then t's) as union_schema, the lookup spec from ON, which must be
+ * exactly one `input expression = t.key` per primary-key column of t. */
+static laminar_code bind_lookup_join(binder* b, const lm_ast_select* sel,
+                                     lm_plan_lookup_fn lookup, void* lookup_arg) {
+  lm_plan* plan = b->plan;
+  const lm_ast_join* jn = sel->join;
+  char msg[512];
+  bool src = false, right_src = false;
+  const lm_schema* left = lookup(lookup_arg, sel->from, &src);
+  if (left == NULL) return unknown_input(sel, b->err);
+  const int32_t* keys = NULL;
+  int32_t nkeys = 0;
+  const lm_schema* table =
+      b->tables != NULL ? b->tables(lookup_arg, jn->right, &keys, &nkeys) : NULL;
+  if (table == NULL) {
+    bool exists = lookup(lookup_arg, jn->right, &right_src) != NULL;
+    snprintf(msg, sizeof msg,
+             exists ? "JOIN reads a table (CREATE TABLE): '%s' is a %s; join two "
+                      "streams with ASOF JOIN"
+                    : "no table named '%s'",
+             jn->right, right_src ? "source" : "stream or view");
+    return fail_pos(b,
+                    exists ? LAMINAR_ERR_SQL_UNSUPPORTED : LAMINAR_ERR_SQL_UNKNOWN_OBJECT,
+                    exists ? jn->line : jn->right_line,
+                    exists ? jn->column : jn->right_column, jn->right, msg);
+  }
+  if (jn->as_of != NULL) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, jn->as_of,
+                "FOR SYSTEM_TIME AS OF (a temporal join) is not supported yet: JOIN %s "
+                "without it joins each row with the table's current rows",
+                jn->right);
+  }
+  if (lm_op_view_is_changelog(left)) {
+    snprintf(msg, sizeof msg,
+             "'%s' is a changelog (it ends in _weight): a lookup join over a changelog "
+             "is not supported yet",
+             sel->from);
+    return fail_pos(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->from_line, sel->from_column,
+                    sel->from, msg);
+  }
+  plan->branches = lm_pool_alloc(&plan->pool, sizeof(lm_plan_branch));
+  plan->input = lm_pool_copy(&plan->pool, sel->from, strlen(sel->from) + 1);
+  plan->lookup_table = lm_pool_copy(&plan->pool, jn->right, strlen(jn->right) + 1);
+  if (plan->branches == NULL || plan->input == NULL || plan->lookup_table == NULL)
+    return NOMEM(b);
+  memset(plan->branches, 0, sizeof(lm_plan_branch));
+  plan->branches[0] = (lm_plan_branch){.input = plan->input,
+                                       .input_is_source = src,
+                                       .line = sel->from_line,
+                                       .column = sel->from_column,
+                                       .in_ncols = left->ncols};
+  plan->nbranches = 1;
+  plan->input_is_source = src;
+  for (int32_t c = 0; c < left->ncols; c++)
+    LM_TRY(add_field(b, &plan->union_schema, left->fields[c].name, left->fields[c].type));
+  for (int32_t c = 0; c < table->ncols; c++)
+    LM_TRY(
+        add_field(b, &plan->union_schema, table->fields[c].name, table->fields[c].type));
+  plan->lookup = true;
+  b->input = &plan->union_schema;
+  b->join_left = left;
+  b->join_right = table;
+  b->right_name = jn->right;
+  b->right_alias = jn->right_alias;
+
+  /* ON: one `left expression = t.key` per key column, in any order. */
+  enum { MAXC = 64 };
+  const lm_ast_expr* conj[MAXC];
+  int32_t n = 0;
+  LM_TRY(join_conjuncts(b, jn->on, conj, &n, MAXC));
+  lm_expr** lkeys = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(nkeys + 1));
+  if (lkeys == NULL) return NOMEM(b);
+  memset(lkeys, 0, sizeof(lm_expr*) * (size_t)(nkeys + 1));
+  char key_text[256] = "";
+  for (int32_t k = 0; k < nkeys; k++) {
+    size_t used = strlen(key_text);
+    snprintf(key_text + used, sizeof key_text - used, "%s%s", k ? ", " : "",
+             table->fields[keys[k]].name);
+  }
+  for (int32_t i = 0; i < n; i++) {
+    const lm_ast_expr* c = conj[i];
+    int sl = 0, sr = 0;
+    bool eq = c->kind == LM_AST_BINARY && c->op == LM_OP_EQ;
+    if (eq) {
+      LM_TRY(join_sides(b, c->left, &sl));
+      LM_TRY(join_sides(b, c->right, &sr));
+    }
+    /* The table's side: one bare column of it; the other side the input's. */
+    const lm_ast_expr* ta = sl == 2 ? c->left : c->right;
+    const lm_ast_expr* la = sl == 2 ? c->right : c->left;
+    int32_t side = -1, col = -1, k = 0;
+    if (eq && ((sl == 2 && sr == 1) || (sl == 1 && sr == 2)) && ta->kind == LM_AST_COLUMN)
+      LM_TRY(join_side_of_column(b, ta, &side, &col));
+    while (side == 1 && k < nkeys && keys[k] != col) k++;
+    if (side != 1 || k == nkeys || lkeys[k] != NULL) {
+      return fail(b, LAMINAR_ERR_SQL_LOOKUP_KEY, c,
+                  "a lookup join's ON is `input_column = %s.key` once for each column of "
+                  "the table's primary key (%s), joined by AND%s",
+                  jn->right, key_text,
+                  side == 1 && k == nkeys ? ": this column is not in the key"
+                  : side == 1             ? ": this key column is given twice"
+                                          : "");
+    }
+    lm_expr* l;
+    LM_TRY(bind_join_side(b, 0, la, &l));
+    lm_type want = table->fields[col].type;
+    if (l->type != want && l->type != LM_TYPE_NULL) {
+      return fail(b, LAMINAR_ERR_TYPE_MISMATCH, c,
+                  "lookup join key: %s cannot match the table's key column '%s' (%s)",
+                  lm_type_name(l->type), table->fields[col].name, lm_type_name(want));
+    }
+    lkeys[k] = l;
+  }
+  for (int32_t k = 0; k < nkeys; k++) {
+    if (lkeys[k] != NULL) continue;
+    return fail(b, LAMINAR_ERR_SQL_LOOKUP_KEY, jn->on,
+                "the ON of a lookup join fixes every column of %s's primary key (%s): "
+                "'%s' is missing",
+                jn->right, key_text, table->fields[keys[k]].name);
+  }
+  plan->lk = (lm_lookup_spec){.left_outer = jn->left_outer,
+                              .lcols = left->ncols,
+                              .rcols = table->ncols,
+                              .nkeys = nkeys,
+                              .lkeys = (const lm_expr* const*)lkeys};
+  return LAMINAR_OK;
+}
+
 static void mark_columns(const lm_expr* e, uint8_t* need, int32_t n) {
   if (e == NULL) return;
   if (e->kind == LM_EXPR_COLUMN && e->column >= 0 && e->column < n) need[e->column] = 1;
@@ -1917,6 +2652,18 @@ static laminar_code join_needed_columns(binder* b) {
       mark_columns(w->aggs[i].order, need, n);
     }
   }
+  if (plan->interval) { /* both sides' rows are restored through their keys */
+    lm_ijoin_spec* ij = &plan->ijoin;
+    for (int32_t k = 0; k < ij->nkeys; k++) {
+      mark_columns(ij->lkeys[k], need, ij->lcols);
+      mark_columns(ij->rkeys[k], need + ij->lcols, ij->rcols);
+    }
+    mark_columns(ij->residual, need, n);
+    need[ij->ltime] = 1;
+    need[ij->lcols + ij->rtime] = 1;
+    ij->need = need;
+    return LAMINAR_OK;
+  }
   /* The left side's keys and time (its waiting rows are restored through the
    * key expressions). */
   const lm_asof_spec* j = &plan->join;
@@ -1932,22 +2679,61 @@ static laminar_code join_needed_columns(binder* b) {
 laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
                             void* lookup_arg, const lm_udf_list* funcs, lm_plan* out,
                             laminar_error* err) {
+  return lm_bind_stream_tables(stmt, lookup, NULL, lookup_arg, funcs, out, err);
+}
+
+laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
+                                   lm_plan_table_fn tables, void* lookup_arg,
+                                   const lm_udf_list* funcs, lm_plan* out,
+                                   laminar_error* err) {
   memset(out, 0, sizeof *out);
   lm_pool_init(&out->pool);
   lm_schema_init_empty(&out->out_schema);
   lm_schema_init_empty(&out->agg_schema);
   lm_schema_init_empty(&out->union_schema);
   lm_schema_init_empty(&out->an_schema);
+  lm_schema_init_empty(&out->join_side[0]);
+  lm_schema_init_empty(&out->join_side[1]);
   const lm_ast_select* sel = stmt->select;
   binder b = {.stmt = stmt,
               .plan = out,
               .err = err,
               .input_name = sel->from,
               .input_alias = sel->from_alias,
+              .tables = tables,
               .funcs = funcs};
   laminar_code rc = LAMINAR_OK;
-  if (sel->join != NULL) {
-    rc = bind_join(&b, sel, lookup, lookup_arg);
+  const int32_t* table_keys = NULL;
+  int32_t table_nkeys = 0;
+  if (sel->join != NULL && sel->join->plain && b.tables != NULL &&
+      b.tables(lookup_arg, sel->join->right, &table_keys, &table_nkeys) != NULL) {
+    /* JOIN of a table: a lookup join (an interval join reads two streams) */
+    const lm_ast_join* jn = sel->join;
+    if (jn->type == LM_JOIN_RIGHT || jn->type == LM_JOIN_FULL ||
+        sel->from_window != NULL || jn->right_window != NULL) {
+      lm_error_set(err, LAMINAR_ERR_SQL_UNSUPPORTED,
+                   "a join with table '%s' at line %d, column %d is [INNER] or LEFT "
+                   "JOIN of a stream read by name",
+                   jn->right, (int)jn->line, (int)jn->column);
+      lm_error_at(err, jn->line, jn->column);
+      lm_plan_free(out);
+      return LAMINAR_ERR_SQL_UNSUPPORTED;
+    }
+    rc = bind_lookup_join(&b, sel, lookup, lookup_arg);
+    if (rc == LAMINAR_OK && sel->union_next != NULL) {
+      rc = fail(&b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "UNION ALL of a join is not supported yet: join in a stream of its own "
+                "and read that stream");
+    }
+    if (rc == LAMINAR_OK) rc = bind_select(&b, stmt);
+    if (rc == LAMINAR_OK && (out->windowed || out->analytic)) {
+      rc = fail(&b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
+                "GROUP BY, aggregates and OVER over a lookup join are not supported yet: "
+                "join in a stream of its own and aggregate in a stream reading it");
+    }
+  } else if (sel->join != NULL) {
+    rc = sel->join->asof ? bind_join(&b, sel, lookup, lookup_arg)
+                         : bind_interval_join(&b, sel, lookup, lookup_arg);
     if (rc == LAMINAR_OK && sel->union_next != NULL) {
       rc = fail(&b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
                 "UNION ALL of a join is not supported yet: join in a stream of its own "
@@ -1989,14 +2775,16 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
   return rc;
 }
 
-bool lm_bind_has_aggregate(const lm_ast_expr* e) { return contains_agg(e); }
+bool lm_bind_has_aggregate(const lm_udf_list* funcs, const lm_ast_expr* e) {
+  return contains_agg(funcs, e);
+}
 
 bool lm_bind_ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
   return ast_equal(x, y);
 }
 
 bool lm_bind_is_aggregate_call(const lm_ast_expr* e) {
-  return e != NULL && e->kind == LM_AST_FUNCTION && is_agg_name(e->fname);
+  return e != NULL && e->kind == LM_AST_FUNCTION && is_agg_name(NULL, e->fname);
 }
 
 bool lm_bind_is_window_call(const lm_ast_expr* e) {
@@ -2011,6 +2799,8 @@ void lm_plan_free(lm_plan* plan) {
   lm_schema_free(&plan->out_schema);
   lm_schema_free(&plan->agg_schema);
   lm_schema_free(&plan->an_schema);
+  lm_schema_free(&plan->join_side[0]);
+  lm_schema_free(&plan->join_side[1]);
   lm_pool_free(&plan->pool);
   memset(plan, 0, sizeof *plan);
 }
@@ -2260,7 +3050,7 @@ static laminar_code bind_analytic_call(binder* b, const lm_ast_expr* a,
                                        lm_analytic_call* c) {
   const char* f = a->fname;
   memset(c, 0, sizeof *c);
-  if (is_agg_name(f) && !lm_streq_nocase(f, "first_value") &&
+  if (is_agg_name(NULL, f) && !lm_streq_nocase(f, "first_value") &&
       !lm_streq_nocase(f, "last_value"))
     return bind_analytic_agg(b, a, c);
   static const struct {
@@ -2524,7 +3314,7 @@ static laminar_code bind_analytic_derived(binder* b, const lm_stmt* stmt,
   lm_plan* plan = b->plan;
   bool outer_agg = outer->ngroup > 0 || outer->having != NULL;
   for (size_t i = 0; i < outer->nitems && !outer_agg; i++)
-    outer_agg = contains_agg(outer->items[i].expr);
+    outer_agg = contains_agg(b->funcs, outer->items[i].expr);
   if (inner->from_select != NULL || outer_agg || outer->distinct || outer->norder > 0 ||
       outer->limit >= 0 || outer->qualify != NULL || lm_bind_select_is_analytic(outer) ||
       inner->distinct || inner->norder > 0 || inner->limit >= 0 ||
@@ -2541,7 +3331,7 @@ static laminar_code bind_analytic_derived(binder* b, const lm_stmt* stmt,
   ib.stmt = &is;
   bool inner_agg = inner->ngroup > 0 || inner->having != NULL;
   for (size_t i = 0; i < inner->nitems && !inner_agg; i++)
-    inner_agg = contains_agg(inner->items[i].expr);
+    inner_agg = contains_agg(b->funcs, inner->items[i].expr);
   LM_TRY(bind_where(&ib, inner));
   LM_TRY(bind_analytic(&ib, &is, inner_agg));
   /* The outer query over the inner one's columns. */

@@ -17,8 +17,19 @@ laminar_code lm_bind_stream(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
                             void* lookup_arg, const lm_udf_list* funcs, lm_plan* out,
                             laminar_error* err);
 
-/* True when expression `e` calls an aggregate function anywhere in it. */
-bool lm_bind_has_aggregate(const lm_ast_expr* e);
+/* lm_bind_stream with the tables a lookup join may read (`tables`, called
+ * with lookup_arg; NULL: none, and a plain JOIN is refused). Lookup-join
+ * errors: 1002 no such table, 1005 a JOIN of something that is not a table
+ * (or FOR SYSTEM_TIME AS OF), 1021 an ON that is not one equality per key
+ * column, 2001 a key of another type than the table's. */
+laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup,
+                                   lm_plan_table_fn tables, void* lookup_arg,
+                                   const lm_udf_list* funcs, lm_plan* out,
+                                   laminar_error* err);
+
+/* True when expression `e` calls an aggregate function anywhere in it: a
+ * built-in one or a user-defined one of `funcs` (NULL: built-ins only). */
+bool lm_bind_has_aggregate(const lm_udf_list* funcs, const lm_ast_expr* e);
 /* The binder's structural equality of expressions (how a select item matches
  * a GROUP BY key; column qualifiers are ignored). */
 bool lm_bind_ast_equal(const lm_ast_expr* x, const lm_ast_expr* y);

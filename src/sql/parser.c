@@ -6,6 +6,11 @@
  *
  *   stmt    := CREATE [OR REPLACE] SOURCE [IF NOT EXISTS] name
  *                ( coldef_or_watermark [, ...] ) [WITH ( option [, ...] )]
+ *            | CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name
+ *                ( coldef [PRIMARY KEY] | watermark | PRIMARY KEY ( col [, ...] )
+ *                  [, ...] ) [WITH ( option [, ...] )]
+ *            | INSERT INTO name VALUES ( e [, ...] ) [, ...]
+ *            | DELETE FROM name [WHERE e]
  *            | CREATE [OR REPLACE] (STREAM | [MATERIALIZED] VIEW) [IF NOT EXISTS] name
  *                AS query [emit]
  *            | CREATE [OR REPLACE] SINK [IF NOT EXISTS] name FROM name
@@ -19,8 +24,11 @@
  *   watermark := WATERMARK FOR col [AS col [- INTERVAL ...]]
  *   option  := (name[.name]* | 'key') = ('str' | [-]number | TRUE | FALSE | INTERVAL .. |
  * ${V}) select  := SELECT [DISTINCT|ALL] item [, ...] FROM (name | ( query )) [[AS] alias]
- *              [[LEFT [OUTER]] ASOF [LEFT [OUTER]] JOIN name [[AS] alias]
+ *              [[INNER|LEFT|RIGHT|FULL [OUTER]] JOIN input
+ *                 [FOR SYSTEM_TIME AS OF e] [[AS] alias] ON e
+ *               |[LEFT [OUTER]] ASOF [LEFT [OUTER]] JOIN name [[AS] alias]
  *                 [MATCH_CONDITION ( e )] ON e]
+ *   input   := name | tumble ( name , e , e ) | hop ( name , e , e , e )
  *              [WHERE e]
  *              [GROUP BY e, ...] [HAVING e]
  *              [ORDER BY e [ASC|DESC] [NULLS FIRST|LAST], ...] [LIMIT n] [OFFSET m]
@@ -31,8 +39,9 @@
  * ||; + -;
  * * / %; unary - +; primaries. All binary operators are left-associative.
  *
- * Not parsed in this version (LAMINAR_ERR_SQL_UNSUPPORTED at the token): joins
- * other than ASOF JOIN after a named input, comma joins, subqueries outside FROM, UNION without ALL, CREATE TABLE.
+ * Not parsed in this version (LAMINAR_ERR_SQL_UNSUPPORTED at the token): CROSS,
+ * NATURAL and comma joins, a join after a derived table, subqueries outside FROM, UNION without ALL,
+ * INSERT ... SELECT.
  *
  * Recursion: every recursive path goes through parse_binary(), parse_unary()
  * or parse_statement(), which count depth and stop at LM_SQL_MAX_DEPTH with
@@ -321,6 +330,9 @@ const char* lm_sql_type_name(lm_sql_type type) {
     case LM_SQL_TYPE_DOUBLE: return "DOUBLE";
     case LM_SQL_TYPE_BOOL: return "BOOLEAN";
     case LM_SQL_TYPE_TIMESTAMP: return "TIMESTAMP";
+    case LM_SQL_TYPE_DATE: return "DATE";
+    case LM_SQL_TYPE_INT16: return "SMALLINT";
+    case LM_SQL_TYPE_INT8: return "TINYINT";
   }
   return "UNKNOWN";
 }
@@ -336,12 +348,16 @@ static const struct {
     {"int4", LM_SQL_TYPE_INT32},          {"double", LM_SQL_TYPE_DOUBLE},
     {"float8", LM_SQL_TYPE_DOUBLE},       {"float", LM_SQL_TYPE_DOUBLE},
     {"boolean", LM_SQL_TYPE_BOOL},        {"bool", LM_SQL_TYPE_BOOL},
-    {"timestamp", LM_SQL_TYPE_TIMESTAMP},
+    {"timestamp", LM_SQL_TYPE_TIMESTAMP}, {"date", LM_SQL_TYPE_DATE},
+    {"smallint", LM_SQL_TYPE_INT16},      {"int2", LM_SQL_TYPE_INT16},
+    {"short", LM_SQL_TYPE_INT16},         {"tinyint", LM_SQL_TYPE_INT8},
+    {"int1", LM_SQL_TYPE_INT8},
 };
 
 /* type := VARCHAR[(n)] | TEXT | STRING | BIGINT | INT8 | LONG | INT | INTEGER |
  *         INT4 | DOUBLE [PRECISION] | FLOAT8 | FLOAT | BOOLEAN | BOOL |
- *         TIMESTAMP[(p)]. `column_name` (NULL allowed) goes into the error. */
+ *         TIMESTAMP[(p)] | DATE | SMALLINT | INT2 | SHORT | TINYINT | INT1.
+ *         `column_name` (NULL allowed) goes into the error. */
 static NOINLINE laminar_code parse_type(parser* p, const char* column_name,
                                         lm_sql_type* out) {
   const lm_token t = p->cur;
@@ -360,8 +376,8 @@ static NOINLINE laminar_code parse_type(parser* p, const char* column_name,
     describe(&t, found, sizeof found);
     laminar_code rc =
         fail_at(p, LAMINAR_ERR_UNKNOWN_TYPE, t.line, t.column,
-                "%s is not a type (use VARCHAR, BIGINT, INT, DOUBLE, BOOLEAN "
-                "or TIMESTAMP)",
+                "%s is not a type (use VARCHAR, BIGINT, INT, DOUBLE, BOOLEAN, "
+                "TIMESTAMP or DATE)",
                 found);
     lm_error_object(p->err, NULL, column_name);
     return rc;
@@ -815,6 +831,36 @@ static NOINLINE laminar_code parse_cast(parser* p, lm_ast_expr** out) {
   return LAMINAR_OK;
 }
 
+/* Whether the token after the current one is a string literal (so that
+ * `DATE '2026-01-02'` is a typed literal while `date` alone is a name). */
+static bool next_is_string(const parser* p) {
+  lm_lexer lx = p->lex; /* a copy: the real lexer does not move */
+  lm_token t;
+  laminar_error scratch;
+  return lm_lexer_next(&lx, &t, &scratch) == LAMINAR_OK && t.kind == LM_TOK_STRING;
+}
+
+/* DATE 'text' | TIMESTAMP 'text', the current token being the type word: as
+ * CAST('text' AS type), as in DuckDB (text that does not convert is NULL, see
+ * "Runtime faults" in docs/SQL.md). */
+static NOINLINE laminar_code parse_typed_literal(parser* p, lm_sql_type type,
+                                                 lm_ast_expr** out) {
+  lm_ast_expr* e;
+  NEW_EXPR(e, LM_AST_CAST, p->cur.line, p->cur.column);
+  e->cast_type = type;
+  LM_TRY(advance(p));
+  const lm_token t = p->cur;
+  lm_ast_expr* lit;
+  NEW_EXPR(lit, LM_AST_LITERAL, t.line, t.column);
+  lit->lit = LM_LIT_STRING;
+  LM_TRY(tok_string(p, &t, &lit->s, &lit->slen));
+  e->left = lit;
+  LM_TRY(advance(p));
+  LM_TRY(finish(p, e));
+  *out = e;
+  return LAMINAR_OK;
+}
+
 /* Literals, names, t.name, t.* and function calls (the leaves of parse_primary). */
 static NOINLINE laminar_code parse_leaf(parser* p, lm_ast_expr** out) {
   const lm_token t = p->cur;
@@ -856,6 +902,10 @@ static NOINLINE laminar_code parse_leaf(parser* p, lm_ast_expr** out) {
         return advance(p);
       }
       if (is_kw(&t, "INTERVAL")) return parse_interval(p, out);
+      if ((is_kw(&t, "DATE") || is_kw(&t, "TIMESTAMP")) && next_is_string(p)) {
+        return parse_typed_literal(
+            p, is_kw(&t, "DATE") ? LM_SQL_TYPE_DATE : LM_SQL_TYPE_TIMESTAMP, out);
+      }
       if (is_reserved(&t)) return expected(p, "an expression");
       break;
     case LM_TOK_QIDENT: break;
@@ -1158,39 +1208,102 @@ static laminar_code parse_order_items(parser* p, lm_ast_order_item** out, size_t
   return LAMINAR_OK;
 }
 
-/* [LEFT [OUTER]] ASOF [LEFT [OUTER]] JOIN name [[AS] alias] [MATCH_CONDITION ( e )]
- * ON e (LEFT before ASOF as Snowflake, after as DuckDB), the
- * current token at LEFT or ASOF; anything else a join word starts is
- * LAMINAR_ERR_SQL_UNSUPPORTED at it. */
+/* One input of a FROM clause: `name` or a window table function over it,
+ * `tumble(name, time, size)` / `hop(name, time, size, slide)` (*out_window the
+ * call, else NULL). */
+static laminar_code parse_from_input(parser* p, const char* what, const char** out_name,
+                                     int32_t* out_line, int32_t* out_column,
+                                     lm_ast_expr** out_window) {
+  lm_token name_tok = p->cur;
+  *out_window = NULL;
+  LM_TRY(parse_name(p, what, out_name, out_line, out_column));
+  if (p->cur.kind != LM_TOK_LPAREN ||
+      !(lm_streq_nocase(*out_name, "tumble") || lm_streq_nocase(*out_name, "hop")))
+    return LAMINAR_OK;
+  lm_ast_expr* call;
+  LM_TRY(parse_call(p, &name_tok, &call));
+  if (call->nargs < 1 || call->args[0]->kind != LM_AST_COLUMN ||
+      call->args[0]->table != NULL) {
+    return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, call->line, call->column,
+                   "%s(...) in FROM takes a source or stream name first: %s(input, "
+                   "time_column, INTERVAL ...)",
+                   call->fname, call->fname);
+  }
+  *out_name = call->args[0]->name;
+  *out_line = call->args[0]->line;
+  *out_column = call->args[0]->column;
+  *out_window = call;
+  return LAMINAR_OK;
+}
+
+/* A join after FROM's first input, the current token at its first word:
+ *   [INNER | LEFT [OUTER] | RIGHT [OUTER] | FULL [OUTER]] JOIN input [[AS] alias]
+ *     ON e
+ *   [LEFT [OUTER]] ASOF [LEFT [OUTER]] JOIN name [[AS] alias]
+ *     [MATCH_CONDITION ( e )] ON e
+ * (LEFT before ASOF as Snowflake, after as DuckDB). CROSS, NATURAL, comma
+ * joins and ASOF with RIGHT / FULL are LAMINAR_ERR_SQL_UNSUPPORTED at the
+ * token. */
 static laminar_code parse_join(parser* p, lm_ast_join** out) {
   lm_ast_join* j = lm_arena_alloc(p->arena, sizeof *j);
   if (j == NULL) return nomem(p);
   j->line = p->cur.line;
   j->column = p->cur.column;
-  LM_TRY(accept_kw(p, "LEFT", &j->left_outer));
   bool got;
-  if (j->left_outer) LM_TRY(accept_kw(p, "OUTER", &got));
-  if (!is_kw(&p->cur, "ASOF")) { /* at the join's first word */
+  static const char* const types[] = {"INNER", "LEFT", "RIGHT", "FULL"};
+  for (int i = 0; i < 4; i++) {
+    LM_TRY(accept_kw(p, types[i], &got));
+    if (got) {
+      j->type = (lm_ast_join_type)i;
+      if (i > 0) LM_TRY(accept_kw(p, "OUTER", &got));
+      break;
+    }
+  }
+  LM_TRY(accept_kw(p, "ASOF", &j->asof));
+  if (j->asof && j->type == LM_JOIN_INNER) { /* DuckDB's spelling: ASOF LEFT JOIN */
+    LM_TRY(accept_kw(p, "LEFT", &got));
+    if (got) {
+      j->type = LM_JOIN_LEFT;
+      LM_TRY(accept_kw(p, "OUTER", &got));
+    }
+  }
+  if (j->asof && (j->type == LM_JOIN_RIGHT || j->type == LM_JOIN_FULL)) {
     return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, j->line, j->column,
-                   "only ASOF JOIN is supported yet: FROM a [LEFT] ASOF JOIN b "
+                   "ASOF JOIN is inner or LEFT: FROM a [LEFT] ASOF JOIN b "
                    "MATCH_CONDITION(a.ts >= b.ts) ON a.k = b.k");
   }
-  LM_TRY(advance(p));
-  if (!j->left_outer) { /* DuckDB's spelling: ASOF LEFT JOIN */
-    LM_TRY(accept_kw(p, "LEFT", &j->left_outer));
-    if (j->left_outer) LM_TRY(accept_kw(p, "OUTER", &got));
+  if (!is_kw(&p->cur, "JOIN")) {
+    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
+                   "this join is not supported: FROM a [INNER | LEFT | RIGHT | FULL] "
+                   "JOIN b ON ..., or FROM a [LEFT] ASOF JOIN b ...");
   }
-  LM_TRY(expect_kw(p, "JOIN"));
-  LM_TRY(parse_name(p, "a source or stream name after ASOF JOIN", &j->right,
-                    &j->right_line, &j->right_column));
+  j->left_outer = j->type == LM_JOIN_LEFT;
+  LM_TRY(advance(p));
+  if (j->asof) {
+    LM_TRY(parse_name(p, "a source or stream name after ASOF JOIN", &j->right,
+                      &j->right_line, &j->right_column));
+  } else {
+    j->plain = true;
+    LM_TRY(parse_from_input(p, "a source, stream or table name after JOIN", &j->right,
+                            &j->right_line, &j->right_column, &j->right_window));
+    if (is_kw(&p->cur, "FOR")) { /* a temporal join of a table */
+      LM_TRY(advance(p));
+      LM_TRY(expect_kw(p, "SYSTEM_TIME"));
+      LM_TRY(expect_kw(p, "AS"));
+      LM_TRY(expect_kw(p, "OF"));
+      LM_TRY(parse_expr(p, &j->as_of));
+    }
+  }
   if (!is_kw(&p->cur, "MATCH_CONDITION") && !is_kw(&p->cur, "ON")) {
     LM_TRY(parse_alias(p, true, &j->right_alias));
   }
-  LM_TRY(accept_kw(p, "MATCH_CONDITION", &got));
-  if (got) {
-    LM_TRY(expect(p, LM_TOK_LPAREN));
-    LM_TRY(parse_expr(p, &j->match));
-    LM_TRY(expect(p, LM_TOK_RPAREN));
+  if (j->asof) {
+    LM_TRY(accept_kw(p, "MATCH_CONDITION", &got));
+    if (got) {
+      LM_TRY(expect(p, LM_TOK_LPAREN));
+      LM_TRY(parse_expr(p, &j->match));
+      LM_TRY(expect(p, LM_TOK_RPAREN));
+    }
   }
   LM_TRY(expect_kw(p, "ON"));
   LM_TRY(parse_expr(p, &j->on));
@@ -1235,8 +1348,8 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
     LM_TRY(parse_alias(p, true, &s->from_alias));
     if (s->from_alias != NULL) s->from = s->from_alias;
   } else {
-    LM_TRY(parse_name(p, "a source or stream name", &s->from, &s->from_line,
-                      &s->from_column));
+    LM_TRY(parse_from_input(p, "a source or stream name", &s->from, &s->from_line,
+                            &s->from_column, &s->from_window));
     LM_TRY(parse_alias(p, true, &s->from_alias));
     for (size_t i = p->ncte; i-- > 0;) { /* a CTE in scope, innermost first */
       if (lm_streq_nocase(p->ctes[i].name, s->from)) {
@@ -1245,12 +1358,23 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
       }
     }
   }
-  if (s->from_select == NULL && (is_kw(&p->cur, "ASOF") || is_kw(&p->cur, "LEFT"))) {
+  if (s->from_select == NULL && is_join_word(&p->cur) && p->cur.kind != LM_TOK_COMMA &&
+      !is_kw(&p->cur, "CROSS") && !is_kw(&p->cur, "NATURAL")) {
     LM_TRY(parse_join(p, &s->join));
+  }
+  if (s->from_window != NULL && s->join == NULL) {
+    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, s->from_window->line,
+                   s->from_window->column,
+                   "%s(...) in FROM is a side of a window join (FROM tumble(a, ts, "
+                   "size) JOIN tumble(b, ts, size) ON ...); to aggregate over windows, "
+                   "GROUP BY %s(ts, ...)",
+                   s->from_window->fname, s->from_window->fname);
   }
   if (is_join_word(&p->cur)) {
     return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
-                   "joins are not supported yet: FROM takes a single source or stream");
+                   "this join is not supported: FROM takes one input or one join of "
+                   "two named inputs (a JOIN b ON ...); join in a stream of its own "
+                   "and read that stream");
   }
 
   LM_TRY(accept_kw(p, "WHERE", &got));
@@ -1451,6 +1575,107 @@ static laminar_code parse_watermark(parser* p, lm_stmt* s) {
   return LAMINAR_OK;
 }
 
+/* One more column of CREATE TABLE's primary key (a name given twice, or a
+ * second PRIMARY KEY clause, is a syntax error). */
+static laminar_code add_key_column(parser* p, lm_stmt* s, const char* name, int32_t line,
+                                   int32_t column) {
+  for (size_t i = 0; i < s->npkey; i++) {
+    if (strcmp(s->pkey[i], name) == 0) {
+      return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, line, column,
+                     "column '%s' is in the primary key twice", name);
+    }
+  }
+  size_t n = s->npkey + 1;
+  const char** names = lm_arena_alloc(p->arena, n * sizeof *names);
+  int32_t* lines = lm_arena_alloc(p->arena, n * sizeof *lines);
+  int32_t* cols = lm_arena_alloc(p->arena, n * sizeof *cols);
+  if (names == NULL || lines == NULL || cols == NULL) return nomem(p);
+  for (size_t i = 0; i < s->npkey; i++) {
+    names[i] = s->pkey[i];
+    lines[i] = s->pkey_line[i];
+    cols[i] = s->pkey_column[i];
+  }
+  names[s->npkey] = name;
+  lines[s->npkey] = line;
+  cols[s->npkey] = column;
+  s->pkey = names;
+  s->pkey_line = lines;
+  s->pkey_column = cols;
+  s->npkey = n;
+  return LAMINAR_OK;
+}
+
+/* PRIMARY KEY ( col [, ...] ) inside CREATE TABLE's parentheses. */
+static laminar_code parse_primary_key(parser* p, lm_stmt* s) {
+  if (s->npkey > 0) {
+    return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, p->cur.line, p->cur.column,
+                   "a table can have only one PRIMARY KEY");
+  }
+  LM_TRY(advance(p));
+  LM_TRY(expect_kw(p, "KEY"));
+  LM_TRY(expect(p, LM_TOK_LPAREN));
+  bool got;
+  do {
+    const char* name;
+    int32_t line, column;
+    LM_TRY(parse_name(p, "a key column", &name, &line, &column));
+    LM_TRY(add_key_column(p, s, name, line, column));
+    LM_TRY(accept(p, LM_TOK_COMMA, &got));
+  } while (got);
+  return expect(p, LM_TOK_RPAREN);
+}
+
+/* INSERT INTO name VALUES ( e [, ...] ) [, ( ... ) ...] */
+static laminar_code parse_insert(parser* p, lm_stmt* s) {
+  s->kind = LM_STMT_INSERT;
+  s->object = LM_OBJ_TABLE;
+  LM_TRY(advance(p));  // INSERT
+  LM_TRY(expect_kw(p, "INTO"));
+  LM_TRY(parse_name(p, "a table name", &s->name, &s->name_line, &s->name_column));
+  if (!is_kw(&p->cur, "VALUES")) {
+    if (is_kw(&p->cur, "SELECT") || p->cur.kind == LM_TOK_LPAREN) {
+      return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
+                     "INSERT INTO takes VALUES (...) in this version (no column list, "
+                     "no SELECT)");
+    }
+    return expected(p, "VALUES");
+  }
+  LM_TRY(advance(p));
+  size_t cap = 0, count = 0;
+  bool more;
+  do {
+    LM_TRY(expect(p, LM_TOK_LPAREN));
+    lm_ast_expr** row;
+    size_t n;
+    LM_TRY(parse_expr_list(p, &row, &n));
+    if (s->nrows == 0) {
+      s->nvalues = n;
+    } else if (n != s->nvalues) {
+      return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, row[0]->line, row[0]->column,
+                     "every VALUES row needs %zu values, this one has %zu", s->nvalues,
+                     n);
+    }
+    for (size_t i = 0; i < n; i++) PUSH(p, s->values, count, cap, row[i]);
+    s->nrows++;
+    LM_TRY(expect(p, LM_TOK_RPAREN));
+    LM_TRY(accept(p, LM_TOK_COMMA, &more));
+  } while (more);
+  return LAMINAR_OK;
+}
+
+/* DELETE FROM name [WHERE e] */
+static laminar_code parse_delete(parser* p, lm_stmt* s) {
+  s->kind = LM_STMT_DELETE;
+  s->object = LM_OBJ_TABLE;
+  LM_TRY(advance(p));  // DELETE
+  LM_TRY(expect_kw(p, "FROM"));
+  LM_TRY(parse_name(p, "a table name", &s->name, &s->name_line, &s->name_column));
+  bool got;
+  LM_TRY(accept_kw(p, "WHERE", &got));
+  if (got) LM_TRY(parse_expr(p, &s->where));
+  return LAMINAR_OK;
+}
+
 /* ( coldef | watermark [, ...] ) [WITH (...)] after CREATE SOURCE name. */
 static laminar_code parse_source_body(parser* p, lm_stmt* s) {
   const lm_token open = p->cur;
@@ -1460,6 +1685,8 @@ static laminar_code parse_source_body(parser* p, lm_stmt* s) {
   do {
     if (is_kw(&p->cur, "WATERMARK")) {
       LM_TRY(parse_watermark(p, s));
+    } else if (s->kind == LM_STMT_CREATE_TABLE && is_kw(&p->cur, "PRIMARY")) {
+      LM_TRY(parse_primary_key(p, s));
     } else {
       lm_ast_column_def col = {NULL, LM_SQL_TYPE_STRING, false, 0, 0};
       LM_TRY(
@@ -1473,6 +1700,13 @@ static laminar_code parse_source_body(parser* p, lm_stmt* s) {
         LM_TRY(accept_kw(p, "NULL", &got));
       }
       PUSH(p, s->columns, s->ncolumns, cap, col);
+      if (s->kind == LM_STMT_CREATE_TABLE && is_kw(&p->cur, "PRIMARY")) {
+        /* k BIGINT PRIMARY KEY: the key is that one column */
+        const lm_token at = p->cur;
+        LM_TRY(advance(p));
+        LM_TRY(expect_kw(p, "KEY"));
+        LM_TRY(add_key_column(p, s, col.name, at.line, at.column));
+      }
     }
     LM_TRY(accept(p, LM_TOK_COMMA, &got));
   } while (got);
@@ -1481,7 +1715,12 @@ static laminar_code parse_source_body(parser* p, lm_stmt* s) {
   }
   if (s->ncolumns == 0) {
     return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, open.line, open.column,
-                   "source '%s' needs at least one column", s->name);
+                   "%s '%s' needs at least one column",
+                   s->kind == LM_STMT_CREATE_TABLE ? "table" : "source", s->name);
+  }
+  if (s->kind == LM_STMT_CREATE_TABLE && s->npkey == 0) {
+    return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, open.line, open.column,
+                   "table '%s' needs a PRIMARY KEY (col [, ...])", s->name);
   }
   LM_TRY(advance(p));
   if (is_kw(&p->cur, "WITH")) LM_TRY(parse_options(p, s));
@@ -1524,16 +1763,17 @@ static laminar_code parse_create(parser* p, lm_stmt* s) {
     s->kind = LM_STMT_CREATE_SINK;
     s->object = LM_OBJ_SINK;
   } else if (is_kw(&what, "TABLE")) {
-    return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, what.line, what.column,
-                   "CREATE TABLE is not supported yet");
+    s->kind = LM_STMT_CREATE_TABLE;
+    s->object = LM_OBJ_TABLE;
   } else {
-    return expected(p, "SOURCE, STREAM, MATERIALIZED VIEW or SINK after CREATE");
+    return expected(p, "SOURCE, TABLE, STREAM, MATERIALIZED VIEW or SINK after CREATE");
   }
   LM_TRY(advance(p));
   LM_TRY(parse_if_not_exists(p, &s->if_not_exists));
   LM_TRY(parse_name(p, "a name", &s->name, &s->name_line, &s->name_column));
   switch (s->kind) {
-    case LM_STMT_CREATE_SOURCE: return parse_source_body(p, s);
+    case LM_STMT_CREATE_SOURCE:
+    case LM_STMT_CREATE_TABLE: return parse_source_body(p, s);
     case LM_STMT_CREATE_SINK:
       LM_TRY(expect_kw(p, "FROM"));
       LM_TRY(parse_name(p, "a stream name", &s->sink_from, &s->sink_from_line,
@@ -1568,11 +1808,10 @@ static laminar_code parse_object_kind(parser* p, bool plural, lm_stmt* s) {
     const char* one;
     const char* many;
     lm_object_kind kind;
-  } words[] = {{"SOURCE", "SOURCES", LM_OBJ_SOURCE},
-               {"STREAM", "STREAMS", LM_OBJ_STREAM},
-               {"VIEW", "VIEWS", LM_OBJ_VIEW},
-               {"SINK", "SINKS", LM_OBJ_SINK},
-               {"FUNCTION", "FUNCTIONS", LM_OBJ_FUNCTION}};
+  } words[] = {
+      {"SOURCE", "SOURCES", LM_OBJ_SOURCE}, {"STREAM", "STREAMS", LM_OBJ_STREAM},
+      {"VIEW", "VIEWS", LM_OBJ_VIEW},       {"SINK", "SINKS", LM_OBJ_SINK},
+      {"TABLE", "TABLES", LM_OBJ_TABLE},    {"FUNCTION", "FUNCTIONS", LM_OBJ_FUNCTION}};
   bool got;
   LM_TRY(accept_kw(p, "MATERIALIZED", &got));
   if (got) {
@@ -1587,9 +1826,9 @@ static laminar_code parse_object_kind(parser* p, bool plural, lm_stmt* s) {
       return advance(p);
     }
   }
-  return expected(p, plural
-                         ? "SOURCES, STREAMS, VIEWS, SINKS or FUNCTIONS"
-                         : "SOURCE, STREAM, VIEW, MATERIALIZED VIEW, SINK or FUNCTION");
+  return expected(p, plural ? "SOURCES, TABLES, STREAMS, VIEWS, SINKS or FUNCTIONS"
+                            : "SOURCE, TABLE, STREAM, VIEW, MATERIALIZED VIEW, SINK or "
+                              "FUNCTION");
 }
 
 static laminar_code parse_statement(parser* p, lm_stmt** out);
@@ -1609,6 +1848,8 @@ static laminar_code parse_statement_inner(parser* p, lm_stmt* s) {
     }
     return parse_name(p, "a name", &s->name, &s->name_line, &s->name_column);
   }
+  if (is_kw(&t, "INSERT")) return parse_insert(p, s);
+  if (is_kw(&t, "DELETE")) return parse_delete(p, s);
   if (is_kw(&t, "SHOW")) {
     s->kind = LM_STMT_SHOW;
     LM_TRY(advance(p));
@@ -1634,7 +1875,9 @@ static laminar_code parse_statement_inner(parser* p, lm_stmt* s) {
     LM_TRY(parse_query(p, &s->select));
     return parse_emit(p, &s->emit);
   }
-  return expected(p, "a statement (CREATE, DROP, SHOW, DESCRIBE, EXPLAIN or SELECT)");
+  return expected(p,
+                  "a statement (CREATE, DROP, INSERT, DELETE, SHOW, DESCRIBE, EXPLAIN or "
+                  "SELECT)");
 }
 
 static laminar_code parse_statement(parser* p, lm_stmt** out) {
@@ -1676,7 +1919,7 @@ laminar_code lm_sql_parse(lm_arena* arena, const char* sql, lm_stmt*** out,
     p.stmt_start = p.cur.offset;
     p.stmt_line = p.cur.line;
     p.stmt_column = p.cur.column;
-    lm_stmt* s;
+    lm_stmt* s = NULL;
     LM_TRY(parse_statement(&p, &s));
     p.in_stmt = false;
     PUSH(&p, stmts, n, cap, s);

@@ -75,6 +75,14 @@ typedef struct lm_plan {
   /* WITH (max_state_bytes = ...): bound on the stream's keyed state; 0: only
    * the database's (config max_state_bytes). */
   int64_t max_state_bytes;
+  /* Per-key watermarks (its source's watermark_key; set by db/catalog.c for
+   * a window reading such a source directly): the window closes per value
+   * of input column wm_key_col (of type wm_key_type) on that key's largest
+   * time in wm_ts_col less wm_delay_ms (op/keyed_window.c). */
+  bool keyed_wm;
+  int32_t wm_key_col, wm_ts_col;
+  lm_type wm_key_type;
+  int64_t wm_delay_ms;
   lm_window_spec window; /* keys/aggs point into the pool */
   lm_schema agg_schema;  /* window_start, window_end, keys..., aggs... */
   lm_expr* having;       /* over agg_schema, NULL if none */
@@ -85,9 +93,26 @@ typedef struct lm_plan {
    * pool). The plan's line/column of the join: join_line/join_column. */
   bool joined;
   lm_asof_spec join;
+  /* An interval or window join (a JOIN without ASOF): the chain starts with
+   * the interval join operator (op.h lm_ijoin_spec) instead. */
+  bool interval;
+  lm_ijoin_spec ijoin;
+  /* A window join (FROM tumble(a, ...) JOIN tumble(b, ...)): each side's
+   * branch projects its input's columns then window_start, window_end, the
+   * columns of join_side[i] (the join's inputs); empty otherwise. */
+  lm_schema join_side[2];
   int32_t join_line, join_column;
-  const char* join_kind; /* "ASOF JOIN" / "LEFT ASOF JOIN" (EXPLAIN) */
-  lm_expr** post_exprs;  /* over agg_schema, one per output column */
+  const char* join_kind; /* "ASOF JOIN", "LEFT ASOF JOIN", "FULL JOIN"... (EXPLAIN) */
+  /* Lookup join (`FROM s [LEFT] JOIN t ON ...`, t a table): one branch (the
+   * stream's input, without operators); union_schema the joined row (the
+   * input's columns then the table's), which the rest of the plan reads; the
+   * chain starts with the lookup operator (op.h lm_lookup_spec, key
+   * expressions in the pool), pointed at the table's operator by the
+   * catalog (lookup_table, in the pool). */
+  bool lookup;
+  lm_lookup_spec lk;
+  char* lookup_table;
+  lm_expr** post_exprs; /* over agg_schema, one per output column */
   int32_t npost;
   /* analytic shape (OVER (...) calls in a plain query):
    *   analytic(WHERE filter, partition keys, calls; rows in event-time order)
@@ -101,6 +126,13 @@ typedef struct lm_plan {
    * each (dropped by lm_plan_free). */
   lm_udf_list udfs;
 } lm_plan;
+
+/* The tables the binder may join (lookup joins): for a table `name`, its
+ * columns (without _weight) and its primary key's column indexes; NULL when
+ * `name` is no table. */
+typedef const lm_schema* (*lm_plan_table_fn)(void* arg, const char* name,
+                                             const int32_t** out_keys,
+                                             int32_t* out_nkeys);
 
 void lm_plan_free(lm_plan* plan);
 

@@ -249,9 +249,7 @@ void lm_state_table_put_value(lm_vec* ov, const lm_state_keycol* kc, int64_t g,
   switch (kc->type) {
     case LM_TYPE_STRING: ((lm_str*)ov->data)[row] = kc->s[g]; break;
     case LM_TYPE_DOUBLE: ((double*)ov->data)[row] = kc->d[g]; break;
-    case LM_TYPE_INT32: ((int32_t*)ov->data)[row] = (int32_t)kc->i[g]; break;
-    case LM_TYPE_BOOL: ((uint8_t*)ov->data)[row] = (uint8_t)kc->i[g]; break;
-    default: ((int64_t*)ov->data)[row] = kc->i[g]; break;
+    default: lm_vec_int_put(kc->type, (void*)ov->data, row, kc->i[g]); break;
   }
 }
 

@@ -187,13 +187,9 @@ laminar_code lm_state_table_copy_keys(lm_state_table* to, int64_t a,
  * h), or -1 when none. */
 int64_t lm_state_table_find_row(const lm_state_table* t, uint64_t h,
                                 const lm_state_table* from, int64_t g);
-/* Row `row` of an integer-like column (INT32, BOOL, INT64, TIMESTAMP). */
+/* Row `row` of an integer-like column (lm_vec_int_at). */
 static inline int64_t lm_state_vec_int(const lm_vec* v, int64_t row) {
-  switch (v->type) {
-    case LM_TYPE_INT32: return ((const int32_t*)v->data)[row];
-    case LM_TYPE_BOOL: return ((const uint8_t*)v->data)[row];
-    default: return ((const int64_t*)v->data)[row];
-  }
+  return lm_vec_int_at(v, row);
 }
 
 /* Whether row g's keys equal row `row` of `keys`. (Inline, as the lookup:

@@ -19,6 +19,9 @@ const char* laminar_errstr(laminar_code code) {
     case LAMINAR_ERR_SQL_DEPENDENCY: return "object is in use";
     case LAMINAR_ERR_SQL_LIMIT: return "SQL statement too large or too deep";
     case LAMINAR_ERR_SQL_JOIN_CONDITION: return "join condition not supported";
+    case LAMINAR_ERR_SQL_UNBOUNDED_JOIN: return "join without a time bound";
+    case LAMINAR_ERR_SQL_TABLE_KEY: return "the statement does not fix the primary key";
+    case LAMINAR_ERR_SQL_LOOKUP_KEY: return "the join does not fix the table's key";
     case LAMINAR_ERR_SQL_NOT_MATERIALIZED: return "not a materialized view";
     case LAMINAR_ERR_SQL_UNDEFINED_VARIABLE: return "undefined variable";
     case LAMINAR_ERR_SQL_UNKNOWN_FUNCTION: return "unknown function";

@@ -16,6 +16,9 @@ const char* lm_type_name(lm_type type) {
     case LM_TYPE_DOUBLE: return "DOUBLE";
     case LM_TYPE_STRING: return "VARCHAR";
     case LM_TYPE_TIMESTAMP: return "TIMESTAMP";
+    case LM_TYPE_DATE: return "DATE";
+    case LM_TYPE_INT16: return "SMALLINT";
+    case LM_TYPE_INT8: return "TINYINT";
     case LM_TYPE_NULL: return "NULL";
   }
   return "?";

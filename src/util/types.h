@@ -14,13 +14,16 @@
 
 /* Logical types. Values are stable (they appear in snapshots). */
 typedef enum lm_type {
-  LM_TYPE_NULL = 0,     /* the type of a bare NULL literal before binding */
-  LM_TYPE_BOOL = 1,     /* data: uint8_t per row, 0 or 1 */
-  LM_TYPE_INT32 = 2,    /* data: int32_t per row */
-  LM_TYPE_INT64 = 3,    /* data: int64_t per row */
-  LM_TYPE_DOUBLE = 4,   /* data: double per row */
-  LM_TYPE_STRING = 5,   /* data: lm_str per row (UTF-8, not NUL-terminated) */
-  LM_TYPE_TIMESTAMP = 6 /* data: int64_t microseconds since the epoch, no zone */
+  LM_TYPE_NULL = 0,      /* the type of a bare NULL literal before binding */
+  LM_TYPE_BOOL = 1,      /* data: uint8_t per row, 0 or 1 */
+  LM_TYPE_INT32 = 2,     /* data: int32_t per row */
+  LM_TYPE_INT64 = 3,     /* data: int64_t per row */
+  LM_TYPE_DOUBLE = 4,    /* data: double per row */
+  LM_TYPE_STRING = 5,    /* data: lm_str per row (UTF-8, not NUL-terminated) */
+  LM_TYPE_TIMESTAMP = 6, /* data: int64_t microseconds since the epoch, no zone */
+  LM_TYPE_DATE = 7,      /* data: int32_t days since 1970-01-01 (Arrow date32) */
+  LM_TYPE_INT16 = 8,     /* data: int16_t per row (SMALLINT) */
+  LM_TYPE_INT8 = 9       /* data: int8_t per row (TINYINT) */
 } lm_type;
 
 /* A borrowed string: `len` bytes at `ptr` (ptr may be NULL when len is 0). */
@@ -56,8 +59,11 @@ typedef struct lm_schema {
 /* Size in bytes of one value of `type` in an lm_vec's data. */
 static inline int64_t lm_type_width(lm_type type) {
   switch (type) {
-    case LM_TYPE_BOOL: return 1;
-    case LM_TYPE_INT32: return 4;
+    case LM_TYPE_BOOL:
+    case LM_TYPE_INT8: return 1;
+    case LM_TYPE_INT16: return 2;
+    case LM_TYPE_INT32:
+    case LM_TYPE_DATE: return 4;
     case LM_TYPE_INT64:
     case LM_TYPE_TIMESTAMP:
     case LM_TYPE_DOUBLE: return 8;
@@ -67,8 +73,34 @@ static inline int64_t lm_type_width(lm_type type) {
   return 1;
 }
 
+/* Row `row` of a column stored as an integer (BOOL, INT8, INT16, INT32, DATE,
+ * INT64, TIMESTAMP), widened to 64 bits. */
+static inline int64_t lm_vec_int_at(const lm_vec* v, int64_t row) {
+  switch (v->type) {
+    case LM_TYPE_BOOL: return ((const uint8_t*)v->data)[row];
+    case LM_TYPE_INT8: return ((const int8_t*)v->data)[row];
+    case LM_TYPE_INT16: return ((const int16_t*)v->data)[row];
+    case LM_TYPE_INT32:
+    case LM_TYPE_DATE: return ((const int32_t*)v->data)[row];
+    default: return ((const int64_t*)v->data)[row];
+  }
+}
+
+/* Store x (a value of `type`, widened as lm_vec_int_at gives it) at `row` of
+ * data laid out as `type` says. */
+static inline void lm_vec_int_put(lm_type type, void* data, int64_t row, int64_t x) {
+  switch (type) {
+    case LM_TYPE_BOOL: ((uint8_t*)data)[row] = (uint8_t)x; break;
+    case LM_TYPE_INT8: ((int8_t*)data)[row] = (int8_t)x; break;
+    case LM_TYPE_INT16: ((int16_t*)data)[row] = (int16_t)x; break;
+    case LM_TYPE_INT32:
+    case LM_TYPE_DATE: ((int32_t*)data)[row] = (int32_t)x; break;
+    default: ((int64_t*)data)[row] = x; break;
+  }
+}
+
 /* SQL name of a type ("VARCHAR", "BIGINT", "INT", "DOUBLE", "BOOLEAN",
- * "TIMESTAMP", "NULL"). */
+ * "TIMESTAMP", "DATE", "SMALLINT", "TINYINT", "NULL"). */
 const char* lm_type_name(lm_type type);
 
 /* Schema helpers (util/types.c). lm_schema_init_empty sets ncols=0, fields=NULL.

@@ -22,10 +22,28 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Create /tmp/<prefix>XXXXXX into buf; 0 on success. */
-static inline int lm_test_mkdtemp(char* buf, size_t cap, const char* prefix) {
-  snprintf(buf, cap, "/tmp/%sXXXXXX", prefix);
+/* Create <base>/<prefix>XXXXXX into buf; 0 on success, -1 when it does not
+ * fit in cap or mkdtemp fails. base: $LAMINAR_TEST_TMPDIR when set (the test
+ * command points it at a RAM disk where there is room, scripts/test.sh: what
+ * the tests prove does not depend on the medium -- kill -9 keeps the page
+ * cache, test_store_powerloss models lost syncs itself -- and sync WAL runs
+ * are I/O bound on a disk), else $TMPDIR, else /tmp. lm_test_mkdtemp_disk
+ * skips the RAM disk: the storage layer's own tests, which probe O_DIRECT
+ * (tmpfs has none). */
+static inline int lm_test_mkdtemp_at_(char* buf, size_t cap, const char* prefix,
+                                      bool ram) {
+  const char* base = ram ? getenv("LAMINAR_TEST_TMPDIR") : NULL;
+  if (base == NULL || base[0] == '\0') base = getenv("TMPDIR");
+  if (base == NULL || base[0] == '\0') base = "/tmp";
+  int n = snprintf(buf, cap, "%s/%sXXXXXX", base, prefix);
+  if (n < 0 || (size_t)n >= cap) return -1;
   return mkdtemp(buf) != NULL ? 0 : -1;
+}
+static inline int lm_test_mkdtemp(char* buf, size_t cap, const char* prefix) {
+  return lm_test_mkdtemp_at_(buf, cap, prefix, true);
+}
+static inline int lm_test_mkdtemp_disk(char* buf, size_t cap, const char* prefix) {
+  return lm_test_mkdtemp_at_(buf, cap, prefix, false);
 }
 
 /* Remove the files of dir, then dir. */

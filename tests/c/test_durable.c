@@ -80,7 +80,9 @@ static int test_settings(void) {
  * checkpoints held one state per partition: no partition count, one state per
  * stream (every stream must have one partition), and no identities (format 3
  * added each object's incarnation and fingerprint), no input watermarks
- * (format 4: none here, the pipeline's streams have one input each). */
+ * (format 4: none here, the pipeline's streams have one input each), no
+ * reactor state of sources (format 5: here active, without per-key
+ * watermarks). */
 static int downgrade_checkpoint(const char* dir) {
   char cdir[600];
   snprintf(cdir, sizeof cdir, "%s/checkpoints", dir);
@@ -97,7 +99,7 @@ static int downgrade_checkpoint(const char* dir) {
   lm_state_writer w;
   lm_state_writer_init(&w);
   lm_state_put_u32(&w, lm_state_get_u32(&r)); /* magic */
-  EXPECT(lm_state_get_u32(&r) == 4);
+  EXPECT(lm_state_get_u32(&r) == 5);
   lm_state_put_u32(&w, 1);
   lm_state_put_i64(&w, lm_state_get_i64(&r)); /* epoch */
   uint32_t n = lm_state_get_u32(&r);
@@ -108,6 +110,7 @@ static int downgrade_checkpoint(const char* dir) {
     lm_state_put_bytes(&w, name.ptr, (size_t)name.len);
     for (int k = 0; k < 3; k++) lm_state_put_i64(&w, lm_state_get_i64(&r));
     for (int k = 0; k < 2; k++) (void)lm_state_get_i64(&r); /* incarnation, fingerprint */
+    EXPECT(lm_state_get_bytes(&r).len == 1); /* active (u8), no per-key watermarks */
   }
   n = lm_state_get_u32(&r);
   lm_state_put_u32(&w, n);

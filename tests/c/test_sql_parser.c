@@ -761,10 +761,13 @@ static int test_errors(void) {
   EXPECT(fails_at("SELECT FROM t", SYN, 1, 8, "expected an expression but found 'FROM'"));
   /* Assorted. */
   EXPECT(fails_at("FROB x", SYN, 1, 1, "expected a statement"));
-  EXPECT(fails_at("CREATE TABLE t (a INT)", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 8,
-                  "CREATE TABLE"));
-  EXPECT(fails_at("SELECT a FROM t JOIN u ON a = b", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 17,
+  EXPECT(fails_at("CREATE TABLE t (a INT)", SYN, 1, 16, "PRIMARY KEY"));
+  EXPECT(fails_at("SELECT a FROM t CROSS JOIN u", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 17,
                   "join"));
+  EXPECT(fails_at("SELECT a FROM t FULL ASOF JOIN u ON a = b",
+                  LAMINAR_ERR_SQL_UNSUPPORTED, 1, 17, "ASOF JOIN is inner or LEFT"));
+  EXPECT(fails_at("SELECT a FROM tumble(t, ts, INTERVAL '1' SECOND)",
+                  LAMINAR_ERR_SQL_UNSUPPORTED, 1, 15, "window join"));
   EXPECT(fails_at("SELECT a FROM t, u", LAMINAR_ERR_SQL_UNSUPPORTED, 1, 16, "join"));
   /* FROM ( query ) parses (a derived table); UNION without ALL does not. */
   EXPECT(fails_at("SELECT a FROM (SELECT 1)", LAMINAR_ERR_SQL_SYNTAX, 1, 24, "FROM"));
@@ -810,8 +813,8 @@ static int test_errors(void) {
   EXPECT(fails_at("CREATE STREAM s SELECT a FROM t", SYN, 1, 17, "expected 'AS'"));
   EXPECT(
       fails_at("CREATE MATERIALIZED STREAM s AS SELECT a FROM t", SYN, 1, 21, "'VIEW'"));
-  EXPECT(fails_at("DROP TABLE t", SYN, 1, 6, "SOURCE, STREAM"));
-  EXPECT(fails_at("SHOW TABLES", SYN, 1, 6, "SOURCES, STREAMS"));
+  EXPECT(fails_at("DROP TABEL t", SYN, 1, 6, "SOURCE, TABLE, STREAM"));
+  EXPECT(fails_at("SHOW TABELS", SYN, 1, 6, "SOURCES, TABLES, STREAMS"));
   EXPECT(fails_at("DESCRIBE", SYN, 1, 9, "expected a name but found end of input"));
   EXPECT(fails_at("SELECT a FROM t WHERE (a = 1", SYN, 1, 29, "expected ')'"));
   EXPECT(fails_at("SELECT a FROM t;\n\n  SELECT 'x", SYN, 3, 10, "unterminated string"));

@@ -20,24 +20,13 @@
  */
 #include "lm_test_fs.h" /* first: _GNU_SOURCE */
 
+#include "held_view_util.h"
 #include "lm_test.h"
 #include "lm_test_durable.h"
 #include "views_util.h"
 
 #include <math.h>
 #include <stdlib.h>
-
-#define NKEYS 5
-#define MAXHELD 4096
-
-static const char* const KEYS[NKEYS] = {"a", "b", "c", "d", "e"};
-
-/* The rows a key holds (weight 1 each; v_null for a NULL v). */
-typedef struct held {
-  int64_t v[MAXHELD];
-  int nul[MAXHELD];
-  int n;
-} held;
 
 static const char* SOURCE_SQL = "CREATE SOURCE t (k VARCHAR, v BIGINT, _weight BIGINT);";
 static const char* VIEW_SQL =
@@ -143,13 +132,7 @@ static int check_view(laminar_db* db, const held* h) {
     if (rv.array.release == NULL) break;
     CHECK(result_view_init(&rv) == 0);
     for (int64_t r = 0; r < rv.array.length; r++) {
-      struct ArrowStringView sv = ArrowArrayViewGetStringUnsafe(rv.view.children[0], r);
-      int k = -1;
-      for (int i = 0; i < NKEYS; i++) {
-        if ((size_t)sv.size_bytes == strlen(KEYS[i]) &&
-            memcmp(sv.data, KEYS[i], (size_t)sv.size_bytes) == 0)
-          k = i;
-      }
+      int k = held_key(ArrowArrayViewGetStringUnsafe(rv.view.children[0], r));
       EXPECT(k >= 0 && !seen[k]);
       if (k < 0 || seen[k]) continue;
       seen[k] = 1;
@@ -187,133 +170,18 @@ static int check_view(laminar_db* db, const held* h) {
   return bad == 0 ? 0 : 1;
 }
 
-/* One random batch: inserts (some NULL, on `offset`) and retractions of held
- * rows, applied to h and pushed. */
-static int random_batch(laminar_source* src, held* h, uint64_t* rng, int64_t offset) {
-  kv_row rows[64];
-  int n = 1 + (int)(lm_test_rand(rng) % 64);
-  for (int i = 0; i < n; i++) {
-    int k = (int)(lm_test_rand(rng) % NKEYS);
-    held* hk = &h[k];
-    bool retract = hk->n > 0 && lm_test_rand(rng) % 10 < 4;
-    if (retract || hk->n == MAXHELD) {
-      int j = (int)(lm_test_rand(rng) % (uint64_t)hk->n);
-      rows[i] = (kv_row){KEYS[k], hk->v[j], hk->nul[j], -1};
-      hk->v[j] = hk->v[hk->n - 1];
-      hk->nul[j] = hk->nul[hk->n - 1];
-      hk->n--;
-    } else {
-      int64_t v = offset + (int64_t)(lm_test_rand(rng) % 2001) - 1000;
-      int nul = lm_test_rand(rng) % 20 == 0;
-      rows[i] = (kv_row){KEYS[k], v, nul, 1};
-      hk->v[hk->n] = v;
-      hk->nul[hk->n] = nul;
-      hk->n++;
-    }
-  }
-  laminar_error err;
-  return push_kv(src, rows, n, 1, &err);
-}
-
 static int test_retractions_match_two_pass(void) {
   uint64_t rng = lm_test_seed();
-  static held h[NKEYS];
-  for (int round = 0; round < 2; round++) {
-    memset(h, 0, sizeof h);
-    int64_t offset = round == 0 ? 0 : 1000000000; /* 1e9: naive sums of squares cancel */
-    laminar_db* db;
-    laminar_error err;
-    CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
-    CHECK_CODE(laminar_execute(db, SOURCE_SQL, &err), LAMINAR_OK, &err);
-    CHECK_CODE(laminar_execute(db, VIEW_SQL, &err), LAMINAR_OK, &err);
-    laminar_source* src;
-    CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
-    int rc = 0;
-    for (int b = 0; b < 60 && rc == 0; b++) {
-      rc = random_batch(src, h, &rng, offset);
-      if (rc == 0) rc = laminar_run_until_idle(db, &err) != LAMINAR_OK;
-      if (rc == 0) rc = check_view(db, h);
-      if (rc != 0) fprintf(stderr, "round %d batch %d\n", round, b);
-    }
-    laminar_source_close(src);
-    laminar_close(db);
-    CHECK(rc == 0);
-  }
-  return 0;
-}
-
-/* Render view m's rows exactly ("%a" doubles), sorted by k (the query orders). */
-static int view_bits(laminar_db* db, char* out, size_t cap) {
-  laminar_error err;
-  struct ArrowArrayStream st;
-  CHECK_CODE(laminar_query(db, "SELECT * FROM m ORDER BY k", &st, &err), LAMINAR_OK,
-             &err);
-  result_view rv;
-  memset(&rv, 0, sizeof rv);
-  out[0] = '\0';
-  CHECK(st.get_schema(&st, &rv.schema) == 0);
-  for (;;) {
-    CHECK(st.get_next(&st, &rv.array) == 0);
-    if (rv.array.release == NULL) break;
-    CHECK(result_view_init(&rv) == 0);
-    for (int64_t r = 0; r < rv.array.length; r++) {
-      for (int64_t c = 1; c < rv.schema.n_children; c++) {
-        struct ArrowArrayView* col = rv.view.children[c];
-        size_t len = strlen(out);
-        if (ArrowArrayViewIsNull(col, r)) {
-          snprintf(out + len, cap - len, "N,");
-        } else if (strcmp(rv.schema.children[c]->format, "g") == 0) {
-          snprintf(out + len, cap - len, "%a,", ArrowArrayViewGetDoubleUnsafe(col, r));
-        } else {
-          snprintf(out + len, cap - len, "%lld,",
-                   (long long)ArrowArrayViewGetIntUnsafe(col, r));
-        }
-      }
-      strncat(out, ";", cap - strlen(out) - 1);
-    }
-    ArrowArrayViewReset(&rv.view);
-    rv.array.release(&rv.array);
-  }
-  rv.schema.release(&rv.schema);
-  st.release(&st);
+  /* values within 1000 of 0, then of 1e9 (naive sums of squares cancel) */
+  CHECK(held_run(SOURCE_SQL, VIEW_SQL, &rng, -1000, 2001, 60, check_view) == 0);
+  CHECK(held_run(SOURCE_SQL, VIEW_SQL, &rng, 1000000000 - 1000, 2001, 60, check_view) ==
+        0);
   return 0;
 }
 
 static int test_restart_keeps_moments(void) {
   uint64_t rng = lm_test_seed() ^ 0x5eed;
-  static held h[NKEYS];
-  memset(h, 0, sizeof h);
-  char dir[256];
-  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_stats_") == 0);
-  static char before[16384], after[16384];
-  laminar_db* db;
-  laminar_source* src;
-  laminar_error err;
-  CHECK_CODE(open_db(dir, "sync", &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, SOURCE_SQL, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, VIEW_SQL, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
-  int rc = 0;
-  for (int b = 0; b < 20 && rc == 0; b++) rc = random_batch(src, h, &rng, 12345);
-  if (rc == 0) rc = laminar_run_until_idle(db, &err) != LAMINAR_OK;
-  if (rc == 0) rc = laminar_checkpoint(db, &err) != LAMINAR_OK;
-  if (rc == 0) rc = view_bits(db, before, sizeof before);
-  laminar_source_close(src);
-  laminar_close(db);
-  CHECK(rc == 0);
-  CHECK_CODE(open_db(dir, "sync", &db, &err), LAMINAR_OK, &err);
-  rc = view_bits(db, after, sizeof after);
-  EXPECT(rc == 0 && strcmp(before, after) == 0);
-  if (strcmp(before, after) != 0)
-    fprintf(stderr, "before %s\nafter  %s\n", before, after);
-  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
-  for (int b = 0; b < 20 && rc == 0; b++) rc = random_batch(src, h, &rng, 12345);
-  if (rc == 0) rc = laminar_run_until_idle(db, &err) != LAMINAR_OK;
-  if (rc == 0) rc = check_view(db, h);
-  laminar_source_close(src);
-  laminar_close(db);
-  lm_test_rmtree(dir);
-  CHECK(rc == 0);
+  CHECK(held_restart(SOURCE_SQL, VIEW_SQL, &rng, 12345 - 1000, 2001, check_view) == 0);
   return 0;
 }
 

@@ -128,7 +128,7 @@ static int one_run(lm_wal_io io, lm_wal_direct direct, uint64_t seed,
                    pretend_plan* pretend, uint64_t* out_lost) {
   rnd_state = seed * 2654435761u + 1;
   char dir[64];
-  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_pl_") == 0);
+  CHECK(lm_test_mkdtemp_disk(dir, sizeof dir, "lm_pl_") == 0);
   tracker tr = {0};
   /* Direct I/O writes at least a 4 KiB block per commit: larger segments. */
   uint64_t seg = (4096 + rnd() % 8192) *

@@ -33,7 +33,7 @@ typedef struct tmpdir {
 } tmpdir;
 
 static int tmpdir_make(tmpdir* t) {
-  return lm_test_mkdtemp(t->path, sizeof t->path, "lm_wal_");
+  return lm_test_mkdtemp_disk(t->path, sizeof t->path, "lm_wal_");
 }
 static void tmpdir_remove(tmpdir* t) { lm_test_rmdir(t->path); }
 

@@ -11,45 +11,15 @@
 
 #include "op/view.h"
 
-/* Expect `sql` (execute or query) to fail with `code` at line:column. */
-static int fails_at(laminar_db* db, bool query, const char* sql, laminar_code code,
-                    int line, int column) {
-  laminar_error err;
-  struct ArrowArrayStream st;
-  laminar_code rc =
-      query ? laminar_query(db, sql, &st, &err) : laminar_execute(db, sql, &err);
-  if (rc == LAMINAR_OK && query) st.release(&st);
-  if (rc != code || err.line != line || err.column != column) {
-    fprintf(stderr, "'%s': got %d at %d:%d (%s), want %d at %d:%d\n", sql, (int)rc,
-            (int)err.line, (int)err.column, rc ? err.message : "", (int)code, line,
-            column);
-    return 0;
-  }
-  char pos[64];
-  snprintf(pos, sizeof pos, "line %d, column %d", line, column);
-  if (strstr(err.message, pos) == NULL) {
-    fprintf(stderr, "'%s': message '%s' lacks '%s'\n", sql, err.message, pos);
-    return 0;
-  }
-  return 1;
-}
-
-static int open_db(laminar_db** db, const char* sql) {
-  laminar_error err;
-  CHECK_CODE(laminar_open(NULL, db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(*db, sql, &err), LAMINAR_OK, &err);
-  return 0;
-}
-
 /* ---- insert-only input ---------------------------------------------------------------- */
 
 static int test_insert_only_view_and_select(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_db(&db,
-                "CREATE SOURCE t (k VARCHAR, v BIGINT);"
-                "CREATE MATERIALIZED VIEW big AS SELECT k, v, v * 10 AS v10 FROM t "
-                "WHERE v > 1 OR v IS NULL") == 0);
+  CHECK(open_sql_db(&db,
+                    "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+                    "CREATE MATERIALIZED VIEW big AS SELECT k, v, v * 10 AS v10 FROM t "
+                    "WHERE v > 1 OR v IS NULL") == 0);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   kv_row rows[] = {{"a", 1, 0, 0},  {"b", 5, 0, 0}, {"c", 3, 0, 0},
@@ -94,9 +64,9 @@ static int test_insert_only_view_and_select(void) {
 static int test_changelog_weights(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_db(&db,
-                "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
-                "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM cl") == 0);
+  CHECK(open_sql_db(&db,
+                    "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
+                    "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM cl") == 0);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "cl", &src, &err), LAMINAR_OK, &err);
   kv_row ins[] = {{"a", 1, 0, 3}, {"b", 2, 0, 1}, {"c", 0, 1, 1}, {"d", 4, 0, 0}};
@@ -140,11 +110,11 @@ static int test_changelog_weights(void) {
 static int test_first_last_over_changelog(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(
-      open_db(&db,
-              "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
-              "CREATE MATERIALIZED VIEW fl AS SELECT v, FIRST(k) AS f, LAST_VALUE(k) AS l"
-              " FROM cl GROUP BY v") == 0);
+  CHECK(open_sql_db(
+            &db,
+            "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
+            "CREATE MATERIALIZED VIEW fl AS SELECT v, FIRST(k) AS f, LAST_VALUE(k) AS l"
+            " FROM cl GROUP BY v") == 0);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "cl", &src, &err), LAMINAR_OK, &err);
   static const struct {
@@ -175,12 +145,12 @@ static int test_first_last_over_changelog(void) {
 static int test_cascades_follow_retractions(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_db(&db,
-                "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
-                "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM cl WHERE v >= 0;"
-                "CREATE STREAM s AS SELECT k, v * 10 AS v10 FROM mv WHERE k <> 'x';"
-                "CREATE MATERIALIZED VIEW mv2 AS SELECT * FROM s;"
-                "CREATE MATERIALIZED VIEW keys AS SELECT k FROM mv") == 0);
+  CHECK(open_sql_db(&db,
+                    "CREATE SOURCE cl (k VARCHAR, v BIGINT, _weight BIGINT);"
+                    "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM cl WHERE v >= 0;"
+                    "CREATE STREAM s AS SELECT k, v * 10 AS v10 FROM mv WHERE k <> 'x';"
+                    "CREATE MATERIALIZED VIEW mv2 AS SELECT * FROM s;"
+                    "CREATE MATERIALIZED VIEW keys AS SELECT k FROM mv") == 0);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "s", &sub, &err), LAMINAR_OK, &err);
   laminar_source* src;
@@ -240,12 +210,12 @@ static int test_cascades_follow_retractions(void) {
 static int test_view_over_window_stream(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(
-      open_db(&db,
-              "CREATE SOURCE t (k VARCHAR, v BIGINT);"
-              "CREATE STREAM w AS SELECT k, window_start, SUM(v) AS total, COUNT(*) AS n "
-              "FROM t GROUP BY k, tumble(v, INTERVAL '10' MILLISECOND);"
-              "CREATE MATERIALIZED VIEW wv AS SELECT * FROM w") == 0);
+  CHECK(open_sql_db(
+            &db,
+            "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+            "CREATE STREAM w AS SELECT k, window_start, SUM(v) AS total, COUNT(*) AS n "
+            "FROM t GROUP BY k, tumble(v, INTERVAL '10' MILLISECOND);"
+            "CREATE MATERIALIZED VIEW wv AS SELECT * FROM w") == 0);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   kv_row rows[] = {{"a", 1, 0, 0}, {"a", 2, 0, 0}, {"b", 15, 0, 0}, {"a", 12, 0, 0}};
@@ -266,10 +236,10 @@ static int test_view_over_window_stream(void) {
 
 static int test_query_errors(void) {
   laminar_db* db;
-  CHECK(open_db(&db,
-                "CREATE SOURCE t (k VARCHAR, v BIGINT);"
-                "CREATE STREAM s AS SELECT k FROM t;"
-                "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM t") == 0);
+  CHECK(open_sql_db(&db,
+                    "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+                    "CREATE STREAM s AS SELECT k FROM t;"
+                    "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM t") == 0);
   EXPECT(fails_at(db, true, "SELECT k FROM s", LAMINAR_ERR_SQL_NOT_MATERIALIZED, 1, 15));
   EXPECT(
       fails_at(db, true, "SELECT *\n  FROM t", LAMINAR_ERR_SQL_NOT_MATERIALIZED, 2, 8));
@@ -327,11 +297,11 @@ static int test_query_errors(void) {
 static int test_named_sinks(void) {
   laminar_db* db;
   laminar_error err;
-  CHECK(open_db(&db,
-                "CREATE SOURCE t (k VARCHAR, v BIGINT);"
-                "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM t WHERE v > 0;"
-                "CREATE STREAM s AS SELECT k FROM t;"
-                "CREATE SINK out FROM mv; CREATE SINK raw FROM s") == 0);
+  CHECK(open_sql_db(&db,
+                    "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+                    "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM t WHERE v > 0;"
+                    "CREATE STREAM s AS SELECT k FROM t;"
+                    "CREATE SINK out FROM mv; CREATE SINK raw FROM s") == 0);
   CHECK_TEXT(db, "SHOW SINKS", "out,mv,subscribe;raw,s,subscribe");
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "out", &sub, &err), LAMINAR_OK, &err);
@@ -384,15 +354,15 @@ static int test_named_sinks(void) {
 
 static int test_explain(void) {
   laminar_db* db;
-  CHECK(
-      open_db(&db,
-              "CREATE SOURCE trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts "
-              "BIGINT, WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);"
-              "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / "
-              "SUM(volume) AS vwap FROM trades WHERE price > 0 GROUP BY symbol, "
-              "tumble(ts, INTERVAL '1' SECOND) HAVING COUNT(*) > 1;"
-              "CREATE MATERIALIZED VIEW last AS SELECT symbol, vwap FROM vwap;"
-              "CREATE SINK feed FROM last") == 0);
+  CHECK(open_sql_db(
+            &db,
+            "CREATE SOURCE trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts "
+            "BIGINT, WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);"
+            "CREATE STREAM vwap AS SELECT symbol, window_start, SUM(price * volume) / "
+            "SUM(volume) AS vwap FROM trades WHERE price > 0 GROUP BY symbol, "
+            "tumble(ts, INTERVAL '1' SECOND) HAVING COUNT(*) > 1;"
+            "CREATE MATERIALIZED VIEW last AS SELECT symbol, vwap FROM vwap;"
+            "CREATE SINK feed FROM last") == 0);
   /* One row per operator: id, operator, details, input -> output, section:
    * the logical plan's rows, then the physical plan's. */
   CHECK_TEXT(

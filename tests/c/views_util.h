@@ -128,6 +128,36 @@ static inline laminar_code query_text(laminar_db* db, const char* sql, char* out
   return rc;
 }
 
+/* Append every row queued on `sub` now to out as "v1,v2,...;" (render_row),
+ * in the order they were emitted; 0 on success. */
+static inline int take_text(laminar_subscription* sub, char* out, size_t cap) {
+  for (;;) {
+    result_view rv;
+    memset(&rv, 0, sizeof rv);
+    laminar_error err;
+    CHECK_CODE(laminar_subscription_next(sub, 0, &rv.array, &rv.schema, &err), LAMINAR_OK,
+               &err);
+    if (rv.array.release == NULL) return 0;
+    CHECK(result_view_init(&rv) == 0);
+    for (int64_t r = 0; r < rv.array.length; r++) {
+      char line[128] = "";
+      render_row(&rv.schema, &rv.view, r, line, sizeof line);
+      size_t len = strlen(out);
+      snprintf(out + len, cap - len, "%s;", line);
+    }
+    result_view_free(&rv);
+  }
+}
+
+/* An expecting check of two strings that prints both when they differ. */
+#define EXPECT_TEXT(got, want)                                                   \
+  do {                                                                           \
+    if (strcmp((got), (want)) != 0)                                              \
+      fprintf(stderr, "%s:%d: got '%s', want '%s'\n", __FILE__, __LINE__, (got), \
+              (want));                                                           \
+    EXPECT(strcmp((got), (want)) == 0);                                          \
+  } while (0)
+
 /* Open an in-memory database of `cores` reactors and run `sql` in it; 0 on
  * success. */
 static inline int open_cores_db(int cores, const char* sql, laminar_db** out) {
@@ -183,6 +213,37 @@ static inline int64_t stream_metric(laminar_db* db, const char* name,
   result_view_free(&rv);
   st.release(&st);
   return value;
+}
+
+/* Expect `sql` (execute or query) to fail with `code` at line:column. */
+static inline int fails_at(laminar_db* db, bool query, const char* sql, laminar_code code,
+                           int line, int column) {
+  laminar_error err;
+  struct ArrowArrayStream st;
+  laminar_code rc =
+      query ? laminar_query(db, sql, &st, &err) : laminar_execute(db, sql, &err);
+  if (rc == LAMINAR_OK && query) st.release(&st);
+  if (rc != code || err.line != line || err.column != column) {
+    fprintf(stderr, "'%s': got %d at %d:%d (%s), want %d at %d:%d\n", sql, (int)rc,
+            (int)err.line, (int)err.column, rc ? err.message : "", (int)code, line,
+            column);
+    return 0;
+  }
+  char pos[64];
+  snprintf(pos, sizeof pos, "line %d, column %d", line, column);
+  if (strstr(err.message, pos) == NULL) {
+    fprintf(stderr, "'%s': message '%s' lacks '%s'\n", sql, err.message, pos);
+    return 0;
+  }
+  return 1;
+}
+
+/* Open an in-memory database and run `sql` in it; 0 on success. */
+static inline int open_sql_db(laminar_db** db, const char* sql) {
+  laminar_error err;
+  CHECK_CODE(laminar_open(NULL, db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(*db, sql, &err), LAMINAR_OK, &err);
+  return 0;
 }
 
 #endif /* LM_TEST_VIEWS_UTIL_H */

@@ -26,13 +26,15 @@
  * after its last checkpoint is discarded by the DROP, so its committed output
  * would depend on where the kills fell.)
  *
- * A second source, quotes (the same batches), and a window over the UNION
- * ALL of trades and quotes with a sink on it: each source resumes at its own
+ * A second source, quotes (the same batches), a window over the UNION
+ * ALL of trades and quotes with a sink on it, and an ASOF join of trades
+ * with the quote strictly before each (LEFT, on symbol) with a sink on it: each source resumes at its own
  * offset, the union's checkpoints hold each input's watermark, and its
  * replay runs one source after the other. The window groups by symbol,
  * which both branches pass through, so on 2 reactors it runs as partitions
  * (rt/part.c), checkpointed per partition and re-split on a restart with the
- * other core count.
+ * other core count; so does the join, each input routed by its symbol, its
+ * waiting trades and kept quotes frozen copy-on-write at each checkpoint.
  *
  * Before each kill the parent tries to open the child's directory itself: while
  * the child holds it (between its open and its close) that must fail with
@@ -49,6 +51,7 @@
 #include <unistd.h>
 
 #include "lm_test_durable.h"
+#include "lm_test_metrics.h"
 
 /* ---- kill -9 ------------------------------------------------------------------------------- */
 
@@ -66,7 +69,8 @@ static const char* EXTRA_V1 =
 static const char* EXTRA_V2 =
     "CREATE STREAM extra AS SELECT symbol, window_start, COUNT(*) AS n FROM trades\n"
     "  GROUP BY symbol, tumble(ts, INTERVAL '2' SECOND)";
-static const char* const EXTRA_DIRS[] = {"extra", "merged"};
+static const char* const EXTRA_DIRS[] = {"extra", "merged", "quoted"};
+#define NEXTRA (sizeof EXTRA_DIRS / sizeof EXTRA_DIRS[0])
 
 /* The second source and the union, with its sink (at every open). */
 static const char* UNION_DDL =
@@ -77,7 +81,13 @@ static const char* UNION_DDL =
     "  FROM (SELECT symbol, volume AS v, ts FROM trades UNION ALL\n"
     "        SELECT symbol, volume * 10, ts FROM quotes WHERE volume > 3)\n"
     "  GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);\n"
-    "CREATE SINK merged_out FROM merged INTO FILE (path = '%s/merged', format = 'jsonl')";
+    "CREATE SINK merged_out FROM merged INTO FILE (path = '%s/merged', format = "
+    "'jsonl');\n"
+    "CREATE STREAM quoted AS SELECT t.symbol, t.ts, t.volume, q.price AS qp, q.ts AS "
+    "qts\n"
+    "  FROM trades t LEFT ASOF JOIN quotes q MATCH_CONDITION(t.ts > q.ts)\n"
+    "  ON t.symbol = q.symbol;\n"
+    "CREATE SINK quoted_out FROM quoted INTO FILE (path = '%s/quoted', format = 'jsonl')";
 
 /* The extra stream as it is before batch `next`: the first definition
  * before RECREATE_AT, the second, with its sink, from there (dropping the
@@ -104,7 +114,7 @@ static int extra_ddl(laminar_db* db, const char* dir, int64_t next) {
 /* Every sink's committed output, the extra one's too. */
 static char* all_output(const char* dir) {
   char* base = sink_output(dir);
-  char* extra = sinks_output(dir, EXTRA_DIRS, 2);
+  char* extra = sinks_output(dir, EXTRA_DIRS, NEXTRA);
   size_t n = strlen(base), m = strlen(extra);
   char* out = malloc(n + m + 1);
   memcpy(out, base, n);
@@ -163,13 +173,16 @@ static int open_all(const char* dir, int cores, laminar_db** db, laminar_source*
   if (laminar_execute(*db, DDL, &err) != LAMINAR_OK ||
       laminar_execute(*db, sql, &err) != LAMINAR_OK)
     return 4;
-  snprintf(sql, sizeof sql, UNION_DDL, sinks_dir(dir, sinks, sizeof sinks));
+  sinks_dir(dir, sinks, sizeof sinks);
+  snprintf(sql, sizeof sql, UNION_DDL, sinks, sinks);
   if (laminar_execute(*db, sql, &err) != LAMINAR_OK ||
       laminar_source_open(*db, "trades", src, &err) != LAMINAR_OK ||
       laminar_source_open(*db, "quotes", quotes, &err) != LAMINAR_OK) {
     fprintf(stderr, "open: %s\n", err.message);
     return 4;
   }
+  /* The join runs as one partition per reactor (each input by its symbol). */
+  if (lm_test_metric(*db, "stream", "quoted", "partitions") != cores) return 12;
   return 0;
 }
 
@@ -248,7 +261,7 @@ static int64_t mono_ns(void) {
 static int test_sigkill_loop(void) {
   char* want = reference_all();
   CHECK(want != NULL);
-  for (size_t i = 0; i < sizeof SINK_DIRS / sizeof SINK_DIRS[0] + 2; i++) {
+  for (size_t i = 0; i < sizeof SINK_DIRS / sizeof SINK_DIRS[0] + NEXTRA; i++) {
     char head[64]; /* every sink has rows to lose: a section is never empty */
     const size_t nbase = sizeof SINK_DIRS / sizeof SINK_DIRS[0];
     snprintf(head, sizeof head, "--- %s\n",

@@ -10,12 +10,17 @@
 * ``assert_same_rows``: compare two row multisets with a float tolerance.
 * ``close_as``: close a durable database cleanly, or leave its directory as a
   kill -9 would have.
+* ``rows_to_batches`` and ``run_two_inputs``: a join's two sources pushed as
+  random batches in a random interleaving, output and late rows collected.
+* ``feed_join_steadily``: a join's two sources fed in time order for a while,
+  the metrics sampled on the way (bounded-state tests).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import random
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -49,6 +54,25 @@ def close_as(db: laminardb.Connection, data: Path, *, crash: bool) -> None:
     db.close()
     shutil.rmtree(data)
     copy.rename(data)
+
+
+def row_batches(
+    rng: random.Random, rows: Sequence[tuple], schema: pa.Schema, max_rows: int
+) -> list[pa.RecordBatch]:
+    """Cut ``rows`` (tuples in ``schema``'s column order) into batches of 1 to
+    ``max_rows - 1`` rows, sizes drawn from ``rng``."""
+    batches = []
+    i = 0
+    while i < len(rows):
+        part = rows[i : i + rng.randrange(1, max_rows)]
+        i += len(part)
+        batches.append(
+            pa.record_batch(
+                [pa.array([r[c] for r in part], schema.field(c).type) for c in range(len(schema))],
+                schema=schema,
+            )
+        )
+    return batches
 
 
 def seed_strategy_bounds() -> tuple[int, int]:
@@ -374,3 +398,98 @@ def assert_same_rows(
                 f"seed {seed}: row {i} column {col!r}: LaminarDB {a!r}, DuckDB {b!r}\n"
                 f"  LaminarDB row {g}\n  DuckDB row    {w}"
             )
+
+
+def rows_to_batches(
+    rng: random.Random, rows: list[tuple], schema: pa.Schema
+) -> list[pa.RecordBatch]:
+    """Cut tuples (one value per column of ``schema``) into batches of random sizes."""
+    out = []
+    i = 0
+    while i < len(rows):
+        n = rng.randrange(1, 15)
+        part = rows[i : i + n]
+        i += n
+        cols = [pa.array([r[c] for r in part], f.type) for c, f in enumerate(schema)]
+        out.append(pa.record_batch(cols, schema=schema))
+    return out
+
+
+def run_two_inputs(
+    rng: random.Random,
+    ddl: str,
+    sides: Sequence[tuple[str, list[pa.RecordBatch]]],
+    *,
+    cores: int,
+    threaded: bool,
+) -> tuple[list[pa.RecordBatch], int]:
+    """Create ``ddl`` (its stream is ``j``), push each (source, batches) pair in a
+    random interleaving that keeps each source's own order, running inline at
+    random points (or on the reactor thread), then the final watermark on
+    every source; return the stream's output and its late rows."""
+    queues = [[(name, b) for b in batches] for name, batches in sides]
+    merged: list[tuple[str, pa.RecordBatch]] = []
+    while any(queues):
+        live = [q for q in queues if q]
+        merged.append(rng.choice(live).pop(0))
+    out: list[pa.RecordBatch] = []
+    with laminardb.open(cores=cores) as db:
+        db.execute(ddl)
+        src = {name: db.source(name) for name, _ in sides}
+        sub = db.subscribe("j")
+        if threaded:
+            db.start()
+        for name, batch in merged:
+            src[name].push(batch)
+            if not threaded and rng.random() < 0.4:
+                db.run_until_idle()
+            while (got := sub.poll(0)) is not None:
+                out.append(got)
+        for s in src.values():
+            s.watermark(FINAL_WATERMARK)
+        if threaded:
+            db.stop()
+        db.run_until_idle()
+        while (got := sub.poll(0)) is not None:
+            out.append(got)
+        late = db.late_rows("j")
+    return out, late
+
+
+def feed_join_steadily(
+    db: laminardb.Connection,
+    sub: laminardb.Subscription,
+    left: tuple[str, str, object],
+    right: tuple[str, str, object],
+    *,
+    nkeys: int,
+    seed: int,
+    sample_at: Sequence[int] = (20, 200),
+) -> tuple[int, list[dict[tuple[str, str, str], int]]]:
+    """Feed ``max(sample_at)`` steps of 500 rows in time order (1 ms apart, keys
+    ``k0..`` at random, 75% to the right source), each side's (source, value
+    column, value); run inline and drain ``sub`` after each step. Returns the
+    rows emitted and the metrics ((kind, name, metric) -> value) at each step
+    of ``sample_at``."""
+    rng = random.Random(seed)
+    ts = 0
+    emitted = 0
+    samples = []
+    for step in range(1, max(sample_at) + 1):
+        rows: tuple[list[dict], list[dict]] = ([], [])
+        for _ in range(500):
+            ts += 1
+            k = f"k{rng.randrange(nkeys)}"
+            side = 1 if rng.random() < 0.75 else 0
+            name, col, value = (left, right)[side]
+            rows[side].append({"k": k, "ts": ts, col: value})
+        db.insert(right[0], rows[1])
+        db.insert(left[0], rows[0])
+        db.run_until_idle()
+        while (got := sub.poll(0)) is not None:
+            emitted += got.num_rows
+        if step in sample_at:
+            samples.append(
+                {(r["kind"], r["name"], r["metric"]): r["value"] for r in db.metrics().to_pylist()}
+            )
+    return emitted, samples

@@ -25,7 +25,10 @@ from _oracle_util import (
     announce_seed,
     assert_same_rows,
     duck,
+    feed_join_steadily,
     rows_of,
+    rows_to_batches,
+    run_two_inputs,
     seed_strategy_bounds,
 )
 from hypothesis import given, settings
@@ -53,19 +56,6 @@ def gen_side(rng: random.Random, n: int, keys: list[str], delay: int, *, unique:
             seen.add((k, ts))
         rows.append((k, ts, i if not unique else rng.randrange(-500, 500) / 4.0))
     return rows
-
-
-def batches_of(rng: random.Random, rows: list, schema: pa.Schema) -> list[pa.RecordBatch]:
-    """Cut rows into record batches of random sizes."""
-    out = []
-    i = 0
-    while i < len(rows):
-        n = rng.randrange(1, 15)
-        part = rows[i : i + n]
-        i += n
-        cols = [pa.array([r[c] for r in part], schema.field(c).type) for c in range(3)]
-        out.append(pa.record_batch(cols, schema=schema))
-    return out
 
 
 def oracle(trades: list, quotes: list, op: str, *, left: bool, tol: int | None) -> list[tuple]:
@@ -101,41 +91,18 @@ def run_join(
     threaded: bool,
 ) -> tuple[list[pa.RecordBatch], int]:
     """Push both sides interleaved at random; return the output and late rows."""
-    order = [(0, b) for b in batches_of(rng, trades, TRADES)]
-    qb = [(1, b) for b in batches_of(rng, quotes, QUOTES)]
-    # Interleave keeping each side's own order.
-    merged: list = []
-    while order or qb:
-        pick = order if (order and (not qb or rng.random() < 0.5)) else qb
-        merged.append(pick.pop(0))
-    out: list[pa.RecordBatch] = []
-    with laminardb.open(cores=cores) as db:
-        db.execute(
-            f"CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, "
-            f"WATERMARK FOR ts AS ts - INTERVAL '{delays[0]}' MILLISECOND);"
-            f"CREATE SOURCE quotes (k VARCHAR, ts BIGINT, b DOUBLE, "
-            f"WATERMARK FOR ts AS ts - INTERVAL '{delays[1]}' MILLISECOND);"
-            f"CREATE STREAM j AS {select}"
-        )
-        src = [db.source("trades"), db.source("quotes")]
-        sub = db.subscribe("j")
-        if threaded:
-            db.start()
-        for side, batch in merged:
-            src[side].push(batch)
-            if not threaded and rng.random() < 0.4:
-                db.run_until_idle()
-            while (b := sub.poll(0)) is not None:
-                out.append(b)
-        for s in src:
-            s.watermark(FINAL_WATERMARK)
-        if threaded:
-            db.stop()
-        db.run_until_idle()
-        while (b := sub.poll(0)) is not None:
-            out.append(b)
-        late = db.late_rows("j")
-    return out, late
+    ddl = (
+        f"CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, "
+        f"WATERMARK FOR ts AS ts - INTERVAL '{delays[0]}' MILLISECOND);"
+        f"CREATE SOURCE quotes (k VARCHAR, ts BIGINT, b DOUBLE, "
+        f"WATERMARK FOR ts AS ts - INTERVAL '{delays[1]}' MILLISECOND);"
+        f"CREATE STREAM j AS {select}"
+    )
+    sides = [
+        ("trades", rows_to_batches(rng, trades, TRADES)),
+        ("quotes", rows_to_batches(rng, quotes, QUOTES)),
+    ]
+    return run_two_inputs(rng, ddl, sides, cores=cores, threaded=threaded)
 
 
 @settings(max_examples=40, deadline=None)
@@ -236,7 +203,6 @@ def test_asof_join_late_rows_counted() -> None:
 def test_asof_join_state_is_bounded() -> None:
     """Rows held stay under a bound while the input grows tenfold."""
     nkeys = 50
-    held_at: list[int] = []
     with laminardb.open() as db:
         db.execute(
             "CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, WATERMARK FOR ts);"
@@ -245,31 +211,13 @@ def test_asof_join_state_is_bounded() -> None:
             "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k"
         )
         sub = db.subscribe("j")
-        rng = random.Random(7)
-        ts = 0
-        emitted = 0
-        for step in range(1, 201):
-            qrows, trows = [], []
-            for _ in range(500):
-                ts += 1
-                k = f"k{rng.randrange(nkeys)}"
-                if rng.random() < 0.75:
-                    qrows.append({"k": k, "ts": ts, "b": 1.0})
-                else:
-                    trows.append({"k": k, "ts": ts, "p": 1})
-            db.insert("quotes", qrows)
-            db.insert("trades", trows)
-            db.run_until_idle()
-            while (b := sub.poll(0)) is not None:
-                emitted += b.num_rows
-            if step in (20, 200):
-                m = {
-                    (r["kind"], r["name"], r["metric"]): r["value"]
-                    for r in db.metrics().to_pylist()
-                }
-                held_at.append(
-                    m[("stream", "j", "join_left_rows")] + m[("stream", "j", "join_right_rows")]
-                )
+        emitted, samples = feed_join_steadily(
+            db, sub, ("trades", "p", 1), ("quotes", "b", 1.0), nkeys=nkeys, seed=7
+        )
+        held_at = [
+            m[("stream", "j", "join_left_rows")] + m[("stream", "j", "join_right_rows")]
+            for m in samples
+        ]
     # Per key at most the newest quote plus a batch's worth; no growth with input.
     bound = nkeys * 2 + 1000
     assert all(h <= bound for h in held_at), held_at
@@ -331,7 +279,8 @@ def test_asof_join_errors_carry_codes_and_positions() -> None:
                 "LDB-1009",
                 "nowm",
             ),
-            ("SELECT t.k FROM trades t JOIN quotes q ON t.k = q.k", "LDB-1005", "JOIN"),
+            # a join that is neither ASOF nor bounded in time
+            ("SELECT t.k FROM trades t JOIN quotes q ON t.k = q.k", "LDB-1010", "JOIN"),
         ]
         prefix = "CREATE STREAM e AS "
         for select, code, at in cases:
@@ -373,20 +322,35 @@ def test_asof_join_star_per_side_and_self_join() -> None:
         assert rows_of(got, ["ts", "before"]) == [(5, 20), (9, 50)]
 
 
-def test_asof_join_refused_where_it_cannot_run_split() -> None:
-    """Splitting a join across engines (Spark) is refused with LDB-1005, naming it."""
+def test_asof_join_split_by_each_inputs_key_not_in_two_phases() -> None:
+    """Across engines (Spark) a join splits by each input's own key; no two phases."""
     with laminardb.open() as db:
         db.execute(
             "CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, WATERMARK FOR ts);"
-            "CREATE SOURCE quotes (k VARCHAR, ts BIGINT, b DOUBLE, WATERMARK FOR ts);"
+            "CREATE SOURCE quotes (sym VARCHAR, ts BIGINT, b DOUBLE, WATERMARK FOR ts);"
             "CREATE STREAM j AS SELECT t.k, q.b FROM trades t ASOF JOIN quotes q "
-            "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k"
+            "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.sym;"
+            "CREATE STREAM self AS SELECT t.k, q.p FROM trades t ASOF JOIN trades q "
+            "MATCH_CONDITION(t.ts > q.ts) ON t.k = q.k"
         )
-        for call in (db.partitioning, db.two_phase):
-            with pytest.raises(laminardb.LaminarError) as info:
-                call("j")
-            assert info.value.code == "LDB-1005"
-            assert "ASOF JOIN" in str(info.value)
+        rows = [(r["role"], r["name"]) for r in db.partitioning("j").to_pylist()]
+        assert rows == [
+            ("source", "trades"),
+            ("event_time", "ts"),
+            ("key", "k"),
+            ("source", "quotes"),
+            ("event_time", "ts"),
+            ("key", "sym"),
+            ("partitioning", "key"),
+        ]
+        with pytest.raises(laminardb.LaminarError) as info:
+            db.partitioning("self")  # one source on both sides
+        assert info.value.code == "LDB-1005"
+        assert "joins a source with itself" in str(info.value)
+        with pytest.raises(laminardb.LaminarError) as info:
+            db.two_phase("j")
+        assert info.value.code == "LDB-1005"
+        assert "ASOF JOIN" in str(info.value)
 
 
 def test_asof_join_meets_max_state_bytes() -> None:
@@ -445,3 +409,99 @@ def test_asof_join_idle_right_input_releases_nothing() -> None:
         db.insert("quotes", [{"k": "a", "ts": 60, "b": 2.0}])  # active again
         db.run_until_idle()
         assert rows_of(sub.poll(0), ["ts", "b"]) == [(50, 1.0)]
+
+
+def join_partitioning(db: laminardb.Connection, stream: str) -> str:
+    """The EXPLAIN partitioning row of a stream."""
+    rows = db.query(f"EXPLAIN {stream}").to_pylist()
+    return next(r["details"] for r in rows if r["operator"] == "partitioning")
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(*seed_strategy_bounds()),
+    op=st.sampled_from(OPS),
+    left=st.booleans(),
+    threaded=st.booleans(),
+)
+def test_asof_join_partitioned_by_key_at_two_cores(
+    seed: int, op: str, *, left: bool, threaded: bool
+) -> None:
+    """cores = 2: each input routed by its own key; every interleaving equals DuckDB."""
+    announce_seed(seed)
+    rng = random.Random(seed)
+    keys = [f"s{i}" for i in range(rng.choice([1, 5, 50]))]
+    delays = (rng.choice([0, 10]), rng.choice([0, 20]))
+    trades = gen_side(rng, rng.randrange(1, 300), keys, delays[0], unique=False)
+    quotes = gen_side(rng, rng.randrange(1, 400), keys, delays[1], unique=True)
+    kind = "LEFT ASOF JOIN" if left else "ASOF JOIN"
+    select = (
+        f"SELECT t.k, t.ts, t.p, q.ts AS qts, q.b FROM trades t {kind} quotes q "
+        f"MATCH_CONDITION(t.ts {op} q.ts) ON t.k = q.k"
+    )
+    want = oracle(trades, quotes, op, left=left, tol=None)
+    cols = ["k", "ts", "p", "qts", "b"]
+    for _ in range(3):  # several interleavings of the same rows
+        out, late = run_join(rng, trades, quotes, select, delays, cores=2, threaded=threaded)
+        assert late == 0, f"no row is late by construction, got {late} (seed {seed})"
+        got = rows_of(pa.Table.from_batches(out), cols) if out else []
+        assert_same_rows(got, want, cols, seed=seed)
+    with laminardb.open(cores=2) as db:
+        db.execute(
+            "CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, WATERMARK FOR ts);"
+            "CREATE SOURCE quotes (k VARCHAR, ts BIGINT, b DOUBLE, WATERMARK FOR ts);"
+            f"CREATE STREAM j AS {select}"
+        )
+        assert join_partitioning(db, "j") == (
+            "2 partitions by hash of trades.k / quotes.k (cores = 2)"
+        )
+
+
+def test_asof_join_partitioning_at_two_cores_and_its_refusals() -> None:
+    """A window keyed by the join key splits with it; no key or another key: whole."""
+    with laminardb.open(cores=2) as db:
+        db.execute(
+            "CREATE SOURCE trades (k VARCHAR, ts BIGINT, p BIGINT, WATERMARK FOR ts);"
+            "CREATE SOURCE quotes (k VARCHAR, ts BIGINT, b DOUBLE, WATERMARK FOR ts);"
+            "CREATE STREAM keyed AS SELECT t.k, COUNT(*) AS n, SUM(q.b) AS sb "
+            "FROM trades t ASOF JOIN quotes q MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k "
+            "GROUP BY t.k, tumble(t.ts, INTERVAL '10' MILLISECOND);"
+            "CREATE STREAM other AS SELECT t.p, COUNT(*) AS n "
+            "FROM trades t ASOF JOIN quotes q MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k "
+            "GROUP BY t.p, tumble(t.ts, INTERVAL '10' MILLISECOND);"
+            "CREATE STREAM nokey AS SELECT t.k, q.b "
+            "FROM trades t ASOF JOIN quotes q ON t.ts >= q.ts;"
+            "CREATE STREAM after AS SELECT k, n FROM keyed"
+        )
+        assert join_partitioning(db, "keyed").startswith("2 partitions by hash of trades.k")
+        assert "without its keys" in join_partitioning(db, "other")
+        assert "without equality keys" in join_partitioning(db, "nokey")
+        # The windows close on the least watermark every partition promises:
+        # a stream reading the join sees each window once, complete.
+        sub = db.subscribe("after")
+        rng = random.Random(7)
+        quotes = [{"k": f"s{i % 9}", "ts": i, "b": 1.0} for i in range(0, 200, 2)]
+        trades = [{"k": f"s{i % 9}", "ts": i, "p": i} for i in range(1, 200, 3)]
+        for i in range(10):
+            db.insert("quotes", quotes[i * 10 : i * 10 + 10])
+            db.insert("trades", trades[i * 7 : i * 7 + 7])
+            if rng.random() < 0.5:
+                db.run_until_idle()
+        for name in ("trades", "quotes"):
+            db.source(name).watermark(FINAL_WATERMARK)
+        db.run_until_idle()
+        got = []
+        while (b := sub.poll(0)) is not None:
+            got.extend(b.to_pylist())
+        assert db.late_rows("keyed") == 0
+        part = db.metrics().to_pylist()
+        assert {"kind": "stream", "name": "keyed", "metric": "partitions", "value": 2} in part
+    tt = pa.Table.from_pylist(trades, TRADES)
+    qq = pa.Table.from_pylist(quotes, QUOTES)
+    _, want = duck(
+        "SELECT t.k, COUNT(*) AS n FROM t ASOF JOIN q ON t.k = q.k AND t.ts >= q.ts "
+        "GROUP BY t.k, t.ts - t.ts % 10",
+        t=tt,
+        q=qq,
+    )
+    assert sorted((r["k"], r["n"]) for r in got) == sorted(want)

@@ -151,6 +151,15 @@ TWO_PHASE_CASES = {
         "covar_samp(volume, price) AS cs, bool_and(volume > 100) AS big FROM t GROUP BY ALL",
         True,
     ),
+    "quantiles_fall_back": (
+        "CREATE STREAM h AS SELECT symbol, window_start, median(price) AS m, "
+        "quantile_cont(volume, 0.25) AS qc, quantile_disc(price, 0.9) AS qd "
+        "FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);",
+        "SELECT symbol, (ts // 1000) * 1000 AS window_start, median(price) AS m, "
+        "quantile_cont(volume, 0.25) AS qc, quantile_disc(price, 0.9) AS qd "
+        "FROM t GROUP BY ALL",
+        False,
+    ),
     "count_distinct_falls_back": (
         "CREATE STREAM h AS SELECT symbol, window_start, COUNT(DISTINCT volume) AS d "
         "FROM trades GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND);",
@@ -376,6 +385,71 @@ def test_union_of_two_dataframes_equals_duckdb(spark: Any, rng: np.random.Genera
     columns = ["symbol", "window_start", "trades", "notional"]
     _, want = duck(UNION_DUCK, nyse=a, nasdaq=b)
     assert_same_rows(rows_of(out), want, columns)
+
+
+#: An ASOF JOIN of two sources whose key and time columns differ in name: each
+#: DataFrame is hash-partitioned on its own key column.
+ASOF_SQL = """
+CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts BIGINT,
+                      WATERMARK FOR ts AS ts - INTERVAL '300' MILLISECOND);
+CREATE SOURCE quotes (sym VARCHAR, qts BIGINT, bid DOUBLE, WATERMARK FOR qts);
+CREATE STREAM tq AS
+  SELECT t.symbol, t.ts, t.volume, q.qts, q.bid
+  FROM trades t LEFT ASOF JOIN quotes q MATCH_CONDITION(t.ts >= q.qts) ON t.symbol = q.sym;
+"""
+ASOF_DUCK = (
+    "SELECT t.symbol, t.ts, t.volume, q.qts, q.bid FROM trades t "
+    "ASOF LEFT JOIN quotes q ON t.symbol = q.sym AND t.ts >= q.qts"
+)
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_asof_join_of_two_dataframes_equals_duckdb(spark: Any, rng: np.random.Generator,
+                                                   tmp_path: Path, partitions: int) -> None:
+    """One DataFrame per side of an ASOF JOIN (Python engine) equals DuckDB.
+
+    Both arrive shuffled across files; each is hash-partitioned on its own
+    key column and sorted by event time with the other's rows, so each
+    engine joins its symbols as the whole would: DuckDB's batch answer.
+    """
+    a = trades(rng, 3000, symbols=7)
+    n = 2000
+    qts = rng.choice(30_000, n, replace=False)  # unique per symbol: one match
+    b = pa.table({
+        "sym": symbol_array(rng.integers(0, 8, n), 8),  # one symbol never traded
+        "qts": pa.array(qts, pa.int64()),
+        "bid": pa.array(rng.uniform(1, 100, n)),
+    })
+    frames = {"trades": spark_frame(spark, a, tmp_path / "a", 3),
+              "quotes": spark_frame(spark, b, tmp_path / "b", 2)}
+    p = lspark.plan(frames, ASOF_SQL)
+    assert (p.partitioning, [i.source for i in p.inputs]) == ("key", ["trades", "quotes"])
+    assert [i.keys for i in p.inputs] == [("symbol",), ("sym",)]
+    out = lspark.run(frames, ASOF_SQL, partitions=partitions)
+    columns = ["symbol", "ts", "volume", "qts", "bid"]
+    assert out.columns == columns
+    _, want = duck(ASOF_DUCK, trades=a, quotes=b)
+    assert_same_rows(rows_of(out), want, columns)
+
+
+def test_asof_join_refusals_on_the_driver(spark: Any, tmp_path: Path) -> None:
+    """An ASOF JOIN runs on batch DataFrames with the Python engine; else LDB-1005."""
+    a = pa.table({"symbol": ["A"], "price": [1.0], "volume": [1], "ts": [5]})
+    b = pa.table({"sym": ["A"], "qts": [4], "bid": [2.0]})
+    fa, fb = spark_frame(spark, a, tmp_path / "a", 1), spark_frame(spark, b, tmp_path / "b", 1)
+    with pytest.raises(laminardb.LaminarError) as info:
+        lspark.run({"trades": fa, "quotes": fb}, ASOF_SQL, engine="jvm")
+    assert info.value.code == "LDB-1005"
+    assert "ASOF JOIN" in str(info.value)
+    streaming = spark.readStream.schema(fa.schema).parquet(str(tmp_path / "a"))
+    with pytest.raises(laminardb.LaminarError) as info:
+        lspark.run({"trades": streaming, "quotes": fb}, ASOF_SQL)
+    assert info.value.code == "LDB-1005"
+    assert "ASOF JOIN" in str(info.value)
+    with pytest.raises(laminardb.LaminarError) as info:
+        lspark.run(fa, ASOF_SQL)  # one DataFrame for two sources
+    assert info.value.code == "LDB-6002"
+    assert "ASOF JOIN" in str(info.value)
 
 
 def test_union_errors_on_the_driver(spark: Any, tmp_path: Path) -> None:

@@ -233,7 +233,7 @@ def test_sessions_match_duckdb(seed):
 # ---------------------------------------------------------------------------
 
 
-def _run_changes(
+def run_changes(
     ddl: str,
     batches: list[pa.RecordBatch],
     columns: list[str],
@@ -281,7 +281,7 @@ def test_running_aggregate_matches_duckdb(cores, seed):
         _, expected = duck(oracle, t=pushed)
         assert_stats_match(current, expected, len(keys), ALL, _scale(pushed), seed)
 
-    _run_changes(ddl, batches, columns, check_at, check, cores=cores)
+    run_changes(ddl, batches, columns, check_at, check, cores=cores)
 
 
 @settings(max_examples=10, deadline=None)
@@ -309,7 +309,7 @@ def test_changelog_input_retracts(seed):
         scale = max([1.0, *(abs(v) for r in inner_rows for v in r[2:] if v is not None)])
         assert_stats_match(current, expected, 1, STATS, scale, seed, factor=1e-7, retracted=True)
 
-    _run_changes(ddl, batches, columns, set(range(len(batches))), check)
+    run_changes(ddl, batches, columns, set(range(len(batches))), check)
 
 
 # ---------------------------------------------------------------------------
@@ -317,25 +317,17 @@ def test_changelog_input_retracts(seed):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("cores", [(1, 1), (1, 2)])
-@settings(max_examples=4, deadline=None)
-@given(seed=SEEDS)
-def test_restart_keeps_the_moments(tmp_path_factory, cores, seed):
-    """Windows open at a checkpoint restore their moments: the output of a run
-    closed and reopened in the middle is DuckDB's."""
-    announce_seed(seed)
-    root: Path = tmp_path_factory.mktemp("stats")
-    rng = np.random.default_rng(seed)
-    size = int(rng.choice([100, 1000]))
-    data = window_table(rng, size_ms=size, rows=int(rng.integers(50, 1500)))
-    table = with_ids(data.table)
-    batches = split_batches(rng, table)
-    stop = int(rng.integers(0, len(batches) + 1))
-    ddl = SOURCE.format(delay=data.delay_ms) + (
-        f"CREATE STREAM w AS SELECT k, window_start, {_items(ALL, duckdb_side=False)} "
-        f"FROM t GROUP BY k, tumble(ts, INTERVAL '{size}' MILLISECOND) EMIT ON WINDOW CLOSE;"
-    )
-    columns = ["k", "window_start", *(a for _, _, a, _ in ALL)]
+def run_with_restart(
+    root: Path,
+    ddl: str,
+    batches: list[pa.RecordBatch],
+    stop: int,
+    columns: list[str],
+    cores: tuple[int, int],
+) -> list[tuple]:
+    """Run ``ddl`` durably in ``root`` with ``cores[0]`` cores over ``batches[:stop]``,
+    checkpoint and close; reopen with ``cores[1]``, push the rest and close every
+    window: the rows (``columns``) stream ``w`` gave in both runs."""
     options = {"checkpoint_interval": "1 hour", "wal_mode": "sync"}
     got: list[tuple] = []
 
@@ -363,6 +355,29 @@ def test_restart_keeps_the_moments(tmp_path_factory, cores, seed):
         src.watermark(FINAL_WATERMARK)
         db.run_until_idle()
         drain(sub)
+    return got
+
+
+@pytest.mark.parametrize("cores", [(1, 1), (1, 2)])
+@settings(max_examples=4, deadline=None)
+@given(seed=SEEDS)
+def test_restart_keeps_the_moments(tmp_path_factory, cores, seed):
+    """Windows open at a checkpoint restore their moments: the output of a run
+    closed and reopened in the middle is DuckDB's."""
+    announce_seed(seed)
+    root: Path = tmp_path_factory.mktemp("stats")
+    rng = np.random.default_rng(seed)
+    size = int(rng.choice([100, 1000]))
+    data = window_table(rng, size_ms=size, rows=int(rng.integers(50, 1500)))
+    table = with_ids(data.table)
+    batches = split_batches(rng, table)
+    stop = int(rng.integers(0, len(batches) + 1))
+    ddl = SOURCE.format(delay=data.delay_ms) + (
+        f"CREATE STREAM w AS SELECT k, window_start, {_items(ALL, duckdb_side=False)} "
+        f"FROM t GROUP BY k, tumble(ts, INTERVAL '{size}' MILLISECOND) EMIT ON WINDOW CLOSE;"
+    )
+    columns = ["k", "window_start", *(a for _, _, a, _ in ALL)]
+    got = run_with_restart(root, ddl, batches, stop, columns, cores)
     start = f"(ts - ((ts % {size}) + {size}) % {size})"
     oracle = (
         f"SELECT k, {start} AS window_start, {_items(ALL, duckdb_side=True)} FROM t GROUP BY ALL"

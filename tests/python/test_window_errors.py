@@ -104,6 +104,10 @@ CASES = [
         1,
         27,
     ),
+    # SELECT DISTINCT: named columns, no aggregates, only the window in GROUP BY
+    ("CREATE STREAM x AS SELECT DISTINCT * FROM t", "LDB-1005", 1, 36),
+    ("CREATE STREAM x AS SELECT DISTINCT k, COUNT(*) FROM t GROUP BY k", "LDB-1005", 1, 39),
+    ("CREATE STREAM x AS SELECT DISTINCT k FROM t GROUP BY k", "LDB-1005", 1, 54),
     (
         "CREATE STREAM x AS SELECT COUNT(*) FROM t GROUP BY tumble(ts, 1000)\n"
         "WITH (allowed_lateness = -5)",

@@ -313,6 +313,17 @@ def _whole_numbers_only(type_: pa.DataType) -> bool:
     )
 
 
+def _lossy(source: str, field: pa.Field, value: object, row: int, why: str) -> Exception:
+    """The LDB-3004 for a Python value the column's type cannot hold exactly."""
+    return error_for(
+        COLUMN_TYPE,
+        f"LDB-3004: source '{source}', column '{field.name}' ({field.type}): "
+        f"{value!r} in row {row} {why}; nothing was ingested",
+        object=source,
+        column_name=field.name,
+    )
+
+
 def _check_no_fraction(values: object, field: pa.Field, source: str) -> None:
     """Refuse a Python number with a fraction bound for a whole-number column.
 
@@ -342,13 +353,26 @@ def _check_no_fraction(values: object, field: pa.Field, source: str) -> None:
             and math.isfinite(value)
             and value != math.floor(value)
         ):
-            raise error_for(
-                COLUMN_TYPE,
-                f"LDB-3004: source '{source}', column '{field.name}' ({field.type}): "
-                f"{value!r} in row {row} is not a whole number; nothing was ingested",
-                object=source,
-                column_name=field.name,
-            )
+            raise _lossy(source, field, value, row, "is not a whole number")
+
+
+def _check_whole_days(values: object, field: pa.Field, source: str) -> None:
+    """Refuse a ``datetime`` with a time of day bound for a DATE column.
+
+    pyarrow converts it by dropping the time (``pa.array([datetime(2026, 1, 2,
+    10)], pa.date32())`` gives 2026-01-02): a silent loss, refused as a
+    fraction bound for a BIGINT is. A ``datetime`` at midnight is accepted.
+    Arguments and error as :func:`_check_no_fraction`.
+    """
+    if not isinstance(values, (list, tuple)) or not pa.types.is_date(field.type):
+        return
+    if not any(issubclass(k, datetime.datetime) for k in set(map(type, values))):
+        return  # cheap: a list of dates skips the scan
+    for row, value in enumerate(values):
+        if isinstance(value, datetime.datetime) and value.timetz().replace(tzinfo=None) != (
+            datetime.time()
+        ):
+            raise _lossy(source, field, value, row, "has a time of day a DATE cannot hold")
 
 
 def _column(values: object, field: pa.Field | None, source: str) -> pa.Array:
@@ -366,7 +390,8 @@ def _column(values: object, field: pa.Field | None, source: str) -> pa.Array:
 
     Raises:
         IngestError: LDB-3004 for a number with a fraction bound for a
-            whole-number column (BIGINT, TIMESTAMP...).
+            whole-number column (BIGINT, TIMESTAMP...), or a ``datetime``
+            with a time of day bound for a DATE column.
     """
     if isinstance(values, pa.ChunkedArray):
         return values.combine_chunks()
@@ -374,6 +399,7 @@ def _column(values: object, field: pa.Field | None, source: str) -> pa.Array:
         return values
     if field is not None:
         _check_no_fraction(values, field, source)
+        _check_whole_days(values, field, source)
         try:
             return pa.array(values, type=field.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):

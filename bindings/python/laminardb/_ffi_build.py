@@ -22,9 +22,10 @@ from pathlib import Path
 
 MODULE_NAME = "laminardb._laminar_cffi"
 
-#: Functions implemented in Python (``@ffi.def_extern`` in ``laminardb.sinks``
-#: and ``laminardb.functions``) that the core calls through
-#: ``laminar_sink_callbacks`` and ``laminar_function_register``.
+#: Functions implemented in Python (``@ffi.def_extern`` in ``laminardb.sinks``,
+#: ``laminardb.functions`` and ``laminardb.aggregates``) that the core calls
+#: through ``laminar_sink_callbacks``, ``laminar_function_register`` and
+#: ``laminar_aggregate_register``.
 PYTHON_CALLBACKS = """
 extern "Python" int lm_py_sink_begin(void*, uint64_t);
 extern "Python" int lm_py_sink_write(void*, struct ArrowArray*, struct ArrowSchema*);
@@ -35,6 +36,17 @@ extern "Python" int lm_py_sink_recover(void*, uint64_t);
 extern "Python" int lm_py_udf_call(void*, const struct ArrowArray*, const struct ArrowSchema*,
                                    struct ArrowArray*, struct ArrowSchema*, char*, size_t);
 extern "Python" void lm_py_udf_destroy(void*);
+extern "Python" int lm_py_udaf_update(void*, void*, const uint32_t*, const struct ArrowArray*,
+                                      const struct ArrowSchema*, char*, size_t);
+extern "Python" int lm_py_udaf_retract(void*, void*, const uint32_t*, const struct ArrowArray*,
+                                       const struct ArrowSchema*, char*, size_t);
+extern "Python" int lm_py_udaf_merge(void*, void*, const void*, char*, size_t);
+extern "Python" int lm_py_udaf_finalize(void*, const void*, int64_t, struct ArrowArray*,
+                                        struct ArrowSchema*, char*, size_t);
+extern "Python" int64_t lm_py_udaf_serialize(void*, const void*, void*, int64_t);
+extern "Python" int lm_py_udaf_deserialize(void*, void*, const void*, int64_t);
+extern "Python" void lm_py_udaf_destroy_state(void*, void*);
+extern "Python" void lm_py_udaf_destroy(void*);
 """
 
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)

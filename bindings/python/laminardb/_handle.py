@@ -84,6 +84,46 @@ def sigint_held() -> Iterator[None]:
             signal.raise_signal(signal.SIGINT)
 
 
+# Per thread: how deep it is in the engine's calls of user-defined functions.
+_callbacks = threading.local()
+
+
+@contextlib.contextmanager
+def in_callback() -> Iterator[None]:
+    """Mark the current thread as running a user-defined function for the engine.
+
+    Inside, every handle's lock refuses to be taken (:class:`_HandleLock`):
+    the engine is in the middle of a batch on this thread, or holds its own
+    locks for it, so calling the database back could only deadlock.
+    """
+    _callbacks.depth = getattr(_callbacks, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _callbacks.depth -= 1
+
+
+class _HandleLock:
+    """A handle's lock that refuses use from inside a user-defined function."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> bool:
+        if getattr(_callbacks, "depth", 0):
+            raise misuse(
+                "a user-defined function called the database from inside its callback "
+                "(the engine is processing a batch on this thread): compute from the "
+                "arguments only"
+            )
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(*exc)
+
+
 class Handle:
     """Base class: one C handle, its lock, context management and ``repr``."""
 
@@ -96,7 +136,7 @@ class Handle:
             pointer: The C handle (cffi pointer), not NULL.
             label: What ``repr`` and error messages call it (``"'trades'"``).
         """
-        self._lock = threading.Lock()
+        self._lock = _HandleLock()
         self._pointer: Any = pointer
         self._label = label
 

@@ -15,9 +15,10 @@ from typing import Any, Union
 
 import pyarrow as pa
 
-from laminardb._arrow import import_reader, import_schema
+from laminardb._arrow import capsule_pointer, import_reader, import_schema
 from laminardb._handle import Handle, c_text, sigint_held
 from laminardb._laminar_cffi import ffi, lib
+from laminardb.aggregates import Aggregate, AggregateOnError
 from laminardb.errors import STATE, raise_for
 from laminardb.functions import Function, FunctionKind, NullHandling, OnError, TypeSpec
 from laminardb.sinks import SinkConnector, callbacks_for
@@ -315,6 +316,123 @@ class Connection(Handle):
         """
         self.source(name).push(data)
 
+    # -- tables ----------------------------------------------------------------
+
+    def _table_rows(self, name: str, data: object, *, keys: bool) -> pa.Table:
+        """Turn ``data`` into a ``pyarrow.Table`` for a write to table ``name``.
+
+        Args:
+            name: The table.
+            data: An Arrow stream or array, a dict of columns or a list of row
+                dicts (built with the table's column types).
+            keys: Only the primary-key columns (a delete) rather than all.
+
+        Returns:
+            The rows.
+        """
+        if isinstance(data, pa.Table):
+            return data
+        if isinstance(data, pa.RecordBatch):
+            return pa.Table.from_batches([data])
+        if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
+            return pa.table(data)
+        schema = self.schema(name)
+        fields = [f for f in schema if f.name != "_weight"]
+        if isinstance(data, Mapping):
+            wanted = pa.schema([f for f in fields if f.name in data])
+            return pa.Table.from_pydict(dict(data), schema=wanted)
+        if isinstance(data, list):
+            names = {k for row in data for k in row} if keys else None
+            wanted = pa.schema([f for f in fields if names is None or f.name in names])
+            return pa.Table.from_pylist(data, schema=wanted)
+        raise TypeError(
+            f"cannot write {type(data).__name__} to table {name!r}: pass an Arrow "
+            "table/batch, a dict of columns or a list of row dicts"
+        )
+
+    def _table_write(self, name: str, data: object, *, upsert: bool) -> None:
+        """Write every batch of ``data`` with laminar_table_upsert / _delete.
+
+        Args:
+            name: The table.
+            data: As :meth:`upsert` (or :meth:`delete`'s keys).
+            upsert: Upsert the rows, or delete the keys.
+        """
+        table = self._table_rows(name, data, keys=not upsert)
+        text = c_text(name, "name")
+        call = lib.laminar_table_upsert if upsert else lib.laminar_table_delete
+        for batch in table.to_batches():
+            schema_cap, array_cap = batch.__arrow_c_array__()
+            schema = ffi.cast("struct ArrowSchema*", capsule_pointer(schema_cap, "arrow_schema"))
+            array = ffi.cast("struct ArrowArray*", capsule_pointer(array_cap, "arrow_array"))
+            err = ffi.new("laminar_error*")
+            with self._lock:
+                code = call(self._require_open(), text, array, schema, err)
+            raise_for(code, err)
+
+    def upsert(self, name: str, data: object) -> None:
+        """Insert or replace rows of table ``name`` by their primary key.
+
+        A row whose key is in the table replaces that row; others are added.
+        The same as ``INSERT INTO name VALUES ...``.
+
+        Args:
+            name: The table (``CREATE TABLE ... PRIMARY KEY (...)``).
+            data: Rows with the table's columns: a pyarrow Table or
+                RecordBatch, an object with ``__arrow_c_stream__`` /
+                ``__arrow_c_array__``, a dict of columns or a list of row
+                dicts.
+
+        Raises:
+            TypeError: If ``data`` is of no accepted kind.
+            SQLError: LDB-1002 if there is no table of that name.
+            IngestError: LDB-3xxx if a batch was rejected (nothing of it written).
+            LaminarError: LDB-9xxx if a :class:`Source` on the table is open
+                (write through it) or the connection is closed.
+
+        Example:
+            >>> import laminardb
+            >>> db = laminardb.open()
+            >>> _ = db.execute("CREATE TABLE fx (ccy VARCHAR, rate DOUBLE, PRIMARY KEY (ccy))")
+            >>> db.upsert("fx", [{"ccy": "EUR", "rate": 1.08}, {"ccy": "GBP", "rate": 1.27}])
+            >>> db.upsert("fx", {"ccy": ["EUR"], "rate": [1.09]})
+            >>> db.run_until_idle()
+            >>> db.query("SELECT ccy, rate FROM fx ORDER BY ccy").to_pylist()
+            [{'ccy': 'EUR', 'rate': 1.09}, {'ccy': 'GBP', 'rate': 1.27}]
+            >>> db.close()
+        """
+        self._table_write(name, data, upsert=True)
+
+    def delete(self, name: str, keys: object) -> None:
+        """Delete the rows of the given primary keys from table ``name``.
+
+        A key with no row is ignored. The same as ``DELETE FROM name WHERE
+        key = ...`` for each key.
+
+        Args:
+            name: The table.
+            keys: The primary-key columns only, one row per key to delete (as
+                :meth:`upsert` takes rows).
+
+        Raises:
+            TypeError: If ``keys`` is of no accepted kind.
+            SQLError: LDB-1002 if there is no table of that name.
+            IngestError: LDB-3003 if the columns are not the primary key's.
+            LaminarError: As :meth:`upsert`.
+
+        Example:
+            >>> import laminardb
+            >>> db = laminardb.open()
+            >>> _ = db.execute("CREATE TABLE fx (ccy VARCHAR, rate DOUBLE, PRIMARY KEY (ccy))")
+            >>> db.upsert("fx", {"ccy": ["EUR", "GBP"], "rate": [1.08, 1.27]})
+            >>> db.delete("fx", {"ccy": ["GBP"]})
+            >>> db.run_until_idle()
+            >>> db.query("SELECT ccy FROM fx").to_pylist()
+            [{'ccy': 'EUR'}]
+            >>> db.close()
+        """
+        self._table_write(name, keys, upsert=False)
+
     def subscribe(
         self,
         name: str,
@@ -535,6 +653,77 @@ class Connection(Handle):
         raise_for(code, err)
         return self
 
+    def create_aggregate(
+        self,
+        name: str,
+        cls: type | object,
+        params: Sequence[TypeSpec],
+        returns: TypeSpec,
+        *,
+        null_handling: NullHandling = "default",
+        on_error: AggregateOnError = "raise",
+    ) -> Connection:
+        """Register a Python aggregate function ``name`` for SQL (``laminar_aggregate_register``).
+
+        ``cls`` (a class, instantiated once, or an instance) has
+        ``init() -> state``, ``update(state, *arrays) -> state`` (once per
+        group of each chunk, with ``pyarrow.Array`` slices of that group's
+        rows), ``merge(a, b) -> state`` and ``finalize(state) -> value``
+        (None: NULL); optionally ``retract(state, *arrays) -> state``, which
+        lets the aggregate read a changelog (without it such a statement is
+        refused with LDB-1005), and ``serialize(state) -> bytes`` /
+        ``deserialize(bytes) -> state`` (default: pickle) for checkpoints.
+        Usable as a built-in aggregate is: GROUP BY with or without tumble,
+        hop and session windows, HAVING, EMIT CHANGES. It shares the
+        function namespace (``remove_function``, SHOW FUNCTIONS); reopen a
+        durable database with ``laminardb.open(path, functions=[Aggregate(...)])``.
+
+        Args:
+            name: The SQL name (case-insensitive; not a built-in's).
+            cls: The aggregate's class or object.
+            params: One or two parameter types (pyarrow types, SQL names or
+                ``bool``/``int``/``float``/``str``/``datetime``).
+            returns: The result type: BOOLEAN, INT, BIGINT, DOUBLE or TIMESTAMP.
+            null_handling: ``"default"``: rows with a NULL argument are left
+                out; ``"special"``: passed.
+            on_error: ``"raise"``: an exception fails the batch (LDB-3010
+                naming the function, the stream and the traceback);
+                ``"null"``: that group's result is NULL.
+
+        Returns:
+            The connection (calls chain).
+
+        Raises:
+            TypeError: A missing method or a type with no engine type.
+            ValueError: A wrong count of parameters, an unknown option.
+            SQLError: LDB-1004 (a built-in's name), LDB-1007 (replacing a
+                function a stream uses).
+
+        Example:
+            >>> import laminardb
+            >>> class SumSq:
+            ...     def init(self): return 0.0
+            ...     def update(self, s, x): return s + sum(v * v for v in x.to_pylist())
+            ...     def retract(self, s, x): return s - sum(v * v for v in x.to_pylist())
+            ...     def merge(self, a, b): return a + b
+            ...     def finalize(self, s): return s
+            >>> db = laminardb.open()
+            >>> _ = db.create_aggregate("sumsq", SumSq, ["DOUBLE"], "DOUBLE")
+            >>> _ = db.execute("CREATE SOURCE t (k VARCHAR, v DOUBLE); "
+            ...     "CREATE MATERIALIZED VIEW m AS SELECT k, sumsq(v) AS s FROM t GROUP BY k")
+            >>> db.insert("t", {"k": ["a", "a", "b"], "v": [1.0, 2.0, 3.0]}); db.run_until_idle()
+            >>> db.query("SELECT k, s FROM m ORDER BY k").to_pylist()
+            [{'k': 'a', 's': 5.0}, {'k': 'b', 's': 9.0}]
+        """
+        aggregate = Aggregate(
+            name, cls, params, returns, null_handling=null_handling, on_error=on_error
+        )
+        err = ffi.new("laminar_error*")
+        with self._lock:
+            code = aggregate.register(lib.laminar_aggregate_register, self._require_open(), err)
+        raise_for(code, err)
+        return self
+
     def remove_function(self, name: str) -> Connection:
         """Drop user-defined function ``name`` (``laminar_function_drop``).
 
@@ -559,9 +748,11 @@ class Connection(Handle):
         queue_bytes, max_queue_bytes, watermark_ms (with a WAL:
         wal_next_offset, processed_offset). Streams: rows_in, rows_out,
         late_rows, state_groups, state_bytes, accounted_state_bytes,
-        max_state_bytes, watermark_ms, subscribers, partitions (an ASOF JOIN
-        stream also join_left_rows, join_right_rows: the rows it holds; window
-        functions also held_rows). Subscriptions:
+        max_state_bytes, watermark_ms, subscribers, partitions (a join stream,
+        ASOF or interval, also join_left_rows, join_right_rows,
+        join_left_bytes, join_right_bytes: the rows it holds per side; window
+        functions also held_rows; a window over a source with per-key
+        watermarks also watermark_keys, as that source does). Subscriptions:
         delivered_batches, queue_depth, queue_bytes, max_queue_bytes.
         Reactors ("0" .. cores-1): busy_ns, running_ns, busy_pct, rounds, rows,
         cpu (reactor 0 also messages). Durable databases: last_checkpoint,
@@ -748,7 +939,7 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
     *,
     config: Mapping[str, object] | None = None,
     sinks: Mapping[str, tuple[str, SinkConnector]] | None = None,
-    functions: Sequence[Function] = (),
+    functions: Sequence[Function | Aggregate] = (),
     vars: Mapping[str, object] | None = None,  # noqa: A002 -- the documented name
     read_only: bool = False,
     **options: object,
@@ -773,7 +964,8 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
             ``{name: (stream, connector)}`` (see :meth:`Connection.add_sink`);
             the streams must be in the stored catalog.
         functions: User-defined functions
-            (:class:`laminardb.functions.Function`) registered before the
+            (:class:`laminardb.functions.Function`) and aggregates
+            (:class:`laminardb.aggregates.Aggregate`) registered before the
             database opens, so a durable one's stored streams that call them
             recover (see :meth:`Connection.create_function`).
         vars: ``${NAME}`` substitution variables, ``{NAME: value}``: every
@@ -840,7 +1032,12 @@ def open(  # noqa: A001 -- the package's documented entry point, like sqlite3.co
             raise_for(code, err)
         for function in functions:
             err = ffi.new("laminar_error*")
-            code = function.register(lib.laminar_config_function_register, config_out[0], err)
+            register = (
+                lib.laminar_config_aggregate_register
+                if isinstance(function, Aggregate)
+                else lib.laminar_config_function_register
+            )
+            code = function.register(register, config_out[0], err)
             raise_for(code, err)
         db_out = ffi.new("laminar_db**")
         err = ffi.new("laminar_error*")

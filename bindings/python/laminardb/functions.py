@@ -34,7 +34,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from laminardb._arrow import capsule_pointer, import_batch
-from laminardb._handle import c_text
+from laminardb._handle import c_text, in_callback
 from laminardb._laminar_cffi import ffi, lib
 
 __all__ = ["Function", "FunctionKind", "NullHandling", "OnError", "TypeSpec", "arrow_format"]
@@ -66,6 +66,7 @@ _SQL_NAMES = {
     "TEXT": "u",
     "STRING": "u",
     "TIMESTAMP": "tsu:",
+    "DATE": "tdD",
 }
 _PY_TYPES: dict[object, str] = {
     bool: "b",
@@ -73,6 +74,7 @@ _PY_TYPES: dict[object, str] = {
     float: "g",
     str: "u",
     datetime.datetime: "tsu:",
+    datetime.date: "tdD",
 }
 _ARROW_TYPES = {
     pa.bool_(): "b",
@@ -82,6 +84,7 @@ _ARROW_TYPES = {
     pa.string(): "u",
     pa.large_string(): "u",
     pa.timestamp("us"): "tsu:",
+    pa.date32(): "tdD",
 }
 _FORMAT_TYPES = {
     "b": pa.bool_(),
@@ -90,6 +93,7 @@ _FORMAT_TYPES = {
     "g": pa.float64(),
     "u": pa.string(),
     "tsu:": pa.timestamp("us"),
+    "tdD": pa.date32(),
 }
 
 
@@ -101,7 +105,7 @@ def arrow_format(spec: TypeSpec) -> str:
             (``"DOUBLE"``) or a Python type (``float``).
 
     Returns:
-        One of ``b``, ``i``, ``l``, ``g``, ``u``, ``tsu:``.
+        One of ``b``, ``i``, ``l``, ``g``, ``u``, ``tsu:``, ``tdD``.
 
     Raises:
         TypeError: For a type the engine has no column type for.
@@ -119,8 +123,8 @@ def arrow_format(spec: TypeSpec) -> str:
         found = _PY_TYPES.get(spec)
     if found is None:
         raise TypeError(
-            f"no engine type for {spec!r}: use BOOLEAN, INT, BIGINT, DOUBLE, VARCHAR or "
-            "TIMESTAMP (pyarrow, SQL name or bool/int/float/str/datetime)"
+            f"no engine type for {spec!r}: use BOOLEAN, INT, BIGINT, DOUBLE, VARCHAR, "
+            "TIMESTAMP or DATE (pyarrow, SQL name or bool/int/float/str/datetime/date)"
         )
     return found
 
@@ -209,14 +213,34 @@ class PyFunction:
         return result
 
 
-def _error_text(exc: BaseException) -> str:
-    """The exception and the last lines of its traceback, for the LDB message."""
-    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+def export_into(result: pa.Array, out: Any, out_schema: Any) -> None:  # noqa: ANN401 -- cdata
+    """Move ``result`` into the engine's ``out`` / ``out_schema`` structs."""
+    schema_capsule, array_capsule = result.__arrow_c_array__()
+    src_schema = ffi.cast("struct ArrowSchema*", capsule_pointer(schema_capsule, "arrow_schema"))
+    src_array = ffi.cast("struct ArrowArray*", capsule_pointer(array_capsule, "arrow_array"))
+    # Move both into the engine's structs (the capsules are left released).
+    ffi.memmove(out, src_array, ffi.sizeof("struct ArrowArray"))
+    src_array.release = ffi.NULL
+    ffi.memmove(out_schema, src_schema, ffi.sizeof("struct ArrowSchema"))
+    src_schema.release = ffi.NULL
+
+
+def error_text(exc: BaseException) -> str:
+    """The exception and the innermost frames of its traceback, for the LDB message.
+
+    The frames nearest the raise come first after the header, so that a
+    message cut to the engine's length keeps the user's line.
+    """
     head = f"{type(exc).__name__}: {exc}"
-    return f"{head}\n{tb[-600:]}" if tb else head
+    frames = traceback.format_tb(exc.__traceback__)
+    if not frames:
+        return head
+    return f"{head}\nTraceback (most recent call last, innermost first):\n" + "".join(
+        reversed(frames[-3:])
+    )
 
 
-def _write_error(buf: Any, cap: int, text: str) -> None:  # noqa: ANN401 -- cdata
+def write_error(buf: Any, cap: int, text: str) -> None:  # noqa: ANN401 -- cdata
     data = text.encode("utf-8", "replace")[: max(cap - 1, 0)]
     ffi.memmove(buf, data, len(data))
     buf[len(data)] = b"\0"
@@ -245,21 +269,36 @@ def lm_py_udf_call(
         batch = import_batch(
             ffi.cast("struct ArrowArray*", args), ffi.cast("struct ArrowSchema*", args_schema)
         )
-        result = function(batch)
-        schema_capsule, array_capsule = result.__arrow_c_array__()
-        src_schema = ffi.cast(
-            "struct ArrowSchema*", capsule_pointer(schema_capsule, "arrow_schema")
-        )
-        src_array = ffi.cast("struct ArrowArray*", capsule_pointer(array_capsule, "arrow_array"))
-        # Move both into the engine's structs (the capsules are left released).
-        ffi.memmove(out, src_array, ffi.sizeof("struct ArrowArray"))
-        src_array.release = ffi.NULL
-        ffi.memmove(out_schema, src_schema, ffi.sizeof("struct ArrowSchema"))
-        src_schema.release = ffi.NULL
+        with in_callback():
+            result = function(batch)
+        export_into(result, out, out_schema)
     except Exception as exc:  # noqa: BLE001 -- every error becomes the engine's LDB-3010
-        _write_error(error, int(error_cap), _error_text(exc))
+        write_error(error, int(error_cap), error_text(exc))
         return 1
     return 0
+
+
+def register_handle(
+    live: dict[int, Any],
+    call: object,
+    arg_formats: Sequence[str],
+    register: Callable[[Any, Any], int],
+) -> int:
+    """Register ``call`` through ``register(handle, arg_types)``, its handle kept.
+
+    The cffi handle of ``call`` stays in ``live`` (by address) until the
+    engine's destroy callback drops it, or at once when the registration
+    fails (destroy is not called then). Returns the code of ``register``.
+    """
+    handle = ffi.new_handle(call)
+    key = int(ffi.cast("uintptr_t", handle))
+    keep = [ffi.new("char[]", f.encode()) for f in arg_formats]
+    types = ffi.new("const char*[]", keep) if keep else ffi.NULL
+    live[key] = handle
+    code = int(register(handle, types))
+    if code != 0:
+        live.pop(key, None)
+    return code
 
 
 # Live functions' handles, by address: kept until the engine's destroy.
@@ -322,23 +361,20 @@ class Function:
         ``register_fn`` is ``laminar_function_register`` or
         ``laminar_config_function_register``; returns the code it returned.
         """
-        handle = ffi.new_handle(self.call)
-        key = int(ffi.cast("uintptr_t", handle))
-        keep = [ffi.new("char[]", f.encode()) for f in self.arg_formats]
-        types = ffi.new("const char*[]", keep) if keep else ffi.NULL
-        _live[key] = handle
-        code = register_fn(
-            target,
-            c_text(self.name, "function name"),
-            types,
-            len(self.arg_formats),
-            self.result_format.encode(),
-            lib.lm_py_udf_call,
-            handle,
-            lib.lm_py_udf_destroy,
-            self.flags,
-            err,
+        return register_handle(
+            _live,
+            self.call,
+            self.arg_formats,
+            lambda handle, types: register_fn(
+                target,
+                c_text(self.name, "function name"),
+                types,
+                len(self.arg_formats),
+                self.result_format.encode(),
+                lib.lm_py_udf_call,
+                handle,
+                lib.lm_py_udf_destroy,
+                self.flags,
+                err,
+            ),
         )
-        if code != 0:
-            _live.pop(key, None)  # not registered: destroy is not called
-        return int(code)

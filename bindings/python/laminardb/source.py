@@ -120,11 +120,16 @@ class Source(NamedHandle):
             # Exact either way: the core moves the array when, and only when,
             # it takes the batch (a slice that timed out took nothing).
             if array.release == ffi.NULL:
-                _note(exc, f"laminardb: source {self._label}: the batch was ingested "
-                      "before the interrupt")
+                _note(
+                    exc,
+                    f"laminardb: source {self._label}: the batch was ingested before the interrupt",
+                )
             else:
-                _note(exc, f"laminardb: source {self._label}: the batch was not "
-                      "ingested (it is unchanged: push it again)")
+                _note(
+                    exc,
+                    f"laminardb: source {self._label}: the batch was not "
+                    "ingested (it is unchanged: push it again)",
+                )
             raise
         raise_for(code, err)
 
@@ -208,8 +213,11 @@ class Source(NamedHandle):
                     else:
                         pushed += 1
         except KeyboardInterrupt as exc:
-            _note(exc, f"laminardb: source {self._label}: {pushed} batch(es) of this "
-                  "input were ingested before the interrupt, the rest not")
+            _note(
+                exc,
+                f"laminardb: source {self._label}: {pushed} batch(es) of this "
+                "input were ingested before the interrupt, the rest not",
+            )
             raise
         finally:
             if schema.release != ffi.NULL:
@@ -431,8 +439,11 @@ class Source(NamedHandle):
             # Exact: a slice that timed out took nothing of a run that fits the
             # queue, and says how many of a longer one it took.
             rows = sum(item.num_rows for item in items[:done])
-            _note(exc, f"laminardb: source {self._label}: {done} of the {n} batch(es) were "
-                  f"ingested before the interrupt ({rows} rows), the rest not")
+            _note(
+                exc,
+                f"laminardb: source {self._label}: {done} of the {n} batch(es) were "
+                f"ingested before the interrupt ({rows} rows), the rest not",
+            )
             exc.ingested_batches = done  # type: ignore[attr-defined]
             exc.ingested_rows = rows  # type: ignore[attr-defined]
             raise
@@ -548,9 +559,9 @@ class Source(NamedHandle):
         went through the streams. The next push or watermark makes the source
         active again; its rows behind the watermark the streams reached
         meanwhile are late. ``CREATE SOURCE ... WITH (idle_timeout = '5 s')``
-        declares it idle after that long without data. Idleness is neither
-        logged nor checkpointed: a reopened database starts with every source
-        active.
+        declares it idle after that long without data. On a durable database
+        a checkpoint holds it and each change is recorded where it took
+        effect, so a restart replays it there.
 
         Args:
             idle: ``True`` idle, ``False`` active.

@@ -77,6 +77,7 @@ from laminardb.spark.partition import (
     FINAL_WATERMARK,
     _batch_task,
     _input_frame,
+    _jvm_carries,
     _jvm_stage,
     _partitions,
     _source_columns,
@@ -104,17 +105,18 @@ __all__ = ["FINAL_WATERMARK", "TESTED_SPARK", "Input", "Plan", "TwoPhase", "Unte
 
 def _run_union(frames: Mapping[str, DataFrame], p: Plan, *, partitions: int | None,
                engine: str) -> DataFrame:
-    """A stream over a ``UNION ALL`` of sources, one DataFrame per source (see :func:`run`)."""
+    """A stream over several sources (UNION ALL, ASOF JOIN), one DataFrame each (:func:`run`)."""
     if engine == "jvm":
         raise error_for(_UNSUPPORTED, "LDB-1005: engine='jvm' runs one input DataFrame; a "
-                        "stream over UNION ALL runs with engine='python'")
+                        "stream over UNION ALL or an ASOF JOIN runs with engine='python'")
     if engine != "python":
         _use_jvm(next(iter(frames.values())), engine)  # an unknown name: its LDB-6002
     by_lower = {str(name).lower(): frame for name, frame in frames.items()}
     ordered = [by_lower[inp.source.lower()] for inp in p.inputs]
     if any(frame.isStreaming for frame in ordered):
-        raise error_for(_UNSUPPORTED, "LDB-1005: a stream over UNION ALL runs on batch "
-                        "DataFrames (a streaming union is not supported yet)")
+        raise error_for(_UNSUPPORTED, "LDB-1005: a stream over UNION ALL or an ASOF JOIN "
+                        "runs on batch DataFrames (over streaming ones it is not supported "
+                        "yet)")
     frame = _union_frame(ordered, p, partitions)
     return _map_in_arrow(frame, functools.partial(_union_task, p),
                          _spark_schema(p.output_schema))
@@ -141,7 +143,8 @@ def run(
             its (batch) DataFrame, run with the Python engine; each input is
             hash-partitioned on its own key columns (the ones it puts at the
             union's ``GROUP BY`` columns), so equal keys of every input meet
-            in one engine.
+            in one engine. The same for an ``ASOF JOIN`` of two sources: each
+            side hash-partitioned on its own equality key columns.
         sql: ``CREATE SOURCE`` and ``CREATE STREAM`` statements, as for
             :meth:`laminardb.Connection.execute`.
         source: The source ``df`` feeds (default: the stream's root source).
@@ -191,8 +194,8 @@ def run(
             declares no WATERMARK (nothing would ever close its windows).
         SQLError: LDB-1005 for ``engine="jvm"`` on the streaming
             whole-stream path (``two_phase=False`` or a stream that does not
-            decompose), and for a union with ``engine="jvm"`` or a streaming
-            DataFrame.
+            decompose), and for a union or an ASOF JOIN with ``engine="jvm"``
+            or a streaming DataFrame.
 
     Example:
         See docs/SPARK.md.
@@ -204,6 +207,12 @@ def run(
         df = next(iter(df.values()))
     use_jvm = _use_jvm(df, engine)
     p = plan(df, sql, source=source, stream=stream, **options)
+    if use_jvm and not _jvm_carries(p):
+        if engine == "jvm":
+            raise error_for(_UNSUPPORTED, "LDB-1005: engine='jvm' carries BIGINT, INT, DOUBLE, "
+                            "VARCHAR, BOOLEAN and TIMESTAMP columns; this query has DATE, "
+                            "SMALLINT or TINYINT ones: use engine='python' (or 'auto')")
+        use_jvm = False  # auto: DATE / SMALLINT / TINYINT columns run in Python
     out_type = _spark_schema(p.output_schema)
     split = p.two_phase if two_phase is not False else None
     if split is not None and df.isStreaming and two_phase is None and state_location is not None:

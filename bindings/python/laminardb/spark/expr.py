@@ -33,6 +33,8 @@ def _sql_type(arrow_type: pa.DataType) -> str:
         return "DOUBLE"
     if pa.types.is_timestamp(arrow_type):
         return "TIMESTAMP"
+    if pa.types.is_date32(arrow_type):
+        return "DATE"
     raise error_for(2002, f"LDB-2002: no LaminarDB SQL type for Arrow type {arrow_type}")
 
 

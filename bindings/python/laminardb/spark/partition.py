@@ -198,6 +198,19 @@ def _union_task(p: Plan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Recor
         yield from _drain(db, sub, out_schema)
 
 
+def _jvm_carries(p: Plan) -> bool:
+    """Tell whether the JVM stage has been built for the plan's column types.
+
+    Its column copiers know BIGINT, INT, DOUBLE, VARCHAR, BOOLEAN and
+    TIMESTAMP; a DATE, SMALLINT or TINYINT column (Arrow date32, int16, int8)
+    runs in the Python engine.
+    """
+    return not any(
+        pa.types.is_date32(f.type) or pa.types.is_int16(f.type) or pa.types.is_int8(f.type)
+        for f in (*p.input_schema, *p.output_schema)
+    )
+
+
 def _use_jvm(df: DataFrame, engine: str) -> bool:
     """Resolve ``engine`` for ``df`` (see :func:`run`)."""
     if engine not in _ENGINES:

@@ -135,7 +135,8 @@ def _frames(df: DataFrame | Mapping[str, DataFrame], stream: str,
             raise error_for(
                 _CONFIG_VALUE,
                 f"LDB-6002: stream '{stream}' reads {len(roots)} sources "
-                f"({', '.join(roots)}) through UNION ALL: pass one DataFrame per source, "
+                f"({', '.join(roots)}) through UNION ALL or an ASOF JOIN: pass one "
+                f"DataFrame per source, "
                 f"e.g. run({{{', '.join(repr(r) + ': df_' + r for r in roots)}}}, ...)",
                 object=stream,
             )

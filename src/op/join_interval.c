@@ -1,0 +1,865 @@
+/*
+ * join_interval.c -- the interval join operator: two inputs (left, right),
+ * each pair of rows of equal keys whose times lie within a bound of each
+ * other (or, a window join, in one tumbling window) joined, INNER / LEFT /
+ * RIGHT / FULL (op.h, lm_ijoin_spec, has the semantics and streaming rules).
+ *
+ * State (one partition's, on its thread only):
+ *  - the equality keys in a keyed state table (state/table.h): a key's row id
+ *    g indexes lists[side][g], that side's held rows of the key sorted by
+ *    (time, arrival) (state/rowstore.h lm_timelist);
+ *  - the rows of each side in a row store (state/rowstore.h), and per slot
+ *    whether the row has matched (an outer side's unmatched rows are emitted
+ *    NULL-padded when they are dropped).
+ *
+ * A chunk of one side probes the other side's rows of its keys in the time
+ * range its rows can match, emits the pairs the residual keeps (one chunk),
+ * and holds its rows while the other side's watermark allows a match. A
+ * watermark of one side drops the other side's rows it can no longer match
+ * (a prefix of each key's time-sorted list), emitting an outer side's
+ * unmatched ones. A window join instead holds both sides' rows until the
+ * least of the watermarks closes their window, then joins the window. Snapshots write each side's rows (time, matched flag,
+ * columns); a restore reads them back into the stores and rebuilds the keys
+ * from the key columns.
+ */
+#include "op/op.h"
+
+#include "op/join.h"
+#include "state/rowstore.h"
+#include "state/table.h"
+#include "util/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define IJ_SNAP_TAG 0x494A4F4Eu /* "IJON" */
+#define IJ_MAX_KEYS 64
+
+typedef struct side_state {
+  lm_rowstore rows;
+  uint8_t* matched; /* per slot (rows.cap) */
+  int64_t held;     /* rows held, all keys */
+  int64_t min_ts;   /* no held row is older (INT64_MAX: none), to skip sweeps */
+} side_state;
+
+typedef struct ijoin_op {
+  lm_op base;
+  lm_ijoin_spec spec;
+  lm_type* key_types;
+  lm_eval_ctx* ctx;
+  lm_state_table table;
+  lm_timelist* lists[2]; /* per side, nlists entries (>= table.cap) */
+  int64_t nlists;
+  side_state side[2];
+  int64_t wm[2]; /* inputs' watermarks, ms */
+  int64_t out_wm;
+  int64_t late[2];
+  /* scratch: pairs (a: row of the chunk or slot of its side, b: slot of the
+   * other side, -1 NULL) and per chunk row its slot (-1: not held) and state */
+  int64_t *pa, *pb;
+  int64_t* pneg; /* all -1: the NULL side of padded rows */
+  uint32_t* psel;
+  int64_t pcap;
+  int64_t* rowslot;
+  uint8_t* rowstate; /* 0 open, 1 matched, 2 late or not for output */
+  int64_t rcap;
+  uint64_t* hashes;
+  lm_join_out o;         /* lcols + rcols */
+  lm_join_out in_buf[2]; /* a routed chunk's rows (lm_chunk.sel) made dense, per side */
+  uint8_t* mark;         /* compaction scratch */
+} ijoin_op;
+
+static const lm_op_vtable ijoin_vtable;
+
+static bool is_ijoin(const lm_op* op) { return op != NULL && op->vt == &ijoin_vtable; }
+
+/* ---- time ------------------------------------------------------------------------------ */
+
+
+static int64_t window_units(const ijoin_op* j) {
+  return j->spec.time_type == LM_TYPE_TIMESTAMP ? j->spec.window_ms * 1000
+                                                : j->spec.window_ms;
+}
+
+/* The start of the window holding t (floor to a multiple of the size). */
+static int64_t window_start(const ijoin_op* j, int64_t t) {
+  int64_t w = window_units(j);
+  int64_t m = t % w;
+  return t - (m < 0 ? m + w : m);
+}
+
+/* The times [*lo, *hi] of the other side a row of `side` at time t matches. */
+static void match_range(const ijoin_op* j, int32_t side, int64_t t, int64_t* lo,
+                        int64_t* hi) {
+  if (j->spec.window_ms > 0) {
+    *lo = window_start(j, t);
+    *hi = lm_join_sat_add(*lo, window_units(j) - 1);
+  } else if (side == 0) {
+    *lo = lm_join_sat_add(t, j->spec.lo);
+    *hi = lm_join_sat_add(t, j->spec.hi);
+  } else {
+    *lo = lm_join_sat_add(t, -j->spec.hi);
+    *hi = lm_join_sat_add(t, -j->spec.lo);
+  }
+}
+
+/* Whether a row of `side` at t can still match a future row of the other
+ * side, whose watermark (ms) is wm: some time >= wm lies in its range. */
+static bool can_match(const ijoin_op* j, int32_t side, int64_t t, int64_t wm) {
+  if (wm == INT64_MAX) return false;
+  int64_t lo, hi;
+  match_range(j, side, t, &lo, &hi);
+  return hi >= lm_join_to_units(j->spec.time_type, wm);
+}
+
+/* ---- scratch and output ------------------------------------------------------------------ */
+
+static laminar_code reserve_pairs(ijoin_op* j, int64_t n) {
+  if (n <= j->pcap) return LAMINAR_OK;
+  int64_t nc = j->pcap ? j->pcap : 256;
+  while (nc < n) nc *= 2;
+  int64_t* a = lm_realloc(j->pa, sizeof *a * (size_t)nc);
+  if (a == NULL) return LAMINAR_ERR_NOMEM;
+  j->pa = a;
+  int64_t* b = lm_realloc(j->pb, sizeof *b * (size_t)nc);
+  if (b == NULL) return LAMINAR_ERR_NOMEM;
+  j->pb = b;
+  uint32_t* s = lm_realloc(j->psel, sizeof *s * (size_t)nc);
+  if (s == NULL) return LAMINAR_ERR_NOMEM;
+  j->psel = s;
+  int64_t* neg = lm_realloc(j->pneg, sizeof *neg * (size_t)nc);
+  if (neg == NULL) return LAMINAR_ERR_NOMEM;
+  for (int64_t k = j->pcap; k < nc; k++) neg[k] = -1;
+  j->pneg = neg;
+  j->pcap = nc;
+  return LAMINAR_OK;
+}
+
+
+/* Output columns of `side` for n rows: idx[k] a row of chunk `in` (in != NULL)
+ * or a slot of the side's store, -1 NULL. */
+static void fill_side(ijoin_op* j, int32_t side, const lm_chunk* in, const int64_t* idx,
+                      int64_t n) {
+  const lm_rowstore* st = &j->side[side].rows;
+  int32_t first = side == 0 ? 0 : j->spec.lcols;
+  for (int32_t c = 0; c < st->ncols; c++) {
+    int32_t oc = first + c;
+    lm_type type = j->o.vecs[oc].type;
+    if (!st->keep[c]) { /* no one reads it: zeros */
+      j->o.vecs[oc] = (lm_vec){type, n, NULL, j->o.zeros};
+      continue;
+    }
+    int64_t w = lm_type_width(type);
+    const char* src =
+        in != NULL ? (const char*)in->cols[c].data : (const char*)st->data[c];
+    const uint8_t* snl = in != NULL ? in->cols[c].nulls : st->nulls[c];
+    char* dst = j->o.data[oc];
+    uint8_t* nl = j->o.nulls[oc];
+    bool any_null = false;
+    for (int64_t k = 0; k < n; k++) {
+      int64_t s = idx[k];
+      if (s < 0 || (snl != NULL && snl[s])) {
+        nl[k] = 1;
+        memset(dst + k * w, 0, (size_t)w);
+        any_null = true;
+      } else {
+        nl[k] = 0;
+        lm_copy_value(dst + k * w, src + s * w, w);
+      }
+    }
+    j->o.vecs[oc] = (lm_vec){type, n, any_null ? nl : NULL, dst};
+  }
+}
+
+/* Emit n rows: side `side` from idx_a (chunk rows of `in`, or slots when in
+ * is NULL), the other from slots idx_b (-1: NULL). */
+static laminar_code emit_rows(ijoin_op* j, int32_t side, const lm_chunk* in,
+                              const int64_t* idx_a, const int64_t* idx_b, int64_t n) {
+  if (n == 0) return LAMINAR_OK;
+  LM_TRY(lm_join_out_reserve(&j->o, n));
+  fill_side(j, side, in, idx_a, n);
+  fill_side(j, 1 - side, NULL, idx_b, n);
+  lm_chunk out = {n, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
+  return lm_op_emit(&j->base, &out);
+}
+
+/* ---- state ------------------------------------------------------------------------------- */
+
+/* The key row of row `row` (hash h) of the key columns, added when new. */
+static laminar_code key_row(ijoin_op* j, uint64_t h, const lm_vec* keys, int64_t row,
+                            int64_t* out) {
+  void** arrays[] = {(void**)&j->lists[0], (void**)&j->lists[1]};
+  const size_t sizes[] = {sizeof(lm_timelist), sizeof(lm_timelist)};
+  return lm_join_key_row(&j->table, h, keys, row, arrays, sizes, 2, &j->nlists, out);
+}
+
+static laminar_code reserve_side(ijoin_op* j, int32_t side, int64_t more) {
+  side_state* ss = &j->side[side];
+  int64_t old = ss->rows.cap;
+  LM_TRY(lm_rowstore_reserve(&ss->rows, ss->rows.used + more));
+  if (ss->rows.cap > old || ss->matched == NULL) {
+    uint8_t* m = lm_realloc(ss->matched, (size_t)(ss->rows.cap ? ss->rows.cap : 1));
+    if (m == NULL) return LAMINAR_ERR_NOMEM;
+    ss->matched = m;
+  }
+  return LAMINAR_OK;
+}
+
+/* Hold slot `slot` (time t) of `side` under key row g. */
+static laminar_code hold(ijoin_op* j, int32_t side, int64_t g, int64_t t, uint32_t slot) {
+  side_state* ss = &j->side[side];
+  LM_TRY(lm_timelist_insert(&j->lists[side][g], t, slot));
+  ss->held++;
+  if (t < ss->min_ts) ss->min_ts = t;
+  return LAMINAR_OK;
+}
+
+/* Evaluate the side's key expressions over cols (n rows) and hash them. */
+static laminar_code eval_keys(ijoin_op* j, int32_t side, const lm_vec* cols,
+                              const uint32_t* sel, int64_t n, lm_vec* keys) {
+  const lm_expr* const* ex = side == 0 ? j->spec.lkeys : j->spec.rkeys;
+  for (int32_t k = 0; k < j->spec.nkeys; k++)
+    LM_TRY(lm_expr_eval(j->ctx, ex[k], cols, sel, n, &keys[k]));
+  if (n > j->rcap) {
+    int64_t nc = j->rcap ? j->rcap : 256;
+    while (nc < n) nc *= 2;
+    uint64_t* h = lm_realloc(j->hashes, sizeof *h * (size_t)nc);
+    if (h == NULL) return LAMINAR_ERR_NOMEM;
+    j->hashes = h;
+    int64_t* rs = lm_realloc(j->rowslot, sizeof *rs * (size_t)nc);
+    if (rs == NULL) return LAMINAR_ERR_NOMEM;
+    j->rowslot = rs;
+    uint8_t* st = lm_realloc(j->rowstate, (size_t)nc);
+    if (st == NULL) return LAMINAR_ERR_NOMEM;
+    j->rowstate = st;
+    j->rcap = nc;
+  }
+  lm_state_hash_rows(keys, j->spec.nkeys, NULL, n, j->hashes);
+  return LAMINAR_OK;
+}
+
+static bool key_is_null(const ijoin_op* j, const lm_vec* keys, int64_t row) {
+  for (int32_t k = 0; k < j->spec.nkeys; k++) {
+    if (keys[k].nulls != NULL && keys[k].nulls[row]) return true;
+  }
+  return false;
+}
+
+/* ---- a chunk of one side ---------------------------------------------------------------- */
+
+/* Probe, emit the pairs, hold the rows that can still match, and emit an
+ * outer side's rows that cannot (and matched nothing). */
+/* Thread-per-core hands a partition the whole batch with its rows as a
+ * selection (op.h lm_chunk): those rows of side s's columns, dense, in
+ * *out (valid until the next call for that side). */
+static laminar_code densify(ijoin_op* j, int32_t s, const lm_chunk* in, lm_chunk* out) {
+  lm_join_out* b = &j->in_buf[s];
+  LM_TRY(lm_join_out_reserve(b, in->nrows));
+  for (int32_t c = 0; c < b->ncols; c++) {
+    lm_type type = b->vecs[c].type;
+    if (b->need != NULL && !b->need[c]) { /* never read */
+      b->vecs[c] = (lm_vec){type, in->nrows, NULL, b->zeros};
+      continue;
+    }
+    int64_t w = lm_type_width(type);
+    const char* src = in->cols[c].data;
+    const uint8_t* snl = in->cols[c].nulls;
+    char* dst = b->data[c];
+    for (int64_t k = 0; k < in->nrows; k++) {
+      lm_copy_value(dst + k * w, src + (int64_t)in->sel[k] * w, w);
+      if (snl != NULL) b->nulls[c][k] = snl[in->sel[k]];
+    }
+    b->vecs[c] = (lm_vec){type, in->nrows, snl != NULL ? b->nulls[c] : NULL, dst};
+  }
+  *out = (lm_chunk){in->nrows, b->ncols, b->vecs, NULL};
+  return LAMINAR_OK;
+}
+
+static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed) {
+  int32_t o = 1 - s;
+  lm_chunk dense;
+  const lm_chunk* in = routed;
+  if (routed->sel != NULL) {
+    LM_TRY(densify(j, s, routed, &dense));
+    in = &dense;
+  }
+  lm_vec keys[IJ_MAX_KEYS];
+  LM_TRY(eval_keys(j, s, in->cols, NULL, in->nrows, keys));
+  const lm_vec* tv = &in->cols[s == 0 ? j->spec.ltime : j->spec.rtime];
+  int64_t wm_self = lm_join_to_units(j->spec.time_type, j->wm[s]);
+  LM_TRY(reserve_side(j, s, in->nrows));
+  int64_t np = 0;
+  for (int64_t r = 0; r < in->nrows; r++) {
+    j->rowslot[r] = -1;
+    j->rowstate[r] = 0;
+    if (tv->nulls != NULL && tv->nulls[r]) continue; /* no time: matches nothing */
+    int64_t t = ((const int64_t*)tv->data)[r];
+    if (t < wm_self) {
+      j->late[s]++;
+      j->rowstate[r] = 2;
+      continue;
+    }
+    if (key_is_null(j, keys, r)) continue; /* a NULL key never matches */
+    int64_t g = lm_state_table_find(&j->table, j->hashes[r], keys, r);
+    bool windowed = j->spec.window_ms > 0; /* joined when the window closes */
+    if (g >= 0 && !windowed) {
+      const lm_timelist* kl = &j->lists[o][g];
+      int64_t lo, hi;
+      match_range(j, s, t, &lo, &hi);
+      int32_t i = lm_timelist_lower(kl, lo);
+      int32_t end = lm_timelist_upper(kl, hi);
+      if (end > i) {
+        LM_TRY(reserve_pairs(j, np + (end - i)));
+        for (; i < end; i++) {
+          j->pa[np] = r;
+          j->pb[np++] = kl->slot[i];
+        }
+      }
+    }
+    if (!windowed && !can_match(j, s, t, j->wm[o])) continue;
+    if (g < 0) LM_TRY(key_row(j, j->hashes[r], keys, r, &g));
+    uint32_t slot = lm_rowstore_take(&j->side[s].rows);
+    LM_TRY(lm_rowstore_put(&j->side[s].rows, slot, in->cols, r));
+    j->side[s].matched[slot] = 0;
+    LM_TRY(hold(j, s, g, t, slot));
+    j->rowslot[r] = slot;
+  }
+  /* The pairs: the residual decides which are matches. */
+  if (np > 0) {
+    LM_TRY(lm_join_out_reserve(&j->o, np));
+    fill_side(j, s, in, j->pa, np);
+    fill_side(j, o, NULL, j->pb, np);
+    int64_t nk = np;
+    if (j->spec.residual != NULL) {
+      LM_TRY(lm_expr_filter(j->ctx, j->spec.residual, j->o.vecs, NULL, np, j->psel, &nk));
+      for (int64_t k = 0; k < nk; k++) {
+        j->pa[k] = j->pa[j->psel[k]];
+        j->pb[k] = j->pb[j->psel[k]];
+      }
+    }
+    for (int64_t k = 0; k < nk; k++) {
+      j->side[o].matched[j->pb[k]] = 1;
+      int64_t r = j->pa[k];
+      j->rowstate[r] = 1;
+      if (j->rowslot[r] >= 0) j->side[s].matched[j->rowslot[r]] = 1;
+    }
+    if (nk == np) {
+      lm_chunk out = {np, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
+      LM_TRY(lm_op_emit(&j->base, &out));
+    } else {
+      LM_TRY(emit_rows(j, s, in, j->pa, j->pb, nk));
+    }
+  }
+  /* An outer side's rows that matched nothing and are not held: now. */
+  bool keep = s == 0 ? j->spec.keep_left : j->spec.keep_right;
+  if (keep) {
+    int64_t n = 0;
+    LM_TRY(reserve_pairs(j, in->nrows));
+    for (int64_t r = 0; r < in->nrows; r++) {
+      if (j->rowstate[r] == 0 && j->rowslot[r] < 0) j->pa[n++] = r;
+    }
+    LM_TRY(emit_rows(j, s, in, j->pa, j->pneg, n));
+  }
+  lm_eval_ctx_reset(j->ctx);
+  return LAMINAR_OK;
+}
+
+/* ---- watermarks ---------------------------------------------------------------------------- */
+
+/* Drop the rows of `side` no row of the other side at or after its
+ * watermark can match, emitting an outer side's unmatched ones. */
+static laminar_code evict(ijoin_op* j, int32_t side) {
+  side_state* ss = &j->side[side];
+  int64_t wm = j->wm[1 - side];
+  if (ss->held == 0 || can_match(j, side, ss->min_ts, wm)) return LAMINAR_OK;
+  bool keep = side == 0 ? j->spec.keep_left : j->spec.keep_right;
+  int64_t n = 0, min_ts = INT64_MAX;
+  for (int64_t g = 0; g < j->table.n; g++) {
+    lm_timelist* kl = &j->lists[side][g];
+    int32_t i = kl->head;
+    while (i < kl->n && !can_match(j, side, kl->ts[i], wm)) i++;
+    if (i > kl->head) {
+      LM_TRY(reserve_pairs(j, n + (i - kl->head)));
+      for (int32_t k = kl->head; k < i; k++) j->pa[n++] = kl->slot[k];
+      ss->held -= i - kl->head;
+      kl->head = i;
+      if (kl->head == kl->n) kl->head = kl->n = 0;
+    }
+    if (kl->n > kl->head && kl->ts[kl->head] < min_ts) min_ts = kl->ts[kl->head];
+  }
+  ss->min_ts = min_ts;
+  int64_t m = 0;
+  for (int64_t k = 0; keep && k < n; k++) {
+    if (!ss->matched[j->pa[k]]) j->pb[m++] = j->pa[k];
+  }
+  laminar_code rc = emit_rows(j, side, NULL, j->pb, j->pneg, m);
+  for (int64_t k = 0; k < n; k++) lm_rowstore_release(&ss->rows, (uint32_t)j->pa[k]);
+  return rc;
+}
+
+/* Pairs pa/pb[0..n) (slots of the two stores): the residual keeps the
+ * matches, which are marked and emitted. */
+static laminar_code emit_slot_pairs(ijoin_op* j, int64_t n) {
+  if (n == 0) return LAMINAR_OK;
+  LM_TRY(lm_join_out_reserve(&j->o, n));
+  fill_side(j, 0, NULL, j->pa, n);
+  fill_side(j, 1, NULL, j->pb, n);
+  int64_t nk = n;
+  if (j->spec.residual != NULL) {
+    LM_TRY(lm_expr_filter(j->ctx, j->spec.residual, j->o.vecs, NULL, n, j->psel, &nk));
+    for (int64_t k = 0; k < nk; k++) {
+      j->pa[k] = j->pa[j->psel[k]];
+      j->pb[k] = j->pb[j->psel[k]];
+    }
+  }
+  for (int64_t k = 0; k < nk; k++) {
+    j->side[0].matched[j->pa[k]] = 1;
+    j->side[1].matched[j->pb[k]] = 1;
+  }
+  laminar_code rc = LAMINAR_OK;
+  if (nk == n) {
+    lm_chunk out = {n, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
+    rc = lm_op_emit(&j->base, &out);
+  } else {
+    rc = emit_rows(j, 0, NULL, j->pa, j->pb, nk);
+  }
+  lm_eval_ctx_reset(j->ctx);
+  return rc;
+}
+
+/* A window join: the windows both watermarks have closed (end <= the least
+ * of them), key by key and in time order: every pair of their rows, then an
+ * outer side's rows that matched nothing, NULL-padded; their rows dropped. */
+static laminar_code close_windows(ijoin_op* j) {
+  int64_t least = j->wm[0] < j->wm[1] ? j->wm[0] : j->wm[1];
+  if (least == INT64_MIN) return LAMINAR_OK;
+  int64_t close = lm_join_to_units(j->spec.time_type, least);
+  int64_t size = window_units(j);
+  for (int32_t s = 0; s < 2; s++) { /* nothing held closes: nothing to do */
+    if (j->side[s].held > 0 &&
+        lm_join_sat_add(window_start(j, j->side[s].min_ts), size) <= close)
+      goto work;
+  }
+  return LAMINAR_OK;
+work:;
+  int64_t n = 0;
+  int64_t ndrop[2] = {0, 0};
+  /* 1. the pairs of every closed window; the closed rows' ranges per key */
+  for (int64_t g = 0; g < j->table.n; g++) {
+    lm_timelist* l[2] = {&j->lists[0][g], &j->lists[1][g]};
+    int32_t at[2] = {l[0]->head, l[1]->head};
+    for (;;) {
+      int64_t w = INT64_MAX;
+      for (int s = 0; s < 2; s++) {
+        if (at[s] < l[s]->n) {
+          int64_t ws = window_start(j, l[s]->ts[at[s]]);
+          if (ws < w) w = ws;
+        }
+      }
+      if (w == INT64_MAX || lm_join_sat_add(w, size) > close) break;
+      int32_t end[2];
+      for (int s = 0; s < 2; s++)
+        end[s] = lm_timelist_lower(l[s], lm_join_sat_add(w, size));
+      for (int s = 0; s < 2; s++) {
+        if (end[s] < at[s]) end[s] = at[s];
+      }
+      int64_t np = (int64_t)(end[0] - at[0]) * (end[1] - at[1]);
+      if (np > 0) {
+        LM_TRY(reserve_pairs(j, n + np));
+        for (int32_t a = at[0]; a < end[0]; a++) {
+          for (int32_t b = at[1]; b < end[1]; b++) {
+            j->pa[n] = l[0]->slot[a];
+            j->pb[n++] = l[1]->slot[b];
+          }
+        }
+      }
+      at[0] = end[0];
+      at[1] = end[1];
+    }
+    ndrop[0] += at[0] - l[0]->head;
+    ndrop[1] += at[1] - l[1]->head;
+  }
+  LM_TRY(emit_slot_pairs(j, n));
+  /* 2. per side: the unmatched rows of an outer side, then drop the rows */
+  for (int32_t s = 0; s < 2; s++) {
+    side_state* ss = &j->side[s];
+    bool keep = s == 0 ? j->spec.keep_left : j->spec.keep_right;
+    LM_TRY(reserve_pairs(j, ndrop[s]));
+    int64_t m = 0, k = 0, min_ts = INT64_MAX;
+    for (int64_t g = 0; g < j->table.n; g++) {
+      lm_timelist* kl = &j->lists[s][g];
+      int32_t i = kl->head;
+      while (i < kl->n && lm_join_sat_add(window_start(j, kl->ts[i]), size) <= close) {
+        j->pa[k++] = kl->slot[i];
+        if (keep && !ss->matched[kl->slot[i]]) j->pb[m++] = kl->slot[i];
+        i++;
+      }
+      ss->held -= i - kl->head;
+      kl->head = i;
+      if (kl->head == kl->n) kl->head = kl->n = 0;
+      if (kl->n > kl->head && kl->ts[kl->head] < min_ts) min_ts = kl->ts[kl->head];
+    }
+    ss->min_ts = min_ts;
+    laminar_code rc = emit_rows(j, s, NULL, j->pb, j->pneg, m);
+    for (int64_t q = 0; q < k; q++) lm_rowstore_release(&ss->rows, (uint32_t)j->pa[q]);
+    LM_TRY(rc);
+  }
+  return LAMINAR_OK;
+}
+
+/* The watermark the join can promise downstream, in the left time's terms:
+ * no row it emits later has an older left time. */
+static laminar_code forward_watermark(ijoin_op* j) {
+  int64_t w = j->wm[0];
+  int64_t rw = j->wm[1];
+  if (j->spec.window_ms > 0) {
+    /* Windows not closed by both watermarks start at or after this one's. */
+    int64_t least = w < rw ? w : rw;
+    if (least != INT64_MAX && least != INT64_MIN) {
+      w = lm_join_to_ms(j->spec.time_type,
+                        window_start(j, lm_join_to_units(j->spec.time_type, least)));
+    } else {
+      w = least;
+    }
+  } else if (rw != INT64_MAX) {
+    int64_t u = lm_join_to_units(j->spec.time_type, rw);
+    int64_t bound = lm_join_to_ms(j->spec.time_type, lm_join_sat_add(u, -j->spec.hi));
+    if (bound < w) w = bound;
+  }
+  if (w <= j->out_wm) return LAMINAR_OK;
+  j->out_wm = w;
+  if (j->base.next != NULL) return lm_op_chain_watermark(j->base.next, w);
+  return LAMINAR_OK;
+}
+
+/* ---- memory -------------------------------------------------------------------------------- */
+
+/* What the join holds, in the terms of the state bound: its rows' kept
+ * columns and strings, the keys, and per row its place in a list and its
+ * matched flag. */
+static int64_t side_bytes(const ijoin_op* j, int32_t side) {
+  return lm_rowstore_bytes(&j->side[side].rows) + j->side[side].held * 13;
+}
+
+static int64_t ijoin_bytes(const ijoin_op* j) {
+  return side_bytes(j, 0) + side_bytes(j, 1) + lm_state_table_bytes(&j->table);
+}
+
+static laminar_code account(ijoin_op* j) {
+  if (!lm_op_bounded(&j->base)) return LAMINAR_OK;
+  return lm_op_account(&j->base, ijoin_bytes(j), false);
+}
+
+/* The most chunk `in` of input `side` can add to ijoin_bytes: every row held
+ * under a new key, with all its strings. */
+static int64_t chunk_bound(const ijoin_op* j, int32_t side, const lm_chunk* in) {
+  return lm_join_chunk_bound(&j->side[side].rows, j->key_types, j->spec.nkeys, 13, in);
+}
+
+/* Compact a store's strings when mostly dead. */
+static laminar_code compact(ijoin_op* j) {
+  for (int32_t side = 0; side < 2; side++) {
+    lm_rowstore* s = &j->side[side].rows;
+    if (!s->has_strings ||
+        (int64_t)lm_pool_reserved(&s->strings) < 2 * s->str_live + (1 << 20))
+      continue;
+    uint8_t* mark = lm_realloc(j->mark, (size_t)(s->used ? s->used : 1));
+    if (mark == NULL) return LAMINAR_ERR_NOMEM;
+    j->mark = mark;
+    memset(mark, 0, (size_t)s->used);
+    for (int64_t g = 0; g < j->table.n; g++) {
+      const lm_timelist* kl = &j->lists[side][g];
+      for (int32_t i = kl->head; i < kl->n; i++) mark[kl->slot[i]] = 1;
+    }
+    LM_TRY(lm_rowstore_compact(s, mark));
+  }
+  return LAMINAR_OK;
+}
+
+/* ---- inputs -------------------------------------------------------------------------------- */
+
+static laminar_code ijoin_on_input_chunk(lm_op* op, int32_t input, const lm_chunk* in) {
+  ijoin_op* j = (ijoin_op*)op;
+  /* The first stateful operator of its chain refuses a batch that could take
+   * the state past its bound, before it changes anything (op.h). */
+  if (j->base.checks_bound && lm_op_bounded(op))
+    LM_TRY(lm_op_account(op, ijoin_bytes(j) + chunk_bound(j, input, in), true));
+  LM_TRY(side_chunk(j, input, in));
+  return account(j);
+}
+
+static laminar_code ijoin_on_input_watermark(lm_op* op, int32_t input, int64_t wm) {
+  ijoin_op* j = (ijoin_op*)op;
+  if (wm <= j->wm[input]) return LAMINAR_OK;
+  j->wm[input] = wm;
+  if (j->spec.window_ms > 0)
+    LM_TRY(close_windows(j));
+  else
+    LM_TRY(evict(j, 1 - input));
+  LM_TRY(compact(j));
+  LM_TRY(account(j));
+  return forward_watermark(j);
+}
+
+/* ---- snapshot ------------------------------------------------------------------------------ */
+
+static laminar_code ijoin_snapshot(const lm_op* op, lm_state_writer* w) {
+  const ijoin_op* j = (const ijoin_op*)op;
+  lm_state_put_u32(w, IJ_SNAP_TAG);
+  for (int i = 0; i < 2; i++) {
+    lm_state_put_i64(w, j->wm[i]);
+    lm_state_put_i64(w, j->late[i]);
+  }
+  lm_state_put_i64(w, j->out_wm);
+  /* Each side's rows: time, matched, columns (keys rebuilt from them). */
+  for (int32_t side = 0; side < 2; side++) {
+    const side_state* ss = &j->side[side];
+    lm_state_put_i64(w, ss->held);
+    for (int64_t g = 0; g < j->table.n; g++) {
+      const lm_timelist* kl = &j->lists[side][g];
+      for (int32_t i = kl->head; i < kl->n; i++) {
+        lm_state_put_i64(w, kl->ts[i]);
+        lm_state_put_u8(w, ss->matched[kl->slot[i]]);
+        lm_rowstore_write_row(&ss->rows, kl->slot[i], w);
+      }
+    }
+  }
+  return lm_state_writer_status(w);
+}
+
+static void ijoin_clear(ijoin_op* j) {
+  for (int32_t s = 0; s < 2; s++) {
+    for (int64_t g = 0; g < j->nlists; g++) lm_timelist_free(&j->lists[s][g]);
+    j->side[s].held = 0;
+    j->side[s].min_ts = INT64_MAX;
+  }
+  lm_state_table_reset(&j->table);
+}
+
+typedef struct held_row {
+  uint32_t slot;
+  int64_t ts;
+} held_row;
+
+static int cmp_slot(const void* x, const void* y) {
+  const held_row* a = x;
+  const held_row* b = y;
+  return a->slot < b->slot ? -1 : a->slot > b->slot;
+}
+
+/* Read one side's rows of a snapshot into its store, then key and hold them;
+ * with `f`, only those whose key hash falls in partition f->part of
+ * f->nparts (the others are let go). */
+static laminar_code restore_side(ijoin_op* j, int32_t side, lm_state_reader* r,
+                                 const lm_op_part_filter* f) {
+  side_state* ss = &j->side[side];
+  int64_t n = lm_state_get_i64(r);
+  if (n < 0 || n > ((int64_t)1 << 31) || r->failed) return LAMINAR_ERR_RECOVERY;
+  if (n == 0) return LAMINAR_OK;
+  LM_TRY(reserve_side(j, side, n));
+  held_row* rows = lm_malloc(sizeof *rows * (size_t)n);
+  uint32_t* sel = lm_malloc(sizeof *sel * (size_t)n);
+  lm_vec* cols = lm_calloc((size_t)(ss->rows.ncols ? ss->rows.ncols : 1), sizeof *cols);
+  laminar_code rc = rows && sel && cols ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
+  for (int64_t i = 0; rc == LAMINAR_OK && i < n; i++) {
+    rows[i].ts = lm_state_get_i64(r);
+    uint8_t m = lm_state_get_u8(r);
+    rows[i].slot = lm_rowstore_take(&ss->rows);
+    ss->matched[rows[i].slot] = m != 0;
+    rc = lm_rowstore_read_row(&ss->rows, rows[i].slot, r);
+  }
+  /* The key columns as the store holds them, at the rows' slots (ascending). */
+  if (rc == LAMINAR_OK) {
+    qsort(rows, (size_t)n, sizeof *rows, cmp_slot);
+    for (int64_t i = 0; i < n; i++) sel[i] = rows[i].slot;
+    for (int32_t c = 0; c < ss->rows.ncols; c++) {
+      cols[c] =
+          (lm_vec){ss->rows.types[c], ss->rows.used, ss->rows.nulls[c], ss->rows.data[c]};
+    }
+  }
+  lm_vec keys[IJ_MAX_KEYS];
+  if (rc == LAMINAR_OK) rc = eval_keys(j, side, cols, sel, n, keys);
+  for (int64_t i = 0; rc == LAMINAR_OK && i < n; i++) {
+    if (f != NULL && lm_op_part_of(j->hashes[i], f->nparts) != f->part) {
+      lm_rowstore_release(&ss->rows, rows[i].slot);
+      continue;
+    }
+    int64_t g;
+    rc = key_row(j, j->hashes[i], keys, i, &g);
+    if (rc == LAMINAR_OK) rc = hold(j, side, g, rows[i].ts, rows[i].slot);
+  }
+  lm_eval_ctx_reset(j->ctx);
+  lm_free(cols);
+  lm_free(sel);
+  lm_free(rows);
+  return rc;
+}
+
+static laminar_code reset_stores(ijoin_op* j) {
+  for (int32_t s = 0; s < 2; s++) {
+    lm_rowstore_free(&j->side[s].rows);
+    int32_t first = s == 0 ? 0 : j->spec.lcols;
+    int32_t n = s == 0 ? j->spec.lcols : j->spec.rcols;
+    LM_TRY(
+        lm_rowstore_init(&j->side[s].rows, &j->base.out_schema, first, n, j->spec.need));
+  }
+  return LAMINAR_OK;
+}
+
+/* A snapshot into the join: whole (f NULL), or the part of an old
+ * partition's that falls in f->part, added to what is restored (f->merge). */
+static laminar_code restore_into(ijoin_op* j, lm_state_reader* r,
+                                 const lm_op_part_filter* f, laminar_error* err) {
+  if (lm_state_get_u32(r) != IJ_SNAP_TAG) {
+    return lm_error_set(err, LAMINAR_ERR_RECOVERY,
+                        "interval join: snapshot is not an interval join's");
+  }
+  bool merge = f != NULL && f->merge;
+  laminar_code rc = LAMINAR_OK;
+  if (!merge) {
+    ijoin_clear(j);
+    rc = reset_stores(j);
+    j->late[0] = j->late[1] = 0;
+  }
+  int64_t late[2];
+  for (int i = 0; i < 2; i++) {
+    j->wm[i] = lm_state_get_i64(r); /* every partition saw the inputs' */
+    late[i] = lm_state_get_i64(r);
+    /* Each old partition's late rows go to exactly one new one. */
+    if (f == NULL || f->late) j->late[i] += late[i];
+  }
+  int64_t out_wm = lm_state_get_i64(r);
+  if (!merge || out_wm < j->out_wm) j->out_wm = out_wm;
+  if (rc == LAMINAR_OK) rc = restore_side(j, 0, r, f);
+  if (rc == LAMINAR_OK) rc = restore_side(j, 1, r, f);
+  if (rc == LAMINAR_OK && r->failed) rc = LAMINAR_ERR_RECOVERY;
+  if (rc != LAMINAR_OK) {
+    ijoin_clear(j);
+    reset_stores(j);
+    j->wm[0] = j->wm[1] = j->out_wm = INT64_MIN;
+    j->late[0] = j->late[1] = 0;
+    return lm_error_set(err, rc, "interval join: cannot restore its state%s",
+                        rc == LAMINAR_ERR_RECOVERY ? " (snapshot damaged)" : "");
+  }
+  return account(j);
+}
+
+static laminar_code ijoin_restore(lm_op* op, lm_state_reader* r, laminar_error* err) {
+  return restore_into((ijoin_op*)op, r, NULL, err);
+}
+
+static laminar_code ijoin_restore_part(lm_op* op, lm_state_reader* r,
+                                       const lm_op_part_filter* f, laminar_error* err) {
+  return restore_into((ijoin_op*)op, r, f, err);
+}
+
+/* ---- lifecycle ----------------------------------------------------------------------------- */
+
+static void ijoin_destroy(lm_op* op) {
+  ijoin_op* j = (ijoin_op*)op;
+  if (j->lists[0] != NULL && j->lists[1] != NULL) ijoin_clear(j);
+  lm_free(j->lists[0]);
+  lm_free(j->lists[1]);
+  lm_state_table_free(&j->table);
+  for (int32_t s = 0; s < 2; s++) {
+    lm_rowstore_free(&j->side[s].rows);
+    lm_free(j->side[s].matched);
+  }
+  lm_join_out_free(&j->o);
+  lm_join_out_free(&j->in_buf[0]);
+  lm_join_out_free(&j->in_buf[1]);
+  lm_free(j->pa);
+  lm_free(j->pb);
+  lm_free(j->pneg);
+  lm_free(j->psel);
+  lm_free(j->rowslot);
+  lm_free(j->rowstate);
+  lm_free(j->hashes);
+  lm_free(j->mark);
+  lm_free(j->key_types);
+  lm_eval_ctx_destroy(j->ctx);
+  lm_free(j);
+}
+
+/* The dense copy of side s's routed rows: that side's columns. */
+static laminar_code init_in_buf(ijoin_op* j, int32_t s, const lm_schema* out_schema) {
+  int32_t first = s == 0 ? 0 : j->spec.lcols;
+  int32_t n = s == 0 ? j->spec.lcols : j->spec.rcols;
+  lm_schema side;
+  lm_schema_init_empty(&side);
+  laminar_code rc = LAMINAR_OK;
+  for (int32_t c = 0; rc == LAMINAR_OK && c < n; c++) {
+    const lm_field* f = &out_schema->fields[first + c];
+    if (lm_schema_add(&side, f->name, f->type, false) != 0) rc = LAMINAR_ERR_NOMEM;
+  }
+  if (rc == LAMINAR_OK)
+    rc = lm_join_out_init(&j->in_buf[s], &side,
+                          j->spec.need != NULL ? j->spec.need + first : NULL);
+  lm_schema_free(&side);
+  return rc;
+}
+
+static const lm_op_vtable ijoin_vtable = {
+    .name = "interval_join",
+    .on_chunk = NULL,
+    .takes_sel = true,    /* a routed chunk's rows are made dense (densify) */
+    .on_watermark = NULL, /* inputs' watermarks: on_input_watermark */
+    .snapshot = ijoin_snapshot,
+    .restore = ijoin_restore,
+    .restore_part = ijoin_restore_part,
+    .destroy = ijoin_destroy,
+    .ninputs = 2,
+    .on_input_chunk = ijoin_on_input_chunk,
+    .on_input_watermark = ijoin_on_input_watermark,
+};
+
+laminar_code lm_op_ijoin_create(const lm_ijoin_spec* spec, const lm_schema* out_schema,
+                                lm_op** out) {
+  *out = NULL;
+  if (spec->nkeys > IJ_MAX_KEYS || out_schema->ncols != spec->lcols + spec->rcols)
+    return LAMINAR_ERR_INTERNAL;
+  ijoin_op* j = lm_calloc(1, sizeof *j);
+  if (j == NULL) return LAMINAR_ERR_NOMEM;
+  j->base.vt = &ijoin_vtable;
+  j->spec = *spec;
+  j->wm[0] = j->wm[1] = j->out_wm = INT64_MIN;
+  j->side[0].min_ts = j->side[1].min_ts = INT64_MAX;
+  j->key_types = lm_calloc((size_t)(spec->nkeys ? spec->nkeys : 1), sizeof(lm_type));
+  laminar_code rc = j->key_types != NULL ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
+  for (int32_t k = 0; rc == LAMINAR_OK && k < spec->nkeys; k++)
+    j->key_types[k] = spec->lkeys[k]->type;
+  if (rc == LAMINAR_OK) rc = lm_join_out_init(&j->o, out_schema, spec->need);
+  for (int32_t s = 0; rc == LAMINAR_OK && s < 2; s++) rc = init_in_buf(j, s, out_schema);
+  if (rc == LAMINAR_OK && lm_schema_copy(out_schema, &j->base.out_schema) != 0)
+    rc = LAMINAR_ERR_NOMEM;
+  if (rc == LAMINAR_OK) rc = lm_eval_ctx_create(&j->ctx);
+  if (rc == LAMINAR_OK) rc = lm_state_table_init(&j->table, j->key_types, spec->nkeys);
+  if (rc == LAMINAR_OK) rc = reset_stores(j);
+  if (rc != LAMINAR_OK) {
+    lm_schema_free(&j->base.out_schema);
+    ijoin_destroy(&j->base);
+    return rc;
+  }
+  *out = &j->base;
+  return LAMINAR_OK;
+}
+
+void lm_op_ijoin_held(const lm_op* op, int64_t out_rows[2], int64_t out_bytes[2]) {
+  for (int s = 0; s < 2; s++) out_rows[s] = out_bytes[s] = 0;
+  if (!is_ijoin(op)) return;
+  const ijoin_op* j = (const ijoin_op*)op;
+  for (int32_t s = 0; s < 2; s++) {
+    out_rows[s] = j->side[s].held;
+    out_bytes[s] = side_bytes(j, s);
+  }
+}
+
+int64_t lm_op_ijoin_late_rows(const lm_op* op) {
+  if (!is_ijoin(op)) return 0;
+  const ijoin_op* j = (const ijoin_op*)op;
+  return j->late[0] + j->late[1];
+}
+
+int64_t lm_op_ijoin_out_watermark(const lm_op* op) {
+  return is_ijoin(op) ? ((const ijoin_op*)op)->out_wm : INT64_MAX;
+}
