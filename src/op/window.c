@@ -399,8 +399,13 @@ laminar_code lm_op_rows_flush(window_op* op) {
 /* ---- chunk processing ------------------------------------------------------- */
 
 
-/* Rows of a chunk assigned at once: bounds the (row, window) pairs held. */
+/* Rows of a chunk assigned at once: bounds the (row, window) pairs held.
+ * Fault-injection builds let a test make it small (util.h). */
+#ifdef LAMINAR_FAULT_INJECTION
+#define PAIRS_PER_SLICE lm_fault_slice_pairs(65536)
+#else
 #define PAIRS_PER_SLICE 65536
+#endif
 
 /* When the window (or pane) starting at ws stops taking rows: its end plus the
  * allowed lateness; a pane's, when the last window containing it closes. */
@@ -1239,6 +1244,7 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
   int64_t per = 1 + (spec->size_ms - 1) / spec->hop_ms; /* most windows of one row */
   if (per > LM_MAX_WINDOWS_PER_ROW) per = LM_MAX_WINDOWS_PER_ROW;
   int64_t slice = PAIRS_PER_SLICE / per;
+  if (slice < 1) slice = 1;
   if (slice > n) slice = n;
   size_t npairs = (size_t)(slice * per);
   int64_t span = rows.sel != NULL ? (int64_t)rows.sel[n - 1] + 1 : n; /* rows < span */

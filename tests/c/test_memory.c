@@ -5,7 +5,7 @@
  * for memory (the bound, or an allocation failure) leaves the state as it
  * was, so a retry gives the uninterrupted answer.
  */
-/* lm_ctest: TIMEOUT 2400 */
+/* lm_ctest: TIMEOUT 900 */
 #define _POSIX_C_SOURCE 200809L
 #include "lm_test.h"
 #include "lm_test_metrics.h"
@@ -368,6 +368,11 @@ static int test_view_and_session_bounds(void) {
 }
 
 #ifdef LAMINAR_FAULT_INJECTION
+/* The window operator's slice for the big batches (lm_fault_slice_pairs_set):
+ * 1/64 of its own (65536), so a batch of several slices is 64 times smaller
+ * and failing each of its allocations in turn stays quick. */
+#define SLICE_PAIRS 1024
+
 /* n rows k = "key<i>", v = i + shift (changelog: weighing 1). */
 static int push_keys_at(laminar_source* src, int64_t n, int64_t shift, bool changelog,
                         laminar_error* err) {
@@ -419,7 +424,8 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap,
       "MAX(k) AS mk FROM t "
       "GROUP BY k, hop(v, INTERVAL '8' SECOND, INTERVAL '1' SECOND) EMIT CHANGES"};
   /* Variant 2: variant 0 with a batch B of more rows than one pass of the
-   * window operator takes (65536): its groups go in by a first pass over all.
+   * window operator takes (SLICE_PAIRS here): its groups go in by a first
+   * pass over all.
    * Variant 3: aggregates that allocate as they update (COUNT(DISTINCT), MAX
    * of strings). */
   /* Variants 4 and 5: session windows (ON WINDOW CLOSE, EMIT CHANGES); A
@@ -429,11 +435,12 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap,
   /* Variant 6: a changelog input (weighted states: value entries, runs),
    * B retracting some of A's rows and adding others twice. */
   /* Variants 7 to 10 (issue 20): B of more (row, window) pairs than one
-   * pass of the window operator takes (65536), with aggregates that allocate
-   * as they update: 7 is variant 3, 8 hopping windows with EMIT CHANGES
-   * (8 windows a row, 9000 rows), 9 variant 6 (changelog),
-   * 10 variant 5 (sessions, EMIT CHANGES). */
+   * pass of the window operator takes (SLICE_PAIRS here), with aggregates
+   * that allocate as they update: 7 is variant 3, 8 hopping windows with
+   * EMIT CHANGES (8 windows a row, 600 rows: 5 slices of 128), 9 variant 6
+   * (changelog), 10 variant 5 (sessions, EMIT CHANGES, 6000 keys). */
   bool big = variant >= 7;
+  lm_fault_slice_pairs_set(variant == 2 || big ? SLICE_PAIRS : 0);
   if (big) variant = variant == 7 ? 3 : variant == 8 ? 7 : variant == 9 ? 6 : 5;
   bool session = variant == 4 || variant == 5;
   bool changelog = variant == 6;
@@ -441,16 +448,22 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap,
                      : variant == 3 ? sql[2]
                                     : sql[variant - (variant > 3)];
   CHECK_CODE(laminar_execute(db, text, &err), LAMINAR_OK, &err);
-  int64_t nb = variant == 2 || big ? 70000 : 5000, mod = variant == 2 || big ? 5000 : 0;
-  if (big && variant == 3) nb = 270000; /* four slices: the later ones need more room */
-  if (variant == 7) {                   /* 8 windows a row: 72000 pairs, of 100 keys */
-    nb = 9000;
+  /* Big: 6000 rows of keys 1500 .. 6499 (3500 new: the groups outgrow A's
+   * room), six slices (the later ones need more room: COUNT(DISTINCT) of new
+   * values; the last revisits keys of the first). */
+  int64_t nb = variant == 2 || big ? 6000 : 5000, mod = variant == 2 || big ? 5000 : 0;
+  if (variant == 7) { /* 8 windows a row: 4800 pairs, of 100 keys */
+    nb = 600;
     mod = 100;
   }
-  int64_t nkeys = session ? (big ? 70000 : 2000) : 6500;
+  int64_t nkeys = session ? (big ? 6000 : 2000) : 6500;
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
-  CHECK(push_keys_weighted(src, 0, 3000, session ? 1000 : 0, changelog, 0, &err) == 0);
+  /* Hopping windows (8 a row): A and the rows read back over the first 1600
+   * keys only, which hold B's (1500 .. 1599). */
+  int64_t na = variant == 7 ? 1600 : 3000;
+  if (variant == 7) nkeys = 1600;
+  CHECK(push_keys_weighted(src, 0, na, session ? 1000 : 0, changelog, 0, &err) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   int64_t groups_a = stream_metric(db, "g", "state_groups");
   /* B: 1500 known keys, 3500 new (sessions: as above). */
@@ -521,6 +534,7 @@ static int fault_each(fault_run_fn run, int64_t variant) {
       CHECK(0);
     }
   }
+  lm_fault_slice_pairs_set(0);
   printf("variant %" PRId64 ": %" PRId64 " allocations failed in turn\n", variant,
          faults);
   CHECK(faults > 3);
@@ -568,11 +582,12 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
       /* 1: string results, COUNT(DISTINCT), HAVING */
       "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(DISTINCT v % 7) AS n, SUM(v) AS s, "
       "MAX(k) AS mk FROM t GROUP BY k HAVING COUNT(*) > 0 EMIT CHANGES",
-      /* 2: hopping windows, EMIT CHANGES: a big B (9000 rows x 8 windows) */
+      /* 2: hopping windows, EMIT CHANGES: a big B (600 rows x 8 windows, five
+       * slices) */
       "CREATE MATERIALIZED VIEW mv AS SELECT k, window_start AS ws, COUNT(*) AS n, "
       "SUM(v) AS s, MIN(v) AS lo FROM t "
       "GROUP BY k, hop(v, INTERVAL '8' SECOND, INTERVAL '1' SECOND) EMIT CHANGES",
-      /* 3: GROUP BY + view, a big B (70000 rows of 5000 keys) */
+      /* 3: GROUP BY + view, a big B (6000 rows of 5000 keys, six slices) */
       "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(DISTINCT v) AS n, SUM(v) AS s, "
       "MAX(k) AS mk FROM t GROUP BY k EMIT CHANGES",
       /* 4: tumbling windows closed by the watermark into a view */
@@ -604,11 +619,12 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   int64_t nb = 5000, mod = 0;
+  lm_fault_slice_pairs_set(variant == 2 || variant == 3 ? SLICE_PAIRS : 0);
   if (variant == 2) {
-    nb = 9000;
+    nb = 600;
     mod = 100;
   } else if (variant == 3) {
-    nb = 70000;
+    nb = 6000;
     mod = 5000;
   }
   CHECK(push_keys_mod(src, 0, 3000, 0, &err) == 0);
