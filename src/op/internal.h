@@ -211,6 +211,7 @@ typedef struct window_op {
    * output) does it update the windows (prepared: cannot fail). A failure
    * before that takes the groups back: the chain is as before the chunk. */
   window_shadow* jshadow; /* jcap */
+  bool jflat; /* the chunk's copies are flat (lm_agg_states_flat): copied back */
   lm_state_writer sh_buf; /* a group's states encoded on their way to its copy */
   int64_t per_group; /* bytes a group of a window holds (accounting) */
 } window_op;

@@ -633,6 +633,7 @@ void lm_op_window_journal_begin(window_op* op) {
   op->jseq++;
   op->jn = 0;
   op->jkeyset = op->keyset != NULL ? op->keyset->t.n : -1;
+  op->jflat = false;
 }
 
 /* Room for one more journal entry (before the window it is for changes). */
@@ -791,9 +792,21 @@ static laminar_code shadow_entry(window_op* op, window* w, uint32_t g, uint32_t*
     LM_GROW_ARRAY(sh->group, c->cap);
     sh->ngroup = c->cap;
   }
+  /* Flat states (fixed-width values: the common case) are copied slot by
+   * slot, and copied back at the commit; the others go through their
+   * snapshot encoding and are updated again at the commit. */
+  bool flat = true;
+  for (int32_t a = 0; a < op->spec.naggs && flat; a++)
+    flat = lm_agg_states_flat(&w->aggs[a]) && w->aggs[a].fn != LM_AGG_UDAF;
+  op->jflat = flat;
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_agg_states* to = &c->aggs[a];
     const lm_agg_states* from = &w->aggs[a];
+    to->seq = from->seq; /* FIRST/LAST runs: later arrivals stay later */
+    if (flat) {
+      lm_agg_copy_group(to, e, from, g);
+      continue;
+    }
     op->sh_buf.len = 0;
     op->sh_buf.failed = false;
     lm_agg_snapshot_group(from, g, &op->sh_buf);
@@ -804,7 +817,6 @@ static laminar_code shadow_entry(window_op* op, window* w, uint32_t g, uint32_t*
     LM_TRY(lm_agg_restore_group(to, e, &r));
     if (LM_NEVER(lm_state_reader_status(&r, "window", NULL) != LAMINAR_OK))
       return LAMINAR_ERR_INTERNAL;
-    to->seq = from->seq; /* FIRST/LAST runs: later arrivals stay later */
   }
   c->nrows[e] = w->nrows[g];
   c->live[e] = w->live[g];
@@ -813,6 +825,25 @@ static laminar_code shadow_entry(window_op* op, window* w, uint32_t g, uint32_t*
   sh->n++;
   *out = (uint32_t)e;
   return LAMINAR_OK;
+}
+
+/* The chunk's rows went downstream: each window takes its groups' flat
+ * copies back (op->jflat), their row counts and emitted flags too. The
+ * chunk's updates without running them again; allocates nothing. */
+static void shadow_commit(window_op* op) {
+  for (int32_t j = 0; j < op->jn; j++) {
+    const window_shadow* sh = &op->jshadow[j];
+    window* w = op->jwin[j];
+    if (sh->n == 0) continue;
+    if (op->panes) w->edit = ++op->edits; /* shared merges over it are stale now */
+    for (int64_t e = 0; e < sh->n; e++) {
+      uint32_t g = sh->group[e];
+      for (int32_t a = 0; a < op->spec.naggs; a++)
+        lm_agg_copy_group(&w->aggs[a], g, &sh->w->aggs[a], e);
+      w->nrows[g] = sh->w->nrows[e];
+      w->live[g] = sh->w->live[e];
+    }
+  }
 }
 
 /* Forget the chunk's copies (their memory kept for the next chunk). */
@@ -1292,6 +1323,11 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
       rc = lm_op_rows_flush(op);
       if (rc == LAMINAR_OK) rc = lm_op_late_deliver(op, in);
       if (rc != LAMINAR_OK) break;
+      if (op->jflat) { /* the copies are the updated groups */
+        updating = true;
+        shadow_commit(op);
+        break;
+      }
       if (!several) {
         updating = true;
         rc = nwin_one > 0 ? commit_windows(op, &s, nwin_one, wins, gids) : LAMINAR_OK;
