@@ -1812,8 +1812,8 @@ bool lm_agg_states_flat(const lm_agg_states* st) {
 
 /* Groups [sfirst, sfirst + n) of src (flat, built in) into dst's groups from
  * dfirst. */
-static void copy_slots(lm_agg_states* dst, int64_t dfirst, const lm_agg_states* src,
-                       int64_t sfirst, int64_t n) {
+static inline void copy_slots(lm_agg_states* dst, int64_t dfirst,
+                              const lm_agg_states* src, int64_t sfirst, int64_t n) {
   COPY_RANGE(count);
   COPY_RANGE(sum_i);
   COPY_RANGE(sum_d);

@@ -212,6 +212,7 @@ typedef struct window_op {
    * before that takes the groups back: the chain is as before the chunk. */
   window_shadow* jshadow; /* jcap */
   bool jflat; /* the chunk's copies are flat (lm_agg_states_flat): copied back */
+  int8_t flat; /* every aggregate's states are flat: 1 yes, 0 no, -1 not known yet */
   lm_state_writer sh_buf; /* a group's states encoded on their way to its copy */
   int64_t per_group; /* bytes a group of a window holds (accounting) */
 } window_op;

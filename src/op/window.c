@@ -795,9 +795,12 @@ static laminar_code shadow_entry(window_op* op, window* w, uint32_t g, uint32_t*
   /* Flat states (fixed-width values: the common case) are copied slot by
    * slot, and copied back at the commit; the others go through their
    * snapshot encoding and are updated again at the commit. */
-  bool flat = true;
-  for (int32_t a = 0; a < op->spec.naggs && flat; a++)
-    flat = lm_agg_states_flat(&w->aggs[a]) && w->aggs[a].fn != LM_AGG_UDAF;
+  if (op->flat < 0) { /* by the aggregates' functions and types: known once */
+    op->flat = 1;
+    for (int32_t a = 0; a < op->spec.naggs && op->flat; a++)
+      op->flat = lm_agg_states_flat(&w->aggs[a]) && w->aggs[a].fn != LM_AGG_UDAF;
+  }
+  bool flat = op->flat != 0;
   op->jflat = flat;
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_agg_states* to = &c->aggs[a];
@@ -1747,6 +1750,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   op->late_floor = INT64_MIN;
   op->suf_block = op->run_block = INT64_MIN;
   op->track = spec->emit_changes || spec->changelog;
+  op->flat = -1;
   /* A group's bytes: its row of the table (hash, index share, keys),
    * tracking, a pane's key id. */
   op->per_group = lm_state_table_row_bytes(op->key_types, spec->nkeys) +
