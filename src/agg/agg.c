@@ -1864,20 +1864,19 @@ bool lm_agg_states_flat(const lm_agg_states* st) {
          st->by_type != LM_TYPE_STRING;
 }
 
-/* dst->field[first .. first + n) = src's, for the arrays the state has. */
-#define COPY_RANGE(field)                                                              \
-  do {                                                                                 \
-    if (src->field != NULL)                                                            \
-      memcpy(dst->field + first, src->field + first, sizeof(*dst->field) * (size_t)n); \
+/* dst->field[dfirst .. dfirst + n) = src->field[sfirst ..), for the arrays
+ * the state has. */
+#define COPY_RANGE(field)                                                  \
+  do {                                                                     \
+    if (src->field != NULL)                                                \
+      memcpy(dst->field + dfirst, src->field + sfirst,                     \
+             sizeof(*dst->field) * (size_t)n);                             \
   } while (0)
 
-void lm_agg_states_copy_range(lm_agg_states* dst, const lm_agg_states* src, int64_t first,
-                              int64_t n) {
-  if (n <= 0) return;
-  if (src->fn == LM_AGG_UDAF) {
-    lm_udaf_states_copy_range(dst, src, first, n);
-    return;
-  }
+/* Groups [sfirst, sfirst + n) of src (flat, built in) into dst's groups from
+ * dfirst. */
+static inline void copy_slots(lm_agg_states* dst, int64_t dfirst,
+                              const lm_agg_states* src, int64_t sfirst, int64_t n) {
   COPY_RANGE(count);
   COPY_RANGE(sum_i);
   COPY_RANGE(sum_d);
@@ -1893,6 +1892,21 @@ void lm_agg_states_copy_range(lm_agg_states* dst, const lm_agg_states* src, int6
   COPY_RANGE(c_ab);
   COPY_RANGE(by_i);
   COPY_RANGE(by_d);
+}
+
+void lm_agg_states_copy_range(lm_agg_states* dst, const lm_agg_states* src, int64_t first,
+                              int64_t n) {
+  if (n <= 0) return;
+  if (src->fn == LM_AGG_UDAF) {
+    lm_udaf_states_copy_range(dst, src, first, n);
+    return;
+  }
+  copy_slots(dst, first, src, first, n);
+}
+
+void lm_agg_copy_group(lm_agg_states* to, int64_t tg, const lm_agg_states* from,
+                       int64_t fg) {
+  copy_slots(to, tg, from, fg, 1);
 }
 
 #undef COPY_RANGE

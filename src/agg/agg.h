@@ -315,6 +315,12 @@ bool lm_agg_states_flat(const lm_agg_states* st);
  * a checkpoint's copy-on-write by blocks of groups (op/window_frozen.c). */
 void lm_agg_states_copy_range(lm_agg_states* dst, const lm_agg_states* src, int64_t first,
                               int64_t n);
+/* Group fg of `from` copied to group tg of `to`: flat built-in states
+ * (lm_agg_states_flat, not a user-defined aggregate) of one aggregate, both
+ * reserved past them. Allocates nothing. For EMIT CHANGES' copies of the
+ * groups a chunk touches (op/window.c). */
+void lm_agg_copy_group(lm_agg_states* to, int64_t tg, const lm_agg_states* from,
+                       int64_t fg);
 
 /* Where st's user-defined aggregate calls take scratch memory and report
  * (see lm_agg_report); every operator sets it on the states it creates. A

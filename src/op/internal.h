@@ -51,7 +51,22 @@ typedef struct window {
    * rest is read from the frozen original it holds. */
   struct window_cow* cow;
   uint64_t jseq; /* the chunk (window_op.jseq) that journaled it last */
+  int32_t jidx;  /* its place in that chunk's journal (window_op.jwin) */
 } window;
+
+/* EMIT CHANGES chunks (issue 20): the chunk's copy of the groups it touches
+ * in one journaled window, updated in place of the window's own until
+ * everything downstream took the chunk's rows. Entry e is group group[e] of
+ * the window (entry[g] = e + 1; 0: none), its aggregate states in w->aggs,
+ * its row count and emitted flag in w->nrows and w->live (w's table unused). */
+typedef struct window_shadow {
+  window* w;
+  uint32_t* group;
+  uint32_t* entry;
+  int64_t n;
+  int64_t ngroup; /* room in group */
+  int64_t nentry; /* room in entry */
+} window_shadow;
 
 typedef struct window_op {
   lm_op base;
@@ -191,6 +206,15 @@ typedef struct window_op {
   int32_t jn, jcap;
   uint64_t jseq;     /* chunks begun */
   int64_t jkeyset;   /* the keyset's groups before the chunk, -1: no keyset */
+  /* EMIT CHANGES: a chunk updates copies of the groups it touches
+   * (jshadow[j] for jwin[j]) and builds its rows from them; only once they
+   * went through everything downstream (the rest of the chain, the stream's
+   * output) does it update the windows (prepared: cannot fail). A failure
+   * before that takes the groups back: the chain is as before the chunk. */
+  window_shadow* jshadow; /* jcap */
+  bool jflat; /* the chunk's copies are flat (lm_agg_states_flat): copied back */
+  int8_t flat; /* every aggregate's states are flat: 1 yes, 0 no, -1 not known yet */
+  lm_state_writer sh_buf; /* a group's states encoded on their way to its copy */
   int64_t per_group; /* bytes a group of a window holds (accounting) */
   /* state_ttl (spec.ttl_ms > 0): this chunk's event-time column, and the
    * groups forgotten so far (window_expire in window.c). */
@@ -248,6 +272,13 @@ laminar_code lm_op_window_reserve(window_op* op, window* w, int64_t cap);
 /* Room for `more` rows in the op's row buffer; emit (and empty) the buffer. */
 laminar_code lm_op_rows_reserve(window_op* op, int64_t more);
 laminar_code lm_op_rows_flush(window_op* op);
+/* Closing windows (or sessions) at the op's watermark failed with rc:
+ * records what it left for the error (nothing emitted, still open). */
+laminar_code lm_op_window_close_failed(window_op* op, laminar_code rc);
+/* A chunk applied to the op's state (`what`: "windows", "session windows")
+ * whose rows or late rows then failed downstream (rc): records that it is
+ * partly applied (session EMIT CHANGES, late rows after the updates). */
+laminar_code lm_op_window_handoff_failed(window_op* op, laminar_code rc, const char* what);
 /* The index of the first open pane (or window) starting at or after `start`. */
 int32_t lm_op_open_lower_bound(const window_op* op, int64_t start);
 /* Whether an open pane starting in [lo, hi) took rows after edit count `since`. */

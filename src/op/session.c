@@ -512,14 +512,14 @@ static laminar_code session_close(window_op* op) {
   for (int32_t i = 0; i < nclose && !op->spec.emit_changes; i++) {
     put_session_row(op, closing[i].slot, +1);
   }
-  laminar_code rc = lm_op_rows_flush(op);
+  LM_TRY(lm_op_rows_flush(op)); /* downstream as before when it fails: they stay open */
   for (int32_t i = 0; i < nclose; i++) {
     slot_unlink(op, closing[i].slot);
   }
   if (op->s_open == 0) { /* nothing open: drop replaced MIN/MAX strings */
     for (int32_t a = 0; a < op->spec.naggs; a++) lm_agg_states_clear(&op->sagg[a]);
   }
-  return rc;
+  return LAMINAR_OK;
 }
 
 static void session_put(const window_op* op, lm_state_writer* w) {
@@ -796,6 +796,7 @@ static laminar_code session_on_chunk(lm_op* base, const lm_chunk* in) {
     }
     lm_op_window_account(op, false);
     if (rc == LAMINAR_OK) rc = lm_op_late_deliver(op, in);
+    if (rc != LAMINAR_OK) return lm_op_window_handoff_failed(op, rc, "session windows");
   }
   return lm_op_window_chunk_failed(op, rc);
 }
@@ -807,7 +808,7 @@ static laminar_code session_on_watermark(lm_op* base, int64_t watermark_ms) {
   laminar_code rc = LAMINAR_OK;
   if (watermark_ms > op->watermark) {
     op->watermark = watermark_ms;
-    rc = session_close(op);
+    rc = lm_op_window_close_failed(op, session_close(op));
   }
   lm_op_window_account(op, false);
   return rc;

@@ -180,10 +180,14 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
   LM_TRY(chunk_begin(v));
   const lm_vec* wv = v->changelog ? &in->cols[ncols] : NULL;
 
-  /* Encode every row first: sizes, then the bytes back to back. */
+  /* Encode every row first: sizes, then the bytes back to back. Room for
+   * what goes on downstream (the rows that changed the view) too. */
   int64_t* offs = lm_eval_ctx_alloc(v->ctx, sizeof(int64_t) * (size_t)(n + 1));
   int64_t* eff = lm_eval_ctx_alloc(v->ctx, sizeof(int64_t) * (size_t)n);
-  if (offs == NULL || eff == NULL) return LAMINAR_ERR_NOMEM;
+  int64_t* moved = lm_eval_ctx_alloc(v->ctx, sizeof(int64_t) * (size_t)n);
+  uint32_t* sel = lm_eval_ctx_alloc(v->ctx, sizeof(uint32_t) * (size_t)n);
+  if (offs == NULL || eff == NULL || moved == NULL || sel == NULL)
+    return LAMINAR_ERR_NOMEM;
   offs[0] = 0;
   for (int64_t r = 0; r < n; r++) {
     int64_t size = encoded_size(in->cols, NULL, ncols, r);
@@ -217,42 +221,45 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
         w == 0 ? 0 : apply_row(v, row_hash(enc + offs[r], len), enc + offs[r], len, w);
     if (eff[r] != w || w == 0) pass = false;
   }
-  /* The bound (max_state_bytes): past it, the rows are taken back in reverse
-   * (each applies the opposite of what it did, within the room reserved),
-   * so the view is as before the chunk. Behind a GROUP BY the batch was
-   * accepted there: only accounted (op.h, checks_bound). */
+  /* The bound (max_state_bytes), then what is downstream: a failure of
+   * either takes the rows back in reverse (each applies the opposite of what
+   * it did, within the room reserved), so the view is as before the chunk.
+   * Behind a GROUP BY the bound was checked there: only accounted (op.h,
+   * checks_bound). */
+  laminar_code rc = LAMINAR_OK;
   if (lm_op_bounded(base) && lm_op_account(base, view_bytes(v), base->checks_bound) ==
                                  LAMINAR_ERR_MEMORY_LIMIT) {
-    for (int64_t r = n - 1; r >= 0; r--) {
-      int64_t len = offs[r + 1] - offs[r];
-      if (eff[r] != 0)
-        apply_row(v, row_hash(enc + offs[r], len), enc + offs[r], len, -eff[r]);
-    }
-    v->retract_errors = errors_before;
-    return LAMINAR_ERR_MEMORY_LIMIT;
-  }
-
-  if (pass && wv != NULL) return lm_op_emit(base, in); /* already columns + _weight */
-  if (pass) {
+    rc = LAMINAR_ERR_MEMORY_LIMIT;
+  } else if (pass && wv != NULL) {
+    rc = lm_op_emit(base, in); /* already columns + _weight */
+  } else if (pass) {
     for (int32_t c = 0; c < ncols; c++) v->outs[c] = in->cols[c];
     v->outs[ncols] = (lm_vec){LM_TYPE_INT64, n, NULL, eff};
     lm_chunk out = {n, ncols + 1, v->outs, NULL};
-    return lm_op_emit(base, &out);
+    rc = lm_op_emit(base, &out);
+  } else {
+    /* Forward only the rows that changed the view, with what they changed. */
+    int64_t m = 0;
+    for (int64_t r = 0; r < n; r++) {
+      if (eff[r] != 0) {
+        sel[m] = (uint32_t)r;
+        moved[m++] = eff[r];
+      }
+    }
+    for (int32_t c = 0; c < ncols && m > 0 && rc == LAMINAR_OK; c++)
+      rc = lm_op_gather(v->ctx, &in->cols[c], sel, m, &v->outs[c]);
+    v->outs[ncols] = (lm_vec){LM_TYPE_INT64, m, NULL, moved};
+    lm_chunk out = {m, ncols + 1, v->outs, NULL};
+    if (rc == LAMINAR_OK && m > 0) rc = lm_op_emit(base, &out);
   }
-  /* Forward only the rows that changed the view, with what they changed. */
-  uint32_t* sel = lm_eval_ctx_alloc(v->ctx, sizeof(uint32_t) * (size_t)n);
-  if (sel == NULL) return LAMINAR_ERR_NOMEM;
-  int64_t m = 0;
-  for (int64_t r = 0; r < n; r++) {
-    if (eff[r] != 0) sel[m++] = (uint32_t)r;
+  if (rc == LAMINAR_OK) return LAMINAR_OK;
+  for (int64_t r = n - 1; r >= 0; r--) {
+    int64_t len = offs[r + 1] - offs[r];
+    if (eff[r] != 0) apply_row(v, row_hash(enc + offs[r], len), enc + offs[r], len, -eff[r]);
   }
-  if (m == 0) return LAMINAR_OK;
-  for (int32_t c = 0; c < ncols; c++)
-    LM_TRY(lm_op_gather(v->ctx, &in->cols[c], sel, m, &v->outs[c]));
-  for (int64_t k = 0; k < m; k++) eff[k] = eff[sel[k]]; /* sel[k] >= k: in place */
-  v->outs[ncols] = (lm_vec){LM_TYPE_INT64, m, NULL, eff};
-  lm_chunk out = {m, ncols + 1, v->outs, NULL};
-  return lm_op_emit(base, &out);
+  v->retract_errors = errors_before;
+  if (lm_op_bounded(base)) lm_op_account(base, view_bytes(v), false);
+  return rc;
 }
 
 /* ---- snapshot / restore -------------------------------------------------------------- */

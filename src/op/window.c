@@ -28,6 +28,7 @@
 #include "op/internal.h"
 #include "op/view.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,7 +340,8 @@ void lm_op_window_bounds(const window_op* op, int64_t ws, int64_t* start, int64_
 /* Append group g of window w as one row (reserved by the caller): bounds, keys,
  * the aggregates' current results, and `weight` when emitting changes. The row
  * borrows key and MIN/MAX strings from the window until it is recycled. */
-static void put_group_row(window_op* op, const window* w, int64_t g, int64_t weight) {
+static void put_row(window_op* op, const window* w, const lm_agg_states* aggs, int64_t ag,
+                    int64_t g, int64_t weight) {
   const lm_window_spec* spec = &op->spec;
   int64_t row = op->dn++;
   lm_vec* v = op->dvecs;
@@ -353,7 +355,7 @@ static void put_group_row(window_op* op, const window* w, int64_t g, int64_t wei
     lm_state_table_put_value(&v[2 + c], &w->t.keys[c], g, row);
   for (int32_t a = 0; a < spec->naggs; a++) {
     lm_vec* ov = &v[2 + spec->nkeys + a];
-    lm_agg_finalize(&w->aggs[a], g, 1, (char*)ov->data + lm_type_width(ov->type) * row,
+    lm_agg_finalize(&aggs[a], ag, 1, (char*)ov->data + lm_type_width(ov->type) * row,
                     (uint8_t*)ov->nulls + row);
   }
   if (spec->emit_changes) {
@@ -361,6 +363,10 @@ static void put_group_row(window_op* op, const window* w, int64_t g, int64_t wei
     ((int64_t*)wv->data)[row] = weight;
     ((uint8_t*)wv->nulls)[row] = 0;
   }
+}
+
+static void put_group_row(window_op* op, const window* w, int64_t g, int64_t weight) {
+  put_row(op, w, w->aggs, g, g, weight);
 }
 
 /* Emit the buffered rows as one chunk and empty the buffer. */
@@ -381,8 +387,13 @@ laminar_code lm_op_rows_flush(window_op* op) {
 /* ---- chunk processing ------------------------------------------------------- */
 
 
-/* Rows of a chunk assigned at once: bounds the (row, window) pairs held. */
+/* Rows of a chunk assigned at once: bounds the (row, window) pairs held.
+ * Fault-injection builds let a test make it small (util.h). */
+#ifdef LAMINAR_FAULT_INJECTION
+#define PAIRS_PER_SLICE lm_fault_slice_pairs(65536)
+#else
 #define PAIRS_PER_SLICE 65536
+#endif
 
 /* When the window (or pane) starting at ws stops taking rows: its end plus the
  * allowed lateness; a pane's, when the last window containing it closes. */
@@ -414,6 +425,10 @@ typedef struct assign_scratch {
   uint32_t* ppos;
   uint32_t* spos;
   int32_t* cache; /* local window indices of the last row's windows */
+  /* The slice's rows bucketed by window (sel or prow) and their positions
+   * (spos or ppos): what update_windows bucketed last. */
+  const uint32_t* bsel;
+  const uint32_t* bpos;
   bool sorted;    /* the pairs are in window order already (rows in time order) */
 } assign_scratch;
 
@@ -606,6 +621,7 @@ void lm_op_window_journal_begin(window_op* op) {
   op->jseq++;
   op->jn = 0;
   op->jkeyset = op->keyset != NULL ? op->keyset->t.n : -1;
+  op->jflat = false;
 }
 
 /* Room for one more journal entry (before the window it is for changes). */
@@ -614,6 +630,10 @@ static laminar_code journal_reserve(window_op* op) {
   int32_t ncap = op->jcap ? op->jcap * 2 : 16;
   LM_GROW_ARRAY(op->jwin, ncap);
   LM_GROW_ARRAY(op->jgroups, ncap);
+  if (op->spec.emit_changes) {
+    LM_GROW_ARRAY(op->jshadow, ncap);
+    memset(&op->jshadow[op->jcap], 0, sizeof(window_shadow) * (size_t)(ncap - op->jcap));
+  }
   op->jcap = ncap;
   return LAMINAR_OK;
 }
@@ -623,6 +643,7 @@ static laminar_code journal_reserve(window_op* op) {
 static void journal(window_op* op, window* w, bool opened) {
   if (w->jseq == op->jseq) return;
   w->jseq = op->jseq;
+  w->jidx = op->jn;
   op->jwin[op->jn] = w;
   op->jgroups[op->jn++] = opened ? -1 : w->t.n;
 }
@@ -709,6 +730,8 @@ static laminar_code window_settle(window_op* op) {
     if (at < op->nopen && op->open[at] == op->jwin[j] && op->jwin[j]->cow != NULL) {
       LM_TRY(lm_op_window_cow_settle(op, at));
       op->jwin[j] = op->open[at];
+      op->jwin[j]->jseq = op->jseq;
+      op->jwin[j]->jidx = j;
     }
   }
   return LAMINAR_OK;
@@ -731,13 +754,194 @@ static laminar_code window_fail_clean(window_op* op, laminar_code rc) {
   return rc;
 }
 
+/* ---- EMIT CHANGES: the chunk's copies of its groups (issue 20) ------------------ */
+
+/* The copy of group g of window w (journaled by this chunk): made on its
+ * first touch, its states encoded and decoded (bit for bit), its row count
+ * and emitted flag copied. */
+static laminar_code shadow_entry(window_op* op, window* w, uint32_t g, uint32_t* out) {
+  window_shadow* sh = &op->jshadow[w->jidx];
+  if ((int64_t)g < sh->nentry && sh->entry[g] != 0) {
+    *out = sh->entry[g] - 1;
+    return LAMINAR_OK;
+  }
+  if ((int64_t)g >= sh->nentry) {
+    int64_t ncap = sh->nentry ? sh->nentry : 64;
+    while (ncap <= (int64_t)g) ncap *= 2;
+    LM_GROW_ARRAY(sh->entry, ncap);
+    memset(&sh->entry[sh->nentry], 0, sizeof(uint32_t) * (size_t)(ncap - sh->nentry));
+    sh->nentry = ncap;
+  }
+  if (sh->w == NULL) LM_TRY(lm_op_window_new(op, &sh->w));
+  window* c = sh->w;
+  int64_t e = sh->n;
+  LM_TRY(lm_op_window_reserve(op, c, e + 1));
+  if (e >= sh->ngroup) {
+    LM_GROW_ARRAY(sh->group, c->cap);
+    sh->ngroup = c->cap;
+  }
+  /* Flat states (fixed-width values: the common case) are copied slot by
+   * slot, and copied back at the commit; the others go through their
+   * snapshot encoding and are updated again at the commit. */
+  if (op->flat < 0) { /* by the aggregates' functions and types: known once */
+    op->flat = 1;
+    for (int32_t a = 0; a < op->spec.naggs && op->flat; a++)
+      op->flat = lm_agg_states_flat(&w->aggs[a]) && w->aggs[a].fn != LM_AGG_UDAF;
+  }
+  bool flat = op->flat != 0;
+  op->jflat = flat;
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    lm_agg_states* to = &c->aggs[a];
+    const lm_agg_states* from = &w->aggs[a];
+    to->seq = from->seq; /* FIRST/LAST runs: later arrivals stay later */
+    if (flat) {
+      lm_agg_copy_group(to, e, from, g);
+      continue;
+    }
+    op->sh_buf.len = 0;
+    op->sh_buf.failed = false;
+    lm_agg_snapshot_group(from, g, &op->sh_buf);
+    LM_TRY(lm_state_writer_status(&op->sh_buf));
+    lm_agg_states_init_group(to, e);
+    lm_state_reader r;
+    lm_state_reader_init(&r, op->sh_buf.data, op->sh_buf.len);
+    LM_TRY(lm_agg_restore_group(to, e, &r));
+    if (LM_NEVER(lm_state_reader_status(&r, "window", NULL) != LAMINAR_OK))
+      return LAMINAR_ERR_INTERNAL;
+  }
+  c->nrows[e] = w->nrows[g];
+  c->live[e] = w->live[g];
+  sh->group[e] = g;
+  sh->entry[g] = (uint32_t)e + 1;
+  sh->n++;
+  *out = (uint32_t)e;
+  return LAMINAR_OK;
+}
+
+/* The chunk's rows went downstream: each window takes its groups' flat
+ * copies back (op->jflat), their row counts and emitted flags too. The
+ * chunk's updates without running them again; allocates nothing. */
+static void shadow_commit(window_op* op) {
+  for (int32_t j = 0; j < op->jn; j++) {
+    const window_shadow* sh = &op->jshadow[j];
+    window* w = op->jwin[j];
+    if (sh->n == 0) continue;
+    if (op->panes) w->edit = ++op->edits; /* shared merges over it are stale now */
+    for (int64_t e = 0; e < sh->n; e++) {
+      uint32_t g = sh->group[e];
+      for (int32_t a = 0; a < op->spec.naggs; a++)
+        lm_agg_copy_group(&w->aggs[a], g, &sh->w->aggs[a], e);
+      w->nrows[g] = sh->w->nrows[e];
+      w->live[g] = sh->w->live[e];
+    }
+  }
+}
+
+/* Forget the chunk's copies (their memory kept for the next chunk). */
+static void shadow_end(window_op* op) {
+  if (op->jshadow == NULL) return;
+  for (int32_t j = 0; j < op->jn; j++) {
+    window_shadow* sh = &op->jshadow[j];
+    for (int64_t e = 0; e < sh->n; e++) sh->entry[sh->group[e]] = 0;
+    sh->n = 0;
+    for (int32_t a = 0; sh->w != NULL && a < op->spec.naggs; a++)
+      lm_agg_states_clear(&sh->w->aggs[a]);
+  }
+}
+
+static void shadow_free(window_op* op) {
+  for (int32_t j = 0; op->jshadow != NULL && j < op->jcap; j++) {
+    lm_op_window_free(op, op->jshadow[j].w);
+    lm_free(op->jshadow[j].group);
+    lm_free(op->jshadow[j].entry);
+  }
+  lm_free(op->jshadow);
+  lm_state_writer_free(&op->sh_buf);
+}
+
 /* How update_windows runs: GROUPS adds the slice's groups and prepares its
  * updates only (the first pass over a chunk of several slices: what the
  * slices prepare adds up, lm_agg_states_prepare by the chunk's jseq);
  * CHECKED adds them, prepares, checks the bound, then updates (a chunk of one
  * slice); UPDATE finds the groups (all there, their windows the op's own:
- * window_settle) and updates, allocating nothing. */
-typedef enum update_mode { UPDATE_GROUPS, UPDATE_CHECKED, UPDATE } update_mode;
+ * window_settle) and updates, allocating nothing. With EMIT CHANGES,
+ * CHECKED and UPDATE update the chunk's copies and build its rows from
+ * them; COMMIT finds the groups and updates the windows (after the rows went
+ * downstream), allocating nothing. */
+typedef enum update_mode { UPDATE_GROUPS, UPDATE_CHECKED, UPDATE, UPDATE_COMMIT } update_mode;
+
+static laminar_code commit_windows(window_op* op, assign_scratch* s, int32_t nwin,
+                                   window** wins, const uint32_t* gids);
+
+/* The argument rows of aggregate a for window i's rows (sel: bucketed). */
+static const uint32_t* arg_rows(const window_op* op, int32_t a, const assign_scratch* s,
+                                int32_t i, const uint32_t* wsel) {
+  return op->spec.aggs[a].order == NULL && op->arg_pos[a] ? s->bpos + s->offsets[i] : wsel;
+}
+
+/* Update aggregate a of `aggs` at groups g[j] with window i's rows. */
+static laminar_code update_agg(window_op* op, lm_agg_states* aggs, int32_t a,
+                               const assign_scratch* s, int32_t i, const uint32_t* wsel,
+                               const uint32_t* g, int64_t m) {
+  const lm_window_spec* spec = &op->spec;
+  const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
+  if (op->weights != NULL) {
+    const lm_vec* ord = spec->aggs[a].order != NULL ? &op->ord_vecs[a] : NULL;
+    return lm_agg_update_weighted_ordered(&aggs[a], arg, ord, wsel, g, op->weights, m);
+  }
+  if (spec->aggs[a].order != NULL)
+    return lm_agg_update_ordered(&aggs[a], arg, &op->ord_vecs[a], wsel, g, m);
+  /* A computed argument over a selection is by position (arg_pos). */
+  return lm_agg_update(&aggs[a], arg, arg_rows(op, a, s, i, wsel), g, m);
+}
+
+/* EMIT CHANGES, window i of the slice: its groups' -1 rows, the rows into
+ * their copies, their +1 rows (the windows themselves unchanged). */
+static laminar_code shadow_window(window_op* op, assign_scratch* s, int32_t i, window* w,
+                                  const uint32_t* wg, uint32_t* touched) {
+  const lm_window_spec* spec = &op->spec;
+  const uint32_t* wsel = s->bsel + s->offsets[i];
+  int64_t m = s->offsets[i + 1] - s->offsets[i];
+  uint32_t* eg = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)(m ? m : 1));
+  if (eg == NULL) return LAMINAR_ERR_NOMEM;
+  window* c = NULL;
+  uint64_t pass = ++op->pass;
+  int64_t nt = 0;
+  for (int64_t j = 0; j < m; j++) {
+    LM_TRY(shadow_entry(op, w, wg[j], &eg[j]));
+    if (w->stamp[wg[j]] != pass) {
+      w->stamp[wg[j]] = pass;
+      touched[nt++] = eg[j];
+    }
+  }
+  c = op->jshadow[w->jidx].w;
+  const uint32_t* group = op->jshadow[w->jidx].group;
+  LM_TRY(lm_op_rows_reserve(op, 2 * nt)); /* reserved already: no allocation */
+  /* Without aggregates (SELECT DISTINCT) a row does not change while its
+   * group lives: only a group's birth and death are deltas. */
+  for (int64_t k = 0; k < nt && spec->naggs > 0; k++) {
+    if (c->live[touched[k]]) put_row(op, w, c->aggs, touched[k], group[touched[k]], -1);
+  }
+  for (int32_t a = 0; a < spec->naggs; a++) {
+    const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
+    const lm_vec* ord = spec->aggs[a].order != NULL ? &op->ord_vecs[a] : NULL;
+    LM_TRY(lm_agg_states_prepare(&c->aggs[a], arg, ord, arg_rows(op, a, s, i, wsel), m,
+                                 op->jseq));
+    LM_TRY(update_agg(op, c->aggs, a, s, i, wsel, eg, m));
+  }
+  for (int64_t j = 0; j < m; j++) c->nrows[eg[j]] += op->weights ? op->weights[wsel[j]] : 1;
+  for (int64_t k = 0; k < nt; k++) {
+    uint32_t e = touched[k];
+    bool was = c->live[e] != 0;
+    c->live[e] = c->nrows[e] > 0;
+    if (spec->naggs == 0) {
+      if (was != (c->live[e] != 0)) put_row(op, w, c->aggs, e, group[e], was ? -1 : +1);
+    } else if (c->live[e]) {
+      put_row(op, w, c->aggs, e, group[e], +1);
+    }
+  }
+  return LAMINAR_OK;
+}
 
 /* Groups gids[j] took rows sel[j]: each keeps the largest event time of its
  * rows (a row without one refreshes nothing). */
@@ -778,7 +982,9 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
     }
     sel = s->sel;
   }
-  bool adding = mode != UPDATE;
+  s->bsel = sel;
+  s->bpos = pos;
+  bool adding = mode == UPDATE_GROUPS || mode == UPDATE_CHECKED;
   for (int32_t i = 0; i < nwin; i++) {
     if (adding) LM_TRY(journal_reserve(op));
     int32_t before = op->nopen;
@@ -799,10 +1005,9 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
      * slices). */
     for (int32_t a = 0; adding && a < spec->naggs; a++) {
       const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
-      const uint32_t* at =
-          spec->aggs[a].order == NULL && op->arg_pos[a] ? pos + s->offsets[i] : wsel;
       const lm_vec* ord = spec->aggs[a].order != NULL ? &op->ord_vecs[a] : NULL;
-      LM_TRY(lm_agg_states_prepare(&wins[i]->aggs[a], arg, ord, at, m, op->jseq));
+      LM_TRY(lm_agg_states_prepare(&wins[i]->aggs[a], arg, ord,
+                                   arg_rows(op, a, s, i, wsel), m, op->jseq));
     }
   }
   if (mode == UPDATE_GROUPS) return LAMINAR_OK;
@@ -810,64 +1015,42 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
     LM_TRY(window_check_bound(op));
     if (spec->emit_changes) LM_TRY(lm_op_rows_reserve(op, 2 * *io_touch));
   }
-  *out_updating = true; /* from here on a failure leaves the chunk partly applied */
+  if (mode == UPDATE_COMMIT || !spec->emit_changes) {
+    /* from here on a failure leaves the chunk partly applied (prepared: none can) */
+    *out_updating = true;
+    return commit_windows(op, s, nwin, wins, gids);
+  }
+  for (int32_t i = 0; i < nwin; i++)
+    LM_TRY(shadow_window(op, s, i, wins[i], gids + s->offsets[i], touched));
+  return LAMINAR_OK;
+}
+
+/* Update the slice's windows with their rows (prepared: no allocation), and
+ * with EMIT CHANGES take each touched group's row count and emitted flag
+ * from its copy. */
+static laminar_code commit_windows(window_op* op, assign_scratch* s, int32_t nwin,
+                                   window** wins, const uint32_t* gids) {
+  const lm_window_spec* spec = &op->spec;
   for (int32_t i = 0; i < nwin; i++) {
     window* w = wins[i];
-    const uint32_t* wsel = sel + s->offsets[i];
+    const uint32_t* wsel = s->bsel + s->offsets[i];
     int64_t m = s->offsets[i + 1] - s->offsets[i];
     const uint32_t* wg = gids + s->offsets[i];
-    int64_t nt = 0;
-    if (op->track) {
-      /* The distinct groups of this pass, in first-touch order; with EMIT
-       * CHANGES each retracts its previous result before the update. */
-      uint64_t pass = ++op->pass;
-      for (int64_t j = 0; j < m; j++) {
-        uint32_t g = wg[j];
-        if (w->stamp[g] != pass) {
-          w->stamp[g] = pass;
-          touched[nt++] = g;
-        }
-      }
-      if (spec->emit_changes) {
-        LM_TRY(lm_op_rows_reserve(op, 2 * nt)); /* reserved already: no allocation */
-        /* Without aggregates (SELECT DISTINCT) a row does not change while
-         * its group lives: only a group's birth and death are deltas. */
-        for (int64_t i = 0; i < nt && spec->naggs > 0; i++) {
-          if (w->live[touched[i]]) put_group_row(op, w, touched[i], -1);
-        }
-      }
-    }
     if (op->panes) w->edit = ++op->edits; /* shared merges over it are stale now */
-    for (int32_t a = 0; a < spec->naggs; a++) {
-      const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
-      if (op->weights != NULL) {
-        const lm_vec* ord = spec->aggs[a].order != NULL ? &op->ord_vecs[a] : NULL;
-        LM_TRY(lm_agg_update_weighted_ordered(&w->aggs[a], arg, ord, wsel, wg,
-                                              op->weights, m));
-      } else if (spec->aggs[a].order != NULL) {
-        LM_TRY(lm_agg_update_ordered(&w->aggs[a], arg, &op->ord_vecs[a], wsel, wg, m));
-      } else {
-        /* A computed argument over a selection is by position (arg_pos). */
-        const uint32_t* at = op->arg_pos[a] ? pos + s->offsets[i] : wsel;
-        LM_TRY(lm_agg_update(&w->aggs[a], arg, at, wg, m));
+    for (int32_t a = 0; a < spec->naggs; a++)
+      LM_TRY(update_agg(op, w->aggs, a, s, i, wsel, wg, m)); /* prepared: cannot fail */
+    if (!op->track) continue;
+    if (op->ttl_times != NULL) ttl_touch(op->ttl_times, w->last, wsel, wg, m);
+    if (spec->emit_changes) {
+      const window_shadow* sh = &op->jshadow[w->jidx];
+      for (int64_t j = 0; j < m; j++) {
+        uint32_t e = sh->entry[wg[j]] - 1;
+        w->nrows[wg[j]] = sh->w->nrows[e];
+        w->live[wg[j]] = sh->w->live[e];
       }
-    }
-    if (op->track) {
+    } else {
       for (int64_t j = 0; j < m; j++)
         w->nrows[wg[j]] += op->weights ? op->weights[wsel[j]] : 1;
-      if (op->ttl_times != NULL) ttl_touch(op->ttl_times, w->last, wsel, wg, m);
-      if (spec->emit_changes) {
-        for (int64_t i = 0; i < nt; i++) {
-          uint32_t g = touched[i];
-          bool was = w->live[g] != 0;
-          w->live[g] = w->nrows[g] > 0;
-          if (spec->naggs == 0) {
-            if (was != (w->live[g] != 0)) put_group_row(op, w, g, was ? -1 : +1);
-          } else if (w->live[g]) {
-            put_group_row(op, w, g, +1);
-          }
-        }
-      }
     }
   }
   return LAMINAR_OK;
@@ -966,6 +1149,25 @@ laminar_code lm_op_window_chunk_failed(window_op* op, laminar_code rc) {
     lm_state_budget_fail(op->base.budget, rc,
                          "out of memory; the batch was not applied "
                          "(state unchanged)");
+  }
+  return rc;
+}
+
+laminar_code lm_op_window_handoff_failed(window_op* op, laminar_code rc, const char* what) {
+  return lm_state_budget_fail(op->base.budget, rc,
+                              "%s handing on the batch's rows: the %s took the batch, "
+                              "what reads their rows did not (partly applied)",
+                              laminar_errstr(rc), what);
+}
+
+/* Closing windows failed (rc): say what it left (issue 20). */
+laminar_code lm_op_window_close_failed(window_op* op, laminar_code rc) {
+  if (rc == LAMINAR_ERR_NOMEM) {
+    lm_state_budget_fail(op->base.budget, rc,
+                         "out of memory closing windows at watermark %" PRId64
+                         "; nothing of them was emitted, they close at the next "
+                         "watermark advance (the input that moved it was applied)",
+                         op->watermark);
   }
   return rc;
 }
@@ -1076,6 +1278,7 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
   int64_t per = 1 + (spec->size_ms - 1) / spec->hop_ms; /* most windows of one row */
   if (per > LM_MAX_WINDOWS_PER_ROW) per = LM_MAX_WINDOWS_PER_ROW;
   int64_t slice = PAIRS_PER_SLICE / per;
+  if (slice < 1) slice = 1;
   if (slice > n) slice = n;
   size_t npairs = (size_t)(slice * per);
   int64_t span = rows.sel != NULL ? (int64_t)rows.sel[n - 1] + 1 : n; /* rows < span */
@@ -1103,7 +1306,9 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
   /* All or nothing (issue 20): every group of the chunk is added and the
    * bound checked before the first aggregate update. A chunk of several
    * slices adds them in a first pass over its slices (late rows counted
-   * again by the second). */
+   * again by the second). With EMIT CHANGES the updates go into copies of
+   * the groups first, their rows downstream, and only then into the
+   * windows (a third pass over the slices, or the one slice's again). */
   lm_op_window_journal_begin(op);
   LM_TRY(lm_op_window_account(op, false));
   op->ttl_times = spec->ttl_ms > 0 ? &rows.cols[spec->ttl_col] : NULL;
@@ -1111,9 +1316,33 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
   bool hashed = false, several = slice < n, updating = false;
   laminar_code rc = LAMINAR_OK;
   int64_t touch = 0; /* groups the chunk's updates may touch (rows to reserve) */
-  /* Pass 0 (several slices only): every slice's groups; pass 1: updates. */
-  for (int pass = several ? 0 : 1; pass < 2 && rc == LAMINAR_OK; pass++) {
-    update_mode mode = pass == 0 ? UPDATE_GROUPS : several ? UPDATE : UPDATE_CHECKED;
+  int32_t nwin_one = 0; /* one slice: its windows */
+  /* Pass 0 (several slices only): every slice's groups; pass 1: updates
+   * (EMIT CHANGES: of the copies); pass 2 (EMIT CHANGES): of the windows. */
+  for (int pass = several ? 0 : 1; pass < 3 && rc == LAMINAR_OK; pass++) {
+    if (pass == 2) {
+      if (!spec->emit_changes) break;
+      /* Everything downstream takes the chunk's rows, and the late sink its
+       * late rows, before the windows change. */
+      rc = lm_op_rows_flush(op);
+      if (rc == LAMINAR_OK) rc = lm_op_late_deliver(op, in);
+      if (rc != LAMINAR_OK) break;
+      if (op->jflat) { /* the copies are the updated groups */
+        updating = true;
+        shadow_commit(op);
+        break;
+      }
+      if (!several) {
+        updating = true;
+        rc = nwin_one > 0 ? commit_windows(op, &s, nwin_one, wins, gids) : LAMINAR_OK;
+        break;
+      }
+    }
+    update_mode mode = pass == 0   ? UPDATE_GROUPS
+                       : pass == 2 ? UPDATE_COMMIT
+                       : several   ? UPDATE
+                                   : UPDATE_CHECKED;
+    int64_t late_done = op->late_rows;
     for (int64_t i0 = 0; i0 < n && rc == LAMINAR_OK; i0 += slice) {
       int64_t i1 = i0 + slice < n ? i0 + slice : n;
       int32_t nwin;
@@ -1125,8 +1354,10 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
         hashed = true;
       }
       int64_t counted = 0; /* pass 1 of several: counted in pass 0 */
+      nwin_one = nwin;
       rc = update_windows(op, &s, np, nwin, hashes, gids, touched, wins, mode,
-                          mode == UPDATE ? &counted : &touch, &updating);
+                          mode == UPDATE || mode == UPDATE_COMMIT ? &counted : &touch,
+                          &updating);
     }
     if (pass == 0) {
       op->late_rows = late_before;
@@ -1135,11 +1366,14 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
       if (rc == LAMINAR_OK) rc = window_check_bound(op);
       if (rc == LAMINAR_OK && spec->emit_changes) rc = lm_op_rows_reserve(op, 2 * touch);
     }
+    if (pass == 2) op->late_rows = late_done; /* counted by pass 1 */
   }
+  shadow_end(op);
   if (rc != LAMINAR_OK && !updating) {
     op->late_rows = late_before;
     op->nlate = nlate_before;
-    op->dn = 0; /* no EMIT CHANGES row of it was built */
+    op->late_sel = NULL;
+    op->dn = 0; /* no EMIT CHANGES row of it went on */
     return window_fail_clean(op, rc);
   }
   if (rc != LAMINAR_OK && lm_expr_udf_failed(rc) && op->agg_report.text[0] != '\0') {
@@ -1157,8 +1391,9 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
   }
   /* What the updates added (MIN/MAX strings, distinct values) is in use now. */
   LM_TRY(lm_op_window_account(op, false));
-  LM_TRY(lm_op_rows_flush(op)); /* EMIT CHANGES: this chunk's deltas */
-  return lm_op_late_deliver(op, in);
+  if (spec->emit_changes) return LAMINAR_OK; /* (rows and late rows went before) */
+  rc = lm_op_late_deliver(op, in);
+  return rc == LAMINAR_OK ? rc : lm_op_window_handoff_failed(op, rc, "windows");
 }
 
 /* ---- emission ------------------------------------------------------------------- */
@@ -1182,7 +1417,12 @@ static laminar_code close_tracked(window_op* op, int32_t nclose, int64_t total) 
       if (w->nrows[g] > 0) put_group_row(op, w, g, +1);
     }
   }
-  laminar_code rc = lm_op_rows_flush(op);
+  laminar_code rc = lm_op_window_agg_failed(op); /* a failed finalize: results lost */
+  if (rc == LAMINAR_OK) {
+    rc = lm_op_rows_flush(op);
+    if (rc != LAMINAR_OK) return rc; /* downstream as before them: the next advance */
+  }
+  op->dn = 0;
   lm_op_window_drop_closed(op, nclose);
   return rc;
 }
@@ -1294,7 +1534,7 @@ static laminar_code window_expire(window_op* op) {
 /* Close windows, then give their bytes back to the bound. */
 static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   window_op* op = (window_op*)base;
-  laminar_code rc = window_on_watermark_apply(op, watermark_ms);
+  laminar_code rc = lm_op_window_close_failed(op, window_on_watermark_apply(op, watermark_ms));
   lm_op_window_account(op, false);
   return rc;
 }
@@ -1378,8 +1618,14 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
   lm_chunk out = {total, ncols, op->out_vecs, NULL};
   /* Emit before recycling: the chunk borrows the windows' key strings. */
   laminar_code rc = lm_op_window_agg_failed(op);
-  if (rc == LAMINAR_OK) rc = lm_op_emit(&op->base, &out);
-  lm_op_window_drop_closed(op, nclose);
+  if (rc != LAMINAR_OK) { /* a user-defined finalize failed: their results are lost */
+    lm_op_window_drop_closed(op, nclose);
+    return rc;
+  }
+  rc = lm_op_emit(&op->base, &out);
+  /* Downstream as before them when it failed: they stay open, closed by the
+   * next advance (rows for them are late all the same). */
+  if (rc == LAMINAR_OK) lm_op_window_drop_closed(op, nclose);
   return rc;
 }
 
@@ -1510,6 +1756,7 @@ void lm_op_window_destroy(lm_op* base) {
   for (int32_t i = 0; i < op->nspare; i++) lm_op_window_free(op, op->spare[i]);
   lm_free(op->open);
   lm_free(op->spare);
+  shadow_free(op);
   lm_free(op->jwin);
   lm_free(op->jgroups);
   lm_eval_ctx_destroy(op->ctx);
@@ -1612,6 +1859,7 @@ laminar_code lm_op_window_create(const lm_window_spec* spec, const lm_schema* ou
   op->late_floor = INT64_MIN;
   op->suf_block = op->run_block = INT64_MIN;
   op->track = spec->emit_changes || spec->changelog;
+  op->flat = -1;
   /* A group's bytes: its row of the table (hash, index share, keys),
    * tracking, a pane's key id. */
   op->per_group = lm_state_table_row_bytes(op->key_types, spec->nkeys) +

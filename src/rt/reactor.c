@@ -130,7 +130,7 @@ static bool over_bytes(int64_t queued, int64_t add, int64_t max) {
   return queued > 0 && add > max - queued;
 }
 
-/* Hand a built batch to the subscribers and downstream streams of s. */
+/* Hand a built batch to the subscribers of s. */
 static laminar_code stream_share(lm_stream_def* s, lm_batch* batch) {
   for (int32_t i = 0; i < s->nsubs; i++) {
     lm_sub* sub = s->subs[i];
@@ -157,6 +157,14 @@ static laminar_code stream_share(lm_stream_def* s, lm_batch* batch) {
     atomic_fetch_add_explicit(&sub->bytes, batch->bytes, memory_order_relaxed);
     sub->notify_pending = true; /* woken at the end of the round */
   }
+  return LAMINAR_OK;
+}
+
+/* Feed the streams reading s (cascades) with a built batch. First of all
+ * that a batch goes to: a reader's failure (its own chain as before the
+ * batch) fails s's batch with nothing published, and s's chain takes it
+ * back (docs/ARCHITECTURE.md, "Out of memory inside stream processing"). */
+static laminar_code stream_feed(lm_stream_def* s, lm_batch* batch) {
   laminar_code rc = LAMINAR_OK;
   if (s->nreaders > 0) {
     lm_chunk down = {batch->nrows, batch->ncols, batch->cols, NULL};
@@ -185,13 +193,15 @@ static laminar_code stream_deliver(void* arg, const lm_chunk* chunk) {
   if (s->nsinks == 0 && s->nsubs == 0 && s->nreaders == 0) return LAMINAR_OK;
   lm_batch* batch;
   LM_TRY(lm_arrow_build(&s->out_schema, chunk->cols, chunk->nrows, &batch));
-  laminar_code rc = stream_sinks(s, batch);
+  laminar_code rc = stream_feed(s, batch);
+  if (rc == LAMINAR_OK) rc = stream_sinks(s, batch);
   if (rc == LAMINAR_OK) rc = stream_share(s, batch);
   lm_batch_unref(batch);
   return rc;
 }
 
 laminar_code lm_rt_stream_publish(lm_stream_def* s, lm_batch* batch) {
+  LM_TRY(stream_feed(s, batch));
   LM_TRY(stream_sinks(s, batch));
   return stream_share(s, batch);
 }

@@ -80,6 +80,18 @@ int64_t lm_fault_alloc_failures(void) { return atomic_load(&fault_failures); }
 
 int64_t lm_fault_alloc_remaining(void) { return atomic_load(&fault_countdown); }
 
+/* The window operator's slice (0: its own). */
+static atomic_int_fast64_t fault_slice_pairs;
+
+void lm_fault_slice_pairs_set(int64_t pairs) {
+  atomic_store(&fault_slice_pairs, pairs > 0 ? pairs : 0);
+}
+
+int64_t lm_fault_slice_pairs(int64_t normal) {
+  int64_t pairs = atomic_load(&fault_slice_pairs);
+  return pairs > 0 ? pairs : normal;
+}
+
 /* Whether this allocation fails: the countdown reached it (and stays at 1,
  * failing every later one, when persistent). */
 static bool fault_now(void) {

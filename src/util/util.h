@@ -92,6 +92,13 @@ void lm_fault_alloc_set(int64_t nth, bool persistent);
 int64_t lm_fault_alloc_failures(void);
 int64_t lm_fault_alloc_remaining(void);
 
+/* The (row, window) pairs the window operator assigns at once (op/window.c,
+ * `normal` outside tests): set small, a fault test's batch of several
+ * slices needs far fewer rows, so failing each of its allocations in turn
+ * stays quick. pairs <= 0 restores `normal`. One value for the process. */
+void lm_fault_slice_pairs_set(int64_t pairs);
+int64_t lm_fault_slice_pairs(int64_t normal);
+
 /* The same for I/O: the nth I/O step of src/store and src/sink (a write, a
  * flush, a rename, a segment allocation) made by a joined thread fails with
  * errno `error`; lm_fault_io() is the check those steps make. */

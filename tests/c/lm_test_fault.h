@@ -33,11 +33,12 @@ typedef struct lm_fault_session {
 /* Whether the running harness fails allocations persistently. */
 static bool lm_fault_persistent_;
 
-/* laminar_run_until_idle with the countdown paused: past a stream's window
- * operator (output batches, views, cascades) a batch that runs out of memory
- * is partly applied (docs/ARCHITECTURE.md, "Out of memory inside stream
- * processing"), so these sessions' stream processing is not faulted; the
- * window operator's own all-or-nothing batches are tested in test_memory.c. */
+/* laminar_run_until_idle with the countdown paused: these sessions mix
+ * operators whose batches are not all or nothing yet past their state
+ * (several readers of one source, session windows with EMIT CHANGES, panes,
+ * analytic rows: docs/ARCHITECTURE.md, "Out of memory inside stream
+ * processing"), so their stream processing is not faulted; the batches that
+ * are all or nothing are faulted in test_memory.c. */
 static inline laminar_code lm_fault_run_unfaulted(laminar_db* db, laminar_error* err) {
   int64_t left = lm_fault_alloc_remaining();
   lm_fault_alloc_set(0, false);

@@ -368,6 +368,11 @@ static int test_view_and_session_bounds(void) {
 }
 
 #ifdef LAMINAR_FAULT_INJECTION
+/* The window operator's slice for the big batches (lm_fault_slice_pairs_set):
+ * 1/64 of its own (65536), so a batch of several slices is 64 times smaller
+ * and failing each of its allocations in turn stays quick. */
+#define SLICE_PAIRS 1024
+
 /* n rows k = "key<i>", v = i + shift (changelog: weighing 1). */
 static int push_keys_at(laminar_source* src, int64_t n, int64_t shift, bool changelog,
                         laminar_error* err) {
@@ -419,7 +424,8 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap,
       "MAX(k) AS mk FROM t "
       "GROUP BY k, hop(v, INTERVAL '8' SECOND, INTERVAL '1' SECOND) EMIT CHANGES"};
   /* Variant 2: variant 0 with a batch B of more rows than one pass of the
-   * window operator takes (65536): its groups go in by a first pass over all.
+   * window operator takes (SLICE_PAIRS here): its groups go in by a first
+   * pass over all.
    * Variant 3: aggregates that allocate as they update (COUNT(DISTINCT), MAX
    * of strings). */
   /* Variants 4 and 5: session windows (ON WINDOW CLOSE, EMIT CHANGES); A
@@ -429,11 +435,12 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap,
   /* Variant 6: a changelog input (weighted states: value entries, runs),
    * B retracting some of A's rows and adding others twice. */
   /* Variants 7 to 10 (issue 20): B of more (row, window) pairs than one
-   * pass of the window operator takes (65536), with aggregates that allocate
-   * as they update: 7 is variant 3, 8 hopping windows with EMIT CHANGES
-   * (8 windows a row, 9000 rows), 9 variant 6 (changelog),
-   * 10 variant 5 (sessions, EMIT CHANGES). */
+   * pass of the window operator takes (SLICE_PAIRS here), with aggregates
+   * that allocate as they update: 7 is variant 3, 8 hopping windows with
+   * EMIT CHANGES (8 windows a row, 600 rows: 5 slices of 128), 9 variant 6
+   * (changelog), 10 variant 5 (sessions, EMIT CHANGES, 6000 keys). */
   bool big = variant >= 7;
+  lm_fault_slice_pairs_set(variant == 2 || big ? SLICE_PAIRS : 0);
   if (big) variant = variant == 7 ? 3 : variant == 8 ? 7 : variant == 9 ? 6 : 5;
   bool session = variant == 4 || variant == 5;
   bool changelog = variant == 6;
@@ -441,16 +448,22 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap,
                      : variant == 3 ? sql[2]
                                     : sql[variant - (variant > 3)];
   CHECK_CODE(laminar_execute(db, text, &err), LAMINAR_OK, &err);
-  int64_t nb = variant == 2 || big ? 70000 : 5000, mod = variant == 2 || big ? 5000 : 0;
-  if (big && variant == 3) nb = 270000; /* four slices: the later ones need more room */
-  if (variant == 7) {                   /* 8 windows a row: 72000 pairs, of 100 keys */
-    nb = 9000;
+  /* Big: 6000 rows of keys 1500 .. 6499 (3500 new: the groups outgrow A's
+   * room), six slices (the later ones need more room: COUNT(DISTINCT) of new
+   * values; the last revisits keys of the first). */
+  int64_t nb = variant == 2 || big ? 6000 : 5000, mod = variant == 2 || big ? 5000 : 0;
+  if (variant == 7) { /* 8 windows a row: 4800 pairs, of 100 keys */
+    nb = 600;
     mod = 100;
   }
-  int64_t nkeys = session ? (big ? 70000 : 2000) : 6500;
+  int64_t nkeys = session ? (big ? 6000 : 2000) : 6500;
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
-  CHECK(push_keys_weighted(src, 0, 3000, session ? 1000 : 0, changelog, 0, &err) == 0);
+  /* Hopping windows (8 a row): A and the rows read back over the first 1600
+   * keys only, which hold B's (1500 .. 1599). */
+  int64_t na = variant == 7 ? 1600 : 3000;
+  if (variant == 7) nkeys = 1600;
+  CHECK(push_keys_weighted(src, 0, na, session ? 1000 : 0, changelog, 0, &err) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   int64_t groups_a = stream_metric(db, "g", "state_groups");
   /* B: 1500 known keys, 3500 new (sessions: as above). */
@@ -499,30 +512,198 @@ static int fault_run(int64_t nth, int64_t variant, char* out, size_t cap,
   return 0;
 }
 
-/* fault_run of each of variants first .. last with its nth allocation
- * failing, n = 1, 2, ... until one runs without a failure. */
-static int fault_variants(int64_t first, int64_t last) {
-  for (int64_t variant = first; variant <= last; variant++) {
-    char want[512], got[512];
-    bool failed;
-    CHECK(fault_run(0, variant, want, sizeof want, &failed) == 0);
-    printf("variant %" PRId64 " unfaulted: %s\n", variant, want);
-    int64_t faults = 0;
-    for (int64_t nth = 1; nth < 100000; nth++) {
-      CHECK(fault_run(nth, variant, got, sizeof got, &failed) == 0);
-      if (!failed) break;
-      faults++;
-      if (strcmp(got, want) != 0) {
-        printf("allocation %" PRId64 " failing: %s\n", nth, got);
-        CHECK(0);
-      }
+/* A run of one variant with its nth allocation failing (0: none): its
+ * output into out, and whether an allocation failed. */
+typedef int (*fault_run_fn)(int64_t nth, int64_t variant, char* out, size_t cap,
+                            bool* out_failed);
+
+/* run(variant) with its nth allocation failing, n = 1, 2, ... until one runs
+ * without a failure: each gives the unfaulted output. */
+static int fault_each(fault_run_fn run, int64_t variant) {
+  char want[512], got[512];
+  bool failed;
+  CHECK(run(0, variant, want, sizeof want, &failed) == 0);
+  printf("variant %" PRId64 " unfaulted: %s\n", variant, want);
+  int64_t faults = 0;
+  for (int64_t nth = 1; nth < 100000; nth++) {
+    CHECK(run(nth, variant, got, sizeof got, &failed) == 0);
+    if (!failed) break;
+    faults++;
+    if (strcmp(got, want) != 0) {
+      printf("allocation %" PRId64 " failing: %s\n", nth, got);
+      CHECK(0);
     }
-    printf("variant %" PRId64 ": %" PRId64 " allocations failed in turn\n", variant,
-           faults);
-    CHECK(faults > 3);
   }
+  lm_fault_slice_pairs_set(0);
+  printf("variant %" PRId64 ": %" PRId64 " allocations failed in turn\n", variant,
+         faults);
+  CHECK(faults > 3);
   return 0;
 }
+
+/* fault_run of each of variants first .. last (fault_each). */
+static int fault_variants(int64_t first, int64_t last) {
+  for (int64_t variant = first; variant <= last; variant++)
+    CHECK(fault_each(fault_run, variant) == 0);
+  return 0;
+}
+
+/* FNV-1a of the text of `sql`'s rows (a view's whole content). */
+static int query_hash(laminar_db* db, const char* sql, uint64_t* out) {
+  size_t big = 16u << 20;
+  char* text = malloc(big);
+  CHECK(text != NULL);
+  laminar_error err;
+  laminar_code rc = query_text(db, sql, text, big, &err);
+  if (rc != LAMINAR_OK) printf("query: %s\n", err.message);
+  uint64_t h = 14695981039346656037ull;
+  for (const char* p = text; *p != '\0'; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+  free(text);
+  CHECK(rc == LAMINAR_OK);
+  *out = h;
+  return 0;
+}
+
+/* The chain behind a stream's state (issue 20): a materialized view behind
+ * the aggregation, read by a subscriber. After batch A, batch B runs with
+ * its nth allocation failing: a failure leaves the view's content as after
+ * A and emits nothing; B pushed again gives the unfaulted view and rows. */
+static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
+                     bool* out_failed) {
+  laminar_db* db = open_db(NULL, NULL);
+  CHECK(db != NULL);
+  laminar_error err;
+  const char* src_sql =
+      "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' HOUR);";
+  const char* sql[] = {
+      /* 0: GROUP BY + view */
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo "
+      "FROM t GROUP BY k EMIT CHANGES",
+      /* 1: string results, COUNT(DISTINCT), HAVING */
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(DISTINCT v % 7) AS n, SUM(v) AS s, "
+      "MAX(k) AS mk FROM t GROUP BY k HAVING COUNT(*) > 0 EMIT CHANGES",
+      /* 2: hopping windows, EMIT CHANGES: a big B (600 rows x 8 windows, five
+       * slices) */
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, window_start AS ws, COUNT(*) AS n, "
+      "SUM(v) AS s, MIN(v) AS lo FROM t "
+      "GROUP BY k, hop(v, INTERVAL '8' SECOND, INTERVAL '1' SECOND) EMIT CHANGES",
+      /* 3: GROUP BY + view, a big B (6000 rows of 5000 keys, six slices) */
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(DISTINCT v) AS n, SUM(v) AS s, "
+      "MAX(k) AS mk FROM t GROUP BY k EMIT CHANGES",
+      /* 4: tumbling windows closed by the watermark into a view */
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, window_start AS ws, COUNT(*) AS n, "
+      "SUM(v) AS s, MIN(v) AS lo, MAX(k) AS mk FROM t "
+      "GROUP BY k, tumble(v, INTERVAL '1' SECOND) EMIT ON WINDOW CLOSE",
+      /* 5: session windows closed by the watermark into a view */
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, window_start AS ws, COUNT(*) AS n, "
+      "SUM(v) AS s, MIN(v) AS lo FROM t "
+      "GROUP BY k, session(v, INTERVAL '0.6' SECOND) EMIT ON WINDOW CLOSE",
+      /* 6: a cascade: a view reading a stream's changes */
+      "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MAX(k) AS mk FROM t "
+      "GROUP BY k EMIT CHANGES;"
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, n, s, mk FROM g WHERE n > 0",
+  };
+  const char* order[] = {"SELECT * FROM mv ORDER BY k", "SELECT * FROM mv ORDER BY k",
+                         "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k",
+                         "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k, ws",
+                         "SELECT * FROM mv ORDER BY k, n"};
+  /* 4, 5: B goes in unfaulted; the watermark closing every window fails
+   * instead, and is retried by the next one. */
+  bool close = variant == 4 || variant == 5;
+  const char* stream = variant == 6 ? "g" : "mv";
+  char text[1024];
+  snprintf(text, sizeof text, "%s%s", src_sql, sql[variant]);
+  CHECK_CODE(laminar_execute(db, text, &err), LAMINAR_OK, &err);
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "mv", &sub, &err), LAMINAR_OK, &err);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
+  int64_t nb = 5000, mod = 0;
+  lm_fault_slice_pairs_set(variant == 2 || variant == 3 ? SLICE_PAIRS : 0);
+  if (variant == 2) {
+    nb = 600;
+    mod = 100;
+  } else if (variant == 3) {
+    nb = 6000;
+    mod = 5000;
+  }
+  CHECK(push_keys_mod(src, 0, 3000, 0, &err) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  int64_t nout_a, tot_a[4];
+  CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
+  uint64_t view_a;
+  CHECK(query_hash(db, order[variant], &view_a) == 0);
+  if (close) {
+    CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0);
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+    CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
+    CHECK(query_hash(db, order[variant], &view_a) == 0);
+  }
+  int64_t groups_a = stream_metric(db, stream, "state_groups");
+  if (close) {
+    CHECK_CODE(laminar_source_watermark(src, 100000, &err), LAMINAR_OK, &err);
+  } else {
+    CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0);
+  }
+  lm_fault_alloc_set(nth, false);
+  laminar_code rc = laminar_run_until_idle(db, &err);
+  *out_failed = lm_fault_alloc_failures() > 0;
+  lm_fault_alloc_set(0, false);
+  if (rc != LAMINAR_OK) {
+    char quoted[8];
+    snprintf(quoted, sizeof quoted, "'%s'", stream);
+    if (rc != LAMINAR_ERR_NOMEM || strstr(err.message, quoted) == NULL ||
+        strstr(err.message,
+               close ? "close at the next watermark advance" : "not applied") == NULL) {
+      printf("allocation %" PRId64 ": %s\n", nth, err.message);
+      CHECK(0);
+    }
+    /* As before B: the view, the stream's groups, nothing emitted. */
+    if (getenv("LM_CHAIN_DEBUG") != NULL)
+      printf("allocation %" PRId64 ": %s\n", nth, err.message);
+    uint64_t view;
+    CHECK(query_hash(db, order[variant], &view) == 0);
+    int64_t nout, tot[4];
+    CHECK(drain_totals(sub, &nout, tot) == 0);
+    if (view != view_a || nout != 0 ||
+        stream_metric(db, stream, "state_groups") != groups_a) {
+      printf("allocation %" PRId64 " (%s): the view %s, %" PRId64
+             " rows emitted, groups %" PRId64 " (before %" PRId64 ")\n",
+             nth, err.message, view == view_a ? "unchanged" : "changed", nout,
+             stream_metric(db, stream, "state_groups"), groups_a);
+      CHECK(0);
+    }
+    if (!close) CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0); /* the retry */
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  }
+  if (close) { /* the retry of a failed close; nothing to close unfaulted */
+    CHECK_CODE(laminar_source_watermark(src, 100001, &err), LAMINAR_OK, &err);
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  }
+  int64_t nout, tot[4];
+  CHECK(drain_totals(sub, &nout, tot) == 0);
+  uint64_t view;
+  CHECK(query_hash(db, order[variant], &view) == 0);
+  snprintf(out, cap,
+           "view=%016" PRIx64 " groups=%" PRId64 " rows=%" PRId64 "+%" PRId64
+           " n=%" PRId64 " s=%" PRId64 " lo=%" PRId64 " mk=%" PRId64,
+           view, stream_metric(db, stream, "state_groups"), nout_a, nout,
+           tot_a[0] + tot[0], tot_a[1] + tot[1], tot_a[2] + tot[2], tot_a[3] + tot[3]);
+  laminar_subscription_close(sub);
+  laminar_source_close(src);
+  CHECK(laminar_close(db) == LAMINAR_OK);
+  return 0;
+}
+
+static int chain_variant(int64_t variant) { return fault_each(chain_run, variant); }
+
+static int test_fault_chain_group_view(void) { return chain_variant(0); }
+static int test_fault_chain_strings_distinct(void) { return chain_variant(1); }
+static int test_fault_chain_big_hop(void) { return chain_variant(2); }
+static int test_fault_chain_big_group(void) { return chain_variant(3); }
+static int test_fault_chain_window_close(void) { return chain_variant(4); }
+static int test_fault_chain_session_close(void) { return chain_variant(5); }
+static int test_fault_chain_cascade(void) { return chain_variant(6); }
 
 static int test_fault_batch_all_or_nothing(void) { return fault_variants(0, 6); }
 
@@ -544,6 +725,15 @@ static int test_fault_big_distinct(void) { return test_fault_batch_all_or_nothin
 static int test_fault_big_hop(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_big_changelog(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_big_session(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_group_view(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_strings_distinct(void) {
+  return test_fault_batch_all_or_nothing();
+}
+static int test_fault_chain_big_hop(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_big_group(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_window_close(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_session_close(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_cascade(void) { return test_fault_batch_all_or_nothing(); }
 #endif
 
 static const lm_test_case cases[] = {
@@ -556,6 +746,13 @@ static const lm_test_case cases[] = {
     {"fault_big_hop", test_fault_big_hop},
     {"fault_big_changelog", test_fault_big_changelog},
     {"fault_big_session", test_fault_big_session},
+    {"fault_chain_group_view", test_fault_chain_group_view},
+    {"fault_chain_strings_distinct", test_fault_chain_strings_distinct},
+    {"fault_chain_big_hop", test_fault_chain_big_hop},
+    {"fault_chain_big_group", test_fault_chain_big_group},
+    {"fault_chain_window_close", test_fault_chain_window_close},
+    {"fault_chain_session_close", test_fault_chain_session_close},
+    {"fault_chain_cascade", test_fault_chain_cascade},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }

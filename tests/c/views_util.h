@@ -111,14 +111,19 @@ static inline laminar_code query_text(laminar_db* db, const char* sql, char* out
   /* A stream reports failure as an errno: ENOMEM (12) when out of memory. */
   int e = st.get_schema(&st, &rv.schema);
   if (e != 0) rc = e == 12 ? LAMINAR_ERR_NOMEM : LAMINAR_ERR_INTERNAL;
+  size_t len = 0; /* of out: each row rendered at its end (linear in the text) */
   while (rc == LAMINAR_OK) {
     e = st.get_next(&st, &rv.array);
     if (e != 0) rc = e == 12 ? LAMINAR_ERR_NOMEM : LAMINAR_ERR_INTERNAL;
     if (rc != LAMINAR_OK || rv.array.release == NULL) break;
     if (result_view_init(&rv) != 0) rc = LAMINAR_ERR_INTERNAL;
     for (int64_t r = 0; rc == LAMINAR_OK && r < rv.array.length; r++) {
-      if (out[0] != '\0') strncat(out, ";", cap - strlen(out) - 1);
-      render_row(&rv.schema, &rv.view, r, out, cap);
+      if (len > 0 && len + 1 < cap) {
+        out[len++] = ';';
+        out[len] = '\0';
+      }
+      render_row(&rv.schema, &rv.view, r, out + len, cap - len);
+      len += strlen(out + len);
     }
     ArrowArrayViewReset(&rv.view);
     rv.array.release(&rv.array);

@@ -254,3 +254,116 @@ def test_session_batch_past_max_state_bytes_is_refused_whole() -> None:
         ).fetchall()
         assert len(want) == groups  # the refused batch left no session
         assert got == want
+
+
+def _rows_out(sub: laminardb.Subscription) -> list[dict[str, object]]:
+    """Every row the subscription holds now."""
+    rows: list[dict[str, object]] = []
+    while (batch := sub.poll(0)) is not None:
+        rows.extend(batch.to_pylist())
+    return rows
+
+
+def _grouped(keys: range, first: int) -> pa.RecordBatch:
+    """One row (k = key<j>, v = first + j) per key j."""
+    return pa.record_batch(
+        {
+            "k": pa.array([f"key{j}" for j in keys]),
+            "v": pa.array([first + j for j in keys], type=pa.int64()),
+        }
+    )
+
+
+def _run_chain(
+    sql: str, batches: list[pa.RecordBatch], functions: dict[str, object] | None = None
+) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """The uninterrupted answer: the view's rows and the rows emitted."""
+    with laminardb.open() as db:
+        for name, fn in (functions or {}).items():
+            db.create_function(name, fn, [pa.int64()], pa.int64())  # type: ignore[arg-type]
+        db.execute(sql)
+        sub = db.subscribe("mv")
+        src = db.source("t")
+        for b in batches:
+            src.push(b)
+            db.run_until_idle()
+        return db.query("SELECT * FROM mv ORDER BY k").to_pylist(), _rows_out(sub)
+
+
+def test_batch_failing_behind_a_group_by_leaves_the_chain_as_before() -> None:
+    """Issue 20: a batch that fails downstream of a GROUP BY's state -- here a
+    function in HAVING raising -- leaves the GROUP BY, the view behind it and
+    the subscriber as before it; pushed again it gives the uninterrupted
+    answer."""
+    failing = {"on": False}
+
+    def gate(n: pa.Array) -> pa.Array:
+        if failing["on"]:
+            raise RuntimeError("gate closed")
+        return n
+
+    sql = (
+        "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+        "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MAX(k) AS mk "
+        "FROM t GROUP BY k HAVING gate(COUNT(*)) > 0 EMIT CHANGES"
+    )
+    a, b = _grouped(range(0, 3000), 0), _grouped(range(1500, 6500), 10)
+    with laminardb.open() as db:
+        db.create_function("gate", gate, [pa.int64()], pa.int64())
+        db.execute(sql)
+        sub = db.subscribe("mv")
+        src = db.source("t")
+        src.push(a)
+        db.run_until_idle()
+        emitted = _rows_out(sub)
+        view = db.query("SELECT * FROM mv ORDER BY k").to_pylist()
+        groups = _metric(db, "stream", "mv", "state_groups")
+        failing["on"] = True
+        src.push(b)
+        with pytest.raises(laminardb.LaminarError) as e:
+            db.run_until_idle()
+        assert e.value.code == "LDB-3010"
+        assert "'mv'" in str(e.value)
+        assert db.query("SELECT * FROM mv ORDER BY k").to_pylist() == view
+        assert _rows_out(sub) == []
+        assert _metric(db, "stream", "mv", "state_groups") == groups
+        failing["on"] = False
+        src.push(b)  # the retry
+        db.run_until_idle()
+        emitted += _rows_out(sub)
+        got = db.query("SELECT * FROM mv ORDER BY k").to_pylist()
+    want, want_emitted = _run_chain(sql, [a, b], {"gate": lambda n: n})
+    assert got == want
+    assert emitted == want_emitted
+
+
+def test_view_reading_a_group_by_past_its_bound_leaves_both_as_before() -> None:
+    """Issue 20: a view reading a GROUP BY stream refuses the batch that
+    passes its max_state_bytes; the stream it reads is as before the batch
+    too (not only the view), so batches after it give the uninterrupted
+    answer over the accepted ones."""
+    sql = (
+        "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+        "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s FROM t GROUP BY k "
+        "EMIT CHANGES;"
+        "CREATE MATERIALIZED VIEW mv AS SELECT k, n, s FROM g WITH (max_state_bytes = 200000)"
+    )
+    with laminardb.open() as db:
+        db.execute(sql)
+        src = db.source("t")
+        batches = [_grouped(range(b * 500, b * 500 + 500), b) for b in range(1000)]
+        accepted, refused, e = _push_until_refused(db, src, batches)
+        groups = 500 * len(accepted)
+        assert e.code == "LDB-3008"
+        assert "'mv'" in str(e)
+        assert _metric(db, "stream", "g", "state_groups") == groups
+        src.push(refused)  # refused again, still changing nothing
+        with pytest.raises(laminardb.LaminarError):
+            db.run_until_idle()
+        assert _metric(db, "stream", "g", "state_groups") == groups
+        known = _grouped(range(0, 500), 7)  # known keys: the view replaces rows
+        src.push(known)
+        db.run_until_idle()
+        got = db.query("SELECT * FROM mv ORDER BY k").to_pylist()
+    want, _ = _run_chain(sql.replace(" WITH (max_state_bytes = 200000)", ""), [*accepted, known])
+    assert got == want
