@@ -1866,11 +1866,10 @@ bool lm_agg_states_flat(const lm_agg_states* st) {
 
 /* dst->field[dfirst .. dfirst + n) = src->field[sfirst ..), for the arrays
  * the state has. */
-#define COPY_RANGE(field)                                                  \
-  do {                                                                     \
-    if (src->field != NULL)                                                \
-      memcpy(dst->field + dfirst, src->field + sfirst,                     \
-             sizeof(*dst->field) * (size_t)n);                             \
+#define COPY_RANGE(field)                                                                \
+  do {                                                                                   \
+    if (src->field != NULL)                                                              \
+      memcpy(dst->field + dfirst, src->field + sfirst, sizeof(*dst->field) * (size_t)n); \
   } while (0)
 
 /* Groups [sfirst, sfirst + n) of src (flat, built in) into dst's groups from

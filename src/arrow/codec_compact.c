@@ -479,7 +479,8 @@ laminar_code lm_batch_decode_compact(const lm_schema* schema, lm_state_reader* r
       rc = corrupt(err, r, c, "truncated column header");
     } else if (type != (uint8_t)lm_type_kind(want)) {
       rc = corrupt(err, r, c, "column type differs");
-    } else if (flags > 1 || !(w == 0 || w == 1 || w == 2 || w == 4 || w == 8 || w == 16)) {
+    } else if (flags > 1 ||
+               !(w == 0 || w == 1 || w == 2 || w == 4 || w == 8 || w == 16)) {
       rc = corrupt(err, r, c, "bad flags or width");
     } else if (!(kind == KIND_STR ? want == LM_TYPE_STRING
                  : kind == KIND_RAW

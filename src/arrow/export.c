@@ -194,7 +194,8 @@ static int build_column(struct ArrowArray* child, lm_type type, const lm_vec* co
     case LM_TYPE_DECIMAL:
       /* decimal128: 16 bytes a value, little-endian two's complement */
       if (lm_type_is_wide(col->type)) {
-        if (nrows > 0) NANOARROW_RETURN_NOT_OK(ArrowBufferAppend(data, col->data, nrows * 16));
+        if (nrows > 0)
+          NANOARROW_RETURN_NOT_OK(ArrowBufferAppend(data, col->data, nrows * 16));
       } else {
         NANOARROW_RETURN_NOT_OK(ArrowBufferReserve(data, nrows * 16));
         for (int64_t r = 0; r < nrows; r++) {

@@ -123,8 +123,8 @@ static void describe_type(const struct ArrowSchemaView* view,
     snprintf(buf, cap, "timestamp[%s]", ArrowTimeUnitString(view->time_unit));
   } else if (view->type == NANOARROW_TYPE_DECIMAL128 ||
              view->type == NANOARROW_TYPE_DECIMAL256) {
-    snprintf(buf, cap, "%s(%d, %d)", storage_name(view->type), (int)view->decimal_precision,
-             (int)view->decimal_scale);
+    snprintf(buf, cap, "%s(%d, %d)", storage_name(view->type),
+             (int)view->decimal_precision, (int)view->decimal_scale);
   } else {
     snprintf(buf, cap, "%s", storage_name(view->type));
   }
@@ -979,7 +979,8 @@ static laminar_code fill_column(const lm_arrow_colsrc* c, int64_t nrows, uint8_t
         if (!(nulls != NULL && nulls[r])) memcpy(&x, in + 16 * r, 16);
         if (x >= lim || x <= -lim) {
           return col_error(err, LAMINAR_ERR_COLUMN_TYPE, src, c->name,
-                           ": the value at row %" PRId64 " has more than %d digits, "
+                           ": the value at row %" PRId64
+                           " has more than %d digits, "
                            "past its type %s",
                            r, (int)prec, lm_type_name(c->type));
         }

@@ -418,9 +418,11 @@ static laminar_code put_literal(rows* r, int32_t c, int64_t i, const lm_field* f
       int32_t p = lm_type_precision(f->type), sc = lm_type_scale(f->type);
       char num[24];
       int n = snprintf(num, sizeof num, "%lld", (long long)e->i);
-      ok = e->lit == LM_LIT_STRING ? lm_dec_parse((lm_str){e->s, (int64_t)e->slen}, p, sc, &x)
-           : e->lit == LM_LIT_INT  ? lm_dec_parse((lm_str){num, n}, p, sc, &x)
-           : e->lit == LM_LIT_DOUBLE && lm_dec_from_double(e->d, p, sc, &x);
+      ok = e->lit == LM_LIT_STRING
+               ? lm_dec_parse((lm_str){e->s, (int64_t)e->slen}, p, sc, &x)
+           : e->lit == LM_LIT_INT
+               ? lm_dec_parse((lm_str){num, n}, p, sc, &x)
+               : e->lit == LM_LIT_DOUBLE && lm_dec_from_double(e->d, p, sc, &x);
       if (ok) lm_vec_dec_put(f->type, d, i, x);
       break;
     }

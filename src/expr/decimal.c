@@ -153,9 +153,7 @@ bool lm_dec_from_double(double d, int32_t precision, int32_t scale, lm_i128* out
   return true;
 }
 
-double lm_dec_to_double(lm_i128 x, int32_t scale) {
-  return (double)x / pow(10.0, scale);
-}
+double lm_dec_to_double(lm_i128 x, int32_t scale) { return (double)x / pow(10.0, scale); }
 
 /* ---- CAST ------------------------------------------------------------------------- */
 
@@ -178,7 +176,8 @@ static bool to_decimal(const lm_vec* in, int64_t k, int32_t p, int32_t s, lm_i12
       return mul_i128(lm_vec_int_at(in, k), pow10_i128(s), &v) && lm_dec_fits(v, p) &&
              (*out = v, true);
     }
-    case LM_TYPE_DOUBLE: return lm_dec_from_double(((const double*)in->data)[k], p, s, out);
+    case LM_TYPE_DOUBLE:
+      return lm_dec_from_double(((const double*)in->data)[k], p, s, out);
     case LM_TYPE_STRING: return lm_dec_parse(((const lm_str*)in->data)[k], p, s, out);
     default: return false;
   }
@@ -218,7 +217,8 @@ laminar_code lm_expr_cast_decimal(lm_eval_ctx* ctx, const lm_vec* in, lm_type to
         continue;
       }
       char* w = slab + (size_t)k * LM_EXPR_DECIMAL_TEXT_MAX;
-      int len = lm_expr_format_decimal(lm_vec_dec_at(in, k), s, w, LM_EXPR_DECIMAL_TEXT_MAX);
+      int len =
+          lm_expr_format_decimal(lm_vec_dec_at(in, k), s, w, LM_EXPR_DECIMAL_TEXT_MAX);
       r[k] = (lm_str){w, len};
     }
     *out = (lm_vec){to, n, in->nulls, r};
@@ -330,8 +330,9 @@ laminar_code lm_expr_compare_decimal(lm_eval_ctx* ctx, lm_expr_op op, const lm_x
   uint8_t* data = lm_eval_ctx_alloc(ctx, (size_t)m);
   uint8_t* nl = lm_eval_ctx_alloc(ctx, (size_t)m);
   if (data == NULL || nl == NULL) return LAMINAR_ERR_NOMEM;
-  int32_t s = lm_type_scale(a->v.type) > lm_type_scale(b->v.type) ? lm_type_scale(a->v.type)
-                                                                  : lm_type_scale(b->v.type);
+  int32_t s = lm_type_scale(a->v.type) > lm_type_scale(b->v.type)
+                  ? lm_type_scale(a->v.type)
+                  : lm_type_scale(b->v.type);
   uint8_t any = 0;
   for (int64_t k = 0; k < m; k++) {
     lm_i128 x = 0, y = 0;

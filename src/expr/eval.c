@@ -252,7 +252,7 @@ static laminar_code eval_literal(lm_eval_ctx* ctx, const lm_expr* e, int64_t n,
     case LM_TYPE_TIMESTAMP: return set_const(ctx, e->type, n, &e->lit.i, out);
     case LM_TYPE_DOUBLE: return set_const(ctx, e->type, n, &e->lit.d, out);
     case LM_TYPE_STRING: return set_const(ctx, e->type, n, &e->lit.s, out);
-    case LM_TYPE_DECIMAL: // only NULL literals are typed DECIMAL
+    case LM_TYPE_DECIMAL:  // only NULL literals are typed DECIMAL
     case LM_TYPE_NULL: break;
   }
   return LAMINAR_ERR_INTERNAL;
@@ -616,7 +616,7 @@ static laminar_code eval_compare(lm_eval_ctx* ctx, lm_expr_op op, lm_xvec* a, lm
       break;
     case LM_TYPE_INT16: /* the binder compares them as BIGINT */
     case LM_TYPE_INT8:
-    case LM_TYPE_DECIMAL: // lm_expr_compare_decimal
+    case LM_TYPE_DECIMAL:  // lm_expr_compare_decimal
     case LM_TYPE_NULL: return LAMINAR_ERR_INTERNAL;
   }
   return LAMINAR_OK;

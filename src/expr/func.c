@@ -225,15 +225,16 @@ laminar_code lm_func_bind(const lm_func_def* f, const lm_expr* const* args, int3
     case LM_FN_ROUND: {
       /* A DECIMAL stays one, as DuckDB: abs(x) its type, round(x, d) for a
        * constant d its precision with scale min(d, s) (0 for d <= 0). */
-      bool const_d = nargs == 1 || (args[1]->kind == LM_EXPR_LITERAL &&
-                                    !args[1]->lit.is_null &&
-                                    (args[1]->type == LM_TYPE_INT32 ||
-                                     args[1]->type == LM_TYPE_INT64));
+      bool const_d = nargs == 1 ||
+                     (args[1]->kind == LM_EXPR_LITERAL && !args[1]->lit.is_null &&
+                      (args[1]->type == LM_TYPE_INT32 || args[1]->type == LM_TYPE_INT64));
       if (lm_type_is_decimal(t0) && (f->fn == LM_FN_ABS || const_d)) {
         int64_t d = nargs == 2 ? args[1]->lit.i : 0, s = lm_type_scale(t0);
         out->result = f->fn == LM_FN_ABS ? t0
-                      : lm_type_decimal(lm_type_precision(t0),
-                                        (int32_t)(d >= s ? s : d > 0 ? d : 0));
+                                         : lm_type_decimal(lm_type_precision(t0),
+                                                           (int32_t)(d >= s  ? s
+                                                                     : d > 0 ? d
+                                                                             : 0));
         if (nargs == 2)
           LM_TRY(want_arg(f, args, 1, LM_TYPE_INT64, "an integer", want, out));
         return LAMINAR_OK;

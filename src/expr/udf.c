@@ -89,7 +89,7 @@ static const char* format_of(lm_type t) {
     case LM_TYPE_DATE: return "tdD";
     case LM_TYPE_INT16: return "s"; /* not a declared type: the binder casts to INT */
     case LM_TYPE_INT8: return "c";
-    case LM_TYPE_DECIMAL: // never a declared argument or result type
+    case LM_TYPE_DECIMAL:  // never a declared argument or result type
     case LM_TYPE_NULL: break;
   }
   return "n";

@@ -204,18 +204,18 @@ typedef struct window_op {
   window** jwin;
   int64_t* jgroups;
   int32_t jn, jcap;
-  uint64_t jseq;     /* chunks begun */
-  int64_t jkeyset;   /* the keyset's groups before the chunk, -1: no keyset */
+  uint64_t jseq;   /* chunks begun */
+  int64_t jkeyset; /* the keyset's groups before the chunk, -1: no keyset */
   /* EMIT CHANGES: a chunk updates copies of the groups it touches
    * (jshadow[j] for jwin[j]) and builds its rows from them; only once they
    * went through everything downstream (the rest of the chain, the stream's
    * output) does it update the windows (prepared: cannot fail). A failure
    * before that takes the groups back: the chain is as before the chunk. */
   window_shadow* jshadow; /* jcap */
-  bool jflat; /* the chunk's copies are flat (lm_agg_states_flat): copied back */
+  bool jflat;  /* the chunk's copies are flat (lm_agg_states_flat): copied back */
   int8_t flat; /* every aggregate's states are flat: 1 yes, 0 no, -1 not known yet */
   lm_state_writer sh_buf; /* a group's states encoded on their way to its copy */
-  int64_t per_group; /* bytes a group of a window holds (accounting) */
+  int64_t per_group;      /* bytes a group of a window holds (accounting) */
   /* state_ttl (spec.ttl_ms > 0): this chunk's event-time column, and the
    * groups forgotten so far (window_expire in window.c). */
   const lm_vec* ttl_times;
@@ -278,7 +278,8 @@ laminar_code lm_op_window_close_failed(window_op* op, laminar_code rc);
 /* A chunk applied to the op's state (`what`: "windows", "session windows")
  * whose rows or late rows then failed downstream (rc): records that it is
  * partly applied (session EMIT CHANGES, late rows after the updates). */
-laminar_code lm_op_window_handoff_failed(window_op* op, laminar_code rc, const char* what);
+laminar_code lm_op_window_handoff_failed(window_op* op, laminar_code rc,
+                                         const char* what);
 /* The index of the first open pane (or window) starting at or after `start`. */
 int32_t lm_op_open_lower_bound(const window_op* op, int64_t start);
 /* Whether an open pane starting in [lo, hi) took rows after edit count `since`. */

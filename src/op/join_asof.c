@@ -663,8 +663,10 @@ static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r, i
         case LM_TYPE_NULL: ((uint8_t*)data[c])[row] = (uint8_t)lm_state_get_i64(r); break;
         default:
           if (lm_type_is_wide(st->types[c])) { /* as lm_rowstore_write_row wrote it */
-            uint64_t lo = (uint64_t)lm_state_get_i64(r), hi = (uint64_t)lm_state_get_i64(r);
-            lm_vec_dec_put(st->types[c], data[c], row, (lm_i128)(((lm_u128)hi << 64) | lo));
+            uint64_t lo = (uint64_t)lm_state_get_i64(r),
+                     hi = (uint64_t)lm_state_get_i64(r);
+            lm_vec_dec_put(st->types[c], data[c], row,
+                           (lm_i128)(((lm_u128)hi << 64) | lo));
             break;
           }
           lm_vec_int_put(st->types[c], data[c], row, lm_state_get_i64(r));

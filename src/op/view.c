@@ -255,7 +255,8 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
   if (rc == LAMINAR_OK) return LAMINAR_OK;
   for (int64_t r = n - 1; r >= 0; r--) {
     int64_t len = offs[r + 1] - offs[r];
-    if (eff[r] != 0) apply_row(v, row_hash(enc + offs[r], len), enc + offs[r], len, -eff[r]);
+    if (eff[r] != 0)
+      apply_row(v, row_hash(enc + offs[r], len), enc + offs[r], len, -eff[r]);
   }
   v->retract_errors = errors_before;
   if (lm_op_bounded(base)) lm_op_account(base, view_bytes(v), false);

@@ -429,7 +429,7 @@ typedef struct assign_scratch {
    * (spos or ppos): what update_windows bucketed last. */
   const uint32_t* bsel;
   const uint32_t* bpos;
-  bool sorted;    /* the pairs are in window order already (rows in time order) */
+  bool sorted; /* the pairs are in window order already (rows in time order) */
 } assign_scratch;
 
 /* The local index of window `start` in this slice, adding it if new. */
@@ -868,7 +868,12 @@ static void shadow_free(window_op* op) {
  * CHECKED and UPDATE update the chunk's copies and build its rows from
  * them; COMMIT finds the groups and updates the windows (after the rows went
  * downstream), allocating nothing. */
-typedef enum update_mode { UPDATE_GROUPS, UPDATE_CHECKED, UPDATE, UPDATE_COMMIT } update_mode;
+typedef enum update_mode {
+  UPDATE_GROUPS,
+  UPDATE_CHECKED,
+  UPDATE,
+  UPDATE_COMMIT
+} update_mode;
 
 static laminar_code commit_windows(window_op* op, assign_scratch* s, int32_t nwin,
                                    window** wins, const uint32_t* gids);
@@ -876,7 +881,8 @@ static laminar_code commit_windows(window_op* op, assign_scratch* s, int32_t nwi
 /* The argument rows of aggregate a for window i's rows (sel: bucketed). */
 static const uint32_t* arg_rows(const window_op* op, int32_t a, const assign_scratch* s,
                                 int32_t i, const uint32_t* wsel) {
-  return op->spec.aggs[a].order == NULL && op->arg_pos[a] ? s->bpos + s->offsets[i] : wsel;
+  return op->spec.aggs[a].order == NULL && op->arg_pos[a] ? s->bpos + s->offsets[i]
+                                                          : wsel;
 }
 
 /* Update aggregate a of `aggs` at groups g[j] with window i's rows. */
@@ -929,7 +935,8 @@ static laminar_code shadow_window(window_op* op, assign_scratch* s, int32_t i, w
                                  op->jseq));
     LM_TRY(update_agg(op, c->aggs, a, s, i, wsel, eg, m));
   }
-  for (int64_t j = 0; j < m; j++) c->nrows[eg[j]] += op->weights ? op->weights[wsel[j]] : 1;
+  for (int64_t j = 0; j < m; j++)
+    c->nrows[eg[j]] += op->weights ? op->weights[wsel[j]] : 1;
   for (int64_t k = 0; k < nt; k++) {
     uint32_t e = touched[k];
     bool was = c->live[e] != 0;
@@ -1153,7 +1160,8 @@ laminar_code lm_op_window_chunk_failed(window_op* op, laminar_code rc) {
   return rc;
 }
 
-laminar_code lm_op_window_handoff_failed(window_op* op, laminar_code rc, const char* what) {
+laminar_code lm_op_window_handoff_failed(window_op* op, laminar_code rc,
+                                         const char* what) {
   return lm_state_budget_fail(op->base.budget, rc,
                               "%s handing on the batch's rows: the %s took the batch, "
                               "what reads their rows did not (partly applied)",
@@ -1315,7 +1323,7 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
   int64_t late_before = op->late_rows, nlate_before = op->nlate;
   bool hashed = false, several = slice < n, updating = false;
   laminar_code rc = LAMINAR_OK;
-  int64_t touch = 0; /* groups the chunk's updates may touch (rows to reserve) */
+  int64_t touch = 0;    /* groups the chunk's updates may touch (rows to reserve) */
   int32_t nwin_one = 0; /* one slice: its windows */
   /* Pass 0 (several slices only): every slice's groups; pass 1: updates
    * (EMIT CHANGES: of the copies); pass 2 (EMIT CHANGES): of the windows. */
@@ -1534,7 +1542,8 @@ static laminar_code window_expire(window_op* op) {
 /* Close windows, then give their bytes back to the bound. */
 static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   window_op* op = (window_op*)base;
-  laminar_code rc = lm_op_window_close_failed(op, window_on_watermark_apply(op, watermark_ms));
+  laminar_code rc =
+      lm_op_window_close_failed(op, window_on_watermark_apply(op, watermark_ms));
   lm_op_window_account(op, false);
   return rc;
 }

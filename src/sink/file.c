@@ -174,8 +174,8 @@ static void csv_string(lm_file_sink* s, const char* p, int64_t n) {
 static bool scalar_text(const lm_vec* v, int64_t r, char* out, size_t cap, size_t* n) {
   switch (lm_type_kind(v->type)) {
     case LM_TYPE_DECIMAL: /* a number: "12.50" */
-      *n = (size_t)lm_expr_format_decimal(lm_vec_dec_at(v, r), lm_type_scale(v->type), out,
-                                          cap);
+      *n = (size_t)lm_expr_format_decimal(lm_vec_dec_at(v, r), lm_type_scale(v->type),
+                                          out, cap);
       return true;
     case LM_TYPE_BOOL:
       *n = (size_t)snprintf(out, cap, "%s",

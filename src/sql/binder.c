@@ -456,8 +456,10 @@ static laminar_code make_decimal_arith(binder* b, const lm_ast_expr* at, lm_ast_
                   "smaller scale",
                   lm_type_name(x), lm_type_name(y), (int)s);
     }
-    if (p > LM_DECIMAL_MAX_PRECISION64 && lm_type_precision(x) <= LM_DECIMAL_MAX_PRECISION64 &&
-        lm_type_precision(y) <= LM_DECIMAL_MAX_PRECISION64 && s < LM_DECIMAL_MAX_PRECISION64) {
+    if (p > LM_DECIMAL_MAX_PRECISION64 &&
+        lm_type_precision(x) <= LM_DECIMAL_MAX_PRECISION64 &&
+        lm_type_precision(y) <= LM_DECIMAL_MAX_PRECISION64 &&
+        s < LM_DECIMAL_MAX_PRECISION64) {
       p = LM_DECIMAL_MAX_PRECISION64;
     }
     if (p > LM_DECIMAL_MAX_PRECISION) p = LM_DECIMAL_MAX_PRECISION;
@@ -569,8 +571,8 @@ static laminar_code make_not(binder* b, lm_expr* inner, lm_expr** out) {
 
 /* A value of type t held in state as one 64-bit word: every type but a
  * DECIMAL of more than 18 digits (LDB-2001 for that, naming what refused it). */
-static laminar_code check_narrow_decimal(binder* b, const lm_ast_expr* at, const char* what,
-                                         lm_type t) {
+static laminar_code check_narrow_decimal(binder* b, const lm_ast_expr* at,
+                                         const char* what, lm_type t) {
   if (!lm_type_is_wide(t)) return LAMINAR_OK;
   return fail(b, LAMINAR_ERR_TYPE_MISMATCH, at,
               "%s of %s is not supported: a DECIMAL kept in state has at most 18 digits "
@@ -827,9 +829,10 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
         LM_TRY(coerce(b, &arg, in));
         spec.fn = avg ? LM_AGG_AVG : LM_AGG_SUM;
         /* SUM of DECIMAL(p, s) is DECIMAL(38, s), AVG a DOUBLE, as DuckDB */
-        spec.result_type = avg                      ? LM_TYPE_DOUBLE
-                           : lm_type_is_decimal(in) ? lm_type_decimal(38, lm_type_scale(in))
-                                                    : in;
+        spec.result_type = avg ? LM_TYPE_DOUBLE
+                           : lm_type_is_decimal(in)
+                               ? lm_type_decimal(38, lm_type_scale(in))
+                               : in;
       } else if (lm_streq_nocase(f, "bool_and") || lm_streq_nocase(f, "bool_or")) {
         /* MIN / MAX of a BOOLEAN (false < true) */
         if (at != LM_TYPE_BOOL && at != LM_TYPE_NULL) {
@@ -1076,8 +1079,8 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
         return LAMINAR_OK;
       }
       lm_type t = x->type == LM_TYPE_DOUBLE || lm_type_is_decimal(x->type) ? x->type
-                  : is_int32_or_less(x->type)                          ? LM_TYPE_INT32
-                                                                       : LM_TYPE_INT64;
+                  : is_int32_or_less(x->type)                              ? LM_TYPE_INT32
+                                              : LM_TYPE_INT64;
       LM_TRY(coerce(b, &x, t));
       lm_expr* e = new_call(b, LM_XOP_NEG, t, 1);
       if (e == NULL) return NOMEM(b);

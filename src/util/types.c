@@ -22,7 +22,8 @@ const char* lm_type_name(lm_type type) {
     case LM_TYPE_INT8: return "TINYINT";
     case LM_TYPE_DECIMAL: {
       int32_t p = lm_type_precision(type), s = lm_type_scale(type);
-      const char* name = p <= LM_DECIMAL_MAX_PRECISION && s <= p ? lm_decimal_names[p][s] : NULL;
+      const char* name =
+          p <= LM_DECIMAL_MAX_PRECISION && s <= p ? lm_decimal_names[p][s] : NULL;
       return name != NULL ? name : "DECIMAL";
     }
     case LM_TYPE_NULL: return "NULL";

@@ -603,10 +603,11 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
       "GROUP BY k EMIT CHANGES;"
       "CREATE MATERIALIZED VIEW mv AS SELECT k, n, s, mk FROM g WHERE n > 0",
   };
-  const char* order[] = {"SELECT * FROM mv ORDER BY k", "SELECT * FROM mv ORDER BY k",
-                         "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k",
-                         "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k, ws",
-                         "SELECT * FROM mv ORDER BY k, n"};
+  const char* order[] = {
+      "SELECT * FROM mv ORDER BY k",     "SELECT * FROM mv ORDER BY k",
+      "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k",
+      "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k, ws",
+      "SELECT * FROM mv ORDER BY k, n"};
   /* 4, 5: B goes in unfaulted; the watermark closing every window fails
    * instead, and is retried by the next one. */
   bool close = variant == 4 || variant == 5;
@@ -731,8 +732,12 @@ static int test_fault_chain_strings_distinct(void) {
 }
 static int test_fault_chain_big_hop(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_chain_big_group(void) { return test_fault_batch_all_or_nothing(); }
-static int test_fault_chain_window_close(void) { return test_fault_batch_all_or_nothing(); }
-static int test_fault_chain_session_close(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_window_close(void) {
+  return test_fault_batch_all_or_nothing();
+}
+static int test_fault_chain_session_close(void) {
+  return test_fault_batch_all_or_nothing();
+}
 static int test_fault_chain_cascade(void) { return test_fault_batch_all_or_nothing(); }
 #endif
 

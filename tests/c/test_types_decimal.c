@@ -128,13 +128,16 @@ static int test_type_errors_name_the_place(void) {
                  LAMINAR_ERR_TYPE_MISMATCH, 27, "needs scale 39");
   bad |= refused(db, "CREATE STREAM s AS SELECT CAST(a AS DECIMAL(38,37)) * a FROM t",
                  LAMINAR_ERR_TYPE_MISMATCH, 27, "needs scale 41");
-  bad |= refused(db, "CREATE STREAM s AS SELECT w, COUNT(*) FROM t GROUP BY w EMIT CHANGES",
-                 LAMINAR_ERR_TYPE_MISMATCH, 55, "GROUP BY key of DECIMAL(38,2)");
-  bad |= refused(db, "CREATE STREAM s AS SELECT LAG(a) OVER (PARTITION BY k ORDER BY ts) FROM t",
-                 LAMINAR_ERR_TYPE_MISMATCH, 27, "its column 'w' is DECIMAL(38,2)");
+  bad |=
+      refused(db, "CREATE STREAM s AS SELECT w, COUNT(*) FROM t GROUP BY w EMIT CHANGES",
+              LAMINAR_ERR_TYPE_MISMATCH, 55, "GROUP BY key of DECIMAL(38,2)");
+  bad |= refused(
+      db, "CREATE STREAM s AS SELECT LAG(a) OVER (PARTITION BY k ORDER BY ts) FROM t",
+      LAMINAR_ERR_TYPE_MISMATCH, 27, "its column 'w' is DECIMAL(38,2)");
   bad |= refused(db, "CREATE STREAM s AS SELECT ARG_MAX(k, w) FROM t EMIT CHANGES",
                  LAMINAR_ERR_TYPE_MISMATCH, 27, "arg_max of DECIMAL(38,2)");
-  bad |= refused(db, "CREATE STREAM s AS SELECT APPROX_COUNT_DISTINCT(w) FROM t EMIT CHANGES",
+  bad |= refused(db,
+                 "CREATE STREAM s AS SELECT APPROX_COUNT_DISTINCT(w) FROM t EMIT CHANGES",
                  LAMINAR_ERR_TYPE_MISMATCH, 27, "approx_count_distinct of DECIMAL(38,2)");
   bad |= refused(db, "CREATE STREAM s AS SELECT MAX(w) FROM t EMIT CHANGES",
                  LAMINAR_ERR_TYPE_MISMATCH, 27, "max of DECIMAL(38,2)");
@@ -187,18 +190,19 @@ static int test_decimal128_in_and_out(void) {
   /* The types DuckDB gives each (typeof): a + b DECIMAL(19,4), a * b
    * DECIMAL(18,6), a - 1 DECIMAL(19,4), -b DECIMAL(10,2), w + w DECIMAL(38,2),
    * b % 3 DECIMAL(12,2). */
-  CHECK_CODE(laminar_execute(
-                 db,
-                 "CREATE STREAM s AS SELECT a + b AS add, a * b AS mul, a - 1 AS sub1, "
-                 "-b AS neg, w + w AS ww, b % 3 AS mod3, "
-                 "CAST(a AS VARCHAR) AS txt, CAST(b AS INT) AS i, "
-                 "CAST(CAST(a AS DOUBLE) * 2 AS VARCHAR) AS dbl, "
-                 "CAST(a AS DECIMAL(5,1)) AS narrow, "
-                 "CAST(CAST(k AS DECIMAL(6,2)) AS VARCHAR) AS parsed, "
-                 "a > b AS gt, a = b AS eq, b < 2 AS lt_int, a <> 1.5 AS ne_dbl, a / b AS q "
-                 "FROM t",
-                 &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(
+          db,
+          "CREATE STREAM s AS SELECT a + b AS add, a * b AS mul, a - 1 AS sub1, "
+          "-b AS neg, w + w AS ww, b % 3 AS mod3, "
+          "CAST(a AS VARCHAR) AS txt, CAST(b AS INT) AS i, "
+          "CAST(CAST(a AS DOUBLE) * 2 AS VARCHAR) AS dbl, "
+          "CAST(a AS DECIMAL(5,1)) AS narrow, "
+          "CAST(CAST(k AS DECIMAL(6,2)) AS VARCHAR) AS parsed, "
+          "a > b AS gt, a = b AS eq, b < 2 AS lt_int, a <> 1.5 AS ne_dbl, a / b AS q "
+          "FROM t",
+          &err),
+      LAMINAR_OK, &err);
   laminar_subscription* sub = NULL;
   CHECK_CODE(laminar_subscribe(db, "s", &sub, &err), LAMINAR_OK, &err);
   const char* k[4] = {"1.255", " -1.255e1 ", "abc", "12345.5"};
@@ -288,7 +292,8 @@ static int test_other_decimals_are_refused(void) {
     CHECK(array.release != NULL);  // refused whole: still the caller's
     CHECK(strstr(err.message, "'a'") != NULL &&
           strstr(err.message, "DECIMAL(18,4)") != NULL);
-    if (i < 2) CHECK(strstr(err.message, i == 0 ? "decimal128(18, 3)" : "decimal128(17, 4)"));
+    if (i < 2)
+      CHECK(strstr(err.message, i == 0 ? "decimal128(18, 3)" : "decimal128(17, 4)"));
     array.release(&array);
     schema.release(&schema);
   }
@@ -361,13 +366,14 @@ static int test_table_insert_and_lookup_join(void) {
   CHECK(db != NULL);
   laminar_error err;
   CHECK_CODE(laminar_execute(db, SOURCE, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE TABLE ref (id DECIMAL(10,2) PRIMARY KEY, name VARCHAR);"
-                             "INSERT INTO ref VALUES ('1.255', 'x'), (2, 'y'), (0.5, 'z');"
-                             "CREATE STREAM s AS SELECT k, r.name FROM t JOIN ref r "
-                             "ON t.b = r.id;",
-                             &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE TABLE ref (id DECIMAL(10,2) PRIMARY KEY, name VARCHAR);"
+                      "INSERT INTO ref VALUES ('1.255', 'x'), (2, 'y'), (0.5, 'z');"
+                      "CREATE STREAM s AS SELECT k, r.name FROM t JOIN ref r "
+                      "ON t.b = r.id;",
+                      &err),
+      LAMINAR_OK, &err);
   CHECK(refused(db, "INSERT INTO ref VALUES ('123456789.5', 'big')",
                 LAMINAR_ERR_TYPE_MISMATCH, 25, "DECIMAL(10,2)") == 0);
   laminar_subscription* sub = NULL;
@@ -417,8 +423,8 @@ static int push_batch(laminar_db* db, int i, laminar_error* err) {
   i128 a[4], b[4], w[4];
   for (int r = 0; r < 4; r++) {
     b[r] = (i == 1 && r == 3) ? NOVAL : (i128)((i * 7 + r) % 3) * 125 - 250;
-    a[r] = (i + r) % 5 == 0 ? NOVAL
-                            : (i128)(i * 1000003 - r * 37) * 100000000 + 12345 * r;
+    a[r] =
+        (i + r) % 5 == 0 ? NOVAL : (i128)(i * 1000003 - r * 37) * 100000000 + 12345 * r;
     w[r] = (i128)(i * 1000 + r) * 1000000000000000000 + r;
   }
   return push(db, k, a, b, w, 4, err);
@@ -443,10 +449,12 @@ static int drain_keys(laminar_subscription* sub, char* buf, size_t cap) {
       size_t at = strlen(buf);
       for (int c = 0; c < out.n_children; c++) {
         char cell[96];
-        if (schema.children[c]->format[0] == 'd' && !ArrowArrayViewIsNull(view.children[c], r)) {
+        if (schema.children[c]->format[0] == 'd' &&
+            !ArrowArrayViewIsNull(view.children[c], r)) {
           i128 x;
           memcpy(&x, view.children[c]->buffer_views[1].data.as_uint8 + 16 * r, 16);
-          fmt_dec(x, atoi(strchr(schema.children[c]->format, ',') + 1), cell, sizeof cell);
+          fmt_dec(x, atoi(strchr(schema.children[c]->format, ',') + 1), cell,
+                  sizeof cell);
         } else {
           cell_text(view.children[c], schema.children[c], r, cell, sizeof cell);
         }
