@@ -35,6 +35,19 @@ import laminardb
 #: The watermark that closes every window (INT64_MAX).
 FINAL_WATERMARK = 2**63 - 1
 
+#: The share of each property test's examples this run makes
+#: (``LAMINAR_TEST_EXAMPLES``, default 1): the test command's pytest pass over
+#: the sanitizer-built core (scripts/test.sh step 5) runs fewer, since what it
+#: looks for is memory errors on the paths, which the full pass (step 4) has
+#: already checked for answers.
+EXAMPLES_SHARE = float(os.environ.get("LAMINAR_TEST_EXAMPLES", "1"))
+
+
+def examples(n: int) -> int:
+    """A property test's ``max_examples``: n scaled by EXAMPLES_SHARE, at least 2."""
+    return max(2, round(n * EXAMPLES_SHARE)) if n > 1 else n
+
+
 #: Relative and absolute tolerance of floating-point comparisons.
 REL_TOL = 1e-9
 ABS_TOL = 1e-6

@@ -20,6 +20,7 @@ from _oracle_util import (
     assert_same_rows,
     close_as,
     duck,
+    examples,
     rows_of,
     seed_strategy_bounds,
 )
@@ -184,7 +185,7 @@ def oracle(kept: list[dict]) -> list[tuple]:
     return want
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     delay=st.sampled_from([0, 5, 50]),
@@ -236,7 +237,7 @@ DUCK_FRAMES = (
 )
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     delay=st.sampled_from([0, 5, 50]),
@@ -282,7 +283,7 @@ DUCK_TOPQ = (
 )
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     delay=st.sampled_from([0, 5, 50]),
@@ -331,7 +332,7 @@ def test_top_n_per_window_matches_duckdb(seed: int, delay: int, cores: int) -> N
         assert_same_rows(got, want, cols, seed=seed)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(seed=st.integers(*seed_strategy_bounds()))
 def test_analytic_releases_in_event_time_order(seed: int) -> None:
     """Without LEAD, rows come out in event-time order, ties in arrival order."""
@@ -359,7 +360,7 @@ def test_analytic_releases_in_event_time_order(seed: int) -> None:
     assert len(got) == len(kept)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     crash=st.booleans(),
@@ -585,7 +586,7 @@ def test_held_rows_meet_max_state_bytes() -> None:
     assert_same_rows(got, oracle(accepted), COLUMNS)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=st.integers(*seed_strategy_bounds()), cores=st.sampled_from([1, 2]))
 def test_timestamp_event_time_matches_duckdb(seed: int, cores: int) -> None:
     """A TIMESTAMP event time orders and frames rows to the microsecond (the

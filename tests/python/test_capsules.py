@@ -11,6 +11,7 @@ import nanoarrow as na
 import numpy as np
 import pyarrow as pa
 import pytest
+from _oracle_util import examples
 from conftest import FINAL_WATERMARK, TRADES, VWAP_EXPECTED, trades_table, vwap_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -207,7 +208,7 @@ _int64 = st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1))
 _micros = st.one_of(st.none(), st.integers(-(2**50), 2**50))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rows=st.lists(
         st.fixed_dictionaries(

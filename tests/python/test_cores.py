@@ -23,6 +23,7 @@ import pytest
 from _oracle_util import (
     EngineResult,
     announce_seed,
+    examples,
     run_engine,
     seed_strategy_bounds,
     split_batches,
@@ -68,7 +69,7 @@ def compare(ddl: str, batches: list[pa.RecordBatch], keys: list[str], seed: int,
     return one
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(seed=SEEDS)
 def test_tumbling_oracle_cases_agree(seed):
     """test_oracle's window cases (every aggregate, its filters and groupings)."""
@@ -80,7 +81,7 @@ def test_tumbling_oracle_cases_agree(seed):
     assert one.table.num_rows > 0 or case["data"].table.num_rows == 0
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_hop_and_session_agree(seed):
     """Hopping (panes) and session windows, out-of-order rows within the delay."""
@@ -106,7 +107,7 @@ def test_hop_and_session_agree(seed):
 
 
 @pytest.mark.parametrize("windowed", [False, True])
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_emit_changes_agree(windowed, seed):
     """EMIT CHANGES (running GROUP BY and tumbling): the same -1/+1 deltas per key."""

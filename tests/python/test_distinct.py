@@ -15,6 +15,7 @@ import pytest
 from _oracle_util import (
     announce_seed,
     duck,
+    examples,
     rows_of,
     run_engine,
     seed_strategy_bounds,
@@ -44,7 +45,7 @@ def _sorted(rows: list[tuple]) -> list[tuple]:
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_windowed_distinct_matches_duckdb(cores, seed):
     """One row per distinct (k, x % 3, s) per tumbling or hopping window."""
@@ -70,7 +71,7 @@ def test_windowed_distinct_matches_duckdb(cores, seed):
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_running_distinct_emits_each_tuple_once(cores, seed):
     """Without a window every delta is a +1 of a tuple not seen before, and
@@ -100,7 +101,7 @@ def test_running_distinct_emits_each_tuple_once(cores, seed):
             assert _sorted(seen) == _sorted(expected), f"seed {seed}: batch {i}"
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_distinct_over_a_changelog_retracts(seed):
     """Over an EMIT CHANGES input a tuple leaves (-1) when its last row is retracted."""

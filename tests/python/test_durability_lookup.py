@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _oracle_util import announce_seed, seed_strategy_bounds
+from _oracle_util import announce_seed, examples, seed_strategy_bounds
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
@@ -100,7 +100,7 @@ def published(sink: Path) -> list[tuple]:
     return out
 
 
-@settings(max_examples=12, deadline=None, phases=[Phase.explicit, Phase.generate])
+@settings(max_examples=examples(12), deadline=None, phases=[Phase.explicit, Phase.generate])
 @given(seed=st.integers(*seed_strategy_bounds()), cores=st.sampled_from([1, 2]))
 def test_lookup_join_replay_matches_live(
     tmp_path_factory: pytest.TempPathFactory, seed: int, cores: int

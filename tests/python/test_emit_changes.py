@@ -22,6 +22,7 @@ from _oracle_util import (
     announce_seed,
     assert_same_rows,
     duck,
+    examples,
     rows_of,
     seed_strategy_bounds,
     split_batches,
@@ -153,7 +154,7 @@ def assert_deltas_track(
         return db.late_rows("w")
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(seed=SEEDS)
 def test_running_aggregate_deltas_sum_to_duckdb(seed):
     """GROUP BY without a window: a running aggregate, checked after random batches."""
@@ -194,7 +195,7 @@ def test_running_aggregate_deltas_sum_to_duckdb(seed):
 
 
 @pytest.mark.parametrize("late_frac", [0.0, 0.05])
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_windowed_changes_sum_to_duckdb(late_frac, seed):
     """Tumbling and hopping windows with EMIT CHANGES: every window's last delta stands."""
@@ -219,7 +220,7 @@ def test_windowed_changes_sum_to_duckdb(late_frac, seed):
 
 
 @pytest.mark.parametrize("late_frac", [0.0, 0.1])
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(seed=SEEDS)
 def test_session_changes_sum_to_duckdb(late_frac, seed):
     """Session windows with EMIT CHANGES: after every checked batch the deltas
@@ -378,7 +379,7 @@ def net_rows(batches: list[pa.RecordBatch]) -> pa.Table:
     )
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_group_by_over_changelog_matches_duckdb(seed):
     """Retractions of earlier rows: streams, views and a cascade follow them exactly."""
@@ -479,7 +480,7 @@ def first_last_oracle(
     return names, [(*g, *values) for g, values in per_group.items()]
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_first_last_over_changelog_match_duckdb(seed):
     """FIRST/LAST take retractions: after every batch of a random changelog

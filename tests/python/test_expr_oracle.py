@@ -25,7 +25,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
-from _oracle_util import announce_seed, seed_strategy_bounds, split_batches, values_equal
+from _oracle_util import announce_seed, examples, seed_strategy_bounds, split_batches, values_equal
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -360,7 +360,7 @@ def check_cases(cases: list[Case], table: pa.Table, seed: int) -> None:
         con.close()
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=examples(6), deadline=None)
 @given(seed=SEEDS)
 @example(seed=11702815)  # ISO year 0: yearweek's week is negative, as DuckDB's
 def test_expressions_match_duckdb(seed: int) -> None:

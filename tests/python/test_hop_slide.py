@@ -23,6 +23,7 @@ from _oracle_util import (
     announce_seed,
     assert_same_rows,
     duck,
+    examples,
     rows_of,
     run_engine,
     seed_strategy_bounds,
@@ -49,7 +50,7 @@ SLIDING = [
 ]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=SEEDS)
 def test_sliding_hop_matches_duckdb(seed):
     """Random hop/slide cases (2..16 panes a window, or hop_case's own sizes,
@@ -90,7 +91,7 @@ def _slide_run(table: pa.Table, seed: int, rng: np.random.Generator, items: list
         assert_same_rows(rows_of(result.table, names), expected, names, seed=seed)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(seed=SEEDS)
 def test_sliding_sums_of_huge_and_tiny_doubles(seed):
     """SUM/AVG/MIN/MAX of DOUBLE over values 1e-300 .. 1e300, a few +-inf and
@@ -118,7 +119,7 @@ def test_sliding_sums_of_huge_and_tiny_doubles(seed):
     _slide_run(table, seed, rng, items)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_sliding_bigint_sums_beyond_bigint(seed):
     """SUM(BIGINT) is NULL in the windows whose total does not fit BIGINT and

@@ -25,6 +25,7 @@ from _oracle_util import (
     announce_seed,
     assert_same_rows,
     duck,
+    examples,
     feed_join_steadily,
     rows_of,
     rows_to_batches,
@@ -105,7 +106,7 @@ def run_join(
     return run_two_inputs(rng, ddl, sides, cores=cores, threaded=threaded)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     op=st.sampled_from(OPS),
@@ -417,7 +418,7 @@ def join_partitioning(db: laminardb.Connection, stream: str) -> str:
     return next(r["details"] for r in rows if r["operator"] == "partitioning")
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     op=st.sampled_from(OPS),

@@ -28,6 +28,7 @@ from _oracle_util import (
     assert_same_rows,
     close_as,
     duck,
+    examples,
     feed_join_steadily,
     rows_of,
     rows_to_batches,
@@ -103,7 +104,7 @@ def duck_on(on: str) -> str:
     return re.sub(r"INTERVAL '(\d+)' MILLISECOND", r"\1", on)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     jtype=st.sampled_from(TYPES),
@@ -138,7 +139,7 @@ def test_interval_join_matches_duckdb(
     assert_same_rows(got, want, COLS, seed=seed)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     jtype=st.sampled_from(TYPES),

@@ -27,6 +27,7 @@ from _oracle_util import (
     assert_same_rows,
     close_as,
     duck,
+    examples,
     rows_to_batches,
     seed_strategy_bounds,
 )
@@ -133,7 +134,7 @@ def finish(db: laminardb.Connection) -> None:
     db.run_until_idle()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     left=st.booleans(),

@@ -17,7 +17,7 @@ import random
 import numpy as np
 import pyarrow as pa
 import pytest
-from _oracle_util import announce_seed, assert_same_rows, duck, rows_of, run_two_inputs
+from _oracle_util import announce_seed, assert_same_rows, duck, examples, rows_of, run_two_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,7 +57,7 @@ def batches(rng: np.random.Generator, table: pa.Table) -> list[pa.RecordBatch]:
 
 @pytest.mark.parametrize("cores", [1, 2])
 @pytest.mark.parametrize("kind", ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"])
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(seed=SEEDS)
 def test_rows_within_ttl_equal_duckdb(seed: int, kind: str, cores: int) -> None:
     announce_seed(seed)

@@ -26,6 +26,7 @@ from _oracle_util import (
     assert_same_rows,
     close_as,
     duck,
+    examples,
     row_batches,
     rows_of,
     seed_strategy_bounds,
@@ -164,7 +165,7 @@ def collect(sub: laminardb.Subscription, out: list[tuple]) -> None:
         out += rows_of(pa.Table.from_batches([batch]), COLUMNS)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     cores=st.sampled_from([1, 2]),
@@ -276,7 +277,7 @@ def test_option_errors_carry_codes() -> None:
         assert keys == ["k"]
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8), deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     cores=st.sampled_from([1, 2]),

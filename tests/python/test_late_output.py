@@ -25,6 +25,7 @@ from _oracle_util import (
     announce_seed,
     assert_same_rows,
     duck,
+    examples,
     rows_of,
     run_engine,
     seed_strategy_bounds,
@@ -138,13 +139,13 @@ def window_late_case(seed: int, *, hop_kind: bool) -> None:
     assert result.late_rows == result.late.num_rows == len(late)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(seed=SEEDS)
 def test_tumble_late_output_matches_duckdb(seed):
     window_late_case(seed, hop_kind=False)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(seed=SEEDS)
 def test_hop_late_output_matches_duckdb(seed):
     window_late_case(seed, hop_kind=True)
@@ -193,7 +194,7 @@ def insert_late_rows(
     return out, pa.Table.from_pylist(late, schema=batches[0].schema)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=SEEDS)
 def test_session_late_output_matches_duckdb(seed):
     """Sessions: the side output holds exactly the rows made late, the sessions

@@ -24,6 +24,7 @@ from _oracle_util import (
     assert_same_rows,
     dictionary_keys,
     duck,
+    examples,
     rows_of,
     run_engine,
     seed_strategy_bounds,
@@ -124,13 +125,13 @@ def check_window_case(seed: int, *, encoding: str, driver: str = "inline") -> No
 
 
 @pytest.mark.parametrize("encoding", ["plain", "dictionary"])
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=SEEDS)
 def test_tumbling_matches_duckdb(encoding, seed):
     check_window_case(seed, encoding=encoding)
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5), deadline=None)
 @given(seed=SEEDS)
 def test_tumbling_threaded_matches_duckdb(seed):
     """The reactor thread (start/stop) gives DuckDB's answer too."""
@@ -158,7 +159,7 @@ def _key_sequences(table: pa.Table, keys: list[str]) -> dict[tuple, list[tuple]]
     return dict(groups)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_inline_and_threaded_drivers_agree(seed):
     """Same input, same output: same multiset and, per key, the same order."""
@@ -269,7 +270,7 @@ CREATE SOURCE t (i BIGINT NOT NULL, k VARCHAR, g BIGINT, x BIGINT, y DOUBLE, s V
 """
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=SEEDS)
 def test_filter_project_matches_duckdb(seed):
     """Projection and WHERE, NULL logic and faults-as-NULL included, row for row."""
@@ -353,7 +354,7 @@ def test_late_rows_are_dropped_and_counted():
     assert got == [("a", 0, 1, 1), ("a", 20, 2, 1), ("b", 20, 3, 1)]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=SEEDS)
 def test_random_late_rows_match_a_watermark_model(seed):
     """Rows beyond the delay: the dropped ones are exactly those behind the watermark.

@@ -27,6 +27,7 @@ import pytest
 from _oracle_util import (
     announce_seed,
     duck,
+    examples,
     rows_of,
     run_engine,
     seed_strategy_bounds,
@@ -125,7 +126,7 @@ def assert_match(
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(seed=SEEDS)
 def test_tumble_and_hop_match_duckdb(cores, seed):
     """Tumbling windows (one pass) and hopping ones (pane multisets merged)."""
@@ -153,7 +154,7 @@ def test_tumble_and_hop_match_duckdb(cores, seed):
     assert_match(got, expected, len(keys) + 1, ALL, seed)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_sessions_match_duckdb(seed):
     """Sessions: a row that bridges two sessions merges their multisets and sketches."""
@@ -182,7 +183,7 @@ def test_sessions_match_duckdb(seed):
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_running_aggregate_matches_duckdb(cores, seed):
     """GROUP BY without a window: after random batches the deltas so far add up
@@ -207,7 +208,7 @@ def test_running_aggregate_matches_duckdb(cores, seed):
     run_changes(ddl, batches, columns, check_at, check, cores=cores)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_changelog_input_retracts(seed):
     """Over an EMIT CHANGES input every update of a group retracts its old row:
@@ -239,7 +240,7 @@ def test_changelog_input_retracts(seed):
 
 
 @pytest.mark.parametrize("cores", [(1, 1), (1, 2)])
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=examples(4), deadline=None)
 @given(seed=SEEDS)
 def test_restart_keeps_the_state(tmp_path_factory, cores, seed):
     """Windows open at a checkpoint restore their multisets and registers: the

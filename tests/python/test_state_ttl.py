@@ -19,7 +19,7 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 import pytest
-from _oracle_util import announce_seed, duck, rows_of, seed_strategy_bounds
+from _oracle_util import announce_seed, duck, examples, rows_of, seed_strategy_bounds
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -131,7 +131,7 @@ COLUMNS = ["k"] + [f"a{i}" for i in range(len(AGGS))]
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8), deadline=None)
 @given(seed=SEEDS)
 def test_running_aggregate_forgets_idle_keys(seed: int, cores: int) -> None:
     """After every batch, the changelog folded equals DuckDB over the rows of
@@ -153,7 +153,7 @@ def test_running_aggregate_forgets_idle_keys(seed: int, cores: int) -> None:
             assert normal(held(state)) == normal(model.expected()), (seed, delay, ttl)
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=examples(6), deadline=None)
 @given(seed=SEEDS)
 def test_view_forgets_idle_keys(seed: int) -> None:
     """A materialized view over a running aggregate with a TTL holds, after

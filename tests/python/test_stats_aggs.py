@@ -33,6 +33,7 @@ from _oracle_util import (
     FINAL_WATERMARK,
     announce_seed,
     duck,
+    examples,
     rows_of,
     run_engine,
     seed_strategy_bounds,
@@ -175,7 +176,7 @@ def assert_stats_match(
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(seed=SEEDS)
 def test_tumble_and_hop_match_duckdb(cores, seed):
     """Tumbling windows (one pass) and hopping ones (panes merged by Chan's rule)."""
@@ -204,7 +205,7 @@ def test_tumble_and_hop_match_duckdb(cores, seed):
     assert_stats_match(got, expected, len(keys) + 1, ALL, _scale(table), seed)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_sessions_match_duckdb(seed):
     """Sessions: a row that bridges two sessions merges their moments."""
@@ -258,7 +259,7 @@ def run_changes(
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_running_aggregate_matches_duckdb(cores, seed):
     """GROUP BY without a window: after random batches the deltas so far add up
@@ -284,7 +285,7 @@ def test_running_aggregate_matches_duckdb(cores, seed):
     run_changes(ddl, batches, columns, check_at, check, cores=cores)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_changelog_input_retracts(seed):
     """Over an EMIT CHANGES input every update of a group retracts its old row:
@@ -359,7 +360,7 @@ def run_with_restart(
 
 
 @pytest.mark.parametrize("cores", [(1, 1), (1, 2)])
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=examples(4), deadline=None)
 @given(seed=SEEDS)
 def test_restart_keeps_the_moments(tmp_path_factory, cores, seed):
     """Windows open at a checkpoint restore their moments: the output of a run

@@ -22,6 +22,7 @@ from _oracle_util import (
     announce_seed,
     assert_same_rows,
     duck,
+    examples,
     rows_of,
     run_engine,
     seed_strategy_bounds,
@@ -50,7 +51,7 @@ def numbered(table: pa.Table) -> pa.Table:
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_windows_equal_duckdb(seed: int, cores: int) -> None:
     """Tumbling and hopping windows: each window's values in arrival order."""
@@ -100,7 +101,7 @@ def held(state: Counter) -> list[tuple]:
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8), deadline=None)
 @given(seed=SEEDS)
 def test_running_changes_equal_duckdb(seed: int, cores: int) -> None:
     """GROUP BY without a window: after every batch the changelog folded is
@@ -131,7 +132,7 @@ def test_running_changes_equal_duckdb(seed: int, cores: int) -> None:
             assert_same_rows(held(state), want, cols, seed=seed)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(seed=SEEDS)
 def test_changelog_retractions_equal_model(seed: int) -> None:
     """Over a changelog, a -1 row removes the latest arrival of its value in its

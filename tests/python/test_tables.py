@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pytest
-from _oracle_util import announce_seed, close_as, seed_strategy_bounds
+from _oracle_util import announce_seed, close_as, examples, seed_strategy_bounds
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -141,7 +141,7 @@ class Run:
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(seed=st.integers(*seed_strategy_bounds()), restart=st.booleans())
 def test_tables_match_duckdb_model(tmp_path_factory, cores, seed, restart):
     announce_seed(seed)
@@ -196,7 +196,7 @@ def drained(sub: laminardb.Subscription) -> Counter:
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(seed=st.integers(*seed_strategy_bounds()), restart=st.booleans())
 def test_lookup_join_matches_duckdb_model(tmp_path_factory, cores, seed, restart):
     """Stream rows interleaved with table writes: each batch joins the table as it is."""

@@ -29,6 +29,7 @@ from _oracle_util import (
     assert_same_rows,
     close_as,
     duck,
+    examples,
     rows_of,
     run_engine,
     seed_strategy_bounds,
@@ -127,7 +128,7 @@ EXPRESSIONS: list[tuple[str, str | None]] = [
 ]
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5), deadline=None)
 @given(seed=SEEDS)
 def test_date_expressions_match_duckdb(seed: int) -> None:
     announce_seed(seed)
@@ -159,7 +160,7 @@ def _window_sql(size: int) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=examples(4), deadline=None)
 @given(seed=SEEDS)
 def test_tumbling_window_keyed_by_date_matches_duckdb(cores: int, seed: int) -> None:
     announce_seed(seed)
@@ -183,7 +184,7 @@ RUNNING_COLUMNS = ["k", "d", "lo", "hi", "n"]
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=examples(4), deadline=None)
 @given(seed=SEEDS)
 def test_running_group_by_date_matches_duckdb(cores: int, seed: int) -> None:
     announce_seed(seed)
@@ -200,7 +201,7 @@ def test_running_group_by_date_matches_duckdb(cores: int, seed: int) -> None:
 
 
 @pytest.mark.parametrize("close", ["clean", "kill -9"])
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=examples(3), deadline=None)
 @given(seed=SEEDS)
 def test_date_state_survives_checkpoint_and_restart(
     tmp_path_factory: pytest.TempPathFactory, close: str, seed: int

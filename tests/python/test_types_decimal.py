@@ -33,6 +33,7 @@ from _oracle_util import (
     assert_same_rows,
     close_as,
     duck,
+    examples,
     rows_of,
     run_engine,
     seed_strategy_bounds,
@@ -125,7 +126,7 @@ EXPRESSIONS = [
 ]
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5), deadline=None)
 @given(seed=SEEDS)
 def test_decimal_expressions_match_duckdb(seed: int) -> None:
     announce_seed(seed)
@@ -164,7 +165,7 @@ def _window_sql(size: int) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=examples(4), deadline=None)
 @given(seed=SEEDS)
 def test_tumbling_window_keyed_by_decimal_matches_duckdb(cores: int, seed: int) -> None:
     announce_seed(seed)
@@ -187,7 +188,7 @@ AGG_COLUMNS = ["s", "lo", "hi", "av", "n", "big"]
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=examples(3), deadline=None)
 @given(seed=SEEDS)
 def test_hop_and_session_windows_keyed_by_decimal_match_duckdb(cores: int,
                                                                seed: int) -> None:
@@ -238,7 +239,7 @@ def test_two_phase_decimal_window_matches_duckdb(seed: int) -> None:
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=examples(4), deadline=None)
 @given(seed=SEEDS)
 def test_emit_changes_folds_to_duckdb(cores: int, seed: int) -> None:
     """The changelog of a running GROUP BY, each row counted by its weight."""
@@ -276,7 +277,7 @@ RUNNING_COLUMNS = ["k", "b", "s", "lo", "hi", "av", "n"]
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=examples(4), deadline=None)
 @given(seed=SEEDS)
 def test_running_group_by_decimal_matches_duckdb(cores: int, seed: int) -> None:
     announce_seed(seed)
@@ -293,7 +294,7 @@ def test_running_group_by_decimal_matches_duckdb(cores: int, seed: int) -> None:
 
 
 @pytest.mark.parametrize("close", ["clean", "kill -9"])
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=examples(3), deadline=None)
 @given(seed=SEEDS)
 def test_decimal_state_survives_checkpoint_and_restart(
     tmp_path_factory: pytest.TempPathFactory, close: str, seed: int

@@ -16,6 +16,7 @@ from _oracle_util import (
     assert_same_rows,
     close_as,
     duck,
+    examples,
     rows_of,
     run_engine,
     seed_strategy_bounds,
@@ -77,7 +78,7 @@ EXPRESSIONS = [
 ]
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5), deadline=None)
 @given(seed=SEEDS)
 def test_small_int_expressions_match_duckdb(seed: int) -> None:
     announce_seed(seed)
@@ -95,7 +96,7 @@ def test_small_int_expressions_match_duckdb(seed: int) -> None:
 
 
 @pytest.mark.parametrize("cores", [1, 2])
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=examples(4), deadline=None)
 @given(seed=SEEDS)
 def test_window_keyed_by_small_ints_matches_duckdb(cores: int, seed: int) -> None:
     announce_seed(seed)
@@ -122,7 +123,7 @@ RUNNING_COLUMNS = ["s", "b", "lo", "hb", "n"]
 
 
 @pytest.mark.parametrize("close", ["clean", "kill -9"])
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=examples(3), deadline=None)
 @given(seed=SEEDS)
 def test_small_int_keys_survive_checkpoint_and_restart(
     tmp_path_factory: pytest.TempPathFactory, close: str, seed: int

@@ -18,6 +18,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from _oracle_util import examples
 from conftest import drain
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -101,7 +102,7 @@ def _same(a: object, b: object) -> bool:
     return a == b
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(rows_strategy, min_size=1, max_size=4))
 def test_arrow_functions_equal_duckdb(batches: list[list[tuple[object, ...]]]) -> None:
     """Each function over generated batches (NULLs, empty ones) equals DuckDB."""

@@ -21,6 +21,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+from _oracle_util import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -146,7 +147,7 @@ def cores(request: pytest.FixtureRequest) -> int:
     return int(request.param)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(rows_strategy, min_size=1, max_size=3))
 def test_streams_equal_duckdb(batches: list[list[tuple[object, ...]]]) -> None:
     """Each query over generated batches equals DuckDB's over all the rows."""

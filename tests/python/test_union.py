@@ -24,6 +24,7 @@ from _oracle_util import (
     assert_same_rows,
     close_as,
     duck,
+    examples,
     row_batches,
     rows_of,
     seed_strategy_bounds,
@@ -111,7 +112,7 @@ def pump(db: laminardb.Connection, sub: laminardb.Subscription, out: list) -> No
         db.run_until_idle()
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     ninputs=st.sampled_from([2, 3]),
@@ -214,7 +215,7 @@ def test_union_errors_carry_codes() -> None:
         db.execute("CREATE STREAM ok AS SELECT k FROM a UNION ALL SELECT k FROM b")
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8), deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
     cores=st.sampled_from([1, 2]),
@@ -293,7 +294,7 @@ def test_union_restart_in_the_middle(
     assert_same_rows(got, want, columns, seed=seed)
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=examples(8), deadline=None)
 @given(seed=st.integers(*seed_strategy_bounds()), cores=st.sampled_from([1, 2]))
 def test_query_over_a_union_of_views_matches_duckdb(seed: int, cores: int) -> None:
     """``db.query`` reads a UNION ALL of views, and a derived table over one.

@@ -18,6 +18,7 @@ from _oracle_util import (
     FINAL_WATERMARK,
     assert_same_rows,
     duck,
+    examples,
     rows_of,
     split_batches,
     values_equal,
@@ -191,7 +192,7 @@ def _consolidate(batches: list[pa.RecordBatch]) -> collections.Counter[tuple]:
     return +total  # drops zero entries (and would drop negatives: none may remain)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=BATCHES)
 def test_random_changelog_matches_zset_model(batches: list[list[tuple]]) -> None:
     whole, positive, cascade = ZSet(), ZSet(), ZSet()

@@ -23,6 +23,7 @@ from _oracle_util import (
     announce_seed,
     assert_same_rows,
     duck,
+    examples,
     rows_of,
     seed_strategy_bounds,
 )
@@ -140,7 +141,7 @@ def take(db: laminardb.Connection, sub: laminardb.Subscription, out: list) -> No
         out.append(batch)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=st.integers(*seed_strategy_bounds()), cores=st.sampled_from([1, 2]))
 def test_idle_input_lets_union_windows_close(seed: int, cores: int) -> None:
     """Windows close on the busy input while the quiet one is idle; DuckDB agrees."""

@@ -22,6 +22,7 @@ from _oracle_util import (
     announce_seed,
     assert_same_rows,
     duck,
+    examples,
     rows_of,
     run_engine,
     seed_strategy_bounds,
@@ -218,27 +219,27 @@ def hop_case(
         assert result.late_rows == 0
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=SEEDS)
 def test_hop_matches_duckdb(seed):
     hop_case(seed)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(seed=SEEDS)
 def test_hop_late_rows_match_duckdb(seed):
     """Rows beyond the watermark delay: open windows still count them, the rest is late."""
     hop_case(seed, late_frac=0.05)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(seed=SEEDS)
 def test_allowed_lateness_matches_duckdb(seed):
     """allowed_lateness (on the source or the stream) keeps windows open for late rows."""
     hop_case(seed, late_frac=0.08, lateness=True)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(seed=SEEDS)
 def test_hop_shared_merges_match_duckdb(seed):
     """Windows of 3..12 panes are built from merges shared between overlapping
@@ -249,7 +250,7 @@ def test_hop_shared_merges_match_duckdb(seed):
     hop_case(seed, late_frac=0.1, lateness=True, panes_per_window=int(rng.integers(3, 13)))
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5), deadline=None)
 @given(seed=SEEDS)
 def test_hop_timestamp_matches_duckdb(seed):
     """A TIMESTAMP time column gives TIMESTAMP window bounds and the same windows."""
@@ -368,13 +369,13 @@ def session_case(seed: int, *, timestamp: bool = False, late_frac: float = 0.0) 
     assert_same_rows(rows_of(got, names), expected, names, seed=seed)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(seed=SEEDS)
 def test_session_matches_duckdb(seed):
     session_case(seed)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(seed=SEEDS)
 @example(seed=12153880)  # draws no rows at all
 def test_session_late_rows_within_lateness_match_duckdb(seed):
@@ -382,7 +383,7 @@ def test_session_late_rows_within_lateness_match_duckdb(seed):
     session_case(seed, late_frac=0.1)
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5), deadline=None)
 @given(seed=SEEDS)
 def test_session_timestamp_matches_duckdb(seed):
     session_case(seed, timestamp=True)
@@ -417,7 +418,7 @@ def test_session_bridge_merges_and_late_rows_count():
     ]
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_group_by_expressions_match_duckdb(seed):
     """GROUP BY expressions (not just columns), repeated in the select list."""
@@ -446,7 +447,7 @@ def test_group_by_expressions_match_duckdb(seed):
 SPECIAL_DOUBLES = [math.nan, math.inf, -math.inf, -0.0, 0.0, 1.5, -2.5, 1e300, None]
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(seed=SEEDS)
 def test_min_max_of_specials_match_duckdb(seed):
     """MIN/MAX of DOUBLE with NaN (above every number), +-inf, -0.0 and NULLs,
