@@ -470,7 +470,7 @@ class AggregateTest {
       LaminarException e =
           assertThrows(
               LaminarException.class,
-              () -> db.createAggregate("v", new SumSquares(), List.of("DOUBLE"), "VARCHAR"));
+              () -> db.createAggregate("v", new SumSquares(), List.of("DOUBLE"), "BLOB"));
       assertEquals("LDB-2002", e.code());
     }
   }
