@@ -784,7 +784,9 @@ static laminar_code shadow_entry(window_op* op, window* w, uint32_t g, uint32_t*
    * slot, and copied back at the commit; the others go through their
    * snapshot encoding and are updated again at the commit. */
   if (op->flat < 0) { /* by the aggregates' functions and types: known once */
-    op->flat = 1;
+    /* state_ttl keeps each group's last event time, set at the commit
+     * (commit_windows), which the flat copy-back would skip. */
+    op->flat = op->spec.ttl_ms > 0 ? 0 : 1;
     for (int32_t a = 0; a < op->spec.naggs && op->flat; a++)
       op->flat = lm_agg_states_flat(&w->aggs[a]) && w->aggs[a].fn != LM_AGG_UDAF;
   }
