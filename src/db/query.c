@@ -57,12 +57,19 @@ typedef struct sort_key {
 } sort_key;
 
 typedef struct query {
-  lm_plan plan; /* over the view's columns: filter, outputs then hidden sort keys */
+  /* over the view's columns: filter, outputs, then hidden columns: DISTINCT
+   * ON's expressions, then sort keys not among the outputs */
+  lm_plan plan;
   int32_t nout; /* output columns: the first nout expressions */
   sort_key* keys;
   int32_t nkeys;
   int64_t limit; /* -1: all */
   int64_t offset;
+  /* SELECT DISTINCT: a row per distinct output row; DISTINCT ON (ndon > 0):
+   * the first row in ORDER BY order of each distinct value of the hidden
+   * columns nout .. nout + ndon - 1. */
+  bool distinct;
+  int32_t ndon;
 } query;
 
 static void query_free(query* q) {
@@ -199,6 +206,26 @@ static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, query* q,
   tail->norder = 0;
   tail->limit = -1;
   tail->offset = 0;
+  /* DISTINCT is applied here, over the projected rows (the binder would plan
+   * it as a running GROUP BY). */
+  q->distinct = sel->distinct;
+  for (size_t k = 0; k < nsel; k++) {
+    if (k > 0 && body[k].distinct) {
+      lm_free(body);
+      return fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->line, stmt->column, NULL,
+                      "SELECT DISTINCT in a branch of UNION ALL over views is not "
+                      "supported yet: SELECT DISTINCT ... FROM (the union)");
+    }
+    body[k].distinct = false;
+    body[k].distinct_on = NULL;
+    body[k].ndistinct_on = 0;
+  }
+  if (set && q->distinct) {
+    lm_free(body);
+    return fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, stmt->line, stmt->column, NULL,
+                    "SELECT DISTINCT in a branch of UNION ALL over views is not "
+                    "supported yet: SELECT DISTINCT ... FROM (the union)");
+  }
   lm_stmt bound = *stmt;
   bound.select = body;
   laminar_code rc = lm_bind_stream(&bound, view_lookup, db, &db->funcs, &q->plan, err);
@@ -209,14 +236,17 @@ static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, query* q,
   q->nout = q->plan.nexprs;
   q->limit = last->limit;
   q->offset = last->offset;
-  if (last->norder == 0) {
+  q->ndon = (int32_t)sel->ndistinct_on;
+  if (last->norder == 0 && q->ndon == 0) {
     lm_free(body);
     return LAMINAR_OK;
   }
 
-  /* ORDER BY: an output column by position or name, else a hidden projection. */
-  q->keys = lm_calloc(last->norder, sizeof(sort_key));
-  lm_ast_select_item* items = lm_calloc(sel->nitems + last->norder, sizeof *items);
+  /* DISTINCT ON's expressions, hidden; ORDER BY: an output column by position
+   * or name, else a hidden projection. */
+  q->keys = lm_calloc(last->norder + 1, sizeof(sort_key));
+  lm_ast_select_item* items =
+      lm_calloc(sel->nitems + sel->ndistinct_on + last->norder, sizeof *items);
   if (q->keys == NULL || items == NULL) {
     lm_free(items);
     lm_free(body);
@@ -225,6 +255,8 @@ static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, query* q,
   }
   memcpy(items, sel->items, sizeof *items * sel->nitems);
   size_t nextra = 0;
+  for (; nextra < sel->ndistinct_on; nextra++)
+    items[sel->nitems + nextra] = (lm_ast_select_item){sel->distinct_on[nextra], NULL};
   for (size_t k = 0; k < last->norder && rc == LAMINAR_OK; k++) {
     const lm_ast_expr* e = last->order_by[k].expr;
     sort_key* key = &q->keys[q->nkeys++];
@@ -246,6 +278,10 @@ static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, query* q,
       rc = fail_sql(err, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, e->line, e->column, NULL,
                     "ORDER BY after UNION ALL names an output column of the union (by "
                     "name or position), not an expression");
+    } else if (q->distinct && q->ndon == 0) {
+      rc = fail_sql(err, LAMINAR_ERR_SQL_GROUPING, e->line, e->column, NULL,
+                    "for SELECT DISTINCT, ORDER BY expressions must appear in the "
+                    "select list");
     } else {
       key->col = q->nout + (int32_t)nextra;
       items[sel->nitems + nextra++] = (lm_ast_select_item){(lm_ast_expr*)e, NULL};
@@ -393,6 +429,41 @@ static laminar_code query_eval_error(const lm_eval_ctx* ctx, laminar_code rc,
   return lm_error_set(err, rc, "out of memory evaluating the query");
 }
 
+/* SELECT DISTINCT [ON]: order[0..*m) becomes the rows kept, in ORDER BY
+ * order. Rows sort by the distinct columns (every output, or DISTINCT ON's
+ * hidden ones) -- after the ORDER BY keys for a plain DISTINCT, whose keys are
+ * outputs -- so equal rows are neighbours; the first of each run stays (for
+ * DISTINCT ON: the first in ORDER BY order, as the sort is stable), then
+ * DISTINCT ON's rows are sorted by ORDER BY. NULLs equal NULLs, as in
+ * DuckDB. */
+static laminar_code distinct_rows(const query* q, const lm_vec* vals, lm_eval_ctx* ctx,
+                                  uint32_t* order, uint32_t* tmp, int64_t* m,
+                                  laminar_error* err) {
+  int32_t nd = q->ndon > 0 ? q->ndon : q->nout;
+  int32_t first = q->ndon > 0 ? q->nout : 0; /* the distinct columns */
+  sort_key* keys = lm_eval_ctx_alloc(ctx, sizeof(sort_key) * (size_t)(nd + q->nkeys + 1));
+  if (keys == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  int32_t nk = 0;
+  if (q->ndon == 0)
+    for (int32_t i = 0; i < q->nkeys; i++) keys[nk++] = q->keys[i];
+  for (int32_t i = 0; i < nd; i++) keys[nk++] = (sort_key){first + i, false, false};
+  if (q->ndon > 0)
+    for (int32_t i = 0; i < q->nkeys; i++) keys[nk++] = q->keys[i];
+  sorter all = {vals, keys, nk};
+  sorter same = {vals, keys + (q->ndon == 0 ? q->nkeys : 0), nd};
+  for (int64_t k = 0; k < *m; k++) order[k] = (uint32_t)k;
+  merge_sort(order, tmp, *m, &all);
+  int64_t kept = 0;
+  for (int64_t k = 0; k < *m; k++) {
+    if (kept == 0 || cmp_rows(&same, order[kept - 1], order[k]) != 0)
+      order[kept++] = order[k];
+  }
+  *m = kept;
+  sorter by = {vals, q->keys, q->nkeys};
+  if (q->ndon > 0 && q->nkeys > 0) merge_sort(order, tmp, kept, &by);
+  return LAMINAR_OK;
+}
+
 /* Filter, project, sort, expand multiplicities and cut rows of `rows` into
  * the result batch. Scratch from ctx. */
 static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_ctx* ctx,
@@ -424,7 +495,9 @@ static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_c
   sorter s = {vals, q->keys, q->nkeys};
   int64_t need =
       q->limit < 0 || q->offset > INT64_MAX - q->limit ? m : q->offset + q->limit;
-  if (q->nkeys > 0 && need < m / 4) {
+  if (q->distinct) {
+    LM_TRY(distinct_rows(q, vals, ctx, order, tmp, &m, err));
+  } else if (q->nkeys > 0 && need < m / 4) {
     top_k(order, tmp, m, need, &s); /* only the first `need` rows can be in the result */
     m = need;
   } else {
@@ -432,10 +505,11 @@ static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_c
     if (q->nkeys > 0) merge_sort(order, tmp, m, &s);
   }
 
-  /* A row held w times is w result rows; OFFSET and LIMIT count those. */
+  /* A row held w times is w result rows (once after DISTINCT); OFFSET and
+   * LIMIT count those. */
   int64_t skip = q->offset, take = q->limit < 0 ? INT64_MAX : q->limit, total = 0;
   for (int64_t k = 0; k < m && total < take; k++) {
-    int64_t w = rows->weights[sel != NULL ? sel[order[k]] : order[k]];
+    int64_t w = q->distinct ? 1 : rows->weights[sel != NULL ? sel[order[k]] : order[k]];
     int64_t drop = skip < w ? skip : w;
     skip -= drop;
     w -= drop;
@@ -452,7 +526,7 @@ static laminar_code evaluate(const query* q, const lm_view_rows* rows, lm_eval_c
   skip = q->offset;
   int64_t got = 0;
   for (int64_t k = 0; k < m && got < total; k++) {
-    int64_t w = rows->weights[sel != NULL ? sel[order[k]] : order[k]];
+    int64_t w = q->distinct ? 1 : rows->weights[sel != NULL ? sel[order[k]] : order[k]];
     for (int64_t r = 0; r < w && got < total; r++) {
       if (skip > 0) {
         skip--;

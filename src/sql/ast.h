@@ -244,6 +244,10 @@ typedef struct lm_ast_lateral {
 
 typedef struct lm_ast_select {
   bool distinct;
+  /* SELECT DISTINCT ON (exprs): the exprs (ndistinct_on >= 1, distinct set);
+   * NULL for a plain DISTINCT or none. */
+  struct lm_ast_expr** distinct_on;
+  size_t ndistinct_on;
   lm_ast_select_item* items;
   size_t nitems; /* >= 1 */
   /* FROM name; for a derived table (FROM (query) [alias], or a CTE named in

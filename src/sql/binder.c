@@ -1588,6 +1588,124 @@ static bool is_window_bound_ref(const lm_ast_expr* e) {
           lm_streq_nocase(e->name, "window_end"));
 }
 
+/* Whether e is one of the DISTINCT ON expressions of sel. */
+static bool is_distinct_on_expr(const lm_ast_select* sel, const lm_ast_expr* e) {
+  for (size_t i = 0; i < sel->ndistinct_on; i++) {
+    if (ast_equal(sel->distinct_on[i], e)) return true;
+  }
+  return false;
+}
+
+/* SELECT DISTINCT ON (exprs) items ... [GROUP BY window] [ORDER BY exprs[, time
+ * [ASC | DESC]]]: grouped by the window and the exprs, every other item
+ * FIRST(item) (or LAST with ORDER BY the window's time DESC): one row per key
+ * (per window), the key's first or last row by event time (arrival without a
+ * window), as FIRST / LAST pick one row for all their calls. The ORDER BY
+ * may repeat the exprs (they only sort DuckDB's output) and then name the
+ * window's time column; nothing else picks rows here. */
+static laminar_code distinct_on_as_group_by(binder* b, const lm_ast_select* sel,
+                                            const lm_ast_select** out) {
+  const lm_ast_expr* window = NULL;
+  for (size_t i = 0; i < sel->ngroup; i++) window = sel->group_by[i];
+  for (size_t i = 0; i < sel->ndistinct_on; i++) {
+    const lm_ast_expr* e = sel->distinct_on[i];
+    if (contains_agg(b->funcs, e) || e->kind == LM_AST_STAR)
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, e,
+                  "DISTINCT ON takes expressions of the input's columns");
+  }
+  bool last = false;
+  for (size_t i = 0; i < sel->norder; i++) {
+    const lm_ast_order_item* o = &sel->order_by[i];
+    if (is_distinct_on_expr(sel, o->expr)) continue;
+    if (i + 1 == sel->norder && window != NULL && window->nargs > 0 &&
+        ast_equal(o->expr, window->args[0])) {
+      last = o->desc;
+      continue;
+    }
+    if (window != NULL)
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, o->expr,
+                  "DISTINCT ON keeps each key's first row by event time (ORDER BY "
+                  "the window's time column ASC) or its last (DESC): ORDER BY takes "
+                  "the DISTINCT ON expressions, then that column");
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, o->expr,
+                "without a window DISTINCT ON keeps each key's first row by arrival: "
+                "ORDER BY takes the DISTINCT ON expressions only (GROUP BY a window "
+                "to pick the first or last row by event time)");
+  }
+  lm_pool* pool = &b->plan->pool;
+  /* `*` is the input's columns (its _weight left out, as `*` does). */
+  size_t nitems = 0;
+  for (size_t i = 0; i < sel->nitems; i++) {
+    const lm_ast_expr* e = sel->items[i].expr;
+    if (e->kind != LM_AST_STAR) {
+      nitems++;
+    } else if (b->join_right != NULL || sel->lateral != NULL || b->input == NULL) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, e,
+                  "DISTINCT ON with * over a join: name the columns");
+    } else {
+      nitems += (size_t)b->input->ncols;
+    }
+  }
+  lm_ast_select* d = lm_pool_alloc(pool, sizeof *d);
+  lm_ast_expr** keys =
+      lm_pool_alloc(pool, sizeof(lm_ast_expr*) * (sel->ngroup + sel->ndistinct_on));
+  lm_ast_select_item* items = lm_pool_alloc(pool, sizeof *items * (nitems ? nitems : 1));
+  if (d == NULL || keys == NULL || items == NULL) return NOMEM(b);
+  nitems = 0;
+  for (size_t i = 0; i < sel->nitems; i++) {
+    const lm_ast_expr* e = sel->items[i].expr;
+    if (e->kind != LM_AST_STAR) {
+      items[nitems++] = sel->items[i];
+      continue;
+    }
+    for (int32_t c = 0; c < b->input->ncols; c++) {
+      const char* name = b->input->fields[c].name;
+      if (changelog_input(b) && c == b->input->ncols - 1) break; /* _weight */
+      lm_ast_expr* col = lm_pool_alloc(pool, sizeof *col);
+      if (col == NULL) return NOMEM(b);
+      memset(col, 0, sizeof *col);
+      col->kind = LM_AST_COLUMN;
+      col->line = e->line;
+      col->column = e->column;
+      col->height = 1;
+      col->name = name;
+      items[nitems++] = (lm_ast_select_item){col, NULL};
+    }
+  }
+  *d = *sel;
+  d->distinct = false;
+  d->distinct_on = NULL;
+  d->ndistinct_on = 0;
+  d->order_by = NULL;
+  d->norder = 0;
+  d->ngroup = 0;
+  for (size_t i = 0; i < sel->ngroup; i++) keys[d->ngroup++] = sel->group_by[i];
+  for (size_t i = 0; i < sel->ndistinct_on; i++) keys[d->ngroup++] = sel->distinct_on[i];
+  d->group_by = keys;
+  for (size_t i = 0; i < nitems; i++) {
+    lm_ast_expr* e = items[i].expr;
+    if (is_window_bound_ref(e) || is_distinct_on_expr(sel, e)) continue;
+    lm_ast_expr* call = lm_pool_alloc(pool, sizeof *call);
+    lm_ast_expr** args = lm_pool_alloc(pool, sizeof *args);
+    if (call == NULL || args == NULL) return NOMEM(b);
+    memset(call, 0, sizeof *call);
+    call->kind = LM_AST_FUNCTION;
+    call->line = e->line;
+    call->column = e->column;
+    call->height = e->height + 1;
+    call->fname = last ? "last" : "first";
+    args[0] = e;
+    call->args = args;
+    call->nargs = 1;
+    items[i].alias = item_name(b, &items[i], (int32_t)i);
+    items[i].expr = call;
+  }
+  d->items = items;
+  d->nitems = nitems;
+  *out = d;
+  return LAMINAR_OK;
+}
+
 /* SELECT DISTINCT items ... [GROUP BY window]: the same query grouped by the
  * window and every item (but the window's bounds), without aggregates: a row
  * per distinct tuple per window, or without a window a running GROUP BY (a
@@ -1599,7 +1717,7 @@ static laminar_code distinct_as_group_by(binder* b, const lm_ast_select* sel,
   const lm_ast_expr* at = NULL;
   for (size_t i = 0; i < sel->nitems && why == NULL; i++) {
     const lm_ast_expr* e = sel->items[i].expr;
-    if (e->kind == LM_AST_STAR)
+    if (e->kind == LM_AST_STAR && sel->ndistinct_on == 0)
       why = "SELECT DISTINCT * is not supported: name the columns";
     if (contains_agg(b->funcs, e))
       why = "SELECT DISTINCT over aggregates is not supported yet";
@@ -1618,6 +1736,7 @@ static laminar_code distinct_as_group_by(binder* b, const lm_ast_select* sel,
   if (why == NULL && (sel->qualify != NULL || lm_bind_select_is_analytic(sel)))
     why = "SELECT DISTINCT with OVER / QUALIFY is not supported yet";
   if (why != NULL) return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, at, "%s", why);
+  if (sel->ndistinct_on > 0) return distinct_on_as_group_by(b, sel, out);
   lm_ast_select* d = lm_pool_alloc(&b->plan->pool, sizeof *d);
   lm_ast_expr** keys =
       lm_pool_alloc(&b->plan->pool, sizeof(lm_ast_expr*) * (sel->ngroup + sel->nitems));

@@ -1396,6 +1396,12 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
   bool got;
   LM_TRY(accept_kw(p, "DISTINCT", &s->distinct));
   if (!s->distinct) LM_TRY(accept_kw(p, "ALL", &got));
+  if (s->distinct) LM_TRY(accept_kw(p, "ON", &got));
+  if (s->distinct && got) { /* DISTINCT ON (expr, ...) */
+    LM_TRY(expect(p, LM_TOK_LPAREN));
+    LM_TRY(parse_expr_list(p, &s->distinct_on, &s->ndistinct_on));
+    LM_TRY(expect(p, LM_TOK_RPAREN));
+  }
 
   size_t cap = 0;
   do {
