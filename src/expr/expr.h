@@ -89,7 +89,13 @@ typedef enum lm_func_id {
   LM_FN_ILIKE,       /* as LIKE, case-insensitive (simple lower-case mapping) */
   LM_FN_DATE_PART,   /* TIMESTAMP [INT64 or DOUBLE]; fn_arg = lm_date_part */
   LM_FN_DATE_TRUNC,  /* TIMESTAMP [TIMESTAMP]; fn_arg = lm_date_part */
-  LM_FN_UDF          /* a user-defined function `udf` (udf.c): its declared types */
+  /* JSON as VARCHAR text (json.c); a path is a VARCHAR or an integer index */
+  LM_FN_JSON_EXTRACT,        /* STRING, path [STRING]: the value as JSON text (->) */
+  LM_FN_JSON_EXTRACT_STRING, /* STRING, path [STRING]: a string's text (->>) */
+  LM_FN_JSON_VALID,          /* STRING [BOOL] */
+  LM_FN_JSON_TYPE,           /* STRING [, path] [STRING]: DuckDB's type names */
+  LM_FN_JSON_ARRAY_LENGTH,   /* STRING [, path] [INT64]: 0 for a non-array */
+  LM_FN_UDF /* a user-defined function `udf` (udf.c): its declared types */
 } lm_func_id;
 
 /* Fields of EXTRACT / date_part and units of date_trunc (time.c). */

@@ -57,6 +57,16 @@ static const lm_func_def k_funcs[] = {
     {"datepart", LM_FN_DATE_PART, 2, 2, "datepart('part', timestamp)"},
     {"date_trunc", LM_FN_DATE_TRUNC, 2, 2, "date_trunc('unit', timestamp)"},
     {"datetrunc", LM_FN_DATE_TRUNC, 2, 2, "datetrunc('unit', timestamp)"},
+    {"json_extract", LM_FN_JSON_EXTRACT, 2, 2, "json_extract(json, path)"},
+    {"json_extract_path", LM_FN_JSON_EXTRACT, 2, 2, "json_extract_path(json, path)"},
+    {"json_extract_string", LM_FN_JSON_EXTRACT_STRING, 2, 2,
+     "json_extract_string(json, path)"},
+    {"json_extract_path_text", LM_FN_JSON_EXTRACT_STRING, 2, 2,
+     "json_extract_path_text(json, path)"},
+    {"json_valid", LM_FN_JSON_VALID, 1, 1, "json_valid(json)"},
+    {"json_type", LM_FN_JSON_TYPE, 1, 2, "json_type(json [, path])"},
+    {"json_array_length", LM_FN_JSON_ARRAY_LENGTH, 1, 2,
+     "json_array_length(json [, path])"},
     /* Reached through syntax only (LIKE / ILIKE); not found by name. */
     {"like", LM_FN_LIKE, 2, 3, "s LIKE pattern [ESCAPE 'c']"},
     {"ilike", LM_FN_ILIKE, 2, 3, "s ILIKE pattern [ESCAPE 'c']"},
@@ -167,6 +177,32 @@ static laminar_code bind_part(const lm_func_def* f, const lm_expr* a, bool trunc
                      trunc ? "" : ", epoch, dow");
   }
   out->fn_arg = (int32_t)p;
+  return LAMINAR_OK;
+}
+
+
+/* A JSON path: a VARCHAR (a literal must parse, and wildcards are not
+ * supported) or an integer (an array index). */
+static laminar_code bind_json_path(const lm_func_def* f, const lm_expr* const* args,
+                                   lm_type* want, lm_func_binding* out) {
+  lm_type t = args[1]->type;
+  if (t == LM_TYPE_INT64 || t == LM_TYPE_INT32 || is_small_int(t)) {
+    want[1] = LM_TYPE_INT64;
+    return LAMINAR_OK;
+  }
+  LM_TRY(want_arg(f, args, 1, LM_TYPE_STRING, "a VARCHAR path or an integer index", want,
+                  out));
+  if (!is_str_literal(args[1])) return LAMINAR_OK;
+  const lm_str* s = &args[1]->lit.s;
+  int bad = lm_json_path_check(s->ptr, s->len);
+  if (bad == 2)
+    return bind_fail(out, LAMINAR_ERR_SQL_UNSUPPORTED, 1,
+                     "%s(): JSON path wildcards (* and [*]) are not supported", f->name);
+  if (bad != 0)
+    return bind_fail(out, LAMINAR_ERR_SQL_FUNCTION_ARGS, 1,
+                     "%s(): '%.*s' is not a JSON path ('$.key', '$.a[0]', '$.\"k\"', "
+                     "'/a/0' or a key)",
+                     f->name, (int)(s->len > 200 ? 200 : s->len), s->ptr);
   return LAMINAR_OK;
 }
 
@@ -314,6 +350,17 @@ laminar_code lm_func_bind(const lm_func_def* f, const lm_expr* const* args, int3
                         : LM_TYPE_INT64;
       return LAMINAR_OK;
     }
+    case LM_FN_JSON_EXTRACT:
+    case LM_FN_JSON_EXTRACT_STRING:
+    case LM_FN_JSON_VALID:
+    case LM_FN_JSON_TYPE:
+    case LM_FN_JSON_ARRAY_LENGTH:
+      LM_TRY(want_arg(f, args, 0, LM_TYPE_STRING, "VARCHAR (JSON text)", want, out));
+      if (nargs == 2) LM_TRY(bind_json_path(f, args, want, out));
+      out->result = f->fn == LM_FN_JSON_VALID          ? LM_TYPE_BOOL
+                    : f->fn == LM_FN_JSON_ARRAY_LENGTH ? LM_TYPE_INT64
+                                                       : LM_TYPE_STRING;
+      return LAMINAR_OK;
     case LM_FN_UDF: break; /* not in the table: lm_udf_bind */
   }
   return bind_fail(out, LAMINAR_ERR_INTERNAL, -1, "unknown function id %d", (int)f->fn);
@@ -399,6 +446,11 @@ static laminar_code run_kernel(lm_fcall* c) {
     case LM_FN_ILIKE: return lm_fn_like(c);
     case LM_FN_DATE_PART: return lm_fn_date_part(c);
     case LM_FN_DATE_TRUNC: return lm_fn_date_trunc(c);
+    case LM_FN_JSON_EXTRACT:
+    case LM_FN_JSON_EXTRACT_STRING:
+    case LM_FN_JSON_VALID:
+    case LM_FN_JSON_TYPE:
+    case LM_FN_JSON_ARRAY_LENGTH: return lm_fn_json(c);
     case LM_FN_UDF: break; /* lm_udf_eval */
   }
   return LAMINAR_ERR_INTERNAL;

@@ -111,7 +111,10 @@ laminar_code lm_fn_trim(lm_fcall* c); /* TRIM LTRIM RTRIM */
 laminar_code lm_fn_concat(lm_fcall* c);
 laminar_code lm_fn_replace(lm_fcall* c);
 laminar_code lm_fn_starts_with(lm_fcall* c);
-laminar_code lm_fn_like(lm_fcall* c);      /* LIKE ILIKE */
+laminar_code lm_fn_like(lm_fcall* c); /* LIKE ILIKE */
+laminar_code lm_fn_json(lm_fcall* c); /* json.c: the LM_FN_JSON_* functions */
+/* Whether a JSON path parses: 0 yes, 1 no, 2 a wildcard; -1 out of memory. */
+int lm_json_path_check(const char* s, int64_t len);
 laminar_code lm_fn_date_part(lm_fcall* c); /* time.c */
 laminar_code lm_fn_date_trunc(lm_fcall* c);
 

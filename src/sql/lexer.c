@@ -248,7 +248,13 @@ laminar_code lm_lexer_next(lm_lexer* lx, lm_token* tok, laminar_error* err) {
       kind = LM_TOK_GE;
     else if (c == '|' && n == '|')
       kind = LM_TOK_CONCAT;
-    else {
+    else if (c == '-' && n == '>') {
+      kind = LM_TOK_ARROW;
+      if (peek_at(lx, 2) == '>') {
+        kind = LM_TOK_ARROW2;
+        width = 3;
+      }
+    } else {
       width = 1;
       switch (c) {
         case '+': kind = LM_TOK_PLUS; break;

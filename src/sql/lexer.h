@@ -40,6 +40,8 @@ typedef enum lm_tok_kind {
   LM_TOK_GT,
   LM_TOK_GE,
   LM_TOK_CONCAT, /* || */
+  LM_TOK_ARROW,  /* -> (json_extract) */
+  LM_TOK_ARROW2, /* ->> (json_extract_string) */
   LM_TOK_LPAREN,
   LM_TOK_RPAREN,
   LM_TOK_COMMA,

@@ -348,18 +348,18 @@ static const struct {
   const char* word;
   lm_sql_type type;
 } type_words[] = {
-    {"varchar", LM_SQL_TYPE_STRING},      {"text", LM_SQL_TYPE_STRING},
-    {"string", LM_SQL_TYPE_STRING},       {"bigint", LM_SQL_TYPE_INT64},
-    {"int8", LM_SQL_TYPE_INT64},          {"long", LM_SQL_TYPE_INT64},
-    {"int", LM_SQL_TYPE_INT32},           {"integer", LM_SQL_TYPE_INT32},
-    {"int4", LM_SQL_TYPE_INT32},          {"double", LM_SQL_TYPE_DOUBLE},
-    {"float8", LM_SQL_TYPE_DOUBLE},       {"float", LM_SQL_TYPE_DOUBLE},
-    {"boolean", LM_SQL_TYPE_BOOL},        {"bool", LM_SQL_TYPE_BOOL},
-    {"timestamp", LM_SQL_TYPE_TIMESTAMP}, {"date", LM_SQL_TYPE_DATE},
-    {"smallint", LM_SQL_TYPE_INT16},      {"int2", LM_SQL_TYPE_INT16},
-    {"short", LM_SQL_TYPE_INT16},         {"tinyint", LM_SQL_TYPE_INT8},
-    {"int1", LM_SQL_TYPE_INT8},           {"decimal", LM_SQL_TYPE_DECIMAL},
-    {"numeric", LM_SQL_TYPE_DECIMAL},
+    {"varchar", LM_SQL_TYPE_STRING},  {"text", LM_SQL_TYPE_STRING},
+    {"json", LM_SQL_TYPE_STRING},     {"string", LM_SQL_TYPE_STRING},
+    {"bigint", LM_SQL_TYPE_INT64},    {"int8", LM_SQL_TYPE_INT64},
+    {"long", LM_SQL_TYPE_INT64},      {"int", LM_SQL_TYPE_INT32},
+    {"integer", LM_SQL_TYPE_INT32},   {"int4", LM_SQL_TYPE_INT32},
+    {"double", LM_SQL_TYPE_DOUBLE},   {"float8", LM_SQL_TYPE_DOUBLE},
+    {"float", LM_SQL_TYPE_DOUBLE},    {"boolean", LM_SQL_TYPE_BOOL},
+    {"bool", LM_SQL_TYPE_BOOL},       {"timestamp", LM_SQL_TYPE_TIMESTAMP},
+    {"date", LM_SQL_TYPE_DATE},       {"smallint", LM_SQL_TYPE_INT16},
+    {"int2", LM_SQL_TYPE_INT16},      {"short", LM_SQL_TYPE_INT16},
+    {"tinyint", LM_SQL_TYPE_INT8},    {"int1", LM_SQL_TYPE_INT8},
+    {"decimal", LM_SQL_TYPE_DECIMAL}, {"numeric", LM_SQL_TYPE_DECIMAL},
 };
 
 /* [(p[, s])] after DECIMAL / NUMERIC: the precision and scale into *out. */
@@ -1153,6 +1153,24 @@ static laminar_code parse_binary_inner(parser* p, int min_prec, lm_ast_expr** ou
   for (;;) {
     if (min_prec <= PREC_CMP && at_predicate(&p->cur)) {
       LM_TRY(parse_predicate(p, left, &left));
+      continue;
+    }
+    if ((p->cur.kind == LM_TOK_ARROW || p->cur.kind == LM_TOK_ARROW2) &&
+        PREC_CONCAT >= min_prec) {
+      /* j -> path is json_extract(j, path), j ->> path json_extract_string:
+       * at the level of || (PostgreSQL's; DuckDB binds them below =). */
+      bool text = p->cur.kind == LM_TOK_ARROW2;
+      LM_TRY(advance(p));
+      lm_ast_expr* e;
+      NEW_EXPR(e, LM_AST_FUNCTION, left->line, left->column);
+      e->fname = text ? "json_extract_string" : "json_extract";
+      e->args = lm_arena_alloc(p->arena, 2 * sizeof *e->args);
+      if (e->args == NULL) return nomem(p);
+      e->args[0] = left;
+      LM_TRY(parse_binary(p, PREC_CONCAT + 1, &e->args[1]));
+      e->nargs = 2;
+      LM_TRY(finish(p, e));
+      left = e;
       continue;
     }
     lm_ast_op op;
