@@ -430,3 +430,43 @@ def test_join_reads_views_and_emit_changes_streams() -> None:
             want = expected("JOIN", a, b, residual=False, final=False)
             assert Counter(rows_of(db.query("SELECT * FROM mv"), COLS)) == want, step
         assert sum(want.values()) > 10
+
+
+def test_group_by_over_a_join_of_changelogs_matches_duckdb() -> None:
+    """A windowed GROUP BY in the joining stream counts each pair by its
+    weight: after the final watermark, DuckDB's aggregate of the batch join."""
+    for seed in (12, 13):
+        rng = random.Random(seed)
+        a, b = Side("a", "x", weighted=True), Side("b", "y", weighted=True)
+        with laminardb.open() as db:
+            db.execute(
+                ddl_of("a", "x", weighted=True)
+                + ddl_of("b", "y", weighted=True)
+                + "CREATE STREAM g AS SELECT a.k, window_start, COUNT(*) AS n, "
+                "SUM(a.x * 10 + b.y) AS s FROM a JOIN b "
+                f"{on_clause(residual=False)} "
+                "GROUP BY a.k, tumble(a.ts, INTERVAL '10' MILLISECOND) EMIT ON WINDOW CLOSE;"
+            )
+            sub = db.subscribe("g")
+            out: list[pa.RecordBatch] = []
+            for _ in range(40):
+                side = a if rng.random() < 0.5 else b
+                db.source(side.name).push(side.arrow(side.batch(rng)))
+                db.run_until_idle()
+            for s in ("a", "b"):
+                db.source(s).watermark(FINAL_WATERMARK)
+            db.run_until_idle()
+            drain(sub, out)
+            got = [
+                r
+                for batch in out
+                for r in rows_of(pa.Table.from_batches([batch]), ["k", "window_start", "n", "s"])
+            ]
+            _, rows = duck(
+                "SELECT a.k, a.ts - a.ts % 10 AS ws, COUNT(*), SUM(a.x * 10 + b.y) FROM a JOIN b "
+                f"{on_clause(residual=False)} GROUP BY 1, 2",
+                a=a.table(),
+                b=b.table(),
+            )
+            assert sorted(got, key=repr) == sorted(rows, key=repr), seed
+            assert len(rows) >= 3
