@@ -9,8 +9,13 @@
  *    g indexes lists[side][g], that side's held rows of the key sorted by
  *    (time, arrival) (state/rowstore.h lm_timelist);
  *  - the rows of each side in a row store (state/rowstore.h), and per slot
- *    whether the row has matched (an outer side's unmatched rows are emitted
+ *    the sum of the weights of the rows it matched (the number of matches
+ *    over insert-only inputs; an outer side's rows whose sum is 0 are emitted
  *    NULL-padded when they are dropped).
+ *
+ * Over changelog inputs (lm_ijoin_spec.weighted) each pair is emitted with
+ * the product of its rows' weights, so a `-1` row retracts the pairs its
+ * `+1` made: the pairs are the Z-set join of the two inputs.
  *
  * A chunk of one side probes the other side's rows of its keys in the time
  * range its rows can match, emits the pairs the residual keeps (one chunk),
@@ -37,7 +42,7 @@
 
 typedef struct side_state {
   lm_rowstore rows;
-  uint8_t* matched; /* per slot (rows.cap) */
+  int64_t* matched; /* per slot (rows.cap): its matches' summed weights */
   int64_t held;     /* rows held, all keys */
   int64_t min_ts;   /* no held row is older (INT64_MAX: none), to skip sweeps */
 } side_state;
@@ -61,7 +66,8 @@ typedef struct ijoin_op {
   uint32_t* psel;
   int64_t pcap;
   int64_t* rowslot;
-  uint8_t* rowstate; /* 0 open, 1 matched, 2 late or not for output */
+  uint8_t* rowstate; /* 0 for output, 2 late or of weight 0 / NULL */
+  int64_t* rowmatch; /* its matches' summed weights */
   int64_t rcap;
   uint64_t* hashes;
   lm_join_out o;         /* lcols + rcols */
@@ -171,15 +177,106 @@ static void fill_side(ijoin_op* j, int32_t side, const lm_chunk* in, const int64
   }
 }
 
-/* Emit n rows: side `side` from idx_a (chunk rows of `in`, or slots when in
- * is NULL), the other from slots idx_b (-1: NULL). */
-static laminar_code emit_rows(ijoin_op* j, int32_t side, const lm_chunk* in,
+/* The weight of row idx of `side` (a row of chunk `in`, or a slot of the
+ * side's store when in is NULL): its _weight, 1 for an insert-only side or
+ * idx -1 (a NULL-padded side), 0 for a NULL weight. */
+static int64_t row_weight(const ijoin_op* j, int32_t side, const lm_chunk* in,
+                          int64_t idx) {
+  int32_t wc = side == 0 ? j->spec.lweight : j->spec.rweight;
+  if (!j->spec.weighted || wc < 0 || idx < 0) return 1;
+  const lm_rowstore* st = &j->side[side].rows;
+  const int64_t* w = in != NULL ? in->cols[wc].data : (const int64_t*)st->data[wc];
+  const uint8_t* nl = in != NULL ? in->cols[wc].nulls : st->nulls[wc];
+  return nl != NULL && nl[idx] ? 0 : w[idx];
+}
+
+/* Whether row r of chunk `in` (side s) equals slot `slot` of the side's
+ * store in every column the store keeps but the weight (values bitwise, NULL
+ * equal to NULL): the same row of a changelog. */
+static bool same_row(const ijoin_op* j, int32_t s, const lm_chunk* in, int64_t r,
+                     uint32_t slot) {
+  const lm_rowstore* st = &j->side[s].rows;
+  int32_t wc = s == 0 ? j->spec.lweight : j->spec.rweight;
+  for (int32_t c = 0; c < st->ncols; c++) {
+    if (!st->keep[c] || c == wc) continue;
+    const lm_vec* v = &in->cols[c];
+    bool na = v->nulls != NULL && v->nulls[r];
+    bool nb = st->nulls[c] != NULL && st->nulls[c][slot];
+    if (na != nb) return false;
+    if (na) continue;
+    if (st->types[c] == LM_TYPE_STRING) {
+      const lm_str* x = (const lm_str*)v->data + r;
+      const lm_str* y = (const lm_str*)st->data[c] + slot;
+      if (x->len != y->len || (x->len > 0 && memcmp(x->ptr, y->ptr, (size_t)x->len) != 0))
+        return false;
+      continue;
+    }
+    int64_t w = lm_type_width(st->types[c]);
+    if (memcmp((const char*)v->data + r * w, (const char*)st->data[c] + slot * w,
+               (size_t)w) != 0)
+      return false;
+  }
+  return true;
+}
+
+/* A changelog row of `side` (chunk row r at time t, key row g) that a held
+ * row equals: its weight added to that row's (a `-1` cancels its `+1`), so
+ * the held rows stay one per distinct row and the pairs a retraction makes
+ * retract pairs already emitted. False when no held row equals it. */
+static bool consolidate(ijoin_op* j, int32_t side, const lm_chunk* in, int64_t r,
+                        int64_t g, int64_t t) {
+  int32_t wc = side == 0 ? j->spec.lweight : j->spec.rweight;
+  if (!j->spec.weighted || wc < 0) return false;
+  const lm_timelist* kl = &j->lists[side][g];
+  int32_t end = lm_timelist_upper(kl, t);
+  for (int32_t i = lm_timelist_lower(kl, t); i < end; i++) {
+    uint32_t slot = kl->slot[i];
+    if (!same_row(j, side, in, r, slot)) continue;
+    int64_t* w = (int64_t*)j->side[side].rows.data[wc] + slot;
+    *w = lm_join_sat_add(*w, row_weight(j, side, in, r));
+    return true;
+  }
+  return false;
+}
+
+/* The joined rows' weights (the last output column of a join over a
+ * changelog): the products of their sides' (saturating). */
+static void fill_weight(ijoin_op* j, int32_t side, const lm_chunk* in,
+                        const int64_t* idx_a, const int64_t* idx_b, int64_t n) {
+  if (!j->spec.weighted) return;
+  int32_t oc = j->o.ncols - 1;
+  if (j->o.need != NULL && !j->o.need[oc]) {
+    j->o.vecs[oc] = (lm_vec){LM_TYPE_INT64, n, NULL, j->o.zeros};
+    return;
+  }
+  int64_t* dst = j->o.data[oc];
+  for (int64_t k = 0; k < n; k++) {
+    int64_t a = row_weight(j, side, in, idx_a[k]);
+    int64_t b = row_weight(j, 1 - side, NULL, idx_b[k]);
+    if (__builtin_mul_overflow(a, b, &dst[k]))
+      dst[k] = (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+  }
+  j->o.vecs[oc] = (lm_vec){LM_TYPE_INT64, n, NULL, dst};
+}
+
+/* The output columns of n joined rows: side `side` from idx_a (chunk rows of
+ * `in`, or slots when in is NULL), the other from slots idx_b (-1: NULL),
+ * and their weights. */
+static laminar_code fill_rows(ijoin_op* j, int32_t side, const lm_chunk* in,
                               const int64_t* idx_a, const int64_t* idx_b, int64_t n) {
-  if (n == 0) return LAMINAR_OK;
   LM_TRY(lm_join_out_reserve(&j->o, n));
   fill_side(j, side, in, idx_a, n);
   fill_side(j, 1 - side, NULL, idx_b, n);
-  lm_chunk out = {n, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
+  fill_weight(j, side, in, idx_a, idx_b, n);
+  return LAMINAR_OK;
+}
+
+/* Emit n rows as fill_rows fills them. */
+static laminar_code emit_rows(ijoin_op* j, int32_t side, const lm_chunk* in,
+                              const int64_t* idx_a, const int64_t* idx_b, int64_t n) {
+  if (n == 0) return LAMINAR_OK;
+  LM_TRY(fill_rows(j, side, in, idx_a, idx_b, n));
+  lm_chunk out = {n, j->o.ncols, j->o.vecs, NULL};
   return lm_op_emit(&j->base, &out);
 }
 
@@ -198,7 +295,8 @@ static laminar_code reserve_side(ijoin_op* j, int32_t side, int64_t more) {
   int64_t old = ss->rows.cap;
   LM_TRY(lm_rowstore_reserve(&ss->rows, ss->rows.used + more));
   if (ss->rows.cap > old || ss->matched == NULL) {
-    uint8_t* m = lm_realloc(ss->matched, (size_t)(ss->rows.cap ? ss->rows.cap : 1));
+    int64_t* m =
+        lm_realloc(ss->matched, sizeof *m * (size_t)(ss->rows.cap ? ss->rows.cap : 1));
     if (m == NULL) return LAMINAR_ERR_NOMEM;
     ss->matched = m;
   }
@@ -232,6 +330,9 @@ static laminar_code eval_keys(ijoin_op* j, int32_t side, const lm_vec* cols,
     uint8_t* st = lm_realloc(j->rowstate, (size_t)nc);
     if (st == NULL) return LAMINAR_ERR_NOMEM;
     j->rowstate = st;
+    int64_t* rm = lm_realloc(j->rowmatch, sizeof *rm * (size_t)nc);
+    if (rm == NULL) return LAMINAR_ERR_NOMEM;
+    j->rowmatch = rm;
     j->rcap = nc;
   }
   lm_state_hash_rows(keys, j->spec.nkeys, NULL, n, j->hashes);
@@ -292,6 +393,11 @@ static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed) {
   for (int64_t r = 0; r < in->nrows; r++) {
     j->rowslot[r] = -1;
     j->rowstate[r] = 0;
+    j->rowmatch[r] = 0;
+    if (row_weight(j, s, in, r) == 0) { /* changes nothing */
+      j->rowstate[r] = 2;
+      continue;
+    }
     if (tv->nulls != NULL && tv->nulls[r]) continue; /* no time: matches nothing */
     int64_t t = ((const int64_t*)tv->data)[r];
     if (t < wm_self) {
@@ -311,12 +417,17 @@ static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed) {
       if (end > i) {
         LM_TRY(reserve_pairs(j, np + (end - i)));
         for (; i < end; i++) {
+          if (row_weight(j, o, NULL, kl->slot[i]) == 0) continue; /* cancelled */
           j->pa[np] = r;
           j->pb[np++] = kl->slot[i];
         }
       }
     }
     if (!windowed && !can_match(j, s, t, j->wm[o])) continue;
+    if (g >= 0 && consolidate(j, s, in, r, g, t)) {
+      j->rowstate[r] = 2; /* its held twin stands for it */
+      continue;
+    }
     if (g < 0) LM_TRY(key_row(j, j->hashes[r], keys, r, &g));
     uint32_t slot = lm_rowstore_take(&j->side[s].rows);
     LM_TRY(lm_rowstore_put(&j->side[s].rows, slot, in->cols, r));
@@ -326,9 +437,7 @@ static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed) {
   }
   /* The pairs: the residual decides which are matches. */
   if (np > 0) {
-    LM_TRY(lm_join_out_reserve(&j->o, np));
-    fill_side(j, s, in, j->pa, np);
-    fill_side(j, o, NULL, j->pb, np);
+    LM_TRY(fill_rows(j, s, in, j->pa, j->pb, np));
     int64_t nk = np;
     if (j->spec.residual != NULL) {
       LM_TRY(lm_expr_filter(j->ctx, j->spec.residual, j->o.vecs, NULL, np, j->psel, &nk));
@@ -338,13 +447,14 @@ static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed) {
       }
     }
     for (int64_t k = 0; k < nk; k++) {
-      j->side[o].matched[j->pb[k]] = 1;
       int64_t r = j->pa[k];
-      j->rowstate[r] = 1;
-      if (j->rowslot[r] >= 0) j->side[s].matched[j->rowslot[r]] = 1;
+      int64_t wo = row_weight(j, o, NULL, j->pb[k]);
+      j->side[o].matched[j->pb[k]] += row_weight(j, s, in, r);
+      j->rowmatch[r] += wo;
+      if (j->rowslot[r] >= 0) j->side[s].matched[j->rowslot[r]] += wo;
     }
     if (nk == np) {
-      lm_chunk out = {np, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
+      lm_chunk out = {np, j->o.ncols, j->o.vecs, NULL};
       LM_TRY(lm_op_emit(&j->base, &out));
     } else {
       LM_TRY(emit_rows(j, s, in, j->pa, j->pb, nk));
@@ -356,7 +466,7 @@ static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed) {
     int64_t n = 0;
     LM_TRY(reserve_pairs(j, in->nrows));
     for (int64_t r = 0; r < in->nrows; r++) {
-      if (j->rowstate[r] == 0 && j->rowslot[r] < 0) j->pa[n++] = r;
+      if (j->rowstate[r] == 0 && j->rowmatch[r] == 0 && j->rowslot[r] < 0) j->pa[n++] = r;
     }
     LM_TRY(emit_rows(j, s, in, j->pa, j->pneg, n));
   }
@@ -390,7 +500,8 @@ static laminar_code evict(ijoin_op* j, int32_t side) {
   ss->min_ts = min_ts;
   int64_t m = 0;
   for (int64_t k = 0; keep && k < n; k++) {
-    if (!ss->matched[j->pa[k]]) j->pb[m++] = j->pa[k];
+    if (ss->matched[j->pa[k]] == 0 && row_weight(j, side, NULL, j->pa[k]) != 0)
+      j->pb[m++] = j->pa[k];
   }
   laminar_code rc = emit_rows(j, side, NULL, j->pb, j->pneg, m);
   for (int64_t k = 0; k < n; k++) lm_rowstore_release(&ss->rows, (uint32_t)j->pa[k]);
@@ -401,9 +512,7 @@ static laminar_code evict(ijoin_op* j, int32_t side) {
  * matches, which are marked and emitted. */
 static laminar_code emit_slot_pairs(ijoin_op* j, int64_t n) {
   if (n == 0) return LAMINAR_OK;
-  LM_TRY(lm_join_out_reserve(&j->o, n));
-  fill_side(j, 0, NULL, j->pa, n);
-  fill_side(j, 1, NULL, j->pb, n);
+  LM_TRY(fill_rows(j, 0, NULL, j->pa, j->pb, n));
   int64_t nk = n;
   if (j->spec.residual != NULL) {
     LM_TRY(lm_expr_filter(j->ctx, j->spec.residual, j->o.vecs, NULL, n, j->psel, &nk));
@@ -413,12 +522,12 @@ static laminar_code emit_slot_pairs(ijoin_op* j, int64_t n) {
     }
   }
   for (int64_t k = 0; k < nk; k++) {
-    j->side[0].matched[j->pa[k]] = 1;
-    j->side[1].matched[j->pb[k]] = 1;
+    j->side[0].matched[j->pa[k]] += row_weight(j, 1, NULL, j->pb[k]);
+    j->side[1].matched[j->pb[k]] += row_weight(j, 0, NULL, j->pa[k]);
   }
   laminar_code rc = LAMINAR_OK;
   if (nk == n) {
-    lm_chunk out = {n, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
+    lm_chunk out = {n, j->o.ncols, j->o.vecs, NULL};
     rc = lm_op_emit(&j->base, &out);
   } else {
     rc = emit_rows(j, 0, NULL, j->pa, j->pb, nk);
@@ -467,7 +576,9 @@ work:;
       if (np > 0) {
         LM_TRY(reserve_pairs(j, n + np));
         for (int32_t a = at[0]; a < end[0]; a++) {
+          if (row_weight(j, 0, NULL, l[0]->slot[a]) == 0) continue; /* cancelled */
           for (int32_t b = at[1]; b < end[1]; b++) {
+            if (row_weight(j, 1, NULL, l[1]->slot[b]) == 0) continue;
             j->pa[n] = l[0]->slot[a];
             j->pb[n++] = l[1]->slot[b];
           }
@@ -491,7 +602,9 @@ work:;
       int32_t i = kl->head;
       while (i < kl->n && lm_join_sat_add(window_start(j, kl->ts[i]), size) <= close) {
         j->pa[k++] = kl->slot[i];
-        if (keep && !ss->matched[kl->slot[i]]) j->pb[m++] = kl->slot[i];
+        if (keep && ss->matched[kl->slot[i]] == 0 &&
+            row_weight(j, s, NULL, kl->slot[i]) != 0)
+          j->pb[m++] = kl->slot[i];
         i++;
       }
       ss->held -= i - kl->head;
@@ -536,9 +649,9 @@ static laminar_code forward_watermark(ijoin_op* j) {
 
 /* What the join holds, in the terms of the state bound: its rows' kept
  * columns and strings, the keys, and per row its place in a list and its
- * matched flag. */
+ * matches' summed weights. */
 static int64_t side_bytes(const ijoin_op* j, int32_t side) {
-  return lm_rowstore_bytes(&j->side[side].rows) + j->side[side].held * 13;
+  return lm_rowstore_bytes(&j->side[side].rows) + j->side[side].held * 20;
 }
 
 static int64_t ijoin_bytes(const ijoin_op* j) {
@@ -553,7 +666,7 @@ static laminar_code account(ijoin_op* j) {
 /* The most chunk `in` of input `side` can add to ijoin_bytes: every row held
  * under a new key, with all its strings. */
 static int64_t chunk_bound(const ijoin_op* j, int32_t side, const lm_chunk* in) {
-  return lm_join_chunk_bound(&j->side[side].rows, j->key_types, j->spec.nkeys, 13, in);
+  return lm_join_chunk_bound(&j->side[side].rows, j->key_types, j->spec.nkeys, 20, in);
 }
 
 /* Compact a store's strings when mostly dead. */
@@ -619,7 +732,11 @@ static laminar_code ijoin_snapshot(const lm_op* op, lm_state_writer* w) {
       const lm_timelist* kl = &j->lists[side][g];
       for (int32_t i = kl->head; i < kl->n; i++) {
         lm_state_put_i64(w, kl->ts[i]);
-        lm_state_put_u8(w, ss->matched[kl->slot[i]]);
+        /* over insert-only inputs whether it matched, as before weights */
+        if (j->spec.weighted)
+          lm_state_put_i64(w, ss->matched[kl->slot[i]]);
+        else
+          lm_state_put_u8(w, ss->matched[kl->slot[i]] != 0);
         lm_rowstore_write_row(&ss->rows, kl->slot[i], w);
       }
     }
@@ -663,9 +780,9 @@ static laminar_code restore_side(ijoin_op* j, int32_t side, lm_state_reader* r,
   laminar_code rc = rows && sel && cols ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
   for (int64_t i = 0; rc == LAMINAR_OK && i < n; i++) {
     rows[i].ts = lm_state_get_i64(r);
-    uint8_t m = lm_state_get_u8(r);
+    int64_t m = j->spec.weighted ? lm_state_get_i64(r) : lm_state_get_u8(r) != 0;
     rows[i].slot = lm_rowstore_take(&ss->rows);
-    ss->matched[rows[i].slot] = m != 0;
+    ss->matched[rows[i].slot] = m;
     rc = lm_rowstore_read_row(&ss->rows, rows[i].slot, r);
   }
   /* The key columns as the store holds them, at the rows' slots (ascending). */
@@ -774,6 +891,7 @@ static void ijoin_destroy(lm_op* op) {
   lm_free(j->psel);
   lm_free(j->rowslot);
   lm_free(j->rowstate);
+  lm_free(j->rowmatch);
   lm_free(j->hashes);
   lm_free(j->mark);
   lm_free(j->key_types);
@@ -816,7 +934,8 @@ static const lm_op_vtable ijoin_vtable = {
 laminar_code lm_op_ijoin_create(const lm_ijoin_spec* spec, const lm_schema* out_schema,
                                 lm_op** out) {
   *out = NULL;
-  if (spec->nkeys > IJ_MAX_KEYS || out_schema->ncols != spec->lcols + spec->rcols)
+  if (spec->nkeys > IJ_MAX_KEYS ||
+      out_schema->ncols != spec->lcols + spec->rcols + (spec->weighted ? 1 : 0))
     return LAMINAR_ERR_INTERNAL;
   ijoin_op* j = lm_calloc(1, sizeof *j);
   if (j == NULL) return LAMINAR_ERR_NOMEM;

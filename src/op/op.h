@@ -448,6 +448,15 @@ typedef struct lm_ijoin_spec {
   int64_t ttl_ms;
   const lm_expr* residual; /* over the joined row; NULL: none */
   int32_t lcols, rcols;
+  /* Changelog inputs: the column of a side's weight (_weight, within the
+   * side; -1: the side is insert-only), and whether any side is one. Then
+   * the joined row ends in one more column, its weight: the product of its
+   * sides' (a NULL-padded side counts 1). A row of weight 0 or NULL changes
+   * nothing; a row is matched while the weights of its pairs sum to non-zero
+   * (an outer side's row is emitted NULL-padded, with its weight, when it
+   * is dropped unmatched), so `-1` rows retract the pairs their `+1` made. */
+  int32_t lweight, rweight;
+  bool weighted;
   /* Which output columns the rest of the plan reads (NULL: all), as
    * lm_asof_spec.need; the keys' and times' columns are always held. */
   const uint8_t* need;

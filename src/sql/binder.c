@@ -35,6 +35,10 @@ typedef struct binder {
   const lm_schema* join_right; /* NULL: no join */
   const char* right_name;
   const char* right_alias;
+  /* A join that carries one input's changelog weight through (lookup, ASOF,
+   * temporal): the weight's column in input; else the input ends in it. */
+  bool pass_weight;
+  int32_t weight_col;
   lm_plan_table_fn tables;  /* lookup joins: the tables in scope (NULL: none) */
   const lm_udf_list* funcs; /* user-defined functions in scope (NULL: none) */
   /* aggregation */
@@ -1323,8 +1327,16 @@ static laminar_code add_field(binder* b, lm_schema* s, const char* name, lm_type
 
 /* ---- changelog inputs (views, EMIT CHANGES streams) ---------------------------------- */
 
-/* The input is a changelog: its last column is _weight BIGINT (op/view.h). */
-static bool changelog_input(const binder* b) { return lm_op_view_is_changelog(b->input); }
+/* The input is a changelog: its last column is _weight BIGINT (op/view.h),
+ * or a join carries the weight of its changelog input (binder.pass_weight). */
+static bool changelog_input(const binder* b) {
+  return b->pass_weight || lm_op_view_is_changelog(b->input);
+}
+
+/* The input's weight column (changelog_input). */
+static int32_t weight_column(const binder* b) {
+  return b->pass_weight ? b->weight_col : b->input->ncols - 1;
+}
 
 /* A plain query over a changelog keeps each row's weight: `*` leaves _weight
  * out and the weight is appended as the last output column, so the stream is
@@ -1343,7 +1355,7 @@ static laminar_code carry_weight(binder* b) {
       lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)(plan->nexprs + 1));
   lm_expr* w = new_expr(b, LM_EXPR_COLUMN, LM_TYPE_INT64);
   if (exprs == NULL || w == NULL) return NOMEM(b);
-  w->column = b->input->ncols - 1;
+  w->column = weight_column(b);
   memcpy(exprs, plan->exprs, sizeof(lm_expr*) * (size_t)plan->nexprs);
   exprs[plan->nexprs++] = w;
   plan->exprs = exprs;
@@ -1370,9 +1382,12 @@ static laminar_code bind_items(binder* b, const lm_ast_select* sel, bind_mode mo
         return fail(b, LAMINAR_ERR_SQL_GROUPING, item->expr,
                     "SELECT * is not allowed with GROUP BY");
       }
-      int32_t lo = 0, hi = b->input->ncols - (changelog_input(b) ? 1 : 0);
+      int32_t lo = 0, hi = b->input->ncols - (lm_op_view_is_changelog(b->input) ? 1 : 0);
       if (b->join_right != NULL) LM_TRY(join_star_range(b, item->expr, &lo, &hi));
       for (int32_t c = lo; c < hi; c++) {
+        /* a joined changelog's weight (join_inputs) */
+        if (b->join_right != NULL && strcmp(b->input->fields[c].name, "$weight") == 0)
+          continue;
         lm_expr* e = new_expr(b, LM_EXPR_COLUMN, b->input->fields[c].type);
         if (e == NULL) return NOMEM(b);
         e->column = c;
@@ -1552,7 +1567,7 @@ static laminar_code bind_changelog_aggs(binder* b) {
     }
   }
   b->plan->window.changelog = true;
-  b->plan->window.weight_col = b->input->ncols - 1;
+  b->plan->window.weight_col = weight_column(b);
   return LAMINAR_OK;
 }
 
@@ -2288,12 +2303,24 @@ static laminar_code window_side(binder* b, const lm_ast_expr* w, const lm_schema
   return LAMINAR_OK;
 }
 
+/* A join whose left input is a changelog (its weight at column wcol of the
+ * joined row, -1: none) emits each joined row with the left row's weight. */
+static void pass_left_weight(binder* b, int32_t wcol) {
+  b->pass_weight = wcol >= 0;
+  b->weight_col = wcol;
+}
+
 /* The two inputs of a join (ASOF or not): two branches without operators,
  * the joined row (the left's columns then the right's) as union_schema,
- * which the select binds over; their schemas in in[0], in[1]. */
+ * which the select binds over; their schemas in in[0], in[1]. Side i may be
+ * a changelog when bit i of `weights` is set (else LDB-1005; the right side
+ * always when it is a table's, `changelog`); a changelog's weight is named
+ * `$weight` in the joined row (no column reference or `*` reaches it), at
+ * column wcol[i] of its side (-1: not a changelog). */
 static laminar_code join_inputs(binder* b, const lm_ast_select* sel,
                                 lm_plan_lookup_fn lookup, void* lookup_arg,
-                                const char* changelog, const lm_schema** in) {
+                                const char* changelog, unsigned weights,
+                                const lm_schema** in, int32_t* wcol) {
   lm_plan* plan = b->plan;
   const lm_ast_join* jn = sel->join;
   bool src[2];
@@ -2310,11 +2337,16 @@ static laminar_code join_inputs(binder* b, const lm_ast_select* sel,
       lm_error_object(b->err, names[i], NULL);
       return LAMINAR_ERR_SQL_UNKNOWN_OBJECT;
     }
-    if (lm_op_view_is_changelog(in[i]) && !(i == 1 && changelog != NULL)) {
+    bool is_log = lm_op_view_is_changelog(in[i]);
+    wcol[i] = is_log ? in[i]->ncols - 1 : -1;
+    if (is_log && !(i == 1 && changelog != NULL) && !(weights & (1u << i))) {
       lm_error_set(b->err, LAMINAR_ERR_SQL_UNSUPPORTED,
-                   "'%s' at line %d, column %d is a changelog (it ends in _weight): a "
-                   "join over a changelog is not supported yet",
-                   names[i], (int)lines[i], (int)cols[i]);
+                   "'%s' at line %d, column %d is a changelog (it ends in _weight): %s",
+                   names[i], (int)lines[i], (int)cols[i],
+                   sel->join->asof ? "an ASOF JOIN reads a changelog on its left side "
+                                     "only (a retracted right row would change matches "
+                                     "already emitted)"
+                                   : "this join does not read a changelog there");
       lm_error_at(b->err, lines[i], cols[i]);
       lm_error_object(b->err, names[i], NULL);
       return LAMINAR_ERR_SQL_UNSUPPORTED;
@@ -2337,9 +2369,7 @@ static laminar_code join_inputs(binder* b, const lm_ast_select* sel,
       in[i] = &plan->join_side[i];
     }
     for (int32_t c = 0; c < in[i]->ncols; c++) {
-      /* A changelog's weight: named so that no column reference or `*`
-       * reaches it. */
-      bool weight = i == 1 && changelog != NULL && c == in[i]->ncols - 1;
+      bool weight = c == wcol[i];
       LM_TRY(add_field(b, &plan->union_schema, weight ? "$weight" : in[i]->fields[c].name,
                        in[i]->fields[c].type));
     }
@@ -2377,7 +2407,9 @@ static laminar_code bind_join(binder* b, const lm_ast_select* sel,
                 "an ASOF JOIN reads its inputs by name, not through %s(...)",
                 sel->from_window->fname);
   }
-  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, NULL, in));
+  int32_t wcol[2];
+  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, NULL, 1u, in, wcol));
+  pass_left_weight(b, wcol[0]);
   lm_asof_spec* sp = &plan->join;
   sp->left_outer = jn->left_outer;
   sp->lcols = in[0]->ncols;
@@ -2699,9 +2731,17 @@ static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
                 "JOIN tumble(b, ts, size) ON a.window_start = b.window_start ...");
   }
   const lm_schema* in[2];
-  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, NULL, in));
+  int32_t wcol[2];
+  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, NULL, 3u, in, wcol));
   plan->interval = true;
   lm_ijoin_spec* sp = &plan->ijoin;
+  /* Over a changelog: the joined row's weight, the product of its sides',
+   * ends the row, so the select reads a changelog. */
+  sp->lweight = wcol[0];
+  sp->rweight = wcol[1];
+  sp->weighted = wcol[0] >= 0 || wcol[1] >= 0;
+  if (sp->weighted)
+    LM_TRY(add_field(b, &plan->union_schema, LM_WEIGHT_COLUMN, LM_TYPE_INT64));
   sp->keep_left = jn->type == LM_JOIN_LEFT || jn->type == LM_JOIN_FULL;
   sp->keep_right = jn->type == LM_JOIN_RIGHT || jn->type == LM_JOIN_FULL;
   sp->lcols = in[0]->ncols;
@@ -2864,22 +2904,12 @@ static laminar_code bind_table_keys(binder* b, const lm_ast_join* jn,
   return LAMINAR_OK;
 }
 
-/* The input of a join with a table (FROM s): its schema, or LDB-1002; a
- * changelog (EMIT CHANGES, a view) is refused (LDB-1005). */
+/* The input of a join with a table (FROM s): its schema, or LDB-1002. */
 static laminar_code table_join_input(binder* b, const lm_ast_select* sel,
                                      lm_plan_lookup_fn lookup, void* lookup_arg,
                                      const lm_schema** out, bool* out_src) {
   *out = lookup(lookup_arg, sel->from, out_src);
   if (*out == NULL) return unknown_input(sel, b->err);
-  if (lm_op_view_is_changelog(*out)) {
-    char msg[512];
-    snprintf(msg, sizeof msg,
-             "'%s' is a changelog (it ends in _weight): a %s join over a changelog "
-             "is not supported yet",
-             sel->from, sel->join->as_of != NULL ? "temporal" : "lookup");
-    return fail_pos(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->from_line, sel->from_column,
-                    sel->from, msg);
-  }
   return LAMINAR_OK;
 }
 
@@ -2895,7 +2925,8 @@ static void table_join_scope(binder* b, const lm_schema* left, const lm_schema* 
 
 /* The one branch of a plan that joins FROM's input `left` (s) with what is
  * not a stream (a table, a table function): s read as it is, and s's columns
- * as the first of union_schema. */
+ * as the first of union_schema (a changelog's weight named `$weight`, as
+ * join_inputs names it). */
 static laminar_code joined_branch(binder* b, const lm_ast_select* sel,
                                   const lm_schema* left, bool src) {
   lm_plan* plan = b->plan;
@@ -2909,8 +2940,11 @@ static laminar_code joined_branch(binder* b, const lm_ast_select* sel,
                                        .in_ncols = left->ncols};
   plan->nbranches = 1;
   plan->input_is_source = src;
-  for (int32_t c = 0; c < left->ncols; c++)
-    LM_TRY(add_field(b, &plan->union_schema, left->fields[c].name, left->fields[c].type));
+  int32_t wcol = lm_op_view_is_changelog(left) ? left->ncols - 1 : -1;
+  for (int32_t c = 0; c < left->ncols; c++) {
+    LM_TRY(add_field(b, &plan->union_schema, c == wcol ? "$weight" : left->fields[c].name,
+                     left->fields[c].type));
+  }
   return LAMINAR_OK;
 }
 
@@ -2934,6 +2968,7 @@ static laminar_code bind_lookup_join(binder* b, const lm_ast_select* sel,
         add_field(b, &plan->union_schema, table->fields[c].name, table->fields[c].type));
   plan->lookup = true;
   table_join_scope(b, left, table);
+  pass_left_weight(b, lm_op_view_is_changelog(left) ? left->ncols - 1 : -1);
   lm_expr** lkeys;
   LM_TRY(bind_table_keys(b, jn, table, tk, &lkeys));
   plan->lk = (lm_lookup_spec){.left_outer = jn->left_outer,
@@ -2966,7 +3001,9 @@ static laminar_code bind_temporal_join(binder* b, const lm_ast_select* sel,
                 jn->right, jn->right, jn->right);
   }
   const lm_schema* in[2];
-  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, tk->changes, in));
+  int32_t wcol[2];
+  LM_TRY(join_inputs(b, sel, lookup, lookup_arg, tk->changes, 1u, in, wcol));
+  pass_left_weight(b, wcol[0]);
   if (in[1]->ncols != table->ncols + 1) {
     return fail(b, LAMINAR_ERR_INTERNAL, jn->as_of, "table '%s' has no changelog source",
                 jn->right);
@@ -3216,6 +3253,9 @@ static laminar_code join_needed_columns(binder* b) {
     mark_columns(ij->residual, need, n);
     if (ij->ltime >= 0) need[ij->ltime] = 1; /* (a TTL join's: lm_db_join_ttl) */
     if (ij->rtime >= 0) need[ij->lcols + ij->rtime] = 1;
+    if (ij->lweight >= 0) need[ij->lweight] = 1; /* changelog inputs: the weights */
+    if (ij->rweight >= 0) need[ij->lcols + ij->rweight] = 1;
+    if (ij->weighted) need[n - 1] = 1;
     ij->need = need;
     return LAMINAR_OK;
   }
