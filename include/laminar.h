@@ -838,13 +838,18 @@ typedef int (*laminar_function_callback)(void* user, const struct ArrowArray* ar
  * not run: LDB-1101: unknown function 'fx' ...").
  * arg_types:   nargs Arrow format strings, one per argument: "b" BOOLEAN,
  *              "i" INT, "l" BIGINT, "g" DOUBLE, "u" VARCHAR, "tsu:" TIMESTAMP
- *              (microseconds), "tdD" DATE (days). SQL arguments are cast to these types as a
- *              built-in function's are (an INT widens to BIGINT or DOUBLE; a
- *              string literal converts).
+ *              (microseconds), "tdD" DATE (days), "d:p,s" (or "d:p,s,128")
+ *              DECIMAL(p, s), 1 <= p <= 38, 0 <= s <= p, passed as decimal128
+ *              (16-byte unscaled values) whatever p. SQL arguments are cast to
+ *              these types as a built-in function's are (an INT widens to
+ *              BIGINT or DOUBLE; a string literal converts; a DECIMAL
+ *              parameter takes any DECIMAL, an integer or a number literal).
  * nargs:       0 to 64.
  * return_type: one Arrow format string of the same set: the format the
  *              callback's out_schema must have ("U" is also accepted for
- *              "u", large offsets).
+ *              "u", large offsets; a DECIMAL's precision and scale must be
+ *              the declared ones, and a value with more digits than the
+ *              precision is LAMINAR_ERR_FUNCTION_RESULT).
  * fn:          the callback (laminar_function_callback).
  * user:        passed to every call of fn; may be NULL.
  * destroy:     called once with `user` when the function is dropped, replaced
@@ -981,7 +986,7 @@ typedef void (*laminar_aggregate_destroy_state)(void* user, void* state);
  * DROP FUNCTION, laminar_function_drop, the same durability rules).
  * arg_types, nargs: as laminar_function_register (1 or 2 arguments).
  * return_type: one Arrow format string of laminar_function_register's set
- *              ("b", "i", "l", "g", "u" VARCHAR, "tsu:", "tdD"): the format
+ *              ("b", "i", "l", "g", "u" VARCHAR, "tsu:", "tdD", "d:p,s"): the format
  *              finalize's out_schema must have ("U" is also accepted for "u").
  *              A VARCHAR result's strings are copied out of finalize's array
  *              before it is released.

@@ -523,6 +523,150 @@ static int test_varchar_result(void) {
   return each_shape(shapes, run_varchar_query);
 }
 
+/* ---- DECIMAL arguments and results --------------------------------------------------- */
+
+/* dsum(x DECIMAL(10,2)) -> DECIMAL(38,2): SUM(x) over decimal128 values, a
+ * 128-bit plain-bytes state (the unscaled total and the row count), with
+ * retract. The result is NULL without rows, as SUM's. */
+__extension__ typedef __int128 i128;
+
+typedef struct dsum_state {
+  i128 total;
+  int64_t n;
+} dsum_state;
+
+/* Add (sign +1) or take away (-1) each row's decimal128 value; refuse a
+ * format other than the declared "d:10,2". */
+static int dsum_apply(void* states, const uint32_t* groups, const struct ArrowArray* args,
+                      const struct ArrowSchema* schema, int sign, char* error,
+                      size_t cap) {
+  if (schema == NULL || strcmp(schema->children[0]->format, "d:10,2") != 0) {
+    snprintf(error, cap, "argument format '%s'",
+             schema ? schema->children[0]->format : "(none)");
+    return 1;
+  }
+  const struct ArrowArray* a = args->children[0];
+  const uint8_t* v = (const uint8_t*)a->buffers[1] + 16 * a->offset;
+  for (int64_t r = 0; r < args->length; r++) {
+    i128 x;
+    memcpy(&x, v + 16 * r, 16);
+    dsum_state* st = (dsum_state*)states + groups[r];
+    st->total += sign * x;
+    st->n += sign;
+  }
+  return 0;
+}
+
+static int dsum_update(void* user, void* states, const uint32_t* groups,
+                       const struct ArrowArray* args, const struct ArrowSchema* schema,
+                       char* error, size_t cap) {
+  (void)user;
+  return dsum_apply(states, groups, args, schema, +1, error, cap);
+}
+
+static int dsum_retract(void* user, void* states, const uint32_t* groups,
+                        const struct ArrowArray* args, const struct ArrowSchema* schema,
+                        char* error, size_t cap) {
+  (void)user;
+  return dsum_apply(states, groups, args, schema, -1, error, cap);
+}
+
+static int dsum_merge(void* user, void* state, const void* other, char* error,
+                      size_t cap) {
+  (void)user;
+  (void)error;
+  (void)cap;
+  dsum_state* a = state;
+  const dsum_state* b = other;
+  a->total += b->total;
+  a->n += b->n;
+  return 0;
+}
+
+static int dsum_finalize(void* user, const void* states, int64_t n,
+                         struct ArrowArray* out, struct ArrowSchema* out_schema,
+                         char* error, size_t cap) {
+  (void)user;
+  (void)error;
+  (void)cap;
+  const dsum_state* st = states;
+  ArrowSchemaInit(out_schema);
+  if (ArrowSchemaSetTypeDecimal(out_schema, NANOARROW_TYPE_DECIMAL128, 38, 2) !=
+      NANOARROW_OK)
+    return 1;
+  if (ArrowArrayInitFromSchema(out, out_schema, NULL) != NANOARROW_OK) return 1;
+  if (ArrowArrayStartAppending(out) != NANOARROW_OK) return 1;
+  for (int64_t k = 0; k < n; k++) {
+    int rc;
+    if (st[k].n == 0) {
+      rc = ArrowArrayAppendNull(out, 1);
+    } else {
+      struct ArrowDecimal d;
+      ArrowDecimalInit(&d, 128, 38, 2);
+      ArrowDecimalSetBytes(&d, (const uint8_t*)&st[k].total);
+      rc = ArrowArrayAppendDecimal(out, &d);
+    }
+    if (rc != NANOARROW_OK) return 1;
+  }
+  return ArrowArrayFinishBuildingDefault(out, NULL) != NANOARROW_OK;
+}
+
+static laminar_code register_dsum(laminar_config* cfg, agg_user* u, laminar_error* err) {
+  static const char* const d[] = {"d:10,2"};
+  return laminar_config_aggregate_register(
+      cfg, "dsum", d, 1, "d:38,2", sizeof(dsum_state), NULL, dsum_update, dsum_retract,
+      dsum_merge, dsum_finalize, NULL, NULL, NULL, u, destroy_user, 0, err);
+}
+
+/* Every row: u_d (dsum) equals b_d (SUM) as decimal128 values, or both are
+ * NULL; both columns are DECIMAL(38,2). */
+static int check_decimals(void* arg, const result_view* rv, int64_t r) {
+  int64_t* nonnull = arg;
+  const struct ArrowArrayView* a = col(rv, "u_d");
+  const struct ArrowArrayView* b = col(rv, "b_d");
+  CHECK(a != NULL && b != NULL);
+  CHECK(a->storage_type == NANOARROW_TYPE_DECIMAL128 &&
+        b->storage_type == NANOARROW_TYPE_DECIMAL128);
+  bool an = ArrowArrayViewIsNull(a, r), bn = ArrowArrayViewIsNull(b, r);
+  CHECK(an == bn);
+  if (an) return 0;
+  struct ArrowDecimal x, y;
+  ArrowDecimalInit(&x, 128, 38, 2);
+  ArrowDecimalInit(&y, 128, 38, 2);
+  ArrowArrayViewGetDecimalUnsafe(a, r, &x);
+  ArrowArrayViewGetDecimalUnsafe(b, r, &y);
+  if (memcmp(x.words, y.words, 16) != 0) {
+    fprintf(stderr, "row %lld: u_d %lld, b_d %lld (low words)\n", (long long)r,
+            (long long)x.words[0], (long long)y.words[0]);
+    return 1;
+  }
+  (*nonnull)++;
+  return 0;
+}
+
+static int run_decimal_query(const char* group_by, int cores, uint64_t seed) {
+  char sql[1024];
+  snprintf(sql, sizeof sql,
+           "CREATE STREAM w AS SELECT symbol, dsum(CAST(price AS DECIMAL(10,2))) AS u_d, "
+           "SUM(CAST(price AS DECIMAL(10,2))) AS b_d FROM trades GROUP BY symbol%s",
+           group_by);
+  agg_user u = {0};
+  int64_t nonnull = 0, got;
+  CHECK(run_cores(cores, seed, register_dsum, &u, sql, false, check_decimals, &nonnull,
+                  &got) == 0);
+  EXPECT(got > 0 && nonnull > 0);
+  EXPECT(u.destroyed == 1);
+  return 0;
+}
+
+/* DECIMAL(10,2) in as decimal128 "d:10,2", DECIMAL(38,2) out: dsum equals
+ * the built-in SUM exactly over every window shape, cores 1 and 2. */
+static int test_decimal_types(void) {
+  static const char* const shapes[] =
+      WINDOW_SHAPES("dsum(CAST(price AS DECIMAL(10,2))) > 100");
+  return each_shape(shapes, run_decimal_query);
+}
+
 /* ---- a changelog input ---------------------------------------------------------------- */
 
 static int test_changelog_retract(void) {
@@ -766,6 +910,7 @@ static int test_registration_errors(void) {
 int main(int argc, char** argv) {
   static const lm_test_case cases[] = {{"windows_vs_builtins", test_windows_vs_builtins},
                                        {"varchar_result", test_varchar_result},
+                                       {"decimal_types", test_decimal_types},
                                        {"changelog_retract", test_changelog_retract},
                                        {"checkpoint_restart", test_checkpoint_restart},
                                        {"runtime_failures", test_runtime_failures},

@@ -51,6 +51,7 @@ from laminardb._laminar_cffi import ffi, lib
 from laminardb.functions import (
     TypeSpec,
     arrow_format,
+    arrow_type,
     error_text,
     export_into,
     register_handle,
@@ -61,17 +62,6 @@ __all__ = ["Aggregate", "AggregateOnError"]
 
 #: ``on_error`` of :meth:`laminardb.Connection.create_aggregate`.
 AggregateOnError = Literal["raise", "null"]
-
-_RESULT_TYPES = {
-    "b": pa.bool_(),
-    "i": pa.int32(),
-    "l": pa.int64(),
-    "g": pa.float64(),
-    "u": pa.string(),
-    "tsu:": pa.timestamp("us"),
-    "tdD": pa.date32(),
-}
-
 
 class _Failed:
     """The state of a group whose callback raised under ``on_error="null"``."""
@@ -88,7 +78,7 @@ class PyAggregate:
     def __init__(self, name: str, impl: object, result_format: str, on_error: str) -> None:
         self.name = name
         self.impl: Any = impl
-        self.result_type = _RESULT_TYPES[result_format]
+        self.result_type = arrow_type(result_format)
         self.on_error = on_error
         self.states: dict[int, object] = {}
         self.next_key = 1
