@@ -1007,8 +1007,12 @@ typedef void (*laminar_aggregate_destroy_state)(void* user, void* state);
  * LAMINAR_ERR_FUNCTION_FAILED and a bad finalize result with
  * LAMINAR_ERR_FUNCTION_RESULT, the message naming the stream and the
  * function ("stream 'q': function 'geomean' failed: <message>"), reported as
- * a scalar function's failure is. Unlike a scalar function's, an update
- * failure may leave the batch's earlier rows applied to the state.
+ * a scalar function's failure is. A failed update or retract leaves the
+ * aggregate's states as before the batch: the core restores the plain-bytes
+ * states (no serialize) of the groups the batch touched; a callback whose
+ * states own memory (serialize set) must leave them unchanged when it fails.
+ * In a window with EMIT ON WINDOW CLOSE, aggregates listed before it in the
+ * select list may keep the batch's rows.
  * Ownership: as laminar_function_register().
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_DUPLICATE_OBJECT (a built-in's name);
  *   LAMINAR_ERR_SQL_DEPENDENCY (replacing a function a stream uses);
