@@ -2980,17 +2980,15 @@ static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
                 "with a JOIN, a derived table, a window table function or UNION ALL");
   }
   bool src = false;
-  const lm_schema* left = lookup(lookup_arg, sel->from, &src);
-  if (left == NULL) return unknown_input(sel, b->err);
-  if (lm_op_view_is_changelog(left)) {
-    char msg[400];
-    snprintf(msg, sizeof msg,
-             "'%s' is a changelog (it ends in _weight): a table function over a "
-             "changelog is not supported yet",
-             sel->from);
-    return fail_pos(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->from_line, sel->from_column,
-                    sel->from, msg);
-  }
+  const lm_schema* input = lookup(lookup_arg, sel->from, &src);
+  if (input == NULL) return unknown_input(sel, b->err);
+  /* Over a changelog (EMIT CHANGES, a view) the joined row is the input's
+   * columns but _weight, f's, then _weight: each joined row weighs what its
+   * input row does, and what follows reads a changelog as over the input. */
+  bool changelog = lm_op_view_is_changelog(input);
+  lm_schema* left = lm_pool_alloc(&plan->pool, sizeof *left);
+  if (left == NULL) return NOMEM(b);
+  *left = (lm_schema){input->ncols - (changelog ? 1 : 0), input->fields};
   if (call->star || call->distinct) {
     return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, call,
                 "%s(%s) is only valid for aggregates", call->fname,
@@ -3041,15 +3039,19 @@ static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
     LM_TRY(add_field(b, &plan->lat_cols, name, lm_udtf_col_type(f, c)));
   }
   LM_TRY(joined_branch(b, sel, left, src));
+  plan->branches[0].in_ncols = input->ncols;
   for (int32_t c = 0; c < ncols; c++) {
     LM_TRY(add_field(b, &plan->union_schema, plan->lat_cols.fields[c].name,
                      plan->lat_cols.fields[c].type));
   }
+  if (changelog)
+    LM_TRY(add_field(b, &plan->union_schema, LM_WEIGHT_COLUMN, LM_TYPE_INT64));
   plan->lateral = true;
   plan->lat = (lm_lateral_spec){.fn = f,
                                 .args = (const lm_expr* const*)args,
                                 .nargs = (int32_t)nargs,
-                                .in_ncols = left->ncols};
+                                .in_ncols = left->ncols,
+                                .weight_col = changelog ? input->ncols - 1 : -1};
   b->input = &plan->union_schema;
   b->join_left = left;
   b->join_right = &plan->lat_cols;

@@ -362,3 +362,69 @@ def test_sql_errors(db: laminardb.Connection) -> None:
     with pytest.raises(laminardb.SQLError) as info:
         db.remove_function("pieces")
     assert info.value.code == "LDB-1007"
+
+
+def _consolidated(sub: laminardb.Subscription, names: list[str]) -> Counter[tuple[object, ...]]:
+    """A changelog's rows with their weights summed (rows that cancel left out)."""
+    got: Counter[tuple[object, ...]] = Counter()
+    while (batch := sub.poll(0)) is not None:
+        for r in batch.to_pylist():
+            got[tuple(r[n] for n in names)] += r["_weight"]
+    return Counter({row: w for row, w in got.items() if w != 0})
+
+
+# Over a changelog: (the stream, DuckDB's query over the final rows, columns).
+# c is SUM(b) per k with EMIT CHANGES, v a view of MAX(a) per k.
+CHANGELOG_QUERIES = [
+    (
+        "SELECT k, g.x FROM c, generate_series(1, c.n) AS g(x)",
+        "SELECT k, g.x FROM c, generate_series(1, c.n) AS g(x)",
+        ["k", "x"],
+    ),
+    (
+        "SELECT k, e.i, e.p FROM c, pieces(c.k, c.n) AS e",
+        "SELECT k, g.i, k || g.i FROM c, generate_series(0, c.n - 1) AS g(i) "
+        "WHERE k IS NOT NULL",
+        ["k", "i", "p"],
+    ),
+    (
+        "SELECT v.k, r.x FROM v, range(0, v.m) AS r(x) WHERE r.x % 2 = 0",
+        "SELECT v.k, r.x FROM v, range(0, v.m) AS r(x) WHERE r.x % 2 = 0",
+        ["k", "x"],
+    ),
+    (
+        "SELECT k, COUNT(*) AS cnt, SUM(g.x) AS sx FROM c, generate_series(1, c.n) AS g(x) "
+        "GROUP BY k EMIT CHANGES",
+        "SELECT k, COUNT(*), SUM(g.x) FROM c, generate_series(1, c.n) AS g(x) GROUP BY k",
+        ["k", "cnt", "sx"],
+    ),
+]
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+@pytest.mark.parametrize(("select", "duck", "names"), CHANGELOG_QUERIES)
+def test_over_a_changelog_rows_carry_their_weight(
+    cores: int, rng: np.random.Generator, select: str, duck: str, names: list[str]
+) -> None:
+    """A table function over an EMIT CHANGES stream or a view: each joined row
+    weighs what its input row does, so the consolidated output is the function
+    over the input's final rows (DuckDB over the same GROUP BY)."""
+    table = _random_table(rng, 600)
+    with laminardb.open(cores=cores) as db:
+        db.create_table_function("pieces", pieces, PIECES_PARAMS, PIECES_COLUMNS)
+        db.execute(SOURCE)
+        db.execute("CREATE STREAM c AS SELECT k, SUM(b) AS n FROM t GROUP BY k EMIT CHANGES")
+        db.execute("CREATE MATERIALIZED VIEW v AS SELECT k, MAX(a) AS m FROM t GROUP BY k")
+        db.execute(f"CREATE STREAM e AS {select}")
+        assert db.schema("e").names[-1] == "_weight"
+        sub = db.subscribe("e")
+        for start in range(0, table.num_rows, 53):
+            db.insert("t", table.slice(start, 53))
+            db.run_until_idle()
+        got = _consolidated(sub, names)
+    final = (
+        "WITH c AS (SELECT k, CAST(SUM(b) AS BIGINT) AS n FROM t GROUP BY k), "
+        "v AS (SELECT k, MAX(a) AS m FROM t GROUP BY k) "
+    )
+    assert got == _duckdb(table, final + duck)
+    assert got
