@@ -602,14 +602,19 @@ laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
   if (rc == LAMINAR_OK) rc = lm_eval_ctx_create(&ctx);
   for (int32_t b = 0; rc == LAMINAR_OK && b < nin; b++)
     rc = branch_rows(&q.plan, b, &rows[b], ctx, &branch[b]);
+  /* The branches' rows: the union's, or a derived table's a table function
+   * joins (join_side[0]). */
+  int32_t bcols = q.plan.lateral && lm_plan_branched(&q.plan) ? q.plan.join_side[0].ncols
+                                                              : q.plan.union_schema.ncols;
   if (rc == LAMINAR_OK && nin > 1) {
-    rc = concat_rows(branch, nin, q.plan.union_schema.ncols, ctx, &all);
+    rc = concat_rows(branch, nin, bcols, ctx, &all);
   } else if (rc == LAMINAR_OK) {
     all = branch[0];
   }
   bool failed = false; /* err is set */
   if (rc == LAMINAR_OK && q.plan.lateral) {
-    rc = lateral_rows(&q.plan, &branch[0], ctx, &all);
+    lm_view_rows in = all;
+    rc = lateral_rows(&q.plan, &in, ctx, &all);
     if (lm_expr_udf_failed(rc)) {
       rc = query_eval_error(ctx, rc, err);
       failed = true;
@@ -953,8 +958,10 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     const char** names = names_of(in);
     if (names == NULL) x->nomem = true;
     if (names != NULL && br->exprs != NULL) {
-      explain_map(x, "WHERE ", br->filter, br->exprs, br->nexprs,
-                  plan->joined ? &plan->join_side[b] : &plan->union_schema, names);
+      explain_map(
+          x, "WHERE ", br->filter, br->exprs, br->nexprs,
+          plan->joined || plan->lateral ? &plan->join_side[b] : &plan->union_schema,
+          names);
     }
     lm_free(names);
     for (int64_t r = first; !x->nomem && r < x->n; r++) {

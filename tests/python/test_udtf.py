@@ -428,3 +428,77 @@ def test_over_a_changelog_rows_carry_their_weight(
     )
     assert got == _duckdb(table, final + duck)
     assert got
+
+
+# Beside a derived table (of one input, or a UNION ALL of two): (the stream,
+# DuckDB's query, columns). u has t's columns.
+DERIVED_QUERIES = [
+    (
+        "SELECT d.id, g.x FROM (SELECT id, a + 1 AS lo, b AS hi FROM t WHERE k <> 'z') d, "
+        "generate_series(d.lo, d.hi) AS g(x)",
+        "SELECT d.id, g.x FROM (SELECT id, a + 1 AS lo, b AS hi FROM t WHERE k <> 'z') d, "
+        "generate_series(d.lo, d.hi) AS g(x)",
+        ["id", "x"],
+    ),
+    (
+        "SELECT d.id, e.i, e.p FROM (SELECT id, k, b FROM t UNION ALL "
+        "SELECT id + 100000, k, a FROM u) AS d CROSS JOIN LATERAL pieces(d.k, d.b) AS e",
+        "SELECT d.id, g.i, d.k || g.i FROM (SELECT id, k, b FROM t UNION ALL "
+        "SELECT id + 100000, k, a FROM u) AS d, generate_series(0, d.b - 1) AS g(i) "
+        "WHERE d.k IS NOT NULL",
+        ["id", "i", "p"],
+    ),
+    (
+        "SELECT d.k, COUNT(*) AS n, SUM(g.x) AS sx FROM (SELECT k, b FROM t WHERE a > 0) d, "
+        "generate_series(1, d.b) AS g(x) GROUP BY d.k EMIT CHANGES",
+        "SELECT d.k, COUNT(*), SUM(g.x) FROM (SELECT k, b FROM t WHERE a > 0) d, "
+        "generate_series(1, d.b) AS g(x) GROUP BY d.k",
+        ["k", "n", "sx"],
+    ),
+]
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+@pytest.mark.parametrize(("select", "duck", "names"), DERIVED_QUERIES)
+def test_beside_a_derived_table_equals_duckdb(
+    cores: int, rng: np.random.Generator, select: str, duck: str, names: list[str]
+) -> None:
+    """FROM (SELECT ...) d, f(d.x): the derived table's rows (a UNION ALL's
+    too) joined with the function's, as DuckDB joins them; a SELECT over a
+    view does the same."""
+    t, u = _random_table(rng, 500), _random_table(rng, 300)
+    with laminardb.open(cores=cores) as db:
+        db.create_table_function("pieces", pieces, PIECES_PARAMS, PIECES_COLUMNS)
+        db.execute(SOURCE)
+        db.execute(SOURCE.replace("SOURCE t", "SOURCE u"))
+        db.execute(f"CREATE STREAM e AS {select}")
+        sub = db.subscribe("e")
+        for start in range(0, 500, 61):
+            db.insert("t", t.slice(start, 61))
+            db.insert("u", u.slice(start, 61))
+            db.run_until_idle()
+        if "EMIT CHANGES" in select:
+            got = _consolidated(sub, names)
+        else:
+            got = _rows(sub, names)
+        db.execute("CREATE MATERIALIZED VIEW mt AS SELECT * FROM t")
+        db.insert("t", t)
+        db.run_until_idle()
+        viewed = db.query(
+            "SELECT d.id, g.x FROM (SELECT id, a AS lo, b AS hi FROM mt WHERE k <> 'z') d, "
+            "generate_series(d.lo, d.hi) AS g(x)"
+        )
+    con = duckdb.connect()
+    con.register("t", t)
+    con.register("u", u)
+    assert got == Counter(con.sql(duck).fetchall())
+    assert got
+    want_view = Counter(
+        con.sql(
+            "SELECT d.id, g.x FROM (SELECT id, a AS lo, b AS hi FROM t WHERE k <> 'z') d, "
+            "generate_series(d.lo, d.hi) AS g(x)"
+        ).fetchall()
+    )
+    assert Counter(zip(*(viewed.column(n).to_pylist() for n in ["id", "x"]), strict=True)) == (
+        want_view
+    )
