@@ -1049,11 +1049,14 @@ LAMINAR_API laminar_code laminar_config_aggregate_register(
 /* ---- table functions -------------------------------------------------------
  *
  * A table function turns each input row into zero or more output rows: SQL
- * calls it in FROM, joined to the rows of one input read by name,
+ * calls it in FROM, joined to the rows of one input read by name or of a
+ * derived table (FROM (SELECT ...) d, f(d.x)),
  *   FROM s, f(s.x, ...) [[AS] t [(a, b, ...)]]
  *   FROM s CROSS JOIN LATERAL f(s.x, ...) [[AS] t [(a, b, ...)]]
  * (LATERAL is optional), and the rest of the query (WHERE, GROUP BY and
- * windows, the select list) reads s's columns and f's. The callback has the
+ * windows, the select list) reads s's columns and f's. Over a changelog (an
+ * EMIT CHANGES stream, a view) each output row carries its input row's
+ * _weight. The callback has the
  * laminar_function_callback signature and is vectorized: one call per chunk
  * of input rows, `args` as a scalar function's (one child per argument; rows
  * with a NULL argument are left out unless LAMINAR_FUNCTION_CALLED_ON_NULL,
