@@ -3289,6 +3289,11 @@ bool lm_plan_branched(const lm_plan* plan) {
   return plan->nbranches > 1 || (plan->nbranches == 1 && plan->branches[0].exprs != NULL);
 }
 
+const lm_schema* lm_plan_branch_out(const lm_plan* plan, int32_t b) {
+  if (plan->joined) return &plan->join_side[b];
+  return plan->lateral ? &plan->join_side[0] : &plan->union_schema;
+}
+
 laminar_code lm_plan_passthrough(const char* input, bool input_is_source,
                                  const lm_schema* in, lm_plan* out) {
   memset(out, 0, sizeof *out);

@@ -472,6 +472,8 @@ def test_beside_a_derived_table_equals_duckdb(
         db.execute(SOURCE)
         db.execute(SOURCE.replace("SOURCE t", "SOURCE u"))
         db.execute(f"CREATE STREAM e AS {select}")
+        operators = db.query("EXPLAIN e").column("operator").to_pylist()
+        assert "table function" in operators
         sub = db.subscribe("e")
         for start in range(0, 500, 61):
             db.insert("t", t.slice(start, 61))
