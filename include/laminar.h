@@ -838,13 +838,18 @@ typedef int (*laminar_function_callback)(void* user, const struct ArrowArray* ar
  * not run: LDB-1101: unknown function 'fx' ...").
  * arg_types:   nargs Arrow format strings, one per argument: "b" BOOLEAN,
  *              "i" INT, "l" BIGINT, "g" DOUBLE, "u" VARCHAR, "tsu:" TIMESTAMP
- *              (microseconds), "tdD" DATE (days). SQL arguments are cast to these types as a
- *              built-in function's are (an INT widens to BIGINT or DOUBLE; a
- *              string literal converts).
+ *              (microseconds), "tdD" DATE (days), "d:p,s" (or "d:p,s,128")
+ *              DECIMAL(p, s), 1 <= p <= 38, 0 <= s <= p, passed as decimal128
+ *              (16-byte unscaled values) whatever p. SQL arguments are cast to
+ *              these types as a built-in function's are (an INT widens to
+ *              BIGINT or DOUBLE; a string literal converts; a DECIMAL
+ *              parameter takes any DECIMAL, an integer or a number literal).
  * nargs:       0 to 64.
  * return_type: one Arrow format string of the same set: the format the
  *              callback's out_schema must have ("U" is also accepted for
- *              "u", large offsets).
+ *              "u", large offsets; a DECIMAL's precision and scale must be
+ *              the declared ones, and a value with more digits than the
+ *              precision is LAMINAR_ERR_FUNCTION_RESULT).
  * fn:          the callback (laminar_function_callback).
  * user:        passed to every call of fn; may be NULL.
  * destroy:     called once with `user` when the function is dropped, replaced
@@ -981,7 +986,7 @@ typedef void (*laminar_aggregate_destroy_state)(void* user, void* state);
  * DROP FUNCTION, laminar_function_drop, the same durability rules).
  * arg_types, nargs: as laminar_function_register (1 or 2 arguments).
  * return_type: one Arrow format string of laminar_function_register's set
- *              ("b", "i", "l", "g", "u" VARCHAR, "tsu:", "tdD"): the format
+ *              ("b", "i", "l", "g", "u" VARCHAR, "tsu:", "tdD", "d:p,s"): the format
  *              finalize's out_schema must have ("U" is also accepted for "u").
  *              A VARCHAR result's strings are copied out of finalize's array
  *              before it is released.
@@ -1002,8 +1007,12 @@ typedef void (*laminar_aggregate_destroy_state)(void* user, void* state);
  * LAMINAR_ERR_FUNCTION_FAILED and a bad finalize result with
  * LAMINAR_ERR_FUNCTION_RESULT, the message naming the stream and the
  * function ("stream 'q': function 'geomean' failed: <message>"), reported as
- * a scalar function's failure is. Unlike a scalar function's, an update
- * failure may leave the batch's earlier rows applied to the state.
+ * a scalar function's failure is. A failed update or retract leaves the
+ * aggregate's states as before the batch: the core restores the plain-bytes
+ * states (no serialize) of the groups the batch touched; a callback whose
+ * states own memory (serialize set) must leave them unchanged when it fails.
+ * In a window with EMIT ON WINDOW CLOSE, aggregates listed before it in the
+ * select list may keep the batch's rows.
  * Ownership: as laminar_function_register().
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_DUPLICATE_OBJECT (a built-in's name);
  *   LAMINAR_ERR_SQL_DEPENDENCY (replacing a function a stream uses);
@@ -1040,11 +1049,14 @@ LAMINAR_API laminar_code laminar_config_aggregate_register(
 /* ---- table functions -------------------------------------------------------
  *
  * A table function turns each input row into zero or more output rows: SQL
- * calls it in FROM, joined to the rows of one input read by name,
+ * calls it in FROM, joined to the rows of one input read by name or of a
+ * derived table (FROM (SELECT ...) d, f(d.x)),
  *   FROM s, f(s.x, ...) [[AS] t [(a, b, ...)]]
  *   FROM s CROSS JOIN LATERAL f(s.x, ...) [[AS] t [(a, b, ...)]]
  * (LATERAL is optional), and the rest of the query (WHERE, GROUP BY and
- * windows, the select list) reads s's columns and f's. The callback has the
+ * windows, the select list) reads s's columns and f's. Over a changelog (an
+ * EMIT CHANGES stream, a view) each output row carries its input row's
+ * _weight. The callback has the
  * laminar_function_callback signature and is vectorized: one call per chunk
  * of input rows, `args` as a scalar function's (one child per argument; rows
  * with a NULL argument are left out unless LAMINAR_FUNCTION_CALLED_ON_NULL,

@@ -95,6 +95,65 @@ static laminar_code note(const lm_agg_states* st, laminar_code rc) {
   return rc;
 }
 
+/* ---- a chunk's update, all or nothing -------------------------------------------- */
+
+/* The plain-bytes states of the groups a chunk touches, as they were before
+ * it: a callback that fails after it changed some of them (an update that
+ * stops in the middle of its rows, a retract after the update pass) leaves
+ * them as before the chunk once restored (issue 23). A state that owns
+ * memory (serialize set) is the callback's to leave unchanged on failure
+ * (laminar.h; the Python binding does). Memory from the evaluation context. */
+typedef struct backup {
+  int64_t n;
+  uint32_t* groups; /* the touched groups, each once */
+  uint8_t* bytes;   /* their states, n * u_size bytes */
+} backup;
+
+static laminar_code backup_take(lm_eval_ctx* ctx, const lm_agg_states* st,
+                                const uint32_t* gids, int64_t m, backup* b) {
+  *b = (backup){0, NULL, NULL};
+  if (lm_udaf_owns_memory(st->udaf) || m == 0) return LAMINAR_OK;
+  /* The distinct groups through an open-addressing set of 2m..4m slots. */
+  int64_t slots = 2;
+  while (slots < 2 * m) slots *= 2;
+  uint32_t* set = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * (size_t)slots);
+  b->groups = lm_eval_ctx_alloc(ctx, sizeof(uint32_t) * (size_t)m);
+  if (set == NULL || b->groups == NULL) return LAMINAR_ERR_NOMEM;
+  memset(set, 0xff, sizeof(uint32_t) * (size_t)slots); /* UINT32_MAX: empty */
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t g = gids[j];
+    uint64_t h = ((uint64_t)g * 0x9E3779B97F4A7C15u) >> 17;
+    for (;; h++) {
+      uint32_t* slot = &set[h & (uint64_t)(slots - 1)];
+      if (*slot == g) break;
+      if (*slot == UINT32_MAX) {
+        *slot = g;
+        b->groups[b->n++] = g;
+        break;
+      }
+    }
+  }
+  size_t w = (size_t)st->u_size;
+  b->bytes = lm_eval_ctx_alloc(ctx, w * (size_t)b->n);
+  if (b->bytes == NULL) return LAMINAR_ERR_NOMEM;
+  for (int64_t k = 0; k < b->n; k++)
+    memcpy(b->bytes + (size_t)k * w, state_at(st, b->groups[k]), w);
+  return LAMINAR_OK;
+}
+
+/* rc, after taking the touched groups back to b when it is a failure. */
+static laminar_code backup_restore(lm_agg_states* st, const backup* b, laminar_code rc) {
+  if (rc == LAMINAR_OK) return rc;
+  size_t w = (size_t)st->u_size;
+  for (int64_t k = 0; k < b->n; k++)
+    memcpy(state_at(st, b->groups[k]), b->bytes + (size_t)k * w, w);
+  return rc;
+}
+
+static laminar_code update_weighted(lm_agg_states* st, const lm_vec* args,
+                                    const uint32_t* sel, const uint32_t* gids,
+                                    const int64_t* weight, int64_t m);
+
 laminar_code lm_udaf_states_update(lm_agg_states* st, const lm_vec* arg,
                                    const lm_vec* arg2, const uint32_t* sel,
                                    const uint32_t* gids, const int64_t* weight,
@@ -102,10 +161,22 @@ laminar_code lm_udaf_states_update(lm_agg_states* st, const lm_vec* arg,
   if (st->report == NULL) return LAMINAR_ERR_INTERNAL;
   lm_eval_ctx* ctx = st->report->ctx;
   lm_vec args[2] = {*arg, arg2 ? *arg2 : *arg};
+  backup b;
+  LM_TRY(backup_take(ctx, st, gids, m, &b));
   if (weight == NULL) {
-    return note(st,
-                lm_udaf_update(ctx, st->udaf, false, st->u_state, args, sel, gids, m));
+    return backup_restore(
+        st, &b,
+        note(st, lm_udaf_update(ctx, st->udaf, false, st->u_state, args, sel, gids, m)));
   }
+  return backup_restore(st, &b, update_weighted(st, args, sel, gids, weight, m));
+}
+
+/* A changelog's chunk: +w rows to update (w copies), then -w rows to
+ * retract, one call each. */
+static laminar_code update_weighted(lm_agg_states* st, const lm_vec* args,
+                                    const uint32_t* sel, const uint32_t* gids,
+                                    const int64_t* weight, int64_t m) {
+  lm_eval_ctx* ctx = st->report->ctx;
   /* Rows by sign, each repeated |weight| times. */
   int64_t plus = 0, minus = 0;
   for (int64_t j = 0; j < m; j++) {

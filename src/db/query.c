@@ -676,14 +676,19 @@ laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
   if (rc == LAMINAR_OK) rc = lm_eval_ctx_create(&ctx);
   for (int32_t b = 0; rc == LAMINAR_OK && b < nin; b++)
     rc = branch_rows(&q.plan, b, &rows[b], ctx, &branch[b]);
+  /* The branches' rows: the union's, or a derived table's a table function
+   * joins (join_side[0]). */
   if (rc == LAMINAR_OK && nin > 1) {
-    rc = concat_rows(branch, nin, q.plan.union_schema.ncols, ctx, &all);
+    int32_t ncols = q.plan.lateral ? lm_plan_branch_out(&q.plan, 0)->ncols
+                                   : q.plan.union_schema.ncols;
+    rc = concat_rows(branch, nin, ncols, ctx, &all);
   } else if (rc == LAMINAR_OK) {
     all = branch[0];
   }
   bool failed = false; /* err is set */
   if (rc == LAMINAR_OK && q.plan.lateral) {
-    rc = lateral_rows(&q.plan, &branch[0], ctx, &all);
+    lm_view_rows in = all;
+    rc = lateral_rows(&q.plan, &in, ctx, &all);
     if (lm_expr_udf_failed(rc)) {
       rc = query_eval_error(ctx, rc, err);
       failed = true;
@@ -979,23 +984,26 @@ static void explain_map(explain* x, const char* clause, const lm_expr* filter,
  * branch's operators (operator names indented), then the "union all" row
  * taking them all. Returns the schema the rest of the plan reads, NULL if
  * an input is missing. */
+/* A table function's row (the rows of `input` joined with its rows); the
+ * rest reads the joined row, which this returns. */
+static const lm_schema* explain_lateral(explain* x, const lm_plan* plan,
+                                        const char* input) {
+  char pbuf[24], nbuf[24];
+  lm_text what = {0};
+  char usage[400];
+  lm_udf_usage(plan->lat.fn, usage, sizeof usage);
+  lm_text_printf(&what, "%s joined with the rows of %s for each row", input, usage);
+  add_row(x, "table function", lm_text_take(&what), prev_id(x, pbuf, sizeof pbuf),
+          next_id(x, nbuf, sizeof nbuf));
+  return &plan->union_schema;
+}
+
 static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan* plan) {
   bool is_source = false;
   if (!lm_plan_branched(plan)) {
     const lm_schema* in = lm_db_lookup_input(db, plan->input, &is_source);
     if (in != NULL) explain_input(x, db, plan->input);
-    if (in != NULL && plan->lateral) {
-      /* A table function: its row, then the rest reads the joined row. */
-      char pbuf[24], nbuf[24];
-      lm_text what = {0};
-      char usage[400];
-      lm_udf_usage(plan->lat.fn, usage, sizeof usage);
-      lm_text_printf(&what, "%s joined with the rows of %s for each row", plan->input,
-                     usage);
-      add_row(x, "table function", lm_text_take(&what), prev_id(x, pbuf, sizeof pbuf),
-              next_id(x, nbuf, sizeof nbuf));
-      return &plan->union_schema;
-    }
+    if (in != NULL && plan->lateral) return explain_lateral(x, plan, plan->input);
     if (in == NULL || !plan->lookup) return in;
     /* A lookup join: its row, then the rest reads the joined row. */
     char pbuf[24], nbuf[24];
@@ -1028,7 +1036,7 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     if (names == NULL) x->nomem = true;
     if (names != NULL && br->exprs != NULL) {
       explain_map(x, "WHERE ", br->filter, br->exprs, br->nexprs,
-                  plan->joined ? &plan->join_side[b] : &plan->union_schema, names);
+                  lm_plan_branch_out(plan, b), names);
     }
     lm_free(names);
     for (int64_t r = first; !x->nomem && r < x->n; r++) {
@@ -1117,6 +1125,8 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
           lm_text_take(&what), inputs != NULL ? inputs : "",
           next_id(x, nbuf, sizeof nbuf));
   lm_free(inputs);
+  /* A derived table a table function joins: the union's rows, then its. */
+  if (plan->lateral) return explain_lateral(x, plan, "the derived table");
   return &plan->union_schema;
 }
 

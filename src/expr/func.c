@@ -117,6 +117,14 @@ static bool is_numeric(lm_type t) {
          is_small_int(t) || lm_type_is_decimal(t);
 }
 
+/* Whether a DECIMAL parameter (a user-defined function's) takes argument a:
+ * any DECIMAL, an integer or a number literal, cast as CAST does. */
+static bool decimal_takes(const lm_expr* a) {
+  return lm_type_is_decimal(a->type) || a->type == LM_TYPE_INT32 ||
+         a->type == LM_TYPE_INT64 || is_small_int(a->type) ||
+         (a->type == LM_TYPE_DOUBLE && a->kind == LM_EXPR_LITERAL);
+}
+
 /* Argument i must convert to `to`: a value of that type, a NULL, a string
  * literal (parsed when evaluated, as DuckDB's string literals), -- for a
  * numeric `to` -- any number, or -- for a TIMESTAMP -- a DATE. */
@@ -129,7 +137,8 @@ static laminar_code want_arg_of(const char* name, const char* usage,
             (to == LM_TYPE_DOUBLE && is_numeric(t)) ||
             (to == LM_TYPE_INT64 && (t == LM_TYPE_INT32 || is_small_int(t))) ||
             (to == LM_TYPE_INT32 && is_small_int(t)) ||
-            (to == LM_TYPE_TIMESTAMP && t == LM_TYPE_DATE); /* its midnight */
+            (to == LM_TYPE_TIMESTAMP && t == LM_TYPE_DATE) || /* its midnight */
+            (lm_type_is_decimal(to) && decimal_takes(args[i]));
   if (!ok) {
     return bind_fail(out, LAMINAR_ERR_TYPE_MISMATCH, i,
                      "%s() needs %s as argument %d, got %s (usage: %s)", name, what,

@@ -64,6 +64,19 @@ struct lm_udf {
 
 /* ---- types ---------------------------------------------------------------------- */
 
+/* DECIMAL(p,s) of a decimal128 format "d:p,s" (or "d:p,s,128"), 1 <= p <= 38,
+ * 0 <= s <= p; LM_TYPE_NULL for any other text. */
+static lm_type decimal_of_format(const char* f) {
+  if (strncmp(f, "d:", 2) != 0) return LM_TYPE_NULL;
+  int p = 0, s = 0, bits = 128, used = 0;
+  size_t len = strlen(f);
+  int got = sscanf(f + 2, "%d,%d%n,%d%n", &p, &s, &used, &bits, &used);
+  if (got < 2 || (size_t)used != len - 2 || bits != 128 || p < 1 ||
+      p > LM_DECIMAL_MAX_PRECISION || s < 0 || s > p || f[2] < '0' || f[2] > '9')
+    return LM_TYPE_NULL;
+  return lm_type_decimal(p, s);
+}
+
 /* The engine type of an Arrow format the API accepts, or LM_TYPE_NULL. */
 static lm_type type_of_format(const char* f, bool result) {
   if (f == NULL) return LM_TYPE_NULL;
@@ -74,29 +87,39 @@ static lm_type type_of_format(const char* f, bool result) {
   if (strcmp(f, "u") == 0 || (result && strcmp(f, "U") == 0)) return LM_TYPE_STRING;
   if (strcmp(f, "tsu:") == 0) return LM_TYPE_TIMESTAMP;
   if (strcmp(f, "tdD") == 0) return LM_TYPE_DATE;
-  return LM_TYPE_NULL;
+  return decimal_of_format(f);
 }
 
-/* The format the core passes a type in. */
-static const char* format_of(lm_type t) {
-  switch (t) {
-    case LM_TYPE_BOOL: return "b";
-    case LM_TYPE_INT32: return "i";
-    case LM_TYPE_INT64: return "l";
-    case LM_TYPE_DOUBLE: return "g";
-    case LM_TYPE_STRING: return "u";
-    case LM_TYPE_TIMESTAMP: return "tsu:";
-    case LM_TYPE_DATE: return "tdD";
-    case LM_TYPE_INT16: return "s"; /* not a declared type: the binder casts to INT */
-    case LM_TYPE_INT8: return "c";
-    case LM_TYPE_DECIMAL:  // never a declared argument or result type
+/* The longest format format_of writes, with its NUL ("d:38,38"). */
+#define FORMAT_CAP 16
+
+/* The format the core passes a type in, into buf (FORMAT_CAP bytes): a
+ * DECIMAL(p,s) travels as decimal128 "d:p,s". Returns buf. */
+static const char* format_of(lm_type t, char* buf) {
+  const char* f = "n";
+  switch (lm_type_kind(t)) {
+    case LM_TYPE_BOOL: f = "b"; break;
+    case LM_TYPE_INT32: f = "i"; break;
+    case LM_TYPE_INT64: f = "l"; break;
+    case LM_TYPE_DOUBLE: f = "g"; break;
+    case LM_TYPE_STRING: f = "u"; break;
+    case LM_TYPE_TIMESTAMP: f = "tsu:"; break;
+    case LM_TYPE_DATE: f = "tdD"; break;
+    case LM_TYPE_INT16: f = "s"; break; /* not a declared type: the binder casts */
+    case LM_TYPE_INT8: f = "c"; break;
+    case LM_TYPE_DECIMAL:
+      snprintf(buf, FORMAT_CAP, "d:%d,%d", (int)lm_type_precision(t),
+               (int)lm_type_scale(t));
+      return buf;
     case LM_TYPE_NULL: break;
   }
-  return "n";
+  snprintf(buf, FORMAT_CAP, "%s", f);
+  return buf;
 }
 
 /* Whether the callee's result format fits return type t (a timestamp may
- * carry a time zone: values are UTC microseconds either way). */
+ * carry a time zone: values are UTC microseconds either way; a decimal's
+ * precision and scale are the declared ones). */
 static bool result_format_ok(const char* f, lm_type t) {
   if (f == NULL) return false;
   if (t == LM_TYPE_TIMESTAMP) return strncmp(f, "tsu:", 4) == 0;
@@ -161,7 +184,7 @@ static laminar_code create(const char* name, const char* const* arg_types, int32
     if (args[i] == LM_TYPE_NULL) {
       return lm_error_set(err, LAMINAR_ERR_UNKNOWN_TYPE,
                           "function '%s': argument %d has type '%s'; use one of the "
-                          "Arrow formats b, i, l, g, u, tsu:",
+                          "Arrow formats b, i, l, g, u, tsu:, tdD, d:p,s",
                           name, (int)i + 1, arg_types[i] ? arg_types[i] : "(null)");
     }
   }
@@ -169,7 +192,7 @@ static laminar_code create(const char* name, const char* const* arg_types, int32
   if (result == LM_TYPE_NULL) {
     return lm_error_set(err, LAMINAR_ERR_UNKNOWN_TYPE,
                         "function '%s': return type '%s'; use one of the Arrow formats "
-                        "b, i, l, g, u, tsu:",
+                        "b, i, l, g, u, tsu:, tdD, d:p,s",
                         name, return_type ? return_type : "(null)");
   }
   lm_udf* f = lm_calloc(1, sizeof *f);
@@ -386,6 +409,18 @@ static laminar_code export_arg(lm_eval_ctx* ctx, const lm_vec* v, const uint32_t
     bufs[2] = bytes;
     return LAMINAR_OK;
   }
+  if (lm_type_is_decimal(v->type) && !lm_type_is_wide(v->type)) {
+    /* DECIMAL(p <= 18) is an int64 per row in the engine, decimal128 in Arrow. */
+    uint8_t* d = lm_eval_ctx_alloc(ctx, 16 * (size_t)(m ? m : 1));
+    if (d == NULL) return LAMINAR_ERR_NOMEM;
+    const int64_t* from = v->data;
+    for (int64_t k = 0; k < m; k++) {
+      lm_i128 x = from[sel ? sel[k] : k];
+      memcpy(d + 16 * k, &x, 16);
+    }
+    bufs[1] = d;
+    return LAMINAR_OK;
+  }
   if (sel == NULL) {
     bufs[1] = v->data; /* fixed width: the engine's layout is Arrow's */
     return LAMINAR_OK;
@@ -411,17 +446,19 @@ static laminar_code export_args(lm_eval_ctx* ctx, const lm_udf* f, const lm_vec*
   struct ArrowSchema** skidp = lm_eval_ctx_alloc(ctx, sizeof *skidp * slots);
   const void** top = lm_eval_ctx_alloc(ctx, sizeof(void*));
   char* names = lm_eval_ctx_alloc(ctx, 16 * slots);
+  char* formats = lm_eval_ctx_alloc(ctx, FORMAT_CAP * slots);
   if (kids == NULL || kidp == NULL || skids == NULL || skidp == NULL || top == NULL ||
-      names == NULL)
+      names == NULL || formats == NULL)
     return LAMINAR_ERR_NOMEM;
   for (int32_t i = 0; i < n; i++) {
     LM_TRY(export_arg(ctx, &vals[i], sel, m, &kids[i]));
     kidp[i] = &kids[i];
     snprintf(names + 16 * i, 16, "arg%d", (int)i);
-    skids[i] = (struct ArrowSchema){.format = format_of(f->args[i]),
-                                    .name = names + 16 * i,
-                                    .flags = ARROW_FLAG_NULLABLE,
-                                    .release = release_schema};
+    skids[i] =
+        (struct ArrowSchema){.format = format_of(f->args[i], formats + FORMAT_CAP * i),
+                             .name = names + 16 * i,
+                             .flags = ARROW_FLAG_NULLABLE,
+                             .release = release_schema};
     skidp[i] = &skids[i];
   }
   top[0] = NULL;
@@ -448,12 +485,12 @@ static laminar_code import_result(lm_eval_ctx* ctx, const char* name, lm_type t,
                                   const struct ArrowSchema* out_schema, int64_t m,
                                   const uint32_t* pos, void* data, uint8_t* nulls) {
   const char* why = NULL;
-  char buf[300];
+  char buf[300], fmt[FORMAT_CAP];
   if (out->release == NULL || out_schema->release == NULL) {
     why = "its result array or schema is released (not filled)";
   } else if (!result_format_ok(out_schema->format, t)) {
     snprintf(buf, sizeof buf, "it returned format '%.40s', declared '%s' (%s)",
-             out_schema->format ? out_schema->format : "(null)", format_of(t),
+             out_schema->format ? out_schema->format : "(null)", format_of(t, fmt),
              lm_type_name(t));
     why = buf;
   } else if (out->length != m) {
@@ -482,7 +519,7 @@ static laminar_code import_result(lm_eval_ctx* ctx, const char* name, lm_type t,
   }
   laminar_code rc = LAMINAR_OK;
   size_t w = (size_t)lm_type_width(t);
-  if (pos == NULL && t != LM_TYPE_BOOL && t != LM_TYPE_STRING) {
+  if (pos == NULL && t != LM_TYPE_BOOL && t != LM_TYPE_STRING && !lm_type_is_decimal(t)) {
     /* Fixed width in place: the engine's layout is Arrow's. */
     memcpy(data, view.buffer_views[1].data.as_uint8 + (size_t)view.offset * w,
            (size_t)m * w);
@@ -502,7 +539,7 @@ static laminar_code import_result(lm_eval_ctx* ctx, const char* name, lm_type t,
       memset(slot, 0, w);
       continue;
     }
-    switch (t) {
+    switch (lm_type_kind(t)) {
       case LM_TYPE_BOOL: *slot = ArrowArrayViewGetIntUnsafe(&view, k) != 0; break;
       case LM_TYPE_INT16:
       case LM_TYPE_INT8:
@@ -545,7 +582,29 @@ static laminar_code import_result(lm_eval_ctx* ctx, const char* name, lm_type t,
         memcpy(slot, &s, sizeof s);
         break;
       }
-      case LM_TYPE_DECIMAL:
+      case LM_TYPE_DECIMAL: {
+        /* decimal128, checked to fit the declared precision (Arrow does not
+         * promise it), narrowed to int64 up to 18 digits (util/types.h). */
+        lm_i128 x;
+        memcpy(&x, view.buffer_views[1].data.as_uint8 + 16 * (size_t)(view.offset + k),
+               16);
+        if (!lm_dec_fits(x, lm_type_precision(t))) {
+          lm_eval_ctx_set_error(ctx,
+                                "function '%s' returned an invalid array: value %lld has "
+                                "more than %d digits, past its type %s",
+                                name, (long long)k, (int)lm_type_precision(t),
+                                lm_type_name(t));
+          rc = LAMINAR_ERR_FUNCTION_RESULT;
+          break;
+        }
+        if (lm_type_is_wide(t)) {
+          memcpy(slot, &x, 16);
+        } else {
+          int64_t narrow = (int64_t)x;
+          memcpy(slot, &narrow, 8);
+        }
+        break;
+      }
       case LM_TYPE_NULL: break;
     }
   }
@@ -896,7 +955,7 @@ laminar_code lm_udtf_create(const char* name, const char* const* arg_types, int3
     if (types[i] == LM_TYPE_NULL) {
       return lm_error_set(err, LAMINAR_ERR_UNKNOWN_TYPE,
                           "table function '%s': column '%s' has type '%s'; use one of "
-                          "the Arrow formats b, i, l, g, u, tsu:, tdD",
+                          "the Arrow formats b, i, l, g, u, tsu:, tdD, d:p,s",
                           nm, c->name, c->format ? c->format : "(null)");
     }
     for (int32_t j = 0; j < i; j++) {

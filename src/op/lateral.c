@@ -5,7 +5,9 @@
  * whole chunk (expr/udf.c lm_udtf_eval: one Arrow struct array in, the output
  * columns and each output row's parent row out), and emits the joined rows:
  * the parent's columns gathered by the parent index, then the function's
- * columns. An input row with no output row joins nothing (CROSS JOIN).
+ * columns, then -- over a changelog (EMIT CHANGES, a view) -- the parent's
+ * _weight, so that every joined row weighs what its parent row does. An
+ * input row with no output row joins nothing (CROSS JOIN).
  *
  * Stateless (no snapshot); the time column is one of the parent's, so
  * watermarks pass through unchanged and windows downstream see each output
@@ -50,6 +52,10 @@ laminar_code lm_op_lateral_apply(lm_eval_ctx* ctx, const lm_lateral_spec* spec,
   }
   for (int32_t c = 0; c < spec->in_ncols; c++)
     LM_TRY(lm_op_gather(ctx, &cols[c], parent, m, &out[c]));
+  if (spec->weight_col >= 0) {
+    int32_t at = spec->in_ncols + lm_udtf_ncols(spec->fn);
+    LM_TRY(lm_op_gather(ctx, &cols[spec->weight_col], parent, m, &out[at]));
+  }
   *out_parent = parent;
   *out_m = m;
   return LAMINAR_OK;
@@ -94,7 +100,8 @@ static const lm_op_vtable lateral_vtable = {
 laminar_code lm_op_lateral_create(const lm_lateral_spec* spec,
                                   const lm_schema* out_schema, lm_op** out) {
   *out = NULL;
-  if (out_schema->ncols != spec->in_ncols + lm_udtf_ncols(spec->fn))
+  if (out_schema->ncols !=
+      spec->in_ncols + lm_udtf_ncols(spec->fn) + (spec->weight_col >= 0))
     return LAMINAR_ERR_INTERNAL;
   lateral_op* op = lm_calloc(1, sizeof *op);
   if (op == NULL) return LAMINAR_ERR_NOMEM;

@@ -184,13 +184,17 @@ laminar_code lm_op_map_create(const lm_expr* filter, const lm_expr* const* exprs
 
 /* FROM input, f(args): each input row joined with the rows f makes of it.
  * Emits out_schema: the input's in_ncols columns (the parent row's values),
- * then f's columns. The spec's pointers must outlive the operator (they live
+ * then f's columns, then (weight_col >= 0) the parent row's weight. The spec's pointers must outlive the operator (they live
  * in the plan, which holds a reference to fn). */
 typedef struct lm_lateral_spec {
   lm_udf* fn;                 /* the table function (lm_udf_is_table) */
   const lm_expr* const* args; /* its arguments, over the input row */
   int32_t nargs;
   int32_t in_ncols;
+  /* A changelog input's _weight column (its last), emitted after f's
+   * columns so that each joined row carries its parent row's weight and the
+   * output is a changelog too; -1 for an input that is not one. */
+  int32_t weight_col;
 } lm_lateral_spec;
 
 laminar_code lm_op_lateral_create(const lm_lateral_spec* spec,
@@ -198,7 +202,7 @@ laminar_code lm_op_lateral_create(const lm_lateral_spec* spec,
 /* What the operator does to one chunk, for a caller with rows of its own (a
  * SELECT over a view): the rows sel[0..n) (sel NULL: 0..n-1) of the input
  * columns `cols` through spec's function: *out_m joined rows into out[0..
- * in_ncols + the function's columns) (dense, ctx memory), *out_parent the
+ * in_ncols + the function's columns [+ 1, the weight]) (dense, ctx memory), *out_parent the
  * input row (of cols) of each. A failure is the function's
  * (lm_expr_udf_failed, its text in ctx) or LAMINAR_ERR_NOMEM. */
 laminar_code lm_op_lateral_apply(lm_eval_ctx* ctx, const lm_lateral_spec* spec,

@@ -88,10 +88,10 @@ laminar_code lm_plan_build_branch(const lm_plan* plan, int32_t b, lm_op** out) {
   *out = NULL;
   const lm_plan_branch* br = &plan->branches[b];
   if (br->exprs == NULL) return LAMINAR_OK;
-  /* A window join's side projects to that side's columns, not the joined row. */
-  const lm_schema* to = plan->joined ? &plan->join_side[b] : &plan->union_schema;
-  return lm_op_map_create(br->filter, (const lm_expr* const*)br->exprs, br->nexprs, to,
-                          out);
+  /* A window join's side projects to that side's columns, not the joined row;
+   * a derived table a table function joins, to the derived table's columns. */
+  return lm_op_map_create(br->filter, (const lm_expr* const*)br->exprs, br->nexprs,
+                          lm_plan_branch_out(plan, b), out);
 }
 
 const char* lm_plan_describe(lm_plan* plan) {

@@ -1993,6 +1993,23 @@ static laminar_code bind_branches(binder* b, const lm_ast_select* first,
   return rc;
 }
 
+/* The plan's input names after bind_branches: SHOW STREAMS' "a, b" and the
+ * first branch's input as the plan's. */
+static laminar_code branch_inputs(binder* b) {
+  lm_plan* out = b->plan;
+  size_t len = 1;
+  for (int32_t i = 0; i < out->nbranches; i++) len += strlen(out->branches[i].input) + 2;
+  if ((out->inputs = lm_pool_alloc(&out->pool, len)) == NULL) return NOMEM(b);
+  out->inputs[0] = '\0';
+  for (int32_t i = 0; i < out->nbranches; i++) {
+    if (i > 0) strcat(out->inputs, ", ");
+    strcat(out->inputs, out->branches[i].input);
+  }
+  out->input = out->branches[0].input;
+  out->input_is_source = out->branches[0].input_is_source;
+  return LAMINAR_OK;
+}
+
 /* A top-level set: the stream is the union itself (every column, as is). */
 static laminar_code bind_union_output(binder* b) {
   lm_plan* plan = b->plan;
@@ -3129,24 +3146,34 @@ static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
   lm_plan* plan = b->plan;
   const lm_ast_lateral* lat = sel->lateral;
   const lm_ast_expr* call = lat->call;
-  if (sel->join != NULL || sel->from_select != NULL || sel->from_window != NULL ||
-      sel->union_next != NULL) {
+  if (sel->join != NULL || sel->from_window != NULL || sel->union_next != NULL) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, call,
-                "a table function joins one input read by name (FROM s, f(s.x)): not "
-                "with a JOIN, a derived table, a window table function or UNION ALL");
+                "a table function joins one input, read by name (FROM s, f(s.x)) or a "
+                "derived table (FROM (SELECT ...) d, f(d.x)): not with a JOIN, a window "
+                "table function or a UNION ALL of the outer query (make the union a "
+                "derived table)");
   }
   bool src = false;
-  const lm_schema* left = lookup(lookup_arg, sel->from, &src);
-  if (left == NULL) return unknown_input(sel, b->err);
-  if (lm_op_view_is_changelog(left)) {
-    char msg[400];
-    snprintf(msg, sizeof msg,
-             "'%s' is a changelog (it ends in _weight): a table function over a "
-             "changelog is not supported yet",
-             sel->from);
-    return fail_pos(b, LAMINAR_ERR_SQL_UNSUPPORTED, sel->from_line, sel->from_column,
-                    sel->from, msg);
+  const lm_schema* input;
+  if (sel->from_select != NULL) {
+    /* A derived table (a UNION ALL of them too): its branches project to its
+     * columns (join_side[0]), whose rows the function's then join. */
+    LM_TRY(bind_branches(b, sel->from_select, lookup, lookup_arg));
+    LM_TRY(branch_inputs(b));
+    plan->join_side[0] = plan->union_schema;
+    lm_schema_init_empty(&plan->union_schema);
+    input = &plan->join_side[0];
+  } else {
+    input = lookup(lookup_arg, sel->from, &src);
+    if (input == NULL) return unknown_input(sel, b->err);
   }
+  /* Over a changelog (EMIT CHANGES, a view) the joined row is the input's
+   * columns but _weight, f's, then _weight: each joined row weighs what its
+   * input row does, and what follows reads a changelog as over the input. */
+  bool changelog = lm_op_view_is_changelog(input);
+  lm_schema* left = lm_pool_alloc(&plan->pool, sizeof *left);
+  if (left == NULL) return NOMEM(b);
+  *left = (lm_schema){input->ncols - (changelog ? 1 : 0), input->fields};
   if (call->star || call->distinct) {
     return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, call,
                 "%s(%s) is only valid for aggregates", call->fname,
@@ -3196,16 +3223,26 @@ static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
     }
     LM_TRY(add_field(b, &plan->lat_cols, name, lm_udtf_col_type(f, c)));
   }
-  LM_TRY(joined_branch(b, sel, left, src));
+  if (sel->from_select != NULL) {
+    for (int32_t c = 0; c < left->ncols; c++)
+      LM_TRY(
+          add_field(b, &plan->union_schema, left->fields[c].name, left->fields[c].type));
+  } else {
+    LM_TRY(joined_branch(b, sel, left, src));
+    plan->branches[0].in_ncols = input->ncols;
+  }
   for (int32_t c = 0; c < ncols; c++) {
     LM_TRY(add_field(b, &plan->union_schema, plan->lat_cols.fields[c].name,
                      plan->lat_cols.fields[c].type));
   }
+  if (changelog)
+    LM_TRY(add_field(b, &plan->union_schema, LM_WEIGHT_COLUMN, LM_TYPE_INT64));
   plan->lateral = true;
   plan->lat = (lm_lateral_spec){.fn = f,
                                 .args = (const lm_expr* const*)args,
                                 .nargs = (int32_t)nargs,
-                                .in_ncols = left->ncols};
+                                .in_ncols = left->ncols,
+                                .weight_col = changelog ? input->ncols - 1 : -1};
   b->input = &plan->union_schema;
   b->join_left = left;
   b->join_right = &plan->lat_cols;
@@ -3362,20 +3399,8 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
      * derived table the outer select reads. */
     bool derived = sel->union_next == NULL;
     rc = bind_branches(&b, derived ? sel->from_select : sel, lookup, lookup_arg);
-    size_t len = 1;
-    for (int32_t i = 0; rc == LAMINAR_OK && i < out->nbranches; i++) {
-      len += strlen(out->branches[i].input) + 2;
-    }
-    if (rc == LAMINAR_OK && (out->inputs = lm_pool_alloc(&out->pool, len)) == NULL)
-      rc = NOMEM(&b);
-    for (int32_t i = 0; rc == LAMINAR_OK && i < out->nbranches; i++) {
-      if (i == 0) out->inputs[0] = '\0';
-      if (i > 0) strcat(out->inputs, ", ");
-      strcat(out->inputs, out->branches[i].input);
-    }
+    if (rc == LAMINAR_OK) rc = branch_inputs(&b);
     if (rc == LAMINAR_OK) {
-      out->input = out->branches[0].input;
-      out->input_is_source = out->branches[0].input_is_source;
       b.input = &out->union_schema;
       rc = derived ? bind_select(&b, stmt) : bind_union_output(&b);
     }
@@ -3421,6 +3446,11 @@ void lm_plan_free(lm_plan* plan) {
 
 bool lm_plan_branched(const lm_plan* plan) {
   return plan->nbranches > 1 || (plan->nbranches == 1 && plan->branches[0].exprs != NULL);
+}
+
+const lm_schema* lm_plan_branch_out(const lm_plan* plan, int32_t b) {
+  if (plan->joined) return &plan->join_side[b];
+  return plan->lateral ? &plan->join_side[0] : &plan->union_schema;
 }
 
 laminar_code lm_plan_passthrough(const char* input, bool input_is_source,

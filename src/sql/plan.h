@@ -169,6 +169,11 @@ laminar_code lm_plan_passthrough(const char* input, bool input_is_source,
  * derived table's filter and projection) rather than one input as it is. */
 bool lm_plan_branched(const lm_plan* plan);
 
+/* The columns branch b's map projects its input to: a window join's side
+ * (join_side[b]), a derived table a table function joins (join_side[0], the
+ * same for every branch of its union), else the union's (union_schema). */
+const lm_schema* lm_plan_branch_out(const lm_plan* plan, int32_t b);
+
 /* What the plan reads, for SHOW STREAMS and pipeline state: its input's
  * name, or the branches' inputs joined by ", " (in the plan's pool). */
 const char* lm_plan_inputs(const lm_plan* plan);

@@ -481,6 +481,164 @@ static int test_timestamp_types(void) {
   return 0;
 }
 
+/* ---- DECIMAL ----------------------------------------------------------------------- */
+
+__extension__ typedef __int128 i128;
+
+/* What dec_fn returns for each row: x * mul + add (unscaled), as decimal128
+ * of precision/scale (the declared ones unless a test misbehaves). */
+typedef struct dec_state {
+  const char* want_format; /* the argument's format the call must get */
+  i128 mul, add;
+  int precision, scale;
+  i128 force; /* non-zero: every value is this (past the precision) */
+  int64_t calls;
+} dec_state;
+
+static int dec_fn(void* user, const struct ArrowArray* args,
+                  const struct ArrowSchema* args_schema, struct ArrowArray* out,
+                  struct ArrowSchema* out_schema, char* error, size_t cap) {
+  dec_state* st = user;
+  st->calls++;
+  if (strcmp(args_schema->children[0]->format, st->want_format) != 0) {
+    snprintf(error, cap, "argument format '%s', want '%s'",
+             args_schema->children[0]->format, st->want_format);
+    return 1;
+  }
+  const struct ArrowArray* a = args->children[0];
+  const uint8_t* v = (const uint8_t*)a->buffers[1] + 16 * a->offset;
+  const uint8_t* valid = a->buffers[0];
+  ArrowSchemaInit(out_schema);
+  if (ArrowSchemaSetTypeDecimal(out_schema, NANOARROW_TYPE_DECIMAL128, st->precision,
+                                st->scale) != NANOARROW_OK)
+    return 1;
+  if (ArrowArrayInitFromSchema(out, out_schema, NULL) != NANOARROW_OK) return 1;
+  if (ArrowArrayStartAppending(out) != NANOARROW_OK) return 1;
+  for (int64_t r = 0; r < a->length; r++) {
+    if (valid != NULL && !ArrowBitGet(valid, a->offset + r)) {
+      if (ArrowArrayAppendNull(out, 1) != NANOARROW_OK) return 1;
+      continue;
+    }
+    i128 x;
+    memcpy(&x, v + 16 * r, 16);
+    i128 y = st->force != 0 ? st->force : x * st->mul + st->add;
+    struct ArrowDecimal d;
+    ArrowDecimalInit(&d, 128, st->precision, st->scale);
+    ArrowDecimalSetBytes(&d, (const uint8_t*)&y);
+    if (ArrowArrayAppendDecimal(out, &d) != NANOARROW_OK) return 1;
+  }
+  return ArrowArrayFinishBuildingDefault(out, NULL) != NANOARROW_OK;
+}
+
+static i128 dec_at(const struct ArrowArrayView* v, int64_t r) {
+  struct ArrowDecimal d;
+  ArrowDecimalInit(&d, 128, v->layout.element_size_bits[1] == 128 ? 38 : 18, 0);
+  ArrowArrayViewGetDecimalUnsafe(v, r, &d);
+  i128 x;
+  memcpy(&x, d.words, 16);
+  return x;
+}
+
+/* a = widen(volume) = volume.00 -> volume.005 (DECIMAL(20,3), wide);
+ * b = narrow(a) = -a (DECIMAL(12,3)); c = widen(price) rounded to cents,
+ * NULL where price is. */
+static int check_dec_row(void* arg, const result_view* rv, int64_t r) {
+  int64_t* nulls = arg;
+  const struct ArrowArrayView* vol = col(rv, "volume");
+  const struct ArrowArrayView* price = col(rv, "price");
+  const struct ArrowArrayView* a = col(rv, "a");
+  const struct ArrowArrayView* b = col(rv, "b");
+  const struct ArrowArrayView* c = col(rv, "c");
+  CHECK(a->storage_type == NANOARROW_TYPE_DECIMAL128 &&
+        b->storage_type == NANOARROW_TYPE_DECIMAL128);
+  i128 want = (i128)ArrowArrayViewGetIntUnsafe(vol, r) * 1000 + 5;
+  CHECK(dec_at(a, r) == want);
+  CHECK(dec_at(b, r) == -want);
+  CHECK(ArrowArrayViewIsNull(c, r) == ArrowArrayViewIsNull(price, r));
+  if (ArrowArrayViewIsNull(c, r)) {
+    (*nulls)++;
+    return 0;
+  }
+  double p = ArrowArrayViewGetDoubleUnsafe(price, r);
+  CHECK(dec_at(c, r) == (i128)llround(p * 100) * 10 + 5);
+  return 0;
+}
+
+/* DECIMAL arguments and results of scalar functions: decimal128 "d:p,s" both
+ * ways, narrow (p <= 18) and wide values, a BIGINT and a DECIMAL of another
+ * scale cast to the parameter's type, NULLs not passed; a result of another
+ * scale or past the precision is LDB-3011 naming the function. */
+static int test_decimal_types(void) {
+  laminar_db* db;
+  laminar_source* src;
+  laminar_error err;
+  CHECK(open_db(&db, &src) == 0);
+  dec_state widen = {"d:10,2", 10, 5, 20, 3, 0, 0};
+  dec_state narrow = {"d:20,3", -1, 0, 12, 3, 0, 0};
+  const char* d10[] = {"d:10,2"};
+  const char* d20[] = {"d:20,3"};
+  CHECK_CODE(laminar_function_register(db, "widen", d10, 1, "d:20,3", dec_fn, &widen,
+                                       NULL, 0, &err),
+             LAMINAR_OK, &err);
+  CHECK_CODE(laminar_function_register(db, "narrow", d20, 1, "d:12,3", dec_fn, &narrow,
+                                       NULL, 0, &err),
+             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE STREAM s AS SELECT volume, price, widen(volume) AS a, "
+                      "narrow(widen(volume)) AS b, "
+                      "widen(CAST(price AS DECIMAL(12,4))) AS c FROM trades",
+                      &err),
+      LAMINAR_OK, &err);
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "s", &sub, &err), LAMINAR_OK, &err);
+  uint64_t rng = lm_test_seed() | 1;
+  trade_row rows[300];
+  random_rows(&rng, rows, 300, 0);
+  CHECK(push_rows(src, rows, 300) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  int64_t got, nulls = 0;
+  CHECK(drain(sub, check_dec_row, &nulls, &got) == 0);
+  EXPECT(got == 300 && nulls > 0);
+  /* A result of another scale, then one past the declared precision. */
+  narrow.scale = 2;
+  CHECK(push_rows(src, rows, 10) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_ERR_FUNCTION_RESULT, &err);
+  EXPECT(strstr(err.message, "function 'narrow' returned an invalid result") != NULL &&
+         strstr(err.message, "'d:12,3'") != NULL);
+  laminar_subscription_close(sub);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+
+  CHECK(open_db(&db, &src) == 0);
+  narrow.scale = 3;
+  narrow.force = (i128)1000000000000000; /* 16 digits, DECIMAL(12,3) holds 12 */
+  CHECK_CODE(laminar_function_register(db, "widen", d10, 1, "d:20,3", dec_fn, &widen,
+                                       NULL, 0, &err),
+             LAMINAR_OK, &err);
+  CHECK_CODE(laminar_function_register(db, "narrow", d20, 1, "d:12,3", dec_fn, &narrow,
+                                       NULL, 0, &err),
+             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(
+          db, "CREATE STREAM s AS SELECT narrow(widen(volume)) AS b FROM trades", &err),
+      LAMINAR_OK, &err);
+  CHECK(push_rows(src, rows, 10) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_ERR_FUNCTION_RESULT, &err);
+  EXPECT(strstr(err.message, "function 'narrow' returned an invalid array") != NULL &&
+         strstr(err.message, "more than 12 digits") != NULL);
+  /* A DOUBLE column is not a DECIMAL argument (a number literal is). */
+  CHECK_CODE(laminar_execute(
+                 db, "CREATE STREAM t AS SELECT widen(price) AS x FROM trades", &err),
+             LAMINAR_ERR_TYPE_MISMATCH, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE STREAM t AS SELECT widen(1.5) AS x FROM trades", &err),
+      LAMINAR_OK, &err);
+  laminar_source_close(src);
+  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  return 0;
+}
+
 /* ---- failures at run time ------------------------------------------------------------- */
 
 static int sum_total(void* arg, const result_view* rv, int64_t r) {
@@ -611,7 +769,7 @@ static int test_registration_errors(void) {
   CHECK(open_db(&db, NULL) == 0);
   fn_state st = {.factor = 1.0};
   const char* g[] = {"g"};
-  const char* bad[] = {"d:10,2"};
+  const char* bad[] = {"d:39,2"}; /* past DECIMAL's 38 digits */
   CHECK_CODE(laminar_function_register(db, "upper", g, 1, "g", scale_fn, &st,
                                        destroy_state, 0, &err),
              LAMINAR_ERR_SQL_DUPLICATE_OBJECT, &err);
@@ -625,6 +783,15 @@ static int test_registration_errors(void) {
   CHECK_CODE(laminar_function_register(db, "f", g, 1, "x", scale_fn, &st, destroy_state,
                                        0, &err),
              LAMINAR_ERR_UNKNOWN_TYPE, &err);
+  /* decimal128 only, scale within precision, the whole text a format. */
+  static const char* const bad_decimals[] = {"d:10,2,64", "d:10,11", "d:0,0",
+                                             "d:10",      "d:10,2x", "d:-1,0"};
+  for (size_t i = 0; i < sizeof bad_decimals / sizeof *bad_decimals; i++) {
+    CHECK_CODE(laminar_function_register(db, "f", g, 1, bad_decimals[i], scale_fn, &st,
+                                         destroy_state, 0, &err),
+               LAMINAR_ERR_UNKNOWN_TYPE, &err);
+    EXPECT(strstr(err.message, "d:p,s") != NULL);
+  }
   CHECK_CODE(laminar_function_register(db, "no space", g, 1, "g", scale_fn, &st,
                                        destroy_state, 0, &err),
              LAMINAR_ERR_MISUSE, &err);
@@ -921,6 +1088,7 @@ int main(int argc, char** argv) {
       {"null_handling_and_constants", test_null_handling_and_constants},
       {"group_by_aggregate_having", test_group_by_aggregate_having},
       {"timestamp_types", test_timestamp_types},
+      {"decimal_types", test_decimal_types},
       {"runtime_failures", test_runtime_failures},
       {"reactor_failure", test_reactor_failure},
       {"registration_errors", test_registration_errors},

@@ -362,3 +362,145 @@ def test_sql_errors(db: laminardb.Connection) -> None:
     with pytest.raises(laminardb.SQLError) as info:
         db.remove_function("pieces")
     assert info.value.code == "LDB-1007"
+
+
+def _consolidated(sub: laminardb.Subscription, names: list[str]) -> Counter[tuple[object, ...]]:
+    """A changelog's rows with their weights summed (rows that cancel left out)."""
+    got: Counter[tuple[object, ...]] = Counter()
+    while (batch := sub.poll(0)) is not None:
+        for r in batch.to_pylist():
+            got[tuple(r[n] for n in names)] += r["_weight"]
+    return Counter({row: w for row, w in got.items() if w != 0})
+
+
+# Over a changelog: (the stream, DuckDB's query over the final rows, columns).
+# c is SUM(b) per k with EMIT CHANGES, v a view of MAX(a) per k.
+CHANGELOG_QUERIES = [
+    (
+        "SELECT k, g.x FROM c, generate_series(1, c.n) AS g(x)",
+        "SELECT k, g.x FROM c, generate_series(1, c.n) AS g(x)",
+        ["k", "x"],
+    ),
+    (
+        "SELECT k, e.i, e.p FROM c, pieces(c.k, c.n) AS e",
+        "SELECT k, g.i, k || g.i FROM c, generate_series(0, c.n - 1) AS g(i) "
+        "WHERE k IS NOT NULL",
+        ["k", "i", "p"],
+    ),
+    (
+        "SELECT v.k, r.x FROM v, range(0, v.m) AS r(x) WHERE r.x % 2 = 0",
+        "SELECT v.k, r.x FROM v, range(0, v.m) AS r(x) WHERE r.x % 2 = 0",
+        ["k", "x"],
+    ),
+    (
+        "SELECT k, COUNT(*) AS cnt, SUM(g.x) AS sx FROM c, generate_series(1, c.n) AS g(x) "
+        "GROUP BY k EMIT CHANGES",
+        "SELECT k, COUNT(*), SUM(g.x) FROM c, generate_series(1, c.n) AS g(x) GROUP BY k",
+        ["k", "cnt", "sx"],
+    ),
+]
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+@pytest.mark.parametrize(("select", "duck", "names"), CHANGELOG_QUERIES)
+def test_over_a_changelog_rows_carry_their_weight(
+    cores: int, rng: np.random.Generator, select: str, duck: str, names: list[str]
+) -> None:
+    """A table function over an EMIT CHANGES stream or a view: each joined row
+    weighs what its input row does, so the consolidated output is the function
+    over the input's final rows (DuckDB over the same GROUP BY)."""
+    table = _random_table(rng, 600)
+    with laminardb.open(cores=cores) as db:
+        db.create_table_function("pieces", pieces, PIECES_PARAMS, PIECES_COLUMNS)
+        db.execute(SOURCE)
+        db.execute("CREATE STREAM c AS SELECT k, SUM(b) AS n FROM t GROUP BY k EMIT CHANGES")
+        db.execute("CREATE MATERIALIZED VIEW v AS SELECT k, MAX(a) AS m FROM t GROUP BY k")
+        db.execute(f"CREATE STREAM e AS {select}")
+        assert db.schema("e").names[-1] == "_weight"
+        sub = db.subscribe("e")
+        for start in range(0, table.num_rows, 53):
+            db.insert("t", table.slice(start, 53))
+            db.run_until_idle()
+        got = _consolidated(sub, names)
+    final = (
+        "WITH c AS (SELECT k, CAST(SUM(b) AS BIGINT) AS n FROM t GROUP BY k), "
+        "v AS (SELECT k, MAX(a) AS m FROM t GROUP BY k) "
+    )
+    assert got == _duckdb(table, final + duck)
+    assert got
+
+
+# Beside a derived table (of one input, or a UNION ALL of two): (the stream,
+# DuckDB's query, columns). u has t's columns.
+DERIVED_QUERIES = [
+    (
+        "SELECT d.id, g.x FROM (SELECT id, a + 1 AS lo, b AS hi FROM t WHERE k <> 'z') d, "
+        "generate_series(d.lo, d.hi) AS g(x)",
+        "SELECT d.id, g.x FROM (SELECT id, a + 1 AS lo, b AS hi FROM t WHERE k <> 'z') d, "
+        "generate_series(d.lo, d.hi) AS g(x)",
+        ["id", "x"],
+    ),
+    (
+        "SELECT d.id, e.i, e.p FROM (SELECT id, k, b FROM t UNION ALL "
+        "SELECT id + 100000, k, a FROM u) AS d CROSS JOIN LATERAL pieces(d.k, d.b) AS e",
+        "SELECT d.id, g.i, d.k || g.i FROM (SELECT id, k, b FROM t UNION ALL "
+        "SELECT id + 100000, k, a FROM u) AS d, generate_series(0, d.b - 1) AS g(i) "
+        "WHERE d.k IS NOT NULL",
+        ["id", "i", "p"],
+    ),
+    (
+        "SELECT d.k, COUNT(*) AS n, SUM(g.x) AS sx FROM (SELECT k, b FROM t WHERE a > 0) d, "
+        "generate_series(1, d.b) AS g(x) GROUP BY d.k EMIT CHANGES",
+        "SELECT d.k, COUNT(*), SUM(g.x) FROM (SELECT k, b FROM t WHERE a > 0) d, "
+        "generate_series(1, d.b) AS g(x) GROUP BY d.k",
+        ["k", "n", "sx"],
+    ),
+]
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+@pytest.mark.parametrize(("select", "duck", "names"), DERIVED_QUERIES)
+def test_beside_a_derived_table_equals_duckdb(
+    cores: int, rng: np.random.Generator, select: str, duck: str, names: list[str]
+) -> None:
+    """FROM (SELECT ...) d, f(d.x): the derived table's rows (a UNION ALL's
+    too) joined with the function's, as DuckDB joins them; a SELECT over a
+    view does the same."""
+    t, u = _random_table(rng, 500), _random_table(rng, 300)
+    with laminardb.open(cores=cores) as db:
+        db.create_table_function("pieces", pieces, PIECES_PARAMS, PIECES_COLUMNS)
+        db.execute(SOURCE)
+        db.execute(SOURCE.replace("SOURCE t", "SOURCE u"))
+        db.execute(f"CREATE STREAM e AS {select}")
+        operators = db.query("EXPLAIN e").column("operator").to_pylist()
+        assert "table function" in operators
+        sub = db.subscribe("e")
+        for start in range(0, 500, 61):
+            db.insert("t", t.slice(start, 61))
+            db.insert("u", u.slice(start, 61))
+            db.run_until_idle()
+        if "EMIT CHANGES" in select:
+            got = _consolidated(sub, names)
+        else:
+            got = _rows(sub, names)
+        db.execute("CREATE MATERIALIZED VIEW mt AS SELECT * FROM t")
+        db.insert("t", t)
+        db.run_until_idle()
+        viewed = db.query(
+            "SELECT d.id, g.x FROM (SELECT id, a AS lo, b AS hi FROM mt WHERE k <> 'z') d, "
+            "generate_series(d.lo, d.hi) AS g(x)"
+        )
+    con = duckdb.connect()
+    con.register("t", t)
+    con.register("u", u)
+    assert got == Counter(con.sql(duck).fetchall())
+    assert got
+    want_view = Counter(
+        con.sql(
+            "SELECT d.id, g.x FROM (SELECT id, a AS lo, b AS hi FROM t WHERE k <> 'z') d, "
+            "generate_series(d.lo, d.hi) AS g(x)"
+        ).fetchall()
+    )
+    assert Counter(zip(*(viewed.column(n).to_pylist() for n in ["id", "x"]), strict=True)) == (
+        want_view
+    )

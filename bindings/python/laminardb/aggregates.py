@@ -39,6 +39,7 @@ is NULL until the group ends.
 
 from __future__ import annotations
 
+import copy
 import pickle
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -51,6 +52,7 @@ from laminardb._laminar_cffi import ffi, lib
 from laminardb.functions import (
     TypeSpec,
     arrow_format,
+    arrow_type,
     error_text,
     export_into,
     register_handle,
@@ -61,17 +63,6 @@ __all__ = ["Aggregate", "AggregateOnError"]
 
 #: ``on_error`` of :meth:`laminardb.Connection.create_aggregate`.
 AggregateOnError = Literal["raise", "null"]
-
-_RESULT_TYPES = {
-    "b": pa.bool_(),
-    "i": pa.int32(),
-    "l": pa.int64(),
-    "g": pa.float64(),
-    "u": pa.string(),
-    "tsu:": pa.timestamp("us"),
-    "tdD": pa.date32(),
-}
-
 
 class _Failed:
     """The state of a group whose callback raised under ``on_error="null"``."""
@@ -88,7 +79,7 @@ class PyAggregate:
     def __init__(self, name: str, impl: object, result_format: str, on_error: str) -> None:
         self.name = name
         self.impl: Any = impl
-        self.result_type = _RESULT_TYPES[result_format]
+        self.result_type = arrow_type(result_format)
         self.on_error = on_error
         self.states: dict[int, object] = {}
         self.next_key = 1
@@ -123,6 +114,21 @@ class PyAggregate:
             if self.on_error != "null":
                 raise
             return _FAILED
+
+    def copy(self, state: object) -> object:
+        """Return a copy of ``state`` an update may change.
+
+        Through ``serialize`` / ``deserialize`` when the class has them, else
+        ``copy.deepcopy``.
+        """
+        if state is _FAILED:
+            return state
+        enc = getattr(self.impl, "serialize", None)
+        dec = getattr(self.impl, "deserialize", None)
+        with in_callback():
+            if enc is not None and dec is not None:
+                return dec(enc(state))
+            return copy.deepcopy(state)
 
     def result(self, state: object) -> object:
         """``finalize`` of one group (None for a failed one)."""
@@ -183,12 +189,18 @@ def _update(
             rows.setdefault(g, []).append(j)
         keys = ffi.cast("uint64_t*", states)
         columns = batch.columns
+        # All or nothing: every group's new state is computed (from a copy of
+        # its state: ``update`` may change the one it gets) before any is
+        # kept, so an exception leaves every group as before the chunk.
+        done: list[tuple[int, int, object]] = []
         for g, idx in rows.items():
             take = pa.array(idx, type=pa.int32())
             # Copies: the engine's buffers are valid only during the call.
             group_columns = [c.take(take) for c in columns]
             key = int(keys[g])
-            state = agg.apply(method, agg.get(key), group_columns)
+            state = agg.copy(agg.get(key)) if key else agg.get(key)
+            done.append((g, key, agg.apply(method, state, group_columns)))
+        for g, key, state in done:
             agg.put(keys + g, key, state)
     except Exception as exc:  # noqa: BLE001 -- every error becomes the engine's LDB-3010
         write_error(error, int(error_cap), error_text(exc))

@@ -740,8 +740,10 @@ class Connection(Handle):
     ) -> Connection:
         """Register ``fn`` as SQL table function ``name`` (``laminar_table_function_register``).
 
-        SQL calls it in FROM, joined to each row of one input:
-        ``FROM s, name(s.x)``, ``FROM s CROSS JOIN LATERAL name(s.x) AS t(a, b)``.
+        SQL calls it in FROM, joined to each row of one input or derived table:
+        ``FROM s, name(s.x)``, ``FROM s CROSS JOIN LATERAL name(s.x) AS t(a, b)``,
+        ``FROM (SELECT ...) d, name(d.x)``; over a changelog (an EMIT CHANGES
+        stream, a view) each output row carries its input row's ``_weight``.
         ``kind="arrow"`` calls ``fn(*arrays)`` once per chunk and takes back a
         ``pyarrow.RecordBatch`` / ``Table`` (or a dict of columns) with a
         column ``_row`` -- the 0-based position of each output row's input

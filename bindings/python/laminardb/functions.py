@@ -25,7 +25,9 @@ after it returns. Compute a new array, as ``pyarrow.compute`` does.
 from __future__ import annotations
 
 import datetime
+import decimal
 import inspect
+import re
 import traceback
 import typing
 from collections.abc import Callable, Sequence
@@ -37,7 +39,15 @@ from laminardb._arrow import capsule_pointer, import_batch
 from laminardb._handle import c_text, in_callback
 from laminardb._laminar_cffi import ffi, lib
 
-__all__ = ["Function", "FunctionKind", "NullHandling", "OnError", "TypeSpec", "arrow_format"]
+__all__ = [
+    "Function",
+    "FunctionKind",
+    "NullHandling",
+    "OnError",
+    "TypeSpec",
+    "arrow_format",
+    "arrow_type",
+]
 
 #: ``kind`` of :meth:`laminardb.Connection.create_function`.
 FunctionKind = Literal["arrow", "row"]
@@ -97,36 +107,86 @@ _FORMAT_TYPES = {
 }
 
 
+#: ``DECIMAL(p, s)`` / ``NUMERIC(p, s)`` as an SQL type name.
+_SQL_DECIMAL = re.compile(r"(?:DECIMAL|NUMERIC)\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)")
+#: The decimal128 format ``d:p,s`` the engine takes a DECIMAL(p, s) in.
+_FORMAT_DECIMAL = re.compile(r"d:(\d+),(\d+)")
+
+
+def _decimal_format(precision: int, scale: int, spec: object) -> str:
+    """``d:p,s`` for DECIMAL(p, s), checked as the engine does (1 <= p <= 38)."""
+    if not (1 <= precision <= 38 and 0 <= scale <= precision):
+        raise TypeError(
+            f"no engine type for {spec!r}: DECIMAL(p, s) takes 1 <= p <= 38 and "
+            "0 <= s <= p"
+        )
+    return f"d:{precision},{scale}"
+
+
 def arrow_format(spec: TypeSpec) -> str:
     """Return the Arrow format string the engine takes for a parameter type.
 
     Args:
-        spec: A pyarrow type (``pa.float64()``), an SQL type name
-            (``"DOUBLE"``) or a Python type (``float``).
+        spec: A pyarrow type (``pa.float64()``, ``pa.decimal128(10, 2)``), an
+            SQL type name (``"DOUBLE"``, ``"DECIMAL(10,2)"``) or a Python type
+            (``float``).
 
     Returns:
-        One of ``b``, ``i``, ``l``, ``g``, ``u``, ``tsu:``, ``tdD``.
+        One of ``b``, ``i``, ``l``, ``g``, ``u``, ``tsu:``, ``tdD``, or
+        ``d:p,s`` (decimal128) for a DECIMAL(p, s).
 
     Raises:
-        TypeError: For a type the engine has no column type for.
+        TypeError: For a type the engine has no column type for (and for
+            ``decimal.Decimal``, which names no precision and scale).
 
     Example:
         >>> from laminardb.functions import arrow_format
-        >>> arrow_format(float), arrow_format("BIGINT")
-        ('g', 'l')
+        >>> arrow_format(float), arrow_format("BIGINT"), arrow_format("DECIMAL(10, 2)")
+        ('g', 'l', 'd:10,2')
     """
+    if isinstance(spec, pa.Decimal128Type):
+        return _decimal_format(spec.precision, spec.scale, spec)
     if isinstance(spec, pa.DataType):
         found = _ARROW_TYPES.get(spec)
     elif isinstance(spec, str):
+        dec = _SQL_DECIMAL.fullmatch(spec.strip().upper())
+        if dec is not None:
+            return _decimal_format(int(dec.group(1)), int(dec.group(2)), spec)
         found = _SQL_NAMES.get(spec.strip().upper())
+    elif spec is decimal.Decimal:
+        raise TypeError(
+            "decimal.Decimal names no precision and scale: pass the type as "
+            "'DECIMAL(p, s)' or pa.decimal128(p, s) (params=/returns=)"
+        )
     else:
         found = _PY_TYPES.get(spec)
     if found is None:
         raise TypeError(
             f"no engine type for {spec!r}: use BOOLEAN, INT, BIGINT, DOUBLE, VARCHAR, "
-            "TIMESTAMP or DATE (pyarrow, SQL name or bool/int/float/str/datetime/date)"
+            "TIMESTAMP, DATE or DECIMAL(p, s) (pyarrow, SQL name or "
+            "bool/int/float/str/datetime/date)"
         )
     return found
+
+
+def arrow_type(fmt: str) -> pa.DataType:
+    """Return the pyarrow type of an engine format (:func:`arrow_format`'s result).
+
+    Args:
+        fmt: ``b``, ``i``, ``l``, ``g``, ``u``, ``tsu:``, ``tdD`` or ``d:p,s``.
+
+    Returns:
+        The pyarrow type (``pa.decimal128(p, s)`` for ``d:p,s``).
+
+    Example:
+        >>> from laminardb.functions import arrow_type
+        >>> arrow_type("d:10,2")
+        Decimal128Type(decimal128(10, 2))
+    """
+    dec = _FORMAT_DECIMAL.fullmatch(fmt)
+    if dec is not None:
+        return pa.decimal128(int(dec.group(1)), int(dec.group(2)))
+    return _FORMAT_TYPES[fmt]
 
 
 def _hinted_types(fn: Callable[..., object]) -> tuple[list[object], object]:
@@ -176,7 +236,7 @@ class PyFunction:
     ) -> None:
         self.name = name
         self.fn = fn
-        self.result_type = _FORMAT_TYPES[result_format]
+        self.result_type = arrow_type(result_format)
         self.kind = kind
         self.on_error = on_error
 

@@ -33,11 +33,11 @@ from laminardb._arrow import capsule_pointer
 from laminardb._handle import c_text
 from laminardb._laminar_cffi import ffi, lib
 from laminardb.functions import (
-    _FORMAT_TYPES,
     NullHandling,
     TypeSpec,
     _live,
     arrow_format,
+    arrow_type,
     register_handle,
 )
 
@@ -110,7 +110,7 @@ def _columns(returns: Mapping[str, TypeSpec] | Sequence[tuple[str, TypeSpec]]) -
     items: Iterable[tuple[str, TypeSpec]] = (
         returns.items() if isinstance(returns, Mapping) else returns
     )
-    fields = [pa.field(str(n), _FORMAT_TYPES[arrow_format(t)]) for n, t in items]
+    fields = [pa.field(str(n), arrow_type(arrow_format(t))) for n, t in items]
     if not fields:
         raise ValueError("a table function returns at least one column")
     return pa.schema(fields)
