@@ -1817,7 +1817,8 @@ static laminar_code parse_source_body(parser* p, lm_stmt* s) {
                    s->kind == LM_STMT_CREATE_TABLE ? "table" : "source", s->name);
   }
   LM_TRY(advance(p));
-  if (s->kind == LM_STMT_CREATE_TABLE && s->npkey == 0 && !is_kw(&p->cur, "AS")) {
+  if (s->kind == LM_STMT_CREATE_TABLE && s->npkey == 0 && !is_kw(&p->cur, "AS") &&
+      !is_kw(&p->cur, "PRIMARY")) {
     return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, open.line, open.column,
                    "table '%s' needs a PRIMARY KEY (col [, ...])", s->name);
   }
@@ -1831,7 +1832,8 @@ static laminar_code parse_source_body(parser* p, lm_stmt* s) {
 static laminar_code parse_table_query(parser* p, lm_stmt* s) {
   if (p->cur.kind == LM_TOK_LPAREN) {
     LM_TRY(parse_source_body(p, s));
-    if (!is_kw(&p->cur, "AS")) return LAMINAR_OK; /* a table written by INSERT */
+    if (!is_kw(&p->cur, "AS") && !is_kw(&p->cur, "PRIMARY"))
+      return LAMINAR_OK; /* a table written by INSERT */
     if (s->noptions > 0) {
       return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, s->options[0].value->line,
                      s->options[0].value->column,
