@@ -164,6 +164,7 @@ static int test_query_fed(void) {
   const char* vs[] = {"x", NULL, "y"};
   CHECK(build_kv(ks, vs, 3, false, &array, &schema) == 0);
   CHECK_CODE(laminar_source_push(src, &array, &schema, &err), LAMINAR_OK, &err);
+  schema.release(&schema); /* borrowed by the push */
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   CHECK_TEXT(db, "SELECT k, v FROM f ORDER BY k", "1,y;2,NULL");
   CHECK_TEXT(db, "SHOW TABLES", "f,k BIGINT NOT NULL, v VARCHAR,k");
