@@ -220,9 +220,10 @@ laminar_code lm_db_show_tables(laminar_db* db, struct ArrowArrayStream* out,
 laminar_code lm_db_table_fed_op(const lm_schema* in, const lm_stmt* stmt, lm_op** out,
                                 laminar_error* err);
 /* LAMINAR_OK unless `name` is a table fed by its query: then LDB-9003 (it
- * takes no writes), `what` naming the refused write. */
+ * takes no writes), `what` naming the refused write, at line:column when
+ * line > 0 (a statement's). */
 laminar_code lm_db_table_writable(laminar_db* db, const char* name, const char* what,
-                                  laminar_error* err);
+                                  int32_t line, int32_t column, laminar_error* err);
 /* The changelog source of table `name`, NULL when there is no such table
  * (or it is fed by a query: it has none). */
 lm_source_def* lm_db_table_source(laminar_db* db, const char* name);

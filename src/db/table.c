@@ -60,6 +60,15 @@ lm_source_def* lm_db_table_source(laminar_db* db, const char* name) {
   return lm_db_find_source(db, buf);
 }
 
+/* Where table `name`'s changes come from: its changelog source, or for a
+ * table fed by its query that query's root source (NULL when it reads
+ * several inputs). */
+static lm_source_def* changes_root(laminar_db* db, const char* name) {
+  lm_source_def* def = lm_db_table_source(db, name);
+  lm_stream_def* t = find_table(db, name);
+  return def != NULL || t == NULL ? def : lm_db_root_source(db, t);
+}
+
 /* Whether column c is one of the nkey key columns `keys`. */
 static bool is_key(const int32_t* keys, int32_t nkey, int32_t c) {
   for (int32_t k = 0; k < nkey; k++)
@@ -73,13 +82,16 @@ static bool is_fed(const lm_stream_def* s) {
 }
 
 laminar_code lm_db_table_writable(laminar_db* db, const char* name, const char* what,
-                                  laminar_error* err) {
+                                  int32_t line, int32_t column, laminar_error* err) {
   lm_stream_def* s = find_table(db, name);
   if (s == NULL || !is_fed(s)) return LAMINAR_OK;
-  lm_error_set(err, LAMINAR_ERR_STATE,
-               "table '%s' is fed by its query (CREATE TABLE ... AS SELECT): it takes no "
-               "writes (%s); write to the query's input instead",
-               s->name, what);
+  char msg[400];
+  snprintf(msg, sizeof msg,
+           "table '%s' is fed by its query (CREATE TABLE ... AS SELECT): it takes no "
+           "writes (%s); write to the query's input instead",
+           s->name, what);
+  if (line > 0) return fail_at(err, LAMINAR_ERR_STATE, line, column, s->name, NULL, msg);
+  lm_error_set(err, LAMINAR_ERR_STATE, "%s", msg);
   lm_error_object(err, s->name, NULL);
   return LAMINAR_ERR_STATE;
 }
@@ -91,12 +103,9 @@ static laminar_code table_of(laminar_db* db, const lm_stmt* stmt, lm_stream_def*
   *out_s = find_table(db, stmt->name);
   *out_def = *out_s != NULL ? lm_db_table_source(db, stmt->name) : NULL;
   if (*out_def != NULL) return LAMINAR_OK;
-  laminar_code rc = lm_db_table_writable(
-      db, stmt->name, stmt->kind == LM_STMT_DELETE ? "DELETE" : "INSERT", err);
-  if (rc != LAMINAR_OK) {
-    lm_error_at(err, stmt->name_line, stmt->name_column);
-    return rc;
-  }
+  LM_TRY(lm_db_table_writable(db, stmt->name,
+                              stmt->kind == LM_STMT_DELETE ? "DELETE" : "INSERT",
+                              stmt->name_line, stmt->name_column, err));
   char msg[300];
   snprintf(msg, sizeof msg, "no table named '%s'%s", stmt->name,
            lm_db_name_taken(db, stmt->name)
@@ -338,11 +347,16 @@ laminar_code lm_db_drop_table(laminar_db* db, const lm_stmt* stmt, laminar_error
     return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
                    stmt->name, NULL, msg);
   }
-  /* No source's lookup-join order names the changelog source any more. */
-  lm_source_def* def = lm_db_table_source(db, stmt->name);
+  /* No source's lookup-join order names the changelog source (or the
+   * query's input) any more. */
+  lm_source_def* def = changes_root(db, stmt->name);
   lm_rt_pause(&db->rt);
   for (int32_t i = 0; def != NULL && i < db->graph.nsources; i++)
     if (db->graph.sources[i]->order_of == def) db->graph.sources[i]->order_of = NULL;
+  /* The query's input may feed another table a lookup join reads: its
+   * joins order themselves again (none joins this one). */
+  for (int32_t i = 0; def != NULL && def->table == NULL && i < db->graph.nstreams; i++)
+    if (db->graph.streams[i]->plan.lookup) lm_db_table_order(db, db->graph.streams[i]);
   lm_rt_resume(&db->rt);
   /* The view first (refused while a stream, view or sink reads it), then its
    * changelog source. */
@@ -432,8 +446,9 @@ void lm_db_table_attach_lookup(laminar_db* db, lm_stream_def* s) {
 
 void lm_db_table_order(laminar_db* db, lm_stream_def* s) {
   lm_source_def* root = lm_db_root_source(db, s);
-  lm_source_def* changes = lm_db_table_source(db, s->plan.lookup_table);
-  if (root == NULL || changes == NULL || root->wal == NULL) return;
+  lm_source_def* changes = changes_root(db, s->plan.lookup_table);
+  if (root == NULL || changes == NULL || root == changes || root->wal == NULL) return;
+  changes->order_target = true;
   root->order_of = changes;
   root->order_noted = changes->processed_seq;
   root->order_self = root->processed_seq;
@@ -831,7 +846,7 @@ static laminar_code write_table(laminar_db* db, const char* name,
   int32_t pos[256];
   lm_batch* batch = NULL;
   rows r = {0};
-  if (def == NULL && (rc = lm_db_table_writable(db, name, fn, err)) != LAMINAR_OK) {
+  if (def == NULL && (rc = lm_db_table_writable(db, name, fn, 0, 0, err)) != LAMINAR_OK) {
     goto done;
   }
   if (def == NULL) {

@@ -14,7 +14,11 @@ DuckDB's INSERT OR REPLACE of the same SELECT.
 
 from __future__ import annotations
 
+import json
 import random
+import signal
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -380,3 +384,84 @@ def test_writes_through_the_api_are_refused(db):
         {"name": "fed", "columns": "k VARCHAR NOT NULL, v BIGINT", "primary_key": "k"}]
     db.execute("DROP TABLE fed")
     db.execute("DROP SOURCE ev")  # nothing reads it any more
+
+
+LOOKUP_DDL = """
+CREATE SOURCE feed (k VARCHAR, rate BIGINT, _weight BIGINT);
+CREATE TABLE rates PRIMARY KEY (k) AS SELECT k, rate FROM feed;
+CREATE SOURCE orders (id BIGINT, k VARCHAR);
+CREATE STREAM j AS SELECT o.id, o.k, r.rate FROM orders o LEFT JOIN rates r ON o.k = r.k;
+"""
+
+LOOKUP_CHILD = """
+import json, os, signal, sys
+import laminardb
+root, sink, steps, ckpt = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
+db = laminardb.open(root, checkpoint_interval="1 hour", wal_mode="sync", cores=int(sys.argv[5]))
+db.execute(sys.argv[6])
+db.execute(f"CREATE SINK out FROM j INTO FILE (path = '{sink}', format = 'jsonl')")
+for i, (name, rows) in enumerate(steps):
+    db.insert(name, rows)
+    db.run_until_idle()
+    if i == ckpt:
+        db.checkpoint()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def lookup_steps(rng: random.Random, n: int) -> tuple[list, list[tuple]]:
+    """Feed rows (upserts, retractions of the row held) and orders, interleaved;
+    and each order joined with the table as the feed before it left it."""
+    keys = [f"k{i}" for i in range(rng.choice([1, 3, 6]))]
+    table: dict[str, int] = {}
+    steps: list = []
+    want: list[tuple] = []
+    next_id = 0
+    for _ in range(n):
+        x = rng.random()
+        if x < 0.45:
+            rows = []
+            for k in rng.sample(keys, rng.randrange(1, len(keys) + 1)):
+                if k in table and rng.random() < 0.3:
+                    rows.append({"k": k, "rate": table.pop(k), "_weight": -1})
+                else:
+                    table[k] = rng.randrange(1, 1000)
+                    rows.append({"k": k, "rate": table[k], "_weight": 1})
+            steps.append(("feed", rows))
+        else:
+            rows = []
+            for _ in range(rng.randrange(1, 6)):
+                k = rng.choice([*keys, None])
+                rows.append({"id": next_id, "k": k})
+                want.append((next_id, k, table.get(k) if k is not None else None))
+                next_id += 1
+            steps.append(("orders", rows))
+    return steps, want
+
+
+@settings(max_examples=examples(10), deadline=None)
+@given(seed=st.integers(*seed_strategy_bounds()), cores=st.sampled_from([1, 2]))
+def test_lookup_join_of_a_query_fed_table_replays_as_live(tmp_path_factory, seed, cores):
+    """Killed after a checkpoint: the replay joins each order with the table as
+    the live run did (the feed and the orders replayed in their live order)."""
+    announce_seed(seed)
+    rng = random.Random(seed)
+    steps, want = lookup_steps(rng, rng.randrange(10, 50))
+    ckpt = rng.randrange(0, len(steps) // 2)
+    base = tmp_path_factory.mktemp("ctas-lookup")
+    root, sink = base / "data", base / "out"
+    child = subprocess.run(
+        [sys.executable, "-c", LOOKUP_CHILD, str(root), str(sink), json.dumps(steps),
+         str(ckpt), str(cores), LOOKUP_DDL],
+        capture_output=True, text=True, check=False,
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    with laminardb.open(root, checkpoint_interval="1 hour", wal_mode="sync", cores=cores) as db:
+        db.run_until_idle()
+        db.checkpoint()
+    got = []
+    for part in sorted(sink.glob("part-*.jsonl")):
+        for line in part.read_text().splitlines():
+            r = json.loads(line)
+            got.append((r["id"], r["k"], r["rate"]))
+    assert sorted(got, key=repr) == sorted(want, key=repr)
