@@ -1415,6 +1415,14 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
   explain x = {0};
   char pbuf[24];
   const lm_stmt* inner = stmt->inner;
+  lm_stmt as_view;
+  if (inner != NULL && inner->kind == LM_STMT_CREATE_TABLE && inner->select != NULL) {
+    as_view = *inner; /* a table fed by its query: its view (db/table.c) */
+    as_view.kind = LM_STMT_CREATE_STREAM;
+    as_view.object = LM_OBJ_VIEW;
+    as_view.materialized = true;
+    inner = &as_view;
+  }
   if (inner == NULL) { /* EXPLAIN name */
     lm_stream_def* s = lm_db_find_stream(db, stmt->name);
     if (s == NULL) {
@@ -1493,7 +1501,8 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
   } else {
     return fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, inner->line, inner->column, NULL,
                     "EXPLAIN takes a stream or view name, CREATE STREAM / CREATE "
-                    "MATERIALIZED VIEW ... AS SELECT, or a SELECT over a view");
+                    "MATERIALIZED VIEW / CREATE TABLE ... AS SELECT, or a SELECT over a "
+                    "view");
   }
   return explain_rows(&x, out, err);
 }

@@ -465,3 +465,14 @@ def test_lookup_join_of_a_query_fed_table_replays_as_live(tmp_path_factory, seed
             r = json.loads(line)
             got.append((r["id"], r["k"], r["rate"]))
     assert sorted(got, key=repr) == sorted(want, key=repr)
+
+
+def test_explain_shows_the_query_and_creates_nothing(db):
+    db.execute("CREATE SOURCE ev (k VARCHAR, v BIGINT)")
+    rows = db.query(
+        "EXPLAIN CREATE TABLE t PRIMARY KEY (k) AS SELECT k, SUM(v) AS s FROM ev GROUP BY k"
+    ).to_pylist()
+    output = [r for r in rows if r["operator"] == "output"]
+    assert output[0]["details"] == "t (k VARCHAR, s BIGINT)"
+    assert output[0]["output"] == "(not created: EXPLAIN only)"
+    assert db.query("SHOW TABLES").to_pylist() == []
