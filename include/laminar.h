@@ -1134,7 +1134,9 @@ typedef struct laminar_source laminar_source;
  * Ownership: *out is the caller's; close with laminar_source_close().
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT; LAMINAR_ERR_STATE if a
  *   producer handle (or a clone of one) is already open on it: clone that one;
- *   LAMINAR_ERR_READ_ONLY on a database opened read_only.
+ *   also LAMINAR_ERR_STATE for a table fed by its query (CREATE TABLE ... AS
+ *   SELECT), which only its query writes; LAMINAR_ERR_READ_ONLY on a
+ *   database opened read_only.
  * Thread-safety: any thread. */
 LAMINAR_API laminar_code laminar_source_open(laminar_db* db, const char* name,
                                              laminar_source** out, laminar_error* err);
@@ -1311,7 +1313,8 @@ LAMINAR_API laminar_code laminar_source_push_batch_timeout(
  *   borrowed for the call.
  * Returns: LAMINAR_OK; LAMINAR_ERR_SQL_UNKNOWN_OBJECT (no table of that name);
  *   LAMINAR_ERR_STATE while a producer handle of the table is open (write
- *   through that handle instead); LAMINAR_ERR_READ_ONLY on a read-only
+ *   through that handle instead), and for a table fed by its query (CREATE
+ *   TABLE ... AS SELECT: only its query writes it); LAMINAR_ERR_READ_ONLY on a read-only
  *   database; the import errors of laminar_source_push (LAMINAR_ERR_SCHEMA_MISMATCH,
  *   LAMINAR_ERR_COLUMN_TYPE, LAMINAR_ERR_NULL_VIOLATION, LAMINAR_ERR_ARROW_*)
  *   and its queue and WAL errors; LAMINAR_ERR_MISUSE for NULL arguments. On

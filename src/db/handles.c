@@ -50,6 +50,9 @@ laminar_code laminar_source_open(laminar_db* db, const char* name, laminar_sourc
   lm_source_def* def = lm_db_find_source(db, name);
   if (def == NULL) def = lm_db_table_source(db, name); /* a table: its changelog */
   laminar_source* src = NULL;
+  if (def == NULL &&
+      (rc = lm_db_table_writable(db, name, "pushes", 0, 0, err)) != LAMINAR_OK)
+    goto done;
   if (def == NULL) {
     rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, "no source named '%s'", name);
     lm_error_object(err, name, NULL);

@@ -210,7 +210,22 @@ laminar_code lm_db_delete(laminar_db* db, const lm_stmt* stmt, laminar_error* er
 laminar_code lm_db_drop_table(laminar_db* db, const lm_stmt* stmt, laminar_error* err);
 laminar_code lm_db_show_tables(laminar_db* db, struct ArrowArrayStream* out,
                                laminar_error* err);
-/* The changelog source of table `name`, NULL when there is no such table. */
+/* The operator of the view of a table fed by its query (stmt: the view's
+ * statement, table_fed set; CREATE TABLE ... AS), over the query's output
+ * `in`: the declared columns (or the query's) renamed, checked against the
+ * query's by position, keyed by the PRIMARY KEY. Errors (err set): LDB-3003
+ * a column count that differs, LDB-2001 a type that differs (or NOT NULL
+ * over a column that may be NULL), LDB-1003 a key column the table lacks,
+ * LDB-2003 a column named _weight, LDB-9001. */
+laminar_code lm_db_table_fed_op(const lm_schema* in, const lm_stmt* stmt, lm_op** out,
+                                laminar_error* err);
+/* LAMINAR_OK unless `name` is a table fed by its query: then LDB-9003 (it
+ * takes no writes), `what` naming the refused write, at line:column when
+ * line > 0 (a statement's). */
+laminar_code lm_db_table_writable(laminar_db* db, const char* name, const char* what,
+                                  int32_t line, int32_t column, laminar_error* err);
+/* The changelog source of table `name`, NULL when there is no such table
+ * (or it is fed by a query: it has none). */
 lm_source_def* lm_db_table_source(laminar_db* db, const char* name);
 /* lm_plan_table_fn over the catalog (arg: the db): table `name`'s columns,
  * primary key, changelog source and event time, NULL when it is no table. */
@@ -271,6 +286,11 @@ laminar_code lm_db_show_sinks(laminar_db* db, struct ArrowArrayStream* out,
 /* query.c: ad-hoc SELECT over a materialized view; EXPLAIN */
 laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
                           struct ArrowArrayStream* out, laminar_error* err);
+/* The same SELECT's result as one batch (a reference to unref) of
+ * *out_schema's columns (free it with lm_schema_free; empty on failure):
+ * INSERT INTO ... SELECT. */
+laminar_code lm_db_select_rows(laminar_db* db, const lm_stmt* stmt, lm_schema* out_schema,
+                               struct lm_batch** out_batch, laminar_error* err);
 laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
                            struct ArrowArrayStream* out, laminar_error* err);
 

@@ -636,14 +636,20 @@ static laminar_code lateral_rows(const lm_plan* plan, const lm_view_rows* in,
   return LAMINAR_OK;
 }
 
-laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
-                          struct ArrowArrayStream* out, laminar_error* err) {
+/* The SELECT over views `stmt`: its rows as one batch (*out_batch, NULL
+ * when only checked) of *out_schema's columns (empty on failure; the
+ * caller frees it). */
+static laminar_code select_batch(laminar_db* db, const lm_stmt* stmt, bool run,
+                                 lm_schema* out_schema, lm_batch** out_batch,
+                                 laminar_error* err) {
+  *out_batch = NULL;
+  lm_schema_init_empty(out_schema);
   lm_stream_def** views;
   int32_t nviews;
   LM_TRY(find_views(db, stmt->select, &views, &nviews, err));
   query q;
   laminar_code rc = bind_query(db, stmt, &q, err);
-  if (rc != LAMINAR_OK || out == NULL) { /* laminar_execute: checked, nothing to return */
+  if (rc != LAMINAR_OK || !run) { /* laminar_execute: checked, nothing to return */
     if (rc == LAMINAR_OK) query_free(&q);
     lm_free(views);
     return rc;
@@ -653,8 +659,6 @@ laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
   lm_view_rows* rows = lm_calloc((size_t)nin, sizeof *rows);
   lm_view_rows* branch = lm_calloc((size_t)nin, sizeof *branch);
   lm_view_rows all;
-  lm_schema out_schema;
-  lm_schema_init_empty(&out_schema);
   lm_eval_ctx* ctx = NULL;
   rc = rows == NULL || branch == NULL ? LAMINAR_ERR_NOMEM
        : nin != nviews                ? LAMINAR_ERR_INTERNAL
@@ -696,25 +700,39 @@ laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
   }
   for (int32_t c = 0; rc == LAMINAR_OK && c < q.nout; c++) {
     const lm_field* f = &q.plan.out_schema.fields[c];
-    if (lm_schema_add(&out_schema, f->name, f->type, false) != 0) rc = LAMINAR_ERR_NOMEM;
+    if (lm_schema_add(out_schema, f->name, f->type, false) != 0) rc = LAMINAR_ERR_NOMEM;
   }
   if (rc != LAMINAR_OK) {
     if (!failed) rc = lm_error_set(err, rc, "out of memory");
   } else {
-    lm_batch* batch;
-    rc = evaluate(&q, &all, ctx, &out_schema, &batch, err);
-    if (rc == LAMINAR_OK) {
-      rc = lm_rows_stream(&out_schema, batch, out);
-      if (rc != LAMINAR_OK) rc = lm_error_set(err, rc, "out of memory");
-    }
+    rc = evaluate(&q, &all, ctx, out_schema, out_batch, err);
   }
   lm_eval_ctx_destroy(ctx);
   for (int32_t b = 0; b < copied && rows != NULL; b++) lm_view_rows_free(&rows[b]);
   lm_free(rows);
   lm_free(branch);
   lm_free(views);
-  lm_schema_free(&out_schema);
   query_free(&q);
+  return rc;
+}
+
+laminar_code lm_db_select_rows(laminar_db* db, const lm_stmt* stmt, lm_schema* out_schema,
+                               lm_batch** out_batch, laminar_error* err) {
+  laminar_code rc = select_batch(db, stmt, true, out_schema, out_batch, err);
+  if (rc != LAMINAR_OK) lm_schema_free(out_schema);
+  return rc;
+}
+
+laminar_code lm_db_select(laminar_db* db, const lm_stmt* stmt,
+                          struct ArrowArrayStream* out, laminar_error* err) {
+  lm_schema out_schema;
+  lm_batch* batch;
+  laminar_code rc = select_batch(db, stmt, out != NULL, &out_schema, &batch, err);
+  if (rc == LAMINAR_OK && out != NULL) {
+    rc = lm_rows_stream(&out_schema, batch, out); /* takes the batch */
+    if (rc != LAMINAR_OK) rc = lm_error_set(err, rc, "out of memory");
+  }
+  lm_schema_free(&out_schema);
   return rc;
 }
 
@@ -1481,6 +1499,14 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
   explain x = {0};
   char pbuf[24];
   const lm_stmt* inner = stmt->inner;
+  lm_stmt as_view;
+  if (inner != NULL && inner->kind == LM_STMT_CREATE_TABLE && inner->select != NULL) {
+    as_view = *inner; /* a table fed by its query: its view (db/table.c) */
+    as_view.kind = LM_STMT_CREATE_STREAM;
+    as_view.object = LM_OBJ_VIEW;
+    as_view.materialized = true;
+    inner = &as_view;
+  }
   if (inner == NULL) { /* EXPLAIN name */
     lm_stream_def* s = lm_db_find_stream(db, stmt->name);
     if (s == NULL) {
@@ -1559,7 +1585,8 @@ laminar_code lm_db_explain(laminar_db* db, const lm_stmt* stmt,
   } else {
     return fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, inner->line, inner->column, NULL,
                     "EXPLAIN takes a stream or view name, CREATE STREAM / CREATE "
-                    "MATERIALIZED VIEW ... AS SELECT, or a SELECT over a view");
+                    "MATERIALIZED VIEW / CREATE TABLE ... AS SELECT, or a SELECT over a "
+                    "view");
   }
   return explain_rows(&x, out, err);
 }

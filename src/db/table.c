@@ -60,6 +60,15 @@ lm_source_def* lm_db_table_source(laminar_db* db, const char* name) {
   return lm_db_find_source(db, buf);
 }
 
+/* Where table `name`'s changes come from: its changelog source, or for a
+ * table fed by its query that query's root source (NULL when it reads
+ * several inputs). */
+static lm_source_def* changes_root(laminar_db* db, const char* name) {
+  lm_source_def* def = lm_db_table_source(db, name);
+  lm_stream_def* t = find_table(db, name);
+  return def != NULL || t == NULL ? def : lm_db_root_source(db, t);
+}
+
 /* Whether column c is one of the nkey key columns `keys`. */
 static bool is_key(const int32_t* keys, int32_t nkey, int32_t c) {
   for (int32_t k = 0; k < nkey; k++)
@@ -67,12 +76,36 @@ static bool is_key(const int32_t* keys, int32_t nkey, int32_t c) {
   return false;
 }
 
-/* The table named by stmt, or LDB-1002 at its name. */
+/* Whether table stream s is fed by its query (CREATE TABLE ... AS). */
+static bool is_fed(const lm_stream_def* s) {
+  return lm_op_table_is_fed(lm_op_view_of(s->chain));
+}
+
+laminar_code lm_db_table_writable(laminar_db* db, const char* name, const char* what,
+                                  int32_t line, int32_t column, laminar_error* err) {
+  lm_stream_def* s = find_table(db, name);
+  if (s == NULL || !is_fed(s)) return LAMINAR_OK;
+  char msg[400];
+  snprintf(msg, sizeof msg,
+           "table '%s' is fed by its query (CREATE TABLE ... AS SELECT): it takes no "
+           "writes (%s); write to the query's input instead",
+           s->name, what);
+  if (line > 0) return fail_at(err, LAMINAR_ERR_STATE, line, column, s->name, NULL, msg);
+  lm_error_set(err, LAMINAR_ERR_STATE, "%s", msg);
+  lm_error_object(err, s->name, NULL);
+  return LAMINAR_ERR_STATE;
+}
+
+/* The table named by stmt, or LDB-1002 at its name (LDB-9003 for a table
+ * fed by its query). */
 static laminar_code table_of(laminar_db* db, const lm_stmt* stmt, lm_stream_def** out_s,
                              lm_source_def** out_def, laminar_error* err) {
   *out_s = find_table(db, stmt->name);
   *out_def = *out_s != NULL ? lm_db_table_source(db, stmt->name) : NULL;
   if (*out_def != NULL) return LAMINAR_OK;
+  LM_TRY(lm_db_table_writable(db, stmt->name,
+                              stmt->kind == LM_STMT_DELETE ? "DELETE" : "INSERT",
+                              stmt->name_line, stmt->name_column, err));
   char msg[300];
   snprintf(msg, sizeof msg, "no table named '%s'%s", stmt->name,
            lm_db_name_taken(db, stmt->name)
@@ -83,6 +116,118 @@ static laminar_code table_of(laminar_db* db, const lm_stmt* stmt, lm_stream_def*
 }
 
 /* ---- CREATE TABLE / DROP TABLE / SHOW TABLES --------------------------------------- */
+
+/* CREATE TABLE t ... AS query: one catalog object, the view `t` of the query
+ * whose operator keeps the last row of each key (op/view.h
+ * lm_op_table_create_fed). No changelog source: the feed is the query's
+ * input, logged, checkpointed and replayed as any view's, so a restart
+ * applies each of its changes once. */
+static laminar_code create_fed(laminar_db* db, const char* sql, const lm_stmt* stmt,
+                               laminar_error* err) {
+  lm_stmt view = *stmt;
+  view.kind = LM_STMT_CREATE_STREAM;
+  view.object = LM_OBJ_VIEW;
+  view.materialized = true;
+  view.internal = true;
+  view.table_fed = true;
+  return lm_db_create_stream(db, sql, &view, err);
+}
+
+/* The key column named `name` (line:column) in `cols`, or LDB-1003. */
+static laminar_code key_column(const lm_schema* cols, const lm_stmt* stmt, size_t k,
+                               bool declared, int32_t* out, laminar_error* err) {
+  *out = lm_schema_find(cols, stmt->pkey[k]);
+  if (*out >= 0) return LAMINAR_OK;
+  char msg[512];
+  snprintf(msg, sizeof msg,
+           declared ? "table '%s': PRIMARY KEY names no column '%s'"
+                    : "table '%s': PRIMARY KEY names '%s', a column its query does not "
+                      "give (name it in the SELECT, or with AS)",
+           stmt->name, stmt->pkey[k]);
+  return fail_at(err, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, stmt->pkey_line[k],
+                 stmt->pkey_column[k], stmt->name, stmt->pkey[k], msg);
+}
+
+laminar_code lm_db_table_fed_op(const lm_schema* in, const lm_stmt* stmt, lm_op** out,
+                                laminar_error* err) {
+  *out = NULL;
+  char msg[512];
+  bool changelog = lm_op_view_is_changelog(in);
+  int32_t n = in->ncols - (changelog ? 1 : 0);
+  size_t declared = stmt->ncolumns;
+  const lm_ast_expr* first =
+      stmt->select->nitems > 0 ? stmt->select->items[0].expr : NULL;
+  int32_t at_line = first != NULL ? first->line : stmt->line;
+  int32_t at_col = first != NULL ? first->column : stmt->column;
+  if (declared > 0 && (size_t)n != declared) {
+    snprintf(msg, sizeof msg, "table '%s' declares %zu columns, its query gives %d",
+             stmt->name, declared, (int)n);
+    return fail_at(err, LAMINAR_ERR_SCHEMA_MISMATCH, at_line, at_col, stmt->name, NULL,
+                   msg);
+  }
+  if (stmt->npkey > MAX_KEY) {
+    return fail_at(err, LAMINAR_ERR_SQL_LIMIT, stmt->name_line, stmt->name_column,
+                   stmt->name, NULL, "the table's primary key is too long");
+  }
+  lm_schema cols;
+  lm_schema_init_empty(&cols);
+  laminar_code rc = LAMINAR_OK;
+  for (int32_t c = 0; rc == LAMINAR_OK && c < n; c++) {
+    const lm_field* f = &in->fields[c];
+    const lm_ast_column_def* d = declared > 0 ? &stmt->columns[c] : NULL;
+    const char* name = d != NULL ? d->name : f->name;
+    bool not_null = f->not_null;
+    if (d != NULL && lm_bind_sql_type(d->type) != f->type) {
+      snprintf(msg, sizeof msg,
+               "table '%s': column '%s' is %s, its query's column %d ('%s') is %s (CAST "
+               "it in the SELECT)",
+               stmt->name, d->name, lm_type_name(lm_bind_sql_type(d->type)), (int)c + 1,
+               f->name, lm_type_name(f->type));
+      rc = fail_at(err, LAMINAR_ERR_TYPE_MISMATCH, d->line, d->column, stmt->name,
+                   d->name, msg);
+    } else if (d != NULL && d->not_null && !f->not_null) {
+      bool key = false;
+      for (size_t k = 0; k < stmt->npkey; k++) key |= strcmp(stmt->pkey[k], d->name) == 0;
+      if (!key) { /* (a key has a value: a row without one is not applied) */
+        snprintf(msg, sizeof msg,
+                 "table '%s': column '%s' is NOT NULL, its query's column %d ('%s') may "
+                 "be NULL",
+                 stmt->name, d->name, (int)c + 1, f->name);
+        rc = fail_at(err, LAMINAR_ERR_TYPE_MISMATCH, d->line, d->column, stmt->name,
+                     d->name, msg);
+      }
+      not_null = true;
+    } else if (lm_streq_nocase(name, LM_WEIGHT_COLUMN)) {
+      snprintf(msg, sizeof msg,
+               "table '%s': the column name '%s' is reserved for the changelog weight",
+               stmt->name, name);
+      rc = fail_at(err, LAMINAR_ERR_SCHEMA_INVALID, d != NULL ? d->line : at_line,
+                   d != NULL ? d->column : at_col, stmt->name, name, msg);
+    } else if (lm_schema_find(&cols, name) >= 0) {
+      snprintf(msg, sizeof msg, "table '%s': two columns are named '%s'", stmt->name,
+               name);
+      rc = fail_at(err, LAMINAR_ERR_SCHEMA_INVALID, d != NULL ? d->line : at_line,
+                   d != NULL ? d->column : at_col, stmt->name, name, msg);
+    }
+    if (rc == LAMINAR_OK && lm_schema_add(&cols, name, f->type, not_null) != 0)
+      rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  }
+  int32_t keys[MAX_KEY];
+  for (size_t k = 0; rc == LAMINAR_OK && k < stmt->npkey; k++) {
+    rc = key_column(&cols, stmt, k, declared > 0, &keys[k], err);
+    /* A key has a value: the table applies no row without one. */
+    if (rc == LAMINAR_OK) cols.fields[keys[k]].not_null = true;
+  }
+  if (rc == LAMINAR_OK && changelog &&
+      lm_schema_add(&cols, LM_WEIGHT_COLUMN, LM_TYPE_INT64, true) != 0)
+    rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  if (rc == LAMINAR_OK) {
+    rc = lm_op_table_create_fed(&cols, keys, (int32_t)stmt->npkey, out);
+    if (rc != LAMINAR_OK) rc = lm_error_set(err, rc, "out of memory");
+  }
+  lm_schema_free(&cols);
+  return rc;
+}
 
 laminar_code lm_db_create_table(laminar_db* db, const char* sql, const lm_stmt* stmt,
                                 laminar_error* err) {
@@ -114,6 +259,7 @@ laminar_code lm_db_create_table(laminar_db* db, const char* sql, const lm_stmt* 
                      stmt->columns[c].column, stmt->name, stmt->columns[c].name, msg);
     }
   }
+  if (stmt->select != NULL) return create_fed(db, sql, stmt, err);
   /* The changelog source: the columns (keys NOT NULL) then _weight. */
   lm_ast_column_def* cols = lm_calloc(stmt->ncolumns + 1, sizeof *cols);
   if (cols == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
@@ -201,11 +347,16 @@ laminar_code lm_db_drop_table(laminar_db* db, const lm_stmt* stmt, laminar_error
     return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
                    stmt->name, NULL, msg);
   }
-  /* No source's lookup-join order names the changelog source any more. */
-  lm_source_def* def = lm_db_table_source(db, stmt->name);
+  /* No source's lookup-join order names the changelog source (or the
+   * query's input) any more. */
+  lm_source_def* def = changes_root(db, stmt->name);
   lm_rt_pause(&db->rt);
   for (int32_t i = 0; def != NULL && i < db->graph.nsources; i++)
     if (db->graph.sources[i]->order_of == def) db->graph.sources[i]->order_of = NULL;
+  /* The query's input may feed another table a lookup join reads: its
+   * joins order themselves again (none joins this one). */
+  for (int32_t i = 0; def != NULL && def->table == NULL && i < db->graph.nstreams; i++)
+    if (db->graph.streams[i]->plan.lookup) lm_db_table_order(db, db->graph.streams[i]);
   lm_rt_resume(&db->rt);
   /* The view first (refused while a stream, view or sink reads it), then its
    * changelog source. */
@@ -278,10 +429,12 @@ laminar_code lm_db_show_tables(laminar_db* db, struct ArrowArrayStream* out,
 const lm_schema* lm_db_table_columns(void* arg, const char* name, lm_plan_table* out) {
   lm_stream_def* s = find_table(arg, name);
   lm_source_def* def = s != NULL ? lm_db_table_source(arg, name) : NULL;
-  if (def == NULL) return NULL;
+  if (def == NULL && (s == NULL || !is_fed(s))) return NULL;
   out->keys = table_keys(s, &out->nkeys);
-  out->changes = def->name;
-  out->time_col = def->wm_col;
+  /* A table fed by its query has no changelog source and no event time of
+   * its own: lookup joins read it, temporal joins do not. */
+  out->changes = def != NULL ? def->name : NULL;
+  out->time_col = def != NULL ? def->wm_col : -1;
   return lm_db_view_columns(s);
 }
 
@@ -293,8 +446,9 @@ void lm_db_table_attach_lookup(laminar_db* db, lm_stream_def* s) {
 
 void lm_db_table_order(laminar_db* db, lm_stream_def* s) {
   lm_source_def* root = lm_db_root_source(db, s);
-  lm_source_def* changes = lm_db_table_source(db, s->plan.lookup_table);
-  if (root == NULL || changes == NULL || root->wal == NULL) return;
+  lm_source_def* changes = changes_root(db, s->plan.lookup_table);
+  if (root == NULL || changes == NULL || root == changes || root->wal == NULL) return;
+  changes->order_target = true;
   root->order_of = changes;
   root->order_noted = changes->processed_seq;
   root->order_self = root->processed_seq;
@@ -458,10 +612,83 @@ static laminar_code put_literal(rows* r, int32_t c, int64_t i, const lm_field* f
   return LAMINAR_OK;
 }
 
+/* INSERT INTO table SELECT ...: the SELECT runs once over its views' (and
+ * tables') current rows, as an ad-hoc SELECT does, and its rows are written
+ * as one batch, in order, matched to the table's columns by position. A
+ * source or stream in its FROM is refused (that feed is continuous: CREATE
+ * TABLE ... AS). */
+static laminar_code insert_select(laminar_db* db, const lm_stmt* stmt, lm_source_def* def,
+                                  laminar_error* err) {
+  char msg[700];
+  const lm_ast_select* sel = stmt->select;
+  const lm_ast_select* first =
+      sel->union_next == NULL && sel->from_select != NULL ? sel->from_select : sel;
+  for (const lm_ast_select* x = first; x != NULL; x = x->union_next) {
+    if (x->from_select != NULL || x->from == NULL) continue;
+    lm_stream_def* in = lm_db_find_stream(db, x->from);
+    if ((in != NULL && lm_db_is_view(in)) ||
+        (in == NULL && lm_db_find_source(db, x->from) == NULL))
+      continue; /* a view or table; or nothing, which the SELECT reports */
+    snprintf(msg, sizeof msg,
+             "INSERT INTO %s SELECT reads the current rows of materialized views and "
+             "tables once; '%s' is a %s, whose rows keep coming: a table fed by it is "
+             "CREATE TABLE %s ... AS SELECT ... FROM %s",
+             stmt->name, x->from, in != NULL ? "stream" : "source", stmt->name, x->from);
+    return fail_at(err, LAMINAR_ERR_SQL_NOT_MATERIALIZED, x->from_line, x->from_column,
+                   stmt->name, NULL, msg);
+  }
+  lm_stmt q = {.kind = LM_STMT_SELECT,
+               .line = stmt->line,
+               .column = stmt->column,
+               .select = stmt->select,
+               .emit = LM_EMIT_DEFAULT};
+  lm_schema got;
+  lm_batch* batch;
+  LM_TRY(lm_db_select_rows(db, &q, &got, &batch, err));
+  int32_t ncols = def->schema.ncols - 1;
+  laminar_code rc = LAMINAR_OK;
+  /* Errors at the SELECT item of the column when items and columns pair up
+   * (no `*`), else at the first item. */
+  bool paired = sel->nitems == (size_t)got.ncols;
+  for (size_t i = 0; paired && i < sel->nitems; i++)
+    paired = sel->items[i].expr->kind != LM_AST_STAR;
+  const lm_ast_expr* at = sel->items[0].expr;
+  if (got.ncols != ncols) {
+    snprintf(msg, sizeof msg, "table '%s' has %d columns, the SELECT gives %d",
+             stmt->name, (int)ncols, (int)got.ncols);
+    rc = fail_at(err, LAMINAR_ERR_SCHEMA_MISMATCH, at->line, at->column, stmt->name, NULL,
+                 msg);
+  }
+  for (int32_t c = 0; rc == LAMINAR_OK && c < ncols; c++) {
+    const lm_field* f = &def->schema.fields[c];
+    if (got.fields[c].type == f->type) continue;
+    if (paired) at = sel->items[c].expr;
+    snprintf(
+        msg, sizeof msg,
+        "table '%s': column '%s' is %s, the SELECT's column %d ('%s') is %s (CAST it)",
+        stmt->name, f->name, lm_type_name(f->type), (int)c + 1, got.fields[c].name,
+        lm_type_name(got.fields[c].type));
+    rc = fail_at(err, LAMINAR_ERR_TYPE_MISMATCH, at->line, at->column, stmt->name,
+                 f->name, msg);
+  }
+  rows r = {0};
+  if (rc == LAMINAR_OK && batch->nrows > 0) {
+    rc = rows_init(&r, &def->schema, batch->nrows, 1);
+    if (rc != LAMINAR_OK) rc = lm_error_set(err, rc, "out of memory");
+    for (int32_t c = 0; rc == LAMINAR_OK && c < ncols; c++) r.cols[c] = batch->cols[c];
+    if (rc == LAMINAR_OK) rc = rows_push(db, def, &r, err);
+  }
+  rows_free(&r);
+  lm_batch_unref(batch);
+  lm_schema_free(&got);
+  return rc;
+}
+
 laminar_code lm_db_insert(laminar_db* db, const lm_stmt* stmt, laminar_error* err) {
   lm_stream_def* s;
   lm_source_def* def;
   LM_TRY(table_of(db, stmt, &s, &def, err));
+  if (stmt->select != NULL) return insert_select(db, stmt, def, err);
   int32_t ncols = def->schema.ncols - 1;
   if (stmt->nvalues != (size_t)ncols) {
     char msg[300];
@@ -619,6 +846,9 @@ static laminar_code write_table(laminar_db* db, const char* name,
   int32_t pos[256];
   lm_batch* batch = NULL;
   rows r = {0};
+  if (def == NULL && (rc = lm_db_table_writable(db, name, fn, 0, 0, err)) != LAMINAR_OK) {
+    goto done;
+  }
   if (def == NULL) {
     rc = lm_error_set(err, LAMINAR_ERR_SQL_UNKNOWN_OBJECT, "%s: no table named '%s'", fn,
                       name);

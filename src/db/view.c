@@ -54,7 +54,10 @@ laminar_code lm_db_view_attach(lm_stream_def* s, const lm_stmt* stmt,
   while (tail->next != NULL) tail = tail->next;
   lm_op* view;
   laminar_code rc;
-  if (stmt->npkey > 0) { /* a table's stream (table.c): its key's columns */
+  if (stmt->table_fed) { /* a table fed by its query (table.c): errors its own */
+    LM_TRY(lm_db_table_fed_op(&s->plan.out_schema, stmt, &view, err));
+    rc = LAMINAR_OK;
+  } else if (stmt->npkey > 0) { /* a table's stream (table.c): its key's columns */
     int32_t keys[64];
     int32_t nkey = 0;
     for (size_t k = 0; k < stmt->npkey && k < 64; k++)

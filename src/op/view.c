@@ -117,6 +117,9 @@ typedef struct view_op {
   int32_t nkey;
   lm_schema key_schema;
   bool changelog; /* input chunks carry the weight as column columns.ncols */
+  /* A table fed by a query (lm_op_table_create_fed): a delete takes only the
+   * row it names, and a row with a NULL key is not applied. */
+  bool fed;
   /* The rows: a view's identified by their whole encoding, a table's
    * (keyed) by their key's encoding, stored before the row's. */
   lm_state_rowset rows;
@@ -502,13 +505,22 @@ static laminar_code decode_into(lm_eval_ctx* ctx, const lm_schema* columns,
   return LAMINAR_OK;
 }
 
+/* Whether row r of `in` has a NULL in a key column of table v. */
+static bool key_is_null(const view_op* v, const lm_chunk* in, int64_t r) {
+  for (int32_t k = 0; k < v->nkey; k++) {
+    const lm_vec* c = &in->cols[v->key_cols[k]];
+    if (c->nulls != NULL && c->nulls[r]) return true;
+  }
+  return false;
+}
+
 static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
   view_op* v = (view_op*)base;
   int32_t ncols = v->columns.ncols;
   int64_t n = in->nrows;
   if (n == 0) return LAMINAR_OK;
   LM_TRY(chunk_begin(v));
-  const lm_vec* wv = &in->cols[ncols];
+  const lm_vec* wv = v->changelog ? &in->cols[ncols] : NULL; /* NULL: all upserts */
 
   /* Each row encoded as key then row, back to back. */
   int64_t* offs = lm_eval_ctx_alloc(v->ctx, sizeof(int64_t) * (size_t)(n + 1));
@@ -543,16 +555,21 @@ static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
   for (int64_t r = 0; r < n; r++) {
     const uint8_t* p = enc + offs[r];
     int64_t len = offs[r + 1] - offs[r], klen = klens[r];
-    bool upsert =
-        (wv->nulls != NULL && wv->nulls[r]) || ((const int64_t*)wv->data)[r] > 0;
+    bool upsert = wv == NULL || (wv->nulls != NULL && wv->nulls[r]) ||
+                  ((const int64_t*)wv->data)[r] > 0;
+    if (v->fed && key_is_null(v, in, r)) {
+      v->retract_errors++; /* a fed row without a key: not applied, counted */
+      continue;
+    }
     uint64_t h = row_hash(p, klen);
     bool found;
     int64_t i = lm_state_rowset_probe(rs, h, p, klen, &found);
     if (found) {
       const lm_state_rowset_slot* s = &rs->slots[i];
       const uint8_t* at = lm_state_rowset_data(rs, i);
-      if (upsert && s->len == len && memcmp(at, p, (size_t)len) == 0)
-        continue; /* the same row again */
+      bool same = s->len == len && memcmp(at, p, (size_t)len) == 0;
+      if (upsert && same) continue;             /* the same row again */
+      if (!upsert && !same && v->fed) continue; /* retracts a row no longer held */
       /* The old row goes out: copied, as its bytes may be reused below. */
       int64_t olen = s->len - s->klen;
       uint8_t* copy = old + old_pos;
@@ -591,17 +608,19 @@ static const lm_op_vtable table_vtable = {
     .write_frozen = view_write_frozen,
 };
 
-laminar_code lm_op_table_create(const lm_schema* in_schema, const int32_t* key_cols,
-                                int32_t nkey, lm_op** out) {
+static laminar_code table_create(const lm_schema* in_schema, const int32_t* key_cols,
+                                 int32_t nkey, bool fed, lm_op** out) {
   *out = NULL;
-  if (!lm_op_view_is_changelog(in_schema) || nkey <= 0) return LAMINAR_ERR_SCHEMA_INVALID;
+  bool changelog = lm_op_view_is_changelog(in_schema);
+  if ((!changelog && !fed) || nkey <= 0) return LAMINAR_ERR_SCHEMA_INVALID;
   for (int32_t k = 0; k < nkey; k++) {
-    if (key_cols[k] < 0 || key_cols[k] >= in_schema->ncols - 1)
+    if (key_cols[k] < 0 || key_cols[k] >= in_schema->ncols - (changelog ? 1 : 0))
       return LAMINAR_ERR_SCHEMA_INVALID;
   }
   LM_TRY(lm_op_view_create(in_schema, out));
   view_op* v = (view_op*)*out;
   v->base.vt = &table_vtable;
+  v->fed = fed;
   lm_state_rowset_init(&v->rows, true); /* empty still: nothing to free */
   v->key_cols = lm_malloc(sizeof(int32_t) * (size_t)nkey);
   bool ok = v->key_cols != NULL;
@@ -619,6 +638,20 @@ laminar_code lm_op_table_create(const lm_schema* in_schema, const int32_t* key_c
   }
   v->nkey = nkey;
   return LAMINAR_OK;
+}
+
+laminar_code lm_op_table_create(const lm_schema* in_schema, const int32_t* key_cols,
+                                int32_t nkey, lm_op** out) {
+  return table_create(in_schema, key_cols, nkey, false, out);
+}
+
+laminar_code lm_op_table_create_fed(const lm_schema* in_schema, const int32_t* key_cols,
+                                    int32_t nkey, lm_op** out) {
+  return table_create(in_schema, key_cols, nkey, true, out);
+}
+
+bool lm_op_table_is_fed(const lm_op* op) {
+  return lm_op_is_table(op) && ((const view_op*)op)->fed;
 }
 
 bool lm_op_is_table(const lm_op* op) { return op != NULL && op->vt == &table_vtable; }

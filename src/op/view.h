@@ -54,6 +54,17 @@ laminar_code lm_op_view_create(const lm_schema* in_schema, lm_op** out);
  * LAMINAR_ERR_SCHEMA_INVALID (no weight column, a key index out of range). */
 laminar_code lm_op_table_create(const lm_schema* in_schema, const int32_t* key_cols,
                                 int32_t nkey, lm_op** out);
+/* Create the operator of a table fed by a query (CREATE TABLE ... AS
+ * SELECT): as lm_op_table_create, but `in_schema` may also be insert-only
+ * (no weight column: every row upserts), a delete (weight <= 0) removes its
+ * key's row only when that row is the one it names (whole-row equality, as
+ * Flink's upsert materialization: the retraction of a row already replaced
+ * changes nothing), and a row with a NULL key column is not applied (counted
+ * in lm_op_view_retract_errors). */
+laminar_code lm_op_table_create_fed(const lm_schema* in_schema, const int32_t* key_cols,
+                                    int32_t nkey, lm_op** out);
+/* True when `op` is the operator of a table fed by a query. */
+bool lm_op_table_is_fed(const lm_op* op);
 /* True when `op` is a table's operator. */
 bool lm_op_is_table(const lm_op* op);
 /* Look up n keys in a table's operator: keys[k] holds n values of key

@@ -430,7 +430,7 @@ static void order_point(lm_rt* rt, lm_source_def* src) {
   bool turn = false;
   if (src->order_of != NULL) {
     turn = src->order_of->processed_seq != src->order_noted;
-  } else if (src->table != NULL) {
+  } else if (src->table != NULL || src->order_target) {
     for (int32_t i = 0; !turn && i < rt->graph->nsources; i++) {
       const lm_source_def* s = rt->graph->sources[i];
       turn = s->order_of == src && s->processed_seq != s->order_self;

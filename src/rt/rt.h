@@ -224,6 +224,9 @@ typedef struct lm_source_def {
    * both); set while the graph is paused. */
   struct lm_source_def* order_of;
   uint64_t order_noted, order_self;
+  /* Some source's order_of is this one: a table's changelog (table also
+   * set), or the input of a table fed by its query (db/table.c). */
+  bool order_target;
   /* reactor-only */
   uint64_t processed_seq; /* last WAL record taken through the graph */
   int64_t max_ts_ms;

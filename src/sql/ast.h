@@ -308,8 +308,9 @@ typedef enum lm_stmt_kind {
   LM_STMT_DESCRIBE,
   LM_STMT_EXPLAIN,
   LM_STMT_SELECT,       /* a bare SELECT */
-  LM_STMT_CREATE_TABLE, /* CREATE TABLE name (columns, PRIMARY KEY (...)) */
-  LM_STMT_INSERT,       /* INSERT INTO name VALUES (...), ... */
+  LM_STMT_CREATE_TABLE, /* CREATE TABLE name (columns, PRIMARY KEY (...)); with
+                           `select`: ... AS query (a table fed by it) */
+  LM_STMT_INSERT,       /* INSERT INTO name VALUES (...), ... or (`select`) a query */
   LM_STMT_DELETE        /* DELETE FROM name [WHERE ...] */
 } lm_stmt_kind;
 
@@ -335,6 +336,9 @@ typedef struct lm_stmt {
   /* Made by the catalog for a table's parts (its changelog source and its
    * stream), never by the parser: DROP may take a table's parts. */
   bool internal;
+  /* Made by the catalog: the view of a table fed by its query (CREATE TABLE
+   * ... AS), whose columns and key the original statement declares. */
+  bool table_fed;
   /* CREATE SOURCE: SOURCE; CREATE STREAM: STREAM; CREATE [MATERIALIZED] VIEW:
    * VIEW; CREATE SINK: SINK; DROP / SHOW: the target kind. 0 otherwise. */
   lm_object_kind object;
@@ -349,7 +353,8 @@ typedef struct lm_stmt {
   lm_ast_option* options;
   size_t noptions;
 
-  /* CREATE STREAM / VIEW / SELECT */
+  /* CREATE STREAM / VIEW / SELECT; also CREATE TABLE ... AS and INSERT INTO
+   * ... SELECT (NULL for VALUES) */
   lm_ast_select* select;
   lm_emit_mode emit;
   int32_t emit_line, emit_column; /* of EMIT (CREATE STREAM / VIEW), 0 without one */

@@ -3009,6 +3009,13 @@ static laminar_code bind_temporal_join(binder* b, const lm_ast_select* sel,
   lm_plan* plan = b->plan;
   const lm_ast_join* jn = sel->join;
   plan->join_kind = jn->left_outer ? "LEFT TEMPORAL JOIN" : "TEMPORAL JOIN";
+  if (tk->changes == NULL) {
+    return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, jn->as_of,
+                "table '%s' is fed by its query (CREATE TABLE ... AS SELECT) and keeps "
+                "no versions: FOR SYSTEM_TIME AS OF does not join it (a lookup join, "
+                "without FOR SYSTEM_TIME AS OF, joins its current rows)",
+                jn->right);
+  }
   if (tk->time_col < 0) {
     return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, jn->as_of,
                 "FOR SYSTEM_TIME AS OF joins the version of %s valid at each row's time, "

@@ -9,7 +9,10 @@
  *            | CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name
  *                ( coldef [PRIMARY KEY] | watermark | PRIMARY KEY ( col [, ...] )
  *                  [, ...] ) [WITH ( option [, ...] )]
- *            | INSERT INTO name VALUES ( e [, ...] ) [, ...]
+ *            | CREATE [OR REPLACE] TABLE [IF NOT EXISTS] name
+ *                [( coldef [PRIMARY KEY] | PRIMARY KEY ( col [, ...] ) [, ...] )]
+ *                [PRIMARY KEY ( col [, ...] )] AS query [emit] [WITH ( option, ... )]
+ *            | INSERT INTO name (VALUES ( e [, ...] ) [, ...] | query)
  *            | DELETE FROM name [WHERE e]
  *            | CREATE [OR REPLACE] (STREAM | [MATERIALIZED] VIEW) [IF NOT EXISTS] name
  *                AS query [emit]
@@ -42,7 +45,7 @@
  *
  * Not parsed in this version (LAMINAR_ERR_SQL_UNSUPPORTED at the token): CROSS,
  * NATURAL and comma joins, a join after a derived table, subqueries outside FROM, UNION without ALL,
- * INSERT ... SELECT.
+ * INSERT with a column list.
  *
  * Recursion: every recursive path goes through parse_binary(), parse_unary()
  * or parse_statement(), which count depth and stop at LM_SQL_MAX_DEPTH with
@@ -1742,13 +1745,22 @@ static laminar_code parse_insert(parser* p, lm_stmt* s) {
   LM_TRY(advance(p));  // INSERT
   LM_TRY(expect_kw(p, "INTO"));
   LM_TRY(parse_name(p, "a table name", &s->name, &s->name_line, &s->name_column));
-  if (!is_kw(&p->cur, "VALUES")) {
-    if (is_kw(&p->cur, "SELECT") || p->cur.kind == LM_TOK_LPAREN) {
+  if (is_kw(&p->cur, "SELECT") || is_kw(&p->cur, "WITH")) {
+    LM_TRY(parse_query(p, &s->select)); /* INSERT INTO name SELECT ... */
+    if (is_kw(&p->cur, "EMIT")) {
       return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
-                     "INSERT INTO takes VALUES (...) in this version (no column list, "
-                     "no SELECT)");
+                     "INSERT INTO ... SELECT runs once over the current rows: it takes "
+                     "no EMIT (a table fed continuously is CREATE TABLE ... AS SELECT)");
     }
-    return expected(p, "VALUES");
+    return LAMINAR_OK;
+  }
+  if (!is_kw(&p->cur, "VALUES")) {
+    if (p->cur.kind == LM_TOK_LPAREN) {
+      return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, p->cur.line, p->cur.column,
+                     "INSERT INTO takes VALUES (...) or a SELECT in this version (no "
+                     "column list)");
+    }
+    return expected(p, "VALUES or SELECT");
   }
   LM_TRY(advance(p));
   size_t cap = 0, count = 0;
@@ -1828,11 +1840,61 @@ static laminar_code parse_source_body(parser* p, lm_stmt* s) {
                    "%s '%s' needs at least one column",
                    s->kind == LM_STMT_CREATE_TABLE ? "table" : "source", s->name);
   }
-  if (s->kind == LM_STMT_CREATE_TABLE && s->npkey == 0) {
+  LM_TRY(advance(p));
+  if (s->kind == LM_STMT_CREATE_TABLE && s->npkey == 0 && !is_kw(&p->cur, "AS") &&
+      !is_kw(&p->cur, "PRIMARY")) {
     return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, open.line, open.column,
                    "table '%s' needs a PRIMARY KEY (col [, ...])", s->name);
   }
-  LM_TRY(advance(p));
+  if (is_kw(&p->cur, "WITH")) LM_TRY(parse_options(p, s));
+  return LAMINAR_OK;
+}
+
+/* CREATE TABLE name [( columns )] [PRIMARY KEY ( col [, ...] )] AS query
+ * [emit] [WITH ( option [, ...] )]: a table fed by its query. The key is in
+ * the column list or after the name, in one of the two. */
+static laminar_code parse_table_query(parser* p, lm_stmt* s) {
+  if (p->cur.kind == LM_TOK_LPAREN) {
+    LM_TRY(parse_source_body(p, s));
+    if (!is_kw(&p->cur, "AS") && !is_kw(&p->cur, "PRIMARY"))
+      return LAMINAR_OK; /* a table written by INSERT */
+    if (s->noptions > 0) {
+      return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, s->options[0].value->line,
+                     s->options[0].value->column,
+                     "table '%s': the WITH (...) of CREATE TABLE ... AS goes after its "
+                     "query",
+                     s->name);
+    }
+    if (s->has_watermark) {
+      return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, s->wm_line, s->wm_column,
+                     "table '%s': a table fed by a query takes no WATERMARK (its rows "
+                     "come from the query, in its input's time)",
+                     s->name);
+    }
+  }
+  if (is_kw(&p->cur, "PRIMARY")) {
+    if (s->npkey > 0) {
+      return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, p->cur.line, p->cur.column,
+                     "a table can have only one PRIMARY KEY");
+    }
+    LM_TRY(parse_primary_key(p, s));
+  }
+  if (!is_kw(&p->cur, "AS")) {
+    return expected(p, s->ncolumns > 0 ? "AS" : "'(', PRIMARY KEY or AS");
+  }
+  if (s->npkey == 0) {
+    return fail_at(p, LAMINAR_ERR_SQL_SYNTAX, p->cur.line, p->cur.column,
+                   "table '%s' needs a PRIMARY KEY: in its column list or as "
+                   "CREATE TABLE %s PRIMARY KEY (col [, ...]) AS SELECT ...",
+                   s->name, s->name);
+  }
+  LM_TRY(advance(p)); /* AS */
+  LM_TRY(parse_query(p, &s->select));
+  if (is_kw(&p->cur, "EMIT")) {
+    s->emit_line = p->cur.line;
+    s->emit_column = p->cur.column;
+  }
+  LM_TRY(parse_emit(p, &s->emit));
   if (is_kw(&p->cur, "WITH")) LM_TRY(parse_options(p, s));
   return LAMINAR_OK;
 }
@@ -1882,8 +1944,8 @@ static laminar_code parse_create(parser* p, lm_stmt* s) {
   LM_TRY(parse_if_not_exists(p, &s->if_not_exists));
   LM_TRY(parse_name(p, "a name", &s->name, &s->name_line, &s->name_column));
   switch (s->kind) {
-    case LM_STMT_CREATE_SOURCE:
-    case LM_STMT_CREATE_TABLE: return parse_source_body(p, s);
+    case LM_STMT_CREATE_SOURCE: return parse_source_body(p, s);
+    case LM_STMT_CREATE_TABLE: return parse_table_query(p, s);
     case LM_STMT_CREATE_SINK:
       LM_TRY(expect_kw(p, "FROM"));
       LM_TRY(parse_name(p, "a stream name", &s->sink_from, &s->sink_from_line,

@@ -145,8 +145,9 @@ typedef struct lm_plan {
 /* The tables the binder may join (lookup and temporal joins): for a table
  * `name`, its columns (without _weight) and its primary key's column indexes,
  * the name of its changelog source (the table's columns then _weight; valid
- * while the catalog holds the table) and its event-time column (the one its
- * WATERMARK is on, -1: none); NULL when `name` is no table. */
+ * while the catalog holds the table; NULL for a table fed by its query, which
+ * has none) and its event-time column (the one its WATERMARK is on, -1:
+ * none); NULL when `name` is no table. */
 typedef struct lm_plan_table {
   const int32_t* keys;
   int32_t nkeys;
