@@ -27,6 +27,7 @@
 
 #include "arrow/arrow.h"
 #include "nanoarrow/nanoarrow.h"
+#include "store/fs.h"
 
 #define BATCH_ROWS 4096
 #define BATCH_NS (50 * 1000 * 1000)
@@ -656,48 +657,146 @@ static bool log_append(lm_kafka_source* s, int64_t seq) {
   return ok;
 }
 
-/* The positions (and event times) of the last record whose seq < `offset`
- * into s->parts (a torn tail is ignored). */
-static void log_resume(lm_kafka_source* s, int64_t offset) {
-  int fd = open(s->offsets_log, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  for (;;) {
-    unsigned char head[12];
-    if (read(fd, head, 12) != 12) break;
-    uint64_t q;
-    uint32_t k;
-    memcpy(&q, head, 8);
-    memcpy(&k, head + 8, 4);
-    bool topics = (k & LOG_TOPICS) != 0, wm = (k & LOG_WM) != 0;
-    size_t each = 12 + (topics ? 4 : 0) + (wm ? 8 : 0);
-    k &= ~(LOG_TOPICS | LOG_WM);
-    if (k > 1u << 20) break;
-    size_t n = (size_t)k * each;
-    unsigned char* body = lm_malloc(n + 1);
-    if (body == NULL || read(fd, body, n) != (ssize_t)n) {
-      lm_free(body);
-      break;
-    }
-    if ((int64_t)q < offset) {
-      for (uint32_t i = 0; i < k; i++) {
-        const unsigned char* e = body + (size_t)i * each;
-        uint32_t hash = 0;
-        int32_t id;
-        int64_t next, max_ts = INT64_MIN;
-        if (topics) memcpy(&hash, e, 4), e += 4;
-        memcpy(&id, e, 4);
-        memcpy(&next, e + 4, 8);
-        if (wm) memcpy(&max_ts, e + 12, 8);
-        for (int32_t t = 0; t < s->ntopics; t++) {
-          if (topics ? s->topic_hash[t] != hash : t != 0) continue;
-          part_state* ps = part_of(s, t, id);
-          if (ps != NULL) ps->next = next, ps->max_ts = max_ts;
-        }
-      }
-    }
-    lm_free(body);
+/* The whole log in memory (*len bytes); NULL with *len 0 when it is absent,
+ * empty or unreadable, or out of memory. */
+static unsigned char* log_read(const char* path, size_t* len) {
+  *len = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  off_t size = lseek(fd, 0, SEEK_END);
+  unsigned char* buf = size > 0 ? lm_malloc((size_t)size) : NULL;
+  size_t got = 0;
+  while (buf != NULL && got < (size_t)size) {
+    ssize_t r = pread(fd, buf + got, (size_t)size - got, (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
   }
   close(fd);
+  if (buf != NULL && got == 0) {
+    lm_free(buf);
+    buf = NULL;
+  }
+  *len = got;
+  return buf;
+}
+
+/* The size of the whole record at buf[at..len) (its seq, entry count, entry
+ * size and flags out), 0: none there (the end, or a torn or damaged tail). */
+static size_t log_record(const unsigned char* buf, size_t len, size_t at, int64_t* seq,
+                         uint32_t* n, size_t* each, uint32_t* flags) {
+  if (len - at < 12) return 0;
+  uint64_t q;
+  uint32_t k;
+  memcpy(&q, buf + at, 8);
+  memcpy(&k, buf + at + 8, 4);
+  *flags = k & (LOG_TOPICS | LOG_WM);
+  *each = 12 + ((k & LOG_TOPICS) ? 4 : 0) + ((k & LOG_WM) ? 8 : 0);
+  k &= ~(LOG_TOPICS | LOG_WM);
+  if (k > 1u << 20 || (len - at - 12) / *each < k) return 0;
+  *seq = (int64_t)q;
+  *n = k;
+  return 12 + (size_t)k * *each;
+}
+
+/* The start of the last whole record (in file order) whose seq < `below`
+ * (len: none), and in *end where the whole records end. */
+static size_t log_last_below(const unsigned char* buf, size_t len, int64_t below,
+                             size_t* end) {
+  size_t at = 0, last = len;
+  for (;;) {
+    int64_t q;
+    uint32_t n, flags;
+    size_t each, size = log_record(buf, len, at, &q, &n, &each, &flags);
+    if (size == 0) break;
+    if (q < below) last = at;
+    at += size;
+  }
+  *end = at;
+  return last;
+}
+
+/* Replace the log by buf[0..n) crash-safely (as src/store/idlelog.c prunes):
+ * a temporary file written and fdatasync'ed, renamed over the log, the
+ * directory flushed. A crash leaves the old log or the new one whole. False
+ * (the log as it was) on an I/O error. */
+static bool log_replace(const lm_kafka_source* s, const unsigned char* buf, size_t n) {
+  char tmp[4200], dir[4200];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", s->offsets_log) >= (int)sizeof tmp)
+    return false;
+  snprintf(dir, sizeof dir, "%s", s->offsets_log);
+  char* slash = strrchr(dir, '/');
+  if (slash != NULL)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  int fd = lm_fs_create_excl(tmp);
+  int e = fd < 0 ? errno : 0;
+  if (e == 0 && n > 0) e = lm_fs_write_all(fd, buf, n);
+  if (e == 0 && fdatasync(fd) != 0) e = errno;
+  if (fd >= 0) close(fd);
+  if (e == 0 && rename(tmp, s->offsets_log) != 0) e = errno;
+  if (e != 0) {
+    unlink(tmp);
+    return false;
+  }
+  return lm_fs_fsync_dir(dir) == 0;
+}
+
+/* Compact the log down to the last whole record whose seq < `below` and,
+ * with `after`, the whole records after it (none qualifies: every whole
+ * record with `after`, none without); a torn tail goes either way. Nothing
+ * is rewritten when nothing would change. */
+static void log_compact(lm_kafka_source* s, int64_t below, bool after) {
+  size_t len, end;
+  unsigned char* buf = log_read(s->offsets_log, &len);
+  if (buf == NULL) return;
+  size_t from = log_last_below(buf, len, below, &end);
+  size_t to = end;
+  if (from == len) from = after ? 0 : end;
+  if (!after && from < end) {
+    int64_t q;
+    uint32_t n, flags;
+    size_t each;
+    to = from + log_record(buf, len, from, &q, &n, &each, &flags);
+  }
+  if (from > 0 || to < len) (void)log_replace(s, buf + from, to - from);
+  lm_free(buf);
+}
+
+/* The positions (and event times) of the last record whose seq < `offset`
+ * into s->parts (a torn tail is ignored); then the log holds that record
+ * only: the later ones tell of pushes the recovered state does not hold (new
+ * pushes reuse their sequence numbers), and new records must not follow a
+ * torn tail. */
+static void log_resume(lm_kafka_source* s, int64_t offset) {
+  size_t len, end;
+  unsigned char* buf = log_read(s->offsets_log, &len);
+  if (buf == NULL) return;
+  size_t at = log_last_below(buf, len, offset, &end);
+  int64_t q;
+  uint32_t k, flags;
+  size_t each;
+  if (at < len && log_record(buf, len, at, &q, &k, &each, &flags) > 0) {
+    bool topics = (flags & LOG_TOPICS) != 0, wm = (flags & LOG_WM) != 0;
+    for (uint32_t i = 0; i < k; i++) {
+      const unsigned char* e = buf + at + 12 + (size_t)i * each;
+      uint32_t hash = 0;
+      int32_t id;
+      int64_t next, max_ts = INT64_MIN;
+      if (topics) memcpy(&hash, e, 4), e += 4;
+      memcpy(&id, e, 4);
+      memcpy(&next, e + 4, 8);
+      if (wm) memcpy(&max_ts, e + 12, 8);
+      for (int32_t t = 0; t < s->ntopics; t++) {
+        if (topics ? s->topic_hash[t] != hash : t != 0) continue;
+        part_state* ps = part_of(s, t, id);
+        if (ps != NULL) ps->next = next, ps->max_ts = max_ts;
+      }
+    }
+  }
+  lm_free(buf);
+  log_compact(s, offset, false);
 }
 
 /* ---- the thread ---------------------------------------------------------------------- */
@@ -826,6 +925,9 @@ static void commit_covered(lm_kafka_source* s) {
   int64_t covered = atomic_load_explicit(&s->covered, memory_order_acquire);
   if (covered <= s->committed) return;
   s->committed = covered;
+  /* The records before the last one the checkpoint covers are never read
+   * again: recovery resumes at that one or a later one. */
+  if (s->offsets_log != NULL) log_compact(s, covered + 1, true);
   pending_push* last = NULL;
   while (s->pending != NULL && s->pending->seq <= covered) {
     pending_push* p = s->pending;

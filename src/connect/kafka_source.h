@@ -7,7 +7,8 @@
  * Exactly once in, through the source's offset (laminar_source_offset): before
  * each batch is pushed, the consumer appends to an offsets log in the data
  * directory the push's offset and every partition's next Kafka offset after
- * the batch (fdatasync'ed). After a restart the source's offset says which
+ * the batch (fdatasync'ed; compacted at each durable checkpoint and at a
+ * restart). After a restart the source's offset says which
  * pushes the recovered state holds (the WAL's, or the checkpoint's without
  * one), so the consumer resumes each partition where the last of those left
  * it: nothing consumed is lost or applied twice. Without durability it starts
