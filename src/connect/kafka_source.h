@@ -28,9 +28,11 @@
  * holds the watermark back from its first record on.
  *
  * Metadata columns: source columns named _partition, _offset, _timestamp
- * (the message's, epoch ms), _key and _topic are filled from the message.
+ * (the message's, epoch ms), _key, _topic and _headers (a JSON object of the
+ * message's headers) are filled from the message.
  * A message that does not decode (not JSON, a wrong type, a field count) is
- * skipped and counted; the reason of the last one is kept.
+ * counted, the reason of the last one kept, and skipped, delivered to the
+ * dead-letter source, or (bad_fail) it stops the consumer.
  */
 #ifndef LM_CONNECT_KAFKA_SOURCE_H
 #define LM_CONNECT_KAFKA_SOURCE_H
@@ -58,6 +60,8 @@ typedef struct lm_kafka_source_config {
                                 extended regular expression (unanchored) */
   const char* group_id;      /* NULL: "laminardb.<source>" */
   bool csv;
+  bool raw;    /* the payload as it is: the one column besides the metadata
+                  columns, VARCHAR (a payload that is no UTF-8 is a bad record) */
   bool upsert; /* upsert-json: keyed JSON values, a null value a tombstone; the
                   source is a changelog (its last column _weight BIGINT): a
                   key's new value retracts its old row (-1) and inserts (+1), a
@@ -75,6 +79,13 @@ typedef struct lm_kafka_source_config {
   int64_t timeout_ms;
   int64_t discovery_ms; /* partitions added to the topic are looked for this
                            often (<= 0: never) */
+  /* Bad records (bad_records = 'fail' | 'skip' | '<source>'): with bad_fail
+   * the first stops the consumer (kafka_failed); with a dead-letter source,
+   * each is a row of that source (its columns: some of _topic, _partition,
+   * _offset, _timestamp, _key, payload and reason; checked by the caller). */
+  bool bad_fail;
+  const char* dead_letter;
+  const lm_schema* dead_letter_schema;
 } lm_kafka_source_config;
 
 /* Check the configuration against the broker (the topic's partitions) and

@@ -159,10 +159,15 @@ static const lm_option table[] = {
      "file format; of a Kafka sink, each message's (json: one object, jsonl alike; "
      "upsert-json: a keyed changelog's last row per key, or a tombstone)"},
     /* ---- CREATE SOURCE / SINK ... WITH (connector = 'kafka', ...) (docs/KAFKA.md) ---- */
-    {"format", SRC, LM_OPT_FORMAT, T_ENUM, "json | csv | upsert-json", 0, 0,
-     "json | csv | upsert-json", "json",
+    {"format", SRC, LM_OPT_FORMAT, T_ENUM, "json | csv | upsert-json | raw", 0, 0,
+     "json | csv | upsert-json | raw", "json",
      "a Kafka source's message format (csv: fields in column order; upsert-json: "
-     "keyed values and tombstones into a changelog source)"},
+     "keyed values and tombstones into a changelog source; raw: the payload into "
+     "the one VARCHAR column besides the metadata columns)"},
+    {"bad_records", SRC, LM_OPT_BAD_RECORDS, T_TEXT, NULL, 1, 127,
+     "fail | skip | a source name", "skip",
+     "a Kafka record that does not decode or fit: skipped (counted), the consumer "
+     "stopped (fail), or a row of that source (a dead-letter output: docs/KAFKA.md)"},
     {"connector", SINK | SRC, LM_OPT_CONNECTOR, T_ENUM, "kafka", 0, 0, "kafka", "",
      "the external system the sink writes to or the source reads from"},
     {"bootstrap.servers", SINK | SRC, LM_OPT_BOOTSTRAP_SERVERS, T_TEXT, NULL, 1, 0,

@@ -916,3 +916,185 @@ def test_upsert_json_source_is_a_changelog(bootstrap: str, tmp_path: Path) -> No
         assert settle(db) == want()
         bad = [r for r in db.metrics().to_pylist() if r["metric"] == "kafka_bad_records"]
     assert [r["value"] for r in bad] == [0]
+
+
+# ---- raw format, headers, bad records ---------------------------------------------
+
+
+def produce_full(bootstrap: str, topic: str, messages: list[dict[str, object]]) -> None:
+    """Messages given as confluent-kafka produce() arguments, in order, flushed."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for m in messages:
+        p.produce(topic, **m)
+    assert p.flush(30) == 0
+
+
+def source_counters(db: laminardb.Connection, name: str) -> dict[str, int]:
+    return {
+        r["metric"]: r["value"]
+        for r in db.metrics().to_pylist()
+        if r["kind"] == "source" and r["name"] == name
+    }
+
+
+DEAD_LETTER = (
+    "CREATE SOURCE bad (_topic VARCHAR, _partition INT, _offset BIGINT, _key VARCHAR, "
+    "payload VARCHAR, reason VARCHAR)"
+)
+
+
+def test_source_raw_payload_and_headers(bootstrap: str) -> None:
+    """format 'raw' reads each payload as it is into the one VARCHAR column;
+    _headers is a JSON object of the message's headers; a payload that is no
+    UTF-8 is a bad record, delivered to the dead-letter source."""
+    topic = new_topic(bootstrap, 1)
+    payloads = [b"plain text", b'{"not": "parsed"}', "ünïcode ✓".encode(), b""]
+    msgs: list[dict[str, object]] = [
+        {
+            "value": v,
+            "key": f"k{i}".encode(),
+            "partition": 0,
+            "headers": [("trace", f"t-{i}".encode()), ('quote"d', b"a\\b\n"), ("none", None)],
+        }
+        for i, v in enumerate(payloads)
+    ]
+    msgs.insert(2, {"value": b"\xff\xfe-bin", "key": b"kb", "partition": 0})
+    msgs.append({"value": None, "partition": 0})  # a tombstone: a NULL value
+    produce_full(bootstrap, topic, msgs)
+    with laminardb.open() as db:
+        db.execute(DEAD_LETTER)
+        db.execute(
+            source_sql(
+                bootstrap,
+                topic,
+                "value VARCHAR, _key VARCHAR, _headers VARCHAR, _offset BIGINT",
+                ", format = 'raw', bad_records = 'bad'",
+            )
+        )
+        db.execute("CREATE STREAM s AS SELECT * FROM t; CREATE STREAM dl AS SELECT * FROM bad")
+        sub, dl = db.subscribe("s"), db.subscribe("dl")
+        db.start()
+        got = sorted(poll_rows(sub, at_least=len(payloads) + 1), key=lambda r: r["_offset"])
+        dead = poll_rows(dl, at_least=1)
+        counters = source_counters(db, "t")
+    assert [r["value"] for r in got] == [v.decode() for v in payloads] + [None]
+    assert [r["_offset"] for r in got] == [0, 1, 3, 4, 5]
+    assert [r["_key"] for r in got] == ["k0", "k1", "k2", "k3", None]
+    for i, r in enumerate(got[:-1]):
+        assert json.loads(r["_headers"]) == {"trace": f"t-{i}", 'quote"d': "a\\b\n", "none": None}
+    assert json.loads(got[-1]["_headers"]) == {}
+    assert counters["kafka_bad_records"] == 1
+    assert len(dead) == 1
+    d = dead[0]
+    assert (d["_topic"], d["_partition"], d["_offset"], d["_key"]) == (topic, 0, 2, "kb")
+    assert d["payload"] == "\\xff\\xfe-bin"
+    assert "UTF-8" in d["reason"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_bad_records_to_a_dead_letter_source(bootstrap: str, tmp_path: Path, fmt: str) -> None:
+    """Each record that does not decode or fit is a row of the dead-letter
+    source with its partition, offset, payload and reason; every good record
+    is a row of the source; the pipeline goes on. Durable: across a restart
+    neither is lost."""
+    topic = new_topic(bootstrap, 2)
+    msgs: list[tuple[int, bytes]] = []
+    for i in range(40):
+        value = json.dumps({"id": i, "v": i / 2}) if fmt == "json" else f"{i},{i / 2}"
+        msgs.append((i % 2, value.encode()))
+    bad = (
+        [b'{"id": "text"}', b"{not json", b'{"id": 99999999999999999999}', b'{"id": 1, "v": [1]}']
+        if fmt == "json"
+        else [b"x,1.0", b"1,2,3", b'"open,1', b"5"]
+    )
+    for j, b in enumerate(bad):
+        msgs.insert(5 + 7 * j, (j % 2, b))
+    produce(bootstrap, topic, msgs)
+    # Where each bad record landed: its partition's position among that
+    # partition's messages.
+    where = {}
+    seen = [0, 0]
+    for part, value in msgs:
+        if value in bad:
+            where[(part, seen[part])] = value
+        seen[part] += 1
+    sql = source_sql(
+        bootstrap,
+        topic,
+        "id BIGINT NOT NULL, v DOUBLE",
+        f", format = '{fmt}', bad_records = 'bad'",
+    )
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        db.execute(
+            "CREATE SOURCE bad (_partition INT, _offset BIGINT, payload VARCHAR, reason VARCHAR)"
+        )
+        db.execute(sql)
+        db.execute("CREATE STREAM s AS SELECT * FROM t; CREATE STREAM dl AS SELECT * FROM bad")
+        sub, dl = db.subscribe("s"), db.subscribe("dl")
+        db.start()
+        got = poll_rows(sub, at_least=40)
+        dead = poll_rows(dl, at_least=len(bad))
+        counters = source_counters(db, "t")
+        db.checkpoint()
+    assert sorted(r["id"] for r in got) == list(range(40))
+    assert counters["kafka_bad_records"] == len(bad)
+    assert counters["kafka_failed"] == 0
+    assert {(d["_partition"], d["_offset"]): d["payload"].encode() for d in dead} == where
+    assert all(d["reason"] for d in dead)
+    # After a restart, nothing is read again and new bad records still go.
+    produce(bootstrap, topic, [(0, bad[0]), (1, msgs[0][1])])
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        sub, dl = db.subscribe("s"), db.subscribe("dl")
+        db.start()
+        again = poll_rows(sub, at_least=1)
+        dead_again = poll_rows(dl, at_least=1)
+    assert [r["id"] for r in again] == [0]
+    assert [d["payload"].encode() for d in dead_again] == [bad[0]]
+
+
+def test_bad_records_fail_stops_the_consumer(bootstrap: str) -> None:
+    """bad_records = 'fail': the first bad record stops the consumer
+    (kafka_failed = 1, the reason names its partition and offset); nothing
+    after it reaches the source."""
+    topic = new_topic(bootstrap, 1)
+    first = [(0, json.dumps({"id": i}).encode()) for i in range(5)]
+    produce(bootstrap, topic, first)
+    with laminardb.open() as db:
+        db.execute(source_sql(bootstrap, topic, "id BIGINT", ", bad_records = 'fail'"))
+        db.execute("CREATE STREAM s AS SELECT * FROM t")
+        sub = db.subscribe("s")
+        db.start()
+        got = poll_rows(sub, at_least=5)
+        produce(bootstrap, topic, [(0, b"{broken"), (0, b'{"id": 100}')])
+        time.sleep(2.0)
+        later = poll_rows(sub, at_least=0, quiet=1.0)
+        counters = source_counters(db, "t")
+    assert sorted(r["id"] for r in got) == list(range(5))
+    assert later == []
+    assert counters["kafka_bad_records"] == 1
+    assert counters["kafka_failed"] == 1
+
+
+def test_raw_headers_bad_records_refusals(bootstrap: str) -> None:
+    """Each bad declaration has its code and names the source."""
+    topic = new_topic(bootstrap, 1)
+    cases = [
+        ("id BIGINT", ", bad_records = 'nosuch'", "LDB-1002"),
+        ("id BIGINT", ", bad_records = 't'", "LDB-1002"),  # not declared before
+        ("id BIGINT", ", bad_records = 'wrong'", "LDB-6002"),
+        ("id BIGINT", ", bad_records = 'strict'", "LDB-6002"),
+        ("id BIGINT", ", bad_records = ''", "LDB-6002"),
+        ("a VARCHAR, b VARCHAR", ", format = 'raw'", "LDB-6002"),
+        ("a BIGINT, _key VARCHAR", ", format = 'raw'", "LDB-6002"),
+        ("a VARCHAR, _headers BIGINT", "", "LDB-6002"),
+    ]
+    with laminardb.open() as db:
+        db.execute("CREATE SOURCE wrong (_partition VARCHAR)")
+        db.execute("CREATE SOURCE strict (payload VARCHAR NOT NULL)")
+        for cols, extra, code in cases:
+            with pytest.raises(laminardb.LaminarError) as e:
+                db.execute(source_sql(bootstrap, topic, cols, extra))
+            assert e.value.code == code, (cols, extra, str(e.value))
+            assert "'t'" in str(e.value)
