@@ -384,9 +384,95 @@ static int test_offsets_log_compacted(void) {
 #endif
 }
 
+/* format = 'raw' with _key and _headers, and bad_records = '<source>': a
+ * payload that is no UTF-8 becomes a row of the dead-letter source, the others
+ * rows of the source with their headers as JSON (under the sanitizers too). */
+static int test_raw_headers_dead_letter(void) {
+#ifndef LAMINAR_HAVE_KAFKA
+  return LM_TEST_SKIP;
+#else
+  const char* bootstrap = lm_test_kafka_bootstrap();
+  if (bootstrap == NULL) return LM_TEST_SKIP;
+  char dir[256], sql[1024], topic[64];
+  CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_kafka_") == 0);
+  snprintf(topic, sizeof topic, "r-%s", strrchr(dir, '_') + 1);
+  CHECK(lm_test_kafka_create_topic(bootstrap, topic, 1) == 0);
+  static const char* const values[] = {"one", "\xff\xfe", "three"};
+  rd_kafka_t* rk = lm_test_kafka_client(bootstrap, RD_KAFKA_PRODUCER, NULL);
+  CHECK(rk != NULL);
+  for (int i = 0; i < 3; i++) {
+    char key[8];
+    snprintf(key, sizeof key, "k%d", i);
+    CHECK(rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
+                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                            RD_KAFKA_V_VALUE((void*)values[i], strlen(values[i])),
+                            RD_KAFKA_V_KEY(key, strlen(key)),
+                            RD_KAFKA_V_HEADER("h", "v\"1", 3),
+                            RD_KAFKA_V_HEADER("n", NULL, 0),
+                            RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  }
+  CHECK(rd_kafka_flush(rk, 30000) == RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_destroy(rk);
+  laminar_db* db;
+  laminar_error err;
+  CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
+  snprintf(sql, sizeof sql,
+           "CREATE SOURCE bad (_offset BIGINT, _key VARCHAR, payload VARCHAR, "
+           "reason VARCHAR);"
+           "CREATE SOURCE t (line VARCHAR, _key VARCHAR, _headers VARCHAR) WITH ("
+           "connector = 'kafka', 'bootstrap.servers' = '%s', topic = '%s', "
+           "format = 'raw', bad_records = 'bad');"
+           "CREATE STREAM s AS SELECT line || '|' || _key || '|' || _headers AS x FROM t;"
+           "CREATE STREAM d AS SELECT _key || '|' || payload AS x FROM bad;",
+           bootstrap, topic);
+  CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
+  laminar_subscription *sub, *dead;
+  CHECK_CODE(laminar_subscribe(db, "s", &sub, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_subscribe(db, "d", &dead, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_start(db, &err), LAMINAR_OK, &err);
+  char got[4][128] = {{0}};
+  int n = 0, nd = 0;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while ((n < 2 || nd < 1) && seconds_since(&t0) < 30.0) {
+    for (int which = 0; which < 2; which++) {
+      struct ArrowArray out;
+      struct ArrowSchema out_schema;
+      CHECK_CODE(
+          laminar_subscription_next(which == 0 ? sub : dead, 50, &out, &out_schema, &err),
+          LAMINAR_OK, &err);
+      if (out.release == NULL) continue;
+      const int32_t* off = (const int32_t*)out.children[0]->buffers[1];
+      const char* data = (const char*)out.children[0]->buffers[2];
+      for (int64_t i = 0; i < out.length; i++) {
+        int64_t r = out.children[0]->offset + i;
+        int at = which == 0 ? n++ : 3 + nd++;
+        if (at < 4)
+          snprintf(got[at], sizeof got[at], "%.*s", (int)(off[r + 1] - off[r]),
+                   data + off[r]);
+      }
+      out.release(&out);
+      out_schema.release(&out_schema);
+    }
+  }
+  EXPECT(n == 2 && nd == 1);
+  EXPECT(strcmp(got[0], "one|k0|{\"h\":\"v\\\"1\",\"n\":null}") == 0);
+  EXPECT(strcmp(got[1], "three|k2|{\"h\":\"v\\\"1\",\"n\":null}") == 0);
+  EXPECT(strcmp(got[3], "k1|\\xff\\xfe") == 0);
+  for (int i = 0; i < 4; i++)
+    if (got[i][0] != '\0') fprintf(stderr, "row %d: %s\n", i, got[i]);
+  laminar_subscription_close(sub);
+  laminar_subscription_close(dead);
+  CHECK_CODE(laminar_close_v2(db, &err), LAMINAR_OK, &err);
+  lm_test_rmtree(dir);
+  return 0;
+#endif
+}
+
 static const lm_test_case cases[] = {
     {"round_trip", test_round_trip},
     {"offsets_log_compacted", test_offsets_log_compacted},
+    {"raw_headers_dead_letter", test_raw_headers_dead_letter},
     {"sink_refusals", test_sink_refusals},
     {"sink_needs_durability", test_sink_needs_durability},
     {"source_refusals", test_source_refusals},
