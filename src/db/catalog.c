@@ -1012,12 +1012,12 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
     if (lm_option_row_id(row) == LM_OPT_PATH) {
       memcpy(path, val.text, val.len); /* the table bounds it below sizeof path */
       path[val.len] = '\0';
-    } else if (val.i == 3) { /* "jsonl | csv | json | upsert-json" */
+    } else if (val.i >= 3) { /* "jsonl | csv | json | upsert-json | raw" */
       char msg[300];
       snprintf(msg, sizeof msg,
-               "sink '%s': format 'upsert-json' is a Kafka sink's (connector = 'kafka'), "
+               "sink '%s': format '%s' is a Kafka sink's (connector = 'kafka'), "
                "not a file sink's",
-               stmt->name);
+               stmt->name, val.i == 3 ? "upsert-json" : "raw");
       return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, stmt->options[i].value->line,
                      stmt->options[i].value->column, stmt->name, msg);
     } else {

@@ -155,9 +155,10 @@ laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
       case LM_OPT_CONNECTOR: has_connector = true; break;
       case LM_OPT_BOOTSTRAP_SERVERS: c.brokers = t; break;
       case LM_OPT_TOPIC: c.topic = t; break;
-      case LM_OPT_FORMAT: /* "jsonl | csv | json | upsert-json" */
+      case LM_OPT_FORMAT: /* "jsonl | csv | json | upsert-json | raw" */
         c.csv = v.i == 1;
         c.upsert = v.i == 3;
+        c.raw = v.i == 4;
         break;
       case LM_OPT_KEY:
         rc = key_columns(stmt, o, t, &stream->out_schema, key, &c.nkey, err);
@@ -207,6 +208,11 @@ laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
   if (rc == LAMINAR_OK && c.upsert && c.nkey == 0)
     rc = fail_stmt(err, LAMINAR_ERR_CONFIG_VALUE, stmt, stmt->line, stmt->column,
                    "format 'upsert-json' needs key = '<columns>'");
+  /* raw: the value is the one column not in the key (at most one). */
+  if (rc == LAMINAR_OK && c.raw && (c.nkey > 1 || ncols - c.nkey != 1))
+    rc = fail_stmt(err, LAMINAR_ERR_CONFIG_VALUE, stmt, stmt->line, stmt->column,
+                   "format 'raw' writes one column as the value (and at most one as "
+                   "the key): the stream must have exactly one column besides the key");
   if (rc == LAMINAR_OK && !lm_kafka_available()) {
     lm_sink* none;
     rc = lm_kafka_sink_open(&c, &stream->out_schema, &none, err);

@@ -154,10 +154,11 @@ static const lm_option table[] = {
     /* ---- CREATE SINK ... INTO FILE (...) ---- */
     {"path", SINK, LM_OPT_PATH, T_TEXT, NULL, 1, 4095, "a directory", "",
      "where the sink writes its files (required)"},
-    {"format", SINK, LM_OPT_FORMAT, T_ENUM, "jsonl | csv | json | upsert-json", 0, 0,
-     "jsonl | csv | json | upsert-json", "jsonl",
+    {"format", SINK, LM_OPT_FORMAT, T_ENUM, "jsonl | csv | json | upsert-json | raw", 0,
+     0, "jsonl | csv | json | upsert-json | raw", "jsonl",
      "file format; of a Kafka sink, each message's (json: one object, jsonl alike; "
-     "upsert-json: a keyed changelog's last row per key, or a tombstone)"},
+     "upsert-json: a keyed changelog's last row per key, or a tombstone; raw: one "
+     "column's bytes)"},
     /* ---- CREATE SOURCE / SINK ... WITH (connector = 'kafka', ...) (docs/KAFKA.md) ---- */
     {"format", SRC, LM_OPT_FORMAT, T_ENUM, "json | csv | upsert-json | raw", 0, 0,
      "json | csv | upsert-json | raw", "json",

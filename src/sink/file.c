@@ -65,7 +65,8 @@ static const char* ext(const lm_file_sink* s) {
   switch (s->format) {
     case LM_SINK_CSV: return "csv";
     case LM_SINK_RECORDS_JSON:
-    case LM_SINK_RECORDS_CSV: return "records";
+    case LM_SINK_RECORDS_CSV:
+    case LM_SINK_RECORDS_RAW: return "records";
     case LM_SINK_JSONL: break;
   }
   return "jsonl";
@@ -258,8 +259,48 @@ static void framed_cells(lm_file_sink* s, const lm_vec* cols, int64_t r,
   for (int i = 0; i < 4; i++) s->buf[at + (size_t)i] = (char)((len >> (8 * i)) & 0xff);
 }
 
+/* A record of LM_SINK_RECORDS_RAW: 4 bytes of length, then cell (c, r) as
+ * it is: a string's bytes, another value's text (NULL, or c < 0: nothing). */
+static void framed_raw(lm_file_sink* s, const lm_vec* cols, int64_t r, int32_t c) {
+  const lm_vec* v = c >= 0 ? &cols[c] : NULL;
+  const char* p = NULL;
+  size_t n = 0;
+  char num[64];
+  if (v != NULL && !(v->nulls != NULL && v->nulls[r])) {
+    if (v->type == LM_TYPE_STRING) {
+      lm_str str = ((const lm_str*)v->data)[r];
+      p = str.ptr;
+      n = (size_t)str.len;
+    } else if (scalar_text(v, r, num, sizeof num, &n)) {
+      p = num;
+    }
+  }
+  char len[4];
+  for (int i = 0; i < 4; i++) len[i] = (char)((n >> (8 * i)) & 0xff);
+  put(s, len, 4);
+  if (n > 0) put(s, p, n);
+}
+
+/* The raw value column: the first one not in the key. */
+static int32_t raw_value_col(const lm_file_sink* s) {
+  for (int32_t c = 0; c < s->schema.ncols; c++) {
+    bool in_key = false;
+    for (int32_t k = 0; k < s->nkey; k++) in_key |= s->key[k] == c;
+    if (!in_key) return c;
+  }
+  return -1;
+}
+
 static void format_rows(lm_file_sink* s, const lm_vec* cols, int64_t nrows) {
   const lm_schema* sc = &s->schema;
+  if (s->format == LM_SINK_RECORDS_RAW) {
+    int32_t value = raw_value_col(s);
+    for (int64_t r = 0; r < nrows && !s->nomem; r++) {
+      framed_raw(s, cols, r, s->nkey > 0 ? s->key[0] : -1);
+      framed_raw(s, cols, r, value);
+    }
+    return;
+  }
   bool framed = s->format == LM_SINK_RECORDS_JSON || s->format == LM_SINK_RECORDS_CSV;
   bool csv = s->format == LM_SINK_CSV || s->format == LM_SINK_RECORDS_CSV;
   if (csv && !framed && !s->header_done) {

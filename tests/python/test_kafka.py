@@ -1098,3 +1098,47 @@ def test_raw_headers_bad_records_refusals(bootstrap: str) -> None:
                 db.execute(source_sql(bootstrap, topic, cols, extra))
             assert e.value.code == code, (cols, extra, str(e.value))
             assert "'t'" in str(e.value)
+
+
+def test_sink_raw_writes_one_column_as_it_is(bootstrap: str, tmp_path: Path) -> None:
+    """format = 'raw': each message's value is the one column besides the key,
+    as it is (a string's bytes, a number's text), the key its key column's."""
+    texts, nums = new_topic(bootstrap), new_topic(bootstrap)
+    lines = ['{"as": "is"}', "plain, with a comma", "ünï ✓", ""]
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        db.execute(
+            "CREATE SOURCE t (id BIGINT, k VARCHAR, line VARCHAR);"
+            "CREATE STREAM s AS SELECT k, line FROM t;"
+            "CREATE STREAM n AS SELECT id * 10 AS id10 FROM t;"
+        )
+        db.execute(sink_sql(bootstrap, texts, ", format = 'raw', key = 'k'"))
+        db.execute(
+            f"CREATE SINK out_n FROM n WITH (connector = 'kafka', "
+            f"'bootstrap.servers' = '{bootstrap}', topic = '{nums}', format = 'raw')"
+        )
+        db.insert(
+            "t",
+            {"id": list(range(4)), "k": [f"k{i}" for i in range(4)], "line": lines},
+        )
+        db.run_until_idle()
+        db.checkpoint()
+    got = read_committed(bootstrap, texts, at_least=4)
+    assert sorted(got) == sorted((f"k{i}".encode(), v.encode()) for i, v in enumerate(lines))
+    got_n = read_committed(bootstrap, nums, at_least=4)
+    assert sorted(v for _, v in got_n) == [b"0", b"10", b"20", b"30"]
+    assert all(k is None for k, _ in got_n)
+
+
+def test_sink_raw_refusals(bootstrap: str, tmp_path: Path) -> None:
+    topic = new_topic(bootstrap)
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        db.execute(DDL)  # s: id, k, v
+        for extra in (", format = 'raw'", ", format = 'raw', key = 'k'"):
+            with pytest.raises(laminardb.LaminarError) as e:
+                db.execute(sink_sql(bootstrap, topic, extra))
+            assert e.value.code == "LDB-6002", str(e.value)
+            assert "'out'" in str(e.value)
+        with pytest.raises(laminardb.LaminarError) as e:
+            db.execute(f"CREATE SINK f FROM s INTO FILE (path = '{tmp_path}/f', format = 'raw')")
+        assert e.value.code == "LDB-6002", str(e.value)
+        assert "'raw'" in str(e.value)
