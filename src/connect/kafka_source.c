@@ -7,6 +7,7 @@
 
 #include "connect/kafka_source.h"
 
+#include "connect/avro.h"
 #include "util/util.h"
 
 #ifdef LAMINAR_HAVE_KAFKA
@@ -104,6 +105,10 @@ struct lm_kafka_source {
   int32_t ntopics, cap_topics;
   char* offsets_log;
   bool csv;
+  lm_avro* avro;     /* format 'avro': the codec of the data columns */
+  int32_t* avro_idx; /* those columns */
+  int32_t navro;
+  lm_avro_cell* avro_cells;
   bool raw; /* format 'raw': the payload into column raw_col */
   int32_t raw_col;
   bool upsert; /* format 'upsert-json': a changelog source (kafka_source.h) */
@@ -456,6 +461,26 @@ static bool decode_raw(lm_kafka_source* s, const char* p, size_t n, const char**
   return true;
 }
 
+/* format 'avro': one Avro record of the data columns. */
+static bool decode_avro(lm_kafka_source* s, const char* p, size_t n, const char** why) {
+  if (!lm_avro_decode(s->avro, p, n, s->avro_cells, why)) return false;
+  for (int32_t k = 0; k < s->navro; k++) {
+    const lm_avro_cell* a = &s->avro_cells[k];
+    cell* v = &s->cells[s->avro_idx[k]];
+    switch (a->kind) {
+      case LM_AVRO_NULL: *v = (cell){.kind = C_NULL}; break;
+      case LM_AVRO_INT: *v = (cell){.kind = C_INT, .i = a->i, .d = a->d}; break;
+      case LM_AVRO_DOUBLE: *v = (cell){.kind = C_DOUBLE, .d = a->d}; break;
+      case LM_AVRO_BOOL: *v = (cell){.kind = C_BOOL, .i = a->i}; break;
+      case LM_AVRO_STR:
+        *v = (cell){.kind = C_STR, .at = s->text_len, .len = a->len};
+        if (!text_put(s, a->s, a->len)) return *why = "out of memory", false;
+        break;
+    }
+  }
+  return true;
+}
+
 /* Check the cells fit the columns. */
 static bool check_cells(const lm_kafka_source* s, const char** why) {
   for (int32_t c = 0; c < s->schema.ncols; c++) {
@@ -622,9 +647,10 @@ static bool decode_row(lm_kafka_source* s, const rd_kafka_message_t* m,
   s->text_len = 0;
   for (int32_t c = 0; c < s->schema.ncols; c++) s->cells[c] = (cell){.kind = C_NULL};
   const char* why = NULL;
-  bool ok = s->raw ? payload == NULL || decode_raw(s, payload, len, &why)
-                   : payload != NULL && (s->csv ? decode_csv(s, payload, len, &why)
-                                                : decode_json(s, payload, len, &why));
+  bool ok = s->raw    ? payload == NULL || decode_raw(s, payload, len, &why)
+            : s->avro ? payload != NULL && decode_avro(s, payload, len, &why)
+                      : payload != NULL && (s->csv ? decode_csv(s, payload, len, &why)
+                                                   : decode_json(s, payload, len, &why));
   if (payload == NULL && !s->raw) why = "no payload";
   if (ok && s->meta_weight >= 0)
     s->cells[s->meta_weight] = (cell){.kind = C_INT, .i = weight};
@@ -1280,6 +1306,9 @@ static void source_free(lm_kafka_source* s) {
   if (s->dl_arrow_schema.release != NULL) s->dl_arrow_schema.release(&s->dl_arrow_schema);
   lm_schema_free(&s->dl_schema);
   lm_free(s->dl_name);
+  lm_avro_free(s->avro);
+  lm_free(s->avro_idx);
+  lm_free(s->avro_cells);
   pthread_mutex_destroy(&s->mu);
   lm_free(s->parts);
   lm_free(s->cells);
@@ -1490,6 +1519,22 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
                       "source '%s': format 'raw' needs one VARCHAR column for the "
                       "payload besides the metadata columns (_key, _partition, ...)",
                       c->name);
+  if (rc == LAMINAR_OK && c->avro && !c->upsert) {
+    s->avro_idx = lm_calloc((size_t)s->schema.ncols + 1, sizeof *s->avro_idx);
+    s->avro_cells = lm_calloc((size_t)s->schema.ncols + 1, sizeof *s->avro_cells);
+    if (s->avro_idx == NULL || s->avro_cells == NULL)
+      rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    for (int32_t col = 0; rc == LAMINAR_OK && col < s->schema.ncols; col++)
+      if (!is_meta(s, col)) s->avro_idx[s->navro++] = col;
+    char why[300];
+    if (rc == LAMINAR_OK &&
+        (s->avro = lm_avro_new("row", &s->schema, s->avro_idx, s->navro, c->avro_schema,
+                               why, sizeof why)) == NULL)
+      rc = lm_error_set(
+          err,
+          lm_avro_available() ? LAMINAR_ERR_CONFIG_VALUE : LAMINAR_ERR_SQL_UNSUPPORTED,
+          "source '%s': format 'avro': %s", c->name, why);
+  }
   for (int32_t k = 0; k < DL_NCOLS; k++) s->dl_col[k] = -1;
   if (rc == LAMINAR_OK && c->dead_letter != NULL) {
     s->dl_name = lm_strdup(c->dead_letter);

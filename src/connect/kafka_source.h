@@ -60,7 +60,9 @@ typedef struct lm_kafka_source_config {
                                 extended regular expression (unanchored) */
   const char* group_id;      /* NULL: "laminardb.<source>" */
   bool csv;
-  bool raw;    /* the payload as it is: the one column besides the metadata
+  bool avro;               /* Avro binary records (connect/avro.h) */
+  const char* avro_schema; /* the writer's schema JSON (NULL: from the columns) */
+  bool raw;                /* the payload as it is: the one column besides the metadata
                   columns, VARCHAR (a payload that is no UTF-8 is a bad record) */
   bool upsert; /* upsert-json: keyed JSON values, a null value a tombstone; the
                   source is a changelog (its last column _weight BIGINT): a

@@ -209,6 +209,7 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       case LM_OPT_PARTITION_DISCOVERY:
       case LM_OPT_TOPIC_PATTERN:
       case LM_OPT_BAD_RECORDS:
+      case LM_OPT_AVRO_SCHEMA:
       case LM_OPT_KAFKA: break; /* a connector's: lm_db_source_connector */
       case LM_OPT_IDLE_TIMEOUT: idle_timeout = val.i > 0 ? val.i : 0; break;
       case LM_OPT_ALIGNMENT_GROUP:
@@ -1017,7 +1018,10 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
       snprintf(msg, sizeof msg,
                "sink '%s': format '%s' is a Kafka sink's (connector = 'kafka'), "
                "not a file sink's",
-               stmt->name, val.i == 3 ? "upsert-json" : "raw");
+               stmt->name,
+               val.i == 3   ? "upsert-json"
+               : val.i == 4 ? "raw"
+                            : "avro");
       return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, stmt->options[i].value->line,
                      stmt->options[i].value->column, stmt->name, msg);
     } else {

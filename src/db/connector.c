@@ -155,10 +155,11 @@ laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
       case LM_OPT_CONNECTOR: has_connector = true; break;
       case LM_OPT_BOOTSTRAP_SERVERS: c.brokers = t; break;
       case LM_OPT_TOPIC: c.topic = t; break;
-      case LM_OPT_FORMAT: /* "jsonl | csv | json | upsert-json | raw" */
+      case LM_OPT_FORMAT: /* "jsonl | csv | json | upsert-json | raw | avro" */
         c.csv = v.i == 1;
         c.upsert = v.i == 3;
         c.raw = v.i == 4;
+        c.avro = v.i == 5;
         break;
       case LM_OPT_KEY:
         rc = key_columns(stmt, o, t, &stream->out_schema, key, &c.nkey, err);
@@ -357,11 +358,13 @@ laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
     switch (lm_option_row_id(row)) {
       case LM_OPT_BOOTSTRAP_SERVERS: c.brokers = t; break;
       case LM_OPT_TOPIC: c.topic = t; break;
-      case LM_OPT_FORMAT: /* "json | csv | upsert-json | raw" */
+      case LM_OPT_FORMAT: /* "json | csv | upsert-json | raw | avro" */
         c.csv = v.i == 1;
         c.upsert = v.i == 2;
         c.raw = v.i == 3;
+        c.avro = v.i == 4;
         break;
+      case LM_OPT_AVRO_SCHEMA: c.avro_schema = t; break;
       case LM_OPT_BAD_RECORDS:
         if (lm_streq_nocase(t, "fail")) {
           c.bad_fail = true;

@@ -154,17 +154,22 @@ static const lm_option table[] = {
     /* ---- CREATE SINK ... INTO FILE (...) ---- */
     {"path", SINK, LM_OPT_PATH, T_TEXT, NULL, 1, 4095, "a directory", "",
      "where the sink writes its files (required)"},
-    {"format", SINK, LM_OPT_FORMAT, T_ENUM, "jsonl | csv | json | upsert-json | raw", 0,
-     0, "jsonl | csv | json | upsert-json | raw", "jsonl",
+    {"format", SINK, LM_OPT_FORMAT, T_ENUM,
+     "jsonl | csv | json | upsert-json | raw | avro", 0, 0,
+     "jsonl | csv | json | upsert-json | raw | avro", "jsonl",
      "file format; of a Kafka sink, each message's (json: one object, jsonl alike; "
      "upsert-json: a keyed changelog's last row per key, or a tombstone; raw: one "
-     "column's bytes)"},
+     "column's bytes; avro: an Avro record of the columns)"},
     /* ---- CREATE SOURCE / SINK ... WITH (connector = 'kafka', ...) (docs/KAFKA.md) ---- */
-    {"format", SRC, LM_OPT_FORMAT, T_ENUM, "json | csv | upsert-json | raw", 0, 0,
-     "json | csv | upsert-json | raw", "json",
+    {"format", SRC, LM_OPT_FORMAT, T_ENUM, "json | csv | upsert-json | raw | avro", 0, 0,
+     "json | csv | upsert-json | raw | avro", "json",
      "a Kafka source's message format (csv: fields in column order; upsert-json: "
      "keyed values and tombstones into a changelog source; raw: the payload into "
      "the one VARCHAR column besides the metadata columns)"},
+    {"avro.schema", SRC, LM_OPT_AVRO_SCHEMA, T_TEXT, NULL, 1, 0,
+     "an Avro record schema (JSON)", "",
+     "format 'avro': the writer's schema of the records (none: one made from the "
+     "source's columns); columns are matched to its fields by name"},
     {"bad_records", SRC, LM_OPT_BAD_RECORDS, T_TEXT, NULL, 1, 127,
      "fail | skip | a source name", "skip",
      "a Kafka record that does not decode or fit: skipped (counted), the consumer "

@@ -45,6 +45,8 @@ typedef struct lm_kafka_sink_config {
   const char* brokers; /* bootstrap.servers */
   const char* topic;
   bool csv;          /* messages as CSV fields (else a JSON object) */
+  bool avro;         /* an Avro record of the columns (connect/avro.h; the key:
+                        a record of the key columns) */
   bool raw;          /* the value: the one column not in the key, as it is (a
                         string's bytes, another value's text); the key: the
                         key column alike */
