@@ -1612,6 +1612,8 @@ void lm_kafka_source_stop(lm_kafka_source* s) {
 
 const char* lm_kafka_source_name(const lm_kafka_source* s) { return s->name; }
 
+const char* lm_kafka_source_dead_letter(const lm_kafka_source* s) { return s->dl_name; }
+
 int64_t lm_kafka_source_bad(lm_kafka_source* s, char* reason, size_t cap, bool* failed) {
   pthread_mutex_lock(&s->mu);
   int64_t n = s->bad;
@@ -1651,6 +1653,11 @@ bool lm_kafka_source_signaled(lm_kafka_source* s) {
 const char* lm_kafka_source_name(const lm_kafka_source* s) {
   (void)s;
   return "";
+}
+
+const char* lm_kafka_source_dead_letter(const lm_kafka_source* s) {
+  (void)s;
+  return NULL;
 }
 
 int64_t lm_kafka_source_bad(lm_kafka_source* s, char* reason, size_t cap, bool* failed) {

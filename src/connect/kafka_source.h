@@ -121,6 +121,9 @@ void lm_kafka_source_checkpointed(lm_kafka_source* s, int64_t covered);
 /* The source it feeds. */
 const char* lm_kafka_source_name(const lm_kafka_source* s);
 
+/* Its dead-letter source (bad_records = '<source>'), or NULL. */
+const char* lm_kafka_source_dead_letter(const lm_kafka_source* s);
+
 /* Messages skipped as bad; the reason of the last, or why the thread
  * stopped ("" when neither); *failed: whether it stopped on an error. */
 int64_t lm_kafka_source_bad(lm_kafka_source* s, char* reason, size_t cap, bool* failed);

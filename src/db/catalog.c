@@ -1192,6 +1192,15 @@ laminar_code lm_db_drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err)
                      stmt->name, msg);
     }
   }
+  const char* feeding = want_source ? lm_db_dead_letter_user(db, src->name) : NULL;
+  if (feeding != NULL) {
+    snprintf(msg, sizeof msg,
+             "cannot drop '%s': it is the dead-letter output (bad_records) of Kafka "
+             "source '%s' (drop that first)",
+             stmt->name, feeding);
+    return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
+                   stmt->name, msg);
+  }
   if (want_source) lm_db_source_connector_stop(db, src->name); /* its consumer first */
   lm_rt_pause(&db->rt);
   if (want_source) {

@@ -486,6 +486,16 @@ void lm_db_source_connector_stop(laminar_db* db, const char* source) {
   }
 }
 
+const char* lm_db_dead_letter_user(laminar_db* db, const char* name) {
+  for (int32_t i = 0; i < db->nconsumers; i++) {
+    struct lm_kafka_source* k = db->consumers[i];
+    const char* dl = lm_kafka_source_dead_letter(k);
+    if (!lm_kafka_source_signaled(k) && dl != NULL && lm_streq_nocase(dl, name))
+      return lm_kafka_source_name(k);
+  }
+  return NULL;
+}
+
 void lm_db_source_connector_checkpointed(laminar_db* db, const char* source,
                                          int64_t covered) {
   for (int32_t i = 0; i < db->nconsumers; i++) {

@@ -1098,6 +1098,15 @@ def test_raw_headers_bad_records_refusals(bootstrap: str) -> None:
                 db.execute(source_sql(bootstrap, topic, cols, extra))
             assert e.value.code == code, (cols, extra, str(e.value))
             assert "'t'" in str(e.value)
+        # A dead-letter source goes after its Kafka source, not before.
+        db.execute("CREATE SOURCE dead (payload VARCHAR, reason VARCHAR)")
+        db.execute(source_sql(bootstrap, topic, "id BIGINT", ", bad_records = 'dead'"))
+        with pytest.raises(laminardb.LaminarError) as e:
+            db.execute("DROP SOURCE dead")
+        assert e.value.code == "LDB-1007", str(e.value)
+        assert "'t'" in str(e.value)
+        db.execute("DROP SOURCE t")
+        db.execute("DROP SOURCE dead")
 
 
 def test_sink_raw_writes_one_column_as_it_is(bootstrap: str, tmp_path: Path) -> None:
