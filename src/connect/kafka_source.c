@@ -105,8 +105,9 @@ struct lm_kafka_source {
   int32_t ntopics, cap_topics;
   char* offsets_log;
   bool csv;
-  lm_avro* avro;     /* format 'avro': the codec of the data columns */
-  int32_t* avro_idx; /* those columns */
+  lm_avro* avro;       /* format 'avro': the codec of the data columns */
+  int32_t* avro_idx;   /* those columns */
+  bool avro_confluent; /* records after Confluent's 5-byte prefix */
   int32_t navro;
   lm_avro_cell* avro_cells;
   bool raw; /* format 'raw': the payload into column raw_col */
@@ -463,6 +464,9 @@ static bool decode_raw(lm_kafka_source* s, const char* p, size_t n, const char**
 
 /* format 'avro': one Avro record of the data columns. */
 static bool decode_avro(lm_kafka_source* s, const char* p, size_t n, const char** why) {
+  if (s->avro_confluent && (n < 5 || p[0] != 0))
+    return *why = "no Confluent wire prefix (a zero byte and a 4-byte schema id)", false;
+  if (s->avro_confluent) p += 5, n -= 5;
   if (!lm_avro_decode(s->avro, p, n, s->avro_cells, why)) return false;
   for (int32_t k = 0; k < s->navro; k++) {
     const lm_avro_cell* a = &s->avro_cells[k];
@@ -1519,6 +1523,7 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
                       "source '%s': format 'raw' needs one VARCHAR column for the "
                       "payload besides the metadata columns (_key, _partition, ...)",
                       c->name);
+  s->avro_confluent = c->avro_confluent;
   if (rc == LAMINAR_OK && c->avro && !c->upsert) {
     s->avro_idx = lm_calloc((size_t)s->schema.ncols + 1, sizeof *s->avro_idx);
     s->avro_cells = lm_calloc((size_t)s->schema.ncols + 1, sizeof *s->avro_cells);

@@ -62,6 +62,8 @@ typedef struct lm_kafka_source_config {
   bool csv;
   bool avro;               /* Avro binary records (connect/avro.h) */
   const char* avro_schema; /* the writer's schema JSON (NULL: from the columns) */
+  bool avro_confluent;     /* each record after Confluent's 5-byte prefix (a
+                              zero magic byte, a schema id not looked up) */
   bool raw;                /* the payload as it is: the one column besides the metadata
                   columns, VARCHAR (a payload that is no UTF-8 is a bad record) */
   bool upsert; /* upsert-json: keyed JSON values, a null value a tombstone; the

@@ -210,6 +210,7 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       case LM_OPT_TOPIC_PATTERN:
       case LM_OPT_BAD_RECORDS:
       case LM_OPT_AVRO_SCHEMA:
+      case LM_OPT_AVRO_CONFLUENT_WIRE:
       case LM_OPT_KAFKA: break; /* a connector's: lm_db_source_connector */
       case LM_OPT_IDLE_TIMEOUT: idle_timeout = val.i > 0 ? val.i : 0; break;
       case LM_OPT_ALIGNMENT_GROUP:

@@ -365,6 +365,7 @@ laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
         c.avro = v.i == 4;
         break;
       case LM_OPT_AVRO_SCHEMA: c.avro_schema = t; break;
+      case LM_OPT_AVRO_CONFLUENT_WIRE: c.avro_confluent = v.i == 1; break;
       case LM_OPT_BAD_RECORDS:
         if (lm_streq_nocase(t, "fail")) {
           c.bad_fail = true;

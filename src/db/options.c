@@ -170,6 +170,10 @@ static const lm_option table[] = {
      "an Avro record schema (JSON)", "",
      "format 'avro': the writer's schema of the records (none: one made from the "
      "source's columns); columns are matched to its fields by name"},
+    {"avro.confluent_wire", SRC, LM_OPT_AVRO_CONFLUENT_WIRE, T_BOOL, NULL, 0, 0,
+     "a boolean", "false",
+     "format 'avro': each message starts with Confluent's 5 bytes (a zero magic byte, "
+     "a 4-byte schema id, not looked up: the schema is avro.schema or the columns')"},
     {"bad_records", SRC, LM_OPT_BAD_RECORDS, T_TEXT, NULL, 1, 127,
      "fail | skip | a source name", "skip",
      "a Kafka record that does not decode or fit: skipped (counted), the consumer "

@@ -1279,3 +1279,36 @@ def test_avro_refusals(bootstrap: str, tmp_path: Path) -> None:
         with pytest.raises(laminardb.LaminarError) as e:
             db.execute(sink_sql(bootstrap, topic, ", format = 'avro'"))
         assert e.value.code == "LDB-6002", str(e.value)
+
+
+def test_avro_confluent_wire_prefix(bootstrap: str) -> None:
+    """'avro.confluent_wire' = 'true': each record follows Confluent's five
+    bytes (a zero magic byte, a big-endian schema id); a message without them
+    is a bad record."""
+    import struct
+
+    topic = new_topic(bootstrap, 1)
+    # id BIGINT, k VARCHAR: each field ["null", T] (a schema made from columns).
+    recs = [b"\x02" + _zigzag(i) + b"\x02" + _avro_string(f"k{i}") for i in range(4)]
+    msgs = [(0, b"\x00" + struct.pack(">I", 42) + r) for r in recs]
+    msgs.insert(2, (0, recs[0]))  # no prefix
+    produce(bootstrap, topic, msgs)
+    with laminardb.open() as db:
+        db.execute(DEAD_LETTER)
+        db.execute(
+            source_sql(
+                bootstrap,
+                topic,
+                "id BIGINT, k VARCHAR",
+                ", format = 'avro', 'avro.confluent_wire' = 'true', bad_records = 'bad'",
+            )
+        )
+        db.execute("CREATE STREAM s AS SELECT * FROM t; CREATE STREAM dl AS SELECT * FROM bad")
+        sub, dl = db.subscribe("s"), db.subscribe("dl")
+        db.start()
+        got = poll_rows(sub, at_least=4)
+        dead = poll_rows(dl, at_least=1)
+    assert sorted((r["id"], r["k"]) for r in got) == [(i, f"k{i}") for i in range(4)]
+    assert [(d["_offset"], d["reason"].startswith("no Confluent wire prefix")) for d in dead] == [
+        (2, True)
+    ]
