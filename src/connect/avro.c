@@ -12,6 +12,7 @@
 #ifdef LAMINAR_HAVE_AVRO
 
 #include <avro.h>
+#include <stdint.h>
 
 struct lm_avro {
   avro_schema_t schema;
@@ -181,16 +182,90 @@ static bool cell_of(avro_value_t* v, lm_avro_cell* c, const char** why) {
   }
 }
 
+/* ---- checking a record before Avro C reads it ------------------------------------ */
+
+/* Avro C's reader leaks what it allocated for a string or bytes when the
+ * input ends inside them, and trusts lengths; so every message is walked
+ * over the schema first, allocating nothing: only a whole, well-formed
+ * record reaches avro_value_read. */
+
+/* A varint (zigzag long) at *p: false when it runs past `end` or 10 bytes. */
+static bool walk_long(const uint8_t** p, const uint8_t* end, int64_t* out) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 70; shift += 7) {
+    if (*p >= end) return false;
+    uint8_t b = *(*p)++;
+    v |= (uint64_t)(b & 0x7F) << shift;
+    if ((b & 0x80) == 0) {
+      *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool walk_skip(const uint8_t** p, const uint8_t* end, int64_t n) {
+  if (n < 0 || n > end - *p) return false;
+  *p += n;
+  return true;
+}
+
+/* One value of schema `s` at *p (depth: how deep in the schema). */
+static bool walk(avro_schema_t s, const uint8_t** p, const uint8_t* end, int depth) {
+  int64_t n;
+  if (depth > 64) return false; /* a recursive schema: bounded */
+  switch (avro_typeof(s)) {
+    case AVRO_NULL: return true;
+    case AVRO_BOOLEAN: return walk_skip(p, end, 1);
+    case AVRO_INT32:
+    case AVRO_INT64:
+    case AVRO_ENUM: return walk_long(p, end, &n);
+    case AVRO_FLOAT: return walk_skip(p, end, 4);
+    case AVRO_DOUBLE: return walk_skip(p, end, 8);
+    case AVRO_STRING:
+    case AVRO_BYTES: return walk_long(p, end, &n) && walk_skip(p, end, n);
+    case AVRO_FIXED: return walk_skip(p, end, avro_schema_fixed_size(s));
+    case AVRO_RECORD:
+      for (size_t i = 0; i < avro_schema_record_size(s); i++)
+        if (!walk(avro_schema_record_field_get_by_index(s, (int)i), p, end, depth + 1))
+          return false;
+      return true;
+    case AVRO_UNION:
+      return walk_long(p, end, &n) && n >= 0 && (size_t)n < avro_schema_union_size(s) &&
+             walk(avro_schema_union_branch(s, (int)n), p, end, depth + 1);
+    case AVRO_ARRAY:
+    case AVRO_MAP:
+      for (;;) { /* blocks: a count (negative: then its byte size), the items */
+        if (!walk_long(p, end, &n)) return false;
+        if (n == 0) return true;
+        int64_t bytes;
+        if (n < 0 && (n == INT64_MIN || !walk_long(p, end, &bytes))) return false;
+        for (int64_t i = 0; i < (n < 0 ? -n : n); i++) {
+          const uint8_t* at = *p;
+          if (avro_typeof(s) == AVRO_MAP && !walk_long(p, end, &bytes)) return false;
+          if (avro_typeof(s) == AVRO_MAP && !walk_skip(p, end, bytes)) return false;
+          avro_schema_t item = avro_typeof(s) == AVRO_MAP ? avro_schema_map_values(s)
+                                                          : avro_schema_array_items(s);
+          if (!walk(item, p, end, depth + 1)) return false;
+          if (*p == at) return false; /* items of no bytes: a count is no bound */
+        }
+      }
+    case AVRO_LINK: return walk(avro_schema_link_target(s), p, end, depth + 1);
+    default: return false;
+  }
+}
+
 bool lm_avro_decode(lm_avro* a, const void* p, size_t len, lm_avro_cell* out,
                     const char** why) {
+  const uint8_t* at = p;
+  const uint8_t* end = at + len;
+  if (!walk(a->schema, &at, end, 0))
+    return *why = "not an Avro record of the schema", false;
+  if (at != end) return *why = "bytes after the Avro record", false;
   avro_value_reset(&a->value);
   avro_reader_memory_set_source(a->reader, p, (int64_t)len);
-  size_t size = 0;
   if (avro_value_read(a->reader, &a->value) != 0)
     return *why = "not an Avro record of the schema", false;
-  /* Bytes after the record: its encoding is shorter than the message. */
-  if (avro_value_sizeof(&a->value, &size) != 0 || size != len)
-    return *why = "bytes after the Avro record", false;
   for (int32_t k = 0; k < a->n; k++) {
     avro_value_t f;
     out[k] = (lm_avro_cell){.kind = LM_AVRO_NULL};
