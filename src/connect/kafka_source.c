@@ -496,7 +496,10 @@ static bool check_cells(const lm_kafka_source* s, const char** why) {
       case C_INT:
         ok = f->type == LM_TYPE_INT64 || f->type == LM_TYPE_TIMESTAMP ||
              f->type == LM_TYPE_DOUBLE ||
-             (f->type == LM_TYPE_INT32 && v->i >= INT32_MIN && v->i <= INT32_MAX);
+             ((f->type == LM_TYPE_INT32 || f->type == LM_TYPE_DATE) &&
+              v->i >= INT32_MIN && v->i <= INT32_MAX) ||
+             (f->type == LM_TYPE_INT16 && v->i >= INT16_MIN && v->i <= INT16_MAX) ||
+             (f->type == LM_TYPE_INT8 && v->i >= INT8_MIN && v->i <= INT8_MAX);
         break;
       case C_DOUBLE: ok = f->type == LM_TYPE_DOUBLE; break;
       case C_STR: ok = f->type == LM_TYPE_STRING; break;

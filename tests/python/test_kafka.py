@@ -1312,3 +1312,45 @@ def test_avro_confluent_wire_prefix(bootstrap: str) -> None:
     assert [(d["_offset"], d["reason"].startswith("no Confluent wire prefix")) for d in dead] == [
         (2, True)
     ]
+
+
+def test_avro_date_smallint_timestamp_round_trip(bootstrap: str, tmp_path: Path) -> None:
+    """DATE (int, logicalType date), SMALLINT/TINYINT (int) and TIMESTAMP
+    (long, timestamp-micros) columns through an Avro sink and back."""
+    import datetime
+
+    import pyarrow as pa
+
+    topic = new_topic(bootstrap, 1)
+    dates = [datetime.date(2024, 2, 3), None, datetime.date(1969, 12, 31)]
+    smalls = [7, -300, None]
+    tinys = [1, None, -128]
+    stamps = [datetime.datetime(2024, 2, 3, 4, 5, 6, 500000), None, datetime.datetime(1970, 1, 1)]
+    cols = "d DATE, s SMALLINT, b TINYINT, ts TIMESTAMP"
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        db.execute(f"CREATE SOURCE t ({cols}); CREATE STREAM s AS SELECT * FROM t;")
+        db.execute(sink_sql(bootstrap, topic, ", format = 'avro'"))
+        db.insert(
+            "t",
+            pa.table(
+                {
+                    "d": pa.array(dates, pa.date32()),
+                    "s": pa.array(smalls, pa.int16()),
+                    "b": pa.array(tinys, pa.int8()),
+                    "ts": pa.array(stamps, pa.timestamp("us")),
+                }
+            ),
+        )
+        db.run_until_idle()
+        db.checkpoint()
+    with laminardb.open() as db:
+        db.execute(source_sql(bootstrap, topic, cols, ", format = 'avro'"))
+        db.execute("CREATE STREAM s AS SELECT * FROM t")
+        sub = db.subscribe("s")
+        db.start()
+        got = poll_rows(sub, at_least=3)
+        counters = source_counters(db, "t")
+    assert counters["kafka_bad_records"] == 0
+    assert sorted(((r["d"], r["s"], r["b"], r["ts"]) for r in got), key=str) == sorted(
+        zip(dates, smalls, tinys, stamps, strict=True), key=str
+    )
