@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # ---- 1. system packages -------------------------------------------------------
-pkgs=(build-essential cmake pkg-config liburing-dev libhwloc-dev librdkafka-dev python3-venv python3-dev clang-format)
+pkgs=(build-essential cmake pkg-config liburing-dev libhwloc-dev librdkafka-dev libavro-dev python3-venv python3-dev clang-format)
 # The Kafka tests' broker (tests/kafka/broker.sh) runs on a JDK from jars Maven
 # fetches: installed when missing.
 command -v java > /dev/null || pkgs+=(openjdk-17-jre-headless)

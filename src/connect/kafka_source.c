@@ -7,6 +7,7 @@
 
 #include "connect/kafka_source.h"
 
+#include "connect/avro.h"
 #include "util/util.h"
 
 #ifdef LAMINAR_HAVE_KAFKA
@@ -27,6 +28,7 @@
 
 #include "arrow/arrow.h"
 #include "nanoarrow/nanoarrow.h"
+#include "store/fs.h"
 
 #define BATCH_ROWS 4096
 #define BATCH_NS (50 * 1000 * 1000)
@@ -67,6 +69,20 @@ typedef struct pending_push {
   } at[];
 } pending_push;
 
+/* The columns a dead-letter source may have (kafka_source.h). */
+enum {
+  DL_TOPIC,
+  DL_PARTITION,
+  DL_OFFSET,
+  DL_TIMESTAMP,
+  DL_KEY,
+  DL_PAYLOAD,
+  DL_REASON,
+  DL_NCOLS
+};
+static const char* const DL_NAMES[DL_NCOLS] = {
+    "_topic", "_partition", "_offset", "_timestamp", "_key", "payload", "reason"};
+
 /* One decoded cell. */
 typedef enum cell_kind { C_NULL, C_INT, C_DOUBLE, C_STR, C_BOOL } cell_kind;
 typedef struct cell {
@@ -89,6 +105,13 @@ struct lm_kafka_source {
   int32_t ntopics, cap_topics;
   char* offsets_log;
   bool csv;
+  lm_avro* avro;       /* format 'avro': the codec of the data columns */
+  int32_t* avro_idx;   /* those columns */
+  bool avro_confluent; /* records after Confluent's 5-byte prefix */
+  int32_t navro;
+  lm_avro_cell* avro_cells;
+  bool raw; /* format 'raw': the payload into column raw_col */
+  int32_t raw_col;
   bool upsert; /* format 'upsert-json': a changelog source (kafka_source.h) */
   upsert_slot* slots;
   size_t nslots, used;
@@ -101,8 +124,17 @@ struct lm_kafka_source {
   int64_t discovery_ms; /* metadata refresh period (<= 0: none) */
   lm_schema schema;
   struct ArrowSchema arrow_schema;
-  int32_t meta_partition, meta_offset, meta_timestamp, meta_key, meta_topic,
+  int32_t meta_partition, meta_offset, meta_timestamp, meta_key, meta_topic, meta_headers,
       meta_weight; /* -1: absent; _weight only with upsert */
+  /* Bad records: stop at the first (bad_fail), or rows of the dead-letter
+   * source `dl_name` (NULL: skipped), batched in dl_arr and pushed before the
+   * batch they came with. dl_col: its columns' indices, -1 when absent. */
+  bool bad_fail;
+  char* dl_name;
+  lm_schema dl_schema;
+  struct ArrowSchema dl_arrow_schema;
+  struct ArrowArray dl_arr;
+  int32_t dl_col[DL_NCOLS];
   rd_kafka_t* rk;
   rd_kafka_topic_t* rkt; /* the topic's handle of rk (metadata requests) */
   part_state* parts;
@@ -304,7 +336,8 @@ static bool decode_json(lm_kafka_source* s, const char* p, size_t n, const char*
 
 static bool is_meta(const lm_kafka_source* s, int32_t c) {
   return c == s->meta_partition || c == s->meta_offset || c == s->meta_timestamp ||
-         c == s->meta_key || c == s->meta_topic || c == s->meta_weight;
+         c == s->meta_key || c == s->meta_topic || c == s->meta_headers ||
+         c == s->meta_weight;
 }
 
 /* The next column CSV fields fill (metadata columns are not in the message). */
@@ -371,6 +404,87 @@ static bool decode_csv(lm_kafka_source* s, const char* p, size_t n, const char**
   return true;
 }
 
+/* Bytes p[0..n) as a JSON string (quoted, escaped) into the scratch text;
+ * false when they are no UTF-8 (or out of memory). */
+static bool json_put_string(lm_kafka_source* s, const char* p, size_t n) {
+  if (!lm_utf8_valid((const uint8_t*)p, (int64_t)n)) return false;
+  if (!text_put(s, "\"", 1)) return false;
+  for (size_t i = 0; i < n;) {
+    size_t run = i;
+    while (run < n && p[run] != '"' && p[run] != '\\' && (unsigned char)p[run] >= 0x20)
+      run++;
+    if (run > i && !text_put(s, p + i, run - i)) return false;
+    if (run == n) break;
+    char esc[8];
+    unsigned char c = (unsigned char)p[run];
+    int k = c == '"' || c == '\\' ? snprintf(esc, sizeof esc, "\\%c", c)
+                                  : snprintf(esc, sizeof esc, "\\u%04x", c);
+    if (!text_put(s, esc, (size_t)k)) return false;
+    i = run + 1;
+  }
+  return text_put(s, "\"", 1);
+}
+
+/* The message's headers as a JSON object {"name":"value",...} in their order
+ * (a header without a value: null; a name twice: twice) into the scratch
+ * text: *out a C_STR cell. False with *why when a name or value is no UTF-8. */
+static bool decode_headers(lm_kafka_source* s, const rd_kafka_message_t* m, cell* out,
+                           const char** why) {
+  size_t at = s->text_len;
+  rd_kafka_headers_t* h = NULL;
+  bool ok = text_put(s, "{", 1);
+  if (ok && rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const char* name;
+    const void* value;
+    size_t len;
+    for (size_t i = 0; ok && rd_kafka_header_get_all(h, i, &name, &value, &len) ==
+                                 RD_KAFKA_RESP_ERR_NO_ERROR;
+         i++) {
+      ok = (i == 0 || text_put(s, ",", 1)) && json_put_string(s, name, strlen(name)) &&
+           text_put(s, ":", 1) &&
+           (value == NULL ? text_put(s, "null", 4) : json_put_string(s, value, len));
+    }
+  }
+  if (ok) ok = text_put(s, "}", 1);
+  if (!ok) return *why = "a header that is no UTF-8", false;
+  *out = (cell){.kind = C_STR, .at = at, .len = s->text_len - at};
+  return true;
+}
+
+/* format 'raw': the payload, as it is, into the value column. */
+static bool decode_raw(lm_kafka_source* s, const char* p, size_t n, const char** why) {
+  if (!lm_utf8_valid((const uint8_t*)p, (int64_t)n))
+    return *why = "a payload that is no UTF-8 (format 'raw' reads it into VARCHAR)",
+           false;
+  size_t at = s->text_len;
+  if (!text_put(s, p, n)) return *why = "out of memory", false;
+  s->cells[s->raw_col] = (cell){.kind = C_STR, .at = at, .len = n};
+  return true;
+}
+
+/* format 'avro': one Avro record of the data columns. */
+static bool decode_avro(lm_kafka_source* s, const char* p, size_t n, const char** why) {
+  if (s->avro_confluent && (n < 5 || p[0] != 0))
+    return *why = "no Confluent wire prefix (a zero byte and a 4-byte schema id)", false;
+  if (s->avro_confluent) p += 5, n -= 5;
+  if (!lm_avro_decode(s->avro, p, n, s->avro_cells, why)) return false;
+  for (int32_t k = 0; k < s->navro; k++) {
+    const lm_avro_cell* a = &s->avro_cells[k];
+    cell* v = &s->cells[s->avro_idx[k]];
+    switch (a->kind) {
+      case LM_AVRO_NULL: *v = (cell){.kind = C_NULL}; break;
+      case LM_AVRO_INT: *v = (cell){.kind = C_INT, .i = a->i, .d = a->d}; break;
+      case LM_AVRO_DOUBLE: *v = (cell){.kind = C_DOUBLE, .d = a->d}; break;
+      case LM_AVRO_BOOL: *v = (cell){.kind = C_BOOL, .i = a->i}; break;
+      case LM_AVRO_STR:
+        *v = (cell){.kind = C_STR, .at = s->text_len, .len = a->len};
+        if (!text_put(s, a->s, a->len)) return *why = "out of memory", false;
+        break;
+    }
+  }
+  return true;
+}
+
 /* Check the cells fit the columns. */
 static bool check_cells(const lm_kafka_source* s, const char** why) {
   for (int32_t c = 0; c < s->schema.ncols; c++) {
@@ -382,7 +496,10 @@ static bool check_cells(const lm_kafka_source* s, const char** why) {
       case C_INT:
         ok = f->type == LM_TYPE_INT64 || f->type == LM_TYPE_TIMESTAMP ||
              f->type == LM_TYPE_DOUBLE ||
-             (f->type == LM_TYPE_INT32 && v->i >= INT32_MIN && v->i <= INT32_MAX);
+             ((f->type == LM_TYPE_INT32 || f->type == LM_TYPE_DATE) &&
+              v->i >= INT32_MIN && v->i <= INT32_MAX) ||
+             (f->type == LM_TYPE_INT16 && v->i >= INT16_MIN && v->i <= INT16_MAX) ||
+             (f->type == LM_TYPE_INT8 && v->i >= INT8_MIN && v->i <= INT8_MAX);
         break;
       case C_DOUBLE: ok = f->type == LM_TYPE_DOUBLE; break;
       case C_STR: ok = f->type == LM_TYPE_STRING; break;
@@ -423,19 +540,89 @@ static ArrowErrorCode append_row(lm_kafka_source* s, struct ArrowArray* arr) {
   return ArrowArrayFinishElement(arr);
 }
 
-static void note_bad(lm_kafka_source* s, const rd_kafka_message_t* m, const char* why) {
-  pthread_mutex_lock(&s->mu);
-  s->bad++;
-  snprintf(s->bad_reason, sizeof s->bad_reason, "partition %d offset %" PRId64 ": %s",
-           (int)m->partition, (int64_t)m->offset, why);
-  pthread_mutex_unlock(&s->mu);
-}
-
 static void fail(lm_kafka_source* s, const char* what, const char* detail) {
   pthread_mutex_lock(&s->mu);
   if (s->failure[0] == '\0')
     snprintf(s->failure, sizeof s->failure, "%s: %.400s", what, detail);
   pthread_mutex_unlock(&s->mu);
+}
+
+/* A dead-letter text cell: bytes p[0..n), each byte that is not part of
+ * valid UTF-8 written as the text \xNN. */
+static ArrowErrorCode dl_append_text(struct ArrowArray* child, const char* p, size_t n) {
+  if (p == NULL) return ArrowArrayAppendNull(child, 1);
+  if (lm_utf8_valid((const uint8_t*)p, (int64_t)n))
+    return ArrowArrayAppendString(child, (struct ArrowStringView){p, (int64_t)n});
+  char* text = lm_malloc(n * 4 + 1);
+  if (text == NULL) return ENOMEM;
+  size_t len = 0;
+  for (size_t i = 0; i < n;) {
+    unsigned char c = (unsigned char)p[i];
+    /* The length of the UTF-8 sequence at i, 0: none. */
+    size_t k = c < 0x80         ? 1
+               : (c >> 5) == 6  ? 2
+               : (c >> 4) == 14 ? 3
+               : (c >> 3) == 30 ? 4
+                                : 0;
+    if (k > 0 && (i + k > n || !lm_utf8_valid((const uint8_t*)p + i, (int64_t)k))) k = 0;
+    if (k == 0) {
+      len += (size_t)snprintf(text + len, 5, "\\x%02x", c);
+      i++;
+    } else {
+      memcpy(text + len, p + i, k);
+      len += k;
+      i += k;
+    }
+  }
+  ArrowErrorCode rc =
+      ArrowArrayAppendString(child, (struct ArrowStringView){text, (int64_t)len});
+  lm_free(text);
+  return rc;
+}
+
+/* A bad record's row of the dead-letter source. */
+static ArrowErrorCode dead_letter(lm_kafka_source* s, const rd_kafka_message_t* m,
+                                  const char* why) {
+  struct ArrowArray* a = &s->dl_arr;
+  rd_kafka_timestamp_type_t tt;
+  int64_t ts = rd_kafka_message_timestamp(m, &tt);
+  for (int32_t k = 0; k < DL_NCOLS; k++) {
+    int32_t c = s->dl_col[k];
+    if (c < 0) continue;
+    struct ArrowArray* child = a->children[c];
+    const char* topic = m->rkt != NULL ? rd_kafka_topic_name(m->rkt) : NULL;
+    ArrowErrorCode rc;
+    switch (k) {
+      case DL_TOPIC: rc = dl_append_text(child, topic, topic ? strlen(topic) : 0); break;
+      case DL_PARTITION: rc = ArrowArrayAppendInt(child, m->partition); break;
+      case DL_OFFSET: rc = ArrowArrayAppendInt(child, m->offset); break;
+      case DL_TIMESTAMP:
+        rc = ArrowArrayAppendInt(
+            child, s->dl_schema.fields[c].type == LM_TYPE_TIMESTAMP ? ts * 1000 : ts);
+        break;
+      case DL_KEY: rc = dl_append_text(child, m->key, m->key_len); break;
+      case DL_PAYLOAD: rc = dl_append_text(child, m->payload, m->len); break;
+      default: rc = dl_append_text(child, why, strlen(why)); break;
+    }
+    if (rc != NANOARROW_OK) return rc;
+  }
+  return ArrowArrayFinishElement(a);
+}
+
+/* A bad record: counted, its reason kept; then a row of the dead-letter
+ * source, or with bad_records = 'fail' the consumer's stop. */
+static void note_bad(lm_kafka_source* s, const rd_kafka_message_t* m, const char* why) {
+  char reason[256];
+  snprintf(reason, sizeof reason, "partition %d offset %" PRId64 ": %s",
+           (int)m->partition, (int64_t)m->offset, why);
+  pthread_mutex_lock(&s->mu);
+  s->bad++;
+  snprintf(s->bad_reason, sizeof s->bad_reason, "%s", reason);
+  pthread_mutex_unlock(&s->mu);
+  if (s->bad_fail)
+    fail(s, "a bad record (bad_records = 'fail')", reason);
+  else if (s->dl_name != NULL && dead_letter(s, m, why) != NANOARROW_OK)
+    fail(s, "cannot build a dead-letter row", "out of memory");
 }
 
 static part_state* part_of(lm_kafka_source* s, int32_t topic, int32_t id) {
@@ -467,9 +654,11 @@ static bool decode_row(lm_kafka_source* s, const rd_kafka_message_t* m,
   s->text_len = 0;
   for (int32_t c = 0; c < s->schema.ncols; c++) s->cells[c] = (cell){.kind = C_NULL};
   const char* why = NULL;
-  bool ok = payload != NULL && (s->csv ? decode_csv(s, payload, len, &why)
-                                       : decode_json(s, payload, len, &why));
-  if (payload == NULL) why = "no payload";
+  bool ok = s->raw    ? payload == NULL || decode_raw(s, payload, len, &why)
+            : s->avro ? payload != NULL && decode_avro(s, payload, len, &why)
+                      : payload != NULL && (s->csv ? decode_csv(s, payload, len, &why)
+                                                   : decode_json(s, payload, len, &why));
+  if (payload == NULL && !s->raw) why = "no payload";
   if (ok && s->meta_weight >= 0)
     s->cells[s->meta_weight] = (cell){.kind = C_INT, .i = weight};
   rd_kafka_timestamp_type_t tt;
@@ -502,6 +691,8 @@ static bool decode_row(lm_kafka_source* s, const rd_kafka_message_t* m,
     }
     s->cells[s->meta_key] = k;
   }
+  if (ok && s->meta_headers >= 0)
+    ok = decode_headers(s, m, &s->cells[s->meta_headers], &why);
   if (ok) ok = check_cells(s, &why);
   if (ok && append_row(s, arr) != NANOARROW_OK) {
     ok = false;
@@ -656,48 +847,146 @@ static bool log_append(lm_kafka_source* s, int64_t seq) {
   return ok;
 }
 
-/* The positions (and event times) of the last record whose seq < `offset`
- * into s->parts (a torn tail is ignored). */
-static void log_resume(lm_kafka_source* s, int64_t offset) {
-  int fd = open(s->offsets_log, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  for (;;) {
-    unsigned char head[12];
-    if (read(fd, head, 12) != 12) break;
-    uint64_t q;
-    uint32_t k;
-    memcpy(&q, head, 8);
-    memcpy(&k, head + 8, 4);
-    bool topics = (k & LOG_TOPICS) != 0, wm = (k & LOG_WM) != 0;
-    size_t each = 12 + (topics ? 4 : 0) + (wm ? 8 : 0);
-    k &= ~(LOG_TOPICS | LOG_WM);
-    if (k > 1u << 20) break;
-    size_t n = (size_t)k * each;
-    unsigned char* body = lm_malloc(n + 1);
-    if (body == NULL || read(fd, body, n) != (ssize_t)n) {
-      lm_free(body);
-      break;
-    }
-    if ((int64_t)q < offset) {
-      for (uint32_t i = 0; i < k; i++) {
-        const unsigned char* e = body + (size_t)i * each;
-        uint32_t hash = 0;
-        int32_t id;
-        int64_t next, max_ts = INT64_MIN;
-        if (topics) memcpy(&hash, e, 4), e += 4;
-        memcpy(&id, e, 4);
-        memcpy(&next, e + 4, 8);
-        if (wm) memcpy(&max_ts, e + 12, 8);
-        for (int32_t t = 0; t < s->ntopics; t++) {
-          if (topics ? s->topic_hash[t] != hash : t != 0) continue;
-          part_state* ps = part_of(s, t, id);
-          if (ps != NULL) ps->next = next, ps->max_ts = max_ts;
-        }
-      }
-    }
-    lm_free(body);
+/* The whole log in memory (*len bytes); NULL with *len 0 when it is absent,
+ * empty or unreadable, or out of memory. */
+static unsigned char* log_read(const char* path, size_t* len) {
+  *len = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  off_t size = lseek(fd, 0, SEEK_END);
+  unsigned char* buf = size > 0 ? lm_malloc((size_t)size) : NULL;
+  size_t got = 0;
+  while (buf != NULL && got < (size_t)size) {
+    ssize_t r = pread(fd, buf + got, (size_t)size - got, (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
   }
   close(fd);
+  if (buf != NULL && got == 0) {
+    lm_free(buf);
+    buf = NULL;
+  }
+  *len = got;
+  return buf;
+}
+
+/* The size of the whole record at buf[at..len) (its seq, entry count, entry
+ * size and flags out), 0: none there (the end, or a torn or damaged tail). */
+static size_t log_record(const unsigned char* buf, size_t len, size_t at, int64_t* seq,
+                         uint32_t* n, size_t* each, uint32_t* flags) {
+  if (len - at < 12) return 0;
+  uint64_t q;
+  uint32_t k;
+  memcpy(&q, buf + at, 8);
+  memcpy(&k, buf + at + 8, 4);
+  *flags = k & (LOG_TOPICS | LOG_WM);
+  *each = 12 + ((k & LOG_TOPICS) ? 4 : 0) + ((k & LOG_WM) ? 8 : 0);
+  k &= ~(LOG_TOPICS | LOG_WM);
+  if (k > 1u << 20 || (len - at - 12) / *each < k) return 0;
+  *seq = (int64_t)q;
+  *n = k;
+  return 12 + (size_t)k * *each;
+}
+
+/* The start of the last whole record (in file order) whose seq < `below`
+ * (len: none), and in *end where the whole records end. */
+static size_t log_last_below(const unsigned char* buf, size_t len, int64_t below,
+                             size_t* end) {
+  size_t at = 0, last = len;
+  for (;;) {
+    int64_t q;
+    uint32_t n, flags;
+    size_t each, size = log_record(buf, len, at, &q, &n, &each, &flags);
+    if (size == 0) break;
+    if (q < below) last = at;
+    at += size;
+  }
+  *end = at;
+  return last;
+}
+
+/* Replace the log by buf[0..n) crash-safely (as src/store/idlelog.c prunes):
+ * a temporary file written and fdatasync'ed, renamed over the log, the
+ * directory flushed. A crash leaves the old log or the new one whole. False
+ * (the log as it was) on an I/O error. */
+static bool log_replace(const lm_kafka_source* s, const unsigned char* buf, size_t n) {
+  char tmp[4200], dir[4200];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", s->offsets_log) >= (int)sizeof tmp)
+    return false;
+  snprintf(dir, sizeof dir, "%s", s->offsets_log);
+  char* slash = strrchr(dir, '/');
+  if (slash != NULL)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  int fd = lm_fs_create_excl(tmp);
+  int e = fd < 0 ? errno : 0;
+  if (e == 0 && n > 0) e = lm_fs_write_all(fd, buf, n);
+  if (e == 0 && fdatasync(fd) != 0) e = errno;
+  if (fd >= 0) close(fd);
+  if (e == 0 && rename(tmp, s->offsets_log) != 0) e = errno;
+  if (e != 0) {
+    unlink(tmp);
+    return false;
+  }
+  return lm_fs_fsync_dir(dir) == 0;
+}
+
+/* Compact the log down to the last whole record whose seq < `below` and,
+ * with `after`, the whole records after it (none qualifies: every whole
+ * record with `after`, none without); a torn tail goes either way. Nothing
+ * is rewritten when nothing would change. */
+static void log_compact(lm_kafka_source* s, int64_t below, bool after) {
+  size_t len, end;
+  unsigned char* buf = log_read(s->offsets_log, &len);
+  if (buf == NULL) return;
+  size_t from = log_last_below(buf, len, below, &end);
+  size_t to = end;
+  if (from == len) from = after ? 0 : end;
+  if (!after && from < end) {
+    int64_t q;
+    uint32_t n, flags;
+    size_t each;
+    to = from + log_record(buf, len, from, &q, &n, &each, &flags);
+  }
+  if (from > 0 || to < len) (void)log_replace(s, buf + from, to - from);
+  lm_free(buf);
+}
+
+/* The positions (and event times) of the last record whose seq < `offset`
+ * into s->parts (a torn tail is ignored); then the log holds that record
+ * only: the later ones tell of pushes the recovered state does not hold (new
+ * pushes reuse their sequence numbers), and new records must not follow a
+ * torn tail. */
+static void log_resume(lm_kafka_source* s, int64_t offset) {
+  size_t len, end;
+  unsigned char* buf = log_read(s->offsets_log, &len);
+  if (buf == NULL) return;
+  size_t at = log_last_below(buf, len, offset, &end);
+  int64_t q;
+  uint32_t k, flags;
+  size_t each;
+  if (at < len && log_record(buf, len, at, &q, &k, &each, &flags) > 0) {
+    bool topics = (flags & LOG_TOPICS) != 0, wm = (flags & LOG_WM) != 0;
+    for (uint32_t i = 0; i < k; i++) {
+      const unsigned char* e = buf + at + 12 + (size_t)i * each;
+      uint32_t hash = 0;
+      int32_t id;
+      int64_t next, max_ts = INT64_MIN;
+      if (topics) memcpy(&hash, e, 4), e += 4;
+      memcpy(&id, e, 4);
+      memcpy(&next, e + 4, 8);
+      if (wm) memcpy(&max_ts, e + 12, 8);
+      for (int32_t t = 0; t < s->ntopics; t++) {
+        if (topics ? s->topic_hash[t] != hash : t != 0) continue;
+        part_state* ps = part_of(s, t, id);
+        if (ps != NULL) ps->next = next, ps->max_ts = max_ts;
+      }
+    }
+  }
+  lm_free(buf);
+  log_compact(s, offset, false);
 }
 
 /* ---- the thread ---------------------------------------------------------------------- */
@@ -782,10 +1071,11 @@ static int64_t watermark(const lm_kafka_source* s) {
 }
 
 /* Push the batch (moved on success), waiting while the queue is full. */
-static bool push(lm_kafka_source* s, laminar_source* src, struct ArrowArray* arr) {
+static bool push(lm_kafka_source* s, laminar_source* src, struct ArrowArray* arr,
+                 struct ArrowSchema* schema) {
   laminar_error e;
   for (;;) {
-    laminar_code rc = laminar_source_push_timeout(src, arr, &s->arrow_schema, 100, &e);
+    laminar_code rc = laminar_source_push_timeout(src, arr, schema, 100, &e);
     if (rc == LAMINAR_OK) return true;
     if (rc != LAMINAR_ERR_PUSH_TIMEOUT && rc != LAMINAR_ERR_QUEUE_FULL) {
       fail(s, "push failed", e.message);
@@ -826,6 +1116,9 @@ static void commit_covered(lm_kafka_source* s) {
   int64_t covered = atomic_load_explicit(&s->covered, memory_order_acquire);
   if (covered <= s->committed) return;
   s->committed = covered;
+  /* The records before the last one the checkpoint covers are never read
+   * again: recovery resumes at that one or a later one. */
+  if (s->offsets_log != NULL) log_compact(s, covered + 1, true);
   pending_push* last = NULL;
   while (s->pending != NULL && s->pending->seq <= covered) {
     pending_push* p = s->pending;
@@ -845,8 +1138,24 @@ static void commit_covered(lm_kafka_source* s) {
   lm_free(last);
 }
 
-static bool flush(lm_kafka_source* s, laminar_source* src, struct ArrowArray* arr,
-                  int64_t* last_wm) {
+static bool new_batch(lm_kafka_source* s, struct ArrowArray* arr,
+                      struct ArrowSchema* schema);
+
+/* Push the dead-letter rows of the batch (before the batch itself and its
+ * offsets record: a crash between them delivers them again at most). */
+static bool flush_dead_letters(lm_kafka_source* s, laminar_source* dl) {
+  if (dl == NULL || s->dl_arr.length == 0) return true;
+  if (ArrowArrayFinishBuildingDefault(&s->dl_arr, NULL) != NANOARROW_OK) {
+    fail(s, "building a dead-letter batch failed", "out of memory");
+    return false;
+  }
+  return push(s, dl, &s->dl_arr, &s->dl_arrow_schema) &&
+         new_batch(s, &s->dl_arr, &s->dl_arrow_schema);
+}
+
+static bool flush(lm_kafka_source* s, laminar_source* src, laminar_source* dl,
+                  struct ArrowArray* arr, int64_t* last_wm) {
+  if (!flush_dead_letters(s, dl)) return false;
   if (arr->length > 0) {
     if (ArrowArrayFinishBuildingDefault(arr, NULL) != NANOARROW_OK) {
       fail(s, "building a batch failed", "out of memory");
@@ -860,7 +1169,7 @@ static bool flush(lm_kafka_source* s, laminar_source* src, struct ArrowArray* ar
       return false;
     }
     if (s->offsets_log != NULL) remember(s, seq);
-    if (!push(s, src, arr)) return false;
+    if (!push(s, src, arr, &s->arrow_schema)) return false;
   }
   int64_t wm = s->event_time != -1 ? watermark(s) : INT64_MIN;
   if (wm != INT64_MIN && wm > *last_wm) {
@@ -875,9 +1184,11 @@ static bool flush(lm_kafka_source* s, laminar_source* src, struct ArrowArray* ar
   return true;
 }
 
-static bool new_batch(lm_kafka_source* s, struct ArrowArray* arr) {
+static bool new_batch(lm_kafka_source* s, struct ArrowArray* arr,
+                      struct ArrowSchema* schema) {
+  (void)s;
   if (arr->release != NULL) arr->release(arr);
-  if (ArrowArrayInitFromSchema(arr, &s->arrow_schema, NULL) != NANOARROW_OK) return false;
+  if (ArrowArrayInitFromSchema(arr, schema, NULL) != NANOARROW_OK) return false;
   return ArrowArrayStartAppending(arr) == NANOARROW_OK;
 }
 
@@ -920,13 +1231,21 @@ static void* consume(void* arg) {
     fail(s, "cannot open the source", e.message);
     return NULL;
   }
+  laminar_source* dl = NULL;
+  if (s->dl_name != NULL &&
+      laminar_source_open(s->db, s->dl_name, &dl, &e) != LAMINAR_OK) {
+    fail(s, "cannot open the dead-letter source", e.message);
+    laminar_source_close(src);
+    return NULL;
+  }
   int64_t offset = 0;
   if (s->offsets_log != NULL && laminar_source_offset(src, &offset, &e) == LAMINAR_OK)
     log_resume(s, offset);
   struct ArrowArray arr = {0};
   int64_t last_wm = INT64_MIN;
   for (int32_t i = 0; i < s->nparts; i++) s->parts[i].last_ns = now_ns();
-  if (!stopping(s) && assign(s) && new_batch(s, &arr)) {
+  if (!stopping(s) && assign(s) && new_batch(s, &arr, &s->arrow_schema) &&
+      (dl == NULL || new_batch(s, &s->dl_arr, &s->dl_arrow_schema))) {
     int64_t started = now_ns(), discovered = started;
     while (!stopping(s)) {
       commit_covered(s);
@@ -950,7 +1269,10 @@ static void* consume(void* arg) {
             fail(s, "Kafka", rd_kafka_message_errstr(m));
           }
         } else {
-          decode_message(s, m, ps, &arr);
+          if (!decode_message(s, m, ps, &arr) && s->bad_fail) {
+            rd_kafka_message_destroy(m);
+            break; /* bad_records = 'fail': the consumer stops here */
+          }
           if (ps != NULL) {
             ps->next = m->offset + 1;
             ps->eof = false;
@@ -959,14 +1281,16 @@ static void* consume(void* arg) {
         }
         rd_kafka_message_destroy(m);
       }
-      bool due = arr.length >= BATCH_ROWS || now - started >= BATCH_NS;
+      bool due = arr.length + s->dl_arr.length >= BATCH_ROWS || now - started >= BATCH_NS;
       if (!due) continue;
-      if (!flush(s, src, &arr, &last_wm)) break;
-      if (!new_batch(s, &arr)) break;
+      if (!flush(s, src, dl, &arr, &last_wm)) break;
+      if (!new_batch(s, &arr, &s->arrow_schema)) break;
       started = now_ns();
     }
   }
   if (arr.release != NULL) arr.release(&arr);
+  if (s->dl_arr.release != NULL) s->dl_arr.release(&s->dl_arr);
+  laminar_source_close(dl);
   laminar_source_close(src);
   return NULL;
 }
@@ -986,6 +1310,12 @@ static void source_free(lm_kafka_source* s) {
   }
   if (s->arrow_schema.release != NULL) s->arrow_schema.release(&s->arrow_schema);
   lm_schema_free(&s->schema);
+  if (s->dl_arrow_schema.release != NULL) s->dl_arrow_schema.release(&s->dl_arrow_schema);
+  lm_schema_free(&s->dl_schema);
+  lm_free(s->dl_name);
+  lm_avro_free(s->avro);
+  lm_free(s->avro_idx);
+  lm_free(s->avro_cells);
   pthread_mutex_destroy(&s->mu);
   lm_free(s->parts);
   lm_free(s->cells);
@@ -1176,8 +1506,52 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
   s->meta_timestamp = column_of(s, "_timestamp", 10);
   s->meta_key = column_of(s, "_key", 4);
   s->meta_topic = column_of(s, "_topic", 6);
+  s->meta_headers = column_of(s, "_headers", 8);
   s->upsert = c->upsert;
   s->meta_weight = c->upsert ? s->schema.ncols - 1 : -1;
+  s->raw = c->raw && !c->upsert;
+  s->bad_fail = c->bad_fail;
+  if (rc == LAMINAR_OK && s->meta_headers >= 0 &&
+      s->schema.fields[s->meta_headers].type != LM_TYPE_STRING)
+    rc = lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                      "source '%s': metadata column _headers must be VARCHAR (a JSON "
+                      "object of the message's headers)",
+                      c->name);
+  s->raw_col = -1;
+  for (int32_t col = 0; s->raw && col < s->schema.ncols; col++)
+    if (!is_meta(s, col)) s->raw_col = s->raw_col == -1 ? col : -2;
+  if (rc == LAMINAR_OK && s->raw &&
+      (s->raw_col < 0 || s->schema.fields[s->raw_col].type != LM_TYPE_STRING))
+    rc = lm_error_set(err, LAMINAR_ERR_CONFIG_VALUE,
+                      "source '%s': format 'raw' needs one VARCHAR column for the "
+                      "payload besides the metadata columns (_key, _partition, ...)",
+                      c->name);
+  s->avro_confluent = c->avro_confluent;
+  if (rc == LAMINAR_OK && c->avro && !c->upsert) {
+    s->avro_idx = lm_calloc((size_t)s->schema.ncols + 1, sizeof *s->avro_idx);
+    s->avro_cells = lm_calloc((size_t)s->schema.ncols + 1, sizeof *s->avro_cells);
+    if (s->avro_idx == NULL || s->avro_cells == NULL)
+      rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    for (int32_t col = 0; rc == LAMINAR_OK && col < s->schema.ncols; col++)
+      if (!is_meta(s, col)) s->avro_idx[s->navro++] = col;
+    char why[300];
+    if (rc == LAMINAR_OK &&
+        (s->avro = lm_avro_new("row", &s->schema, s->avro_idx, s->navro, c->avro_schema,
+                               why, sizeof why)) == NULL)
+      rc = lm_error_set(
+          err,
+          lm_avro_available() ? LAMINAR_ERR_CONFIG_VALUE : LAMINAR_ERR_SQL_UNSUPPORTED,
+          "source '%s': format 'avro': %s", c->name, why);
+  }
+  for (int32_t k = 0; k < DL_NCOLS; k++) s->dl_col[k] = -1;
+  if (rc == LAMINAR_OK && c->dead_letter != NULL) {
+    s->dl_name = lm_strdup(c->dead_letter);
+    if (s->dl_name == NULL || lm_schema_copy(c->dead_letter_schema, &s->dl_schema) != 0 ||
+        lm_arrow_schema_export(&s->dl_schema, &s->dl_arrow_schema) != LAMINAR_OK)
+      rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+    for (int32_t k = 0; rc == LAMINAR_OK && k < DL_NCOLS; k++)
+      s->dl_col[k] = lm_schema_find(&s->dl_schema, DL_NAMES[k]);
+  }
   if (rc == LAMINAR_OK && c->upsert &&
       (s->schema.ncols < 2 ||
        strcmp(s->schema.fields[s->meta_weight].name, "_weight") != 0 ||
@@ -1246,6 +1620,8 @@ void lm_kafka_source_stop(lm_kafka_source* s) {
 
 const char* lm_kafka_source_name(const lm_kafka_source* s) { return s->name; }
 
+const char* lm_kafka_source_dead_letter(const lm_kafka_source* s) { return s->dl_name; }
+
 int64_t lm_kafka_source_bad(lm_kafka_source* s, char* reason, size_t cap, bool* failed) {
   pthread_mutex_lock(&s->mu);
   int64_t n = s->bad;
@@ -1285,6 +1661,11 @@ bool lm_kafka_source_signaled(lm_kafka_source* s) {
 const char* lm_kafka_source_name(const lm_kafka_source* s) {
   (void)s;
   return "";
+}
+
+const char* lm_kafka_source_dead_letter(const lm_kafka_source* s) {
+  (void)s;
+  return NULL;
 }
 
 int64_t lm_kafka_source_bad(lm_kafka_source* s, char* reason, size_t cap, bool* failed) {

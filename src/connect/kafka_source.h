@@ -7,7 +7,8 @@
  * Exactly once in, through the source's offset (laminar_source_offset): before
  * each batch is pushed, the consumer appends to an offsets log in the data
  * directory the push's offset and every partition's next Kafka offset after
- * the batch (fdatasync'ed). After a restart the source's offset says which
+ * the batch (fdatasync'ed; compacted at each durable checkpoint and at a
+ * restart). After a restart the source's offset says which
  * pushes the recovered state holds (the WAL's, or the checkpoint's without
  * one), so the consumer resumes each partition where the last of those left
  * it: nothing consumed is lost or applied twice. Without durability it starts
@@ -27,9 +28,11 @@
  * holds the watermark back from its first record on.
  *
  * Metadata columns: source columns named _partition, _offset, _timestamp
- * (the message's, epoch ms), _key and _topic are filled from the message.
+ * (the message's, epoch ms), _key, _topic and _headers (a JSON object of the
+ * message's headers) are filled from the message.
  * A message that does not decode (not JSON, a wrong type, a field count) is
- * skipped and counted; the reason of the last one is kept.
+ * counted, the reason of the last one kept, and skipped, delivered to the
+ * dead-letter source, or (bad_fail) it stops the consumer.
  */
 #ifndef LM_CONNECT_KAFKA_SOURCE_H
 #define LM_CONNECT_KAFKA_SOURCE_H
@@ -57,6 +60,12 @@ typedef struct lm_kafka_source_config {
                                 extended regular expression (unanchored) */
   const char* group_id;      /* NULL: "laminardb.<source>" */
   bool csv;
+  bool avro;               /* Avro binary records (connect/avro.h) */
+  const char* avro_schema; /* the writer's schema JSON (NULL: from the columns) */
+  bool avro_confluent;     /* each record after Confluent's 5-byte prefix (a
+                              zero magic byte, a schema id not looked up) */
+  bool raw;                /* the payload as it is: the one column besides the metadata
+                  columns, VARCHAR (a payload that is no UTF-8 is a bad record) */
   bool upsert; /* upsert-json: keyed JSON values, a null value a tombstone; the
                   source is a changelog (its last column _weight BIGINT): a
                   key's new value retracts its old row (-1) and inserts (+1), a
@@ -74,6 +83,13 @@ typedef struct lm_kafka_source_config {
   int64_t timeout_ms;
   int64_t discovery_ms; /* partitions added to the topic are looked for this
                            often (<= 0: never) */
+  /* Bad records (bad_records = 'fail' | 'skip' | '<source>'): with bad_fail
+   * the first stops the consumer (kafka_failed); with a dead-letter source,
+   * each is a row of that source (its columns: some of _topic, _partition,
+   * _offset, _timestamp, _key, payload and reason; checked by the caller). */
+  bool bad_fail;
+  const char* dead_letter;
+  const lm_schema* dead_letter_schema;
 } lm_kafka_source_config;
 
 /* Check the configuration against the broker (the topic's partitions) and
@@ -106,6 +122,9 @@ void lm_kafka_source_checkpointed(lm_kafka_source* s, int64_t covered);
 
 /* The source it feeds. */
 const char* lm_kafka_source_name(const lm_kafka_source* s);
+
+/* Its dead-letter source (bad_records = '<source>'), or NULL. */
+const char* lm_kafka_source_dead_letter(const lm_kafka_source* s);
 
 /* Messages skipped as bad; the reason of the last, or why the thread
  * stopped ("" when neither); *failed: whether it stopped on an error. */

@@ -208,6 +208,9 @@ static laminar_code create_source(laminar_db* db, const char* sql, const lm_stmt
       case LM_OPT_TIMEOUT:
       case LM_OPT_PARTITION_DISCOVERY:
       case LM_OPT_TOPIC_PATTERN:
+      case LM_OPT_BAD_RECORDS:
+      case LM_OPT_AVRO_SCHEMA:
+      case LM_OPT_AVRO_CONFLUENT_WIRE:
       case LM_OPT_KAFKA: break; /* a connector's: lm_db_source_connector */
       case LM_OPT_IDLE_TIMEOUT: idle_timeout = val.i > 0 ? val.i : 0; break;
       case LM_OPT_ALIGNMENT_GROUP:
@@ -1011,12 +1014,15 @@ static laminar_code create_sink(laminar_db* db, const char* sql, const lm_stmt* 
     if (lm_option_row_id(row) == LM_OPT_PATH) {
       memcpy(path, val.text, val.len); /* the table bounds it below sizeof path */
       path[val.len] = '\0';
-    } else if (val.i == 3) { /* "jsonl | csv | json | upsert-json" */
+    } else if (val.i >= 3) { /* "jsonl | csv | json | upsert-json | raw" */
       char msg[300];
       snprintf(msg, sizeof msg,
-               "sink '%s': format 'upsert-json' is a Kafka sink's (connector = 'kafka'), "
+               "sink '%s': format '%s' is a Kafka sink's (connector = 'kafka'), "
                "not a file sink's",
-               stmt->name);
+               stmt->name,
+               val.i == 3   ? "upsert-json"
+               : val.i == 4 ? "raw"
+                            : "avro");
       return fail_at(err, LAMINAR_ERR_CONFIG_VALUE, stmt->options[i].value->line,
                      stmt->options[i].value->column, stmt->name, msg);
     } else {
@@ -1186,6 +1192,15 @@ laminar_code lm_db_drop(laminar_db* db, const lm_stmt* stmt, laminar_error* err)
       return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
                      stmt->name, msg);
     }
+  }
+  const char* feeding = want_source ? lm_db_dead_letter_user(db, src->name) : NULL;
+  if (feeding != NULL) {
+    snprintf(msg, sizeof msg,
+             "cannot drop '%s': it is the dead-letter output (bad_records) of Kafka "
+             "source '%s' (drop that first)",
+             stmt->name, feeding);
+    return fail_at(err, LAMINAR_ERR_SQL_DEPENDENCY, stmt->name_line, stmt->name_column,
+                   stmt->name, msg);
   }
   if (want_source) lm_db_source_connector_stop(db, src->name); /* its consumer first */
   lm_rt_pause(&db->rt);

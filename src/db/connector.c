@@ -155,9 +155,11 @@ laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
       case LM_OPT_CONNECTOR: has_connector = true; break;
       case LM_OPT_BOOTSTRAP_SERVERS: c.brokers = t; break;
       case LM_OPT_TOPIC: c.topic = t; break;
-      case LM_OPT_FORMAT: /* "jsonl | csv | json | upsert-json" */
+      case LM_OPT_FORMAT: /* "jsonl | csv | json | upsert-json | raw | avro" */
         c.csv = v.i == 1;
         c.upsert = v.i == 3;
+        c.raw = v.i == 4;
+        c.avro = v.i == 5;
         break;
       case LM_OPT_KEY:
         rc = key_columns(stmt, o, t, &stream->out_schema, key, &c.nkey, err);
@@ -207,6 +209,11 @@ laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
   if (rc == LAMINAR_OK && c.upsert && c.nkey == 0)
     rc = fail_stmt(err, LAMINAR_ERR_CONFIG_VALUE, stmt, stmt->line, stmt->column,
                    "format 'upsert-json' needs key = '<columns>'");
+  /* raw: the value is the one column not in the key (at most one). */
+  if (rc == LAMINAR_OK && c.raw && (c.nkey > 1 || ncols - c.nkey != 1))
+    rc = fail_stmt(err, LAMINAR_ERR_CONFIG_VALUE, stmt, stmt->line, stmt->column,
+                   "format 'raw' writes one column as the value (and at most one as "
+                   "the key): the stream must have exactly one column besides the key");
   if (rc == LAMINAR_OK && !lm_kafka_available()) {
     lm_sink* none;
     rc = lm_kafka_sink_open(&c, &stream->out_schema, &none, err);
@@ -256,6 +263,64 @@ laminar_code lm_db_create_connector_sink(laminar_db* db, const char* sql,
 
 /* ---- CREATE SOURCE ... WITH (connector = 'kafka', ...) ------------------------------ */
 
+/* The dead-letter source `name` of bad_records = '<name>' (option o): one
+ * declared before, not this source nor a Kafka one, whose columns are some of
+ * those the consumer fills (docs/KAFKA.md "Bad records"). */
+static laminar_code dead_letter_check(laminar_db* db, const lm_stmt* stmt,
+                                      const lm_ast_option* o, const char* name,
+                                      laminar_error* err) {
+  static const struct {
+    const char* name;
+    lm_type type, alt; /* its types */
+    bool nullable;     /* the consumer may fill it with NULL */
+  } cols[] = {{"_topic", LM_TYPE_STRING, LM_TYPE_STRING, false},
+              {"_partition", LM_TYPE_INT32, LM_TYPE_INT64, false},
+              {"_offset", LM_TYPE_INT64, LM_TYPE_INT64, false},
+              {"_timestamp", LM_TYPE_INT64, LM_TYPE_TIMESTAMP, false},
+              {"_key", LM_TYPE_STRING, LM_TYPE_STRING, true},
+              {"payload", LM_TYPE_STRING, LM_TYPE_STRING, true},
+              {"reason", LM_TYPE_STRING, LM_TYPE_STRING, false}};
+  char msg[512];
+  const lm_source_def* dl = lm_db_find_source(db, name);
+  bool kafka = false;
+  for (int32_t i = 0; dl != NULL && i < db->nconsumers; i++)
+    kafka |= lm_streq_nocase(lm_kafka_source_name(db->consumers[i]), name);
+  if (dl == NULL || lm_streq_nocase(name, stmt->name) || kafka) {
+    snprintf(msg, sizeof msg,
+             "bad_records '%.128s' names %s: declare the dead-letter source first, "
+             "e.g. CREATE SOURCE %.128s (_partition INT, _offset BIGINT, payload "
+             "VARCHAR, reason VARCHAR)",
+             name,
+             dl == NULL ? "no source"
+             : kafka    ? "a Kafka source (a dead-letter source takes no connector)"
+                        : "the source itself",
+             name);
+    return fail_source(
+        err, dl == NULL ? LAMINAR_ERR_SQL_UNKNOWN_OBJECT : LAMINAR_ERR_CONFIG_VALUE, stmt,
+        o->value->line, o->value->column, msg);
+  }
+  for (int32_t c = 0; c < dl->schema.ncols; c++) {
+    const lm_field* f = &dl->schema.fields[c];
+    size_t k = 0;
+    while (k < sizeof cols / sizeof cols[0] && !lm_streq_nocase(f->name, cols[k].name))
+      k++;
+    bool fits = k < sizeof cols / sizeof cols[0] &&
+                (f->type == cols[k].type || f->type == cols[k].alt) &&
+                !(f->not_null && cols[k].nullable);
+    if (fits) continue;
+    snprintf(msg, sizeof msg,
+             "dead-letter source '%.128s': column '%.128s' is %s; its columns are some "
+             "of _topic VARCHAR, _partition INT, _offset BIGINT, _timestamp BIGINT, _key "
+             "VARCHAR, payload VARCHAR, reason VARCHAR (_key and payload nullable)",
+             name, f->name,
+             k < sizeof cols / sizeof cols[0] ? "of another type or NOT NULL"
+                                              : "none the consumer fills");
+    return fail_source(err, LAMINAR_ERR_CONFIG_VALUE, stmt, o->value->line,
+                       o->value->column, msg);
+  }
+  return LAMINAR_OK;
+}
+
 
 laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
                                     lm_source_def* def, laminar_error* err) {
@@ -293,9 +358,22 @@ laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
     switch (lm_option_row_id(row)) {
       case LM_OPT_BOOTSTRAP_SERVERS: c.brokers = t; break;
       case LM_OPT_TOPIC: c.topic = t; break;
-      case LM_OPT_FORMAT: /* "json | csv | upsert-json" */
+      case LM_OPT_FORMAT: /* "json | csv | upsert-json | raw | avro" */
         c.csv = v.i == 1;
         c.upsert = v.i == 2;
+        c.raw = v.i == 3;
+        c.avro = v.i == 4;
+        break;
+      case LM_OPT_AVRO_SCHEMA: c.avro_schema = t; break;
+      case LM_OPT_AVRO_CONFLUENT_WIRE: c.avro_confluent = v.i == 1; break;
+      case LM_OPT_BAD_RECORDS:
+        if (lm_streq_nocase(t, "fail")) {
+          c.bad_fail = true;
+        } else if (!lm_streq_nocase(t, "skip")) {
+          rc = dead_letter_check(db, stmt, o, t, err);
+          c.dead_letter = t;
+          if (rc == LAMINAR_OK) c.dead_letter_schema = &lm_db_find_source(db, t)->schema;
+        }
         break;
       case LM_OPT_GROUP_ID: c.group_id = t; break;
       case LM_OPT_TIMEOUT: c.timeout_ms = v.i; break;
@@ -407,6 +485,16 @@ void lm_db_source_connector_stop(laminar_db* db, const char* source) {
     if (!lm_kafka_source_signaled(k) && strcmp(lm_kafka_source_name(k), source) == 0)
       lm_kafka_source_signal(k); /* joined at close: it may wait for db->lock */
   }
+}
+
+const char* lm_db_dead_letter_user(laminar_db* db, const char* name) {
+  for (int32_t i = 0; i < db->nconsumers; i++) {
+    struct lm_kafka_source* k = db->consumers[i];
+    const char* dl = lm_kafka_source_dead_letter(k);
+    if (!lm_kafka_source_signaled(k) && dl != NULL && lm_streq_nocase(dl, name))
+      return lm_kafka_source_name(k);
+  }
+  return NULL;
 }
 
 void lm_db_source_connector_checkpointed(laminar_db* db, const char* source,

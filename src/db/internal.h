@@ -267,6 +267,9 @@ bool lm_db_sink_has_connector(const lm_stmt* stmt);
 laminar_code lm_db_source_connector(laminar_db* db, const lm_stmt* stmt,
                                     lm_source_def* def, laminar_error* err);
 void lm_db_source_connector_stop(laminar_db* db, const char* source);
+/* The Kafka source (still running) whose dead-letter output (bad_records) is
+ * source `name`, or NULL. */
+const char* lm_db_dead_letter_user(laminar_db* db, const char* name);
 /* A durable checkpoint covers source `source`'s records up to `covered`:
  * its consumer, if any, commits the matching Kafka offsets to its group
  * (monitoring only). Under db->lock. */

@@ -154,15 +154,30 @@ static const lm_option table[] = {
     /* ---- CREATE SINK ... INTO FILE (...) ---- */
     {"path", SINK, LM_OPT_PATH, T_TEXT, NULL, 1, 4095, "a directory", "",
      "where the sink writes its files (required)"},
-    {"format", SINK, LM_OPT_FORMAT, T_ENUM, "jsonl | csv | json | upsert-json", 0, 0,
-     "jsonl | csv | json | upsert-json", "jsonl",
+    {"format", SINK, LM_OPT_FORMAT, T_ENUM,
+     "jsonl | csv | json | upsert-json | raw | avro", 0, 0,
+     "jsonl | csv | json | upsert-json | raw | avro", "jsonl",
      "file format; of a Kafka sink, each message's (json: one object, jsonl alike; "
-     "upsert-json: a keyed changelog's last row per key, or a tombstone)"},
+     "upsert-json: a keyed changelog's last row per key, or a tombstone; raw: one "
+     "column's bytes; avro: an Avro record of the columns)"},
     /* ---- CREATE SOURCE / SINK ... WITH (connector = 'kafka', ...) (docs/KAFKA.md) ---- */
-    {"format", SRC, LM_OPT_FORMAT, T_ENUM, "json | csv | upsert-json", 0, 0,
-     "json | csv | upsert-json", "json",
+    {"format", SRC, LM_OPT_FORMAT, T_ENUM, "json | csv | upsert-json | raw | avro", 0, 0,
+     "json | csv | upsert-json | raw | avro", "json",
      "a Kafka source's message format (csv: fields in column order; upsert-json: "
-     "keyed values and tombstones into a changelog source)"},
+     "keyed values and tombstones into a changelog source; raw: the payload into "
+     "the one VARCHAR column besides the metadata columns)"},
+    {"avro.schema", SRC, LM_OPT_AVRO_SCHEMA, T_TEXT, NULL, 1, 0,
+     "an Avro record schema (JSON)", "",
+     "format 'avro': the writer's schema of the records (none: one made from the "
+     "source's columns); columns are matched to its fields by name"},
+    {"avro.confluent_wire", SRC, LM_OPT_AVRO_CONFLUENT_WIRE, T_BOOL, NULL, 0, 0,
+     "a boolean", "false",
+     "format 'avro': each message starts with Confluent's 5 bytes (a zero magic byte, "
+     "a 4-byte schema id, not looked up: the schema is avro.schema or the columns')"},
+    {"bad_records", SRC, LM_OPT_BAD_RECORDS, T_TEXT, NULL, 1, 127,
+     "fail | skip | a source name", "skip",
+     "a Kafka record that does not decode or fit: skipped (counted), the consumer "
+     "stopped (fail), or a row of that source (a dead-letter output: docs/KAFKA.md)"},
     {"connector", SINK | SRC, LM_OPT_CONNECTOR, T_ENUM, "kafka", 0, 0, "kafka", "",
      "the external system the sink writes to or the source reads from"},
     {"bootstrap.servers", SINK | SRC, LM_OPT_BOOTSTRAP_SERVERS, T_TEXT, NULL, 1, 0,

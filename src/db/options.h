@@ -62,7 +62,10 @@ typedef enum lm_option_id {
   LM_OPT_MAX_DRIFT,
   LM_OPT_WATERMARK_KEY,
   LM_OPT_PARTITION_DISCOVERY,
-  LM_OPT_TOPIC_PATTERN
+  LM_OPT_TOPIC_PATTERN,
+  LM_OPT_BAD_RECORDS,
+  LM_OPT_AVRO_SCHEMA,
+  LM_OPT_AVRO_CONFLUENT_WIRE
 } lm_option_id;
 
 /* A parsed value; which member holds it follows the row's type. */

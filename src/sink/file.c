@@ -8,6 +8,7 @@
 #include "sink/file.h"
 
 #include "sink/sink.h"
+#include "connect/avro.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -50,6 +51,11 @@ struct lm_file_sink {
   char last_error[sizeof(((laminar_error*)0)->message)]; /* the last failed write's */
   int32_t* key; /* framed formats: the key's columns (lm_file_sink_set_key) */
   int32_t nkey;
+  /* LM_SINK_RECORDS_AVRO: the codecs of the row and of the key (NULL: no
+   * key), made by lm_file_sink_set_key; a row's cells. */
+  lm_avro *avro, *avro_key;
+  int32_t* all; /* 0..ncols-1 */
+  lm_avro_cell* cells;
 };
 
 /* A sealed epoch: its staging file and the rows still to write to it. */
@@ -65,7 +71,9 @@ static const char* ext(const lm_file_sink* s) {
   switch (s->format) {
     case LM_SINK_CSV: return "csv";
     case LM_SINK_RECORDS_JSON:
-    case LM_SINK_RECORDS_CSV: return "records";
+    case LM_SINK_RECORDS_CSV:
+    case LM_SINK_RECORDS_RAW:
+    case LM_SINK_RECORDS_AVRO: return "records";
     case LM_SINK_JSONL: break;
   }
   return "jsonl";
@@ -258,8 +266,98 @@ static void framed_cells(lm_file_sink* s, const lm_vec* cols, int64_t r,
   for (int i = 0; i < 4; i++) s->buf[at + (size_t)i] = (char)((len >> (8 * i)) & 0xff);
 }
 
+/* A record of LM_SINK_RECORDS_RAW: 4 bytes of length, then cell (c, r) as
+ * it is: a string's bytes, another value's text (NULL, or c < 0: nothing). */
+static void framed_raw(lm_file_sink* s, const lm_vec* cols, int64_t r, int32_t c) {
+  const lm_vec* v = c >= 0 ? &cols[c] : NULL;
+  const char* p = NULL;
+  size_t n = 0;
+  char num[64];
+  if (v != NULL && !(v->nulls != NULL && v->nulls[r])) {
+    if (v->type == LM_TYPE_STRING) {
+      lm_str str = ((const lm_str*)v->data)[r];
+      p = str.ptr;
+      n = (size_t)str.len;
+    } else if (scalar_text(v, r, num, sizeof num, &n)) {
+      p = num;
+    }
+  }
+  char len[4];
+  for (int i = 0; i < 4; i++) len[i] = (char)((n >> (8 * i)) & 0xff);
+  put(s, len, 4);
+  if (n > 0) put(s, p, n);
+}
+
+/* The raw value column: the first one not in the key. */
+static int32_t raw_value_col(const lm_file_sink* s) {
+  for (int32_t c = 0; c < s->schema.ncols; c++) {
+    bool in_key = false;
+    for (int32_t k = 0; k < s->nkey; k++) in_key |= s->key[k] == c;
+    if (!in_key) return c;
+  }
+  return -1;
+}
+
+/* A record of LM_SINK_RECORDS_AVRO: 4 bytes of length, then the Avro record
+ * of the columns idx[0..n) of row r (codec a; NULL: an empty record). */
+static void framed_avro(lm_file_sink* s, lm_avro* a, const lm_vec* cols, int64_t r,
+                        const int32_t* idx, int32_t n) {
+  const char* out = NULL;
+  size_t len = 0;
+  for (int32_t k = 0; a != NULL && k < n; k++) {
+    const lm_vec* v = &cols[idx[k]];
+    lm_avro_cell* c = &s->cells[k];
+    *c = (lm_avro_cell){.kind = LM_AVRO_NULL};
+    if (v->nulls != NULL && v->nulls[r]) continue;
+    switch (v->type) {
+      case LM_TYPE_STRING: {
+        lm_str str = ((const lm_str*)v->data)[r];
+        *c = (lm_avro_cell){.kind = LM_AVRO_STR, .s = str.ptr, .len = (size_t)str.len};
+        break;
+      }
+      case LM_TYPE_DOUBLE:
+        *c = (lm_avro_cell){.kind = LM_AVRO_DOUBLE, .d = ((const double*)v->data)[r]};
+        break;
+      case LM_TYPE_BOOL:
+        *c = (lm_avro_cell){.kind = LM_AVRO_BOOL, .i = ((const uint8_t*)v->data)[r]};
+        break;
+      case LM_TYPE_DATE:
+        *c = (lm_avro_cell){.kind = LM_AVRO_INT, .i = ((const int32_t*)v->data)[r]};
+        break;
+      case LM_TYPE_TIMESTAMP:
+        *c = (lm_avro_cell){.kind = LM_AVRO_INT, .i = ((const int64_t*)v->data)[r]};
+        break;
+      default: *c = (lm_avro_cell){.kind = LM_AVRO_INT, .i = lm_vec_int_at(v, r)};
+    }
+  }
+  const char* why;
+  if (a != NULL && !lm_avro_encode(a, s->cells, &out, &len, &why)) {
+    s->nomem = true; /* the schema is the columns': only out of memory fails */
+    return;
+  }
+  char head[4];
+  for (int i = 0; i < 4; i++) head[i] = (char)((len >> (8 * i)) & 0xff);
+  put(s, head, 4);
+  if (len > 0) put(s, out, len);
+}
+
 static void format_rows(lm_file_sink* s, const lm_vec* cols, int64_t nrows) {
   const lm_schema* sc = &s->schema;
+  if (s->format == LM_SINK_RECORDS_AVRO) {
+    for (int64_t r = 0; r < nrows && !s->nomem; r++) {
+      framed_avro(s, s->avro_key, cols, r, s->key, s->nkey);
+      framed_avro(s, s->avro, cols, r, s->all, sc->ncols);
+    }
+    return;
+  }
+  if (s->format == LM_SINK_RECORDS_RAW) {
+    int32_t value = raw_value_col(s);
+    for (int64_t r = 0; r < nrows && !s->nomem; r++) {
+      framed_raw(s, cols, r, s->nkey > 0 ? s->key[0] : -1);
+      framed_raw(s, cols, r, value);
+    }
+    return;
+  }
   bool framed = s->format == LM_SINK_RECORDS_JSON || s->format == LM_SINK_RECORDS_CSV;
   bool csv = s->format == LM_SINK_CSV || s->format == LM_SINK_RECORDS_CSV;
   if (csv && !framed && !s->header_done) {
@@ -474,6 +572,10 @@ void lm_file_sink_close(lm_file_sink* s) {
   if (s->dir_fd >= 0) close(s->dir_fd);
   lm_free(s->sealed);
   lm_schema_free(&s->schema);
+  lm_avro_free(s->avro);
+  lm_avro_free(s->avro_key);
+  lm_free(s->all);
+  lm_free(s->cells);
   lm_free(s->buf);
   lm_free(s->dir);
   lm_free(s->real);
@@ -489,6 +591,20 @@ laminar_code lm_file_sink_set_key(lm_file_sink* s, const int32_t* cols, int32_t 
   lm_free(s->key);
   s->key = key;
   s->nkey = n;
+  if (s->format != LM_SINK_RECORDS_AVRO) return LAMINAR_OK;
+  int32_t ncols = s->schema.ncols;
+  char why[300] = "out of memory";
+  s->all = lm_calloc((size_t)ncols + 1, sizeof *s->all);
+  s->cells = lm_calloc((size_t)ncols + 1, sizeof *s->cells);
+  for (int32_t c = 0; s->all != NULL && c < ncols; c++) s->all[c] = c;
+  if (s->all != NULL && s->cells != NULL)
+    s->avro = lm_avro_new("row", &s->schema, s->all, ncols, NULL, why, sizeof why);
+  if (s->avro != NULL && n > 0)
+    s->avro_key = lm_avro_new("key", &s->schema, key, n, NULL, why, sizeof why);
+  if (s->avro == NULL || (n > 0 && s->avro_key == NULL))
+    return lm_error_set(
+        err, lm_avro_available() ? LAMINAR_ERR_CONFIG_VALUE : LAMINAR_ERR_SQL_UNSUPPORTED,
+        "sink: format 'avro': %s", why);
   return LAMINAR_OK;
 }
 

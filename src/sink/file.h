@@ -50,7 +50,11 @@ typedef enum lm_sink_format {
   LM_SINK_JSONL = 1,
   LM_SINK_CSV = 2,
   LM_SINK_RECORDS_JSON = 3,
-  LM_SINK_RECORDS_CSV = 4
+  LM_SINK_RECORDS_CSV = 4,
+  LM_SINK_RECORDS_RAW = 5, /* key: the one key column, value: the one other
+                              column, each as it is (NULL: empty) */
+  LM_SINK_RECORDS_AVRO = 6 /* key and value: Avro binary records of the key's
+                              columns and of all (connect/avro.h) */
 } lm_sink_format;
 
 typedef struct lm_file_sink lm_file_sink;

@@ -697,8 +697,11 @@ laminar_code lm_kafka_sink_open(const lm_kafka_sink_config* c, const lm_schema* 
   }
   if (rc == LAMINAR_OK)
     rc = lm_file_sink_open(c->stage_dir,
-                           c->csv ? LM_SINK_RECORDS_CSV : LM_SINK_RECORDS_JSON, schema,
-                           &k->stage, err);
+                           c->avro  ? LM_SINK_RECORDS_AVRO
+                           : c->raw ? LM_SINK_RECORDS_RAW
+                           : c->csv ? LM_SINK_RECORDS_CSV
+                                    : LM_SINK_RECORDS_JSON,
+                           schema, &k->stage, err);
   if (rc == LAMINAR_OK) rc = lm_file_sink_set_key(k->stage, c->key_cols, c->nkey, err);
   if (rc == LAMINAR_OK && c->fresh) rc = connect_broker(k, err);
   if (rc != LAMINAR_OK) {

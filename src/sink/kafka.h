@@ -45,6 +45,11 @@ typedef struct lm_kafka_sink_config {
   const char* brokers; /* bootstrap.servers */
   const char* topic;
   bool csv;          /* messages as CSV fields (else a JSON object) */
+  bool avro;         /* an Avro record of the columns (connect/avro.h; the key:
+                        a record of the key columns) */
+  bool raw;          /* the value: the one column not in the key, as it is (a
+                        string's bytes, another value's text); the key: the
+                        key column alike */
   bool upsert;       /* upsert-json: of a changelog (the schema's last column
                         _weight) and keyed; per epoch and key, the last +1 row's
                         value, or a tombstone when the key only lost rows */

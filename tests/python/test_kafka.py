@@ -916,3 +916,441 @@ def test_upsert_json_source_is_a_changelog(bootstrap: str, tmp_path: Path) -> No
         assert settle(db) == want()
         bad = [r for r in db.metrics().to_pylist() if r["metric"] == "kafka_bad_records"]
     assert [r["value"] for r in bad] == [0]
+
+
+# ---- raw format, headers, bad records ---------------------------------------------
+
+
+def produce_full(bootstrap: str, topic: str, messages: list[dict[str, object]]) -> None:
+    """Messages given as confluent-kafka produce() arguments, in order, flushed."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for m in messages:
+        p.produce(topic, **m)
+    assert p.flush(30) == 0
+
+
+def source_counters(db: laminardb.Connection, name: str) -> dict[str, int]:
+    return {
+        r["metric"]: r["value"]
+        for r in db.metrics().to_pylist()
+        if r["kind"] == "source" and r["name"] == name
+    }
+
+
+DEAD_LETTER = (
+    "CREATE SOURCE bad (_topic VARCHAR, _partition INT, _offset BIGINT, _key VARCHAR, "
+    "payload VARCHAR, reason VARCHAR)"
+)
+
+
+def test_source_raw_payload_and_headers(bootstrap: str) -> None:
+    """format 'raw' reads each payload as it is into the one VARCHAR column;
+    _headers is a JSON object of the message's headers; a payload that is no
+    UTF-8 is a bad record, delivered to the dead-letter source."""
+    topic = new_topic(bootstrap, 1)
+    payloads = [b"plain text", b'{"not": "parsed"}', "ünïcode ✓".encode(), b""]
+    msgs: list[dict[str, object]] = [
+        {
+            "value": v,
+            "key": f"k{i}".encode(),
+            "partition": 0,
+            "headers": [("trace", f"t-{i}".encode()), ('quote"d', b"a\\b\n"), ("none", None)],
+        }
+        for i, v in enumerate(payloads)
+    ]
+    msgs.insert(2, {"value": b"\xff\xfe-bin", "key": b"kb", "partition": 0})
+    msgs.append({"value": None, "partition": 0})  # a tombstone: a NULL value
+    produce_full(bootstrap, topic, msgs)
+    with laminardb.open() as db:
+        db.execute(DEAD_LETTER)
+        db.execute(
+            source_sql(
+                bootstrap,
+                topic,
+                "value VARCHAR, _key VARCHAR, _headers VARCHAR, _offset BIGINT",
+                ", format = 'raw', bad_records = 'bad'",
+            )
+        )
+        db.execute("CREATE STREAM s AS SELECT * FROM t; CREATE STREAM dl AS SELECT * FROM bad")
+        sub, dl = db.subscribe("s"), db.subscribe("dl")
+        db.start()
+        got = sorted(poll_rows(sub, at_least=len(payloads) + 1), key=lambda r: r["_offset"])
+        dead = poll_rows(dl, at_least=1)
+        counters = source_counters(db, "t")
+    assert [r["value"] for r in got] == [v.decode() for v in payloads] + [None]
+    assert [r["_offset"] for r in got] == [0, 1, 3, 4, 5]
+    assert [r["_key"] for r in got] == ["k0", "k1", "k2", "k3", None]
+    for i, r in enumerate(got[:-1]):
+        assert json.loads(r["_headers"]) == {"trace": f"t-{i}", 'quote"d': "a\\b\n", "none": None}
+    assert json.loads(got[-1]["_headers"]) == {}
+    assert counters["kafka_bad_records"] == 1
+    assert len(dead) == 1
+    d = dead[0]
+    assert (d["_topic"], d["_partition"], d["_offset"], d["_key"]) == (topic, 0, 2, "kb")
+    assert d["payload"] == "\\xff\\xfe-bin"
+    assert "UTF-8" in d["reason"]
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_bad_records_to_a_dead_letter_source(bootstrap: str, tmp_path: Path, fmt: str) -> None:
+    """Each record that does not decode or fit is a row of the dead-letter
+    source with its partition, offset, payload and reason; every good record
+    is a row of the source; the pipeline goes on. Durable: across a restart
+    neither is lost."""
+    topic = new_topic(bootstrap, 2)
+    msgs: list[tuple[int, bytes]] = []
+    for i in range(40):
+        value = json.dumps({"id": i, "v": i / 2}) if fmt == "json" else f"{i},{i / 2}"
+        msgs.append((i % 2, value.encode()))
+    bad = (
+        [b'{"id": "text"}', b"{not json", b'{"id": 99999999999999999999}', b'{"id": 1, "v": [1]}']
+        if fmt == "json"
+        else [b"x,1.0", b"1,2,3", b'"open,1', b"5"]
+    )
+    for j, b in enumerate(bad):
+        msgs.insert(5 + 7 * j, (j % 2, b))
+    produce(bootstrap, topic, msgs)
+    # Where each bad record landed: its partition's position among that
+    # partition's messages.
+    where = {}
+    seen = [0, 0]
+    for part, value in msgs:
+        if value in bad:
+            where[(part, seen[part])] = value
+        seen[part] += 1
+    sql = source_sql(
+        bootstrap,
+        topic,
+        "id BIGINT NOT NULL, v DOUBLE",
+        f", format = '{fmt}', bad_records = 'bad'",
+    )
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        db.execute(
+            "CREATE SOURCE bad (_partition INT, _offset BIGINT, payload VARCHAR, reason VARCHAR)"
+        )
+        db.execute(sql)
+        db.execute("CREATE STREAM s AS SELECT * FROM t; CREATE STREAM dl AS SELECT * FROM bad")
+        sub, dl = db.subscribe("s"), db.subscribe("dl")
+        db.start()
+        got = poll_rows(sub, at_least=40)
+        dead = poll_rows(dl, at_least=len(bad))
+        counters = source_counters(db, "t")
+        db.checkpoint()
+    assert sorted(r["id"] for r in got) == list(range(40))
+    assert counters["kafka_bad_records"] == len(bad)
+    assert counters["kafka_failed"] == 0
+    assert {(d["_partition"], d["_offset"]): d["payload"].encode() for d in dead} == where
+    assert all(d["reason"] for d in dead)
+    # After a restart, nothing is read again and new bad records still go.
+    produce(bootstrap, topic, [(0, bad[0]), (1, msgs[0][1])])
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        sub, dl = db.subscribe("s"), db.subscribe("dl")
+        db.start()
+        again = poll_rows(sub, at_least=1)
+        dead_again = poll_rows(dl, at_least=1)
+    assert [r["id"] for r in again] == [0]
+    assert [d["payload"].encode() for d in dead_again] == [bad[0]]
+
+
+def test_bad_records_fail_stops_the_consumer(bootstrap: str) -> None:
+    """bad_records = 'fail': the first bad record stops the consumer
+    (kafka_failed = 1, the reason names its partition and offset); nothing
+    after it reaches the source."""
+    topic = new_topic(bootstrap, 1)
+    first = [(0, json.dumps({"id": i}).encode()) for i in range(5)]
+    produce(bootstrap, topic, first)
+    with laminardb.open() as db:
+        db.execute(source_sql(bootstrap, topic, "id BIGINT", ", bad_records = 'fail'"))
+        db.execute("CREATE STREAM s AS SELECT * FROM t")
+        sub = db.subscribe("s")
+        db.start()
+        got = poll_rows(sub, at_least=5)
+        produce(bootstrap, topic, [(0, b"{broken"), (0, b'{"id": 100}')])
+        time.sleep(2.0)
+        later = poll_rows(sub, at_least=0, quiet=1.0)
+        counters = source_counters(db, "t")
+    assert sorted(r["id"] for r in got) == list(range(5))
+    assert later == []
+    assert counters["kafka_bad_records"] == 1
+    assert counters["kafka_failed"] == 1
+
+
+def test_raw_headers_bad_records_refusals(bootstrap: str) -> None:
+    """Each bad declaration has its code and names the source."""
+    topic = new_topic(bootstrap, 1)
+    cases = [
+        ("id BIGINT", ", bad_records = 'nosuch'", "LDB-1002"),
+        ("id BIGINT", ", bad_records = 't'", "LDB-1002"),  # not declared before
+        ("id BIGINT", ", bad_records = 'wrong'", "LDB-6002"),
+        ("id BIGINT", ", bad_records = 'strict'", "LDB-6002"),
+        ("id BIGINT", ", bad_records = ''", "LDB-6002"),
+        ("a VARCHAR, b VARCHAR", ", format = 'raw'", "LDB-6002"),
+        ("a BIGINT, _key VARCHAR", ", format = 'raw'", "LDB-6002"),
+        ("a VARCHAR, _headers BIGINT", "", "LDB-6002"),
+    ]
+    with laminardb.open() as db:
+        db.execute("CREATE SOURCE wrong (_partition VARCHAR)")
+        db.execute("CREATE SOURCE strict (payload VARCHAR NOT NULL)")
+        for cols, extra, code in cases:
+            with pytest.raises(laminardb.LaminarError) as e:
+                db.execute(source_sql(bootstrap, topic, cols, extra))
+            assert e.value.code == code, (cols, extra, str(e.value))
+            assert "'t'" in str(e.value)
+        # A dead-letter source goes after its Kafka source, not before.
+        db.execute("CREATE SOURCE dead (payload VARCHAR, reason VARCHAR)")
+        db.execute(source_sql(bootstrap, topic, "id BIGINT", ", bad_records = 'dead'"))
+        with pytest.raises(laminardb.LaminarError) as e:
+            db.execute("DROP SOURCE dead")
+        assert e.value.code == "LDB-1007", str(e.value)
+        assert "'t'" in str(e.value)
+        db.execute("DROP SOURCE t")
+        db.execute("DROP SOURCE dead")
+
+
+def test_sink_raw_writes_one_column_as_it_is(bootstrap: str, tmp_path: Path) -> None:
+    """format = 'raw': each message's value is the one column besides the key,
+    as it is (a string's bytes, a number's text), the key its key column's."""
+    texts, nums = new_topic(bootstrap), new_topic(bootstrap)
+    lines = ['{"as": "is"}', "plain, with a comma", "ünï ✓", ""]
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        db.execute(
+            "CREATE SOURCE t (id BIGINT, k VARCHAR, line VARCHAR);"
+            "CREATE STREAM s AS SELECT k, line FROM t;"
+            "CREATE STREAM n AS SELECT id * 10 AS id10 FROM t;"
+        )
+        db.execute(sink_sql(bootstrap, texts, ", format = 'raw', key = 'k'"))
+        db.execute(
+            f"CREATE SINK out_n FROM n WITH (connector = 'kafka', "
+            f"'bootstrap.servers' = '{bootstrap}', topic = '{nums}', format = 'raw')"
+        )
+        db.insert(
+            "t",
+            {"id": list(range(4)), "k": [f"k{i}" for i in range(4)], "line": lines},
+        )
+        db.run_until_idle()
+        db.checkpoint()
+    got = read_committed(bootstrap, texts, at_least=4)
+    assert sorted(got) == sorted((f"k{i}".encode(), v.encode()) for i, v in enumerate(lines))
+    got_n = read_committed(bootstrap, nums, at_least=4)
+    assert sorted(v for _, v in got_n) == [b"0", b"10", b"20", b"30"]
+    assert all(k is None for k, _ in got_n)
+
+
+def test_sink_raw_refusals(bootstrap: str, tmp_path: Path) -> None:
+    topic = new_topic(bootstrap)
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        db.execute(DDL)  # s: id, k, v
+        for extra in (", format = 'raw'", ", format = 'raw', key = 'k'"):
+            with pytest.raises(laminardb.LaminarError) as e:
+                db.execute(sink_sql(bootstrap, topic, extra))
+            assert e.value.code == "LDB-6002", str(e.value)
+            assert "'out'" in str(e.value)
+        with pytest.raises(laminardb.LaminarError) as e:
+            db.execute(f"CREATE SINK f FROM s INTO FILE (path = '{tmp_path}/f', format = 'raw')")
+        assert e.value.code == "LDB-6002", str(e.value)
+        assert "'raw'" in str(e.value)
+
+
+# ---- avro -------------------------------------------------------------------------
+
+
+def _zigzag(n: int) -> bytes:
+    """An Avro long: zigzag, then a base-128 varint."""
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        b = z & 0x7F
+        z >>= 7
+        if z:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _avro_string(s: str) -> bytes:
+    b = s.encode()
+    return _zigzag(len(b)) + b
+
+
+def test_avro_round_trip_through_sink_and_source(bootstrap: str, tmp_path: Path) -> None:
+    """format = 'avro': rows written by an Avro sink (schema from the
+    stream's columns) come back field by field through an Avro source, NULLs
+    included; Avro records that do not decode go to the dead-letter source."""
+    import struct
+
+    topic = new_topic(bootstrap, 2)
+    n = 50
+    data = {
+        "id": list(range(n)),
+        "k": [None if i % 7 == 3 else f"k{i % 5}-ü" for i in range(n)],
+        "v": [None if i % 11 == 4 else i * 1.25 for i in range(n)],
+        "ok": [i % 2 == 0 for i in range(n)],
+        "n32": [i - 25 for i in range(n)],
+    }
+    cols = "id BIGINT NOT NULL, k VARCHAR, v DOUBLE, ok BOOLEAN, n32 INT"
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        db.execute(f"CREATE SOURCE t ({cols}); CREATE STREAM s AS SELECT * FROM t;")
+        db.execute(sink_sql(bootstrap, topic, ", format = 'avro', key = 'id'"))
+        db.insert("t", data)
+        db.run_until_idle()
+        db.checkpoint()
+    # Not Avro of the schema: a truncated record, bytes after a whole one.
+    # (Each field of a schema made from columns is the union ["null", T].)
+    whole = b"\x02" + _zigzag(7) + b"\x00" + b"\x00" + b"\x02\x01" + b"\x02" + _zigzag(3)
+    produce(bootstrap, topic, [(0, whole[:3]), (1, whole + b"\x00\x00")])
+    with laminardb.open() as db:
+        db.execute(DEAD_LETTER)
+        db.execute(
+            source_sql(
+                bootstrap,
+                topic,
+                cols + ", _offset BIGINT",
+                ", format = 'avro', bad_records = 'bad'",
+            ).replace("CREATE SOURCE t", "CREATE SOURCE back")
+        )
+        db.execute("CREATE STREAM r AS SELECT * FROM back; CREATE STREAM dl AS SELECT * FROM bad")
+        sub, dl = db.subscribe("r"), db.subscribe("dl")
+        db.start()
+        got = poll_rows(sub, at_least=n)
+        dead = poll_rows(dl, at_least=2)
+    by_id = {r["id"]: r for r in got}
+    assert sorted(by_id) == list(range(n)), len(got)
+    for i in range(n):
+        r = by_id[i]
+        assert (r["k"], r["v"], r["ok"], r["n32"]) == (
+            data["k"][i],
+            data["v"][i],
+            data["ok"][i],
+            data["n32"][i],
+        ), r
+    assert sorted(d["reason"] for d in dead) == [
+        "bytes after the Avro record",
+        "not an Avro record of the schema",
+    ]
+    # The writer's schema given: its fields in another order, one unknown.
+    topic2 = new_topic(bootstrap, 1)
+    schema = json.dumps(
+        {
+            "type": "record",
+            "name": "w",
+            "fields": [
+                {"name": "extra", "type": "string"},
+                {"name": "v", "type": "double"},
+                {"name": "id", "type": "long"},
+            ],
+        }
+    )
+    recs = [_avro_string(f"x{i}") + struct.pack("<d", i / 4) + _zigzag(-i) for i in range(5)]
+    produce(bootstrap, topic2, [(0, r) for r in recs])
+    with laminardb.open() as db:
+        db.execute(
+            source_sql(
+                bootstrap,
+                topic2,
+                "id BIGINT, v DOUBLE, k VARCHAR",
+                f", format = 'avro', 'avro.schema' = '{schema}'",
+            )
+        )
+        db.execute("CREATE STREAM s AS SELECT * FROM t")
+        sub = db.subscribe("s")
+        db.start()
+        got = poll_rows(sub, at_least=5)
+    assert sorted((r["id"], r["v"], r["k"]) for r in got) == sorted(
+        (-i, i / 4, None) for i in range(5)
+    )
+
+
+def test_avro_refusals(bootstrap: str, tmp_path: Path) -> None:
+    topic = new_topic(bootstrap, 1)
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        for cols, extra in [
+            ("id BIGINT", ", format = 'avro', 'avro.schema' = '{\"type\": \"nope\"}'"),
+            ("id BIGINT", ", format = 'avro', 'avro.schema' = '\"long\"'"),
+            ("d DECIMAL(10, 2)", ", format = 'avro'"),
+        ]:
+            with pytest.raises(laminardb.LaminarError) as e:
+                db.execute(source_sql(bootstrap, topic, cols, extra))
+            assert e.value.code == "LDB-6002", str(e.value)
+            assert "'t'" in str(e.value)
+        db.execute("CREATE SOURCE x (d DECIMAL(10, 2)); CREATE STREAM s AS SELECT * FROM x")
+        with pytest.raises(laminardb.LaminarError) as e:
+            db.execute(sink_sql(bootstrap, topic, ", format = 'avro'"))
+        assert e.value.code == "LDB-6002", str(e.value)
+
+
+def test_avro_confluent_wire_prefix(bootstrap: str) -> None:
+    """'avro.confluent_wire' = 'true': each record follows Confluent's five
+    bytes (a zero magic byte, a big-endian schema id); a message without them
+    is a bad record."""
+    import struct
+
+    topic = new_topic(bootstrap, 1)
+    # id BIGINT, k VARCHAR: each field ["null", T] (a schema made from columns).
+    recs = [b"\x02" + _zigzag(i) + b"\x02" + _avro_string(f"k{i}") for i in range(4)]
+    msgs = [(0, b"\x00" + struct.pack(">I", 42) + r) for r in recs]
+    msgs.insert(2, (0, recs[0]))  # no prefix
+    produce(bootstrap, topic, msgs)
+    with laminardb.open() as db:
+        db.execute(DEAD_LETTER)
+        db.execute(
+            source_sql(
+                bootstrap,
+                topic,
+                "id BIGINT, k VARCHAR",
+                ", format = 'avro', 'avro.confluent_wire' = 'true', bad_records = 'bad'",
+            )
+        )
+        db.execute("CREATE STREAM s AS SELECT * FROM t; CREATE STREAM dl AS SELECT * FROM bad")
+        sub, dl = db.subscribe("s"), db.subscribe("dl")
+        db.start()
+        got = poll_rows(sub, at_least=4)
+        dead = poll_rows(dl, at_least=1)
+    assert sorted((r["id"], r["k"]) for r in got) == [(i, f"k{i}") for i in range(4)]
+    assert [(d["_offset"], d["reason"].startswith("no Confluent wire prefix")) for d in dead] == [
+        (2, True)
+    ]
+
+
+def test_avro_date_smallint_timestamp_round_trip(bootstrap: str, tmp_path: Path) -> None:
+    """DATE (int, logicalType date), SMALLINT/TINYINT (int) and TIMESTAMP
+    (long, timestamp-micros) columns through an Avro sink and back."""
+    import datetime
+
+    import pyarrow as pa
+
+    topic = new_topic(bootstrap, 1)
+    dates = [datetime.date(2024, 2, 3), None, datetime.date(1969, 12, 31)]
+    smalls = [7, -300, None]
+    tinys = [1, None, -128]
+    stamps = [datetime.datetime(2024, 2, 3, 4, 5, 6, 500000), None, datetime.datetime(1970, 1, 1)]
+    cols = "d DATE, s SMALLINT, b TINYINT, ts TIMESTAMP"
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        db.execute(f"CREATE SOURCE t ({cols}); CREATE STREAM s AS SELECT * FROM t;")
+        db.execute(sink_sql(bootstrap, topic, ", format = 'avro'"))
+        db.insert(
+            "t",
+            pa.table(
+                {
+                    "d": pa.array(dates, pa.date32()),
+                    "s": pa.array(smalls, pa.int16()),
+                    "b": pa.array(tinys, pa.int8()),
+                    "ts": pa.array(stamps, pa.timestamp("us")),
+                }
+            ),
+        )
+        db.run_until_idle()
+        db.checkpoint()
+    with laminardb.open() as db:
+        db.execute(source_sql(bootstrap, topic, cols, ", format = 'avro'"))
+        db.execute("CREATE STREAM s AS SELECT * FROM t")
+        sub = db.subscribe("s")
+        db.start()
+        got = poll_rows(sub, at_least=3)
+        counters = source_counters(db, "t")
+    assert counters["kafka_bad_records"] == 0
+    assert sorted(((r["d"], r["s"], r["b"], r["ts"]) for r in got), key=str) == sorted(
+        zip(dates, smalls, tinys, stamps, strict=True), key=str
+    )
