@@ -216,6 +216,8 @@ typedef struct window_op {
    * downstream copies the slots back (allocating nothing); success forgets
    * them. */
   window* bk;
+  bool held;       /* a batch that fans out holds the journal and backups (op.h) */
+  int64_t bk_need; /* EMIT ON WINDOW CLOSE, held: (row, window) pairs to save */
   window** bk_win;
   uint32_t* bk_group;
   int64_t bk_n, bk_cap;

@@ -619,6 +619,8 @@ int64_t lm_op_window_bytes(const window_op* op) {
 /* Start a chunk's journal (see window_op.jwin). */
 void lm_op_window_journal_begin(window_op* op) {
   op->jseq++;
+  op->bk_need = 0;
+  if (op->held) return; /* the batch's earlier chunks stay journaled and saved */
   op->jn = 0;
   op->jkeyset = op->keyset != NULL ? op->keyset->t.n : -1;
   op->bk_n = 0;
@@ -865,8 +867,10 @@ static laminar_code backup_group(window_op* op, window* w, uint32_t g) {
   window* b = op->bk;
   for (int32_t a = 0; a < op->spec.naggs; a++)
     lm_agg_copy_group(&b->aggs[a], e, &w->aggs[a], g);
-  b->nrows[e] = w->nrows[g];
-  b->live[e] = w->live[g];
+  if (w->nrows != NULL) { /* tracked (EMIT CHANGES, a changelog input) */
+    b->nrows[e] = w->nrows[g];
+    b->live[e] = w->live[g];
+  }
   if (w->last != NULL) b->last[e] = w->last[g];
   op->bk_win[e] = w;
   op->bk_group[e] = g;
@@ -884,12 +888,62 @@ static void backups_restore(window_op* op) {
     uint32_t g = op->bk_group[e];
     for (int32_t a = 0; a < op->spec.naggs; a++)
       lm_agg_copy_group(&w->aggs[a], g, &b->aggs[a], e);
-    w->nrows[g] = b->nrows[e];
-    w->live[g] = b->live[e];
+    if (w->nrows != NULL) {
+      w->nrows[g] = b->nrows[e];
+      w->live[g] = b->live[e];
+    }
     if (w->last != NULL) w->last[g] = b->last[e];
     if (op->panes) w->edit = ++op->edits; /* shared merges over it are stale now */
   }
   op->bk_n = 0;
+}
+
+/* The end of a batch the op held (op.h, lm_op_txn): commit forgets the
+ * backups and the journal; abort restores the groups and takes back the
+ * groups and windows the batch added (allocating nothing), so the op is as
+ * before the batch. */
+static laminar_code window_txn_end(void* a, void* b, bool commit) {
+  (void)b;
+  window_op* op = a;
+  op->held = false;
+  if (!commit) {
+    backups_restore(op);
+    laminar_code rc = window_rollback(op);
+    if (rc != LAMINAR_OK) {
+      lm_state_budget_fail(op->base.budget, rc,
+                           "out of memory undoing a failed batch: its groups stay, "
+                           "without values");
+    }
+    (void)lm_op_window_account(op, false);
+  }
+  op->bk_n = 0;
+  op->jn = 0;
+  return LAMINAR_OK;
+}
+
+/* Whether the op holds a batch that fans out (op.h): its states flat and
+ * built in (saved slot by slot), not on panes. */
+static laminar_code holds_batches(window_op* op, bool* out) {
+  *out = false;
+  if (op->panes) return LAMINAR_OK;
+  if (op->flat < 0) { /* known once, from any window's states */
+    window* w;
+    LM_TRY(lm_op_window_new(op, &w));
+    changes_in_place(op, w);
+    lm_op_window_free(op, w);
+  }
+  *out = op->flat > 0;
+  return LAMINAR_OK;
+}
+
+/* A chunk of a batch that fans out: the op joins it (before any change) and
+ * holds its journal and backups until the batch ends. */
+static laminar_code window_join(window_op* op) {
+  if (!lm_op_txn_active(&op->base) || op->held) return LAMINAR_OK;
+  bool holds, first;
+  LM_TRY(holds_batches(op, &holds));
+  if (!holds) return LAMINAR_OK;
+  return lm_op_txn_join(&op->base, window_txn_end, &first);
 }
 
 /* How update_windows runs: GROUPS adds the slice's groups and prepares its
@@ -1094,12 +1148,17 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
                                    arg_rows(op, a, s, i, wsel), m, op->jseq));
     }
   }
-  if (mode == UPDATE_GROUPS) return LAMINAR_OK;
+  if (mode == UPDATE_GROUPS) {
+    op->bk_need += s->offsets[nwin]; /* pairs of the slice (held: each saved) */
+    return LAMINAR_OK;
+  }
   bool in_place = spec->emit_changes && nwin > 0 && changes_in_place(op, wins[0]);
   if (mode == UPDATE_CHECKED) {
     LM_TRY(window_check_bound(op));
     if (spec->emit_changes) LM_TRY(lm_op_rows_reserve(op, 2 * *io_touch));
-    if (in_place) LM_TRY(backup_reserve(op, *io_touch));
+    if (in_place) LM_TRY(backup_reserve(op, op->bk_n + *io_touch));
+    if (op->held && !spec->emit_changes)
+      LM_TRY(backup_reserve(op, op->bk_n + s->offsets[nwin]));
   }
   if (mode == UPDATE_COMMIT || !spec->emit_changes) {
     /* from here on a failure leaves the chunk partly applied (prepared: none can) */
@@ -1126,6 +1185,10 @@ static laminar_code commit_windows(window_op* op, assign_scratch* s, int32_t nwi
     int64_t m = s->offsets[i + 1] - s->offsets[i];
     const uint32_t* wg = gids + s->offsets[i];
     if (op->panes) w->edit = ++op->edits; /* shared merges over it are stale now */
+    /* Held by a batch that fans out: each pair's group saved (reserved;
+     * restored in reverse, so a group's first save wins). */
+    for (int64_t j = 0; op->held && !spec->emit_changes && j < m; j++)
+      LM_TRY(backup_group(op, w, wg[j]));
     for (int32_t a = 0; a < spec->naggs; a++)
       LM_TRY(update_agg(op, w->aggs, a, s, i, wsel, wg, m)); /* prepared: cannot fail */
     if (!op->track) continue;
@@ -1401,7 +1464,11 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
    * downstream fails); over others the updates go into copies of the groups
    * first, their rows downstream, and only then into the windows (a third
    * pass over the slices, or the one slice's again). */
+  LM_TRY(window_join(op));
   lm_op_window_journal_begin(op);
+  if (op->base.txn_seq != 0 && lm_op_txn_active(&op->base) &&
+      op->base.txn_seq == op->base.txn->seq)
+    op->held = true; /* joined: from here on the batch's (window_txn_end) */
   LM_TRY(lm_op_window_account(op, false));
   op->ttl_times = spec->ttl_ms > 0 ? &rows.cols[spec->ttl_col] : NULL;
   int64_t late_before = op->late_rows, nlate_before = op->nlate;
@@ -1455,7 +1522,9 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
       if (rc == LAMINAR_OK && spec->emit_changes) rc = lm_op_rows_reserve(op, 2 * touch);
       if (rc == LAMINAR_OK && spec->emit_changes && op->jn > 0 &&
           changes_in_place(op, op->jwin[0]))
-        rc = backup_reserve(op, touch);
+        rc = backup_reserve(op, op->bk_n + touch);
+      if (rc == LAMINAR_OK && op->held && !spec->emit_changes)
+        rc = backup_reserve(op, op->bk_n + op->bk_need);
     }
     if (pass == 2) op->late_rows = late_done; /* counted by pass 1 */
   }
