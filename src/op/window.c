@@ -1058,15 +1058,31 @@ static laminar_code change_window(window_op* op, assign_scratch* s, int32_t i, w
   const uint32_t* wsel = s->bsel + s->offsets[i];
   int64_t m = s->offsets[i + 1] - s->offsets[i];
   uint64_t pass = ++op->pass;
-  int64_t nt = 0;
+  int64_t nt = 0, e0 = op->bk_n, e = e0;
   for (int64_t j = 0; j < m; j++) {
     uint32_t g = wg[j];
     if (w->stamp[g] != pass) {
-      if (w->stamp[g] <= op->bk_pass) LM_TRY(backup_group(op, w, g));
+      if (w->stamp[g] <= op->bk_pass) { /* first touch in the chunk: saved below */
+        if (LM_NEVER(e >= op->bk_cap)) return LAMINAR_ERR_INTERNAL;
+        op->bk_win[e] = w;
+        op->bk_group[e++] = g;
+      }
       w->stamp[g] = pass;
       touched[nt++] = g;
     }
   }
+  /* Their slots, a field at a time (reserved: allocates nothing). */
+  const uint32_t* saved = op->bk_group + e0;
+  window* b = op->bk;
+  for (int32_t a = 0; a < spec->naggs; a++)
+    lm_agg_gather_groups(&b->aggs[a], e0, &w->aggs[a], saved, e - e0);
+  for (int64_t k = 0; k < e - e0; k++) {
+    b->nrows[e0 + k] = w->nrows[saved[k]];
+    b->live[e0 + k] = w->live[saved[k]];
+  }
+  for (int64_t k = 0; w->last != NULL && k < e - e0; k++)
+    b->last[e0 + k] = w->last[saved[k]];
+  op->bk_n = e;
   LM_TRY(lm_op_rows_reserve(op, 2 * nt)); /* reserved already: no allocation */
   /* Without aggregates (SELECT DISTINCT) a row does not change while its
    * group lives: only a group's birth and death are deltas. */

@@ -726,7 +726,7 @@ static int fanout_run(int64_t nth, int64_t variant, char* out, size_t cap,
   CHECK_CODE(laminar_subscribe(db, "g", &sub, &err), LAMINAR_OK, &err);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
-  int64_t nb = variant == 1 ? 6000 : 3000, mod = variant == 1 ? 4000 : 0;
+  int64_t nb = variant == 1 ? 2500 : 3000, mod = variant == 1 ? 2000 : 0;
   lm_fault_slice_pairs_set(variant == 1 ? SLICE_PAIRS : 0);
   CHECK(push_keys_mod(src, 0, 3000, 0, &err) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
