@@ -1908,6 +1908,34 @@ void lm_agg_copy_group(lm_agg_states* to, int64_t tg, const lm_agg_states* from,
   copy_slots(to, tg, from, fg, 1);
 }
 
+/* to->field[first + i] = from->field[g[i]], for the arrays the state has. */
+#define GATHER_SLOTS(field)                                                     \
+  do {                                                                          \
+    if (from->field != NULL)                                                    \
+      for (int64_t i = 0; i < n; i++) to->field[first + i] = from->field[g[i]]; \
+  } while (0)
+
+void lm_agg_gather_groups(lm_agg_states* to, int64_t first, const lm_agg_states* from,
+                          const uint32_t* g, int64_t n) {
+  GATHER_SLOTS(count);
+  GATHER_SLOTS(sum_i);
+  GATHER_SLOTS(sum_d);
+  GATHER_SLOTS(mm_i);
+  GATHER_SLOTS(mm_d);
+  GATHER_SLOTS(has);
+  GATHER_SLOTS(ord);
+  GATHER_SLOTS(vnull);
+  GATHER_SLOTS(m_a);
+  GATHER_SLOTS(m_b);
+  GATHER_SLOTS(q_a);
+  GATHER_SLOTS(q_b);
+  GATHER_SLOTS(c_ab);
+  GATHER_SLOTS(by_i);
+  GATHER_SLOTS(by_d);
+}
+
+#undef GATHER_SLOTS
+
 #undef COPY_RANGE
 
 /* ---- snapshot ----------------------------------------------------------- */

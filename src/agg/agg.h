@@ -321,6 +321,11 @@ void lm_agg_states_copy_range(lm_agg_states* dst, const lm_agg_states* src, int6
  * groups a chunk touches (op/window.c). */
 void lm_agg_copy_group(lm_agg_states* to, int64_t tg, const lm_agg_states* from,
                        int64_t fg);
+/* Groups g[0..n) of `from` copied to groups [first, first + n) of `to`, as
+ * lm_agg_copy_group each, one field at a time. Allocates nothing. For EMIT
+ * CHANGES' backups of the groups a chunk updates in place (op/window.c). */
+void lm_agg_gather_groups(lm_agg_states* to, int64_t first, const lm_agg_states* from,
+                          const uint32_t* g, int64_t n);
 
 /* Where st's user-defined aggregate calls take scratch memory and report
  * (see lm_agg_report); every operator sets it on the states it creates. A

@@ -822,6 +822,7 @@ static laminar_code make_late_stream(laminar_db* db, const lm_stmt* stmt,
     return lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }
   lm_state_budget_init(&l->budget, l->name, 0, &db->state_budget);
+  lm_op_chain_set_txn(l->chain, &db->graph.txn);
   lm_plan_context pctx = {.ncores = db->rt.ncores, .source = NULL, .is_view = false};
   lm_plan_physical(&l->plan, &pctx, &l->phys);
   lm_stream_def_attach(l);
@@ -894,6 +895,7 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
   /* The whole chain, a view's operator included (partitions: part.c). */
   lm_state_budget_init(&s->budget, s->name, s->plan.max_state_bytes, &db->state_budget);
   lm_op_chain_set_budget(s->chain, &s->budget);
+  lm_op_chain_set_txn(s->chain, &db->graph.txn);
   lm_stream_def* late;
   if ((rc = make_late_stream(db, stmt, s, &late, err)) != LAMINAR_OK) {
     lm_stream_def_free(s);
@@ -1505,6 +1507,7 @@ void lm_db_catalog_free(laminar_db* db) {
   for (int32_t i = db->graph.nstreams - 1; i >= 0; i--)
     lm_stream_def_free(db->graph.streams[i]);
   lm_free(db->graph.streams);
+  lm_op_txn_free(&db->graph.txn);
   for (int32_t i = 0; i < db->graph.nsources; i++)
     lm_source_def_unref(db->graph.sources[i]);
   lm_free(db->graph.sources);

@@ -161,6 +161,58 @@ void lm_op_chain_set_budget(lm_op* head, lm_state_budget* b) {
   }
 }
 
+void lm_op_chain_set_txn(lm_op* head, lm_op_txn* t) {
+  for (lm_op* op = head; op != NULL; op = op->next) op->txn = t;
+}
+
+/* ---- a source batch's commit list (op.h) ---------------------------------------- */
+
+void lm_op_txn_begin(lm_op_txn* t, bool active) {
+  t->seq++;
+  t->n = 0;
+  t->active = active;
+}
+
+laminar_code lm_op_txn_add(lm_op_txn* t, lm_op_txn_end_fn end, void* a, void* b) {
+  if (t->n == t->cap) {
+    int32_t ncap = t->cap ? t->cap * 2 : 8;
+    LM_GROW_ARRAY(t->entries, ncap);
+    t->cap = ncap;
+  }
+  t->entries[t->n++] = (lm_op_txn_entry){end, a, b};
+  return LAMINAR_OK;
+}
+
+laminar_code lm_op_txn_end(lm_op_txn* t, bool commit) {
+  laminar_code first = LAMINAR_OK;
+  if (commit) {
+    for (int32_t i = 0; i < t->n; i++) {
+      laminar_code rc = t->entries[i].end(t->entries[i].a, t->entries[i].b, true);
+      if (first == LAMINAR_OK) first = rc;
+    }
+  } else {
+    for (int32_t i = t->n - 1; i >= 0; i--)
+      (void)t->entries[i].end(t->entries[i].a, t->entries[i].b, false);
+  }
+  t->n = 0;
+  t->active = false;
+  return first;
+}
+
+void lm_op_txn_free(lm_op_txn* t) {
+  lm_free(t->entries);
+  *t = (lm_op_txn){0};
+}
+
+laminar_code lm_op_txn_join(lm_op* op, lm_op_txn_end_fn end, bool* out_first) {
+  *out_first = false;
+  if (op->txn_seq == op->txn->seq) return LAMINAR_OK; /* joined this batch */
+  LM_TRY(lm_op_txn_add(op->txn, end, op, NULL));
+  op->txn_seq = op->txn->seq;
+  *out_first = true;
+  return LAMINAR_OK;
+}
+
 void lm_op_chain_destroy(lm_op* head) {
   while (head != NULL) {
     lm_op* next = head->next;

@@ -206,13 +206,30 @@ typedef struct window_op {
   int32_t jn, jcap;
   uint64_t jseq;   /* chunks begun */
   int64_t jkeyset; /* the keyset's groups before the chunk, -1: no keyset */
-  /* EMIT CHANGES: a chunk updates copies of the groups it touches
-   * (jshadow[j] for jwin[j]) and builds its rows from them; only once they
-   * went through everything downstream (the rest of the chain, the stream's
-   * output) does it update the windows (prepared: cannot fail). A failure
-   * before that takes the groups back: the chain is as before the chunk. */
+  /* EMIT CHANGES, flat states (op->flat: every aggregate's states are
+   * fixed-width, lm_agg_states_flat, and built in): a chunk updates the
+   * groups in place, each group's slots (states, row count, emitted flag,
+   * last event time) saved in `bk` before its first update in the chunk
+   * (entry e: group bk_group[e] of window bk_win[e]; a group is saved when
+   * its stamp is not above bk_pass, the update pass the chunk began at),
+   * room reserved with the chunk's rows, so saving cannot fail. A failure
+   * downstream copies the slots back (allocating nothing); success forgets
+   * them. */
+  window* bk;
+  bool held;       /* a batch that fans out holds the journal and backups (op.h) */
+  int64_t bk_need; /* EMIT ON WINDOW CLOSE, held: (row, window) pairs to save */
+  window** bk_win;
+  uint32_t* bk_group;
+  int64_t bk_n, bk_cap;
+  uint64_t bk_pass;
+  /* EMIT CHANGES, other states (strings, value sets, runs, user-defined
+   * aggregates): a chunk updates copies of the groups it touches (jshadow[j]
+   * for jwin[j], the states encoded and decoded) and builds its rows from
+   * them; only once they went through everything downstream (the rest of
+   * the chain, the stream's output) does it update the windows (prepared:
+   * cannot fail). A failure before that takes the groups back: the chain is
+   * as before the chunk. */
   window_shadow* jshadow; /* jcap */
-  bool jflat;  /* the chunk's copies are flat (lm_agg_states_flat): copied back */
   int8_t flat; /* every aggregate's states are flat: 1 yes, 0 no, -1 not known yet */
   lm_state_writer sh_buf; /* a group's states encoded on their way to its copy */
   int64_t per_group;      /* bytes a group of a window holds (accounting) */

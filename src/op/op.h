@@ -46,6 +46,46 @@ typedef struct lm_op_part_filter lm_op_part_filter; /* below */
 /* Where the last operator of a chain delivers: the stream's output. */
 typedef laminar_code (*lm_op_sink_fn)(void* arg, const lm_chunk* chunk);
 
+/* ---- a source batch's commit list: all readers or none (issue 20) --------- */
+/*
+ * A batch that fans out (its source, or a stream on its way, has several
+ * readers) goes through each reader in turn; a failure in a later one must
+ * leave the earlier ones as before the batch too. While such a batch is under
+ * way (`active`, set by the runtime that runs it: rt/reactor.c process_msg)
+ * the operators that change state in place keep what undoes it, and register
+ * here, before their first change, an entry whose `end` the runtime calls
+ * once every reader took the batch (commit: forget the undo, or do what was
+ * held back: the stream's publication to sinks and subscribers) or once one
+ * failed (abort, in reverse order: undo; allocates nothing, cannot fail). A
+ * batch that does not fan out runs with `active` false: operators undo their
+ * own chunk's failure and forget the rest at its end, as before. One list per
+ * database (lm_graph), used by the thread that runs unpartitioned streams.
+ */
+typedef laminar_code (*lm_op_txn_end_fn)(void* a, void* b, bool commit);
+typedef struct lm_op_txn_entry {
+  lm_op_txn_end_fn end;
+  void* a;
+  void* b;
+} lm_op_txn_entry;
+typedef struct lm_op_txn {
+  bool active;  /* a batch that fans out is under way */
+  uint64_t seq; /* batches begun (an operator joins once per batch) */
+  lm_op_txn_entry* entries;
+  int32_t n, cap;
+} lm_op_txn;
+
+/* Begin a batch (no entries yet); active: it fans out. */
+void lm_op_txn_begin(lm_op_txn* t, bool active);
+/* Register an entry (the batch active). LAMINAR_ERR_NOMEM: not registered
+ * (the caller has changed nothing yet, or what it changed is undone by an
+ * entry registered before). */
+laminar_code lm_op_txn_add(lm_op_txn* t, lm_op_txn_end_fn end, void* a, void* b);
+/* End the batch: commit runs every entry in order (the first failure is
+ * returned, the later ones still run), abort in reverse order. The list is
+ * empty and inactive afterwards. */
+laminar_code lm_op_txn_end(lm_op_txn* t, bool commit);
+void lm_op_txn_free(lm_op_txn* t);
+
 typedef struct lm_op_vtable {
   const char* name; /* "map", "window" (EXPLAIN and errors) */
   /* A chunk may carry a selection (lm_chunk.sel) only if takes_sel. */
@@ -99,7 +139,22 @@ struct lm_op {
    * only account: the batch was accepted upstream, and refusing it there
    * would leave it half applied. */
   bool checks_bound;
+  /* The database's batch commit list (NULL: none, e.g. a partition's chain
+   * on a worker reactor) and the batch this op last joined (lm_op_txn.seq). */
+  lm_op_txn* txn;
+  uint64_t txn_seq;
 };
+
+/* Whether op runs inside a batch that fans out (op.h, lm_op_txn). */
+static inline bool lm_op_txn_active(const lm_op* op) {
+  return op->txn != NULL && op->txn->active;
+}
+/* op joins the batch under way, once per batch: end(op, NULL, commit) is
+ * registered (lm_op_txn_add). out_first: this call joined (the op's first
+ * chunk of the batch). */
+laminar_code lm_op_txn_join(lm_op* op, lm_op_txn_end_fn end, bool* out_first);
+/* Every operator of the chain uses the commit list t. */
+void lm_op_chain_set_txn(lm_op* head, lm_op_txn* t);
 
 /* Set op's keyed state to `bytes` in its budget: charge the growth (or give
  * back the shrink) since the last call. With `check`, growth past a bound is

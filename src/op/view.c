@@ -129,6 +129,17 @@ typedef struct view_op {
   /* Checkpoints freeze `rows` copy-on-write ("frozen views" below). */
   int64_t thaws; /* copies made so (lm_op_view_thaws) */
   int64_t thawed_rows;
+  /* A batch that fans out (op.h, lm_op_txn): the rows its chunks applied
+   * (encodings back to back in u_bytes, row i at [u_off[i], u_off[i + 1]),
+   * the weight it applied u_eff[i]) and the retraction errors before it,
+   * kept until it ends; an abort applies them back in reverse, in room
+   * reserved with the chunks, so it allocates nothing. */
+  bool held;
+  uint8_t* u_bytes;
+  int64_t* u_off; /* u_n + 1 */
+  int64_t* u_eff;
+  int64_t u_n, u_len, u_cap, u_bcap;
+  int64_t u_errors;
 } view_op;
 
 static const lm_op_vtable view_vtable;
@@ -171,7 +182,54 @@ static int64_t view_bytes(const view_op* v) { return lm_state_rowset_bytes(&v->r
 static laminar_code chunk_begin(view_op* v) {
   LM_TRY(view_thaw(v));
   lm_eval_ctx_reset(v->ctx);
-  lm_state_rowset_compact(&v->rows);
+  /* (not under a held batch's rows: their undo needs the room they left) */
+  if (v->u_n == 0) lm_state_rowset_compact(&v->rows);
+  return LAMINAR_OK;
+}
+
+/* The end of a batch the view held (op.h): an abort applies its rows back
+ * in reverse; either way they are forgotten. */
+static laminar_code view_txn_end(void* a, void* b, bool commit) {
+  (void)b;
+  view_op* v = a;
+  if (!commit) {
+    for (int64_t i = v->u_n - 1; i >= 0; i--) {
+      const uint8_t* p = v->u_bytes + v->u_off[i];
+      int64_t len = v->u_off[i + 1] - v->u_off[i];
+      apply_row(v, row_hash(p, len), p, len, -v->u_eff[i]);
+    }
+    v->retract_errors = v->u_errors;
+    if (lm_op_bounded(&v->base)) (void)lm_op_account(&v->base, view_bytes(v), false);
+  }
+  v->held = false;
+  v->u_n = 0;
+  v->u_len = 0;
+  return LAMINAR_OK;
+}
+
+/* A chunk of a batch that fans out: the view joins it (before any change),
+ * and has room to keep the chunk's n rows of `bytes` encoded bytes. */
+static laminar_code view_hold(view_op* v, int64_t n, int64_t bytes) {
+  bool first;
+  LM_TRY(lm_op_txn_join(&v->base, view_txn_end, &first));
+  if (first) {
+    v->held = true;
+    v->u_n = 0;
+    v->u_len = 0;
+    v->u_errors = v->retract_errors;
+  }
+  if (v->u_n + n + 1 > v->u_cap) {
+    int64_t ncap = 2 * (v->u_n + n + 1);
+    LM_GROW_ARRAY(v->u_off, ncap);
+    LM_GROW_ARRAY(v->u_eff, ncap);
+    v->u_cap = ncap;
+  }
+  if (v->u_len + bytes > v->u_bcap) {
+    int64_t ncap = 2 * (v->u_len + bytes) + 64;
+    LM_GROW_ARRAY(v->u_bytes, ncap);
+    v->u_bcap = ncap;
+  }
+  v->u_off[v->u_n] = v->u_len;
   return LAMINAR_OK;
 }
 
@@ -203,8 +261,12 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
     uint8_t* p = enc + offs[r];
     for (int32_t c = 0; c < ncols; c++) p = encode_value(&in->cols[c], r, p);
   }
-  /* Room for the worst case before the state changes: all or nothing. */
-  LM_TRY(lm_state_rowset_reserve(&v->rows, n, offs[n]));
+  /* Room for the worst case before the state changes: all or nothing. A
+   * batch that fans out keeps the rows, and room to undo them all. */
+  bool held = lm_op_txn_active(base);
+  if (held) LM_TRY(view_hold(v, n, offs[n]));
+  LM_TRY(lm_state_rowset_reserve(&v->rows, n + (held ? v->u_n : 0),
+                                 offs[n] + (held ? v->u_len : 0)));
 
   bool pass = true; /* every row applied exactly its own weight */
   int64_t errors_before = v->retract_errors;
@@ -254,6 +316,16 @@ static laminar_code view_on_chunk(lm_op* base, const lm_chunk* in) {
     v->outs[ncols] = (lm_vec){LM_TYPE_INT64, m, NULL, moved};
     lm_chunk out = {m, ncols + 1, v->outs, NULL};
     if (rc == LAMINAR_OK && m > 0) rc = lm_op_emit(base, &out);
+  }
+  if (rc == LAMINAR_OK && held) { /* kept until the batch ends (reserved) */
+    for (int64_t r = 0; r < n; r++) {
+      if (eff[r] == 0) continue;
+      int64_t len = offs[r + 1] - offs[r];
+      memcpy(v->u_bytes + v->u_len, enc + offs[r], (size_t)len);
+      v->u_eff[v->u_n] = eff[r];
+      v->u_len += len;
+      v->u_off[++v->u_n] = v->u_len;
+    }
   }
   if (rc == LAMINAR_OK) return LAMINAR_OK;
   for (int64_t r = n - 1; r >= 0; r--) {
@@ -386,6 +458,9 @@ static void view_destroy(lm_op* base) {
   lm_eval_ctx_destroy(v->ctx);
   lm_free(v->outs);
   lm_state_rowset_free(&v->rows);
+  lm_free(v->u_bytes);
+  lm_free(v->u_off);
+  lm_free(v->u_eff);
   lm_free(v);
 }
 

@@ -619,9 +619,12 @@ int64_t lm_op_window_bytes(const window_op* op) {
 /* Start a chunk's journal (see window_op.jwin). */
 void lm_op_window_journal_begin(window_op* op) {
   op->jseq++;
+  op->bk_need = 0;
+  if (op->held) return; /* the batch's earlier chunks stay journaled and saved */
   op->jn = 0;
   op->jkeyset = op->keyset != NULL ? op->keyset->t.n : -1;
-  op->jflat = false;
+  op->bk_n = 0;
+  op->bk_pass = op->pass;
 }
 
 /* Room for one more journal entry (before the window it is for changes). */
@@ -780,26 +783,12 @@ static laminar_code shadow_entry(window_op* op, window* w, uint32_t g, uint32_t*
     LM_GROW_ARRAY(sh->group, c->cap);
     sh->ngroup = c->cap;
   }
-  /* Flat states (fixed-width values: the common case) are copied slot by
-   * slot, and copied back at the commit; the others go through their
-   * snapshot encoding and are updated again at the commit. */
-  if (op->flat < 0) { /* by the aggregates' functions and types: known once */
-    /* state_ttl keeps each group's last event time, set at the commit
-     * (commit_windows), which the flat copy-back would skip. */
-    op->flat = op->spec.ttl_ms > 0 ? 0 : 1;
-    for (int32_t a = 0; a < op->spec.naggs && op->flat; a++)
-      op->flat = lm_agg_states_flat(&w->aggs[a]) && w->aggs[a].fn != LM_AGG_UDAF;
-  }
-  bool flat = op->flat != 0;
-  op->jflat = flat;
+  /* Through the states' snapshot encoding (not flat: strings, value sets,
+   * runs), updated again at the commit. */
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_agg_states* to = &c->aggs[a];
     const lm_agg_states* from = &w->aggs[a];
     to->seq = from->seq; /* FIRST/LAST runs: later arrivals stay later */
-    if (flat) {
-      lm_agg_copy_group(to, e, from, g);
-      continue;
-    }
     op->sh_buf.len = 0;
     op->sh_buf.failed = false;
     lm_agg_snapshot_group(from, g, &op->sh_buf);
@@ -818,25 +807,6 @@ static laminar_code shadow_entry(window_op* op, window* w, uint32_t g, uint32_t*
   sh->n++;
   *out = (uint32_t)e;
   return LAMINAR_OK;
-}
-
-/* The chunk's rows went downstream: each window takes its groups' flat
- * copies back (op->jflat), their row counts and emitted flags too. The
- * chunk's updates without running them again; allocates nothing. */
-static void shadow_commit(window_op* op) {
-  for (int32_t j = 0; j < op->jn; j++) {
-    const window_shadow* sh = &op->jshadow[j];
-    window* w = op->jwin[j];
-    if (sh->n == 0) continue;
-    if (op->panes) w->edit = ++op->edits; /* shared merges over it are stale now */
-    for (int64_t e = 0; e < sh->n; e++) {
-      uint32_t g = sh->group[e];
-      for (int32_t a = 0; a < op->spec.naggs; a++)
-        lm_agg_copy_group(&w->aggs[a], g, &sh->w->aggs[a], e);
-      w->nrows[g] = sh->w->nrows[e];
-      w->live[g] = sh->w->live[e];
-    }
-  }
 }
 
 /* Forget the chunk's copies (their memory kept for the next chunk). */
@@ -859,6 +829,121 @@ static void shadow_free(window_op* op) {
   }
   lm_free(op->jshadow);
   lm_state_writer_free(&op->sh_buf);
+  lm_op_window_free(op, op->bk);
+  lm_free(op->bk_win);
+  lm_free(op->bk_group);
+}
+
+/* ---- EMIT CHANGES in place: the chunk's backups of flat groups (issue 20) ------ */
+
+/* Whether the op's EMIT CHANGES chunks update in place with backups: every
+ * aggregate's states flat and built in (by the aggregates' functions and
+ * types, so known once; w: any window of the op). */
+static bool changes_in_place(window_op* op, const window* w) {
+  if (op->flat < 0) {
+    op->flat = 1;
+    for (int32_t a = 0; a < op->spec.naggs && op->flat; a++)
+      op->flat = lm_agg_states_flat(&w->aggs[a]) && w->aggs[a].fn != LM_AGG_UDAF;
+  }
+  return op->flat != 0;
+}
+
+/* Room for n backups in the chunk (before its first update). */
+static laminar_code backup_reserve(window_op* op, int64_t n) {
+  if (n <= op->bk_cap) return LAMINAR_OK;
+  if (op->bk == NULL) LM_TRY(lm_op_window_new(op, &op->bk));
+  LM_TRY(lm_op_window_reserve(op, op->bk, n));
+  LM_GROW_ARRAY(op->bk_win, n);
+  LM_GROW_ARRAY(op->bk_group, n);
+  op->bk_cap = n;
+  return LAMINAR_OK;
+}
+
+/* Save group g of window w before its first update in the chunk (reserved:
+ * allocates nothing). */
+static laminar_code backup_group(window_op* op, window* w, uint32_t g) {
+  int64_t e = op->bk_n;
+  if (LM_NEVER(e >= op->bk_cap)) return LAMINAR_ERR_INTERNAL;
+  window* b = op->bk;
+  for (int32_t a = 0; a < op->spec.naggs; a++)
+    lm_agg_copy_group(&b->aggs[a], e, &w->aggs[a], g);
+  if (w->nrows != NULL) { /* tracked (EMIT CHANGES, a changelog input) */
+    b->nrows[e] = w->nrows[g];
+    b->live[e] = w->live[g];
+  }
+  if (w->last != NULL) b->last[e] = w->last[g];
+  op->bk_win[e] = w;
+  op->bk_group[e] = g;
+  op->bk_n = e + 1;
+  return LAMINAR_OK;
+}
+
+/* A failure after in-place updates: every group updated gets its slots back
+ * (allocates nothing, cannot fail); the groups the chunk added stay for
+ * window_rollback, their states empty again. */
+static void backups_restore(window_op* op) {
+  const window* b = op->bk;
+  for (int64_t e = op->bk_n - 1; e >= 0; e--) {
+    window* w = op->bk_win[e];
+    uint32_t g = op->bk_group[e];
+    for (int32_t a = 0; a < op->spec.naggs; a++)
+      lm_agg_copy_group(&w->aggs[a], g, &b->aggs[a], e);
+    if (w->nrows != NULL) {
+      w->nrows[g] = b->nrows[e];
+      w->live[g] = b->live[e];
+    }
+    if (w->last != NULL) w->last[g] = b->last[e];
+    if (op->panes) w->edit = ++op->edits; /* shared merges over it are stale now */
+  }
+  op->bk_n = 0;
+}
+
+/* The end of a batch the op held (op.h, lm_op_txn): commit forgets the
+ * backups and the journal; abort restores the groups and takes back the
+ * groups and windows the batch added (allocating nothing), so the op is as
+ * before the batch. */
+static laminar_code window_txn_end(void* a, void* b, bool commit) {
+  (void)b;
+  window_op* op = a;
+  op->held = false;
+  if (!commit) {
+    backups_restore(op);
+    laminar_code rc = window_rollback(op);
+    if (rc != LAMINAR_OK) {
+      lm_state_budget_fail(op->base.budget, rc,
+                           "out of memory undoing a failed batch: its groups stay, "
+                           "without values");
+    }
+    (void)lm_op_window_account(op, false);
+  }
+  op->bk_n = 0;
+  op->jn = 0;
+  return LAMINAR_OK;
+}
+
+/* Whether the op holds a batch that fans out (op.h): its states flat and
+ * built in (saved slot by slot), not on panes. */
+static laminar_code holds_batches(window_op* op, bool* out) {
+  *out = false;
+  if (op->panes) return LAMINAR_OK;
+  if (op->flat < 0) { /* known once, from any window's states */
+    window* w;
+    LM_TRY(lm_op_window_new(op, &w));
+    changes_in_place(op, w);
+    lm_op_window_free(op, w);
+  }
+  *out = op->flat > 0;
+  return LAMINAR_OK;
+}
+
+/* A chunk of a batch that fans out: the op joins it (before any change) and
+ * holds its journal and backups until the batch ends. */
+static laminar_code window_join(window_op* op) {
+  if (!lm_op_txn_active(&op->base) || op->held) return LAMINAR_OK;
+  bool holds, first;
+  LM_TRY(holds_batches(op, &holds));
+  if (!holds) return LAMINAR_OK;
+  return lm_op_txn_join(&op->base, window_txn_end, &first);
 }
 
 /* How update_windows runs: GROUPS adds the slice's groups and prepares its
@@ -867,9 +952,10 @@ static void shadow_free(window_op* op) {
  * CHECKED adds them, prepares, checks the bound, then updates (a chunk of one
  * slice); UPDATE finds the groups (all there, their windows the op's own:
  * window_settle) and updates, allocating nothing. With EMIT CHANGES,
- * CHECKED and UPDATE update the chunk's copies and build its rows from
- * them; COMMIT finds the groups and updates the windows (after the rows went
- * downstream), allocating nothing. */
+ * CHECKED and UPDATE build the chunk's rows: over flat states they update
+ * the groups in place, each saved first (change_window); over others they
+ * update the chunk's copies (shadow_window), and COMMIT finds the groups and
+ * updates the windows (after the rows went downstream), allocating nothing. */
 typedef enum update_mode {
   UPDATE_GROUPS,
   UPDATE_CHECKED,
@@ -963,6 +1049,65 @@ static void ttl_touch(const lm_vec* times, int64_t* last, const uint32_t* sel,
   }
 }
 
+/* EMIT CHANGES in place, window i of the slice: its groups saved on their
+ * first touch in the chunk, their -1 rows, the rows into the groups, their
+ * +1 rows. */
+static laminar_code change_window(window_op* op, assign_scratch* s, int32_t i, window* w,
+                                  const uint32_t* wg, uint32_t* touched) {
+  const lm_window_spec* spec = &op->spec;
+  const uint32_t* wsel = s->bsel + s->offsets[i];
+  int64_t m = s->offsets[i + 1] - s->offsets[i];
+  uint64_t pass = ++op->pass;
+  int64_t nt = 0, e0 = op->bk_n, e = e0;
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t g = wg[j];
+    if (w->stamp[g] != pass) {
+      if (w->stamp[g] <= op->bk_pass) { /* first touch in the chunk: saved below */
+        if (LM_NEVER(e >= op->bk_cap)) return LAMINAR_ERR_INTERNAL;
+        op->bk_win[e] = w;
+        op->bk_group[e++] = g;
+      }
+      w->stamp[g] = pass;
+      touched[nt++] = g;
+    }
+  }
+  /* Their slots, a field at a time (reserved: allocates nothing). */
+  const uint32_t* saved = op->bk_group + e0;
+  window* b = op->bk;
+  for (int32_t a = 0; a < spec->naggs; a++)
+    lm_agg_gather_groups(&b->aggs[a], e0, &w->aggs[a], saved, e - e0);
+  for (int64_t k = 0; k < e - e0; k++) {
+    b->nrows[e0 + k] = w->nrows[saved[k]];
+    b->live[e0 + k] = w->live[saved[k]];
+  }
+  for (int64_t k = 0; w->last != NULL && k < e - e0; k++)
+    b->last[e0 + k] = w->last[saved[k]];
+  op->bk_n = e;
+  LM_TRY(lm_op_rows_reserve(op, 2 * nt)); /* reserved already: no allocation */
+  /* Without aggregates (SELECT DISTINCT) a row does not change while its
+   * group lives: only a group's birth and death are deltas. */
+  for (int64_t k = 0; k < nt && spec->naggs > 0; k++) {
+    if (w->live[touched[k]]) put_group_row(op, w, touched[k], -1);
+  }
+  if (op->panes) w->edit = ++op->edits; /* shared merges over it are stale now */
+  for (int32_t a = 0; a < spec->naggs; a++)
+    LM_TRY(update_agg(op, w->aggs, a, s, i, wsel, wg, m)); /* prepared: cannot fail */
+  for (int64_t j = 0; j < m; j++)
+    w->nrows[wg[j]] += op->weights ? op->weights[wsel[j]] : 1;
+  if (op->ttl_times != NULL) ttl_touch(op->ttl_times, w->last, wsel, wg, m);
+  for (int64_t k = 0; k < nt; k++) {
+    uint32_t g = touched[k];
+    bool was = w->live[g] != 0;
+    w->live[g] = w->nrows[g] > 0;
+    if (spec->naggs == 0) {
+      if (was != (w->live[g] != 0)) put_group_row(op, w, g, was ? -1 : +1);
+    } else if (w->live[g]) {
+      put_group_row(op, w, g, +1);
+    }
+  }
+  return LAMINAR_OK;
+}
+
 /* Passes 3 and 4 over the pairs of one slice: bucket rows by window (a
  * counting sort keeps arrival order), then find (add) the group ids of every
  * window's rows, and only then run each aggregate's update loop per window:
@@ -1019,18 +1164,28 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
                                    arg_rows(op, a, s, i, wsel), m, op->jseq));
     }
   }
-  if (mode == UPDATE_GROUPS) return LAMINAR_OK;
+  if (mode == UPDATE_GROUPS) {
+    op->bk_need += s->offsets[nwin]; /* pairs of the slice (held: each saved) */
+    return LAMINAR_OK;
+  }
+  bool in_place = spec->emit_changes && nwin > 0 && changes_in_place(op, wins[0]);
   if (mode == UPDATE_CHECKED) {
     LM_TRY(window_check_bound(op));
     if (spec->emit_changes) LM_TRY(lm_op_rows_reserve(op, 2 * *io_touch));
+    if (in_place) LM_TRY(backup_reserve(op, op->bk_n + *io_touch));
+    if (op->held && !spec->emit_changes)
+      LM_TRY(backup_reserve(op, op->bk_n + s->offsets[nwin]));
   }
   if (mode == UPDATE_COMMIT || !spec->emit_changes) {
     /* from here on a failure leaves the chunk partly applied (prepared: none can) */
     *out_updating = true;
     return commit_windows(op, s, nwin, wins, gids);
   }
-  for (int32_t i = 0; i < nwin; i++)
-    LM_TRY(shadow_window(op, s, i, wins[i], gids + s->offsets[i], touched));
+  for (int32_t i = 0; i < nwin; i++) {
+    uint32_t* wg = gids + s->offsets[i];
+    LM_TRY(in_place ? change_window(op, s, i, wins[i], wg, touched)
+                    : shadow_window(op, s, i, wins[i], wg, touched));
+  }
   return LAMINAR_OK;
 }
 
@@ -1046,6 +1201,10 @@ static laminar_code commit_windows(window_op* op, assign_scratch* s, int32_t nwi
     int64_t m = s->offsets[i + 1] - s->offsets[i];
     const uint32_t* wg = gids + s->offsets[i];
     if (op->panes) w->edit = ++op->edits; /* shared merges over it are stale now */
+    /* Held by a batch that fans out: each pair's group saved (reserved;
+     * restored in reverse, so a group's first save wins). */
+    for (int64_t j = 0; op->held && !spec->emit_changes && j < m; j++)
+      LM_TRY(backup_group(op, w, wg[j]));
     for (int32_t a = 0; a < spec->naggs; a++)
       LM_TRY(update_agg(op, w->aggs, a, s, i, wsel, wg, m)); /* prepared: cannot fail */
     if (!op->track) continue;
@@ -1316,10 +1475,16 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
   /* All or nothing (issue 20): every group of the chunk is added and the
    * bound checked before the first aggregate update. A chunk of several
    * slices adds them in a first pass over its slices (late rows counted
-   * again by the second). With EMIT CHANGES the updates go into copies of
-   * the groups first, their rows downstream, and only then into the
-   * windows (a third pass over the slices, or the one slice's again). */
+   * again by the second). With EMIT CHANGES over flat states the groups
+   * are updated in place, each saved before its first update (restored if
+   * downstream fails); over others the updates go into copies of the groups
+   * first, their rows downstream, and only then into the windows (a third
+   * pass over the slices, or the one slice's again). */
+  LM_TRY(window_join(op));
   lm_op_window_journal_begin(op);
+  if (op->base.txn_seq != 0 && lm_op_txn_active(&op->base) &&
+      op->base.txn_seq == op->base.txn->seq)
+    op->held = true; /* joined: from here on the batch's (window_txn_end) */
   LM_TRY(lm_op_window_account(op, false));
   op->ttl_times = spec->ttl_ms > 0 ? &rows.cols[spec->ttl_col] : NULL;
   int64_t late_before = op->late_rows, nlate_before = op->nlate;
@@ -1337,11 +1502,7 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
       rc = lm_op_rows_flush(op);
       if (rc == LAMINAR_OK) rc = lm_op_late_deliver(op, in);
       if (rc != LAMINAR_OK) break;
-      if (op->jflat) { /* the copies are the updated groups */
-        updating = true;
-        shadow_commit(op);
-        break;
-      }
+      if (op->flat > 0) break; /* updated in place already */
       if (!several) {
         updating = true;
         rc = nwin_one > 0 ? commit_windows(op, &s, nwin_one, wins, gids) : LAMINAR_OK;
@@ -1375,11 +1536,17 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
       if (rc == LAMINAR_OK) rc = window_settle(op);
       if (rc == LAMINAR_OK) rc = window_check_bound(op);
       if (rc == LAMINAR_OK && spec->emit_changes) rc = lm_op_rows_reserve(op, 2 * touch);
+      if (rc == LAMINAR_OK && spec->emit_changes && op->jn > 0 &&
+          changes_in_place(op, op->jwin[0]))
+        rc = backup_reserve(op, op->bk_n + touch);
+      if (rc == LAMINAR_OK && op->held && !spec->emit_changes)
+        rc = backup_reserve(op, op->bk_n + op->bk_need);
     }
     if (pass == 2) op->late_rows = late_done; /* counted by pass 1 */
   }
   shadow_end(op);
   if (rc != LAMINAR_OK && !updating) {
+    backups_restore(op); /* in-place updates undone (allocates nothing) */
     op->late_rows = late_before;
     op->nlate = nlate_before;
     op->late_sel = NULL;

@@ -188,12 +188,36 @@ static laminar_code stream_sinks(lm_stream_def* s, lm_batch* batch) {
   return LAMINAR_OK;
 }
 
+/* The end of a source batch that fans out (op.h, lm_op_txn) for a stream's
+ * batch held back: published to sinks and subscribers at the commit, dropped
+ * at the abort. */
+static laminar_code publish_end(void* a, void* b, bool commit) {
+  lm_stream_def* s = a;
+  lm_batch* batch = b;
+  laminar_code rc = LAMINAR_OK;
+  if (commit) rc = stream_sinks(s, batch);
+  if (commit && rc == LAMINAR_OK) rc = stream_share(s, batch);
+  lm_batch_unref(batch);
+  return rc;
+}
+
 static laminar_code stream_deliver(void* arg, const lm_chunk* chunk) {
   lm_stream_def* s = arg;
   if (s->nsinks == 0 && s->nsubs == 0 && s->nreaders == 0) return LAMINAR_OK;
   lm_batch* batch;
   LM_TRY(lm_arrow_build(&s->out_schema, chunk->cols, chunk->nrows, &batch));
   laminar_code rc = stream_feed(s, batch);
+  lm_op_txn* txn = s->chain->txn;
+  if (rc == LAMINAR_OK && txn != NULL && txn->active) {
+    /* All readers or none: published once every reader took the batch. */
+    if (s->nsinks == 0 && s->nsubs == 0) {
+      lm_batch_unref(batch);
+      return LAMINAR_OK;
+    }
+    rc = lm_op_txn_add(txn, publish_end, s, batch);
+    if (rc != LAMINAR_OK) lm_batch_unref(batch);
+    return rc;
+  }
   if (rc == LAMINAR_OK) rc = stream_sinks(s, batch);
   if (rc == LAMINAR_OK) rc = stream_share(s, batch);
   lm_batch_unref(batch);
@@ -327,6 +351,7 @@ laminar_code lm_stream_def_set_inputs(lm_stream_def* s, const void* const* in_de
     if (!s->in_idle[b] && in_wm[b] < least) least = in_wm[b];
     LM_TRY(lm_plan_build_branch(plan, b, &s->in_chains[b]));
     if (s->in_chains[b] != NULL) {
+      lm_op_chain_set_txn(s->in_chains[b], s->chain->txn);
       s->in_chains[b]->sink = branch_deliver;
       s->in_chains[b]->sink_arg = s;
     }
@@ -487,14 +512,31 @@ int64_t lm_rt_msg_advance(lm_rt* rt, lm_source_def* src, const lm_msg* msg) {
   return wm;
 }
 
+/* Whether a batch of a stream with these readers reaches more than one
+ * reader on its way (the stream's own, or a stream's downstream). */
+static bool fans_out(lm_stream_def* const* readers, int32_t n) {
+  if (n > 1) return true;
+  return n == 1 && fans_out(readers[0]->readers, readers[0]->nreaders);
+}
+
 static laminar_code process_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
   laminar_code rc = LAMINAR_OK;
   int64_t wm = lm_rt_msg_advance(rt, src, msg);
   if (msg->batch != NULL) {
     lm_batch* batch = msg->batch;
     lm_chunk chunk = {batch->nrows, batch->ncols, batch->cols, NULL};
+    /* All readers or none (op.h, lm_op_txn): a batch that fans out is
+     * committed once every reader took it, or undone in all of them. The
+     * unpartitioned path only (one reactor). */
+    lm_op_txn* txn = &rt->graph->txn;
+    bool fan = rt->ncores <= 1 && fans_out(src->readers, src->nreaders);
+    if (fan) lm_op_txn_begin(txn, true);
     for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
       rc = stream_chunk(src->readers[i], src, &chunk);
+    }
+    if (fan) {
+      laminar_code erc = lm_op_txn_end(txn, rc == LAMINAR_OK);
+      if (rc == LAMINAR_OK) rc = erc;
     }
     lm_batch_unref(batch);
   }

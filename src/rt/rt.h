@@ -347,6 +347,9 @@ typedef struct lm_graph {
   int32_t nsources;
   lm_stream_def** streams; /* in creation order: upstream before downstream */
   int32_t nstreams;
+  /* The commit list of the source batch under way (op.h, lm_op_txn): every
+   * unpartitioned chain's operators and publications register on it. */
+  lm_op_txn txn;
 } lm_graph;
 
 struct lm_rt;

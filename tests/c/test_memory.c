@@ -696,6 +696,96 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
   return 0;
 }
 
+/* All readers or none (issue 20): source t read by a running GROUP BY with
+ * EMIT CHANGES (stream g, a subscriber on it), a materialized view of some
+ * of its rows (mv) and tumbling windows closed on the watermark into a view
+ * (wv), in that order. After batch A, batch B runs with its nth allocation
+ * failing (the later readers' too, after the first took B): a failure
+ * leaves every reader as after A and publishes nothing; B pushed again, then
+ * a watermark closing every window, gives the unfaulted answer in all.
+ * variant 1: a big B, assigned in several slices by both windows. */
+static int fanout_run(int64_t nth, int64_t variant, char* out, size_t cap,
+                      bool* out_failed) {
+  laminar_db* db = open_db(NULL, NULL);
+  CHECK(db != NULL);
+  laminar_error err;
+  CHECK_CODE(
+      laminar_execute(
+          db,
+          "CREATE SOURCE t (k VARCHAR, v BIGINT, "
+          "WATERMARK FOR v AS v - INTERVAL '1' HOUR);"
+          "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo "
+          "FROM t GROUP BY k EMIT CHANGES;"
+          "CREATE MATERIALIZED VIEW mv AS SELECT k, v FROM t WHERE v % 3 = 0;"
+          "CREATE MATERIALIZED VIEW wv AS SELECT k, window_start AS ws, COUNT(*) AS n, "
+          "SUM(v) AS s FROM t GROUP BY k, tumble(v, INTERVAL '1' SECOND) "
+          "EMIT ON WINDOW CLOSE",
+          &err),
+      LAMINAR_OK, &err);
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "g", &sub, &err), LAMINAR_OK, &err);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
+  int64_t nb = variant == 1 ? 2500 : 3000, mod = variant == 1 ? 2000 : 0;
+  lm_fault_slice_pairs_set(variant == 1 ? SLICE_PAIRS : 0);
+  CHECK(push_keys_mod(src, 0, 3000, 0, &err) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  int64_t nout_a, tot_a[4];
+  CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
+  uint64_t mv_a, wv_a;
+  CHECK(query_hash(db, "SELECT * FROM mv ORDER BY k, v", &mv_a) == 0);
+  int64_t g_a = stream_metric(db, "g", "state_groups");
+  int64_t w_a = stream_metric(db, "wv", "state_groups");
+  CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0);
+  lm_fault_alloc_set(nth, false);
+  laminar_code rc = laminar_run_until_idle(db, &err);
+  *out_failed = lm_fault_alloc_failures() > 0;
+  lm_fault_alloc_set(0, false);
+  if (rc != LAMINAR_OK) {
+    if (rc != LAMINAR_ERR_NOMEM) {
+      printf("allocation %" PRId64 ": %s\n", nth, err.message);
+      CHECK(0);
+    }
+    /* As after A in every reader: nothing emitted, the view, the groups. */
+    uint64_t mv;
+    CHECK(query_hash(db, "SELECT * FROM mv ORDER BY k, v", &mv) == 0);
+    int64_t nout, tot[4];
+    CHECK(drain_totals(sub, &nout, tot) == 0);
+    if (mv != mv_a || nout != 0 || stream_metric(db, "g", "state_groups") != g_a ||
+        stream_metric(db, "wv", "state_groups") != w_a) {
+      printf("allocation %" PRId64 " (%s): mv %s, %" PRId64
+             " rows emitted, groups g %" PRId64 " (before %" PRId64 "), wv %" PRId64
+             " (before %" PRId64 ")\n",
+             nth, err.message, mv == mv_a ? "unchanged" : "changed", nout,
+             stream_metric(db, "g", "state_groups"), g_a,
+             stream_metric(db, "wv", "state_groups"), w_a);
+      CHECK(0);
+    }
+    CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0); /* the retry */
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  }
+  CHECK_CODE(laminar_source_watermark(src, INT64_C(1) << 40, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  int64_t nout, tot[4];
+  CHECK(drain_totals(sub, &nout, tot) == 0);
+  uint64_t mv, wv;
+  CHECK(query_hash(db, "SELECT * FROM mv ORDER BY k, v", &mv) == 0);
+  CHECK(query_hash(db, "SELECT * FROM wv ORDER BY k, ws", &wv) == 0);
+  (void)wv_a;
+  snprintf(out, cap,
+           "mv=%016" PRIx64 " wv=%016" PRIx64 " groups=%" PRId64 " rows=%" PRId64
+           "+%" PRId64 " n=%" PRId64 " s=%" PRId64 " lo=%" PRId64,
+           mv, wv, stream_metric(db, "g", "state_groups"), nout_a, nout,
+           tot_a[0] + tot[0], tot_a[1] + tot[1], tot_a[2] + tot[2]);
+  laminar_subscription_close(sub);
+  laminar_source_close(src);
+  CHECK(laminar_close(db) == LAMINAR_OK);
+  return 0;
+}
+
+static int test_fault_fanout_readers(void) { return fault_each(fanout_run, 0); }
+static int test_fault_fanout_big(void) { return fault_each(fanout_run, 1); }
+
 static int chain_variant(int64_t variant) { return fault_each(chain_run, variant); }
 
 static int test_fault_chain_group_view(void) { return chain_variant(0); }
@@ -739,6 +829,8 @@ static int test_fault_chain_session_close(void) {
   return test_fault_batch_all_or_nothing();
 }
 static int test_fault_chain_cascade(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_fanout_readers(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_fanout_big(void) { return test_fault_batch_all_or_nothing(); }
 #endif
 
 static const lm_test_case cases[] = {
@@ -758,6 +850,8 @@ static const lm_test_case cases[] = {
     {"fault_chain_window_close", test_fault_chain_window_close},
     {"fault_chain_session_close", test_fault_chain_session_close},
     {"fault_chain_cascade", test_fault_chain_cascade},
+    {"fault_fanout_readers", test_fault_fanout_readers},
+    {"fault_fanout_big", test_fault_fanout_big},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
