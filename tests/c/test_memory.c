@@ -602,16 +602,28 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
       "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MAX(k) AS mk FROM t "
       "GROUP BY k EMIT CHANGES;"
       "CREATE MATERIALIZED VIEW mv AS SELECT k, n, s, mk FROM g WHERE n > 0",
+      /* 7: the analytic operator released by the watermark into a view (LAG,
+       * LEAD of rows pending from an earlier release, strings, frames) */
+      "CREATE STREAM g AS SELECT k, v, LAG(k) OVER (PARTITION BY k ORDER BY v) AS pk, "
+      "LEAD(v) OVER (PARTITION BY k ORDER BY v) AS nv, "
+      "ROW_NUMBER() OVER (PARTITION BY k ORDER BY v) AS rn, "
+      "FIRST_VALUE(k) OVER (PARTITION BY k ORDER BY v) AS fk, "
+      "SUM(v) OVER (PARTITION BY k ORDER BY v ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) "
+      "AS s3, MIN(k) OVER (PARTITION BY k ORDER BY v RANGE BETWEEN INTERVAL '2' SECOND "
+      "PRECEDING AND CURRENT ROW) AS mk FROM t;"
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v + nv + rn + s3) AS "
+      "s, "
+      "MIN(v) AS lo, MAX(pk || fk || mk) AS mk FROM g GROUP BY k EMIT CHANGES",
   };
   const char* order[] = {
       "SELECT * FROM mv ORDER BY k",     "SELECT * FROM mv ORDER BY k",
       "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k",
       "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k, ws",
-      "SELECT * FROM mv ORDER BY k, n"};
+      "SELECT * FROM mv ORDER BY k, n",  "SELECT * FROM mv ORDER BY k"};
   /* 4, 5: B goes in unfaulted; the watermark closing every window fails
    * instead, and is retried by the next one. */
-  bool close = variant == 4 || variant == 5;
-  const char* stream = variant == 6 ? "g" : "mv";
+  bool close = variant == 4 || variant == 5 || variant == 7;
+  const char* stream = variant == 6 || variant == 7 ? "g" : "mv";
   char text[1024];
   snprintf(text, sizeof text, "%s%s", src_sql, sql[variant]);
   CHECK_CODE(laminar_execute(db, text, &err), LAMINAR_OK, &err);
@@ -628,14 +640,27 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
     nb = 6000;
     mod = 5000;
   }
-  CHECK(push_keys_mod(src, 0, 3000, 0, &err) == 0);
+  /* 7: A is keys 0 .. 199 (v = key), a watermark at 100 releases half of
+   * them; B is keys 50 .. 149, two rows each (v 50 .. 249: those before 100
+   * are late), so its partitions hold released rows (LEAD pending) or held
+   * ones. */
+  int64_t na = variant == 7 ? 200 : 3000, first = variant == 7 ? 50 : 1500;
+  if (variant == 7) {
+    nb = 200;
+    mod = 100;
+  }
+  CHECK(push_keys_mod(src, 0, na, 0, &err) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   int64_t nout_a, tot_a[4];
   CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
   uint64_t view_a;
   CHECK(query_hash(db, order[variant], &view_a) == 0);
+  if (variant == 7) { /* an earlier release: A's rows before 100 */
+    CHECK_CODE(laminar_source_watermark(src, 100, &err), LAMINAR_OK, &err);
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  }
   if (close) {
-    CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0);
+    CHECK(push_keys_mod(src, first, nb, mod, &err) == 0);
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
     CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
     CHECK(query_hash(db, order[variant], &view_a) == 0);
@@ -644,7 +669,7 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
   if (close) {
     CHECK_CODE(laminar_source_watermark(src, 100000, &err), LAMINAR_OK, &err);
   } else {
-    CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0);
+    CHECK(push_keys_mod(src, first, nb, mod, &err) == 0);
   }
   lm_fault_alloc_set(nth, false);
   laminar_code rc = laminar_run_until_idle(db, &err);
@@ -654,8 +679,8 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
     char quoted[8];
     snprintf(quoted, sizeof quoted, "'%s'", stream);
     if (rc != LAMINAR_ERR_NOMEM || strstr(err.message, quoted) == NULL ||
-        strstr(err.message,
-               close ? "close at the next watermark advance" : "not applied") == NULL) {
+        strstr(err.message, close ? "at the next watermark advance" : "not applied") ==
+            NULL) {
       printf("allocation %" PRId64 ": %s\n", nth, err.message);
       CHECK(0);
     }
@@ -674,7 +699,7 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
              stream_metric(db, stream, "state_groups"), groups_a);
       CHECK(0);
     }
-    if (!close) CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0); /* the retry */
+    if (!close) CHECK(push_keys_mod(src, first, nb, mod, &err) == 0); /* the retry */
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   }
   if (close) { /* the retry of a failed close; nothing to close unfaulted */
@@ -705,6 +730,7 @@ static int test_fault_chain_big_group(void) { return chain_variant(3); }
 static int test_fault_chain_window_close(void) { return chain_variant(4); }
 static int test_fault_chain_session_close(void) { return chain_variant(5); }
 static int test_fault_chain_cascade(void) { return chain_variant(6); }
+static int test_fault_chain_analytic(void) { return chain_variant(7); }
 
 static int test_fault_batch_all_or_nothing(void) { return fault_variants(0, 6); }
 
@@ -739,6 +765,7 @@ static int test_fault_chain_session_close(void) {
   return test_fault_batch_all_or_nothing();
 }
 static int test_fault_chain_cascade(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_analytic(void) { return test_fault_batch_all_or_nothing(); }
 #endif
 
 static const lm_test_case cases[] = {
@@ -758,6 +785,7 @@ static const lm_test_case cases[] = {
     {"fault_chain_window_close", test_fault_chain_window_close},
     {"fault_chain_session_close", test_fault_chain_session_close},
     {"fault_chain_cascade", test_fault_chain_cascade},
+    {"fault_chain_analytic", test_fault_chain_analytic},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
