@@ -614,23 +614,30 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
       "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v + nv + rn + s3) AS "
       "s, "
       "MIN(v) AS lo, MAX(pk || fk || mk) AS mk FROM g GROUP BY k EMIT CHANGES",
+      /* 8: a table's changelog (upserts over rows, deletes, new keys) into a
+       * view reading it (B pushed to the table's source with weights) */
+      "CREATE TABLE tb (k VARCHAR PRIMARY KEY, v BIGINT);"
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, v, v * 2 AS s FROM tb WHERE v >= 0",
   };
   const char* order[] = {
       "SELECT * FROM mv ORDER BY k",     "SELECT * FROM mv ORDER BY k",
       "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k",
       "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k, ws",
-      "SELECT * FROM mv ORDER BY k, n",  "SELECT * FROM mv ORDER BY k"};
+      "SELECT * FROM mv ORDER BY k, n",  "SELECT * FROM mv ORDER BY k",
+      "SELECT * FROM mv ORDER BY k"};
   /* 4, 5: B goes in unfaulted; the watermark closing every window fails
    * instead, and is retried by the next one. */
   bool close = variant == 4 || variant == 5 || variant == 7;
-  const char* stream = variant == 6 || variant == 7 ? "g" : "mv";
+  const char* stream = variant == 6 || variant == 7 ? "g" : variant == 8 ? "tb" : "mv";
+  bool table = variant == 8;
   char text[1024];
   snprintf(text, sizeof text, "%s%s", src_sql, sql[variant]);
   CHECK_CODE(laminar_execute(db, text, &err), LAMINAR_OK, &err);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "mv", &sub, &err), LAMINAR_OK, &err);
   laminar_source* src;
-  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_source_open(db, table ? "tb$changes" : "t", &src, &err), LAMINAR_OK,
+             &err);
   int64_t nb = 5000, mod = 0;
   lm_fault_slice_pairs_set(variant == 2 || variant == 3 ? SLICE_PAIRS : 0);
   if (variant == 2) {
@@ -649,7 +656,9 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
     nb = 200;
     mod = 100;
   }
-  CHECK(push_keys_mod(src, 0, na, 0, &err) == 0);
+  /* 8: B's rows of A's keys (1500 .. 2999) delete them (even rows) or
+   * replace them (odd), the others are new. */
+  CHECK(push_keys_weighted(src, 0, na, 0, table, 0, &err) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   int64_t nout_a, tot_a[4];
   CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
@@ -660,7 +669,7 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   }
   if (close) {
-    CHECK(push_keys_mod(src, first, nb, mod, &err) == 0);
+    CHECK(push_keys_weighted(src, first, nb, mod, table, table ? 3000 : 0, &err) == 0);
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
     CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
     CHECK(query_hash(db, order[variant], &view_a) == 0);
@@ -669,7 +678,7 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
   if (close) {
     CHECK_CODE(laminar_source_watermark(src, 100000, &err), LAMINAR_OK, &err);
   } else {
-    CHECK(push_keys_mod(src, first, nb, mod, &err) == 0);
+    CHECK(push_keys_weighted(src, first, nb, mod, table, table ? 3000 : 0, &err) == 0);
   }
   lm_fault_alloc_set(nth, false);
   laminar_code rc = laminar_run_until_idle(db, &err);
@@ -699,7 +708,9 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
              stream_metric(db, stream, "state_groups"), groups_a);
       CHECK(0);
     }
-    if (!close) CHECK(push_keys_mod(src, first, nb, mod, &err) == 0); /* the retry */
+    if (!close)
+      CHECK(push_keys_weighted(src, first, nb, mod, table, table ? 3000 : 0, &err) ==
+            0); /* the retry */
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   }
   if (close) { /* the retry of a failed close; nothing to close unfaulted */
@@ -731,6 +742,7 @@ static int test_fault_chain_window_close(void) { return chain_variant(4); }
 static int test_fault_chain_session_close(void) { return chain_variant(5); }
 static int test_fault_chain_cascade(void) { return chain_variant(6); }
 static int test_fault_chain_analytic(void) { return chain_variant(7); }
+static int test_fault_chain_table(void) { return chain_variant(8); }
 
 static int test_fault_batch_all_or_nothing(void) { return fault_variants(0, 6); }
 
@@ -766,6 +778,7 @@ static int test_fault_chain_session_close(void) {
 }
 static int test_fault_chain_cascade(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_chain_analytic(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_table(void) { return test_fault_batch_all_or_nothing(); }
 #endif
 
 static const lm_test_case cases[] = {
@@ -786,6 +799,7 @@ static const lm_test_case cases[] = {
     {"fault_chain_session_close", test_fault_chain_session_close},
     {"fault_chain_cascade", test_fault_chain_cascade},
     {"fault_chain_analytic", test_fault_chain_analytic},
+    {"fault_chain_table", test_fault_chain_table},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
