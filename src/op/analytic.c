@@ -535,22 +535,27 @@ static laminar_code parts_grow_to(an_op* op, int64_t cap) {
   return LAMINAR_OK;
 }
 
-/* Partition row dst (free) takes a deep copy of partition g. */
-static laminar_code part_copy(an_op* op, int64_t dst, int64_t g) {
-  part_init(op, dst);
+/* Partition row dst takes partition g's counters and LEAD slots. */
+static void part_copy_plain(an_op* op, int64_t dst, int64_t g) {
   op->p_count[dst] = op->p_count[g];
   op->p_last_ts[dst] = op->p_last_ts[g];
   op->p_rank[dst] = op->p_rank[g];
   op->p_dense[dst] = op->p_dense[g];
+  if (op->maxlead > 0)
+    memcpy(&op->p_lead[dst * op->maxlead], &op->p_lead[g * op->maxlead],
+           sizeof(int32_t) * (size_t)op->maxlead);
+}
+
+/* Partition row dst (free) takes a deep copy of partition g. */
+static laminar_code part_copy(an_op* op, int64_t dst, int64_t g) {
+  part_init(op, dst);
+  part_copy_plain(op, dst, g);
   for (int32_t i = 0; i < op->nfirst; i++)
     LM_TRY(val_copy(op, &op->p_first[dst * op->nfirst + i],
                     &op->p_first[g * op->nfirst + i]));
   for (int32_t i = 0; i < op->lag_slots; i++)
     LM_TRY(val_copy(op, &op->p_lag[dst * op->lag_slots + i],
                     &op->p_lag[g * op->lag_slots + i]));
-  if (op->maxlead > 0)
-    memcpy(&op->p_lead[dst * op->maxlead], &op->p_lead[g * op->maxlead],
-           sizeof(int32_t) * (size_t)op->maxlead);
   for (int32_t i = 0; i < op->nrange; i++) {
     const an_deque* q = &op->p_range[g * op->nrange + i];
     for (int64_t e = q->head; e < q->n; e++)
@@ -636,17 +641,11 @@ static void rel_commit(an_op* op, an_release* r, const an_key* rel, int64_t nrel
   for (int64_t i = 0; i < r->nshadow; i++) {
     int64_t g = r->orig[i], d = r->nparts + i;
     an_part_forget(op, g);
-    op->p_count[g] = op->p_count[d];
-    op->p_last_ts[g] = op->p_last_ts[d];
-    op->p_rank[g] = op->p_rank[d];
-    op->p_dense[g] = op->p_dense[d];
+    part_copy_plain(op, g, d);
     for (int32_t k = 0; k < op->nfirst; k++)
       op->p_first[g * op->nfirst + k] = op->p_first[d * op->nfirst + k];
     for (int32_t k = 0; k < op->lag_slots; k++)
       op->p_lag[g * op->lag_slots + k] = op->p_lag[d * op->lag_slots + k];
-    if (op->maxlead > 0)
-      memcpy(&op->p_lead[g * op->maxlead], &op->p_lead[d * op->maxlead],
-             sizeof(int32_t) * (size_t)op->maxlead);
     for (int32_t k = 0; k < op->nrange; k++)
       op->p_range[g * op->nrange + k] = op->p_range[d * op->nrange + k];
     part_init(op, d); /* moved: nothing of it freed */
