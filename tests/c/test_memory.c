@@ -732,13 +732,14 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
   return 0;
 }
 
-/* An ASOF join's release (issue 20): left rows of a (keys 150 .. 349) wait
- * for b's watermark (b: keys 0 .. 299); the watermark that releases them
- * runs with its nth allocation failing: a failure leaves the view behind the
- * join as before, emits nothing, and the next watermark advance releases
- * them. Variant 0: LEFT with >= (a prefix of the waiting rows), 1: inner
- * with <= (unmatched rows dropped). */
-static int asof_run(int64_t nth, int64_t variant, char* out, size_t cap,
+/* A join's release (issue 20): left rows of a (keys 150 .. 349) wait for
+ * b's watermark (b: keys 0 .. 299); the watermark that releases them runs
+ * with its nth allocation failing: a failure leaves the view behind the join
+ * as before, emits nothing, and the next watermark advance releases them.
+ * Variant 0: LEFT ASOF with >= (a prefix of the waiting rows), 1: inner ASOF
+ * with <= (unmatched rows dropped), 2: a LEFT interval join (the left rows
+ * b's watermark evicts, the unmatched ones emitted NULL-padded). */
+static int join_run(int64_t nth, int64_t variant, char* out, size_t cap,
                     bool* out_failed) {
   laminar_db* db = open_db(NULL, NULL);
   CHECK(db != NULL);
@@ -750,11 +751,16 @@ static int asof_run(int64_t nth, int64_t variant, char* out, size_t cap,
            "CREATE SOURCE b (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' "
            "HOUR);"
            "CREATE STREAM j AS SELECT t.k AS k, t.v AS v, q.v AS qv, q.k AS qk FROM a t "
-           "%s b q MATCH_CONDITION(t.v %s q.v) ON t.k = q.k;"
+           "%s b q %s;"
            "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, "
            "SUM(v + COALESCE(qv, 0)) AS s, MIN(v) AS lo, MAX(qk) AS mk FROM j "
            "GROUP BY k EMIT CHANGES",
-           variant == 0 ? "LEFT ASOF JOIN" : "ASOF JOIN", variant == 0 ? ">=" : "<=");
+           variant == 0   ? "LEFT ASOF JOIN"
+           : variant == 1 ? "ASOF JOIN"
+                          : "LEFT JOIN",
+           variant == 0   ? "MATCH_CONDITION(t.v >= q.v) ON t.k = q.k"
+           : variant == 1 ? "MATCH_CONDITION(t.v <= q.v) ON t.k = q.k"
+                          : "ON t.k = q.k AND q.v BETWEEN t.v - 10 AND t.v + 10");
   CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "mv", &sub, &err), LAMINAR_OK, &err);
@@ -809,9 +815,11 @@ static int asof_run(int64_t nth, int64_t variant, char* out, size_t cap,
 }
 
 static int test_fault_asof_release(void) {
-  CHECK(fault_each(asof_run, 0) == 0);
-  return fault_each(asof_run, 1);
+  CHECK(fault_each(join_run, 0) == 0);
+  return fault_each(join_run, 1);
 }
+
+static int test_fault_interval_evict(void) { return fault_each(join_run, 2); }
 
 static int chain_variant(int64_t variant) { return fault_each(chain_run, variant); }
 
@@ -861,6 +869,7 @@ static int test_fault_chain_cascade(void) { return test_fault_batch_all_or_nothi
 static int test_fault_chain_analytic(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_chain_table(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_asof_release(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_interval_evict(void) { return test_fault_batch_all_or_nothing(); }
 #endif
 
 static const lm_test_case cases[] = {
@@ -883,6 +892,7 @@ static const lm_test_case cases[] = {
     {"fault_chain_analytic", test_fault_chain_analytic},
     {"fault_chain_table", test_fault_chain_table},
     {"fault_asof_release", test_fault_asof_release},
+    {"fault_interval_evict", test_fault_interval_evict},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
