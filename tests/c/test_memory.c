@@ -647,14 +647,14 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
     nb = 6000;
     mod = 5000;
   }
-  /* 7: A is keys 0 .. 199 (v = key), a watermark at 100 releases half of
-   * them; B is keys 50 .. 149, two rows each (v 50 .. 249: those before 100
+  /* 7: A is keys 0 .. 99 (v = key), a watermark at 50 releases half of
+   * them; B is keys 25 .. 74, two rows each (v 25 .. 124: those before 50
    * are late), so its partitions hold released rows (LEAD pending) or held
    * ones. */
-  int64_t na = variant == 7 ? 200 : 3000, first = variant == 7 ? 50 : 1500;
+  int64_t na = variant == 7 ? 100 : 3000, first = variant == 7 ? 25 : 1500;
   if (variant == 7) {
-    nb = 200;
-    mod = 100;
+    nb = 100;
+    mod = 50;
   }
   /* 8: B's rows of A's keys (1500 .. 2999) delete them (even rows) or
    * replace them (odd), the others are new. */
@@ -664,8 +664,8 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
   CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
   uint64_t view_a;
   CHECK(query_hash(db, order[variant], &view_a) == 0);
-  if (variant == 7) { /* an earlier release: A's rows before 100 */
-    CHECK_CODE(laminar_source_watermark(src, 100, &err), LAMINAR_OK, &err);
+  if (variant == 7) { /* an earlier release: A's rows before 50 */
+    CHECK_CODE(laminar_source_watermark(src, 50, &err), LAMINAR_OK, &err);
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   }
   if (close) {
