@@ -5,7 +5,7 @@
  * for memory (the bound, or an allocation failure) leaves the state as it
  * was, so a retry gives the uninterrupted answer.
  */
-/* lm_ctest: TIMEOUT 900 */
+/* lm_ctest: TIMEOUT 1800 */
 #define _POSIX_C_SOURCE 200809L
 #include "lm_test.h"
 #include "lm_test_metrics.h"
