@@ -22,7 +22,6 @@
 
 #include "util/util.h"
 
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -795,18 +794,6 @@ static laminar_code an_emit(an_op* op, const int32_t* slots, int64_t n) {
 
 static laminar_code an_release_windows(an_op* op);
 
-/* Releasing rows failed (rc): say what it left. */
-static laminar_code an_release_failed(an_op* op, laminar_code rc) {
-  if (rc == LAMINAR_ERR_NOMEM) {
-    lm_state_budget_fail(op->base.budget, rc,
-                         "out of memory releasing analytic rows at watermark %" PRId64
-                         "; nothing of them was emitted, they are released at the next "
-                         "watermark advance (the input that moved it was applied)",
-                         op->watermark);
-  }
-  return rc;
-}
-
 static laminar_code an_release_rows(an_op* op, bool final, int64_t wm);
 
 static laminar_code an_on_watermark(lm_op* base, int64_t wm) {
@@ -815,7 +802,7 @@ static laminar_code an_on_watermark(lm_op* base, int64_t wm) {
   op->watermark = wm;
   laminar_code rc = op->spec.time_col < 0 ? an_release_windows(op)
                                           : an_release_rows(op, wm == INT64_MAX, wm);
-  return an_release_failed(op, rc);
+  return lm_op_release_failed(base, rc, wm, "analytic rows");
 }
 
 /* The held rows the watermark passed (all when final) are computed, and

@@ -26,7 +26,6 @@
 #include "util/pool.h"
 #include "util/util.h"
 
-#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -571,13 +570,7 @@ static laminar_code asof_on_input_watermark(lm_op* op, int32_t input, int64_t wm
   j->wm[input] = wm;
   if (input == 1) {
     laminar_code rc = release(j);
-    if (rc == LAMINAR_ERR_NOMEM) {
-      lm_state_budget_fail(j->base.budget, rc,
-                           "out of memory releasing ASOF join rows at watermark %" PRId64
-                           "; nothing of them was emitted, they are released at the "
-                           "next watermark advance (the input that moved it was applied)",
-                           wm);
-    }
+    lm_op_release_failed(op, rc, wm, "ASOF join rows");
     LM_TRY(rc);
   }
   /* Keys pruned on their own inserts; the quiet ones when a left watermark

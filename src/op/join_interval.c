@@ -29,7 +29,6 @@
 #include "state/table.h"
 #include "util/util.h"
 
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -602,14 +601,7 @@ static laminar_code ijoin_on_input_watermark(lm_op* op, int32_t input, int64_t w
     LM_TRY(close_windows(j));
   } else {
     laminar_code rc = evict(j, 1 - input);
-    if (rc == LAMINAR_ERR_NOMEM) {
-      lm_state_budget_fail(
-          j->base.budget, rc,
-          "out of memory evicting interval join rows at watermark %" PRId64
-          "; nothing of them was emitted, they are evicted at the next "
-          "watermark advance (the input that moved it was applied)",
-          wm);
-    }
+    lm_op_release_failed(op, rc, wm, "interval join rows");
     LM_TRY(rc);
   }
   LM_TRY(compact(j));
