@@ -203,21 +203,10 @@ static void slot_free(an_op* op, int32_t s) {
   op->free_slots[op->nfree++] = s;
 }
 
+static laminar_code parts_grow_to(an_op* op, int64_t cap);
+
 /* Per-partition arrays as large as the table's capacity. */
-static laminar_code parts_grow(an_op* op) {
-  int64_t cap = op->t.cap;
-  if (cap <= op->pcap) return LAMINAR_OK;
-  LM_GROW_ARRAY(op->p_count, cap);
-  LM_GROW_ARRAY(op->p_last_ts, cap);
-  LM_GROW_ARRAY(op->p_rank, cap);
-  LM_GROW_ARRAY(op->p_dense, cap);
-  if (op->nfirst > 0) LM_GROW_ARRAY(op->p_first, cap * op->nfirst);
-  if (op->lag_slots > 0) LM_GROW_ARRAY(op->p_lag, cap * op->lag_slots);
-  if (op->maxlead > 0) LM_GROW_ARRAY(op->p_lead, cap * op->maxlead);
-  if (op->nrange > 0) LM_GROW_ARRAY(op->p_range, cap * op->nrange);
-  op->pcap = cap;
-  return LAMINAR_OK;
-}
+static laminar_code parts_grow(an_op* op) { return parts_grow_to(op, op->t.cap); }
 
 static void part_init(an_op* op, int64_t g) {
   op->p_count[g] = 0;
@@ -490,6 +479,8 @@ static laminar_code an_add_rows(an_op* op, const lm_chunk* in, const uint32_t* s
 
 /* ---- release ---------------------------------------------------------------------- */
 
+typedef struct an_release an_release;
+
 typedef struct an_key {
   int64_t ts;
   uint64_t seq;
@@ -504,9 +495,170 @@ static int an_key_cmp(const void* a, const void* b) {
   return 0;
 }
 
+/* ---- all-or-nothing release (issue 20) -------------------------------------------- */
+
+/* A release is built on shadows: each partition it touches is copied to a
+ * partition row past the table's (t.n + i), its released rows point there
+ * while their values are computed, and the LEAD values it fills into rows
+ * of earlier releases are journaled (the old value kept). Only once the
+ * rows went downstream are the shadows moved over their partitions and the
+ * old values freed (nothing allocated); a failure before that forgets the
+ * shadows and puts the journaled values back, so the operator is as
+ * before and the rows are released again at the next watermark advance. */
+typedef struct an_undo {
+  lm_value* at;
+  lm_value old;
+} an_undo;
+
+struct an_release {
+  int64_t nparts;  /* t.n: shadow i is partition row nparts + i */
+  int32_t* shadow; /* per partition: its shadow row, -1 */
+  int64_t* orig;   /* per shadow: its partition */
+  int64_t nshadow;
+  an_undo* undo; /* LEAD values filled */
+  int64_t nundo, cap_undo;
+};
+
+/* Room for `cap` partition rows. */
+static laminar_code parts_grow_to(an_op* op, int64_t cap) {
+  if (cap <= op->pcap) return LAMINAR_OK;
+  LM_GROW_ARRAY(op->p_count, cap);
+  LM_GROW_ARRAY(op->p_last_ts, cap);
+  LM_GROW_ARRAY(op->p_rank, cap);
+  LM_GROW_ARRAY(op->p_dense, cap);
+  if (op->nfirst > 0) LM_GROW_ARRAY(op->p_first, cap * op->nfirst);
+  if (op->lag_slots > 0) LM_GROW_ARRAY(op->p_lag, cap * op->lag_slots);
+  if (op->maxlead > 0) LM_GROW_ARRAY(op->p_lead, cap * op->maxlead);
+  if (op->nrange > 0) LM_GROW_ARRAY(op->p_range, cap * op->nrange);
+  op->pcap = cap;
+  return LAMINAR_OK;
+}
+
+/* Partition row dst takes partition g's counters and LEAD slots. */
+static void part_copy_plain(an_op* op, int64_t dst, int64_t g) {
+  op->p_count[dst] = op->p_count[g];
+  op->p_last_ts[dst] = op->p_last_ts[g];
+  op->p_rank[dst] = op->p_rank[g];
+  op->p_dense[dst] = op->p_dense[g];
+  if (op->maxlead > 0)
+    memcpy(&op->p_lead[dst * op->maxlead], &op->p_lead[g * op->maxlead],
+           sizeof(int32_t) * (size_t)op->maxlead);
+}
+
+/* Partition row dst (free) takes a deep copy of partition g. */
+static laminar_code part_copy(an_op* op, int64_t dst, int64_t g) {
+  part_init(op, dst);
+  part_copy_plain(op, dst, g);
+  for (int32_t i = 0; i < op->nfirst; i++)
+    LM_TRY(val_copy(op, &op->p_first[dst * op->nfirst + i],
+                    &op->p_first[g * op->nfirst + i]));
+  for (int32_t i = 0; i < op->lag_slots; i++)
+    LM_TRY(val_copy(op, &op->p_lag[dst * op->lag_slots + i],
+                    &op->p_lag[g * op->lag_slots + i]));
+  for (int32_t i = 0; i < op->nrange; i++) {
+    const an_deque* q = &op->p_range[g * op->nrange + i];
+    for (int64_t e = q->head; e < q->n; e++)
+      LM_TRY(deque_push(op, &op->p_range[dst * op->nrange + i], q->ts[e], &q->v[e]));
+  }
+  return LAMINAR_OK;
+}
+
+/* Partition g's current row during a release: its shadow, if any. */
+static int64_t rel_part(const an_release* r, int64_t g) {
+  return g < r->nparts && r->shadow[g] >= 0 ? r->nparts + r->shadow[g] : g;
+}
+
+/* Shadows for the partitions of rows rel[0..nrel), the rows pointed at
+ * them. Nothing changed on failure. */
+static laminar_code rel_begin(an_op* op, an_release* r, const an_key* rel, int64_t nrel) {
+  r->nparts = op->t.n;
+  r->nshadow = 0;
+  r->nundo = 0;
+  r->shadow = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(r->nparts + 1));
+  r->orig = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (size_t)(nrel + 1));
+  int32_t nlead = 0;
+  for (int32_t c = 0; c < op->spec.ncalls; c++)
+    nlead += op->spec.calls[c].fn == LM_AN_LEAD && op->spec.calls[c].offset > 0;
+  r->cap_undo = nrel * nlead;
+  r->undo = lm_eval_ctx_alloc(op->ctx, sizeof(an_undo) * (size_t)(r->cap_undo + 1));
+  if (r->shadow == NULL || r->orig == NULL || r->undo == NULL) return LAMINAR_ERR_NOMEM;
+  for (int64_t g = 0; g < r->nparts; g++) r->shadow[g] = -1;
+  for (int64_t i = 0; i < nrel; i++) {
+    int64_t g = op->part[rel[i].slot];
+    if (r->shadow[g] < 0) {
+      r->shadow[g] = (int32_t)r->nshadow;
+      r->orig[r->nshadow++] = g;
+    }
+  }
+  laminar_code rc = parts_grow_to(op, r->nparts + r->nshadow);
+  int64_t copied = 0;
+  while (rc == LAMINAR_OK && copied < r->nshadow) {
+    rc = part_copy(op, r->nparts + copied, r->orig[copied]);
+    copied++;
+  }
+  if (rc != LAMINAR_OK) {
+    for (int64_t i = 0; i < copied; i++) an_part_forget(op, r->nparts + i);
+    r->nshadow = 0;
+    return rc;
+  }
+  for (int64_t i = 0; i < nrel; i++) {
+    int32_t s = rel[i].slot;
+    op->part[s] = (uint32_t)rel_part(r, op->part[s]);
+  }
+  return LAMINAR_OK;
+}
+
+/* *res (a LEAD value) takes a copy of *v, its old value journaled. */
+static laminar_code rel_fill(an_op* op, an_release* r, lm_value* res, const lm_value* v) {
+  an_undo* u = &r->undo[r->nundo++]; /* room: one per released row and LEAD call */
+  u->at = res;
+  u->old = *res;
+  val_null(res);
+  return val_copy(op, res, v);
+}
+
+/* The release failed: the journal backwards, the shadows forgotten, the
+ * rows rel[0..nrel) held again with their partitions. */
+static void rel_undo(an_op* op, an_release* r, const an_key* rel, int64_t nrel) {
+  for (int64_t i = r->nundo; i-- > 0;) {
+    val_clear(op, r->undo[i].at);
+    *r->undo[i].at = r->undo[i].old;
+  }
+  for (int64_t i = 0; i < nrel; i++) {
+    int32_t s = rel[i].slot;
+    if (op->part[s] >= r->nparts)
+      op->part[s] = (uint32_t)r->orig[op->part[s] - r->nparts];
+    op->pos[s] = 0;
+  }
+  for (int64_t i = 0; i < r->nshadow; i++) an_part_forget(op, r->nparts + i);
+}
+
+/* The release went through: the shadows take their partitions' places, the
+ * journaled old values go. Allocates nothing. */
+static void rel_commit(an_op* op, an_release* r, const an_key* rel, int64_t nrel) {
+  for (int64_t i = 0; i < r->nundo; i++) val_clear(op, &r->undo[i].old);
+  for (int64_t i = 0; i < r->nshadow; i++) {
+    int64_t g = r->orig[i], d = r->nparts + i;
+    an_part_forget(op, g);
+    part_copy_plain(op, g, d);
+    for (int32_t k = 0; k < op->nfirst; k++)
+      op->p_first[g * op->nfirst + k] = op->p_first[d * op->nfirst + k];
+    for (int32_t k = 0; k < op->lag_slots; k++)
+      op->p_lag[g * op->lag_slots + k] = op->p_lag[d * op->lag_slots + k];
+    for (int32_t k = 0; k < op->nrange; k++)
+      op->p_range[g * op->nrange + k] = op->p_range[d * op->nrange + k];
+    part_init(op, d); /* moved: nothing of it freed */
+  }
+  for (int64_t i = 0; i < nrel; i++) {
+    int32_t s = rel[i].slot;
+    if (op->part[s] >= r->nparts)
+      op->part[s] = (uint32_t)r->orig[op->part[s] - r->nparts];
+  }
+}
+
 /* The calls' values of released row `s` (position q in partition g);
  * last_peer: the slot of the last row of its peer group. */
-static laminar_code an_compute(an_op* op, int32_t s, int32_t last_peer) {
+static laminar_code an_compute(an_op* op, an_release* r, int32_t s, int32_t last_peer) {
   int64_t g = op->part[s];
   int64_t q = ++op->p_count[g];
   op->pos[s] = q;
@@ -601,9 +753,7 @@ static laminar_code an_compute(an_op* op, int32_t s, int32_t last_peer) {
     if (call->fn != LM_AN_LEAD || call->offset == 0 || q - call->offset < 1) continue;
     int64_t p = q - call->offset;
     int32_t t = op->p_lead[g * op->maxlead + p % op->maxlead];
-    lm_value* res = &row_vals(op, t)[op->res0 + c];
-    val_clear(op, res);
-    LM_TRY(val_copy(op, res, &v[op->arg_at[c]]));
+    LM_TRY(rel_fill(op, r, &row_vals(op, t)[op->res0 + c], &v[op->arg_at[c]]));
   }
   op->p_lead[g * op->maxlead + q % op->maxlead] = s;
   return LAMINAR_OK;
@@ -644,27 +794,30 @@ static laminar_code an_emit(an_op* op, const int32_t* slots, int64_t n) {
 
 static laminar_code an_release_windows(an_op* op);
 
+static laminar_code an_release_rows(an_op* op, bool final, int64_t wm);
+
 static laminar_code an_on_watermark(lm_op* base, int64_t wm) {
   an_op* op = (an_op*)base;
   if (wm <= op->watermark) return LAMINAR_OK;
   op->watermark = wm;
-  if (op->spec.time_col < 0) return an_release_windows(op);
-  bool final = wm == INT64_MAX;
+  laminar_code rc = op->spec.time_col < 0 ? an_release_windows(op)
+                                          : an_release_rows(op, wm == INT64_MAX, wm);
+  return lm_op_release_failed(base, rc, wm, "analytic rows");
+}
+
+/* The held rows the watermark passed (all when final) are computed, and
+ * those whose LEAD values are all known emitted with the pending ones. */
+static laminar_code an_release_rows(an_op* op, bool final, int64_t wm) {
   lm_eval_ctx_reset(op->ctx);
   /* The held rows the watermark passed, by (event time, arrival). */
   an_key* rel = lm_eval_ctx_alloc(op->ctx, sizeof(an_key) * (size_t)(op->nheld + 1));
   if (rel == NULL) return LAMINAR_ERR_NOMEM;
-  int64_t nrel = 0, keep = 0;
+  int64_t nrel = 0;
   for (int64_t i = 0; i < op->nheld; i++) {
     int32_t s = op->held[i];
     int64_t ms = op->time_us ? floor_div(op->ts[s], 1000) : op->ts[s];
-    if (final || ms < wm) {
-      rel[nrel++] = (an_key){op->ts[s], op->seq[s], s};
-    } else {
-      op->held[keep++] = s;
-    }
+    if (final || ms < wm) rel[nrel++] = (an_key){op->ts[s], op->seq[s], s};
   }
-  op->nheld = keep;
   if (nrel == 0 && op->npend == 0) return LAMINAR_OK;
   qsort(rel, (size_t)nrel, sizeof *rel, an_key_cmp);
   /* LAST_VALUE over RANGE: each row's last peer (same partition, same time:
@@ -672,7 +825,9 @@ static laminar_code an_on_watermark(lm_op* base, int64_t wm) {
   int32_t* last_peer = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(nrel + 1));
   int32_t* peer_slot =
       lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(op->t.n + 1));
-  if (last_peer == NULL || peer_slot == NULL) return LAMINAR_ERR_NOMEM;
+  int32_t* out =
+      lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(op->npend + nrel + 1));
+  if (last_peer == NULL || peer_slot == NULL || out == NULL) return LAMINAR_ERR_NOMEM;
   for (int64_t g = 0; g < op->t.n; g++) peer_slot[g] = -1;
   for (int64_t i = nrel; i-- > 0;) {
     int32_t s = rel[i].slot;
@@ -680,31 +835,51 @@ static laminar_code an_on_watermark(lm_op* base, int64_t wm) {
     if (*p < 0 || op->ts[*p] != op->ts[s]) *p = s;
     last_peer[i] = *p;
   }
-  for (int64_t i = 0; i < nrel; i++) {
-    LM_TRY(an_compute(op, rel[i].slot, last_peer[i]));
+  an_release r;
+  LM_TRY(rel_begin(op, &r, rel, nrel));
+  int64_t npend0 = op->npend;
+  laminar_code rc = LAMINAR_OK;
+  for (int64_t i = 0; rc == LAMINAR_OK && i < nrel; i++) {
+    rc = an_compute(op, &r, rel[i].slot, last_peer[i]);
     op->pend[op->npend++] = rel[i].slot;
   }
-  for (int64_t i = 0; op->nrange > 0 && i < nrel; i++)
-    LM_TRY(an_compute_range(op, rel[i].slot));
+  for (int64_t i = 0; rc == LAMINAR_OK && op->nrange > 0 && i < nrel; i++)
+    rc = an_compute_range(op, rel[i].slot);
   /* Emit the rows whose LEAD values are all known. */
-  int32_t* out = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)(op->npend + 1));
-  if (out == NULL) return LAMINAR_ERR_NOMEM;
   int64_t nout = 0;
-  keep = 0;
-  for (int64_t i = 0; i < op->npend; i++) {
+  for (int64_t i = 0; rc == LAMINAR_OK && i < op->npend; i++) {
     int32_t s = op->pend[i];
-    if (final || op->p_count[op->part[s]] - op->pos[s] >= op->maxlead) {
+    if (final || op->p_count[rel_part(&r, op->part[s])] - op->pos[s] >= op->maxlead)
       out[nout++] = s;
+  }
+  if (rc == LAMINAR_OK) rc = an_emit(op, out, nout);
+  if (rc != LAMINAR_OK) {
+    op->npend = npend0;
+    rel_undo(op, &r, rel, nrel);
+    return rc;
+  }
+  rel_commit(op, &r, rel, nrel);
+  /* The released rows leave the held ones, the emitted ones go. */
+  int64_t keep = 0;
+  for (int64_t i = 0; i < op->nheld; i++) {
+    int32_t s = op->held[i];
+    int64_t ms = op->time_us ? floor_div(op->ts[s], 1000) : op->ts[s];
+    if (!(final || ms < wm)) op->held[keep++] = s;
+  }
+  op->nheld = keep;
+  keep = 0;
+  for (int64_t i = 0, o = 0; i < op->npend; i++) {
+    int32_t s = op->pend[i];
+    if (o < nout && out[o] == s) {
+      o++;
+      slot_free(op, s);
     } else {
       op->pend[keep++] = s;
     }
   }
   op->npend = keep;
-  laminar_code rc = an_emit(op, out, nout);
-  for (int64_t i = 0; i < nout; i++) slot_free(op, out[i]);
-  if (rc == LAMINAR_OK && lm_op_bounded(base))
-    rc = lm_op_account(base, an_bytes(op), false);
-  return rc;
+  if (lm_op_bounded(&op->base)) return lm_op_account(&op->base, an_bytes(op), false);
+  return LAMINAR_OK;
 }
 
 /* ---- per window (Top-N) ------------------------------------------------------------ */
@@ -776,13 +951,14 @@ static laminar_code an_release_windows(an_op* op) {
       res->i = call->fn == LM_AN_ROW_NUMBER ? rn : call->fn == LM_AN_RANK ? rank : dense;
     }
   }
-  laminar_code rc = an_emit(op, op->held, n);
+  /* Dropped only once they went through (issue 20): on a failure they stay
+   * held, ranked again at the next watermark advance. */
+  LM_TRY(an_emit(op, op->held, n));
   for (int64_t i = 0; i < n; i++) slot_free(op, op->held[i]);
   op->nheld = 0;
   lm_state_table_reset(&op->t);
-  if (rc == LAMINAR_OK && lm_op_bounded(&op->base))
-    rc = lm_op_account(&op->base, an_bytes(op), false);
-  return rc;
+  if (lm_op_bounded(&op->base)) return lm_op_account(&op->base, an_bytes(op), false);
+  return LAMINAR_OK;
 }
 
 /* ---- snapshot ---------------------------------------------------------------------- */

@@ -6,6 +6,8 @@
 
 #include "util/util.h"
 
+#include <inttypes.h>
+
 laminar_code lm_op_emit(lm_op* op, const lm_chunk* chunk) {
   if (chunk->nrows == 0) return LAMINAR_OK;
   op->rows_out += chunk->nrows;
@@ -150,6 +152,17 @@ laminar_code lm_op_account(lm_op* op, int64_t bytes, bool check) {
   }
   op->charged = bytes;
   return LAMINAR_OK;
+}
+
+laminar_code lm_op_release_failed(lm_op* op, laminar_code rc, int64_t watermark,
+                                  const char* what) {
+  if (rc != LAMINAR_ERR_NOMEM) return rc;
+  return lm_state_budget_fail(
+      op->budget, rc,
+      "out of memory releasing %s at watermark %" PRId64
+      "; nothing of them was emitted, they are released at the "
+      "next watermark advance (the input that moved it was applied)",
+      what, watermark);
 }
 
 void lm_op_chain_set_budget(lm_op* head, lm_state_budget* b) {

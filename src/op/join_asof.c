@@ -266,69 +266,71 @@ static void gather(asof_op* j, const lm_rowstore* st, int32_t c, int32_t oc,
   j->o.vecs[oc].nulls = any_null ? nl : NULL;
 }
 
-/* Emit the rows rel[0..n) (matches in j->match), then let their left slots go. */
+/* Emit the rows rel[0..n) (matches in j->match); only once they went
+ * through do their left slots go (issue 20). Inner: the unmatched rows are
+ * moved behind the matched ones (swaps keep the matched ones' order). */
 static laminar_code emit_released(asof_op* j, int64_t n) {
   if (n == 0) return LAMINAR_OK;
   int64_t k = 0;
-  if (!j->spec.left_outer) { /* inner: unmatched rows go */
+  if (!j->spec.left_outer) { /* inner: unmatched rows emit nothing */
     for (int64_t r = 0; r < n; r++) {
-      if (j->match[r] < 0) {
-        lm_rowstore_release(&j->left, j->rel[r].slot);
-        continue;
-      }
+      if (j->match[r] < 0) continue;
+      pending p = j->rel[k];
+      int64_t m = j->match[k];
       j->rel[k] = j->rel[r];
       j->match[k++] = j->match[r];
+      j->rel[r] = p;
+      j->match[r] = m;
     }
   } else {
     k = n;
   }
-  laminar_code rc = LAMINAR_OK;
   if (k > 0) {
     for (int32_t c = 0; c < j->spec.lcols; c++)
       gather(j, &j->left, c, c, NULL, j->rel, k);
     for (int32_t c = 0; c < j->spec.rcols; c++)
       gather(j, &j->right, c, j->spec.lcols + c, j->match, NULL, k);
     lm_chunk out = {k, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
-    rc = lm_op_emit(&j->base, &out);
-    for (int64_t r = 0; r < k; r++) lm_rowstore_release(&j->left, j->rel[r].slot);
+    LM_TRY(lm_op_emit(&j->base, &out));
   }
-  return rc;
+  for (int64_t r = 0; r < n; r++) lm_rowstore_release(&j->left, j->rel[r].slot);
+  return LAMINAR_OK;
 }
 
-/* Emit every waiting left row whose match is final, in (time, arrival) order. */
+/* Emit every waiting left row whose match is final, in (time, arrival)
+ * order. They leave the waiting ones only once they went through: a failure
+ * leaves the join as before (issue 20), released again by the next call. */
 static laminar_code release(asof_op* j) {
   int64_t rw = lm_join_to_units(j->spec.time_type, j->wm[1]);
   int64_t n = 0;
   LM_TRY(reserve_out(j, j->npend - j->phead));
-  if (cmp_before(j)) {
-    /* Final is monotone in time: a prefix. */
-    while (j->phead < j->npend) {
-      pending* p = &j->pend[j->phead];
-      bool final;
-      int64_t m = match_of(j, p, rw, &final);
-      if (!final) break;
-      j->rel[n] = *p;
-      j->match[n++] = m;
-      j->phead++;
+  bool prefix = cmp_before(j); /* final is monotone in time: a prefix */
+  for (int64_t i = j->phead; i < j->npend; i++) {
+    pending* p = &j->pend[i];
+    bool final;
+    int64_t m = match_of(j, p, rw, &final);
+    if (!final) {
+      if (prefix) break;
+      continue;
     }
-    if (j->phead == j->npend) j->phead = j->npend = 0;
-  } else {
+    j->rel[n] = *p;
+    j->match[n++] = m;
+  }
+  if (n == 0) return LAMINAR_OK;
+  LM_TRY(emit_released(j, n));
+  if (prefix) {
+    j->phead += n;
+  } else { /* the same test again: nothing it reads changed */
     int64_t keep = j->phead;
     for (int64_t i = j->phead; i < j->npend; i++) {
-      pending* p = &j->pend[i];
       bool final;
-      int64_t m = match_of(j, p, rw, &final);
-      if (final) {
-        j->rel[n] = *p;
-        j->match[n++] = m;
-      } else {
-        j->pend[keep++] = *p;
-      }
+      (void)match_of(j, &j->pend[i], rw, &final);
+      if (!final) j->pend[keep++] = j->pend[i];
     }
     j->npend = keep;
-    if (j->phead == j->npend) j->phead = j->npend = 0;
   }
-  return emit_released(j, n);
+  if (j->phead == j->npend) j->phead = j->npend = 0;
+  return LAMINAR_OK;
 }
 
 /* The watermark the join can promise downstream: no output row older. */
@@ -566,7 +568,11 @@ static laminar_code asof_on_input_watermark(lm_op* op, int32_t input, int64_t wm
   if (wm <= j->wm[input]) return LAMINAR_OK;
   LM_TRY(asof_thaw(j));
   j->wm[input] = wm;
-  if (input == 1) LM_TRY(release(j));
+  if (input == 1) {
+    laminar_code rc = release(j);
+    lm_op_release_failed(op, rc, wm, "ASOF join rows");
+    LM_TRY(rc);
+  }
   /* Keys pruned on their own inserts; the quiet ones when a left watermark
    * may free rows (more rows kept than keys) or the rows doubled. */
   if ((input == 0 && j->right_rows > j->table.n) ||

@@ -477,35 +477,40 @@ static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed) {
 /* ---- watermarks ---------------------------------------------------------------------------- */
 
 /* Drop the rows of `side` no row of the other side at or after its
- * watermark can match, emitting an outer side's unmatched ones. */
+ * watermark can match, emitting an outer side's unmatched ones. They are
+ * dropped only once those went through (issue 20): a failure leaves them
+ * held, evicted again at the next watermark advance. */
 static laminar_code evict(ijoin_op* j, int32_t side) {
   side_state* ss = &j->side[side];
   int64_t wm = j->wm[1 - side];
   if (ss->held == 0 || can_match(j, side, ss->min_ts, wm)) return LAMINAR_OK;
   bool keep = side == 0 ? j->spec.keep_left : j->spec.keep_right;
-  int64_t n = 0, min_ts = INT64_MAX;
+  /* 1. the unmatched rows of an outer side that go, emitted */
+  int64_t m = 0;
+  for (int64_t g = 0; keep && g < j->table.n; g++) {
+    const lm_timelist* kl = &j->lists[side][g];
+    for (int32_t i = kl->head; i < kl->n && !can_match(j, side, kl->ts[i], wm); i++) {
+      if (ss->matched[kl->slot[i]] != 0 || row_weight(j, side, NULL, kl->slot[i]) == 0)
+        continue; /* matched (its pairs' weights sum to non-zero) or weighs nothing */
+      LM_TRY(reserve_pairs(j, m + 1));
+      j->pb[m++] = kl->slot[i];
+    }
+  }
+  LM_TRY(emit_rows(j, side, NULL, j->pb, j->pneg, m));
+  /* 2. they went through: every row that goes is dropped (nothing fails) */
+  int64_t min_ts = INT64_MAX;
   for (int64_t g = 0; g < j->table.n; g++) {
     lm_timelist* kl = &j->lists[side][g];
     int32_t i = kl->head;
-    while (i < kl->n && !can_match(j, side, kl->ts[i], wm)) i++;
-    if (i > kl->head) {
-      LM_TRY(reserve_pairs(j, n + (i - kl->head)));
-      for (int32_t k = kl->head; k < i; k++) j->pa[n++] = kl->slot[k];
-      ss->held -= i - kl->head;
-      kl->head = i;
-      if (kl->head == kl->n) kl->head = kl->n = 0;
-    }
+    while (i < kl->n && !can_match(j, side, kl->ts[i], wm))
+      lm_rowstore_release(&ss->rows, kl->slot[i++]);
+    ss->held -= i - kl->head;
+    kl->head = i;
+    if (kl->head == kl->n) kl->head = kl->n = 0;
     if (kl->n > kl->head && kl->ts[kl->head] < min_ts) min_ts = kl->ts[kl->head];
   }
   ss->min_ts = min_ts;
-  int64_t m = 0;
-  for (int64_t k = 0; keep && k < n; k++) {
-    if (ss->matched[j->pa[k]] == 0 && row_weight(j, side, NULL, j->pa[k]) != 0)
-      j->pb[m++] = j->pa[k];
-  }
-  laminar_code rc = emit_rows(j, side, NULL, j->pb, j->pneg, m);
-  for (int64_t k = 0; k < n; k++) lm_rowstore_release(&ss->rows, (uint32_t)j->pa[k]);
-  return rc;
+  return LAMINAR_OK;
 }
 
 /* Pairs pa/pb[0..n) (slots of the two stores): the residual keeps the
@@ -705,10 +710,13 @@ static laminar_code ijoin_on_input_watermark(lm_op* op, int32_t input, int64_t w
   ijoin_op* j = (ijoin_op*)op;
   if (wm <= j->wm[input]) return LAMINAR_OK;
   j->wm[input] = wm;
-  if (j->spec.window_ms > 0)
+  if (j->spec.window_ms > 0) {
     LM_TRY(close_windows(j));
-  else
-    LM_TRY(evict(j, 1 - input));
+  } else {
+    laminar_code rc = evict(j, 1 - input);
+    lm_op_release_failed(op, rc, wm, "interval join rows");
+    LM_TRY(rc);
+  }
   LM_TRY(compact(j));
   LM_TRY(account(j));
   return forward_watermark(j);

@@ -162,6 +162,12 @@ void lm_op_chain_set_txn(lm_op* head, lm_op_txn* t);
  * message, and the caller undoes the growth; without, it is charged as it is
  * (state already there: restored, or grown where it cannot be undone). */
 laminar_code lm_op_account(lm_op* op, int64_t bytes, bool check);
+
+/* A watermark's release failed with rc (issue 20): out of memory is
+ * recorded on op's stream as nothing of `what` emitted, released again at
+ * the next watermark advance. Returns rc. */
+laminar_code lm_op_release_failed(lm_op* op, laminar_code rc, int64_t watermark,
+                                  const char* what);
 /* Whether op's state has a bound to keep (its stream's or the database's):
  * without one, operators skip the accounting. */
 static inline bool lm_op_bounded(const lm_op* op) {

@@ -589,7 +589,41 @@ static bool key_is_null(const view_op* v, const lm_chunk* in, int64_t r) {
   return false;
 }
 
-static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
+/* A change table_on_chunk made to its rows: a key inserted, or the slot a
+ * key had before it was replaced or removed. */
+typedef enum { TABLE_INSERTED, TABLE_REPLACED, TABLE_REMOVED } table_change;
+
+typedef struct table_undo {
+  table_change kind;
+  const uint8_t* key;
+  int64_t klen;
+  uint64_t hash;
+  lm_state_rowset_slot old;
+} table_undo;
+
+/* Take the changes undo[0..n) back, newest first: the rows' bytes appended
+ * since (nbytes0, dead0) are forgotten, the old ones are still in the
+ * buffer (compaction runs only at a chunk's start). Allocates nothing. */
+static void table_take_back(lm_state_rowset* rs, const table_undo* undo, int64_t n,
+                            int64_t nbytes0, int64_t dead0) {
+  for (int64_t j = n - 1; j >= 0; j--) {
+    const table_undo* u = &undo[j];
+    bool found;
+    int64_t i = lm_state_rowset_probe(rs, u->hash, u->key, u->klen, &found);
+    if (u->kind == TABLE_INSERTED) {
+      lm_state_rowset_remove_at(rs, i);
+    } else if (u->kind == TABLE_REPLACED) {
+      rs->slots[i] = u->old;
+    } else {
+      rs->slots[i] = u->old; /* the empty slot its probe ends at */
+      rs->count++;
+    }
+  }
+  rs->nbytes = nbytes0;
+  rs->dead = dead0;
+}
+
+static laminar_code table_chunk(lm_op* base, const lm_chunk* in) {
   view_op* v = (view_op*)base;
   int32_t ncols = v->columns.ncols;
   int64_t n = in->nrows;
@@ -614,7 +648,9 @@ static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
   int64_t* weights = lm_eval_ctx_alloc(v->ctx, sizeof(int64_t) * (size_t)(2 * n));
   /* Old rows copied out: at most what the state and this chunk hold. */
   uint8_t* old = lm_eval_ctx_alloc(v->ctx, (size_t)(v->rows.nbytes + offs[n] + 1));
-  if (enc == NULL || outs == NULL || weights == NULL || old == NULL)
+  /* What each row changed, to take it back (at most one entry a row). */
+  table_undo* undo = lm_eval_ctx_alloc(v->ctx, sizeof(table_undo) * (size_t)n);
+  if (enc == NULL || outs == NULL || weights == NULL || old == NULL || undo == NULL)
     return LAMINAR_ERR_NOMEM;
   for (int64_t r = 0; r < n; r++) {
     uint8_t* p = enc + offs[r];
@@ -626,7 +662,8 @@ static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
   LM_TRY(lm_state_rowset_reserve(&v->rows, n, offs[n]));
 
   lm_state_rowset* rs = &v->rows;
-  int64_t m = 0, old_pos = 0;
+  int64_t m = 0, old_pos = 0, nundo = 0;
+  int64_t nbytes0 = rs->nbytes, dead0 = rs->dead;
   for (int64_t r = 0; r < n; r++) {
     const uint8_t* p = enc + offs[r];
     int64_t len = offs[r + 1] - offs[r], klen = klens[r];
@@ -652,6 +689,8 @@ static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
       old_pos += olen;
       outs[m] = copy;
       weights[m++] = -1;
+      undo[nundo++] =
+          (table_undo){upsert ? TABLE_REPLACED : TABLE_REMOVED, p, klen, h, *s};
       if (!upsert) {
         lm_state_rowset_remove_at(rs, i);
         continue;
@@ -660,16 +699,34 @@ static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
     } else {
       if (!upsert) continue; /* no row of that key */
       lm_state_rowset_insert_at(rs, i, h, p, len, klen, 1);
+      undo[nundo++] = (table_undo){TABLE_INSERTED, p, klen, h, {0}};
     }
     outs[m] = p + klen;
     weights[m++] = 1;
   }
-  if (lm_op_bounded(base)) LM_TRY(lm_op_account(base, view_bytes(v), false));
-  if (m == 0) return LAMINAR_OK;
-  LM_TRY(decode_into(v->ctx, &v->columns, outs, m, v->outs));
-  v->outs[ncols] = (lm_vec){LM_TYPE_INT64, m, NULL, weights};
-  lm_chunk out = {m, ncols + 1, v->outs, NULL};
-  return lm_op_emit(base, &out);
+  /* The bound, then what is downstream: a failure of either takes the rows
+   * back (issue 20), so the table is as before the chunk. */
+  laminar_code rc = LAMINAR_OK;
+  if (lm_op_bounded(base)) rc = lm_op_account(base, view_bytes(v), false);
+  if (rc == LAMINAR_OK && m > 0) {
+    rc = decode_into(v->ctx, &v->columns, outs, m, v->outs);
+    v->outs[ncols] = (lm_vec){LM_TYPE_INT64, m, NULL, weights};
+    lm_chunk out = {m, ncols + 1, v->outs, NULL};
+    if (rc == LAMINAR_OK) rc = lm_op_emit(base, &out);
+  }
+  if (rc == LAMINAR_OK) return LAMINAR_OK;
+  table_take_back(rs, undo, nundo, nbytes0, dead0);
+  if (lm_op_bounded(base)) lm_op_account(base, view_bytes(v), false);
+  return rc;
+}
+
+static laminar_code table_on_chunk(lm_op* base, const lm_chunk* in) {
+  laminar_code rc = table_chunk(base, in);
+  if (rc == LAMINAR_ERR_NOMEM) {
+    lm_state_budget_fail(base->budget, rc,
+                         "out of memory; the batch was not applied (table unchanged)");
+  }
+  return rc;
 }
 
 static const lm_op_vtable table_vtable = {

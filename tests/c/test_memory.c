@@ -5,7 +5,7 @@
  * for memory (the bound, or an allocation failure) leaves the state as it
  * was, so a retry gives the uninterrupted answer.
  */
-/* lm_ctest: TIMEOUT 900 */
+/* lm_ctest: TIMEOUT 1800 */
 #define _POSIX_C_SOURCE 200809L
 #include "lm_test.h"
 #include "lm_test_metrics.h"
@@ -602,23 +602,42 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
       "CREATE STREAM g AS SELECT k, COUNT(*) AS n, SUM(v) AS s, MAX(k) AS mk FROM t "
       "GROUP BY k EMIT CHANGES;"
       "CREATE MATERIALIZED VIEW mv AS SELECT k, n, s, mk FROM g WHERE n > 0",
+      /* 7: the analytic operator released by the watermark into a view (LAG,
+       * LEAD of rows pending from an earlier release, strings, frames) */
+      "CREATE STREAM g AS SELECT k, v, LAG(k) OVER (PARTITION BY k ORDER BY v) AS pk, "
+      "LEAD(v) OVER (PARTITION BY k ORDER BY v) AS nv, "
+      "ROW_NUMBER() OVER (PARTITION BY k ORDER BY v) AS rn, "
+      "FIRST_VALUE(k) OVER (PARTITION BY k ORDER BY v) AS fk, "
+      "SUM(v) OVER (PARTITION BY k ORDER BY v ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) "
+      "AS s3, MIN(k) OVER (PARTITION BY k ORDER BY v RANGE BETWEEN INTERVAL '2' SECOND "
+      "PRECEDING AND CURRENT ROW) AS mk FROM t;"
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, SUM(v + nv + rn + s3) AS "
+      "s, "
+      "MIN(v) AS lo, MAX(pk || fk || mk) AS mk FROM g GROUP BY k EMIT CHANGES",
+      /* 8: a table's changelog (upserts over rows, deletes, new keys) into a
+       * view reading it (B pushed to the table's source with weights) */
+      "CREATE TABLE tb (k VARCHAR PRIMARY KEY, v BIGINT);"
+      "CREATE MATERIALIZED VIEW mv AS SELECT k, v, v * 2 AS s FROM tb WHERE v >= 0",
   };
   const char* order[] = {
       "SELECT * FROM mv ORDER BY k",     "SELECT * FROM mv ORDER BY k",
       "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k",
       "SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM mv ORDER BY k, ws",
-      "SELECT * FROM mv ORDER BY k, n"};
+      "SELECT * FROM mv ORDER BY k, n",  "SELECT * FROM mv ORDER BY k",
+      "SELECT * FROM mv ORDER BY k"};
   /* 4, 5: B goes in unfaulted; the watermark closing every window fails
    * instead, and is retried by the next one. */
-  bool close = variant == 4 || variant == 5;
-  const char* stream = variant == 6 ? "g" : "mv";
+  bool close = variant == 4 || variant == 5 || variant == 7;
+  const char* stream = variant == 6 || variant == 7 ? "g" : variant == 8 ? "tb" : "mv";
+  bool table = variant == 8;
   char text[1024];
   snprintf(text, sizeof text, "%s%s", src_sql, sql[variant]);
   CHECK_CODE(laminar_execute(db, text, &err), LAMINAR_OK, &err);
   laminar_subscription* sub;
   CHECK_CODE(laminar_subscribe(db, "mv", &sub, &err), LAMINAR_OK, &err);
   laminar_source* src;
-  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_source_open(db, table ? "tb$changes" : "t", &src, &err), LAMINAR_OK,
+             &err);
   int64_t nb = 5000, mod = 0;
   lm_fault_slice_pairs_set(variant == 2 || variant == 3 ? SLICE_PAIRS : 0);
   if (variant == 2) {
@@ -628,14 +647,29 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
     nb = 6000;
     mod = 5000;
   }
-  CHECK(push_keys_mod(src, 0, 3000, 0, &err) == 0);
+  /* 7: A is keys 0 .. 99 (v = key), a watermark at 50 releases half of
+   * them; B is keys 25 .. 74, two rows each (v 25 .. 124: those before 50
+   * are late), so its partitions hold released rows (LEAD pending) or held
+   * ones. */
+  int64_t na = variant == 7 ? 100 : 3000, first = variant == 7 ? 25 : 1500;
+  if (variant == 7) {
+    nb = 100;
+    mod = 50;
+  }
+  /* 8: B's rows of A's keys (1500 .. 2999) delete them (even rows) or
+   * replace them (odd), the others are new. */
+  CHECK(push_keys_weighted(src, 0, na, 0, table, 0, &err) == 0);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   int64_t nout_a, tot_a[4];
   CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
   uint64_t view_a;
   CHECK(query_hash(db, order[variant], &view_a) == 0);
+  if (variant == 7) { /* an earlier release: A's rows before 50 */
+    CHECK_CODE(laminar_source_watermark(src, 50, &err), LAMINAR_OK, &err);
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  }
   if (close) {
-    CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0);
+    CHECK(push_keys_weighted(src, first, nb, mod, table, table ? 3000 : 0, &err) == 0);
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
     CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
     CHECK(query_hash(db, order[variant], &view_a) == 0);
@@ -644,7 +678,7 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
   if (close) {
     CHECK_CODE(laminar_source_watermark(src, 100000, &err), LAMINAR_OK, &err);
   } else {
-    CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0);
+    CHECK(push_keys_weighted(src, first, nb, mod, table, table ? 3000 : 0, &err) == 0);
   }
   lm_fault_alloc_set(nth, false);
   laminar_code rc = laminar_run_until_idle(db, &err);
@@ -654,8 +688,8 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
     char quoted[8];
     snprintf(quoted, sizeof quoted, "'%s'", stream);
     if (rc != LAMINAR_ERR_NOMEM || strstr(err.message, quoted) == NULL ||
-        strstr(err.message,
-               close ? "close at the next watermark advance" : "not applied") == NULL) {
+        strstr(err.message, close ? "at the next watermark advance" : "not applied") ==
+            NULL) {
       printf("allocation %" PRId64 ": %s\n", nth, err.message);
       CHECK(0);
     }
@@ -674,7 +708,9 @@ static int chain_run(int64_t nth, int64_t variant, char* out, size_t cap,
              stream_metric(db, stream, "state_groups"), groups_a);
       CHECK(0);
     }
-    if (!close) CHECK(push_keys_mod(src, 1500, nb, mod, &err) == 0); /* the retry */
+    if (!close)
+      CHECK(push_keys_weighted(src, first, nb, mod, table, table ? 3000 : 0, &err) ==
+            0); /* the retry */
     CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
   }
   if (close) { /* the retry of a failed close; nothing to close unfaulted */
@@ -783,8 +819,96 @@ static int fanout_run(int64_t nth, int64_t variant, char* out, size_t cap,
   return 0;
 }
 
+/* A join's release (issue 20): left rows of a (keys 150 .. 349) wait for
+ * b's watermark (b: keys 0 .. 299); the watermark that releases them runs
+ * with its nth allocation failing: a failure leaves the view behind the join
+ * as before, emits nothing, and the next watermark advance releases them.
+ * Variant 0: LEFT ASOF with >= (a prefix of the waiting rows), 1: inner ASOF
+ * with <= (unmatched rows dropped), 2: a LEFT interval join (the left rows
+ * b's watermark evicts, the unmatched ones emitted NULL-padded). */
+static int join_run(int64_t nth, int64_t variant, char* out, size_t cap,
+                    bool* out_failed) {
+  laminar_db* db = open_db(NULL, NULL);
+  CHECK(db != NULL);
+  laminar_error err;
+  char sql[1024];
+  snprintf(sql, sizeof sql,
+           "CREATE SOURCE a (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' "
+           "HOUR);"
+           "CREATE SOURCE b (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' "
+           "HOUR);"
+           "CREATE STREAM j AS SELECT t.k AS k, t.v AS v, q.v AS qv, q.k AS qk FROM a t "
+           "%s b q %s;"
+           "CREATE MATERIALIZED VIEW mv AS SELECT k, COUNT(*) AS n, "
+           "SUM(v + COALESCE(qv, 0)) AS s, MIN(v) AS lo, MAX(qk) AS mk FROM j "
+           "GROUP BY k EMIT CHANGES",
+           variant == 0   ? "LEFT ASOF JOIN"
+           : variant == 1 ? "ASOF JOIN"
+                          : "LEFT JOIN",
+           variant == 0   ? "MATCH_CONDITION(t.v >= q.v) ON t.k = q.k"
+           : variant == 1 ? "MATCH_CONDITION(t.v <= q.v) ON t.k = q.k"
+                          : "ON t.k = q.k AND q.v BETWEEN t.v - 10 AND t.v + 10");
+  CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "mv", &sub, &err), LAMINAR_OK, &err);
+  laminar_source *a, *b;
+  CHECK_CODE(laminar_source_open(db, "a", &a, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_source_open(db, "b", &b, &err), LAMINAR_OK, &err);
+  CHECK(push_keys_mod(b, 0, 300, 0, &err) == 0);
+  CHECK(push_keys_mod(a, 150, 400, 200, &err) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  int64_t nout_a, tot_a[4];
+  CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
+  uint64_t view_a;
+  CHECK(query_hash(db, "SELECT * FROM mv ORDER BY k", &view_a) == 0);
+  CHECK_CODE(laminar_source_watermark(b, 100000, &err), LAMINAR_OK, &err);
+  lm_fault_alloc_set(nth, false);
+  laminar_code rc = laminar_run_until_idle(db, &err);
+  *out_failed = lm_fault_alloc_failures() > 0;
+  lm_fault_alloc_set(0, false);
+  if (rc != LAMINAR_OK) {
+    if (rc != LAMINAR_ERR_NOMEM || strstr(err.message, "'j'") == NULL ||
+        strstr(err.message, "at the next watermark advance") == NULL) {
+      printf("allocation %" PRId64 ": %s\n", nth, err.message);
+      CHECK(0);
+    }
+    uint64_t view;
+    CHECK(query_hash(db, "SELECT * FROM mv ORDER BY k", &view) == 0);
+    int64_t nout, tot[4];
+    CHECK(drain_totals(sub, &nout, tot) == 0);
+    if (view != view_a || nout != 0) {
+      printf("allocation %" PRId64 " (%s): the view %s, %" PRId64 " rows emitted\n", nth,
+             err.message, view == view_a ? "unchanged" : "changed", nout);
+      CHECK(0);
+    }
+  }
+  /* the retry of a failed release; nothing left to release unfaulted */
+  CHECK_CODE(laminar_source_watermark(b, 100001, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  int64_t nout, tot[4];
+  CHECK(drain_totals(sub, &nout, tot) == 0);
+  uint64_t view;
+  CHECK(query_hash(db, "SELECT * FROM mv ORDER BY k", &view) == 0);
+  snprintf(out, cap,
+           "view=%016" PRIx64 " rows=%" PRId64 "+%" PRId64 " n=%" PRId64 " s=%" PRId64
+           " lo=%" PRId64 " mk=%" PRId64,
+           view, nout_a, nout, tot_a[0] + tot[0], tot_a[1] + tot[1], tot_a[2] + tot[2],
+           tot_a[3] + tot[3]);
+  laminar_subscription_close(sub);
+  laminar_source_close(a);
+  laminar_source_close(b);
+  CHECK(laminar_close(db) == LAMINAR_OK);
+  return 0;
+}
+
 static int test_fault_fanout_readers(void) { return fault_each(fanout_run, 0); }
 static int test_fault_fanout_big(void) { return fault_each(fanout_run, 1); }
+static int test_fault_asof_release(void) {
+  CHECK(fault_each(join_run, 0) == 0);
+  return fault_each(join_run, 1);
+}
+
+static int test_fault_interval_evict(void) { return fault_each(join_run, 2); }
 
 static int chain_variant(int64_t variant) { return fault_each(chain_run, variant); }
 
@@ -795,6 +919,8 @@ static int test_fault_chain_big_group(void) { return chain_variant(3); }
 static int test_fault_chain_window_close(void) { return chain_variant(4); }
 static int test_fault_chain_session_close(void) { return chain_variant(5); }
 static int test_fault_chain_cascade(void) { return chain_variant(6); }
+static int test_fault_chain_analytic(void) { return chain_variant(7); }
+static int test_fault_chain_table(void) { return chain_variant(8); }
 
 static int test_fault_batch_all_or_nothing(void) { return fault_variants(0, 6); }
 
@@ -831,6 +957,10 @@ static int test_fault_chain_session_close(void) {
 static int test_fault_chain_cascade(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_fanout_readers(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_fanout_big(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_analytic(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_chain_table(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_asof_release(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_interval_evict(void) { return test_fault_batch_all_or_nothing(); }
 #endif
 
 static const lm_test_case cases[] = {
@@ -852,6 +982,10 @@ static const lm_test_case cases[] = {
     {"fault_chain_cascade", test_fault_chain_cascade},
     {"fault_fanout_readers", test_fault_fanout_readers},
     {"fault_fanout_big", test_fault_fanout_big},
+    {"fault_chain_analytic", test_fault_chain_analytic},
+    {"fault_chain_table", test_fault_chain_table},
+    {"fault_asof_release", test_fault_asof_release},
+    {"fault_interval_evict", test_fault_interval_evict},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
