@@ -275,11 +275,6 @@ laminar_code lm_op_rows_flush(window_op* op);
 /* Closing windows (or sessions) at the op's watermark failed with rc:
  * records what it left for the error (nothing emitted, still open). */
 laminar_code lm_op_window_close_failed(window_op* op, laminar_code rc);
-/* A chunk applied to the op's state (`what`: "windows", "session windows")
- * whose rows or late rows then failed downstream (rc): records that it is
- * partly applied (session EMIT CHANGES, late rows after the updates). */
-laminar_code lm_op_window_handoff_failed(window_op* op, laminar_code rc,
-                                         const char* what);
 /* The index of the first open pane (or window) starting at or after `start`. */
 int32_t lm_op_open_lower_bound(const window_op* op, int64_t start);
 /* Whether an open pane starting in [lo, hi) took rows after edit count `since`. */
@@ -391,7 +386,8 @@ void lm_op_window_journal_begin(window_op* op);
 void lm_op_window_truncate(window_op* op, window* w, int64_t g0);
 /* Charge the op's bytes to its budget (lm_op_account). */
 laminar_code lm_op_window_account(window_op* op, bool check);
-/* Hand the chunk's late rows to the late side output, if any. */
+/* Hand the chunk's late rows to the late side output, if any (once: they
+ * are forgotten). */
 laminar_code lm_op_late_deliver(window_op* op, const lm_chunk* in);
 /* A snapshot's watermark and late count, restored as `f` says (the state
  * cleared unless merging). */

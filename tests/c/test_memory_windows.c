@@ -119,6 +119,15 @@ static const fcase CASES[] = {
      {"g", "gl"},
      {"g", NULL},
      false},
+    /* 3: tumbling windows with a late side output, both read by views */
+    {"CREATE STREAM g AS SELECT k, window_start AS ws, COUNT(*) AS n, SUM(v) AS s "
+     "FROM t GROUP BY k, tumble(v, INTERVAL '1' SECOND) WITH (late_output = 'gl');"
+     "CREATE MATERIALIZED VIEW mv AS SELECT k, ws, n, s FROM g;"
+     "CREATE MATERIALIZED VIEW lv AS SELECT k, v FROM gl",
+     {"SELECT * FROM mv ORDER BY k, ws", "SELECT * FROM lv ORDER BY k, v"},
+     {"g", "gl"},
+     {"g", NULL},
+     false},
 };
 
 /* FNV-1a over text, into *h. */
@@ -276,6 +285,7 @@ static int fault_case(int which) {
 static int test_session_changes(void) { return fault_case(0); }
 static int test_session_changes_distinct(void) { return fault_case(1); }
 static int test_late_session(void) { return fault_case(2); }
+static int test_late_tumble(void) { return fault_case(3); }
 #else
 static int skip(void) {
   printf("needs LAMINAR_FAULT_INJECTION\n");
@@ -284,12 +294,14 @@ static int skip(void) {
 static int test_session_changes(void) { return skip(); }
 static int test_session_changes_distinct(void) { return skip(); }
 static int test_late_session(void) { return skip(); }
+static int test_late_tumble(void) { return skip(); }
 #endif
 
 static const lm_test_case cases[] = {
     {"session_changes", test_session_changes},
     {"session_changes_distinct", test_session_changes_distinct},
     {"late_session", test_late_session},
+    {"late_tumble", test_late_tumble},
     {NULL, NULL}};
 
 int main(int argc, char** argv) {
