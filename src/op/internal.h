@@ -128,6 +128,10 @@ typedef struct window_op {
   window* run;       /* prefix merge of block run_block, panes up to run_last */
   int64_t run_block, run_last;
   uint64_t run_edit;
+  /* Panes: closing windows failed (close_failed) at an advance from
+   * close_prev; the next advance closes the windows after close_prev. */
+  bool close_failed;
+  int64_t close_prev;
   /* Panes: the sliding window (op/hop.c, agg/slide.h) when every aggregate
    * slides: panes [slide_lo, slide_hi) added to per-key-id states, valid
    * while none of them took rows after slide_edit; the keys of at least one

@@ -128,6 +128,23 @@ static const fcase CASES[] = {
      {"g", "gl"},
      {"g", NULL},
      false},
+    /* 4: hopping windows on panes (sliding aggregates) closed into a view */
+    {"CREATE MATERIALIZED VIEW mv AS SELECT k, window_start AS ws, COUNT(*) AS n, "
+     "SUM(v) AS s, MIN(v) AS lo FROM t "
+     "GROUP BY k, hop(v, INTERVAL '3' SECOND, INTERVAL '1' SECOND) EMIT ON WINDOW CLOSE",
+     {"SELECT * FROM mv ORDER BY k, ws", NULL},
+     {"mv", NULL},
+     {"mv", NULL},
+     true},
+    /* 5: hopping windows on panes, merged (strings, COUNT(DISTINCT)): a result
+     * borrows the merged state's strings */
+    {"CREATE MATERIALIZED VIEW mv AS SELECT k, window_start AS ws, COUNT(*) AS n, "
+     "COUNT(DISTINCT v % 7) AS d, MAX(k) AS mk, MIN(k) AS lk FROM t "
+     "GROUP BY k, hop(v, INTERVAL '4' SECOND, INTERVAL '1' SECOND) EMIT ON WINDOW CLOSE",
+     {"SELECT * FROM mv ORDER BY k, ws", NULL},
+     {"mv", NULL},
+     {"mv", NULL},
+     true},
 };
 
 /* FNV-1a over text, into *h. */
@@ -286,6 +303,8 @@ static int test_session_changes(void) { return fault_case(0); }
 static int test_session_changes_distinct(void) { return fault_case(1); }
 static int test_late_session(void) { return fault_case(2); }
 static int test_late_tumble(void) { return fault_case(3); }
+static int test_hop_close_slide(void) { return fault_case(4); }
+static int test_hop_close_strings(void) { return fault_case(5); }
 #else
 static int skip(void) {
   printf("needs LAMINAR_FAULT_INJECTION\n");
@@ -295,6 +314,8 @@ static int test_session_changes(void) { return skip(); }
 static int test_session_changes_distinct(void) { return skip(); }
 static int test_late_session(void) { return skip(); }
 static int test_late_tumble(void) { return skip(); }
+static int test_hop_close_slide(void) { return skip(); }
+static int test_hop_close_strings(void) { return skip(); }
 #endif
 
 static const lm_test_case cases[] = {
@@ -302,6 +323,8 @@ static const lm_test_case cases[] = {
     {"session_changes_distinct", test_session_changes_distinct},
     {"late_session", test_late_session},
     {"late_tumble", test_late_tumble},
+    {"hop_close_slide", test_hop_close_slide},
+    {"hop_close_strings", test_hop_close_strings},
     {NULL, NULL}};
 
 int main(int argc, char** argv) {
