@@ -172,11 +172,13 @@ typedef struct window_op {
   /* Session chunks are all or nothing (issue 20): a chunk first assigns its
    * rows to sessions, journaling every slot field it writes (bounds, list
    * links, parents) and the slots it takes (new sessions, and a copy of an
-   * old session before another is merged into it, which takes the old one's
-   * place: the old one's states stay as they were until the chunk is
-   * applied, then it goes), reserves what its updates add, checks the
-   * bound, and only then updates aggregates. A failure before that replays
-   * the journal backwards and gives the slots back. From the chunk's eval
+   * old session before another is merged into it -- with EMIT CHANGES,
+   * before it changes at all --, which takes the old one's place: the old
+   * one's states stay as they were until the chunk is applied, then it
+   * goes), reserves what its updates add, checks the bound, and only then
+   * updates aggregates. A failure before that (with EMIT CHANGES, before
+   * its rows and late rows went downstream) replays the journal backwards
+   * and gives the slots back. From the chunk's eval
    * context (NULL outside a chunk): sj_made: slots taken (s: from the free
    * list, ~s: from the high-water mark; s_used 2 until applied); sj_old: old
    * slots replaced by copies; sj_where: slot (key for k_first) * 8 + field

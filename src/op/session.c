@@ -21,7 +21,9 @@
  * EMIT CHANGES: a session that a chunk creates, grows or merges into emits a
  * -1 row of its previous result (unless the chunk created it) before it
  * changes, and a +1 row of its new result after the chunk; a session merged
- * away by a bridging row emits only its -1. Closing emits nothing.
+ * away by a bridging row emits only its -1. Closing emits nothing. The chunk
+ * updates copies of the sessions it touches (slot_own), which take their
+ * places only once its rows went downstream (session_apply).
  */
 #include "op/op.h"
 
