@@ -206,14 +206,19 @@ laminar_code lm_op_slide_put_rows(window_op* op, int64_t ws, bool* out_done) {
 /* ---- the operator ---------------------------------------------------------------- */
 
 /* Close the windows the watermark completes (from panes), then give the
- * recycled panes' bytes back to the bound. */
+ * recycled panes' bytes back to the bound. When closing fails, nothing of
+ * them went out and their panes stay: the next advance closes them too
+ * (from the watermark the failed one started at). */
 static laminar_code hop_on_watermark(lm_op* base, int64_t watermark_ms) {
   window_op* op = (window_op*)base;
   laminar_code rc = LAMINAR_OK;
   if (watermark_ms > op->watermark) {
-    int64_t prev = op->watermark;
+    int64_t prev = op->close_failed ? op->close_prev : op->watermark;
     op->watermark = watermark_ms;
     rc = lm_op_panes_on_watermark(op, prev);
+    op->close_failed = rc != LAMINAR_OK;
+    op->close_prev = prev;
+    rc = lm_op_window_close_failed(op, rc);
   }
   lm_op_window_account(op, false);
   return rc;

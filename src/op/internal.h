@@ -128,6 +128,10 @@ typedef struct window_op {
   window* run;       /* prefix merge of block run_block, panes up to run_last */
   int64_t run_block, run_last;
   uint64_t run_edit;
+  /* Panes: closing windows failed (close_failed) at an advance from
+   * close_prev; the next advance closes the windows after close_prev. */
+  bool close_failed;
+  int64_t close_prev;
   /* Panes: the sliding window (op/hop.c, agg/slide.h) when every aggregate
    * slides: panes [slide_lo, slide_hi) added to per-key-id states, valid
    * while none of them took rows after slide_edit; the keys of at least one
@@ -168,11 +172,13 @@ typedef struct window_op {
   /* Session chunks are all or nothing (issue 20): a chunk first assigns its
    * rows to sessions, journaling every slot field it writes (bounds, list
    * links, parents) and the slots it takes (new sessions, and a copy of an
-   * old session before another is merged into it, which takes the old one's
-   * place: the old one's states stay as they were until the chunk is
-   * applied, then it goes), reserves what its updates add, checks the
-   * bound, and only then updates aggregates. A failure before that replays
-   * the journal backwards and gives the slots back. From the chunk's eval
+   * old session before another is merged into it -- with EMIT CHANGES,
+   * before it changes at all --, which takes the old one's place: the old
+   * one's states stay as they were until the chunk is applied, then it
+   * goes), reserves what its updates add, checks the bound, and only then
+   * updates aggregates. A failure before that (with EMIT CHANGES, before
+   * its rows and late rows went downstream) replays the journal backwards
+   * and gives the slots back. From the chunk's eval
    * context (NULL outside a chunk): sj_made: slots taken (s: from the free
    * list, ~s: from the high-water mark; s_used 2 until applied); sj_old: old
    * slots replaced by copies; sj_where: slot (key for k_first) * 8 + field
@@ -292,11 +298,6 @@ laminar_code lm_op_rows_flush(window_op* op);
 /* Closing windows (or sessions) at the op's watermark failed with rc:
  * records what it left for the error (nothing emitted, still open). */
 laminar_code lm_op_window_close_failed(window_op* op, laminar_code rc);
-/* A chunk applied to the op's state (`what`: "windows", "session windows")
- * whose rows or late rows then failed downstream (rc): records that it is
- * partly applied (session EMIT CHANGES, late rows after the updates). */
-laminar_code lm_op_window_handoff_failed(window_op* op, laminar_code rc,
-                                         const char* what);
 /* The index of the first open pane (or window) starting at or after `start`. */
 int32_t lm_op_open_lower_bound(const window_op* op, int64_t start);
 /* Whether an open pane starting in [lo, hi) took rows after edit count `since`. */
@@ -408,7 +409,8 @@ void lm_op_window_journal_begin(window_op* op);
 void lm_op_window_truncate(window_op* op, window* w, int64_t g0);
 /* Charge the op's bytes to its budget (lm_op_account). */
 laminar_code lm_op_window_account(window_op* op, bool check);
-/* Hand the chunk's late rows to the late side output, if any. */
+/* Hand the chunk's late rows to the late side output, if any (once: they
+ * are forgotten). */
 laminar_code lm_op_late_deliver(window_op* op, const lm_chunk* in);
 /* A snapshot's watermark and late count, restored as `f` says (the state
  * cleared unless merging). */

@@ -21,7 +21,9 @@
  * EMIT CHANGES: a session that a chunk creates, grows or merges into emits a
  * -1 row of its previous result (unless the chunk created it) before it
  * changes, and a +1 row of its new result after the chunk; a session merged
- * away by a bridging row emits only its -1. Closing emits nothing.
+ * away by a bridging row emits only its -1. Closing emits nothing. The chunk
+ * updates copies of the sessions it touches (slot_own), which take their
+ * places only once its rows went downstream (session_apply).
  */
 #include "op/op.h"
 
@@ -240,6 +242,10 @@ static laminar_code session_assign(window_op* op, uint32_t kid, int64_t t, int32
     if (op->s_end[cur] > lo) { /* overlaps [lo, hi) */
       LM_TRY(slot_touch(op, cur));
       if (survivor < 0) {
+        /* EMIT CHANGES: a session open before the chunk is copied into a
+         * slot of the chunk that takes its place, so that the chunk is
+         * undone whole when its rows fail downstream (session_apply). */
+        if (op->s_touched != NULL) LM_TRY(slot_own(op, kid, prev, cur, &cur));
         survivor = cur;
         sprev = prev;
         if (lo < op->s_start[cur]) LM_TRY(jset(op, J_START, cur, lo));
@@ -342,7 +348,22 @@ static laminar_code session_apply(window_op* op, const lm_chunk* in,
   int64_t ndead = 0;
   bool updating = false;
   laminar_code rc = session_chunk(op, in, given, dead, &ndead, &updating);
-  if (rc != LAMINAR_OK && !updating) {
+  /* EMIT CHANGES: the chunk updated slots of its own only (copies of the
+   * sessions it touched, new ones): the +1 rows of those still open (their
+   * room reserved) go downstream, and the late rows to the late stream,
+   * before the chunk is applied; a failure there undoes it like one
+   * before the updates. */
+  bool changes = op->s_touched != NULL;
+  if (rc == LAMINAR_OK && changes) {
+    for (int64_t i = 0; i < op->s_ntouched; i++) {
+      int32_t s = op->s_touched[i];
+      if (op->s_parent[s] == s) put_session_row(op, s, +1);
+    }
+    rc = lm_op_rows_flush(op);
+    if (rc == LAMINAR_OK) rc = lm_op_late_deliver(op, in);
+  }
+  if (rc != LAMINAR_OK && (!updating || changes)) {
+    op->dn = 0;
     session_undo(op);
     journal_end(op);
     return rc;
@@ -352,16 +373,10 @@ static laminar_code session_apply(window_op* op, const lm_chunk* in,
                          "%s while updating a session window's aggregates: this batch is "
                          "partly applied",
                          laminar_errstr(rc));
-  } else if (op->s_touched != NULL) {
-    /* Applied: with EMIT CHANGES, the +1 rows of the sessions still open
-     * (their room reserved), handed on before the merged-away and replaced
-     * slots go (their -1 rows borrow their strings). */
-    for (int64_t i = 0; i < op->s_ntouched; i++) {
-      int32_t s = op->s_touched[i];
-      if (op->s_parent[s] == s) put_session_row(op, s, +1);
-    }
-    rc = lm_op_rows_flush(op);
   }
+  /* Applied: the chunk's slots are the op's now; the merged-away and
+   * replaced slots go (after the rows out: their -1 rows borrowed their
+   * strings). */
   for (int64_t i = 0; i < op->sj_nmade; i++) {
     op->s_used[op->sj_made[i] >= 0 ? op->sj_made[i] : ~op->sj_made[i]] = 1;
   }
@@ -432,6 +447,9 @@ static laminar_code session_chunk(window_op* op, const lm_chunk* in,
   }
   LM_TRY(lm_op_window_account(op, op->base.checks_bound));
   if (op->s_touched != NULL) LM_TRY(lm_op_rows_reserve(op, op->s_ntouched));
+  /* ON WINDOW CLOSE: the late rows go to the late stream before the first
+   * update (EMIT CHANGES: after the rows, session_apply). */
+  if (op->s_touched == NULL) LM_TRY(lm_op_late_deliver(op, in));
   *out_updating = true;
   for (int32_t a = 0; a < spec->naggs; a++) {
     const lm_vec* arg = spec->aggs[a].arg ? &op->arg_vecs[a] : NULL;
@@ -795,8 +813,6 @@ static laminar_code session_on_chunk(lm_op* base, const lm_chunk* in) {
       return rc;
     }
     lm_op_window_account(op, false);
-    if (rc == LAMINAR_OK) rc = lm_op_late_deliver(op, in);
-    if (rc != LAMINAR_OK) return lm_op_window_handoff_failed(op, rc, "session windows");
   }
   return lm_op_window_chunk_failed(op, rc);
 }

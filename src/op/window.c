@@ -430,6 +430,9 @@ typedef struct assign_scratch {
   const uint32_t* bsel;
   const uint32_t* bpos;
   bool sorted; /* the pairs are in window order already (rows in time order) */
+  /* ON WINDOW CLOSE: the chunk whose late rows go to the late stream before
+   * the first update (NULL with EMIT CHANGES: after its rows). */
+  const lm_chunk* late_in;
 } assign_scratch;
 
 /* The local index of window `start` in this slice, adding it if new. */
@@ -1177,6 +1180,9 @@ static laminar_code update_windows(window_op* op, assign_scratch* s, int64_t np,
       LM_TRY(backup_reserve(op, op->bk_n + s->offsets[nwin]));
   }
   if (mode == UPDATE_COMMIT || !spec->emit_changes) {
+    /* The late rows to the late stream before the first update (a chunk of
+     * several slices: after its first pass, window_chunk). */
+    if (s->late_in != NULL) LM_TRY(lm_op_late_deliver(op, s->late_in));
     /* from here on a failure leaves the chunk partly applied (prepared: none can) */
     *out_updating = true;
     return commit_windows(op, s, nwin, wins, gids);
@@ -1240,6 +1246,7 @@ laminar_code lm_op_late_deliver(window_op* op, const lm_chunk* in) {
   int64_t m = op->nlate;
   const uint32_t* rows = op->late_sel;
   op->late_sel = NULL;
+  op->nlate = 0;
   if (m == 0) return LAMINAR_OK;
   lm_vec* cols = lm_eval_ctx_alloc(op->ctx, sizeof(lm_vec) * (size_t)in->ncols);
   if (cols == NULL) return LAMINAR_ERR_NOMEM;
@@ -1319,14 +1326,6 @@ laminar_code lm_op_window_chunk_failed(window_op* op, laminar_code rc) {
                          "(state unchanged)");
   }
   return rc;
-}
-
-laminar_code lm_op_window_handoff_failed(window_op* op, laminar_code rc,
-                                         const char* what) {
-  return lm_state_budget_fail(op->base.budget, rc,
-                              "%s handing on the batch's rows: the %s took the batch, "
-                              "what reads their rows did not (partly applied)",
-                              laminar_errstr(rc), what);
 }
 
 /* Closing windows failed (rc): say what it left (issue 20). */
@@ -1461,6 +1460,7 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
       .cache = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)per),
       .ppos = by_pos ? lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs) : NULL,
       .spos = by_pos ? lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs) : NULL,
+      .late_in = spec->emit_changes || op->late_fn == NULL ? NULL : in,
   };
   uint64_t* own =
       given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)span);
@@ -1531,6 +1531,7 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
                           &updating);
     }
     if (pass == 0) {
+      int64_t nlate = op->nlate; /* (the second pass counts them again) */
       op->late_rows = late_before;
       op->nlate = nlate_before;
       if (rc == LAMINAR_OK) rc = window_settle(op);
@@ -1541,9 +1542,15 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
         rc = backup_reserve(op, op->bk_n + touch);
       if (rc == LAMINAR_OK && op->held && !spec->emit_changes)
         rc = backup_reserve(op, op->bk_n + op->bk_need);
+      if (rc == LAMINAR_OK && s.late_in != NULL) { /* before the first update */
+        op->nlate = nlate;
+        rc = lm_op_late_deliver(op, in);
+      }
     }
     if (pass == 2) op->late_rows = late_done; /* counted by pass 1 */
   }
+  /* Every row late (no update): their late rows, as before an update. */
+  if (rc == LAMINAR_OK && !updating && s.late_in != NULL) rc = lm_op_late_deliver(op, in);
   shadow_end(op);
   if (rc != LAMINAR_OK && !updating) {
     backups_restore(op); /* in-place updates undone (allocates nothing) */
@@ -1567,10 +1574,8 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
                                 laminar_errstr(rc));
   }
   /* What the updates added (MIN/MAX strings, distinct values) is in use now. */
-  LM_TRY(lm_op_window_account(op, false));
-  if (spec->emit_changes) return LAMINAR_OK; /* (rows and late rows went before) */
-  rc = lm_op_late_deliver(op, in);
-  return rc == LAMINAR_OK ? rc : lm_op_window_handoff_failed(op, rc, "windows");
+  /* (Rows and late rows went before.) */
+  return lm_op_window_account(op, false);
 }
 
 /* ---- emission ------------------------------------------------------------------- */

@@ -95,8 +95,8 @@ void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int6
 }
 
 /* Every group of window w (built from panes: keys by key id) as rows
- * (columnar) into the row buffer; emitted now if `flush`. */
-static laminar_code put_window_rows(window_op* op, const window* w, bool flush) {
+ * (columnar) into the row buffer. */
+static laminar_code put_window_rows(window_op* op, const window* w) {
   int64_t ng = w->t.n;
   if (ng == 0) return LAMINAR_OK;
   LM_TRY(lm_op_rows_reserve(op, ng));
@@ -109,7 +109,30 @@ static laminar_code put_window_rows(window_op* op, const window* w, bool flush) 
                     (uint8_t*)ov->nulls + row);
   }
   op->dn += ng;
-  return flush ? lm_op_rows_flush(op) : LAMINAR_OK;
+  return LAMINAR_OK;
+}
+
+/* The string results of rows from .. dn of the row buffer copied into the
+ * eval context: they borrowed the merged state, which the next window
+ * reuses, and go out with the windows after it. */
+static laminar_code own_strings(window_op* op, int64_t from) {
+  for (int32_t a = 0; a < op->spec.naggs; a++) {
+    lm_vec* ov = &op->dvecs[2 + op->spec.nkeys + a];
+    if (ov->type != LM_TYPE_STRING) continue;
+    lm_str* v = (lm_str*)ov->data;
+    int64_t bytes = 0;
+    for (int64_t r = from; r < op->dn; r++) bytes += v[r].len;
+    if (bytes == 0) continue;
+    char* to = lm_eval_ctx_alloc(op->ctx, (size_t)bytes);
+    if (to == NULL) return LAMINAR_ERR_NOMEM;
+    for (int64_t r = from; r < op->dn; r++) {
+      if (v[r].len == 0) continue;
+      memcpy(to, v[r].ptr, (size_t)v[r].len);
+      v[r].ptr = to;
+      to += v[r].len;
+    }
+  }
+  return LAMINAR_OK;
 }
 
 /* Map the key ids of dst's groups to them for merge pass `pass`. */
@@ -214,8 +237,10 @@ static laminar_code shared_window(window_op* op, int64_t ws, window** out) {
 /* The watermark went from `prev` to op->watermark: every window that closed in
  * between and holds a row (it overlaps an open pane) is built (by sliding,
  * op/hop.c: groups in the order their keys entered; else from its panes:
- * groups in the order of their first pane) and emitted, in start order; panes
- * no window needs any more are recycled. */
+ * groups in the order of their first pane), in start order, and they are
+ * emitted as one chunk; only once it went through are the panes no window
+ * needs any more recycled. A failure leaves the panes and downstream as
+ * before: the caller closes the same windows at the next advance. */
 laminar_code lm_op_panes_on_watermark(window_op* op, int64_t prev) {
   int64_t wm = op->watermark, hop = op->out_hop, size = op->out_size;
   int64_t per = 1 + (size - 1) / hop;
@@ -255,8 +280,8 @@ laminar_code lm_op_panes_on_watermark(window_op* op, int64_t prev) {
   if (op->acc == NULL) LM_TRY(lm_op_window_new(op, &op->acc));
   window* acc = op->acc;
   laminar_code rc = LAMINAR_OK;
-  /* The windows closed by this watermark go out as one chunk, unless a
-   * result borrows a string of the merged state (reset between windows). */
+  /* The windows closed by this watermark go out as one chunk; a string
+   * result borrows the merged state (reset between windows): copied. */
   bool hold = true;
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_agg_fn fn = op->spec.aggs[a].fn;
@@ -265,11 +290,12 @@ laminar_code lm_op_panes_on_watermark(window_op* op, int64_t prev) {
   }
   for (int64_t k = 0; k < nstarts && rc == LAMINAR_OK; k++) {
     if (k > 0 && starts[k] == starts[k - 1]) continue;
-    int64_t ws = starts[k], we;
+    int64_t ws = starts[k], we, row = op->dn;
     if (__builtin_add_overflow(ws, size, &we)) we = INT64_MAX;
     if (op->slide != NULL) { /* every aggregate slides */
       bool done;
       rc = lm_op_slide_put_rows(op, ws, &done);
+      if (rc == LAMINAR_OK && done && !hold) rc = own_strings(op, row);
       if (rc != LAMINAR_OK || done) continue;
     }
     window* built = NULL;
@@ -280,14 +306,18 @@ laminar_code lm_op_panes_on_watermark(window_op* op, int64_t prev) {
     }
     if (rc == LAMINAR_OK) {
       built->start = ws;
-      rc = put_window_rows(op, built, !hold);
+      rc = put_window_rows(op, built);
+      if (rc == LAMINAR_OK && !hold) rc = own_strings(op, row);
     }
     lm_op_window_reset(op, built != NULL ? built : acc);
   }
   if (rc == LAMINAR_OK) rc = lm_op_rows_flush(op);
   if (rc != LAMINAR_OK) {
     op->dn = 0; /* held rows may borrow what a failed merge left */
+    /* What a failed build left half made is rebuilt from the panes. */
     lm_op_slide_invalidate(op);
+    op->suf_block = op->run_block = INT64_MIN;
+    return rc;
   }
   int32_t nclose = 0;
   while (nclose < op->nopen &&
