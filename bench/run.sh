@@ -17,7 +17,9 @@
 #                              before (A) / after (B): each a git revision (exported and
 #                              built into build-bench-cmp/) or an existing build tree;
 #                              runs W1, W2, hop, session, changes (C, inline) and Python
-#                              W1 interleaved, ROUNDS rounds (default 8), with
+#                              W1 (each revision's own package and bench script, the
+#                              package built against its core into <build>/py)
+#                              interleaved, ROUNDS rounds (default 8), with
 #                              bench/interleave.sh: each label's median time and the
 #                              paired ratio after / before. Writes no docs.
 #   BENCH_REPS=5               reps per figure (default 3; median reported)
@@ -41,7 +43,7 @@ COMPARE=()
 case "${1:-}" in
   --quick) QUICK=1; shift ;;
   --compare)
-    [[ $# -ge 3 ]] || { sed -n '2,29p' "$0" >&2; exit 2; }
+    [[ $# -ge 3 ]] || { sed -n '2,31p' "$0" >&2; exit 2; }
     COMPARE=("$2" "$3" "${4:-8}"); shift $# ;;
 esac
 if [[ $QUICK == 1 ]]; then
@@ -85,6 +87,12 @@ if [[ ${#COMPARE[@]} -gt 0 ]]; then
     [[ $side == after ]] && rev=${COMPARE[1]}
     if [[ -x "$rev/bench/bench_vwap" && -f "$rev/liblaminar.so" ]]; then
       dir="$(cd "$rev" && pwd)"  # an existing benchmark build tree
+      src="$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$dir/CMakeCache.txt")"
+      if [[ "${BENCH_PYTHON:-1}" != 0 && ! -d "$src/bindings/python" ]]; then
+        echo "run.sh: the source of $dir ($src) is gone: Python W1 needs it" \
+          "(or BENCH_PYTHON=0)" >&2
+        exit 1
+      fi
     else
       sha="$(git -C "$ROOT" rev-parse --short "$rev^{commit}")"
       src="$CMP/src-$sha"
@@ -102,10 +110,22 @@ if [[ ${#COMPARE[@]} -gt 0 ]]; then
     for v in hop session changes; do
       labels+=("$v-$side=$B/bench_windows $N --reps 1 --only $v")
     done
-    # Python W1 against this build's core: the installed package's extension finds
-    # the preloaded liblaminar.so by its soname (the two C ABIs must match).
+    # Python W1 with this revision's own package (its bindings/python built
+    # against this build's core, into <build>/py) and its own bench script: a
+    # package's cffi module needs the symbols of the core it was built with.
     if [[ "${BENCH_PYTHON:-1}" != 0 ]]; then
-      labels+=("pyW1-$side=env LD_PRELOAD=$dir/liblaminar.so $PY $ROOT/bench/bench_python.py -n $N --reps 1 --workload W1")
+      if [[ ! -f "$dir/py/.installed" || "$dir/liblaminar.so" -nt "$dir/py/.installed" ]]; then
+        echo "== Python package of $src into $dir/py"
+        rm -rf "$dir/py" "$dir/py-src"
+        # (built from a copy: pip's in-tree build leaves nothing in the source)
+        cp -r "$src/bindings/python" "$dir/py-src"
+        LAMINAR_LIBRARY="$dir/liblaminar.so" LAMINAR_SOURCE_DIR="$src" \
+          "$PY" -m pip install -q --no-deps --target "$dir/py" \
+          "$dir/py-src" >"$dir/run-py.log" 2>&1 ||
+          { tail -40 "$dir/run-py.log" >&2; echo "run.sh: the Python package of $src failed to build" >&2; exit 1; }
+        touch "$dir/py/.installed"
+      fi
+      labels+=("pyW1-$side=env PYTHONPATH=$dir/py $PY $src/bench/bench_python.py -n $N --reps 1 --workload W1")
     fi
   done
   # One interleave per workload, "before" first: its "paired" ratio is after / before.

@@ -246,10 +246,27 @@ int64_t lm_agg_states_pending_bytes(const lm_agg_states* st, uint64_t seq) {
   return adds_entries(st) && seq != 0 && st->prep_seq == seq ? st->prep_rows * 64 : 0;
 }
 
+/* Whether fn's states use fields beyond the common ones (count, sums,
+ * min/max values, has, FIRST/LAST order, distinct lists): one test of fn
+ * instead of one per rare field in lm_agg_states_init_group (one call per new
+ * group: a row each of hop's panes). */
+static bool has_rare_fields(lm_agg_fn fn) {
+  return fn == LM_AGG_UDAF || fn == LM_AGG_STRING_AGG || is_arg_minmax(fn) ||
+         lm_agg_is_moments(fn) || fn == LM_AGG_APPROX_COUNT_DISTINCT;
+}
+
 void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
-  if (st->fn == LM_AGG_UDAF || st->fn == LM_AGG_STRING_AGG) {
-    lm_agg_states_init_range(st, g, 1);
-    return;
+  if (LM_UNLIKELY(has_rare_fields(st->fn))) {
+    if (st->fn == LM_AGG_UDAF || st->fn == LM_AGG_STRING_AGG) {
+      lm_agg_states_init_range(st, g, 1);
+      return;
+    }
+    if (st->m_a) st->m_a[g] = st->q_a[g] = 0.0;
+    if (st->m_b) st->m_b[g] = st->q_b[g] = st->c_ab[g] = 0.0;
+    if (st->by_i) st->by_i[g] = 0;
+    if (st->by_d) st->by_d[g] = 0.0;
+    if (st->by_s) st->by_s[g] = (lm_str){NULL, 0};
+    if (st->hll) memset(st->hll + g * LM_HLL_M, 0, LM_HLL_M);
   }
   if (st->count) st->count[g] = 0;
   if (st->sum_i) st->sum_i[g] = 0;
@@ -261,12 +278,6 @@ void lm_agg_states_init_group(lm_agg_states* st, int64_t g) {
   if (st->ord) st->ord[g] = 0;
   if (st->vnull) st->vnull[g] = 0;
   if (st->d_head) st->d_head[g] = -1;
-  if (st->m_a) st->m_a[g] = st->q_a[g] = 0.0;
-  if (st->m_b) st->m_b[g] = st->q_b[g] = st->c_ab[g] = 0.0;
-  if (st->by_i) st->by_i[g] = 0;
-  if (st->by_d) st->by_d[g] = 0.0;
-  if (st->by_s) st->by_s[g] = (lm_str){NULL, 0};
-  if (st->hll) memset(st->hll + g * LM_HLL_M, 0, LM_HLL_M);
 }
 
 void lm_agg_states_init_range(lm_agg_states* st, int64_t first, int64_t n) {
@@ -722,6 +733,13 @@ laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
                                    const lm_vec* order, const uint32_t* sel, int64_t m,
                                    uint64_t seq) {
   if (arg == NULL || m <= 0) return LAMINAR_OK;
+  /* Most states have nothing to prepare (no entries, no strings): out before
+   * the bookkeeping below, as this runs per window and aggregate (hop: 5 a
+   * pane). */
+  if (!adds_entries(st) && st->fn != LM_AGG_STRING_AGG &&
+      !(st->weighted && is_first_last(st->fn)) && st->arg_type != LM_TYPE_STRING &&
+      st->by_type != LM_TYPE_STRING)
+    return LAMINAR_OK;
   if (seq == 0 || seq != st->prep_seq) { /* a new chunk: nothing prepared yet */
     st->prep_seq = seq;
     st->prep_rows = 0;

@@ -286,6 +286,11 @@ int64_t lm_op_window_bytes(const window_op* op);
 /* The group of window w holding row `row`'s keys (hash h), added if new. */
 laminar_code lm_op_group_find_or_add(window_op* op, window* w, uint64_t h,
                                      const lm_vec* keys, int64_t row, uint32_t* out_gid);
+/* The groups of rows sel[0..m) of window w (hashes by row) into gids[j],
+ * added if new, in row order: lm_op_group_find_or_add for a batch, with the
+ * direct probe of one key column without NULLs (lm_state_table_find1). */
+laminar_code lm_op_groups_find_or_add(window_op* op, window* w, const uint32_t* sel,
+                                      int64_t m, const uint64_t* hashes, uint32_t* gids);
 /* A new empty window (or LAMINAR_ERR_NOMEM); room for `cap` groups in w. */
 laminar_code lm_op_window_new(window_op* op, window** out);
 void lm_op_window_free(window_op* op, window* w);

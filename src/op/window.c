@@ -196,6 +196,11 @@ static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t*
   return LAMINAR_OK;
 }
 
+laminar_code lm_op_groups_find_or_add(window_op* op, window* w, const uint32_t* sel,
+                                      int64_t m, const uint64_t* hashes, uint32_t* gids) {
+  return groups_find_or_add(op, w, sel, m, hashes, gids);
+}
+
 /* Room in kmap/kstamp for every key id of the keyset. */
 laminar_code lm_op_kmap_reserve(window_op* op) {
   if (op->kmap_cap >= op->keyset->t.n) return LAMINAR_OK;
