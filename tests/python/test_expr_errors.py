@@ -32,7 +32,7 @@ BAD = [
     ("SELECT extract(nope FROM ts) FROM t", laminardb.SQLError, 1102, 2, 16, "date part"),
     ("SELECT s ILIKE 'x!' ESCAPE '!' FROM t", laminardb.SQLError, 1102, 2, 16, "must not end"),
     ("SELECT s LIKE 'x' ESCAPE '!!' FROM t", laminardb.SQLError, 1102, 2, 26, "one character"),
-    ("SELECT CAST(s AS JSON) FROM t", laminardb.SchemaError, 2002, 2, 18, "not a type"),
+    ("SELECT CAST(s AS UUID) FROM t", laminardb.SchemaError, 2002, 2, 18, "not a type"),
     ("SELECT i FROM t WHERE upper(s) = MAX(s)", laminardb.SQLError, 1006, 2, 23, "WHERE"),
     ("SELECT substring(s FROM) FROM t", laminardb.SQLError, 1001, 2, 24, "expression"),
 ]
