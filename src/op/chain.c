@@ -197,15 +197,16 @@ laminar_code lm_op_txn_add(lm_op_txn* t, lm_op_txn_end_fn end, void* a, void* b)
 }
 
 laminar_code lm_op_txn_end(lm_op_txn* t, bool commit) {
+  return lm_op_txn_end_part(t, commit ? t->n : 0);
+}
+
+laminar_code lm_op_txn_end_part(lm_op_txn* t, int32_t keep) {
+  for (int32_t i = t->n - 1; i >= keep; i--)
+    (void)t->entries[i].end(t->entries[i].a, t->entries[i].b, false);
   laminar_code first = LAMINAR_OK;
-  if (commit) {
-    for (int32_t i = 0; i < t->n; i++) {
-      laminar_code rc = t->entries[i].end(t->entries[i].a, t->entries[i].b, true);
-      if (first == LAMINAR_OK) first = rc;
-    }
-  } else {
-    for (int32_t i = t->n - 1; i >= 0; i--)
-      (void)t->entries[i].end(t->entries[i].a, t->entries[i].b, false);
+  for (int32_t i = 0; i < keep && i < t->n; i++) {
+    laminar_code rc = t->entries[i].end(t->entries[i].a, t->entries[i].b, true);
+    if (first == LAMINAR_OK) first = rc;
   }
   t->n = 0;
   t->active = false;

@@ -84,6 +84,11 @@ laminar_code lm_op_txn_add(lm_op_txn* t, lm_op_txn_end_fn end, void* a, void* b)
  * returned, the later ones still run), abort in reverse order. The list is
  * empty and inactive afterwards. */
 laminar_code lm_op_txn_end(lm_op_txn* t, bool commit);
+/* End the batch keeping the entries before `keep` (committed, in order) and
+ * undoing the others (first, in reverse): the readers before a failed one
+ * keep the batch when the failure is the reader's own (a function's error
+ * fails its stream; the others go on), not one a retry may cure. */
+laminar_code lm_op_txn_end_part(lm_op_txn* t, int32_t keep);
 void lm_op_txn_free(lm_op_txn* t);
 
 typedef struct lm_op_vtable {

@@ -531,11 +531,19 @@ static laminar_code process_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
     lm_op_txn* txn = &rt->graph->txn;
     bool fan = rt->ncores <= 1 && fans_out(src->readers, src->nreaders);
     if (fan) lm_op_txn_begin(txn, true);
+    int32_t kept = 0; /* entries of the readers that took the batch */
     for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
       rc = stream_chunk(src->readers[i], src, &chunk);
+      if (rc == LAMINAR_OK) kept = txn->n;
     }
     if (fan) {
-      laminar_code erc = lm_op_txn_end(txn, rc == LAMINAR_OK);
+      /* Out of memory (or past a state bound): no reader keeps the batch, so
+       * it can be pushed again. Any other failure is the failing stream's
+       * own: the readers before it keep the batch, as they would alone. */
+      bool memory = rc == LAMINAR_ERR_NOMEM || rc == LAMINAR_ERR_MEMORY_LIMIT;
+      laminar_code erc = lm_op_txn_end_part(txn, rc == LAMINAR_OK ? txn->n
+                                                 : memory         ? 0
+                                                                  : kept);
       if (rc == LAMINAR_OK) rc = erc;
     }
     lm_batch_unref(batch);
