@@ -507,8 +507,15 @@ void lm_db_source_connector_checkpointed(laminar_db* db, const char* source,
 }
 
 void lm_db_connectors_stop(laminar_db* db) {
-  for (int32_t i = 0; i < db->nconsumers; i++) lm_kafka_source_stop(db->consumers[i]);
-  lm_free(db->consumers);
+  /* Taken out of the list under the lock (a checkpoint thread reads it,
+   * lm_db_source_connector_checkpointed), stopped outside it: a consumer
+   * thread may wait for the lock before it sees the stop. */
+  pthread_mutex_lock(&db->lock);
+  struct lm_kafka_source** consumers = db->consumers;
+  int32_t n = db->nconsumers;
   db->consumers = NULL;
   db->nconsumers = 0;
+  pthread_mutex_unlock(&db->lock);
+  for (int32_t i = 0; i < n; i++) lm_kafka_source_stop(consumers[i]);
+  lm_free(consumers);
 }
