@@ -338,10 +338,8 @@ static size_t unescape(const char* p, char* out) {
 
 /* Whether the JSON string at p (quoted, valid) decodes to key[0..klen); a
  * JSON-pointer token compares with ~1 as '/' and ~0 as '~'. */
-static bool key_equals(const char* p, const char* end, const jstep* st, char* scratch) {
-  const char* q = skip_string(p, end);
+static bool key_equals(const char* p, const jstep* st, char* scratch) {
   size_t n = unescape(p, scratch);
-  (void)q;
   if (!st->pointer) return (int64_t)n == st->klen && memcmp(scratch, st->key, n) == 0;
   size_t i = 0;
   for (int64_t k = 0; k < st->klen; k++) {
@@ -369,7 +367,7 @@ static bool follow(jspan v, const jstep* st, char* scratch, jspan* out) {
       p = skip_ws(skip_string(p, end), end) + 1; /* past ':' */
       p = skip_ws(p, end);
       const char* after = skip_value(p, end, 0);
-      if (key_equals(k, end, st, scratch)) {
+      if (key_equals(k, st, scratch)) {
         *out = (jspan){p, after};
         return true;
       }
@@ -479,49 +477,49 @@ static void put_double(jbuf* b, double v) {
   put(b, out, o);
 }
 
-static void put_number(jbuf* b, const char* p, const char* end) {
+/* What the (valid) number p..end reads as: an integer within 64 bits
+ * (signed when negative, *i; else *u), a finite double (*d), or neither
+ * (an integer past 64 bits, a double past the range: kept as written). */
+typedef enum { JNUM_INT, JNUM_UINT, JNUM_DOUBLE, JNUM_RAW } jnum_kind;
+
+static jnum_kind read_number(const char* p, const char* end, long long* i,
+                             unsigned long long* u, double* d) {
   bool integral = true;
   for (const char* q = p; q < end; q++)
     if (*q == '.' || *q == 'e' || *q == 'E') integral = false;
   char tmp[64];
   size_t n = (size_t)(end - p);
-  if (n >= sizeof tmp) { /* no double or 64-bit integer is that long */
-    put(b, p, n);
-    return;
-  }
+  if (n >= sizeof tmp) return JNUM_RAW; /* no double or 64-bit integer is that long */
   memcpy(tmp, p, n);
   tmp[n] = '\0';
   errno = 0;
+  if (integral && *p == '-') {
+    *i = strtoll(tmp, NULL, 10);
+    return errno == 0 ? JNUM_INT : JNUM_RAW;
+  }
   if (integral) {
-    if (*p == '-') {
-      long long v = strtoll(tmp, NULL, 10);
-      if (errno == 0) {
-        n = (size_t)snprintf(tmp, sizeof tmp, "%lld", v);
-        put(b, tmp, n);
-        return;
-      }
-    } else {
-      unsigned long long v = strtoull(tmp, NULL, 10);
-      if (errno == 0) {
-        n = (size_t)snprintf(tmp, sizeof tmp, "%llu", v);
-        put(b, tmp, n);
-        return;
-      }
-    }
-    put(b, p, (size_t)(end - p)); /* past 64 bits: as written */
-    return;
+    *u = strtoull(tmp, NULL, 10);
+    return errno == 0 ? JNUM_UINT : JNUM_RAW;
   }
-  double v = strtod(tmp, NULL);
-  if (isinf(v)) {
-    put(b, p, (size_t)(end - p)); /* past the double range: as written */
-    return;
+  *d = strtod(tmp, NULL);
+  return isinf(*d) ? JNUM_RAW : JNUM_DOUBLE;
+}
+
+static void put_number(jbuf* b, const char* p, const char* end) {
+  long long i;
+  unsigned long long u;
+  double d;
+  char tmp[32];
+  switch (read_number(p, end, &i, &u, &d)) {
+    case JNUM_INT: put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%lld", i)); return;
+    case JNUM_UINT: put(b, tmp, (size_t)snprintf(tmp, sizeof tmp, "%llu", u)); return;
+    case JNUM_DOUBLE: put_double(b, d); return;
+    case JNUM_RAW: put(b, p, (size_t)(end - p)); return;
   }
-  put_double(b, v);
 }
 
 /* The decoded string at p written back escaped. */
-static void put_string(jbuf* b, const char* p, const char* end, char* scratch) {
-  (void)end;
+static void put_string(jbuf* b, const char* p, char* scratch) {
   size_t n = unescape(p, scratch);
   put(b, "\"", 1);
   for (size_t i = 0; i < n; i++) {
@@ -551,7 +549,7 @@ static void put_string(jbuf* b, const char* p, const char* end, char* scratch) {
 static void put_value(jbuf* b, jspan v, char* scratch) {
   const char* p = skip_ws(v.p, v.end);
   switch (*p) {
-    case '"': put_string(b, p, v.end, scratch); return;
+    case '"': put_string(b, p, scratch); return;
     case 't': put(b, "true", 4); return;
     case 'f': put(b, "false", 5); return;
     case 'n': put(b, "null", 4); return;
@@ -565,7 +563,7 @@ static void put_value(jbuf* b, jspan v, char* scratch) {
         if (!first) put(b, ",", 1);
         first = false;
         if (obj) {
-          put_string(b, p, v.end, scratch);
+          put_string(b, p, scratch);
           put(b, ":", 1);
           p = skip_ws(skip_ws(skip_string(p, v.end), v.end) + 1, v.end);
         }
@@ -680,23 +678,12 @@ laminar_code lm_fn_json(lm_fcall* c) {
       if (*p == 't' || *p == 'f') t = "BOOLEAN";
       if (*p == 'n') t = "NULL";
       if (*p == '-' || (*p >= '0' && *p <= '9')) {
-        const char* e = skip_number(p, v.end);
-        bool integral = true;
-        for (const char* q = p; q < e; q++)
-          if (*q == '.' || *q == 'e' || *q == 'E') integral = false;
-        char tmp[32];
-        size_t n = (size_t)(e - p);
-        if (integral && n < sizeof tmp) {
-          memcpy(tmp, p, n);
-          tmp[n] = '\0';
-          errno = 0;
-          if (*p == '-') {
-            (void)strtoll(tmp, NULL, 10);
-          } else {
-            (void)strtoull(tmp, NULL, 10);
-          }
-          if (errno == 0) t = *p == '-' ? "BIGINT" : "UBIGINT";
-        }
+        long long i;
+        unsigned long long u;
+        double d;
+        jnum_kind kind = read_number(p, skip_number(p, v.end), &i, &u, &d);
+        if (kind == JNUM_INT) t = "BIGINT";
+        if (kind == JNUM_UINT) t = "UBIGINT";
       }
       put(&b, t, strlen(t));
     } else if (fn == LM_FN_JSON_EXTRACT_STRING && *p == '"') {
