@@ -10,7 +10,7 @@
  * (The same loops as tests/c/test_memory.c's fault_chain_*, kept apart for
  * that file's ASan time.)
  */
-/* lm_ctest: TIMEOUT 900 */
+/* lm_ctest: TIMEOUT 900 SHARDS 2 */
 #define _POSIX_C_SOURCE 200809L
 #include "lm_test.h"
 #include "views_util.h"
@@ -307,8 +307,8 @@ static int test_hop_close_slide(void) { return fault_case(4); }
 static int test_hop_close_strings(void) { return fault_case(5); }
 #else
 static int skip(void) {
-  printf("needs LAMINAR_FAULT_INJECTION\n");
-  return LM_TEST_SKIP;
+  return lm_test_skip(
+      "built without LAMINAR_FAULT_INJECTION (scripts/test.sh step 2 has it)");
 }
 static int test_session_changes(void) { return skip(); }
 static int test_session_changes_distinct(void) { return skip(); }
