@@ -229,6 +229,14 @@ static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, query* q,
   lm_stmt bound = *stmt;
   bound.select = body;
   laminar_code rc = lm_bind_stream(&bound, view_lookup, db, &db->funcs, &q->plan, err);
+  if (rc == LAMINAR_OK && q->plan.temporal) {
+    rc =
+        fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, q->plan.temporal_line,
+                 q->plan.temporal_column, NULL,
+                 "WATERMARK() in a one-off SELECT: a temporal filter belongs to a stream "
+                 "or materialized view (the one-off query runs at no watermark)");
+    lm_plan_free(&q->plan);
+  }
   if (rc != LAMINAR_OK) {
     lm_free(body);
     return rc;

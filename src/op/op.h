@@ -276,6 +276,36 @@ laminar_code lm_op_lateral_apply(lm_eval_ctx* ctx, const lm_lateral_spec* spec,
                                  lm_vec* out, const uint32_t** out_parent,
                                  int64_t* out_m);
 
+/* ---- temporal filter: rows kept to a horizon of event time (expire.c) ------ */
+
+/* WHERE t > WATERMARK() - h (or >=): each input row with t kept is emitted
+ * with its weight when it arrives while the watermark is below t + h (for
+ * >=: at most t + h), and retracted (weight negated) when the watermark
+ * passes that, so the emitted rows sum, at any watermark W, to the input's
+ * rows with t > W - h. Rows the watermark already passed are late (counted,
+ * handed to the late sink); rows with a NULL time never pass. Emits the
+ * input's columns, then _weight (BIGINT) unless the input is a changelog
+ * (weight_col >= 0), whose weight column is emitted (negated on retraction)
+ * where it is. */
+typedef struct lm_expire_spec {
+  int32_t time_col; /* input column: BIGINT (ms) or TIMESTAMP (µs) */
+  lm_type time_type;
+  int64_t horizon; /* h, in the time column's unit (may be negative) */
+  bool inclusive;  /* >=: kept while W <= t + h; >: while W < t + h */
+  int32_t in_ncols;
+  int32_t weight_col; /* a changelog input's _weight column, or -1 */
+} lm_expire_spec;
+
+/* in_schema: the input's columns (in_ncols); out_schema: what it emits. */
+laminar_code lm_op_expire_create(const lm_expire_spec* spec, const lm_schema* in_schema,
+                                 const lm_schema* out_schema, lm_op** out);
+bool lm_op_is_expire(const lm_op* op);
+/* Late rows (input columns, arrival order) go to fn(arg, rows) from now on. */
+void lm_op_expire_set_late_sink(lm_op* op, lm_op_sink_fn fn, void* arg);
+int64_t lm_op_expire_late_rows(const lm_op* op);
+/* Rows held (emitted, not yet retracted). */
+int64_t lm_op_expire_held(const lm_op* op);
+
 /* ---- window: tumbling / hopping window hash aggregation ------------------ */
 
 /* Window aggregation over windows [start, start + size_ms) on time column

@@ -21,9 +21,13 @@ static laminar_code build_rest(const lm_plan* plan, lm_op** out);
  * rest of the plan. */
 laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
   *out = NULL;
-  if (!plan->joined && !plan->lookup && !plan->lateral) return build_rest(plan, out);
+  if (!plan->joined && !plan->lookup && !plan->lateral && !plan->temporal)
+    return build_rest(plan, out);
   lm_op* join;
-  if (plan->lateral)
+  if (plan->temporal)
+    LM_TRY(lm_op_expire_create(&plan->expire, &plan->union_schema, &plan->union_schema,
+                               &join));
+  else if (plan->lateral)
     LM_TRY(lm_op_lateral_create(&plan->lat, &plan->union_schema, &join));
   else if (plan->interval)
     LM_TRY(lm_op_ijoin_create(&plan->ijoin, &plan->union_schema, &join));
@@ -121,6 +125,12 @@ const char* lm_plan_describe(lm_plan* plan) {
              cmps[j->cmp], plan->branches[1].input,
              plan->union_schema.fields[j->lcols + j->rtime].name,
              j->has_tolerance ? ", tolerance" : "");
+  } else if (plan->temporal) {
+    const lm_expire_spec* x = &plan->expire;
+    snprintf(head, sizeof head, "temporal_filter(%s.%s %s watermark - %lld%s) -> ",
+             plan->input, plan->union_schema.fields[x->time_col].name,
+             x->inclusive ? ">=" : ">", (long long)x->horizon,
+             x->time_type == LM_TYPE_TIMESTAMP ? " us" : " ms");
   } else if (plan->lateral) {
     snprintf(head, sizeof head, "lateral(%s, %s: %d columns) -> ", plan->input,
              lm_udf_name(plan->lat.fn), (int)lm_udtf_ncols(plan->lat.fn));

@@ -41,6 +41,9 @@ typedef struct binder {
   int32_t weight_col;
   lm_plan_table_fn tables;  /* lookup joins: the tables in scope (NULL: none) */
   const lm_udf_list* funcs; /* user-defined functions in scope (NULL: none) */
+  /* The WHERE conjunct that is the plan's temporal filter (bound as the
+   * expire operator, not as a filter), NULL: none. */
+  const lm_ast_expr* temporal;
   /* aggregation */
   bool aggregating;
   const lm_ast_expr* tumble; /* the tumble(...) call of GROUP BY */
@@ -293,27 +296,45 @@ static bool is_window_fn(const char* f) {
                        lm_streq_nocase(f, "slide") || lm_streq_nocase(f, "session"));
 }
 
-static bool contains_agg(const lm_udf_list* funcs, const lm_ast_expr* e) {
+/* Whether `e` or a node under it satisfies `pred` (1: yes; 0: look under it;
+ * -1: not it, and skip what is under it). */
+typedef int (*ast_pred)(const lm_ast_expr* e, const void* arg);
+static bool ast_any(const lm_ast_expr* e, ast_pred pred, const void* arg) {
   if (e == NULL) return false;
-  if (e->kind == LM_AST_FUNCTION && e->over != NULL) return false; /* analytic */
-  if (e->kind == LM_AST_FUNCTION && is_agg_name(funcs, e->fname)) return true;
-  if (contains_agg(funcs, e->left) || contains_agg(funcs, e->right) ||
-      contains_agg(funcs, e->operand) || contains_agg(funcs, e->else_expr)) {
+  int p = pred(e, arg);
+  if (p != 0) return p > 0;
+  if (ast_any(e->left, pred, arg) || ast_any(e->right, pred, arg) ||
+      ast_any(e->operand, pred, arg) || ast_any(e->else_expr, pred, arg)) {
     return true;
   }
   for (size_t i = 0; i < e->nlist; i++) {
-    if (contains_agg(funcs, e->list[i])) return true;
+    if (ast_any(e->list[i], pred, arg)) return true;
   }
   for (size_t i = 0; i < e->nwhen; i++) {
-    if (contains_agg(funcs, e->whens[i]) || contains_agg(funcs, e->thens[i])) return true;
+    if (ast_any(e->whens[i], pred, arg) || ast_any(e->thens[i], pred, arg)) return true;
   }
   for (size_t i = 0; i < e->nargs; i++) {
-    if (contains_agg(funcs, e->args[i])) return true;
+    if (ast_any(e->args[i], pred, arg)) return true;
   }
   return false;
 }
 
+static int agg_pred(const lm_ast_expr* e, const void* funcs) {
+  if (e->kind == LM_AST_FUNCTION && e->over != NULL) return -1; /* analytic */
+  return e->kind == LM_AST_FUNCTION && is_agg_name(funcs, e->fname);
+}
+
+static bool contains_agg(const lm_udf_list* funcs, const lm_ast_expr* e) {
+  return ast_any(e, agg_pred, funcs);
+}
+
 /* ---- binding ------------------------------------------------------------------------ */
+
+/* What a temporal filter is (errors). */
+static const char temporal_shape[] =
+    "a temporal filter is a WHERE condition `ts > WATERMARK() - INTERVAL '...'` (or >=) "
+    "over a BIGINT or TIMESTAMP column";
+
 
 static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_expr** out);
 
@@ -920,6 +941,10 @@ static laminar_code bind_udf(binder* b, const lm_ast_expr* a, bind_mode mode,
                 "common uses)",
                 a->fname);
   }
+  if (f == NULL && lm_streq_nocase(a->fname, "watermark")) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                "WATERMARK() is allowed only in a temporal filter: %s", temporal_shape);
+  }
   if (f == NULL) {
     return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, a,
                 "unknown function '%s' (a user-defined function must be registered "
@@ -1407,6 +1432,144 @@ static laminar_code bind_items(binder* b, const lm_ast_select* sel, bind_mode mo
   return LAMINAR_OK;
 }
 
+/* ---- temporal filters: WHERE ts > WATERMARK() - INTERVAL '1' HOUR ------------------ */
+
+static bool is_watermark_call(const lm_ast_expr* a) {
+  return a->kind == LM_AST_FUNCTION && lm_streq_nocase(a->fname, "watermark");
+}
+
+static int watermark_pred(const lm_ast_expr* e, const void* arg) {
+  (void)arg;
+  return is_watermark_call(e);
+}
+
+static bool calls_watermark(const lm_ast_expr* a) {
+  return ast_any(a, watermark_pred, NULL);
+}
+
+/* `a` is base [+|- literal ...] where base is WATERMARK() (want_wm) or a
+ * column: *base and the literals' sum in milliseconds (INTERVAL or integer). */
+static bool temporal_term(const lm_ast_expr* a, bool want_wm, const lm_ast_expr** base,
+                          int64_t* off) {
+  if (want_wm ? is_watermark_call(a) && a->nargs == 0 && !a->star
+              : a->kind == LM_AST_COLUMN) {
+    *base = a;
+    *off = 0;
+    return true;
+  }
+  if (a->kind != LM_AST_BINARY || (a->op != LM_OP_ADD && a->op != LM_OP_SUB))
+    return false;
+  const lm_ast_expr* lit = a->right;
+  const lm_ast_expr* rest = a->left;
+  if (a->op == LM_OP_ADD && a->left->kind == LM_AST_LITERAL) {
+    lit = a->left;
+    rest = a->right;
+  }
+  if (lit->kind != LM_AST_LITERAL ||
+      (lit->lit != LM_LIT_INTERVAL && lit->lit != LM_LIT_INT))
+    return false;
+  if (!temporal_term(rest, want_wm, base, off)) return false;
+  int64_t v = a->op == LM_OP_SUB ? -lit->i : lit->i;
+  return !__builtin_add_overflow(*off, v, off);
+}
+
+/* The WHERE conjunct `c` as a temporal filter: ts [+ a] > WATERMARK() [+ d]
+ * (d < 0 for `- INTERVAL ...`; or >=, or the mirrored <, <=) keeps a row
+ * while the watermark W is below ts + a - d (at most that, for >=). */
+static laminar_code temporal_conjunct(binder* b, const lm_ast_expr* c) {
+  lm_plan* plan = b->plan;
+  if (b->temporal != NULL) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, c,
+                "one temporal filter per query: WATERMARK() appears in two conditions");
+  }
+  const lm_ast_expr *col = NULL, *wm = NULL;
+  int64_t a = 0, d = 0;
+  bool ok = c->kind == LM_AST_BINARY;
+  bool gt = ok && (c->op == LM_OP_GT || c->op == LM_OP_GE);
+  bool lt = ok && (c->op == LM_OP_LT || c->op == LM_OP_LE);
+  if (gt)
+    ok =
+        temporal_term(c->left, false, &col, &a) && temporal_term(c->right, true, &wm, &d);
+  else if (lt)
+    ok =
+        temporal_term(c->right, false, &col, &a) && temporal_term(c->left, true, &wm, &d);
+  else
+    ok = false;
+  if (!ok) {
+    bool upper = (gt && temporal_term(c->right, false, &col, &a)) ||
+                 (lt && temporal_term(c->left, false, &col, &a));
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, c, "%s%s", temporal_shape,
+                upper ? "; a bound that lets rows in later (ts < WATERMARK() ...) is not "
+                        "supported"
+                      : "");
+  }
+  lm_expr* e;
+  LM_TRY(bind_column_row(b, col, &e));
+  if (e->type != LM_TYPE_INT64 && e->type != LM_TYPE_TIMESTAMP) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, col, "%s: '%s' is %s", temporal_shape,
+                col->name, lm_type_name(e->type));
+  }
+  int64_t h;
+  if (__builtin_sub_overflow(a, d, &h) ||
+      (e->type == LM_TYPE_TIMESTAMP && __builtin_mul_overflow(h, (int64_t)1000, &h))) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, c,
+                "the temporal filter's interval is out of "
+                "range");
+  }
+  bool changelog = lm_op_view_is_changelog(b->input);
+  plan->temporal = true;
+  plan->temporal_line = c->line;
+  plan->temporal_column = c->column;
+  plan->expire = (lm_expire_spec){.time_col = e->column,
+                                  .time_type = e->type,
+                                  .horizon = h,
+                                  .inclusive = c->op == LM_OP_GE || c->op == LM_OP_LE,
+                                  .in_ncols = b->input->ncols,
+                                  .weight_col = changelog ? b->input->ncols - 1 : -1};
+  /* The rest of the plan reads the operator's output: a changelog. */
+  if (lm_schema_copy(b->input, &plan->union_schema) != 0) return NOMEM(b);
+  if (!changelog)
+    LM_TRY(add_field(b, &plan->union_schema, LM_WEIGHT_COLUMN, LM_TYPE_INT64));
+  b->input = &plan->union_schema;
+  b->temporal = c;
+  return LAMINAR_OK;
+}
+
+/* Find the temporal filter among the top-level AND conjuncts of `w`; a
+ * WATERMARK() anywhere else is refused. `allowed`: the query reads one
+ * input by name (else any WATERMARK() is refused). */
+static laminar_code find_temporal(binder* b, const lm_ast_expr* w, bool allowed) {
+  if (w == NULL || !calls_watermark(w)) return LAMINAR_OK;
+  if (w->kind == LM_AST_BINARY && w->op == LM_OP_AND) {
+    LM_TRY(find_temporal(b, w->left, allowed));
+    return find_temporal(b, w->right, allowed);
+  }
+  if (!allowed) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w,
+                "%s, in a stream or view reading one source, stream or view by name "
+                "(not over a join, a union, a derived table or a table function)",
+                temporal_shape);
+  }
+  return temporal_conjunct(b, w);
+}
+
+/* Bind the conjuncts of `a` but the temporal filter's (*out NULL: none). */
+static laminar_code bind_conjuncts(binder* b, const lm_ast_expr* a, lm_expr** out) {
+  *out = NULL;
+  if (a == b->temporal) return LAMINAR_OK;
+  if (a->kind != LM_AST_BINARY || a->op != LM_OP_AND) return bind(b, a, MODE_ROW, out);
+  lm_expr *l, *r;
+  LM_TRY(bind_conjuncts(b, a->left, &l));
+  LM_TRY(bind_conjuncts(b, a->right, &r));
+  if (l != NULL) LM_TRY(coerce(b, &l, LM_TYPE_BOOL));
+  if (r != NULL) LM_TRY(coerce(b, &r, LM_TYPE_BOOL));
+  if (l == NULL || r == NULL) {
+    *out = l != NULL ? l : r;
+    return LAMINAR_OK;
+  }
+  return make_call2(b, LM_XOP_AND, LM_TYPE_BOOL, l, r, out);
+}
+
 static laminar_code bind_where(binder* b, const lm_ast_select* sel) {
   if (sel->where == NULL) return LAMINAR_OK;
   if (contains_agg(b->funcs, sel->where)) {
@@ -1414,7 +1577,8 @@ static laminar_code bind_where(binder* b, const lm_ast_select* sel) {
                 "aggregates are not allowed in WHERE (use HAVING)");
   }
   lm_expr* w;
-  LM_TRY(bind(b, sel->where, MODE_ROW, &w));
+  LM_TRY(bind_conjuncts(b, sel->where, &w));
+  if (w == NULL) return LAMINAR_OK; /* the temporal filter alone */
   if (w->type != LM_TYPE_BOOL && w->type != LM_TYPE_NULL) {
     return fail(b, LAMINAR_ERR_TYPE_MISMATCH, sel->where, "WHERE needs a BOOLEAN, got %s",
                 lm_type_name(w->type));
@@ -1781,9 +1945,18 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   for (size_t i = 0; i < sel->nitems && !has_agg; i++)
     has_agg = contains_agg(b->funcs, sel->items[i].expr);
   bool changes = stmt->emit == LM_EMIT_CHANGES;
+  bool one_input = plan->nbranches == 1 && !lm_plan_branched(plan) && !plan->joined &&
+                   !plan->lookup && !plan->lateral && !b->pass_weight;
+  LM_TRY(find_temporal(b, sel->where, one_input));
   LM_TRY(bind_where(b, sel));
-  if (sel->qualify != NULL || lm_bind_select_is_analytic(sel))
+  if (sel->qualify != NULL || lm_bind_select_is_analytic(sel)) {
+    if (plan->temporal) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->temporal,
+                  "a temporal filter with window functions (OVER) is not supported yet: "
+                  "filter in a stream of its own");
+    }
     return bind_analytic(b, stmt, has_agg);
+  }
   if (!has_agg) {
     if (stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
       return fail(b, LAMINAR_ERR_SQL_GROUPING, NULL,

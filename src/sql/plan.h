@@ -119,6 +119,14 @@ typedef struct lm_plan {
    * (joined, join.tombstones) of the input with the table's changelog
    * source; temporal_table names the table (in the pool), NULL otherwise. */
   char* temporal_table;
+  /* A temporal filter (WHERE ts > WATERMARK() - INTERVAL h over one input
+   * read by name): the chain starts with the expire operator (op.h
+   * lm_expire_spec); union_schema is what it emits, the input's columns then
+   * _weight (a changelog input's as they are), which the rest of the plan
+   * reads as a changelog; temporal_line/column: the condition's place. */
+  bool temporal;
+  lm_expire_spec expire;
+  int32_t temporal_line, temporal_column;
   /* A table function (FROM s, f(s.x)): one branch (s, without operators),
    * union_schema the joined row (s's columns, then f's as lat_cols names
    * them), which the rest of the plan reads; the chain starts with the
