@@ -84,6 +84,7 @@ SCALING = rf"^SCALING W1 \S+ cores=\S+ +{NUM} M rows/s vs {NUM} M rows/s +ratio 
 SPARK = r"^RESULT spark-{kind} W1 .*?{what}_s=" + NUM + r" .*?ratio=" + NUM
 CKPT = r"^RESULT {tag} groups=\d+ total=" + NUM + r" s stall=" + NUM + r" s"
 LAT = r"^RESULT {prog} {s} rate=\S+ .*?p50=" + NUM + r" us p99=" + NUM + r" us"
+KAFKA = r"^RESULT kafka_{tag} " + NUM + r" M rows/s ratio " + NUM
 WIDE = (
     r"^WIDE n={n} ordered .*?cpu +{num} ms/push(?:.*\n)*?"
     r"WIDE n={n} reversed .*?cpu +{num} ms/push"
@@ -229,6 +230,39 @@ TABLES = [
             for name, k, w, target in (
                 ("Python engine", s, "adapter", "—"),
                 ("JVM engine", f"{s}-jvm", "jvm", "≥ 2×"),
+            )
+        ],
+    ),
+    Table(
+        "Kafka (C, Python)",
+        "`bench_kafka`: W1 trades in a 4-partition topic of a local broker "
+        "(`tests/kafka/broker.sh`), JSON and CSV: the bare librdkafka consume loop, our "
+        "source's consume + decode + push, and end to end (W1 into an exactly-once Kafka "
+        "sink, its last checkpoint included); `bench/bench_kafka.py` (N ≤ 10^6, JSON): the "
+        "confluent-kafka loop + `json.loads` + `insert` most Python users write, and our "
+        "source from Python. Ratio: to the bare loop of the same run.",
+        [
+            Row(
+                f"{f}: bare librdkafka consume",
+                "kafka",
+                rf"^RESULT kafka_{f.lower()}_bare {NUM} M rows/s",
+                "M rows/s",
+            )
+            for f in ("JSON", "CSV")
+        ]
+        + [
+            versus(f"{f}: {name}", "kafka", KAFKA.format(tag=f"{f.lower()}_{tag}"), "M rows/s", t)
+            for f in ("JSON", "CSV")
+            for name, tag, t in (
+                ("source consume + decode", "source", "≥ 0.5×"),
+                ("end to end, W1 + EO sink", "e2e", "≥ 0.3×"),
+            )
+        ]
+        + [
+            versus(name, "kafka_python", KAFKA.format(tag=tag), "M rows/s", "—")
+            for name, tag in (
+                ("Python: confluent-kafka + insert", "python"),
+                ("Python: our source", "py_source"),
             )
         ],
     ),
