@@ -281,9 +281,13 @@ static bool ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
 
 /* A built-in aggregate's name, or a user-defined aggregate's in `funcs`
  * (NULL: built-ins only). */
+static bool is_udaf_split_name(const char* f) {
+  return lm_streq_nocase(f, "__udaf_partial") || lm_streq_nocase(f, "__udaf_merge");
+}
+
 static bool is_agg_name(const lm_udf_list* funcs, const char* f) {
   if (f == NULL) return false;
-  if (lm_agg_find(f) != NULL) return true;
+  if (lm_agg_find(f) != NULL || is_udaf_split_name(f)) return true;
   const lm_udf* u = funcs != NULL ? lm_udf_list_find(funcs, f) : NULL;
   return u != NULL && lm_udf_is_aggregate(u);
 }
@@ -635,6 +639,59 @@ static laminar_code bind_udaf(binder* b, const lm_ast_expr* a, lm_udf* f,
   return LAMINAR_OK;
 }
 
+/* __udaf_partial('f', args...) and __udaf_merge('f', state): the two halves
+ * of user-defined aggregate f's call that laminar_stream_two_phase writes
+ * (lm_udaf_mode): the first typed as f(args...) is, giving its serialized
+ * state (LM_UDAF_STATE_TYPE); the second merging such states and giving f's
+ * result. */
+static laminar_code bind_udaf_split(binder* b, const lm_ast_expr* a, lm_agg_spec* spec) {
+  bool partial = lm_streq_nocase(a->fname, "__udaf_partial");
+  const lm_ast_expr* nm = a->nargs > 0 ? a->args[0] : NULL;
+  if (a->star || nm == NULL || nm->kind != LM_AST_LITERAL || nm->lit != LM_LIT_STRING ||
+      a->nargs < 2 || (!partial && a->nargs != 2)) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
+                "%s() takes an aggregate function's name (a string literal) and %s",
+                a->fname, partial ? "its arguments" : "one partial state");
+  }
+  char name[256];
+  snprintf(name, sizeof name, "%.*s", (int)nm->slen, nm->s);
+  lm_udf* f = b->funcs != NULL ? lm_udf_list_find(b->funcs, name) : NULL;
+  if (f == NULL || !lm_udf_is_aggregate(f)) {
+    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, nm,
+                "%s(): no user-defined aggregate function named '%s'", a->fname, name);
+  }
+  if (partial) {
+    lm_ast_expr call = *a;
+    call.fname = lm_udf_name(f);
+    call.args = a->args + 1;
+    call.nargs = a->nargs - 1;
+    LM_TRY(bind_udaf(b, &call, f, spec));
+    spec->udaf_mode = LM_UDAF_PARTIAL;
+    spec->result_type = LM_UDAF_STATE_TYPE;
+    return LAMINAR_OK;
+  }
+  if (contains_agg(b->funcs, a->args[1])) {
+    return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[1],
+                "aggregate calls cannot be nested");
+  }
+  lm_expr* state;
+  LM_TRY(bind(b, a->args[1], MODE_ROW, &state));
+  if (state->type != LM_UDAF_STATE_TYPE) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->args[1],
+                "__udaf_merge(): a partial state is %s, got %s",
+                lm_type_name(LM_UDAF_STATE_TYPE), lm_type_name(state->type));
+  }
+  if (!lm_udf_list_has(&b->plan->udfs, f) &&
+      lm_udf_list_add(&b->plan->udfs, f, false) != LAMINAR_OK)
+    return NOMEM(b);
+  spec->fn = LM_AGG_UDAF;
+  spec->arg = state;
+  spec->result_type = lm_udf_result_type(f);
+  spec->udaf = f;
+  spec->udaf_mode = LM_UDAF_MERGE;
+  return LAMINAR_OK;
+}
+
 /* The fraction q of quantile_cont / quantile_disc / approx_quantile: a
  * number literal in [0, 1]. */
 static laminar_code bind_quantile_fraction(binder* b, const char* f, const lm_ast_expr* q,
@@ -750,6 +807,8 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
     lm_udf* uf = def == NULL && b->funcs != NULL ? lm_udf_list_find(b->funcs, f) : NULL;
     if (uf != NULL && lm_udf_is_aggregate(uf)) {
       LM_TRY(bind_udaf(b, a, uf, &spec));
+    } else if (is_udaf_split_name(f)) {
+      LM_TRY(bind_udaf_split(b, a, &spec));
     } else if (lm_streq_nocase(f, "count") && (a->star || a->nargs == 0)) {
       spec.fn = LM_AGG_COUNT_STAR;
       spec.result_type = LM_TYPE_INT64;
@@ -1550,7 +1609,8 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
 static laminar_code bind_changelog_aggs(binder* b) {
   if (!changelog_input(b)) return LAMINAR_OK;
   for (int32_t i = 0; i < b->naggs; i++) {
-    if (b->aggs[i].fn == LM_AGG_UDAF && !lm_udaf_retractable(b->aggs[i].udaf)) {
+    if (b->aggs[i].fn == LM_AGG_UDAF && (!lm_udaf_retractable(b->aggs[i].udaf) ||
+                                         b->aggs[i].udaf_mode != LM_UDAF_WHOLE)) {
       return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
                   "aggregate function '%s' has no retract callback: it cannot read a "
                   "changelog ('%s' ends in a _weight column); register it with one",
