@@ -400,6 +400,7 @@ const char* lm_plan_two_phase_partial(lm_agg_fn fn) {
     case LM_AGG_AVG: return "sum, count";
     case LM_AGG_MIN: return "min";
     case LM_AGG_MAX: return "max";
+    case LM_AGG_UDAF: return "its serialized state";
     default: return NULL;
   }
 }
@@ -412,6 +413,7 @@ const char* lm_plan_two_phase_final(lm_agg_fn fn) {
     case LM_AGG_AVG: return "sum / sum";
     case LM_AGG_MIN: return "min";
     case LM_AGG_MAX: return "max";
+    case LM_AGG_UDAF: return "merge";
     default: return NULL;
   }
 }
