@@ -574,3 +574,49 @@ def test_beside_a_join_equals_duckdb(
     con.register("u", u)
     assert got == Counter(con.sql(duck).fetchall())
     assert got
+
+
+def test_beside_asof_and_lookup_joins_equal_duckdb(cores: int, rng: np.random.Generator) -> None:
+    """The function over an ASOF join's rows and over a lookup join's (a
+    table loaded before the stream's rows), as DuckDB's ASOF JOIN and JOIN."""
+    n = 300
+    t = pa.table({"k": pa.array([str(rng.choice(["x", "y", "z", "w"])) for _ in range(n)]),
+                  "a": pa.array(rng.integers(-1, 4, n), pa.int64()),
+                  "ts": pa.array(np.arange(n) * 10, pa.int64())})
+    q = pa.table({"k": pa.array([str(rng.choice(["x", "y", "z"])) for _ in range(n)]),
+                  "m": pa.array(rng.integers(0, 4, n), pa.int64()),
+                  "ts": pa.array(np.arange(n) * 10 - 5, pa.int64())})
+    r = pa.table({"k": ["x", "y", "w"], "c": pa.array([2, 0, 3], pa.int64())})
+    with laminardb.open(cores=cores) as db:
+        db.execute(
+            "CREATE SOURCE t (k VARCHAR, a BIGINT, ts BIGINT, WATERMARK FOR ts AS ts);"
+            "CREATE SOURCE q (k VARCHAR, m BIGINT, ts BIGINT, WATERMARK FOR ts AS ts);"
+            "CREATE TABLE r (k VARCHAR PRIMARY KEY, c BIGINT);"
+            "CREATE STREAM s1 AS SELECT t.ts, q.m, g.i FROM t ASOF JOIN q "
+            "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k, generate_series(t.a, q.m) AS g(i);"
+            "CREATE STREAM s2 AS SELECT t.ts, r.c, i FROM t JOIN r ON t.k = r.k "
+            "CROSS JOIN LATERAL range(t.a, r.c) AS g(i)"
+        )
+        db.upsert("r", r)
+        db.run_until_idle()
+        subs = [db.subscribe("s1"), db.subscribe("s2")]
+        for start in range(0, n, 37):
+            db.insert("q", q.slice(start, 37))
+            db.insert("t", t.slice(start, 37))
+            db.run_until_idle()
+        for src in ("t", "q"):
+            db.source(src).watermark(2**62)
+        db.run_until_idle()
+        got = [_rows(subs[0], ["ts", "m", "i"]), _rows(subs[1], ["ts", "c", "i"])]
+    con = duckdb.connect()
+    for name, table in (("t", t), ("q", q), ("r", r)):
+        con.register(name, table)
+    want = [
+        con.sql("SELECT t.ts, q.m, g.i FROM t ASOF JOIN q ON t.k = q.k AND t.ts >= q.ts, "
+                "generate_series(t.a, q.m) AS g(i)").fetchall(),
+        con.sql("SELECT t.ts, r.c, g.i FROM t JOIN r ON t.k = r.k, "
+                "range(t.a, r.c) AS g(i)").fetchall(),
+    ]
+    assert got == [Counter(w) for w in want]
+    assert got[0]
+    assert got[1]
