@@ -440,8 +440,11 @@ static laminar_code merge_states(lm_agg_states* st, const lm_vec* states,
     uint8_t* bytes;
     int64_t len;
     laminar_code rc = LAMINAR_ERR_FUNCTION_FAILED;
-    if (state_bytes(ctx, vals[r], &bytes, &len))
+    if (state_bytes(ctx, vals[r], &bytes, &len)) {
       rc = lm_udaf_deserialize(st->udaf, tmp, bytes, len);
+      /* what a failed deserialize may have made of tmp */
+      if (rc != LAMINAR_OK) lm_udaf_destroy_state(st->udaf, tmp);
+    }
     if (rc != LAMINAR_OK) {
       snprintf(st->report->text, sizeof st->report->text,
                "function '%s': a partial state (%lld bytes of text) does not "
