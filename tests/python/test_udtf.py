@@ -620,3 +620,19 @@ def test_beside_asof_and_lookup_joins_equal_duckdb(cores: int, rng: np.random.Ge
     assert got == [Counter(w) for w in want]
     assert got[0]
     assert got[1]
+
+
+def test_beside_a_join_of_a_changelog_is_refused(db: laminardb.Connection) -> None:
+    db.execute(
+        "CREATE SOURCE t (sym VARCHAR, n BIGINT, ts BIGINT, WATERMARK FOR ts AS ts);"
+        "CREATE SOURCE q (sym VARCHAR, m BIGINT, ts BIGINT, WATERMARK FOR ts AS ts);"
+        "CREATE STREAM c AS SELECT sym, COUNT(*) AS m, MAX(ts) AS ts FROM q GROUP BY sym "
+        "EMIT CHANGES"
+    )
+    with pytest.raises(laminardb.SQLError) as info:
+        db.execute(
+            "CREATE STREAM x AS SELECT t.sym, g.i FROM t JOIN c ON t.sym = c.sym AND c.ts "
+            "BETWEEN t.ts - INTERVAL '1' SECOND AND t.ts, generate_series(1, c.m) AS g(i)"
+        )
+    assert info.value.code == "LDB-1005"
+    assert "a table function beside a window join or a join of a changelog" in str(info.value)
