@@ -35,6 +35,12 @@ typedef struct binder {
   const lm_schema* join_right; /* NULL: no join */
   const char* right_name;
   const char* right_alias;
+  /* A table function beside the join (FROM a JOIN b ON ..., f(...)): its
+   * columns, after the joined row's (lat_base on) in input; NULL: none. */
+  const lm_schema* lat_right;
+  const char* lat_name;
+  const char* lat_alias;
+  int32_t lat_base;
   /* A join that carries one input's changelog weight through (lookup, ASOF,
    * temporal): the weight's column in input; else the input ends in it. */
   bool pass_weight;
@@ -284,9 +290,13 @@ static bool ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
 
 /* A built-in aggregate's name, or a user-defined aggregate's in `funcs`
  * (NULL: built-ins only). */
+static bool is_udaf_split_name(const char* f) {
+  return lm_streq_nocase(f, "__udaf_partial") || lm_streq_nocase(f, "__udaf_merge");
+}
+
 static bool is_agg_name(const lm_udf_list* funcs, const char* f) {
   if (f == NULL) return false;
-  if (lm_agg_find(f) != NULL) return true;
+  if (lm_agg_find(f) != NULL || is_udaf_split_name(f)) return true;
   const lm_udf* u = funcs != NULL ? lm_udf_list_find(funcs, f) : NULL;
   return u != NULL && lm_udf_is_aggregate(u);
 }
@@ -340,7 +350,12 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
 
 static laminar_code bind_join_column(binder* b, const lm_ast_expr* a, lm_expr** out);
 
+static laminar_code bind_lat_column(binder* b, const lm_ast_expr* a, lm_expr** out);
+
 static laminar_code bind_column_row(binder* b, const lm_ast_expr* a, lm_expr** out) {
+  *out = NULL;
+  if (b->lat_right != NULL) LM_TRY(bind_lat_column(b, a, out));
+  if (*out != NULL) return LAMINAR_OK;
   if (b->join_right != NULL) return bind_join_column(b, a, out);
   if (a->table != NULL && !name_eq(a->table, b->input_name) &&
       !(b->input_alias != NULL && name_eq(a->table, b->input_alias))) {
@@ -656,6 +671,59 @@ static laminar_code bind_udaf(binder* b, const lm_ast_expr* a, lm_udf* f,
   return LAMINAR_OK;
 }
 
+/* __udaf_partial('f', args...) and __udaf_merge('f', state): the two halves
+ * of user-defined aggregate f's call that laminar_stream_two_phase writes
+ * (lm_udaf_mode): the first typed as f(args...) is, giving its serialized
+ * state (LM_UDAF_STATE_TYPE); the second merging such states and giving f's
+ * result. */
+static laminar_code bind_udaf_split(binder* b, const lm_ast_expr* a, lm_agg_spec* spec) {
+  bool partial = lm_streq_nocase(a->fname, "__udaf_partial");
+  const lm_ast_expr* nm = a->nargs > 0 ? a->args[0] : NULL;
+  if (a->star || nm == NULL || nm->kind != LM_AST_LITERAL || nm->lit != LM_LIT_STRING ||
+      a->nargs < 2 || (!partial && a->nargs != 2)) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
+                "%s() takes an aggregate function's name (a string literal) and %s",
+                a->fname, partial ? "its arguments" : "one partial state");
+  }
+  char name[256];
+  snprintf(name, sizeof name, "%.*s", (int)nm->slen, nm->s);
+  lm_udf* f = b->funcs != NULL ? lm_udf_list_find(b->funcs, name) : NULL;
+  if (f == NULL || !lm_udf_is_aggregate(f)) {
+    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, nm,
+                "%s(): no user-defined aggregate function named '%s'", a->fname, name);
+  }
+  if (partial) {
+    lm_ast_expr call = *a;
+    call.fname = lm_udf_name(f);
+    call.args = a->args + 1;
+    call.nargs = a->nargs - 1;
+    LM_TRY(bind_udaf(b, &call, f, spec));
+    spec->udaf_mode = LM_UDAF_PARTIAL;
+    spec->result_type = LM_UDAF_STATE_TYPE;
+    return LAMINAR_OK;
+  }
+  if (contains_agg(b->funcs, a->args[1])) {
+    return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[1],
+                "aggregate calls cannot be nested");
+  }
+  lm_expr* state;
+  LM_TRY(bind(b, a->args[1], MODE_ROW, &state));
+  if (state->type != LM_UDAF_STATE_TYPE) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->args[1],
+                "__udaf_merge(): a partial state is %s, got %s",
+                lm_type_name(LM_UDAF_STATE_TYPE), lm_type_name(state->type));
+  }
+  if (!lm_udf_list_has(&b->plan->udfs, f) &&
+      lm_udf_list_add(&b->plan->udfs, f, false) != LAMINAR_OK)
+    return NOMEM(b);
+  spec->fn = LM_AGG_UDAF;
+  spec->arg = state;
+  spec->result_type = lm_udf_result_type(f);
+  spec->udaf = f;
+  spec->udaf_mode = LM_UDAF_MERGE;
+  return LAMINAR_OK;
+}
+
 /* The fraction q of quantile_cont / quantile_disc / approx_quantile: a
  * number literal in [0, 1]. */
 static laminar_code bind_quantile_fraction(binder* b, const char* f, const lm_ast_expr* q,
@@ -771,6 +839,8 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
     lm_udf* uf = def == NULL && b->funcs != NULL ? lm_udf_list_find(b->funcs, f) : NULL;
     if (uf != NULL && lm_udf_is_aggregate(uf)) {
       LM_TRY(bind_udaf(b, a, uf, &spec));
+    } else if (is_udaf_split_name(f)) {
+      LM_TRY(bind_udaf_split(b, a, &spec));
     } else if (lm_streq_nocase(f, "count") && (a->star || a->nargs == 0)) {
       spec.fn = LM_AGG_COUNT_STAR;
       spec.result_type = LM_TYPE_INT64;
@@ -1408,7 +1478,14 @@ static laminar_code bind_items(binder* b, const lm_ast_select* sel, bind_mode mo
                     "SELECT * is not allowed with GROUP BY");
       }
       int32_t lo = 0, hi = b->input->ncols - (lm_op_view_is_changelog(b->input) ? 1 : 0);
-      if (b->join_right != NULL) LM_TRY(join_star_range(b, item->expr, &lo, &hi));
+      if (b->lat_right != NULL && item->expr->table != NULL &&
+          (name_eq(item->expr->table, b->lat_name) ||
+           (b->lat_alias != NULL && name_eq(item->expr->table, b->lat_alias)))) {
+        lo = b->lat_base; /* f.*: the table function's columns */
+      } else if (b->join_right != NULL) {
+        LM_TRY(join_star_range(b, item->expr, &lo, &hi));
+        if (b->lat_right != NULL && item->expr->table == NULL) hi = b->input->ncols;
+      }
       for (int32_t c = lo; c < hi; c++) {
         /* a joined changelog's weight (join_inputs) */
         if (b->join_right != NULL && strcmp(b->input->fields[c].name, "$weight") == 0)
@@ -1714,7 +1791,8 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
 static laminar_code bind_changelog_aggs(binder* b) {
   if (!changelog_input(b)) return LAMINAR_OK;
   for (int32_t i = 0; i < b->naggs; i++) {
-    if (b->aggs[i].fn == LM_AGG_UDAF && !lm_udaf_retractable(b->aggs[i].udaf)) {
+    if (b->aggs[i].fn == LM_AGG_UDAF && (!lm_udaf_retractable(b->aggs[i].udaf) ||
+                                         b->aggs[i].udaf_mode != LM_UDAF_WHOLE)) {
       return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
                   "aggregate function '%s' has no retract callback: it cannot read a "
                   "changelog ('%s' ends in a _weight column); register it with one",
@@ -2279,6 +2357,38 @@ static laminar_code join_side_of_column(binder* b, const lm_ast_expr* a,
     lm_error_object(b->err, in, a->name);
     return rc;
   }
+  return LAMINAR_OK;
+}
+
+/* A column of the table function beside a join (b->lat_right), into *out;
+ * *out left NULL for a column of the join's sides. A name both the function
+ * and a side have must be qualified. */
+static laminar_code bind_lat_column(binder* b, const lm_ast_expr* a, lm_expr** out) {
+  int32_t li = lm_schema_find(b->lat_right, a->name);
+  if (a->table != NULL) {
+    if (!name_eq(a->table, b->lat_name) &&
+        !(b->lat_alias != NULL && name_eq(a->table, b->lat_alias)))
+      return LAMINAR_OK;
+    if (li < 0) {
+      return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a,
+                  "no column '%s' in table function '%s'", a->name, b->lat_name);
+    }
+  } else {
+    if (li < 0) return LAMINAR_OK;
+    if (lm_schema_find(b->join_left, a->name) >= 0 ||
+        lm_schema_find(b->join_right, a->name) >= 0) {
+      return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a,
+                  "column '%s' is in the join and in table function '%s': qualify it "
+                  "(%s.%s)",
+                  a->name, b->lat_name, b->lat_alias ? b->lat_alias : b->lat_name,
+                  a->name);
+    }
+  }
+  int32_t col = b->lat_base + li;
+  lm_expr* e = new_expr(b, LM_EXPR_COLUMN, b->input->fields[col].type);
+  if (e == NULL) return NOMEM(b);
+  e->column = col;
+  *out = e;
   return LAMINAR_OK;
 }
 
@@ -3317,43 +3427,13 @@ static laminar_code lateral_function(binder* b, const lm_ast_expr* call, lm_udf*
                     : "generate_series(start BIGINT, stop BIGINT [, step BIGINT])");
 }
 
-/* FROM s [alias], [LATERAL] f(args) [alias [(cols)]] (or CROSS JOIN ...): one
- * branch (s, without operators), the joined row (s's columns then f's) as
- * union_schema, the lateral spec (f and its arguments over s's row). Column
- * references then resolve by side, as for a lookup join. */
-static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
-                                 lm_plan_lookup_fn lookup, void* lookup_arg) {
+/* Table function call lat->call over b's input row (its scope as set): f
+ * (held by the plan's udfs), its arguments bound and cast (pool memory), and
+ * f's columns as named by lat's alias into plan->lat_cols. */
+static laminar_code bind_table_call(binder* b, const lm_ast_lateral* lat, lm_udf** out_f,
+                                    lm_expr*** out_args, size_t* out_nargs) {
   lm_plan* plan = b->plan;
-  const lm_ast_lateral* lat = sel->lateral;
   const lm_ast_expr* call = lat->call;
-  if (sel->join != NULL || sel->from_window != NULL || sel->union_next != NULL) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, call,
-                "a table function joins one input, read by name (FROM s, f(s.x)) or a "
-                "derived table (FROM (SELECT ...) d, f(d.x)): not with a JOIN, a window "
-                "table function or a UNION ALL of the outer query (make the union a "
-                "derived table)");
-  }
-  bool src = false;
-  const lm_schema* input;
-  if (sel->from_select != NULL) {
-    /* A derived table (a UNION ALL of them too): its branches project to its
-     * columns (join_side[0]), whose rows the function's then join. */
-    LM_TRY(bind_branches(b, sel->from_select, lookup, lookup_arg));
-    LM_TRY(branch_inputs(b));
-    plan->join_side[0] = plan->union_schema;
-    lm_schema_init_empty(&plan->union_schema);
-    input = &plan->join_side[0];
-  } else {
-    input = lookup(lookup_arg, sel->from, &src);
-    if (input == NULL) return unknown_input(sel, b->err);
-  }
-  /* Over a changelog (EMIT CHANGES, a view) the joined row is the input's
-   * columns but _weight, f's, then _weight: each joined row weighs what its
-   * input row does, and what follows reads a changelog as over the input. */
-  bool changelog = lm_op_view_is_changelog(input);
-  lm_schema* left = lm_pool_alloc(&plan->pool, sizeof *left);
-  if (left == NULL) return NOMEM(b);
-  *left = (lm_schema){input->ncols - (changelog ? 1 : 0), input->fields};
   if (call->star || call->distinct) {
     return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, call,
                 "%s(%s) is only valid for aggregates", call->fname,
@@ -3366,8 +3446,7 @@ static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
   laminar_code rc = lm_udf_list_add(&plan->udfs, f, false);
   lm_udf_unref(f); /* the plan's reference holds it (or none, on failure) */
   if (rc != LAMINAR_OK) return NOMEM(b);
-  /* The arguments, over s's row. */
-  b->input = left;
+  /* The arguments, over the input row (b's scope). */
   lm_expr** args = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (nargs ? nargs : 1));
   lm_type* want = lm_pool_alloc(&plan->pool, sizeof(lm_type) * (nargs ? nargs : 1));
   if (args == NULL || want == NULL) return NOMEM(b);
@@ -3403,6 +3482,55 @@ static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
     }
     LM_TRY(add_field(b, &plan->lat_cols, name, lm_udtf_col_type(f, c)));
   }
+  *out_f = f;
+  *out_args = args;
+  *out_nargs = nargs;
+  return LAMINAR_OK;
+}
+
+/* FROM s [alias], [LATERAL] f(args) [alias [(cols)]] (or CROSS JOIN ...): one
+ * branch (s, without operators), the joined row (s's columns then f's) as
+ * union_schema, the lateral spec (f and its arguments over s's row). Column
+ * references then resolve by side, as for a lookup join. */
+static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
+                                 lm_plan_lookup_fn lookup, void* lookup_arg) {
+  lm_plan* plan = b->plan;
+  const lm_ast_lateral* lat = sel->lateral;
+  const lm_ast_expr* call = lat->call;
+  if (sel->from_window != NULL || sel->union_next != NULL) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, call,
+                "a table function joins one input read by name (FROM s, f(s.x)), a "
+                "derived table (FROM (SELECT ...) d, f(d.x)) or a join's rows (FROM a "
+                "JOIN b ON ..., f(a.x)): not a window table function or a UNION ALL of "
+                "the outer query (make the union a derived table)");
+  }
+  bool src = false;
+  const lm_schema* input;
+  if (sel->from_select != NULL) {
+    /* A derived table (a UNION ALL of them too): its branches project to its
+     * columns (join_side[0]), whose rows the function's then join. */
+    LM_TRY(bind_branches(b, sel->from_select, lookup, lookup_arg));
+    LM_TRY(branch_inputs(b));
+    plan->join_side[0] = plan->union_schema;
+    lm_schema_init_empty(&plan->union_schema);
+    input = &plan->join_side[0];
+  } else {
+    input = lookup(lookup_arg, sel->from, &src);
+    if (input == NULL) return unknown_input(sel, b->err);
+  }
+  /* Over a changelog (EMIT CHANGES, a view) the joined row is the input's
+   * columns but _weight, f's, then _weight: each joined row weighs what its
+   * input row does, and what follows reads a changelog as over the input. */
+  bool changelog = lm_op_view_is_changelog(input);
+  lm_schema* left = lm_pool_alloc(&plan->pool, sizeof *left);
+  if (left == NULL) return NOMEM(b);
+  *left = (lm_schema){input->ncols - (changelog ? 1 : 0), input->fields};
+  b->input = left;
+  lm_udf* f;
+  lm_expr** args;
+  size_t nargs;
+  LM_TRY(bind_table_call(b, lat, &f, &args, &nargs));
+  int32_t ncols = lm_udtf_ncols(f);
   if (sel->from_select != NULL) {
     for (int32_t c = 0; c < left->ncols; c++)
       LM_TRY(
@@ -3431,6 +3559,47 @@ static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
   return LAMINAR_OK;
 }
 
+/* FROM a JOIN b ON ..., [LATERAL] f(args) [alias [(cols)]] (or CROSS JOIN
+ * ...), after the join is bound (b's scope its joined row, union_schema):
+ * the function over each joined row (plan->jlat, its arguments resolving by
+ * side as the join's columns do), the rest of the plan over jlat_schema (the
+ * joined row's columns, then f's). Column references then resolve to f's
+ * columns by its alias or name, or by side. */
+static laminar_code bind_join_lateral(binder* b, const lm_ast_select* sel) {
+  lm_plan* plan = b->plan;
+  const lm_ast_lateral* lat = sel->lateral;
+  const lm_schema* in = b->input;
+  if (sel->from_window != NULL || b->pass_weight || lm_op_view_is_changelog(in) ||
+      (in->ncols > 0 && strcmp(in->fields[in->ncols - 1].name, "$weight") == 0)) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, lat->call,
+                "a table function beside a window join or a join of a changelog (a "
+                "view, an EMIT CHANGES stream, a table's versions) is not supported "
+                "yet: join in a stream of its own and call the function over it");
+  }
+  lm_udf* f;
+  lm_expr** args;
+  size_t nargs;
+  LM_TRY(bind_table_call(b, lat, &f, &args, &nargs));
+  for (int32_t c = 0; c < in->ncols; c++)
+    LM_TRY(add_field(b, &plan->jlat_schema, in->fields[c].name, in->fields[c].type));
+  for (int32_t c = 0; c < plan->lat_cols.ncols; c++) {
+    LM_TRY(add_field(b, &plan->jlat_schema, plan->lat_cols.fields[c].name,
+                     plan->lat_cols.fields[c].type));
+  }
+  plan->join_lateral = true;
+  plan->jlat = (lm_lateral_spec){.fn = f,
+                                 .args = (const lm_expr* const*)args,
+                                 .nargs = (int32_t)nargs,
+                                 .in_ncols = in->ncols,
+                                 .weight_col = -1};
+  b->input = &plan->jlat_schema;
+  b->lat_right = &plan->lat_cols;
+  b->lat_name = lm_udf_name(f);
+  b->lat_alias = lat->alias;
+  b->lat_base = in->ncols;
+  return LAMINAR_OK;
+}
+
 static void mark_columns(const lm_expr* e, uint8_t* need, int32_t n) {
   if (e == NULL) return;
   if (e->kind == LM_EXPR_COLUMN && e->column >= 0 && e->column < n) need[e->column] = 1;
@@ -3448,6 +3617,8 @@ static laminar_code join_needed_columns(binder* b) {
   if (need == NULL) return NOMEM(b);
   memset(need, plan->late_output != NULL, (size_t)n);
   mark_columns(plan->filter, need, n);
+  for (int32_t i = 0; plan->join_lateral && i < plan->jlat.nargs; i++)
+    mark_columns(plan->jlat.args[i], need, n);
   for (int32_t i = 0; !plan->windowed && i < plan->nexprs; i++)
     mark_columns(plan->exprs[i], need, n);
   if (plan->windowed) {
@@ -3504,6 +3675,7 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
   lm_schema_init_empty(&out->agg_schema);
   lm_schema_init_empty(&out->union_schema);
   lm_schema_init_empty(&out->lat_cols);
+  lm_schema_init_empty(&out->jlat_schema);
   lm_schema_init_empty(&out->an_schema);
   lm_schema_init_empty(&out->join_side[0]);
   lm_schema_init_empty(&out->join_side[1]);
@@ -3518,7 +3690,7 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
   laminar_code rc = LAMINAR_OK;
   lm_plan_table tk = {.time_col = -1};
   const lm_schema* table = NULL;
-  if (sel->lateral != NULL) {
+  if (sel->lateral != NULL && sel->join == NULL) {
     rc = bind_lateral(&b, sel, lookup, lookup_arg);
     if (rc == LAMINAR_OK) rc = bind_select(&b, stmt);
   } else if (sel->join != NULL && sel->join->plain && b.tables != NULL &&
@@ -3537,6 +3709,7 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
     }
     rc = jn->as_of != NULL ? bind_temporal_join(&b, sel, lookup, lookup_arg, table, &tk)
                            : bind_lookup_join(&b, sel, lookup, lookup_arg, table, &tk);
+    if (rc == LAMINAR_OK && sel->lateral != NULL) rc = bind_join_lateral(&b, sel);
     if (rc == LAMINAR_OK && sel->union_next != NULL) {
       rc = fail(&b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
                 "UNION ALL of a join is not supported yet: join in a stream of its own "
@@ -3564,6 +3737,7 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
   } else if (sel->join != NULL) {
     rc = sel->join->asof ? bind_join(&b, sel, lookup, lookup_arg)
                          : bind_interval_join(&b, sel, lookup, lookup_arg);
+    if (rc == LAMINAR_OK && sel->lateral != NULL) rc = bind_join_lateral(&b, sel);
     if (rc == LAMINAR_OK && sel->union_next != NULL) {
       rc = fail(&b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
                 "UNION ALL of a join is not supported yet: join in a stream of its own "
@@ -3615,6 +3789,7 @@ void lm_plan_free(lm_plan* plan) {
   lm_udf_list_free(&plan->udfs);
   lm_schema_free(&plan->union_schema);
   lm_schema_free(&plan->lat_cols);
+  lm_schema_free(&plan->jlat_schema);
   lm_schema_free(&plan->out_schema);
   lm_schema_free(&plan->agg_schema);
   lm_schema_free(&plan->an_schema);

@@ -135,6 +135,15 @@ typedef struct lm_plan {
   bool lateral;
   lm_lateral_spec lat;
   lm_schema lat_cols;
+  /* A table function beside a join (FROM a JOIN b ON ..., f(a.x)): the
+   * join as without it (union_schema its joined row), then the lateral
+   * operator over each joined row (jlat: in_ncols the joined row's columns,
+   * arguments over it in the pool; fn held in udfs; f's columns named in
+   * lat_cols); the rest of the plan reads jlat_schema (the joined row's
+   * columns, then f's). */
+  bool join_lateral;
+  lm_lateral_spec jlat;
+  lm_schema jlat_schema;
   lm_expr** post_exprs; /* over agg_schema, one per output column */
   int32_t npost;
   /* analytic shape (OVER (...) calls in a plain query):
