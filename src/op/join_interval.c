@@ -1,8 +1,9 @@
 /*
  * join_interval.c -- the interval join operator: two inputs (left, right),
  * each pair of rows of equal keys whose times lie within a bound of each
- * other (or, a window join, in one tumbling window) joined, INNER / LEFT /
- * RIGHT / FULL (op.h, lm_ijoin_spec, has the semantics and streaming rules).
+ * other (or, a window join, in one tumbling or hopping window) joined,
+ * INNER / LEFT / RIGHT / FULL (op.h, lm_ijoin_spec, has the semantics and
+ * streaming rules).
  *
  * State (one partition's, on its thread only):
  *  - the equality keys in a keyed state table (state/table.h): a key's row id
@@ -23,9 +24,11 @@
  * watermark of one side drops the other side's rows it can no longer match
  * (a prefix of each key's time-sorted list), emitting an outer side's
  * unmatched ones. A window join instead holds both sides' rows until the
- * least of the watermarks closes their window, then joins the window. Snapshots write each side's rows (time, matched flag,
- * columns); a restore reads them back into the stores and rebuilds the keys
- * from the key columns.
+ * least of the watermarks closes their last window, joining each window as
+ * it closes (windows up to win_done are joined; it is the least of the
+ * watermarks, so a restore finds it again). Snapshots write each side's
+ * rows (time, matched flag, columns); a restore reads them back into the
+ * stores and rebuilds the keys from the key columns.
  */
 #include "op/op.h"
 
