@@ -491,11 +491,21 @@ def test_interval_join_window_over_its_output() -> None:
         assert [drain(s) for s in subs] == [want, want]
 
 
-def test_interval_join_restart_equals_uninterrupted(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "join",
+    [
+        "a FULL JOIN b ON a.k = b.k AND b.ts BETWEEN a.ts - 15 AND a.ts + 5",
+        "hop(a, ts, INTERVAL '20' MILLISECOND, INTERVAL '5' MILLISECOND) FULL JOIN "
+        "hop(b, ts, INTERVAL '20' MILLISECOND, INTERVAL '5' MILLISECOND) "
+        "ON a.window_start = b.window_start AND a.k = b.k",
+    ],
+)
+def test_interval_join_restart_equals_uninterrupted(tmp_path: Path, join: str) -> None:
     """Checkpoint, WAL, kill -9 in the middle, restart (on one reactor or two,
     the same number or another): the sink's rows equal an uninterrupted run's
     (join state in the checkpoint, split by key hash across partitions, the
-    rest replayed)."""
+    rest replayed), for an interval join and a hopping window join (rows
+    held across the windows a restore finds open again)."""
     rng = random.Random(5)
     keys = [f"s{i}" for i in range(7)]
     left = gen_side(rng, 400, keys, 10, 0)
@@ -507,8 +517,7 @@ def test_interval_join_restart_equals_uninterrupted(tmp_path: Path) -> None:
         "WATERMARK FOR ts AS ts - INTERVAL '10' MILLISECOND);"
         "CREATE SOURCE b (k VARCHAR, g BIGINT, ts BIGINT, y BIGINT, "
         "WATERMARK FOR ts AS ts - INTERVAL '10' MILLISECOND);"
-        f"CREATE STREAM j AS {SELECT} FROM a FULL JOIN b ON a.k = b.k "
-        "AND b.ts BETWEEN a.ts - 15 AND a.ts + 5;"
+        f"CREATE STREAM j AS {SELECT} FROM {join};"
     )
 
     def run(root: Path, stop: int | None, cores: tuple[int, int] = (1, 1)) -> list[tuple]:
