@@ -37,8 +37,8 @@
  * waiting trades and kept quotes frozen copy-on-write at each checkpoint.
  * Two more joins of trades with quotes on symbol, each with its sink: a FULL
  * interval join (quotes from 40 ms before to 20 ms after each trade) and a
- * LEFT window join of the two sides' 250 ms tumbling windows with a residual
- * (q.volume < t.volume). Both hold each side's rows until the other side's
+ * LEFT window join of the two sides' 250 ms windows hopping by 125 ms with a
+ * residual (q.volume < t.volume): each row is held across its two windows. Both hold each side's rows until the other side's
  * watermark lets them go, so kills fall on checkpoints of held rows on both
  * sides, quotes' own late rows are dropped by the join, and both run as one
  * partition per reactor (routed by symbol), re-split on a restart.
@@ -102,8 +102,9 @@ static const char* UNION_DDL =
     "MILLISECOND;\n"
     "CREATE SINK near_out FROM near INTO FILE (path = '%s/near', format = 'jsonl');\n"
     "CREATE STREAM paired AS SELECT t.symbol, t.window_start, t.ts, q.ts AS qts\n"
-    "  FROM tumble(trades, ts, INTERVAL '250' MILLISECOND) t\n"
-    "  LEFT JOIN tumble(quotes, ts, INTERVAL '250' MILLISECOND) q\n"
+    "  FROM hop(trades, ts, INTERVAL '250' MILLISECOND, INTERVAL '125' MILLISECOND) t\n"
+    "  LEFT JOIN hop(quotes, ts, INTERVAL '250' MILLISECOND, INTERVAL '125' MILLISECOND) "
+    "q\n"
     "  ON t.window_start = q.window_start AND t.symbol = q.symbol AND q.volume < "
     "t.volume;\n"
     "CREATE SINK paired_out FROM paired INTO FILE (path = '%s/paired', format = 'jsonl')";
