@@ -562,6 +562,11 @@ void lm_op_join_held(const lm_op* op, int64_t out_rows[2], int64_t out_bytes[2])
 int64_t lm_op_join_out_watermark(const lm_op* op);
 /* Late rows a join dropped so far, both sides (0 for another operator). */
 int64_t lm_op_join_late_rows(const lm_op* op);
+/* Hand a join's late rows (behind their own input's watermark) to fn(arg,
+ * rows) (a late side output) as joined rows whose other side is NULL: an
+ * ASOF or temporal join's, or an interval or window join's
+ * (lm_op_ijoin_set_late_sink). No effect on another operator. */
+void lm_op_join_set_late_sink(lm_op* op, lm_op_sink_fn fn, void* arg);
 
 /* Hash every row's key tuple: rows 0..n-1 into h[0..n) (sel NULL), or rows
  * sel[0..n) into h[sel[i]]. The window operators' group hash; the
