@@ -1101,7 +1101,13 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     const char* unit = j->time_type == LM_TYPE_TIMESTAMP ? "us" : "ms";
     lm_free(what.p);
     what = (lm_text){0};
-    if (j->window_ms > 0) {
+    if (j->window_ms > 0 && j->slide_ms != j->window_ms) {
+      lm_text_printf(
+          &what, "%s with %s ON %d key%s, hopping windows of %lld ms every %lld ms%s",
+          plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
+          j->nkeys == 1 ? "" : "s", (long long)j->window_ms, (long long)j->slide_ms,
+          j->residual != NULL ? ", residual filter" : "");
+    } else if (j->window_ms > 0) {
       lm_text_printf(&what, "%s with %s ON %d key%s, one tumbling window of %lld ms%s",
                      plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
                      j->nkeys == 1 ? "" : "s", (long long)j->window_ms,

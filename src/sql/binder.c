@@ -2521,49 +2521,72 @@ static laminar_code bind_join_key(binder* b, const lm_ast_expr* c, const lm_ast_
   return LAMINAR_OK;
 }
 
-/* One side of a window join, `tumble(input, time, size)` over `in`: the
- * branch's projection (the input's columns, then window_start =
- * time - floor-mod(time, size) and window_end = window_start + size) into
- * `side`, the columns the join reads of that side. */
+/* One side of a window join, `tumble(input, time, size)` or `hop(input,
+ * time, size, slide)` over `in`: the branch's projection (the input's
+ * columns, then window_start and window_end, of the time column's type, which
+ * the join operator fills with the window each joined row is of: here they
+ * are the time itself) into `side`, the columns the join reads of that side.
+ * Both sides take one size, one slide and one time type. */
 static laminar_code window_side(binder* b, const lm_ast_expr* w, const lm_schema* in,
                                 lm_plan_branch* br, lm_schema* side) {
   lm_plan* plan = b->plan;
-  if (!lm_streq_nocase(w->fname, "tumble")) {
+  bool hop = lm_streq_nocase(w->fname, "hop");
+  if (!hop && !lm_streq_nocase(w->fname, "tumble")) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w,
-                "window joins over %s(...) are not supported yet: tumble(input, time, "
-                "size) on both sides",
+                "window joins over %s(...) are not supported: tumble(input, time, "
+                "size) or hop(input, time, size, slide) on both sides",
                 w->fname);
   }
-  if (w->nargs != 3 || w->args[1]->kind != LM_AST_COLUMN ||
-      w->args[2]->kind != LM_AST_LITERAL ||
-      (w->args[2]->lit != LM_LIT_INTERVAL && w->args[2]->lit != LM_LIT_INT) ||
-      w->args[2]->i <= 0) {
+  if (w->nargs != (hop ? 4u : 3u) || w->args[1]->kind != LM_AST_COLUMN) {
     return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, w,
-                "tumble in FROM takes (input, time column, INTERVAL size > 0)");
+                hop ? "hop in FROM takes (input, time column, INTERVAL size > 0, "
+                      "INTERVAL slide > 0)"
+                    : "tumble in FROM takes (input, time column, INTERVAL size > 0)");
+  }
+  int64_t size = 0, slide = 0;
+  LM_TRY(window_interval(b, w, w->args[2], "size", &size));
+  slide = size;
+  if (hop) {
+    LM_TRY(window_interval(b, w, w->args[3], "slide", &slide));
+    if (1 + (size - 1) / slide > LM_MAX_WINDOWS_PER_ROW) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w->args[3],
+                  "hop() puts each row in %lld windows; at most %d are supported (make "
+                  "the slide larger)",
+                  (long long)(1 + (size - 1) / slide), LM_MAX_WINDOWS_PER_ROW);
+    }
   }
   int32_t tc = lm_schema_find(in, w->args[1]->name);
   if (tc < 0) {
     return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, w->args[1], "no column '%s' in '%s'",
                 w->args[1]->name, br->input);
   }
-  if (in->fields[tc].type != LM_TYPE_INT64) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w->args[1],
-                "window joins over a %s time column are not supported yet: BIGINT "
-                "(epoch ms)",
-                lm_type_name(in->fields[tc].type));
+  lm_type tt = in->fields[tc].type;
+  if (tt != LM_TYPE_INT64 && tt != LM_TYPE_TIMESTAMP) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, w->args[1],
+                "%s() time column '%s' must be BIGINT (epoch ms) or TIMESTAMP, got %s",
+                w->fname, w->args[1]->name, lm_type_name(tt));
   }
-  int64_t size = w->args[2]->i;
-  if (plan->ijoin.window_ms != 0 && plan->ijoin.window_ms != size) {
+  lm_ijoin_spec* sp = &plan->ijoin;
+  if (sp->window_ms != 0 && (sp->window_ms != size || sp->slide_ms != slide)) {
     return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, w,
-                "both sides of a window join take one window size (%lld and %lld ms)",
-                (long long)plan->ijoin.window_ms, (long long)size);
+                "both sides of a window join take one window: size %lld and %lld ms, "
+                "slide %lld and %lld ms",
+                (long long)sp->window_ms, (long long)size, (long long)sp->slide_ms,
+                (long long)slide);
   }
-  plan->ijoin.window_ms = size;
+  if (sp->window_ms != 0 && sp->time_type != tt) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, w->args[1],
+                "both sides of a window join take one time type: %s and %s",
+                lm_type_name(sp->time_type), lm_type_name(tt));
+  }
+  sp->window_ms = size;
+  sp->slide_ms = slide;
+  sp->time_type = tt;
   lm_schema_init_empty(side);
   for (int32_t c = 0; c < in->ncols; c++)
     LM_TRY(add_field(b, side, in->fields[c].name, in->fields[c].type));
-  LM_TRY(add_field(b, side, "window_start", LM_TYPE_INT64));
-  LM_TRY(add_field(b, side, "window_end", LM_TYPE_INT64));
+  LM_TRY(add_field(b, side, "window_start", tt));
+  LM_TRY(add_field(b, side, "window_end", tt));
   int32_t n = side->ncols;
   br->exprs = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)n);
   if (br->exprs == NULL) return NOMEM(b);
@@ -2577,29 +2600,8 @@ static laminar_code window_side(binder* b, const lm_ast_expr* w, const lm_schema
     br->exprs[c] = e;
     br->col_out[c] = c;
   }
-  /* time - ((time % size + size) % size), then + size */
-  lm_expr* t = br->exprs[tc];
-  lm_expr* s = new_expr(b, LM_EXPR_LITERAL, LM_TYPE_INT64);
-  lm_expr* m1 = new_call(b, LM_XOP_MOD, LM_TYPE_INT64, 2);
-  lm_expr* p = new_call(b, LM_XOP_ADD, LM_TYPE_INT64, 2);
-  lm_expr* m2 = new_call(b, LM_XOP_MOD, LM_TYPE_INT64, 2);
-  lm_expr* start = new_call(b, LM_XOP_SUB, LM_TYPE_INT64, 2);
-  lm_expr* end = new_call(b, LM_XOP_ADD, LM_TYPE_INT64, 2);
-  if (s == NULL || m1 == NULL || p == NULL || m2 == NULL || start == NULL || end == NULL)
-    return NOMEM(b);
-  s->lit.i = size;
-  m1->args[0] = t;
-  m1->args[1] = s;
-  p->args[0] = m1;
-  p->args[1] = s;
-  m2->args[0] = p;
-  m2->args[1] = s;
-  start->args[0] = t;
-  start->args[1] = m2;
-  end->args[0] = start;
-  end->args[1] = s;
-  br->exprs[n - 2] = start;
-  br->exprs[n - 1] = end;
+  br->exprs[n - 2] = br->exprs[tc];
+  br->exprs[n - 1] = br->exprs[tc];
   return LAMINAR_OK;
 }
 
@@ -2968,34 +2970,67 @@ static laminar_code time_bound_of(binder* b, const lm_ast_expr* c, time_bound* t
   return LAMINAR_OK;
 }
 
-/* A window join's spec past its keys: the time columns its tumble() calls
- * name, and a key `l.window_start = r.window_start` it must have (rows of
- * one window meet; LDB-1009 without). */
+/* Whether `e` reads column c or c + 1 (a window join side's window_start,
+ * window_end). */
+static bool reads_window(const lm_expr* e, int32_t c) {
+  if (e->kind == LM_EXPR_COLUMN) return e->column == c || e->column == c + 1;
+  for (int32_t i = 0; e->kind == LM_EXPR_CALL && i < e->nargs; i++)
+    if (reads_window(e->args[i], c)) return true;
+  return false;
+}
+
+/* A window join's ON refused with `code` at the JOIN: "a window join at
+ * line:column<before> l.window_start = r.window_start<after>". */
+static laminar_code window_join_fail(binder* b, const lm_ast_select* sel,
+                                     laminar_code code, const char* before,
+                                     const char* after) {
+  lm_error_set(b->err, code,
+               "a window join at line %d, column %d%s %s.window_start = "
+               "%s.window_start%s",
+               (int)sel->join->line, (int)sel->join->column, before,
+               b->input_alias ? b->input_alias : b->input_name,
+               b->right_alias ? b->right_alias : b->right_name, after);
+  lm_error_at(b->err, sel->join->line, sel->join->column);
+  return code;
+}
+
+/* A window join's spec past its keys: the time columns its tumble() or hop()
+ * calls name, and a key `l.window_start = r.window_start` it must have (rows
+ * of one window meet; LDB-1009 without). The operator joins window by window
+ * itself, so that key (and `l.window_end = r.window_end`) leave the keys;
+ * another key over a window column is LDB-1005. */
 static laminar_code window_join_keys(binder* b, const lm_ast_select* sel,
-                                     const lm_schema* const* in) {
+                                     const lm_schema* const* in, lm_expr** keys[2]) {
   lm_ijoin_spec* sp = &b->plan->ijoin;
   const lm_ast_expr* w[2] = {sel->from_window, sel->join->right_window};
   int32_t ws[2];
   for (int i = 0; i < 2; i++) ws[i] = in[i]->ncols - 2;
   bool keyed = false;
+  int32_t n = 0;
   for (int32_t k = 0; k < sp->nkeys; k++) {
     const lm_expr *l = sp->lkeys[k], *r = sp->rkeys[k];
-    keyed = keyed || (l->kind == LM_EXPR_COLUMN && l->column == ws[0] &&
-                      r->kind == LM_EXPR_COLUMN && r->column == ws[1]);
+    bool cols = l->kind == LM_EXPR_COLUMN && r->kind == LM_EXPR_COLUMN;
+    bool start = cols && l->column == ws[0] && r->column == ws[1];
+    bool end = cols && l->column == ws[0] + 1 && r->column == ws[1] + 1;
+    keyed = keyed || start;
+    if (start || end) continue;
+    if (reads_window(l, ws[0]) || reads_window(r, ws[1])) {
+      return window_join_fail(b, sel, LAMINAR_ERR_SQL_UNSUPPORTED,
+                              ": a key over window_start or window_end other than",
+                              " is not supported");
+    }
+    keys[0][n] = keys[0][k];
+    keys[1][n++] = keys[1][k];
   }
   if (!keyed) {
-    lm_error_set(b->err, LAMINAR_ERR_SQL_JOIN_CONDITION,
-                 "a window join at line %d, column %d joins the rows of one window: ON "
-                 "needs %s.window_start = %s.window_start",
-                 (int)sel->join->line, (int)sel->join->column,
-                 b->input_alias ? b->input_alias : b->input_name,
-                 b->right_alias ? b->right_alias : b->right_name);
-    lm_error_at(b->err, sel->join->line, sel->join->column);
-    return LAMINAR_ERR_SQL_JOIN_CONDITION;
+    return window_join_fail(b, sel, LAMINAR_ERR_SQL_JOIN_CONDITION,
+                            " joins the rows of one window: ON needs", "");
   }
+  sp->nkeys = n;
+  sp->lwin = ws[0];
+  sp->rwin = ws[1];
   sp->ltime = lm_schema_find(in[0], w[0]->args[1]->name);
   sp->rtime = lm_schema_find(in[1], w[1]->args[1]->name);
-  sp->time_type = LM_TYPE_INT64;
   return LAMINAR_OK;
 }
 
@@ -3092,7 +3127,7 @@ static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
     }
     sp->residual = e;
   }
-  if (windowed) return window_join_keys(b, sel, in);
+  if (windowed) return window_join_keys(b, sel, in, keys);
   if (!tb.has_lo && !tb.has_hi && (sp->ttl_ms = stmt_state_ttl(b->stmt)) > 0) {
     /* bounded by the TTL over the watermark columns, which the catalog
      * knows (lm_db_join_ttl) */
@@ -3607,6 +3642,17 @@ static void mark_columns(const lm_expr* e, uint8_t* need, int32_t n) {
     mark_columns(e->args[i], need, n);
 }
 
+/* Whether the statement has WITH (late_output = ...) other than FALSE (the
+ * option table checks the value later). */
+static bool stmt_late_output(const lm_stmt* stmt) {
+  for (size_t i = 0; stmt != NULL && i < stmt->noptions; i++) {
+    const lm_ast_expr* v = stmt->options[i].value;
+    if (lm_streq_nocase(stmt->options[i].key, "late_output"))
+      return !(v->kind == LM_AST_LITERAL && v->lit == LM_LIT_BOOL && !v->b);
+  }
+  return false;
+}
+
 /* The joined columns the rest of the bound plan reads, and the join's keys
  * and times (lm_asof_spec.need): the join then holds only those. A late side
  * output takes them all. */
@@ -3615,7 +3661,7 @@ static laminar_code join_needed_columns(binder* b) {
   int32_t n = plan->union_schema.ncols;
   uint8_t* need = lm_pool_alloc(&plan->pool, (size_t)(n ? n : 1));
   if (need == NULL) return NOMEM(b);
-  memset(need, plan->late_output != NULL, (size_t)n);
+  memset(need, plan->late_output != NULL || stmt_late_output(b->stmt), (size_t)n);
   mark_columns(plan->filter, need, n);
   for (int32_t i = 0; plan->join_lateral && i < plan->jlat.nargs; i++)
     mark_columns(plan->jlat.args[i], need, n);
