@@ -611,8 +611,9 @@ static laminar_code decode_into(lm_eval_ctx* ctx, const lm_schema* columns,
  * the image has no position for once a key was added without one, is looked
  * up in the rowset. When the marks exceed an eighth of the image (plus
  * 1,024), the next lookup rebuilds it: O(1) amortized per write. Out of
- * memory, a lookup reads the rowset alone. Not counted in max_state_bytes:
- * a cache, rebuilt on demand, that holds no state of its own. Owner thread
+ * memory, a lookup reads the rowset alone. It is a second copy of the
+ * table that max_state_bytes does not count, so a table under a state
+ * bound (lm_op_bounded) has none: its lookups read the rowset. Owner thread
  * of the table (lookups and writes run there). */
 
 enum { IMG_ABSENT = 0, IMG_LIVE = 1, IMG_STALE = 2 };
@@ -1175,7 +1176,8 @@ static laminar_code lookup_rowset(const view_op* v, lm_eval_ctx* ctx, const lm_v
 laminar_code lm_op_table_lookup(const lm_op* table, lm_eval_ctx* ctx, const lm_vec* keys,
                                 int64_t n, lm_vec* out_cols, uint8_t* found) {
   const view_op* v = (const view_op*)table;
-  table_image* im = v->image; /* the cache the lookup may rebuild */
+  /* The cache the lookup may rebuild; none under a state bound. */
+  table_image* im = lm_op_bounded(table) ? NULL : v->image;
   if (im != NULL && v->rows.count > 0 && (!im->valid || im->marks * 8 > im->rows + 1024))
     (void)image_build(v, im); /* out of memory: the rowset alone */
   if (im == NULL || !im->valid || v->rows.count == 0)
