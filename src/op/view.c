@@ -553,40 +553,56 @@ int64_t lm_op_view_thaws(const lm_op* view, int64_t* out_rows) {
 /* Decode n encoded rows rows[k] of `columns` into out[] vectors whose memory
  * comes from ctx; strings are views of the encoded rows, which must outlive
  * the vectors' use (the chunk being processed). */
+/* Decode the encoded row p of `columns` into row r of the column arrays
+ * data[c] / nulls[c] (1 for a NULL, then any_null[c] set when given).
+ * STRING values are views of p, or copies in `strings` when given. False
+ * when a copy ran out of memory. */
+static bool decode_row(const lm_schema* columns, const uint8_t* p, int64_t r,
+                       uint8_t* const* data, uint8_t* const* nulls, bool* any_null,
+                       lm_pool* strings) {
+  for (int32_t c = 0; c < columns->ncols; c++) {
+    lm_type t = columns->fields[c].type;
+    size_t w = (size_t)lm_type_width(t);
+    uint8_t* at = data[c] + (size_t)r * w;
+    nulls[c][r] = *p++ == 0;
+    if (nulls[c][r]) {
+      if (any_null != NULL) any_null[c] = true;
+      memset(at, 0, w);
+      continue;
+    }
+    if (t == LM_TYPE_STRING) {
+      uint32_t len;
+      memcpy(&len, p, 4);
+      const char* bytes = (const char*)p + 4; /* a view of the row */
+      if (strings != NULL && (bytes = lm_pool_copy(strings, bytes, len)) == NULL)
+        return false;
+      lm_str str = {bytes, (int64_t)len};
+      memcpy(at, &str, sizeof str);
+      p += 4 + len;
+    } else {
+      memcpy(at, p, w);
+      p += w;
+    }
+  }
+  return true;
+}
+
 static laminar_code decode_into(lm_eval_ctx* ctx, const lm_schema* columns,
                                 const uint8_t* const* rows, int64_t n, lm_vec* out) {
   int32_t ncols = columns->ncols;
+  uint8_t** data = lm_eval_ctx_alloc(ctx, sizeof(uint8_t*) * (size_t)(ncols ? ncols : 1));
+  uint8_t** nulls =
+      lm_eval_ctx_alloc(ctx, sizeof(uint8_t*) * (size_t)(ncols ? ncols : 1));
+  if (data == NULL || nulls == NULL) return LAMINAR_ERR_NOMEM;
   for (int32_t c = 0; c < ncols; c++) {
     size_t w = (size_t)lm_type_width(columns->fields[c].type);
-    uint8_t* data = lm_eval_ctx_alloc(ctx, w * (size_t)(n ? n : 1));
-    uint8_t* nulls = lm_eval_ctx_alloc(ctx, (size_t)(n ? n : 1));
-    if (data == NULL || nulls == NULL) return LAMINAR_ERR_NOMEM;
-    memset(nulls, 0, (size_t)(n ? n : 1));
-    out[c] = (lm_vec){columns->fields[c].type, n, nulls, data};
+    data[c] = lm_eval_ctx_alloc(ctx, w * (size_t)(n ? n : 1));
+    nulls[c] = lm_eval_ctx_alloc(ctx, (size_t)(n ? n : 1));
+    if (data[c] == NULL || nulls[c] == NULL) return LAMINAR_ERR_NOMEM;
+    out[c] = (lm_vec){columns->fields[c].type, n, nulls[c], data[c]};
   }
-  for (int64_t r = 0; r < n; r++) {
-    const uint8_t* p = rows[r];
-    for (int32_t c = 0; c < ncols; c++) {
-      lm_type t = columns->fields[c].type;
-      size_t w = (size_t)lm_type_width(t);
-      uint8_t* at = (uint8_t*)out[c].data + (size_t)r * w;
-      if (*p++ == 0) {
-        ((uint8_t*)out[c].nulls)[r] = 1;
-        memset(at, 0, w);
-        continue;
-      }
-      if (t == LM_TYPE_STRING) {
-        uint32_t len;
-        memcpy(&len, p, 4);
-        lm_str str = {(const char*)p + 4, (int64_t)len}; /* a view of the row */
-        memcpy(at, &str, sizeof str);
-        p += 4 + len;
-      } else {
-        memcpy(at, p, w);
-        p += w;
-      }
-    }
-  }
+  for (int64_t r = 0; r < n; r++)
+    (void)decode_row(columns, rows[r], r, data, nulls, NULL, NULL);
   return LAMINAR_OK;
 }
 
@@ -700,38 +716,6 @@ static bool entry_key(lm_type t, const uint8_t* p, int64_t* out) {
   return true;
 }
 
-/* Decode the encoded row p into position pos of the image's columns, STRING
- * bytes copied into its pool; any_null[c] set for a NULL. False when out of
- * memory. */
-static bool image_put_row(table_image* im, const lm_schema* cols, const uint8_t* p,
-                          int64_t pos, bool* any_null) {
-  for (int32_t c = 0; c < cols->ncols; c++) {
-    lm_type t = cols->fields[c].type;
-    size_t w = (size_t)lm_type_width(t);
-    uint8_t* at = im->data[c] + (size_t)pos * w;
-    if (*p++ == 0) {
-      im->nulls[c][pos] = 1;
-      any_null[c] = true;
-      memset(at, 0, w);
-      continue;
-    }
-    im->nulls[c][pos] = 0;
-    if (t == LM_TYPE_STRING) {
-      uint32_t len;
-      memcpy(&len, p, 4);
-      char* copy = lm_pool_copy(&im->strings, p + 4, len);
-      if (copy == NULL) return false;
-      lm_str str = {copy, (int64_t)len};
-      memcpy(at, &str, sizeof str);
-      p += 4 + len;
-    } else {
-      memcpy(at, p, w);
-      p += w;
-    }
-  }
-  return true;
-}
-
 /* (Re)build table v's image from its rows. LAMINAR_ERR_NOMEM leaves it not
  * valid (lookups then read the rowset). Cache-conscious: the slots are read
  * in order (their rows' bytes prefetched) into a list of keys and rows, and
@@ -804,7 +788,7 @@ __attribute__((noinline)) static laminar_code image_build(const view_op* v,
       while (im->slots[j].pos1 != 0) j = (j + 1) & im->mask;
       im->slots[j] = (image_slot){keys[p], p + 1};
     }
-    ok = image_put_row(im, &v->columns, row, p, any_null);
+    ok = decode_row(&v->columns, row, p, im->data, im->nulls, any_null, &im->strings);
     im->state[p] = IMG_LIVE;
   }
   for (int32_t c = 0; ok && c < ncols; c++) {
