@@ -41,39 +41,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "laminar.h"
 
 #define NSYM 1000
 #define TS0 1700000000000LL
 #define BLOCK 8192
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* CPU time of this process (a loaded machine stretches wall time, not this). */
-static double cpu_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-static void* xmalloc(size_t n) {
-  void* p = malloc(n ? n : 1);
-  if (p == NULL) {
-    fprintf(stderr, "bench_asof: out of memory\n");
-    exit(1);
-  }
-  return p;
-}
 
 /* ---- one side's batch: struct<symbol utf8, ts int64, a double, b (double|int64)> ---- */
 
@@ -91,8 +64,6 @@ typedef struct batch {
   void* b; /* double (quotes: ask) or int64 (trades: volume) */
 } batch;
 
-static void child_release(struct ArrowArray* a) { a->release = NULL; }
-
 static void batch_release(struct ArrowArray* a) {
   batch* b = a->private_data;
   free(b->off);
@@ -106,13 +77,13 @@ static void batch_release(struct ArrowArray* a) {
 }
 
 static batch* batch_new(int64_t cap) {
-  batch* b = xmalloc(sizeof *b);
+  batch* b = bench_xmalloc(sizeof *b);
   memset(b, 0, sizeof *b);
-  b->off = xmalloc(sizeof(int32_t) * (size_t)(cap + 1));
-  b->data = xmalloc((size_t)cap * 4 + 1);
-  b->ts = xmalloc(sizeof(int64_t) * (size_t)cap);
-  b->a = xmalloc(sizeof(double) * (size_t)cap);
-  b->b = xmalloc(8 * (size_t)cap);
+  b->off = bench_xmalloc(sizeof(int32_t) * (size_t)(cap + 1));
+  b->data = bench_xmalloc((size_t)cap * 4 + 1);
+  b->ts = bench_xmalloc(sizeof(int64_t) * (size_t)cap);
+  b->a = bench_xmalloc(sizeof(double) * (size_t)cap);
+  b->b = bench_xmalloc(8 * (size_t)cap);
   b->off[0] = 0;
   return b;
 }
@@ -128,7 +99,7 @@ static void batch_finish(batch* b, int64_t n) {
     b->child[c] = (struct ArrowArray){.length = n,
                                       .n_buffers = c == 0 ? 3 : 2,
                                       .buffers = b->bufs[c],
-                                      .release = child_release};
+                                      .release = bench_child_release};
     b->child_ptr[c] = &b->child[c];
   }
   b->root = (struct ArrowArray){.length = n,
@@ -140,35 +111,13 @@ static void batch_finish(batch* b, int64_t n) {
                                 .private_data = b};
 }
 
-typedef struct schema4 {
-  struct ArrowSchema root;
-  struct ArrowSchema child[NCOLS];
-  struct ArrowSchema* child_ptr[NCOLS];
-} schema4;
-
-static void schema_release(struct ArrowSchema* s) { s->release = NULL; }
-
-static void schema_init(schema4* s, const char* const* names,
-                        const char* const* formats) {
-  for (int c = 0; c < NCOLS; c++) {
-    s->child[c] = (struct ArrowSchema){
-        .format = formats[c], .name = names[c], .release = schema_release};
-    s->child_ptr[c] = &s->child[c];
-  }
-  s->root = (struct ArrowSchema){.format = "+s",
-                                 .name = "",
-                                 .n_children = NCOLS,
-                                 .children = s->child_ptr,
-                                 .release = schema_release};
-}
-
 /* Events [lo, hi) of the feed into a quotes and a trades batch. */
 static void make_block(int64_t lo, int64_t hi, batch** out_q, batch** out_t) {
   batch* q = batch_new(hi - lo);
   batch* t = batch_new(hi - lo);
   int64_t nq = 0, nt = 0;
   for (int64_t i = lo; i < hi; i++) {
-    uint64_t z = mix64((uint64_t)(i + 1) * 0xD1B54A32D192ED03ULL);
+    uint64_t z = bench_mix64((uint64_t)(i + 1) * 0xD1B54A32D192ED03ULL);
     int s = (int)((z >> 2) % NSYM);
     double px = 100.0 + (double)((z >> 24) % 100000) / 1000.0;
     bool quote = z % 4 != 0;
@@ -225,11 +174,6 @@ static void drain(laminar_subscription* sub, result* r) {
   }
 }
 
-static int cmpd(const void* x, const void* y) {
-  double a = *(const double*)x, b = *(const double*)y;
-  return (a > b) - (a < b);
-}
-
 /* interval_ms >= 0: W3i, the interval join within +-interval_ms (else the ASOF join). */
 static double run_once(int64_t n, int64_t interval_ms, result* res, double* block_s,
                        int64_t* nblocks, double* out_cpu) {
@@ -265,9 +209,9 @@ static double run_once(int64_t n, int64_t interval_ms, result* res, double* bloc
   static const char* const qf[NCOLS] = {"u", "l", "g", "g"};
   static const char* const tn[NCOLS] = {"symbol", "ts", "price", "volume"};
   static const char* const tf[NCOLS] = {"u", "l", "g", "l"};
-  schema4 qs, ts;
-  schema_init(&qs, qn, qf);
-  schema_init(&ts, tn, tf);
+  bench_schema qs, ts;
+  bench_schema_init(&qs, qn, qf, NCOLS);
+  bench_schema_init(&ts, tn, tf, NCOLS);
   memset(res, 0, sizeof *res);
   double total = 0, cpu = 0;
   *nblocks = 0;
@@ -275,26 +219,26 @@ static double run_once(int64_t n, int64_t interval_ms, result* res, double* bloc
     int64_t hi = lo + BLOCK < n ? lo + BLOCK : n;
     batch *q, *t;
     make_block(lo, hi, &q, &t); /* not timed */
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = bench_now_s(), c0 = bench_cpu_s();
     if (laminar_source_push(qq, &q->root, &qs.root, &err) != LAMINAR_OK)
       die("push", &err);
     if (laminar_source_push(tq, &t->root, &ts.root, &err) != LAMINAR_OK)
       die("push", &err);
     if (laminar_run_until_idle(db, &err) != LAMINAR_OK) die("run", &err);
     drain(sub, res);
-    double dt = now_s() - t0;
-    cpu += cpu_s() - c0;
+    double dt = bench_now_s() - t0;
+    cpu += bench_cpu_s() - c0;
     block_s[(*nblocks)++] = dt;
     total += dt;
   }
-  double t0 = now_s(), c0 = cpu_s();
+  double t0 = bench_now_s(), c0 = bench_cpu_s();
   if (laminar_source_watermark(qq, INT64_MAX, &err) != LAMINAR_OK ||
       laminar_source_watermark(tq, INT64_MAX, &err) != LAMINAR_OK ||
       laminar_run_until_idle(db, &err) != LAMINAR_OK)
     die("finish", &err);
   drain(sub, res);
-  total += now_s() - t0;
-  cpu += cpu_s() - c0;
+  total += bench_now_s() - t0;
+  cpu += bench_cpu_s() - c0;
   *out_cpu = cpu;
   laminar_source_close(tq);
   laminar_source_close(qq);
@@ -322,7 +266,7 @@ int main(int argc, char** argv) {
   if (reps < 1) reps = 1;
   if (reps > 16) reps = 16;
   int64_t maxblocks = n / BLOCK + 2;
-  double* blocks = xmalloc(sizeof(double) * (size_t)maxblocks);
+  double* blocks = bench_xmalloc(sizeof(double) * (size_t)maxblocks);
   /* The workload's name in the output lines (bench/run.sh and report.py read them). */
   const char* w = interval_ms >= 0 ? "W3i" : "W3";
   const char* what = interval_ms >= 0 ? "interval" : "asof";
@@ -335,14 +279,14 @@ int main(int argc, char** argv) {
     if (r == 0) {
       printf("%s check: result rows=%lld sum(bid)=%.6f\n", w, (long long)res.rows,
              res.sum_bid);
-      qsort(blocks, (size_t)nb, sizeof *blocks, cmpd);
+      qsort(blocks, (size_t)nb, sizeof *blocks, bench_cmpd);
       p50 = blocks[nb / 2];
       p99 = blocks[nb * 99 / 100];
     }
   }
   double s[16];
   memcpy(s, secs, sizeof(double) * (size_t)reps);
-  qsort(s, (size_t)reps, sizeof *s, cmpd);
+  qsort(s, (size_t)reps, sizeof *s, bench_cmpd);
   double med = s[reps / 2];
   double rate = (double)n / med;
   printf(
@@ -352,7 +296,7 @@ int main(int argc, char** argv) {
       p50 * 1e6, p99 * 1e6);
   if (w3b > 0) printf("  ratio_to_W3b=%.3f", rate / w3b);
   printf("\n");
-  qsort(cpus, (size_t)reps, sizeof *cpus, cmpd);
+  qsort(cpus, (size_t)reps, sizeof *cpus, bench_cmpd);
   printf("CPU %s %s inline median %.4f s cpu  %.2f M rows/s of cpu time\n", w, what,
          cpus[reps / 2], (double)n / cpus[reps / 2] / 1e6);
   printf("REPS %s inline s:", w);

@@ -177,6 +177,30 @@ TABLES = [
         ],
     ),
     Table(
+        "Lookup join of W1's events with a 10^6-row table",
+        "`bench_lookup`: W1's events `JOIN ref r ON r.k = t.ts % 1000000` with `ref (k "
+        "BIGINT PRIMARY KEY, tier VARCHAR, w DOUBLE)` of 10^6 rows (loaded untimed; every "
+        "event matches, checked), 8,192-row batches, inline (push, run_until_idle, drain "
+        "on one thread); cpu = the same run's rate over its CPU time; Python = "
+        "`bench/bench_lookup.py`, the same through the `laminardb` package.",
+        [
+            rate("lookup inline", "lookup", "lookup inline", "W1b", "≥ 0.4×"),
+            Row(
+                "lookup inline, CPU time",
+                "lookup",
+                rf"^CPU lookup inline .*? {NUM} M rows/s",
+                "M rows/s",
+            ),
+            Row(
+                "lookup Python (laminardb, inline)",
+                "python_lookup",
+                rf"^RESULT lookup_join .*?rows_per_s={NUM}M",
+                "M rows/s",
+                "W1b",
+            ),
+        ],
+    ),
+    Table(
         "Window kinds and emit modes (C)",
         "`bench_windows`: W1's data and aggregates, inline; hop = 1 s windows every "
         "100 ms, session = 5 s gap over bursty symbols, changes = W1 with EMIT CHANGES, "

@@ -189,6 +189,7 @@ W3B="$(rate_of W3b "$OUT/limit_asof.txt")"
 run asof "$B/bench_asof" "$N" --reps "$REPS" ${W3B:+--w3b-rows-per-s "${W3B}e6"}
 run interval "$B/bench_asof" "$N" --reps "$REPS" --interval 50 \
   ${W3B:+--w3b-rows-per-s "${W3B}e6"}
+run lookup "$B/bench_lookup" "$N" --reps "$REPS" --w1b-rows-per-s "${W1B}e6"
 CORES="${BENCH_CORES:-2}"
 run cores "$B/bench_vwap" "$N" --only w1 --mode threaded --pace 0 --reps "$REPS" \
   --cores "1,$CORES" --w1b-rows-per-s "${W1B}e6"
@@ -203,6 +204,7 @@ if [[ "${BENCH_PYTHON:-1}" != 0 ]]; then
   # minutes at 10^7 events: W3i from Python runs on BENCH_INTERVAL_N (10^6).
   run python_interval "$PY" "$ROOT/bench/bench_asof.py" -n "${BENCH_INTERVAL_N:-1e6}" \
     --reps "$REPS" --interval 50 ${W3B:+--limit-w3b "$W3B"}
+  run python_lookup "$PY" "$ROOT/bench/bench_lookup.py" "$N" --reps "$REPS" --w1b "$W1B"
 fi
 JAVA_LIB="$BUILD/bindings/java/liblaminar_jni.so"
 if [[ "${BENCH_JAVA:-1}" != 0 && -f "$JAVA_LIB" ]]; then

@@ -40,12 +40,12 @@ typedef struct expire_op {
   int64_t late_rows;
   lm_op_sink_fn late_fn;
   void* late_arg;
-  lm_join_out out;  /* emitted columns: the input's [+ _weight] */
-  uint32_t* keep;   /* a chunk's rows: kept ones, then (from the back) late ones */
-  uint32_t* slots;  /* the kept rows' slots */
-  int64_t* expiry;  /* the kept rows' expiries */
-  int64_t scratch;  /* rows the three arrays above hold */
-  uint8_t* mark;    /* string compaction, a batch's undo: slots marked */
+  lm_join_out out; /* emitted columns: the input's [+ _weight] */
+  uint32_t* keep;  /* a chunk's rows: kept ones, then (from the back) late ones */
+  uint32_t* slots; /* the kept rows' slots */
+  int64_t* expiry; /* the kept rows' expiries */
+  int64_t scratch; /* rows the three arrays above hold */
+  uint8_t* mark;   /* string compaction, a batch's undo: slots marked */
   int64_t mark_cap;
   /* A batch that fans out (op.h lm_op_txn): the slots its chunks added, and
    * the late rows before it, taken back if a later reader fails. */
@@ -128,7 +128,8 @@ static laminar_code emit_late(expire_op* e, const lm_chunk* in, int64_t nlate) {
   e->late_rows += nlate;
   if (nlate == 0 || e->late_fn == NULL) return LAMINAR_OK;
   const uint32_t* rows = e->keep + (in->nrows - nlate);
-  for (int32_t c = 0; c < e->spec.in_ncols; c++) gather(e, c, in->cols, false, rows, nlate);
+  for (int32_t c = 0; c < e->spec.in_ncols; c++)
+    gather(e, c, in->cols, false, rows, nlate);
   lm_chunk late = {nlate, e->spec.in_ncols, e->out.vecs, NULL};
   return e->late_fn(e->late_arg, &late);
 }
@@ -201,8 +202,8 @@ static laminar_code expire_chunk(lm_op* op, const lm_chunk* in) {
   int64_t k = 0, nlate = 0;
   for (int64_t r = 0; r < n; r++) {
     if (tv->nulls != NULL && tv->nulls[r]) continue; /* NULL > x: not kept */
-    if (wv != NULL && ((wv->nulls != NULL && wv->nulls[r]) ||
-                       ((const int64_t*)wv->data)[r] == 0))
+    if (wv != NULL &&
+        ((wv->nulls != NULL && wv->nulls[r]) || ((const int64_t*)wv->data)[r] == 0))
       continue; /* a changelog row that weighs nothing */
     int64_t x = expiry_of(e, ts[r]);
     if (e->wm != INT64_MIN && e->wm >= x) {
@@ -249,8 +250,9 @@ static laminar_code expire_chunk(lm_op* op, const lm_chunk* in) {
 static laminar_code expire_on_chunk(lm_op* op, const lm_chunk* in) {
   laminar_code rc = expire_chunk(op, in);
   if (rc == LAMINAR_ERR_NOMEM) /* unless a more precise text is recorded */
-    lm_state_budget_fail(op->budget, rc, "out of memory; the batch was not applied "
-                                         "(state unchanged)");
+    lm_state_budget_fail(op->budget, rc,
+                         "out of memory; the batch was not applied "
+                         "(state unchanged)");
   return rc;
 }
 
@@ -283,12 +285,14 @@ static laminar_code expire_on_watermark(lm_op* op, int64_t watermark_ms) {
     lm_chunk out = {m, e->base.out_schema.ncols, e->out.vecs, NULL};
     rc = lm_op_emit(op, &out);
   }
-  if (rc == LAMINAR_ERR_NOMEM) { /* what failed downstream undid its chunk: say what it is */
+  if (rc ==
+      LAMINAR_ERR_NOMEM) { /* what failed downstream undid its chunk: say what it is */
     laminar_error dropped;
     (void)lm_state_budget_error(op->budget, rc, &dropped);
   }
   if (rc != LAMINAR_OK) return lm_op_release_failed(op, rc, watermark_ms, "expired rows");
-  for (int32_t i = e->due.head; i < end; i++) lm_rowstore_release(&e->rows, e->due.slot[i]);
+  for (int32_t i = e->due.head; i < end; i++)
+    lm_rowstore_release(&e->rows, e->due.slot[i]);
   e->due.head = end;
   LM_TRY(compact(e));
   return account(e);
@@ -324,7 +328,8 @@ static laminar_code expire_restore(lm_op* op, lm_state_reader* r, laminar_error*
   }
   int64_t wm = lm_state_get_i64(r), late = lm_state_get_i64(r);
   int64_t n = lm_state_get_i64(r);
-  laminar_code rc = r->failed || n < 0 || n > INT32_MAX ? LAMINAR_ERR_RECOVERY : LAMINAR_OK;
+  laminar_code rc =
+      r->failed || n < 0 || n > INT32_MAX ? LAMINAR_ERR_RECOVERY : LAMINAR_OK;
   if (rc == LAMINAR_OK) rc = lm_rowstore_reserve(&e->rows, n);
   if (rc == LAMINAR_OK) rc = lm_timelist_reserve(&e->due, n);
   for (int64_t i = 0; i < n && rc == LAMINAR_OK; i++) {
@@ -379,9 +384,11 @@ laminar_code lm_op_expire_create(const lm_expire_spec* spec, const lm_schema* in
   e->base.vt = &expire_vtable;
   e->spec = *spec;
   e->wm = INT64_MIN;
-  laminar_code rc = lm_schema_copy(out_schema, &e->base.out_schema) != 0 ? LAMINAR_ERR_NOMEM
-                                                                         : LAMINAR_OK;
-  if (rc == LAMINAR_OK) rc = lm_rowstore_init(&e->rows, in_schema, 0, spec->in_ncols, NULL);
+  laminar_code rc = lm_schema_copy(out_schema, &e->base.out_schema) != 0
+                        ? LAMINAR_ERR_NOMEM
+                        : LAMINAR_OK;
+  if (rc == LAMINAR_OK)
+    rc = lm_rowstore_init(&e->rows, in_schema, 0, spec->in_ncols, NULL);
   if (rc == LAMINAR_OK) rc = lm_join_out_init(&e->out, out_schema, NULL);
   if (rc != LAMINAR_OK) {
     expire_destroy(&e->base);

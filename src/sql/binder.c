@@ -3330,8 +3330,12 @@ static laminar_code bind_temporal_join(binder* b, const lm_ast_select* sel,
   if (tk->changes == NULL) {
     return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, jn->as_of,
                 "table '%s' is fed by its query (CREATE TABLE ... AS SELECT) and keeps "
-                "no versions: FOR SYSTEM_TIME AS OF does not join it (a lookup join, "
-                "without FOR SYSTEM_TIME AS OF, joins its current rows)",
+                "no versions: its writes are its query's changelog, whose deletes carry "
+                "the deleted row's values and no time of their own, so the version valid "
+                "at a row's time would depend on when the query ran, not on the data. "
+                "FOR SYSTEM_TIME AS OF does not join it (a lookup join, without FOR "
+                "SYSTEM_TIME AS OF, joins its current rows; a table with a time column "
+                "and WATERMARK, written with upserts and deletes, keeps versions)",
                 jn->right);
   }
   if (tk->time_col < 0) {

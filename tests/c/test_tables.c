@@ -440,10 +440,149 @@ static int test_temporal_errors(void) {
   return 0;
 }
 
+/* A struct batch of (id BIGINT, a BIGINT) stream rows; a NULL where a_null[i]. */
+static int build_probe(const int64_t* ids, const int64_t* as, const bool* a_null,
+                       int64_t n, struct ArrowArray* array, struct ArrowSchema* schema) {
+  ArrowSchemaInit(schema);
+  if (ArrowSchemaSetTypeStruct(schema, 2) != NANOARROW_OK) return 1;
+  const char* names[2] = {"id", "a"};
+  for (int c = 0; c < 2; c++) {
+    if (ArrowSchemaSetType(schema->children[c], NANOARROW_TYPE_INT64) != NANOARROW_OK ||
+        ArrowSchemaSetName(schema->children[c], names[c]) != NANOARROW_OK)
+      return 1;
+  }
+  struct ArrowError error;
+  if (ArrowArrayInitFromSchema(array, schema, &error) != NANOARROW_OK) return 1;
+  if (ArrowArrayStartAppending(array) != NANOARROW_OK) return 1;
+  for (int64_t r = 0; r < n; r++) {
+    if (ArrowArrayAppendInt(array->children[0], ids[r]) != NANOARROW_OK) return 1;
+    int rc = a_null[r] ? ArrowArrayAppendNull(array->children[1], 1)
+                       : ArrowArrayAppendInt(array->children[1], as[r]);
+    if (rc != NANOARROW_OK || ArrowArrayFinishElement(array) != NANOARROW_OK) return 1;
+  }
+  return ArrowArrayFinishBuildingDefault(array, &error) == NANOARROW_OK ? 0 : 1;
+}
+
+/* The key space of test_lookup_probe: dense keys 0 .. 3999, then sparse ones. */
+#define PROBE_DENSE 4000
+#define PROBE_SPARSE 2000
+static int64_t probe_key(int64_t i) {
+  return i < PROBE_DENSE ? i : 1000000007LL * (i - PROBE_DENSE + 1);
+}
+
+/* A lookup join on a table keyed by one BIGINT, against a model of the table:
+ * rounds of upserts (values and NULLs) and deletes, each followed by stream
+ * rows whose keys the table has, had, never had, or NULL. The table's keys
+ * are dense at first, sparse ones join later, and enough rows are written
+ * that the join's view of the table is rebuilt several times (issue 21's
+ * probe image: rows written since it was built are read from the table). */
+static int test_lookup_probe(void) {
+  uint64_t seed = lm_test_seed();
+  uint64_t rng = seed * 0x9E3779B97F4A7C15ULL + 1;
+  laminar_db* db;
+  laminar_error err;
+  CHECK(open_sql_db(&db,
+                    "CREATE TABLE t (k BIGINT PRIMARY KEY, v VARCHAR);"
+                    "CREATE SOURCE s (id BIGINT, a BIGINT);"
+                    "CREATE STREAM j AS SELECT s.id, t.k, t.v FROM s LEFT JOIN t"
+                    "  ON t.k = s.a") == 0);
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "j", &sub, &err), LAMINAR_OK, &err);
+  enum { NKEYS = PROBE_DENSE + PROBE_SPARSE, MAXW = 2500, NPROBE = 300 };
+  /* The model: per key index, 0 no row, 1 a NULL value, 2 the value v<k>_<ver>. */
+  uint8_t* state = calloc(NKEYS, 1);
+  int32_t* ver = calloc(NKEYS, sizeof(int32_t));
+  int64_t* ks = malloc(sizeof(int64_t) * MAXW);
+  char(*texts)[32] = malloc(32 * (size_t)MAXW);
+  const char** vs = malloc(sizeof(char*) * MAXW);
+  size_t cap = 64 * (size_t)NPROBE;
+  char* got = malloc(cap);
+  char* want = malloc(cap);
+  CHECK(state != NULL && ver != NULL && ks != NULL && texts != NULL && vs != NULL &&
+        got != NULL && want != NULL);
+  int64_t next_id = 0;
+  int rc = 0;
+  for (int round = 0; round < 40 && rc == 0; round++) {
+    /* Keys written this round: dense only for the first ten rounds. */
+    int64_t span = round < 10 ? PROBE_DENSE : NKEYS;
+    int64_t nw = round == 0 ? MAXW : (int64_t)(lm_test_rand(&rng) % 400) + 1;
+    bool del = round > 0 && lm_test_rand(&rng) % 3 == 0;
+    for (int64_t i = 0; i < nw; i++) {
+      int64_t ki = (int64_t)(lm_test_rand(&rng) % (uint64_t)span);
+      ks[i] = probe_key(ki);
+      if (del) {
+        state[ki] = 0;
+        continue;
+      }
+      bool null_v = lm_test_rand(&rng) % 10 == 0;
+      ver[ki] = round;
+      state[ki] = null_v ? 1 : 2;
+      snprintf(texts[i], sizeof texts[i], "v%lld_%d", (long long)ks[i], round);
+      vs[i] = null_v ? NULL : texts[i];
+    }
+    struct ArrowArray array;
+    struct ArrowSchema schema;
+    CHECK(build_kv(ks, vs, nw, del, &array, &schema) == 0);
+    laminar_code code = del ? laminar_table_delete(db, "t", &array, &schema, &err)
+                            : laminar_table_upsert(db, "t", &array, &schema, &err);
+    schema.release(&schema);
+    CHECK_CODE(code, LAMINAR_OK, &err);
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+    /* Stream rows: any key of the space, one never written, or NULL. */
+    int64_t ids[NPROBE], as[NPROBE];
+    bool a_null[NPROBE];
+    want[0] = '\0';
+    for (int64_t i = 0; i < NPROBE; i++) {
+      uint64_t pick = lm_test_rand(&rng) % 20;
+      int64_t ki = (int64_t)(lm_test_rand(&rng) % NKEYS);
+      ids[i] = ++next_id;
+      a_null[i] = pick == 0;
+      as[i] = pick == 1 ? -7 - (int64_t)i : probe_key(ki); /* -7..: never a key */
+      size_t len = strlen(want);
+      if (a_null[i] || pick == 1 || state[ki] == 0) {
+        snprintf(want + len, cap - len, "%lld,NULL,NULL;", (long long)ids[i]);
+      } else if (state[ki] == 1) {
+        snprintf(want + len, cap - len, "%lld,%lld,NULL;", (long long)ids[i],
+                 (long long)as[i]);
+      } else {
+        snprintf(want + len, cap - len, "%lld,%lld,v%lld_%d;", (long long)ids[i],
+                 (long long)as[i], (long long)as[i], ver[ki]);
+      }
+    }
+    laminar_source* src;
+    CHECK_CODE(laminar_source_open(db, "s", &src, &err), LAMINAR_OK, &err);
+    CHECK(build_probe(ids, as, a_null, NPROBE, &array, &schema) == 0);
+    code = laminar_source_push(src, &array, &schema, &err);
+    schema.release(&schema);
+    laminar_source_close(src);
+    CHECK_CODE(code, LAMINAR_OK, &err);
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+    got[0] = '\0';
+    CHECK(take_text(sub, got, cap) == 0);
+    if (strcmp(got, want) != 0) {
+      fprintf(stderr, "round %d (seed %llu):\n  got  %.400s\n  want %.400s\n", round,
+              (unsigned long long)seed, got, want);
+      rc = 1;
+    }
+  }
+  EXPECT(rc == 0);
+  free(state);
+  free(ver);
+  free(ks);
+  free(texts);
+  free(vs);
+  free(got);
+  free(want);
+  laminar_subscription_close(sub);
+  laminar_close(db);
+  return 0;
+}
+
 static const lm_test_case cases[] = {
     {"temporal_join", test_temporal_join},
     {"temporal_errors", test_temporal_errors},
     {"lookup_join", test_lookup_join},
+    {"lookup_probe", test_lookup_probe},
     {"lookup_errors", test_lookup_errors},
     {"sql_upsert_and_delete", test_sql_upsert_and_delete},
     {"c_api", test_c_api},

@@ -114,8 +114,10 @@ def test_ratios_csv_and_plot_match_the_tables() -> None:
 
 
 def test_doc_is_a_short_reference() -> None:
-    lines = DOC.read_text().splitlines()
-    assert len(lines) < 300, f"docs/BENCHMARKS.md has {len(lines)} lines"
-    # Dated journal entries belong in git history, not in the page.
+    # The prose stays short; the generated tables (one per workload report.py knows,
+    # checked above to be results.md) grow with the workloads.
     prose = DOC.read_text().replace(embedded(), "")
+    lines = prose.splitlines()
+    assert len(lines) < 150, f"docs/BENCHMARKS.md has {len(lines)} lines besides the tables"
+    # Dated journal entries belong in git history, not in the page.
     assert not re.search(r"\b20\d\d-\d\d-\d\d\b", prose), "a dated entry outside the tables"

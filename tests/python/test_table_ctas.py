@@ -368,6 +368,24 @@ def test_errors_carry_codes_and_positions(db, sql, code, line, column):
         {"k": "a", "v": 1}, {"k": "b", "v": 2}]
 
 
+def test_temporal_join_of_a_fed_table_says_why(db):
+    """FOR SYSTEM_TIME AS OF a query-fed table is refused with the reason: its feed's
+    deletes carry no time, so versions by event time would not be deterministic."""
+    db.execute("""
+        CREATE SOURCE ev (k VARCHAR, v BIGINT, WATERMARK FOR v);
+        CREATE TABLE fed PRIMARY KEY (k) AS SELECT k, v FROM ev;
+    """)
+    with pytest.raises(laminardb.SQLError) as info:
+        db.execute("CREATE STREAM tj AS SELECT e.k, f.v FROM ev e "
+                   "JOIN fed FOR SYSTEM_TIME AS OF e.v f ON e.k = f.k")
+    assert info.value.code == "LDB-1009"
+    message = str(info.value)
+    assert "table 'fed' is fed by its query" in message
+    assert "no time of their own" in message
+    assert "a lookup join" in message
+    db.execute("CREATE STREAM lj AS SELECT e.k, f.v FROM ev e JOIN fed f ON e.k = f.k")
+
+
 def test_writes_through_the_api_are_refused(db):
     db.execute("""
         CREATE SOURCE ev (k VARCHAR, v BIGINT);

@@ -237,6 +237,65 @@ def test_lookup_join_matches_duckdb_model(tmp_path_factory, cores, seed, restart
     run.db.close()
 
 
+ONE_KEY_SQL = """
+CREATE TABLE u (k BIGINT PRIMARY KEY, g VARCHAR, v DOUBLE);
+CREATE SOURCE s (id BIGINT, a BIGINT);
+CREATE STREAM j AS SELECT s.id, u.k, u.g, u.v FROM s LEFT JOIN u ON u.k = s.a;
+"""
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+@settings(max_examples=examples(8), deadline=None)
+@given(seed=st.integers(*seed_strategy_bounds()), restart=st.booleans(),
+       sparse=st.booleans())
+def test_lookup_join_one_integer_key(tmp_path_factory, cores, seed, restart, sparse):
+    """A table keyed by one BIGINT (the probe's columnar image, issue 21): batches of
+    upserts and deletes, many of them, interleaved with stream rows, against a dict
+    model of the table -- keys dense (0 ..) or spread out, across a restart."""
+    announce_seed(seed)
+    print(f"cores={cores} restart={restart} sparse={sparse}")
+    run = Run(tmp_path_factory, cores, seed, 1, ONE_KEY_SQL)
+    rng = run.rng
+    space = [k * 1_000_000_007 if sparse else k for k in range(3000)]
+    model: dict[int, tuple[str | None, float | None]] = {}
+    sub = run.db.subscribe("j")
+    got: Counter = Counter()
+    want: Counter = Counter()
+    next_id = 0
+    rounds = 12
+    cut = rng.randint(1, rounds - 1)
+    for i in range(rounds):
+        if restart and i == cut:
+            got += drained(sub)
+            run.restart([sub])
+            sub = run.db.subscribe("j")
+        keys = [rng.choice(space) for _ in range(rng.randint(1, 3000 if i == 0 else 600))]
+        if i > 0 and rng.random() < 0.3:
+            run.db.delete("u", {"k": keys})
+            for k in keys:
+                model.pop(k, None)
+        else:
+            rows = [{"k": k, "g": rng.choice(["x", "yy", None]),
+                     "v": rng.choice([None, float(i), round(rng.uniform(-5, 5), 2)])}
+                    for k in keys]
+            run.db.upsert("u", rows)
+            for r in rows:
+                model[r["k"]] = (r["g"], r["v"])
+        run.db.run_until_idle()
+        stream = []
+        for _ in range(rng.randint(1, 60)):
+            next_id += 1
+            a = rng.choice([rng.choice(space), rng.choice(space), -5 - next_id, None])
+            stream.append({"id": next_id, "a": a})
+            k, (g, v) = (a, model[a]) if a in model else (None, (None, None))
+            want[(next_id, k, g, v)] += 1
+        run.db.insert("s", stream)
+        run.db.run_until_idle()
+        got += drained(sub)
+    assert got == want
+    run.db.close()
+
+
 def test_sql_errors_carry_codes_and_positions(db):
     db.execute("CREATE TABLE t (k BIGINT, j INT, v DOUBLE NOT NULL, PRIMARY KEY (k, j))")
     cases = [
