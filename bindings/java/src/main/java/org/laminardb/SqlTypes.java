@@ -15,7 +15,6 @@ import java.util.regex.Pattern;
 import org.apache.arrow.c.ArrowArray;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.DateDayVector;
@@ -280,7 +279,7 @@ final class SqlTypes {
     ArrowArray.Snapshot args = ArrowArray.wrap(address).snapshot();
     List<FieldVector> vectors = root.getFieldVectors();
     for (int i = 0; i < vectors.size(); i++) {
-      long child = MemoryUtil.getLong(args.children + 8L * i);
+      long child = Memory.getLong(args.children + 8L * i);
       Data.importIntoVector(allocator, ArrowArray.wrap(child), vectors.get(i), null);
     }
     root.setRowCount((int) args.length);
