@@ -4,8 +4,10 @@ The functions are the test jar the build compiles per Spark line against its
 laminardb-spark.jar (bindings/java/spark/src/test/java/org/laminardb/sparktest:
 ``Usd`` vectorized, ``SizeLabel`` per row, ``SumSquares`` an aggregate), added to
 the suite's session with ``ADD JAR``. Each query's rows equal the same SQL with
-the same functions written in Python on the Python engine, and the plan holds
-no Python stage; the engine choice is checked on the driver. Marked ``spark``.
+the same functions written in Python on the Python engine, in batch and in
+Structured Streaming (a stream without windows: the path the JVM engine takes
+for a stream whose aggregation calls a function does not split), and the
+plan holds no Python stage; the engine choice is checked on the driver. Marked ``spark``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import pytest
 from _oracle_util import assert_same_rows
 from test_spark import rows_of, spark_frame, trades
 from test_spark_jvm import assert_jvm_plan
+from test_spark_jvm_stream import executed_plan
+from test_spark_stream import add_files, feed_files, run_to_end, sink_rows
 
 import laminardb
 import laminardb.spark as lspark
@@ -118,6 +122,45 @@ def test_java_functions_equal_python_ones(java_udfs: Any, rng: np.random.Generat
     assert_same_rows(got, want, out.columns)
 
 
+STREAM_SQL = SOURCE.replace("WATERMARK FOR ts AS ts", "WATERMARK FOR ts AS ts - INTERVAL '500' "
+                            "MILLISECOND") + (
+    " CREATE STREAM labels AS SELECT symbol, ts, usd(price) AS usd,"
+    " size_label(volume) AS label FROM trades WHERE usd(price) > 15;"
+)
+
+
+def start_stream(spark: Any, inp: Path, out: Path, ckpt: Path,  # noqa: ANN401
+                 **options: Any) -> Any:  # noqa: ANN401
+    """STREAM_SQL over test_spark_stream's files into a Parquet sink, started."""
+    stream = spark.readStream.schema("symbol string, price double, volume long, ts long") \
+        .option("maxFilesPerTrigger", 1).parquet(str(inp))
+    result = lspark.run(stream, STREAM_SQL, state_location=str(ckpt / "laminardb"), **options)
+    return (result.writeStream.format("parquet").option("path", str(out))
+            .option("checkpointLocation", str(ckpt)).outputMode("append").start())
+
+
+def test_java_functions_in_structured_streaming(java_udfs: Any,  # noqa: ANN401
+                                                rng: np.random.Generator,
+                                                tmp_path: Path) -> None:
+    """A stream without windows: each micro-batch's tasks run the JVM stage."""
+    tables = feed_files(rng)
+    add_files(tmp_path / "in", tables, 0)
+    query = start_stream(java_udfs, tmp_path / "in", tmp_path / "out", tmp_path / "ckpt",
+                         java_functions=JAVA)  # engine="auto": the JVM's
+    run_to_end(query)
+    plan = executed_plan(query)
+    assert "LaminarStage" in plan, plan
+    assert "MapInArrow" not in plan, plan
+    assert "Python" not in plan, plan
+    got = sink_rows(java_udfs, tmp_path / "out")
+    assert len(got) > 0
+    python = start_stream(java_udfs, tmp_path / "in", tmp_path / "out-py", tmp_path / "ckpt-py",
+                          engine="python", functions=python_functions())
+    run_to_end(python)
+    columns = ["symbol", "ts", "usd", "label"]
+    assert_same_rows(sink_rows(java_udfs, tmp_path / "out-py"), got, columns)
+
+
 def test_engine_choice_with_java_functions(java_udfs: Any, tmp_path: Path) -> None:  # noqa: ANN401
     table = trades(np.random.default_rng(7), 100)
     df = spark_frame(java_udfs, table, tmp_path / "in")
@@ -133,3 +176,8 @@ def test_engine_choice_with_java_functions(java_udfs: Any, tmp_path: Path) -> No
     assert info.value.code == "LDB-1005"
     with pytest.raises(TypeError):
         lspark.JavaFunction("f", "x.Y", ["NOPE"], "DOUBLE")
+    # A class the executors cannot load fails the task, naming function and class.
+    missing = lspark.JavaFunction("usd", "org.laminardb.sparktest.Missing", ["DOUBLE"], "DOUBLE")
+    with pytest.raises(Exception, match="LDB-6002") as failed:  # noqa: PT011 -- Spark's wrapper
+        lspark.run(df, LABELS, java_functions=[missing, *JAVA[1:2]]).collect()
+    assert "function 'usd' of class org.laminardb.sparktest.Missing" in str(failed.value)
