@@ -810,7 +810,11 @@ typedef enum laminar_function_flags {
  *              value and releases each that is not released.
  * error, error_cap: on failure the callee may write a NUL-terminated message
  *              of at most error_cap bytes (error[0] is '\0' on entry).
- * Returns: 0 on success; any other value fails the call.
+ * Returns: 0 on success; LAMINAR_ERR_FUNCTION_RESULT (3011) when the callee
+ *   found its own result invalid (a value it cannot represent in the declared
+ *   type, e.g. a host language's decimal with more digits than the precision):
+ *   the call fails with LAMINAR_ERR_FUNCTION_RESULT and the message; any other
+ *   value fails the call with LAMINAR_ERR_FUNCTION_FAILED.
  * Thread-safety: see LAMINAR_FUNCTION_THREAD_SAFE. The callback runs on the
  *   thread that evaluates the expression: a reactor thread, the caller of
  *   laminar_run_until_idle() or laminar_query(), the opener of a durable
@@ -856,7 +860,8 @@ typedef int (*laminar_function_callback)(void* user, const struct ArrowArray* ar
  *              or the database is closed (after the last call); NULL: none.
  * flags:       a bit set of laminar_function_flags.
  * At run time a callback that returns non-zero fails the chunk with
- * LAMINAR_ERR_FUNCTION_FAILED, and a result that is released, of another
+ * LAMINAR_ERR_FUNCTION_FAILED (LAMINAR_ERR_FUNCTION_RESULT when it returned
+ * that code), and a result that is released, of another
  * format, of another length, or that fails nanoarrow's full validation with
  * LAMINAR_ERR_FUNCTION_RESULT; the message names the function and the stream
  * ("stream 'q': function 'fx' failed: <callback's message>"). The stream's
@@ -955,7 +960,8 @@ typedef int (*laminar_aggregate_merge)(void* user, void* state, const void* othe
  * laminar_function_callback does. The core takes ownership of both whatever
  * the return value.
  * Returns: 0 on success; any other value fails the batch (its rows are not
- * emitted). */
+ * emitted), LAMINAR_ERR_FUNCTION_RESULT with that code as for
+ * laminar_function_callback. */
 typedef int (*laminar_aggregate_finalize)(void* user, const void* states, int64_t n,
                                           struct ArrowArray* out,
                                           struct ArrowSchema* out_schema, char* error,

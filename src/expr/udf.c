@@ -624,12 +624,19 @@ static void leave(lm_udf* f) {
 
 /* The text of a callback that returned `status` (non-zero) into ctx; `what`
  * names an aggregate's callback (NULL for a scalar function).
- * LAMINAR_ERR_FUNCTION_FAILED. */
+ * LAMINAR_ERR_FUNCTION_RESULT when the callback returned that code (it found
+ * its own result invalid: a host binding's value that does not fit the
+ * declared type), LAMINAR_ERR_FUNCTION_FAILED otherwise. */
 static laminar_code failed(lm_eval_ctx* ctx, const lm_udf* f, const char* what,
                            int status, char* msg, size_t cap) {
   msg[cap - 1] = '\0';
   char in[32] = "";
   if (what != NULL) snprintf(in, sizeof in, " in %s", what);
+  if (status == LAMINAR_ERR_FUNCTION_RESULT) {
+    lm_eval_ctx_set_error(ctx, "function '%s' returned an invalid result%s: %s", f->name,
+                          in, msg[0] != '\0' ? msg : "(no message)");
+    return LAMINAR_ERR_FUNCTION_RESULT;
+  }
   if (msg[0] != '\0') {
     lm_eval_ctx_set_error(ctx, "function '%s' failed%s: %s", f->name, in, msg);
   } else {

@@ -36,7 +36,8 @@ typedef enum mode {
   MODE_WRONG_FORMAT,  /* an int64 result for a double function */
   MODE_WRONG_LENGTH,  /* one row more */
   MODE_BAD_NULLCOUNT, /* null_count that disagrees with the bitmap */
-  MODE_BAD_UTF8       /* a string result with invalid UTF-8 */
+  MODE_BAD_UTF8,      /* a string result with invalid UTF-8 */
+  MODE_RESULT_REFUSED /* return LAMINAR_ERR_FUNCTION_RESULT with a message */
 } mode;
 
 typedef struct fn_state {
@@ -77,6 +78,10 @@ static int scale_fn(void* user, const struct ArrowArray* args,
   if (st->mode == MODE_FAIL) {
     snprintf(error, cap, "scale refuses this batch");
     return 1;
+  }
+  if (st->mode == MODE_RESULT_REFUSED) {
+    snprintf(error, cap, "value 3 does not fit its type");
+    return LAMINAR_ERR_FUNCTION_RESULT;
   }
   if (st->mode == MODE_NOT_FILLED) return 0;
   const struct ArrowArray* x = args->children[0];
@@ -656,6 +661,8 @@ static int test_runtime_failures(void) {
     const char* text;
   } cases[] = {
       {MODE_FAIL, LAMINAR_ERR_FUNCTION_FAILED, "function 'scale' failed: scale refuses"},
+      {MODE_RESULT_REFUSED, LAMINAR_ERR_FUNCTION_RESULT,
+       "function 'scale' returned an invalid result: value 3 does not fit"},
       {MODE_NOT_FILLED, LAMINAR_ERR_FUNCTION_RESULT, "released"},
       {MODE_WRONG_FORMAT, LAMINAR_ERR_FUNCTION_RESULT, "format 'l'"},
       {MODE_WRONG_LENGTH, LAMINAR_ERR_FUNCTION_RESULT, "returned 4 rows for 3"},

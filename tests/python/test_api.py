@@ -595,6 +595,7 @@ def test_cli_version():
         "laminardb.errors",
         "laminardb.functions",
         "laminardb.table_functions",
+        "laminardb.spark.java_functions",
     ],
 )
 def test_docstring_examples(module):

@@ -70,6 +70,7 @@ from laminardb.spark.compat import (
     spark_line,
 )
 from laminardb.spark.expr import with_expr
+from laminardb.spark.java_functions import JavaFunction
 from laminardb.spark.partition import (
     _JVM_FINAL,
     _JVM_OPEN,
@@ -98,7 +99,8 @@ from laminardb.spark.state import (
 if TYPE_CHECKING:  # pragma: no cover -- typing only
     from pyspark.sql import DataFrame
 
-__all__ = ["FINAL_WATERMARK", "TESTED_SPARK", "Input", "Plan", "TwoPhase", "UntestedSparkWarning",
+__all__ = ["FINAL_WATERMARK", "TESTED_SPARK", "Input", "JavaFunction", "Plan", "TwoPhase",
+           "UntestedSparkWarning",
            "configure", "jars", "jvm_engine_available", "plan", "run", "spark_line",
            "with_expr"]
 
@@ -120,6 +122,18 @@ def _run_union(frames: Mapping[str, DataFrame], p: Plan, *, partitions: int | No
     frame = _union_frame(ordered, p, partitions)
     return _map_in_arrow(frame, functools.partial(_union_task, p),
                          _spark_schema(p.output_schema))
+
+
+def _java_engine(engine: str, *, has_python: bool) -> str:
+    """The engine of a run with Java functions: the JVM's (``"auto"`` picks it)."""
+    if has_python:
+        raise error_for(_UNSUPPORTED, "LDB-1005: a run takes Python functions (functions=..., "
+                        "Python engine) or Java functions (java_functions=..., JVM engine), "
+                        "not both")
+    if engine == "python":
+        raise error_for(_UNSUPPORTED, "LDB-1005: engine='python' runs no Java functions "
+                        "(java_functions=...): use engine='jvm' (or 'auto', which does)")
+    return "jvm" if engine == "auto" else engine
 
 
 def run(
@@ -184,7 +198,13 @@ def run(
             functions to the executors (pickled by Spark's cloudpickle) and
             registers them in every task's engine and the driver's planning
             one; such a run uses the Python engine (``engine="auto"``), and
-            ``engine="jvm"`` refuses it (LDB-1005).
+            ``engine="jvm"`` refuses it (LDB-1005). ``java_functions=[...]``
+            (:class:`JavaFunction`) names Java classes on the session's class
+            path that every task of the JVM engine registers in its engine;
+            such a run uses the JVM engine (``engine="auto"`` too; where it
+            cannot run, an error rather than the Python engine), and
+            ``engine="python"`` refuses it, as does a run that also has
+            ``functions`` (LDB-1005).
 
     Returns:
         A DataFrame (streaming when ``df`` is) with the stream's columns, its
@@ -207,13 +227,19 @@ def run(
     Example:
         See docs/SPARK.md.
     """
+    java: tuple[JavaFunction, ...] = tuple(options.pop("java_functions", None) or ())
+    specs = [f.spec() for f in java]
+    if java:
+        engine = _java_engine(engine, has_python=bool(options.get("functions")))
+        # The driver plans with stand-ins of the same names and types (never called).
+        options["functions"] = [f.stand_in() for f in java]
     if isinstance(df, Mapping):
         p = plan(df, sql, source=source, stream=stream, **options)
         if p.inputs:
             return _run_union(df, p, partitions=partitions, engine=engine)
         df = next(iter(df.values()))
     use_jvm = _use_jvm(df, engine)
-    if use_jvm and options.get("functions"):
+    if use_jvm and options.get("functions") and not java:
         # Python functions run in Python workers only: each task's engine
         # registers the (cloudpickled) functions before it opens.
         if engine == "jvm":
@@ -238,17 +264,17 @@ def run(
     if use_jvm and df.isStreaming:
         if p.partitioning == "any":
             frame, _ = _input_frame(df, p, partitions)
-            return _jvm_stage(frame, p, out_type=out_type, mode=_JVM_OPEN)
+            return _jvm_stage(frame, p, out_type=out_type, mode=_JVM_OPEN, functions=specs)
         if split is not None:
             location = _stream_location(p, state_location)
             engines = _partitions(df, partitions)
             _check_state_location(Path(location), p, engines, two_phase=True)
             partial = _jvm_stage(_source_columns(df, split.partial), split.partial,
                                  out_type=None, mode=_JVM_PARTIAL, location=location,
-                                 event_time=p.event_time)
+                                 event_time=p.event_time, functions=specs)
             shuffled = partial.repartition(engines, *[partial[k] for k in split.keys])
             return _jvm_stage(shuffled, split.final, out_type=out_type, mode=_JVM_FINAL,
-                              location=location, delay_ms=p.delay_ms)
+                              location=location, delay_ms=p.delay_ms, functions=specs)
         if engine == "jvm":
             raise error_for(_UNSUPPORTED, "LDB-1005: engine='jvm' runs a streaming DataFrame "
                             "in two phases only (an aggregation that decomposes, two_phase "
@@ -256,12 +282,13 @@ def run(
         use_jvm = False  # auto: the whole-stream path runs in Python
     if use_jvm:
         if split is not None:
-            partial = _jvm_stage(_source_columns(df, split.partial), split.partial, out_type=None)
+            partial = _jvm_stage(_source_columns(df, split.partial), split.partial, out_type=None,
+                                 functions=specs)
             shuffled = partial.repartition(_partitions(df, partitions),
                                            *[partial[k] for k in split.keys])
-            return _jvm_stage(shuffled, split.final, out_type=out_type)
+            return _jvm_stage(shuffled, split.final, out_type=out_type, functions=specs)
         frame, _ = _input_frame(df, p, partitions)
-        return _jvm_stage(frame, p, out_type=out_type)
+        return _jvm_stage(frame, p, out_type=out_type, functions=specs)
     if split is not None and not df.isStreaming:
         return _two_phase_frame(df, split, partitions, out_type)
     if not df.isStreaming or p.partitioning == "any":

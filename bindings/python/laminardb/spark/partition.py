@@ -237,6 +237,7 @@ def _jvm_options(p: Plan) -> tuple[list[str], list[str]]:
     """``p``'s engine options as the texts ``laminar_config_set`` takes (as ``open``)."""
     settings: dict[str, Any] = {}
     given = dict(p.options)
+    given.pop("functions", None)  # Java functions' planning stand-ins: not options
     settings.update(given.pop("config", None) or {})
     variables = given.pop("vars", None) or {}
     settings.update(given)
@@ -248,7 +249,8 @@ def _jvm_options(p: Plan) -> tuple[list[str], list[str]]:
 
 def _jvm_stage(frame: DataFrame, p: Plan, *, out_type: Any,  # noqa: ANN401 -- a StructType
                mode: int | None = None, location: str | None = None,
-               event_time: str | None = None, delay_ms: int = 0) -> DataFrame:
+               event_time: str | None = None, delay_ms: int = 0,
+               functions: Sequence[str] = ()) -> DataFrame:
     """Run ``p`` over each partition of ``frame`` (the source's columns) in Spark's JVM.
 
     Args:
@@ -263,6 +265,8 @@ def _jvm_stage(frame: DataFrame, p: Plan, *, out_type: Any,  # noqa: ANN401 -- a
         location: The state location (streaming stages).
         event_time: The event-time column (``_JVM_PARTIAL``).
         delay_ms: The source's watermark delay (``_JVM_FINAL``).
+        functions: The Java functions each task registers
+            (:meth:`~laminardb.spark.JavaFunction.spec` texts).
 
     Returns:
         The DataFrame ``org.laminardb.SparkFrames`` returns.
@@ -277,15 +281,19 @@ def _jvm_stage(frame: DataFrame, p: Plan, *, out_type: Any,  # noqa: ANN401 -- a
     jvalues = gateway.new_array(gateway.jvm.java.lang.String, len(values))
     for i, (key, value) in enumerate(zip(keys, values)):
         jkeys[i], jvalues[i] = key, value
+    jfunctions = gateway.new_array(gateway.jvm.java.lang.String, len(functions))
+    for i, spec in enumerate(functions):
+        jfunctions[i] = spec
     jframe = frame._jdf  # noqa: SLF001 -- the py4j handle of the DataFrame
     if mode is None:
         close_windows = True  # a batch partition ends with the final watermark
         jdf = _jvm_class(spark).run(jframe, p.sql, p.source, p.stream, jkeys, jvalues,
-                                    out_type.json(), close_windows, _JVM_BATCH_ROWS)
+                                    out_type.json(), close_windows, _JVM_BATCH_ROWS,
+                                    jfunctions)
     else:
         jdf = _jvm_class(spark).stage(jframe, p.sql, p.source, p.stream, jkeys, jvalues,
                                       out_type.json(), mode, location, delay_ms, event_time,
-                                      _JVM_BATCH_ROWS)
+                                      _JVM_BATCH_ROWS, jfunctions)
     return SparkFrame(jdf, spark)
 
 

@@ -632,7 +632,9 @@ static void write_error(char* error, size_t cap, const char* text, size_t n) {
 }
 
 /* The outcome of a Java callback that returned `message` (null: success): 0, or 1
- * with the message (or the pending exception's note) in error. */
+ * with the message (or the pending exception's note) in error. A message whose
+ * first byte is 1 (Callbacks.RESULT_TAG: the function's result does not fit its
+ * declared type) is LAMINAR_ERR_FUNCTION_RESULT with the rest as its text. */
 static int callback_result(JNIEnv* env, jbyteArray message, char* error, size_t cap) {
   if ((*env)->ExceptionCheck(env)) {
     (*env)->ExceptionClear(env);
@@ -648,9 +650,15 @@ static int callback_result(JNIEnv* env, jbyteArray message, char* error, size_t 
     write_error(error, cap, "out of memory", 13);
     return 1;
   }
-  write_error(error, cap, (const char*)bytes, (size_t)n);
+  int rc = 1;
+  jsize at = 0;
+  if (n > 0 && bytes[0] == 1) {
+    rc = LAMINAR_ERR_FUNCTION_RESULT;
+    at = 1;
+  }
+  write_error(error, cap, (const char*)bytes + at, (size_t)(n - at));
   (*env)->ReleaseByteArrayElements(env, message, bytes, JNI_ABORT);
-  return 1;
+  return rc;
 }
 
 /* A thread the JVM cannot take, or a local frame it cannot give: the call fails. */

@@ -10,7 +10,6 @@ import org.apache.arrow.c.ArrowSchema;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
-import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.types.pojo.Schema;
@@ -44,16 +43,16 @@ final class AggregateCall<S> {
 
   /** The state under the key at {@code slot} (a new init() one for key 0). */
   private S get(long slot) throws Exception {
-    long key = MemoryUtil.getLong(slot);
+    long key = Memory.getLong(slot);
     return key == 0 ? impl.init() : states.get(key);
   }
 
   /** Keep {@code state} for the group whose slot is {@code slot} (a new key for 0). */
   private void put(long slot, S state) {
-    long key = MemoryUtil.getLong(slot);
+    long key = Memory.getLong(slot);
     if (key == 0) {
       key = nextKey++;
-      MemoryUtil.putLong(slot, key);
+      Memory.putLong(slot, key);
     }
     states.put(key, state);
   }
@@ -65,7 +64,7 @@ final class AggregateCall<S> {
       int n = root.getRowCount();
       Map<Integer, List<Integer>> rows = new LinkedHashMap<>();
       for (int j = 0; j < n; j++) {
-        rows.computeIfAbsent(MemoryUtil.getInt(groups + 4L * j), g -> new ArrayList<>()).add(j);
+        rows.computeIfAbsent(Memory.getInt(groups + 4L * j), g -> new ArrayList<>()).add(j);
       }
       List<FieldVector> columns = root.getFieldVectors();
       for (Map.Entry<Integer, List<Integer>> group : rows.entrySet()) {
@@ -108,7 +107,7 @@ final class AggregateCall<S> {
   /** Fold the state at {@code other} into the one at {@code state}. */
   synchronized byte[] merge(long state, long other) {
     return Callbacks.guarded(() -> {
-      long otherKey = MemoryUtil.getLong(other);
+      long otherKey = Memory.getLong(other);
       if (otherKey != 0) {
         put(state, impl.merge(get(state), states.get(otherKey)));
       }
@@ -135,7 +134,7 @@ final class AggregateCall<S> {
   synchronized byte[] serialize(long slot) {
     Callbacks.enter();
     try {
-      long key = MemoryUtil.getLong(slot);
+      long key = Memory.getLong(slot);
       if (key == 0) {
         return new byte[0];
       }
@@ -155,7 +154,7 @@ final class AggregateCall<S> {
   synchronized boolean deserialize(long slot, byte[] data) {
     Callbacks.enter();
     try {
-      MemoryUtil.putLong(slot, 0);
+      Memory.putLong(slot, 0);
       if (data.length > 0) {
         byte[] body = new byte[data.length - 1];
         System.arraycopy(data, 1, body, 0, body.length);
@@ -171,8 +170,8 @@ final class AggregateCall<S> {
 
   /** The core discards the state at {@code slot}: let its Java object go. */
   synchronized void destroyState(long slot) {
-    states.remove(MemoryUtil.getLong(slot));
-    MemoryUtil.putLong(slot, 0);
+    states.remove(Memory.getLong(slot));
+    Memory.putLong(slot, 0);
   }
 
   /** The core let the aggregate go: free its memory. */

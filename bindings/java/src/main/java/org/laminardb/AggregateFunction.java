@@ -73,7 +73,8 @@ public interface AggregateFunction<S> {
   /**
    * The group's result: a value of the declared return type (BOOLEAN {@code Boolean},
    * INT and BIGINT any {@code Number}, DOUBLE a {@code Number}, TIMESTAMP {@code
-   * java.time.Instant}), or {@code null} for NULL. The state stays in use.
+   * java.time.Instant}, DECIMAL(p, s) a {@code java.math.BigDecimal} that fits it
+   * exactly, else LDB-3011), or {@code null} for NULL. The state stays in use.
    */
   Object finalize(S state) throws Exception;
 

@@ -47,6 +47,35 @@ final class Callbacks {
     return text.toString().getBytes(StandardCharsets.UTF_8);
   }
 
+  /**
+   * The first byte of a callback's error text that makes it LDB-3011 (the function's
+   * result does not fit its declared type) rather than LDB-3010 (laminar_jni.c,
+   * callback_result).
+   */
+  static final byte RESULT_TAG = 1;
+
+  /**
+   * A function's result value that does not fit its declared SQL type (a {@code
+   * BigDecimal} with more digits than the DECIMAL's precision, or more fractional digits
+   * than its scale): the call fails with LDB-3011, never rounds.
+   */
+  static final class InvalidResult extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    InvalidResult(String message) {
+      super(message);
+    }
+  }
+
+  /** The text of an {@link InvalidResult}: tagged so the engine reports LDB-3011. */
+  static byte[] invalidResult(InvalidResult e) {
+    byte[] text = e.getMessage().getBytes(StandardCharsets.UTF_8);
+    byte[] tagged = new byte[text.length + 1];
+    tagged[0] = RESULT_TAG;
+    System.arraycopy(text, 0, tagged, 1, text.length);
+    return tagged;
+  }
+
   /** The body of a callback: null on success, else the error's text. */
   interface Body {
     byte[] run() throws Exception;
@@ -60,6 +89,8 @@ final class Callbacks {
     enter();
     try {
       return body.run();
+    } catch (InvalidResult e) {
+      return invalidResult(e);
     } catch (Throwable t) {
       return describe(t);
     } finally {

@@ -34,6 +34,8 @@ public class LaminarException extends RuntimeException {
   public static final int QUEUE_FULL = 3006;
   /** LDB-3009: no room in the source's queue in time, or the wait was interrupted. */
   public static final int PUSH_TIMEOUT = 3009;
+  /** LDB-6002: an option's value is not valid (a Spark stage's Java function spec). */
+  public static final int BAD_CONFIG_VALUE = 6002;
   /** LDB-4001: the subscription's stream was dropped or its database closed. */
   public static final int SUBSCRIPTION_CLOSED = 4001;
 

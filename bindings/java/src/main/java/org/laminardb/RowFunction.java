@@ -13,7 +13,9 @@ package org.laminardb;
  *
  * <p>Java types by SQL type, for arguments and results: BOOLEAN {@code Boolean}, INT
  * {@code Integer}, BIGINT {@code Long}, DOUBLE {@code Double}, VARCHAR {@code String},
- * TIMESTAMP {@code java.time.Instant}, DATE {@code java.time.LocalDate}; NULL is {@code
+ * TIMESTAMP {@code java.time.Instant}, DATE {@code java.time.LocalDate}, DECIMAL(p, s)
+ * {@code java.math.BigDecimal} (a result is put at scale s exactly: one with more
+ * fractional digits or more than p digits is LDB-3011, never rounded); NULL is {@code
  * null}. A result may be any {@code Number} for a numeric type (converted as Java's
  * {@code longValue()} / {@code intValue()} / {@code doubleValue()} do); another type is
  * an error (LDB-3010 naming the function).

@@ -1,5 +1,7 @@
 package org.laminardb;
 
+import java.math.BigDecimal;
+import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.time.LocalDate;
@@ -8,13 +10,15 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.arrow.c.ArrowArray;
 import org.apache.arrow.c.Data;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.util.MemoryUtil;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
 import org.apache.arrow.vector.DateDayVector;
+import org.apache.arrow.vector.DecimalVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.Float8Vector;
 import org.apache.arrow.vector.IntVector;
@@ -37,9 +41,30 @@ import org.apache.arrow.vector.util.TransferPair;
 final class SqlTypes {
   private SqlTypes() {}
 
+  /** {@code DECIMAL(p, s)} / {@code NUMERIC(p, s)} as an SQL type name. */
+  private static final Pattern SQL_DECIMAL =
+      Pattern.compile("(?:DECIMAL|NUMERIC)\\s*\\(\\s*(\\d{1,3})\\s*,\\s*(\\d{1,3})\\s*\\)");
+
+  /** The decimal128 format {@code d:p,s} the engine takes a DECIMAL(p, s) in. */
+  private static final Pattern FORMAT_DECIMAL = Pattern.compile("d:(\\d+),(\\d+)");
+
+  /** The largest precision of a DECIMAL (decimal128). */
+  static final int MAX_PRECISION = 38;
+
   /** The Arrow format of SQL type {@code name} (BIGINT, DOUBLE, ...); throws LDB-2002. */
   static String format(String name, String what) {
     String type = Text.check(name, what).trim().toUpperCase(Locale.ROOT);
+    Matcher dec = SQL_DECIMAL.matcher(type);
+    if (dec.matches()) {
+      int precision = Integer.parseInt(dec.group(1));
+      int scale = Integer.parseInt(dec.group(2));
+      if (precision < 1 || precision > MAX_PRECISION || scale > precision) {
+        throw LaminarException.of(
+            LaminarException.UNKNOWN_TYPE,
+            what + ": '" + name + "': DECIMAL(p, s) takes 1 <= p <= 38 and 0 <= s <= p");
+      }
+      return "d:" + precision + "," + scale;
+    }
     switch (type) {
       case "BOOLEAN":
       case "BOOL":
@@ -68,12 +93,17 @@ final class SqlTypes {
             what
                 + ": unknown type '"
                 + name
-                + "' (BOOLEAN, INT, BIGINT, DOUBLE, VARCHAR, TIMESTAMP or DATE)");
+                + "' (BOOLEAN, INT, BIGINT, DOUBLE, VARCHAR, TIMESTAMP, DATE or DECIMAL(p, s))");
     }
   }
 
   /** The Arrow Java type of format {@code format}. */
   static ArrowType arrowType(String format) {
+    Matcher dec = FORMAT_DECIMAL.matcher(format);
+    if (dec.matches()) {
+      return new ArrowType.Decimal(
+          Integer.parseInt(dec.group(1)), Integer.parseInt(dec.group(2)), 128);
+    }
     switch (format) {
       case "b":
         return ArrowType.Bool.INSTANCE;
@@ -121,7 +151,7 @@ final class SqlTypes {
     if (v instanceof DateDayVector) {
       return LocalDate.ofEpochDay(((DateDayVector) v).get(i));
     }
-    return v.getObject(i); // Boolean, Integer, Long, Double
+    return v.getObject(i); // Boolean, Integer, Long, Double, BigDecimal (DECIMAL)
   }
 
   /** A new vector of format {@code format} with room for {@code n} rows. */
@@ -149,10 +179,52 @@ final class SqlTypes {
           .setSafe(i, ((String) typed(value, String.class, "VARCHAR")).getBytes(StandardCharsets.UTF_8));
     } else if (v instanceof TimeStampMicroVector) {
       ((TimeStampMicroVector) v).setSafe(i, micros(value));
+    } else if (v instanceof DecimalVector) {
+      DecimalVector d = (DecimalVector) v;
+      d.setSafe(i, decimal(value, d.getPrecision(), d.getScale(), i));
     } else {
       ((DateDayVector) v)
           .setSafe(i, (int) ((LocalDate) typed(value, LocalDate.class, "DATE")).toEpochDay());
     }
+  }
+
+  /**
+   * {@code value} (a {@code BigDecimal}, {@code BigInteger} or integral boxed number) at
+   * exactly {@code scale}: a value with more fractional digits, or with more than
+   * {@code precision} digits there, is {@link Callbacks.InvalidResult} (LDB-3011), never
+   * rounded.
+   */
+  static BigDecimal decimal(Object value, int precision, int scale, int row) {
+    String sql = "DECIMAL(" + precision + "," + scale + ")";
+    BigDecimal d;
+    if (value instanceof BigDecimal) {
+      d = (BigDecimal) value;
+    } else if (value instanceof BigInteger) {
+      d = new BigDecimal((BigInteger) value);
+    } else if (value instanceof Long
+        || value instanceof Integer
+        || value instanceof Short
+        || value instanceof Byte) {
+      d = BigDecimal.valueOf(((Number) value).longValue());
+    } else {
+      throw new ClassCastException(
+          "a " + value.getClass().getName() + " for " + sql + " (expects java.math.BigDecimal)");
+    }
+    BigDecimal exact;
+    try {
+      exact = d.setScale(scale);
+    } catch (ArithmeticException e) {
+      throw unfit(d, row, "more than " + scale + " fractional digits", sql + " (never rounded)");
+    }
+    if (exact.unscaledValue().abs().compareTo(BigInteger.TEN.pow(precision)) >= 0) {
+      throw unfit(d, row, "more than " + precision + " digits", sql);
+    }
+    return exact;
+  }
+
+  private static Callbacks.InvalidResult unfit(BigDecimal d, int row, String what, String type) {
+    return new Callbacks.InvalidResult(
+        "value " + d.toPlainString() + " (row " + row + ") has " + what + ", past its type " + type);
   }
 
   private static Number number(Object value, String type) {
@@ -207,7 +279,7 @@ final class SqlTypes {
     ArrowArray.Snapshot args = ArrowArray.wrap(address).snapshot();
     List<FieldVector> vectors = root.getFieldVectors();
     for (int i = 0; i < vectors.size(); i++) {
-      long child = MemoryUtil.getLong(args.children + 8L * i);
+      long child = Memory.getLong(args.children + 8L * i);
       Data.importIntoVector(allocator, ArrowArray.wrap(child), vectors.get(i), null);
     }
     root.setRowCount((int) args.length);

@@ -61,6 +61,8 @@ public final class SparkStage implements Serializable {
   private final long delayMs;
   /** {@link #PARTIAL}: the event-time column's index in the input; else -1. */
   private final int eventIndex;
+  /** The Java functions each task's engine registers before it opens. */
+  private final FunctionSpec[] functions;
 
   /** Each task runs its engine over its partition alone (the batch path). */
   public static final int BATCH = 0;
@@ -91,7 +93,8 @@ public final class SparkStage implements Serializable {
       int mode,
       String location,
       long delayMs,
-      int eventIndex) {
+      int eventIndex,
+      FunctionSpec[] functions) {
     this.sql = sql;
     this.source = source;
     this.stream = stream;
@@ -106,6 +109,7 @@ public final class SparkStage implements Serializable {
     this.location = location;
     this.delayMs = delayMs;
     this.eventIndex = eventIndex;
+    this.functions = functions.clone();
   }
 
   private static byte[] utf8(String s) {
@@ -237,7 +241,7 @@ public final class SparkStage implements Serializable {
         keys[at + 2] = utf8("checkpoint_keep");
         values[at + 2] = utf8("1");
       }
-      db = Native.open(keys, values);
+      db = functions.length == 0 ? Native.open(keys, values) : openWithFunctions(keys, values);
       Native.execute(db, utf8(sql));
       src = Native.sourceOpen(db, utf8(source));
       sub = Native.subscribe(db, utf8(stream));
@@ -247,6 +251,22 @@ public final class SparkStage implements Serializable {
       }
       if (state != null && state.before() != null) {
         Native.sourceWatermark(src, state.before() - delayMs);
+      }
+    }
+
+    /** Open through a C config holding the stage's Java functions (new instances). */
+    private long openWithFunctions(byte[][] keys, byte[][] values) {
+      long config = Native.configCreate();
+      try {
+        for (int i = 0; i < keys.length; i++) {
+          Native.configSet(config, keys[i], values[i]);
+        }
+        for (FunctionSpec f : functions) {
+          f.registration().register(0, config);
+        }
+        return Native.openConfig(config);
+      } finally {
+        Native.configDestroy(config);
       }
     }
 
