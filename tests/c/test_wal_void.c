@@ -51,7 +51,8 @@ static laminar_code open_dir(const char* dir, bool read_only, laminar_db** out,
 /* Batch `which` (0 A, 1 B, 2 C): n rows k = "key<first + i % mod>", v = a
  * value unique to the row, so a row counted twice changes SUM(v). */
 static int push_batch(laminar_source* src, int which, laminar_error* err) {
-  static const int64_t first[] = {0, 300, 50}, n[] = {600, 700, 200}, mod[] = {600, 500, 0};
+  static const int64_t first[] = {0, 300, 50}, n[] = {600, 700, 200},
+                       mod[] = {600, 500, 0};
   kv_row* rows = calloc((size_t)n[which], sizeof *rows);
   char* names = calloc((size_t)n[which], 24);
   if (rows == NULL || names == NULL) return 1;
@@ -209,10 +210,11 @@ static int test_retry_replayed_once(void) { return fault_each(0); }
 static int test_retry_after_checkpoint(void) { return fault_each(1); }
 static int test_lost_checkpoint_between(void) { return fault_each(2); }
 
-static const lm_test_case cases[] = {{"retry_replayed_once", test_retry_replayed_once},
-                                     {"retry_after_checkpoint", test_retry_after_checkpoint},
-                                     {"lost_checkpoint_between", test_lost_checkpoint_between},
-                                     {NULL, NULL}};
+static const lm_test_case cases[] = {
+    {"retry_replayed_once", test_retry_replayed_once},
+    {"retry_after_checkpoint", test_retry_after_checkpoint},
+    {"lost_checkpoint_between", test_lost_checkpoint_between},
+    {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
 #endif
