@@ -1586,6 +1586,11 @@ static laminar_code replay_record(void* arg, const lm_wal_record* rec,
   replay_ctx* c = arg;
   lm_source_def* src = c->src;
   if (rec->seq <= src->processed_seq || rec->seq > c->stop_after) return LAMINAR_OK;
+  if (rec->voided) {
+    /* Refused live (a VOID names it), or a VOID: taken, never applied. */
+    src->processed_seq = rec->seq;
+    return LAMINAR_OK;
+  }
   if (c->gates->gates != NULL) {
     /* Opening a gate sets the sink lists anew from the whole ones: with the
      * sinks attached, or it would attach them in the middle of a quiet run
@@ -2047,6 +2052,19 @@ static void idle_logged(void* arg, const lm_source_def* src, bool idle) {
  * of the join moves, whatever the order the sources are replayed in. */
 static void order_logged(void* arg, const lm_source_def* src) { log_point(arg, src, 2); }
 
+/* rt.h void_hook: the batch of record `seq` of src was refused for memory
+ * (not applied; its producer may push it again), so a replay must not apply
+ * it: a VOID naming it goes into the source's log, synced when the source's
+ * wal_mode is sync, before the refusal reaches the producer. Not written (no
+ * memory, an I/O error): the message fails with LDB-5001 instead, which
+ * tells the producer the batch is not known to be refused. */
+static laminar_code void_logged(void* arg, const lm_source_def* src, uint64_t seq) {
+  LM_UNUSED(arg);
+  if (src->wal == NULL) return LAMINAR_OK;
+  laminar_code rc = lm_wal_void(src->wal, seq, src->wal_sync, NULL);
+  return rc == LAMINAR_OK ? rc : LAMINAR_ERR_IO;
+}
+
 /* What idle_cuts reads the log with. */
 typedef struct idle_reading {
   laminar_db* db;
@@ -2441,6 +2459,7 @@ static void* background(void* arg) {
 
 static void durable_free(lm_durable* d) {
   if (d->db != NULL && d->db->rt.idle_hook_arg == d) d->db->rt.idle_hook = NULL;
+  if (d->db != NULL && d->db->rt.void_hook_arg == d) d->db->rt.void_hook = NULL;
   pos_list_free(&d->restored);
   pos_list_free(&d->replay_quiet);
   pos_list_free(&d->prev);
@@ -2515,6 +2534,8 @@ laminar_code lm_durable_open(laminar_db* db, const char* data_dir,
     db->rt.idle_hook_arg = d;
     db->rt.order_hook = order_logged;
     db->rt.order_hook_arg = d;
+    db->rt.void_hook = void_logged;
+    db->rt.void_hook_arg = d;
   }
   /* The config's sinks are attached by now; the config may go after open. */
   d->config_sinks = NULL;
@@ -2528,6 +2549,7 @@ laminar_code lm_durable_open(laminar_db* db, const char* data_dir,
   }
   if (rc != LAMINAR_OK) {
     db->rt.idle_hook = NULL;
+    db->rt.void_hook = NULL;
     db->dur = NULL;
     durable_free(d);
     return rc;

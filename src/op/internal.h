@@ -210,7 +210,9 @@ typedef struct window_op {
   window** jwin;
   int64_t* jgroups;
   int32_t jn, jcap;
-  uint64_t jseq;   /* chunks begun */
+  uint64_t jseq; /* chunks begun */
+  /* A chunk prepared, not yet committed (lm_op_window_chunk_prepare; in ctx). */
+  struct chunk_run* pending;
   int64_t jkeyset; /* the keyset's groups before the chunk, -1: no keyset */
   /* EMIT CHANGES, flat states (op->flat: every aggregate's states are
    * fixed-width, lm_agg_states_flat, and built in): a chunk updates the

@@ -8,7 +8,13 @@
  * key, one window operator (window.c) over that key's rows alone, with the
  * watermark it was last given. A chunk's rows are sorted by key (stable, so
  * each key's rows keep their order) and each key's rows go to its operator
- * as a selection of the chunk; then each key seen gets its watermark
+ * as a selection of the chunk, all or nothing: every key's operator
+ * prepares its rows (everything that can fail, undone on failure) before
+ * any commits them (lm_op_window_chunk_prepare / _commit / _abort), so a
+ * failure for memory leaves every key as before the chunk -- the key table
+ * excepted: keys it added and their largest event times stay, as the
+ * source's own watermark counts a refused batch (a retry raises them to
+ * the same values). Then each key seen gets its watermark
  * max(largest time - delay, the stream's watermark) -- after the chunk, as a
  * source applies its watermark after the batch that raised it, so a row is
  * never late against its own batch. A key's late rows are judged by its
@@ -17,8 +23,8 @@
  * windows it passes: a key that went quiet is closed by the others' progress.
  *
  * max_state_bytes: the keys' windows are charged to the stream's bound but
- * a chunk is not refused at it (a refusal of one key's rows would leave the
- * chunk half applied); the key table itself is not charged.
+ * a chunk is not refused at it (not yet: each key's operator would check
+ * its own share in its prepare); the key table itself is not charged.
  *
  * Bounded state: a key whose own watermark is not ahead of the stream's and
  * that has no open window is dropped (its operator destroyed, its late count
@@ -92,8 +98,7 @@ static laminar_code key_window(kwin_op* op, int64_t k) {
   LM_TRY(lm_op_window_create(&op->spec, &op->base.out_schema, &w));
   w->sink = kwin_forward;
   w->sink_arg = op;
-  /* Charged to the stream's bound, never refused there: one key's refusal
-   * would leave the other keys' rows of the chunk applied. */
+  /* Charged to the stream's bound, never refused there (file comment). */
   w->budget = op->base.budget;
   w->checks_bound = false;
   op->wins[k] = w;
@@ -121,8 +126,7 @@ static laminar_code advance_key(kwin_op* op, int64_t k) {
   return lm_op_chain_watermark(op->wins[k], wm);
 }
 
-static laminar_code kwin_on_chunk(lm_op* base, const lm_chunk* in) {
-  kwin_op* op = (kwin_op*)base;
+static laminar_code kwin_chunk(kwin_op* op, const lm_chunk* in, bool* out_applied) {
   int64_t n = in->nrows;
   if (n == 0) return LAMINAR_OK;
   int64_t len = in->sel != NULL ? (int64_t)in->sel[n - 1] + 1 : n;
@@ -163,21 +167,54 @@ static laminar_code kwin_on_chunk(lm_op* base, const lm_chunk* in) {
     uint32_t r = in->sel != NULL ? in->sel[j] : (uint32_t)j;
     op->order[op->off[op->kid[r]]++] = r;
   }
+  /* All or nothing (issue 20): every key's rows are prepared (groups added,
+   * updates reserved: lm_op_window_chunk_prepare) before any key's are
+   * committed; a key that fails takes the prepared ones back. Each key's
+   * chunk reads op->order and in->cols, unchanged until the commits. */
   laminar_code rc = LAMINAR_OK;
+  int64_t prepared = 0; /* seen[0 .. prepared) are */
   at = 0;
   for (int64_t i = 0; i < nseen; i++) {
     uint32_t k = op->seen[i];
     int64_t end = op->off[k];
-    op->off[k] = -1;
+    op->off[k] = -1; /* for every key seen, whatever failed */
     if (rc == LAMINAR_OK) rc = key_window(op, k);
     if (rc == LAMINAR_OK) {
       lm_chunk sub = {end - at, in->ncols, in->cols, &op->order[at]};
-      rc = lm_op_chain_chunk(op->wins[k], &sub);
+      rc = lm_op_window_chunk_prepare(op->wins[k], &sub);
+      if (rc == LAMINAR_OK) prepared = i + 1;
     }
     at = end;
   }
+  if (rc != LAMINAR_OK) {
+    for (int64_t i = 0; i < prepared; i++)
+      lm_op_window_chunk_abort(op->wins[op->seen[i]]);
+    return rc;
+  }
+  for (int64_t i = 0; i < nseen; i++) { /* each prepared one is committed */
+    laminar_code crc = lm_op_window_chunk_commit(op->wins[op->seen[i]]);
+    if (rc == LAMINAR_OK) rc = crc;
+  }
+  /* The keys' watermarks: the batch is applied whatever fails here (a
+   * failed close emits nothing, its windows close at the next advance), so
+   * the runtime must not void it. */
   for (int64_t i = 0; i < nseen && rc == LAMINAR_OK; i++)
     rc = advance_key(op, op->seen[i]);
+  *out_applied = true;
+  if (rc != LAMINAR_OK && op->base.txn != NULL) op->base.txn->applied = true;
+  return rc;
+}
+
+static laminar_code kwin_on_chunk(lm_op* base, const lm_chunk* in) {
+  kwin_op* op = (kwin_op*)base;
+  bool applied = false;
+  laminar_code rc = kwin_chunk(op, in, &applied);
+  /* Out of memory before the commits (the key table, a key's operator):
+   * nothing applied. A key's window records its own text first (the first
+   * text wins). */
+  if (rc == LAMINAR_ERR_NOMEM && !applied)
+    lm_state_budget_fail(op->base.budget, rc,
+                         "out of memory; the batch was not applied (state unchanged)");
   return rc;
 }
 

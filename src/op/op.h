@@ -70,6 +70,12 @@ typedef struct lm_op_txn_entry {
 typedef struct lm_op_txn {
   bool active;  /* a batch that fans out is under way */
   uint64_t seq; /* batches begun (an operator joins once per batch) */
+  /* Set by an operator that failed for memory after it applied the batch
+   * for good (a keyed window's close after its commits): the batch is in
+   * the state, so it is not voided (rt.h void_hook). Cleared by the
+   * runtime before each message; writer and reader: the thread running the
+   * chain. */
+  bool applied;
   lm_op_txn_entry* entries;
   int32_t n, cap;
 } lm_op_txn;
@@ -389,6 +395,19 @@ void lm_op_window_set_key_hashes(lm_op* op, const uint64_t* h);
 void lm_op_window_set_args(lm_op* op, const lm_vec* args);
 /* Number of groups currently held (all open windows). */
 int64_t lm_op_window_state_rows(const lm_op* op);
+/* A chunk into a tumbling or hopping window operator (not EMIT CHANGES, not
+ * a session) in two steps, so that an owner of several (the keyed window)
+ * applies a batch to all of them or none: prepare does everything that can
+ * fail -- its rows' groups and windows added, what the updates will add
+ * reserved, its late rows counted and sent -- and on failure leaves the op
+ * as before the chunk (the error recorded as lm_op_window_on_chunk's);
+ * then exactly one of commit (the aggregate updates: allocates nothing,
+ * fails only for a user-defined aggregate) or abort (the groups and windows
+ * taken back, allocating nothing) before the op's next chunk. The chunk's
+ * columns and selection must stay valid until then. */
+laminar_code lm_op_window_chunk_prepare(lm_op* op, const lm_chunk* in);
+laminar_code lm_op_window_chunk_commit(lm_op* op);
+void lm_op_window_chunk_abort(lm_op* op);
 
 /* ---- keyed window: per-key watermarks (keyed_window.c) ----------------------- */
 

@@ -1441,22 +1441,47 @@ static laminar_code prepare_rows(window_op* op, const lm_chunk* in, lm_chunk* ou
   return LAMINAR_OK;
 }
 
-static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
-  const lm_window_spec* spec = &op->spec;
+/* A chunk under way: what its passes share (window_chunk, or a chunk split
+ * in two by lm_op_window_chunk_prepare / _commit). */
+typedef struct chunk_run {
+  lm_chunk in; /* the chunk (its columns and selection borrowed from the caller) */
   lm_chunk rows;
+  int64_t n, slice;
+  bool several; /* a first pass adds every group before any update */
+  bool hashed, updating;
+  assign_scratch s;
+  uint64_t* own; /* the keys' hashes when the router gave none */
+  const uint64_t* hashes;
+  uint32_t* gids;
+  uint32_t* touched;
+  window** wins;
+  int64_t late_before, nlate_before;
+  int64_t touch;    /* groups the chunk's updates may touch (rows to reserve) */
+  int32_t nwin_one; /* one slice: its windows */
+} chunk_run;
+
+/* Set up chunk `in` into r (r->n 0: nothing to aggregate): its rows, its
+ * scratch, the op's journal begun. `split`: in two passes even in one
+ * slice. A failure here changed nothing. */
+static laminar_code chunk_setup(window_op* op, const lm_chunk* in, bool split,
+                                chunk_run* r) {
+  const lm_window_spec* spec = &op->spec;
   const uint64_t* given;
   bool by_pos;
-  LM_TRY(lm_op_window_prepare(op, in, &rows, &given, &by_pos));
-  int64_t n = rows.nrows;
+  r->n = 0;
+  LM_TRY(lm_op_window_prepare(op, in, &r->rows, &given, &by_pos));
+  int64_t n = r->rows.nrows;
   if (n == 0) return LAMINAR_OK;
+  r->in = *in;
   int64_t per = 1 + (spec->size_ms - 1) / spec->hop_ms; /* most windows of one row */
   if (per > LM_MAX_WINDOWS_PER_ROW) per = LM_MAX_WINDOWS_PER_ROW;
   int64_t slice = PAIRS_PER_SLICE / per;
   if (slice < 1) slice = 1;
   if (slice > n) slice = n;
   size_t npairs = (size_t)(slice * per);
-  int64_t span = rows.sel != NULL ? (int64_t)rows.sel[n - 1] + 1 : n; /* rows < span */
-  assign_scratch s = {
+  const lm_chunk* rows = &r->rows;
+  int64_t span = rows->sel != NULL ? (int64_t)rows->sel[n - 1] + 1 : n; /* rows < span */
+  r->s = (assign_scratch){
       .starts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * npairs),
       .counts = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * npairs),
       .offsets = lm_eval_ctx_alloc(op->ctx, sizeof(int64_t) * (npairs + 1)),
@@ -1466,16 +1491,17 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
       .cache = lm_eval_ctx_alloc(op->ctx, sizeof(int32_t) * (size_t)per),
       .ppos = by_pos ? lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs) : NULL,
       .spos = by_pos ? lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs) : NULL,
-      .late_in = spec->emit_changes || op->late_fn == NULL ? NULL : in,
+      .late_in = spec->emit_changes || op->late_fn == NULL ? NULL : &r->in,
   };
-  uint64_t* own =
-      given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)span);
-  const uint64_t* hashes = given ? given : own;
-  uint32_t* gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs);
-  uint32_t* touched = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
-  window** wins = lm_eval_ctx_alloc(op->ctx, sizeof(window*) * npairs);
-  if (!s.starts || !s.counts || !s.offsets || !s.prow || !s.pwin || !s.sel || !s.cache ||
-      !hashes || !gids || !touched || !wins || (by_pos && (!s.ppos || !s.spos))) {
+  assign_scratch* sc = &r->s;
+  r->own = given ? NULL : lm_eval_ctx_alloc(op->ctx, sizeof(uint64_t) * (size_t)span);
+  r->hashes = given ? given : r->own;
+  r->gids = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * npairs);
+  r->touched = lm_eval_ctx_alloc(op->ctx, sizeof(uint32_t) * (size_t)slice);
+  r->wins = lm_eval_ctx_alloc(op->ctx, sizeof(window*) * npairs);
+  if (!sc->starts || !sc->counts || !sc->offsets || !sc->prow || !sc->pwin || !sc->sel ||
+      !sc->cache || !r->hashes || !r->gids || !r->touched || !r->wins ||
+      (by_pos && (!sc->ppos || !sc->spos))) {
     return LAMINAR_ERR_NOMEM;
   }
   /* All or nothing (issue 20): every group of the chunk is added and the
@@ -1492,15 +1518,28 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
       op->base.txn_seq == op->base.txn->seq)
     op->held = true; /* joined: from here on the batch's (window_txn_end) */
   LM_TRY(lm_op_window_account(op, false));
-  op->ttl_times = spec->ttl_ms > 0 ? &rows.cols[spec->ttl_col] : NULL;
-  int64_t late_before = op->late_rows, nlate_before = op->nlate;
-  bool hashed = false, several = slice < n, updating = false;
+  op->ttl_times = spec->ttl_ms > 0 ? &rows->cols[spec->ttl_col] : NULL;
+  r->late_before = op->late_rows;
+  r->nlate_before = op->nlate;
+  r->several = slice < n || split;
+  r->hashed = r->updating = false;
+  r->touch = 0;
+  r->nwin_one = 0;
+  r->n = n;
+  r->slice = slice;
+  return LAMINAR_OK;
+}
+
+/* Passes first..last of chunk r: 0 (several slices only) adds every slice's
+ * groups and checks what can fail; 1 updates (EMIT CHANGES: the copies);
+ * 2 (EMIT CHANGES) hands the rows downstream and updates the windows. */
+static laminar_code chunk_passes(window_op* op, chunk_run* r, int first, int last) {
+  const lm_window_spec* spec = &op->spec;
+  const lm_chunk* in = &r->in;
+  assign_scratch* s = &r->s;
+  int64_t n = r->n, slice = r->slice;
   laminar_code rc = LAMINAR_OK;
-  int64_t touch = 0;    /* groups the chunk's updates may touch (rows to reserve) */
-  int32_t nwin_one = 0; /* one slice: its windows */
-  /* Pass 0 (several slices only): every slice's groups; pass 1: updates
-   * (EMIT CHANGES: of the copies); pass 2 (EMIT CHANGES): of the windows. */
-  for (int pass = several ? 0 : 1; pass < 3 && rc == LAMINAR_OK; pass++) {
+  for (int pass = first; pass <= last && rc == LAMINAR_OK; pass++) {
     if (pass == 2) {
       if (!spec->emit_changes) break;
       /* Everything downstream takes the chunk's rows, and the late sink its
@@ -1509,59 +1548,68 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
       if (rc == LAMINAR_OK) rc = lm_op_late_deliver(op, in);
       if (rc != LAMINAR_OK) break;
       if (op->flat > 0) break; /* updated in place already */
-      if (!several) {
-        updating = true;
-        rc = nwin_one > 0 ? commit_windows(op, &s, nwin_one, wins, gids) : LAMINAR_OK;
+      if (!r->several) {
+        r->updating = true;
+        rc = r->nwin_one > 0 ? commit_windows(op, s, r->nwin_one, r->wins, r->gids)
+                             : LAMINAR_OK;
         break;
       }
     }
-    update_mode mode = pass == 0   ? UPDATE_GROUPS
-                       : pass == 2 ? UPDATE_COMMIT
-                       : several   ? UPDATE
-                                   : UPDATE_CHECKED;
+    update_mode mode = pass == 0    ? UPDATE_GROUPS
+                       : pass == 2  ? UPDATE_COMMIT
+                       : r->several ? UPDATE
+                                    : UPDATE_CHECKED;
     int64_t late_done = op->late_rows;
     for (int64_t i0 = 0; i0 < n && rc == LAMINAR_OK; i0 += slice) {
       int64_t i1 = i0 + slice < n ? i0 + slice : n;
       int32_t nwin;
-      int64_t np = assign_windows(op, &rows, rows.sel, i0, i1, &s, &nwin);
+      int64_t np = assign_windows(op, &r->rows, r->rows.sel, i0, i1, s, &nwin);
       if (np == 0) continue;
-      if (!hashed &&
-          own != NULL) { /* Pass 2: hash the rows' keys (once; not if all late) */
-        lm_op_hash_keys(op->key_vecs, spec->nkeys, rows.sel, n, own);
-        hashed = true;
+      if (!r->hashed &&
+          r->own != NULL) { /* hash the rows' keys (once; not if all late) */
+        lm_op_hash_keys(op->key_vecs, spec->nkeys, r->rows.sel, n, r->own);
+        r->hashed = true;
       }
       int64_t counted = 0; /* pass 1 of several: counted in pass 0 */
-      nwin_one = nwin;
-      rc = update_windows(op, &s, np, nwin, hashes, gids, touched, wins, mode,
-                          mode == UPDATE || mode == UPDATE_COMMIT ? &counted : &touch,
-                          &updating);
+      r->nwin_one = nwin;
+      rc = update_windows(op, s, np, nwin, r->hashes, r->gids, r->touched, r->wins, mode,
+                          mode == UPDATE || mode == UPDATE_COMMIT ? &counted : &r->touch,
+                          &r->updating);
     }
     if (pass == 0) {
       int64_t nlate = op->nlate; /* (the second pass counts them again) */
-      op->late_rows = late_before;
-      op->nlate = nlate_before;
+      op->late_rows = r->late_before;
+      op->nlate = r->nlate_before;
       if (rc == LAMINAR_OK) rc = window_settle(op);
       if (rc == LAMINAR_OK) rc = window_check_bound(op);
-      if (rc == LAMINAR_OK && spec->emit_changes) rc = lm_op_rows_reserve(op, 2 * touch);
+      if (rc == LAMINAR_OK && spec->emit_changes)
+        rc = lm_op_rows_reserve(op, 2 * r->touch);
       if (rc == LAMINAR_OK && spec->emit_changes && op->jn > 0 &&
           changes_in_place(op, op->jwin[0]))
-        rc = backup_reserve(op, op->bk_n + touch);
+        rc = backup_reserve(op, op->bk_n + r->touch);
       if (rc == LAMINAR_OK && op->held && !spec->emit_changes)
         rc = backup_reserve(op, op->bk_n + op->bk_need);
-      if (rc == LAMINAR_OK && s.late_in != NULL) { /* before the first update */
+      if (rc == LAMINAR_OK && s->late_in != NULL) { /* before the first update */
         op->nlate = nlate;
         rc = lm_op_late_deliver(op, in);
       }
     }
     if (pass == 2) op->late_rows = late_done; /* counted by pass 1 */
   }
+  return rc;
+}
+
+/* The end of chunk r after its passes (rc): a failure before any update
+ * takes it back whole; one during the updates says what it left. */
+static laminar_code chunk_finish(window_op* op, chunk_run* r, laminar_code rc) {
   /* Every row late (no update): their late rows, as before an update. */
-  if (rc == LAMINAR_OK && !updating && s.late_in != NULL) rc = lm_op_late_deliver(op, in);
+  if (rc == LAMINAR_OK && !r->updating && r->s.late_in != NULL)
+    rc = lm_op_late_deliver(op, &r->in);
   shadow_end(op);
-  if (rc != LAMINAR_OK && !updating) {
+  if (rc != LAMINAR_OK && !r->updating) {
     backups_restore(op); /* in-place updates undone (allocates nothing) */
-    op->late_rows = late_before;
-    op->nlate = nlate_before;
+    op->late_rows = r->late_before;
+    op->nlate = r->nlate_before;
     op->late_sel = NULL;
     op->dn = 0; /* no EMIT CHANGES row of it went on */
     return window_fail_clean(op, rc);
@@ -1582,6 +1630,51 @@ static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
   /* What the updates added (MIN/MAX strings, distinct values) is in use now. */
   /* (Rows and late rows went before.) */
   return lm_op_window_account(op, false);
+}
+
+static laminar_code window_chunk(window_op* op, const lm_chunk* in) {
+  chunk_run r;
+  LM_TRY(chunk_setup(op, in, false, &r));
+  if (r.n == 0) return LAMINAR_OK;
+  laminar_code rc = chunk_passes(op, &r, r.several ? 0 : 1, 2);
+  return chunk_finish(op, &r, rc);
+}
+
+laminar_code lm_op_window_chunk_prepare(lm_op* base, const lm_chunk* in) {
+  window_op* op = (window_op*)base;
+  op->pending = NULL;
+  if (LM_NEVER(op->spec.emit_changes || op->spec.session)) return LAMINAR_ERR_INTERNAL;
+  chunk_run r;
+  laminar_code rc = chunk_setup(op, in, true, &r);
+  if (rc != LAMINAR_OK || r.n == 0) return lm_op_window_chunk_failed(op, rc);
+  /* Kept until the commit, in the op's own arena (reset by its next chunk). */
+  chunk_run* p = lm_eval_ctx_alloc(op->ctx, sizeof *p);
+  if (p == NULL)
+    return lm_op_window_chunk_failed(op, chunk_finish(op, &r, LAMINAR_ERR_NOMEM));
+  *p = r;
+  if (p->s.late_in != NULL) p->s.late_in = &p->in;
+  rc = chunk_passes(op, p, 0, 0);
+  if (rc != LAMINAR_OK) return lm_op_window_chunk_failed(op, chunk_finish(op, p, rc));
+  op->pending = p;
+  return LAMINAR_OK;
+}
+
+laminar_code lm_op_window_chunk_commit(lm_op* base) {
+  window_op* op = (window_op*)base;
+  chunk_run* p = op->pending;
+  op->pending = NULL;
+  if (p == NULL) return LAMINAR_OK;
+  base->rows_in += p->in.nrows;
+  return lm_op_window_chunk_failed(op, chunk_finish(op, p, chunk_passes(op, p, 1, 2)));
+}
+
+void lm_op_window_chunk_abort(lm_op* base) {
+  window_op* op = (window_op*)base;
+  chunk_run* p = op->pending;
+  op->pending = NULL;
+  if (p == NULL) return;
+  (void)chunk_finish(op, p, LAMINAR_ERR_NOMEM);
+  (void)lm_op_window_account(op, false); /* its charge as before the chunk */
 }
 
 /* ---- emission ------------------------------------------------------------------- */

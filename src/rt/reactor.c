@@ -529,7 +529,9 @@ static laminar_code process_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
      * committed once every reader took it, or undone in all of them. The
      * unpartitioned path only (one reactor). */
     lm_op_txn* txn = &rt->graph->txn;
-    bool fan = rt->ncores <= 1 && fans_out(src->readers, src->nreaders);
+    txn->applied = false;
+    bool spread = fans_out(src->readers, src->nreaders);
+    bool fan = rt->ncores <= 1 && spread;
     if (fan) lm_op_txn_begin(txn, true);
     int32_t kept = 0; /* entries of the readers that took the batch */
     for (int32_t i = 0; i < src->nreaders && rc == LAMINAR_OK; i++) {
@@ -545,6 +547,14 @@ static laminar_code process_msg(lm_rt* rt, lm_source_def* src, lm_msg* msg) {
                                                  : memory         ? 0
                                                                   : kept);
       if (rc == LAMINAR_OK) rc = erc;
+    }
+    /* Not applied (one reader, or all of them undone), and its producer may
+     * push it again: with a WAL its record must not be replayed either
+     * (rt.h void_hook). */
+    if ((rc == LAMINAR_ERR_NOMEM || rc == LAMINAR_ERR_MEMORY_LIMIT) && msg->seq != 0 &&
+        rt->void_hook != NULL && (fan || !spread) && !txn->applied) {
+      laminar_code vrc = rt->void_hook(rt->void_hook_arg, src, msg->seq);
+      if (vrc != LAMINAR_OK) rc = vrc;
     }
     lm_batch_unref(batch);
   }

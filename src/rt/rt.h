@@ -505,6 +505,18 @@ typedef struct lm_rt {
    * before the runtime starts. */
   void (*order_hook)(void* arg, const lm_source_def* src);
   void* order_hook_arg;
+  /* Durability (db/durable.c): called on the thread driving the graph when
+   * the batch of logged message `seq` of `src` failed for memory in its
+   * chunk phase (out of memory, or past max_state_bytes: not applied, so its
+   * producer may push it again), before the failure is reported: it logs a
+   * VOID naming the record, so a replay does not apply it either. A
+   * failure of the hook (the VOID not logged) fails the message with its
+   * code instead. Not called for a failure in the watermark close after
+   * the batch (the batch was applied), nor for sources run in rounds
+   * (cores > 1 with a keyed reader: a round is not all or nothing). NULL:
+   * none. Set before the runtime starts. */
+  laminar_code (*void_hook)(void* arg, const lm_source_def* src, uint64_t seq);
+  void* void_hook_arg;
   /* Counters (issue 5 observability). writer: the thread driving the graph
    * (relaxed); reader: laminar_metrics. busy_ns: time in rounds that took
    * messages, on the reactor thread; started_ns: CLOCK_MONOTONIC at

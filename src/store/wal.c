@@ -55,6 +55,13 @@ typedef struct later_rec {
   void* arg;
 } later_rec;
 
+/* The records VOIDs of the log name (lm_wal_void), sorted: gathered when
+ * the log is opened, read by its replay. */
+typedef struct void_set {
+  uint64_t* seqs;
+  size_t n, cap;
+} void_set;
+
 typedef struct later_list {
   later_rec* items;
   size_t n, cap;
@@ -105,6 +112,7 @@ struct lm_wal {
   bool must_roll;       /* a flush failed: continue in a fresh segment */
   bool strict;
   uint64_t covered; /* lm_wal_options.covered */
+  void_set voids;   /* filled at open (recover), read by replays */
 };
 
 /* ---- buffers --------------------------------------------------------------- */
@@ -665,6 +673,62 @@ static laminar_code list_segments(lm_wal* wal, uint64_t** out, size_t* out_n,
   return LAMINAR_OK;
 }
 
+/* ---- VOIDs ------------------------------------------------------------------
+ * A VOID record names an earlier record the engine refused after it was
+ * logged (lm_wal_void). Opening a log gathers them (one walk validates every
+ * record anyway); a replay marks the records they name, and the VOIDs,
+ * voided. */
+
+/* Whether `seq` is in the set (binary search). */
+static bool void_has(const void_set* v, uint64_t seq) {
+  size_t lo = 0, hi = v->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v->seqs[mid] == seq) return true;
+    if (v->seqs[mid] < seq)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return false;
+}
+
+/* lm_wal_replay_fn gathering into the void_set `arg` the records each VOID
+ * names (in log order, so mostly appended at the end). */
+static laminar_code gather_void(void* arg, const lm_wal_record* rec, laminar_error* err) {
+  void_set* v = arg;
+  if (rec->type != LM_WAL_TYPE_VOID || rec->len != 8) return LAMINAR_OK;
+  uint64_t seq = lm_le_get64(rec->payload);
+  if (seq == 0 || seq >= rec->seq || void_has(v, seq)) return LAMINAR_OK;
+  if (v->n == v->cap) {
+    size_t c = v->cap ? v->cap * 2 : 16;
+    uint64_t* g = lm_realloc(v->seqs, c * sizeof *g);
+    if (g == NULL) return lm_error_set(err, LAMINAR_ERR_NOMEM, "WAL: out of memory");
+    v->seqs = g;
+    v->cap = c;
+  }
+  size_t at = v->n;
+  while (at > 0 && v->seqs[at - 1] > seq) at--;
+  memmove(v->seqs + at + 1, v->seqs + at, (v->n - at) * sizeof *v->seqs);
+  v->seqs[at] = seq;
+  v->n++;
+  return LAMINAR_OK;
+}
+
+/* A replay's callback behind the marking of voided records (mark_void). */
+typedef struct void_marker {
+  const void_set* voids;
+  lm_wal_replay_fn fn;
+  void* arg;
+} void_marker;
+
+static laminar_code mark_void(void* arg, const lm_wal_record* rec, laminar_error* err) {
+  const void_marker* m = arg;
+  lm_wal_record r = *rec;
+  r.voided = r.type == LM_WAL_TYPE_VOID || void_has(m->voids, r.seq);
+  return m->fn(m->arg, &r, err);
+}
+
 /* ---- open / close ------------------------------------------------------------ */
 
 static void wal_free(lm_wal* wal) {
@@ -684,6 +748,7 @@ static void wal_free(lm_wal* wal) {
   lm_free(wal->obuf);
   lm_free(wal->blk);
   lm_free(wal->keep_upto);
+  lm_free(wal->voids.seqs);
   lm_free(wal->dir);
   lm_free(wal);
 }
@@ -889,8 +954,8 @@ static laminar_code recover(lm_wal* wal, lm_wal_report* rep, laminar_error* err)
   size_t nseg;
   LM_TRY(list_segments(wal, &segs, &nseg, err));
   walk_result w;
-  laminar_code rc =
-      walk_log(wal, segs, nseg, wal->covered, wal->strict, 0, NULL, NULL, rep, &w, err);
+  laminar_code rc = walk_log(wal, segs, nseg, wal->covered, wal->strict, 0, gather_void,
+                             &wal->voids, rep, &w, err);
   if (rc == LAMINAR_OK && w.kept > 0) {
     char path[4096];
     segment_path(wal, segs[w.kept - 1], path, sizeof path);
@@ -1015,15 +1080,10 @@ lm_wal_ticket lm_wal_ticket_last(lm_wal* wal) {
 
 /* ---- append and commit --------------------------------------------------------- */
 
-laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint32_t len,
+/* lm_wal_append_fill of any type (reserved ones too). */
+static laminar_code append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint32_t len,
                                 lm_wal_fill_fn fill, void* arg, lm_wal_ticket* out,
                                 laminar_error* err) {
-  if (len > LM_WAL_MAX_RECORD)
-    return lm_error_set(err, LAMINAR_ERR_IO,
-                        "WAL '%s': record of %u bytes exceeds the limit", wal->dir, len);
-  if (type == LM_WAL_TYPE_PAD)
-    return lm_error_set(err, LAMINAR_ERR_MISUSE, "WAL '%s': record type %u is reserved",
-                        wal->dir, (unsigned)type);
   uint64_t total = REC_HEADER + pad8(len);
   pthread_mutex_lock(&wal->mu);
   if (!buf_reserve(&wal->buf, &wal->cap, wal->len, wal->len + total + PAD_SLACK)) {
@@ -1039,6 +1099,18 @@ laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint
   *out = (lm_wal_ticket){.seq = seq, .gen = wal->gen};
   pthread_mutex_unlock(&wal->mu);
   return LAMINAR_OK;
+}
+
+laminar_code lm_wal_append_fill(lm_wal* wal, uint16_t type, uint64_t epoch, uint32_t len,
+                                lm_wal_fill_fn fill, void* arg, lm_wal_ticket* out,
+                                laminar_error* err) {
+  if (len > LM_WAL_MAX_RECORD)
+    return lm_error_set(err, LAMINAR_ERR_IO,
+                        "WAL '%s': record of %u bytes exceeds the limit", wal->dir, len);
+  if (type == LM_WAL_TYPE_PAD || type == LM_WAL_TYPE_VOID)
+    return lm_error_set(err, LAMINAR_ERR_MISUSE, "WAL '%s': record type %u is reserved",
+                        wal->dir, (unsigned)type);
+  return append_fill(wal, type, epoch, len, fill, arg, out, err);
 }
 
 laminar_code lm_wal_append_later(lm_wal* wal, uint64_t epoch, uint32_t max_len,
@@ -1088,6 +1160,14 @@ laminar_code lm_wal_append(lm_wal* wal, uint16_t type, uint64_t epoch,
                            laminar_error* err) {
   copy_arg c = {payload, len};
   return lm_wal_append_fill(wal, type, epoch, len, copy_fill, &c, out, err);
+}
+
+static void fill_seq(void* arg, uint8_t* dst) { lm_le_put64(dst, *(const uint64_t*)arg); }
+
+laminar_code lm_wal_void(lm_wal* wal, uint64_t seq, bool sync, laminar_error* err) {
+  lm_wal_ticket t;
+  LM_TRY(append_fill(wal, LM_WAL_TYPE_VOID, 0, 8, fill_seq, &seq, &t, err));
+  return sync ? lm_wal_commit(wal, t, true, err) : LAMINAR_OK;
 }
 
 /* The ticket's record was discarded by a failure after it was appended. */
@@ -1241,13 +1321,14 @@ laminar_code lm_wal_replay_upto(lm_wal* wal, uint64_t from_seq, uint64_t to_seq,
   LM_TRY(list_segments(wal, &segs, &nseg, err));
   laminar_code rc = LAMINAR_OK;
   char path[4096];
+  void_marker m = {&wal->voids, fn, arg};
   for (size_t i = 0; i < nseg && rc == LAMINAR_OK; i++) {
     if (i + 1 < nseg && segs[i + 1] <= from_seq) continue; /* all below from_seq */
     if (i > 0 && segs[i] > to_seq) break;                  /* all above to_seq */
     segment_path(wal, segs[i], path, sizeof path);
     uint64_t size;
     scan_result sr;
-    rc = scan_file(path, segs[i], from_seq, wal->covered, fn, arg, &size, &sr, err);
+    rc = scan_file(path, segs[i], from_seq, wal->covered, mark_void, &m, &size, &sr, err);
     /* Open cut what is bad, except damage among covered records before
      * another segment (skipped there too). */
     bool skipped = sr.next_seq <= wal->covered && i + 1 < nseg;
@@ -1268,9 +1349,19 @@ laminar_code lm_wal_replay_readonly(const char* dir, uint64_t from_seq, uint64_t
   uint64_t* segs;
   size_t nseg;
   LM_TRY(list_segments(&view, &segs, &nseg, err));
+  /* Two walks over the same files: the VOIDs first (they follow the records
+   * they name), then the records. */
   walk_result w;
-  laminar_code rc =
-      walk_log(&view, segs, nseg, covered, false, from_seq, fn, arg, rep, &w, err);
+  lm_wal_report scratch;
+  memset(&scratch, 0, sizeof scratch);
+  void_set voids = {0};
+  laminar_code rc = walk_log(&view, segs, nseg, covered, false, 0, gather_void, &voids,
+                             &scratch, &w, err);
+  void_marker m = {&voids, fn, arg};
+  if (rc == LAMINAR_OK)
+    rc = walk_log(&view, segs, nseg, covered, false, from_seq, mark_void, &m, rep, &w,
+                  err);
+  lm_free(voids.seqs);
   rep->segments = w.kept;
   char path[4096];
   for (size_t k = w.kept; k < nseg && rc == LAMINAR_OK;

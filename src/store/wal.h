@@ -105,6 +105,11 @@ typedef enum lm_wal_direct {
 
 /* The record type of padding (reserved: appending it is refused). */
 #define LM_WAL_TYPE_PAD 0xFFFFu
+/* The record type of a VOID (reserved, written by lm_wal_void only): its
+ * payload is the u64 (little-endian) sequence number of an earlier record
+ * the engine refused after it was logged. It takes a sequence number of its
+ * own like any record. */
+#define LM_WAL_TYPE_VOID 0xFFFEu
 
 typedef struct lm_wal_options {
   const char* dir;        /* created when missing (its parent must exist) */
@@ -149,6 +154,10 @@ typedef struct lm_wal_record {
   uint16_t type;
   uint32_t len;
   const void* payload; /* borrowed for the duration of the callback */
+  /* Replay only: the record is a VOID or a VOID of the log names it (see
+   * lm_wal_void). Its sequence number counts; its payload must not be
+   * applied. */
+  bool voided;
 } lm_wal_record;
 
 /* Returned by lm_wal_append, handed to lm_wal_commit: the sequence number and
@@ -171,7 +180,9 @@ laminar_code lm_wal_open(const lm_wal_options* opt, lm_wal** out, lm_wal_report*
 laminar_code lm_wal_close(lm_wal* wal, laminar_error* err);
 
 /* Call fn for every written record with seq >= from_seq, in order. Stops at
- * fn's first error and returns it. Not concurrent with appends. */
+ * fn's first error and returns it. Not concurrent with appends. Records
+ * voided by a VOID found when the log was opened (lm_wal_void) and the
+ * VOIDs themselves come with rec->voided set. */
 typedef laminar_code (*lm_wal_replay_fn)(void* arg, const lm_wal_record* rec,
                                          laminar_error* err);
 laminar_code lm_wal_replay(lm_wal* wal, uint64_t from_seq, lm_wal_replay_fn fn, void* arg,
@@ -184,7 +195,9 @@ laminar_code lm_wal_replay_upto(lm_wal* wal, uint64_t from_seq, uint64_t to_seq,
                                 lm_wal_replay_fn fn, void* arg, laminar_error* err);
 
 /* Replay the log in `dir` without opening it for writing (a read_only
- * database): call fn for every record with seq >= from_seq, in order, up to
+ * database): call fn for every record with seq >= from_seq, in order
+ * (rec->voided as lm_wal_replay sets it: the log is read twice, VOIDs
+ * gathered first), up to
  * the first damage lm_wal_open would cut (a torn, corrupt or out-of-sequence
  * record, a missing segment). Damage or absence among the records up to
  * `covered` (the restored checkpoint's position) -- inside a segment, a
@@ -237,6 +250,17 @@ typedef struct lm_wal_later_ops {
 laminar_code lm_wal_append_later(lm_wal* wal, uint64_t epoch, uint32_t max_len,
                                  const lm_wal_later_ops* ops, void* arg,
                                  lm_wal_ticket* out, laminar_error* err);
+
+/* Void record `seq` (< lm_wal_next_seq): append a VOID record naming it,
+ * and commit it (written and fdatasync'ed) when `sync`, else leave it to the
+ * next commit or the background flush as any async record. A replay after
+ * the next open passes `seq` and the VOID with rec->voided set, so the
+ * caller skips them (docs/DURABILITY.md "VOID records": a batch refused for
+ * memory after it was logged, which its producer may push again). Called by
+ * the thread that found the record refused, before the refusal is reported.
+ * Thread-safe. Errors: LAMINAR_ERR_NOMEM, LAMINAR_ERR_IO (the commit; as
+ * lm_wal_commit). */
+laminar_code lm_wal_void(lm_wal* wal, uint64_t seq, bool sync, laminar_error* err);
 
 /* Return once the ticket's record is written (sync = false) or written and on
  * stable storage (sync = true). Thread-safe; concurrent commits share one

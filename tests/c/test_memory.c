@@ -373,20 +373,29 @@ static int test_view_and_session_bounds(void) {
  * and failing each of its allocations in turn stays quick. */
 #define SLICE_PAIRS 1024
 
-/* n rows k = "key<i>", v = i + shift (changelog: weighing 1). */
-static int push_keys_at(laminar_source* src, int64_t n, int64_t shift, bool changelog,
-                        laminar_error* err) {
+/* n rows k = "key<first + i % mod>" (mod 0: first + i), v = base + i * step
+ * % vmod (vmod 0: base + i * step); changelog: weighing 1. */
+static int push_rows(laminar_source* src, int64_t n, int64_t first, int64_t mod,
+                     int64_t base, int64_t step, int64_t vmod, bool changelog,
+                     laminar_error* err) {
   kv_row* rows = calloc((size_t)n, sizeof *rows);
   char* names = calloc((size_t)n, 24);
   if (rows == NULL || names == NULL) return 1;
   for (int64_t i = 0; i < n; i++) {
-    snprintf(names + i * 24, 24, "key%" PRId64, i);
-    rows[i] = (kv_row){names + i * 24, i + shift, 0, 1};
+    snprintf(names + i * 24, 24, "key%" PRId64, first + (mod > 0 ? i % mod : i));
+    rows[i] =
+        (kv_row){names + i * 24, base + (vmod > 0 ? i * step % vmod : i * step), 0, 1};
   }
   int rc = push_kv(src, rows, n, changelog, err);
   free(rows);
   free(names);
   return rc;
+}
+
+/* n rows k = "key<i>", v = i + shift (changelog: weighing 1). */
+static int push_keys_at(laminar_source* src, int64_t n, int64_t shift, bool changelog,
+                        laminar_error* err) {
+  return push_rows(src, n, 0, 0, shift, 1, 0, changelog, err);
 }
 
 /* The groups of a GROUP BY (no output built while nobody reads it) after
@@ -901,6 +910,75 @@ static int join_run(int64_t nth, int64_t variant, char* out, size_t cap,
   return 0;
 }
 
+/* n rows of keys key<first + i % mod>, v (the event time) = base + i * 7 %
+ * 2000: one batch of a keyed source. */
+static int push_keyed(laminar_source* src, int64_t first, int64_t n, int64_t mod,
+                      int64_t base, laminar_error* err) {
+  return push_rows(src, n, first, mod, base, 7, 2000, false, err);
+}
+
+/* Windows under per-key watermarks (watermark_key, op/keyed_window.c): A
+ * over keys 0..19, then B over keys 10..39 (20 new) with its nth
+ * allocation failing, pushed again after a failure, then a watermark closing
+ * every window. A failure leaves every key as before B (no key's rows of it
+ * applied), so the closed windows equal the unfaulted run's. Variant 0:
+ * tumbling windows with a string MAX; 1: hopping windows (panes). */
+static int keyed_run(int64_t nth, int64_t variant, char* out, size_t cap,
+                     bool* out_failed) {
+  laminar_db* db = open_db(NULL, NULL);
+  CHECK(db != NULL);
+  laminar_error err;
+  const char* sql[] = {
+      "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' SECOND)"
+      " WITH (watermark_key = 'k');"
+      "CREATE STREAM g AS SELECT k, window_start, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS "
+      "lo, MAX(k) AS mk FROM t GROUP BY k, tumble(v, INTERVAL '1' SECOND)",
+      "CREATE SOURCE t (k VARCHAR, v BIGINT, WATERMARK FOR v AS v - INTERVAL '1' SECOND)"
+      " WITH (watermark_key = 'k');"
+      "CREATE STREAM g AS SELECT k, window_start, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS "
+      "lo FROM t GROUP BY k, hop(v, INTERVAL '500' MILLISECOND, INTERVAL '1' SECOND)"};
+  CHECK_CODE(laminar_execute(db, sql[variant], &err), LAMINAR_OK, &err);
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "g", &sub, &err), LAMINAR_OK, &err);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
+  CHECK(push_keyed(src, 0, 60, 20, 0, &err) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  CHECK(push_keyed(src, 10, 90, 30, 2000, &err) == 0);
+  lm_fault_alloc_set(nth, false);
+  laminar_code rc = laminar_run_until_idle(db, &err);
+  *out_failed = lm_fault_alloc_failures() > 0;
+  lm_fault_alloc_set(0, false);
+  /* Not applied: pushed again. A key's close after the batch went in
+   * (applied): its windows close at the next advance, nothing to push. */
+  bool retry = rc != LAMINAR_OK && strstr(err.message, "not applied") != NULL;
+  if (rc != LAMINAR_OK && (rc != LAMINAR_ERR_NOMEM ||
+                           (!retry && strstr(err.message, "was applied") == NULL))) {
+    printf("allocation %" PRId64 ": %s\n", nth, err.message);
+    CHECK(0);
+  }
+  if (retry) {
+    CHECK(push_keyed(src, 10, 90, 30, 2000, &err) == 0);
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  }
+  CHECK_CODE(laminar_source_watermark(src, INT64_MAX, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  int64_t nout, total[4];
+  CHECK(drain_totals(sub, &nout, total) == 0);
+  laminar_subscription_close(sub);
+  snprintf(out, cap,
+           "rows=%" PRId64 " n=%" PRId64 " s=%" PRId64 " lo=%" PRId64 " mk=%" PRId64,
+           nout, total[0], total[1], total[2], total[3]);
+  laminar_source_close(src);
+  CHECK(laminar_close(db) == LAMINAR_OK);
+  return 0;
+}
+
+static int test_fault_keyed_windows(void) {
+  CHECK(fault_each(keyed_run, 0) == 0);
+  return fault_each(keyed_run, 1);
+}
+
 static int test_fault_fanout_readers(void) { return fault_each(fanout_run, 0); }
 static int test_fault_fanout_big(void) { return fault_each(fanout_run, 1); }
 static int test_fault_asof_release(void) {
@@ -961,6 +1039,7 @@ static int test_fault_chain_analytic(void) { return test_fault_batch_all_or_noth
 static int test_fault_chain_table(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_asof_release(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_interval_evict(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_keyed_windows(void) { return test_fault_batch_all_or_nothing(); }
 #endif
 
 static const lm_test_case cases[] = {
@@ -986,6 +1065,7 @@ static const lm_test_case cases[] = {
     {"fault_chain_table", test_fault_chain_table},
     {"fault_asof_release", test_fault_asof_release},
     {"fault_interval_evict", test_fault_interval_evict},
+    {"fault_keyed_windows", test_fault_keyed_windows},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
