@@ -82,6 +82,7 @@ static enum ArrowType arrow_type_of(lm_type type) {
     case LM_TYPE_DATE: return NANOARROW_TYPE_DATE32;
     case LM_TYPE_INT16: return NANOARROW_TYPE_INT16;
     case LM_TYPE_INT8: return NANOARROW_TYPE_INT8;
+    case LM_TYPE_FLOAT: return NANOARROW_TYPE_FLOAT;
     case LM_TYPE_DECIMAL: return NANOARROW_TYPE_DECIMAL128;
     case LM_TYPE_NULL: return NANOARROW_TYPE_NA;
   }
@@ -161,6 +162,7 @@ static int build_column(struct ArrowArray* child, lm_type type, const lm_vec* co
     case LM_TYPE_INT8:
     case LM_TYPE_INT16:
     case LM_TYPE_INT32:
+    case LM_TYPE_FLOAT:
     case LM_TYPE_DATE:
     case LM_TYPE_INT64:
     case LM_TYPE_DOUBLE:

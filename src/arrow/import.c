@@ -496,6 +496,7 @@ static bool type_fits(lm_type want, const import_col* c) {
     case LM_TYPE_TIMESTAMP: return v->type == NANOARROW_TYPE_TIMESTAMP;
     case LM_TYPE_DATE: return v->type == NANOARROW_TYPE_DATE32;
     case LM_TYPE_INT16: return v->type == NANOARROW_TYPE_INT16;
+    case LM_TYPE_FLOAT: return v->type == NANOARROW_TYPE_FLOAT;
     case LM_TYPE_INT8: return v->type == NANOARROW_TYPE_INT8;
     case LM_TYPE_STRING:
       if (v->type == NANOARROW_TYPE_STRING || v->type == NANOARROW_TYPE_LARGE_STRING) {
@@ -999,6 +1000,7 @@ static laminar_code fill_column(const lm_arrow_colsrc* c, int64_t nrows, uint8_t
     case LM_TYPE_INT32:
     case LM_TYPE_DATE: v->data = buffer_at(a->buffers[1], off, 4); break;
     case LM_TYPE_INT16: v->data = buffer_at(a->buffers[1], off, 2); break;
+    case LM_TYPE_FLOAT: v->data = buffer_at(a->buffers[1], off, 4); break;
     case LM_TYPE_INT8: v->data = buffer_at(a->buffers[1], off, 1); break;
     case LM_TYPE_INT64:
     case LM_TYPE_DOUBLE: v->data = buffer_at(a->buffers[1], off, 8); break;

@@ -30,6 +30,10 @@
  *   STRING -> DATE             see lm_expr_parse_date below
  *   SMALLINT / TINYINT         read as INT; to them: as to INT64, then NULL
  *                              outside their range
+ *   REAL                       read as DOUBLE (exact), printed with the
+ *                              fewest digits of the float; to it: integers
+ *                              round once, the rest through DOUBLE, a finite
+ *                              value past the float range NULL
  *   NULL (type) -> anything    all NULL
  */
 #include "expr/internal.h"
@@ -52,22 +56,23 @@ static int days_in_month(int64_t y, int64_t m) {
 
 /* ---- formatting ------------------------------------------------------------------ */
 
-/* Whether the p-digit decimal digits[0..nd) x 10^(exp - nd + 1) reads back as d. */
-static bool digits_read_back(const char* digits, int nd, int exp, double d) {
+/* Whether the p-digit decimal digits[0..nd) x 10^(exp - nd + 1) reads back as d
+ * (as the float d when `single`). */
+static bool digits_read_back(const char* digits, int nd, int exp, double d, bool single) {
   char text[48];
   int n = 0;
   text[n++] = digits[0];
   text[n++] = '.';
   for (int i = 1; i < nd; i++) text[n++] = digits[i];
   snprintf(text + n, sizeof text - (size_t)n, "e%d", exp);
-  return strtod(text, NULL) == d;
+  return single ? (double)strtof(text, NULL) == d : strtod(text, NULL) == d;
 }
 
 /* A p-significant-digit decimal that reads back as d (> 0, finite), if one
  * exists: the correctly rounded one or a neighbour one unit away in the last
  * digit (needed where the rounding interval is lopsided, at powers of two).
  * Fills digits (p chars, no dot) and the exponent of the first digit. */
-static bool digits_for(double d, int p, char* digits, int* exp) {
+static bool digits_for(double d, int p, char* digits, int* exp, bool single) {
   char sci[40];
   snprintf(sci, sizeof sci, "%.*e", p - 1, d);
   int nd = 0;
@@ -76,7 +81,8 @@ static bool digits_for(double d, int p, char* digits, int* exp) {
     if (*q != '.') digits[nd++] = *q;
   }
   *exp = atoi(q + 1);
-  if (strtod(sci, NULL) == d) return true; /* the correctly rounded digits read back */
+  /* the correctly rounded digits read back */
+  if (single ? (double)strtof(sci, NULL) == d : strtod(sci, NULL) == d) return true;
   for (int dir = 1; dir >= -1; dir -= 2) {
     char alt[24];
     memcpy(alt, digits, (size_t)nd);
@@ -87,7 +93,7 @@ static bool digits_for(double d, int p, char* digits, int* exp) {
     if (i < 0) continue; /* would change the number of digits: not needed */
     alt[i] = (char)(alt[i] + dir);
     if (alt[0] == '0') continue;
-    if (digits_read_back(alt, nd, e, d)) {
+    if (digits_read_back(alt, nd, e, d, single)) {
       memcpy(digits, alt, (size_t)nd);
       return true;
     }
@@ -95,7 +101,8 @@ static bool digits_for(double d, int p, char* digits, int* exp) {
   return false;
 }
 
-int lm_expr_format_double(double d, char* buf, size_t cap) {
+/* The shortest text reading back as d, or as the float d when `single`. */
+static int format_shortest(double d, bool single, char* buf, size_t cap) {
   if (isnan(d)) return snprintf(buf, cap, "nan");
   if (isinf(d)) return snprintf(buf, cap, d > 0 ? "inf" : "-inf");
   bool neg = signbit(d);
@@ -107,9 +114,10 @@ int lm_expr_format_double(double d, char* buf, size_t cap) {
      * more than 15 decimal digits, so when some p <= 15 digits read back, the
      * 15-digit rounding is those digits followed by zeros: one try covers
      * every p <= 15 (stripping the zeros), then 16, then 17 (always enough).
-     * A subnormal has fewer digits: search from 1. */
-    nd = a < DBL_MIN ? 1 : 15;
-    while (!digits_for(a, nd, digits, &exp)) nd++;
+     * A subnormal has fewer digits: search from 1. A float has at most 9
+     * digits: search from 1 too. */
+    nd = single || a < DBL_MIN ? 1 : 15;
+    while (!digits_for(a, nd, digits, &exp, single)) nd++;
     while (nd > 1 && digits[nd - 1] == '0') nd--;
   }
   char out[LM_EXPR_DOUBLE_TEXT_MAX];
@@ -142,6 +150,14 @@ int lm_expr_format_double(double d, char* buf, size_t cap) {
   size_t len = (size_t)n < cap ? (size_t)n : cap;
   memcpy(buf, out, len);
   return (int)len;
+}
+
+int lm_expr_format_double(double d, char* buf, size_t cap) {
+  return format_shortest(d, false, buf, cap);
+}
+
+int lm_expr_format_real(float f, char* buf, size_t cap) {
+  return format_shortest((double)f, true, buf, cap);
 }
 
 int lm_expr_format_timestamp(int64_t us, char* buf, size_t cap) {
@@ -503,8 +519,9 @@ static bool cast_can_fail(lm_type from, lm_type to) {
     case LM_TYPE_INT32: return from != LM_TYPE_BOOL && from != LM_TYPE_DATE;
     case LM_TYPE_DATE: return from != LM_TYPE_INT32 && from != LM_TYPE_TIMESTAMP;
     case LM_TYPE_INT16:
-    case LM_TYPE_INT8: return true;
-    case LM_TYPE_DECIMAL: /* lm_expr_cast_decimal: never here */
+    case LM_TYPE_INT8:
+    case LM_TYPE_FLOAT: return true; /* cast_real: only from NULL here */
+    case LM_TYPE_DECIMAL:            /* lm_expr_cast_decimal: never here */
     case LM_TYPE_NULL: return true;
   }
   return true;
@@ -661,12 +678,72 @@ static laminar_code cast_small_int(lm_eval_ctx* ctx, const lm_vec* in, lm_type t
   return LAMINAR_OK;
 }
 
+/* REAL (a storage type, docs/SQL.md "Types"): from it, widen to DOUBLE and
+ * cast that, except to VARCHAR (the float's own shortest digits); to it, see
+ * the table at the top. `in` or `to` is LM_TYPE_FLOAT, neither is NULL. */
+static laminar_code cast_real(lm_eval_ctx* ctx, const lm_vec* in, lm_type to,
+                              lm_vec* out) {
+  int64_t n = in->len;
+  size_t cnt = (size_t)n;
+  if (in->type == LM_TYPE_FLOAT) {
+    const float* f = in->data;
+    if (to == LM_TYPE_STRING) {
+      lm_str* r = lm_eval_ctx_alloc(ctx, sizeof(lm_str) * cnt);
+      char* w = lm_eval_ctx_alloc(ctx, LM_EXPR_DOUBLE_TEXT_MAX * cnt);
+      if (r == NULL || w == NULL) return LAMINAR_ERR_NOMEM;
+      for (int64_t k = 0; k < n; k++) {
+        bool null = in->nulls != NULL && in->nulls[k];
+        int len = null ? 0 : lm_expr_format_real(f[k], w, LM_EXPR_DOUBLE_TEXT_MAX);
+        r[k] = (lm_str){null ? NULL : w, len};
+        w += len;
+      }
+      *out = (lm_vec){LM_TYPE_STRING, n, in->nulls, r};
+      return LAMINAR_OK;
+    }
+    double* wide = lm_eval_ctx_alloc(ctx, 8 * cnt);
+    if (wide == NULL) return LAMINAR_ERR_NOMEM;
+    for (int64_t k = 0; k < n; k++) wide[k] = (double)f[k];
+    lm_vec w = {LM_TYPE_DOUBLE, n, in->nulls, wide};
+    return lm_expr_cast(ctx, &w, to, out);
+  }
+  float* data = lm_eval_ctx_alloc(ctx, 4 * cnt);
+  uint8_t* nl = lm_eval_ctx_alloc(ctx, cnt);
+  if (data == NULL || nl == NULL) return LAMINAR_ERR_NOMEM;
+  bool integer = in->type == LM_TYPE_BOOL || in->type == LM_TYPE_INT8 ||
+                 in->type == LM_TYPE_INT16 || in->type == LM_TYPE_INT32 ||
+                 in->type == LM_TYPE_INT64;
+  lm_vec d = *in;
+  if (!integer) LM_TRY(lm_expr_cast(ctx, in, LM_TYPE_DOUBLE, &d));
+  uint8_t any = 0;
+  for (int64_t k = 0; k < n; k++) {
+    bool null = d.nulls != NULL && d.nulls[k];
+    float x = 0.0f;
+    if (!null && integer) {
+      x = (float)lm_vec_int_at(&d, k); /* one rounding, as DuckDB */
+    } else if (!null) {
+      double v = DATA(double, &d)[k];
+      x = (float)v;
+      null = isinf(x) && !isinf(v); /* finite, past the float range */
+      if (null) x = 0.0f;
+    }
+    data[k] = x;
+    nl[k] = (uint8_t)null;
+    any |= nl[k];
+  }
+  *out = (lm_vec){LM_TYPE_FLOAT, n, any ? nl : NULL, data};
+  return LAMINAR_OK;
+}
+
 laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec* out) {
   int64_t n = in->len;
   lm_type from = in->type;
   if (from == to) {
     *out = *in;
     return LAMINAR_OK;
+  }
+  if (from != LM_TYPE_NULL && to != LM_TYPE_NULL &&
+      (from == LM_TYPE_FLOAT || to == LM_TYPE_FLOAT)) {
+    return cast_real(ctx, in, to, out);
   }
   if (lm_type_is_decimal(from) || lm_type_is_decimal(to)) {
     return lm_expr_cast_decimal(ctx, in, to, out);

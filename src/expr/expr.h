@@ -384,6 +384,9 @@ int lm_expr_format_decimal(lm_i128 x, int32_t scale, char* buf, size_t cap);
 bool lm_dec_parse(lm_str s, int32_t precision, int32_t scale, lm_i128* out);
 bool lm_dec_from_double(double d, int32_t precision, int32_t scale, lm_i128* out);
 int lm_expr_format_double(double d, char* buf, size_t cap);
+/* A REAL as DuckDB prints it: the double grammar above with the fewest digits
+ * that read back as the same float ("0.1", "0.33333334"). */
+int lm_expr_format_real(float f, char* buf, size_t cap);
 int lm_expr_format_timestamp(int64_t micros, char* buf, size_t cap);
 int lm_expr_format_date(int32_t days, char* buf, size_t cap);
 

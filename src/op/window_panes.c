@@ -83,6 +83,7 @@ void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int6
       case LM_TYPE_INT32:
       case LM_TYPE_INT16:
       case LM_TYPE_INT8:
+      case LM_TYPE_FLOAT:
       case LM_TYPE_BOOL:
         for (int64_t g = 0; g < ng; g++)
           lm_state_table_put_value(ov, ks, kids[g], row + g);

@@ -205,6 +205,12 @@ static bool scalar_text(const lm_vec* v, int64_t r, char* out, size_t cap, size_
       *n = (size_t)lm_expr_format_double(d, out, cap);
       return true;
     }
+    case LM_TYPE_FLOAT: {
+      float f = ((const float*)v->data)[r];
+      if (!isfinite(f)) return false;
+      *n = (size_t)lm_expr_format_real(f, out, cap);
+      return true;
+    }
     case LM_TYPE_TIMESTAMP:
       *n = (size_t)lm_expr_format_timestamp(((const int64_t*)v->data)[r], out, cap);
       return true;

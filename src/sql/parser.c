@@ -342,6 +342,7 @@ const char* lm_sql_type_name(lm_sql_type type) {
     case LM_SQL_TYPE_DATE: return "DATE";
     case LM_SQL_TYPE_INT16: return "SMALLINT";
     case LM_SQL_TYPE_INT8: return "TINYINT";
+    case LM_SQL_TYPE_FLOAT: return "REAL";
     case LM_SQL_TYPE_DECIMAL: break;
   }
   return "UNKNOWN";
@@ -363,6 +364,7 @@ static const struct {
     {"int2", LM_SQL_TYPE_INT16},      {"short", LM_SQL_TYPE_INT16},
     {"tinyint", LM_SQL_TYPE_INT8},    {"int1", LM_SQL_TYPE_INT8},
     {"decimal", LM_SQL_TYPE_DECIMAL}, {"numeric", LM_SQL_TYPE_DECIMAL},
+    {"real", LM_SQL_TYPE_FLOAT},      {"float4", LM_SQL_TYPE_FLOAT},
 };
 
 /* [(p[, s])] after DECIMAL / NUMERIC: the precision and scale into *out. */
@@ -399,6 +401,7 @@ static laminar_code parse_decimal_args(parser* p, const char* column_name,
 /* type := VARCHAR[(n)] | TEXT | STRING | BIGINT | INT8 | LONG | INT | INTEGER |
  *         INT4 | DOUBLE [PRECISION] | FLOAT8 | FLOAT | BOOLEAN | BOOL |
  *         TIMESTAMP[(p)] | DATE | SMALLINT | INT2 | SHORT | TINYINT | INT1 |
+ *         REAL | FLOAT4 |
  *         (DECIMAL | NUMERIC)[(p[, s])], 1 <= p <= 38, 0 <= s <= p (DuckDB's
  *         defaults: DECIMAL is DECIMAL(18,3), DECIMAL(p) is DECIMAL(p,0)).
  *         `column_name` (NULL allowed) goes into the error. */
@@ -420,7 +423,7 @@ static NOINLINE laminar_code parse_type(parser* p, const char* column_name,
     describe(&t, found, sizeof found);
     laminar_code rc =
         fail_at(p, LAMINAR_ERR_UNKNOWN_TYPE, t.line, t.column,
-                "%s is not a type (use VARCHAR, BIGINT, INT, DOUBLE, BOOLEAN, "
+                "%s is not a type (use VARCHAR, BIGINT, INT, DOUBLE, REAL, BOOLEAN, "
                 "DECIMAL(p,s), TIMESTAMP or DATE)",
                 found);
     lm_error_object(p->err, NULL, column_name);
