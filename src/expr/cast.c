@@ -56,6 +56,20 @@ static int days_in_month(int64_t y, int64_t m) {
 
 /* ---- formatting ------------------------------------------------------------------ */
 
+/* Whether decimal `text` reads back as the float d, strictly inside its
+ * rounding interval: a decimal exactly halfway to a neighbour is refused even
+ * where ties-to-even would read it back, as DuckDB's shortest float text does
+ * (37756352 prints "37756352.0", not "37756350.0"). A decimal of at most 9
+ * digits is never within a double's precision of a midpoint unless equal. */
+static bool reads_back_single(const char* text, double d) {
+  double x = strtod(text, NULL);
+  if ((double)(float)x != d) return false;
+  float f = (float)d;
+  double up = ((double)f + (double)nextafterf(f, INFINITY)) / 2;
+  double down = ((double)f + (double)nextafterf(f, -INFINITY)) / 2;
+  return x != up && x != down;
+}
+
 /* Whether the p-digit decimal digits[0..nd) x 10^(exp - nd + 1) reads back as d
  * (as the float d when `single`). */
 static bool digits_read_back(const char* digits, int nd, int exp, double d, bool single) {
@@ -65,7 +79,7 @@ static bool digits_read_back(const char* digits, int nd, int exp, double d, bool
   text[n++] = '.';
   for (int i = 1; i < nd; i++) text[n++] = digits[i];
   snprintf(text + n, sizeof text - (size_t)n, "e%d", exp);
-  return single ? (double)strtof(text, NULL) == d : strtod(text, NULL) == d;
+  return single ? reads_back_single(text, d) : strtod(text, NULL) == d;
 }
 
 /* A p-significant-digit decimal that reads back as d (> 0, finite), if one
@@ -82,7 +96,7 @@ static bool digits_for(double d, int p, char* digits, int* exp, bool single) {
   }
   *exp = atoi(q + 1);
   /* the correctly rounded digits read back */
-  if (single ? (double)strtof(sci, NULL) == d : strtod(sci, NULL) == d) return true;
+  if (single ? reads_back_single(sci, d) : strtod(sci, NULL) == d) return true;
   for (int dir = 1; dir >= -1; dir -= 2) {
     char alt[24];
     memcpy(alt, digits, (size_t)nd);

@@ -94,9 +94,9 @@ static int test_real_to_timestamp_is_refused(void) {
   CHECK(db != NULL);
   laminar_error err;
   CHECK_CODE(laminar_execute(db, SOURCE, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT CAST(x AS TIMESTAMP) FROM t",
-                             &err),
-             LAMINAR_ERR_TYPE_MISMATCH, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE STREAM s AS SELECT CAST(x AS TIMESTAMP) FROM t", &err),
+      LAMINAR_ERR_TYPE_MISMATCH, &err);
   CHECK(err.line == 1 && err.column == 27);
   CHECK(strstr(err.message, "cannot CAST REAL to TIMESTAMP") != NULL);
   CHECK_CODE(laminar_execute(db, "DESCRIBE t", &err), LAMINAR_OK, &err);
@@ -129,7 +129,8 @@ static int test_float32_in_and_out(void) {
   CHECK_CODE(laminar_subscription_next(sub, 0, &out, &schema, &err), LAMINAR_OK, &err);
   CHECK(out.release != NULL && out.length == 4);
   const char* want_format[8] = {"u", "f", "f", "f", "g", "u", "b", "f"};
-  for (int c = 0; c < 8; c++) CHECK(strcmp(schema.children[c]->format, want_format[c]) == 0);
+  for (int c = 0; c < 8; c++)
+    CHECK(strcmp(schema.children[c]->format, want_format[c]) == 0);
   struct ArrowArrayView view;
   struct ArrowError error;
   CHECK(ArrowArrayViewInitFromSchema(&view, &schema, &error) == NANOARROW_OK);
