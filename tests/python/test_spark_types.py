@@ -95,3 +95,39 @@ def test_decimal_columns_pass_through(spark: Any, rng: np.random.Generator,  # n
         "decimal(10,2)", "decimal(38,4)", "decimal(18,4)", "double")
     columns, want = duck(DEC_DUCK, t=table)
     assert_same_rows([tuple(r) for r in out.collect()], want, columns)
+
+
+REAL_SQL = """
+CREATE SOURCE t (r REAL, v REAL, ts BIGINT, WATERMARK FOR ts AS ts);
+CREATE STREAM w AS
+  SELECT r, window_start, MIN(v) AS lo, MAX(v) AS hi, SUM(v) AS total, COUNT(*) AS n
+  FROM t GROUP BY r, tumble(ts, INTERVAL '1' SECOND);
+"""
+REAL_DUCK = (
+    "SELECT r, (ts // 1000) * 1000 AS window_start, MIN(v), MAX(v), SUM(v), COUNT(*) "
+    "FROM t GROUP BY ALL"
+)
+
+
+def test_float_columns_pass_through(spark: Any, rng: np.random.Generator,  # noqa: ANN401
+                                    tmp_path: Path) -> None:
+    """Spark's FloatType is Arrow float32, a REAL column: keys and MIN / MAX stay float."""
+    n = 3000
+    table = pa.table({
+        "r": pa.array((rng.integers(-20, 20, size=n) / 4).astype(np.float32), pa.float32(),
+                      mask=rng.random(n) < 0.05),
+        "v": pa.array((rng.standard_normal(n) * 1e6).astype(np.float32), pa.float32(),
+                      mask=rng.random(n) < 0.05),
+        "ts": pa.array(np.sort(rng.integers(0, 20_000, size=n)), pa.int64()),
+    })
+    (tmp_path / "in").mkdir()
+    for i in range(3):
+        pq.write_table(table.slice(i * 1000, 1000), tmp_path / "in" / f"part-{i}.parquet")
+    df = spark.read.parquet(str(tmp_path / "in"))
+    assert [f.dataType.typeName() for f in df.schema.fields] == ["float", "float", "long"]
+    out = lspark.run(df, REAL_SQL, source="t", stream="w")
+    types = {f.name: f.dataType.typeName() for f in out.schema.fields}
+    assert (types["r"], types["lo"], types["hi"], types["total"]) == (
+        "float", "float", "float", "double")
+    columns, want = duck(REAL_DUCK, t=table)
+    assert_same_rows([tuple(r) for r in out.collect()], want, columns)
