@@ -83,6 +83,7 @@ static enum ArrowType arrow_type_of(lm_type type) {
     case LM_TYPE_INT16: return NANOARROW_TYPE_INT16;
     case LM_TYPE_INT8: return NANOARROW_TYPE_INT8;
     case LM_TYPE_FLOAT: return NANOARROW_TYPE_FLOAT;
+    case LM_TYPE_BINARY: return NANOARROW_TYPE_BINARY;
     case LM_TYPE_DECIMAL: return NANOARROW_TYPE_DECIMAL128;
     case LM_TYPE_NULL: return NANOARROW_TYPE_NA;
   }
@@ -172,6 +173,7 @@ static int build_column(struct ArrowArray* child, lm_type type, const lm_vec* co
             ArrowBufferAppend(data, col->data, nrows * lm_type_width(col->type)));
       }
       break;
+    case LM_TYPE_BINARY:
     case LM_TYPE_STRING: {
       /* data is buffer 1 for the offsets here; the bytes are buffer 2. */
       const lm_str* in = col->data;

@@ -34,6 +34,12 @@
  *                              fewest digits of the float; to it: integers
  *                              round once, the rest through DOUBLE, a finite
  *                              value past the float range NULL
+ *   VARBINARY <-> STRING       DuckDB's blob text: bytes 0x20..0x7E but
+ *                              '"', '\'' and '\\' as themselves, the rest as
+ *                              \xHH (upper case); from text, \xHH (either
+ *                              case of the digits) is a byte, other ASCII as
+ *                              itself, a non-ASCII byte or a bad escape NULL
+ *   VARBINARY <-> others       refused by the binder (as DuckDB)
  *   NULL (type) -> anything    all NULL
  */
 #include "expr/internal.h"
@@ -534,8 +540,9 @@ static bool cast_can_fail(lm_type from, lm_type to) {
     case LM_TYPE_DATE: return from != LM_TYPE_INT32 && from != LM_TYPE_TIMESTAMP;
     case LM_TYPE_INT16:
     case LM_TYPE_INT8:
-    case LM_TYPE_FLOAT: return true; /* cast_real: only from NULL here */
-    case LM_TYPE_DECIMAL:            /* lm_expr_cast_decimal: never here */
+    case LM_TYPE_FLOAT:               /* cast_real: only from NULL here */
+    case LM_TYPE_BINARY: return true; /* cast_binary: only from NULL here */
+    case LM_TYPE_DECIMAL:             /* lm_expr_cast_decimal: never here */
     case LM_TYPE_NULL: return true;
   }
   return true;
@@ -692,6 +699,91 @@ static laminar_code cast_small_int(lm_eval_ctx* ctx, const lm_vec* in, lm_type t
   return LAMINAR_OK;
 }
 
+/* Whether byte b of a VARBINARY prints as itself in its text. */
+static bool blob_plain(uint8_t b) {
+  return b >= 0x20 && b <= 0x7e && b != '"' && b != '\'' && b != '\\';
+}
+
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* The bytes of blob text s into out (at most s.len bytes); false for a bad
+ * escape or a non-ASCII byte (DuckDB raises there; TRY_CAST gives NULL). */
+static bool blob_parse(lm_str s, uint8_t* out, int64_t* len) {
+  int64_t n = 0;
+  for (int64_t k = 0; k < s.len; k++) {
+    uint8_t c = (uint8_t)s.ptr[k];
+    if (c >= 0x80) return false;
+    if (c == '\\') {
+      if (k + 3 >= s.len || s.ptr[k + 1] != 'x') return false;
+      int hi = hex_digit(s.ptr[k + 2]), lo = hex_digit(s.ptr[k + 3]);
+      if (hi < 0 || lo < 0) return false;
+      out[n++] = (uint8_t)(hi * 16 + lo);
+      k += 3;
+    } else {
+      out[n++] = c;
+    }
+  }
+  *len = n;
+  return true;
+}
+
+/* VARBINARY to and from VARCHAR (the only casts the binder lets through;
+ * `in` or `to` is LM_TYPE_BINARY, neither is NULL). */
+static laminar_code cast_binary(lm_eval_ctx* ctx, const lm_vec* in, lm_type to,
+                                lm_vec* out) {
+  int64_t n = in->len;
+  size_t cnt = (size_t)n;
+  if (!lm_type_is_bytes(in->type) || !lm_type_is_bytes(to)) return LAMINAR_ERR_INTERNAL;
+  const lm_str* s = in->data;
+  lm_str* r = lm_eval_ctx_alloc(ctx, sizeof(lm_str) * cnt);
+  uint8_t* nl = lm_eval_ctx_alloc(ctx, cnt);
+  if (r == NULL || nl == NULL) return LAMINAR_ERR_NOMEM;
+  size_t total = 0;
+  for (int64_t k = 0; k < n; k++) {
+    if (in->nulls == NULL || !in->nulls[k]) total += (size_t)s[k].len;
+  }
+  /* text: at most 4 characters a byte; bytes: at most one a character */
+  char* w = lm_eval_ctx_alloc(ctx, (to == LM_TYPE_STRING ? 4 : 1) * total + 1);
+  if (w == NULL) return LAMINAR_ERR_NOMEM;
+  uint8_t any = 0;
+  for (int64_t k = 0; k < n; k++) {
+    r[k] = (lm_str){NULL, 0};
+    nl[k] = in->nulls != NULL && in->nulls[k];
+    if (nl[k]) {
+      any = 1;
+      continue;
+    }
+    int64_t len = 0;
+    if (to == LM_TYPE_STRING) {
+      static const char hex[] = "0123456789ABCDEF";
+      for (int64_t i = 0; i < s[k].len; i++) {
+        uint8_t b = (uint8_t)s[k].ptr[i];
+        if (blob_plain(b)) {
+          w[len++] = (char)b;
+        } else {
+          w[len++] = '\\';
+          w[len++] = 'x';
+          w[len++] = hex[b >> 4];
+          w[len++] = hex[b & 15];
+        }
+      }
+    } else if (!blob_parse(s[k], (uint8_t*)w, &len)) {
+      nl[k] = 1;
+      any = 1;
+      continue;
+    }
+    r[k] = (lm_str){w, len};
+    w += len;
+  }
+  *out = (lm_vec){to, n, any ? nl : NULL, r};
+  return LAMINAR_OK;
+}
+
 /* REAL (a storage type, docs/SQL.md "Types"): from it, widen to DOUBLE and
  * cast that, except to VARCHAR (the float's own shortest digits); to it, see
  * the table at the top. `in` or `to` is LM_TYPE_FLOAT, neither is NULL. */
@@ -758,6 +850,10 @@ laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec
   if (from != LM_TYPE_NULL && to != LM_TYPE_NULL &&
       (from == LM_TYPE_FLOAT || to == LM_TYPE_FLOAT)) {
     return cast_real(ctx, in, to, out);
+  }
+  if (from != LM_TYPE_NULL && to != LM_TYPE_NULL &&
+      (from == LM_TYPE_BINARY || to == LM_TYPE_BINARY)) {
+    return cast_binary(ctx, in, to, out);
   }
   if (lm_type_is_decimal(from) || lm_type_is_decimal(to)) {
     return lm_expr_cast_decimal(ctx, in, to, out);

@@ -257,6 +257,7 @@ static laminar_code eval_literal(lm_eval_ctx* ctx, const lm_expr* e, int64_t n,
     case LM_TYPE_INT64:
     case LM_TYPE_TIMESTAMP: return set_const(ctx, e->type, n, &e->lit.i, out);
     case LM_TYPE_DOUBLE: return set_const(ctx, e->type, n, &e->lit.d, out);
+    case LM_TYPE_BINARY:
     case LM_TYPE_STRING: return set_const(ctx, e->type, n, &e->lit.s, out);
     case LM_TYPE_FLOAT: {
       float v = (float)e->lit.d;
@@ -620,7 +621,7 @@ static lm_type compare_type(lm_type a, lm_type b) {
 static laminar_code eval_compare(lm_eval_ctx* ctx, lm_expr_op op, lm_xvec* a, lm_xvec* b,
                                  int64_t n, lm_xvec* out) {
   if (a->v.type != b->v.type || a->v.type == LM_TYPE_FLOAT) {
-    if (a->v.type == LM_TYPE_STRING || b->v.type == LM_TYPE_STRING)
+    if (lm_type_is_bytes(a->v.type) || lm_type_is_bytes(b->v.type))
       return LAMINAR_ERR_INTERNAL;
     lm_type t = compare_type(a->v.type, b->v.type);
     LM_TRY(coerce(ctx, a, t));
@@ -638,6 +639,7 @@ static laminar_code eval_compare(lm_eval_ctx* ctx, lm_expr_op op, lm_xvec* a, lm
     case LM_TYPE_DATE: cmp_i32(op, s.mode, s.m, a->v.data, b->v.data, r); break;
     case LM_TYPE_BOOL: cmp_u8(op, s.mode, s.m, a->v.data, b->v.data, r); break;
     case LM_TYPE_DOUBLE: cmp_f64(op, s.mode, s.m, a->v.data, b->v.data, r); break;
+    case LM_TYPE_BINARY: /* bytewise, as DuckDB's BLOB */
     case LM_TYPE_STRING:
       cmp_str(op, s.mode, s.m, a->v.data, b->v.data, s.nulls, r);
       break;
@@ -1113,10 +1115,12 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
       }
       return eval_compare(ctx, e->op, &a, &b, n, out);
     case LM_XOP_CONCAT:
-      if (e->nargs != 2 || a.v.type != LM_TYPE_STRING || b.v.type != LM_TYPE_STRING) {
+      if (e->nargs != 2 || a.v.type != e->type || b.v.type != e->type) {
         return LAMINAR_ERR_INTERNAL;
       }
-      return eval_concat(ctx, &a, &b, n, out);
+      LM_TRY(eval_concat(ctx, &a, &b, n, out));
+      out->v.type = e->type; /* VARCHAR, or VARBINARY of two */
+      return LAMINAR_OK;
     default: return LAMINAR_ERR_INTERNAL;
   }
 }

@@ -77,7 +77,7 @@ typedef enum lm_func_id {
   LM_FN_LOG10,     /* DOUBLE [DOUBLE] */
   LM_FN_UPPER,     /* STRING [STRING]; Unicode simple case mapping */
   LM_FN_LOWER,     /* STRING [STRING] */
-  LM_FN_LENGTH,    /* STRING [INT64] characters (code points) */
+  LM_FN_LENGTH,    /* STRING [INT64] characters (code points); BINARY: bytes */
   LM_FN_SUBSTRING, /* STRING, INT64 start [, INT64 count] [STRING], in characters */
   LM_FN_TRIM,      /* STRING [, STRING chars] [STRING]; default: spaces */
   LM_FN_LTRIM,
@@ -95,7 +95,8 @@ typedef enum lm_func_id {
   LM_FN_JSON_VALID,          /* STRING [BOOL] */
   LM_FN_JSON_TYPE,           /* STRING [, path] [STRING]: DuckDB's type names */
   LM_FN_JSON_ARRAY_LENGTH,   /* STRING [, path] [INT64]: 0 for a non-array */
-  LM_FN_UDF /* a user-defined function `udf` (udf.c): its declared types */
+  LM_FN_UDF,         /* a user-defined function `udf` (udf.c): its declared types */
+  LM_FN_OCTET_LENGTH /* STRING or BINARY [INT64] bytes */
 } lm_func_id;
 
 /* Fields of EXTRACT / date_part and units of date_trunc (time.c). */

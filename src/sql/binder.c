@@ -69,6 +69,7 @@ lm_type lm_bind_sql_type(lm_sql_type type) {
     case LM_SQL_TYPE_INT16: return LM_TYPE_INT16;
     case LM_SQL_TYPE_INT8: return LM_TYPE_INT8;
     case LM_SQL_TYPE_FLOAT: return LM_TYPE_FLOAT;
+    case LM_SQL_TYPE_BINARY: return LM_TYPE_BINARY;
     case LM_SQL_TYPE_DECIMAL: break;
   }
   if (((uint32_t)type & 0xffu) == LM_SQL_TYPE_DECIMAL) {
@@ -525,9 +526,15 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
       return LAMINAR_OK;
     }
     case LM_OP_CONCAT: {
-      LM_TRY(coerce(b, &l, LM_TYPE_STRING));
-      LM_TRY(coerce(b, &r, LM_TYPE_STRING));
-      lm_expr* e = new_call(b, LM_XOP_CONCAT, LM_TYPE_STRING, 2);
+      /* BLOB || BLOB is a BLOB (a NULL or a string literal meets it as one),
+       * as DuckDB; anything else concatenates as text */
+      bool blob = (l->type == LM_TYPE_BINARY || r->type == LM_TYPE_BINARY) &&
+                  (l->type == LM_TYPE_BINARY || l->type == LM_TYPE_NULL || l_str_lit) &&
+                  (r->type == LM_TYPE_BINARY || r->type == LM_TYPE_NULL || r_str_lit);
+      lm_type ct = blob ? LM_TYPE_BINARY : LM_TYPE_STRING;
+      LM_TRY(coerce(b, &l, ct));
+      LM_TRY(coerce(b, &r, ct));
+      lm_expr* e = new_call(b, LM_XOP_CONCAT, ct, 2);
       if (e == NULL) return NOMEM(b);
       e->args[0] = l;
       e->args[1] = r;
@@ -1274,6 +1281,13 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       bool num_x = lm_type_is_decimal(x->type) || x->type == LM_TYPE_FLOAT;
       bool num_t = lm_type_is_decimal(t) || t == LM_TYPE_FLOAT;
       if ((num_x && time_t) || (num_t && time_x)) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "cannot CAST %s to %s",
+                    lm_type_name(x->type), lm_type_name(t));
+      }
+      /* VARBINARY converts to and from text only (DuckDB). */
+      bool blob_ok = x->type == t || x->type == LM_TYPE_NULL ||
+                     (lm_type_is_bytes(x->type) && lm_type_is_bytes(t));
+      if ((x->type == LM_TYPE_BINARY || t == LM_TYPE_BINARY) && !blob_ok) {
         return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "cannot CAST %s to %s",
                     lm_type_name(x->type), lm_type_name(t));
       }

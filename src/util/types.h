@@ -40,8 +40,17 @@ typedef enum lm_type {
    * image: lm_vec_int_at gives lm_f32_key(value), an integer in [0, 2^32)
    * ordered as the floats are (NaN last, -0.0 equal to 0.0, as DuckDB), and
    * lm_vec_int_put stores the float back. */
-  LM_TYPE_FLOAT = 11
+  LM_TYPE_FLOAT = 11,
+  /* VARBINARY / BLOB / BYTEA: data: lm_str per row, any bytes (Arrow binary).
+   * Stored, hashed, compared (bytewise) and kept in state as a VARCHAR is:
+   * the paths that hold strings test lm_type_is_bytes. */
+  LM_TYPE_BINARY = 12
 } lm_type;
+
+/* A type stored as lm_str per row: VARCHAR (UTF-8) or VARBINARY (bytes). */
+static inline bool lm_type_is_bytes(lm_type type) {
+  return type == LM_TYPE_STRING || type == LM_TYPE_BINARY;
+}
 
 /* 128-bit integers (GCC and Clang), for DECIMAL(p > 18) values and exact sums. */
 __extension__ typedef __int128 lm_i128;
@@ -140,7 +149,8 @@ static inline int64_t lm_type_width(lm_type type) {
     case LM_TYPE_INT64:
     case LM_TYPE_TIMESTAMP:
     case LM_TYPE_DOUBLE: return 8;
-    case LM_TYPE_STRING: return (int64_t)sizeof(lm_str);
+    case LM_TYPE_STRING:
+    case LM_TYPE_BINARY: return (int64_t)sizeof(lm_str);
     case LM_TYPE_DECIMAL: return lm_type_is_wide(type) ? 16 : 8;
     case LM_TYPE_NULL: return 1;
   }
@@ -195,7 +205,8 @@ static inline void lm_vec_dec_put(lm_type type, void* data, int64_t row, lm_i128
 }
 
 /* SQL name of a type ("VARCHAR", "BIGINT", "INT", "DOUBLE", "BOOLEAN",
- * "TIMESTAMP", "DATE", "SMALLINT", "TINYINT", "DECIMAL(18,4)", "REAL", "NULL").
+ * "TIMESTAMP", "DATE", "SMALLINT", "TINYINT", "DECIMAL(18,4)", "REAL", "VARBINARY",
+ * "NULL").
  * Static text. */
 const char* lm_type_name(lm_type type);
 
