@@ -8,6 +8,10 @@ empty values, zero bytes, high bytes and the characters the text escapes.
 
 from __future__ import annotations
 
+import csv
+import json
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -165,3 +169,29 @@ def test_python_bytes_in_and_out() -> None:
         batch = sub.poll(0)
         assert batch.to_pylist() == [{"b": b"\x00\xff"}, {"b": None}, {"b": b""}]
         assert batch.schema.types == [pa.binary()]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_file_sink_writes_blob_text(tmp_path: Path, fmt: str) -> None:
+    """A CSV / JSON file sink writes a BLOB as its blob text (DuckDB's CAST to VARCHAR)."""
+    values = [b"\x00\xff", b"", b"a\"b'c\\d,e", None, bytes(range(30, 40))]
+    root = tmp_path
+    out = root / "out"
+    with laminardb.open(root / "db", checkpoint_interval="1 hour") as db:
+        db.execute("CREATE SOURCE t (i BIGINT, b BLOB);"
+                   "CREATE STREAM w AS SELECT i, b FROM t;"
+                   f"CREATE SINK f FROM w INTO FILE (path = '{out}', format = '{fmt}');")
+        db.insert("t", pa.table({"i": pa.array(range(len(values)), pa.int64()),
+                                 "b": pa.array(values, pa.binary())}))
+        db.run_until_idle()
+        db.checkpoint()
+    text = "".join(p.read_text() for p in sorted(out.rglob("*")) if p.is_file())
+    if fmt == "csv":
+        got = {int(r[0]): r[1] for r in csv.reader(text.splitlines()) if r and r[0] != "i"}
+    else:
+        got = {r["i"]: r["b"] for r in map(json.loads, text.splitlines())}
+    _, want = duck("SELECT i, CAST(b AS VARCHAR) FROM t",
+                   t=pa.table({"i": pa.array(range(len(values)), pa.int64()),
+                               "b": pa.array(values, pa.binary())}))
+    expected = {i: ("" if s is None and fmt == "csv" else s) for i, s in want}
+    assert got == expected
