@@ -497,6 +497,9 @@ static bool type_fits(lm_type want, const import_col* c) {
     case LM_TYPE_DATE: return v->type == NANOARROW_TYPE_DATE32;
     case LM_TYPE_INT16: return v->type == NANOARROW_TYPE_INT16;
     case LM_TYPE_FLOAT: return v->type == NANOARROW_TYPE_FLOAT;
+    case LM_TYPE_TIME:
+      return v->type == NANOARROW_TYPE_TIME64 &&
+             v->time_unit == NANOARROW_TIME_UNIT_MICRO;
     case LM_TYPE_BINARY:
       return v->type == NANOARROW_TYPE_BINARY || v->type == NANOARROW_TYPE_LARGE_BINARY;
     case LM_TYPE_INT8: return v->type == NANOARROW_TYPE_INT8;
@@ -1009,6 +1012,7 @@ static laminar_code fill_column(const lm_arrow_colsrc* c, int64_t nrows, uint8_t
     case LM_TYPE_DATE: v->data = buffer_at(a->buffers[1], off, 4); break;
     case LM_TYPE_INT16: v->data = buffer_at(a->buffers[1], off, 2); break;
     case LM_TYPE_FLOAT: v->data = buffer_at(a->buffers[1], off, 4); break;
+    case LM_TYPE_TIME: v->data = buffer_at(a->buffers[1], off, 8); break;
     case LM_TYPE_INT8: v->data = buffer_at(a->buffers[1], off, 1); break;
     case LM_TYPE_INT64:
     case LM_TYPE_DOUBLE: v->data = buffer_at(a->buffers[1], off, 8); break;

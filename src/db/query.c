@@ -313,6 +313,7 @@ static int cmp_value(const lm_vec* v, uint32_t a, uint32_t b) {
     case LM_TYPE_DATE:
     case LM_TYPE_INT32:
     case LM_TYPE_INT64:
+    case LM_TYPE_TIME:
     case LM_TYPE_FLOAT: /* its image: NaN above every number */
     case LM_TYPE_TIMESTAMP: {
       int64_t x = lm_vec_int_at(v, a), y = lm_vec_int_at(v, b);

@@ -40,6 +40,12 @@
  *                              case of the digits) is a byte, other ASCII as
  *                              itself, a non-ASCII byte or a bad escape NULL
  *   VARBINARY <-> others       refused by the binder (as DuckDB)
+ *   TIME <-> STRING            "HH:MM:SS[.ffffff]" (trailing zeros of the
+ *                              fraction dropped); from text H[H]:MM[:SS[.f]],
+ *                              fraction digits past 6 cut, 24:00:00 the end
+ *                              of the day, anything else NULL
+ *   TIMESTAMP -> TIME          its time of day; TIME <-> others refused by
+ *                              the binder
  *   NULL (type) -> anything    all NULL
  */
 #include "expr/internal.h"
@@ -540,6 +546,7 @@ static bool cast_can_fail(lm_type from, lm_type to) {
     case LM_TYPE_DATE: return from != LM_TYPE_INT32 && from != LM_TYPE_TIMESTAMP;
     case LM_TYPE_INT16:
     case LM_TYPE_INT8:
+    case LM_TYPE_TIME:                /* cast_time: only from NULL here */
     case LM_TYPE_FLOAT:               /* cast_real: only from NULL here */
     case LM_TYPE_BINARY: return true; /* cast_binary: only from NULL here */
     case LM_TYPE_DECIMAL:             /* lm_expr_cast_decimal: never here */
@@ -699,6 +706,115 @@ static laminar_code cast_small_int(lm_eval_ctx* ctx, const lm_vec* in, lm_type t
   return LAMINAR_OK;
 }
 
+/* ---- TIME ----------------------------------------------------------------------- */
+
+#define US_PER_DAY ((int64_t)86400000000)
+
+int lm_expr_format_time(int64_t us, char* out, size_t cap) {
+  char buf[24];
+  int64_t secs = us / 1000000, frac = us % 1000000;
+  int n = snprintf(buf, 24, "%02lld:%02lld:%02lld", (long long)(secs / 3600),
+                   (long long)(secs / 60 % 60), (long long)(secs % 60));
+  if (frac != 0) {
+    char f[8];
+    snprintf(f, sizeof f, "%06lld", (long long)frac);
+    int len = 6;
+    while (f[len - 1] == '0') len--;
+    n += snprintf(buf + n, (size_t)(24 - n), ".%.*s", len, f);
+  }
+  size_t len = (size_t)n < cap ? (size_t)n : cap;
+  memcpy(out, buf, len);
+  return (int)len;
+}
+
+/* Two digits (one allowed for the hour) at *p, advancing; -1 when not there. */
+static int64_t time_field(const char** p, const char* end, bool one_ok) {
+  const char* q = *p;
+  int64_t v = 0;
+  int n = 0;
+  while (q < end && *q >= '0' && *q <= '9' && n < 2) {
+    v = v * 10 + (*q++ - '0');
+    n++;
+  }
+  if (n == 0 || (n == 1 && !one_ok)) return -1;
+  *p = q;
+  return v;
+}
+
+/* DuckDB's text -> TIME: H[H]:MM[:SS[.fraction]], no blanks; false otherwise. */
+static bool parse_time(lm_str s, int64_t* out) {
+  const char* p = s.ptr;
+  const char* end = s.ptr + s.len;
+  int64_t h = time_field(&p, end, true), m = -1, sec = 0, frac = 0;
+  if (h < 0 || p >= end || *p++ != ':') return false;
+  m = time_field(&p, end, false);
+  if (m < 0) return false;
+  if (p < end && *p == ':') {
+    p++;
+    sec = time_field(&p, end, false);
+    if (sec < 0) return false;
+    if (p < end && *p == '.') {
+      p++;
+      int digits = 0;
+      while (p < end && *p >= '0' && *p <= '9') {
+        if (digits < 6) frac = frac * 10 + (*p - '0');
+        digits++;
+        p++;
+      }
+      if (digits == 0) return false;
+      for (int d = digits; d < 6; d++) frac *= 10;
+    }
+  }
+  if (p != end || m > 59 || sec > 59) return false;
+  int64_t us = ((h * 60 + m) * 60 + sec) * 1000000 + frac;
+  if (us > US_PER_DAY || (h > 23 && us != US_PER_DAY)) return false;
+  *out = us;
+  return true;
+}
+
+/* TIME to and from VARCHAR, and TIMESTAMP to TIME (the binder refuses the
+ * rest; `in` or `to` is LM_TYPE_TIME, neither is NULL). */
+static laminar_code cast_time(lm_eval_ctx* ctx, const lm_vec* in, lm_type to,
+                              lm_vec* out) {
+  int64_t n = in->len;
+  size_t cnt = (size_t)n;
+  if (in->type == LM_TYPE_TIME && to == LM_TYPE_STRING) {
+    lm_str* r = lm_eval_ctx_alloc(ctx, sizeof(lm_str) * cnt);
+    char* w = lm_eval_ctx_alloc(ctx, 24 * cnt);
+    if (r == NULL || w == NULL) return LAMINAR_ERR_NOMEM;
+    for (int64_t k = 0; k < n; k++) {
+      bool null = in->nulls != NULL && in->nulls[k];
+      int len = null ? 0 : lm_expr_format_time(DATA(int64_t, in)[k], w, 24);
+      r[k] = (lm_str){null ? NULL : w, len};
+      w += len;
+    }
+    *out = (lm_vec){LM_TYPE_STRING, n, in->nulls, r};
+    return LAMINAR_OK;
+  }
+  if (to != LM_TYPE_TIME) return LAMINAR_ERR_INTERNAL;
+  int64_t* data = lm_eval_ctx_alloc(ctx, 8 * cnt);
+  uint8_t* nl = lm_eval_ctx_alloc(ctx, cnt);
+  if (data == NULL || nl == NULL) return LAMINAR_ERR_NOMEM;
+  uint8_t any = 0;
+  for (int64_t k = 0; k < n; k++) {
+    nl[k] = in->nulls != NULL && in->nulls[k];
+    data[k] = 0;
+    if (nl[k]) {
+      any = 1;
+    } else if (in->type == LM_TYPE_STRING) {
+      nl[k] = !parse_time(DATA(lm_str, in)[k], &data[k]);
+      any |= nl[k];
+    } else if (in->type == LM_TYPE_TIMESTAMP) {
+      int64_t t = DATA(int64_t, in)[k] % US_PER_DAY;
+      data[k] = t < 0 ? t + US_PER_DAY : t;
+    } else {
+      return LAMINAR_ERR_INTERNAL;
+    }
+  }
+  *out = (lm_vec){LM_TYPE_TIME, n, any ? nl : NULL, data};
+  return LAMINAR_OK;
+}
+
 /* Whether byte b of a VARBINARY prints as itself in its text. */
 static bool blob_plain(uint8_t b) {
   return b >= 0x20 && b <= 0x7e && b != '"' && b != '\'' && b != '\\';
@@ -850,6 +966,10 @@ laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec
   if (from != LM_TYPE_NULL && to != LM_TYPE_NULL &&
       (from == LM_TYPE_FLOAT || to == LM_TYPE_FLOAT)) {
     return cast_real(ctx, in, to, out);
+  }
+  if (from != LM_TYPE_NULL && to != LM_TYPE_NULL &&
+      (from == LM_TYPE_TIME || to == LM_TYPE_TIME)) {
+    return cast_time(ctx, in, to, out);
   }
   if (from != LM_TYPE_NULL && to != LM_TYPE_NULL &&
       (from == LM_TYPE_BINARY || to == LM_TYPE_BINARY)) {

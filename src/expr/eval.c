@@ -255,6 +255,7 @@ static laminar_code eval_literal(lm_eval_ctx* ctx, const lm_expr* e, int64_t n,
       return set_const(ctx, e->type, n, &v, out);
     }
     case LM_TYPE_INT64:
+    case LM_TYPE_TIME:
     case LM_TYPE_TIMESTAMP: return set_const(ctx, e->type, n, &e->lit.i, out);
     case LM_TYPE_DOUBLE: return set_const(ctx, e->type, n, &e->lit.d, out);
     case LM_TYPE_BINARY:
@@ -634,6 +635,7 @@ static laminar_code eval_compare(lm_eval_ctx* ctx, lm_expr_op op, lm_xvec* a, lm
   uint8_t* r = data;
   switch (a->v.type) {
     case LM_TYPE_INT64:
+    case LM_TYPE_TIME:
     case LM_TYPE_TIMESTAMP: cmp_i64(op, s.mode, s.m, a->v.data, b->v.data, r); break;
     case LM_TYPE_INT32:
     case LM_TYPE_DATE: cmp_i32(op, s.mode, s.m, a->v.data, b->v.data, r); break;

@@ -390,5 +390,8 @@ int lm_expr_format_double(double d, char* buf, size_t cap);
 int lm_expr_format_real(float f, char* buf, size_t cap);
 int lm_expr_format_timestamp(int64_t micros, char* buf, size_t cap);
 int lm_expr_format_date(int32_t days, char* buf, size_t cap);
+/* A TIME of `us` microseconds since midnight (0 .. 86400000000) as DuckDB
+ * prints it, "HH:MM:SS[.ffffff]" without trailing zeros (at most 24 bytes). */
+int lm_expr_format_time(int64_t us, char* buf, size_t cap);
 
 #endif /* LM_EXPR_H */

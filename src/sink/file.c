@@ -217,6 +217,9 @@ static bool scalar_text(const lm_vec* v, int64_t r, char* out, size_t cap, size_
     case LM_TYPE_DATE:
       *n = (size_t)lm_expr_format_date(((const int32_t*)v->data)[r], out, cap);
       return true;
+    case LM_TYPE_TIME:
+      *n = (size_t)lm_expr_format_time(((const int64_t*)v->data)[r], out, cap);
+      return true;
     case LM_TYPE_STRING:
     case LM_TYPE_BINARY: /* the callers write them */
     case LM_TYPE_NULL: break;
@@ -273,7 +276,8 @@ static void format_cells(lm_file_sink* s, const lm_vec* cols, int64_t r,
     }
     size_t len = 0;
     if (!null && scalar_text(v, r, num, sizeof num, &len)) {
-      if (!csv && (v->type == LM_TYPE_TIMESTAMP || v->type == LM_TYPE_DATE))
+      if (!csv && (v->type == LM_TYPE_TIMESTAMP || v->type == LM_TYPE_DATE ||
+                   v->type == LM_TYPE_TIME))
         json_string(s, num, (int64_t)len);
       else
         put(s, num, len);

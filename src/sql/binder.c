@@ -70,6 +70,7 @@ lm_type lm_bind_sql_type(lm_sql_type type) {
     case LM_SQL_TYPE_INT8: return LM_TYPE_INT8;
     case LM_SQL_TYPE_FLOAT: return LM_TYPE_FLOAT;
     case LM_SQL_TYPE_BINARY: return LM_TYPE_BINARY;
+    case LM_SQL_TYPE_TIME: return LM_TYPE_TIME;
     case LM_SQL_TYPE_DECIMAL: break;
   }
   if (((uint32_t)type & 0xffu) == LM_SQL_TYPE_DECIMAL) {
@@ -1281,6 +1282,15 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       bool num_x = lm_type_is_decimal(x->type) || x->type == LM_TYPE_FLOAT;
       bool num_t = lm_type_is_decimal(t) || t == LM_TYPE_FLOAT;
       if ((num_x && time_t) || (num_t && time_x)) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "cannot CAST %s to %s",
+                    lm_type_name(x->type), lm_type_name(t));
+      }
+      /* TIME converts to and from text, and from a TIMESTAMP (its time of
+       * day), as DuckDB. */
+      bool time_ok = x->type == t || x->type == LM_TYPE_NULL ||
+                     x->type == LM_TYPE_STRING || t == LM_TYPE_STRING ||
+                     (x->type == LM_TYPE_TIMESTAMP && t == LM_TYPE_TIME);
+      if ((x->type == LM_TYPE_TIME || t == LM_TYPE_TIME) && !time_ok) {
         return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "cannot CAST %s to %s",
                     lm_type_name(x->type), lm_type_name(t));
       }

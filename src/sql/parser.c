@@ -344,6 +344,7 @@ const char* lm_sql_type_name(lm_sql_type type) {
     case LM_SQL_TYPE_INT8: return "TINYINT";
     case LM_SQL_TYPE_FLOAT: return "REAL";
     case LM_SQL_TYPE_BINARY: return "VARBINARY";
+    case LM_SQL_TYPE_TIME: return "TIME";
     case LM_SQL_TYPE_DECIMAL: break;
   }
   return "UNKNOWN";
@@ -368,6 +369,7 @@ static const struct {
     {"real", LM_SQL_TYPE_FLOAT},       {"float4", LM_SQL_TYPE_FLOAT},
     {"varbinary", LM_SQL_TYPE_BINARY}, {"blob", LM_SQL_TYPE_BINARY},
     {"bytea", LM_SQL_TYPE_BINARY},     {"binary", LM_SQL_TYPE_BINARY},
+    {"time", LM_SQL_TYPE_TIME},
 };
 
 /* [(p[, s])] after DECIMAL / NUMERIC: the precision and scale into *out. */
@@ -404,7 +406,7 @@ static laminar_code parse_decimal_args(parser* p, const char* column_name,
 /* type := VARCHAR[(n)] | TEXT | STRING | BIGINT | INT8 | LONG | INT | INTEGER |
  *         INT4 | DOUBLE [PRECISION] | FLOAT8 | FLOAT | BOOLEAN | BOOL |
  *         TIMESTAMP[(p)] | DATE | SMALLINT | INT2 | SHORT | TINYINT | INT1 |
- *         REAL | FLOAT4 | VARBINARY[(n)] | BLOB | BYTEA | BINARY[(n)] |
+ *         REAL | FLOAT4 | VARBINARY[(n)] | BLOB | BYTEA | BINARY[(n)] | TIME |
  *         (DECIMAL | NUMERIC)[(p[, s])], 1 <= p <= 38, 0 <= s <= p (DuckDB's
  *         defaults: DECIMAL is DECIMAL(18,3), DECIMAL(p) is DECIMAL(p,0)).
  *         `column_name` (NULL allowed) goes into the error. */

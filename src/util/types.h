@@ -44,7 +44,10 @@ typedef enum lm_type {
   /* VARBINARY / BLOB / BYTEA: data: lm_str per row, any bytes (Arrow binary).
    * Stored, hashed, compared (bytewise) and kept in state as a VARCHAR is:
    * the paths that hold strings test lm_type_is_bytes. */
-  LM_TYPE_BINARY = 12
+  LM_TYPE_BINARY = 12,
+  /* TIME: data: int64_t microseconds since midnight, 0 .. 86400000000 (Arrow
+   * time64[us]); an integer everywhere it is only kept or ordered */
+  LM_TYPE_TIME = 13
 } lm_type;
 
 /* A type stored as lm_str per row: VARCHAR (UTF-8) or VARBINARY (bytes). */
@@ -148,6 +151,7 @@ static inline int64_t lm_type_width(lm_type type) {
     case LM_TYPE_DATE: return 4;
     case LM_TYPE_INT64:
     case LM_TYPE_TIMESTAMP:
+    case LM_TYPE_TIME:
     case LM_TYPE_DOUBLE: return 8;
     case LM_TYPE_STRING:
     case LM_TYPE_BINARY: return (int64_t)sizeof(lm_str);
@@ -206,7 +210,7 @@ static inline void lm_vec_dec_put(lm_type type, void* data, int64_t row, lm_i128
 
 /* SQL name of a type ("VARCHAR", "BIGINT", "INT", "DOUBLE", "BOOLEAN",
  * "TIMESTAMP", "DATE", "SMALLINT", "TINYINT", "DECIMAL(18,4)", "REAL", "VARBINARY",
- * "NULL").
+ * "TIME", "NULL").
  * Static text. */
 const char* lm_type_name(lm_type type);
 

@@ -24,7 +24,8 @@ typedef int (*lm_test_push_batch)(laminar_db* db, int b, laminar_error* err);
 /* One cell of row r as text at buf + at; returns the new length. */
 static inline size_t lm_test_cell_text(const struct ArrowArrayView* v, const char* format,
                                        int64_t r, char* buf, size_t at, size_t cap) {
-  if (ArrowArrayViewIsNull(v, r)) return at + (size_t)snprintf(buf + at, cap - at, "null");
+  if (ArrowArrayViewIsNull(v, r))
+    return at + (size_t)snprintf(buf + at, cap - at, "null");
   if (strcmp(format, "u") == 0) {
     struct ArrowStringView s = ArrowArrayViewGetStringUnsafe(v, r);
     return at + (size_t)snprintf(buf + at, cap - at, "%.*s", (int)s.size_bytes, s.data);
@@ -125,7 +126,8 @@ static inline int lm_test_restart_equal(const char* prefix, const char* source,
   CHECK(lm_test_mkdtemp(dir2, sizeof dir2, prefix) == 0);
   static char got[8192];
   int rc = lm_test_run_pipeline(dir1, false, source, running, push, want, cap);
-  if (rc == 0) rc = lm_test_run_pipeline(dir2, true, source, running, push, got, sizeof got);
+  if (rc == 0)
+    rc = lm_test_run_pipeline(dir2, true, source, running, push, got, sizeof got);
   lm_test_rmtree(dir1);
   lm_test_rmtree(dir2);
   CHECK(rc == 0);

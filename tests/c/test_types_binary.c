@@ -52,9 +52,10 @@ static int build(const char* const* k, const blob* x, const blob* y, int64_t n,
       struct ArrowBufferView bv;
       bv.data.as_char = v[c].p;
       bv.size_bytes = v[c].len;
-      int rc = v[c].p == NULL                               ? ArrowArrayAppendNull(col, 1)
-               : (c == 0 && x_type == NANOARROW_TYPE_INT32) ? ArrowArrayAppendInt(col, 1)
-                                                            : ArrowArrayAppendBytes(col, bv);
+      int rc = v[c].p == NULL ? ArrowArrayAppendNull(col, 1)
+               : (c == 0 && x_type == NANOARROW_TYPE_INT32)
+                   ? ArrowArrayAppendInt(col, 1)
+                   : ArrowArrayAppendBytes(col, bv);
       if (rc != NANOARROW_OK) return 1;
     }
     if (ArrowArrayFinishElement(array) != NANOARROW_OK) return 1;
@@ -81,7 +82,8 @@ static const char* SOURCE = "CREATE SOURCE t (k VARCHAR, x BLOB, y BYTEA);";
 static bool bytes_are(const struct ArrowArrayView* v, int64_t r, const char* want,
                       size_t len) {
   struct ArrowBufferView b = ArrowArrayViewGetBytesUnsafe(v, r);
-  return b.size_bytes == (int64_t)len && (len == 0 || memcmp(b.data.data, want, len) == 0);
+  return b.size_bytes == (int64_t)len &&
+         (len == 0 || memcmp(b.data.data, want, len) == 0);
 }
 
 /* ---- type errors -------------------------------------------------------------------- */
@@ -122,7 +124,11 @@ static int test_binary_in_and_out(void) {
   laminar_subscription* sub = NULL;
   CHECK_CODE(laminar_subscribe(db, "s", &sub, &err), LAMINAR_OK, &err);
   const char* k[3] = {"a", "\\x00\\x41", "\\q"};
-  const blob x[3] = {{"\xaa" "b", 2}, {NULL, 0}, {"\0\"'\\\x7f", 5}};
+  const blob x[3] = {{"\xaa"
+                      "b",
+                      2},
+                     {NULL, 0},
+                     {"\0\"'\\\x7f", 5}};
   const blob y[3] = {{"\xab", 1}, {"", 0}, {"\0", 1}};
   CHECK_CODE(push(db, k, x, y, 3, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
@@ -131,13 +137,17 @@ static int test_binary_in_and_out(void) {
   CHECK_CODE(laminar_subscription_next(sub, 0, &out, &schema, &err), LAMINAR_OK, &err);
   CHECK(out.release != NULL && out.length == 3);
   const char* want_format[8] = {"u", "z", "l", "l", "u", "b", "b", "z"};
-  for (int c = 0; c < 8; c++) CHECK(strcmp(schema.children[c]->format, want_format[c]) == 0);
+  for (int c = 0; c < 8; c++)
+    CHECK(strcmp(schema.children[c]->format, want_format[c]) == 0);
   struct ArrowArrayView view;
   struct ArrowError error;
   CHECK(ArrowArrayViewInitFromSchema(&view, &schema, &error) == NANOARROW_OK);
   CHECK(ArrowArrayViewSetArray(&view, &out, &error) == NANOARROW_OK);
   struct ArrowArrayView** v = view.children;
-  EXPECT(bytes_are(v[1], 0, "\xaa" "b\xab", 3));
+  EXPECT(bytes_are(v[1], 0,
+                   "\xaa"
+                   "b\xab",
+                   3));
   EXPECT(ArrowArrayViewIsNull(v[1], 1) && ArrowArrayViewIsNull(v[2], 1));
   EXPECT(bytes_are(v[1], 2, "\0\"'\\\x7f\0", 6));
   EXPECT(ArrowArrayViewGetIntUnsafe(v[2], 0) == 2);
@@ -198,12 +208,14 @@ static const char* RUNNING =
  * one, NULLs; values of all lengths. */
 static int push_batch(laminar_db* db, int b, laminar_error* err) {
   const char* k[4] = {"a", "b", "a", "c"};
-  static const blob keys[5] = {{"\0", 1}, {"\0\0", 2}, {"", 0}, {"\xff\x01", 2}, {"ab", 2}};
+  static const blob keys[5] = {
+      {"\0", 1}, {"\0\0", 2}, {"", 0}, {"\xff\x01", 2}, {"ab", 2}};
   static const char bytes[] = "\x80\x00zq\xfe\x7f\x01\x02";
   blob x[4], y[4];
   for (int r = 0; r < 4; r++) {
     x[r] = (r == 3) ? (blob){NULL, 0} : keys[(b * 7 + r) % 5];
-    y[r] = (b + r) % 5 == 0 ? (blob){NULL, 0} : (blob){bytes + (b + r) % 4, (b * 3 + r) % 5};
+    y[r] =
+        (b + r) % 5 == 0 ? (blob){NULL, 0} : (blob){bytes + (b + r) % 4, (b * 3 + r) % 5};
   }
   return push(db, k, x, y, 4, err);
 }
@@ -211,7 +223,8 @@ static int push_batch(laminar_db* db, int b, laminar_error* err) {
 /* BLOB keys and MIN/MAX through a checkpoint and a restart */
 static int test_blob_state_survives_a_restart(void) {
   static char want[8192];
-  CHECK(lm_test_restart_equal("lm_blob_", SOURCE, RUNNING, push_batch, want, sizeof want) == 0);
+  CHECK(lm_test_restart_equal("lm_blob_", SOURCE, RUNNING, push_batch, want,
+                              sizeof want) == 0);
   /* the keys with zero bytes and the empty key are groups of their own */
   CHECK(strstr(want, "|x00|") != NULL && strstr(want, "|x0000|") != NULL);
   CHECK(strstr(want, "|x|") != NULL && strstr(want, "|xff01|") != NULL);
