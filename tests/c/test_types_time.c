@@ -14,8 +14,8 @@
 /* A batch of columns k (utf8), x and y (time64[us]). With `x_type` other than
  * TIME64 (or `x_unit` other than micro) the x column is built as that. */
 static int build(const char* const* k, const int64_t* x, const int64_t* y, int64_t n,
-                 enum ArrowType x_type, enum ArrowTimeUnit x_unit, struct ArrowArray* array,
-                 struct ArrowSchema* schema) {
+                 enum ArrowType x_type, enum ArrowTimeUnit x_unit,
+                 struct ArrowArray* array, struct ArrowSchema* schema) {
   ArrowSchemaInit(schema);
   if (ArrowSchemaSetTypeStruct(schema, 3) != NANOARROW_OK) return 1;
   if (ArrowSchemaSetType(schema->children[0], NANOARROW_TYPE_STRING) != NANOARROW_OK ||
@@ -37,7 +37,8 @@ static int build(const char* const* k, const int64_t* x, const int64_t* y, int64
     const int64_t v[2] = {x[r], y[r]};
     for (int c = 0; c < 2; c++) {
       struct ArrowArray* col = array->children[1 + c];
-      int rc = v[c] == NUL_T ? ArrowArrayAppendNull(col, 1) : ArrowArrayAppendInt(col, v[c]);
+      int rc =
+          v[c] == NUL_T ? ArrowArrayAppendNull(col, 1) : ArrowArrayAppendInt(col, v[c]);
       if (rc != NANOARROW_OK) return 1;
     }
     if (ArrowArrayFinishElement(array) != NANOARROW_OK) return 1;
@@ -77,8 +78,9 @@ static int test_time_casts_to_numbers_are_refused(void) {
   CHECK(db != NULL);
   laminar_error err;
   CHECK_CODE(laminar_execute(db, SOURCE, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT CAST(x AS BIGINT) FROM t", &err),
-             LAMINAR_ERR_TYPE_MISMATCH, &err);
+  CHECK_CODE(
+      laminar_execute(db, "CREATE STREAM s AS SELECT CAST(x AS BIGINT) FROM t", &err),
+      LAMINAR_ERR_TYPE_MISMATCH, &err);
   CHECK(err.line == 1 && err.column == 27);
   CHECK(strstr(err.message, "cannot CAST TIME to BIGINT") != NULL);
   CHECK_CODE(laminar_execute(db, "CREATE STREAM s AS SELECT x FROM t WHERE x < 5", &err),
@@ -93,11 +95,12 @@ static int test_time64_in_and_out(void) {
   CHECK(db != NULL);
   laminar_error err;
   CHECK_CODE(laminar_execute(db, SOURCE, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db,
-                             "CREATE STREAM s AS SELECT k, x, CAST(x AS VARCHAR) AS txt, "
-                             "x < y AS lt, x = '12:00' AS noon, CAST(k AS TIME) AS kt FROM t",
-                             &err),
-             LAMINAR_OK, &err);
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE STREAM s AS SELECT k, x, CAST(x AS VARCHAR) AS txt, "
+                      "x < y AS lt, x = '12:00' AS noon, CAST(k AS TIME) AS kt FROM t",
+                      &err),
+      LAMINAR_OK, &err);
   laminar_subscription* sub = NULL;
   CHECK_CODE(laminar_subscribe(db, "s", &sub, &err), LAMINAR_OK, &err);
   const char* k[3] = {"1:02:03.5", "24:00:00", "12:60"};
@@ -110,7 +113,8 @@ static int test_time64_in_and_out(void) {
   CHECK_CODE(laminar_subscription_next(sub, 0, &out, &schema, &err), LAMINAR_OK, &err);
   CHECK(out.release != NULL && out.length == 3);
   const char* want_format[6] = {"u", "ttu", "u", "b", "b", "ttu"};
-  for (int c = 0; c < 6; c++) CHECK(strcmp(schema.children[c]->format, want_format[c]) == 0);
+  for (int c = 0; c < 6; c++)
+    CHECK(strcmp(schema.children[c]->format, want_format[c]) == 0);
   struct ArrowArrayView view;
   struct ArrowError error;
   CHECK(ArrowArrayViewInitFromSchema(&view, &schema, &error) == NANOARROW_OK);
@@ -144,7 +148,8 @@ static int test_other_units_into_a_time_column_are_refused(void) {
   laminar_source* src = NULL;
   CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
   const enum ArrowType types[2] = {NANOARROW_TYPE_TIME64, NANOARROW_TYPE_TIME32};
-  const enum ArrowTimeUnit units[2] = {NANOARROW_TIME_UNIT_NANO, NANOARROW_TIME_UNIT_MILLI};
+  const enum ArrowTimeUnit units[2] = {NANOARROW_TIME_UNIT_NANO,
+                                       NANOARROW_TIME_UNIT_MILLI};
   const char* k[1] = {"a"};
   const int64_t x[1] = {1}, y[1] = {2};
   for (int i = 0; i < 2; i++) {
@@ -183,8 +188,8 @@ static int push_batch(laminar_db* db, int b, laminar_error* err) {
 /* TIME keys and MIN/MAX through a checkpoint and a restart */
 static int test_time_state_survives_a_restart(void) {
   static char want[8192];
-  CHECK(lm_test_restart_equal("lm_time_", SOURCE, RUNNING, push_batch, want, sizeof want) ==
-        0);
+  CHECK(lm_test_restart_equal("lm_time_", SOURCE, RUNNING, push_batch, want,
+                              sizeof want) == 0);
   CHECK(strstr(want, "|86399999999|") != NULL && strstr(want, "|0|") != NULL);
   return 0;
 }
