@@ -3,13 +3,15 @@
  * "Speed"), each figure as a ratio to librdkafka's own consume rate of the
  * same topic in the same run.
  *
- *   bench_kafka BOOTSTRAP [N] [REPS]
+ *   bench_kafka BOOTSTRAP [N] [REPS] [json|csv|both]
  *
  * Data: N (default 10^6) W1 trades of the limit_vwap.c spec (event i: z =
  * splitmix64_mix((i+1)*0x9E3779B97F4A7C15), symbol 'S%03d' % (z%100), volume
  * 1+(z>>8)%1000, price 100+((z>>24)%100000)/1000.0, ts 1700000000000+i) as JSON
- * objects, event i to partition i % 4 of a fresh 4-partition topic (written
- * once, not timed). Then, REPS times (default 3, medians printed):
+ * objects (and, with csv or both, the default, as CSV lines into a second
+ * topic), event i to partition i % 4 of a fresh 4-partition topic (written
+ * once, not timed). Then for each format, REPS times (default 3, medians
+ * printed):
  *   bare:    a librdkafka consumer assigned the 4 partitions from their start
  *            that only touches each payload (sums its first byte): the limit
  *            for any Kafka source on this machine;
@@ -21,7 +23,9 @@
  *            checkpoints by hand), timed until every row is in and a last
  *            checkpoint published the windows.
  * Prints each rate in events/s and source/bare and e2e/bare (the issue's
- * targets: >= 0.5 and >= 0.3).
+ * targets: >= 0.5 and >= 0.3), and for bench/run.sh the lines
+ * `RESULT kafka_<format>_<bare|source|e2e> X M rows/s [ratio R]`; the JSON
+ * topic's name (`kafka: json topic NAME`) is what bench/bench_kafka.py reads.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  // mkdtemp, nanosleep under -std=c17
@@ -86,7 +90,7 @@ static void create_topic(const char* bootstrap, const char* name, int partitions
   rd_kafka_destroy(rk);
 }
 
-static void write_input(const char* bootstrap, const char* topic, int64_t n) {
+static void write_input(const char* bootstrap, const char* topic, int64_t n, bool csv) {
   static const char* const kv[] = {
       "linger.ms", "20", "batch.size", "1000000", "queue.buffering.max.messages",
       "1000000",   NULL};
@@ -95,11 +99,12 @@ static void write_input(const char* bootstrap, const char* topic, int64_t n) {
   char buf[160];
   for (int64_t i = 0; i < n; i++) {
     uint64_t z = mix((uint64_t)(i + 1) * 0x9E3779B97F4A7C15ULL);
-    int len =
-        snprintf(buf, sizeof buf,
-                 "{\"symbol\":\"S%03d\",\"price\":%.3f,\"volume\":%d,\"ts\":%" PRId64 "}",
-                 (int)(z % 100), 100.0 + (double)((z >> 24) % 100000) / 1000.0,
-                 (int)(1 + (z >> 8) % 1000), INT64_C(1700000000000) + i);
+    int len = snprintf(
+        buf, sizeof buf,
+        csv ? "S%03d,%.3f,%d,%" PRId64
+            : "{\"symbol\":\"S%03d\",\"price\":%.3f,\"volume\":%d,\"ts\":%" PRId64 "}",
+        (int)(z % 100), 100.0 + (double)((z >> 24) % 100000) / 1000.0,
+        (int)(1 + (z >> 8) % 1000), INT64_C(1700000000000) + i);
     while (rd_kafka_produce(t, (int32_t)(i % NPART), RD_KAFKA_MSG_F_COPY, buf,
                             (size_t)len, NULL, 0, NULL) != 0)
       rd_kafka_poll(rk, 10);
@@ -146,8 +151,8 @@ static void check(laminar_code rc, const laminar_error* err, const char* what) {
 }
 
 /* Our source (and with `e2e`, W1 and an exactly-once sink): seconds. */
-static double ours(const char* bootstrap, const char* topic, int64_t n, bool e2e,
-                   int rep) {
+static double ours(const char* bootstrap, const char* topic, int64_t n, bool csv,
+                   bool e2e, int rep) {
   laminar_db* db;
   laminar_error err;
   char dir[64] = "";
@@ -169,8 +174,8 @@ static double ours(const char* bootstrap, const char* topic, int64_t n, bool e2e
       sql, sizeof sql,
       "CREATE SOURCE trades (symbol VARCHAR NOT NULL, price DOUBLE, volume BIGINT, ts "
       "BIGINT, WATERMARK FOR ts AS ts) WITH (connector = 'kafka', 'bootstrap.servers' = "
-      "'%s', topic = '%s', partition_discovery_interval = 'none');",
-      bootstrap, topic);
+      "'%s', topic = '%s', format = '%s', partition_discovery_interval = 'none');",
+      bootstrap, topic, csv ? "csv" : "json");
   if (e2e)
     snprintf(
         sql + len, sizeof sql - (size_t)len,
@@ -187,8 +192,12 @@ static double ours(const char* bootstrap, const char* topic, int64_t n, bool e2e
   struct timespec tick = {0, 5 * 1000 * 1000};
   while (lm_test_metric(db, "source", "trades", "pushed_rows") < n)
     nanosleep(&tick, NULL);
+  double in = now_s() - t0;
   if (e2e) check(laminar_checkpoint(db, &err), &err, "checkpoint");
   double took = now_s() - t0;
+  if (e2e)
+    printf("kafka: e2e: every row in after %.3f s, last checkpoint %.3f s\n", in,
+           took - in);
   check(laminar_close_v2(db, &err), &err, "close");
   if (e2e) {
     char cmd[128];
@@ -208,37 +217,59 @@ static double median(double* v, int n) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int main(int argc, char** argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: bench_kafka BOOTSTRAP [N] [REPS]\n");
-    return 2;
-  }
-  const char* bootstrap = argv[1];
-  int64_t n = argc > 2 ? strtoll(argv[2], NULL, 10) : 1000000;
-  int reps = argc > 3 ? atoi(argv[3]) : 3;
-  if (n <= 0 || reps <= 0 || reps > 20) return 2;
-  char topic[64];
-  snprintf(topic, sizeof topic, "bench-w1-%ld-%d", (long)time(NULL), (int)getpid());
+/* bare, source and e2e over one topic of `format`, `reps` times: medians. */
+static void run_format(const char* bootstrap, int64_t n, int reps, bool csv) {
+  const char* fmt = csv ? "csv" : "json";
+  char topic[96];
+  snprintf(topic, sizeof topic, "bench-w1-%s-%ld-%d", fmt, (long)time(NULL),
+           (int)getpid());
   create_topic(bootstrap, topic, NPART);
   double t0 = now_s();
-  write_input(bootstrap, topic, n);
-  printf("kafka: %" PRId64 " W1 trades (JSON) into %s, %d partitions, in %.1f s\n", n,
+  write_input(bootstrap, topic, n, csv);
+  printf("kafka: %" PRId64 " W1 trades (%s) into %s, %d partitions, in %.1f s\n", n, fmt,
          topic, NPART, now_s() - t0);
+  printf("kafka: %s topic %s\n", fmt, topic);
   double b[20], s[20], e[20];
   for (int r = 0; r < reps; r++) {
     b[r] = bare(bootstrap, topic, n);
-    s[r] = ours(bootstrap, topic, n, false, r);
-    e[r] = ours(bootstrap, topic, n, true, r);
-    printf("kafka: rep %d: bare %.3f s, source %.3f s, e2e %.3f s\n", r, b[r], s[r],
-           e[r]);
+    s[r] = ours(bootstrap, topic, n, csv, false, r);
+    e[r] = ours(bootstrap, topic, n, csv, true, r);
+    printf("kafka: %s rep %d: bare %.3f s, source %.3f s, e2e %.3f s\n", fmt, r, b[r],
+           s[r], e[r]);
     fflush(stdout);
   }
   double mb = median(b, reps), ms = median(s, reps), me = median(e, reps);
-  printf("kafka: bare librdkafka consume   %12.0f events/s\n", (double)n / mb);
-  printf("kafka: source consume+decode     %12.0f events/s  ratio %.2f (target >= 0.5)\n",
-         (double)n / ms, mb / ms);
-  printf("kafka: end to end W1, EO sink    %12.0f events/s  ratio %.2f (target >= 0.3)\n",
-         (double)n / me, mb / me);
+  printf("kafka: %s: bare librdkafka consume   %12.0f events/s\n", fmt, (double)n / mb);
+  printf(
+      "kafka: %s: source consume+decode     %12.0f events/s  ratio %.2f (target >= "
+      "0.5)\n",
+      fmt, (double)n / ms, mb / ms);
+  printf(
+      "kafka: %s: end to end W1, EO sink    %12.0f events/s  ratio %.2f (target >= "
+      "0.3)\n",
+      fmt, (double)n / me, mb / me);
+  printf("RESULT kafka_%s_bare %.3f M rows/s\n", fmt, (double)n / mb / 1e6);
+  printf("RESULT kafka_%s_source %.3f M rows/s ratio %.2f\n", fmt, (double)n / ms / 1e6,
+         mb / ms);
+  printf("RESULT kafka_%s_e2e %.3f M rows/s ratio %.2f\n", fmt, (double)n / me / 1e6,
+         mb / me);
+  fflush(stdout);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: bench_kafka BOOTSTRAP [N] [REPS] [json|csv|both]\n");
+    return 2;
+  }
+  const char* bootstrap = argv[1];
+  int64_t n = argc > 2 ? (int64_t)strtod(argv[2], NULL) : 1000000;
+  int reps = argc > 3 ? atoi(argv[3]) : 3;
+  const char* which = argc > 4 ? argv[4] : "both";
+  bool json = strcmp(which, "json") == 0 || strcmp(which, "both") == 0;
+  bool csv = strcmp(which, "csv") == 0 || strcmp(which, "both") == 0;
+  if (n <= 0 || reps <= 0 || reps > 20 || (!json && !csv)) return 2;
+  if (json) run_format(bootstrap, n, reps, false);
+  if (csv) run_format(bootstrap, n, reps, true);
   return 0;
 }
 

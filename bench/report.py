@@ -84,6 +84,15 @@ SCALING = rf"^SCALING W1 \S+ cores=\S+ +{NUM} M rows/s vs {NUM} M rows/s +ratio 
 SPARK = r"^RESULT spark-{kind} W1 .*?{what}_s=" + NUM + r" .*?ratio=" + NUM
 CKPT = r"^RESULT {tag} groups=\d+ total=" + NUM + r" s stall=" + NUM + r" s"
 LAT = r"^RESULT {prog} {s} rate=\S+ .*?p50=" + NUM + r" us p99=" + NUM + r" us"
+# bench_kafka: the bare loop's line, then the figure's (groups: bare, ours, ratio).
+KAFKA = (
+    r"^RESULT kafka_{f}_bare "
+    + NUM
+    + r" M rows/s$(?s:.*?)^RESULT kafka_{f}_{tag} "
+    + NUM
+    + r" M rows/s ratio "
+    + NUM
+)
 WIDE = (
     r"^WIDE n={n} ordered .*?cpu +{num} ms/push(?:.*\n)*?"
     r"WIDE n={n} reversed .*?cpu +{num} ms/push"
@@ -229,6 +238,40 @@ TABLES = [
             for name, k, w, target in (
                 ("Python engine", s, "adapter", "—"),
                 ("JVM engine", f"{s}-jvm", "jvm", "≥ 2×"),
+            )
+        ],
+    ),
+    Table(
+        "Kafka (C, Python)",
+        "`bench_kafka`: W1 trades in a 4-partition topic of a local broker "
+        "(`tests/kafka/broker.sh`), JSON and CSV: the bare librdkafka consume loop, our "
+        "source's consume + decode + push, and end to end (W1 into an exactly-once Kafka "
+        "sink, its last checkpoint included); `bench/bench_kafka.py` (N ≤ 10^6, JSON): the "
+        "confluent-kafka loop + `json.loads` + `insert` most Python users write, and our "
+        "source from Python. Ratio: ours (the Python client's) over the bare loop of the same "
+        "run.",
+        [
+            versus(
+                f"{f} {name}: bare / ours",
+                "kafka",
+                KAFKA.format(f=f.lower(), tag=tag),
+                "M rows/s",
+                t,
+            )
+            for f in ("JSON", "CSV")
+            for name, tag, t in (
+                ("source, consume + decode", "source", "≥ 0.5×"),
+                ("end to end, W1 + EO sink", "e2e", "≥ 0.3×"),
+            )
+        ]
+        + [
+            Row(
+                "Python: confluent-kafka + insert / our source",
+                "kafka_python",
+                rf"^RESULT kafka_python {NUM} M rows/s ratio {NUM}$(?s:.*?)"
+                rf"^RESULT kafka_py_source {NUM} M rows/s",
+                "M rows/s",
+                ratio_group=2,
             )
         ],
     ),

@@ -23,7 +23,8 @@
 #                              bench/interleave.sh: each label's median time and the
 #                              paired ratio after / before. Writes no docs.
 #   BENCH_REPS=5               reps per figure (default 3; median reported)
-#   BENCH_JAVA=0 / BENCH_SPARK=0 / BENCH_PYTHON=0   skip those workloads
+#   BENCH_JAVA=0 / BENCH_SPARK=0 / BENCH_PYTHON=0 / BENCH_KAFKA=0   skip those workloads
+#   BENCH_KAFKA_PY_N=1000000   events of the Python Kafka client run (default min(N, 10^6))
 #   BENCH_CORES=4              reactors for the thread-per-core scaling (default 2)
 #   BENCH_DOCS=0               leave docs/ alone (results stay in build-bench/results)
 #   PYTHON=...                 the interpreter with laminardb installed (default .venv)
@@ -240,6 +241,40 @@ fi
 run mpsc "$B/bench_mpsc" "$MPSC"
 run ring "$B/bench_ring" "$RING"
 run wide_push "$B/bench_wide_push" 9
+# Kafka (issue 24): bench_kafka and bench/bench_kafka.py against a broker of this run's
+# own (tests/kafka/broker.sh: KRaft on 127.0.0.1, state in build-bench/kafka-broker),
+# stopped when the script exits. Skipped, with the reason, when the build has no
+# librdkafka or the broker does not start.
+if [[ "${BENCH_KAFKA:-1}" != 0 ]]; then
+  KHOME="$BUILD/kafka-broker"
+  if "$B/bench_kafka" 2>&1 | grep -q 'built without Kafka'; then
+    echo "run.sh: Kafka skipped: the library was built without librdkafka" \
+      "(librdkafka-dev, docs/KAFKA.md)" >&2
+  elif ! LAMINAR_KAFKA_HOME="$KHOME" "$ROOT/tests/kafka/broker.sh" start \
+    >"$OUT/kafka_broker.log" 2>&1; then
+    echo "run.sh: Kafka skipped: the broker did not start (tests/kafka/broker.sh;" \
+      "its output: $OUT/kafka_broker.log):" >&2
+    tail -5 "$OUT/kafka_broker.log" >&2
+  else
+    trap 'LAMINAR_KAFKA_HOME="$KHOME" "$ROOT/tests/kafka/broker.sh" stop >/dev/null 2>&1 || true' EXIT
+    KB="$(sed -n 's/^bootstrap.servers=//p' "$OUT/kafka_broker.log" | tail -1)"
+    run kafka "$B/bench_kafka" "$KB" "$N" "$REPS"
+    BARE="$(sed -n 's/^RESULT kafka_json_bare \([0-9.]*\) M rows\/s.*/\1/p' "$OUT/kafka.txt")"
+    KTOPIC="$(sed -n 's/^kafka: json topic //p' "$OUT/kafka.txt")"
+    if [[ "${BENCH_PYTHON:-1}" == 0 ]]; then
+      :
+    elif ! "$PY" -c 'import confluent_kafka' 2>/dev/null; then
+      echo "run.sh: the Python Kafka client run skipped: no confluent-kafka for $PY" \
+        "(pip install -r bench/requirements.txt)" >&2
+    elif [[ -n "$BARE" && -n "$KTOPIC" ]]; then
+      KPN="${BENCH_KAFKA_PY_N:-$(( N < 1000000 ? N : 1000000 ))}"
+      run kafka_python "$PY" "$ROOT/bench/bench_kafka.py" "$KB" -n "$KPN" --reps "$REPS" \
+        --topic "$KTOPIC" --bare-rate "$BARE"
+    fi
+    LAMINAR_KAFKA_HOME="$KHOME" "$ROOT/tests/kafka/broker.sh" stop >/dev/null 2>&1 || true
+    trap - EXIT
+  fi
+fi
 if [[ "${BENCH_SPARK:-1}" != 0 && "${BENCH_PYTHON:-1}" != 0 ]]; then
   run spark "$PY" "$ROOT/bench/bench_spark.py" "${SPARK[@]}"
   # The other Spark line (issue 22: 4.x and 3.5 in the same run): scripts/test.sh

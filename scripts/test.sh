@@ -96,7 +96,7 @@ if [ "${LAMINAR_SKIP_TSAN:-0}" != 1 ] && [ ${#tsan_tests[@]} -gt 0 ]; then
   cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DLAMINAR_SANITIZE=thread \
         -DLAMINAR_BUILD_BENCH=OFF "${cmake_common[@]}"
   cmake --build build-tsan -j"$jobs" --target "${tsan_tests[@]}"
-  regex="^($(IFS='|'; echo "${tsan_tests[*]}"))\$"
+  regex="^($(IFS='|'; echo "${tsan_tests[*]}"))(/[0-9]+)?\$"
   # TSan's shadow mapping needs a non-randomized layout on kernels with large
   # mmap randomization; setarch -R gives it one when available.
   norand=()

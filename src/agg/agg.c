@@ -114,7 +114,7 @@ bool lm_agg_retractable(lm_agg_fn fn) {
 
 bool lm_agg_states_set_weighted(lm_agg_states* st) {
   if (st->fn == LM_AGG_UDAF) {
-    st->weighted = lm_udaf_retractable(st->udaf);
+    st->weighted = st->u_mode == LM_UDAF_WHOLE && lm_udaf_retractable(st->udaf);
     return st->weighted;
   }
   if (!lm_agg_retractable(st->fn)) return false;

@@ -85,6 +85,26 @@ typedef enum lm_agg_fn {
   LM_AGG_UDAF = 100
 } lm_agg_fn;
 
+/* How a user-defined aggregate's call runs (laminar_stream_two_phase splits a
+ * stream into a partial and a final query, db/twophase.c):
+ * LM_UDAF_WHOLE: update rows, finalize the result (the plain call).
+ * LM_UDAF_PARTIAL: update rows, emit each group's state, serialized
+ *   (__udaf_partial('f', args) in SQL; a column of LM_UDAF_STATE_TYPE).
+ * LM_UDAF_MERGE: each row is such a state, merged into the group's (the
+ *   function's merge); finalize the result (__udaf_merge('f', state)).
+ * Neither split mode takes retractions. */
+typedef enum lm_udaf_mode {
+  LM_UDAF_WHOLE = 0,
+  LM_UDAF_PARTIAL = 1,
+  LM_UDAF_MERGE = 2
+} lm_udaf_mode;
+
+/* The SQL type of a partial state column and its encoding (agg/udaf.c: the
+ * serialized state as base64 text, the engine having no binary type yet).
+ * The one place to switch to VARBINARY: this type and udaf.c's state_text /
+ * state_bytes. */
+#define LM_UDAF_STATE_TYPE LM_TYPE_STRING
+
 /* An aggregate's SQL name: the function, how many arguments it takes, and
  * for the moment aggregates the fixed result type. */
 typedef struct lm_agg_def {
@@ -114,8 +134,9 @@ typedef struct lm_agg_spec {
   lm_type
       result_type; /* COUNT: INT64; SUM: INT64 or DOUBLE; AVG: DOUBLE; MIN/MAX: arg's */
   lm_udf* udaf;    /* LM_AGG_UDAF: the function (a reference held by the plan) */
-  double param;    /* the quantiles: the fraction q in [0, 1] */
-  lm_str sep;      /* STRING_AGG: the separator (bytes the caller keeps alive) */
+  lm_udaf_mode udaf_mode; /* LM_AGG_UDAF: whole, partial or merge */
+  double param;           /* the quantiles: the fraction q in [0, 1] */
+  lm_str sep;             /* STRING_AGG: the separator (bytes the caller keeps alive) */
 } lm_agg_spec;
 
 /* Where a user-defined aggregate's states report (lm_agg_states_set_report):
@@ -200,6 +221,7 @@ typedef struct lm_agg_states {
   /* LM_AGG_UDAF (agg/udaf.c): the function, cap states of u_size bytes each,
    * which of them hold a state to destroy, where calls report. */
   lm_udf* udaf;
+  lm_udaf_mode u_mode;
   uint8_t* u_state;
   uint8_t* u_live;
   int64_t u_size;

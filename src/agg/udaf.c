@@ -32,6 +32,7 @@ static uint8_t* state_at(const lm_agg_states* st, int64_t g) {
 
 void lm_udaf_states_init(lm_agg_states* st, const lm_agg_spec* spec) {
   st->udaf = spec->udaf;
+  st->u_mode = spec->udaf_mode;
   st->u_size = lm_udaf_state_size(spec->udaf);
 }
 
@@ -153,6 +154,8 @@ static laminar_code backup_restore(lm_agg_states* st, const backup* b, laminar_c
 static laminar_code update_weighted(lm_agg_states* st, const lm_vec* args,
                                     const uint32_t* sel, const uint32_t* gids,
                                     const int64_t* weight, int64_t m);
+static laminar_code merge_states(lm_agg_states* st, const lm_vec* states,
+                                 const uint32_t* sel, const uint32_t* gids, int64_t m);
 
 laminar_code lm_udaf_states_update(lm_agg_states* st, const lm_vec* arg,
                                    const lm_vec* arg2, const uint32_t* sel,
@@ -163,6 +166,10 @@ laminar_code lm_udaf_states_update(lm_agg_states* st, const lm_vec* arg,
   lm_vec args[2] = {*arg, arg2 ? *arg2 : *arg};
   backup b;
   LM_TRY(backup_take(ctx, st, gids, m, &b));
+  if (st->u_mode == LM_UDAF_MERGE) {
+    if (weight != NULL) return LAMINAR_ERR_INTERNAL; /* not retractable */
+    return backup_restore(st, &b, merge_states(st, arg, sel, gids, m));
+  }
   if (weight == NULL) {
     return backup_restore(
         st, &b,
@@ -212,10 +219,15 @@ laminar_code lm_udaf_states_merge(lm_agg_states* st, int64_t dst,
                                 state_at(from, src)));
 }
 
+static laminar_code finalize_partial(const lm_agg_states* st, int64_t first, int64_t n,
+                                     lm_str* data, uint8_t* nulls);
+
 bool lm_udaf_states_finalize(const lm_agg_states* st, int64_t first, int64_t n,
                              void* data, uint8_t* nulls) {
   laminar_code rc = LAMINAR_ERR_INTERNAL;
-  if (st->report != NULL) {
+  if (st->report != NULL && st->u_mode == LM_UDAF_PARTIAL) {
+    rc = finalize_partial(st, first, n, data, nulls);
+  } else if (st->report != NULL) {
     rc = lm_udaf_finalize(st->report->ctx, st->udaf, state_at(st, first), n, data, nulls);
   }
   if (rc == LAMINAR_OK) {
@@ -229,7 +241,9 @@ bool lm_udaf_states_finalize(const lm_agg_states* st, int64_t first, int64_t n,
   if (st->report != NULL && st->report->rc == LAMINAR_OK) {
     lm_agg_report* rep = st->report;
     rep->rc = rc;
-    if (lm_expr_udf_failed(rc)) {
+    if (st->u_mode == LM_UDAF_PARTIAL && rc != LAMINAR_ERR_NOMEM) {
+      /* finalize_partial wrote the text */
+    } else if (lm_expr_udf_failed(rc)) {
       snprintf(rep->text, sizeof rep->text, "%s", lm_eval_ctx_error(rep->ctx));
     } else {
       snprintf(rep->text, sizeof rep->text, "function '%s': finalize failed: %s",
@@ -312,4 +326,135 @@ laminar_code lm_udaf_restore_group(lm_agg_states* st, int64_t g, lm_state_reader
   if (r->failed) return LAMINAR_ERR_RECOVERY;
   laminar_code rc = decode(st, g, b.ptr, b.len);
   return rc == LAMINAR_OK ? LAMINAR_OK : LAMINAR_ERR_RECOVERY;
+}
+
+/* ---- the two-phase split: states as a column (LM_UDAF_PARTIAL / _MERGE) ------------ */
+
+/* The encoding of a serialized state in a LM_UDAF_STATE_TYPE column: base64
+ * (RFC 4648, padded) while that type is VARCHAR. With a binary type these two
+ * become copies. */
+static const char b64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* `len` bytes at `bytes` as the column's value, in ctx memory. */
+static laminar_code state_text(lm_eval_ctx* ctx, const uint8_t* bytes, int64_t len,
+                               lm_str* out) {
+  int64_t n = (len + 2) / 3 * 4;
+  char* t = lm_eval_ctx_alloc(ctx, (size_t)(n ? n : 1));
+  if (t == NULL) return LAMINAR_ERR_NOMEM;
+  int64_t o = 0;
+  for (int64_t i = 0; i < len; i += 3) {
+    uint32_t v = (uint32_t)bytes[i] << 16;
+    if (i + 1 < len) v |= (uint32_t)bytes[i + 1] << 8;
+    if (i + 2 < len) v |= bytes[i + 2];
+    t[o++] = b64[(v >> 18) & 63];
+    t[o++] = b64[(v >> 12) & 63];
+    t[o++] = i + 1 < len ? b64[(v >> 6) & 63] : '=';
+    t[o++] = i + 2 < len ? b64[v & 63] : '=';
+  }
+  *out = (lm_str){t, n};
+  return LAMINAR_OK;
+}
+
+static int b64_digit(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+/* The serialized state a column value holds, in ctx memory (*out_len bytes);
+ * false for text that is no such encoding. */
+static bool state_bytes(lm_eval_ctx* ctx, lm_str text, uint8_t** out, int64_t* out_len) {
+  *out = NULL;
+  *out_len = 0;
+  if (text.len % 4 != 0) return false;
+  uint8_t* b = lm_eval_ctx_alloc(ctx, (size_t)(text.len / 4 * 3 + 1));
+  if (b == NULL) return false;
+  int64_t o = 0;
+  for (int64_t i = 0; i < text.len; i += 4) {
+    int d[4];
+    int pad = 0;
+    for (int k = 0; k < 4; k++) {
+      char c = text.ptr[i + k];
+      bool tail = i + 4 == text.len && k >= 2 && c == '=';
+      if (tail || pad) {
+        if (c != '=') return false;
+        d[k] = 0;
+        pad++;
+        continue;
+      }
+      d[k] = b64_digit(c);
+      if (d[k] < 0) return false;
+    }
+    uint32_t v = (uint32_t)d[0] << 18 | (uint32_t)d[1] << 12 | (uint32_t)d[2] << 6 |
+                 (uint32_t)d[3];
+    b[o++] = (uint8_t)(v >> 16);
+    if (pad < 2) b[o++] = (uint8_t)(v >> 8);
+    if (pad < 1) b[o++] = (uint8_t)v;
+  }
+  *out = b;
+  *out_len = o;
+  return true;
+}
+
+/* LM_UDAF_PARTIAL's finalize: each group's state serialized into data. */
+static laminar_code finalize_partial(const lm_agg_states* st, int64_t first, int64_t n,
+                                     lm_str* data, uint8_t* nulls) {
+  lm_agg_report* rep = st->report;
+  uint8_t local[256];
+  for (int64_t k = 0; k < n; k++) {
+    uint8_t* buf;
+    int64_t len = encode(st, first + k, local, sizeof local, &buf);
+    laminar_code rc = LAMINAR_OK;
+    if (len < 0) {
+      rc = LAMINAR_ERR_FUNCTION_FAILED;
+      snprintf(rep->text, sizeof rep->text,
+               "function '%s': serialize failed for the partial state of a group",
+               lm_udf_name(st->udaf));
+    } else {
+      rc = state_text(rep->ctx, buf, len, &data[k]);
+    }
+    if (buf != local) lm_free(buf);
+    if (rc != LAMINAR_OK) return rc;
+    nulls[k] = 0;
+  }
+  return LAMINAR_OK;
+}
+
+/* LM_UDAF_MERGE's update: the states in rows sel[j] of `states` (NULL ones
+ * skipped) merged into groups gids[j]. A value that does not decode or
+ * deserialize is LAMINAR_ERR_FUNCTION_FAILED naming the function. */
+static laminar_code merge_states(lm_agg_states* st, const lm_vec* states,
+                                 const uint32_t* sel, const uint32_t* gids, int64_t m) {
+  lm_eval_ctx* ctx = st->report->ctx;
+  if (lm_type_kind(states->type) != LM_UDAF_STATE_TYPE) return LAMINAR_ERR_INTERNAL;
+  const lm_str* vals = states->data;
+  uint8_t* tmp = lm_eval_ctx_alloc(ctx, (size_t)st->u_size);
+  if (tmp == NULL) return LAMINAR_ERR_NOMEM;
+  for (int64_t j = 0; j < m; j++) {
+    uint32_t r = sel ? sel[j] : (uint32_t)j;
+    if (states->nulls != NULL && states->nulls[r]) continue;
+    uint8_t* bytes;
+    int64_t len;
+    laminar_code rc = LAMINAR_ERR_FUNCTION_FAILED;
+    if (state_bytes(ctx, vals[r], &bytes, &len)) {
+      rc = lm_udaf_deserialize(st->udaf, tmp, bytes, len);
+      /* what a failed deserialize may have made of tmp */
+      if (rc != LAMINAR_OK) lm_udaf_destroy_state(st->udaf, tmp);
+    }
+    if (rc != LAMINAR_OK) {
+      snprintf(st->report->text, sizeof st->report->text,
+               "function '%s': a partial state (%lld bytes of text) does not "
+               "deserialize",
+               lm_udf_name(st->udaf), (long long)vals[r].len);
+      return rc == LAMINAR_ERR_NOMEM ? rc : LAMINAR_ERR_FUNCTION_FAILED;
+    }
+    rc = note(st, lm_udaf_merge(ctx, st->udaf, state_at(st, gids[j]), tmp));
+    lm_udaf_destroy_state(st->udaf, tmp);
+    LM_TRY(rc);
+  }
+  return LAMINAR_OK;
 }

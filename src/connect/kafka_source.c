@@ -89,8 +89,13 @@ typedef struct cell {
   cell_kind kind;
   int64_t i;
   double d;
-  size_t at, len; /* C_STR: in the row's scratch text */
+  size_t at, len;  /* C_STR: in the row's scratch text ... */
+  const char* ptr; /* ... or, when not NULL, these bytes of the message */
 } cell;
+
+/* Members of a JSON object whose column is remembered from the message
+ * before (messages of a topic usually list the same members in order). */
+#define HINTS 64
 
 struct lm_kafka_source {
   laminar_db* db;
@@ -149,6 +154,9 @@ struct lm_kafka_source {
   pending_push *pending, *pending_tail;
   /* Decoding scratch. */
   cell* cells;
+  uint32_t* col_len;   /* each column name's length */
+  int32_t hint[HINTS]; /* the column of the object's k-th member last time
+                          (-1: no column, -2: not known) */
   char* text;
   size_t text_len, text_cap;
   /* Bad records, and what stopped the thread: under mu. */
@@ -247,8 +255,74 @@ static bool json_string(lm_kafka_source* s, const char** pp, const char* end, si
   return true;
 }
 
+/* The powers of ten a double holds exactly. */
+static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The common shapes of a number, -?D+(.D+)?([eE][+-]?D+)?, without strtoll
+ * and strtod: an integer of up to 18 digits, or a value whose significant
+ * digits make an integer m <= 2^53 scaled by 10^e, |e| <= 22: m and 10^e
+ * are exact doubles, so one multiplication or division rounds once, as
+ * strtod does (Clinger's fast path). False for any other text: the caller
+ * asks the C library, which decides. */
+static bool fast_number(const char* p, size_t n, cell* out) {
+  const char *q = p, *end = p + n;
+  bool neg = q < end && *q == '-';
+  q += neg;
+  uint64_t m = 0;
+  int nd = 0, scale = 0;
+  bool integral = true;
+  const char* d0 = q;
+  for (; q < end && (unsigned)(*q - '0') < 10; q++) {
+    if (nd == 19) return false;
+    m = m * 10 + (uint64_t)(*q - '0');
+    nd += m != 0;
+  }
+  if (q == d0) return false;
+  if (q < end && *q == '.') {
+    integral = false;
+    const char* f0 = ++q;
+    for (; q < end && (unsigned)(*q - '0') < 10; q++, scale--) {
+      if (nd == 19) return false;
+      m = m * 10 + (uint64_t)(*q - '0');
+      nd += m != 0;
+    }
+    if (q == f0) return false;
+  }
+  if (q < end && (*q == 'e' || *q == 'E')) {
+    integral = false;
+    q++;
+    bool eneg = q < end && *q == '-';
+    q += q < end && (*q == '-' || *q == '+');
+    const char* e0 = q;
+    int e = 0;
+    for (; q < end && (unsigned)(*q - '0') < 10 && q - e0 < 4; q++)
+      e = e * 10 + (*q - '0');
+    if (q == e0) return false;
+    scale += eneg ? -e : e;
+  }
+  if (q != end) return false;
+  if (integral) {
+    if (nd > 18) return false;
+    int64_t v = neg ? -(int64_t)m : (int64_t)m;
+    *out = (cell){.kind = C_INT, .i = v, .d = (double)v};
+    return true;
+  }
+  double d;
+  if (m == 0)
+    d = 0.0;
+  else if (m > (UINT64_C(1) << 53) || scale < -22 || scale > 22)
+    return false;
+  else
+    d = scale >= 0 ? (double)m * POW10[scale] : (double)m / POW10[-scale];
+  *out = (cell){.kind = C_DOUBLE, .d = neg ? -d : d};
+  return true;
+}
+
 /* A number: C_INT when written without fraction or exponent (and in range). */
 static bool parse_number(const char* p, size_t n, cell* out) {
+  if (fast_number(p, n, out)) return true;
   char buf[64];
   if (n == 0 || n >= sizeof buf) return false;
   memcpy(buf, p, n);
@@ -275,7 +349,7 @@ static bool parse_number(const char* p, size_t n, cell* out) {
 
 static int32_t column_of(const lm_kafka_source* s, const char* name, size_t n) {
   for (int32_t c = 0; c < s->schema.ncols; c++)
-    if (strlen(s->schema.fields[c].name) == n &&
+    if ((s->col_len != NULL ? s->col_len[c] : strlen(s->schema.fields[c].name)) == n &&
         memcmp(s->schema.fields[c].name, name, n) == 0)
       return c;
   return -1;
@@ -288,20 +362,40 @@ static bool decode_json(lm_kafka_source* s, const char* p, size_t n, const char*
   if (p >= end || *p != '{') return *why = "not a JSON object", false;
   p = skip_ws(p + 1, end);
   if (p < end && *p == '}') return true;
-  for (;;) {
+  for (int32_t member = 0;; member++) {
     if (p >= end || *p != '"') return *why = "a member without a quoted name", false;
-    p++;
-    size_t kat, klen;
-    if (!json_string(s, &p, end, &kat, &klen)) return *why = "a bad string", false;
-    int32_t col = column_of(s, s->text + kat, klen);
+    const char* name = ++p;
+    while (p < end && *p != '"' && *p != '\\') p++;
+    int32_t col;
+    if (p < end && *p == '"') { /* no escapes: the name as it is */
+      size_t klen = (size_t)(p++ - name);
+      int32_t h = member < HINTS ? s->hint[member] : -1;
+      if (h >= 0 && s->col_len[h] == klen &&
+          memcmp(s->schema.fields[h].name, name, klen) == 0)
+        col = h;
+      else if ((col = column_of(s, name, klen)), member < HINTS)
+        s->hint[member] = col;
+    } else {
+      p = name;
+      size_t kat, klen;
+      if (!json_string(s, &p, end, &kat, &klen)) return *why = "a bad string", false;
+      col = column_of(s, s->text + kat, klen);
+    }
     p = skip_ws(p, end);
     if (p >= end || *p != ':') return *why = "':' expected", false;
     p = skip_ws(p + 1, end);
     if (p >= end) return *why = "a value expected", false;
     cell v = {.kind = C_NULL};
     if (*p == '"') {
-      p++;
-      if (!json_string(s, &p, end, &v.at, &v.len)) return *why = "a bad string", false;
+      const char* str = ++p;
+      while (p < end && *p != '"' && *p != '\\') p++;
+      if (p < end && *p == '"') { /* no escapes: the bytes of the message */
+        v.ptr = str;
+        v.len = (size_t)(p++ - str);
+      } else {
+        p = str;
+        if (!json_string(s, &p, end, &v.at, &v.len)) return *why = "a bad string", false;
+      }
       v.kind = C_STR;
     } else if (*p == '{' || *p == '[') {
       return *why = "a nested object or array", false;
@@ -356,6 +450,7 @@ static bool decode_csv(lm_kafka_source* s, const char* p, size_t n, const char**
     if (col >= s->schema.ncols) return *why = "more fields than columns", false;
     cell v = {.kind = C_NULL};
     size_t at = s->text_len;
+    const char* field; /* the field's text: in the message, or (quoted) the scratch's */
     bool quoted = p < end && *p == '"';
     if (quoted) {
       p++;
@@ -373,25 +468,28 @@ static bool decode_csv(lm_kafka_source* s, const char* p, size_t n, const char**
         if (!text_put(s, p, 1)) return *why = "out of memory", false;
         p++;
       }
-    } else {
-      const char* start = p;
-      while (p < end && *p != ',') p++;
-      if (!text_put(s, start, (size_t)(p - start))) return *why = "out of memory", false;
     }
     size_t len = s->text_len - at;
+    field = s->text + at;
+    if (!quoted) {
+      field = p;
+      while (p < end && *p != ',') p++;
+      len = (size_t)(p - field);
+    }
     if (quoted || len > 0) {
       lm_type t = s->schema.fields[col].type;
       if (t == LM_TYPE_STRING) {
         v.kind = C_STR;
         v.at = at;
         v.len = len;
+        v.ptr = quoted ? NULL : field;
       } else if (t == LM_TYPE_BOOL) {
-        bool yes = len == 4 && memcmp(s->text + at, "true", 4) == 0;
-        bool no = len == 5 && memcmp(s->text + at, "false", 5) == 0;
+        bool yes = len == 4 && memcmp(field, "true", 4) == 0;
+        bool no = len == 5 && memcmp(field, "false", 5) == 0;
         if (!yes && !no) return *why = "a bad boolean", false;
         v.kind = C_BOOL;
         v.i = yes;
-      } else if (!parse_number(s->text + at, len, &v)) {
+      } else if (!parse_number(field, len, &v)) {
         return *why = "a bad number", false;
       }
     }
@@ -456,9 +554,7 @@ static bool decode_raw(lm_kafka_source* s, const char* p, size_t n, const char**
   if (!lm_utf8_valid((const uint8_t*)p, (int64_t)n))
     return *why = "a payload that is no UTF-8 (format 'raw' reads it into VARCHAR)",
            false;
-  size_t at = s->text_len;
-  if (!text_put(s, p, n)) return *why = "out of memory", false;
-  s->cells[s->raw_col] = (cell){.kind = C_STR, .at = at, .len = n};
+  s->cells[s->raw_col] = (cell){.kind = C_STR, .ptr = p, .len = n};
   return true;
 }
 
@@ -522,7 +618,8 @@ static ArrowErrorCode append_row(lm_kafka_source* s, struct ArrowArray* arr) {
     switch (v->kind) {
       case C_NULL: rc = ArrowArrayAppendNull(child, 1); break;
       case C_STR: {
-        struct ArrowStringView sv = {s->text + v->at, (int64_t)v->len};
+        struct ArrowStringView sv = {v->ptr != NULL ? v->ptr : s->text + v->at,
+                                     (int64_t)v->len};
         rc = ArrowArrayAppendString(child, sv);
         break;
       }
@@ -647,8 +744,9 @@ static int32_t topic_index(const lm_kafka_source* s, const char* name) {
   return -1;
 }
 
-/* One message: a row of `arr`, or a bad record. */
-static bool decode_row(lm_kafka_source* s, const rd_kafka_message_t* m,
+/* One message (of partition `ps`, NULL: not known): a row of `arr`, or a
+ * bad record. */
+static bool decode_row(lm_kafka_source* s, const rd_kafka_message_t* m, part_state* ps,
                        const char* payload, size_t len, int64_t weight,
                        struct ArrowArray* arr) {
   s->text_len = 0;
@@ -662,7 +760,9 @@ static bool decode_row(lm_kafka_source* s, const rd_kafka_message_t* m,
   if (ok && s->meta_weight >= 0)
     s->cells[s->meta_weight] = (cell){.kind = C_INT, .i = weight};
   rd_kafka_timestamp_type_t tt;
-  int64_t ts = rd_kafka_message_timestamp(m, &tt);
+  int64_t ts = s->meta_timestamp >= 0 || s->event_time == -2
+                   ? rd_kafka_message_timestamp(m, &tt)
+                   : INT64_MIN;
   if (ok && s->meta_partition >= 0)
     s->cells[s->meta_partition] = (cell){.kind = C_INT, .i = m->partition};
   if (ok && s->meta_offset >= 0)
@@ -672,7 +772,7 @@ static bool decode_row(lm_kafka_source* s, const rd_kafka_message_t* m,
         .kind = C_INT,
         .i = s->schema.fields[s->meta_timestamp].type == LM_TYPE_TIMESTAMP ? ts * 1000
                                                                            : ts};
-  int32_t topic = topic_index(s, rd_kafka_topic_name(m->rkt));
+  int32_t topic = ps != NULL ? ps->topic : topic_index(s, rd_kafka_topic_name(m->rkt));
   if (ok && s->meta_topic >= 0 && topic >= 0) {
     const char* name = s->topics[topic];
     s->cells[s->meta_topic] =
@@ -682,13 +782,7 @@ static bool decode_row(lm_kafka_source* s, const rd_kafka_message_t* m,
   }
   if (ok && s->meta_key >= 0) {
     cell k = {.kind = C_NULL};
-    if (m->key != NULL) {
-      k.kind = C_STR;
-      k.at = s->text_len;
-      k.len = m->key_len;
-      ok = text_put(s, m->key, m->key_len);
-      if (!ok) why = "out of memory";
-    }
+    if (m->key != NULL) k = (cell){.kind = C_STR, .ptr = m->key, .len = m->key_len};
     s->cells[s->meta_key] = k;
   }
   if (ok && s->meta_headers >= 0)
@@ -702,7 +796,7 @@ static bool decode_row(lm_kafka_source* s, const rd_kafka_message_t* m,
     note_bad(s, m, why != NULL ? why : "does not decode");
     return false;
   }
-  part_state* ps = part_of(s, topic, m->partition);
+  if (ps == NULL) ps = part_of(s, topic, m->partition);
   if (ps != NULL && s->event_time != -1) {
     int64_t et = ts;
     if (s->event_time >= 0) {
@@ -791,9 +885,9 @@ static bool decode_upsert(lm_kafka_source* s, const rd_kafka_message_t* m, part_
   bool rebuild = ps != NULL && ps->resume >= 0 && m->offset < ps->resume;
   bool ok = slot != NULL;
   if (ok && !rebuild && slot->value != NULL)
-    ok = decode_row(s, m, slot->value, slot->vl, -1, arr);
+    ok = decode_row(s, m, ps, slot->value, slot->vl, -1, arr);
   if (ok && !rebuild && m->payload != NULL)
-    ok = decode_row(s, m, m->payload, m->len, 1, arr);
+    ok = decode_row(s, m, ps, m->payload, m->len, 1, arr);
   if (slot != NULL && (ok || rebuild) &&
       !slot_set(s, slot, m->key, (uint32_t)m->key_len, m->payload, (uint32_t)m->len))
     slot = NULL;
@@ -806,7 +900,7 @@ static bool decode_upsert(lm_kafka_source* s, const rd_kafka_message_t* m, part_
 static bool decode_message(lm_kafka_source* s, const rd_kafka_message_t* m,
                            part_state* ps, struct ArrowArray* arr) {
   if (s->upsert) return decode_upsert(s, m, ps, arr);
-  return decode_row(s, m, m->payload, m->len, 0, arr);
+  return decode_row(s, m, ps, m->payload, m->len, 0, arr);
 }
 
 /* ---- the offsets log ------------------------------------------------------------- */
@@ -1244,23 +1338,42 @@ static void* consume(void* arg) {
   struct ArrowArray arr = {0};
   int64_t last_wm = INT64_MIN;
   for (int32_t i = 0; i < s->nparts; i++) s->parts[i].last_ns = now_ns();
-  if (!stopping(s) && assign(s) && new_batch(s, &arr, &s->arrow_schema) &&
+  rd_kafka_queue_t* q = rd_kafka_queue_get_consumer(s->rk);
+  rd_kafka_message_t** msgs = lm_malloc(BATCH_ROWS * sizeof *msgs);
+  if (q == NULL || msgs == NULL) fail(s, "cannot start consuming", "out of memory");
+  if (q != NULL && msgs != NULL && !stopping(s) && assign(s) &&
+      new_batch(s, &arr, &s->arrow_schema) &&
       (dl == NULL || new_batch(s, &s->dl_arr, &s->dl_arrow_schema))) {
     int64_t started = now_ns(), discovered = started;
-    while (!stopping(s)) {
+    bool stop = false;
+    while (!stop && !stopping(s)) {
       commit_covered(s);
-      int64_t now = now_ns(); /* one clock read per message (a measured cost) */
+      int64_t now = now_ns();
       if (s->discovery_ms > 0 && now - discovered >= s->discovery_ms * 1000000) {
         discover(s);
-        discovered = now = now_ns();
+        discovered = now_ns();
       }
-      rd_kafka_message_t* m = rd_kafka_consumer_poll(s->rk, 20);
-      if (m != NULL) {
-        part_state* ps =
-            m->rkt != NULL
-                ? part_of(s, topic_index(s, rd_kafka_topic_name(m->rkt)), m->partition)
-                : NULL;
-        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      /* Up to what the batch has room for, in one call (one lock of the
+       * queue for them all): returns when that many came or after 20 ms. */
+      int64_t room = BATCH_ROWS - arr.length - s->dl_arr.length;
+      ssize_t got =
+          rd_kafka_consume_batch_queue(q, 20, msgs, (size_t)(room > 0 ? room : 1));
+      now = now_ns(); /* one clock read per call (a measured cost per message) */
+      rd_kafka_topic_t* last_rkt = NULL;
+      int32_t last_id = -1;
+      part_state* ps = NULL;
+      for (ssize_t k = 0; k < got; k++) {
+        rd_kafka_message_t* m = msgs[k];
+        if (!stop && (m->rkt != last_rkt || m->partition != last_id)) {
+          last_rkt = m->rkt;
+          last_id = m->partition;
+          ps = m->rkt != NULL
+                   ? part_of(s, topic_index(s, rd_kafka_topic_name(m->rkt)), m->partition)
+                   : NULL;
+        }
+        if (stop) {
+          /* bad_records = 'fail': nothing after the bad record */
+        } else if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
           if (ps != NULL) ps->eof = true;
         } else if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
           if (rd_kafka_message_errstr(m) != NULL &&
@@ -1268,19 +1381,16 @@ static void* consume(void* arg) {
               m->err != RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
             fail(s, "Kafka", rd_kafka_message_errstr(m));
           }
-        } else {
-          if (!decode_message(s, m, ps, &arr) && s->bad_fail) {
-            rd_kafka_message_destroy(m);
-            break; /* bad_records = 'fail': the consumer stops here */
-          }
-          if (ps != NULL) {
-            ps->next = m->offset + 1;
-            ps->eof = false;
-            ps->last_ns = now;
-          }
+        } else if (!decode_message(s, m, ps, &arr) && s->bad_fail) {
+          stop = true; /* bad_records = 'fail': the consumer stops here */
+        } else if (ps != NULL) {
+          ps->next = m->offset + 1;
+          ps->eof = false;
+          ps->last_ns = now;
         }
         rd_kafka_message_destroy(m);
       }
+      if (stop) break;
       bool due = arr.length + s->dl_arr.length >= BATCH_ROWS || now - started >= BATCH_NS;
       if (!due) continue;
       if (!flush(s, src, dl, &arr, &last_wm)) break;
@@ -1288,6 +1398,8 @@ static void* consume(void* arg) {
       started = now_ns();
     }
   }
+  lm_free(msgs);
+  if (q != NULL) rd_kafka_queue_destroy(q);
   if (arr.release != NULL) arr.release(&arr);
   if (s->dl_arr.release != NULL) s->dl_arr.release(&s->dl_arr);
   laminar_source_close(dl);
@@ -1319,6 +1431,7 @@ static void source_free(lm_kafka_source* s) {
   pthread_mutex_destroy(&s->mu);
   lm_free(s->parts);
   lm_free(s->cells);
+  lm_free(s->col_len);
   lm_free(s->text);
   lm_free(s->name);
   lm_free(s->topic);
@@ -1495,9 +1608,13 @@ laminar_code lm_kafka_source_start(laminar_db* db, const lm_kafka_source_config*
                            (c->offsets_log != NULL && s->offsets_log == NULL) ||
                            lm_schema_copy(schema, &s->schema) != 0))
     rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
+  for (int32_t k = 0; k < HINTS; k++) s->hint[k] = -1;
   if (rc == LAMINAR_OK) {
     s->cells = lm_calloc((size_t)s->schema.ncols + 1, sizeof *s->cells);
-    if (s->cells == NULL ||
+    s->col_len = lm_calloc((size_t)s->schema.ncols + 1, sizeof *s->col_len);
+    for (int32_t col = 0; s->col_len != NULL && col < s->schema.ncols; col++)
+      s->col_len[col] = (uint32_t)strlen(s->schema.fields[col].name);
+    if (s->cells == NULL || s->col_len == NULL ||
         lm_arrow_schema_export(&s->schema, &s->arrow_schema) != LAMINAR_OK)
       rc = lm_error_set(err, LAMINAR_ERR_NOMEM, "out of memory");
   }

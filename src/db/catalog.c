@@ -497,11 +497,14 @@ laminar_code lm_db_stream_options(const lm_stmt* stmt, lm_plan* plan,
       return lm_error_set(err, LAMINAR_ERR_INTERNAL, "stream option '%s' is not applied",
                           o->key);
     }
-    if (!plan->windowed || plan->window.global) {
+    /* A join's own late rows (behind their input's watermark) go to it too. */
+    bool join_late = id == LM_OPT_LATE_OUTPUT && plan->joined;
+    if (!join_late && (!plan->windowed || plan->window.global)) {
       char msg[256];
       snprintf(msg, sizeof msg,
-               "%s needs a window in GROUP BY (tumble, hop, slide or session)",
-               id == LM_OPT_ALLOWED_LATENESS ? "allowed_lateness" : "late_output");
+               "%s needs a window in GROUP BY (tumble, hop, slide or session)%s",
+               id == LM_OPT_ALLOWED_LATENESS ? "allowed_lateness" : "late_output",
+               id == LM_OPT_ALLOWED_LATENESS ? "" : " or a JOIN of two streams");
       return fail_at(err, LAMINAR_ERR_CONFIG_CONFLICT, v->line, v->column, stmt->name,
                      msg);
     }
@@ -958,6 +961,7 @@ static laminar_code create_stream(laminar_db* db, const char* sql, const lm_stmt
       late->watermark_ms = s->watermark_ms;
       s->late = late;
       lm_op_window_set_late_sink(s->chain, lm_stream_take_late, late);
+      lm_op_join_set_late_sink(s->chain, lm_stream_take_late, late);
     }
   }
   if (rc != LAMINAR_OK && attached) branch_readers(db, s, false);

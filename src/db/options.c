@@ -142,7 +142,8 @@ static const lm_option table[] = {
      "windows close that long after their end (needs a window)"},
     {"late_output", STREAM, LM_OPT_LATE_OUTPUT, T_NAME_OR_BOOL, NULL, 1, 127,
      "a stream name or a boolean", "false",
-     "late rows go to this stream (TRUE: the stream's name + '_late')"},
+     "late rows go to this stream (TRUE: the stream's name + '_late'); of a window or "
+     "of a JOIN of two streams"},
     {"max_state_bytes", STREAM, LM_OPT_MAX_STATE_BYTES, T_BYTES, NULL, 0, 0,
      "a byte count ('512MB'; 0: none)", "0", "bound on this stream's keyed state"},
     {"state_ttl", STREAM, LM_OPT_STATE_TTL, T_INTERVAL, NULL, 0, 0,

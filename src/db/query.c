@@ -229,6 +229,14 @@ static laminar_code bind_query(laminar_db* db, const lm_stmt* stmt, query* q,
   lm_stmt bound = *stmt;
   bound.select = body;
   laminar_code rc = lm_bind_stream(&bound, view_lookup, db, &db->funcs, &q->plan, err);
+  if (rc == LAMINAR_OK && q->plan.temporal) {
+    rc =
+        fail_sql(err, LAMINAR_ERR_SQL_UNSUPPORTED, q->plan.temporal_line,
+                 q->plan.temporal_column, NULL,
+                 "WATERMARK() in a one-off SELECT: a temporal filter belongs to a stream "
+                 "or materialized view (the one-off query runs at no watermark)");
+    lm_plan_free(&q->plan);
+  }
   if (rc != LAMINAR_OK) {
     lm_free(body);
     return rc;
@@ -1007,16 +1015,23 @@ static void explain_map(explain* x, const char* clause, const lm_expr* filter,
  * an input is missing. */
 /* A table function's row (the rows of `input` joined with its rows); the
  * rest reads the joined row, which this returns. */
-static const lm_schema* explain_lateral(explain* x, const lm_plan* plan,
-                                        const char* input) {
+static const lm_schema* explain_lateral(explain* x, const lm_lateral_spec* lat,
+                                        const lm_schema* out, const char* input) {
   char pbuf[24], nbuf[24];
   lm_text what = {0};
   char usage[400];
-  lm_udf_usage(plan->lat.fn, usage, sizeof usage);
+  lm_udf_usage(lat->fn, usage, sizeof usage);
   lm_text_printf(&what, "%s joined with the rows of %s for each row", input, usage);
   add_row(x, "table function", lm_text_take(&what), prev_id(x, pbuf, sizeof pbuf),
           next_id(x, nbuf, sizeof nbuf));
-  return &plan->union_schema;
+  return out;
+}
+
+/* The rest of a join plan reads its joined row, or (a table function beside
+ * the join) the function's row over it. */
+static const lm_schema* explain_joined(explain* x, const lm_plan* plan) {
+  if (!plan->join_lateral) return &plan->union_schema;
+  return explain_lateral(x, &plan->jlat, &plan->jlat_schema, "the joined rows");
 }
 
 static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan* plan) {
@@ -1024,7 +1039,8 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
   if (!lm_plan_branched(plan)) {
     const lm_schema* in = lm_db_lookup_input(db, plan->input, &is_source);
     if (in != NULL) explain_input(x, db, plan->input);
-    if (in != NULL && plan->lateral) return explain_lateral(x, plan, plan->input);
+    if (in != NULL && plan->lateral)
+      return explain_lateral(x, &plan->lat, &plan->union_schema, plan->input);
     if (in == NULL || !plan->lookup) return in;
     /* A lookup join: its row, then the rest reads the joined row. */
     char pbuf[24], nbuf[24];
@@ -1037,7 +1053,7 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     add_row(x, plan->lk.left_outer ? "left lookup join" : "lookup join",
             lm_text_take(&what), prev_id(x, pbuf, sizeof pbuf),
             next_id(x, nbuf, sizeof nbuf));
-    return &plan->union_schema;
+    return explain_joined(x, plan);
   }
   lm_text ins = {0}, what = {0};
   int64_t* last = lm_calloc((size_t)plan->nbranches, sizeof *last);
@@ -1088,7 +1104,13 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
     const char* unit = j->time_type == LM_TYPE_TIMESTAMP ? "us" : "ms";
     lm_free(what.p);
     what = (lm_text){0};
-    if (j->window_ms > 0) {
+    if (j->window_ms > 0 && j->slide_ms != j->window_ms) {
+      lm_text_printf(
+          &what, "%s with %s ON %d key%s, hopping windows of %lld ms every %lld ms%s",
+          plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
+          j->nkeys == 1 ? "" : "s", (long long)j->window_ms, (long long)j->slide_ms,
+          j->residual != NULL ? ", residual filter" : "");
+    } else if (j->window_ms > 0) {
       lm_text_printf(&what, "%s with %s ON %d key%s, one tumbling window of %lld ms%s",
                      plan->branches[0].input, plan->branches[1].input, (int)j->nkeys,
                      j->nkeys == 1 ? "" : "s", (long long)j->window_ms,
@@ -1147,8 +1169,9 @@ static const lm_schema* explain_inputs(explain* x, laminar_db* db, const lm_plan
           next_id(x, nbuf, sizeof nbuf));
   lm_free(inputs);
   /* A derived table a table function joins: the union's rows, then its. */
-  if (plan->lateral) return explain_lateral(x, plan, "the derived table");
-  return &plan->union_schema;
+  if (plan->lateral)
+    return explain_lateral(x, &plan->lat, &plan->union_schema, "the derived table");
+  return explain_joined(x, plan);
 }
 
 /* The analytic operator's row and the projection over its output (the

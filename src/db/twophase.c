@@ -11,7 +11,11 @@
  * COUNT, __mean and VAR_POP * COUNT, merged by __m2: Chan's rule; STRING_AGG
  * -> itself, its final joining the partial strings; the
  * two-argument ones -> the same for y and x where both are non-NULL and
- * COVAR_POP * REGR_COUNT, the co-moment merged by polarization), one row per (window, key) with window_start ("__ws"),
+ * COVAR_POP * REGR_COUNT, the co-moment merged by polarization; a
+ * user-defined aggregate f(args) -> __udaf_partial('f', args), its state
+ * serialized into a LM_UDAF_STATE_TYPE column, merged in the final by
+ * __udaf_merge('f', state): f's merge, then its finalize), one row per
+ * (window, key) with window_start ("__ws"),
  * window_end ("__we") and the keys ("__k<i>"); its source has no watermark, so
  * windows close on explicit watermarks only and no row is late whatever order
  * it comes in. The final query groups the partial rows by the keys, "__we"
@@ -23,7 +27,8 @@
  *
  * Both texts are generated from the stream's stored CREATE statement (parsed
  * again, printed back fully parenthesized) and checked here by declaring them
- * in scratch in-memory databases: the final stream must have the stream's
+ * in scratch in-memory databases (given the stream's functions): the final
+ * stream must have the stream's
  * column names and types, or the stream is reported as not decomposable.
  *
  * Control thread, under db->lock (internal.h).
@@ -47,14 +52,17 @@ typedef bool (*print_hook)(void* arg, const lm_ast_expr* e, lm_text* out);
 
 static void put(lm_text* t, const char* s) { lm_text_put(t, s, strlen(s)); }
 
-static void put_ident(lm_text* t, const char* name) {
-  put(t, "\"");
+/* `name` between quote characters q, each q in it doubled. */
+static void put_quoted(lm_text* t, const char* name, char q) {
+  lm_text_put(t, &q, 1);
   for (const char* c = name; *c != '\0'; c++) {
-    if (*c == '"') put(t, "\"");
+    if (*c == q) lm_text_put(t, &q, 1);
     lm_text_put(t, c, 1);
   }
-  put(t, "\"");
+  lm_text_put(t, &q, 1);
 }
+
+static void put_ident(lm_text* t, const char* name) { put_quoted(t, name, '"'); }
 
 static void print_expr(const lm_ast_expr* e, print_hook hook, void* arg, lm_text* t);
 
@@ -197,6 +205,7 @@ static void print_expr(const lm_ast_expr* e, print_hook hook, void* arg, lm_text
 
 typedef struct splitter {
   const lm_ast_select* sel;
+  const lm_udf_list* funcs; /* the stream's functions (its plan's) */
   const lm_ast_expr** keys; /* the plain GROUP BY expressions */
   int32_t nkeys;
   const lm_ast_expr** aggs; /* distinct aggregate calls, in first-use order */
@@ -221,6 +230,15 @@ static bool is_bool_agg(const char* f) {
 }
 static bool is_arg_minmax(const char* f) {
   return lm_streq_nocase(f, "arg_min") || lm_streq_nocase(f, "arg_max");
+}
+
+/* The user-defined aggregate call `e` is of, or NULL (a built-in's call or
+ * anything else). */
+static const lm_udf* udaf_of(const splitter* s, const lm_ast_expr* e) {
+  if (e->kind != LM_AST_FUNCTION || e->over != NULL || lm_agg_find(e->fname) != NULL)
+    return NULL;
+  const lm_udf* f = lm_udf_list_find(s->funcs, e->fname);
+  return f != NULL && lm_udf_is_aggregate(f) ? f : NULL;
 }
 
 /* "CASE WHEN (other) IS NULL THEN NULL ELSE (v) END": v where both are non-NULL. */
@@ -257,6 +275,18 @@ static int32_t agg_index(splitter* s, const lm_ast_expr* e) {
            "%s(DISTINCT ...) does not decompose (a partial count of distinct values "
            "cannot be added up)",
            f);
+    return j;
+  }
+  const lm_udf* u = udaf_of(s, e);
+  if (u != NULL) {
+    /* its state, serialized (the final merges the states: __udaf_merge) */
+    put(t, ", __udaf_partial(");
+    put_quoted(t, lm_udf_name(u), '\'');
+    for (size_t i = 0; i < e->nargs; i++) {
+      put(t, ", ");
+      print_expr(e->args[i], NULL, NULL, t);
+    }
+    lm_text_printf(t, ") AS \"__a%d\"", (int)j);
     return j;
   }
   const lm_agg_def* def = lm_agg_find(f);
@@ -419,11 +449,16 @@ static bool final_hook(void* arg, const lm_ast_expr* e, lm_text* out) {
       return true;
     }
   }
-  if (lm_bind_is_aggregate_call(e)) {
+  const lm_udf* u = udaf_of(s, e);
+  if (lm_bind_is_aggregate_call(e) || u != NULL) {
     int32_t j = agg_index(s, e);
     if (j < 0) return true;
     const char* f = e->fname;
-    if (lm_streq_nocase(f, "avg")) {
+    if (u != NULL) {
+      put(out, "__udaf_merge(");
+      put_quoted(out, lm_udf_name(u), '\'');
+      lm_text_printf(out, ", \"__a%d\")", (int)j);
+    } else if (lm_streq_nocase(f, "avg")) {
       lm_text_printf(out, "(CAST(sum(\"__a%d\") AS DOUBLE) / sum(\"__b%d\"))", (int)j,
                      (int)j);
     } else if (lm_streq_nocase(f, "min") || lm_streq_nocase(f, "max") || is_bool_agg(f)) {
@@ -609,9 +644,15 @@ static laminar_code build_texts(laminar_db* db, const lm_stream_def* s,
   return LAMINAR_OK;
 }
 
-/* Declare `sql` in a fresh in-memory database (*out, to close). */
-static laminar_code scratch(const char* sql, laminar_db** out, laminar_error* err) {
+/* Declare `sql` in a fresh in-memory database (*out, to close) that has the
+ * stream's functions `funcs`. */
+static laminar_code scratch(const char* sql, const lm_udf_list* funcs, laminar_db** out,
+                            laminar_error* err) {
   laminar_code rc = laminar_open(NULL, out, err);
+  for (int32_t i = 0; rc == LAMINAR_OK && i < funcs->n; i++) {
+    rc = lm_udf_list_add(&(*out)->funcs, funcs->items[i], false);
+    if (rc != LAMINAR_OK) lm_error_set(err, rc, "out of memory");
+  }
   if (rc == LAMINAR_OK) rc = laminar_execute(*out, sql, err);
   return rc;
 }
@@ -619,13 +660,13 @@ static laminar_code scratch(const char* sql, laminar_db** out, laminar_error* er
 /* Declare one half's script in a scratch database (*dbp) and find its stream
  * `name` (*out). A script that does not declare is a refusal: LAMINAR_OK,
  * *out NULL and `reason` says why. */
-static laminar_code declare_half(const char* script, const char* half, const char* stream,
-                                 const char* name, laminar_db** dbp,
-                                 const lm_stream_def** out, char* reason, size_t cap,
-                                 laminar_error* err) {
+static laminar_code declare_half(const char* script, const lm_udf_list* funcs,
+                                 const char* half, const char* stream, const char* name,
+                                 laminar_db** dbp, const lm_stream_def** out,
+                                 char* reason, size_t cap, laminar_error* err) {
   *out = NULL;
   laminar_error serr;
-  laminar_code rc = scratch(script, dbp, &serr);
+  laminar_code rc = scratch(script, funcs, dbp, &serr);
   if (rc == LAMINAR_ERR_NOMEM) return lm_error_set(err, rc, "out of memory");
   if (rc != LAMINAR_OK) {
     snprintf(reason, cap, "the %s query does not declare: %s", half, serr.message);
@@ -686,15 +727,7 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
     snprintf(sp.reason, sizeof sp.reason, "%s", why);
     goto refused;
   }
-  for (int32_t i = 0; i < s->plan.udfs.n; i++) {
-    if (lm_udf_is_aggregate(s->plan.udfs.items[i])) {
-      /* (its partial state would be a column of serialized bytes) */
-      snprintf(sp.reason, sizeof sp.reason,
-               "user-defined aggregate '%s' has no partial/final split yet",
-               lm_udf_name(s->plan.udfs.items[i]));
-      goto refused;
-    }
-  }
+  sp.funcs = &s->plan.udfs;
   const lm_stream_def* cur = s;
   while (!cur->plan.input_is_source) cur = lm_db_find_stream(db, cur->plan.input);
   const lm_source_def* root = lm_db_find_source(db, cur->plan.input);
@@ -722,8 +755,8 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
   /* Check both halves in scratch databases; the final's source is the
    * partial stream's rows. */
   const lm_stream_def* ps;
-  rc = declare_half(partial, "partial", stream, s->name, &pdb, &ps, sp.reason,
-                    sizeof sp.reason, err);
+  rc = declare_half(partial, &s->plan.udfs, "partial", stream, s->name, &pdb, &ps,
+                    sp.reason, sizeof sp.reason, err);
   if (rc != LAMINAR_OK) goto done;
   if (ps == NULL) goto refused;
   lm_text ft = {0};
@@ -740,7 +773,7 @@ laminar_code laminar_stream_two_phase(laminar_db* db, const char* stream,
     goto done;
   }
   const lm_stream_def* fs;
-  rc = declare_half(final, "final", stream, s->name, &fdb, &fs, sp.reason,
+  rc = declare_half(final, &s->plan.udfs, "final", stream, s->name, &fdb, &fs, sp.reason,
                     sizeof sp.reason, err);
   if (rc != LAMINAR_OK) goto done;
   if (fs == NULL) goto refused;

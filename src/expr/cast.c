@@ -82,9 +82,33 @@ static bool reads_back_single(const char* text, double d) {
   return x != up && x != down;
 }
 
+/* Whether digits[0..nd) x 10^(exp - nd + 1) reads back as d (> 0, normal, not
+ * a power of two) by exact integer arithmetic: 1 yes, 0 no, -1 out of its
+ * range (nd <= 17 digits, 10^-22 <= the last digit's weight <= 1, d in
+ * [2^-17, 2^53)). With d = m x 2^e (m of 53 bits), the decimal V reads back
+ * as d when it lies within half a unit of m, the tie going to an even m:
+ * V x 2^(1-e) against (2m -+ 1), both sides scaled by 10^k, in 128 bits. */
+static int digits_read_back_exact(const char* digits, int nd, int exp, double d) {
+  int k = nd - 1 - exp, e;
+  if (nd > 17 || k < 0 || k > 22) return -1;
+  uint64_t m = (uint64_t)ldexp(frexp(d, &e), 53);
+  e -= 53;
+  if (e > 0 || 1 - e > 70 || m == UINT64_C(1) << 52) return -1;
+  uint64_t v = 0;
+  for (int i = 0; i < nd; i++) v = v * 10 + (uint64_t)(digits[i] - '0');
+  lm_u128 p10 = 1;
+  for (int i = 0; i < k; i++) p10 *= 10;
+  lm_u128 x = (lm_u128)v << (1 - e);
+  lm_u128 lo = (lm_u128)(2 * m - 1) * p10, hi = (lm_u128)(2 * m + 1) * p10;
+  if (x == lo || x == hi) return (m & 1) == 0;
+  return lo < x && x < hi;
+}
+
 /* Whether the p-digit decimal digits[0..nd) x 10^(exp - nd + 1) reads back as d
  * (as the float d when `single`). */
 static bool digits_read_back(const char* digits, int nd, int exp, double d, bool single) {
+  int exact = single ? -1 : digits_read_back_exact(digits, nd, exp, d);
+  if (exact >= 0) return exact == 1;
   char text[48];
   int n = 0;
   text[n++] = digits[0];
@@ -92,6 +116,27 @@ static bool digits_read_back(const char* digits, int nd, int exp, double d, bool
   for (int i = 1; i < nd; i++) text[n++] = digits[i];
   snprintf(text + n, sizeof text - (size_t)n, "e%d", exp);
   return single ? reads_back_single(text, d) : strtod(text, NULL) == d;
+}
+
+/* Whether digits[0..nd) (exponent exp) read back as d, or failing that a
+ * neighbour one unit away in the last digit (then written to digits). */
+static bool digits_settle(double d, int nd, char* digits, int exp, bool single) {
+  if (digits_read_back(digits, nd, exp, d, single)) return true;
+  for (int dir = 1; dir >= -1; dir -= 2) {
+    char alt[24];
+    memcpy(alt, digits, (size_t)nd);
+    int i = nd - 1;
+    /* add or subtract one unit in the last place, with carry / borrow */
+    while (i >= 0 && alt[i] == (dir > 0 ? '9' : '0')) alt[i--] = dir > 0 ? '0' : '9';
+    if (i < 0) continue; /* would change the number of digits: not needed */
+    alt[i] = (char)(alt[i] + dir);
+    if (alt[0] == '0') continue;
+    if (digits_read_back(alt, nd, exp, d, single)) {
+      memcpy(digits, alt, (size_t)nd);
+      return true;
+    }
+  }
+  return false;
 }
 
 /* A p-significant-digit decimal that reads back as d (> 0, finite), if one
@@ -107,24 +152,50 @@ static bool digits_for(double d, int p, char* digits, int* exp, bool single) {
     if (*q != '.') digits[nd++] = *q;
   }
   *exp = atoi(q + 1);
-  /* the correctly rounded digits read back */
-  if (single ? reads_back_single(sci, d) : strtod(sci, NULL) == d) return true;
-  for (int dir = 1; dir >= -1; dir -= 2) {
-    char alt[24];
-    memcpy(alt, digits, (size_t)nd);
-    int i = nd - 1;
-    int e = *exp;
-    /* add or subtract one unit in the last place, with carry / borrow */
-    while (i >= 0 && alt[i] == (dir > 0 ? '9' : '0')) alt[i--] = dir > 0 ? '0' : '9';
-    if (i < 0) continue; /* would change the number of digits: not needed */
-    alt[i] = (char)(alt[i] + dir);
-    if (alt[0] == '0') continue;
-    if (digits_read_back(alt, nd, e, d, single)) {
-      memcpy(digits, alt, (size_t)nd);
-      return true;
-    }
+  return digits_settle(d, nd, digits, *exp, single);
+}
+
+/* The correctly rounded p digits of d (p < 17) from its correctly rounded 17
+ * (d17, exponent e17), when that rounding is sure: not when the digits cut
+ * off are exactly half a unit (d17's own rounding may have made them so) nor
+ * when rounding up carries into a new digit. */
+static bool digits_from_17(const char* d17, int e17, int p, char* digits, int* exp) {
+  bool half = d17[p] == '5', above = d17[p] > '5';
+  for (int i = p + 1; i < 17; i++) {
+    if (d17[i] != '0') above |= half, half = false;
   }
-  return false;
+  if (half) return false;
+  memcpy(digits, d17, (size_t)p);
+  *exp = e17;
+  if (!above) return true;
+  int i = p - 1;
+  while (i >= 0 && digits[i] == '9') digits[i--] = '0';
+  if (i < 0) return false;
+  digits[i]++;
+  return true;
+}
+
+/* The fewest significant digits (15, 16 or 17) of a normal d > 0 that read
+ * back, as the loop of digits_for would find them, from one formatting of
+ * its 17 digits. */
+static int shortest_digits(double d, char* digits, int* exp) {
+  char sci[40], d17[20];
+  snprintf(sci, sizeof sci, "%.16e", d);
+  int nd = 0;
+  const char* q = sci;
+  for (; *q != 'e'; q++) {
+    if (*q != '.') d17[nd++] = *q;
+  }
+  int e17 = atoi(q + 1);
+  for (int p = 15; p <= 16; p++) {
+    bool settled = digits_from_17(d17, e17, p, digits, exp)
+                       ? digits_settle(d, p, digits, *exp, false)
+                       : digits_for(d, p, digits, exp, false);
+    if (settled) return p;
+  }
+  memcpy(digits, d17, 17);
+  *exp = e17;
+  return 17;
 }
 
 /* The shortest text reading back as d, or as the float d when `single`. */
@@ -140,10 +211,13 @@ static int format_shortest(double d, bool single, char* buf, size_t cap) {
      * more than 15 decimal digits, so when some p <= 15 digits read back, the
      * 15-digit rounding is those digits followed by zeros: one try covers
      * every p <= 15 (stripping the zeros), then 16, then 17 (always enough).
-     * A subnormal has fewer digits: search from 1. A float has at most 9
-     * digits: search from 1 too. */
-    nd = single || a < DBL_MIN ? 1 : 15;
-    while (!digits_for(a, nd, digits, &exp, single)) nd++;
+     * A subnormal has fewer digits, a float at most 9: search from 1. */
+    if (single || a < DBL_MIN) {
+      nd = 1;
+      while (!digits_for(a, nd, digits, &exp, single)) nd++;
+    } else {
+      nd = shortest_digits(a, digits, &exp);
+    }
     while (nd > 1 && digits[nd - 1] == '0') nd--;
   }
   char out[LM_EXPR_DOUBLE_TEXT_MAX];

@@ -247,6 +247,8 @@ laminar_code lm_udaf_create(const char* name, const char* const* arg_types, int3
                             void* user, void (*destroy)(void* user), uint32_t flags,
                             lm_udf** out, laminar_error* err);
 bool lm_udf_is_aggregate(const lm_udf* f);
+/* Its declared return type. */
+lm_type lm_udf_result_type(const lm_udf* f);
 int64_t lm_udaf_state_size(const lm_udf* f);
 bool lm_udaf_retractable(const lm_udf* f); /* has a retract callback */
 /* Its states point at memory of their own: copies go through serialize. */

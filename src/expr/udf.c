@@ -818,6 +818,7 @@ laminar_code lm_udaf_create(const char* name, const char* const* arg_types, int3
 }
 
 bool lm_udf_is_aggregate(const lm_udf* f) { return f->aggregate; }
+lm_type lm_udf_result_type(const lm_udf* f) { return f->result; }
 int64_t lm_udaf_state_size(const lm_udf* f) { return f->state_size; }
 bool lm_udaf_retractable(const lm_udf* f) { return f->a_retract != NULL; }
 bool lm_udaf_owns_memory(const lm_udf* f) { return f->a_serialize != NULL; }

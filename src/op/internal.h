@@ -243,6 +243,9 @@ typedef struct window_op {
    * groups forgotten so far (window_expire in window.c). */
   const lm_vec* ttl_times;
   int64_t expired;
+  /* Rows the op took, and their count at forget_retracted's last look (a
+   * changelog's emptied groups, window.c). */
+  int64_t chunk_rows, forget_seen;
 } window_op;
 
 /* The watermark a row's lateness is judged by: the op's, or its input's if

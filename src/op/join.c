@@ -54,6 +54,35 @@ void lm_join_out_free(lm_join_out* o) {
   memset(o, 0, sizeof *o);
 }
 
+laminar_code lm_join_one_side(lm_join_out* o, const lm_chunk* in, int32_t first,
+                              const int64_t* rows, int64_t n) {
+  LM_TRY(lm_join_out_reserve(o, n));
+  for (int32_t c = 0; c < o->ncols; c++) {
+    lm_type type = o->vecs[c].type;
+    if (o->need != NULL && !o->need[c]) { /* no one reads it: zeros */
+      o->vecs[c] = (lm_vec){type, n, NULL, o->zeros};
+      continue;
+    }
+    int64_t w = lm_type_width(type);
+    char* dst = o->data[c];
+    uint8_t* nl = o->nulls[c];
+    bool mine = c >= first && c < first + in->ncols;
+    const lm_vec* v = mine ? &in->cols[c - first] : NULL;
+    bool any_null = false;
+    for (int64_t k = 0; k < n; k++) {
+      bool null = !mine || (v->nulls != NULL && v->nulls[rows[k]]);
+      nl[k] = null;
+      any_null = any_null || null;
+      if (null)
+        memset(dst + k * w, 0, (size_t)w);
+      else
+        lm_copy_value(dst + k * w, (const char*)v->data + rows[k] * w, w);
+    }
+    o->vecs[c] = (lm_vec){type, n, any_null ? nl : NULL, dst};
+  }
+  return LAMINAR_OK;
+}
+
 int64_t lm_join_to_units(lm_type t, int64_t ms) {
   if (t != LM_TYPE_TIMESTAMP) return ms;
   if (ms >= INT64_MAX / 1000) return INT64_MAX;

@@ -32,6 +32,12 @@ laminar_code lm_join_out_init(lm_join_out* o, const lm_schema* schema,
 laminar_code lm_join_out_reserve(lm_join_out* o, int64_t n);
 void lm_join_out_free(lm_join_out* o);
 
+/* Late rows of one side of a join, for its late side output: rows[0..n) of
+ * chunk `in` (that side's columns, output columns [first, first +
+ * in->ncols)), every other output column NULL, into o->vecs. */
+laminar_code lm_join_one_side(lm_join_out* o, const lm_chunk* in, int32_t first,
+                              const int64_t* rows, int64_t n);
+
 /* A watermark (ms) in the unit of a time column of type `t` (µs for
  * TIMESTAMP), saturating; and a time of that unit in ms, rounded down. */
 int64_t lm_join_to_units(lm_type t, int64_t ms);

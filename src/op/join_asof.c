@@ -56,6 +56,12 @@ typedef struct asof_op {
   int64_t wm[2];      /* inputs' watermarks, ms */
   int64_t out_wm;     /* forwarded to next, ms */
   int64_t late[2];
+  /* Late side output (lm_op_join_set_late_sink), NULL: none; a chunk's late
+   * rows (in the eval context's memory). */
+  lm_op_sink_fn late_fn;
+  void* late_arg;
+  int64_t* late_rows;
+  int64_t nlate;
   /* release scratch */
   pending* rel;
   int64_t rel_cap;
@@ -394,11 +400,38 @@ static laminar_code compact(asof_op* j) {
 
 /* ---- inputs ------------------------------------------------------------------------------ */
 
+/* Room for chunk `in`'s late rows when they have a sink. */
+static laminar_code late_begin(asof_op* j, const lm_chunk* in) {
+  j->nlate = 0;
+  j->late_rows = NULL;
+  if (j->late_fn == NULL) return LAMINAR_OK;
+  j->late_rows = lm_eval_ctx_alloc(j->ctx, sizeof(int64_t) * (size_t)(in->nrows + 1));
+  return j->late_rows != NULL ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
+}
+
+/* Row r of the chunk is late: counted, and kept for the late sink. */
+static void late_row(asof_op* j, int32_t side, int64_t r) {
+  j->late[side]++;
+  if (j->late_rows != NULL) j->late_rows[j->nlate++] = r;
+}
+
+/* The chunk's late rows of `side` to the late sink: the joined row's
+ * columns, the other side's NULL. */
+static laminar_code late_deliver(asof_op* j, int32_t side, const lm_chunk* in) {
+  if (j->nlate == 0) return LAMINAR_OK;
+  LM_TRY(
+      lm_join_one_side(&j->o, in, side == 0 ? 0 : j->spec.lcols, j->late_rows, j->nlate));
+  lm_chunk late = {j->nlate, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
+  j->nlate = 0;
+  return j->late_fn(j->late_arg, &late);
+}
+
 /* Insert the rows of a right chunk. `check_late`: drop rows older than the
  * right watermark (not on restore). */
 static laminar_code right_rows(asof_op* j, const lm_chunk* in, bool check_late) {
   lm_vec keys[64];
   LM_TRY(eval_keys(j, 1, in, keys));
+  LM_TRY(late_begin(j, in));
   const lm_vec* tv = &in->cols[j->spec.rtime];
   int64_t rw = lm_join_to_units(j->spec.time_type, j->wm[1]);
   int64_t p = left_floor(j);
@@ -407,7 +440,7 @@ static laminar_code right_rows(asof_op* j, const lm_chunk* in, bool check_late) 
     if (tv->nulls != NULL && tv->nulls[r]) continue; /* no time: never matches */
     int64_t t = time_of(tv, r);
     if (check_late && t < rw) {
-      j->late[1]++;
+      late_row(j, 1, r);
       continue;
     }
     if (key_is_null(j, keys, r)) continue;
@@ -420,8 +453,9 @@ static laminar_code right_rows(asof_op* j, const lm_chunk* in, bool check_late) 
     j->right_rows++;
     if (kr->n - kr->head > 8) prune_key(j, kr, p); /* amortized */
   }
+  laminar_code rc = late_deliver(j, 1, in);
   lm_eval_ctx_reset(j->ctx);
-  return LAMINAR_OK;
+  return rc;
 }
 
 static laminar_code pend_push(asof_op* j, pending p) {
@@ -502,6 +536,7 @@ static laminar_code emit_direct(asof_op* j, const lm_chunk* in, int64_t n, bool 
 static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool live) {
   lm_vec keys[64];
   LM_TRY(eval_keys(j, 0, in, keys));
+  LM_TRY(late_begin(j, in));
   const lm_vec* tv = &in->cols[j->spec.ltime];
   int64_t lw = lm_join_to_units(j->spec.time_type, j->wm[0]);
   int64_t rw = lm_join_to_units(j->spec.time_type, j->wm[1]);
@@ -516,7 +551,7 @@ static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool live) {
     bool no_time = tv->nulls != NULL && tv->nulls[r];
     int64_t t = no_time ? INT64_MIN : time_of(tv, r);
     if (live && !no_time && t < lw) {
-      j->late[0]++;
+      late_row(j, 0, r);
       continue;
     }
     if (no_time && !j->spec.left_outer) continue;
@@ -542,6 +577,7 @@ static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool live) {
     LM_TRY(pend_push(j, (pending){t, g, slot}));
   }
   laminar_code rc = emit_direct(j, in, nd, sorted);
+  if (rc == LAMINAR_OK) rc = late_deliver(j, 0, in);
   lm_eval_ctx_reset(j->ctx);
   return rc;
 }
@@ -1016,6 +1052,16 @@ void lm_op_join_held(const lm_op* op, int64_t out_rows[2], int64_t out_bytes[2])
 
 int64_t lm_op_join_out_watermark(const lm_op* op) {
   return is_asof(op) ? lm_op_asof_out_watermark(op) : lm_op_ijoin_out_watermark(op);
+}
+
+void lm_op_join_set_late_sink(lm_op* op, lm_op_sink_fn fn, void* arg) {
+  if (!is_asof(op)) {
+    lm_op_ijoin_set_late_sink(op, fn, arg);
+    return;
+  }
+  asof_op* j = (asof_op*)op;
+  j->late_fn = fn;
+  j->late_arg = arg;
 }
 
 int64_t lm_op_join_late_rows(const lm_op* op) {

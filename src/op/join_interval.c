@@ -1,8 +1,9 @@
 /*
  * join_interval.c -- the interval join operator: two inputs (left, right),
  * each pair of rows of equal keys whose times lie within a bound of each
- * other (or, a window join, in one tumbling window) joined, INNER / LEFT /
- * RIGHT / FULL (op.h, lm_ijoin_spec, has the semantics and streaming rules).
+ * other (or, a window join, in one tumbling or hopping window) joined,
+ * INNER / LEFT / RIGHT / FULL (op.h, lm_ijoin_spec, has the semantics and
+ * streaming rules).
  *
  * State (one partition's, on its thread only):
  *  - the equality keys in a keyed state table (state/table.h): a key's row id
@@ -23,9 +24,11 @@
  * watermark of one side drops the other side's rows it can no longer match
  * (a prefix of each key's time-sorted list), emitting an outer side's
  * unmatched ones. A window join instead holds both sides' rows until the
- * least of the watermarks closes their window, then joins the window. Snapshots write each side's rows (time, matched flag,
- * columns); a restore reads them back into the stores and rebuilds the keys
- * from the key columns.
+ * least of the watermarks closes their last window, joining each window as
+ * it closes (windows up to win_done are joined; it is the least of the
+ * watermarks, so a restore finds it again). Snapshots write each side's
+ * rows (time, matched flag, columns); a restore reads them back into the
+ * stores and rebuilds the keys from the key columns.
  */
 #include "op/op.h"
 
@@ -62,6 +65,7 @@ typedef struct ijoin_op {
   /* scratch: pairs (a: row of the chunk or slot of its side, b: slot of the
    * other side, -1 NULL) and per chunk row its slot (-1: not held) and state */
   int64_t *pa, *pb;
+  int64_t* pw;   /* a window join: each pair's window start (NO_WINDOW: NULL) */
   int64_t* pneg; /* all -1: the NULL side of padded rows */
   uint32_t* psel;
   int64_t pcap;
@@ -73,7 +77,21 @@ typedef struct ijoin_op {
   lm_join_out o;         /* lcols + rcols */
   lm_join_out in_buf[2]; /* a routed chunk's rows (lm_chunk.sel) made dense, per side */
   uint8_t* mark;         /* compaction scratch */
+  /* A window join: windows ending at or before win_done (units) are joined;
+   * closing scratch: per side the (slot, window) of rows an outer side may
+   * emit unmatched, and per (key, window) joined the ends of its pairs and
+   * of those rows (grp, 3 per entry). */
+  int64_t win_done;
+  int64_t *cs[2], *cw[2];
+  int64_t ccap[2];
+  int64_t* grp;
+  int64_t gcap;
+  /* Late side output (lm_op_ijoin_set_late_sink), NULL: none. */
+  lm_op_sink_fn late_fn;
+  void* late_arg;
 } ijoin_op;
+
+#define NO_WINDOW INT64_MIN /* a joined row of no window: window columns NULL */
 
 static const lm_op_vtable ijoin_vtable;
 
@@ -83,24 +101,33 @@ static bool is_ijoin(const lm_op* op) { return op != NULL && op->vt == &ijoin_vt
 
 
 static int64_t window_units(const ijoin_op* j) {
-  return j->spec.time_type == LM_TYPE_TIMESTAMP ? j->spec.window_ms * 1000
-                                                : j->spec.window_ms;
+  return lm_join_to_units(j->spec.time_type, j->spec.window_ms);
 }
 
-/* The start of the window holding t (floor to a multiple of the size). */
-static int64_t window_start(const ijoin_op* j, int64_t t) {
-  int64_t w = window_units(j);
+static int64_t slide_units(const ijoin_op* j) {
+  int64_t ms = j->spec.slide_ms > 0 ? j->spec.slide_ms : j->spec.window_ms;
+  return lm_join_to_units(j->spec.time_type, ms);
+}
+
+/* The start of the last window holding t (floor to a multiple of the slide). */
+static int64_t last_window(const ijoin_op* j, int64_t t) {
+  int64_t w = slide_units(j);
   int64_t m = t % w;
-  return t - (m < 0 ? m + w : m);
+  return lm_join_sat_sub(t, m < 0 ? m + w : m);
 }
 
-/* The times [*lo, *hi] of the other side a row of `side` at time t matches. */
+/* The start of the first window holding t: the least multiple of the slide
+ * past t - size (past last_window(t) when t falls in no window). */
+static int64_t first_window(const ijoin_op* j, int64_t t) {
+  return lm_join_sat_add(last_window(j, lm_join_sat_sub(t, window_units(j))),
+                         slide_units(j));
+}
+
+/* The times [*lo, *hi] of the other side a row of `side` at time t matches
+ * (an interval join). */
 static void match_range(const ijoin_op* j, int32_t side, int64_t t, int64_t* lo,
                         int64_t* hi) {
-  if (j->spec.window_ms > 0) {
-    *lo = window_start(j, t);
-    *hi = lm_join_sat_add(*lo, window_units(j) - 1);
-  } else if (side == 0) {
+  if (side == 0) {
     *lo = lm_join_sat_add(t, j->spec.lo);
     *hi = lm_join_sat_add(t, j->spec.hi);
   } else {
@@ -133,6 +160,9 @@ static laminar_code reserve_pairs(ijoin_op* j, int64_t n) {
   uint32_t* s = lm_realloc(j->psel, sizeof *s * (size_t)nc);
   if (s == NULL) return LAMINAR_ERR_NOMEM;
   j->psel = s;
+  int64_t* w = lm_realloc(j->pw, sizeof *w * (size_t)nc);
+  if (w == NULL) return LAMINAR_ERR_NOMEM;
+  j->pw = w;
   int64_t* neg = lm_realloc(j->pneg, sizeof *neg * (size_t)nc);
   if (neg == NULL) return LAMINAR_ERR_NOMEM;
   for (int64_t k = j->pcap; k < nc; k++) neg[k] = -1;
@@ -259,6 +289,27 @@ static void fill_weight(ijoin_op* j, int32_t side, const lm_chunk* in,
   j->o.vecs[oc] = (lm_vec){LM_TYPE_INT64, n, NULL, dst};
 }
 
+/* A window join: the window_start and window_end columns of `side` for n
+ * joined rows, from their windows (pw): NULL where the side is NULL (idx -1)
+ * or the row is of no window. */
+static void fill_windows(ijoin_op* j, int32_t side, const int64_t* idx, int64_t n) {
+  int32_t oc = side == 0 ? j->spec.lwin : j->spec.lcols + j->spec.rwin;
+  int64_t size = window_units(j);
+  for (int32_t c = oc; c <= oc + 1; c++) {
+    if (j->o.need != NULL && !j->o.need[c]) continue; /* zeros: no one reads it */
+    int64_t* dst = j->o.data[c];
+    uint8_t* nl = j->o.nulls[c];
+    bool any_null = false;
+    for (int64_t k = 0; k < n; k++) {
+      bool none = idx[k] < 0 || j->pw[k] == NO_WINDOW;
+      nl[k] = none;
+      any_null = any_null || none;
+      dst[k] = none ? 0 : c == oc ? j->pw[k] : lm_join_sat_add(j->pw[k], size);
+    }
+    j->o.vecs[c] = (lm_vec){j->o.vecs[c].type, n, any_null ? nl : NULL, dst};
+  }
+}
+
 /* The output columns of n joined rows: side `side` from idx_a (chunk rows of
  * `in`, or slots when in is NULL), the other from slots idx_b (-1: NULL),
  * and their weights. */
@@ -268,6 +319,10 @@ static laminar_code fill_rows(ijoin_op* j, int32_t side, const lm_chunk* in,
   fill_side(j, side, in, idx_a, n);
   fill_side(j, 1 - side, NULL, idx_b, n);
   fill_weight(j, side, in, idx_a, idx_b, n);
+  if (j->spec.window_ms > 0) {
+    fill_windows(j, side, idx_a, n);
+    fill_windows(j, 1 - side, idx_b, n);
+  }
   return LAMINAR_OK;
 }
 
@@ -376,6 +431,23 @@ static laminar_code densify(ijoin_op* j, int32_t s, const lm_chunk* in, lm_chunk
   return LAMINAR_OK;
 }
 
+/* The late rows of chunk `in` of side s (rowstate 3) to the late sink, if
+ * any: the joined row's columns, the other side's (and windows) NULL. */
+static laminar_code deliver_late(ijoin_op* j, int32_t s, const lm_chunk* in) {
+  if (j->late_fn == NULL) return LAMINAR_OK;
+  int64_t n = 0;
+  LM_TRY(reserve_pairs(j, in->nrows));
+  for (int64_t r = 0; r < in->nrows; r++) {
+    if (j->rowstate[r] != 3) continue;
+    j->pw[n] = NO_WINDOW;
+    j->pa[n++] = r;
+  }
+  if (n == 0) return LAMINAR_OK;
+  LM_TRY(fill_rows(j, s, in, j->pa, j->pneg, n));
+  lm_chunk late = {n, j->o.ncols, j->o.vecs, NULL};
+  return j->late_fn(j->late_arg, &late);
+}
+
 static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed) {
   int32_t o = 1 - s;
   lm_chunk dense;
@@ -402,7 +474,7 @@ static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed) {
     int64_t t = ((const int64_t*)tv->data)[r];
     if (t < wm_self) {
       j->late[s]++;
-      j->rowstate[r] = 2;
+      j->rowstate[r] = 3;
       continue;
     }
     if (key_is_null(j, keys, r)) continue; /* a NULL key never matches */
@@ -460,18 +532,34 @@ static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed) {
       LM_TRY(emit_rows(j, s, in, j->pa, j->pb, nk));
     }
   }
-  /* An outer side's rows that matched nothing and are not held: now. */
+  /* An outer side's rows that matched nothing and are not held: now (of a
+   * window join, once per window of the row). */
   bool keep = s == 0 ? j->spec.keep_left : j->spec.keep_right;
   if (keep) {
     int64_t n = 0;
     LM_TRY(reserve_pairs(j, in->nrows));
     for (int64_t r = 0; r < in->nrows; r++) {
-      if (j->rowstate[r] == 0 && j->rowmatch[r] == 0 && j->rowslot[r] < 0) j->pa[n++] = r;
+      if (j->rowstate[r] != 0 || j->rowmatch[r] != 0 || j->rowslot[r] >= 0) continue;
+      if (j->spec.window_ms <= 0 || (tv->nulls != NULL && tv->nulls[r])) {
+        j->pw[n] = NO_WINDOW;
+        j->pa[n++] = r;
+        continue;
+      }
+      int64_t t = ((const int64_t*)tv->data)[r];
+      for (int64_t w = first_window(j, t), last = last_window(j, t); w <= last;) {
+        LM_TRY(reserve_pairs(j, n + 1));
+        j->pw[n] = w;
+        j->pa[n++] = r;
+        int64_t next = lm_join_sat_add(w, slide_units(j));
+        if (next <= w) break;
+        w = next;
+      }
     }
     LM_TRY(emit_rows(j, s, in, j->pa, j->pneg, n));
   }
+  laminar_code rc = deliver_late(j, s, in);
   lm_eval_ctx_reset(j->ctx);
-  return LAMINAR_OK;
+  return rc;
 }
 
 /* ---- watermarks ---------------------------------------------------------------------------- */
@@ -513,115 +601,203 @@ static laminar_code evict(ijoin_op* j, int32_t side) {
   return LAMINAR_OK;
 }
 
-/* Pairs pa/pb[0..n) (slots of the two stores): the residual keeps the
- * matches, which are marked and emitted. */
-static laminar_code emit_slot_pairs(ijoin_op* j, int64_t n) {
-  if (n == 0) return LAMINAR_OK;
-  LM_TRY(fill_rows(j, 0, NULL, j->pa, j->pb, n));
-  int64_t nk = n;
-  if (j->spec.residual != NULL) {
-    LM_TRY(lm_expr_filter(j->ctx, j->spec.residual, j->o.vecs, NULL, n, j->psel, &nk));
-    for (int64_t k = 0; k < nk; k++) {
-      j->pa[k] = j->pa[j->psel[k]];
-      j->pb[k] = j->pb[j->psel[k]];
-    }
-  }
-  for (int64_t k = 0; k < nk; k++) {
-    j->side[0].matched[j->pa[k]] += row_weight(j, 1, NULL, j->pb[k]);
-    j->side[1].matched[j->pb[k]] += row_weight(j, 0, NULL, j->pa[k]);
-  }
-  laminar_code rc = LAMINAR_OK;
-  if (nk == n) {
-    lm_chunk out = {n, j->o.ncols, j->o.vecs, NULL};
-    rc = lm_op_emit(&j->base, &out);
-  } else {
-    rc = emit_rows(j, 0, NULL, j->pa, j->pb, nk);
-  }
-  lm_eval_ctx_reset(j->ctx);
-  return rc;
+/* Room for n entries of an int64 scratch array (*cap entries now). */
+static laminar_code grow(int64_t** a, int64_t* cap, int64_t n) {
+  if (n <= *cap) return LAMINAR_OK;
+  int64_t nc = *cap ? *cap : 256;
+  while (nc < n) nc *= 2;
+  int64_t* p = lm_realloc(*a, sizeof *p * (size_t)nc);
+  if (p == NULL) return LAMINAR_ERR_NOMEM;
+  *a = p;
+  *cap = nc;
+  return LAMINAR_OK;
 }
 
-/* A window join: the windows both watermarks have closed (end <= the least
- * of them), key by key and in time order: every pair of their rows, then an
- * outer side's rows that matched nothing, NULL-padded; their rows dropped. */
+/* Room for n closing candidates of side s. */
+static laminar_code reserve_cands(ijoin_op* j, int32_t s, int64_t n) {
+  if (n <= j->ccap[s]) return LAMINAR_OK;
+  int64_t cap = j->ccap[s];
+  LM_TRY(grow(&j->cs[s], &cap, n));
+  cap = j->ccap[s];
+  LM_TRY(grow(&j->cw[s], &cap, n));
+  j->ccap[s] = cap;
+  return LAMINAR_OK;
+}
+
+/* Window w (start, units) of key row g: its pairs into pa/pb/pw from *np,
+ * the rows an outer side may emit unmatched into cs/cw from nc[s], and the
+ * ends of both as one more group. */
+static laminar_code gather_window(ijoin_op* j, int64_t g, int64_t w, int64_t* np,
+                                  int64_t nc[2], int64_t* ng) {
+  const lm_timelist* l[2] = {&j->lists[0][g], &j->lists[1][g]};
+  int64_t we = lm_join_sat_add(w, window_units(j));
+  int32_t at[2], end[2];
+  for (int s = 0; s < 2; s++) {
+    at[s] = lm_timelist_lower(l[s], w);
+    end[s] = lm_timelist_lower(l[s], we);
+  }
+  int64_t most = (int64_t)(end[0] - at[0]) * (end[1] - at[1]);
+  if (most > 0) {
+    LM_TRY(reserve_pairs(j, *np + most));
+    for (int32_t a = at[0]; a < end[0]; a++) {
+      if (row_weight(j, 0, NULL, l[0]->slot[a]) == 0) continue; /* cancelled */
+      for (int32_t b = at[1]; b < end[1]; b++) {
+        if (row_weight(j, 1, NULL, l[1]->slot[b]) == 0) continue;
+        j->pa[*np] = l[0]->slot[a];
+        j->pb[*np] = l[1]->slot[b];
+        j->pw[(*np)++] = w;
+      }
+    }
+  }
+  for (int32_t s = 0; s < 2; s++) {
+    if (!(s == 0 ? j->spec.keep_left : j->spec.keep_right)) continue;
+    LM_TRY(reserve_cands(j, s, nc[s] + (end[s] - at[s])));
+    for (int32_t i = at[s]; i < end[s]; i++) {
+      if (row_weight(j, s, NULL, l[s]->slot[i]) == 0) continue;
+      j->cs[s][nc[s]] = l[s]->slot[i];
+      j->cw[s][nc[s]++] = w;
+    }
+  }
+  LM_TRY(grow(&j->grp, &j->gcap, 3 * (*ng + 1)));
+  j->grp[3 * *ng] = *np;
+  j->grp[3 * *ng + 1] = nc[0];
+  j->grp[3 * *ng + 2] = nc[1];
+  (*ng)++;
+  return LAMINAR_OK;
+}
+
+/* The pairs of ng groups (pa/pb/pw[0..np)) the residual keeps, marked per
+ * window: each outer side's candidates (cs/cw[s], up to each group's end) that matched
+ * nothing in their window are compacted to the front (*nun[s] of them), and
+ * the marks cleared again (a row of several windows starts each unmatched).
+ * *nk: the kept pairs, compacted to the front of pa/pb/pw, their output
+ * columns filled (o) when none was dropped. */
+static laminar_code match_windows(ijoin_op* j, int64_t np, int64_t ng, int64_t nun[2],
+                                  int64_t* nk) {
+  *nk = np;
+  if (np > 0) {
+    LM_TRY(fill_rows(j, 0, NULL, j->pa, j->pb, np));
+    if (j->spec.residual != NULL)
+      LM_TRY(lm_expr_filter(j->ctx, j->spec.residual, j->o.vecs, NULL, np, j->psel, nk));
+  }
+  bool all = *nk == np;
+  int64_t k = 0;
+  int64_t from[2] = {0, 0};
+  nun[0] = nun[1] = 0;
+  for (int64_t gi = 0; gi < ng; gi++) {
+    int64_t pend = j->grp[3 * gi], k0 = k;
+    for (; k < *nk && (all ? k : (int64_t)j->psel[k]) < pend; k++) {
+      int64_t p = all ? k : j->psel[k];
+      j->side[0].matched[j->pa[p]] += row_weight(j, 1, NULL, j->pb[p]);
+      j->side[1].matched[j->pb[p]] += row_weight(j, 0, NULL, j->pa[p]);
+    }
+    for (int32_t s = 0; s < 2; s++) {
+      int64_t cend = j->grp[3 * gi + 1 + s];
+      for (int64_t c = from[s]; c < cend; c++) {
+        if (j->side[s].matched[j->cs[s][c]] != 0) continue;
+        j->cs[s][nun[s]] = j->cs[s][c];
+        j->cw[s][nun[s]++] = j->cw[s][c];
+      }
+      from[s] = cend;
+    }
+    for (int64_t q = k0; q < k; q++) {
+      int64_t p = all ? q : j->psel[q];
+      j->side[0].matched[j->pa[p]] = 0;
+      j->side[1].matched[j->pb[p]] = 0;
+    }
+  }
+  for (int64_t q = 0; !all && q < *nk; q++) {
+    j->pa[q] = j->pa[j->psel[q]];
+    j->pb[q] = j->pb[j->psel[q]];
+    j->pw[q] = j->pw[j->psel[q]];
+  }
+  return LAMINAR_OK;
+}
+
+/* The first window, of key row g's rows at or after `from` (units), that
+ * starts at or after `from`: its start, or INT64_MAX when no row is left. */
+static int64_t next_window(const ijoin_op* j, int64_t g, int64_t from) {
+  int64_t t1 = INT64_MAX;
+  for (int s = 0; s < 2; s++) {
+    const lm_timelist* l = &j->lists[s][g];
+    int32_t i = lm_timelist_lower(l, from);
+    if (i < l->n && l->ts[i] < t1) t1 = l->ts[i];
+  }
+  if (t1 == INT64_MAX) return INT64_MAX;
+  int64_t w = first_window(j, t1);
+  return w < from ? from : w;
+}
+
+/* A window join: the windows both watermarks have closed since the last call
+ * (ending after win_done, at or before the least of them), key by key and in
+ * time order: every pair of their rows, then an outer side's rows that
+ * matched nothing in a window, NULL-padded, once per window; then the rows
+ * whose last window closed are dropped. */
 static laminar_code close_windows(ijoin_op* j) {
   int64_t least = j->wm[0] < j->wm[1] ? j->wm[0] : j->wm[1];
   if (least == INT64_MIN) return LAMINAR_OK;
   int64_t close = lm_join_to_units(j->spec.time_type, least);
-  int64_t size = window_units(j);
-  for (int32_t s = 0; s < 2; s++) { /* nothing held closes: nothing to do */
-    if (j->side[s].held > 0 &&
-        lm_join_sat_add(window_start(j, j->side[s].min_ts), size) <= close)
-      goto work;
+  int64_t size = window_units(j), slide = slide_units(j);
+  int64_t from = j->win_done == INT64_MIN ? INT64_MIN : first_window(j, j->win_done);
+  bool work = false;
+  for (int32_t s = 0; s < 2; s++) { /* no held row's window closes: nothing to do */
+    if (j->side[s].held == 0) continue;
+    int64_t w = first_window(j, j->side[s].min_ts);
+    work = work || lm_join_sat_add(w < from ? from : w, size) <= close;
   }
-  return LAMINAR_OK;
-work:;
-  int64_t n = 0;
-  int64_t ndrop[2] = {0, 0};
-  /* 1. the pairs of every closed window; the closed rows' ranges per key */
+  if (!work) {
+    j->win_done = close;
+    return LAMINAR_OK;
+  }
+  /* 1. the pairs and outer candidates of every closed window */
+  int64_t np = 0, ng = 0, nc[2] = {0, 0};
   for (int64_t g = 0; g < j->table.n; g++) {
-    lm_timelist* l[2] = {&j->lists[0][g], &j->lists[1][g]};
-    int32_t at[2] = {l[0]->head, l[1]->head};
-    for (;;) {
-      int64_t w = INT64_MAX;
-      for (int s = 0; s < 2; s++) {
-        if (at[s] < l[s]->n) {
-          int64_t ws = window_start(j, l[s]->ts[at[s]]);
-          if (ws < w) w = ws;
-        }
-      }
-      if (w == INT64_MAX || lm_join_sat_add(w, size) > close) break;
-      int32_t end[2];
-      for (int s = 0; s < 2; s++)
-        end[s] = lm_timelist_lower(l[s], lm_join_sat_add(w, size));
-      for (int s = 0; s < 2; s++) {
-        if (end[s] < at[s]) end[s] = at[s];
-      }
-      int64_t np = (int64_t)(end[0] - at[0]) * (end[1] - at[1]);
-      if (np > 0) {
-        LM_TRY(reserve_pairs(j, n + np));
-        for (int32_t a = at[0]; a < end[0]; a++) {
-          if (row_weight(j, 0, NULL, l[0]->slot[a]) == 0) continue; /* cancelled */
-          for (int32_t b = at[1]; b < end[1]; b++) {
-            if (row_weight(j, 1, NULL, l[1]->slot[b]) == 0) continue;
-            j->pa[n] = l[0]->slot[a];
-            j->pb[n++] = l[1]->slot[b];
-          }
-        }
-      }
-      at[0] = end[0];
-      at[1] = end[1];
+    for (int64_t w = next_window(j, g, from);
+         w != INT64_MAX && lm_join_sat_add(w, size) <= close;) {
+      LM_TRY(gather_window(j, g, w, &np, nc, &ng));
+      int64_t next = lm_join_sat_add(w, slide);
+      if (next <= w) break;
+      w = next_window(j, g, next);
     }
-    ndrop[0] += at[0] - l[0]->head;
-    ndrop[1] += at[1] - l[1]->head;
   }
-  LM_TRY(emit_slot_pairs(j, n));
-  /* 2. per side: the unmatched rows of an outer side, then drop the rows */
+  /* 2. the matches, the pairs out, then an outer side's unmatched rows */
+  int64_t nun[2], nk;
+  laminar_code rc = match_windows(j, np, ng, nun, &nk);
+  if (rc == LAMINAR_OK && nk > 0) {
+    if (nk == np) {
+      lm_chunk out = {np, j->o.ncols, j->o.vecs, NULL};
+      rc = lm_op_emit(&j->base, &out);
+    } else {
+      rc = emit_rows(j, 0, NULL, j->pa, j->pb, nk);
+    }
+  }
+  lm_eval_ctx_reset(j->ctx);
+  LM_TRY(rc);
+  for (int32_t s = 0; s < 2; s++) {
+    LM_TRY(reserve_pairs(j, nun[s]));
+    for (int64_t q = 0; q < nun[s]; q++) {
+      j->pa[q] = j->cs[s][q];
+      j->pw[q] = j->cw[s][q];
+    }
+    LM_TRY(emit_rows(j, s, NULL, j->pa, j->pneg, nun[s]));
+  }
+  /* 3. the rows whose last window closed */
   for (int32_t s = 0; s < 2; s++) {
     side_state* ss = &j->side[s];
-    bool keep = s == 0 ? j->spec.keep_left : j->spec.keep_right;
-    LM_TRY(reserve_pairs(j, ndrop[s]));
-    int64_t m = 0, k = 0, min_ts = INT64_MAX;
+    int64_t min_ts = INT64_MAX;
     for (int64_t g = 0; g < j->table.n; g++) {
       lm_timelist* kl = &j->lists[s][g];
       int32_t i = kl->head;
-      while (i < kl->n && lm_join_sat_add(window_start(j, kl->ts[i]), size) <= close) {
-        j->pa[k++] = kl->slot[i];
-        if (keep && ss->matched[kl->slot[i]] == 0 &&
-            row_weight(j, s, NULL, kl->slot[i]) != 0)
-          j->pb[m++] = kl->slot[i];
-        i++;
-      }
+      while (i < kl->n && lm_join_sat_add(last_window(j, kl->ts[i]), size) <= close)
+        lm_rowstore_release(&ss->rows, kl->slot[i++]);
       ss->held -= i - kl->head;
       kl->head = i;
       if (kl->head == kl->n) kl->head = kl->n = 0;
       if (kl->n > kl->head && kl->ts[kl->head] < min_ts) min_ts = kl->ts[kl->head];
     }
     ss->min_ts = min_ts;
-    laminar_code rc = emit_rows(j, s, NULL, j->pb, j->pneg, m);
-    for (int64_t q = 0; q < k; q++) lm_rowstore_release(&ss->rows, (uint32_t)j->pa[q]);
-    LM_TRY(rc);
   }
+  j->win_done = close;
   return LAMINAR_OK;
 }
 
@@ -635,7 +811,7 @@ static laminar_code forward_watermark(ijoin_op* j) {
     int64_t least = w < rw ? w : rw;
     if (least != INT64_MAX && least != INT64_MIN) {
       w = lm_join_to_ms(j->spec.time_type,
-                        window_start(j, lm_join_to_units(j->spec.time_type, least)));
+                        first_window(j, lm_join_to_units(j->spec.time_type, least)));
     } else {
       w = least;
     }
@@ -855,13 +1031,17 @@ static laminar_code restore_into(ijoin_op* j, lm_state_reader* r,
   }
   int64_t out_wm = lm_state_get_i64(r);
   if (!merge || out_wm < j->out_wm) j->out_wm = out_wm;
+  /* A window join closed every window the least of the watermarks ended. */
+  int64_t least = j->wm[0] < j->wm[1] ? j->wm[0] : j->wm[1];
+  j->win_done =
+      least == INT64_MIN ? INT64_MIN : lm_join_to_units(j->spec.time_type, least);
   if (rc == LAMINAR_OK) rc = restore_side(j, 0, r, f);
   if (rc == LAMINAR_OK) rc = restore_side(j, 1, r, f);
   if (rc == LAMINAR_OK && r->failed) rc = LAMINAR_ERR_RECOVERY;
   if (rc != LAMINAR_OK) {
     ijoin_clear(j);
     reset_stores(j);
-    j->wm[0] = j->wm[1] = j->out_wm = INT64_MIN;
+    j->wm[0] = j->wm[1] = j->out_wm = j->win_done = INT64_MIN;
     j->late[0] = j->late[1] = 0;
     return lm_error_set(err, rc, "interval join: cannot restore its state%s",
                         rc == LAMINAR_ERR_RECOVERY ? " (snapshot damaged)" : "");
@@ -897,6 +1077,12 @@ static void ijoin_destroy(lm_op* op) {
   lm_free(j->pb);
   lm_free(j->pneg);
   lm_free(j->psel);
+  lm_free(j->pw);
+  lm_free(j->grp);
+  for (int32_t s = 0; s < 2; s++) {
+    lm_free(j->cs[s]);
+    lm_free(j->cw[s]);
+  }
   lm_free(j->rowslot);
   lm_free(j->rowstate);
   lm_free(j->rowmatch);
@@ -949,7 +1135,7 @@ laminar_code lm_op_ijoin_create(const lm_ijoin_spec* spec, const lm_schema* out_
   if (j == NULL) return LAMINAR_ERR_NOMEM;
   j->base.vt = &ijoin_vtable;
   j->spec = *spec;
-  j->wm[0] = j->wm[1] = j->out_wm = INT64_MIN;
+  j->wm[0] = j->wm[1] = j->out_wm = j->win_done = INT64_MIN;
   j->side[0].min_ts = j->side[1].min_ts = INT64_MAX;
   j->key_types = lm_calloc((size_t)(spec->nkeys ? spec->nkeys : 1), sizeof(lm_type));
   laminar_code rc = j->key_types != NULL ? LAMINAR_OK : LAMINAR_ERR_NOMEM;
@@ -989,4 +1175,11 @@ int64_t lm_op_ijoin_late_rows(const lm_op* op) {
 
 int64_t lm_op_ijoin_out_watermark(const lm_op* op) {
   return is_ijoin(op) ? ((const ijoin_op*)op)->out_wm : INT64_MAX;
+}
+
+void lm_op_ijoin_set_late_sink(lm_op* op, lm_op_sink_fn fn, void* arg) {
+  if (!is_ijoin(op)) return;
+  ijoin_op* j = (ijoin_op*)op;
+  j->late_fn = fn;
+  j->late_arg = arg;
 }

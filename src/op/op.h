@@ -276,6 +276,36 @@ laminar_code lm_op_lateral_apply(lm_eval_ctx* ctx, const lm_lateral_spec* spec,
                                  lm_vec* out, const uint32_t** out_parent,
                                  int64_t* out_m);
 
+/* ---- temporal filter: rows kept to a horizon of event time (expire.c) ------ */
+
+/* WHERE t > WATERMARK() - h (or >=): each input row with t kept is emitted
+ * with its weight when it arrives while the watermark is below t + h (for
+ * >=: at most t + h), and retracted (weight negated) when the watermark
+ * passes that, so the emitted rows sum, at any watermark W, to the input's
+ * rows with t > W - h. Rows the watermark already passed are late (counted,
+ * handed to the late sink); rows with a NULL time never pass. Emits the
+ * input's columns, then _weight (BIGINT) unless the input is a changelog
+ * (weight_col >= 0), whose weight column is emitted (negated on retraction)
+ * where it is. */
+typedef struct lm_expire_spec {
+  int32_t time_col; /* input column: BIGINT (ms) or TIMESTAMP (µs) */
+  lm_type time_type;
+  int64_t horizon; /* h, in the time column's unit (may be negative) */
+  bool inclusive;  /* >=: kept while W <= t + h; >: while W < t + h */
+  int32_t in_ncols;
+  int32_t weight_col; /* a changelog input's _weight column, or -1 */
+} lm_expire_spec;
+
+/* in_schema: the input's columns (in_ncols); out_schema: what it emits. */
+laminar_code lm_op_expire_create(const lm_expire_spec* spec, const lm_schema* in_schema,
+                                 const lm_schema* out_schema, lm_op** out);
+bool lm_op_is_expire(const lm_op* op);
+/* Late rows (input columns, arrival order) go to fn(arg, rows) from now on. */
+void lm_op_expire_set_late_sink(lm_op* op, lm_op_sink_fn fn, void* arg);
+int64_t lm_op_expire_late_rows(const lm_op* op);
+/* Rows held (emitted, not yet retracted). */
+int64_t lm_op_expire_held(const lm_op* op);
+
 /* ---- window: tumbling / hopping window hash aggregation ------------------ */
 
 /* Window aggregation over windows [start, start + size_ms) on time column
@@ -496,12 +526,19 @@ int64_t lm_op_asof_thaws(const lm_op* op);
  * min(left watermark, right watermark - hi) to `next`: no row it emits later
  * has an older left time.
  *
- * window_ms > 0 (a tumbling window join): instead of the bound, both rows lie
- * in one window [start, start + window_ms) of their times (the binder also
- * makes window_start a key), and a window is joined when it closes on both
- * sides (both watermarks reach its end): its pairs, then an outer side's
- * unmatched rows, then its rows are dropped. The forwarded watermark is the
- * start of the window the least of the two watermarks is in. */
+ * window_ms > 0 (a window join): instead of the bound, both rows lie in one
+ * window [start, start + window_ms) of their times, start a multiple of
+ * slide_ms (tumbling when slide_ms = window_ms, hopping when smaller: a row
+ * is in each of its windows), and a window is joined when it closes on both
+ * sides (both watermarks reach its end): its pairs, then an outer side's rows
+ * that matched nothing in it; a row is dropped once its last window closed.
+ * Each side's columns lwin and lwin + 1 (rwin likewise), window_start and
+ * window_end, are set to the window of the joined row (NULL for a row of no
+ * window: a NULL time). The forwarded watermark is the start of the first
+ * window the least of the two watermarks has not closed.
+ *
+ * Late rows go to the late sink when one is set (lm_op_ijoin_set_late_sink),
+ * as joined rows whose other side is NULL (window columns NULL). */
 typedef struct lm_ijoin_spec {
   bool keep_left, keep_right;
   int32_t nkeys;
@@ -509,8 +546,10 @@ typedef struct lm_ijoin_spec {
   const lm_expr* const* rkeys; /* over the right's; of the same types as lkeys */
   int32_t ltime, rtime;        /* time columns (BIGINT ms or TIMESTAMP, both alike) */
   lm_type time_type;
-  int64_t lo, hi;    /* right time - left time in [lo, hi], the time column's unit */
-  int64_t window_ms; /* > 0: tumbling window join (lo, hi unused) */
+  int64_t lo, hi;     /* right time - left time in [lo, hi], the time column's unit */
+  int64_t window_ms;  /* > 0: window join (lo, hi unused) */
+  int64_t slide_ms;   /* its windows' slide (= window_ms: tumbling) */
+  int32_t lwin, rwin; /* its sides' window_start columns (window_end next) */
   /* > 0: a join without a time bound that WITH (state_ttl = ...) allows:
    * [lo, hi] is [-ttl, +ttl] over the inputs' watermark columns (set by
    * the catalog, db/catalog.c lm_db_join_ttl), so each side's rows go once
@@ -539,6 +578,9 @@ laminar_code lm_op_ijoin_create(const lm_ijoin_spec* spec, const lm_schema* out_
 void lm_op_ijoin_held(const lm_op* op, int64_t out_rows[2], int64_t out_bytes[2]);
 int64_t lm_op_ijoin_late_rows(const lm_op* op);
 int64_t lm_op_ijoin_out_watermark(const lm_op* op);
+/* Hand the join's late rows to fn(arg, rows) (a late side output), in the
+ * joined row's columns, the other side's NULL; no effect on another operator. */
+void lm_op_ijoin_set_late_sink(lm_op* op, lm_op_sink_fn fn, void* arg);
 
 /* ---- joins: what both join operators report ----------------------------------- */
 
@@ -550,6 +592,11 @@ void lm_op_join_held(const lm_op* op, int64_t out_rows[2], int64_t out_bytes[2])
 int64_t lm_op_join_out_watermark(const lm_op* op);
 /* Late rows a join dropped so far, both sides (0 for another operator). */
 int64_t lm_op_join_late_rows(const lm_op* op);
+/* Hand a join's late rows (behind their own input's watermark) to fn(arg,
+ * rows) (a late side output) as joined rows whose other side is NULL: an
+ * ASOF or temporal join's, or an interval or window join's
+ * (lm_op_ijoin_set_late_sink). No effect on another operator. */
+void lm_op_join_set_late_sink(lm_op* op, lm_op_sink_fn fn, void* arg);
 
 /* Hash every row's key tuple: rows 0..n-1 into h[0..n) (sel NULL), or rows
  * sel[0..n) into h[sel[i]]. The window operators' group hash; the

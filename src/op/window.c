@@ -1375,6 +1375,7 @@ static laminar_code prepare_rows(window_op* op, const lm_chunk* in, lm_chunk* ou
   *out_given = given;
   *out_by_pos = false;
   if (in->nrows == 0) return LAMINAR_OK;
+  op->chunk_rows += in->nrows;
   lm_eval_ctx_reset(op->ctx);
   /* The rows to aggregate: the chunk's (all, or its selection), less those
    * WHERE does not keep and a changelog's rows weighing NULL or 0. From here
@@ -1658,7 +1659,7 @@ static laminar_code ttl_compact(window_op* op) {
     if (rc != LAMINAR_OK) break;
     nw->nrows[h] = w->nrows[g];
     nw->live[h] = w->live[g];
-    nw->last[h] = w->last[g];
+    if (op->spec.ttl_ms > 0) nw->last[h] = w->last[g];
   }
   lm_state_writer_free(&sw);
   if (rc != LAMINAR_OK) {
@@ -1718,6 +1719,23 @@ static laminar_code window_expire(window_op* op) {
   return rc;
 }
 
+/* GROUP BY without a window over a changelog: a group whose rows were all
+ * retracted (and whose row its readers no longer hold) is gone from the
+ * answer; once such groups are half the window's, it is compacted without
+ * them, so the state follows what the input holds (a temporal filter's
+ * horizon, a view's rows), not every key it ever had. */
+static laminar_code forget_retracted(window_op* op) {
+  if (!op->spec.changelog || op->nopen == 0 || !op->spec.emit_changes) return LAMINAR_OK;
+  const window* w = op->open[0];
+  /* A look at every group once the rows since the last look are half their
+   * number: O(1) a row. */
+  if (w->t.n < 64 || 2 * (op->chunk_rows - op->forget_seen) < w->t.n) return LAMINAR_OK;
+  op->forget_seen = op->chunk_rows;
+  int64_t nfree = 0;
+  for (int64_t g = 0; g < w->t.n; g++) nfree += !ttl_held(w, g);
+  return 2 * nfree >= w->t.n ? ttl_compact(op) : LAMINAR_OK;
+}
+
 /* Close windows, then give their bytes back to the bound. */
 static laminar_code window_on_watermark(lm_op* base, int64_t watermark_ms) {
   window_op* op = (window_op*)base;
@@ -1731,7 +1749,11 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
   if (watermark_ms <= op->watermark) return LAMINAR_OK;
   op->watermark = watermark_ms;
   const lm_window_spec* spec = &op->spec;
-  if (spec->global) return window_expire(op); /* the one window never closes */
+  if (spec->global) { /* the one window never closes */
+    LM_TRY(window_expire(op));
+    (void)forget_retracted(op); /* out of memory: tried again at a later look */
+    return LAMINAR_OK;
+  }
   int32_t nclose = 0;
   int64_t total = 0;
   while (nclose < op->nopen) {
@@ -2086,6 +2108,8 @@ static bool is_window(const lm_op* op) {
 }
 
 int64_t lm_op_window_late_rows(const lm_op* op) {
+  if (lm_op_is_expire(op))
+    return lm_op_expire_late_rows(op) + lm_op_window_late_rows(op->next);
   if (lm_op_is_analytic(op)) return lm_op_analytic_late_rows(op);
   if (lm_op_is_keyed_window(op)) return lm_op_keyed_window_late_rows(op);
   return is_window(op) ? ((const window_op*)op)->late_rows : 0;
@@ -2102,6 +2126,8 @@ int64_t lm_op_window_thaws(const lm_op* base, int64_t* out_groups) {
 }
 
 int64_t lm_op_window_state_rows(const lm_op* op) {
+  if (lm_op_is_expire(op))
+    return lm_op_expire_held(op) + lm_op_window_state_rows(op->next);
   if (lm_op_is_analytic(op)) return lm_op_analytic_partitions(op);
   if (lm_op_is_keyed_window(op)) return lm_op_keyed_window_state_rows(op);
   if (!is_window(op)) return 0;
@@ -2125,6 +2151,10 @@ void lm_op_window_set_late_floor(lm_op* base, int64_t watermark_ms) {
 }
 
 void lm_op_window_set_late_sink(lm_op* base, lm_op_sink_fn fn, void* arg) {
+  if (lm_op_is_expire(base)) { /* a temporal filter's late rows: behind its horizon */
+    lm_op_expire_set_late_sink(base, fn, arg);
+    return;
+  }
   if (base == NULL || !is_window(base)) return;
   window_op* op = (window_op*)base;
   op->late_fn = fn;

@@ -17,13 +17,17 @@
 
 static laminar_code build_rest(const lm_plan* plan, lm_op** out);
 
-/* A join plan (ASOF, lookup, a table function): the join operator, then the
- * rest of the plan. */
+/* A join plan (ASOF, lookup, a table function): the join operator, then (a
+ * table function beside a join) the lateral one, then the rest of the plan. */
 laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
   *out = NULL;
-  if (!plan->joined && !plan->lookup && !plan->lateral) return build_rest(plan, out);
+  if (!plan->joined && !plan->lookup && !plan->lateral && !plan->temporal)
+    return build_rest(plan, out);
   lm_op* join;
-  if (plan->lateral)
+  if (plan->temporal)
+    LM_TRY(lm_op_expire_create(&plan->expire, &plan->union_schema, &plan->union_schema,
+                               &join));
+  else if (plan->lateral)
     LM_TRY(lm_op_lateral_create(&plan->lat, &plan->union_schema, &join));
   else if (plan->interval)
     LM_TRY(lm_op_ijoin_create(&plan->ijoin, &plan->union_schema, &join));
@@ -31,7 +35,13 @@ laminar_code lm_plan_build_chain(const lm_plan* plan, lm_op** out) {
     LM_TRY(lm_op_lookup_create(&plan->lk, &plan->union_schema, &join));
   else
     LM_TRY(lm_op_asof_create(&plan->join, &plan->union_schema, &join));
-  laminar_code rc = build_rest(plan, &join->next);
+  lm_op** rest = &join->next;
+  laminar_code rc = LAMINAR_OK;
+  if (plan->join_lateral) { /* the table function over each joined row */
+    rc = lm_op_lateral_create(&plan->jlat, &plan->jlat_schema, rest);
+    if (rc == LAMINAR_OK) rest = &(*rest)->next;
+  }
+  if (rc == LAMINAR_OK) rc = build_rest(plan, rest);
   if (rc != LAMINAR_OK) {
     lm_op_chain_destroy(join);
     return rc;
@@ -121,6 +131,12 @@ const char* lm_plan_describe(lm_plan* plan) {
              cmps[j->cmp], plan->branches[1].input,
              plan->union_schema.fields[j->lcols + j->rtime].name,
              j->has_tolerance ? ", tolerance" : "");
+  } else if (plan->temporal) {
+    const lm_expire_spec* x = &plan->expire;
+    snprintf(head, sizeof head, "temporal_filter(%s.%s %s watermark - %lld%s) -> ",
+             plan->input, plan->union_schema.fields[x->time_col].name,
+             x->inclusive ? ">=" : ">", (long long)x->horizon,
+             x->time_type == LM_TYPE_TIMESTAMP ? " us" : " ms");
   } else if (plan->lateral) {
     snprintf(head, sizeof head, "lateral(%s, %s: %d columns) -> ", plan->input,
              lm_udf_name(plan->lat.fn), (int)lm_udtf_ncols(plan->lat.fn));
@@ -394,6 +410,7 @@ const char* lm_plan_two_phase_partial(lm_agg_fn fn) {
     case LM_AGG_AVG: return "sum, count";
     case LM_AGG_MIN: return "min";
     case LM_AGG_MAX: return "max";
+    case LM_AGG_UDAF: return "its serialized state";
     default: return NULL;
   }
 }
@@ -406,6 +423,7 @@ const char* lm_plan_two_phase_final(lm_agg_fn fn) {
     case LM_AGG_AVG: return "sum / sum";
     case LM_AGG_MIN: return "min";
     case LM_AGG_MAX: return "max";
+    case LM_AGG_UDAF: return "merge";
     default: return NULL;
   }
 }

@@ -35,12 +35,21 @@ typedef struct binder {
   const lm_schema* join_right; /* NULL: no join */
   const char* right_name;
   const char* right_alias;
+  /* A table function beside the join (FROM a JOIN b ON ..., f(...)): its
+   * columns, after the joined row's (lat_base on) in input; NULL: none. */
+  const lm_schema* lat_right;
+  const char* lat_name;
+  const char* lat_alias;
+  int32_t lat_base;
   /* A join that carries one input's changelog weight through (lookup, ASOF,
    * temporal): the weight's column in input; else the input ends in it. */
   bool pass_weight;
   int32_t weight_col;
   lm_plan_table_fn tables;  /* lookup joins: the tables in scope (NULL: none) */
   const lm_udf_list* funcs; /* user-defined functions in scope (NULL: none) */
+  /* The WHERE conjunct that is the plan's temporal filter (bound as the
+   * expire operator, not as a filter), NULL: none. */
+  const lm_ast_expr* temporal;
   /* aggregation */
   bool aggregating;
   const lm_ast_expr* tumble; /* the tumble(...) call of GROUP BY */
@@ -295,9 +304,13 @@ static bool ast_equal(const lm_ast_expr* x, const lm_ast_expr* y) {
 
 /* A built-in aggregate's name, or a user-defined aggregate's in `funcs`
  * (NULL: built-ins only). */
+static bool is_udaf_split_name(const char* f) {
+  return lm_streq_nocase(f, "__udaf_partial") || lm_streq_nocase(f, "__udaf_merge");
+}
+
 static bool is_agg_name(const lm_udf_list* funcs, const char* f) {
   if (f == NULL) return false;
-  if (lm_agg_find(f) != NULL) return true;
+  if (lm_agg_find(f) != NULL || is_udaf_split_name(f)) return true;
   const lm_udf* u = funcs != NULL ? lm_udf_list_find(funcs, f) : NULL;
   return u != NULL && lm_udf_is_aggregate(u);
 }
@@ -307,33 +320,56 @@ static bool is_window_fn(const char* f) {
                        lm_streq_nocase(f, "slide") || lm_streq_nocase(f, "session"));
 }
 
-static bool contains_agg(const lm_udf_list* funcs, const lm_ast_expr* e) {
+/* Whether `e` or a node under it satisfies `pred` (1: yes; 0: look under it;
+ * -1: not it, and skip what is under it). */
+typedef int (*ast_pred)(const lm_ast_expr* e, const void* arg);
+static bool ast_any(const lm_ast_expr* e, ast_pred pred, const void* arg) {
   if (e == NULL) return false;
-  if (e->kind == LM_AST_FUNCTION && e->over != NULL) return false; /* analytic */
-  if (e->kind == LM_AST_FUNCTION && is_agg_name(funcs, e->fname)) return true;
-  if (contains_agg(funcs, e->left) || contains_agg(funcs, e->right) ||
-      contains_agg(funcs, e->operand) || contains_agg(funcs, e->else_expr)) {
+  int p = pred(e, arg);
+  if (p != 0) return p > 0;
+  if (ast_any(e->left, pred, arg) || ast_any(e->right, pred, arg) ||
+      ast_any(e->operand, pred, arg) || ast_any(e->else_expr, pred, arg)) {
     return true;
   }
   for (size_t i = 0; i < e->nlist; i++) {
-    if (contains_agg(funcs, e->list[i])) return true;
+    if (ast_any(e->list[i], pred, arg)) return true;
   }
   for (size_t i = 0; i < e->nwhen; i++) {
-    if (contains_agg(funcs, e->whens[i]) || contains_agg(funcs, e->thens[i])) return true;
+    if (ast_any(e->whens[i], pred, arg) || ast_any(e->thens[i], pred, arg)) return true;
   }
   for (size_t i = 0; i < e->nargs; i++) {
-    if (contains_agg(funcs, e->args[i])) return true;
+    if (ast_any(e->args[i], pred, arg)) return true;
   }
   return false;
 }
 
+static int agg_pred(const lm_ast_expr* e, const void* funcs) {
+  if (e->kind == LM_AST_FUNCTION && e->over != NULL) return -1; /* analytic */
+  return e->kind == LM_AST_FUNCTION && is_agg_name(funcs, e->fname);
+}
+
+static bool contains_agg(const lm_udf_list* funcs, const lm_ast_expr* e) {
+  return ast_any(e, agg_pred, funcs);
+}
+
 /* ---- binding ------------------------------------------------------------------------ */
+
+/* What a temporal filter is (errors). */
+static const char temporal_shape[] =
+    "a temporal filter is a WHERE condition `ts > WATERMARK() - INTERVAL '...'` (or >=) "
+    "over a BIGINT or TIMESTAMP column";
+
 
 static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_expr** out);
 
 static laminar_code bind_join_column(binder* b, const lm_ast_expr* a, lm_expr** out);
 
+static laminar_code bind_lat_column(binder* b, const lm_ast_expr* a, lm_expr** out);
+
 static laminar_code bind_column_row(binder* b, const lm_ast_expr* a, lm_expr** out) {
+  *out = NULL;
+  if (b->lat_right != NULL) LM_TRY(bind_lat_column(b, a, out));
+  if (*out != NULL) return LAMINAR_OK;
   if (b->join_right != NULL) return bind_join_column(b, a, out);
   if (a->table != NULL && !name_eq(a->table, b->input_name) &&
       !(b->input_alias != NULL && name_eq(a->table, b->input_alias))) {
@@ -664,6 +700,59 @@ static laminar_code bind_udaf(binder* b, const lm_ast_expr* a, lm_udf* f,
   return LAMINAR_OK;
 }
 
+/* __udaf_partial('f', args...) and __udaf_merge('f', state): the two halves
+ * of user-defined aggregate f's call that laminar_stream_two_phase writes
+ * (lm_udaf_mode): the first typed as f(args...) is, giving its serialized
+ * state (LM_UDAF_STATE_TYPE); the second merging such states and giving f's
+ * result. */
+static laminar_code bind_udaf_split(binder* b, const lm_ast_expr* a, lm_agg_spec* spec) {
+  bool partial = lm_streq_nocase(a->fname, "__udaf_partial");
+  const lm_ast_expr* nm = a->nargs > 0 ? a->args[0] : NULL;
+  if (a->star || nm == NULL || nm->kind != LM_AST_LITERAL || nm->lit != LM_LIT_STRING ||
+      a->nargs < 2 || (!partial && a->nargs != 2)) {
+    return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, a,
+                "%s() takes an aggregate function's name (a string literal) and %s",
+                a->fname, partial ? "its arguments" : "one partial state");
+  }
+  char name[256];
+  snprintf(name, sizeof name, "%.*s", (int)nm->slen, nm->s);
+  lm_udf* f = b->funcs != NULL ? lm_udf_list_find(b->funcs, name) : NULL;
+  if (f == NULL || !lm_udf_is_aggregate(f)) {
+    return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, nm,
+                "%s(): no user-defined aggregate function named '%s'", a->fname, name);
+  }
+  if (partial) {
+    lm_ast_expr call = *a;
+    call.fname = lm_udf_name(f);
+    call.args = a->args + 1;
+    call.nargs = a->nargs - 1;
+    LM_TRY(bind_udaf(b, &call, f, spec));
+    spec->udaf_mode = LM_UDAF_PARTIAL;
+    spec->result_type = LM_UDAF_STATE_TYPE;
+    return LAMINAR_OK;
+  }
+  if (contains_agg(b->funcs, a->args[1])) {
+    return fail(b, LAMINAR_ERR_SQL_GROUPING, a->args[1],
+                "aggregate calls cannot be nested");
+  }
+  lm_expr* state;
+  LM_TRY(bind(b, a->args[1], MODE_ROW, &state));
+  if (state->type != LM_UDAF_STATE_TYPE) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->args[1],
+                "__udaf_merge(): a partial state is %s, got %s",
+                lm_type_name(LM_UDAF_STATE_TYPE), lm_type_name(state->type));
+  }
+  if (!lm_udf_list_has(&b->plan->udfs, f) &&
+      lm_udf_list_add(&b->plan->udfs, f, false) != LAMINAR_OK)
+    return NOMEM(b);
+  spec->fn = LM_AGG_UDAF;
+  spec->arg = state;
+  spec->result_type = lm_udf_result_type(f);
+  spec->udaf = f;
+  spec->udaf_mode = LM_UDAF_MERGE;
+  return LAMINAR_OK;
+}
+
 /* The fraction q of quantile_cont / quantile_disc / approx_quantile: a
  * number literal in [0, 1]. */
 static laminar_code bind_quantile_fraction(binder* b, const char* f, const lm_ast_expr* q,
@@ -779,6 +868,8 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
     lm_udf* uf = def == NULL && b->funcs != NULL ? lm_udf_list_find(b->funcs, f) : NULL;
     if (uf != NULL && lm_udf_is_aggregate(uf)) {
       LM_TRY(bind_udaf(b, a, uf, &spec));
+    } else if (is_udaf_split_name(f)) {
+      LM_TRY(bind_udaf_split(b, a, &spec));
     } else if (lm_streq_nocase(f, "count") && (a->star || a->nargs == 0)) {
       spec.fn = LM_AGG_COUNT_STAR;
       spec.result_type = LM_TYPE_INT64;
@@ -951,6 +1042,10 @@ static laminar_code bind_udf(binder* b, const lm_ast_expr* a, bind_mode mode,
                 "(COUNT(DISTINCT x), approx_count_distinct(x) and FIRST/LAST cover "
                 "common uses)",
                 a->fname);
+  }
+  if (f == NULL && lm_streq_nocase(a->fname, "watermark")) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, a,
+                "WATERMARK() is allowed only in a temporal filter: %s", temporal_shape);
   }
   if (f == NULL) {
     return fail(b, LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, a,
@@ -1435,7 +1530,14 @@ static laminar_code bind_items(binder* b, const lm_ast_select* sel, bind_mode mo
                     "SELECT * is not allowed with GROUP BY");
       }
       int32_t lo = 0, hi = b->input->ncols - (lm_op_view_is_changelog(b->input) ? 1 : 0);
-      if (b->join_right != NULL) LM_TRY(join_star_range(b, item->expr, &lo, &hi));
+      if (b->lat_right != NULL && item->expr->table != NULL &&
+          (name_eq(item->expr->table, b->lat_name) ||
+           (b->lat_alias != NULL && name_eq(item->expr->table, b->lat_alias)))) {
+        lo = b->lat_base; /* f.*: the table function's columns */
+      } else if (b->join_right != NULL) {
+        LM_TRY(join_star_range(b, item->expr, &lo, &hi));
+        if (b->lat_right != NULL && item->expr->table == NULL) hi = b->input->ncols;
+      }
       for (int32_t c = lo; c < hi; c++) {
         /* a joined changelog's weight (join_inputs) */
         if (b->join_right != NULL && strcmp(b->input->fields[c].name, "$weight") == 0)
@@ -1459,6 +1561,144 @@ static laminar_code bind_items(binder* b, const lm_ast_select* sel, bind_mode mo
   return LAMINAR_OK;
 }
 
+/* ---- temporal filters: WHERE ts > WATERMARK() - INTERVAL '1' HOUR ------------------ */
+
+static bool is_watermark_call(const lm_ast_expr* a) {
+  return a->kind == LM_AST_FUNCTION && lm_streq_nocase(a->fname, "watermark");
+}
+
+static int watermark_pred(const lm_ast_expr* e, const void* arg) {
+  (void)arg;
+  return is_watermark_call(e);
+}
+
+static bool calls_watermark(const lm_ast_expr* a) {
+  return ast_any(a, watermark_pred, NULL);
+}
+
+/* `a` is base [+|- literal ...] where base is WATERMARK() (want_wm) or a
+ * column: *base and the literals' sum in milliseconds (INTERVAL or integer). */
+static bool temporal_term(const lm_ast_expr* a, bool want_wm, const lm_ast_expr** base,
+                          int64_t* off) {
+  if (want_wm ? is_watermark_call(a) && a->nargs == 0 && !a->star
+              : a->kind == LM_AST_COLUMN) {
+    *base = a;
+    *off = 0;
+    return true;
+  }
+  if (a->kind != LM_AST_BINARY || (a->op != LM_OP_ADD && a->op != LM_OP_SUB))
+    return false;
+  const lm_ast_expr* lit = a->right;
+  const lm_ast_expr* rest = a->left;
+  if (a->op == LM_OP_ADD && a->left->kind == LM_AST_LITERAL) {
+    lit = a->left;
+    rest = a->right;
+  }
+  if (lit->kind != LM_AST_LITERAL ||
+      (lit->lit != LM_LIT_INTERVAL && lit->lit != LM_LIT_INT))
+    return false;
+  if (!temporal_term(rest, want_wm, base, off)) return false;
+  int64_t v = a->op == LM_OP_SUB ? -lit->i : lit->i;
+  return !__builtin_add_overflow(*off, v, off);
+}
+
+/* The WHERE conjunct `c` as a temporal filter: ts [+ a] > WATERMARK() [+ d]
+ * (d < 0 for `- INTERVAL ...`; or >=, or the mirrored <, <=) keeps a row
+ * while the watermark W is below ts + a - d (at most that, for >=). */
+static laminar_code temporal_conjunct(binder* b, const lm_ast_expr* c) {
+  lm_plan* plan = b->plan;
+  if (b->temporal != NULL) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, c,
+                "one temporal filter per query: WATERMARK() appears in two conditions");
+  }
+  const lm_ast_expr *col = NULL, *wm = NULL;
+  int64_t a = 0, d = 0;
+  bool ok = c->kind == LM_AST_BINARY;
+  bool gt = ok && (c->op == LM_OP_GT || c->op == LM_OP_GE);
+  bool lt = ok && (c->op == LM_OP_LT || c->op == LM_OP_LE);
+  if (gt)
+    ok =
+        temporal_term(c->left, false, &col, &a) && temporal_term(c->right, true, &wm, &d);
+  else if (lt)
+    ok =
+        temporal_term(c->right, false, &col, &a) && temporal_term(c->left, true, &wm, &d);
+  else
+    ok = false;
+  if (!ok) {
+    bool upper = (gt && temporal_term(c->right, false, &col, &a)) ||
+                 (lt && temporal_term(c->left, false, &col, &a));
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, c, "%s%s", temporal_shape,
+                upper ? "; a bound that lets rows in later (ts < WATERMARK() ...) is not "
+                        "supported"
+                      : "");
+  }
+  lm_expr* e;
+  LM_TRY(bind_column_row(b, col, &e));
+  if (e->type != LM_TYPE_INT64 && e->type != LM_TYPE_TIMESTAMP) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, col, "%s: '%s' is %s", temporal_shape,
+                col->name, lm_type_name(e->type));
+  }
+  int64_t h;
+  if (__builtin_sub_overflow(a, d, &h) ||
+      (e->type == LM_TYPE_TIMESTAMP && __builtin_mul_overflow(h, (int64_t)1000, &h))) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, c,
+                "the temporal filter's interval is out of "
+                "range");
+  }
+  bool changelog = lm_op_view_is_changelog(b->input);
+  plan->temporal = true;
+  plan->temporal_line = c->line;
+  plan->temporal_column = c->column;
+  plan->expire = (lm_expire_spec){.time_col = e->column,
+                                  .time_type = e->type,
+                                  .horizon = h,
+                                  .inclusive = c->op == LM_OP_GE || c->op == LM_OP_LE,
+                                  .in_ncols = b->input->ncols,
+                                  .weight_col = changelog ? b->input->ncols - 1 : -1};
+  /* The rest of the plan reads the operator's output: a changelog. */
+  if (lm_schema_copy(b->input, &plan->union_schema) != 0) return NOMEM(b);
+  if (!changelog)
+    LM_TRY(add_field(b, &plan->union_schema, LM_WEIGHT_COLUMN, LM_TYPE_INT64));
+  b->input = &plan->union_schema;
+  b->temporal = c;
+  return LAMINAR_OK;
+}
+
+/* Find the temporal filter among the top-level AND conjuncts of `w`; a
+ * WATERMARK() anywhere else is refused. `allowed`: the query reads one
+ * input by name (else any WATERMARK() is refused). */
+static laminar_code find_temporal(binder* b, const lm_ast_expr* w, bool allowed) {
+  if (w == NULL || !calls_watermark(w)) return LAMINAR_OK;
+  if (w->kind == LM_AST_BINARY && w->op == LM_OP_AND) {
+    LM_TRY(find_temporal(b, w->left, allowed));
+    return find_temporal(b, w->right, allowed);
+  }
+  if (!allowed) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w,
+                "%s, in a stream or view reading one source, stream or view by name "
+                "(not over a join, a union, a derived table or a table function)",
+                temporal_shape);
+  }
+  return temporal_conjunct(b, w);
+}
+
+/* Bind the conjuncts of `a` but the temporal filter's (*out NULL: none). */
+static laminar_code bind_conjuncts(binder* b, const lm_ast_expr* a, lm_expr** out) {
+  *out = NULL;
+  if (a == b->temporal) return LAMINAR_OK;
+  if (a->kind != LM_AST_BINARY || a->op != LM_OP_AND) return bind(b, a, MODE_ROW, out);
+  lm_expr *l, *r;
+  LM_TRY(bind_conjuncts(b, a->left, &l));
+  LM_TRY(bind_conjuncts(b, a->right, &r));
+  if (l != NULL) LM_TRY(coerce(b, &l, LM_TYPE_BOOL));
+  if (r != NULL) LM_TRY(coerce(b, &r, LM_TYPE_BOOL));
+  if (l == NULL || r == NULL) {
+    *out = l != NULL ? l : r;
+    return LAMINAR_OK;
+  }
+  return make_call2(b, LM_XOP_AND, LM_TYPE_BOOL, l, r, out);
+}
+
 static laminar_code bind_where(binder* b, const lm_ast_select* sel) {
   if (sel->where == NULL) return LAMINAR_OK;
   if (contains_agg(b->funcs, sel->where)) {
@@ -1466,7 +1706,8 @@ static laminar_code bind_where(binder* b, const lm_ast_select* sel) {
                 "aggregates are not allowed in WHERE (use HAVING)");
   }
   lm_expr* w;
-  LM_TRY(bind(b, sel->where, MODE_ROW, &w));
+  LM_TRY(bind_conjuncts(b, sel->where, &w));
+  if (w == NULL) return LAMINAR_OK; /* the temporal filter alone */
   if (w->type != LM_TYPE_BOOL && w->type != LM_TYPE_NULL) {
     return fail(b, LAMINAR_ERR_TYPE_MISMATCH, sel->where, "WHERE needs a BOOLEAN, got %s",
                 lm_type_name(w->type));
@@ -1602,7 +1843,8 @@ static laminar_code bind_group_by(binder* b, const lm_ast_select* sel) {
 static laminar_code bind_changelog_aggs(binder* b) {
   if (!changelog_input(b)) return LAMINAR_OK;
   for (int32_t i = 0; i < b->naggs; i++) {
-    if (b->aggs[i].fn == LM_AGG_UDAF && !lm_udaf_retractable(b->aggs[i].udaf)) {
+    if (b->aggs[i].fn == LM_AGG_UDAF && (!lm_udaf_retractable(b->aggs[i].udaf) ||
+                                         b->aggs[i].udaf_mode != LM_UDAF_WHOLE)) {
       return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->agg_calls[i],
                   "aggregate function '%s' has no retract callback: it cannot read a "
                   "changelog ('%s' ends in a _weight column); register it with one",
@@ -1833,9 +2075,18 @@ static laminar_code bind_select(binder* b, const lm_stmt* stmt) {
   for (size_t i = 0; i < sel->nitems && !has_agg; i++)
     has_agg = contains_agg(b->funcs, sel->items[i].expr);
   bool changes = stmt->emit == LM_EMIT_CHANGES;
+  bool one_input = plan->nbranches == 1 && !lm_plan_branched(plan) && !plan->joined &&
+                   !plan->lookup && !plan->lateral && !b->pass_weight;
+  LM_TRY(find_temporal(b, sel->where, one_input));
   LM_TRY(bind_where(b, sel));
-  if (sel->qualify != NULL || lm_bind_select_is_analytic(sel))
+  if (sel->qualify != NULL || lm_bind_select_is_analytic(sel)) {
+    if (plan->temporal) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, b->temporal,
+                  "a temporal filter with window functions (OVER) is not supported yet: "
+                  "filter in a stream of its own");
+    }
     return bind_analytic(b, stmt, has_agg);
+  }
   if (!has_agg) {
     if (stmt->emit == LM_EMIT_ON_WINDOW_CLOSE) {
       return fail(b, LAMINAR_ERR_SQL_GROUPING, NULL,
@@ -2161,6 +2412,38 @@ static laminar_code join_side_of_column(binder* b, const lm_ast_expr* a,
   return LAMINAR_OK;
 }
 
+/* A column of the table function beside a join (b->lat_right), into *out;
+ * *out left NULL for a column of the join's sides. A name both the function
+ * and a side have must be qualified. */
+static laminar_code bind_lat_column(binder* b, const lm_ast_expr* a, lm_expr** out) {
+  int32_t li = lm_schema_find(b->lat_right, a->name);
+  if (a->table != NULL) {
+    if (!name_eq(a->table, b->lat_name) &&
+        !(b->lat_alias != NULL && name_eq(a->table, b->lat_alias)))
+      return LAMINAR_OK;
+    if (li < 0) {
+      return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a,
+                  "no column '%s' in table function '%s'", a->name, b->lat_name);
+    }
+  } else {
+    if (li < 0) return LAMINAR_OK;
+    if (lm_schema_find(b->join_left, a->name) >= 0 ||
+        lm_schema_find(b->join_right, a->name) >= 0) {
+      return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, a,
+                  "column '%s' is in the join and in table function '%s': qualify it "
+                  "(%s.%s)",
+                  a->name, b->lat_name, b->lat_alias ? b->lat_alias : b->lat_name,
+                  a->name);
+    }
+  }
+  int32_t col = b->lat_base + li;
+  lm_expr* e = new_expr(b, LM_EXPR_COLUMN, b->input->fields[col].type);
+  if (e == NULL) return NOMEM(b);
+  e->column = col;
+  *out = e;
+  return LAMINAR_OK;
+}
+
 /* A column of the joined row: the left's columns, then the right's. */
 static laminar_code bind_join_column(binder* b, const lm_ast_expr* a, lm_expr** out) {
   int32_t side, idx;
@@ -2290,49 +2573,72 @@ static laminar_code bind_join_key(binder* b, const lm_ast_expr* c, const lm_ast_
   return LAMINAR_OK;
 }
 
-/* One side of a window join, `tumble(input, time, size)` over `in`: the
- * branch's projection (the input's columns, then window_start =
- * time - floor-mod(time, size) and window_end = window_start + size) into
- * `side`, the columns the join reads of that side. */
+/* One side of a window join, `tumble(input, time, size)` or `hop(input,
+ * time, size, slide)` over `in`: the branch's projection (the input's
+ * columns, then window_start and window_end, of the time column's type, which
+ * the join operator fills with the window each joined row is of: here they
+ * are the time itself) into `side`, the columns the join reads of that side.
+ * Both sides take one size, one slide and one time type. */
 static laminar_code window_side(binder* b, const lm_ast_expr* w, const lm_schema* in,
                                 lm_plan_branch* br, lm_schema* side) {
   lm_plan* plan = b->plan;
-  if (!lm_streq_nocase(w->fname, "tumble")) {
+  bool hop = lm_streq_nocase(w->fname, "hop");
+  if (!hop && !lm_streq_nocase(w->fname, "tumble")) {
     return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w,
-                "window joins over %s(...) are not supported yet: tumble(input, time, "
-                "size) on both sides",
+                "window joins over %s(...) are not supported: tumble(input, time, "
+                "size) or hop(input, time, size, slide) on both sides",
                 w->fname);
   }
-  if (w->nargs != 3 || w->args[1]->kind != LM_AST_COLUMN ||
-      w->args[2]->kind != LM_AST_LITERAL ||
-      (w->args[2]->lit != LM_LIT_INTERVAL && w->args[2]->lit != LM_LIT_INT) ||
-      w->args[2]->i <= 0) {
+  if (w->nargs != (hop ? 4u : 3u) || w->args[1]->kind != LM_AST_COLUMN) {
     return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, w,
-                "tumble in FROM takes (input, time column, INTERVAL size > 0)");
+                hop ? "hop in FROM takes (input, time column, INTERVAL size > 0, "
+                      "INTERVAL slide > 0)"
+                    : "tumble in FROM takes (input, time column, INTERVAL size > 0)");
+  }
+  int64_t size = 0, slide = 0;
+  LM_TRY(window_interval(b, w, w->args[2], "size", &size));
+  slide = size;
+  if (hop) {
+    LM_TRY(window_interval(b, w, w->args[3], "slide", &slide));
+    if (1 + (size - 1) / slide > LM_MAX_WINDOWS_PER_ROW) {
+      return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w->args[3],
+                  "hop() puts each row in %lld windows; at most %d are supported (make "
+                  "the slide larger)",
+                  (long long)(1 + (size - 1) / slide), LM_MAX_WINDOWS_PER_ROW);
+    }
   }
   int32_t tc = lm_schema_find(in, w->args[1]->name);
   if (tc < 0) {
     return fail(b, LAMINAR_ERR_SQL_UNKNOWN_COLUMN, w->args[1], "no column '%s' in '%s'",
                 w->args[1]->name, br->input);
   }
-  if (in->fields[tc].type != LM_TYPE_INT64) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, w->args[1],
-                "window joins over a %s time column are not supported yet: BIGINT "
-                "(epoch ms)",
-                lm_type_name(in->fields[tc].type));
+  lm_type tt = in->fields[tc].type;
+  if (tt != LM_TYPE_INT64 && tt != LM_TYPE_TIMESTAMP) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, w->args[1],
+                "%s() time column '%s' must be BIGINT (epoch ms) or TIMESTAMP, got %s",
+                w->fname, w->args[1]->name, lm_type_name(tt));
   }
-  int64_t size = w->args[2]->i;
-  if (plan->ijoin.window_ms != 0 && plan->ijoin.window_ms != size) {
+  lm_ijoin_spec* sp = &plan->ijoin;
+  if (sp->window_ms != 0 && (sp->window_ms != size || sp->slide_ms != slide)) {
     return fail(b, LAMINAR_ERR_SQL_JOIN_CONDITION, w,
-                "both sides of a window join take one window size (%lld and %lld ms)",
-                (long long)plan->ijoin.window_ms, (long long)size);
+                "both sides of a window join take one window: size %lld and %lld ms, "
+                "slide %lld and %lld ms",
+                (long long)sp->window_ms, (long long)size, (long long)sp->slide_ms,
+                (long long)slide);
   }
-  plan->ijoin.window_ms = size;
+  if (sp->window_ms != 0 && sp->time_type != tt) {
+    return fail(b, LAMINAR_ERR_TYPE_MISMATCH, w->args[1],
+                "both sides of a window join take one time type: %s and %s",
+                lm_type_name(sp->time_type), lm_type_name(tt));
+  }
+  sp->window_ms = size;
+  sp->slide_ms = slide;
+  sp->time_type = tt;
   lm_schema_init_empty(side);
   for (int32_t c = 0; c < in->ncols; c++)
     LM_TRY(add_field(b, side, in->fields[c].name, in->fields[c].type));
-  LM_TRY(add_field(b, side, "window_start", LM_TYPE_INT64));
-  LM_TRY(add_field(b, side, "window_end", LM_TYPE_INT64));
+  LM_TRY(add_field(b, side, "window_start", tt));
+  LM_TRY(add_field(b, side, "window_end", tt));
   int32_t n = side->ncols;
   br->exprs = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (size_t)n);
   if (br->exprs == NULL) return NOMEM(b);
@@ -2346,29 +2652,8 @@ static laminar_code window_side(binder* b, const lm_ast_expr* w, const lm_schema
     br->exprs[c] = e;
     br->col_out[c] = c;
   }
-  /* time - ((time % size + size) % size), then + size */
-  lm_expr* t = br->exprs[tc];
-  lm_expr* s = new_expr(b, LM_EXPR_LITERAL, LM_TYPE_INT64);
-  lm_expr* m1 = new_call(b, LM_XOP_MOD, LM_TYPE_INT64, 2);
-  lm_expr* p = new_call(b, LM_XOP_ADD, LM_TYPE_INT64, 2);
-  lm_expr* m2 = new_call(b, LM_XOP_MOD, LM_TYPE_INT64, 2);
-  lm_expr* start = new_call(b, LM_XOP_SUB, LM_TYPE_INT64, 2);
-  lm_expr* end = new_call(b, LM_XOP_ADD, LM_TYPE_INT64, 2);
-  if (s == NULL || m1 == NULL || p == NULL || m2 == NULL || start == NULL || end == NULL)
-    return NOMEM(b);
-  s->lit.i = size;
-  m1->args[0] = t;
-  m1->args[1] = s;
-  p->args[0] = m1;
-  p->args[1] = s;
-  m2->args[0] = p;
-  m2->args[1] = s;
-  start->args[0] = t;
-  start->args[1] = m2;
-  end->args[0] = start;
-  end->args[1] = s;
-  br->exprs[n - 2] = start;
-  br->exprs[n - 1] = end;
+  br->exprs[n - 2] = br->exprs[tc];
+  br->exprs[n - 1] = br->exprs[tc];
   return LAMINAR_OK;
 }
 
@@ -2737,34 +3022,67 @@ static laminar_code time_bound_of(binder* b, const lm_ast_expr* c, time_bound* t
   return LAMINAR_OK;
 }
 
-/* A window join's spec past its keys: the time columns its tumble() calls
- * name, and a key `l.window_start = r.window_start` it must have (rows of
- * one window meet; LDB-1009 without). */
+/* Whether `e` reads column c or c + 1 (a window join side's window_start,
+ * window_end). */
+static bool reads_window(const lm_expr* e, int32_t c) {
+  if (e->kind == LM_EXPR_COLUMN) return e->column == c || e->column == c + 1;
+  for (int32_t i = 0; e->kind == LM_EXPR_CALL && i < e->nargs; i++)
+    if (reads_window(e->args[i], c)) return true;
+  return false;
+}
+
+/* A window join's ON refused with `code` at the JOIN: "a window join at
+ * line:column<before> l.window_start = r.window_start<after>". */
+static laminar_code window_join_fail(binder* b, const lm_ast_select* sel,
+                                     laminar_code code, const char* before,
+                                     const char* after) {
+  lm_error_set(b->err, code,
+               "a window join at line %d, column %d%s %s.window_start = "
+               "%s.window_start%s",
+               (int)sel->join->line, (int)sel->join->column, before,
+               b->input_alias ? b->input_alias : b->input_name,
+               b->right_alias ? b->right_alias : b->right_name, after);
+  lm_error_at(b->err, sel->join->line, sel->join->column);
+  return code;
+}
+
+/* A window join's spec past its keys: the time columns its tumble() or hop()
+ * calls name, and a key `l.window_start = r.window_start` it must have (rows
+ * of one window meet; LDB-1009 without). The operator joins window by window
+ * itself, so that key (and `l.window_end = r.window_end`) leave the keys;
+ * another key over a window column is LDB-1005. */
 static laminar_code window_join_keys(binder* b, const lm_ast_select* sel,
-                                     const lm_schema* const* in) {
+                                     const lm_schema* const* in, lm_expr** keys[2]) {
   lm_ijoin_spec* sp = &b->plan->ijoin;
   const lm_ast_expr* w[2] = {sel->from_window, sel->join->right_window};
   int32_t ws[2];
   for (int i = 0; i < 2; i++) ws[i] = in[i]->ncols - 2;
   bool keyed = false;
+  int32_t n = 0;
   for (int32_t k = 0; k < sp->nkeys; k++) {
     const lm_expr *l = sp->lkeys[k], *r = sp->rkeys[k];
-    keyed = keyed || (l->kind == LM_EXPR_COLUMN && l->column == ws[0] &&
-                      r->kind == LM_EXPR_COLUMN && r->column == ws[1]);
+    bool cols = l->kind == LM_EXPR_COLUMN && r->kind == LM_EXPR_COLUMN;
+    bool start = cols && l->column == ws[0] && r->column == ws[1];
+    bool end = cols && l->column == ws[0] + 1 && r->column == ws[1] + 1;
+    keyed = keyed || start;
+    if (start || end) continue;
+    if (reads_window(l, ws[0]) || reads_window(r, ws[1])) {
+      return window_join_fail(b, sel, LAMINAR_ERR_SQL_UNSUPPORTED,
+                              ": a key over window_start or window_end other than",
+                              " is not supported");
+    }
+    keys[0][n] = keys[0][k];
+    keys[1][n++] = keys[1][k];
   }
   if (!keyed) {
-    lm_error_set(b->err, LAMINAR_ERR_SQL_JOIN_CONDITION,
-                 "a window join at line %d, column %d joins the rows of one window: ON "
-                 "needs %s.window_start = %s.window_start",
-                 (int)sel->join->line, (int)sel->join->column,
-                 b->input_alias ? b->input_alias : b->input_name,
-                 b->right_alias ? b->right_alias : b->right_name);
-    lm_error_at(b->err, sel->join->line, sel->join->column);
-    return LAMINAR_ERR_SQL_JOIN_CONDITION;
+    return window_join_fail(b, sel, LAMINAR_ERR_SQL_JOIN_CONDITION,
+                            " joins the rows of one window: ON needs", "");
   }
+  sp->nkeys = n;
+  sp->lwin = ws[0];
+  sp->rwin = ws[1];
   sp->ltime = lm_schema_find(in[0], w[0]->args[1]->name);
   sp->rtime = lm_schema_find(in[1], w[1]->args[1]->name);
-  sp->time_type = LM_TYPE_INT64;
   return LAMINAR_OK;
 }
 
@@ -2861,7 +3179,7 @@ static laminar_code bind_interval_join(binder* b, const lm_ast_select* sel,
     }
     sp->residual = e;
   }
-  if (windowed) return window_join_keys(b, sel, in);
+  if (windowed) return window_join_keys(b, sel, in, keys);
   if (!tb.has_lo && !tb.has_hi && (sp->ttl_ms = stmt_state_ttl(b->stmt)) > 0) {
     /* bounded by the TTL over the watermark columns, which the catalog
      * knows (lm_db_join_ttl) */
@@ -3196,43 +3514,13 @@ static laminar_code lateral_function(binder* b, const lm_ast_expr* call, lm_udf*
                     : "generate_series(start BIGINT, stop BIGINT [, step BIGINT])");
 }
 
-/* FROM s [alias], [LATERAL] f(args) [alias [(cols)]] (or CROSS JOIN ...): one
- * branch (s, without operators), the joined row (s's columns then f's) as
- * union_schema, the lateral spec (f and its arguments over s's row). Column
- * references then resolve by side, as for a lookup join. */
-static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
-                                 lm_plan_lookup_fn lookup, void* lookup_arg) {
+/* Table function call lat->call over b's input row (its scope as set): f
+ * (held by the plan's udfs), its arguments bound and cast (pool memory), and
+ * f's columns as named by lat's alias into plan->lat_cols. */
+static laminar_code bind_table_call(binder* b, const lm_ast_lateral* lat, lm_udf** out_f,
+                                    lm_expr*** out_args, size_t* out_nargs) {
   lm_plan* plan = b->plan;
-  const lm_ast_lateral* lat = sel->lateral;
   const lm_ast_expr* call = lat->call;
-  if (sel->join != NULL || sel->from_window != NULL || sel->union_next != NULL) {
-    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, call,
-                "a table function joins one input, read by name (FROM s, f(s.x)) or a "
-                "derived table (FROM (SELECT ...) d, f(d.x)): not with a JOIN, a window "
-                "table function or a UNION ALL of the outer query (make the union a "
-                "derived table)");
-  }
-  bool src = false;
-  const lm_schema* input;
-  if (sel->from_select != NULL) {
-    /* A derived table (a UNION ALL of them too): its branches project to its
-     * columns (join_side[0]), whose rows the function's then join. */
-    LM_TRY(bind_branches(b, sel->from_select, lookup, lookup_arg));
-    LM_TRY(branch_inputs(b));
-    plan->join_side[0] = plan->union_schema;
-    lm_schema_init_empty(&plan->union_schema);
-    input = &plan->join_side[0];
-  } else {
-    input = lookup(lookup_arg, sel->from, &src);
-    if (input == NULL) return unknown_input(sel, b->err);
-  }
-  /* Over a changelog (EMIT CHANGES, a view) the joined row is the input's
-   * columns but _weight, f's, then _weight: each joined row weighs what its
-   * input row does, and what follows reads a changelog as over the input. */
-  bool changelog = lm_op_view_is_changelog(input);
-  lm_schema* left = lm_pool_alloc(&plan->pool, sizeof *left);
-  if (left == NULL) return NOMEM(b);
-  *left = (lm_schema){input->ncols - (changelog ? 1 : 0), input->fields};
   if (call->star || call->distinct) {
     return fail(b, LAMINAR_ERR_SQL_FUNCTION_ARGS, call,
                 "%s(%s) is only valid for aggregates", call->fname,
@@ -3245,8 +3533,7 @@ static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
   laminar_code rc = lm_udf_list_add(&plan->udfs, f, false);
   lm_udf_unref(f); /* the plan's reference holds it (or none, on failure) */
   if (rc != LAMINAR_OK) return NOMEM(b);
-  /* The arguments, over s's row. */
-  b->input = left;
+  /* The arguments, over the input row (b's scope). */
   lm_expr** args = lm_pool_alloc(&plan->pool, sizeof(lm_expr*) * (nargs ? nargs : 1));
   lm_type* want = lm_pool_alloc(&plan->pool, sizeof(lm_type) * (nargs ? nargs : 1));
   if (args == NULL || want == NULL) return NOMEM(b);
@@ -3282,6 +3569,55 @@ static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
     }
     LM_TRY(add_field(b, &plan->lat_cols, name, lm_udtf_col_type(f, c)));
   }
+  *out_f = f;
+  *out_args = args;
+  *out_nargs = nargs;
+  return LAMINAR_OK;
+}
+
+/* FROM s [alias], [LATERAL] f(args) [alias [(cols)]] (or CROSS JOIN ...): one
+ * branch (s, without operators), the joined row (s's columns then f's) as
+ * union_schema, the lateral spec (f and its arguments over s's row). Column
+ * references then resolve by side, as for a lookup join. */
+static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
+                                 lm_plan_lookup_fn lookup, void* lookup_arg) {
+  lm_plan* plan = b->plan;
+  const lm_ast_lateral* lat = sel->lateral;
+  const lm_ast_expr* call = lat->call;
+  if (sel->from_window != NULL || sel->union_next != NULL) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, call,
+                "a table function joins one input read by name (FROM s, f(s.x)), a "
+                "derived table (FROM (SELECT ...) d, f(d.x)) or a join's rows (FROM a "
+                "JOIN b ON ..., f(a.x)): not a window table function or a UNION ALL of "
+                "the outer query (make the union a derived table)");
+  }
+  bool src = false;
+  const lm_schema* input;
+  if (sel->from_select != NULL) {
+    /* A derived table (a UNION ALL of them too): its branches project to its
+     * columns (join_side[0]), whose rows the function's then join. */
+    LM_TRY(bind_branches(b, sel->from_select, lookup, lookup_arg));
+    LM_TRY(branch_inputs(b));
+    plan->join_side[0] = plan->union_schema;
+    lm_schema_init_empty(&plan->union_schema);
+    input = &plan->join_side[0];
+  } else {
+    input = lookup(lookup_arg, sel->from, &src);
+    if (input == NULL) return unknown_input(sel, b->err);
+  }
+  /* Over a changelog (EMIT CHANGES, a view) the joined row is the input's
+   * columns but _weight, f's, then _weight: each joined row weighs what its
+   * input row does, and what follows reads a changelog as over the input. */
+  bool changelog = lm_op_view_is_changelog(input);
+  lm_schema* left = lm_pool_alloc(&plan->pool, sizeof *left);
+  if (left == NULL) return NOMEM(b);
+  *left = (lm_schema){input->ncols - (changelog ? 1 : 0), input->fields};
+  b->input = left;
+  lm_udf* f;
+  lm_expr** args;
+  size_t nargs;
+  LM_TRY(bind_table_call(b, lat, &f, &args, &nargs));
+  int32_t ncols = lm_udtf_ncols(f);
   if (sel->from_select != NULL) {
     for (int32_t c = 0; c < left->ncols; c++)
       LM_TRY(
@@ -3310,11 +3646,63 @@ static laminar_code bind_lateral(binder* b, const lm_ast_select* sel,
   return LAMINAR_OK;
 }
 
+/* FROM a JOIN b ON ..., [LATERAL] f(args) [alias [(cols)]] (or CROSS JOIN
+ * ...), after the join is bound (b's scope its joined row, union_schema):
+ * the function over each joined row (plan->jlat, its arguments resolving by
+ * side as the join's columns do), the rest of the plan over jlat_schema (the
+ * joined row's columns, then f's). Column references then resolve to f's
+ * columns by its alias or name, or by side. */
+static laminar_code bind_join_lateral(binder* b, const lm_ast_select* sel) {
+  lm_plan* plan = b->plan;
+  const lm_ast_lateral* lat = sel->lateral;
+  const lm_schema* in = b->input;
+  if (sel->from_window != NULL || b->pass_weight || lm_op_view_is_changelog(in) ||
+      (in->ncols > 0 && strcmp(in->fields[in->ncols - 1].name, "$weight") == 0)) {
+    return fail(b, LAMINAR_ERR_SQL_UNSUPPORTED, lat->call,
+                "a table function beside a window join or a join of a changelog (a "
+                "view, an EMIT CHANGES stream, a table's versions) is not supported "
+                "yet: join in a stream of its own and call the function over it");
+  }
+  lm_udf* f;
+  lm_expr** args;
+  size_t nargs;
+  LM_TRY(bind_table_call(b, lat, &f, &args, &nargs));
+  for (int32_t c = 0; c < in->ncols; c++)
+    LM_TRY(add_field(b, &plan->jlat_schema, in->fields[c].name, in->fields[c].type));
+  for (int32_t c = 0; c < plan->lat_cols.ncols; c++) {
+    LM_TRY(add_field(b, &plan->jlat_schema, plan->lat_cols.fields[c].name,
+                     plan->lat_cols.fields[c].type));
+  }
+  plan->join_lateral = true;
+  plan->jlat = (lm_lateral_spec){.fn = f,
+                                 .args = (const lm_expr* const*)args,
+                                 .nargs = (int32_t)nargs,
+                                 .in_ncols = in->ncols,
+                                 .weight_col = -1};
+  b->input = &plan->jlat_schema;
+  b->lat_right = &plan->lat_cols;
+  b->lat_name = lm_udf_name(f);
+  b->lat_alias = lat->alias;
+  b->lat_base = in->ncols;
+  return LAMINAR_OK;
+}
+
 static void mark_columns(const lm_expr* e, uint8_t* need, int32_t n) {
   if (e == NULL) return;
   if (e->kind == LM_EXPR_COLUMN && e->column >= 0 && e->column < n) need[e->column] = 1;
   for (int32_t i = 0; e->kind == LM_EXPR_CALL && i < e->nargs; i++)
     mark_columns(e->args[i], need, n);
+}
+
+/* Whether the statement has WITH (late_output = ...) other than FALSE (the
+ * option table checks the value later). */
+static bool stmt_late_output(const lm_stmt* stmt) {
+  for (size_t i = 0; stmt != NULL && i < stmt->noptions; i++) {
+    const lm_ast_expr* v = stmt->options[i].value;
+    if (lm_streq_nocase(stmt->options[i].key, "late_output"))
+      return !(v->kind == LM_AST_LITERAL && v->lit == LM_LIT_BOOL && !v->b);
+  }
+  return false;
 }
 
 /* The joined columns the rest of the bound plan reads, and the join's keys
@@ -3325,8 +3713,10 @@ static laminar_code join_needed_columns(binder* b) {
   int32_t n = plan->union_schema.ncols;
   uint8_t* need = lm_pool_alloc(&plan->pool, (size_t)(n ? n : 1));
   if (need == NULL) return NOMEM(b);
-  memset(need, plan->late_output != NULL, (size_t)n);
+  memset(need, plan->late_output != NULL || stmt_late_output(b->stmt), (size_t)n);
   mark_columns(plan->filter, need, n);
+  for (int32_t i = 0; plan->join_lateral && i < plan->jlat.nargs; i++)
+    mark_columns(plan->jlat.args[i], need, n);
   for (int32_t i = 0; !plan->windowed && i < plan->nexprs; i++)
     mark_columns(plan->exprs[i], need, n);
   if (plan->windowed) {
@@ -3383,6 +3773,7 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
   lm_schema_init_empty(&out->agg_schema);
   lm_schema_init_empty(&out->union_schema);
   lm_schema_init_empty(&out->lat_cols);
+  lm_schema_init_empty(&out->jlat_schema);
   lm_schema_init_empty(&out->an_schema);
   lm_schema_init_empty(&out->join_side[0]);
   lm_schema_init_empty(&out->join_side[1]);
@@ -3397,7 +3788,7 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
   laminar_code rc = LAMINAR_OK;
   lm_plan_table tk = {.time_col = -1};
   const lm_schema* table = NULL;
-  if (sel->lateral != NULL) {
+  if (sel->lateral != NULL && sel->join == NULL) {
     rc = bind_lateral(&b, sel, lookup, lookup_arg);
     if (rc == LAMINAR_OK) rc = bind_select(&b, stmt);
   } else if (sel->join != NULL && sel->join->plain && b.tables != NULL &&
@@ -3416,6 +3807,7 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
     }
     rc = jn->as_of != NULL ? bind_temporal_join(&b, sel, lookup, lookup_arg, table, &tk)
                            : bind_lookup_join(&b, sel, lookup, lookup_arg, table, &tk);
+    if (rc == LAMINAR_OK && sel->lateral != NULL) rc = bind_join_lateral(&b, sel);
     if (rc == LAMINAR_OK && sel->union_next != NULL) {
       rc = fail(&b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
                 "UNION ALL of a join is not supported yet: join in a stream of its own "
@@ -3443,6 +3835,7 @@ laminar_code lm_bind_stream_tables(const lm_stmt* stmt, lm_plan_lookup_fn lookup
   } else if (sel->join != NULL) {
     rc = sel->join->asof ? bind_join(&b, sel, lookup, lookup_arg)
                          : bind_interval_join(&b, sel, lookup, lookup_arg);
+    if (rc == LAMINAR_OK && sel->lateral != NULL) rc = bind_join_lateral(&b, sel);
     if (rc == LAMINAR_OK && sel->union_next != NULL) {
       rc = fail(&b, LAMINAR_ERR_SQL_UNSUPPORTED, NULL,
                 "UNION ALL of a join is not supported yet: join in a stream of its own "
@@ -3494,6 +3887,7 @@ void lm_plan_free(lm_plan* plan) {
   lm_udf_list_free(&plan->udfs);
   lm_schema_free(&plan->union_schema);
   lm_schema_free(&plan->lat_cols);
+  lm_schema_free(&plan->jlat_schema);
   lm_schema_free(&plan->out_schema);
   lm_schema_free(&plan->agg_schema);
   lm_schema_free(&plan->an_schema);

@@ -32,6 +32,7 @@
  *               |[LEFT [OUTER]] ASOF [LEFT [OUTER]] JOIN name [[AS] alias]
  *                 [MATCH_CONDITION ( e )] ON e
  *               |(, | CROSS JOIN) [LATERAL] f ( e, ... ) [[AS] alias [( col, ... )]]]
+ *              [(, | CROSS JOIN) [LATERAL] f ( e, ... ) ... after a JOIN]
  *   input   := name | tumble ( name , e , e ) | hop ( name , e , e , e )
  *              [WHERE e]
  *              [GROUP BY e, ...] [HAVING e]
@@ -1483,6 +1484,17 @@ static laminar_code parse_select(parser* p, lm_ast_select** out) {
   if (s->from_select == NULL && is_join_word(&p->cur) && p->cur.kind != LM_TOK_COMMA &&
       !is_kw(&p->cur, "CROSS") && !is_kw(&p->cur, "NATURAL")) {
     LM_TRY(parse_join(p, &s->join));
+    /* FROM a JOIN b ON ..., f(...) (or CROSS JOIN [LATERAL] f(...)): the
+     * function over the join's rows */
+    join_tok = p->cur;
+    if (s->lateral == NULL && p->cur.kind == LM_TOK_COMMA) {
+      LM_TRY(advance(p));
+      LM_TRY(parse_lateral(p, &join_tok, &s->lateral));
+    } else if (s->lateral == NULL && is_kw(&p->cur, "CROSS")) {
+      LM_TRY(advance(p));
+      LM_TRY(expect_kw(p, "JOIN"));
+      LM_TRY(parse_lateral(p, &join_tok, &s->lateral));
+    }
   }
   if (s->from_window != NULL && s->join == NULL) {
     return fail_at(p, LAMINAR_ERR_SQL_UNSUPPORTED, s->from_window->line,

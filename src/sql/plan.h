@@ -119,6 +119,14 @@ typedef struct lm_plan {
    * (joined, join.tombstones) of the input with the table's changelog
    * source; temporal_table names the table (in the pool), NULL otherwise. */
   char* temporal_table;
+  /* A temporal filter (WHERE ts > WATERMARK() - INTERVAL h over one input
+   * read by name): the chain starts with the expire operator (op.h
+   * lm_expire_spec); union_schema is what it emits, the input's columns then
+   * _weight (a changelog input's as they are), which the rest of the plan
+   * reads as a changelog; temporal_line/column: the condition's place. */
+  bool temporal;
+  lm_expire_spec expire;
+  int32_t temporal_line, temporal_column;
   /* A table function (FROM s, f(s.x)): one branch (s, without operators),
    * union_schema the joined row (s's columns, then f's as lat_cols names
    * them), which the rest of the plan reads; the chain starts with the
@@ -127,6 +135,15 @@ typedef struct lm_plan {
   bool lateral;
   lm_lateral_spec lat;
   lm_schema lat_cols;
+  /* A table function beside a join (FROM a JOIN b ON ..., f(a.x)): the
+   * join as without it (union_schema its joined row), then the lateral
+   * operator over each joined row (jlat: in_ncols the joined row's columns,
+   * arguments over it in the pool; fn held in udfs; f's columns named in
+   * lat_cols); the rest of the plan reads jlat_schema (the joined row's
+   * columns, then f's). */
+  bool join_lateral;
+  lm_lateral_spec jlat;
+  lm_schema jlat_schema;
   lm_expr** post_exprs; /* over agg_schema, one per output column */
   int32_t npost;
   /* analytic shape (OVER (...) calls in a plain query):

@@ -80,6 +80,18 @@ void lm_rowstore_release(lm_rowstore* s, uint32_t slot) {
   s->live--;
 }
 
+/* A put into `slot` failed at column `failed`: the strings of the columns
+ * before it are given back and every string column of the slot is NULL, so
+ * the slot is released as one that holds nothing. */
+static laminar_code put_failed(lm_rowstore* s, uint32_t slot, int32_t failed) {
+  for (int32_t c = 0; c < s->ncols; c++) {
+    if (s->types[c] != LM_TYPE_STRING || !s->keep[c]) continue;
+    if (c < failed && !s->nulls[c][slot]) s->str_live -= ((lm_str*)s->data[c])[slot].len;
+    s->nulls[c][slot] = 1;
+  }
+  return LAMINAR_ERR_NOMEM;
+}
+
 /* Row `row` of cols (the input's columns, ncols of them) into `slot`. */
 laminar_code lm_rowstore_put(lm_rowstore* s, uint32_t slot, const lm_vec* cols,
                              int64_t row) {
@@ -93,7 +105,7 @@ laminar_code lm_rowstore_put(lm_rowstore* s, uint32_t slot, const lm_vec* cols,
       lm_str x = null ? (lm_str){NULL, 0} : ((const lm_str*)v->data)[row];
       if (x.len > 0) {
         char* p = lm_pool_copy(&s->strings, x.ptr, (size_t)x.len);
-        if (p == NULL) return LAMINAR_ERR_NOMEM;
+        if (p == NULL) return put_failed(s, slot, c);
         x.ptr = p;
         s->str_live += x.len;
       }
@@ -168,14 +180,35 @@ int32_t lm_timelist_lower(const lm_timelist* kr, int64_t t) {
   return lo;
 }
 
+/* Move the entries [head, n) to the front. */
+static void timelist_shift(lm_timelist* kr) {
+  if (kr->head == 0) return;
+  int32_t live = kr->n - kr->head;
+  memmove(kr->ts, kr->ts + kr->head, sizeof *kr->ts * (size_t)live);
+  memmove(kr->slot, kr->slot + kr->head, sizeof *kr->slot * (size_t)live);
+  kr->head = 0;
+  kr->n = live;
+}
+
+laminar_code lm_timelist_reserve(lm_timelist* kr, int32_t extra) {
+  if ((int64_t)kr->n + extra <= kr->cap) return LAMINAR_OK;
+  timelist_shift(kr); /* first take back the room of the entries dropped */
+  if ((int64_t)kr->n + extra <= kr->cap) return LAMINAR_OK;
+  int64_t nc = kr->cap ? kr->cap : 4;
+  while (nc < (int64_t)kr->n + extra) nc *= 2;
+  if (nc > INT32_MAX) return LAMINAR_ERR_NOMEM;
+  int64_t* ts = lm_realloc(kr->ts, sizeof *ts * (size_t)nc);
+  if (ts == NULL) return LAMINAR_ERR_NOMEM;
+  kr->ts = ts;
+  uint32_t* sl = lm_realloc(kr->slot, sizeof *sl * (size_t)nc);
+  if (sl == NULL) return LAMINAR_ERR_NOMEM;
+  kr->slot = sl;
+  kr->cap = (int32_t)nc;
+  return LAMINAR_OK;
+}
+
 laminar_code lm_timelist_insert(lm_timelist* kr, int64_t t, uint32_t slot) {
-  if (kr->head > 0 && (kr->n == kr->cap || kr->head >= kr->n / 2)) {
-    int32_t live = kr->n - kr->head;
-    memmove(kr->ts, kr->ts + kr->head, sizeof *kr->ts * (size_t)live);
-    memmove(kr->slot, kr->slot + kr->head, sizeof *kr->slot * (size_t)live);
-    kr->head = 0;
-    kr->n = live;
-  }
+  if (kr->head > 0 && (kr->n == kr->cap || kr->head >= kr->n / 2)) timelist_shift(kr);
   if (kr->n == kr->cap) {
     int32_t nc = kr->cap ? kr->cap * 2 : 4;
     int64_t* ts = lm_realloc(kr->ts, sizeof *ts * (size_t)nc);

@@ -1,6 +1,7 @@
 /*
  * rowstore.h -- row storage for operators that hold whole input rows (the
- * joins, op/join_asof.c and op/join_interval.c): a columnar store of rows by
+ * joins, op/join_asof.c and op/join_interval.c; the temporal filter,
+ * op/expire.c): a columnar store of rows by
  * slot, freed slots reused, STRING bytes in a pool compacted when it holds
  * twice what live rows use, so the state stays bounded as rows are dropped;
  * and the time-sorted slot list (per key) the joins search by time.
@@ -85,6 +86,8 @@ typedef struct lm_timelist {
 /* First index in [head, n) whose time is > t (upper bound) / >= t (lower). */
 int32_t lm_timelist_upper(const lm_timelist* kr, int64_t t);
 int32_t lm_timelist_lower(const lm_timelist* kr, int64_t t);
+/* Room for `extra` more entries: that many inserts cannot fail. */
+laminar_code lm_timelist_reserve(lm_timelist* kr, int32_t extra);
 /* Insert (t, slot) after the entries of equal time. */
 laminar_code lm_timelist_insert(lm_timelist* kr, int64_t t, uint32_t slot);
 /* Free the arrays and empty the list. */

@@ -10,7 +10,8 @@
  * CHECK(x)  fatal: prints file:line and the expression, returns 1 from the case.
  * EXPECT(x) expecting: prints and records the failure, the case goes on.
  * A case returns 0 (pass), 1 (fail) or LM_TEST_SKIP (77, with a reason printed).
- * An argument runs only the named case. Exit: 0 all passed, 1 any failed, 77 all
+ * An argument runs only the named case; `--shard K/N` runs the cases whose index is K
+ * modulo N (ctest runs the shards of a file marked SHARDS N side by side). Exit: 0 all passed, 1 any failed, 77 all
  * skipped. Random tests use lm_test_seed() (LAMINAR_TEST_SEED or time) and print it.
  */
 #ifndef LM_TEST_H
@@ -88,10 +89,28 @@ static inline uint64_t lm_test_rand(uint64_t* state) {
   return z ^ (z >> 31);
 }
 
+/* Skips the case, printing why (a case returns lm_test_skip("no broker")). */
+static inline int lm_test_skip(const char* why) {
+  printf("skip: %s\n", why);
+  return LM_TEST_SKIP;
+}
+
 static inline int lm_test_main(int argc, char** argv, const lm_test_case* cases) {
   int failed = 0, ran = 0, skipped = 0;
-  for (const lm_test_case* c = cases; c->name != NULL; c++) {
-    if (argc > 1 && strcmp(argv[1], c->name) != 0) continue;
+  unsigned shard = 0, shards = 0;
+  const char* only = argc > 1 ? argv[1] : NULL;
+  if (argc > 2 && strcmp(argv[1], "--shard") == 0) {
+    if (sscanf(argv[2], "%u/%u", &shard, &shards) != 2 || shards == 0 ||
+        shard >= shards) {
+      fprintf(stderr, "bad --shard %s (want K/N, K < N)\n", argv[2]);
+      return 1;
+    }
+    only = NULL;
+  }
+  unsigned index = 0;
+  for (const lm_test_case* c = cases; c->name != NULL; c++, index++) {
+    if (shards != 0 && index % shards != shard) continue;
+    if (only != NULL && shards == 0 && strcmp(only, c->name) != 0) continue;
     lm_test_expect_failed_ = 0;
     int rc = c->fn();
     ran++;
@@ -106,7 +125,7 @@ static inline int lm_test_main(int argc, char** argv, const lm_test_case* cases)
     }
   }
   if (ran == 0) {
-    fprintf(stderr, "no test named %s\n", argc > 1 ? argv[1] : "(none)");
+    fprintf(stderr, "no test named %s\n", only != NULL ? only : "(none)");
     return 1;
   }
   printf("%d passed, %d failed, %d skipped\n", ran - failed - skipped, failed, skipped);

@@ -497,8 +497,8 @@ static int test_full_disk_during_replay(void) {
 }
 #else
 static int test_full_disk_during_replay(void) {
-  fprintf(stderr, "skip: built without LAMINAR_FAULT_INJECTION\n");
-  return LM_TEST_SKIP;
+  return lm_test_skip(
+      "built without LAMINAR_FAULT_INJECTION (scripts/test.sh step 2 has it)");
 }
 #endif
 

@@ -214,8 +214,8 @@ static int failing_checkpoint(laminar_db* db, laminar_source* src, const char* d
 
 static int test_failing_checkpoint(void) {
 #ifndef LAMINAR_FAULT_INJECTION
-  fprintf(stderr, "skip: built without LAMINAR_FAULT_INJECTION\n");
-  return LM_TEST_SKIP;
+  return lm_test_skip(
+      "built without LAMINAR_FAULT_INJECTION (scripts/test.sh step 2 has it)");
 #else
   return with_pipeline(failing_checkpoint);
 #endif

@@ -21,8 +21,8 @@
 
 #ifndef LAMINAR_FAULT_INJECTION
 int main(void) {
-  fprintf(stderr, "skip: built without LAMINAR_FAULT_INJECTION\n");
-  return LM_TEST_SKIP;
+  return lm_test_skip(
+      "built without LAMINAR_FAULT_INJECTION (scripts/test.sh step 2 has it)");
 }
 #else
 

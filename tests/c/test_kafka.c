@@ -180,9 +180,11 @@ static int test_round_trip(void) {
   const char* bootstrap = getenv("LAMINAR_KAFKA_BOOTSTRAP");
 #ifndef LAMINAR_HAVE_KAFKA
   (void)bootstrap;
-  return LM_TEST_SKIP; /* the refusals check LDB-1005 */
+  return lm_test_skip("built without librdkafka (the refusal cases check LDB-1005)");
 #else
-  if (bootstrap == NULL || bootstrap[0] == '\0') return LM_TEST_SKIP;
+  if (bootstrap == NULL || bootstrap[0] == '\0')
+    return lm_test_skip(
+        "no broker: LAMINAR_KAFKA_BOOTSTRAP is unset (scripts/test.sh starts one)");
   char dir[256], sql[1024], topic[64];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_kafka_") == 0);
   snprintf(topic, sizeof topic, "c-%s",
@@ -323,10 +325,12 @@ static laminar_code open_sync(const char* dir, laminar_db** db, laminar_error* e
  * a crash neither loses nor repeats a record, across two restarts. */
 static int test_offsets_log_compacted(void) {
 #ifndef LAMINAR_HAVE_KAFKA
-  return LM_TEST_SKIP;
+  return lm_test_skip("built without librdkafka (the refusal cases check LDB-1005)");
 #else
   const char* bootstrap = lm_test_kafka_bootstrap();
-  if (bootstrap == NULL) return LM_TEST_SKIP;
+  if (bootstrap == NULL)
+    return lm_test_skip(
+        "no broker: LAMINAR_KAFKA_BOOTSTRAP is unset (scripts/test.sh starts one)");
   char dir[256], sql[1024], topic[64], log[512];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_kafka_") == 0);
   snprintf(topic, sizeof topic, "o-%s", strrchr(dir, '_') + 1);
@@ -393,10 +397,12 @@ static int test_offsets_log_compacted(void) {
  * rows of the source with their headers as JSON (under the sanitizers too). */
 static int test_raw_headers_dead_letter(void) {
 #ifndef LAMINAR_HAVE_KAFKA
-  return LM_TEST_SKIP;
+  return lm_test_skip("built without librdkafka (the refusal cases check LDB-1005)");
 #else
   const char* bootstrap = lm_test_kafka_bootstrap();
-  if (bootstrap == NULL) return LM_TEST_SKIP;
+  if (bootstrap == NULL)
+    return lm_test_skip(
+        "no broker: LAMINAR_KAFKA_BOOTSTRAP is unset (scripts/test.sh starts one)");
   char dir[256], sql[1024], topic[64];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_kafka_") == 0);
   snprintf(topic, sizeof topic, "r-%s", strrchr(dir, '_') + 1);
@@ -478,10 +484,12 @@ static int test_raw_headers_dead_letter(void) {
  * source (Avro C's paths under the sanitizers too). */
 static int test_avro_round_trip(void) {
 #ifndef LAMINAR_HAVE_KAFKA
-  return LM_TEST_SKIP;
+  return lm_test_skip("built without librdkafka (the refusal cases check LDB-1005)");
 #else
   const char* bootstrap = lm_test_kafka_bootstrap();
-  if (bootstrap == NULL) return LM_TEST_SKIP;
+  if (bootstrap == NULL)
+    return lm_test_skip(
+        "no broker: LAMINAR_KAFKA_BOOTSTRAP is unset (scripts/test.sh starts one)");
   char dir[256], sql[2048], topic[64];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_kafka_") == 0);
   snprintf(topic, sizeof topic, "a-%s", strrchr(dir, '_') + 1);
@@ -500,7 +508,7 @@ static int test_avro_round_trip(void) {
   if (rc == LAMINAR_ERR_SQL_UNSUPPORTED && strstr(err.message, "without Avro") != NULL) {
     laminar_close_v2(db, &err); /* a build without Avro C says so */
     lm_test_rmtree(dir);
-    return LM_TEST_SKIP;
+    return lm_test_skip("built without Avro C (libavro-dev)");
   }
   CHECK_CODE(rc, LAMINAR_OK, &err);
   const trade_row rows[] = {{"A", 1.5, false, 10, false, 1},
@@ -583,10 +591,12 @@ static int test_avro_round_trip(void) {
  * nothing crashes or leaks (under the sanitizers). */
 static int test_avro_random_bytes(void) {
 #ifndef LAMINAR_HAVE_KAFKA
-  return LM_TEST_SKIP;
+  return lm_test_skip("built without librdkafka (the refusal cases check LDB-1005)");
 #else
   const char* bootstrap = lm_test_kafka_bootstrap();
-  if (bootstrap == NULL) return LM_TEST_SKIP;
+  if (bootstrap == NULL)
+    return lm_test_skip(
+        "no broker: LAMINAR_KAFKA_BOOTSTRAP is unset (scripts/test.sh starts one)");
   char dir[256], sql[1024], topic[64];
   CHECK(lm_test_mkdtemp(dir, sizeof dir, "lm_kafka_") == 0);
   snprintf(topic, sizeof topic, "z-%s", strrchr(dir, '_') + 1);
@@ -629,7 +639,7 @@ static int test_avro_random_bytes(void) {
   if (rc == LAMINAR_ERR_SQL_UNSUPPORTED && strstr(err.message, "without Avro") != NULL) {
     laminar_close_v2(db, &err);
     lm_test_rmtree(dir);
-    return LM_TEST_SKIP;
+    return lm_test_skip("built without Avro C (libavro-dev)");
   }
   CHECK_CODE(rc, LAMINAR_OK, &err);
   laminar_subscription *sa, *sb;

@@ -5,7 +5,7 @@
  * for memory (the bound, or an allocation failure) leaves the state as it
  * was, so a retry gives the uninterrupted answer.
  */
-/* lm_ctest: TIMEOUT 1800 */
+/* lm_ctest: TIMEOUT 1800 SHARDS 4 */
 #define _POSIX_C_SOURCE 200809L
 #include "lm_test.h"
 #include "lm_test_metrics.h"
@@ -934,8 +934,8 @@ static int test_fault_big_changelog(void) { return fault_variants(9, 9); }
 static int test_fault_big_session(void) { return fault_variants(10, 10); }
 #else
 static int test_fault_batch_all_or_nothing(void) {
-  printf("needs LAMINAR_FAULT_INJECTION\n");
-  return LM_TEST_SKIP;
+  return lm_test_skip(
+      "built without LAMINAR_FAULT_INJECTION (scripts/test.sh step 2 has it)");
 }
 
 static int test_fault_big_distinct(void) { return test_fault_batch_all_or_nothing(); }

@@ -5,7 +5,9 @@
  * stream's output (rendered and sorted); the expression printer round-trips
  * every kind of expression (CASE, IN, BETWEEN, LIKE ... ESCAPE, CAST,
  * IS NULL, NOT, quotes in strings and names, negative numbers, ||); streams
- * that do not decompose; errors.
+ * that do not decompose; errors. User-defined aggregates (a plain-bytes
+ * state and a heap state with serialize) split too: the partial emits their
+ * serialized states, the final merges them, the same rows as the stream's.
  */
 #include "lm_test.h"
 #include "views_util.h"
@@ -159,19 +161,32 @@ static const char* const SOURCE =
     "CREATE SOURCE \"Trades\" (symbol VARCHAR, price DOUBLE, volume BIGINT, ts BIGINT, "
     "WATERMARK FOR ts AS ts - INTERVAL '100' MILLISECOND);";
 
+/* What every database of a check registers before its SQL (NULL: nothing). */
+typedef laminar_code (*reg_fn)(laminar_db* db, laminar_error* err);
+
+/* Open a database with `reg`'s functions and declare `sql` in it. */
+static int open_with(reg_fn reg, const char* sql, laminar_db** db) {
+  laminar_error err;
+  CHECK_CODE(laminar_open(NULL, db, &err), LAMINAR_OK, &err);
+  if (reg != NULL) CHECK_CODE(reg(*db, &err), LAMINAR_OK, &err);
+  CHECK_CODE(laminar_execute(*db, sql, &err), LAMINAR_OK, &err);
+  return 0;
+}
+
 /* Run stream `name` of `streams` whole (input in order) and in two phases
  * (PARTS partial databases, the middle one fed in reverse); compare. */
-static int check_split(const char* streams, const char* name) {
+static int check_split_with(const char* streams, const char* name, reg_fn reg,
+                            two_phase* out_tp) {
   static trade_row rows[NROWS];
   make_rows(rows);
   char sql[8192];
   snprintf(sql, sizeof sql, "%s%s", SOURCE, streams);
   laminar_db* db;
   laminar_error err;
-  CHECK_CODE(laminar_open(NULL, &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, sql, &err), LAMINAR_OK, &err);
+  CHECK(open_with(reg, sql, &db) == 0);
   two_phase tp;
   CHECK_CODE(get_two_phase(db, name, &tp, &err), LAMINAR_OK, &err);
+  if (out_tp != NULL) *out_tp = tp;
   /* whole */
   static char want[65536], got[65536];
   want[0] = got[0] = '\0';
@@ -200,14 +215,12 @@ static int check_split(const char* streams, const char* name) {
   laminar_db* fdb;
   laminar_source* fsrc;
   laminar_subscription* fsub;
-  CHECK_CODE(laminar_open(NULL, &fdb, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(fdb, tp.final_sql, &err), LAMINAR_OK, &err);
+  CHECK(open_with(reg, tp.final_sql, &fdb) == 0);
   CHECK_CODE(laminar_source_open(fdb, tp.final_source, &fsrc, &err), LAMINAR_OK, &err);
   CHECK_CODE(laminar_subscribe(fdb, tp.final_stream, &fsub, &err), LAMINAR_OK, &err);
   for (int part = 0; part < PARTS; part++) {
     laminar_db* pdb;
-    CHECK_CODE(laminar_open(NULL, &pdb, &err), LAMINAR_OK, &err);
-    CHECK_CODE(laminar_execute(pdb, tp.partial, &err), LAMINAR_OK, &err);
+    CHECK(open_with(reg, tp.partial, &pdb) == 0);
     CHECK_CODE(laminar_source_open(pdb, tp.partial_source, &src, &err), LAMINAR_OK, &err);
     CHECK_CODE(laminar_subscribe(pdb, tp.partial_stream, &sub, &err), LAMINAR_OK, &err);
     CHECK(push_part(src, rows, part, part == 1) == 0);
@@ -245,6 +258,10 @@ static int check_split(const char* streams, const char* name) {
     return 1;
   }
   return 0;
+}
+
+static int check_split(const char* streams, const char* name) {
+  return check_split_with(streams, name, NULL, NULL);
 }
 
 static int test_vwap(void) {
@@ -329,7 +346,188 @@ static int test_refused_and_errors(void) {
   return 0;
 }
 
+/* ---- user-defined aggregates ------------------------------------------------------ */
+
+/* sumsq(x): SUM(x * x) in a plain-bytes state (copied as its bytes). */
+static int sq_update(void* user, void* states, const uint32_t* groups,
+                     const struct ArrowArray* args, const struct ArrowSchema* schema,
+                     char* error, size_t cap) {
+  (void)user, (void)schema, (void)error, (void)cap;
+  const struct ArrowArray* x = args->children[0];
+  for (int64_t r = 0; r < args->length; r++) {
+    double v = ((const double*)x->buffers[1])[x->offset + r];
+    ((double*)states)[groups[r]] += v * v;
+  }
+  return 0;
+}
+
+static int sq_merge(void* user, void* state, const void* other, char* error, size_t cap) {
+  (void)user, (void)error, (void)cap;
+  *(double*)state += *(const double*)other;
+  return 0;
+}
+
+/* n doubles into out (none NULL). */
+static int doubles_out(const double* v, int64_t n, struct ArrowArray* out,
+                       struct ArrowSchema* out_schema) {
+  if (ArrowSchemaInitFromType(out_schema, NANOARROW_TYPE_DOUBLE) != NANOARROW_OK ||
+      ArrowArrayInitFromType(out, NANOARROW_TYPE_DOUBLE) != NANOARROW_OK ||
+      ArrowArrayStartAppending(out) != NANOARROW_OK)
+    return 1;
+  for (int64_t k = 0; k < n; k++) {
+    if (ArrowArrayAppendDouble(out, v[k]) != NANOARROW_OK) return 1;
+  }
+  return ArrowArrayFinishBuildingDefault(out, NULL) != NANOARROW_OK;
+}
+
+static int sq_finalize(void* user, const void* states, int64_t n, struct ArrowArray* out,
+                       struct ArrowSchema* out_schema, char* error, size_t cap) {
+  (void)user, (void)error, (void)cap;
+  return doubles_out(states, n, out, out_schema);
+}
+
+/* span(x): MAX(x) - MIN(x) in a heap state {lo, hi} (NULL: no row yet),
+ * carried through serialize / deserialize. */
+typedef struct span {
+  double lo, hi;
+} span;
+
+static int span_update(void* user, void* states, const uint32_t* groups,
+                       const struct ArrowArray* args, const struct ArrowSchema* schema,
+                       char* error, size_t cap) {
+  (void)user, (void)schema;
+  const struct ArrowArray* x = args->children[0];
+  for (int64_t r = 0; r < args->length; r++) {
+    double v = ((const double*)x->buffers[1])[x->offset + r];
+    span** sp = (span**)states + groups[r];
+    if (*sp == NULL) {
+      *sp = malloc(sizeof(span));
+      if (*sp == NULL) return snprintf(error, cap, "out of memory") > 0;
+      **sp = (span){v, v};
+    }
+    if (v < (*sp)->lo) (*sp)->lo = v;
+    if (v > (*sp)->hi) (*sp)->hi = v;
+  }
+  return 0;
+}
+
+static int span_merge(void* user, void* state, const void* other, char* error,
+                      size_t cap) {
+  (void)user;
+  span** a = state;
+  const span* b = *(span* const*)other;
+  if (b == NULL) return 0;
+  if (*a == NULL) {
+    *a = malloc(sizeof(span));
+    if (*a == NULL) return snprintf(error, cap, "out of memory") > 0;
+    **a = *b;
+    return 0;
+  }
+  if (b->lo < (*a)->lo) (*a)->lo = b->lo;
+  if (b->hi > (*a)->hi) (*a)->hi = b->hi;
+  return 0;
+}
+
+static int span_finalize(void* user, const void* states, int64_t n,
+                         struct ArrowArray* out, struct ArrowSchema* out_schema,
+                         char* error, size_t cap) {
+  (void)user, (void)error, (void)cap;
+  double* v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+  if (v == NULL) return 1;
+  for (int64_t k = 0; k < n; k++) {
+    const span* s = ((span* const*)states)[k];
+    v[k] = s == NULL ? -1.0 : s->hi - s->lo;
+  }
+  int rc = doubles_out(v, n, out, out_schema);
+  free(v);
+  return rc;
+}
+
+static int64_t span_serialize(void* user, const void* state, void* buf, int64_t cap) {
+  (void)user;
+  const span* s = *(span* const*)state;
+  int64_t need = s == NULL ? 0 : (int64_t)sizeof(span);
+  if (s != NULL && need <= cap) memcpy(buf, s, sizeof(span));
+  return need;
+}
+
+static int span_deserialize(void* user, void* state, const void* buf, int64_t len) {
+  (void)user;
+  span** sp = state;
+  *sp = NULL;
+  if (len == 0) return 0;
+  if (len != (int64_t)sizeof(span)) return 1;
+  *sp = malloc(sizeof(span));
+  if (*sp == NULL) return 1;
+  memcpy(*sp, buf, sizeof(span));
+  return 0;
+}
+
+static void span_destroy(void* user, void* state) {
+  (void)user;
+  free(*(span**)state);
+  *(span**)state = NULL;
+}
+
+static laminar_code register_udafs(laminar_db* db, laminar_error* err) {
+  static const char* const g[] = {"g"};
+  laminar_code rc = laminar_aggregate_register(
+      db, "sumsq", g, 1, "g", sizeof(double), NULL, sq_update, NULL, sq_merge,
+      sq_finalize, NULL, NULL, NULL, NULL, NULL, 0, err);
+  if (rc != LAMINAR_OK) return rc;
+  return laminar_aggregate_register(
+      db, "span", g, 1, "g", sizeof(span*), NULL, span_update, NULL, span_merge,
+      span_finalize, span_serialize, span_deserialize, span_destroy, NULL, NULL, 0, err);
+}
+
+/* Both aggregates beside the built-ins computing the same (in the same row),
+ * in an expression and in HAVING, over tumbling and hopping windows. */
+static int test_udaf_split(void) {
+  two_phase tp;
+  CHECK(check_split_with(
+            "CREATE STREAM u AS SELECT symbol, window_start, sumsq(price) AS sq, "
+            "SUM(price * price) AS b_sq, span(price) * 2 AS sp2, "
+            "(MAX(price) - MIN(price)) * 2 AS b_sp2, COUNT(*) AS n FROM \"Trades\" "
+            "GROUP BY symbol, tumble(ts, INTERVAL '1' SECOND) HAVING span(price) >= 0;",
+            "u", register_udafs, &tp) == 0);
+  /* the partial ships the states; the final merges them */
+  EXPECT(strstr(tp.partial, "__udaf_partial('sumsq', \"price\") AS \"__a0\"") != NULL);
+  EXPECT(strstr(tp.partial, "__udaf_partial('span', \"price\")") != NULL);
+  EXPECT(strstr(tp.final_sql, "__udaf_merge('sumsq', \"__a0\")") != NULL);
+  EXPECT(strstr(tp.final_sql, "__udaf_merge('span', ") != NULL);
+  CHECK(check_split_with(
+            "CREATE STREAM h AS SELECT symbol, window_end, sumsq(price) AS sq, "
+            "SUM(price * price) AS b_sq, span(volume) AS sp FROM \"Trades\" "
+            "GROUP BY symbol, hop(ts, INTERVAL '500' MILLISECOND, INTERVAL '2' SECOND);",
+            "h", register_udafs, NULL) == 0);
+  /* a state column that is no state: an error naming the function */
+  laminar_db* db;
+  laminar_error err;
+  CHECK(open_with(register_udafs,
+                  "CREATE SOURCE p (k VARCHAR, v BIGINT); CREATE STREAM f AS SELECT k, "
+                  "__udaf_merge('span', CAST(v AS VARCHAR)) AS s FROM p GROUP BY k",
+                  &db) == 0);
+  CHECK_CODE(laminar_execute(db,
+                             "CREATE STREAM g AS SELECT k, __udaf_merge('nope', 'x') "
+                             "AS s FROM p GROUP BY k",
+                             &err),
+             LAMINAR_ERR_SQL_UNKNOWN_FUNCTION, &err);
+  EXPECT(strstr(err.message, "'nope'") != NULL);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "p", &src, &err), LAMINAR_OK, &err);
+  kv_row bad[] = {{"a", 1234, 0, 0}}; /* "1234": 3 bytes, not a span */
+  CHECK(push_kv(src, bad, 1, 0, &err) == 0);
+  memset(&err, 0, sizeof err);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_ERR_FUNCTION_FAILED, &err);
+  EXPECT(strstr(err.message, "function 'span'") != NULL);
+  EXPECT(strstr(err.message, "does not deserialize") != NULL);
+  laminar_source_close(src);
+  laminar_close(db);
+  return 0;
+}
+
 static const lm_test_case cases[] = {{"vwap", test_vwap},
+                                     {"udaf_split", test_udaf_split},
                                      {"hop_having", test_hop_having},
                                      {"expression_printer", test_expression_printer},
                                      {"refused_and_errors", test_refused_and_errors},

@@ -9,6 +9,8 @@
  * over seeded random rows (LAMINAR_TEST_SEED replays), checked against
  * what the rows give computed here:
  *  - a tumbling window over its rows, GROUP BY an input column, cores 1, 2;
+ *  - beside an interval JOIN (FROM a JOIN b ON ..., f(b.x) and CROSS JOIN
+ *    LATERAL): over the join's rows, checked against a nested loop here;
  *  - a checkpoint and restart in the middle (the config registers it), and a
  *    reopen whose config lacks it (LDB-5002 naming it);
  *  - results that break the contract (parent index out of range or going
@@ -495,9 +497,124 @@ static int test_builtin_step_zero(void) {
   return 0;
 }
 
+/* ---- beside a JOIN ---------------------------------------------------------------- */
+
+/* Per symbol: joined rows the function made, their sum of i, and of the
+ * trade's volume (a parent column passing through). */
+typedef struct join_expect {
+  int64_t rows[NSYM], si[NSYM], tv[NSYM];
+} join_expect;
+
+static int add_join_row(void* arg, const result_view* rv, int64_t r) {
+  join_expect* got = arg;
+  struct ArrowStringView sym = ArrowArrayViewGetStringUnsafe(col(rv, "symbol"), r);
+  struct ArrowStringView piece = ArrowArrayViewGetStringUnsafe(col(rv, "piece"), r);
+  int k = sym_index(sym.data, sym.size_bytes);
+  CHECK(k >= 0);
+  CHECK(piece.size_bytes == sym.size_bytes &&
+        memcmp(piece.data, sym.data, (size_t)sym.size_bytes) == 0);
+  got->rows[k]++;
+  got->si[k] += ArrowArrayViewGetIntUnsafe(col(rv, "i"), r);
+  got->tv[k] += ArrowArrayViewGetIntUnsafe(col(rv, "tv"), r);
+  return 0;
+}
+
+/* Trades and quotes (one of each per ts; a quote's symbol differs one time in
+ * 4), both spellings of the call; the rows equal a nested loop's. */
+static int test_beside_join(void) {
+  static const char* const streams[] = {
+      "CREATE STREAM j AS SELECT t.symbol, t.volume AS tv, e.i, e.piece FROM trades t "
+      "JOIN quotes q ON t.symbol = q.symbol AND q.ts BETWEEN t.ts AND t.ts, "
+      "explode(q.volume % 4, t.symbol) AS e",
+      "CREATE STREAM j AS SELECT q.symbol, t.volume AS tv, i, piece FROM trades AS t "
+      "INNER JOIN quotes AS q ON t.symbol = q.symbol AND q.ts BETWEEN t.ts - INTERVAL "
+      "'1' "
+      "MILLISECOND AND t.ts CROSS JOIN LATERAL explode(q.volume % 4, q.symbol)"};
+  uint64_t seed = lm_test_seed();
+  static trade_row trades[N], quotes[N];
+  static expect unused;
+  make_rows(seed, trades, &unused);
+  uint64_t rng = seed * 7 + 1;
+  random_rows(&rng, quotes, N, 0);
+  join_expect want = {0};
+  for (int64_t r = 0; r < N; r++) {
+    quotes[r].ts = trades[r].ts;
+    quotes[r].symbol = rng_next(&rng) % 4 == 0 ? k_syms[r % NSYM] : trades[r].symbol;
+    /* the nested loop: quotes within [t.ts - 1, t.ts] of the same symbol */
+    for (int64_t x = 0; x <= r; x++) {
+      if (trades[r].symbol == NULL || quotes[x].symbol == NULL ||
+          strcmp(trades[r].symbol, quotes[x].symbol) != 0 ||
+          quotes[x].ts < trades[r].ts - 1)
+        continue;
+      int k = sym_index(trades[r].symbol, (int64_t)strlen(trades[r].symbol));
+      int64_t n = quotes[x].volume % 4;
+      want.rows[k] += n;
+      want.si[k] += n * (n - 1) / 2;
+      want.tv[k] += n * trades[r].volume;
+    }
+  }
+  for (int s = 0; s < 2; s++) {
+    laminar_db* db;
+    laminar_error err;
+    tf_user u = {0};
+    CHECK(open_db(&db, NULL) == 0);
+    CHECK_CODE(register_explode(db, NULL, &u, &err), LAMINAR_OK, &err);
+    CHECK_CODE(
+        laminar_execute(db,
+                        "CREATE SOURCE quotes (symbol VARCHAR, price DOUBLE, volume "
+                        "BIGINT, ts BIGINT, WATERMARK FOR ts AS ts)",
+                        &err),
+        LAMINAR_OK, &err);
+    CHECK_CODE(laminar_execute(db, streams[s], &err), LAMINAR_OK, &err);
+    laminar_subscription* sub;
+    CHECK_CODE(laminar_subscribe(db, "j", &sub, &err), LAMINAR_OK, &err);
+    laminar_source *ts, *qs;
+    CHECK_CODE(laminar_source_open(db, "trades", &ts, &err), LAMINAR_OK, &err);
+    CHECK_CODE(laminar_source_open(db, "quotes", &qs, &err), LAMINAR_OK, &err);
+    for (int64_t at = 0; at < N; at += 100) {
+      CHECK(push_rows(ts, trades + at, 100) == 0);
+      CHECK(push_rows(qs, quotes + at, 100) == 0);
+      CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+    }
+    CHECK_CODE(laminar_source_push_watermark(ts, INT64_MAX, &err), LAMINAR_OK, &err);
+    CHECK_CODE(laminar_source_push_watermark(qs, INT64_MAX, &err), LAMINAR_OK, &err);
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+    join_expect got = {0};
+    int64_t n;
+    CHECK(drain(sub, add_join_row, &got, &n) == 0);
+    for (int k = 0; k < NSYM; k++) {
+      if (got.rows[k] != want.rows[k] || got.si[k] != want.si[k] ||
+          got.tv[k] != want.tv[k])
+        EXPECT(!fprintf(
+            stderr, "stream %d %s: rows %lld si %lld tv %lld, want %lld %lld %lld\n", s,
+            k_syms[k], (long long)got.rows[k], (long long)got.si[k], (long long)got.tv[k],
+            (long long)want.rows[k], (long long)want.si[k], (long long)want.tv[k]));
+    }
+    EXPECT(n > 0 && u.calls > 0);
+    /* names: f's columns by its alias, a name both sides and f have refused */
+    CHECK(exec_fails(
+              db,
+              "CREATE STREAM x AS SELECT e.nope FROM trades t JOIN quotes q ON "
+              "t.symbol = q.symbol AND q.ts BETWEEN t.ts AND t.ts, explode(1, 'a') e",
+              LAMINAR_ERR_SQL_UNKNOWN_COLUMN,
+              "no column 'nope' in table function 'explode'") == 0);
+    CHECK(exec_fails(db,
+                     "CREATE STREAM x AS SELECT volume FROM trades t JOIN quotes q ON "
+                     "t.symbol = q.symbol AND q.ts BETWEEN t.ts AND t.ts, "
+                     "explode(1, 'a') AS e(volume)",
+                     LAMINAR_ERR_SQL_UNKNOWN_COLUMN, "qualify it") == 0);
+    laminar_subscription_close(sub);
+    laminar_source_close(ts);
+    laminar_source_close(qs);
+    CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   static const lm_test_case cases[] = {
       {"window_cores", test_window_cores},
+      {"beside_join", test_beside_join},
       {"checkpoint_restart", test_checkpoint_restart},
       {"runtime_failures", test_runtime_failures},
       {"registration_and_sql_errors", test_registration_and_sql_errors},

@@ -35,6 +35,13 @@
  * (rt/part.c), checkpointed per partition and re-split on a restart with the
  * other core count; so does the join, each input routed by its symbol, its
  * waiting trades and kept quotes frozen copy-on-write at each checkpoint.
+ * Two more joins of trades with quotes on symbol, each with its sink: a FULL
+ * interval join (quotes from 40 ms before to 20 ms after each trade) and a
+ * LEFT window join of the two sides' 250 ms windows hopping by 125 ms with a
+ * residual (q.volume < t.volume): each row is held across its two windows. Both hold each side's rows until the other side's
+ * watermark lets them go, so kills fall on checkpoints of held rows on both
+ * sides, quotes' own late rows are dropped by the join, and both run as one
+ * partition per reactor (routed by symbol), re-split on a restart.
  *
  * Before each kill the parent tries to open the child's directory itself: while
  * the child holds it (between its open and its close) that must fail with
@@ -69,7 +76,7 @@ static const char* EXTRA_V1 =
 static const char* EXTRA_V2 =
     "CREATE STREAM extra AS SELECT symbol, window_start, COUNT(*) AS n FROM trades\n"
     "  GROUP BY symbol, tumble(ts, INTERVAL '2' SECOND)";
-static const char* const EXTRA_DIRS[] = {"extra", "merged", "quoted"};
+static const char* const EXTRA_DIRS[] = {"extra", "merged", "quoted", "near", "paired"};
 #define NEXTRA (sizeof EXTRA_DIRS / sizeof EXTRA_DIRS[0])
 
 /* The second source and the union, with its sink (at every open). */
@@ -87,7 +94,20 @@ static const char* UNION_DDL =
     "qts\n"
     "  FROM trades t LEFT ASOF JOIN quotes q MATCH_CONDITION(t.ts > q.ts)\n"
     "  ON t.symbol = q.symbol;\n"
-    "CREATE SINK quoted_out FROM quoted INTO FILE (path = '%s/quoted', format = 'jsonl')";
+    "CREATE SINK quoted_out FROM quoted INTO FILE (path = '%s/quoted', format = "
+    "'jsonl');\n"
+    "CREATE STREAM near AS SELECT t.symbol, t.ts, t.volume, q.ts AS qts, q.volume AS qv\n"
+    "  FROM trades t FULL JOIN quotes q ON t.symbol = q.symbol\n"
+    "  AND q.ts BETWEEN t.ts - INTERVAL '40' MILLISECOND AND t.ts + INTERVAL '20' "
+    "MILLISECOND;\n"
+    "CREATE SINK near_out FROM near INTO FILE (path = '%s/near', format = 'jsonl');\n"
+    "CREATE STREAM paired AS SELECT t.symbol, t.window_start, t.ts, q.ts AS qts\n"
+    "  FROM hop(trades, ts, INTERVAL '250' MILLISECOND, INTERVAL '125' MILLISECOND) t\n"
+    "  LEFT JOIN hop(quotes, ts, INTERVAL '250' MILLISECOND, INTERVAL '125' MILLISECOND) "
+    "q\n"
+    "  ON t.window_start = q.window_start AND t.symbol = q.symbol AND q.volume < "
+    "t.volume;\n"
+    "CREATE SINK paired_out FROM paired INTO FILE (path = '%s/paired', format = 'jsonl')";
 
 /* The extra stream as it is before batch `next`: the first definition
  * before RECREATE_AT, the second, with its sink, from there (dropping the
@@ -164,7 +184,7 @@ static int run_rest(laminar_db* db, const char* dir, laminar_source* src,
 static int open_all(const char* dir, int cores, laminar_db** db, laminar_source** src,
                     laminar_source** quotes) {
   laminar_error err;
-  char sql[2048], sinks[128];
+  char sql[4096], sinks[128];
   sink_sql(dir, sql, sizeof sql);
   if (open_db_cores(dir, "sync", cores, db, &err) != LAMINAR_OK) {
     fprintf(stderr, "open: %s\n", err.message);
@@ -174,7 +194,7 @@ static int open_all(const char* dir, int cores, laminar_db** db, laminar_source*
       laminar_execute(*db, sql, &err) != LAMINAR_OK)
     return 4;
   sinks_dir(dir, sinks, sizeof sinks);
-  snprintf(sql, sizeof sql, UNION_DDL, sinks, sinks);
+  snprintf(sql, sizeof sql, UNION_DDL, sinks, sinks, sinks, sinks);
   if (laminar_execute(*db, sql, &err) != LAMINAR_OK ||
       laminar_source_open(*db, "trades", src, &err) != LAMINAR_OK ||
       laminar_source_open(*db, "quotes", quotes, &err) != LAMINAR_OK) {
@@ -183,6 +203,10 @@ static int open_all(const char* dir, int cores, laminar_db** db, laminar_source*
   }
   /* The join runs as one partition per reactor (each input by its symbol). */
   if (lm_test_metric(*db, "stream", "quoted", "partitions") != cores) return 12;
+  /* So do the interval and the window join (by symbol). */
+  if (lm_test_metric(*db, "stream", "near", "partitions") != cores ||
+      lm_test_metric(*db, "stream", "paired", "partitions") != cores)
+    return 13;
   return 0;
 }
 

@@ -37,6 +37,7 @@ WORKLOADS = [
     "Recovery",
     "Streaming latency",
     "Wide pushes",
+    "Kafka",
 ]
 
 

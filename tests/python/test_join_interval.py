@@ -139,6 +139,15 @@ def test_interval_join_matches_duckdb(
     assert_same_rows(got, want, COLS, seed=seed)
 
 
+def window_join_input(rng: random.Random) -> tuple[tuple[int, int], list, list]:
+    """A window join test's watermark delays and left and right rows."""
+    keys = [f"s{i}" for i in range(rng.choice([1, 4, 50]))]
+    delays = (rng.choice([0, 5, 30]), rng.choice([0, 10]))
+    left = gen_side(rng, rng.randrange(0, 250), keys, delays[0], 0)
+    right = gen_side(rng, rng.randrange(0, 250), keys, delays[1], 100000)
+    return delays, left, right
+
+
 @settings(max_examples=examples(25), deadline=None)
 @given(
     seed=st.integers(*seed_strategy_bounds()),
@@ -151,10 +160,7 @@ def test_window_join_matches_duckdb(seed: int, jtype: str, cores: int, *, thread
     join on ``ts - ts % size`` for every join type."""
     announce_seed(seed)
     rng = random.Random(seed)
-    keys = [f"s{i}" for i in range(rng.choice([1, 4, 50]))]
-    delays = (rng.choice([0, 5, 30]), rng.choice([0, 10]))
-    left = gen_side(rng, rng.randrange(0, 250), keys, delays[0], 0)
-    right = gen_side(rng, rng.randrange(0, 250), keys, delays[1], 100000)
+    delays, left, right = window_join_input(rng)
     size = rng.choice([7, 25, 100])
     cols = ["ak", "aws", "awe", "ats", "x", "bk", "bws", "bts", "y"]
     items = (
@@ -178,6 +184,116 @@ def test_window_join_matches_duckdb(seed: int, jtype: str, cores: int, *, thread
         ta=ta,
         tb=tb,
     )
+    assert_same_rows(got, want, cols, seed=seed)
+
+
+# A TIMESTAMP time column in each unit: (arrow unit, SQL unit of one tick,
+# arrow value of one tick, microseconds of one tick).
+TS_UNITS = {
+    "s": ("SECOND", 1, 1_000_000),
+    "ms": ("MILLISECOND", 1, 1000),
+    "us": ("MILLISECOND", 1000, 1000),
+    "ns": ("MILLISECOND", 1_000_000, 1000),
+}
+
+
+def windows_of(ts: int | None, size: int, slide: int) -> list[int | None]:
+    """The starts of the windows holding ``ts`` (multiples of ``slide``); a
+    NULL time is in one window of NULL start (its row is emitted once)."""
+    if ts is None:
+        return [None]
+    last = ts - ts % slide
+    return [w for w in range(last - size + 1, last + 1) if w % slide == 0 and w > ts - size]
+
+
+def explode(rows: list[tuple], size: int, slide: int) -> list[tuple]:
+    """Each row once per window of its time: (k, g, ts, v, window_start, window_end)."""
+    return [
+        (*r, w, None if w is None else w + size)
+        for r in rows
+        for w in windows_of(r[2], size, slide)
+    ]
+
+
+def ticks(table: pa.Table, column: str, tick_us: int) -> list:
+    """A column's values; a TIMESTAMP's as integers, its microseconds in ticks
+    of ``tick_us``."""
+    col = table.column(column)
+    if not pa.types.is_timestamp(col.type):
+        return col.to_pylist()
+    us = col.cast(pa.timestamp("us")).cast(pa.int64()).to_pylist()
+    return [None if v is None else v // tick_us for v in us]
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(
+    seed=st.integers(*seed_strategy_bounds()),
+    jtype=st.sampled_from(TYPES),
+    time_type=st.sampled_from(["BIGINT", "s", "ms", "us", "ns"]),
+    hop=st.booleans(),
+    residual=st.booleans(),
+    cores=st.sampled_from([1, 2]),
+    threaded=st.booleans(),
+)
+def test_window_join_hop_and_timestamp_match_duckdb(
+    seed: int,
+    jtype: str,
+    time_type: str,
+    *,
+    hop: bool,
+    residual: bool,
+    cores: int,
+    threaded: bool,
+) -> None:
+    """FROM hop(a) JOIN hop(b) (or tumble) ON window_start and keys, over a
+    BIGINT or a TIMESTAMP time column of any unit, equals DuckDB's join of
+    the two sides with each row repeated once per window of its time."""
+    announce_seed(seed)
+    rng = random.Random(seed)
+    delays, left, right = window_join_input(rng)
+    size = rng.choice([7, 25, 60])
+    slide = rng.choice([d for d in (1, 2, 3, 5, 7, 10, 25) if d <= size]) if hop else size
+    unit, scale, tick_us = TS_UNITS.get(time_type, ("MILLISECOND", 1, 1))
+    ts_type = pa.int64() if time_type == "BIGINT" else pa.timestamp(time_type)
+    sql_type = "BIGINT" if time_type == "BIGINT" else "TIMESTAMP"
+    sa = pa.schema([("k", pa.string()), ("g", pa.int64()), ("ts", ts_type), ("x", pa.int64())])
+    sb = pa.schema([("k", pa.string()), ("g", pa.int64()), ("ts", ts_type), ("y", pa.int64())])
+
+    def scaled(rows: list[tuple]) -> list[tuple]:
+        return [(k, g, ts * scale, v) for k, g, ts, v in rows]
+
+    def win(src: str) -> str:
+        args = f"{src}, ts, INTERVAL '{size}' {unit}"
+        return f"hop({args}, INTERVAL '{slide}' {unit})" if hop else f"tumble({args})"
+
+    cols = ["ak", "aws", "awe", "ats", "x", "bk", "bws", "bwe", "bts", "y"]
+    items = (
+        "a.k AS ak, a.window_start AS aws, a.window_end AS awe, a.ts AS ats, a.x, "
+        "b.k AS bk, b.window_start AS bws, b.window_end AS bwe, b.ts AS bts, b.y"
+    )
+    on = "a.window_start = b.window_start AND a.k = b.k"
+    if residual:
+        on += " AND a.x % 3 <> b.y % 2"
+    ddl = (
+        f"CREATE SOURCE a (k VARCHAR, g BIGINT, ts {sql_type}, x BIGINT, "
+        f"WATERMARK FOR ts AS ts - INTERVAL '{delays[0]}' {unit});"
+        f"CREATE SOURCE b (k VARCHAR, g BIGINT, ts {sql_type}, y BIGINT, "
+        f"WATERMARK FOR ts AS ts - INTERVAL '{delays[1]}' {unit});"
+        f"CREATE STREAM j AS SELECT {items} FROM {win('a')} {jtype} {win('b')} ON {on}"
+    )
+    sides = [
+        ("a", rows_to_batches(rng, scaled(left), sa)),
+        ("b", rows_to_batches(rng, scaled(right), sb)),
+    ]
+    out, late = run_two_inputs(rng, ddl, sides, cores=cores, threaded=threaded)
+    assert late == 0, f"no row is late by construction, got {late} (seed {seed})"
+    table = pa.Table.from_batches(out) if out else None
+    got = list(zip(*(ticks(table, c, tick_us) for c in cols))) if table is not None else []
+    xs = pa.schema([*A, ("window_start", pa.int64()), ("window_end", pa.int64())])
+    ys = pa.schema([*B, ("window_start", pa.int64()), ("window_end", pa.int64())])
+    ta = pa.Table.from_pylist([dict(zip(xs.names, r)) for r in explode(left, size, slide)], xs)
+    tb = pa.Table.from_pylist([dict(zip(ys.names, r)) for r in explode(right, size, slide)], ys)
+    _, want = duck(f"SELECT {items} FROM ta a {jtype} tb b ON {on}", ta=ta, tb=tb)
     assert_same_rows(got, want, cols, seed=seed)
 
 
@@ -264,6 +380,64 @@ def test_interval_join_late_rows_counted() -> None:
         assert db.late_rows("j") == 2
 
 
+@pytest.mark.parametrize(
+    ("join", "joined"),
+    [
+        (
+            "FROM a FULL JOIN b ON a.k = b.k AND b.ts BETWEEN a.ts - 5 AND a.ts + 5",
+            {("p", 100, 102)},
+        ),
+        (
+            "FROM hop(a, ts, INTERVAL '20' MILLISECOND, INTERVAL '10' MILLISECOND) "
+            "FULL JOIN hop(b, ts, INTERVAL '20' MILLISECOND, INTERVAL '10' MILLISECOND) "
+            "ON a.window_start = b.window_start AND a.k = b.k",
+            {("p", 100, 102)},
+        ),
+        (  # 97 would be 100's quote, but it is late
+            "FROM a LEFT ASOF JOIN b MATCH_CONDITION(a.ts >= b.ts) ON a.k = b.k",
+            {("p", 100, None)},
+        ),
+    ],
+)
+def test_join_late_rows_go_to_late_output(join: str, joined: set) -> None:
+    """WITH (late_output = TRUE) on a join (interval, window or ASOF): each
+    row behind its own input's watermark goes to the late stream, in arrival
+    order, as a joined row whose other side is NULL; the join's answer is
+    that without them."""
+    with laminardb.open() as db:
+        open_ab(
+            db,
+            "CREATE STREAM j AS SELECT a.k AS ak, a.ts AS ats, b.ts AS bts "
+            f"{join} WITH (late_output = TRUE)",
+        )
+        sub, late = db.subscribe("j"), db.subscribe("j_late")
+        db.insert("a", [{"k": "p", "ts": 100, "x": 0}])
+        db.insert("a", [{"k": "p", "ts": 90, "x": 1}, {"k": "q", "ts": 101, "x": 2}])
+        db.insert("b", [{"k": "p", "ts": 102, "y": 0}])
+        db.insert("b", [{"k": "p", "ts": 97, "y": 1}, {"k": None, "ts": 60, "y": 2}])
+        for s in ("a", "b"):
+            db.source(s).watermark(FINAL_WATERMARK)
+        db.run_until_idle()
+        names = late.schema.names
+        got = []
+        while (batch := late.poll(0)) is not None:
+            got += list(zip(*(c.to_pylist() for c in batch.columns)))
+        # a's columns (k, ts, x, then its windows in a window join), then b's
+        nb = names.index("y") - names.index("x")
+        assert names[:3] == ["k", "ts", "x"], names
+        assert names[nb : nb + 2] == ["k", "ts"], names
+        yc = names.index("y")
+        sides = [(r[:3], (*r[nb : nb + 2], r[yc])) for r in got]
+        assert sides == [
+            (("p", 90, 1), (None, None, None)),
+            ((None, None, None), ("p", 97, 1)),
+            ((None, None, None), (None, 60, 2)),
+        ], got
+        assert db.late_rows("j") == 3
+        got_joined = {(r["ak"], r["ats"], r["bts"]) for r in drain(sub) if r["ats"] != 101}
+        assert got_joined == joined, got_joined
+
+
 def test_interval_join_state_is_bounded() -> None:
     """Rows and bytes held per side stay under a bound while the input grows tenfold."""
     nkeys = 50
@@ -326,11 +500,21 @@ def test_interval_join_window_over_its_output() -> None:
         assert [drain(s) for s in subs] == [want, want]
 
 
-def test_interval_join_restart_equals_uninterrupted(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "join",
+    [
+        "a FULL JOIN b ON a.k = b.k AND b.ts BETWEEN a.ts - 15 AND a.ts + 5",
+        "hop(a, ts, INTERVAL '20' MILLISECOND, INTERVAL '5' MILLISECOND) FULL JOIN "
+        "hop(b, ts, INTERVAL '20' MILLISECOND, INTERVAL '5' MILLISECOND) "
+        "ON a.window_start = b.window_start AND a.k = b.k",
+    ],
+)
+def test_interval_join_restart_equals_uninterrupted(tmp_path: Path, join: str) -> None:
     """Checkpoint, WAL, kill -9 in the middle, restart (on one reactor or two,
     the same number or another): the sink's rows equal an uninterrupted run's
     (join state in the checkpoint, split by key hash across partitions, the
-    rest replayed)."""
+    rest replayed), for an interval join and a hopping window join (rows
+    held across the windows a restore finds open again)."""
     rng = random.Random(5)
     keys = [f"s{i}" for i in range(7)]
     left = gen_side(rng, 400, keys, 10, 0)
@@ -342,8 +526,7 @@ def test_interval_join_restart_equals_uninterrupted(tmp_path: Path) -> None:
         "WATERMARK FOR ts AS ts - INTERVAL '10' MILLISECOND);"
         "CREATE SOURCE b (k VARCHAR, g BIGINT, ts BIGINT, y BIGINT, "
         "WATERMARK FOR ts AS ts - INTERVAL '10' MILLISECOND);"
-        f"CREATE STREAM j AS {SELECT} FROM a FULL JOIN b ON a.k = b.k "
-        "AND b.ts BETWEEN a.ts - 15 AND a.ts + 5;"
+        f"CREATE STREAM j AS {SELECT} FROM {join};"
     )
 
     def run(root: Path, stop: int | None, cores: tuple[int, int] = (1, 1)) -> list[tuple]:
@@ -420,7 +603,8 @@ def test_interval_join_errors_carry_codes_and_positions() -> None:
                 "LDB-1009",
                 "a JOIN",
             ),
-            # window joins: without window_start in ON, of two sizes, hop, one side
+            # window joins: without window_start in ON, of two sizes or slides, a key over
+            # a window column, one side
             (
                 "SELECT a.k FROM tumble(a, ts, INTERVAL '1' SECOND) JOIN "
                 "tumble(b, ts, INTERVAL '1' SECOND) ON a.k = b.k",
@@ -435,10 +619,17 @@ def test_interval_join_errors_carry_codes_and_positions() -> None:
             ),
             (
                 "SELECT a.k FROM hop(a, ts, INTERVAL '2' SECOND, INTERVAL '1' SECOND) "
-                "JOIN hop(b, ts, INTERVAL '2' SECOND, INTERVAL '1' SECOND) "
+                "JOIN hop(b, ts, INTERVAL '2' SECOND, INTERVAL '500' MILLISECOND) "
                 "ON a.window_start = b.window_start",
+                "LDB-1009",
+                "hop(b",
+            ),
+            (
+                "SELECT a.k FROM hop(a, ts, INTERVAL '2' SECOND, INTERVAL '1' SECOND) "
+                "JOIN hop(b, ts, INTERVAL '2' SECOND, INTERVAL '1' SECOND) "
+                "ON a.window_start = b.window_start AND a.window_end = b.ts",
                 "LDB-1005",
-                "hop",
+                "JOIN",
             ),
             (
                 "SELECT a.k FROM a JOIN tumble(b, ts, INTERVAL '1' SECOND) "

@@ -4,7 +4,7 @@ A scalar function, an aggregate and a table function built on the driver
 reach every task's engine (pickled by Spark with cloudpickle) and the
 stream's output equals DuckDB's over the same rows: the scalar function and
 the table function in a plain stream, the aggregate in a windowed GROUP BY
-(which runs whole: no two-phase split for user-defined aggregates). With the
+(split in two phases: test_spark_udaf.py covers that path). With the
 JVM engine such a run is refused (LDB-1005) when the session has the jar.
 
 Runs in the session's local Spark (conftest ``spark``); marked ``spark``.

@@ -493,10 +493,9 @@ def test_registration_errors_and_catalog(db: laminardb.Connection) -> None:
     assert "aggregates, GROUP BY and HAVING in a SELECT over a view" in str(info.value)
     db.execute("CREATE STREAM y AS SELECT symbol, sumsq(price) AS s FROM trades GROUP BY symbol")
     db.execute(TUMBLE)
-    with pytest.raises(laminardb.SQLError) as info:  # no partial state to ship yet
-        db.two_phase("w")
-    assert info.value.code == "LDB-1005"
-    assert "user-defined aggregate 'sumsq' has no partial/final split yet" in str(info.value)
+    split = {r["role"]: r["value"] for r in db.two_phase("w").to_pylist()}  # states shipped
+    assert "__udaf_partial('sumsq', \"price\")" in split["partial"]
+    assert "__udaf_merge('geomean', " in split["final"]
     flags = {r["name"]: r["flags"] for r in db.query("SHOW FUNCTIONS").to_pylist()}
     assert flags == {"sumsq": "aggregate, retractable", "geomean": "aggregate"}
     with pytest.raises(laminardb.SQLError) as info:

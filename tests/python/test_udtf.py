@@ -504,3 +504,135 @@ def test_beside_a_derived_table_equals_duckdb(
     assert Counter(zip(*(viewed.column(n).to_pylist() for n in ["id", "x"]), strict=True)) == (
         want_view
     )
+
+
+# FROM t JOIN u ON ... , f(...): the stream's query and DuckDB's over the same rows.
+JOIN_ON = (
+    "FROM t JOIN u ON t.k = u.k AND u.ts BETWEEN t.ts - INTERVAL '21' MILLISECOND "
+    "AND t.ts + INTERVAL '14' MILLISECOND"
+)
+DUCK_JOIN_ON = "FROM t JOIN u ON t.k = u.k AND u.ts BETWEEN t.ts - 21 AND t.ts + 14"
+JOIN_QUERIES = [
+    (
+        f"SELECT t.id, u.id AS uid, g.x {JOIN_ON}, generate_series(t.a, u.b) AS g(x)",
+        f"SELECT t.id, u.id AS uid, g.x {DUCK_JOIN_ON}, generate_series(t.a, u.b) AS g(x)",
+        ["id", "uid", "x"],
+    ),
+    (
+        f"SELECT t.id, u.id AS uid, piece {JOIN_ON} "
+        "CROSS JOIN LATERAL unnest(string_split(u.s, ',')) AS w(piece) WHERE t.a > 0",
+        f"SELECT t.id, u.id AS uid, piece {DUCK_JOIN_ON} "
+        "CROSS JOIN LATERAL unnest(string_split(u.s, ',')) AS w(piece) WHERE t.a > 0",
+        ["id", "uid", "piece"],
+    ),
+    (
+        f"SELECT t.id, u.id AS uid, e.i, e.p {JOIN_ON}, pieces(u.s, t.b) AS e",
+        f"SELECT t.id, u.id AS uid, g.i, u.s || g.i {DUCK_JOIN_ON}, "
+        "generate_series(0, t.b - 1) AS g(i) WHERE u.s IS NOT NULL",
+        ["id", "uid", "i", "p"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("select", "duck", "names"), JOIN_QUERIES)
+def test_beside_a_join_equals_duckdb(
+    cores: int, rng: np.random.Generator, select: str, duck: str, names: list[str]
+) -> None:
+    """FROM a JOIN b ON ..., f(a.x) / CROSS JOIN LATERAL f(...): the function
+    over each joined row, as DuckDB runs it (an interval join of two sources,
+    the function's arguments from both sides)."""
+
+    def table(n: int, first_id: int) -> pa.Table:
+        words = ["a,b", "", "x", None, "p,,q", "ÄÖ,ü"]
+        rows = [
+            (str(rng.choice(["x", "y", "z"])), int(rng.integers(-2, 5)),
+                int(rng.integers(-1, 5)), words[int(rng.integers(0, len(words)))])
+            for _ in range(n)
+        ]
+        return _table(rows, first_id)
+
+    t, u = table(400, 0), table(400, 1000)
+    u = u.set_column(5, "ts", pa.array([i * 7 + 3 for i in range(400)], type=pa.int64()))
+    with laminardb.open(cores=cores) as db:
+        db.create_table_function("pieces", pieces, PIECES_PARAMS, PIECES_COLUMNS)
+        db.execute(SOURCE)
+        db.execute(SOURCE.replace("SOURCE t", "SOURCE u"))
+        db.execute(f"CREATE STREAM e AS {select}")
+        operators = db.query("EXPLAIN e").column("operator").to_pylist()
+        assert "table function" in operators
+        sub = db.subscribe("e")
+        for start in range(0, 400, 53):
+            db.insert("t", t.slice(start, 53))
+            db.insert("u", u.slice(start, 53))
+            db.run_until_idle()
+        for src in ("t", "u"):
+            db.source(src).watermark(2**62)
+        db.run_until_idle()
+        got = _rows(sub, names)
+    con = duckdb.connect()
+    con.register("t", t)
+    con.register("u", u)
+    assert got == Counter(con.sql(duck).fetchall())
+    assert got
+
+
+def test_beside_asof_and_lookup_joins_equal_duckdb(cores: int, rng: np.random.Generator) -> None:
+    """The function over an ASOF join's rows and over a lookup join's (a
+    table loaded before the stream's rows), as DuckDB's ASOF JOIN and JOIN."""
+    n = 300
+    t = pa.table({"k": pa.array([str(rng.choice(["x", "y", "z", "w"])) for _ in range(n)]),
+                  "a": pa.array(rng.integers(-1, 4, n), pa.int64()),
+                  "ts": pa.array(np.arange(n) * 10, pa.int64())})
+    q = pa.table({"k": pa.array([str(rng.choice(["x", "y", "z"])) for _ in range(n)]),
+                  "m": pa.array(rng.integers(0, 4, n), pa.int64()),
+                  "ts": pa.array(np.arange(n) * 10 - 5, pa.int64())})
+    r = pa.table({"k": ["x", "y", "w"], "c": pa.array([2, 0, 3], pa.int64())})
+    with laminardb.open(cores=cores) as db:
+        db.execute(
+            "CREATE SOURCE t (k VARCHAR, a BIGINT, ts BIGINT, WATERMARK FOR ts AS ts);"
+            "CREATE SOURCE q (k VARCHAR, m BIGINT, ts BIGINT, WATERMARK FOR ts AS ts);"
+            "CREATE TABLE r (k VARCHAR PRIMARY KEY, c BIGINT);"
+            "CREATE STREAM s1 AS SELECT t.ts, q.m, g.i FROM t ASOF JOIN q "
+            "MATCH_CONDITION(t.ts >= q.ts) ON t.k = q.k, generate_series(t.a, q.m) AS g(i);"
+            "CREATE STREAM s2 AS SELECT t.ts, r.c, i FROM t JOIN r ON t.k = r.k "
+            "CROSS JOIN LATERAL range(t.a, r.c) AS g(i)"
+        )
+        db.upsert("r", r)
+        db.run_until_idle()
+        subs = [db.subscribe("s1"), db.subscribe("s2")]
+        for start in range(0, n, 37):
+            db.insert("q", q.slice(start, 37))
+            db.insert("t", t.slice(start, 37))
+            db.run_until_idle()
+        for src in ("t", "q"):
+            db.source(src).watermark(2**62)
+        db.run_until_idle()
+        got = [_rows(subs[0], ["ts", "m", "i"]), _rows(subs[1], ["ts", "c", "i"])]
+    con = duckdb.connect()
+    for name, table in (("t", t), ("q", q), ("r", r)):
+        con.register(name, table)
+    want = [
+        con.sql("SELECT t.ts, q.m, g.i FROM t ASOF JOIN q ON t.k = q.k AND t.ts >= q.ts, "
+                "generate_series(t.a, q.m) AS g(i)").fetchall(),
+        con.sql("SELECT t.ts, r.c, g.i FROM t JOIN r ON t.k = r.k, "
+                "range(t.a, r.c) AS g(i)").fetchall(),
+    ]
+    assert got == [Counter(w) for w in want]
+    assert got[0]
+    assert got[1]
+
+
+def test_beside_a_join_of_a_changelog_is_refused(db: laminardb.Connection) -> None:
+    db.execute(
+        "CREATE SOURCE t (sym VARCHAR, n BIGINT, ts BIGINT, WATERMARK FOR ts AS ts);"
+        "CREATE SOURCE q (sym VARCHAR, m BIGINT, ts BIGINT, WATERMARK FOR ts AS ts);"
+        "CREATE STREAM c AS SELECT sym, COUNT(*) AS m, MAX(ts) AS ts FROM q GROUP BY sym "
+        "EMIT CHANGES"
+    )
+    with pytest.raises(laminardb.SQLError) as info:
+        db.execute(
+            "CREATE STREAM x AS SELECT t.sym, g.i FROM t JOIN c ON t.sym = c.sym AND c.ts "
+            "BETWEEN t.ts - INTERVAL '1' SECOND AND t.ts, generate_series(1, c.m) AS g(i)"
+        )
+    assert info.value.code == "LDB-1005"
+    assert "a table function beside a window join or a join of a changelog" in str(info.value)

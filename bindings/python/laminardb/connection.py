@@ -675,7 +675,9 @@ class Connection(Handle):
         (None: NULL); optionally ``retract(state, *arrays) -> state``, which
         lets the aggregate read a changelog (without it such a statement is
         refused with LDB-1005), and ``serialize(state) -> bytes`` /
-        ``deserialize(bytes) -> state`` (default: pickle) for checkpoints.
+        ``deserialize(bytes) -> state`` (default: pickle) for checkpoints and
+        the two-phase split (``two_phase``: the partial rows carry the
+        serialized states, the final merges them with ``merge``).
         Usable as a built-in aggregate is: GROUP BY with or without tumble,
         hop and session windows, HAVING, EMIT CHANGES. It shares the
         function namespace (``remove_function``, SHOW FUNCTIONS); reopen a
