@@ -85,7 +85,7 @@ void lm_rowstore_release(lm_rowstore* s, uint32_t slot) {
  * the slot is released as one that holds nothing. */
 static laminar_code put_failed(lm_rowstore* s, uint32_t slot, int32_t failed) {
   for (int32_t c = 0; c < s->ncols; c++) {
-    if (s->types[c] != LM_TYPE_STRING || !s->keep[c]) continue;
+    if (!lm_type_is_bytes(s->types[c]) || !s->keep[c]) continue;
     if (c < failed && !s->nulls[c][slot]) s->str_live -= ((lm_str*)s->data[c])[slot].len;
     s->nulls[c][slot] = 1;
   }
