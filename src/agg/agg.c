@@ -170,7 +170,7 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
   if (keeps_value(st->fn)) {
     if (st->arg_type == LM_TYPE_DOUBLE) {
       GROW(mm_d, cap);
-    } else if (st->arg_type == LM_TYPE_STRING) {
+    } else if (lm_type_is_bytes(st->arg_type)) {
       GROW(mm_s, cap);
     } else {
       GROW(mm_i, cap);
@@ -183,7 +183,7 @@ laminar_code lm_agg_states_reserve(lm_agg_states* st, int64_t cap) {
   if (is_arg_minmax(st->fn)) {
     if (st->by_type == LM_TYPE_DOUBLE) {
       GROW(by_d, cap);
-    } else if (st->by_type == LM_TYPE_STRING) {
+    } else if (lm_type_is_bytes(st->by_type)) {
       GROW(by_s, cap);
     } else {
       GROW(by_i, cap);
@@ -606,7 +606,7 @@ static dvalue value_at(const lm_agg_states* st, const lm_vec* arg, uint32_t r) {
   if (st->arg_type == LM_TYPE_DOUBLE) {
     double d = ((const double*)arg->data)[r];
     v.d = d == 0.0 ? 0.0 : isnan(d) ? NAN : d; /* DuckDB: -0.0 = 0.0, NaN = NaN */
-  } else if (st->arg_type == LM_TYPE_STRING) {
+  } else if (lm_type_is_bytes(st->arg_type)) {
     v.s = ((const lm_str*)arg->data)[r];
   } else {
     v.i = int_value(arg, r);
@@ -625,7 +625,7 @@ static uint64_t dvalue_hash(const lm_agg_states* st, int64_t g, dvalue v) {
     memcpy(&bits, &v.d, 8);
     return lm_state_mix64(h ^ bits);
   }
-  if (st->arg_type == LM_TYPE_STRING) {
+  if (lm_type_is_bytes(st->arg_type)) {
     for (int64_t k = 0; k < v.s.len; k++)
       h = (h ^ (uint8_t)v.s.ptr[k]) * 0x100000001B3ULL;
     return lm_state_mix64(h ^ (uint64_t)v.s.len);
@@ -643,7 +643,7 @@ static bool dvalue_eq(const lm_agg_states* st, int32_t e, dvalue v) {
     double a = st->d_d[e];
     return a == v.d || (isnan(a) && isnan(v.d));
   }
-  if (st->arg_type == LM_TYPE_STRING) return cmp_str(st->d_s[e], v.s) == 0;
+  if (lm_type_is_bytes(st->arg_type)) return cmp_str(st->d_s[e], v.s) == 0;
   return st->d_i[e] == v.i;
 }
 
@@ -679,7 +679,7 @@ static laminar_code dset_reserve_n(lm_agg_states* st, int64_t extra) {
     }
     if (st->arg_type == LM_TYPE_DOUBLE) {
       GROW(d_d, ncap);
-    } else if (st->arg_type == LM_TYPE_STRING) {
+    } else if (lm_type_is_bytes(st->arg_type)) {
       GROW(d_s, ncap);
     } else {
       GROW(d_i, ncap);
@@ -737,8 +737,8 @@ laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
    * the bookkeeping below, as this runs per window and aggregate (hop: 5 a
    * pane). */
   if (!adds_entries(st) && st->fn != LM_AGG_STRING_AGG &&
-      !(st->weighted && is_first_last(st->fn)) && st->arg_type != LM_TYPE_STRING &&
-      st->by_type != LM_TYPE_STRING)
+      !(st->weighted && is_first_last(st->fn)) && !lm_type_is_bytes(st->arg_type) &&
+      !lm_type_is_bytes(st->by_type))
     return LAMINAR_OK;
   if (seq == 0 || seq != st->prep_seq) { /* a new chunk: nothing prepared yet */
     st->prep_seq = seq;
@@ -757,11 +757,11 @@ laminar_code lm_agg_states_prepare(lm_agg_states* st, const lm_vec* arg,
   /* Every row's string copied at most once (ARG_MIN/ARG_MAX: its x and by),
    * added to what earlier slices of the chunk reserved. */
   size_t bytes = st->prep_bytes;
-  if (st->arg_type == LM_TYPE_STRING &&
+  if (lm_type_is_bytes(st->arg_type) &&
       (distinct || keeps_value(st->fn) || lm_agg_is_quantile(st->fn) ||
        st->fn == LM_AGG_STRING_AGG))
     bytes += string_bytes(arg, sel, m);
-  if (st->by_type == LM_TYPE_STRING && order != NULL)
+  if (lm_type_is_bytes(st->by_type) && order != NULL)
     bytes += string_bytes(order, sel, m);
   if (bytes > 0 && !lm_pool_reserve(&st->strings, bytes)) return LAMINAR_ERR_NOMEM;
   st->prep_rows = rows;
@@ -796,7 +796,7 @@ static laminar_code dset_find_or_add(lm_agg_states* st, uint32_t g, dvalue v,
   st->d_group[e] = g;
   if (st->arg_type == LM_TYPE_DOUBLE) {
     st->d_d[e] = v.d;
-  } else if (st->arg_type == LM_TYPE_STRING) {
+  } else if (lm_type_is_bytes(st->arg_type)) {
     char* copy = lm_pool_copy(&st->strings, v.s.ptr, (size_t)v.s.len);
     if (copy == NULL && v.s.len > 0) return LAMINAR_ERR_NOMEM;
     st->d_s[e] = (lm_str){copy, v.s.len};
@@ -857,7 +857,7 @@ static dvalue entry_value(const lm_agg_states* st, int32_t e) {
   dvalue v = {.i = 0};
   if (st->arg_type == LM_TYPE_DOUBLE) {
     v.d = st->d_d[e];
-  } else if (st->arg_type == LM_TYPE_STRING) {
+  } else if (lm_type_is_bytes(st->arg_type)) {
     v.s = st->d_s[e];
   } else {
     v.i = st->d_i[e];
@@ -953,6 +953,7 @@ static int32_t fl_pick(const lm_agg_states* st, int64_t g) {
 static void put_entry_value(const lm_agg_states* st, dvalue v, void* data, int64_t k) {
   switch (st->result_type) {
     case LM_TYPE_DOUBLE: ((double*)data)[k] = v.d; break;
+    case LM_TYPE_BINARY:
     case LM_TYPE_STRING: ((lm_str*)data)[k] = v.s; break;
     default: lm_vec_int_put(st->result_type, data, k, v.i); break;
   }
@@ -1098,7 +1099,7 @@ static void hll_update(lm_agg_states* st, const lm_vec* arg, const uint32_t* sel
     uint64_t h;
     if (st->arg_type == LM_TYPE_DOUBLE) {
       h = lm_hll_hash_double(((const double*)arg->data)[r]);
-    } else if (st->arg_type == LM_TYPE_STRING) {
+    } else if (lm_type_is_bytes(st->arg_type)) {
       lm_str s = ((const lm_str*)arg->data)[r];
       h = lm_hll_hash_bytes(s.ptr, s.len);
     } else {
@@ -1163,7 +1164,7 @@ static laminar_code keep_value(lm_agg_states* st, const lm_vec* arg, uint32_t g,
   if (is_null) return LAMINAR_OK;
   if (st->arg_type == LM_TYPE_DOUBLE) {
     st->mm_d[g] = ((const double*)arg->data)[r];
-  } else if (st->arg_type == LM_TYPE_STRING) {
+  } else if (lm_type_is_bytes(st->arg_type)) {
     lm_str s = ((const lm_str*)arg->data)[r];
     char* copy = lm_pool_copy(&st->strings, s.ptr, (size_t)s.len);
     if (copy == NULL && s.len > 0) return LAMINAR_ERR_NOMEM;
@@ -1187,7 +1188,7 @@ static byvalue by_at(const lm_agg_states* st, const lm_vec* by, uint32_t r) {
   byvalue v = {.i = 0};
   if (st->by_type == LM_TYPE_DOUBLE) {
     v.d = ((const double*)by->data)[r];
-  } else if (st->by_type == LM_TYPE_STRING) {
+  } else if (lm_type_is_bytes(st->by_type)) {
     v.s = ((const lm_str*)by->data)[r];
   } else {
     v.i = int_value(by, r);
@@ -1368,7 +1369,7 @@ laminar_code lm_agg_update(lm_agg_states* st, const lm_vec* arg, const uint32_t*
           if (nulls && nulls[r]) continue;
           fold_minmax_d(mm, has, gids[j], x[r], is_min);
         }
-      } else if (st->arg_type == LM_TYPE_STRING) {
+      } else if (lm_type_is_bytes(st->arg_type)) {
         const lm_str* x = arg->data;
         for (int64_t j = 0; j < m; j++) {
           uint32_t r = ROW(j), g = gids[j];
@@ -1768,6 +1769,7 @@ bool lm_agg_finalize(const lm_agg_states* st, int64_t first, int64_t n, void* da
         is_null = !st->has[g] || (st->vnull && st->vnull[g]);
         switch (st->result_type) {
           case LM_TYPE_DOUBLE: ((double*)data)[k] = is_null ? 0 : st->mm_d[g]; break;
+          case LM_TYPE_BINARY:
           case LM_TYPE_STRING:
             ((lm_str*)data)[k] = is_null ? (lm_str){NULL, 0} : st->mm_s[g];
             break;
@@ -1878,8 +1880,8 @@ bool lm_agg_states_flat(const lm_agg_states* st) {
   return !st->weighted && st->fn != LM_AGG_COUNT_DISTINCT &&
          st->fn != LM_AGG_STRING_AGG && !lm_agg_is_quantile(st->fn) &&
          st->fn != LM_AGG_APPROX_COUNT_DISTINCT &&
-         !(keeps_value(st->fn) && st->arg_type == LM_TYPE_STRING) &&
-         st->by_type != LM_TYPE_STRING;
+         !(keeps_value(st->fn) && lm_type_is_bytes(st->arg_type)) &&
+         !lm_type_is_bytes(st->by_type);
 }
 
 /* dst->field[dfirst .. dfirst + n) = src->field[sfirst ..), for the arrays
@@ -1971,7 +1973,7 @@ static void write_value(const lm_agg_states* st, int32_t e, lm_state_writer* w) 
 
 static dvalue read_value(const lm_agg_states* st, lm_state_reader* r) {
   dvalue v = {.i = 0};
-  if (st->arg_type == LM_TYPE_STRING) {
+  if (lm_type_is_bytes(st->arg_type)) {
     v.s = lm_state_get_bytes(r);
   } else if (st->arg_type == LM_TYPE_DOUBLE) {
     v.d = lm_state_get_f64(r);

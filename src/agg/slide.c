@@ -19,9 +19,9 @@ bool lm_agg_slide_supported(lm_agg_fn fn, lm_type arg_type) {
     case LM_AGG_COUNT: return true;
     case LM_AGG_SUM:
     case LM_AGG_AVG: /* a DECIMAL's sum: the panes' merge (agg.c) scales it */
-      return arg_type != LM_TYPE_STRING && !lm_type_is_decimal(arg_type);
+      return !lm_type_is_bytes(arg_type) && !lm_type_is_decimal(arg_type);
     case LM_AGG_MIN:
-    case LM_AGG_MAX: return arg_type != LM_TYPE_STRING;
+    case LM_AGG_MAX: return !lm_type_is_bytes(arg_type);
     default: return false;
   }
 }

@@ -12,7 +12,7 @@ size_t lm_batch_encoded_size(const lm_batch* batch) {
   for (int32_t c = 0; c < batch->ncols; c++) {
     const lm_vec* v = &batch->cols[c];
     size += 2 + (v->nulls != NULL ? n : 0);
-    if (v->type != LM_TYPE_STRING) {
+    if (!lm_type_is_bytes(v->type)) {
       size += n * (size_t)lm_type_width(v->type);
       continue;
     }
@@ -38,7 +38,7 @@ void lm_batch_encode_to(const lm_batch* batch, uint8_t* dst) {
       memcpy(dst, v->nulls, (size_t)n);
       dst += n;
     }
-    if (v->type != LM_TYPE_STRING) {
+    if (!lm_type_is_bytes(v->type)) {
       size_t bytes = (size_t)(n * lm_type_width(v->type));
       if (bytes > 0) memcpy(dst, v->data, bytes);
       dst += bytes;
@@ -104,7 +104,7 @@ laminar_code lm_batch_decode(const lm_schema* schema, lm_state_reader* r, lm_bat
       break;
     }
     v->data = owned[c];
-    if (type != LM_TYPE_STRING) {
+    if (!lm_type_is_bytes(type)) {
       const void* p = lm_state_get_raw(r, bytes);
       if (p == NULL) {
         rc = corrupt(err, r, "truncated values");

@@ -162,7 +162,7 @@ HOT size_t plan_batch(const lm_batch* batch, lm_col_plan* cols) {
     if (p->nulls) size += (n + 7) / 8;
     if (is_integer(v->type)) {
       size += plan_ints(v, n, p);
-    } else if (v->type == LM_TYPE_STRING) {
+    } else if (lm_type_is_bytes(v->type)) {
       size += plan_strings(v, n, p);
     } else { /* DOUBLE (and the NULL type): as in memory */
       p->kind = KIND_RAW;
@@ -482,9 +482,9 @@ laminar_code lm_batch_decode_compact(const lm_schema* schema, lm_state_reader* r
     } else if (flags > 1 ||
                !(w == 0 || w == 1 || w == 2 || w == 4 || w == 8 || w == 16)) {
       rc = corrupt(err, r, c, "bad flags or width");
-    } else if (!(kind == KIND_STR ? want == LM_TYPE_STRING
+    } else if (!(kind == KIND_STR ? lm_type_is_bytes(want)
                  : kind == KIND_RAW
-                     ? want != LM_TYPE_STRING && w == lm_type_width(want)
+                     ? !lm_type_is_bytes(want) && w == lm_type_width(want)
                      : (kind == KIND_FOR || kind == KIND_DELTA) && is_integer(want))) {
       rc = corrupt(err, r, c, "encoding does not fit the column's type");
     }

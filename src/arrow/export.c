@@ -82,6 +82,9 @@ static enum ArrowType arrow_type_of(lm_type type) {
     case LM_TYPE_DATE: return NANOARROW_TYPE_DATE32;
     case LM_TYPE_INT16: return NANOARROW_TYPE_INT16;
     case LM_TYPE_INT8: return NANOARROW_TYPE_INT8;
+    case LM_TYPE_FLOAT: return NANOARROW_TYPE_FLOAT;
+    case LM_TYPE_BINARY: return NANOARROW_TYPE_BINARY;
+    case LM_TYPE_TIME: return NANOARROW_TYPE_TIME64;
     case LM_TYPE_DECIMAL: return NANOARROW_TYPE_DECIMAL128;
     case LM_TYPE_NULL: return NANOARROW_TYPE_NA;
   }
@@ -95,8 +98,8 @@ laminar_code lm_arrow_schema_export(const lm_schema* schema, struct ArrowSchema*
   for (int32_t i = 0; i < schema->ncols; i++) {
     const lm_field* f = &schema->fields[i];
     struct ArrowSchema* child = out->children[i];
-    int rc = f->type == LM_TYPE_TIMESTAMP
-                 ? ArrowSchemaSetTypeDateTime(child, NANOARROW_TYPE_TIMESTAMP,
+    int rc = f->type == LM_TYPE_TIMESTAMP || f->type == LM_TYPE_TIME
+                 ? ArrowSchemaSetTypeDateTime(child, arrow_type_of(f->type),
                                               NANOARROW_TIME_UNIT_MICRO, NULL)
              : lm_type_is_decimal(f->type)
                  ? ArrowSchemaSetTypeDecimal(child, NANOARROW_TYPE_DECIMAL128,
@@ -161,15 +164,18 @@ static int build_column(struct ArrowArray* child, lm_type type, const lm_vec* co
     case LM_TYPE_INT8:
     case LM_TYPE_INT16:
     case LM_TYPE_INT32:
+    case LM_TYPE_FLOAT:
     case LM_TYPE_DATE:
     case LM_TYPE_INT64:
     case LM_TYPE_DOUBLE:
     case LM_TYPE_TIMESTAMP:
+    case LM_TYPE_TIME:
       if (nrows > 0) {
         NANOARROW_RETURN_NOT_OK(
             ArrowBufferAppend(data, col->data, nrows * lm_type_width(col->type)));
       }
       break;
+    case LM_TYPE_BINARY:
     case LM_TYPE_STRING: {
       /* data is buffer 1 for the offsets here; the bytes are buffer 2. */
       const lm_str* in = col->data;

@@ -496,6 +496,12 @@ static bool type_fits(lm_type want, const import_col* c) {
     case LM_TYPE_TIMESTAMP: return v->type == NANOARROW_TYPE_TIMESTAMP;
     case LM_TYPE_DATE: return v->type == NANOARROW_TYPE_DATE32;
     case LM_TYPE_INT16: return v->type == NANOARROW_TYPE_INT16;
+    case LM_TYPE_FLOAT: return v->type == NANOARROW_TYPE_FLOAT;
+    case LM_TYPE_TIME:
+      return v->type == NANOARROW_TYPE_TIME64 &&
+             v->time_unit == NANOARROW_TIME_UNIT_MICRO;
+    case LM_TYPE_BINARY:
+      return v->type == NANOARROW_TYPE_BINARY || v->type == NANOARROW_TYPE_LARGE_BINARY;
     case LM_TYPE_INT8: return v->type == NANOARROW_TYPE_INT8;
     case LM_TYPE_STRING:
       if (v->type == NANOARROW_TYPE_STRING || v->type == NANOARROW_TYPE_LARGE_STRING) {
@@ -900,7 +906,8 @@ static bool reserve_region(size_t* total, int64_t count, size_t width, size_t* a
 static size_t converted_width(const lm_arrow_colsrc* c) {
   switch (c->type) {
     case LM_TYPE_BOOL: return 1;
-    case LM_TYPE_STRING: return sizeof(lm_str);
+    case LM_TYPE_STRING:
+    case LM_TYPE_BINARY: return sizeof(lm_str);
     case LM_TYPE_TIMESTAMP: return c->unit == NANOARROW_TIME_UNIT_MICRO ? 0 : 8;
     case LM_TYPE_NULL: return 1;  // zeroed placeholders, so data is never NULL
     default: return lm_type_is_decimal(c->type) && !lm_type_is_wide(c->type) ? 8 : 0;
@@ -936,11 +943,16 @@ static const void* buffer_at(const void* buffer, int64_t offset, int64_t width) 
   return (const uint8_t*)buffer + offset * width;
 }
 
-/* The string at element `at` of a utf8/large_utf8 array. */
+/* Whether a utf8 / binary storage type has 64-bit offsets. */
+static bool large_offsets(enum ArrowType storage) {
+  return storage == NANOARROW_TYPE_LARGE_STRING || storage == NANOARROW_TYPE_LARGE_BINARY;
+}
+
+/* The string at element `at` of a (large) utf8 or binary array. */
 static lm_str string_at(const struct ArrowArray* a, enum ArrowType storage, int64_t at) {
   const char* data = (const char*)a->buffers[2];
   int64_t start, end;
-  value_span(a, storage == NANOARROW_TYPE_LARGE_STRING, at, &start, &end);
+  value_span(a, large_offsets(storage), at, &start, &end);
   lm_str s = {data != NULL ? data + start : NULL, end - start};
   return s;
 }
@@ -999,6 +1011,8 @@ static laminar_code fill_column(const lm_arrow_colsrc* c, int64_t nrows, uint8_t
     case LM_TYPE_INT32:
     case LM_TYPE_DATE: v->data = buffer_at(a->buffers[1], off, 4); break;
     case LM_TYPE_INT16: v->data = buffer_at(a->buffers[1], off, 2); break;
+    case LM_TYPE_FLOAT: v->data = buffer_at(a->buffers[1], off, 4); break;
+    case LM_TYPE_TIME: v->data = buffer_at(a->buffers[1], off, 8); break;
     case LM_TYPE_INT8: v->data = buffer_at(a->buffers[1], off, 1); break;
     case LM_TYPE_INT64:
     case LM_TYPE_DOUBLE: v->data = buffer_at(a->buffers[1], off, 8); break;
@@ -1032,6 +1046,7 @@ static laminar_code fill_column(const lm_arrow_colsrc* c, int64_t nrows, uint8_t
       v->data = out;
       break;
     }
+    case LM_TYPE_BINARY: /* never dictionary-encoded (type_fits) */
     case LM_TYPE_STRING: {
       lm_str* out = conv;
       if (c->dict == NULL) {
@@ -1087,7 +1102,7 @@ static laminar_code fill_column(const lm_arrow_colsrc* c, int64_t nrows, uint8_t
 static int64_t string_bytes(const struct ArrowArray* a, enum ArrowType storage,
                             int64_t offset, int64_t n) {
   if (a == NULL || a->n_buffers < 3 || a->buffers[1] == NULL || n <= 0) return 0;
-  if (storage == NANOARROW_TYPE_LARGE_STRING) {
+  if (large_offsets(storage)) {
     const int64_t* off = a->buffers[1];
     return off[offset + n] - off[offset];
   }
@@ -1102,7 +1117,7 @@ static int64_t batch_bytes(const lm_arrow_colsrc* src, const lm_vec* cols, int32
   int64_t total = 0;
   for (int32_t c = 0; c < ncols; c++) {
     total += nrows * lm_type_width(cols[c].type) + (cols[c].nulls != NULL ? nrows : 0);
-    if (cols[c].type != LM_TYPE_STRING) continue;
+    if (!lm_type_is_bytes(cols[c].type)) continue;
     total += src[c].dict != NULL
                  ? string_bytes(src[c].dict, src[c].dict_storage, src[c].dict->offset,
                                 src[c].dict->length)

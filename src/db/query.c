@@ -321,6 +321,8 @@ static int cmp_value(const lm_vec* v, uint32_t a, uint32_t b) {
     case LM_TYPE_DATE:
     case LM_TYPE_INT32:
     case LM_TYPE_INT64:
+    case LM_TYPE_TIME:
+    case LM_TYPE_FLOAT: /* its image: NaN above every number */
     case LM_TYPE_TIMESTAMP: {
       int64_t x = lm_vec_int_at(v, a), y = lm_vec_int_at(v, b);
       return (x > y) - (x < y);
@@ -331,6 +333,7 @@ static int cmp_value(const lm_vec* v, uint32_t a, uint32_t b) {
       if (nx || ny) return (int)nx - (int)ny; /* NaN above every number */
       return (x > y) - (x < y);
     }
+    case LM_TYPE_BINARY:
     case LM_TYPE_STRING: {
       lm_str x = ((const lm_str*)v->data)[a], y = ((const lm_str*)v->data)[b];
       int64_t n = x.len < y.len ? x.len : y.len;
@@ -780,7 +783,7 @@ static void put_expr(lm_text* b, const lm_expr* e, const char* const* names) {
       lm_text_printf(b, "%s", v->b ? "TRUE" : "FALSE");
     } else if (e->type == LM_TYPE_DOUBLE) {
       lm_text_printf(b, "%.17g", v->d);
-    } else if (e->type == LM_TYPE_STRING) {
+    } else if (lm_type_is_bytes(e->type)) {
       lm_text_printf(b, "'");
       for (int64_t i = 0; i < v->s.len; i++) {
         lm_text_printf(b, v->s.ptr[i] == '\'' ? "''" : "%c", v->s.ptr[i]);

@@ -30,6 +30,22 @@
  *   STRING -> DATE             see lm_expr_parse_date below
  *   SMALLINT / TINYINT         read as INT; to them: as to INT64, then NULL
  *                              outside their range
+ *   REAL                       read as DOUBLE (exact), printed with the
+ *                              fewest digits of the float; to it: integers
+ *                              round once, the rest through DOUBLE, a finite
+ *                              value past the float range NULL
+ *   VARBINARY <-> STRING       DuckDB's blob text: bytes 0x20..0x7E but
+ *                              '"', '\'' and '\\' as themselves, the rest as
+ *                              \xHH (upper case); from text, \xHH (either
+ *                              case of the digits) is a byte, other ASCII as
+ *                              itself, a non-ASCII byte or a bad escape NULL
+ *   VARBINARY <-> others       refused by the binder (as DuckDB)
+ *   TIME <-> STRING            "HH:MM:SS[.ffffff]" (trailing zeros of the
+ *                              fraction dropped); from text H[H]:MM[:SS[.f]],
+ *                              fraction digits past 6 cut, 24:00:00 the end
+ *                              of the day, anything else NULL
+ *   TIMESTAMP -> TIME          its time of day; TIME <-> others refused by
+ *                              the binder
  *   NULL (type) -> anything    all NULL
  */
 #include "expr/internal.h"
@@ -51,6 +67,20 @@ static int days_in_month(int64_t y, int64_t m) {
 }
 
 /* ---- formatting ------------------------------------------------------------------ */
+
+/* Whether decimal `text` reads back as the float d, strictly inside its
+ * rounding interval: a decimal exactly halfway to a neighbour is refused even
+ * where ties-to-even would read it back, as DuckDB's shortest float text does
+ * (37756352 prints "37756352.0", not "37756350.0"). A decimal of at most 9
+ * digits is never within a double's precision of a midpoint unless equal. */
+static bool reads_back_single(const char* text, double d) {
+  double x = strtod(text, NULL);
+  if ((double)(float)x != d) return false;
+  float f = (float)d;
+  double up = ((double)f + (double)nextafterf(f, INFINITY)) / 2;
+  double down = ((double)f + (double)nextafterf(f, -INFINITY)) / 2;
+  return x != up && x != down;
+}
 
 /* Whether digits[0..nd) x 10^(exp - nd + 1) reads back as d (> 0, normal, not
  * a power of two) by exact integer arithmetic: 1 yes, 0 no, -1 out of its
@@ -74,9 +104,10 @@ static int digits_read_back_exact(const char* digits, int nd, int exp, double d)
   return lo < x && x < hi;
 }
 
-/* Whether the p-digit decimal digits[0..nd) x 10^(exp - nd + 1) reads back as d. */
-static bool digits_read_back(const char* digits, int nd, int exp, double d) {
-  int exact = digits_read_back_exact(digits, nd, exp, d);
+/* Whether the p-digit decimal digits[0..nd) x 10^(exp - nd + 1) reads back as d
+ * (as the float d when `single`). */
+static bool digits_read_back(const char* digits, int nd, int exp, double d, bool single) {
+  int exact = single ? -1 : digits_read_back_exact(digits, nd, exp, d);
   if (exact >= 0) return exact == 1;
   char text[48];
   int n = 0;
@@ -84,13 +115,13 @@ static bool digits_read_back(const char* digits, int nd, int exp, double d) {
   text[n++] = '.';
   for (int i = 1; i < nd; i++) text[n++] = digits[i];
   snprintf(text + n, sizeof text - (size_t)n, "e%d", exp);
-  return strtod(text, NULL) == d;
+  return single ? reads_back_single(text, d) : strtod(text, NULL) == d;
 }
 
 /* Whether digits[0..nd) (exponent exp) read back as d, or failing that a
  * neighbour one unit away in the last digit (then written to digits). */
-static bool digits_settle(double d, int nd, char* digits, int exp) {
-  if (digits_read_back(digits, nd, exp, d)) return true;
+static bool digits_settle(double d, int nd, char* digits, int exp, bool single) {
+  if (digits_read_back(digits, nd, exp, d, single)) return true;
   for (int dir = 1; dir >= -1; dir -= 2) {
     char alt[24];
     memcpy(alt, digits, (size_t)nd);
@@ -100,7 +131,7 @@ static bool digits_settle(double d, int nd, char* digits, int exp) {
     if (i < 0) continue; /* would change the number of digits: not needed */
     alt[i] = (char)(alt[i] + dir);
     if (alt[0] == '0') continue;
-    if (digits_read_back(alt, nd, exp, d)) {
+    if (digits_read_back(alt, nd, exp, d, single)) {
       memcpy(digits, alt, (size_t)nd);
       return true;
     }
@@ -112,7 +143,7 @@ static bool digits_settle(double d, int nd, char* digits, int exp) {
  * exists: the correctly rounded one or a neighbour one unit away in the last
  * digit (needed where the rounding interval is lopsided, at powers of two).
  * Fills digits (p chars, no dot) and the exponent of the first digit. */
-static bool digits_for(double d, int p, char* digits, int* exp) {
+static bool digits_for(double d, int p, char* digits, int* exp, bool single) {
   char sci[40];
   snprintf(sci, sizeof sci, "%.*e", p - 1, d);
   int nd = 0;
@@ -121,7 +152,7 @@ static bool digits_for(double d, int p, char* digits, int* exp) {
     if (*q != '.') digits[nd++] = *q;
   }
   *exp = atoi(q + 1);
-  return digits_settle(d, nd, digits, *exp);
+  return digits_settle(d, nd, digits, *exp, single);
 }
 
 /* The correctly rounded p digits of d (p < 17) from its correctly rounded 17
@@ -158,8 +189,8 @@ static int shortest_digits(double d, char* digits, int* exp) {
   int e17 = atoi(q + 1);
   for (int p = 15; p <= 16; p++) {
     bool settled = digits_from_17(d17, e17, p, digits, exp)
-                       ? digits_settle(d, p, digits, *exp)
-                       : digits_for(d, p, digits, exp);
+                       ? digits_settle(d, p, digits, *exp, false)
+                       : digits_for(d, p, digits, exp, false);
     if (settled) return p;
   }
   memcpy(digits, d17, 17);
@@ -167,7 +198,8 @@ static int shortest_digits(double d, char* digits, int* exp) {
   return 17;
 }
 
-int lm_expr_format_double(double d, char* buf, size_t cap) {
+/* The shortest text reading back as d, or as the float d when `single`. */
+static int format_shortest(double d, bool single, char* buf, size_t cap) {
   if (isnan(d)) return snprintf(buf, cap, "nan");
   if (isinf(d)) return snprintf(buf, cap, d > 0 ? "inf" : "-inf");
   bool neg = signbit(d);
@@ -179,10 +211,10 @@ int lm_expr_format_double(double d, char* buf, size_t cap) {
      * more than 15 decimal digits, so when some p <= 15 digits read back, the
      * 15-digit rounding is those digits followed by zeros: one try covers
      * every p <= 15 (stripping the zeros), then 16, then 17 (always enough).
-     * A subnormal has fewer digits: search from 1. */
-    if (a < DBL_MIN) {
+     * A subnormal has fewer digits, a float at most 9: search from 1. */
+    if (single || a < DBL_MIN) {
       nd = 1;
-      while (!digits_for(a, nd, digits, &exp)) nd++;
+      while (!digits_for(a, nd, digits, &exp, single)) nd++;
     } else {
       nd = shortest_digits(a, digits, &exp);
     }
@@ -218,6 +250,14 @@ int lm_expr_format_double(double d, char* buf, size_t cap) {
   size_t len = (size_t)n < cap ? (size_t)n : cap;
   memcpy(buf, out, len);
   return (int)len;
+}
+
+int lm_expr_format_double(double d, char* buf, size_t cap) {
+  return format_shortest(d, false, buf, cap);
+}
+
+int lm_expr_format_real(float f, char* buf, size_t cap) {
+  return format_shortest((double)f, true, buf, cap);
 }
 
 int lm_expr_format_timestamp(int64_t us, char* buf, size_t cap) {
@@ -579,8 +619,11 @@ static bool cast_can_fail(lm_type from, lm_type to) {
     case LM_TYPE_INT32: return from != LM_TYPE_BOOL && from != LM_TYPE_DATE;
     case LM_TYPE_DATE: return from != LM_TYPE_INT32 && from != LM_TYPE_TIMESTAMP;
     case LM_TYPE_INT16:
-    case LM_TYPE_INT8: return true;
-    case LM_TYPE_DECIMAL: /* lm_expr_cast_decimal: never here */
+    case LM_TYPE_INT8:
+    case LM_TYPE_TIME:                /* cast_time: only from NULL here */
+    case LM_TYPE_FLOAT:               /* cast_real: only from NULL here */
+    case LM_TYPE_BINARY: return true; /* cast_binary: only from NULL here */
+    case LM_TYPE_DECIMAL:             /* lm_expr_cast_decimal: never here */
     case LM_TYPE_NULL: return true;
   }
   return true;
@@ -737,12 +780,274 @@ static laminar_code cast_small_int(lm_eval_ctx* ctx, const lm_vec* in, lm_type t
   return LAMINAR_OK;
 }
 
+/* ---- TIME ----------------------------------------------------------------------- */
+
+#define US_PER_DAY ((int64_t)86400000000)
+
+int lm_expr_format_time(int64_t us, char* out, size_t cap) {
+  char buf[24];
+  int64_t secs = us / 1000000, frac = us % 1000000;
+  int n = snprintf(buf, 24, "%02lld:%02lld:%02lld", (long long)(secs / 3600),
+                   (long long)(secs / 60 % 60), (long long)(secs % 60));
+  if (frac != 0) {
+    char f[8];
+    snprintf(f, sizeof f, "%06lld", (long long)frac);
+    int len = 6;
+    while (f[len - 1] == '0') len--;
+    n += snprintf(buf + n, (size_t)(24 - n), ".%.*s", len, f);
+  }
+  size_t len = (size_t)n < cap ? (size_t)n : cap;
+  memcpy(out, buf, len);
+  return (int)len;
+}
+
+/* Two digits (one allowed for the hour) at *p, advancing; -1 when not there. */
+static int64_t time_field(const char** p, const char* end, bool one_ok) {
+  const char* q = *p;
+  int64_t v = 0;
+  int n = 0;
+  while (q < end && *q >= '0' && *q <= '9' && n < 2) {
+    v = v * 10 + (*q++ - '0');
+    n++;
+  }
+  if (n == 0 || (n == 1 && !one_ok)) return -1;
+  *p = q;
+  return v;
+}
+
+/* DuckDB's text -> TIME: H[H]:MM[:SS[.fraction]], no blanks; false otherwise. */
+static bool parse_time(lm_str s, int64_t* out) {
+  const char* p = s.ptr;
+  const char* end = s.ptr + s.len;
+  int64_t h = time_field(&p, end, true), m = -1, sec = 0, frac = 0;
+  if (h < 0 || p >= end || *p++ != ':') return false;
+  m = time_field(&p, end, false);
+  if (m < 0) return false;
+  if (p < end && *p == ':') {
+    p++;
+    sec = time_field(&p, end, false);
+    if (sec < 0) return false;
+    if (p < end && *p == '.') {
+      p++;
+      int digits = 0;
+      while (p < end && *p >= '0' && *p <= '9') {
+        if (digits < 6) frac = frac * 10 + (*p - '0');
+        digits++;
+        p++;
+      }
+      if (digits == 0) return false;
+      for (int d = digits; d < 6; d++) frac *= 10;
+    }
+  }
+  if (p != end || m > 59 || sec > 59) return false;
+  int64_t us = ((h * 60 + m) * 60 + sec) * 1000000 + frac;
+  if (us > US_PER_DAY || (h > 23 && us != US_PER_DAY)) return false;
+  *out = us;
+  return true;
+}
+
+/* TIME to and from VARCHAR, and TIMESTAMP to TIME (the binder refuses the
+ * rest; `in` or `to` is LM_TYPE_TIME, neither is NULL). */
+static laminar_code cast_time(lm_eval_ctx* ctx, const lm_vec* in, lm_type to,
+                              lm_vec* out) {
+  int64_t n = in->len;
+  size_t cnt = (size_t)n;
+  if (in->type == LM_TYPE_TIME && to == LM_TYPE_STRING) {
+    lm_str* r = lm_eval_ctx_alloc(ctx, sizeof(lm_str) * cnt);
+    char* w = lm_eval_ctx_alloc(ctx, 24 * cnt);
+    if (r == NULL || w == NULL) return LAMINAR_ERR_NOMEM;
+    for (int64_t k = 0; k < n; k++) {
+      bool null = in->nulls != NULL && in->nulls[k];
+      int len = null ? 0 : lm_expr_format_time(DATA(int64_t, in)[k], w, 24);
+      r[k] = (lm_str){null ? NULL : w, len};
+      w += len;
+    }
+    *out = (lm_vec){LM_TYPE_STRING, n, in->nulls, r};
+    return LAMINAR_OK;
+  }
+  if (to != LM_TYPE_TIME) return LAMINAR_ERR_INTERNAL;
+  int64_t* data = lm_eval_ctx_alloc(ctx, 8 * cnt);
+  uint8_t* nl = lm_eval_ctx_alloc(ctx, cnt);
+  if (data == NULL || nl == NULL) return LAMINAR_ERR_NOMEM;
+  uint8_t any = 0;
+  for (int64_t k = 0; k < n; k++) {
+    nl[k] = in->nulls != NULL && in->nulls[k];
+    data[k] = 0;
+    if (nl[k]) {
+      any = 1;
+    } else if (in->type == LM_TYPE_STRING) {
+      nl[k] = !parse_time(DATA(lm_str, in)[k], &data[k]);
+      any |= nl[k];
+    } else if (in->type == LM_TYPE_TIMESTAMP) {
+      int64_t t = DATA(int64_t, in)[k] % US_PER_DAY;
+      data[k] = t < 0 ? t + US_PER_DAY : t;
+    } else {
+      return LAMINAR_ERR_INTERNAL;
+    }
+  }
+  *out = (lm_vec){LM_TYPE_TIME, n, any ? nl : NULL, data};
+  return LAMINAR_OK;
+}
+
+/* Whether byte b of a VARBINARY prints as itself in its text. */
+static bool blob_plain(uint8_t b) {
+  return b >= 0x20 && b <= 0x7e && b != '"' && b != '\'' && b != '\\';
+}
+
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* The bytes of blob text s into out (at most s.len bytes); false for a bad
+ * escape or a non-ASCII byte (DuckDB raises there; TRY_CAST gives NULL). */
+static bool blob_parse(lm_str s, uint8_t* out, int64_t* len) {
+  int64_t n = 0;
+  for (int64_t k = 0; k < s.len; k++) {
+    uint8_t c = (uint8_t)s.ptr[k];
+    if (c >= 0x80) return false;
+    if (c == '\\') {
+      if (k + 3 >= s.len || s.ptr[k + 1] != 'x') return false;
+      int hi = hex_digit(s.ptr[k + 2]), lo = hex_digit(s.ptr[k + 3]);
+      if (hi < 0 || lo < 0) return false;
+      out[n++] = (uint8_t)(hi * 16 + lo);
+      k += 3;
+    } else {
+      out[n++] = c;
+    }
+  }
+  *len = n;
+  return true;
+}
+
+/* VARBINARY to and from VARCHAR (the only casts the binder lets through;
+ * `in` or `to` is LM_TYPE_BINARY, neither is NULL). */
+static laminar_code cast_binary(lm_eval_ctx* ctx, const lm_vec* in, lm_type to,
+                                lm_vec* out) {
+  int64_t n = in->len;
+  size_t cnt = (size_t)n;
+  if (!lm_type_is_bytes(in->type) || !lm_type_is_bytes(to)) return LAMINAR_ERR_INTERNAL;
+  const lm_str* s = in->data;
+  lm_str* r = lm_eval_ctx_alloc(ctx, sizeof(lm_str) * cnt);
+  uint8_t* nl = lm_eval_ctx_alloc(ctx, cnt);
+  if (r == NULL || nl == NULL) return LAMINAR_ERR_NOMEM;
+  size_t total = 0;
+  for (int64_t k = 0; k < n; k++) {
+    if (in->nulls == NULL || !in->nulls[k]) total += (size_t)s[k].len;
+  }
+  /* text: at most 4 characters a byte; bytes: at most one a character */
+  char* w = lm_eval_ctx_alloc(ctx, (to == LM_TYPE_STRING ? 4 : 1) * total + 1);
+  if (w == NULL) return LAMINAR_ERR_NOMEM;
+  uint8_t any = 0;
+  for (int64_t k = 0; k < n; k++) {
+    r[k] = (lm_str){NULL, 0};
+    nl[k] = in->nulls != NULL && in->nulls[k];
+    if (nl[k]) {
+      any = 1;
+      continue;
+    }
+    int64_t len = 0;
+    if (to == LM_TYPE_STRING) {
+      static const char hex[] = "0123456789ABCDEF";
+      for (int64_t i = 0; i < s[k].len; i++) {
+        uint8_t b = (uint8_t)s[k].ptr[i];
+        if (blob_plain(b)) {
+          w[len++] = (char)b;
+        } else {
+          w[len++] = '\\';
+          w[len++] = 'x';
+          w[len++] = hex[b >> 4];
+          w[len++] = hex[b & 15];
+        }
+      }
+    } else if (!blob_parse(s[k], (uint8_t*)w, &len)) {
+      nl[k] = 1;
+      any = 1;
+      continue;
+    }
+    r[k] = (lm_str){w, len};
+    w += len;
+  }
+  *out = (lm_vec){to, n, any ? nl : NULL, r};
+  return LAMINAR_OK;
+}
+
+/* REAL (a storage type, docs/SQL.md "Types"): from it, widen to DOUBLE and
+ * cast that, except to VARCHAR (the float's own shortest digits); to it, see
+ * the table at the top. `in` or `to` is LM_TYPE_FLOAT, neither is NULL. */
+static laminar_code cast_real(lm_eval_ctx* ctx, const lm_vec* in, lm_type to,
+                              lm_vec* out) {
+  int64_t n = in->len;
+  size_t cnt = (size_t)n;
+  if (in->type == LM_TYPE_FLOAT) {
+    const float* f = in->data;
+    if (to == LM_TYPE_STRING) {
+      lm_str* r = lm_eval_ctx_alloc(ctx, sizeof(lm_str) * cnt);
+      char* w = lm_eval_ctx_alloc(ctx, LM_EXPR_DOUBLE_TEXT_MAX * cnt);
+      if (r == NULL || w == NULL) return LAMINAR_ERR_NOMEM;
+      for (int64_t k = 0; k < n; k++) {
+        bool null = in->nulls != NULL && in->nulls[k];
+        int len = null ? 0 : lm_expr_format_real(f[k], w, LM_EXPR_DOUBLE_TEXT_MAX);
+        r[k] = (lm_str){null ? NULL : w, len};
+        w += len;
+      }
+      *out = (lm_vec){LM_TYPE_STRING, n, in->nulls, r};
+      return LAMINAR_OK;
+    }
+    double* wide = lm_eval_ctx_alloc(ctx, 8 * cnt);
+    if (wide == NULL) return LAMINAR_ERR_NOMEM;
+    for (int64_t k = 0; k < n; k++) wide[k] = (double)f[k];
+    lm_vec w = {LM_TYPE_DOUBLE, n, in->nulls, wide};
+    return lm_expr_cast(ctx, &w, to, out);
+  }
+  float* data = lm_eval_ctx_alloc(ctx, 4 * cnt);
+  uint8_t* nl = lm_eval_ctx_alloc(ctx, cnt);
+  if (data == NULL || nl == NULL) return LAMINAR_ERR_NOMEM;
+  bool integer = in->type == LM_TYPE_BOOL || in->type == LM_TYPE_INT8 ||
+                 in->type == LM_TYPE_INT16 || in->type == LM_TYPE_INT32 ||
+                 in->type == LM_TYPE_INT64;
+  lm_vec d = *in;
+  if (!integer) LM_TRY(lm_expr_cast(ctx, in, LM_TYPE_DOUBLE, &d));
+  uint8_t any = 0;
+  for (int64_t k = 0; k < n; k++) {
+    bool null = d.nulls != NULL && d.nulls[k];
+    float x = 0.0f;
+    if (!null && integer) {
+      x = (float)lm_vec_int_at(&d, k); /* one rounding, as DuckDB */
+    } else if (!null) {
+      double v = DATA(double, &d)[k];
+      x = (float)v;
+      null = isinf(x) && !isinf(v); /* finite, past the float range */
+      if (null) x = 0.0f;
+    }
+    data[k] = x;
+    nl[k] = (uint8_t)null;
+    any |= nl[k];
+  }
+  *out = (lm_vec){LM_TYPE_FLOAT, n, any ? nl : NULL, data};
+  return LAMINAR_OK;
+}
+
 laminar_code lm_expr_cast(lm_eval_ctx* ctx, const lm_vec* in, lm_type to, lm_vec* out) {
   int64_t n = in->len;
   lm_type from = in->type;
   if (from == to) {
     *out = *in;
     return LAMINAR_OK;
+  }
+  if (from != LM_TYPE_NULL && to != LM_TYPE_NULL &&
+      (from == LM_TYPE_FLOAT || to == LM_TYPE_FLOAT)) {
+    return cast_real(ctx, in, to, out);
+  }
+  if (from != LM_TYPE_NULL && to != LM_TYPE_NULL &&
+      (from == LM_TYPE_TIME || to == LM_TYPE_TIME)) {
+    return cast_time(ctx, in, to, out);
+  }
+  if (from != LM_TYPE_NULL && to != LM_TYPE_NULL &&
+      (from == LM_TYPE_BINARY || to == LM_TYPE_BINARY)) {
+    return cast_binary(ctx, in, to, out);
   }
   if (lm_type_is_decimal(from) || lm_type_is_decimal(to)) {
     return lm_expr_cast_decimal(ctx, in, to, out);

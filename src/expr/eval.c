@@ -255,9 +255,15 @@ static laminar_code eval_literal(lm_eval_ctx* ctx, const lm_expr* e, int64_t n,
       return set_const(ctx, e->type, n, &v, out);
     }
     case LM_TYPE_INT64:
+    case LM_TYPE_TIME:
     case LM_TYPE_TIMESTAMP: return set_const(ctx, e->type, n, &e->lit.i, out);
     case LM_TYPE_DOUBLE: return set_const(ctx, e->type, n, &e->lit.d, out);
+    case LM_TYPE_BINARY:
     case LM_TYPE_STRING: return set_const(ctx, e->type, n, &e->lit.s, out);
+    case LM_TYPE_FLOAT: {
+      float v = (float)e->lit.d;
+      return set_const(ctx, e->type, n, &v, out);
+    }
     case LM_TYPE_DECIMAL:  // only NULL literals are typed DECIMAL
     case LM_TYPE_NULL: break;
   }
@@ -470,6 +476,22 @@ static laminar_code arith_f64(lm_eval_ctx* ctx, lm_expr_op op, const lm_xvec* a,
   return LAMINAR_OK;
 }
 
+/* REAL arithmetic (docs/SQL.md "Types"): the DOUBLE result x of the same
+ * operation on the widened operands, rounded to float. For + - * / the double
+ * result of two floats rounds to the correctly rounded float (53 >= 2*24 + 2
+ * bits), and % is exact, so this equals float arithmetic; past the float range
+ * it is +-inf, as IEEE (and DuckDB) give. */
+static laminar_code round_to_real(lm_eval_ctx* ctx, lm_xvec* x) {
+  int64_t m = x->cst ? 1 : x->v.len;
+  float* data = alloc_values(ctx, LM_TYPE_FLOAT, m);
+  if (data == NULL) return LAMINAR_ERR_NOMEM;
+  const double* d = x->v.data;
+  for (int64_t k = 0; k < m; k++) data[k] = (float)d[k];
+  x->v.type = LM_TYPE_FLOAT;
+  x->v.data = data;
+  return LAMINAR_OK;
+}
+
 static laminar_code eval_neg(lm_eval_ctx* ctx, lm_type type, const lm_xvec* a, int64_t n,
                              lm_xvec* out) {
   int64_t m = a->cst ? 1 : n;
@@ -589,6 +611,7 @@ static void cmp_str(lm_expr_op op, int mode, int64_t m, const void* xa, const vo
 
 /* The storage type two comparison operands share. */
 static lm_type compare_type(lm_type a, lm_type b) {
+  if (a == LM_TYPE_FLOAT || b == LM_TYPE_FLOAT) return LM_TYPE_DOUBLE; /* exact */
   if (a == b) return a;
   if (a == LM_TYPE_DOUBLE || b == LM_TYPE_DOUBLE) return LM_TYPE_DOUBLE;
   if (a == LM_TYPE_TIMESTAMP || b == LM_TYPE_TIMESTAMP) return LM_TYPE_TIMESTAMP;
@@ -598,8 +621,8 @@ static lm_type compare_type(lm_type a, lm_type b) {
 
 static laminar_code eval_compare(lm_eval_ctx* ctx, lm_expr_op op, lm_xvec* a, lm_xvec* b,
                                  int64_t n, lm_xvec* out) {
-  if (a->v.type != b->v.type) {
-    if (a->v.type == LM_TYPE_STRING || b->v.type == LM_TYPE_STRING)
+  if (a->v.type != b->v.type || a->v.type == LM_TYPE_FLOAT) {
+    if (lm_type_is_bytes(a->v.type) || lm_type_is_bytes(b->v.type))
       return LAMINAR_ERR_INTERNAL;
     lm_type t = compare_type(a->v.type, b->v.type);
     LM_TRY(coerce(ctx, a, t));
@@ -612,16 +635,19 @@ static laminar_code eval_compare(lm_eval_ctx* ctx, lm_expr_op op, lm_xvec* a, lm
   uint8_t* r = data;
   switch (a->v.type) {
     case LM_TYPE_INT64:
+    case LM_TYPE_TIME:
     case LM_TYPE_TIMESTAMP: cmp_i64(op, s.mode, s.m, a->v.data, b->v.data, r); break;
     case LM_TYPE_INT32:
     case LM_TYPE_DATE: cmp_i32(op, s.mode, s.m, a->v.data, b->v.data, r); break;
     case LM_TYPE_BOOL: cmp_u8(op, s.mode, s.m, a->v.data, b->v.data, r); break;
     case LM_TYPE_DOUBLE: cmp_f64(op, s.mode, s.m, a->v.data, b->v.data, r); break;
+    case LM_TYPE_BINARY: /* bytewise, as DuckDB's BLOB */
     case LM_TYPE_STRING:
       cmp_str(op, s.mode, s.m, a->v.data, b->v.data, s.nulls, r);
       break;
     case LM_TYPE_INT16: /* the binder compares them as BIGINT */
     case LM_TYPE_INT8:
+    case LM_TYPE_FLOAT:    // widened to DOUBLE above
     case LM_TYPE_DECIMAL:  // lm_expr_compare_decimal
     case LM_TYPE_NULL: return LAMINAR_ERR_INTERNAL;
   }
@@ -1036,6 +1062,11 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
       if (lm_type_is_decimal(e->type)) {
         return lm_expr_arith_decimal(ctx, LM_XOP_NEG, e->type, &a, NULL, n, out);
       }
+      if (e->type == LM_TYPE_FLOAT) {
+        LM_TRY(coerce(ctx, &a, LM_TYPE_DOUBLE));
+        LM_TRY(eval_neg(ctx, LM_TYPE_DOUBLE, &a, n, out));
+        return round_to_real(ctx, out);
+      }
       lm_type t =
           e->type == LM_TYPE_DOUBLE || e->type == LM_TYPE_INT32 ? e->type : LM_TYPE_INT64;
       LM_TRY(coerce(ctx, &a, t));
@@ -1052,10 +1083,11 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
       if (lm_type_is_decimal(e->type)) {
         return lm_expr_arith_decimal(ctx, e->op, e->type, &a, &b, n, out);
       }
-      if (e->type == LM_TYPE_DOUBLE) {
+      if (e->type == LM_TYPE_DOUBLE || e->type == LM_TYPE_FLOAT) {
         LM_TRY(coerce(ctx, &a, LM_TYPE_DOUBLE));
         LM_TRY(coerce(ctx, &b, LM_TYPE_DOUBLE));
-        return arith_f64(ctx, e->op, &a, &b, n, out);
+        LM_TRY(arith_f64(ctx, e->op, &a, &b, n, out));
+        return e->type == LM_TYPE_FLOAT ? round_to_real(ctx, out) : LAMINAR_OK;
       }
       if (e->type == LM_TYPE_INT32 && e->op != LM_XOP_DIV) {
         LM_TRY(coerce(ctx, &a, LM_TYPE_INT32));
@@ -1085,10 +1117,12 @@ laminar_code lm_expr_eval_x(lm_eval_ctx* ctx, const lm_expr* e, const lm_vec* in
       }
       return eval_compare(ctx, e->op, &a, &b, n, out);
     case LM_XOP_CONCAT:
-      if (e->nargs != 2 || a.v.type != LM_TYPE_STRING || b.v.type != LM_TYPE_STRING) {
+      if (e->nargs != 2 || a.v.type != e->type || b.v.type != e->type) {
         return LAMINAR_ERR_INTERNAL;
       }
-      return eval_concat(ctx, &a, &b, n, out);
+      LM_TRY(eval_concat(ctx, &a, &b, n, out));
+      out->v.type = e->type; /* VARCHAR, or VARBINARY of two */
+      return LAMINAR_OK;
     default: return LAMINAR_ERR_INTERNAL;
   }
 }

@@ -77,7 +77,7 @@ typedef enum lm_func_id {
   LM_FN_LOG10,     /* DOUBLE [DOUBLE] */
   LM_FN_UPPER,     /* STRING [STRING]; Unicode simple case mapping */
   LM_FN_LOWER,     /* STRING [STRING] */
-  LM_FN_LENGTH,    /* STRING [INT64] characters (code points) */
+  LM_FN_LENGTH,    /* STRING [INT64] characters (code points); BINARY: bytes */
   LM_FN_SUBSTRING, /* STRING, INT64 start [, INT64 count] [STRING], in characters */
   LM_FN_TRIM,      /* STRING [, STRING chars] [STRING]; default: spaces */
   LM_FN_LTRIM,
@@ -95,7 +95,8 @@ typedef enum lm_func_id {
   LM_FN_JSON_VALID,          /* STRING [BOOL] */
   LM_FN_JSON_TYPE,           /* STRING [, path] [STRING]: DuckDB's type names */
   LM_FN_JSON_ARRAY_LENGTH,   /* STRING [, path] [INT64]: 0 for a non-array */
-  LM_FN_UDF /* a user-defined function `udf` (udf.c): its declared types */
+  LM_FN_UDF,         /* a user-defined function `udf` (udf.c): its declared types */
+  LM_FN_OCTET_LENGTH /* STRING or BINARY [INT64] bytes */
 } lm_func_id;
 
 /* Fields of EXTRACT / date_part and units of date_trunc (time.c). */
@@ -386,7 +387,13 @@ int lm_expr_format_decimal(lm_i128 x, int32_t scale, char* buf, size_t cap);
 bool lm_dec_parse(lm_str s, int32_t precision, int32_t scale, lm_i128* out);
 bool lm_dec_from_double(double d, int32_t precision, int32_t scale, lm_i128* out);
 int lm_expr_format_double(double d, char* buf, size_t cap);
+/* A REAL as DuckDB prints it: the double grammar above with the fewest digits
+ * that read back as the same float ("0.1", "0.33333334"). */
+int lm_expr_format_real(float f, char* buf, size_t cap);
 int lm_expr_format_timestamp(int64_t micros, char* buf, size_t cap);
 int lm_expr_format_date(int32_t days, char* buf, size_t cap);
+/* A TIME of `us` microseconds since midnight (0 .. 86400000000) as DuckDB
+ * prints it, "HH:MM:SS[.ffffff]" without trailing zeros (at most 24 bytes). */
+int lm_expr_format_time(int64_t us, char* buf, size_t cap);
 
 #endif /* LM_EXPR_H */

@@ -45,6 +45,7 @@ static const lm_func_def k_funcs[] = {
     {"length", LM_FN_LENGTH, 1, 1, "length(string)"},
     {"char_length", LM_FN_LENGTH, 1, 1, "char_length(string)"},
     {"character_length", LM_FN_LENGTH, 1, 1, "character_length(string)"},
+    {"octet_length", LM_FN_OCTET_LENGTH, 1, 1, "octet_length(string or blob)"},
     {"substring", LM_FN_SUBSTRING, 2, 3, "substring(string, start [, length])"},
     {"substr", LM_FN_SUBSTRING, 2, 3, "substr(string, start [, length])"},
     {"trim", LM_FN_TRIM, 1, 2, "trim(string [, characters])"},
@@ -114,7 +115,7 @@ static bool is_small_int(lm_type t) { return t == LM_TYPE_INT16 || t == LM_TYPE_
  * it as a DOUBLE, docs/SQL.md "Decimals".) */
 static bool is_numeric(lm_type t) {
   return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE ||
-         is_small_int(t) || lm_type_is_decimal(t);
+         t == LM_TYPE_FLOAT || is_small_int(t) || lm_type_is_decimal(t);
 }
 
 /* Whether a DECIMAL parameter (a user-defined function's) takes argument a:
@@ -310,6 +311,15 @@ laminar_code lm_func_bind(const lm_func_def* f, const lm_expr* const* args, int3
       LM_TRY(want_all(f, args, 0, nargs, LM_TYPE_DOUBLE, "a number", want, out));
       out->result = LM_TYPE_DOUBLE;
       return LAMINAR_OK;
+    case LM_FN_OCTET_LENGTH:
+      if (t0 == LM_TYPE_BINARY) { /* its bytes; a VARCHAR's too */
+        want[0] = LM_TYPE_BINARY;
+        out->result = LM_TYPE_INT64;
+        return LAMINAR_OK;
+      }
+      LM_TRY(want_all(f, args, 0, nargs, LM_TYPE_STRING, "VARCHAR or BLOB", want, out));
+      out->result = LM_TYPE_INT64;
+      return LAMINAR_OK;
     case LM_FN_UPPER:
     case LM_FN_LOWER:
     case LM_FN_TRIM:
@@ -317,6 +327,12 @@ laminar_code lm_func_bind(const lm_func_def* f, const lm_expr* const* args, int3
     case LM_FN_RTRIM:
     case LM_FN_REPLACE:
     case LM_FN_LENGTH:
+      if (f->fn == LM_FN_LENGTH && t0 == LM_TYPE_BINARY) { /* its bytes */
+        want[0] = LM_TYPE_BINARY;
+        out->result = LM_TYPE_INT64;
+        return LAMINAR_OK;
+      }
+      /* fall through */
     case LM_FN_STARTS_WITH:
       LM_TRY(want_all(f, args, 0, nargs, LM_TYPE_STRING, "VARCHAR", want, out));
       out->result = f->fn == LM_FN_LENGTH        ? LM_TYPE_INT64
@@ -444,6 +460,7 @@ static laminar_code run_kernel(lm_fcall* c) {
     case LM_FN_UPPER:
     case LM_FN_LOWER: return lm_fn_case(c);
     case LM_FN_LENGTH: return lm_fn_length(c);
+    case LM_FN_OCTET_LENGTH: return lm_fn_octet_length(c);
     case LM_FN_SUBSTRING: return lm_fn_substring(c);
     case LM_FN_TRIM:
     case LM_FN_LTRIM:

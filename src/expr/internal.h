@@ -106,6 +106,7 @@ laminar_code lm_fn_math(lm_fcall* c); /* math.c: ABS ROUND FLOOR CEIL SQRT POWER
                                                 EXP LOG10 */
 laminar_code lm_fn_case(lm_fcall* c); /* strfn.c: UPPER LOWER */
 laminar_code lm_fn_length(lm_fcall* c);
+laminar_code lm_fn_octet_length(lm_fcall* c);
 laminar_code lm_fn_substring(lm_fcall* c);
 laminar_code lm_fn_trim(lm_fcall* c); /* TRIM LTRIM RTRIM */
 laminar_code lm_fn_concat(lm_fcall* c);

@@ -183,9 +183,17 @@ laminar_code lm_fn_case(lm_fcall* c) {
 /* ---- LENGTH, STARTS_WITH ---------------------------------------------------------- */
 
 laminar_code lm_fn_length(lm_fcall* c) {
+  if (c->args[0].v.type == LM_TYPE_BINARY) return lm_fn_octet_length(c);
   int64_t* r = c->data;
   const lm_str* s = c->args[0].v.data;
   for (int64_t k = 0; k < c->m; k++) r[k] = FNULL(c, k) ? 0 : utf8_count(s[k]);
+  return LAMINAR_OK;
+}
+
+laminar_code lm_fn_octet_length(lm_fcall* c) {
+  int64_t* r = c->data;
+  const lm_str* s = c->args[0].v.data;
+  for (int64_t k = 0; k < c->m; k++) r[k] = FNULL(c, k) ? 0 : s[k].len;
   return LAMINAR_OK;
 }
 

@@ -107,6 +107,9 @@ static const char* format_of(lm_type t, char* buf) {
     case LM_TYPE_DATE: f = "tdD"; break;
     case LM_TYPE_INT16: f = "s"; break; /* not a declared type: the binder casts */
     case LM_TYPE_INT8: f = "c"; break;
+    case LM_TYPE_FLOAT: f = "f"; break; /* not a declared type either */
+    case LM_TYPE_BINARY: f = "z"; break;
+    case LM_TYPE_TIME: f = "ttu"; break;
     case LM_TYPE_DECIMAL:
       snprintf(buf, FORMAT_CAP, "d:%d,%d", (int)lm_type_precision(t),
                (int)lm_type_scale(t));
@@ -552,6 +555,7 @@ static laminar_code import_result(lm_eval_ctx* ctx, const char* name, lm_type t,
         break;
       }
       case LM_TYPE_INT64:
+      case LM_TYPE_TIME:
       case LM_TYPE_TIMESTAMP: {
         int64_t x = ArrowArrayViewGetIntUnsafe(&view, k);
         memcpy(slot, &x, 8);
@@ -560,6 +564,11 @@ static laminar_code import_result(lm_eval_ctx* ctx, const char* name, lm_type t,
       case LM_TYPE_DOUBLE: {
         double x = ArrowArrayViewGetDoubleUnsafe(&view, k);
         memcpy(slot, &x, 8);
+        break;
+      }
+      case LM_TYPE_FLOAT: {
+        float x = (float)ArrowArrayViewGetDoubleUnsafe(&view, k);
+        memcpy(slot, &x, 4);
         break;
       }
       case LM_TYPE_STRING: {
@@ -605,6 +614,7 @@ static laminar_code import_result(lm_eval_ctx* ctx, const char* name, lm_type t,
         }
         break;
       }
+      case LM_TYPE_BINARY: /* not a declared type: never a result */
       case LM_TYPE_NULL: break;
     }
   }

@@ -119,6 +119,7 @@ static laminar_code val_from_vec(an_op* op, lm_value* v, const lm_vec* x, int64_
   switch (x->type) {
     case LM_TYPE_BOOL: v->b = ((const uint8_t*)x->data)[k] != 0; break;
     case LM_TYPE_DOUBLE: v->d = ((const double*)x->data)[k]; break;
+    case LM_TYPE_BINARY:
     case LM_TYPE_STRING: {
       lm_str s = ((const lm_str*)x->data)[k];
       return val_str(op, v, s.ptr, s.len);
@@ -142,6 +143,7 @@ static void val_put(lm_state_writer* w, const lm_value* v, lm_type t) {
   if (v->is_null) return;
   switch (t) {
     case LM_TYPE_DOUBLE: lm_state_put_f64(w, v->d); break;
+    case LM_TYPE_BINARY:
     case LM_TYPE_STRING: lm_state_put_bytes(w, v->s.ptr, (size_t)v->s.len); break;
     case LM_TYPE_BOOL: lm_state_put_i64(w, v->b ? 1 : 0); break;
     default: lm_state_put_i64(w, v->i); break;
@@ -154,6 +156,7 @@ static laminar_code val_get(an_op* op, lm_state_reader* r, lm_value* v, lm_type 
   v->is_null = false;
   switch (t) {
     case LM_TYPE_DOUBLE: v->d = lm_state_get_f64(r); break;
+    case LM_TYPE_BINARY:
     case LM_TYPE_STRING: {
       lm_str s = lm_state_get_bytes(r);
       return val_str(op, v, s.ptr != NULL ? s.ptr : "", s.ptr != NULL ? s.len : 0);
@@ -232,6 +235,7 @@ static bool val_less(const lm_value* a, const lm_value* b, lm_type t) {
   switch (t) {
     case LM_TYPE_DOUBLE: return a->d < b->d;
     case LM_TYPE_BOOL: return !a->b && b->b;
+    case LM_TYPE_BINARY:
     case LM_TYPE_STRING: {
       int64_t n = a->s.len < b->s.len ? a->s.len : b->s.len;
       int c = n > 0 ? memcmp(a->s.ptr, b->s.ptr, (size_t)n) : 0;
@@ -768,7 +772,7 @@ static laminar_code an_emit(an_op* op, const int32_t* slots, int64_t n) {
     lm_type t = op->vtypes[vi];
     lm_vec* o = &op->outs[c];
     uint8_t* nulls = lm_eval_ctx_alloc(op->ctx, (size_t)n);
-    size_t w = t == LM_TYPE_STRING ? sizeof(lm_str)
+    size_t w = lm_type_is_bytes(t) ? sizeof(lm_str)
                : t == LM_TYPE_BOOL ? 1
                                    : (size_t)lm_type_width(t);
     void* data = lm_eval_ctx_alloc(op->ctx, w * (size_t)n);
@@ -779,6 +783,7 @@ static laminar_code an_emit(an_op* op, const int32_t* slots, int64_t n) {
       switch (t) {
         case LM_TYPE_BOOL: ((uint8_t*)data)[r] = v->b ? 1 : 0; break;
         case LM_TYPE_DOUBLE: ((double*)data)[r] = v->d; break;
+        case LM_TYPE_BINARY:
         case LM_TYPE_STRING:
           ((lm_str*)data)[r] = v->s.ptr != NULL ? v->s : (lm_str){"", 0};
           break;

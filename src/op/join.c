@@ -138,7 +138,7 @@ int64_t lm_join_chunk_bound(const lm_rowstore* st, const lm_type* key_types,
   int64_t bytes = per * in->nrows;
   for (int32_t c = 0; c < in->ncols; c++) {
     const lm_vec* v = &in->cols[c];
-    if (v->type != LM_TYPE_STRING) continue;
+    if (!lm_type_is_bytes(v->type)) continue;
     const lm_str* x = v->data;
     for (int64_t r = 0; r < in->nrows; r++) bytes += 2 * x[r].len; /* row and key */
   }

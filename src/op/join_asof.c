@@ -700,6 +700,7 @@ static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r, i
       nulls[c][row] = lm_state_get_u8(r);
       if (nulls[c][row]) continue;
       switch (st->types[c]) {
+        case LM_TYPE_BINARY:
         case LM_TYPE_STRING: ((lm_str*)data[c])[row] = lm_state_get_bytes(r); break;
         case LM_TYPE_DOUBLE: ((double*)data[c])[row] = lm_state_get_f64(r); break;
         case LM_TYPE_NULL: ((uint8_t*)data[c])[row] = (uint8_t)lm_state_get_i64(r); break;

@@ -234,7 +234,7 @@ static bool same_row(const ijoin_op* j, int32_t s, const lm_chunk* in, int64_t r
     bool nb = st->nulls[c] != NULL && st->nulls[c][slot];
     if (na != nb) return false;
     if (na) continue;
-    if (st->types[c] == LM_TYPE_STRING) {
+    if (lm_type_is_bytes(st->types[c])) {
       const lm_str* x = (const lm_str*)v->data + r;
       const lm_str* y = (const lm_str*)st->data[c] + slot;
       if (x->len != y->len || (x->len > 0 && memcmp(x->ptr, y->ptr, (size_t)x->len) != 0))

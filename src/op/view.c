@@ -41,7 +41,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 /* Encoded size of row r of v; -1 for a string too long for its u32 length. */
 static int64_t value_size(const lm_vec* v, int64_t r) {
   if (v->nulls != NULL && v->nulls[r]) return 1;
-  if (v->type != LM_TYPE_STRING) return 1 + lm_type_width(v->type);
+  if (!lm_type_is_bytes(v->type)) return 1 + lm_type_width(v->type);
   int64_t len = ((const lm_str*)v->data)[r].len;
   return len > (int64_t)UINT32_MAX ? -1 : 1 + 4 + len;
 }
@@ -52,7 +52,7 @@ static uint8_t* encode_value(const lm_vec* v, int64_t r, uint8_t* p) {
     return p + 1;
   }
   *p++ = 1;
-  if (v->type == LM_TYPE_STRING) {
+  if (lm_type_is_bytes(v->type)) {
     lm_str s = ((const lm_str*)v->data)[r];
     uint32_t len = (uint32_t)s.len;
     memcpy(p, &len, 4);
@@ -88,7 +88,7 @@ static int64_t row_check(const lm_schema* schema, const uint8_t* p, int64_t len)
     if (tag != 1) return -1;
     lm_type t = schema->fields[c].type;
     int64_t w = lm_type_width(t);
-    if (t == LM_TYPE_STRING) {
+    if (lm_type_is_bytes(t)) {
       uint32_t n;
       if (len - pos < 4) return -1;
       memcpy(&n, p + pos, 4);
@@ -570,7 +570,7 @@ static bool decode_row(const lm_schema* columns, const uint8_t* p, int64_t r,
       memset(at, 0, w);
       continue;
     }
-    if (t == LM_TYPE_STRING) {
+    if (lm_type_is_bytes(t)) {
       uint32_t len;
       memcpy(&len, p, 4);
       const char* bytes = (const char*)p + 4; /* a view of the row */
@@ -1311,7 +1311,7 @@ laminar_code lm_view_rows_decode(const lm_schema* columns, lm_view_rows* rows) {
         continue;
       }
       nulls[c][r] = 0;
-      if (t == LM_TYPE_STRING) {
+      if (lm_type_is_bytes(t)) {
         uint32_t len;
         memcpy(&len, p, 4);
         lm_str s = {(const char*)p + 4, (int64_t)len};

@@ -171,7 +171,7 @@ static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t*
   const lm_vec* key = &op->key_vecs[0];
   lm_type t = op->spec.nkeys == 1 ? key->type : LM_TYPE_NULL;
   bool fast = key->nulls == NULL &&
-              (t == LM_TYPE_STRING || t == LM_TYPE_INT64 || t == LM_TYPE_TIMESTAMP);
+              (lm_type_is_bytes(t) || t == LM_TYPE_INT64 || t == LM_TYPE_TIMESTAMP);
   int64_t j = 0;
   while (fast && j < m) {
     /* Re-read after each slow call: adding a group may grow the table. A
@@ -179,7 +179,7 @@ static laminar_code groups_find_or_add(window_op* op, window* w, const uint32_t*
     const lm_state_table tab = w->t;
     for (; j < m; j++) {
       int64_t g =
-          lm_state_table_find1(&tab, t == LM_TYPE_STRING, hashes[sel[j]], key, sel[j]);
+          lm_state_table_find1(&tab, lm_type_is_bytes(t), hashes[sel[j]], key, sel[j]);
       if (g < 0) break;
       gids[j] = (uint32_t)g;
     }
@@ -254,7 +254,7 @@ static laminar_code pane_groups(window_op* op, window* pane, const uint32_t* sel
     lm_state_keycol* to = &pane->t.keys[c];
     const lm_state_keycol* from = &ks->t.keys[c];
     for (int64_t g = first; g < pane->t.n; g++) to->nulls[g] = from->nulls[pane->kid[g]];
-    if (to->type == LM_TYPE_STRING) {
+    if (lm_type_is_bytes(to->type)) {
       for (int64_t g = first; g < pane->t.n; g++) to->s[g] = from->s[pane->kid[g]];
     } else if (to->type == LM_TYPE_DOUBLE) {
       for (int64_t g = first; g < pane->t.n; g++) to->d[g] = from->d[pane->kid[g]];
@@ -1901,6 +1901,7 @@ static laminar_code window_on_watermark_apply(window_op* op, int64_t watermark_m
         on[g] = ks->nulls[g];
         any_null[2 + c] |= ks->nulls[g];
         switch (ks->type) {
+          case LM_TYPE_BINARY:
           case LM_TYPE_STRING: ((lm_str*)ov->data)[row + g] = ks->s[g]; break;
           case LM_TYPE_DOUBLE: ((double*)ov->data)[row + g] = ks->d[g]; break;
           default: lm_vec_int_put(ks->type, (void*)ov->data, row + g, ks->i[g]); break;

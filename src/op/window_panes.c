@@ -73,6 +73,7 @@ void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int6
     uint8_t* on = (uint8_t*)ov->nulls + row;
     for (int64_t g = 0; g < ng; g++) on[g] = ks->nulls[kids[g]];
     switch (ks->type) {
+      case LM_TYPE_BINARY:
       case LM_TYPE_STRING:
         for (int64_t g = 0; g < ng; g++) ((lm_str*)ov->data)[row + g] = ks->s[kids[g]];
         break;
@@ -83,6 +84,7 @@ void lm_op_put_window_keys(window_op* op, int64_t ws, const uint32_t* kids, int6
       case LM_TYPE_INT32:
       case LM_TYPE_INT16:
       case LM_TYPE_INT8:
+      case LM_TYPE_FLOAT:
       case LM_TYPE_BOOL:
         for (int64_t g = 0; g < ng; g++)
           lm_state_table_put_value(ov, ks, kids[g], row + g);
@@ -118,7 +120,7 @@ static laminar_code put_window_rows(window_op* op, const window* w) {
 static laminar_code own_strings(window_op* op, int64_t from) {
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_vec* ov = &op->dvecs[2 + op->spec.nkeys + a];
-    if (ov->type != LM_TYPE_STRING) continue;
+    if (!lm_type_is_bytes(ov->type)) continue;
     lm_str* v = (lm_str*)ov->data;
     int64_t bytes = 0;
     for (int64_t r = from; r < op->dn; r++) bytes += v[r].len;
@@ -285,7 +287,7 @@ laminar_code lm_op_panes_on_watermark(window_op* op, int64_t prev) {
   bool hold = true;
   for (int32_t a = 0; a < op->spec.naggs; a++) {
     lm_agg_fn fn = op->spec.aggs[a].fn;
-    if (op->spec.aggs[a].result_type == LM_TYPE_STRING && fn != LM_AGG_COUNT_DISTINCT)
+    if (lm_type_is_bytes(op->spec.aggs[a].result_type) && fn != LM_AGG_COUNT_DISTINCT)
       hold = false;
   }
   for (int64_t k = 0; k < nstarts && rc == LAMINAR_OK; k++) {

@@ -205,16 +205,45 @@ static bool scalar_text(const lm_vec* v, int64_t r, char* out, size_t cap, size_
       *n = (size_t)lm_expr_format_double(d, out, cap);
       return true;
     }
+    case LM_TYPE_FLOAT: {
+      float f = ((const float*)v->data)[r];
+      if (!isfinite(f)) return false;
+      *n = (size_t)lm_expr_format_real(f, out, cap);
+      return true;
+    }
     case LM_TYPE_TIMESTAMP:
       *n = (size_t)lm_expr_format_timestamp(((const int64_t*)v->data)[r], out, cap);
       return true;
     case LM_TYPE_DATE:
       *n = (size_t)lm_expr_format_date(((const int32_t*)v->data)[r], out, cap);
       return true;
+    case LM_TYPE_TIME:
+      *n = (size_t)lm_expr_format_time(((const int64_t*)v->data)[r], out, cap);
+      return true;
     case LM_TYPE_STRING:
+    case LM_TYPE_BINARY: /* the callers write them */
     case LM_TYPE_NULL: break;
   }
   return false;
+}
+
+/* A VARBINARY value as a quoted string of its blob text (CAST(b AS VARCHAR):
+ * printable ASCII but '"', '\'' and '\\' as itself, other bytes \xHH), the
+ * backslash doubled in JSON. The text holds no '"', so one quoting suits CSV. */
+static void blob_string(lm_file_sink* s, lm_str b, bool csv) {
+  static const char hex[] = "0123456789ABCDEF";
+  put(s, "\"", 1);
+  for (int64_t k = 0; k < b.len; k++) {
+    uint8_t c = (uint8_t)b.ptr[k];
+    if (c >= 0x20 && c <= 0x7e && c != '"' && c != '\'' && c != '\\') {
+      put(s, (const char*)&b.ptr[k], 1);
+      continue;
+    }
+    char esc[5] = {'\\', 'x', hex[c >> 4], hex[c & 15], 0};
+    if (!csv) put(s, "\\", 1);
+    put(s, esc, 4);
+  }
+  put(s, "\"", 1);
 }
 
 /* The cells idx[0..n) of row r (all columns when idx is NULL): a JSON object,
@@ -233,6 +262,10 @@ static void format_cells(lm_file_sink* s, const lm_vec* cols, int64_t r,
       put(s, ":", 1);
     }
     bool null = v->nulls != NULL && v->nulls[r];
+    if (!null && v->type == LM_TYPE_BINARY) {
+      blob_string(s, ((const lm_str*)v->data)[r], csv);
+      continue;
+    }
     if (!null && v->type == LM_TYPE_STRING) {
       lm_str str = ((const lm_str*)v->data)[r];
       if (csv)
@@ -243,7 +276,8 @@ static void format_cells(lm_file_sink* s, const lm_vec* cols, int64_t r,
     }
     size_t len = 0;
     if (!null && scalar_text(v, r, num, sizeof num, &len)) {
-      if (!csv && (v->type == LM_TYPE_TIMESTAMP || v->type == LM_TYPE_DATE))
+      if (!csv && (v->type == LM_TYPE_TIMESTAMP || v->type == LM_TYPE_DATE ||
+                   v->type == LM_TYPE_TIME))
         json_string(s, num, (int64_t)len);
       else
         put(s, num, len);
@@ -274,7 +308,7 @@ static void framed_raw(lm_file_sink* s, const lm_vec* cols, int64_t r, int32_t c
   size_t n = 0;
   char num[64];
   if (v != NULL && !(v->nulls != NULL && v->nulls[r])) {
-    if (v->type == LM_TYPE_STRING) {
+    if (lm_type_is_bytes(v->type)) {
       lm_str str = ((const lm_str*)v->data)[r];
       p = str.ptr;
       n = (size_t)str.len;

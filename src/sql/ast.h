@@ -34,7 +34,8 @@
  * DOUBLE/DOUBLE PRECISION/FLOAT8/FLOAT -> DOUBLE; BOOLEAN/BOOL -> BOOL;
  * TIMESTAMP[(p)] -> TIMESTAMP; DATE -> DATE; SMALLINT/INT2/SHORT -> INT16;
  * TINYINT/INT1 -> INT8; DECIMAL/NUMERIC[(p[,s])] -> DECIMAL, its value
- * lm_sql_type_decimal(p, s) (bare DECIMAL is DECIMAL(18,3), as DuckDB). */
+ * lm_sql_type_decimal(p, s) (bare DECIMAL is DECIMAL(18,3), as DuckDB);
+ * REAL/FLOAT4 -> FLOAT; VARBINARY/BLOB/BYTEA/BINARY -> BINARY; TIME -> TIME. */
 typedef enum lm_sql_type {
   LM_SQL_TYPE_STRING = 1,
   LM_SQL_TYPE_INT64,
@@ -47,7 +48,10 @@ typedef enum lm_sql_type {
   LM_SQL_TYPE_INT8,
   /* With the precision in bits 8..15 and the scale in bits 16..23, as lm_type's
    * LM_TYPE_DECIMAL (util/types.h): lm_bind_sql_type maps one to the other. */
-  LM_SQL_TYPE_DECIMAL = 10
+  LM_SQL_TYPE_DECIMAL = 10,
+  LM_SQL_TYPE_FLOAT = 11,
+  LM_SQL_TYPE_BINARY = 12,
+  LM_SQL_TYPE_TIME = 13
 } lm_sql_type;
 
 static inline lm_sql_type lm_sql_type_decimal(int32_t precision, int32_t scale) {

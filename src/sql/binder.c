@@ -77,6 +77,9 @@ lm_type lm_bind_sql_type(lm_sql_type type) {
     case LM_SQL_TYPE_DATE: return LM_TYPE_DATE;
     case LM_SQL_TYPE_INT16: return LM_TYPE_INT16;
     case LM_SQL_TYPE_INT8: return LM_TYPE_INT8;
+    case LM_SQL_TYPE_FLOAT: return LM_TYPE_FLOAT;
+    case LM_SQL_TYPE_BINARY: return LM_TYPE_BINARY;
+    case LM_SQL_TYPE_TIME: return LM_TYPE_TIME;
     case LM_SQL_TYPE_DECIMAL: break;
   }
   if (((uint32_t)type & 0xffu) == LM_SQL_TYPE_DECIMAL) {
@@ -135,7 +138,17 @@ static lm_expr* new_call(binder* b, lm_expr_op op, lm_type type, int32_t nargs) 
 
 static bool is_numeric(lm_type t) {
   return t == LM_TYPE_INT32 || t == LM_TYPE_INT64 || t == LM_TYPE_DOUBLE ||
-         t == LM_TYPE_INT16 || t == LM_TYPE_INT8 || lm_type_is_decimal(t);
+         t == LM_TYPE_INT16 || t == LM_TYPE_INT8 || t == LM_TYPE_FLOAT ||
+         lm_type_is_decimal(t);
+}
+
+/* The floating type two numbers (not meeting as a DECIMAL) compute in, as
+ * DuckDB: DOUBLE with a DOUBLE, else REAL with a REAL (an integer or DECIMAL
+ * meets a REAL as a REAL), else LM_TYPE_NULL (integers). */
+static lm_type float_of(lm_type a, lm_type c) {
+  if (a == LM_TYPE_DOUBLE || c == LM_TYPE_DOUBLE) return LM_TYPE_DOUBLE;
+  if (a == LM_TYPE_FLOAT || c == LM_TYPE_FLOAT) return LM_TYPE_FLOAT;
+  return LM_TYPE_NULL;
 }
 
 /* ---- DECIMAL typing, DuckDB's rules (docs/SQL.md "Decimals") ---------------------- */
@@ -208,7 +221,8 @@ static lm_type common_type(lm_type a, lm_type c, bool a_is_str_lit, bool c_is_st
   if (c == LM_TYPE_NULL) return a;
   if (meets_as_decimal(a, c)) return common_decimal(a, c, 0);
   if (is_numeric(a) && is_numeric(c)) {
-    return (a == LM_TYPE_DOUBLE || c == LM_TYPE_DOUBLE) ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
+    lm_type f = float_of(a, c);
+    return f != LM_TYPE_NULL ? f : LM_TYPE_INT64;
   }
   /* A DATE meets a TIMESTAMP as its midnight, as in DuckDB. */
   if ((a == LM_TYPE_DATE && c == LM_TYPE_TIMESTAMP) ||
@@ -460,6 +474,13 @@ static laminar_code make_compare(binder* b, const lm_ast_expr* at, lm_expr_op xo
   }
   if (t == LM_TYPE_NULL) t = LM_TYPE_INT32;
   if (is_int32_or_less(t)) t = LM_TYPE_INT64;
+  if (t == LM_TYPE_FLOAT) {
+    /* each side as its REAL (DuckDB compares in REAL), widened exactly to
+     * the DOUBLE the kernel compares */
+    LM_TRY(coerce(b, &l, LM_TYPE_FLOAT));
+    LM_TRY(coerce(b, &r, LM_TYPE_FLOAT));
+    t = LM_TYPE_DOUBLE;
+  }
   if (lm_type_is_decimal(t)) {
     /* each side as a DECIMAL of its own scale: the kernel compares across
      * scales exactly (no common type to overflow) */
@@ -542,9 +563,15 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
       return LAMINAR_OK;
     }
     case LM_OP_CONCAT: {
-      LM_TRY(coerce(b, &l, LM_TYPE_STRING));
-      LM_TRY(coerce(b, &r, LM_TYPE_STRING));
-      lm_expr* e = new_call(b, LM_XOP_CONCAT, LM_TYPE_STRING, 2);
+      /* BLOB || BLOB is a BLOB (a NULL or a string literal meets it as one),
+       * as DuckDB; anything else concatenates as text */
+      bool blob = (l->type == LM_TYPE_BINARY || r->type == LM_TYPE_BINARY) &&
+                  (l->type == LM_TYPE_BINARY || l->type == LM_TYPE_NULL || l_str_lit) &&
+                  (r->type == LM_TYPE_BINARY || r->type == LM_TYPE_NULL || r_str_lit);
+      lm_type ct = blob ? LM_TYPE_BINARY : LM_TYPE_STRING;
+      LM_TRY(coerce(b, &l, ct));
+      LM_TRY(coerce(b, &r, ct));
+      lm_expr* e = new_call(b, LM_XOP_CONCAT, ct, 2);
       if (e == NULL) return NOMEM(b);
       e->args[0] = l;
       e->args[1] = r;
@@ -591,9 +618,11 @@ static laminar_code make_binary(binder* b, const lm_ast_expr* at, lm_ast_op op,
   if (op != LM_OP_DIV && meets_as_decimal(lt, rt)) {
     return make_decimal_arith(b, at, op, xop, l, r, lt, rt, out);
   }
-  /* As DuckDB: '/' is DOUBLE; INT op INT stays INT (and overflows at 32 bits). */
-  lm_type t = (op == LM_OP_DIV || lt == LM_TYPE_DOUBLE || rt == LM_TYPE_DOUBLE)
-                  ? LM_TYPE_DOUBLE
+  /* As DuckDB: '/' of integers is DOUBLE; INT op INT stays INT (and overflows
+   * at 32 bits); REAL op REAL (or an integer or DECIMAL) is REAL. */
+  lm_type ft = float_of(lt, rt);
+  lm_type t = ft != LM_TYPE_NULL                               ? ft
+              : op == LM_OP_DIV                                ? LM_TYPE_DOUBLE
               : (is_int32_or_less(lt) && is_int32_or_less(rt)) ? LM_TYPE_INT32
                                                                : LM_TYPE_INT64;
   LM_TRY(coerce(b, &l, t));
@@ -920,7 +949,10 @@ static laminar_code bind_agg_ref(binder* b, const lm_ast_expr* a, lm_expr** out)
           return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "%s() needs a number, got %s",
                       avg ? "avg" : "sum", lm_type_name(at));
         }
-        lm_type in = at == LM_TYPE_DOUBLE || lm_type_is_decimal(at) ? at : LM_TYPE_INT64;
+        /* SUM / AVG of a REAL are DOUBLE, as DuckDB */
+        lm_type in = at == LM_TYPE_DOUBLE || lm_type_is_decimal(at) ? at
+                     : at == LM_TYPE_FLOAT                          ? LM_TYPE_DOUBLE
+                                                                    : LM_TYPE_INT64;
         LM_TRY(coerce(b, &arg, in));
         spec.fn = avg ? LM_AGG_AVG : LM_AGG_SUM;
         /* SUM of DECIMAL(p, s) is DECIMAL(38, s), AVG a DOUBLE, as DuckDB */
@@ -1177,8 +1209,10 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
         *out = x;
         return LAMINAR_OK;
       }
-      lm_type t = x->type == LM_TYPE_DOUBLE || lm_type_is_decimal(x->type) ? x->type
-                  : is_int32_or_less(x->type)                              ? LM_TYPE_INT32
+      lm_type t = x->type == LM_TYPE_DOUBLE || x->type == LM_TYPE_FLOAT ||
+                          lm_type_is_decimal(x->type)
+                      ? x->type
+                  : is_int32_or_less(x->type) ? LM_TYPE_INT32
                                               : LM_TYPE_INT64;
       LM_TRY(coerce(b, &x, t));
       lm_expr* e = new_call(b, LM_XOP_NEG, t, 1);
@@ -1337,10 +1371,28 @@ static laminar_code bind(binder* b, const lm_ast_expr* a, bind_mode mode, lm_exp
       bool date_ok = x->type == t || x->type == LM_TYPE_NULL ||
                      x->type == LM_TYPE_STRING || x->type == LM_TYPE_TIMESTAMP ||
                      t == LM_TYPE_STRING || t == LM_TYPE_TIMESTAMP;
-      /* DECIMAL converts to and from text, numbers and BOOLEAN (DuckDB). */
+      /* DECIMAL and REAL convert to and from text, numbers and BOOLEAN (DuckDB). */
       bool time_x = x->type == LM_TYPE_DATE || x->type == LM_TYPE_TIMESTAMP;
       bool time_t = t == LM_TYPE_DATE || t == LM_TYPE_TIMESTAMP;
-      if ((lm_type_is_decimal(x->type) && time_t) || (lm_type_is_decimal(t) && time_x)) {
+      bool num_x = lm_type_is_decimal(x->type) || x->type == LM_TYPE_FLOAT;
+      bool num_t = lm_type_is_decimal(t) || t == LM_TYPE_FLOAT;
+      if ((num_x && time_t) || (num_t && time_x)) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "cannot CAST %s to %s",
+                    lm_type_name(x->type), lm_type_name(t));
+      }
+      /* TIME converts to and from text, and from a TIMESTAMP (its time of
+       * day), as DuckDB. */
+      bool time_ok = x->type == t || x->type == LM_TYPE_NULL ||
+                     x->type == LM_TYPE_STRING || t == LM_TYPE_STRING ||
+                     (x->type == LM_TYPE_TIMESTAMP && t == LM_TYPE_TIME);
+      if ((x->type == LM_TYPE_TIME || t == LM_TYPE_TIME) && !time_ok) {
+        return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "cannot CAST %s to %s",
+                    lm_type_name(x->type), lm_type_name(t));
+      }
+      /* VARBINARY converts to and from text only (DuckDB). */
+      bool blob_ok = x->type == t || x->type == LM_TYPE_NULL ||
+                     (lm_type_is_bytes(x->type) && lm_type_is_bytes(t));
+      if ((x->type == LM_TYPE_BINARY || t == LM_TYPE_BINARY) && !blob_ok) {
         return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a, "cannot CAST %s to %s",
                     lm_type_name(x->type), lm_type_name(t));
       }
@@ -4077,7 +4129,7 @@ static laminar_code bind_analytic_agg(binder* b, const lm_ast_expr* a,
       return fail(b, LAMINAR_ERR_TYPE_MISMATCH, a->args[0], "%s() needs a number, got %s",
                   f, lm_type_name(t));
     }
-    t = t == LM_TYPE_DOUBLE ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
+    t = t == LM_TYPE_DOUBLE || t == LM_TYPE_FLOAT ? LM_TYPE_DOUBLE : LM_TYPE_INT64;
     c->agg = lm_streq_nocase(f, "sum") ? LM_AGG_SUM : LM_AGG_AVG;
     c->type = c->agg == LM_AGG_AVG ? LM_TYPE_DOUBLE : t;
   } else if (lm_streq_nocase(f, "min") || lm_streq_nocase(f, "max")) {

@@ -343,6 +343,9 @@ const char* lm_sql_type_name(lm_sql_type type) {
     case LM_SQL_TYPE_DATE: return "DATE";
     case LM_SQL_TYPE_INT16: return "SMALLINT";
     case LM_SQL_TYPE_INT8: return "TINYINT";
+    case LM_SQL_TYPE_FLOAT: return "REAL";
+    case LM_SQL_TYPE_BINARY: return "VARBINARY";
+    case LM_SQL_TYPE_TIME: return "TIME";
     case LM_SQL_TYPE_DECIMAL: break;
   }
   return "UNKNOWN";
@@ -352,18 +355,22 @@ static const struct {
   const char* word;
   lm_sql_type type;
 } type_words[] = {
-    {"varchar", LM_SQL_TYPE_STRING},  {"text", LM_SQL_TYPE_STRING},
-    {"json", LM_SQL_TYPE_STRING},     {"string", LM_SQL_TYPE_STRING},
-    {"bigint", LM_SQL_TYPE_INT64},    {"int8", LM_SQL_TYPE_INT64},
-    {"long", LM_SQL_TYPE_INT64},      {"int", LM_SQL_TYPE_INT32},
-    {"integer", LM_SQL_TYPE_INT32},   {"int4", LM_SQL_TYPE_INT32},
-    {"double", LM_SQL_TYPE_DOUBLE},   {"float8", LM_SQL_TYPE_DOUBLE},
-    {"float", LM_SQL_TYPE_DOUBLE},    {"boolean", LM_SQL_TYPE_BOOL},
-    {"bool", LM_SQL_TYPE_BOOL},       {"timestamp", LM_SQL_TYPE_TIMESTAMP},
-    {"date", LM_SQL_TYPE_DATE},       {"smallint", LM_SQL_TYPE_INT16},
-    {"int2", LM_SQL_TYPE_INT16},      {"short", LM_SQL_TYPE_INT16},
-    {"tinyint", LM_SQL_TYPE_INT8},    {"int1", LM_SQL_TYPE_INT8},
-    {"decimal", LM_SQL_TYPE_DECIMAL}, {"numeric", LM_SQL_TYPE_DECIMAL},
+    {"varchar", LM_SQL_TYPE_STRING},   {"text", LM_SQL_TYPE_STRING},
+    {"json", LM_SQL_TYPE_STRING},      {"string", LM_SQL_TYPE_STRING},
+    {"bigint", LM_SQL_TYPE_INT64},     {"int8", LM_SQL_TYPE_INT64},
+    {"long", LM_SQL_TYPE_INT64},       {"int", LM_SQL_TYPE_INT32},
+    {"integer", LM_SQL_TYPE_INT32},    {"int4", LM_SQL_TYPE_INT32},
+    {"double", LM_SQL_TYPE_DOUBLE},    {"float8", LM_SQL_TYPE_DOUBLE},
+    {"float", LM_SQL_TYPE_DOUBLE},     {"boolean", LM_SQL_TYPE_BOOL},
+    {"bool", LM_SQL_TYPE_BOOL},        {"timestamp", LM_SQL_TYPE_TIMESTAMP},
+    {"date", LM_SQL_TYPE_DATE},        {"smallint", LM_SQL_TYPE_INT16},
+    {"int2", LM_SQL_TYPE_INT16},       {"short", LM_SQL_TYPE_INT16},
+    {"tinyint", LM_SQL_TYPE_INT8},     {"int1", LM_SQL_TYPE_INT8},
+    {"decimal", LM_SQL_TYPE_DECIMAL},  {"numeric", LM_SQL_TYPE_DECIMAL},
+    {"real", LM_SQL_TYPE_FLOAT},       {"float4", LM_SQL_TYPE_FLOAT},
+    {"varbinary", LM_SQL_TYPE_BINARY}, {"blob", LM_SQL_TYPE_BINARY},
+    {"bytea", LM_SQL_TYPE_BINARY},     {"binary", LM_SQL_TYPE_BINARY},
+    {"time", LM_SQL_TYPE_TIME},
 };
 
 /* [(p[, s])] after DECIMAL / NUMERIC: the precision and scale into *out. */
@@ -400,6 +407,7 @@ static laminar_code parse_decimal_args(parser* p, const char* column_name,
 /* type := VARCHAR[(n)] | TEXT | STRING | BIGINT | INT8 | LONG | INT | INTEGER |
  *         INT4 | DOUBLE [PRECISION] | FLOAT8 | FLOAT | BOOLEAN | BOOL |
  *         TIMESTAMP[(p)] | DATE | SMALLINT | INT2 | SHORT | TINYINT | INT1 |
+ *         REAL | FLOAT4 | VARBINARY[(n)] | BLOB | BYTEA | BINARY[(n)] | TIME |
  *         (DECIMAL | NUMERIC)[(p[, s])], 1 <= p <= 38, 0 <= s <= p (DuckDB's
  *         defaults: DECIMAL is DECIMAL(18,3), DECIMAL(p) is DECIMAL(p,0)).
  *         `column_name` (NULL allowed) goes into the error. */
@@ -421,7 +429,7 @@ static NOINLINE laminar_code parse_type(parser* p, const char* column_name,
     describe(&t, found, sizeof found);
     laminar_code rc =
         fail_at(p, LAMINAR_ERR_UNKNOWN_TYPE, t.line, t.column,
-                "%s is not a type (use VARCHAR, BIGINT, INT, DOUBLE, BOOLEAN, "
+                "%s is not a type (use VARCHAR, BIGINT, INT, DOUBLE, REAL, BOOLEAN, "
                 "DECIMAL(p,s), TIMESTAMP or DATE)",
                 found);
     lm_error_object(p->err, NULL, column_name);
@@ -434,7 +442,8 @@ static NOINLINE laminar_code parse_type(parser* p, const char* column_name,
     LM_TRY(accept_kw(p, "PRECISION", &got));
   }
   if (*out == LM_SQL_TYPE_DECIMAL) return parse_decimal_args(p, column_name, out);
-  if (*out == LM_SQL_TYPE_STRING || *out == LM_SQL_TYPE_TIMESTAMP) {
+  if (*out == LM_SQL_TYPE_STRING || *out == LM_SQL_TYPE_TIMESTAMP ||
+      *out == LM_SQL_TYPE_BINARY) {
     LM_TRY(accept(p, LM_TOK_LPAREN, &got));  // VARCHAR(n), TIMESTAMP(p): n is ignored
     if (got) {
       LM_TRY(expect(p, LM_TOK_INTEGER));

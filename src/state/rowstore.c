@@ -23,7 +23,7 @@ laminar_code lm_rowstore_init(lm_rowstore* s, const lm_schema* schema, int32_t f
   for (int32_t c = 0; c < n; c++) {
     s->types[c] = schema->fields[first + c].type;
     s->keep[c] = need == NULL || need[first + c];
-    if (s->types[c] == LM_TYPE_STRING && s->keep[c]) s->has_strings = true;
+    if (lm_type_is_bytes(s->types[c]) && s->keep[c]) s->has_strings = true;
   }
   return LAMINAR_OK;
 }
@@ -72,7 +72,7 @@ uint32_t lm_rowstore_take(lm_rowstore* s) {
 
 void lm_rowstore_release(lm_rowstore* s, uint32_t slot) {
   for (int32_t c = 0; s->has_strings && c < s->ncols; c++) {
-    if (s->types[c] == LM_TYPE_STRING && s->keep[c] && !s->nulls[c][slot]) {
+    if (lm_type_is_bytes(s->types[c]) && s->keep[c] && !s->nulls[c][slot]) {
       s->str_live -= ((lm_str*)s->data[c])[slot].len;
     }
   }
@@ -85,7 +85,7 @@ void lm_rowstore_release(lm_rowstore* s, uint32_t slot) {
  * the slot is released as one that holds nothing. */
 static laminar_code put_failed(lm_rowstore* s, uint32_t slot, int32_t failed) {
   for (int32_t c = 0; c < s->ncols; c++) {
-    if (s->types[c] != LM_TYPE_STRING || !s->keep[c]) continue;
+    if (!lm_type_is_bytes(s->types[c]) || !s->keep[c]) continue;
     if (c < failed && !s->nulls[c][slot]) s->str_live -= ((lm_str*)s->data[c])[slot].len;
     s->nulls[c][slot] = 1;
   }
@@ -101,7 +101,7 @@ laminar_code lm_rowstore_put(lm_rowstore* s, uint32_t slot, const lm_vec* cols,
     bool null = v->nulls != NULL && v->nulls[row];
     s->nulls[c][slot] = null;
     int64_t w = lm_type_width(s->types[c]);
-    if (s->types[c] == LM_TYPE_STRING) {
+    if (lm_type_is_bytes(s->types[c])) {
       lm_str x = null ? (lm_str){NULL, 0} : ((const lm_str*)v->data)[row];
       if (x.len > 0) {
         char* p = lm_pool_copy(&s->strings, x.ptr, (size_t)x.len);
@@ -130,7 +130,7 @@ laminar_code lm_rowstore_compact(lm_rowstore* s, const uint8_t* live_mark) {
   for (int64_t slot = 0; slot < s->used; slot++) {
     if (!live_mark[slot]) continue;
     for (int32_t c = 0; c < s->ncols; c++) {
-      if (s->types[c] != LM_TYPE_STRING || !s->keep[c] || s->nulls[c][slot]) continue;
+      if (!lm_type_is_bytes(s->types[c]) || !s->keep[c] || s->nulls[c][slot]) continue;
       lm_str* x = &((lm_str*)s->data[c])[slot];
       if (x->len == 0) continue;
       char* p = lm_pool_copy(&fresh, x->ptr, (size_t)x->len);
@@ -236,6 +236,7 @@ void lm_rowstore_write_row(const lm_rowstore* s, uint32_t slot, lm_state_writer*
     lm_state_put_u8(w, null);
     if (null) continue;
     switch (s->types[c]) {
+      case LM_TYPE_BINARY:
       case LM_TYPE_STRING: {
         lm_str x = ((const lm_str*)s->data[c])[slot];
         lm_state_put_bytes(w, x.ptr, (size_t)x.len);
@@ -274,6 +275,7 @@ laminar_code lm_rowstore_read_row(lm_rowstore* st, uint32_t slot, lm_state_reade
       continue;
     }
     switch (st->types[c]) {
+      case LM_TYPE_BINARY:
       case LM_TYPE_STRING: {
         lm_str x = lm_state_get_bytes(r);
         if (x.len > 0) {

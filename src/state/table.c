@@ -14,7 +14,7 @@
 /* The hash of one key value: row r of column v. */
 static inline uint64_t key_hash(const lm_vec* v, int64_t r) {
   if (v->nulls && v->nulls[r]) return LM_STATE_NULL_HASH;
-  if (v->type == LM_TYPE_STRING) {
+  if (lm_type_is_bytes(v->type)) {
     lm_str s = ((const lm_str*)v->data)[r];
     return lm_state_hash_bytes(s.ptr, s.len);
   }
@@ -28,7 +28,7 @@ void lm_state_hash_rows(const lm_vec* keys, int32_t nkeys, const uint32_t* sel, 
     for (int64_t i = 0; i < n; i++) h[sel[i]] = LM_STATE_HASH_SEED;
     for (int32_t c = 0; c < nkeys; c++) {
       const lm_vec* v = &keys[c];
-      if (v->nulls == NULL && v->type == LM_TYPE_STRING) { /* as below */
+      if (v->nulls == NULL && lm_type_is_bytes(v->type)) { /* as below */
         const lm_str* s = v->data;
         for (int64_t i = 0; i < n; i++) {
           uint32_t r = sel[i];
@@ -45,7 +45,7 @@ void lm_state_hash_rows(const lm_vec* keys, int32_t nkeys, const uint32_t* sel, 
   for (int64_t k = 0; k < n; k++) h[k] = LM_STATE_HASH_SEED;
   for (int32_t c = 0; c < nkeys; c++) {
     const lm_vec* v = &keys[c];
-    if (v->nulls == NULL && v->type == LM_TYPE_STRING) { /* the common key: no branches */
+    if (v->nulls == NULL && lm_type_is_bytes(v->type)) { /* the common key: no branches */
       const lm_str* s = v->data;
       for (int64_t k = 0; k < n; k++) {
         h[k] = lm_state_hash_combine(h[k], lm_state_hash_bytes(s[k].ptr, s[k].len));
@@ -63,7 +63,7 @@ uint64_t lm_state_table_hash_row(const lm_state_table* t, int64_t g) {
     uint64_t kh;
     if (kc->nulls[g]) {
       kh = LM_STATE_NULL_HASH;
-    } else if (kc->type == LM_TYPE_STRING) {
+    } else if (lm_type_is_bytes(kc->type)) {
       kh = lm_state_hash_bytes(kc->s[g].ptr, kc->s[g].len);
     } else if (kc->type == LM_TYPE_DOUBLE) {
       kh = lm_state_hash_double(kc->d[g]);
@@ -130,7 +130,7 @@ laminar_code lm_state_table_reserve(lm_state_table* t, int64_t cap) {
   for (int32_t c = 0; c < t->nkeys; c++) {
     lm_state_keycol* kc = &t->keys[c];
     GROW(kc->nulls, ncap);
-    if (kc->type == LM_TYPE_STRING) {
+    if (lm_type_is_bytes(kc->type)) {
       GROW(kc->s, ncap);
     } else if (kc->type == LM_TYPE_DOUBLE) {
       GROW(kc->d, ncap);
@@ -150,7 +150,7 @@ static bool rows_equal(const lm_state_table* a, int64_t ga, const lm_state_table
       if (x->nulls[ga] != y->nulls[gb]) return false;
       continue;
     }
-    if (x->type == LM_TYPE_STRING) {
+    if (lm_type_is_bytes(x->type)) {
       if (!lm_state_str_eq(x->s[ga], y->s[gb])) return false;
     } else if (x->type == LM_TYPE_DOUBLE) {
       double p = lm_state_canon_double(x->d[ga]), q = lm_state_canon_double(y->d[gb]);
@@ -208,7 +208,7 @@ laminar_code lm_state_table_set_keys(lm_state_table* t, int64_t g, const lm_vec*
     const lm_vec* v = &keys[c];
     bool is_null = v->nulls && v->nulls[row];
     kc->nulls[g] = is_null;
-    if (kc->type == LM_TYPE_STRING) {
+    if (lm_type_is_bytes(kc->type)) {
       lm_str s = is_null ? (lm_str){NULL, 0} : ((const lm_str*)v->data)[row];
       char* copy = lm_pool_copy(&t->strings, s.ptr, (size_t)s.len);
       if (copy == NULL) return LAMINAR_ERR_NOMEM;
@@ -228,7 +228,7 @@ laminar_code lm_state_table_copy_keys(lm_state_table* to, int64_t a,
     lm_state_keycol* kc = &to->keys[c];
     const lm_state_keycol* src = &from->keys[c];
     kc->nulls[a] = src->nulls[g];
-    if (kc->type == LM_TYPE_STRING) {
+    if (lm_type_is_bytes(kc->type)) {
       kc->s[a] = src->s[g];
       if (copy) {
         kc->s[a].ptr = lm_pool_copy(&to->strings, src->s[g].ptr, (size_t)src->s[g].len);
@@ -247,6 +247,7 @@ void lm_state_table_put_value(lm_vec* ov, const lm_state_keycol* kc, int64_t g,
                               int64_t row) {
   ((uint8_t*)ov->nulls)[row] = kc->nulls[g];
   switch (kc->type) {
+    case LM_TYPE_BINARY:
     case LM_TYPE_STRING: ((lm_str*)ov->data)[row] = kc->s[g]; break;
     case LM_TYPE_DOUBLE: ((double*)ov->data)[row] = kc->d[g]; break;
     default: lm_vec_int_put(kc->type, (void*)ov->data, row, kc->i[g]); break;
@@ -263,7 +264,7 @@ laminar_code lm_state_table_copy_rows(lm_state_table* dst, const lm_state_table*
     lm_state_keycol* to = &dst->keys[c];
     const lm_state_keycol* from = &src->keys[c];
     memcpy(to->nulls + lo, from->nulls + lo, (size_t)n);
-    if (to->type == LM_TYPE_STRING) {
+    if (lm_type_is_bytes(to->type)) {
       memcpy(to->s + lo, from->s + lo, sizeof(lm_str) * (size_t)n);
       for (int64_t g = lo; copy_strings && g < lo + n; g++) {
         if (to->s[g].ptr == NULL) continue;
@@ -310,7 +311,7 @@ void lm_state_table_put_keys(const lm_state_table* t, int64_t g, lm_state_writer
   for (int32_t c = 0; c < t->nkeys; c++) {
     const lm_state_keycol* kc = &t->keys[c];
     lm_state_put_u8(w, kc->nulls[g]);
-    if (kc->type == LM_TYPE_STRING) {
+    if (lm_type_is_bytes(kc->type)) {
       lm_state_put_bytes(w, kc->s[g].ptr, (size_t)kc->s[g].len);
     } else if (kc->type == LM_TYPE_DOUBLE) {
       lm_state_put_f64(w, kc->d[g]);
@@ -324,7 +325,7 @@ laminar_code lm_state_table_get_keys(lm_state_table* t, int64_t g, lm_state_read
   for (int32_t c = 0; c < t->nkeys; c++) {
     lm_state_keycol* kc = &t->keys[c];
     kc->nulls[g] = lm_state_get_u8(r) ? 1 : 0;
-    if (kc->type == LM_TYPE_STRING) {
+    if (lm_type_is_bytes(kc->type)) {
       lm_str s = lm_state_get_bytes(r);
       char* copy = lm_pool_copy(&t->strings, s.ptr, (size_t)s.len);
       if (copy == NULL) return LAMINAR_ERR_NOMEM;
@@ -343,7 +344,7 @@ laminar_code lm_state_table_get_keys(lm_state_table* t, int64_t g, lm_state_read
 
 /* A key value's bytes: its NULL flag and its value. */
 static int64_t key_bytes(lm_type type) {
-  return 1 + (type == LM_TYPE_STRING ? (int64_t)sizeof(lm_str) : 8);
+  return 1 + (lm_type_is_bytes(type) ? (int64_t)sizeof(lm_str) : 8);
 }
 
 int64_t lm_state_table_row_bytes(const lm_type* types, int32_t nkeys) {

@@ -204,7 +204,7 @@ static inline bool lm_state_table_row_equals(const lm_state_table* t, int64_t g,
       if (row_null != (bool)kc->nulls[g]) return false;
       continue;
     }
-    if (kc->type == LM_TYPE_STRING) {
+    if (lm_type_is_bytes(kc->type)) {
       if (!lm_state_str_eq(kc->s[g], ((const lm_str*)v->data)[row])) return false;
     } else if (kc->type == LM_TYPE_DOUBLE) {
       double a = lm_state_canon_double(kc->d[g]);

@@ -20,6 +20,9 @@ const char* lm_type_name(lm_type type) {
     case LM_TYPE_DATE: return "DATE";
     case LM_TYPE_INT16: return "SMALLINT";
     case LM_TYPE_INT8: return "TINYINT";
+    case LM_TYPE_FLOAT: return "REAL";
+    case LM_TYPE_BINARY: return "VARBINARY";
+    case LM_TYPE_TIME: return "TIME";
     case LM_TYPE_DECIMAL: {
       int32_t p = lm_type_precision(type), s = lm_type_scale(type);
       const char* name =

@@ -32,8 +32,28 @@ typedef enum lm_type {
    * types, snapshots of types) and never per row. Test with lm_type_is_decimal
    * or switch on lm_type_kind(): a switch on the raw value never meets this
    * enumerator. */
-  LM_TYPE_DECIMAL = 10
+  LM_TYPE_DECIMAL = 10,
+  /* REAL / FLOAT4: data: float per row (Arrow float32). Arithmetic runs in
+   * double and rounds back (exact for + - * / %), comparisons widen to DOUBLE.
+   * Everywhere a value is only ordered, compared, hashed or kept (keys, MIN /
+   * MAX / FIRST / LAST, state snapshots, ORDER BY) it travels as its integer
+   * image: lm_vec_int_at gives lm_f32_key(value), an integer in [0, 2^32)
+   * ordered as the floats are (NaN last, -0.0 equal to 0.0, as DuckDB), and
+   * lm_vec_int_put stores the float back. */
+  LM_TYPE_FLOAT = 11,
+  /* VARBINARY / BLOB / BYTEA: data: lm_str per row, any bytes (Arrow binary).
+   * Stored, hashed, compared (bytewise) and kept in state as a VARCHAR is:
+   * the paths that hold strings test lm_type_is_bytes. */
+  LM_TYPE_BINARY = 12,
+  /* TIME: data: int64_t microseconds since midnight, 0 .. 86400000000 (Arrow
+   * time64[us]); an integer everywhere it is only kept or ordered */
+  LM_TYPE_TIME = 13
 } lm_type;
+
+/* A type stored as lm_str per row: VARCHAR (UTF-8) or VARBINARY (bytes). */
+static inline bool lm_type_is_bytes(lm_type type) {
+  return type == LM_TYPE_STRING || type == LM_TYPE_BINARY;
+}
 
 /* 128-bit integers (GCC and Clang), for DECIMAL(p > 18) values and exact sums. */
 __extension__ typedef __int128 lm_i128;
@@ -65,6 +85,29 @@ static inline int32_t lm_type_scale(lm_type type) {
 /* A DECIMAL stored as lm_i128 per row (precision above 18). */
 static inline bool lm_type_is_wide(lm_type type) {
   return lm_type_is_decimal(type) && lm_type_precision(type) > LM_DECIMAL_MAX_PRECISION64;
+}
+
+/* The order-preserving integer image of a REAL (see LM_TYPE_FLOAT): every NaN
+ * is the largest value, -0.0 is 0.0; otherwise a < b as floats exactly when
+ * lm_f32_key(a) < lm_f32_key(b). */
+static inline int64_t lm_f32_key(float f) {
+  uint32_t u;
+  if (f != f) {
+    u = 0x7fc00000u;
+  } else if (f == 0.0f) {
+    u = 0;
+  } else {
+    __builtin_memcpy(&u, &f, 4);
+  }
+  return (int64_t)((u & 0x80000000u) ? ~u : (u | 0x80000000u));
+}
+/* The REAL whose image is `key` (the inverse of lm_f32_key on its range). */
+static inline float lm_f32_of_key(int64_t key) {
+  uint32_t k = (uint32_t)key;
+  uint32_t u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
 }
 
 /* A borrowed string: `len` bytes at `ptr` (ptr may be NULL when len is 0). */
@@ -104,11 +147,14 @@ static inline int64_t lm_type_width(lm_type type) {
     case LM_TYPE_INT8: return 1;
     case LM_TYPE_INT16: return 2;
     case LM_TYPE_INT32:
+    case LM_TYPE_FLOAT:
     case LM_TYPE_DATE: return 4;
     case LM_TYPE_INT64:
     case LM_TYPE_TIMESTAMP:
+    case LM_TYPE_TIME:
     case LM_TYPE_DOUBLE: return 8;
-    case LM_TYPE_STRING: return (int64_t)sizeof(lm_str);
+    case LM_TYPE_STRING:
+    case LM_TYPE_BINARY: return (int64_t)sizeof(lm_str);
     case LM_TYPE_DECIMAL: return lm_type_is_wide(type) ? 16 : 8;
     case LM_TYPE_NULL: return 1;
   }
@@ -116,7 +162,8 @@ static inline int64_t lm_type_width(lm_type type) {
 }
 
 /* Row `row` of a column stored as an integer (BOOL, INT8, INT16, INT32, DATE,
- * INT64, TIMESTAMP, DECIMAL(p <= 18)), widened to 64 bits. */
+ * INT64, TIMESTAMP, DECIMAL(p <= 18)), widened to 64 bits; of a REAL column,
+ * its order-preserving image lm_f32_key. */
 static inline int64_t lm_vec_int_at(const lm_vec* v, int64_t row) {
   switch (v->type) {
     case LM_TYPE_BOOL: return ((const uint8_t*)v->data)[row];
@@ -124,6 +171,7 @@ static inline int64_t lm_vec_int_at(const lm_vec* v, int64_t row) {
     case LM_TYPE_INT16: return ((const int16_t*)v->data)[row];
     case LM_TYPE_INT32:
     case LM_TYPE_DATE: return ((const int32_t*)v->data)[row];
+    case LM_TYPE_FLOAT: return lm_f32_key(((const float*)v->data)[row]);
     default: return ((const int64_t*)v->data)[row];
   }
 }
@@ -137,6 +185,7 @@ static inline void lm_vec_int_put(lm_type type, void* data, int64_t row, int64_t
     case LM_TYPE_INT16: ((int16_t*)data)[row] = (int16_t)x; break;
     case LM_TYPE_INT32:
     case LM_TYPE_DATE: ((int32_t*)data)[row] = (int32_t)x; break;
+    case LM_TYPE_FLOAT: ((float*)data)[row] = lm_f32_of_key(x); break;
     default: ((int64_t*)data)[row] = x; break;
   }
 }
@@ -160,7 +209,9 @@ static inline void lm_vec_dec_put(lm_type type, void* data, int64_t row, lm_i128
 }
 
 /* SQL name of a type ("VARCHAR", "BIGINT", "INT", "DOUBLE", "BOOLEAN",
- * "TIMESTAMP", "DATE", "SMALLINT", "TINYINT", "DECIMAL(18,4)", "NULL"). Static text. */
+ * "TIMESTAMP", "DATE", "SMALLINT", "TINYINT", "DECIMAL(18,4)", "REAL", "VARBINARY",
+ * "TIME", "NULL").
+ * Static text. */
 const char* lm_type_name(lm_type type);
 
 /* Schema helpers (util/types.c). lm_schema_init_empty sets ncols=0, fields=NULL.

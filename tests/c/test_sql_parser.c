@@ -742,8 +742,8 @@ static int test_errors(void) {
   /* Unknown type at the type name. */
   EXPECT(fails_at("CREATE SOURCE s (a INT,\n    b FOO NOT NULL)",
                   LAMINAR_ERR_UNKNOWN_TYPE, 2, 7, "'FOO' is not a type"));
-  EXPECT(fails_at("SELECT CAST(a AS blob) FROM t", LAMINAR_ERR_UNKNOWN_TYPE, 1, 18,
-                  "'blob'"));
+  EXPECT(fails_at("SELECT CAST(a AS uuid) FROM t", LAMINAR_ERR_UNKNOWN_TYPE, 1, 18,
+                  "'uuid'"));
   EXPECT(fails_at("CREATE SOURCE s (a \"INT\")", LAMINAR_ERR_UNKNOWN_TYPE, 1, 20, NULL));
   EXPECT(fails_at("CREATE SOURCE s (a NULL)", SYN, 1, 20, "expected a type name"));
   /* Integer overflow at the literal. */

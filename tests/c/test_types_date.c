@@ -10,9 +10,7 @@
 #define _GNU_SOURCE  // mkdtemp under -std=c17
 #endif
 
-#include "lm_test.h"
-#include "lm_test_fs.h"
-#include "nanoarrow/nanoarrow.h"
+#include "lm_test_types.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
@@ -200,41 +198,6 @@ static int test_other_types_into_a_date_column_are_refused(void) {
 
 /* ---- snapshots ---------------------------------------------------------------------- */
 
-/* Rows of `sub`'s next batches as text "k|d|lo|hi|n;" appended to buf. */
-static int drain_text(laminar_subscription* sub, char* buf, size_t cap) {
-  laminar_error err;
-  for (;;) {
-    struct ArrowArray out;
-    struct ArrowSchema schema;
-    CHECK_CODE(laminar_subscription_next(sub, 0, &out, &schema, &err), LAMINAR_OK, &err);
-    if (out.release == NULL) return 0;
-    struct ArrowArrayView view;
-    struct ArrowError error;
-    CHECK(ArrowArrayViewInitFromSchema(&view, &schema, &error) == NANOARROW_OK);
-    CHECK(ArrowArrayViewSetArray(&view, &out, &error) == NANOARROW_OK);
-    for (int64_t r = 0; r < out.length; r++) {
-      size_t at = strlen(buf);
-      for (int c = 0; c < out.n_children; c++) {
-        const struct ArrowArrayView* v = view.children[c];
-        at += (size_t)snprintf(buf + at, cap - at, c ? "|" : "");
-        if (ArrowArrayViewIsNull(v, r)) {
-          at += (size_t)snprintf(buf + at, cap - at, "null");
-        } else if (c == 0) {
-          struct ArrowStringView s = ArrowArrayViewGetStringUnsafe(v, r);
-          at += (size_t)snprintf(buf + at, cap - at, "%.*s", (int)s.size_bytes, s.data);
-        } else {
-          at += (size_t)snprintf(buf + at, cap - at, "%lld",
-                                 (long long)ArrowArrayViewGetIntUnsafe(v, r));
-        }
-      }
-      snprintf(buf + at, cap - at, ";");
-    }
-    ArrowArrayViewReset(&view);
-    out.release(&out);
-    schema.release(&schema);
-  }
-}
-
 static const char* RUNNING =
     "CREATE STREAM s AS SELECT k, d, MIN(e) AS lo, MAX(e) AS hi, COUNT(*) AS n "
     "FROM t GROUP BY k, d EMIT CHANGES;";
@@ -250,63 +213,11 @@ static int push_batch(laminar_db* db, int b, laminar_error* err) {
   return push(db, k, d, e, 4, err);
 }
 
-/* The EMIT CHANGES output of batches [0, 6) after the last batch: one run,
- * or a checkpoint after batch 2, a close and a restart before batch 3. The
- * changelog of the restarted run equals the uninterrupted one's from there:
- * the groups' DATE keys and MIN/MAX came back from the snapshot. */
-static int run_pipeline(const char* dir, bool restart, char* tail, size_t cap) {
-  laminar_config* cfg = NULL;
-  laminar_error err;
-  CHECK_CODE(laminar_config_create(&cfg), LAMINAR_OK, NULL);
-  CHECK_CODE(laminar_config_set(cfg, "data_dir", dir, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_config_set(cfg, "checkpoint_interval", "1 hour", &err), LAMINAR_OK,
-             &err);
-  laminar_db* db = NULL;
-  CHECK_CODE(laminar_open(cfg, &db, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, SOURCE, &err), LAMINAR_OK, &err);
-  CHECK_CODE(laminar_execute(db, RUNNING, &err), LAMINAR_OK, &err);
-  laminar_subscription* sub = NULL;
-  CHECK_CODE(laminar_subscribe(db, "s", &sub, &err), LAMINAR_OK, &err);
-  char scratch[8192] = "";
-  for (int b = 0; b < 3; b++) {
-    CHECK_CODE(push_batch(db, b, &err), LAMINAR_OK, &err);
-    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
-  }
-  CHECK(drain_text(sub, scratch, sizeof scratch) == 0);
-  if (restart) {
-    CHECK_CODE(laminar_checkpoint(db, &err), LAMINAR_OK, &err);
-    laminar_subscription_close(sub);
-    CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
-    CHECK_CODE(laminar_open(cfg, &db, &err), LAMINAR_OK, &err);
-    CHECK_CODE(laminar_subscribe(db, "s", &sub, &err), LAMINAR_OK, &err);
-  }
-  for (int b = 3; b < 6; b++) {
-    CHECK_CODE(push_batch(db, b, &err), LAMINAR_OK, &err);
-    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
-  }
-  tail[0] = '\0';
-  CHECK(drain_text(sub, tail, cap) == 0);
-  laminar_subscription_close(sub);
-  CHECK_CODE(laminar_close(db), LAMINAR_OK, NULL);
-  laminar_config_destroy(cfg);
-  return 0;
-}
-
+/* DATE keys and MIN/MAX through a checkpoint and a restart */
 static int test_date_state_survives_a_restart(void) {
-  char dir1[64], dir2[64];
-  CHECK(lm_test_mkdtemp(dir1, sizeof dir1, "lm_date_") == 0);
-  CHECK(lm_test_mkdtemp(dir2, sizeof dir2, "lm_date_") == 0);
-  static char want[8192], got[8192];
-  int rc = run_pipeline(dir1, false, want, sizeof want);
-  if (rc == 0) rc = run_pipeline(dir2, true, got, sizeof got);
-  lm_test_rmtree(dir1);
-  lm_test_rmtree(dir2);
-  CHECK(rc == 0);
-  CHECK(strlen(want) > 0);
-  if (strcmp(want, got) != 0) {
-    fprintf(stderr, "uninterrupted: %s\nrestarted:     %s\n", want, got);
-    return 1;
-  }
+  static char want[8192];
+  CHECK(lm_test_restart_equal("lm_date_", SOURCE, RUNNING, push_batch, want,
+                              sizeof want) == 0);
   /* a changelog row of a key far before the epoch: its MIN survived */
   CHECK(strstr(want, "|-100000|") != NULL);
   return 0;

@@ -1,4 +1,4 @@
-"""laminardb.spark with DATE, SMALLINT, TINYINT and DECIMAL columns (issue 25
+"""laminardb.spark with DATE, SMALLINT, TINYINT, DECIMAL, REAL and BLOB columns (issue 25
 item 1): Spark's DateType / ShortType / ByteType / DecimalType pass through the
 adapter as Arrow date32 / int16 / int8 / decimal128 (no conversion), a window
 keyed by the date or the decimal equals DuckDB's answer, and the output
@@ -95,3 +95,77 @@ def test_decimal_columns_pass_through(spark: Any, rng: np.random.Generator,  # n
         "decimal(10,2)", "decimal(38,4)", "decimal(18,4)", "double")
     columns, want = duck(DEC_DUCK, t=table)
     assert_same_rows([tuple(r) for r in out.collect()], want, columns)
+
+
+REAL_SQL = """
+CREATE SOURCE t (r REAL, v REAL, ts BIGINT, WATERMARK FOR ts AS ts);
+CREATE STREAM w AS
+  SELECT r, window_start, MIN(v) AS lo, MAX(v) AS hi, SUM(v) AS total, COUNT(*) AS n
+  FROM t GROUP BY r, tumble(ts, INTERVAL '1' SECOND);
+"""
+REAL_DUCK = (
+    "SELECT r, (ts // 1000) * 1000 AS window_start, MIN(v), MAX(v), SUM(v), COUNT(*) "
+    "FROM t GROUP BY ALL"
+)
+
+
+def test_float_columns_pass_through(spark: Any, rng: np.random.Generator,  # noqa: ANN401
+                                    tmp_path: Path) -> None:
+    """Spark's FloatType is Arrow float32, a REAL column: keys and MIN / MAX stay float."""
+    n = 3000
+    table = pa.table({
+        "r": pa.array((rng.integers(-20, 20, size=n) / 4).astype(np.float32), pa.float32(),
+                      mask=rng.random(n) < 0.05),
+        "v": pa.array((rng.standard_normal(n) * 1e6).astype(np.float32), pa.float32(),
+                      mask=rng.random(n) < 0.05),
+        "ts": pa.array(np.sort(rng.integers(0, 20_000, size=n)), pa.int64()),
+    })
+    (tmp_path / "in").mkdir()
+    for i in range(3):
+        pq.write_table(table.slice(i * 1000, 1000), tmp_path / "in" / f"part-{i}.parquet")
+    df = spark.read.parquet(str(tmp_path / "in"))
+    assert [f.dataType.typeName() for f in df.schema.fields] == ["float", "float", "long"]
+    out = lspark.run(df, REAL_SQL, source="t", stream="w")
+    types = {f.name: f.dataType.typeName() for f in out.schema.fields}
+    assert (types["r"], types["lo"], types["hi"], types["total"]) == (
+        "float", "float", "float", "double")
+    columns, want = duck(REAL_DUCK, t=table)
+    assert_same_rows([tuple(r) for r in out.collect()], want, columns)
+
+
+BLOB_SQL = """
+CREATE SOURCE t (b BLOB, v BLOB, ts BIGINT, WATERMARK FOR ts AS ts);
+CREATE STREAM w AS
+  SELECT b, window_start, MIN(v) AS lo, MAX(v) AS hi, COUNT(*) AS n
+  FROM t GROUP BY b, tumble(ts, INTERVAL '1' SECOND);
+"""
+BLOB_DUCK = (
+    "SELECT b, (ts // 1000) * 1000 AS window_start, MIN(v), MAX(v), COUNT(*) "
+    "FROM t GROUP BY ALL"
+)
+
+
+def test_binary_columns_pass_through(spark: Any, rng: np.random.Generator,  # noqa: ANN401
+                                     tmp_path: Path) -> None:
+    """Spark's BinaryType is Arrow binary, a VARBINARY column: keys and MIN / MAX stay binary."""
+    n = 3000
+    keys = [bytes([i, 0, 255 - i]) for i in range(12)] + [b""]
+    values = [bytes(rng.integers(0, 256, size=int(rng.integers(0, 5))).tolist())
+              for _ in range(n)]
+    table = pa.table({
+        "b": pa.array([keys[int(i)] for i in rng.integers(0, len(keys), size=n)], pa.binary()),
+        "v": pa.array([None if rng.random() < 0.05 else x for x in values], pa.binary()),
+        "ts": pa.array(np.sort(rng.integers(0, 20_000, size=n)), pa.int64()),
+    })
+    (tmp_path / "in").mkdir()
+    for i in range(3):
+        pq.write_table(table.slice(i * 1000, 1000), tmp_path / "in" / f"part-{i}.parquet")
+    df = spark.read.parquet(str(tmp_path / "in"))
+    assert [f.dataType.typeName() for f in df.schema.fields] == ["binary", "binary", "long"]
+    out = lspark.run(df, BLOB_SQL, source="t", stream="w")
+    types = {f.name: f.dataType.typeName() for f in out.schema.fields}
+    assert (types["b"], types["lo"], types["hi"]) == ("binary", "binary", "binary")
+    columns, want = duck(BLOB_DUCK, t=table)
+    got = [tuple(bytes(x) if isinstance(x, (bytearray, memoryview)) else x for x in r)
+           for r in out.collect()]
+    assert_same_rows(got, want, columns)

@@ -254,7 +254,7 @@ def run(
                             "VARCHAR, BOOLEAN and TIMESTAMP columns; column "
                             f"'{uncarried.name}' is {uncarried.type}: use engine='python' "
                             "(or 'auto')", column_name=uncarried.name)
-        use_jvm = False  # auto: DATE / SMALLINT / TINYINT / DECIMAL columns run in Python
+        use_jvm = False  # auto: DATE/SMALLINT/TINYINT/REAL/BLOB/DECIMAL columns: Python
     out_type = _spark_schema(p.output_schema)
     split = p.two_phase if two_phase is not False else None
     if split is not None and df.isStreaming and two_phase is None and state_location is not None:

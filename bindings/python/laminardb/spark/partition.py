@@ -202,11 +202,14 @@ def _jvm_uncarried(p: Plan) -> pa.Field | None:
     """The first column of the plan the JVM stage has no column copier for.
 
     Its column copiers know BIGINT, INT, DOUBLE, VARCHAR, BOOLEAN and
-    TIMESTAMP; a DATE, SMALLINT, TINYINT or DECIMAL column (Arrow date32,
-    int16, int8, decimal128) runs in the Python engine.
+    TIMESTAMP; a DATE, SMALLINT, TINYINT, REAL, BLOB, TIME or DECIMAL column
+    (Arrow date32, int16, int8, float32, binary, time64, decimal128) runs in the
+    Python engine.
     """
     for f in (*p.input_schema, *p.output_schema):
         if (pa.types.is_date32(f.type) or pa.types.is_int16(f.type)
+                or pa.types.is_float32(f.type) or pa.types.is_binary(f.type)
+                or pa.types.is_large_binary(f.type) or pa.types.is_time(f.type)
                 or pa.types.is_int8(f.type) or pa.types.is_decimal(f.type)):
             return f
     return None
