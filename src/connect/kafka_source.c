@@ -745,7 +745,7 @@ static int32_t topic_index(const lm_kafka_source* s, const char* name) {
 }
 
 /* One message (of partition `ps`, NULL: not known): a row of `arr`, or a
- * bad record. */
+ * bad record (noted). arr NULL: only whether it decodes, nothing appended. */
 static bool decode_row(lm_kafka_source* s, const rd_kafka_message_t* m, part_state* ps,
                        const char* payload, size_t len, int64_t weight,
                        struct ArrowArray* arr) {
@@ -788,6 +788,7 @@ static bool decode_row(lm_kafka_source* s, const rd_kafka_message_t* m, part_sta
   if (ok && s->meta_headers >= 0)
     ok = decode_headers(s, m, &s->cells[s->meta_headers], &why);
   if (ok) ok = check_cells(s, &why);
+  if (ok && arr == NULL) return true; /* a check only (decode_upsert) */
   if (ok && append_row(s, arr) != NANOARROW_OK) {
     ok = false;
     why = "out of memory";
@@ -884,6 +885,10 @@ static bool decode_upsert(lm_kafka_source* s, const rd_kafka_message_t* m, part_
   upsert_slot* slot = slot_of(s, m->key, (uint32_t)m->key_len);
   bool rebuild = ps != NULL && ps->resume >= 0 && m->offset < ps->resume;
   bool ok = slot != NULL;
+  /* The new value must decode before the old one is retracted: a bad record
+   * changes nothing (the key keeps its row, downstream and here). */
+  if (ok && !rebuild && slot->value != NULL && m->payload != NULL)
+    ok = decode_row(s, m, ps, m->payload, m->len, 1, NULL);
   if (ok && !rebuild && slot->value != NULL)
     ok = decode_row(s, m, ps, slot->value, slot->vl, -1, arr);
   if (ok && !rebuild && m->payload != NULL)

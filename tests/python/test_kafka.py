@@ -918,6 +918,45 @@ def test_upsert_json_source_is_a_changelog(bootstrap: str, tmp_path: Path) -> No
     assert [r["value"] for r in bad] == [0]
 
 
+def test_upsert_json_bad_value_keeps_the_row(bootstrap: str, tmp_path: Path) -> None:
+    """An upsert-json record whose new value does not decode is a bad record
+    that changes nothing: its key keeps its row (no retraction goes out)."""
+    from confluent_kafka import Producer
+
+    topic = new_topic(bootstrap, 1)
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for key, value in [
+        (1, b'{"id": 1, "name": "a", "qty": 5}'),
+        (1, b'{"id": 1, "name": "a", "qty": '),  # cut short: does not decode
+        (2, b'{"id": 2, "name": "b", "qty": 7}'),
+    ]:
+        p.produce(topic, key=json.dumps({"id": key}).encode(), value=value, partition=0)
+    assert p.flush(30) == 0
+    with laminardb.open(tmp_path / "db", **SETTINGS) as db:
+        db.execute(
+            source_sql(
+                bootstrap,
+                topic,
+                "id BIGINT NOT NULL, name VARCHAR, qty BIGINT, _weight BIGINT",
+                ", format = 'upsert-json'",
+            )
+            + ";CREATE MATERIALIZED VIEW tot AS SELECT name, SUM(qty) AS q, COUNT(*) AS n "
+            "FROM t GROUP BY name EMIT CHANGES"
+        )
+        db.start()
+        deadline = time.monotonic() + 30
+        want = [("a", 5, 1), ("b", 7, 1)]
+        while time.monotonic() < deadline:
+            rows = sorted(
+                (r["name"], r["q"], r["n"]) for r in db.query("SELECT * FROM tot").to_pylist()
+            )
+            if ("b", 7, 1) in rows:
+                break
+            time.sleep(0.2)
+        assert rows == want
+        assert source_counters(db, "t")["kafka_bad_records"] == 1
+
+
 # ---- raw format, headers, bad records ---------------------------------------------
 
 
