@@ -239,6 +239,32 @@ TABLES = [
         ],
     ),
     Table(
+        "User-defined functions (C, Python)",
+        "`bench_vwap --udf` / `--udaf`: W1 inline with the price through a C scalar function "
+        "`fx` (x * 1.0) in its SUM and MAX / with `SUM(price * volume)` as a C aggregate "
+        "`pvsum`; `bench/bench_udf.py`: W1 through the `laminardb` package, inline, with "
+        "`SUM(fx(price) * volume)`, `fx` a Python `arrow` function (pyarrow.compute, times "
+        "a constant) or a `row` one (a tenth of the events), the cost of one call of an "
+        "empty arrow function (per 8,192-row chunk, over W1 without one; wall and the "
+        "thread's CPU time), and DuckDB's "
+        "arrow UDF over the same data as one table (`GROUP BY symbol, ts // 1000`).",
+        [
+            rate("C scalar function, W1 inline", "udf", "W1 +inline", "W1b", "≥ 0.45×"),
+            rate("C aggregate function, W1 inline", "udaf", "W1 +inline", "W1b"),
+            rate("Python W1 without a function", "python_udf", "W1", "W1b"),
+            rate("Python arrow function", "python_udf", "W1-fx", "W1b", "≥ 0.3×"),
+            pair(
+                "Python empty arrow function, per call: wall / CPU",
+                "python_udf",
+                r"^RESULT W1-empty .*? overhead=\S+ ns/row \((-?[0-9.]+) us/chunk\) "
+                r"cpu_overhead=\S+ ns/row \((-?[0-9.]+) us/chunk\)",
+                "µs",
+            ),
+            rate("Python row function", "python_udf", "W1-row", "W1b"),
+            rate("DuckDB arrow UDF (peer)", "python_udf", "duckdb-fx", "W1b"),
+        ],
+    ),
+    Table(
         "Java",
         "`W1Bench` (bindings/java): W1 through the JNI binding, Arrow Java batches "
         "exported zero-copy, after three untimed warm-up runs.",
