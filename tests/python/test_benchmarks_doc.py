@@ -29,6 +29,7 @@ WORKLOADS = [
     "Window kinds",
     "Thread-per-core",
     "Python",
+    "User-defined functions",
     "Java",
     "Spark",
     "Durability",
