@@ -5,6 +5,9 @@
  *
  *   bench_kafka BOOTSTRAP [N] [REPS] [json|csv|both]
  *
+ * (a local broker: `scripts/kafka.sh start` prints BOOTSTRAP; bench/run.sh starts one
+ * of its own with tests/kafka/broker.sh)
+ *
  * Data: N (default 10^6) W1 trades of the limit_vwap.c spec (event i: z =
  * splitmix64_mix((i+1)*0x9E3779B97F4A7C15), symbol 'S%03d' % (z%100), volume
  * 1+(z>>8)%1000, price 100+((z>>24)%100000)/1000.0, ts 1700000000000+i) as JSON

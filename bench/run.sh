@@ -195,6 +195,12 @@ run cores "$B/bench_vwap" "$N" --only w1 --mode threaded --pace 0 --reps "$REPS"
   --cores "1,$CORES" --w1b-rows-per-s "${W1B}e6"
 run cores_queued "$B/bench_vwap" "$N" --only w1 --mode threaded --pace 0 --reps "$REPS" \
   --cores "1,$CORES" --prequeue --w1b-rows-per-s "${W1B}e6"
+# User-defined functions (issue 23): W1 inline with a C scalar function in the select
+# list, and with a C aggregate; W1 with a Python function (below, with DuckDB's).
+run udf "$B/bench_vwap" "$N" --reps "$REPS" --only w1 --mode inline --pace 0 --udf \
+  --w1b-rows-per-s "${W1B}e6"
+run udaf "$B/bench_vwap" "$N" --reps "$REPS" --only w1 --mode inline --pace 0 --udaf \
+  --w1b-rows-per-s "${W1B}e6"
 if [[ "${BENCH_PYTHON:-1}" != 0 ]]; then
   run python "$PY" "$ROOT/bench/bench_python.py" -n "$N" --reps "$REPS" \
     --limit-w1b "$W1B" --limit-w2b "$W2B"
@@ -205,6 +211,7 @@ if [[ "${BENCH_PYTHON:-1}" != 0 ]]; then
   run python_interval "$PY" "$ROOT/bench/bench_asof.py" -n "${BENCH_INTERVAL_N:-1e6}" \
     --reps "$REPS" --interval 50 ${W3B:+--limit-w3b "$W3B"}
   run python_lookup "$PY" "$ROOT/bench/bench_lookup.py" "$N" --reps "$REPS" --w1b "$W1B"
+  run python_udf "$PY" "$ROOT/bench/bench_udf.py" -n "$N" --reps "$REPS" --limit-w1b "$W1B"
 fi
 JAVA_LIB="$BUILD/bindings/java/liblaminar_jni.so"
 if [[ "${BENCH_JAVA:-1}" != 0 && -f "$JAVA_LIB" ]]; then

@@ -29,6 +29,7 @@ WORKLOADS = [
     "Window kinds",
     "Thread-per-core",
     "Python",
+    "User-defined functions",
     "Java",
     "Spark",
     "Durability",
@@ -114,9 +115,12 @@ def test_ratios_csv_and_plot_match_the_tables() -> None:
 
 
 def test_doc_is_a_short_reference() -> None:
-    # The prose stays short; the generated tables (one per workload report.py knows,
-    # checked above to be results.md) grow with the workloads.
-    prose = DOC.read_text().replace(embedded(), "")
+    # The whole page stays under 300 lines (issue 26 item 10), tables included: a new
+    # workload's table fits by keeping the prose short and report.py's tables tight.
+    text = DOC.read_text()
+    total = len(text.splitlines())
+    assert total < 300, f"docs/BENCHMARKS.md has {total} lines (the limit is 300)"
+    prose = text.replace(embedded(), "")
     lines = prose.splitlines()
     assert len(lines) < 150, f"docs/BENCHMARKS.md has {len(lines)} lines besides the tables"
     # Dated journal entries belong in git history, not in the page.
