@@ -500,7 +500,8 @@ int64_t lm_op_asof_thaws(const lm_op* op);
  * in one window [start, start + window_ms) of their times (the binder also
  * makes window_start a key), and a window is joined when it closes on both
  * sides (both watermarks reach its end): its pairs, then an outer side's
- * unmatched rows, then its rows are dropped. The forwarded watermark is the
+ * unmatched rows (one chunk for all the windows an advance closes), then
+ * its rows are dropped. The forwarded watermark is the
  * start of the window the least of the two watermarks is in. */
 typedef struct lm_ijoin_spec {
   bool keep_left, keep_right;

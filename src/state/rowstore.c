@@ -93,7 +93,13 @@ laminar_code lm_rowstore_put(lm_rowstore* s, uint32_t slot, const lm_vec* cols,
       lm_str x = null ? (lm_str){NULL, 0} : ((const lm_str*)v->data)[row];
       if (x.len > 0) {
         char* p = lm_pool_copy(&s->strings, x.ptr, (size_t)x.len);
-        if (p == NULL) return LAMINAR_ERR_NOMEM;
+        if (p == NULL) {
+          /* This string and the later ones stay NULL, so a release of the
+           * slot gives back exactly the bytes counted (issue 20). */
+          for (int32_t d = c; d < s->ncols; d++)
+            if (s->keep[d]) s->nulls[d][slot] = 1;
+          return LAMINAR_ERR_NOMEM;
+        }
         x.ptr = p;
         s->str_live += x.len;
       }
@@ -269,6 +275,18 @@ laminar_code lm_rowstore_read_row(lm_rowstore* st, uint32_t slot, lm_state_reade
     }
   }
   return r->failed ? LAMINAR_ERR_RECOVERY : LAMINAR_OK;
+}
+
+void lm_timelist_remove(lm_timelist* kr, int64_t t, uint32_t slot) {
+  int32_t end = lm_timelist_upper(kr, t);
+  for (int32_t i = lm_timelist_lower(kr, t); i < end; i++) {
+    if (kr->slot[i] != slot) continue;
+    memmove(kr->ts + i, kr->ts + i + 1, sizeof *kr->ts * (size_t)(kr->n - i - 1));
+    memmove(kr->slot + i, kr->slot + i + 1, sizeof *kr->slot * (size_t)(kr->n - i - 1));
+    kr->n--;
+    if (kr->head == kr->n) kr->head = kr->n = 0;
+    return;
+  }
 }
 
 void lm_timelist_free(lm_timelist* kr) {
