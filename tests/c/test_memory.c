@@ -1049,6 +1049,80 @@ static int test_fault_interval_chunk(void) {
 
 static int test_fault_fanout_join(void) { return fault_each(join_chunk_run, 5); }
 
+/* A table in a batch that fans out (issue 20, all readers or none): source
+ * t feeds a table (tb, CREATE TABLE ... AS, a view mv of its rows behind it
+ * with a subscriber) and then a GROUP BY with COUNT(DISTINCT) and strings
+ * (mv2). After A (keys 0 .. 2999), B (keys 1500 .. 4499: A's replaced, new
+ * ones) runs with its nth allocation failing (mv2's too, after the table
+ * took B): a failure leaves the table, both views and the subscriber as
+ * after A; B pushed again gives the unfaulted answer. */
+static int fanout_table_run(int64_t nth, int64_t variant, char* out, size_t cap,
+                            bool* out_failed) {
+  (void)variant;
+  laminar_db* db = open_db(NULL, NULL);
+  CHECK(db != NULL);
+  laminar_error err;
+  CHECK_CODE(
+      laminar_execute(db,
+                      "CREATE SOURCE t (k VARCHAR, v BIGINT);"
+                      "CREATE TABLE tb PRIMARY KEY (k) AS SELECT k, v FROM t;"
+                      "CREATE MATERIALIZED VIEW mv AS SELECT k, v, v * 2 AS s FROM tb "
+                      "WHERE v >= 0;"
+                      "CREATE MATERIALIZED VIEW mv2 AS SELECT k, COUNT(DISTINCT v) AS "
+                      "n, MAX(k) AS mk FROM t GROUP BY k EMIT CHANGES",
+                      &err),
+      LAMINAR_OK, &err);
+  laminar_subscription* sub;
+  CHECK_CODE(laminar_subscribe(db, "mv", &sub, &err), LAMINAR_OK, &err);
+  laminar_source* src;
+  CHECK_CODE(laminar_source_open(db, "t", &src, &err), LAMINAR_OK, &err);
+  CHECK(push_keys_mod(src, 0, 3000, 0, &err) == 0);
+  CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  int64_t nout_a, tot_a[4];
+  CHECK(drain_totals(sub, &nout_a, tot_a) == 0);
+  const char* q[] = {"SELECT * FROM tb ORDER BY k", "SELECT * FROM mv ORDER BY k",
+                     "SELECT * FROM mv2 ORDER BY k"};
+  uint64_t h_a[3], h[3];
+  for (int i = 0; i < 3; i++) CHECK(query_hash(db, q[i], &h_a[i]) == 0);
+  CHECK(push_keys_mod(src, 1500, 3000, 0, &err) == 0);
+  lm_fault_alloc_set(nth, false);
+  laminar_code rc = laminar_run_until_idle(db, &err);
+  *out_failed = lm_fault_alloc_failures() > 0;
+  lm_fault_alloc_set(0, false);
+  if (rc != LAMINAR_OK) {
+    if (rc != LAMINAR_ERR_NOMEM || strstr(err.message, "not applied") == NULL) {
+      printf("allocation %" PRId64 ": %s\n", nth, err.message);
+      CHECK(0);
+    }
+    int64_t nout, tot[4];
+    CHECK(drain_totals(sub, &nout, tot) == 0);
+    for (int i = 0; i < 3; i++) CHECK(query_hash(db, q[i], &h[i]) == 0);
+    if (nout != 0 || h[0] != h_a[0] || h[1] != h_a[1] || h[2] != h_a[2]) {
+      printf("allocation %" PRId64 " (%s): %" PRId64
+             " rows emitted; table %s, mv %s, mv2 %s\n",
+             nth, err.message, nout, h[0] == h_a[0] ? "unchanged" : "changed",
+             h[1] == h_a[1] ? "unchanged" : "changed",
+             h[2] == h_a[2] ? "unchanged" : "changed");
+      CHECK(0);
+    }
+    CHECK(push_keys_mod(src, 1500, 3000, 0, &err) == 0); /* retry */
+    CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_OK, &err);
+  }
+  int64_t nout, tot[4];
+  CHECK(drain_totals(sub, &nout, tot) == 0);
+  for (int i = 0; i < 3; i++) CHECK(query_hash(db, q[i], &h[i]) == 0);
+  snprintf(out, cap,
+           "tb=%016" PRIx64 " mv=%016" PRIx64 " mv2=%016" PRIx64 " rows=%" PRId64
+           "+%" PRId64 " s=%" PRId64,
+           h[0], h[1], h[2], nout_a, nout, tot_a[1] + tot[1]);
+  laminar_subscription_close(sub);
+  laminar_source_close(src);
+  CHECK(laminar_close(db) == LAMINAR_OK);
+  return 0;
+}
+
+static int test_fault_fanout_table(void) { return fault_each(fanout_table_run, 0); }
+
 static int test_fault_fanout_readers(void) { return fault_each(fanout_run, 0); }
 static int test_fault_fanout_big(void) { return fault_each(fanout_run, 1); }
 static int test_fault_asof_release(void) {
@@ -1116,6 +1190,7 @@ static int test_fault_window_join_close(void) {
 static int test_fault_asof_chunk(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_interval_chunk(void) { return test_fault_batch_all_or_nothing(); }
 static int test_fault_fanout_join(void) { return test_fault_batch_all_or_nothing(); }
+static int test_fault_fanout_table(void) { return test_fault_batch_all_or_nothing(); }
 #endif
 
 static const lm_test_case cases[] = {
@@ -1145,6 +1220,7 @@ static const lm_test_case cases[] = {
     {"fault_asof_chunk", test_fault_asof_chunk},
     {"fault_interval_chunk", test_fault_interval_chunk},
     {"fault_fanout_join", test_fault_fanout_join},
+    {"fault_fanout_table", test_fault_fanout_table},
     {NULL, NULL}};
 
 int main(int argc, char** argv) { return lm_test_main(argc, argv, cases); }
