@@ -698,6 +698,7 @@ static laminar_code asof_on_input_chunk(lm_op* op, int32_t input, const lm_chunk
    * window's late rows do. */
   rc = late_deliver(j, input, in);
   lm_eval_ctx_reset(j->ctx);
+  if (rc != LAMINAR_OK && op->txn != NULL) op->txn->applied = true; /* not voided */
   laminar_code ra = account(j);
   return rc != LAMINAR_OK ? rc : ra;
 }

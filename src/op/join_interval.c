@@ -1078,6 +1078,9 @@ static laminar_code ijoin_on_input_chunk(lm_op* op, int32_t input, const lm_chun
       lm_state_budget_fail(op->budget, rc,
                            "out of memory in the join; the batch was not applied "
                            "(join unchanged)");
+    /* Only the late output failed: the batch is in the join (unless a held
+     * batch's abort takes it back), so the runtime must not void it. */
+    if (applied && !j->held && op->txn != NULL) op->txn->applied = true;
     return rc;
   }
   return account(j);
