@@ -130,6 +130,14 @@ laminar_code lm_join_key_row(lm_state_table* t, uint64_t h, const lm_vec* keys,
   return LAMINAR_OK;
 }
 
+void lm_join_keys_truncate(lm_state_table* t, lm_timelist* const* lists, int32_t nlists,
+                           int64_t n0) {
+  if (t->n <= n0) return;
+  for (int32_t i = 0; i < nlists; i++)
+    for (int64_t g = n0; g < t->n; g++) lm_timelist_free(&lists[i][g]);
+  lm_state_table_truncate(t, n0);
+}
+
 int64_t lm_join_chunk_bound(const lm_rowstore* st, const lm_type* key_types,
                             int32_t nkeys, int64_t per_row, const lm_chunk* in) {
   int64_t per = per_row + lm_state_table_row_bytes(key_types, nkeys);

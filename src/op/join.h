@@ -52,6 +52,12 @@ laminar_code lm_join_key_row(lm_state_table* t, uint64_t h, const lm_vec* keys,
                              int64_t row, void** const* arrays, const size_t* sizes,
                              int32_t narrays, int64_t* nalloc, int64_t* out);
 
+/* Take back the key rows a failed chunk added (issue 20): rows n0.. of `t`
+ * go, and with them their entries of the `nlists` per-key time lists
+ * (lists[i][g], emptied and freed). Allocates nothing. */
+void lm_join_keys_truncate(lm_state_table* t, lm_timelist* const* lists, int32_t nlists,
+                           int64_t n0);
+
 /* The most chunk `in` can add to a join's state when every row is held in
  * `st` under a new key of `key_types`, with all its strings, plus per_row
  * bytes of the operator's own per row (the bound is checked before the chunk

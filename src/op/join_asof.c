@@ -65,6 +65,10 @@ typedef struct asof_op {
   /* release scratch */
   pending* rel;
   int64_t rel_cap;
+  /* The rows the chunk under way added (issue 20): a right chunk's (time,
+   * key row, slot), a left chunk's waiting rows; taken back when it fails. */
+  pending* jr;
+  int64_t jr_cap, nj;
   int64_t* match; /* per released row: right slot, -1 none */
   lm_join_out o;  /* lcols + rcols */
   uint64_t* hashes;
@@ -244,18 +248,20 @@ static laminar_code reserve_out(asof_op* j, int64_t n) {
   return LAMINAR_OK;
 }
 
-/* Gather column c of `st` at slots into output column oc (slot -1: NULL). */
+/* Gather column c of `st` at slots into rows [at, at + n) of output column
+ * oc (slot -1: NULL); rows [0, at) are there already (fill_direct). */
 static void gather(asof_op* j, const lm_rowstore* st, int32_t c, int32_t oc,
-                   const int64_t* slots, const pending* rel, int64_t n) {
+                   const int64_t* slots, const pending* rel, int64_t at, int64_t n) {
   int64_t w = lm_type_width(st->types[c]);
   if (!st->keep[c]) { /* no one reads it: zeros */
-    j->o.vecs[oc] = (lm_vec){st->types[c], n, NULL, j->o.zeros};
+    j->o.vecs[oc] = (lm_vec){st->types[c], at + n, NULL, j->o.zeros};
     return;
   }
-  char* dst = j->o.data[oc];
-  uint8_t* nl = j->o.nulls[oc];
+  char* dst = (char*)j->o.data[oc] + at * w;
+  uint8_t* nl = j->o.nulls[oc] + at;
   const char* src = st->data[c];
-  bool any_null = false;
+  bool any_null = at > 0 && j->o.vecs[oc].nulls != NULL;
+  if (at > 0 && !any_null) memset(j->o.nulls[oc], 0, (size_t)at);
   for (int64_t r = 0; r < n; r++) {
     int64_t s = slots != NULL ? slots[r] : (int64_t)rel[r].slot;
     if (s < 0 || st->nulls[c][s]) {
@@ -267,49 +273,51 @@ static void gather(asof_op* j, const lm_rowstore* st, int32_t c, int32_t oc,
       lm_copy_value(dst + r * w, src + s * w, w);
     }
   }
-  j->o.vecs[oc].len = n;
-  j->o.vecs[oc].data = dst;
-  j->o.vecs[oc].nulls = any_null ? nl : NULL;
+  j->o.vecs[oc].len = at + n;
+  j->o.vecs[oc].data = j->o.data[oc];
+  j->o.vecs[oc].nulls = any_null ? j->o.nulls[oc] : NULL;
 }
 
-/* Emit the rows rel[0..n) (matches in j->match); only once they went
- * through do their left slots go (issue 20). Inner: the unmatched rows are
- * moved behind the matched ones (swaps keep the matched ones' order). */
-static laminar_code emit_released(asof_op* j, int64_t n) {
-  if (n == 0) return LAMINAR_OK;
+/* Emit, in one chunk, a left chunk's rows joined at once (output rows
+ * [0, nd): fill_direct) and the waiting rows rel[nd..nd + n) (matches in
+ * j->match). Inner: the unmatched waiting rows are moved behind the matched
+ * ones (swaps keep the matched ones' order). */
+static laminar_code emit_released(asof_op* j, int64_t nd, int64_t n) {
+  pending* rel = j->rel + nd;
+  int64_t* match = j->match + nd;
   int64_t k = 0;
   if (!j->spec.left_outer) { /* inner: unmatched rows emit nothing */
     for (int64_t r = 0; r < n; r++) {
-      if (j->match[r] < 0) continue;
-      pending p = j->rel[k];
-      int64_t m = j->match[k];
-      j->rel[k] = j->rel[r];
-      j->match[k++] = j->match[r];
-      j->rel[r] = p;
-      j->match[r] = m;
+      if (match[r] < 0) continue;
+      pending p = rel[k];
+      int64_t m = match[k];
+      rel[k] = rel[r];
+      match[k++] = match[r];
+      rel[r] = p;
+      match[r] = m;
     }
   } else {
     k = n;
   }
   if (k > 0) {
     for (int32_t c = 0; c < j->spec.lcols; c++)
-      gather(j, &j->left, c, c, NULL, j->rel, k);
+      gather(j, &j->left, c, c, NULL, rel, nd, k);
     for (int32_t c = 0; c < j->spec.rcols; c++)
-      gather(j, &j->right, c, j->spec.lcols + c, j->match, NULL, k);
-    lm_chunk out = {k, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
-    LM_TRY(lm_op_emit(&j->base, &out));
+      gather(j, &j->right, c, j->spec.lcols + c, match, NULL, nd, k);
   }
-  for (int64_t r = 0; r < n; r++) lm_rowstore_release(&j->left, j->rel[r].slot);
-  return LAMINAR_OK;
+  if (nd + k == 0) return LAMINAR_OK;
+  lm_chunk out = {nd + k, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
+  return lm_op_emit(&j->base, &out);
 }
 
 /* Emit every waiting left row whose match is final, in (time, arrival)
- * order. They leave the waiting ones only once they went through: a failure
- * leaves the join as before (issue 20), released again by the next call. */
-static laminar_code release(asof_op* j) {
+ * order, after the nd rows of a left chunk joined at once (fill_direct), in
+ * one chunk. They leave the waiting ones only once it went through: a
+ * failure leaves them waiting (issue 20), released again by the next call. */
+static laminar_code release(asof_op* j, int64_t nd) {
   int64_t rw = lm_join_to_units(j->spec.time_type, j->wm[1]);
   int64_t n = 0;
-  LM_TRY(reserve_out(j, j->npend - j->phead));
+  LM_TRY(reserve_out(j, nd + j->npend - j->phead));
   bool prefix = cmp_before(j); /* final is monotone in time: a prefix */
   for (int64_t i = j->phead; i < j->npend; i++) {
     pending* p = &j->pend[i];
@@ -319,11 +327,12 @@ static laminar_code release(asof_op* j) {
       if (prefix) break;
       continue;
     }
-    j->rel[n] = *p;
-    j->match[n++] = m;
+    j->rel[nd + n] = *p;
+    j->match[nd + n++] = m;
   }
+  LM_TRY(emit_released(j, nd, n));
   if (n == 0) return LAMINAR_OK;
-  LM_TRY(emit_released(j, n));
+  for (int64_t r = 0; r < n; r++) lm_rowstore_release(&j->left, j->rel[nd + r].slot);
   if (prefix) {
     j->phead += n;
   } else { /* the same test again: nothing it reads changed */
@@ -426,15 +435,66 @@ static laminar_code late_deliver(asof_op* j, int32_t side, const lm_chunk* in) {
   return j->late_fn(j->late_arg, &late);
 }
 
-/* Insert the rows of a right chunk. `check_late`: drop rows older than the
- * right watermark (not on restore). */
+/* ---- a chunk: all or nothing (issue 20) --------------------------------------------------- */
+
+/* Room to journal n rows of a chunk (j->jr). */
+static laminar_code reserve_journal(asof_op* j, int64_t n) {
+  j->nj = 0;
+  if (n <= j->jr_cap) return LAMINAR_OK;
+  LM_GROW_ARRAY(j->jr, n);
+  j->jr_cap = n;
+  return LAMINAR_OK;
+}
+
+/* Take waiting row (ts, slot) out of the list (the others keep their order). */
+static void pend_remove(asof_op* j, int64_t ts, uint32_t slot) {
+  int64_t lo = j->phead, hi = j->npend;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (j->pend[mid].ts < ts)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (int64_t i = lo; i < j->npend && j->pend[i].ts == ts; i++) {
+    if (j->pend[i].slot != slot) continue;
+    memmove(j->pend + i, j->pend + i + 1, sizeof *j->pend * (size_t)(j->npend - i - 1));
+    j->npend--;
+    if (j->phead == j->npend) j->phead = j->npend = 0;
+    return;
+  }
+}
+
+/* A chunk of input `side` failed: the rows it added (journaled, newest
+ * first) and the key rows it added (those from keys0) go. Allocates
+ * nothing; the join is as before the chunk. */
+static void chunk_undo(asof_op* j, int32_t side, int64_t keys0) {
+  for (int64_t k = j->nj - 1; k >= 0; k--) {
+    const pending* e = &j->jr[k];
+    if (side == 1) {
+      lm_timelist_remove(&j->keys[e->g], e->ts, e->slot);
+      lm_rowstore_release(&j->right, e->slot);
+      j->right_rows--;
+    } else {
+      pend_remove(j, e->ts, e->slot);
+      lm_rowstore_release(&j->left, e->slot);
+    }
+  }
+  j->nj = 0;
+  lm_timelist* lists[] = {j->keys};
+  lm_join_keys_truncate(&j->table, lists, 1, keys0);
+}
+
+/* Insert the rows of a right chunk, each journaled once in. `check_late`:
+ * drop rows older than the right watermark (not on restore). The keys it
+ * grew are pruned only once every row is in (nothing fails after). */
 static laminar_code right_rows(asof_op* j, const lm_chunk* in, bool check_late) {
   lm_vec keys[64];
+  LM_TRY(reserve_journal(j, in->nrows));
   LM_TRY(eval_keys(j, 1, in, keys));
   LM_TRY(late_begin(j, in));
   const lm_vec* tv = &in->cols[j->spec.rtime];
   int64_t rw = lm_join_to_units(j->spec.time_type, j->wm[1]);
-  int64_t p = left_floor(j);
   LM_TRY(lm_rowstore_reserve(&j->right, j->right.used + in->nrows));
   for (int64_t r = 0; r < in->nrows; r++) {
     if (tv->nulls != NULL && tv->nulls[r]) continue; /* no time: never matches */
@@ -447,15 +507,21 @@ static laminar_code right_rows(asof_op* j, const lm_chunk* in, bool check_late) 
     int64_t g;
     LM_TRY(key_row(j, j->hashes[r], keys, r, &g));
     uint32_t slot = lm_rowstore_take(&j->right);
-    LM_TRY(lm_rowstore_put(&j->right, slot, in->cols, r));
-    lm_timelist* kr = &j->keys[g];
-    LM_TRY(lm_timelist_insert(kr, t, slot));
+    laminar_code rc = lm_rowstore_put(&j->right, slot, in->cols, r);
+    if (rc == LAMINAR_OK) rc = lm_timelist_insert(&j->keys[g], t, slot);
+    if (rc != LAMINAR_OK) {
+      lm_rowstore_release(&j->right, slot);
+      return rc;
+    }
+    j->jr[j->nj++] = (pending){t, g, slot};
     j->right_rows++;
+  }
+  int64_t p = left_floor(j);
+  for (int64_t k = 0; k < j->nj; k++) {
+    lm_timelist* kr = &j->keys[j->jr[k].g];
     if (kr->n - kr->head > 8) prune_key(j, kr, p); /* amortized */
   }
-  laminar_code rc = late_deliver(j, 1, in);
-  lm_eval_ctx_reset(j->ctx);
-  return rc;
+  return LAMINAR_OK;
 }
 
 static laminar_code pend_push(asof_op* j, pending p) {
@@ -497,10 +563,11 @@ static int cmp_direct(const void* x, const void* y) {
   return a->g < b->g ? -1 : a->g > b->g;
 }
 
-/* Emit left rows of chunk `in` joined at once: rel[k].g is the row, match[k]
- * the right slot (-1 none), sorted here by (time, row). */
-static laminar_code emit_direct(asof_op* j, const lm_chunk* in, int64_t n, bool sorted) {
-  if (n == 0) return LAMINAR_OK;
+/* Left rows of chunk `in` joined at once into output rows [0, n) (emitted
+ * with the release: emit_released): rel[k].g is the row, match[k] the right
+ * slot (-1 none), sorted here by (time, row). */
+static void fill_direct(asof_op* j, const lm_chunk* in, int64_t n, bool sorted) {
+  if (n == 0) return;
   if (!sorted) {
     for (int64_t k = 0; k < n; k++) j->rel[k].slot = (uint32_t)j->match[k] + 1;
     qsort(j->rel, (size_t)n, sizeof *j->rel, cmp_direct);
@@ -524,17 +591,20 @@ static laminar_code emit_direct(asof_op* j, const lm_chunk* in, int64_t n, bool 
     j->o.vecs[c] = (lm_vec){v->type, n, nl, dst};
   }
   for (int32_t c = 0; c < j->spec.rcols; c++)
-    gather(j, &j->right, c, j->spec.lcols + c, j->match, NULL, n);
-  lm_chunk out = {n, j->spec.lcols + j->spec.rcols, j->o.vecs, NULL};
-  return lm_op_emit(&j->base, &out);
+    gather(j, &j->right, c, j->spec.lcols + c, j->match, NULL, 0, n);
 }
 
 /* Take a left chunk: late rows counted and dropped; with >= / > a row whose
- * match is final already (the right watermark past it) is joined and emitted
- * at once, from the chunk (the common case when quotes lead: nothing held);
- * the others wait. `live` false (a restore): every row waits, none is late. */
-static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool live) {
+ * match is final already (the right watermark past it) is joined at once,
+ * from the chunk (the common case when quotes lead: nothing held), into the
+ * first *out_nd output rows (emitted by release); the others wait, each
+ * journaled once in. `live` false (a restore): every row waits, none is
+ * late. */
+static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool live,
+                              int64_t* out_nd) {
   lm_vec keys[64];
+  *out_nd = 0;
+  LM_TRY(reserve_journal(j, in->nrows));
   LM_TRY(eval_keys(j, 0, in, keys));
   LM_TRY(late_begin(j, in));
   const lm_vec* tv = &in->cols[j->spec.ltime];
@@ -544,7 +614,10 @@ static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool live) {
   int64_t final_below =
       j->spec.cmp == LM_ASOF_GE ? rw : lm_join_sat_add(rw, 1); /* t < it */
   LM_TRY(lm_rowstore_reserve(&j->left, j->left.used + in->nrows));
-  if (direct) LM_TRY(reserve_out(j, in->nrows));
+  /* Output room for the rows joined at once and every row the release may
+   * take (the waiting ones and the chunk's): release reserves no more, so
+   * what fill_direct wrote stays where it is. */
+  if (live) LM_TRY(reserve_out(j, in->nrows + j->npend - j->phead));
   int64_t nd = 0;
   bool sorted = true;
   for (int64_t r = 0; r < in->nrows; r++) {
@@ -572,14 +645,18 @@ static laminar_code left_rows(asof_op* j, const lm_chunk* in, bool live) {
     int64_t g = -1;
     if (!null_key) LM_TRY(key_row(j, j->hashes[r], keys, r, &g));
     uint32_t slot = lm_rowstore_take(&j->left);
-    LM_TRY(lm_rowstore_put(&j->left, slot, in->cols, r));
     /* A row without a key or time matches nothing: released at once. */
-    LM_TRY(pend_push(j, (pending){t, g, slot}));
+    laminar_code rc = lm_rowstore_put(&j->left, slot, in->cols, r);
+    if (rc == LAMINAR_OK) rc = pend_push(j, (pending){t, g, slot});
+    if (rc != LAMINAR_OK) {
+      lm_rowstore_release(&j->left, slot);
+      return rc;
+    }
+    j->jr[j->nj++] = (pending){t, g, slot};
   }
-  laminar_code rc = emit_direct(j, in, nd, sorted);
-  if (rc == LAMINAR_OK) rc = late_deliver(j, 0, in);
-  lm_eval_ctx_reset(j->ctx);
-  return rc;
+  fill_direct(j, in, nd, sorted);
+  *out_nd = nd;
+  return LAMINAR_OK;
 }
 
 static laminar_code asof_on_input_chunk(lm_op* op, int32_t input, const lm_chunk* in) {
@@ -589,14 +666,41 @@ static laminar_code asof_on_input_chunk(lm_op* op, int32_t input, const lm_chunk
    * the state past its bound, before it changes anything (op.h). */
   if (j->base.checks_bound && lm_op_bounded(op))
     LM_TRY(lm_op_account(op, asof_bytes(j) + chunk_bound(j, input, in), true));
-  if (input == 1) {
-    LM_TRY(right_rows(j, in, true));
-  } else {
-    LM_TRY(left_rows(j, in, true));
-    LM_TRY(release(j));
-  }
+  /* All or nothing (issue 20): compacted before the first change; the rows
+   * go in journaled, and the left chunk's output (its rows joined at once and
+   * the waiting rows it releases) goes downstream as one chunk, so a failure
+   * anywhere takes the chunk's rows and key rows back (chunk_undo). */
   LM_TRY(compact(j));
-  return account(j);
+  int64_t keys0 = j->table.n, late0 = j->late[input];
+  laminar_code rc;
+  if (input == 1) {
+    rc = right_rows(j, in, true);
+  } else {
+    int64_t nd = 0;
+    rc = left_rows(j, in, true, &nd);
+    if (rc == LAMINAR_OK) rc = release(j, nd);
+  }
+  if (rc != LAMINAR_OK) {
+    lm_eval_ctx_reset(j->ctx);
+    j->nlate = 0;
+    chunk_undo(j, input, keys0);
+    j->late[input] = late0;
+    (void)account(j);
+    if (rc == LAMINAR_ERR_NOMEM)
+      lm_state_budget_fail(op->budget, rc,
+                           "out of memory in the ASOF join; the batch was not applied "
+                           "(join unchanged)");
+    return rc;
+  }
+  j->nj = 0;
+  /* The late rows once the chunk's output went downstream (they reuse its
+   * columns); a failure of the late output leaves the chunk applied, as a
+   * window's late rows do. */
+  rc = late_deliver(j, input, in);
+  lm_eval_ctx_reset(j->ctx);
+  if (rc != LAMINAR_OK && op->txn != NULL) op->txn->applied = true; /* not voided */
+  laminar_code ra = account(j);
+  return rc != LAMINAR_OK ? rc : ra;
 }
 
 static laminar_code asof_on_input_watermark(lm_op* op, int32_t input, int64_t wm) {
@@ -605,7 +709,7 @@ static laminar_code asof_on_input_watermark(lm_op* op, int32_t input, int64_t wm
   LM_TRY(asof_thaw(j));
   j->wm[input] = wm;
   if (input == 1) {
-    laminar_code rc = release(j);
+    laminar_code rc = release(j, 0);
     lm_op_release_failed(op, rc, wm, "ASOF join rows");
     LM_TRY(rc);
   }
@@ -721,7 +825,9 @@ static laminar_code restore_rows(asof_op* j, int32_t side, lm_state_reader* r, i
   lm_chunk ch = {n, ncols, cols, NULL};
   if (rc == LAMINAR_OK && side == 0) rc = filter_left(j, &ch, cols, data, nulls, f);
   if (rc == LAMINAR_OK) {
-    rc = side == 0 ? left_rows(j, &ch, false) : right_rows(j, &ch, false);
+    int64_t nd;
+    rc = side == 0 ? left_rows(j, &ch, false, &nd) : right_rows(j, &ch, false);
+    lm_eval_ctx_reset(j->ctx);
   }
   for (int32_t c = 0; c < ncols && data != NULL && nulls != NULL; c++) {
     lm_free(data[c]);
@@ -959,6 +1065,7 @@ static void asof_destroy(lm_op* op) {
   if (!writer_frees) state_free(j);
   lm_join_out_free(&j->o);
   lm_free(j->rel);
+  lm_free(j->jr);
   lm_free(j->match);
   lm_free(j->hashes);
   lm_free(j->mark);

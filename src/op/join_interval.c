@@ -45,9 +45,11 @@
 
 typedef struct side_state {
   lm_rowstore rows;
-  int64_t* matched; /* per slot (rows.cap): its matches' summed weights */
-  int64_t held;     /* rows held, all keys */
-  int64_t min_ts;   /* no held row is older (INT64_MAX: none), to skip sweeps */
+  int64_t* matched;    /* per slot (rows.cap): its matches' summed weights */
+  int64_t matched_cap; /* slots `matched` has room for (behind rows.cap after a
+                        * failed growth) */
+  int64_t held;        /* rows held, all keys */
+  int64_t min_ts;      /* no held row is older (INT64_MAX: none), to skip sweeps */
 } side_state;
 
 typedef struct ijoin_op {
@@ -72,7 +74,21 @@ typedef struct ijoin_op {
   int64_t* rowslot;
   uint8_t* rowstate; /* 0 for output, 2 late or of weight 0 / NULL */
   int64_t* rowmatch; /* its matches' summed weights */
+  int64_t* rowkey;   /* its key row when held */
   int64_t rcap;
+  /* A changelog chunk's weights added to held rows (consolidate): the slot
+   * and its weight before, to put back when the chunk fails (issue 20). */
+  uint32_t* cons_slot;
+  int64_t* cons_old;
+  int64_t ncons;
+  int64_t npairs; /* candidate pairs of the chunk under way (side_rows) */
+  /* A batch that fans out (op.h, lm_op_txn): what its chunks changed, kept
+   * until it ends (an abort takes it back, hold_end): the key rows, late
+   * rows and least times before it, and per change an entry. */
+  bool held;
+  int64_t h_keys0, h_late0[2], h_min_ts0[2];
+  struct hold_entry* hu;
+  int64_t hn, hcap;
   uint64_t* hashes;
   lm_join_out o;         /* lcols + rcols */
   lm_join_out in_buf[2]; /* a routed chunk's rows (lm_chunk.sel) made dense, per side */
@@ -263,6 +279,8 @@ static bool consolidate(ijoin_op* j, int32_t side, const lm_chunk* in, int64_t r
     uint32_t slot = kl->slot[i];
     if (!same_row(j, side, in, r, slot)) continue;
     int64_t* w = (int64_t*)j->side[side].rows.data[wc] + slot;
+    j->cons_slot[j->ncons] = slot; /* journaled (issue 20) */
+    j->cons_old[j->ncons++] = *w;
     *w = lm_join_sat_add(*w, row_weight(j, side, in, r));
     return true;
   }
@@ -347,13 +365,13 @@ static laminar_code key_row(ijoin_op* j, uint64_t h, const lm_vec* keys, int64_t
 
 static laminar_code reserve_side(ijoin_op* j, int32_t side, int64_t more) {
   side_state* ss = &j->side[side];
-  int64_t old = ss->rows.cap;
   LM_TRY(lm_rowstore_reserve(&ss->rows, ss->rows.used + more));
-  if (ss->rows.cap > old || ss->matched == NULL) {
-    int64_t* m =
-        lm_realloc(ss->matched, sizeof *m * (size_t)(ss->rows.cap ? ss->rows.cap : 1));
+  if (ss->rows.cap > ss->matched_cap || ss->matched == NULL) {
+    int64_t nc = ss->rows.cap ? ss->rows.cap : 1;
+    int64_t* m = lm_realloc(ss->matched, sizeof *m * (size_t)nc);
     if (m == NULL) return LAMINAR_ERR_NOMEM;
     ss->matched = m;
+    ss->matched_cap = nc;
   }
   return LAMINAR_OK;
 }
@@ -376,18 +394,13 @@ static laminar_code eval_keys(ijoin_op* j, int32_t side, const lm_vec* cols,
   if (n > j->rcap) {
     int64_t nc = j->rcap ? j->rcap : 256;
     while (nc < n) nc *= 2;
-    uint64_t* h = lm_realloc(j->hashes, sizeof *h * (size_t)nc);
-    if (h == NULL) return LAMINAR_ERR_NOMEM;
-    j->hashes = h;
-    int64_t* rs = lm_realloc(j->rowslot, sizeof *rs * (size_t)nc);
-    if (rs == NULL) return LAMINAR_ERR_NOMEM;
-    j->rowslot = rs;
-    uint8_t* st = lm_realloc(j->rowstate, (size_t)nc);
-    if (st == NULL) return LAMINAR_ERR_NOMEM;
-    j->rowstate = st;
-    int64_t* rm = lm_realloc(j->rowmatch, sizeof *rm * (size_t)nc);
-    if (rm == NULL) return LAMINAR_ERR_NOMEM;
-    j->rowmatch = rm;
+    LM_GROW_ARRAY(j->hashes, nc);
+    LM_GROW_ARRAY(j->rowslot, nc);
+    LM_GROW_ARRAY(j->rowstate, nc);
+    LM_GROW_ARRAY(j->rowmatch, nc);
+    LM_GROW_ARRAY(j->rowkey, nc);
+    LM_GROW_ARRAY(j->cons_slot, nc);
+    LM_GROW_ARRAY(j->cons_old, nc);
     j->rcap = nc;
   }
   lm_state_hash_rows(keys, j->spec.nkeys, NULL, n, j->hashes);
@@ -403,36 +416,57 @@ static bool key_is_null(const ijoin_op* j, const lm_vec* keys, int64_t row) {
 
 /* ---- a chunk of one side ---------------------------------------------------------------- */
 
-/* Probe, emit the pairs, hold the rows that can still match, and emit an
- * outer side's rows that cannot (and matched nothing). */
-/* Thread-per-core hands a partition the whole batch with its rows as a
- * selection (op.h lm_chunk): those rows of side s's columns, dense, in
- * *out (valid until the next call for that side). */
-static laminar_code densify(ijoin_op* j, int32_t s, const lm_chunk* in, lm_chunk* out) {
-  lm_join_out* b = &j->in_buf[s];
-  LM_TRY(lm_join_out_reserve(b, in->nrows));
-  for (int32_t c = 0; c < b->ncols; c++) {
-    lm_type type = b->vecs[c].type;
-    if (b->need != NULL && !b->need[c]) { /* never read */
-      b->vecs[c] = (lm_vec){type, in->nrows, NULL, b->zeros};
-      continue;
+/* ---- a batch that fans out (op.h, lm_op_txn) -------------------------------------------- */
+
+static laminar_code account(ijoin_op* j);
+
+/* A change a held batch made: a row held (slot of `side` under key row g at
+ * time v), a weight consolidated (slot's weight was v), matches counted
+ * (v added to slot's). */
+typedef enum { HOLD_ROW, HOLD_WEIGHT, HOLD_MATCH } hold_kind;
+typedef struct hold_entry {
+  uint8_t kind, side;
+  uint32_t slot;
+  int64_t g, v;
+} hold_entry;
+
+/* The end of a batch the join held: an abort takes its changes back, newest
+ * first (allocating nothing), so the join is as before the batch; either
+ * way they are forgotten. */
+static laminar_code hold_end(void* a, void* b, bool commit) {
+  (void)b;
+  ijoin_op* j = a;
+  for (int64_t k = commit ? -1 : j->hn - 1; k >= 0; k--) {
+    const hold_entry* e = &j->hu[k];
+    side_state* ss = &j->side[e->side];
+    if (e->kind == HOLD_MATCH) {
+      ss->matched[e->slot] -= e->v;
+    } else if (e->kind == HOLD_WEIGHT) {
+      int32_t wc = e->side == 0 ? j->spec.lweight : j->spec.rweight;
+      ((int64_t*)ss->rows.data[wc])[e->slot] = e->v;
+    } else {
+      lm_timelist_remove(&j->lists[e->side][e->g], e->v, e->slot);
+      lm_rowstore_release(&ss->rows, e->slot);
+      ss->held--;
     }
-    int64_t w = lm_type_width(type);
-    const char* src = in->cols[c].data;
-    const uint8_t* snl = in->cols[c].nulls;
-    char* dst = b->data[c];
-    for (int64_t k = 0; k < in->nrows; k++) {
-      lm_copy_value(dst + k * w, src + (int64_t)in->sel[k] * w, w);
-      if (snl != NULL) b->nulls[c][k] = snl[in->sel[k]];
-    }
-    b->vecs[c] = (lm_vec){type, in->nrows, snl != NULL ? b->nulls[c] : NULL, dst};
   }
-  *out = (lm_chunk){in->nrows, b->ncols, b->vecs, NULL};
+  if (!commit) {
+    for (int32_t s = 0; s < 2; s++) {
+      j->late[s] = j->h_late0[s];
+      j->side[s].min_ts = j->h_min_ts0[s];
+    }
+    lm_timelist* lists[] = {j->lists[0], j->lists[1]};
+    lm_join_keys_truncate(&j->table, lists, 2, j->h_keys0);
+    (void)account(j);
+  }
+  j->held = false;
+  j->hn = 0;
   return LAMINAR_OK;
 }
 
 /* The late rows of chunk `in` of side s (rowstate 3) to the late sink, if
- * any: the joined row's columns, the other side's (and windows) NULL. */
+ * any: the joined row's columns, the other side's (and windows) NULL. Run
+ * once the chunk's output went downstream: it reuses the output columns. */
 static laminar_code deliver_late(ijoin_op* j, int32_t s, const lm_chunk* in) {
   if (j->late_fn == NULL) return LAMINAR_OK;
   int64_t n = 0;
@@ -448,21 +482,52 @@ static laminar_code deliver_late(ijoin_op* j, int32_t s, const lm_chunk* in) {
   return j->late_fn(j->late_arg, &late);
 }
 
-static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed) {
-  int32_t o = 1 - s;
-  lm_chunk dense;
-  const lm_chunk* in = routed;
-  if (routed->sel != NULL) {
-    LM_TRY(densify(j, s, routed, &dense));
-    in = &dense;
+/* A chunk of a batch that fans out: the join joins it before any change. */
+static laminar_code hold_begin(ijoin_op* j) {
+  if (!lm_op_txn_active(&j->base)) return LAMINAR_OK;
+  bool first;
+  LM_TRY(lm_op_txn_join(&j->base, hold_end, &first));
+  if (first) {
+    j->held = true;
+    j->hn = 0;
+    j->h_keys0 = j->table.n;
+    for (int32_t s = 0; s < 2; s++) {
+      j->h_late0[s] = j->late[s];
+      j->h_min_ts0[s] = j->side[s].min_ts;
+    }
   }
-  lm_vec keys[IJ_MAX_KEYS];
-  LM_TRY(eval_keys(j, s, in->cols, NULL, in->nrows, keys));
-  const lm_vec* tv = &in->cols[s == 0 ? j->spec.ltime : j->spec.rtime];
-  int64_t wm_self = lm_join_to_units(j->spec.time_type, j->wm[s]);
-  LM_TRY(reserve_side(j, s, in->nrows));
+  return LAMINAR_OK;
+}
+
+/* Room for n more entries (before the chunk's changes are final). */
+static laminar_code hold_reserve(ijoin_op* j, int64_t n) {
+  if (!j->held || j->hn + n <= j->hcap) return LAMINAR_OK;
+  int64_t nc = 2 * (j->hn + n);
+  LM_GROW_ARRAY(j->hu, nc);
+  j->hcap = nc;
+  return LAMINAR_OK;
+}
+
+/* What a chunk of one side changed so far (side_undo takes it back): the
+ * key rows and late count and least time before it, the chunk rows gone
+ * through (their rowslot / rowkey set), the pairs whose matches are
+ * counted. */
+typedef struct side_mark {
+  int64_t keys0, late0, min_ts0;
+  int64_t rows; /* chunk rows [0, rows) processed */
+  int64_t np;   /* pairs pa/pb[0, np) counted in the other side's matches */
+} side_mark;
+
+/* Probe and hold the rows of chunk `in` of side s (keys evaluated, tv its
+ * time column): the candidate pairs into pa/pb[0, j->npairs), each row's
+ * slot and key row when held (rowslot, rowkey). */
+static laminar_code side_rows(ijoin_op* j, int32_t s, const lm_chunk* in,
+                              const lm_vec* keys, const lm_vec* tv, int64_t wm_self,
+                              side_mark* m) {
+  int32_t o = 1 - s;
   int64_t np = 0;
   for (int64_t r = 0; r < in->nrows; r++) {
+    m->rows = r + 1;
     j->rowslot[r] = -1;
     j->rowstate[r] = 0;
     j->rowmatch[r] = 0;
@@ -502,15 +567,29 @@ static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed) {
     }
     if (g < 0) LM_TRY(key_row(j, j->hashes[r], keys, r, &g));
     uint32_t slot = lm_rowstore_take(&j->side[s].rows);
-    LM_TRY(lm_rowstore_put(&j->side[s].rows, slot, in->cols, r));
+    laminar_code rc = lm_rowstore_put(&j->side[s].rows, slot, in->cols, r);
+    if (rc == LAMINAR_OK) rc = hold(j, s, g, t, slot);
+    if (rc != LAMINAR_OK) {
+      lm_rowstore_release(&j->side[s].rows, slot);
+      return rc;
+    }
     j->side[s].matched[slot] = 0;
-    LM_TRY(hold(j, s, g, t, slot));
     j->rowslot[r] = slot;
+    j->rowkey[r] = g;
   }
-  /* The pairs: the residual decides which are matches. */
+  j->npairs = np;
+  return LAMINAR_OK;
+}
+
+/* The pairs side_rows found (the residual decides which are matches, their
+ * matches counted), then an outer side's rows of the chunk that matched
+ * nothing and are not held, NULL-padded, emitted as one chunk. */
+static laminar_code side_emit(ijoin_op* j, int32_t s, const lm_chunk* in,
+                              const lm_vec* tv, side_mark* m) {
+  int32_t o = 1 - s;
+  int64_t np = j->npairs, nk = np;
   if (np > 0) {
     LM_TRY(fill_rows(j, s, in, j->pa, j->pb, np));
-    int64_t nk = np;
     if (j->spec.residual != NULL) {
       LM_TRY(lm_expr_filter(j->ctx, j->spec.residual, j->o.vecs, NULL, np, j->psel, &nk));
       for (int64_t k = 0; k < nk; k++) {
@@ -518,46 +597,154 @@ static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed) {
         j->pb[k] = j->pb[j->psel[k]];
       }
     }
-    for (int64_t k = 0; k < nk; k++) {
-      int64_t r = j->pa[k];
-      int64_t wo = row_weight(j, o, NULL, j->pb[k]);
-      j->side[o].matched[j->pb[k]] += row_weight(j, s, in, r);
-      j->rowmatch[r] += wo;
-      if (j->rowslot[r] >= 0) j->side[s].matched[j->rowslot[r]] += wo;
-    }
-    if (nk == np) {
-      lm_chunk out = {np, j->o.ncols, j->o.vecs, NULL};
-      LM_TRY(lm_op_emit(&j->base, &out));
-    } else {
-      LM_TRY(emit_rows(j, s, in, j->pa, j->pb, nk));
-    }
   }
+  bool keep = s == 0 ? j->spec.keep_left : j->spec.keep_right;
+  LM_TRY(reserve_pairs(j, nk + (keep ? in->nrows : 0)));
+  LM_TRY(hold_reserve(j, m->rows + j->ncons + nk)); /* side_keep's */
+  for (int64_t k = 0; k < nk; k++) {
+    int64_t r = j->pa[k];
+    int64_t wo = row_weight(j, o, NULL, j->pb[k]);
+    j->side[o].matched[j->pb[k]] += row_weight(j, s, in, r);
+    j->rowmatch[r] += wo;
+    if (j->rowslot[r] >= 0) j->side[s].matched[j->rowslot[r]] += wo;
+  }
+  m->np = nk;
   /* An outer side's rows that matched nothing and are not held: now (of a
    * window join, once per window of the row). */
-  bool keep = s == 0 ? j->spec.keep_left : j->spec.keep_right;
-  if (keep) {
-    int64_t n = 0;
-    LM_TRY(reserve_pairs(j, in->nrows));
-    for (int64_t r = 0; r < in->nrows; r++) {
-      if (j->rowstate[r] != 0 || j->rowmatch[r] != 0 || j->rowslot[r] >= 0) continue;
-      if (j->spec.window_ms <= 0 || (tv->nulls != NULL && tv->nulls[r])) {
-        j->pw[n] = NO_WINDOW;
-        j->pa[n++] = r;
-        continue;
-      }
-      int64_t t = ((const int64_t*)tv->data)[r];
-      for (int64_t w = first_window(j, t), last = last_window(j, t); w <= last;) {
-        LM_TRY(reserve_pairs(j, n + 1));
-        j->pw[n] = w;
-        j->pa[n++] = r;
-        int64_t next = lm_join_sat_add(w, slide_units(j));
-        if (next <= w) break;
-        w = next;
-      }
+  int64_t n = nk;
+  for (int64_t r = 0; keep && r < in->nrows; r++) {
+    if (j->rowstate[r] != 0 || j->rowmatch[r] != 0 || j->rowslot[r] >= 0) continue;
+    if (j->spec.window_ms <= 0 || (tv->nulls != NULL && tv->nulls[r])) {
+      j->pw[n] = NO_WINDOW;
+      j->pa[n] = r;
+      j->pb[n++] = -1;
+      continue;
     }
-    LM_TRY(emit_rows(j, s, in, j->pa, j->pneg, n));
+    int64_t t = ((const int64_t*)tv->data)[r];
+    for (int64_t w = first_window(j, t), last = last_window(j, t); w <= last;) {
+      LM_TRY(reserve_pairs(j, n + 1));
+      j->pw[n] = w;
+      j->pa[n] = r;
+      j->pb[n++] = -1;
+      int64_t next = lm_join_sat_add(w, slide_units(j));
+      if (next <= w) break;
+      w = next;
+    }
   }
-  laminar_code rc = deliver_late(j, s, in);
+  if (n == 0) return LAMINAR_OK;
+  if (nk == np && n == np) { /* the pairs as filled */
+    lm_chunk out = {np, j->o.ncols, j->o.vecs, NULL};
+    return lm_op_emit(&j->base, &out);
+  }
+  return emit_rows(j, s, in, j->pa, j->pb, n);
+}
+
+/* A chunk of side s of a held batch went through: what it changed is kept
+ * (room reserved by side_emit) until the batch ends. */
+static void side_keep(ijoin_op* j, int32_t s, const lm_chunk* in, const lm_vec* tv,
+                      const side_mark* m) {
+  for (int64_t r = 0; r < m->rows; r++) {
+    if (j->rowslot[r] < 0) continue;
+    j->hu[j->hn++] = (hold_entry){HOLD_ROW, (uint8_t)s, (uint32_t)j->rowslot[r],
+                                  j->rowkey[r], ((const int64_t*)tv->data)[r]};
+  }
+  for (int64_t k = 0; k < j->ncons; k++)
+    j->hu[j->hn++] =
+        (hold_entry){HOLD_WEIGHT, (uint8_t)s, j->cons_slot[k], 0, j->cons_old[k]};
+  for (int64_t k = 0; k < m->np; k++)
+    j->hu[j->hn++] = (hold_entry){HOLD_MATCH, (uint8_t)(1 - s), (uint32_t)j->pb[k], 0,
+                                  row_weight(j, s, in, j->pa[k])};
+}
+
+/* A chunk of side s failed: the other side's matches it counted, the
+ * weights it consolidated, the rows it held (newest first), its key rows
+ * and late rows go back. Allocates nothing. */
+static void side_undo(ijoin_op* j, int32_t s, const lm_chunk* in, const lm_vec* tv,
+                      const side_mark* m) {
+  side_state* ss = &j->side[s];
+  for (int64_t k = 0; k < m->np; k++)
+    j->side[1 - s].matched[j->pb[k]] -= row_weight(j, s, in, j->pa[k]);
+  int32_t wc = s == 0 ? j->spec.lweight : j->spec.rweight;
+  for (int64_t k = j->ncons - 1; k >= 0; k--)
+    ((int64_t*)ss->rows.data[wc])[j->cons_slot[k]] = j->cons_old[k];
+  j->ncons = 0;
+  for (int64_t r = m->rows - 1; r >= 0; r--) {
+    if (j->rowslot[r] < 0) continue;
+    uint32_t slot = (uint32_t)j->rowslot[r];
+    lm_timelist_remove(&j->lists[s][j->rowkey[r]], ((const int64_t*)tv->data)[r], slot);
+    lm_rowstore_release(&ss->rows, slot);
+    ss->held--;
+  }
+  ss->min_ts = m->min_ts0;
+  j->late[s] = m->late0;
+  lm_timelist* lists[] = {j->lists[0], j->lists[1]};
+  lm_join_keys_truncate(&j->table, lists, 2, m->keys0);
+}
+
+/* Probe, emit the pairs, hold the rows that can still match, and emit an
+ * outer side's rows that cannot (and matched nothing). */
+/* Thread-per-core hands a partition the whole batch with its rows as a
+ * selection (op.h lm_chunk): those rows of side s's columns, dense, in
+ * *out (valid until the next call for that side). */
+static laminar_code densify(ijoin_op* j, int32_t s, const lm_chunk* in, lm_chunk* out) {
+  lm_join_out* b = &j->in_buf[s];
+  LM_TRY(lm_join_out_reserve(b, in->nrows));
+  for (int32_t c = 0; c < b->ncols; c++) {
+    lm_type type = b->vecs[c].type;
+    if (b->need != NULL && !b->need[c]) { /* never read */
+      b->vecs[c] = (lm_vec){type, in->nrows, NULL, b->zeros};
+      continue;
+    }
+    int64_t w = lm_type_width(type);
+    const char* src = in->cols[c].data;
+    const uint8_t* snl = in->cols[c].nulls;
+    char* dst = b->data[c];
+    for (int64_t k = 0; k < in->nrows; k++) {
+      lm_copy_value(dst + k * w, src + (int64_t)in->sel[k] * w, w);
+      if (snl != NULL) b->nulls[c][k] = snl[in->sel[k]];
+    }
+    b->vecs[c] = (lm_vec){type, in->nrows, snl != NULL ? b->nulls[c] : NULL, dst};
+  }
+  *out = (lm_chunk){in->nrows, b->ncols, b->vecs, NULL};
+  return LAMINAR_OK;
+}
+
+/* A chunk of side s (all or nothing); *applied: whether it went in (false:
+ * the join is as before it). */
+static laminar_code side_chunk(ijoin_op* j, int32_t s, const lm_chunk* routed,
+                               bool* applied) {
+  *applied = false;
+  lm_chunk dense;
+  const lm_chunk* in = routed;
+  if (routed->sel != NULL) {
+    LM_TRY(densify(j, s, routed, &dense));
+    in = &dense;
+  }
+  lm_vec keys[IJ_MAX_KEYS];
+  LM_TRY(eval_keys(j, s, in->cols, NULL, in->nrows, keys));
+  const lm_vec* tv = &in->cols[s == 0 ? j->spec.ltime : j->spec.rtime];
+  int64_t wm_self = lm_join_to_units(j->spec.time_type, j->wm[s]);
+  LM_TRY(reserve_side(j, s, in->nrows));
+  /* All or nothing (issue 20): what the rows change is journaled (the rows
+   * held, rowslot / rowkey; the weights consolidated; the matches counted)
+   * and the pairs and an outer side's rows that cannot match go downstream
+   * as one chunk; a failure anywhere takes it all back (side_undo). */
+  LM_TRY(hold_begin(j));
+  side_mark m = {j->table.n, j->late[s], j->side[s].min_ts, 0, 0};
+  j->ncons = 0;
+  laminar_code rc = side_rows(j, s, in, keys, tv, wm_self, &m);
+  if (rc == LAMINAR_OK) rc = side_emit(j, s, in, tv, &m);
+  if (rc != LAMINAR_OK) {
+    lm_eval_ctx_reset(j->ctx);
+    side_undo(j, s, in, tv, &m);
+    return rc;
+  }
+  if (j->held) side_keep(j, s, in, tv, &m);
+  *applied = true;
+  /* The late rows once the chunk's output went downstream (they reuse its
+   * columns); a failure of the late output leaves the chunk applied, as a
+   * window's late rows do (a held batch's abort still takes it back). */
+  rc = deliver_late(j, s, in);
   lm_eval_ctx_reset(j->ctx);
   return rc;
 }
@@ -731,8 +918,11 @@ static int64_t next_window(const ijoin_op* j, int64_t g, int64_t from) {
 /* A window join: the windows both watermarks have closed since the last call
  * (ending after win_done, at or before the least of them), key by key and in
  * time order: every pair of their rows, then an outer side's rows that
- * matched nothing in a window, NULL-padded, once per window; then the rows
- * whose last window closed are dropped. */
+ * matched nothing in a window, NULL-padded, once per window (the left
+ * side's, then the right's), in one chunk; the rows whose last window closed
+ * are dropped only once it went through (issue 20): a failure leaves every
+ * window as it was (win_done too), closed again at the next watermark
+ * advance. */
 static laminar_code close_windows(ijoin_op* j) {
   int64_t least = j->wm[0] < j->wm[1] ? j->wm[0] : j->wm[1];
   if (least == INT64_MIN) return LAMINAR_OK;
@@ -760,28 +950,30 @@ static laminar_code close_windows(ijoin_op* j) {
       w = next_window(j, g, next);
     }
   }
-  /* 2. the matches, the pairs out, then an outer side's unmatched rows */
-  int64_t nun[2], nk;
+  /* 2. the matches (match_windows leaves no mark behind); the pairs, then
+   * an outer side's rows that matched nothing in a window, as one chunk:
+   * (slot, NULL) on the left, (NULL, slot) on the right */
+  int64_t nun[2] = {0, 0}, nk = 0;
   laminar_code rc = match_windows(j, np, ng, nun, &nk);
-  if (rc == LAMINAR_OK && nk > 0) {
-    if (nk == np) {
-      lm_chunk out = {np, j->o.ncols, j->o.vecs, NULL};
-      rc = lm_op_emit(&j->base, &out);
-    } else {
-      rc = emit_rows(j, 0, NULL, j->pa, j->pb, nk);
+  int64_t m = nk + nun[0] + nun[1];
+  if (rc == LAMINAR_OK) rc = reserve_pairs(j, m);
+  if (rc == LAMINAR_OK && m > 0 && nk == np && m == np) { /* the pairs as filled */
+    lm_chunk out = {np, j->o.ncols, j->o.vecs, NULL};
+    rc = lm_op_emit(&j->base, &out);
+  } else if (rc == LAMINAR_OK && m > 0) {
+    int64_t k = nk;
+    for (int32_t s = 0; s < 2; s++) {
+      for (int64_t q = 0; q < nun[s]; q++, k++) {
+        j->pa[k] = s == 0 ? j->cs[s][q] : -1;
+        j->pb[k] = s == 0 ? -1 : j->cs[s][q];
+        j->pw[k] = j->cw[s][q];
+      }
     }
+    rc = emit_rows(j, 0, NULL, j->pa, j->pb, m);
   }
   lm_eval_ctx_reset(j->ctx);
-  LM_TRY(rc);
-  for (int32_t s = 0; s < 2; s++) {
-    LM_TRY(reserve_pairs(j, nun[s]));
-    for (int64_t q = 0; q < nun[s]; q++) {
-      j->pa[q] = j->cs[s][q];
-      j->pw[q] = j->cw[s][q];
-    }
-    LM_TRY(emit_rows(j, s, NULL, j->pa, j->pneg, nun[s]));
-  }
-  /* 3. the rows whose last window closed */
+  LM_TRY(rc); /* the windows stay as they were */
+  /* 3. it went through: the rows whose last window closed go (nothing fails) */
   for (int32_t s = 0; s < 2; s++) {
     side_state* ss = &j->side[s];
     int64_t min_ts = INT64_MAX;
@@ -878,7 +1070,19 @@ static laminar_code ijoin_on_input_chunk(lm_op* op, int32_t input, const lm_chun
    * the state past its bound, before it changes anything (op.h). */
   if (j->base.checks_bound && lm_op_bounded(op))
     LM_TRY(lm_op_account(op, ijoin_bytes(j) + chunk_bound(j, input, in), true));
-  LM_TRY(side_chunk(j, input, in));
+  bool applied;
+  laminar_code rc = side_chunk(j, input, in, &applied);
+  if (rc != LAMINAR_OK) {
+    (void)account(j); /* as before the chunk, unless only its late rows failed */
+    if (rc == LAMINAR_ERR_NOMEM && !applied)
+      lm_state_budget_fail(op->budget, rc,
+                           "out of memory in the join; the batch was not applied "
+                           "(join unchanged)");
+    /* Only the late output failed: the batch is in the join (unless a held
+     * batch's abort takes it back), so the runtime must not void it. */
+    if (applied && !j->held && op->txn != NULL) op->txn->applied = true;
+    return rc;
+  }
   return account(j);
 }
 
@@ -886,13 +1090,10 @@ static laminar_code ijoin_on_input_watermark(lm_op* op, int32_t input, int64_t w
   ijoin_op* j = (ijoin_op*)op;
   if (wm <= j->wm[input]) return LAMINAR_OK;
   j->wm[input] = wm;
-  if (j->spec.window_ms > 0) {
-    LM_TRY(close_windows(j));
-  } else {
-    laminar_code rc = evict(j, 1 - input);
-    lm_op_release_failed(op, rc, wm, "interval join rows");
-    LM_TRY(rc);
-  }
+  laminar_code rc = j->spec.window_ms > 0 ? close_windows(j) : evict(j, 1 - input);
+  lm_op_release_failed(
+      op, rc, wm, j->spec.window_ms > 0 ? "window join windows" : "interval join rows");
+  LM_TRY(rc);
   LM_TRY(compact(j));
   LM_TRY(account(j));
   return forward_watermark(j);
@@ -1086,6 +1287,10 @@ static void ijoin_destroy(lm_op* op) {
   lm_free(j->rowslot);
   lm_free(j->rowstate);
   lm_free(j->rowmatch);
+  lm_free(j->rowkey);
+  lm_free(j->hu);
+  lm_free(j->cons_slot);
+  lm_free(j->cons_old);
   lm_free(j->hashes);
   lm_free(j->mark);
   lm_free(j->key_types);

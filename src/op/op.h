@@ -550,11 +550,12 @@ int64_t lm_op_asof_thaws(const lm_op* op);
  * slide_ms (tumbling when slide_ms = window_ms, hopping when smaller: a row
  * is in each of its windows), and a window is joined when it closes on both
  * sides (both watermarks reach its end): its pairs, then an outer side's rows
- * that matched nothing in it; a row is dropped once its last window closed.
- * Each side's columns lwin and lwin + 1 (rwin likewise), window_start and
- * window_end, are set to the window of the joined row (NULL for a row of no
- * window: a NULL time). The forwarded watermark is the start of the first
- * window the least of the two watermarks has not closed.
+ * that matched nothing in it, one chunk for all the windows an advance
+ * closes; a row is dropped once its last window closed and that chunk went
+ * through. Each side's columns lwin and lwin + 1 (rwin likewise),
+ * window_start and window_end, are set to the window of the joined row (NULL
+ * for a row of no window: a NULL time). The forwarded watermark is the start
+ * of the first window the least of the two watermarks has not closed.
  *
  * Late rows go to the late sink when one is set (lm_op_ijoin_set_late_sink),
  * as joined rows whose other side is NULL (window columns NULL). */

@@ -143,6 +143,13 @@ typedef struct view_op {
   /* A table keyed by one integer column: the image its lookup joins probe
    * (a cache of `rows`, "the probe image" below); NULL otherwise. */
   struct table_image* image;
+  /* A table's held batch: its changes (table_undo, their keys' bytes in
+   * u_bytes at tu_off[i]) and the row buffer's size before it; an abort
+   * takes them back newest first (table_txn_end), allocating nothing. */
+  struct table_undo* tu;
+  int64_t* tu_off;
+  int64_t tu_n, tu_cap;
+  int64_t t_nbytes0, t_dead0;
 } view_op;
 
 typedef struct table_image table_image;
@@ -190,7 +197,7 @@ static laminar_code chunk_begin(view_op* v) {
   LM_TRY(view_thaw(v));
   lm_eval_ctx_reset(v->ctx);
   /* (not under a held batch's rows: their undo needs the room they left) */
-  if (v->u_n == 0) lm_state_rowset_compact(&v->rows);
+  if (!v->held && v->u_n == 0) lm_state_rowset_compact(&v->rows);
   return LAMINAR_OK;
 }
 
@@ -214,6 +221,17 @@ static laminar_code view_txn_end(void* a, void* b, bool commit) {
   return LAMINAR_OK;
 }
 
+/* Room for `bytes` more held bytes in u_bytes (a view's rows, a table's
+ * keys), kept until the batch ends. */
+static laminar_code hold_bytes(view_op* v, int64_t bytes) {
+  if (v->u_len + bytes > v->u_bcap) {
+    int64_t ncap = 2 * (v->u_len + bytes) + 64;
+    LM_GROW_ARRAY(v->u_bytes, ncap);
+    v->u_bcap = ncap;
+  }
+  return LAMINAR_OK;
+}
+
 /* A chunk of a batch that fans out: the view joins it (before any change),
  * and has room to keep the chunk's n rows of `bytes` encoded bytes. */
 static laminar_code view_hold(view_op* v, int64_t n, int64_t bytes) {
@@ -231,11 +249,7 @@ static laminar_code view_hold(view_op* v, int64_t n, int64_t bytes) {
     LM_GROW_ARRAY(v->u_eff, ncap);
     v->u_cap = ncap;
   }
-  if (v->u_len + bytes > v->u_bcap) {
-    int64_t ncap = 2 * (v->u_len + bytes) + 64;
-    LM_GROW_ARRAY(v->u_bytes, ncap);
-    v->u_bcap = ncap;
-  }
+  LM_TRY(hold_bytes(v, bytes));
   v->u_off[v->u_n] = v->u_len;
   return LAMINAR_OK;
 }
@@ -471,6 +485,8 @@ static void view_destroy(lm_op* base) {
   lm_free(v->u_bytes);
   lm_free(v->u_off);
   lm_free(v->u_eff);
+  lm_free(v->tu);
+  lm_free(v->tu_off);
   lm_free(v);
 }
 
@@ -899,6 +915,50 @@ static void table_take_back(lm_state_rowset* rs, const table_undo* undo, int64_t
   rs->dead = dead0;
 }
 
+/* The end of a batch the table held (op.h, lm_op_txn): an abort takes its
+ * changes back newest first (their keys' bytes kept in u_bytes) and the
+ * retraction errors; either way they are forgotten. */
+static laminar_code table_txn_end(void* a, void* b, bool commit) {
+  (void)b;
+  view_op* v = a;
+  if (!commit) {
+    for (int64_t i = 0; i < v->tu_n; i++) v->tu[i].key = v->u_bytes + v->tu_off[i];
+    table_take_back(&v->rows, v->tu, v->tu_n, v->t_nbytes0, v->t_dead0);
+    v->retract_errors = v->u_errors;
+    /* A lookup later in the batch may have rebuilt the probe image from the
+     * rows taken back: the next lookup rebuilds it. */
+    if (v->image != NULL) image_clear(v->image);
+    if (lm_op_bounded(&v->base)) (void)lm_op_account(&v->base, view_bytes(v), false);
+  }
+  v->held = false;
+  v->tu_n = 0;
+  v->u_len = 0;
+  return LAMINAR_OK;
+}
+
+/* A chunk of a batch that fans out: the table joins it (before any change)
+ * and has room to keep the chunk's n changes, their keys of `bytes` bytes. */
+static laminar_code table_hold(view_op* v, int64_t n, int64_t bytes) {
+  bool first;
+  LM_TRY(lm_op_txn_join(&v->base, table_txn_end, &first));
+  if (first) {
+    v->held = true;
+    v->tu_n = 0;
+    v->u_len = 0;
+    v->u_errors = v->retract_errors;
+    v->t_nbytes0 = v->rows.nbytes;
+    v->t_dead0 = v->rows.dead;
+  }
+  if (v->tu_n + n > v->tu_cap) {
+    int64_t ncap = 2 * (v->tu_n + n);
+    LM_GROW_ARRAY(v->tu, ncap);
+    LM_GROW_ARRAY(v->tu_off, ncap);
+    v->tu_cap = ncap;
+  }
+  LM_TRY(hold_bytes(v, bytes));
+  return LAMINAR_OK;
+}
+
 static laminar_code table_chunk(lm_op* base, const lm_chunk* in) {
   view_op* v = (view_op*)base;
   int32_t ncols = v->columns.ncols;
@@ -938,7 +998,10 @@ static laminar_code table_chunk(lm_op* base, const lm_chunk* in) {
       p = encode_value(&in->cols[v->key_cols[k]], r, p);
     for (int32_t c = 0; c < ncols; c++) p = encode_value(&in->cols[c], r, p);
   }
-  /* Room for the worst case before the state changes (every row new). */
+  /* Room for the worst case before the state changes (every row new); a
+   * batch that fans out keeps the changes, and room to take them all back. */
+  bool held = lm_op_txn_active(base);
+  if (held) LM_TRY(table_hold(v, n, offs[n]));
   LM_TRY(lm_state_rowset_reserve(&v->rows, n, offs[n]));
 
   lm_state_rowset* rs = &v->rows;
@@ -993,6 +1056,14 @@ static laminar_code table_chunk(lm_op* base, const lm_chunk* in) {
     v->outs[ncols] = (lm_vec){LM_TYPE_INT64, m, NULL, weights};
     lm_chunk out = {m, ncols + 1, v->outs, NULL};
     if (rc == LAMINAR_OK) rc = lm_op_emit(base, &out);
+  }
+  if (rc == LAMINAR_OK && held) { /* kept until the batch ends (reserved) */
+    for (int64_t u = 0; u < nundo; u++) {
+      memcpy(v->u_bytes + v->u_len, undo[u].key, (size_t)undo[u].klen);
+      v->tu_off[v->tu_n] = v->u_len;
+      v->tu[v->tu_n++] = undo[u];
+      v->u_len += undo[u].klen;
+    }
   }
   if (rc == LAMINAR_OK) return LAMINAR_OK;
   table_take_back(rs, undo, nundo, nbytes0, dead0);

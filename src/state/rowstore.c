@@ -306,6 +306,18 @@ laminar_code lm_rowstore_read_row(lm_rowstore* st, uint32_t slot, lm_state_reade
   return r->failed ? LAMINAR_ERR_RECOVERY : LAMINAR_OK;
 }
 
+void lm_timelist_remove(lm_timelist* kr, int64_t t, uint32_t slot) {
+  int32_t end = lm_timelist_upper(kr, t);
+  for (int32_t i = lm_timelist_lower(kr, t); i < end; i++) {
+    if (kr->slot[i] != slot) continue;
+    memmove(kr->ts + i, kr->ts + i + 1, sizeof *kr->ts * (size_t)(kr->n - i - 1));
+    memmove(kr->slot + i, kr->slot + i + 1, sizeof *kr->slot * (size_t)(kr->n - i - 1));
+    kr->n--;
+    if (kr->head == kr->n) kr->head = kr->n = 0;
+    return;
+  }
+}
+
 void lm_timelist_free(lm_timelist* kr) {
   lm_free(kr->ts);
   lm_free(kr->slot);

@@ -64,7 +64,8 @@ laminar_code lm_rowstore_reserve(lm_rowstore* s, int64_t cap);
 /* A free slot (room reserved: lm_rowstore_reserve(used + 1)). */
 uint32_t lm_rowstore_take(lm_rowstore* s);
 void lm_rowstore_release(lm_rowstore* s, uint32_t slot);
-/* Row `row` of cols (the input's columns) into `slot`. */
+/* Row `row` of cols (the input's columns) into `slot`. LAMINAR_ERR_NOMEM
+ * leaves the slot holding nothing (its strings NULL): release the slot. */
 laminar_code lm_rowstore_put(lm_rowstore* s, uint32_t slot, const lm_vec* cols,
                              int64_t row);
 /* Move live strings (live_mark[slot] set) to a fresh pool when the old one is
@@ -90,6 +91,9 @@ int32_t lm_timelist_lower(const lm_timelist* kr, int64_t t);
 laminar_code lm_timelist_reserve(lm_timelist* kr, int32_t extra);
 /* Insert (t, slot) after the entries of equal time. */
 laminar_code lm_timelist_insert(lm_timelist* kr, int64_t t, uint32_t slot);
+/* Take out the entry (t, slot) (none: nothing happens); the others keep
+ * their order. Allocates nothing: how a failed chunk's rows are taken back. */
+void lm_timelist_remove(lm_timelist* kr, int64_t t, uint32_t slot);
 /* Free the arrays and empty the list. */
 void lm_timelist_free(lm_timelist* kr);
 
