@@ -190,12 +190,8 @@ static void timelist_shift(lm_timelist* kr) {
   kr->n = live;
 }
 
-laminar_code lm_timelist_reserve(lm_timelist* kr, int32_t extra) {
-  if ((int64_t)kr->n + extra <= kr->cap) return LAMINAR_OK;
-  timelist_shift(kr); /* first take back the room of the entries dropped */
-  if ((int64_t)kr->n + extra <= kr->cap) return LAMINAR_OK;
-  int64_t nc = kr->cap ? kr->cap : 4;
-  while (nc < (int64_t)kr->n + extra) nc *= 2;
+/* Room for nc entries (> cap). */
+static laminar_code timelist_grow(lm_timelist* kr, int64_t nc) {
   if (nc > INT32_MAX) return LAMINAR_ERR_NOMEM;
   int64_t* ts = lm_realloc(kr->ts, sizeof *ts * (size_t)nc);
   if (ts == NULL) return LAMINAR_ERR_NOMEM;
@@ -207,18 +203,18 @@ laminar_code lm_timelist_reserve(lm_timelist* kr, int32_t extra) {
   return LAMINAR_OK;
 }
 
+laminar_code lm_timelist_reserve(lm_timelist* kr, int32_t extra) {
+  if ((int64_t)kr->n + extra <= kr->cap) return LAMINAR_OK;
+  timelist_shift(kr); /* first take back the room of the entries dropped */
+  if ((int64_t)kr->n + extra <= kr->cap) return LAMINAR_OK;
+  int64_t nc = kr->cap ? kr->cap : 4;
+  while (nc < (int64_t)kr->n + extra) nc *= 2;
+  return timelist_grow(kr, nc);
+}
+
 laminar_code lm_timelist_insert(lm_timelist* kr, int64_t t, uint32_t slot) {
   if (kr->head > 0 && (kr->n == kr->cap || kr->head >= kr->n / 2)) timelist_shift(kr);
-  if (kr->n == kr->cap) {
-    int32_t nc = kr->cap ? kr->cap * 2 : 4;
-    int64_t* ts = lm_realloc(kr->ts, sizeof *ts * (size_t)nc);
-    if (ts == NULL) return LAMINAR_ERR_NOMEM;
-    kr->ts = ts;
-    uint32_t* sl = lm_realloc(kr->slot, sizeof *sl * (size_t)nc);
-    if (sl == NULL) return LAMINAR_ERR_NOMEM;
-    kr->slot = sl;
-    kr->cap = nc;
-  }
+  if (kr->n == kr->cap) LM_TRY(timelist_grow(kr, kr->cap ? (int64_t)kr->cap * 2 : 4));
   int32_t at = lm_timelist_upper(kr, t);
   if (at < kr->n) {
     memmove(kr->ts + at + 1, kr->ts + at, sizeof *kr->ts * (size_t)(kr->n - at));
