@@ -18,6 +18,19 @@
 #include "lm_test_fs.h"
 #include "nanoarrow/nanoarrow.h"
 
+/* Push a built batch (array, schema: released here) into source `name`. */
+static inline int lm_test_push_built(laminar_db* db, const char* name,
+                                     struct ArrowArray* array, struct ArrowSchema* schema,
+                                     laminar_error* err) {
+  laminar_source* src = NULL;
+  int rc = laminar_source_open(db, name, &src, err);
+  if (rc == LAMINAR_OK) rc = laminar_source_push(src, array, schema, err);
+  laminar_source_close(src);
+  if (array->release != NULL) array->release(array);
+  schema->release(schema);
+  return rc;
+}
+
 /* Push batch `b` (0..5) of the test's input into its source. */
 typedef int (*lm_test_push_batch)(laminar_db* db, int b, laminar_error* err);
 

@@ -53,13 +53,7 @@ static int push(laminar_db* db, const char* const* k, const int64_t* x, const in
   if (build(k, x, y, n, NANOARROW_TYPE_TIME64, NANOARROW_TIME_UNIT_MICRO, &array,
             &schema) != 0)
     return 1;
-  laminar_source* src = NULL;
-  int rc = laminar_source_open(db, "t", &src, err);
-  if (rc == LAMINAR_OK) rc = laminar_source_push(src, &array, &schema, err);
-  laminar_source_close(src);
-  if (array.release != NULL) array.release(&array);
-  schema.release(&schema);
-  return rc;
+  return lm_test_push_built(db, "t", &array, &schema, err);
 }
 
 static laminar_db* open_mem(void) {
