@@ -88,6 +88,35 @@ def row_batches(
     return batches
 
 
+def run_with_restart(
+    data: Path,
+    ddl: str,
+    batches: Sequence[pa.RecordBatch],
+    cut: int,
+    *,
+    crash: bool,
+    query: str = "SELECT * FROM v",
+) -> pa.Table:
+    """Push ``batches`` into source ``t`` of a durable database made by ``ddl``:
+    the first ``cut`` with a checkpoint half way, a close (``crash``: as kill -9
+    leaves it), a reopen, the rest and the final watermark; ``query``'s answer."""
+    options = {"wal_mode": "sync", "checkpoint_interval": "1 hour"}
+    db = laminardb.open(data, **options)
+    db.execute(ddl)
+    for i, batch in enumerate(batches[:cut]):
+        db.insert("t", batch)
+        db.run_until_idle()
+        if i == cut // 2:
+            db.checkpoint()
+    close_as(db, data, crash=crash)
+    with laminardb.open(data, **options) as db:
+        for batch in batches[cut:]:
+            db.insert("t", batch)
+        db.source("t").watermark(FINAL_WATERMARK)
+        db.run_until_idle()
+        return db.query(query)
+
+
 def seed_strategy_bounds() -> tuple[int, int]:
     """Return the range of seeds hypothesis draws from (or the replayed seed).
 

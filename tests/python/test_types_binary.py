@@ -16,14 +16,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from _oracle_util import (
-    FINAL_WATERMARK,
     announce_seed,
     assert_same_rows,
-    close_as,
     duck,
     examples,
     rows_of,
     run_engine,
+    run_with_restart,
     seed_strategy_bounds,
     split_batches,
 )
@@ -44,19 +43,24 @@ def blob_table(rng: np.random.Generator, n: int, keys: int = 0) -> pa.Table:
         out: list[bytes | None] = []
         for _ in range(m):
             size = int(rng.integers(0, 6))
-            out.append(None if rng.random() < 0.1 else
-                       bytes(ALPHABET[rng.integers(0, len(ALPHABET), size=size)].tolist()))
+            out.append(
+                None
+                if rng.random() < 0.1
+                else bytes(ALPHABET[rng.integers(0, len(ALPHABET), size=size)].tolist())
+            )
         return out
 
     b = blobs(n)
     if keys > 0:
         pool = blobs(keys)
         b = [pool[int(i)] for i in rng.integers(0, keys, size=n)]
-    return pa.table({
-        "b": pa.array(b, pa.binary()),
-        "c": pa.array(blobs(n), pa.large_binary()),
-        "ts": pa.array(np.cumsum(rng.integers(0, 30, size=n)), pa.int64()),
-    })
+    return pa.table(
+        {
+            "b": pa.array(b, pa.binary()),
+            "c": pa.array(blobs(n), pa.large_binary()),
+            "ts": pa.array(np.cumsum(rng.integers(0, 30, size=n)), pa.int64()),
+        }
+    )
 
 
 EXPRESSIONS = [
@@ -83,8 +87,11 @@ def test_blob_expressions_match_duckdb(seed: int) -> None:
     rng = np.random.default_rng(seed)
     table = blob_table(rng, int(rng.integers(1, 500)))
     items = ", ".join(f"{ours} AS c{i}" for i, (ours, _) in enumerate(EXPRESSIONS))
-    got = run_engine(SOURCE + f"CREATE STREAM w AS SELECT ts, {items} FROM t;",
-                     split_batches(rng, table), final_watermark=False).table
+    got = run_engine(
+        SOURCE + f"CREATE STREAM w AS SELECT ts, {items} FROM t;",
+        split_batches(rng, table),
+        final_watermark=False,
+    ).table
     assert got.schema.field("c2").type == pa.binary()
     theirs = ", ".join(f"{th} AS c{i}" for i, (_, th) in enumerate(EXPRESSIONS))
     _, want = duck(f"SELECT ts, {theirs} FROM t", t=table)
@@ -96,9 +103,12 @@ def test_bad_blob_text_is_null() -> None:
     """DuckDB raises on a bad escape or a non-ASCII character; TRY_CAST (ours) gives NULL."""
     texts = ["\\xZZ", "\\x4", "a\\b", "\u00e9", "\\x4a\\x4B"]
     table = pa.table({"s": pa.array(texts), "ts": pa.array(range(len(texts)), pa.int64())})
-    got = run_engine("CREATE SOURCE t (s VARCHAR, ts BIGINT);"
-                     "CREATE STREAM w AS SELECT ts, CAST(s AS BLOB) AS b FROM t;",
-                     [table], final_watermark=False).table
+    got = run_engine(
+        "CREATE SOURCE t (s VARCHAR, ts BIGINT);"
+        "CREATE STREAM w AS SELECT ts, CAST(s AS BLOB) AS b FROM t;",
+        [table],
+        final_watermark=False,
+    ).table
     _, want = duck("SELECT ts, TRY_CAST(s AS BLOB) FROM t", t=table)
     assert sorted(rows_of(got, ["ts", "b"])) == sorted(want)
 
@@ -111,20 +121,25 @@ def test_window_keyed_by_blob_matches_duckdb(cores: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     table = blob_table(rng, int(rng.integers(0, 1500)), keys=int(rng.integers(1, 20)))
     size = int(rng.choice([1, 40, 1000]))
-    ours = (SOURCE + "CREATE STREAM w AS SELECT b, window_start, MIN(c) AS lo, MAX(c) AS hi, "
-            "COUNT(c) AS n FROM t "
-            f"GROUP BY b, tumble(ts, INTERVAL '{size}' MILLISECOND) EMIT ON WINDOW CLOSE;")
+    ours = (
+        SOURCE + "CREATE STREAM w AS SELECT b, window_start, MIN(c) AS lo, MAX(c) AS hi, "
+        "COUNT(c) AS n FROM t "
+        f"GROUP BY b, tumble(ts, INTERVAL '{size}' MILLISECOND) EMIT ON WINDOW CLOSE;"
+    )
     got = run_engine(ours, split_batches(rng, table), cores=cores).table
     assert [got.schema.field(c).type for c in ("b", "lo", "hi")] == [pa.binary()] * 3
     start = f"(ts - ((ts % {size}) + {size}) % {size})"
-    _, want = duck(f"SELECT b, {start}, MIN(c), MAX(c), COUNT(c) FROM t "
-                   f"GROUP BY b, {start}", t=table)
+    _, want = duck(
+        f"SELECT b, {start}, MIN(c), MAX(c), COUNT(c) FROM t GROUP BY b, {start}", t=table
+    )
     columns = ["b", "window_start", "lo", "hi", "n"]
     assert_same_rows(rows_of(got, columns), want, columns, seed=seed)
 
 
-RUNNING = (SOURCE + "CREATE MATERIALIZED VIEW v AS SELECT b, MIN(c) AS lo, MAX(c) AS hi, "
-           "COUNT(*) AS n FROM t GROUP BY b;")
+RUNNING = (
+    SOURCE + "CREATE MATERIALIZED VIEW v AS SELECT b, MIN(c) AS lo, MAX(c) AS hi, "
+    "COUNT(*) AS n FROM t GROUP BY b;"
+)
 RUNNING_DUCK = "SELECT b, MIN(c), MAX(c), COUNT(*) FROM t GROUP BY b"
 RUNNING_COLUMNS = ["b", "lo", "hi", "n"]
 
@@ -141,21 +156,7 @@ def test_blob_keys_survive_checkpoint_and_restart(
     batches = split_batches(rng, table)
     cut = int(rng.integers(0, len(batches) + 1))
     data = tmp_path_factory.mktemp("blob_ckpt") / "db"
-    options = {"wal_mode": "sync", "checkpoint_interval": "1 hour"}
-    db = laminardb.open(data, **options)
-    db.execute(RUNNING)
-    for i, batch in enumerate(batches[:cut]):
-        db.insert("t", batch)
-        db.run_until_idle()
-        if i == cut // 2:
-            db.checkpoint()
-    close_as(db, data, crash=close == "kill -9")
-    with laminardb.open(data, **options) as db:
-        for batch in batches[cut:]:
-            db.insert("t", batch)
-        db.source("t").watermark(FINAL_WATERMARK)
-        db.run_until_idle()
-        got = db.query("SELECT * FROM v")
+    got = run_with_restart(data, RUNNING, batches, cut, crash=close == "kill -9")
     _, want = duck(RUNNING_DUCK, t=table)
     assert_same_rows(rows_of(got, RUNNING_COLUMNS), want, RUNNING_COLUMNS, seed=seed)
 
@@ -178,11 +179,17 @@ def test_file_sink_writes_blob_text(tmp_path: Path, fmt: str) -> None:
     root = tmp_path
     out = root / "out"
     with laminardb.open(root / "db", checkpoint_interval="1 hour") as db:
-        db.execute("CREATE SOURCE t (i BIGINT, b BLOB);"
-                   "CREATE STREAM w AS SELECT i, b FROM t;"
-                   f"CREATE SINK f FROM w INTO FILE (path = '{out}', format = '{fmt}');")
-        db.insert("t", pa.table({"i": pa.array(range(len(values)), pa.int64()),
-                                 "b": pa.array(values, pa.binary())}))
+        db.execute(
+            "CREATE SOURCE t (i BIGINT, b BLOB);"
+            "CREATE STREAM w AS SELECT i, b FROM t;"
+            f"CREATE SINK f FROM w INTO FILE (path = '{out}', format = '{fmt}');"
+        )
+        db.insert(
+            "t",
+            pa.table(
+                {"i": pa.array(range(len(values)), pa.int64()), "b": pa.array(values, pa.binary())}
+            ),
+        )
         db.run_until_idle()
         db.checkpoint()
     text = "".join(p.read_text() for p in sorted(out.rglob("*")) if p.is_file())
@@ -190,8 +197,11 @@ def test_file_sink_writes_blob_text(tmp_path: Path, fmt: str) -> None:
         got = {int(r[0]): r[1] for r in csv.reader(text.splitlines()) if r and r[0] != "i"}
     else:
         got = {r["i"]: r["b"] for r in map(json.loads, text.splitlines())}
-    _, want = duck("SELECT i, CAST(b AS VARCHAR) FROM t",
-                   t=pa.table({"i": pa.array(range(len(values)), pa.int64()),
-                               "b": pa.array(values, pa.binary())}))
+    _, want = duck(
+        "SELECT i, CAST(b AS VARCHAR) FROM t",
+        t=pa.table(
+            {"i": pa.array(range(len(values)), pa.int64()), "b": pa.array(values, pa.binary())}
+        ),
+    )
     expected = {i: ("" if s is None and fmt == "csv" else s) for i, s in want}
     assert got == expected

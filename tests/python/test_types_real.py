@@ -13,14 +13,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from _oracle_util import (
-    FINAL_WATERMARK,
     announce_seed,
     assert_same_rows,
-    close_as,
     duck,
     examples,
     rows_of,
     run_engine,
+    run_with_restart,
     seed_strategy_bounds,
     split_batches,
 )
@@ -31,8 +30,23 @@ import laminardb
 
 SEEDS = st.integers(*seed_strategy_bounds())
 SOURCE = "CREATE SOURCE t (r REAL, q FLOAT4, x INT, d DOUBLE, ts BIGINT, WATERMARK FOR ts AS ts);"
-EDGES = np.array([0.0, -0.0, 1.0, -1.0, 0.1, 3.4028235e38, -3.4028235e38, 1.4e-45, -1e-40,
-                  1.17549435e-38, np.inf, -np.inf], np.float32)
+EDGES = np.array(
+    [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.1,
+        3.4028235e38,
+        -3.4028235e38,
+        1.4e-45,
+        -1e-40,
+        1.17549435e-38,
+        np.inf,
+        -np.inf,
+    ],
+    np.float32,
+)
 
 
 def real_table(rng: np.random.Generator, n: int, keys: int = 0) -> pa.Table:
@@ -43,21 +57,27 @@ def real_table(rng: np.random.Generator, n: int, keys: int = 0) -> pa.Table:
 
     def floats(edge_share: float) -> np.ndarray:
         wide = (rng.standard_normal(n) * 10.0 ** rng.integers(-6, 30, size=n)).astype(np.float32)
-        return np.where(rng.random(n) < edge_share, EDGES[rng.integers(0, len(EDGES), size=n)],
-                        wide)
+        return np.where(
+            rng.random(n) < edge_share, EDGES[rng.integers(0, len(EDGES), size=n)], wide
+        )
 
     r = floats(0.3)
     if keys > 0:
         r = np.concatenate([EDGES[:4], (rng.standard_normal(keys) * 100).astype(np.float32)])
         r = r[rng.integers(0, len(r), size=n)]
-    return pa.table({
-        "r": pa.array(r, pa.float32(), mask=rng.random(n) < 0.1),
-        "q": pa.array(floats(0.2), pa.float32(), mask=rng.random(n) < 0.1),
-        "x": pa.array(rng.integers(-(2**31), 2**31, size=n).astype(np.int32), pa.int32(),
-                      mask=rng.random(n) < 0.1),
-        "d": pa.array(rng.standard_normal(n) * 1e5, pa.float64(), mask=rng.random(n) < 0.1),
-        "ts": pa.array(np.cumsum(rng.integers(0, 30, size=n)), pa.int64()),
-    })
+    return pa.table(
+        {
+            "r": pa.array(r, pa.float32(), mask=rng.random(n) < 0.1),
+            "q": pa.array(floats(0.2), pa.float32(), mask=rng.random(n) < 0.1),
+            "x": pa.array(
+                rng.integers(-(2**31), 2**31, size=n).astype(np.int32),
+                pa.int32(),
+                mask=rng.random(n) < 0.1,
+            ),
+            "d": pa.array(rng.standard_normal(n) * 1e5, pa.float64(), mask=rng.random(n) < 0.1),
+            "ts": pa.array(np.cumsum(rng.integers(0, 30, size=n)), pa.int64()),
+        }
+    )
 
 
 #: (expression, its Arrow type here and DuckDB's result type)
@@ -94,26 +114,33 @@ def test_real_expressions_match_duckdb(seed: int) -> None:
     rng = np.random.default_rng(seed)
     table = real_table(rng, int(rng.integers(1, 800)))
     items = ", ".join(f"{e} AS c{i}" for i, (e, _) in enumerate(EXPRESSIONS))
-    got = run_engine(SOURCE + f"CREATE STREAM w AS SELECT ts, {items} FROM t;",
-                     split_batches(rng, table), final_watermark=False).table
+    got = run_engine(
+        SOURCE + f"CREATE STREAM w AS SELECT ts, {items} FROM t;",
+        split_batches(rng, table),
+        final_watermark=False,
+    ).table
     assert [got.schema.field(f"c{i}").type for i in range(len(EXPRESSIONS))] == [
-        t for _, t in EXPRESSIONS]
+        t for _, t in EXPRESSIONS
+    ]
     _, want = duck(f"SELECT ts, {items} FROM t", t=table)
     columns = ["ts"] + [f"c{i}" for i in range(len(EXPRESSIONS))]
+
     # exactly: float results are compared bit for bit (as Python floats); the
     # text of a REAL is the shortest that reads back, which DuckDB's sometimes
     # is not (docs/SQL.md "Types"): both must read back as the same float
     def exact(rows: list[tuple]) -> list[str]:
-        return sorted(repr((*r[:-1], r[-1] if r[-1] is None else float(np.float32(r[-1]))))
-                      for r in rows)
+        return sorted(
+            repr((*r[:-1], r[-1] if r[-1] is None else float(np.float32(r[-1])))) for r in rows
+        )
 
     ours = rows_of(got, columns)
     assert exact(ours) == exact(want), f"seed {seed}"
 
 
 def test_real_result_types_are_duckdbs() -> None:
-    table = pa.table({"r": pa.array([1.5], pa.float32()), "d": pa.array([1.0]),
-                      "x": pa.array([1], pa.int32())})
+    table = pa.table(
+        {"r": pa.array([1.5], pa.float32()), "d": pa.array([1.0]), "x": pa.array([1], pa.int32())}
+    )
     row = ["r + r", "r + d", "r / r", "x / r", "-r"]
     agg = ["sum(r)", "avg(r)", "min(r)", "max(r)"]
     _, want_row = duck("SELECT " + ", ".join(f"typeof({e})" for e in row) + " FROM t", t=table)
@@ -121,11 +148,13 @@ def test_real_result_types_are_duckdbs() -> None:
     want = [(*want_row[0], *want_agg[0])]
     arrow_of = {"FLOAT": pa.float32(), "DOUBLE": pa.float64()}
     with laminardb.open() as db:
-        db.execute("CREATE SOURCE t (r REAL, d DOUBLE, x INT, ts BIGINT, WATERMARK FOR ts AS ts);"
-                   "CREATE MATERIALIZED VIEW v AS SELECT r + r AS c0, r + d AS c1, r / r AS c2, "
-                   "x / r AS c3, -r AS c4 FROM t;"
-                   "CREATE MATERIALIZED VIEW a AS SELECT sum(r) AS c5, avg(r) AS c6, "
-                   "min(r) AS c7, max(r) AS c8 FROM t GROUP BY x;")
+        db.execute(
+            "CREATE SOURCE t (r REAL, d DOUBLE, x INT, ts BIGINT, WATERMARK FOR ts AS ts);"
+            "CREATE MATERIALIZED VIEW v AS SELECT r + r AS c0, r + d AS c1, r / r AS c2, "
+            "x / r AS c3, -r AS c4 FROM t;"
+            "CREATE MATERIALIZED VIEW a AS SELECT sum(r) AS c5, avg(r) AS c6, "
+            "min(r) AS c7, max(r) AS c8 FROM t GROUP BY x;"
+        )
         db.insert("t", [{"r": 1.5, "d": 1.0, "x": 1, "ts": 1}])
         db.run_until_idle()
         types = list(db.query("SELECT * FROM v").schema.types)
@@ -141,21 +170,31 @@ def test_window_keyed_by_real_matches_duckdb(cores: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     table = real_table(rng, int(rng.integers(0, 1500)), keys=int(rng.integers(1, 20)))
     size = int(rng.choice([1, 40, 1000]))
-    ours = (SOURCE + "CREATE STREAM w AS SELECT r, window_start, MIN(q) AS lo, MAX(q) AS hi, "
-            "SUM(x) AS total, AVG(q) AS mean, COUNT(q) AS n FROM t "
-            f"GROUP BY r, tumble(ts, INTERVAL '{size}' MILLISECOND) EMIT ON WINDOW CLOSE;")
+    ours = (
+        SOURCE + "CREATE STREAM w AS SELECT r, window_start, MIN(q) AS lo, MAX(q) AS hi, "
+        "SUM(x) AS total, AVG(q) AS mean, COUNT(q) AS n FROM t "
+        f"GROUP BY r, tumble(ts, INTERVAL '{size}' MILLISECOND) EMIT ON WINDOW CLOSE;"
+    )
     got = run_engine(ours, split_batches(rng, table), cores=cores).table
     assert [got.schema.field(c).type for c in ("r", "lo", "hi", "mean")] == [
-        pa.float32(), pa.float32(), pa.float32(), pa.float64()]
+        pa.float32(),
+        pa.float32(),
+        pa.float32(),
+        pa.float64(),
+    ]
     start = f"(ts - ((ts % {size}) + {size}) % {size})"
-    _, want = duck(f"SELECT r, {start}, MIN(q), MAX(q), SUM(x), AVG(q), COUNT(q) FROM t "
-                   f"GROUP BY r, {start}", t=table)
+    _, want = duck(
+        f"SELECT r, {start}, MIN(q), MAX(q), SUM(x), AVG(q), COUNT(q) FROM t GROUP BY r, {start}",
+        t=table,
+    )
     columns = ["r", "window_start", "lo", "hi", "total", "mean", "n"]
     assert_same_rows(rows_of(got, columns), want, columns, seed=seed)
 
 
-RUNNING = (SOURCE + "CREATE MATERIALIZED VIEW v AS SELECT r, MIN(q) AS lo, MAX(q) AS hi, "
-           "SUM(q) AS total, COUNT(*) AS n FROM t GROUP BY r;")
+RUNNING = (
+    SOURCE + "CREATE MATERIALIZED VIEW v AS SELECT r, MIN(q) AS lo, MAX(q) AS hi, "
+    "SUM(q) AS total, COUNT(*) AS n FROM t GROUP BY r;"
+)
 RUNNING_DUCK = "SELECT r, MIN(q), MAX(q), SUM(q), COUNT(*) FROM t GROUP BY r"
 RUNNING_COLUMNS = ["r", "lo", "hi", "total", "n"]
 
@@ -172,21 +211,7 @@ def test_real_keys_survive_checkpoint_and_restart(
     batches = split_batches(rng, table)
     cut = int(rng.integers(0, len(batches) + 1))
     data = tmp_path_factory.mktemp("real_ckpt") / "db"
-    options = {"wal_mode": "sync", "checkpoint_interval": "1 hour"}
-    db = laminardb.open(data, **options)
-    db.execute(RUNNING)
-    for i, batch in enumerate(batches[:cut]):
-        db.insert("t", batch)
-        db.run_until_idle()
-        if i == cut // 2:
-            db.checkpoint()
-    close_as(db, data, crash=close == "kill -9")
-    with laminardb.open(data, **options) as db:
-        for batch in batches[cut:]:
-            db.insert("t", batch)
-        db.source("t").watermark(FINAL_WATERMARK)
-        db.run_until_idle()
-        got = db.query("SELECT * FROM v")
+    got = run_with_restart(data, RUNNING, batches, cut, crash=close == "kill -9")
     assert got.schema.field("lo").type == pa.float32()
     _, want = duck(RUNNING_DUCK, t=table)
     assert_same_rows(rows_of(got, RUNNING_COLUMNS), want, RUNNING_COLUMNS, seed=seed)
@@ -197,11 +222,14 @@ def test_real_order_by_and_nan_keys() -> None:
     values = [float("nan"), -0.0, 0.0, -1.5, float("nan"), float("inf"), None, 2.5]
     table = pa.table({"r": pa.array(values, pa.float32()), "ts": pa.array(range(8), pa.int64())})
     with laminardb.open() as db:
-        db.execute("CREATE SOURCE t (r REAL, ts BIGINT);"
-                   "CREATE MATERIALIZED VIEW v AS SELECT r, COUNT(*) AS n FROM t GROUP BY r;")
+        db.execute(
+            "CREATE SOURCE t (r REAL, ts BIGINT);"
+            "CREATE MATERIALIZED VIEW v AS SELECT r, COUNT(*) AS n FROM t GROUP BY r;"
+        )
         db.insert("t", table)
         db.run_until_idle()
         got = db.query("SELECT r, n FROM v ORDER BY r").to_pylist()
     _, want = duck("SELECT r, COUNT(*) FROM t GROUP BY r ORDER BY r", t=table)
     assert [repr((g["r"] if g["r"] != 0 else 0.0, g["n"])) for g in got] == [
-        repr((w[0] if w[0] != 0 else 0.0, w[1])) for w in want]
+        repr((w[0] if w[0] != 0 else 0.0, w[1])) for w in want
+    ]

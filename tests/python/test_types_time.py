@@ -14,14 +14,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from _oracle_util import (
-    FINAL_WATERMARK,
     announce_seed,
     assert_same_rows,
-    close_as,
     duck,
     examples,
     rows_of,
     run_engine,
+    run_with_restart,
     seed_strategy_bounds,
     split_batches,
 )
@@ -31,8 +30,9 @@ from hypothesis import strategies as st
 import laminardb
 
 SEEDS = st.integers(*seed_strategy_bounds())
-SOURCE = ("CREATE SOURCE t (a TIME, b TIME, s VARCHAR, x TIMESTAMP, ts BIGINT, "
-          "WATERMARK FOR ts AS ts);")
+SOURCE = (
+    "CREATE SOURCE t (a TIME, b TIME, s VARCHAR, x TIMESTAMP, ts BIGINT, WATERMARK FOR ts AS ts);"
+)
 DAY = 86_400_000_000
 
 
@@ -42,24 +42,36 @@ def time_table(rng: np.random.Generator, n: int, keys: int = 0) -> pa.Table:
     def times(m: int) -> np.ndarray:
         edges = np.array([0, 1, DAY - 1, 12 * 3_600_000_000, 1_000_000, 999_999])
         whole = rng.integers(0, 86_400, size=m) * 1_000_000
-        return np.where(rng.random(m) < 0.3, edges[rng.integers(0, len(edges), size=m)],
-                        np.where(rng.random(m) < 0.5, whole, rng.integers(0, DAY, size=m)))
+        return np.where(
+            rng.random(m) < 0.3,
+            edges[rng.integers(0, len(edges), size=m)],
+            np.where(rng.random(m) < 0.5, whole, rng.integers(0, DAY, size=m)),
+        )
 
     a = times(n)
     if keys > 0:
         a = times(keys)[rng.integers(0, keys, size=n)]
-    texts = [f"{int(h)}:{int(m):02d}" + (f":{int(s):02d}.{int(f)}" if f % 2 else "")
-             for h, m, s, f in zip(rng.integers(0, 24, size=n), rng.integers(0, 60, size=n),
-                                   rng.integers(0, 60, size=n), rng.integers(0, 10**6, size=n))]
+    texts = [
+        f"{int(h)}:{int(m):02d}" + (f":{int(s):02d}.{int(f)}" if f % 2 else "")
+        for h, m, s, f in zip(
+            rng.integers(0, 24, size=n),
+            rng.integers(0, 60, size=n),
+            rng.integers(0, 60, size=n),
+            rng.integers(0, 10**6, size=n),
+        )
+    ]
     texts = [t if rng.random() > 0.05 else "25:00" for t in texts]
-    return pa.table({
-        "a": pa.array(a, pa.int64(), mask=rng.random(n) < 0.1).cast(pa.time64("us")),
-        "b": pa.array(times(n), pa.int64(), mask=rng.random(n) < 0.1).cast(pa.time64("us")),
-        "s": pa.array(texts),
-        "x": pa.array(rng.integers(-(10**15), 10**15, size=n), pa.int64()).cast(
-            pa.timestamp("us")),
-        "ts": pa.array(np.cumsum(rng.integers(0, 30, size=n)), pa.int64()),
-    })
+    return pa.table(
+        {
+            "a": pa.array(a, pa.int64(), mask=rng.random(n) < 0.1).cast(pa.time64("us")),
+            "b": pa.array(times(n), pa.int64(), mask=rng.random(n) < 0.1).cast(pa.time64("us")),
+            "s": pa.array(texts),
+            "x": pa.array(rng.integers(-(10**15), 10**15, size=n), pa.int64()).cast(
+                pa.timestamp("us")
+            ),
+            "ts": pa.array(np.cumsum(rng.integers(0, 30, size=n)), pa.int64()),
+        }
+    )
 
 
 #: (ours, DuckDB's)
@@ -83,8 +95,11 @@ def test_time_expressions_match_duckdb(seed: int) -> None:
     rng = np.random.default_rng(seed)
     table = time_table(rng, int(rng.integers(1, 600)))
     items = ", ".join(f"{ours} AS c{i}" for i, (ours, _) in enumerate(EXPRESSIONS))
-    got = run_engine(SOURCE + f"CREATE STREAM w AS SELECT ts, {items} FROM t;",
-                     split_batches(rng, table), final_watermark=False).table
+    got = run_engine(
+        SOURCE + f"CREATE STREAM w AS SELECT ts, {items} FROM t;",
+        split_batches(rng, table),
+        final_watermark=False,
+    ).table
     assert got.schema.field("c0").type == pa.time64("us")
     theirs = ", ".join(f"{th or ours} AS c{i}" for i, (ours, th) in enumerate(EXPRESSIONS))
     _, want = duck(f"SELECT ts, {theirs} FROM t", t=table)
@@ -100,20 +115,25 @@ def test_window_keyed_by_time_matches_duckdb(cores: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     table = time_table(rng, int(rng.integers(0, 1500)), keys=int(rng.integers(1, 20)))
     size = int(rng.choice([1, 40, 1000]))
-    ours = (SOURCE + "CREATE STREAM w AS SELECT a, window_start, MIN(b) AS lo, MAX(b) AS hi, "
-            "COUNT(b) AS n FROM t "
-            f"GROUP BY a, tumble(ts, INTERVAL '{size}' MILLISECOND) EMIT ON WINDOW CLOSE;")
+    ours = (
+        SOURCE + "CREATE STREAM w AS SELECT a, window_start, MIN(b) AS lo, MAX(b) AS hi, "
+        "COUNT(b) AS n FROM t "
+        f"GROUP BY a, tumble(ts, INTERVAL '{size}' MILLISECOND) EMIT ON WINDOW CLOSE;"
+    )
     got = run_engine(ours, split_batches(rng, table), cores=cores).table
     assert [got.schema.field(c).type for c in ("a", "lo", "hi")] == [pa.time64("us")] * 3
     start = f"(ts - ((ts % {size}) + {size}) % {size})"
-    _, want = duck(f"SELECT a, {start}, MIN(b), MAX(b), COUNT(b) FROM t "
-                   f"GROUP BY a, {start}", t=table)
+    _, want = duck(
+        f"SELECT a, {start}, MIN(b), MAX(b), COUNT(b) FROM t GROUP BY a, {start}", t=table
+    )
     columns = ["a", "window_start", "lo", "hi", "n"]
     assert_same_rows(rows_of(got, columns), want, columns, seed=seed)
 
 
-RUNNING = (SOURCE + "CREATE MATERIALIZED VIEW v AS SELECT a, MIN(b) AS lo, MAX(b) AS hi, "
-           "COUNT(*) AS n FROM t GROUP BY a;")
+RUNNING = (
+    SOURCE + "CREATE MATERIALIZED VIEW v AS SELECT a, MIN(b) AS lo, MAX(b) AS hi, "
+    "COUNT(*) AS n FROM t GROUP BY a;"
+)
 RUNNING_DUCK = "SELECT a, MIN(b), MAX(b), COUNT(*) FROM t GROUP BY a"
 RUNNING_COLUMNS = ["a", "lo", "hi", "n"]
 
@@ -130,21 +150,7 @@ def test_time_keys_survive_checkpoint_and_restart(
     batches = split_batches(rng, table)
     cut = int(rng.integers(0, len(batches) + 1))
     data = tmp_path_factory.mktemp("time_ckpt") / "db"
-    options = {"wal_mode": "sync", "checkpoint_interval": "1 hour"}
-    db = laminardb.open(data, **options)
-    db.execute(RUNNING)
-    for i, batch in enumerate(batches[:cut]):
-        db.insert("t", batch)
-        db.run_until_idle()
-        if i == cut // 2:
-            db.checkpoint()
-    close_as(db, data, crash=close == "kill -9")
-    with laminardb.open(data, **options) as db:
-        for batch in batches[cut:]:
-            db.insert("t", batch)
-        db.source("t").watermark(FINAL_WATERMARK)
-        db.run_until_idle()
-        got = db.query("SELECT * FROM v")
+    got = run_with_restart(data, RUNNING, batches, cut, crash=close == "kill -9")
     _, want = duck(RUNNING_DUCK, t=table)
     assert_same_rows(rows_of(got, RUNNING_COLUMNS), want, RUNNING_COLUMNS, seed=seed)
 
