@@ -31,6 +31,20 @@ static inline int lm_test_push_built(laminar_db* db, const char* name,
   return rc;
 }
 
+/* Push a built batch (array, schema) the source must refuse with
+ * LAMINAR_ERR_COLUMN_TYPE, whole (the array stays the caller's), naming
+ * `column` and `type`; released here. 0, or 1 (a check failed). */
+static inline int lm_test_push_refused(laminar_source* src, struct ArrowArray* array,
+                                       struct ArrowSchema* schema, const char* column,
+                                       const char* type, laminar_error* err) {
+  CHECK_CODE(laminar_source_push(src, array, schema, err), LAMINAR_ERR_COLUMN_TYPE, err);
+  CHECK(array->release != NULL); /* refused whole: still the caller's */
+  CHECK(strstr(err->message, column) != NULL && strstr(err->message, type) != NULL);
+  array->release(array);
+  schema->release(schema);
+  return 0;
+}
+
 /* Push batch `b` (0..5) of the test's input into its source. */
 typedef int (*lm_test_push_batch)(laminar_db* db, int b, laminar_error* err);
 
