@@ -99,8 +99,11 @@ typedef enum lm_udaf_mode {
   LM_UDAF_MERGE = 2
 } lm_udaf_mode;
 
-/* The SQL type of a partial state column: the serialized state's bytes. */
-#define LM_UDAF_STATE_TYPE LM_TYPE_BINARY
+/* The SQL type of a partial state column and its encoding (agg/udaf.c: the
+ * serialized state as base64 text, the engine having no binary type yet).
+ * The one place to switch to VARBINARY: this type and udaf.c's state_text /
+ * state_bytes. */
+#define LM_UDAF_STATE_TYPE LM_TYPE_STRING
 
 /* An aggregate's SQL name: the function, how many arguments it takes, and
  * for the moment aggregates the fixed result type. */

@@ -330,15 +330,74 @@ laminar_code lm_udaf_restore_group(lm_agg_states* st, int64_t g, lm_state_reader
 
 /* ---- the two-phase split: states as a column (LM_UDAF_PARTIAL / _MERGE) ------------ */
 
-/* A serialized state as a LM_UDAF_STATE_TYPE (VARBINARY) value: its bytes,
- * copied into ctx memory (the buffer is the encoder's). */
-static laminar_code state_value(lm_eval_ctx* ctx, const uint8_t* bytes, int64_t len,
-                                lm_str* out) {
-  char* t = lm_eval_ctx_alloc(ctx, (size_t)(len ? len : 1));
+/* The encoding of a serialized state in a LM_UDAF_STATE_TYPE column: base64
+ * (RFC 4648, padded) while that type is VARCHAR. With a binary type these two
+ * become copies. */
+static const char b64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* `len` bytes at `bytes` as the column's value, in ctx memory. */
+static laminar_code state_text(lm_eval_ctx* ctx, const uint8_t* bytes, int64_t len,
+                               lm_str* out) {
+  int64_t n = (len + 2) / 3 * 4;
+  char* t = lm_eval_ctx_alloc(ctx, (size_t)(n ? n : 1));
   if (t == NULL) return LAMINAR_ERR_NOMEM;
-  if (len > 0) memcpy(t, bytes, (size_t)len);
-  *out = (lm_str){t, len};
+  int64_t o = 0;
+  for (int64_t i = 0; i < len; i += 3) {
+    uint32_t v = (uint32_t)bytes[i] << 16;
+    if (i + 1 < len) v |= (uint32_t)bytes[i + 1] << 8;
+    if (i + 2 < len) v |= bytes[i + 2];
+    t[o++] = b64[(v >> 18) & 63];
+    t[o++] = b64[(v >> 12) & 63];
+    t[o++] = i + 1 < len ? b64[(v >> 6) & 63] : '=';
+    t[o++] = i + 2 < len ? b64[v & 63] : '=';
+  }
+  *out = (lm_str){t, n};
   return LAMINAR_OK;
+}
+
+static int b64_digit(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+/* The serialized state a column value holds, in ctx memory (*out_len bytes);
+ * false for text that is no such encoding. */
+static bool state_bytes(lm_eval_ctx* ctx, lm_str text, uint8_t** out, int64_t* out_len) {
+  *out = NULL;
+  *out_len = 0;
+  if (text.len % 4 != 0) return false;
+  uint8_t* b = lm_eval_ctx_alloc(ctx, (size_t)(text.len / 4 * 3 + 1));
+  if (b == NULL) return false;
+  int64_t o = 0;
+  for (int64_t i = 0; i < text.len; i += 4) {
+    int d[4];
+    int pad = 0;
+    for (int k = 0; k < 4; k++) {
+      char c = text.ptr[i + k];
+      bool tail = i + 4 == text.len && k >= 2 && c == '=';
+      if (tail || pad) {
+        if (c != '=') return false;
+        d[k] = 0;
+        pad++;
+        continue;
+      }
+      d[k] = b64_digit(c);
+      if (d[k] < 0) return false;
+    }
+    uint32_t v = (uint32_t)d[0] << 18 | (uint32_t)d[1] << 12 | (uint32_t)d[2] << 6 |
+                 (uint32_t)d[3];
+    b[o++] = (uint8_t)(v >> 16);
+    if (pad < 2) b[o++] = (uint8_t)(v >> 8);
+    if (pad < 1) b[o++] = (uint8_t)v;
+  }
+  *out = b;
+  *out_len = o;
+  return true;
 }
 
 /* LM_UDAF_PARTIAL's finalize: each group's state serialized into data. */
@@ -356,7 +415,7 @@ static laminar_code finalize_partial(const lm_agg_states* st, int64_t first, int
                "function '%s': serialize failed for the partial state of a group",
                lm_udf_name(st->udaf));
     } else {
-      rc = state_value(rep->ctx, buf, len, &data[k]);
+      rc = state_text(rep->ctx, buf, len, &data[k]);
     }
     if (buf != local) lm_free(buf);
     if (rc != LAMINAR_OK) return rc;
@@ -378,13 +437,17 @@ static laminar_code merge_states(lm_agg_states* st, const lm_vec* states,
   for (int64_t j = 0; j < m; j++) {
     uint32_t r = sel ? sel[j] : (uint32_t)j;
     if (states->nulls != NULL && states->nulls[r]) continue;
-    laminar_code rc =
-        lm_udaf_deserialize(st->udaf, tmp, (const uint8_t*)vals[r].ptr, vals[r].len);
-    /* what a failed deserialize may have made of tmp */
-    if (rc != LAMINAR_OK) lm_udaf_destroy_state(st->udaf, tmp);
+    uint8_t* bytes;
+    int64_t len;
+    laminar_code rc = LAMINAR_ERR_FUNCTION_FAILED;
+    if (state_bytes(ctx, vals[r], &bytes, &len)) {
+      rc = lm_udaf_deserialize(st->udaf, tmp, bytes, len);
+      /* what a failed deserialize may have made of tmp */
+      if (rc != LAMINAR_OK) lm_udaf_destroy_state(st->udaf, tmp);
+    }
     if (rc != LAMINAR_OK) {
       snprintf(st->report->text, sizeof st->report->text,
-               "function '%s': a partial state (%lld bytes) does not "
+               "function '%s': a partial state (%lld bytes of text) does not "
                "deserialize",
                lm_udf_name(st->udaf), (long long)vals[r].len);
       return rc == LAMINAR_ERR_NOMEM ? rc : LAMINAR_ERR_FUNCTION_FAILED;

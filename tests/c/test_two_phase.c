@@ -505,8 +505,7 @@ static int test_udaf_split(void) {
   laminar_error err;
   CHECK(open_with(register_udafs,
                   "CREATE SOURCE p (k VARCHAR, v BIGINT); CREATE STREAM f AS SELECT k, "
-                  "__udaf_merge('span', CAST(CAST(v AS VARCHAR) AS VARBINARY)) AS s "
-                  "FROM p GROUP BY k",
+                  "__udaf_merge('span', CAST(v AS VARCHAR)) AS s FROM p GROUP BY k",
                   &db) == 0);
   CHECK_CODE(laminar_execute(db,
                              "CREATE STREAM g AS SELECT k, __udaf_merge('nope', 'x') "
@@ -516,7 +515,7 @@ static int test_udaf_split(void) {
   EXPECT(strstr(err.message, "'nope'") != NULL);
   laminar_source* src;
   CHECK_CODE(laminar_source_open(db, "p", &src, &err), LAMINAR_OK, &err);
-  kv_row bad[] = {{"a", 1234, 0, 0}}; /* "1234": 4 bytes, not a span */
+  kv_row bad[] = {{"a", 1234, 0, 0}}; /* "1234": 3 bytes, not a span */
   CHECK(push_kv(src, bad, 1, 0, &err) == 0);
   memset(&err, 0, sizeof err);
   CHECK_CODE(laminar_run_until_idle(db, &err), LAMINAR_ERR_FUNCTION_FAILED, &err);
