@@ -124,13 +124,10 @@ static laminar_code check_topic(kafka_sink* k, laminar_error* err) {
   rd_kafka_topic_t* t = k->rkt;
   const struct rd_kafka_metadata* md = NULL;
   rd_kafka_resp_err_t e = rd_kafka_metadata(k->rk, 0, t, &md, (int)k->timeout_ms);
-  /* A topic being created answers LEADER_NOT_AVAILABLE, or UNKNOWN_TOPIC_OR_PART
-   * while its creation reaches the broker's metadata, for a moment: ask again
-   * (5 s at most; a topic that stays unknown is the error below). */
-  for (int tries = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
-                      (md->topics[0].err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE ||
-                       md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) &&
-                      tries < 50;
+  /* A topic being created answers LEADER_NOT_AVAILABLE first: ask again. */
+  for (int tries = 0;
+       e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+       md->topics[0].err == RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE && tries < 50;
        tries++) {
     rd_kafka_metadata_destroy(md);
     md = NULL;
