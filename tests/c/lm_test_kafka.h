@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The running broker's host:port, or NULL when none is given. */
 static inline const char* lm_test_kafka_bootstrap(void) {
@@ -80,6 +81,20 @@ static inline int lm_test_kafka_create_topic(const char* bootstrap, const char* 
   if (ev != NULL) rd_kafka_event_destroy(ev);
   rd_kafka_queue_destroy(q);
   rd_kafka_NewTopic_destroy(nt);
+  /* The broker answers the creation before its metadata knows the topic: a
+   * sink declared at once would find it unknown. Wait until it is (10 s). */
+  rd_kafka_topic_t* t = rc == 0 ? rd_kafka_topic_new(rk, name, NULL) : NULL;
+  for (int tries = 0; t != NULL && tries < 100; tries++) {
+    const struct rd_kafka_metadata* md = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, 5000);
+    bool known = e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+                 md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (md != NULL) rd_kafka_metadata_destroy(md);
+    if (known) break;
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  if (t != NULL) rd_kafka_topic_destroy(t);
   rd_kafka_destroy(rk);
   return rc;
 }
